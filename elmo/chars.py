@@ -1,0 +1,85 @@
+"""Tokens to character ids, exactly as the original ELMo does it.
+
+A token becomes ``max_characters_per_token`` ids (50 in every released model)::
+
+    [BOW, byte_0, ..., byte_{k-1}, EOW, PAD, PAD, ...]   then +1 on every id
+
+where the bytes are the token's UTF-8 encoding cut to ``max_characters_per_token - 2`` bytes
+(48), BOW = 258, EOW = 259, PAD = 260. The sentence markers ``<S>`` and ``</S>`` are the
+single characters 256 and 257 between BOW and EOW. The +1 shift keeps id 0 free to mean
+"no token here" (a padded position in a batch), which is how the model derives its mask.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Sequence
+
+import torch
+
+BOS_CHAR = 256  #: beginning of sentence
+EOS_CHAR = 257  #: end of sentence
+BOW_CHAR = 258  #: beginning of word
+EOW_CHAR = 259  #: end of word
+PAD_CHAR = 260  #: padding after the end of word
+DEFAULT_MAX_CHARS = 50
+
+BOS_TOKEN = "<S>"
+EOS_TOKEN = "</S>"
+
+
+def _marker_ids(marker: int, max_chars: int) -> tuple[int, ...]:
+    ids = [PAD_CHAR + 1] * max_chars
+    ids[0], ids[1], ids[2] = BOW_CHAR + 1, marker + 1, EOW_CHAR + 1
+    return tuple(ids)
+
+
+@lru_cache(maxsize=1 << 16)
+def word_to_char_ids(word: str, max_chars: int = DEFAULT_MAX_CHARS) -> tuple[int, ...]:
+    """The ``max_chars`` character ids of one token (already shifted by +1).
+
+    ``<S>`` and ``</S>`` map to the sentence-boundary markers, as in the original.
+    """
+    if word == BOS_TOKEN:
+        return _marker_ids(BOS_CHAR, max_chars)
+    if word == EOS_TOKEN:
+        return _marker_ids(EOS_CHAR, max_chars)
+    # Like the original, characters that cannot be encoded (lone surrogates) are dropped.
+    data = word.encode("utf-8", errors="ignore")[: max_chars - 2]
+    ids = [PAD_CHAR + 1] * max_chars
+    ids[0] = BOW_CHAR + 1
+    for k, byte in enumerate(data, start=1):
+        ids[k] = byte + 1
+    ids[len(data) + 1] = EOW_CHAR + 1
+    return tuple(ids)
+
+
+def batch_to_ids(sentences: Sequence[Sequence[str]], max_characters_per_token: int = DEFAULT_MAX_CHARS
+                 ) -> torch.Tensor:
+    """Character ids of a batch of tokenized sentences.
+
+    Args:
+        sentences: B lists of tokens (strings). Empty lists are allowed.
+        max_characters_per_token: characters per token; take it from the model's options
+            (``options.char_cnn.max_characters_per_token``).
+
+    Returns:
+        LongTensor (B, T, max_characters_per_token), T the longest sentence; padded positions
+        are all zeros. An empty batch gives shape (0, 0, max_characters_per_token).
+    """
+    if isinstance(sentences, str):
+        raise TypeError("batch_to_ids expects a list of token lists, not a string")
+    if max_characters_per_token < 3:
+        raise ValueError("max_characters_per_token must be at least 3")
+    lengths = [len(s) for s in sentences]
+    longest = max(lengths, default=0)
+    out = torch.zeros(len(sentences), longest, max_characters_per_token, dtype=torch.long)
+    rows = []
+    for sentence in sentences:
+        for token in sentence:
+            if not isinstance(token, str):
+                raise TypeError(f"tokens must be strings, got {type(token).__name__}: {token!r}")
+            rows.append(word_to_char_ids(token, max_characters_per_token))
+    if rows:
+        mask = torch.arange(longest)[None, :] < torch.tensor(lengths)[:, None]
+        out[mask] = torch.tensor(rows, dtype=torch.long)
+    return out

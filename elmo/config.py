@@ -1,0 +1,194 @@
+"""The model options, as stored in the original ``options.json``.
+
+The original file looks like::
+
+    {"lstm": {"dim": 4096, "projection_dim": 512, "n_layers": 2,
+              "cell_clip": 3, "proj_clip": 3, "use_skip_connections": true},
+     "char_cnn": {"embedding": {"dim": 16},
+                  "filters": [[1, 32], [2, 32], ...],
+                  "n_highway": 2, "n_characters": 262,
+                  "max_characters_per_token": 50, "activation": "relu"}}
+
+Training options (``n_tokens_vocab``, ``dropout``, ``unroll_steps`` ...) may sit in the same
+file; they are kept in :attr:`ElmoOptions.extra` and written back unchanged.
+
+Every problem is reported as a :class:`ConfigError` that names the offending key, e.g.
+``lstm.projection_dim: missing``.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Mapping, Tuple
+
+
+class ConfigError(ValueError):
+    """An options.json that is missing a key or holds a wrong value; the message names the key."""
+
+
+def _take(section: Mapping[str, Any], key: str, where: str, kind, *, default=..., check=None, why=""):
+    """Read ``section[key]``, check its type and an optional predicate, or raise ConfigError."""
+    name = f"{where}.{key}" if where else key
+    if key not in section:
+        if default is ...:
+            raise ConfigError(f"{name}: missing")
+        return default
+    value = section[key]
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        value = float(value)
+    if kind is int and isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise ConfigError(f"{name}: expected {kind.__name__}, got {value!r}")
+    if check is not None and not check(value):
+        raise ConfigError(f"{name}: {why}, got {value!r}")
+    return value
+
+
+def _optional_clip(d: Mapping[str, Any], key: str) -> float | None:
+    """A clip value: absent or null means no clipping (as in the original code)."""
+    if d.get(key) is None:
+        return None
+    return _take(d, key, "lstm", float, check=lambda v: v > 0 and math.isfinite(v),
+                 why="must be a positive number or null")
+
+
+@dataclass(frozen=True)
+class LSTMConfig:
+    """The biLM's LSTM stacks: ``n_layers`` layers of ``dim`` cells projected to ``projection_dim``."""
+
+    dim: int
+    projection_dim: int
+    n_layers: int
+    cell_clip: float | None = 3.0
+    proj_clip: float | None = 3.0
+    use_skip_connections: bool = True
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "LSTMConfig":
+        if not isinstance(d, Mapping):
+            raise ConfigError(f"lstm: expected an object, got {d!r}")
+        positive = dict(check=lambda v: v > 0, why="must be positive")
+        return cls(
+            dim=_take(d, "dim", "lstm", int, **positive),
+            projection_dim=_take(d, "projection_dim", "lstm", int, **positive),
+            n_layers=_take(d, "n_layers", "lstm", int, **positive),
+            cell_clip=_optional_clip(d, "cell_clip"),
+            proj_clip=_optional_clip(d, "proj_clip"),
+            use_skip_connections=_take(d, "use_skip_connections", "lstm", bool),
+        )
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"dim": self.dim, "projection_dim": self.projection_dim, "n_layers": self.n_layers,
+                "cell_clip": self.cell_clip, "proj_clip": self.proj_clip,
+                "use_skip_connections": self.use_skip_connections}
+
+
+@dataclass(frozen=True)
+class CharCNNConfig:
+    """The character CNN: ``filters`` is a list of (width, number of filters)."""
+
+    embedding_dim: int
+    filters: Tuple[Tuple[int, int], ...]
+    n_highway: int
+    n_characters: int = 262
+    max_characters_per_token: int = 50
+    activation: str = "relu"
+
+    @property
+    def n_filters(self) -> int:
+        """Total number of convolution channels (the highway width)."""
+        return sum(n for _, n in self.filters)
+
+    @property
+    def max_width(self) -> int:
+        return max(w for w, _ in self.filters)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "CharCNNConfig":
+        if not isinstance(d, Mapping):
+            raise ConfigError(f"char_cnn: expected an object, got {d!r}")
+        emb = _take(d, "embedding", "char_cnn", dict)
+        emb_dim = _take(emb, "dim", "char_cnn.embedding", int, check=lambda v: v > 0, why="must be positive")
+        raw = _take(d, "filters", "char_cnn", list, check=lambda v: len(v) > 0, why="must not be empty")
+        filters: List[Tuple[int, int]] = []
+        for i, f in enumerate(raw):
+            ok = (isinstance(f, (list, tuple)) and len(f) == 2
+                  and all(isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in f))
+            if not ok:
+                raise ConfigError(f"char_cnn.filters[{i}]: expected [width, count] of positive ints, got {f!r}")
+            filters.append((int(f[0]), int(f[1])))
+        max_chars = _take(d, "max_characters_per_token", "char_cnn", int,
+                          check=lambda v: v >= 3, why="must be at least 3 (begin, end and one byte)")
+        if max(w for w, _ in filters) > max_chars:
+            raise ConfigError(f"char_cnn.filters: a width exceeds max_characters_per_token={max_chars}")
+        return cls(
+            embedding_dim=emb_dim,
+            filters=tuple(filters),
+            n_highway=_take(d, "n_highway", "char_cnn", int, check=lambda v: v >= 0, why="must be >= 0"),
+            n_characters=_take(d, "n_characters", "char_cnn", int, default=262,
+                               check=lambda v: v in (261, 262), why="must be 261 or 262"),
+            max_characters_per_token=max_chars,
+            activation=_take(d, "activation", "char_cnn", str, default="relu",
+                             check=lambda v: v in ("relu", "tanh"), why="must be 'relu' or 'tanh'"),
+        )
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"embedding": {"dim": self.embedding_dim}, "filters": [list(f) for f in self.filters],
+                "n_highway": self.n_highway, "n_characters": self.n_characters,
+                "max_characters_per_token": self.max_characters_per_token, "activation": self.activation}
+
+
+@dataclass(frozen=True)
+class ElmoOptions:
+    """The whole options.json: the LSTM and char CNN sections plus any extra keys, kept verbatim."""
+
+    lstm: LSTMConfig
+    char_cnn: CharCNNConfig
+    extra: Dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def output_dim(self) -> int:
+        """Width of every biLM layer: forward and backward concatenated."""
+        return 2 * self.lstm.projection_dim
+
+    @property
+    def num_layers(self) -> int:
+        """L + 1: the token layer plus one per LSTM layer."""
+        return self.lstm.n_layers + 1
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "ElmoOptions":
+        if not isinstance(d, Mapping):
+            raise ConfigError(f"options: expected a JSON object, got {type(d).__name__}")
+        lstm = LSTMConfig.from_dict(_take(d, "lstm", "", dict))
+        cnn = CharCNNConfig.from_dict(_take(d, "char_cnn", "", dict))
+        extra = {k: v for k, v in d.items() if k not in ("lstm", "char_cnn")}
+        return cls(lstm=lstm, char_cnn=cnn, extra=extra)
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> "ElmoOptions":
+        path = Path(path)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise ConfigError(f"{path}: options file not found") from None
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise ConfigError(f"{path}: not valid JSON ({e})") from None
+        try:
+            return cls.from_dict(data)
+        except ConfigError as e:
+            raise ConfigError(f"{path}: {e}") from None
+
+    def to_dict(self) -> Dict[str, Any]:
+        d = dict(self.extra)
+        d["lstm"] = self.lstm.to_dict()
+        d["char_cnn"] = self.char_cnn.to_dict()
+        return d
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, sort_keys=True)

@@ -1,0 +1,139 @@
+"""The bidirectional language model: character CNN + forward and backward LSTM stacks.
+
+For a sentence of T tokens it gives L + 1 layers, each (T, 2P):
+layer 0 is [x_k; x_k] (the token vector twice), layer j is [forward_j; backward_j].
+
+``<S>`` and ``</S>`` are added around every sentence before the LSTMs and removed from the
+outputs (unless ``keep_sentence_boundaries``). An empty sentence (a row of the batch that is
+all padding) is not run at all: it gets zero-length output and, in stateful mode, keeps its
+state.
+
+Two state modes:
+  * stateless (default): every sentence starts from a zero state, so its vectors never depend
+    on the other sentences of its batch or on earlier calls;
+  * stateful: reproduces the original ELMo, where row b's final (c, h) state of each call is
+    the initial state of row b in the next call (detached). Call :meth:`BiLM.reset_states`
+    to start over.
+"""
+from __future__ import annotations
+
+from typing import Dict, List, Optional
+
+import torch
+from torch import nn
+
+from ..chars import BOS_TOKEN, EOS_TOKEN, word_to_char_ids
+from ..config import ElmoOptions
+from .char_cnn import CharCNN
+from .lstm import BiLSTMStack, LayerState
+
+
+def add_sentence_boundaries(char_ids: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    """(B, T, C) ids -> (B, T + 2, C) with ``<S>`` first and ``</S>`` after the last token.
+
+    Rows of length 0 stay all padding.
+    """
+    batch, steps, n_chars = char_ids.shape
+    bos = torch.tensor(word_to_char_ids(BOS_TOKEN, n_chars), device=char_ids.device)
+    eos = torch.tensor(word_to_char_ids(EOS_TOKEN, n_chars), device=char_ids.device)
+    out = char_ids.new_zeros(batch, steps + 2, n_chars)
+    out[:, 1:-1] = char_ids
+    nonempty = (lengths > 0).nonzero().squeeze(1)
+    out[nonempty, 0] = bos
+    out[nonempty, lengths[nonempty] + 1] = eos
+    return out
+
+
+class BiLM(nn.Module):
+    """The biLM of an ELMo model.
+
+    Args:
+        options: the model's options (see :class:`elmo.config.ElmoOptions`).
+        stateful: carry LSTM state across calls per batch row, as the original did.
+    """
+
+    def __init__(self, options: ElmoOptions, stateful: bool = False):
+        super().__init__()
+        self.options = options
+        lstm = options.lstm
+        self.token_encoder = CharCNN(options.char_cnn, lstm.projection_dim)
+        self.lstm = BiLSTMStack(lstm.projection_dim, lstm.dim, lstm.projection_dim, lstm.n_layers,
+                                lstm.cell_clip, lstm.proj_clip, lstm.use_skip_connections)
+        self.stateful = stateful
+        self._states: Optional[List[LayerState]] = None
+
+    @property
+    def output_dim(self) -> int:
+        return self.options.output_dim
+
+    @property
+    def num_layers(self) -> int:
+        return self.options.num_layers
+
+    # ------------------------------------------------------------------ state handling
+    def reset_states(self) -> None:
+        """Forget the carried state (stateful mode): the next call starts from zeros."""
+        self._states = None
+
+    def get_states(self) -> Optional[List[LayerState]]:
+        """The carried state per layer, (c (2, rows, H), h (2, rows, P)), or None."""
+        return self._states
+
+    def _initial_state(self, batch: int, like: torch.Tensor) -> Optional[List[LayerState]]:
+        if not self.stateful or self._states is None:
+            return None
+        held = self._states[0][0].shape[1]
+        if held >= batch:
+            return [(c[:, :batch], h[:, :batch]) for c, h in self._states]
+        zeros = self.lstm.zero_state(batch - held, like)
+        return [(torch.cat([c, zc], 1), torch.cat([h, zh], 1)) for (c, h), (zc, zh) in zip(self._states, zeros)]
+
+    def _store_state(self, final: List[LayerState], batch: int) -> None:
+        final = [(c.detach(), h.detach()) for c, h in final]
+        if self._states is None or self._states[0][0].shape[1] <= batch:
+            self._states = final
+        else:  # rows beyond this batch keep what they had
+            self._states = [(torch.cat([c, old_c[:, batch:]], 1), torch.cat([h, old_h[:, batch:]], 1))
+                            for (c, h), (old_c, old_h) in zip(final, self._states)]
+
+    # ------------------------------------------------------------------ the computation
+    def forward(self, char_ids: torch.Tensor, keep_sentence_boundaries: bool = False
+                ) -> Dict[str, object]:
+        """Run the biLM on a batch of sentences.
+
+        Args:
+            char_ids: (B, T, C) from :func:`elmo.batch_to_ids`; padded positions all zero.
+            keep_sentence_boundaries: keep the ``<S>``/``</S>`` positions in the outputs.
+
+        Returns:
+            ``activations``: L + 1 tensors (B, T', 2P), T' = T (or T + 2 with boundaries),
+            zero at padded positions; ``mask``: (B, T') bool.
+        """
+        if char_ids.dim() != 3:
+            raise ValueError(f"char_ids must be (batch, tokens, chars), got shape {tuple(char_ids.shape)}")
+        n_chars = self.options.char_cnn.max_characters_per_token
+        if char_ids.shape[2] != n_chars:
+            raise ValueError(f"char_ids has {char_ids.shape[2]} characters per token; this model "
+                             f"expects {n_chars} (pass max_characters_per_token to batch_to_ids)")
+        mask = (char_ids > 0).any(dim=-1)
+        lengths = mask.sum(dim=1)
+        with_bounds = add_sentence_boundaries(char_ids, lengths)
+        bounded_lengths = torch.where(lengths > 0, lengths + 2, lengths)
+        layers = self.layers_of(with_bounds, bounded_lengths)
+        if keep_sentence_boundaries:
+            bounded_mask = (with_bounds > 0).any(dim=-1)
+            return {"activations": layers, "mask": bounded_mask}
+        keep = mask.unsqueeze(-1).to(layers[0].dtype)
+        return {"activations": [layer[:, 1:-1] * keep for layer in layers], "mask": mask}
+
+    def layers_of(self, char_ids: torch.Tensor, lengths: torch.Tensor) -> List[torch.Tensor]:
+        """The L + 1 layers for exactly these tokens (no boundaries added): each (B, T, 2P).
+
+        Uses and updates the carried state in stateful mode.
+        """
+        tokens = self.token_encoder(char_ids)  # (B, T, P), zero where there is no token
+        state = self._initial_state(char_ids.shape[0], tokens)
+        lstm_layers, final = self.lstm(tokens, lengths, state)
+        if self.stateful:
+            self._store_state(final, char_ids.shape[0])
+        return [torch.cat([tokens, tokens], dim=-1)] + lstm_layers

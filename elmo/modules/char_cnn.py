@@ -1,0 +1,174 @@
+"""The character CNN that turns one token's character ids into its context-free vector x_k.
+
+    char ids (C,) -> embedding (C, d) -> for each width w: conv (C-w+1, n_w) -> max over positions
+    -> activation -> concat (F,) -> highway x n -> linear projection (P,)
+
+Speed (the outputs are the same function as the plain computation):
+  * every distinct token of a batch is encoded once;
+  * character positions past the longest token of the batch are trimmed, keeping one window
+    that is all padding (the padding character has a learned embedding, so an all-padding
+    window has a value of its own that takes part in the max);
+  * an optional token cache holds the vectors of a vocabulary; cached tokens skip the CNN and
+    out-of-vocabulary tokens still go through it.
+"""
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ..chars import PAD_CHAR, word_to_char_ids
+from ..config import CharCNNConfig
+
+# Row hashes used to find duplicate tokens and cached tokens. Any collision is caught by an
+# exact comparison afterwards, so these only need to be "usually distinct".
+_HASH_SEED = 0x5EED
+
+
+def _row_hash_weights(width: int, device: torch.device) -> torch.Tensor:
+    gen = torch.Generator().manual_seed(_HASH_SEED)
+    return torch.randint(1, 2**62, (width,), generator=gen, dtype=torch.long).to(device)
+
+
+def hash_rows(ids: torch.Tensor) -> torch.Tensor:
+    """(N, C) long -> (N,) long: a hash per row (int64 arithmetic wraps around)."""
+    return (ids * _row_hash_weights(ids.shape[1], ids.device)).sum(dim=1)
+
+
+def unique_rows(ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Distinct rows of an (N, C) long tensor and, for each row, the index of its distinct row."""
+    _, first, inverse = _unique_with_first(hash_rows(ids))
+    distinct = ids[first]
+    if not torch.equal(distinct[inverse], ids):  # a hash collision: fall back to the exact sort
+        distinct, inverse = torch.unique(ids, dim=0, return_inverse=True)
+    return distinct, inverse
+
+
+def _unique_with_first(keys: torch.Tensor):
+    values, inverse = torch.unique(keys, return_inverse=True)
+    first = torch.full((values.shape[0],), keys.shape[0], dtype=torch.long, device=keys.device)
+    first.scatter_reduce_(0, inverse, torch.arange(keys.shape[0], device=keys.device), reduce="amin")
+    return values, first, inverse
+
+
+class Highway(nn.Module):
+    """Highway layers in the original convention.
+
+    For each layer: t = sigmoid(x W_carry + b_carry); y = t * relu(x W_transform + b_transform)
+    + (1 - t) * x. The carry and transform products share one matrix multiply.
+    """
+
+    def __init__(self, dim: int, n_layers: int):
+        super().__init__()
+        self.dim = dim
+        # weight rows [0, dim) are the carry gate, rows [dim, 2 dim) the transform.
+        self.layers = nn.ModuleList(nn.Linear(dim, 2 * dim) for _ in range(n_layers))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """x: (N, dim) -> (N, dim)."""
+        for layer in self.layers:
+            carry, transform = layer(x).split(self.dim, dim=-1)
+            t = torch.sigmoid(carry)
+            x = t * F.relu(transform) + (1.0 - t) * x
+        return x
+
+
+class CharCNN(nn.Module):
+    """Character ids (B, T, C) -> token vectors (B, T, output_dim), zeros where there is no token."""
+
+    def __init__(self, config: CharCNNConfig, output_dim: int):
+        super().__init__()
+        self.config = config
+        self.output_dim = output_dim
+        # Row 0 is "no character" and stays zero; ids run up to 261 (padding 260 + 1).
+        self.char_embedding = nn.Embedding(262, config.embedding_dim, padding_idx=0)
+        self.convolutions = nn.ModuleList(
+            nn.Conv1d(config.embedding_dim, n, kernel_size=w) for w, n in config.filters)
+        self.highway = Highway(config.n_filters, config.n_highway)
+        self.projection = nn.Linear(config.n_filters, output_dim)
+        self._activation = torch.tanh if config.activation == "tanh" else F.relu
+        # The token cache: char-id rows (V, C), their hashes sorted (V,), and vectors (V, P).
+        self._cache_ids: Optional[torch.Tensor] = None
+        self._cache_hashes: Optional[torch.Tensor] = None
+        self._cache_vectors: Optional[torch.Tensor] = None
+
+    # ------------------------------------------------------------------ the computation
+    def encode_tokens(self, ids: torch.Tensor) -> torch.Tensor:
+        """Distinct tokens (N, C) -> vectors (N, output_dim); no padding rows expected."""
+        n_chars = ids.shape[1]
+        if ids.shape[0] == 0:
+            return self.projection.weight.new_zeros(0, self.output_dim)
+        # Trim trailing padding: keep the longest token plus max_width positions, so that any
+        # token shorter than the trimmed width still sees one window of padding only.
+        real = (ids != PAD_CHAR + 1) & (ids != 0)
+        longest = int(real.sum(dim=1).max())
+        keep = min(n_chars, longest + self.config.max_width)
+        chars = self.char_embedding(ids[:, :keep]).transpose(1, 2)  # (N, d, keep)
+        pooled = [conv(chars).amax(dim=2) for conv in self.convolutions]  # each (N, n_w)
+        features = self._activation(torch.cat(pooled, dim=1))  # (N, F)
+        return self.projection(self.highway(features))
+
+    def forward(self, char_ids: torch.Tensor) -> torch.Tensor:
+        """char_ids: (B, T, C) long, zeros at padded positions -> (B, T, output_dim)."""
+        batch, steps, n_chars = char_ids.shape
+        flat = char_ids.reshape(-1, n_chars)
+        present = (flat > 0).any(dim=1)
+        out = self.projection.weight.new_zeros(batch * steps, self.output_dim)
+        if not bool(present.any()):
+            return out.view(batch, steps, self.output_dim)
+        positions = present.nonzero().squeeze(1)
+        distinct, inverse = unique_rows(flat[positions])
+        vectors = self._encode_with_cache(distinct)
+        out = out.index_copy(0, positions, vectors[inverse])
+        return out.view(batch, steps, self.output_dim)
+
+    def _encode_with_cache(self, distinct: torch.Tensor) -> torch.Tensor:
+        if self._cache_vectors is None or (self.training and torch.is_grad_enabled()):
+            return self.encode_tokens(distinct)
+        hashes = hash_rows(distinct)
+        slot = torch.searchsorted(self._cache_hashes, hashes).clamp_(max=self._cache_hashes.shape[0] - 1)
+        hit = (self._cache_ids[slot] == distinct).all(dim=1)  # hash matches are verified exactly
+        vectors = self._cache_vectors[slot].to(self.projection.weight.dtype)
+        if not bool(hit.all()):
+            miss = (~hit).nonzero().squeeze(1)
+            vectors = vectors.index_copy(0, miss, self.encode_tokens(distinct[miss]))
+        return vectors
+
+    # ------------------------------------------------------------------ the token cache
+    @torch.no_grad()
+    def build_token_cache(self, words: Sequence[str], batch_size: int = 4096) -> None:
+        """Precompute the vectors of ``words`` (plus ``<S>`` and ``</S>``).
+
+        Cached tokens then skip the CNN; other tokens are still encoded by it, so the output does
+        not change, only its cost. Rebuild the cache after changing the weights: it is not used
+        while the module trains with gradients.
+        """
+        n_chars = self.config.max_characters_per_token
+        words = list(dict.fromkeys(["<S>", "</S>", *words]))
+        ids = torch.tensor([word_to_char_ids(w, n_chars) for w in words], dtype=torch.long,
+                           device=self.projection.weight.device)
+        ids, _ = unique_rows(ids)
+        vectors = torch.cat([self.encode_tokens(ids[i:i + batch_size])
+                             for i in range(0, ids.shape[0], batch_size)])
+        hashes = hash_rows(ids)
+        order = torch.argsort(hashes)
+        self._cache_ids, self._cache_hashes, self._cache_vectors = ids[order], hashes[order], vectors[order]
+
+    def clear_token_cache(self) -> None:
+        self._cache_ids = self._cache_hashes = self._cache_vectors = None
+
+    @property
+    def token_cache_size(self) -> int:
+        return 0 if self._cache_ids is None else int(self._cache_ids.shape[0])
+
+    def _apply(self, fn, *args, **kwargs):
+        # Keep the cache on the module's device when it moves (.to / .cuda).
+        result = super()._apply(fn, *args, **kwargs)
+        if self._cache_ids is not None:
+            dev = self.projection.weight.device
+            self._cache_ids = self._cache_ids.to(dev)
+            self._cache_hashes = self._cache_hashes.to(dev)
+            self._cache_vectors = self._cache_vectors.to(dev)
+        return result

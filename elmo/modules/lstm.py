@@ -1,0 +1,213 @@
+"""The biLM's LSTM stacks: LSTM cells with a projection, clipping and optional skip connections.
+
+One layer of one direction (H cells, projection P, input I), at each time step::
+
+    i, j, f, o = split(x_t W_ih + h_{t-1} W_hh + b)          gate order of the original
+    c_t = sigmoid(i) * tanh(j) + sigmoid(f + 1) * c_{t-1}      forget bias +1 at run time
+    c_t = clip(c_t, cell_clip)
+    h_t = clip((sigmoid(o) * tanh(c_t)) W_proj, proj_clip)     projection without bias
+
+The state carried from step to step is (c_t, h_t), c of width H and h of width P.
+
+Speed: the input products x_t W_ih of all time steps are one matrix multiply; the forward
+and backward directions step together (one batched multiply per step for both); sequences are
+packed by length, so padded positions are never computed.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import List, Optional, Tuple
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+# A layer's state for both directions: c (2, B, H) and h (2, B, P); direction 0 is forward.
+LayerState = Tuple[torch.Tensor, torch.Tensor]
+
+
+class ProjectedLSTMLayer(nn.Module):
+    """The parameters of one LSTM-with-projection layer of one direction.
+
+    Shapes follow torch.nn.LSTM: weight_ih (4H, I), weight_hh (4H, P), bias (4H,),
+    weight_proj (P, H). The gate order along 4H is i, j (candidate), f, o. ``bias`` is the
+    stored bias; the +1 forget bias is added when the layer runs.
+    """
+
+    def __init__(self, input_dim: int, cell_dim: int, projection_dim: int):
+        super().__init__()
+        self.input_dim, self.cell_dim, self.projection_dim = input_dim, cell_dim, projection_dim
+        self.weight_ih = nn.Parameter(torch.empty(4 * cell_dim, input_dim))
+        self.weight_hh = nn.Parameter(torch.empty(4 * cell_dim, projection_dim))
+        self.bias = nn.Parameter(torch.zeros(4 * cell_dim))
+        self.weight_proj = nn.Parameter(torch.empty(projection_dim, cell_dim))
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        for w in (self.weight_ih, self.weight_hh, self.weight_proj):
+            nn.init.xavier_uniform_(w)
+        nn.init.zeros_(self.bias)
+
+    def effective_bias(self) -> torch.Tensor:
+        """The stored bias with the forget gate's +1: (4H,)."""
+        forget = torch.zeros_like(self.bias)
+        forget[2 * self.cell_dim:3 * self.cell_dim] = 1.0
+        return self.bias + forget
+
+
+@dataclass
+class Packing:
+    """Where each packed slot comes from, for a batch of B sequences of lengths ``lengths``.
+
+    Packed slots are time-major over the rows sorted by length (longest first), as in
+    ``torch.nn.utils.rnn.PackedSequence``: the first ``batch_sizes[0]`` slots are time step 0.
+    """
+
+    order: torch.Tensor          # (B,) row index of each sorted position
+    batch_sizes: List[int]       # rows still running at each step
+    forward_index: torch.Tensor  # (N,) flat index b * T + t of each slot, read left to right
+    backward_index: torch.Tensor  # (N,) flat index b * T + (len_b - 1 - t): read right to left
+
+    @classmethod
+    def from_lengths(cls, lengths: torch.Tensor, max_len: int) -> "Packing":
+        lengths_sorted, order = torch.sort(lengths, descending=True, stable=True)
+        device = lengths.device
+        if max_len == 0 or lengths.numel() == 0:
+            empty = torch.zeros(0, dtype=torch.long, device=device)
+            return cls(order, [], empty, empty)
+        steps = torch.arange(max_len, device=device)
+        running = steps[:, None] < lengths_sorted[None, :]  # (T, B), time-major
+        batch_sizes = running.sum(dim=1)
+        batch_sizes = batch_sizes[batch_sizes > 0].tolist()
+        t_idx, pos = running.nonzero(as_tuple=True)  # row-major over (T, B): packed order
+        rows = order[pos]
+        forward_index = rows * max_len + t_idx
+        backward_index = rows * max_len + (lengths[rows] - 1 - t_idx)
+        return cls(order, batch_sizes, forward_index, backward_index)
+
+
+def run_lstm_layer(gate_inputs: torch.Tensor, batch_sizes: List[int], weight_hh: torch.Tensor,
+                   weight_proj: torch.Tensor, state: LayerState, cell_clip: Optional[float],
+                   proj_clip: Optional[float]) -> Tuple[torch.Tensor, LayerState]:
+    """Step D directions of one layer over packed sequences.
+
+    Args:
+        gate_inputs: (D, N, 4H) packed x_t W_ih + bias (forget +1 included).
+        batch_sizes: rows running at each step (non-increasing, sums to N).
+        weight_hh: (D, P, 4H). weight_proj: (D, H, P).
+        state: initial (c (D, B, H), h (D, B, P)) in sorted row order.
+
+    Returns:
+        outputs (D, N, P) packed, and the final state (c, h) in sorted row order; rows that
+        never run keep their initial state.
+    """
+    c, h = state
+    outputs, finished_c, finished_h = [], [], []
+    offset = 0
+    for bs in batch_sizes:
+        if bs < h.shape[1]:  # the shortest rows have ended: keep their final state
+            finished_c.append(c[:, bs:])
+            finished_h.append(h[:, bs:])
+            c, h = c[:, :bs], h[:, :bs]
+        gates = torch.baddbmm(gate_inputs[:, offset:offset + bs], h, weight_hh)
+        i, j, f, o = gates.chunk(4, dim=-1)
+        c = torch.sigmoid(i) * torch.tanh(j) + torch.sigmoid(f) * c
+        if cell_clip is not None:
+            c = c.clamp(-cell_clip, cell_clip)
+        h = torch.bmm(torch.sigmoid(o) * torch.tanh(c), weight_proj)
+        if proj_clip is not None:
+            h = h.clamp(-proj_clip, proj_clip)
+        outputs.append(h)
+        offset += bs
+    finished_c.append(c)
+    finished_h.append(h)
+    final = (torch.cat(finished_c[::-1], dim=1), torch.cat(finished_h[::-1], dim=1))
+    if outputs:
+        packed = torch.cat(outputs, dim=1)
+    else:
+        packed = weight_proj.new_zeros(weight_proj.shape[0], 0, weight_proj.shape[2])
+    return packed, final
+
+
+class BiLSTMStack(nn.Module):
+    """A forward and a backward stack of ``n_layers`` projected LSTM layers.
+
+    Layer j >= 1 adds its input to its output when ``use_skip_connections`` is set.
+    ``dropout`` (training only) drops each layer's input, as the original trainer does.
+    """
+
+    def __init__(self, input_dim: int, cell_dim: int, projection_dim: int, n_layers: int,
+                 cell_clip: Optional[float] = None, proj_clip: Optional[float] = None,
+                 use_skip_connections: bool = True, dropout: float = 0.0):
+        super().__init__()
+        self.cell_dim, self.projection_dim, self.n_layers = cell_dim, projection_dim, n_layers
+        self.cell_clip, self.proj_clip = cell_clip, proj_clip
+        self.use_skip_connections = use_skip_connections
+        self.dropout = dropout
+        dims = [input_dim] + [projection_dim] * (n_layers - 1)
+        self.forward_layers = nn.ModuleList(ProjectedLSTMLayer(d, cell_dim, projection_dim) for d in dims)
+        self.backward_layers = nn.ModuleList(ProjectedLSTMLayer(d, cell_dim, projection_dim) for d in dims)
+
+    def zero_state(self, batch_size: int, like: torch.Tensor) -> List[LayerState]:
+        """A zero state for each layer: c (2, B, H), h (2, B, P)."""
+        return [(like.new_zeros(2, batch_size, self.cell_dim), like.new_zeros(2, batch_size, self.projection_dim))
+                for _ in range(self.n_layers)]
+
+    def forward(self, inputs: torch.Tensor, lengths: torch.Tensor,
+                state: Optional[List[LayerState]] = None,
+                backward_inputs: Optional[torch.Tensor] = None
+                ) -> Tuple[List[torch.Tensor], List[LayerState]]:
+        """Run both stacks.
+
+        Args:
+            inputs: (B, T, I), row b valid for its first ``lengths[b]`` positions.
+            lengths: (B,) long.
+            state: per layer (c (2, B, H), h (2, B, P)); zeros when None.
+            backward_inputs: None to let the backward stack read ``inputs`` right to left
+                (the usual biLM). Otherwise (B, T, I) that the backward stack reads left to
+                right as given, e.g. the reversed text of a language-model stream; its outputs
+                are then aligned with ``backward_inputs``.
+
+        Returns:
+            per layer (B, T, 2P): forward outputs then backward outputs, zero past each
+            length; and the final state per layer (rows of length 0 keep their state).
+        """
+        batch, steps, _ = inputs.shape
+        if state is None:
+            state = self.zero_state(batch, inputs)
+        packing = Packing.from_lengths(lengths, steps)
+        order = packing.order
+        bwd_source = inputs if backward_inputs is None else backward_inputs
+        bwd_index = packing.backward_index if backward_inputs is None else packing.forward_index
+        flat_fwd = inputs.reshape(batch * steps, -1)
+        flat_bwd = bwd_source.reshape(batch * steps, -1)
+        x = torch.stack([flat_fwd[packing.forward_index], flat_bwd[bwd_index]])  # (2, N, I)
+
+        unsort = torch.empty_like(order)
+        unsort[order] = torch.arange(order.numel(), device=order.device)
+        outputs, final_states = [], []
+        for j, (fwd, bwd) in enumerate(zip(self.forward_layers, self.backward_layers)):
+            layer_input = F.dropout(x, self.dropout, self.training) if self.dropout > 0 else x
+            weight_ih = torch.stack([fwd.weight_ih, bwd.weight_ih]).transpose(1, 2)  # (2, I, 4H)
+            bias = torch.stack([fwd.effective_bias(), bwd.effective_bias()])[:, None]  # (2, 1, 4H)
+            gate_inputs = torch.baddbmm(bias, layer_input, weight_ih)
+            c0, h0 = state[j]
+            packed, (c, h) = run_lstm_layer(
+                gate_inputs, packing.batch_sizes,
+                torch.stack([fwd.weight_hh, bwd.weight_hh]).transpose(1, 2),
+                torch.stack([fwd.weight_proj, bwd.weight_proj]).transpose(1, 2),
+                (c0[:, order], h0[:, order]), self.cell_clip, self.proj_clip)
+            if self.use_skip_connections and j > 0:
+                packed = packed + layer_input
+            x = packed
+            final_states.append((c[:, unsort], h[:, unsort]))
+            outputs.append(self._unpack(packed, packing, bwd_index, batch, steps))
+        return outputs, final_states
+
+    def _unpack(self, packed: torch.Tensor, packing: Packing, bwd_index: torch.Tensor,
+                batch: int, steps: int) -> torch.Tensor:
+        """(2, N, P) packed -> (B, T, 2P) padded with zeros."""
+        zeros = packed.new_zeros(batch * steps, self.projection_dim)
+        fwd = zeros.index_copy(0, packing.forward_index, packed[0])
+        bwd = zeros.index_copy(0, bwd_index, packed[1])
+        return torch.cat([fwd, bwd], dim=1).view(batch, steps, 2 * self.projection_dim)

@@ -1,0 +1,269 @@
+"""Weights in the original layout (options.json + HDF5) and in a native safetensors folder.
+
+The original HDF5 names and shapes (F = total filters, d = char dim, P = projection, H = cells)::
+
+    char_embed                                   (261, d)  ids 1..261; id 0 is an added zero row
+    CNN/W_cnn_{i}, CNN/b_cnn_{i}                 (1, w_i, d, n_i), (n_i,)
+    CNN_high_{k}/W_carry, b_carry                (F, F), (F,)     t = sigmoid(x W_carry + b_carry)
+    CNN_high_{k}/W_transform, b_transform        (F, F), (F,)     y = t relu(x W_tr + b_tr) + (1 - t) x
+    CNN_proj/W_proj, b_proj                      (F, P), (P,)
+    RNN_{d}/RNN/MultiRNNCell/Cell{j}/LSTMCell/W_0   (I + P, 4H)  rows: input then h; gates i, j, f, o
+    RNN_{d}/RNN/MultiRNNCell/Cell{j}/LSTMCell/B     (4H,)        forget bias +1 added at run time
+    RNN_{d}/RNN/MultiRNNCell/Cell{j}/LSTMCell/W_P_0 (H, P)       no bias
+    (d = 0 forward, d = 1 backward)
+
+Our highway keeps the original convention, so W_carry is stored as is (ports that use the
+opposite gate convention negate it). Loading then saving gives the same bytes for every array.
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Dict, Iterator, Tuple
+
+import h5py
+import numpy as np
+import torch
+
+from .config import ConfigError, ElmoOptions
+from .modules.bilm import BiLM
+
+
+class WeightFileError(ValueError):
+    """A weight file that is unreadable, truncated or does not fit the options."""
+
+
+def _lstm_prefix(direction: int, layer: int) -> str:
+    return f"RNN_{direction}/RNN/MultiRNNCell/Cell{layer}/LSTMCell"
+
+
+def expected_shapes(options: ElmoOptions) -> Dict[str, Tuple[int, ...]]:
+    """Every dataset the original layout holds for these options, with its shape."""
+    cnn, lstm = options.char_cnn, options.lstm
+    f, p, h = cnn.n_filters, lstm.projection_dim, lstm.dim
+    shapes: Dict[str, Tuple[int, ...]] = {"char_embed": (261, cnn.embedding_dim)}
+    for i, (width, n) in enumerate(cnn.filters):
+        shapes[f"CNN/W_cnn_{i}"] = (1, width, cnn.embedding_dim, n)
+        shapes[f"CNN/b_cnn_{i}"] = (n,)
+    for k in range(cnn.n_highway):
+        for name in ("carry", "transform"):
+            shapes[f"CNN_high_{k}/W_{name}"] = (f, f)
+            shapes[f"CNN_high_{k}/b_{name}"] = (f,)
+    shapes["CNN_proj/W_proj"] = (f, p)
+    shapes["CNN_proj/b_proj"] = (p,)
+    for d in range(2):
+        for j in range(lstm.n_layers):
+            prefix = _lstm_prefix(d, j)
+            shapes[f"{prefix}/W_0"] = (p + p, 4 * h)
+            shapes[f"{prefix}/B"] = (4 * h,)
+            shapes[f"{prefix}/W_P_0"] = (h, p)
+    return shapes
+
+
+def _to_original_arrays(bilm: BiLM) -> Dict[str, np.ndarray]:
+    """The model's parameters as the original layout's arrays (float32 unless stored otherwise)."""
+    enc, opts = bilm.token_encoder, bilm.options
+    t = lambda x: x.detach().cpu().numpy()  # noqa: E731
+    arrays = {"char_embed": t(enc.char_embedding.weight[1:])}
+    for i, conv in enumerate(enc.convolutions):
+        arrays[f"CNN/W_cnn_{i}"] = t(conv.weight.permute(2, 1, 0).unsqueeze(0))  # (1, w, d, n)
+        arrays[f"CNN/b_cnn_{i}"] = t(conv.bias)
+    f = opts.char_cnn.n_filters
+    for k, layer in enumerate(enc.highway.layers):
+        arrays[f"CNN_high_{k}/W_carry"] = t(layer.weight[:f].T)
+        arrays[f"CNN_high_{k}/b_carry"] = t(layer.bias[:f])
+        arrays[f"CNN_high_{k}/W_transform"] = t(layer.weight[f:].T)
+        arrays[f"CNN_high_{k}/b_transform"] = t(layer.bias[f:])
+    arrays["CNN_proj/W_proj"] = t(enc.projection.weight.T)
+    arrays["CNN_proj/b_proj"] = t(enc.projection.bias)
+    for d, stack in enumerate((bilm.lstm.forward_layers, bilm.lstm.backward_layers)):
+        for j, layer in enumerate(stack):
+            prefix = _lstm_prefix(d, j)
+            arrays[f"{prefix}/W_0"] = t(torch.cat([layer.weight_ih, layer.weight_hh], dim=1).T)
+            arrays[f"{prefix}/B"] = t(layer.bias)
+            arrays[f"{prefix}/W_P_0"] = t(layer.weight_proj.T)
+    return {k: np.ascontiguousarray(v) for k, v in arrays.items()}
+
+
+@torch.no_grad()
+def _assign_original_arrays(bilm: BiLM, arrays: Dict[str, np.ndarray]) -> None:
+    enc, opts = bilm.token_encoder, bilm.options
+    dtype = enc.projection.weight.dtype
+
+    def put(param: torch.Tensor, value: np.ndarray) -> None:
+        param.copy_(torch.from_numpy(np.asarray(value, dtype=np.float32)).to(dtype))
+
+    embedding = np.zeros((262, opts.char_cnn.embedding_dim), dtype=np.float32)
+    embedding[1:] = arrays["char_embed"]
+    put(enc.char_embedding.weight, embedding)
+    for i, conv in enumerate(enc.convolutions):
+        put(conv.weight, arrays[f"CNN/W_cnn_{i}"][0].transpose(2, 1, 0))
+        put(conv.bias, arrays[f"CNN/b_cnn_{i}"])
+    f = opts.char_cnn.n_filters
+    for k, layer in enumerate(enc.highway.layers):
+        put(layer.weight[:f], arrays[f"CNN_high_{k}/W_carry"].T)
+        put(layer.bias[:f], arrays[f"CNN_high_{k}/b_carry"])
+        put(layer.weight[f:], arrays[f"CNN_high_{k}/W_transform"].T)
+        put(layer.bias[f:], arrays[f"CNN_high_{k}/b_transform"])
+    put(enc.projection.weight, arrays["CNN_proj/W_proj"].T)
+    put(enc.projection.bias, arrays["CNN_proj/b_proj"])
+    p = opts.lstm.projection_dim
+    for d, stack in enumerate((bilm.lstm.forward_layers, bilm.lstm.backward_layers)):
+        for j, layer in enumerate(stack):
+            prefix = _lstm_prefix(d, j)
+            kernel = arrays[f"{prefix}/W_0"]
+            put(layer.weight_ih, kernel[:-p].T)
+            put(layer.weight_hh, kernel[-p:].T)
+            put(layer.bias, arrays[f"{prefix}/B"])
+            put(layer.weight_proj, arrays[f"{prefix}/W_P_0"].T)
+
+
+@contextmanager
+def _open_hdf5(path: Path, mode: str = "r") -> Iterator[h5py.File]:
+    try:
+        handle = h5py.File(path, mode)
+    except FileNotFoundError:
+        raise WeightFileError(f"{path}: weight file not found") from None
+    except OSError as e:
+        raise WeightFileError(f"{path}: not a readable HDF5 file (truncated or corrupt?): {e}") from None
+    with handle:
+        yield handle
+
+
+def read_original_arrays(path: str | Path, options: ElmoOptions) -> Dict[str, np.ndarray]:
+    """Read and check every dataset the options call for; errors name the dataset and shape."""
+    path = Path(path)
+    arrays = {}
+    with _open_hdf5(path) as h5:
+        for name, shape in expected_shapes(options).items():
+            if name not in h5:
+                raise WeightFileError(f"{path}: dataset '{name}' is missing (expected shape {shape})")
+            dataset = h5[name]
+            if tuple(dataset.shape) != shape:
+                raise WeightFileError(f"{path}: dataset '{name}' has shape {tuple(dataset.shape)}, "
+                                      f"expected {shape} from the options")
+            try:
+                arrays[name] = dataset[...]
+            except OSError as e:
+                raise WeightFileError(f"{path}: dataset '{name}' (expected shape {shape}) "
+                                      f"cannot be read, the file is truncated or corrupt: {e}") from None
+    return arrays
+
+
+def load_original(options_file: str | Path, weight_file: str | Path, *, stateful: bool = False,
+                  device: str | torch.device | None = None) -> BiLM:
+    """Build a :class:`BiLM` from options.json and the original HDF5 weights."""
+    options = ElmoOptions.from_file(options_file)
+    bilm = BiLM(options, stateful=stateful)
+    _assign_original_arrays(bilm, read_original_arrays(weight_file, options))
+    bilm.eval()
+    return bilm.to(device) if device is not None else bilm
+
+
+def _atomic_target(path: Path):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    return Path(tmp)
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    """Write a text file so that readers see the old or the new content, never a part."""
+    path = Path(path)
+    tmp = _atomic_target(path)
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def save_original(bilm: BiLM, options_file: str | Path, weight_file: str | Path,
+                  dtype: str = "float32") -> None:
+    """Write options.json and the HDF5 weights in the original layout (atomically).
+
+    ``dtype="float16"`` halves the file; loading converts back to float32.
+    """
+    weight_file = Path(weight_file)
+    tmp = _atomic_target(weight_file)
+    try:
+        with h5py.File(tmp, "w") as h5:
+            for name, array in _to_original_arrays(bilm).items():
+                h5.create_dataset(name, data=array.astype(dtype, copy=False))
+        os.replace(tmp, weight_file)
+    finally:
+        tmp.unlink(missing_ok=True)
+    atomic_write_text(options_file, bilm.options.to_json() + "\n")
+
+
+# ---------------------------------------------------------------------- native format
+NATIVE_CONFIG = "config.json"
+NATIVE_WEIGHTS = "model.safetensors"
+ORIGINAL_OPTIONS = "options.json"
+ORIGINAL_WEIGHTS = ("weights.hdf5", "lm_weights.hdf5")
+
+
+def save_pretrained(bilm: BiLM, folder: str | Path, fmt: str = "safetensors") -> Path:
+    """Save a model folder: ``config.json`` + ``model.safetensors`` (native), or
+    ``options.json`` + ``weights.hdf5`` (``fmt="original"``)."""
+    from safetensors.torch import save_file
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    if fmt == "original":
+        save_original(bilm, folder / ORIGINAL_OPTIONS, folder / ORIGINAL_WEIGHTS[0])
+        return folder
+    if fmt != "safetensors":
+        raise ValueError(f"fmt must be 'safetensors' or 'original', got {fmt!r}")
+    state = {k: v.detach().contiguous().cpu() for k, v in bilm.state_dict().items()}
+    tmp = _atomic_target(folder / NATIVE_WEIGHTS)
+    try:
+        save_file(state, str(tmp), metadata={"format": "elmo-native-1"})
+        os.replace(tmp, folder / NATIVE_WEIGHTS)
+    finally:
+        tmp.unlink(missing_ok=True)
+    atomic_write_text(folder / NATIVE_CONFIG, bilm.options.to_json() + "\n")
+    return folder
+
+
+def _load_native(folder: Path, stateful: bool) -> BiLM:
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file
+
+    options = ElmoOptions.from_file(folder / NATIVE_CONFIG)
+    bilm = BiLM(options, stateful=stateful)
+    try:
+        state = load_file(str(folder / NATIVE_WEIGHTS))
+    except (SafetensorError, OSError) as e:
+        raise WeightFileError(f"{folder / NATIVE_WEIGHTS}: unreadable safetensors file: {e}") from None
+    expected = bilm.state_dict()
+    for name, tensor in expected.items():
+        if name not in state:
+            raise WeightFileError(f"{folder / NATIVE_WEIGHTS}: tensor '{name}' is missing "
+                                  f"(expected shape {tuple(tensor.shape)})")
+        if state[name].shape != tensor.shape:
+            raise WeightFileError(f"{folder / NATIVE_WEIGHTS}: tensor '{name}' has shape "
+                                  f"{tuple(state[name].shape)}, expected {tuple(tensor.shape)}")
+    bilm.load_state_dict(state, strict=False)
+    return bilm
+
+
+def load_pretrained(path: str | Path, *, stateful: bool = False,
+                    device: str | torch.device | None = None) -> BiLM:
+    """Load a model folder in either format (native safetensors first, then original HDF5)."""
+    folder = Path(path)
+    if not folder.is_dir():
+        raise WeightFileError(f"{folder}: not a model folder")
+    if (folder / NATIVE_WEIGHTS).exists():
+        bilm = _load_native(folder, stateful)
+    else:
+        weights = next((folder / n for n in ORIGINAL_WEIGHTS if (folder / n).exists()), None)
+        if weights is None or not (folder / ORIGINAL_OPTIONS).exists():
+            raise WeightFileError(f"{folder}: expected {NATIVE_CONFIG} + {NATIVE_WEIGHTS}, or "
+                                  f"{ORIGINAL_OPTIONS} + one of {', '.join(ORIGINAL_WEIGHTS)}")
+        bilm = load_original(folder / ORIGINAL_OPTIONS, weights, stateful=stateful)
+    bilm.eval()
+    return bilm.to(device) if device is not None else bilm
