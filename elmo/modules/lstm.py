@@ -179,8 +179,8 @@ class BiLSTMStack(nn.Module):
         order = packing.order
         bwd_source = inputs if backward_inputs is None else backward_inputs
         bwd_index = packing.backward_index if backward_inputs is None else packing.forward_index
-        flat_fwd = inputs.reshape(batch * steps, -1)
-        flat_bwd = bwd_source.reshape(batch * steps, -1)
+        flat_fwd = inputs.reshape(batch * steps, inputs.shape[-1])
+        flat_bwd = bwd_source.reshape(batch * steps, bwd_source.shape[-1])
         x = torch.stack([flat_fwd[packing.forward_index], flat_bwd[bwd_index]])  # (2, N, I)
 
         unsort = torch.empty_like(order)

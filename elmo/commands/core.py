@@ -1,0 +1,54 @@
+"""Core subcommands: ``elmo info``, ``elmo convert`` and ``elmo demo``."""
+from __future__ import annotations
+
+import argparse
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("info", help="show a model's configuration and size",
+                              description="Print the options and parameter count of a model.")
+    p.add_argument("model", help="bundled model name (fixture) or a model folder")
+    p.set_defaults(func=info)
+
+    p = subparsers.add_parser(
+        "convert", help="convert a model folder between the original HDF5 and safetensors layouts",
+        description="Load a model folder in either layout and save it in the other.")
+    p.add_argument("model", help="bundled model name or model folder")
+    p.add_argument("output", help="folder to write")
+    p.add_argument("--to", choices=["original", "safetensors"], default="safetensors",
+                   help="layout to write (default: safetensors)")
+    p.set_defaults(func=convert)
+
+    p = subparsers.add_parser(
+        "demo", help="embed a few sentences and show how context changes the vectors",
+        description="Embed example sentences with a model and print, per layer, how similar the "
+                    "vectors of the same word are across contexts.")
+    p.add_argument("--model", default=None, help="bundled model name or folder (default: the bundled default)")
+    p.set_defaults(func=demo)
+
+
+def info(args: argparse.Namespace) -> int:
+    import elmo
+
+    bilm = elmo.from_pretrained(args.model)
+    n_params = sum(p.numel() for p in bilm.parameters())
+    print(bilm.options.to_json())
+    print(f"parameters: {n_params:,}")
+    print(f"layers: {bilm.num_layers} of width {bilm.output_dim}")
+    return 0
+
+
+def convert(args: argparse.Namespace) -> int:
+    import elmo
+
+    bilm = elmo.from_pretrained(args.model)
+    folder = elmo.save_pretrained(bilm, args.output, fmt=args.to)
+    print(f"wrote {folder} ({args.to})")
+    return 0
+
+
+def demo(args: argparse.Namespace) -> int:
+    from ..demo import run_demo
+
+    run_demo(args.model)
+    return 0

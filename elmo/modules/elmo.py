@@ -1,0 +1,116 @@
+"""Elmo: the biLM run once, with N task-specific layer mixes and dropout on each.
+
+The constructor and the output dict follow AllenNLP's ``Elmo``, so code written for it keeps
+working after changing the import::
+
+    elmo = Elmo(options_file, weight_file, num_output_representations=2, dropout=0.5)
+    out = elmo(batch_to_ids(sentences))
+    out["elmo_representations"]  # 2 tensors (B, T, 2P)
+    out["mask"]                  # (B, T) bool
+
+One difference: the biLM is stateless by default (a sentence always gets the same vectors);
+pass ``stateful=True`` for the original's carried state.
+"""
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Sequence
+
+import torch
+from torch import nn
+
+from .bilm import BiLM
+from .scalar_mix import ScalarMix
+
+
+class Elmo(nn.Module):
+    """ELMo representations for a downstream model.
+
+    Args:
+        options_file, weight_file: the original options.json and HDF5 weights. Alternatively
+            pass a loaded ``module`` (a :class:`BiLM`) and leave both None.
+        num_output_representations: number of independent mixes (e.g. one for the task
+            model's input, one for its output).
+        requires_grad: fine-tune the biLM too (default frozen).
+        do_layer_norm: layer-normalise each layer before mixing.
+        dropout: dropout on each mixed output.
+        vocab_to_cache: words whose token vectors are precomputed (others still use the CNN).
+        keep_sentence_boundaries: keep the ``<S>``/``</S>`` positions.
+        scalar_mix_parameters: fixed s for every mix (not learned), e.g. ``[-9e10, 1, -9e10]``
+            to pick one layer.
+        stateful: carry LSTM state across calls, as the original.
+        device: where to put the model.
+    """
+
+    def __init__(self, options_file: Optional[str] = None, weight_file: Optional[str] = None,
+                 num_output_representations: int = 1, requires_grad: bool = False,
+                 do_layer_norm: bool = False, dropout: float = 0.5,
+                 vocab_to_cache: Optional[Sequence[str]] = None, keep_sentence_boundaries: bool = False,
+                 scalar_mix_parameters: Optional[Sequence[float]] = None,
+                 module: Optional[BiLM] = None, stateful: bool = False,
+                 device: Optional[str | torch.device] = None):
+        super().__init__()
+        if module is None:
+            if options_file is None or weight_file is None:
+                raise ValueError("pass options_file and weight_file, or a loaded BiLM as module=")
+            from ..weights import load_original
+            module = load_original(options_file, weight_file, stateful=stateful)
+        elif options_file is not None or weight_file is not None:
+            raise ValueError("pass either module= or options_file/weight_file, not both")
+        else:
+            module.stateful = stateful
+        self._elmo_lstm = module
+        for p in module.parameters():
+            p.requires_grad_(requires_grad)
+        if not requires_grad:
+            module.eval()
+        self._requires_grad = requires_grad
+        if vocab_to_cache:
+            module.token_encoder.build_token_cache(vocab_to_cache)
+        self._keep_sentence_boundaries = keep_sentence_boundaries
+        self._dropout = nn.Dropout(p=dropout)
+        self.scalar_mixes = nn.ModuleList(
+            ScalarMix(module.num_layers, do_layer_norm=do_layer_norm,
+                      initial_scalar_parameters=scalar_mix_parameters,
+                      trainable=scalar_mix_parameters is None)
+            for _ in range(num_output_representations))
+        if device is not None:
+            self.to(device)
+
+    @property
+    def bilm(self) -> BiLM:
+        return self._elmo_lstm
+
+    def get_output_dim(self) -> int:
+        return self._elmo_lstm.output_dim
+
+    def train(self, mode: bool = True) -> "Elmo":
+        super().train(mode)
+        if not self._requires_grad:  # a frozen biLM always runs in inference mode
+            self._elmo_lstm.eval()
+        return self
+
+    def penalty(self, lam: float) -> torch.Tensor:
+        """lam * sum over mixes of ||s||^2."""
+        return sum(mix.penalty(lam) for mix in self.scalar_mixes)
+
+    def forward(self, inputs: torch.Tensor, word_inputs: Optional[torch.Tensor] = None,
+                return_layers: bool = False) -> Dict[str, object]:
+        """inputs: (B, T, C) character ids from :func:`elmo.batch_to_ids`.
+
+        ``word_inputs`` is accepted for AllenNLP compatibility and ignored: the token cache is
+        looked up from the characters, so out-of-vocabulary words still get their CNN vectors.
+
+        Returns ``elmo_representations`` (list of (B, T, 2P)), ``mask`` (B, T), and with
+        ``return_layers`` also ``layers`` (L + 1 tensors (B, T, 2P), before mixing).
+        """
+        device = next(self._elmo_lstm.parameters()).device
+        inputs = inputs.to(device)
+        with torch.set_grad_enabled(torch.is_grad_enabled() and self._requires_grad):
+            bilm_out = self._elmo_lstm(inputs, keep_sentence_boundaries=self._keep_sentence_boundaries)
+        layers: List[torch.Tensor] = bilm_out["activations"]
+        mask: torch.Tensor = bilm_out["mask"]
+        representations = [self._dropout(mix(layers, mask)) for mix in self.scalar_mixes]
+        out: Dict[str, object] = {"elmo_representations": representations, "mask": mask}
+        if return_layers:
+            out["layers"] = layers
+        return out
