@@ -1,0 +1,40 @@
+"""Shared fixtures: the conformance data in tests/fixtures and small random models."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from elmo import BiLM, ElmoOptions
+
+FIXTURES = Path(__file__).parent / "fixtures"
+ALLENNLP = FIXTURES / "allennlp-elmo"
+NOSKIP = FIXTURES / "bilm-tf-noskip"
+
+
+def tiny_options(skip: bool = True, n_layers: int = 2, cells: int = 12, proj: int = 6,
+                 max_chars: int = 50, activation: str = "relu") -> ElmoOptions:
+    return ElmoOptions.from_dict({
+        "lstm": {"dim": cells, "projection_dim": proj, "n_layers": n_layers, "cell_clip": 3,
+                 "proj_clip": 3, "use_skip_connections": skip},
+        "char_cnn": {"embedding": {"dim": 4}, "filters": [[1, 4], [2, 6], [3, 8]], "n_highway": 1,
+                     "n_characters": 262, "max_characters_per_token": max_chars, "activation": activation},
+    })
+
+
+def random_bilm(seed: int = 0, **kwargs) -> BiLM:
+    """A small biLM with random weights, biases included (zero biases would hide bugs)."""
+    torch.manual_seed(seed)
+    bilm = BiLM(tiny_options(**kwargs))
+    with torch.no_grad():
+        for p in bilm.parameters():
+            p.uniform_(-0.5, 0.5)
+        bilm.token_encoder.char_embedding.weight[0].zero_()
+    return bilm.eval()
+
+
+@pytest.fixture
+def fixture_model():
+    from elmo import load_original
+    return load_original(ALLENNLP / "options.json", ALLENNLP / "lm_weights.hdf5")

@@ -1,0 +1,183 @@
+import random
+
+import pytest
+import torch
+from hypothesis import given, settings, strategies as st
+
+from elmo import batch_to_ids
+from tests.conftest import random_bilm
+
+WORDS = ["the", "dog", "bit", "man", "a", "bank", "river", "money", ".", ",", "Über", "naïve", "x" * 30]
+
+
+def layers_of(bilm, sentences, **kwargs):
+    with torch.no_grad():
+        return bilm(batch_to_ids(sentences), **kwargs)
+
+
+@pytest.mark.parametrize("skip", [True, False])
+def test_layer_shapes_and_layer0_is_the_token_vector_twice(skip):
+    bilm = random_bilm(skip=skip)
+    out = layers_of(bilm, [["the", "dog"], ["a"]])
+    assert len(out["activations"]) == 3
+    for layer in out["activations"]:
+        assert layer.shape == (2, 2, 12)
+    x = out["activations"][0]
+    assert torch.equal(x[..., :6], x[..., 6:])
+    assert out["mask"].tolist() == [[True, True], [True, False]]
+    assert all(layer[1, 1].abs().sum() == 0 for layer in out["activations"])
+
+
+def test_keep_sentence_boundaries():
+    bilm = random_bilm()
+    kept = layers_of(bilm, [["the", "dog"], ["a"]], keep_sentence_boundaries=True)
+    plain = layers_of(bilm, [["the", "dog"], ["a"]])
+    assert kept["mask"].tolist() == [[True] * 4, [True, True, True, False]]
+    for k, p in zip(kept["activations"], plain["activations"]):
+        assert torch.allclose(k[0, 1:3], p[0]) and torch.allclose(k[1, 1:2], p[1, :1])
+
+
+def test_stateless_sentence_is_the_same_alone_and_in_any_batch():
+    bilm = random_bilm()
+    rng = random.Random(0)
+    target = ["the", "dog", "bit", "the", "man", "."]
+    alone = layers_of(bilm, [target])["activations"]
+    for trial in range(5):
+        others = [[rng.choice(WORDS) for _ in range(rng.randint(0, 12))] for _ in range(rng.randint(1, 6))]
+        pos = rng.randint(0, len(others))
+        batch = others[:pos] + [target] + others[pos:]
+        together = layers_of(bilm, batch)["activations"]
+        for a, t in zip(alone, together):
+            assert torch.allclose(a[0], t[pos, :len(target)], atol=1e-6)
+    # and again after other calls: nothing is carried
+    assert all(torch.allclose(a, b, atol=1e-6) for a, b in zip(alone, layers_of(bilm, [target])["activations"]))
+
+
+def test_stateful_mode_carries_state_and_resets():
+    bilm = random_bilm()
+    bilm.stateful = True
+    first = layers_of(bilm, [["the", "dog"]])["activations"][-1]
+    second = layers_of(bilm, [["the", "dog"]])["activations"][-1]
+    assert not torch.allclose(first, second)
+    bilm.reset_states()
+    assert torch.allclose(first, layers_of(bilm, [["the", "dog"]])["activations"][-1])
+
+
+sentence = st.lists(st.sampled_from(WORDS), min_size=2, max_size=10)
+
+
+@settings(max_examples=30, deadline=None)
+@given(tokens=sentence, suffix=st.lists(st.sampled_from(WORDS), min_size=0, max_size=6),
+       k=st.integers(0, 9), seed=st.integers(0, 3), skip=st.booleans())
+def test_forward_layers_do_not_see_later_tokens(tokens, suffix, k, seed, skip):
+    k = min(k, len(tokens) - 1)
+    bilm = random_bilm(seed=seed, skip=skip)
+    changed = tokens[:k + 1] + suffix
+    a = layers_of(bilm, [tokens])["activations"]
+    b = layers_of(bilm, [changed])["activations"]
+    p = a[0].shape[-1] // 2
+    for j in range(1, len(a)):
+        assert torch.allclose(a[j][0, :k + 1, :p], b[j][0, :k + 1, :p], atol=1e-6), f"layer {j} forward leaks"
+
+
+@settings(max_examples=30, deadline=None)
+@given(tokens=sentence, prefix=st.lists(st.sampled_from(WORDS), min_size=0, max_size=6),
+       k=st.integers(0, 9), seed=st.integers(0, 3), skip=st.booleans())
+def test_backward_layers_do_not_see_earlier_tokens(tokens, prefix, k, seed, skip):
+    k = min(k, len(tokens) - 1)
+    bilm = random_bilm(seed=seed, skip=skip)
+    changed = prefix + tokens[k:]
+    shift = len(prefix) - k
+    a = layers_of(bilm, [tokens])["activations"]
+    b = layers_of(bilm, [changed])["activations"]
+    p = a[0].shape[-1] // 2
+    for j in range(1, len(a)):
+        assert torch.allclose(a[j][0, k:, p:], b[j][0, k + shift:, p:], atol=1e-6), f"layer {j} backward leaks"
+
+
+def test_leak_check_can_fail():
+    """The property tests compare the right halves: the backward half does see later tokens."""
+    bilm = random_bilm()
+    a = layers_of(bilm, [["the", "dog", "bit"]])["activations"][1]
+    b = layers_of(bilm, [["the", "dog", "man"]])["activations"][1]
+    assert not torch.allclose(a[0, :2, 6:], b[0, :2, 6:], atol=1e-6)
+
+
+@pytest.mark.parametrize("proj", [1, 6, 33])
+def test_empty_sentence_gets_an_empty_output_of_the_model_width(proj):
+    bilm = random_bilm(proj=proj)
+    out = layers_of(bilm, [[]])
+    assert [a.shape for a in out["activations"]] == [(1, 0, 2 * proj)] * 3
+    mixed = layers_of(bilm, [[], ["the"], []])
+    assert [a.shape for a in mixed["activations"]] == [(3, 1, 2 * proj)] * 3
+    assert mixed["mask"].tolist() == [[False], [True], [False]]
+
+
+def test_empty_batch():
+    out = layers_of(random_bilm(), [])
+    assert [a.shape for a in out["activations"]] == [(0, 0, 12)] * 3 and out["mask"].shape == (0, 0)
+
+
+def test_300_character_word_equals_its_48_byte_prefix():
+    bilm = random_bilm()
+    long_word = "".join(random.Random(1).choice("abcdefgh") for _ in range(300))
+    a = layers_of(bilm, [["a", long_word, "b"]])["activations"]
+    b = layers_of(bilm, [["a", long_word[:48], "b"]])["activations"]
+    assert all(torch.equal(x, y) for x, y in zip(a, b))
+
+
+def test_5000_token_sentence():
+    bilm = random_bilm()
+    tokens = [WORDS[i % len(WORDS)] for i in range(5000)]
+    out = layers_of(bilm, [tokens, ["short"]])
+    assert out["activations"][-1].shape == (2, 5000, 12)
+    assert torch.isfinite(out["activations"][-1]).all()
+    assert out["mask"].sum().item() == 5001
+
+
+def test_wrong_character_width_is_a_clear_error():
+    with pytest.raises(ValueError, match="characters per token"):
+        random_bilm()(batch_to_ids([["a"]], max_characters_per_token=20))
+
+
+def test_model_with_other_max_chars_uses_it():
+    bilm = random_bilm(max_chars=12)
+    with torch.no_grad():
+        out = bilm(batch_to_ids([["abcdefghijklmnop"]], max_characters_per_token=12))
+    assert out["activations"][0].shape == (1, 1, 12)
+
+
+def test_token_cache_equals_the_cnn_including_oov():
+    bilm = random_bilm()
+    sentences = [["the", "dog", "bit", "zebra"], ["unseen", "words", "here", "."], []]
+    plain = layers_of(bilm, sentences)["activations"]
+    bilm.token_encoder.build_token_cache(["the", "dog", "bit", ".", "bank"])
+    assert bilm.token_encoder.token_cache_size == 7  # five words plus <S> and </S>
+    cached = layers_of(bilm, sentences)["activations"]
+    for p, c in zip(plain, cached):
+        assert torch.allclose(p, c, atol=1e-6)
+    # the cache is really used: poisoning it changes a cached word, not an OOV word
+    bilm.token_encoder._cache_vectors.add_(1.0)
+    poisoned = layers_of(bilm, sentences)["activations"][0]
+    assert not torch.allclose(poisoned[0, 0], plain[0][0, 0])
+    assert torch.allclose(poisoned[1, 0], plain[0][1, 0], atol=1e-6)
+    bilm.token_encoder.clear_token_cache()
+    assert torch.allclose(layers_of(bilm, sentences)["activations"][0], plain[0], atol=1e-6)
+
+
+def test_duplicate_tokens_are_encoded_once_with_the_same_result():
+    bilm = random_bilm()
+    with torch.no_grad():
+        ids = batch_to_ids([["dog", "dog", "cat"], ["cat", "dog"]])
+        fast = bilm.token_encoder(ids)
+        one_by_one = torch.stack([torch.stack([bilm.token_encoder.encode_tokens(ids[b, t:t + 1])[0]
+                                               for t in range(3)]) for b in range(2)])
+    assert torch.allclose(fast[0], one_by_one[0], atol=1e-6)
+    assert torch.allclose(fast[1, :2], one_by_one[1, :2], atol=1e-6) and fast[1, 2].abs().sum() == 0
+
+
+def test_gradients_flow_when_training():
+    bilm = random_bilm().train()
+    out = bilm(batch_to_ids([["the", "dog"], ["a"]]))
+    sum(a.sum() for a in out["activations"]).backward()
+    assert all(p.grad is not None for p in bilm.parameters())

@@ -1,0 +1,43 @@
+import torch
+
+from elmo import batch_to_ids
+from elmo.chars import word_to_char_ids
+
+PAD = 261  # 260 + 1
+
+
+def test_ascii_word():
+    ids = word_to_char_ids("cat")
+    assert ids[:5] == (259, ord("c") + 1, ord("a") + 1, ord("t") + 1, 260)
+    assert set(ids[5:]) == {PAD} and len(ids) == 50
+
+
+def test_multibyte_utf8_uses_bytes():
+    ids = word_to_char_ids("né€")  # n, c3 a9, e2 82 ac
+    assert ids[:8] == (259, 0x6E + 1, 0xC3 + 1, 0xA9 + 1, 0xE2 + 1, 0x82 + 1, 0xAC + 1, 260)
+
+
+def test_long_word_is_cut_at_48_bytes():
+    ids = word_to_char_ids("x" * 60)
+    assert ids[0] == 259 and ids[1:49] == (ord("x") + 1,) * 48 and ids[49] == 260
+
+
+def test_sentence_markers():
+    assert word_to_char_ids("<S>")[:4] == (259, 257, 260, PAD)
+    assert word_to_char_ids("</S>")[:4] == (259, 258, 260, PAD)
+
+
+def test_batch_shape_padding_and_max_chars_option():
+    ids = batch_to_ids([["a", "bb"], [], ["c"]])
+    assert ids.shape == (3, 2, 50) and ids.dtype == torch.long
+    assert ids[1].abs().sum() == 0 and ids[2, 1].abs().sum() == 0
+    short = batch_to_ids([["abcdefgh"]], max_characters_per_token=6)
+    assert short.shape == (1, 1, 6)
+    assert short[0, 0].tolist() == [259, 98, 99, 100, 101, 260]  # 4 bytes kept
+    assert batch_to_ids([]).shape == (0, 0, 50)
+
+
+def test_rejects_a_plain_string():
+    import pytest
+    with pytest.raises(TypeError):
+        batch_to_ids("not tokenized")

@@ -1,0 +1,66 @@
+import copy
+import json
+
+import pytest
+
+from elmo import ConfigError, ElmoOptions
+from tests.conftest import ALLENNLP
+
+BASE = json.loads((ALLENNLP / "options.json").read_text())
+
+
+def broken(path, value=None, delete=False):
+    d = copy.deepcopy(BASE)
+    node = d
+    for key in path[:-1]:
+        node = node[key]
+    if delete:
+        del node[path[-1]]
+    else:
+        node[path[-1]] = value
+    return d
+
+
+def test_reads_the_fixture_options():
+    opts = ElmoOptions.from_dict(BASE)
+    assert opts.lstm.dim == 64 and opts.lstm.projection_dim == 16 and opts.lstm.n_layers == 2
+    assert opts.lstm.cell_clip == 3.0 and opts.lstm.use_skip_connections is True
+    assert opts.char_cnn.n_filters == 124 and opts.char_cnn.max_width == 5
+    assert opts.output_dim == 32 and opts.num_layers == 3
+
+
+@pytest.mark.parametrize("path", [("lstm", "dim"), ("lstm", "projection_dim"), ("lstm", "n_layers"),
+                                  ("lstm", "use_skip_connections"), ("char_cnn", "filters"),
+                                  ("char_cnn", "n_highway"), ("char_cnn", "embedding", "dim"),
+                                  ("char_cnn", "max_characters_per_token"), ("lstm",), ("char_cnn",)])
+def test_missing_key_is_named(path):
+    with pytest.raises(ConfigError, match=".".join(path)):
+        ElmoOptions.from_dict(broken(path, delete=True))
+
+
+@pytest.mark.parametrize("path,value", [(("lstm", "dim"), -3), (("lstm", "dim"), "64"),
+                                        (("lstm", "cell_clip"), -1), (("char_cnn", "activation"), "gelu"),
+                                        (("char_cnn", "filters"), [[1, 4], [2]]),
+                                        (("char_cnn", "n_characters"), 300),
+                                        (("lstm", "use_skip_connections"), "yes")])
+def test_wrong_value_is_named(path, value):
+    with pytest.raises(ConfigError, match=path[-1]):
+        ElmoOptions.from_dict(broken(path, value))
+
+
+def test_optional_clips_and_extra_keys_round_trip():
+    d = broken(("lstm", "cell_clip"), delete=True)
+    d["n_tokens_vocab"] = 793471
+    opts = ElmoOptions.from_dict(d)
+    assert opts.lstm.cell_clip is None
+    again = ElmoOptions.from_dict(json.loads(opts.to_json()))
+    assert again == opts and again.extra["n_tokens_vocab"] == 793471
+
+
+def test_missing_file_and_bad_json(tmp_path):
+    with pytest.raises(ConfigError, match="not found"):
+        ElmoOptions.from_file(tmp_path / "nope.json")
+    bad = tmp_path / "options.json"
+    bad.write_text("{\"lstm\": ")
+    with pytest.raises(ConfigError, match="not valid JSON"):
+        ElmoOptions.from_file(bad)

@@ -1,0 +1,59 @@
+import pytest
+import torch
+
+from elmo import Elmo, batch_to_ids
+from tests.conftest import ALLENNLP, random_bilm
+
+
+def test_allennlp_signature_and_output_dict():
+    elmo = Elmo(str(ALLENNLP / "options.json"), str(ALLENNLP / "lm_weights.hdf5"), 2, dropout=0)
+    out = elmo(batch_to_ids([["Hello", "world", "."], ["Hi"]]))
+    assert set(out) == {"elmo_representations", "mask"}
+    assert len(out["elmo_representations"]) == 2
+    assert all(r.shape == (2, 3, 32) for r in out["elmo_representations"])
+    assert elmo.get_output_dim() == 32
+    assert not any(p.requires_grad for p in elmo.bilm.parameters())
+    assert all(p.requires_grad for m in elmo.scalar_mixes for p in m.parameters())
+
+
+def test_mixes_are_independent_and_trainable_with_a_frozen_bilm():
+    elmo = Elmo(module=random_bilm(), num_output_representations=2, dropout=0.0)
+    elmo.train()
+    assert not elmo.bilm.training  # a frozen biLM stays in inference mode
+    out = elmo(batch_to_ids([["the", "dog"]]))
+    out["elmo_representations"][0].sum().backward()
+    assert elmo.scalar_mixes[0].scalar_parameters.grad is not None
+    assert elmo.scalar_mixes[1].scalar_parameters.grad is None
+    assert elmo.penalty(0.1).requires_grad
+
+
+def test_dropout_applies_in_training_only():
+    elmo = Elmo(module=random_bilm(), num_output_representations=1, dropout=0.5)
+    ids = batch_to_ids([["the", "dog", "bit", "the", "man"]] * 4)
+    elmo.eval()
+    a, b = (elmo(ids)["elmo_representations"][0] for _ in range(2))
+    assert torch.equal(a, b)
+    elmo.train()
+    dropped = elmo(ids)["elmo_representations"][0]
+    assert (dropped == 0).float().mean() > 0.3
+
+
+def test_fine_tuning_the_bilm():
+    elmo = Elmo(module=random_bilm(), num_output_representations=1, requires_grad=True, dropout=0.0)
+    elmo(batch_to_ids([["the", "dog"]]))["elmo_representations"][0].sum().backward()
+    assert elmo.bilm.lstm.forward_layers[0].weight_hh.grad is not None
+
+
+def test_token_cache_through_elmo_gives_the_same_output():
+    bilm = random_bilm()
+    ids = batch_to_ids([["the", "dog", "zebra"]])
+    plain = Elmo(module=bilm, dropout=0.0)(ids)["elmo_representations"][0]
+    cached = Elmo(module=bilm, dropout=0.0, vocab_to_cache=["the", "dog"])(ids)["elmo_representations"][0]
+    assert torch.allclose(plain, cached, atol=1e-6)
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="options_file"):
+        Elmo()
+    with pytest.raises(ValueError, match="not both"):
+        Elmo(str(ALLENNLP / "options.json"), None, module=random_bilm())

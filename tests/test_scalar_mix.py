@@ -1,0 +1,70 @@
+import math
+
+import pytest
+import torch
+
+from elmo import Elmo, ScalarMix, batch_to_ids
+from tests.conftest import random_bilm
+
+
+def fixed_mix(weights, gamma, **kw):
+    return ScalarMix(len(weights), initial_scalar_parameters=[math.log(w) for w in weights],
+                     initial_gamma=gamma, trainable=False, **kw)
+
+
+def test_worked_example():
+    layers = [torch.full((1, 1, 1), v) for v in (1.0, 2.0, 4.0)]
+    assert fixed_mix([0.2, 0.3, 0.5], 2.0)(layers).item() == pytest.approx(5.6, abs=1e-5)
+    assert fixed_mix([0.6, 0.3, 0.1], 2.0)(layers).item() == pytest.approx(3.2, abs=1e-5)
+
+
+def test_worked_example_on_the_same_frozen_bilm():
+    """Two mixes over one frozen biLM's layers give the weighted sums of those layers."""
+    bilm = random_bilm()
+    ids = batch_to_ids([["the", "dog", "bit"]])
+    for weights in ([0.2, 0.3, 0.5], [0.6, 0.3, 0.1]):
+        elmo = Elmo(module=bilm, num_output_representations=1, dropout=0.0,
+                    scalar_mix_parameters=[math.log(w) for w in weights])
+        elmo.scalar_mixes[0].gamma.data.fill_(2.0)
+        out = elmo(ids, return_layers=True)
+        expected = 2.0 * sum(w * h for w, h in zip(weights, out["layers"]))
+        assert torch.allclose(out["elmo_representations"][0], expected, atol=1e-6)
+    assert not any(p.requires_grad for p in bilm.parameters())
+
+
+def test_starts_as_an_average_and_learns():
+    mix = ScalarMix(3)
+    assert torch.allclose(mix.weights(), torch.full((3,), 1 / 3)) and mix.gamma.item() == 1.0
+    layers = [torch.randn(2, 4, 5, requires_grad=False) for _ in range(3)]
+    mix(layers).sum().backward()
+    assert mix.scalar_parameters.grad is not None and mix.gamma.grad is not None
+
+
+def test_fixed_parameters_do_not_train():
+    mix = fixed_mix([0.2, 0.3, 0.5], 1.0)
+    assert not mix.scalar_parameters.requires_grad and not mix.gamma.requires_grad
+
+
+def test_penalty():
+    mix = ScalarMix(3, initial_scalar_parameters=[1.0, -2.0, 0.5])
+    assert mix.penalty(0.1).item() == pytest.approx(0.1 * (1 + 4 + 0.25))
+
+
+def test_layer_norm_uses_only_unmasked_positions():
+    torch.manual_seed(0)
+    a = torch.randn(2, 3, 4) * 3 + 5
+    mask = torch.tensor([[True, True, False], [True, False, False]])
+    garbage = a.clone()
+    garbage[~mask] = 1000.0  # padded positions must not change the statistics
+    mix = ScalarMix(1, do_layer_norm=True)
+    out_a, out_g = mix([a], mask), mix([garbage], mask)
+    assert torch.allclose(out_a[mask], out_g[mask], atol=1e-5)
+    kept = out_a[mask]
+    assert kept.mean().abs() < 1e-5 and (kept.var(unbiased=False) - 1).abs() < 1e-4
+    with pytest.raises(ValueError, match="mask"):
+        mix([a])
+
+
+def test_wrong_number_of_layers():
+    with pytest.raises(ValueError, match="expected 3 layers"):
+        ScalarMix(3)([torch.zeros(1, 1, 1)] * 2)

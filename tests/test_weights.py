@@ -1,0 +1,102 @@
+import json
+import shutil
+
+import h5py
+import numpy as np
+import pytest
+import torch
+
+import elmo
+from elmo import ConfigError, WeightFileError, batch_to_ids, load_original, save_original
+from tests.conftest import ALLENNLP, NOSKIP, random_bilm
+
+
+@pytest.mark.parametrize("folder", [ALLENNLP, NOSKIP])
+def test_original_round_trip_is_bit_exact(folder, tmp_path):
+    bilm = load_original(folder / "options.json", folder / "lm_weights.hdf5")
+    save_original(bilm, tmp_path / "options.json", tmp_path / "weights.hdf5")
+    with h5py.File(folder / "lm_weights.hdf5", "r") as a, h5py.File(tmp_path / "weights.hdf5", "r") as b:
+        names = []
+        a.visititems(lambda n, o: names.append(n) if isinstance(o, h5py.Dataset) else None)
+        assert sorted(names) == sorted(n for n in names if n in b)
+        for n in names:
+            assert a[n].dtype == b[n].dtype and np.array_equal(a[n][...], b[n][...]), n
+    again = load_original(tmp_path / "options.json", tmp_path / "weights.hdf5")
+    for (n, p), (_, q) in zip(bilm.state_dict().items(), again.state_dict().items()):
+        assert torch.equal(p, q), n
+
+
+def test_random_model_round_trips_both_formats(tmp_path):
+    bilm = random_bilm(skip=False)
+    ids = batch_to_ids([["the", "dog"], ["bit"]])
+    with torch.no_grad():
+        want = bilm(ids)["activations"]
+    for fmt in ("original", "safetensors"):
+        elmo.save_pretrained(bilm, tmp_path / fmt, fmt=fmt)
+        loaded = elmo.from_pretrained(tmp_path / fmt)
+        for (n, p), (_, q) in zip(bilm.state_dict().items(), loaded.state_dict().items()):
+            assert torch.equal(p, q), (fmt, n)
+        with torch.no_grad():
+            got = loaded(ids)["activations"]
+        assert all(torch.equal(a, b) for a, b in zip(want, got))
+
+
+def test_float16_weights_load_as_float32(tmp_path):
+    bilm = random_bilm()
+    save_original(bilm, tmp_path / "options.json", tmp_path / "weights.hdf5", dtype="float16")
+    loaded = load_original(tmp_path / "options.json", tmp_path / "weights.hdf5")
+    for p, q in zip(bilm.parameters(), loaded.parameters()):
+        assert q.dtype == torch.float32 and torch.allclose(p, q, atol=1e-3)
+
+
+def test_truncated_file_is_a_clear_error(tmp_path):
+    data = (ALLENNLP / "lm_weights.hdf5").read_bytes()
+    (tmp_path / "half.hdf5").write_bytes(data[: len(data) // 2])
+    with pytest.raises(WeightFileError, match="half.hdf5"):
+        load_original(ALLENNLP / "options.json", tmp_path / "half.hdf5")
+
+
+def test_missing_dataset_names_it_and_its_shape(tmp_path):
+    shutil.copy(ALLENNLP / "lm_weights.hdf5", tmp_path / "w.hdf5")
+    with h5py.File(tmp_path / "w.hdf5", "a") as f:
+        del f["CNN_high_1/W_carry"]
+    with pytest.raises(WeightFileError, match=r"CNN_high_1/W_carry.*\(124, 124\)"):
+        load_original(ALLENNLP / "options.json", tmp_path / "w.hdf5")
+
+
+def test_options_that_do_not_fit_the_weights(tmp_path):
+    options = json.loads((ALLENNLP / "options.json").read_text())
+    options["lstm"]["dim"] = 32
+    (tmp_path / "options.json").write_text(json.dumps(options))
+    with pytest.raises(WeightFileError, match=r"W_0.*\(32, 256\).*\(32, 128\)"):
+        load_original(tmp_path / "options.json", ALLENNLP / "lm_weights.hdf5")
+
+
+def test_options_missing_a_key(tmp_path):
+    options = json.loads((ALLENNLP / "options.json").read_text())
+    del options["lstm"]["projection_dim"]
+    (tmp_path / "options.json").write_text(json.dumps(options))
+    with pytest.raises(ConfigError, match="lstm.projection_dim: missing"):
+        load_original(tmp_path / "options.json", ALLENNLP / "lm_weights.hdf5")
+
+
+def test_missing_files_and_folders(tmp_path):
+    with pytest.raises(WeightFileError, match="not found"):
+        load_original(ALLENNLP / "options.json", tmp_path / "nope.hdf5")
+    with pytest.raises(WeightFileError, match="not a model folder"):
+        elmo.from_pretrained(tmp_path / "nope")
+    with pytest.raises(WeightFileError, match="expected config.json"):
+        elmo.from_pretrained(tmp_path)
+
+
+def test_truncated_safetensors_is_a_clear_error(tmp_path):
+    elmo.save_pretrained(random_bilm(), tmp_path)
+    data = (tmp_path / "model.safetensors").read_bytes()
+    (tmp_path / "model.safetensors").write_bytes(data[: len(data) // 2])
+    with pytest.raises(WeightFileError, match="model.safetensors"):
+        elmo.from_pretrained(tmp_path)
+
+
+def test_bundled_fixture_loads():
+    bilm = elmo.from_pretrained("fixture")
+    assert bilm.output_dim == 32 and not bilm.stateful
