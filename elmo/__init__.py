@@ -17,6 +17,7 @@ from .chars import batch_to_ids
 from .config import CharCNNConfig, ConfigError, ElmoOptions, LSTMConfig
 from .modules import BiLM, CharCNN, Elmo, ScalarMix
 from .vocab import Vocabulary
+from .embedding import Embedder, embed_file, sentence_vectors
 from .weights import (WeightFileError, load_original, load_pretrained, save_original,
                       save_pretrained)
 
@@ -41,5 +42,5 @@ def from_pretrained(name_or_path: str | Path, *, stateful: bool = False, device=
 
 
 __all__ = ["BiLM", "CharCNN", "CharCNNConfig", "ConfigError", "Elmo", "ElmoOptions", "LSTMConfig",
-           "ScalarMix", "Vocabulary", "WeightFileError", "batch_to_ids", "from_pretrained",
-           "load_original", "load_pretrained", "model_path", "save_original", "save_pretrained"]
+           "Embedder", "ScalarMix", "Vocabulary", "WeightFileError", "batch_to_ids", "embed_file", "from_pretrained",
+           "load_original", "load_pretrained", "model_path", "save_original", "save_pretrained", "sentence_vectors"]

@@ -1,0 +1,21 @@
+"""Embedding text at scale: the library behind ``elmo embed``.
+
+Modules, one concern each:
+  * :mod:`.windows`  - splitting long sentences into overlapping windows, and which window
+    supplies each token;
+  * :mod:`.layers`   - which output is kept (all layers, top, average, a fixed mix);
+  * :mod:`.embedder` - :class:`Embedder` (sorted, bucketed batches), :func:`sentence_vectors`;
+  * :mod:`.reader`   - reading and decoding the input file in segments of lines;
+  * :mod:`.output`   - segment files and the merged HDF5 file in the original layout;
+  * :mod:`.run`      - :func:`embed_file`: resuming, sharding across torchrun ranks, merging.
+"""
+from .embedder import Embedder, PieceOutput, frequent_words, masked_pool, sentence_vectors
+from .layers import LayerSelection
+from .reader import InputError
+from .output import SettingsMismatch
+from .run import embed_file
+from .windows import DEFAULT_MAX_TOKENS, DEFAULT_OVERLAP, Window, plan_windows
+
+__all__ = ["DEFAULT_MAX_TOKENS", "DEFAULT_OVERLAP", "Embedder", "InputError", "LayerSelection",
+           "PieceOutput", "SettingsMismatch", "Window", "embed_file", "frequent_words",
+           "masked_pool", "plan_windows", "sentence_vectors"]

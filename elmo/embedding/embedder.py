@@ -1,0 +1,235 @@
+"""Batched embedding of tokenized sentences: the engine behind ``elmo embed``.
+
+    embedder = Embedder("fixture", batch_size=64)
+    arrays = embedder.embed_sentences([["The", "bank", "."], []], layers="all")
+    arrays[0].shape == (L + 1, 3, D); arrays[1].shape == (L + 1, 0, D)
+
+How a list of sentences is computed:
+  1. every sentence becomes one or more pieces (see :mod:`elmo.embedding.windows`): one piece
+     unless it is longer than ``max_tokens``;
+  2. pieces are sorted by length, longest first (``sort_by_length``), so that a batch holds
+     sentences of similar length and little padding is computed; in stateful mode they keep
+     their order instead, because each batch row carries its state to the next batch;
+  3. batches of ``batch_size`` pieces go through the biLM; each piece's kept tokens are
+     reduced to the requested layers and handed back with their sentence index and offset,
+     so callers can write them wherever they belong (results come in batch order).
+
+With a stateless model (the default) a sentence's vectors do not depend on its neighbours,
+so the results equal embedding each sentence alone, up to float rounding.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+import torch
+
+from ..chars import batch_to_ids
+from ..modules import BiLM
+from .layers import LayerSelection
+from .windows import DEFAULT_MAX_TOKENS, DEFAULT_OVERLAP, Window, check_window_args, plan_windows
+
+DEFAULT_BATCH_SIZE = 64
+
+Sentence = Sequence[str]
+
+
+@dataclass(frozen=True)
+class Piece:
+    """Tokens ``window.start:window.stop`` of sentence ``sentence`` (an index), run together."""
+
+    sentence: int
+    window: Window
+
+    @property
+    def n_tokens(self) -> int:
+        return self.window.stop - self.window.start
+
+
+@dataclass(frozen=True)
+class PieceOutput:
+    """Vectors of tokens [offset, offset + n) of sentence ``sentence``.
+
+    ``vectors``: (K, n, D), K = L + 1 for ``layers="all"`` and 1 otherwise.
+    """
+
+    sentence: int
+    offset: int
+    vectors: np.ndarray
+
+
+class Embedder:
+    """Embed tokenized sentences with a biLM, in sorted batches, windowing long sentences.
+
+    Args:
+        model: a :class:`~elmo.BiLM`, or a bundled model name or model folder to load.
+        batch_size: pieces (sentences or windows) per biLM call.
+        max_tokens: sentences longer than this are split into overlapping windows.
+        overlap: tokens shared by consecutive windows.
+        sort_by_length: batch pieces of similar length together (ignored when stateful).
+        device: where to run; default: the model's device (or CPU when loading).
+    """
+
+    def __init__(self, model: Union[BiLM, str, Path, None] = None, *, batch_size: int = DEFAULT_BATCH_SIZE,
+                 max_tokens: int = DEFAULT_MAX_TOKENS, overlap: int = DEFAULT_OVERLAP,
+                 sort_by_length: bool = True, device: Union[str, torch.device, None] = None):
+        if not isinstance(model, BiLM):
+            from .. import DEFAULT_MODEL, from_pretrained
+            model = from_pretrained(model if model is not None else DEFAULT_MODEL, device=device)
+        elif device is not None:
+            model = model.to(device)
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+        check_window_args(max_tokens, overlap)
+        self.bilm = model.eval()
+        self.batch_size = batch_size
+        self.max_tokens = max_tokens
+        self.overlap = overlap
+        self.sort_by_length = sort_by_length
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.bilm.parameters()).device
+
+    @property
+    def num_layers(self) -> int:
+        return self.bilm.num_layers
+
+    @property
+    def dim(self) -> int:
+        return self.bilm.output_dim
+
+    # ------------------------------------------------------------------ token cache
+    def build_token_cache(self, sentences: Iterable[Sentence], min_count: int = 2,
+                          max_words: int = 50_000) -> int:
+        """Cache the character-CNN vectors of the frequent words of ``sentences``.
+
+        Words seen at least ``min_count`` times (at most ``max_words`` of them, most frequent
+        first) skip the CNN afterwards; other words still go through it, so results do not
+        change. Returns the number of cached words.
+        """
+        words = frequent_words(sentences, min_count, max_words)
+        if words:
+            self.bilm.token_encoder.build_token_cache(words)
+        return len(words)
+
+    def clear_token_cache(self) -> None:
+        self.bilm.token_encoder.clear_token_cache()
+
+    # ------------------------------------------------------------------ embedding
+    def plan(self, sentences: Sequence[Sentence]) -> List[List[Piece]]:
+        """The batches of pieces that :meth:`run` computes, in the order it computes them."""
+        pieces = [Piece(i, w) for i, s in enumerate(sentences)
+                  for w in plan_windows(len(s), self.max_tokens, self.overlap)]
+        if self.sort_by_length and not self.bilm.stateful:
+            pieces.sort(key=lambda p: -p.n_tokens)  # stable: equal lengths keep input order
+        return [pieces[i:i + self.batch_size] for i in range(0, len(pieces), self.batch_size)]
+
+    def run(self, sentences: Sequence[Sentence], layers: Union[str, LayerSelection] = "all",
+            dtype: Union[str, np.dtype] = np.float32) -> Iterator[List[PieceOutput]]:
+        """Embed ``sentences`` batch by batch; yields, per batch, the outputs of its pieces.
+
+        Every token of every sentence is covered by exactly one :class:`PieceOutput`.
+        """
+        selection = LayerSelection.parse(layers)
+        selection.check(self.num_layers)
+        dtype = np.dtype(dtype)
+        for batch in self.plan(sentences):
+            yield self._run_batch(sentences, batch, selection, dtype)
+
+    @torch.inference_mode()
+    def _run_batch(self, sentences: Sequence[Sentence], batch: List[Piece],
+                   selection: LayerSelection, dtype: np.dtype) -> List[PieceOutput]:
+        tokens = [list(sentences[p.sentence][p.window.start:p.window.stop]) for p in batch]
+        n_kept = self.num_layers if selection.keeps_all else 1
+        if max(len(t) for t in tokens) == 0:  # only empty sentences: nothing to run
+            empty = np.zeros((n_kept, 0, self.dim), dtype=dtype)
+            return [PieceOutput(p.sentence, 0, empty) for p in batch]
+        n_chars = self.bilm.options.char_cnn.max_characters_per_token
+        ids = batch_to_ids(tokens, n_chars).to(self.device)
+        activations = self.bilm(ids)["activations"]                 # L + 1 of (B, T, D)
+        reduced = selection.reduce(torch.stack(activations))        # (K, B, T, D)
+        array = reduced.to(torch.float32).cpu().numpy().astype(dtype, copy=False)
+        outputs = []
+        for b, piece in enumerate(batch):
+            w = piece.window
+            lo, hi = w.keep_start - w.start, w.keep_stop - w.start
+            outputs.append(PieceOutput(piece.sentence, w.keep_start, array[:, b, lo:hi]))
+        return outputs
+
+    def embed_sentences(self, sentences: Sequence[Sentence], layers: Union[str, LayerSelection] = "all",
+                        dtype: Union[str, np.dtype] = np.float32) -> List[np.ndarray]:
+        """One array per sentence, in input order.
+
+        ``layers="all"`` gives (L + 1, n_tokens, D); ``top``, ``average`` and ``mix:...``
+        give (n_tokens, D). An empty sentence gives a zero-length array of the same layout.
+        In stateful mode the model's carried state is used and updated (the batches follow the
+        input order); call ``embedder.bilm.reset_states()`` to start over.
+        """
+        if isinstance(sentences, str):
+            raise TypeError("embed_sentences expects a list of token lists, not a string")
+        selection = LayerSelection.parse(layers)
+        shape = lambda n: (selection.shape(n, self.num_layers, self.dim) if selection.keeps_all
+                           else (1, n, self.dim))
+        results = [np.empty(shape(len(s)), dtype=dtype) for s in sentences]
+        for batch in self.run(sentences, selection, dtype):
+            for out in batch:
+                results[out.sentence][:, out.offset:out.offset + out.vectors.shape[1]] = out.vectors
+        return results if selection.keeps_all else [r[0] for r in results]
+
+
+def frequent_words(sentences: Iterable[Sentence], min_count: int = 2, max_words: int = 50_000) -> List[str]:
+    """The words occurring at least ``min_count`` times, most frequent first (ties: first seen)."""
+    counts = Counter(token for sentence in sentences for token in sentence)
+    return [w for w, c in counts.most_common(max_words) if c >= min_count]
+
+
+def masked_pool(vectors: torch.Tensor, mask: torch.Tensor, pooling: str = "mean") -> torch.Tensor:
+    """Pool token vectors into sentence vectors, ignoring padded positions.
+
+    Args:
+        vectors: (B, T, D); mask: (B, T) bool, True at real tokens.
+        pooling: ``mean`` or ``max``.
+
+    Returns:
+        (B, D); a sentence without tokens gets zeros.
+    """
+    if pooling not in ("mean", "max"):
+        raise ValueError(f"pooling must be 'mean' or 'max', got {pooling!r}")
+    keep = mask.unsqueeze(-1)
+    counts = keep.sum(dim=1)                                        # (B, 1)
+    if pooling == "mean":
+        total = (vectors * keep.to(vectors.dtype)).sum(dim=1)
+        return total / counts.clamp(min=1).to(vectors.dtype)
+    filled = vectors.masked_fill(~keep, float("-inf")).amax(dim=1)
+    return torch.where(counts > 0, filled, torch.zeros_like(filled))
+
+
+def sentence_vectors(model: Union[Embedder, BiLM, str, Path, None], sentences: Sequence[Sentence], *,
+                     layers: Union[str, LayerSelection] = "average", pooling: str = "mean",
+                     batch_size: int = DEFAULT_BATCH_SIZE) -> np.ndarray:
+    """One vector per sentence: the mean or max over its tokens of the chosen layer output.
+
+    Args:
+        model: an :class:`Embedder`, a :class:`~elmo.BiLM`, or a model name or folder.
+        sentences: N token lists.
+        layers: ``top``, ``average`` or ``mix:...`` (one vector per token); not ``all``.
+        pooling: ``mean`` or ``max``; padding never takes part, and an empty sentence gets zeros.
+
+    Returns:
+        float32 array (N, D).
+    """
+    embedder = model if isinstance(model, Embedder) else Embedder(model, batch_size=batch_size)
+    selection = LayerSelection.parse(layers)
+    if selection.keeps_all:
+        raise ValueError("sentence_vectors needs one vector per token: layers='top', 'average' or 'mix:...'")
+    out = np.zeros((len(sentences), embedder.dim), dtype=np.float32)
+    arrays = embedder.embed_sentences(sentences, selection)
+    for i, array in enumerate(arrays):
+        t = torch.from_numpy(array).unsqueeze(0)                      # (1, n, D)
+        mask = torch.ones(1, t.shape[1], dtype=torch.bool)
+        out[i] = masked_pool(t, mask, pooling)[0].numpy()
+    return out

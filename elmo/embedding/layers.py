@@ -1,0 +1,76 @@
+"""Which output an embedding run keeps: all layers, the top one, their average, or a fixed mix.
+
+    "all"             -> (L + 1, T, D)   every layer, as the model gives them
+    "top"             -> (T, D)          the last LSTM layer
+    "average"         -> (T, D)          the mean of the L + 1 layers
+    "mix:w0,w1,..."   -> (T, D)          gamma * sum_j w_j h_j, weights used as given
+
+For a task's trained :class:`elmo.ScalarMix`, pass its ``softmax(s)`` as the weights and its
+gamma as ``gamma``. D is the model's output width (2P).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Tuple
+
+import torch
+
+CHOICES = ("all", "top", "average", "mix:w0,w1,...")
+
+
+@dataclass(frozen=True)
+class LayerSelection:
+    """A parsed ``--layers`` value. ``weights`` is only set for ``mix``."""
+
+    kind: str
+    weights: Optional[Tuple[float, ...]] = None
+    gamma: float = 1.0
+
+    @classmethod
+    def parse(cls, spec: "str | LayerSelection", gamma: float = 1.0) -> "LayerSelection":
+        if isinstance(spec, LayerSelection):
+            return spec
+        spec = spec.strip()
+        if spec in ("all", "top", "average"):
+            if gamma != 1.0:
+                raise ValueError(f"gamma applies to a mix, not to layers={spec!r}")
+            return cls(spec)
+        if spec.startswith("mix:"):
+            try:
+                weights = tuple(float(w) for w in spec[4:].split(","))
+            except ValueError:
+                raise ValueError(f"layers={spec!r}: the mix weights must be numbers, "
+                                 f"e.g. mix:0.2,0.5,0.3") from None
+            return cls("mix", weights, float(gamma))
+        raise ValueError(f"layers must be one of {', '.join(CHOICES)}; got {spec!r}")
+
+    def __str__(self) -> str:
+        if self.kind != "mix":
+            return self.kind
+        return "mix:" + ",".join(repr(w) for w in self.weights)
+
+    def check(self, num_layers: int) -> None:
+        """Raise ValueError if a mix does not have one weight per layer of the model."""
+        if self.kind == "mix" and len(self.weights) != num_layers:
+            raise ValueError(f"layers={self}: {len(self.weights)} weights for a model with "
+                             f"{num_layers} layers (L + 1, the token layer included)")
+
+    @property
+    def keeps_all(self) -> bool:
+        return self.kind == "all"
+
+    def shape(self, n_tokens: int, num_layers: int, dim: int) -> Tuple[int, ...]:
+        """The array shape of one sentence of ``n_tokens`` tokens."""
+        return (num_layers, n_tokens, dim) if self.keeps_all else (n_tokens, dim)
+
+    def reduce(self, stacked: torch.Tensor) -> torch.Tensor:
+        """(L + 1, B, T, D) -> (L + 1, B, T, D) for ``all``, else (1, B, T, D)."""
+        if self.kind == "all":
+            return stacked
+        if self.kind == "top":
+            return stacked[-1:]
+        if self.kind == "average":
+            return stacked.mean(dim=0, keepdim=True)
+        self.check(stacked.shape[0])
+        w = torch.tensor(self.weights, dtype=stacked.dtype, device=stacked.device)
+        return self.gamma * torch.tensordot(w, stacked, dims=1).unsqueeze(0)

@@ -1,0 +1,182 @@
+"""The HDF5 files of ``elmo embed``: segment files while running, one merged file at the end.
+
+The merged file has the layout of the original ELMo command (AllenNLP ``elmo``):
+
+* one dataset per input line, named by its 0-based line number ``"0"``, ``"1"``, ... holding
+  (L + 1, n_tokens, D) for ``layers="all"`` and (n_tokens, D) otherwise, float32 (or float16);
+* ``sentence_to_index``: shape (1,), a variable-length string holding the JSON object
+  {sentence: line number as a string} (a repeated sentence maps to its last line), unless
+  sentences are forgotten;
+* with sentence keys, datasets are named by the sentence itself and there is no
+  ``sentence_to_index``. As in the original, a ``/`` in a sentence makes nested groups, so read
+  it back with ``f[sentence]``.
+
+Root attributes added here: ``model_config`` (options JSON), ``command_line``, ``layers``,
+``stateful`` and ``settings`` (JSON of everything that determines the values; a resumed run
+must match it).
+
+Crash safety: nothing is ever written in place. Each segment (a block of consecutive lines) is
+written to a temporary file in ``OUTPUT.parts/`` and renamed when complete; the merged file is
+written to a temporary file and renamed over OUTPUT. A killed run therefore leaves complete
+segments plus at most one temporary file per process, which the next run deletes.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Dict, Iterable, Iterator, Optional
+
+import h5py
+import numpy as np
+
+SENTENCE_TO_INDEX = "sentence_to_index"
+
+
+class SettingsMismatch(ValueError):
+    """Existing parts or output were written with other settings; the message names them."""
+
+
+def parts_dir(output: Path) -> Path:
+    """The folder that holds a run's segment files while it runs: ``OUTPUT.parts``."""
+    return output.with_name(output.name + ".parts")
+
+
+def segment_path(parts: Path, k: int) -> Path:
+    return parts / f"segment-{k:08d}.hdf5"
+
+
+def _temporary(path: Path) -> Path:
+    return path.with_name(f".{path.name}.tmp-{os.getpid()}")
+
+
+def remove_temporaries(path: Path) -> None:
+    """Delete the temporary files a killed run left for ``path``."""
+    for tmp in path.parent.glob(f".{path.name}.tmp-*"):
+        tmp.unlink(missing_ok=True)
+
+
+def compare_settings(found: Optional[str], settings: Dict, where: Path) -> None:
+    """Raise SettingsMismatch unless ``found`` (JSON) equals ``settings``."""
+    old = json.loads(found) if found else {}
+    differing = sorted(k for k in set(old) | set(settings) if old.get(k) != settings.get(k))
+    if differing:
+        raise SettingsMismatch(f"{where} was written by a different command (it differs in: "
+                               f"{', '.join(differing)}); rerun the same command to resume, or "
+                               f"pass --overwrite to start again")
+
+
+class SegmentWriter:
+    """Writes the datasets of lines [first, stop) into a temporary file, renamed by :meth:`commit`.
+
+    Datasets are named by line number and created with their full shape on first write; each
+    write fills a slice of tokens, so a long sentence never needs to be held in memory whole.
+    """
+
+    def __init__(self, path: Path, first: int, stop: int, settings_json: str):
+        self.path, self.first, self.stop = path, first, stop
+        remove_temporaries(path)
+        self._tmp = _temporary(path)
+        self._file = h5py.File(self._tmp, "w")
+        self._file.attrs["first_line"] = first
+        self._file.attrs["stop_line"] = stop
+        self._file.attrs["settings"] = settings_json
+
+    def create(self, line: int, shape, dtype) -> None:
+        """Create line ``line``'s dataset of ``shape``: (K, n_tokens, D) or (n_tokens, D)."""
+        self._file.create_dataset(str(line), shape=shape, dtype=dtype)
+
+    def write(self, line: int, offset: int, vectors: np.ndarray) -> None:
+        """Put (..., n, D) vectors at tokens [offset, offset + n) of line ``line``."""
+        n = vectors.shape[-2]
+        if n:
+            self._file[str(line)][..., offset:offset + n, :] = vectors
+
+    def commit(self) -> None:
+        """Check that every line is present, close, and rename into place."""
+        missing = [line for line in range(self.first, self.stop) if str(line) not in self._file]
+        if missing:
+            raise RuntimeError(f"segment {self.path.name}: lines {missing[:5]} were not written")
+        self._file.attrs["complete"] = True
+        self._file.close()
+        os.replace(self._tmp, self.path)
+
+    def abort(self) -> None:
+        self._file.close()
+        self._tmp.unlink(missing_ok=True)
+
+
+def segment_done(path: Path, first: int, stop: int, settings: Dict) -> bool:
+    """True if ``path`` is a complete segment of lines [first, stop) with these settings.
+
+    An unreadable file is deleted (False); a readable one with other settings raises
+    SettingsMismatch.
+    """
+    if not path.exists():
+        return False
+    try:
+        with h5py.File(path, "r") as f:
+            found = f.attrs.get("settings")
+            span = (int(f.attrs.get("first_line", -1)), int(f.attrs.get("stop_line", -1)))
+            complete = bool(f.attrs.get("complete", False))
+    except OSError:
+        path.unlink(missing_ok=True)
+        return False
+    compare_settings(found, settings, path)
+    if not complete or span != (first, stop):
+        path.unlink(missing_ok=True)
+        return False
+    return True
+
+
+def merge_segments(parts: Path, n_segments: int, output: Path, sentences: Iterable[str], *,
+                   sentence_keys: bool = False, forget_sentences: bool = False,
+                   attrs: Optional[Dict] = None) -> None:
+    """Copy the segments, in line order, into one file in the original layout; rename over ``output``.
+
+    ``sentences`` yields the stripped text of every line, in order (for the keys and for
+    ``sentence_to_index``).
+    """
+    output.parent.mkdir(parents=True, exist_ok=True)
+    remove_temporaries(output)
+    tmp = _temporary(output)
+    sentence_to_index: Dict[str, str] = {}
+    lines = iter(sentences)
+    try:
+        with h5py.File(tmp, "w") as dst:
+            for key, value in (attrs or {}).items():
+                dst.attrs[key] = value
+            for k in range(n_segments):
+                with h5py.File(segment_path(parts, k), "r") as src:
+                    first, stop = int(src.attrs["first_line"]), int(src.attrs["stop_line"])
+                    for line in range(first, stop):
+                        sentence = next(lines)
+                        name = sentence if sentence_keys else str(line)
+                        if not sentence_keys and not forget_sentences:
+                            sentence_to_index[sentence] = name
+                        src.copy(src[str(line)], dst, name=name)
+            if not sentence_keys and not forget_sentences:
+                ds = dst.create_dataset(SENTENCE_TO_INDEX, (1,), dtype=h5py.string_dtype())
+                ds[0] = json.dumps(sentence_to_index)
+        os.replace(tmp, output)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def output_complete(output: Path, settings: Dict) -> bool:
+    """True if ``output`` is a finished file with these settings; raises SettingsMismatch if it
+    is a finished file with other settings or not one of ours."""
+    if not output.exists():
+        return False
+    try:
+        with h5py.File(output, "r") as f:
+            found = f.attrs.get("settings")
+    except OSError:
+        raise SettingsMismatch(f"{output} exists and is not an HDF5 file; pass --overwrite to replace it") from None
+    compare_settings(found, settings, output)
+    return True
+
+
+def remove_parts(parts: Path) -> None:
+    shutil.rmtree(parts, ignore_errors=True)

@@ -1,0 +1,133 @@
+"""Reading the input of ``elmo embed``: one sentence a line, in segments of lines.
+
+A line is decoded as UTF-8 (bytes that are not UTF-8 raise :class:`InputError` naming the line,
+or become U+FFFD with ``errors="replace"``), a trailing ``\\r`` is dropped and surrounding
+whitespace is stripped; the stripped text is the line's *sentence* (the key of
+``sentence_to_index``). Its tokens are the whitespace-separated words, or the output of
+:func:`elmo.tokenize.tokenize` with ``tokenize=True``. Lines end at ``\\n`` only.
+
+The file is cut into *segments* of ``segment_lines`` consecutive lines: the unit of work that
+is sorted by length, written to disk, resumed and shared between ranks. :func:`index_input`
+reads the file once to find where each segment starts, count the lines, check the encoding
+and compute a digest that identifies the content.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator, List, Optional, Tuple
+
+from ..tokenize import tokenize as _tokenize
+
+DEFAULT_SEGMENT_LINES = 4096
+
+
+class InputError(ValueError):
+    """An input line that cannot be used; the message names the file and the line (1-based)."""
+
+
+@dataclass
+class InputIndex:
+    """What one pass over the input file found.
+
+    ``segment_offsets[k]`` is the byte offset of segment k's first line (line
+    ``k * segment_lines``); ``digest`` identifies the file's content.
+    """
+
+    path: Path
+    n_lines: int
+    segment_lines: int
+    segment_offsets: List[int] = field(default_factory=list)
+    digest: str = ""
+
+    @property
+    def n_segments(self) -> int:
+        return len(self.segment_offsets)
+
+    def segment_range(self, k: int) -> Tuple[int, int]:
+        """Line numbers [first, stop) of segment k (0-based)."""
+        first = k * self.segment_lines
+        return first, min(first + self.segment_lines, self.n_lines)
+
+
+def decode_line(raw: bytes, line_no: int, path: Path, errors: str = "strict") -> str:
+    """The stripped text of one raw line; ``line_no`` is 0-based (messages say line_no + 1)."""
+    try:
+        text = raw.decode("utf-8", errors=errors)
+    except UnicodeDecodeError as e:
+        raise InputError(f"{path}: line {line_no + 1}: byte 0x{raw[e.start]:02x} at byte {e.start + 1} "
+                         f"of the line is not valid UTF-8 (pass --errors replace to replace such "
+                         f"bytes with U+FFFD)") from None
+    return text.strip()
+
+
+def split_tokens(sentence: str, tokenize: bool = False) -> List[str]:
+    """The tokens of a stripped line: whitespace-separated, or :func:`elmo.tokenize.tokenize`."""
+    return _tokenize(sentence) if tokenize else sentence.split()
+
+
+def _raw_lines(path: Path, offset: int = 0) -> Iterator[Tuple[int, bytes]]:
+    """(byte offset, raw line without the newline) from ``offset`` to the end of the file."""
+    with open(path, "rb") as f:
+        f.seek(offset)
+        pos = offset
+        for raw in f:
+            yield pos, raw.rstrip(b"\n")
+            pos += len(raw)
+
+
+def index_input(path: str | Path, segment_lines: int = DEFAULT_SEGMENT_LINES, errors: str = "strict",
+                check_unique: bool = False) -> InputIndex:
+    """Read the whole file once: segment offsets, line count, encoding check and digest.
+
+    With ``check_unique`` (sentence keys), an empty or repeated sentence raises InputError,
+    since it cannot name a dataset of its own.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such input file")
+    if segment_lines < 1:
+        raise ValueError(f"segment_lines must be at least 1, got {segment_lines}")
+    index = InputIndex(path, 0, segment_lines)
+    digest = hashlib.blake2b(digest_size=16)
+    seen = {} if check_unique else None
+    n = 0
+    for offset, raw in _raw_lines(path):
+        if n % segment_lines == 0:
+            index.segment_offsets.append(offset)
+        digest.update(raw)
+        digest.update(b"\n")
+        sentence = decode_line(raw, n, path, errors)
+        if seen is not None:
+            if not sentence:
+                raise InputError(f"{path}: line {n + 1} is empty; --sentence-keys needs a sentence "
+                                 f"to name each dataset")
+            if sentence in seen:
+                raise InputError(f"{path}: line {n + 1} repeats line {seen[sentence] + 1}; "
+                                 f"--sentence-keys needs every sentence to be unique")
+            seen[sentence] = n
+        n += 1
+    index.n_lines = n
+    index.digest = digest.hexdigest()
+    return index
+
+
+def read_segment(index: InputIndex, k: int, errors: str = "strict") -> List[str]:
+    """The stripped sentences of segment k, in order."""
+    first, stop = index.segment_range(k)
+    sentences = []
+    for line_no, (_, raw) in enumerate(_raw_lines(index.path, index.segment_offsets[k]), start=first):
+        if line_no >= stop:
+            break
+        sentences.append(decode_line(raw, line_no, index.path, errors))
+    return sentences
+
+
+def read_sentences(path: str | Path, errors: str = "strict", limit: Optional[int] = None) -> Iterator[str]:
+    """The stripped sentences of the file, in order (the first ``limit`` ones if given)."""
+    path = Path(path)
+    for line_no, (_, raw) in enumerate(_raw_lines(path)):
+        if limit is not None and line_no >= limit:
+            return
+        yield decode_line(raw, line_no, path, errors)

@@ -1,0 +1,217 @@
+"""``embed_file``: a text file in, one HDF5 file of vectors out; resumable and shardable.
+
+The run, for each process (rank r of W; a single process is rank 0 of 1):
+
+  1. read the input once (:func:`~elmo.embedding.reader.index_input`): segment offsets,
+     encoding check, content digest;
+  2. if OUTPUT already exists with the same settings, stop: the job is done;
+  3. take the segments k with k % W == r; skip those already complete in ``OUTPUT.parts/``
+     (written by an earlier, killed run with the same settings);
+  4. optionally cache the character-CNN vectors of the frequent words of the first lines;
+  5. embed each remaining segment and write it as a segment file (atomically);
+  6. rank 0 then waits for every segment, merges them in line order into OUTPUT (atomically)
+     and deletes ``OUTPUT.parts/``.
+
+Because a segment's batches depend only on its own lines (and, when stateful, the state is reset
+at the start of each segment), the result does not depend on the number of ranks or on where
+a run was interrupted.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shlex
+import sys
+import time
+from pathlib import Path
+from typing import Optional, Union
+
+import numpy as np
+import torch
+
+from ..modules import BiLM
+from .embedder import DEFAULT_BATCH_SIZE, Embedder
+from .layers import LayerSelection
+from .output import (SegmentWriter, merge_segments, output_complete, parts_dir, remove_parts,
+                     segment_done, segment_path)
+from .reader import (DEFAULT_SEGMENT_LINES, index_input, read_segment, read_sentences,
+                     split_tokens)
+from .windows import DEFAULT_MAX_TOKENS, DEFAULT_OVERLAP
+
+#: Token cache defaults: words seen this often in the first lines of the input are cached.
+DEFAULT_CACHE_MIN_COUNT = 2
+DEFAULT_CACHE_MAX_WORDS = 50_000
+DEFAULT_CACHE_SAMPLE_LINES = 100_000
+FORMAT_VERSION = 1
+
+
+def distributed_rank() -> tuple[int, int, int]:
+    """(rank, world size, local rank) from the environment torchrun sets; (0, 1, 0) otherwise."""
+    env = os.environ
+    return int(env.get("RANK", 0)), int(env.get("WORLD_SIZE", 1)), int(env.get("LOCAL_RANK", 0))
+
+
+def model_digest(bilm: BiLM) -> str:
+    """A short hash of the model's options and weights (to refuse resuming with another model)."""
+    h = hashlib.blake2b(bilm.options.to_json().encode(), digest_size=16)
+    for name, tensor in sorted(bilm.state_dict().items()):
+        h.update(name.encode())
+        h.update(tensor.detach().cpu().contiguous().view(torch.uint8).numpy().tobytes())
+    return h.hexdigest()
+
+
+def embed_file(input_path: Union[str, Path], output_path: Union[str, Path],
+               model: Union[BiLM, str, Path, None] = None, *,
+               layers: Union[str, LayerSelection] = "all", gamma: float = 1.0,
+               dtype: str = "float32", batch_size: int = DEFAULT_BATCH_SIZE,
+               max_tokens: int = DEFAULT_MAX_TOKENS, overlap: int = DEFAULT_OVERLAP,
+               sort_by_length: bool = True, stateful: Optional[bool] = None,
+               token_cache: bool = True, cache_min_count: int = DEFAULT_CACHE_MIN_COUNT,
+               cache_max_words: int = DEFAULT_CACHE_MAX_WORDS,
+               cache_sample_lines: int = DEFAULT_CACHE_SAMPLE_LINES,
+               tokenize: bool = False, errors: str = "strict", sentence_keys: bool = False,
+               forget_sentences: bool = False, segment_lines: int = DEFAULT_SEGMENT_LINES,
+               overwrite: bool = False, rank: Optional[int] = None, world_size: Optional[int] = None,
+               device: Union[str, torch.device, None] = None, progress: bool = False,
+               command_line: Optional[str] = None) -> Optional[Path]:
+    """Embed every line of ``input_path`` into ``output_path`` (HDF5, the original layout).
+
+    Args:
+        model: a BiLM, or a bundled model name or folder (default: ``elmo.DEFAULT_MODEL``).
+        layers, gamma: ``all`` | ``top`` | ``average`` | ``mix:w0,w1,...`` (see
+            :mod:`elmo.embedding.layers`).
+        dtype: ``float32`` or ``float16`` (half the file).
+        batch_size, max_tokens, overlap, sort_by_length: see :class:`Embedder`.
+        stateful: carry LSTM state across batches like the original (reset at each segment);
+            None keeps the model's own setting (stateless when loaded by name).
+        token_cache: cache the CNN vectors of words seen ``cache_min_count`` times in the first
+            ``cache_sample_lines`` lines (at most ``cache_max_words``); exact, only faster.
+        tokenize: split raw text with :func:`elmo.tokenize.tokenize` instead of on whitespace.
+        errors: ``strict`` (non-UTF-8 bytes are an error naming the line) or ``replace``.
+        sentence_keys: name datasets by sentence instead of line number.
+        forget_sentences: leave out ``sentence_to_index``.
+        segment_lines: lines per segment (the unit of sorting, resuming and sharding).
+        overwrite: ignore and replace earlier output and parts instead of resuming.
+        rank, world_size: this process's shard; default from torchrun's environment.
+        progress: show a tqdm bar (sentences/s and tokens/s).
+        command_line: stored as an attribute; default ``sys.argv``.
+
+    Returns:
+        the output path on rank 0 once the merged file is complete; None on other ranks.
+    """
+    input_path, output_path = Path(input_path), Path(output_path)
+    env_rank, env_world, local_rank = distributed_rank()
+    rank = env_rank if rank is None else rank
+    world_size = env_world if world_size is None else world_size
+    if not 0 <= rank < world_size:
+        raise ValueError(f"rank {rank} is not in [0, {world_size})")
+    if dtype not in ("float32", "float16"):
+        raise ValueError(f"dtype must be float32 or float16, got {dtype!r}")
+    if errors not in ("strict", "replace"):
+        raise ValueError(f"errors must be 'strict' or 'replace', got {errors!r}")
+    selection = LayerSelection.parse(layers, gamma)
+    if device is None and torch.cuda.is_available():
+        device = f"cuda:{local_rank % torch.cuda.device_count()}"
+
+    index = index_input(input_path, segment_lines, errors, check_unique=sentence_keys)
+    embedder = Embedder(model, batch_size=batch_size, max_tokens=max_tokens, overlap=overlap,
+                        sort_by_length=sort_by_length, device=device)
+    bilm = embedder.bilm
+    if stateful is not None:
+        bilm.stateful = stateful
+    selection.check(bilm.num_layers)
+    settings = {
+        "format": FORMAT_VERSION, "input_digest": index.digest, "input_lines": index.n_lines,
+        "model_digest": model_digest(bilm), "layers": str(selection), "gamma": selection.gamma,
+        "dtype": dtype, "stateful": bool(bilm.stateful), "batch_size": batch_size,
+        "max_tokens": max_tokens, "overlap": overlap, "sort_by_length": sort_by_length,
+        "token_cache": [cache_min_count, cache_max_words, cache_sample_lines] if token_cache else None,
+        "tokenize": tokenize, "errors": errors, "sentence_keys": sentence_keys,
+        "forget_sentences": forget_sentences, "segment_lines": segment_lines,
+    }
+    settings_json = json.dumps(settings, sort_keys=True)
+
+    if not overwrite and output_complete(output_path, settings):
+        if rank == 0:
+            remove_parts(parts_dir(output_path))
+        return output_path if rank == 0 else None
+    parts = parts_dir(output_path)
+    parts.mkdir(parents=True, exist_ok=True)
+
+    todo = []
+    for k in range(rank, index.n_segments, world_size):
+        path = segment_path(parts, k)
+        if overwrite:
+            path.unlink(missing_ok=True)
+        elif segment_done(path, *index.segment_range(k), settings):
+            continue
+        todo.append(k)
+
+    if todo and token_cache:
+        sample = (split_tokens(s, tokenize) for s in read_sentences(input_path, errors, cache_sample_lines))
+        embedder.build_token_cache(sample, cache_min_count, cache_max_words)
+
+    total = sum(index.segment_range(k)[1] - index.segment_range(k)[0] for k in todo)
+    bar = _progress_bar(total, progress, rank)
+    started, n_tokens = time.perf_counter(), 0
+    np_dtype = np.dtype(dtype)
+    for k in todo:
+        first, stop = index.segment_range(k)
+        tokens = [split_tokens(s, tokenize) for s in read_segment(index, k, errors)]
+        if bilm.stateful:
+            bilm.reset_states()
+        writer = SegmentWriter(segment_path(parts, k), first, stop, settings_json)
+        try:
+            for i, sentence in enumerate(tokens):
+                writer.create(first + i, selection.shape(len(sentence), bilm.num_layers, bilm.output_dim), np_dtype)
+            for batch in embedder.run(tokens, selection, np_dtype):
+                finished = 0
+                for out in batch:
+                    vectors = out.vectors if selection.keeps_all else out.vectors[0]
+                    writer.write(first + out.sentence, out.offset, vectors)
+                    n_tokens += vectors.shape[-2]
+                    finished += out.offset + vectors.shape[-2] == len(tokens[out.sentence])
+                if bar is not None:
+                    bar.update(finished)
+                    bar.set_postfix_str(f"{n_tokens / (time.perf_counter() - started):.0f} tok/s", refresh=False)
+            writer.commit()
+        except BaseException:
+            writer.abort()
+            raise
+    if bar is not None:
+        bar.close()
+
+    if rank != 0:
+        return None
+    _wait_for_segments(parts, index.n_segments, progress)
+    attrs = {
+        "model_config": bilm.options.to_json(),
+        "command_line": command_line if command_line is not None else shlex.join(sys.argv),
+        "layers": str(selection), "stateful": bool(bilm.stateful), "settings": settings_json,
+    }
+    merge_segments(parts, index.n_segments, output_path, read_sentences(input_path, errors),
+                   sentence_keys=sentence_keys, forget_sentences=forget_sentences, attrs=attrs)
+    remove_parts(parts)
+    return output_path
+
+
+def _progress_bar(total: int, enabled: bool, rank: int):
+    if not enabled:
+        return None
+    from tqdm import tqdm
+    return tqdm(total=total, unit="sent", desc=f"rank {rank}" if rank else "embed", position=rank,
+                dynamic_ncols=True, smoothing=0.1)
+
+
+def _wait_for_segments(parts: Path, n_segments: int, progress: bool, poll_s: float = 0.5) -> None:
+    """Block until every segment file exists (the other ranks write theirs)."""
+    said = False
+    while True:
+        missing = [k for k in range(n_segments) if not segment_path(parts, k).exists()]
+        if not missing:
+            return
+        if progress and not said:
+            print(f"waiting for {len(missing)} segments from other ranks", file=sys.stderr)
+            said = True
+        time.sleep(poll_s)

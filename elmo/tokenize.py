@@ -1,0 +1,37 @@
+"""A small, dependency-free tokenizer for raw text, close to the one of ELMo's training data.
+
+The released ELMo models were trained on the 1 Billion Word Benchmark, which is tokenized
+roughly like the Penn Treebank: punctuation is split off words and English clitics are split
+off their host. :func:`tokenize` follows those conventions with one regular expression:
+
+* words (letters, digits, underscores; inner hyphens kept): ``well-known`` -> ``well-known``
+* numbers with inner ``. , : /`` stay whole: ``3.14``, ``1,000``, ``12:30``, ``1/2``
+* abbreviations of single letters and periods stay whole: ``U.S.``, ``e.g.``
+* clitics are split: ``don't`` -> ``do n't``, ``John's`` -> ``John 's``, ``we'll`` -> ``we 'll``
+* ``...`` and ``--`` are single tokens; every other punctuation mark or symbol is a token
+  of its own: ``(hello)!`` -> ``( hello ) !``, ``$5`` -> ``$ 5``
+
+It does not change characters (no ``` `` ''`` quotes, no lower-casing) and does not split
+sentences: one input line stays one sentence. Other apostrophes (``O'Neill``) become a token
+of their own.
+"""
+from __future__ import annotations
+
+import re
+from typing import List
+
+_TOKEN = re.compile(r"""
+      (?:[^\W\d_]\.){2,}(?![^\W\d_])         # abbreviations: U.S. e.g.
+    | \d+(?:[.,:/]\d+)+(?!\w)                 # numbers with inner separators: 3.14 1,000 12:30
+    | \w+(?=n't\b)                            # the host of n't: do|n't
+    | n't\b                                   # the clitic itself
+    | (?<=\w)'(?:s|re|ve|ll|d|m)\b            # clitics: 's 're 've 'll 'd 'm
+    | \w+(?:-\w+)*                            # words, hyphenated words, plain numbers
+    | \.{2,} | -{2,}                          # ellipsis, dashes
+    | \S                                      # any other single character
+""", re.VERBOSE | re.IGNORECASE)
+
+
+def tokenize(text: str) -> List[str]:
+    """Split raw text into tokens (see the module doc). Whitespace only separates tokens."""
+    return _TOKEN.findall(text)
