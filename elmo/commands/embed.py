@@ -92,6 +92,26 @@ def register(subparsers) -> None:
     p.set_defaults(func=embed)
 
 
+#: Options stored as ``--no-...`` flags: their destination and the flag that sets it to False.
+_NEGATED = {"sort": "--no-sort", "token_cache": "--no-token-cache"}
+
+
+def command_line(args: argparse.Namespace) -> str:
+    """The command, with every option spelled out (defaults included), as it is stored in the
+    output's ``command_line`` attribute: running it again resumes or reproduces the run."""
+    words = ["elmo", "embed", args.input, args.output]
+    for name, value in vars(args).items():
+        if name in ("input", "output", "func", "command", "quiet"):
+            continue
+        if name in _NEGATED:
+            words += [] if value else [_NEGATED[name]]
+        elif isinstance(value, bool):
+            words += [f"--{name.replace('_', '-')}"] if value else []
+        elif value is not None:
+            words += [f"--{name.replace('_', '-')}", str(value)]
+    return shlex.join(words)
+
+
 def embed(args: argparse.Namespace) -> int:
     from ..embedding import embed_file
     from ..embedding.run import distributed_rank
@@ -105,7 +125,7 @@ def embed(args: argparse.Namespace) -> int:
         tokenize=args.tokenize, errors=args.errors, sentence_keys=args.sentence_keys,
         forget_sentences=args.forget_sentences, segment_lines=args.segment_lines,
         overwrite=args.overwrite, device=args.device, progress=not args.quiet,
-        command_line=shlex.join(["elmo", *sys.argv[1:]]))
+        command_line=command_line(args))
     if output is not None and not args.quiet:
         print(f"wrote {output}", file=sys.stderr)
     elif output is None and not args.quiet:

@@ -199,6 +199,8 @@ def masked_pool(vectors: torch.Tensor, mask: torch.Tensor, pooling: str = "mean"
     """
     if pooling not in ("mean", "max"):
         raise ValueError(f"pooling must be 'mean' or 'max', got {pooling!r}")
+    if vectors.shape[1] == 0:  # no positions at all: every sentence is empty
+        return vectors.new_zeros(vectors.shape[0], vectors.shape[2])
     keep = mask.unsqueeze(-1)
     counts = keep.sum(dim=1)                                        # (B, 1)
     if pooling == "mean":

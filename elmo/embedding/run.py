@@ -118,17 +118,38 @@ def embed_file(input_path: Union[str, Path], output_path: Union[str, Path],
     embedder = Embedder(model, batch_size=batch_size, max_tokens=max_tokens, overlap=overlap,
                         sort_by_length=sort_by_length, device=device)
     bilm = embedder.bilm
+    model_was_stateful = bilm.stateful
     if stateful is not None:
         bilm.stateful = stateful
+    try:
+        return _embed_and_merge(embedder, index, selection, input_path, output_path, rank=rank,
+                                world_size=world_size, dtype=dtype, token_cache=token_cache,
+                                cache=(cache_min_count, cache_max_words, cache_sample_lines),
+                                tokenize=tokenize, errors=errors, sentence_keys=sentence_keys,
+                                forget_sentences=forget_sentences, overwrite=overwrite,
+                                progress=progress, command_line=command_line)
+    finally:  # leave a model that was passed in as it was
+        bilm.stateful = model_was_stateful
+        if token_cache:
+            bilm.token_encoder.clear_token_cache()
+
+
+def _embed_and_merge(embedder: Embedder, index, selection: LayerSelection, input_path: Path,
+                     output_path: Path, *, rank: int, world_size: int, dtype: str, token_cache: bool,
+                     cache, tokenize: bool, errors: str, sentence_keys: bool,
+                     forget_sentences: bool, overwrite: bool, progress: bool,
+                     command_line: Optional[str]) -> Optional[Path]:
+    """Steps 2-6 of the module doc, once the input is indexed and the model loaded."""
+    bilm = embedder.bilm
     selection.check(bilm.num_layers)
     settings = {
         "format": FORMAT_VERSION, "input_digest": index.digest, "input_lines": index.n_lines,
         "model_digest": model_digest(bilm), "layers": str(selection), "gamma": selection.gamma,
-        "dtype": dtype, "stateful": bool(bilm.stateful), "batch_size": batch_size,
-        "max_tokens": max_tokens, "overlap": overlap, "sort_by_length": sort_by_length,
-        "token_cache": [cache_min_count, cache_max_words, cache_sample_lines] if token_cache else None,
+        "dtype": dtype, "stateful": bool(bilm.stateful), "batch_size": embedder.batch_size,
+        "max_tokens": embedder.max_tokens, "overlap": embedder.overlap,
+        "sort_by_length": embedder.sort_by_length, "token_cache": list(cache) if token_cache else None,
         "tokenize": tokenize, "errors": errors, "sentence_keys": sentence_keys,
-        "forget_sentences": forget_sentences, "segment_lines": segment_lines,
+        "forget_sentences": forget_sentences, "segment_lines": index.segment_lines,
     }
     settings_json = json.dumps(settings, sort_keys=True)
 
@@ -149,8 +170,8 @@ def embed_file(input_path: Union[str, Path], output_path: Union[str, Path],
         todo.append(k)
 
     if todo and token_cache:
-        sample = (split_tokens(s, tokenize) for s in read_sentences(input_path, errors, cache_sample_lines))
-        embedder.build_token_cache(sample, cache_min_count, cache_max_words)
+        sample = (split_tokens(s, tokenize) for s in read_sentences(input_path, errors, cache[2]))
+        embedder.build_token_cache(sample, cache[0], cache[1])
 
     total = sum(index.segment_range(k)[1] - index.segment_range(k)[0] for k in todo)
     bar = _progress_bar(total, progress, rank)

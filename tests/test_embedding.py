@@ -1,0 +1,229 @@
+"""Embedder, windowing of long sentences, layer selections, pooling and the tokenizer."""
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings, strategies as st
+
+from elmo import Embedder, batch_to_ids, sentence_vectors
+from elmo.embedding import LayerSelection, masked_pool, plan_windows
+from elmo.embedding.windows import context_score, window_starts
+from elmo.tokenize import tokenize
+from tests.conftest import random_bilm
+
+WORDS = "the bank river money a of to closed opened water boat cheque deposit muddy " \
+        "interest rates , . ! ? fish grassy stream morning she we".split()
+
+
+def random_sentences(n, seed=0, max_len=20):
+    rng = np.random.default_rng(seed)
+    return [list(rng.choice(WORDS, size=int(rng.integers(0, max_len + 1)))) for _ in range(n)]
+
+
+def alone(bilm, sentence):
+    """(L + 1, n, D) of one sentence run on its own, the plain way."""
+    with torch.no_grad():
+        layers = bilm(batch_to_ids([sentence]))["activations"]
+    return torch.stack(layers)[:, 0].numpy()
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """These tiny models run fastest on one thread; more threads only wait on busy machines."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture
+def bilm():
+    return random_bilm(seed=3)
+
+
+# ---------------------------------------------------------------------- batching
+def test_stateless_batches_equal_each_sentence_alone(bilm):
+    sentences = random_sentences(23)
+    embedder = Embedder(bilm, batch_size=5)
+    got = embedder.embed_sentences(sentences)
+    for sentence, array in zip(sentences, got):
+        want = alone(bilm, sentence)
+        assert array.shape == (bilm.num_layers, len(sentence), bilm.output_dim)
+        np.testing.assert_allclose(array, want, rtol=1e-5, atol=1e-6)
+
+
+def test_sorting_changes_the_batches_but_not_the_results(bilm):
+    sentences = random_sentences(17, seed=1)
+    sorted_plan = Embedder(bilm, batch_size=4).plan(sentences)
+    first_batch_lengths = [p.n_tokens for p in sorted_plan[0]]
+    assert first_batch_lengths == sorted((len(s) for s in sentences), reverse=True)[:4]
+    a = Embedder(bilm, batch_size=4).embed_sentences(sentences)
+    b = Embedder(bilm, batch_size=4, sort_by_length=False).embed_sentences(sentences)
+    for x, y in zip(a, b):
+        np.testing.assert_allclose(x, y, rtol=1e-5, atol=1e-6)
+
+
+def test_empty_sentences_give_zero_tokens_of_the_model_width(bilm):
+    embedder = Embedder(bilm, batch_size=2)
+    out = embedder.embed_sentences([[], ["the", "bank"], []])
+    assert out[0].shape == (bilm.num_layers, 0, bilm.output_dim)
+    assert out[2].shape == (bilm.num_layers, 0, bilm.output_dim)
+    only_empty = embedder.embed_sentences([[], []], layers="top")
+    assert [a.shape for a in only_empty] == [(0, bilm.output_dim)] * 2
+
+
+def test_layer_selections(bilm):
+    sentences = random_sentences(6, seed=2)
+    embedder = Embedder(bilm, batch_size=3)
+    full = embedder.embed_sentences(sentences, layers="all")
+    average = embedder.embed_sentences(sentences, layers="average")
+    top = embedder.embed_sentences(sentences, layers="top")
+    weights = (0.2, 0.5, 0.3)
+    mix = embedder.embed_sentences(sentences, layers=LayerSelection.parse("mix:0.2,0.5,0.3", gamma=2.0))
+    for a, avg, t, m in zip(full, average, top, mix):
+        np.testing.assert_allclose(avg, a.mean(axis=0), rtol=1e-6, atol=1e-6)
+        np.testing.assert_array_equal(t, a[-1])
+        np.testing.assert_allclose(m, 2.0 * np.tensordot(weights, a, axes=1), rtol=1e-5, atol=1e-6)
+
+
+def test_layer_selection_errors(bilm):
+    with pytest.raises(ValueError, match="mix weights must be numbers"):
+        LayerSelection.parse("mix:a,b")
+    with pytest.raises(ValueError, match="one of"):
+        LayerSelection.parse("bottom")
+    with pytest.raises(ValueError, match="2 weights for a model with 3 layers"):
+        Embedder(bilm).embed_sentences([["a"]], layers="mix:0.5,0.5")
+
+
+def test_float16_output(bilm):
+    out = Embedder(bilm).embed_sentences([["the", "bank"]], dtype="float16")
+    assert out[0].dtype == np.float16
+
+
+def test_token_cache_keeps_the_results(bilm):
+    sentences = random_sentences(12, seed=4)
+    plain = Embedder(bilm, batch_size=4).embed_sentences(sentences)
+    cached_embedder = Embedder(bilm, batch_size=4)
+    n = cached_embedder.build_token_cache(sentences[:6], min_count=2)
+    assert n > 0 and bilm.token_encoder.token_cache_size >= n
+    cached = cached_embedder.embed_sentences(sentences)  # includes words outside the cache
+    for x, y in zip(plain, cached):
+        np.testing.assert_allclose(x, y, rtol=1e-5, atol=1e-6)
+    bilm.token_encoder.clear_token_cache()
+
+
+def test_stateful_embedder_carries_state_in_input_order(bilm):
+    bilm.stateful = True
+    sentences = random_sentences(6, seed=5, max_len=8)
+    got = Embedder(bilm, batch_size=3).embed_sentences(sentences)
+    bilm.reset_states()
+    with torch.no_grad():   # the original's way: batches in order, one model, state carried
+        want = [torch.stack(bilm(batch_to_ids(sentences[i:i + 3]))["activations"]).numpy()
+                for i in (0, 3)]
+    for i, array in enumerate(got):
+        batch, row = divmod(i, 3)
+        np.testing.assert_allclose(array, want[batch][:, row, :len(sentences[i])], rtol=1e-5, atol=1e-6)
+
+
+# ---------------------------------------------------------------------- windows
+def brute_force_owner(i, n, max_tokens, overlap):
+    """The window [s, e) that gives token i the largest min(left, right) context; ties: earliest."""
+    best = None
+    for s in window_starts(n, max_tokens, overlap):
+        e = min(s + max_tokens, n)
+        if s <= i < e:
+            score = context_score(i, s, e, n)
+            if best is None or score > best[0]:
+                best = (score, s, e)
+    return best[1], best[2]
+
+
+@settings(max_examples=200, deadline=None)
+@given(n=st.integers(0, 120), max_tokens=st.integers(1, 30), data=st.data())
+def test_windows_partition_the_sentence_and_follow_the_rule(n, max_tokens, data):
+    overlap = data.draw(st.integers(0, max_tokens - 1))
+    windows = plan_windows(n, max_tokens, overlap)
+    kept = [i for w in windows for i in range(w.keep_start, w.keep_stop)]
+    assert kept == list(range(n))
+    for w in windows:
+        assert w.stop - w.start <= max_tokens
+        assert w.start <= w.keep_start <= w.keep_stop <= w.stop
+        for i in range(w.keep_start, w.keep_stop):
+            assert (w.start, w.stop) == brute_force_owner(i, n, max_tokens, overlap)
+            # and so every token has overlap // 2 tokens of context each side, or all there is
+            assert context_score(i, w.start, w.stop, n) >= overlap // 2
+
+
+def test_window_rule_by_hand():
+    # 11 tokens, windows of 6 overlapping by 2: starts 0, 4 and the last one aligned to 5.
+    assert window_starts(11, 6, 2) == [0, 4, 5]
+    spans = [(w.start, w.stop, w.keep_start, w.keep_stop) for w in plan_windows(11, 6, 2)]
+    # token 4: [0,6) gives min(inf, 1) = 1, [4,10) gives 0   -> first window
+    # token 5: [0,6) gives 0, [4,10) gives 1, [5,11) gives 0  -> second
+    # token 7: [4,10) gives min(3, 2) = 2, [5,11) gives min(2, inf) = 2 -> tie, earlier window
+    # token 8: [4,10) gives 1, [5,11) gives 3                  -> last
+    assert spans == [(0, 6, 0, 5), (4, 10, 5, 8), (5, 11, 8, 11)]
+
+
+def test_a_sentence_within_the_window_is_unchanged(bilm):
+    sentence = random_sentences(1, seed=6, max_len=30)[0] + ["end"] * 10
+    n = len(sentence)
+    exact = Embedder(bilm, max_tokens=n, overlap=0).embed_sentences([sentence])[0]
+    roomy = Embedder(bilm, max_tokens=1000).embed_sentences([sentence])[0]
+    np.testing.assert_array_equal(exact, alone(bilm, sentence))
+    np.testing.assert_array_equal(roomy, exact)
+
+
+def test_long_sentences_take_each_token_from_its_best_window(bilm):
+    rng = np.random.default_rng(7)
+    sentence = list(rng.choice(WORDS, size=53))
+    max_tokens, overlap = 12, 5
+    got = Embedder(bilm, max_tokens=max_tokens, overlap=overlap, batch_size=4).embed_sentences([sentence])[0]
+    assert got.shape == (bilm.num_layers, 53, bilm.output_dim)
+    window_alone = {}
+    for i in range(len(sentence)):
+        s, e = brute_force_owner(i, len(sentence), max_tokens, overlap)
+        if (s, e) not in window_alone:
+            window_alone[s, e] = alone(bilm, sentence[s:e])
+        want = window_alone[s, e][:, i - s]
+        np.testing.assert_allclose(got[:, i], want, rtol=1e-5, atol=1e-6)
+    # windowing really changed something (the test can fail): the full-sentence vectors differ
+    assert not np.allclose(got, alone(bilm, sentence), atol=1e-4)
+
+
+# ---------------------------------------------------------------------- pooling
+def test_sentence_vectors_exclude_padding(bilm):
+    sentences = [["the", "bank"], ["a", "muddy", "river", "bank", "."], []]
+    embedder = Embedder(bilm)
+    per_token = embedder.embed_sentences(sentences, layers="average")
+    mean = sentence_vectors(embedder, sentences, pooling="mean")
+    biggest = sentence_vectors(embedder, sentences, pooling="max")
+    for k in (0, 1):
+        np.testing.assert_allclose(mean[k], per_token[k].mean(axis=0), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(biggest[k], per_token[k].max(axis=0), rtol=1e-6)
+    assert not mean[2].any() and not biggest[2].any()
+    with pytest.raises(ValueError):
+        sentence_vectors(embedder, sentences, layers="all")
+
+
+def test_masked_pool_ignores_padded_positions():
+    vectors = torch.randn(3, 5, 4)
+    mask = torch.tensor([[1, 1, 0, 0, 0], [1, 1, 1, 1, 1], [0, 0, 0, 0, 0]], dtype=torch.bool)
+    vectors[0, 2:] = 100.0   # padding with large values must not leak into either pooling
+    mean, biggest = masked_pool(vectors, mask, "mean"), masked_pool(vectors, mask, "max")
+    torch.testing.assert_close(mean[0], vectors[0, :2].mean(0))
+    torch.testing.assert_close(biggest[0], vectors[0, :2].amax(0))
+    torch.testing.assert_close(mean[1], vectors[1].mean(0))
+    assert not mean[2].any() and not biggest[2].any()
+
+
+# ---------------------------------------------------------------------- tokenizer
+@pytest.mark.parametrize("text, tokens", [
+    ("I don't think John's car works.", ["I", "do", "n't", "think", "John", "'s", "car", "works", "."]),
+    ("(a well-known U.S. model) costs $5,000.50 -- really...",
+     ["(", "a", "well-known", "U.S.", "model", ")", "costs", "$", "5,000.50", "--", "really", "..."]),
+    ("We'll see: it's 3rd, right?!", ["We", "'ll", "see", ":", "it", "'s", "3rd", ",", "right", "?", "!"]),
+    ("  Café   naïve  ", ["Café", "naïve"]),
+    ("", []),
+])
+def test_tokenizer(text, tokens):
+    assert tokenize(text) == tokens
