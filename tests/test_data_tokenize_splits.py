@@ -1,0 +1,75 @@
+"""PTB-style tokenization with spaCy, and the fixed task splits."""
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from elmo.data.splits import brown_file_splits, hashed_split
+
+pytest.importorskip("spacy")
+
+
+@pytest.fixture(scope="module")
+def tok():
+    from elmo.data.tokenize import Tokenizer
+    return Tokenizer()
+
+
+def test_ptb_clitics_and_punctuation(tok):
+    assert tok.sentences("I don't know, can't you? It's John's.") == [
+        ["I", "do", "n't", "know", ",", "ca", "n't", "you", "?"],
+        ["It", "'s", "John", "'s", "."]]
+
+
+def test_hyphenated_words_stay_whole_but_dashes_split(tok):
+    assert tok.tokens("A well-known state-of-the-art result--or not\u2014\"Look\"") == [
+        "A", "well-known", "state-of-the-art", "result", "--", "or", "not", "\u2014", "``",
+        "Look", "''"]
+
+
+def test_quotes_become_ptb_quotes(tok):
+    assert tok.tokens('He said "hello," then \u201cleft\u201d (\"x\").') == [
+        "He", "said", "``", "hello", ",", "''", "then", "``", "left", "''", "(", "``", "x",
+        "''", ")", "."]
+
+
+def test_sentence_split_keeps_abbreviations(tok):
+    sents = tok.sentences("Mr. Smith paid $5.00 in the U.S. today. Really?! Yes.")
+    assert sents[0][:2] == ["Mr.", "Smith"] and "$" in sents[0] and "5.00" in sents[0]
+    assert sents[-1] == ["Yes", "."]
+    assert all(" " not in t and t for s in sents for t in s)
+
+
+def test_pipe_matches_single_calls_and_whitespace_is_collapsed(tok):
+    texts = ["One.  Two.", "\n\tThree\u00a0four .\n", ""]
+    assert list(tok.pipe(texts)) == [tok.sentences(t) for t in texts]
+    assert tok.sentences(texts[1]) == [["Three", "four", "."]]
+    assert tok.sentences("") == []
+
+
+def test_spans_point_into_the_original_text(tok):
+    text = 'At  Levi\'s Stadium, "Denver" won.'
+    spans = tok.spans(text)
+    assert [t for t, _, _ in spans] == ["At", "Levi", "'s", "Stadium", ",", "``", "Denver",
+                                        "''", "won", "."]
+    assert [text[s:e] for _, s, e in spans][1:4] == ["Levi", "'s", "Stadium"]
+
+
+def test_brown_split_is_stratified_by_genre():
+    cats = {f"ca{i:02d}": "news" for i in range(1, 45)}
+    cats.update({f"cm{i:02d}": "science_fiction" for i in range(1, 7)})
+    split = brown_file_splits(cats)
+    news = Counter(split[f] for f in cats if f.startswith("ca"))
+    assert news == {"test": 5, "dev": 4, "train": 35}
+    assert [split[f"cm{i:02d}"] for i in range(1, 7)] == ["test", "train", "train", "train",
+                                                          "train", "dev"]
+    # Independent of the order the categories are given in.
+    assert brown_file_splits(dict(reversed(list(cats.items())))) == split
+
+
+def test_hashed_split_is_stable_and_about_80_10_10():
+    assert hashed_split("squad:Super_Bowl_50") == hashed_split("squad:Super_Bowl_50")
+    counts = Counter(hashed_split(f"item:{i}") for i in range(20000))
+    assert set(counts) == {"train", "dev", "test"}
+    assert 0.08 < counts["test"] / 20000 < 0.12 and 0.08 < counts["dev"] / 20000 < 0.12
