@@ -1,0 +1,121 @@
+"""The LM corpus builder on a small cache the test writes: cleaning, task-text exclusion
+(exact and n-gram), held-out blocks, deduplication, seeded shuffling, statistics."""
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import pytest
+
+from elmo.data import corpus_build as C
+from elmo.data.sources import FORMAT_VERSION
+
+
+def ready(home, name, files):
+    folder = home / name
+    folder.mkdir(parents=True, exist_ok=True)
+    for fname, text in files.items():
+        (folder / fname).write_text(text, encoding="utf-8")
+    (folder / ".complete").write_text(FORMAT_VERSION + "\n")
+
+
+TASK_SENT = "the fox jumped over the lazy dog near the old mill at dawn today ."
+BBC_SENT = "shares in the company rose sharply after it reported record profits for the third quarter running ."
+
+
+def make_home(tmp_path):
+    home = tmp_path / "cache"
+    sotu = []
+    for d in range(6):
+        doc = [f"speech {d} sentence {i} says something about the union ." for i in range(40)]
+        sotu.append(doc)
+    sotu[0][1] = "The Fox jumped over the lazy dog near the old mill at dawn today ."  # task, any case
+    sotu[0][2] = ("analysts said shares in the company rose sharply after it reported record "
+                  "profits for the third quarter .")                                # 13-gram overlap
+    sotu[0][3] = "Hi ."                                                             # too short
+    sotu[0][4] = "CHAPTER ONE THE BEGINNING OF IT ALL"                              # all capitals
+    sotu[0][5] = "\u042d\u0442\u043e \u0440\u0443\u0441\u0441\u043a\u0438\u0439 \u0442\u0435\u043a\u0441\u0442 ."  # not Latin
+    sotu[1][0] = sotu[2][0] = "a sentence repeated in two speeches ."                # duplicate
+    sotu[3][0] = "a brown dev sentence that must stay out of the corpus ."
+    ready(home, "sotu", {"sentences.txt": "".join("\n".join(doc) + "\n\n" for doc in sotu)})
+    ready(home, "brown", {
+        "train.txt": "".join(f"brown train sentence number {i} is here .\n" for i in range(30)),
+        "dev.txt": "a brown dev sentence that must stay out of the corpus .\n",
+        "test.txt": "a brown test sentence .\n"})
+    ready(home, "twitter-ner", {f"{s}.conll": "@user\tO\nhello\tO\n\n" for s in
+                                ("train", "dev", "test")})
+    ready(home, "movie-sentiment", {f"{s}.tsv": f"1\t2.5\t{TASK_SENT}\n" for s in
+                                    ("train", "dev", "test")})
+    bbc = {"id": "business/001", "label": "business", "title": ["Profits", "up"],
+           "sentences": [BBC_SENT.split()]}
+    ready(home, "bbc-topic", {f"{s}.jsonl": json.dumps(bbc) + "\n" for s in ("train", "dev", "test")})
+    vc = {"id": 0, "label": "True", "title": "X", "claim": ["x", "is", "y"], "evidence": ["y"]}
+    ready(home, "vitaminc", {f"{s}.jsonl": json.dumps(vc) + "\n" for s in ("train", "dev", "test")})
+    sq = {"id": "q", "title": "T", "context": ["A", "b", ".", "C", "d", "."], "question": ["Q", "?"],
+          "answers": []}
+    ready(home, "squad-dev", {f"{s}.jsonl": json.dumps(sq) + "\n" for s in ("train", "dev", "test")})
+    ready(home, "wordnet", {"examples.tsv": "synset\tlemmas\texample\n1-n\tbank\tsat on the bank\n",
+                            "glosses.txt": "sloping land beside a body of water\n"})
+    return home, sotu
+
+
+def read_lines(path):
+    return [ln for ln in path.read_text(encoding="utf-8").split("\n") if ln]
+
+
+def test_build_corpus_rules(tmp_path):
+    home, sotu = make_home(tmp_path)
+    stats = C.build_corpus(home, sources=["sotu", "brown"], log=lambda *a: None)
+    out = home / "corpus"
+    train = read_lines(out / "train.txt")
+    held = read_lines(out / "heldout" / "sotu.txt") + read_lines(out / "heldout" / "brown.txt")
+    everything = train + held
+    low = [s.lower() for s in everything]
+
+    assert TASK_SENT not in low
+    assert not any("record profits" in s for s in everything)
+    assert "Hi ." not in everything and not any("CHAPTER" in s for s in everything)
+    assert not any("\u0442" in s for s in everything)
+    assert not any("brown dev sentence" in s for s in everything)
+    assert low.count("a sentence repeated in two speeches .") == 1
+    assert len(set(low)) == len(low)                             # no duplicates at all
+    assert not set(train) & set(held)
+
+    # Held-out parts are whole blocks of consecutive sentences, from every source.
+    sotu_held = read_lines(out / "heldout" / "sotu.txt")
+    assert sotu_held and read_lines(out / "heldout" / "brown.txt")
+    flat = [s for doc in sotu for s in doc]
+    anchor = next(x for x in sotu_held if x.startswith("speech"))   # a unique sentence
+    first, mine = flat.index(anchor), sotu_held.index(anchor)
+    assert sotu_held[mine:mine + 5] == flat[first:first + 5]
+
+    s = stats["sources"]["sotu"]
+    assert s["dropped_task_overlap"] == 3          # exact task text, 13-gram, brown dev
+    assert s["dropped_cleaning"] == 3              # too short, all capitals, not Latin
+    assert s["dropped_duplicates_train"] + s["dropped_duplicates_heldout"] == 1
+    assert stats["totals"]["train_sentences"] == len(train)
+    assert stats["totals"]["train_tokens"] == sum(len(x.split()) for x in train)
+    assert json.loads((out / "stats.json").read_text()) == stats
+
+
+def test_build_corpus_is_deterministic_and_seeded(tmp_path):
+    home, _ = make_home(tmp_path)
+    C.build_corpus(home, out=tmp_path / "a", seed=1, sources=["sotu"], log=lambda *a: None)
+    C.build_corpus(home, out=tmp_path / "b", seed=1, sources=["sotu"], log=lambda *a: None)
+    C.build_corpus(home, out=tmp_path / "c", seed=2, sources=["sotu"], log=lambda *a: None)
+    a, b, c = (read_lines(tmp_path / x / "train.txt") for x in "abc")
+    assert a == b and a != c and Counter(a) == Counter(c)
+
+
+def test_keep_sentence():
+    assert C.keep_sentence("It was a dark and stormy night .".split())
+    assert not C.keep_sentence(["Hi", "."])
+    assert not C.keep_sentence(". , ; : ! word".split())
+    assert not C.keep_sentence(["a"] * 300)
+
+
+def test_task_filter_ngrams():
+    f = C.TaskFilter([TASK_SENT.split()])
+    assert f.overlaps(TASK_SENT.upper().split())
+    assert f.overlaps(("so " + TASK_SENT.replace(" today .", "")).split())   # 13 shared tokens
+    assert not f.overlaps("the fox jumped over the lazy dog .".split())
