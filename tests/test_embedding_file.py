@@ -128,6 +128,10 @@ def test_sentence_keys_and_forget_sentences(tmp_path, bilm):
     dup = write_lines(tmp_path / "dup.txt", ["the bank .", "x", "the bank ."])
     with pytest.raises(InputError, match="line 3 repeats line 1"):
         embed_file(dup, tmp_path / "dup.hdf5", bilm, sentence_keys=True)
+    for lines, message in [(["and/or", "x", "and"], "line 3 names the same HDF5 path as line 1"),
+                           (["x", "."], "line 2: '.' cannot name"), (["x", ""], "line 2 is empty")]:
+        with pytest.raises(InputError, match=message):
+            embed_file(write_lines(tmp_path / "bad.txt", lines), tmp_path / "bad.hdf5", bilm, sentence_keys=True)
 
 
 # ---------------------------------------------------------------------- bad input

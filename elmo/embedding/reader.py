@@ -91,7 +91,7 @@ def index_input(path: str | Path, segment_lines: int = DEFAULT_SEGMENT_LINES, er
         raise ValueError(f"segment_lines must be at least 1, got {segment_lines}")
     index = InputIndex(path, 0, segment_lines)
     digest = hashlib.blake2b(digest_size=16)
-    seen = {} if check_unique else None
+    keys = SentenceKeys(path) if check_unique else None
     n = 0
     for offset, raw in _raw_lines(path):
         if n % segment_lines == 0:
@@ -99,18 +99,48 @@ def index_input(path: str | Path, segment_lines: int = DEFAULT_SEGMENT_LINES, er
         digest.update(raw)
         digest.update(b"\n")
         sentence = decode_line(raw, n, path, errors)
-        if seen is not None:
-            if not sentence:
-                raise InputError(f"{path}: line {n + 1} is empty; --sentence-keys needs a sentence "
-                                 f"to name each dataset")
-            if sentence in seen:
-                raise InputError(f"{path}: line {n + 1} repeats line {seen[sentence] + 1}; "
-                                 f"--sentence-keys needs every sentence to be unique")
-            seen[sentence] = n
+        if keys is not None:
+            keys.add(sentence, n)
         n += 1
     index.n_lines = n
     index.digest = digest.hexdigest()
     return index
+
+
+class SentenceKeys:
+    """Checks that sentences can name HDF5 datasets, as ``--sentence-keys`` needs.
+
+    HDF5 reads a name as a path: ``/`` separates groups (so ``and/or`` becomes a group ``and``
+    holding ``or``, as in the original command), empty parts are ignored and ``.`` is the group
+    itself. A sentence is refused (InputError naming its line) if it is empty, has a ``.``
+    part, or names the same dataset as an earlier sentence, or a group of one.
+    """
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.datasets: dict = {}   # normalised name -> line
+        self.groups: dict = {}     # every proper prefix of a name -> line
+
+    def add(self, sentence: str, line_no: int) -> None:
+        where = f"{self.path}: line {line_no + 1}"
+        parts = [p for p in sentence.split("/") if p]
+        if not parts:
+            raise InputError(f"{where} is empty; --sentence-keys needs a sentence to name each dataset")
+        if "." in parts:
+            raise InputError(f"{where}: {sentence!r} cannot name an HDF5 dataset (a '.' part); "
+                             f"use line-number keys (drop --sentence-keys)")
+        name = "/".join(parts)
+        prefixes = ["/".join(parts[:i]) for i in range(1, len(parts))]
+        clash = self.datasets.get(name, self.groups.get(name))
+        if clash is None:
+            clash = next((self.datasets[p] for p in prefixes if p in self.datasets), None)
+        if clash is not None:
+            what = "repeats" if self.datasets.get(name) == clash else "names the same HDF5 path as"
+            raise InputError(f"{where} {what} line {clash + 1}; --sentence-keys needs every "
+                             f"sentence to name a dataset of its own")
+        self.datasets[name] = line_no
+        for p in prefixes:
+            self.groups.setdefault(p, line_no)
 
 
 def read_segment(index: InputIndex, k: int, errors: str = "strict") -> List[str]:
