@@ -130,6 +130,15 @@ def segment_done(path: Path, first: int, stop: int, settings: Dict) -> bool:
     return True
 
 
+def segment_ready(path: Path, settings_json: str) -> bool:
+    """True if ``path`` exists and was written with exactly these settings (no side effects)."""
+    try:
+        with h5py.File(path, "r") as f:
+            return bool(f.attrs.get("complete", False)) and f.attrs.get("settings") == settings_json
+    except (OSError, FileNotFoundError):
+        return False
+
+
 def merge_segments(parts: Path, n_segments: int, output: Path, sentences: Iterable[str], *,
                    sentence_keys: bool = False, forget_sentences: bool = False,
                    attrs: Optional[Dict] = None) -> None:

@@ -34,7 +34,7 @@ from ..modules import BiLM
 from .embedder import DEFAULT_BATCH_SIZE, Embedder
 from .layers import LayerSelection
 from .output import (SegmentWriter, merge_segments, output_complete, parts_dir, remove_parts,
-                     segment_done, segment_path)
+                     segment_done, segment_path, segment_ready)
 from .reader import (DEFAULT_SEGMENT_LINES, index_input, read_segment, read_sentences,
                      split_tokens)
 from .windows import DEFAULT_MAX_TOKENS, DEFAULT_OVERLAP
@@ -205,7 +205,7 @@ def _embed_and_merge(embedder: Embedder, index, selection: LayerSelection, input
 
     if rank != 0:
         return None
-    _wait_for_segments(parts, index.n_segments, progress)
+    _wait_for_segments(parts, index.n_segments, settings_json, progress)
     attrs = {
         "model_config": bilm.options.to_json(),
         "command_line": command_line if command_line is not None else shlex.join(sys.argv),
@@ -225,11 +225,13 @@ def _progress_bar(total: int, enabled: bool, rank: int):
                 dynamic_ncols=True, smoothing=0.1)
 
 
-def _wait_for_segments(parts: Path, n_segments: int, progress: bool, poll_s: float = 0.5) -> None:
-    """Block until every segment file exists (the other ranks write theirs)."""
-    said = False
+def _wait_for_segments(parts: Path, n_segments: int, settings_json: str, progress: bool,
+                       poll_s: float = 0.5) -> None:
+    """Block until every segment is on disk with this run's settings (other ranks write theirs;
+    a stale segment of an earlier run is replaced by its rank under --overwrite)."""
+    missing, said = set(range(n_segments)), False
     while True:
-        missing = [k for k in range(n_segments) if not segment_path(parts, k).exists()]
+        missing = {k for k in missing if not segment_ready(segment_path(parts, k), settings_json)}
         if not missing:
             return
         if progress and not said:
