@@ -79,12 +79,12 @@ def _to_original_arrays(bilm: BiLM) -> Dict[str, np.ndarray]:
         arrays[f"CNN_high_{k}/b_transform"] = t(layer.bias[f:])
     arrays["CNN_proj/W_proj"] = t(enc.projection.weight.T)
     arrays["CNN_proj/b_proj"] = t(enc.projection.bias)
-    for d, stack in enumerate((bilm.lstm.forward_layers, bilm.lstm.backward_layers)):
-        for j, layer in enumerate(stack):
+    for j, layer in enumerate(bilm.lstm.layers):
+        for d in range(2):
             prefix = _lstm_prefix(d, j)
-            arrays[f"{prefix}/W_0"] = t(torch.cat([layer.weight_ih, layer.weight_hh], dim=1).T)
-            arrays[f"{prefix}/B"] = t(layer.bias)
-            arrays[f"{prefix}/W_P_0"] = t(layer.weight_proj.T)
+            arrays[f"{prefix}/W_0"] = t(torch.cat([layer.weight_ih[d], layer.weight_hh[d]], dim=1).T)
+            arrays[f"{prefix}/B"] = t(layer.bias[d])
+            arrays[f"{prefix}/W_P_0"] = t(layer.weight_proj[d].T)
     return {k: np.ascontiguousarray(v) for k, v in arrays.items()}
 
 
@@ -111,14 +111,14 @@ def _assign_original_arrays(bilm: BiLM, arrays: Dict[str, np.ndarray]) -> None:
     put(enc.projection.weight, arrays["CNN_proj/W_proj"].T)
     put(enc.projection.bias, arrays["CNN_proj/b_proj"])
     p = opts.lstm.projection_dim
-    for d, stack in enumerate((bilm.lstm.forward_layers, bilm.lstm.backward_layers)):
-        for j, layer in enumerate(stack):
+    for j, layer in enumerate(bilm.lstm.layers):
+        for d in range(2):
             prefix = _lstm_prefix(d, j)
             kernel = arrays[f"{prefix}/W_0"]
-            put(layer.weight_ih, kernel[:-p].T)
-            put(layer.weight_hh, kernel[-p:].T)
-            put(layer.bias, arrays[f"{prefix}/B"])
-            put(layer.weight_proj, arrays[f"{prefix}/W_P_0"].T)
+            put(layer.weight_ih[d], kernel[:-p].T)
+            put(layer.weight_hh[d], kernel[-p:].T)
+            put(layer.bias[d], arrays[f"{prefix}/B"])
+            put(layer.weight_proj[d], arrays[f"{prefix}/W_P_0"].T)
 
 
 @contextmanager

@@ -41,7 +41,7 @@ def test_dropout_applies_in_training_only():
 def test_fine_tuning_the_bilm():
     elmo = Elmo(module=random_bilm(), num_output_representations=1, requires_grad=True, dropout=0.0)
     elmo(batch_to_ids([["the", "dog"]]))["elmo_representations"][0].sum().backward()
-    assert elmo.bilm.lstm.forward_layers[0].weight_hh.grad is not None
+    assert elmo.bilm.lstm.layers[0].weight_hh.grad is not None
 
 
 def test_token_cache_through_elmo_gives_the_same_output():

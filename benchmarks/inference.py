@@ -1,0 +1,101 @@
+"""Inference speed of elmo.BiLM against a plain per-timestep reference, in one process.
+
+    python benchmarks/inference.py [--configs small original] [--batches 1 32 128]
+
+For each configuration (random weights) and batch size it embeds the same real Brown
+sentences with both implementations, checks that they agree, and prints tokens/s, achieved
+GFLOP/s as a share of this machine's measured fp32 matmul rate, peak memory, and the ratios.
+FLOPs are those of the plain computation on the real tokens (padding is not counted), so a
+share above what the reference reaches means work was skipped, not that math got faster.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.common import (brown_sentences, flops_per_token, matmul_gflops, peak_memory_mib,  # noqa: E402
+                               random_model, time_it)
+from benchmarks.reference import ReferenceBiLM  # noqa: E402
+from elmo import batch_to_ids  # noqa: E402
+
+
+def batches_of(sentences, batch_size, n_batches):
+    return [sentences[i * batch_size:(i + 1) * batch_size] for i in range(n_batches)]
+
+
+def run(config: str, batch_sizes, seconds: float, bf16: bool, sentences) -> None:
+    bilm = random_model(config)
+    reference = ReferenceBiLM(bilm)
+    per_token = flops_per_token(bilm.options)
+    print(f"\n== {config}: {sum(p.numel() for p in bilm.parameters()) / 1e6:.1f}M parameters, "
+          f"{per_token / 1e6:.1f} MFLOP per token")
+    print(f"{'batch':>5} {'impl':>10} {'tok/s':>9} {'GFLOP/s':>8} {'% peak':>7} {'peak MiB':>9} {'ratio':>6}")
+    for bs in batch_sizes:
+        n_batches = max(1, 64 // bs) if bs < 64 else 1
+        chunks = [batch_to_ids(b) for b in batches_of(sentences, bs, n_batches)]
+        tokens = sum(int((c > 0).any(-1).sum()) for c in chunks)
+
+        def ours():
+            with torch.no_grad():
+                for c in chunks:
+                    bilm(c)
+
+        def ours_bf16():
+            with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+                for c in chunks:
+                    bilm(c)
+
+        def ref():
+            for c in chunks:
+                reference(c)
+
+        with torch.no_grad():
+            a, b = bilm(chunks[0])["activations"], reference(chunks[0])
+        worst = max(float((x - y).abs().max()) for x, y in zip(a, b))
+        assert worst < 1e-3, f"the reference disagrees with the library by {worst}"
+        impls = [("reference", ref), ("elmo", ours)] + ([("elmo-bf16", ours_bf16)] if bf16 else [])
+        base = None
+        for name, fn in impls:
+            seconds_per = time_it(fn, min_seconds=seconds)
+            rate = tokens / seconds_per
+            gflops = rate * per_token / 1e9
+            mem = peak_memory_mib(fn) if bs >= 32 else float("nan")
+            base = base or rate
+            print(f"{bs:>5} {name:>10} {rate:>9.1f} {gflops:>8.1f} {100 * gflops / PEAK:>6.1f}% "
+                  f"{mem:>9.0f} {rate / base:>5.2f}x", flush=True)
+        if bf16:
+            with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+                low = bilm(chunks[0])["activations"]
+            dev = [float((x.float() - y).abs().max()) for x, y in zip(low, a)]
+            scale = [float(y.abs().max()) for y in a]
+            print(f"      bf16 max |deviation| per layer: " +
+                  ", ".join(f"{d:.3g} (of max {s:.3g})" for d, s in zip(dev, scale)))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--configs", nargs="+", default=["small", "original"])
+    parser.add_argument("--batches", nargs="+", type=int, default=[1, 32, 128])
+    parser.add_argument("--seconds", type=float, default=2.0, help="minimum timing per measurement")
+    parser.add_argument("--bf16", action="store_true", help="also time the opt-in bf16 autocast mode")
+    parser.add_argument("--threads", type=int, default=None)
+    args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    global PEAK
+    PEAK = matmul_gflops()
+    print(f"machine: {torch.get_num_threads()} threads, fp32 matmul {PEAK:.0f} GFLOP/s (measured now)")
+    sentences = brown_sentences(limit=2000, min_len=3)
+    for config in args.configs:
+        run(config, args.batches, args.seconds, args.bf16, sentences)
+
+
+PEAK = 1.0
+
+if __name__ == "__main__":
+    main()

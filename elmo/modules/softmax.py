@@ -1,0 +1,150 @@
+"""The language model's output layer: one softmax (W, b) shared by both directions.
+
+Full softmax: log p(w | h) = h W_w + b_w - logsumexp_v(h W_v + b_v).
+
+Sampled softmax (Jean et al. 2015, as in the original trainer) estimates the same loss from
+the true word and S sampled negatives:
+
+* negatives come from a log-uniform (Zipf) distribution over the ids, which assumes the
+  vocabulary is sorted by descending frequency:
+  ``P(k) = (log(k + 2) - log(k + 1)) / log(V + 1)``;
+* S distinct ids are drawn per batch (iid draws until S distinct ones are seen), shared by
+  every position of the batch and by both directions;
+* every logit is corrected by subtracting log Q(w), the expected number of times w appears
+  among the draws (``Q = 1 - (1 - P)^tries``);
+* a negative equal to a position's true word is removed from that position's candidates.
+
+With S >= V every word is a candidate with Q = 1, and the loss is exactly the full softmax.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Optional, Tuple
+
+import torch
+from torch import nn
+
+
+class LogUniformSampler:
+    """Draws distinct ids from the log-uniform distribution over ``n_vocab`` ids.
+
+    Uses its own ``torch.Generator`` (``state_dict``/``load_state_dict`` save it) so the
+    negatives are reproducible and independent of dropout's random numbers.
+    """
+
+    def __init__(self, n_vocab: int, seed: int = 0):
+        self.n_vocab = n_vocab
+        self.generator = torch.Generator().manual_seed(seed)
+        ids = torch.arange(n_vocab, dtype=torch.float64)
+        self.log_range = math.log(n_vocab + 1)
+        self.probs = ((ids + 2).log() - (ids + 1).log()) / self.log_range  # (V,) float64
+
+    def draw(self, n: int) -> torch.Tensor:
+        """n iid ids (with repeats), by inverting the CDF: k = floor(exp(u log(V + 1))) - 1."""
+        u = torch.rand(n, generator=self.generator, dtype=torch.float64)
+        return ((u * self.log_range).exp().floor().long() - 1).clamp_(0, self.n_vocab - 1)
+
+    def sample(self, n_sampled: int) -> Tuple[torch.Tensor, torch.Tensor, Optional[int]]:
+        """``n_sampled`` distinct ids (S,), log Q (S,) of each (Q: expected count), and the
+        number of draws it took.
+
+        Returns every id with log Q = 0 and tries None when ``n_sampled >= n_vocab``.
+        """
+        if n_sampled >= self.n_vocab:
+            return torch.arange(self.n_vocab), torch.zeros(self.n_vocab, dtype=torch.float64), None
+        drawn = torch.empty(0, dtype=torch.long)
+        seen = torch.zeros(self.n_vocab, dtype=torch.bool)
+        while True:
+            chunk = self.draw(max(n_sampled, 1024))
+            drawn = torch.cat([drawn, chunk])
+            seen[chunk] = True
+            if int(seen.sum()) >= n_sampled:
+                break
+        # The S-th distinct value ends the draws: count tries up to it, keep values in order.
+        uniq, inverse = torch.unique(drawn, return_inverse=True)
+        first = torch.full((uniq.numel(),), drawn.numel(), dtype=torch.long)
+        first.scatter_reduce_(0, inverse, torch.arange(drawn.numel()), reduce="amin")
+        first_sorted, order = first.sort()
+        ids = uniq[order[:n_sampled]]
+        tries = int(first_sorted[n_sampled - 1]) + 1
+        return ids, self.log_expected_count(ids, tries, n_sampled), tries
+
+    def log_expected_count(self, ids: torch.Tensor, tries: Optional[int],
+                           n_sampled: Optional[int] = None) -> torch.Tensor:
+        """log Q(id), Q the expected count of id among ``tries`` draws: (n,) float64.
+
+        Q = 1 - (1 - P)^tries, computed stably; when no draw was repeated (tries equals
+        ``n_sampled``) Q = P * tries, as the original's sampler takes it. ``tries=None``
+        (every word is a candidate) gives log Q = 0.
+        """
+        ids = ids.cpu()
+        if tries is None:
+            return torch.zeros(ids.shape, dtype=torch.float64)
+        p = self.probs[ids]
+        if tries == n_sampled:
+            return torch.log(p * tries)
+        return torch.log(-torch.expm1(tries * torch.log1p(-p)))
+
+    def state_dict(self) -> dict:
+        return {"generator": self.generator.get_state()}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.generator.set_state(state["generator"])
+
+
+@dataclass
+class Candidates:
+    """The shared negatives of one batch: ids (S,), log Q (S,) float32, and how they were drawn."""
+
+    ids: torch.Tensor
+    log_q: torch.Tensor
+    tries: Optional[int]
+    sampler: LogUniformSampler
+
+    @classmethod
+    def draw(cls, sampler: LogUniformSampler, n_sampled: int, device=None) -> "Candidates":
+        ids, log_q, tries = sampler.sample(n_sampled)
+        return cls(ids.to(device), log_q.to(device=device, dtype=torch.float32), tries, sampler)
+
+    def log_q_of(self, targets: torch.Tensor) -> torch.Tensor:
+        """log Q of the true ids (N,) under the same draws: (N,) float32."""
+        log_q = self.sampler.log_expected_count(targets, self.tries, self.ids.numel())
+        return log_q.to(device=targets.device, dtype=torch.float32)
+
+
+class SharedSoftmax(nn.Module):
+    """Softmax weights W (V, D) and bias b (V,) used by both directions.
+
+    Initialised as in the original: W normal with std 1/sqrt(D), b zero.
+    """
+
+    def __init__(self, n_vocab: int, dim: int):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(n_vocab, dim) / math.sqrt(dim))
+        self.bias = nn.Parameter(torch.zeros(n_vocab))
+
+    @property
+    def n_vocab(self) -> int:
+        return self.weight.shape[0]
+
+    def full_nll(self, hidden: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        """hidden (N, D), targets (N,) -> negative log-likelihood per position (N,)."""
+        logits = torch.addmm(self.bias, hidden, self.weight.t())
+        return nn.functional.cross_entropy(logits.float(), targets, reduction="none")
+
+    def sampled_nll(self, hidden: torch.Tensor, targets: torch.Tensor, sampled: torch.Tensor,
+                    sampled_log_q: torch.Tensor, target_log_q: torch.Tensor) -> torch.Tensor:
+        """The sampled-softmax loss per position (N,).
+
+        Args:
+            hidden: (N, D). targets: (N,) true ids.
+            sampled: (S,) the shared negative ids; sampled_log_q: (S,) their log Q.
+            target_log_q: (N,) log Q of each true id.
+        """
+        true_logit = (hidden * self.weight[targets]).sum(-1) + self.bias[targets] - target_log_q
+        neg = torch.addmm(self.bias[sampled], hidden, self.weight[sampled].t()) - sampled_log_q
+        # Remove accidental hits: a negative that is this position's true word.
+        neg = neg.masked_fill(sampled[None, :] == targets[:, None], float("-inf"))
+        logits = torch.cat([true_logit[:, None], neg], dim=1).float()
+        return torch.logsumexp(logits, dim=1) - logits[:, 0]
