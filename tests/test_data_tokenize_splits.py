@@ -22,6 +22,13 @@ def test_ptb_clitics_and_punctuation(tok):
         ["It", "'s", "John", "'s", "."]]
 
 
+def test_split_clitics_of_pretokenized_text():
+    from elmo.data.tokenize import split_clitics
+    assert split_clitics("That isn't it , it's Atlanta's ; can't won't 's o'clock I'm".split()) == [
+        "That", "is", "n't", "it", ",", "it", "'s", "Atlanta", "'s", ";", "ca", "n't", "wo",
+        "n't", "'s", "o'clock", "I", "'m"]
+
+
 def test_hyphenated_words_stay_whole_but_dashes_split(tok):
     assert tok.tokens("A well-known state-of-the-art result--or not\u2014\"Look\"") == [
         "A", "well-known", "state-of-the-art", "result", "--", "or", "not", "\u2014", "``",

@@ -6,7 +6,8 @@ written.
 data (:mod:`elmo.data.splits`) and writes the standard form into ``$ELMO_DATA/<name>/``:
 
 * **raw text** (``sentences.txt``, or ``train.txt``/``dev.txt``/``test.txt``): one sentence a
-  line, tokens separated by single spaces, a blank line between documents;
+  line, tokens separated by single spaces, a blank line between documents (Brown's raw text
+  keeps Brown's tokens but splits clitics the PTB way, ``is n't``, like the other sources);
 * **POS** (``brown-pos``): one sentence a line of ``word/TAG`` tokens (original Brown tags;
   :func:`elmo.data.readers.reduce_brown_tag` gives the usual reduction);
 * **NER** (``*.conll``): ``token<TAB>BIO-tag`` a line, a blank line between sentences;
@@ -32,6 +33,7 @@ from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence,
 from . import readers
 from .fetch import PACKAGES, DataError, data_home, fetch
 from .splits import SPLITS, brown_file_splits, hashed_split
+from .tokenize import split_clitics
 
 #: Bumped when a writer's output changes, so that cached standard forms are rebuilt.
 FORMAT_VERSION = "2"
@@ -134,7 +136,7 @@ def write_brown(inputs, out, counter):
         for fileid in sorted(cats):
             split = split_of[fileid]
             for sent in readers.read_brown(folder / fileid):
-                words = [w for w, _ in sent]
+                words = split_clitics(w for w, _ in sent)
                 handles[split].write(" ".join(words) + "\n")
                 counter.add(f"{split}.txt", words)
             handles[split].write("\n")

@@ -41,6 +41,22 @@ def normalize(text: str) -> str:
     return " ".join(_DASHES.sub(r" \1 ", text.translate(_CHAR_MAP)).split())
 
 
+_CLITIC = re.compile(r"^(.+?)(n't|N'T|'s|'S|'re|'RE|'ll|'LL|'ve|'VE|'d|'D|'m|'M)$")
+
+
+def split_clitics(tokens: Iterable[str]) -> List[str]:
+    """Split clitics off already-tokenized text the PTB way (``isn't`` -> ``is n't``,
+    ``Atlanta's`` -> ``Atlanta 's``), for corpora such as Brown that keep them attached."""
+    out: List[str] = []
+    for t in tokens:
+        m = _CLITIC.match(t)
+        if m and any(c.isalnum() for c in m.group(1)):
+            out.extend(m.groups())
+        else:
+            out.append(t)
+    return out
+
+
 class Tokenizer:
     """Split raw text into sentences of PTB-style tokens.
 
