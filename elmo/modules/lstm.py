@@ -9,7 +9,7 @@ One layer of one direction (H cells, projection P, input I), at each time step::
 
 The state carried from step to step is (c_t, h_t), c of width H and h of width P.
 
-Speed: the input products x_t W_ih of all time steps are one matrix multiply; the forward
+Speed: the input products x_t W_ih of many time steps are one matrix multiply; the forward
 and backward directions step together (one batched multiply per step for both); sequences are
 packed by length, so padded positions are never computed.
 """
@@ -89,13 +89,20 @@ class Packing:
         return cls(order, batch_sizes, forward_index, backward_index)
 
 
-def run_lstm_layer(gate_inputs: torch.Tensor, batch_sizes: List[int], weight_hh: torch.Tensor,
-                   weight_proj: torch.Tensor, state: LayerState, cell_clip: Optional[float],
-                   proj_clip: Optional[float]) -> Tuple[torch.Tensor, LayerState]:
+#: Time steps whose input products are computed in one multiply. Large enough for an efficient
+#: GEMM, small enough that a 10,000-token sentence does not hold all its gates at once.
+INPUT_CHUNK_STEPS = 32
+
+
+def run_lstm_layer(layer_input: torch.Tensor, weight_ih: torch.Tensor, bias: torch.Tensor,
+                   batch_sizes: List[int], weight_hh: torch.Tensor, weight_proj: torch.Tensor,
+                   state: LayerState, cell_clip: Optional[float], proj_clip: Optional[float]
+                   ) -> Tuple[torch.Tensor, LayerState]:
     """Step D directions of one layer over packed sequences.
 
     Args:
-        gate_inputs: (D, N, 4H) packed x_t W_ih + bias (forget +1 included).
+        layer_input: (D, N, I) packed inputs, time-major (see :class:`Packing`).
+        weight_ih: (D, I, 4H). bias: (D, 1, 4H), forget +1 included.
         batch_sizes: rows running at each step (non-increasing, sums to N).
         weight_hh: (D, P, 4H). weight_proj: (D, H, P).
         state: initial (c (D, B, H), h (D, B, P)) in sorted row order.
@@ -106,13 +113,18 @@ def run_lstm_layer(gate_inputs: torch.Tensor, batch_sizes: List[int], weight_hh:
     """
     c, h = state
     outputs, finished_c, finished_h = [], [], []
-    offset = 0
-    for bs in batch_sizes:
+    offset = chunk_start = chunk_end = 0
+    for t, bs in enumerate(batch_sizes):
+        if offset == chunk_end:  # input products of the next chunk of time steps, one GEMM
+            chunk_start = offset
+            chunk_end = offset + sum(batch_sizes[t:t + INPUT_CHUNK_STEPS])
+            gate_inputs = torch.baddbmm(bias, layer_input[:, chunk_start:chunk_end], weight_ih)
         if bs < h.shape[1]:  # the shortest rows have ended: keep their final state
             finished_c.append(c[:, bs:])
             finished_h.append(h[:, bs:])
             c, h = c[:, :bs], h[:, :bs]
-        gates = torch.baddbmm(gate_inputs[:, offset:offset + bs], h, weight_hh)
+        local = offset - chunk_start
+        gates = torch.bmm(h, weight_hh) + gate_inputs[:, local:local + bs]
         i, j, f, o = gates.chunk(4, dim=-1)
         c = torch.sigmoid(i) * torch.tanh(j) + torch.sigmoid(f) * c
         if cell_clip is not None:
@@ -190,12 +202,10 @@ class BiLSTMStack(nn.Module):
         outputs, final_states = [], []
         for j, layer in enumerate(self.layers):
             layer_input = F.dropout(x, self.dropout, self.training) if self.dropout > 0 else x
-            # (2, N, I) x (2, I, 4H): every time step's input product in one multiply
-            gate_inputs = torch.baddbmm(layer.effective_bias()[:, None], layer_input,
-                                        layer.weight_ih.transpose(1, 2))
             c0, h0 = state[j]
             packed, (c, h) = run_lstm_layer(
-                gate_inputs, packing.batch_sizes, layer.weight_hh.transpose(1, 2),
+                layer_input, layer.weight_ih.transpose(1, 2), layer.effective_bias()[:, None],
+                packing.batch_sizes, layer.weight_hh.transpose(1, 2),
                 layer.weight_proj.transpose(1, 2), (c0[:, order], h0[:, order]),
                 self.cell_clip, self.proj_clip)
             if self.use_skip_connections and j > 0:
