@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 from collections import Counter
 
-import pytest
-
 from elmo.data import corpus_build as C
 from elmo.data.sources import FORMAT_VERSION
 

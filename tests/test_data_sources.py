@@ -12,7 +12,6 @@ import tarfile
 import numpy as np
 import pytest
 
-from elmo.data import sources
 from elmo.data.fetch import PACKAGES
 from elmo.data.sources import SOURCES, Counter
 from elmo.data.splits import hashed_split

@@ -28,7 +28,7 @@ import subprocess
 import sys
 import tarfile
 import zipfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -253,10 +253,7 @@ def extract_members(archive: Path, patterns: Sequence[str], out: Path) -> int:
                     count += 1
         return count
     if archive.suffix == ".deb":
-        data_name, data = _deb_data_tar(archive)
-        fileobj = io.BytesIO(data)
-        mode = "r:*"
-        with tarfile.open(fileobj=fileobj, mode=mode) as t:
+        with tarfile.open(fileobj=io.BytesIO(_deb_data_tar(archive)), mode="r:*") as t:
             for m in t:
                 if m.isfile() and wanted(m.name):
                     with t.extractfile(m) as src, open(target(m.name), "wb") as dst:
@@ -272,7 +269,7 @@ def extract_members(archive: Path, patterns: Sequence[str], out: Path) -> int:
     return count
 
 
-def _deb_data_tar(archive: Path) -> Tuple[str, bytes]:
+def _deb_data_tar(archive: Path) -> bytes:
     """The ``data.tar.*`` member of a Debian package (an ``ar`` archive)."""
     with open(archive, "rb") as f:
         if f.read(8) != b"!<arch>\n":
@@ -290,5 +287,5 @@ def _deb_data_tar(archive: Path) -> Tuple[str, bytes]:
                 if name.endswith(".zst"):
                     raise DataError(f"{archive.name}: zstd-compressed data; unpack it with "
                                     "dpkg-deb -x instead")
-                return name, body
+                return body
     raise DataError(f"{archive.name} has no data.tar member")

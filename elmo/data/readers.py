@@ -9,12 +9,11 @@ not tokenize raw prose; :mod:`elmo.data.sources` passes the text through
 from __future__ import annotations
 
 import ast
-import csv
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Dict, Iterator, List, Tuple, Union
 
 PathLike = Union[str, Path]
 Tagged = List[Tuple[str, str]]
