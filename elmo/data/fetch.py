@@ -199,9 +199,10 @@ def _run_client(pkg: Package, folder: Path) -> None:
     if result.returncode != 0:
         lines = [ln for ln in (result.stderr or result.stdout).strip().splitlines() if ln.strip()]
         last = lines[-1] if lines else f"exit status {result.returncode}"
+        hint = (" If the apt package lists are missing, run `apt-get update` as root first."
+                if pkg.client == "apt" else "")
         raise DataError(f"{pkg.client} could not fetch {pkg.spec} (offline, or the registry "
-                        f"is unreachable?): {last.strip()}")
-    # apt-get download names files with the epoch escaped (%3a); keep that name.
+                        f"is unreachable?): {last.strip().rstrip('.')}.{hint}")
 
 
 # ----------------------------------------------------------------------------- extract
