@@ -14,6 +14,7 @@ from typing import List, Optional
 #: Modules that add subcommands, in the order they appear in ``elmo --help``.
 COMMAND_MODULES = [
     "elmo.commands.core",
+    "elmo.commands.train",
     "elmo.commands.data",
     "elmo.commands.embed",
 ]

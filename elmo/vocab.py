@@ -3,7 +3,7 @@ then words by descending frequency (the order the log-uniform sampler relies on)
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Dict, Iterable, List, Optional, Sequence
+from typing import Dict, Iterable, List, Mapping, Optional, Sequence
 
 BOS, EOS, UNK = "<S>", "</S>", "<UNK>"
 SPECIAL = (BOS, EOS, UNK)
@@ -36,6 +36,24 @@ class Vocabulary:
 
     def ids(self, tokens: Iterable[str]) -> List[int]:
         return [self.index.get(t, self.unk) for t in tokens]
+
+    @classmethod
+    def from_counts(cls, counts: Mapping[str, int], min_count: int = 1,
+                    max_size: Optional[int] = None) -> "Vocabulary":
+        """``<S>``, ``</S>``, ``<UNK>``, then the words seen at least ``min_count`` times by
+        descending count (ties alphabetical), at most ``max_size`` entries in all.
+
+        The specials' counts are those in ``counts`` (0 when absent); ``<UNK>`` also gets the
+        occurrences of the words left out.
+        """
+        ranked = sorted(((w, c) for w, c in counts.items() if w not in SPECIAL and c >= min_count),
+                        key=lambda wc: (-wc[1], wc[0]))
+        if max_size is not None:
+            ranked = ranked[:max(0, max_size - len(SPECIAL))]
+        kept = sum(c for _, c in ranked)
+        dropped = sum(c for w, c in counts.items() if w not in SPECIAL) - kept
+        special_counts = [counts.get(BOS, 0), counts.get(EOS, 0), counts.get(UNK, 0) + dropped]
+        return cls([*SPECIAL, *(w for w, _ in ranked)], special_counts + [c for _, c in ranked])
 
     @classmethod
     def load(cls, path: str | Path) -> "Vocabulary":

@@ -1,0 +1,1 @@
+"""Corpora, readers and language-model batches."""

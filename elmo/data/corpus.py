@@ -1,0 +1,201 @@
+"""Streaming text corpora: one tokenized sentence a line, from files, globs or shard folders.
+
+A corpus is a list of files ("shards"); ``.gz`` files are decompressed on the fly. Only one
+shard sits in memory at a time, so a billion-word corpus split into shards (the 1B Word
+Benchmark layout) streams in bounded memory.
+
+Each epoch is reproducible from the seed: the shard order is shuffled with
+``Random((seed, epoch))`` and the sentences of each shard with ``Random((seed, epoch, shard))``.
+A :class:`CorpusStream` position is (epoch, shard position, sentence position), small enough to
+checkpoint and resume exactly.
+
+With several processes (``rank``/``world_size``) each reads its own part: whole shards
+(``shards[rank::world_size]`` of the epoch's order) when there are at least as many shards as
+processes, otherwise every ``world_size``-th sentence of each shard.
+"""
+from __future__ import annotations
+
+import glob
+import gzip
+import hashlib
+import io
+import os
+import random
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Dict, Iterator, List, Optional, Sequence
+
+Sentence = List[str]
+
+
+def expand_paths(patterns: Sequence[str | os.PathLike]) -> List[Path]:
+    """Files named by paths, globs (``news.en-*``) or folders (all files below, recursively).
+
+    The result is sorted and free of duplicates so every process sees the same list.
+    Raises FileNotFoundError when a pattern matches nothing.
+    """
+    files: List[Path] = []
+    for pattern in patterns:
+        p = Path(pattern)
+        if p.is_dir():
+            found = [q for q in p.rglob("*") if q.is_file() and not q.name.startswith(".")]
+        elif p.is_file():
+            found = [p]
+        else:
+            found = [Path(q) for q in glob.glob(str(pattern), recursive=True) if Path(q).is_file()]
+        if not found:
+            raise FileNotFoundError(f"{pattern}: no such file, folder or matching glob")
+        files.extend(found)
+    return sorted(set(files))
+
+
+def open_text(path: str | Path) -> io.TextIOBase:
+    """Open a text file for reading, decompressing ``.gz``."""
+    path = Path(path)
+    if path.suffix == ".gz":
+        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8")
+    return open(path, encoding="utf-8")
+
+
+def read_sentences(path: str | Path) -> List[Sentence]:
+    """All non-empty lines of one shard, split on whitespace."""
+    with open_text(path) as f:
+        return [line.split() for line in f if line.strip()]
+
+
+def iter_file_sentences(paths: Sequence[str | Path]) -> Iterator[Sentence]:
+    """Every sentence of the files in order, one line at a time (constant memory)."""
+    for path in paths:
+        with open_text(path) as f:
+            for line in f:
+                tokens = line.split()
+                if tokens:
+                    yield tokens
+
+
+def file_fingerprint(path: str | Path) -> str:
+    """sha256 of a file's bytes, to record exactly which text a model saw."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _seeded(*parts) -> random.Random:
+    # Random() seeded from a string is stable across processes and Python versions
+    # (unlike hash() of a tuple, which is salted for strings).
+    return random.Random(":".join(str(p) for p in parts))
+
+
+@dataclass
+class StreamPosition:
+    """Where a stream stands: the next sentence is sentence ``sentence`` of the shard at
+    position ``shard`` of epoch ``epoch``'s shard order (both counted in this rank's part)."""
+
+    epoch: int = 0
+    shard: int = 0
+    sentence: int = 0
+
+
+class CorpusStream:
+    """An endless, reproducible stream of sentences over the epochs of a sharded corpus.
+
+    Args:
+        paths: files, globs or folders.
+        seed: the shuffling seed.
+        shuffle: shuffle shards and sentences each epoch (off: the files' own order).
+        rank, world_size: this process's part of the corpus.
+    """
+
+    def __init__(self, paths: Sequence[str | os.PathLike], seed: int = 0, shuffle: bool = True,
+                 rank: int = 0, world_size: int = 1):
+        if not 0 <= rank < world_size:
+            raise ValueError(f"rank {rank} is not in [0, {world_size})")
+        self.files = expand_paths(paths)
+        self.seed, self.shuffle = seed, shuffle
+        self.rank, self.world_size = rank, world_size
+        self.split_by_shard = len(self.files) >= world_size
+        self.position = StreamPosition()
+        self._loaded: Optional[tuple] = None  # ((epoch, shard), sentences)
+
+    # ------------------------------------------------------------------ epoch layout
+    def shard_order(self, epoch: int) -> List[Path]:
+        """This rank's shards for ``epoch``, in reading order."""
+        order = list(self.files)
+        if self.shuffle:
+            _seeded(self.seed, epoch, "shards").shuffle(order)
+        if self.split_by_shard and self.world_size > 1:
+            order = order[self.rank::self.world_size]
+        return order
+
+    def _shard_sentences(self, epoch: int, index: int) -> List[Sentence]:
+        key = (epoch, index)
+        if self._loaded is None or self._loaded[0] != key:
+            path = self.shard_order(epoch)[index]
+            sentences = read_sentences(path)
+            if self.shuffle:
+                _seeded(self.seed, epoch, "sentences", path.name, index).shuffle(sentences)
+            if not self.split_by_shard and self.world_size > 1:
+                sentences = sentences[self.rank::self.world_size]
+            self._loaded = (key, sentences)
+        return self._loaded[1]
+
+    # ------------------------------------------------------------------ reading
+    def next_sentence(self) -> Sentence:
+        """The next sentence; moves to the next shard and the next epoch as needed."""
+        for _ in range(len(self.files) + 2):  # an epoch of empty shards would loop forever
+            pos = self.position
+            shards = self.shard_order(pos.epoch)
+            if pos.shard >= len(shards):
+                self.position = StreamPosition(pos.epoch + 1, 0, 0)
+                continue
+            sentences = self._shard_sentences(pos.epoch, pos.shard)
+            if pos.sentence >= len(sentences):
+                self.position = StreamPosition(pos.epoch, pos.shard + 1, 0)
+                continue
+            self.position = StreamPosition(pos.epoch, pos.shard, pos.sentence + 1)
+            return sentences[pos.sentence]
+        raise ValueError(f"the corpus {', '.join(map(str, self.files))} holds no sentence for rank {self.rank}")
+
+    def __iter__(self) -> Iterator[Sentence]:
+        while True:
+            yield self.next_sentence()
+
+    @property
+    def epoch(self) -> int:
+        return self.position.epoch
+
+    def state_dict(self) -> Dict[str, int]:
+        return asdict(self.position)
+
+    def load_state_dict(self, state: Dict[str, int]) -> None:
+        self.position = StreamPosition(**state)
+
+
+def count_tokens(paths: Sequence[str | os.PathLike], boundaries: bool = True) -> Dict[str, int]:
+    """Sentences and tokens of a corpus in one streaming pass.
+
+    ``tokens`` counts ``<S>`` and ``</S>`` around each sentence when ``boundaries`` is set
+    (the number of positions a language-model epoch has).
+    """
+    n_sentences = n_tokens = 0
+    for sentence in iter_file_sentences(expand_paths(paths)):
+        n_sentences += 1
+        n_tokens += len(sentence) + (2 if boundaries else 0)
+    return {"sentences": n_sentences, "tokens": n_tokens}
+
+
+def count_words(paths: Sequence[str | os.PathLike]) -> Dict[str, int]:
+    """Word counts of a corpus in one streaming pass, with ``<S>`` and ``</S>`` counted once
+    per sentence (the counts a vocabulary file keeps)."""
+    from collections import Counter
+
+    counts: Counter = Counter()
+    n_sentences = 0
+    for sentence in iter_file_sentences(expand_paths(paths)):
+        counts.update(sentence)
+        n_sentences += 1
+    counts["<S>"] += n_sentences
+    counts["</S>"] += n_sentences
+    return dict(counts)

@@ -1,0 +1,249 @@
+"""Language-model batches, as the original trainer builds them, and evaluation batches.
+
+Every sentence is wrapped in ``<S>`` ... ``</S>``. Two training layouts:
+
+* **packed, stateful** (the original): the wrapped sentences are laid end to end in each of
+  the B rows of the batch; a batch is the next ``unroll_steps`` (T) positions of every row.
+  Row b of batch n+1 continues row b of batch n, so the LSTM state carries over (detached:
+  backprop stops at the batch boundary). When a row runs out it takes the next sentence of
+  the stream (rows share one stream, filled in row order, as the original does).
+* **bucketed, stateless**: one sentence a row, sentences of similar length batched together,
+  every row starting from a zero state.
+
+The forward model reads a row left to right and predicts the next token. The backward model
+reads the text reversed and predicts the token before: its row is built from the same
+sentences, each reversed and wrapped as ``</S>`` w_n ... w_1 ``<S>``, so position t of the
+backward row holds the token at distance t in reading order, and its target is the next one
+in that order, which is the previous token in the text.
+
+Word ids (targets) map unknown words to ``<UNK>``; the character ids (inputs) always spell the
+actual word, so the character CNN sees out-of-vocabulary words as they are.
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+
+import torch
+
+from ..chars import word_to_char_ids
+from ..vocab import BOS, EOS, Vocabulary
+from .corpus import CorpusStream, Sentence
+
+
+@dataclass
+class LMBatch:
+    """One batch for both directions. B rows, T positions, C characters per token.
+
+    fwd_chars, bwd_chars: (B, T, C) long character ids of the input tokens (zero = padding).
+    fwd_targets, bwd_targets: (B, T) long word ids of the tokens to predict.
+    fwd_mask, bwd_mask: (B, T) bool, the positions that hold a real target.
+    lengths: (B,) long, valid positions per row (the same for both directions).
+    """
+
+    fwd_chars: torch.Tensor
+    bwd_chars: torch.Tensor
+    fwd_targets: torch.Tensor
+    bwd_targets: torch.Tensor
+    fwd_mask: torch.Tensor
+    bwd_mask: torch.Tensor
+    lengths: torch.Tensor
+
+    def to(self, device) -> "LMBatch":
+        return LMBatch(*(getattr(self, f).to(device, non_blocking=True) for f in self.__dataclass_fields__))
+
+    @property
+    def n_tokens(self) -> int:
+        """Input positions of one direction."""
+        return int(self.lengths.sum())
+
+    @staticmethod
+    def concat(batches: Sequence["LMBatch"]) -> "LMBatch":
+        """Stack the rows of batches that have the same T (e.g. the ranks' parts of a global batch)."""
+        return LMBatch(*(torch.cat([getattr(b, f) for b in batches]) for f in LMBatch.__dataclass_fields__))
+
+
+def wrap(sentence: Sentence) -> Tuple[List[str], List[str]]:
+    """The forward and backward token sequences of one sentence."""
+    return [BOS, *sentence, EOS], [EOS, *reversed(sentence), BOS]
+
+
+class _Encoder:
+    """Words -> word ids and character ids, caching the character ids of frequent words."""
+
+    def __init__(self, vocab: Vocabulary, max_chars: int, cache_size: int = 200_000):
+        self.vocab, self.max_chars, self.cache_size = vocab, max_chars, cache_size
+        self._chars: Dict[str, Tuple[int, ...]] = {}
+
+    def chars(self, word: str) -> Tuple[int, ...]:
+        ids = self._chars.get(word)
+        if ids is None:
+            ids = word_to_char_ids(word, self.max_chars)
+            if len(self._chars) >= self.cache_size:
+                self._chars.clear()  # bounded memory on corpora with huge vocabularies
+            self._chars[word] = ids
+        return ids
+
+    def rows(self, rows: Sequence[Sequence[str]], steps: int) -> Tuple[torch.Tensor, torch.Tensor]:
+        """Rows of words (each at most ``steps``) -> char ids (B, steps, C), word ids (B, steps)."""
+        pad_chars = (0,) * self.max_chars
+        chars = [[self.chars(w) for w in row] + [pad_chars] * (steps - len(row)) for row in rows]
+        ids = [self.vocab.ids(row) + [0] * (steps - len(row)) for row in rows]
+        return torch.tensor(chars, dtype=torch.long), torch.tensor(ids, dtype=torch.long)
+
+
+def _make_batch(enc: _Encoder, fwd_rows, bwd_rows, lengths: List[int], steps: int) -> LMBatch:
+    """Rows hold length + 1 tokens: positions 0..length-1 are inputs, 1..length targets."""
+    fwd_chars, _ = enc.rows([r[:-1] for r in fwd_rows], steps)
+    bwd_chars, _ = enc.rows([r[:-1] for r in bwd_rows], steps)
+    _, fwd_targets = enc.rows([r[1:] for r in fwd_rows], steps)
+    _, bwd_targets = enc.rows([r[1:] for r in bwd_rows], steps)
+    lengths_t = torch.tensor(lengths, dtype=torch.long)
+    mask = torch.arange(steps)[None, :] < lengths_t[:, None]
+    return LMBatch(fwd_chars, bwd_chars, fwd_targets, bwd_targets, mask, mask.clone(), lengths_t)
+
+
+class PackedLMBatches:
+    """The original's stateful batches: B rows of T positions, sentences packed end to end.
+
+    Iterating yields :class:`LMBatch` forever (the stream runs over epochs).
+    ``state_dict()`` holds the stream position and each row's unread tokens, so a resumed run
+    produces exactly the batches an uninterrupted run would.
+    """
+
+    def __init__(self, stream: CorpusStream, vocab: Vocabulary, batch_size: int,
+                 unroll_steps: int = 20, max_chars: int = 50):
+        self.stream, self.batch_size, self.unroll_steps = stream, batch_size, unroll_steps
+        self.encoder = _Encoder(vocab, max_chars)
+        # Row b's tokens not yet consumed, forward and backward (always the same length).
+        self.fwd: List[List[str]] = [[] for _ in range(batch_size)]
+        self.bwd: List[List[str]] = [[] for _ in range(batch_size)]
+
+    def next_batch(self) -> LMBatch:
+        steps = self.unroll_steps
+        fwd_rows, bwd_rows = [], []
+        for b in range(self.batch_size):
+            # T inputs and T targets need T + 1 tokens; the last target is the next input.
+            while len(self.fwd[b]) < steps + 1:
+                f, r = wrap(self.stream.next_sentence())
+                self.fwd[b].extend(f)
+                self.bwd[b].extend(r)
+            fwd_rows.append(self.fwd[b][:steps + 1])
+            bwd_rows.append(self.bwd[b][:steps + 1])
+            del self.fwd[b][:steps], self.bwd[b][:steps]
+        return _make_batch(self.encoder, fwd_rows, bwd_rows, [steps] * self.batch_size, steps)
+
+    def __iter__(self) -> Iterator[LMBatch]:
+        while True:
+            yield self.next_batch()
+
+    @property
+    def epoch(self) -> int:
+        return self.stream.epoch
+
+    def state_dict(self) -> dict:
+        return {"stream": self.stream.state_dict(), "fwd": [list(r) for r in self.fwd],
+                "bwd": [list(r) for r in self.bwd]}
+
+    def load_state_dict(self, state: dict) -> None:
+        if len(state["fwd"]) != self.batch_size:
+            raise ValueError(f"the checkpoint has {len(state['fwd'])} rows, this run {self.batch_size}")
+        self.stream.load_state_dict(state["stream"])
+        self.fwd = [list(r) for r in state["fwd"]]
+        self.bwd = [list(r) for r in state["bwd"]]
+
+
+class BucketedLMBatches:
+    """Stateless batches: one wrapped sentence a row, similar lengths together.
+
+    The stream is read ``pool_batches`` batches at a time; a pool is sorted by length, cut
+    into batches, and the batches are shuffled (seeded). Sentences longer than
+    ``max_length`` tokens are cut into pieces of that length.
+    """
+
+    def __init__(self, stream: CorpusStream, vocab: Vocabulary, batch_size: int,
+                 max_chars: int = 50, pool_batches: int = 50, max_length: int = 200, seed: int = 0):
+        self.stream, self.batch_size = stream, batch_size
+        self.pool_batches, self.max_length, self.seed = pool_batches, max_length, seed
+        self.encoder = _Encoder(vocab, max_chars)
+        self._pool_start = stream.state_dict()  # stream position where the current pool begins
+        self._pool_index = 0                    # pools read so far (seeds the batch order)
+        self._pool: List[List[Sentence]] = []
+        self._next = 0                          # next batch of the pool
+
+    def _fill_pool(self) -> None:
+        self._pool_start = self.stream.state_dict()
+        sentences: List[Sentence] = []
+        while len(sentences) < self.batch_size * self.pool_batches:
+            s = self.stream.next_sentence()
+            sentences.extend(s[i:i + self.max_length] for i in range(0, len(s), self.max_length))
+        sentences.sort(key=len)
+        batches = [sentences[i:i + self.batch_size] for i in range(0, len(sentences), self.batch_size)]
+        random.Random(f"{self.seed}:pool:{self._pool_index}").shuffle(batches)
+        self._pool, self._next = batches, 0
+
+    def next_batch(self) -> LMBatch:
+        if self._next >= len(self._pool):
+            if self._pool:
+                self._pool_index += 1
+            self._fill_pool()
+        rows = self._pool[self._next]
+        self._next += 1
+        wrapped = [wrap(s) for s in rows]
+        lengths = [len(f) - 1 for f, _ in wrapped]
+        return _make_batch(self.encoder, [f for f, _ in wrapped], [r for _, r in wrapped], lengths, max(lengths))
+
+    def __iter__(self) -> Iterator[LMBatch]:
+        while True:
+            yield self.next_batch()
+
+    @property
+    def epoch(self) -> int:
+        return self.stream.epoch
+
+    def state_dict(self) -> dict:
+        return {"pool_start": dict(self._pool_start), "pool_index": self._pool_index,
+                "next": self._next, "has_pool": bool(self._pool)}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.stream.load_state_dict(state["pool_start"])
+        self._pool_index = state["pool_index"]
+        self._pool = []
+        if state["has_pool"]:
+            self._fill_pool()  # re-reads the same pool from its start: same batches, same order
+            self._next = state["next"]
+
+
+def evaluation_batches(sentences: Iterable[Sentence], vocab: Vocabulary, batch_size: int,
+                       unroll_steps: int = 20, max_chars: int = 50) -> Iterator[LMBatch]:
+    """Batches that read a held-out text once, in order, for stateful perplexity.
+
+    The wrapped sentences form one stream of N tokens, cut into ``batch_size`` contiguous
+    rows (consecutive rows share one token, so each of the N - 1 transitions is predicted
+    exactly once per direction). Carry the state from batch to batch. The backward row is
+    the forward row reversed, so the backward model reads each row's text right to left.
+    """
+    tokens: List[str] = []
+    for s in sentences:
+        tokens.extend(wrap(s)[0])
+    if len(tokens) < 2:
+        return
+    n_targets = len(tokens) - 1
+    per_row = -(-n_targets // batch_size)
+    rows = [tokens[i:i + per_row + 1] for i in range(0, n_targets, per_row)]
+    rev_rows = [row[::-1] for row in rows]
+    encoder = _Encoder(vocab, max_chars)
+    for start in range(0, per_row, unroll_steps):
+        fwd_rows, bwd_rows, lengths = [], [], []
+        for fwd, bwd in zip(rows, rev_rows):
+            piece_f = fwd[start:start + unroll_steps + 1]
+            piece_b = bwd[start:start + unroll_steps + 1]
+            fwd_rows.append(piece_f)
+            bwd_rows.append(piece_b)
+            lengths.append(max(len(piece_f) - 1, 0))
+        steps = max(lengths)
+        # A row that has ended gets length 0: nothing is predicted and its state is kept.
+        fwd_rows = [r if len(r) > 1 else [""] for r in fwd_rows]
+        bwd_rows = [r if len(r) > 1 else [""] for r in bwd_rows]
+        yield _make_batch(encoder, fwd_rows, bwd_rows, lengths, steps)

@@ -1,0 +1,83 @@
+"""Data parallelism through ``torch.distributed``, set up from ``torchrun``'s environment.
+
+``torchrun`` sets RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT. We use gloo on
+CPU and nccl on CUDA. Without those variables everything runs in one process.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any, List
+
+import torch
+import torch.distributed as dist
+
+
+@dataclass(frozen=True)
+class Context:
+    """This process's place in the job."""
+
+    rank: int = 0
+    world_size: int = 1
+    local_rank: int = 0
+    device: torch.device = torch.device("cpu")
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+    @property
+    def distributed(self) -> bool:
+        return self.world_size > 1
+
+
+def resolve_device(device: str = "auto", local_rank: int = 0) -> torch.device:
+    """``auto``: this rank's GPU when CUDA is present, else the CPU."""
+    if device == "auto":
+        return torch.device(f"cuda:{local_rank}") if torch.cuda.is_available() else torch.device("cpu")
+    dev = torch.device(device)
+    if dev.type == "cuda" and dev.index is None:
+        dev = torch.device(f"cuda:{local_rank}")
+    return dev
+
+
+def setup(device: str = "auto") -> Context:
+    """Join the process group when launched by torchrun; otherwise a single-process context."""
+    world_size = int(os.environ.get("WORLD_SIZE", "1"))
+    rank = int(os.environ.get("RANK", "0"))
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    dev = resolve_device(device, local_rank)
+    if world_size > 1 and not dist.is_initialized():
+        if dev.type == "cuda":
+            torch.cuda.set_device(dev)
+        dist.init_process_group("nccl" if dev.type == "cuda" else "gloo")
+    return Context(rank, world_size, local_rank, dev)
+
+
+def teardown(ctx: Context) -> None:
+    if ctx.distributed and dist.is_initialized():
+        dist.destroy_process_group()
+
+
+def gather_objects(ctx: Context, obj: Any) -> List[Any]:
+    """Every rank's ``obj``, in rank order, on every rank (one object per rank)."""
+    if not ctx.distributed:
+        return [obj]
+    out: List[Any] = [None] * ctx.world_size
+    dist.all_gather_object(out, obj)
+    return out
+
+
+def all_reduce_sum(ctx: Context, values: List[float]) -> List[float]:
+    """Sum floats over ranks (for logging)."""
+    if not ctx.distributed:
+        return list(values)
+    t = torch.tensor(values, dtype=torch.float64,
+                     device=ctx.device if ctx.device.type == "cuda" else "cpu")
+    dist.all_reduce(t)
+    return t.tolist()
+
+
+def barrier(ctx: Context) -> None:
+    if ctx.distributed:
+        dist.barrier()

@@ -1,0 +1,59 @@
+"""Perplexity of a language model on held-out text, always with the full softmax.
+
+The text is read once, in order, in contiguous rows with the LSTM state carried from batch to
+batch (see :func:`elmo.data.lm_batches.evaluation_batches`). Targets that are given by the
+layout are left out: ``<S>`` after ``</S>`` (forward) and ``</S>`` after ``<S>`` (backward).
+So each direction predicts every word plus one sentence boundary per sentence (``</S>``
+forward, ``<S>`` backward): the usual count of the Penn Treebank LM set (words + end of
+sentence), which makes the numbers comparable with the literature.
+
+Reported: forward and backward perplexity, and their average ``exp((loss_f + loss_b) / 2)``
+(the geometric mean, the quantity the training loss estimates).
+"""
+from __future__ import annotations
+
+import math
+from typing import Dict, Iterable
+
+import torch
+
+from ..data.corpus import Sentence
+from ..data.lm_batches import evaluation_batches
+from ..vocab import Vocabulary
+from .model import LanguageModel
+
+
+@torch.no_grad()
+def perplexity(model: LanguageModel, sentences: Iterable[Sentence], vocab: Vocabulary,
+               batch_size: int = 32, unroll_steps: int = 20, device=None,
+               autocast_dtype=None) -> Dict[str, float]:
+    """Full-softmax perplexity of ``sentences``.
+
+    Returns ``ppl_fwd``, ``ppl_bwd``, ``ppl`` (average), ``loss_fwd``, ``loss_bwd`` (mean
+    negative log-likelihoods in nats) and ``targets`` (per direction).
+    """
+    was_training = model.training
+    model.eval()
+    device = device or next(model.parameters()).device
+    state = None
+    nll_f = nll_b = 0.0
+    n_f = n_b = 0
+    max_chars = model.options.char_cnn.max_characters_per_token
+    try:
+        for batch in evaluation_batches(sentences, vocab, batch_size, unroll_steps, max_chars):
+            with torch.autocast(torch.device(device).type, dtype=autocast_dtype or torch.bfloat16,
+                                enabled=autocast_dtype is not None):
+                out = model(batch.to(device), state, None, skip_given_targets=True)
+            state = out["state"]
+            nll_f += float(out["nll_fwd"])
+            nll_b += float(out["nll_bwd"])
+            n_f += out["n_fwd"]
+            n_b += out["n_bwd"]
+    finally:
+        model.train(was_training)
+    if n_f == 0 or n_b == 0:
+        raise ValueError("no text to evaluate")
+    loss_f, loss_b = nll_f / n_f, nll_b / n_b
+    return {"ppl_fwd": math.exp(loss_f), "ppl_bwd": math.exp(loss_b),
+            "ppl": math.exp(0.5 * (loss_f + loss_b)), "loss_fwd": loss_f, "loss_bwd": loss_b,
+            "targets": n_f}

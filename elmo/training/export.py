@@ -1,0 +1,97 @@
+"""Export a trained language model, and load it back for perplexity or further training.
+
+A model folder holds:
+
+* ``options.json`` + ``weights.hdf5``: the biLM in the original layout (what
+  :func:`elmo.from_pretrained` and every ELMo user reads);
+* ``softmax.hdf5``: the shared softmax, datasets ``softmax/W`` (V, P) and ``softmax/b`` (V,);
+* ``vocab.txt`` (the original vocabulary format) and ``vocab_counts.tsv`` (word, tab, count)
+  when the counts are known;
+* ``metadata.json``: how the model was trained, and ``adapted_on``: the texts it was
+  fine-tuned on (with sha256), so an experiment can tell that it saw extra data.
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Dict, Optional
+
+import h5py
+import torch
+
+from ..config import ElmoOptions
+from ..vocab import Vocabulary
+from ..weights import _atomic_target, atomic_write_text, load_original, save_original
+from .model import LanguageModel
+
+SOFTMAX_FILE = "softmax.hdf5"
+VOCAB_FILE = "vocab.txt"
+COUNTS_FILE = "vocab_counts.tsv"
+METADATA_FILE = "metadata.json"
+
+
+def export_model(model: LanguageModel, vocab: Vocabulary, folder: str | Path,
+                 metadata: Optional[Dict[str, Any]] = None) -> Path:
+    """Write ``model`` (and ``vocab``) as a model folder; every file is written atomically."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    save_original(model.bilm, folder / "options.json", folder / "weights.hdf5")
+    tmp = _atomic_target(folder / SOFTMAX_FILE)
+    try:
+        with h5py.File(tmp, "w") as h5:
+            h5.create_dataset("softmax/W", data=model.softmax.weight.detach().float().cpu().numpy())
+            h5.create_dataset("softmax/b", data=model.softmax.bias.detach().float().cpu().numpy())
+        os.replace(tmp, folder / SOFTMAX_FILE)
+    finally:
+        tmp.unlink(missing_ok=True)
+    vocab.save(folder / VOCAB_FILE)
+    if vocab.counts is not None:
+        vocab.save(folder / COUNTS_FILE, with_counts=True)
+    meta = dict(metadata or {})
+    meta.setdefault("adapted_on", [])
+    atomic_write_text(folder / METADATA_FILE, json.dumps(meta, indent=2, sort_keys=True) + "\n")
+    return folder
+
+
+def read_metadata(folder: str | Path) -> Dict[str, Any]:
+    path = Path(folder) / METADATA_FILE
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {"adapted_on": []}
+
+
+def load_vocabulary(folder: str | Path) -> Vocabulary:
+    """The folder's vocabulary, with counts when ``vocab_counts.tsv`` is there."""
+    folder = Path(folder)
+    if (folder / COUNTS_FILE).exists():
+        return Vocabulary.load(folder / COUNTS_FILE)
+    return Vocabulary.load(folder / VOCAB_FILE)
+
+
+def load_language_model(folder: str | Path, dropout: float = 0.0, device=None):
+    """A model folder written by :func:`export_model` -> (LanguageModel, Vocabulary)."""
+    folder = Path(folder)
+    for name in ("options.json", "weights.hdf5", SOFTMAX_FILE, VOCAB_FILE):
+        if not (folder / name).exists():
+            raise FileNotFoundError(f"{folder / name}: missing (a trained model folder has options.json, "
+                                    f"weights.hdf5, {SOFTMAX_FILE} and {VOCAB_FILE})")
+    vocab = load_vocabulary(folder)
+    bilm = load_original(folder / "options.json", folder / "weights.hdf5")
+    with h5py.File(folder / SOFTMAX_FILE, "r") as h5:
+        weight = torch.from_numpy(h5["softmax/W"][...])
+        bias = torch.from_numpy(h5["softmax/b"][...])
+    if weight.shape != (len(vocab), bilm.options.lstm.projection_dim):
+        raise ValueError(f"{folder / SOFTMAX_FILE}: softmax/W has shape {tuple(weight.shape)}, expected "
+                         f"({len(vocab)}, {bilm.options.lstm.projection_dim}) from the vocabulary and options")
+    model = LanguageModel(bilm.options, len(vocab), vocab.bos, vocab.eos, dropout)
+    model.bilm.load_state_dict(bilm.state_dict())
+    with torch.no_grad():
+        model.softmax.weight.copy_(weight)
+        model.softmax.bias.copy_(bias)
+    return (model.to(device) if device is not None else model), vocab
+
+
+def options_with_training_keys(options: ElmoOptions, **keys) -> ElmoOptions:
+    """The options with training keys (n_tokens_vocab, unroll_steps ...) set in ``extra``."""
+    extra = dict(options.extra)
+    extra.update({k: v for k, v in keys.items() if v is not None})
+    return ElmoOptions(options.lstm, options.char_cnn, extra)

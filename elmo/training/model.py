@@ -1,0 +1,95 @@
+"""The biLM with its language-model head: what training optimises.
+
+    char ids (B, T, C) --CharCNN--> x (B, T, P) --BiLSTMStack--> top layer (B, T, 2P)
+    forward half (B, T, P)  -> dropout -> shared softmax -> next token
+    backward half (B, T, P) -> dropout -> shared softmax -> previous token
+
+Both directions' tokens go through the character CNN in one call (shared tokens are encoded
+once). The backward stack reads its own rows (the reversed text, see
+:mod:`elmo.data.lm_batches`), so its state carries along the reversed stream.
+
+The loss is the mean of the two directions' mean negative log-likelihoods.
+"""
+from __future__ import annotations
+
+from typing import Dict, List, Optional
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ..config import ElmoOptions
+from ..data.lm_batches import LMBatch
+from ..modules.bilm import BiLM
+from ..modules.lstm import LayerState
+from ..modules.softmax import Candidates, SharedSoftmax
+
+
+class LanguageModel(nn.Module):
+    """A :class:`BiLM` plus the softmax shared by both directions.
+
+    Args:
+        options: model options; ``n_tokens_vocab`` is taken from ``n_vocab``.
+        n_vocab: softmax size (the vocabulary file's length).
+        bos_id, eos_id: ids of ``<S>`` and ``</S>``, to leave out the targets that are given
+            (``<S>`` after ``</S>`` forward, ``</S>`` after ``<S>`` backward) when asked.
+        dropout: on every LSTM layer's input and before the softmax (training only).
+    """
+
+    def __init__(self, options: ElmoOptions, n_vocab: int, bos_id: int = 0, eos_id: int = 1,
+                 dropout: float = 0.1):
+        super().__init__()
+        self.bilm = BiLM(options)
+        self.softmax = SharedSoftmax(n_vocab, options.lstm.projection_dim)
+        self.bos_id, self.eos_id = bos_id, eos_id
+        self.set_dropout(dropout)
+
+    def set_dropout(self, p: float) -> None:
+        self.dropout = p
+        self.bilm.lstm.dropout = p
+
+    @property
+    def options(self) -> ElmoOptions:
+        return self.bilm.options
+
+    def forward(self, batch: LMBatch, state: Optional[List[LayerState]] = None,
+                negatives: Optional[Candidates] = None, skip_given_targets: bool = False
+                ) -> Dict[str, object]:
+        """Loss of one batch.
+
+        Args:
+            batch: see :class:`LMBatch` (B rows).
+            state: per layer (c (2, B, H), h (2, B, P)) carried from the previous batch, or
+                None for zeros.
+            negatives: shared sampled negatives, or None for the full softmax.
+            skip_given_targets: leave out targets that carry no information (evaluation).
+
+        Returns:
+            ``loss`` (scalar, mean of both directions), ``nll_fwd``/``nll_bwd`` (summed
+            negative log-likelihoods, detached), ``n_fwd``/``n_bwd`` (targets counted), and
+            ``state``: the final state per layer, detached (backprop stops at the batch edge).
+        """
+        rows = batch.fwd_chars.shape[0]
+        tokens = self.bilm.token_encoder(torch.cat([batch.fwd_chars, batch.bwd_chars]))  # (2B, T, P)
+        layers, final = self.bilm.lstm(tokens[:rows], batch.lengths, state, backward_inputs=tokens[rows:])
+        top = layers[-1]
+        p = self.options.lstm.projection_dim
+        fwd_mask, bwd_mask = batch.fwd_mask, batch.bwd_mask
+        if skip_given_targets:
+            fwd_mask = fwd_mask & (batch.fwd_targets != self.bos_id)
+            bwd_mask = bwd_mask & (batch.bwd_targets != self.eos_id)
+        nll_f = self._nll(top[..., :p][fwd_mask], batch.fwd_targets[fwd_mask], negatives)
+        nll_b = self._nll(top[..., p:][bwd_mask], batch.bwd_targets[bwd_mask], negatives)
+        loss = 0.5 * (nll_f.sum() / max(nll_f.numel(), 1) + nll_b.sum() / max(nll_b.numel(), 1))
+        return {"loss": loss, "nll_fwd": nll_f.detach().sum(), "nll_bwd": nll_b.detach().sum(),
+                "n_fwd": int(fwd_mask.sum()), "n_bwd": int(bwd_mask.sum()),
+                "state": [(c.detach(), h.detach()) for c, h in final]}
+
+    def _nll(self, hidden: torch.Tensor, targets: torch.Tensor, negatives: Optional[Candidates]) -> torch.Tensor:
+        """hidden (N, P), targets (N,) -> (N,) negative log-likelihoods."""
+        if self.dropout > 0:
+            hidden = F.dropout(hidden, self.dropout, self.training)
+        if negatives is None:
+            return self.softmax.full_nll(hidden, targets)
+        return self.softmax.sampled_nll(hidden, targets, negatives.ids, negatives.log_q,
+                                        negatives.log_q_of(targets))
