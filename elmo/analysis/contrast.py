@@ -1,0 +1,189 @@
+"""Contrast pairs: the same words, a swapped relation. Does a layer notice, and how much?
+
+Each item is a pair of sentences with the same multiset of words (``the dog chased the cat``
+/ ``the cat chased the dog``), a target word in both, and the target's label in each
+(``agent`` / ``patient``). Two measurements per layer:
+
+* **movement**: the cosine distance ``1 - cos`` between a word's vector in sentence A and the
+  same word's vector in sentence B (words matched by their occurrence number), averaged over
+  all words and over the targets; and between the mean-pooled sentence vectors. For scale,
+  ``spread`` is the mean distance between random tokens of different sentences. Layer 0 is
+  context-free, so its movement is 0.
+* **probe**: per category, the pairs are split into two halves (seeded); a linear probe
+  (:func:`elmo.analysis.probes.train_probe`) is trained on the targets of one half and tested
+  on the other, then the halves swap, and the two accuracies are averaged. Since every
+  training word occurs with both labels, word identity cannot help: layer 0 scores exactly
+  chance. ``pair_accuracy`` asks the easier question of whether the probe ranks the two
+  sentences of a held-out pair the right way round (a tie counts one half).
+
+Clustering by topic is not understanding: the sentences of a pair share their topic and
+words, so only what a layer encodes about the relation can separate them.
+"""
+from __future__ import annotations
+
+import random
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from .probes import train_probe
+from .vectors import embed_layers, unit_rows
+
+
+@dataclass(frozen=True)
+class ContrastItem:
+    """A target word in a sentence pair, with its label in each sentence."""
+
+    category: str
+    a: Tuple[str, ...]
+    b: Tuple[str, ...]
+    target: str
+    label_a: str
+    label_b: str
+
+
+def parse_pairs(text: str, source: str = "<text>") -> List[ContrastItem]:
+    """Items of a tab-separated contrast file (see :mod:`.contrast_pairs` for the format)."""
+    items = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        parts = line.rstrip("\n").split("\t")
+        if len(parts) != 6:
+            raise ValueError(f"{source}:{n}: expected 6 tab-separated fields, got {len(parts)}")
+        cat, a, b, target, la, lb = (p.strip() for p in parts)
+        a_t, b_t = tuple(a.split()), tuple(b.split())
+        if target not in a_t or target not in b_t:
+            raise ValueError(f"{source}:{n}: target {target!r} is not a token of both sentences")
+        items.append(ContrastItem(cat, a_t, b_t, target, la, lb))
+    if not items:
+        raise ValueError(f"{source}: no contrast pairs")
+    return items
+
+
+def load_pairs(path: Optional[Path] = None) -> List[ContrastItem]:
+    """The items of a user's file, or the built-in set."""
+    if path is None:
+        from .contrast_pairs import BUILTIN
+        return parse_pairs(BUILTIN, "built-in")
+    return parse_pairs(Path(path).read_text(encoding="utf-8"), str(path))
+
+
+def different_words(items: Sequence[ContrastItem]) -> List[ContrastItem]:
+    """Items whose two sentences do not have the same multiset of words."""
+    return [it for it in items if sorted(it.a) != sorted(it.b)]
+
+
+def align(a: Sequence[str], b: Sequence[str]) -> List[Tuple[int, int]]:
+    """Index pairs (i in a, k in b) of the same word with the same occurrence number."""
+    where: Dict[Tuple[str, int], int] = {}
+    seen: Dict[str, int] = defaultdict(int)
+    for k, w in enumerate(b):
+        where[(w, seen[w])] = k
+        seen[w] += 1
+    seen.clear()
+    out = []
+    for i, w in enumerate(a):
+        k = where.get((w, seen[w]))
+        seen[w] += 1
+        if k is not None:
+            out.append((i, k))
+    return out
+
+
+def _cos_dist(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """1 - cosine of matching rows of (..., D) arrays."""
+    return 1.0 - (unit_rows(x) * unit_rows(y)).sum(-1)
+
+
+def movement(vecs: Dict[Tuple[str, ...], np.ndarray], items: Sequence[ContrastItem],
+             n_spread: int = 2000, seed: int = 0) -> Dict[str, List[float]]:
+    """Per layer: mean movement of all words, of the targets, of the sentence vector, and the
+    spread of random token pairs. ``vecs``: sentence -> (L + 1, n, D)."""
+    pairs = sorted({(it.a, it.b) for it in items})
+    words, targets, sents = [], [], []
+    for a, b in pairs:
+        idx = align(a, b)
+        va, vb = vecs[a], vecs[b]
+        words.append(_cos_dist(va[:, [i for i, _ in idx]], vb[:, [k for _, k in idx]]).mean(-1))
+        sents.append(_cos_dist(va.mean(1), vb.mean(1)))
+    for it in items:
+        i, k = it.a.index(it.target), it.b.index(it.target)
+        targets.append(_cos_dist(vecs[it.a][:, i], vecs[it.b][:, k]))
+    sentences = sorted(vecs)
+    rng = random.Random(seed)
+    spread = []
+    for _ in range(n_spread):
+        s1, s2 = rng.sample(sentences, 2)
+        spread.append(_cos_dist(vecs[s1][:, rng.randrange(len(s1))],
+                                vecs[s2][:, rng.randrange(len(s2))]))
+    mean = lambda rows: [float(x) for x in np.mean(rows, axis=0)]
+    return {"words": mean(words), "targets": mean(targets), "sentence": mean(sents),
+            "spread": mean(spread)}
+
+
+def probe_halves(vecs: Dict[Tuple[str, ...], np.ndarray], items: Sequence[ContrastItem],
+                 layer: int, seed: int = 0, l2: float = 1e-2) -> Dict[str, float]:
+    """Accuracy of a probe trained on half of the pairs, tested on the other (and back).
+
+    Returns ``accuracy`` (held-out targets), ``pair_accuracy`` (held-out pairs ranked the
+    right way round), ``n_pairs``.
+    """
+    pairs = sorted({(it.a, it.b) for it in items})
+    if len(pairs) < 2:
+        raise ValueError("the probe needs at least two pairs in a category")
+    random.Random(seed).shuffle(pairs)
+    half = len(pairs) // 2
+    halves = [set(pairs[:half]), set(pairs[half:])]
+    labels = sorted({it.label_a for it in items} | {it.label_b for it in items})
+    lid = {l: i for i, l in enumerate(labels)}
+    acc, pair_acc = [], []
+    for train_half, test_half in ((halves[0], halves[1]), (halves[1], halves[0])):
+        x, y = [], []
+        for it in items:
+            if (it.a, it.b) in train_half:
+                x += [vecs[it.a][layer, it.a.index(it.target)], vecs[it.b][layer, it.b.index(it.target)]]
+                y += [lid[it.label_a], lid[it.label_b]]
+        probe = train_probe(np.stack(x), y, len(labels), l2=l2, seed=seed)
+        for it in items:
+            if (it.a, it.b) not in test_half:
+                continue
+            s = probe.scores(np.stack([vecs[it.a][layer, it.a.index(it.target)],
+                                       vecs[it.b][layer, it.b.index(it.target)]]))
+            pred = s.argmax(1)
+            acc += [pred[0] == lid[it.label_a], pred[1] == lid[it.label_b]]
+            la, lb = lid[it.label_a], lid[it.label_b]
+            margin_a, margin_b = s[0, la] - s[0, lb], s[1, la] - s[1, lb]
+            pair_acc.append(1.0 if margin_a > margin_b else 0.5 if margin_a == margin_b else 0.0)
+    return {"accuracy": float(np.mean(acc)), "pair_accuracy": float(np.mean(pair_acc)),
+            "n_pairs": len(pairs)}
+
+
+def contrast_eval(model, items: Sequence[ContrastItem], seed: int = 0, l2: float = 1e-2,
+                  batch_size: int = 32) -> dict:
+    """Movement and probe accuracy per layer, per category and overall.
+
+    Returns ``{"categories": {name: {"movement": {...}, "probe": [per layer], "n_pairs",
+    "chance"}}, "movement": {...} over all items, "n_items", "different_words"}``.
+    """
+    sentences = sorted({it.a for it in items} | {it.b for it in items})
+    arrays = embed_layers(model, [list(s) for s in sentences], batch_size)
+    vecs = dict(zip(sentences, arrays))
+    n_layers = arrays[0].shape[0]
+    by_cat: Dict[str, List[ContrastItem]] = defaultdict(list)
+    for it in items:
+        by_cat[it.category].append(it)
+    cats = {}
+    for cat, cat_items in sorted(by_cat.items()):
+        n_labels = len({it.label_a for it in cat_items} | {it.label_b for it in cat_items})
+        cats[cat] = {
+            "movement": movement(vecs, cat_items, seed=seed),
+            "probe": [probe_halves(vecs, cat_items, j, seed, l2) for j in range(n_layers)],
+            "n_pairs": len({(it.a, it.b) for it in cat_items}),
+            "n_items": len(cat_items), "chance": 1.0 / n_labels,
+        }
+    return {"categories": cats, "movement": movement(vecs, items, seed=seed),
+            "n_items": len(items), "different_words": len(different_words(items))}

@@ -1,0 +1,194 @@
+"""Nearest tokens in context across a corpus (the paper's Table 4), from a cached index.
+
+The index holds, for every token of a corpus, its unit-length vector at every layer:
+``vectors`` (L + 1, N, D) float16, ``positions`` (N, 2) as (sentence, token), and the
+sentences. It is built once per (model, corpus, sentence cap) and saved under the cache
+folder, so later queries only embed the query sentence. Search is exact: one matrix product
+of the query with all N vectors of the chosen layer (fine for a few million tokens; nothing
+approximate, so results equal brute force).
+
+Static neighbours for comparison: layer 0 (the character CNN gives a word one vector in every
+context) over the corpus vocabulary, and GloVe over its own vocabulary.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+import torch
+
+from .vectors import as_embedder, embed_layers, unit_rows
+
+INDEX_VERSION = "1"
+
+
+@dataclass
+class Hit:
+    """One neighbour: its score (cosine), word, and where it is (sentence, token)."""
+
+    score: float
+    word: str
+    sentence: int = -1
+    token: int = -1
+
+
+@dataclass
+class CorpusIndex:
+    """Unit vectors of every corpus token at every layer.
+
+    ``sentences``: the tokenized corpus; ``positions`` (N, 2) int64; ``vectors``
+    (L + 1, N, D) float16, rows of unit length.
+    """
+
+    sentences: List[List[str]]
+    positions: np.ndarray
+    vectors: np.ndarray
+
+    @classmethod
+    def build(cls, model, sentences: Sequence[Sequence[str]], batch_size: int = 32) -> "CorpusIndex":
+        sentences = [list(s) for s in sentences if len(s) > 0]
+        arrays = embed_layers(model, sentences, batch_size)
+        positions = np.array([(s, t) for s, a in enumerate(arrays) for t in range(a.shape[1])],
+                             dtype=np.int64).reshape(-1, 2)
+        vectors = unit_rows(np.concatenate(arrays, axis=1)).astype(np.float16)
+        return cls(sentences, positions, vectors)
+
+    @property
+    def num_layers(self) -> int:
+        return self.vectors.shape[0]
+
+    def word(self, i: int) -> str:
+        s, t = self.positions[i]
+        return self.sentences[s][t]
+
+    def search(self, query: np.ndarray, layer: int, k: int = 10) -> List[Hit]:
+        """The ``k`` corpus tokens most similar (cosine) to ``query`` (D,) at ``layer``;
+        ties go to the earlier token."""
+        q = torch.from_numpy(unit_rows(np.asarray(query, dtype=np.float32)))
+        scores = torch.from_numpy(self.vectors[layer].astype(np.float32)) @ q      # (N,)
+        k = min(k, len(scores))
+        # A stable sort makes the order of equal scores deterministic (earlier token first).
+        order = torch.sort(scores, descending=True, stable=True).indices[:k]
+        return [Hit(float(scores[i]), self.word(int(i)), *map(int, self.positions[int(i)]))
+                for i in order]
+
+    def word_types(self) -> Tuple[List[str], np.ndarray]:
+        """Distinct words (first-seen order) and their layer-0 unit vectors (V, D)."""
+        first: Dict[str, int] = {}
+        for i, (s, t) in enumerate(self.positions):
+            first.setdefault(self.sentences[s][t], i)
+        words = list(first)
+        return words, self.vectors[0, list(first.values())].astype(np.float32)
+
+    # ------------------------------------------------------------------ storage
+    def save(self, folder: Path) -> None:
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        np.save(folder / "vectors.npy", self.vectors)
+        np.save(folder / "positions.npy", self.positions)
+        (folder / "sentences.txt").write_text("".join(" ".join(s) + "\n" for s in self.sentences),
+                                              encoding="utf-8")
+        (folder / "index.json").write_text(json.dumps({"version": INDEX_VERSION}) + "\n")
+
+    @classmethod
+    def load(cls, folder: Path) -> "CorpusIndex":
+        folder = Path(folder)
+        sentences = [ln.split() for ln in
+                     (folder / "sentences.txt").read_text(encoding="utf-8").splitlines()]
+        return cls(sentences, np.load(folder / "positions.npy"),
+                   np.load(folder / "vectors.npy", mmap_mode="r"))
+
+
+def brute_force(vectors: np.ndarray, query: np.ndarray, k: int) -> List[Tuple[float, int]]:
+    """Reference search for tests: cosine with every row by a Python loop, best first."""
+    scored = []
+    q = np.asarray(query, dtype=np.float64)
+    for i, v in enumerate(np.asarray(vectors, dtype=np.float64)):
+        denom = np.linalg.norm(v) * np.linalg.norm(q)
+        scored.append((float(v @ q / denom) if denom else 0.0, i))
+    scored.sort(key=lambda p: (-p[0], p[1]))
+    return scored[:k]
+
+
+def static_neighbors(words: Sequence[str], vectors: np.ndarray, word: str, k: int = 10,
+                     query: Optional[np.ndarray] = None) -> List[Hit]:
+    """Nearest other words to ``word`` in a static table (V, D); the word's own row is the
+    query unless ``query`` is given. Empty when the word is unknown and no query is given."""
+    lookup = {w: i for i, w in enumerate(words)}
+    if query is None:
+        if word not in lookup:
+            return []
+        query = vectors[lookup[word]]
+    q = unit_rows(np.asarray(query, dtype=np.float32))
+    scores = unit_rows(np.asarray(vectors, dtype=np.float32)) @ q
+    order = np.argsort(-scores, kind="stable")
+    return [Hit(float(scores[i]), words[i]) for i in order if words[i] != word][:k]
+
+
+# ----------------------------------------------------------------------------- cache
+def model_fingerprint(bilm) -> str:
+    """A hash of the model's options and weights (two models with equal weights share it)."""
+    h = hashlib.sha1(bilm.options.to_json().encode())
+    for name, tensor in sorted(bilm.state_dict().items()):
+        h.update(name.encode())
+        h.update(tensor.detach().cpu().contiguous().numpy().tobytes())
+    return h.hexdigest()[:16]
+
+
+def read_corpus(path: Path, max_sentences: Optional[int] = None) -> List[List[str]]:
+    """Tokenized sentences of a text file (one sentence a line, tokens separated by spaces;
+    blank lines are skipped), at most ``max_sentences`` from the start."""
+    out = []
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            toks = line.split()
+            if toks:
+                out.append(toks)
+                if max_sentences is not None and len(out) >= max_sentences:
+                    break
+    return out
+
+
+def cached_index(model, corpus: Path, cache_dir: Path, max_sentences: Optional[int] = None,
+                 batch_size: int = 32, log=print) -> CorpusIndex:
+    """The index of ``corpus`` for ``model``: loaded from ``cache_dir`` when it was built
+    before with the same weights, corpus file and cap; else built and saved."""
+    embedder = as_embedder(model, batch_size)
+    corpus = Path(corpus)
+    stat = corpus.stat()
+    key = hashlib.sha1(json.dumps([INDEX_VERSION, model_fingerprint(embedder.bilm),
+                                   str(corpus.resolve()), stat.st_size, stat.st_mtime_ns,
+                                   max_sentences]).encode()).hexdigest()[:16]
+    folder = Path(cache_dir) / key
+    if (folder / "index.json").exists():
+        return CorpusIndex.load(folder)
+    sentences = read_corpus(corpus, max_sentences)
+    if not sentences:
+        raise ValueError(f"{corpus}: no sentences")
+    log(f"building the index of {len(sentences):,} sentences of {corpus} (once) ...")
+    index = CorpusIndex.build(embedder, sentences, batch_size)
+    tmp = folder.with_name(folder.name + ".partial")
+    index.save(tmp)
+    tmp.rename(folder)
+    log(f"index saved in {folder}")
+    return CorpusIndex.load(folder)
+
+
+def query_vectors(model, tokens: Sequence[str], word: str) -> Tuple[int, np.ndarray]:
+    """Position of the first occurrence of ``word`` in ``tokens`` and its vectors (L + 1, D)."""
+    if word not in tokens:
+        raise ValueError(f"{word!r} is not a token of the sentence {' '.join(tokens)!r}")
+    i = list(tokens).index(word)
+    return i, embed_layers(model, [list(tokens)])[0][:, i]
+
+
+def context(sentence: Sequence[str], token: int, width: int = 8) -> str:
+    """The words around ``token`` with the token in brackets."""
+    lo, hi = max(0, token - width), min(len(sentence), token + width + 1)
+    words = list(sentence[lo:hi])
+    words[token - lo] = f"[{words[token - lo]}]"
+    return ("... " if lo else "") + " ".join(words) + (" ..." if hi < len(sentence) else "")

@@ -1,0 +1,171 @@
+"""Linear probes on frozen vectors, and the POS probe per layer (the paper's Table 6).
+
+A probe is a softmax regression: features are standardised with the training mean and
+standard deviation, then ``scores = x W^T + b``; it is fit by full-batch L-BFGS on the
+cross-entropy plus ``l2 * ||W||^2``. It is deliberately weak (linear), so its accuracy says
+what a layer makes linearly readable, not what a strong tagger could learn on top of it.
+
+The mix probe learns a :class:`~elmo.ScalarMix` of the standardised layers jointly with the
+linear map, as a task model would; its softmax weights say which layers the probe leaned on.
+"""
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+import torch
+
+from ..modules import ScalarMix
+from .stats import paired_bootstrap, verdict
+from .vectors import embed_layers
+
+Tagged = List[Tuple[str, str]]
+
+
+@dataclass
+class LinearProbe:
+    """A trained softmax-regression probe.
+
+    ``mean``, ``std``: (D,) or (K, D) standardisation; ``weight`` (C, D); ``bias`` (C,);
+    ``mix``: the :class:`ScalarMix` for a probe on K layers, else None.
+    """
+
+    mean: torch.Tensor
+    std: torch.Tensor
+    weight: torch.Tensor
+    bias: torch.Tensor
+    mix: Optional[ScalarMix] = None
+
+    def scores(self, x: np.ndarray) -> np.ndarray:
+        """Class scores (N, C) of features (N, D), or (K, N, D) for a mix probe."""
+        with torch.no_grad():
+            z = _features(torch.as_tensor(x, dtype=torch.float32), self.mean, self.std, self.mix)
+            return (z @ self.weight.T + self.bias).numpy()
+
+    def predict(self, x: np.ndarray) -> np.ndarray:
+        """Predicted class ids (N,)."""
+        return self.scores(x).argmax(axis=1)
+
+    def mix_weights(self) -> Optional[List[float]]:
+        """softmax(s) of the mix probe, one weight per layer (None for a one-layer probe)."""
+        return None if self.mix is None else [float(w) for w in self.mix.weights().detach()]
+
+
+def _features(x: torch.Tensor, mean, std, mix: Optional[ScalarMix]) -> torch.Tensor:
+    z = (x - mean.unsqueeze(-2)) / std.unsqueeze(-2) if x.dim() == 3 else (x - mean) / std
+    return mix(list(z)) if mix is not None else z
+
+
+def train_probe(x: np.ndarray, y: Sequence[int], n_classes: int, l2: float = 1e-3,
+                max_iter: int = 100, mix: bool = False, seed: int = 0) -> LinearProbe:
+    """Fit a linear probe.
+
+    Args:
+        x: features (N, D); with ``mix=True``, the layers (K, N, D) to mix.
+        y: class ids (N,) in ``[0, n_classes)``.
+        l2: weight of ``||W||^2``, added to the mean cross-entropy.
+        max_iter: L-BFGS iterations (full batch).
+    """
+    torch.manual_seed(seed)
+    x_t = torch.as_tensor(x, dtype=torch.float32)
+    y_t = torch.as_tensor(np.asarray(y), dtype=torch.long)
+    if mix and x_t.dim() != 3:
+        raise ValueError("a mix probe needs features (K, N, D)")
+    if not mix and x_t.dim() != 2:
+        raise ValueError("a probe needs features (N, D)")
+    n = x_t.shape[-2]
+    if n != len(y_t) or n == 0:
+        raise ValueError(f"{n} feature rows for {len(y_t)} labels")
+    mean = x_t.mean(dim=-2)
+    std = x_t.std(dim=-2, unbiased=False).clamp_min(1e-6)
+    z = (x_t - mean.unsqueeze(-2)) / std.unsqueeze(-2)          # standardised once
+    dim = x_t.shape[-1]
+    weight = torch.zeros(n_classes, dim, requires_grad=True)
+    bias = torch.zeros(n_classes, requires_grad=True)
+    scalar_mix = ScalarMix(x_t.shape[0]) if mix else None
+    params = [weight, bias] + (list(scalar_mix.parameters()) if mix else [])
+    opt = torch.optim.LBFGS(params, lr=1.0, max_iter=max_iter, history_size=20,
+                            line_search_fn="strong_wolfe")
+
+    def closure():
+        opt.zero_grad()
+        feats = scalar_mix(list(z)) if mix else z
+        loss = torch.nn.functional.cross_entropy(feats @ weight.T + bias, y_t)
+        loss = loss + l2 * (weight ** 2).sum()
+        loss.backward()
+        return loss
+
+    opt.step(closure)
+    return LinearProbe(mean, std, weight.detach(), bias.detach(), scalar_mix)
+
+
+# ----------------------------------------------------------------------------- POS
+def majority_baselines(train: Sequence[Tagged], test: Sequence[Tagged]) -> Dict[str, float]:
+    """Accuracy of two baselines that use no context:
+
+    * ``majority_tag``: every token gets the tag most frequent in training;
+    * ``word_majority_tag``: each word gets its most frequent training tag (unseen words: the
+      majority tag).
+    """
+    tag_counts = Counter(t for s in train for _, t in s)
+    majority = tag_counts.most_common(1)[0][0]
+    by_word: Dict[str, Counter] = defaultdict(Counter)
+    for s in train:
+        for w, t in s:
+            by_word[w][t] += 1
+    best = {w: c.most_common(1)[0][0] for w, c in by_word.items()}
+    gold = [t for s in test for _, t in s]
+    words = [w for s in test for w, _ in s]
+    return {"majority_tag": float(np.mean([t == majority for t in gold])),
+            "word_majority_tag": float(np.mean([best.get(w, majority) == t
+                                                for w, t in zip(words, gold)]))}
+
+
+def pos_probe(model, train: Sequence[Tagged], test: Sequence[Tagged], l2: float = 1e-3,
+              max_iter: int = 100, seed: int = 0, batch_size: int = 32) -> dict:
+    """POS accuracy of a linear probe on each layer and on a learned mix.
+
+    Args:
+        model: an :class:`~elmo.embedding.Embedder`, a BiLM, or a model name or folder.
+        train, test: tagged sentences (tags already reduced).
+
+    Returns:
+        a dict: ``layers`` (accuracy per layer 0..L), ``mix``, ``mix_weights``, the
+        baselines (``majority_tag``, ``word_majority_tag``, ``layer0``), counts, and
+        ``finding`` (layer 1 vs layer 2, by a paired bootstrap over test sentences).
+    """
+    tags = sorted({t for s in train for _, t in s})
+    tag_id = {t: i for i, t in enumerate(tags)}
+    x_train = _stack(embed_layers(model, [[w for w, _ in s] for s in train], batch_size))
+    x_test = _stack(embed_layers(model, [[w for w, _ in s] for s in test], batch_size))
+    y_train = np.array([tag_id[t] for s in train for _, t in s])
+    y_test = np.array([tag_id.get(t, -1) for s in test for _, t in s])   # unseen tag: wrong
+    groups = np.array([i for i, s in enumerate(test) for _ in s])
+    correct = []
+    for j in range(x_train.shape[0]):
+        probe = train_probe(x_train[j], y_train, len(tags), l2, max_iter, seed=seed)
+        correct.append(probe.predict(x_test[j]) == y_test)
+    mix_probe = train_probe(x_train, y_train, len(tags), l2, max_iter, mix=True, seed=seed)
+    mix_correct = mix_probe.predict(x_test) == y_test
+    result = {
+        "layers": [float(c.mean()) for c in correct],
+        "mix": float(mix_correct.mean()),
+        "mix_weights": mix_probe.mix_weights(),
+        **majority_baselines(train, test),
+        "layer0": float(correct[0].mean()),
+        "n_train_sentences": len(train), "n_test_sentences": len(test),
+        "n_train_tokens": int(len(y_train)), "n_test_tokens": int(len(y_test)),
+        "n_tags": len(tags),
+    }
+    if len(correct) >= 3:
+        boot = paired_bootstrap(correct[1], correct[2], groups, seed=seed)
+        result["layer1_minus_layer2"] = boot
+        result["finding"] = verdict("layer 1", "layer 2", boot)
+    return result
+
+
+def _stack(arrays: List[np.ndarray]) -> np.ndarray:
+    """Concatenate per-sentence (L + 1, n, D) arrays into (L + 1, N, D)."""
+    return np.concatenate(arrays, axis=1)

@@ -1,0 +1,35 @@
+"""Token vectors of every layer, computed once per sentence list and gathered by position."""
+from __future__ import annotations
+
+from typing import List, Sequence, Tuple, Union
+
+import numpy as np
+
+from ..embedding import Embedder
+from ..modules import BiLM
+
+Sentence = Sequence[str]
+
+
+def as_embedder(model: Union[Embedder, BiLM, str], batch_size: int = 32) -> Embedder:
+    """An :class:`Embedder` for a model, a model name or folder, or an embedder itself."""
+    return model if isinstance(model, Embedder) else Embedder(model, batch_size=batch_size)
+
+
+def embed_layers(model: Union[Embedder, BiLM, str], sentences: Sequence[Sentence],
+                 batch_size: int = 32) -> List[np.ndarray]:
+    """All layers of every sentence: a list of float32 arrays (L + 1, n_tokens, D)."""
+    return as_embedder(model, batch_size).embed_sentences(list(sentences), layers="all")
+
+
+def gather(arrays: Sequence[np.ndarray], positions: Sequence[Tuple[int, int]]) -> np.ndarray:
+    """The vectors at ``(sentence, token)`` positions: (L + 1, N, D)."""
+    if not positions:
+        raise ValueError("no positions to gather")
+    return np.stack([arrays[s][:, t] for s, t in positions], axis=1)
+
+
+def unit_rows(x: np.ndarray, eps: float = 1e-12) -> np.ndarray:
+    """Rows of ``x`` (..., D) scaled to unit length (a zero row stays zero)."""
+    norms = np.linalg.norm(x, axis=-1, keepdims=True)
+    return x / np.maximum(norms, eps)

@@ -1,0 +1,218 @@
+"""Word-sense disambiguation by 1-nearest-neighbour per layer (the paper's Table 5).
+
+Data: WordNet's example sentences, each attached to a synset. An example shows one sense of
+each of its synset's lemmas that occurs in it; :func:`find_target` finds that occurrence
+(the lemma itself or a regular inflection of it; irregular forms are missed and the example
+is dropped).
+
+Protocol, per part-of-speech-tagged lemma (``bank/n``) with examples in two or more synsets:
+
+1. split: each example goes to *test* with probability ``test_fraction``, drawn from
+   ``random.Random(f"{seed}:{lemma}/{pos}")`` (fixed seed, independent of other lemmas);
+2. a test occurrence is represented by layer j at the target token, and gets the synset of
+   the train example of the same lemma with the highest cosine similarity;
+3. where the lemma has no train example, it backs off to the lemma's most frequent sense by
+   SemCor counts (``cntlist``; ties: the lower WordNet sense number);
+4. F1 from precision (correct / predicted) and recall (correct / test items); with the
+   backoff every item gets a prediction, so the three are equal unless a lemma has no sense
+   in the sense index.
+
+The most-frequent-sense baseline predicts step 3's sense for every test item.
+"""
+from __future__ import annotations
+
+import random
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from .datasets import Sense, SenseExample
+from .stats import paired_bootstrap, verdict
+from .vectors import embed_layers, gather, unit_rows
+
+LemmaKey = Tuple[str, str]                                          # (lemma, pos)
+
+
+def inflections(lemma: str, pos: str) -> set:
+    """Regular inflected forms of a one-word lemma (lower case), the lemma included."""
+    forms = {lemma}
+    if pos == "n":
+        forms |= {lemma + "s", lemma + "es"}
+        if lemma.endswith("y"):
+            forms.add(lemma[:-1] + "ies")
+    elif pos == "v":
+        forms |= {lemma + "s", lemma + "es", lemma + "ed", lemma + "d", lemma + "ing"}
+        if lemma.endswith("e"):
+            forms.add(lemma[:-1] + "ing")
+        if lemma.endswith("y"):
+            forms |= {lemma[:-1] + "ies", lemma[:-1] + "ied"}
+        if len(lemma) >= 3 and lemma[-1] not in "aeiouwxy" and lemma[-2] in "aeiou":
+            forms |= {lemma + lemma[-1] + "ed", lemma + lemma[-1] + "ing"}   # stop: stopped
+    elif pos == "a":
+        forms |= {lemma + "er", lemma + "est", lemma + "r", lemma + "st"}
+        if lemma.endswith("y"):
+            forms |= {lemma[:-1] + "ier", lemma[:-1] + "iest"}
+    return forms
+
+
+def clean_lemma(lemma: str) -> str:
+    """A data-file lemma as the sense index writes it: lower case, without the adjective
+    marker (``galore(ip)`` -> ``galore``)."""
+    return lemma.split("(", 1)[0].lower()
+
+
+def find_target(tokens: Sequence[str], lemma: str, pos: str) -> Optional[int]:
+    """Index of the first token that is ``lemma`` or a regular inflection of it, else None."""
+    forms = inflections(lemma, pos)
+    for i, tok in enumerate(tokens):
+        if tok.lower() in forms:
+            return i
+    return None
+
+
+@dataclass(frozen=True)
+class Instance:
+    """One occurrence of a lemma in an example sentence, labelled with its synset."""
+
+    lemma: str
+    pos: str
+    synset: str
+    tokens: Tuple[str, ...]
+    index: int
+
+    @property
+    def key(self) -> LemmaKey:
+        return self.lemma, self.pos
+
+
+def instances(examples: Iterable[SenseExample]) -> List[Instance]:
+    """The occurrence of each example's first one-word lemma found in it (multi-word lemmas
+    such as ``physical_object`` are skipped); examples with no lemma found are dropped."""
+    out = []
+    for ex in examples:
+        for raw in ex.lemmas:
+            lemma = clean_lemma(raw)
+            if "_" in lemma or "-" in lemma:
+                continue
+            i = find_target(ex.tokens, lemma, ex.pos)
+            if i is not None:
+                out.append(Instance(lemma, ex.pos, ex.synset, ex.tokens, i))
+                break
+    return out
+
+
+def ambiguous(items: Iterable[Instance]) -> Dict[LemmaKey, List[Instance]]:
+    """Instances grouped by lemma, keeping the lemmas with examples in >= 2 synsets."""
+    by_key: Dict[LemmaKey, List[Instance]] = defaultdict(list)
+    for it in items:
+        by_key[it.key].append(it)
+    return {k: v for k, v in sorted(by_key.items()) if len({i.synset for i in v}) >= 2}
+
+
+def split_by_lemma(groups: Dict[LemmaKey, List[Instance]], test_fraction: float = 0.5,
+                   seed: int = 0) -> Tuple[List[Instance], List[Instance]]:
+    """(train, test): each example to test with probability ``test_fraction``, drawn from a
+    generator seeded by the seed and the lemma, so one lemma's split never depends on
+    which other lemmas are included."""
+    train, test = [], []
+    for (lemma, pos), items in groups.items():
+        rng = random.Random(f"{seed}:{lemma}/{pos}")
+        for it in items:
+            (test if rng.random() < test_fraction else train).append(it)
+    return train, test
+
+
+def most_frequent_senses(senses: Iterable[Sense]) -> Dict[LemmaKey, str]:
+    """(lemma, pos) -> the synset with the highest SemCor count (ties: lower sense number)."""
+    best: Dict[LemmaKey, Tuple[int, int, str]] = {}
+    for s in senses:
+        rank = (-s.semcor_count, s.sense_number, s.synset)
+        key = (s.lemma, s.pos)
+        if key not in best or rank < best[key]:
+            best[key] = rank
+    return {k: v[2] for k, v in best.items()}
+
+
+def nearest_neighbour(train_vecs: np.ndarray, train_labels: Sequence[str],
+                      train_keys: Sequence[LemmaKey], test_vecs: np.ndarray,
+                      test_keys: Sequence[LemmaKey],
+                      backoff: Optional[Dict[LemmaKey, str]] = None) -> List[Optional[str]]:
+    """1-NN by cosine among the train items of the same key; backoff where there are none.
+
+    Args:
+        train_vecs: (N, D); test_vecs: (M, D).
+        train_labels, train_keys: N labels and keys; test_keys: M keys.
+        backoff: key -> label for keys without train items (missing: None, no prediction).
+
+    Returns:
+        M predicted labels (None where no prediction was possible).
+    """
+    by_key: Dict[LemmaKey, List[int]] = defaultdict(list)
+    for i, k in enumerate(train_keys):
+        by_key[k].append(i)
+    train_u, test_u = unit_rows(np.asarray(train_vecs)), unit_rows(np.asarray(test_vecs))
+    preds: List[Optional[str]] = []
+    for m, k in enumerate(test_keys):
+        rows = by_key.get(k)
+        if not rows:
+            preds.append((backoff or {}).get(k))
+            continue
+        sims = train_u[rows] @ test_u[m]
+        preds.append(train_labels[rows[int(np.argmax(sims))]])     # ties: first train item
+    return preds
+
+
+def f1_score(predictions: Sequence[Optional[str]], gold: Sequence[str]) -> Dict[str, float]:
+    """Precision (correct / predicted), recall (correct / all) and their harmonic mean."""
+    correct = sum(p is not None and p == g for p, g in zip(predictions, gold))
+    predicted = sum(p is not None for p in predictions)
+    p = correct / predicted if predicted else 0.0
+    r = correct / len(gold) if gold else 0.0
+    return {"precision": p, "recall": r, "f1": 2 * p * r / (p + r) if p + r else 0.0}
+
+
+def wsd_eval(model, examples: Sequence[SenseExample], senses: Sequence[Sense],
+             test_fraction: float = 0.5, seed: int = 0, max_lemmas: Optional[int] = None,
+             batch_size: int = 32) -> dict:
+    """F1 of 1-NN per layer and of the most frequent sense on WordNet examples.
+
+    ``max_lemmas``: evaluate at most this many ambiguous lemmas, drawn with the seed.
+    Returns a dict: ``layers`` (F1 per layer), ``mfs``, counts, ``finding`` (layer 2 vs 1).
+    """
+    groups = ambiguous(instances(examples))
+    if max_lemmas is not None and len(groups) > max_lemmas:
+        keys = sorted(random.Random(seed).sample(sorted(groups), max_lemmas))
+        groups = {k: groups[k] for k in keys}
+    train, test = split_by_lemma(groups, test_fraction, seed)
+    if not test:
+        raise ValueError("no test examples: too few lemmas or test_fraction 0")
+    mfs = most_frequent_senses(senses)
+    items = train + test
+    arrays = embed_layers(model, [list(it.tokens) for it in items], batch_size)
+    vecs = gather(arrays, [(i, it.index) for i, it in enumerate(items)])   # (L+1, N, D)
+    tr, te = vecs[:, :len(train)], vecs[:, len(train):]
+    gold = [it.synset for it in test]
+    keys_tr, keys_te = [it.key for it in train], [it.key for it in test]
+    labels_tr = [it.synset for it in train]
+    per_layer, correct = [], []
+    for j in range(vecs.shape[0]):
+        preds = nearest_neighbour(tr[j], labels_tr, keys_tr, te[j], keys_te, backoff=mfs)
+        per_layer.append(f1_score(preds, gold)["f1"])
+        correct.append(np.array([p == g for p, g in zip(preds, gold)], dtype=float))
+    mfs_preds = [mfs.get(k) for k in keys_te]
+    train_keys = set(keys_tr)
+    train_senses = {(t.key, t.synset) for t in train}
+    result = {
+        "layers": per_layer,
+        "mfs": f1_score(mfs_preds, gold)["f1"],
+        "n_lemmas": len(groups), "n_train": len(train), "n_test": len(test),
+        "n_backoff": sum(k not in train_keys for k in keys_te),
+        "n_test_sense_unseen": sum((it.key, it.synset) not in train_senses for it in test),
+    }
+    if len(correct) >= 3:
+        boot = paired_bootstrap(correct[2], correct[1], seed=seed)
+        result["layer2_minus_layer1"] = boot
+        result["finding"] = verdict("layer 2", "layer 1", boot)
+    return result
