@@ -1,0 +1,47 @@
+"""``elmo experiment CONFIG``: baseline vs +ELMo task runs over seeds (see
+:mod:`elmo.tasks.runner` for the config format)."""
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "experiment", help="train task models with and without ELMo over seeds",
+        description="Run the tasks and variants of an experiment config (JSON or TOML) on "
+                    "identical splits over several seeds; write results.json, results.md and "
+                    "layer_weights.png.")
+    p.add_argument("config", help="experiment config file (.json or .toml)")
+    p.add_argument("--out", default=None,
+                   help="results folder (default: the config's 'out', else "
+                        "experiments/results/<name>)")
+    p.add_argument("--seeds", type=int, default=None, help="override: use seeds 1..N")
+    p.add_argument("--bilm", default=None, help="override the config's default biLM")
+    p.add_argument("--threads", type=int, default=None,
+                   help="torch CPU threads (default: the config's 'threads', else torch's)")
+    p.add_argument("--resume", action="store_true",
+                   help="keep the runs already in results.json (same config) and do the rest")
+    p.add_argument("--quiet", action="store_true", help="no progress lines")
+    p.set_defaults(func=experiment)
+
+
+def experiment(args: argparse.Namespace) -> int:
+    from ..tasks.report import markdown
+    from ..tasks.runner import load_config, normalise_config, run_experiment
+
+    cfg = load_config(args.config)
+    if args.seeds is not None:
+        cfg["seeds"] = args.seeds
+    if args.threads is not None:
+        cfg["threads"] = args.threads
+    if args.bilm is not None:
+        cfg["bilm"] = args.bilm
+    cfg = normalise_config(cfg)
+    command = "elmo " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:2] == [
+        "experiment"] else f"elmo experiment {shlex.quote(args.config)}"
+    log = (lambda s: None) if args.quiet else (lambda s: print(s, file=sys.stderr, flush=True))
+    results = run_experiment(cfg, out=args.out, resume=args.resume, command=command, log=log)
+    print(markdown(results))
+    return 0

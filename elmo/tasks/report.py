@@ -1,0 +1,165 @@
+"""The human-readable outputs of an experiment: ``results.md`` and ``layer_weights.png``.
+
+``results.md`` has one table row per (task, variant): the task's own metric on test as
+mean ± std over seeds, and the gain over the baseline as the mean ± std of the per-seed
+differences. Rows of different tasks are never averaged. A second table gives the learned
+ELMo layer weights softmax(s) and gamma per task, variant and position (mean ± std over
+seeds); the plot shows the same weights.
+"""
+from __future__ import annotations
+
+import math
+import statistics
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+
+METRIC_NAMES = {"token_accuracy": "token accuracy %", "span_f1": "span F1 %",
+                "accuracy": "accuracy %"}
+
+
+def _num(x) -> Optional[float]:
+    return None if x is None or (isinstance(x, float) and math.isnan(x)) else float(x)
+
+
+def pm(mean, std, digits: int = 2, signed: bool = False) -> str:
+    """``mean ± std`` (``mean`` alone when std is undefined, e.g. a single seed)."""
+    m, s = _num(mean), _num(std)
+    if m is None:
+        return "n/a"
+    text = f"{m:+.{digits}f}" if signed else f"{m:.{digits}f}"
+    return text if s is None else f"{text} ± {s:.{digits}f}"
+
+
+def mix_weight_rows(runs: List[dict]) -> List[dict]:
+    """Per (task, variant, position) with learned mixes: mean and std over seeds of each
+    layer's softmax(s) weight and of gamma."""
+    groups: Dict[Tuple[str, str, str], List[dict]] = {}
+    for r in runs:
+        e = r.get("elmo")
+        if not e or e.get("layers") != "all":
+            continue
+        for pos, mw in (e.get("mix_weights") or {}).items():
+            groups.setdefault((r["task"], r["variant"], pos), []).append(mw)
+    rows = []
+    for (task, variant, pos), mws in groups.items():
+        n_layers = len(mws[0]["weights"])
+        layer_w = [[mw["weights"][j] for mw in mws] for j in range(n_layers)]
+        gammas = [mw["gamma"] for mw in mws]
+        rows.append({"task": task, "variant": variant, "position": pos, "seeds": len(mws),
+                     "weights_mean": [statistics.fmean(w) for w in layer_w],
+                     "weights_std": [statistics.stdev(w) if len(w) > 1 else float("nan")
+                                     for w in layer_w],
+                     "gamma_mean": statistics.fmean(gammas),
+                     "gamma_std": statistics.stdev(gammas) if len(gammas) > 1 else float("nan")})
+    return rows
+
+
+def bilm_lines(bilms: Dict[str, dict]) -> List[str]:
+    lines = []
+    for spec, info in bilms.items():
+        meta = info.get("metadata") or {}
+        adapted = info.get("adapted_on") or []
+        what = ", ".join(str(a.get("path") or a.get("name") or a) if isinstance(a, dict) else str(a)
+                         for a in adapted) if adapted else "no"
+        lines.append(f"* `{spec}` = `{info['path']}`; domain-adapted: {what}"
+                     + (f"; trained on: {meta.get('corpus') or meta.get('train_data')}"
+                        if meta.get("corpus") or meta.get("train_data") else ""))
+        if info.get("warning"):
+            lines.append(f"  * **{info['warning']}**")
+    return lines
+
+
+def markdown(results: dict) -> str:
+    cfg = results["config"]
+    out = [f"# Experiment `{cfg['name']}`", ""]
+    if cfg.get("description"):
+        out += [cfg["description"], ""]
+    out += [f"Reproduce: `{results.get('command', '')}`", "",
+            f"Seeds: {', '.join(map(str, cfg['seeds']))}. Each +ELMo row's gain is its test score "
+            "minus the baseline's with the same seed, averaged over seeds (± the std of those "
+            "differences). Each task is reported in its own metric; tasks are never averaged.",
+            "", "biLMs:", *bilm_lines(results.get("bilms", {})), ""]
+    out += ["| task | metric | variant | ELMo at | layers | λ | biLM | biLM tuned | seeds | "
+            "test mean ± std | gain ± std | dev mean | time s |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for row in results.get("summary", []):
+        e = row.get("elmo")
+        at = "+".join(e["positions"]) if e else "-"
+        layers = e["layers"] if e else "-"
+        lam = f"{e['lambda']:g}" if e and e["layers"] == "all" else "-"
+        bilm = f"`{e['bilm']}`" if e else "-"
+        tuned = ("yes" if e["finetune"] else "no") if e else "-"
+        gain = pm(row.get("gain_mean"), row.get("gain_std"), signed=True) if e else "-"
+        out.append(f"| {row['task']} | {METRIC_NAMES.get(row['metric'], row['metric'])} | "
+                   f"{row['variant']} | {at} | {layers} | {lam} | {bilm} | {tuned} | "
+                   f"{len(row['seeds'])} | {pm(row['test_mean'], row['test_std'])} | {gain} | "
+                   f"{pm(row['dev_mean'], None)} | {row['seconds']:.0f} |")
+    cache = results.get("bilm_cache_seconds") or {}
+    if cache:
+        out += ["", "The frozen biLMs' layers were computed once per sentence and shared by all "
+                "runs: " + "; ".join(f"`{p}` {s:.0f} s" for p, s in cache.items()) + "."]
+    weights = mix_weight_rows(results.get("runs", []))
+    if weights:
+        n = max(len(w["weights_mean"]) for w in weights)
+        out += ["", "## Learned layer weights", "",
+                "softmax(s) per layer (0 = the token layer) and gamma, mean ± std over seeds.", "",
+                "| task | variant | position | " + " | ".join(f"layer {j}" for j in range(n))
+                + " | gamma | seeds |",
+                "|---|---|---|" + "---|" * n + "---|---|"]
+        for w in weights:
+            cells = [pm(m, s, 3) for m, s in zip(w["weights_mean"], w["weights_std"])]
+            cells += [""] * (n - len(cells))
+            out.append(f"| {w['task']} | {w['variant']} | {w['position']} | " + " | ".join(cells)
+                       + f" | {pm(w['gamma_mean'], w['gamma_std'], 3)} | {w['seeds']} |")
+        out += ["", "![learned layer weights](layer_weights.png)"]
+    data = results.get("data") or {}
+    if data:
+        out += ["", "## Data", "", "| task | train | dev | test | labels | word vectors |",
+                "|---|---|---|---|---|---|"]
+        for task, d in data.items():
+            s = d["sizes"]
+            emb = d.get("embeddings", {})
+            out.append(f"| {task} | {s['train']} | {s['dev']} | {s['test']} | {d['labels']} | "
+                       f"{emb.get('vectors', '')} |")
+    return "\n".join(out) + "\n"
+
+
+def plot_weights(runs: List[dict], path: Path) -> bool:
+    """Bar charts of the learned softmax(s) (mean ± std over seeds), one panel per task,
+    variant and position; gamma in each title. Returns False when there is nothing to plot
+    or matplotlib is missing."""
+    rows = mix_weight_rows(runs)
+    if not rows:
+        return False
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    cols = min(4, len(rows))
+    lines = math.ceil(len(rows) / cols)
+    fig, axes = plt.subplots(lines, cols, figsize=(3.2 * cols, 2.8 * lines), squeeze=False)
+    for ax, w in zip(axes.flat, rows):
+        n = len(w["weights_mean"])
+        err = [0.0 if math.isnan(s) else s for s in w["weights_std"]]
+        ax.bar(range(n), w["weights_mean"], yerr=err, capsize=3, color="tab:blue")
+        ax.set_xticks(range(n))
+        ax.set_ylim(0, 1)
+        ax.set_xlabel("layer")
+        ax.set_title(f"{w['task']} / {w['variant']}\n{w['position']}, γ = {w['gamma_mean']:.2f}",
+                     fontsize=9)
+    for ax in list(axes.flat)[len(rows):]:
+        ax.axis("off")
+    axes[0][0].set_ylabel("softmax(s)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return True
+
+
+def write_reports(results: dict, out: Path) -> None:
+    """Write ``results.md`` and ``layer_weights.png`` into ``out``."""
+    out = Path(out)
+    (out / "results.md").write_text(markdown(results), encoding="utf-8")
+    plot_weights(results.get("runs", []), out / "layer_weights.png")

@@ -1,0 +1,416 @@
+"""``elmo experiment``: baseline vs +ELMo on identical splits over several seeds.
+
+An experiment config (JSON, or TOML for files ending in ``.toml``) names the tasks and the
+variants to compare; every variant of a task is trained once per seed on the same examples,
+and each variant is compared with the baseline run of the same seed::
+
+    {
+      "name": "pos",                         # results go to experiments/results/<name>/
+      "seeds": 3,                            # 3 -> seeds 1, 2, 3; or a list of seeds
+      "bilm": "default",                     # a bundled name, a model folder, or "default"
+      "embeddings": {"glove": null},         # GloVe 6B 50d (glove-50d), or {"random_dim": 8}
+      "train": {"epochs": 20, "patience": 3, "lr": 0.001, "batch_size": 32},
+      "model": {"hidden": 100, "dropout": 0.5, "char_features": 0, "crf": false,
+                "pooling": "max", "trainable_embeddings": true},
+      "threads": 0,                          # torch CPU threads (0 = torch's default)
+      "tasks": [{"task": "pos", "max_train": 5000, "model": {...}, "train": {...}}],
+      "variants": [
+        {"name": "baseline"},
+        {"name": "elmo", "elmo": {"positions": ["input"], "layers": "all",
+                                  "lambda": 0.001, "finetune": false, "dropout": 0.5,
+                                  "bilm": "optional other model"}}
+      ]
+    }
+
+Everything but ``tasks`` has a default (variants: the baseline and ELMo at the input, all
+layers, lambda 0.001, frozen). The first variant without ``elmo`` is the baseline.
+
+Output: ``results.json`` (the config, every run's record, the per-variant summary, what
+each biLM is), ``results.md`` (the table, the learned layer weights) and
+``layer_weights.png``. ``results.json`` is rewritten after every run, and ``resume`` skips
+the runs it already holds.
+"""
+from __future__ import annotations
+
+import copy
+import json
+import math
+import platform
+import statistics
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Dict, List, Optional, Sequence
+
+import torch
+
+from .batching import make_batch
+from .datasets import TaskData, load_task
+from .embeddings import build_embeddings
+from .features import ElmoFeatures, WordFeatures
+from .layer_cache import LayerCache
+from .models import Encoder, PairClassifier, SentenceClassifier, Tagger, TaskModel
+from .report import write_reports
+from .train_loop import TrainConfig, fit, score
+
+DEFAULT_MODEL_SETTINGS = {"hidden": 100, "dropout": 0.5, "char_features": 0, "crf": False,
+                          "pooling": "max", "classifier_hidden": 100,
+                          "trainable_embeddings": True, "lstm_layers": 1}
+DEFAULT_ELMO = {"positions": ["input"], "layers": "all", "lambda": 0.001, "finetune": False,
+                "dropout": 0.5, "do_layer_norm": False}
+DEFAULT_VARIANTS = [{"name": "baseline"}, {"name": "elmo", "elmo": {}}]
+#: Characters per token when no biLM says otherwise (the char features of the baseline).
+DEFAULT_MAX_CHARS = 50
+
+
+# ----------------------------------------------------------------------------- config
+def load_config(path: str | Path) -> dict:
+    """Read a JSON or TOML experiment config and fill in the defaults (see module docstring)."""
+    path = Path(path)
+    text = path.read_text(encoding="utf-8")
+    if path.suffix == ".toml":
+        import tomllib
+        cfg = tomllib.loads(text)
+    else:
+        cfg = json.loads(text)
+    cfg.setdefault("name", path.stem)
+    return normalise_config(cfg)
+
+
+def normalise_config(cfg: dict) -> dict:
+    """A copy of ``cfg`` with defaults filled in and the settings checked."""
+    cfg = copy.deepcopy(cfg)
+    known = {"name", "description", "seeds", "bilm", "embeddings", "train", "model", "tasks",
+             "variants", "cache_layers", "out", "notes", "threads"}
+    unknown = set(cfg) - known
+    if unknown:
+        raise ValueError(f"unknown config keys: {', '.join(sorted(unknown))}")
+    if not cfg.get("tasks"):
+        raise ValueError("the config names no tasks")
+    seeds = cfg.get("seeds", 3)
+    cfg["seeds"] = list(range(1, int(seeds) + 1)) if isinstance(seeds, int) else [int(s) for s in seeds]
+    cfg.setdefault("name", "experiment")
+    cfg.setdefault("bilm", "default")
+    cfg.setdefault("embeddings", {"glove": None})
+    cfg.setdefault("cache_layers", True)
+    TrainConfig.from_dict(cfg.get("train", {}))                    # checks the keys
+    model = dict(DEFAULT_MODEL_SETTINGS)
+    model.update(cfg.get("model", {}))
+    cfg["model"] = model
+    variants = cfg.get("variants") or copy.deepcopy(DEFAULT_VARIANTS)
+    names = [v["name"] for v in variants]
+    if len(set(names)) != len(names):
+        raise ValueError(f"variant names must be distinct: {names}")
+    for v in variants:
+        if "elmo" in v and v["elmo"] is not None:
+            e = dict(DEFAULT_ELMO)
+            e.update(v["elmo"])
+            bad = set(e) - set(DEFAULT_ELMO) - {"bilm"}
+            if bad:
+                raise ValueError(f"variant {v['name']}: unknown elmo settings {sorted(bad)}")
+            e["positions"] = list(e["positions"])
+            v["elmo"] = e
+        else:
+            v["elmo"] = None
+    if not any(v["elmo"] is None for v in variants):
+        raise ValueError("the variants need a baseline (a variant without 'elmo')")
+    cfg["variants"] = variants
+    for t in cfg["tasks"]:
+        if "task" not in t:
+            raise ValueError(f"a task entry needs 'task': {t}")
+    return cfg
+
+
+def baseline_name(cfg: dict) -> str:
+    return next(v["name"] for v in cfg["variants"] if v["elmo"] is None)
+
+
+# ----------------------------------------------------------------------------- biLMs
+def resolve_bilm(spec: str) -> Path:
+    """The folder of a biLM spec: ``default`` (the package's default model), a bundled name
+    or a path."""
+    import elmo
+    name = elmo.DEFAULT_MODEL if spec == "default" else spec
+    return elmo.model_path(name)
+
+
+def describe_bilm(spec: str) -> dict:
+    """What an experiment record says about a biLM: its folder, size, and its
+    ``metadata.json`` (how it was trained; ``adapted_on``, the extra text it was fine-tuned
+    on, which makes it a domain-adapted model)."""
+    import elmo
+    path = resolve_bilm(spec)
+    name = elmo.DEFAULT_MODEL if spec == "default" else spec
+    info: dict = {"spec": spec, "path": str(path),
+                  "bundled": isinstance(name, str) and name in elmo.BUNDLED_MODELS}
+    meta_path = path / "metadata.json"
+    meta = json.loads(meta_path.read_text(encoding="utf-8")) if meta_path.exists() else None
+    info["metadata"] = meta
+    adapted = (meta or {}).get("adapted_on") or []
+    info["adapted_on"] = adapted
+    info["domain_adapted"] = bool(adapted)
+    if info["bundled"] and name == "fixture":
+        info["warning"] = ("the bundled 'fixture' biLM has untrained test weights: results with "
+                           "it only show that the code runs")
+    return info
+
+
+class BiLMPool:
+    """Loaded biLMs and their layer caches, shared by all runs of an experiment."""
+
+    def __init__(self, cache_layers: bool, log: Callable[[str], None]):
+        self.cache_layers = cache_layers
+        self.log = log
+        self._models: Dict[str, object] = {}
+        self._caches: Dict[str, LayerCache] = {}
+        self.cache_seconds: Dict[str, float] = {}
+
+    def frozen(self, spec: str):
+        path = str(resolve_bilm(spec))
+        if path not in self._models:
+            import elmo
+            self._models[path] = elmo.from_pretrained(path)
+        return self._models[path]
+
+    def fresh(self, spec: str):
+        """A new copy to fine-tune (the shared frozen one is never changed)."""
+        import elmo
+        return elmo.from_pretrained(str(resolve_bilm(spec)))
+
+    def cache(self, spec: str, sentences: Sequence[Sequence[str]]) -> Optional[LayerCache]:
+        if not self.cache_layers:
+            return None
+        path = str(resolve_bilm(spec))
+        if path not in self._caches:
+            self._caches[path] = LayerCache(self.frozen(spec))
+        cache = self._caches[path]
+        start = time.time()
+        before = len(cache)
+        cache.fill(sentences)
+        spent = time.time() - start
+        self.cache_seconds[path] = self.cache_seconds.get(path, 0.0) + spent
+        if len(cache) > before:
+            self.log(f"biLM layers cached for {len(cache) - before} sentences in {spent:.1f} s "
+                     f"({cache.nbytes() / 2**20:.0f} MiB in all)")
+        return cache
+
+
+# ----------------------------------------------------------------------------- one run
+def build_model(task: TaskData, embeddings: torch.Tensor, settings: dict,
+                elmo_features: Optional[ElmoFeatures], lam: float) -> TaskModel:
+    """The task model of ``task.kind`` with the given settings (``model`` block)."""
+    words = WordFeatures(embeddings, trainable=settings["trainable_embeddings"],
+                         char_features=int(settings["char_features"]))
+    encoder = Encoder(words, int(settings["hidden"]), float(settings["dropout"]), elmo_features,
+                      int(settings["lstm_layers"]))
+    n = len(task.labels)
+    if task.kind == "tagging":
+        return Tagger(encoder, n, crf=bool(settings["crf"]), dropout=settings["dropout"], lam=lam)
+    if task.kind == "classification":
+        return SentenceClassifier(encoder, n, pooling=settings["pooling"],
+                                  hidden=int(settings["classifier_hidden"]),
+                                  dropout=settings["dropout"], lam=lam)
+    if task.kind == "pair":
+        return PairClassifier(encoder, n, hidden=int(settings["classifier_hidden"]),
+                              dropout=settings["dropout"], lam=lam)
+    raise ValueError(f"unknown task kind {task.kind!r}")
+
+
+def all_sentences(task: TaskData) -> List[List[str]]:
+    out = []
+    for examples in task.splits.values():
+        for ex in examples:
+            out.append(ex.tokens)
+            if ex.tokens_b is not None:
+                out.append(ex.tokens_b)
+    return out
+
+
+@dataclass
+class PreparedTask:
+    spec: dict
+    data: TaskData
+    vocab: object
+    embeddings: torch.Tensor
+    embedding_info: dict
+    settings: dict
+    train: TrainConfig
+
+
+def prepare_task(spec: dict, cfg: dict) -> PreparedTask:
+    data = load_task(spec)
+    train_tokens = [s for ex in data.splits["train"] for s in (ex.tokens, ex.tokens_b) if s]
+    other_tokens = [s for k in ("dev", "test") for ex in data.splits[k]
+                    for s in (ex.tokens, ex.tokens_b) if s]
+    vocab, emb, info = build_embeddings(train_tokens, other_tokens, cfg["embeddings"], seed=0)
+    settings = dict(cfg["model"])
+    settings.update(spec.get("model", {}))
+    train = dict(cfg.get("train", {}))
+    train.update(spec.get("train", {}))
+    return PreparedTask(spec, data, vocab, emb, info, settings, TrainConfig.from_dict(train))
+
+
+def run_one(prep: PreparedTask, variant: dict, seed: int, cfg: dict, pool: BiLMPool,
+            log: Callable[[str], None]) -> dict:
+    """Train and test one (task, variant, seed); returns its record."""
+    data, e = prep.data, variant["elmo"]
+    torch.manual_seed(seed)
+    elmo_features, cache, max_chars = None, None, DEFAULT_MAX_CHARS
+    lam = 0.0
+    if e is not None:
+        spec = e.get("bilm") or cfg["bilm"]
+        bilm = pool.fresh(spec) if e["finetune"] else pool.frozen(spec)
+        max_chars = bilm.options.char_cnn.max_characters_per_token
+        torch.manual_seed(seed)
+        elmo_features = ElmoFeatures(bilm, e["positions"], e["layers"], e["dropout"],
+                                     e["finetune"], e["do_layer_norm"])
+        if not e["finetune"]:
+            cache = pool.cache(spec, all_sentences(data))
+        lam = float(e["lambda"])
+    torch.manual_seed(seed)
+    model = build_model(data, prep.embeddings, prep.settings, elmo_features, lam)
+    label_index = {l: i for i, l in enumerate(data.labels)}
+
+    def make(examples):
+        return make_batch(examples, data.kind, prep.vocab, label_index, max_chars, cache)
+
+    start = time.time()
+    result = fit(model, data.splits["train"], data.splits["dev"], make, data.metric, data.labels,
+                 prep.train, seed, log)
+    test = score(model, data.splits["test"], make, data.metric, data.labels)
+    record = {
+        "task": data.name, "metric": data.metric, "variant": variant["name"], "seed": seed,
+        "test": test, "dev": result["best_dev"], "best_epoch": result["best_epoch"],
+        "epochs": result["epochs"], "seconds": time.time() - start,
+        "history": result["history"],
+        "elmo": None if e is None else {
+            "bilm": e.get("bilm") or cfg["bilm"], "positions": e["positions"],
+            "layers": e["layers"], "lambda": lam, "finetune": e["finetune"],
+            "dropout": e["dropout"], "do_layer_norm": e["do_layer_norm"],
+            "mix_weights": model.mix_weights()},
+    }
+    return record
+
+
+# ----------------------------------------------------------------------------- summary
+def _stats(values: List[float]) -> Dict[str, float]:
+    n = len(values)
+    mean = statistics.fmean(values) if values else float("nan")
+    std = statistics.stdev(values) if n >= 2 else float("nan")
+    return {"n": n, "mean": mean, "std": std}
+
+
+def summarise(runs: List[dict], cfg: dict) -> List[dict]:
+    """One row per (task, variant): test mean and std over seeds, dev mean, and the gain over
+    the baseline paired by seed (mean and std of the per-seed differences). No row ever
+    averages different tasks."""
+    base = baseline_name(cfg)
+    rows = []
+    tasks = []
+    for r in runs:
+        if r["task"] not in tasks:
+            tasks.append(r["task"])
+    for task in tasks:
+        base_by_seed = {r["seed"]: r["test"] for r in runs
+                        if r["task"] == task and r["variant"] == base}
+        for v in cfg["variants"]:
+            rs = [r for r in runs if r["task"] == task and r["variant"] == v["name"]]
+            if not rs:
+                continue
+            test = _stats([r["test"] for r in rs])
+            row = {"task": task, "metric": rs[0]["metric"], "variant": v["name"],
+                   "elmo": rs[0]["elmo"] and {k: val for k, val in rs[0]["elmo"].items()
+                                              if k != "mix_weights"},
+                   "seeds": sorted(r["seed"] for r in rs),
+                   "test_mean": test["mean"], "test_std": test["std"],
+                   "dev_mean": _stats([r["dev"] for r in rs])["mean"],
+                   "seconds": sum(r["seconds"] for r in rs)}
+            if v["name"] != base:
+                diffs = [r["test"] - base_by_seed[r["seed"]] for r in rs if r["seed"] in base_by_seed]
+                g = _stats(diffs)
+                row.update(gain_mean=g["mean"], gain_std=g["std"], gain_seeds=g["n"])
+            rows.append(row)
+    return rows
+
+
+# ----------------------------------------------------------------------------- driver
+def run_experiment(cfg: dict, out: Optional[str | Path] = None, resume: bool = False,
+                   command: Optional[str] = None,
+                   log: Callable[[str], None] = lambda s: print(s, file=sys.stderr, flush=True)
+                   ) -> dict:
+    """Run every (task, variant, seed) of a normalised config; write and return the results."""
+    out = Path(out or cfg.get("out") or Path("experiments") / "results" / cfg["name"])
+    out.mkdir(parents=True, exist_ok=True)
+    results_path = out / "results.json"
+    done: List[dict] = []
+    if resume and results_path.exists():
+        old = json.loads(results_path.read_text(encoding="utf-8"))
+        if old.get("config") == cfg:
+            done = old.get("runs", [])
+            log(f"resuming: {len(done)} runs already in {results_path}")
+        else:
+            log(f"not resuming: {results_path} holds a different config")
+    specs = {cfg["bilm"]} | {v["elmo"].get("bilm") or cfg["bilm"] for v in cfg["variants"]
+                             if v["elmo"] is not None}
+    results = {
+        "config": cfg,
+        "command": command or "run_experiment(config)",
+        "machine": {"python": platform.python_version(), "torch": torch.__version__,
+                    "threads": torch.get_num_threads(), "platform": platform.platform()},
+        "bilms": {s: describe_bilm(s) for s in sorted(specs)},
+        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "data": {}, "runs": list(done), "summary": [],
+    }
+    threads = torch.get_num_threads()
+    if cfg.get("threads"):
+        torch.set_num_threads(int(cfg["threads"]))
+    results["machine"]["threads"] = torch.get_num_threads()
+    try:
+        _run_all(cfg, results, results_path, done, log)
+    finally:
+        torch.set_num_threads(threads)
+    write_reports(results, out)
+    return results
+
+
+def _run_all(cfg: dict, results: dict, results_path: Path, done: List[dict],
+             log: Callable[[str], None]) -> None:
+    pool = BiLMPool(bool(cfg["cache_layers"]), log)
+    have = {(r["task"], r["variant"], r["seed"]) for r in done}
+    for spec in cfg["tasks"]:
+        prep = prepare_task(spec, cfg)
+        name = prep.data.name
+        results["data"][name] = {"sizes": prep.data.sizes(), "labels": len(prep.data.labels),
+                                 "source": prep.data.source, "embeddings": prep.embedding_info,
+                                 "model": prep.settings, "train": vars(prep.train)}
+        log(f"{name}: {prep.data.sizes()} examples, {len(prep.data.labels)} labels")
+        for seed in cfg["seeds"]:
+            for variant in cfg["variants"]:
+                if (name, variant["name"], seed) in have:
+                    continue
+                log(f"{name} / {variant['name']} / seed {seed}")
+                record = run_one(prep, variant, seed, cfg, pool, log)
+                log(f"{name} / {variant['name']} / seed {seed}: test {record['test']:.2f} "
+                    f"({record['seconds']:.0f} s)")
+                results["runs"].append(record)
+                results["summary"] = summarise(results["runs"], cfg)
+                results["bilm_cache_seconds"] = pool.cache_seconds
+                results_path.write_text(json.dumps(_finite(results), indent=1) + "\n",
+                                        encoding="utf-8")
+    results["summary"] = summarise(results["runs"], cfg)
+    results["bilm_cache_seconds"] = pool.cache_seconds
+    results["finished"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    results_path.write_text(json.dumps(_finite(results), indent=1) + "\n",
+                            encoding="utf-8")
+
+
+def _finite(x):
+    """A copy of a JSON-like value with NaN and infinities as None (strict JSON)."""
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    if isinstance(x, dict):
+        return {k: _finite(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_finite(v) for v in x]
+    return x

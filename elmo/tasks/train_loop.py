@@ -1,0 +1,149 @@
+"""Training with early stopping on the dev metric, and evaluation.
+
+:func:`fit` trains a :class:`~elmo.tasks.models.TaskModel` with Adam, one pass over the
+shuffled training batches per epoch, scores dev after each epoch, keeps the trainable
+parameters of the best epoch and stops after ``patience`` epochs without improvement. The
+biLM, when fine-tuned, may get its own learning rate (``bilm_lr``).
+"""
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass
+from typing import Callable, Dict, List, Sequence
+
+import torch
+
+from .batching import Batch
+from .datasets import Example
+from .metrics import METRICS
+from .models import TaskModel
+
+
+@dataclass
+class TrainConfig:
+    """Optimiser and stopping settings (the ``train`` block of an experiment config)."""
+
+    epochs: int = 20
+    patience: int = 3
+    lr: float = 1e-3
+    bilm_lr: float = 1e-4
+    batch_size: int = 32
+    grad_clip: float = 5.0
+    weight_decay: float = 0.0
+    max_seconds: float = 0.0          # stop after the epoch that passes this (0 = no limit)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "TrainConfig":
+        unknown = set(d) - set(cls.__dataclass_fields__)
+        if unknown:
+            raise ValueError(f"unknown train settings: {', '.join(sorted(unknown))}")
+        return cls(**d)
+
+
+BatchMaker = Callable[[Sequence[Example]], Batch]
+
+
+def batches(examples: Sequence[Example], size: int, make: BatchMaker,
+            rng: random.Random = None) -> List[Batch]:
+    """Batches of ``size`` examples: shuffled with ``rng`` when given, else in order.
+    Examples of similar length are batched together (sorted within chunks of 50 batches)
+    so that little padding is computed."""
+    order = list(range(len(examples)))
+    if rng is not None:
+        rng.shuffle(order)
+    chunk = size * 50
+    groups = []
+    for start in range(0, len(order), chunk):
+        part = sorted(order[start:start + chunk], key=lambda i: len(examples[i].tokens))
+        groups += [part[k:k + size] for k in range(0, len(part), size)]
+    if rng is not None:
+        rng.shuffle(groups)
+    return [make([examples[i] for i in g]) for g in groups]
+
+
+def predict(model: TaskModel, examples: Sequence[Example], make: BatchMaker,
+            batch_size: int = 64) -> list:
+    """The model's predictions (label ids or tag-id lists) for examples, in their order."""
+    model.eval()
+    out = []
+    for start in range(0, len(examples), batch_size):
+        out += model.predict(make(examples[start:start + batch_size]))
+    return out
+
+
+def score(model: TaskModel, examples: Sequence[Example], make: BatchMaker, metric: str,
+          labels: Sequence[str], batch_size: int = 64) -> float:
+    """The task metric (see :mod:`.metrics`) of the model's predictions on examples, in
+    percent."""
+    if not examples:
+        return float("nan")
+    pred = predict(model, examples, make, batch_size)
+    if metric in ("token_accuracy", "span_f1"):
+        gold = [ex.label for ex in examples]
+        guess = [[labels[i] for i in p] for p in pred]
+    else:
+        gold = [ex.label for ex in examples]
+        guess = [labels[i] for i in pred]
+    return 100.0 * METRICS[metric](gold, guess)
+
+
+def _optimizer(model: TaskModel, cfg: TrainConfig) -> torch.optim.Optimizer:
+    bilm_params = []
+    if model.encoder.elmo is not None and model.encoder.elmo.finetune:
+        bilm_params = [p for p in model.encoder.elmo.elmo.bilm.parameters() if p.requires_grad]
+    bilm_ids = {id(p) for p in bilm_params}
+    rest = [p for p in model.parameters() if p.requires_grad and id(p) not in bilm_ids]
+    groups = [{"params": rest, "lr": cfg.lr}]
+    if bilm_params:
+        groups.append({"params": bilm_params, "lr": cfg.bilm_lr})
+    return torch.optim.Adam(groups, weight_decay=cfg.weight_decay)
+
+
+def _trainable_state(model: TaskModel) -> Dict[str, torch.Tensor]:
+    """Copies of the parameters that training changes (a frozen biLM is left out)."""
+    return {name: p.detach().clone() for name, p in model.named_parameters() if p.requires_grad}
+
+
+def fit(model: TaskModel, train: Sequence[Example], dev: Sequence[Example], make: BatchMaker,
+        metric: str, labels: Sequence[str], cfg: TrainConfig, seed: int,
+        log: Callable[[str], None] = lambda s: None) -> Dict[str, object]:
+    """Train with early stopping on dev; the model ends with its best epoch's parameters.
+
+    Returns ``{"best_dev", "best_epoch", "epochs", "history": [{"epoch", "loss", "dev"}],
+    "seconds"}``.
+    """
+    rng = random.Random(seed)
+    opt = _optimizer(model, cfg)
+    params = [p for g in opt.param_groups for p in g["params"]]
+    best_dev, best_epoch, best_state = float("-inf"), 0, _trainable_state(model)
+    history = []
+    start = time.time()
+    for epoch in range(1, cfg.epochs + 1):
+        model.train()
+        total, n = 0.0, 0
+        for batch in batches(train, cfg.batch_size, make, rng):
+            opt.zero_grad()
+            loss = model.loss(batch)
+            loss.backward()
+            if cfg.grad_clip:
+                torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip)
+            opt.step()
+            total += float(loss.detach())
+            n += 1
+        dev_score = score(model, dev, make, metric, labels)
+        history.append({"epoch": epoch, "loss": total / max(n, 1), "dev": dev_score})
+        log(f"epoch {epoch}: loss {total / max(n, 1):.4f} dev {dev_score:.2f}")
+        if dev_score > best_dev:
+            best_dev, best_epoch, best_state = dev_score, epoch, _trainable_state(model)
+        elif epoch - best_epoch >= cfg.patience:
+            break
+        if cfg.max_seconds and time.time() - start > cfg.max_seconds:
+            log(f"stopping: time limit of {cfg.max_seconds:g} s reached")
+            break
+    with torch.no_grad():
+        named = dict(model.named_parameters())
+        for name, value in best_state.items():
+            named[name].copy_(value)
+    return {"best_dev": best_dev, "best_epoch": best_epoch, "epochs": len(history),
+            "history": history, "seconds": time.time() - start}

@@ -1,0 +1,104 @@
+"""The CRF against brute-force enumeration, and the task metrics on hand-computed cases."""
+from __future__ import annotations
+
+import itertools
+import math
+
+import pytest
+import torch
+
+from elmo.tasks.crf import CRF
+from elmo.tasks.metrics import accuracy, bio_spans, span_prf, token_accuracy
+
+
+def _random_crf(num_tags: int, seed: int) -> CRF:
+    torch.manual_seed(seed)
+    crf = CRF(num_tags)
+    with torch.no_grad():
+        for p in crf.parameters():
+            p.normal_(0, 1)
+    return crf
+
+
+@torch.no_grad()
+def _brute_force(crf: CRF, emissions: torch.Tensor, length: int):
+    """log Z and the best path of one sentence by scoring all K^n paths."""
+    scores = {}
+    for path in itertools.product(range(crf.num_tags), repeat=length):
+        s = crf.start[path[0]] + crf.end[path[-1]]
+        s = s + sum(emissions[t, path[t]] for t in range(length))
+        s = s + sum(crf.transitions[path[t - 1], path[t]] for t in range(1, length))
+        scores[path] = float(s)
+    log_z = math.log(sum(math.exp(v) for v in scores.values()))
+    return log_z, list(max(scores, key=scores.get)), scores
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_forward_algorithm_and_viterbi_equal_enumeration(seed):
+    crf = _random_crf(3, seed)
+    lengths = [4, 2, 1, 0]
+    emissions = torch.randn(len(lengths), 4, 3)
+    mask = torch.tensor([[t < n for t in range(4)] for n in lengths])
+    with torch.no_grad():
+        log_z = crf.log_partition(emissions, mask)
+    paths = crf.decode(emissions, mask)
+    for b, n in enumerate(lengths):
+        if n == 0:
+            assert float(log_z[b]) == 0.0 and paths[b] == []
+            continue
+        want_z, want_path, scores = _brute_force(crf, emissions[b], n)
+        assert float(log_z[b]) == pytest.approx(want_z, abs=1e-4)
+        assert paths[b] == want_path
+        # the gold score of an arbitrary path, padded with junk tags beyond the length
+        path = [(b + t) % 3 for t in range(n)]
+        tags = torch.tensor([path + [2] * (4 - n)])
+        got = crf.path_score(emissions[b:b + 1], tags, mask[b:b + 1]).detach()
+        assert float(got) == pytest.approx(scores[tuple(path)], abs=1e-4)
+
+
+def test_probabilities_sum_to_one_and_loss_trains():
+    crf = _random_crf(2, 5)
+    emissions = torch.randn(1, 3, 2)
+    mask = torch.ones(1, 3, dtype=torch.bool)
+    with torch.no_grad():
+        total = sum(math.exp(-float(crf.neg_log_likelihood(emissions, torch.tensor([list(p)]), mask)))
+                    for p in itertools.product(range(2), repeat=3))
+    assert total == pytest.approx(1.0, abs=1e-5)
+    # a few steps of gradient descent make a chosen path the Viterbi path
+    target = torch.tensor([[1, 0, 1]])
+    opt = torch.optim.SGD(crf.parameters(), lr=0.5)
+    for _ in range(50):
+        opt.zero_grad()
+        crf.neg_log_likelihood(emissions, target, mask).backward()
+        opt.step()
+    assert crf.decode(emissions, mask) == [[1, 0, 1]]
+
+
+def test_bio_spans_follow_conlleval_rules():
+    tags = ["B-PER", "I-PER", "O", "I-LOC", "I-LOC", "B-LOC", "I-ORG", "B-PER"]
+    assert bio_spans(tags) == {("PER", 0, 2), ("LOC", 3, 5), ("LOC", 5, 6), ("ORG", 6, 7),
+                               ("PER", 7, 8)}
+    assert bio_spans(["O", "O"]) == set()
+    with pytest.raises(ValueError):
+        bio_spans(["X-PER"])
+
+
+def test_span_f1_hand_computed():
+    gold = [["B-PER", "I-PER", "O", "B-LOC"], ["B-ORG", "O", "O"]]
+    pred = [["B-PER", "I-PER", "O", "B-ORG"],   # PER right, LOC typed wrong
+            ["B-ORG", "I-ORG", "O"]]            # ORG boundary wrong
+    # gold spans 3, predicted 3, correct 1 -> P = R = F1 = 1/3
+    r = span_prf(gold, pred)
+    assert (r["gold"], r["predicted"], r["correct"]) == (3, 3, 1)
+    assert r["f1"] == pytest.approx(1 / 3)
+    # one missing entity: P = 1, R = 1/2, F1 = 2/3
+    r = span_prf([["B-A", "O", "B-B"]], [["B-A", "O", "O"]])
+    assert (r["precision"], r["recall"]) == (1.0, 0.5) and r["f1"] == pytest.approx(2 / 3)
+    assert span_prf([["O"]], [["O"]])["f1"] == 0.0
+
+
+def test_accuracies():
+    assert accuracy(["a", "b", "c", "d"], ["a", "b", "x", "d"]) == 0.75
+    assert token_accuracy([["a", "b"], ["c"]], [["a", "x"], ["c"]]) == pytest.approx(2 / 3)
+    with pytest.raises(ValueError):
+        accuracy(["a"], [])

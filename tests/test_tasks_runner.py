@@ -1,0 +1,174 @@
+"""The experiment runner end to end on tiny data: every task kind, with the bundled fixture
+biLM and tiny random word vectors (the CI smoke test of ``elmo experiment``)."""
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from elmo.cli import main
+from elmo.tasks.datasets import load_task
+from elmo.tasks.runner import load_config, normalise_config, run_experiment
+
+WORDS = "the a cat dog sat ran on under mat rug big small red blue quickly slowly".split()
+TAGS = {"the": "at", "a": "at", "cat": "nn", "dog": "nn", "sat": "vbd", "ran": "vbd",
+        "on": "in", "under": "in", "mat": "nn", "rug": "nn", "big": "jj", "small": "jj",
+        "red": "jj-tl", "blue": "jj", "quickly": "rb", "slowly": "rb"}
+
+
+def _sentences(n: int, seed: int):
+    rng = random.Random(seed)
+    return [[rng.choice(WORDS) for _ in range(rng.randint(2, 6))] for _ in range(n)]
+
+
+def write_tiny_tasks(root: Path) -> dict:
+    """Tiny corpora in the standard form of `elmo data`, one folder per task."""
+    pos = root / "brown-pos"
+    pos.mkdir()
+    for split, n in (("train", 24), ("dev", 6), ("test", 6)):
+        lines = [" ".join(f"{w}/{TAGS[w]}" for w in s) for s in _sentences(n, len(split))]
+        (pos / f"{split}.txt").write_text("\n".join(lines) + "\n")
+    ner = root / "twitter-ner"
+    ner.mkdir()
+    for split, n in (("train", 20), ("dev", 5), ("test", 5)):
+        blocks = []
+        for s in _sentences(n, 10 + len(split)):
+            tags = ["B-animal" if w in ("cat", "dog") else "O" for w in s]
+            blocks.append("\n".join(f"{w}\t{t}" for w, t in zip(s, tags)))
+        (ner / f"{split}.conll").write_text("\n\n".join(blocks) + "\n")
+    sent = root / "movie-sentiment"
+    sent.mkdir()
+    for split, n in (("train", 30), ("dev", 8), ("test", 8)):
+        rows = []
+        for i, s in enumerate(_sentences(n, 20 + len(split))):
+            rating = 3.0 if "big" in s else -3.0 if "small" in s else 0.0
+            rows.append(f"{split}{i}\t{rating:g}\t{' '.join(s)}")
+        (sent / f"{split}.tsv").write_text("\n".join(rows) + "\n")
+    nli = root / "vitaminc"
+    nli.mkdir()
+    for split, n in (("train", 20), ("dev", 6), ("test", 6)):
+        recs = []
+        for i, (a, b) in enumerate(zip(_sentences(n, 30), _sentences(n, 31))):
+            label = "True" if set(a) & set(b) else "False"
+            recs.append(json.dumps({"id": i, "label": label, "title": "t", "claim": a,
+                                    "evidence": b}))
+        (nli / f"{split}.jsonl").write_text("\n".join(recs) + "\n")
+    return {"pos": pos, "ner": ner, "sentiment5": sent, "vitaminc": nli}
+
+
+def tiny_config(folders: dict, **extra) -> dict:
+    cfg = {
+        "name": "smoke", "seeds": 1, "threads": 1, "bilm": "fixture", "embeddings": {"random_dim": 8},
+        "train": {"epochs": 2, "patience": 1, "batch_size": 8},
+        "model": {"hidden": 8, "classifier_hidden": 8},
+        "tasks": [{"task": "pos", "data_dir": str(folders["pos"])},
+                  {"task": "ner", "data_dir": str(folders["ner"]), "model": {"crf": True}},
+                  {"task": "sentiment5", "data_dir": str(folders["sentiment5"]),
+                   "model": {"pooling": "attention", "char_features": 4}},
+                  {"task": "vitaminc", "data_dir": str(folders["vitaminc"])}],
+        "variants": [{"name": "baseline"},
+                     {"name": "elmo-in-out", "elmo": {"positions": ["input", "output"]}}],
+    }
+    cfg.update(extra)
+    return cfg
+
+
+def test_tiny_loaders_reduce_tags_and_bin_ratings(tmp_path):
+    folders = write_tiny_tasks(tmp_path)
+    pos = load_task({"task": "pos", "data_dir": str(folders["pos"])})
+    assert "jj-tl" not in pos.labels and "jj" in pos.labels
+    sent = load_task({"task": "sentiment5", "data_dir": str(folders["sentiment5"])})
+    assert set(sent.labels) <= {"0-very-negative", "2-neutral", "4-very-positive"}
+    binary = load_task({"task": "sentiment2", "data_dir": str(folders["sentiment5"])})
+    assert set(binary.labels) <= {"negative", "positive"}         # neutral sentences dropped
+    assert len(binary.splits["train"]) < len(sent.splits["train"])
+    small = load_task({"task": "ner", "data_dir": str(folders["ner"]), "max_train": 7})
+    again = load_task({"task": "ner", "data_dir": str(folders["ner"]), "max_train": 7})
+    assert len(small.splits["train"]) == 7
+    assert [e.tokens for e in small.splits["train"]] == [e.tokens for e in again.splits["train"]]
+
+
+def test_smoke_experiment_every_task_kind(tmp_path):
+    folders = write_tiny_tasks(tmp_path)
+    out = tmp_path / "results"
+    results = run_experiment(normalise_config(tiny_config(folders)), out=out, log=lambda s: None)
+    summary = {(r["task"], r["variant"]): r for r in results["summary"]}
+    assert set(summary) == {(t, v) for t in ("pos", "ner", "sentiment5", "vitaminc")
+                            for v in ("baseline", "elmo-in-out")}
+    for (task, variant), row in summary.items():
+        assert 0.0 <= row["test_mean"] <= 100.0
+        if variant == "elmo-in-out":
+            base = summary[(task, "baseline")]["test_mean"]
+            assert row["gain_mean"] == pytest.approx(row["test_mean"] - base)
+            assert row["elmo"]["positions"] == ["input", "output"]
+    run = next(r for r in results["runs"] if r["elmo"])
+    weights = run["elmo"]["mix_weights"]
+    assert set(weights) == {"input", "output"}
+    assert sum(weights["input"]["weights"]) == pytest.approx(1.0, abs=1e-5)
+    assert results["bilms"]["fixture"]["domain_adapted"] is False
+    assert "untrained" in results["bilms"]["fixture"]["warning"]
+    saved = json.loads((out / "results.json").read_text())
+    assert len(saved["runs"]) == 8
+    md = (out / "results.md").read_text()
+    assert "| pos | token accuracy % | elmo-in-out | input+output |" in md
+    assert "## Learned layer weights" in md
+    assert (out / "layer_weights.png").stat().st_size > 1000
+
+
+def test_cli_ablation_variants_toml_and_resume(tmp_path, capsys):
+    """Last layer only, fine-tuned and output-only variants through the command line, from a
+    TOML config; a second run with --resume trains nothing new."""
+    folders = write_tiny_tasks(tmp_path)
+    toml = f"""
+name = "ablate"
+seeds = 1
+threads = 1
+bilm = "fixture"
+embeddings = {{ random_dim = 8 }}
+train = {{ epochs = 1, batch_size = 8 }}
+model = {{ hidden = 8 }}
+tasks = [ {{ task = "pos", data_dir = "{folders['pos']}", max_train = 10 }} ]
+
+[[variants]]
+name = "baseline"
+
+[[variants]]
+name = "last-only"
+elmo = {{ layers = "last" }}
+
+[[variants]]
+name = "output-finetuned"
+elmo = {{ positions = ["output"], finetune = true, lambda = 1.0 }}
+"""
+    path = tmp_path / "ablate.toml"
+    path.write_text(toml)
+    out = tmp_path / "res"
+    assert main(["experiment", str(path), "--out", str(out), "--quiet"]) == 0
+    printed = capsys.readouterr().out
+    assert "last-only" in printed and "output-finetuned" in printed
+    saved = json.loads((out / "results.json").read_text())
+    last = next(r for r in saved["runs"] if r["variant"] == "last-only")
+    assert last["elmo"]["mix_weights"]["input"]["weights"][-1] == pytest.approx(1.0)
+    tuned = next(r for r in saved["runs"] if r["variant"] == "output-finetuned")
+    assert tuned["elmo"]["finetune"] is True
+    # the shared frozen fixture biLM was not changed by the fine-tuned run
+    first = [r["test"] for r in saved["runs"]]
+    assert main(["experiment", str(path), "--out", str(out), "--quiet", "--resume"]) == 0
+    again = json.loads((out / "results.json").read_text())
+    assert [r["test"] for r in again["runs"]] == first
+
+
+def test_config_errors(tmp_path):
+    with pytest.raises(ValueError, match="no tasks"):
+        normalise_config({"name": "x"})
+    with pytest.raises(ValueError, match="baseline"):
+        normalise_config({"tasks": [{"task": "pos"}], "variants": [{"name": "e", "elmo": {}}]})
+    with pytest.raises(ValueError, match="unknown elmo settings"):
+        normalise_config({"tasks": [{"task": "pos"}],
+                          "variants": [{"name": "b"}, {"name": "e", "elmo": {"lamda": 1}}]})
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps({"tasks": [{"task": "pos"}], "train": {"epoch": 3}}))
+    with pytest.raises(ValueError, match="unknown train settings"):
+        load_config(path)
