@@ -170,7 +170,10 @@ class BiLMPool:
         path = str(resolve_bilm(spec))
         if path not in self._models:
             import elmo
-            self._models[path] = elmo.from_pretrained(path)
+            bilm = elmo.from_pretrained(path).eval()
+            for p in bilm.parameters():
+                p.requires_grad_(False)
+            self._models[path] = bilm
         return self._models[path]
 
     def fresh(self, spec: str):

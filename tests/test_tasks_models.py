@@ -1,0 +1,154 @@
+"""Task model pieces: cached biLM layers equal running the biLM, padding does not change
+predictions, a tagger learns an easy task, the summary pairs seeds, fine-tuning leaves the
+shared biLM alone."""
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+import torch
+
+import elmo
+from elmo.tasks.batching import make_batch
+from elmo.tasks.datasets import Example
+from elmo.tasks.embeddings import WordVocab, build_embeddings
+from elmo.tasks.features import ElmoFeatures
+from elmo.tasks.layer_cache import LayerCache
+from elmo.tasks.runner import build_model, normalise_config, summarise
+from elmo.tasks.datasets import TaskData
+from elmo.tasks.train_loop import TrainConfig, fit, score
+
+SENTS = [["The", "bank", "closed", "."], ["Hi"], ["A", "river", "bank", "flooded", "today"]]
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def test_cached_layers_equal_running_the_bilm():
+    bilm = elmo.from_pretrained("fixture")
+    feats = ElmoFeatures(bilm, ["input", "output"], dropout=0.5).eval()
+    with torch.no_grad():
+        for mix in feats.elmo.scalar_mixes:
+            mix.scalar_parameters.normal_()
+    cache = LayerCache(bilm, batch_size=2)
+    ids = elmo.batch_to_ids(SENTS)
+    mask = (ids > 0).any(-1)
+    with torch.no_grad():
+        direct = feats(ids, mask)
+        cached = feats(ids, mask, cache.layers(SENTS))
+    assert len(cache) == 3
+    for pos in ("input", "output"):
+        assert direct[pos].shape == (3, 5, bilm.output_dim)
+        torch.testing.assert_close(cached[pos], direct[pos], atol=2e-2, rtol=1e-2)  # float16 store
+        assert float(direct[pos][1, 1:].abs().sum()) == 0.0                         # padding
+
+
+def _tiny_task(kind: str) -> TaskData:
+    rng = random.Random(0)
+    words = "cat dog sat ran big small on the".split()
+    tag = {"cat": "N", "dog": "N", "sat": "V", "ran": "V", "big": "J", "small": "J", "on": "P",
+           "the": "D"}
+
+    def ex():
+        toks = [rng.choice(words) for _ in range(rng.randint(1, 7))]
+        if kind == "tagging":
+            return Example(toks, [tag[t] for t in toks])
+        if kind == "pair":
+            other = [rng.choice(words) for _ in range(rng.randint(1, 5))]
+            return Example(toks, "same" if toks[0] == other[0] else "diff", other)
+        return Example(toks, "pos" if "big" in toks else "neg")
+
+    splits = {"train": [ex() for _ in range(60)], "dev": [ex() for _ in range(20)],
+              "test": [ex() for _ in range(20)]}
+    if kind == "tagging":
+        labels = sorted({t for e in splits["train"] for t in e.label})
+    else:
+        labels = sorted({e.label for e in splits["train"]})
+    metric = "token_accuracy" if kind == "tagging" else "accuracy"
+    return TaskData("tiny", kind, metric, labels, splits)
+
+
+def _settings(**kw):
+    return normalise_config({"tasks": [{"task": "pos"}], "model": {"hidden": 16, **kw}})["model"]
+
+
+@pytest.mark.parametrize("kind,extra", [("tagging", {}), ("tagging", {"crf": True}),
+                                        ("classification", {"pooling": "attention"}),
+                                        ("classification", {"pooling": "max"}), ("pair", {})])
+def test_padding_does_not_change_predictions(kind, extra):
+    task = _tiny_task(kind)
+    vocab, emb, _ = build_embeddings([e.tokens for e in task.splits["train"]], [],
+                                     {"random_dim": 6})
+    torch.manual_seed(0)
+    bilm = elmo.from_pretrained("fixture")
+    model = build_model(task, emb, _settings(**extra),
+                        ElmoFeatures(bilm, ["input", "output"]), lam=0.0).eval()
+    index = {l: i for i, l in enumerate(task.labels)}
+    examples = task.splits["test"][:6]
+    together = model.predict(make_batch(examples, kind, vocab, index, 50))
+    alone = [model.predict(make_batch([e], kind, vocab, index, 50))[0] for e in examples]
+    assert together == alone
+
+
+def test_tagger_learns_an_easy_task_and_crf_too():
+    task = _tiny_task("tagging")
+    vocab, emb, _ = build_embeddings([e.tokens for e in task.splits["train"]], [],
+                                     {"random_dim": 8})
+    index = {l: i for i, l in enumerate(task.labels)}
+
+    def make(examples):
+        return make_batch(examples, "tagging", vocab, index, 50)
+
+    for crf in (False, True):
+        torch.manual_seed(1)
+        model = build_model(task, emb, _settings(crf=crf, dropout=0.0), None, 0.0)
+        before = score(model, task.splits["test"], make, task.metric, task.labels)
+        result = fit(model, task.splits["train"][:40], task.splits["dev"], make, task.metric,
+                     task.labels, TrainConfig(epochs=8, patience=8, lr=0.05, batch_size=8), 1)
+        after = score(model, task.splits["test"], make, task.metric, task.labels)
+        assert after > 95.0 > before, (crf, before, after)
+        # the model keeps its best dev epoch's parameters
+        assert score(model, task.splits["dev"], make, task.metric, task.labels) == result["best_dev"]
+
+
+def test_summary_pairs_seeds_and_never_mixes_tasks():
+    cfg = normalise_config({"tasks": [{"task": "pos"}], "variants": [{"name": "b"}, {"name": "e", "elmo": {}}]})
+    runs = []
+    for task, base, elmo_scores in (("pos", [90.0, 91.0, 92.0], [91.0, 93.0, 92.5]),
+                                    ("ner", [40.0, 50.0, 45.0], [42.0, 49.0, 47.0])):
+        for seed, (b, e) in enumerate(zip(base, elmo_scores), start=1):
+            runs.append({"task": task, "metric": "m", "variant": "b", "seed": seed, "test": b,
+                         "dev": b, "seconds": 1.0, "elmo": None})
+            runs.append({"task": task, "metric": "m", "variant": "e", "seed": seed, "test": e,
+                         "dev": e, "seconds": 2.0, "elmo": {"positions": ["input"]}})
+    rows = {(r["task"], r["variant"]): r for r in summarise(runs, cfg)}
+    assert set(rows) == {("pos", "b"), ("pos", "e"), ("ner", "b"), ("ner", "e")}
+    pos = rows[("pos", "e")]
+    # per-seed gains 1, 2, 0.5: mean 7/6, sample std sqrt(((-1/6)^2 + (5/6)^2 + (-2/3)^2) / 2)
+    assert pos["gain_mean"] == pytest.approx(7 / 6)
+    assert pos["gain_std"] == pytest.approx(math.sqrt((1 / 36 + 25 / 36 + 16 / 36) / 2))
+    assert pos["test_mean"] == pytest.approx(92.1666666, abs=1e-5)
+    assert rows[("ner", "e")]["gain_mean"] == pytest.approx(1.0)
+    assert "gain_mean" not in rows[("pos", "b")]
+
+
+def test_finetuning_changes_a_copy_not_the_shared_bilm():
+    from elmo.tasks.runner import BiLMPool
+    pool = BiLMPool(cache_layers=True, log=lambda s: None)
+    shared = pool.frozen("fixture")
+    before = {k: v.clone() for k, v in shared.state_dict().items()}
+    tuned = pool.fresh("fixture")
+    feats = ElmoFeatures(tuned, ["input"], finetune=True)
+    ids = elmo.batch_to_ids(SENTS)
+    opt = torch.optim.SGD([p for p in feats.parameters() if p.requires_grad], lr=0.1)
+    feats(ids, (ids > 0).any(-1))["input"].pow(2).sum().backward()
+    opt.step()
+    assert any(not torch.equal(v, tuned.state_dict()[k]) for k, v in before.items())
+    assert all(torch.equal(v, shared.state_dict()[k]) for k, v in before.items())
+    assert not any(p.requires_grad for p in shared.parameters())
