@@ -1,0 +1,72 @@
+"""Domain adaptation: continue training a trained biLM on a task's unlabelled text.
+
+The model keeps its vocabulary and shape; training runs one epoch by default. The held-out
+part of the text (every N-th sentence, or files given) is not trained on; its perplexity is
+measured before and after. The adapted model's ``metadata.json`` lists every text it was
+adapted on (``adapted_on``, with sha256), and ``extra_data: true``: an experiment that uses
+it must say that the biLM saw this text.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence
+
+from ..data.corpus import expand_paths, file_fingerprint, iter_file_sentences
+from ..training.evaluate import perplexity
+from ..weights import atomic_write_text
+from .export import VOCAB_FILE, load_language_model, read_metadata
+from .trainer import TrainConfig, train
+
+
+def _write_sentences(path: Path, sentences: Sequence[List[str]]) -> None:
+    atomic_write_text(path, "".join(" ".join(s) + "\n" for s in sentences))
+
+
+def finetune(cfg: TrainConfig, heldout: Optional[Sequence[str]] = None, heldout_every: int = 10) -> Dict[str, Any]:
+    """Adapt ``cfg.init_from`` on ``cfg.train``; the result goes to ``cfg.output/model``.
+
+    Returns held-out perplexity ``before`` and ``after`` (dicts as
+    :func:`elmo.training.evaluate.perplexity` gives) and the model folder.
+    """
+    if not cfg.init_from:
+        raise ValueError("finetune needs a trained model folder (init_from / --from)")
+    out = Path(cfg.output)
+    out.mkdir(parents=True, exist_ok=True)
+    text_files = expand_paths(cfg.train)
+    sentences = list(iter_file_sentences(text_files))
+    if heldout:
+        train_part, held = sentences, list(iter_file_sentences(expand_paths(heldout)))
+    else:
+        if heldout_every < 2:
+            raise ValueError("heldout_every must be at least 2")
+        held = sentences[heldout_every - 1::heldout_every]
+        train_part = [s for i, s in enumerate(sentences) if (i + 1) % heldout_every != 0]
+    if not train_part or not held:
+        raise ValueError("finetune needs text to train on and held-out text")
+    # The training part is written out once so training streams it like any corpus.
+    train_file, held_file = out / "adapt_train.txt", out / "adapt_heldout.txt"
+    if not train_file.exists():
+        _write_sentences(train_file, train_part)
+        _write_sentences(held_file, held)
+
+    base, vocab = load_language_model(cfg.init_from, device=None)
+    before = perplexity(base, held, vocab, cfg.eval_batch_size, cfg.unroll_steps)
+    base_meta = read_metadata(cfg.init_from)
+    record = {"files": [str(p) for p in text_files], "sha256": [file_fingerprint(p) for p in text_files],
+              "sentences_trained": len(train_part), "tokens_trained": sum(len(s) for s in train_part),
+              "sentences_heldout": len(held), "epochs": cfg.epochs}
+    metadata = {"adapted_from": str(cfg.init_from), "extra_data": True,
+                "adapted_on": list(base_meta.get("adapted_on", [])) + [record],
+                "base_metadata": {k: v for k, v in base_meta.items() if k != "adapted_on"},
+                "heldout_ppl_before": before}
+    run_cfg = dataclasses.replace(cfg, train=[str(train_file)], valid=[str(held_file)],
+                                  vocab=str(Path(cfg.init_from) / VOCAB_FILE), metadata=metadata)
+    summary = train(run_cfg)
+    adapted, _ = load_language_model(out / "model")
+    after = perplexity(adapted, held, vocab, cfg.eval_batch_size, cfg.unroll_steps)
+    report = {"model": str(out / "model"), "heldout_sentences": len(held), "before": before, "after": after,
+              "steps": summary["step"], "tokens_per_s": summary["tokens_per_s"]}
+    atomic_write_text(out / "finetune_report.json", json.dumps(report, indent=2) + "\n")
+    return report

@@ -1,0 +1,190 @@
+"""Corpus streaming and language-model batches: layout, the backward direction, resume."""
+from __future__ import annotations
+
+import gzip
+from collections import Counter
+
+import pytest
+import torch
+
+from elmo.chars import word_to_char_ids
+from elmo.data.corpus import CorpusStream, count_tokens, count_words, expand_paths
+from elmo.data.lm_batches import BucketedLMBatches, PackedLMBatches, evaluation_batches
+from elmo.vocab import Vocabulary
+
+
+def _write_corpus(folder, n_files=3, per_file=7):
+    """Shards of distinct numbered sentences of varied length: s<file>_<i> w0 w1 ..."""
+    folder.mkdir(parents=True, exist_ok=True)
+    sentences = []
+    for f in range(n_files):
+        lines = []
+        for i in range(per_file):
+            s = [f"s{f}_{i}"] + [f"w{(f * 7 + i + k) % 11}" for k in range((i * 3 + f) % 6)]
+            lines.append(" ".join(s))
+            sentences.append(s)
+        text = "\n".join(lines) + "\n\n"
+        if f == 0:
+            with gzip.open(folder / f"shard{f}.txt.gz", "wt", encoding="utf-8") as g:
+                g.write(text)
+        else:
+            (folder / f"shard{f}.txt").write_text(text)
+    return sentences
+
+
+def _vocab(sentences):
+    counts = Counter(w for s in sentences for w in s)
+    return Vocabulary.from_counts(counts)
+
+
+def test_expand_paths_files_globs_folders(tmp_path):
+    _write_corpus(tmp_path / "c")
+    folder = expand_paths([tmp_path / "c"])
+    assert [p.name for p in folder] == ["shard0.txt.gz", "shard1.txt", "shard2.txt"]
+    assert expand_paths([str(tmp_path / "c" / "shard[12].txt")]) == folder[1:]
+    with pytest.raises(FileNotFoundError, match="nothing|no such"):
+        expand_paths([tmp_path / "missing*.txt"])
+
+
+def test_stream_epoch_reads_every_sentence_once_reproducibly(tmp_path):
+    sentences = _write_corpus(tmp_path / "c")
+    def epoch(seed, e):
+        s = CorpusStream([tmp_path / "c"], seed=seed)
+        s.load_state_dict({"epoch": e, "shard": 0, "sentence": 0})
+        return [tuple(s.next_sentence()) for _ in range(len(sentences))]
+    a = epoch(0, 0)
+    assert sorted(a) == sorted(tuple(s) for s in sentences)  # gzip shard included, blank lines skipped
+    assert a == epoch(0, 0)                                   # reproducible from the seed
+    assert a != epoch(0, 1) and a != epoch(1, 0)              # reshuffled per epoch and seed
+    plain = CorpusStream([tmp_path / "c"], shuffle=False)
+    assert [plain.next_sentence() for _ in range(len(sentences))] == sentences
+
+
+@pytest.mark.parametrize("n_files", [1, 3])
+def test_ranks_split_the_corpus(tmp_path, n_files):
+    sentences = _write_corpus(tmp_path / "c", n_files=n_files, per_file=9)
+    seen = []
+    for rank in range(2):
+        s = CorpusStream([tmp_path / "c"], seed=3, rank=rank, world_size=2)
+        part = []
+        while s.epoch == 0:
+            part.append(tuple(s.next_sentence()))
+        part.pop()  # the first sentence of epoch 1
+        seen.append(part)
+    assert not set(seen[0]) & set(seen[1])
+    assert sorted(seen[0] + seen[1]) == sorted(tuple(x) for x in sentences)
+
+
+def test_counts(tmp_path):
+    sentences = _write_corpus(tmp_path / "c")
+    stats = count_tokens([tmp_path / "c"])
+    assert stats == {"sentences": len(sentences), "tokens": sum(len(s) + 2 for s in sentences)}
+    counts = count_words([tmp_path / "c"])
+    assert counts["<S>"] == counts["</S>"] == len(sentences)
+    vocab = Vocabulary.from_counts(counts, min_count=2, max_size=8)
+    assert vocab.words[:3] == ["<S>", "</S>", "<UNK>"] and len(vocab) == 8
+    rest = vocab.counts[3:]
+    assert rest == sorted(rest, reverse=True) and min(rest) >= 2
+
+
+def test_packed_rows_are_sentences_end_to_end_forward_and_reversed(tmp_path):
+    sentences = _write_corpus(tmp_path / "c")
+    vocab = _vocab(sentences)
+    batches = PackedLMBatches(CorpusStream([tmp_path / "c"], shuffle=False), vocab, batch_size=2, unroll_steps=5)
+    rows = [[], []]
+    for _ in range(6):
+        b = batches.next_batch()
+        assert b.fwd_chars.shape == (2, 5, 50) and b.lengths.tolist() == [5, 5]
+        for r in range(2):
+            rows[r].append(b)
+    # Reconstruct row 0's forward token stream from the character ids and check it is the
+    # wrapped sentences, in the order the rows took them from the stream.
+    char_rows = {tuple(word_to_char_ids(w)): w for s in sentences for w in ["<S>", "</S>", *s]}
+    for r in range(2):
+        fwd = [char_rows[tuple(c)] for b in rows[r] for c in b.fwd_chars[r].tolist()]
+        bwd = [char_rows[tuple(c)] for b in rows[r] for c in b.bwd_chars[r].tolist()]
+        targets_f = [vocab.words[i] for b in rows[r] for i in b.fwd_targets[r].tolist()]
+        targets_b = [vocab.words[i] for b in rows[r] for i in b.bwd_targets[r].tolist()]
+        assert targets_f[:-1] == fwd[1:] and targets_b[:-1] == bwd[1:]  # predicts the next input
+        assert fwd[0] == "<S>" and bwd[0] == "</S>"
+        # The backward row holds the same sentences, each reversed: cut both at the sentence
+        # boundaries and compare.
+        def split(tokens, start):
+            out, cur = [], []
+            for w in tokens:
+                if w == start and cur:
+                    out.append(cur)
+                    cur = []
+                cur.append(w)
+            return out  # complete sentences only
+        f_sents, b_sents = split(fwd, "<S>"), split(bwd, "</S>")
+        n = min(len(f_sents), len(b_sents))
+        assert n >= 2
+        assert [s[::-1] for s in f_sents[:n]] == b_sents[:n]
+    # Rows fill in order from the one stream, as the original does: row 0 takes sentences
+    # until it holds T + 1 = 6 tokens, then row 1 takes the next sentence.
+    taken, n = 0, 0
+    while n < 6:
+        n += len(sentences[taken]) + 2
+        taken += 1
+    row1_first = char_rows[tuple(rows[1][0].fwd_chars[1, 1].tolist())]
+    assert row1_first == sentences[taken][0]
+
+
+def test_backward_target_is_the_previous_token_in_the_text(tmp_path):
+    (tmp_path / "t.txt").write_text("a b c d\n")
+    vocab = Vocabulary.from_counts(Counter("abcd"))
+    b = PackedLMBatches(CorpusStream([tmp_path / "t.txt"], shuffle=False), vocab, 1, 5).next_batch()
+    words = lambda ids: [vocab.words[i] for i in ids]  # noqa: E731
+    assert words(b.fwd_targets[0].tolist()) == ["a", "b", "c", "d", "</S>"]
+    # backward reads </S> d c b a: at "d" it predicts "c", the token before "d" in the text
+    assert words(b.bwd_targets[0].tolist()) == ["d", "c", "b", "a", "<S>"]
+    assert b.bwd_chars[0, 1].tolist() == list(word_to_char_ids("d"))
+
+
+def test_packed_state_dict_resumes_exactly(tmp_path):
+    sentences = _write_corpus(tmp_path / "c")
+    vocab = _vocab(sentences)
+    make = lambda: PackedLMBatches(CorpusStream([tmp_path / "c"], seed=5), vocab, 3, 4)  # noqa: E731
+    a = make()
+    straight = [a.next_batch() for _ in range(25)]  # crosses epochs
+    b = make()
+    for _ in range(11):
+        b.next_batch()
+    saved = b.state_dict()
+    c = make()
+    c.load_state_dict(saved)
+    for x, y in zip(straight[11:], [c.next_batch() for _ in range(14)]):
+        assert torch.equal(x.fwd_chars, y.fwd_chars) and torch.equal(x.bwd_targets, y.bwd_targets)
+
+
+def test_bucketed_batches_and_resume(tmp_path):
+    sentences = _write_corpus(tmp_path / "c", per_file=20)
+    vocab = _vocab(sentences)
+    make = lambda: BucketedLMBatches(CorpusStream([tmp_path / "c"], seed=1), vocab, 4, pool_batches=3, seed=1)  # noqa: E731
+    a = make()
+    straight = [a.next_batch() for _ in range(10)]
+    for batch in straight:
+        lengths = batch.lengths.tolist()
+        assert max(lengths) - min(lengths) <= 3  # similar lengths together
+        assert batch.fwd_mask.sum(1).tolist() == lengths
+    b = make()
+    for _ in range(4):
+        b.next_batch()
+    c = make()
+    c.load_state_dict(b.state_dict())
+    for x, y in zip(straight[4:], [c.next_batch() for _ in range(6)]):
+        assert torch.equal(x.fwd_targets, y.fwd_targets) and torch.equal(x.lengths, y.lengths)
+
+
+def test_evaluation_batches_predict_every_transition_once():
+    sentences = [["a", "b"], ["c"], ["d", "e", "f"], ["g"]]
+    vocab = Vocabulary.from_counts(Counter("abcdefg"))
+    stream = [w for s in sentences for w in ["<S>", *s, "</S>"]]
+    batches = list(evaluation_batches(sentences, vocab, batch_size=3, unroll_steps=2))
+    fwd = Counter()
+    bwd = Counter()
+    for b in batches:
+        fwd.update(vocab.words[i] for i in b.fwd_targets[b.fwd_mask].tolist())
+        bwd.update(vocab.words[i] for i in b.bwd_targets[b.bwd_mask].tolist())
+    assert fwd == Counter(stream[1:]) and bwd == Counter(stream[:-1])

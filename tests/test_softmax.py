@@ -1,0 +1,80 @@
+"""The shared softmax: the log-uniform sampler, and sampled against full softmax."""
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from elmo.modules.softmax import Candidates, LogUniformSampler, SharedSoftmax
+
+
+def test_log_uniform_draws_follow_zipf():
+    sampler = LogUniformSampler(1000, seed=0)
+    assert math.isclose(float(sampler.probs.sum()), 1.0, rel_tol=1e-9)
+    draws = sampler.draw(400_000)
+    assert draws.min() >= 0 and draws.max() < 1000
+    freq = torch.bincount(draws, minlength=1000).double() / draws.numel()
+    # P(0) = log 2 / log 1001 ~ 0.10; the frequent ids are within 3% of their probability
+    assert torch.allclose(freq[:20], sampler.probs[:20], rtol=0.03)
+    assert freq[500:].sum() == pytest.approx(float(sampler.probs[500:].sum()), rel=0.03)
+
+
+def test_sample_is_distinct_and_expected_counts_match_simulation():
+    sampler = LogUniformSampler(100, seed=1)
+    ids, log_q, tries = sampler.sample(30)
+    assert ids.numel() == 30 and ids.unique().numel() == 30 and tries >= 30
+    assert torch.allclose(log_q, sampler.log_expected_count(ids, tries, 30))
+    # Q(w) = 1 - (1 - P(w))^tries is the probability that w is among `tries` draws
+    n_sets, fixed = 20_000, 40
+    draws = sampler.draw(n_sets * fixed).view(n_sets, fixed)
+    seen = torch.zeros(n_sets, 100, dtype=torch.bool).scatter_(1, draws, True).double().mean(0)
+    q = sampler.log_expected_count(torch.arange(100), fixed, n_sampled=None).exp()
+    assert torch.allclose(seen, q, atol=0.015)
+
+
+def test_all_words_sampled_gives_the_full_softmax_loss_and_gradient():
+    torch.manual_seed(0)
+    softmax = SharedSoftmax(50, 8)
+    with torch.no_grad():
+        softmax.bias.uniform_(-1, 1)
+    hidden = torch.randn(13, 8, requires_grad=True)
+    targets = torch.randint(0, 50, (13,))
+    full = softmax.full_nll(hidden, targets)
+    g_full = torch.autograd.grad(full.sum(), [hidden, softmax.weight, softmax.bias])
+    cand = Candidates.draw(LogUniformSampler(50), 50)
+    assert cand.tries is None and torch.equal(cand.log_q, torch.zeros(50))
+    sampled = softmax.sampled_nll(hidden, targets, cand.ids, cand.log_q, cand.log_q_of(targets))
+    g_sampled = torch.autograd.grad(sampled.sum(), [hidden, softmax.weight, softmax.bias])
+    # stated tolerance: float32 rounding only
+    assert torch.allclose(sampled, full, atol=1e-5, rtol=1e-5)
+    for a, b in zip(g_sampled, g_full):
+        assert torch.allclose(a, b, atol=1e-5, rtol=1e-5)
+
+
+def test_sampled_loss_corrects_by_log_q_and_removes_accidental_hits():
+    torch.manual_seed(1)
+    softmax = SharedSoftmax(200, 6)
+    hidden = torch.randn(5, 6)
+    sampler = LogUniformSampler(200, seed=3)
+    cand = Candidates.draw(sampler, 20)
+    targets = torch.tensor([int(cand.ids[0]), int(cand.ids[5]), 150, 199, int(cand.ids[19])])  # 3 accidental hits
+    with torch.no_grad():
+        got = softmax.sampled_nll(hidden, targets, cand.ids, cand.log_q, cand.log_q_of(targets))
+        logits = hidden @ softmax.weight.T + softmax.bias
+    log_q_all = sampler.log_expected_count(torch.arange(200), cand.tries, 20).float()
+    for n in range(5):
+        t = int(targets[n])
+        negs = [int(i) for i in cand.ids if int(i) != t]
+        z = torch.stack([logits[n, t] - log_q_all[t]] + [logits[n, i] - log_q_all[i] for i in negs])
+        assert float(got[n]) == pytest.approx(float(torch.logsumexp(z, 0) - z[0]), rel=1e-5, abs=1e-5)
+
+
+def test_sampler_state_round_trip():
+    a = LogUniformSampler(500, seed=9)
+    a.sample(40)
+    state = a.state_dict()
+    first = a.sample(40)[0]
+    b = LogUniformSampler(500, seed=0)
+    b.load_state_dict(state)
+    assert torch.equal(b.sample(40)[0], first)

@@ -1,0 +1,168 @@
+"""Training a biLM end to end on tiny corpora: perplexity, sampled softmax, the backward
+direction, export, fine-tuning and the command line."""
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+import torch
+
+import elmo
+from elmo.chars import batch_to_ids
+from elmo.cli import main
+from elmo.data.corpus import CorpusStream, iter_file_sentences
+from elmo.data.lm_batches import PackedLMBatches
+from elmo.training.evaluate import perplexity
+from elmo.training.export import load_language_model, read_metadata
+from elmo.training.finetune import finetune
+from elmo.training.model import LanguageModel
+from elmo.training.trainer import train
+from elmo.vocab import Vocabulary
+from training_helpers import FIXTURE, tiny_config, tiny_model_options, write_toy_corpus
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)  # tiny models: threads only add overhead
+    yield
+    torch.set_num_threads(old)
+
+
+@pytest.fixture(scope="module")
+def toy(tmp_path_factory):
+    return write_toy_corpus(tmp_path_factory.mktemp("toy"))
+
+
+def _heldout_ppl(folder, text):
+    model, vocab = load_language_model(folder)
+    return perplexity(model, iter_file_sentences([text]), vocab, batch_size=4, unroll_steps=10)
+
+
+def test_tiny_corpus_heldout_perplexity_far_below_uniform(tmp_path, toy):
+    train_txt, held_txt, vocab_txt = toy
+    n_vocab = len(Vocabulary.load(vocab_txt))
+    cfg = tiny_config(tmp_path / "run", train_txt, vocab_txt, valid=[str(held_txt)], epochs=4.0,
+                      optimizer="adam", lr=0.01, eval_batch_size=4)
+    summary = train(cfg)
+    assert summary["finished"]
+    before = perplexity(LanguageModel(elmo.ElmoOptions.from_dict(tiny_model_options()), n_vocab),
+                        iter_file_sentences([held_txt]), Vocabulary.load(vocab_txt), 4, 10)
+    after = summary["valid"]
+    # Uniform guessing gives the vocabulary size; the toy language allows about 4-6 choices a word.
+    assert before["ppl"] > 0.5 * n_vocab
+    assert after["ppl_fwd"] < n_vocab / 3 and after["ppl_bwd"] < n_vocab / 3
+    assert after == pytest.approx(_heldout_ppl(tmp_path / "run" / "model", held_txt))  # reload: same numbers
+
+
+@pytest.mark.parametrize("skip", [True, False])
+def test_original_smoke_bar_on_data_txt(tmp_path, skip):
+    """The original trainer's own test: 16 cells, projection 8, batch 2, unroll 10, 50 epochs,
+    16 negatives, clip 1, evaluated on the training file; it requires perplexity below 20."""
+    data = FIXTURE / "data.txt"
+    cfg = tiny_config(tmp_path / "run", data, FIXTURE / "vocab.txt", valid=[str(data)],
+                      options=tiny_model_options(skip=skip, dim=16, proj=8), batch_size=2, unroll_steps=10,
+                      epochs=50.0, n_negative=16, clip_norm=1.0, log_every=100)
+    summary = train(cfg)
+    assert summary["valid"]["ppl"] < 20  # uniform guessing: 32, the vocabulary size
+
+
+def test_few_negatives_train_about_as_well_as_the_full_softmax(tmp_path, toy):
+    train_txt, held_txt, vocab_txt = toy
+    results = {}
+    for name, negatives in (("full", 0), ("sampled", 8)):
+        cfg = tiny_config(tmp_path / name, train_txt, vocab_txt, valid=[str(held_txt)], epochs=3.0,
+                          optimizer="adam", lr=0.01, n_negative=negatives)
+        results[name] = train(cfg)["valid"]["ppl"]
+    n_vocab = len(Vocabulary.load(vocab_txt))
+    assert n_vocab > 3 * 8  # 8 negatives are few
+    # Stated tolerance: the sampled run's full-softmax perplexity within 15% of the full run's.
+    assert results["sampled"] < 1.15 * results["full"], results
+
+
+def test_backward_model_never_sees_the_token_it_predicts(tmp_path):
+    """The backward loss at text position k (predicting token k - 1) has zero gradient with
+    respect to the input vectors of tokens k - 1, k - 2, ...: it cannot have seen them."""
+    text = tmp_path / "t.txt"
+    text.write_text("a b c d e f\ng h\n")
+    vocab = Vocabulary.from_counts({w: 1 for w in "abcdefgh"})
+    torch.manual_seed(0)
+    model = LanguageModel(elmo.ElmoOptions.from_dict(tiny_model_options()), len(vocab), vocab.bos, vocab.eos, 0.0)
+    batch = PackedLMBatches(CorpusStream([text], shuffle=False), vocab, 1, 11).next_batch()
+    steps = batch.lengths[0].item()
+    for t in range(steps):
+        tokens = model.bilm.token_encoder(torch.cat([batch.fwd_chars, batch.bwd_chars]))
+        tokens.retain_grad()
+        layers, _ = model.bilm.lstm(tokens[:1], batch.lengths, None, backward_inputs=tokens[1:])
+        p = model.options.lstm.projection_dim
+        fwd_nll = model.softmax.full_nll(layers[-1][0, t:t + 1, :p], batch.fwd_targets[0, t:t + 1])
+        bwd_nll = model.softmax.full_nll(layers[-1][0, t:t + 1, p:], batch.bwd_targets[0, t:t + 1])
+        (fwd_nll + bwd_nll).sum().backward()
+        g_fwd, g_bwd = tokens.grad[0].abs().sum(-1), tokens.grad[1].abs().sum(-1)
+        # Position t reads inputs 0..t of its own row; the target is the input at t + 1.
+        assert torch.all(g_fwd[t + 1:] == 0) and torch.all(g_bwd[t + 1:] == 0)
+        assert g_fwd[t] > 0 and g_bwd[t] > 0
+    # and the backward row really is the text reversed (its target at t is its input at t + 1)
+    assert torch.equal(batch.bwd_targets[0, :-1], torch.tensor(vocab.ids(
+        [["</S>", "f", "e", "d", "c", "b", "a", "<S>", "</S>", "h", "g", "<S>"][i] for i in range(1, 11)])))
+
+
+def test_export_loads_in_the_core_with_the_same_activations(tmp_path, toy):
+    train_txt, held_txt, vocab_txt = toy
+    cfg = tiny_config(tmp_path / "run", train_txt, vocab_txt, max_steps=15, dropout=0.1)
+    train(cfg)
+    folder = tmp_path / "run" / "model"
+    trained, vocab = load_language_model(folder)
+    core = elmo.from_pretrained(folder)  # options.json + weights.hdf5, the original layout
+    assert core.options.extra["n_tokens_vocab"] == len(vocab)
+    ids = batch_to_ids([["the", "red", "cat", "sees", "a", "dog", "."], ["no", "river", "!"]])
+    a = core(ids)["activations"]
+    b = trained.bilm.eval()(ids)["activations"]
+    for x, y in zip(a, b):
+        assert torch.equal(x, y)
+    # and the checkpoint's weights are what was exported
+    ckpt = torch.load(tmp_path / "run" / "checkpoints" / "checkpoint-00000015.pt", weights_only=False)
+    for name, value in trained.state_dict().items():
+        assert torch.equal(ckpt["model"][name], value), name
+
+
+def test_finetune_reports_perplexity_and_records_the_text(tmp_path, toy):
+    train_txt, held_txt, vocab_txt = toy
+    train(tiny_config(tmp_path / "base", train_txt, vocab_txt, max_steps=30, optimizer="adam", lr=0.01))
+    # The task text: the toy language with a skewed choice of words the base model rarely saw.
+    task = tmp_path / "task.txt"
+    task.write_text("".join(f"the happy farmer {v} the old river .\n" for v in ["sees", "likes", "helps"] * 40))
+    cfg = tiny_config(tmp_path / "adapted", task, "", init_from=str(tmp_path / "base" / "model"),
+                      optimizer="adam", lr=0.01, epochs=2.0)
+    report = finetune(cfg, heldout_every=10)
+    assert report["heldout_sentences"] == 12
+    assert report["after"]["ppl"] < 0.7 * report["before"]["ppl"]
+    meta = read_metadata(tmp_path / "adapted" / "model")
+    assert meta["extra_data"] is True and meta["adapted_from"].endswith("base/model")
+    assert meta["adapted_on"][-1]["files"] == [str(task)] and len(meta["adapted_on"][-1]["sha256"][0]) == 64
+    _, vocab = load_language_model(tmp_path / "adapted" / "model")
+    assert vocab.words == Vocabulary.load(vocab_txt).words  # the vocabulary is kept
+
+
+def test_command_line_vocab_train_perplexity_plot(tmp_path, toy, capsys):
+    train_txt, held_txt, _ = toy
+    assert main(["vocab", "build", str(train_txt), "-o", str(tmp_path / "v.txt"), "--min-count", "2"]) == 0
+    vocab = Vocabulary.load(tmp_path / "v.txt")
+    counts = Vocabulary.load(tmp_path / "v.counts.tsv")
+    assert vocab.words == counts.words and counts.counts[3] >= counts.counts[-1]
+    run = tmp_path / "run"
+    assert main(["train", str(train_txt), "--vocab", str(tmp_path / "v.txt"), "-o", str(run), "--valid",
+                 str(held_txt), "--dim", "16", "--projection-dim", "8", "--filters", "1:4,2:4", "--char-dim", "4",
+                 "--batch-size", "4", "--unroll-steps", "8", "--max-steps", "12", "--negatives", "10",
+                 "--log-every", "4", "--eval-every", "6", "--no-progress", "--threads", "1"]) == 0
+    capsys.readouterr()
+    assert main(["perplexity", str(run / "model"), str(held_txt), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert math.isclose(result["ppl"], math.exp((result["loss_fwd"] + result["loss_bwd"]) / 2))
+    records = [json.loads(line) for line in (run / "log.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in records if r["event"] == "train"] == [4, 8, 12]
+    assert [r["step"] for r in records if r["event"] == "eval"] == [6, 12]
+    pytest.importorskip("matplotlib")
+    assert main(["plot-curve", str(run / "log.jsonl"), "-o", str(tmp_path / "curve.png")]) == 0
+    assert (tmp_path / "curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

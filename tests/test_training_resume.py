@@ -1,0 +1,81 @@
+"""Exact resume: a run that stops (or is killed) and resumes ends with the same parameters as
+a run that never stopped."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from elmo.training.checkpoint import latest_checkpoint, list_checkpoints, load_checkpoint
+from elmo.training.trainer import train
+from training_helpers import tiny_config, write_toy_corpus
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _max_diff(a: dict, b: dict) -> float:
+    assert a.keys() == b.keys()
+    return max(float((a[k] - b[k]).abs().max()) for k in a)
+
+
+def _final_params(run: Path, step: int) -> dict:
+    return load_checkpoint(run / "checkpoints" / f"checkpoint-{step:08d}.pt")["model"]
+
+
+def test_stop_and_resume_in_process_is_exact(tmp_path):
+    train_txt, _, vocab_txt = write_toy_corpus(tmp_path / "toy", n_train=200)
+    torch.set_num_threads(1)
+    common = dict(max_steps=24, checkpoint_every=5, dropout=0.2, n_negative=8, keep_checkpoints=2)
+    train(tiny_config(tmp_path / "straight", train_txt, vocab_txt, **common))
+    split = tiny_config(tmp_path / "split", train_txt, vocab_txt, **common)
+    partial = train(split, stop_after=7)  # stops between checkpoints: saves step 7 too
+    assert partial["step"] == 7 and not partial["finished"]
+    assert train(split)["finished"]
+    assert _max_diff(_final_params(tmp_path / "straight", 24), _final_params(tmp_path / "split", 24)) <= 1e-6
+    assert len(list_checkpoints(tmp_path / "split" / "checkpoints")) == 2  # the last K kept
+
+
+def _command(run: Path, train_txt: Path, vocab_txt: Path, steps: int):
+    return [sys.executable, "-m", "elmo", "train", str(train_txt), "--vocab", str(vocab_txt), "-o", str(run),
+            "--dim", "24", "--projection-dim", "12", "--filters", "1:8,2:8,3:8", "--char-dim", "4",
+            "--batch-size", "4", "--unroll-steps", "8", "--max-steps", str(steps), "--negatives", "8",
+            "--dropout", "0.2", "--checkpoint-every", "3", "--keep-checkpoints", "2", "--log-every", "1",
+            "--threads", "1", "--no-progress", "--device", "cpu"]
+
+
+def test_killed_process_resumes_to_the_same_parameters(tmp_path):
+    train_txt, _, vocab_txt = write_toy_corpus(tmp_path / "toy", n_train=300)
+    steps = 150
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    subprocess.run(_command(tmp_path / "straight", train_txt, vocab_txt, steps), check=True, env=env,
+                   stdout=subprocess.DEVNULL, cwd=ROOT)
+
+    run = tmp_path / "killed"
+    proc = subprocess.Popen(_command(run, train_txt, vocab_txt, steps), env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, cwd=ROOT)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and proc.poll() is None:
+        found = latest_checkpoint(run / "checkpoints")
+        if found is not None and int(found.stem.split("-")[1]) >= 6:
+            break
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGKILL)  # a real kill: no handler, no cleanup
+    proc.wait()
+    assert proc.returncode == -signal.SIGKILL, "the run finished before it could be killed"
+    killed_at = int(latest_checkpoint(run / "checkpoints").stem.split("-")[1])
+    assert killed_at < steps
+
+    subprocess.run(_command(run, train_txt, vocab_txt, steps), check=True, env=env, stdout=subprocess.DEVNULL,
+                   cwd=ROOT)
+    diff = _max_diff(_final_params(tmp_path / "straight", steps), _final_params(run, steps))
+    assert diff <= 1e-6, diff
+    # The learning curve holds each step once, in order, across the kill.
+    steps_logged = [json.loads(line)["step"] for line in (run / "log.jsonl").read_text().splitlines()
+                    if json.loads(line)["event"] == "train"]
+    assert steps_logged == list(range(1, steps + 1))

@@ -1,0 +1,62 @@
+"""Small corpora and configurations shared by the training tests."""
+from __future__ import annotations
+
+import random
+from collections import Counter
+from pathlib import Path
+
+from elmo.training.trainer import TrainConfig
+from elmo.vocab import Vocabulary
+
+FIXTURE = Path(__file__).parent / "fixtures" / "bilm-tf-train"
+
+DETS = ["the", "a", "every", "no"]
+ADJS = ["red", "small", "old", "happy", "quiet", "green"]
+NOUNS = ["cat", "dog", "bird", "child", "farmer", "teacher", "river", "house"]
+VERBS = ["sees", "likes", "follows", "finds", "helps", "builds"]
+ENDINGS = [".", "!"]
+
+
+def toy_sentences(n: int, seed: int):
+    """A little language with structure an LM can learn: det (adj) noun verb det (adj) noun end."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        s = []
+        for part in range(2):
+            s.append(rng.choice(DETS))
+            if rng.random() < 0.5:
+                s.append(rng.choice(ADJS))
+            s.append(rng.choice(NOUNS))
+            if part == 0:
+                s.append(rng.choice(VERBS))
+        s.append(rng.choice(ENDINGS))
+        out.append(s)
+    return out
+
+
+def write_toy_corpus(folder: Path, n_train: int = 600, n_heldout: int = 80):
+    """train.txt, heldout.txt and vocab.txt of the toy language; returns their paths."""
+    folder.mkdir(parents=True, exist_ok=True)
+    train, held = toy_sentences(n_train, 0), toy_sentences(n_heldout, 1)
+    (folder / "train.txt").write_text("".join(" ".join(s) + "\n" for s in train))
+    (folder / "heldout.txt").write_text("".join(" ".join(s) + "\n" for s in held))
+    counts = Counter(w for s in train for w in s)
+    counts["<S>"] = counts["</S>"] = len(train)
+    Vocabulary.from_counts(counts).save(folder / "vocab.txt", with_counts=False)
+    return folder / "train.txt", folder / "heldout.txt", folder / "vocab.txt"
+
+
+def tiny_model_options(skip: bool = True, dim: int = 32, proj: int = 16):
+    return {"lstm": {"dim": dim, "projection_dim": proj, "n_layers": 2, "cell_clip": 3, "proj_clip": 3,
+                     "use_skip_connections": skip},
+            "char_cnn": {"embedding": {"dim": 4}, "filters": [[1, 8], [2, 8], [3, 16]], "n_highway": 1,
+                         "n_characters": 262, "max_characters_per_token": 50, "activation": "relu"}}
+
+
+def tiny_config(output, train, vocab, **overrides) -> TrainConfig:
+    fields = dict(train=[str(train)], vocab=str(vocab), output=str(output), options=tiny_model_options(),
+                  batch_size=4, unroll_steps=10, epochs=1.0, n_negative=0, checkpoint_every=10_000,
+                  log_every=10, progress=False, device="cpu")
+    fields.update(overrides)
+    return TrainConfig(**fields)
