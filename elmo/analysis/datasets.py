@@ -101,6 +101,17 @@ def wordnet_senses(folder: Path) -> List[Sense]:
     return out
 
 
+def wordnet_definitions(folder: Path, synsets) -> Dict[str, str]:
+    """Definitions of the given synset ids, from ``synsets.tsv``."""
+    wanted, out = set(synsets), {}
+    with open(Path(folder) / "synsets.tsv", encoding="utf-8") as f:
+        for line in f:
+            sid, _, rest = line.partition("\t")
+            if sid in wanted:
+                out[sid] = rest.rstrip("\n").split("\t")[-1]
+    return out
+
+
 def glove(folder: Path):
     """``(words, vectors (V, 50))`` of the GloVe folder."""
     return readers.read_glove(folder)

@@ -16,6 +16,15 @@ def as_embedder(model: Union[Embedder, BiLM, str], batch_size: int = 32) -> Embe
     return model if isinstance(model, Embedder) else Embedder(model, batch_size=batch_size)
 
 
+def untrained_copy(bilm: BiLM, seed: int = 0) -> BiLM:
+    """A model of the same architecture with freshly initialised (untrained) weights: the
+    control that tells what the architecture gives for free from what training learned."""
+    import torch
+
+    torch.manual_seed(seed)
+    return BiLM(bilm.options).eval()
+
+
 def embed_layers(model: Union[Embedder, BiLM, str], sentences: Sequence[Sentence],
                  batch_size: int = 32) -> List[np.ndarray]:
     """All layers of every sentence: a list of float32 arrays (L + 1, n_tokens, D)."""

@@ -179,7 +179,9 @@ def wsd_eval(model, examples: Sequence[SenseExample], senses: Sequence[Sense],
     """F1 of 1-NN per layer and of the most frequent sense on WordNet examples.
 
     ``max_lemmas``: evaluate at most this many ambiguous lemmas, drawn with the seed.
-    Returns a dict: ``layers`` (F1 per layer), ``mfs``, counts, ``finding`` (layer 2 vs 1).
+    Returns a dict: ``layers`` (F1 per layer), ``mfs``, counts, ``finding`` (layer 2 vs 1),
+    and ``layers_seen_senses`` / ``mfs_seen_senses``: accuracy on the test items whose sense
+    has a train example (the only ones 1-NN can get right).
     """
     groups = ambiguous(instances(examples))
     if max_lemmas is not None and len(groups) > max_lemmas:
@@ -196,20 +198,25 @@ def wsd_eval(model, examples: Sequence[SenseExample], senses: Sequence[Sense],
     gold = [it.synset for it in test]
     keys_tr, keys_te = [it.key for it in train], [it.key for it in test]
     labels_tr = [it.synset for it in train]
-    per_layer, correct = [], []
+    train_senses = {(t.key, t.synset) for t in train}
+    seen = np.array([(it.key, it.synset) in train_senses for it in test])
+    per_layer, per_layer_seen, correct = [], [], []
     for j in range(vecs.shape[0]):
         preds = nearest_neighbour(tr[j], labels_tr, keys_tr, te[j], keys_te, backoff=mfs)
         per_layer.append(f1_score(preds, gold)["f1"])
         correct.append(np.array([p == g for p, g in zip(preds, gold)], dtype=float))
+        per_layer_seen.append(float(correct[-1][seen].mean()) if seen.any() else None)
     mfs_preds = [mfs.get(k) for k in keys_te]
+    mfs_correct = np.array([p == g for p, g in zip(mfs_preds, gold)], dtype=float)
     train_keys = set(keys_tr)
-    train_senses = {(t.key, t.synset) for t in train}
     result = {
         "layers": per_layer,
         "mfs": f1_score(mfs_preds, gold)["f1"],
+        "layers_seen_senses": per_layer_seen,
+        "mfs_seen_senses": float(mfs_correct[seen].mean()) if seen.any() else None,
         "n_lemmas": len(groups), "n_train": len(train), "n_test": len(test),
         "n_backoff": sum(k not in train_keys for k in keys_te),
-        "n_test_sense_unseen": sum((it.key, it.synset) not in train_senses for it in test),
+        "n_test_sense_unseen": int((~seen).sum()),
     }
     if len(correct) >= 3:
         boot = paired_bootstrap(correct[2], correct[1], seed=seed)

@@ -1,0 +1,103 @@
+"""The report's pictures (matplotlib, PNG, no display needed).
+
+* :func:`sense_pca`: one word's contextual vectors across sentences, projected to 2-d with
+  PCA (per layer), coloured by sense;
+* :func:`layer_bars`: a score per layer (and the mix) with baselines as horizontal lines;
+* :func:`mix_weights`: the softmax weights of a learned scalar mix.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Dict, Optional, Sequence
+
+import numpy as np
+
+
+def _pyplot():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def pca_2d(x: np.ndarray) -> np.ndarray:
+    """The first two principal components of the rows of ``x`` (N, D): (N, 2), centred.
+    Fewer than two components (N < 2 or constant rows) are padded with zeros."""
+    x = np.asarray(x, dtype=np.float64)
+    centred = x - x.mean(axis=0, keepdims=True)
+    u, s, _ = np.linalg.svd(centred, full_matrices=False)
+    out = np.zeros((len(x), 2))
+    k = min(2, len(s))
+    out[:, :k] = u[:, :k] * s[:k]
+    return out
+
+
+def sense_pca(vectors: np.ndarray, senses: Sequence[str], word: str, path: Path,
+              layer_names: Optional[Sequence[str]] = None) -> Path:
+    """PCA of one word's vectors, one panel per layer, coloured by sense.
+
+    Args:
+        vectors: (K, N, D): K layers, N occurrences; senses: N labels.
+    """
+    plt = _pyplot()
+    k = vectors.shape[0]
+    names = list(layer_names or [f"layer {j}" for j in range(k)])
+    labels = sorted(set(senses))
+    colours = plt.get_cmap("tab10")
+    fig, axes = plt.subplots(1, k, figsize=(4 * k, 4.8), squeeze=False)
+    for j, ax in enumerate(axes[0]):
+        xy = pca_2d(vectors[j])
+        for c, label in enumerate(labels):
+            rows = [i for i, s in enumerate(senses) if s == label]
+            ax.scatter(xy[rows, 0], xy[rows, 1], s=25, color=colours(c % 10), label=label)
+        ax.set_title(names[j])
+        ax.set_xticks([]), ax.set_yticks([])
+    handles, names_ = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, names_, fontsize=7, loc="lower center", ncol=2)
+    fig.suptitle(f'"{word}" in {vectors.shape[1]} sentences, PCA per layer, coloured by sense')
+    fig.tight_layout(rect=(0, 0.06 * ((len(labels) + 1) // 2), 1, 1))
+    return _save(fig, path)
+
+
+def layer_bars(scores: Dict[str, float], baselines: Dict[str, float], title: str,
+               ylabel: str, path: Path) -> Path:
+    """Bars for ``scores`` (e.g. ``{"layer 0": 0.9, ..., "mix": 0.95}``) and a dashed line per
+    baseline; values are fractions, drawn as percentages."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(1.2 * len(scores) + 3, 3.5))
+    names = list(scores)
+    values = [100 * scores[n] for n in names]
+    bars = ax.bar(names, values, color="tab:blue")
+    for bar, v in zip(bars, values):
+        ax.text(bar.get_x() + bar.get_width() / 2, v, f"{v:.1f}", ha="center", va="bottom", fontsize=8)
+    styles = ["--", ":", "-."]
+    for i, (name, v) in enumerate(baselines.items()):
+        ax.axhline(100 * v, color="grey", linestyle=styles[i % 3], label=f"{name} {100 * v:.1f}")
+    ax.set_ylim(0, 105)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    if baselines:
+        ax.legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def mix_weights(weights: Sequence[float], path: Path, title: str = "learned mix weights") -> Path:
+    """Bars of softmax(s), one per layer."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(1.0 * len(weights) + 2, 3))
+    ax.bar([f"layer {j}" for j in range(len(weights))], list(weights), color="tab:orange")
+    ax.set_ylim(0, 1)
+    ax.set_ylabel("softmax(s)")
+    ax.set_title(title)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def _save(fig, path: Path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    import matplotlib.pyplot as plt
+    plt.close(fig)
+    return path

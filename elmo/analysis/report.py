@@ -1,0 +1,430 @@
+"""``elmo analyze``: run every analysis on one model and write a markdown report.
+
+    results = run_analysis("path/to/model", "experiments/analysis/NAME", AnalysisConfig())
+
+writes ``results.json`` (every number), the PNG pictures and ``report.md``. Every table in the
+report is followed by the command that recomputes it (``--only SECTION`` with the same
+settings), and the paper's two layer findings are stated from the computed numbers and a
+paired bootstrap, never assumed.
+"""
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import time
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence
+
+import numpy as np
+
+SECTIONS = ("pos", "wsd", "neighbors", "contrast")
+
+#: Query sentences for the neighbour section (one word each, two senses per word).
+NEIGHBOR_QUERIES = [
+    ("the children ran outside to play in the snow .", "play"),
+    ("we bought tickets for the new play at the theatre .", "play"),
+    ("they walked along the bank of the river .", "bank"),
+    ("she asked the bank for a larger loan .", "bank"),
+]
+
+
+@dataclass
+class AnalysisConfig:
+    """Every setting that changes a number in the report (all echoed in its commands)."""
+
+    seed: int = 0
+    pos_train_sentences: int = 2000
+    pos_test_sentences: int = 1000
+    pos_l2: float = 1e-5
+    pos_iterations: int = 100
+    wsd_max_lemmas: int = 1000
+    wsd_test_fraction: float = 0.5
+    contrast_file: Optional[str] = None
+    contrast_l2: float = 1e-2
+    neighbors_corpus: str = "brown:dev"
+    neighbors_sentences: int = 3000
+    neighbors_k: int = 5
+    pca_word: Optional[str] = None
+    mix_weights: Optional[str] = None
+    batch_size: int = 32
+
+    def options(self) -> List[str]:
+        """Command-line options that reproduce this configuration (defaults left out)."""
+        out = []
+        default = AnalysisConfig()
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if value != getattr(default, f.name) and value is not None:
+                out += ["--" + f.name.replace("_", "-"), str(value)]
+        return out
+
+
+def command(model: str, out: Path, config: AnalysisConfig, only: Optional[str] = None) -> str:
+    """The ``elmo analyze`` command line for ``config``; for one section it writes into
+    ``OUT/reproduce/SECTION`` so that rerunning it leaves the full report alone."""
+    target = Path(out) / "reproduce" / only if only else Path(out)
+    parts = ["elmo", "analyze", str(model), "--out", str(target), *config.options()]
+    if only:
+        parts += ["--only", only]
+    return " ".join(shlex.quote(p) for p in parts)
+
+
+# ----------------------------------------------------------------------------- data
+def resolve_corpus(spec: str) -> Path:
+    """A text file for ``--neighbors-corpus``: a path, or ``CORPUS:SPLIT`` of a standard-form
+    corpus (``brown:dev`` -> ``brown/dev.txt``, fetched when missing)."""
+    if Path(spec).is_file():
+        return Path(spec)
+    name, _, split = spec.partition(":")
+    from .datasets import corpus_dir
+    if not re.fullmatch(r"[a-z0-9-]+", name):
+        raise FileNotFoundError(f"no corpus file {spec}")
+    path = corpus_dir(name) / f"{split or 'train'}.txt"
+    if not path.is_file():
+        raise FileNotFoundError(f"{spec}: no file {path}")
+    return path
+
+
+def index_home() -> Path:
+    """Where neighbour indexes are cached: ``indexes/`` in the data cache (``$ELMO_DATA``)."""
+    from ..data.fetch import data_home
+    return data_home() / "indexes"
+
+
+def read_mix_weights(path: Path) -> List[float]:
+    """Softmax weights of a task's learned mix, from a JSON file (``{"weights": [...]}`` of
+    softmax weights, or ``{"scalar_parameters": [...]}`` / a plain list of raw s) or a PyTorch
+    state dict holding ``...scalar_parameters`` (one tensor, or AllenNLP's ``.0``, ``.1``...)."""
+    path = Path(path)
+    if path.suffix == ".json":
+        data = json.loads(path.read_text())
+        if isinstance(data, dict) and "weights" in data:
+            return [float(w) for w in data["weights"]]
+        raw = data["scalar_parameters"] if isinstance(data, dict) else data
+    else:
+        import torch
+        state = torch.load(path, map_location="cpu", weights_only=True)
+        state = state.get("state_dict", state)
+        keys = sorted(k for k in state if re.search(r"scalar_parameters(\.\d+)?$", k))
+        if not keys:
+            raise ValueError(f"{path}: no scalar_parameters in the state dict")
+        prefix = keys[0].rsplit("scalar_parameters", 1)[0]
+        keys = [k for k in keys if k.startswith(prefix)]
+        keys.sort(key=lambda k: int(k.rsplit(".", 1)[1]) if k[-1].isdigit() else 0)
+        raw = [float(x) for k in keys for x in state[k].reshape(-1)]
+    s = np.asarray(raw, dtype=np.float64)
+    e = np.exp(s - s.max())
+    return [float(w) for w in e / e.sum()]
+
+
+# ----------------------------------------------------------------------------- run
+def run_analysis(model: str, out: Path, config: Optional[AnalysisConfig] = None,
+                 only: Optional[Sequence[str]] = None, log=print) -> dict:
+    """Run the chosen sections (default: all), write results, pictures and the report."""
+    import elmo
+    from ..embedding import Embedder
+    from . import plots
+
+    config = config or AnalysisConfig()
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    sections = list(only or SECTIONS)
+    unknown = set(sections) - set(SECTIONS)
+    if unknown:
+        raise ValueError(f"unknown sections {sorted(unknown)}; choose from {', '.join(SECTIONS)}")
+    bilm = elmo.from_pretrained(model)
+    embedder = Embedder(bilm, batch_size=config.batch_size)
+    results: dict = {"model": str(model), "num_layers": bilm.num_layers,
+                     "width": bilm.output_dim, "config": asdict(config), "sections": sections,
+                     "seconds": {}}
+    for name in sections:
+        t = time.time()
+        log(f"analyze: {name} ...")
+        results[name] = _SECTION_RUNNERS[name](embedder, config, out)
+        results["seconds"][name] = round(time.time() - t, 1)
+    if config.mix_weights:
+        results["given_mix_weights"] = read_mix_weights(Path(config.mix_weights))
+        plots.mix_weights(results["given_mix_weights"], out / "mix_weights_given.png",
+                          f"mix weights of {Path(config.mix_weights).name}")
+    results["findings"] = paper_findings(results)
+    (out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
+    (out / "report.md").write_text(render(results, model, out, config))
+    log(f"analyze: wrote {out / 'report.md'}")
+    return results
+
+
+def _run_pos(embedder, config: AnalysisConfig, out: Path) -> dict:
+    from . import datasets, plots
+    from .probes import pos_probe
+
+    folder = datasets.corpus_dir("brown-pos")
+    train = datasets.brown_pos(folder, "train", config.pos_train_sentences, config.seed)
+    test = datasets.brown_pos(folder, "test", config.pos_test_sentences, config.seed)
+    res = pos_probe(embedder, train, test, config.pos_l2, config.pos_iterations, config.seed,
+                    config.batch_size)
+    scores = {f"layer {j}": a for j, a in enumerate(res["layers"])}
+    scores["mix"] = res["mix"]
+    plots.layer_bars(scores, {"majority tag": res["majority_tag"],
+                              "word's majority tag": res["word_majority_tag"]},
+                     "POS: linear probe accuracy (Brown test)", "accuracy (%)", out / "pos.png")
+    plots.mix_weights(res["mix_weights"], out / "mix_weights_pos.png",
+                      "mix weights learned by the POS probe")
+    return res
+
+
+def _run_wsd(embedder, config: AnalysisConfig, out: Path) -> dict:
+    from . import datasets, plots, wsd
+
+    folder = datasets.corpus_dir("wordnet")
+    examples = datasets.wordnet_examples(folder)
+    res = wsd.wsd_eval(embedder, examples, datasets.wordnet_senses(folder),
+                       config.wsd_test_fraction, config.seed, config.wsd_max_lemmas,
+                       config.batch_size)
+    plots.layer_bars({f"layer {j}": f for j, f in enumerate(res["layers"])},
+                     {"most frequent sense": res["mfs"]},
+                     "WSD: 1-nearest-neighbour F1 (WordNet examples)", "F1 (%)", out / "wsd.png")
+    groups = {k: _top_senses(v, PCA_SENSES)
+              for k, v in wsd.ambiguous(wsd.instances(examples)).items()}
+    if config.pca_word:
+        keys = [k for k in groups if k[0] == config.pca_word]
+        if not keys:
+            raise ValueError(f"--pca-word {config.pca_word!r}: no WordNet examples in 2+ senses")
+        key = max(keys, key=lambda k: len(groups[k]))
+    else:   # the lemma with the most examples in its best-covered senses (ties: alphabetical)
+        key = min(groups, key=lambda k: (-len(groups[k]), k))
+    items = groups[key]
+    from .vectors import embed_layers, gather
+    arrays = embed_layers(embedder, [list(it.tokens) for it in items], config.batch_size)
+    vecs = gather(arrays, [(i, it.index) for i, it in enumerate(items)])
+    defs = datasets.wordnet_definitions(folder, {it.synset for it in items})
+    names = [f"{it.synset}: {defs.get(it.synset, '')[:40]}" for it in items]
+    plots.sense_pca(vecs, names, key[0], out / "sense_pca.png")
+    res["pca_word"] = {"lemma": key[0], "pos": key[1], "n": len(items),
+                       "senses": len({it.synset for it in items})}
+    return res
+
+
+#: Senses of the PCA picture's word: at most this many, those with the most examples.
+PCA_SENSES = 5
+
+
+def _top_senses(items: list, n: int) -> list:
+    """The instances of the ``n`` synsets with the most examples (ties: synset id)."""
+    from collections import Counter
+
+    counts = Counter(it.synset for it in items)
+    keep = {s for s, _ in sorted(counts.items(), key=lambda sc: (-sc[1], sc[0]))[:n]}
+    return [it for it in items if it.synset in keep]
+
+
+def _run_neighbors(embedder, config: AnalysisConfig, out: Path) -> dict:
+    from . import datasets
+    from .neighbors import cached_index, context, query_vectors, static_neighbors
+
+    corpus = resolve_corpus(config.neighbors_corpus)
+    index = cached_index(embedder, corpus, index_home(), config.neighbors_sentences,
+                         config.batch_size)
+    words, layer0 = index.word_types()
+    try:
+        glove_words, glove_vecs = datasets.glove(datasets.corpus_dir("glove-50d"))
+    except Exception as e:                               # optional: report why it is missing
+        glove_words, glove_vecs, glove_error = None, None, str(e)
+    queries = []
+    k = config.neighbors_k
+    for sentence, word in NEIGHBOR_QUERIES:
+        tokens = sentence.split()
+        pos, vecs = query_vectors(embedder, tokens, word)
+        row = {"sentence": sentence, "word": word, "layers": []}
+        for j in range(1, index.num_layers):
+            row["layers"].append([{"word": h.word, "score": h.score,
+                                   "context": context(index.sentences[h.sentence], h.token, 5)}
+                                  for h in index.search(vecs[j], j, k)])
+        row["layer0_static"] = [{"word": h.word, "score": h.score}
+                                for h in static_neighbors(words, layer0, word, k, query=vecs[0])]
+        row["glove"] = ([{"word": h.word, "score": h.score}
+                         for h in static_neighbors(glove_words, glove_vecs, word.lower(), k)]
+                        if glove_words is not None else None)
+        queries.append(row)
+    return {"corpus": str(corpus), "corpus_spec": config.neighbors_corpus,
+            "max_sentences": config.neighbors_sentences, "n_sentences": len(index.sentences),
+            "n_tokens": int(index.positions.shape[0]), "queries": queries}
+
+
+def _run_contrast(embedder, config: AnalysisConfig, out: Path) -> dict:
+    from .contrast import contrast_eval, load_pairs
+
+    from .vectors import untrained_copy
+
+    items = load_pairs(Path(config.contrast_file) if config.contrast_file else None)
+    res = contrast_eval(embedder, items, config.seed, config.contrast_l2, config.batch_size)
+    control = contrast_eval(untrained_copy(embedder.bilm, config.seed), items, config.seed,
+                            config.contrast_l2, config.batch_size)
+    res["control_untrained"] = {name: c["probe"] for name, c in control["categories"].items()}
+    return res
+
+
+_SECTION_RUNNERS = {"pos": _run_pos, "wsd": _run_wsd, "neighbors": _run_neighbors,
+                    "contrast": _run_contrast}
+
+
+# ----------------------------------------------------------------------------- findings
+def paper_findings(results: dict) -> Dict[str, str]:
+    """The paper's two layer findings, judged from the computed numbers.
+
+    Each entry starts with ``holds``, ``does not hold``, ``not shown`` (difference within
+    the bootstrap's 95% interval) or ``not tested``.
+    """
+    out = {}
+    for name, section, claim in (("pos", "pos", "layer 1 is better than layer 2 for POS"),
+                                 ("wsd", "wsd", "layer 2 is better than layer 1 for word senses")):
+        res = results.get(section)
+        if res is None:
+            out[name] = f"not tested: the {section} section was not run ({claim})"
+        elif "finding" not in res:
+            out[name] = (f"not tested: the model has {results.get('num_layers', '?') - 1} "
+                         f"LSTM layer(s), the finding needs two ({claim})")
+        else:
+            out[name] = f"{res['finding']} [{claim}]"
+    return out
+
+
+# ----------------------------------------------------------------------------- markdown
+def _pct(x: Optional[float]) -> str:
+    return "-" if x is None else f"{100 * x:.1f}"
+
+
+def render(results: dict, model: str, out: Path, config: AnalysisConfig) -> str:
+    """The markdown report for ``results`` (as :func:`run_analysis` returns them)."""
+    n_lstm = results["num_layers"] - 1
+    lines = [f"# What the layers of `{model}` hold", "",
+             f"Model: `{model}`, {n_lstm} LSTM layers, vectors of width {results['width']}. "
+             f"Layer 0 is the character CNN (context-free); layers 1..{n_lstm} are the biLSTM.",
+             "", f"Everything below: `{command(model, out, config)}`", "",
+             "Numbers are from `results.json`; each table is followed by the command that "
+             "recomputes it. Paired bootstrap intervals resample test sentences "
+             "(POS) or test items (WSD), 1000 times.", "",
+             "## The paper's two layer findings", ""]
+    for key, text in results["findings"].items():
+        lines.append(f"* **{'POS' if key == 'pos' else 'Word senses'}**: {text}")
+    lines.append("")
+    if "pos" in results:
+        lines += _render_pos(results["pos"], command(model, out, config, "pos"))
+    if "wsd" in results:
+        lines += _render_wsd(results["wsd"], command(model, out, config, "wsd"))
+    if "neighbors" in results:
+        lines += _render_neighbors(results["neighbors"], command(model, out, config, "neighbors"),
+                                   model)
+    if "contrast" in results:
+        lines += _render_contrast(results["contrast"], command(model, out, config, "contrast"))
+    if "given_mix_weights" in results:
+        w = results["given_mix_weights"]
+        lines += ["## Mix weights given", "",
+                  f"`{config.mix_weights}`: " + ", ".join(f"layer {j} {x:.3f}" for j, x in enumerate(w)),
+                  "", "![given mix weights](mix_weights_given.png)", ""]
+    lines += ["## Time", "", ", ".join(f"{k} {v} s" for k, v in results["seconds"].items()), ""]
+    return "\n".join(lines)
+
+
+def _render_pos(r: dict, cmd: str) -> List[str]:
+    rows = [f"| layer {j} | {_pct(a)} |" for j, a in enumerate(r["layers"])]
+    lines = ["## POS: a linear probe per layer (paper Table 6)", "",
+             f"Brown POS, reduced tags ({r['n_tags']} in training); probe trained on "
+             f"{r['n_train_sentences']} train sentences ({r['n_train_tokens']} tokens), tested on "
+             f"{r['n_test_sentences']} test sentences ({r['n_test_tokens']} tokens).", "",
+             "| representation | accuracy (%) |", "|---|---|", *rows,
+             f"| mix of all layers | {_pct(r['mix'])} |",
+             f"| baseline: majority tag | {_pct(r['majority_tag'])} |",
+             f"| baseline: each word's majority tag | {_pct(r['word_majority_tag'])} |",
+             f"| baseline: layer 0 (context-free) | {_pct(r['layer0'])} |", "",
+             "Mix weights learned by the probe (softmax): "
+             + ", ".join(f"layer {j} {w:.3f}" for j, w in enumerate(r["mix_weights"])), ""]
+    if "layer1_minus_layer2" in r:
+        b = r["layer1_minus_layer2"]
+        lines += [f"Layer 1 minus layer 2: {100 * b['diff']:+.2f} points "
+                  f"(95% interval {100 * b['low']:+.2f} to {100 * b['high']:+.2f}).", ""]
+    lines += [f"Reproduce: `{cmd}`", "", "![POS probe](pos.png) ![mix weights](mix_weights_pos.png)", ""]
+    return lines
+
+
+def _render_wsd(r: dict, cmd: str) -> List[str]:
+    rows = [f"| layer {j} | {_pct(f)} |" for j, f in enumerate(r["layers"])]
+    lines = ["## Word senses: 1-nearest-neighbour per layer (paper Table 5)", "",
+             f"WordNet example sentences of {r['n_lemmas']} lemmas with examples in 2+ senses; "
+             f"{r['n_train']} train and {r['n_test']} test occurrences. {r['n_backoff']} test "
+             f"occurrences had no train example of their lemma and backed off to the most frequent "
+             f"SemCor sense; {r['n_test_sense_unseen']} test occurrences are of a sense with no "
+             "train example (1-NN cannot get these right).", "",
+             "| representation | F1 (%) |", "|---|---|", *rows,
+             f"| baseline: most frequent sense | {_pct(r['mfs'])} |", "",
+             f"Only the {r['n_test'] - r['n_test_sense_unseen']} test occurrences whose sense has a "
+             "train example (accuracy %): "
+             + ", ".join(f"layer {j} {_pct(a)}" for j, a in enumerate(r["layers_seen_senses"]))
+             + f"; most frequent sense {_pct(r['mfs_seen_senses'])}.", ""]
+    if "layer2_minus_layer1" in r:
+        b = r["layer2_minus_layer1"]
+        lines += [f"Layer 2 minus layer 1: {100 * b['diff']:+.2f} points "
+                  f"(95% interval {100 * b['low']:+.2f} to {100 * b['high']:+.2f}).", ""]
+    p = r.get("pca_word")
+    lines += [f"Reproduce: `{cmd}`", "", "![WSD](wsd.png)", ""]
+    if p:
+        lines += [f"The {p['n']} WordNet examples of `{p['lemma']}` ({p['pos']}, {p['senses']} "
+                  "senses with the most examples), PCA per layer, coloured by synset:", "", "![sense PCA](sense_pca.png)", ""]
+    return lines
+
+
+def _render_neighbors(r: dict, cmd: str, model: str) -> List[str]:
+    lines = ["## Contextual neighbours (paper Table 4)", "",
+             f"Corpus `{r['corpus']}`: {r['n_sentences']} sentences, {r['n_tokens']} tokens, "
+             "exact cosine search. Static neighbours: layer 0 over the corpus words, GloVe 50d "
+             "over its 400k words.", ""]
+    for q in r["queries"]:
+        lines += [f"**{q['word']}** in *{q['sentence']}*", ""]
+        for j, hits in enumerate(q["layers"], 1):
+            lines.append(f"* layer {j}: " + "; ".join(
+                f"{h['context']} ({h['score']:.2f})" for h in hits))
+        lines.append("* layer 0 (static): " + ", ".join(h["word"] for h in q["layer0_static"]))
+        if q["glove"] is not None:
+            lines.append("* GloVe (static): " + ", ".join(h["word"] for h in q["glove"]))
+        lines += [f"* reproduce one: `elmo neighbors {shlex.quote(q['sentence'])} --word {q['word']} "
+                  f"--model {model} --corpus {r['corpus_spec']} --max-sentences {r['max_sentences']} "
+                  f"-k {len(q['layer0_static'])}`", ""]
+    lines += [f"Reproduce all: `{cmd}`", ""]
+    return lines
+
+
+def _render_contrast(r: dict, cmd: str) -> List[str]:
+    cats = r["categories"]
+    n_layers = len(r["movement"]["words"])
+    head = "| | " + " | ".join(f"layer {j}" for j in range(n_layers)) + " |"
+    sep = "|---" * (n_layers + 1) + "|"
+    lines = ["## Contrast pairs: same words, swapped relation", "",
+             f"{r['n_items']} targets in {sum(c['n_pairs'] for c in cats.values())} pairs "
+             "(" + ", ".join(f"{k} {v['n_pairs']}" for k, v in cats.items()) + "); "
+             f"{r['different_words']} pairs whose sentences differ in their words. The built-in "
+             "set was written before any model was run on it and is not tuned.", "",
+             "How far vectors move between the two sentences of a pair (mean 1 - cosine), with "
+             "the spread of random token pairs for scale:", "", head, sep]
+    m = r["movement"]
+    for key, name in (("words", "all words"), ("targets", "target words"),
+                      ("sentence", "mean-pooled sentence"), ("spread", "spread (random tokens)")):
+        lines.append(f"| {name} | " + " | ".join(f"{x:.3f}" for x in m[key]) + " |")
+    lines += ["", "A probe trained on half of the pairs, tested on the other half (and back), "
+              "accuracy % on held-out targets / held-out pairs ranked the right way round; "
+              "chance is 50 / 50:", "", head, sep]
+    control = r.get("control_untrained", {})
+    for name, c in cats.items():
+        lines.append(f"| {name} ({c['n_pairs']} pairs) | " + " | ".join(
+            f"{_pct(p['accuracy'])} / {_pct(p['pair_accuracy'])}" for p in c["probe"]) + " |")
+        if name in control:
+            lines.append(f"| {name}, untrained copy | " + " | ".join(
+                f"{_pct(p['accuracy'])} / {_pct(p['pair_accuracy'])}" for p in control[name]) + " |")
+    lines += ["", "Layer 0 gives a word the same vector in both sentences, so it must score "
+              "exactly chance: a check of the set, not a finding. The *untrained copy* rows "
+              "are the same architecture with fresh random weights: word order alone lets a "
+              "probe read cues such as `by the X` or `X was`, so only the margin over "
+              "that control is learned. With this few pairs one held-out target is several "
+              "points; read differences of less than about 15 points as noise.", "",
+              f"Reproduce: `{cmd}`", ""]
+    return lines

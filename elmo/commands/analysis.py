@@ -1,0 +1,115 @@
+"""Analysis subcommands: ``elmo analyze`` (the report) and ``elmo neighbors`` (one query)."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def register(subparsers) -> None:
+    from ..analysis.report import SECTIONS, AnalysisConfig
+
+    d = AnalysisConfig()
+    p = subparsers.add_parser(
+        "analyze", help="probe what each layer holds and write a report",
+        description="POS probe per layer, word-sense 1-NN per layer, contextual neighbours and "
+                    "contrast pairs on one model; writes report.md, results.json and PNG "
+                    "pictures. Needs the corpora of `elmo data get brown-pos wordnet brown "
+                    "glove-50d` (fetched when missing).")
+    p.add_argument("model", help="bundled model name (fixture) or a model folder")
+    p.add_argument("--out", default=None, help="output folder (default: experiments/analysis/<model name>)")
+    p.add_argument("--only", action="append", choices=SECTIONS,
+                   help="run only this section (repeatable; default: all)")
+    p.add_argument("--seed", type=int, default=d.seed, help="seed of every sample and split")
+    p.add_argument("--pos-train-sentences", type=int, default=d.pos_train_sentences,
+                   help="Brown train sentences for the POS probe (sampled)")
+    p.add_argument("--pos-test-sentences", type=int, default=d.pos_test_sentences,
+                   help="Brown test sentences for the POS probe (sampled)")
+    p.add_argument("--pos-l2", type=float, default=d.pos_l2, help="L2 weight of the POS probe")
+    p.add_argument("--pos-iterations", type=int, default=d.pos_iterations,
+                   help="L-BFGS iterations of the POS probe")
+    p.add_argument("--wsd-max-lemmas", type=int, default=d.wsd_max_lemmas,
+                   help="ambiguous WordNet lemmas to evaluate (sampled)")
+    p.add_argument("--wsd-test-fraction", type=float, default=d.wsd_test_fraction,
+                   help="chance that an example goes to the WSD test side")
+    p.add_argument("--contrast-file", default=None,
+                   help="your own contrast pairs (tab separated: category, sentence_a, "
+                        "sentence_b, target, label_a, label_b); default: the built-in set")
+    p.add_argument("--contrast-l2", type=float, default=d.contrast_l2, help="L2 weight of the contrast probe")
+    p.add_argument("--neighbors-corpus", default=d.neighbors_corpus,
+                   help="a text file (a tokenized sentence a line) or CORPUS:SPLIT (default brown:dev)")
+    p.add_argument("--neighbors-sentences", type=int, default=d.neighbors_sentences,
+                   help="index at most this many corpus sentences")
+    p.add_argument("--neighbors-k", type=int, default=d.neighbors_k, help="neighbours shown")
+    p.add_argument("--pca-word", default=None, help="lemma for the sense PCA picture "
+                   "(default: the WordNet lemma with the most examples)")
+    p.add_argument("--mix-weights", default=None, help="a task's learned mix (JSON or a "
+                   "PyTorch state dict with scalar_parameters) to draw as well")
+    p.add_argument("--batch-size", type=int, default=d.batch_size, help="sentences per biLM call")
+    p.set_defaults(func=analyze)
+
+    p = subparsers.add_parser(
+        "neighbors", help="nearest tokens in context across a corpus",
+        description="Embed SENTENCE, take the vector of WORD in it, and list the corpus tokens "
+                    "whose vectors in context are nearest (cosine), per layer, beside static "
+                    "neighbours (layer 0 and GloVe). The corpus vectors are computed once and "
+                    "cached.")
+    p.add_argument("sentence", help="a tokenized sentence (tokens separated by spaces)")
+    p.add_argument("--word", required=True, help="the word of the sentence to look up")
+    p.add_argument("--model", default=None,
+                   help="bundled model name or model folder (default: the bundled default)")
+    p.add_argument("--corpus", required=True,
+                   help="a text file (a tokenized sentence a line) or CORPUS:SPLIT, e.g. brown:dev")
+    p.add_argument("--layer", type=int, action="append",
+                   help="layer to search (repeatable; default: every LSTM layer)")
+    p.add_argument("-k", type=int, default=10, help="neighbours per layer (default 10)")
+    p.add_argument("--max-sentences", type=int, default=None, help="index at most this many sentences")
+    p.add_argument("--index-dir", default=None, help="cache folder of the index "
+                   "(default: indexes/ in the data cache)")
+    p.add_argument("--no-glove", action="store_true", help="skip the GloVe neighbours")
+    p.add_argument("--batch-size", type=int, default=32, help="sentences per biLM call")
+    p.set_defaults(func=neighbors)
+
+
+def analyze(args: argparse.Namespace) -> int:
+    from ..analysis.report import AnalysisConfig, run_analysis
+
+    config = AnalysisConfig(**{k: getattr(args, k) for k in AnalysisConfig.__dataclass_fields__})
+    out = Path(args.out) if args.out else Path("experiments") / "analysis" / Path(args.model).name
+    results = run_analysis(args.model, out, config, args.only)
+    for text in results["findings"].values():
+        print(text)
+    return 0
+
+
+def neighbors(args: argparse.Namespace) -> int:
+    import elmo
+    from ..analysis import datasets
+    from ..analysis.neighbors import cached_index, context, query_vectors, static_neighbors
+    from ..analysis.report import index_home, resolve_corpus
+    from ..embedding import Embedder
+
+    embedder = Embedder(elmo.from_pretrained(args.model or elmo.DEFAULT_MODEL),
+                        batch_size=args.batch_size)
+    corpus = resolve_corpus(args.corpus)
+    index = cached_index(embedder, corpus, Path(args.index_dir) if args.index_dir else index_home(),
+                         args.max_sentences, args.batch_size)
+    tokens = args.sentence.split()
+    _, vecs = query_vectors(embedder, tokens, args.word)
+    layers = args.layer or list(range(1, index.num_layers))
+    for j in layers:
+        if not 0 <= j < index.num_layers:
+            raise ValueError(f"--layer {j}: the model has layers 0..{index.num_layers - 1}")
+        print(f"layer {j}, nearest in context ({len(index.positions):,} corpus tokens):")
+        for h in index.search(vecs[j], j, args.k):
+            print(f"  {h.score:.3f}  {h.word:<15} {context(index.sentences[h.sentence], h.token)}")
+    words, layer0 = index.word_types()
+    print("layer 0 (static), nearest corpus words:")
+    print("  " + ", ".join(f"{h.word} {h.score:.2f}"
+                           for h in static_neighbors(words, layer0, args.word, args.k, query=vecs[0])))
+    if not args.no_glove:
+        glove_words, glove_vecs = datasets.glove(datasets.corpus_dir("glove-50d"))
+        hits = static_neighbors(glove_words, glove_vecs, args.word.lower(), args.k)
+        print("GloVe 50d (static):")
+        print("  " + (", ".join(f"{h.word} {h.score:.2f}" for h in hits) if hits
+                      else f"{args.word.lower()!r} is not in the GloVe vocabulary"))
+    return 0

@@ -1,0 +1,146 @@
+"""Probes, WSD 1-NN and the bootstrap on synthetic data where the answer is known."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from elmo.analysis import probes, stats, wsd
+from elmo.analysis.datasets import Sense
+
+
+def _tagged_vectors(rng, tags, dim=16, noise=0.3, contains_tag=True):
+    """(N, D) vectors: the first len(tags) dims one-hot the tag (if contains_tag), plus noise."""
+    n_classes = tags.max() + 1
+    x = rng.normal(0, noise, size=(len(tags), dim))
+    if contains_tag:
+        x[np.arange(len(tags)), tags] += 3.0
+    assert n_classes <= dim
+    return x.astype(np.float32)
+
+
+def test_probe_on_vectors_that_contain_the_tag_gets_it_right():
+    rng = np.random.default_rng(0)
+    y_train, y_test = rng.integers(0, 5, 400), rng.integers(0, 5, 200)
+    probe = probes.train_probe(_tagged_vectors(rng, y_train), y_train, 5, l2=1e-4)
+    assert (probe.predict(_tagged_vectors(rng, y_test)) == y_test).mean() == 1.0
+
+
+def test_probe_on_vectors_without_the_tag_is_near_chance():
+    rng = np.random.default_rng(1)
+    y_train, y_test = rng.integers(0, 5, 400), rng.integers(0, 5, 400)
+    probe = probes.train_probe(_tagged_vectors(rng, y_train, contains_tag=False), y_train, 5)
+    acc = (probe.predict(_tagged_vectors(rng, y_test, contains_tag=False)) == y_test).mean()
+    assert acc < 0.35                                     # chance is 0.2
+
+
+def test_mix_probe_leans_on_the_layer_that_holds_the_tag():
+    rng = np.random.default_rng(2)
+    y = rng.integers(0, 4, 600)
+    layers = np.stack([_tagged_vectors(rng, y, contains_tag=(j == 2)) for j in range(3)])
+    probe = probes.train_probe(layers, y, 4, l2=1e-4, mix=True)
+    weights = probe.mix_weights()
+    assert np.argmax(weights) == 2 and abs(sum(weights) - 1) < 1e-5
+    y_test = rng.integers(0, 4, 200)
+    test = np.stack([_tagged_vectors(rng, y_test, contains_tag=(j == 2)) for j in range(3)])
+    assert (probe.predict(test) == y_test).mean() > 0.95
+
+
+def test_probe_rejects_mismatched_shapes():
+    with pytest.raises(ValueError):
+        probes.train_probe(np.zeros((3, 4)), [0, 1], 2)
+    with pytest.raises(ValueError):
+        probes.train_probe(np.zeros((3, 4)), [0, 1, 0], 2, mix=True)
+
+
+def test_majority_baselines():
+    train = [[("the", "at"), ("dog", "nn"), ("runs", "vbz")], [("the", "at"), ("run", "nn")]]
+    test = [[("the", "at"), ("run", "nn"), ("cat", "nn")]]
+    b = probes.majority_baselines(train, test)
+    # majority tag is "at" (2 of 5): right once of 3; word majority: the->at, run->nn, cat->at
+    assert b["majority_tag"] == pytest.approx(1 / 3)
+    assert b["word_majority_tag"] == pytest.approx(2 / 3)
+
+
+# ----------------------------------------------------------------------------- bootstrap
+def test_bootstrap_and_verdict():
+    a, b = np.ones(50), np.zeros(50)
+    boot = stats.paired_bootstrap(a, b, groups=np.arange(50) // 5)
+    assert boot["diff"] == boot["low"] == boot["high"] == 1.0
+    assert stats.verdict("x", "y", boot).startswith("holds")
+    assert stats.verdict("y", "x", stats.paired_bootstrap(b, a)).startswith("does not hold")
+    rng = np.random.default_rng(0)
+    noisy = rng.integers(0, 2, 200)
+    same = stats.paired_bootstrap(noisy, noisy[::-1].copy())
+    assert stats.verdict("x", "y", same).startswith("not shown")
+
+
+# ----------------------------------------------------------------------------- WSD
+def test_one_nn_on_separable_clusters_gets_it_right():
+    rng = np.random.default_rng(0)
+    centres = {("bank", "n"): rng.normal(size=(3, 8)), ("play", "v"): rng.normal(size=(2, 8))}
+
+    def draw(n):
+        vecs, labels, keys = [], [], []
+        for key, c in centres.items():
+            for _ in range(n):
+                s = int(rng.integers(len(c)))
+                vecs.append(c[s] * 5 + rng.normal(0, 0.1, 8))
+                labels.append(f"{key[0]}-{s}")
+                keys.append(key)
+        return np.array(vecs), labels, keys
+
+    xtr, ytr, ktr = draw(20)
+    xte, yte, kte = draw(20)
+    preds = wsd.nearest_neighbour(xtr, ytr, ktr, xte, kte)
+    assert preds == yte
+    assert wsd.f1_score(preds, yte)["f1"] == 1.0
+
+
+def test_one_nn_only_looks_at_the_same_lemma_and_backs_off():
+    xtr = np.array([[1.0, 0.0], [0.0, 1.0]])
+    # the query is identical to the "other" lemma's vector, but must not take its label
+    preds = wsd.nearest_neighbour(xtr, ["a1", "b1"], [("a", "n"), ("b", "n")],
+                                  np.array([[0.0, 1.0], [1.0, 1.0]]), [("a", "n"), ("c", "n")],
+                                  backoff={("c", "n"): "c-mfs"})
+    assert preds == ["a1", "c-mfs"]
+    no_backoff = wsd.nearest_neighbour(xtr, ["a1", "b1"], [("a", "n"), ("b", "n")],
+                                       np.array([[1.0, 1.0]]), [("c", "n")])
+    assert no_backoff == [None]
+    f = wsd.f1_score([None, "x", "y"], ["z", "x", "q"])        # P 1/2, R 1/3
+    assert f["precision"] == 0.5 and f["recall"] == pytest.approx(1 / 3)
+    assert f["f1"] == pytest.approx(0.4)
+
+
+def test_most_frequent_sense_uses_semcor_counts_then_sense_number():
+    senses = [Sense("bank", "n", "s2", 2, 20), Sense("bank", "n", "s1", 1, 5),
+              Sense("bank", "v", "v1", 1, 0), Sense("bank", "v", "v2", 2, 0)]
+    mfs = wsd.most_frequent_senses(senses)
+    assert mfs == {("bank", "n"): "s2", ("bank", "v"): "v1"}
+
+
+def test_find_target_inflections():
+    assert wsd.find_target("the banks were closed".split(), "bank", "n") == 1
+    assert wsd.find_target("she stopped singing".split(), "stop", "v") == 1
+    assert wsd.find_target("we are making tea".split(), "make", "v") == 2
+    assert wsd.find_target("a happier child".split(), "happy", "a") == 1
+    assert wsd.find_target("nothing here".split(), "bank", "n") is None
+    assert wsd.clean_lemma("Galore(ip)") == "galore"
+
+
+def _inst(lemma, synset, i):
+    return wsd.Instance(lemma, "n", synset, ("a", lemma, str(i)), 1)
+
+
+def test_ambiguous_and_split_by_lemma():
+    items = ([_inst("bank", "s1", i) for i in range(10)] + [_inst("bank", "s2", i) for i in range(10)]
+             + [_inst("cat", "c1", i) for i in range(5)])
+    groups = wsd.ambiguous(items)
+    assert list(groups) == [("bank", "n")]                  # cat has one sense only
+    train, test = wsd.split_by_lemma(groups, 0.5, seed=3)
+    assert sorted(train + test, key=id) == sorted(groups[("bank", "n")], key=id)
+    assert (train, test) == wsd.split_by_lemma(groups, 0.5, seed=3)   # fixed seed
+    # a lemma's split does not depend on the other lemmas included
+    more = {**groups, ("pen", "n"): [_inst("pen", "p1", 0), _inst("pen", "p2", 1)]}
+    train2, test2 = wsd.split_by_lemma(more, 0.5, seed=3)
+    assert [t for t in test2 if t.lemma == "bank"] == test
+    assert wsd.split_by_lemma(groups, 1.0)[0] == []
