@@ -102,3 +102,15 @@ def test_accuracies():
     assert token_accuracy([["a", "b"], ["c"]], [["a", "x"], ["c"]]) == pytest.approx(2 / 3)
     with pytest.raises(ValueError):
         accuracy(["a"], [])
+
+
+def test_span_f1_equals_seqeval_when_installed():
+    """Cross-check on random BIO sequences (seqeval is optional: `pip install 'elmo[tasks]'`)."""
+    seqeval = pytest.importorskip("seqeval.metrics")
+    import random
+    rng = random.Random(0)
+    tags = ["O", "O", "B-A", "I-A", "B-B", "I-B", "I-A"]
+    for _ in range(20):
+        gold = [[rng.choice(tags) for _ in range(rng.randint(1, 8))] for _ in range(5)]
+        pred = [[rng.choice(tags) for _ in g] for g in gold]
+        assert span_prf(gold, pred)["f1"] == pytest.approx(seqeval.f1_score(gold, pred))

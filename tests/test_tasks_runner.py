@@ -172,3 +172,21 @@ def test_config_errors(tmp_path):
     path.write_text(json.dumps({"tasks": [{"task": "pos"}], "train": {"epoch": 3}}))
     with pytest.raises(ValueError, match="unknown train settings"):
         load_config(path)
+
+
+def test_committed_configs_are_valid():
+    folder = Path(__file__).resolve().parent.parent / "experiments" / "configs"
+    paths = sorted(folder.glob("*.json")) + sorted(folder.glob("*.toml"))
+    assert paths
+    from elmo.tasks.datasets import TASKS
+    for path in paths:
+        cfg = load_config(path)
+        assert all(t["task"] in TASKS for t in cfg["tasks"]), path
+
+
+def test_missing_bilm_folder_fails_before_training(tmp_path):
+    folders = write_tiny_tasks(tmp_path)
+    cfg = tiny_config(folders, variants=[{"name": "b"}, {"name": "e", "elmo": {"bilm": str(tmp_path / "nope")}}])
+    with pytest.raises(FileNotFoundError, match="nope"):
+        run_experiment(normalise_config(cfg), out=tmp_path / "r", log=lambda s: None)
+    assert not (tmp_path / "r" / "results.json").exists()

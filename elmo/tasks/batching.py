@@ -31,11 +31,19 @@ class TextBatch:
     mask: torch.Tensor
     layers: Optional[List[torch.Tensor]] = None
 
+    def to(self, device) -> "TextBatch":
+        layers = None if self.layers is None else [l.to(device) for l in self.layers]
+        return TextBatch(self.tokens, self.words.to(device), self.chars.to(device),
+                         self.mask.to(device), layers)
+
 
 @dataclass
 class Batch:
     texts: List[TextBatch]
     labels: torch.Tensor
+
+    def to(self, device) -> "Batch":
+        return Batch([t.to(device) for t in self.texts], self.labels.to(device))
 
 
 def text_batch(sentences: Sequence[Sequence[str]], vocab: WordVocab, max_chars: int,

@@ -46,11 +46,13 @@ class LayerCache:
         todo = sorted({tuple(s) for s in sentences if s} - set(self._store), key=len)
         was_training = self.bilm.training
         self.bilm.eval()
+        device = next(self.bilm.parameters()).device
         try:
             for start in range(0, len(todo), self.batch_size):
                 chunk = todo[start:start + self.batch_size]
-                layers = self.bilm(batch_to_ids([list(s) for s in chunk], self.max_chars))["activations"]
-                stacked = torch.stack(layers, dim=0).to(self.dtype)            # (L + 1, B, T, D)
+                ids = batch_to_ids([list(s) for s in chunk], self.max_chars).to(device)
+                layers = self.bilm(ids)["activations"]
+                stacked = torch.stack(layers, dim=0).to("cpu", self.dtype)     # (L + 1, B, T, D)
                 for i, sent in enumerate(chunk):
                     self._store[sent] = stacked[:, i, :len(sent)].clone()
         finally:

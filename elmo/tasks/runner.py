@@ -13,6 +13,7 @@ and each variant is compared with the baseline run of the same seed::
       "model": {"hidden": 100, "dropout": 0.5, "char_features": 0, "crf": false,
                 "pooling": "max", "trainable_embeddings": true},
       "threads": 0,                          # torch CPU threads (0 = torch's default)
+      "device": "cpu",                       # or "cuda"
       "tasks": [{"task": "pos", "max_train": 5000, "model": {...}, "train": {...}}],
       "variants": [
         {"name": "baseline"},
@@ -82,7 +83,7 @@ def normalise_config(cfg: dict) -> dict:
     """A copy of ``cfg`` with defaults filled in and the settings checked."""
     cfg = copy.deepcopy(cfg)
     known = {"name", "description", "seeds", "bilm", "embeddings", "train", "model", "tasks",
-             "variants", "cache_layers", "out", "notes", "threads"}
+             "variants", "cache_layers", "out", "notes", "threads", "device"}
     unknown = set(cfg) - known
     if unknown:
         raise ValueError(f"unknown config keys: {', '.join(sorted(unknown))}")
@@ -142,7 +143,12 @@ def describe_bilm(spec: str) -> dict:
     import elmo
     path = resolve_bilm(spec)
     name = elmo.DEFAULT_MODEL if spec == "default" else spec
-    info: dict = {"spec": spec, "path": str(path),
+    shown = path.resolve()
+    try:                                      # relative to the working folder when inside it
+        shown = shown.relative_to(Path.cwd().resolve())
+    except ValueError:
+        pass
+    info: dict = {"spec": spec, "path": str(shown),
                   "bundled": isinstance(name, str) and name in elmo.BUNDLED_MODELS}
     meta_path = path / "metadata.json"
     meta = json.loads(meta_path.read_text(encoding="utf-8")) if meta_path.exists() else None
@@ -273,10 +279,12 @@ def run_one(prep: PreparedTask, variant: dict, seed: int, cfg: dict, pool: BiLMP
         lam = float(e["lambda"])
     torch.manual_seed(seed)
     model = build_model(data, prep.embeddings, prep.settings, elmo_features, lam)
+    device = torch.device(cfg.get("device") or "cpu")
+    model.to(device)
     label_index = {l: i for i, l in enumerate(data.labels)}
 
     def make(examples):
-        return make_batch(examples, data.kind, prep.vocab, label_index, max_chars, cache)
+        return make_batch(examples, data.kind, prep.vocab, label_index, max_chars, cache).to(device)
 
     start = time.time()
     result = fit(model, data.splits["train"], data.splits["dev"], make, data.metric, data.labels,
@@ -354,8 +362,10 @@ def run_experiment(cfg: dict, out: Optional[str | Path] = None, resume: bool = F
             log(f"resuming: {len(done)} runs already in {results_path}")
         else:
             log(f"not resuming: {results_path} holds a different config")
-    specs = {cfg["bilm"]} | {v["elmo"].get("bilm") or cfg["bilm"] for v in cfg["variants"]
-                             if v["elmo"] is not None}
+    specs = {v["elmo"].get("bilm") or cfg["bilm"] for v in cfg["variants"] if v["elmo"] is not None}
+    for spec in sorted(specs):
+        if not resolve_bilm(spec).is_dir():
+            raise FileNotFoundError(f"biLM {spec!r}: no model folder at {resolve_bilm(spec)}")
     results = {
         "config": cfg,
         "command": command or "run_experiment(config)",
