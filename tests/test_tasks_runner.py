@@ -190,3 +190,15 @@ def test_missing_bilm_folder_fails_before_training(tmp_path):
     with pytest.raises(FileNotFoundError, match="nope"):
         run_experiment(normalise_config(cfg), out=tmp_path / "r", log=lambda s: None)
     assert not (tmp_path / "r" / "results.json").exists()
+
+
+def test_sentiment_bins_follow_sst_cut_points():
+    from elmo.tasks.datasets import sentiment_class
+    # rating r in -4..4 -> x = (r + 4) / 8; bins (.., 0.2], (0.2, 0.4], (0.4, 0.6], (0.6, 0.8], (0.8, ..)
+    cases = [(-4.0, 0), (-2.4, 0), (-2.3, 1), (-0.8, 1), (-0.7, 2), (0.8, 2), (0.9, 3),
+             (2.4, 3), (2.5, 4), (4.0, 4)]
+    for rating, bin_ in cases:
+        assert sentiment_class(rating, 5).startswith(str(bin_)), rating
+    assert sentiment_class(-0.8, 2) == "negative"
+    assert sentiment_class(0.0, 2) is None and sentiment_class(0.8, 2) is None
+    assert sentiment_class(0.9, 2) == "positive"

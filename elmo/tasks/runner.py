@@ -170,7 +170,7 @@ class BiLMPool:
         self.log = log
         self._models: Dict[str, object] = {}
         self._caches: Dict[str, LayerCache] = {}
-        self.cache_seconds: Dict[str, float] = {}
+        self.cache_seconds: Dict[str, float] = {}        # biLM spec -> seconds
 
     def frozen(self, spec: str):
         path = str(resolve_bilm(spec))
@@ -198,7 +198,7 @@ class BiLMPool:
         before = len(cache)
         cache.fill(sentences)
         spent = time.time() - start
-        self.cache_seconds[path] = self.cache_seconds.get(path, 0.0) + spent
+        self.cache_seconds[spec] = self.cache_seconds.get(spec, 0.0) + spent
         if len(cache) > before:
             self.log(f"biLM layers cached for {len(cache) - before} sentences in {spent:.1f} s "
                      f"({cache.nbytes() / 2**20:.0f} MiB in all)")
