@@ -69,7 +69,9 @@ class CorpusIndex:
         """The ``k`` corpus tokens most similar (cosine) to ``query`` (D,) at ``layer``;
         ties go to the earlier token."""
         q = torch.from_numpy(unit_rows(np.asarray(query, dtype=np.float32)))
-        scores = torch.from_numpy(self.vectors[layer].astype(np.float32)) @ q      # (N,)
+        # Rows are stored in float16, so their norms are only close to 1: divide them out.
+        rows = torch.from_numpy(self.vectors[layer].astype(np.float32))              # (N, D)
+        scores = (rows @ q) / rows.norm(dim=1).clamp_min(1e-12)                       # (N,)
         k = min(k, len(scores))
         # A stable sort makes the order of equal scores deterministic (earlier token first).
         order = torch.sort(scores, descending=True, stable=True).indices[:k]

@@ -1,0 +1,72 @@
+"""The analysis commands end to end on the bundled fixture model."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from elmo.cli import main
+
+_PAIRS = "\n".join(
+    f"role\tthe {a} saw the {b} .\tthe {b} saw the {a} .\t{a}\tagent\tpatient"
+    for a, b in [("dog", "cat"), ("boy", "girl"), ("king", "queen"), ("fox", "owl")])
+
+
+def test_neighbors_command(tmp_path, capsys):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("the bank raised its rates .\nwe sat on the river bank .\nhello there\n")
+    argv = ["neighbors", "the bank closed early .", "--word", "bank", "--model", "fixture",
+            "--corpus", str(corpus), "--index-dir", str(tmp_path / "ix"), "-k", "3", "--no-glove"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "layer 1, nearest in context (15 corpus tokens)" in out and "layer 2" in out
+    assert "[bank]" in out and "layer 0 (static)" in out
+    assert main(argv[:-1] + ["--layer", "2", "--no-glove"]) == 0      # second run: cached index
+    out = capsys.readouterr().out
+    assert "building" not in out and "layer 1," not in out and "layer 2," in out
+
+
+def test_neighbors_command_errors(tmp_path, capsys):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("a b c\n")
+    base = ["neighbors", "x y", "--model", "fixture", "--corpus", str(corpus),
+            "--index-dir", str(tmp_path / "ix"), "--no-glove"]
+    assert main(base + ["--word", "bank"]) == 1
+    assert "not a token" in capsys.readouterr().err
+    assert main(base + ["--word", "x", "--layer", "7"]) == 1
+    assert main(["neighbors", "x", "--word", "x", "--corpus", str(tmp_path / "none.txt")]) == 1
+
+
+def test_analyze_contrast_section_writes_a_report(tmp_path, capsys):
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text(_PAIRS + "\n")
+    out = tmp_path / "report"
+    assert main(["analyze", "fixture", "--out", str(out), "--only", "contrast",
+                 "--contrast-file", str(pairs)]) == 0
+    printed = capsys.readouterr().out
+    assert "not tested: the pos section was not run" in printed
+    results = json.loads((out / "results.json").read_text())
+    assert results["contrast"]["categories"]["role"]["n_pairs"] == 4
+    text = (out / "report.md").read_text()
+    assert "## Contrast pairs" in text and "untrained copy" in text
+    assert f"--contrast-file {pairs}" in text and "--only contrast" in text
+
+
+@pytest.mark.slow
+def test_analyze_everything_on_the_fixture(tmp_path):
+    from elmo.data import sources
+
+    for name in ("brown-pos", "wordnet", "brown", "glove-50d"):
+        if not sources.is_ready(name):
+            pytest.skip(f"corpus {name} not fetched (elmo data get {name})")
+    out = tmp_path / "fixture"
+    assert main(["analyze", "fixture", "--out", str(out), "--pos-train-sentences", "100",
+                 "--pos-test-sentences", "50", "--wsd-max-lemmas", "50",
+                 "--neighbors-sentences", "200"]) == 0
+    text = (out / "report.md").read_text()
+    for section in ("## POS", "## Word senses", "## Contextual neighbours", "## Contrast pairs"):
+        assert section in text
+    for png in ("pos.png", "wsd.png", "sense_pca.png", "mix_weights_pos.png"):
+        assert (out / png).stat().st_size > 1000
+    results = json.loads((out / "results.json").read_text())
+    assert len(results["pos"]["layers"]) == len(results["wsd"]["layers"]) == 3

@@ -1,0 +1,213 @@
+"""Neighbour index, contrast pairs, pictures and the report, on synthetic data and tiny models."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from elmo.analysis import contrast, neighbors, report
+from elmo.analysis.neighbors import CorpusIndex
+from elmo.embedding import Embedder
+
+from conftest import random_bilm
+
+
+# ----------------------------------------------------------------------------- neighbours
+def _random_index(seed=0, n_sent=30, n_layers=3, dim=12):
+    rng = np.random.default_rng(seed)
+    sentences = [[f"w{rng.integers(40)}" for _ in range(rng.integers(1, 9))] for _ in range(n_sent)]
+    positions = np.array([(s, t) for s, toks in enumerate(sentences) for t in range(len(toks))])
+    vecs = rng.normal(size=(n_layers, len(positions), dim))
+    vecs /= np.linalg.norm(vecs, axis=-1, keepdims=True)
+    return CorpusIndex(sentences, positions, vecs.astype(np.float16))
+
+
+@pytest.mark.parametrize("layer", [0, 2])
+def test_neighbour_search_equals_brute_force(layer):
+    index = _random_index()
+    rng = np.random.default_rng(1)
+    for _ in range(5):
+        query = rng.normal(size=index.vectors.shape[-1])
+        hits = index.search(query, layer, k=7)
+        expected = neighbors.brute_force(index.vectors[layer], query, 7)
+        assert [(h.sentence, h.token) for h in hits] == [tuple(index.positions[i]) for _, i in expected]
+        assert [h.score for h in hits] == pytest.approx([s for s, _ in expected], abs=1e-5)
+        assert [h.word for h in hits] == [index.word(i) for _, i in expected]
+
+
+def test_index_round_trip_and_k_larger_than_corpus(tmp_path):
+    index = _random_index(n_sent=3)
+    index.save(tmp_path / "ix")
+    back = CorpusIndex.load(tmp_path / "ix")
+    assert back.sentences == index.sentences
+    np.testing.assert_array_equal(back.vectors, index.vectors)
+    q = np.ones(index.vectors.shape[-1])
+    assert len(back.search(q, 1, k=1000)) == len(index.positions)
+
+
+def test_static_neighbors_exclude_the_word_and_handle_unknown_words():
+    words = ["cat", "dog", "car", "kitten"]
+    vecs = np.array([[1, 0.1], [0.5, 0.5], [0, 1], [1, 0]], dtype=np.float32)
+    hits = neighbors.static_neighbors(words, vecs, "cat", k=2)
+    assert [h.word for h in hits] == ["kitten", "dog"]
+    assert neighbors.static_neighbors(words, vecs, "zebra") == []
+
+
+def test_index_of_a_model_is_cached_and_layer0_is_context_free(tmp_path):
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("the bank closed .\n\nthe river bank was muddy .\na bank loan\n")
+    emb = Embedder(random_bilm(), batch_size=2)
+    index = neighbors.cached_index(emb, corpus, tmp_path / "cache", log=lambda *_: None)
+    assert len(index.sentences) == 3 and len(index.positions) == 4 + 6 + 3
+    bank = [i for i in range(len(index.positions)) if index.word(i) == "bank"]
+    np.testing.assert_allclose(index.vectors[0, bank[0]], index.vectors[0, bank[1]], atol=1e-3)
+    assert not np.allclose(index.vectors[1, bank[0]], index.vectors[1, bank[1]], atol=1e-3)
+    messages = []
+    again = neighbors.cached_index(emb, corpus, tmp_path / "cache", log=messages.append)
+    assert messages == [] and again.sentences == index.sentences        # loaded, not rebuilt
+    pos, q = neighbors.query_vectors(emb, ["the", "bank", "closed", "."], "bank")
+    # the corpus holds the very same sentence: its "bank" is the nearest at every layer
+    for j in range(index.num_layers):
+        top = index.search(q[j], j, 1)[0]
+        assert (top.sentence, top.token) == (0, 1)
+    with pytest.raises(ValueError):
+        neighbors.query_vectors(emb, ["no", "such"], "bank")
+
+
+# ----------------------------------------------------------------------------- contrast
+def test_builtin_contrast_set_keeps_the_words_and_flips_the_labels():
+    items = contrast.load_pairs()
+    assert contrast.different_words(items) == []
+    cats = {it.category for it in items}
+    assert cats == {"role", "negation", "quantity"}
+    for cat in cats:
+        assert len({(it.a, it.b) for it in items if it.category == cat}) >= 15
+    assert all(it.label_a != it.label_b and it.a != it.b for it in items)
+
+
+def test_parse_pairs_rejects_bad_lines():
+    with pytest.raises(ValueError, match="6 tab-separated"):
+        contrast.parse_pairs("role\tthe dog ran .\tthe dog ran .")
+    with pytest.raises(ValueError, match="target"):
+        contrast.parse_pairs("role\ta b\tb a\tc\tx\ty")
+    items = contrast.parse_pairs("# comment\n\nr\ta b\tb a\ta\tx\ty\n")
+    assert items[0].a == ("a", "b") and items[0].label_b == "y"
+
+
+def test_align_matches_occurrences():
+    assert contrast.align("the dog saw the cat".split(), "the cat saw the dog".split()) == \
+        [(0, 0), (1, 4), (2, 2), (3, 3), (4, 1)]
+
+
+def _synthetic_vecs(items, encode_label: bool, seed=0):
+    """Sentence -> (2, n, D) vectors: random per word; layer 1 adds the target's label."""
+    rng = np.random.default_rng(seed)
+    word_vec = {}
+    vecs = {}
+    labels = {}
+    for it in items:
+        labels[(it.a, it.target)] = it.label_a
+        labels[(it.b, it.target)] = it.label_b
+    for sent in {it.a for it in items} | {it.b for it in items}:
+        rows = []
+        for w in sent:
+            v = word_vec.setdefault(w, rng.normal(size=8))
+            lab = labels.get((sent, w))
+            extra = np.zeros(8)
+            if encode_label and lab is not None:
+                extra[0] = 4.0 if lab == "x" else -4.0
+            rows.append(np.stack([v, v + extra]))
+        vecs[sent] = np.stack(rows, axis=1)
+    return vecs
+
+
+def _pairs(n=12):
+    lines = []
+    for i in range(n):
+        a, b = f"p{i}", f"q{i}"
+        lines += [f"c\t{a} v {b}\t{b} v {a}\t{a}\tx\ty", f"c\t{a} v {b}\t{b} v {a}\t{b}\ty\tx"]
+    return contrast.parse_pairs("\n".join(lines))
+
+
+def test_contrast_probe_reads_an_encoded_relation_and_layer0_is_chance():
+    items = _pairs()
+    vecs = _synthetic_vecs(items, encode_label=True)
+    assert contrast.probe_halves(vecs, items, layer=1)["accuracy"] == 1.0
+    assert contrast.probe_halves(vecs, items, layer=1)["pair_accuracy"] == 1.0
+    layer0 = contrast.probe_halves(vecs, items, layer=0)
+    assert layer0["accuracy"] == 0.5 and layer0["pair_accuracy"] == 0.5
+    blind = contrast.probe_halves(_synthetic_vecs(items, encode_label=False), items, layer=1)
+    assert blind["accuracy"] == 0.5
+
+
+def test_contrast_eval_on_a_model_layer0_does_not_move():
+    items = contrast.load_pairs()[:8]
+    res = contrast.contrast_eval(Embedder(random_bilm(), batch_size=8), items)
+    m = res["movement"]
+    assert abs(m["words"][0]) < 1e-5 and abs(m["targets"][0]) < 1e-5
+    assert m["targets"][1] > 1e-4                         # context moves the LSTM layers
+    for cat in res["categories"].values():
+        assert cat["probe"][0]["accuracy"] == 0.5
+
+
+# ----------------------------------------------------------------------------- pictures
+def test_plots_write_png(tmp_path):
+    pytest.importorskip("matplotlib")
+    from elmo.analysis import plots
+
+    rng = np.random.default_rng(0)
+    paths = [plots.sense_pca(rng.normal(size=(3, 10, 6)), ["a"] * 5 + ["b"] * 5, "w", tmp_path / "p.png"),
+             plots.layer_bars({"layer 0": 0.5, "mix": 0.9}, {"mfs": 0.4}, "t", "acc", tmp_path / "b.png"),
+             plots.mix_weights([0.2, 0.3, 0.5], tmp_path / "m.png")]
+    for p in paths:
+        assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    xy = plots.pca_2d(np.array([[1.0, 0, 0], [3.0, 0, 0], [2.0, 0, 0]]))
+    np.testing.assert_allclose(np.abs(xy[:, 0]), [1, 1, 0], atol=1e-9)
+    np.testing.assert_allclose(xy[:, 1], 0, atol=1e-9)
+
+
+# ----------------------------------------------------------------------------- report
+def _boot(diff, low, high):
+    return {"diff": diff, "low": low, "high": high, "p_b_ge_a": 0.0}
+
+
+def test_paper_findings_are_computed_from_the_numbers():
+    from elmo.analysis.stats import verdict
+
+    res = {"num_layers": 3,
+           "pos": {"finding": verdict("layer 1", "layer 2", _boot(0.01, 0.005, 0.02))},
+           "wsd": {"finding": verdict("layer 2", "layer 1", _boot(-0.03, -0.05, -0.01))}}
+    f = report.paper_findings(res)
+    assert f["pos"].startswith("holds") and f["wsd"].startswith("does not hold")
+    f = report.paper_findings({"num_layers": 2, "pos": {}, })
+    assert f["pos"].startswith("not tested: the model has 1 LSTM layer")
+    assert f["wsd"].startswith("not tested: the wsd section was not run")
+
+
+def test_report_command_round_trips_through_the_parser(tmp_path):
+    from elmo.cli import build_parser
+
+    config = report.AnalysisConfig(seed=3, pos_train_sentences=50, wsd_max_lemmas=20,
+                                   neighbors_corpus="brown:test")
+    cmd = report.command("fixture", tmp_path / "out", config, "pos")
+    argv = cmd.split()[1:]
+    args = build_parser().parse_args(argv)
+    again = report.AnalysisConfig(**{k: getattr(args, k) for k in report.AnalysisConfig.__dataclass_fields__})
+    assert again == config and args.only == ["pos"]
+    assert Path(args.out) == tmp_path / "out" / "reproduce" / "pos"
+
+
+def test_read_mix_weights(tmp_path):
+    (tmp_path / "w.json").write_text(json.dumps({"weights": [0.2, 0.8]}))
+    assert report.read_mix_weights(tmp_path / "w.json") == [0.2, 0.8]
+    (tmp_path / "s.json").write_text(json.dumps([0.0, 0.0, 0.0]))
+    assert report.read_mix_weights(tmp_path / "s.json") == pytest.approx([1 / 3] * 3)
+    torch.save({"encoder.mix.scalar_parameters": torch.tensor([0.0, np.log(3.0)]),
+                "other.weight": torch.zeros(2)}, tmp_path / "m.pt")
+    assert report.read_mix_weights(tmp_path / "m.pt") == pytest.approx([0.25, 0.75])
+    torch.save({f"scalar_mix.scalar_parameters.{i}": torch.tensor([0.0]) for i in range(4)},
+               tmp_path / "a.pt")
+    assert report.read_mix_weights(tmp_path / "a.pt") == pytest.approx([0.25] * 4)
