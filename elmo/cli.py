@@ -17,6 +17,7 @@ COMMAND_MODULES = [
     "elmo.commands.train",
     "elmo.commands.data",
     "elmo.commands.embed",
+    "elmo.commands.analysis",
     "elmo.commands.tasks",
 ]
 
