@@ -16,7 +16,7 @@ mean time per sentence) and the time to build the cache (ratio to the plain run'
 Task quality is measured elsewhere; this is cost only. Quick run (a few minutes on 2 cores):
 
     python benchmarks/embedding.py --configs small --sentences 256
-    python benchmarks/embedding.py --configs original small --sentences 128 --repeats 2
+    python benchmarks/embedding.py --configs original small --sentences 128 --rounds 2
 """
 from __future__ import annotations
 
@@ -98,8 +98,8 @@ def timed(fn: Callable[[], object]) -> float:
     return time.perf_counter() - start
 
 
-def measure(bilm: BiLM, sentences: List[List[str]], repeats: int) -> Dict[str, float]:
-    """Seconds of each way (best of ``repeats``, the ways interleaved so drift hits all alike)."""
+def measure(bilm: BiLM, sentences: List[List[str]], rounds: int, warmup: int) -> Dict[str, float]:
+    """Each way's speed relative to the plain configuration: plain seconds / the way's seconds."""
     def embed(batch_size, sort=False, cache=False, stateful=False):
         def run():
             bilm.stateful = stateful
@@ -136,55 +136,85 @@ def measure(bilm: BiLM, sentences: List[List[str]], repeats: int) -> Dict[str, f
     }
     median = sorted(sentences, key=len)[len(sentences) // 2]
     one = Embedder(bilm, batch_size=1)
-    Embedder(bilm, batch_size=32).embed_sentences(sentences[:8])   # warm-up
-    best: Dict[str, float] = {}
-    for _ in range(repeats):
-        for name, fn in ways.items():
-            best[name] = min(best.get(name, float("inf")), timed(fn))
-        best["latency: one median sentence"] = min(
-            best.get("latency: one median sentence", float("inf")),
-            statistics.median(timed(lambda: one.embed_sentences([median])) for _ in range(5)))
-        best["building the cache"] = min(best.get("building the cache", float("inf")),
-                                         timed(lambda: bilm.token_encoder.build_token_cache(cache_words)))
-        bilm.token_encoder.clear_token_cache()
-    best["_cache_words"] = len(cache_words)
-    best["_median_len"] = len(median)
-    return best
+    ways["latency: one median sentence"] = lambda: one.embed_sentences([median])
+    ways["building the cache"] = lambda: (bilm.token_encoder.build_token_cache(cache_words),
+                                          bilm.token_encoder.clear_token_cache())
+    for _ in range(warmup):  # first calls on new shapes are slow (kernel setup): not timed
+        for fn in ways.values():
+            fn()
+    # Rounds alternate the order (ABBA...), so a load that drifts during the run affects the
+    # ways alike: each way's ratio is the geometric mean over rounds of plain/way in that round.
+    names = list(ways)
+    ratios: Dict[str, List[float]] = {name: [] for name in names}
+    for r in range(rounds):
+        order = names if r % 2 == 0 else names[::-1]
+        seconds = {name: timed(ways[name]) for name in order}
+        for name in names:
+            ratios[name].append(seconds["plain (batch 1)"] / seconds[name])
+    result = {name: statistics.geometric_mean(values) for name, values in ratios.items()}
+    result["_cache_words"] = len(cache_words)
+    result["_median_len"] = len(median)
+    return result
 
 
-def report(name: str, seconds: Dict[str, float], n_sentences: int, n_tokens: int) -> None:
-    plain = seconds["plain (batch 1)"]
-    per_sentence = plain / n_sentences
+def work_figures(sentences: List[List[str]], cache_words: List[str]) -> None:
+    """Machine-independent counts behind the timings: LSTM steps, CNN encodings avoided."""
+    # The LSTM packs sequences, so padding costs no arithmetic; what batching and sorting change
+    # is the number of sequential steps (one matrix multiply each) and the rows per step.
+    real = sum(len(s) + 2 for s in sentences)                    # + <S> and </S>
+    print("  LSTM steps (sequential multiplies) and mean rows per step:")
+    for batch_size in (1, 32, 64, 128):
+        for sort in ((False,) if batch_size == 1 else (False, True)):
+            plan = Embedder.__new__(Embedder)   # plan() needs only these fields
+            plan.batch_size, plan.max_tokens, plan.overlap, plan.sort_by_length = batch_size, 256, 64, sort
+            plan.bilm = type("Stateless", (), {"stateful": False})()
+            steps = sum(max(p.n_tokens for p in b) + 2 for b in plan.plan(sentences))
+            print(f"    batch {batch_size:>3} {'sorted  ' if sort else 'in order'}: {steps:>6} steps, "
+                  f"{real / steps:6.1f} rows per step")
+    cached = set(cache_words)
+    per_batch_distinct = sum(len({t for s in sentences[i:i + 64] for t in s} - cached)
+                             for i in range(0, len(sentences), 64))
+    per_batch_all = sum(len({t for s in sentences[i:i + 64] for t in s}) for i in range(0, len(sentences), 64))
+    print(f"  CNN encodings with the cache / without (batches of 64 in order): "
+          f"{per_batch_distinct / per_batch_all:.2f}")
+
+
+def report(name: str, ratios: Dict[str, float], n_sentences: int, n_tokens: int) -> None:
     print(f"\n{name}: {n_sentences} sentences, {n_tokens} tokens")
     print(f"  {'way':<46} {'throughput vs plain':>20}")
-    for way, s in seconds.items():
-        if way.startswith("_") or way in ("latency: one median sentence", "building the cache"):
-            continue
-        print(f"  {way:<46} {plain / s:>19.2f}x")
-    lat = seconds["latency: one median sentence"]
-    print(f"  latency of one {seconds['_median_len']}-token sentence: {lat / per_sentence:.2f} x the plain "
-          f"mean time per sentence")
-    print(f"  building the cache of {seconds['_cache_words']} words: "
-          f"{seconds['building the cache'] / plain:.2f} x the plain run's time")
+    special = ("latency: one median sentence", "building the cache")
+    for way, ratio in ratios.items():
+        if not way.startswith("_") and way not in special:
+            print(f"  {way:<46} {ratio:>19.2f}x")
+    # ratio = plain time for all sentences / the time of one call; per sentence:
+    print(f"  latency of one {ratios['_median_len']}-token sentence: "
+          f"{n_sentences / ratios['latency: one median sentence']:.2f} x the plain mean time per sentence")
+    print(f"  building the cache of {ratios['_cache_words']} words: "
+          f"{1 / ratios['building the cache']:.3f} x the plain run's time")
 
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--configs", nargs="+", choices=sorted(CONFIGS), default=["small", "original"])
     parser.add_argument("--sentences", type=int, default=128, help="Brown sentences per run (default 128)")
-    parser.add_argument("--repeats", type=int, default=1, help="best of this many interleaved runs")
+    parser.add_argument("--rounds", type=int, default=2,
+                        help="rounds, in alternating order; ratios are their geometric mean (default 2)")
+    parser.add_argument("--warmup", type=int, default=1, help="untimed rounds first (default 1)")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
     sentences, source = brown_sentences(args.sentences)
     n_tokens = sum(len(s) for s in sentences)
+    from elmo.embedding import frequent_words
+    print("work, all configurations:")
+    work_figures(sentences, frequent_words(sentences, min_count=2))
     print(f"sentences: {source}; torch {torch.__version__}, {torch.get_num_threads()} threads, "
-          f"{os.cpu_count()} CPUs; best of {args.repeats}")
+          f"{os.cpu_count()} CPUs; {args.warmup} untimed + {args.rounds} timed rounds")
     for name in args.configs:
         with torch.inference_mode():
             bilm = random_model(name)
-        report(name, measure(bilm, sentences, args.repeats), len(sentences), n_tokens)
+        report(name, measure(bilm, sentences, args.rounds, args.warmup), len(sentences), n_tokens)
 
 
 if __name__ == "__main__":
