@@ -202,3 +202,24 @@ def test_sentiment_bins_follow_sst_cut_points():
     assert sentiment_class(-0.8, 2) == "negative"
     assert sentiment_class(0.0, 2) is None and sentiment_class(0.8, 2) is None
     assert sentiment_class(0.9, 2) == "positive"
+
+
+def test_adapted_bilm_is_recorded_with_its_extra_text(tmp_path):
+    import elmo
+    folders = write_tiny_tasks(tmp_path)
+    adapted = tmp_path / "adapted"
+    elmo.save_pretrained(elmo.from_pretrained("fixture"), adapted)
+    (adapted / "metadata.json").write_text(json.dumps(
+        {"extra_data": True, "adapted_on": [{"files": ["tweets-train.txt"], "sha256": ["0" * 64]}]}))
+    cfg = tiny_config(folders, tasks=[{"task": "ner", "data_dir": str(folders["ner"]), "max_train": 6}],
+                      train={"epochs": 1, "batch_size": 8},
+                      variants=[{"name": "baseline"}, {"name": "elmo", "elmo": {}},
+                                {"name": "adapted", "elmo": {"bilm": str(adapted)}}])
+    results = run_experiment(normalise_config(cfg), out=tmp_path / "r", log=lambda s: None)
+    info = results["bilms"][str(adapted)]
+    assert info["domain_adapted"] is True and "warning" not in info
+    assert results["bilms"]["fixture"]["domain_adapted"] is False
+    row = next(r for r in results["summary"] if r["variant"] == "adapted")
+    assert row["elmo"]["bilm"] == str(adapted)
+    md = (tmp_path / "r" / "results.md").read_text()
+    assert "domain-adapted: `tweets-train.txt`" in md

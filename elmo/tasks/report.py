@@ -54,13 +54,20 @@ def mix_weight_rows(runs: List[dict]) -> List[dict]:
     return rows
 
 
+def _adapted_text(entry) -> str:
+    """One ``adapted_on`` entry of a model's metadata.json, as text (its files)."""
+    if isinstance(entry, dict):
+        files = entry.get("files") or [entry.get("path") or entry.get("name") or entry]
+        return ", ".join(f"`{f}`" for f in files)
+    return f"`{entry}`"
+
+
 def bilm_lines(bilms: Dict[str, dict]) -> List[str]:
     lines = []
     for spec, info in bilms.items():
         meta = info.get("metadata") or {}
         adapted = info.get("adapted_on") or []
-        what = ", ".join(str(a.get("path") or a.get("name") or a) if isinstance(a, dict) else str(a)
-                         for a in adapted) if adapted else "no"
+        what = "; ".join(_adapted_text(a) for a in adapted) if adapted else "no"
         lines.append(f"* `{spec}` = `{info['path']}`; domain-adapted: {what}"
                      + (f"; trained on: {meta.get('corpus') or meta.get('train_data')}"
                         if meta.get("corpus") or meta.get("train_data") else ""))
@@ -75,7 +82,8 @@ def markdown(results: dict) -> str:
     if cfg.get("description"):
         out += [cfg["description"], ""]
     out += [f"Reproduce: `{results.get('command', '')}`", "",
-            f"Seeds: {', '.join(map(str, cfg['seeds']))}. Each +ELMo row's gain is its test score "
+            f"Seeds: {', '.join(map(str, cfg['seeds']))}. ± is the sample standard deviation over "
+            "seeds. Each +ELMo row's gain is its test score "
             "minus the baseline's with the same seed, averaged over seeds (± the std of those "
             "differences). Each task is reported in its own metric; tasks are never averaged.",
             "", "biLMs:", *bilm_lines(results.get("bilms", {})), ""]

@@ -155,7 +155,7 @@ def describe_bilm(spec: str) -> dict:
     info["metadata"] = meta
     adapted = (meta or {}).get("adapted_on") or []
     info["adapted_on"] = adapted
-    info["domain_adapted"] = bool(adapted)
+    info["domain_adapted"] = bool(adapted) or bool((meta or {}).get("extra_data"))
     if info["bundled"] and name == "fixture":
         info["warning"] = ("the bundled 'fixture' biLM has untrained test weights: results with "
                            "it only show that the code runs")
