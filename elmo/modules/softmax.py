@@ -53,14 +53,15 @@ class LogUniformSampler:
         """
         if n_sampled >= self.n_vocab:
             return torch.arange(self.n_vocab), torch.zeros(self.n_vocab, dtype=torch.float64), None
-        drawn = torch.empty(0, dtype=torch.long)
-        seen = torch.zeros(self.n_vocab, dtype=torch.bool)
-        while True:
-            chunk = self.draw(max(n_sampled, 1024))
-            drawn = torch.cat([drawn, chunk])
-            seen[chunk] = True
+        chunks, seen = [], torch.zeros(self.n_vocab, dtype=torch.bool)
+        size = max(n_sampled, 1024)
+        while True:  # draw until n_sampled distinct ids are seen; chunks double (rare ids are slow)
+            chunks.append(self.draw(size))
+            seen[chunks[-1]] = True
             if int(seen.sum()) >= n_sampled:
                 break
+            size *= 2
+        drawn = torch.cat(chunks)
         # The S-th distinct value ends the draws: count tries up to it, keep values in order.
         uniq, inverse = torch.unique(drawn, return_inverse=True)
         first = torch.full((uniq.numel(),), drawn.numel(), dtype=torch.long)
