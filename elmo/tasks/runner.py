@@ -162,6 +162,13 @@ def describe_bilm(spec: str) -> dict:
     return info
 
 
+def _bilm_brief(spec: str) -> dict:
+    """The part of :func:`describe_bilm` that every run record repeats."""
+    info = describe_bilm(spec)
+    return {"bilm_path": info["path"], "domain_adapted": info["domain_adapted"],
+            "adapted_on": info["adapted_on"]}
+
+
 class BiLMPool:
     """Loaded biLMs and their layer caches, shared by all runs of an experiment."""
 
@@ -296,7 +303,8 @@ def run_one(prep: PreparedTask, variant: dict, seed: int, cfg: dict, pool: BiLMP
         "epochs": result["epochs"], "seconds": time.time() - start,
         "history": result["history"],
         "elmo": None if e is None else {
-            "bilm": e.get("bilm") or cfg["bilm"], "positions": e["positions"],
+            "bilm": e.get("bilm") or cfg["bilm"], **_bilm_brief(e.get("bilm") or cfg["bilm"]),
+            "positions": e["positions"],
             "layers": e["layers"], "lambda": lam, "finetune": e["finetune"],
             "dropout": e["dropout"], "do_layer_norm": e["do_layer_norm"],
             "mix_weights": model.mix_weights()},
