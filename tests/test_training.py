@@ -160,6 +160,7 @@ def test_command_line_vocab_train_perplexity_plot(tmp_path, toy, capsys):
     assert main(["perplexity", str(run / "model"), str(held_txt), "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
     assert math.isclose(result["ppl"], math.exp((result["loss_fwd"] + result["loss_bwd"]) / 2))
+    assert Vocabulary.load(run / "model" / "vocab_counts.tsv").counts == counts.counts  # counts kept beside
     records = [json.loads(line) for line in (run / "log.jsonl").read_text().splitlines()]
     assert [r["step"] for r in records if r["event"] == "train"] == [4, 8, 12]
     assert [r["step"] for r in records if r["event"] == "eval"] == [6, 12]

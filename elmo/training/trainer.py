@@ -120,6 +120,18 @@ def build_model(cfg: TrainConfig, vocab: Vocabulary) -> LanguageModel:
     return LanguageModel(options, len(vocab), vocab.bos, vocab.eos, cfg.dropout)
 
 
+def load_training_vocabulary(path: str | Path) -> Vocabulary:
+    """The vocabulary file, with its counts when ``elmo vocab build`` wrote them beside it
+    (``NAME.counts.tsv``), so the exported model keeps them."""
+    vocab = Vocabulary.load(path)
+    counts_file = Path(path).with_name(Path(path).stem + ".counts.tsv")
+    if vocab.counts is None and counts_file.exists():
+        with_counts = Vocabulary.load(counts_file)
+        if with_counts.words == vocab.words:
+            return with_counts
+    return vocab
+
+
 class _Log:
     """The JSON-lines learning curve. On resume, lines past the checkpoint's step are dropped
     (a killed run may have logged steps that will be trained again)."""
@@ -167,7 +179,7 @@ def train(cfg: TrainConfig, stop_after: Optional[int] = None) -> Dict[str, Any]:
 def _train(cfg: TrainConfig, ctx: distributed.Context, stop_after: Optional[int]) -> Dict[str, Any]:
     out_dir = Path(cfg.output)
     ckpt_dir = out_dir / "checkpoints"
-    vocab = Vocabulary.load(cfg.vocab)
+    vocab = load_training_vocabulary(cfg.vocab)
     torch.manual_seed(cfg.seed)  # the same initial weights on every rank
     model = build_model(cfg, vocab).to(ctx.device)
     model.train()
@@ -187,6 +199,9 @@ def _train(cfg: TrainConfig, ctx: distributed.Context, stop_after: Optional[int]
     n_steps = total_steps(cfg, ctx.world_size, corpus_stats)
 
     step, tokens_done, elapsed, state = 0, 0, 0.0, None
+    if ctx.is_main and ckpt_dir.is_dir():
+        for stale in ckpt_dir.glob(".checkpoint-*.tmp"):  # left by a run killed while saving
+            stale.unlink(missing_ok=True)
     resume_from = latest_checkpoint(ckpt_dir)
     if resume_from is not None:
         ckpt = load_checkpoint(resume_from)
