@@ -32,7 +32,8 @@ NEIGHBOR_QUERIES = [
 
 @dataclass
 class AnalysisConfig:
-    """Every setting that changes a number in the report (all echoed in its commands)."""
+    """Every setting that changes a number in the report (all echoed in its commands).
+    A sample size of 0 means everything."""
 
     seed: int = 0
     pos_train_sentences: int = 2000
@@ -160,8 +161,8 @@ def _run_pos(embedder, config: AnalysisConfig, out: Path) -> dict:
     from .probes import pos_probe
 
     folder = datasets.corpus_dir("brown-pos")
-    train = datasets.brown_pos(folder, "train", config.pos_train_sentences, config.seed)
-    test = datasets.brown_pos(folder, "test", config.pos_test_sentences, config.seed)
+    train = datasets.brown_pos(folder, "train", config.pos_train_sentences or None, config.seed)
+    test = datasets.brown_pos(folder, "test", config.pos_test_sentences or None, config.seed)
     res = pos_probe(embedder, train, test, config.pos_l2, config.pos_iterations, config.seed,
                     config.batch_size)
     scores = {f"layer {j}": a for j, a in enumerate(res["layers"])}
@@ -180,7 +181,7 @@ def _run_wsd(embedder, config: AnalysisConfig, out: Path) -> dict:
     folder = datasets.corpus_dir("wordnet")
     examples = datasets.wordnet_examples(folder)
     res = wsd.wsd_eval(embedder, examples, datasets.wordnet_senses(folder),
-                       config.wsd_test_fraction, config.seed, config.wsd_max_lemmas,
+                       config.wsd_test_fraction, config.seed, config.wsd_max_lemmas or None,
                        config.batch_size)
     plots.layer_bars({f"layer {j}": f for j, f in enumerate(res["layers"])},
                      {"most frequent sense": res["mfs"]},
@@ -224,7 +225,7 @@ def _run_neighbors(embedder, config: AnalysisConfig, out: Path) -> dict:
     from .neighbors import cached_index, context, query_vectors, static_neighbors
 
     corpus = resolve_corpus(config.neighbors_corpus)
-    index = cached_index(embedder, corpus, index_home(), config.neighbors_sentences,
+    index = cached_index(embedder, corpus, index_home(), config.neighbors_sentences or None,
                          config.batch_size)
     words, layer0 = index.word_types()
     try:

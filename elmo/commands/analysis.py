@@ -21,14 +21,14 @@ def register(subparsers) -> None:
                    help="run only this section (repeatable; default: all)")
     p.add_argument("--seed", type=int, default=d.seed, help="seed of every sample and split")
     p.add_argument("--pos-train-sentences", type=int, default=d.pos_train_sentences,
-                   help="Brown train sentences for the POS probe (sampled)")
+                   help="Brown train sentences for the POS probe (sampled; 0: all)")
     p.add_argument("--pos-test-sentences", type=int, default=d.pos_test_sentences,
-                   help="Brown test sentences for the POS probe (sampled)")
+                   help="Brown test sentences for the POS probe (sampled; 0: all)")
     p.add_argument("--pos-l2", type=float, default=d.pos_l2, help="L2 weight of the POS probe")
     p.add_argument("--pos-iterations", type=int, default=d.pos_iterations,
                    help="L-BFGS iterations of the POS probe")
     p.add_argument("--wsd-max-lemmas", type=int, default=d.wsd_max_lemmas,
-                   help="ambiguous WordNet lemmas to evaluate (sampled)")
+                   help="ambiguous WordNet lemmas to evaluate (sampled; 0: all)")
     p.add_argument("--wsd-test-fraction", type=float, default=d.wsd_test_fraction,
                    help="chance that an example goes to the WSD test side")
     p.add_argument("--contrast-file", default=None,
@@ -38,7 +38,7 @@ def register(subparsers) -> None:
     p.add_argument("--neighbors-corpus", default=d.neighbors_corpus,
                    help="a text file (a tokenized sentence a line) or CORPUS:SPLIT (default brown:dev)")
     p.add_argument("--neighbors-sentences", type=int, default=d.neighbors_sentences,
-                   help="index at most this many corpus sentences")
+                   help="index at most this many corpus sentences (0: all)")
     p.add_argument("--neighbors-k", type=int, default=d.neighbors_k, help="neighbours shown")
     p.add_argument("--pca-word", default=None, help="lemma for the sense PCA picture "
                    "(default: the WordNet lemma with the most examples)")
