@@ -152,3 +152,12 @@ def test_finetuning_changes_a_copy_not_the_shared_bilm():
     assert any(not torch.equal(v, tuned.state_dict()[k]) for k, v in before.items())
     assert all(torch.equal(v, shared.state_dict()[k]) for k, v in before.items())
     assert not any(p.requires_grad for p in shared.parameters())
+
+
+def test_fit_refuses_an_empty_dev_split():
+    task = _tiny_task("classification")
+    vocab, emb, _ = build_embeddings([e.tokens for e in task.splits["train"]], [], {"random_dim": 4})
+    model = build_model(task, emb, _settings(), None, 0.0)
+    with pytest.raises(ValueError, match="dev"):
+        fit(model, task.splits["train"], [], lambda ex: None, task.metric, task.labels,
+            TrainConfig(epochs=1), 0)

@@ -113,6 +113,8 @@ def fit(model: TaskModel, train: Sequence[Example], dev: Sequence[Example], make
     Returns ``{"best_dev", "best_epoch", "epochs", "history": [{"epoch", "loss", "dev"}],
     "seconds"}``.
     """
+    if not train or not dev:
+        raise ValueError(f"training needs train and dev examples (got {len(train)} and {len(dev)})")
     rng = random.Random(seed)
     opt = _optimizer(model, cfg)
     params = [p for g in opt.param_groups for p in g["params"]]
