@@ -145,6 +145,8 @@ elmo = {{ positions = ["output"], finetune = true, lambda = 1.0 }}
     path = tmp_path / "ablate.toml"
     path.write_text(toml)
     out = tmp_path / "res"
+    assert main(["experiment", str(path), "--plan"]) == 0
+    assert "3 training runs" in capsys.readouterr().out and not out.exists()
     assert main(["experiment", str(path), "--out", str(out), "--quiet"]) == 0
     printed = capsys.readouterr().out
     assert "last-only" in printed and "output-finetuned" in printed

@@ -23,13 +23,15 @@ def register(subparsers) -> None:
                    help="torch CPU threads (default: the config's 'threads', else torch's)")
     p.add_argument("--resume", action="store_true",
                    help="keep the runs already in results.json (same config) and do the rest")
+    p.add_argument("--plan", action="store_true",
+                   help="print the tasks' sizes, the variants and the number of runs; train nothing")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     p.set_defaults(func=experiment)
 
 
 def experiment(args: argparse.Namespace) -> int:
     from ..tasks.report import markdown
-    from ..tasks.runner import load_config, normalise_config, run_experiment
+    from ..tasks.runner import load_config, normalise_config, plan, run_experiment
 
     cfg = load_config(args.config)
     if args.seeds is not None:
@@ -39,6 +41,9 @@ def experiment(args: argparse.Namespace) -> int:
     if args.bilm is not None:
         cfg["bilm"] = args.bilm
     cfg = normalise_config(cfg)
+    if args.plan:
+        print("\n".join(plan(cfg)))
+        return 0
     command = "elmo " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:2] == [
         "experiment"] else f"elmo experiment {shlex.quote(args.config)}"
     log = (lambda s: None) if args.quiet else (lambda s: print(s, file=sys.stderr, flush=True))

@@ -354,6 +354,24 @@ def summarise(runs: List[dict], cfg: dict) -> List[dict]:
 
 
 # ----------------------------------------------------------------------------- driver
+def plan(cfg: dict) -> List[str]:
+    """What :func:`run_experiment` would do, as lines: each task's split sizes, the variants
+    and the number of training runs. Loads the data (fetching it if needed), trains nothing."""
+    lines = []
+    for spec in cfg["tasks"]:
+        data = load_task(spec)
+        lines.append(f"{data.name} ({data.metric}): {data.sizes()} examples, {len(data.labels)} labels")
+    for v in cfg["variants"]:
+        e = v["elmo"]
+        what = "baseline" if e is None else (
+            f"ELMo at {'+'.join(e['positions'])}, layers {e['layers']}, lambda {e['lambda']:g}, "
+            f"{'fine-tuned' if e['finetune'] else 'frozen'} biLM {e.get('bilm') or cfg['bilm']}")
+        lines.append(f"variant {v['name']}: {what}")
+    runs = len(cfg["tasks"]) * len(cfg["variants"]) * len(cfg["seeds"])
+    lines.append(f"{runs} training runs (seeds {', '.join(map(str, cfg['seeds']))})")
+    return lines
+
+
 def run_experiment(cfg: dict, out: Optional[str | Path] = None, resume: bool = False,
                    command: Optional[str] = None,
                    log: Callable[[str], None] = lambda s: print(s, file=sys.stderr, flush=True)
