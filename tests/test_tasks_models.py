@@ -133,6 +133,7 @@ def test_summary_pairs_seeds_and_never_mixes_tasks():
     # per-seed gains 1, 2, 0.5: mean 7/6, sample std sqrt(((-1/6)^2 + (5/6)^2 + (-2/3)^2) / 2)
     assert pos["gain_mean"] == pytest.approx(7 / 6)
     assert pos["gain_std"] == pytest.approx(math.sqrt((1 / 36 + 25 / 36 + 16 / 36) / 2))
+    assert pos["gain_t"] == pytest.approx((7 / 6) / (pos["gain_std"] / math.sqrt(3)))
     assert pos["test_mean"] == pytest.approx(92.1666666, abs=1e-5)
     assert rows[("ner", "e")]["gain_mean"] == pytest.approx(1.0)
     assert "gain_mean" not in rows[("pos", "b")]

@@ -348,7 +348,10 @@ def summarise(runs: List[dict], cfg: dict) -> List[dict]:
             if v["name"] != base:
                 diffs = [r["test"] - base_by_seed[r["seed"]] for r in rs if r["seed"] in base_by_seed]
                 g = _stats(diffs)
-                row.update(gain_mean=g["mean"], gain_std=g["std"], gain_seeds=g["n"])
+                # paired t statistic of the per-seed gains (undefined for one seed or zero spread)
+                t = (g["mean"] / (g["std"] / math.sqrt(g["n"]))
+                     if g["n"] >= 2 and g["std"] > 0 else float("nan"))
+                row.update(gain_mean=g["mean"], gain_std=g["std"], gain_seeds=g["n"], gain_t=t)
             rows.append(row)
     return rows
 
