@@ -21,6 +21,9 @@ def test_neighbors_command(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "layer 1, nearest in context (15 corpus tokens)" in out and "layer 2" in out
     assert "[bank]" in out and "layer 0 (static)" in out
+    assert main(argv + ["--same-word"]) == 0
+    out = capsys.readouterr().out
+    assert "(2 occurrences of 'bank')" in out and "[hello]" not in out
     assert main(argv[:-1] + ["--layer", "2", "--no-glove"]) == 0      # second run: cached index
     out = capsys.readouterr().out
     assert "building" not in out and "layer 1," not in out and "layer 2," in out
@@ -62,8 +65,9 @@ def test_analyze_everything_on_the_fixture(tmp_path):
     out = tmp_path / "fixture"
     assert main(["analyze", "fixture", "--out", str(out), "--pos-train-sentences", "100",
                  "--pos-test-sentences", "50", "--wsd-max-lemmas", "50",
-                 "--neighbors-sentences", "200"]) == 0
+                 "--neighbors-sentences", "200", "--untrained-control"]) == 0
     text = (out / "report.md").read_text()
+    assert "control: layer 2 of an untrained copy" in text
     for section in ("## POS", "## Word senses", "## Contextual neighbours", "## Contrast pairs"):
         assert section in text
     for png in ("pos.png", "wsd.png", "sense_pca.png", "mix_weights_pos.png"):

@@ -38,6 +38,18 @@ def test_neighbour_search_equals_brute_force(layer):
         assert [h.word for h in hits] == [index.word(i) for _, i in expected]
 
 
+def test_same_word_search_equals_brute_force_over_that_words_occurrences():
+    index = _random_index(seed=3)
+    word = index.word(5)
+    ids = [i for i in range(len(index.positions)) if index.word(i).lower() == word.lower()]
+    query = np.random.default_rng(2).normal(size=index.vectors.shape[-1])
+    hits = index.search(query, 1, k=3, word=word.upper())
+    expected = neighbors.brute_force(index.vectors[1][ids], query, 3)
+    assert [(h.sentence, h.token) for h in hits] == [tuple(index.positions[ids[i]]) for _, i in expected]
+    assert {h.word for h in hits} == {word}
+    assert index.search(query, 1, k=3, word="never-seen") == []
+
+
 def test_index_round_trip_and_k_larger_than_corpus(tmp_path):
     index = _random_index(n_sent=3)
     index.save(tmp_path / "ix")
@@ -191,7 +203,7 @@ def test_report_command_round_trips_through_the_parser(tmp_path):
     from elmo.cli import build_parser
 
     config = report.AnalysisConfig(seed=3, pos_train_sentences=50, wsd_max_lemmas=20,
-                                   neighbors_corpus="brown:test")
+                                   neighbors_corpus="brown:test", untrained_control=True)
     cmd = report.command("fixture", tmp_path / "out", config, "pos")
     argv = cmd.split()[1:]
     args = build_parser().parse_args(argv)

@@ -65,18 +65,34 @@ class CorpusIndex:
         s, t = self.positions[i]
         return self.sentences[s][t]
 
-    def search(self, query: np.ndarray, layer: int, k: int = 10) -> List[Hit]:
+    def search(self, query: np.ndarray, layer: int, k: int = 10,
+               word: Optional[str] = None) -> List[Hit]:
         """The ``k`` corpus tokens most similar (cosine) to ``query`` (D,) at ``layer``;
-        ties go to the earlier token."""
+        ties go to the earlier token. With ``word``, only occurrences of that word (any case)
+        are candidates, as in the paper's Table 4 (nearest uses of the same word)."""
+        candidates = None if word is None else self.occurrences(word)
+        if candidates is not None and len(candidates) == 0:
+            return []
+        rows = self.vectors[layer] if candidates is None else self.vectors[layer][candidates]
         q = torch.from_numpy(unit_rows(np.asarray(query, dtype=np.float32)))
         # Rows are stored in float16, so their norms are only close to 1: divide them out.
-        rows = torch.from_numpy(self.vectors[layer].astype(np.float32))              # (N, D)
+        rows = torch.from_numpy(np.asarray(rows, dtype=np.float32))                  # (N, D)
         scores = (rows @ q) / rows.norm(dim=1).clamp_min(1e-12)                       # (N,)
         k = min(k, len(scores))
         # A stable sort makes the order of equal scores deterministic (earlier token first).
-        order = torch.sort(scores, descending=True, stable=True).indices[:k]
-        return [Hit(float(scores[i]), self.word(int(i)), *map(int, self.positions[int(i)]))
-                for i in order]
+        order = torch.sort(scores, descending=True, stable=True).indices[:k].tolist()
+        ids = order if candidates is None else [int(candidates[i]) for i in order]
+        return [Hit(float(scores[o]), self.word(i), *map(int, self.positions[i]))
+                for o, i in zip(order, ids)]
+
+    def occurrences(self, word: str) -> np.ndarray:
+        """Token ids (ascending) whose word equals ``word`` ignoring case."""
+        if not hasattr(self, "_by_word"):
+            by_word: Dict[str, List[int]] = {}
+            for i, (s, t) in enumerate(self.positions):
+                by_word.setdefault(self.sentences[s][t].lower(), []).append(i)
+            self._by_word = by_word
+        return np.array(self._by_word.get(word.lower(), []), dtype=np.int64)
 
     def word_types(self) -> Tuple[List[str], np.ndarray]:
         """Distinct words (first-seen order) and their layer-0 unit vectors (V, D)."""

@@ -49,6 +49,7 @@ class AnalysisConfig:
     neighbors_k: int = 5
     pca_word: Optional[str] = None
     mix_weights: Optional[str] = None
+    untrained_control: bool = False
     batch_size: int = 32
 
     def options(self) -> List[str]:
@@ -57,8 +58,10 @@ class AnalysisConfig:
         default = AnalysisConfig()
         for f in fields(self):
             value = getattr(self, f.name)
-            if value != getattr(default, f.name) and value is not None:
-                out += ["--" + f.name.replace("_", "-"), str(value)]
+            if value == getattr(default, f.name) or value is None:
+                continue
+            flag = "--" + f.name.replace("_", "-")
+            out += [flag] if value is True else [flag, str(value)]
         return out
 
 
@@ -165,6 +168,11 @@ def _run_pos(embedder, config: AnalysisConfig, out: Path) -> dict:
     test = datasets.brown_pos(folder, "test", config.pos_test_sentences or None, config.seed)
     res = pos_probe(embedder, train, test, config.pos_l2, config.pos_iterations, config.seed,
                     config.batch_size)
+    if config.untrained_control:
+        from .vectors import untrained_copy
+        control = pos_probe(untrained_copy(embedder.bilm, config.seed), train, test, config.pos_l2,
+                            config.pos_iterations, config.seed, config.batch_size)
+        res["control_untrained"] = {"layers": control["layers"], "mix": control["mix"]}
     scores = {f"layer {j}": a for j, a in enumerate(res["layers"])}
     scores["mix"] = res["mix"]
     plots.layer_bars(scores, {"majority tag": res["majority_tag"],
@@ -180,9 +188,15 @@ def _run_wsd(embedder, config: AnalysisConfig, out: Path) -> dict:
 
     folder = datasets.corpus_dir("wordnet")
     examples = datasets.wordnet_examples(folder)
-    res = wsd.wsd_eval(embedder, examples, datasets.wordnet_senses(folder),
-                       config.wsd_test_fraction, config.seed, config.wsd_max_lemmas or None,
-                       config.batch_size)
+    senses = datasets.wordnet_senses(folder)
+    res = wsd.wsd_eval(embedder, examples, senses, config.wsd_test_fraction, config.seed,
+                       config.wsd_max_lemmas or None, config.batch_size)
+    if config.untrained_control:
+        from .vectors import untrained_copy
+        control = wsd.wsd_eval(untrained_copy(embedder.bilm, config.seed), examples, senses,
+                               config.wsd_test_fraction, config.seed,
+                               config.wsd_max_lemmas or None, config.batch_size)
+        res["control_untrained"] = {"layers": control["layers"]}
     plots.layer_bars({f"layer {j}": f for j, f in enumerate(res["layers"])},
                      {"most frequent sense": res["mfs"]},
                      "WSD: 1-nearest-neighbour F1 (WordNet examples)", "F1 (%)", out / "wsd.png")
@@ -237,11 +251,13 @@ def _run_neighbors(embedder, config: AnalysisConfig, out: Path) -> dict:
     for sentence, word in NEIGHBOR_QUERIES:
         tokens = sentence.split()
         pos, vecs = query_vectors(embedder, tokens, word)
-        row = {"sentence": sentence, "word": word, "layers": []}
+        row = {"sentence": sentence, "word": word, "layers": [], "same_word": [],
+               "occurrences": len(index.occurrences(word))}
+        hit = lambda h: {"word": h.word, "score": h.score,
+                         "context": context(index.sentences[h.sentence], h.token, 5)}
         for j in range(1, index.num_layers):
-            row["layers"].append([{"word": h.word, "score": h.score,
-                                   "context": context(index.sentences[h.sentence], h.token, 5)}
-                                  for h in index.search(vecs[j], j, k)])
+            row["layers"].append([hit(h) for h in index.search(vecs[j], j, k)])
+            row["same_word"].append([hit(h) for h in index.search(vecs[j], j, k, word=word)])
         row["layer0_static"] = [{"word": h.word, "score": h.score}
                                 for h in static_neighbors(words, layer0, word, k, query=vecs[0])]
         row["glove"] = ([{"word": h.word, "score": h.score}
@@ -336,6 +352,7 @@ def _render_pos(r: dict, cmd: str) -> List[str]:
              f"{r['n_test_sentences']} test sentences ({r['n_test_tokens']} tokens).", "",
              "| representation | accuracy (%) |", "|---|---|", *rows,
              f"| mix of all layers | {_pct(r['mix'])} |",
+             *_control_rows(r, with_mix=True),
              f"| baseline: majority tag | {_pct(r['majority_tag'])} |",
              f"| baseline: each word's majority tag | {_pct(r['word_majority_tag'])} |",
              f"| baseline: layer 0 (context-free) | {_pct(r['layer0'])} |", "",
@@ -349,6 +366,18 @@ def _render_pos(r: dict, cmd: str) -> List[str]:
     return lines
 
 
+def _control_rows(r: dict, with_mix: bool = False) -> List[str]:
+    """Table rows of the untrained-copy control, when it was run."""
+    c = r.get("control_untrained")
+    if not c:
+        return []
+    rows = [f"| control: layer {j} of an untrained copy | {_pct(a)} |"
+            for j, a in enumerate(c["layers"])]
+    if with_mix:
+        rows.append(f"| control: mix of an untrained copy | {_pct(c['mix'])} |")
+    return rows
+
+
 def _render_wsd(r: dict, cmd: str) -> List[str]:
     rows = [f"| layer {j} | {_pct(f)} |" for j, f in enumerate(r["layers"])]
     lines = ["## Word senses: 1-nearest-neighbour per layer (paper Table 5)", "",
@@ -357,7 +386,7 @@ def _render_wsd(r: dict, cmd: str) -> List[str]:
              f"occurrences had no train example of their lemma and backed off to the most frequent "
              f"SemCor sense; {r['n_test_sense_unseen']} test occurrences are of a sense with no "
              "train example (1-NN cannot get these right).", "",
-             "| representation | F1 (%) |", "|---|---|", *rows,
+             "| representation | F1 (%) |", "|---|---|", *rows, *_control_rows(r),
              f"| baseline: most frequent sense | {_pct(r['mfs'])} |", "",
              f"Only the {r['n_test'] - r['n_test_sense_unseen']} test occurrences whose sense has a "
              "train example (accuracy %): "
@@ -383,14 +412,18 @@ def _render_neighbors(r: dict, cmd: str, model: str) -> List[str]:
     for q in r["queries"]:
         lines += [f"**{q['word']}** in *{q['sentence']}*", ""]
         for j, hits in enumerate(q["layers"], 1):
-            lines.append(f"* layer {j}: " + "; ".join(
+            lines.append(f"* layer {j}, any word: " + "; ".join(
                 f"{h['context']} ({h['score']:.2f})" for h in hits))
+        for j, hits in enumerate(q["same_word"], 1):
+            lines.append(f"* layer {j}, other uses of *{q['word']}* ({q['occurrences']} in the "
+                         "corpus): " + ("; ".join(f"{h['context']} ({h['score']:.2f})" for h in hits)
+                                        or "none"))
         lines.append("* layer 0 (static): " + ", ".join(h["word"] for h in q["layer0_static"]))
         if q["glove"] is not None:
             lines.append("* GloVe (static): " + ", ".join(h["word"] for h in q["glove"]))
         lines += [f"* reproduce one: `elmo neighbors {shlex.quote(q['sentence'])} --word {q['word']} "
                   f"--model {model} --corpus {r['corpus_spec']} --max-sentences {r['max_sentences']} "
-                  f"-k {len(q['layer0_static'])}`", ""]
+                  f"-k {len(q['layer0_static'])} [--same-word]`", ""]
     lines += [f"Reproduce all: `{cmd}`", ""]
     return lines
 

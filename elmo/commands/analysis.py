@@ -44,6 +44,9 @@ def register(subparsers) -> None:
                    "(default: the WordNet lemma with the most examples)")
     p.add_argument("--mix-weights", default=None, help="a task's learned mix (JSON or a "
                    "PyTorch state dict with scalar_parameters) to draw as well")
+    p.add_argument("--untrained-control", action="store_true",
+                   help="also run the POS probe and WSD on an untrained copy of the model (same "
+                        "architecture, fresh random weights): what training added")
     p.add_argument("--batch-size", type=int, default=d.batch_size, help="sentences per biLM call")
     p.set_defaults(func=analyze)
 
@@ -62,6 +65,9 @@ def register(subparsers) -> None:
     p.add_argument("--layer", type=int, action="append",
                    help="layer to search (repeatable; default: every LSTM layer)")
     p.add_argument("-k", type=int, default=10, help="neighbours per layer (default 10)")
+    p.add_argument("--same-word", action="store_true",
+                   help="only other occurrences of WORD (any case) are candidates: which uses "
+                        "of the word are nearest, as in the paper's Table 4")
     p.add_argument("--max-sentences", type=int, default=None, help="index at most this many sentences")
     p.add_argument("--index-dir", default=None, help="cache folder of the index "
                    "(default: indexes/ in the data cache)")
@@ -99,8 +105,10 @@ def neighbors(args: argparse.Namespace) -> int:
     for j in layers:
         if not 0 <= j < index.num_layers:
             raise ValueError(f"--layer {j}: the model has layers 0..{index.num_layers - 1}")
-        print(f"layer {j}, nearest in context ({len(index.positions):,} corpus tokens):")
-        for h in index.search(vecs[j], j, args.k):
+        pool = (f"{len(index.occurrences(args.word)):,} occurrences of {args.word!r}"
+                if args.same_word else f"{len(index.positions):,} corpus tokens")
+        print(f"layer {j}, nearest in context ({pool}):")
+        for h in index.search(vecs[j], j, args.k, word=args.word if args.same_word else None):
             print(f"  {h.score:.3f}  {h.word:<15} {context(index.sentences[h.sentence], h.token)}")
     words, layer0 = index.word_types()
     print("layer 0 (static), nearest corpus words:")
