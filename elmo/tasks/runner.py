@@ -11,15 +11,18 @@ and each variant is compared with the baseline run of the same seed::
       "embeddings": {"glove": null},         # GloVe 6B 50d (glove-50d), or {"random_dim": 8}
       "train": {"epochs": 20, "patience": 3, "lr": 0.001, "batch_size": 32},
       "model": {"hidden": 100, "dropout": 0.5, "char_features": 0, "crf": false,
-                "pooling": "max", "trainable_embeddings": true},
+                "pooling": "max", "classifier_hidden": 100, "lstm_layers": 1,
+                "trainable_embeddings": true},
       "threads": 0,                          # torch CPU threads (0 = torch's default)
       "device": "cpu",                       # or "cuda"
+      "cache_layers": true,                  # frozen biLM: compute each sentence's layers once
+      "out": "optional results folder",
       "tasks": [{"task": "pos", "max_train": 5000, "model": {...}, "train": {...}}],
       "variants": [
         {"name": "baseline"},
         {"name": "elmo", "elmo": {"positions": ["input"], "layers": "all",
                                   "lambda": 0.001, "finetune": false, "dropout": 0.5,
-                                  "bilm": "optional other model"}}
+                                  "do_layer_norm": false, "bilm": "optional other model"}}
       ]
     }
 
