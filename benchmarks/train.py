@@ -113,20 +113,21 @@ def main() -> None:
     worst = max(float((a - b).abs().max() / (b.abs().max() + 1e-12)) for a, b in zip(g_ours, g_ref))
     print(f"agreement: loss {float(ours.detach()):.6f} vs reference {float(theirs.detach()):.6f}; "
           f"worst relative gradient difference {worst:.2e}")
-    assert abs(float(ours) - float(theirs)) < 1e-4 and worst < 1e-3, "the implementations disagree"
+    assert abs(float(ours.detach()) - float(theirs.detach())) < 1e-4 and worst < 1e-3, "the implementations disagree"
 
     # 2. Timed training steps, alternating implementations so both see the same machine load.
-    state = {"elmo": None}
+    state = {}  # each implementation carries its own LSTM state
 
     def step(name: str, bf16: bool = False) -> None:
+        key = f"{name}-{bf16}"
         b = batches.next_batch()
         negs = Candidates.draw(sampler, args.negatives)
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
             if name == "reference":
                 loss = reference_loss(model, b, negs)
             else:
-                out = model(b, state["elmo"], negs)
-                state["elmo"], loss = out["state"], out["loss"]
+                out = model(b, state.get(key), negs)
+                state[key], loss = out["state"], out["loss"]
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 10.0)
         optimizer.step()

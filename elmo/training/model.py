@@ -80,10 +80,12 @@ class LanguageModel(nn.Module):
             bwd_mask = bwd_mask & (batch.bwd_targets != self.eos_id)
         nll_f = self._nll(top[..., :p][fwd_mask], batch.fwd_targets[fwd_mask], negatives)
         nll_b = self._nll(top[..., p:][bwd_mask], batch.bwd_targets[bwd_mask], negatives)
+        dtype = self.softmax.weight.dtype
         loss = 0.5 * (nll_f.sum() / max(nll_f.numel(), 1) + nll_b.sum() / max(nll_b.numel(), 1))
         return {"loss": loss, "nll_fwd": nll_f.detach().sum(), "nll_bwd": nll_b.detach().sum(),
                 "n_fwd": int(fwd_mask.sum()), "n_bwd": int(bwd_mask.sum()),
-                "state": [(c.detach(), h.detach()) for c, h in final]}
+                # carried in the parameters' dtype, so bf16 autocast steps and fp32 steps can alternate
+                "state": [(c.detach().to(dtype), h.detach().to(dtype)) for c, h in final]}
 
     def _nll(self, hidden: torch.Tensor, targets: torch.Tensor, negatives: Optional[Candidates]) -> torch.Tensor:
         """hidden (N, P), targets (N,) -> (N,) negative log-likelihoods."""
