@@ -86,7 +86,10 @@ def train_probe(x: np.ndarray, y: Sequence[int], n_classes: int, l2: float = 1e-
     bias = torch.zeros(n_classes, requires_grad=True)
     scalar_mix = ScalarMix(x_t.shape[0]) if mix else None
     params = [weight, bias] + (list(scalar_mix.parameters()) if mix else [])
+    # Stops after max_iter, or earlier once the loss changes by less than 1e-7 (ample for a
+    # probe's accuracy, and many times faster than the default 1e-9 on separable data).
     opt = torch.optim.LBFGS(params, lr=1.0, max_iter=max_iter, history_size=20,
+                            tolerance_grad=1e-5, tolerance_change=1e-7,
                             line_search_fn="strong_wolfe")
 
     def closure():
