@@ -49,8 +49,11 @@ class BiLSTM(nn.Module):
 
 
 class Encoder(nn.Module):
-    """Word features [+ ELMo_input] -> dropout -> BiLSTM [+ ELMo_output]: the part all three
-    models share. (B, T) words, (B, T, C) chars -> (B, T, output_dim)."""
+    """[dropout(word features); ELMo_input] -> BiLSTM [; ELMo_output]: the part all three
+    models share. (B, T) words, (B, T, C) chars -> (B, T, output_dim).
+
+    The ELMo mixes come with their own dropout (:class:`ElmoFeatures`), so the input dropout
+    here acts on the static features only and ELMo_input is dropped exactly once."""
 
     def __init__(self, words: WordFeatures, hidden: int, dropout: float,
                  elmo: Optional[ElmoFeatures] = None, num_layers: int = 1):
@@ -66,13 +69,13 @@ class Encoder(nn.Module):
         self.output_dim = self.lstm.output_dim + (elmo.output_dim if self.elmo_out else 0)
 
     def forward(self, text: TextBatch) -> torch.Tensor:
-        x = self.words(text.words, text.chars)
+        x = self.dropout(self.words(text.words, text.chars))
         mixes: Dict[str, torch.Tensor] = {}
         if self.elmo is not None:
             mixes = self.elmo(text.chars, text.mask, text.layers)
         if self.elmo_in:
             x = torch.cat([x, mixes["input"]], dim=-1)
-        h = self.lstm(self.dropout(x), text.mask)
+        h = self.lstm(x, text.mask)
         if self.elmo_out:
             h = torch.cat([h, mixes["output"]], dim=-1)
         return h
