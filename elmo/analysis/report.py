@@ -13,7 +13,7 @@ import json
 import re
 import shlex
 import time
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
@@ -142,7 +142,7 @@ def run_analysis(model: str, out: Path, config: Optional[AnalysisConfig] = None,
     embedder = Embedder(bilm, batch_size=config.batch_size)
     results: dict = {"model": str(model), "num_layers": bilm.num_layers,
                      "width": bilm.output_dim, "config": asdict(config), "sections": sections,
-                     "seconds": {}}
+                     "model_metadata": _metadata(elmo.model_path(model)), "seconds": {}}
     for name in sections:
         t = time.time()
         log(f"analyze: {name} ...")
@@ -157,6 +157,15 @@ def run_analysis(model: str, out: Path, config: Optional[AnalysisConfig] = None,
     (out / "report.md").write_text(render(results, model, out, config))
     log(f"analyze: wrote {out / 'report.md'}")
     return results
+
+
+def _metadata(folder: Path) -> Optional[dict]:
+    """The model folder's ``metadata.json`` (written by the trainer's export), if any."""
+    path = Path(folder) / "metadata.json"
+    try:
+        return json.loads(path.read_text()) if path.is_file() else None
+    except (OSError, ValueError):
+        return None
 
 
 def _run_pos(embedder, config: AnalysisConfig, out: Path) -> dict:
@@ -318,7 +327,14 @@ def render(results: dict, model: str, out: Path, config: AnalysisConfig) -> str:
     lines = [f"# What the layers of `{model}` hold", "",
              f"Model: `{model}`, {n_lstm} LSTM layers, vectors of width {results['width']}. "
              f"Layer 0 is the character CNN (context-free); layers 1..{n_lstm} are the biLSTM.",
-             "", f"Everything below: `{command(model, out, config)}`", "",
+             ""]
+    if str(model) == "fixture":
+        lines += ["**A smoke run**: the bundled `fixture` holds the tiny weights of the "
+                  "AllenNLP test fixture, so these numbers say nothing about ELMo.", ""]
+    if results.get("model_metadata"):
+        lines += ["Model metadata: `" + json.dumps(results["model_metadata"], sort_keys=True)[:600]
+                  + "`", ""]
+    lines += [f"Everything below: `{command(model, out, config)}`", "",
              "Numbers are from `results.json`; each table is followed by the command that "
              "recomputes it. Paired bootstrap intervals resample test sentences "
              "(POS) or test items (WSD), 1000 times.", "",
