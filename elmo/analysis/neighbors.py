@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -47,6 +47,7 @@ class CorpusIndex:
     sentences: List[List[str]]
     positions: np.ndarray
     vectors: np.ndarray
+    _by_word: Optional[Dict[str, List[int]]] = field(default=None, init=False, repr=False)
 
     @classmethod
     def build(cls, model, sentences: Sequence[Sequence[str]], batch_size: int = 32) -> "CorpusIndex":
@@ -87,11 +88,10 @@ class CorpusIndex:
 
     def occurrences(self, word: str) -> np.ndarray:
         """Token ids (ascending) whose word equals ``word`` ignoring case."""
-        if not hasattr(self, "_by_word"):
-            by_word: Dict[str, List[int]] = {}
+        if self._by_word is None:                       # built on first use
+            self._by_word = {}
             for i, (s, t) in enumerate(self.positions):
-                by_word.setdefault(self.sentences[s][t].lower(), []).append(i)
-            self._by_word = by_word
+                self._by_word.setdefault(self.sentences[s][t].lower(), []).append(i)
         return np.array(self._by_word.get(word.lower(), []), dtype=np.int64)
 
     def word_types(self) -> Tuple[List[str], np.ndarray]:
