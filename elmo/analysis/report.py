@@ -337,7 +337,7 @@ def render(results: dict, model: str, out: Path, config: AnalysisConfig) -> str:
     lines += [f"Everything below: `{command(model, out, config)}`", "",
              "Numbers are from `results.json`; each table is followed by the command that "
              "recomputes it. Paired bootstrap intervals resample test sentences "
-             "(POS) or test items (WSD), 1000 times.", "",
+             "(POS) or lemmas (WSD), 1000 times.", "",
              "## The paper's two layer findings", ""]
     for key, text in results["findings"].items():
         lines.append(f"* **{'POS' if key == 'pos' else 'Word senses'}**: {text}")

@@ -179,7 +179,8 @@ def wsd_eval(model, examples: Sequence[SenseExample], senses: Sequence[Sense],
     """F1 of 1-NN per layer and of the most frequent sense on WordNet examples.
 
     ``max_lemmas``: evaluate at most this many ambiguous lemmas, drawn with the seed.
-    Returns a dict: ``layers`` (F1 per layer), ``mfs``, counts, ``finding`` (layer 2 vs 1),
+    Returns a dict: ``layers`` (F1 per layer), ``mfs``, counts, ``finding`` (layer 2 vs 1, by
+    a paired bootstrap that resamples lemmas, since one lemma's test items are related),
     and ``layers_seen_senses`` / ``mfs_seen_senses``: accuracy on the test items whose sense
     has a train example (the only ones 1-NN can get right).
     """
@@ -219,7 +220,8 @@ def wsd_eval(model, examples: Sequence[SenseExample], senses: Sequence[Sense],
         "n_test_sense_unseen": int((~seen).sum()),
     }
     if len(correct) >= 3:
-        boot = paired_bootstrap(correct[2], correct[1], seed=seed)
+        lemma_ids = {k: i for i, k in enumerate(sorted(set(keys_te)))}
+        boot = paired_bootstrap(correct[2], correct[1], [lemma_ids[k] for k in keys_te], seed=seed)
         result["layer2_minus_layer1"] = boot
         result["finding"] = verdict("layer 2", "layer 1", boot)
     return result
