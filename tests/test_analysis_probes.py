@@ -144,3 +144,22 @@ def test_ambiguous_and_split_by_lemma():
     train2, test2 = wsd.split_by_lemma(more, 0.5, seed=3)
     assert [t for t in test2 if t.lemma == "bank"] == test
     assert wsd.split_by_lemma(groups, 1.0)[0] == []
+
+
+def test_wsd_eval_on_a_model_finds_the_identical_train_sentence():
+    from conftest import random_bilm
+    from elmo.analysis.datasets import SenseExample
+
+    river, money = "we sat on the bank of the river".split(), "she put money in the bank".split()
+    examples = ([SenseExample("s1-n", ("bank",), tuple(river))] * 4
+                + [SenseExample("s2-n", ("bank", "depository"), tuple(money))] * 4
+                + [SenseExample("s3-n", ("cat",), ("a", "cat"))])
+    senses = [Sense("bank", "n", "s1-n", 1, 3), Sense("bank", "n", "s2-n", 2, 9)]
+    res = wsd.wsd_eval(random_bilm(), examples, senses, test_fraction=0.5, seed=0)
+    assert res["n_lemmas"] == 1 and res["n_train"] + res["n_test"] == 8
+    assert len(res["layers"]) == 3 and "finding" in res
+    # every test sentence has an identical train sentence of its sense when that sense has one
+    assert res["layers_seen_senses"][1] == res["layers_seen_senses"][2] == 1.0
+    _, test = wsd.split_by_lemma(wsd.ambiguous(wsd.instances(examples)), 0.5, seed=0)
+    assert res["n_test"] == len(test)
+    assert res["mfs"] == pytest.approx(sum(it.synset == "s2-n" for it in test) / len(test))
