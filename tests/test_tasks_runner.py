@@ -226,3 +226,24 @@ def test_adapted_bilm_is_recorded_with_its_extra_text(tmp_path):
     assert row["elmo"]["bilm"] == str(adapted)
     md = (tmp_path / "r" / "results.md").read_text()
     assert "domain-adapted: `tweets-train.txt`" in md
+
+
+def test_random_weight_control_has_the_shape_of_its_model(tmp_path):
+    import torch
+    from elmo.tasks.runner import describe_bilm, load_bilm
+    trained, control, again = load_bilm("fixture"), load_bilm("random:fixture"), load_bilm("random:fixture")
+    assert control.options.to_dict() == trained.options.to_dict()
+    assert control.output_dim == trained.output_dim and control.num_layers == trained.num_layers
+    a, b, c = trained.state_dict(), control.state_dict(), again.state_dict()
+    assert a.keys() == b.keys()
+    assert any(not torch.equal(a[k], b[k]) for k in a)          # not the trained weights
+    assert all(torch.equal(b[k], c[k]) for k in b)              # the same random weights each time
+    info = describe_bilm("random:fixture")
+    assert info["random_weights"] and "control" in info["warning"]
+    folders = write_tiny_tasks(tmp_path)
+    cfg = tiny_config(folders, tasks=[{"task": "pos", "data_dir": str(folders["pos"]), "max_train": 6}],
+                      train={"epochs": 1, "batch_size": 8},
+                      variants=[{"name": "b"}, {"name": "e", "elmo": {}},
+                                {"name": "control", "elmo": {"bilm": "random:fixture"}}])
+    results = run_experiment(normalise_config(cfg), out=tmp_path / "r", log=lambda s: None)
+    assert set(results["bilm_cache_seconds"]) == {"fixture", "random:fixture"}

@@ -7,7 +7,8 @@ and each variant is compared with the baseline run of the same seed::
     {
       "name": "pos",                         # results go to experiments/results/<name>/
       "seeds": 3,                            # 3 -> seeds 1, 2, 3; or a list of seeds
-      "bilm": "default",                     # a bundled name, a model folder, or "default"
+      "bilm": "default",                     # a bundled name, a model folder, "default",
+                                             # or "random:<one of those>" (random weights)
       "embeddings": {"glove": null},         # GloVe 6B 50d (glove-50d), or {"random_dim": 8}
       "train": {"epochs": 20, "patience": 3, "lr": 0.001, "batch_size": 32},
       "model": {"hidden": 100, "dropout": 0.5, "char_features": 0, "crf": false,
@@ -131,12 +132,38 @@ def baseline_name(cfg: dict) -> str:
 
 
 # ----------------------------------------------------------------------------- biLMs
+#: Prefix of a biLM spec that asks for the same architecture with random weights (a control:
+#: what the task model gains from the biLM's shape and character CNN alone, without training).
+RANDOM_PREFIX = "random:"
+#: Seed of the random weights of a ``random:`` biLM (fixed, so every run sees the same biLM).
+RANDOM_BILM_SEED = 12345
+
+
 def resolve_bilm(spec: str) -> Path:
     """The folder of a biLM spec: ``default`` (the package's default model), a bundled name
-    or a path."""
+    or a path; ``random:SPEC`` is the folder whose architecture is copied."""
     import elmo
+    if spec.startswith(RANDOM_PREFIX):
+        return resolve_bilm(spec[len(RANDOM_PREFIX):])
     name = elmo.DEFAULT_MODEL if spec == "default" else spec
     return elmo.model_path(name)
+
+
+def load_bilm(spec: str):
+    """A biLM for a spec (see :func:`resolve_bilm`); ``random:SPEC`` gets SPEC's options and
+    fresh random weights (PyTorch's default initialisation, seed :data:`RANDOM_BILM_SEED`)."""
+    import elmo
+    from ..modules.bilm import BiLM
+    path = resolve_bilm(spec)
+    if not spec.startswith(RANDOM_PREFIX):
+        return elmo.from_pretrained(path)
+    options = elmo.from_pretrained(path).options
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(RANDOM_BILM_SEED)
+        bilm = BiLM(options)
+    with torch.no_grad():
+        bilm.token_encoder.char_embedding.weight[0].zero_()      # the padding character
+    return bilm
 
 
 def describe_bilm(spec: str) -> dict:
@@ -145,14 +172,21 @@ def describe_bilm(spec: str) -> dict:
     on, which makes it a domain-adapted model)."""
     import elmo
     path = resolve_bilm(spec)
-    name = elmo.DEFAULT_MODEL if spec == "default" else spec
+    random_weights = spec.startswith(RANDOM_PREFIX)
+    base = spec[len(RANDOM_PREFIX):] if random_weights else spec
+    name = elmo.DEFAULT_MODEL if base == "default" else base
     shown = path.resolve()
     try:                                      # relative to the working folder when inside it
         shown = shown.relative_to(Path.cwd().resolve())
     except ValueError:
         pass
-    info: dict = {"spec": spec, "path": str(shown),
+    info: dict = {"spec": spec, "path": str(shown), "random_weights": random_weights,
                   "bundled": isinstance(name, str) and name in elmo.BUNDLED_MODELS}
+    if random_weights:
+        info["warning"] = (f"random weights (seed {RANDOM_BILM_SEED}) in the architecture of "
+                           f"{shown}: a control, not a trained biLM")
+        info["metadata"], info["adapted_on"], info["domain_adapted"] = None, [], False
+        return info
     meta_path = path / "metadata.json"
     meta = json.loads(meta_path.read_text(encoding="utf-8")) if meta_path.exists() else None
     info["metadata"] = meta
@@ -183,27 +217,24 @@ class BiLMPool:
         self.cache_seconds: Dict[str, float] = {}        # biLM spec -> seconds
 
     def frozen(self, spec: str):
-        path = str(resolve_bilm(spec))
-        if path not in self._models:
-            import elmo
-            bilm = elmo.from_pretrained(path).eval()
+        """The shared frozen biLM of a spec (loaded once)."""
+        if spec not in self._models:
+            bilm = load_bilm(spec).eval()
             for p in bilm.parameters():
                 p.requires_grad_(False)
-            self._models[path] = bilm
-        return self._models[path]
+            self._models[spec] = bilm
+        return self._models[spec]
 
     def fresh(self, spec: str):
         """A new copy to fine-tune (the shared frozen one is never changed)."""
-        import elmo
-        return elmo.from_pretrained(str(resolve_bilm(spec)))
+        return load_bilm(spec)
 
     def cache(self, spec: str, sentences: Sequence[Sequence[str]]) -> Optional[LayerCache]:
         if not self.cache_layers:
             return None
-        path = str(resolve_bilm(spec))
-        if path not in self._caches:
-            self._caches[path] = LayerCache(self.frozen(spec))
-        cache = self._caches[path]
+        if spec not in self._caches:
+            self._caches[spec] = LayerCache(self.frozen(spec))
+        cache = self._caches[spec]
         start = time.time()
         before = len(cache)
         cache.fill(sentences)
