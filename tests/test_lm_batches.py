@@ -188,3 +188,18 @@ def test_evaluation_batches_predict_every_transition_once():
         fwd.update(vocab.words[i] for i in b.fwd_targets[b.fwd_mask].tolist())
         bwd.update(vocab.words[i] for i in b.bwd_targets[b.bwd_mask].tolist())
     assert fwd == Counter(stream[1:]) and bwd == Counter(stream[:-1])
+
+
+def test_state_resets_are_staggered_over_rows():
+    from elmo.training.evaluate import reset_rows
+
+    state = [(torch.ones(2, 6, 3), torch.ones(2, 6, 2)), (torch.ones(2, 6, 3), torch.ones(2, 6, 2))]
+    for step in range(8):
+        out = reset_rows(state, step, every=3, first_row=10)
+        zeroed = [b for b in range(6) if float(out[0][0][:, b].abs().sum()) == 0]
+        assert zeroed == [b for b in range(6) if (step + 10 + b) % 3 == 0]
+        for c, h in out:  # every layer, both directions, c and h
+            assert torch.equal(c[:, zeroed], torch.zeros_like(c[:, zeroed]))
+            assert torch.equal(h[:, zeroed], torch.zeros_like(h[:, zeroed]))
+            kept = [b for b in range(6) if b not in zeroed]
+            assert torch.equal(c[:, kept], torch.ones_like(c[:, kept]))

@@ -12,12 +12,13 @@ import torch
 from elmo.data.corpus import CorpusStream
 from elmo.data.lm_batches import LMBatch, PackedLMBatches
 from elmo.training.checkpoint import load_checkpoint
+from elmo.training.evaluate import reset_rows
 from elmo.training.trainer import TrainConfig, build_model
 from elmo.vocab import Vocabulary
 from training_helpers import tiny_model_options, write_toy_corpus
 
 ROOT = Path(__file__).resolve().parents[1]
-STEPS, ROWS, UNROLL = 6, 3, 8
+STEPS, ROWS, UNROLL, RESET = 6, 3, 8, 4
 
 
 def _reference(train_txt: Path, vocab_txt: Path, options: dict) -> dict:
@@ -31,7 +32,9 @@ def _reference(train_txt: Path, vocab_txt: Path, options: dict) -> dict:
              for r in range(2)]
     optimizer = torch.optim.Adagrad(model.parameters(), lr=0.2, initial_accumulator_value=1.0)
     state = None
-    for _ in range(STEPS):
+    for step in range(STEPS):
+        if state is not None:
+            state = reset_rows(state, step, RESET)  # global rows: rank 0's, then rank 1's
         batch = LMBatch.concat([p.next_batch() for p in parts])
         out = model(batch, state, None)
         out["loss"].backward()
@@ -49,7 +52,7 @@ def test_two_gloo_processes_equal_one_process_on_the_global_batch(tmp_path):
            "train", str(train_txt), "--vocab", str(vocab_txt), "-o", str(tmp_path / "ddp"),
            "--dim", "20", "--projection-dim", "10", "--filters", "1:8,2:8,3:16", "--char-dim", "4",
            "--n-highway", "1", "--batch-size", str(ROWS), "--unroll-steps", str(UNROLL), "--max-steps", str(STEPS),
-           "--negatives", "0", "--dropout", "0", "--checkpoint-every", str(STEPS), "--no-progress", "--threads", "1",
+           "--negatives", "0", "--dropout", "0", "--state-reset-every", str(RESET), "--checkpoint-every", str(STEPS), "--no-progress", "--threads", "1",
            "--device", "cpu"]
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
     done = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=600)

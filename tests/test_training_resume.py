@@ -31,7 +31,8 @@ def _final_params(run: Path, step: int) -> dict:
 def test_stop_and_resume_in_process_is_exact(tmp_path):
     train_txt, _, vocab_txt = write_toy_corpus(tmp_path / "toy", n_train=200)
     torch.set_num_threads(1)
-    common = dict(max_steps=24, checkpoint_every=5, dropout=0.2, n_negative=8, keep_checkpoints=2)
+    common = dict(max_steps=24, checkpoint_every=5, dropout=0.2, n_negative=8, keep_checkpoints=2,
+                  state_reset_every=4)
     train(tiny_config(tmp_path / "straight", train_txt, vocab_txt, **common))
     split = tiny_config(tmp_path / "split", train_txt, vocab_txt, **common)
     partial = train(split, stop_after=7)  # stops between checkpoints: saves step 7 too

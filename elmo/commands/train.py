@@ -38,6 +38,9 @@ def _add_run_args(p: argparse.ArgumentParser, *, finetune: bool) -> None:
     g.add_argument("--layout", choices=["packed", "bucketed"], default="packed",
                    help="packed: sentences end to end, state carried across batches (the original); "
                         "bucketed: one sentence a row, zero state (default packed)")
+    g.add_argument("--state-reset-every", type=int, default=0,
+                   help="packed layout: zero each row's carried state every K batches, staggered over the rows "
+                        "(bounds the context age; 0 = carry forever, as the original)")
     g.add_argument("--epochs", type=float, default=1.0 if finetune else 10.0,
                    help=f"passes over the text (default {1 if finetune else 10})")
     g.add_argument("--max-steps", type=int, help="stop after this many steps (overrides --epochs)")
@@ -120,6 +123,8 @@ def register(subparsers) -> None:
     p.add_argument("text", nargs="+", help="files, globs or folders")
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--unroll-steps", type=int, default=20)
+    p.add_argument("--state-reset-every", type=int, default=None,
+                   help="reset the rows' state every K batches (default: as the model was trained, from its metadata)")
     p.add_argument("--device", default="auto")
     p.add_argument("--threads", type=int)
     p.add_argument("--json", action="store_true", help="print one JSON object")
@@ -174,7 +179,7 @@ def _run_config(args, **fields):
     lr = args.lr if args.lr is not None else (0.2 if args.optimizer == "adagrad" else 0.001)
     return TrainConfig(
         batch_size=args.batch_size, unroll_steps=args.unroll_steps, layout=args.layout, epochs=args.epochs,
-        max_steps=args.max_steps, max_seconds=args.max_hours * 3600 if args.max_hours else None,
+        max_steps=args.max_steps, state_reset_every=args.state_reset_every, max_seconds=args.max_hours * 3600 if args.max_hours else None,
         optimizer=args.optimizer, lr=lr, adagrad_init=args.adagrad_init, clip_norm=args.clip_norm,
         dropout=args.dropout, n_negative=args.negatives, shuffle=not args.no_shuffle, seed=args.seed,
         checkpoint_every=args.checkpoint_every, keep_checkpoints=args.keep_checkpoints,
@@ -217,13 +222,17 @@ def perplexity(args) -> int:
     from ..data.corpus import expand_paths, iter_file_sentences
     from ..training.distributed import resolve_device
     from ..training.evaluate import perplexity as ppl
-    from ..training.export import load_language_model
+    from ..training.export import load_language_model, read_metadata
 
     _threads(args)
     device = resolve_device(args.device)
     model, vocab = load_language_model(args.model, device=device)
+    reset = args.state_reset_every
+    if reset is None:
+        reset = read_metadata(args.model).get("train_config", {}).get("state_reset_every", 0)
     result = ppl(model, iter_file_sentences(expand_paths(args.text)), vocab, args.batch_size,
-                 args.unroll_steps, device)
+                 args.unroll_steps, device, state_reset_every=reset)
+    result["state_reset_every"] = reset
     if args.json:
         print(json.dumps(result))
     else:

@@ -13,21 +13,42 @@ Reported: forward and backward perplexity, and their average ``exp((loss_f + los
 from __future__ import annotations
 
 import math
-from typing import Dict, Iterable
+from typing import Dict, Iterable, List
 
 import torch
 
 from ..data.corpus import Sentence
 from ..data.lm_batches import evaluation_batches
 from ..vocab import Vocabulary
+from ..modules.lstm import LayerState
 from .model import LanguageModel
+
+
+def reset_rows(state: List[LayerState], step: int, every: int, first_row: int = 0) -> List[LayerState]:
+    """Zero the carried state of the rows due for a reset at ``step``: global row g
+    (``first_row`` + b) is reset when (step + g) is a multiple of ``every``. Staggered over the
+    rows, so at any time the rows' contexts have every age from 0 to ``every`` batches.
+
+    Why: a state carried forever lets the LSTM build up slowly integrating cells that then act as
+    fixed features; a model that relies on them fails from a zero state, which is how ELMo is
+    used (and how any evaluation starts). Bounded context age keeps zero states in training.
+    """
+    rows = state[0][0].shape[1]
+    due = ((torch.arange(rows) + first_row + step) % every == 0).to(state[0][0].device)
+    if not bool(due.any()):
+        return state
+    keep = (~due).to(state[0][0].dtype)[None, :, None]
+    return [(c * keep, h * keep) for c, h in state]
 
 
 @torch.no_grad()
 def perplexity(model: LanguageModel, sentences: Iterable[Sentence], vocab: Vocabulary,
                batch_size: int = 32, unroll_steps: int = 20, device=None,
-               autocast_dtype=None) -> Dict[str, float]:
+               autocast_dtype=None, state_reset_every: int = 0) -> Dict[str, float]:
     """Full-softmax perplexity of ``sentences``.
+
+    ``state_reset_every``: reset the rows' state as in training (:func:`reset_rows`); 0 carries
+    it through the whole text.
 
     Returns ``ppl_fwd``, ``ppl_bwd``, ``ppl`` (average), ``loss_fwd``, ``loss_bwd`` (mean
     negative log-likelihoods in nats) and ``targets`` (per direction).
@@ -40,7 +61,9 @@ def perplexity(model: LanguageModel, sentences: Iterable[Sentence], vocab: Vocab
     n_f = n_b = 0
     max_chars = model.options.char_cnn.max_characters_per_token
     try:
-        for batch in evaluation_batches(sentences, vocab, batch_size, unroll_steps, max_chars):
+        for index, batch in enumerate(evaluation_batches(sentences, vocab, batch_size, unroll_steps, max_chars)):
+            if state_reset_every and state is not None:
+                state = reset_rows(state, index, state_reset_every)
             with torch.autocast(torch.device(device).type, dtype=autocast_dtype or torch.bfloat16,
                                 enabled=autocast_dtype is not None):
                 out = model(batch.to(device), state, None, skip_given_targets=True)

@@ -31,7 +31,7 @@ from ..vocab import Vocabulary
 from ..weights import atomic_write_text
 from . import distributed
 from .checkpoint import latest_checkpoint, load_checkpoint, rng_state, save_checkpoint, set_rng_state
-from .evaluate import perplexity
+from .evaluate import perplexity, reset_rows
 from .export import export_model, load_language_model, options_with_training_keys
 from .model import LanguageModel
 
@@ -49,6 +49,7 @@ class TrainConfig:
     batch_size: int = 128                 # rows per process
     unroll_steps: int = 20
     layout: str = "packed"                # "packed" (stateful) or "bucketed" (stateless)
+    state_reset_every: int = 0            # packed: zero each row's state every K batches, staggered (0 = never)
     epochs: float = 10.0
     max_steps: Optional[int] = None       # overrides epochs
     max_seconds: Optional[float] = None   # stop (and finish: evaluate, export) after this much training time
@@ -252,7 +253,8 @@ def _train(cfg: TrainConfig, ctx: distributed.Context, stop_after: Optional[int]
         result = None
         if ctx.is_main and valid_sentences:
             result = perplexity(model, valid_sentences, vocab, cfg.eval_batch_size, cfg.unroll_steps,
-                                ctx.device, torch.bfloat16 if cfg.bf16 else None)
+                                ctx.device, torch.bfloat16 if cfg.bf16 else None,
+                                state_reset_every=cfg.state_reset_every)
             log.write({"event": "eval", "step": step_now, "split": "valid", "epoch": tokens_done / corpus_stats["tokens"],
                        **{k: round(v, 4) for k, v in result.items()}})
         distributed.barrier(ctx)
@@ -269,6 +271,8 @@ def _train(cfg: TrainConfig, ctx: distributed.Context, stop_after: Optional[int]
         batch = batches.next_batch().to(ctx.device)
         if cfg.layout == "bucketed":
             state = None
+        elif cfg.state_reset_every and state is not None:
+            state = reset_rows(state, step, cfg.state_reset_every, ctx.rank * cfg.batch_size)
         negatives = Candidates.draw(sampler, n_sampled, ctx.device) if sampler is not None else None
         with torch.autocast(**autocast):
             out = net(batch, state, negatives)
