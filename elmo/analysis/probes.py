@@ -11,6 +11,7 @@ linear map, as a task model would; its softmax weights say which layers the prob
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -58,6 +59,22 @@ def _features(x: torch.Tensor, mean, std, mix: Optional[ScalarMix]) -> torch.Ten
     return mix(list(z)) if mix is not None else z
 
 
+#: Problems smaller than this (rows x features x classes) are fit on one thread: thread
+#: start-up and contention cost more than they save there.
+SMALL_PROBLEM = 2e7
+
+
+@contextmanager
+def _threads(n: int):
+    """Run the block with ``n`` torch threads, then restore the previous number."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
 def train_probe(x: np.ndarray, y: Sequence[int], n_classes: int, l2: float = 1e-3,
                 max_iter: int = 100, mix: bool = False, seed: int = 0) -> LinearProbe:
     """Fit a linear probe.
@@ -68,6 +85,15 @@ def train_probe(x: np.ndarray, y: Sequence[int], n_classes: int, l2: float = 1e-
         l2: weight of ``||W||^2``, added to the mean cross-entropy.
         max_iter: L-BFGS iterations (full batch).
     """
+    size = float(np.prod(np.shape(x))) * n_classes
+    if size < SMALL_PROBLEM:
+        with _threads(1):
+            return _fit(x, y, n_classes, l2, max_iter, mix, seed)
+    return _fit(x, y, n_classes, l2, max_iter, mix, seed)
+
+
+def _fit(x: np.ndarray, y: Sequence[int], n_classes: int, l2: float, max_iter: int,
+         mix: bool, seed: int) -> LinearProbe:
     torch.manual_seed(seed)
     x_t = torch.as_tensor(x, dtype=torch.float32)
     y_t = torch.as_tensor(np.asarray(y), dtype=torch.long)

@@ -48,6 +48,9 @@ def register(subparsers) -> None:
                    help="also run the POS probe and WSD on an untrained copy of the model (same "
                         "architecture, fresh random weights): what training added")
     p.add_argument("--batch-size", type=int, default=d.batch_size, help="sentences per biLM call")
+    p.add_argument("--threads", type=int, default=None,
+                   help="torch CPU threads (default: torch's choice; on a busy shared machine "
+                        "1 can be much faster)")
     p.set_defaults(func=analyze)
 
     p = subparsers.add_parser(
@@ -79,6 +82,9 @@ def register(subparsers) -> None:
 def analyze(args: argparse.Namespace) -> int:
     from ..analysis.report import AnalysisConfig, run_analysis
 
+    if args.threads:
+        import torch
+        torch.set_num_threads(args.threads)
     config = AnalysisConfig(**{k: getattr(args, k) for k in AnalysisConfig.__dataclass_fields__})
     out = Path(args.out) if args.out else Path("experiments") / "analysis" / Path(args.model).name
     results = run_analysis(args.model, out, config, args.only)
