@@ -156,11 +156,15 @@ elmo = {{ positions = ["output"], finetune = true, lambda = 1.0 }}
     assert last["elmo"]["mix_weights"]["input"]["weights"][-1] == pytest.approx(1.0)
     tuned = next(r for r in saved["runs"] if r["variant"] == "output-finetuned")
     assert tuned["elmo"]["finetune"] is True
-    # the shared frozen fixture biLM was not changed by the fine-tuned run
     first = [r["test"] for r in saved["runs"]]
     assert main(["experiment", str(path), "--out", str(out), "--quiet", "--resume"]) == 0
     again = json.loads((out / "results.json").read_text())
     assert [r["test"] for r in again["runs"]] == first
+    table = tmp_path / "table.md"
+    assert main(["experiment-table", str(out), str(out / "results.json"), "-o", str(table)]) == 0
+    rows = [l for l in table.read_text().splitlines() if l.startswith("| ablate | pos |")]
+    assert len(rows) == 6                                  # 3 variants, listed twice
+    assert any("| output | all | 1 |" in r and "| yes |" in r for r in rows)
 
 
 def test_config_errors(tmp_path):

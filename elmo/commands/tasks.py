@@ -28,6 +28,14 @@ def register(subparsers) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     p.set_defaults(func=experiment)
 
+    q = subparsers.add_parser(
+        "experiment-table", help="one table from several experiments' results.json",
+        description="List the summary rows of several `elmo experiment` results (each task in "
+                    "its own metric, never averaged) as one markdown table.")
+    q.add_argument("results", nargs="+", help="results.json files (or their folders)")
+    q.add_argument("-o", "--output", default=None, help="write the table here (default: print)")
+    q.set_defaults(func=experiment_table)
+
 
 def experiment(args: argparse.Namespace) -> int:
     from ..tasks.report import markdown
@@ -49,4 +57,24 @@ def experiment(args: argparse.Namespace) -> int:
     log = (lambda s: None) if args.quiet else (lambda s: print(s, file=sys.stderr, flush=True))
     results = run_experiment(cfg, out=args.out, resume=args.resume, command=command, log=log)
     print(markdown(results))
+    return 0
+
+
+def experiment_table(args: argparse.Namespace) -> int:
+    import json
+    from pathlib import Path
+
+    from ..tasks.report import combined_table
+
+    loaded = []
+    for name in args.results:
+        path = Path(name)
+        if path.is_dir():
+            path = path / "results.json"
+        loaded.append(json.loads(path.read_text(encoding="utf-8")))
+    table = combined_table(loaded)
+    if args.output:
+        Path(args.output).write_text(table, encoding="utf-8")
+    else:
+        print(table, end="")
     return 0

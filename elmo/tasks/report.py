@@ -94,14 +94,11 @@ def markdown(results: dict) -> str:
             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for row in results.get("summary", []):
         e = row.get("elmo")
-        at = "+".join(e["positions"]) if e else "-"
-        layers = e["layers"] if e else "-"
-        lam = f"{e['lambda']:g}" if e and e["layers"] == "all" else "-"
-        bilm = f"`{e['bilm']}`" if e else "-"
-        tuned = ("yes" if e["finetune"] else "no") if e else "-"
+        c = elmo_cells(e)
         gain = pm(row.get("gain_mean"), row.get("gain_std"), signed=True) if e else "-"
         out.append(f"| {row['task']} | {METRIC_NAMES.get(row['metric'], row['metric'])} | "
-                   f"{row['variant']} | {at} | {layers} | {lam} | {bilm} | {tuned} | "
+                   f"{row['variant']} | {c['at']} | {c['layers']} | {c['lambda']} | {c['bilm']} | "
+                   f"{c['tuned']} | "
                    f"{len(row['seeds'])} | {pm(row['test_mean'], row['test_std'])} | {gain} | "
                    f"{pm(row.get('gain_t'), None) if e else '-'} | "
                    f"{pm(row['dev_mean'], None)} | {row['seconds']:.0f} |")
@@ -167,6 +164,38 @@ def plot_weights(runs: List[dict], path: Path) -> bool:
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return True
+
+
+def elmo_cells(e: Optional[dict]) -> Dict[str, str]:
+    """The table cells that describe a variant's ELMo settings ("-" for the baseline)."""
+    if not e:
+        return {"at": "-", "layers": "-", "lambda": "-", "bilm": "-", "tuned": "-"}
+    return {"at": "+".join(e["positions"]), "layers": e["layers"],
+            "lambda": f"{e['lambda']:g}" if e["layers"] == "all" else "-",
+            "bilm": f"`{e['bilm']}`", "tuned": "yes" if e["finetune"] else "no"}
+
+
+def combined_table(all_results: List[dict]) -> str:
+    """One markdown table of the summary rows of several experiments (e.g. pos, ner and
+    sentiment), each row in its task's own metric, with the experiment it comes from and the
+    command that reproduces it. Rows are listed, never averaged."""
+    out = ["| experiment | task | metric | variant | ELMo at | layers | λ | biLM | biLM tuned | "
+           "seeds | test mean ± std | gain ± std | paired t |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    commands = []
+    for results in all_results:
+        name = results["config"]["name"]
+        commands.append(f"* `{name}`: `{results.get('command', '')}`")
+        for row in results.get("summary", []):
+            e = row.get("elmo")
+            c = elmo_cells(e)
+            gain = pm(row.get("gain_mean"), row.get("gain_std"), signed=True) if e else "-"
+            t = pm(row.get("gain_t"), None) if e else "-"
+            out.append(f"| {name} | {row['task']} | {METRIC_NAMES.get(row['metric'], row['metric'])} "
+                       f"| {row['variant']} | {c['at']} | {c['layers']} | {c['lambda']} | "
+                       f"{c['bilm']} | {c['tuned']} | {len(row['seeds'])} | "
+                       f"{pm(row['test_mean'], row['test_std'])} | {gain} | {t} |")
+    return "\n".join(out + ["", "Reproduce:", *commands]) + "\n"
 
 
 def write_reports(results: dict, out: Path) -> None:
