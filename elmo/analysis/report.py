@@ -460,6 +460,9 @@ def _render_contrast(r: dict, cmd: str) -> List[str]:
     for key, name in (("words", "all words"), ("targets", "target words"),
                       ("sentence", "mean-pooled sentence"), ("spread", "spread (random tokens)")):
         lines.append(f"| {name} | " + " | ".join(f"{x:.3f}" for x in m[key]) + " |")
+    for name, c in cats.items():
+        lines.append(f"| target words, {name} | "
+                     + " | ".join(f"{x:.3f}" for x in c["movement"]["targets"]) + " |")
     lines += ["", "A probe trained on half of the pairs, tested on the other half (and back), "
               "accuracy % on held-out targets / held-out pairs ranked the right way round; "
               "chance is 50 / 50:", "", head, sep]
