@@ -402,6 +402,7 @@ def plan(cfg: dict) -> List[str]:
         e = v["elmo"]
         what = "baseline" if e is None else (
             f"ELMo at {'+'.join(e['positions'])}, layers {e['layers']}, lambda {e['lambda']:g}, "
+            f"dropout {e['dropout']:g}{', layer norm' if e['do_layer_norm'] else ''}, "
             f"{'fine-tuned' if e['finetune'] else 'frozen'} biLM {e.get('bilm') or cfg['bilm']}")
         lines.append(f"variant {v['name']}: {what}")
     runs = len(cfg["tasks"]) * len(cfg["variants"]) * len(cfg["seeds"])
