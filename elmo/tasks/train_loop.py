@@ -79,13 +79,11 @@ def score(model: TaskModel, examples: Sequence[Example], make: BatchMaker, metri
     if not examples:
         return float("nan")
     pred = predict(model, examples, make, batch_size)
-    if metric in ("token_accuracy", "span_f1"):
-        gold = [ex.label for ex in examples]
+    if metric in ("token_accuracy", "span_f1"):            # one tag id list per sentence
         guess = [[labels[i] for i in p] for p in pred]
     else:
-        gold = [ex.label for ex in examples]
         guess = [labels[i] for i in pred]
-    return 100.0 * METRICS[metric](gold, guess)
+    return 100.0 * METRICS[metric]([ex.label for ex in examples], guess)
 
 
 def _optimizer(model: TaskModel, cfg: TrainConfig) -> torch.optim.Optimizer:
