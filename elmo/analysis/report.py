@@ -127,6 +127,8 @@ def read_mix_weights(path: Path) -> List[float]:
 def run_analysis(model: str, out: Path, config: Optional[AnalysisConfig] = None,
                  only: Optional[Sequence[str]] = None, log=print) -> dict:
     """Run the chosen sections (default: all), write results, pictures and the report."""
+    import torch
+
     import elmo
     from ..embedding import Embedder
     from . import plots
@@ -142,7 +144,9 @@ def run_analysis(model: str, out: Path, config: Optional[AnalysisConfig] = None,
     embedder = Embedder(bilm, batch_size=config.batch_size)
     results: dict = {"model": str(model), "num_layers": bilm.num_layers,
                      "width": bilm.output_dim, "config": asdict(config), "sections": sections,
-                     "model_metadata": _metadata(elmo.model_path(model)), "seconds": {}}
+                     "model_metadata": _metadata(elmo.model_path(model)),
+                     "torch": {"version": torch.__version__, "threads": torch.get_num_threads()},
+                     "seconds": {}}
     for name in sections:
         t = time.time()
         log(f"analyze: {name} ...")
@@ -337,7 +341,9 @@ def render(results: dict, model: str, out: Path, config: AnalysisConfig) -> str:
     lines += [f"Everything below: `{command(model, out, config)}`", "",
              "Numbers are from `results.json`; each table is followed by the command that "
              "recomputes it. Paired bootstrap intervals resample test sentences "
-             "(POS) or lemmas (WSD), 1000 times.", "",
+             "(POS) or lemmas (WSD), 1000 times. Computed with torch "
+             f"{results['torch']['version']} on {results['torch']['threads']} CPU thread(s); "
+             "another thread count can change the last digit.", "",
              "## The paper's two layer findings", ""]
     for key, text in results["findings"].items():
         lines.append(f"* **{'POS' if key == 'pos' else 'Word senses'}**: {text}")
