@@ -10,7 +10,8 @@ kinds, each with two target words per pair whose label flips between the two sen
   many/few, or by "more X than Y" / "fewer X than Y".
 
 Format (also of a user's file): tab-separated ``category, sentence_a, sentence_b, target,
-label_a, label_b``, tokens separated by spaces; ``#`` starts a comment line.
+label_a, label_b``, tokens separated by spaces; ``#`` starts a comment line. The target is
+the first occurrence of that token in each sentence; a pair with two targets takes two lines.
 """
 
 BUILTIN = """\
