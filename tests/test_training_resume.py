@@ -80,3 +80,19 @@ def test_killed_process_resumes_to_the_same_parameters(tmp_path):
     steps_logged = [json.loads(line)["step"] for line in (run / "log.jsonl").read_text().splitlines()
                     if json.loads(line)["event"] == "train"]
     assert steps_logged == list(range(1, steps + 1))
+
+
+def test_resume_applies_the_configured_learning_rate(tmp_path):
+    """Lowering --lr on resume (a manual decay) takes effect: the config wins over the
+    learning rate stored with the optimizer state."""
+    train_txt, _, vocab_txt = write_toy_corpus(tmp_path / "toy", n_train=100)
+    cfg = tiny_config(tmp_path / "run", train_txt, vocab_txt, max_steps=6, optimizer="adam", lr=0.01)
+    train(cfg, stop_after=3)
+    cfg.lr = 0.001
+    train(cfg)
+    final = load_checkpoint(tmp_path / "run" / "checkpoints" / "checkpoint-00000006.pt")
+    assert final["optimizer"]["param_groups"][0]["lr"] == 0.001
+    resume = [json.loads(line) for line in (tmp_path / "run" / "log.jsonl").read_text().splitlines()
+              if json.loads(line)["event"] == "resume"]
+    assert resume == [{"event": "resume", "step": 3, "from": "checkpoint-00000003.pt", "lr": 0.001,
+                       "lr_before": 0.01, "state_reset_every": 0}]

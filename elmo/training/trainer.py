@@ -211,6 +211,9 @@ def _train(cfg: TrainConfig, ctx: distributed.Context, stop_after: Optional[int]
                              f"resume it with the same number")
         model.load_state_dict(ckpt["model"])
         optimizer.load_state_dict(ckpt["optimizer"])
+        lr_before = optimizer.param_groups[0]["lr"]
+        for group in optimizer.param_groups:  # the run's configuration wins: a resume may lower the lr
+            group["lr"] = cfg.lr
         step, tokens_done, elapsed = ckpt["step"], ckpt["tokens"], ckpt["elapsed"]
         mine = ckpt["ranks"][ctx.rank]
         batches.load_state_dict(mine["batches"])
@@ -233,7 +236,8 @@ def _train(cfg: TrainConfig, ctx: distributed.Context, stop_after: Optional[int]
             p.numel() for p in model.bilm.parameters()), "steps": n_steps, "world_size": ctx.world_size,
             "corpus": corpus_stats, "device": str(ctx.device), "threads": torch.get_num_threads()})
     elif ctx.is_main:
-        log.write({"event": "resume", "step": step, "from": resume_from.name})
+        log.write({"event": "resume", "step": step, "from": resume_from.name, "lr": cfg.lr, "lr_before": lr_before,
+                   "state_reset_every": cfg.state_reset_every})
 
     net = DistributedDataParallel(model) if ctx.distributed else model
     autocast = dict(device_type=ctx.device.type, dtype=torch.bfloat16, enabled=cfg.bf16)

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Gather the PTB run's results into experiments/ptb/ (log, curve, numbers). Run from the repository root.
+set -euo pipefail
+run=runs/ptb/run
+out=experiments/ptb
+cp $run/log.jsonl $out/log.jsonl
+cp $run/train_config.json $out/train_config.json
+elmo plot-curve $run/log.jsonl -o $out/curve.png --title "biLM on PTB (CPU, 1 thread)"
+python - "$run" "$out" <<'PY'
+import json, sys
+run, out = sys.argv[1], sys.argv[2]
+log = [json.loads(l) for l in open(f"{run}/log.jsonl")]
+start = next(r for r in log if r.get("event") == "start")
+train = [r for r in log if r.get("event") == "train"]
+meta = json.load(open(f"{run}/model/metadata.json"))
+result = {"params": start["params"], "params_bilm": start["params_bilm"], "params_softmax": start["params"] - start["params_bilm"],
+          "steps": meta["steps"], "tokens": meta["tokens"], "epochs": round(meta["tokens"] / start["corpus"]["tokens"], 3),
+          "training_seconds": meta["elapsed_s"], "tokens_per_s": round(meta["tokens"] / meta["elapsed_s"], 1),
+          "valid": json.load(open(f"{run}/valid_ppl.json")), "test": json.load(open(f"{run}/test_ppl.json"))}
+try:
+    result["test_state_carried"] = json.load(open(f"{run}/test_ppl_carried.json"))
+except FileNotFoundError:
+    pass
+json.dump(result, open(f"{out}/results.json", "w"), indent=2)
+print(json.dumps(result, indent=2))
+PY
