@@ -53,6 +53,10 @@ def test_analyze_contrast_section_writes_a_report(tmp_path, capsys):
     text = (out / "report.md").read_text()
     assert "## Contrast pairs" in text and "untrained copy" in text
     assert f"--contrast-file {pairs}" in text and "--only contrast" in text
+    assert main(["analyze", "fixture", "--out", str(tmp_path / "plain"), "--only", "contrast",
+                 "--contrast-file", str(pairs), "--no-untrained-control"]) == 0
+    plain = (tmp_path / "plain" / "report.md").read_text()
+    assert "untrained copy" not in plain and "--no-untrained-control" in plain
 
 
 @pytest.mark.slow
@@ -65,7 +69,7 @@ def test_analyze_everything_on_the_fixture(tmp_path):
     out = tmp_path / "fixture"
     assert main(["analyze", "fixture", "--out", str(out), "--pos-train-sentences", "100",
                  "--pos-test-sentences", "50", "--wsd-max-lemmas", "50",
-                 "--neighbors-sentences", "200", "--untrained-control"]) == 0
+                 "--neighbors-sentences", "200"]) == 0
     text = (out / "report.md").read_text()
     assert "control: layer 2 of an untrained copy" in text
     for section in ("## POS", "## Word senses", "## Contextual neighbours", "## Contrast pairs"):

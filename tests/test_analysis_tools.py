@@ -194,6 +194,8 @@ def test_paper_findings_are_computed_from_the_numbers():
            "wsd": {"finding": verdict("layer 2", "layer 1", _boot(-0.03, -0.05, -0.01))}}
     f = report.paper_findings(res)
     assert f["pos"].startswith("holds") and f["wsd"].startswith("does not hold")
+    res["pos"]["control_untrained"] = {"finding": verdict("layer 1", "layer 2", _boot(0.01, 0.005, 0.02))}
+    assert "untrained copy of the model (random weights): holds" in report.paper_findings(res)["pos"]
     f = report.paper_findings({"num_layers": 2, "pos": {}, })
     assert f["pos"].startswith("not tested: the model has 1 LSTM layer")
     assert f["wsd"].startswith("not tested: the wsd section was not run")
@@ -203,7 +205,7 @@ def test_report_command_round_trips_through_the_parser(tmp_path):
     from elmo.cli import build_parser
 
     config = report.AnalysisConfig(seed=3, pos_train_sentences=50, wsd_max_lemmas=20,
-                                   neighbors_corpus="brown:test", untrained_control=True)
+                                   neighbors_corpus="brown:test", untrained_control=False)
     cmd = report.command("fixture", tmp_path / "out", config, "pos")
     argv = cmd.split()[1:]
     args = build_parser().parse_args(argv)

@@ -44,9 +44,11 @@ def register(subparsers) -> None:
                    "(default: the WordNet lemma with the most examples)")
     p.add_argument("--mix-weights", default=None, help="a task's learned mix (JSON or a "
                    "PyTorch state dict with scalar_parameters) to draw as well")
-    p.add_argument("--untrained-control", action="store_true",
+    p.add_argument("--untrained-control", action=argparse.BooleanOptionalAction,
+                   default=d.untrained_control,
                    help="also run the POS probe and WSD on an untrained copy of the model (same "
-                        "architecture, fresh random weights): what training added")
+                        "architecture, fresh random weights), to tell what training added "
+                        "(default: on)")
     p.add_argument("--batch-size", type=int, default=d.batch_size, help="sentences per biLM call")
     p.add_argument("--threads", type=int, default=None,
                    help="torch CPU threads (default: torch's choice; on a busy shared machine "
