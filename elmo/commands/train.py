@@ -72,15 +72,15 @@ def register(subparsers) -> None:
     sub = p.add_subparsers(dest="vocab_command", metavar="ACTION")
     b = sub.add_parser("build", help="count a corpus and write its vocabulary",
                        description="Write <S>, </S>, <UNK>, then the words by descending frequency, one a "
-                                   "line (the original format), and the counts beside it (OUT.counts.tsv... "
-                                   "see --counts).")
+                                   "line (the original format), and word<TAB>count beside it (OUTPUT's name with "
+                                   ".counts.tsv; see --counts). elmo train reads the counts from there.")
     b.add_argument("corpus", nargs="+", help="files, globs or folders; one tokenized sentence a line; .gz ok")
     b.add_argument("--output", "-o", required=True, help="vocabulary file to write")
     b.add_argument("--min-count", type=int, default=1, help="drop words seen fewer times (default 1)")
     b.add_argument("--max-size", type=int, help="at most this many entries, specials included")
     b.add_argument("--counts", help="where to write word<TAB>count (default: OUTPUT with .counts.tsv)")
     b.set_defaults(func=vocab_build)
-    p.set_defaults(func=lambda args: p.print_help() or 2)
+    p.set_defaults(func=lambda args, parser=p: parser.print_help() or 2)
 
     # ---------------------------------------------------------------- train
     p = subparsers.add_parser(

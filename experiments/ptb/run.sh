@@ -2,11 +2,13 @@
 # The PTB biLM of experiments/ptb/README.md: train, then perplexity on valid and test.
 # Run from the repository root after experiments/ptb/prepare.sh.
 #
-# The run had two phases (see README.md): steps 1-1000 carried every row's LSTM state forever
-# (the original's batching); at step 1000 it was stopped and resumed from its checkpoint with
-# --state-reset-every 10, because the forward LM had come to depend on cells that only a
-# never-reset state builds up (it failed from a zero state). To replay it exactly, run phase 1
-# with --max-steps 1000, then phase 2.
+# The run had three phases (see README.md), each resuming from the previous one's checkpoint:
+#   1. steps 1-1000: every row's LSTM state carried forever (the original's batching);
+#   2. steps 1001-3100: --state-reset-every 10, because the forward LM had come to depend on
+#      cells that only a never-reset state builds up (it failed from a zero state);
+#   3. from step 3100 to the time limit: the learning rate lowered from 0.002 to 0.0005.
+# Phases 1 and 2 were stopped by hand after their last checkpoint; to replay the run exactly,
+# run PHASE=1 and PHASE=2 (which stop at those steps), then PHASE=3.
 set -euo pipefail
 data=runs/ptb/data
 run=runs/ptb/run
@@ -17,11 +19,11 @@ common=(elmo train $data/ptb.train.txt --vocab $data/vocab.txt --output $run --v
   --dim 512 --projection-dim 128 --n-layers 2 --filters 1:32,2:32,3:64,4:64,5:64 --n-highway 2 --char-dim 16
   --batch-size 64 --unroll-steps 20 --optimizer adam --lr 0.002 --negatives 1024 --dropout 0.1 --clip-norm 10
   --epochs 8 --eval-every 760 --checkpoint-every 100 --keep-checkpoints 2 --log-every 20 --threads 1 --no-progress)
-if [ "${PHASE:-2}" = 1 ]; then
-  "${common[@]}" --max-steps 1000
-  exit 0
-fi
-"${common[@]}" --state-reset-every 10 --max-hours 1.45
+case "${PHASE:-3}" in
+  1) "${common[@]}" --max-steps 1000; exit 0 ;;
+  2) "${common[@]}" --state-reset-every 10 --max-steps 3100; exit 0 ;;
+esac
+"${common[@]}" --state-reset-every 10 --max-hours 1.45 --lr 0.0005
 elmo perplexity $run/model $data/ptb.valid.txt --threads 1 --json > $run/valid_ppl.json
 elmo perplexity $run/model $data/ptb.test.txt --threads 1 --json > $run/test_ppl.json
 elmo perplexity $run/model $data/ptb.test.txt --threads 1 --json --state-reset-every 0 > $run/test_ppl_carried.json
