@@ -120,6 +120,25 @@ def peak_memory_mib(fn: Callable[[], object]) -> float:
     return max(0, _hwm_kib() - before) / 1024
 
 
+def time_interleaved(fns: Dict[str, Callable[[], object]], min_seconds: float = 1.0,
+                     min_rounds: int = 3) -> Dict[str, float]:
+    """Median seconds per call of each function, timed in alternating rounds (A B C, C B A, ...)
+    after one warm-up call each, so that a change in machine load hits all of them alike."""
+    for fn in fns.values():
+        fn()
+    names = list(fns)
+    runs: Dict[str, List[float]] = {n: [] for n in names}
+    start = time.perf_counter()
+    rounds = 0
+    while rounds < min_rounds or time.perf_counter() - start < min_seconds * len(names):
+        for name in (names if rounds % 2 == 0 else names[::-1]):
+            t = time.perf_counter()
+            fns[name]()
+            runs[name].append(time.perf_counter() - t)
+        rounds += 1
+    return {n: sorted(r)[len(r) // 2] for n, r in runs.items()}
+
+
 def time_it(fn: Callable[[], object], min_seconds: float = 1.0, min_runs: int = 2) -> float:
     """Median seconds per call, after one warm-up call."""
     fn()

@@ -3,7 +3,8 @@
     python benchmarks/inference.py [--configs small original] [--batches 1 32 128]
 
 For each configuration (random weights) and batch size it embeds the same real Brown
-sentences with both implementations, checks that they agree, and prints tokens/s, achieved
+sentences with both implementations (timed in alternating rounds, medians), checks that they
+agree, and prints tokens/s, achieved
 GFLOP/s as a share of this machine's measured fp32 matmul rate, peak memory, and the ratios.
 FLOPs are those of the plain computation on the real tokens (padding is not counted), so a
 share above what the reference reaches means work was skipped, not that math got faster.
@@ -11,6 +12,7 @@ share above what the reference reaches means work was skipped, not that math got
 from __future__ import annotations
 
 import argparse
+import copy
 import sys
 from pathlib import Path
 
@@ -19,7 +21,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import (brown_sentences, flops_per_token, matmul_gflops, peak_memory_mib,  # noqa: E402
-                               random_model, time_it)
+                               random_model, time_interleaved)
 from benchmarks.reference import ReferenceBiLM  # noqa: E402
 from elmo import batch_to_ids  # noqa: E402
 
@@ -31,6 +33,8 @@ def batches_of(sentences, batch_size, n_batches):
 def run(config: str, batch_sizes, seconds: float, bf16: bool, sentences) -> None:
     bilm = random_model(config)
     reference = ReferenceBiLM(bilm)
+    # The opt-in bf16 mode: a copy of the model with bfloat16 weights and activations.
+    bilm_bf16 = copy.deepcopy(bilm).to(torch.bfloat16) if bf16 else None
     per_token = flops_per_token(bilm.options)
     print(f"\n== {config}: {sum(p.numel() for p in bilm.parameters()) / 1e6:.1f}M parameters, "
           f"{per_token / 1e6:.1f} MFLOP per token")
@@ -46,9 +50,9 @@ def run(config: str, batch_sizes, seconds: float, bf16: bool, sentences) -> None
                     bilm(c)
 
         def ours_bf16():
-            with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+            with torch.no_grad():
                 for c in chunks:
-                    bilm(c)
+                    bilm_bf16(c)
 
         def ref():
             for c in chunks:
@@ -58,19 +62,21 @@ def run(config: str, batch_sizes, seconds: float, bf16: bool, sentences) -> None
             a, b = bilm(chunks[0])["activations"], reference(chunks[0])
         worst = max(float((x - y).abs().max()) for x, y in zip(a, b))
         assert worst < 1e-3, f"the reference disagrees with the library by {worst}"
-        impls = [("reference", ref), ("elmo", ours)] + ([("elmo-bf16", ours_bf16)] if bf16 else [])
+        impls = {"reference": ref, "elmo": ours}
+        if bf16:
+            impls["elmo-bf16"] = ours_bf16
+        timings = time_interleaved(impls, min_seconds=seconds)
         base = None
-        for name, fn in impls:
-            seconds_per = time_it(fn, min_seconds=seconds)
-            rate = tokens / seconds_per
+        for name, fn in impls.items():
+            rate = tokens / timings[name]
             gflops = rate * per_token / 1e9
             mem = peak_memory_mib(fn) if bs >= 32 else float("nan")
             base = base or rate
             print(f"{bs:>5} {name:>10} {rate:>9.1f} {gflops:>8.1f} {100 * gflops / PEAK:>6.1f}% "
                   f"{mem:>9.0f} {rate / base:>5.2f}x", flush=True)
         if bf16:
-            with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
-                low = bilm(chunks[0])["activations"]
+            with torch.no_grad():
+                low = bilm_bf16(chunks[0])["activations"]
             dev = [float((x.float() - y).abs().max()) for x, y in zip(low, a)]
             scale = [float(y.abs().max()) for y in a]
             print(f"      bf16 max |deviation| per layer: " +
@@ -82,7 +88,8 @@ def main() -> None:
     parser.add_argument("--configs", nargs="+", default=["small", "original"])
     parser.add_argument("--batches", nargs="+", type=int, default=[1, 32, 128])
     parser.add_argument("--seconds", type=float, default=2.0, help="minimum timing per measurement")
-    parser.add_argument("--bf16", action="store_true", help="also time the opt-in bf16 autocast mode")
+    parser.add_argument("--bf16", action="store_true",
+                        help="also time the opt-in bf16 mode (the model converted with .to(torch.bfloat16))")
     parser.add_argument("--threads", type=int, default=None)
     args = parser.parse_args()
     if args.threads:

@@ -100,7 +100,7 @@ def _batched_product(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
     With one row, a matrix-vector product per direction reads the weight at full memory speed;
     a batched GEMM was measured at about half of that for one row (batch-1 inference).
     """
-    if x.shape[1] == 1:
+    if x.shape[1] == 1 and x.dtype == weight.dtype:  # (under autocast the dtypes differ)
         return torch.stack([torch.mv(weight[d].T, x[d, 0]) for d in range(x.shape[0])]).unsqueeze(1)
     return torch.bmm(x, weight)
 
