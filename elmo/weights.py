@@ -17,7 +17,6 @@ opposite gate convention negate it). Loading then saving gives the same bytes fo
 """
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 from contextlib import contextmanager
@@ -28,7 +27,7 @@ import h5py
 import numpy as np
 import torch
 
-from .config import ConfigError, ElmoOptions
+from .config import ElmoOptions
 from .modules.bilm import BiLM
 
 

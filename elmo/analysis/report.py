@@ -258,6 +258,7 @@ def _run_neighbors(embedder, config: AnalysisConfig, out: Path) -> dict:
     index = cached_index(embedder, corpus, index_home(), config.neighbors_sentences or None,
                          config.batch_size)
     words, layer0 = index.word_types()
+    glove_error = None
     try:
         glove_words, glove_vecs = datasets.glove(datasets.corpus_dir("glove-50d"))
     except Exception as e:                               # optional: report why it is missing
@@ -279,6 +280,7 @@ def _run_neighbors(embedder, config: AnalysisConfig, out: Path) -> dict:
         row["glove"] = ([{"word": h.word, "score": h.score}
                          for h in static_neighbors(glove_words, glove_vecs, word.lower(), k)]
                         if glove_words is not None else None)
+        row["glove_missing"] = glove_error
         queries.append(row)
     return {"corpus": str(corpus), "corpus_spec": config.neighbors_corpus,
             "max_sentences": config.neighbors_sentences, "n_sentences": len(index.sentences),
