@@ -13,6 +13,16 @@ ALLENNLP = FIXTURES / "allennlp-elmo"
 NOSKIP = FIXTURES / "bilm-tf-noskip"
 
 
+@pytest.fixture(autouse=True)
+def one_thread():
+    """Tests use one torch thread: their models are tiny, and on a busy 2-core machine a second
+    thread mostly waits (measured up to 28x slower)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 def tiny_options(skip: bool = True, n_layers: int = 2, cells: int = 12, proj: int = 6,
                  max_chars: int = 50, activation: str = "relu") -> ElmoOptions:
     return ElmoOptions.from_dict({

@@ -26,15 +26,6 @@ def alone(bilm, sentence):
     return torch.stack(layers)[:, 0].numpy()
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """These tiny models run fastest on one thread; more threads only wait on busy machines."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 @pytest.fixture
 def bilm():
     return random_bilm(seed=3)

@@ -12,7 +12,6 @@ from pathlib import Path
 import h5py
 import numpy as np
 import pytest
-import torch
 
 from elmo import Embedder, embed_file, load_original
 from elmo.cli import main as cli_main
@@ -48,15 +47,6 @@ def assert_same_datasets(a, b, exact=True):
             np.testing.assert_array_equal(da[name], db[name], err_msg=name)
         else:
             np.testing.assert_allclose(da[name], db[name], rtol=1e-5, atol=1e-6, err_msg=name)
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """These tiny models run fastest on one thread; more threads only wait on busy machines."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 @pytest.fixture
