@@ -12,7 +12,7 @@ import torch
 import elmo
 from elmo.tasks.batching import make_batch
 from elmo.tasks.datasets import Example
-from elmo.tasks.embeddings import WordVocab, build_embeddings
+from elmo.tasks.embeddings import build_embeddings
 from elmo.tasks.features import ElmoFeatures
 from elmo.tasks.layer_cache import LayerCache
 from elmo.tasks.runner import build_model, normalise_config, summarise
@@ -20,14 +20,6 @@ from elmo.tasks.datasets import TaskData
 from elmo.tasks.train_loop import TrainConfig, fit, score
 
 SENTS = [["The", "bank", "closed", "."], ["Hi"], ["A", "river", "bank", "flooded", "today"]]
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def test_cached_layers_equal_running_the_bilm():

@@ -12,7 +12,7 @@ Precision, recall and F1 are micro-averaged over all spans of all sentences.
 """
 from __future__ import annotations
 
-from typing import Dict, List, Sequence, Set, Tuple
+from typing import Dict, Sequence, Set, Tuple
 
 Span = Tuple[str, int, int]          # (type, start, end) with end exclusive
 
