@@ -9,7 +9,7 @@ import torch
 
 from elmo.chars import word_to_char_ids
 from elmo.data.corpus import CorpusStream, count_tokens, count_words, expand_paths
-from elmo.data.lm_batches import BucketedLMBatches, PackedLMBatches, evaluation_batches
+from elmo.data.lm_batches import BucketedLMBatches, PackedLMBatches, evaluation_batches, sentence_batches
 from elmo.vocab import Vocabulary
 
 
@@ -203,3 +203,16 @@ def test_state_resets_are_staggered_over_rows():
             assert torch.equal(h[:, zeroed], torch.zeros_like(h[:, zeroed]))
             kept = [b for b in range(6) if b not in zeroed]
             assert torch.equal(c[:, kept], torch.ones_like(c[:, kept]))
+
+
+def test_sentence_batches_count_the_same_targets_one_sentence_a_row():
+    sentences = [["a", "b"], ["c"], ["d", "e", "f"], ["g"], ["a"]]
+    vocab = Vocabulary.from_counts(Counter("abcdefg"))
+    batches = list(sentence_batches(sentences, vocab, batch_size=2))
+    assert [b.lengths.tolist() for b in batches] == [[3, 2], [4, 2], [2]]
+    fwd, bwd = Counter(), Counter()
+    for b in batches:
+        fwd.update(vocab.words[i] for i in b.fwd_targets[b.fwd_mask].tolist())
+        bwd.update(vocab.words[i] for i in b.bwd_targets[b.bwd_mask].tolist())
+    words = Counter(w for s in sentences for w in s)
+    assert fwd == words + Counter({"</S>": 5}) and bwd == words + Counter({"<S>": 5})

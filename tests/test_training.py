@@ -56,6 +56,20 @@ def test_tiny_corpus_heldout_perplexity_far_below_uniform(tmp_path, toy):
     assert after == pytest.approx(_heldout_ppl(tmp_path / "run" / "model", held_txt))  # reload: same numbers
 
 
+def test_bucketed_stateless_training_is_evaluated_per_sentence(tmp_path, toy):
+    train_txt, held_txt, vocab_txt = toy
+    n_vocab = len(Vocabulary.load(vocab_txt))
+    cfg = tiny_config(tmp_path / "run", train_txt, vocab_txt, valid=[str(held_txt)], layout="bucketed",
+                      batch_size=8, epochs=3.0, optimizer="adam", lr=0.01)
+    valid = train(cfg)["valid"]
+    model, vocab = load_language_model(tmp_path / "run" / "model")
+    alone = perplexity(model, iter_file_sentences([held_txt]), vocab, per_sentence=True)
+    assert valid == pytest.approx(alone) and valid["ppl"] < n_vocab / 3
+    # Such a model never saw a state carried from the previous sentence.
+    carried = perplexity(model, iter_file_sentences([held_txt]), vocab)
+    assert carried["ppl"] > valid["ppl"]
+
+
 @pytest.mark.parametrize("skip", [True, False])
 def test_original_smoke_bar_on_data_txt(tmp_path, skip):
     """The original trainer's own test: 16 cells, projection 8, batch 2, unroll 10, 50 epochs,

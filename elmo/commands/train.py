@@ -125,6 +125,9 @@ def register(subparsers) -> None:
     p.add_argument("--unroll-steps", type=int, default=20)
     p.add_argument("--state-reset-every", type=int, default=None,
                    help="reset the rows' state every K batches (default: as the model was trained, from its metadata)")
+    p.add_argument("--per-sentence", action="store_true", default=None,
+                   help="every sentence from a zero state (default: when the model was trained with the "
+                        "bucketed layout)")
     p.add_argument("--device", default="auto")
     p.add_argument("--threads", type=int)
     p.add_argument("--json", action="store_true", help="print one JSON object")
@@ -227,12 +230,12 @@ def perplexity(args) -> int:
     _threads(args)
     device = resolve_device(args.device)
     model, vocab = load_language_model(args.model, device=device)
-    reset = args.state_reset_every
-    if reset is None:
-        reset = read_metadata(args.model).get("train_config", {}).get("state_reset_every", 0)
+    trained = read_metadata(args.model).get("train_config", {})
+    reset = args.state_reset_every if args.state_reset_every is not None else trained.get("state_reset_every", 0)
+    per_sentence = args.per_sentence if args.per_sentence is not None else trained.get("layout") == "bucketed"
     result = ppl(model, iter_file_sentences(expand_paths(args.text)), vocab, args.batch_size,
-                 args.unroll_steps, device, state_reset_every=reset)
-    result["state_reset_every"] = reset
+                 args.unroll_steps, device, state_reset_every=reset, per_sentence=per_sentence)
+    result.update(state_reset_every=reset, per_sentence=per_sentence)
     if args.json:
         print(json.dumps(result))
     else:

@@ -247,3 +247,19 @@ def evaluation_batches(sentences: Iterable[Sentence], vocab: Vocabulary, batch_s
         fwd_rows = [r if len(r) > 1 else [""] for r in fwd_rows]
         bwd_rows = [r if len(r) > 1 else [""] for r in bwd_rows]
         yield _make_batch(encoder, fwd_rows, bwd_rows, lengths, steps)
+
+
+def sentence_batches(sentences: Iterable[Sentence], vocab: Vocabulary, batch_size: int = 32,
+                     max_chars: int = 50) -> Iterator[LMBatch]:
+    """Held-out batches of one wrapped sentence a row, in order, for stateless perplexity
+    (every sentence from a zero state, as a bucketed-trained model and stateless ELMo see it)."""
+    encoder = _Encoder(vocab, max_chars)
+    rows: List[Sentence] = []
+    for s in list(sentences) + [None]:
+        if s is not None:
+            rows.append(s)
+        if rows and (len(rows) == batch_size or s is None):
+            wrapped = [wrap(r) for r in rows]
+            lengths = [len(f) - 1 for f, _ in wrapped]
+            yield _make_batch(encoder, [f for f, _ in wrapped], [b for _, b in wrapped], lengths, max(lengths))
+            rows = []

@@ -18,7 +18,7 @@ from typing import Dict, Iterable, List
 import torch
 
 from ..data.corpus import Sentence
-from ..data.lm_batches import evaluation_batches
+from ..data.lm_batches import evaluation_batches, sentence_batches
 from ..vocab import Vocabulary
 from ..modules.lstm import LayerState
 from .model import LanguageModel
@@ -44,8 +44,12 @@ def reset_rows(state: List[LayerState], step: int, every: int, first_row: int = 
 @torch.no_grad()
 def perplexity(model: LanguageModel, sentences: Iterable[Sentence], vocab: Vocabulary,
                batch_size: int = 32, unroll_steps: int = 20, device=None,
-               autocast_dtype=None, state_reset_every: int = 0) -> Dict[str, float]:
+               autocast_dtype=None, state_reset_every: int = 0,
+               per_sentence: bool = False) -> Dict[str, float]:
     """Full-softmax perplexity of ``sentences``.
+
+    ``per_sentence``: every sentence from a zero state, alone in its row (for models trained
+    with the bucketed, stateless layout); otherwise contiguous rows with the state carried.
 
     ``state_reset_every``: reset the rows' state as in training (:func:`reset_rows`); 0 carries
     it through the whole text.
@@ -61,8 +65,12 @@ def perplexity(model: LanguageModel, sentences: Iterable[Sentence], vocab: Vocab
     n_f = n_b = 0
     max_chars = model.options.char_cnn.max_characters_per_token
     try:
-        for index, batch in enumerate(evaluation_batches(sentences, vocab, batch_size, unroll_steps, max_chars)):
-            if state_reset_every and state is not None:
+        batches = (sentence_batches(sentences, vocab, batch_size, max_chars) if per_sentence
+                   else evaluation_batches(sentences, vocab, batch_size, unroll_steps, max_chars))
+        for index, batch in enumerate(batches):
+            if per_sentence:
+                state = None
+            elif state_reset_every and state is not None:
                 state = reset_rows(state, index, state_reset_every)
             with torch.autocast(torch.device(device).type, dtype=autocast_dtype or torch.bfloat16,
                                 enabled=autocast_dtype is not None):

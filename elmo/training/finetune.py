@@ -52,7 +52,8 @@ def finetune(cfg: TrainConfig, heldout: Optional[Sequence[str]] = None, heldout_
         _write_sentences(held_file, held)
 
     base, vocab = load_language_model(cfg.init_from, device=None)
-    before = perplexity(base, held, vocab, cfg.eval_batch_size, cfg.unroll_steps)
+    protocol = dict(state_reset_every=cfg.state_reset_every, per_sentence=cfg.layout == "bucketed")
+    before = perplexity(base, held, vocab, cfg.eval_batch_size, cfg.unroll_steps, **protocol)
     base_meta = read_metadata(cfg.init_from)
     record = {"files": [str(p) for p in text_files], "sha256": [file_fingerprint(p) for p in text_files],
               "sentences_trained": len(train_part), "tokens_trained": sum(len(s) for s in train_part),
@@ -65,7 +66,7 @@ def finetune(cfg: TrainConfig, heldout: Optional[Sequence[str]] = None, heldout_
                                   vocab=str(Path(cfg.init_from) / VOCAB_FILE), metadata=metadata)
     summary = train(run_cfg)
     adapted, _ = load_language_model(out / "model")
-    after = perplexity(adapted, held, vocab, cfg.eval_batch_size, cfg.unroll_steps)
+    after = perplexity(adapted, held, vocab, cfg.eval_batch_size, cfg.unroll_steps, **protocol)
     report = {"model": str(out / "model"), "heldout_sentences": len(held), "before": before, "after": after,
               "steps": summary["step"], "tokens_per_s": summary["tokens_per_s"]}
     atomic_write_text(out / "finetune_report.json", json.dumps(report, indent=2) + "\n")

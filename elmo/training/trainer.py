@@ -258,7 +258,7 @@ def _train(cfg: TrainConfig, ctx: distributed.Context, stop_after: Optional[int]
         if ctx.is_main and valid_sentences:
             result = perplexity(model, valid_sentences, vocab, cfg.eval_batch_size, cfg.unroll_steps,
                                 ctx.device, torch.bfloat16 if cfg.bf16 else None,
-                                state_reset_every=cfg.state_reset_every)
+                                state_reset_every=cfg.state_reset_every, per_sentence=cfg.layout == "bucketed")
             log.write({"event": "eval", "step": step_now, "split": "valid", "epoch": tokens_done / corpus_stats["tokens"],
                        **{k: round(v, 4) for k, v in result.items()}})
         distributed.barrier(ctx)
