@@ -162,17 +162,25 @@ def load_original(options_file: str | Path, weight_file: str | Path, *, stateful
     return bilm.to(device) if device is not None else bilm
 
 
-def _atomic_target(path: Path):
+def atomic_target(path: Path) -> Path:
+    """A fresh temporary file beside ``path``; write it, then ``os.replace`` it onto ``path``.
+
+    The file gets the permissions an ordinary new file would (mkstemp alone makes it
+    readable by its owner only, which would carry over to the final file).
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)
     return Path(tmp)
 
 
 def atomic_write_text(path: str | Path, text: str) -> None:
     """Write a text file so that readers see the old or the new content, never a part."""
     path = Path(path)
-    tmp = _atomic_target(path)
+    tmp = atomic_target(path)
     try:
         tmp.write_text(text, encoding="utf-8")
         os.replace(tmp, path)
@@ -187,7 +195,7 @@ def save_original(bilm: BiLM, options_file: str | Path, weight_file: str | Path,
     ``dtype="float16"`` halves the file; loading converts back to float32.
     """
     weight_file = Path(weight_file)
-    tmp = _atomic_target(weight_file)
+    tmp = atomic_target(weight_file)
     try:
         with h5py.File(tmp, "w") as h5:
             for name, array in _to_original_arrays(bilm).items():
@@ -218,7 +226,7 @@ def save_pretrained(bilm: BiLM, folder: str | Path, fmt: str = "safetensors") ->
     if fmt != "safetensors":
         raise ValueError(f"fmt must be 'safetensors' or 'original', got {fmt!r}")
     state = {k: v.detach().contiguous().cpu() for k, v in bilm.state_dict().items()}
-    tmp = _atomic_target(folder / NATIVE_WEIGHTS)
+    tmp = atomic_target(folder / NATIVE_WEIGHTS)
     try:
         save_file(state, str(tmp), metadata={"format": "elmo-native-1"})
         os.replace(tmp, folder / NATIVE_WEIGHTS)

@@ -100,3 +100,17 @@ def test_truncated_safetensors_is_a_clear_error(tmp_path):
 def test_bundled_fixture_loads():
     bilm = elmo.from_pretrained("fixture")
     assert bilm.output_dim == 32 and not bilm.stateful
+
+
+def test_written_files_get_ordinary_permissions(tmp_path):
+    """Atomic writes go through a private temporary file; the result must not stay owner-only."""
+    import os
+    old = os.umask(0o022)
+    try:
+        elmo.save_pretrained(random_bilm(), tmp_path / "native")
+        elmo.save_pretrained(random_bilm(), tmp_path / "original", fmt="original")
+    finally:
+        os.umask(old)
+    for path in [tmp_path / "native" / "model.safetensors", tmp_path / "original" / "weights.hdf5",
+                 tmp_path / "original" / "options.json"]:
+        assert path.stat().st_mode & 0o777 == 0o644, path

@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 import torch
+
+from ..weights import atomic_target
 
 _NAME = re.compile(r"^checkpoint-(\d{8})\.pt$")
 
@@ -47,8 +48,7 @@ def save_checkpoint(folder: str | Path, step: int, payload: Dict[str, Any], keep
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     target = checkpoint_path(folder, step)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
-    os.close(fd)
+    tmp = atomic_target(target)
     try:
         with open(tmp, "wb") as f:
             torch.save(payload, f)

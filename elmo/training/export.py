@@ -22,7 +22,7 @@ import torch
 
 from ..config import ElmoOptions
 from ..vocab import Vocabulary
-from ..weights import _atomic_target, atomic_write_text, load_original, save_original
+from ..weights import atomic_target, atomic_write_text, load_original, save_original
 from .model import LanguageModel
 
 SOFTMAX_FILE = "softmax.hdf5"
@@ -37,7 +37,7 @@ def export_model(model: LanguageModel, vocab: Vocabulary, folder: str | Path,
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     save_original(model.bilm, folder / "options.json", folder / "weights.hdf5")
-    tmp = _atomic_target(folder / SOFTMAX_FILE)
+    tmp = atomic_target(folder / SOFTMAX_FILE)
     try:
         with h5py.File(tmp, "w") as h5:
             h5.create_dataset("softmax/W", data=model.softmax.weight.detach().float().cpu().numpy())
