@@ -163,18 +163,20 @@ def load_original(options_file: str | Path, weight_file: str | Path, *, stateful
 
 
 def atomic_target(path: Path) -> Path:
-    """A fresh temporary file beside ``path``; write it, then ``os.replace`` it onto ``path``.
-
-    The file gets the permissions an ordinary new file would (mkstemp alone makes it
-    readable by its owner only, which would carry over to the final file).
-    """
+    """A fresh temporary file beside ``path``: write it, then :func:`atomic_commit` it."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
+    return Path(tmp)
+
+
+def atomic_commit(tmp: Path, path: Path) -> None:
+    """Move a finished temporary file onto ``path`` in one step, with the permissions an
+    ordinary new file gets (temporary files are created readable by their owner only)."""
     umask = os.umask(0)
     os.umask(umask)
     os.chmod(tmp, 0o666 & ~umask)
-    return Path(tmp)
+    os.replace(tmp, path)
 
 
 def atomic_write_text(path: str | Path, text: str) -> None:
@@ -183,7 +185,7 @@ def atomic_write_text(path: str | Path, text: str) -> None:
     tmp = atomic_target(path)
     try:
         tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
+        atomic_commit(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
 
@@ -200,7 +202,7 @@ def save_original(bilm: BiLM, options_file: str | Path, weight_file: str | Path,
         with h5py.File(tmp, "w") as h5:
             for name, array in _to_original_arrays(bilm).items():
                 h5.create_dataset(name, data=array.astype(dtype, copy=False))
-        os.replace(tmp, weight_file)
+        atomic_commit(tmp, weight_file)
     finally:
         tmp.unlink(missing_ok=True)
     atomic_write_text(options_file, bilm.options.to_json() + "\n")
@@ -229,7 +231,7 @@ def save_pretrained(bilm: BiLM, folder: str | Path, fmt: str = "safetensors") ->
     tmp = atomic_target(folder / NATIVE_WEIGHTS)
     try:
         save_file(state, str(tmp), metadata={"format": "elmo-native-1"})
-        os.replace(tmp, folder / NATIVE_WEIGHTS)
+        atomic_commit(tmp, folder / NATIVE_WEIGHTS)
     finally:
         tmp.unlink(missing_ok=True)
     atomic_write_text(folder / NATIVE_CONFIG, bilm.options.to_json() + "\n")

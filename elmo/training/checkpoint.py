@@ -20,7 +20,7 @@ from typing import Any, Dict, List, Optional
 
 import torch
 
-from ..weights import atomic_target
+from ..weights import atomic_commit, atomic_target
 
 _NAME = re.compile(r"^checkpoint-(\d{8})\.pt$")
 
@@ -54,7 +54,7 @@ def save_checkpoint(folder: str | Path, step: int, payload: Dict[str, Any], keep
             torch.save(payload, f)
             f.flush()
             os.fsync(f.fileno())
-        os.replace(tmp, target)
+        atomic_commit(tmp, target)
     finally:
         Path(tmp).unlink(missing_ok=True)
     if keep > 0:

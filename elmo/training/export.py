@@ -13,7 +13,6 @@ A model folder holds:
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any, Dict, Optional
 
@@ -22,7 +21,7 @@ import torch
 
 from ..config import ElmoOptions
 from ..vocab import Vocabulary
-from ..weights import atomic_target, atomic_write_text, load_original, save_original
+from ..weights import atomic_commit, atomic_target, atomic_write_text, load_original, save_original
 from .model import LanguageModel
 
 SOFTMAX_FILE = "softmax.hdf5"
@@ -42,7 +41,7 @@ def export_model(model: LanguageModel, vocab: Vocabulary, folder: str | Path,
         with h5py.File(tmp, "w") as h5:
             h5.create_dataset("softmax/W", data=model.softmax.weight.detach().float().cpu().numpy())
             h5.create_dataset("softmax/b", data=model.softmax.bias.detach().float().cpu().numpy())
-        os.replace(tmp, folder / SOFTMAX_FILE)
+        atomic_commit(tmp, folder / SOFTMAX_FILE)
     finally:
         tmp.unlink(missing_ok=True)
     vocab.save(folder / VOCAB_FILE)
