@@ -50,8 +50,9 @@ def read_brown_categories(path: PathLike) -> Dict[str, str]:
 
 def reduce_brown_tag(tag: str) -> str:
     """The usual reduction of a compound Brown tag: the part before ``-`` and ``+``
-    (``nn-tl`` -> ``nn``, ``vb+in`` -> ``vb``); a tag that starts with ``-`` is kept."""
-    core = re.match(r"[^-+]+", tag)
+    (``nn-tl`` -> ``nn``, ``vb+in`` -> ``vb``). The dash tag ``--`` is its own core, so a
+    headline dash ``---hl`` becomes ``--``; another tag that starts with ``-`` is kept."""
+    core = re.match(r"--|[^-+]+", tag)
     return core.group(0) if core else tag
 
 
