@@ -16,7 +16,7 @@ NOSKIP = FIXTURES / "bilm-tf-noskip"
 @pytest.fixture(autouse=True)
 def one_thread():
     """Tests use one torch thread: their models are tiny, and on a busy 2-core machine a second
-    thread mostly waits (measured up to 28x slower)."""
+    thread mostly waits for the first."""
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     yield

