@@ -251,3 +251,28 @@ def test_random_weight_control_has_the_shape_of_its_model(tmp_path):
                                 {"name": "control", "elmo": {"bilm": "random:fixture"}}])
     results = run_experiment(normalise_config(cfg), out=tmp_path / "r", log=lambda s: None)
     assert set(results["bilm_cache_seconds"]) == {"fixture", "random:fixture"}
+
+
+def test_baseline_first_then_resume_the_rest(tmp_path):
+    """--variants runs a subset (here before the biLM folder exists); --resume with the same
+    config later adds the other variants and keeps the baseline runs as they were."""
+    folders = write_tiny_tasks(tmp_path)
+    model = tmp_path / "later-model"
+    cfg = normalise_config(tiny_config(
+        folders, tasks=[{"task": "pos", "data_dir": str(folders["pos"]), "max_train": 10}],
+        train={"epochs": 1, "batch_size": 8},
+        variants=[{"name": "baseline"}, {"name": "elmo", "elmo": {"bilm": str(model)}}]))
+    out = tmp_path / "res"
+    with pytest.raises(ValueError, match="unknown variant"):
+        run_experiment(cfg, out=out, log=lambda s: None, only_variants=["basline"])
+    run_experiment(cfg, out=out, log=lambda s: None, only_variants=["baseline"])
+    first = json.loads((out / "results.json").read_text())
+    assert [r["variant"] for r in first["runs"]] == ["baseline"]
+    import shutil
+    import elmo
+    shutil.copytree(elmo.model_path("fixture"), model)          # the biLM arrives
+    run_experiment(cfg, out=out, resume=True, log=lambda s: None)
+    final = json.loads((out / "results.json").read_text())
+    assert sorted(r["variant"] for r in final["runs"]) == ["baseline", "elmo"]
+    assert final["runs"][0] == first["runs"][0]
+    assert str(model) in final["bilms"]

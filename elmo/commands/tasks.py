@@ -23,6 +23,9 @@ def register(subparsers) -> None:
                    help="torch CPU threads (default: the config's 'threads', else torch's)")
     p.add_argument("--resume", action="store_true",
                    help="keep the runs already in results.json (same config) and do the rest")
+    p.add_argument("--variants", default=None,
+                   help="comma-separated variant names: run only these now (e.g. the baseline "
+                        "while the biLM is still training); --resume later runs the rest")
     p.add_argument("--plan", action="store_true",
                    help="print the tasks' sizes, the variants and the number of runs; train nothing")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
@@ -55,7 +58,9 @@ def experiment(args: argparse.Namespace) -> int:
     command = "elmo " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:2] == [
         "experiment"] else f"elmo experiment {shlex.quote(args.config)}"
     log = (lambda s: None) if args.quiet else (lambda s: print(s, file=sys.stderr, flush=True))
-    results = run_experiment(cfg, out=args.out, resume=args.resume, command=command, log=log)
+    only = [v.strip() for v in args.variants.split(",") if v.strip()] if args.variants else None
+    results = run_experiment(cfg, out=args.out, resume=args.resume, command=command, log=log,
+                             only_variants=only)
     print(markdown(results))
     return 0
 

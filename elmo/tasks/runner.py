@@ -412,21 +412,32 @@ def plan(cfg: dict) -> List[str]:
 
 def run_experiment(cfg: dict, out: Optional[str | Path] = None, resume: bool = False,
                    command: Optional[str] = None,
-                   log: Callable[[str], None] = lambda s: print(s, file=sys.stderr, flush=True)
-                   ) -> dict:
-    """Run every (task, variant, seed) of a normalised config; write and return the results."""
+                   log: Callable[[str], None] = lambda s: print(s, file=sys.stderr, flush=True),
+                   only_variants: Optional[Sequence[str]] = None) -> dict:
+    """Run every (task, variant, seed) of a normalised config; write and return the results.
+
+    ``only_variants`` runs just those variants now (the config, and so ``resume``, is unchanged):
+    baselines can run while the biLM is still training, and a later ``resume`` adds the rest."""
+    names = [v["name"] for v in cfg["variants"]]
+    if only_variants is not None:
+        unknown = sorted(set(only_variants) - set(names))
+        if unknown:
+            raise ValueError(f"unknown variant(s) {', '.join(unknown)}; the config has {', '.join(names)}")
+    selected = [v for v in cfg["variants"] if only_variants is None or v["name"] in only_variants]
     out = Path(out or cfg.get("out") or Path("experiments") / "results" / cfg["name"])
     out.mkdir(parents=True, exist_ok=True)
     results_path = out / "results.json"
     done: List[dict] = []
+    described: Dict[str, dict] = {}
     if resume and results_path.exists():
         old = json.loads(results_path.read_text(encoding="utf-8"))
         if old.get("config") == cfg:
             done = old.get("runs", [])
+            described = old.get("bilms", {})
             log(f"resuming: {len(done)} runs already in {results_path}")
         else:
             log(f"not resuming: {results_path} holds a different config")
-    specs = {v["elmo"].get("bilm") or cfg["bilm"] for v in cfg["variants"] if v["elmo"] is not None}
+    specs = {v["elmo"].get("bilm") or cfg["bilm"] for v in selected if v["elmo"] is not None}
     for spec in sorted(specs):
         if not resolve_bilm(spec).is_dir():
             raise FileNotFoundError(f"biLM {spec!r}: no model folder at {resolve_bilm(spec)}")
@@ -435,7 +446,7 @@ def run_experiment(cfg: dict, out: Optional[str | Path] = None, resume: bool = F
         "command": command or "run_experiment(config)",
         "machine": {"python": platform.python_version(), "torch": torch.__version__,
                     "threads": torch.get_num_threads(), "platform": platform.platform()},
-        "bilms": {s: describe_bilm(s) for s in sorted(specs)},
+        "bilms": {**described, **{s: describe_bilm(s) for s in sorted(specs)}},
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "data": {}, "runs": list(done), "summary": [],
     }
@@ -444,7 +455,7 @@ def run_experiment(cfg: dict, out: Optional[str | Path] = None, resume: bool = F
         torch.set_num_threads(int(cfg["threads"]))
     results["machine"]["threads"] = torch.get_num_threads()
     try:
-        _run_all(cfg, results, results_path, done, log)
+        _run_all(cfg, results, results_path, done, log, selected)
     finally:
         torch.set_num_threads(threads)
     write_reports(results, out)
@@ -452,7 +463,7 @@ def run_experiment(cfg: dict, out: Optional[str | Path] = None, resume: bool = F
 
 
 def _run_all(cfg: dict, results: dict, results_path: Path, done: List[dict],
-             log: Callable[[str], None]) -> None:
+             log: Callable[[str], None], variants: Sequence[dict]) -> None:
     pool = BiLMPool(bool(cfg["cache_layers"]), log)
     have = {(r["task"], r["variant"], r["seed"]) for r in done}
     for spec in cfg["tasks"]:
@@ -463,7 +474,7 @@ def _run_all(cfg: dict, results: dict, results_path: Path, done: List[dict],
                                  "model": prep.settings, "train": vars(prep.train)}
         log(f"{name}: {prep.data.sizes()} examples, {len(prep.data.labels)} labels")
         for seed in cfg["seeds"]:
-            for variant in cfg["variants"]:
+            for variant in variants:
                 if (name, variant["name"], seed) in have:
                     continue
                 log(f"{name} / {variant['name']} / seed {seed}")
