@@ -276,3 +276,28 @@ def test_baseline_first_then_resume_the_rest(tmp_path):
     assert sorted(r["variant"] for r in final["runs"]) == ["baseline", "elmo"]
     assert final["runs"][0] == first["runs"][0]
     assert str(model) in final["bilms"]
+
+
+def test_resume_reuses_runs_of_unchanged_variants(tmp_path):
+    """Adding a variant and editing the description keeps the finished runs; changing a
+    variant's settings trains it again."""
+    folders = write_tiny_tasks(tmp_path)
+    base = dict(tasks=[{"task": "pos", "data_dir": str(folders["pos"]), "max_train": 10}],
+                train={"epochs": 1, "batch_size": 8})
+    out = tmp_path / "res"
+    run_experiment(normalise_config(tiny_config(folders, variants=[{"name": "baseline"}], **base)),
+                   out=out, log=lambda s: None)
+    first = json.loads((out / "results.json").read_text())["runs"]
+    grown = tiny_config(folders, description="now with ELMo", **base,
+                        variants=[{"name": "baseline"}, {"name": "elmo", "elmo": {}}])
+    logs = []
+    run_experiment(normalise_config(grown), out=out, resume=True, log=logs.append)
+    assert any("1 of 1 runs" in line for line in logs)
+    runs = json.loads((out / "results.json").read_text())["runs"]
+    assert runs[0] == first[0] and [r["variant"] for r in runs] == ["baseline", "elmo"]
+    changed = tiny_config(folders, **base, variants=[{"name": "baseline"},
+                                                     {"name": "elmo", "elmo": {"lambda": 1.0}}])
+    logs = []
+    run_experiment(normalise_config(changed), out=out, resume=True, log=logs.append)
+    assert any("1 of 2 runs" in line for line in logs)
+    assert any("elmo / seed 1" in line for line in logs)

@@ -38,6 +38,7 @@ the runs it already holds.
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import math
 import platform
@@ -125,6 +126,20 @@ def normalise_config(cfg: dict) -> dict:
         if "task" not in t:
             raise ValueError(f"a task entry needs 'task': {t}")
     return cfg
+
+
+#: Config keys that do not change what a run computes (so a run can be reused across them).
+_NOT_RESULT_KEYS = {"name", "description", "variants", "tasks", "seeds", "out", "notes", "threads",
+                    "device"}
+
+
+def run_fingerprint(cfg: dict, spec: dict, variant: dict) -> str:
+    """What decides one run's result besides its seed: the task entry, the variant and the
+    shared settings. ``resume`` reuses an earlier run when this matches, so variants can be
+    added to an experiment (or its description edited) without training the others again."""
+    common = {k: v for k, v in cfg.items() if k not in _NOT_RESULT_KEYS}
+    text = json.dumps({"task": spec, "variant": variant, "common": common}, sort_keys=True)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
 def baseline_name(cfg: dict) -> str:
@@ -431,12 +446,13 @@ def run_experiment(cfg: dict, out: Optional[str | Path] = None, resume: bool = F
     described: Dict[str, dict] = {}
     if resume and results_path.exists():
         old = json.loads(results_path.read_text(encoding="utf-8"))
-        if old.get("config") == cfg:
-            done = old.get("runs", [])
-            described = old.get("bilms", {})
-            log(f"resuming: {len(done)} runs already in {results_path}")
-        else:
-            log(f"not resuming: {results_path} holds a different config")
+        planned = {run_fingerprint(cfg, spec, v) for spec in cfg["tasks"] for v in cfg["variants"]}
+        same = old.get("config") == cfg
+        done = [r for r in old.get("runs", [])
+                if r["seed"] in cfg["seeds"] and (same or r.get("fingerprint") in planned)]
+        described = old.get("bilms", {})
+        log(f"resuming: {len(done)} of {len(old.get('runs', []))} runs in {results_path} "
+            f"match this config and are kept")
     specs = {v["elmo"].get("bilm") or cfg["bilm"] for v in selected if v["elmo"] is not None}
     for spec in sorted(specs):
         if not resolve_bilm(spec).is_dir():
@@ -479,6 +495,7 @@ def _run_all(cfg: dict, results: dict, results_path: Path, done: List[dict],
                     continue
                 log(f"{name} / {variant['name']} / seed {seed}")
                 record = run_one(prep, variant, seed, cfg, pool, log)
+                record["fingerprint"] = run_fingerprint(cfg, spec, variant)
                 log(f"{name} / {variant['name']} / seed {seed}: test {record['test']:.2f} "
                     f"({record['seconds']:.0f} s)")
                 results["runs"].append(record)
