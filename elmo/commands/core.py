@@ -24,6 +24,7 @@ def register(subparsers) -> None:
         description="Embed example sentences with a model and print, per layer, how similar the "
                     "vectors of the same word are across contexts.")
     p.add_argument("--model", default=None, help="bundled model name or folder (default: the bundled default)")
+    p.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's own choice)")
     p.set_defaults(func=demo)
 
 
@@ -50,5 +51,5 @@ def convert(args: argparse.Namespace) -> int:
 def demo(args: argparse.Namespace) -> int:
     from ..demo import run_demo
 
-    run_demo(args.model)
+    run_demo(args.model, args.threads)
     return 0

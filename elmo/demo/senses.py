@@ -1,8 +1,9 @@
-"""``elmo demo``: what a contextual representation changes, measured on a few sentences.
+"""The "bank" measurement of ``elmo demo``: one word, two senses, every layer.
 
 Layer 0 (the character CNN) gives a word the same vector in every sentence; the LSTM layers
-make it depend on the context. The demo prints, per layer, the cosine similarity of the word
-"bank" between sentences of the same sense and of different senses.
+make it depend on the context. Per layer: the mean cosine similarity of "bank" between
+sentences of the same sense and of different senses, and the largest difference between any
+two occurrences (exactly 0 at layer 0).
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ RIVER = ["We had a picnic on the bank of the river .",
 
 def word_vectors(bilm, sentences: Sequence[str], word: str) -> List[torch.Tensor]:
     """For each sentence, the L + 1 layer vectors of the first occurrence of ``word``: (L+1, 2P)."""
-    from . import batch_to_ids
+    from .. import batch_to_ids
 
     tokens = [s.split() for s in sentences]
     with torch.no_grad():
@@ -33,7 +34,8 @@ def word_vectors(bilm, sentences: Sequence[str], word: str) -> List[torch.Tensor
 def sense_similarity(bilm, word: str = "bank", groups: Optional[Dict[str, Sequence[str]]] = None):
     """Mean cosine similarity within and across sense groups, per layer.
 
-    Returns a list over layers of dicts with ``within``, ``across`` and ``max_layer0_diff``.
+    Returns a list over layers of dicts with ``layer``, ``within``, ``across`` and
+    ``max_diff`` (the largest absolute difference between two occurrences' vectors).
     """
     groups = groups or {"money": MONEY, "river": RIVER}
     labelled = [(name, v) for name, sents in groups.items() for v in word_vectors(bilm, sents, word)]
@@ -49,15 +51,15 @@ def sense_similarity(bilm, word: str = "bank", groups: Optional[Dict[str, Sequen
     return results
 
 
-def run_demo(model: Optional[str] = None) -> None:
-    from . import DEFAULT_MODEL, from_pretrained
-
-    name = model or DEFAULT_MODEL
-    bilm = from_pretrained(name)
-    print(f"model: {name} ({sum(p.numel() for p in bilm.parameters()):,} parameters, "
-          f"{bilm.num_layers} layers of width {bilm.output_dim})")
-    print('"bank" in money sentences vs river sentences, cosine similarity per layer:')
-    print(f"{'layer':>5}  {'within sense':>12}  {'across senses':>13}  {'max |diff|':>10}")
-    for row in sense_similarity(bilm):
-        print(f"{row['layer']:>5}  {row['within']:>12.4f}  {row['across']:>13.4f}  {row['max_diff']:>10.3g}")
-    print("Layer 0 is context-free, so every occurrence gets the same vector (max |diff| = 0).")
+def print_senses(results, word: str = "bank") -> None:
+    print(f'1. "{word}" in money sentences vs river sentences: cosine similarity per layer')
+    for s in MONEY + RIVER:
+        print(f"     {s}")
+    print(f"   {'layer':>5}  {'within sense':>12}  {'across senses':>13}  {'max |diff|':>10}")
+    for row in results:
+        print(f"   {row['layer']:>5}  {row['within']:>12.4f}  {row['across']:>13.4f}  {row['max_diff']:>10.3g}")
+    top = results[-1]
+    print(f"   Layer 0 is context-free: every occurrence gets the same vector (max |diff| = "
+          f"{results[0]['max_diff']:.3g}).")
+    print(f"   Top layer: within-sense {top['within']:.3f} vs across-sense {top['across']:.3f}"
+          + (" (the senses separate)." if top["within"] > top["across"] else " (the senses do NOT separate)."))

@@ -1,0 +1,36 @@
+"""``elmo demo``: load the model and the bundled data, run the three measurements, print them."""
+from __future__ import annotations
+
+import time
+from typing import Optional
+
+import torch
+
+
+def run_demo(model: Optional[str] = None, threads: Optional[int] = None) -> None:
+    from .. import DEFAULT_MODEL, from_pretrained
+    from ..embedding import Embedder
+    from . import data as demo_data
+    from .neighbours import play_neighbours, print_neighbours
+    from .relations import print_relations, relation_vs_topic
+    from .senses import print_senses, sense_similarity
+
+    start = time.perf_counter()
+    if threads:
+        torch.set_num_threads(threads)
+    name = model or DEFAULT_MODEL
+    bilm = from_pretrained(name)
+    embedder = Embedder(bilm, batch_size=64)
+    print(f"model: {name} ({sum(p.numel() for p in bilm.parameters()):,} parameters, "
+          f"{bilm.num_layers} layers of width {bilm.output_dim})")
+    if name == "fixture":
+        print("(the fixture's weights are untrained test weights: the numbers show the mechanics only)")
+    print()
+    print_senses(sense_similarity(bilm))
+    print()
+    data = demo_data.load()
+    print_neighbours(play_neighbours(embedder, data), data)
+    print()
+    print_relations(relation_vs_topic(embedder))
+    print()
+    print(f"({time.perf_counter() - start:.1f} s, {torch.get_num_threads()} torch threads)")

@@ -1,0 +1,104 @@
+"""What storing a model in lower precision costs, measured against the float32 model.
+
+    python -m elmo.training.precision REFERENCE CANDIDATE held_out.txt --out precision.json
+
+REFERENCE and CANDIDATE are model folders of the same model (e.g. the float32 export and a
+float16 copy written by :mod:`elmo.training.ship`). Reports:
+
+* ``activations``: per layer of the biLM, over every token of the text, the largest absolute
+  difference between the two models' vectors, the reference's largest absolute value and
+  root mean square (for scale), and the smallest cosine similarity between the two vectors
+  of a token;
+* ``perplexity``: forward, backward and average perplexity of the text (full softmax, the
+  settings ``elmo perplexity`` takes from the model's metadata) for the reference, for the
+  candidate's biLM with the reference softmax, for the reference biLM with the candidate's
+  softmax, and for the candidate; with the relative change of each against the reference.
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+from pathlib import Path
+from typing import Dict, List, Sequence
+
+import numpy as np
+import torch
+
+from ..data.corpus import expand_paths, iter_file_sentences
+from ..embedding import Embedder
+from ..weights import atomic_write_text
+from .evaluate import perplexity
+from .export import load_language_model, read_metadata
+
+
+def activation_differences(reference, candidate, sentences: Sequence[Sequence[str]],
+                           batch_size: int = 64) -> List[Dict[str, float]]:
+    """Per layer: ``max_abs_diff``, ``ref_max_abs``, ``ref_rms``, ``min_cosine`` over all tokens."""
+    ref = np.concatenate(Embedder(reference, batch_size=batch_size).embed_sentences(sentences), axis=1)
+    cand = np.concatenate(Embedder(candidate, batch_size=batch_size).embed_sentences(sentences), axis=1)
+    rows = []
+    for j in range(ref.shape[0]):
+        r, c = ref[j].astype(np.float64), cand[j].astype(np.float64)
+        cos = (r * c).sum(-1) / np.maximum(np.linalg.norm(r, axis=-1) * np.linalg.norm(c, axis=-1), 1e-30)
+        rows.append({"layer": j, "max_abs_diff": float(np.abs(r - c).max()), "ref_max_abs": float(np.abs(r).max()),
+                     "ref_rms": float(np.sqrt((r ** 2).mean())), "min_cosine": float(cos.min())})
+    return rows
+
+
+def compare(reference: str | Path, candidate: str | Path, texts: Sequence[str], batch_size: int = 32) -> Dict:
+    ref_model, vocab = load_language_model(reference)
+    cand_model, cand_vocab = load_language_model(candidate)
+    if cand_vocab.words != vocab.words:
+        raise ValueError("the two folders have different vocabularies")
+    paths = expand_paths(texts)
+    sentences = list(iter_file_sentences(paths))
+    trained = read_metadata(reference).get("train_config", {})
+    settings = {"state_reset_every": trained.get("state_reset_every", 0),
+                "per_sentence": trained.get("layout") == "bucketed"}
+
+    def mixed(bilm_from, softmax_from):
+        model = copy.deepcopy(ref_model)
+        model.bilm.load_state_dict(bilm_from.bilm.state_dict())
+        model.softmax.load_state_dict(softmax_from.softmax.state_dict())
+        return model
+
+    variants = {"reference": ref_model, "candidate_bilm": mixed(cand_model, ref_model),
+                "candidate_softmax": mixed(ref_model, cand_model), "candidate": cand_model}
+    ppl = {}
+    for name, model in variants.items():
+        result = perplexity(model, sentences, vocab, batch_size, 20, torch.device("cpu"), **settings)
+        ppl[name] = {k: result[k] for k in ("ppl_fwd", "ppl_bwd", "ppl", "targets")}
+    base = ppl["reference"]
+    for name in variants:
+        ppl[name]["relative_change"] = {k: ppl[name][k] / base[k] - 1 for k in ("ppl_fwd", "ppl_bwd", "ppl")}
+    return {"reference": str(reference), "candidate": str(candidate), "texts": [str(p) for p in paths],
+            "sentences": len(sentences), "tokens": sum(map(len, sentences)), "perplexity_settings": settings,
+            "activations": activation_differences(ref_model.bilm, cand_model.bilm, sentences),
+            "perplexity": ppl}
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m elmo.training.precision", description=__doc__.split("\n")[0])
+    p.add_argument("reference", help="model folder (float32)")
+    p.add_argument("candidate", help="model folder to compare (e.g. float16)")
+    p.add_argument("text", nargs="+", help="held-out text: files, globs or folders")
+    p.add_argument("--out", type=Path, help="write the JSON here")
+    p.add_argument("--threads", type=int)
+    args = p.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    result = compare(args.reference, args.candidate, args.text)
+    for row in result["activations"]:
+        print(f"layer {row['layer']}: max |diff| {row['max_abs_diff']:.3g} (reference max |x| "
+              f"{row['ref_max_abs']:.3g}, rms {row['ref_rms']:.3g}), min cosine {row['min_cosine']:.8f}")
+    for name, r in result["perplexity"].items():
+        print(f"{name:>18}: forward {r['ppl_fwd']:.4f}  backward {r['ppl_bwd']:.4f}  average {r['ppl']:.4f}  "
+              f"(average {100 * r['relative_change']['ppl']:+.4f}%)")
+    if args.out:
+        atomic_write_text(args.out, json.dumps(result, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,93 @@
+"""Ship a trained model folder (``elmo train``'s ``OUTPUT/model``) as a bundled model.
+
+    python -m elmo.training.ship runs/default/run/model elmo/resources/default \\
+        --bilm-dtype float32 --softmax-dtype float16
+
+Writes, each file atomically: ``options.json`` + ``weights.hdf5`` (the original layout, in
+``--bilm-dtype``), ``softmax.hdf5`` (``softmax/W`` and ``softmax/b`` in ``--softmax-dtype``),
+``vocab.txt`` and ``metadata.json`` (the training metadata, home folder written as ``~``,
+plus a ``shipped`` entry: the dtypes and the SHA-256 of every source file). Loading converts
+float16 back to float32, so a float16 file costs only its rounding, which
+:mod:`elmo.training.precision` measures. Refuses to write more than ``--max-mb`` in all.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Dict
+
+import h5py
+
+from ..data.corpus import file_fingerprint
+from ..weights import atomic_commit, atomic_target, atomic_write_text, load_original, save_original
+from .export import METADATA_FILE, SOFTMAX_FILE, VOCAB_FILE, read_metadata
+
+DTYPES = ("float32", "float16")
+SHIPPED_FILES = ("options.json", "weights.hdf5", SOFTMAX_FILE, VOCAB_FILE, METADATA_FILE)
+
+
+def _home_as_tilde(value):
+    home = str(Path.home())
+    if isinstance(value, str):
+        return "~" + value[len(home):] if value.startswith(home + "/") else value
+    if isinstance(value, list):
+        return [_home_as_tilde(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _home_as_tilde(v) for k, v in value.items()}
+    return value
+
+
+def write_softmax(src: Path, dest: Path, dtype: str) -> None:
+    tmp = atomic_target(dest)
+    try:
+        with h5py.File(src, "r") as h5_in, h5py.File(tmp, "w") as h5_out:
+            for name in ("softmax/W", "softmax/b"):
+                h5_out.create_dataset(name, data=h5_in[name][...].astype(dtype))
+        atomic_commit(tmp, dest)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def ship(src: str | Path, dest: str | Path, bilm_dtype: str = "float32", softmax_dtype: str = "float32",
+         max_mb: float = 50.0) -> Dict[str, int]:
+    """Write the bundled copy of ``src`` into ``dest``; returns the size of each file in bytes."""
+    src, dest = Path(src), Path(dest)
+    for dtype in (bilm_dtype, softmax_dtype):
+        if dtype not in DTYPES:
+            raise ValueError(f"dtype must be one of {DTYPES}, got {dtype!r}")
+    dest.mkdir(parents=True, exist_ok=True)
+    sources = {name: file_fingerprint(src / name)
+               for name in ("options.json", "weights.hdf5", SOFTMAX_FILE, VOCAB_FILE)}
+    bilm = load_original(src / "options.json", src / "weights.hdf5")
+    save_original(bilm, dest / "options.json", dest / "weights.hdf5", dtype=bilm_dtype)
+    write_softmax(src / SOFTMAX_FILE, dest / SOFTMAX_FILE, softmax_dtype)
+    atomic_write_text(dest / VOCAB_FILE, (src / VOCAB_FILE).read_text(encoding="utf-8"))
+    meta = _home_as_tilde(read_metadata(src))
+    meta["shipped"] = {"bilm_dtype": bilm_dtype, "softmax_dtype": softmax_dtype,
+                       "source_sha256": sources}
+    atomic_write_text(dest / METADATA_FILE, json.dumps(meta, indent=2, sort_keys=True) + "\n")
+    sizes = {name: (dest / name).stat().st_size for name in SHIPPED_FILES}
+    total = sum(sizes.values())
+    if total > max_mb * 1e6:
+        raise ValueError(f"{dest}: {total / 1e6:.1f} MB written, more than the {max_mb} MB allowed")
+    return sizes
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m elmo.training.ship", description=__doc__.split("\n")[0])
+    p.add_argument("src", type=Path, help="trained model folder (options.json, weights.hdf5, softmax.hdf5, vocab.txt)")
+    p.add_argument("dest", type=Path, help="folder to write, e.g. elmo/resources/default")
+    p.add_argument("--bilm-dtype", choices=DTYPES, default="float32")
+    p.add_argument("--softmax-dtype", choices=DTYPES, default="float32")
+    p.add_argument("--max-mb", type=float, default=50.0, help="size limit of the written files (MB)")
+    args = p.parse_args(argv)
+    sizes = ship(args.src, args.dest, args.bilm_dtype, args.softmax_dtype, args.max_mb)
+    for name, size in sizes.items():
+        print(f"{args.dest / name}: {size / 1e6:.2f} MB")
+    print(f"total {sum(sizes.values()) / 1e6:.2f} MB (biLM {args.bilm_dtype}, softmax {args.softmax_dtype})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,33 @@
+"""Collect the per-source lines of perplexity.sh ("source {json of elmo perplexity}") into a
+JSON file and print the model card's markdown table."""
+import argparse
+import json
+import math
+from pathlib import Path
+
+from elmo.weights import atomic_write_text
+
+p = argparse.ArgumentParser()
+p.add_argument("lines")
+p.add_argument("out")
+p.add_argument("--model", required=True)
+args = p.parse_args()
+
+rows = {}
+for line in Path(args.lines).read_text().splitlines():
+    source, result = line.split(" ", 1)
+    rows[source] = json.loads(result)
+targets = sum(r["targets"] for r in rows.values())
+loss_f = sum(r["loss_fwd"] * r["targets"] for r in rows.values()) / targets
+loss_b = sum(r["loss_bwd"] * r["targets"] for r in rows.values()) / targets
+pooled = {"ppl_fwd": math.exp(loss_f), "ppl_bwd": math.exp(loss_b), "ppl": math.exp((loss_f + loss_b) / 2),
+          "targets": targets}
+command = f"elmo perplexity {args.model} $ELMO_DATA/corpus/heldout/SOURCE.txt --threads 1 --json"
+atomic_write_text(args.out, json.dumps({"model": args.model, "command": command, "sources": rows,
+                                        "all_pooled": pooled}, indent=2) + "\n")
+print("| source | targets per direction | forward | backward | average |")
+print("|---|---:|---:|---:|---:|")
+for source, r in rows.items():
+    print(f"| {source} | {r['targets']:,} | {r['ppl_fwd']:.1f} | {r['ppl_bwd']:.1f} | {r['ppl']:.1f} |")
+print(f"| **all (pooled over tokens)** | {targets:,} | {pooled['ppl_fwd']:.1f} | {pooled['ppl_bwd']:.1f} | "
+      f"{pooled['ppl']:.1f} |")

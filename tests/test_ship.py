@@ -1,0 +1,84 @@
+"""Shipping a trained model folder as a bundled model, and measuring what float16 costs."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+import torch
+
+from elmo import ElmoOptions
+from elmo.training.export import export_model, load_language_model
+from elmo.training.model import LanguageModel
+from elmo.training.precision import compare
+from elmo.training.ship import ship
+from elmo.vocab import Vocabulary
+
+from training_helpers import tiny_model_options, write_toy_corpus
+
+
+@pytest.fixture
+def exported(tmp_path) -> Path:
+    _, _, vocab_path = write_toy_corpus(tmp_path / "corpus", n_train=200, n_heldout=20)
+    vocab = Vocabulary.load(vocab_path)
+    torch.manual_seed(0)
+    model = LanguageModel(ElmoOptions.from_dict(tiny_model_options()), len(vocab), vocab.bos, vocab.eos, 0.0)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.normal_(0, 0.3)          # random everywhere, biases too, so that rounding shows
+    meta = {"train_config": {"train": [str(Path.home() / "corpus" / "train.txt")], "state_reset_every": 0},
+            "tokens": 123}
+    return export_model(model, vocab, tmp_path / "model", metadata=meta)
+
+
+def _state(folder):
+    model, vocab = load_language_model(folder)
+    return model.state_dict(), vocab
+
+
+def test_float32_ship_is_exact(exported, tmp_path):
+    sizes = ship(exported, tmp_path / "shipped")
+    assert set(sizes) == {"options.json", "weights.hdf5", "softmax.hdf5", "vocab.txt", "metadata.json"}
+    (ref, vocab), (got, vocab2) = _state(exported), _state(tmp_path / "shipped")
+    assert vocab.words == vocab2.words
+    for name, tensor in ref.items():
+        assert torch.equal(tensor, got[name]), name
+    meta = json.loads((tmp_path / "shipped" / "metadata.json").read_text())
+    assert meta["tokens"] == 123 and meta["train_config"]["train"] == ["~/corpus/train.txt"]
+    assert meta["shipped"]["bilm_dtype"] == "float32" and len(meta["shipped"]["source_sha256"]) == 4
+
+
+def test_float16_ship_rounds_exactly_the_chosen_parts(exported, tmp_path):
+    ship(exported, tmp_path / "half", bilm_dtype="float32", softmax_dtype="float16")
+    with h5py.File(tmp_path / "half" / "softmax.hdf5") as h5:
+        assert h5["softmax/W"].dtype == np.float16 and h5["softmax/b"].dtype == np.float16
+    with h5py.File(tmp_path / "half" / "weights.hdf5") as h5:
+        assert h5["CNN_proj/W_proj"].dtype == np.float32
+    ref, _ = _state(exported)
+    got, _ = _state(tmp_path / "half")
+    for name, tensor in ref.items():
+        want = tensor.half().float() if name.startswith("softmax") else tensor
+        assert torch.equal(got[name], want), name
+    assert not torch.equal(got["softmax.weight"], ref["softmax.weight"])
+
+
+def test_ship_refuses_more_than_the_size_limit(exported, tmp_path):
+    with pytest.raises(ValueError, match="more than"):
+        ship(exported, tmp_path / "big", max_mb=0.001)
+    with pytest.raises(ValueError, match="dtype"):
+        ship(exported, tmp_path / "bad", bilm_dtype="int8")
+
+
+def test_precision_compare(exported, tmp_path):
+    held = exported.parent / "corpus" / "heldout.txt"
+    same = compare(exported, exported, [str(held)])
+    assert all(row["max_abs_diff"] == 0.0 for row in same["activations"])
+    assert all(abs(r["relative_change"]["ppl"]) == 0.0 for r in same["perplexity"].values())
+    ship(exported, tmp_path / "half", bilm_dtype="float16", softmax_dtype="float16")
+    half = compare(exported, tmp_path / "half", [str(held)])
+    assert half["activations"][0]["max_abs_diff"] > 0
+    assert half["perplexity"]["candidate"]["ppl"] != half["perplexity"]["reference"]["ppl"]
+    assert half["perplexity"]["reference"]["relative_change"]["ppl"] == 0.0
+    assert half["tokens"] == sum(len(l.split()) for l in held.read_text().splitlines())
