@@ -74,6 +74,31 @@ def test_bootstrap_and_verdict():
     assert stats.verdict("x", "y", same).startswith("not shown")
 
 
+def test_bootstrap_interval_of_accuracy_and_f1():
+    exact = stats.bootstrap_interval(np.ones(30), groups=np.arange(30) // 3)
+    assert exact == {"value": 1.0, "low": 1.0, "high": 1.0, "n": 30}
+    rng = np.random.default_rng(0)
+    correct = (rng.random(2000) < 0.7).astype(float)
+    b = stats.bootstrap_interval(correct)
+    # binomial standard error sqrt(.7 * .3 / 2000) = 0.0102: the interval spans about +-2 of it
+    assert b["low"] < 0.7 < b["high"] and 0.03 < b["high"] - b["low"] < 0.05
+    # with items left unpredicted the score is F1 = 2PR / (P + R), as wsd.f1_score computes
+    preds = ["a", None, "b", "a", None, "c"]
+    gold = ["a", "a", "b", "b", "c", "c"]
+    f1 = stats.bootstrap_interval([p == g for p, g in zip(preds, gold)],
+                                  predicted=[p is not None for p in preds])["value"]
+    assert f1 == pytest.approx(wsd.f1_score(preds, gold)["f1"])
+
+
+def test_chance_range_is_the_central_binomial_range():
+    assert stats.chance_range(32) == (10 / 32, 22 / 32)      # P(X <= 9) = 0.010, P(X <= 10) = 0.025
+    low, high = stats.chance_range(1000)
+    assert low == pytest.approx(0.469, abs=0.002) and high == pytest.approx(0.531, abs=0.002)
+    rng = np.random.default_rng(0)                           # a coin lands inside ~95% of the time
+    inside = np.mean([low <= rng.integers(0, 2, 1000).mean() <= high for _ in range(400)])
+    assert 0.92 < inside <= 1.0
+
+
 # ----------------------------------------------------------------------------- WSD
 def test_one_nn_on_separable_clusters_gets_it_right():
     rng = np.random.default_rng(0)
@@ -163,3 +188,6 @@ def test_wsd_eval_on_a_model_finds_the_identical_train_sentence():
     _, test = wsd.split_by_lemma(wsd.ambiguous(wsd.instances(examples)), 0.5, seed=0)
     assert res["n_test"] == len(test)
     assert res["mfs"] == pytest.approx(sum(it.synset == "s2-n" for it in test) / len(test))
+    for value, (low, high) in zip(res["layers"] + [res["mfs"]],
+                                  res["layers_interval"] + [res["mfs_interval"]]):
+        assert low <= value <= high

@@ -50,6 +50,13 @@ def test_same_word_search_equals_brute_force_over_that_words_occurrences():
     assert index.search(query, 1, k=3, word="never-seen") == []
 
 
+def test_read_corpus_cap(tmp_path):
+    (tmp_path / "c.txt").write_text("a b\n\nc\nd e f\n")
+    assert neighbors.read_corpus(tmp_path / "c.txt", 2) == [["a", "b"], ["c"]]
+    assert neighbors.read_corpus(tmp_path / "c.txt", 0) == neighbors.read_corpus(tmp_path / "c.txt")
+    assert len(neighbors.read_corpus(tmp_path / "c.txt")) == 3
+
+
 def test_index_round_trip_and_k_larger_than_corpus(tmp_path):
     index = _random_index(n_sent=3)
     index.save(tmp_path / "ix")
@@ -163,6 +170,10 @@ def test_contrast_eval_on_a_model_layer0_does_not_move():
     assert m["targets"][1] > 1e-4                         # context moves the LSTM layers
     for cat in res["categories"].values():
         assert cat["probe"][0]["accuracy"] == 0.5
+        # every item is held out once: one ranking each, two target decisions each
+        assert cat["probe"][1]["n_rankings"] == cat["n_items"] == cat["probe"][1]["n_targets"] // 2
+        low, high = cat["chance_range"]
+        assert low < 0.5 < high
 
 
 # ----------------------------------------------------------------------------- pictures

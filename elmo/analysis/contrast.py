@@ -30,6 +30,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from .probes import train_probe
+from .stats import chance_range
 from .vectors import embed_layers, unit_rows
 
 
@@ -130,7 +131,8 @@ def probe_halves(vecs: Dict[Tuple[str, ...], np.ndarray], items: Sequence[Contra
     """Accuracy of a probe trained on half of the pairs, tested on the other (and back).
 
     Returns ``accuracy`` (held-out targets), ``pair_accuracy`` (held-out pairs ranked the
-    right way round), ``n_pairs``.
+    right way round), ``n_pairs``, and the number of decisions behind each accuracy
+    (``n_targets``, ``n_rankings``).
     """
     pairs = sorted({(it.a, it.b) for it in items})
     if len(pairs) < 2:
@@ -159,7 +161,7 @@ def probe_halves(vecs: Dict[Tuple[str, ...], np.ndarray], items: Sequence[Contra
             margin_a, margin_b = s[0, la] - s[0, lb], s[1, la] - s[1, lb]
             pair_acc.append(1.0 if margin_a > margin_b else 0.5 if margin_a == margin_b else 0.0)
     return {"accuracy": float(np.mean(acc)), "pair_accuracy": float(np.mean(pair_acc)),
-            "n_pairs": len(pairs)}
+            "n_pairs": len(pairs), "n_targets": len(acc), "n_rankings": len(pair_acc)}
 
 
 def contrast_eval(model, items: Sequence[ContrastItem], seed: int = 0, l2: float = 1e-2,
@@ -167,7 +169,7 @@ def contrast_eval(model, items: Sequence[ContrastItem], seed: int = 0, l2: float
     """Movement and probe accuracy per layer, per category and overall.
 
     Returns ``{"categories": {name: {"movement": {...}, "probe": [per layer], "n_pairs",
-    "chance"}}, "movement": {...} over all items, "n_items", "different_words"}``.
+    "chance", "chance_range"}}, "movement": {...} over all items, "n_items", "different_words"}``.
     """
     sentences = sorted({it.a for it in items} | {it.b for it in items})
     arrays = embed_layers(model, [list(s) for s in sentences], batch_size)
@@ -184,6 +186,8 @@ def contrast_eval(model, items: Sequence[ContrastItem], seed: int = 0, l2: float
             "probe": [probe_halves(vecs, cat_items, j, seed, l2) for j in range(n_layers)],
             "n_pairs": len({(it.a, it.b) for it in cat_items}),
             "n_items": len(cat_items), "chance": 1.0 / n_labels,
+            # what a coin flip scores on as many rankings: accuracies inside are not a signal
+            "chance_range": list(chance_range(len(cat_items))),
         }
     return {"categories": cats, "movement": movement(vecs, items, seed=seed),
             "n_items": len(items), "different_words": len(different_words(items))}

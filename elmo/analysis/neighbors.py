@@ -159,14 +159,14 @@ def model_fingerprint(bilm) -> str:
 
 def read_corpus(path: Path, max_sentences: Optional[int] = None) -> List[List[str]]:
     """Tokenized sentences of a text file (one sentence a line, tokens separated by spaces;
-    blank lines are skipped), at most ``max_sentences`` from the start."""
+    blank lines are skipped), at most ``max_sentences`` from the start (None or 0: all)."""
     out = []
     with open(path, encoding="utf-8", errors="replace") as f:
         for line in f:
             toks = line.split()
             if toks:
                 out.append(toks)
-                if max_sentences is not None and len(out) >= max_sentences:
+                if max_sentences and len(out) >= max_sentences:
                     break
     return out
 
@@ -177,6 +177,7 @@ def cached_index(model, corpus: Path, cache_dir: Path, max_sentences: Optional[i
     before with the same weights, corpus file and cap; else built and saved."""
     embedder = as_embedder(model, batch_size)
     corpus = Path(corpus)
+    max_sentences = max_sentences or None               # 0 means all, as None does
     stat = corpus.stat()
     key = hashlib.sha1(json.dumps([INDEX_VERSION, model_fingerprint(embedder.bilm),
                                    str(corpus.resolve()), stat.st_size, stat.st_mtime_ns,

@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from ..modules import ScalarMix
-from .stats import paired_bootstrap, verdict
+from .stats import bootstrap_interval, paired_bootstrap, verdict
 from .vectors import embed_layers
 
 Tagged = List[Tuple[str, str]]
@@ -161,8 +161,9 @@ def pos_probe(model, train: Sequence[Tagged], test: Sequence[Tagged], l2: float 
         train, test: tagged sentences (tags already reduced).
 
     Returns:
-        a dict: ``layers`` (accuracy per layer 0..L), ``mix``, ``mix_weights``, the
-        baselines (``majority_tag``, ``word_majority_tag``, ``layer0``), counts, and
+        a dict: ``layers`` (accuracy per layer 0..L), ``mix``, ``mix_weights``,
+        ``layers_interval`` / ``mix_interval`` (95% bootstrap intervals over test
+        sentences, ``[low, high]``), the baselines (``majority_tag``, ``word_majority_tag``, ``layer0``), counts, and
         ``finding`` (layer 1 vs layer 2, by a paired bootstrap over test sentences).
     """
     tags = sorted({t for s in train for _, t in s})
@@ -187,12 +188,20 @@ def pos_probe(model, train: Sequence[Tagged], test: Sequence[Tagged], l2: float 
         "n_train_sentences": len(train), "n_test_sentences": len(test),
         "n_train_tokens": int(len(y_train)), "n_test_tokens": int(len(y_test)),
         "n_tags": len(tags),
+        # 95% intervals from resampling test sentences (a sentence's tokens are related)
+        "layers_interval": [_interval(c, groups, seed) for c in correct],
+        "mix_interval": _interval(mix_correct, groups, seed),
     }
     if len(correct) >= 3:
         boot = paired_bootstrap(correct[1], correct[2], groups, seed=seed)
         result["layer1_minus_layer2"] = boot
         result["finding"] = verdict("layer 1", "layer 2", boot)
     return result
+
+
+def _interval(correct: np.ndarray, groups: np.ndarray, seed: int) -> List[float]:
+    b = bootstrap_interval(correct, groups, seed=seed)
+    return [b["low"], b["high"]]
 
 
 def _stack(arrays: List[np.ndarray]) -> np.ndarray:

@@ -52,13 +52,15 @@ class AnalysisConfig:
     untrained_control: bool = True
     batch_size: int = 32
 
-    def options(self) -> List[str]:
-        """Command-line options that reproduce this configuration (defaults left out)."""
+    def options(self, explicit: bool = False) -> List[str]:
+        """Command-line options that reproduce this configuration: those that differ from
+        the defaults, or with ``explicit`` every set one (so that the command still
+        reproduces the numbers after a default changes)."""
         out = []
         default = AnalysisConfig()
         for f in fields(self):
             value = getattr(self, f.name)
-            if value == getattr(default, f.name) or value is None:
+            if value is None or (not explicit and value == getattr(default, f.name)):
                 continue
             flag = "--" + f.name.replace("_", "-")
             if isinstance(value, bool):
@@ -68,13 +70,17 @@ class AnalysisConfig:
         return out
 
 
-def command(model: str, out: Path, config: AnalysisConfig, only: Optional[str] = None) -> str:
-    """The ``elmo analyze`` command line for ``config``; for one section it writes into
-    ``OUT/reproduce/SECTION`` so that rerunning it leaves the full report alone."""
+def command(model: str, out: Path, config: AnalysisConfig, only: Optional[str] = None,
+            threads: Optional[int] = None) -> str:
+    """The ``elmo analyze`` command line for ``config``, every setting spelled out; for one
+    section it writes into ``OUT/reproduce/SECTION`` so that rerunning it leaves the full
+    report alone. ``threads``: the torch thread count to ask for (it can move a last digit)."""
     target = Path(out) / "reproduce" / only if only else Path(out)
-    parts = ["elmo", "analyze", str(model), "--out", str(target), *config.options()]
+    parts = ["elmo", "analyze", str(model), "--out", str(target), *config.options(explicit=True)]
     if only:
         parts += ["--only", only]
+    if threads:
+        parts += ["--threads", str(threads)]
     return " ".join(shlex.quote(p) for p in parts)
 
 
@@ -340,6 +346,7 @@ def _pct(x: Optional[float]) -> str:
 def render(results: dict, model: str, out: Path, config: AnalysisConfig) -> str:
     """The markdown report for ``results`` (as :func:`run_analysis` returns them)."""
     n_lstm = results["num_layers"] - 1
+    threads = results["torch"]["threads"]
     lines = [f"# What the layers of `{model}` hold", "",
              f"Model: `{model}`, {n_lstm} LSTM layers, vectors of width {results['width']}. "
              f"Layer 0 is the character CNN (context-free); layers 1..{n_lstm} are the biLSTM.",
@@ -350,7 +357,7 @@ def render(results: dict, model: str, out: Path, config: AnalysisConfig) -> str:
     if results.get("model_metadata"):
         lines += ["Model metadata: `" + json.dumps(results["model_metadata"], sort_keys=True)[:600]
                   + "`", ""]
-    lines += [f"Everything below: `{command(model, out, config)}`", "",
+    lines += [f"Everything below: `{command(model, out, config, threads=threads)}`", "",
              "Numbers are from `results.json`; each table is followed by the command that "
              "recomputes it. Paired bootstrap intervals resample test sentences "
              "(POS) or lemmas (WSD), 1000 times. Computed with torch "
@@ -361,14 +368,14 @@ def render(results: dict, model: str, out: Path, config: AnalysisConfig) -> str:
         lines.append(f"* **{'POS' if key == 'pos' else 'Word senses'}**: {text}")
     lines.append("")
     if "pos" in results:
-        lines += _render_pos(results["pos"], command(model, out, config, "pos"))
+        lines += _render_pos(results["pos"], command(model, out, config, "pos", threads))
     if "wsd" in results:
-        lines += _render_wsd(results["wsd"], command(model, out, config, "wsd"))
+        lines += _render_wsd(results["wsd"], command(model, out, config, "wsd", threads))
     if "neighbors" in results:
-        lines += _render_neighbors(results["neighbors"], command(model, out, config, "neighbors"),
+        lines += _render_neighbors(results["neighbors"], command(model, out, config, "neighbors", threads),
                                    model)
     if "contrast" in results:
-        lines += _render_contrast(results["contrast"], command(model, out, config, "contrast"))
+        lines += _render_contrast(results["contrast"], command(model, out, config, "contrast", threads))
     if "given_mix_weights" in results:
         w = results["given_mix_weights"]
         lines += ["## Mix weights given", "",
@@ -379,17 +386,20 @@ def render(results: dict, model: str, out: Path, config: AnalysisConfig) -> str:
 
 
 def _render_pos(r: dict, cmd: str) -> List[str]:
-    rows = [f"| layer {j} | {_pct(a)} |" for j, a in enumerate(r["layers"])]
+    iv = r.get("layers_interval") or [None] * len(r["layers"])
+    rows = [f"| layer {j} | {_pct(a)} | {_span(iv[j])} |" for j, a in enumerate(r["layers"])]
     lines = ["## POS: a linear probe per layer (paper Table 6)", "",
              f"Brown POS, reduced tags ({r['n_tags']} in training); probe trained on "
              f"{r['n_train_sentences']} train sentences ({r['n_train_tokens']} tokens), tested on "
-             f"{r['n_test_sentences']} test sentences ({r['n_test_tokens']} tokens).", "",
-             "| representation | accuracy (%) |", "|---|---|", *rows,
-             f"| mix of all layers | {_pct(r['mix'])} |",
+             f"{r['n_test_sentences']} test sentences ({r['n_test_tokens']} tokens). Intervals: "
+             "95%, resampling test sentences (they say how far the test sample could move a "
+             "number, not how much another probe training run would).", "",
+             "| representation | accuracy (%) | 95% interval |", "|---|---|---|", *rows,
+             f"| mix of all layers | {_pct(r['mix'])} | {_span(r.get('mix_interval'))} |",
              *_control_rows(r, with_mix=True),
-             f"| baseline: majority tag | {_pct(r['majority_tag'])} |",
-             f"| baseline: each word's majority tag | {_pct(r['word_majority_tag'])} |",
-             f"| baseline: layer 0 (context-free) | {_pct(r['layer0'])} |", "",
+             f"| baseline: majority tag | {_pct(r['majority_tag'])} | |",
+             f"| baseline: each word's majority tag | {_pct(r['word_majority_tag'])} | |",
+             f"| baseline: layer 0 (context-free) | {_pct(r['layer0'])} | |", "",
              "Mix weights learned by the probe (softmax): "
              + ", ".join(f"layer {j} {w:.3f}" for j, w in enumerate(r["mix_weights"])), ""]
     if "layer1_minus_layer2" in r:
@@ -405,23 +415,29 @@ def _control_rows(r: dict, with_mix: bool = False) -> List[str]:
     c = r.get("control_untrained")
     if not c:
         return []
-    rows = [f"| control: layer {j} of an untrained copy | {_pct(a)} |"
+    rows = [f"| control: layer {j} of an untrained copy | {_pct(a)} | |"
             for j, a in enumerate(c["layers"])]
     if with_mix:
-        rows.append(f"| control: mix of an untrained copy | {_pct(c['mix'])} |")
+        rows.append(f"| control: mix of an untrained copy | {_pct(c['mix'])} | |")
     return rows
 
 
+def _span(interval: Optional[Sequence[float]]) -> str:
+    """``[low, high]`` fractions as a percentage range (blank when not computed)."""
+    return "" if not interval else f"{100 * interval[0]:.1f} to {100 * interval[1]:.1f}"
+
+
 def _render_wsd(r: dict, cmd: str) -> List[str]:
-    rows = [f"| layer {j} | {_pct(f)} |" for j, f in enumerate(r["layers"])]
+    iv = r.get("layers_interval") or [None] * len(r["layers"])
+    rows = [f"| layer {j} | {_pct(f)} | {_span(iv[j])} |" for j, f in enumerate(r["layers"])]
     lines = ["## Word senses: 1-nearest-neighbour per layer (paper Table 5)", "",
              f"WordNet example sentences of {r['n_lemmas']} lemmas with examples in 2+ senses; "
              f"{r['n_train']} train and {r['n_test']} test occurrences. {r['n_backoff']} test "
              f"occurrences had no train example of their lemma and backed off to the most frequent "
              f"SemCor sense; {r['n_test_sense_unseen']} test occurrences are of a sense with no "
-             "train example (1-NN cannot get these right).", "",
-             "| representation | F1 (%) |", "|---|---|", *rows, *_control_rows(r),
-             f"| baseline: most frequent sense | {_pct(r['mfs'])} |", "",
+             "train example (1-NN cannot get these right). Intervals: 95%, resampling lemmas.", "",
+             "| representation | F1 (%) | 95% interval |", "|---|---|---|", *rows, *_control_rows(r),
+             f"| baseline: most frequent sense | {_pct(r['mfs'])} | {_span(r.get('mfs_interval'))} |", "",
              f"Only the {r['n_test'] - r['n_test_sense_unseen']} test occurrences whose sense has a "
              "train example (accuracy %): "
              + ", ".join(f"layer {j} {_pct(a)}" for j, a in enumerate(r["layers_seen_senses"]))
@@ -456,8 +472,9 @@ def _render_neighbors(r: dict, cmd: str, model: str) -> List[str]:
         if q["glove"] is not None:
             lines.append("* GloVe (static): " + ", ".join(h["word"] for h in q["glove"]))
         lines += [f"* reproduce one: `elmo neighbors {shlex.quote(q['sentence'])} --word {q['word']} "
-                  f"--model {model} --corpus {r['corpus_spec']} --max-sentences {r['max_sentences']} "
-                  f"-k {len(q['layer0_static'])} [--same-word]`", ""]
+                  f"--model {model} --corpus {r['corpus_spec']}"
+                  + (f" --max-sentences {r['max_sentences']}" if r["max_sentences"] else "")
+                  + f" -k {len(q['layer0_static'])} [--same-word]`", ""]
     lines += [f"Reproduce all: `{cmd}`", ""]
     return lines
 
@@ -486,7 +503,8 @@ def _render_contrast(r: dict, cmd: str) -> List[str]:
               "chance is 50 / 50:", "", head, sep]
     control = r.get("control_untrained", {})
     for name, c in cats.items():
-        lines.append(f"| {name} ({c['n_pairs']} pairs) | " + " | ".join(
+        chance = (f"; chance {_span(c['chance_range'])}" if c.get("chance_range") else "")
+        lines.append(f"| {name} ({c['n_pairs']} pairs{chance}) | " + " | ".join(
             f"{_pct(p['accuracy'])} / {_pct(p['pair_accuracy'])}" for p in c["probe"]) + " |")
         if name in control:
             lines.append(f"| {name}, untrained copy | " + " | ".join(
@@ -496,6 +514,8 @@ def _render_contrast(r: dict, cmd: str) -> List[str]:
               + ("The *untrained copy* rows are the same architecture with fresh random "
                  "weights: word order alone lets a probe read cues such as `by the X` or "
                  "`X was`, so only the margin over that control is learned. " if control else "")
-              + "With this few pairs one held-out target is several points; read differences "
-              "of less than about 15 points as noise.", "", f"Reproduce: `{cmd}`", ""]
+              + "With this few pairs one held-out target is several points. *chance* is the "
+              "range (95%) that a coin flip scores on as many rankings, from the binomial; the "
+              "targets of one pair are not independent, so the true range is somewhat wider, "
+              "and a score inside it is no evidence at all.", "", f"Reproduce: `{cmd}`", ""]
     return lines

@@ -1,7 +1,10 @@
-"""Paired bootstrap over groups (sentences): is one system's accuracy really above another's?"""
+"""Uncertainty of the analysis numbers: a paired bootstrap over groups (sentences, lemmas) for
+"is one layer really above another", a grouped bootstrap interval of one score, and the range
+of accuracies that chance alone gives on a small test set."""
 from __future__ import annotations
 
-from typing import Dict, Optional, Sequence
+import math
+from typing import Dict, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -44,3 +47,47 @@ def verdict(better: str, worse: str, boot: Dict[str, float]) -> str:
     if boot["high"] < 0:
         return f"does not hold: {worse} beats {better} ({span})"
     return f"not shown: the difference between {better} and {worse} is within noise ({span})"
+
+
+def bootstrap_interval(correct: Sequence[float], groups: Optional[Sequence[int]] = None,
+                       predicted: Optional[Sequence[float]] = None, n_resamples: int = 1000,
+                       seed: int = 0) -> Dict[str, float]:
+    """A score with a 95% percentile interval from resampling whole groups.
+
+    Args:
+        correct: per-item 0/1.
+        groups: per-item group id (e.g. the sentence or the lemma); default: one per item.
+        predicted: per-item 0/1, whether the item got a prediction at all. Given, the score
+            is F1 = 2 * correct / (predicted + items) (precision correct / predicted, recall
+            correct / items); without it, accuracy.
+
+    Returns:
+        ``{"value", "low", "high", "n"}`` (``n``: items).
+    """
+    c = np.asarray(correct, dtype=np.float64)
+    if c.ndim != 1 or len(c) == 0:
+        raise ValueError("correct must be a non-empty 1-d sequence")
+    p = np.ones_like(c) if predicted is None else np.asarray(predicted, dtype=np.float64)
+    if p.shape != c.shape:
+        raise ValueError("predicted must have the shape of correct")
+    g = np.arange(len(c)) if groups is None else np.asarray(groups)
+    _, inverse = np.unique(g, return_inverse=True)
+    sums = [np.bincount(inverse, weights=w) for w in (c, p, np.ones_like(c))]
+    score = lambda cs, ps, ns: 2 * cs / np.maximum(ps + ns, 1e-12)
+    picks = np.random.default_rng(seed).integers(0, len(sums[0]), size=(n_resamples, len(sums[0])))
+    boot = score(*(s[picks].sum(axis=1) for s in sums))
+    return {"value": float(score(c.sum(), p.sum(), len(c))), "low": float(np.percentile(boot, 2.5)),
+            "high": float(np.percentile(boot, 97.5)), "n": int(len(c))}
+
+
+def chance_range(n: int, p: float = 0.5, level: float = 0.95) -> Tuple[float, float]:
+    """The central ``level`` range of the accuracy of a coin-flip classifier on ``n`` items
+    (exact binomial): accuracies inside it are what chance alone gives."""
+    if n <= 0:
+        raise ValueError("n must be positive")
+    pmf = np.array([math.comb(n, k) * p ** k * (1 - p) ** (n - k) for k in range(n + 1)])
+    cdf = np.cumsum(pmf)
+    tail = (1 - level) / 2
+    low = int(np.searchsorted(cdf, tail, side="right"))           # P(X < low) <= tail
+    high = int(np.searchsorted(cdf, 1 - tail, side="left"))       # P(X <= high) >= 1 - tail
+    return low / n, high / n

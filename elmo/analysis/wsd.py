@@ -29,7 +29,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 import numpy as np
 
 from .datasets import Sense, SenseExample
-from .stats import paired_bootstrap, verdict
+from .stats import bootstrap_interval, paired_bootstrap, verdict
 from .vectors import embed_layers, gather, unit_rows
 
 LemmaKey = Tuple[str, str]                                          # (lemma, pos)
@@ -179,7 +179,8 @@ def wsd_eval(model, examples: Sequence[SenseExample], senses: Sequence[Sense],
     """F1 of 1-NN per layer and of the most frequent sense on WordNet examples.
 
     ``max_lemmas``: evaluate at most this many ambiguous lemmas, drawn with the seed.
-    Returns a dict: ``layers`` (F1 per layer), ``mfs``, counts, ``finding`` (layer 2 vs 1, by
+    Returns a dict: ``layers`` (F1 per layer), ``mfs``, ``layers_interval`` /
+    ``mfs_interval`` (95% bootstrap intervals of F1 over lemmas, ``[low, high]``), counts, ``finding`` (layer 2 vs 1, by
     a paired bootstrap that resamples lemmas, since one lemma's test items are related),
     and ``layers_seen_senses`` / ``mfs_seen_senses``: accuracy on the test items whose sense
     has a train example (the only ones 1-NN can get right).
@@ -201,10 +202,19 @@ def wsd_eval(model, examples: Sequence[SenseExample], senses: Sequence[Sense],
     labels_tr = [it.synset for it in train]
     train_senses = {(t.key, t.synset) for t in train}
     seen = np.array([(it.key, it.synset) in train_senses for it in test])
-    per_layer, per_layer_seen, correct = [], [], []
+    lemma_ids = {k: i for i, k in enumerate(sorted(set(keys_te)))}
+    by_lemma = [lemma_ids[k] for k in keys_te]
+
+    def interval(preds):     # F1's 95% interval, resampling lemmas
+        b = bootstrap_interval([p == g for p, g in zip(preds, gold)], by_lemma,
+                               predicted=[p is not None for p in preds], seed=seed)
+        return [b["low"], b["high"]]
+
+    per_layer, per_layer_seen, correct, intervals = [], [], [], []
     for j in range(vecs.shape[0]):
         preds = nearest_neighbour(tr[j], labels_tr, keys_tr, te[j], keys_te, backoff=mfs)
         per_layer.append(f1_score(preds, gold)["f1"])
+        intervals.append(interval(preds))
         correct.append(np.array([p == g for p, g in zip(preds, gold)], dtype=float))
         per_layer_seen.append(float(correct[-1][seen].mean()) if seen.any() else None)
     mfs_preds = [mfs.get(k) for k in keys_te]
@@ -212,7 +222,9 @@ def wsd_eval(model, examples: Sequence[SenseExample], senses: Sequence[Sense],
     train_keys = set(keys_tr)
     result = {
         "layers": per_layer,
+        "layers_interval": intervals,
         "mfs": f1_score(mfs_preds, gold)["f1"],
+        "mfs_interval": interval(mfs_preds),
         "layers_seen_senses": per_layer_seen,
         "mfs_seen_senses": float(mfs_correct[seen].mean()) if seen.any() else None,
         "n_lemmas": len(groups), "n_train": len(train), "n_test": len(test),
@@ -220,8 +232,7 @@ def wsd_eval(model, examples: Sequence[SenseExample], senses: Sequence[Sense],
         "n_test_sense_unseen": int((~seen).sum()),
     }
     if len(correct) >= 3:
-        lemma_ids = {k: i for i, k in enumerate(sorted(set(keys_te)))}
-        boot = paired_bootstrap(correct[2], correct[1], [lemma_ids[k] for k in keys_te], seed=seed)
+        boot = paired_bootstrap(correct[2], correct[1], by_lemma, seed=seed)
         result["layer2_minus_layer1"] = boot
         result["finding"] = verdict("layer 2", "layer 1", boot)
     return result

@@ -73,7 +73,8 @@ def register(subparsers) -> None:
     p.add_argument("--same-word", action="store_true",
                    help="only other occurrences of WORD (any case) are candidates: which uses "
                         "of the word are nearest, as in the paper's Table 4")
-    p.add_argument("--max-sentences", type=int, default=None, help="index at most this many sentences")
+    p.add_argument("--max-sentences", type=int, default=None,
+                   help="index at most this many sentences (default or 0: all)")
     p.add_argument("--index-dir", default=None, help="cache folder of the index "
                    "(default: indexes/ in the data cache)")
     p.add_argument("--no-glove", action="store_true", help="skip the GloVe neighbours")
@@ -106,7 +107,7 @@ def neighbors(args: argparse.Namespace) -> int:
                         batch_size=args.batch_size)
     corpus = resolve_corpus(args.corpus)
     index = cached_index(embedder, corpus, Path(args.index_dir) if args.index_dir else index_home(),
-                         args.max_sentences, args.batch_size)
+                         args.max_sentences or None, args.batch_size)
     tokens = args.sentence.split()
     _, vecs = query_vectors(embedder, tokens, args.word)
     layers = args.layer or list(range(1, index.num_layers))
