@@ -12,6 +12,8 @@ from typing import Callable, Dict, List
 
 import torch
 
+from elmo.allocator import return_freed_memory
+
 from elmo import BiLM, ElmoOptions
 
 FILTERS = [[1, 32], [2, 32], [3, 64], [4, 128], [5, 256], [6, 512], [7, 1024]]
@@ -121,7 +123,11 @@ def _hwm_kib() -> int:
 
 
 def peak_memory_mib(fn: Callable[[], object]) -> float:
-    """Peak resident memory added while ``fn`` runs, in MiB (Linux: resets VmHWM first)."""
+    """Peak resident memory added while ``fn`` runs, in MiB (Linux: resets VmHWM first).
+
+    Freed memory is given back to the system first and during the call (see
+    elmo.allocator), so memory kept from earlier steps does not hide what ``fn`` needs."""
+    return_freed_memory()
     before = _rss_kib()
     try:
         with open("/proc/self/clear_refs", "w") as fh:

@@ -9,7 +9,7 @@ and optimizer update, on the same batches for both implementations:
 
 * ``reference``: the character CNN on every position over all 50 characters, each LSTM
   direction stepping one time step at a time with its own input product (benchmarks/reference.py),
-  the same softmax and loss;
+  and the sampled-softmax loss written plainly (masked logits, logsumexp);
 * ``elmo``: elmo.training.LanguageModel (distinct tokens encoded once, input products for all
   steps at once, both directions stepped together).
 
@@ -33,6 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.common import CONFIGS, brown_sentences, peak_memory_mib  # noqa: E402
 from benchmarks.reference import ReferenceBiLM  # noqa: E402
 from elmo import ElmoOptions  # noqa: E402
+from elmo.allocator import keep_freed_memory  # noqa: E402
 from elmo.data.lm_batches import PackedLMBatches  # noqa: E402
 from elmo.modules.softmax import Candidates, LogUniformSampler  # noqa: E402
 from elmo.training.model import LanguageModel  # noqa: E402
@@ -49,6 +50,17 @@ class _ListStream:
         s = self.sentences[self.i % len(self.sentences)]
         self.i += 1
         return s
+
+
+def plain_sampled_nll(soft, hidden, targets, negatives) -> torch.Tensor:
+    """The sampled-softmax loss per position, written plainly: corrected logits of the true
+    word and the shared negatives, the accidental hits masked, logsumexp."""
+    w, b, ids = soft.weight, soft.bias, negatives.ids
+    true = (hidden * w[targets]).sum(-1) + b[targets] - negatives.log_q_of(targets)
+    neg = hidden @ w[ids].t() + b[ids] - negatives.log_q
+    neg = neg.masked_fill(ids[None, :] == targets[:, None], float("-inf"))
+    logits = torch.cat([true[:, None], neg], dim=1).float()
+    return torch.logsumexp(logits, dim=1) - logits[:, 0]
 
 
 def reference_loss(model: LanguageModel, batch, negatives) -> torch.Tensor:
@@ -70,7 +82,7 @@ def reference_loss(model: LanguageModel, batch, negatives) -> torch.Tensor:
     losses = []
     for h, t in ((fwd_in, batch.fwd_targets), (bwd_in, batch.bwd_targets)):
         h, t = h.reshape(-1, h.shape[-1]), t.reshape(-1)
-        losses.append(soft.sampled_nll(h, t, negatives.ids, negatives.log_q, negatives.log_q_of(t)).mean())
+        losses.append(plain_sampled_nll(soft, h, t, negatives).mean())
     return 0.5 * (losses[0] + losses[1])
 
 
@@ -86,6 +98,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
+    keep_freed_memory()  # as `elmo train` does; it applies to both implementations alike
 
     sentences = brown_sentences(limit=60_000, min_len=1)
     counts = Counter(w for s in sentences for w in s)

@@ -106,7 +106,9 @@ class CharCNN(nn.Module):
         longest = int(real.sum(dim=1).max())
         keep = min(n_chars, longest + self.config.max_width)
         chars = self.char_embedding(ids[:, :keep]).transpose(1, 2)  # (N, d, keep)
-        pooled = [conv(chars).amax(dim=2) for conv in self.convolutions]  # each (N, n_w)
+        # max with indices, not amax: its backward scatters into one position per filter
+        # instead of comparing the whole (N, n_w, width) map with the maximum again
+        pooled = [conv(chars).max(dim=2).values for conv in self.convolutions]  # each (N, n_w)
         features = self._activation(torch.cat(pooled, dim=1))  # (N, F)
         return self.projection(self.highway(features))
 

@@ -124,18 +124,22 @@ def run_lstm_layer(layer_input: torch.Tensor, weight_ih: torch.Tensor, bias: tor
     """
     c, h = state
     outputs, finished_c, finished_h = [], [], []
-    offset = chunk_start = chunk_end = 0
+    offset = chunk_end = 0
+    step_inputs: List[torch.Tensor] = []
     for t, bs in enumerate(batch_sizes):
         if offset == chunk_end:  # input products of the next chunk of time steps, one GEMM
-            chunk_start = offset
-            chunk_end = offset + sum(batch_sizes[t:t + INPUT_CHUNK_STEPS])
-            gate_inputs = torch.baddbmm(bias, layer_input[:, chunk_start:chunk_end], weight_ih)
+            sizes = batch_sizes[t:t + INPUT_CHUNK_STEPS]
+            chunk_end = offset + sum(sizes)
+            gate_inputs = torch.baddbmm(bias, layer_input[:, offset:chunk_end], weight_ih)
+            # One split rather than a slice per step: the backward of a split is one
+            # concatenation, while each slice's backward writes a zero-filled chunk-sized
+            # gradient (quadratic in the chunk length).
+            step_inputs = list(torch.split(gate_inputs, sizes, dim=1))[::-1]
         if bs < h.shape[1]:  # the shortest rows have ended: keep their final state
             finished_c.append(c[:, bs:])
             finished_h.append(h[:, bs:])
             c, h = c[:, :bs], h[:, :bs]
-        local = offset - chunk_start
-        gates = _batched_product(h, weight_hh) + gate_inputs[:, local:local + bs]
+        gates = _batched_product(h, weight_hh) + step_inputs.pop()
         i, j, f, o = gates.chunk(4, dim=-1)
         c = torch.sigmoid(i) * torch.tanh(j) + torch.sigmoid(f) * c
         if cell_clip is not None:

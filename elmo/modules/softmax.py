@@ -114,6 +114,32 @@ class Candidates:
         return log_q.to(device=targets.device, dtype=torch.float32)
 
 
+class _SampledLoss(torch.autograd.Function):
+    """-log softmax([neg_1 .. neg_S, true])[true] per row, with the hit entries of neg removed.
+
+    The same value as cross-entropy over the concatenated logits, with a backward written out
+    (softmax minus one-hot, times the incoming gradient): it skips the dense zero-filled
+    one-hot, the copy that undoes the hit masking and the concatenation's split, which on the
+    CPU are whole extra passes over the (N, S) logits that dominate this loss's cost.
+    """
+
+    @staticmethod
+    def forward(ctx, true_logit, neg, hit_rows, hit_cols):
+        """true_logit (N,), neg (N, S), hits (K,) rows and columns of neg -> loss (N,) float32."""
+        logits = torch.cat([neg.float(), true_logit.float()[:, None]], dim=1)  # true word last
+        logits[hit_rows, hit_cols] = float("-inf")
+        log_p = torch.log_softmax(logits, dim=1)
+        ctx.save_for_backward(log_p)
+        return -log_p[:, -1]
+
+    @staticmethod
+    def backward(ctx, grad):
+        (log_p,) = ctx.saved_tensors
+        d_logits = log_p.exp().mul_(grad[:, None])   # removed hits have p = 0: no gradient
+        d_true = d_logits[:, -1] - grad
+        return d_true, d_logits[:, :-1], None, None
+
+
 class SharedSoftmax(nn.Module):
     """Softmax weights W (V, D) and bias b (V,) used by both directions.
 
@@ -144,8 +170,12 @@ class SharedSoftmax(nn.Module):
             target_log_q: (N,) log Q of each true id.
         """
         true_logit = (hidden * self.weight[targets]).sum(-1) + self.bias[targets] - target_log_q
-        neg = torch.addmm(self.bias[sampled], hidden, self.weight[sampled].t()) - sampled_log_q
-        # Remove accidental hits: a negative that is this position's true word.
-        neg = neg.masked_fill(sampled[None, :] == targets[:, None], float("-inf"))
-        logits = torch.cat([true_logit[:, None], neg], dim=1).float()
-        return torch.logsumexp(logits, dim=1) - logits[:, 0]
+        # log Q folded into the bias: addmm adds it without another pass over (N, S).
+        neg = torch.addmm(self.bias[sampled] - sampled_log_q, hidden, self.weight[sampled].t())
+        # Accidental hits: a negative that is this position's true word. The sampled ids are
+        # distinct, so a row has at most one; find them by id instead of comparing N x S pairs.
+        column = torch.full((self.n_vocab,), -1, dtype=torch.long, device=sampled.device)
+        column[sampled] = torch.arange(sampled.numel(), device=sampled.device)
+        hit = column[targets]
+        rows = (hit >= 0).nonzero().squeeze(1)
+        return _SampledLoss.apply(true_logit, neg, rows, hit[rows])

@@ -23,6 +23,7 @@ from typing import Any, Dict, List, Optional
 import torch
 from torch.nn.parallel import DistributedDataParallel
 
+from ..allocator import keep_freed_memory
 from ..config import ElmoOptions
 from ..data.corpus import CorpusStream, count_tokens, expand_paths, iter_file_sentences
 from ..data.lm_batches import BucketedLMBatches, PackedLMBatches
@@ -171,6 +172,8 @@ def train(cfg: TrainConfig, stop_after: Optional[int] = None) -> Dict[str, Any]:
     checkpoints are written as configured, plus one at the stopping step).
     """
     ctx = distributed.setup(cfg.device)
+    if ctx.device.type == "cpu":
+        keep_freed_memory()  # no page-fault storm from re-allocating each step's activations
     try:
         return _train(cfg, ctx, stop_after)
     finally:
