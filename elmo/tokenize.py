@@ -11,14 +11,18 @@ off their host. :func:`tokenize` follows those conventions with one regular expr
 * ``...`` and ``--`` are single tokens; every other punctuation mark or symbol is a token
   of its own: ``(hello)!`` -> ``( hello ) !``, ``$5`` -> ``$ 5``
 
-It does not change characters (no ``` `` ''`` quotes, no lower-casing) and does not split
-sentences: one input line stays one sentence. Other apostrophes (``O'Neill``) become a token
+Quotes follow the default model's training corpus (:mod:`elmo.data.tokenize`): curly quotes
+and apostrophes become ASCII first, and a straight double quote becomes ```` `` ```` where it
+opens and ``''`` where it closes. Nothing else changes (no lower-casing), and sentences are
+not split: one input line stays one sentence. Other apostrophes (``O'Neill``) become a token
 of their own.
 """
 from __future__ import annotations
 
 import re
 from typing import List
+
+from .data.tokenize import CHAR_MAP, quote_token
 
 _TOKEN = re.compile(r"""
       (?:[^\W\d_]\.){2,}(?![^\W\d_])         # abbreviations: U.S. e.g.
@@ -34,4 +38,12 @@ _TOKEN = re.compile(r"""
 
 def tokenize(text: str) -> List[str]:
     """Split raw text into tokens (see the module doc). Whitespace only separates tokens."""
-    return _TOKEN.findall(text)
+    tokens: List[str] = []
+    end = 0
+    for match in _TOKEN.finditer(text.translate(CHAR_MAP)):
+        token = match.group()
+        if token == '"':
+            token = quote_token(tokens[-1] if tokens else None, match.start() > end)
+        tokens.append(token)
+        end = match.end()
+    return tokens

@@ -80,3 +80,10 @@ def test_hashed_split_is_stable_and_about_80_10_10():
     counts = Counter(hashed_split(f"item:{i}") for i in range(20000))
     assert set(counts) == {"train", "dev", "test"}
     assert 0.08 < counts["test"] / 20000 < 0.12 and 0.08 < counts["dev"] / 20000 < 0.12
+
+
+def test_the_embed_tokenizer_agrees_with_the_corpus_tokenizer_on_quotes(tok):
+    """`elmo embed --tokenize` (regex) writes quotes as the training corpus (spaCy) does."""
+    from elmo.tokenize import tokenize
+    text = 'She said "no" and \u201cyes\u201d (\u2018maybe\u2019), then "bye."'
+    assert tokenize(text) == tok.tokens(text)

@@ -215,6 +215,8 @@ def test_masked_pool_ignores_padded_positions():
     ("We'll see: it's 3rd, right?!", ["We", "'ll", "see", ":", "it", "'s", "3rd", ",", "right", "?", "!"]),
     ("  Café   naïve  ", ["Café", "naïve"]),
     ("", []),
+    ('He said "hi." ("yes") don\u2019t \u201cquote\u201d',     # the corpus's quote convention
+     ["He", "said", "``", "hi", ".", "''", "(", "``", "yes", "''", ")", "do", "n't", "``", "quote", "''"]),
 ])
 def test_tokenizer(text, tokens):
     assert tokenize(text) == tokens

@@ -21,7 +21,7 @@ import re
 from typing import Iterable, Iterator, List, Tuple
 
 #: Characters mapped before tokenization: curly quotes and apostrophes, odd spaces.
-_CHAR_MAP = str.maketrans({
+CHAR_MAP = str.maketrans({
     "\u201c": '"', "\u201d": '"', "\u201e": '"', "\u00ab": '"', "\u00bb": '"',
     "\u2018": "'", "\u2019": "'", "\u201a": "'", "\u00b4": "'",
     "\u00a0": " ", "\u2009": " ", "\u200b": " ", "\ufeff": " ",
@@ -38,7 +38,7 @@ _DASHES = re.compile(r"(\u2014|--+)")
 def normalize(text: str) -> str:
     """Map curly quotes to ASCII, set em dashes and ``--`` apart with spaces (so that
     ``word\u2014"Quote`` splits), and collapse every run of whitespace to one space."""
-    return " ".join(_DASHES.sub(r" \1 ", text.translate(_CHAR_MAP)).split())
+    return " ".join(_DASHES.sub(r" \1 ", text.translate(CHAR_MAP)).split())
 
 
 _CLITIC = re.compile(r"^(.+?)(n't|N'T|'s|'S|'re|'RE|'ll|'LL|'ve|'VE|'d|'D|'m|'M)$")
@@ -90,7 +90,7 @@ class Tokenizer:
     def spans(self, text: str) -> List[Tuple[str, int, int]]:
         """``(token, start, end)`` character spans in ``text`` itself (no whitespace
         collapsing, so answer offsets such as SQuAD's stay valid)."""
-        doc = self.nlp(text.translate(_CHAR_MAP))
+        doc = self.nlp(text.translate(CHAR_MAP))
         texts = _ptb_tokens(doc[:])
         return [(t, tok.idx, tok.idx + len(tok)) for t, tok in zip(texts, doc)
                 if not tok.is_space]
@@ -101,6 +101,15 @@ class Tokenizer:
             yield [_ptb_tokens(sent) for sent in doc.sents if len(sent)]
 
 
+_OPENERS = ("(", "[", "{", "--", "\u2014")
+
+
+def quote_token(previous: "str | None", space_before: bool) -> str:
+    """A straight double quote as PTB writes it: `` where it opens (at the start, after
+    whitespace or an opening bracket or dash), '' where it closes."""
+    return "``" if previous is None or space_before or previous in _OPENERS else "''"
+
+
 def _ptb_tokens(span) -> List[str]:
     """Token texts of a spaCy span, with straight double quotes turned into `` and ''."""
     out = []
@@ -109,8 +118,7 @@ def _ptb_tokens(span) -> List[str]:
         text = tok.text
         if text == '"':
             prev = doc[tok.i - 1] if tok.i > 0 else None
-            opening = (prev is None or bool(prev.whitespace_) or prev.is_space
-                       or prev.text in ("(", "[", "{", "--", "\u2014"))
-            text = "``" if opening else "''"
+            text = quote_token(None if prev is None else prev.text,
+                               prev is not None and (bool(prev.whitespace_) or prev.is_space))
         out.append(text)
     return out
