@@ -104,7 +104,24 @@ def _make_batch(enc: _Encoder, fwd_rows, bwd_rows, lengths: List[int], steps: in
     return LMBatch(fwd_chars, bwd_chars, fwd_targets, bwd_targets, mask, mask.clone(), lengths_t)
 
 
-class PackedLMBatches:
+class _StreamBatches:
+    """What both batch layouts share: endless iteration and the stream's epoch."""
+
+    stream: CorpusStream
+
+    def next_batch(self) -> LMBatch:
+        raise NotImplementedError
+
+    def __iter__(self) -> Iterator[LMBatch]:
+        while True:
+            yield self.next_batch()
+
+    @property
+    def epoch(self) -> int:
+        return self.stream.epoch
+
+
+class PackedLMBatches(_StreamBatches):
     """The original's stateful batches: B rows of T positions, sentences packed end to end.
 
     Iterating yields :class:`LMBatch` forever (the stream runs over epochs).
@@ -134,14 +151,6 @@ class PackedLMBatches:
             del self.fwd[b][:steps], self.bwd[b][:steps]
         return _make_batch(self.encoder, fwd_rows, bwd_rows, [steps] * self.batch_size, steps)
 
-    def __iter__(self) -> Iterator[LMBatch]:
-        while True:
-            yield self.next_batch()
-
-    @property
-    def epoch(self) -> int:
-        return self.stream.epoch
-
     def state_dict(self) -> dict:
         return {"stream": self.stream.state_dict(), "fwd": [list(r) for r in self.fwd],
                 "bwd": [list(r) for r in self.bwd]}
@@ -154,7 +163,7 @@ class PackedLMBatches:
         self.bwd = [list(r) for r in state["bwd"]]
 
 
-class BucketedLMBatches:
+class BucketedLMBatches(_StreamBatches):
     """Stateless batches: one wrapped sentence a row, similar lengths together.
 
     The stream is read ``pool_batches`` batches at a time; a pool is sorted by length, cut
@@ -193,14 +202,6 @@ class BucketedLMBatches:
         wrapped = [wrap(s) for s in rows]
         lengths = [len(f) - 1 for f, _ in wrapped]
         return _make_batch(self.encoder, [f for f, _ in wrapped], [r for _, r in wrapped], lengths, max(lengths))
-
-    def __iter__(self) -> Iterator[LMBatch]:
-        while True:
-            yield self.next_batch()
-
-    @property
-    def epoch(self) -> int:
-        return self.stream.epoch
 
     def state_dict(self) -> dict:
         return {"pool_start": dict(self._pool_start), "pool_index": self._pool_index,
