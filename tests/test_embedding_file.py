@@ -256,6 +256,20 @@ def test_two_ranks_equal_one_process(tmp_path, bilm, lines):
     assert_same_datasets(out, single)
 
 
+def test_rank0_gives_up_when_another_rank_never_finishes(tmp_path, bilm, lines):
+    """Rank 1 never runs (as if it died): rank 0 stops with a clear error instead of waiting
+    forever, keeps its own segments, and a later run with rank 1 completes the file."""
+    inp = write_lines(tmp_path / "in.txt", lines)
+    out = tmp_path / "sharded.hdf5"
+    with pytest.raises(TimeoutError, match="still missing 2"):
+        embed_file(inp, out, bilm, segment_lines=7, rank=0, world_size=2, wait_timeout=0.5)
+    assert not out.exists()
+    assert len(list(parts_dir(out).glob("segment-*"))) == 3          # segments 0, 2 and 4
+    assert embed_file(inp, out, bilm, segment_lines=7, rank=1, world_size=2) is None
+    assert embed_file(inp, out, bilm, segment_lines=7, rank=0, world_size=2) == out
+    assert_same_datasets(out, embed_file(inp, tmp_path / "one.hdf5", bilm, segment_lines=7))
+
+
 @pytest.mark.skipif(shutil.which("torchrun", path=str(Path(sys.executable).parent)) is None,
                     reason="torchrun not installed")
 def test_torchrun_two_ranks_on_cpu_equal_one_process(tmp_path):
@@ -308,8 +322,8 @@ def test_cli_help_and_run(tmp_path, capsys):
                    "--errors", "--tokenize", "--overwrite", "torchrun"):
         assert option in text
     inp = write_lines(tmp_path / "in.txt", ["the bank closed .", ""])
-    assert cli_main(["embed", str(inp), str(tmp_path / "o.hdf5"), "--layers", "mix:0.2,0.3,0.5",
-                     "--gamma", "2", "--quiet"]) == 0
+    assert cli_main(["embed", str(inp), str(tmp_path / "o.hdf5"), "--model", "fixture",
+                     "--layers", "mix:0.2,0.3,0.5", "--gamma", "2", "--quiet"]) == 0
     data, attrs = read_all(tmp_path / "o.hdf5")
     assert data["0"].shape == (4, 32) and data["1"].shape == (0, 32)
     assert attrs["command_line"].startswith("elmo embed") and "mix:0.2,0.3,0.5" in attrs["command_line"]

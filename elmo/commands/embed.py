@@ -22,7 +22,7 @@ def register(subparsers) -> None:
     from .. import DEFAULT_MODEL
     from ..embedding.reader import DEFAULT_SEGMENT_LINES
     from ..embedding.run import (DEFAULT_CACHE_MAX_WORDS, DEFAULT_CACHE_MIN_COUNT,
-                                 DEFAULT_CACHE_SAMPLE_LINES)
+                                 DEFAULT_CACHE_SAMPLE_LINES, DEFAULT_WAIT_TIMEOUT_S)
     from ..embedding.embedder import DEFAULT_BATCH_SIZE
     from ..embedding.windows import DEFAULT_MAX_TOKENS, DEFAULT_OVERLAP
 
@@ -91,6 +91,9 @@ def register(subparsers) -> None:
     run.add_argument("--threads", type=int, default=None,
                      help="CPU threads for torch (default: torch's choice); on a busy machine "
                           "fewer threads than cores is often faster")
+    run.add_argument("--wait-timeout", type=float, default=DEFAULT_WAIT_TIMEOUT_S, metavar="S",
+                     help="under torchrun: rank 0 stops with an error when no other rank has "
+                          f"finished a segment for S seconds (default: {DEFAULT_WAIT_TIMEOUT_S:.0f})")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=embed)
 
@@ -132,7 +135,7 @@ def embed(args: argparse.Namespace) -> int:
         tokenize=args.tokenize, errors=args.errors, sentence_keys=args.sentence_keys,
         forget_sentences=args.forget_sentences, segment_lines=args.segment_lines,
         overwrite=args.overwrite, device=args.device, progress=not args.quiet,
-        command_line=command_line(args))
+        command_line=command_line(args), wait_timeout=args.wait_timeout)
     if output is not None and not args.quiet:
         print(f"wrote {output}", file=sys.stderr)
     elif output is None and not args.quiet:

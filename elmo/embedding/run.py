@@ -46,6 +46,9 @@ DEFAULT_CACHE_SAMPLE_LINES = 100_000
 FORMAT_VERSION = 1
 
 
+#: Seconds rank 0 waits for the next segment of another rank before giving up.
+DEFAULT_WAIT_TIMEOUT_S = 1800.0
+
 def distributed_rank() -> tuple[int, int, int]:
     """(rank, world size, local rank) from the environment torchrun sets; (0, 1, 0) otherwise."""
     env = os.environ
@@ -80,7 +83,8 @@ def embed_file(input_path: Union[str, Path], output_path: Union[str, Path],
                forget_sentences: bool = False, segment_lines: int = DEFAULT_SEGMENT_LINES,
                overwrite: bool = False, rank: Optional[int] = None, world_size: Optional[int] = None,
                device: Union[str, torch.device, None] = None, progress: bool = False,
-               command_line: Optional[str] = None) -> Optional[Path]:
+               command_line: Optional[str] = None,
+               wait_timeout: float = DEFAULT_WAIT_TIMEOUT_S) -> Optional[Path]:
     """Embed every line of ``input_path`` into ``output_path`` (HDF5, the original layout).
 
     Args:
@@ -102,6 +106,9 @@ def embed_file(input_path: Union[str, Path], output_path: Union[str, Path],
         rank, world_size: this process's shard; default from torchrun's environment.
         progress: show a tqdm bar (sentences/s and tokens/s).
         command_line: stored as an attribute; default ``sys.argv``.
+        wait_timeout: rank 0, once done with its own segments, gives up with an error when no
+            other rank has finished a segment for this many seconds (a rank that died would
+            otherwise leave it waiting forever); the finished segments are kept for a rerun.
 
     Returns:
         the output path on rank 0 once the merged file is complete; None on other ranks.
@@ -133,7 +140,8 @@ def embed_file(input_path: Union[str, Path], output_path: Union[str, Path],
                                 cache=(cache_min_count, cache_max_words, cache_sample_lines),
                                 tokenize=tokenize, errors=errors, sentence_keys=sentence_keys,
                                 forget_sentences=forget_sentences, overwrite=overwrite,
-                                progress=progress, command_line=command_line)
+                                progress=progress, command_line=command_line,
+                                wait_timeout=wait_timeout)
     finally:  # leave a model that was passed in as it was
         bilm.stateful = model_was_stateful
         if token_cache:
@@ -144,7 +152,7 @@ def _embed_and_merge(embedder: Embedder, index, selection: LayerSelection, input
                      output_path: Path, *, rank: int, world_size: int, dtype: str, token_cache: bool,
                      cache, tokenize: bool, errors: str, sentence_keys: bool,
                      forget_sentences: bool, overwrite: bool, progress: bool,
-                     command_line: Optional[str]) -> Optional[Path]:
+                     command_line: Optional[str], wait_timeout: float) -> Optional[Path]:
     """Steps 2-6 of the module doc, once the input is indexed and the model loaded."""
     bilm = embedder.bilm
     selection.check(bilm.num_layers)
@@ -211,7 +219,7 @@ def _embed_and_merge(embedder: Embedder, index, selection: LayerSelection, input
 
     if rank != 0:
         return None
-    _wait_for_segments(parts, index.n_segments, settings_json, progress)
+    _wait_for_segments(parts, index.n_segments, settings_json, progress, wait_timeout)
     attrs = {
         "model_config": bilm.options.to_json(),
         "command_line": command_line if command_line is not None else shlex.join(sys.argv),
@@ -232,14 +240,25 @@ def _progress_bar(total: int, enabled: bool, rank: int):
 
 
 def _wait_for_segments(parts: Path, n_segments: int, settings_json: str, progress: bool,
-                       poll_s: float = 0.5) -> None:
+                       timeout_s: float = DEFAULT_WAIT_TIMEOUT_S, poll_s: float = 0.5) -> None:
     """Block until every segment is on disk with this run's settings (other ranks write theirs;
-    a stale segment of an earlier run is replaced by its rank under --overwrite)."""
+    a stale segment of an earlier run is replaced by its rank under --overwrite). Raises
+    TimeoutError when ``timeout_s`` pass without a new segment."""
     missing, said = set(range(n_segments)), False
+    last_progress = time.monotonic()
     while True:
-        missing = {k for k in missing if not segment_ready(segment_path(parts, k), settings_json)}
+        still = {k for k in missing if not segment_ready(segment_path(parts, k), settings_json)}
+        if len(still) < len(missing):
+            last_progress = time.monotonic()
+        missing = still
         if not missing:
             return
+        if time.monotonic() - last_progress > timeout_s:
+            shown = ", ".join(str(k) for k in sorted(missing)[:10])
+            raise TimeoutError(
+                f"no new segment in {timeout_s:.0f} s; still missing {len(missing)} "
+                f"(segments {shown}{', ...' if len(missing) > 10 else ''}) in {parts}. Did a rank "
+                f"stop? Finished segments are kept: run the same command again to finish.")
         if progress and not said:
             print(f"waiting for {len(missing)} segments from other ranks", file=sys.stderr)
             said = True
