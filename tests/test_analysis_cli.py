@@ -57,6 +57,12 @@ def test_analyze_contrast_section_writes_a_report(tmp_path, capsys):
                  "--contrast-file", str(pairs), "--no-untrained-control"]) == 0
     plain = (tmp_path / "plain" / "report.md").read_text()
     assert "untrained copy" not in plain and "--no-untrained-control" in plain
+    # a hand-written interpretation in the folder is shown by the rewritten report
+    (out / "interpretation.md").write_text("Role swaps move the targets.\n")
+    assert main(["analyze", "fixture", "--out", str(out), "--report-only"]) == 0
+    again = (out / "report.md").read_text()
+    assert "## Interpretation" in again and "Role swaps move the targets." in again
+    assert again.replace(again[again.index("## Interpretation"):again.index("## Contrast")], "") == text
 
 
 @pytest.mark.slow

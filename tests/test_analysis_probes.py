@@ -188,6 +188,7 @@ def test_wsd_eval_on_a_model_finds_the_identical_train_sentence():
     _, test = wsd.split_by_lemma(wsd.ambiguous(wsd.instances(examples)), 0.5, seed=0)
     assert res["n_test"] == len(test)
     assert res["mfs"] == pytest.approx(sum(it.synset == "s2-n" for it in test) / len(test))
+    assert res["layer2_minus_layer1_seen_senses"]["diff"] == 0.0       # both layers get all
     for value, (low, high) in zip(res["layers"] + [res["mfs"]],
                                   res["layers_interval"] + [res["mfs_interval"]]):
         assert low <= value <= high

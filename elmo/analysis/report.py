@@ -33,19 +33,25 @@ NEIGHBOR_QUERIES = [
 @dataclass
 class AnalysisConfig:
     """Every setting that changes a number in the report (all echoed in its commands).
-    A sample size of 0 means everything."""
+    A sample size of 0 means everything.
+
+    The default sizes are chosen so that the whole report on a 2-layer biLM of LSTM 512 /
+    projection 128 takes about 8 minutes on one busy CPU core (``--threads 1``, untrained
+    control included): the POS probe's training sample is the only part that costs much, so
+    it is a sample, while everything that only has to be embedded (Brown POS test, every
+    ambiguous WordNet lemma, Brown dev for the neighbours) is used whole."""
 
     seed: int = 0
-    pos_train_sentences: int = 2000
-    pos_test_sentences: int = 1000
+    pos_train_sentences: int = 5000
+    pos_test_sentences: int = 0
     pos_l2: float = 1e-5
     pos_iterations: int = 100
-    wsd_max_lemmas: int = 1000
+    wsd_max_lemmas: int = 0
     wsd_test_fraction: float = 0.5
     contrast_file: Optional[str] = None
     contrast_l2: float = 1e-2
     neighbors_corpus: str = "brown:dev"
-    neighbors_sentences: int = 3000
+    neighbors_sentences: int = 0
     neighbors_k: int = 5
     pca_word: Optional[str] = None
     mix_weights: Optional[str] = None
@@ -170,6 +176,17 @@ def run_analysis(model: str, out: Path, config: Optional[AnalysisConfig] = None,
     (out / "report.md").write_text(render(results, model, out, config))
     log(f"analyze: wrote {out / 'report.md'}")
     return results
+
+
+def rewrite_report(out: Path) -> Path:
+    """Write ``report.md`` again from the folder's ``results.json`` (after editing its
+    interpretation, say), computing nothing."""
+    out = Path(out)
+    results = json.loads((out / "results.json").read_text())
+    config = AnalysisConfig(**results["config"])
+    path = out / "report.md"
+    path.write_text(render(results, results["model"], out, config))
+    return path
 
 
 def _metadata(folder: Path) -> Optional[dict]:
@@ -343,8 +360,13 @@ def _pct(x: Optional[float]) -> str:
     return "-" if x is None else f"{100 * x:.1f}"
 
 
+#: A hand-written reading of the numbers, kept in the output folder: the report shows it.
+INTERPRETATION = "interpretation.md"
+
+
 def render(results: dict, model: str, out: Path, config: AnalysisConfig) -> str:
-    """The markdown report for ``results`` (as :func:`run_analysis` returns them)."""
+    """The markdown report for ``results`` (as :func:`run_analysis` returns them), with the
+    folder's :data:`INTERPRETATION` file, when there is one, after the findings."""
     n_lstm = results["num_layers"] - 1
     threads = results["torch"]["threads"]
     lines = [f"# What the layers of `{model}` hold", "",
@@ -367,6 +389,12 @@ def render(results: dict, model: str, out: Path, config: AnalysisConfig) -> str:
     for key, text in results["findings"].items():
         lines.append(f"* **{'POS' if key == 'pos' else 'Word senses'}**: {text}")
     lines.append("")
+    notes = Path(out) / INTERPRETATION
+    if notes.is_file():
+        lines += ["## Interpretation", "",
+                  f"*Written by hand after reading the numbers below (`{INTERPRETATION}` in this "
+                  "folder; a rerun keeps it and shows it here again, so check it still fits).*",
+                  "", notes.read_text(encoding="utf-8").strip(), ""]
     if "pos" in results:
         lines += _render_pos(results["pos"], command(model, out, config, "pos", threads))
     if "wsd" in results:
@@ -445,7 +473,13 @@ def _render_wsd(r: dict, cmd: str) -> List[str]:
     if "layer2_minus_layer1" in r:
         b = r["layer2_minus_layer1"]
         lines += [f"Layer 2 minus layer 1: {100 * b['diff']:+.2f} points "
-                  f"(95% interval {100 * b['low']:+.2f} to {100 * b['high']:+.2f}).", ""]
+                  f"(95% interval {100 * b['low']:+.2f} to {100 * b['high']:+.2f})"]
+        s = r.get("layer2_minus_layer1_seen_senses")
+        if s:
+            lines[-1] += (f"; on the occurrences whose sense has a train example "
+                          f"{100 * s['diff']:+.2f} points ({100 * s['low']:+.2f} to "
+                          f"{100 * s['high']:+.2f}). Only those can differ between layers")
+        lines += [lines.pop() + ".", ""]
     p = r.get("pca_word")
     lines += [f"Reproduce: `{cmd}`", "", "![WSD](wsd.png)", ""]
     if p:

@@ -235,4 +235,7 @@ def wsd_eval(model, examples: Sequence[SenseExample], senses: Sequence[Sense],
         boot = paired_bootstrap(correct[2], correct[1], by_lemma, seed=seed)
         result["layer2_minus_layer1"] = boot
         result["finding"] = verdict("layer 2", "layer 1", boot)
+        if seen.any():     # the same difference where 1-NN can be right, in its own points
+            result["layer2_minus_layer1_seen_senses"] = paired_bootstrap(
+                correct[2][seen], correct[1][seen], np.asarray(by_lemma)[seen], seed=seed)
     return result

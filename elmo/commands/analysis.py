@@ -21,14 +21,15 @@ def register(subparsers) -> None:
                    help="run only this section (repeatable; default: all)")
     p.add_argument("--seed", type=int, default=d.seed, help="seed of every sample and split")
     p.add_argument("--pos-train-sentences", type=int, default=d.pos_train_sentences,
-                   help="Brown train sentences for the POS probe (sampled; 0: all)")
+                   help="Brown train sentences for the POS probe (sampled; 0: all; default %(default)s, "
+                        "the one size that sets the run time)")
     p.add_argument("--pos-test-sentences", type=int, default=d.pos_test_sentences,
-                   help="Brown test sentences for the POS probe (sampled; 0: all)")
+                   help="Brown test sentences for the POS probe (sampled; 0: all, the default)")
     p.add_argument("--pos-l2", type=float, default=d.pos_l2, help="L2 weight of the POS probe")
     p.add_argument("--pos-iterations", type=int, default=d.pos_iterations,
                    help="L-BFGS iterations of the POS probe")
     p.add_argument("--wsd-max-lemmas", type=int, default=d.wsd_max_lemmas,
-                   help="ambiguous WordNet lemmas to evaluate (sampled; 0: all)")
+                   help="ambiguous WordNet lemmas to evaluate (sampled; 0: all, the default)")
     p.add_argument("--wsd-test-fraction", type=float, default=d.wsd_test_fraction,
                    help="chance that an example goes to the WSD test side")
     p.add_argument("--contrast-file", default=None,
@@ -38,7 +39,7 @@ def register(subparsers) -> None:
     p.add_argument("--neighbors-corpus", default=d.neighbors_corpus,
                    help="a text file (a tokenized sentence a line) or CORPUS:SPLIT (default brown:dev)")
     p.add_argument("--neighbors-sentences", type=int, default=d.neighbors_sentences,
-                   help="index at most this many corpus sentences (0: all)")
+                   help="index at most this many corpus sentences (0: all, the default)")
     p.add_argument("--neighbors-k", type=int, default=d.neighbors_k, help="neighbours shown")
     p.add_argument("--pca-word", default=None, help="lemma for the sense PCA picture "
                    "(default: the WordNet lemma with the most examples)")
@@ -50,6 +51,9 @@ def register(subparsers) -> None:
                         "architecture, fresh random weights), to tell what training added "
                         "(default: on)")
     p.add_argument("--batch-size", type=int, default=d.batch_size, help="sentences per biLM call")
+    p.add_argument("--report-only", action="store_true",
+                   help="only write report.md again from OUT/results.json (e.g. after editing "
+                        "OUT/interpretation.md, which the report shows); computes nothing")
     p.add_argument("--threads", type=int, default=None,
                    help="torch CPU threads (default: torch's choice; on a busy shared machine "
                         "1 can be much faster)")
@@ -90,6 +94,10 @@ def analyze(args: argparse.Namespace) -> int:
         torch.set_num_threads(args.threads)
     config = AnalysisConfig(**{k: getattr(args, k) for k in AnalysisConfig.__dataclass_fields__})
     out = Path(args.out) if args.out else Path("experiments") / "analysis" / Path(args.model).name
+    if args.report_only:
+        from ..analysis.report import rewrite_report
+        print(f"analyze: wrote {rewrite_report(out)}")
+        return 0
     results = run_analysis(args.model, out, config, args.only)
     for text in results["findings"].values():
         print(text)
