@@ -236,3 +236,14 @@ def test_read_mix_weights(tmp_path):
     torch.save({f"scalar_mix.scalar_parameters.{i}": torch.tensor([0.0]) for i in range(4)},
                tmp_path / "a.pt")
     assert report.read_mix_weights(tmp_path / "a.pt") == pytest.approx([0.25] * 4)
+    # an experiment's results: the mean over seeds of the trained biLM's mix
+    run = lambda seed, bilm, w: {"task": "pos", "variant": "elmo", "seed": seed, "elmo": {
+        "bilm": bilm, "mix_weights": {"input": {"weights": w, "gamma": 1.0}}}}
+    runs = [run(1, "m", [0.2, 0.8]), run(2, "m", [0.4, 0.6]), run(1, "random:m", [1.0, 0.0]),
+            {"task": "pos", "variant": "baseline", "seed": 1, "elmo": None}]
+    (tmp_path / "results.json").write_text(json.dumps({"runs": runs}))
+    assert report.read_mix_weights(tmp_path / "results.json") == pytest.approx([0.3, 0.7])
+    runs.append(run(1, "other", [0.5, 0.5]) | {"variant": "elmo-other"})
+    (tmp_path / "results.json").write_text(json.dumps({"runs": runs}))
+    with pytest.raises(ValueError, match="2 learned mixes"):
+        report.read_mix_weights(tmp_path / "results.json")

@@ -114,11 +114,14 @@ def index_home() -> Path:
 
 def read_mix_weights(path: Path) -> List[float]:
     """Softmax weights of a task's learned mix, from a JSON file (``{"weights": [...]}`` of
-    softmax weights, or ``{"scalar_parameters": [...]}`` / a plain list of raw s) or a PyTorch
-    state dict holding ``...scalar_parameters`` (one tensor, or AllenNLP's ``.0``, ``.1``...)."""
+    softmax weights, or ``{"scalar_parameters": [...]}`` / a plain list of raw s, or the
+    ``results.json`` of ``elmo experiment``, see :func:`task_mix_weights`) or a PyTorch state
+    dict holding ``...scalar_parameters`` (one tensor, or AllenNLP's ``.0``, ``.1``...)."""
     path = Path(path)
     if path.suffix == ".json":
         data = json.loads(path.read_text())
+        if isinstance(data, dict) and "runs" in data:
+            return task_mix_weights(data, str(path))
         if isinstance(data, dict) and "weights" in data:
             return [float(w) for w in data["weights"]]
         raw = data["scalar_parameters"] if isinstance(data, dict) else data
@@ -138,6 +141,23 @@ def read_mix_weights(path: Path) -> List[float]:
     return [float(w) for w in e / e.sum()]
 
 
+def task_mix_weights(results: dict, source: str = "results.json") -> List[float]:
+    """The mix weights a task learned, from the ``results.json`` of ``elmo experiment``: the
+    mean over seeds of one (task, variant, position) of a trained biLM (random-weight
+    controls left out). A file with several such groups is ambiguous and raises."""
+    groups: Dict[tuple, List[List[float]]] = {}
+    for run in results["runs"]:
+        e = run.get("elmo") or {}
+        if str(e.get("bilm", "")).startswith("random:"):
+            continue
+        for position, mix in (e.get("mix_weights") or {}).items():
+            groups.setdefault((run["task"], run["variant"], position), []).append(mix["weights"])
+    if len(groups) != 1:
+        raise ValueError(f"{source}: {len(groups)} learned mixes of a trained biLM "
+                         f"({sorted(groups)}); give a file with exactly one")
+    return [float(w) for w in np.mean(next(iter(groups.values())), axis=0)]
+
+
 # ----------------------------------------------------------------------------- run
 def run_analysis(model: str, out: Path, config: Optional[AnalysisConfig] = None,
                  only: Optional[Sequence[str]] = None, log=print) -> dict:
@@ -147,6 +167,7 @@ def run_analysis(model: str, out: Path, config: Optional[AnalysisConfig] = None,
     import elmo
     from ..embedding import Embedder
     from . import plots
+    from .neighbors import model_fingerprint
 
     config = config or AnalysisConfig()
     out = Path(out)
@@ -160,6 +181,7 @@ def run_analysis(model: str, out: Path, config: Optional[AnalysisConfig] = None,
     results: dict = {"model": str(model), "num_layers": bilm.num_layers,
                      "width": bilm.output_dim, "config": asdict(config), "sections": sections,
                      "model_metadata": _metadata(elmo.model_path(model)),
+                     "model_fingerprint": model_fingerprint(bilm),
                      "torch": {"version": torch.__version__, "threads": torch.get_num_threads()},
                      "seconds": {}}
     for name in sections:
@@ -376,6 +398,10 @@ def render(results: dict, model: str, out: Path, config: AnalysisConfig) -> str:
     if str(model) == "fixture":
         lines += ["**A smoke run**: the bundled `fixture` holds the tiny weights of the "
                   "AllenNLP test fixture, so these numbers say nothing about ELMo.", ""]
+    if results.get("model_fingerprint"):
+        lines += [f"Weights fingerprint `{results['model_fingerprint']}` "
+                  "(`elmo.analysis.neighbors.model_fingerprint`: a hash of the options and "
+                  "weights; a rerun on other weights under the same name gets another).", ""]
     if results.get("model_metadata"):
         lines += ["Model metadata: `" + json.dumps(results["model_metadata"], sort_keys=True)[:600]
                   + "`", ""]

@@ -43,8 +43,9 @@ def register(subparsers) -> None:
     p.add_argument("--neighbors-k", type=int, default=d.neighbors_k, help="neighbours shown")
     p.add_argument("--pca-word", default=None, help="lemma for the sense PCA picture "
                    "(default: the WordNet lemma with the most examples)")
-    p.add_argument("--mix-weights", default=None, help="a task's learned mix (JSON or a "
-                   "PyTorch state dict with scalar_parameters) to draw as well")
+    p.add_argument("--mix-weights", default=None, help="a task's learned mix to draw as well: "
+                   "the results.json of `elmo experiment` (one ELMo variant: its mean over "
+                   "seeds), a JSON of weights, or a PyTorch state dict with scalar_parameters")
     p.add_argument("--untrained-control", action=argparse.BooleanOptionalAction,
                    default=d.untrained_control,
                    help="also run the POS probe and WSD on an untrained copy of the model (same "
