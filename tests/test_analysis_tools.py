@@ -184,6 +184,8 @@ def test_plots_write_png(tmp_path):
     rng = np.random.default_rng(0)
     paths = [plots.sense_pca(rng.normal(size=(3, 10, 6)), ["a"] * 5 + ["b"] * 5, "w", tmp_path / "p.png"),
              plots.layer_bars({"layer 0": 0.5, "mix": 0.9}, {"mfs": 0.4}, "t", "acc", tmp_path / "b.png"),
+             plots.layer_bars({"layer 0": 0.5, "mix": 0.9}, {}, "t", "acc", tmp_path / "e.png",
+                              {"layer 0": [0.45, 0.52]}),
              plots.mix_weights([0.2, 0.3, 0.5], tmp_path / "m.png")]
     for p in paths:
         assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -60,14 +60,21 @@ def sense_pca(vectors: np.ndarray, senses: Sequence[str], word: str, path: Path,
 
 
 def layer_bars(scores: Dict[str, float], baselines: Dict[str, float], title: str,
-               ylabel: str, path: Path) -> Path:
+               ylabel: str, path: Path,
+               intervals: Optional[Dict[str, Sequence[float]]] = None) -> Path:
     """Bars for ``scores`` (e.g. ``{"layer 0": 0.9, ..., "mix": 0.95}``) and a dashed line per
-    baseline; values are fractions, drawn as percentages."""
+    baseline; values are fractions, drawn as percentages. ``intervals``: ``[low, high]`` per
+    score name, drawn as error bars."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(1.2 * len(scores) + 3, 3.5))
     names = list(scores)
     values = [100 * scores[n] for n in names]
-    bars = ax.bar(names, values, color="tab:blue")
+    errors = None
+    if intervals:
+        spans = [intervals.get(n) or (scores[n], scores[n]) for n in names]
+        errors = [[max(v - 100 * lo, 0) for v, (lo, _) in zip(values, spans)],
+                  [max(100 * hi - v, 0) for v, (_, hi) in zip(values, spans)]]
+    bars = ax.bar(names, values, color="tab:blue", yerr=errors, capsize=4 if errors else 0)
     for bar, v in zip(bars, values):
         ax.text(bar.get_x() + bar.get_width() / 2, v, f"{v:.1f}", ha="center", va="bottom", fontsize=8)
     styles = ["--", ":", "-."]

@@ -236,9 +236,12 @@ def _run_pos(embedder, config: AnalysisConfig, out: Path) -> dict:
         res["control_untrained"] = {k: control[k] for k in ("layers", "mix", "finding") if k in control}
     scores = {f"layer {j}": a for j, a in enumerate(res["layers"])}
     scores["mix"] = res["mix"]
+    intervals = {f"layer {j}": iv for j, iv in enumerate(res["layers_interval"])}
+    intervals["mix"] = res["mix_interval"]
     plots.layer_bars(scores, {"majority tag": res["majority_tag"],
                               "word's majority tag": res["word_majority_tag"]},
-                     "POS: linear probe accuracy (Brown test)", "accuracy (%)", out / "pos.png")
+                     "POS: linear probe accuracy (Brown test), 95% intervals", "accuracy (%)",
+                     out / "pos.png", intervals)
     plots.mix_weights(res["mix_weights"], out / "mix_weights_pos.png",
                       "mix weights learned by the POS probe")
     return res
@@ -260,7 +263,9 @@ def _run_wsd(embedder, config: AnalysisConfig, out: Path) -> dict:
         res["control_untrained"] = {k: control[k] for k in ("layers", "finding") if k in control}
     plots.layer_bars({f"layer {j}": f for j, f in enumerate(res["layers"])},
                      {"most frequent sense": res["mfs"]},
-                     "WSD: 1-nearest-neighbour F1 (WordNet examples)", "F1 (%)", out / "wsd.png")
+                     "WSD: 1-nearest-neighbour F1 (WordNet examples), 95% intervals", "F1 (%)",
+                     out / "wsd.png",
+                     {f"layer {j}": iv for j, iv in enumerate(res["layers_interval"])})
     groups = {k: _top_senses(v, PCA_SENSES)
               for k, v in wsd.ambiguous(wsd.instances(examples)).items()}
     if config.pca_word:
