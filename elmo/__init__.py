@@ -1,7 +1,7 @@
 """ELMo: deep contextualised word representations (Peters et al., 2018) in PyTorch.
 
     import elmo
-    bilm = elmo.from_pretrained("fixture")             # or a model folder
+    bilm = elmo.from_pretrained("default")             # a bundled model name, or a model folder
     ids = elmo.batch_to_ids([["The", "bank", "closed", "."]])
     layers = bilm(ids)["activations"]                    # L + 1 tensors (B, T, 2P)
 
@@ -23,10 +23,12 @@ from .weights import (WeightFileError, load_original, load_pretrained, save_orig
 
 __version__ = "0.1.0"
 
-#: Models that ship inside the package, by name.
-BUNDLED_MODELS = ("fixture",)
-#: The model used when none is named. Until a trained model ships, the conformance fixture.
-DEFAULT_MODEL = "fixture"
+#: Models that ship inside the package, by name: ``default``, a small biLM trained here on
+#: 10.7M words of English (its model card: ``elmo/resources/default/MODEL_CARD.md``), and
+#: ``fixture``, the tiny conformance model with untrained test weights.
+BUNDLED_MODELS = ("default", "fixture")
+#: The model used when none is named.
+DEFAULT_MODEL = "default"
 
 
 def model_path(name_or_path: str | Path) -> Path:
@@ -37,7 +39,8 @@ def model_path(name_or_path: str | Path) -> Path:
 
 
 def from_pretrained(name_or_path: str | Path, *, stateful: bool = False, device=None) -> BiLM:
-    """Load a bundled model by name (``"fixture"``) or a model folder (native or original layout)."""
+    """Load a bundled model by name (``"default"``, ``"fixture"``) or a model folder (native or
+    original layout)."""
     return load_pretrained(model_path(name_or_path), stateful=stateful, device=device)
 
 

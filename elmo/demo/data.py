@@ -47,8 +47,8 @@ class DemoData:
     @property
     def description(self) -> str:
         m = self.manifest
-        return (f'the {m["occurrences"]:,} occurrences of "{WORD}" in {m["sentences"]:,} sentences sampled '
-                f'from the LM training corpus\n   (elmo/resources/demo/README.md says how)')
+        return (f'the {m["occurrences"]:,} occurrences of "{WORD}" in {m["sentences"]:,} sentences\n'
+                f'   sampled from the LM training corpus (how: elmo/resources/demo/README.md)')
 
 
 def load(folder: Optional[Path] = None) -> DemoData:

@@ -7,7 +7,9 @@ from typing import Optional
 import torch
 
 
-def run_demo(model: Optional[str] = None, threads: Optional[int] = None) -> None:
+def run_demo(model: Optional[str] = None, threads: Optional[int] = 1) -> None:
+    """Print the demo for ``model`` (default: the bundled default model) with ``threads`` torch
+    threads (None: leave torch's setting)."""
     from .. import DEFAULT_MODEL, from_pretrained
     from ..embedding import Embedder
     from . import data as demo_data

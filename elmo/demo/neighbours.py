@@ -31,7 +31,12 @@ def layer0_vectors(bilm, words: Sequence[str]) -> np.ndarray:
         return bilm.token_encoder.encode_tokens(ids).float().numpy()
 
 
-def play_neighbours(embedder: Embedder, data: DemoData, k: int = 3, k_static: int = 8) -> Dict:
+def printable(text: str) -> str:
+    """``text`` with control characters (the corpus has a few, e.g. U+0096) written as escapes."""
+    return "".join(c if c.isprintable() else f"\\u{ord(c):04x}" for c in text)
+
+
+def play_neighbours(embedder: Embedder, data: DemoData, k: int = 3, k_static: int = 6) -> Dict:
     """``contextual``: per query, the ``k`` nearest occurrences at the top layer (score,
     context); ``layer0`` and ``glove``: the ``k_static`` nearest other words."""
     embedder.build_token_cache(data.sentences)
@@ -57,13 +62,13 @@ def play_neighbours(embedder: Embedder, data: DemoData, k: int = 3, k_static: in
 
 def print_neighbours(result: Dict, data: DemoData) -> None:
     print(f'2. Nearest neighbours of "{WORD}" (after Table 4 of the paper)')
-    print(f"   Contextual, cosine at layer {result['layer']}: the nearest of {data.description}:")
+    print(f"   Contextual (cosine at layer {result['layer']}): the nearest of {data.description}:")
     for name, entry in result["contextual"].items():
         print(f"   [{name}] {entry['query']}")
         for score, ctx in entry["hits"]:
-            print(f"      {score:.3f}  {ctx}")
+            print(f"      {score:.3f}  {printable(ctx)}")
     n = len(data.static_words)
     fmt = lambda hits: ", ".join(f"{w} ({s:.2f})" for s, w in hits)  # noqa: E731
     print(f"   Static (one vector per word, searched over {n:,} frequent lower-case words):")
-    print(f"      layer 0 (character CNN): {fmt(result['layer0'])}")
-    print(f"      GloVe 6B 50d:            {fmt(result['glove'])}")
+    print(f"      layer 0 (char CNN): {fmt(result['layer0'])}")
+    print(f"      GloVe 6B 50d:       {fmt(result['glove'])}")

@@ -69,11 +69,11 @@ def relation_vs_topic(embedder) -> Dict:
 
 def print_relations(r: Dict) -> None:
     a, b = (" ".join(s) for s in r["example"])
-    print(f'3. A warning, measured: does swapping who did what to whom ("{a}" / "{b}")')
-    print(f"   move the vectors as much as changing the topic? Mean cosine distance 1 - cos over "
-          f"{r['n_swap']} role-swap pairs")
-    print(f"   and {r['n_topic']} topic-change pairs (first sentences of two different role pairs; the words they")
-    print("   share are mostly 'the' and '.', while a swap pair shares all its words):")
+    print("3. A warning, measured: does swapping who did what to whom move the vectors as much as")
+    print(f"   changing the topic? Mean cosine distance 1 - cos over {r['n_swap']} role-swap pairs")
+    print(f'   ("{a}" / "{b}", ...) and {r["n_topic"]} topic-change pairs (the first')
+    print("   sentences of two different role pairs; the words these share are mostly 'the' and '.',")
+    print("   while a swap pair shares all its words):")
     print(f"   {'layer':>5}  {'shared words: swap':>18}  {'topic':>7}  {'ratio':>6}   "
           f"{'sentence mean: swap':>19}  {'topic':>7}  {'ratio':>6}")
     ratio = lambda x, y: f"{x / y:6.2f}" if y > 1e-6 else f"{'-':>6}"  # noqa: E731

@@ -12,4 +12,4 @@ trap 'rm -f "$lines"' EXIT
 for f in "$corpus"/heldout/*.txt; do
   echo "$(basename "$f" .txt) $(elmo perplexity "$model" "$f" --threads 1 --json)" >> "$lines"
 done
-python experiments/default/heldout_table.py "$lines" "$out" --model "$model"
+python experiments/default/heldout_table.py "$lines" "$out" --model "$model" --heldout "$corpus/heldout"
