@@ -84,3 +84,5 @@ def test_analyze_everything_on_the_fixture(tmp_path):
         assert (out / png).stat().st_size > 1000
     results = json.loads((out / "results.json").read_text())
     assert len(results["pos"]["layers"]) == len(results["wsd"]["layers"]) == 3
+    assert len(results["wsd"]["control_untrained"]["layers_seen_senses"]) == 3
+    assert "; untrained copy: layer 0" in text

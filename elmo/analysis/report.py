@@ -260,7 +260,8 @@ def _run_wsd(embedder, config: AnalysisConfig, out: Path) -> dict:
         control = wsd.wsd_eval(untrained_copy(embedder.bilm, config.seed), examples, senses,
                                config.wsd_test_fraction, config.seed,
                                config.wsd_max_lemmas or None, config.batch_size)
-        res["control_untrained"] = {k: control[k] for k in ("layers", "finding") if k in control}
+        res["control_untrained"] = {k: control[k] for k in
+                                    ("layers", "layers_seen_senses", "finding") if k in control}
     plots.layer_bars({f"layer {j}": f for j, f in enumerate(res["layers"])},
                      {"most frequent sense": res["mfs"]},
                      "WSD: 1-nearest-neighbour F1 (WordNet examples), 95% intervals", "F1 (%)",
@@ -500,7 +501,12 @@ def _render_wsd(r: dict, cmd: str) -> List[str]:
              f"Only the {r['n_test'] - r['n_test_sense_unseen']} test occurrences whose sense has a "
              "train example (accuracy %): "
              + ", ".join(f"layer {j} {_pct(a)}" for j, a in enumerate(r["layers_seen_senses"]))
-             + f"; most frequent sense {_pct(r['mfs_seen_senses'])}.", ""]
+             + f"; most frequent sense {_pct(r['mfs_seen_senses'])}"
+             + ("; untrained copy: " + ", ".join(
+                 f"layer {j} {_pct(a)}" for j, a in
+                 enumerate(r["control_untrained"]["layers_seen_senses"]))
+                if r.get("control_untrained", {}).get("layers_seen_senses") else "")
+             + ".", ""]
     if "layer2_minus_layer1" in r:
         b = r["layer2_minus_layer1"]
         lines += [f"Layer 2 minus layer 1: {100 * b['diff']:+.2f} points "
