@@ -7,7 +7,7 @@ import argparse
 def register(subparsers) -> None:
     p = subparsers.add_parser("info", help="show a model's configuration and size",
                               description="Print the options and parameter count of a model.")
-    p.add_argument("model", help="bundled model name (fixture) or a model folder")
+    p.add_argument("model", help="bundled model name (default, fixture) or a model folder")
     p.set_defaults(func=info)
 
     p = subparsers.add_parser(

@@ -4,8 +4,8 @@
         experiments/default/training.json
 
 Phases end at each "time_limit" event; tokens/s overall is tokens / elapsed training time (the
-log's clock, evaluations and checkpoints included); the per-interval rates show how the
-shared machine's load varied.
+trainer's clock, which counts the steps only: evaluations and checkpoints are left out); the
+per-interval rates show how the shared machine's load varied.
 """
 import json
 import sys
