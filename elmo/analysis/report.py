@@ -36,7 +36,7 @@ class AnalysisConfig:
     A sample size of 0 means everything.
 
     The default sizes are chosen so that the whole report on a 2-layer biLM of LSTM 512 /
-    projection 128 takes 5 to 8 minutes on one busy CPU core (``--threads 1``, untrained
+    projection 128 takes 5 to 10 minutes on one busy CPU core (``--threads 1``, untrained
     control included): the POS probe's training sample is the only part that costs much, so
     it is a sample, while everything that only has to be embedded (Brown POS test, every
     ambiguous WordNet lemma, Brown dev for the neighbours) is used whole."""
