@@ -95,6 +95,8 @@ def main() -> None:
     parser.add_argument("--vocab-size", type=int, default=10_000)
     parser.add_argument("--bf16", action="store_true", help="also time the opt-in bf16 autocast")
     parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--profile", action="store_true",
+                        help="after timing, print torch.profiler's table of 3 steps of ours")
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -162,6 +164,12 @@ def main() -> None:
         mem = peak_memory_mib(lambda: step(name.split("-")[0], bf16))
         print(f"{name:>10} {rate:>9.1f} {rate / base:>5.2f}x {mem:>9.0f}   "
               + " ".join(f"{t:.2f}" for t in times[name]), flush=True)
+    if args.profile:  # where a step of ours spends its time, by operator
+        from torch.profiler import ProfilerActivity, profile
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            for _ in range(3):
+                step("elmo")
+        print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=15))
 
 
 if __name__ == "__main__":
