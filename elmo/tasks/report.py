@@ -13,6 +13,8 @@ import statistics
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
+from ..weights import atomic_commit, atomic_target, atomic_write_text
+
 METRIC_NAMES = {"token_accuracy": "token accuracy %", "span_f1": "span F1 %",
                 "accuracy": "accuracy %"}
 
@@ -161,8 +163,13 @@ def plot_weights(runs: List[dict], path: Path) -> bool:
         ax.axis("off")
     axes[0][0].set_ylabel("softmax(s)")
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    tmp = atomic_target(Path(path))
+    try:
+        fig.savefig(tmp, dpi=100, format="png")
+        atomic_commit(tmp, Path(path))
+    finally:
+        plt.close(fig)
+        tmp.unlink(missing_ok=True)
     return True
 
 
@@ -201,5 +208,5 @@ def combined_table(all_results: List[dict]) -> str:
 def write_reports(results: dict, out: Path) -> None:
     """Write ``results.md`` and ``layer_weights.png`` into ``out``."""
     out = Path(out)
-    (out / "results.md").write_text(markdown(results), encoding="utf-8")
+    atomic_write_text(out / "results.md", markdown(results))
     plot_weights(results.get("runs", []), out / "layer_weights.png")

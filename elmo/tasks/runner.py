@@ -59,6 +59,7 @@ from .layer_cache import LayerCache
 from .models import Encoder, PairClassifier, SentenceClassifier, Tagger, TaskModel
 from .report import write_reports
 from .train_loop import TrainConfig, fit, score
+from ..weights import atomic_write_text
 
 DEFAULT_MODEL_SETTINGS = {"hidden": 100, "dropout": 0.5, "char_features": 0, "crf": False,
                           "pooling": "max", "classifier_hidden": 100,
@@ -501,13 +502,11 @@ def _run_all(cfg: dict, results: dict, results_path: Path, done: List[dict],
                 results["runs"].append(record)
                 results["summary"] = summarise(results["runs"], cfg)
                 results["bilm_cache_seconds"] = pool.cache_seconds
-                results_path.write_text(json.dumps(_finite(results), indent=1) + "\n",
-                                        encoding="utf-8")
+                atomic_write_text(results_path, json.dumps(_finite(results), indent=1) + "\n")
     results["summary"] = summarise(results["runs"], cfg)
     results["bilm_cache_seconds"] = pool.cache_seconds
     results["finished"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    results_path.write_text(json.dumps(_finite(results), indent=1) + "\n",
-                            encoding="utf-8")
+    atomic_write_text(results_path, json.dumps(_finite(results), indent=1) + "\n")
 
 
 def _finite(x):
