@@ -301,3 +301,17 @@ def test_resume_reuses_runs_of_unchanged_variants(tmp_path):
     run_experiment(normalise_config(changed), out=out, resume=True, log=logs.append)
     assert any("1 of 2 runs" in line for line in logs)
     assert any("elmo / seed 1" in line for line in logs)
+
+
+def test_one_task_at_two_training_sizes_reports_under_its_names(tmp_path):
+    folders = write_tiny_tasks(tmp_path)
+    cfg = tiny_config(folders, tasks=[
+        {"task": "pos", "name": "pos-8", "data_dir": str(folders["pos"]), "max_train": 8},
+        {"task": "pos", "name": "pos-all", "data_dir": str(folders["pos"])}],
+        train={"epochs": 1, "batch_size": 8}, variants=[{"name": "baseline"}])
+    results = run_experiment(normalise_config(cfg), out=tmp_path / "r", log=lambda s: None)
+    assert results["data"]["pos-8"]["sizes"]["train"] == 8
+    assert results["data"]["pos-all"]["sizes"]["train"] == 24
+    assert sorted(r["task"] for r in results["runs"]) == ["pos-8", "pos-all"]
+    with pytest.raises(ValueError, match="distinct names"):
+        normalise_config(tiny_config(folders, tasks=[{"task": "pos", "max_train": 8}, {"task": "pos"}]))

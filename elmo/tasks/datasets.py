@@ -185,7 +185,10 @@ def subsample(examples: Sequence[Example], limit: Optional[int], seed: int) -> L
 
 def load_task(spec: dict) -> TaskData:
     """The data of one task spec: ``{"task": "pos", "data_dir": optional folder,
-    "max_train"/"max_dev"/"max_test": optional ints, "subset_seed": 0, ...}``.
+    "max_train"/"max_dev"/"max_test": optional ints, "subset_seed": 0, "name": optional, ...}``.
+
+    ``name`` (default the task) is what results are reported under, so that one experiment
+    can hold the same task at several training-set sizes (``"name": "pos-500"``).
 
     Without ``data_dir`` the corpus is taken from the cache, fetched first if needed
     (``elmo data get``).
@@ -214,4 +217,4 @@ def load_task(spec: dict) -> TaskData:
         labels = sorted({ex.label for ex in splits["train"]})
     source = {"corpus": info.corpus, "folder": str(folder), "full_sizes": full,
               "subset_seed": seed}
-    return TaskData(name, info.kind, info.metric, labels, splits, source)
+    return TaskData(spec.get("name", name), info.kind, info.metric, labels, splits, source)

@@ -126,6 +126,10 @@ def normalise_config(cfg: dict) -> dict:
     for t in cfg["tasks"]:
         if "task" not in t:
             raise ValueError(f"a task entry needs 'task': {t}")
+    reported = [t.get("name", t["task"]) for t in cfg["tasks"]]
+    if len(set(reported)) != len(reported):
+        raise ValueError(f"task entries must report under distinct names (give each a 'name'): "
+                         f"{reported}")
     return cfg
 
 
