@@ -313,5 +313,10 @@ def test_one_task_at_two_training_sizes_reports_under_its_names(tmp_path):
     assert results["data"]["pos-8"]["sizes"]["train"] == 8
     assert results["data"]["pos-all"]["sizes"]["train"] == 24
     assert sorted(r["task"] for r in results["runs"]) == ["pos-8", "pos-all"]
+    from elmo.tasks.report import training_size_curves
+    curves = training_size_curves(results)
+    assert [size for size, _, _ in curves["pos"]["baseline"]] == [8, 24]
+    assert (tmp_path / "r" / "training_sizes.png").stat().st_size > 0
+    assert "training_sizes.png" in (tmp_path / "r" / "results.md").read_text()
     with pytest.raises(ValueError, match="distinct names"):
         normalise_config(tiny_config(folders, tasks=[{"task": "pos", "max_train": 8}, {"task": "pos"}]))

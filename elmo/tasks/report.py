@@ -1,4 +1,5 @@
-"""The human-readable outputs of an experiment: ``results.md`` and ``layer_weights.png``.
+"""The human-readable outputs of an experiment: ``results.md``, ``layer_weights.png`` and,
+for a task run at several training-set sizes, ``training_sizes.png``.
 
 ``results.md`` has one table row per (task, variant): the task's own metric on test as
 mean ± std over seeds, and the gain over the baseline as the mean ± std of the per-seed
@@ -122,6 +123,9 @@ def markdown(results: dict) -> str:
             out.append(f"| {w['task']} | {w['variant']} | {w['position']} | " + " | ".join(cells)
                        + f" | {pm(w['gamma_mean'], w['gamma_std'], 3)} | {w['seeds']} |")
         out += ["", "![learned layer weights](layer_weights.png)"]
+    if training_size_curves(results):
+        out += ["", "## Training-set size", "",
+                "![test metric against training-set size](training_sizes.png)"]
     data = results.get("data") or {}
     if data:
         out += ["", "## Data", "", "| task | train | dev | test | labels | word vectors |",
@@ -132,6 +136,18 @@ def markdown(results: dict) -> str:
             out.append(f"| {task} | {s['train']} | {s['dev']} | {s['test']} | {d['labels']} | "
                        f"{emb.get('vectors', '')} |")
     return "\n".join(out) + "\n"
+
+
+def _save_png(fig, path: Path) -> None:
+    """Save a matplotlib figure as a PNG atomically, then close it."""
+    import matplotlib.pyplot as plt
+    tmp = atomic_target(path)
+    try:
+        fig.savefig(tmp, dpi=100, format="png")
+        atomic_commit(tmp, path)
+    finally:
+        plt.close(fig)
+        tmp.unlink(missing_ok=True)
 
 
 def plot_weights(runs: List[dict], path: Path) -> bool:
@@ -163,13 +179,63 @@ def plot_weights(runs: List[dict], path: Path) -> bool:
         ax.axis("off")
     axes[0][0].set_ylabel("softmax(s)")
     fig.tight_layout()
-    tmp = atomic_target(Path(path))
+    _save_png(fig, Path(path))
+    return True
+
+
+def training_size_curves(results: dict) -> Dict[str, Dict[str, List[Tuple[int, float, float]]]]:
+    """For every task that an experiment runs at two or more training-set sizes (task
+    entries with their own ``name``): ``{task: {variant: [(train size, test mean, test std)]}}``,
+    sorted by size. Empty when no task has several sizes."""
+    entries: Dict[str, List[str]] = {}
+    for spec in (results.get("config") or {}).get("tasks", []):
+        entries.setdefault(spec["task"], []).append(spec.get("name", spec["task"]))
+    data = results.get("data") or {}
+    curves: Dict[str, Dict[str, List[Tuple[int, float, float]]]] = {}
+    for task, names in entries.items():
+        sizes = {n: data[n]["sizes"]["train"] for n in names if n in data}
+        if len(set(sizes.values())) < 2:
+            continue
+        per_variant: Dict[str, List[Tuple[int, float, float]]] = {}
+        for row in results.get("summary", []):
+            if row["task"] in sizes and _num(row.get("test_mean")) is not None:
+                std = _num(row.get("test_std"))
+                per_variant.setdefault(row["variant"], []).append(
+                    (sizes[row["task"]], row["test_mean"], 0.0 if std is None else std))
+        curves[task] = {v: sorted(points) for v, points in per_variant.items()}
+    return curves
+
+
+def plot_training_sizes(results: dict, path: Path) -> bool:
+    """Test metric against training-set size (log scale), one line per variant with ± std
+    over seeds, one panel per task (the paper's Figure 1). False when no task has several
+    sizes or matplotlib is missing."""
+    curves = training_size_curves(results)
+    if not curves:
+        return False
     try:
-        fig.savefig(tmp, dpi=100, format="png")
-        atomic_commit(tmp, Path(path))
-    finally:
-        plt.close(fig)
-        tmp.unlink(missing_ok=True)
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    metrics = {r["task"]: r["metric"] for r in results.get("summary", [])}
+    names = {spec.get("name", spec["task"]): spec["task"]
+             for spec in results["config"]["tasks"]}
+    fig, axes = plt.subplots(1, len(curves), figsize=(4.5 * len(curves), 3.5), squeeze=False)
+    for ax, (task, per_variant) in zip(axes[0], curves.items()):
+        for variant, points in per_variant.items():
+            xs, ys, es = zip(*points)
+            ax.errorbar(xs, ys, yerr=es, marker="o", capsize=3, label=variant)
+        ax.set_xscale("log")
+        ax.set_xlabel("training examples")
+        metric = next((m for n, m in metrics.items() if names.get(n) == task), "")
+        ax.set_ylabel(f"test {METRIC_NAMES.get(metric, metric)}")
+        ax.set_title(task)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    _save_png(fig, Path(path))
     return True
 
 
@@ -206,7 +272,9 @@ def combined_table(all_results: List[dict]) -> str:
 
 
 def write_reports(results: dict, out: Path) -> None:
-    """Write ``results.md`` and ``layer_weights.png`` into ``out``."""
+    """Write ``results.md``, ``layer_weights.png`` and, when a task runs at several
+    training-set sizes, ``training_sizes.png`` into ``out``."""
     out = Path(out)
     atomic_write_text(out / "results.md", markdown(results))
     plot_weights(results.get("runs", []), out / "layer_weights.png")
+    plot_training_sizes(results, out / "training_sizes.png")
