@@ -181,3 +181,53 @@ def test_gradients_flow_when_training():
     out = bilm(batch_to_ids([["the", "dog"], ["a"]]))
     sum(a.sum() for a in out["activations"]).backward()
     assert all(p.grad is not None for p in bilm.parameters())
+
+
+def _full_width_tokens(encoder, ids):
+    """The plain computation: every convolution over all 50 character positions."""
+    chars = encoder.char_embedding(ids).transpose(1, 2)
+    pooled = torch.cat([conv(chars).max(dim=2).values for conv in encoder.convolutions], dim=1)
+    return encoder.projection(encoder.highway(encoder._activation(pooled)))
+
+
+def test_length_groups_find_the_cheapest_split():
+    from itertools import combinations
+    from elmo.modules.char_cnn import length_groups
+    rng = random.Random(3)
+    for _ in range(20):
+        lengths = torch.tensor([rng.choice([3, 4, 5, 7, 9, 14, 30, 50]) for _ in range(rng.randint(1, 60))])
+        extra, overhead = 5, rng.choice([0.0, 20.0, 200.0])
+        groups = length_groups(lengths, extra, overhead)
+        got = sum(len(i) * keep for i, keep in groups) + overhead * len(groups)
+        assert sorted(torch.cat([i for i, _ in groups]).tolist()) == list(range(len(lengths)))
+        for index, keep in groups:                      # every token fits its group's width
+            assert int(lengths[index].max()) + extra == keep
+        values = sorted(set(lengths.tolist()))
+        best = float("inf")
+        for k in range(len(values)):                    # every way to cut the sorted lengths
+            for cuts in combinations(range(1, len(values)), k):
+                bounds = [0, *cuts, len(values)]
+                cost = 0.0
+                for lo, hi in zip(bounds, bounds[1:]):
+                    n = sum(1 for x in lengths.tolist() if values[lo] <= x <= values[hi - 1])
+                    cost += n * (values[hi - 1] + extra) + overhead
+                best = min(best, cost)
+        assert got == pytest.approx(best)
+
+
+def test_length_grouped_encoding_equals_the_full_width_computation(monkeypatch):
+    from elmo.modules import char_cnn
+    bilm = random_bilm()
+    encoder = bilm.token_encoder
+    words = ["a", "to", "dog", "house", "character", "internationalisation", "x" * 48, "y" * 300,
+             "é", "数"] + [f"w{i}" * (i % 7 + 1) for i in range(200)]
+    ids = batch_to_ids([words])[0]
+    monkeypatch.setattr(char_cnn, "GROUP_OVERHEAD_MACS", 0)   # as many groups as lengths
+    lengths = ((ids != 261) & (ids != 0)).sum(dim=1)
+    assert len(char_cnn.length_groups(lengths, encoder.config.max_width, 0.0)) > 3
+    grouped = encoder.encode_tokens(ids)
+    assert torch.allclose(grouped, _full_width_tokens(encoder, ids), atol=1e-5)
+    # gradients reach every group
+    encoder.train()
+    encoder.encode_tokens(ids).sum().backward()
+    assert encoder.char_embedding.weight.grad.abs().sum() > 0

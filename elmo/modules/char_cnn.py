@@ -5,9 +5,11 @@
 
 Speed (the outputs are the same function as the plain computation):
   * every distinct token of a batch is encoded once;
-  * character positions past the longest token of the batch are trimmed, keeping one window
-    that is all padding (the padding character has a learned embedding, so an all-padding
-    window has a value of its own that takes part in the max);
+  * character positions past the longest token are trimmed, keeping one window that is all
+    padding (the padding character has a learned embedding, so an all-padding window has a
+    value of its own that takes part in the max);
+  * the distinct tokens are grouped by length (:func:`length_groups`), and each group is
+    trimmed to its own longest token, so short words do not pay for the batch's longest;
   * an optional token cache holds the vectors of a vocabulary; cached tokens skip the CNN and
     out-of-vocabulary tokens still go through it.
 """
@@ -51,6 +53,51 @@ def _unique_with_first(keys: torch.Tensor):
     first = torch.full((values.shape[0],), keys.shape[0], dtype=torch.long, device=keys.device)
     first.scatter_reduce_(0, inverse, torch.arange(keys.shape[0], device=keys.device), reduce="amin")
     return values, first, inverse
+
+
+#: What running the convolutions once more costs, in multiply-adds: a new length group must
+#: save more convolution work than this to be worth it. On CPU one more set of calls costs
+#: about as much as 28M multiply-adds of convolution (measured with benchmarks/char_cnn.py:
+#: about 2,000 token positions of the default model's CNN, 140 of the original's).
+GROUP_OVERHEAD_MACS = 28_000_000
+
+
+def length_groups(lengths: torch.Tensor, extra: int,
+                  overhead: float) -> list[tuple[torch.Tensor, int]]:
+    """Split tokens into groups by length to minimise the convolution work.
+
+    A group of n tokens whose longest is L costs n * (L + extra) positions, plus ``overhead``
+    per group; the best split of the sorted lengths is found exactly by dynamic programming
+    over the (at most 50) distinct lengths.
+
+    Args:
+        lengths: (N,) long, each token's characters (including the word markers).
+        extra: positions added to a group's longest length (the widest filter).
+        overhead: the cost of one more group, in token positions.
+    Returns:
+        ``[(indices into lengths (n_g,), width kept for the group)]``, shortest group first.
+    """
+    values, counts = torch.unique(lengths, return_counts=True)    # sorted distinct lengths
+    values, counts = values.tolist(), counts.tolist()
+    k = len(values)
+    # best[j]: least cost of the j shortest distinct lengths; cut[j]: where its last group starts
+    best, cut = [0.0] + [float("inf")] * k, [0] * (k + 1)
+    for j in range(1, k + 1):
+        tokens = 0
+        for i in range(j, 0, -1):                               # last group: values[i-1 .. j-1]
+            tokens += counts[i - 1]
+            cost = best[i - 1] + tokens * (values[j - 1] + extra) + overhead
+            if cost < best[j]:
+                best[j], cut[j] = cost, i - 1
+    bounds, j = [], k
+    while j > 0:
+        bounds.append((cut[j], j))
+        j = cut[j]
+    groups = []
+    for lo, hi in reversed(bounds):
+        index = ((lengths >= values[lo]) & (lengths <= values[hi - 1])).nonzero().squeeze(1)
+        groups.append((index, values[hi - 1] + extra))
+    return groups
 
 
 class Highway(nn.Module):
@@ -97,20 +144,33 @@ class CharCNN(nn.Module):
     # ------------------------------------------------------------------ the computation
     def encode_tokens(self, ids: torch.Tensor) -> torch.Tensor:
         """Distinct tokens (N, C) -> vectors (N, output_dim); no padding rows expected."""
-        n_chars = ids.shape[1]
         if ids.shape[0] == 0:
             return self.projection.weight.new_zeros(0, self.output_dim)
-        # Trim trailing padding: keep the longest token plus max_width positions, so that any
-        # token shorter than the trimmed width still sees one window of padding only.
-        real = (ids != PAD_CHAR + 1) & (ids != 0)
-        longest = int(real.sum(dim=1).max())
-        keep = min(n_chars, longest + self.config.max_width)
-        chars = self.char_embedding(ids[:, :keep]).transpose(1, 2)  # (N, d, keep)
+        lengths = ((ids != PAD_CHAR + 1) & (ids != 0)).sum(dim=1)  # (N,)
+        # Each group keeps its longest token plus max_width positions, so that any token
+        # shorter than the kept width still sees one window of padding only.
+        groups = length_groups(lengths, self.config.max_width, self._group_overhead_positions())
+        if len(groups) == 1:
+            pooled = self._pooled(ids, groups[0][1])
+        else:
+            parts = [self._pooled(ids[index], keep) for index, keep in groups]
+            order = torch.cat([index for index, _ in groups])
+            pooled = parts[0].new_empty(ids.shape[0], parts[0].shape[1]).index_copy(
+                0, order, torch.cat(parts))
+        return self.projection(self.highway(self._activation(pooled)))
+
+    def _group_overhead_positions(self) -> float:
+        """:data:`GROUP_OVERHEAD_MACS` in token positions of this CNN's convolutions."""
+        macs_per_position = self.config.embedding_dim * sum(w * n for w, n in self.config.filters)
+        return GROUP_OVERHEAD_MACS / macs_per_position
+
+    def _pooled(self, ids: torch.Tensor, keep: int) -> torch.Tensor:
+        """(N, C) char ids -> (N, F) max over positions of every convolution, using the first
+        ``keep`` character positions (before the activation)."""
+        chars = self.char_embedding(ids[:, :min(ids.shape[1], keep)]).transpose(1, 2)  # (N, d, keep)
         # max with indices, not amax: its backward scatters into one position per filter
         # instead of comparing the whole (N, n_w, width) map with the maximum again
-        pooled = [conv(chars).max(dim=2).values for conv in self.convolutions]  # each (N, n_w)
-        features = self._activation(torch.cat(pooled, dim=1))  # (N, F)
-        return self.projection(self.highway(features))
+        return torch.cat([conv(chars).max(dim=2).values for conv in self.convolutions], dim=1)
 
     def forward(self, char_ids: torch.Tensor) -> torch.Tensor:
         """char_ids: (B, T, C) long, zeros at padded positions -> (B, T, output_dim)."""

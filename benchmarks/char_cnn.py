@@ -1,0 +1,92 @@
+"""The character CNN with its distinct tokens grouped by length against one group, in one process.
+
+    python benchmarks/char_cnn.py [--config default] [--tokens 640 3000] [--threads 1]
+
+For each size, it takes windows of that many running tokens of real Brown text, keeps their
+distinct tokens (what the CNN sees for one batch), and times ``encode_tokens`` forward, and
+forward plus backward, with the length groups of :func:`elmo.modules.char_cnn.length_groups`
+and with a single group trimmed to the longest token (the previous computation). It checks
+that both give the same vectors and prints the ratio. ``--config`` is a bundled model name
+(``default``) or ``small`` / ``original`` (random weights, the released models' shapes).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.common import CONFIGS, brown_sentences, brown_source, random_model, time_interleaved  # noqa: E402
+from elmo import batch_to_ids, from_pretrained  # noqa: E402
+from elmo.modules import char_cnn  # noqa: E402
+
+
+def distinct_token_batches(n_tokens: int, n_batches: int = 4):
+    """(N, 50) char ids of the distinct tokens of consecutive windows of ``n_tokens`` tokens."""
+    words = [w for s in brown_sentences(20000) for w in s]
+    out = []
+    for b in range(n_batches):
+        window = words[b * n_tokens:(b + 1) * n_tokens]
+        out.append(batch_to_ids([sorted(set(window))])[0])
+    return out
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--config", default="default", help="default, small or original")
+    ap.add_argument("--tokens", type=int, nargs="+", default=[640, 3000],
+                    help="running tokens per batch (640 = the trainer's 32 x 20)")
+    ap.add_argument("--threads", type=int, default=1)
+    args = ap.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    bilm = random_model(args.config) if args.config in CONFIGS else from_pretrained(args.config)
+    encoder = bilm.token_encoder
+    brown_sentences(1)                 # loads the text, so that its source is known
+    print(f"char CNN of {args.config!r}: filters {encoder.config.filters}; {args.threads} thread(s); "
+          f"text: {brown_source()}")
+
+    def encode(batches, overhead, backward):
+        def run():
+            char_cnn.GROUP_OVERHEAD_MACS = overhead
+            for ids in batches:
+                if backward:
+                    encoder.encode_tokens(ids).sum().backward()
+                else:
+                    with torch.no_grad():
+                        encoder.encode_tokens(ids)
+        return run
+
+    default_overhead = char_cnn.GROUP_OVERHEAD_MACS
+    one_group = 10 ** 15          # no split is ever worth this much
+    try:
+        for n_tokens in args.tokens:
+            batches = distinct_token_batches(n_tokens)
+            with torch.no_grad():
+                encode(batches, one_group, False)()
+                char_cnn.GROUP_OVERHEAD_MACS = one_group
+                plain = [encoder.encode_tokens(ids) for ids in batches]
+                char_cnn.GROUP_OVERHEAD_MACS = default_overhead
+                grouped = [encoder.encode_tokens(ids) for ids in batches]
+            diff = max(float((a - b).abs().max()) for a, b in zip(plain, grouped))
+            lengths = ((batches[0] != 261) & (batches[0] != 0)).sum(dim=1)
+            groups = char_cnn.length_groups(lengths, encoder.config.max_width,
+                                            encoder._group_overhead_positions())
+            print(f"\n{n_tokens} running tokens -> {sum(len(b) for b in batches) / len(batches):.0f} "
+                  f"distinct a batch; groups of the first (tokens, width kept): "
+                  f"{[(len(i), k) for i, k in groups]}; largest difference {diff:.1e}")
+            for backward in (False, True):
+                encoder.train(backward)
+                t = time_interleaved({"one group": encode(batches, one_group, backward),
+                                      "length groups": encode(batches, default_overhead, backward)})
+                label = "forward + backward" if backward else "forward"
+                print(f"  {label:18s} one group {t['one group'] * 1e3:7.1f} ms, length groups "
+                      f"{t['length groups'] * 1e3:7.1f} ms: {t['one group'] / t['length groups']:.2f}x")
+    finally:
+        char_cnn.GROUP_OVERHEAD_MACS = default_overhead
+
+
+if __name__ == "__main__":
+    main()
