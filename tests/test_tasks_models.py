@@ -109,6 +109,36 @@ def test_tagger_learns_an_easy_task_and_crf_too():
         assert score(model, task.splits["dev"], make, task.metric, task.labels) == result["best_dev"]
 
 
+def test_pair_classifier_learns_a_task_that_needs_both_texts():
+    """'same' when the two texts start with the same word: neither text alone tells."""
+    rng = random.Random(2)
+    words = "cat dog sat ran big small on the".split()
+
+    def ex():
+        a = [rng.choice(words) for _ in range(rng.randint(1, 6))]
+        b = [rng.choice(words) for _ in range(rng.randint(1, 6))]
+        if rng.random() < 0.5:
+            b[0] = a[0]
+        return Example(a, "same" if a[0] == b[0] else "diff", b)
+
+    task = TaskData("pairs", "pair", "accuracy", ["diff", "same"],
+                    {"train": [ex() for _ in range(400)], "dev": [ex() for _ in range(60)],
+                     "test": [ex() for _ in range(100)]})
+    vocab, emb, _ = build_embeddings([e.tokens for e in task.splits["train"]], [], {"random_dim": 8})
+    index = {l: i for i, l in enumerate(task.labels)}
+
+    def make(examples):
+        return make_batch(examples, "pair", vocab, index, 50)
+
+    torch.manual_seed(0)
+    model = build_model(task, emb, _settings(dropout=0.0), None, 0.0)
+    before = score(model, task.splits["test"], make, task.metric, task.labels)
+    fit(model, task.splits["train"], task.splits["dev"], make, task.metric, task.labels,
+        TrainConfig(epochs=15, patience=15, lr=0.01, batch_size=16), 1)
+    after = score(model, task.splits["test"], make, task.metric, task.labels)
+    assert after > 90.0 and after > before + 20, (before, after)
+
+
 def test_summary_pairs_seeds_and_never_mixes_tasks():
     cfg = normalise_config({"tasks": [{"task": "pos"}], "variants": [{"name": "b"}, {"name": "e", "elmo": {}}]})
     runs = []
