@@ -18,7 +18,8 @@ and each variant is compared with the baseline run of the same seed::
       "device": "cpu",                       # or "cuda"
       "cache_layers": true,                  # frozen biLM: compute each sentence's layers once
       "out": "optional results folder",
-      "tasks": [{"task": "pos", "max_train": 5000, "model": {...}, "train": {...}}],
+      "tasks": [{"task": "pos", "max_train": 5000, "model": {...}, "train": {...},
+                 "name": "optional; what results are reported under (default the task)"}],
       "variants": [
         {"name": "baseline"},
         {"name": "elmo", "elmo": {"positions": ["input"], "layers": "all",
@@ -31,9 +32,10 @@ Everything but ``tasks`` has a default (variants: the baseline and ELMo at the i
 layers, lambda 0.001, frozen). The first variant without ``elmo`` is the baseline.
 
 Output: ``results.json`` (the config, every run's record, the per-variant summary, what
-each biLM is), ``results.md`` (the table, the learned layer weights) and
-``layer_weights.png``. ``results.json`` is rewritten after every run, and ``resume`` skips
-the runs it already holds.
+each biLM is), ``results.md`` (the table, the learned layer weights), ``layer_weights.png``
+and, when one task runs at several training sizes (entries with their own ``name``),
+``training_sizes.png``. ``results.json`` is rewritten (atomically) after every run, and
+``resume`` keeps the runs it already holds whose settings match.
 """
 from __future__ import annotations
 
