@@ -217,6 +217,7 @@ def plot_training_sizes(results: dict, path: Path) -> bool:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
+        import matplotlib.ticker
     except ImportError:
         return False
     metrics = {r["task"]: r["metric"] for r in results.get("summary", [])}
@@ -228,6 +229,9 @@ def plot_training_sizes(results: dict, path: Path) -> bool:
             xs, ys, es = zip(*points)
             ax.errorbar(xs, ys, yerr=es, marker="o", capsize=3, label=variant)
         ax.set_xscale("log")
+        sizes = sorted({x for points in per_variant.values() for x, _, _ in points})
+        ax.set_xticks(sizes, [f"{x:,}" for x in sizes])
+        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         ax.set_xlabel("training examples")
         metric = next((m for n, m in metrics.items() if names.get(n) == task), "")
         ax.set_ylabel(f"test {METRIC_NAMES.get(metric, metric)}")
