@@ -26,7 +26,7 @@ def register(subparsers) -> None:
     p.add_argument("--model", default=None, help="bundled model name or folder (default: the bundled default)")
     p.add_argument("--threads", type=int, default=1,
                    help="torch threads (default 1: the demo's batches are small, and on a busy machine "
-                        "more threads mostly wait; 2 threads took 88 s instead of 3 s there)")
+                        "more threads mostly wait for each other)")
     p.set_defaults(func=demo)
 
 
