@@ -22,6 +22,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .lstm_autograd import run_lstm_layer_autograd, wants_fast_path
+
 # A layer's state for both directions: c (2, B, H) and h (2, B, P); direction 0 is forward.
 LayerState = Tuple[torch.Tensor, torch.Tensor]
 
@@ -218,7 +220,9 @@ class BiLSTMStack(nn.Module):
         for j, layer in enumerate(self.layers):
             layer_input = F.dropout(x, self.dropout, self.training) if self.dropout > 0 else x
             c0, h0 = state[j]
-            packed, (c, h) = run_lstm_layer(
+            # training: the whole sequence as one autograd function (lstm_autograd.py)
+            run = run_lstm_layer_autograd if wants_fast_path(layer_input, layer.weight_hh) else run_lstm_layer
+            packed, (c, h) = run(
                 layer_input, layer.weight_ih.transpose(1, 2), layer.effective_bias()[:, None],
                 packing.batch_sizes, layer.weight_hh.transpose(1, 2),
                 layer.weight_proj.transpose(1, 2), (c0[:, order], h0[:, order]),
