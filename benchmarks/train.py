@@ -4,7 +4,7 @@
 
 The small configuration (1024 cells, projection 128, 2048 CNN filters), a 10k-word vocabulary
 built from Brown sentences, batches of 32 rows x 20 steps packed as in the original trainer,
-Adagrad. One training step = forward, backward, gradient clip and optimizer update, on the same
+Adagrad (the reference torch's default, ours the fused CPU kernel that `elmo train` uses). One training step = forward, backward, gradient clip and optimizer update, on the same
 batches for every implementation:
 
 * ``reference``: what AllenNLP's ELMo modules do in training (its character encoder,
@@ -45,6 +45,7 @@ from elmo.allocator import keep_freed_memory  # noqa: E402
 from elmo.data.lm_batches import PackedLMBatches  # noqa: E402
 from elmo.modules.softmax import Candidates, LogUniformSampler  # noqa: E402
 from elmo.training.model import LanguageModel  # noqa: E402
+from elmo.training.trainer import adagrad  # noqa: E402
 from elmo.vocab import Vocabulary  # noqa: E402
 
 
@@ -111,7 +112,10 @@ def main() -> None:
     n_params = sum(p.numel() for p in model.parameters())
     batches = PackedLMBatches(_ListStream(sentences), vocab, args.batch_size, args.unroll_steps)
     sampler = LogUniformSampler(len(vocab), seed=0)
-    optimizer = torch.optim.Adagrad(model.parameters(), lr=0.2, initial_accumulator_value=1.0)
+    # each its own Adagrad: the reference torch's default one (as the peer's trainer uses it),
+    # ours what `elmo train` builds (the fused kernel on the CPU)
+    optimizers = {"reference": torch.optim.Adagrad(model.parameters(), lr=0.2, initial_accumulator_value=1.0),
+                  "elmo": adagrad(model.parameters(), 0.2, 1.0)}
     tokens = args.batch_size * args.unroll_steps
     print(f"machine: {torch.get_num_threads()} threads; model: small (1024 cells, projection 128, 2048 filters), "
           f"{n_params / 1e6:.1f}M parameters with the softmax; vocabulary {len(vocab):,}; batch "
@@ -143,6 +147,7 @@ def main() -> None:
                 state[key], loss = out["state"], out["loss"]
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 10.0)
+        optimizer = optimizers["reference" if name == "reference" else "elmo"]
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
 

@@ -91,9 +91,17 @@ def _batches(cfg: TrainConfig, vocab: Vocabulary, max_chars: int, ctx: distribut
     raise ValueError(f"layout must be 'packed' or 'bucketed', got {cfg.layout!r}")
 
 
+def adagrad(params, lr: float, initial_accumulator_value: float) -> torch.optim.Adagrad:
+    """Adagrad; with every parameter on the CPU its fused kernel (one pass over each parameter
+    instead of about five separate operations; the same update up to float rounding)."""
+    params = list(params)
+    fused = all(p.device.type == "cpu" for p in params) or None
+    return torch.optim.Adagrad(params, lr=lr, initial_accumulator_value=initial_accumulator_value, fused=fused)
+
+
 def _optimizer(cfg: TrainConfig, params) -> torch.optim.Optimizer:
     if cfg.optimizer == "adagrad":
-        return torch.optim.Adagrad(params, lr=cfg.lr, initial_accumulator_value=cfg.adagrad_init)
+        return adagrad(params, cfg.lr, cfg.adagrad_init)
     if cfg.optimizer == "adam":
         return torch.optim.Adam(params, lr=cfg.lr)
     raise ValueError(f"optimizer must be 'adagrad' or 'adam', got {cfg.optimizer!r}")
