@@ -4,7 +4,8 @@
 
 The small configuration (1024 cells, projection 128, 2048 CNN filters), a 10k-word vocabulary
 built from Brown sentences, batches of 32 rows x 20 steps packed as in the original trainer,
-Adagrad (the reference torch's default, ours the fused CPU kernel that `elmo train` uses). One training step = forward, backward, gradient clip and optimizer update, on the same
+Adagrad (torch's default for the reference, the fused CPU kernel that ``elmo train`` uses for
+ours). One training step = forward, backward, gradient clip and optimizer update, on the same
 batches for every implementation:
 
 * ``reference``: what AllenNLP's ELMo modules do in training (its character encoder,

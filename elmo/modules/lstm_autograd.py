@@ -27,9 +27,10 @@ from typing import List, Optional, Sequence, Tuple
 import torch
 
 
-def _clip_mask(x: torch.Tensor, clip: float) -> torch.Tensor:
-    """Where clamp(x, -clip, clip) passes its gradient (boundaries included), as x's dtype."""
-    return ((x >= -clip) & (x <= clip)).to(x.dtype)
+def _clip_mask(x: torch.Tensor, clip: float, out: torch.Tensor) -> None:
+    """Writes into ``out`` (bool) where clamp(x, -clip, clip) passes its gradient: -clip <= x <=
+    clip, boundaries included as in clamp's backward."""
+    torch.le(x.abs(), clip, out=out)
 
 
 class LSTMSequence(torch.autograd.Function):
@@ -58,8 +59,8 @@ class LSTMSequence(torch.autograd.Function):
         tanh_c = gate_inputs.new_empty(d, n, hid)
         cell_out = gate_inputs.new_empty(d, n, hid)  # m_t = sigmoid(o) * tanh(c_t)
         hs = gate_inputs.new_empty(d, n, proj)       # h_t after the clip: the outputs
-        c_mask = gate_inputs.new_empty(d, n, hid) if cell_clip is not None else None
-        h_mask = gate_inputs.new_empty(d, n, proj) if proj_clip is not None else None
+        c_mask = gate_inputs.new_empty(d, n, hid, dtype=torch.bool) if cell_clip is not None else None
+        h_mask = gate_inputs.new_empty(d, n, proj, dtype=torch.bool) if proj_clip is not None else None
         c, h = c0, h0
         finished_c: List[torch.Tensor] = []
         finished_h: List[torch.Tensor] = []
@@ -79,7 +80,7 @@ class LSTMSequence(torch.autograd.Function):
             torch.mul(gi, gj, out=c_new)
             c_new.add_(gf * c)
             if cell_clip is not None:
-                c_mask[:, s] = _clip_mask(c_new, cell_clip)
+                _clip_mask(c_new, cell_clip, c_mask[:, s])
                 c_new.clamp_(-cell_clip, cell_clip)
             tc = tanh_c[:, s]
             torch.tanh(c_new, out=tc)
@@ -87,7 +88,7 @@ class LSTMSequence(torch.autograd.Function):
             torch.mul(go, tc, out=m)
             h_new = torch.bmm(m, weight_proj)                              # (D, bs, P)
             if proj_clip is not None:
-                h_mask[:, s] = _clip_mask(h_new, proj_clip)
+                _clip_mask(h_new, proj_clip, h_mask[:, s])
                 h_new.clamp_(-proj_clip, proj_clip)
             hs[:, s] = h_new
             c, h = c_new, h_new
@@ -124,14 +125,14 @@ class LSTMSequence(torch.autograd.Function):
                 dc = torch.cat([dc, grad_c_final[:, dc.shape[1]:bs]], dim=1)
             dh = dh + grad_out[:, s]
             if h_mask is not None:
-                dh = dh * h_mask[:, s]
+                dh = torch.where(h_mask[:, s], dh, 0.0)   # as clamp's backward
             d_h_pre[:, s] = dh
             dm = torch.bmm(dh, w_proj_t)                               # (D, bs, H)
             gi, gj, gf, go = acts[:, s].chunk(4, dim=-1)
             tc = tanh_c[:, s]
             dc = dc + dm * go * (1 - tc * tc)
             if c_mask is not None:
-                dc = dc * c_mask[:, s]
+                dc = torch.where(c_mask[:, s], dc, 0.0)
             c_prev = c0[:, :bs] if t == 0 else cells[:, offsets[t - 1]:offsets[t - 1] + bs]
             dg = d_gates[:, s]
             di, dj, df, do = dg.chunk(4, dim=-1)
