@@ -115,29 +115,30 @@ class Candidates:
 
 
 class _SampledLoss(torch.autograd.Function):
-    """-log softmax([neg_1 .. neg_S, true])[true] per row, with the hit entries of neg removed.
+    """-log softmax([neg_1 .. neg_S, true])[true] per row = logsumexp(neg, true) - true.
 
-    The same value as cross-entropy over the concatenated logits, with a backward written out
-    (softmax minus one-hot, times the incoming gradient): it skips the dense zero-filled
-    one-hot, the copy that undoes the hit masking and the concatenation's split, which on the
-    CPU are whole extra passes over the (N, S) logits that dominate this loss's cost.
+    ``neg`` comes with the accidental hits already set to -inf. The same value as
+    cross-entropy over the concatenated logits, with a backward written out (softmax minus
+    one-hot, times the incoming gradient): the (N, S) logits are never concatenated with the
+    true column nor turned into a dense log-softmax; the forward reads them (logsumexp) and
+    the backward writes their gradient once, which on the CPU saves whole passes over the
+    (N, S) matrix that dominates this loss's cost.
     """
 
     @staticmethod
-    def forward(ctx, true_logit, neg, hit_rows, hit_cols):
-        """true_logit (N,), neg (N, S), hits (K,) rows and columns of neg -> loss (N,) float32."""
-        logits = torch.cat([neg.float(), true_logit.float()[:, None]], dim=1)  # true word last
-        logits[hit_rows, hit_cols] = float("-inf")
-        log_p = torch.log_softmax(logits, dim=1)
-        ctx.save_for_backward(log_p)
-        return -log_p[:, -1]
+    def forward(ctx, true_logit, neg):
+        """true_logit (N,), neg (N, S) -> loss (N,) float32."""
+        neg, true_logit = neg.float(), true_logit.float()
+        lse = torch.logaddexp(torch.logsumexp(neg, dim=1), true_logit)  # (N,)
+        ctx.save_for_backward(true_logit, neg, lse)
+        return lse - true_logit
 
     @staticmethod
     def backward(ctx, grad):
-        (log_p,) = ctx.saved_tensors
-        d_logits = log_p.exp().mul_(grad[:, None])   # removed hits have p = 0: no gradient
-        d_true = d_logits[:, -1] - grad
-        return d_true, d_logits[:, :-1], None, None
+        true_logit, neg, lse = ctx.saved_tensors
+        d_neg = (neg - lse[:, None]).exp_().mul_(grad[:, None])  # removed hits: exp(-inf) = 0
+        d_true = grad * (torch.exp(true_logit - lse) - 1)
+        return d_true, d_neg
 
 
 class SharedSoftmax(nn.Module):
@@ -178,4 +179,7 @@ class SharedSoftmax(nn.Module):
         column[sampled] = torch.arange(sampled.numel(), device=sampled.device)
         hit = column[targets]
         rows = (hit >= 0).nonzero().squeeze(1)
-        return _SampledLoss.apply(true_logit, neg, rows, hit[rows])
+        # in place on the product's output (addmm's backward does not need it); the removed
+        # entries get no gradient
+        neg = neg.index_put_((rows, hit[rows]), neg.new_tensor(float("-inf")))
+        return _SampledLoss.apply(true_logit, neg)
