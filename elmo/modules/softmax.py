@@ -115,30 +115,36 @@ class Candidates:
 
 
 class _SampledLoss(torch.autograd.Function):
-    """-log softmax([neg_1 .. neg_S, true])[true] per row = logsumexp(neg, true) - true.
+    """-log softmax([neg_1 .. neg_S, true])[true] per row, with the hit entries of neg removed.
 
-    ``neg`` comes with the accidental hits already set to -inf. The same value as
-    cross-entropy over the concatenated logits, with a backward written out (softmax minus
-    one-hot, times the incoming gradient): the (N, S) logits are never concatenated with the
-    true column nor turned into a dense log-softmax; the forward reads them (logsumexp) and
-    the backward writes their gradient once, which on the CPU saves whole passes over the
-    (N, S) matrix that dominates this loss's cost.
+    The same value as cross-entropy over the concatenated logits, with a backward written out
+    (softmax minus one-hot, times the incoming gradient). On the CPU the passes over the (N, S)
+    logits dominate this loss's cost, so it makes few: a maximum, one exponential written
+    once (the hits zeroed in it) and summed, and in the backward one scaling of that saved
+    exponential. The logits are never concatenated with the true column, copied to mask the
+    hits or turned into a dense log-softmax.
     """
 
     @staticmethod
-    def forward(ctx, true_logit, neg):
-        """true_logit (N,), neg (N, S) -> loss (N,) float32."""
+    def forward(ctx, true_logit, neg, hit_rows, hit_cols):
+        """true_logit (N,), neg (N, S), hits (K,) rows and columns of neg -> loss (N,) float32."""
         neg, true_logit = neg.float(), true_logit.float()
-        lse = torch.logaddexp(torch.logsumexp(neg, dim=1), true_logit)  # (N,)
-        ctx.save_for_backward(true_logit, neg, lse)
-        return lse - true_logit
+        # Any upper bound of the kept logits keeps exp from overflowing; a hit has the true
+        # word's own logit, so including it does not push the others towards underflow.
+        top = torch.maximum(neg.amax(dim=1), true_logit)                 # (N,)
+        exp_neg = torch.sub(neg, top[:, None]).exp_()                   # (N, S)
+        exp_neg[hit_rows, hit_cols] = 0.0                                # hits removed
+        total = exp_neg.sum(dim=1) + torch.exp(true_logit - top)        # (N,)
+        loss = top + torch.log(total) - true_logit
+        ctx.save_for_backward(exp_neg, total, loss)
+        return loss
 
     @staticmethod
     def backward(ctx, grad):
-        true_logit, neg, lse = ctx.saved_tensors
-        d_neg = (neg - lse[:, None]).exp_().mul_(grad[:, None])  # removed hits: exp(-inf) = 0
-        d_true = grad * (torch.exp(true_logit - lse) - 1)
-        return d_true, d_neg
+        exp_neg, total, loss = ctx.saved_tensors
+        d_neg = exp_neg * (grad / total)[:, None]      # softmax of the negatives times grad
+        d_true = grad * (torch.exp(-loss) - 1)          # p_true = exp(-loss)
+        return d_true, d_neg, None, None
 
 
 class SharedSoftmax(nn.Module):
@@ -179,7 +185,4 @@ class SharedSoftmax(nn.Module):
         column[sampled] = torch.arange(sampled.numel(), device=sampled.device)
         hit = column[targets]
         rows = (hit >= 0).nonzero().squeeze(1)
-        # in place on the product's output (addmm's backward does not need it); the removed
-        # entries get no gradient
-        neg = neg.index_put_((rows, hit[rows]), neg.new_tensor(float("-inf")))
-        return _SampledLoss.apply(true_logit, neg)
+        return _SampledLoss.apply(true_logit, neg, rows, hit[rows])
