@@ -69,38 +69,41 @@ def test_gradcheck_by_finite_differences():
 
 
 def _boundary_args():
-    """A step-0 state where one cell and one projected output land exactly on the clip.
+    """One step where cells and projected outputs land exactly on +-clip, on any CPU.
 
-    h0 = 0 makes the gates equal the input products in both paths (no rounding difference), and
-    a projection that copies cells (one weight of 1 per column) makes h exactly m.
+    Every gate input is +-40 (weight_ih = 0, h0 = 0), so sigmoid gives exactly 1 and tanh
+    exactly +-1 in float64 whatever the implementation; with c0 = +-39 the cell is exactly
+    +-40, tanh(40) = 1, and a projection that copies cells (one weight of 1 per column) makes
+    h exactly +-1. So cell_clip = 40 and proj_clip = 1 sit on the boundary in both paths.
     """
-    args = _inputs([3, 3], seed=5, scale=0.7)
+    args = _inputs([1, 1], seed=5)
+    sign = torch.tensor([1.0, 1.0, 1.0, -1.0, -1.0, -1.0], dtype=torch.float64)  # per cell unit
     with torch.no_grad():
+        args["weight_ih"].zero_()
+        args["bias"].fill_(40.0)
+        args["bias"][..., H:2 * H] = 40.0 * sign          # tanh(j) = +-1
+        args["state"][0].copy_(39.0 * sign)               # c0 = +-39: c = +-40
         args["state"][1].zero_()
         args["weight_proj"].zero_()
         for p in range(P):
             args["weight_proj"][:, p, p] = 1.0
-    gates = torch.baddbmm(args["bias"], args["layer_input"], args["weight_ih"]).detach()[:, :2]  # step 0
-    i, j = torch.sigmoid(gates[..., :H]), torch.tanh(gates[..., H:2 * H])
-    f, o = torch.sigmoid(gates[..., 2 * H:3 * H]), torch.sigmoid(gates[..., 3 * H:])
-    c = i * j + f * args["state"][0][:, :2].detach()
-    cell_clip = float(c[1, 0, 0].abs())                 # direction 1, row 0, unit 0 on the boundary
-    m = o * torch.tanh(c.clamp(-cell_clip, cell_clip))
-    proj_clip = float(m[1, 0, 1].abs())                 # and its projected unit 1
-    return args, cell_clip, proj_clip
+    return args, 40.0, 1.0
 
 
 def test_clip_exactly_at_the_boundary_passes_the_gradient_like_clamp():
     args, cell_clip, proj_clip = _boundary_args()
     (ref_out, ref_grads), (out, grads) = _run_both(args, cell_clip, proj_clip)
-    assert float(out[0][1, 0, 1].detach().abs()) == proj_clip       # exactly on the boundary
+    assert bool((out[1].detach().abs() == cell_clip).all()) and bool((out[0].detach().abs() == proj_clip).all())
     for a, b in zip(grads, ref_grads):
         torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-12)
-    # clamp's convention: a value on the boundary passes its gradient, so a clip a hair tighter
-    # (which cuts it) changes the gradients; a path using x < clip would fail the comparison above.
-    for cc, pc in ((cell_clip * (1 - 1e-9), proj_clip), (cell_clip, proj_clip * (1 - 1e-9))):
-        tighter = _run_both(args, cc, pc)[1][1]
-        assert not torch.allclose(tighter[0], grads[0], rtol=1e-6, atol=0)
+    # clamp's convention: a value on the boundary passes its gradient (to c0 through the cell
+    # clip, to weight_proj through the projection clip), so a clip a hair tighter, which cuts
+    # it, leaves none; a path using x < clip would have failed the comparison above.
+    grad_c0, grad_proj = grads[5], grads[4]
+    assert bool((grad_c0 != 0).all()) and bool((grad_proj != 0).any())
+    tight_cell = _run_both(args, cell_clip * (1 - 1e-9), proj_clip)[1][1]
+    tight_proj = _run_both(args, cell_clip, proj_clip * (1 - 1e-9))[1][1]
+    assert bool((tight_cell[5] == 0).all()) and bool((tight_proj[4] == 0).all())
 
 
 def test_bilstm_stack_training_path_equals_the_per_step_path(monkeypatch):
