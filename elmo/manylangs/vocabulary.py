@@ -43,13 +43,14 @@ class CharVocabulary:
         chars: char.dic as token -> id (ids below the embedding's row count).
         words: word.dic as token -> id, or None for a model without word embedding.
         max_chars: L, the character slots per token.
+        sources: the files the dictionaries came from, for error messages.
     """
 
     def __init__(self, chars: Mapping[str, int], words: Optional[Mapping[str, int]] = None,
-                 max_chars: int = 50):
-        check_specials(chars, CHAR_DIC, CHAR_SPECIALS)
+                 max_chars: int = 50, sources: Tuple[str | Path, str | Path] = (CHAR_DIC, WORD_DIC)):
+        check_specials(chars, sources[0], CHAR_SPECIALS)
         if words is not None:
-            check_specials(words, WORD_DIC, ("<oov>", "<pad>", "<bos>", "<eos>"))
+            check_specials(words, sources[1], WORD_SPECIALS)
         if max_chars < 3:
             raise ValueError("max_chars must be at least 3")
         self.chars: Dict[str, int] = dict(chars)
@@ -72,12 +73,8 @@ class CharVocabulary:
         """Read ``char.dic`` (and ``word.dic`` when ``with_words``) from a model folder."""
         folder = Path(folder)
         chars = read_dictionary(folder / CHAR_DIC)
-        check_specials(chars, folder / CHAR_DIC, CHAR_SPECIALS)
-        words = None
-        if with_words:
-            words = read_dictionary(folder / WORD_DIC)
-            check_specials(words, folder / WORD_DIC, ("<oov>", "<pad>", "<bos>", "<eos>"))
-        return cls(chars, words, max_chars)
+        words = read_dictionary(folder / WORD_DIC) if with_words else None
+        return cls(chars, words, max_chars, (folder / CHAR_DIC, folder / WORD_DIC))
 
     def save(self, folder: str | Path) -> None:
         """Write ``char.dic`` (and ``word.dic``) into ``folder``, atomically."""
