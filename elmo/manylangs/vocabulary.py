@@ -103,10 +103,10 @@ class CharVocabulary:
         return ids
 
     def _row(self, token: str) -> Tuple[int, ...]:
-        token = token[: self.max_chars - 2]
-        if token in self._markers:
+        if token in self._markers:  # (checked before cutting, so that any L has its boundaries)
             middle = [self._markers[token]]
         else:
+            token = token[: self.max_chars - 2]
             get, oov = self.chars.get, self._oov - 1
             middle = [get(c, oov) + 1 for c in token]
         ids = [self._eow, *middle, self._bow] + [self.pad_id] * (self.max_chars - len(middle) - 2)
