@@ -148,8 +148,10 @@ class CharCNN(nn.Module):
         if id_scheme is None and n_char_rows is None:
             id_scheme = ByteCharIds(config.max_characters_per_token)
         self.id_scheme = id_scheme
-        n_char_rows = self.id_scheme.n_char_rows if n_char_rows is None else n_char_rows
-        n_word_rows = self.id_scheme.n_word_rows if n_word_rows is None else n_word_rows
+        if n_char_rows is None:
+            n_char_rows = id_scheme.n_char_rows
+        if n_word_rows is None:
+            n_word_rows = id_scheme.n_word_rows if id_scheme is not None else 0
         self.max_chars = config.max_characters_per_token
         # Row 0 is "no character" and stays zero; byte ids run up to 261 (padding 260 + 1).
         self.char_embedding = nn.Embedding(n_char_rows, config.embedding_dim, padding_idx=0)
