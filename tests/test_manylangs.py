@@ -159,6 +159,12 @@ def test_jieba_segments_raw_chinese(tmp_path):
     with h5py.File(out, "r") as f:
         assert f["0"].shape == (4, 64)
         assert json.loads(f.attrs["settings"])["tokenize"] == "zh"
+    cli_out = tmp_path / "cli.hdf5"
+    assert cli_main(["embed", str(text), str(cli_out), "--model", str(MANYLANGS / "model_word"),
+                     "--tokenize", "zh", "--layers", "top", "--quiet"]) == 0
+    with h5py.File(cli_out, "r") as f, h5py.File(out, "r") as g:
+        assert np.array_equal(f["0"][()], g["0"][()])
+        assert "--tokenize zh" in f.attrs["command_line"]
 
 
 def test_missing_jieba_is_a_clear_error(monkeypatch):
@@ -271,3 +277,16 @@ def test_unreadable_pkl_and_missing_special(tmp_path, capsys):
     text = (folder / "char.dic").read_text(encoding="utf-8").replace("<bow>\t", "<bxw>\t")
     (folder / "char.dic").write_text(text, encoding="utf-8")
     assert "char.dic: special token(s) <bow> missing" in one_line_error(folder, capsys)
+
+
+def test_byte_models_ids_are_batch_to_ids(fixture_model):
+    sentences = [["The", "bank", "."], [], ["naïve", "x" * 70]]
+    assert torch.equal(fixture_model.token_ids(sentences), elmo.batch_to_ids(sentences))
+
+
+def test_a_dictionary_model_without_its_dictionaries_says_so():
+    options = elmo.from_pretrained(MANYLANGS / "model").options
+    bare = elmo.BiLM(options)                      # the weights' shapes, no char.dic
+    assert bare.token_encoder.char_embedding.weight.shape == (189, 16)
+    with pytest.raises(RuntimeError, match="char.dic"):
+        bare.token_ids([["a"]])
