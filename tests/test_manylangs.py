@@ -290,3 +290,17 @@ def test_a_dictionary_model_without_its_dictionaries_says_so():
     assert bare.token_encoder.char_embedding.weight.shape == (189, 16)
     with pytest.raises(RuntimeError, match="char.dic"):
         bare.token_ids([["a"]])
+
+
+def test_released_configuration_gives_the_released_shapes(tmp_path):
+    from elmo.manylangs.folder import expected_encoder, expected_token_embedder
+    (tmp_path / "config.json").write_text(json.dumps({"config_path": "cnn_50_100_512_4096_sample.json"}))
+    options = read_model_config(resolve_config_path(tmp_path), 5000, 70000)
+    embedder, encoder = expected_token_embedder(options), expected_encoder(options)
+    assert embedder["highways._layers.1.weight"] == (4096, 2048)
+    assert embedder["projection.weight"] == (512, 2148)
+    assert embedder["word_emb_layer.embedding.weight"] == (70000, 100)
+    assert embedder["convolutions.6.weight"] == (1024, 50, 7)
+    assert encoder["backward_layer_1.input_linearity.weight"] == (16384, 512)
+    assert encoder["forward_layer_0.state_projection.weight"] == (512, 4096)
+    assert options.output_dim == 1024 and options.lstm.proj_clip == 3.0
