@@ -222,6 +222,11 @@ class CharCNN(nn.Module):
         if not bool(present.any()):
             return out.view(batch, steps, self.output_dim)
         positions = present.nonzero().squeeze(1)
+        scheme = self.require_id_scheme()
+        if not bool((flat[positions, 0] == scheme.start_id).all()):
+            # e.g. byte ids (batch_to_ids) given to a model whose characters go through a dictionary
+            raise ValueError(f"these ids were not made for this model (each token's ids start with "
+                             f"{scheme.start_id} here): convert with bilm.token_ids(sentences)")
         distinct, inverse = unique_rows(flat[positions])
         vectors = self._encode_with_cache(distinct)
         out = out.index_copy(0, positions, vectors[inverse])
