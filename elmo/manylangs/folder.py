@@ -286,7 +286,7 @@ def load_manylangs(folder: str | Path, *, stateful: bool = False,
 def _check_rows(pkl: Path, state: Mapping[str, torch.Tensor], key: str, dic: Path,
                 entries: Mapping[str, int]) -> None:
     """The embedding ``key`` must have one row per distinct dictionary token, and every id must
-    be a row (the original fails to load otherwise)."""
+    be a row of it."""
     if not isinstance(state.get(key), torch.Tensor):
         return  # reported by check_state_dict
     rows = state[key].shape[0]
