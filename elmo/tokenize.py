@@ -16,6 +16,10 @@ and apostrophes become ASCII first, and a straight double quote becomes ```` `` 
 opens and ``''`` where it closes. Nothing else changes (no lower-casing), and sentences are
 not split: one input line stays one sentence. Other apostrophes (``O'Neill``) become a token
 of their own.
+
+For Chinese (ELMoForManyLangs' models), :func:`tokenize_zh` segments words with jieba, an
+optional package (``pip install 'elmo[zh]'``) imported on first use; :func:`get_tokenizer`
+picks a tokenizer by name (``elmo embed --tokenize en|zh``).
 """
 from __future__ import annotations
 
