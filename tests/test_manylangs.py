@@ -186,6 +186,9 @@ def test_config_path_fallbacks(tmp_path):
     options = read_model_config(path, 100, 200)
     assert (options.lstm.dim, options.lstm.projection_dim, options.lstm.cell_clip) == (4096, 512, 3.0)
     assert options.char_cnn.n_filters == 2048 and options.char_vocabulary.word_dim == 100
+    (tmp_path / "config.json").write_text(json.dumps({"seed": 1}))
+    with pytest.raises(ConfigError, match="config.json: config_path: missing"):
+        resolve_config_path(tmp_path)
     (tmp_path / "config.json").write_text(json.dumps({"config_path": "/nowhere/other.json"}))
     with pytest.raises(ConfigError, match="config.json: config_path '/nowhere/other.json' not found"):
         resolve_config_path(tmp_path)

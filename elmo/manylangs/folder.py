@@ -74,7 +74,10 @@ def resolve_config_path(folder: str | Path) -> Path:
         raise ConfigError(f"{meta_path}: not readable JSON ({e})") from None
     if not isinstance(meta, dict):
         raise ConfigError(f"{meta_path}: expected a JSON object")
-    named = _take(meta, "config_path", "", str)
+    try:
+        named = _take(meta, "config_path", "", str)
+    except ConfigError as e:
+        raise ConfigError(f"{meta_path}: {e}") from None
     name = Path(named.replace("\\", "/")).name
     candidates = [folder / named, folder / name]
     if name in BUNDLED_CONFIGS:
