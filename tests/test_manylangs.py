@@ -315,3 +315,17 @@ def test_ids_of_another_scheme_are_refused(fixture_model):
         bilm(elmo.batch_to_ids([["a", "b"]]))
     with pytest.raises(ValueError, match="bilm.token_ids"):
         fixture_model(bilm.token_ids([["a", "b"]]))
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda c: c["encoder"].update(name="lstm"), "encoder.name: only the 'elmo' encoder"),
+    (lambda c: c["encoder"].pop("dim"), "encoder.dim: missing"),
+    (lambda c: c["token_embedder"].update(char_dim=0), "token_embedder.char_dim: must be positive"),
+    (lambda c: c["encoder"].update(proj_clip=-1), "encoder.proj_clip: must be >= 0"),
+])
+def test_model_configuration_errors_name_file_and_key(tmp_path, edit, message):
+    config = json.loads((MANYLANGS / "model" / "cnn_16_0_32_64_tiny.json").read_text())
+    edit(config)
+    (tmp_path / "c.json").write_text(json.dumps(config))
+    with pytest.raises(ConfigError, match=f"c.json: {message}"):
+        read_model_config(tmp_path / "c.json", 188, 0)
