@@ -7,7 +7,8 @@
    before the id schemes): the same ids, so the ratio is the cost of the routing.
 2. The character CNN's token lengths, now the position of the last non-padding id (so that a
    dictionary model's padding id can be anything), against the previous count of non-padding
-   ids, as a share of ``encode_tokens``.
+   ids, and the check that every token's ids open with the scheme's start id (which refuses
+   ids of another scheme), as shares of ``encode_tokens``.
 3. An ELMoForManyLangs model (the tiny test fixture, ``model_word``): tokens converted per
    second by its ``CharVocabulary`` against byte ids (both Python loops over the tokens).
 
@@ -68,14 +69,19 @@ def main(argv=None) -> None:
         for ids in distinct:
             ((ids != PAD_CHAR + 1) & (ids != 0)).sum(dim=1)
 
+    def start_check():
+        for ids in distinct:
+            bool((ids[:, 0] == encoder.id_scheme.start_id).all())
+
     def encode():
         with torch.no_grad():
             for ids in distinct:
                 encoder.encode_tokens(ids)
-    t = time_interleaved({"last": last_position, "count": count, "encode": encode})
+    t = time_interleaved({"last": last_position, "count": count, "check": start_check, "encode": encode})
     print(f"2. token lengths: last position {t['last'] * 1e3:.3f} ms, count {t['count'] * 1e3:.3f} ms, "
           f"encode_tokens {t['encode'] * 1e3:.1f} ms: the change is "
-          f"{(t['last'] - t['count']) / t['encode'] * 100:+.2f}% of encode_tokens")
+          f"{(t['last'] - t['count']) / t['encode'] * 100:+.2f}% of encode_tokens; the start-id "
+          f"check {t['check'] * 1e3:.3f} ms ({t['check'] / t['encode'] * 100:.2f}%)")
 
     word_model = from_pretrained(ROOT / "tests" / "fixtures" / "elmoformanylangs" / "model_word")
     scheme = word_model.id_scheme
