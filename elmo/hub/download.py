@@ -34,8 +34,9 @@ from urllib.parse import unquote, urlsplit
 DEFAULT_TIMEOUT = (15.0, 60.0)
 #: Extra attempts after a failed one (``$ELMO_DOWNLOAD_RETRIES`` overrides).
 DEFAULT_RETRIES = 3
-#: Bytes per read: large enough that a GB file is not a million Python iterations.
-CHUNK_SIZE = 1 << 20
+#: Bytes per read. A cut connection loses the chunk being read, so not too large; a 400 MB
+#: file is still only ~6,000 iterations.
+CHUNK_SIZE = 1 << 16
 
 
 class DownloadError(RuntimeError):
@@ -196,7 +197,6 @@ class _ResumingDownloader:
 
     def __call__(self, url: str, output_file: str, pooch_obj) -> None:
         import pooch
-        from tqdm.auto import tqdm
 
         offset = self.part.stat().st_size if self.part.is_file() else 0
         headers = {}
@@ -226,11 +226,10 @@ class _ResumingDownloader:
             done = out.tell()
             bar = False
             if self.progress:
-                # total=1 until pooch sets it from Content-Length (a bar of total None is falsy
-                # to pooch); an answer without Content-Length then shows no bar.
-                bar = tqdm(total=1, unit="B", unit_scale=True, unit_divisor=1024, miniters=1,
-                           desc=Path(urlsplit(url).path).name + (f" (resuming at {done:,} B)" if done else ""),
-                           file=sys.stderr)
+                bar = _bar_class()(total=None, unit="B", unit_scale=True, unit_divisor=1024,
+                                   miniters=1, file=sys.stderr, delay=0.5,
+                                   desc=Path(urlsplit(url).path).name
+                                   + (f" (resuming at {done:,} B)" if done else ""))
             downloader = pooch.HTTPDownloader(progressbar=bar, chunk_size=CHUNK_SIZE,
                                               timeout=DEFAULT_TIMEOUT, headers=headers,
                                               hooks={"response": check})
@@ -254,6 +253,18 @@ class _ResumingDownloader:
         validator = etag if etag and not etag.startswith("W/") else response.headers.get("Last-Modified")
         if validator and response.status_code == 200:
             self.meta.write_text(json.dumps({"validator": validator}))
+
+
+def _bar_class():
+    """tqdm with a truth value: pooch tests ``if progressbar:`` before setting the total, and a
+    plain tqdm without a total refuses to be a boolean."""
+    from tqdm.auto import tqdm
+
+    class Bar(tqdm):
+        def __bool__(self) -> bool:
+            return True
+
+    return Bar
 
 
 class _PermanentHTTPError(Exception):
