@@ -175,6 +175,16 @@ def test_a_name_from_the_table_downloads_checks_and_gets_a_folder(monkeypatch, c
     assert re.search(r"^test-fixture\s+yes\s", out, re.M) and re.search(r"^small\s+no\s", out, re.M)
     assert main(["info", "test-fixture"]) == 0       # served from the cache: the server is gone
     assert "layers: 3 of width 32" in capsys.readouterr().out
+    monkeypatch.setenv("ELMO_OFFLINE", "1")           # offline: the cache is enough
+    assert main(["models", "get", "test-fixture"]) == 0
+
+
+def test_a_server_that_is_not_there_is_one_line(monkeypatch):
+    with FileServer({}) as server:
+        url = server.url(OPTIONS)
+    with pytest.raises(DownloadError) as err:             # the port is closed now
+        elmo.from_pretrained(url)
+    assert str(err.value) == f"{url}: download failed (connection refused)"
 
 
 def test_cli_embed_and_info_take_a_url(tmp_path, capsys):

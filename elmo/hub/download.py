@@ -164,8 +164,11 @@ def _download(url: str, dest: Path, sha256: Optional[str], progress: bool, log) 
         what = f"HTTP {response.status_code} {response.reason}" if response is not None else _one_line(e)
         raise DownloadError(f"{url}: {what} (after {_retries() + 1} attempts)") from None
     except requests.exceptions.RequestException as e:
-        raise DownloadError(f"{url}: download failed ({_one_line(e)}); what arrived is kept "
-                            f"in {dest.name}.part and the next call resumes it") from None
+        part = dest.with_name(dest.name + ".part")
+        kept = part.stat().st_size if part.is_file() else 0
+        hint = (f"; the {kept:,} bytes that arrived are kept in {part.name} and the next call "
+                "resumes from there" if kept else "")
+        raise DownloadError(f"{url}: download failed ({_reason(e)}){hint}") from None
     except ValueError as e:                 # pooch's checksum mismatch
         raise DownloadError(f"{url}: {_one_line(e)}") from None
     finally:
@@ -175,6 +178,24 @@ def _download(url: str, dest: Path, sha256: Optional[str], progress: bool, log) 
 
 def _hash(sha256: Optional[str]) -> Optional[str]:
     return f"sha256:{sha256.lower()}" if sha256 else None
+
+
+def _reason(error: BaseException) -> str:
+    """A short reason for a requests failure (its own messages nest several layers)."""
+    import requests
+
+    text = str(error)
+    if isinstance(error, requests.exceptions.Timeout):
+        return "timed out"
+    if "IncompleteRead" in text or "Connection broken" in text:
+        return "the connection closed before the end of the file"
+    for marker, reason in (("Connection refused", "connection refused"),
+                           ("NameResolutionError", "host name not found (offline?)"),
+                           ("Name or service not known", "host name not found (offline?)"),
+                           ("SSLError", "TLS error")):
+        if marker in text:
+            return reason
+    return _one_line(error)
 
 
 def _one_line(error: BaseException) -> str:
