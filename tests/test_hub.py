@@ -390,6 +390,15 @@ def test_archives_are_unpacked_and_the_model_folder_found(monkeypatch, tmp_path)
     assert not [p for p in Path(__import__("os").environ["ELMO_HOME"]).rglob("*.zip") if p.is_file()]
 
 
+def test_a_model_archive_url_loads_like_the_folder():
+    files = {"model/options.json": (FIXTURE / "options.json").read_bytes(),
+             "model/weights.hdf5": (FIXTURE / "weights.hdf5").read_bytes()}
+    with FileServer({"/models/fixture.tar.gz": _tar(files, "w:gz")}) as server:
+        bilm = elmo.from_pretrained(server.url("/models/fixture.tar.gz"))
+    for a, b in zip(layers(elmo.from_pretrained("fixture")), layers(bilm)):
+        assert torch.equal(a, b)
+
+
 @pytest.mark.parametrize("kind", ["zip-dotdot", "tar-dotdot", "tar-absolute", "tar-link-out"])
 def test_an_archive_member_outside_the_folder_is_refused(tmp_path, kind):
     evil = {"model/config.json": b"{}", "../evil.txt": b"x"}
