@@ -13,6 +13,7 @@ pass ``stateful=True`` for the original's carried state.
 """
 from __future__ import annotations
 
+import math
 from typing import Dict, List, Optional, Sequence
 
 import torch
@@ -95,22 +96,45 @@ class Elmo(nn.Module):
 
     def forward(self, inputs: torch.Tensor, word_inputs: Optional[torch.Tensor] = None,
                 return_layers: bool = False) -> Dict[str, object]:
-        """inputs: (B, T, C) character ids from :func:`elmo.batch_to_ids`.
+        """inputs: (B, T, C) character ids from :func:`elmo.batch_to_ids`, or any leading
+        shape (..., T, C), e.g. (B, passages, T, C); each (T, C) slice is one sentence.
 
-        ``word_inputs`` is accepted for AllenNLP compatibility and ignored: the token cache is
-        looked up from the characters, so out-of-vocabulary words still get their CNN vectors.
+        ``word_inputs`` ((..., T) word ids, AllenNLP's cached-vocabulary input) must have the
+        shape of ``inputs`` without its last dimension; its values are not used: the token
+        cache is looked up from the characters, so out-of-vocabulary words still get their
+        CNN vectors.
 
-        Returns ``elmo_representations`` (list of (B, T, 2P)), ``mask`` (B, T), and with
-        ``return_layers`` also ``layers`` (L + 1 tensors (B, T, 2P), before mixing).
+        Returns ``elmo_representations`` (list of (..., T, 2P)), ``mask`` (..., T), and with
+        ``return_layers`` also ``layers`` (L + 1 tensors (..., T, 2P), before mixing). With
+        ``keep_sentence_boundaries`` T becomes T + 2.
+
+        As in AllenNLP, each mix (its layer norm included) is computed over the positions with
+        the ``<S>``/``</S>`` boundaries, which are removed afterwards (unless kept).
         """
+        if inputs.dim() < 3:
+            raise ValueError(f"inputs must be character ids (batch, tokens, chars) or "
+                             f"(..., tokens, chars), got shape {tuple(inputs.shape)}")
+        if word_inputs is not None and tuple(word_inputs.shape) != tuple(inputs.shape[:-1]):
+            raise ValueError(f"word_inputs has shape {tuple(word_inputs.shape)}; with character ids "
+                             f"of shape {tuple(inputs.shape)} it must be {tuple(inputs.shape[:-1])}")
+        leading = tuple(inputs.shape[:-2])
         device = next(self._elmo_lstm.parameters()).device
-        inputs = inputs.to(device)
+        inputs = inputs.to(device).reshape(math.prod(leading), *inputs.shape[-2:])
         with torch.set_grad_enabled(torch.is_grad_enabled() and self._requires_grad):
-            bilm_out = self._elmo_lstm(inputs, keep_sentence_boundaries=self._keep_sentence_boundaries)
-        layers: List[torch.Tensor] = bilm_out["activations"]
-        mask: torch.Tensor = bilm_out["mask"]
-        representations = [self._dropout(mix(layers, mask)) for mix in self.scalar_mixes]
-        out: Dict[str, object] = {"elmo_representations": representations, "mask": mask}
+            bilm_out = self._elmo_lstm(inputs, keep_sentence_boundaries=True)
+        layers: List[torch.Tensor] = bilm_out["activations"]          # L + 1 of (N, T + 2, 2P)
+        bounded_mask: torch.Tensor = bilm_out["mask"]                 # (N, T + 2)
+        if self._keep_sentence_boundaries:
+            mask = bounded_mask
+            strip = lambda t: t
+        else:
+            mask = (inputs > 0).any(dim=-1)                          # (N, T)
+            keep = mask.unsqueeze(-1)
+            strip = lambda t: t[:, 1:-1] * keep.to(t.dtype)
+        unflat = lambda t: t.reshape(*leading, *t.shape[1:])
+        representations = [unflat(self._dropout(strip(mix(layers, bounded_mask))))
+                           for mix in self.scalar_mixes]
+        out: Dict[str, object] = {"elmo_representations": representations, "mask": unflat(mask)}
         if return_layers:
-            out["layers"] = layers
+            out["layers"] = [unflat(strip(layer)) for layer in layers]
         return out
