@@ -108,8 +108,9 @@ class Elmo(nn.Module):
         ``return_layers`` also ``layers`` (L + 1 tensors (..., T, 2P), before mixing). With
         ``keep_sentence_boundaries`` T becomes T + 2.
 
-        As in AllenNLP, each mix (its layer norm included) is computed over the positions with
-        the ``<S>``/``</S>`` boundaries, which are removed afterwards (unless kept).
+        With ``do_layer_norm`` each layer's mean and variance are over the sentences' tokens,
+        without the ``<S>``/``</S>`` positions (as bilm-tf; AllenNLP includes them) unless
+        ``keep_sentence_boundaries``; they are over the whole call, all leading dimensions.
         """
         if inputs.dim() < 3:
             raise ValueError(f"inputs must be character ids (batch, tokens, chars) or "
@@ -119,22 +120,15 @@ class Elmo(nn.Module):
                              f"of shape {tuple(inputs.shape)} it must be {tuple(inputs.shape[:-1])}")
         leading = tuple(inputs.shape[:-2])
         device = next(self._elmo_lstm.parameters()).device
+        # (..., T, C) -> (N, T, C), rows in row-major order; each row is an independent sentence
         inputs = inputs.to(device).reshape(math.prod(leading), *inputs.shape[-2:])
         with torch.set_grad_enabled(torch.is_grad_enabled() and self._requires_grad):
-            bilm_out = self._elmo_lstm(inputs, keep_sentence_boundaries=True)
-        layers: List[torch.Tensor] = bilm_out["activations"]          # L + 1 of (N, T + 2, 2P)
-        bounded_mask: torch.Tensor = bilm_out["mask"]                 # (N, T + 2)
-        if self._keep_sentence_boundaries:
-            mask = bounded_mask
-            strip = lambda t: t
-        else:
-            mask = (inputs > 0).any(dim=-1)                          # (N, T)
-            keep = mask.unsqueeze(-1)
-            strip = lambda t: t[:, 1:-1] * keep.to(t.dtype)
+            bilm_out = self._elmo_lstm(inputs, keep_sentence_boundaries=self._keep_sentence_boundaries)
+        layers: List[torch.Tensor] = bilm_out["activations"]          # L + 1 of (N, T', 2P)
+        mask: torch.Tensor = bilm_out["mask"]                         # (N, T')
         unflat = lambda t: t.reshape(*leading, *t.shape[1:])
-        representations = [unflat(self._dropout(strip(mix(layers, bounded_mask))))
-                           for mix in self.scalar_mixes]
+        representations = [unflat(self._dropout(mix(layers, mask))) for mix in self.scalar_mixes]
         out: Dict[str, object] = {"elmo_representations": representations, "mask": unflat(mask)}
         if return_layers:
-            out["layers"] = [unflat(strip(layer)) for layer in layers]
+            out["layers"] = [unflat(layer) for layer in layers]
         return out
