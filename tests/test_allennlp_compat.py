@@ -155,6 +155,15 @@ def test_token_embedder_from_files_projection_and_4d():
     assert all(p.grad is None and not p.requires_grad for p in emb.elmo.bilm.parameters())
 
 
+def test_token_embedder_on_raw_ids_of_any_rank():
+    """Hand-made ids (not from batch_to_ids), 3-d and 4-d, as AllenNLP's own test feeds them."""
+    emb = ElmoTokenEmbedder(module=random_bilm(), projection_dim=5)
+    w1, w2 = [6, 5, 4, 3] + [0] * 46, [3, 2, 1] + [0] * 47
+    assert emb(torch.tensor([[w1, w2]])).shape == (1, 2, 5)
+    assert emb(torch.tensor([[[w1]]])).shape == (1, 1, 1, 5)
+    assert emb(torch.zeros(2, 0, 3, 50, dtype=torch.long)).shape == (2, 0, 3, 5)
+
+
 def test_token_embedder_without_projection_and_options():
     bilm = random_bilm()
     emb = ElmoTokenEmbedder(module=bilm, dropout=0.0, requires_grad=True,
