@@ -6,7 +6,7 @@ working after changing the import::
     elmo = Elmo(options_file, weight_file, num_output_representations=2, dropout=0.5)
     out = elmo(batch_to_ids(sentences))
     out["elmo_representations"]  # 2 tensors (B, T, 2P)
-    out["mask"]                  # (B, T) bool; any leading shape works: (B, P, T, C) -> (B, P, T, 2P)
+    out["mask"]                  # (B, T) bool; any leading shape works: (B, N, T, C) ids give (B, N, T, 2P)
 
 One difference: the biLM is stateless by default (a sentence always gets the same vectors);
 pass ``stateful=True`` for the original's carried state.
