@@ -138,6 +138,41 @@ def test_fixed_scalar_mix_parameters_pick_a_layer_and_are_not_trained():
     assert not any(p.requires_grad for p in elmo.scalar_mixes[0].parameters())
 
 
+class AllenNLPStyleBiLM(torch.nn.Module):
+    """A module on AllenNLP's contract for Elmo(module=...): outputs keep <S> and </S>."""
+
+    def __init__(self, bilm):
+        super().__init__()
+        self.bilm, self.num_layers, self.seen = bilm, bilm.num_layers, []
+
+    def get_output_dim(self):
+        return self.bilm.output_dim
+
+    def forward(self, inputs, word_inputs=None):
+        self.seen.append(None if word_inputs is None else tuple(word_inputs.shape))
+        return self.bilm(inputs, keep_sentence_boundaries=True)
+
+
+def test_module_on_allennlps_contract_gives_what_the_bilm_gives():
+    bilm = random_bilm()
+    wrapped = AllenNLPStyleBiLM(bilm)
+    other = Elmo(module=wrapped, num_output_representations=2, dropout=0.0)
+    ours = Elmo(module=bilm, num_output_representations=2, dropout=0.0)
+    assert other.get_output_dim() == 12
+    ids = ids_4d(PASSAGES)
+    with torch.no_grad():
+        a = other(ids, torch.ones(ids.shape[:-1], dtype=torch.long))
+        b = ours(ids)
+    assert wrapped.seen == [(6, 4)]                               # word ids reach it, flattened
+    assert torch.equal(a["mask"], b["mask"])
+    assert all(torch.equal(x, y) for x, y in zip(a["elmo_representations"], b["elmo_representations"]))
+    kept = Elmo(module=wrapped, dropout=0.0, keep_sentence_boundaries=True)
+    with torch.no_grad():
+        assert kept(ids)["elmo_representations"][0].shape == (2, 3, 6, 12)
+    with pytest.raises(ValueError, match="vocab_to_cache needs a BiLM"):
+        Elmo(module=wrapped, vocab_to_cache=["the"])
+
+
 # ---------------------------------------------------------------- ElmoTokenEmbedder
 def test_token_embedder_from_files_projection_and_4d():
     emb = ElmoTokenEmbedder(str(ALLENNLP / "options.json"), str(ALLENNLP / "lm_weights.hdf5"),

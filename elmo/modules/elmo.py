@@ -28,7 +28,9 @@ class Elmo(nn.Module):
 
     Args:
         options_file, weight_file: the original options.json and HDF5 weights. Alternatively
-            pass a loaded ``module`` (a :class:`BiLM`) and leave both None.
+            pass a loaded ``module`` (a :class:`BiLM`) and leave both None. As in AllenNLP, any
+            other module with ``num_layers``, ``get_output_dim()`` and AllenNLP's forward (see
+            :meth:`_run_other_module`) works too.
         num_output_representations: number of independent mixes (e.g. one for the task
             model's input, one for its output).
         requires_grad: fine-tune the biLM too (default frozen).
@@ -66,6 +68,8 @@ class Elmo(nn.Module):
             module.eval()
         self._requires_grad = requires_grad
         if vocab_to_cache:
+            if not isinstance(module, BiLM):
+                raise ValueError(f"vocab_to_cache needs a BiLM; module= is a {type(module).__name__}")
             module.token_encoder.build_token_cache(vocab_to_cache)
         self._keep_sentence_boundaries = keep_sentence_boundaries
         self._dropout = nn.Dropout(p=dropout)
@@ -82,7 +86,9 @@ class Elmo(nn.Module):
         return self._elmo_lstm
 
     def get_output_dim(self) -> int:
-        return self._elmo_lstm.output_dim
+        if isinstance(self._elmo_lstm, BiLM):
+            return self._elmo_lstm.output_dim
+        return self._elmo_lstm.get_output_dim()  # AllenNLP's contract for module=
 
     def train(self, mode: bool = True) -> "Elmo":
         super().train(mode)
@@ -123,7 +129,10 @@ class Elmo(nn.Module):
         # (..., T, C) -> (N, T, C), rows in row-major order; each row is an independent sentence
         inputs = inputs.to(device).reshape(math.prod(leading), *inputs.shape[-2:])
         with torch.set_grad_enabled(torch.is_grad_enabled() and self._requires_grad):
-            bilm_out = self._elmo_lstm(inputs, keep_sentence_boundaries=self._keep_sentence_boundaries)
+            if isinstance(self._elmo_lstm, BiLM):
+                bilm_out = self._elmo_lstm(inputs, keep_sentence_boundaries=self._keep_sentence_boundaries)
+            else:
+                bilm_out = self._run_other_module(inputs, word_inputs)
         layers: List[torch.Tensor] = bilm_out["activations"]          # L + 1 of (N, T', 2P)
         mask: torch.Tensor = bilm_out["mask"]                         # (N, T')
         unflat = lambda t: t.reshape(*leading, *t.shape[1:])
@@ -132,3 +141,27 @@ class Elmo(nn.Module):
         if return_layers:
             out["layers"] = [unflat(layer) for layer in layers]
         return out
+
+    def _run_other_module(self, inputs: torch.Tensor, word_inputs: Optional[torch.Tensor]) -> Dict[str, object]:
+        """A ``module=`` that is not a :class:`BiLM`, on AllenNLP's contract: ``module(ids (N, T, C),
+        word_inputs (N, T) or None)`` returns ``activations`` (L + 1 of (N, T + 2, D)) and
+        ``mask`` (N, T + 2), both with ``<S>``/``</S>``. The boundaries are removed here unless
+        kept: row i keeps positions 1 .. len_i - 2, moved to 0 .. len_i - 3."""
+        if word_inputs is not None:
+            word_inputs = word_inputs.to(inputs.device).reshape(inputs.shape[:-1])
+        out = self._elmo_lstm(inputs, word_inputs)
+        try:
+            layers, mask = list(out["activations"]), out["mask"].bool()
+        except (TypeError, KeyError, AttributeError):
+            raise TypeError(f"module= {type(self._elmo_lstm).__name__} must return a dict with "
+                            f"'activations' (a list of tensors) and 'mask'") from None
+        if self._keep_sentence_boundaries:
+            return {"activations": layers, "mask": mask}
+        steps = mask.shape[1] - 2
+        if steps < 0:
+            raise ValueError(f"module= {type(self._elmo_lstm).__name__} returned a mask of shape "
+                             f"{tuple(mask.shape)}, without the two boundary positions")
+        lengths = (mask.sum(dim=1) - 2).clamp(min=0)                  # tokens without <S>, </S>
+        kept = torch.arange(steps, device=mask.device)[None, :] < lengths[:, None]
+        keep = kept.unsqueeze(-1)
+        return {"activations": [layer[:, 1:-1] * keep.to(layer.dtype) for layer in layers], "mask": kept}
