@@ -45,6 +45,7 @@ def from_pretrained(name_or_path: str | Path, *, stateful: bool = False, device=
     return load_pretrained(model_path(name_or_path), stateful=stateful, device=device)
 
 
-__all__ = ["BiLM", "CharCNN", "CharCNNConfig", "ConfigError", "Elmo", "ElmoEmbedder", "ElmoOptions", "ElmoTokenEmbedder", "LSTMConfig",
+__all__ = ["BiLM", "CharCNN", "CharCNNConfig", "ConfigError", "Elmo", "ElmoEmbedder", "ElmoOptions",
+           "ElmoTokenEmbedder", "LSTMConfig",
            "Embedder", "ScalarMix", "Vocabulary", "WeightFileError", "batch_to_ids", "embed_file", "from_pretrained",
            "load_original", "load_pretrained", "model_path", "save_original", "save_pretrained", "sentence_vectors"]

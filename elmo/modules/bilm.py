@@ -105,7 +105,7 @@ class BiLM(nn.Module):
         Args:
             char_ids: (B, T, C) from :func:`elmo.batch_to_ids`; padded positions all zero.
                 Any leading shape works, e.g. (B, passages, T, C): every (T, C) slice is one
-                sentence, run exactly as if it were alone (stateless mode).
+                sentence and gets what it gets alone (stateless mode; up to float rounding).
             keep_sentence_boundaries: keep the ``<S>``/``</S>`` positions in the outputs.
 
         Returns:
