@@ -20,6 +20,7 @@ from .vocab import Vocabulary
 from .embedding import Embedder, embed_file, sentence_vectors
 from .weights import (WeightFileError, load_original, load_pretrained, save_original,
                       save_pretrained)
+from .allennlp_compat import ElmoEmbedder, ElmoTokenEmbedder
 
 __version__ = "0.1.0"
 
@@ -68,6 +69,7 @@ def from_pretrained(name_or_path: str | Path, *, stateful: bool = False, device=
     return load_pretrained(local.folder, stateful=stateful, device=device)
 
 
-__all__ = ["BiLM", "CharCNN", "CharCNNConfig", "ConfigError", "Elmo", "ElmoOptions", "LSTMConfig",
+__all__ = ["BiLM", "CharCNN", "CharCNNConfig", "ConfigError", "Elmo", "ElmoEmbedder", "ElmoOptions",
+           "ElmoTokenEmbedder", "LSTMConfig",
            "Embedder", "ScalarMix", "Vocabulary", "WeightFileError", "batch_to_ids", "embed_file", "from_pretrained",
            "load_original", "load_pretrained", "model_path", "save_original", "save_pretrained", "sentence_vectors"]
