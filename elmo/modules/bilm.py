@@ -17,6 +17,7 @@ Two state modes:
 """
 from __future__ import annotations
 
+import math
 from typing import Dict, List, Optional
 
 import torch
@@ -136,19 +137,35 @@ class BiLM(nn.Module):
         Args:
             char_ids: (B, T, W) from :meth:`token_ids` (for byte-id models the same as
                 :func:`elmo.batch_to_ids`); padded positions all zero.
+                Any leading shape works, e.g. (B, passages, T, W): every (T, W) slice is one
+                sentence and gets what it gets alone (stateless mode; up to float rounding).
             keep_sentence_boundaries: keep the ``<S>``/``</S>`` positions in the outputs.
 
         Returns:
-            ``activations``: L + 1 tensors (B, T', 2P), T' = T (or T + 2 with boundaries),
-            zero at padded positions; ``mask``: (B, T') bool.
+            ``activations``: L + 1 tensors (..., T', 2P), T' = T (or T + 2 with boundaries),
+            zero at padded positions; ``mask``: (..., T') bool. ``...`` is the input's leading
+            shape.
         """
-        if char_ids.dim() != 3:
-            raise ValueError(f"char_ids must be (batch, tokens, chars), got shape {tuple(char_ids.shape)}")
+        if char_ids.dim() < 3:
+            raise ValueError(f"char_ids must be (batch, tokens, chars) or (..., tokens, chars), "
+                             f"got shape {tuple(char_ids.shape)}")
         scheme = self.token_encoder.require_id_scheme()
-        if char_ids.shape[2] != scheme.width:
-            raise ValueError(f"char_ids has {char_ids.shape[2]} characters per token; this model "
+        if char_ids.shape[-1] != scheme.width:
+            raise ValueError(f"char_ids has {char_ids.shape[-1]} characters per token; this model "
                              f"expects {scheme.width} (use bilm.token_ids(sentences), or pass "
                              f"max_characters_per_token to batch_to_ids)")
+        leading = tuple(char_ids.shape[:-2])
+        if len(leading) > 1:  # (..., T, C) -> (rows, T, C); rows in row-major order
+            char_ids = char_ids.reshape(math.prod(leading), *char_ids.shape[-2:])
+        out = self._forward_3d(char_ids, keep_sentence_boundaries)
+        if len(leading) > 1:
+            out = {"activations": [a.reshape(*leading, *a.shape[1:]) for a in out["activations"]],
+                   "mask": out["mask"].reshape(*leading, out["mask"].shape[-1])}
+        return out
+
+    def _forward_3d(self, char_ids: torch.Tensor, keep_sentence_boundaries: bool) -> Dict[str, object]:
+        """:meth:`forward` for (B, T, W) ids."""
+        scheme = self.token_encoder.id_scheme
         mask = (char_ids > 0).any(dim=-1)
         lengths = mask.sum(dim=1)
         with_bounds = add_sentence_boundaries(char_ids, lengths, scheme.bos_row, scheme.eos_row)
