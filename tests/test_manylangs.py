@@ -329,3 +329,30 @@ def test_model_configuration_errors_name_file_and_key(tmp_path, edit, message):
     (tmp_path / "c.json").write_text(json.dumps(config))
     with pytest.raises(ConfigError, match=f"c.json: {message}"):
         read_model_config(tmp_path / "c.json", 188, 0)
+
+
+def test_a_published_name_downloads_unpacks_and_reproduces(tmp_path, monkeypatch):
+    """The hub's path (name -> archive -> unpacked folder -> load_pretrained), on a local server
+    serving the fixture's model_word folder zipped as the released archives are (one folder)."""
+    import io
+    import zipfile
+    from dataclasses import replace
+
+    from elmo.hub import registry
+    from tests.hub_server import FileServer
+
+    monkeypatch.setenv("ELMO_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("ELMO_OFFLINE", raising=False)
+    monkeypatch.setenv("ELMO_DOWNLOAD_RETRIES", "0")
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as z:
+        for path in sorted((MANYLANGS / "model_word").iterdir()):
+            z.writestr(f"zhs.model/{path.name}", path.read_bytes())
+    with FileServer({"/zhs.model.zip": buffer.getvalue()}) as server:
+        entry = replace(registry.MODELS["manylangs-zh-hans"], urls={"archive": server.url("/zhs.model.zip")})
+        monkeypatch.setitem(registry.MODELS, "manylangs-zh-hans", entry)
+        bilm = elmo.from_pretrained("manylangs-zh-hans")
+    with h5py.File(MANYLANGS / "expected_word.hdf5", "r") as f:
+        layers = run(bilm, SENTENCES[:8])
+        for k in range(8):
+            assert np.allclose(layers[:, k, :len(SENTENCES[k])], f[f"s{k}"][()], **TOL)
