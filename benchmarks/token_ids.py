@@ -7,8 +7,9 @@
    before the id schemes): the same ids, so the ratio is the cost of the routing.
 2. The character CNN's token lengths, now the position of the last non-padding id (so that a
    dictionary model's padding id can be anything), against the previous count of non-padding
-   ids, and the check that every token's ids open with the scheme's start id (which refuses
-   ids of another scheme), as shares of ``encode_tokens``.
+   ids, and the check that every token's ids open with the scheme's start id (made for
+   dictionary models, which it protects from byte ids; timed here on byte ids), as shares of
+   ``encode_tokens``.
 3. An ELMoForManyLangs model (the tiny test fixture, ``model_word``): tokens converted per
    second by its ``CharVocabulary`` against byte ids (both Python loops over the tokens).
 

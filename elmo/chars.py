@@ -94,8 +94,9 @@ class ByteCharIds:
 
     * ``width``: ids per token (here ``max_chars``); ``max_chars``: the character slots;
     * ``pad_id``: the id of the padding character after a word (shifted: 0 means no token);
-      ``start_id``: the id every token's row starts with (its opening marker), which lets the
-      model refuse ids made by another scheme;
+      ``start_id``: the id every token's row starts with (its opening marker); with
+      ``check_start`` the model refuses rows that do not (ids made by another scheme). Byte
+      models accept any ids, as AllenNLP's did (hand-made ids in its tests and users' code);
     * ``n_char_rows``: rows of the character embedding, row 0 included; ``n_word_rows``: rows
       of a word embedding (0: none; when present, the word id is the last of the ``width`` ids);
     * ``bos_row`` / ``eos_row``: the ids of the sentence boundaries;
@@ -106,6 +107,7 @@ class ByteCharIds:
     n_word_rows = 0
     pad_id = PAD_CHAR + 1
     start_id = BOW_CHAR + 1
+    check_start = False
 
     def __init__(self, max_chars: int = DEFAULT_MAX_CHARS):
         self.max_chars = self.width = max_chars

@@ -62,7 +62,9 @@ class CharVocabulary:
         shifted = {name: self.chars[name] + 1 for name in CHAR_SPECIALS}
         self.pad_id = shifted["<pad>"]
         self._oov, self._bow, self._eow = shifted["<oov>"], shifted["<bow>"], shifted["<eow>"]
-        self.start_id = self._eow  # every row opens with <eow> (the swapped markers)
+        # every row opens with <eow> (the swapped markers); checking it refuses byte ids, which
+        # this model would otherwise read as dictionary ids without a word of warning
+        self.start_id, self.check_start = self._eow, True
         self._markers = {"<bos>": shifted["<bos>"], "<eos>": shifted["<eos>"]}
         self._cache: Dict[str, Tuple[int, ...]] = {}
         self.bos_row = self.row("<bos>")

@@ -223,7 +223,7 @@ class CharCNN(nn.Module):
             return out.view(batch, steps, self.output_dim)
         positions = present.nonzero().squeeze(1)
         scheme = self.require_id_scheme()
-        if not bool((flat[positions, 0] == scheme.start_id).all()):
+        if scheme.check_start and not bool((flat[positions, 0] == scheme.start_id).all()):
             # e.g. byte ids (batch_to_ids) given to a model whose characters go through a dictionary
             raise ValueError(f"these ids were not made for this model (each token's ids start with "
                              f"{scheme.start_id} here): convert with bilm.token_ids(sentences)")
