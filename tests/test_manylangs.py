@@ -110,6 +110,9 @@ def test_embedder_and_embed_file_use_the_models_ids(tmp_path, case):
     arrays = Embedder(bilm, batch_size=6).embed_sentences(SENTENCES)
     for k, array in enumerate(arrays):
         assert np.allclose(array, expected[f"s{k}"], **TOL), f"sentence {k}"
+    allennlp_style = elmo.ElmoEmbedder(model=bilm).embed_batch(SENTENCES[:5])
+    for k, array in enumerate(allennlp_style):
+        assert np.allclose(array, expected[f"s{k}"], **TOL), f"ElmoEmbedder, sentence {k}"
     text = tmp_path / "in.txt"
     text.write_text("The cat sat on the mat .\n北京 是 首都\n", encoding="utf-8")
     out = tmp_path / "out.hdf5"
