@@ -96,15 +96,24 @@ def check_output_file(path: Path, what: str = "output") -> None:
             break
 
 
+def check_output_dir(path: Path, what: str = "folder") -> None:
+    """Refuse, before any work, a folder path that is taken by a file."""
+    if path.exists() and not path.is_dir():
+        raise OutputError(f"{path}: is a file, but the {what} must be a folder; move it away")
+    check_output_file(path / "_", what)   # its parents
+
+
 @contextmanager
-def writing(path: Path, what: str = "output") -> Iterator[None]:
-    """Turn an OSError raised while writing ``path`` into a one-line :class:`OutputError`."""
+def writing(path: Path, what: str = "output", hint: str = "") -> Iterator[None]:
+    """Turn an OSError raised while writing ``path`` (a full disk, a read-only folder) into a
+    one-line :class:`OutputError` naming ``path``, ``what`` was being written and the reason."""
     try:
         yield
     except OutputError:
         raise
     except OSError as e:
-        raise OutputError(f"{path}: cannot write the {what}: {os_error_reason(e)}") from e
+        raise OutputError(f"{path}: cannot write the {what}: {os_error_reason(e)}"
+                          + (f"; {hint}" if hint else "")) from e
 
 
 # ---------------------------------------------------------------------- the output lock

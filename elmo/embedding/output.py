@@ -18,18 +18,25 @@ must match it).
 Crash safety: nothing is ever written in place. Each segment (a block of consecutive lines) is
 written to a temporary file in ``OUTPUT.parts/`` and renamed when complete; the merged file is
 written to a temporary file and renamed over OUTPUT. A killed run therefore leaves complete
-segments plus at most one temporary file per process, which the next run deletes.
+segments plus at most one temporary file per process, which the next run deletes. Temporary
+files are only deleted by the holder of the lock of the file they are for (``OUTPUT.lock``,
+``segment-K.hdf5.lock``, see :mod:`elmo.io`), so a live writer's file is never deleted; a
+failed write (a full disk) deletes its own temporary file.
 """
 from __future__ import annotations
 
 import json
 import os
 import shutil
+from contextlib import suppress
 from pathlib import Path
 from typing import Dict, Iterable, Optional
 
 import h5py
 import numpy as np
+
+from ..io import process_temporary as _temporary
+from ..io import remove_temporaries
 
 SENTENCE_TO_INDEX = "sentence_to_index"
 
@@ -47,14 +54,8 @@ def segment_path(parts: Path, k: int) -> Path:
     return parts / f"segment-{k:08d}.hdf5"
 
 
-def _temporary(path: Path) -> Path:
-    return path.with_name(f".{path.name}.tmp-{os.getpid()}")
-
-
-def remove_temporaries(path: Path) -> None:
-    """Delete the temporary files a killed run left for ``path``."""
-    for tmp in path.parent.glob(f".{path.name}.tmp-*"):
-        tmp.unlink(missing_ok=True)
+class NonFiniteOutput(ValueError):
+    """The model gave NaN or inf for a line; the message names the input file and line."""
 
 
 def compare_settings(found: Optional[str], settings: Dict, where: Path) -> None:
@@ -76,12 +77,17 @@ class SegmentWriter:
 
     def __init__(self, path: Path, first: int, stop: int, settings_json: str):
         self.path, self.first, self.stop = path, first, stop
-        remove_temporaries(path)
+        remove_temporaries(path)   # the caller holds the segment's lock: these are a dead run's
         self._tmp = _temporary(path)
-        self._file = h5py.File(self._tmp, "w")
-        self._file.attrs["first_line"] = first
-        self._file.attrs["stop_line"] = stop
-        self._file.attrs["settings"] = settings_json
+        self._file = None
+        try:
+            self._file = h5py.File(self._tmp, "w")
+            self._file.attrs["first_line"] = first
+            self._file.attrs["stop_line"] = stop
+            self._file.attrs["settings"] = settings_json
+        except BaseException:
+            self.abort()
+            raise
 
     def create(self, line: int, shape, dtype) -> None:
         """Create line ``line``'s dataset of ``shape``: (K, n_tokens, D) or (n_tokens, D)."""
@@ -103,8 +109,13 @@ class SegmentWriter:
         os.replace(self._tmp, self.path)
 
     def abort(self) -> None:
-        self._file.close()
-        self._tmp.unlink(missing_ok=True)
+        """Close and delete the temporary file (also after a failed write, e.g. a full disk)."""
+        try:
+            if self._file is not None:
+                with suppress(OSError):   # closing flushes, which fails again on a full disk
+                    self._file.close()
+        finally:
+            self._tmp.unlink(missing_ok=True)
 
 
 def segment_done(path: Path, first: int, stop: int, settings: Dict) -> bool:
@@ -170,7 +181,7 @@ def merge_segments(parts: Path, n_segments: int, output: Path, sentences: Iterab
                 ds[0] = json.dumps(sentence_to_index)
         os.replace(tmp, output)
     finally:
-        tmp.unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)   # h5py has closed it: on error it is deleted, not left behind
 
 
 def output_complete(output: Path, settings: Dict) -> bool:
