@@ -20,20 +20,18 @@ written to a temporary file in ``OUTPUT.parts/`` and renamed when complete; the 
 written to a temporary file and renamed over OUTPUT. A killed run therefore leaves complete
 segments plus at most one temporary file per process, which the next run deletes. Temporary
 files are only deleted by the holder of the lock of the file they are for (``OUTPUT.lock``,
-``segment-K.hdf5.lock``, see :mod:`elmo.io`), so a live writer's file is never deleted; a
-failed write (a full disk) deletes its own temporary file.
+``segment-K.hdf5.lock``, see :mod:`elmo.io`), so a live writer's file is never deleted. A
+failed write (a full disk, see :class:`GuardedFile`) raises an OSError and deletes its own
+temporary file; the finished segments stay for a rerun.
 """
 from __future__ import annotations
 
-import atexit
 import json
 import os
-import re
 import shutil
-import sys
-from contextlib import contextmanager, suppress
+from contextlib import suppress
 from pathlib import Path
-from typing import Dict, Iterable, Iterator, List, Optional
+from typing import Dict, Iterable, Optional
 
 import h5py
 import numpy as np
@@ -71,90 +69,94 @@ def compare_settings(found: Optional[str], settings: Dict, where: Path) -> None:
                                f"pass --overwrite to start again")
 
 
-@contextmanager
-def hdf5_errors() -> Iterator[None]:
-    """Make every HDF5 write error of the body an OSError with its errno, raised.
+class GuardedFile:
+    """A file for h5py's file-object driver that records the first OS error of a write
+    instead of letting HDF5 see it; :meth:`check` raises it.
 
-    HDF5 also writes when a handle is freed, and h5py can only report an error there (a full
-    disk) as "unraisable": printed twice as a traceback, and the program carries on as if the
-    data were written. Here such errors are collected instead and the first is raised at the
-    end of the body; h5py's RuntimeError for a failed write (e.g. a copy) becomes an OSError.
+    HDF5 handles a failed write (a full disk) badly: some writes happen when a handle is freed,
+    where h5py can only print the error and carry on as if the data were written, and a file
+    whose flush failed cannot be closed cleanly (later HDF5 calls may crash). With this file
+    HDF5 never sees the error: writes after it are dropped, the file closes normally, and the
+    writer raises the recorded error (an OSError with its errno) and deletes the file.
     """
-    caught: List[BaseException] = []
-    try:
-        with _h5py_unraisable_to(caught):
-            yield
-    except RuntimeError as e:
-        raise _as_os_error(e) from None
-    if caught:
-        raise _as_os_error(caught[0])
+
+    def __init__(self, path: Path):
+        self._file = open(path, "w+b", buffering=0)   # unbuffered: errors come at each write
+        self.error: Optional[OSError] = None
+
+    def write(self, data) -> int:
+        view = memoryview(data).cast("B")
+        size = len(view)
+        if self.error is None:
+            try:
+                while view:   # a write near a full disk may be partial
+                    view = view[self._file.write(view):]
+            except OSError as e:
+                self.error = e
+        return size
+
+    def truncate(self, size: Optional[int] = None) -> int:
+        try:
+            return self._file.truncate(size)
+        except OSError as e:
+            self.error = self.error or e
+            return self._file.tell() if size is None else size
+
+    def readinto(self, buffer) -> int:
+        return self._file.readinto(buffer)
+
+    def read(self, size: int = -1) -> bytes:
+        return self._file.read(size)
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        return self._file.seek(offset, whence)
+
+    def tell(self) -> int:
+        return self._file.tell()
+
+    def flush(self) -> None:   # unbuffered: nothing waits
+        pass
+
+    def close(self) -> None:
+        self._file.close()
+
+    def check(self) -> None:
+        """Raise the first write error, if there was one."""
+        if self.error is not None:
+            raise self.error
 
 
-@contextmanager
-def _h5py_unraisable_to(caught: List[BaseException]) -> Iterator[None]:
-    """Collect h5py's unraisable errors into ``caught`` instead of printing them: Cython prints
-    them through ``sys.excepthook``, then reports them to ``sys.unraisablehook``; both hooks
-    are swapped for the body."""
-    previous_unraisable, previous_except = sys.unraisablehook, sys.excepthook
+class HDF5Writer:
+    """A new HDF5 file at a temporary path, renamed onto its target by :meth:`commit` or
+    deleted by :meth:`abort`; write errors (a full disk) are raised as OSError."""
 
-    def from_h5py(error: BaseException, where: str) -> bool:
-        return isinstance(error, RuntimeError) and "h5py" in where
+    def __init__(self, tmp: Path):
+        self.tmp = tmp
+        self._raw = GuardedFile(tmp)
+        try:
+            self.file = h5py.File(self._raw, "w")
+        except BaseException:
+            self._raw.close()
+            tmp.unlink(missing_ok=True)
+            raise
 
-    def unraisable_hook(unraisable) -> None:
-        if from_h5py(unraisable.exc_value, f"{unraisable.err_msg} {unraisable.object!r}"):
-            caught.append(unraisable.exc_value)
-        else:
-            previous_unraisable(unraisable)
+    def check(self) -> None:
+        self._raw.check()
 
-    def except_hook(kind, value, tb) -> None:
-        if not from_h5py(value, tb.tb_frame.f_code.co_filename if tb is not None else ""):
-            previous_except(kind, value, tb)
+    def commit(self, path: Path) -> None:
+        self.file.close()
+        self._raw.close()
+        self.check()
+        os.replace(self.tmp, path)
 
-    sys.unraisablehook, sys.excepthook = unraisable_hook, except_hook
-    try:
-        yield
-    finally:
-        sys.unraisablehook, sys.excepthook = previous_unraisable, previous_except
-
-
-def _as_os_error(e: BaseException) -> BaseException:
-    """h5py's RuntimeError about a failed write, as an OSError with the errno HDF5 reports."""
-    found = re.search(r"errno = (\d+)", str(e))
-    return OSError(int(found.group(1)), str(e)) if found else e
-
-
-#: HDF5 files whose writing failed: closed only when the process ends (see :func:`discard`).
-_ABANDONED: List[h5py.File] = []
-
-
-@atexit.register
-def _close_abandoned() -> None:
-    """At exit, close the files :func:`discard` left open, their errors unprinted (they were
-    deleted; only h5py's bookkeeping remains)."""
-    with _h5py_unraisable_to([]):
-        while _ABANDONED:
+    def abort(self) -> None:
+        """Close and delete the temporary file (also after a failed write)."""
+        try:
             with suppress(Exception):
-                _ABANDONED.pop().close()
-
-
-def discard(handle: Optional[h5py.File], tmp: Path, failed: bool = True) -> None:
-    """Delete a temporary HDF5 file that will not be used; ``failed``: after a write error.
-
-    A file whose write failed (a full disk) is not closed: HDF5 would try to flush it again,
-    and after such a failure its close can leave the library in a state that crashes later
-    calls (seen with h5py 3.16). Instead the file is emptied (which frees its space at once,
-    though it stays open) and deleted, and its handle is closed when the process ends.
-    """
-    try:
-        if handle is not None and handle.id.valid:
-            if not failed:
-                handle.close()
-                return
-            with suppress(OSError):
-                os.truncate(tmp, 0)
-            _ABANDONED.append(handle)
-    finally:
-        tmp.unlink(missing_ok=True)
+                self.file.close()
+            self._raw.close()
+        finally:
+            self.tmp.unlink(missing_ok=True)
 
 
 class SegmentWriter:
@@ -167,53 +169,39 @@ class SegmentWriter:
     def __init__(self, path: Path, first: int, stop: int, settings_json: str):
         self.path, self.first, self.stop = path, first, stop
         remove_temporaries(path)   # the caller holds the segment's lock: these are a dead run's
-        self._tmp = _temporary(path)
-        self._file = None
-        self._failed = False   # a write error happened: the file is abandoned, not closed
+        self._out = HDF5Writer(_temporary(path))
+        self._file = self._out.file
         try:
-            with self._writing():
-                self._file = h5py.File(self._tmp, "w")
-                self._file.attrs["first_line"] = first
-                self._file.attrs["stop_line"] = stop
-                self._file.attrs["settings"] = settings_json
+            self._file.attrs["first_line"] = first
+            self._file.attrs["stop_line"] = stop
+            self._file.attrs["settings"] = settings_json
+            self._out.check()
         except BaseException:
             self.abort()
             raise
 
-    @contextmanager
-    def _writing(self) -> Iterator[None]:
-        try:
-            with hdf5_errors():
-                yield
-        except OSError:
-            self._failed = True
-            raise
-
     def create(self, line: int, shape, dtype) -> None:
         """Create line ``line``'s dataset of ``shape``: (K, n_tokens, D) or (n_tokens, D)."""
-        with self._writing():
-            self._file.create_dataset(str(line), shape=shape, dtype=dtype)
+        self._file.create_dataset(str(line), shape=shape, dtype=dtype)
+        self._out.check()
 
     def write(self, line: int, offset: int, vectors: np.ndarray) -> None:
         """Put (..., n, D) vectors at tokens [offset, offset + n) of line ``line``."""
         n = vectors.shape[-2]
         if n:
-            with self._writing():
-                self._file[str(line)][..., offset:offset + n, :] = vectors
+            self._file[str(line)][..., offset:offset + n, :] = vectors
+            self._out.check()
 
     def commit(self) -> None:
         """Check that every line is present, close, and rename into place."""
         missing = [line for line in range(self.first, self.stop) if str(line) not in self._file]
         if missing:
             raise RuntimeError(f"segment {self.path.name}: lines {missing[:5]} were not written")
-        with self._writing():
-            self._file.attrs["complete"] = True
-            self._file.close()
-        os.replace(self._tmp, self.path)
+        self._file.attrs["complete"] = True
+        self._out.commit(self.path)
 
     def abort(self) -> None:
-        """Close and delete the temporary file (also after a failed write, e.g. a full disk)."""
-        discard(self._file, self._tmp, self._failed)
+        self._out.abort()
 
 
 def segment_done(path: Path, first: int, stop: int, settings: Dict) -> bool:
@@ -258,23 +246,18 @@ def merge_segments(parts: Path, n_segments: int, output: Path, sentences: Iterab
     """
     output.parent.mkdir(parents=True, exist_ok=True)
     remove_temporaries(output)
-    tmp = _temporary(output)
-    dst, failed = None, False
+    out = HDF5Writer(_temporary(output))
     try:
-        with hdf5_errors():
-            dst = h5py.File(tmp, "w")
-            _copy_segments(parts, n_segments, dst, sentences, sentence_keys, forget_sentences, attrs)
-            dst.close()   # an error before this point discards the file (finally)
-        os.replace(tmp, output)
-    except OSError:
-        failed = True
+        _copy_segments(parts, n_segments, out, sentences, sentence_keys, forget_sentences, attrs)
+        out.commit(output)
+    except BaseException:
+        out.abort()   # after a full disk too: nothing left behind
         raise
-    finally:
-        discard(dst, tmp, failed)   # after an error (a full disk): not left behind, space freed
 
 
-def _copy_segments(parts: Path, n_segments: int, dst: h5py.File, sentences: Iterable[str],
+def _copy_segments(parts: Path, n_segments: int, out: HDF5Writer, sentences: Iterable[str],
                    sentence_keys: bool, forget_sentences: bool, attrs: Optional[Dict]) -> None:
+    dst = out.file
     sentence_to_index: Dict[str, str] = {}
     lines = iter(sentences)
     for key, value in (attrs or {}).items():
@@ -288,6 +271,7 @@ def _copy_segments(parts: Path, n_segments: int, dst: h5py.File, sentences: Iter
                 if not sentence_keys and not forget_sentences:
                     sentence_to_index[sentence] = name
                 src.copy(src[str(line)], dst, name=name)
+            out.check()
     if not sentence_keys and not forget_sentences:
         ds = dst.create_dataset(SENTENCE_TO_INDEX, (1,), dtype=h5py.string_dtype())
         ds[0] = json.dumps(sentence_to_index)
