@@ -89,18 +89,23 @@ def check_output_file(path: Path, what: str = "output") -> None:
     folder that is a file. (Write permission is found out by taking the lock.)"""
     if path.is_dir():
         raise OutputError(f"{path}: is a directory; the {what} must be a file path")
-    for parent in path.parents:
-        if parent.exists():
-            if not parent.is_dir():
-                raise OutputError(f"{path}: {parent} is not a directory")
-            break
+    _check_parents(path)
 
 
 def check_output_dir(path: Path, what: str = "folder") -> None:
     """Refuse, before any work, a folder path that is taken by a file."""
     if path.exists() and not path.is_dir():
         raise OutputError(f"{path}: is a file, but the {what} must be a folder; move it away")
-    check_output_file(path / "_", what)   # its parents
+    _check_parents(path)
+
+
+def _check_parents(path: Path) -> None:
+    """The nearest existing folder above ``path`` must be a folder (missing ones are created)."""
+    for parent in path.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise OutputError(f"{path}: {parent} is not a directory")
+            return
 
 
 @contextmanager
