@@ -7,7 +7,10 @@
     no-check   the same without the NaN/inf check
     native     without the check, HDF5 writing with its own file driver (the code before)
 
-and prints each time relative to ``native``. The "fixture" configuration is the tiny test
+and prints each time relative to ``native``; then the safeguards' own costs without the model
+(one segment of the same vectors written both ways, and the NaN/inf check, as shares of the
+model's time for those lines), which the whole-run ratios are too noisy to resolve on a
+shared machine. The "fixture" configuration is the tiny test
 model, where writing is the largest share of the time (the worst case for the overhead); the
 "small" one is a random-weight model of the released small configuration.
 
@@ -68,6 +71,45 @@ def way(name: str):
         output.HDF5Writer, run._check_finite = saved
 
 
+def parts_alone(bilm, sentences, rounds: int) -> str:
+    """The two safeguards' own costs, without the model: writing one segment of these lines'
+    vectors (guarded vs native HDF5 writes) and checking them for NaN/inf, as a share of the
+    model's time for the same lines."""
+    from elmo.embedding import Embedder
+    embedder = Embedder(bilm)
+    start = time.perf_counter()
+    arrays = embedder.embed_sentences(sentences)
+    model_s = time.perf_counter() - start
+    times = {"native": [], "guarded": [], "check": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        for r in range(rounds + 1):
+            for name in ("native", "guarded") if r % 2 == 0 else ("guarded", "native"):
+                saved = output.HDF5Writer
+                if name == "native":
+                    output.HDF5Writer = NativeFile
+                try:
+                    start = time.perf_counter()
+                    writer = output.SegmentWriter(Path(tmp) / f"{name}.hdf5", 0, len(arrays), "{}")
+                    for i, a in enumerate(arrays):
+                        writer.create(i, a.shape, a.dtype)
+                        writer.write(i, 0, a)
+                    writer.commit()
+                    elapsed = time.perf_counter() - start
+                finally:
+                    output.HDF5Writer = saved
+                if r:
+                    times[name].append(elapsed)
+            start = time.perf_counter()
+            for a in arrays:
+                np.isfinite(a).all()
+            if r:
+                times["check"].append(time.perf_counter() - start)
+    med = {k: statistics.median(v) for k, v in times.items()}
+    return (f"model {model_s:.3f} s; writing native {med['native'] / model_s:.3f}, guarded "
+            f"{med['guarded'] / model_s:.3f} of it (guarded/native {med['guarded'] / med['native']:.2f}); "
+            f"NaN check {med['check'] / model_s:.4f} of it")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--configs", nargs="+", default=["fixture", "small"])
@@ -100,6 +142,8 @@ def main() -> None:
             cells = "  ".join(f"{w} {statistics.median(times[w]) / base:.3f}" for w in ways)
             spread = max(np.std(times[w]) / statistics.median(times[w]) for w in ways)
             print(f"{config:8s} native {base:.3f} s   {cells}   (largest relative std {spread:.2f})")
+            sentences = random_sentences(args.lines, seed=1)
+            print(f"{'':8s} {parts_alone(bilm, sentences, args.rounds)}")
 
 
 if __name__ == "__main__":
