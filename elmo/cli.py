@@ -16,6 +16,7 @@ from typing import List, Optional
 #: Modules that add subcommands, in the order they appear in ``elmo --help``.
 COMMAND_MODULES = [
     "elmo.commands.core",
+    "elmo.commands.models",
     "elmo.commands.train",
     "elmo.commands.data",
     "elmo.commands.embed",
@@ -59,13 +60,14 @@ def _run(argv: Optional[List[str]]) -> int:
         parser.print_help()
         return 2
     from .config import ConfigError
+    from .hub.download import DownloadError
     from .weights import WeightFileError
     debug = args.debug or os.environ.get("ELMO_DEBUG", "") not in ("", "0")
     try:
         result = args.func(args)
     except BrokenPipeError:
         raise
-    except (ConfigError, WeightFileError, ValueError, OSError) as e:
+    except (ConfigError, WeightFileError, DownloadError, ValueError, OSError) as e:
         # Expected errors (bad input or options, an output that cannot be written, a full
         # disk): one clear line, no traceback; --debug or ELMO_DEBUG=1 shows it.
         if debug:
