@@ -167,6 +167,7 @@ class Embedder:
 
         ``layers="all"`` gives (L + 1, n_tokens, D); ``top``, ``average`` and ``mix:...``
         give (n_tokens, D). An empty sentence gives a zero-length array of the same layout.
+        A sentence that is a string is refused (TypeError): tokenize it first.
         In stateful mode the model's carried state is used and updated (the batches follow the
         input order); call ``embedder.bilm.reset_states()`` to start over.
         """
