@@ -12,7 +12,7 @@ single characters 256 and 257 between BOW and EOW. The +1 shift keeps id 0 free 
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Sequence
+from typing import Iterable, Iterator, Sequence
 
 import torch
 
@@ -53,6 +53,33 @@ def word_to_char_ids(word: str, max_chars: int = DEFAULT_MAX_CHARS) -> tuple[int
     return tuple(ids)
 
 
+def _string_sentence(caller: str, i: int, sentence: str) -> TypeError:
+    shown = sentence if len(sentence) <= 40 else sentence[:37] + "..."
+    return TypeError(f"{caller}: sentence {i} is a string ({shown!r}), not a list of tokens; "
+                     f"tokenize it first, e.g. sentence.split() or elmo.tokenize.tokenize(sentence)")
+
+
+def check_tokenized(sentences: Sequence[Sequence[str]], caller: str) -> None:
+    """Refuse a string where a list of token lists belongs, and a sentence that is a string
+    (each of its characters would silently become a token)."""
+    if isinstance(sentences, str):
+        raise TypeError(f"{caller} expects a list of token lists, not a string; tokenize it "
+                        f"first, e.g. [text.split()]")
+    for i, sentence in enumerate(sentences):
+        if isinstance(sentence, str):
+            raise _string_sentence(caller, i, sentence)
+
+
+def tokenized(sentences: Iterable[Sequence[str]], caller: str) -> Iterator[Sequence[str]]:
+    """:func:`check_tokenized` for a stream: yields the sentences, refusing a string one."""
+    if isinstance(sentences, str):
+        check_tokenized(sentences, caller)
+    for i, sentence in enumerate(sentences):
+        if isinstance(sentence, str):
+            raise _string_sentence(caller, i, sentence)
+        yield sentence
+
+
 def batch_to_ids(sentences: Sequence[Sequence[str]], max_characters_per_token: int = DEFAULT_MAX_CHARS
                  ) -> torch.Tensor:
     """Character ids of a batch of tokenized sentences.
@@ -66,8 +93,7 @@ def batch_to_ids(sentences: Sequence[Sequence[str]], max_characters_per_token: i
         LongTensor (B, T, max_characters_per_token), T the longest sentence; padded positions
         are all zeros. An empty batch gives shape (0, 0, max_characters_per_token).
     """
-    if isinstance(sentences, str):
-        raise TypeError("batch_to_ids expects a list of token lists, not a string")
+    check_tokenized(sentences, "batch_to_ids")
     if max_characters_per_token < 3:
         raise ValueError("max_characters_per_token must be at least 3")
     lengths = [len(s) for s in sentences]

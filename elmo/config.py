@@ -222,6 +222,13 @@ class ElmoOptions:
             text = path.read_text(encoding="utf-8")
         except FileNotFoundError:
             raise ConfigError(f"{path}: options file not found") from None
+        except IsADirectoryError:
+            raise ConfigError(f"{path}: is a directory, expected the options JSON file") from None
+        except UnicodeDecodeError as e:
+            raise ConfigError(f"{path}: not UTF-8 text (byte {e.start + 1}); expected the options "
+                              f"JSON file") from None
+        except OSError as e:
+            raise ConfigError(f"{path}: cannot read the options file: {e.strerror or e}") from None
         try:
             data = json.loads(text)
         except json.JSONDecodeError as e:
