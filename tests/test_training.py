@@ -136,7 +136,7 @@ def test_export_loads_in_the_core_with_the_same_activations(tmp_path, toy):
     for x, y in zip(a, b):
         assert torch.equal(x, y)
     # and the checkpoint's weights are what was exported
-    ckpt = torch.load(tmp_path / "run" / "checkpoints" / "checkpoint-00000015.pt", weights_only=False)
+    ckpt = torch.load(tmp_path / "run" / "checkpoints" / "checkpoint-00000015.pt", weights_only=True)
     for name, value in trained.state_dict().items():
         assert torch.equal(ckpt["model"][name], value), name
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 #: The original's small ELMo model (1024 cells, projection 128, 2048 filters).
 SMALL_FILTERS = [[1, 32], [2, 32], [3, 64], [4, 128], [5, 256], [6, 512], [7, 1024]]
@@ -63,6 +64,12 @@ def _add_run_args(p: argparse.ArgumentParser, *, finetune: bool) -> None:
     g.add_argument("--bf16", action="store_true", help="bfloat16 autocast (opt-in; default exact fp32)")
     g.add_argument("--threads", type=int, help="CPU threads for torch (default: torch's choice)")
     g.add_argument("--no-progress", action="store_true", help="no progress bar")
+    g.add_argument("--allow-change", type=lambda t: [x for x in t.split(",") if x], default=[],
+                   metavar="SETTING[,SETTING]",
+                   help="on resume, let these settings differ from the checkpoint's: lr, state-reset-every, "
+                        "dropout, clip-norm, bf16 (e.g. a learning-rate decay between phases). Run length, "
+                        "intervals, validation text, device and threads may always change; anything else is "
+                        "refused")
 
 
 def register(subparsers) -> None:
@@ -187,7 +194,8 @@ def _run_config(args, **fields):
         dropout=args.dropout, n_negative=args.negatives, shuffle=not args.no_shuffle, seed=args.seed,
         checkpoint_every=args.checkpoint_every, keep_checkpoints=args.keep_checkpoints,
         log_every=args.log_every, eval_every=args.eval_every, eval_batch_size=args.eval_batch_size,
-        device=args.device, bf16=args.bf16, progress=not args.no_progress, **fields)
+        device=args.device, bf16=args.bf16, progress=not args.no_progress,
+        allow_change=list(args.allow_change), **fields)
 
 
 def vocab_build(args) -> int:
@@ -201,22 +209,32 @@ def vocab_build(args) -> int:
 
 
 def train(args) -> int:
+    from ..training.checkpoint import CheckpointWriteError
     from ..training.trainer import train as run
 
     _threads(args)
     cfg = _run_config(args, train=list(args.corpus), vocab=args.vocab, output=args.output,
                       options=_model_options(args), valid=list(args.valid))
-    summary = run(cfg)
+    try:
+        summary = run(cfg)
+    except CheckpointWriteError as e:  # e.g. a full disk: one line, the previous checkpoint is kept
+        print(f"elmo train: error: {e}", file=sys.stderr)
+        return 1
     print(json.dumps(summary, indent=2, default=str))
     return 0
 
 
 def finetune(args) -> int:
+    from ..training.checkpoint import CheckpointWriteError
     from ..training.finetune import finetune as run
 
     _threads(args)
     cfg = _run_config(args, train=list(args.text), vocab="", output=args.output, init_from=args.init_from)
-    report = run(cfg, heldout=args.heldout, heldout_every=args.heldout_every)
+    try:
+        report = run(cfg, heldout=args.heldout, heldout_every=args.heldout_every)
+    except CheckpointWriteError as e:
+        print(f"elmo finetune: error: {e}", file=sys.stderr)
+        return 1
     print(json.dumps(report, indent=2, default=str))
     return 0
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -35,6 +36,7 @@ from .checkpoint import latest_checkpoint, load_checkpoint, rng_state, save_chec
 from .evaluate import perplexity, reset_rows
 from .export import export_model, load_language_model, options_with_training_keys
 from .model import LanguageModel
+from .resume import check_allow_change, check_resume
 
 
 @dataclass
@@ -72,6 +74,7 @@ class TrainConfig:
     progress: bool = True
     export: bool = True
     metadata: Dict[str, Any] = field(default_factory=dict)  # extra facts for metadata.json
+    allow_change: List[str] = field(default_factory=list)  # settings a resume may change (see resume.py)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2, sort_keys=True)
@@ -206,16 +209,24 @@ def _train(cfg: TrainConfig, ctx: distributed.Context, stop_after: Optional[int]
     if ctx.is_main and ckpt_dir.is_dir():
         for stale in ckpt_dir.glob(".checkpoint-*.tmp"):  # left by a run killed while saving
             stale.unlink(missing_ok=True)
+    check_allow_change(cfg.allow_change)
     resume_from = latest_checkpoint(ckpt_dir)
     if resume_from is not None:
         ckpt = load_checkpoint(resume_from)
+        stored = ckpt.get("config")
+        if stored is None and (out_dir / "train_config.json").exists():
+            stored = json.loads((out_dir / "train_config.json").read_text(encoding="utf-8"))
+        changed = check_resume(stored or {}, asdict(cfg), str(out_dir))
+        if ctx.is_main:
+            print(f"resuming from checkpoint {ckpt['step']} ({resume_from})"
+                  + "".join(f"; {c}" for c in changed), file=sys.stderr, flush=True)
         if len(ckpt["ranks"]) != ctx.world_size:
             raise ValueError(f"{resume_from} was written by {len(ckpt['ranks'])} processes; "
                              f"resume it with the same number")
         model.load_state_dict(ckpt["model"])
         optimizer.load_state_dict(ckpt["optimizer"])
         lr_before = optimizer.param_groups[0]["lr"]
-        for group in optimizer.param_groups:  # the run's configuration wins: a resume may lower the lr
+        for group in optimizer.param_groups:  # the run's lr wins (it differs only when allowed: --allow-change lr)
             group["lr"] = cfg.lr
         step, tokens_done, elapsed = ckpt["step"], ckpt["tokens"], ckpt["elapsed"]
         mine = ckpt["ranks"][ctx.rank]
@@ -254,7 +265,7 @@ def _train(cfg: TrainConfig, ctx: distributed.Context, stop_after: Optional[int]
             save_checkpoint(ckpt_dir, step_now, {
                 "step": step_now, "tokens": tokens_done, "elapsed": elapsed,
                 "model": model.state_dict(), "optimizer": optimizer.state_dict(), "ranks": ranks,
-                "config": asdict(cfg)}, keep=cfg.keep_checkpoints)
+                "config": cfg.to_json()}, keep=cfg.keep_checkpoints)
 
     def evaluate(step_now: int) -> Optional[Dict[str, float]]:
         result = None

@@ -1,0 +1,209 @@
+"""Training on bad input and in bad conditions: crafted or old checkpoints, a resume with other
+settings, undecodable text, a full disk; and the perplexity definition's independence of the
+batch size."""
+from __future__ import annotations
+
+import errno
+import json
+import os
+import pickle
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+import torch
+
+from elmo.cli import main
+from elmo.training import checkpoint as ckpt_mod
+from elmo.training.checkpoint import (CheckpointError, CheckpointWriteError, latest_checkpoint, list_checkpoints,
+                                      load_checkpoint, save_checkpoint)
+from elmo.training.resume import ResumeMismatch
+from elmo.training.trainer import train
+from training_helpers import tiny_config, write_toy_corpus
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(old)
+
+
+@pytest.fixture(scope="module")
+def toy(tmp_path_factory):
+    return write_toy_corpus(tmp_path_factory.mktemp("toy"), n_train=120, n_heldout=30)
+
+
+class _WritesMarker:
+    """Unpickling this object would create ``marker`` (what a crafted checkpoint does)."""
+
+    def __init__(self, marker: Path):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return (open, (self.marker, "w"))
+
+
+# ------------------------------------------------------------------ checkpoints: safe loading
+@pytest.mark.parametrize("writer", ["torch.save", "pickle"])
+def test_crafted_checkpoint_is_refused_and_never_runs(tmp_path, toy, writer):
+    train_txt, _, vocab_txt = toy
+    cfg = tiny_config(tmp_path / "run", train_txt, vocab_txt, max_steps=4)
+    train(cfg, stop_after=2)
+    marker = tmp_path / "marker"
+    crafted = tmp_path / "run" / "checkpoints" / "checkpoint-00000099.pt"  # the newest: resume picks it
+    payload = {"step": 99, "tokens": 0, "elapsed": 0.0, "model": _WritesMarker(marker), "optimizer": {},
+               "ranks": []}
+    if writer == "torch.save":
+        torch.save(payload, crafted)
+    else:
+        crafted.write_bytes(pickle.dumps(payload))
+    with pytest.raises(CheckpointError, match="checkpoint-00000099.pt: refused to load"):
+        train(cfg)
+    assert not marker.exists()
+    with pytest.raises(CheckpointError):
+        load_checkpoint(crafted)
+    assert not marker.exists()
+
+
+def test_checkpoints_hold_plain_data_and_old_format_still_resumes(tmp_path, toy):
+    train_txt, _, vocab_txt = toy
+    cfg = tiny_config(tmp_path / "run", train_txt, vocab_txt, max_steps=4, n_negative=8)
+    train(cfg, stop_after=2)
+    path = latest_checkpoint(tmp_path / "run" / "checkpoints")
+    raw = torch.load(path, weights_only=True)  # nothing but tensors, containers, numbers, strings
+    assert raw["format"] == ckpt_mod.FORMAT and isinstance(raw["config"], str)
+    assert raw["ranks"][0]["rng"]["torch"].dtype == torch.uint8
+    # The first format: the same data, the config as a dict, no "format" key.
+    old = {k: v for k, v in raw.items() if k != "format"}
+    old["config"] = json.loads(raw["config"])
+    torch.save(old, path)
+    assert load_checkpoint(path)["config"]["max_steps"] == 4
+    assert train(cfg)["finished"]
+
+
+def test_truncated_checkpoint_names_the_file(tmp_path, toy):
+    train_txt, _, vocab_txt = toy
+    cfg = tiny_config(tmp_path / "run", train_txt, vocab_txt, max_steps=4)
+    train(cfg, stop_after=2)
+    path = latest_checkpoint(tmp_path / "run" / "checkpoints")
+    path.write_bytes(path.read_bytes()[:1000])
+    with pytest.raises(CheckpointError, match=f"{path.name}: not a readable checkpoint"):
+        train(cfg)
+
+
+# ------------------------------------------------------------------ resume with other settings
+def _cli_train(run, train_txt, vocab_txt, *extra):
+    return main(["train", str(train_txt), "--vocab", str(vocab_txt), "-o", str(run), "--dim", "16",
+                 "--projection-dim", "8", "--filters", "1:4,2:4", "--char-dim", "4", "--batch-size", "4",
+                 "--unroll-steps", "8", "--negatives", "0", "--no-progress", "--threads", "1",
+                 "--device", "cpu", *extra])
+
+
+def test_resume_refuses_a_changed_setting_and_names_it(tmp_path, toy, capsys):
+    train_txt, _, vocab_txt = toy
+    run = tmp_path / "run"
+    assert _cli_train(run, train_txt, vocab_txt, "--max-steps", "2") == 0
+    capsys.readouterr()
+    before = sorted(p.name for p in (run / "checkpoints").iterdir())
+    # Another --dim: refused before any load_state_dict size mismatch; another --lr: refused too.
+    assert _cli_train(run, train_txt, vocab_txt, "--max-steps", "4", "--dim", "12", "--lr", "0.1") == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert "setting options.lstm.dim was 16, now 12" in err
+    assert "setting lr was 0.2, now 0.1 (pass --allow-change lr" in err
+    assert sorted(p.name for p in (run / "checkpoints").iterdir()) == before  # nothing touched
+    # Run length, intervals and threads may change; a resume says where it resumes from.
+    assert _cli_train(run, train_txt, vocab_txt, "--max-steps", "4", "--log-every", "1", "--threads", "2") == 0
+    ckpt = run / "checkpoints" / "checkpoint-00000002.pt"
+    assert f"resuming from checkpoint 2 ({ckpt})" in capsys.readouterr().err
+    # A change on request is announced.
+    assert _cli_train(run, train_txt, vocab_txt, "--max-steps", "6", "--lr", "0.1", "--allow-change", "lr") == 0
+    assert "; lr was 0.2, now 0.1" in capsys.readouterr().err
+    assert _cli_train(run, train_txt, vocab_txt, "--max-steps", "6", "--allow-change", "dim") == 1
+    assert "--allow-change dim: only" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ a full disk
+class _FullDisk:
+    """A binary file on a disk that fills up after ``room`` bytes (fault injection)."""
+
+    def __init__(self, path, room: int):
+        self.f, self.room = open(path, "wb"), room
+
+    def write(self, data) -> int:
+        n = len(memoryview(data).cast("B"))
+        if n > self.room:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        self.room -= n
+        return self.f.write(data)
+
+    def flush(self):
+        self.f.flush()
+
+    def fileno(self):
+        return self.f.fileno()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.f.close()
+
+
+def test_full_disk_during_training_keeps_the_previous_checkpoint(tmp_path, toy, monkeypatch, capsys):
+    train_txt, _, vocab_txt = toy
+    run = tmp_path / "run"
+    cfg = tiny_config(run, train_txt, vocab_txt, max_steps=6, checkpoint_every=2, keep_checkpoints=1)
+    train(cfg, stop_after=2)
+    first = run / "checkpoints" / "checkpoint-00000002.pt"
+    saved = first.read_bytes()
+    monkeypatch.setattr(ckpt_mod, "_open_for_writing", lambda path: _FullDisk(path, room=20_000))
+    with pytest.raises(CheckpointWriteError) as info:
+        train(cfg)
+    message = str(info.value)
+    assert info.value.errno == errno.ENOSPC and len(message.splitlines()) == 1
+    assert f"cannot write checkpoint {run / 'checkpoints' / 'checkpoint-00000004.pt'}: no space left" in message
+    assert "enforce fail" not in message
+    # The previous checkpoint is untouched and still the one a resume takes; no temporary file is left.
+    assert list_checkpoints(run / "checkpoints") == [first] and first.read_bytes() == saved
+    assert sorted(p.name for p in (run / "checkpoints").iterdir()) == [first.name]
+    # The command line says it in one line.
+    args = ["train", str(train_txt), "--vocab", str(vocab_txt), "-o", str(tmp_path / "cli"), "--dim", "16",
+            "--projection-dim", "8", "--filters", "1:4", "--batch-size", "4", "--max-steps", "2",
+            "--negatives", "0", "--no-progress", "--device", "cpu"]
+    capsys.readouterr()
+    assert main(args) == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "no space left on device" in err and "checkpoint-00000002.pt" in err
+    monkeypatch.undo()
+    assert train(cfg)["finished"]  # space again: the run resumes from the kept checkpoint
+
+
+def _mount_tmpfs(where: Path, size: str) -> bool:
+    where.mkdir()
+    try:
+        done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)],
+                              capture_output=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return done.returncode == 0
+
+
+def test_real_full_tmpfs(tmp_path):
+    """The same on a real full file system: a 1 MiB tmpfs (needs the right to mount)."""
+    disk = tmp_path / f"disk-{uuid.uuid4().hex[:8]}"
+    if sys.platform != "linux" or os.geteuid() != 0 or not _mount_tmpfs(disk, "1m"):
+        pytest.skip("cannot mount a small tmpfs here (needs root on Linux)")
+    try:
+        folder = disk / "checkpoints"
+        first = save_checkpoint(folder, 1, {"model": {"w": torch.zeros(50_000)}})  # 200 kB
+        with pytest.raises(CheckpointWriteError, match="checkpoint-00000002.pt: no space left on device"):
+            save_checkpoint(folder, 2, {"model": {"w": torch.zeros(500_000)}})  # 2 MB
+        assert list_checkpoints(folder) == [first] and sorted(os.listdir(folder)) == [first.name]
+        assert torch.equal(torch.load(first, weights_only=True)["model"]["w"], torch.zeros(50_000))
+    finally:
+        subprocess.run(["umount", str(disk)], capture_output=True, timeout=30)
