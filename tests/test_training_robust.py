@@ -7,6 +7,7 @@ import errno
 import json
 import os
 import pickle
+import re
 import subprocess
 import sys
 import uuid
@@ -207,3 +208,32 @@ def test_real_full_tmpfs(tmp_path):
         assert torch.equal(torch.load(first, weights_only=True)["model"]["w"], torch.zeros(50_000))
     finally:
         subprocess.run(["umount", str(disk)], capture_output=True, timeout=30)
+
+
+# ------------------------------------------------------------------ text that is not UTF-8
+def test_bad_utf8_names_file_line_and_byte(tmp_path, toy, capsys):
+    import gzip
+
+    from elmo.data.corpus import CorpusError, count_tokens, read_sentences
+
+    _, _, vocab_txt = toy
+    good = b"the cat sees a dog .\nno bird !\n"
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(good + b"a caf\xe9 helps .\n")  # Latin-1, not UTF-8: line 3, 0-based offset 31 + 5
+    expected = f"{bad}: line 3: byte 0xe9 at byte offset {len(good) + 5} in the file is not valid UTF-8"
+    with pytest.raises(CorpusError, match=re.escape(expected)):
+        read_sentences(bad)
+    with pytest.raises(CorpusError, match=re.escape(expected)):
+        count_tokens([bad])
+    packed = tmp_path / "bad.txt.gz"
+    packed.write_bytes(gzip.compress(bad.read_bytes()))
+    with pytest.raises(CorpusError, match=f"{packed}: line 3: .* of the decompressed text"):
+        read_sentences(packed)
+    # through the command line: one line naming the file and the line, for training and held-out text
+    for corpus, valid in ((bad, []), (tmp_path / "ok.txt", ["--valid", str(bad)])):
+        (tmp_path / "ok.txt").write_bytes(good)
+        assert main(["train", str(corpus), *valid, "--vocab", str(vocab_txt), "-o", str(tmp_path / "run"),
+                     "--dim", "16", "--projection-dim", "8", "--filters", "1:4", "--batch-size", "2",
+                     "--max-steps", "1", "--negatives", "0", "--no-progress", "--device", "cpu"]) == 1
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and expected in err, err
