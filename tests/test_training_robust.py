@@ -237,3 +237,50 @@ def test_bad_utf8_names_file_line_and_byte(tmp_path, toy, capsys):
                      "--max-steps", "1", "--negatives", "0", "--no-progress", "--device", "cpu"]) == 1
         err = capsys.readouterr().err.strip()
         assert len(err.splitlines()) == 1 and expected in err, err
+
+
+# ------------------------------------------------------------------ perplexity and finetune on small texts
+def test_perplexity_does_not_depend_on_batch_size_or_order(toy):
+    import elmo
+    from elmo.data.corpus import iter_file_sentences
+    from elmo.training.evaluate import perplexity
+    from elmo.training.model import LanguageModel
+    from elmo.vocab import Vocabulary
+    from training_helpers import tiny_model_options
+
+    _, held_txt, vocab_txt = toy
+    vocab = Vocabulary.load(vocab_txt)
+    torch.manual_seed(3)
+    model = LanguageModel(elmo.ElmoOptions.from_dict(tiny_model_options()), len(vocab), vocab.bos, vocab.eos)
+    with torch.no_grad():  # larger weights: context moves the predictions (batch-1 and batch-32 figures
+        for p in model.parameters():  # differed by 6% in the old carried-rows definition); float32 stays
+            p.mul_(2)                 # within 5e-8 of float64 here, far inside the tolerance below
+    sentences = list(iter_file_sentences([held_txt]))[:25] + [["the", "cat"] * 30, ["dog"]]
+    results = {b: perplexity(model, sentences, vocab, batch_size=b) for b in (1, 7, 32)}
+    results["reversed"] = perplexity(model, sentences[::-1], vocab, batch_size=7)
+    one = results[1]
+    assert one["targets"] == sum(len(s) + 1 for s in sentences) and one["sentences"] == len(sentences)
+    for key, r in results.items():
+        assert r["targets"] == one["targets"]
+        for k in ("loss_fwd", "loss_bwd"):
+            assert r[k] == pytest.approx(one[k], rel=1e-5, abs=1e-6), (key, k)
+    # the model's state is not carried: a sentence alone scores as it does among others
+    alone = perplexity(model, sentences[:1], vocab, batch_size=1)
+    first = perplexity(model, sentences[:1] + sentences[:1], vocab, batch_size=32)
+    assert first["loss_fwd"] == pytest.approx(alone["loss_fwd"], rel=1e-5)
+
+
+def test_finetune_on_a_small_text_takes_enough_steps(tmp_path, toy):
+    from elmo.training.finetune import MIN_STEPS_PER_EPOCH, finetune
+
+    train_txt, _, vocab_txt = toy
+    train(tiny_config(tmp_path / "base", train_txt, vocab_txt, max_steps=2))
+    task = tmp_path / "task.txt"  # 100 lines: 90 to train on, 10 held out
+    task.write_text("".join(f"the happy farmer {v} the old river .\n" for v in ["sees", "likes"] * 50))
+    cfg = tiny_config(tmp_path / "adapted", task, "", init_from=str(tmp_path / "base" / "model"),
+                      batch_size=128, unroll_steps=20, epochs=1.0)
+    report = finetune(cfg)
+    positions = 90 * (8 + 2)
+    assert report["batch_size"] == positions // (20 * MIN_STEPS_PER_EPOCH) == 2
+    assert report["steps"] >= MIN_STEPS_PER_EPOCH
+    assert report["before"]["targets"] == report["after"]["targets"] == 10 * 9

@@ -124,17 +124,12 @@ def register(subparsers) -> None:
     # ---------------------------------------------------------------- perplexity
     p = subparsers.add_parser(
         "perplexity", help="full-softmax perplexity of a trained biLM on a text",
-        description="Forward, backward and average perplexity (full softmax, state carried, text read once in "
-                    "order). Counts each word plus one sentence boundary per sentence and direction.")
+        description="Forward, backward and average perplexity (full softmax). Every sentence is read from a "
+                    "zero state, as ELMo embeds it, so the result does not depend on --batch-size. Counts each "
+                    "word plus one sentence boundary per sentence and direction.")
     p.add_argument("model", help="trained model folder (with softmax.hdf5 and vocab.txt)")
     p.add_argument("text", nargs="+", help="files, globs or folders")
-    p.add_argument("--batch-size", type=int, default=32)
-    p.add_argument("--unroll-steps", type=int, default=20)
-    p.add_argument("--state-reset-every", type=int, default=None,
-                   help="reset the rows' state every K batches (default: as the model was trained, from its metadata)")
-    p.add_argument("--per-sentence", action="store_true", default=None,
-                   help="every sentence from a zero state (default: when the model was trained with the "
-                        "bucketed layout)")
+    p.add_argument("--batch-size", type=int, default=32, help="sentences per batch (speed only; default 32)")
     p.add_argument("--device", default="auto")
     p.add_argument("--threads", type=int)
     p.add_argument("--json", action="store_true", help="print one JSON object")
@@ -243,17 +238,12 @@ def perplexity(args) -> int:
     from ..data.corpus import expand_paths, iter_file_sentences
     from ..training.distributed import resolve_device
     from ..training.evaluate import perplexity as ppl
-    from ..training.export import load_language_model, read_metadata
+    from ..training.export import load_language_model
 
     _threads(args)
     device = resolve_device(args.device)
     model, vocab = load_language_model(args.model, device=device)
-    trained = read_metadata(args.model).get("train_config", {})
-    reset = args.state_reset_every if args.state_reset_every is not None else trained.get("state_reset_every", 0)
-    per_sentence = args.per_sentence if args.per_sentence is not None else trained.get("layout") == "bucketed"
-    result = ppl(model, iter_file_sentences(expand_paths(args.text)), vocab, args.batch_size,
-                 args.unroll_steps, device, state_reset_every=reset, per_sentence=per_sentence)
-    result.update(state_reset_every=reset, per_sentence=per_sentence)
+    result = ppl(model, iter_file_sentences(expand_paths(args.text)), vocab, args.batch_size, device)
     if args.json:
         print(json.dumps(result))
     else:

@@ -270,9 +270,8 @@ def _train(cfg: TrainConfig, ctx: distributed.Context, stop_after: Optional[int]
     def evaluate(step_now: int) -> Optional[Dict[str, float]]:
         result = None
         if ctx.is_main and valid_sentences:
-            result = perplexity(model, valid_sentences, vocab, cfg.eval_batch_size, cfg.unroll_steps,
-                                ctx.device, torch.bfloat16 if cfg.bf16 else None,
-                                state_reset_every=cfg.state_reset_every, per_sentence=cfg.layout == "bucketed")
+            result = perplexity(model, valid_sentences, vocab, cfg.eval_batch_size, ctx.device,
+                                torch.bfloat16 if cfg.bf16 else None)
             log.write({"event": "eval", "step": step_now, "split": "valid", "epoch": tokens_done / corpus_stats["tokens"],
                        **{k: round(v, 4) for k, v in result.items()}})
         distributed.barrier(ctx)
