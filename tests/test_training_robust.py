@@ -284,3 +284,21 @@ def test_finetune_on_a_small_text_takes_enough_steps(tmp_path, toy):
     assert report["batch_size"] == positions // (20 * MIN_STEPS_PER_EPOCH) == 2
     assert report["steps"] >= MIN_STEPS_PER_EPOCH
     assert report["before"]["targets"] == report["after"]["targets"] == 10 * 9
+
+
+# ------------------------------------------------------------------ the training figure's label
+def test_sampled_training_figure_is_labelled_and_old_logs_still_plot(tmp_path, toy):
+    from elmo.training.curves import plot_learning_curve, read_log
+
+    train_txt, _, vocab_txt = toy
+    for name, negatives, key in (("sampled", 8, "sampled_ppl"), ("full", 0, "train_ppl")):
+        train(tiny_config(tmp_path / name, train_txt, vocab_txt, max_steps=4, log_every=2, n_negative=negatives))
+        records = [r for r in read_log(tmp_path / name) if r["event"] == "train"]
+        assert [r["step"] for r in records] == [2, 4]
+        assert all(key in r and "ppl" not in r for r in records)
+    pytest.importorskip("matplotlib")
+    old = tmp_path / "old" / "log.jsonl"  # a log written before the keys were split
+    old.parent.mkdir()
+    old.write_text(json.dumps({"event": "train", "step": 2, "tokens": 80, "loss": 4.0, "ppl": 54.6}) + "\n")
+    out = plot_learning_curve([tmp_path / "sampled", tmp_path / "full", old], tmp_path / "curve.png")
+    assert out.read_bytes()[:4] == b"\x89PNG"

@@ -256,6 +256,9 @@ def _train(cfg: TrainConfig, ctx: distributed.Context, stop_after: Optional[int]
     net = DistributedDataParallel(model) if ctx.distributed else model
     autocast = dict(device_type=ctx.device.type, dtype=torch.bfloat16, enabled=cfg.bf16)
     per_step_tokens = cfg.batch_size * cfg.unroll_steps  # packed layout; bucketed counts its own
+    # exp(training loss): with sampled negatives it is not a perplexity of the model (the sampled
+    # softmax normalises over a few thousand words), so it is never labelled like the validation one
+    train_ppl_key = "sampled_ppl" if sampler is not None else "train_ppl"
 
     def save(step_now: int) -> None:
         mine = {"batches": batches.state_dict(), "lstm_state": _state_to(state, "cpu"),
@@ -315,12 +318,12 @@ def _train(cfg: TrainConfig, ctx: distributed.Context, stop_after: Optional[int]
             dt = max(time.perf_counter() - window["t0"], 1e-9)
             loss = loss_sum / (window["n"] * ctx.world_size)
             record = {"event": "train", "step": step, "epoch": round(tokens_done / corpus_stats["tokens"], 4),
-                      "loss": round(loss, 5), "ppl": round(math.exp(min(loss, 50)), 3),
+                      "loss": round(loss, 5), train_ppl_key: round(math.exp(min(loss, 50)), 3),
                       "tokens_per_s": round(tok_sum / dt, 1), "grad_norm": round(window["gnorm"] / window["n"], 4),
                       "tokens": tokens_done, "elapsed_s": round(elapsed, 2)}
             log.write(record)
             bar.set_postfix({"tok/s": f"{record['tokens_per_s']:.0f}", "loss": f"{loss:.3f}",
-                             "ppl": f"{record['ppl']:.1f}"}, refresh=False)
+                             train_ppl_key.replace("_", "-"): f"{record[train_ppl_key]:.1f}"}, refresh=False)
             window = {"loss": 0.0, "n": 0, "tokens": 0, "t0": time.perf_counter(), "gnorm": 0.0}
         bar.update(1)
         if cfg.eval_every and step % cfg.eval_every == 0 and step < n_steps:
