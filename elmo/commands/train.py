@@ -204,7 +204,7 @@ def vocab_build(args) -> int:
 
 
 def train(args) -> int:
-    from ..training.checkpoint import CheckpointWriteError
+    from ..training.checkpoint import RunWriteError
     from ..training.trainer import train as run
 
     _threads(args)
@@ -212,7 +212,7 @@ def train(args) -> int:
                       options=_model_options(args), valid=list(args.valid))
     try:
         summary = run(cfg)
-    except CheckpointWriteError as e:  # e.g. a full disk: one line, the previous checkpoint is kept
+    except RunWriteError as e:  # e.g. a full disk: one line, the previous checkpoint is kept
         print(f"elmo train: error: {e}", file=sys.stderr)
         return 1
     print(json.dumps(summary, indent=2, default=str))
@@ -220,14 +220,14 @@ def train(args) -> int:
 
 
 def finetune(args) -> int:
-    from ..training.checkpoint import CheckpointWriteError
+    from ..training.checkpoint import RunWriteError
     from ..training.finetune import finetune as run
 
     _threads(args)
     cfg = _run_config(args, train=list(args.text), vocab="", output=args.output, init_from=args.init_from)
     try:
         report = run(cfg, heldout=args.heldout, heldout_every=args.heldout_every)
-    except CheckpointWriteError as e:
+    except RunWriteError as e:
         print(f"elmo finetune: error: {e}", file=sys.stderr)
         return 1
     print(json.dumps(report, indent=2, default=str))

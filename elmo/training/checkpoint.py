@@ -18,6 +18,7 @@ real name. A failed write raises :class:`CheckpointWriteError` naming the path a
 """
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -40,8 +41,26 @@ class CheckpointError(ValueError):
     """A checkpoint that cannot be used; the message names the file and why."""
 
 
-class CheckpointWriteError(OSError):
+class RunWriteError(OSError):
+    """Writing a file of a run folder failed (e.g. no space left); the message names the file."""
+
+
+class CheckpointWriteError(RunWriteError):
     """Writing a checkpoint failed (e.g. no space left); the previous checkpoints are intact."""
+
+
+@contextlib.contextmanager
+def writing(path: str | Path):
+    """Turn a failed write inside the block into a one-line :class:`RunWriteError` naming
+    ``path`` (an OSError raised by ``write`` does not name its file)."""
+    try:
+        yield
+    except RunWriteError:
+        raise
+    except OSError as e:
+        code = e.errno or errno.EIO
+        reason = "no space left on device" if code == errno.ENOSPC else os.strerror(code)
+        raise RunWriteError(code, f"cannot write {path}: {reason}") from e
 
 
 def checkpoint_path(folder: str | Path, step: int) -> Path:

@@ -32,7 +32,7 @@ from ..modules.softmax import Candidates, LogUniformSampler
 from ..vocab import Vocabulary
 from ..weights import atomic_write_text
 from . import distributed
-from .checkpoint import latest_checkpoint, load_checkpoint, rng_state, save_checkpoint, set_rng_state
+from .checkpoint import latest_checkpoint, load_checkpoint, rng_state, save_checkpoint, set_rng_state, writing
 from .evaluate import perplexity, reset_rows
 from .export import export_model, load_language_model, options_with_training_keys
 from .model import LanguageModel
@@ -146,13 +146,15 @@ class _Log:
         if enabled and resume_step is not None and path.exists():
             kept = [line for line in path.read_text(encoding="utf-8").splitlines()
                     if line.strip() and json.loads(line).get("step", 0) <= resume_step]
-            atomic_write_text(path, "".join(line + "\n" for line in kept))
+            with writing(path):
+                atomic_write_text(path, "".join(line + "\n" for line in kept))
         elif enabled and resume_step is None:
-            atomic_write_text(path, "")
+            with writing(path):
+                atomic_write_text(path, "")
 
     def write(self, record: Dict[str, Any]) -> None:
         if self.enabled:
-            with open(self.path, "a", encoding="utf-8") as f:
+            with writing(self.path), open(self.path, "a", encoding="utf-8") as f:
                 f.write(json.dumps(record, sort_keys=True) + "\n")
 
 
@@ -239,8 +241,10 @@ def _train(cfg: TrainConfig, ctx: distributed.Context, stop_after: Optional[int]
             n_steps = min(n_steps, step)
     if ctx.is_main:
         out_dir.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(out_dir / "train_config.json", cfg.to_json() + "\n")
-        atomic_write_text(stats_path, json.dumps(corpus_stats) + "\n")
+        with writing(out_dir / "train_config.json"):
+            atomic_write_text(out_dir / "train_config.json", cfg.to_json() + "\n")
+        with writing(stats_path):
+            atomic_write_text(stats_path, json.dumps(corpus_stats) + "\n")
     log = _Log(out_dir / "log.jsonl", ctx.is_main, step if resume_from is not None else None)
     valid_sentences = list(iter_file_sentences(expand_paths(cfg.valid))) if cfg.valid else []
 
@@ -350,7 +354,8 @@ def _train(cfg: TrainConfig, ctx: distributed.Context, stop_after: Optional[int]
             meta = {"trained_on": [str(p) for p in expand_paths(cfg.train)], "steps": step,
                     "tokens": tokens_done, "elapsed_s": round(elapsed, 1), "params": n_params,
                     "train_config": asdict(cfg), **cfg.metadata}
-            export_model(model, vocab, out_dir / "model", meta)
+            with writing(out_dir / "model"):
+                export_model(model, vocab, out_dir / "model", meta)
             summary["model"] = str(out_dir / "model")
         distributed.barrier(ctx)
     return summary
