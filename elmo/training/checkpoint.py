@@ -189,7 +189,10 @@ def load_checkpoint(path: str | Path) -> Dict[str, Any]:
         raise CheckpointError(f"{path}: checkpoint format {version}; this version reads formats 1 and {FORMAT}")
     config = ckpt.get("config")
     if isinstance(config, str):
-        ckpt["config"] = json.loads(config)
+        try:
+            ckpt["config"] = json.loads(config)
+        except json.JSONDecodeError as e:
+            raise CheckpointError(f"{path}: its config is not valid JSON ({e})") from None
     return ckpt
 
 

@@ -9,8 +9,8 @@ float16 copy written by :mod:`elmo.training.ship`). Reports:
   difference between the two models' vectors, the reference's largest absolute value and
   root mean square (for scale), and the smallest cosine similarity between the two vectors
   of a token;
-* ``perplexity``: forward, backward and average perplexity of the text (full softmax, the
-  settings ``elmo perplexity`` takes from the model's metadata) for the reference, for the
+* ``perplexity``: forward, backward and average perplexity of the text (full softmax, each
+  sentence from a zero state as ``elmo perplexity`` computes it) for the reference, for the
   candidate's biLM with the reference softmax, for the reference biLM with the candidate's
   softmax, and for the candidate; with the relative change of each against the reference.
 """
