@@ -61,7 +61,7 @@ def test_crafted_checkpoint_is_refused_and_never_runs(tmp_path, toy, writer):
     if writer == "torch.save":
         torch.save(payload, crafted)
     else:
-        crafted.write_bytes(pickle.dumps(payload))
+        crafted.write_bytes(pickle.dumps(payload, protocol=2))
     with pytest.raises(CheckpointError, match="checkpoint-00000099.pt: refused to load"):
         train(cfg)
     assert not marker.exists()
