@@ -284,6 +284,12 @@ def test_finetune_on_a_small_text_takes_enough_steps(tmp_path, toy):
     assert report["batch_size"] == positions // (20 * MIN_STEPS_PER_EPOCH) == 2
     assert report["steps"] >= MIN_STEPS_PER_EPOCH
     assert report["before"]["targets"] == report["after"]["targets"] == 10 * 9
+    # Rerun into the same folder with another text: it would resume on the old text, so refused.
+    import dataclasses
+    other = tmp_path / "other.txt"
+    other.write_text("".join(f"a small child {v} the red house !\n" for v in ["sees", "likes"] * 50))
+    with pytest.raises(ResumeMismatch, match="adapt_train.txt differs"):
+        finetune(dataclasses.replace(cfg, train=[str(other)]))
 
 
 # ------------------------------------------------------------------ the training figure's label

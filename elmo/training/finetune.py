@@ -21,7 +21,9 @@ from typing import Any, Dict, List, Optional, Sequence
 from ..data.corpus import expand_paths, file_fingerprint, iter_file_sentences
 from ..training.evaluate import perplexity
 from ..weights import atomic_write_text
+from .checkpoint import latest_checkpoint
 from .export import VOCAB_FILE, load_language_model, read_metadata
+from .resume import ResumeMismatch
 from .trainer import TrainConfig, train
 
 MIN_STEPS_PER_EPOCH = 20
@@ -38,8 +40,8 @@ def fitted_batch_size(cfg: TrainConfig, sentences: Sequence[List[str]]) -> int:
     return max(1, min(cfg.batch_size, fits))
 
 
-def _write_sentences(path: Path, sentences: Sequence[List[str]]) -> None:
-    atomic_write_text(path, "".join(" ".join(s) + "\n" for s in sentences))
+def _text(sentences: Sequence[List[str]]) -> str:
+    return "".join(" ".join(s) + "\n" for s in sentences)
 
 
 def finetune(cfg: TrainConfig, heldout: Optional[Sequence[str]] = None, heldout_every: int = 10) -> Dict[str, Any]:
@@ -64,11 +66,17 @@ def finetune(cfg: TrainConfig, heldout: Optional[Sequence[str]] = None, heldout_
         train_part = [s for i, s in enumerate(sentences) if (i + 1) % heldout_every != 0]
     if not train_part or not held:
         raise ValueError("finetune needs text to train on and held-out text")
-    # The training part is written out once so training streams it like any corpus.
+    # The training part is written out so training streams it like any corpus. A rerun into the
+    # same folder resumes on that file, so a different text (or split) there must be refused.
     train_file, held_file = out / "adapt_train.txt", out / "adapt_heldout.txt"
-    if not train_file.exists():
-        _write_sentences(train_file, train_part)
-        _write_sentences(held_file, held)
+    for path, part in ((train_file, train_part), (held_file, held)):
+        text = _text(part)
+        if path.exists() and path.read_text(encoding="utf-8") != text:
+            if latest_checkpoint(out / "checkpoints") is not None:
+                raise ResumeMismatch(f"cannot resume {out}: it was started on another text or held-out split "
+                                     f"({path} differs); rerun with the same text, or use another --output")
+        if not path.exists() or path.read_text(encoding="utf-8") != text:
+            atomic_write_text(path, text)
 
     base, vocab = load_language_model(cfg.init_from, device=None)
     before = perplexity(base, held, vocab, cfg.eval_batch_size)
