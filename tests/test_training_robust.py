@@ -240,6 +240,7 @@ def test_bad_utf8_names_file_line_and_byte(tmp_path, toy, capsys):
 
 
 # ------------------------------------------------------------------ perplexity and finetune on small texts
+@pytest.mark.numerics
 def test_perplexity_does_not_depend_on_batch_size_or_order(toy):
     import elmo
     from elmo.data.corpus import iter_file_sentences
