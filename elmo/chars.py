@@ -83,3 +83,46 @@ def batch_to_ids(sentences: Sequence[Sequence[str]], max_characters_per_token: i
         mask = torch.arange(longest)[None, :] < torch.tensor(lengths)[:, None]
         out[mask] = torch.tensor(rows, dtype=torch.long)
     return out
+
+
+class ByteCharIds:
+    """How a model with byte ids turns tokens into ids (the original ELMo models).
+
+    Every model owns one such object (``bilm.token_encoder.id_scheme``; the other kind is
+    :class:`elmo.manylangs.CharVocabulary`), so ``bilm.token_ids(sentences)`` converts text
+    for that model whatever its kind. The interface:
+
+    * ``width``: ids per token (here ``max_chars``); ``max_chars``: the character slots;
+    * ``pad_id``: the id of the padding character after a word (shifted: 0 means no token);
+      ``start_id``: the id every token's row starts with (its opening marker); with
+      ``check_start`` the model refuses rows that do not (ids made by another scheme). Byte
+      models accept any ids, as AllenNLP's did (hand-made ids in its tests and users' code);
+    * ``n_char_rows``: rows of the character embedding, row 0 included; ``n_word_rows``: rows
+      of a word embedding (0: none; when present, the word id is the last of the ``width`` ids);
+    * ``bos_row`` / ``eos_row``: the ids of the sentence boundaries;
+    * :meth:`batch_to_ids` (sentences -> (B, T, width)) and :meth:`token_rows` (words -> (N, width)).
+    """
+
+    n_char_rows = 262
+    n_word_rows = 0
+    pad_id = PAD_CHAR + 1
+    start_id = BOW_CHAR + 1
+    check_start = False
+
+    def __init__(self, max_chars: int = DEFAULT_MAX_CHARS):
+        self.max_chars = self.width = max_chars
+        self.bos_row = word_to_char_ids(BOS_TOKEN, max_chars)
+        self.eos_row = word_to_char_ids(EOS_TOKEN, max_chars)
+
+    def batch_to_ids(self, sentences: Sequence[Sequence[str]]) -> torch.Tensor:
+        """(B, T, max_chars) long, zeros at padded positions: :func:`batch_to_ids`."""
+        return batch_to_ids(sentences, self.max_chars)
+
+    def token_rows(self, words: Sequence[str]) -> torch.Tensor:
+        """(N, max_chars) long: the ids of each word."""
+        return torch.tensor([word_to_char_ids(w, self.max_chars) for w in words],
+                            dtype=torch.long).reshape(len(words), self.max_chars)
+
+    def fingerprint(self) -> bytes:
+        """What identifies the conversion beyond the options (nothing: it is fixed)."""
+        return b""

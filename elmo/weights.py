@@ -65,6 +65,9 @@ def expected_shapes(options: ElmoOptions) -> Dict[str, Tuple[int, ...]]:
 def _to_original_arrays(bilm: BiLM) -> Dict[str, np.ndarray]:
     """The model's parameters as the original layout's arrays (float32 unless stored otherwise)."""
     enc, opts = bilm.token_encoder, bilm.options
+    if opts.char_vocabulary is not None:
+        raise WeightFileError("this model reads characters through a dictionary (an ELMoForManyLangs "
+                              "model); the original HDF5 layout cannot hold it: save it as safetensors")
     t = lambda x: x.detach().cpu().numpy()  # noqa: E731
     arrays = {"char_embed": t(enc.char_embedding.weight[1:])}
     for i, conv in enumerate(enc.convolutions):
@@ -222,7 +225,8 @@ ORIGINAL_WEIGHTS = ("weights.hdf5", "lm_weights.hdf5")
 
 def save_pretrained(bilm: BiLM, folder: str | Path, fmt: str = "safetensors") -> Path:
     """Save a model folder: ``config.json`` + ``model.safetensors`` (native), or
-    ``options.json`` + ``weights.hdf5`` (``fmt="original"``)."""
+    ``options.json`` + ``weights.hdf5`` (``fmt="original"``). A dictionary model
+    (ELMoForManyLangs) also gets its ``char.dic`` (and ``word.dic``) and is native only."""
     from safetensors.torch import save_file
 
     folder = Path(folder)
@@ -232,6 +236,8 @@ def save_pretrained(bilm: BiLM, folder: str | Path, fmt: str = "safetensors") ->
         return folder
     if fmt != "safetensors":
         raise ValueError(f"fmt must be 'safetensors' or 'original', got {fmt!r}")
+    if bilm.options.char_vocabulary is not None:
+        bilm.token_encoder.require_id_scheme().save(folder)
     state = {k: v.detach().contiguous().cpu() for k, v in bilm.state_dict().items()}
     tmp = atomic_target(folder / NATIVE_WEIGHTS)
     try:
@@ -248,7 +254,17 @@ def _load_native(folder: Path, stateful: bool) -> BiLM:
     from safetensors.torch import load_file
 
     options = ElmoOptions.from_file(folder / NATIVE_CONFIG)
-    bilm = BiLM(options, stateful=stateful)
+    id_scheme = None
+    if options.char_vocabulary is not None:
+        from .manylangs import CharVocabulary
+        id_scheme = CharVocabulary.from_folder(folder, options.char_cnn.max_characters_per_token,
+                                               with_words=options.char_vocabulary.word_dim > 0)
+        if (id_scheme.n_char_rows - 1, id_scheme.n_word_rows - 1 if id_scheme.words else 0) != \
+                (options.char_vocabulary.n_characters, options.char_vocabulary.n_words):
+            raise WeightFileError(f"{folder}: char.dic / word.dic have {id_scheme.n_char_rows - 1} / "
+                                  f"{max(id_scheme.n_word_rows - 1, 0)} entries; {NATIVE_CONFIG} says "
+                                  f"{options.char_vocabulary.n_characters} / {options.char_vocabulary.n_words}")
+    bilm = BiLM(options, stateful=stateful, id_scheme=id_scheme)
     try:
         state = load_file(str(folder / NATIVE_WEIGHTS))
     except (SafetensorError, OSError) as e:
@@ -267,17 +283,23 @@ def _load_native(folder: Path, stateful: bool) -> BiLM:
 
 def load_pretrained(path: str | Path, *, stateful: bool = False,
                     device: str | torch.device | None = None) -> BiLM:
-    """Load a model folder in either format (native safetensors first, then original HDF5)."""
+    """Load a model folder: native safetensors, the original HDF5 layout, or an ELMoForManyLangs
+    folder (config.json naming a model configuration, char.dic, word.dic, *.pkl)."""
+    from .manylangs.folder import is_manylangs_folder, load_manylangs
+
     folder = Path(path)
     if not folder.is_dir():
         raise WeightFileError(f"{folder}: not a model folder")
     if (folder / NATIVE_WEIGHTS).exists():
         bilm = _load_native(folder, stateful)
+    elif not (folder / ORIGINAL_OPTIONS).exists() and is_manylangs_folder(folder):
+        bilm = load_manylangs(folder, stateful=stateful)
     else:
         weights = next((folder / n for n in ORIGINAL_WEIGHTS if (folder / n).exists()), None)
         if weights is None or not (folder / ORIGINAL_OPTIONS).exists():
             raise WeightFileError(f"{folder}: expected {NATIVE_CONFIG} + {NATIVE_WEIGHTS}, or "
-                                  f"{ORIGINAL_OPTIONS} + one of {', '.join(ORIGINAL_WEIGHTS)}")
+                                  f"{ORIGINAL_OPTIONS} + one of {', '.join(ORIGINAL_WEIGHTS)}, or an "
+                                  f"ELMoForManyLangs folder (config.json, char.dic, *.pkl)")
         bilm = load_original(folder / ORIGINAL_OPTIONS, weights, stateful=stateful)
     bilm.eval()
     return bilm.to(device) if device is not None else bilm

@@ -27,7 +27,6 @@ from typing import Iterable, Iterator, List, Sequence, Union
 import numpy as np
 import torch
 
-from ..chars import batch_to_ids
 from ..modules import BiLM
 from .layers import LayerSelection
 from .windows import DEFAULT_MAX_TOKENS, DEFAULT_OVERLAP, Window, check_window_args, plan_windows
@@ -148,8 +147,7 @@ class Embedder:
         if max(len(t) for t in tokens) == 0:  # only empty sentences: nothing to run
             empty = np.zeros((n_kept, 0, self.dim), dtype=dtype)
             return [PieceOutput(p.sentence, 0, empty) for p in batch]
-        n_chars = self.bilm.options.char_cnn.max_characters_per_token
-        ids = batch_to_ids(tokens, n_chars).to(self.device)
+        ids = self.bilm.token_ids(tokens).to(self.device)           # the model's own ids
         activations = self.bilm(ids)["activations"]                 # L + 1 of (B, T, D)
         reduced = selection.reduce(torch.stack(activations))        # (K, B, T, D)
         array = reduced.to(torch.float32).cpu().numpy().astype(dtype, copy=False)

@@ -38,6 +38,7 @@ from .output import (SegmentWriter, merge_segments, output_complete, parts_dir, 
 from .reader import (DEFAULT_SEGMENT_LINES, index_input, read_segment, read_sentences,
                      split_tokens)
 from .windows import DEFAULT_MAX_TOKENS, DEFAULT_OVERLAP
+from ..tokenize import get_tokenizer
 
 #: Token cache defaults: words seen this often in the first lines of the input are cached.
 DEFAULT_CACHE_MIN_COUNT = 2
@@ -63,6 +64,8 @@ def model_digest(bilm: BiLM, stride: int = 97) -> str:
     sample keeps this well under a second for the original model.
     """
     h = hashlib.blake2b(bilm.options.to_json().encode(), digest_size=16)
+    if bilm.id_scheme is not None:  # a dictionary model's dictionaries
+        h.update(bilm.id_scheme.fingerprint())
     for name, tensor in sorted(bilm.state_dict().items()):
         flat = tensor.detach().reshape(-1)
         h.update(f"{name}{tuple(tensor.shape)}".encode())
@@ -79,7 +82,7 @@ def embed_file(input_path: Union[str, Path], output_path: Union[str, Path],
                token_cache: bool = True, cache_min_count: int = DEFAULT_CACHE_MIN_COUNT,
                cache_max_words: int = DEFAULT_CACHE_MAX_WORDS,
                cache_sample_lines: int = DEFAULT_CACHE_SAMPLE_LINES,
-               tokenize: bool = False, errors: str = "strict", sentence_keys: bool = False,
+               tokenize: bool | str | None = False, errors: str = "strict", sentence_keys: bool = False,
                forget_sentences: bool = False, segment_lines: int = DEFAULT_SEGMENT_LINES,
                overwrite: bool = False, rank: Optional[int] = None, world_size: Optional[int] = None,
                device: Union[str, torch.device, None] = None, progress: bool = False,
@@ -97,7 +100,9 @@ def embed_file(input_path: Union[str, Path], output_path: Union[str, Path],
             None keeps the model's own setting (stateless when loaded by name).
         token_cache: cache the CNN vectors of words seen ``cache_min_count`` times in the first
             ``cache_sample_lines`` lines (at most ``cache_max_words``); exact, only faster.
-        tokenize: split raw text with :func:`elmo.tokenize.tokenize` instead of on whitespace.
+        tokenize: split raw text with :func:`elmo.tokenize.tokenize` (True or ``"en"``) or
+            segment Chinese with jieba (``"zh"``, :func:`elmo.tokenize.tokenize_zh`) instead of
+            splitting on whitespace (False or None: pre-segmented text is taken as is).
         errors: ``strict`` (non-UTF-8 bytes are an error naming the line) or ``replace``.
         sentence_keys: name datasets by sentence instead of line number.
         forget_sentences: leave out ``sentence_to_index``.
@@ -124,6 +129,9 @@ def embed_file(input_path: Union[str, Path], output_path: Union[str, Path],
     if errors not in ("strict", "replace"):
         raise ValueError(f"errors must be 'strict' or 'replace', got {errors!r}")
     selection = LayerSelection.parse(layers, gamma)
+    get_tokenizer(tokenize)  # an unknown name or a missing package: stop before any work
+    # settings store True for the English tokenizer, as earlier versions did (runs still resume)
+    tokenize = {None: False, "en": True}.get(tokenize, tokenize)
     if device is None and torch.cuda.is_available():
         device = f"cuda:{local_rank % torch.cuda.device_count()}"
 
@@ -150,7 +158,7 @@ def embed_file(input_path: Union[str, Path], output_path: Union[str, Path],
 
 def _embed_and_merge(embedder: Embedder, index, selection: LayerSelection, input_path: Path,
                      output_path: Path, *, rank: int, world_size: int, dtype: str, token_cache: bool,
-                     cache, tokenize: bool, errors: str, sentence_keys: bool,
+                     cache, tokenize, errors: str, sentence_keys: bool,
                      forget_sentences: bool, overwrite: bool, progress: bool,
                      command_line: Optional[str], wait_timeout: float) -> Optional[Path]:
     """Steps 2-6 of the module doc, once the input is indexed and the model loaded."""
