@@ -25,6 +25,7 @@ from __future__ import annotations
 from typing import List, Optional, Sequence, Tuple
 
 import torch
+from torch.autograd.function import once_differentiable
 
 
 def _clip_mask(x: torch.Tensor, clip: float, out: torch.Tensor) -> None:
@@ -103,6 +104,7 @@ class LSTMSequence(torch.autograd.Function):
         return hs, c_final, h_final
 
     @staticmethod
+    @once_differentiable  # the backward is written out: a second derivative raises, not lies
     def backward(ctx, grad_out, grad_c_final, grad_h_final):
         weight_hh, weight_proj, c0, h0, acts, cells, tanh_c, cell_out, hs, c_mask, h_mask = ctx.saved_tensors
         sizes = ctx.batch_sizes
