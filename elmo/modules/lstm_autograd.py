@@ -151,8 +151,11 @@ class LSTMSequence(torch.autograd.Function):
         h_prev = torch.cat([h0[:, :sizes[0]]]
                            + [hs[:, offsets[t - 1]:offsets[t - 1] + sizes[t]] for t in range(1, len(sizes))],
                            dim=1) if sizes else h0[:, :0]
-        grad_w_hh = torch.bmm(h_prev.transpose(1, 2), d_gates)         # (D, P, 4H)
-        grad_w_proj = torch.bmm(cell_out.transpose(1, 2), d_h_pre)     # (D, H, P)
+        # Computed transposed and handed back as a transposed view: the weights arrive as
+        # transposed views of the stored (D, 4H, P) and (D, P, H) parameters, so autograd's
+        # transpose turns these back into contiguous gradients (no copy when accumulating).
+        grad_w_hh = torch.bmm(d_gates.transpose(1, 2), h_prev).transpose(1, 2)      # (D, P, 4H)
+        grad_w_proj = torch.bmm(d_h_pre.transpose(1, 2), cell_out).transpose(1, 2)  # (D, H, P)
         return d_gates, grad_w_hh, grad_w_proj, grad_c0, grad_h0, None, None, None
 
 
