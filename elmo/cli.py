@@ -20,6 +20,7 @@ COMMAND_MODULES = [
     "elmo.commands.embed",
     "elmo.commands.analysis",
     "elmo.commands.tasks",
+    "elmo.commands.predict",
 ]
 
 
