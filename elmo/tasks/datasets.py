@@ -226,7 +226,7 @@ def _check_keys(spec: dict, known: set, what: str) -> None:
 
 
 def _load_preset(spec: dict):
-    from .files import TaskDataError, describe_files, read_examples
+    from .files import TaskDataError, check_format, describe_files, read_examples
     name = spec["task"]
     _check_keys(spec, PRESET_KEYS, f"the built-in task {name}")
     info = TASKS[name]
@@ -240,7 +240,8 @@ def _load_preset(spec: dict):
         folder, corpus = get(info.corpus), info.corpus
     paths = {split: folder / file for split, file in info.files.items()}
     options = info.options(spec)
-    splits = {split: read_examples(path, info.kind, info.format, label_map=info.label_map,
+    fmt = check_format(info.format, info.kind, f"task {name}")
+    splits = {split: read_examples(path, info.kind, fmt, label_map=info.label_map,
                                    **options)
               for split, path in paths.items()}
     source = {"preset": name, "corpus": corpus, "folder": str(folder), "format": info.format,

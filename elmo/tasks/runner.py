@@ -374,8 +374,10 @@ def run_one(prep: PreparedTask, variant: dict, seed: int, cfg: dict, pool: BiLMP
         return make_batch(examples, data.kind, prep.vocab, label_index, max_chars, cache).to(device)
 
     start = time.time()
+    # only a task from files with dev_fraction 0 trains without dev (and early stopping)
     result = fit(model, data.splits["train"], data.splits["dev"], make, data.metric, data.labels,
-                 prep.train, seed, log)
+                 prep.train, seed, log, early_stopping=bool(data.splits["dev"])
+                 or not str(data.source.get("dev", "")).startswith("none"))
     test = score(model, data.splits["test"], make, data.metric, data.labels)
     # further test sets named in the task's files, scored by the same model
     extra = {k: score(model, data.splits[k], make, data.metric, data.labels)

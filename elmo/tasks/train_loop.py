@@ -105,15 +105,19 @@ def _trainable_state(model: TaskModel) -> Dict[str, torch.Tensor]:
 
 def fit(model: TaskModel, train: Sequence[Example], dev: Sequence[Example], make: BatchMaker,
         metric: str, labels: Sequence[str], cfg: TrainConfig, seed: int,
-        log: Callable[[str], None] = lambda s: None) -> Dict[str, object]:
+        log: Callable[[str], None] = lambda s: None,
+        early_stopping: bool = True) -> Dict[str, object]:
     """Train with early stopping on dev; the model ends with its best epoch's parameters.
-    With no dev examples every epoch runs and the last one is kept (``best_dev`` is NaN).
+    With ``early_stopping=False`` dev must be empty: every epoch runs and the last one is
+    kept (``best_dev`` is NaN).
 
     Returns ``{"best_dev", "best_epoch", "epochs", "history": [{"epoch", "loss", "dev"}],
     "seconds"}``.
     """
-    if not train:
-        raise ValueError("training needs training examples (got none)")
+    if not train or (early_stopping and not dev):
+        raise ValueError(f"training needs train and dev examples (got {len(train)} and {len(dev)})")
+    if not early_stopping and dev:
+        raise ValueError("without early stopping there is no dev split to score")
     rng = random.Random(seed)
     opt = _optimizer(model, cfg)
     params = [p for g in opt.param_groups for p in g["params"]]
