@@ -227,6 +227,8 @@ def test_saved_models_predict_what_evaluation_scored(tmp_path, capsys):
                 run["task"], run["variant"], split)
     tagging = next(r for r in results["runs"] if r["task"] == "my-tagging" and r["extra_tests"])
     assert set(tagging["extra_tests"]) == {"test_other"}
+    md = (out / "results.md").read_text()
+    assert "| my-tagging | elmo | test_other |" in md and "other.conll" in md
     config_json = json.loads((out / "models/my-tagging/elmo/seed-1/config.json").read_text())
     assert config_json["elmo"]["bilm"]["spec"] == "fixture" and config_json["elmo"]["bilm"]["sha256"]
     assert config_json["elmo"]["layer_cache"] == "float16"
@@ -278,3 +280,17 @@ def test_a_changed_bilm_is_refused(tmp_path):
     options.write_text(options.read_text() + " ")
     with pytest.raises(TaskModelError, match="not the one this task model was trained with"):
         TaskModel.load(folder, bilm=str(moved))
+
+
+def test_a_malformed_file_stops_the_experiment_before_any_training(tmp_path):
+    good = write_task(tmp_path, "tagging")
+    bad = write_task(tmp_path, "classification")
+    path = tmp_path / bad["files"]["test"]
+    path.write_text(path.read_text() + "big\n", encoding="utf-8")       # no text column
+    n = len(path.read_text().splitlines())
+    config = write_config(tmp_path, [good, bad])
+    logs = []
+    with pytest.raises(TaskDataError, match=f"classification-test.tsv:{n}: 1 columns"):
+        run_experiment(load_config(config), out=tmp_path / "r", log=logs.append)
+    assert not any("seed" in line for line in logs)
+    assert not (tmp_path / "r" / "results.json").exists()

@@ -549,8 +549,9 @@ def _run_all(cfg: dict, results: dict, results_path: Path, done: List[dict],
              models: Optional[Path] = None) -> None:
     pool = BiLMPool(bool(cfg["cache_layers"]), log)
     have = {(r["task"], r["variant"], r["seed"]) for r in done}
-    for spec in cfg["tasks"]:
-        prep = prepare_task(spec, cfg)
+    # every task's files are read (and checked) before the first model trains
+    preps = [prepare_task(spec, cfg) for spec in cfg["tasks"]]
+    for spec, prep in zip(cfg["tasks"], preps):
         name = prep.data.name
         results["data"][name] = {"sizes": prep.data.sizes(), "labels": len(prep.data.labels),
                                  "source": prep.data.source, "embeddings": prep.embedding_info,
