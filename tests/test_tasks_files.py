@@ -249,6 +249,14 @@ def test_saved_models_predict_what_evaluation_scored(tmp_path, capsys):
     recs = [json.loads(l) for l in target.read_text().splitlines()]
     assert [r["text"] for r in recs] == ["the cat sat", "a dog ran on the mat"]
     assert all(r["label"] in ("big", "other") for r in recs)
+    import io
+    import sys
+    monkey = pytest.MonkeyPatch()
+    monkey.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"the cat sat\tthe dog\n")))
+    assert main(["predict", str(out / "models/my-pair/elmo/seed-1"), "--quiet"]) == 0
+    monkey.undo()
+    line = capsys.readouterr().out
+    assert line.startswith("the cat sat\tthe dog\t") and line.split("\t")[2].strip() in ("overlap", "none")
     assert main(["predict", str(out / "models/my-pair/baseline/seed-1"), str(text), "--quiet"]) == 1
     assert f"{text}:1: a pair model needs text_a<TAB>text_b" in capsys.readouterr().err
 
@@ -294,3 +302,37 @@ def test_a_malformed_file_stops_the_experiment_before_any_training(tmp_path):
         run_experiment(load_config(config), out=tmp_path / "r", log=logs.append)
     assert not any("seed" in line for line in logs)
     assert not (tmp_path / "r" / "results.json").exists()
+
+
+def test_relative_paths_follow_the_config_file(tmp_path):
+    from elmo.tasks.runner import resolve_paths
+    cfg = resolve_paths({"tasks": [{"task": "pos", "data_dir": "brown"},
+                                   {"task": "tagging", "files": {"train": "a/t.txt", "test": "/abs/t"}}],
+                         "embeddings": {"glove": "vectors/glove.txt"}}, tmp_path)
+    assert cfg["tasks"][0]["data_dir"] == str(tmp_path / "brown")
+    assert cfg["tasks"][1]["files"] == {"train": str(tmp_path / "a/t.txt"), "test": "/abs/t"}
+    assert cfg["embeddings"]["glove"] == str(tmp_path / "vectors/glove.txt")
+
+
+def test_glove_is_fetched_with_a_message_or_read_from_your_file(tmp_path, monkeypatch, capsys):
+    import numpy as np
+    from elmo.data import sources
+    from elmo.tasks import embeddings
+    folder = tmp_path / "glove"
+    folder.mkdir()
+    (folder / "vocab.txt").write_text("the\ncat\n")
+    np.save(folder / "vectors.npy", np.ones((2, 3), dtype=np.float32))
+    monkeypatch.setattr(embeddings, "_GLOVE_CACHE", {})
+    monkeypatch.setattr(sources, "is_ready", lambda name, home=None: False)
+    fetched = []
+    monkeypatch.setattr(sources, "get", lambda name, log=print: fetched.append(name) or folder)
+    vocab, matrix, info = embeddings.build_embeddings([["the", "dog"]], [], {"glove": None})
+    assert fetched == ["glove-50d"] and matrix.shape == (4, 3)
+    err = capsys.readouterr().err
+    assert "fetching it now" in err and "--glove PATH" in err
+    text = tmp_path / "mine.txt"
+    text.write_text("the 1 2\ncat 3 4\n")
+    vocab, matrix, info = embeddings.build_embeddings([["the"]], [], {"glove": str(text)})
+    assert matrix.shape == (3, 2) and fetched == ["glove-50d"]
+    with pytest.raises(FileNotFoundError, match="nope.txt: no such GloVe file"):
+        embeddings.build_embeddings([["the"]], [], {"glove": str(tmp_path / "nope.txt")})
