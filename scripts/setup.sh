@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Create .venv and install the package with its test, plot and data extras.
+# Create .venv and install the package with its test, plot, data and zh extras.
 # The CPU build of torch goes in first, so that no dependency pulls a multi-GB CUDA build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,4 +11,4 @@ python -m pip install --quiet "torch==2.13.0"
 if python -m pip show elmo 2>/dev/null | grep -q "^Editable project location: $PWD\$"; then
     python -m pip uninstall --quiet -y elmo
 fi
-python -m pip install --quiet -e ".[test,plots,data]"
+python -m pip install --quiet -e ".[test,plots,data,zh]"

@@ -51,7 +51,7 @@ def predict(args: argparse.Namespace) -> int:
 
     from ..tasks.models import TaskModel
     from ..tasks.saved import predict_examples, to_examples
-    from ..weights import atomic_write_text
+    from ..io import atomic_write_text
 
     torch.set_num_threads(max(1, args.threads))
     model = TaskModel.load(args.model, bilm=args.bilm)
