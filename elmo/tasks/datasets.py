@@ -1,8 +1,10 @@
-"""Task data for the experiments: the fixed splits written by ``elmo data get``, as examples.
+"""Task data for the experiments, as examples: your own files, or a built-in task.
 
-Each loader reads one corpus in this project's standard form (see :mod:`elmo.data.sources`)
-and returns a :class:`TaskData`. The splits are the committed, documented ones of
-:mod:`elmo.data.splits`; nothing here re-splits. A task spec may ask for a smaller part of
+A built-in task is a preset of the file mechanism of :mod:`.files`: it reads one corpus in
+this project's standard form (see :mod:`elmo.data.sources`) with a fixed format and label
+rule. Its splits are the committed, documented ones of :mod:`elmo.data.splits`; nothing here
+re-splits them (a task from your own files without a dev file is the one exception, see
+:func:`load_task`). A task spec may ask for a smaller part of
 a split (``max_train``, ``max_dev``, ``max_test``): the part is a sample drawn with a fixed
 ``subset_seed`` (default 0), independent of the run seeds, so every variant and seed of an
 experiment sees exactly the same examples.
@@ -18,7 +20,6 @@ experiment sees exactly the same examples.
 """
 from __future__ import annotations
 
-import json
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -64,24 +65,6 @@ class TaskData:
 
     def sizes(self) -> Dict[str, int]:
         return {k: len(v) for k, v in self.splits.items()}
-
-
-# ----------------------------------------------------------------------------- file readers
-def read_sentiment_tsv(path: Path) -> List[tuple]:
-    """(id, rating, tokens) rows of a standard-form sentiment file
-    (``id<TAB>rating<TAB>tokenized sentence``)."""
-    rows = []
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            parts = line.rstrip("\n").split("\t")
-            if len(parts) >= 3 and parts[2].strip():
-                rows.append((parts[0], float(parts[1]), parts[2].split()))
-    return rows
-
-
-def read_jsonl(path: Path) -> List[dict]:
-    with open(path, encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
 
 
 # ----------------------------------------------------------------------------- label rules
