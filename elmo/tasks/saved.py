@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Dict, List, Optional, Sequence, Union
 
 import torch
@@ -147,12 +148,9 @@ def load(folder: Union[str, Path], bilm: Optional[str] = None, device=None):
                                      e["finetune"], e["do_layer_norm"])
         lam = float(e["lambda"])
 
-    class _Shape:                     # what build_model reads of a task
-        kind = cfg["kind"]
-
-    _Shape.labels = labels
-    emb = torch.zeros(cfg["vocab_size"], cfg["embedding_dim"])
-    model = build_model(_Shape, emb, cfg["model"], elmo_features, lam)
+    shape = SimpleNamespace(kind=cfg["kind"], labels=labels)     # what build_model reads
+    emb = torch.zeros(cfg["vocab_size"], cfg["embedding_dim"])   # overwritten by the weights
+    model = build_model(shape, emb, cfg["model"], elmo_features, lam)
     state = load_file(str(folder / "model.safetensors"))
     missing, unexpected = model.load_state_dict(state, strict=False)
     missing = [k for k in missing if not (e is not None and not e["bilm_weights_saved"]
