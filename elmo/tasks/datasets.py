@@ -247,6 +247,11 @@ def _load_files(spec: dict):
     if spec.get("tokenize") and kind == "tagging":
         raise TaskDataError(f"{where}: 'tokenize' is not for tagging (the tags belong to the "
                             f"tokens as given)")
+    if kind == "tagging" and spec.get("max_tokens"):
+        raise TaskDataError(f"{where}: max_tokens is not for tagging (every token is tagged "
+                            f"and scored)")
+    if kind != "pair" and spec.get("max_tokens_b"):
+        raise TaskDataError(f"{where}: max_tokens_b is only for pair tasks")
     fmt = check_format(spec.get("format"), kind, where)
     paths = {split: Path(p) for split, p in files.items() if p}
     for split, path in paths.items():
