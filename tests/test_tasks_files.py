@@ -175,6 +175,9 @@ def test_bad_specs_name_the_setting(tmp_path):
     with pytest.raises(TaskDataError, match="unknown keys \\['max_token'\\]"):
         load_task({"task": "tagging", "format": {"type": "word_tag"}, "files": files,
                    "max_token": 5})
+    with pytest.raises(TaskDataError, match="max_tokens is not for tagging"):
+        load_task({"task": "tagging", "format": {"type": "word_tag"}, "files": files,
+                   "max_tokens": 5})
     with pytest.raises(TaskDataError, match="metric 'span_f1' is not for classification"):
         load_task({"task": "classification", "metric": "span_f1", "files": files,
                    "format": {"type": "tsv", "text": 0, "label": 1}})
