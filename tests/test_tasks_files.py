@@ -193,6 +193,14 @@ def test_results_are_not_overwritten_without_resume_or_overwrite(tmp_path, capsy
     assert "--resume keeps its finished runs, --overwrite starts again" in capsys.readouterr().err
     assert (out / "results.json").read_text() == before
     assert main(["experiment", str(config), "--out", str(out), "--quiet", "--overwrite"]) == 0
+    first = json.loads((out / "results.json").read_text())["runs"]
+    assert main(["experiment", str(config), "--out", str(out), "--quiet", "--resume"]) == 0
+    assert json.loads((out / "results.json").read_text())["runs"] == first   # nothing new
+    train = tmp_path / "data" / "tagging-train.conll"                  # the data changes:
+    train.write_text(train.read_text().replace("\tO\n", "\tO\n", 1) + "\ncat\tX\tB-ani\n")
+    assert main(["experiment", str(config), "--out", str(out), "--quiet", "--resume"]) == 0
+    again = json.loads((out / "results.json").read_text())["runs"]
+    assert len(again) == 1 and again[0]["fingerprint"] != first[0]["fingerprint"]
 
 
 def _metric(name, gold, guess):

@@ -166,10 +166,29 @@ _NOT_RESULT_KEYS = {"name", "description", "variants", "tasks", "seeds", "out", 
 def run_fingerprint(cfg: dict, spec: dict, variant: dict) -> str:
     """What decides one run's result besides its seed: the task entry, the variant and the
     shared settings. ``resume`` reuses an earlier run when this matches, so variants can be
-    added to an experiment (or its description edited) without training the others again."""
+    added to an experiment (or its description edited) without training the others again.
+    A task read from your files (``files``, or a built-in task's ``data_dir``) also counts
+    their contents, so an edited file is trained on again."""
     common = {k: v for k, v in cfg.items() if k not in _NOT_RESULT_KEYS}
-    text = json.dumps({"task": spec, "variant": variant, "common": common}, sort_keys=True)
+    content = {"task": spec, "variant": variant, "common": common}
+    data = _data_checksums(spec)
+    if data:
+        content["data"] = data
+    text = json.dumps(content, sort_keys=True)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def _data_checksums(spec: dict) -> Dict[str, Optional[str]]:
+    """split -> SHA-256 of the user-supplied files a task spec reads (None when missing);
+    empty for a built-in task read from the cache, whose files are pinned by `elmo data`."""
+    from .datasets import TASKS
+    from .files import file_sha256
+    paths: Dict[str, Path] = {}
+    if isinstance(spec.get("files"), dict):
+        paths = {k: Path(v) for k, v in spec["files"].items() if v}
+    elif spec.get("data_dir") and spec.get("task") in TASKS:
+        paths = {k: Path(spec["data_dir"]) / f for k, f in TASKS[spec["task"]].files.items()}
+    return {k: file_sha256(p) if p.is_file() else None for k, p in sorted(paths.items())}
 
 
 def baseline_name(cfg: dict) -> str:
@@ -513,8 +532,10 @@ def run_experiment(cfg: dict, out: Optional[str | Path] = None, resume: bool = F
         old = json.loads(results_path.read_text(encoding="utf-8"))
         planned = {run_fingerprint(cfg, spec, v) for spec in cfg["tasks"] for v in cfg["variants"]}
         same = old.get("config") == cfg
+        # a record's fingerprint decides (it counts the data files); same config: old records
         done = [r for r in old.get("runs", [])
-                if r["seed"] in cfg["seeds"] and (same or r.get("fingerprint") in planned)]
+                if r["seed"] in cfg["seeds"] and (r.get("fingerprint") in planned
+                                                  or (same and "fingerprint" not in r))]
         described = old.get("bilms", {})
         log(f"resuming: {len(done)} of {len(old.get('runs', []))} runs in {results_path} "
             f"match this config and are kept")
