@@ -175,6 +175,11 @@ def test_bad_specs_name_the_setting(tmp_path):
     with pytest.raises(TaskDataError, match="unknown keys \\['max_token'\\]"):
         load_task({"task": "tagging", "format": {"type": "word_tag"}, "files": files,
                    "max_token": 5})
+    with pytest.raises(TaskDataError, match="format.label must be a header name or a column number"):
+        load_task({"task": "classification", "files": files,
+                   "format": {"type": "tsv", "text": 0, "label": -1}})
+    with pytest.raises(TaskDataError, match="format.word must be a column number"):
+        load_task({"task": "tagging", "files": files, "format": {"type": "conll", "word": "w"}})
     with pytest.raises(TaskDataError, match="max_tokens is not for tagging"):
         load_task({"task": "tagging", "format": {"type": "word_tag"}, "files": files,
                    "max_tokens": 5})

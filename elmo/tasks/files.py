@@ -71,6 +71,10 @@ def check_format(fmt: dict, kind: str, where: str) -> dict:
     if t == "conll":
         out.setdefault("word", 0)
         out.setdefault("label", -1)
+        for key in ("word", "label"):
+            if not isinstance(out[key], int) or isinstance(out[key], bool):
+                raise TaskDataError(f"{where}: format.{key} must be a column number (0 = the "
+                                    f"first, -1 = the last), got {out[key]!r}")
     elif t == "word_tag":
         out.setdefault("separator", "/")
         if not out["separator"]:
@@ -84,6 +88,12 @@ def check_format(fmt: dict, kind: str, where: str) -> dict:
         if kind != "pair" and out.get("text_b") is not None:
             raise TaskDataError(f"{where}: format.text_b is only for pair tasks")
         if t == "tsv":
+            for key in ("text", "label", "text_b"):
+                col = out.get(key)
+                if col is not None and not (isinstance(col, str) or (
+                        isinstance(col, int) and not isinstance(col, bool) and col >= 0)):
+                    raise TaskDataError(f"{where}: format.{key} must be a header name or a "
+                                        f"column number from 0, got {col!r}")
             named = any(isinstance(out.get(k), str) for k in ("text", "label", "text_b"))
             out.setdefault("header", named)
             out.setdefault("delimiter", "\t")
