@@ -62,9 +62,6 @@ class LSTMSequence(torch.autograd.Function):
         hs = gate_inputs.new_empty(d, n, proj)       # h_t after the clip: the outputs
         c_mask = gate_inputs.new_empty(d, n, hid, dtype=torch.bool) if cell_clip is not None else None
         h_mask = gate_inputs.new_empty(d, n, proj, dtype=torch.bool) if proj_clip is not None else None
-        # The weight arrives as a transposed view of the stored (D, 4H, P) parameter; the
-        # per-step product runs about 15% faster from a contiguous (D, P, 4H) copy (made once)
-        w_hh = weight_hh.contiguous()
         c, h = c0, h0
         finished_c: List[torch.Tensor] = []
         finished_h: List[torch.Tensor] = []
@@ -75,14 +72,14 @@ class LSTMSequence(torch.autograd.Function):
                 finished_h.append(h[:, bs:])
                 c, h = c[:, :bs], h[:, :bs]
             s = slice(offset, offset + bs)
-            gates = torch.baddbmm(gate_inputs[:, s], h, w_hh)        # (D, bs, 4H)
+            gates = torch.baddbmm(gate_inputs[:, s], h, weight_hh)        # (D, bs, 4H)
             a = acts[:, s]
             torch.sigmoid(gates, out=a)
             torch.tanh(gates[..., hid:2 * hid], out=a[..., hid:2 * hid])
             gi, gj, gf, go = a.chunk(4, dim=-1)
             c_new = cells[:, s]
             torch.mul(gi, gj, out=c_new)
-            c_new.addcmul_(gf, c)
+            c_new.add_(gf * c)
             if cell_clip is not None:
                 _clip_mask(c_new, cell_clip, c_mask[:, s])
                 c_new.clamp_(-cell_clip, cell_clip)
@@ -120,11 +117,6 @@ class LSTMSequence(torch.autograd.Function):
         d_h_pre = acts.new_empty(d, n, hs.shape[2])   # gradient of h_t before its clip
         w_hh_t = weight_hh.transpose(1, 2)            # (D, 4H, P)
         w_proj_t = weight_proj.transpose(1, 2)        # (D, P, H)
-        # Everything of the gates' chain rule that does not depend on the incoming gradients,
-        # for all steps at once (a few large passes instead of about 20 small operations per
-        # step); the recurrence below then multiplies by these factors, 3 operations a step.
-        c_prev_all = _shifted(c0, cells, sizes, offsets)              # c_{t-1} of every slot
-        factors, d_c_from_m = _gate_factors(acts, tanh_c, c_prev_all)
         # dh, dc: gradients reaching h_t, c_t of the rows still running, from later steps
         dh = grad_h_final[:, :0]
         dc = grad_c_final[:, :0]
@@ -138,58 +130,33 @@ class LSTMSequence(torch.autograd.Function):
                 dh = torch.where(h_mask[:, s], dh, 0.0)   # as clamp's backward
             d_h_pre[:, s] = dh
             dm = torch.bmm(dh, w_proj_t)                               # (D, bs, H)
-            dc = torch.addcmul(dc, dm, d_c_from_m[:, s])              # + dm * o (1 - tanh(c)^2)
+            gi, gj, gf, go = acts[:, s].chunk(4, dim=-1)
+            tc = tanh_c[:, s]
+            dc = dc + dm * go * (1 - tc * tc)
             if c_mask is not None:
                 dc = torch.where(c_mask[:, s], dc, 0.0)
+            c_prev = c0[:, :bs] if t == 0 else cells[:, offsets[t - 1]:offsets[t - 1] + bs]
             dg = d_gates[:, s]
-            # gates i, j, f: dc times their factors, as one (D, bs, 3, H) product
-            torch.mul(factors[:, s, :3 * hid].unflatten(-1, (3, hid)), dc.unsqueeze(2),
-                      out=dg[..., :3 * hid].unflatten(-1, (3, hid)))
-            torch.mul(dm, factors[:, s, 3 * hid:], out=dg[..., 3 * hid:])  # gate o: dm times its
-            dc = dc * acts[:, s, 2 * hid:3 * hid]                      # through c_t = f c_{t-1} + ...
+            di, dj, df, do = dg.chunk(4, dim=-1)
+            torch.mul(dc * gj, gi * (1 - gi), out=di)
+            torch.mul(dc * gi, 1 - gj * gj, out=dj)
+            torch.mul(dc * c_prev, gf * (1 - gf), out=df)
+            torch.mul(dm * tc, go * (1 - go), out=do)
+            dc = dc * gf
             dh = torch.bmm(dg, w_hh_t)                                 # (D, bs, P)
         # rows that never ran pass the final state's gradient to the initial state
         grad_h0 = torch.cat([dh, grad_h_final[:, dh.shape[1]:]], dim=1)
         grad_c0 = torch.cat([dc, grad_c_final[:, dc.shape[1]:]], dim=1)
         # h_{t-1} of every packed slot: h0 for step 0, else the previous step's outputs
-        h_prev = _shifted(h0, hs, sizes, offsets)
+        h_prev = torch.cat([h0[:, :sizes[0]]]
+                           + [hs[:, offsets[t - 1]:offsets[t - 1] + sizes[t]] for t in range(1, len(sizes))],
+                           dim=1) if sizes else h0[:, :0]
         # Computed transposed and handed back as a transposed view: the weights arrive as
         # transposed views of the stored (D, 4H, P) and (D, P, H) parameters, so autograd's
         # transpose turns these back into contiguous gradients (no copy when accumulating).
         grad_w_hh = torch.bmm(d_gates.transpose(1, 2), h_prev).transpose(1, 2)      # (D, P, 4H)
         grad_w_proj = torch.bmm(d_h_pre.transpose(1, 2), cell_out).transpose(1, 2)  # (D, H, P)
         return d_gates, grad_w_hh, grad_w_proj, grad_c0, grad_h0, None, None, None
-
-
-def _shifted(first: torch.Tensor, packed: torch.Tensor, sizes: Sequence[int],
-             offsets: Sequence[int]) -> torch.Tensor:
-    """The previous step's value at every packed slot: ``first`` (D, B, X) for step 0, else
-    the slot of the same row one step earlier in ``packed`` (D, N, X). Returns (D, N, X)."""
-    if not sizes:
-        return first[:, :0]
-    return torch.cat([first[:, :sizes[0]]]
-                     + [packed[:, offsets[t - 1]:offsets[t - 1] + sizes[t]] for t in range(1, len(sizes))],
-                     dim=1)
-
-
-def _gate_factors(acts: torch.Tensor, tanh_c: torch.Tensor, c_prev: torch.Tensor
-                  ) -> Tuple[torch.Tensor, torch.Tensor]:
-    """The chain rule's factors of every slot, from the forward's saved values.
-
-    acts (D, N, 4H) = [i, j, f, o] activations, tanh_c and c_prev (D, N, H). Returns
-    ``factors`` (D, N, 4H): d gate_pre / dc for i, j, f (j i (1 - i), i (1 - j^2),
-    c_prev f (1 - f)) and d o_pre / dm (tanh(c) o (1 - o)); and dc/dm = o (1 - tanh(c)^2)
-    (D, N, H). Products as autograd's sigmoid' = y (1 - y) and tanh' = 1 - y^2, up to rounding.
-    """
-    gi, gj, gf, go = acts.chunk(4, dim=-1)
-    factors = torch.empty_like(acts)
-    fi, fj, ff, fo = factors.chunk(4, dim=-1)
-    torch.mul(gi, gj, out=fi).mul_(1 - gi)
-    torch.mul(gj, gj, out=fj).neg_().add_(1).mul_(gi)
-    torch.mul(gf, 1 - gf, out=ff).mul_(c_prev)
-    torch.mul(go, 1 - go, out=fo).mul_(tanh_c)
-    d_c_from_m = torch.mul(tanh_c, tanh_c).neg_().add_(1).mul_(go)
-    return factors, d_c_from_m
 
 
 def lstm_sequence(gate_inputs: torch.Tensor, weight_hh: torch.Tensor, weight_proj: torch.Tensor,
