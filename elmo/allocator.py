@@ -7,13 +7,6 @@ each step then pays page faults for memory it just gave away. Raising the mmap t
 disabling trimming keeps those pages mapped: the process's resident memory stays at its peak
 instead of breathing, and the steps get faster. It is what ``MALLOC_MMAP_THRESHOLD_`` and
 ``MALLOC_TRIM_THRESHOLD_`` do from the environment, set from inside the process.
-
-glibc accepts an mmap threshold of at most 32 MiB on 64-bit systems, and a training step has
-larger blocks (the sampled softmax's (1280, 8192) logits, their exponential and gradient are
-40 MiB each): those would still be mapped and unmapped every time, paying a page fault per
-4 KiB (a pass over such a fresh block took about 2.7x as long as over a reused one). So
-mapping is turned off as well (``M_MMAP_MAX`` 0, as ``MALLOC_MMAP_MAX_=0``): every block comes
-from the heap and is reused. glibc still maps a block when the heap cannot grow.
 """
 from __future__ import annotations
 
@@ -23,8 +16,6 @@ import sys
 
 _M_TRIM_THRESHOLD = -1
 _M_MMAP_THRESHOLD = -3
-_M_MMAP_MAX = -4
-_DEFAULT_MMAP_MAX = 65536  # glibc's default number of mapped blocks
 
 
 def _libc():
@@ -40,15 +31,13 @@ def _libc():
 
 
 def keep_freed_memory(mmap_threshold: int = 32 * 1024 * 1024) -> bool:
-    """Set glibc's mmap threshold to ``mmap_threshold`` bytes (capped at what glibc accepts),
-    turn trimming off, and stop mapping blocks of their own (see the module's docstring).
+    """Set glibc's mmap threshold to ``mmap_threshold`` bytes and turn trimming off.
 
     Returns False (and changes nothing) where the C library is not glibc."""
     libc = _libc()
     if libc is None:
         return False
-    ok = libc.mallopt(_M_MMAP_THRESHOLD, min(mmap_threshold, 32 * 1024 * 1024)) == 1
-    ok = ok and libc.mallopt(_M_MMAP_MAX, 0) == 1
+    ok = libc.mallopt(_M_MMAP_THRESHOLD, mmap_threshold) == 1
     return ok and libc.mallopt(_M_TRIM_THRESHOLD, 2 ** 31 - 1) == 1
 
 
@@ -59,7 +48,6 @@ def return_freed_memory() -> bool:
     libc = _libc()
     if libc is None:
         return False
-    libc.mallopt(_M_MMAP_MAX, _DEFAULT_MMAP_MAX)
     libc.mallopt(_M_MMAP_THRESHOLD, 128 * 1024)
     libc.mallopt(_M_TRIM_THRESHOLD, 128 * 1024)
     libc.malloc_trim(0)

@@ -29,20 +29,3 @@ def test_freed_blocks_are_kept_then_returned():
     return_freed_memory()
     after = _rss_mib()
     assert kept - returned > 12 and kept - after > 12
-
-
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc mallopt")
-def test_blocks_above_glibcs_largest_mmap_threshold_are_kept_too():
-    # glibc caps the mmap threshold at 32 MiB: a 48 MiB block stays only because mapping is off
-    if not return_freed_memory():
-        pytest.skip("not glibc")
-    block = torch.ones(12 * 2 ** 20)
-    del block
-    returned = _rss_mib()
-    assert keep_freed_memory(mmap_threshold=2 ** 30)   # more than glibc accepts: capped, not refused
-    block = torch.ones(12 * 2 ** 20)
-    del block
-    kept = _rss_mib()
-    return_freed_memory()
-    after = _rss_mib()
-    assert kept - returned > 40 and kept - after > 40
