@@ -1,6 +1,6 @@
 """Training speed of the biLM language model against a peer-faithful reference, in one process.
 
-    python benchmarks/train.py [--steps 5] [--threads N] [--bf16] [--negatives 8192] [--profile]
+    python benchmarks/train.py [--steps 5] [--threads N] [--bf16] [--negatives 8192] [--profile] [--heap-only]
 
 The small configuration (1024 cells, projection 128, 2048 CNN filters), a 10k-word vocabulary
 built from Brown sentences, batches of 32 rows x 20 steps packed as in the original trainer,
@@ -62,6 +62,22 @@ class _ListStream:
         return s
 
 
+def _heap_only() -> bool:
+    """Stop glibc from mapping blocks of their own (``MALLOC_MMAP_MAX_=0``): blocks above the
+    32 MiB cap of its mmap threshold, which keep_freed_memory cannot keep (the reference's
+    padded convolution maps and (1280, 10000) logits), then come from the untrimmed heap too.
+    The peak-memory column is then not comparable with a run without it."""
+    if not sys.platform.startswith("linux"):
+        return False
+    import ctypes
+    import ctypes.util
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        return libc.mallopt(-4, 0) == 1  # M_MMAP_MAX
+    except (OSError, AttributeError):
+        return False
+
+
 def reference_loss(model: LanguageModel, batch) -> torch.Tensor:
     """The same loss as LanguageModel.forward with the full softmax (zero initial state),
     computed as the peer does: padded CNN, per-step cells, plain softmax over the vocabulary."""
@@ -96,12 +112,17 @@ def main() -> None:
     parser.add_argument("--vocab-size", type=int, default=10_000)
     parser.add_argument("--bf16", action="store_true", help="also time the opt-in bf16 autocast")
     parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--heap-only", action="store_true",
+                        help="also keep freed blocks above glibc's 32 MiB mmap-threshold cap (M_MMAP_MAX 0), "
+                             "for both implementations (see benchmarks/RESULTS.md)")
     parser.add_argument("--profile", action="store_true",
                         help="after timing, print torch.profiler's table of 3 steps of ours")
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
     keep_freed_memory()  # as `elmo train` does; it applies to both implementations alike
+    if args.heap_only and not _heap_only():
+        parser.error("--heap-only needs glibc")
 
     sentences = brown_sentences(limit=60_000, min_len=1)
     counts = Counter(w for s in sentences for w in s)
@@ -118,7 +139,7 @@ def main() -> None:
     optimizers = {"reference": torch.optim.Adagrad(model.parameters(), lr=0.2, initial_accumulator_value=1.0),
                   "elmo": adagrad(model.parameters(), 0.2, 1.0)}
     tokens = args.batch_size * args.unroll_steps
-    print(f"machine: {torch.get_num_threads()} threads; model: small (1024 cells, projection 128, 2048 filters), "
+    print(f"machine: {torch.get_num_threads()} threads{'; heap only' if args.heap_only else ''}; model: small (1024 cells, projection 128, 2048 filters), "
           f"{n_params / 1e6:.1f}M parameters with the softmax; vocabulary {len(vocab):,}; batch "
           f"{args.batch_size} x {args.unroll_steps}; {args.negatives} shared negatives")
 
