@@ -145,3 +145,33 @@ def test_training_uses_the_fast_path_and_inference_does_not(monkeypatch):
     assert calls == []
     stack(x, torch.tensor([4, 2, 1]))
     assert len(calls) == 2
+
+
+def test_under_bf16_autocast_the_fast_path_runs_in_bf16_and_matches(monkeypatch):
+    """Opt-in bf16 training: the layer runs as one function in bf16; its outputs and gradients
+    are those of the per-step path under autocast and of float32, to bf16's precision."""
+    calls = []
+    original = LSTMSequence.apply
+    monkeypatch.setattr(LSTMSequence, "apply", lambda *a: calls.append(a[0].dtype) or original(*a))
+    torch.manual_seed(0)
+    stack = BiLSTMStack(I, 16, 8, n_layers=2, cell_clip=3.0, proj_clip=3.0)
+    lengths = torch.tensor([6, 3, 6, 1])
+    x = torch.randn(4, 6, I, requires_grad=True)
+    params = list(stack.parameters()) + [x]
+    weights = torch.linspace(-1, 1, 4 * 6 * 16).view(4, 6, 16)
+    results = {}
+    for name, fast, bf16 in (("fp32", True, False), ("per-step", False, True), ("fast", True, True)):
+        monkeypatch.setattr(lstm_module, "wants_fast_path", lambda *a, fast=fast: fast)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            layers, _ = stack(x, lengths)
+        loss = (layers[-1].float() * weights).sum()
+        results[name] = (layers[-1].detach().float(), torch.autograd.grad(loss, params), layers[-1].dtype)
+    assert calls == [torch.float32] * 2 + [torch.bfloat16] * 2
+    assert results["fast"][2] == results["per-step"][2] == torch.bfloat16
+    exact_out, exact_grads, _ = results["fp32"]
+    for name in ("per-step", "fast"):
+        out, grads, _ = results[name]
+        assert float((out - exact_out).norm() / exact_out.norm()) < 0.03, name
+        for g, e in zip(grads, exact_grads):
+            assert g.dtype == e.dtype == torch.float32  # the parameters' gradients stay float32
+            assert float((g - e).norm() / e.norm()) < 0.05, name

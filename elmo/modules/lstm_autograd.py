@@ -172,10 +172,9 @@ def lstm_sequence(gate_inputs: torch.Tensor, weight_hh: torch.Tensor, weight_pro
 
 def wants_fast_path(x: torch.Tensor, weight: torch.Tensor) -> bool:
     """Whether a layer should run as :class:`LSTMSequence`: when gradients are recorded for
-    its weights (training), and not under autocast (whose per-operation casts the function
-    does not repeat; those steps take the per-step path)."""
-    return (torch.is_grad_enabled() and (weight.requires_grad or x.requires_grad)
-            and not torch.is_autocast_enabled(x.device.type))
+    its weights or input (training). Under autocast it runs too, in the autocast dtype (see
+    :func:`run_lstm_layer_autograd`)."""
+    return torch.is_grad_enabled() and (weight.requires_grad or x.requires_grad)
 
 
 def run_lstm_layer_autograd(layer_input: torch.Tensor, weight_ih: torch.Tensor, bias: torch.Tensor,
@@ -187,6 +186,19 @@ def run_lstm_layer_autograd(layer_input: torch.Tensor, weight_ih: torch.Tensor, 
 
     The input products of all steps are one batched multiply (training holds every step's
     activations anyway), then :class:`LSTMSequence` runs the recurrence.
+
+    Under autocast (opt-in bf16 training) the function cannot repeat autocast's casts op by
+    op, so the whole layer runs in the autocast dtype: inputs, weights and state are cast once
+    (the casts' backward returns the gradients in the parameters' dtype), and the outputs and
+    final state come back in that dtype, as the per-step path under autocast gives them.
     """
+    device = layer_input.device.type
+    if torch.is_autocast_enabled(device):
+        dtype = torch.get_autocast_dtype(device)
+        with torch.autocast(device, enabled=False):
+            cast = [t.to(dtype) for t in (layer_input, weight_ih, bias, weight_hh, weight_proj) + tuple(state)]
+            layer_input, weight_ih, bias, weight_hh, weight_proj, c0, h0 = cast
+            return run_lstm_layer_autograd(layer_input, weight_ih, bias, batch_sizes, weight_hh, weight_proj,
+                                           (c0, h0), cell_clip, proj_clip)
     gate_inputs = torch.baddbmm(bias, layer_input, weight_ih)           # (D, N, 4H)
     return lstm_sequence(gate_inputs, weight_hh, weight_proj, state, batch_sizes, cell_clip, proj_clip)
