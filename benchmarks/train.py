@@ -153,6 +153,13 @@ def main() -> None:
     print(f"agreement (full softmax): loss {float(ours.detach()):.6f} vs reference {float(theirs.detach()):.6f}; "
           f"worst relative gradient difference {worst:.2e}")
     assert abs(float(ours.detach()) - float(theirs.detach())) < 1e-4 and worst < 1e-3, "the implementations disagree"
+    if args.bf16:  # how far the opt-in bf16 autocast is from fp32 on the same batch (full softmax)
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            low = model(batch, None, None)["loss"]
+        g_low = torch.autograd.grad(low, list(model.parameters()))
+        dev = max(float((a - b).norm() / (b.norm() + 1e-12)) for a, b in zip(g_low, g_ours))
+        print(f"bf16 autocast: loss {float(low.detach()):.6f} vs fp32 {float(ours.detach()):.6f}; "
+              f"largest relative gradient difference (norm, per parameter) {dev:.2e}")
 
     # 2. Timed training steps, alternating implementations so both see the same machine load.
     state = {}  # each implementation carries its own LSTM state
