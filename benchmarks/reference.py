@@ -4,6 +4,10 @@ It computes the same function as elmo.BiLM, the way common ports do: the charact
 on every position of the padded batch over all 50 characters, and each LSTM direction steps
 through the padded batch one time step at a time with its own input product, masking the
 rows that have ended. The benchmarks check that it agrees with the library before timing.
+
+Inference runs with autograd enabled, as AllenNLP's ``ElmoEmbedder`` does (it calls its biLM
+without ``torch.no_grad``); there the weights are loaded with ``requires_grad=False``, so no
+graph is recorded. ``benchmarks/inference.py`` freezes the weights the same way.
 """
 from __future__ import annotations
 
@@ -59,7 +63,6 @@ class ReferenceBiLM:
             out[:, t] = new_h * m
         return out
 
-    @torch.no_grad()
     def __call__(self, char_ids: torch.Tensor) -> List[torch.Tensor]:
         mask = (char_ids > 0).any(-1)
         ids = add_sentence_boundaries(char_ids, mask.sum(1))
