@@ -112,16 +112,20 @@ def run_single_sequence(layer_input: torch.Tensor, weight_ih: torch.Tensor, bias
     h_prev = state[1][:, 0]               # (D, P)
     hidden = layer_input.new_empty(n_dir, cells)
     i, j, f, o = gates.split(cells, dim=1)
+    # views made once: per-step indexing costs as much as the cell math on small models
+    w_hh_d, w_proj_d, gates_d, hidden_d = w_hh.unbind(0), w_proj.unbind(0), gates.unbind(0), hidden.unbind(0)
+    out_steps = out.unbind(1)
+    h_prev_d = h_prev.unbind(0)
     for start in range(0, steps, INPUT_CHUNK_STEPS):
         stop = min(start + INPUT_CHUNK_STEPS, steps)
-        gate_inputs = torch.baddbmm(bias, layer_input[:, start:stop], weight_ih)  # (D, n, 4H)
+        gate_inputs = torch.baddbmm(bias, layer_input[:, start:stop], weight_ih).unbind(1)  # n x (D, 4H)
         for t in range(start, stop):
             for d in range(n_dir):
                 if int8 is None:
-                    torch.mv(w_hh[d], h_prev[d], out=gates[d])
+                    torch.mv(w_hh_d[d], h_prev_d[d], out=gates_d[d])
                 else:
-                    int8[0].matvec(d, h_prev[d], out=gates[d])
-            gates += gate_inputs[:, t - start]
+                    int8[0].matvec(d, h_prev_d[d], out=gates_d[d])
+            gates += gate_inputs[t - start]
             # c = sigmoid(i) tanh(j) + sigmoid(f) c, in place in the gate buffer (the same
             # roundings as the general path, so the results are equal)
             i.sigmoid_().mul_(j.tanh_())
@@ -130,12 +134,13 @@ def run_single_sequence(layer_input: torch.Tensor, weight_ih: torch.Tensor, bias
                 c.clamp_(-cell_clip, cell_clip)
             torch.tanh(c, out=hidden)
             hidden.mul_(o.sigmoid_())
-            h_t = out[:, t]
+            h_t = out_steps[t]
+            h_prev_d = h_t.unbind(0)
             for d in range(n_dir):
                 if int8 is None:
-                    torch.mv(w_proj[d], hidden[d], out=h_t[d])
+                    torch.mv(w_proj_d[d], hidden_d[d], out=h_prev_d[d])
                 else:
-                    int8[1].matvec(d, hidden[d], out=h_t[d])
+                    int8[1].matvec(d, hidden_d[d], out=h_prev_d[d])
             if proj_clip is not None:
                 h_t.clamp_(-proj_clip, proj_clip)
             h_prev = h_t
