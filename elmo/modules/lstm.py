@@ -114,6 +114,13 @@ INPUT_CHUNK_STEPS = 32
 SINGLE_SEQUENCE_PATH = True
 
 
+def _autocast_on(device_type: str) -> bool:
+    try:
+        return torch.is_autocast_enabled(device_type)
+    except TypeError:  # PyTorch before 2.4: no device argument
+        return torch.is_autocast_cpu_enabled() if device_type == "cpu" else torch.is_autocast_enabled()
+
+
 def _batched_product(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
     """x (D, bs, K) @ weight (D, K, N) -> (D, bs, N).
 
@@ -147,7 +154,7 @@ def run_lstm_layer(layer_input: torch.Tensor, weight_ih: torch.Tensor, bias: tor
     """
     c, h = state
     if (SINGLE_SEQUENCE_PATH and not torch.is_grad_enabled() and h.shape[1] == 1 and batch_sizes
-            and layer_input.dtype == weight_hh.dtype and not torch.is_autocast_enabled(h.device.type)):
+            and layer_input.dtype == weight_hh.dtype and not _autocast_on(h.device.type)):
         return run_single_sequence(layer_input, weight_ih, bias, weight_hh, weight_proj, state,
                                    cell_clip, proj_clip, int8)
     outputs, finished_c, finished_h = [], [], []
