@@ -12,11 +12,21 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT="${OUT:-runs/gpu}"
 mkdir -p "$OUT"
-PY="${PYTHON:-.venv/bin/python}"
-[ -x "$PY" ] || PY=python3
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 SMOKE=0
 for arg in "$@"; do [ "$arg" = "--smoke" ] && SMOKE=1; done
+# The interpreter: $PYTHON, else the first of .venv and the system's python3 whose torch sees
+# CUDA (a .venv carried from a CPU machine has a CPU-only torch); --smoke takes the first.
+PY="${PYTHON:-}"
+if [ -z "$PY" ]; then
+    for candidate in .venv/bin/python python3; do
+        command -v "$candidate" >/dev/null 2>&1 || [ -x "$candidate" ] || continue
+        [ -z "$PY" ] && PY="$candidate"
+        if [ "$SMOKE" = 0 ] && "$candidate" -c "import torch, sys; sys.exit(not torch.cuda.is_available())" 2>/dev/null; then
+            PY="$candidate"; break
+        fi
+    done
+fi
 start=$SECONDS
 
 if [ "$SMOKE" = 1 ]; then
@@ -26,7 +36,8 @@ if [ "$SMOKE" = 1 ]; then
 else
     selection=()
 fi
-echo "== pytest -m cuda tests/test_cuda.py (device ${ELMO_TEST_DEVICE:-cuda})" | tee "$OUT/run.log"
+echo "== $PY: $("$PY" -c 'import torch; print("torch", torch.__version__, "cuda", torch.cuda.is_available())' 2>&1)" | tee "$OUT/run.log"
+echo "== pytest -m cuda tests/test_cuda.py (device ${ELMO_TEST_DEVICE:-cuda})" | tee -a "$OUT/run.log"
 timeout 240 "$PY" -m pytest -o addopts="" -q -m cuda tests/test_cuda.py -p no:cacheprovider "${selection[@]}" 2>&1 \
     | tee -a "$OUT/run.log"
 tests_rc=${PIPESTATUS[0]}
