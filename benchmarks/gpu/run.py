@@ -162,7 +162,7 @@ def inference(device, smoke: bool, clock: Clock) -> List[dict]:
                           "elmo-bf16": [float((a.float() - b).abs().max()) for a, b in zip(bf16(first)["activations"], exact)]}
             if int8 is not None:
                 deviations["elmo-int8"] = [float((a - b).abs().max()) for a, b in zip(int8(first)["activations"], exact)]
-        times = timed(impls, device, seconds=0.2 if smoke else 8)
+        times = timed(impls, device, seconds=0 if smoke else 8, min_rounds=1 if smoke else 3)
         for name, t in times.items():
             rows.append({"batch": bs, "impl": name, "tok_s": tokens / t, "vs_reference": times["reference"] / t})
             log(f"inference batch {bs:>3} {name:>18}: {tokens / t:10.1f} tok/s  {times['reference'] / t:6.2f}x")
@@ -239,7 +239,7 @@ def step_loop(device, smoke: bool, clock: Clock) -> List[dict]:
                 for _ in range(2):
                     rnn(seq)
         impls["cudnn-lstm (no clipping)"] = fused
-        times = timed(impls, device, seconds=0.2 if smoke else 4)
+        times = timed(impls, device, seconds=0 if smoke else 4, min_rounds=1 if smoke else 3)
         for name, t in times.items():
             us = 1e6 * t / steps
             rows.append({"batch": bs, "impl": name, "us_per_step": us, "note": notes.get(name, "")})
@@ -298,7 +298,7 @@ def train_steps(device, smoke: bool, clock: Clock) -> List[dict]:
                 opt.zero_grad(set_to_none=True)
                 state[0] = out["state"]
 
-            t = timed({"step": step}, device, seconds=0.2 if smoke else 6)["step"]
+            t = timed({"step": step}, device, seconds=0 if smoke else 6, min_rounds=1 if smoke else 3)["step"]
             mode = "bf16 autocast" if bf16 else "fp32"
             rows.append({"config": name, "mode": mode, "batch": f"{rows_} x {steps_}", "step_s": t,
                          "tok_s": rows_ * steps_ / t})
