@@ -13,10 +13,12 @@ of memory (the original model reads 80 MB per layer and step). This path therefo
 
 The results equal the general path's (the same products in the same order).
 
-**int8 weights** (opt-in, :func:`prepare_int8`): W_hh and W_proj stored as int8 with one scale
-per output row, multiplied by the bfloat16-rounded state with ``torch._weight_int8pack_mm``;
-a quarter of the bytes per step. The input products, biases and cell state stay float32. This
-changes the outputs (measured by ``benchmarks/inference.py --int8``), so it is never the default.
+**int8 weights** (opt-in, ``BiLSTMStack.use_int8()``): W_hh and W_proj stored as int8 with one
+scale per output row (:class:`Int8Weights`), multiplied with ``torch._weight_int8pack_mm`` by
+the state rounded to bfloat16, the products rounded to bfloat16; a quarter of the bytes per
+step. The input products, biases and cell state stay float32. This changes the outputs
+(measured by ``benchmarks/inference.py --int8``), so it is never the default; it applies at
+every batch size, so a sentence gets the same vectors alone or in a batch.
 """
 from __future__ import annotations
 
