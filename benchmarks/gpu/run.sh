@@ -44,9 +44,9 @@ tests_rc=${PIPESTATUS[0]}
 tests=$(tail -n 1 "$OUT/run.log")
 [ "$tests_rc" = 0 ] || tests="FAILED (exit $tests_rc): $tests"
 
-budget=$((500 - (SECONDS - start)))
+budget=$((470 - (SECONDS - start)))
 echo "== benchmarks/gpu/run.py (budget ${budget} s)" | tee -a "$OUT/run.log"
-timeout $((budget + 30)) "$PY" benchmarks/gpu/run.py --out "$OUT" --budget-s "$budget" --tests "$tests" "$@" 2>&1 \
+timeout $((budget + 20)) "$PY" benchmarks/gpu/run.py --out "$OUT" --budget-s "$budget" --tests "$tests" "$@" 2>&1 \
     | tee -a "$OUT/run.log"
 run_rc=${PIPESTATUS[0]}
 echo "== done in $((SECONDS - start)) s: tests exit $tests_rc, measurements exit $run_rc" | tee -a "$OUT/run.log"
