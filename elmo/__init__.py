@@ -1,7 +1,7 @@
 """ELMo: deep contextualised word representations (Peters et al., 2018) in PyTorch.
 
     import elmo
-    bilm = elmo.from_pretrained("default")             # a bundled model name, or a model folder
+    bilm = elmo.from_pretrained("default")             # a bundled or published name, a folder or a URL
     ids = elmo.batch_to_ids([["The", "bank", "closed", "."]])
     layers = bilm(ids)["activations"]                    # L + 1 tensors (B, T, 2P)
 
@@ -20,6 +20,7 @@ from .vocab import Vocabulary
 from .embedding import Embedder, embed_file, sentence_vectors
 from .weights import (WeightFileError, load_original, load_pretrained, save_original,
                       save_pretrained)
+from .allennlp_compat import ElmoEmbedder, ElmoTokenEmbedder
 
 __version__ = "0.1.0"
 
@@ -31,19 +32,44 @@ BUNDLED_MODELS = ("default", "fixture")
 DEFAULT_MODEL = "default"
 
 
-def model_path(name_or_path: str | Path) -> Path:
-    """The folder of a bundled model name, or the given path itself."""
+def _resolve(name_or_path: str | Path):
+    """A bundled name or local path as a folder; a published model's name or a URL as the
+    verified local files of :func:`elmo.hub.resolve` (downloaded into ``$ELMO_HOME`` once)."""
+    from .hub import registry
+    from .hub.download import is_url
+    from .hub.resolve import Local, resolve
+
     if isinstance(name_or_path, str) and name_or_path in BUNDLED_MODELS:
-        return Path(str(resources.files("elmo") / "resources" / name_or_path))
-    return Path(name_or_path)
+        return Local(folder=Path(str(resources.files("elmo") / "resources" / name_or_path)))
+    if is_url(name_or_path):
+        return resolve(name_or_path)
+    if isinstance(name_or_path, str) and name_or_path in registry.MODELS \
+            and not Path(name_or_path).exists():       # a local folder of that name wins
+        return resolve(name_or_path)
+    return Local(folder=Path(name_or_path))
+
+
+def model_path(name_or_path: str | Path) -> Path:
+    """The folder of a model: a bundled name, a local path as given, or a published model's
+    name or a URL (downloaded and verified; an options/weights pair gets a folder that links
+    to the cached files)."""
+    from .hub.resolve import as_folder
+
+    return as_folder(_resolve(name_or_path), str(name_or_path))
 
 
 def from_pretrained(name_or_path: str | Path, *, stateful: bool = False, device=None) -> BiLM:
-    """Load a bundled model by name (``"default"``, ``"fixture"``) or a model folder (native or
-    original layout)."""
-    return load_pretrained(model_path(name_or_path), stateful=stateful, device=device)
+    """Load a model: a bundled name (``"default"``, ``"fixture"``), a model folder (native or
+    original layout), a published model's name (``elmo models list``: ``"small"``,
+    ``"original"``, ``"manylangs-de"``, ...) or an http(s) URL (an ``...options.json`` with its
+    ``...weights.hdf5`` beside it, a ``...weights.hdf5``, or a model archive)."""
+    local = _resolve(name_or_path)
+    if local.folder is None:
+        return load_original(local.options, local.weights, stateful=stateful, device=device)
+    return load_pretrained(local.folder, stateful=stateful, device=device)
 
 
-__all__ = ["BiLM", "CharCNN", "CharCNNConfig", "ConfigError", "Elmo", "ElmoOptions", "LSTMConfig",
+__all__ = ["BiLM", "CharCNN", "CharCNNConfig", "ConfigError", "Elmo", "ElmoEmbedder", "ElmoOptions",
+           "ElmoTokenEmbedder", "LSTMConfig",
            "Embedder", "ScalarMix", "Vocabulary", "WeightFileError", "batch_to_ids", "embed_file", "from_pretrained",
            "load_original", "load_pretrained", "model_path", "save_original", "save_pretrained", "sentence_vectors"]

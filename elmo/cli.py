@@ -14,6 +14,7 @@ from typing import List, Optional
 #: Modules that add subcommands, in the order they appear in ``elmo --help``.
 COMMAND_MODULES = [
     "elmo.commands.core",
+    "elmo.commands.models",
     "elmo.commands.train",
     "elmo.commands.data",
     "elmo.commands.embed",
@@ -46,10 +47,11 @@ def main(argv: Optional[List[str]] = None) -> int:
         parser.print_help()
         return 2
     from .config import ConfigError
+    from .hub.download import DownloadError
     from .weights import WeightFileError
     try:
         result = args.func(args)
-    except (ConfigError, WeightFileError, FileNotFoundError, ValueError) as e:
+    except (ConfigError, WeightFileError, DownloadError, FileNotFoundError, ValueError) as e:
         # Expected user errors: one clear line, no traceback.
         print(f"elmo {args.command}: error: {e}", file=sys.stderr)
         return 1

@@ -154,7 +154,12 @@ def read_original_arrays(path: str | Path, options: ElmoOptions) -> Dict[str, np
 
 def load_original(options_file: str | Path, weight_file: str | Path, *, stateful: bool = False,
                   device: str | torch.device | None = None) -> BiLM:
-    """Build a :class:`BiLM` from options.json and the original HDF5 weights."""
+    """Build a :class:`BiLM` from options.json and the original HDF5 weights (paths, or http(s)
+    URLs that are downloaded into the cache and checked first, see :mod:`elmo.hub`)."""
+    from .hub.download import is_url
+    if is_url(options_file) or is_url(weight_file):
+        from .hub.resolve import local_pair
+        options_file, weight_file = local_pair(options_file, weight_file)
     options = ElmoOptions.from_file(options_file)
     bilm = BiLM(options, stateful=stateful)
     _assign_original_arrays(bilm, read_original_arrays(weight_file, options))

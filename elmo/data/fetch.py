@@ -172,10 +172,24 @@ def _archives(folder: Path) -> List[Path]:
                   if p.is_file() and p.suffix in (".whl", ".gz", ".tgz", ".deb", ".zip"))
 
 
+def _pinned_requirement(pkg: Package, folder: Path) -> Path:
+    """A requirements file naming ``pkg`` with its pinned hash, for pip's hash-checking mode.
+
+    With ``--require-hashes`` pip compares the archive's SHA-256 with the pin right after the
+    transfer, before it prepares a source archive's metadata. Preparing metadata runs the
+    package's own build code (``setup.py`` or its build backend), so a tampered archive must be
+    refused before that step, not by our own check afterwards.
+    """
+    path = folder / ".requirement.txt"
+    path.write_text(f"{pkg.spec} --hash=sha256:{pkg.sha256}\n")
+    return path
+
+
 def _client_command(pkg: Package, folder: Path) -> List[str]:
     if pkg.client == "pip":
         return [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet",
-                "--disable-pip-version-check", *pkg.client_args, "-d", str(folder), pkg.spec]
+                "--disable-pip-version-check", "--require-hashes", *pkg.client_args,
+                "-d", str(folder), "-r", str(_pinned_requirement(pkg, folder))]
     if pkg.client == "npm":
         return ["npm", "pack", "--silent", *pkg.client_args, pkg.spec]
     if pkg.client == "apt":
@@ -201,6 +215,9 @@ def _run_client(pkg: Package, folder: Path) -> None:
         last = lines[-1] if lines else f"exit status {result.returncode}"
         hint = (" If the apt package lists are missing, run `apt-get update` as root first."
                 if pkg.client == "apt" else "")
+        if pkg.client == "pip" and "DO NOT MATCH THE HASHES" in (result.stderr or ""):
+            raise DataError(f"pip fetched {pkg.spec} but its sha256 does not match the pinned "
+                            f"{pkg.sha256}; the archive was refused before any of its code ran")
         raise DataError(f"{pkg.client} could not fetch {pkg.spec} (offline, or the registry "
                         f"is unreachable?): {last.strip().rstrip('.')}.{hint}")
 

@@ -17,6 +17,7 @@ Two state modes:
 """
 from __future__ import annotations
 
+import math
 from typing import Dict, List, Optional
 
 import torch
@@ -103,18 +104,33 @@ class BiLM(nn.Module):
 
         Args:
             char_ids: (B, T, C) from :func:`elmo.batch_to_ids`; padded positions all zero.
+                Any leading shape works, e.g. (B, passages, T, C): every (T, C) slice is one
+                sentence and gets what it gets alone (stateless mode; up to float rounding).
             keep_sentence_boundaries: keep the ``<S>``/``</S>`` positions in the outputs.
 
         Returns:
-            ``activations``: L + 1 tensors (B, T', 2P), T' = T (or T + 2 with boundaries),
-            zero at padded positions; ``mask``: (B, T') bool.
+            ``activations``: L + 1 tensors (..., T', 2P), T' = T (or T + 2 with boundaries),
+            zero at padded positions; ``mask``: (..., T') bool. ``...`` is the input's leading
+            shape.
         """
-        if char_ids.dim() != 3:
-            raise ValueError(f"char_ids must be (batch, tokens, chars), got shape {tuple(char_ids.shape)}")
+        if char_ids.dim() < 3:
+            raise ValueError(f"char_ids must be (batch, tokens, chars) or (..., tokens, chars), "
+                             f"got shape {tuple(char_ids.shape)}")
         n_chars = self.options.char_cnn.max_characters_per_token
-        if char_ids.shape[2] != n_chars:
-            raise ValueError(f"char_ids has {char_ids.shape[2]} characters per token; this model "
+        if char_ids.shape[-1] != n_chars:
+            raise ValueError(f"char_ids has {char_ids.shape[-1]} characters per token; this model "
                              f"expects {n_chars} (pass max_characters_per_token to batch_to_ids)")
+        leading = tuple(char_ids.shape[:-2])
+        if len(leading) > 1:  # (..., T, C) -> (rows, T, C); rows in row-major order
+            char_ids = char_ids.reshape(math.prod(leading), *char_ids.shape[-2:])
+        out = self._forward_3d(char_ids, keep_sentence_boundaries)
+        if len(leading) > 1:
+            out = {"activations": [a.reshape(*leading, *a.shape[1:]) for a in out["activations"]],
+                   "mask": out["mask"].reshape(*leading, out["mask"].shape[-1])}
+        return out
+
+    def _forward_3d(self, char_ids: torch.Tensor, keep_sentence_boundaries: bool) -> Dict[str, object]:
+        """:meth:`forward` for (B, T, C) ids."""
         mask = (char_ids > 0).any(dim=-1)
         lengths = mask.sum(dim=1)
         with_bounds = add_sentence_boundaries(char_ids, lengths)

@@ -6,13 +6,14 @@ working after changing the import::
     elmo = Elmo(options_file, weight_file, num_output_representations=2, dropout=0.5)
     out = elmo(batch_to_ids(sentences))
     out["elmo_representations"]  # 2 tensors (B, T, 2P)
-    out["mask"]                  # (B, T) bool
+    out["mask"]                  # (B, T) bool; any leading shape works: (B, N, T, C) ids give (B, N, T, 2P)
 
 One difference: the biLM is stateless by default (a sentence always gets the same vectors);
 pass ``stateful=True`` for the original's carried state.
 """
 from __future__ import annotations
 
+import math
 from typing import Dict, List, Optional, Sequence
 
 import torch
@@ -27,7 +28,9 @@ class Elmo(nn.Module):
 
     Args:
         options_file, weight_file: the original options.json and HDF5 weights. Alternatively
-            pass a loaded ``module`` (a :class:`BiLM`) and leave both None.
+            pass a loaded ``module`` (a :class:`BiLM`) and leave both None. As in AllenNLP, any
+            other module with ``num_layers``, ``get_output_dim()`` and AllenNLP's forward (see
+            :meth:`_run_other_module`) works too.
         num_output_representations: number of independent mixes (e.g. one for the task
             model's input, one for its output).
         requires_grad: fine-tune the biLM too (default frozen).
@@ -65,6 +68,8 @@ class Elmo(nn.Module):
             module.eval()
         self._requires_grad = requires_grad
         if vocab_to_cache:
+            if not isinstance(module, BiLM):
+                raise ValueError(f"vocab_to_cache needs a BiLM; module= is a {type(module).__name__}")
             module.token_encoder.build_token_cache(vocab_to_cache)
         self._keep_sentence_boundaries = keep_sentence_boundaries
         self._dropout = nn.Dropout(p=dropout)
@@ -81,7 +86,9 @@ class Elmo(nn.Module):
         return self._elmo_lstm
 
     def get_output_dim(self) -> int:
-        return self._elmo_lstm.output_dim
+        if isinstance(self._elmo_lstm, BiLM):
+            return self._elmo_lstm.output_dim
+        return self._elmo_lstm.get_output_dim()  # AllenNLP's contract for module=
 
     def train(self, mode: bool = True) -> "Elmo":
         super().train(mode)
@@ -95,22 +102,66 @@ class Elmo(nn.Module):
 
     def forward(self, inputs: torch.Tensor, word_inputs: Optional[torch.Tensor] = None,
                 return_layers: bool = False) -> Dict[str, object]:
-        """inputs: (B, T, C) character ids from :func:`elmo.batch_to_ids`.
+        """inputs: (B, T, C) character ids from :func:`elmo.batch_to_ids`, or any leading
+        shape (..., T, C), e.g. (B, passages, T, C); each (T, C) slice is one sentence.
 
-        ``word_inputs`` is accepted for AllenNLP compatibility and ignored: the token cache is
-        looked up from the characters, so out-of-vocabulary words still get their CNN vectors.
+        ``word_inputs`` ((..., T) word ids, AllenNLP's cached-vocabulary input) must have the
+        shape of ``inputs`` without its last dimension; its values are not used: the token
+        cache is looked up from the characters, so out-of-vocabulary words still get their
+        CNN vectors.
 
-        Returns ``elmo_representations`` (list of (B, T, 2P)), ``mask`` (B, T), and with
-        ``return_layers`` also ``layers`` (L + 1 tensors (B, T, 2P), before mixing).
+        Returns ``elmo_representations`` (list of (..., T, 2P)), ``mask`` (..., T), and with
+        ``return_layers`` also ``layers`` (L + 1 tensors (..., T, 2P), before mixing). With
+        ``keep_sentence_boundaries`` T becomes T + 2.
+
+        With ``do_layer_norm`` each layer's mean and variance are over the sentences' tokens,
+        without the ``<S>``/``</S>`` positions (as bilm-tf; AllenNLP includes them) unless
+        ``keep_sentence_boundaries``; they are over the whole call, all leading dimensions.
         """
+        if inputs.dim() < 3:
+            raise ValueError(f"inputs must be character ids (batch, tokens, chars) or "
+                             f"(..., tokens, chars), got shape {tuple(inputs.shape)}")
+        if word_inputs is not None and tuple(word_inputs.shape) != tuple(inputs.shape[:-1]):
+            raise ValueError(f"word_inputs has shape {tuple(word_inputs.shape)}; with character ids "
+                             f"of shape {tuple(inputs.shape)} it must be {tuple(inputs.shape[:-1])}")
+        leading = tuple(inputs.shape[:-2])
         device = next(self._elmo_lstm.parameters()).device
-        inputs = inputs.to(device)
+        # (..., T, C) -> (N, T, C), rows in row-major order; each row is an independent sentence
+        inputs = inputs.to(device).reshape(math.prod(leading), *inputs.shape[-2:])
         with torch.set_grad_enabled(torch.is_grad_enabled() and self._requires_grad):
-            bilm_out = self._elmo_lstm(inputs, keep_sentence_boundaries=self._keep_sentence_boundaries)
-        layers: List[torch.Tensor] = bilm_out["activations"]
-        mask: torch.Tensor = bilm_out["mask"]
-        representations = [self._dropout(mix(layers, mask)) for mix in self.scalar_mixes]
-        out: Dict[str, object] = {"elmo_representations": representations, "mask": mask}
+            if isinstance(self._elmo_lstm, BiLM):
+                bilm_out = self._elmo_lstm(inputs, keep_sentence_boundaries=self._keep_sentence_boundaries)
+            else:
+                bilm_out = self._run_other_module(inputs, word_inputs)
+        layers: List[torch.Tensor] = bilm_out["activations"]          # L + 1 of (N, T', 2P)
+        mask: torch.Tensor = bilm_out["mask"]                         # (N, T')
+        unflat = lambda t: t.reshape(*leading, *t.shape[1:])
+        representations = [unflat(self._dropout(mix(layers, mask))) for mix in self.scalar_mixes]
+        out: Dict[str, object] = {"elmo_representations": representations, "mask": unflat(mask)}
         if return_layers:
-            out["layers"] = layers
+            out["layers"] = [unflat(layer) for layer in layers]
         return out
+
+    def _run_other_module(self, inputs: torch.Tensor, word_inputs: Optional[torch.Tensor]) -> Dict[str, object]:
+        """A ``module=`` that is not a :class:`BiLM`, on AllenNLP's contract: ``module(ids (N, T, C),
+        word_inputs (N, T) or None)`` returns ``activations`` (L + 1 of (N, T + 2, D)) and
+        ``mask`` (N, T + 2), both with ``<S>``/``</S>``. The boundaries are removed here unless
+        kept: row i keeps positions 1 .. len_i - 2, moved to 0 .. len_i - 3."""
+        if word_inputs is not None:
+            word_inputs = word_inputs.to(inputs.device).reshape(inputs.shape[:-1])
+        out = self._elmo_lstm(inputs, word_inputs)
+        try:
+            layers, mask = list(out["activations"]), out["mask"].bool()
+        except (TypeError, KeyError, AttributeError):
+            raise TypeError(f"module= {type(self._elmo_lstm).__name__} must return a dict with "
+                            f"'activations' (a list of tensors) and 'mask'") from None
+        if self._keep_sentence_boundaries:
+            return {"activations": layers, "mask": mask}
+        steps = mask.shape[1] - 2
+        if steps < 0:
+            raise ValueError(f"module= {type(self._elmo_lstm).__name__} returned a mask of shape "
+                             f"{tuple(mask.shape)}, without the two boundary positions")
+        lengths = (mask.sum(dim=1) - 2).clamp(min=0)                  # tokens without <S>, </S>
+        kept = torch.arange(steps, device=mask.device)[None, :] < lengths[:, None]
+        keep = kept.unsqueeze(-1)
+        return {"activations": [layer[:, 1:-1] * keep.to(layer.dtype) for layer in layers], "mask": kept}

@@ -1,0 +1,214 @@
+"""AllenNLP's other ELMo entry points, on this library's model.
+
+    from elmo import ElmoEmbedder, ElmoTokenEmbedder
+
+    embedder = ElmoEmbedder(options_file, weight_file)           # AllenNLP 0.9's commands.elmo
+    vectors = embedder.embed_sentence(["The", "bank", "."])      # numpy (L + 1, 3, D)
+    embedder.embed_file("sentences.txt", "vectors.hdf5", output_format="top")
+
+    token_embedder = ElmoTokenEmbedder(options_file, weight_file, projection_dim=64)
+    reps = token_embedder(batch_to_ids(sentences))                # (B, T, 64)
+
+Both keep AllenNLP's argument names and outputs. The differences (stateless by default, the
+bundled model as the default, windows for very long sentences, empty lines allowed) are listed
+in the README ("Differences from AllenNLP"). Nothing here is new computation:
+:class:`ElmoEmbedder` runs :class:`elmo.Embedder` and :func:`elmo.embed_file`, and
+:class:`ElmoTokenEmbedder` is an :class:`elmo.Elmo` with one mix and an optional projection.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from itertools import islice
+from pathlib import Path
+from typing import IO, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+import torch
+from torch import nn
+
+from .chars import batch_to_ids
+from .embedding import Embedder, embed_file
+from .embedding.embedder import DEFAULT_BATCH_SIZE
+from .embedding.windows import DEFAULT_MAX_TOKENS, DEFAULT_OVERLAP
+from .modules import BiLM, Elmo
+
+#: What ``embed_file``'s ``output_format`` may be, as in AllenNLP.
+OUTPUT_FORMATS = ("all", "top", "average")
+
+
+class ElmoTokenEmbedder(nn.Module):
+    """AllenNLP's ``ElmoTokenEmbedder``: one ELMo mix per token, optionally projected.
+
+    Args:
+        options_file, weight_file: the original options.json and HDF5 weights (or pass a
+            loaded BiLM as ``module=`` and leave both None).
+        do_layer_norm, dropout, requires_grad, vocab_to_cache, scalar_mix_parameters: as for
+            :class:`elmo.Elmo` (fixed ``scalar_mix_parameters`` are not trained, nor is gamma).
+        projection_dim: if given, a trainable linear layer maps each vector to this width.
+        module, stateful: passed to :class:`elmo.Elmo` (not in AllenNLP's signature).
+    """
+
+    def __init__(self, options_file: Optional[str] = None, weight_file: Optional[str] = None,
+                 do_layer_norm: bool = False, dropout: float = 0.5, requires_grad: bool = False,
+                 projection_dim: Optional[int] = None, vocab_to_cache: Optional[Sequence[str]] = None,
+                 scalar_mix_parameters: Optional[Sequence[float]] = None, *,
+                 module: Optional[BiLM] = None, stateful: bool = False):
+        super().__init__()
+        self._elmo = Elmo(options_file, weight_file, 1, requires_grad=requires_grad,
+                          do_layer_norm=do_layer_norm, dropout=dropout, vocab_to_cache=vocab_to_cache,
+                          scalar_mix_parameters=scalar_mix_parameters, module=module, stateful=stateful)
+        if projection_dim is not None and projection_dim < 1:
+            raise ValueError(f"projection_dim must be a positive width or None, got {projection_dim}")
+        self._projection = (nn.Linear(self._elmo.get_output_dim(), projection_dim)
+                            if projection_dim is not None else None)
+        self.output_dim = projection_dim if projection_dim is not None else self._elmo.get_output_dim()
+
+    @property
+    def elmo(self) -> Elmo:
+        return self._elmo
+
+    def get_output_dim(self) -> int:
+        return self.output_dim
+
+    def forward(self, elmo_tokens: torch.Tensor, word_inputs: Optional[torch.Tensor] = None) -> torch.Tensor:
+        """elmo_tokens: (..., T, C) character ids; word_inputs: optional (..., T) word ids
+        (checked for shape, values unused: see :meth:`elmo.Elmo.forward`).
+
+        Returns (..., T, output_dim): the mix after dropout, projected if ``projection_dim``.
+        """
+        vectors = self._elmo(elmo_tokens, word_inputs)["elmo_representations"][0]
+        if self._projection is not None:  # nn.Linear acts on the last dim of any shape
+            vectors = self._projection(vectors)
+        return vectors
+
+
+class ElmoEmbedder:
+    """AllenNLP 0.9's ``ElmoEmbedder`` (``allennlp.commands.elmo``): sentences to numpy arrays.
+
+    Every sentence gives (L + 1, n_tokens, D): layer 0 the token vector twice, then each
+    LSTM layer's [forward; backward] (3 layers of 1024 for the original model).
+
+    Args:
+        options_file, weight_file: the original options.json and HDF5 weights. Both None (the
+            default) loads the bundled ``default`` model; AllenNLP downloaded its original one.
+        cuda_device: GPU index, or -1 for the CPU.
+        model: instead of the two files, a :class:`~elmo.BiLM`, a bundled model name or a
+            model folder.
+        stateful: carry each batch row's LSTM state into the next call like AllenNLP did
+            (its vectors then depend on what was embedded before). Default: stateless, so a
+            sentence always gets the same vectors.
+        max_tokens, overlap: sentences longer than ``max_tokens`` run as overlapping windows
+            (see :mod:`elmo.embedding.windows`); AllenNLP always ran them whole.
+    """
+
+    def __init__(self, options_file: Optional[str] = None, weight_file: Optional[str] = None,
+                 cuda_device: int = -1, *, model: Union[BiLM, str, Path, None] = None,
+                 stateful: bool = False, max_tokens: int = DEFAULT_MAX_TOKENS,
+                 overlap: int = DEFAULT_OVERLAP):
+        if cuda_device >= 0 and cuda_device >= torch.cuda.device_count():
+            raise ValueError(f"cuda_device={cuda_device}, but this machine has "
+                             f"{torch.cuda.device_count()} CUDA devices (use -1 for the CPU)")
+        device = torch.device("cpu") if cuda_device < 0 else torch.device("cuda", cuda_device)
+        given_files = options_file is not None or weight_file is not None
+        if model is not None and given_files:
+            raise ValueError("pass either model= or options_file/weight_file, not both")
+        if given_files:
+            if options_file is None or weight_file is None:
+                raise ValueError("pass both options_file and weight_file (or neither, for the "
+                                 "bundled default model)")
+            # Through Elmo, so that the two strings are resolved as Elmo(options_file, weight_file) does.
+            model = Elmo(options_file, weight_file, 0, stateful=stateful).bilm
+        elif not isinstance(model, BiLM):
+            from . import DEFAULT_MODEL, from_pretrained
+            model = from_pretrained(model if model is not None else DEFAULT_MODEL)
+        model.stateful = stateful
+        self.elmo_bilm: BiLM = model.to(device).eval()
+        self.cuda_device = cuda_device
+        # One biLM call per batch (batch_size is set per call), as AllenNLP's embed_batch.
+        self._embedder = Embedder(self.elmo_bilm, max_tokens=max_tokens, overlap=overlap)
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.elmo_bilm.parameters()).device
+
+    def batch_to_embeddings(self, batch: List[List[str]]) -> Tuple[torch.Tensor, torch.Tensor]:
+        """One biLM call on ``batch`` (no windows): activations (B, L + 1, T, D) and mask (B, T)."""
+        _check_batch(batch)
+        ids = batch_to_ids(batch, self.elmo_bilm.options.char_cnn.max_characters_per_token)
+        with torch.no_grad():
+            out = self.elmo_bilm(ids.to(self.device))
+        return torch.stack(out["activations"], dim=1), out["mask"]
+
+    def embed_sentence(self, sentence: List[str]) -> np.ndarray:
+        """One tokenized sentence -> float32 (L + 1, n_tokens, D)."""
+        return self.embed_batch([sentence])[0]
+
+    def embed_batch(self, batch: List[List[str]]) -> List[np.ndarray]:
+        """Tokenized sentences -> one float32 (L + 1, n_tokens, D) each, in input order (an
+        empty sentence gives (L + 1, 0, D)). The batch is one biLM call (sorted by length), so
+        in stateful mode row b carries its state to row b of the next call, as in AllenNLP."""
+        _check_batch(batch)
+        if not batch:
+            return []
+        self._embedder.batch_size = len(batch)
+        return self._embedder.embed_sentences(batch, layers="all")
+
+    def embed_sentences(self, sentences: Iterable[List[str]],
+                        batch_size: int = DEFAULT_BATCH_SIZE) -> Iterator[np.ndarray]:
+        """Lazily embed an iterable of tokenized sentences, ``batch_size`` at a time; yields one
+        array per sentence, in order."""
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+        it = iter(sentences)
+        while True:
+            batch = list(islice(it, batch_size))
+            if not batch:
+                return
+            yield from self.embed_batch(batch)
+
+    def embed_file(self, input_file: Union[str, os.PathLike, IO], output_file_path: Union[str, os.PathLike],
+                   output_format: str = "all", batch_size: int = DEFAULT_BATCH_SIZE,
+                   forget_sentences: bool = False, use_sentence_keys: bool = False) -> None:
+        """Embed every line (split on whitespace) into an HDF5 file in AllenNLP's layout.
+
+        Datasets ``"0"``, ``"1"``, ... by line, each (L + 1, n, D) for ``all`` or (n, D) for
+        ``top`` / ``average``; the ``sentence_to_index`` JSON dataset unless
+        ``forget_sentences``; with ``use_sentence_keys`` datasets are named by sentence (they
+        must be unique). ``input_file`` is a path or an open file (closed afterwards, as in
+        AllenNLP). The output is replaced if it exists and written atomically; the run is
+        :func:`elmo.embed_file` (its other features, such as resuming, are there).
+        """
+        if output_format not in OUTPUT_FORMATS:
+            raise ValueError(f"output_format must be one of {', '.join(OUTPUT_FORMATS)}; "
+                             f"got {output_format!r}")
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+        kwargs = dict(layers=output_format, batch_size=batch_size, forget_sentences=forget_sentences,
+                      sentence_keys=use_sentence_keys, max_tokens=self._embedder.max_tokens,
+                      overlap=self._embedder.overlap, stateful=self.elmo_bilm.stateful,
+                      device=self.device, overwrite=True,
+                      command_line="ElmoEmbedder.embed_file")
+        if isinstance(input_file, (str, os.PathLike)):
+            embed_file(input_file, output_file_path, self.elmo_bilm, **kwargs)
+            return
+        # An open file: copy its text next to the output, so that embed_file can index it.
+        data = input_file.read()
+        input_file.close()
+        if isinstance(data, str):
+            data = data.encode("utf-8")
+        out_dir = Path(output_file_path).resolve().parent
+        fd, tmp = tempfile.mkstemp(prefix=".elmo-input-", suffix=".txt", dir=out_dir)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            embed_file(tmp, output_file_path, self.elmo_bilm, **kwargs)
+        finally:
+            os.unlink(tmp)
+
+
+def _check_batch(batch) -> None:
+    """A clear error for the usual mistake of passing a string where a token list belongs."""
+    if isinstance(batch, str) or any(isinstance(s, str) for s in batch):
+        raise TypeError("expected tokenized sentences (lists of strings), got a string; "
+                        "split it first, e.g. sentence.split()")

@@ -1,0 +1,16 @@
+"""Published models by name or URL: the model table, the download cache and the resolver.
+
+    elmo.from_pretrained("small")                         # a name from elmo.hub.registry.MODELS
+    elmo.from_pretrained("https://.../elmo_x_options.json")
+    elmo.Elmo(options_url, weights_url, 1)                # URLs wherever a path is taken
+
+Files are cached under ``$ELMO_HOME`` (default ``~/.cache/elmo``); ``ELMO_OFFLINE=1`` uses the
+cache only. See :mod:`elmo.hub.download` for how a download is made safe.
+"""
+from .archive import ArchiveError
+from .download import DownloadError, elmo_home, is_url
+from .registry import MODELS, PretrainedModel
+from .resolve import Local, is_cached, resolve
+
+__all__ = ["ArchiveError", "DownloadError", "Local", "MODELS", "PretrainedModel", "elmo_home",
+           "is_cached", "is_url", "resolve"]

@@ -1,0 +1,297 @@
+"""Download a URL into the model cache: locked, resumable, verified before it counts.
+
+The transfer itself is pooch's (``pooch.Pooch.fetch`` with ``pooch.HTTPDownloader``): it
+streams with requests under a timeout, shows a tqdm bar with size and speed, retries failed
+attempts with a growing wait, checks a pinned SHA-256 and writes to a temporary file that is
+moved into place only when complete. On top of it this module adds what pooch leaves out:
+
+* a lock per file (``filelock``), so two processes asking for the same URL end with one copy:
+  the second waits, then finds the finished file;
+* resume: the bytes received so far are kept in ``<file>.part`` and the next attempt asks for
+  the rest with an HTTP ``Range`` header (``If-Range`` makes a changed file start over); a
+  server that ignores ``Range`` sends the whole file and the part is restarted;
+* a verification hook (the weight-file shape checks) that runs on the finished download before
+  it is renamed to its cached name, so a corrupt file is never cached as good;
+* ``ELMO_OFFLINE=1``: the cache only, and a one-line error naming what is missing.
+
+Cache layout (``$ELMO_HOME``, default ``~/.cache/elmo``)::
+
+    models/files/<host>/<url path>           a finished, verified download
+    models/files/<host>/<url path>.part      bytes received so far (resumed by the next call)
+    models/files/<host>/<url path>.lock      the per-file lock
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from pathlib import Path
+from typing import Callable, Optional
+from urllib.parse import unquote, urlsplit
+
+#: Seconds to wait for a connection and between two reads of the body.
+DEFAULT_TIMEOUT = (15.0, 60.0)
+#: Extra attempts after a failed one (``$ELMO_DOWNLOAD_RETRIES`` overrides).
+DEFAULT_RETRIES = 3
+#: Bytes per read. A cut connection loses the chunk being read, so not too large; a 400 MB
+#: file is still only ~6,000 iterations.
+CHUNK_SIZE = 1 << 16
+
+
+class DownloadError(RuntimeError):
+    """A model could not be downloaded or unpacked; the message is one line for the user."""
+
+
+def is_url(value: object) -> bool:
+    """True for an ``http://`` or ``https://`` string."""
+    return isinstance(value, str) and value.lower().startswith(("http://", "https://"))
+
+
+def elmo_home() -> Path:
+    """The cache folder: ``$ELMO_HOME``, else ``$XDG_CACHE_HOME/elmo``, else ``~/.cache/elmo``."""
+    if os.environ.get("ELMO_HOME"):
+        return Path(os.environ["ELMO_HOME"]).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "elmo"
+
+
+def offline() -> bool:
+    """``ELMO_OFFLINE`` set to anything but ``""``/``0``/``false``: use the cache only."""
+    return os.environ.get("ELMO_OFFLINE", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def _retries() -> int:
+    value = os.environ.get("ELMO_DOWNLOAD_RETRIES", "")
+    try:
+        return max(0, int(value)) if value else DEFAULT_RETRIES
+    except ValueError:
+        raise DownloadError(f"ELMO_DOWNLOAD_RETRIES must be a whole number, got {value!r}") from None
+
+
+_SAFE = re.compile(r"[^A-Za-z0-9._-]")
+
+
+def cache_path(url: str, root: Optional[Path] = None) -> Path:
+    """Where ``url`` is cached: ``models/files/<host>/<path>``, each part made a safe name.
+
+    Query strings and fragments are ignored; ``.``, ``..`` and empty parts are dropped, so a
+    URL can never name a file outside the cache.
+    """
+    parts = urlsplit(url)
+    host = _SAFE.sub("_", parts.netloc) or "_"
+    pieces = [_SAFE.sub("_", unquote(p)) for p in parts.path.split("/")]
+    pieces = [p for p in pieces if p not in ("", ".", "..")]
+    if not pieces:
+        raise DownloadError(f"{url}: the URL names no file")
+    return (root or elmo_home() / "models" / "files").joinpath(host, *pieces)
+
+
+def cached(url: str) -> Optional[Path]:
+    """The cached file of ``url`` if it was downloaded and verified, else None."""
+    path = cache_path(url)
+    return path if path.is_file() else None
+
+
+def fetch(url: str, *, dest: Optional[Path] = None, sha256: Optional[str] = None,
+          verify: Optional[Callable[[Path], None]] = None, progress: bool = True,
+          log: Callable[[str], None] = lambda m: print(m, file=sys.stderr)) -> Path:
+    """The local copy of ``url``, downloading it if it is not cached.
+
+    Args:
+        url: an http(s) URL.
+        dest: where to keep it (default :func:`cache_path`).
+        sha256: the pinned checksum, if any; a mismatch is an error and nothing is kept.
+        verify: called with the finished download before it is renamed to ``dest``; it raises
+            (e.g. :class:`~elmo.WeightFileError`) to reject the file, which is then deleted.
+        progress: show a tqdm bar.
+
+    Raises:
+        DownloadError: offline with an empty cache, HTTP errors, a cut connection (the part is
+            kept and the next call resumes), a checksum mismatch.
+    """
+    from filelock import FileLock, Timeout
+
+    dest = Path(dest) if dest is not None else cache_path(url)
+    if dest.is_file():
+        return dest
+    if offline():
+        raise DownloadError(f"ELMO_OFFLINE is set and {url} is not in the cache "
+                            f"(expected {dest}); unset ELMO_OFFLINE to download it")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(str(dest) + ".lock")
+    try:
+        lock.acquire(timeout=0.2)
+    except Timeout:
+        log(f"waiting for another process that is downloading {dest.name} ...")
+        lock.acquire()
+    try:
+        if dest.is_file():     # the other process finished it while we waited
+            return dest
+        staged = _download(url, dest, sha256, progress, log)
+        try:
+            if verify is not None:
+                verify(staged)
+            os.replace(staged, dest)
+        finally:
+            staged.unlink(missing_ok=True)
+    finally:
+        lock.release()
+    return dest
+
+
+def _download(url: str, dest: Path, sha256: Optional[str], progress: bool, log) -> Path:
+    """Download ``url`` through pooch into ``<dest>.download`` (complete, checksum checked)."""
+    import logging
+
+    import pooch
+    import requests
+
+    staged = dest.with_name(dest.name + ".download")
+    staged.unlink(missing_ok=True)          # left by a run killed between download and verify
+    fetcher = pooch.create(path=dest.parent, base_url="", registry={staged.name: _hash(sha256)},
+                           urls={staged.name: url}, retry_if_failed=_retries())
+    log(f"downloading {url}")
+    quiet = pooch.get_logger()
+    level = quiet.level
+    quiet.setLevel(logging.WARNING)         # our own line above says what is fetched
+    try:
+        fetcher.fetch(staged.name, downloader=_ResumingDownloader(dest, progress))
+    except _PermanentHTTPError as e:
+        raise DownloadError(f"{url}: HTTP {e.response.status_code} {e.response.reason}") from None
+    except requests.exceptions.HTTPError as e:
+        response = e.response
+        what = f"HTTP {response.status_code} {response.reason}" if response is not None else _one_line(e)
+        raise DownloadError(f"{url}: {what} (after {_retries() + 1} attempts)") from None
+    except requests.exceptions.RequestException as e:
+        part = dest.with_name(dest.name + ".part")
+        kept = part.stat().st_size if part.is_file() else 0
+        hint = (f"; the {kept:,} bytes that arrived are kept in {part.name} and the next call "
+                "resumes from there" if kept else "")
+        raise DownloadError(f"{url}: download failed ({_reason(e)}){hint}") from None
+    except ValueError as e:                 # pooch's checksum mismatch
+        raise DownloadError(f"{url}: {_one_line(e)}") from None
+    finally:
+        quiet.setLevel(level)
+    return staged
+
+
+def _hash(sha256: Optional[str]) -> Optional[str]:
+    return f"sha256:{sha256.lower()}" if sha256 else None
+
+
+def _reason(error: BaseException) -> str:
+    """A short reason for a requests failure (its own messages nest several layers)."""
+    import requests
+
+    text = str(error)
+    if isinstance(error, requests.exceptions.Timeout):
+        return "timed out"
+    if "IncompleteRead" in text or "Connection broken" in text:
+        return "the connection closed before the end of the file"
+    for marker, reason in (("Connection refused", "connection refused"),
+                           ("NameResolutionError", "host name not found (offline?)"),
+                           ("Name or service not known", "host name not found (offline?)"),
+                           ("SSLError", "TLS error")):
+        if marker in text:
+            return reason
+    return _one_line(error)
+
+
+def _one_line(error: BaseException) -> str:
+    text = " ".join(str(error).split())
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
+class _ResumingDownloader:
+    """A pooch downloader that appends to ``<dest>.part`` and asks only for the missing bytes.
+
+    pooch calls it with a temporary file name; when the part is complete it is moved onto that
+    name, and pooch checks the checksum and moves it on. A failed attempt leaves the part for
+    the next one (pooch's retries, or the next call).
+    """
+
+    def __init__(self, dest: Path, progress: bool):
+        self.part = dest.with_name(dest.name + ".part")
+        self.meta = dest.with_name(dest.name + ".part.json")   # the validator for If-Range
+        self.progress = progress
+
+    def __call__(self, url: str, output_file: str, pooch_obj) -> None:
+        import pooch
+
+        offset = self.part.stat().st_size if self.part.is_file() else 0
+        headers = {}
+        validator = self._validator()
+        if offset and validator:
+            headers = {"Range": f"bytes={offset}-", "If-Range": validator}
+        elif offset:
+            headers = {"Range": f"bytes={offset}-"}
+        with open(self.part, "ab") as out:
+
+            def check(response, *args, **kwargs):
+                # Runs before the body is streamed: a 200 answer to a Range request is the whole
+                # file (the server ignored Range or the file changed), so the part starts over.
+                if response.status_code == 200 and out.tell():
+                    out.seek(0)
+                    out.truncate()
+                if response.status_code in (200, 206):
+                    self._save_validator(response)
+                elif response.status_code == 416:
+                    out.seek(0)   # the part is useless (longer than the file): drop it
+                    out.truncate()
+                elif 400 <= response.status_code < 500 and response.status_code not in (408, 429):
+                    # Not worth retrying (404, 403, ...): stop pooch's retry loop at once.
+                    raise _PermanentHTTPError(response)
+                return response
+
+            done = out.tell()
+            bar = False
+            if self.progress:
+                bar = _bar_class()(total=None, unit="B", unit_scale=True, unit_divisor=1024,
+                                   miniters=1, file=sys.stderr, delay=0.5,
+                                   desc=Path(urlsplit(url).path).name
+                                   + (f" (resuming at {done:,} B)" if done else ""))
+            downloader = pooch.HTTPDownloader(progressbar=bar, chunk_size=CHUNK_SIZE,
+                                              timeout=DEFAULT_TIMEOUT, headers=headers,
+                                              hooks={"response": check})
+            try:
+                downloader(url, out, pooch_obj)
+            finally:
+                if bar is not False:
+                    bar.close()
+        os.replace(self.part, output_file)
+        self.meta.unlink(missing_ok=True)
+
+    def _validator(self) -> Optional[str]:
+        try:
+            return json.loads(self.meta.read_text()).get("validator")
+        except (OSError, ValueError):
+            return None
+
+    def _save_validator(self, response) -> None:
+        # A strong ETag or Last-Modified lets the server tell us the file changed since the part.
+        etag = response.headers.get("ETag", "")
+        validator = etag if etag and not etag.startswith("W/") else response.headers.get("Last-Modified")
+        if validator and response.status_code == 200:
+            self.meta.write_text(json.dumps({"validator": validator}))
+
+
+def _bar_class():
+    """tqdm with a truth value: pooch tests ``if progressbar:`` before setting the total, and a
+    plain tqdm without a total refuses to be a boolean."""
+    from tqdm.auto import tqdm
+
+    class Bar(tqdm):
+        def __bool__(self) -> bool:
+            return True
+
+    return Bar
+
+
+class _PermanentHTTPError(Exception):
+    """An HTTP error that a retry will not fix. Not a requests error, so pooch's retry loop
+    lets it through at once."""
+
+    def __init__(self, response):
+        super().__init__(f"HTTP {response.status_code}")
+        self.response = response

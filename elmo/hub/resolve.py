@@ -1,0 +1,216 @@
+"""Turn a published model's name or a URL into verified local files for the existing loaders.
+
+    resolve("small")                      -> Local(options=..., weights=...)   (original layout)
+    resolve("manylangs-zh-hans")          -> Local(folder=...)                 (unpacked archive)
+    resolve("https://.../elmo_x_options.json")   the weights URL beside it: ..._weights.hdf5
+    resolve("https://.../model.tar.gz")   -> Local(folder=...)
+
+Every download is verified before it is cached: an options file must parse (ConfigError) and,
+for a table entry, agree with the table's dimensions; a weight file must pass the shape checks
+of :func:`elmo.weights.read_original_arrays` (WeightFileError); an archive must unpack safely.
+Local paths are returned as they are.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional, Tuple, Union
+from urllib.parse import urlsplit, urlunsplit
+
+from . import registry
+from .archive import ArchiveError, find_model_folder, is_archive, unpack
+from .download import DownloadError, cache_path, elmo_home, fetch, is_url, offline
+
+PathOrUrl = Union[str, Path]
+
+
+@dataclass(frozen=True)
+class Local:
+    """A model on disk: a model ``folder``, or an ``options`` + ``weights`` pair (original
+    layout with any file names)."""
+
+    folder: Optional[Path] = None
+    options: Optional[Path] = None
+    weights: Optional[Path] = None
+
+
+# ------------------------------------------------------------------ single files
+def _check_options(path: Path, entry: Optional[registry.PretrainedModel] = None):
+    """Parse an options file (ConfigError if bad) and compare it with the table's facts."""
+    from ..config import ConfigError, ElmoOptions
+
+    options = ElmoOptions.from_file(path)
+    if entry is not None:
+        actual = {"output_dim": options.output_dim, "projection_dim": options.lstm.projection_dim,
+                  "lstm_dim": options.lstm.dim, "n_layers": options.lstm.n_layers,
+                  "n_filters": options.char_cnn.n_filters, "n_highway": options.char_cnn.n_highway}
+        for key, value in actual.items():
+            expected = getattr(entry, key)
+            if expected is not None and expected != value:
+                raise ConfigError(f"{entry.urls['options']}: {key} is {value} but the model table "
+                                  f"says {expected} for {entry.name!r}")
+    return options
+
+
+def fetch_options(url: str, entry: Optional[registry.PretrainedModel] = None,
+                  sha256: Optional[str] = None) -> Path:
+    """The cached, checked options file of ``url``."""
+    return fetch(url, sha256=sha256, verify=lambda p: _check_options(p, entry))
+
+
+def fetch_weights(url: str, options_file: Path, sha256: Optional[str] = None) -> Path:
+    """The cached weight file of ``url``, checked against ``options_file`` before it is kept."""
+    from ..config import ElmoOptions
+    from ..weights import read_original_arrays
+
+    options = ElmoOptions.from_file(options_file)
+    return fetch(url, sha256=sha256, verify=lambda p: read_original_arrays(p, options))
+
+
+def local_pair(options_file: PathOrUrl, weight_file: PathOrUrl) -> Tuple[Path, Path]:
+    """Local paths for an options/weights pair, downloading whichever is a URL."""
+    options = fetch_options(options_file) if is_url(options_file) else Path(options_file)
+    weights = fetch_weights(weight_file, options) if is_url(weight_file) else Path(weight_file)
+    return options, weights
+
+
+# ------------------------------------------------------------------ archives
+def unpacked_path(url: str) -> Path:
+    """Where the archive at ``url`` is unpacked."""
+    return cache_path(url, root=elmo_home() / "models" / "unpacked")
+
+
+def fetch_archive(url: str, sha256: Optional[str] = None) -> Path:
+    """Download and safely unpack the archive at ``url``; return the model folder inside.
+
+    The archive is deleted once unpacked (the folder is what is used). An original-layout or
+    native folder is loaded-checked before it is kept; an ELMoForManyLangs folder must have a
+    readable ``config.json``.
+    """
+    from filelock import FileLock
+
+    dest = unpacked_path(url)
+    if dest.is_dir():
+        return find_model_folder(dest)
+    if offline():
+        raise DownloadError(f"ELMO_OFFLINE is set and {url} is not in the cache "
+                            f"(expected {dest}); unset ELMO_OFFLINE to download it")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(dest) + ".lock"):
+        if dest.is_dir():
+            return find_model_folder(dest)
+        archive = fetch(url, sha256=sha256, verify=_check_archive)
+        try:
+            staging = dest.with_name(dest.name + ".unpacking")
+            shutil.rmtree(staging, ignore_errors=True)
+            unpack(archive, staging)
+            try:
+                _check_folder(find_model_folder(staging), url)
+                os.replace(staging, dest)
+            finally:
+                shutil.rmtree(staging, ignore_errors=True)
+        finally:
+            archive.unlink(missing_ok=True)
+    return find_model_folder(dest)
+
+
+def _check_archive(path: Path) -> None:
+    import tarfile
+    import zipfile
+
+    if not (zipfile.is_zipfile(path) or tarfile.is_tarfile(path)):
+        raise ArchiveError(f"{path.name}: the download is not a zip or tar archive")
+
+
+def _check_folder(folder: Path, url: str) -> None:
+    """Check an unpacked model before it is kept (shape checks for the formats this package
+    reads; JSON for ELMoForManyLangs, whose loader is elsewhere)."""
+    from ..weights import (NATIVE_WEIGHTS, ORIGINAL_OPTIONS, ORIGINAL_WEIGHTS, WeightFileError,
+                           load_pretrained)
+
+    if (folder / NATIVE_WEIGHTS).exists() or ((folder / ORIGINAL_OPTIONS).exists()
+                                              and any((folder / w).exists() for w in ORIGINAL_WEIGHTS)):
+        load_pretrained(folder)
+        return
+    config = folder / "config.json"
+    try:
+        json.loads(config.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise WeightFileError(f"{url}: {config.name} in the archive is not readable JSON: {e}") from None
+
+
+# ------------------------------------------------------------------ names and URLs
+def _sibling(url: str, suffix: str, replacement: str) -> str:
+    """``url`` with the ``suffix`` that ends its path replaced (query kept)."""
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(path=parts.path[: -len(suffix)] + replacement))
+
+
+def resolve_url(url: str) -> Local:
+    """A single URL: an archive, an ``...options.json`` (its ``...weights.hdf5`` beside it), or
+    a ``...weights.hdf5`` (its ``...options.json`` beside it)."""
+    path = urlsplit(url).path
+    if is_archive(path):
+        return Local(folder=fetch_archive(url))
+    if path.endswith("options.json"):
+        options_url, weights_url = url, _sibling(url, "options.json", "weights.hdf5")
+    elif path.endswith("weights.hdf5"):
+        options_url, weights_url = _sibling(url, "weights.hdf5", "options.json"), url
+    else:
+        raise DownloadError(f"{url}: expected the URL of an options.json (its weights.hdf5 "
+                            "beside it), of a weights.hdf5, or of a model archive (.zip, .tar.gz, "
+                            ".tar.bz2, .tar.xz); for other names use "
+                            "elmo.load_original(options_url, weights_url)")
+    options, weights = local_pair(options_url, weights_url)
+    return Local(options=options, weights=weights)
+
+
+def fetch_model(entry: registry.PretrainedModel) -> Local:
+    """Download and verify a table entry."""
+    if entry.format == "original":
+        options = fetch_options(entry.urls["options"], entry, entry.sha256.get("options"))
+        weights = fetch_weights(entry.urls["weights"], options, entry.sha256.get("weights"))
+        return Local(options=options, weights=weights)
+    return Local(folder=fetch_archive(entry.urls["archive"], entry.sha256.get("archive")))
+
+
+def is_cached(entry: registry.PretrainedModel) -> bool:
+    """Whether every file of the entry is in the cache (verified)."""
+    if entry.format == "original":
+        return all(cache_path(entry.urls[k]).is_file() for k in ("options", "weights"))
+    return unpacked_path(entry.urls["archive"]).is_dir()
+
+
+def resolve(name_or_url: PathOrUrl) -> Local:
+    """A published model's name or a URL, as verified local files (downloading if needed)."""
+    if is_url(name_or_url):
+        return resolve_url(str(name_or_url))
+    return fetch_model(registry.get(str(name_or_url)))
+
+
+def as_folder(local: Local, key: str) -> Path:
+    """A model folder for ``local``: the folder itself, or for a pair a folder under
+    ``models/folders/`` with ``options.json`` and ``weights.hdf5`` linking to the cached files
+    (so code that takes a model folder works with any pair)."""
+    if local.folder is not None:
+        return local.folder
+    digest = hashlib.sha256(f"{local.options}\n{local.weights}".encode()).hexdigest()[:12]
+    safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in key)[:80]
+    folder = elmo_home() / "models" / "folders" / f"{safe}-{digest}"
+    if folder.is_dir():
+        return folder
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = folder.with_name(folder.name + f".{os.getpid()}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    (tmp / "options.json").symlink_to(Path(local.options).resolve())
+    (tmp / "weights.hdf5").symlink_to(Path(local.weights).resolve())
+    try:
+        os.replace(tmp, folder)
+    except OSError:          # another process made it first
+        shutil.rmtree(tmp, ignore_errors=True)
+    return folder

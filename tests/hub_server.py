@@ -1,0 +1,134 @@
+"""A local HTTP server for the download tests: serves given bytes under given URL paths on
+127.0.0.1, with HTTP Range (optional), a connection cut midway (optional), a slow mode, and a
+log of the requests. It runs in a daemon thread and stops itself after ``max_seconds``."""
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple, Union
+
+
+class FileServer:
+    """Serve ``files`` ({url path: bytes or local file}) at ``http://127.0.0.1:PORT/path``.
+
+    Args:
+        ranges: answer ``Range: bytes=N-`` with 206 (else the whole file, 200).
+        cut: {url path: number of GETs to cut}: those send the headers with the full length,
+            half of the body, then close the connection.
+        seconds_per_file: spread each body over about this long (for the concurrency test).
+        max_seconds: the server shuts itself down after this long whatever happens.
+    """
+
+    def __init__(self, files: Dict[str, Union[bytes, Path]], *, ranges: bool = True,
+                 cut: Optional[Dict[str, int]] = None, seconds_per_file: float = 0.0,
+                 max_seconds: float = 120.0):
+        self.files = {p: (v if isinstance(v, bytes) else Path(v).read_bytes()) for p, v in files.items()}
+        self.ranges = ranges
+        self.cut = dict(cut or {})
+        self.seconds_per_file = seconds_per_file
+        self.max_seconds = max_seconds
+        self.log: List[Tuple[str, str, Optional[str]]] = []     # (method, path, Range header)
+        self._lock = threading.Lock()
+        self._server: Optional[ThreadingHTTPServer] = None
+        self._timer: Optional[threading.Timer] = None
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.port}{path}"
+
+    def gets(self, path: str) -> List[Optional[str]]:
+        """The Range headers of the GETs of ``path``, in order (None: no Range)."""
+        return [r for m, p, r in self.log if m == "GET" and p == path]
+
+    def __enter__(self) -> "FileServer":
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):   # quiet
+                pass
+
+            def do_GET(self):
+                self._answer(body=True)
+
+            def do_HEAD(self):
+                self._answer(body=False)
+
+            def _answer(self, body: bool):
+                path = self.path.split("?")[0]
+                range_header = self.headers.get("Range")
+                with server._lock:
+                    server.log.append((self.command, path, range_header))
+                    cut = body and server.cut.get(path, 0) > 0
+                    if cut:
+                        server.cut[path] -= 1
+                data = server.files.get(path)
+                if data is None:
+                    payload = b"not found"
+                    self.send_response(404)
+                    self.send_header("Content-Length", str(len(payload)))
+                    self.end_headers()
+                    if body:
+                        self.wfile.write(payload)
+                    return
+                start = 0
+                etag = '"' + hashlib.sha256(data).hexdigest()[:16] + '"'
+                if_range = self.headers.get("If-Range")
+                if (server.ranges and range_header and range_header.startswith("bytes=")
+                        and (if_range is None or if_range == etag)):
+                    start = int(range_header[len("bytes="):].split("-")[0])
+                    if start >= len(data):
+                        self.send_response(416)
+                        self.send_header("Content-Range", f"bytes */{len(data)}")
+                        self.send_header("Content-Length", "0")
+                        self.end_headers()
+                        return
+                    self.send_response(206)
+                    self.send_header("Content-Range", f"bytes {start}-{len(data) - 1}/{len(data)}")
+                else:
+                    self.send_response(200)
+                if server.ranges:
+                    self.send_header("Accept-Ranges", "bytes")
+                self.send_header("ETag", etag)
+                self.send_header("Content-Length", str(len(data) - start))
+                self.end_headers()
+                if not body:
+                    return
+                payload = data[start:]
+                if cut:
+                    self.wfile.write(payload[: len(payload) // 2])
+                    self.wfile.flush()
+                    self.close_connection = True
+                    return
+                if server.seconds_per_file > 0:
+                    pieces = 20
+                    step = max(1, -(-len(payload) // pieces))
+                    for i in range(0, len(payload), step):
+                        self.wfile.write(payload[i:i + step])
+                        self.wfile.flush()
+                        time.sleep(server.seconds_per_file / pieces)
+                else:
+                    self.wfile.write(payload)
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self.port = self._server.server_port     # URLs stay nameable after the server stops
+        threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
+                         daemon=True).start()
+        self._timer = threading.Timer(self.max_seconds, self._server.shutdown)
+        self._timer.daemon = True
+        self._timer.start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._timer.cancel()
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def __exit__(self, *exc) -> None:
+        self.stop()

@@ -1,0 +1,329 @@
+"""AllenNLP's public ELMo surface: N-d input, Elmo's options, ElmoTokenEmbedder, ElmoEmbedder."""
+import io
+import json
+
+import h5py
+import numpy as np
+import pytest
+import torch
+
+from elmo import (BiLM, Elmo, ElmoEmbedder, ElmoTokenEmbedder, Embedder, batch_to_ids,
+                  from_pretrained)
+from tests.conftest import ALLENNLP, random_bilm
+
+# (2, 3) passages of sentences, some empty, of different lengths (longest 4).
+PASSAGES = [[["The", "dog", "bit", "."], ["Hi"], []],
+            [["a", "bank"], ["the", "river", "bank", "rose"], ["x"]]]
+
+
+def ids_4d(passages, n_chars=50):
+    """(B, P, T, C) character ids, every passage padded to the longest sentence overall."""
+    longest = max(len(s) for p in passages for s in p)
+    out = torch.zeros(len(passages), len(passages[0]), longest, n_chars, dtype=torch.long)
+    for b, passage in enumerate(passages):
+        ids = batch_to_ids(passage, n_chars)
+        out[b, :, :ids.shape[1]] = ids
+    return out
+
+
+def alone(module, sentence, **kwargs):
+    with torch.no_grad():
+        return module(batch_to_ids([sentence]), **kwargs)
+
+
+# ---------------------------------------------------------------- N-d input
+def test_bilm_4d_input_equals_each_sentence_alone():
+    bilm = random_bilm()
+    ids = ids_4d(PASSAGES)                                        # (2, 3, 4, 50)
+    with torch.no_grad():
+        out = bilm(ids)
+        flat = bilm(ids.reshape(6, 4, 50))
+    assert out["mask"].shape == (2, 3, 4)
+    assert [a.shape for a in out["activations"]] == [(2, 3, 4, 12)] * 3
+    for a, f in zip(out["activations"], flat["activations"]):  # a reshape of the 3-d call, exactly
+        assert torch.equal(a, f.reshape(2, 3, 4, 12))
+    for b, passage in enumerate(PASSAGES):
+        for p, sentence in enumerate(passage):
+            n = len(sentence)
+            assert out["mask"][b, p].tolist() == [True] * n + [False] * (4 - n)
+            one = alone(bilm, sentence)["activations"]
+            for layer, single in zip(out["activations"], one):
+                assert torch.allclose(layer[b, p, :n], single[0, :n], atol=1e-6)
+                assert layer[b, p, n:].abs().sum() == 0
+
+
+def test_bilm_5d_input_and_boundaries():
+    bilm = random_bilm()
+    ids = ids_4d(PASSAGES).unsqueeze(0)                          # (1, 2, 3, 4, 50)
+    with torch.no_grad():
+        out = bilm(ids, keep_sentence_boundaries=True)
+    assert out["mask"].shape == (1, 2, 3, 6) and out["activations"][0].shape == (1, 2, 3, 6, 12)
+    assert out["mask"][0, 1, 1].all() and not out["mask"][0, 0, 2].any()
+
+
+def test_bilm_rejects_input_without_a_batch_dimension():
+    with pytest.raises(ValueError, match="tokens, chars"):
+        random_bilm()(batch_to_ids([["a"]])[0])
+
+
+def test_elmo_4d_input_with_word_inputs_equals_each_sentence_alone():
+    elmo = Elmo(module=random_bilm(), num_output_representations=2, dropout=0.0)
+    ids = ids_4d(PASSAGES)
+    words = torch.randint(1, 10, ids.shape[:-1])                  # (2, 3, 4): shape checked only
+    with torch.no_grad():
+        out = elmo(ids, words, return_layers=True)
+    assert out["mask"].shape == (2, 3, 4)
+    assert [r.shape for r in out["elmo_representations"]] == [(2, 3, 4, 12)] * 2
+    assert [layer.shape for layer in out["layers"]] == [(2, 3, 4, 12)] * 3
+    for b, passage in enumerate(PASSAGES):
+        for p, sentence in enumerate(passage):
+            n = len(sentence)
+            single = alone(elmo, sentence)
+            assert torch.equal(out["mask"][b, p, :n], single["mask"][0, :n])
+            for rep, one in zip(out["elmo_representations"], single["elmo_representations"]):
+                assert torch.allclose(rep[b, p, :n], one[0, :n], atol=1e-6)
+                assert rep[b, p, n:].abs().sum() == 0
+
+
+def test_elmo_4d_keep_sentence_boundaries():
+    elmo = Elmo(module=random_bilm(), dropout=0.0, keep_sentence_boundaries=True)
+    with torch.no_grad():
+        out = elmo(ids_4d(PASSAGES))
+    assert out["mask"].shape == (2, 3, 6) and out["elmo_representations"][0].shape == (2, 3, 6, 12)
+    with torch.no_grad():
+        one = alone(elmo, PASSAGES[1][1])                        # the longest: no padding
+    assert torch.allclose(out["elmo_representations"][0][1, 1], one["elmo_representations"][0][0], atol=1e-6)
+
+
+def test_elmo_bad_shapes_are_clear_errors():
+    elmo = Elmo(module=random_bilm(), dropout=0.0)
+    ids = ids_4d(PASSAGES)
+    with pytest.raises(ValueError, match=r"word_inputs has shape \(2, 3\).*must be \(2, 3, 4\)"):
+        elmo(ids, torch.ones(2, 3, dtype=torch.long))
+    with pytest.raises(ValueError, match="inputs must be character ids"):
+        elmo(torch.ones(4, 50, dtype=torch.long))
+
+
+# ---------------------------------------------------------------- Elmo's options
+def test_layer_norm_statistics_leave_out_the_boundaries_unlike_allennlp():
+    """A documented difference: with do_layer_norm the mean and variance are over the tokens
+    (as bilm-tf); AllenNLP computes them with the <S> and </S> positions included."""
+    bilm = random_bilm()
+    ids = batch_to_ids([["the", "dog", "bit", "the", "man"], ["a"]])
+    with torch.no_grad():
+        got = Elmo(module=bilm, dropout=0.0, do_layer_norm=True)(ids)["elmo_representations"][0]
+        plain, bounded = bilm(ids), bilm(ids, keep_sentence_boundaries=True)
+
+    def normalised_mix(layers, mask):
+        keep = mask.unsqueeze(-1).float()
+        out = 0
+        for layer in layers:
+            count = keep.sum() * layer.shape[-1]
+            mean = (layer * keep).sum() / count
+            var = (((layer - mean) * keep) ** 2).sum() / count
+            out = out + (layer - mean) / torch.sqrt(var + 1e-12) / len(layers)
+        return out
+
+    assert torch.allclose(got, normalised_mix(plain["activations"], plain["mask"]), atol=1e-5)
+    allennlp = normalised_mix(bounded["activations"], bounded["mask"])[:, 1:-1]
+    assert (allennlp - got)[plain["mask"]].abs().max() > 1e-3
+
+
+def test_fixed_scalar_mix_parameters_pick_a_layer_and_are_not_trained():
+    bilm = random_bilm()
+    elmo = Elmo(module=bilm, dropout=0.0, scalar_mix_parameters=[-9e10, 1.0, -9e10])
+    ids = batch_to_ids([["the", "dog"], ["a"]])
+    out = elmo(ids, return_layers=True)
+    assert torch.equal(out["elmo_representations"][0], out["layers"][1])
+    assert not any(p.requires_grad for p in elmo.scalar_mixes[0].parameters())
+
+
+class AllenNLPStyleBiLM(torch.nn.Module):
+    """A module on AllenNLP's contract for Elmo(module=...): outputs keep <S> and </S>."""
+
+    def __init__(self, bilm):
+        super().__init__()
+        self.bilm, self.num_layers, self.seen = bilm, bilm.num_layers, []
+
+    def get_output_dim(self):
+        return self.bilm.output_dim
+
+    def forward(self, inputs, word_inputs=None):
+        self.seen.append(None if word_inputs is None else tuple(word_inputs.shape))
+        return self.bilm(inputs, keep_sentence_boundaries=True)
+
+
+def test_module_on_allennlps_contract_gives_what_the_bilm_gives():
+    bilm = random_bilm()
+    wrapped = AllenNLPStyleBiLM(bilm)
+    other = Elmo(module=wrapped, num_output_representations=2, dropout=0.0)
+    ours = Elmo(module=bilm, num_output_representations=2, dropout=0.0)
+    assert other.get_output_dim() == 12
+    ids = ids_4d(PASSAGES)
+    with torch.no_grad():
+        a = other(ids, torch.ones(ids.shape[:-1], dtype=torch.long))
+        b = ours(ids)
+    assert wrapped.seen == [(6, 4)]                               # word ids reach it, flattened
+    assert torch.equal(a["mask"], b["mask"])
+    assert all(torch.equal(x, y) for x, y in zip(a["elmo_representations"], b["elmo_representations"]))
+    kept = Elmo(module=wrapped, dropout=0.0, keep_sentence_boundaries=True)
+    with torch.no_grad():
+        assert kept(ids)["elmo_representations"][0].shape == (2, 3, 6, 12)
+    with pytest.raises(ValueError, match="vocab_to_cache needs a BiLM"):
+        Elmo(module=wrapped, vocab_to_cache=["the"])
+
+
+# ---------------------------------------------------------------- ElmoTokenEmbedder
+def test_token_embedder_from_files_projection_and_4d():
+    emb = ElmoTokenEmbedder(str(ALLENNLP / "options.json"), str(ALLENNLP / "lm_weights.hdf5"),
+                            dropout=0.0, projection_dim=7)
+    assert emb.get_output_dim() == 7
+    ids = ids_4d(PASSAGES)
+    out = emb(ids, torch.ones(ids.shape[:-1], dtype=torch.long))
+    assert out.shape == (2, 3, 4, 7)
+    with torch.no_grad():  # the projection of Elmo's single mix
+        mixed = emb.elmo(ids)["elmo_representations"][0]
+        assert torch.allclose(out, emb._projection(mixed), atol=1e-6)
+    out.sum().backward()
+    assert emb._projection.weight.grad is not None                # the projection is trained
+    assert emb.elmo.scalar_mixes[0].scalar_parameters.grad is not None
+    assert all(p.grad is None and not p.requires_grad for p in emb.elmo.bilm.parameters())
+
+
+def test_token_embedder_on_raw_ids_of_any_rank():
+    """Hand-made ids (not from batch_to_ids), 3-d and 4-d, as AllenNLP's own test feeds them."""
+    emb = ElmoTokenEmbedder(module=random_bilm(), projection_dim=5)
+    w1, w2 = [6, 5, 4, 3] + [0] * 46, [3, 2, 1] + [0] * 47
+    assert emb(torch.tensor([[w1, w2]])).shape == (1, 2, 5)
+    assert emb(torch.tensor([[[w1]]])).shape == (1, 1, 1, 5)
+    assert emb(torch.zeros(2, 0, 3, 50, dtype=torch.long)).shape == (2, 0, 3, 5)
+
+
+def test_token_embedder_without_projection_and_options():
+    bilm = random_bilm()
+    emb = ElmoTokenEmbedder(module=bilm, dropout=0.0, requires_grad=True,
+                            scalar_mix_parameters=[0.0, 0.0, 5.0])
+    assert emb.get_output_dim() == 12 and emb._projection is None
+    mix = emb.elmo.scalar_mixes[0]
+    assert not mix.scalar_parameters.requires_grad and not mix.gamma.requires_grad
+    ids = batch_to_ids([["the", "dog", "bit"]])
+    out = emb(ids)
+    layers = bilm(ids)["activations"]
+    w = torch.softmax(torch.tensor([0.0, 0.0, 5.0]), 0)
+    assert torch.allclose(out, sum(wj * h for wj, h in zip(w, layers)), atol=1e-6)
+    out.sum().backward()                                          # requires_grad: the biLM learns
+    assert bilm.lstm.layers[0].weight_hh.grad is not None
+    with pytest.raises(ValueError, match="projection_dim"):
+        ElmoTokenEmbedder(module=random_bilm(), projection_dim=0)
+
+
+# ---------------------------------------------------------------- ElmoEmbedder
+SENTENCES = [["The", "bank", "closed", "."], ["Hi"], [], ["the", "river", "bank", "rose", "again", "."]]
+
+
+@pytest.fixture(scope="module")
+def fixture_embedder():
+    return ElmoEmbedder(str(ALLENNLP / "options.json"), str(ALLENNLP / "lm_weights.hdf5"))
+
+
+def test_embedder_methods_agree_with_embedder(fixture_embedder):
+    ee = fixture_embedder
+    reference = Embedder("fixture").embed_sentences(SENTENCES)
+    batch = ee.embed_batch(SENTENCES)
+    assert [a.shape for a in batch] == [(3, 4, 32), (3, 1, 32), (3, 0, 32), (3, 6, 32)]
+    assert all(a.dtype == np.float32 for a in batch)
+    for got, want in zip(batch, reference):                        # the same batch: exactly
+        assert np.array_equal(got, want)
+    single = ee.embed_sentence(SENTENCES[0])
+    assert np.allclose(single, reference[0], atol=1e-6)
+    lazy = ee.embed_sentences(iter(SENTENCES), batch_size=3)
+    assert not isinstance(lazy, list)
+    for got, want in zip(lazy, reference):
+        assert got.shape == want.shape and np.allclose(got, want, atol=1e-6)
+    acts, mask = ee.batch_to_embeddings(SENTENCES)
+    assert acts.shape == (4, 3, 6, 32) and mask.shape == (4, 6)
+    assert np.allclose(acts[0, :, :4].numpy(), reference[0], atol=1e-6)
+
+
+def test_embed_sentences_is_lazy(fixture_embedder):
+    taken = []
+
+    def source():
+        for s in SENTENCES * 3:
+            taken.append(s)
+            yield s
+
+    first = next(fixture_embedder.embed_sentences(source(), batch_size=2))
+    assert first.shape == (3, 4, 32) and len(taken) == 2
+
+
+def test_embedder_bad_input_is_a_clear_error(fixture_embedder):
+    with pytest.raises(TypeError, match="got a string"):
+        fixture_embedder.embed_sentence("The bank closed .")
+    with pytest.raises(ValueError, match="both options_file and weight_file"):
+        ElmoEmbedder(str(ALLENNLP / "options.json"))
+    with pytest.raises(ValueError, match="cuda_device=99"):
+        ElmoEmbedder(model="fixture", cuda_device=99)
+
+
+def test_embedder_stateful_replays_the_allennlp_reference():
+    """stateful=True is AllenNLP's behaviour: embed_batch carries each row's state into the next
+    call, and replays the reference activations of the conformance fixture."""
+    ee = ElmoEmbedder(str(ALLENNLP / "options.json"), str(ALLENNLP / "lm_weights.hdf5"), stateful=True)
+    sentences = json.loads((ALLENNLP / "sentences.json").read_text())
+    files = [h5py.File(ALLENNLP / f"lm_embeddings_{k}.hdf5", "r") for k in range(3)]
+    try:
+        for i in range(10):
+            batch = [sentences[k][i].strip().split() for k in range(3)]
+            for k, array in enumerate(ee.embed_batch(batch)):
+                top = array[-1]                                    # (n, 32): [forward; backward]
+                got = np.stack([top[:, :16], top[:, 16:]])
+                assert np.allclose(got, files[k][str(i)][...], atol=1e-6)
+    finally:
+        for f in files:
+            f.close()
+    stateless = ElmoEmbedder(model=ee.elmo_bilm)                  # the same weights, no state
+    again = [stateless.embed_sentence(["Hi", "there"]) for _ in range(2)]
+    assert np.array_equal(*again)
+
+
+@pytest.mark.parametrize("fmt", ["all", "top", "average"])
+def test_embed_file_layout(fixture_embedder, tmp_path, fmt):
+    lines = ["The bank closed .", "Hi", "The bank closed ."]
+    src = tmp_path / "in.txt"
+    src.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "out.hdf5"
+    fixture_embedder.embed_file(str(src), str(out), output_format=fmt, batch_size=2)
+    want = [fixture_embedder.embed_sentence(line.split()) for line in lines]
+    with h5py.File(out, "r") as f:
+        assert sorted(f.keys()) == ["0", "1", "2", "sentence_to_index"]
+        index = json.loads(f["sentence_to_index"][0])
+        assert index == {"The bank closed .": "2", "Hi": "1"}
+        for i, w in enumerate(want):
+            expected = {"all": w, "top": w[-1], "average": w.mean(axis=0)}[fmt]
+            got = f[str(i)][...]
+            assert got.dtype == np.float32 and got.shape == expected.shape
+            assert np.allclose(got, expected, atol=1e-5)
+
+
+def test_embed_file_from_an_open_file_with_sentence_keys(fixture_embedder, tmp_path):
+    handle = io.StringIO("a b\nc\n")
+    out = tmp_path / "keys.hdf5"
+    fixture_embedder.embed_file(handle, out, output_format="top", use_sentence_keys=True)
+    assert handle.closed
+    with h5py.File(out, "r") as f:
+        assert sorted(f.keys()) == ["a b", "c"]
+        assert f["a b"].shape == (2, 32)
+    assert [p.name for p in tmp_path.iterdir()] == ["keys.hdf5"]  # no temporary left behind
+    fixture_embedder.embed_file(io.StringIO("a b\n"), out, forget_sentences=True)  # replaces it
+    with h5py.File(out, "r") as f:
+        assert list(f.keys()) == ["0"] and f["0"].shape == (3, 2, 32)
+    with pytest.raises(ValueError, match="output_format"):
+        fixture_embedder.embed_file(io.StringIO("a\n"), out, output_format="mean")
+
+
+def test_default_model_when_no_files_are_given():
+    ee = ElmoEmbedder()
+    assert isinstance(ee.elmo_bilm, BiLM) and not ee.elmo_bilm.stateful
+    assert ee.embed_sentence(["Hello"]).shape == (ee.elmo_bilm.num_layers, 1, ee.elmo_bilm.output_dim)
+    assert from_pretrained("default").options.to_json() == ee.elmo_bilm.options.to_json()

@@ -1,0 +1,423 @@
+"""Published models by name or URL (elmo.hub): every download comes from a local HTTP server
+on 127.0.0.1 started by the test (tests/hub_server.py); the real URLs are never contacted."""
+from __future__ import annotations
+
+import io
+import json
+import re
+import subprocess
+import sys
+import tarfile
+import zipfile
+from dataclasses import replace
+from pathlib import Path
+
+import h5py
+import pytest
+import torch
+
+import elmo
+from elmo import ConfigError, Elmo, WeightFileError, batch_to_ids
+from elmo.cli import main
+from elmo.hub import registry
+from elmo.hub.archive import ArchiveError, unpack
+from elmo.hub.download import DownloadError, cache_path
+from tests.conftest import ALLENNLP
+from tests.hub_server import FileServer
+
+FIXTURE = Path(elmo.__file__).parent / "resources" / "fixture"
+# URL paths shaped like the real ones.
+D = "2x64_16_124cnn_2xhighway"
+OPTIONS = f"/allennlp/models/elmo/{D}/elmo_{D}_options.json"
+WEIGHTS = f"/allennlp/models/elmo/{D}/elmo_{D}_weights.hdf5"
+CONF_OPTIONS = "/allennlp/models/elmo/contributed/conformance/elmo_conformance_options.json"
+CONF_WEIGHTS = "/allennlp/models/elmo/contributed/conformance/elmo_conformance_weights_only.hdf5"
+SENTENCES = [["The", "bank", "closed", "."], ["Hi"]]
+
+
+@pytest.fixture(autouse=True)
+def cache(tmp_path, monkeypatch):
+    """A fresh, empty $ELMO_HOME; online; no retries (a test that wants them sets them)."""
+    home = tmp_path / "elmo-home"
+    monkeypatch.setenv("ELMO_HOME", str(home))
+    monkeypatch.delenv("ELMO_OFFLINE", raising=False)
+    monkeypatch.setenv("ELMO_DOWNLOAD_RETRIES", "0")
+    return home
+
+
+def fixture_files():
+    return {OPTIONS: FIXTURE / "options.json", WEIGHTS: FIXTURE / "weights.hdf5",
+            CONF_OPTIONS: ALLENNLP / "options.json", CONF_WEIGHTS: ALLENNLP / "lm_weights.hdf5"}
+
+
+def layers(bilm):
+    with torch.no_grad():
+        return bilm(batch_to_ids(SENTENCES))["activations"]
+
+
+def files_under(folder: Path):
+    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
+
+
+# ------------------------------------------------------------------------- the table
+def test_model_table_is_well_formed():
+    names = registry.names()
+    assert len(names) == len(set(names))
+    assert {"small", "medium", "original", "original-5.5b", "pubmed", "pt",
+            "manylangs-en", "manylangs-zh-hant", "manylangs-zh-hans"} <= set(names)
+    assert sum(n.startswith("manylangs-") for n in names) == 45
+    pattern = re.compile(r"2x(\d+)_(\d+)_(\d+)cnn_(\d+)xhighway")
+    for m in registry.MODELS.values():
+        assert re.fullmatch(r"[a-z0-9][a-z0-9.-]*", m.name), m.name
+        assert m.format in registry.FORMATS
+        assert set(m.urls) == set(registry.URL_KEYS[m.format]), m.name
+        for key, url in m.urls.items():
+            assert re.match(r"https?://[^/\s]+/\S+$", url), (m.name, url)
+            assert m.sha256.get(key) is None or re.fullmatch(r"[0-9a-f]{64}", m.sha256[key])
+        if m.format == "original":
+            assert m.urls["options"].endswith(".json") and m.urls["weights"].endswith(".hdf5")
+        else:
+            assert m.urls["archive"].endswith((".zip", ".tar.xz")), m.name
+        assert m.language and m.language_code and m.training_data and m.licence
+        if m.output_dim is not None:
+            assert m.output_dim == 2 * m.projection_dim, m.name
+        # Dimensions written in a file name (2x{cells}_{projection}_{filters}cnn_{k}xhighway)
+        # must agree with the table's.
+        found = pattern.search(m.urls.get("weights", ""))
+        if found:
+            cells, projection, filters, highway = map(int, found.groups())
+            assert (m.lstm_dim, m.projection_dim, m.n_filters, m.n_highway) == \
+                (cells, projection, filters, highway), m.name
+    manylangs = [m for m in registry.MODELS.values() if m.format == "elmoformanylangs"]
+    assert all(m.output_dim == 1024 and m.lstm_dim == 4096 for m in manylangs)
+    assert registry.MODELS["manylangs-zh-hant"].urls["archive"].endswith("/179.zip")
+
+
+def test_estimated_sizes_follow_from_the_dimensions():
+    """``~`` sizes are 4 bytes x the parameters the options imply (float32 files)."""
+    import math
+
+    from elmo.weights import expected_shapes
+
+    filters = [[1, 32], [2, 32], [3, 64], [4, 128], [5, 256], [6, 512], [7, 1024]]
+    for m in registry.MODELS.values():
+        if not m.size_estimated:
+            continue
+        options = elmo.ElmoOptions.from_dict({
+            "lstm": {"dim": m.lstm_dim, "projection_dim": m.projection_dim, "n_layers": m.n_layers,
+                     "cell_clip": 3, "proj_clip": 3, "use_skip_connections": True},
+            "char_cnn": {"embedding": {"dim": 16}, "filters": filters, "n_highway": m.n_highway,
+                         "n_characters": 262, "max_characters_per_token": 50, "activation": "relu"}})
+        params = sum(math.prod(s) for s in expected_shapes(options).values())
+        assert abs(params / 1e6 - m.parameters_m) < 0.05, m.name
+        assert abs(4 * params / 1e6 - m.size_mb) < 0.1, m.name
+
+
+def test_unknown_name_is_one_clear_error(capsys):
+    with pytest.raises(ValueError, match="did you mean small"):
+        registry.get("smal")
+    assert main(["models", "get", "no-such-model"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "no-such-model" in err
+
+
+# ------------------------------------------------------------------------- URLs as paths
+def test_urls_load_like_local_files_and_are_cached():
+    local = Elmo(str(ALLENNLP / "options.json"), str(ALLENNLP / "lm_weights.hdf5"), 2, dropout=0)
+    ids = batch_to_ids(SENTENCES)
+    with FileServer(fixture_files()) as server:
+        remote = Elmo(server.url(CONF_OPTIONS), server.url(CONF_WEIGHTS), 2, dropout=0)
+        by_url = elmo.from_pretrained(server.url(OPTIONS))          # weights found beside it
+        by_weights_url = elmo.load_original(server.url(OPTIONS), server.url(WEIGHTS))
+        urls = server.url(CONF_OPTIONS), server.url(CONF_WEIGHTS), server.url(OPTIONS)
+        assert len(server.gets(CONF_WEIGHTS)) == 1 and len(server.gets(WEIGHTS)) == 1
+    for a, b in zip(local(ids)["elmo_representations"], remote(ids)["elmo_representations"]):
+        assert torch.equal(a, b)
+    from_disk = layers(elmo.from_pretrained("fixture"))
+    for a, b in zip(from_disk, layers(by_url)):
+        assert torch.equal(a, b)
+    for a, b in zip(from_disk, layers(by_weights_url)):
+        assert torch.equal(a, b)
+    # The server is stopped: the second load is served from the cache.
+    again = Elmo(urls[0], urls[1], 2, dropout=0)
+    for a, b in zip(local(ids)["elmo_representations"], again(ids)["elmo_representations"]):
+        assert torch.equal(a, b)
+    for a, b in zip(from_disk, layers(elmo.from_pretrained(urls[2]))):
+        assert torch.equal(a, b)
+    assert cache_path(urls[1]).read_bytes() == (ALLENNLP / "lm_weights.hdf5").read_bytes()
+
+
+def test_a_name_from_the_table_downloads_checks_and_gets_a_folder(monkeypatch, cache, capsys):
+    with FileServer(fixture_files()) as server:
+        entry = registry.PretrainedModel(
+            name="test-fixture", format="original", language="English", language_code="en",
+            training_data="none (test weights)", licence="Apache-2.0",
+            urls={"options": server.url(OPTIONS), "weights": server.url(WEIGHTS)},
+            output_dim=32, projection_dim=16, lstm_dim=64, n_layers=2, n_filters=124, n_highway=2)
+        monkeypatch.setitem(registry.MODELS, entry.name, entry)
+        assert main(["models", "get", "test-fixture"]) == 0
+        folder = elmo.model_path("test-fixture")
+        # A table entry whose dimensions disagree with the options is refused, nothing cached.
+        wrong = replace(entry, name="test-wrong", output_dim=64, projection_dim=32,
+                        urls={"options": server.url(CONF_OPTIONS), "weights": server.url(CONF_WEIGHTS)})
+        monkeypatch.setitem(registry.MODELS, wrong.name, wrong)
+        with pytest.raises(ConfigError, match="output_dim is 32 but the model table says 64"):
+            elmo.from_pretrained("test-wrong")
+        assert cache_path(server.url(CONF_OPTIONS)).parent.exists()
+        assert files_under(cache_path(server.url(CONF_OPTIONS)).parent) == [
+            "elmo_conformance_options.json.lock"]
+    assert sorted(p.name for p in folder.iterdir()) == ["options.json", "weights.hdf5"]
+    for a, b in zip(layers(elmo.from_pretrained("fixture")), layers(elmo.from_pretrained(folder))):
+        assert torch.equal(a, b)
+    capsys.readouterr()
+    assert main(["models", "list"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"^test-fixture\s+yes\s", out, re.M) and re.search(r"^small\s+no\s", out, re.M)
+    assert main(["info", "test-fixture"]) == 0       # served from the cache: the server is gone
+    assert "layers: 3 of width 32" in capsys.readouterr().out
+    monkeypatch.setenv("ELMO_OFFLINE", "1")           # offline: the cache is enough
+    assert main(["models", "get", "test-fixture"]) == 0
+
+
+def test_a_server_that_is_not_there_is_one_line(monkeypatch):
+    with FileServer({}) as server:
+        url = server.url(OPTIONS)
+    with pytest.raises(DownloadError) as err:             # the port is closed now
+        elmo.from_pretrained(url)
+    assert str(err.value) == f"{url}: download failed (connection refused)"
+
+
+def test_cli_embed_and_info_take_a_url(tmp_path, capsys):
+    text = tmp_path / "in.txt"
+    text.write_text("The bank closed .\n")
+    with FileServer(fixture_files()) as server:
+        assert main(["info", server.url(OPTIONS)]) == 0
+        assert "parameters:" in capsys.readouterr().out
+        assert main(["embed", str(text), str(tmp_path / "out.hdf5"), "--model",
+                     server.url(WEIGHTS)]) == 0
+    with h5py.File(tmp_path / "out.hdf5") as f:
+        assert f["0"].shape == (3, 4, 32)
+
+
+# ------------------------------------------------------------------------- failures
+def test_a_cut_download_is_an_error_and_the_next_call_resumes(cache):
+    weights = (ALLENNLP / "lm_weights.hdf5").read_bytes()
+    with FileServer(fixture_files(), cut={CONF_WEIGHTS: 1}) as server:
+        with pytest.raises(DownloadError) as err:
+            elmo.load_original(server.url(CONF_OPTIONS), server.url(CONF_WEIGHTS))
+        message = str(err.value)
+        assert "\n" not in message and server.url(CONF_WEIGHTS) in message and "resume" in message
+        dest = cache_path(server.url(CONF_WEIGHTS))
+        part = dest.with_name(dest.name + ".part")
+        kept = part.stat().st_size           # what arrived, less the chunk being read
+        assert not dest.exists() and 0 < kept <= len(weights) // 2
+        elmo.load_original(server.url(CONF_OPTIONS), server.url(CONF_WEIGHTS))
+        assert server.gets(CONF_WEIGHTS) == [None, f"bytes={kept}-"]
+    assert dest.read_bytes() == weights
+    assert [f for f in files_under(dest.parent) if "weights" in f] == [dest.name, dest.name + ".lock"]
+
+
+def test_without_range_support_the_next_call_starts_over(cache):
+    with FileServer(fixture_files(), cut={WEIGHTS: 1}, ranges=False) as server:
+        with pytest.raises(DownloadError):
+            elmo.from_pretrained(server.url(OPTIONS))
+        bilm = elmo.from_pretrained(server.url(OPTIONS))
+        assert len(server.gets(WEIGHTS)) == 2
+    assert cache_path(server.url(WEIGHTS)).read_bytes() == (FIXTURE / "weights.hdf5").read_bytes()
+    for a, b in zip(layers(elmo.from_pretrained("fixture")), layers(bilm)):
+        assert torch.equal(a, b)
+
+
+def test_retries_resume_within_one_call(monkeypatch):
+    monkeypatch.setenv("ELMO_DOWNLOAD_RETRIES", "1")
+    with FileServer(fixture_files(), cut={WEIGHTS: 1}) as server:
+        elmo.from_pretrained(server.url(WEIGHTS))
+        assert len(server.gets(WEIGHTS)) == 2 and server.gets(WEIGHTS)[1].startswith("bytes=")
+
+
+def _with_bad_shape(path: Path) -> bytes:
+    """The weight file with one dataset of the wrong shape (a readable, wrong HDF5 file)."""
+    buffer = io.BytesIO()
+    with h5py.File(path) as src, h5py.File(buffer, "w") as dst:
+        def copy(name, obj):
+            if isinstance(obj, h5py.Dataset):
+                data = obj[...]
+                dst.create_dataset(name, data=data[:-1] if name == "CNN_proj/b_proj" else data)
+        src.visititems(copy)
+    return buffer.getvalue()
+
+
+def test_corrupt_or_truncated_weights_are_rejected_and_not_cached(cache):
+    weights = (FIXTURE / "weights.hdf5").read_bytes()
+    files = fixture_files()
+    files["/m/truncated/elmo_t_weights.hdf5"] = weights[: len(weights) * 2 // 3]
+    files["/m/truncated/elmo_t_options.json"] = FIXTURE / "options.json"
+    files["/m/shape/elmo_s_weights.hdf5"] = _with_bad_shape(FIXTURE / "weights.hdf5")
+    files["/m/shape/elmo_s_options.json"] = FIXTURE / "options.json"
+    files["/m/garbage/elmo_g_options.json"] = b"{not json"
+    with FileServer(files) as server:
+        with pytest.raises(WeightFileError, match="truncated or corrupt"):
+            elmo.from_pretrained(server.url("/m/truncated/elmo_t_options.json"))
+        with pytest.raises(WeightFileError, match=r"CNN_proj/b_proj.*expected \(16,\)"):
+            Elmo(server.url("/m/shape/elmo_s_options.json"), server.url("/m/shape/elmo_s_weights.hdf5"))
+        with pytest.raises(ConfigError, match="not valid JSON"):
+            elmo.from_pretrained(server.url("/m/garbage/elmo_g_options.json"))
+        for name in ("truncated", "shape", "garbage"):
+            folder = cache_path(server.url(f"/m/{name}/x"))
+            assert not [f for f in files_under(folder.parent) if not f.endswith(".lock")
+                        and "options.json" not in f], name
+        # A checksum pinned in the table is checked: a wrong one keeps nothing.
+        assert not cache_path(server.url(WEIGHTS)).exists()
+        from elmo.hub.download import fetch
+        with pytest.raises(DownloadError, match="hash"):
+            fetch(server.url(WEIGHTS), sha256="0" * 64, progress=False)
+        assert not cache_path(server.url(WEIGHTS)).exists()
+        import hashlib
+        good = hashlib.sha256(weights).hexdigest()
+        assert fetch(server.url(WEIGHTS), sha256=good, progress=False).read_bytes() == weights
+
+
+def test_a_404_is_one_line_naming_the_url(capsys):
+    with FileServer(fixture_files()) as server:
+        missing = server.url("/allennlp/models/elmo/nothing/elmo_nothing_options.json")
+        with pytest.raises(DownloadError) as err:
+            elmo.from_pretrained(missing)
+        assert str(err.value) == f"{missing}: HTTP 404 Not Found"
+        capsys.readouterr()
+        assert main(["info", missing]) == 1
+        err = capsys.readouterr().err.strip().splitlines()
+        assert err == [f"downloading {missing}", f"elmo info: error: {missing}: HTTP 404 Not Found"]
+
+
+def test_offline_with_an_empty_cache_is_one_clear_line(monkeypatch, capsys):
+    monkeypatch.setenv("ELMO_OFFLINE", "1")
+    url = "http://127.0.0.1:9/allennlp/models/elmo/x/elmo_x_options.json"   # never contacted
+    with pytest.raises(DownloadError, match=r"ELMO_OFFLINE is set and .* is not in the cache"):
+        elmo.from_pretrained(url)
+    assert main(["models", "get", "small"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "ELMO_OFFLINE" in err and "elmo_2x1024" in err
+
+
+_FETCH_IN_A_PROCESS = """
+import importlib.util, sys
+spec = importlib.util.spec_from_file_location("hub_download", sys.argv[1])
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+print(module.fetch(sys.argv[2], progress=False))
+"""
+
+
+def test_two_processes_fetching_the_same_file_both_succeed_with_one_copy(cache):
+    """The download module needs no torch, so each process starts fast; the server spreads the
+    file over ~3 s and the second process starts once the first has asked for it, so without
+    the lock it would download a second copy."""
+    import elmo.hub.download as download
+
+    weights = (ALLENNLP / "lm_weights.hdf5").read_bytes()
+    env = {**__import__("os").environ, "ELMO_HOME": str(cache)}
+    with FileServer(fixture_files(), seconds_per_file=3.0) as server:
+        url = server.url(CONF_WEIGHTS)
+        cmd = [sys.executable, "-c", _FETCH_IN_A_PROCESS, download.__file__, url]
+        first = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        import time
+        deadline = time.time() + 30
+        while not server.gets(CONF_WEIGHTS) and time.time() < deadline:
+            time.sleep(0.02)
+        second = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        outs = [p.communicate(timeout=60) for p in (first, second)]
+        assert [p.returncode for p in (first, second)] == [0, 0], outs
+        assert len(server.gets(CONF_WEIGHTS)) == 1
+    dest = cache_path(url)
+    assert outs[0][0].strip() == outs[1][0].strip() == str(dest)
+    assert dest.read_bytes() == weights
+    assert files_under(dest.parent) == sorted([dest.name, dest.name + ".lock"])
+
+
+# ------------------------------------------------------------------------- archives
+def _zip(members: dict) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as z:
+        for name, data in members.items():
+            z.writestr(name, data)
+    return buffer.getvalue()
+
+
+def _tar(members: dict, mode: str = "w:xz", links: dict = None) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode=mode) as t:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            t.addfile(info, io.BytesIO(data))
+        for name, target in (links or {}).items():
+            info = tarfile.TarInfo(name)
+            info.type = tarfile.SYMTYPE
+            info.linkname = target
+            t.addfile(info)
+    return buffer.getvalue()
+
+
+def _manylangs_folder(prefix: str) -> dict:
+    """The files of an ELMoForManyLangs model folder (content is not read here)."""
+    config = json.dumps({"config_path": "cnn_50_100_512_4096_sample.json"})
+    return {f"{prefix}config.json": config, f"{prefix}cnn_50_100_512_4096_sample.json": "{}",
+            f"{prefix}char.dic": "a\t0\n", f"{prefix}word.dic": "the\t0\n",
+            f"{prefix}encoder.pkl": b"\x80\x02}q\x00.", f"{prefix}token_embedder.pkl": b"\x80\x02}q\x00."}
+
+
+def test_archives_are_unpacked_and_the_model_folder_found(monkeypatch, tmp_path):
+    nested = {k: v.encode() if isinstance(v, str) else v for k, v in _manylangs_folder("144/").items()}
+    flat = {k: v.encode() if isinstance(v, str) else v for k, v in _manylangs_folder("").items()}
+    files = {"/repository/11/144.zip": _zip(nested), "/zhs.model.tar.xz": _tar(flat),
+             "/repository/11/999.zip": _zip({"readme.txt": b"no model here"})}
+    with FileServer(files) as server:
+        for name, path in (("manylangs-en", "/repository/11/144.zip"),
+                           ("manylangs-zh-hans", "/zhs.model.tar.xz")):
+            entry = replace(registry.MODELS[name], urls={"archive": server.url(path)})
+            monkeypatch.setitem(registry.MODELS, name, entry)
+        from elmo.hub.resolve import resolve
+        en = resolve("manylangs-en").folder
+        zh = resolve("manylangs-zh-hans").folder
+        assert en.name == "144" and (en / "config.json").is_file()
+        assert (zh / "config.json").is_file() and (zh / "encoder.pkl").is_file()
+        assert elmo.model_path("manylangs-en") == en
+        with pytest.raises(ArchiveError, match="no folder with config.json"):
+            resolve(server.url("/repository/11/999.zip"))
+        assert len(server.gets("/repository/11/144.zip")) == 1
+    assert resolve("manylangs-en").folder == en          # cached: the server is gone
+    # The archives themselves are not kept once unpacked.
+    assert not [p for p in Path(__import__("os").environ["ELMO_HOME"]).rglob("*.zip") if p.is_file()]
+
+
+def test_a_model_archive_url_loads_like_the_folder():
+    files = {"model/options.json": (FIXTURE / "options.json").read_bytes(),
+             "model/weights.hdf5": (FIXTURE / "weights.hdf5").read_bytes()}
+    with FileServer({"/models/fixture.tar.gz": _tar(files, "w:gz")}) as server:
+        bilm = elmo.from_pretrained(server.url("/models/fixture.tar.gz"))
+    for a, b in zip(layers(elmo.from_pretrained("fixture")), layers(bilm)):
+        assert torch.equal(a, b)
+
+
+@pytest.mark.parametrize("kind", ["zip-dotdot", "tar-dotdot", "tar-absolute", "tar-link-out"])
+def test_an_archive_member_outside_the_folder_is_refused(tmp_path, kind):
+    evil = {"model/config.json": b"{}", "../evil.txt": b"x"}
+    data = {"zip-dotdot": lambda: _zip(evil),
+            "tar-dotdot": lambda: _tar(evil, "w:gz"),
+            "tar-absolute": lambda: _tar({"model/config.json": b"{}", "/tmp/evil.txt": b"x"}, "w:bz2"),
+            "tar-link-out": lambda: _tar({"model/config.json": b"{}"}, "w",
+                                         links={"model/escape": "../../outside"})}[kind]()
+    archive = tmp_path / ("a.zip" if kind.startswith("zip") else "a.tar")
+    archive.write_bytes(data)
+    with pytest.raises(ArchiveError, match="refusing to unpack"):
+        unpack(archive, tmp_path / "out")
+    assert not (tmp_path / "out").exists() and not (tmp_path / "evil.txt").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [archive.name]
+
+
+def test_an_unsafe_archive_from_a_url_is_refused_and_not_kept(cache):
+    evil = _zip({"model/config.json": b"{}", "../../evil.txt": b"x"})
+    with FileServer({"/repository/11/666.zip": evil}) as server:
+        with pytest.raises(ArchiveError, match=r"'\.\./\.\./evil\.txt'.*refusing"):
+            elmo.from_pretrained(server.url("/repository/11/666.zip"))
+    assert not [p for p in cache.rglob("*") if p.is_file() and not p.name.endswith(".lock")]
