@@ -24,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.common import (brown_sentences, flops_per_token, matmul_gflops, peak_memory_mib,  # noqa: E402
                                random_model, time_interleaved)
 from benchmarks.reference import ReferenceBiLM  # noqa: E402
+import elmo.modules.lstm as lstm_module  # noqa: E402
 from elmo import batch_to_ids  # noqa: E402
 
 
@@ -31,7 +32,8 @@ def batches_of(sentences, batch_size, n_batches):
     return [sentences[i * batch_size:(i + 1) * batch_size] for i in range(n_batches)]
 
 
-def run(config: str, batch_sizes, seconds: float, bf16: bool, int8: bool, sentences, n_sentences: int = 64) -> None:
+def run(config: str, batch_sizes, seconds: float, bf16: bool, int8: bool, sentences, n_sentences: int = 64,
+        general: bool = False) -> None:
     # Frozen weights, as AllenNLP loads them (requires_grad=False): the reference runs with
     # autograd enabled as its ElmoEmbedder does, and records no graph.
     bilm = random_model(config).requires_grad_(False)
@@ -66,6 +68,13 @@ def run(config: str, batch_sizes, seconds: float, bf16: bool, int8: bool, senten
                 for c in chunks:
                     bilm_int8(c)
 
+        def ours_general():
+            lstm_module.SINGLE_SEQUENCE_PATH = False
+            try:
+                ours()
+            finally:
+                lstm_module.SINGLE_SEQUENCE_PATH = True
+
         def ref():
             for c in chunks:
                 reference(c)
@@ -79,6 +88,8 @@ def run(config: str, batch_sizes, seconds: float, bf16: bool, int8: bool, senten
             impls["elmo-bf16"] = ours_bf16
         if int8:
             impls["elmo-int8"] = ours_int8
+        if general and bs == 1:
+            impls["elmo-general"] = ours_general
         timings = time_interleaved(impls, min_seconds=seconds)
         base = None
         for name, fn in impls.items():
@@ -110,6 +121,8 @@ def main() -> None:
                         help="sentences per timed call at batch sizes below it (default 64; one batch above)")
     parser.add_argument("--int8", action="store_true",
                         help="also time the opt-in int8 recurrent weights (bilm.lstm.use_int8())")
+    parser.add_argument("--general-path", action="store_true",
+                        help="at batch 1, also time the LSTM's general path (before the single-sequence path)")
     parser.add_argument("--threads", type=int, default=None)
     args = parser.parse_args()
     if args.threads:
@@ -119,7 +132,7 @@ def main() -> None:
     print(f"machine: {torch.get_num_threads()} threads, fp32 matmul {PEAK:.0f} GFLOP/s (measured now)")
     sentences = brown_sentences(limit=2000, min_len=3)
     for config in args.configs:
-        run(config, args.batches, args.seconds, args.bf16, args.int8, sentences, args.sentences)
+        run(config, args.batches, args.seconds, args.bf16, args.int8, sentences, args.sentences, args.general_path)
 
 
 PEAK = 1.0
