@@ -27,7 +27,6 @@ import numpy as np
 import torch
 from torch import nn
 
-from .chars import batch_to_ids
 from .embedding import Embedder, embed_file
 from .embedding.embedder import DEFAULT_BATCH_SIZE
 from .embedding.windows import DEFAULT_MAX_TOKENS, DEFAULT_OVERLAP
@@ -135,7 +134,7 @@ class ElmoEmbedder:
     def batch_to_embeddings(self, batch: List[List[str]]) -> Tuple[torch.Tensor, torch.Tensor]:
         """One biLM call on ``batch`` (no windows): activations (B, L + 1, T, D) and mask (B, T)."""
         _check_batch(batch)
-        ids = batch_to_ids(batch, self.elmo_bilm.options.char_cnn.max_characters_per_token)
+        ids = self.elmo_bilm.token_ids(batch)       # the model's own ids (batch_to_ids for bytes)
         with torch.no_grad():
             out = self.elmo_bilm(ids.to(self.device))
         return torch.stack(out["activations"], dim=1), out["mask"]

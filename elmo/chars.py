@@ -12,7 +12,7 @@ single characters 256 and 257 between BOW and EOW. The +1 shift keeps id 0 free 
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Sequence
+from typing import Iterable, Iterator, Sequence
 
 import torch
 
@@ -53,6 +53,33 @@ def word_to_char_ids(word: str, max_chars: int = DEFAULT_MAX_CHARS) -> tuple[int
     return tuple(ids)
 
 
+def _string_sentence(caller: str, i: int, sentence: str) -> TypeError:
+    shown = sentence if len(sentence) <= 40 else sentence[:37] + "..."
+    return TypeError(f"{caller}: sentence {i} is a string ({shown!r}), not a list of tokens; "
+                     f"tokenize it first, e.g. sentence.split() or elmo.tokenize.tokenize(sentence)")
+
+
+def check_tokenized(sentences: Sequence[Sequence[str]], caller: str) -> None:
+    """Refuse a string where a list of token lists belongs, and a sentence that is a string
+    (each of its characters would silently become a token)."""
+    if isinstance(sentences, str):
+        raise TypeError(f"{caller} expects a list of token lists, not a string; tokenize it "
+                        f"first, e.g. [text.split()]")
+    for i, sentence in enumerate(sentences):
+        if isinstance(sentence, str):
+            raise _string_sentence(caller, i, sentence)
+
+
+def tokenized(sentences: Iterable[Sequence[str]], caller: str) -> Iterator[Sequence[str]]:
+    """:func:`check_tokenized` for a stream: yields the sentences, refusing a string one."""
+    if isinstance(sentences, str):
+        check_tokenized(sentences, caller)
+    for i, sentence in enumerate(sentences):
+        if isinstance(sentence, str):
+            raise _string_sentence(caller, i, sentence)
+        yield sentence
+
+
 def batch_to_ids(sentences: Sequence[Sequence[str]], max_characters_per_token: int = DEFAULT_MAX_CHARS
                  ) -> torch.Tensor:
     """Character ids of a batch of tokenized sentences.
@@ -66,8 +93,7 @@ def batch_to_ids(sentences: Sequence[Sequence[str]], max_characters_per_token: i
         LongTensor (B, T, max_characters_per_token), T the longest sentence; padded positions
         are all zeros. An empty batch gives shape (0, 0, max_characters_per_token).
     """
-    if isinstance(sentences, str):
-        raise TypeError("batch_to_ids expects a list of token lists, not a string")
+    check_tokenized(sentences, "batch_to_ids")
     if max_characters_per_token < 3:
         raise ValueError("max_characters_per_token must be at least 3")
     lengths = [len(s) for s in sentences]
@@ -83,3 +109,46 @@ def batch_to_ids(sentences: Sequence[Sequence[str]], max_characters_per_token: i
         mask = torch.arange(longest)[None, :] < torch.tensor(lengths)[:, None]
         out[mask] = torch.tensor(rows, dtype=torch.long)
     return out
+
+
+class ByteCharIds:
+    """How a model with byte ids turns tokens into ids (the original ELMo models).
+
+    Every model owns one such object (``bilm.token_encoder.id_scheme``; the other kind is
+    :class:`elmo.manylangs.CharVocabulary`), so ``bilm.token_ids(sentences)`` converts text
+    for that model whatever its kind. The interface:
+
+    * ``width``: ids per token (here ``max_chars``); ``max_chars``: the character slots;
+    * ``pad_id``: the id of the padding character after a word (shifted: 0 means no token);
+      ``start_id``: the id every token's row starts with (its opening marker); with
+      ``check_start`` the model refuses rows that do not (ids made by another scheme). Byte
+      models accept any ids, as AllenNLP's did (hand-made ids in its tests and users' code);
+    * ``n_char_rows``: rows of the character embedding, row 0 included; ``n_word_rows``: rows
+      of a word embedding (0: none; when present, the word id is the last of the ``width`` ids);
+    * ``bos_row`` / ``eos_row``: the ids of the sentence boundaries;
+    * :meth:`batch_to_ids` (sentences -> (B, T, width)) and :meth:`token_rows` (words -> (N, width)).
+    """
+
+    n_char_rows = 262
+    n_word_rows = 0
+    pad_id = PAD_CHAR + 1
+    start_id = BOW_CHAR + 1
+    check_start = False
+
+    def __init__(self, max_chars: int = DEFAULT_MAX_CHARS):
+        self.max_chars = self.width = max_chars
+        self.bos_row = word_to_char_ids(BOS_TOKEN, max_chars)
+        self.eos_row = word_to_char_ids(EOS_TOKEN, max_chars)
+
+    def batch_to_ids(self, sentences: Sequence[Sequence[str]]) -> torch.Tensor:
+        """(B, T, max_chars) long, zeros at padded positions: :func:`batch_to_ids`."""
+        return batch_to_ids(sentences, self.max_chars)
+
+    def token_rows(self, words: Sequence[str]) -> torch.Tensor:
+        """(N, max_chars) long: the ids of each word."""
+        return torch.tensor([word_to_char_ids(w, self.max_chars) for w in words],
+                            dtype=torch.long).reshape(len(words), self.max_chars)
+
+    def fingerprint(self) -> bytes:
+        """What identifies the conversion beyond the options (nothing: it is fixed)."""
+        return b""

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
+import signal
 import sys
 from typing import List, Optional
 
@@ -29,6 +31,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="ELMo: deep contextualised word representations. Load the original weights, "
                     "embed text, train and adapt biLMs, and measure what the layers hold.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    parser.add_argument("--debug", action="store_true",
+                        help="show the full traceback of an error (also: ELMO_DEBUG=1)")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(subparsers)
@@ -41,6 +45,15 @@ def _version() -> str:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
+    try:
+        status = _run(argv)
+        sys.stdout.flush()  # output still buffered for a reader that may be gone (`elmo info | head`)
+    except BrokenPipeError:
+        return _broken_pipe()
+    return status
+
+
+def _run(argv: Optional[List[str]]) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
@@ -49,16 +62,40 @@ def main(argv: Optional[List[str]] = None) -> int:
     from .config import ConfigError
     from .hub.download import DownloadError
     from .weights import WeightFileError
+    debug = args.debug or os.environ.get("ELMO_DEBUG", "") not in ("", "0")
     try:
         result = args.func(args)
-    except (ConfigError, WeightFileError, DownloadError, FileNotFoundError, ValueError) as e:
-        # Expected user errors: one clear line, no traceback.
-        print(f"elmo {args.command}: error: {e}", file=sys.stderr)
+    except BrokenPipeError:
+        raise
+    except (ConfigError, WeightFileError, DownloadError, ValueError, OSError) as e:
+        # Expected errors (bad input or options, an output that cannot be written, a full
+        # disk): one clear line, no traceback; --debug or ELMO_DEBUG=1 shows it.
+        if debug:
+            raise
+        print(f"elmo {args.command}: error: {_one_line(e)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print(f"elmo {args.command}: interrupted", file=sys.stderr)
         return 130
     return int(result or 0)
+
+
+def _one_line(e: BaseException) -> str:
+    """The message of an error on one line; a plain OS error about a file reads 'path: reason'."""
+    if isinstance(e, OSError) and e.errno and e.filename and type(e).__module__ == "builtins":
+        text = f"{e.filename}: {os.strerror(e.errno)}"
+    else:
+        text = str(e) or type(e).__name__
+    return " ".join(text.split())
+
+
+def _broken_pipe() -> int:
+    """The reader of our output went away (`elmo info | head`): stop quietly, as the Python
+    documentation recommends, pointing stdout at devnull so that the flush at exit cannot fail
+    again; the exit status is that of a process ended by SIGPIPE."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return 128 + getattr(signal, "SIGPIPE", 13)
 
 
 if __name__ == "__main__":

@@ -142,12 +142,54 @@ class CharCNNConfig:
 
 
 @dataclass(frozen=True)
+class CharVocabularyConfig:
+    """Characters through a dictionary instead of UTF-8 bytes (ELMoForManyLangs models).
+
+    The dictionaries themselves sit beside the weights (``char.dic``, and ``word.dic`` when
+    ``word_dim`` > 0; see :mod:`elmo.manylangs.dictionary`); this section holds their sizes, so
+    the weights' shapes follow from the options alone. In the options file::
+
+        "char_vocabulary": {"format": "elmoformanylangs", "n_characters": 188,
+                            "word_dim": 100, "n_words": 71222}
+    """
+
+    n_characters: int
+    word_dim: int = 0
+    n_words: int = 0
+    format: str = "elmoformanylangs"
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "CharVocabularyConfig":
+        if not isinstance(d, Mapping):
+            raise ConfigError(f"char_vocabulary: expected an object, got {d!r}")
+        where = "char_vocabulary"
+        word_dim = _take(d, "word_dim", where, int, default=0, check=lambda v: v >= 0, why="must be >= 0")
+        return cls(
+            n_characters=_take(d, "n_characters", where, int, check=lambda v: v > 0, why="must be positive"),
+            word_dim=word_dim,
+            n_words=_take(d, "n_words", where, int, default=0,
+                          check=lambda v: v > 0 or word_dim == 0, why="must be positive when word_dim > 0"),
+            format=_take(d, "format", where, str, default="elmoformanylangs",
+                         check=lambda v: v == "elmoformanylangs", why="must be 'elmoformanylangs'"),
+        )
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"format": self.format, "n_characters": self.n_characters, "word_dim": self.word_dim,
+                "n_words": self.n_words}
+
+
+@dataclass(frozen=True)
 class ElmoOptions:
-    """The whole options.json: the LSTM and char CNN sections plus any extra keys, kept verbatim."""
+    """The whole options.json: the LSTM and char CNN sections plus any extra keys, kept verbatim.
+
+    ``char_vocabulary`` is None for the original models (characters are UTF-8 bytes); it is set
+    for models whose characters go through a dictionary (:class:`CharVocabularyConfig`).
+    """
 
     lstm: LSTMConfig
     char_cnn: CharCNNConfig
     extra: Dict[str, Any] = field(default_factory=dict)
+    char_vocabulary: CharVocabularyConfig | None = None
 
     @property
     def output_dim(self) -> int:
@@ -164,9 +206,14 @@ class ElmoOptions:
         if not isinstance(d, Mapping):
             raise ConfigError(f"options: expected a JSON object, got {type(d).__name__}")
         lstm = LSTMConfig.from_dict(_take(d, "lstm", "", dict))
-        cnn = CharCNNConfig.from_dict(_take(d, "char_cnn", "", dict))
-        extra = {k: v for k, v in d.items() if k not in ("lstm", "char_cnn")}
-        return cls(lstm=lstm, char_cnn=cnn, extra=extra)
+        vocab = d.get("char_vocabulary")
+        cnn_section = _take(d, "char_cnn", "", dict)
+        if vocab is not None:  # char_cnn.n_characters counts byte ids; not used with a dictionary
+            cnn_section = {k: v for k, v in cnn_section.items() if k != "n_characters"}
+        cnn = CharCNNConfig.from_dict(cnn_section)
+        extra = {k: v for k, v in d.items() if k not in ("lstm", "char_cnn", "char_vocabulary")}
+        return cls(lstm=lstm, char_cnn=cnn, extra=extra,
+                   char_vocabulary=None if vocab is None else CharVocabularyConfig.from_dict(vocab))
 
     @classmethod
     def from_file(cls, path: str | Path) -> "ElmoOptions":
@@ -175,6 +222,13 @@ class ElmoOptions:
             text = path.read_text(encoding="utf-8")
         except FileNotFoundError:
             raise ConfigError(f"{path}: options file not found") from None
+        except IsADirectoryError:
+            raise ConfigError(f"{path}: is a directory, expected the options JSON file") from None
+        except UnicodeDecodeError as e:
+            raise ConfigError(f"{path}: not UTF-8 text (byte {e.start + 1}); expected the options "
+                              f"JSON file") from None
+        except OSError as e:
+            raise ConfigError(f"{path}: cannot read the options file: {e.strerror or e}") from None
         try:
             data = json.loads(text)
         except json.JSONDecodeError as e:
@@ -188,6 +242,9 @@ class ElmoOptions:
         d = dict(self.extra)
         d["lstm"] = self.lstm.to_dict()
         d["char_cnn"] = self.char_cnn.to_dict()
+        if self.char_vocabulary is not None:
+            del d["char_cnn"]["n_characters"]
+            d["char_vocabulary"] = self.char_vocabulary.to_dict()
         return d
 
     def to_json(self) -> str:

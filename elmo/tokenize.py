@@ -16,6 +16,10 @@ and apostrophes become ASCII first, and a straight double quote becomes ```` `` 
 opens and ``''`` where it closes. Nothing else changes (no lower-casing), and sentences are
 not split: one input line stays one sentence. Other apostrophes (``O'Neill``) become a token
 of their own.
+
+For Chinese (ELMoForManyLangs' models), :func:`tokenize_zh` segments words with jieba, an
+optional package (``pip install 'elmo[zh]'``) imported on first use; :func:`get_tokenizer`
+picks a tokenizer by name (``elmo embed --tokenize en|zh``).
 """
 from __future__ import annotations
 
@@ -47,3 +51,45 @@ def tokenize(text: str) -> List[str]:
         tokens.append(token)
         end = match.end()
     return tokens
+
+
+#: Tokenizers by name, for ``--tokenize NAME`` / ``embed_file(tokenize=NAME)``.
+TOKENIZERS = ("en", "zh")
+
+
+class TokenizerUnavailable(ValueError):
+    """A tokenizer whose optional package is not installed (the message says how to get it)."""
+
+
+def _jieba():
+    """The jieba module, imported on first use, quiet."""
+    try:
+        import jieba
+    except ImportError:
+        raise TokenizerUnavailable("Chinese segmentation (--tokenize zh) needs the jieba package: "
+                                   "pip install 'elmo[zh]'") from None
+    import logging
+    jieba.setLogLevel(logging.WARNING)  # no "Building prefix dict ..." on every start
+    return jieba
+
+
+def tokenize_zh(text: str) -> List[str]:
+    """Segment raw Chinese text into words with jieba (its default dictionary and HMM for
+    unknown words). Whitespace separates tokens and is dropped; nothing else changes.
+
+    Text that is already segmented needs no tokenizer: split it on whitespace.
+    """
+    return [t for t in _jieba().lcut(text) if not t.isspace()]
+
+
+def get_tokenizer(name):
+    """The tokenizer for ``name``: ``"en"`` (or True) :func:`tokenize`, ``"zh"``
+    :func:`tokenize_zh`; None or False: split on whitespace. Checks that it is usable."""
+    if name is None or name is False:
+        return str.split
+    if name is True or name == "en":
+        return tokenize
+    if name == "zh":
+        _jieba()
+        return tokenize_zh
+    raise ValueError(f"tokenize must be one of {', '.join(TOKENIZERS)} (or None), got {name!r}")

@@ -72,7 +72,7 @@ class Vocabulary:
 
     def save(self, path: str | Path, with_counts: bool = False) -> None:
         """Write one word a line (the original format); ``with_counts`` adds a tab and the count."""
-        from .weights import atomic_write_text
+        from .io import atomic_write_text
 
         if with_counts and self.counts is None:
             raise ValueError("this vocabulary has no counts")

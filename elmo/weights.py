@@ -17,8 +17,6 @@ opposite gate convention negate it). Loading then saving gives the same bytes fo
 """
 from __future__ import annotations
 
-import os
-import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Dict, Iterator, Tuple
@@ -28,6 +26,8 @@ import numpy as np
 import torch
 
 from .config import ElmoOptions
+from .io import (atomic_commit, atomic_target, atomic_write_text,  # noqa: F401 (importable from here)
+                 os_error_reason)
 from .modules.bilm import BiLM
 
 
@@ -65,6 +65,9 @@ def expected_shapes(options: ElmoOptions) -> Dict[str, Tuple[int, ...]]:
 def _to_original_arrays(bilm: BiLM) -> Dict[str, np.ndarray]:
     """The model's parameters as the original layout's arrays (float32 unless stored otherwise)."""
     enc, opts = bilm.token_encoder, bilm.options
+    if opts.char_vocabulary is not None:
+        raise WeightFileError("this model reads characters through a dictionary (an ELMoForManyLangs "
+                              "model); the original HDF5 layout cannot hold it: save it as safetensors")
     t = lambda x: x.detach().cpu().numpy()  # noqa: E731
     arrays = {"char_embed": t(enc.char_embedding.weight[1:])}
     for i, conv in enumerate(enc.convolutions):
@@ -122,12 +125,15 @@ def _assign_original_arrays(bilm: BiLM, arrays: Dict[str, np.ndarray]) -> None:
 
 @contextmanager
 def _open_hdf5(path: Path, mode: str = "r") -> Iterator[h5py.File]:
+    if path.is_dir():
+        raise WeightFileError(f"{path}: is a directory, expected an HDF5 weight file")
     try:
         handle = h5py.File(path, mode)
     except FileNotFoundError:
         raise WeightFileError(f"{path}: weight file not found") from None
     except OSError as e:
-        raise WeightFileError(f"{path}: not a readable HDF5 file (truncated or corrupt?): {e}") from None
+        raise WeightFileError(f"{path}: not a readable HDF5 file (truncated or corrupt?): "
+                              f"{os_error_reason(e)}") from None
     with handle:
         yield handle
 
@@ -144,12 +150,36 @@ def read_original_arrays(path: str | Path, options: ElmoOptions) -> Dict[str, np
             if tuple(dataset.shape) != shape:
                 raise WeightFileError(f"{path}: dataset '{name}' has shape {tuple(dataset.shape)}, "
                                       f"expected {shape} from the options")
+            if dataset.dtype.kind not in "fiu":
+                raise WeightFileError(f"{path}: dataset '{name}' holds {dataset.dtype} values, "
+                                      f"expected numbers (float32 or float16)")
             try:
                 arrays[name] = dataset[...]
             except OSError as e:
                 raise WeightFileError(f"{path}: dataset '{name}' (expected shape {shape}) "
-                                      f"cannot be read, the file is truncated or corrupt: {e}") from None
+                                      f"cannot be read, the file is truncated or corrupt: "
+                                      f"{os_error_reason(e)}") from None
+            check_finite(arrays[name], f"{path}: dataset '{name}'")
     return arrays
+
+
+def check_finite(array, where: str) -> None:
+    """Raise WeightFileError naming ``where`` if ``array`` (numpy or torch) holds NaN or inf:
+    such a weight makes every output NaN, silently."""
+    if isinstance(array, np.ndarray):
+        if array.dtype.kind != "f":
+            return
+        bad = ~np.isfinite(array)
+        first = np.argwhere(bad)[0] if bad.any() else None
+    else:
+        if not array.is_floating_point():
+            return
+        bad = ~torch.isfinite(array)
+        first = bad.nonzero()[0] if bad.any() else None
+    if first is not None:
+        first = tuple(int(i) for i in first)
+        raise WeightFileError(f"{where} holds {int(bad.sum())} non-finite values (NaN or inf), "
+                              f"the first at index {first}")
 
 
 def load_original(options_file: str | Path, weight_file: str | Path, *, stateful: bool = False,
@@ -165,34 +195,6 @@ def load_original(options_file: str | Path, weight_file: str | Path, *, stateful
     _assign_original_arrays(bilm, read_original_arrays(weight_file, options))
     bilm.eval()
     return bilm.to(device) if device is not None else bilm
-
-
-def atomic_target(path: Path) -> Path:
-    """A fresh temporary file beside ``path``: write it, then :func:`atomic_commit` it."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    return Path(tmp)
-
-
-def atomic_commit(tmp: Path, path: Path) -> None:
-    """Move a finished temporary file onto ``path`` in one step, with the permissions an
-    ordinary new file gets (temporary files are created readable by their owner only)."""
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o666 & ~umask)
-    os.replace(tmp, path)
-
-
-def atomic_write_text(path: str | Path, text: str) -> None:
-    """Write a text file so that readers see the old or the new content, never a part."""
-    path = Path(path)
-    tmp = atomic_target(path)
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        atomic_commit(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 def save_original(bilm: BiLM, options_file: str | Path, weight_file: str | Path,
@@ -222,7 +224,8 @@ ORIGINAL_WEIGHTS = ("weights.hdf5", "lm_weights.hdf5")
 
 def save_pretrained(bilm: BiLM, folder: str | Path, fmt: str = "safetensors") -> Path:
     """Save a model folder: ``config.json`` + ``model.safetensors`` (native), or
-    ``options.json`` + ``weights.hdf5`` (``fmt="original"``)."""
+    ``options.json`` + ``weights.hdf5`` (``fmt="original"``). A dictionary model
+    (ELMoForManyLangs) also gets its ``char.dic`` (and ``word.dic``) and is native only."""
     from safetensors.torch import save_file
 
     folder = Path(folder)
@@ -232,6 +235,8 @@ def save_pretrained(bilm: BiLM, folder: str | Path, fmt: str = "safetensors") ->
         return folder
     if fmt != "safetensors":
         raise ValueError(f"fmt must be 'safetensors' or 'original', got {fmt!r}")
+    if bilm.options.char_vocabulary is not None:
+        bilm.token_encoder.require_id_scheme().save(folder)
     state = {k: v.detach().contiguous().cpu() for k, v in bilm.state_dict().items()}
     tmp = atomic_target(folder / NATIVE_WEIGHTS)
     try:
@@ -248,11 +253,24 @@ def _load_native(folder: Path, stateful: bool) -> BiLM:
     from safetensors.torch import load_file
 
     options = ElmoOptions.from_file(folder / NATIVE_CONFIG)
-    bilm = BiLM(options, stateful=stateful)
+    id_scheme = None
+    if options.char_vocabulary is not None:
+        from .manylangs import CharVocabulary
+        id_scheme = CharVocabulary.from_folder(folder, options.char_cnn.max_characters_per_token,
+                                               with_words=options.char_vocabulary.word_dim > 0)
+        if (id_scheme.n_char_rows - 1, id_scheme.n_word_rows - 1 if id_scheme.words else 0) != \
+                (options.char_vocabulary.n_characters, options.char_vocabulary.n_words):
+            raise WeightFileError(f"{folder}: char.dic / word.dic have {id_scheme.n_char_rows - 1} / "
+                                  f"{max(id_scheme.n_word_rows - 1, 0)} entries; {NATIVE_CONFIG} says "
+                                  f"{options.char_vocabulary.n_characters} / {options.char_vocabulary.n_words}")
+    bilm = BiLM(options, stateful=stateful, id_scheme=id_scheme)
+    if (folder / NATIVE_WEIGHTS).is_dir():
+        raise WeightFileError(f"{folder / NATIVE_WEIGHTS}: is a directory, expected a safetensors file")
     try:
         state = load_file(str(folder / NATIVE_WEIGHTS))
     except (SafetensorError, OSError) as e:
-        raise WeightFileError(f"{folder / NATIVE_WEIGHTS}: unreadable safetensors file: {e}") from None
+        reason = os_error_reason(e) if isinstance(e, OSError) else str(e)
+        raise WeightFileError(f"{folder / NATIVE_WEIGHTS}: unreadable safetensors file: {reason}") from None
     expected = bilm.state_dict()
     for name, tensor in expected.items():
         if name not in state:
@@ -261,23 +279,30 @@ def _load_native(folder: Path, stateful: bool) -> BiLM:
         if state[name].shape != tensor.shape:
             raise WeightFileError(f"{folder / NATIVE_WEIGHTS}: tensor '{name}' has shape "
                                   f"{tuple(state[name].shape)}, expected {tuple(tensor.shape)}")
+        check_finite(state[name], f"{folder / NATIVE_WEIGHTS}: tensor '{name}'")
     bilm.load_state_dict(state, strict=False)
     return bilm
 
 
 def load_pretrained(path: str | Path, *, stateful: bool = False,
                     device: str | torch.device | None = None) -> BiLM:
-    """Load a model folder in either format (native safetensors first, then original HDF5)."""
+    """Load a model folder: native safetensors, the original HDF5 layout, or an ELMoForManyLangs
+    folder (config.json naming a model configuration, char.dic, word.dic, *.pkl)."""
+    from .manylangs.folder import is_manylangs_folder, load_manylangs
+
     folder = Path(path)
     if not folder.is_dir():
         raise WeightFileError(f"{folder}: not a model folder")
     if (folder / NATIVE_WEIGHTS).exists():
         bilm = _load_native(folder, stateful)
+    elif not (folder / ORIGINAL_OPTIONS).exists() and is_manylangs_folder(folder):
+        bilm = load_manylangs(folder, stateful=stateful)
     else:
         weights = next((folder / n for n in ORIGINAL_WEIGHTS if (folder / n).exists()), None)
         if weights is None or not (folder / ORIGINAL_OPTIONS).exists():
             raise WeightFileError(f"{folder}: expected {NATIVE_CONFIG} + {NATIVE_WEIGHTS}, or "
-                                  f"{ORIGINAL_OPTIONS} + one of {', '.join(ORIGINAL_WEIGHTS)}")
+                                  f"{ORIGINAL_OPTIONS} + one of {', '.join(ORIGINAL_WEIGHTS)}, or an "
+                                  f"ELMoForManyLangs folder (config.json, char.dic, *.pkl)")
         bilm = load_original(folder / ORIGINAL_OPTIONS, weights, stateful=stateful)
     bilm.eval()
     return bilm.to(device) if device is not None else bilm

@@ -85,6 +85,35 @@ def test_layer_selection_errors(bilm):
         Embedder(bilm).embed_sentences([["a"]], layers="mix:0.5,0.5")
 
 
+def test_gamma_and_mix_weights_must_be_finite():
+    for gamma in (float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="gamma .*finite"):
+            LayerSelection.parse("mix:0.2,0.3,0.5", gamma)
+    with pytest.raises(ValueError, match="finite"):
+        LayerSelection.parse("mix:0.2,nan,0.5")
+
+
+def test_a_sentence_that_is_a_string_is_refused(bilm):
+    """A string is a sequence of characters: taken as a token list, each character would
+    silently become a token. Only token lists are accepted, wherever sentences are taken."""
+    embedder = Embedder(bilm)
+    calls = {
+        "embed_sentences": lambda s: embedder.embed_sentences(s),
+        "sentence_vectors": lambda s: sentence_vectors(embedder, s),
+        "batch_to_ids": lambda s: batch_to_ids(s),
+        "Embedder": lambda s: list(embedder.run(s, "top")),
+        "build_token_cache": lambda s: embedder.build_token_cache(s),
+    }
+    for name, call in calls.items():
+        with pytest.raises(TypeError, match=rf"{name}: sentence 1 is a string .*split\(\)"):
+            call([["A", "bank"], "The bank ."])
+        with pytest.raises(TypeError, match="not a string"):
+            call("The bank .")
+    # token lists of any sequence type still work, and the refusal changed nothing
+    assert embedder.embed_sentences([("The", "bank", ".")])[0].shape[1] == 3
+    assert sentence_vectors(embedder, [["The", "bank", "."]]).shape == (1, bilm.output_dim)
+
+
 def test_float16_output(bilm):
     out = Embedder(bilm).embed_sentences([["the", "bank"]], dtype="float16")
     assert out[0].dtype == np.float16

@@ -10,9 +10,11 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 import torch
 
 from elmo.training.checkpoint import latest_checkpoint, list_checkpoints, load_checkpoint
+from elmo.training.resume import ResumeMismatch
 from elmo.training.trainer import train
 from training_helpers import tiny_config, write_toy_corpus
 
@@ -83,12 +85,15 @@ def test_killed_process_resumes_to_the_same_parameters(tmp_path):
 
 
 def test_resume_applies_the_configured_learning_rate(tmp_path):
-    """Lowering --lr on resume (a manual decay) takes effect: the config wins over the
-    learning rate stored with the optimizer state."""
+    """Lowering --lr on resume (a manual decay) takes effect when asked for with
+    --allow-change lr: the config wins over the learning rate stored with the optimizer state."""
     train_txt, _, vocab_txt = write_toy_corpus(tmp_path / "toy", n_train=100)
     cfg = tiny_config(tmp_path / "run", train_txt, vocab_txt, max_steps=6, optimizer="adam", lr=0.01)
     train(cfg, stop_after=3)
     cfg.lr = 0.001
+    with pytest.raises(ResumeMismatch, match="setting lr was 0.01, now 0.001"):
+        train(cfg)  # a changed learning rate must be asked for
+    cfg.allow_change = ["lr"]
     train(cfg)
     final = load_checkpoint(tmp_path / "run" / "checkpoints" / "checkpoint-00000006.pt")
     assert final["optimizer"]["param_groups"][0]["lr"] == 0.001

@@ -114,3 +114,62 @@ def test_written_files_get_ordinary_permissions(tmp_path):
     for path in [tmp_path / "native" / "model.safetensors", tmp_path / "original" / "weights.hdf5",
                  tmp_path / "original" / "options.json"]:
         assert path.stat().st_mode & 0o777 == 0o644, path
+
+
+# ---------------------------------------------------------------------- bad values and paths
+def _original_copy(tmp_path):
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    shutil.copy(ALLENNLP / "options.json", tmp_path / "options.json")
+    shutil.copy(ALLENNLP / "lm_weights.hdf5", tmp_path / "weights.hdf5")
+    return tmp_path
+
+
+@pytest.mark.parametrize("value", [np.nan, np.inf])
+def test_non_finite_weights_name_the_dataset(tmp_path, value):
+    folder = _original_copy(tmp_path)
+    with h5py.File(folder / "weights.hdf5", "a") as f:
+        f["CNN_proj/b_proj"][3] = value
+    with pytest.raises(WeightFileError, match=r"dataset 'CNN_proj/b_proj' holds 1 non-finite .*\(3,\)"):
+        elmo.from_pretrained(folder)
+    bilm = random_bilm()
+    with torch.no_grad():
+        bilm.lstm.layers[0].bias[1][5] = value
+    elmo.save_pretrained(bilm, tmp_path / "native")
+    with pytest.raises(WeightFileError, match=r"model.safetensors: tensor 'lstm.layers.0.bias' holds 1 non-finite"):
+        elmo.from_pretrained(tmp_path / "native")
+
+
+def test_string_dataset_is_named(tmp_path):
+    folder = _original_copy(tmp_path)
+    with h5py.File(folder / "weights.hdf5", "a") as f:
+        shape = f["CNN_proj/b_proj"].shape
+        del f["CNN_proj/b_proj"]
+        f.create_dataset("CNN_proj/b_proj", data=np.full(shape, "0.5", dtype=object),
+                         dtype=h5py.string_dtype())
+    with pytest.raises(WeightFileError, match="dataset 'CNN_proj/b_proj' holds .* values, expected numbers"):
+        elmo.from_pretrained(folder)
+
+
+def test_directories_where_files_belong(tmp_path):
+    folder = _original_copy(tmp_path / "a")
+    (folder / "weights.hdf5").unlink()
+    (folder / "weights.hdf5").mkdir()
+    with pytest.raises(WeightFileError, match=r"weights.hdf5: is a directory") as e:
+        elmo.from_pretrained(folder)
+    assert "\n" not in str(e.value)
+    folder = _original_copy(tmp_path / "b")
+    (folder / "options.json").unlink()
+    (folder / "options.json").mkdir()
+    with pytest.raises(ConfigError, match=r"options.json: is a directory"):
+        elmo.from_pretrained(folder)
+    elmo.save_pretrained(random_bilm(), tmp_path / "c")
+    (tmp_path / "c" / "model.safetensors").unlink()
+    (tmp_path / "c" / "model.safetensors").mkdir()
+    with pytest.raises(WeightFileError, match=r"model.safetensors: is a directory"):
+        elmo.from_pretrained(tmp_path / "c")
+
+
+def test_atomic_helpers_are_importable_from_weights_and_io():
+    from elmo import io, weights
+    assert weights.atomic_write_text is io.atomic_write_text
+    assert weights.atomic_target is io.atomic_target and weights.atomic_commit is io.atomic_commit

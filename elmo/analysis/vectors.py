@@ -22,7 +22,8 @@ def untrained_copy(bilm: BiLM, seed: int = 0) -> BiLM:
     import torch
 
     torch.manual_seed(seed)
-    return BiLM(bilm.options).eval()
+    own_ids = bilm.options.char_vocabulary is not None  # a dictionary model keeps its dictionaries
+    return BiLM(bilm.options, id_scheme=bilm.id_scheme if own_ids else None).eval()
 
 
 def embed_layers(model: Union[Embedder, BiLM, str], sentences: Sequence[Sentence],

@@ -53,9 +53,11 @@ def register(subparsers) -> None:
                       help="do not store the sentence_to_index dataset")
 
     text = p.add_argument_group("reading the input")
-    text.add_argument("--tokenize", action="store_true",
-                      help="split raw text into tokens (punctuation and clitics split off, as in "
-                           "the training data) instead of splitting on whitespace")
+    text.add_argument("--tokenize", nargs="?", const="en", default=None, choices=["en", "zh"],
+                      help="split raw text into tokens instead of on whitespace: en (the default "
+                           "when no name is given) splits punctuation and clitics off as in the "
+                           "training data; zh segments Chinese words with jieba "
+                           "(pip install 'elmo[zh]'). Without it, pre-segmented text is taken as is")
     text.add_argument("--errors", choices=["strict", "replace"], default="strict",
                       help="bytes that are not UTF-8: an error naming the line, or replaced by "
                            "U+FFFD (default: strict)")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 #: The original's small ELMo model (1024 cells, projection 128, 2048 filters).
 SMALL_FILTERS = [[1, 32], [2, 32], [3, 64], [4, 128], [5, 256], [6, 512], [7, 1024]]
@@ -63,6 +64,12 @@ def _add_run_args(p: argparse.ArgumentParser, *, finetune: bool) -> None:
     g.add_argument("--bf16", action="store_true", help="bfloat16 autocast (opt-in; default exact fp32)")
     g.add_argument("--threads", type=int, help="CPU threads for torch (default: torch's choice)")
     g.add_argument("--no-progress", action="store_true", help="no progress bar")
+    g.add_argument("--allow-change", type=lambda t: [x for x in t.split(",") if x], default=[],
+                   metavar="SETTING[,SETTING]",
+                   help="on resume, let these settings differ from the checkpoint's: lr, state-reset-every, "
+                        "dropout, clip-norm, bf16 (e.g. a learning-rate decay between phases). Run length, "
+                        "intervals, validation text, device and threads may always change; anything else is "
+                        "refused")
 
 
 def register(subparsers) -> None:
@@ -117,17 +124,12 @@ def register(subparsers) -> None:
     # ---------------------------------------------------------------- perplexity
     p = subparsers.add_parser(
         "perplexity", help="full-softmax perplexity of a trained biLM on a text",
-        description="Forward, backward and average perplexity (full softmax, state carried, text read once in "
-                    "order). Counts each word plus one sentence boundary per sentence and direction.")
+        description="Forward, backward and average perplexity (full softmax). Every sentence is read from a "
+                    "zero state, as ELMo embeds it, so the result does not depend on --batch-size. Counts each "
+                    "word plus one sentence boundary per sentence and direction.")
     p.add_argument("model", help="trained model folder (with softmax.hdf5 and vocab.txt)")
     p.add_argument("text", nargs="+", help="files, globs or folders")
-    p.add_argument("--batch-size", type=int, default=32)
-    p.add_argument("--unroll-steps", type=int, default=20)
-    p.add_argument("--state-reset-every", type=int, default=None,
-                   help="reset the rows' state every K batches (default: as the model was trained, from its metadata)")
-    p.add_argument("--per-sentence", action="store_true", default=None,
-                   help="every sentence from a zero state (default: when the model was trained with the "
-                        "bucketed layout)")
+    p.add_argument("--batch-size", type=int, default=32, help="sentences per batch (speed only; default 32)")
     p.add_argument("--device", default="auto")
     p.add_argument("--threads", type=int)
     p.add_argument("--json", action="store_true", help="print one JSON object")
@@ -187,7 +189,8 @@ def _run_config(args, **fields):
         dropout=args.dropout, n_negative=args.negatives, shuffle=not args.no_shuffle, seed=args.seed,
         checkpoint_every=args.checkpoint_every, keep_checkpoints=args.keep_checkpoints,
         log_every=args.log_every, eval_every=args.eval_every, eval_batch_size=args.eval_batch_size,
-        device=args.device, bf16=args.bf16, progress=not args.no_progress, **fields)
+        device=args.device, bf16=args.bf16, progress=not args.no_progress,
+        allow_change=list(args.allow_change), **fields)
 
 
 def vocab_build(args) -> int:
@@ -201,22 +204,32 @@ def vocab_build(args) -> int:
 
 
 def train(args) -> int:
+    from ..training.checkpoint import RunWriteError
     from ..training.trainer import train as run
 
     _threads(args)
     cfg = _run_config(args, train=list(args.corpus), vocab=args.vocab, output=args.output,
                       options=_model_options(args), valid=list(args.valid))
-    summary = run(cfg)
+    try:
+        summary = run(cfg)
+    except RunWriteError as e:  # e.g. a full disk: one line, the previous checkpoint is kept
+        print(f"elmo train: error: {e}", file=sys.stderr)
+        return 1
     print(json.dumps(summary, indent=2, default=str))
     return 0
 
 
 def finetune(args) -> int:
+    from ..training.checkpoint import RunWriteError
     from ..training.finetune import finetune as run
 
     _threads(args)
     cfg = _run_config(args, train=list(args.text), vocab="", output=args.output, init_from=args.init_from)
-    report = run(cfg, heldout=args.heldout, heldout_every=args.heldout_every)
+    try:
+        report = run(cfg, heldout=args.heldout, heldout_every=args.heldout_every)
+    except RunWriteError as e:
+        print(f"elmo finetune: error: {e}", file=sys.stderr)
+        return 1
     print(json.dumps(report, indent=2, default=str))
     return 0
 
@@ -225,17 +238,12 @@ def perplexity(args) -> int:
     from ..data.corpus import expand_paths, iter_file_sentences
     from ..training.distributed import resolve_device
     from ..training.evaluate import perplexity as ppl
-    from ..training.export import load_language_model, read_metadata
+    from ..training.export import load_language_model
 
     _threads(args)
     device = resolve_device(args.device)
     model, vocab = load_language_model(args.model, device=device)
-    trained = read_metadata(args.model).get("train_config", {})
-    reset = args.state_reset_every if args.state_reset_every is not None else trained.get("state_reset_every", 0)
-    per_sentence = args.per_sentence if args.per_sentence is not None else trained.get("layout") == "bucketed"
-    result = ppl(model, iter_file_sentences(expand_paths(args.text)), vocab, args.batch_size,
-                 args.unroll_steps, device, state_reset_every=reset, per_sentence=per_sentence)
-    result.update(state_reset_every=reset, per_sentence=per_sentence)
+    result = ppl(model, iter_file_sentences(expand_paths(args.text)), vocab, args.batch_size, device)
     if args.json:
         print(json.dumps(result))
     else:

@@ -21,6 +21,7 @@ import hashlib
 import io
 import os
 import random
+import zlib
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Dict, Iterator, List, Optional, Sequence
@@ -49,6 +50,10 @@ def expand_paths(patterns: Sequence[str | os.PathLike]) -> List[Path]:
     return sorted(set(files))
 
 
+class CorpusError(ValueError):
+    """Text a corpus cannot use; the message names the file and the line (1-based)."""
+
+
 def open_text(path: str | Path) -> io.TextIOBase:
     """Open a text file for reading, decompressing ``.gz``."""
     path = Path(path)
@@ -57,20 +62,51 @@ def open_text(path: str | Path) -> io.TextIOBase:
     return open(path, encoding="utf-8")
 
 
+def _open_bytes(path: Path):
+    return gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")
+
+
+def _undecodable(path: Path) -> CorpusError:
+    """Find the first line of ``path`` that is not UTF-8 (called only once decoding failed,
+    so the common case pays nothing) and say where it is."""
+    offset = 0
+    with _open_bytes(path) as f:
+        for number, raw in enumerate(f, 1):
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                where = "of the decompressed text" if path.suffix == ".gz" else "in the file"
+                return CorpusError(f"{path}: line {number}: byte 0x{raw[e.start]:02x} at byte offset "
+                                   f"{offset + e.start} {where} is not valid UTF-8 (corpora must be UTF-8 text)")
+            offset += len(raw)
+    return CorpusError(f"{path}: not valid UTF-8 (corpora must be UTF-8 text)")
+
+
+def _text_lines(path: str | Path) -> Iterator[str]:
+    """The lines of one file as text; undecodable bytes or a broken ``.gz`` raise
+    :class:`CorpusError` naming the file (and the line and byte offset for bad UTF-8)."""
+    path = Path(path)
+    try:
+        with open_text(path) as f:
+            yield from f
+    except UnicodeDecodeError:
+        raise _undecodable(path) from None
+    except (EOFError, gzip.BadGzipFile, zlib.error) as e:
+        raise CorpusError(f"{path}: not a readable gzip file ({e})") from None
+
+
 def read_sentences(path: str | Path) -> List[Sentence]:
     """All non-empty lines of one shard, split on whitespace."""
-    with open_text(path) as f:
-        return [line.split() for line in f if line.strip()]
+    return [line.split() for line in _text_lines(path) if line.strip()]
 
 
 def iter_file_sentences(paths: Sequence[str | Path]) -> Iterator[Sentence]:
     """Every sentence of the files in order, one line at a time (constant memory)."""
     for path in paths:
-        with open_text(path) as f:
-            for line in f:
-                tokens = line.split()
-                if tokens:
-                    yield tokens
+        for line in _text_lines(path):
+            tokens = line.split()
+            if tokens:
+                yield tokens
 
 
 def file_fingerprint(path: str | Path) -> str:

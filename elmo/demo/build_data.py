@@ -27,7 +27,7 @@ from typing import Iterator, List, Sequence, Tuple
 import numpy as np
 
 from ..data.fetch import sha256_file
-from ..weights import atomic_commit, atomic_target, atomic_write_text
+from ..io import atomic_commit, atomic_target, atomic_write_text
 from . import data as D
 
 MIN_TOKENS, MAX_TOKENS = 5, 40

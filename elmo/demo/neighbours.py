@@ -13,7 +13,6 @@ import numpy as np
 import torch
 
 from ..analysis.neighbors import CorpusIndex, context, query_vectors, static_neighbors
-from ..chars import word_to_char_ids
 from ..embedding import Embedder
 from .data import WORD, DemoData
 
@@ -25,8 +24,7 @@ QUERIES = {
 
 def layer0_vectors(bilm, words: Sequence[str]) -> np.ndarray:
     """The character-CNN vector of each word (N, P): layer 0 is [x; x] of these, so cosines agree."""
-    n_chars = bilm.options.char_cnn.max_characters_per_token
-    ids = torch.tensor([word_to_char_ids(w, n_chars) for w in words], dtype=torch.long)
+    ids = bilm.token_encoder.require_id_scheme().token_rows(list(words))    # the model's own ids
     with torch.no_grad():
         return bilm.token_encoder.encode_tokens(ids).float().numpy()
 

@@ -22,11 +22,9 @@ RIVER = ["We had a picnic on the bank of the river .",
 
 def word_vectors(bilm, sentences: Sequence[str], word: str) -> List[torch.Tensor]:
     """For each sentence, the L + 1 layer vectors of the first occurrence of ``word``: (L+1, 2P)."""
-    from .. import batch_to_ids
-
     tokens = [s.split() for s in sentences]
     with torch.no_grad():
-        layers = bilm(batch_to_ids(tokens, bilm.options.char_cnn.max_characters_per_token))["activations"]
+        layers = bilm(bilm.token_ids(tokens))["activations"]
     stacked = torch.stack(layers, dim=1)  # (B, L+1, T, 2P)
     return [stacked[b, :, toks.index(word)] for b, toks in enumerate(tokens)]
 

@@ -12,10 +12,10 @@ Modules, one concern each:
 from .embedder import Embedder, PieceOutput, frequent_words, masked_pool, sentence_vectors
 from .layers import LayerSelection
 from .reader import InputError
-from .output import SettingsMismatch
+from .output import NonFiniteOutput, SettingsMismatch
 from .run import embed_file
 from .windows import DEFAULT_MAX_TOKENS, DEFAULT_OVERLAP, Window, plan_windows
 
 __all__ = ["DEFAULT_MAX_TOKENS", "DEFAULT_OVERLAP", "Embedder", "InputError", "LayerSelection",
-           "PieceOutput", "SettingsMismatch", "Window", "embed_file", "frequent_words",
+           "NonFiniteOutput", "PieceOutput", "SettingsMismatch", "Window", "embed_file", "frequent_words",
            "masked_pool", "plan_windows", "sentence_vectors"]

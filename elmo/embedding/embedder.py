@@ -27,7 +27,7 @@ from typing import Iterable, Iterator, List, Sequence, Union
 import numpy as np
 import torch
 
-from ..chars import batch_to_ids
+from ..chars import check_tokenized, tokenized
 from ..modules import BiLM
 from .layers import LayerSelection
 from .windows import DEFAULT_MAX_TOKENS, DEFAULT_OVERLAP, Window, check_window_args, plan_windows
@@ -111,7 +111,7 @@ class Embedder:
         first) skip the CNN afterwards; other words still go through it, so results do not
         change. Returns the number of cached words.
         """
-        words = frequent_words(sentences, min_count, max_words)
+        words = frequent_words(tokenized(sentences, "build_token_cache"), min_count, max_words)
         if words:
             self.bilm.token_encoder.build_token_cache(words)
         return len(words)
@@ -122,6 +122,7 @@ class Embedder:
     # ------------------------------------------------------------------ embedding
     def plan(self, sentences: Sequence[Sentence]) -> List[List[Piece]]:
         """The batches of pieces that :meth:`run` computes, in the order it computes them."""
+        check_tokenized(sentences, "Embedder")
         pieces = [Piece(i, w) for i, s in enumerate(sentences)
                   for w in plan_windows(len(s), self.max_tokens, self.overlap)]
         if self.sort_by_length and not self.bilm.stateful:
@@ -148,8 +149,7 @@ class Embedder:
         if max(len(t) for t in tokens) == 0:  # only empty sentences: nothing to run
             empty = np.zeros((n_kept, 0, self.dim), dtype=dtype)
             return [PieceOutput(p.sentence, 0, empty) for p in batch]
-        n_chars = self.bilm.options.char_cnn.max_characters_per_token
-        ids = batch_to_ids(tokens, n_chars)
+        ids = self.bilm.token_ids(tokens)                            # the model's own ids
         # pinned host memory: the copy to a GPU does not wait for the work queued before it
         ids = ids.pin_memory().to(self.device, non_blocking=True) if self.device.type == "cuda" else ids.to(self.device)
         activations = self.bilm(ids)["activations"]                 # L + 1 of (B, T, D)
@@ -168,11 +168,11 @@ class Embedder:
 
         ``layers="all"`` gives (L + 1, n_tokens, D); ``top``, ``average`` and ``mix:...``
         give (n_tokens, D). An empty sentence gives a zero-length array of the same layout.
+        A sentence that is a string is refused (TypeError): tokenize it first.
         In stateful mode the model's carried state is used and updated (the batches follow the
         input order); call ``embedder.bilm.reset_states()`` to start over.
         """
-        if isinstance(sentences, str):
-            raise TypeError("embed_sentences expects a list of token lists, not a string")
+        check_tokenized(sentences, "embed_sentences")
         selection = LayerSelection.parse(layers)
         shape = lambda n: (selection.shape(n, self.num_layers, self.dim) if selection.keeps_all
                            else (1, n, self.dim))
@@ -185,7 +185,7 @@ class Embedder:
 
 def frequent_words(sentences: Iterable[Sentence], min_count: int = 2, max_words: int = 50_000) -> List[str]:
     """The words occurring at least ``min_count`` times, most frequent first (ties: first seen)."""
-    counts = Counter(token for sentence in sentences for token in sentence)
+    counts = Counter(token for sentence in tokenized(sentences, "frequent_words") for token in sentence)
     return [w for w, c in counts.most_common(max_words) if c >= min_count]
 
 
@@ -219,13 +219,14 @@ def sentence_vectors(model: Union[Embedder, BiLM, str, Path, None], sentences: S
 
     Args:
         model: an :class:`Embedder`, a :class:`~elmo.BiLM`, or a model name or folder.
-        sentences: N token lists.
+        sentences: N token lists (a sentence that is a string is refused: tokenize it first).
         layers: ``top``, ``average`` or ``mix:...`` (one vector per token); not ``all``.
         pooling: ``mean`` or ``max``; padding never takes part, and an empty sentence gets zeros.
 
     Returns:
         float32 array (N, D).
     """
+    check_tokenized(sentences, "sentence_vectors")
     embedder = model if isinstance(model, Embedder) else Embedder(model, batch_size=batch_size)
     selection = LayerSelection.parse(layers)
     if selection.keeps_all:

@@ -10,6 +10,7 @@ gamma as ``gamma``. D is the model's output width (2P).
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Optional, Tuple
 
@@ -30,6 +31,8 @@ class LayerSelection:
     def parse(cls, spec: "str | LayerSelection", gamma: float = 1.0) -> "LayerSelection":
         if isinstance(spec, LayerSelection):
             return spec
+        if not math.isfinite(gamma):
+            raise ValueError(f"gamma (--gamma) must be a finite number, got {gamma!r}")
         spec = spec.strip()
         if spec in ("all", "top", "average"):
             if gamma != 1.0:
@@ -41,6 +44,8 @@ class LayerSelection:
             except ValueError:
                 raise ValueError(f"layers={spec!r}: the mix weights must be numbers, "
                                  f"e.g. mix:0.2,0.5,0.3") from None
+            if not all(math.isfinite(w) for w in weights):
+                raise ValueError(f"layers={spec!r}: the mix weights must be finite numbers")
             return cls("mix", weights, float(gamma))
         raise ValueError(f"layers must be one of {', '.join(CHOICES)}; got {spec!r}")
 

@@ -18,18 +18,26 @@ must match it).
 Crash safety: nothing is ever written in place. Each segment (a block of consecutive lines) is
 written to a temporary file in ``OUTPUT.parts/`` and renamed when complete; the merged file is
 written to a temporary file and renamed over OUTPUT. A killed run therefore leaves complete
-segments plus at most one temporary file per process, which the next run deletes.
+segments plus at most one temporary file per process, which the next run deletes. Temporary
+files are only deleted by the holder of the lock of the file they are for (``OUTPUT.lock``,
+``segment-K.hdf5.lock``, see :mod:`elmo.io`), so a live writer's file is never deleted. A
+failed write (a full disk, see :class:`GuardedFile`) raises an OSError and deletes its own
+temporary file; the finished segments stay for a rerun.
 """
 from __future__ import annotations
 
 import json
 import os
 import shutil
+from contextlib import suppress
 from pathlib import Path
 from typing import Dict, Iterable, Optional
 
 import h5py
 import numpy as np
+
+from ..io import process_temporary as _temporary
+from ..io import remove_temporaries
 
 SENTENCE_TO_INDEX = "sentence_to_index"
 
@@ -47,14 +55,8 @@ def segment_path(parts: Path, k: int) -> Path:
     return parts / f"segment-{k:08d}.hdf5"
 
 
-def _temporary(path: Path) -> Path:
-    return path.with_name(f".{path.name}.tmp-{os.getpid()}")
-
-
-def remove_temporaries(path: Path) -> None:
-    """Delete the temporary files a killed run left for ``path``."""
-    for tmp in path.parent.glob(f".{path.name}.tmp-*"):
-        tmp.unlink(missing_ok=True)
+class NonFiniteOutput(ValueError):
+    """The model gave NaN or inf for a line; the message names the input file and line."""
 
 
 def compare_settings(found: Optional[str], settings: Dict, where: Path) -> None:
@@ -67,6 +69,96 @@ def compare_settings(found: Optional[str], settings: Dict, where: Path) -> None:
                                f"pass --overwrite to start again")
 
 
+class GuardedFile:
+    """A file for h5py's file-object driver that records the first OS error of a write
+    instead of letting HDF5 see it; :meth:`check` raises it.
+
+    HDF5 handles a failed write (a full disk) badly: some writes happen when a handle is freed,
+    where h5py can only print the error and carry on as if the data were written, and a file
+    whose flush failed cannot be closed cleanly (later HDF5 calls may crash). With this file
+    HDF5 never sees the error: writes after it are dropped, the file closes normally, and the
+    writer raises the recorded error (an OSError with its errno) and deletes the file.
+    """
+
+    def __init__(self, path: Path):
+        self._file = open(path, "w+b", buffering=0)   # unbuffered: errors come at each write
+        self.error: Optional[OSError] = None
+
+    def write(self, data) -> int:
+        view = memoryview(data).cast("B")
+        size = len(view)
+        if self.error is None:
+            try:
+                while view:   # a write near a full disk may be partial
+                    view = view[self._file.write(view):]
+            except OSError as e:
+                self.error = e
+        return size
+
+    def truncate(self, size: Optional[int] = None) -> int:
+        try:
+            return self._file.truncate(size)
+        except OSError as e:
+            self.error = self.error or e
+            return self._file.tell() if size is None else size
+
+    def readinto(self, buffer) -> int:
+        return self._file.readinto(buffer)
+
+    def read(self, size: int = -1) -> bytes:
+        return self._file.read(size)
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        return self._file.seek(offset, whence)
+
+    def tell(self) -> int:
+        return self._file.tell()
+
+    def flush(self) -> None:   # unbuffered: nothing waits
+        pass
+
+    def close(self) -> None:
+        self._file.close()
+
+    def check(self) -> None:
+        """Raise the first write error, if there was one."""
+        if self.error is not None:
+            raise self.error
+
+
+class HDF5Writer:
+    """A new HDF5 file at a temporary path, renamed onto its target by :meth:`commit` or
+    deleted by :meth:`abort`; write errors (a full disk) are raised as OSError."""
+
+    def __init__(self, tmp: Path):
+        self.tmp = tmp
+        self._raw = GuardedFile(tmp)
+        try:
+            self.file = h5py.File(self._raw, "w")
+        except BaseException:
+            self._raw.close()
+            tmp.unlink(missing_ok=True)
+            raise
+
+    def check(self) -> None:
+        self._raw.check()
+
+    def commit(self, path: Path) -> None:
+        self.file.close()
+        self._raw.close()
+        self.check()
+        os.replace(self.tmp, path)
+
+    def abort(self) -> None:
+        """Close and delete the temporary file (also after a failed write)."""
+        try:
+            with suppress(Exception):
+                self.file.close()
+            self._raw.close()
+        finally:
+            self.tmp.unlink(missing_ok=True)
+
+
 class SegmentWriter:
     """Writes the datasets of lines [first, stop) into a temporary file, renamed by :meth:`commit`.
 
@@ -76,22 +168,29 @@ class SegmentWriter:
 
     def __init__(self, path: Path, first: int, stop: int, settings_json: str):
         self.path, self.first, self.stop = path, first, stop
-        remove_temporaries(path)
-        self._tmp = _temporary(path)
-        self._file = h5py.File(self._tmp, "w")
-        self._file.attrs["first_line"] = first
-        self._file.attrs["stop_line"] = stop
-        self._file.attrs["settings"] = settings_json
+        remove_temporaries(path)   # the caller holds the segment's lock: these are a dead run's
+        self._out = HDF5Writer(_temporary(path))
+        self._file = self._out.file
+        try:
+            self._file.attrs["first_line"] = first
+            self._file.attrs["stop_line"] = stop
+            self._file.attrs["settings"] = settings_json
+            self._out.check()
+        except BaseException:
+            self.abort()
+            raise
 
     def create(self, line: int, shape, dtype) -> None:
         """Create line ``line``'s dataset of ``shape``: (K, n_tokens, D) or (n_tokens, D)."""
         self._file.create_dataset(str(line), shape=shape, dtype=dtype)
+        self._out.check()
 
     def write(self, line: int, offset: int, vectors: np.ndarray) -> None:
         """Put (..., n, D) vectors at tokens [offset, offset + n) of line ``line``."""
         n = vectors.shape[-2]
         if n:
             self._file[str(line)][..., offset:offset + n, :] = vectors
+            self._out.check()
 
     def commit(self) -> None:
         """Check that every line is present, close, and rename into place."""
@@ -99,12 +198,10 @@ class SegmentWriter:
         if missing:
             raise RuntimeError(f"segment {self.path.name}: lines {missing[:5]} were not written")
         self._file.attrs["complete"] = True
-        self._file.close()
-        os.replace(self._tmp, self.path)
+        self._out.commit(self.path)
 
     def abort(self) -> None:
-        self._file.close()
-        self._tmp.unlink(missing_ok=True)
+        self._out.abort()
 
 
 def segment_done(path: Path, first: int, stop: int, settings: Dict) -> bool:
@@ -149,28 +246,35 @@ def merge_segments(parts: Path, n_segments: int, output: Path, sentences: Iterab
     """
     output.parent.mkdir(parents=True, exist_ok=True)
     remove_temporaries(output)
-    tmp = _temporary(output)
+    out = HDF5Writer(_temporary(output))
+    try:
+        _copy_segments(parts, n_segments, out, sentences, sentence_keys, forget_sentences, attrs)
+        out.commit(output)
+    except BaseException:
+        out.abort()   # after a full disk too: nothing left behind
+        raise
+
+
+def _copy_segments(parts: Path, n_segments: int, out: HDF5Writer, sentences: Iterable[str],
+                   sentence_keys: bool, forget_sentences: bool, attrs: Optional[Dict]) -> None:
+    dst = out.file
     sentence_to_index: Dict[str, str] = {}
     lines = iter(sentences)
-    try:
-        with h5py.File(tmp, "w") as dst:
-            for key, value in (attrs or {}).items():
-                dst.attrs[key] = value
-            for k in range(n_segments):
-                with h5py.File(segment_path(parts, k), "r") as src:
-                    first, stop = int(src.attrs["first_line"]), int(src.attrs["stop_line"])
-                    for line in range(first, stop):
-                        sentence = next(lines)
-                        name = sentence if sentence_keys else str(line)
-                        if not sentence_keys and not forget_sentences:
-                            sentence_to_index[sentence] = name
-                        src.copy(src[str(line)], dst, name=name)
-            if not sentence_keys and not forget_sentences:
-                ds = dst.create_dataset(SENTENCE_TO_INDEX, (1,), dtype=h5py.string_dtype())
-                ds[0] = json.dumps(sentence_to_index)
-        os.replace(tmp, output)
-    finally:
-        tmp.unlink(missing_ok=True)
+    for key, value in (attrs or {}).items():
+        dst.attrs[key] = value
+    for k in range(n_segments):
+        with h5py.File(segment_path(parts, k), "r") as src:
+            first, stop = int(src.attrs["first_line"]), int(src.attrs["stop_line"])
+            for line in range(first, stop):
+                sentence = next(lines)
+                name = sentence if sentence_keys else str(line)
+                if not sentence_keys and not forget_sentences:
+                    sentence_to_index[sentence] = name
+                src.copy(src[str(line)], dst, name=name)
+            out.check()
+    if not sentence_keys and not forget_sentences:
+        ds = dst.create_dataset(SENTENCE_TO_INDEX, (1,), dtype=h5py.string_dtype())
+        ds[0] = json.dumps(sentence_to_index)
 
 
 def output_complete(output: Path, settings: Dict) -> bool:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, List, Optional, Tuple
 
-from ..tokenize import tokenize as _tokenize
+from ..tokenize import get_tokenizer
 
 DEFAULT_SEGMENT_LINES = 4096
 
@@ -62,9 +62,10 @@ def decode_line(raw: bytes, line_no: int, path: Path, errors: str = "strict") ->
     return text.strip()
 
 
-def split_tokens(sentence: str, tokenize: bool = False) -> List[str]:
-    """The tokens of a stripped line: whitespace-separated, or :func:`elmo.tokenize.tokenize`."""
-    return _tokenize(sentence) if tokenize else sentence.split()
+def split_tokens(sentence: str, tokenize: bool | str | None = False) -> List[str]:
+    """The tokens of a stripped line: whitespace-separated, or by the tokenizer named by
+    ``tokenize`` (True or ``"en"``: :func:`elmo.tokenize.tokenize`; ``"zh"``: jieba)."""
+    return get_tokenizer(tokenize)(sentence)
 
 
 def _raw_lines(path: Path, offset: int = 0) -> Iterator[Tuple[int, bytes]]:

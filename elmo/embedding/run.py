@@ -24,20 +24,23 @@ import os
 import shlex
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Optional, Union
 
 import numpy as np
 import torch
 
+from ..io import check_output_dir, check_output_file, output_lock, writing
 from ..modules import BiLM
 from .embedder import DEFAULT_BATCH_SIZE, Embedder
 from .layers import LayerSelection
-from .output import (SegmentWriter, merge_segments, output_complete, parts_dir, remove_parts,
-                     segment_done, segment_path, segment_ready)
+from .output import (NonFiniteOutput, SegmentWriter, merge_segments, output_complete, parts_dir,
+                     remove_parts, segment_done, segment_path, segment_ready)
 from .reader import (DEFAULT_SEGMENT_LINES, index_input, read_segment, read_sentences,
                      split_tokens)
 from .windows import DEFAULT_MAX_TOKENS, DEFAULT_OVERLAP
+from ..tokenize import get_tokenizer
 
 #: Token cache defaults: words seen this often in the first lines of the input are cached.
 DEFAULT_CACHE_MIN_COUNT = 2
@@ -63,6 +66,8 @@ def model_digest(bilm: BiLM, stride: int = 97) -> str:
     sample keeps this well under a second for the original model.
     """
     h = hashlib.blake2b(bilm.options.to_json().encode(), digest_size=16)
+    if bilm.id_scheme is not None:  # a dictionary model's dictionaries
+        h.update(bilm.id_scheme.fingerprint())
     for name, tensor in sorted(bilm.state_dict().items()):
         flat = tensor.detach().reshape(-1)
         h.update(f"{name}{tuple(tensor.shape)}".encode())
@@ -79,7 +84,7 @@ def embed_file(input_path: Union[str, Path], output_path: Union[str, Path],
                token_cache: bool = True, cache_min_count: int = DEFAULT_CACHE_MIN_COUNT,
                cache_max_words: int = DEFAULT_CACHE_MAX_WORDS,
                cache_sample_lines: int = DEFAULT_CACHE_SAMPLE_LINES,
-               tokenize: bool = False, errors: str = "strict", sentence_keys: bool = False,
+               tokenize: bool | str | None = False, errors: str = "strict", sentence_keys: bool = False,
                forget_sentences: bool = False, segment_lines: int = DEFAULT_SEGMENT_LINES,
                overwrite: bool = False, rank: Optional[int] = None, world_size: Optional[int] = None,
                device: Union[str, torch.device, None] = None, progress: bool = False,
@@ -97,7 +102,9 @@ def embed_file(input_path: Union[str, Path], output_path: Union[str, Path],
             None keeps the model's own setting (stateless when loaded by name).
         token_cache: cache the CNN vectors of words seen ``cache_min_count`` times in the first
             ``cache_sample_lines`` lines (at most ``cache_max_words``); exact, only faster.
-        tokenize: split raw text with :func:`elmo.tokenize.tokenize` instead of on whitespace.
+        tokenize: split raw text with :func:`elmo.tokenize.tokenize` (True or ``"en"``) or
+            segment Chinese with jieba (``"zh"``, :func:`elmo.tokenize.tokenize_zh`) instead of
+            splitting on whitespace (False or None: pre-segmented text is taken as is).
         errors: ``strict`` (non-UTF-8 bytes are an error naming the line) or ``replace``.
         sentence_keys: name datasets by sentence instead of line number.
         forget_sentences: leave out ``sentence_to_index``.
@@ -124,9 +131,39 @@ def embed_file(input_path: Union[str, Path], output_path: Union[str, Path],
     if errors not in ("strict", "replace"):
         raise ValueError(f"errors must be 'strict' or 'replace', got {errors!r}")
     selection = LayerSelection.parse(layers, gamma)
+    get_tokenizer(tokenize)  # an unknown name or a missing package: stop before any work
+    # settings store True for the English tokenizer, as earlier versions did (runs still resume)
+    tokenize = {None: False, "en": True}.get(tokenize, tokenize)
     if device is None and torch.cuda.is_available():
         device = f"cuda:{local_rank % torch.cuda.device_count()}"
+    # The output must be writable before anything is computed; rank 0 (which merges and cleans
+    # up) holds OUTPUT.lock for the whole run, so a second run on the same output stops here.
+    check_output_file(output_path, "output")
+    check_output_dir(parts_dir(output_path), "folder of parts (OUTPUT.parts)")
+    with output_lock(output_path) if rank == 0 else _no_lock():
+        return _embed_file_locked(
+            input_path, output_path, model, selection, rank=rank, world_size=world_size,
+            dtype=dtype, batch_size=batch_size, max_tokens=max_tokens, overlap=overlap,
+            sort_by_length=sort_by_length, stateful=stateful, token_cache=token_cache,
+            cache=(cache_min_count, cache_max_words, cache_sample_lines), tokenize=tokenize,
+            errors=errors, sentence_keys=sentence_keys, forget_sentences=forget_sentences,
+            segment_lines=segment_lines, overwrite=overwrite, device=device, progress=progress,
+            command_line=command_line, wait_timeout=wait_timeout)
 
+
+@contextmanager
+def _no_lock():
+    yield None
+
+
+def _embed_file_locked(input_path: Path, output_path: Path, model, selection: LayerSelection, *,
+                       rank: int, world_size: int, dtype: str, batch_size: int, max_tokens: int,
+                       overlap: int, sort_by_length: bool, stateful: Optional[bool],
+                       token_cache: bool, cache, tokenize: bool, errors: str, sentence_keys: bool,
+                       forget_sentences: bool, segment_lines: int, overwrite: bool, device,
+                       progress: bool, command_line: Optional[str],
+                       wait_timeout: float) -> Optional[Path]:
+    """:func:`embed_file` once the arguments are checked and the output is ours to write."""
     index = index_input(input_path, segment_lines, errors, check_unique=sentence_keys)
     embedder = Embedder(model, batch_size=batch_size, max_tokens=max_tokens, overlap=overlap,
                         sort_by_length=sort_by_length, device=device)
@@ -137,7 +174,7 @@ def embed_file(input_path: Union[str, Path], output_path: Union[str, Path],
     try:
         return _embed_and_merge(embedder, index, selection, input_path, output_path, rank=rank,
                                 world_size=world_size, dtype=dtype, token_cache=token_cache,
-                                cache=(cache_min_count, cache_max_words, cache_sample_lines),
+                                cache=cache,
                                 tokenize=tokenize, errors=errors, sentence_keys=sentence_keys,
                                 forget_sentences=forget_sentences, overwrite=overwrite,
                                 progress=progress, command_line=command_line,
@@ -150,7 +187,7 @@ def embed_file(input_path: Union[str, Path], output_path: Union[str, Path],
 
 def _embed_and_merge(embedder: Embedder, index, selection: LayerSelection, input_path: Path,
                      output_path: Path, *, rank: int, world_size: int, dtype: str, token_cache: bool,
-                     cache, tokenize: bool, errors: str, sentence_keys: bool,
+                     cache, tokenize, errors: str, sentence_keys: bool,
                      forget_sentences: bool, overwrite: bool, progress: bool,
                      command_line: Optional[str], wait_timeout: float) -> Optional[Path]:
     """Steps 2-6 of the module doc, once the input is indexed and the model loaded."""
@@ -172,7 +209,10 @@ def _embed_and_merge(embedder: Embedder, index, selection: LayerSelection, input
             remove_parts(parts_dir(output_path))
         return output_path if rank == 0 else None
     parts = parts_dir(output_path)
-    parts.mkdir(parents=True, exist_ok=True)
+    with writing(output_path, f"folder of parts {parts}"):
+        parts.mkdir(parents=True, exist_ok=True)
+    resume_hint = ("the finished segments are kept: fix it (free space, permissions) and run the "
+                   "same command again to resume")
 
     todo = []
     for k in range(rank, index.n_segments, world_size):
@@ -196,24 +236,29 @@ def _embed_and_merge(embedder: Embedder, index, selection: LayerSelection, input
         tokens = [split_tokens(s, tokenize) for s in read_segment(index, k, errors)]
         if bilm.stateful:
             bilm.reset_states()
-        writer = SegmentWriter(segment_path(parts, k), first, stop, settings_json)
-        try:
-            for i, sentence in enumerate(tokens):
-                writer.create(first + i, selection.shape(len(sentence), bilm.num_layers, bilm.output_dim), np_dtype)
-            for batch in embedder.run(tokens, selection, np_dtype):
-                finished = 0
-                for out in batch:
-                    vectors = out.vectors if selection.keeps_all else out.vectors[0]
-                    writer.write(first + out.sentence, out.offset, vectors)
-                    n_tokens += vectors.shape[-2]
-                    finished += out.offset + vectors.shape[-2] == len(tokens[out.sentence])
-                if bar is not None:
-                    bar.update(finished)
-                    bar.set_postfix_str(f"{n_tokens / (time.perf_counter() - started):.0f} tok/s", refresh=False)
-            writer.commit()
-        except BaseException:
-            writer.abort()
-            raise
+        path = segment_path(parts, k)
+        # The segment's lock keeps another run's rank off this segment and its temporary file.
+        with output_lock(path, name=output_path), \
+                writing(output_path, f"segment file {path}", hint=resume_hint):
+            writer = SegmentWriter(path, first, stop, settings_json)
+            try:
+                for i, sentence in enumerate(tokens):
+                    writer.create(first + i, selection.shape(len(sentence), bilm.num_layers, bilm.output_dim), np_dtype)
+                for batch in embedder.run(tokens, selection, np_dtype):
+                    finished = 0
+                    for out in batch:
+                        vectors = out.vectors if selection.keeps_all else out.vectors[0]
+                        _check_finite(vectors, input_path, first + out.sentence, dtype)
+                        writer.write(first + out.sentence, out.offset, vectors)
+                        n_tokens += vectors.shape[-2]
+                        finished += out.offset + vectors.shape[-2] == len(tokens[out.sentence])
+                    if bar is not None:
+                        bar.update(finished)
+                        bar.set_postfix_str(f"{n_tokens / (time.perf_counter() - started):.0f} tok/s", refresh=False)
+                writer.commit()
+            except BaseException:
+                writer.abort()
+                raise
     if bar is not None:
         bar.close()
 
@@ -225,10 +270,22 @@ def _embed_and_merge(embedder: Embedder, index, selection: LayerSelection, input
         "command_line": command_line if command_line is not None else shlex.join(sys.argv),
         "layers": str(selection), "stateful": bool(bilm.stateful), "settings": settings_json,
     }
-    merge_segments(parts, index.n_segments, output_path, read_sentences(input_path, errors),
-                   sentence_keys=sentence_keys, forget_sentences=forget_sentences, attrs=attrs)
+    with writing(output_path, "merged output", hint=resume_hint):
+        merge_segments(parts, index.n_segments, output_path, read_sentences(input_path, errors),
+                       sentence_keys=sentence_keys, forget_sentences=forget_sentences, attrs=attrs)
     remove_parts(parts)
     return output_path
+
+
+def _check_finite(vectors: np.ndarray, input_path: Path, line: int, dtype: str) -> None:
+    """Refuse NaN or inf in a line's vectors (a broken model, or float16 overflow): a file of
+    NaN must not look like a finished run. One pass over the output: 0.06% of the model's time
+    for the small configuration (benchmarks/output_checks.py)."""
+    if not np.isfinite(vectors).all():
+        hint = (" (float16 holds at most 65504 in magnitude: use --dtype float32)"
+                if dtype == "float16" else " (check the model's weights)")
+        raise NonFiniteOutput(f"{input_path}: line {line + 1}: the model gave non-finite values "
+                              f"(NaN or inf){hint}; nothing was written for it")
 
 
 def _progress_bar(total: int, enabled: bool, rank: int):

@@ -29,14 +29,18 @@ from .char_cnn import CharCNN
 from .lstm import BiLSTMStack, LayerState
 
 
-def add_sentence_boundaries(char_ids: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+def add_sentence_boundaries(char_ids: torch.Tensor, lengths: torch.Tensor, bos_row=None,
+                            eos_row=None) -> torch.Tensor:
     """(B, T, C) ids -> (B, T + 2, C) with ``<S>`` first and ``</S>`` after the last token.
 
-    Rows of length 0 stay all padding.
+    ``bos_row`` / ``eos_row``: the C ids of the boundaries (default: byte ids). Rows of length 0
+    stay all padding.
     """
     batch, steps, n_chars = char_ids.shape
-    bos = torch.tensor(word_to_char_ids(BOS_TOKEN, n_chars), device=char_ids.device)
-    eos = torch.tensor(word_to_char_ids(EOS_TOKEN, n_chars), device=char_ids.device)
+    if bos_row is None:
+        bos_row, eos_row = word_to_char_ids(BOS_TOKEN, n_chars), word_to_char_ids(EOS_TOKEN, n_chars)
+    bos = torch.tensor(bos_row, device=char_ids.device)
+    eos = torch.tensor(eos_row, device=char_ids.device)
     out = char_ids.new_zeros(batch, steps + 2, n_chars)
     out[:, 1:-1] = char_ids
     nonempty = (lengths > 0).nonzero().squeeze(1)
@@ -51,13 +55,27 @@ class BiLM(nn.Module):
     Args:
         options: the model's options (see :class:`elmo.config.ElmoOptions`).
         stateful: carry LSTM state across calls per batch row, as the original did.
+        id_scheme: how tokens become ids; only for a model with ``options.char_vocabulary``
+            (its :class:`elmo.manylangs.CharVocabulary`). Without it such a model has its
+            weights but cannot convert or run text.
     """
 
-    def __init__(self, options: ElmoOptions, stateful: bool = False):
+    def __init__(self, options: ElmoOptions, stateful: bool = False, id_scheme=None):
         super().__init__()
         self.options = options
         lstm = options.lstm
-        self.token_encoder = CharCNN(options.char_cnn, lstm.projection_dim)
+        vocab = options.char_vocabulary
+        if vocab is None:
+            self.token_encoder = CharCNN(options.char_cnn, lstm.projection_dim)
+        else:
+            sizes = (vocab.n_characters + 1, vocab.n_words + 1 if vocab.word_dim else 0)
+            if id_scheme is not None and (id_scheme.n_char_rows, id_scheme.n_word_rows) != sizes:
+                raise ValueError(f"the dictionaries have {id_scheme.n_char_rows - 1} characters and "
+                                 f"{max(id_scheme.n_word_rows - 1, 0)} words; the options say "
+                                 f"{vocab.n_characters} and {vocab.n_words if vocab.word_dim else 0}")
+            self.token_encoder = CharCNN(options.char_cnn, lstm.projection_dim, id_scheme,
+                                         n_char_rows=sizes[0], n_word_rows=sizes[1],
+                                         word_dim=vocab.word_dim)
         self.lstm = BiLSTMStack(lstm.projection_dim, lstm.dim, lstm.projection_dim, lstm.n_layers,
                                 lstm.cell_clip, lstm.proj_clip, lstm.use_skip_connections)
         self.stateful = stateful
@@ -70,6 +88,20 @@ class BiLM(nn.Module):
     @property
     def num_layers(self) -> int:
         return self.options.num_layers
+
+    @property
+    def id_scheme(self):
+        """How this model turns tokens into ids (``token_encoder.id_scheme``)."""
+        return self.token_encoder.id_scheme
+
+    def token_ids(self, sentences) -> torch.Tensor:
+        """The ids of B tokenized sentences for this model: (B, T, W), zeros at padding.
+
+        For a byte-id model this is :func:`elmo.batch_to_ids` with the model's character count;
+        a dictionary model (ELMoForManyLangs) uses its own dictionaries. Move the result to the
+        model's device before calling the model.
+        """
+        return self.token_encoder.require_id_scheme().batch_to_ids(sentences)
 
     # ------------------------------------------------------------------ state handling
     def reset_states(self) -> None:
@@ -103,8 +135,9 @@ class BiLM(nn.Module):
         """Run the biLM on a batch of sentences.
 
         Args:
-            char_ids: (B, T, C) from :func:`elmo.batch_to_ids`; padded positions all zero.
-                Any leading shape works, e.g. (B, passages, T, C): every (T, C) slice is one
+            char_ids: (B, T, W) from :meth:`token_ids` (for byte-id models the same as
+                :func:`elmo.batch_to_ids`); padded positions all zero.
+                Any leading shape works, e.g. (B, passages, T, W): every (T, W) slice is one
                 sentence and gets what it gets alone (stateless mode; up to float rounding).
             keep_sentence_boundaries: keep the ``<S>``/``</S>`` positions in the outputs.
 
@@ -116,10 +149,11 @@ class BiLM(nn.Module):
         if char_ids.dim() < 3:
             raise ValueError(f"char_ids must be (batch, tokens, chars) or (..., tokens, chars), "
                              f"got shape {tuple(char_ids.shape)}")
-        n_chars = self.options.char_cnn.max_characters_per_token
-        if char_ids.shape[-1] != n_chars:
+        scheme = self.token_encoder.require_id_scheme()
+        if char_ids.shape[-1] != scheme.width:
             raise ValueError(f"char_ids has {char_ids.shape[-1]} characters per token; this model "
-                             f"expects {n_chars} (pass max_characters_per_token to batch_to_ids)")
+                             f"expects {scheme.width} (use bilm.token_ids(sentences), or pass "
+                             f"max_characters_per_token to batch_to_ids)")
         leading = tuple(char_ids.shape[:-2])
         if len(leading) > 1:  # (..., T, C) -> (rows, T, C); rows in row-major order
             char_ids = char_ids.reshape(math.prod(leading), *char_ids.shape[-2:])
@@ -130,10 +164,11 @@ class BiLM(nn.Module):
         return out
 
     def _forward_3d(self, char_ids: torch.Tensor, keep_sentence_boundaries: bool) -> Dict[str, object]:
-        """:meth:`forward` for (B, T, C) ids."""
+        """:meth:`forward` for (B, T, W) ids."""
+        scheme = self.token_encoder.id_scheme
         mask = (char_ids > 0).any(dim=-1)
         lengths = mask.sum(dim=1)
-        with_bounds = add_sentence_boundaries(char_ids, lengths)
+        with_bounds = add_sentence_boundaries(char_ids, lengths, scheme.bos_row, scheme.eos_row)
         bounded_lengths = torch.where(lengths > 0, lengths + 2, lengths)
         layers = self.layers_of(with_bounds, bounded_lengths)
         if keep_sentence_boundaries:

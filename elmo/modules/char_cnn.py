@@ -3,6 +3,11 @@
     char ids (C,) -> embedding (C, d) -> for each width w: conv (C-w+1, n_w) -> max over positions
     -> activation -> concat (F,) -> highway x n -> linear projection (P,)
 
+The ids come from the model's id scheme (``id_scheme``): UTF-8 bytes for the original models
+(:class:`elmo.chars.ByteCharIds`), or characters and words through dictionaries for
+ELMoForManyLangs models (:class:`elmo.manylangs.CharVocabulary`), whose projection reads
+[word vector; F features] when the model has a word embedding.
+
 Speed (the outputs are the same function as the plain computation):
   * every distinct token of a batch is encoded once;
   * character positions past the longest token are trimmed, keeping one window that is all
@@ -21,7 +26,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..chars import PAD_CHAR, word_to_char_ids
+from ..chars import ByteCharIds
 from ..config import CharCNNConfig
 
 # Row hashes used to find duplicate tokens and cached tokens. Any collision is caught by an
@@ -123,18 +128,40 @@ class Highway(nn.Module):
 
 
 class CharCNN(nn.Module):
-    """Character ids (B, T, C) -> token vectors (B, T, output_dim), zeros where there is no token."""
+    """Token ids (B, T, W) -> token vectors (B, T, output_dim), zeros where there is no token.
 
-    def __init__(self, config: CharCNNConfig, output_dim: int):
+    Args:
+        config: the CNN's options.
+        output_dim: P, the projection width.
+        id_scheme: how tokens become ids (default: byte ids, :class:`elmo.chars.ByteCharIds`);
+            W = ``id_scheme.width``.
+        n_char_rows, n_word_rows, word_dim: embedding sizes for a dictionary model, used when
+            its id scheme is not at hand (weights only); default: those of ``id_scheme``.
+    """
+
+    def __init__(self, config: CharCNNConfig, output_dim: int, id_scheme=None, *,
+                 n_char_rows: Optional[int] = None, n_word_rows: Optional[int] = None,
+                 word_dim: int = 0):
         super().__init__()
         self.config = config
         self.output_dim = output_dim
-        # Row 0 is "no character" and stays zero; ids run up to 261 (padding 260 + 1).
-        self.char_embedding = nn.Embedding(262, config.embedding_dim, padding_idx=0)
+        if id_scheme is None and n_char_rows is None:
+            id_scheme = ByteCharIds(config.max_characters_per_token)
+        self.id_scheme = id_scheme
+        if n_char_rows is None:
+            n_char_rows = id_scheme.n_char_rows
+        if n_word_rows is None:
+            n_word_rows = id_scheme.n_word_rows if id_scheme is not None else 0
+        self.max_chars = config.max_characters_per_token
+        # Row 0 is "no character" and stays zero; byte ids run up to 261 (padding 260 + 1).
+        self.char_embedding = nn.Embedding(n_char_rows, config.embedding_dim, padding_idx=0)
+        # A word embedding (dictionary models only): its id is the last of a token's ids.
+        self.word_embedding = (nn.Embedding(n_word_rows, word_dim, padding_idx=0)
+                               if word_dim > 0 else None)
         self.convolutions = nn.ModuleList(
             nn.Conv1d(config.embedding_dim, n, kernel_size=w) for w, n in config.filters)
         self.highway = Highway(config.n_filters, config.n_highway)
-        self.projection = nn.Linear(config.n_filters, output_dim)
+        self.projection = nn.Linear(word_dim + config.n_filters, output_dim)
         self._activation = torch.tanh if config.activation == "tanh" else F.relu
         # The token cache: char-id rows (V, C), their hashes sorted (V,), and vectors (V, P).
         self._cache_ids: Optional[torch.Tensor] = None
@@ -143,10 +170,14 @@ class CharCNN(nn.Module):
 
     # ------------------------------------------------------------------ the computation
     def encode_tokens(self, ids: torch.Tensor) -> torch.Tensor:
-        """Distinct tokens (N, C) -> vectors (N, output_dim); no padding rows expected."""
+        """Distinct tokens (N, W) -> vectors (N, output_dim); no padding rows expected."""
         if ids.shape[0] == 0:
             return self.projection.weight.new_zeros(0, self.output_dim)
-        lengths = ((ids != PAD_CHAR + 1) & (ids != 0)).sum(dim=1)  # (N,)
+        words = ids[:, self.max_chars] if self.word_embedding is not None else None
+        ids = ids[:, :self.max_chars]
+        # A token's length: up to its last id that is not padding (its closing marker).
+        real = (ids != self.require_id_scheme().pad_id) & (ids != 0)
+        lengths = (real * torch.arange(1, ids.shape[1] + 1, device=ids.device)).amax(dim=1)  # (N,)
         # Each group keeps its longest token plus max_width positions, so that any token
         # shorter than the kept width still sees one window of padding only.
         groups = length_groups(lengths, self.config.max_width, self._group_overhead_positions())
@@ -157,7 +188,17 @@ class CharCNN(nn.Module):
             order = torch.cat([index for index, _ in groups])
             pooled = parts[0].new_empty(ids.shape[0], parts[0].shape[1]).index_copy(
                 0, order, torch.cat(parts))
-        return self.projection(self.highway(self._activation(pooled)))
+        features = self.highway(self._activation(pooled))                      # (N, F)
+        if words is not None:  # the word vector comes first in the projection's input
+            features = torch.cat([self.word_embedding(words), features], dim=1)
+        return self.projection(features)
+
+    def require_id_scheme(self):
+        """The id scheme; a model built from options alone may lack its dictionaries."""
+        if self.id_scheme is None:
+            raise RuntimeError("this model reads characters through a dictionary (char.dic) and "
+                               "none is attached: load its folder with elmo.from_pretrained")
+        return self.id_scheme
 
     def _group_overhead_positions(self) -> float:
         """:data:`GROUP_OVERHEAD_MACS` in token positions of this CNN's convolutions."""
@@ -181,6 +222,11 @@ class CharCNN(nn.Module):
         if not bool(present.any()):
             return out.view(batch, steps, self.output_dim)
         positions = present.nonzero().squeeze(1)
+        scheme = self.require_id_scheme()
+        if scheme.check_start and not bool((flat[positions, 0] == scheme.start_id).all()):
+            # e.g. byte ids (batch_to_ids) given to a model whose characters go through a dictionary
+            raise ValueError(f"these ids were not made for this model (each token's ids start with "
+                             f"{scheme.start_id} here): convert with bilm.token_ids(sentences)")
         distinct, inverse = unique_rows(flat[positions])
         vectors = self._encode_with_cache(distinct)
         out = out.index_copy(0, positions, vectors[inverse])
@@ -201,17 +247,16 @@ class CharCNN(nn.Module):
     # ------------------------------------------------------------------ the token cache
     @torch.no_grad()
     def build_token_cache(self, words: Sequence[str], batch_size: int = 4096) -> None:
-        """Precompute the vectors of ``words`` (plus ``<S>`` and ``</S>``).
+        """Precompute the vectors of ``words`` (plus the sentence boundaries).
 
         Cached tokens then skip the CNN; other tokens are still encoded by it, so the output does
         not change, only its cost. Rebuild the cache after changing the weights: it is not used
         while the module trains with gradients.
         """
-        n_chars = self.config.max_characters_per_token
-        words = list(dict.fromkeys(["<S>", "</S>", *words]))
-        ids = torch.tensor([word_to_char_ids(w, n_chars) for w in words], dtype=torch.long,
-                           device=self.projection.weight.device)
-        ids, _ = unique_rows(ids)
+        scheme = self.require_id_scheme()
+        rows = torch.tensor([scheme.bos_row, scheme.eos_row], dtype=torch.long)
+        ids = torch.cat([rows, scheme.token_rows(list(dict.fromkeys(words)))])
+        ids, _ = unique_rows(ids.to(self.projection.weight.device))
         vectors = torch.cat([self.encode_tokens(ids[i:i + batch_size])
                              for i in range(0, ids.shape[0], batch_size)])
         hashes = hash_rows(ids)

@@ -90,6 +90,10 @@ class ElmoFeatures(nn.Module):
             raise ValueError(f"ELMo positions must be distinct items of {POSITIONS}, got {positions}")
         if layers not in ("all", "last"):
             raise ValueError(f"layers must be 'all' or 'last', got {layers!r}")
+        if finetune and bilm.options.char_vocabulary is not None:
+            # the batches carry byte ids, which such a model would read as dictionary ids
+            raise ValueError("fine-tuning a biLM whose characters go through a dictionary "
+                             "(ELMoForManyLangs) is not supported in task experiments; freeze it")
         fixed = None
         if layers == "last":
             fixed = [-LAST_LAYER_S] * (bilm.num_layers - 1) + [LAST_LAYER_S]

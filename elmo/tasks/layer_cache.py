@@ -14,7 +14,6 @@ from typing import Dict, Iterable, List, Sequence, Tuple
 
 import torch
 
-from ..chars import batch_to_ids
 from ..modules.bilm import BiLM
 
 
@@ -50,7 +49,7 @@ class LayerCache:
         try:
             for start in range(0, len(todo), self.batch_size):
                 chunk = todo[start:start + self.batch_size]
-                ids = batch_to_ids([list(s) for s in chunk], self.max_chars).to(device)
+                ids = self.bilm.token_ids([list(s) for s in chunk]).to(device)
                 layers = self.bilm(ids)["activations"]
                 stacked = torch.stack(layers, dim=0).to("cpu", self.dtype)     # (L + 1, B, T, D)
                 for i, sent in enumerate(chunk):

@@ -14,7 +14,7 @@ import statistics
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-from ..weights import atomic_commit, atomic_target, atomic_write_text
+from ..io import atomic_commit, atomic_target, atomic_write_text
 
 METRIC_NAMES = {"token_accuracy": "token accuracy %", "span_f1": "span F1 %",
                 "accuracy": "accuracy %"}

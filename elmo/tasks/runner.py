@@ -61,7 +61,7 @@ from .layer_cache import LayerCache
 from .models import Encoder, PairClassifier, SentenceClassifier, Tagger, TaskModel
 from .report import write_reports
 from .train_loop import TrainConfig, fit, score
-from ..weights import atomic_write_text
+from ..io import atomic_write_text
 
 DEFAULT_MODEL_SETTINGS = {"hidden": 100, "dropout": 0.5, "char_features": 0, "crf": False,
                           "pooling": "max", "classifier_hidden": 100,

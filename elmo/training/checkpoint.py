@@ -1,20 +1,30 @@
 """Training checkpoints: one file per saved step, written atomically, the last K kept.
 
-A checkpoint ``checkpoint-00001200.pt`` holds everything an exact resume needs:
+A checkpoint ``checkpoint-00001200.pt`` holds everything an exact resume needs, as plain
+data only (tensors, dicts, lists, strings and numbers), so it loads with
+``torch.load(..., weights_only=True)`` and a crafted file cannot run code:
 
+* ``format``: :data:`FORMAT` (absent in the first format, which held the same data);
 * ``model``, ``optimizer``: the state dicts (one copy: data parallelism keeps them equal);
 * ``step``, ``tokens``, ``elapsed``: progress;
+* ``config``: the run's :class:`~elmo.training.trainer.TrainConfig` as JSON text;
 * ``ranks``: for every rank, its batch iterator (stream position and unread tokens of each
-  row), its carried LSTM state, and its random generators (torch CPU/CUDA for dropout, the
-  negative sampler).
+  row), its carried LSTM state, and its random generators as uint8 tensors (torch CPU/CUDA
+  for dropout, the negative sampler).
 
-Files are written to a temporary name and renamed, so a kill at any moment leaves either the
-previous set of checkpoints or the new one, never a partial file under the real name.
+Files are written to a temporary name and renamed, so a kill or a full disk at any moment
+leaves either the previous set of checkpoints or the new one, never a partial file under the
+real name. A failed write raises :class:`CheckpointWriteError` naming the path and the cause.
 """
 from __future__ import annotations
 
+import contextlib
+import errno
+import json
 import os
+import pickle
 import re
+import zipfile
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
@@ -22,7 +32,35 @@ import torch
 
 from ..weights import atomic_commit, atomic_target
 
+FORMAT = 2
 _NAME = re.compile(r"^checkpoint-(\d{8})\.pt$")
+_REQUIRED = ("step", "tokens", "elapsed", "model", "optimizer", "ranks")
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that cannot be used; the message names the file and why."""
+
+
+class RunWriteError(OSError):
+    """Writing a file of a run folder failed (e.g. no space left); the message names the file."""
+
+
+class CheckpointWriteError(RunWriteError):
+    """Writing a checkpoint failed (e.g. no space left); the previous checkpoints are intact."""
+
+
+@contextlib.contextmanager
+def writing(path: str | Path):
+    """Turn a failed write inside the block into a one-line :class:`RunWriteError` naming
+    ``path`` (an OSError raised by ``write`` does not name its file)."""
+    try:
+        yield
+    except RunWriteError:
+        raise
+    except OSError as e:
+        code = e.errno or errno.EIO
+        reason = "no space left on device" if code == errno.ENOSPC else os.strerror(code)
+        raise RunWriteError(code, f"cannot write {path}: {reason}") from e
 
 
 def checkpoint_path(folder: str | Path, step: int) -> Path:
@@ -43,32 +81,123 @@ def latest_checkpoint(folder: str | Path) -> Optional[Path]:
     return found[-1] if found else None
 
 
+class _RecordingFile:
+    """A binary file whose write errors are remembered: torch.save reports a failed write of
+    its own as an opaque RuntimeError ("enforce fail at inline_container.cc"), losing errno."""
+
+    def __init__(self, f):
+        self.f, self.error = f, None
+
+    def write(self, data) -> int:
+        try:
+            return self.f.write(data)
+        except OSError as e:
+            self.error = e
+            raise
+
+    def flush(self) -> None:
+        try:
+            self.f.flush()
+        except OSError as e:
+            self.error = e
+            raise
+
+
+def _open_for_writing(path: Path):
+    """The file a checkpoint is written to (a seam for fault-injection tests)."""
+    return open(path, "wb")
+
+
+def _write_error(target: Path, cause: BaseException, recorded: Optional[OSError]) -> CheckpointWriteError:
+    err = recorded if recorded is not None else (cause if isinstance(cause, OSError) else None)
+    code = getattr(err, "errno", None) or errno.EIO
+    reason = "no space left on device" if code == errno.ENOSPC else (
+        os.strerror(code) if err is not None else str(cause).splitlines()[0])
+    return CheckpointWriteError(code, f"cannot write checkpoint {target}: {reason} "
+                                      f"(the previous checkpoints are intact)")
+
+
 def save_checkpoint(folder: str | Path, step: int, payload: Dict[str, Any], keep: int = 3) -> Path:
-    """Write ``payload`` as the checkpoint of ``step`` atomically; keep the newest ``keep``."""
+    """Write ``payload`` as the checkpoint of ``step`` atomically; keep the newest ``keep``.
+
+    Raises :class:`CheckpointWriteError` (an OSError: errno ENOSPC when the disk is full)
+    naming the checkpoint; nothing under the real name is changed then.
+    """
     folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
     target = checkpoint_path(folder, step)
-    tmp = atomic_target(target)
+    tmp = None
+    recorder = None
     try:
-        with open(tmp, "wb") as f:
-            torch.save(payload, f)
-            f.flush()
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = atomic_target(target)
+        with _open_for_writing(tmp) as f:
+            recorder = _RecordingFile(f)
+            torch.save({"format": FORMAT, **payload}, recorder)
+            recorder.flush()
             os.fsync(f.fileno())
         atomic_commit(tmp, target)
+    except (OSError, RuntimeError) as e:
+        raise _write_error(target, e, recorder.error if recorder else None) from e
     finally:
-        Path(tmp).unlink(missing_ok=True)
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
     if keep > 0:
         for old in list_checkpoints(folder)[:-keep]:
             old.unlink(missing_ok=True)
     return target
 
 
+def _first_line(e: BaseException) -> str:
+    lines = [line.strip() for line in str(e).splitlines() if line.strip()]
+    return lines[0] if lines else type(e).__name__
+
+
+def _refused_object(e: BaseException) -> str:
+    """The weights-only unpickler's own line naming what it refused (its first line only
+    advises loading the file unsafely, which must not be repeated to a user)."""
+    for line in str(e).splitlines():
+        if "GLOBAL" in line or "nsupported" in line:
+            return line.strip().rstrip(".")
+    return "an object the weights-only loader does not accept"
+
+
 def load_checkpoint(path: str | Path) -> Dict[str, Any]:
-    # Our own files; they hold plain containers, tensors and numbers.
-    return torch.load(path, map_location="cpu", weights_only=False)
+    """Read a checkpoint with the weights-only unpickler; ``config`` comes back as a dict.
+
+    Raises :class:`CheckpointError` naming the file for anything else: a file holding other
+    objects (crafted, or not written by this library: it is never unpickled), a truncated or
+    corrupt file, or one without the keys a checkpoint has.
+    """
+    path = Path(path)
+    try:
+        ckpt = torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as e:
+        raise CheckpointError(
+            f"{path}: refused to load: it holds objects other than tensors, numbers, strings and "
+            f"containers ({_refused_object(e)}). elmo's checkpoints never do; if an older version wrote it, "
+            f"the checkpoint format changed: delete it or use a new run folder") from None
+    except (RuntimeError, EOFError, zipfile.BadZipFile, ValueError) as e:
+        raise CheckpointError(f"{path}: not a readable checkpoint, truncated or corrupt ({_first_line(e)}); "
+                              f"delete it to resume from the one before") from None
+    if not isinstance(ckpt, dict):
+        raise CheckpointError(f"{path}: not a checkpoint (it holds a {type(ckpt).__name__}, not a dict)")
+    missing = [k for k in _REQUIRED if k not in ckpt]
+    if missing:
+        raise CheckpointError(f"{path}: not a checkpoint of elmo train (missing {', '.join(missing)})")
+    version = ckpt.get("format", 1)
+    if version not in (1, FORMAT):
+        raise CheckpointError(f"{path}: checkpoint format {version}; this version reads formats 1 and {FORMAT}")
+    config = ckpt.get("config")
+    if isinstance(config, str):
+        try:
+            ckpt["config"] = json.loads(config)
+        except json.JSONDecodeError as e:
+            raise CheckpointError(f"{path}: its config is not valid JSON ({e})") from None
+    return ckpt
 
 
-def rng_state(device: torch.device) -> Dict[str, Any]:
+def rng_state(device: torch.device) -> Dict[str, torch.Tensor]:
+    """The random generators' states, as uint8 tensors."""
     state = {"torch": torch.get_rng_state()}
     if device.type == "cuda":
         state["cuda"] = torch.cuda.get_rng_state(device)

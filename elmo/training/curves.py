@@ -1,7 +1,9 @@
 """``elmo plot-curve``: draw the learning curve of one or more ``log.jsonl`` files.
 
-Left: training perplexity (exp of the training loss; an estimate when the softmax is sampled)
-against tokens seen. Right: full-softmax validation perplexity, forward, backward and average.
+Left: exp of the training loss against tokens seen: ``sampled_ppl`` when the softmax was
+sampled (not comparable with a perplexity), ``train_ppl`` with the full softmax (on training
+batches, with dropout); logs written before these keys have ``ppl``, which is either. Right:
+full-softmax validation perplexity, forward, backward and average.
 """
 from __future__ import annotations
 
@@ -19,6 +21,17 @@ def read_log(path: str | Path) -> List[Dict]:
         return [json.loads(line) for line in f if line.strip()]
 
 
+TRAIN_KEYS = ("sampled_ppl", "train_ppl", "ppl")  # new logs, then older ones
+
+
+def train_figure(record: Dict) -> Optional[tuple]:
+    """(key, value) of a training record's exp(loss), whichever key its log version used."""
+    for key in TRAIN_KEYS:
+        if key in record:
+            return key, record[key]
+    return None
+
+
 def plot_learning_curve(logs: Sequence[str | Path], output: str | Path, title: Optional[str] = None) -> Path:
     """Write a PNG of the curves in ``logs`` to ``output`` (atomically)."""
     try:
@@ -28,19 +41,23 @@ def plot_learning_curve(logs: Sequence[str | Path], output: str | Path, title: O
     except ImportError:
         raise ValueError("plot-curve needs matplotlib: pip install 'elmo[plots]'") from None
     fig, (ax_train, ax_valid) = plt.subplots(1, 2, figsize=(11, 4.2))
+    kinds = set()
     for log in logs:
         records = read_log(log)
         name = Path(log).parent.name if Path(log).is_file() else Path(log).name
-        train = [r for r in records if r.get("event") == "train"]
+        train = [(r, f) for r in records if r.get("event") == "train" and (f := train_figure(r))]
         evals = [r for r in records if r.get("event") == "eval"]
         if train:
-            ax_train.plot([r["tokens"] / 1e6 for r in train], [r["ppl"] for r in train], label=name, lw=1)
+            kinds.update(key for _, (key, _) in train)
+            ax_train.plot([r["tokens"] / 1e6 for r, _ in train], [v for _, (_, v) in train], label=name, lw=1)
         if evals:
             tokens = [r["epoch"] for r in evals]
             for key, style in (("ppl_fwd", "o-"), ("ppl_bwd", "s--"), ("ppl", "^:")):
                 ax_valid.plot(tokens, [r[key] for r in evals], style, label=f"{name} {key}", ms=3)
-    ax_train.set(xlabel="tokens seen (millions)", ylabel="training perplexity", yscale="log",
-                 title="training (sampled-softmax estimate)")
+    titles = {"sampled_ppl": "sampled softmax", "train_ppl": "full softmax", "ppl": "sampled or full softmax"}
+    ax_train.set(xlabel="tokens seen (millions)", ylabel="exp(training loss)", yscale="log",
+                 title="training: " + ", ".join(titles[k] for k in TRAIN_KEYS if k in kinds)
+                 + (" (not comparable with validation)" if kinds - {"train_ppl"} else ""))
     ax_valid.set(xlabel="epoch", ylabel="validation perplexity (full softmax)", yscale="log",
                  title="validation")
     for ax in (ax_train, ax_valid):

@@ -5,6 +5,11 @@ part of the text (every N-th sentence, or files given) is not trained on; its pe
 measured before and after. The adapted model's ``metadata.json`` lists every text it was
 adapted on (``adapted_on``, with sha256), and ``extra_data: true``: an experiment that uses
 it must say that the biLM saw this text.
+
+A task's text is often small: a batch of 128 rows x 20 steps holds 2,560 tokens, more than a
+100-line text, which would make one epoch a single step. So the batch is cut to what the text
+fills: at most ``batch_size`` rows, and few enough that one epoch is at least
+:data:`MIN_STEPS_PER_EPOCH` steps (down to one row).
 """
 from __future__ import annotations
 
@@ -16,19 +21,35 @@ from typing import Any, Dict, List, Optional, Sequence
 from ..data.corpus import expand_paths, file_fingerprint, iter_file_sentences
 from ..training.evaluate import perplexity
 from ..weights import atomic_write_text
+from .checkpoint import latest_checkpoint
 from .export import VOCAB_FILE, load_language_model, read_metadata
+from .resume import ResumeMismatch
 from .trainer import TrainConfig, train
 
+MIN_STEPS_PER_EPOCH = 20
 
-def _write_sentences(path: Path, sentences: Sequence[List[str]]) -> None:
-    atomic_write_text(path, "".join(" ".join(s) + "\n" for s in sentences))
+
+def fitted_batch_size(cfg: TrainConfig, sentences: Sequence[List[str]]) -> int:
+    """Rows per batch for adapting on ``sentences``: ``cfg.batch_size``, or fewer so that one
+    epoch is at least :data:`MIN_STEPS_PER_EPOCH` steps (never below one row)."""
+    if cfg.layout == "packed":  # a step reads rows x unroll_steps positions of the wrapped text
+        positions = sum(len(s) + 2 for s in sentences)
+        fits = positions // (cfg.unroll_steps * MIN_STEPS_PER_EPOCH)
+    else:  # bucketed: one sentence a row
+        fits = len(sentences) // MIN_STEPS_PER_EPOCH
+    return max(1, min(cfg.batch_size, fits))
+
+
+def _text(sentences: Sequence[List[str]]) -> str:
+    return "".join(" ".join(s) + "\n" for s in sentences)
 
 
 def finetune(cfg: TrainConfig, heldout: Optional[Sequence[str]] = None, heldout_every: int = 10) -> Dict[str, Any]:
     """Adapt ``cfg.init_from`` on ``cfg.train``; the result goes to ``cfg.output/model``.
 
     Returns held-out perplexity ``before`` and ``after`` (dicts as
-    :func:`elmo.training.evaluate.perplexity` gives) and the model folder.
+    :func:`elmo.training.evaluate.perplexity` gives: stateless, independent of the batch size),
+    the model folder, the steps taken and the batch size used (see :func:`fitted_batch_size`).
     """
     if not cfg.init_from:
         raise ValueError("finetune needs a trained model folder (init_from / --from)")
@@ -45,29 +66,35 @@ def finetune(cfg: TrainConfig, heldout: Optional[Sequence[str]] = None, heldout_
         train_part = [s for i, s in enumerate(sentences) if (i + 1) % heldout_every != 0]
     if not train_part or not held:
         raise ValueError("finetune needs text to train on and held-out text")
-    # The training part is written out once so training streams it like any corpus.
+    # The training part is written out so training streams it like any corpus. A rerun into the
+    # same folder resumes on that file, so a different text (or split) there must be refused.
     train_file, held_file = out / "adapt_train.txt", out / "adapt_heldout.txt"
-    if not train_file.exists():
-        _write_sentences(train_file, train_part)
-        _write_sentences(held_file, held)
+    for path, part in ((train_file, train_part), (held_file, held)):
+        text = _text(part)
+        if path.exists() and path.read_text(encoding="utf-8") != text:
+            if latest_checkpoint(out / "checkpoints") is not None:
+                raise ResumeMismatch(f"cannot resume {out}: it was started on another text or held-out split "
+                                     f"({path} differs); rerun with the same text, or use another --output")
+        if not path.exists() or path.read_text(encoding="utf-8") != text:
+            atomic_write_text(path, text)
 
     base, vocab = load_language_model(cfg.init_from, device=None)
-    protocol = dict(state_reset_every=cfg.state_reset_every, per_sentence=cfg.layout == "bucketed")
-    before = perplexity(base, held, vocab, cfg.eval_batch_size, cfg.unroll_steps, **protocol)
+    before = perplexity(base, held, vocab, cfg.eval_batch_size)
+    batch_size = fitted_batch_size(cfg, train_part)
     base_meta = read_metadata(cfg.init_from)
     record = {"files": [str(p) for p in text_files], "sha256": [file_fingerprint(p) for p in text_files],
               "sentences_trained": len(train_part), "tokens_trained": sum(len(s) for s in train_part),
-              "sentences_heldout": len(held), "epochs": cfg.epochs}
+              "sentences_heldout": len(held), "epochs": cfg.epochs, "batch_size": batch_size}
     metadata = {"adapted_from": str(cfg.init_from), "extra_data": True,
                 "adapted_on": list(base_meta.get("adapted_on", [])) + [record],
                 "base_metadata": {k: v for k, v in base_meta.items() if k != "adapted_on"},
                 "heldout_ppl_before": before}
-    run_cfg = dataclasses.replace(cfg, train=[str(train_file)], valid=[str(held_file)],
+    run_cfg = dataclasses.replace(cfg, train=[str(train_file)], valid=[str(held_file)], batch_size=batch_size,
                                   vocab=str(Path(cfg.init_from) / VOCAB_FILE), metadata=metadata)
     summary = train(run_cfg)
     adapted, _ = load_language_model(out / "model")
-    after = perplexity(adapted, held, vocab, cfg.eval_batch_size, cfg.unroll_steps, **protocol)
+    after = perplexity(adapted, held, vocab, cfg.eval_batch_size)
     report = {"model": str(out / "model"), "heldout_sentences": len(held), "before": before, "after": after,
-              "steps": summary["step"], "tokens_per_s": summary["tokens_per_s"]}
+              "steps": summary["step"], "batch_size": batch_size, "tokens_per_s": summary["tokens_per_s"]}
     atomic_write_text(out / "finetune_report.json", json.dumps(report, indent=2) + "\n")
     return report

@@ -9,8 +9,8 @@ float16 copy written by :mod:`elmo.training.ship`). Reports:
   difference between the two models' vectors, the reference's largest absolute value and
   root mean square (for scale), and the smallest cosine similarity between the two vectors
   of a token;
-* ``perplexity``: forward, backward and average perplexity of the text (full softmax, the
-  settings ``elmo perplexity`` takes from the model's metadata) for the reference, for the
+* ``perplexity``: forward, backward and average perplexity of the text (full softmax, each
+  sentence from a zero state as ``elmo perplexity`` computes it) for the reference, for the
   candidate's biLM with the reference softmax, for the reference biLM with the candidate's
   softmax, and for the candidate; with the relative change of each against the reference.
 """
@@ -54,8 +54,7 @@ def compare(reference: str | Path, candidate: str | Path, texts: Sequence[str], 
     paths = expand_paths(texts)
     sentences = list(iter_file_sentences(paths))
     trained = read_metadata(reference).get("train_config", {})
-    settings = {"state_reset_every": trained.get("state_reset_every", 0),
-                "per_sentence": trained.get("layout") == "bucketed"}
+    settings = {"definition": "stateless"}  # every sentence from a zero state (elmo.training.evaluate)
 
     def mixed(bilm_from, softmax_from):
         model = copy.deepcopy(ref_model)
@@ -67,7 +66,7 @@ def compare(reference: str | Path, candidate: str | Path, texts: Sequence[str], 
                 "candidate_softmax": mixed(ref_model, cand_model), "candidate": cand_model}
     ppl = {}
     for name, model in variants.items():
-        result = perplexity(model, sentences, vocab, batch_size, 20, torch.device("cpu"), **settings)
+        result = perplexity(model, sentences, vocab, batch_size, torch.device("cpu"))
         ppl[name] = {k: result[k] for k in ("ppl_fwd", "ppl_bwd", "ppl", "targets")}
     base = ppl["reference"]
     for name in variants:

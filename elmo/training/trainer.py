@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -31,10 +32,11 @@ from ..modules.softmax import Candidates, LogUniformSampler
 from ..vocab import Vocabulary
 from ..weights import atomic_write_text
 from . import distributed
-from .checkpoint import latest_checkpoint, load_checkpoint, rng_state, save_checkpoint, set_rng_state
+from .checkpoint import latest_checkpoint, load_checkpoint, rng_state, save_checkpoint, set_rng_state, writing
 from .evaluate import perplexity, reset_rows
 from .export import export_model, load_language_model, options_with_training_keys
 from .model import LanguageModel
+from .resume import check_allow_change, check_resume
 
 
 @dataclass
@@ -72,6 +74,7 @@ class TrainConfig:
     progress: bool = True
     export: bool = True
     metadata: Dict[str, Any] = field(default_factory=dict)  # extra facts for metadata.json
+    allow_change: List[str] = field(default_factory=list)  # settings a resume may change (see resume.py)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2, sort_keys=True)
@@ -143,13 +146,15 @@ class _Log:
         if enabled and resume_step is not None and path.exists():
             kept = [line for line in path.read_text(encoding="utf-8").splitlines()
                     if line.strip() and json.loads(line).get("step", 0) <= resume_step]
-            atomic_write_text(path, "".join(line + "\n" for line in kept))
+            with writing(path):
+                atomic_write_text(path, "".join(line + "\n" for line in kept))
         elif enabled and resume_step is None:
-            atomic_write_text(path, "")
+            with writing(path):
+                atomic_write_text(path, "")
 
     def write(self, record: Dict[str, Any]) -> None:
         if self.enabled:
-            with open(self.path, "a", encoding="utf-8") as f:
+            with writing(self.path), open(self.path, "a", encoding="utf-8") as f:
                 f.write(json.dumps(record, sort_keys=True) + "\n")
 
 
@@ -206,16 +211,24 @@ def _train(cfg: TrainConfig, ctx: distributed.Context, stop_after: Optional[int]
     if ctx.is_main and ckpt_dir.is_dir():
         for stale in ckpt_dir.glob(".checkpoint-*.tmp"):  # left by a run killed while saving
             stale.unlink(missing_ok=True)
+    check_allow_change(cfg.allow_change)
     resume_from = latest_checkpoint(ckpt_dir)
     if resume_from is not None:
         ckpt = load_checkpoint(resume_from)
+        stored = ckpt.get("config")
+        if stored is None and (out_dir / "train_config.json").exists():
+            stored = json.loads((out_dir / "train_config.json").read_text(encoding="utf-8"))
+        changed = check_resume(stored or {}, asdict(cfg), str(out_dir))
+        if ctx.is_main:
+            print(f"resuming from checkpoint {ckpt['step']} ({resume_from})"
+                  + "".join(f"; {c}" for c in changed), file=sys.stderr, flush=True)
         if len(ckpt["ranks"]) != ctx.world_size:
             raise ValueError(f"{resume_from} was written by {len(ckpt['ranks'])} processes; "
                              f"resume it with the same number")
         model.load_state_dict(ckpt["model"])
         optimizer.load_state_dict(ckpt["optimizer"])
         lr_before = optimizer.param_groups[0]["lr"]
-        for group in optimizer.param_groups:  # the run's configuration wins: a resume may lower the lr
+        for group in optimizer.param_groups:  # the run's lr wins (it differs only when allowed: --allow-change lr)
             group["lr"] = cfg.lr
         step, tokens_done, elapsed = ckpt["step"], ckpt["tokens"], ckpt["elapsed"]
         mine = ckpt["ranks"][ctx.rank]
@@ -228,8 +241,10 @@ def _train(cfg: TrainConfig, ctx: distributed.Context, stop_after: Optional[int]
             n_steps = min(n_steps, step)
     if ctx.is_main:
         out_dir.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(out_dir / "train_config.json", cfg.to_json() + "\n")
-        atomic_write_text(stats_path, json.dumps(corpus_stats) + "\n")
+        with writing(out_dir / "train_config.json"):
+            atomic_write_text(out_dir / "train_config.json", cfg.to_json() + "\n")
+        with writing(stats_path):
+            atomic_write_text(stats_path, json.dumps(corpus_stats) + "\n")
     log = _Log(out_dir / "log.jsonl", ctx.is_main, step if resume_from is not None else None)
     valid_sentences = list(iter_file_sentences(expand_paths(cfg.valid))) if cfg.valid else []
 
@@ -245,6 +260,9 @@ def _train(cfg: TrainConfig, ctx: distributed.Context, stop_after: Optional[int]
     net = DistributedDataParallel(model) if ctx.distributed else model
     autocast = dict(device_type=ctx.device.type, dtype=torch.bfloat16, enabled=cfg.bf16)
     per_step_tokens = cfg.batch_size * cfg.unroll_steps  # packed layout; bucketed counts its own
+    # exp(training loss): with sampled negatives it is not a perplexity of the model (the sampled
+    # softmax normalises over a few thousand words), so it is never labelled like the validation one
+    train_ppl_key = "sampled_ppl" if sampler is not None else "train_ppl"
 
     def save(step_now: int) -> None:
         mine = {"batches": batches.state_dict(), "lstm_state": _state_to(state, "cpu"),
@@ -254,14 +272,13 @@ def _train(cfg: TrainConfig, ctx: distributed.Context, stop_after: Optional[int]
             save_checkpoint(ckpt_dir, step_now, {
                 "step": step_now, "tokens": tokens_done, "elapsed": elapsed,
                 "model": model.state_dict(), "optimizer": optimizer.state_dict(), "ranks": ranks,
-                "config": asdict(cfg)}, keep=cfg.keep_checkpoints)
+                "config": cfg.to_json()}, keep=cfg.keep_checkpoints)
 
     def evaluate(step_now: int) -> Optional[Dict[str, float]]:
         result = None
         if ctx.is_main and valid_sentences:
-            result = perplexity(model, valid_sentences, vocab, cfg.eval_batch_size, cfg.unroll_steps,
-                                ctx.device, torch.bfloat16 if cfg.bf16 else None,
-                                state_reset_every=cfg.state_reset_every, per_sentence=cfg.layout == "bucketed")
+            result = perplexity(model, valid_sentences, vocab, cfg.eval_batch_size, ctx.device,
+                                torch.bfloat16 if cfg.bf16 else None)
             log.write({"event": "eval", "step": step_now, "split": "valid", "epoch": tokens_done / corpus_stats["tokens"],
                        **{k: round(v, 4) for k, v in result.items()}})
         distributed.barrier(ctx)
@@ -305,12 +322,12 @@ def _train(cfg: TrainConfig, ctx: distributed.Context, stop_after: Optional[int]
             dt = max(time.perf_counter() - window["t0"], 1e-9)
             loss = loss_sum / (window["n"] * ctx.world_size)
             record = {"event": "train", "step": step, "epoch": round(tokens_done / corpus_stats["tokens"], 4),
-                      "loss": round(loss, 5), "ppl": round(math.exp(min(loss, 50)), 3),
+                      "loss": round(loss, 5), train_ppl_key: round(math.exp(min(loss, 50)), 3),
                       "tokens_per_s": round(tok_sum / dt, 1), "grad_norm": round(window["gnorm"] / window["n"], 4),
                       "tokens": tokens_done, "elapsed_s": round(elapsed, 2)}
             log.write(record)
             bar.set_postfix({"tok/s": f"{record['tokens_per_s']:.0f}", "loss": f"{loss:.3f}",
-                             "ppl": f"{record['ppl']:.1f}"}, refresh=False)
+                             train_ppl_key.replace("_", "-"): f"{record[train_ppl_key]:.1f}"}, refresh=False)
             window = {"loss": 0.0, "n": 0, "tokens": 0, "t0": time.perf_counter(), "gnorm": 0.0}
         bar.update(1)
         if cfg.eval_every and step % cfg.eval_every == 0 and step < n_steps:
@@ -337,7 +354,8 @@ def _train(cfg: TrainConfig, ctx: distributed.Context, stop_after: Optional[int]
             meta = {"trained_on": [str(p) for p in expand_paths(cfg.train)], "steps": step,
                     "tokens": tokens_done, "elapsed_s": round(elapsed, 1), "params": n_params,
                     "train_config": asdict(cfg), **cfg.metadata}
-            export_model(model, vocab, out_dir / "model", meta)
+            with writing(out_dir / "model"):
+                export_model(model, vocab, out_dir / "model", meta)
             summary["model"] = str(out_dir / "model")
         distributed.barrier(ctx)
     return summary

@@ -6,7 +6,7 @@ import json
 import math
 from pathlib import Path
 
-from elmo.weights import atomic_write_text
+from elmo.io import atomic_write_text
 
 p = argparse.ArgumentParser()
 p.add_argument("lines")

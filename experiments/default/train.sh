@@ -24,5 +24,5 @@ case "${PHASE:-all}" in
   1|all) "${common[@]}" --lr 0.002 --max-hours 1.05 ;;
 esac
 case "${PHASE:-all}" in
-  2|all) "${common[@]}" --lr 0.0005 --max-hours 1.6 ;;
+  2|all) "${common[@]}" --lr 0.0005 --max-hours 1.6 --allow-change lr ;;
 esac

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from elmo.weights import atomic_write_text
+from elmo.io import atomic_write_text
 
 events = [json.loads(line) for line in Path(sys.argv[1]).read_text().splitlines() if line.strip()]
 train = [e for e in events if e["event"] == "train"]

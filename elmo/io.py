@@ -1,0 +1,187 @@
+"""Writing files safely: atomic writes, the lock on an output being written, clear OS errors.
+
+* :func:`atomic_target` / :func:`atomic_commit` / :func:`atomic_write_text`: a file is written
+  to a temporary name beside it and renamed over it when complete, so readers (and a killed
+  run) see the old file or the new one, never a part.
+* :func:`output_lock`: while a process writes an output it holds ``OUTPUT.lock`` (a ``flock``
+  through the ``filelock`` package, held by the kernel: a killed process releases it). The lock
+  file holds the writer's PID and host, so a second writer is told who has it. The file is
+  removed on release.
+* :class:`OutputError` and :func:`os_error_reason`: one-line messages for a full disk, a
+  read-only or missing folder, a directory where a file belongs.
+"""
+from __future__ import annotations
+
+import errno
+import os
+import socket
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator, Optional
+
+
+class OutputError(OSError):
+    """An output that cannot be written (a directory in the way, no permission, a full disk, or
+    another process writing it); the message names the path and the reason in one line."""
+
+
+class OutputBusy(OutputError):
+    """Another live process is writing the same output (it holds the output's lock file)."""
+
+
+def os_error_reason(e: OSError) -> str:
+    """The short reason of an OSError, one line: ``No space left on device`` rather than h5py's
+    multi-line report with buffer addresses."""
+    if e.errno:
+        return os.strerror(e.errno)
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__
+
+
+# ---------------------------------------------------------------------- atomic writes
+def atomic_target(path: Path) -> Path:
+    """A fresh temporary file beside ``path``: write it, then :func:`atomic_commit` it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    return Path(tmp)
+
+
+def atomic_commit(tmp: Path, path: Path) -> None:
+    """Move a finished temporary file onto ``path`` in one step, with the permissions an
+    ordinary new file gets (temporary files are created readable by their owner only)."""
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)
+    os.replace(tmp, path)
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    """Write a text file so that readers see the old or the new content, never a part."""
+    path = Path(path)
+    tmp = atomic_target(path)
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        atomic_commit(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def process_temporary(path: Path) -> Path:
+    """This process's temporary name for ``path``: ``.NAME.tmp-PID`` in the same folder.
+
+    Only the holder of ``path``'s lock may delete such files (:func:`remove_temporaries`).
+    """
+    return path.with_name(f".{path.name}.tmp-{os.getpid()}")
+
+
+def remove_temporaries(path: Path) -> None:
+    """Delete the temporary files that killed runs left for ``path``. Call it only while holding
+    ``path``'s lock (:func:`output_lock`): a live writer's file is then never among them."""
+    for tmp in path.parent.glob(f".{path.name}.tmp-*"):
+        tmp.unlink(missing_ok=True)
+
+
+# ---------------------------------------------------------------------- output checks
+def check_output_file(path: Path, what: str = "output") -> None:
+    """Refuse, before any work, an output path that cannot become a file: a directory, or a
+    folder that is a file. (Write permission is found out by taking the lock.)"""
+    if path.is_dir():
+        raise OutputError(f"{path}: is a directory; the {what} must be a file path")
+    _check_parents(path)
+
+
+def check_output_dir(path: Path, what: str = "folder") -> None:
+    """Refuse, before any work, a folder path that is taken by a file."""
+    if path.exists() and not path.is_dir():
+        raise OutputError(f"{path}: is a file, but the {what} must be a folder; move it away")
+    _check_parents(path)
+
+
+def _check_parents(path: Path) -> None:
+    """The nearest existing folder above ``path`` must be a folder (missing ones are created)."""
+    for parent in path.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise OutputError(f"{path}: {parent} is not a directory")
+            return
+
+
+@contextmanager
+def writing(path: Path, what: str = "output", hint: str = "") -> Iterator[None]:
+    """Turn an OSError raised while writing ``path`` (a full disk, a read-only folder) into a
+    one-line :class:`OutputError` naming ``path``, ``what`` was being written and the reason."""
+    try:
+        yield
+    except OutputError:
+        raise
+    except OSError as e:
+        raise OutputError(f"{path}: cannot write the {what}: {os_error_reason(e)}"
+                          + (f"; {hint}" if hint else "")) from e
+
+
+# ---------------------------------------------------------------------- the output lock
+def lock_path(path: Path) -> Path:
+    """The lock file of an output: ``OUTPUT.lock`` beside it."""
+    return path.with_name(path.name + ".lock")
+
+
+def _holder(lock_file: Path) -> Optional[str]:
+    """'PID 123 on host h' from a held lock file, or None when it cannot be read yet."""
+    try:
+        text = lock_file.read_text(encoding="utf-8").split()
+    except OSError:
+        return None
+    if len(text) >= 1 and text[0].isdigit():
+        return f"PID {text[0]}" + (f" on {text[1]}" if len(text) > 1 else "")
+    return None
+
+
+@contextmanager
+def output_lock(path: Path, name: Optional[Path] = None, wait: float = 1.0) -> Iterator[Path]:
+    """Hold ``path``'s lock file while the body runs; raise :class:`OutputBusy` at once if
+    another process holds it.
+
+    Args:
+        path: the file the lock is for (its lock file is ``path.lock``).
+        name: the output named in the messages (default ``path``; a segment's lock names the
+            whole output).
+
+    The lock is a kernel ``flock`` (released when the process dies, even by SIGKILL, so a
+    killed run leaves no stale lock). The lock file is deleted before the lock is released; a
+    process that had opened it then finds it deleted and tries the new one (``filelock`` checks),
+    so two processes never both hold it. A busy lock is retried for ``wait`` seconds.
+    """
+    from filelock import FileLock, Timeout
+
+    name = path if name is None else name
+    file = lock_path(path)
+    fds = []
+
+    def mark(fd: int) -> None:  # who holds it, for the message a second writer gets
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()} {socket.gethostname()}\n".encode(), 0)
+        fds.append(fd)
+
+    lock = FileLock(file, timeout=wait, on_acquired=mark)
+    try:
+        lock.acquire()
+    except Timeout:
+        holder = _holder(file) or "another process"
+        raise OutputBusy(f"{name} is already being written by {holder} (lock file {file}); "
+                         f"wait for it to finish, or stop it and run again") from None
+    except OSError as e:
+        if e.errno == errno.ENOSYS:
+            raise OutputError(f"{file}: the file system does not support locks (flock); "
+                              f"write the output to another file system") from None
+        raise OutputError(f"{name}: cannot write in {file.parent}: {os_error_reason(e)}") from None
+    try:
+        yield file
+    finally:
+        try:  # delete while still holding it: a process waiting on this inode then retries
+            if fds and os.path.samestat(os.stat(file), os.fstat(fds[-1])):
+                file.unlink()
+        except OSError:
+            pass
+        lock.release()

@@ -1,0 +1,81 @@
+"""``char.dic`` and ``word.dic``: the dictionaries of an ELMoForManyLangs model folder.
+
+One entry a line, ``token<TAB>id``, UTF-8. They are read with the rules of the original loader,
+so that a folder gives the same ids here as there:
+
+* the text is split at every Unicode line boundary (``str.splitlines``), not only at ``\\n``;
+* each line is stripped of surrounding whitespace (all Unicode whitespace), then split at TABs;
+* a line left with one field is an entry for U+3000 (ideographic space): the token of every
+  whitespace entry (space, NBSP, U+3000, ...) was stripped away, and a later such line replaces
+  an earlier one;
+* the embedding has one row per distinct token read (checked against the weights elsewhere).
+
+Blank lines are skipped (the original stops on them). Writing goes the other way: one line per
+token in id order, which reads back to the same mapping.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Dict, Mapping
+
+from ..weights import WeightFileError, atomic_write_text
+
+#: The token a whitespace-only entry is read as.
+WHITESPACE_TOKEN = "\u3000"
+
+
+class DictionaryError(WeightFileError):
+    """A char.dic / word.dic that cannot be read; the message names the file and line."""
+
+
+def read_dictionary(path: str | Path) -> Dict[str, int]:
+    """Token -> id, read as the original loader does (see the module doc).
+
+    Raises:
+        DictionaryError: the file is missing, not UTF-8, or a line is not ``token<TAB>id``.
+    """
+    path = Path(path)
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except FileNotFoundError:
+        raise DictionaryError(f"{path}: dictionary file not found") from None
+    except UnicodeDecodeError as e:
+        raise DictionaryError(f"{path}: not UTF-8 text ({e})") from None
+    except OSError as e:
+        raise DictionaryError(f"{path}: cannot be read ({e})") from None
+    entries: Dict[str, int] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        fields = line.strip().split("\t")
+        if fields == [""]:
+            continue
+        if len(fields) == 1:
+            fields.insert(0, WHITESPACE_TOKEN)
+        if len(fields) != 2:
+            raise DictionaryError(f"{path}: line {number}: expected 'token<TAB>id', got {line!r}")
+        token, raw_id = fields
+        try:
+            value = int(raw_id)
+        except ValueError:
+            raise DictionaryError(f"{path}: line {number}: id {raw_id!r} is not an integer "
+                                  f"(a token holding a line-break character splits its line)") from None
+        if value < 0:
+            raise DictionaryError(f"{path}: line {number}: negative id {value}")
+        entries[token] = value
+    if not entries:
+        raise DictionaryError(f"{path}: no entries")
+    return entries
+
+
+def check_specials(entries: Mapping[str, int], path: str | Path, names) -> None:
+    """Raise :class:`DictionaryError` naming ``path`` if a special token is missing."""
+    missing = [n for n in names if n not in entries]
+    if missing:
+        raise DictionaryError(f"{path}: special token(s) {', '.join(missing)} missing")
+
+
+def write_dictionary(entries: Mapping[str, int], path: str | Path) -> None:
+    """Write ``token<TAB>id`` lines in id order, atomically; :func:`read_dictionary` gives the
+    same mapping back (the U+3000 entry is written as it is read: a line with the id alone
+    after stripping)."""
+    lines = [f"{token}\t{value}\n" for token, value in sorted(entries.items(), key=lambda kv: kv[1])]
+    atomic_write_text(path, "".join(lines))

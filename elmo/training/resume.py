@@ -1,0 +1,100 @@
+"""What may differ when ``elmo train`` resumes a run: the stored settings against the new ones.
+
+A run folder is resumed with the settings that wrote its checkpoint. Three kinds of setting:
+
+* :data:`FREE`: how long to run and what to write, which never change the trained numbers
+  of the steps already taken (epochs, max steps, the time limit, log / eval / checkpoint
+  intervals, kept checkpoints, validation text, device, progress bar, export, metadata);
+  thread counts are not settings of the run at all;
+* :data:`ON_REQUEST`: a schedule someone may change on purpose between phases (learning
+  rate, state resets, dropout, clipping, bf16): refused unless named in ``allow_change``
+  (``--allow-change lr,state-reset-every``), and announced when they change;
+* everything else (model shape, vocabulary, corpus, layout, batch, unroll, optimizer,
+  negatives, seed, shuffling, init_from): refused, because the checkpoint cannot continue
+  under them (a different shape does not even load) or the run would silently become another.
+"""
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Dict, Iterable, List, Tuple
+
+FREE = frozenset({"epochs", "max_steps", "max_seconds", "log_every", "eval_every", "eval_batch_size",
+                  "checkpoint_every", "keep_checkpoints", "valid", "device", "progress", "export",
+                  "metadata", "output", "allow_change"})
+ON_REQUEST = frozenset({"lr", "state_reset_every", "dropout", "clip_norm", "bf16"})
+_PATHS = frozenset({"train", "vocab", "init_from"})
+
+
+class ResumeMismatch(ValueError):
+    """The run folder's checkpoint was written with other settings; the message names them."""
+
+
+def setting_name(name: str) -> str:
+    """``state-reset-every`` (a flag's spelling) -> ``state_reset_every``."""
+    return name.strip().lstrip("-").replace("-", "_")
+
+
+def check_allow_change(names: Iterable[str]) -> List[str]:
+    """The names of ``allow_change``, normalised; an unknown or unchangeable one raises."""
+    out = []
+    for raw in names:
+        name = setting_name(raw)
+        if name not in ON_REQUEST:
+            raise ValueError(f"--allow-change {raw}: only {', '.join(sorted(ON_REQUEST))} may change on resume "
+                             f"on request" + (" (it may change freely)" if name in FREE else ""))
+        out.append(name)
+    return out
+
+
+def _normal(key: str, value: Any) -> Any:
+    value = json.loads(json.dumps(value))  # tuples -> lists, as the stored JSON has them
+    if key in _PATHS and value is not None:
+        return [os.path.normpath(v) for v in value] if isinstance(value, list) else os.path.normpath(value)
+    return value
+
+
+def _flatten(prefix: str, value: Any) -> Dict[str, Any]:
+    if isinstance(value, dict) and value:
+        out: Dict[str, Any] = {}
+        for k, v in value.items():
+            out.update(_flatten(f"{prefix}.{k}", v))
+        return out
+    return {prefix: value}
+
+
+def differences(stored: Dict[str, Any], new: Dict[str, Any]) -> List[Tuple[str, str, Any, Any]]:
+    """(top-level key, dotted name, stored value, new value) of every setting that differs.
+
+    Keys the stored config does not have (written by an older version) are not compared.
+    """
+    out = []
+    for key in sorted(new):
+        if key in FREE or key not in stored:
+            continue
+        old_flat = _flatten(key, _normal(key, stored[key]))
+        new_flat = _flatten(key, _normal(key, new[key]))
+        for name in sorted(set(old_flat) | set(new_flat)):
+            a, b = old_flat.get(name, "(unset)"), new_flat.get(name, "(unset)")
+            if a != b:
+                out.append((key, name, a, b))
+    return out
+
+
+def check_resume(stored: Dict[str, Any], new: Dict[str, Any], where: str) -> List[str]:
+    """Raise :class:`ResumeMismatch` unless ``new`` may resume a checkpoint written with
+    ``stored``; returns "X was A, now B" for the changes allowed on request."""
+    allowed = set(check_allow_change(new.get("allow_change") or []))
+    refused, changed = [], []
+    for key, name, a, b in differences(stored, new):
+        line = f"setting {name} was {json.dumps(a)}, now {json.dumps(b)}"
+        if key in allowed:
+            changed.append(f"{name} was {json.dumps(a)}, now {json.dumps(b)}")
+        elif key in ON_REQUEST:
+            refused.append(f"{line} (pass --allow-change {key.replace('_', '-')} to change it on purpose)")
+        else:
+            refused.append(line)
+    if refused:
+        raise ResumeMismatch(f"cannot resume {where}: {'; '.join(refused)}. Rerun with the settings it was "
+                             f"started with, or use another --output")
+    return changed

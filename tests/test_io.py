@@ -1,0 +1,337 @@
+"""Writing outputs safely (elmo/io.py) and the CLI's errors: the output lock between real
+processes, a full disk, a read-only folder, a directory in the way, non-finite values, a
+closed pipe. Every failure must be one line naming the path and leave no temporary file."""
+import errno
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from elmo import embed_file
+from elmo.cli import main as cli_main
+from elmo.embedding import NonFiniteOutput
+from elmo.embedding.output import parts_dir
+from elmo.io import OutputBusy, OutputError, lock_path, output_lock
+from tests.conftest import random_bilm
+from tests.test_embedding import random_sentences
+from tests.test_embedding_file import assert_same_datasets, write_lines
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def leftovers(folder):
+    """Temporary and lock files anywhere under ``folder`` (there must be none after a run)."""
+    return sorted(str(p.relative_to(folder)) for p in Path(folder).rglob("*")
+                  if ".tmp" in p.name or p.name.endswith(".lock"))
+
+
+def env():
+    return dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
+
+
+@pytest.fixture
+def bilm():
+    return random_bilm(seed=21)
+
+
+@pytest.fixture
+def lines():
+    return [" ".join(s) for s in random_sentences(40, seed=22)]
+
+
+def one_error_line(err):
+    """The CLI's stderr holds exactly one line, an error without a traceback."""
+    assert "Traceback" not in err, err
+    assert len(err.strip().splitlines()) == 1, err
+    return err
+
+
+# ---------------------------------------------------------------------- the output lock
+PAUSED_WRITER = """
+import sys, time
+from pathlib import Path
+from elmo.embedding import output
+from elmo.cli import main
+
+real_write = output.SegmentWriter.write
+def paused(self, *args):
+    if self.path.name == "segment-00000001.hdf5" and not Path(sys.argv[4]).exists():
+        Path(sys.argv[3]).touch()                     # started: segment 1's temporary file exists
+        while not Path(sys.argv[4]).exists():         # wait for the go-ahead
+            time.sleep(0.02)
+    return real_write(self, *args)
+output.SegmentWriter.write = paused
+sys.exit(main(["embed", sys.argv[1], sys.argv[2], "--model", "fixture", "--segment-lines", "2",
+               "--quiet", "--no-token-cache"]))
+"""
+
+
+def test_a_second_writer_is_refused_and_the_first_keeps_its_files(tmp_path):
+    """Two real processes on one output: the second is told who writes it and deletes nothing."""
+    inp = write_lines(tmp_path / "in.txt", [" ".join(s) for s in random_sentences(6, seed=5)])
+    out, started, go = tmp_path / "out.hdf5", tmp_path / "started", tmp_path / "go"
+    first = subprocess.Popen([sys.executable, "-c", PAUSED_WRITER, str(inp), str(out), str(started),
+                              str(go)], env=env(), cwd=ROOT, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.time() + 120
+        while not started.exists():
+            assert first.poll() is None, first.stderr.read()
+            assert time.time() < deadline, "the first writer never reached segment 1"
+            time.sleep(0.05)
+        own_tmp = parts_dir(out) / f".segment-00000001.hdf5.tmp-{first.pid}"
+        assert own_tmp.exists() and lock_path(out).exists()
+
+        # the same command in a second process: refused at once, in one line naming the holder
+        second = subprocess.run([sys.executable, "-m", "elmo", "embed", str(inp), str(out), "--model",
+                                 "fixture", "--segment-lines", "2", "--quiet"], env=env(), cwd=ROOT,
+                                capture_output=True, text=True, timeout=120)
+        assert second.returncode == 1
+        err = one_error_line(second.stderr)
+        assert f"{out} is already being written by PID {first.pid}" in err
+        assert f"(lock file {lock_path(out)})" in err
+
+        # a rank of another torchrun job that wants the same segment: refused by its lock
+        with pytest.raises(OutputBusy, match=rf"PID {first.pid} .*segment-00000001.hdf5.lock"):
+            embed_file(inp, out, "fixture", segment_lines=2, rank=1, world_size=2, token_cache=False)
+        assert own_tmp.exists(), "another process's start-up deleted the live temporary file"
+    finally:
+        go.touch()
+        first.wait(timeout=120)
+    assert first.returncode == 0, first.stderr.read()
+    assert out.exists() and leftovers(tmp_path) == []
+    fresh = embed_file(inp, tmp_path / "fresh.hdf5", "fixture", segment_lines=2, token_cache=False)
+    assert_same_datasets(out, fresh)
+
+
+def test_a_lock_left_by_a_killed_process_does_not_block(tmp_path, bilm, lines):
+    """The lock is the kernel's flock, not the file: a file left by a dead writer is reused."""
+    inp = write_lines(tmp_path / "in.txt", lines[:4])
+    out = tmp_path / "out.hdf5"
+    lock_path(out).write_text("999999 gone-host\n")
+    assert embed_file(inp, out, bilm) == out
+    assert leftovers(tmp_path) == []
+
+
+def test_output_lock_is_exclusive_and_removed(tmp_path):
+    target = tmp_path / "x.hdf5"
+    with output_lock(target) as file:
+        assert file.read_text().split()[0] == str(os.getpid())
+        code = ("import sys; from pathlib import Path; from elmo.io import output_lock\n"
+                "with output_lock(Path(sys.argv[1]), wait=0.2): pass")
+        other = subprocess.run([sys.executable, "-c", code, str(target)], env=env(), cwd=ROOT,
+                               capture_output=True, text=True, timeout=60)
+        assert other.returncode != 0 and f"already being written by PID {os.getpid()}" in other.stderr
+    assert not file.exists()
+    with output_lock(target):   # free again
+        pass
+
+
+# ---------------------------------------------------------------------- a full disk
+def _mount_tmpfs(folder: Path, options: str) -> None:
+    folder.mkdir()
+    try:
+        done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(folder)],
+                              capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        pytest.skip(f"cannot run mount: {e}")
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here (needs root or CAP_SYS_ADMIN): {done.stderr.strip()}")
+
+
+@pytest.fixture
+def tmpfs(tmp_path):
+    """A folder on a small tmpfs of its own; skipped where mounting is not allowed."""
+    mounted = []
+
+    def mount(options):
+        folder = tmp_path / f"tmpfs{len(mounted)}"
+        _mount_tmpfs(folder, options)
+        mounted.append(folder)
+        return folder
+    yield mount
+    for folder in mounted:
+        subprocess.run(["umount", "-l", str(folder)], capture_output=True, timeout=30)
+
+
+def test_full_disk_on_a_real_tmpfs(tmp_path, tmpfs, bilm, capsys):
+    """ENOSPC from the file system itself: one line, no temporary file, and once space is freed
+    the same command finishes from the segments it kept."""
+    disk = tmpfs("size=4m")
+    lines = [" ".join(s) for s in random_sentences(300, seed=23)]   # about 1.3 MB of float32
+    inp = write_lines(tmp_path / "in.txt", lines)
+    reference = embed_file(inp, tmp_path / "reference.hdf5", bilm, segment_lines=50)
+    filler = disk / "filler"
+    filler.write_bytes(b"\0" * (3 * 2**20 + 2**19))               # 0.5 MB left
+    out = disk / "out.hdf5"
+    with pytest.raises(OutputError, match=rf"{out}: cannot write .*No space left on device"):
+        embed_file(inp, out, bilm, segment_lines=50)
+    assert leftovers(disk) == [] and not out.exists()
+    kept = sorted(parts_dir(out).glob("segment-*.hdf5"))
+    filler.unlink()
+    assert embed_file(inp, out, bilm, segment_lines=50) == out
+    assert_same_datasets(out, reference)
+    assert leftovers(disk) == [] and all(not p.exists() for p in kept)
+    # through the CLI: one line, exit status 1
+    filler.write_bytes(b"\0" * (3 * 2**20 + 2**19))
+    assert cli_main(["embed", str(inp), str(disk / "cli.hdf5"), "--model", "fixture", "--quiet"]) == 1
+    assert "No space left on device" in one_error_line(capsys.readouterr().err)
+    assert leftovers(disk) == []
+
+
+@pytest.mark.parametrize("where", ["segment", "merge"])
+def test_full_disk_by_fault_injection(tmp_path, bilm, lines, monkeypatch, where):
+    """The OS refuses a write with ENOSPC inside HDF5's writing (of the third segment, or of the
+    merged file): the same guarantees as on a real full disk, on any machine, root or not."""
+    from elmo.embedding import output
+    inp = write_lines(tmp_path / "in.txt", lines)
+    reference = embed_file(inp, tmp_path / "reference.hdf5", bilm, segment_lines=10)
+    out = tmp_path / "run" / "out.hdf5"
+    failing_file = 2 if where == "segment" else 4        # files 0-3: the 4 segments; 4: merged
+    opened, real_init = [], output.GuardedFile.__init__
+
+    class FullDisk:
+        """The file underneath: after 20 kB, every write fails as on a full disk."""
+        def __init__(self, raw):
+            self.raw, self.written = raw, 0
+
+        def write(self, data):
+            if self.written + len(data) > 20_000:
+                raise OSError(errno.ENOSPC, "No space left on device")
+            self.written += len(data)
+            return self.raw.write(data)
+
+        def __getattr__(self, name):
+            return getattr(self.raw, name)
+
+    def init(self, path):
+        real_init(self, path)
+        if len(opened) == failing_file:
+            self._file = FullDisk(self._file)
+        opened.append(path)
+    monkeypatch.setattr(output.GuardedFile, "__init__", init)
+    with pytest.raises(OutputError) as e:
+        embed_file(inp, out, bilm, segment_lines=10)
+    message = str(e.value)
+    assert message.startswith(f"{out}: cannot write the ") and "\n" not in message
+    assert "No space left on device" in message and "run the same command again" in message
+    assert leftovers(out.parent) == [] and not out.exists()
+    kept = len(list(parts_dir(out).glob("segment-*.hdf5")))
+    assert kept == (2 if where == "segment" else 4)   # nothing finished is lost
+    monkeypatch.undo()
+    assert embed_file(inp, out, bilm, segment_lines=10) == out
+    assert_same_datasets(out, reference)
+    assert leftovers(out.parent) == []
+
+
+# ---------------------------------------------------------------------- paths that cannot be written
+def test_read_only_file_system(tmp_path, tmpfs, lines, capsys):
+    disk = tmpfs("ro,size=1m")
+    inp = write_lines(tmp_path / "in.txt", lines[:3])
+    assert cli_main(["embed", str(inp), str(disk / "out.hdf5"), "--model", "fixture", "--quiet"]) == 1
+    err = one_error_line(capsys.readouterr().err)
+    assert f"{disk / 'out.hdf5'}: cannot write in {disk}: Read-only file system" in err
+
+
+@pytest.mark.skipif(hasattr(os, "geteuid") and os.geteuid() == 0,
+                    reason="root may write to a read-only folder (the tmpfs test covers it)")
+def test_read_only_folder(tmp_path, lines, capsys):
+    inp = write_lines(tmp_path / "in.txt", lines[:3])
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    folder.chmod(0o555)
+    try:
+        assert cli_main(["embed", str(inp), str(folder / "out.hdf5"), "--model", "fixture", "--quiet"]) == 1
+    finally:
+        folder.chmod(0o755)
+    assert "Permission denied" in one_error_line(capsys.readouterr().err)
+
+
+def test_output_paths_are_checked_before_computing(tmp_path, lines, monkeypatch, capsys):
+    """A directory (even with --overwrite) or a file where a folder belongs is refused before
+    the input is read or the model loaded, and nothing is created."""
+    from elmo.embedding import run
+
+    def no_work(*args, **kwargs):
+        raise AssertionError("work started before the output was checked")
+    monkeypatch.setattr(run, "index_input", no_work)
+    inp = write_lines(tmp_path / "in.txt", lines[:3])
+    (tmp_path / "out.hdf5").mkdir()
+    (tmp_path / "file").write_text("x")
+    (tmp_path / "taken.hdf5.parts").write_text("x")
+    cases = {"out.hdf5": "out.hdf5: is a directory", "file/out.hdf5": "is not a directory",
+             "taken.hdf5": "taken.hdf5.parts: is a file"}
+    for name, expected in cases.items():
+        before = sorted(tmp_path.rglob("*"))
+        assert cli_main(["embed", str(inp), str(tmp_path / name), "--overwrite", "--quiet"]) == 1
+        assert expected in one_error_line(capsys.readouterr().err)
+        assert sorted(tmp_path.rglob("*")) == before
+
+
+# ---------------------------------------------------------------------- non-finite values
+def test_nan_weights_and_gamma_are_refused_by_the_cli(tmp_path, lines, capsys):
+    import elmo
+    inp = write_lines(tmp_path / "in.txt", lines[:3])
+    bilm = random_bilm()
+    with torch.no_grad():
+        bilm.token_encoder.projection.bias[0] = float("nan")
+    elmo.save_pretrained(bilm, tmp_path / "nan-model", fmt="original")
+    assert cli_main(["embed", str(inp), str(tmp_path / "a.hdf5"), "--model",
+                     str(tmp_path / "nan-model"), "--quiet"]) == 1
+    err = one_error_line(capsys.readouterr().err)
+    assert "weights.hdf5: dataset 'CNN_proj/b_proj' holds 1 non-finite values" in err
+    assert cli_main(["embed", str(inp), str(tmp_path / "b.hdf5"), "--model", "fixture",
+                     "--layers", "mix:0.2,0.3,0.5", "--gamma", "nan", "--quiet"]) == 1
+    assert "gamma (--gamma) must be a finite number, got nan" in one_error_line(capsys.readouterr().err)
+    assert not list(tmp_path.glob("*.hdf5"))
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered in cast:RuntimeWarning")
+def test_non_finite_output_is_an_error_naming_the_line(tmp_path, bilm, lines):
+    inp = write_lines(tmp_path / "in.txt", ["", *lines[:5]])
+    with torch.no_grad():   # a model given in memory skips the load-time check
+        bilm.lstm.layers[1].weight_proj[0][0, 0] = float("nan")
+    with pytest.raises(NonFiniteOutput, match=r"in.txt: line 2: the model gave non-finite values"):
+        embed_file(inp, tmp_path / "out.hdf5", bilm)
+    assert not (tmp_path / "out.hdf5").exists() and leftovers(tmp_path) == []
+    huge = random_bilm(seed=21)
+    with torch.no_grad():   # finite, but past float16's range
+        huge.token_encoder.projection.bias.fill_(1e5)
+    with pytest.raises(NonFiniteOutput, match="use --dtype float32"):
+        embed_file(inp, tmp_path / "half.hdf5", huge, dtype="float16")
+    assert embed_file(inp, tmp_path / "full.hdf5", huge).exists()
+
+
+# ---------------------------------------------------------------------- the CLI
+def test_a_closed_pipe_ends_quietly():
+    """`elmo info | head`: the reader goes away; no BrokenPipeError traceback."""
+    proc = subprocess.Popen([sys.executable, "-m", "elmo", "info", "fixture"], env=env(), cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()   # before the command has written anything
+    assert proc.wait(timeout=120) == 141
+    assert proc.stderr.read() == b""
+
+
+def test_os_errors_are_one_line_and_debug_shows_the_traceback(tmp_path, lines, monkeypatch, capsys):
+    inp = write_lines(tmp_path / "in.txt", lines[:3])
+    (tmp_path / "out.hdf5").mkdir()
+    args = ["embed", str(inp), str(tmp_path / "out.hdf5"), "--model", "fixture", "--quiet"]
+    assert cli_main(args) == 1
+    one_error_line(capsys.readouterr().err)
+    with pytest.raises(OutputError):
+        cli_main(["--debug", *args])
+    monkeypatch.setenv("ELMO_DEBUG", "1")
+    with pytest.raises(OutputError):
+        cli_main(args)
+    # a plain OSError from deeper down reads 'path: reason'
+    monkeypatch.delenv("ELMO_DEBUG")
+    from elmo.commands import core
+
+    def denied(args):
+        raise PermissionError(errno.EACCES, "Permission denied", "/some/file")
+    monkeypatch.setattr(core, "info", denied)
+    assert cli_main(["info", "fixture"]) == 1
+    assert one_error_line(capsys.readouterr().err) == "elmo info: error: /some/file: Permission denied\n"

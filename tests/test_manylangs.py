@@ -1,0 +1,359 @@
+"""ELMoForManyLangs (HIT-SCIR) model folders: the outputs of the original code, exactly.
+
+The fixture (tests/fixtures/elmoformanylangs, see its README) holds two tiny random models,
+without (model/) and with (model_word/) a word embedding, and the outputs the original code
+computed for 40 sentences. Its stated tolerance: numpy.allclose(rtol=1e-5, atol=1e-5).
+"""
+import json
+import shutil
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+import torch
+
+import elmo
+from elmo import ConfigError, Embedder, WeightFileError
+from elmo.cli import main as cli_main
+from elmo.manylangs import CharVocabulary, read_dictionary, resolve_config_path, write_dictionary
+from elmo.manylangs.folder import read_model_config
+from tests.conftest import FIXTURES
+
+MANYLANGS = FIXTURES / "elmoformanylangs"
+MODELS = {"model": "expected.hdf5", "model_word": "expected_word.hdf5"}
+SENTENCES = json.loads((MANYLANGS / "sentences.json").read_text(encoding="utf-8"))
+TOL = dict(rtol=1e-5, atol=1e-5)
+
+
+@pytest.fixture(scope="module", params=list(MODELS))
+def case(request):
+    bilm = elmo.from_pretrained(MANYLANGS / request.param)
+    with h5py.File(MANYLANGS / MODELS[request.param], "r") as f:
+        expected = {k: f[k][()] for k in f if k != "stateful"}
+    return request.param, bilm, expected
+
+
+def run(bilm, sentences):
+    """(L + 1, B, T, 2P) numpy for a batch of sentences."""
+    with torch.no_grad():
+        return torch.stack(bilm(bilm.token_ids(sentences))["activations"]).numpy()
+
+
+def assert_matches(layers, k, expected):
+    n = len(SENTENCES[k])
+    got = layers[:, :n]
+    assert got.shape == expected[f"s{k}"].shape
+    assert np.allclose(got, expected[f"s{k}"], **TOL), f"sentence {k}: {np.abs(got - expected[f's{k}']).max()}"
+    assert np.allclose(got.mean(0), expected[f"avg{k}"], **TOL), f"sentence {k} (average)"
+
+
+# ---------------------------------------------------------------------- conformance
+def test_one_batch_reproduces_every_layer_and_the_average(case):
+    _, bilm, expected = case
+    layers = run(bilm, SENTENCES)
+    assert layers.shape[0] == 3 and layers.shape[-1] == 64
+    for k in range(len(SENTENCES)):
+        assert_matches(layers[:, k], k, expected)
+
+
+@pytest.mark.parametrize("batch", [1, 7])
+def test_alone_and_in_small_batches(case, batch):
+    _, bilm, expected = case
+    for start in range(0, len(SENTENCES), batch):
+        layers = run(bilm, SENTENCES[start:start + batch])
+        for b in range(layers.shape[1]):
+            assert_matches(layers[:, b], start + b, expected)
+
+
+def test_character_and_word_ids_exactly(case):
+    name, bilm, expected = case
+    scheme = bilm.id_scheme
+    for k, sentence in enumerate(SENTENCES):
+        ids = bilm.token_ids([sentence])[0]
+        rows = torch.cat([torch.tensor([scheme.bos_row]), ids, torch.tensor([scheme.eos_row])]) - 1
+        assert np.array_equal(rows[:, :50].numpy(), expected[f"chars{k}"]), f"chars of sentence {k}"
+        if name == "model_word":
+            assert np.array_equal(rows[:, 50].numpy(), expected[f"words{k}"]), f"words of sentence {k}"
+        else:
+            assert rows.shape[1] == 50 and f"words{k}" not in expected
+
+
+def test_unknown_characters_are_oov_and_the_markers_swapped():
+    chars = read_dictionary(MANYLANGS / "model" / "char.dic")
+    bilm = elmo.from_pretrained(MANYLANGS / "model")
+    row = bilm.token_ids([SENTENCES[11]])[0, 0] - 1           # sentence 11: all unknown characters
+    n = len(SENTENCES[11][0])
+    assert row[0] == chars["<eow>"] and row[n + 1] == chars["<bow>"]
+    assert (row[1:n + 1] == chars["<oov>"]).all() and (row[n + 2:] == chars["<pad>"]).all()
+
+
+def test_stateful_rows_carry_state_like_the_original(case):
+    name, _, _ = case
+    bilm = elmo.from_pretrained(MANYLANGS / name, stateful=True)
+    with h5py.File(MANYLANGS / MODELS[name], "r") as f:
+        group = f["stateful"]
+        run(bilm, [SENTENCES[k] for k in group.attrs["call1_row_order"]])
+        order = list(group.attrs["call2_row_order"])
+        layers = run(bilm, [SENTENCES[k] for k in order])
+        for row, k in enumerate(order):
+            assert group[f"s{k}"].attrs["batch_row"] == row
+            want = group[f"s{k}"][()]
+            assert np.allclose(layers[:, row, :len(SENTENCES[k])], want, **TOL), f"sentence {k}"
+    # and stateless (the default) gives the first call's outputs again
+    assert not elmo.from_pretrained(MANYLANGS / name).stateful
+
+
+# ---------------------------------------------------------------------- embedding, converting
+def test_embedder_and_embed_file_use_the_models_ids(tmp_path, case):
+    name, bilm, expected = case
+    arrays = Embedder(bilm, batch_size=6).embed_sentences(SENTENCES)
+    for k, array in enumerate(arrays):
+        assert np.allclose(array, expected[f"s{k}"], **TOL), f"sentence {k}"
+    allennlp_style = elmo.ElmoEmbedder(model=bilm).embed_batch(SENTENCES[:5])
+    for k, array in enumerate(allennlp_style):
+        assert np.allclose(array, expected[f"s{k}"], **TOL), f"ElmoEmbedder, sentence {k}"
+    text = tmp_path / "in.txt"
+    text.write_text("The cat sat on the mat .\n北京 是 首都\n", encoding="utf-8")
+    out = tmp_path / "out.hdf5"
+    assert cli_main(["embed", str(text), str(out), "--model", str(MANYLANGS / name),
+                     "--layers", "average", "--quiet"]) == 0
+    with h5py.File(out, "r") as f:
+        assert np.allclose(f["0"][()], expected["avg0"], **TOL)
+        assert f["1"].shape == (3, 64)
+
+
+def test_convert_round_trip(tmp_path, case):
+    name, bilm, expected = case
+    out = tmp_path / "native"
+    assert cli_main(["convert", str(MANYLANGS / name), str(out)]) == 0
+    assert (out / "model.safetensors").exists() and (out / "char.dic").exists()
+    assert (out / "word.dic").exists() == (name == "model_word")
+    again = elmo.from_pretrained(out)
+    assert again.options == bilm.options
+    assert read_dictionary(out / "char.dic") == bilm.id_scheme.chars
+    assert np.array_equal(run(again, SENTENCES), run(bilm, SENTENCES))
+
+
+def test_convert_to_the_original_layout_is_refused_in_one_line(tmp_path, capsys):
+    assert cli_main(["convert", str(MANYLANGS / "model"), str(tmp_path / "o"), "--to", "original"]) == 1
+    err = capsys.readouterr().err
+    assert "dictionary" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_token_cache_gives_the_same_vectors():
+    bilm = elmo.from_pretrained(MANYLANGS / "model_word")
+    before = run(bilm, SENTENCES[:12])
+    bilm.token_encoder.build_token_cache([t for s in SENTENCES[:6] for t in s])
+    assert bilm.token_encoder.token_cache_size > 10
+    assert np.allclose(run(bilm, SENTENCES[:12]), before, atol=1e-6)
+
+
+# ---------------------------------------------------------------------- Chinese
+def test_jieba_segments_raw_chinese(tmp_path):
+    pytest.importorskip("jieba", reason="jieba is not installed (pip install 'elmo[zh]')")
+    from elmo.tokenize import tokenize_zh
+    assert tokenize_zh("我爱北京天安门") == ["我", "爱", "北京", "天安门"]
+    assert tokenize_zh("  北京 ") == ["北京"]
+    text = tmp_path / "raw.txt"
+    text.write_text("我爱北京天安门\n", encoding="utf-8")
+    out = elmo.embed_file(text, tmp_path / "out.hdf5", MANYLANGS / "model_word", tokenize="zh",
+                          layers="top")
+    with h5py.File(out, "r") as f:
+        assert f["0"].shape == (4, 64)
+        assert json.loads(f.attrs["settings"])["tokenize"] == "zh"
+    cli_out = tmp_path / "cli.hdf5"
+    assert cli_main(["embed", str(text), str(cli_out), "--model", str(MANYLANGS / "model_word"),
+                     "--tokenize", "zh", "--layers", "top", "--quiet"]) == 0
+    with h5py.File(cli_out, "r") as f, h5py.File(out, "r") as g:
+        assert np.array_equal(f["0"][()], g["0"][()])
+        assert "--tokenize zh" in f.attrs["command_line"]
+
+
+def test_missing_jieba_is_a_clear_error(monkeypatch):
+    import sys
+    from elmo.tokenize import TokenizerUnavailable, get_tokenizer
+    monkeypatch.setitem(sys.modules, "jieba", None)   # import jieba now fails
+    with pytest.raises(TokenizerUnavailable, match="pip install 'elmo\\[zh\\]'"):
+        get_tokenizer("zh")
+
+
+# ---------------------------------------------------------------------- folders and files
+def test_config_path_fallbacks(tmp_path):
+    # model_word's config.json names a dead absolute path: the basename in the folder is used
+    assert resolve_config_path(MANYLANGS / "model_word") == MANYLANGS / "model_word" / "cnn_16_8_32_64_tiny.json"
+    # a released folder without its configuration file: the bundled copy, by basename
+    (tmp_path / "config.json").write_text(json.dumps({"config_path": "/home/x/configs/cnn_0_100_512_4096_sample.json"}))
+    path = resolve_config_path(tmp_path)
+    assert path.name == "cnn_50_100_512_4096_sample.json" and path.parent.name == "elmoformanylangs"
+    options = read_model_config(path, 100, 200)
+    assert (options.lstm.dim, options.lstm.projection_dim, options.lstm.cell_clip) == (4096, 512, 3.0)
+    assert options.char_cnn.n_filters == 2048 and options.char_vocabulary.word_dim == 100
+    (tmp_path / "config.json").write_text(json.dumps({"seed": 1}))
+    with pytest.raises(ConfigError, match="config.json: config_path: missing"):
+        resolve_config_path(tmp_path)
+    (tmp_path / "config.json").write_text(json.dumps({"config_path": "/nowhere/other.json"}))
+    with pytest.raises(ConfigError, match="config.json: config_path '/nowhere/other.json' not found"):
+        resolve_config_path(tmp_path)
+
+
+def test_zero_clip_means_no_clipping(tmp_path):
+    config = json.loads((MANYLANGS / "model" / "cnn_16_0_32_64_tiny.json").read_text())
+    config["encoder"]["cell_clip"] = 0
+    (tmp_path / "c.json").write_text(json.dumps(config))
+    options = read_model_config(tmp_path / "c.json", 188, 0)
+    assert options.lstm.cell_clip is None and options.lstm.proj_clip == 0.8
+
+
+def test_dictionary_reading_rules(tmp_path):
+    path = tmp_path / "char.dic"
+    # a space entry and a U+3000 entry both read as U+3000 (the later wins); U+2028 ends a line
+    path.write_text("a\t0\n \t1\n\u3000\t2\nb\t3\u2028c\t4\n", encoding="utf-8")
+    assert read_dictionary(path) == {"a": 0, "\u3000": 2, "b": 3, "c": 4}
+    write_dictionary({"x": 1, "\u3000": 0, "y z": 2}, tmp_path / "w.dic")
+    assert read_dictionary(tmp_path / "w.dic") == {"x": 1, "\u3000": 0, "y z": 2}
+    path.write_text("a\t0\nb\tx\n", encoding="utf-8")
+    with pytest.raises(WeightFileError, match="char.dic: line 2"):
+        read_dictionary(path)
+
+
+def test_truncation_applies_to_the_word_lookup():
+    chars = {s: i for i, s in enumerate(["<bos>", "<eos>", "<oov>", "<pad>", "<bow>", "<eow>", "a"])}
+    words = {"<oov>": 0, "<pad>": 1, "<bos>": 2, "<eos>": 3, "aaa": 4}
+    vocab = CharVocabulary(chars, words, max_chars=5)
+    assert vocab.row("aaaa") == (6, 7, 7, 7, 5, 5)     # cut to 3 characters, word "aaa" (id 4)
+    assert vocab.row("<bos>") == (6, 1, 5, 4, 4, 3)    # the <bos> entry between the markers
+    assert vocab.bos_row == (6, 1, 5, 4, 4, 3) and vocab.eos_row == (6, 2, 5, 4, 4, 4)
+
+
+def copy_model(tmp_path, name="model_word"):
+    folder = tmp_path / name
+    shutil.copytree(MANYLANGS / name, folder)
+    for p in folder.iterdir():
+        p.chmod(0o644)
+    return folder
+
+
+def one_line_error(folder, capsys):
+    assert cli_main(["info", str(folder)]) == 1
+    err = capsys.readouterr().err.strip()
+    assert "Traceback" not in err and len(err.splitlines()) == 1
+    return err
+
+
+def test_missing_char_dic(tmp_path, capsys):
+    folder = copy_model(tmp_path)
+    (folder / "char.dic").unlink()
+    with pytest.raises(WeightFileError, match="char.dic: dictionary file not found"):
+        elmo.from_pretrained(folder)
+    assert "char.dic" in one_line_error(folder, capsys)
+
+
+def test_key_missing_in_the_pkl(tmp_path, capsys):
+    folder = copy_model(tmp_path)
+    state = torch.load(folder / "encoder.pkl", map_location="cpu", weights_only=True)
+    del state["backward_layer_1.state_linearity.bias"]
+    torch.save(state, folder / "encoder.pkl")
+    with pytest.raises(WeightFileError, match="encoder.pkl: key 'backward_layer_1.state_linearity.bias' "
+                                              "is missing"):
+        elmo.from_pretrained(folder)
+    assert "encoder.pkl" in one_line_error(folder, capsys)
+    state["backward_layer_1.state_linearity.bias"] = torch.zeros(256)
+    state["extra"] = torch.zeros(1)
+    torch.save(state, folder / "encoder.pkl")
+    with pytest.raises(WeightFileError, match="encoder.pkl: unexpected key 'extra'"):
+        elmo.from_pretrained(folder)
+
+
+def test_row_count_mismatch(tmp_path, capsys):
+    folder = copy_model(tmp_path)
+    lines = (folder / "char.dic").read_text(encoding="utf-8").splitlines()
+    (folder / "char.dic").write_text("\n".join(lines[1:]) + "\n", encoding="utf-8")
+    with pytest.raises(WeightFileError, match="token_embedder.pkl: 'char_emb_layer.embedding.weight' "
+                                              "has 188 rows but .*char.dic has 187"):
+        elmo.from_pretrained(folder)
+    assert "char.dic" in one_line_error(folder, capsys)
+
+
+def test_unreadable_pkl_and_missing_special(tmp_path, capsys):
+    folder = copy_model(tmp_path, "model")
+    (folder / "token_embedder.pkl").write_bytes(b"not a pickle")
+    assert "token_embedder.pkl: not a readable torch state dict" in one_line_error(folder, capsys)
+    shutil.copy(MANYLANGS / "model" / "token_embedder.pkl", folder / "token_embedder.pkl")
+    text = (folder / "char.dic").read_text(encoding="utf-8").replace("<bow>\t", "<bxw>\t")
+    (folder / "char.dic").write_text(text, encoding="utf-8")
+    assert "char.dic: special token(s) <bow> missing" in one_line_error(folder, capsys)
+
+
+def test_byte_models_ids_are_batch_to_ids(fixture_model):
+    sentences = [["The", "bank", "."], [], ["naïve", "x" * 70]]
+    assert torch.equal(fixture_model.token_ids(sentences), elmo.batch_to_ids(sentences))
+
+
+def test_a_dictionary_model_without_its_dictionaries_says_so():
+    options = elmo.from_pretrained(MANYLANGS / "model").options
+    bare = elmo.BiLM(options)                      # the weights' shapes, no char.dic
+    assert bare.token_encoder.char_embedding.weight.shape == (189, 16)
+    with pytest.raises(RuntimeError, match="char.dic"):
+        bare.token_ids([["a"]])
+
+
+def test_released_configuration_gives_the_released_shapes(tmp_path):
+    from elmo.manylangs.folder import expected_encoder, expected_token_embedder
+    (tmp_path / "config.json").write_text(json.dumps({"config_path": "cnn_50_100_512_4096_sample.json"}))
+    options = read_model_config(resolve_config_path(tmp_path), 5000, 70000)
+    embedder, encoder = expected_token_embedder(options), expected_encoder(options)
+    assert embedder["highways._layers.1.weight"] == (4096, 2048)
+    assert embedder["projection.weight"] == (512, 2148)
+    assert embedder["word_emb_layer.embedding.weight"] == (70000, 100)
+    assert embedder["convolutions.6.weight"] == (1024, 50, 7)
+    assert encoder["backward_layer_1.input_linearity.weight"] == (16384, 512)
+    assert encoder["forward_layer_0.state_projection.weight"] == (512, 4096)
+    assert options.output_dim == 1024 and options.lstm.proj_clip == 3.0
+
+
+def test_byte_ids_given_to_a_dictionary_model_are_refused():
+    bilm = elmo.from_pretrained(MANYLANGS / "model")           # no word embedding: also 50 ids
+    with pytest.raises(ValueError, match="bilm.token_ids"):
+        bilm(elmo.batch_to_ids([["a", "b"]]))
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda c: c["encoder"].update(name="lstm"), "encoder.name: only the 'elmo' encoder"),
+    (lambda c: c["encoder"].pop("dim"), "encoder.dim: missing"),
+    (lambda c: c["token_embedder"].update(char_dim=0), "token_embedder.char_dim: must be positive"),
+    (lambda c: c["encoder"].update(proj_clip=-1), "encoder.proj_clip: must be >= 0"),
+])
+def test_model_configuration_errors_name_file_and_key(tmp_path, edit, message):
+    config = json.loads((MANYLANGS / "model" / "cnn_16_0_32_64_tiny.json").read_text())
+    edit(config)
+    (tmp_path / "c.json").write_text(json.dumps(config))
+    with pytest.raises(ConfigError, match=f"c.json: {message}"):
+        read_model_config(tmp_path / "c.json", 188, 0)
+
+
+def test_a_published_name_downloads_unpacks_and_reproduces(tmp_path, monkeypatch):
+    """The hub's path (name -> archive -> unpacked folder -> load_pretrained), on a local server
+    serving the fixture's model_word folder zipped as the released archives are (one folder)."""
+    import io
+    import zipfile
+    from dataclasses import replace
+
+    from elmo.hub import registry
+    from tests.hub_server import FileServer
+
+    monkeypatch.setenv("ELMO_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("ELMO_OFFLINE", raising=False)
+    monkeypatch.setenv("ELMO_DOWNLOAD_RETRIES", "0")
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as z:
+        for path in sorted((MANYLANGS / "model_word").iterdir()):
+            z.writestr(f"zhs.model/{path.name}", path.read_bytes())
+    with FileServer({"/zhs.model.zip": buffer.getvalue()}) as server:
+        entry = replace(registry.MODELS["manylangs-zh-hans"], urls={"archive": server.url("/zhs.model.zip")})
+        monkeypatch.setitem(registry.MODELS, "manylangs-zh-hans", entry)
+        bilm = elmo.from_pretrained("manylangs-zh-hans")
+    with h5py.File(MANYLANGS / "expected_word.hdf5", "r") as f:
+        layers = run(bilm, SENTENCES[:8])
+        for k in range(8):
+            assert np.allclose(layers[:, k, :len(SENTENCES[k])], f[f"s{k}"][()], **TOL)

@@ -1,0 +1,311 @@
+"""Training on bad input and in bad conditions: crafted or old checkpoints, a resume with other
+settings, undecodable text, a full disk; and the perplexity definition's independence of the
+batch size."""
+from __future__ import annotations
+
+import errno
+import json
+import os
+import pickle
+import re
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+import torch
+
+from elmo.cli import main
+from elmo.training import checkpoint as ckpt_mod
+from elmo.training.checkpoint import (CheckpointError, CheckpointWriteError, latest_checkpoint, list_checkpoints,
+                                      load_checkpoint, save_checkpoint)
+from elmo.training.resume import ResumeMismatch
+from elmo.training.trainer import train
+from training_helpers import tiny_config, write_toy_corpus
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(old)
+
+
+@pytest.fixture(scope="module")
+def toy(tmp_path_factory):
+    return write_toy_corpus(tmp_path_factory.mktemp("toy"), n_train=120, n_heldout=30)
+
+
+class _WritesMarker:
+    """Unpickling this object would create ``marker`` (what a crafted checkpoint does)."""
+
+    def __init__(self, marker: Path):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return (open, (self.marker, "w"))
+
+
+# ------------------------------------------------------------------ checkpoints: safe loading
+@pytest.mark.parametrize("writer", ["torch.save", "pickle"])
+def test_crafted_checkpoint_is_refused_and_never_runs(tmp_path, toy, writer):
+    train_txt, _, vocab_txt = toy
+    cfg = tiny_config(tmp_path / "run", train_txt, vocab_txt, max_steps=4)
+    train(cfg, stop_after=2)
+    marker = tmp_path / "marker"
+    crafted = tmp_path / "run" / "checkpoints" / "checkpoint-00000099.pt"  # the newest: resume picks it
+    payload = {"step": 99, "tokens": 0, "elapsed": 0.0, "model": _WritesMarker(marker), "optimizer": {},
+               "ranks": []}
+    if writer == "torch.save":
+        torch.save(payload, crafted)
+    else:
+        crafted.write_bytes(pickle.dumps(payload, protocol=2))
+    with pytest.raises(CheckpointError, match="checkpoint-00000099.pt: refused to load"):
+        train(cfg)
+    assert not marker.exists()
+    with pytest.raises(CheckpointError):
+        load_checkpoint(crafted)
+    assert not marker.exists()
+
+
+def test_checkpoints_hold_plain_data_and_old_format_still_resumes(tmp_path, toy):
+    train_txt, _, vocab_txt = toy
+    cfg = tiny_config(tmp_path / "run", train_txt, vocab_txt, max_steps=4, n_negative=8)
+    train(cfg, stop_after=2)
+    path = latest_checkpoint(tmp_path / "run" / "checkpoints")
+    raw = torch.load(path, weights_only=True)  # nothing but tensors, containers, numbers, strings
+    assert raw["format"] == ckpt_mod.FORMAT and isinstance(raw["config"], str)
+    assert raw["ranks"][0]["rng"]["torch"].dtype == torch.uint8
+    # The first format: the same data, the config as a dict, no "format" key.
+    old = {k: v for k, v in raw.items() if k != "format"}
+    old["config"] = json.loads(raw["config"])
+    torch.save(old, path)
+    assert load_checkpoint(path)["config"]["max_steps"] == 4
+    assert train(cfg)["finished"]
+
+
+def test_truncated_checkpoint_names_the_file(tmp_path, toy):
+    train_txt, _, vocab_txt = toy
+    cfg = tiny_config(tmp_path / "run", train_txt, vocab_txt, max_steps=4)
+    train(cfg, stop_after=2)
+    path = latest_checkpoint(tmp_path / "run" / "checkpoints")
+    path.write_bytes(path.read_bytes()[:1000])
+    with pytest.raises(CheckpointError, match=f"{path.name}: not a readable checkpoint"):
+        train(cfg)
+
+
+# ------------------------------------------------------------------ resume with other settings
+def _cli_train(run, train_txt, vocab_txt, *extra):
+    return main(["train", str(train_txt), "--vocab", str(vocab_txt), "-o", str(run), "--dim", "16",
+                 "--projection-dim", "8", "--filters", "1:4,2:4", "--char-dim", "4", "--batch-size", "4",
+                 "--unroll-steps", "8", "--negatives", "0", "--no-progress", "--threads", "1",
+                 "--device", "cpu", *extra])
+
+
+def test_resume_refuses_a_changed_setting_and_names_it(tmp_path, toy, capsys):
+    train_txt, _, vocab_txt = toy
+    run = tmp_path / "run"
+    assert _cli_train(run, train_txt, vocab_txt, "--max-steps", "2") == 0
+    capsys.readouterr()
+    before = sorted(p.name for p in (run / "checkpoints").iterdir())
+    # Another --dim: refused before any load_state_dict size mismatch; another --lr: refused too.
+    assert _cli_train(run, train_txt, vocab_txt, "--max-steps", "4", "--dim", "12", "--lr", "0.1") == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert "setting options.lstm.dim was 16, now 12" in err
+    assert "setting lr was 0.2, now 0.1 (pass --allow-change lr" in err
+    assert sorted(p.name for p in (run / "checkpoints").iterdir()) == before  # nothing touched
+    # Run length, intervals and threads may change; a resume says where it resumes from.
+    assert _cli_train(run, train_txt, vocab_txt, "--max-steps", "4", "--log-every", "1", "--threads", "2") == 0
+    ckpt = run / "checkpoints" / "checkpoint-00000002.pt"
+    assert f"resuming from checkpoint 2 ({ckpt})" in capsys.readouterr().err
+    # A change on request is announced.
+    assert _cli_train(run, train_txt, vocab_txt, "--max-steps", "6", "--lr", "0.1", "--allow-change", "lr") == 0
+    assert "; lr was 0.2, now 0.1" in capsys.readouterr().err
+    assert _cli_train(run, train_txt, vocab_txt, "--max-steps", "6", "--allow-change", "dim") == 1
+    assert "--allow-change dim: only" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ a full disk
+class _FullDisk:
+    """A binary file on a disk that fills up after ``room`` bytes (fault injection)."""
+
+    def __init__(self, path, room: int):
+        self.f, self.room = open(path, "wb"), room
+
+    def write(self, data) -> int:
+        n = len(memoryview(data).cast("B"))
+        if n > self.room:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        self.room -= n
+        return self.f.write(data)
+
+    def flush(self):
+        self.f.flush()
+
+    def fileno(self):
+        return self.f.fileno()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.f.close()
+
+
+def test_full_disk_during_training_keeps_the_previous_checkpoint(tmp_path, toy, monkeypatch, capsys):
+    train_txt, _, vocab_txt = toy
+    run = tmp_path / "run"
+    cfg = tiny_config(run, train_txt, vocab_txt, max_steps=6, checkpoint_every=2, keep_checkpoints=1)
+    train(cfg, stop_after=2)
+    first = run / "checkpoints" / "checkpoint-00000002.pt"
+    saved = first.read_bytes()
+    monkeypatch.setattr(ckpt_mod, "_open_for_writing", lambda path: _FullDisk(path, room=20_000))
+    with pytest.raises(CheckpointWriteError) as info:
+        train(cfg)
+    message = str(info.value)
+    assert info.value.errno == errno.ENOSPC and len(message.splitlines()) == 1
+    assert f"cannot write checkpoint {run / 'checkpoints' / 'checkpoint-00000004.pt'}: no space left" in message
+    assert "enforce fail" not in message
+    # The previous checkpoint is untouched and still the one a resume takes; no temporary file is left.
+    assert list_checkpoints(run / "checkpoints") == [first] and first.read_bytes() == saved
+    assert sorted(p.name for p in (run / "checkpoints").iterdir()) == [first.name]
+    # The command line says it in one line.
+    args = ["train", str(train_txt), "--vocab", str(vocab_txt), "-o", str(tmp_path / "cli"), "--dim", "16",
+            "--projection-dim", "8", "--filters", "1:4", "--batch-size", "4", "--max-steps", "2",
+            "--negatives", "0", "--no-progress", "--device", "cpu"]
+    capsys.readouterr()
+    assert main(args) == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "no space left on device" in err and "checkpoint-00000002.pt" in err
+    monkeypatch.undo()
+    assert train(cfg)["finished"]  # space again: the run resumes from the kept checkpoint
+
+
+def _mount_tmpfs(where: Path, size: str) -> bool:
+    where.mkdir()
+    try:
+        done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)],
+                              capture_output=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return done.returncode == 0
+
+
+def test_real_full_tmpfs(tmp_path):
+    """The same on a real full file system: a 1 MiB tmpfs (needs the right to mount)."""
+    disk = tmp_path / f"disk-{uuid.uuid4().hex[:8]}"
+    if sys.platform != "linux" or os.geteuid() != 0 or not _mount_tmpfs(disk, "1m"):
+        pytest.skip("cannot mount a small tmpfs here (needs root on Linux)")
+    try:
+        folder = disk / "checkpoints"
+        first = save_checkpoint(folder, 1, {"model": {"w": torch.zeros(50_000)}})  # 200 kB
+        with pytest.raises(CheckpointWriteError, match="checkpoint-00000002.pt: no space left on device"):
+            save_checkpoint(folder, 2, {"model": {"w": torch.zeros(500_000)}})  # 2 MB
+        assert list_checkpoints(folder) == [first] and sorted(os.listdir(folder)) == [first.name]
+        assert torch.equal(torch.load(first, weights_only=True)["model"]["w"], torch.zeros(50_000))
+    finally:
+        subprocess.run(["umount", str(disk)], capture_output=True, timeout=30)
+
+
+# ------------------------------------------------------------------ text that is not UTF-8
+def test_bad_utf8_names_file_line_and_byte(tmp_path, toy, capsys):
+    import gzip
+
+    from elmo.data.corpus import CorpusError, count_tokens, read_sentences
+
+    _, _, vocab_txt = toy
+    good = b"the cat sees a dog .\nno bird !\n"
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(good + b"a caf\xe9 helps .\n")  # Latin-1, not UTF-8: line 3, 0-based offset 31 + 5
+    expected = f"{bad}: line 3: byte 0xe9 at byte offset {len(good) + 5} in the file is not valid UTF-8"
+    with pytest.raises(CorpusError, match=re.escape(expected)):
+        read_sentences(bad)
+    with pytest.raises(CorpusError, match=re.escape(expected)):
+        count_tokens([bad])
+    packed = tmp_path / "bad.txt.gz"
+    packed.write_bytes(gzip.compress(bad.read_bytes()))
+    with pytest.raises(CorpusError, match=f"{packed}: line 3: .* of the decompressed text"):
+        read_sentences(packed)
+    # through the command line: one line naming the file and the line, for training and held-out text
+    for corpus, valid in ((bad, []), (tmp_path / "ok.txt", ["--valid", str(bad)])):
+        (tmp_path / "ok.txt").write_bytes(good)
+        assert main(["train", str(corpus), *valid, "--vocab", str(vocab_txt), "-o", str(tmp_path / "run"),
+                     "--dim", "16", "--projection-dim", "8", "--filters", "1:4", "--batch-size", "2",
+                     "--max-steps", "1", "--negatives", "0", "--no-progress", "--device", "cpu"]) == 1
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and expected in err, err
+
+
+# ------------------------------------------------------------------ perplexity and finetune on small texts
+@pytest.mark.numerics
+def test_perplexity_does_not_depend_on_batch_size_or_order(toy):
+    import elmo
+    from elmo.data.corpus import iter_file_sentences
+    from elmo.training.evaluate import perplexity
+    from elmo.training.model import LanguageModel
+    from elmo.vocab import Vocabulary
+    from training_helpers import tiny_model_options
+
+    _, held_txt, vocab_txt = toy
+    vocab = Vocabulary.load(vocab_txt)
+    torch.manual_seed(3)
+    model = LanguageModel(elmo.ElmoOptions.from_dict(tiny_model_options()), len(vocab), vocab.bos, vocab.eos)
+    with torch.no_grad():  # larger weights: context moves the predictions (batch-1 and batch-32 figures
+        for p in model.parameters():  # differed by 6% in the old carried-rows definition); float32 stays
+            p.mul_(2)                 # within 5e-8 of float64 here, far inside the tolerance below
+    sentences = list(iter_file_sentences([held_txt]))[:25] + [["the", "cat"] * 30, ["dog"]]
+    results = {b: perplexity(model, sentences, vocab, batch_size=b) for b in (1, 7, 32)}
+    results["reversed"] = perplexity(model, sentences[::-1], vocab, batch_size=7)
+    one = results[1]
+    assert one["targets"] == sum(len(s) + 1 for s in sentences) and one["sentences"] == len(sentences)
+    for key, r in results.items():
+        assert r["targets"] == one["targets"]
+        for k in ("loss_fwd", "loss_bwd"):
+            assert r[k] == pytest.approx(one[k], rel=1e-5, abs=1e-6), (key, k)
+    # the model's state is not carried: a sentence alone scores as it does among others
+    alone = perplexity(model, sentences[:1], vocab, batch_size=1)
+    first = perplexity(model, sentences[:1] + sentences[:1], vocab, batch_size=32)
+    assert first["loss_fwd"] == pytest.approx(alone["loss_fwd"], rel=1e-5)
+
+
+def test_finetune_on_a_small_text_takes_enough_steps(tmp_path, toy):
+    from elmo.training.finetune import MIN_STEPS_PER_EPOCH, finetune
+
+    train_txt, _, vocab_txt = toy
+    train(tiny_config(tmp_path / "base", train_txt, vocab_txt, max_steps=2))
+    task = tmp_path / "task.txt"  # 100 lines: 90 to train on, 10 held out
+    task.write_text("".join(f"the happy farmer {v} the old river .\n" for v in ["sees", "likes"] * 50))
+    cfg = tiny_config(tmp_path / "adapted", task, "", init_from=str(tmp_path / "base" / "model"),
+                      batch_size=128, unroll_steps=20, epochs=1.0)
+    report = finetune(cfg)
+    positions = 90 * (8 + 2)
+    assert report["batch_size"] == positions // (20 * MIN_STEPS_PER_EPOCH) == 2
+    assert report["steps"] >= MIN_STEPS_PER_EPOCH
+    assert report["before"]["targets"] == report["after"]["targets"] == 10 * 9
+    # Rerun into the same folder with another text: it would resume on the old text, so refused.
+    import dataclasses
+    other = tmp_path / "other.txt"
+    other.write_text("".join(f"a small child {v} the red house !\n" for v in ["sees", "likes"] * 50))
+    with pytest.raises(ResumeMismatch, match="adapt_train.txt differs"):
+        finetune(dataclasses.replace(cfg, train=[str(other)]))
+
+
+# ------------------------------------------------------------------ the training figure's label
+def test_sampled_training_figure_is_labelled_and_old_logs_still_plot(tmp_path, toy):
+    from elmo.training.curves import plot_learning_curve, read_log
+
+    train_txt, _, vocab_txt = toy
+    for name, negatives, key in (("sampled", 8, "sampled_ppl"), ("full", 0, "train_ppl")):
+        train(tiny_config(tmp_path / name, train_txt, vocab_txt, max_steps=4, log_every=2, n_negative=negatives))
+        records = [r for r in read_log(tmp_path / name) if r["event"] == "train"]
+        assert [r["step"] for r in records] == [2, 4]
+        assert all(key in r and "ppl" not in r for r in records)
+    pytest.importorskip("matplotlib")
+    old = tmp_path / "old" / "log.jsonl"  # a log written before the keys were split
+    old.parent.mkdir()
+    old.write_text(json.dumps({"event": "train", "step": 2, "tokens": 80, "loss": 4.0, "ppl": 54.6}) + "\n")
+    out = plot_learning_curve([tmp_path / "sampled", tmp_path / "full", old], tmp_path / "curve.png")
+    assert out.read_bytes()[:4] == b"\x89PNG"
