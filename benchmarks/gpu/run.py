@@ -325,7 +325,7 @@ def training_run(device, smoke: bool, clock: Clock, minutes: float, corpus: Opti
     valid_file.write_text("".join(" ".join(s) + "\n" for s in held))
     seconds = 3.0 if smoke else max(30.0, min(60 * minutes, clock.left() - 75))
     base, vocab = load_language_model(DEFAULT_MODEL, device=device)
-    before = perplexity(base, held, vocab, 32, 20, device)
+    before = perplexity(base, held, vocab, batch_size=32, device=device)
     del base
     batch, unroll = (4, 5) if smoke else (128, 20)
     cfg = TrainConfig(train=[str(train_file)], valid=[str(valid_file)], vocab=str(DEFAULT_MODEL / "vocab.txt"),
