@@ -7,9 +7,6 @@ import argparse
 import json
 import sys
 
-#: The original's small ELMo model (1024 cells, projection 128, 2048 filters).
-SMALL_FILTERS = [[1, 32], [2, 32], [3, 64], [4, 128], [5, 256], [6, 512], [7, 1024]]
-
 
 def _filters(text: str):
     """'1:32,2:32,3:64' -> [[1, 32], [2, 32], [3, 64]]."""
@@ -153,15 +150,9 @@ def _threads(args) -> None:
 
 
 def _model_options(args) -> dict:
-    from ..config import ElmoOptions
+    from ..config import ElmoOptions, preset_dict
 
-    if args.options:
-        opts = ElmoOptions.from_file(args.options).to_dict()
-    else:
-        opts = {"lstm": {"dim": 1024, "projection_dim": 128, "n_layers": 2, "cell_clip": 3, "proj_clip": 3,
-                         "use_skip_connections": True},
-                "char_cnn": {"embedding": {"dim": 16}, "filters": SMALL_FILTERS, "n_highway": 1,
-                             "n_characters": 262, "max_characters_per_token": 50, "activation": "relu"}}
+    opts = ElmoOptions.from_file(args.options).to_dict() if args.options else preset_dict("default")
     lstm, cnn = opts["lstm"], opts["char_cnn"]
     for flag, key in (("dim", "dim"), ("projection_dim", "projection_dim"), ("n_layers", "n_layers")):
         if getattr(args, flag) is not None:

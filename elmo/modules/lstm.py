@@ -22,6 +22,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..config import LSTMConfig
 from .lstm_autograd import run_lstm_layer_autograd, wants_fast_path
 
 # A layer's state for both directions: c (2, B, H) and h (2, B, P); direction 0 is forward.
@@ -162,22 +163,26 @@ def run_lstm_layer(layer_input: torch.Tensor, weight_ih: torch.Tensor, bias: tor
 
 
 class BiLSTMStack(nn.Module):
-    """A forward and a backward stack of ``n_layers`` projected LSTM layers.
+    """A forward and a backward stack of ``config.n_layers`` projected LSTM layers.
 
-    Layer j >= 1 adds its input to its output when ``use_skip_connections`` is set.
-    ``dropout`` (training only) drops each layer's input, as the original trainer does.
+    Args:
+        config: the ``lstm`` section of the options (cells H, projection P, layers, clips,
+            skip connections).
+        input_dim: width I of the first layer's input; P (the token vectors) when None.
+        dropout: (training only) drops each layer's input, as the original trainer does.
+
+    Layer j >= 1 adds its input to its output when ``config.use_skip_connections`` is set.
     """
 
-    def __init__(self, input_dim: int, cell_dim: int, projection_dim: int, n_layers: int,
-                 cell_clip: Optional[float] = None, proj_clip: Optional[float] = None,
-                 use_skip_connections: bool = True, dropout: float = 0.0):
+    def __init__(self, config: LSTMConfig, input_dim: Optional[int] = None, dropout: float = 0.0):
         super().__init__()
-        self.cell_dim, self.projection_dim, self.n_layers = cell_dim, projection_dim, n_layers
-        self.cell_clip, self.proj_clip = cell_clip, proj_clip
-        self.use_skip_connections = use_skip_connections
+        self.config = config
+        self.cell_dim, self.projection_dim, self.n_layers = config.dim, config.projection_dim, config.n_layers
+        self.cell_clip, self.proj_clip = config.cell_clip, config.proj_clip
+        self.use_skip_connections = config.use_skip_connections
         self.dropout = dropout
-        dims = [input_dim] + [projection_dim] * (n_layers - 1)
-        self.layers = nn.ModuleList(BiLSTMLayer(d, cell_dim, projection_dim) for d in dims)
+        dims = [config.projection_dim if input_dim is None else input_dim] + [self.projection_dim] * (self.n_layers - 1)
+        self.layers = nn.ModuleList(BiLSTMLayer(d, self.cell_dim, self.projection_dim) for d in dims)
 
     def zero_state(self, batch_size: int, like: torch.Tensor) -> List[LayerState]:
         """A zero state for each layer: c (2, B, H), h (2, B, P)."""
