@@ -47,13 +47,12 @@ def _read_lines(path: str) -> List[str]:
 
 
 def predict(args: argparse.Namespace) -> int:
-    import torch
-
     from ..tasks.models import TaskModel
     from ..tasks.saved import predict_examples, to_examples
     from ..io import atomic_write_text
+    from ..runtime import set_threads
 
-    torch.set_num_threads(max(1, args.threads))
+    set_threads(max(1, args.threads))
     model = TaskModel.load(args.model, bilm=args.bilm)
     kind = model.saved.kind
     fmt = args.format or ("conll" if kind == "tagging" else "tsv")

@@ -144,9 +144,9 @@ def register(subparsers) -> None:
 
 
 def _threads(args) -> None:
-    if getattr(args, "threads", None):
-        import torch
-        torch.set_num_threads(args.threads)
+    from ..runtime import set_threads
+
+    set_threads(getattr(args, "threads", None))
 
 
 def _model_options(args) -> dict:

@@ -12,14 +12,14 @@ def run_demo(model: Optional[str] = None, threads: Optional[int] = 1) -> None:
     threads (None: leave torch's setting)."""
     from .. import DEFAULT_MODEL, from_pretrained
     from ..embedding import Embedder
+    from ..runtime import set_threads
     from . import data as demo_data
     from .neighbours import play_neighbours, print_neighbours
     from .relations import print_relations, relation_vs_topic
     from .senses import print_senses, sense_similarity
 
     start = time.perf_counter()
-    if threads:
-        torch.set_num_threads(threads)
+    set_threads(threads)
     name = model or DEFAULT_MODEL
     bilm = from_pretrained(name)
     embedder = Embedder(bilm, batch_size=64)

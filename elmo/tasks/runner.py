@@ -62,6 +62,7 @@ from .models import Encoder, PairClassifier, SentenceClassifier, Tagger, TaskMod
 from .report import write_reports
 from .train_loop import TrainConfig, fit, score
 from ..io import atomic_write_text
+from ..runtime import threads
 
 DEFAULT_MODEL_SETTINGS = {"hidden": 100, "dropout": 0.5, "char_features": 0, "crf": False,
                           "pooling": "max", "classifier_hidden": 100,
@@ -552,15 +553,10 @@ def run_experiment(cfg: dict, out: Optional[str | Path] = None, resume: bool = F
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "data": {}, "runs": list(done), "summary": [],
     }
-    threads = torch.get_num_threads()
-    if cfg.get("threads"):
-        torch.set_num_threads(int(cfg["threads"]))
-    results["machine"]["threads"] = torch.get_num_threads()
-    try:
+    with threads(int(cfg["threads"]) if cfg.get("threads") else None) as n_threads:
+        results["machine"]["threads"] = n_threads
         _run_all(cfg, results, results_path, done, log, selected,
                  out / "models" if save_models else None)
-    finally:
-        torch.set_num_threads(threads)
     write_reports(results, out)
     return results
 
