@@ -194,35 +194,34 @@ def vocab_build(args) -> int:
     return 0
 
 
-def train(args) -> int:
+def _run_job(command: str, job) -> int:
+    """Run a training job and print its summary as JSON; a failed write is one line, exit 1."""
     from ..training.checkpoint import RunWriteError
-    from ..training.trainer import train as run
 
-    _threads(args)
-    cfg = _run_config(args, train=list(args.corpus), vocab=args.vocab, output=args.output,
-                      options=_model_options(args), valid=list(args.valid))
     try:
-        summary = run(cfg)
+        summary = job()
     except RunWriteError as e:  # e.g. a full disk: one line, the previous checkpoint is kept
-        print(f"elmo train: error: {e}", file=sys.stderr)
+        print(f"elmo {command}: error: {e}", file=sys.stderr)
         return 1
     print(json.dumps(summary, indent=2, default=str))
     return 0
 
 
+def train(args) -> int:
+    from ..training.trainer import train as run
+
+    _threads(args)
+    cfg = _run_config(args, train=list(args.corpus), vocab=args.vocab, output=args.output,
+                      options=_model_options(args), valid=list(args.valid))
+    return _run_job("train", lambda: run(cfg))
+
+
 def finetune(args) -> int:
-    from ..training.checkpoint import RunWriteError
     from ..training.finetune import finetune as run
 
     _threads(args)
     cfg = _run_config(args, train=list(args.text), vocab="", output=args.output, init_from=args.init_from)
-    try:
-        report = run(cfg, heldout=args.heldout, heldout_every=args.heldout_every)
-    except RunWriteError as e:
-        print(f"elmo finetune: error: {e}", file=sys.stderr)
-        return 1
-    print(json.dumps(report, indent=2, default=str))
-    return 0
+    return _run_job("finetune", lambda: run(cfg, heldout=args.heldout, heldout_every=args.heldout_every))
 
 
 def perplexity(args) -> int:
