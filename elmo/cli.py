@@ -22,6 +22,7 @@ COMMAND_MODULES = [
     "elmo.commands.embed",
     "elmo.commands.analysis",
     "elmo.commands.tasks",
+    "elmo.commands.predict",
 ]
 
 

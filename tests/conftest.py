@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from elmo import BiLM, ElmoOptions
+from elmo.runtime import threads
 
 FIXTURES = Path(__file__).parent / "fixtures"
 ALLENNLP = FIXTURES / "allennlp-elmo"
@@ -17,10 +18,8 @@ NOSKIP = FIXTURES / "bilm-tf-noskip"
 def one_thread():
     """Tests use one torch thread: their models are tiny, and on a busy 2-core machine a second
     thread mostly waits for the first."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+    with threads(1):
+        yield
 
 
 def tiny_options(skip: bool = True, n_layers: int = 2, cells: int = 12, proj: int = 6,

@@ -265,6 +265,15 @@ def test_key_missing_in_the_pkl(tmp_path, capsys):
         elmo.from_pretrained(folder)
 
 
+def test_non_finite_weights_in_the_pkl(tmp_path):
+    folder = copy_model(tmp_path)
+    state = torch.load(folder / "encoder.pkl", map_location="cpu", weights_only=True)
+    state["forward_layer_0.state_projection.weight"][3, 5] = float("nan")
+    torch.save(state, folder / "encoder.pkl")
+    with pytest.raises(WeightFileError, match="encoder.pkl: key 'forward_layer_0.state_projection.weight'.*"):
+        elmo.from_pretrained(folder)
+
+
 def test_row_count_mismatch(tmp_path, capsys):
     folder = copy_model(tmp_path)
     lines = (folder / "char.dic").read_text(encoding="utf-8").splitlines()

@@ -105,7 +105,7 @@ def test_accuracies():
 
 
 def test_span_f1_equals_seqeval_when_installed():
-    """Cross-check on random BIO sequences (seqeval is optional: `pip install 'elmo[tasks]'`)."""
+    """Cross-check on random BIO sequences (seqeval is optional: `pip install 'elmo-pytorch[tasks]'`)."""
     seqeval = pytest.importorskip("seqeval.metrics")
     import random
     rng = random.Random(0)

@@ -124,10 +124,9 @@ def command_line(args: argparse.Namespace) -> str:
 def embed(args: argparse.Namespace) -> int:
     from ..embedding import embed_file
     from ..embedding.run import distributed_rank
+    from ..runtime import set_threads
 
-    if args.threads:
-        import torch
-        torch.set_num_threads(args.threads)
+    set_threads(args.threads)
 
     output = embed_file(
         args.input, args.output, args.model, layers=args.layers, gamma=args.gamma,

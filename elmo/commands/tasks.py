@@ -23,6 +23,15 @@ def register(subparsers) -> None:
                    help="torch CPU threads (default: the config's 'threads', else torch's)")
     p.add_argument("--resume", action="store_true",
                    help="keep the runs already in results.json (same config) and do the rest")
+    p.add_argument("--overwrite", action="store_true",
+                   help="start again when the results folder already holds results.json "
+                        "(without --resume or --overwrite an existing one is an error)")
+    p.add_argument("--save-models", action="store_true",
+                   help="keep each trained model (best epoch) in OUT/models/<task>/<variant>/"
+                        "seed-<n>/ for `elmo predict` and TaskModel.load")
+    p.add_argument("--glove", default=None,
+                   help="a GloVe file you have (text format, .gz included) for the baseline's "
+                        "word vectors, instead of fetching glove-50d")
     p.add_argument("--variants", default=None,
                    help="comma-separated variant names: run only these now (e.g. the baseline "
                         "while the biLM is still training); --resume later runs the rest")
@@ -51,6 +60,8 @@ def experiment(args: argparse.Namespace) -> int:
         cfg["threads"] = args.threads
     if args.bilm is not None:
         cfg["bilm"] = args.bilm
+    if args.glove is not None:
+        cfg["embeddings"] = {"glove": args.glove}
     cfg = normalise_config(cfg)
     if args.plan:
         print("\n".join(plan(cfg)))
@@ -60,7 +71,8 @@ def experiment(args: argparse.Namespace) -> int:
     log = (lambda s: None) if args.quiet else (lambda s: print(s, file=sys.stderr, flush=True))
     only = [v.strip() for v in args.variants.split(",") if v.strip()] if args.variants else None
     results = run_experiment(cfg, out=args.out, resume=args.resume, command=command, log=log,
-                             only_variants=only)
+                             only_variants=only, overwrite=args.overwrite,
+                             save_models=args.save_models)
     print(markdown(results))
     return 0
 

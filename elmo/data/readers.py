@@ -371,7 +371,7 @@ def read_glove(path: PathLike):
                 import pyarrow.parquet as pq
             except ImportError as e:
                 raise ImportError("reading the GloVe index parquet needs pyarrow: "
-                                  "pip install 'elmo[data]'") from e
+                                  "pip install 'elmo-pytorch[data]'") from e
             table = pq.read_table(parquets[0])
             words = [str(w) for w in table.column(0).to_pylist()]
             return words, np.load(npys[0]).astype(np.float32, copy=False)

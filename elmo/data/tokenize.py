@@ -70,7 +70,7 @@ class Tokenizer:
             import spacy
             from spacy.util import compile_infix_regex
         except ImportError as e:  # pragma: no cover - depends on the environment
-            raise ImportError("tokenizing raw text needs spaCy: pip install 'elmo[data]' "
+            raise ImportError("tokenizing raw text needs spaCy: pip install 'elmo-pytorch[data]' "
                               "(or pip install spacy)") from e
         nlp = spacy.blank("en")
         infixes = [p.replace(_HYPHEN_INFIX, _DASH_INFIX) for p in nlp.Defaults.infixes]

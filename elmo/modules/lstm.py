@@ -23,6 +23,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..config import LSTMConfig
+from .lstm_autograd import run_lstm_layer_autograd, wants_fast_path
 from .lstm_inference import Int8Weights, run_single_sequence
 
 # A layer's state for both directions: c (2, B, H) and h (2, B, P); direction 0 is forward.
@@ -195,22 +197,26 @@ def run_lstm_layer(layer_input: torch.Tensor, weight_ih: torch.Tensor, bias: tor
 
 
 class BiLSTMStack(nn.Module):
-    """A forward and a backward stack of ``n_layers`` projected LSTM layers.
+    """A forward and a backward stack of ``config.n_layers`` projected LSTM layers.
 
-    Layer j >= 1 adds its input to its output when ``use_skip_connections`` is set.
-    ``dropout`` (training only) drops each layer's input, as the original trainer does.
+    Args:
+        config: the ``lstm`` section of the options (cells H, projection P, layers, clips,
+            skip connections).
+        input_dim: width I of the first layer's input; P (the token vectors) when None.
+        dropout: (training only) drops each layer's input, as the original trainer does.
+
+    Layer j >= 1 adds its input to its output when ``config.use_skip_connections`` is set.
     """
 
-    def __init__(self, input_dim: int, cell_dim: int, projection_dim: int, n_layers: int,
-                 cell_clip: Optional[float] = None, proj_clip: Optional[float] = None,
-                 use_skip_connections: bool = True, dropout: float = 0.0):
+    def __init__(self, config: LSTMConfig, input_dim: Optional[int] = None, dropout: float = 0.0):
         super().__init__()
-        self.cell_dim, self.projection_dim, self.n_layers = cell_dim, projection_dim, n_layers
-        self.cell_clip, self.proj_clip = cell_clip, proj_clip
-        self.use_skip_connections = use_skip_connections
+        self.config = config
+        self.cell_dim, self.projection_dim, self.n_layers = config.dim, config.projection_dim, config.n_layers
+        self.cell_clip, self.proj_clip = config.cell_clip, config.proj_clip
+        self.use_skip_connections = config.use_skip_connections
         self.dropout = dropout
-        dims = [input_dim] + [projection_dim] * (n_layers - 1)
-        self.layers = nn.ModuleList(BiLSTMLayer(d, cell_dim, projection_dim) for d in dims)
+        dims = [config.projection_dim if input_dim is None else input_dim] + [self.projection_dim] * (self.n_layers - 1)
+        self.layers = nn.ModuleList(BiLSTMLayer(d, self.cell_dim, self.projection_dim) for d in dims)
 
     def use_int8(self, enabled: bool = True) -> None:
         """Opt in (or out) of int8 recurrent weights for inference (no autograd).
@@ -277,11 +283,15 @@ class BiLSTMStack(nn.Module):
         for j, layer in enumerate(self.layers):
             layer_input = F.dropout(x, self.dropout, self.training) if self.dropout > 0 else x
             c0, h0 = state[j]
-            packed, (c, h) = run_lstm_layer(
-                layer_input, layer.weight_ih.transpose(1, 2), layer.effective_bias()[:, None],
-                packing.batch_sizes, layer.weight_hh.transpose(1, 2),
-                layer.weight_proj.transpose(1, 2), (c0[:, order], h0[:, order]),
-                self.cell_clip, self.proj_clip, layer.int8_weights())
+            # training: the whole sequence as one autograd function (lstm_autograd.py)
+            args = (layer_input, layer.weight_ih.transpose(1, 2), layer.effective_bias()[:, None],
+                    packing.batch_sizes, layer.weight_hh.transpose(1, 2),
+                    layer.weight_proj.transpose(1, 2), (c0[:, order], h0[:, order]),
+                    self.cell_clip, self.proj_clip)
+            if wants_fast_path(layer_input, layer.weight_hh):
+                packed, (c, h) = run_lstm_layer_autograd(*args)
+            else:  # inference (and autocast): int8 weights when opted in
+                packed, (c, h) = run_lstm_layer(*args, int8=layer.int8_weights())
             if self.use_skip_connections and j > 0:
                 packed = packed + layer_input
             x = packed

@@ -128,26 +128,33 @@ class _SampledLoss(torch.autograd.Function):
     """-log softmax([neg_1 .. neg_S, true])[true] per row, with the hit entries of neg removed.
 
     The same value as cross-entropy over the concatenated logits, with a backward written out
-    (softmax minus one-hot, times the incoming gradient): it skips the dense zero-filled
-    one-hot, the copy that undoes the hit masking and the concatenation's split, which on the
-    CPU are whole extra passes over the (N, S) logits that dominate this loss's cost.
+    (softmax minus one-hot, times the incoming gradient). On the CPU the passes over the (N, S)
+    logits dominate this loss's cost, so it makes few: a maximum, one exponential written
+    once (the hits zeroed in it) and summed, and in the backward one scaling of that saved
+    exponential. The logits are never concatenated with the true column, copied to mask the
+    hits or turned into a dense log-softmax.
     """
 
     @staticmethod
     def forward(ctx, true_logit, neg, hit_rows, hit_cols):
         """true_logit (N,), neg (N, S), hits (K,) rows and columns of neg -> loss (N,) float32."""
-        logits = torch.cat([neg.float(), true_logit.float()[:, None]], dim=1)  # true word last
-        logits[hit_rows, hit_cols] = float("-inf")
-        log_p = torch.log_softmax(logits, dim=1)
-        ctx.save_for_backward(log_p)
-        return -log_p[:, -1]
+        neg, true_logit = neg.float(), true_logit.float()
+        # Any upper bound of the kept logits keeps exp from overflowing; a hit has the true
+        # word's own logit, so including it does not push the others towards underflow.
+        top = torch.maximum(neg.amax(dim=1), true_logit)                 # (N,)
+        exp_neg = torch.sub(neg, top[:, None]).exp_()                   # (N, S)
+        exp_neg[hit_rows, hit_cols] = 0.0                                # hits removed
+        total = exp_neg.sum(dim=1) + torch.exp(true_logit - top)        # (N,)
+        loss = top + torch.log(total) - true_logit
+        ctx.save_for_backward(exp_neg, total, loss)
+        return loss
 
     @staticmethod
     def backward(ctx, grad):
-        (log_p,) = ctx.saved_tensors
-        d_logits = log_p.exp().mul_(grad[:, None])   # removed hits have p = 0: no gradient
-        d_true = d_logits[:, -1] - grad
-        return d_true, d_logits[:, :-1], None, None
+        exp_neg, total, loss = ctx.saved_tensors
+        d_neg = exp_neg * (grad / total)[:, None]      # softmax of the negatives times grad
+        d_true = grad * (torch.exp(-loss) - 1)          # p_true = exp(-loss)
+        return d_true, d_neg, None, None
 
 
 class SharedSoftmax(nn.Module):

@@ -2,7 +2,8 @@
 
 | module | concern |
 |---|---|
-| ``datasets`` | task data from the fixed splits of ``elmo data`` |
+| ``datasets`` | task data: built-in presets on the fixed splits of ``elmo data``, or your files |
+| ``files`` | reading CoNLL, ``word/TAG``, TSV and JSON-lines task files, with file:line errors |
 | ``embeddings`` | task vocabularies and GloVe input vectors |
 | ``batching`` | examples -> padded tensors |
 | ``layer_cache`` | frozen biLM layers computed once per sentence |
@@ -13,4 +14,13 @@
 | ``train_loop`` | training with early stopping, scoring |
 | ``runner`` | experiment configs, runs over seeds, summaries |
 | ``report`` | results.md and the layer-weight plot |
+| ``saved`` | a trained task model saved, loaded (``TaskModel.load``) and run on new text |
 """
+
+
+def __getattr__(name):
+    # ``from elmo.tasks import TaskModel`` without importing torch models on package import
+    if name == "TaskModel":
+        from .models import TaskModel
+        return TaskModel
+    raise AttributeError(name)

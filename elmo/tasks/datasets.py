@@ -1,8 +1,10 @@
-"""Task data for the experiments: the fixed splits written by ``elmo data get``, as examples.
+"""Task data for the experiments, as examples: your own files, or a built-in task.
 
-Each loader reads one corpus in this project's standard form (see :mod:`elmo.data.sources`)
-and returns a :class:`TaskData`. The splits are the committed, documented ones of
-:mod:`elmo.data.splits`; nothing here re-splits. A task spec may ask for a smaller part of
+A built-in task is a preset of the file mechanism of :mod:`.files`: it reads one corpus in
+this project's standard form (see :mod:`elmo.data.sources`) with a fixed format and label
+rule. Its splits are the committed, documented ones of :mod:`elmo.data.splits`; nothing here
+re-splits them (a task from your own files without a dev file is the one exception, see
+:func:`load_task`). A task spec may ask for a smaller part of
 a split (``max_train``, ``max_dev``, ``max_test``): the part is a sample drawn with a fixed
 ``subset_seed`` (default 0), independent of the run seeds, so every variant and seed of an
 experiment sees exactly the same examples.
@@ -18,7 +20,6 @@ experiment sees exactly the same examples.
 """
 from __future__ import annotations
 
-import json
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -66,24 +67,6 @@ class TaskData:
         return {k: len(v) for k, v in self.splits.items()}
 
 
-# ----------------------------------------------------------------------------- file readers
-def read_sentiment_tsv(path: Path) -> List[tuple]:
-    """(id, rating, tokens) rows of a standard-form sentiment file
-    (``id<TAB>rating<TAB>tokenized sentence``)."""
-    rows = []
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            parts = line.rstrip("\n").split("\t")
-            if len(parts) >= 3 and parts[2].strip():
-                rows.append((parts[0], float(parts[1]), parts[2].split()))
-    return rows
-
-
-def read_jsonl(path: Path) -> List[dict]:
-    with open(path, encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
-
-
 # ----------------------------------------------------------------------------- label rules
 #: SST-5 cut points on a rating rescaled to [0, 1]: very negative <= 0.2 < negative <= 0.4
 #: < neutral <= 0.6 < positive <= 0.8 < very positive.
@@ -103,76 +86,67 @@ def sentiment_class(rating: float, classes: int) -> Optional[str]:
     raise ValueError(f"sentiment has 2 or 5 classes, not {classes}")
 
 
-# ----------------------------------------------------------------------------- loaders
-def _load_pos(folder: Path, spec: dict) -> Dict[str, List[Example]]:
-    out = {}
-    for split in ("train", "dev", "test"):
-        sents = readers.read_tagged(folder / f"{split}.txt")
-        out[split] = [Example([w for w, _ in s], [readers.reduce_brown_tag(t) for _, t in s])
-                      for s in sents]
-    return out
-
-
-def _load_ner(folder: Path, spec: dict) -> Dict[str, List[Example]]:
-    out = {}
-    for split in ("train", "dev", "test"):
-        sents = readers.read_conll(folder / f"{split}.conll")
-        out[split] = [Example([c[0] for c in s], [c[-1] for c in s]) for s in sents]
-    return out
-
-
-def _sentiment_loader(classes: int):
-    def load(folder: Path, spec: dict) -> Dict[str, List[Example]]:
-        out = {}
-        for split in ("train", "dev", "test"):
-            rows = read_sentiment_tsv(folder / f"{split}.tsv")
-            out[split] = [Example(toks, c) for _, r, toks in rows
-                          if (c := sentiment_class(r, classes)) is not None]
-        return out
-    return load
-
-
-def _load_topic(folder: Path, spec: dict) -> Dict[str, List[Example]]:
-    """A BBC article becomes its title and first sentences, cut at ``max_tokens``
-    (default 100) tokens: the biLM and the task LSTM then run on short inputs."""
-    limit = int(spec.get("max_tokens", 100))
-    out = {}
-    for split in ("train", "dev", "test"):
-        examples = []
-        for rec in read_jsonl(folder / f"{split}.jsonl"):
-            tokens = list(rec["title"]) + [t for s in rec["sentences"] for t in s]
-            examples.append(Example(tokens[:limit], rec["label"]))
-        out[split] = examples
-    return out
-
-
-def _load_vitaminc(folder: Path, spec: dict) -> Dict[str, List[Example]]:
-    """Claim (``tokens``) and evidence (``tokens_b``, cut at ``max_tokens``, default 80)."""
-    limit = int(spec.get("max_tokens", 80))
-    out = {}
-    for split in ("train", "dev", "test"):
-        out[split] = [Example(list(r["claim"]), r["label"], list(r["evidence"])[:limit])
-                      for r in read_jsonl(folder / f"{split}.jsonl")
-                      if r["claim"] and r["evidence"]]
-    return out
-
-
+# ----------------------------------------------------------------------------- presets
 @dataclass(frozen=True)
 class TaskInfo:
+    """A built-in task: a preset of the generic file mechanism (:mod:`.files`) on the
+    standard form of an ``elmo data`` corpus. ``files`` maps split -> file name in the corpus
+    folder; ``label_map`` and ``options`` (spec -> reader options) are the preset's rules."""
+
     corpus: str          # the name in `elmo data`
     kind: str
     metric: str
-    loader: Callable[[Path, dict], Dict[str, List[Example]]]
+    files: Dict[str, str]
+    format: dict
+    label_map: Optional[Callable[[str], Optional[str]]] = None
+    options: Callable[[dict], dict] = lambda spec: {}
+
+
+def _splits(ext: str) -> Dict[str, str]:
+    return {s: f"{s}.{ext}" for s in ("train", "dev", "test")}
+
+
+def _rating_class(classes: int) -> Callable[[str], Optional[str]]:
+    def rule(text: str) -> Optional[str]:
+        try:
+            rating = float(text)
+        except ValueError:
+            raise ValueError("the rating is not a number") from None
+        return sentiment_class(rating, classes)
+    return rule
 
 
 TASKS: Dict[str, TaskInfo] = {
-    "pos": TaskInfo("brown-pos", "tagging", "token_accuracy", _load_pos),
-    "ner": TaskInfo("twitter-ner", "tagging", "span_f1", _load_ner),
-    "sentiment5": TaskInfo("movie-sentiment", "classification", "accuracy", _sentiment_loader(5)),
-    "sentiment2": TaskInfo("movie-sentiment", "classification", "accuracy", _sentiment_loader(2)),
-    "topic": TaskInfo("bbc-topic", "classification", "accuracy", _load_topic),
-    "vitaminc": TaskInfo("vitaminc", "pair", "accuracy", _load_vitaminc),
+    "pos": TaskInfo("brown-pos", "tagging", "token_accuracy", _splits("txt"),
+                    {"type": "word_tag", "separator": "/"}, readers.reduce_brown_tag),
+    "ner": TaskInfo("twitter-ner", "tagging", "span_f1", _splits("conll"),
+                    {"type": "conll", "word": 0, "label": -1}),
+    "sentiment5": TaskInfo("movie-sentiment", "classification", "accuracy", _splits("tsv"),
+                           {"type": "tsv", "text": 2, "label": 1, "header": False},
+                           _rating_class(5), lambda spec: {"skip_empty": True}),
+    "sentiment2": TaskInfo("movie-sentiment", "classification", "accuracy", _splits("tsv"),
+                           {"type": "tsv", "text": 2, "label": 1, "header": False},
+                           _rating_class(2), lambda spec: {"skip_empty": True}),
+    # A BBC article becomes its title and first sentences, cut at max_tokens (default 100):
+    # the biLM and the task LSTM then run on short inputs.
+    "topic": TaskInfo("bbc-topic", "classification", "accuracy", _splits("jsonl"),
+                      {"type": "jsonl", "text": ["title", "sentences"], "label": "label"},
+                      options=lambda spec: {"max_tokens": int(spec.get("max_tokens", 100))}),
+    # Claim and evidence, the evidence cut at max_tokens (default 80).
+    "vitaminc": TaskInfo("vitaminc", "pair", "accuracy", _splits("jsonl"),
+                         {"type": "jsonl", "text": "claim", "text_b": "evidence", "label": "label"},
+                         options=lambda spec: {"max_tokens_b": int(spec.get("max_tokens", 80)),
+                                               "skip_empty": True}),
 }
+
+#: Keys of a task spec read from your own files (see :func:`load_task`).
+FILE_TASK_KEYS = {"task", "name", "metric", "format", "files", "tokenize", "max_tokens",
+                  "max_tokens_b", "dev_fraction", "max_train", "max_dev", "max_test",
+                  "subset_seed", "model", "train"}
+PRESET_KEYS = {"task", "name", "data_dir", "max_tokens", "max_train", "max_dev", "max_test",
+               "subset_seed", "model", "train"}
+#: Share of the training file held out as dev when a task has no dev file.
+DEFAULT_DEV_FRACTION = 0.1
 
 
 def subsample(examples: Sequence[Example], limit: Optional[int], seed: int) -> List[Example]:
@@ -184,37 +158,131 @@ def subsample(examples: Sequence[Example], limit: Optional[int], seed: int) -> L
 
 
 def load_task(spec: dict) -> TaskData:
-    """The data of one task spec: ``{"task": "pos", "data_dir": optional folder,
-    "max_train"/"max_dev"/"max_test": optional ints, "subset_seed": 0, "name": optional, ...}``.
+    """The data of one task spec: a built-in task (a preset) or your own files.
+
+    Built-in: ``{"task": "pos", "data_dir": optional folder, "max_train"/"max_dev"/"max_test":
+    optional ints, "subset_seed": 0, "name": optional}``. Without ``data_dir`` the corpus is
+    taken from the cache, fetched first if needed (``elmo data get``).
+
+    Your own files: ``{"task": "tagging" | "classification" | "pair", "name": ...,
+    "metric": optional, "format": {...}, "files": {"train": path, "dev": optional path,
+    "test": path, "<other name>": another test set}, "tokenize": false, "dev_fraction": 0.1}``
+    (formats: :mod:`.files`). Without a dev file, ``dev_fraction`` of the training file is
+    held out as dev (a fixed sample drawn with ``subset_seed``); 0 trains without dev and
+    without early stopping (every epoch runs, the last one is kept).
 
     ``name`` (default the task) is what results are reported under, so that one experiment
     can hold the same task at several training-set sizes (``"name": "pos-500"``).
-
-    Without ``data_dir`` the corpus is taken from the cache, fetched first if needed
-    (``elmo data get``).
+    Paths are used as given (:func:`elmo.tasks.runner.load_config` makes them relative to
+    the config file).
     """
-    name = spec["task"]
-    if name not in TASKS:
-        raise ValueError(f"unknown task {name!r}; known: {', '.join(TASKS)}")
-    info = TASKS[name]
-    if spec.get("data_dir"):
-        folder = Path(spec["data_dir"])
-        if not folder.is_dir():
-            raise FileNotFoundError(f"{folder}: no such data folder for task {name}")
+    from .files import KINDS, TaskDataError
+    name = spec.get("task")
+    if name in KINDS:
+        splits, source, kind, metric = _load_files(spec)
+    elif name in TASKS:
+        splits, source, kind, metric = _load_preset(spec)
     else:
-        from ..data.sources import get
-        folder = get(info.corpus)
-    splits = info.loader(folder, spec)
+        raise TaskDataError(f"unknown task {name!r}; built-in: {', '.join(TASKS)}; or a kind "
+                            f"with your own files: {', '.join(KINDS)}")
     seed = int(spec.get("subset_seed", 0))
     full = {k: len(v) for k, v in splits.items()}
     for split in splits:
         splits[split] = subsample(splits[split], spec.get(f"max_{split}"), seed)
     if not splits["train"]:
-        raise ValueError(f"task {name}: no training examples in {folder}")
-    if info.kind == "tagging":
+        raise TaskDataError(f"task {spec.get('name', name)}: no training examples in "
+                            f"{source['files']['train']['path']}")
+    if kind == "tagging":
         labels = sorted({t for ex in splits["train"] for t in ex.label})
     else:
         labels = sorted({ex.label for ex in splits["train"]})
-    source = {"corpus": info.corpus, "folder": str(folder), "full_sizes": full,
-              "subset_seed": seed}
-    return TaskData(spec.get("name", name), info.kind, info.metric, labels, splits, source)
+    source.update(full_sizes=full, subset_seed=seed)
+    return TaskData(spec.get("name", name), kind, metric, labels, splits, source)
+
+
+def _check_keys(spec: dict, known: set, what: str) -> None:
+    from .files import TaskDataError
+    unknown = set(spec) - known
+    if unknown:
+        raise TaskDataError(f"task {spec.get('name', spec.get('task'))!r}: unknown keys "
+                            f"{sorted(unknown)} for {what}; known: {sorted(known)}")
+
+
+def _load_preset(spec: dict):
+    from .files import TaskDataError, check_format, describe_files, read_examples
+    name = spec["task"]
+    _check_keys(spec, PRESET_KEYS, f"the built-in task {name}")
+    info = TASKS[name]
+    corpus: Optional[str] = None
+    if spec.get("data_dir"):
+        folder = Path(spec["data_dir"])
+        if not folder.is_dir():
+            raise TaskDataError(f"{folder}: no such data folder for task {name}")
+    else:
+        from ..data.sources import get
+        folder, corpus = get(info.corpus), info.corpus
+    paths = {split: folder / file for split, file in info.files.items()}
+    options = info.options(spec)
+    fmt = check_format(info.format, info.kind, f"task {name}")
+    splits = {split: read_examples(path, info.kind, fmt, label_map=info.label_map,
+                                   **options)
+              for split, path in paths.items()}
+    source = {"preset": name, "corpus": corpus, "folder": str(folder), "format": info.format,
+              "files": describe_files(paths), "dev": "file"}
+    return splits, source, info.kind, info.metric
+
+
+def _load_files(spec: dict):
+    from .files import KIND_METRICS, TaskDataError, check_format, describe_files, read_examples
+    kind = spec["task"]
+    where = f"task {spec.get('name', kind)!r}"
+    _check_keys(spec, FILE_TASK_KEYS, "a task from your own files")
+    metric = spec.get("metric", KIND_METRICS[kind][0])
+    if metric not in KIND_METRICS[kind]:
+        raise TaskDataError(f"{where}: metric {metric!r} is not for {kind}; use one of "
+                            f"{', '.join(KIND_METRICS[kind])}")
+    files = spec.get("files")
+    if not isinstance(files, dict) or not files.get("train") or not files.get("test"):
+        raise TaskDataError(f"{where}: 'files' must name at least 'train' and 'test' files")
+    if spec.get("tokenize") and kind == "tagging":
+        raise TaskDataError(f"{where}: 'tokenize' is not for tagging (the tags belong to the "
+                            f"tokens as given)")
+    if kind == "tagging" and spec.get("max_tokens"):
+        raise TaskDataError(f"{where}: max_tokens is not for tagging (every token is tagged "
+                            f"and scored)")
+    if kind != "pair" and spec.get("max_tokens_b"):
+        raise TaskDataError(f"{where}: max_tokens_b is only for pair tasks")
+    fmt = check_format(spec.get("format"), kind, where)
+    paths = {split: Path(p) for split, p in files.items() if p}
+    for split, path in paths.items():
+        if not path.is_file():
+            raise TaskDataError(f"{where}: {split} file {path} does not exist")
+    options = {"tokenize": bool(spec.get("tokenize", False)),
+               "max_tokens": spec.get("max_tokens"), "max_tokens_b": spec.get("max_tokens_b")}
+    splits = {split: read_examples(path, kind, fmt, **options) for split, path in paths.items()}
+    for split, examples in splits.items():
+        if not examples:
+            raise TaskDataError(f"{paths[split]}: no examples in the {split} file")
+    seed = int(spec.get("subset_seed", 0))
+    if "dev" in splits:
+        dev = "file"
+    else:
+        fraction = float(spec.get("dev_fraction", DEFAULT_DEV_FRACTION))
+        if not 0.0 <= fraction < 1.0:
+            raise TaskDataError(f"{where}: dev_fraction must be in [0, 1), got {fraction}")
+        train = splits["train"]
+        n_dev = round(fraction * len(train))
+        if fraction > 0 and not 1 <= n_dev < len(train):
+            raise TaskDataError(f"{where}: {len(train)} training examples are too few to hold "
+                                f"out {fraction:g} of them as dev; give a dev file or "
+                                f"dev_fraction 0")
+        held = set(random.Random(seed).sample(range(len(train)), n_dev)) if n_dev else set()
+        splits["train"] = [ex for i, ex in enumerate(train) if i not in held]
+        splits["dev"] = [ex for i, ex in enumerate(train) if i in held]
+        dev = (f"{n_dev} of {len(train)} training examples held out (dev_fraction {fraction:g}, "
+               f"seed {seed})" if n_dev else "none: no early stopping, the last epoch is kept")
+    order = ["train", "dev", "test"] + [k for k in splits if k not in ("train", "dev", "test")]
+    splits = {k: splits[k] for k in order}
+    source = {"preset": None, "corpus": None, "kind": kind, "format": fmt,
+              "tokenize": options["tokenize"], "files": describe_files(paths), "dev": dev}
+    return splits, source, kind, metric

@@ -55,10 +55,23 @@ def load_glove(path: Optional[str] = None) -> Tuple[List[str], np.ndarray]:
     key = str(path or "glove-50d")
     if key not in _GLOVE_CACHE:
         if path is None:
-            from ..data.sources import get
-            path = get("glove-50d")
+            from ..data.sources import get, is_ready
+            if not is_ready("glove-50d"):
+                # never fetched silently: the first run says what it downloads, and how not to
+                _say("GloVe 6B 50d (the baseline's word vectors) is not in the data cache: "
+                     "fetching it now, as `elmo data get glove-50d` does. To use a file you "
+                     "have, set \"embeddings\": {\"glove\": \"PATH\"} in the config or pass "
+                     "--glove PATH (GloVe text format, .gz included).")
+            path = get("glove-50d", log=_say)
+        elif not Path(path).exists():
+            raise FileNotFoundError(f"{path}: no such GloVe file (embeddings.glove)")
         _GLOVE_CACHE[key] = readers.read_glove(Path(path))
     return _GLOVE_CACHE[key]
+
+
+def _say(message: str) -> None:
+    import sys
+    print(message, file=sys.stderr, flush=True)
 
 
 def build_embeddings(train_tokens: Iterable[Sequence[str]], other_tokens: Iterable[Sequence[str]],

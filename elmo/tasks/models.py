@@ -3,7 +3,9 @@
 Each takes :class:`~elmo.tasks.batching.Batch` objects and has
 
 * ``loss(batch)``: the training loss (mean over examples, plus the ELMo penalty);
-* ``predict(batch)``: class ids (B,) as a list, or one list of tag ids per sentence.
+* ``predict(batch)``: class ids (B,) as a list, or one list of tag ids per sentence
+  (``predict_batch``); a model loaded with ``TaskModel.load(folder)`` also takes texts and
+  returns labels (see :mod:`.saved`).
 
 Where ELMo goes (``elmo.positions``), following the paper:
 
@@ -93,8 +95,25 @@ class TaskModel(nn.Module):
     def loss(self, batch: Batch) -> torch.Tensor:
         raise NotImplementedError
 
-    def predict(self, batch: Batch) -> list:
+    def predict_batch(self, batch: Batch) -> list:
         raise NotImplementedError
+
+    def predict(self, batch_or_texts, batch_size: int = 64, progress: bool = False) -> list:
+        """Ids for a :class:`Batch`; for texts (a model from :meth:`load`), their tags or
+        labels: one tag list per text (tagging) or one label per text (classification; a
+        pair model takes (text_a, text_b) pairs). A text is a string (split as the training
+        data was) or a list of tokens."""
+        if isinstance(batch_or_texts, Batch):
+            return self.predict_batch(batch_or_texts)
+        from .saved import predict
+        return predict(self, batch_or_texts, batch_size, progress)
+
+    @classmethod
+    def load(cls, folder, bilm=None, device=None) -> "TaskModel":
+        """A task model saved by ``elmo experiment --save-models`` (see :mod:`.saved`);
+        ``bilm`` points at its biLM if that has moved."""
+        from .saved import load
+        return load(folder, bilm=bilm, device=device)
 
     def mix_weights(self) -> Dict[str, Dict[str, object]]:
         """position -> {"weights", "gamma"} of the ELMo mixes ({} without ELMo)."""
@@ -135,7 +154,7 @@ class Tagger(TaskModel):
         return loss + self.encoder.penalty(self.lam)
 
     @torch.no_grad()
-    def predict(self, batch: Batch) -> List[List[int]]:
+    def predict_batch(self, batch: Batch) -> List[List[int]]:
         mask = batch.texts[0].mask
         e = self.emissions(batch)
         if self.crf is not None:
@@ -194,7 +213,7 @@ class SentenceClassifier(TaskModel):
                 + self.encoder.penalty(self.lam))
 
     @torch.no_grad()
-    def predict(self, batch: Batch) -> List[int]:
+    def predict_batch(self, batch: Batch) -> List[int]:
         return self.logits(batch).argmax(-1).tolist()
 
 
@@ -246,5 +265,5 @@ class PairClassifier(TaskModel):
                 + self.encoder.penalty(self.lam))
 
     @torch.no_grad()
-    def predict(self, batch: Batch) -> List[int]:
+    def predict_batch(self, batch: Batch) -> List[int]:
         return self.logits(batch).argmax(-1).tolist()

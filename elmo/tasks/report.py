@@ -105,6 +105,13 @@ def markdown(results: dict) -> str:
                    f"{len(row['seeds'])} | {pm(row['test_mean'], row['test_std'])} | {gain} | "
                    f"{pm(row.get('gain_t'), None) if e else '-'} | "
                    f"{pm(row['dev_mean'], None)} | {row['seconds']:.0f} |")
+    extra = [row for row in results.get("summary", []) if row.get("extra_tests_mean")]
+    if extra:
+        out += ["", "Further test sets (each task's other `files`), test mean over seeds:", "",
+                "| task | variant | test set | test mean |", "|---|---|---|---|"]
+        for row in extra:
+            for name, mean in row["extra_tests_mean"].items():
+                out.append(f"| {row['task']} | {row['variant']} | {name} | {pm(mean, None)} |")
     cache = results.get("bilm_cache_seconds") or {}
     if cache:
         out += ["", "The frozen biLMs' layers were computed once per sentence and shared by all "
@@ -135,6 +142,15 @@ def markdown(results: dict) -> str:
             emb = d.get("embeddings", {})
             out.append(f"| {task} | {s['train']} | {s['dev']} | {s['test']} | {d['labels']} | "
                        f"{emb.get('vectors', '')} |")
+        own = {t: d["source"] for t, d in data.items()
+               if isinstance(d.get("source"), dict) and d["source"].get("files")
+               and not d["source"].get("corpus")}
+        if own:
+            out += ["", "Files read (SHA-256, first 12 hex digits; all in results.json):", ""]
+            for task, src in own.items():
+                files = "; ".join(f"{split} `{f['path']}` {f['sha256'][:12]}"
+                                  for split, f in src["files"].items())
+                out.append(f"* {task}: {files}; dev: {src.get('dev', 'file')}")
     return "\n".join(out) + "\n"
 
 

@@ -62,6 +62,7 @@ from .models import Encoder, PairClassifier, SentenceClassifier, Tagger, TaskMod
 from .report import write_reports
 from .train_loop import TrainConfig, fit, score
 from ..io import atomic_write_text
+from ..runtime import threads
 
 DEFAULT_MODEL_SETTINGS = {"hidden": 100, "dropout": 0.5, "char_features": 0, "crf": False,
                           "pooling": "max", "classifier_hidden": 100,
@@ -84,7 +85,29 @@ def load_config(path: str | Path) -> dict:
     else:
         cfg = json.loads(text)
     cfg.setdefault("name", path.stem)
-    return normalise_config(cfg)
+    return normalise_config(resolve_paths(cfg, path.parent))
+
+
+def resolve_paths(cfg: dict, base: Path) -> dict:
+    """A copy of ``cfg`` whose relative data paths (a task's ``data_dir`` and ``files``, the
+    GloVe file) are taken relative to ``base``, the config file's folder, not the working
+    folder."""
+    cfg = copy.deepcopy(cfg)
+
+    def fix(p):
+        return str(base / p) if isinstance(p, str) and p and not Path(p).is_absolute() else p
+
+    for t in cfg.get("tasks") or []:
+        if not isinstance(t, dict):
+            continue
+        if "data_dir" in t:
+            t["data_dir"] = fix(t["data_dir"])
+        if isinstance(t.get("files"), dict):
+            t["files"] = {k: fix(v) for k, v in t["files"].items()}
+    emb = cfg.get("embeddings")
+    if isinstance(emb, dict) and emb.get("glove"):
+        emb["glove"] = fix(emb["glove"])
+    return cfg
 
 
 def normalise_config(cfg: dict) -> dict:
@@ -126,8 +149,9 @@ def normalise_config(cfg: dict) -> dict:
         raise ValueError("the variants need a baseline (a variant without 'elmo')")
     cfg["variants"] = variants
     for t in cfg["tasks"]:
-        if "task" not in t:
-            raise ValueError(f"a task entry needs 'task': {t}")
+        if not isinstance(t, dict) or "task" not in t:
+            raise ValueError(f"a task entry needs 'task' (a built-in task, or tagging, "
+                             f"classification or pair with your own files): {t}")
     reported = [t.get("name", t["task"]) for t in cfg["tasks"]]
     if len(set(reported)) != len(reported):
         raise ValueError(f"task entries must report under distinct names (give each a 'name'): "
@@ -143,10 +167,29 @@ _NOT_RESULT_KEYS = {"name", "description", "variants", "tasks", "seeds", "out", 
 def run_fingerprint(cfg: dict, spec: dict, variant: dict) -> str:
     """What decides one run's result besides its seed: the task entry, the variant and the
     shared settings. ``resume`` reuses an earlier run when this matches, so variants can be
-    added to an experiment (or its description edited) without training the others again."""
+    added to an experiment (or its description edited) without training the others again.
+    A task read from your files (``files``, or a built-in task's ``data_dir``) also counts
+    their contents, so an edited file is trained on again."""
     common = {k: v for k, v in cfg.items() if k not in _NOT_RESULT_KEYS}
-    text = json.dumps({"task": spec, "variant": variant, "common": common}, sort_keys=True)
+    content = {"task": spec, "variant": variant, "common": common}
+    data = _data_checksums(spec)
+    if data:
+        content["data"] = data
+    text = json.dumps(content, sort_keys=True)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def _data_checksums(spec: dict) -> Dict[str, Optional[str]]:
+    """split -> SHA-256 of the user-supplied files a task spec reads (None when missing);
+    empty for a built-in task read from the cache, whose files are pinned by `elmo data`."""
+    from .datasets import TASKS
+    from .files import file_sha256
+    paths: Dict[str, Path] = {}
+    if isinstance(spec.get("files"), dict):
+        paths = {k: Path(v) for k, v in spec["files"].items() if v}
+    elif spec.get("data_dir") and spec.get("task") in TASKS:
+        paths = {k: Path(spec["data_dir"]) / f for k, f in TASKS[spec["task"]].files.items()}
+    return {k: file_sha256(p) if p.is_file() else None for k, p in sorted(paths.items())}
 
 
 def baseline_name(cfg: dict) -> str:
@@ -313,7 +356,7 @@ class PreparedTask:
 def prepare_task(spec: dict, cfg: dict) -> PreparedTask:
     data = load_task(spec)
     train_tokens = [s for ex in data.splits["train"] for s in (ex.tokens, ex.tokens_b) if s]
-    other_tokens = [s for k in ("dev", "test") for ex in data.splits[k]
+    other_tokens = [s for k in data.splits if k != "train" for ex in data.splits[k]
                     for s in (ex.tokens, ex.tokens_b) if s]
     vocab, emb, info = build_embeddings(train_tokens, other_tokens, cfg["embeddings"], seed=0)
     settings = dict(cfg["model"])
@@ -324,8 +367,9 @@ def prepare_task(spec: dict, cfg: dict) -> PreparedTask:
 
 
 def run_one(prep: PreparedTask, variant: dict, seed: int, cfg: dict, pool: BiLMPool,
-            log: Callable[[str], None]) -> dict:
-    """Train and test one (task, variant, seed); returns its record."""
+            log: Callable[[str], None], save_to: Optional[Path] = None) -> dict:
+    """Train and test one (task, variant, seed); returns its record. With ``save_to`` the
+    trained model (its best epoch) is saved there (:mod:`.saved`)."""
     data, e = prep.data, variant["elmo"]
     torch.manual_seed(seed)
     elmo_features, cache, max_chars = None, None, DEFAULT_MAX_CHARS
@@ -350,9 +394,14 @@ def run_one(prep: PreparedTask, variant: dict, seed: int, cfg: dict, pool: BiLMP
         return make_batch(examples, data.kind, prep.vocab, label_index, max_chars, cache).to(device)
 
     start = time.time()
+    # only a task from files with dev_fraction 0 trains without dev (and early stopping)
     result = fit(model, data.splits["train"], data.splits["dev"], make, data.metric, data.labels,
-                 prep.train, seed, log)
+                 prep.train, seed, log, early_stopping=bool(data.splits["dev"])
+                 or not str(data.source.get("dev", "")).startswith("none"))
     test = score(model, data.splits["test"], make, data.metric, data.labels)
+    # further test sets named in the task's files, scored by the same model
+    extra = {k: score(model, data.splits[k], make, data.metric, data.labels)
+             for k in data.splits if k not in ("train", "dev", "test")}
     record = {
         "task": data.name, "metric": data.metric, "variant": variant["name"], "seed": seed,
         "test": test, "dev": result["best_dev"], "best_epoch": result["best_epoch"],
@@ -365,6 +414,19 @@ def run_one(prep: PreparedTask, variant: dict, seed: int, cfg: dict, pool: BiLMP
             "dropout": e["dropout"], "do_layer_norm": e["do_layer_norm"],
             "mix_weights": model.mix_weights()},
     }
+    if extra:
+        record["extra_tests"] = extra
+    if save_to is not None:
+        from .saved import save
+        save(save_to, model, kind=data.kind, metric=data.metric, labels=data.labels,
+             vocab=prep.vocab, settings=prep.settings,
+             elmo=None if e is None else {**e, "bilm": e.get("bilm") or cfg["bilm"]},
+             max_chars=max_chars, layer_cache=cache is not None,
+             tokenize=bool(prep.spec.get("tokenize", False)),
+             record={"task": data.name, "variant": variant["name"], "seed": seed,
+                     "test": test, "dev": result["best_dev"], "extra_tests": extra,
+                     "best_epoch": result["best_epoch"], "data": data.source})
+        record["saved_model"] = str(save_to)
     return record
 
 
@@ -401,6 +463,11 @@ def summarise(runs: List[dict], cfg: dict) -> List[dict]:
                    "test_mean": test["mean"], "test_std": test["std"],
                    "dev_mean": _stats([r["dev"] for r in rs])["mean"],
                    "seconds": sum(r["seconds"] for r in rs)}
+            extra = sorted({k for r in rs for k in r.get("extra_tests", {})})
+            if extra:
+                row["extra_tests_mean"] = {k: _stats([r["extra_tests"][k] for r in rs
+                                                      if k in r.get("extra_tests", {})])["mean"]
+                                           for k in extra}
             if v["name"] != base:
                 diffs = [r["test"] - base_by_seed[r["seed"]] for r in rs if r["seed"] in base_by_seed]
                 g = _stats(diffs)
@@ -432,14 +499,22 @@ def plan(cfg: dict) -> List[str]:
     return lines
 
 
+class ResultsExistError(ValueError):
+    """The results folder already holds results and neither resume nor overwrite was asked."""
+
+
 def run_experiment(cfg: dict, out: Optional[str | Path] = None, resume: bool = False,
                    command: Optional[str] = None,
                    log: Callable[[str], None] = lambda s: print(s, file=sys.stderr, flush=True),
-                   only_variants: Optional[Sequence[str]] = None) -> dict:
+                   only_variants: Optional[Sequence[str]] = None, overwrite: bool = False,
+                   save_models: bool = False) -> dict:
     """Run every (task, variant, seed) of a normalised config; write and return the results.
 
     ``only_variants`` runs just those variants now (the config, and so ``resume``, is unchanged):
-    baselines can run while the biLM is still training, and a later ``resume`` adds the rest."""
+    baselines can run while the biLM is still training, and a later ``resume`` adds the rest.
+    An existing ``results.json`` is kept unless ``resume`` (keep its matching runs) or
+    ``overwrite`` (start again) is given. ``save_models`` keeps every trained model in
+    ``OUT/models/<task>/<variant>/seed-<seed>/`` (see :mod:`.saved`)."""
     names = [v["name"] for v in cfg["variants"]]
     if only_variants is not None:
         unknown = sorted(set(only_variants) - set(names))
@@ -447,16 +522,21 @@ def run_experiment(cfg: dict, out: Optional[str | Path] = None, resume: bool = F
             raise ValueError(f"unknown variant(s) {', '.join(unknown)}; the config has {', '.join(names)}")
     selected = [v for v in cfg["variants"] if only_variants is None or v["name"] in only_variants]
     out = Path(out or cfg.get("out") or Path("experiments") / "results" / cfg["name"])
-    out.mkdir(parents=True, exist_ok=True)
     results_path = out / "results.json"
+    if results_path.exists() and not resume and not overwrite:
+        raise ResultsExistError(f"{results_path} exists: --resume keeps its finished runs, "
+                                f"--overwrite starts again")
+    out.mkdir(parents=True, exist_ok=True)
     done: List[dict] = []
     described: Dict[str, dict] = {}
     if resume and results_path.exists():
         old = json.loads(results_path.read_text(encoding="utf-8"))
         planned = {run_fingerprint(cfg, spec, v) for spec in cfg["tasks"] for v in cfg["variants"]}
         same = old.get("config") == cfg
+        # a record's fingerprint decides (it counts the data files); same config: old records
         done = [r for r in old.get("runs", [])
-                if r["seed"] in cfg["seeds"] and (same or r.get("fingerprint") in planned)]
+                if r["seed"] in cfg["seeds"] and (r.get("fingerprint") in planned
+                                                  or (same and "fingerprint" not in r))]
         described = old.get("bilms", {})
         log(f"resuming: {len(done)} of {len(old.get('runs', []))} runs in {results_path} "
             f"match this config and are kept")
@@ -473,24 +553,22 @@ def run_experiment(cfg: dict, out: Optional[str | Path] = None, resume: bool = F
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "data": {}, "runs": list(done), "summary": [],
     }
-    threads = torch.get_num_threads()
-    if cfg.get("threads"):
-        torch.set_num_threads(int(cfg["threads"]))
-    results["machine"]["threads"] = torch.get_num_threads()
-    try:
-        _run_all(cfg, results, results_path, done, log, selected)
-    finally:
-        torch.set_num_threads(threads)
+    with threads(int(cfg["threads"]) if cfg.get("threads") else None) as n_threads:
+        results["machine"]["threads"] = n_threads
+        _run_all(cfg, results, results_path, done, log, selected,
+                 out / "models" if save_models else None)
     write_reports(results, out)
     return results
 
 
 def _run_all(cfg: dict, results: dict, results_path: Path, done: List[dict],
-             log: Callable[[str], None], variants: Sequence[dict]) -> None:
+             log: Callable[[str], None], variants: Sequence[dict],
+             models: Optional[Path] = None) -> None:
     pool = BiLMPool(bool(cfg["cache_layers"]), log)
     have = {(r["task"], r["variant"], r["seed"]) for r in done}
-    for spec in cfg["tasks"]:
-        prep = prepare_task(spec, cfg)
+    # every task's files are read (and checked) before the first model trains
+    preps = [prepare_task(spec, cfg) for spec in cfg["tasks"]]
+    for spec, prep in zip(cfg["tasks"], preps):
         name = prep.data.name
         results["data"][name] = {"sizes": prep.data.sizes(), "labels": len(prep.data.labels),
                                  "source": prep.data.source, "embeddings": prep.embedding_info,
@@ -501,7 +579,8 @@ def _run_all(cfg: dict, results: dict, results_path: Path, done: List[dict],
                 if (name, variant["name"], seed) in have:
                     continue
                 log(f"{name} / {variant['name']} / seed {seed}")
-                record = run_one(prep, variant, seed, cfg, pool, log)
+                save_to = None if models is None else models / name / variant["name"] / f"seed-{seed}"
+                record = run_one(prep, variant, seed, cfg, pool, log, save_to)
                 record["fingerprint"] = run_fingerprint(cfg, spec, variant)
                 log(f"{name} / {variant['name']} / seed {seed}: test {record['test']:.2f} "
                     f"({record['seconds']:.0f} s)")

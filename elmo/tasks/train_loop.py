@@ -105,14 +105,19 @@ def _trainable_state(model: TaskModel) -> Dict[str, torch.Tensor]:
 
 def fit(model: TaskModel, train: Sequence[Example], dev: Sequence[Example], make: BatchMaker,
         metric: str, labels: Sequence[str], cfg: TrainConfig, seed: int,
-        log: Callable[[str], None] = lambda s: None) -> Dict[str, object]:
+        log: Callable[[str], None] = lambda s: None,
+        early_stopping: bool = True) -> Dict[str, object]:
     """Train with early stopping on dev; the model ends with its best epoch's parameters.
+    With ``early_stopping=False`` dev must be empty: every epoch runs and the last one is
+    kept (``best_dev`` is NaN).
 
     Returns ``{"best_dev", "best_epoch", "epochs", "history": [{"epoch", "loss", "dev"}],
     "seconds"}``.
     """
-    if not train or not dev:
+    if not train or (early_stopping and not dev):
         raise ValueError(f"training needs train and dev examples (got {len(train)} and {len(dev)})")
+    if not early_stopping and dev:
+        raise ValueError("without early stopping there is no dev split to score")
     rng = random.Random(seed)
     opt = _optimizer(model, cfg)
     params = [p for g in opt.param_groups for p in g["params"]]
@@ -131,13 +136,18 @@ def fit(model: TaskModel, train: Sequence[Example], dev: Sequence[Example], make
             opt.step()
             total += float(loss.detach())
             n += 1
-        dev_score = score(model, dev, make, metric, labels)
-        history.append({"epoch": epoch, "loss": total / max(n, 1), "dev": dev_score})
-        log(f"epoch {epoch}: loss {total / max(n, 1):.4f} dev {dev_score:.2f}")
-        if dev_score > best_dev:
-            best_dev, best_epoch, best_state = dev_score, epoch, _trainable_state(model)
-        elif epoch - best_epoch >= cfg.patience:
-            break
+        if not dev:                      # no early stopping: the last epoch is the one kept
+            history.append({"epoch": epoch, "loss": total / max(n, 1), "dev": float("nan")})
+            log(f"epoch {epoch}: loss {total / max(n, 1):.4f} (no dev)")
+            best_dev, best_epoch, best_state = float("nan"), epoch, _trainable_state(model)
+        else:
+            dev_score = score(model, dev, make, metric, labels)
+            history.append({"epoch": epoch, "loss": total / max(n, 1), "dev": dev_score})
+            log(f"epoch {epoch}: loss {total / max(n, 1):.4f} dev {dev_score:.2f}")
+            if dev_score > best_dev:
+                best_dev, best_epoch, best_state = dev_score, epoch, _trainable_state(model)
+            elif epoch - best_epoch >= cfg.patience:
+                break
         if cfg.max_seconds and time.time() - start > cfg.max_seconds:
             log(f"stopping: time limit of {cfg.max_seconds:g} s reached")
             break

@@ -78,8 +78,13 @@ class LanguageModel(nn.Module):
         if skip_given_targets:
             fwd_mask = fwd_mask & (batch.fwd_targets != self.bos_id)
             bwd_mask = bwd_mask & (batch.bwd_targets != self.eos_id)
-        nll_f = self._nll(top[..., :p][fwd_mask], batch.fwd_targets[fwd_mask], negatives)
-        nll_b = self._nll(top[..., p:][bwd_mask], batch.bwd_targets[bwd_mask], negatives)
+        hidden_f, hidden_b = self._dropout(top[..., :p][fwd_mask]), self._dropout(top[..., p:][bwd_mask])
+        targets_f, targets_b = batch.fwd_targets[fwd_mask], batch.bwd_targets[bwd_mask]
+        if negatives is not None:  # both directions share the negatives: one larger product
+            nll = self._nll(torch.cat([hidden_f, hidden_b]), torch.cat([targets_f, targets_b]), negatives)
+            nll_f, nll_b = nll[:hidden_f.shape[0]], nll[hidden_f.shape[0]:]
+        else:  # the full softmax one direction at a time: (N, V) logits can be large
+            nll_f, nll_b = self._nll(hidden_f, targets_f, None), self._nll(hidden_b, targets_b, None)
         dtype = self.softmax.weight.dtype
         loss = 0.5 * (nll_f.sum() / max(nll_f.numel(), 1) + nll_b.sum() / max(nll_b.numel(), 1))
         return {"loss": loss, "nll_fwd": nll_f.detach().sum(), "nll_bwd": nll_b.detach().sum(),
@@ -87,10 +92,13 @@ class LanguageModel(nn.Module):
                 # carried in the parameters' dtype, so bf16 autocast steps and fp32 steps can alternate
                 "state": [(c.detach().to(dtype), h.detach().to(dtype)) for c, h in final]}
 
+    def _dropout(self, hidden: torch.Tensor) -> torch.Tensor:
+        """Dropout before the softmax, one direction at a time (the random numbers drawn stay
+        those of one call per direction)."""
+        return F.dropout(hidden, self.dropout, self.training) if self.dropout > 0 else hidden
+
     def _nll(self, hidden: torch.Tensor, targets: torch.Tensor, negatives: Optional[Candidates]) -> torch.Tensor:
-        """hidden (N, P), targets (N,) -> (N,) negative log-likelihoods."""
-        if self.dropout > 0:
-            hidden = F.dropout(hidden, self.dropout, self.training)
+        """hidden (N, P) after dropout, targets (N,) -> (N,) negative log-likelihoods."""
         if negatives is None:
             return self.softmax.full_nll(hidden, targets)
         return self.softmax.sampled_nll(hidden, targets, negatives.ids, negatives.log_q,

@@ -27,6 +27,7 @@ import torch
 
 from ..data.corpus import expand_paths, iter_file_sentences
 from ..embedding import Embedder
+from ..runtime import set_threads
 from ..weights import atomic_write_text
 from .evaluate import perplexity
 from .export import load_language_model, read_metadata
@@ -85,8 +86,7 @@ def main(argv=None) -> int:
     p.add_argument("--out", type=Path, help="write the JSON here")
     p.add_argument("--threads", type=int)
     args = p.parse_args(argv)
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    set_threads(args.threads)
     result = compare(args.reference, args.candidate, args.text)
     for row in result["activations"]:
         print(f"layer {row['layer']}: max |diff| {row['max_abs_diff']:.3g} (reference max |x| "

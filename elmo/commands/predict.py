@@ -1,0 +1,99 @@
+"""``elmo predict MODEL_DIR INPUT``: run a saved task model (``elmo experiment
+--save-models``) on new text and write CoNLL, TSV or JSON lines."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import List
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "predict", help="tag or classify new text with a saved task model",
+        description="Run a task model saved by `elmo experiment --save-models` on new text: one "
+                    "text a line (a pair model: text_a<TAB>text_b), from a file or stdin. "
+                    "Tokens are separated by spaces, or split by the project's tokenizer when "
+                    "the model was trained with \"tokenize\": true (or with --tokenize).")
+    p.add_argument("model", help="the saved model's folder (OUT/models/<task>/<variant>/seed-<n>)")
+    p.add_argument("input", nargs="?", default="-", help="input text file (default: stdin)")
+    p.add_argument("-o", "--output", default=None, help="write here (atomically; default: stdout)")
+    p.add_argument("--format", choices=["conll", "tsv", "jsonl"], default=None,
+                   help="output format (default: conll for tagging, tsv otherwise)")
+    p.add_argument("--tokenize", action="store_true",
+                   help="split raw text with the project's tokenizer (not for tagging models)")
+    p.add_argument("--bilm", default=None, help="the biLM's folder, if it has moved since training")
+    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=predict)
+
+
+def _read_lines(path: str) -> List[str]:
+    try:
+        if path == "-":
+            data = sys.stdin.buffer.read()
+        else:
+            with open(path, "rb") as f:
+                data = f.read()
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data[:e.start].count(b"\n") + 1
+        raise ValueError(f"{path}:{line}: not UTF-8 text") from None
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [l[:-1] if l.endswith("\r") else l for l in lines]
+
+
+def predict(args: argparse.Namespace) -> int:
+    from ..tasks.models import TaskModel
+    from ..tasks.saved import predict_examples, to_examples
+    from ..io import atomic_write_text
+    from ..runtime import set_threads
+
+    set_threads(max(1, args.threads))
+    model = TaskModel.load(args.model, bilm=args.bilm)
+    kind = model.saved.kind
+    fmt = args.format or ("conll" if kind == "tagging" else "tsv")
+    if fmt == "conll" and kind != "tagging":
+        raise ValueError(f"--format conll is for tagging models; this one does {kind}")
+    if args.tokenize and kind == "tagging":
+        raise ValueError("--tokenize is not for tagging models (their tags belong to the "
+                         "tokens as given: separate tokens by spaces)")
+    lines = _read_lines(args.input)
+    if kind == "pair":
+        texts = []
+        for i, line in enumerate(lines, start=1):
+            parts = line.split("\t")
+            if len(parts) != 2:
+                raise ValueError(f"{args.input}:{i}: a pair model needs text_a<TAB>text_b, "
+                                 f"found {len(parts)} column(s)")
+            texts.append((parts[0], parts[1]))
+    else:
+        texts = lines
+    tokenize = args.tokenize or model.saved.config["tokenize"]
+    examples = to_examples(texts, kind, tokenize)
+    labels = predict_examples(model, examples, args.batch_size, progress=not args.quiet)
+    out = []
+    for text, ex, label in zip(texts, examples, labels):
+        if fmt == "conll":
+            out += [f"{w}\t{t}" for w, t in zip(ex.tokens, label)] + [""]
+        elif fmt == "tsv":
+            if kind == "tagging":
+                out.append(" ".join(ex.tokens) + "\t" + " ".join(label))
+            elif kind == "pair":
+                out.append(f"{text[0]}\t{text[1]}\t{label}")
+            else:
+                out.append(f"{text}\t{label}")
+        else:
+            rec = ({"tokens": ex.tokens, "tags": label} if kind == "tagging" else
+                   {"text_a": text[0], "text_b": text[1], "label": label} if kind == "pair" else
+                   {"text": text, "tokens": ex.tokens, "label": label})
+            out.append(json.dumps(rec, ensure_ascii=False))
+    result = "".join(line + "\n" for line in out)
+    if args.output:
+        atomic_write_text(args.output, result)
+    else:
+        sys.stdout.write(result)
+    return 0

@@ -1,0 +1,137 @@
+"""spaCy pipeline components: ELMo vectors (``"elmo"``) and a trained task model
+(``"elmo_task"``).
+
+Registered through spaCy's entry points (``spacy_factories`` in pyproject.toml), so an
+installed package needs no import::
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("elmo", config={"model": "default", "layers": "average"})
+    doc = nlp("The bank closed .")
+    doc.tensor            # (n_tokens, D) float32: the chosen mix of each token's layers
+    doc[1].vector         # (D,): the same row; doc.vector is the mean over tokens
+
+    nlp.add_pipe("elmo_task", config={"model": "experiments/results/.../seed-1"})
+    # tagging -> token.tag_ (span_f1 models: BIO spans -> doc.ents); classification -> doc.cats
+
+``layers`` is what ``elmo embed --layers`` takes: ``average``, ``top``, ``mix:w0,w1,...``, or
+``all`` (the L + 1 layers concatenated: (n_tokens, (L + 1) * D)). Both components embed
+``nlp.pipe`` batches together (``batch_size`` sentences per biLM call); the words are the
+Doc's tokens as spaCy split them.
+"""
+from __future__ import annotations
+
+from typing import Iterable, Iterator, List, Optional
+
+import numpy as np
+from spacy.language import Language
+from spacy.tokens import Doc, Span
+from spacy.util import minibatch
+
+
+def _token_vector(token):
+    return token.doc.tensor[token.i]
+
+
+def _doc_vector(doc):
+    return doc.tensor.mean(axis=0) if len(doc) else np.zeros(doc.tensor.shape[1:], "float32")
+
+
+def _span_vector(span):
+    rows = span.doc.tensor[span.start:span.end]
+    return rows.mean(axis=0) if len(rows) else np.zeros(span.doc.tensor.shape[1:], "float32")
+
+
+def _has_vector(_obj) -> bool:
+    return True
+
+
+class ElmoVectors:
+    """Sets ``doc.tensor`` (n_tokens, D) and, through the Doc's hooks, ``token.vector``,
+    ``span.vector`` and ``doc.vector`` from an :class:`elmo.Embedder`."""
+
+    def __init__(self, name: str, model: str = "default", layers: str = "average",
+                 batch_size: int = 64):
+        from .embedding import Embedder
+        from .embedding.layers import LayerSelection
+        self.name = name
+        self.embedder = Embedder(model, batch_size=batch_size)
+        self.layers = layers
+        self.selection = LayerSelection.parse(layers)
+        self.selection.check(self.embedder.num_layers)
+        self.batch_size = batch_size
+
+    def _set(self, docs: List[Doc]) -> None:
+        arrays = self.embedder.embed_sentences([[t.text for t in d] for d in docs], self.selection)
+        for doc, arr in zip(docs, arrays):
+            if arr.ndim == 3:                                # "all": (L + 1, n, D) -> (n, (L+1) D)
+                arr = arr.transpose(1, 0, 2).reshape(arr.shape[1], arr.shape[0] * arr.shape[2])
+            doc.tensor = np.ascontiguousarray(arr, dtype="float32")
+            doc.user_token_hooks["vector"] = _token_vector
+            doc.user_token_hooks["has_vector"] = _has_vector
+            doc.user_span_hooks["vector"] = _span_vector
+            doc.user_span_hooks["has_vector"] = _has_vector
+            doc.user_hooks["vector"] = _doc_vector
+            doc.user_hooks["has_vector"] = _has_vector
+
+    def __call__(self, doc: Doc) -> Doc:
+        self._set([doc])
+        return doc
+
+    def pipe(self, docs: Iterable[Doc], batch_size: Optional[int] = None) -> Iterator[Doc]:
+        for batch in minibatch(docs, size=batch_size or self.batch_size):
+            self._set(list(batch))
+            yield from batch
+
+
+class ElmoTaskAnnotator:
+    """Runs a saved task model (``elmo experiment --save-models``) on Docs: tags into
+    ``token.tag_`` (a ``span_f1`` model's BIO tags also into ``doc.ents``), class labels into
+    ``doc.cats`` (1.0 for the predicted label, 0.0 for the others)."""
+
+    def __init__(self, name: str, model: str, bilm: Optional[str] = None, batch_size: int = 64):
+        from .tasks.models import TaskModel
+        self.name = name
+        self.model = TaskModel.load(model, bilm=bilm)
+        self.kind = self.model.saved.kind
+        if self.kind == "pair":
+            raise ValueError(f"{model}: a pair model labels two texts, not one Doc")
+        self.metric = self.model.saved.config["metric"]
+        self.batch_size = batch_size
+
+    def _set(self, docs: List[Doc]) -> None:
+        from .tasks.metrics import bio_spans
+        predicted = self.model.predict([[t.text for t in d] for d in docs], self.batch_size)
+        for doc, pred in zip(docs, predicted):
+            if self.kind == "classification":
+                doc.cats = {label: float(label == pred) for label in self.model.saved.labels}
+                continue
+            for token, tag in zip(doc, pred):
+                token.tag_ = tag
+            if self.metric == "span_f1":
+                doc.ents = [Span(doc, start, end, label=kind)
+                            for kind, start, end in sorted(bio_spans(pred), key=lambda s: s[1])]
+
+    def __call__(self, doc: Doc) -> Doc:
+        self._set([doc])
+        return doc
+
+    def pipe(self, docs: Iterable[Doc], batch_size: Optional[int] = None) -> Iterator[Doc]:
+        for batch in minibatch(docs, size=batch_size or self.batch_size):
+            self._set(list(batch))
+            yield from batch
+
+
+@Language.factory("elmo", default_config={"model": "default", "layers": "average",
+                                          "batch_size": 64})
+def make_elmo(nlp: Language, name: str, model: str, layers: str, batch_size: int) -> ElmoVectors:
+    """ELMo vectors for every token (see the module docstring)."""
+    return ElmoVectors(name, model, layers, batch_size)
+
+
+@Language.factory("elmo_task", default_config={"model": None, "bilm": None, "batch_size": 64})
+def make_elmo_task(nlp: Language, name: str, model: str, bilm: Optional[str],
+                   batch_size: int) -> ElmoTaskAnnotator:
+    """A saved task model's tags, entities or class labels (see the module docstring)."""
+    if not model:
+        raise ValueError("the elmo_task component needs config={'model': SAVED_MODEL_FOLDER}")
+    return ElmoTaskAnnotator(name, model, bilm, batch_size)

@@ -1,0 +1,313 @@
+"""Task examples from your own files: CoNLL columns, ``word/TAG``, TSV and JSON lines.
+
+A *format* says how one file becomes :class:`~elmo.tasks.datasets.Example` objects for a
+task *kind* (``tagging``, ``classification``, ``pair``)::
+
+    {"type": "conll", "word": 0, "label": -1}          # one token a line, blank line between
+    {"type": "word_tag", "separator": "/"}            # one sentence a line: The/at dog/nn
+    {"type": "tsv", "text": "sentence", "label": "label", "text_b": null, "header": true}
+    {"type": "jsonl", "text": "tokens", "label": "label", "text_b": "evidence"}
+
+* CoNLL and ``word/TAG`` are for tagging. TSV and JSON lines are for any kind; for tagging
+  their label is one tag per token (a list, or a string of tags separated by spaces).
+* TSV columns are named (with a header line, the default when a name is given) or counted
+  from 0; JSON fields are named. A text is a list of tokens, a string, or for JSON a list of
+  lists (sentences, joined); a list of field names joins their texts (``["title", "body"]``).
+* A string is split on whitespace, or with ``"tokenize": true`` (a key of the task spec) by
+  the project's tokenizer (:func:`elmo.tokenize.tokenize`); never into characters. Tagging
+  texts are never re-tokenized: the tags belong to the given tokens.
+* ``max_tokens`` / ``max_tokens_b`` cut texts on purpose; without them nothing is cut.
+
+Every malformed line raises :class:`TaskDataError` naming the file and the line.
+"""
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+from pathlib import Path
+from typing import Callable, Dict, List, Optional, Sequence, Union
+
+from .datasets import Example
+
+KINDS = ("tagging", "classification", "pair")
+FORMATS = ("conll", "word_tag", "tsv", "jsonl")
+#: The metrics a kind may be scored with (the first is its default).
+KIND_METRICS = {"tagging": ("token_accuracy", "span_f1"), "classification": ("accuracy",),
+                "pair": ("accuracy",)}
+FORMAT_KEYS = {"conll": {"word", "label", "separator"},
+               "word_tag": {"separator"},
+               "tsv": {"text", "label", "text_b", "header", "delimiter"},
+               "jsonl": {"text", "label", "text_b"}}
+
+LabelMap = Callable[[str], Optional[str]]       # a preset's label rule; None drops the example
+
+
+class TaskDataError(ValueError):
+    """A task file, line or format setting that cannot be read (the message names it)."""
+
+
+def file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def check_format(fmt: dict, kind: str, where: str) -> dict:
+    """``fmt`` with its defaults, or a :class:`TaskDataError` naming the bad setting."""
+    if not isinstance(fmt, dict) or fmt.get("type") not in FORMATS:
+        raise TaskDataError(f"{where}: format.type must be one of {', '.join(FORMATS)}, "
+                            f"got {fmt.get('type') if isinstance(fmt, dict) else fmt!r}")
+    t = fmt["type"]
+    unknown = set(fmt) - FORMAT_KEYS[t] - {"type"}
+    if unknown:
+        raise TaskDataError(f"{where}: unknown {t} format settings {sorted(unknown)}; "
+                            f"known: {sorted(FORMAT_KEYS[t])}")
+    if t in ("conll", "word_tag") and kind != "tagging":
+        raise TaskDataError(f"{where}: format {t} is for tagging tasks, not {kind}")
+    out = dict(fmt)
+    if t == "conll":
+        out.setdefault("word", 0)
+        out.setdefault("label", -1)
+        for key in ("word", "label"):
+            if not isinstance(out[key], int) or isinstance(out[key], bool):
+                raise TaskDataError(f"{where}: format.{key} must be a column number (0 = the "
+                                    f"first, -1 = the last), got {out[key]!r}")
+    elif t == "word_tag":
+        out.setdefault("separator", "/")
+        if not out["separator"]:
+            raise TaskDataError(f"{where}: format.separator must not be empty")
+    else:
+        for key in ("text", "label"):
+            if out.get(key) is None:
+                raise TaskDataError(f"{where}: the {t} format needs format.{key}")
+        if kind == "pair" and out.get("text_b") is None:
+            raise TaskDataError(f"{where}: a pair task's {t} format needs format.text_b")
+        if kind != "pair" and out.get("text_b") is not None:
+            raise TaskDataError(f"{where}: format.text_b is only for pair tasks")
+        if t == "tsv":
+            for key in ("text", "label", "text_b"):
+                col = out.get(key)
+                if col is not None and not (isinstance(col, str) or (
+                        isinstance(col, int) and not isinstance(col, bool) and col >= 0)):
+                    raise TaskDataError(f"{where}: format.{key} must be a header name or a "
+                                        f"column number from 0, got {col!r}")
+            named = any(isinstance(out.get(k), str) for k in ("text", "label", "text_b"))
+            out.setdefault("header", named)
+            out.setdefault("delimiter", "\t")
+            if named and not out["header"]:
+                raise TaskDataError(f"{where}: TSV columns given by name need a header line "
+                                    f"(format.header true), or give column numbers")
+    return out
+
+
+class _Reader:
+    """Reads one file of one format into examples (see the module docstring)."""
+
+    def __init__(self, path: Path, kind: str, fmt: dict, tokenize: bool = False,
+                 max_tokens: Optional[int] = None, max_tokens_b: Optional[int] = None,
+                 label_map: Optional[LabelMap] = None, skip_empty: bool = False):
+        self.path, self.kind, self.fmt = path, kind, fmt
+        self.tokenize, self.max_tokens, self.max_tokens_b = tokenize, max_tokens, max_tokens_b
+        self.label_map, self.skip_empty = label_map, skip_empty
+
+    def error(self, line: int, message: str) -> TaskDataError:
+        return TaskDataError(f"{self.path}:{line}: {message}")
+
+    # ------------------------------------------------------------------ texts and labels
+    def tokens(self, value, line: int, what: str) -> List[str]:
+        if isinstance(value, tuple):                # several fields, joined in order
+            return [t for v in value for t in self.tokens(v, line, what)]
+        if isinstance(value, str):
+            if self.tokenize and self.kind != "tagging":
+                from ..tokenize import tokenize
+                return tokenize(value)
+            return value.split()
+        if isinstance(value, list):
+            out: List[str] = []
+            for item in value:
+                if isinstance(item, list):          # sentences of tokens, joined
+                    out += self.tokens(item, line, what)
+                elif isinstance(item, str):
+                    out.append(item)
+                else:
+                    raise self.error(line, f"{what}: tokens must be strings, got {item!r}")
+            return out
+        raise self.error(line, f"{what} must be a string or a list of tokens, got "
+                               f"{type(value).__name__}")
+
+    def label(self, value, line: int) -> Optional[str]:
+        if isinstance(value, (list, dict)) or value is None:
+            raise self.error(line, f"the label must be a single value, got {value!r}")
+        text = str(value).strip()
+        if self.label_map is not None:
+            try:
+                return self.label_map(text)
+            except ValueError as e:
+                raise self.error(line, f"label {text!r}: {e}") from None
+        if not text:
+            raise self.error(line, "empty label")
+        return text
+
+    def tags(self, value, n: int, line: int) -> List[str]:
+        tags = value.split() if isinstance(value, str) else value
+        if not isinstance(tags, list) or not all(isinstance(t, str) and t for t in tags):
+            raise self.error(line, f"tags must be a list of non-empty strings, got {value!r}")
+        if len(tags) != n:
+            raise self.error(line, f"{len(tags)} tags for {n} tokens")
+        return [self.label_map(t) if self.label_map else t for t in tags]
+
+    def example(self, text, label, text_b, line: int) -> Optional[Example]:
+        toks = self.tokens(text, line, "text")
+        toks_b = self.tokens(text_b, line, "text_b") if self.kind == "pair" else None
+        if not toks or (toks_b is not None and not toks_b):
+            if self.skip_empty:
+                return None
+            raise self.error(line, "empty text" if not toks else "empty text_b")
+        if self.kind == "tagging":
+            return Example(toks, self.tags(label, len(toks), line))
+        lab = self.label(label, line)
+        if lab is None:
+            return None
+        if self.max_tokens:
+            toks = toks[:self.max_tokens]
+        if toks_b is not None and self.max_tokens_b:
+            toks_b = toks_b[:self.max_tokens_b]
+        return Example(toks, lab, toks_b)
+
+    # ------------------------------------------------------------------ formats
+    def read(self) -> List[Example]:
+        try:
+            with open(self.path, encoding="utf-8", newline="") as f:
+                # split on newlines only (str.splitlines would also split on \x85, \u2028, ...)
+                lines = [l[:-1] if l.endswith("\r") else l for l in f.read().split("\n")]
+        except UnicodeDecodeError as e:
+            raise TaskDataError(f"{self.path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
+        if lines and lines[-1] == "":
+            lines.pop()
+        out = getattr(self, "_" + self.fmt["type"])(lines)
+        return [ex for ex in out if ex is not None]
+
+    def _conll(self, lines: Sequence[str]) -> List[Optional[Example]]:
+        out: List[Optional[Example]] = []
+        words: List[str] = []
+        tags: List[str] = []
+        wcol, lcol = int(self.fmt["word"]), int(self.fmt["label"])
+        sep = self.fmt.get("separator")
+        for i, line in enumerate(lines + [""], start=1):
+            if not line.strip() or line.startswith("-DOCSTART-"):
+                if words:
+                    out.append(Example(words, tags))
+                words, tags = [], []
+                continue
+            cols = line.split(sep) if sep else (line.split("\t") if "\t" in line else line.split())
+            try:
+                word, tag = cols[wcol], cols[lcol]
+            except IndexError:
+                raise self.error(i, f"{len(cols)} columns; the format reads column {wcol} "
+                                    f"(word) and {lcol} (label)") from None
+            if not word.strip() or not tag.strip():
+                raise self.error(i, f"empty {'word' if not word.strip() else 'label'} column")
+            words.append(word.strip())
+            tags.append(self.label_map(tag.strip()) if self.label_map else tag.strip())
+        return out
+
+    def _word_tag(self, lines: Sequence[str]) -> List[Optional[Example]]:
+        sep = self.fmt["separator"]
+        out: List[Optional[Example]] = []
+        for i, line in enumerate(lines, start=1):
+            words, tags = [], []
+            for tok in line.split():
+                word, found, tag = tok.rpartition(sep)
+                if not found or not word or not tag:
+                    raise self.error(i, f"token {tok!r} is not word{sep}TAG")
+                words.append(word)
+                tags.append(self.label_map(tag) if self.label_map else tag)
+            if words:
+                out.append(Example(words, tags))
+        return out
+
+    def _column(self, key: str, header: Optional[List[str]]) -> Optional[int]:
+        col = self.fmt.get(key)
+        if col is None:
+            return None
+        if isinstance(col, int):
+            return col
+        if header is None or col not in header:
+            raise self.error(1, f"no column {col!r} (format.{key}) in the header "
+                                f"{header if header is not None else ''}")
+        return header.index(col)
+
+    def _tsv(self, lines: Sequence[str]) -> List[Optional[Example]]:
+        rows = list(csv.reader(lines, delimiter=self.fmt["delimiter"], quoting=csv.QUOTE_NONE))
+        start, header = 0, None
+        if self.fmt["header"]:
+            if not rows:
+                raise self.error(1, "no header line")
+            header, start = rows[0], 1
+        cols = {k: self._column(k, header) for k in ("text", "label", "text_b")}
+        need = max(c for c in cols.values() if c is not None)
+        out: List[Optional[Example]] = []
+        for i in range(start, len(rows)):
+            row = rows[i]
+            if not row or not "".join(row).strip():
+                continue
+            if len(row) <= need:
+                raise self.error(i + 1, f"{len(row)} columns, the format needs {need + 1}")
+            out.append(self.example(row[cols["text"]], row[cols["label"]],
+                                    row[cols["text_b"]] if cols["text_b"] is not None else None,
+                                    i + 1))
+        return out
+
+    def _field(self, rec: dict, name, line: int):
+        if isinstance(name, list):                      # several fields, joined
+            return tuple(self._field(rec, n, line) for n in name)
+        if name not in rec:
+            raise self.error(line, f"no field {name!r}; the record has {sorted(rec)}")
+        return rec[name]
+
+    def _jsonl(self, lines: Sequence[str]) -> List[Optional[Example]]:
+        out: List[Optional[Example]] = []
+        for i, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise self.error(i, f"not JSON ({e.msg} at column {e.colno})") from None
+            if not isinstance(rec, dict):
+                raise self.error(i, f"a JSON object is needed, got {type(rec).__name__}")
+            text = self._field(rec, self.fmt["text"], i)
+            text_b = self._field(rec, self.fmt["text_b"], i) if self.kind == "pair" else None
+            out.append(self.example(text, self._field(rec, self.fmt["label"], i), text_b, i))
+        return out
+
+
+def read_examples(path: Union[str, Path], kind: str, fmt: dict, *, tokenize: bool = False,
+                  max_tokens: Optional[int] = None, max_tokens_b: Optional[int] = None,
+                  label_map: Optional[LabelMap] = None, skip_empty: bool = False) -> List[Example]:
+    """The examples of one task file.
+
+    Args:
+        path: the file (UTF-8).
+        kind: ``tagging``, ``classification`` or ``pair``.
+        fmt: a format (module docstring), as returned by :func:`check_format`.
+        tokenize: split string texts with :func:`elmo.tokenize.tokenize` (not for tagging).
+        max_tokens, max_tokens_b: cut the first / second text to this many tokens.
+        label_map: a preset's rule from a raw label to the label (None drops the example).
+        skip_empty: drop examples with an empty text instead of raising (presets only).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise TaskDataError(f"{path}: no such task file")
+    return _Reader(path, kind, fmt, tokenize, max_tokens, max_tokens_b, label_map,
+                   skip_empty).read()
+
+
+def describe_files(files: Dict[str, Path]) -> Dict[str, dict]:
+    """split -> {"path", "bytes", "sha256"}: what results.json records of the data read."""
+    return {split: {"path": str(Path(p).resolve()), "bytes": Path(p).stat().st_size,
+                    "sha256": file_sha256(Path(p))}
+            for split, p in files.items()}

@@ -1,0 +1,238 @@
+"""A trained task model on disk, loaded back, and run on new text.
+
+A saved task model is a folder::
+
+    model.safetensors   the task model's weights (without a frozen biLM's: see config.json)
+    vocab.json          the word vocabulary (id order), labels.json the label set (id order)
+    config.json         kind, metric, model and ELMo settings, how text is tokenized, and the
+                        biLM reference: its spec (a bundled name, a path or a URL) with the
+                        SHA-256 of its weight and option files, checked when loading
+
+``elmo experiment --save-models`` writes one per task, variant and seed; :func:`load` (also
+``TaskModel.load(folder)``) rebuilds it and ``model.predict(texts)`` labels new text::
+
+    model = TaskModel.load("experiments/results/my-pos/models/my-pos/elmo/seed-1")
+    model.predict([["The", "dog", "barked", "."], "A raw sentence, split like the training data."])
+    # tagging: one tag list per text; classification: one label per text;
+    # pair: texts are (text_a, text_b) pairs
+
+Predictions are computed as at evaluation: the same batches, and a frozen biLM's layers
+rounded to float16 as the experiment's layer cache stores them, so a saved model scores a
+test set exactly as ``results.json`` reports.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Dict, List, Optional, Sequence, Union
+
+import torch
+
+FORMAT = "elmo-task-model"
+VERSION = 1
+#: A saved model's biLM weights key prefix (the frozen biLM is not stored, only referenced).
+BILM_MODULE = "encoder.elmo.elmo._elmo_lstm"
+
+
+class TaskModelError(ValueError):
+    """A saved task model folder that cannot be loaded as saved (the message says why)."""
+
+
+def _bilm_files(folder: Path) -> Dict[str, str]:
+    """file name -> SHA-256 of the files that decide a biLM's outputs (options and weights)."""
+    from .files import file_sha256
+    out = {}
+    for path in sorted(folder.iterdir()):
+        if (path.is_file() and path.suffix in (".json", ".hdf5", ".safetensors")
+                and path.name != "metadata.json" and not path.name.startswith("softmax")):
+            out[path.name] = file_sha256(path)
+    return out
+
+
+def bilm_reference(spec: str) -> dict:
+    """What a saved model records of its biLM: the spec, the folder it came from, whether it
+    is bundled, and the checksums of its files."""
+    from .runner import describe_bilm, resolve_bilm
+    folder = resolve_bilm(spec)
+    info = describe_bilm(spec)
+    return {"spec": spec, "path": str(folder.resolve()), "bundled": info["bundled"],
+            "random_weights": info["random_weights"], "sha256": _bilm_files(folder)}
+
+
+def save(folder: Union[str, Path], model, *, kind: str, metric: str, labels: Sequence[str],
+         vocab, settings: dict, elmo: Optional[dict], max_chars: int, layer_cache: bool,
+         tokenize: bool = False, record: Optional[dict] = None) -> Path:
+    """Write a trained task model into ``folder`` (replaced whole, through a temporary folder).
+
+    ``elmo`` is the variant's ELMo settings (None for the baseline), with ``bilm`` the spec;
+    ``layer_cache`` says the frozen biLM's layers were float16-cached at evaluation."""
+    from safetensors.torch import save_file
+    folder = Path(folder)
+    frozen = elmo is not None and not elmo["finetune"]
+    state = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()
+             if not (frozen and k.startswith(BILM_MODULE + "."))}
+    config = {
+        "format": FORMAT, "version": VERSION, "kind": kind, "metric": metric,
+        "model": settings, "vocab_size": len(vocab), "embedding_dim": int(model.encoder.words.embed.weight.shape[1]),
+        "max_chars": max_chars, "tokenize": bool(tokenize),
+        "elmo": None if elmo is None else {
+            **{k: elmo[k] for k in ("positions", "layers", "lambda", "finetune", "dropout",
+                                    "do_layer_norm")},
+            "bilm": bilm_reference(elmo["bilm"]),
+            "bilm_weights_saved": not frozen,
+            "layer_cache": "float16" if (frozen and layer_cache) else None},
+        "trained": record or {},
+    }
+    tmp = folder.with_name(folder.name + ".partial")
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    tmp.mkdir(parents=True)
+    save_file(state, str(tmp / "model.safetensors"))
+    (tmp / "vocab.json").write_text(json.dumps(vocab.itos, ensure_ascii=False) + "\n", encoding="utf-8")
+    (tmp / "labels.json").write_text(json.dumps(list(labels), ensure_ascii=False) + "\n", encoding="utf-8")
+    (tmp / "config.json").write_text(json.dumps(config, indent=1) + "\n", encoding="utf-8")
+    if folder.exists():
+        shutil.rmtree(folder)
+    tmp.rename(folder)
+    return folder
+
+
+def _load_bilm(ref: dict, override: Optional[str]):
+    """The biLM a saved model was trained with, checked against its recorded checksums."""
+    from .runner import load_bilm, resolve_bilm
+    spec = override or ref["spec"]
+    if not override and not ref["bundled"] and not Path(ref["path"]).is_dir() \
+            and "://" not in spec and not spec.startswith("random:"):
+        raise TaskModelError(f"the biLM {ref['path']} this task model was trained with is gone; "
+                             f"pass bilm= (elmo predict --bilm) with its new place")
+    try:
+        folder = resolve_bilm(spec)
+    except (FileNotFoundError, ValueError) as e:
+        raise TaskModelError(f"biLM {spec!r}: {e}") from None
+    found = _bilm_files(folder)
+    if found != ref["sha256"]:
+        differ = sorted(k for k in set(found) | set(ref["sha256"])
+                        if found.get(k) != ref["sha256"].get(k))
+        raise TaskModelError(f"biLM {spec!r} ({folder}) is not the one this task model was "
+                             f"trained with: {', '.join(differ)} differ from the recorded SHA-256")
+    return load_bilm(spec)
+
+
+def load(folder: Union[str, Path], bilm: Optional[str] = None, device=None):
+    """The task model saved in ``folder``, in eval mode, ready for ``predict(texts)``.
+
+    ``bilm`` points at the biLM when it has moved (its files must still match)."""
+    from safetensors.torch import load_file
+    from .embeddings import WordVocab
+    from .features import ElmoFeatures
+    from .runner import build_model
+    folder = Path(folder)
+    cfg_path = folder / "config.json"
+    if not cfg_path.is_file():
+        raise TaskModelError(f"{folder}: not a saved task model (no config.json)")
+    cfg = json.loads(cfg_path.read_text(encoding="utf-8"))
+    if cfg.get("format") != FORMAT or cfg.get("version") != VERSION:
+        raise TaskModelError(f"{cfg_path}: not a {FORMAT} version {VERSION} config")
+    itos = json.loads((folder / "vocab.json").read_text(encoding="utf-8"))
+    labels = json.loads((folder / "labels.json").read_text(encoding="utf-8"))
+    vocab = WordVocab(itos[2:])
+    if vocab.itos != itos:
+        raise TaskModelError(f"{folder / 'vocab.json'}: not a vocabulary written by save()")
+    e = cfg["elmo"]
+    elmo_features, lam = None, 0.0
+    if e is not None:
+        bilm_model = _load_bilm(e["bilm"], bilm)
+        elmo_features = ElmoFeatures(bilm_model, e["positions"], e["layers"], e["dropout"],
+                                     e["finetune"], e["do_layer_norm"])
+        lam = float(e["lambda"])
+
+    shape = SimpleNamespace(kind=cfg["kind"], labels=labels)     # what build_model reads
+    emb = torch.zeros(cfg["vocab_size"], cfg["embedding_dim"])   # overwritten by the weights
+    model = build_model(shape, emb, cfg["model"], elmo_features, lam)
+    state = load_file(str(folder / "model.safetensors"))
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    missing = [k for k in missing if not (e is not None and not e["bilm_weights_saved"]
+                                          and k.startswith(BILM_MODULE + "."))]
+    if missing or unexpected:
+        raise TaskModelError(f"{folder / 'model.safetensors'}: does not fit config.json "
+                             f"(missing {missing[:3]}, unexpected {unexpected[:3]})")
+    if device is not None:
+        model.to(device)
+    model.eval()
+    model.saved = SavedInfo(folder, cfg, vocab, labels)
+    return model
+
+
+class SavedInfo:
+    """What ``predict`` needs besides the weights: vocabulary, labels and settings."""
+
+    def __init__(self, folder: Path, config: dict, vocab, labels: List[str]):
+        self.folder, self.config, self.vocab, self.labels = folder, config, vocab, labels
+        self.kind = config["kind"]
+        e = config["elmo"]
+        self.cached = bool(e and e.get("layer_cache"))
+
+
+def _tokens(text, tokenize: bool, kind: str) -> List[str]:
+    if isinstance(text, str):
+        if tokenize and kind != "tagging":
+            from ..tokenize import tokenize as split
+            return split(text)
+        return text.split()
+    if isinstance(text, (list, tuple)) and all(isinstance(t, str) for t in text):
+        return list(text)
+    raise TypeError(f"a text must be a string or a list of token strings, got {text!r}")
+
+
+def to_examples(texts: Sequence, kind: str, tokenize: bool = False) -> list:
+    """Texts (strings or token lists; pairs for a pair model) as unlabelled examples."""
+    from .datasets import Example
+    out = []
+    for t in texts:
+        if kind == "pair":
+            if not (isinstance(t, (list, tuple)) and len(t) == 2):
+                raise TypeError(f"a pair model takes (text_a, text_b) pairs, got {t!r}")
+            a, b = _tokens(t[0], tokenize, kind), _tokens(t[1], tokenize, kind)
+            out.append(Example(a, "", b))
+        else:
+            toks = _tokens(t, tokenize, kind)
+            out.append(Example(toks, [""] * len(toks) if kind == "tagging" else ""))
+    return out
+
+
+def predict_examples(model, examples: Sequence, batch_size: int = 64, progress: bool = False) -> list:
+    """Label ids -> labels for examples, batched as evaluation batches them (see module doc)."""
+    from tqdm import tqdm
+    from .batching import make_batch
+    from .layer_cache import LayerCache
+    info: SavedInfo = model.saved
+    label_index = {l: i for i, l in enumerate(info.labels)}
+    device = next(model.parameters()).device
+    bilm = model.encoder.elmo.elmo.bilm if model.encoder.elmo is not None else None
+    model.eval()
+    out = []
+    starts = range(0, len(examples), batch_size)
+    for start in tqdm(starts, disable=not progress, unit="batch", desc="predict"):
+        chunk = examples[start:start + batch_size]
+        # a fresh cache per batch: the float16 rounding of evaluation, bounded memory
+        cache = LayerCache(bilm) if info.cached else None
+        batch = make_batch(chunk, info.kind, info.vocab, label_index,
+                           info.config["max_chars"], cache).to(device)
+        pred = model.predict_batch(batch)
+        if info.kind == "tagging":
+            out += [[info.labels[i] for i in p] for p in pred]
+        else:
+            out += [info.labels[i] for i in pred]
+    return out
+
+
+def predict(model, texts: Sequence, batch_size: int = 64, progress: bool = False) -> list:
+    """Tags (one list per text) or labels (one per text) for new texts."""
+    if getattr(model, "saved", None) is None:
+        raise TaskModelError("predict(texts) needs a model from TaskModel.load(folder); a model "
+                             "being trained takes batches")
+    info: SavedInfo = model.saved
+    return predict_examples(model, to_examples(texts, info.kind, info.config["tokenize"]),
+                            batch_size, progress)

@@ -1,0 +1,74 @@
+"""The spaCy components: ELMo vectors equal to Embedder's on the same tokens, through
+nlp.pipe batches; a saved task model's tags, entities and class labels on Docs."""
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+spacy = pytest.importorskip("spacy")
+
+import elmo.spacy_component  # noqa: E401,F401  (registers the factories, as the entry point does)
+from elmo import Embedder
+from tests.test_tasks_files import write_config, write_task
+
+TEXTS = ["The bank closed early today .", "Hi", "", "A much longer sentence about the river bank "
+         "and the boats that moved along it slowly ."]
+
+
+@pytest.mark.parametrize("layers", ["average", "top", "all"])
+def test_vectors_equal_the_embedder_on_the_same_tokens(layers):
+    nlp = spacy.blank("en")
+    nlp.add_pipe("elmo", config={"model": "fixture", "layers": layers})
+    docs = list(nlp.pipe(TEXTS, batch_size=2))
+    tokens = [[t.text for t in d] for d in docs]
+    expected = Embedder("fixture").embed_sentences(tokens, layers=layers)
+    for doc, exp in zip(docs, expected):
+        if layers == "all":                         # (L + 1, n, D) -> (n, (L + 1) * D)
+            exp = exp.transpose(1, 0, 2).reshape(exp.shape[1], exp.shape[0] * exp.shape[2])
+        assert doc.tensor.shape == exp.shape
+        # stateless: a sentence's vectors do not depend on its batch, up to float rounding
+        np.testing.assert_allclose(doc.tensor, exp, rtol=0, atol=1e-5)
+        for token in doc:
+            assert np.array_equal(token.vector, doc.tensor[token.i])
+        if len(doc):
+            np.testing.assert_allclose(doc.vector, exp.mean(0), atol=1e-5)
+    one = nlp(TEXTS[0])                             # a single call gives the same
+    np.testing.assert_allclose(one.tensor, docs[0].tensor, rtol=0, atol=1e-5)
+
+
+def test_factories_are_declared_as_entry_points():
+    meta = tomllib.loads((Path(__file__).resolve().parent.parent / "pyproject.toml").read_text())
+    points = meta["project"]["entry-points"]["spacy_factories"]
+    for name, target in points.items():
+        module, attr = target.split(":")
+        assert getattr(__import__(module, fromlist=[attr]), attr)
+        assert spacy.blank("en").has_factory(name)
+
+
+def test_task_models_label_docs(tmp_path):
+    from elmo.tasks.models import TaskModel
+    from elmo.tasks.runner import load_config, run_experiment
+    config = write_config(tmp_path, [write_task(tmp_path, "tagging"),
+                                     write_task(tmp_path, "classification")],
+                          variants=[{"name": "baseline"}, {"name": "elmo", "elmo": {}}],
+                          train={"epochs": 1, "batch_size": 8})
+    run_experiment(load_config(config), out=tmp_path / "r", log=lambda s: None, save_models=True)
+    texts = ["the cat sat on a mat", "a big dog ran", "cow"]
+    tagger = tmp_path / "r/models/my-tagging/elmo/seed-1"
+    nlp = spacy.blank("en")
+    nlp.add_pipe("elmo_task", config={"model": str(tagger)})
+    docs = list(nlp.pipe(texts, batch_size=2))
+    expected = TaskModel.load(tagger).predict([t.split() for t in texts])
+    from elmo.tasks.metrics import bio_spans
+    for doc, tags in zip(docs, expected):
+        assert [t.tag_ for t in doc] == tags
+        assert {(e.label_, e.start, e.end) for e in doc.ents} == bio_spans(tags)
+    classifier = tmp_path / "r/models/my-classification/baseline/seed-1"
+    nlp = spacy.blank("en")
+    nlp.add_pipe("elmo_task", config={"model": str(classifier)})
+    labels = TaskModel.load(classifier).predict([[t.text for t in nlp.make_doc(x)] for x in texts])
+    for doc, label in zip(nlp.pipe(texts), labels):
+        assert doc.cats[label] == 1.0 and sum(doc.cats.values()) == 1.0

@@ -1,0 +1,354 @@
+"""Tasks from your own files: each kind from a format written here, trained for a few steps;
+optional dev; file:line errors; save -> load -> predict equal to evaluation; the command line."""
+from __future__ import annotations
+
+import json
+import math
+import random
+import zlib
+from pathlib import Path
+
+import pytest
+
+from elmo.cli import main
+from elmo.tasks.datasets import load_task
+from elmo.tasks.files import TaskDataError
+from elmo.tasks.runner import load_config, normalise_config, run_experiment
+
+ANIMALS = ("cat", "dog", "cow")
+WORDS = "the a cat dog cow sat ran on under mat rug big small".split()
+
+
+def _sentences(n: int, seed: int):
+    rng = random.Random(seed)
+    return [[rng.choice(WORDS) for _ in range(rng.randint(2, 6))] for _ in range(n)]
+
+
+def write_conll(path: Path, n: int, seed: int) -> None:
+    """Tagging, CoNLL columns: word, a dummy column, BIO tag in the third column."""
+    blocks = []
+    for s in _sentences(n, seed):
+        blocks.append("\n".join(f"{w}\tX\t{'B-ani' if w in ANIMALS else 'O'}" for w in s))
+    path.write_text("\n\n".join(blocks) + "\n", encoding="utf-8")
+
+
+def write_tsv(path: Path, n: int, seed: int) -> None:
+    """Classification, TSV with a header: label, then the raw text (to be tokenized)."""
+    rows = ["label\tsentence"]
+    for s in _sentences(n, seed):
+        rows.append(f"{'big' if 'big' in s else 'other'}\t{' '.join(s).capitalize()}.")
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+
+
+def write_jsonl(path: Path, n: int, seed: int) -> None:
+    """Pair, JSON lines: premise / hypothesis token lists, label."""
+    recs = []
+    for a, b in zip(_sentences(n, seed), _sentences(n, seed + 100)):
+        recs.append(json.dumps({"premise": a, "hypothesis": " ".join(b),
+                                "gold": "overlap" if set(a) & set(b) else "none"}))
+    path.write_text("\n".join(recs) + "\n", encoding="utf-8")
+
+
+TASKS = {
+    "tagging": ({"type": "conll", "word": 0, "label": 2}, write_conll, "conll", "span_f1"),
+    "classification": ({"type": "tsv", "text": "sentence", "label": "label"}, write_tsv, "tsv",
+                       None),
+    "pair": ({"type": "jsonl", "text": "premise", "text_b": "hypothesis", "label": "gold"},
+             write_jsonl, "jsonl", None),
+}
+
+
+def write_task(root: Path, kind: str, dev: bool = True) -> dict:
+    """The data of one kind under root/data/ and its task spec (paths relative to root)."""
+    fmt, writer, ext, metric = TASKS[kind]
+    data = root / "data"
+    data.mkdir(exist_ok=True)
+    files = {}
+    for split, n in (("train", 24), ("dev", 6), ("test", 8)):
+        if split == "dev" and not dev:
+            continue
+        writer(data / f"{kind}-{split}.{ext}", n, zlib.crc32(f"{kind}{split}".encode()) % 1000)
+        files[split] = f"data/{kind}-{split}.{ext}"
+    spec = {"task": kind, "name": f"my-{kind}", "format": fmt, "files": files}
+    if metric:
+        spec["metric"] = metric
+    if kind == "classification":
+        spec["tokenize"] = True
+    return spec
+
+
+def write_config(root: Path, tasks, **extra) -> Path:
+    cfg = {"name": "mine", "seeds": 1, "threads": 1, "bilm": "fixture",
+           "embeddings": {"random_dim": 8}, "train": {"epochs": 2, "patience": 1, "batch_size": 8},
+           "model": {"hidden": 8, "classifier_hidden": 8}, "tasks": tasks,
+           "variants": [{"name": "baseline"}, {"name": "elmo", "elmo": {}}]}
+    cfg.update(extra)
+    path = root / "config.json"
+    path.write_text(json.dumps(cfg), encoding="utf-8")
+    return path
+
+
+def test_each_kind_from_its_own_format_trains_with_paths_relative_to_the_config(tmp_path, monkeypatch):
+    specs = [write_task(tmp_path, kind) for kind in TASKS]
+    config = write_config(tmp_path, specs)
+    monkeypatch.chdir(tmp_path.parent)               # not the config's folder
+    results = run_experiment(load_config(config), out=tmp_path / "res", log=lambda s: None)
+    rows = {(r["task"], r["variant"]): r for r in results["summary"]}
+    assert set(rows) == {(f"my-{k}", v) for k in TASKS for v in ("baseline", "elmo")}
+    assert rows[("my-tagging", "baseline")]["metric"] == "span_f1"
+    for kind in TASKS:
+        data = results["data"][f"my-{kind}"]
+        src = data["source"]
+        assert src["preset"] is None and src["corpus"] is None and src["kind"] == kind
+        for split in ("train", "dev", "test"):
+            path = Path(src["files"][split]["path"])
+            assert path == (tmp_path / "data" / path.name).resolve()
+            import hashlib
+            assert src["files"][split]["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
+    cls = load_task(load_config(config)["tasks"][1])
+    assert cls.labels == ["big", "other"]
+    assert cls.splits["train"][0].tokens[-1] == "."          # tokenized: the period split off
+    pair = load_task(load_config(config)["tasks"][2])
+    assert all(ex.tokens_b for ex in pair.splits["test"])
+
+
+def test_without_a_dev_file_part_of_train_is_held_out_or_early_stopping_is_off(tmp_path):
+    spec = write_task(tmp_path, "tagging", dev=False)
+    spec["files"] = {k: str(tmp_path / v) for k, v in spec["files"].items()}
+    held = load_task(spec)
+    assert held.sizes()["dev"] == round(0.1 * 24) and held.sizes()["train"] == 24 - held.sizes()["dev"]
+    assert held.source["dev"].startswith("2 of 24 training examples held out")
+    assert [e.tokens for e in load_task(spec).splits["dev"]] == [e.tokens for e in held.splits["dev"]]
+    none = dict(spec, dev_fraction=0)
+    cfg = json.loads(write_config(tmp_path, [none]).read_text())
+    cfg["train"] = {"epochs": 3, "patience": 1, "batch_size": 8}
+    results = run_experiment(normalise_config(cfg), out=tmp_path / "r", log=lambda s: None)
+    for run in results["runs"]:
+        assert run["epochs"] == 3 and run["best_epoch"] == 3 and math.isnan(run["dev"])
+        assert 0.0 <= run["test"] <= 100.0
+    assert "no early stopping" in results["data"]["my-tagging"]["source"]["dev"]
+    saved = json.loads((tmp_path / "r" / "results.json").read_text())
+    assert all(r["dev"] is None for r in saved["runs"])            # strict JSON: NaN as null
+
+
+@pytest.mark.parametrize("kind, fmt, text, message", [
+    ("tagging", {"type": "word_tag"}, "The/at dog/nn\nA/at dog barked/vbd\n",
+     ":2: token 'dog' is not word/TAG"),
+    ("tagging", {"type": "conll", "word": 0, "label": 2}, "a\tX\tO\nb\tO\n",
+     ":2: 2 columns; the format reads column 0 (word) and 2 (label)"),
+    ("tagging", {"type": "jsonl", "text": "tokens", "label": "tags"},
+     '{"tokens": ["a", "b"], "tags": ["O", "O"]}\n{"tokens": ["a", "b"], "tags": ["O"]}\n',
+     ":2: 1 tags for 2 tokens"),
+    ("classification", {"type": "tsv", "text": 1, "label": 0}, "pos\tgood\nneg\n",
+     ":2: 1 columns, the format needs 2"),
+    ("classification", {"type": "tsv", "text": "text", "label": "label"}, "label\ttext\npos\t \n",
+     ":2: empty text"),
+    ("classification", {"type": "jsonl", "text": "text", "label": "label"},
+     '{"text": "fine", "label": "a"}\n\n{"text": "fine", "label": "a",}\n',
+     ":3: not JSON"),
+    ("classification", {"type": "jsonl", "text": ["title", "body"], "label": "label"},
+     '{"title": "x", "body": "fine", "label": "a"}\n{"body": "no title", "label": "b"}\n',
+     ":2: no field 'title'"),
+    ("pair", {"type": "jsonl", "text": "a", "text_b": "b", "label": "label"},
+     '{"a": "x", "b": "y", "label": ["l"]}\n', ":1: the label must be a single value"),
+])
+def test_malformed_lines_name_file_and_line(tmp_path, kind, fmt, text, message):
+    path = tmp_path / "train.txt"
+    path.write_text(text, encoding="utf-8")
+    spec = {"task": kind, "format": fmt, "files": {"train": str(path), "test": str(path)}}
+    with pytest.raises(TaskDataError) as err:
+        load_task(spec)
+    assert str(err.value).startswith(str(path) + ":") and message in str(err.value)
+
+
+def test_bad_specs_name_the_setting(tmp_path):
+    path = tmp_path / "t.txt"
+    path.write_text("a/b\n")
+    files = {"train": str(path), "test": str(path)}
+    with pytest.raises(TaskDataError, match="unknown task 'classifcation'"):
+        load_task({"task": "classifcation", "files": files})
+    with pytest.raises(TaskDataError, match="format conll is for tagging"):
+        load_task({"task": "classification", "format": {"type": "conll"}, "files": files})
+    with pytest.raises(TaskDataError, match="test file .*nope.txt does not exist"):
+        load_task({"task": "tagging", "format": {"type": "word_tag"},
+                   "files": {"train": str(path), "test": str(tmp_path / "nope.txt")}})
+    with pytest.raises(TaskDataError, match="unknown keys \\['max_token'\\]"):
+        load_task({"task": "tagging", "format": {"type": "word_tag"}, "files": files,
+                   "max_token": 5})
+    with pytest.raises(TaskDataError, match="format.label must be a header name or a column number"):
+        load_task({"task": "classification", "files": files,
+                   "format": {"type": "tsv", "text": 0, "label": -1}})
+    with pytest.raises(TaskDataError, match="format.word must be a column number"):
+        load_task({"task": "tagging", "files": files, "format": {"type": "conll", "word": "w"}})
+    with pytest.raises(TaskDataError, match="max_tokens is not for tagging"):
+        load_task({"task": "tagging", "format": {"type": "word_tag"}, "files": files,
+                   "max_tokens": 5})
+    with pytest.raises(TaskDataError, match="metric 'span_f1' is not for classification"):
+        load_task({"task": "classification", "metric": "span_f1", "files": files,
+                   "format": {"type": "tsv", "text": 0, "label": 1}})
+
+
+def test_results_are_not_overwritten_without_resume_or_overwrite(tmp_path, capsys):
+    config = write_config(tmp_path, [write_task(tmp_path, "tagging")],
+                          variants=[{"name": "baseline"}], train={"epochs": 1, "batch_size": 8})
+    out = tmp_path / "res"
+    assert main(["experiment", str(config), "--out", str(out), "--quiet"]) == 0
+    before = (out / "results.json").read_text()
+    assert main(["experiment", str(config), "--out", str(out), "--quiet"]) == 1
+    assert "--resume keeps its finished runs, --overwrite starts again" in capsys.readouterr().err
+    assert (out / "results.json").read_text() == before
+    assert main(["experiment", str(config), "--out", str(out), "--quiet", "--overwrite"]) == 0
+    first = json.loads((out / "results.json").read_text())["runs"]
+    assert main(["experiment", str(config), "--out", str(out), "--quiet", "--resume"]) == 0
+    assert json.loads((out / "results.json").read_text())["runs"] == first   # nothing new
+    train = tmp_path / "data" / "tagging-train.conll"                  # the data changes:
+    train.write_text(train.read_text().replace("\tO\n", "\tO\n", 1) + "\ncat\tX\tB-ani\n")
+    assert main(["experiment", str(config), "--out", str(out), "--quiet", "--resume"]) == 0
+    again = json.loads((out / "results.json").read_text())["runs"]
+    assert len(again) == 1 and again[0]["fingerprint"] != first[0]["fingerprint"]
+
+
+def _metric(name, gold, guess):
+    from elmo.tasks.metrics import METRICS
+    return 100.0 * METRICS[name](gold, guess)
+
+
+def test_saved_models_predict_what_evaluation_scored(tmp_path, capsys):
+    """save -> load -> predict on the test files gives the test scores of results.json, for
+    every kind, with and without ELMo; a second test set is scored and saved too."""
+    from elmo.tasks.models import TaskModel
+    specs = [write_task(tmp_path, kind) for kind in TASKS]
+    write_conll(tmp_path / "data" / "other.conll", 5, 77)
+    specs[0]["files"]["test_other"] = "data/other.conll"
+    config = write_config(tmp_path, specs, variants=[
+        {"name": "baseline"}, {"name": "elmo", "elmo": {}},
+        {"name": "tuned", "elmo": {"finetune": True, "positions": ["output"]}}],
+        train={"epochs": 1, "batch_size": 8})
+    out = tmp_path / "res"
+    results = run_experiment(load_config(config), out=out, log=lambda s: None, save_models=True)
+    assert len(results["runs"]) == 9
+    for run in results["runs"]:
+        folder = Path(run["saved_model"])
+        assert folder == out / "models" / run["task"] / run["variant"] / "seed-1"
+        model = TaskModel.load(folder)
+        data = load_task(load_config(config)["tasks"][[f"my-{k}" for k in TASKS].index(run["task"])])
+        for split, expected in [("test", run["test"])] + list(run.get("extra_tests", {}).items()):
+            examples = data.splits[split]
+            if data.kind == "pair":
+                texts = [(ex.tokens, ex.tokens_b) for ex in examples]
+            else:
+                texts = [ex.tokens for ex in examples]
+            guess = model.predict(texts)
+            assert _metric(run["metric"], [ex.label for ex in examples], guess) == expected, (
+                run["task"], run["variant"], split)
+    tagging = next(r for r in results["runs"] if r["task"] == "my-tagging" and r["extra_tests"])
+    assert set(tagging["extra_tests"]) == {"test_other"}
+    md = (out / "results.md").read_text()
+    assert "| my-tagging | elmo | test_other |" in md and "other.conll" in md
+    config_json = json.loads((out / "models/my-tagging/elmo/seed-1/config.json").read_text())
+    assert config_json["elmo"]["bilm"]["spec"] == "fixture" and config_json["elmo"]["bilm"]["sha256"]
+    assert config_json["elmo"]["layer_cache"] == "float16"
+    assert not any("_elmo_lstm" in k for k in _safetensor_keys(out / "models/my-tagging/elmo/seed-1"))
+    assert any("_elmo_lstm" in k for k in _safetensor_keys(out / "models/my-tagging/tuned/seed-1"))
+
+    # the command line: CoNLL for the tagger, TSV for the classifier, from a file and stdin
+    text = tmp_path / "new.txt"
+    text.write_text("the cat sat\na dog ran on the mat\n", encoding="utf-8")
+    model_dir = out / "models/my-tagging/elmo/seed-1"
+    expect = TaskModel.load(model_dir).predict([["the", "cat", "sat"], "a dog ran on the mat"])
+    assert main(["predict", str(model_dir), str(text), "--quiet"]) == 0
+    blocks = capsys.readouterr().out.split("\n\n")
+    assert [[l.split("\t")[1] for l in b.splitlines()] for b in blocks if b.strip()] == expect
+    target = tmp_path / "pred.jsonl"
+    assert main(["predict", str(out / "models/my-classification/baseline/seed-1"), str(text),
+                 "-o", str(target), "--format", "jsonl", "--quiet"]) == 0
+    recs = [json.loads(l) for l in target.read_text().splitlines()]
+    assert [r["text"] for r in recs] == ["the cat sat", "a dog ran on the mat"]
+    assert all(r["label"] in ("big", "other") for r in recs)
+    import io
+    import sys
+    monkey = pytest.MonkeyPatch()
+    monkey.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"the cat sat\tthe dog\n")))
+    assert main(["predict", str(out / "models/my-pair/elmo/seed-1"), "--quiet"]) == 0
+    monkey.undo()
+    line = capsys.readouterr().out
+    assert line.startswith("the cat sat\tthe dog\t") and line.split("\t")[2].strip() in ("overlap", "none")
+    assert main(["predict", str(out / "models/my-pair/baseline/seed-1"), str(text), "--quiet"]) == 1
+    assert f"{text}:1: a pair model needs text_a<TAB>text_b" in capsys.readouterr().err
+
+
+def _safetensor_keys(folder: Path):
+    from safetensors import safe_open
+    with safe_open(str(folder / "model.safetensors"), "pt") as f:
+        return list(f.keys())
+
+
+def test_a_changed_bilm_is_refused(tmp_path):
+    import shutil
+    import elmo
+    from elmo.tasks.models import TaskModel
+    from elmo.tasks.saved import TaskModelError
+    bilm = tmp_path / "bilm"
+    shutil.copytree(elmo.model_path("fixture"), bilm)
+    config = write_config(tmp_path, [write_task(tmp_path, "tagging")], bilm=str(bilm),
+                          variants=[{"name": "baseline"}, {"name": "elmo", "elmo": {}}],
+                          train={"epochs": 1, "batch_size": 8})
+    run_experiment(load_config(config), out=tmp_path / "res", log=lambda s: None, save_models=True)
+    folder = tmp_path / "res/models/my-tagging/elmo/seed-1"
+    moved = tmp_path / "moved"
+    bilm.rename(moved)
+    with pytest.raises(TaskModelError, match="is gone"):
+        TaskModel.load(folder)
+    assert TaskModel.load(folder, bilm=str(moved)).predict(["the cat"])[0][0] in ("O", "B-ani")
+    options = next(p for p in moved.iterdir() if p.suffix == ".json" and p.name != "metadata.json")
+    options.write_text(options.read_text() + " ")
+    with pytest.raises(TaskModelError, match="not the one this task model was trained with"):
+        TaskModel.load(folder, bilm=str(moved))
+
+
+def test_a_malformed_file_stops_the_experiment_before_any_training(tmp_path):
+    good = write_task(tmp_path, "tagging")
+    bad = write_task(tmp_path, "classification")
+    path = tmp_path / bad["files"]["test"]
+    path.write_text(path.read_text() + "big\n", encoding="utf-8")       # no text column
+    n = len(path.read_text().splitlines())
+    config = write_config(tmp_path, [good, bad])
+    logs = []
+    with pytest.raises(TaskDataError, match=f"classification-test.tsv:{n}: 1 columns"):
+        run_experiment(load_config(config), out=tmp_path / "r", log=logs.append)
+    assert not any("seed" in line for line in logs)
+    assert not (tmp_path / "r" / "results.json").exists()
+
+
+def test_relative_paths_follow_the_config_file(tmp_path):
+    from elmo.tasks.runner import resolve_paths
+    cfg = resolve_paths({"tasks": [{"task": "pos", "data_dir": "brown"},
+                                   {"task": "tagging", "files": {"train": "a/t.txt", "test": "/abs/t"}}],
+                         "embeddings": {"glove": "vectors/glove.txt"}}, tmp_path)
+    assert cfg["tasks"][0]["data_dir"] == str(tmp_path / "brown")
+    assert cfg["tasks"][1]["files"] == {"train": str(tmp_path / "a/t.txt"), "test": "/abs/t"}
+    assert cfg["embeddings"]["glove"] == str(tmp_path / "vectors/glove.txt")
+
+
+def test_glove_is_fetched_with_a_message_or_read_from_your_file(tmp_path, monkeypatch, capsys):
+    import numpy as np
+    from elmo.data import sources
+    from elmo.tasks import embeddings
+    folder = tmp_path / "glove"
+    folder.mkdir()
+    (folder / "vocab.txt").write_text("the\ncat\n")
+    np.save(folder / "vectors.npy", np.ones((2, 3), dtype=np.float32))
+    monkeypatch.setattr(embeddings, "_GLOVE_CACHE", {})
+    monkeypatch.setattr(sources, "is_ready", lambda name, home=None: False)
+    fetched = []
+    monkeypatch.setattr(sources, "get", lambda name, log=print: fetched.append(name) or folder)
+    vocab, matrix, info = embeddings.build_embeddings([["the", "dog"]], [], {"glove": None})
+    assert fetched == ["glove-50d"] and matrix.shape == (4, 3)
+    err = capsys.readouterr().err
+    assert "fetching it now" in err and "--glove PATH" in err
+    text = tmp_path / "mine.txt"
+    text.write_text("the 1 2\ncat 3 4\n")
+    vocab, matrix, info = embeddings.build_embeddings([["the"]], [], {"glove": str(text)})
+    assert matrix.shape == (3, 2) and fetched == ["glove-50d"]
+    with pytest.raises(FileNotFoundError, match="nope.txt: no such GloVe file"):
+        embeddings.build_embeddings([["the"]], [], {"glove": str(tmp_path / "nope.txt")})
