@@ -173,7 +173,7 @@ def test_missing_jieba_is_a_clear_error(monkeypatch):
     import sys
     from elmo.tokenize import TokenizerUnavailable, get_tokenizer
     monkeypatch.setitem(sys.modules, "jieba", None)   # import jieba now fails
-    with pytest.raises(TokenizerUnavailable, match="pip install 'elmo\\[zh\\]'"):
+    with pytest.raises(TokenizerUnavailable, match="pip install 'elmo-pytorch\\[zh\\]'"):
         get_tokenizer("zh")
 
 
