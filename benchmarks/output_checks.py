@@ -28,7 +28,6 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
-import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.common import random_model  # noqa: E402

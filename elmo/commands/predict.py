@@ -43,7 +43,7 @@ def _read_lines(path: str) -> List[str]:
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
-    return [l[:-1] if l.endswith("\r") else l for l in lines]
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
 def predict(args: argparse.Namespace) -> int:

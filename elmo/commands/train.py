@@ -136,7 +136,7 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("plot-curve", help="draw a training log's learning curve to PNG",
                               description="Plot training loss/perplexity and validation perplexity against "
                                           "tokens seen from one or more log.jsonl files (needs matplotlib: "
-                                          "pip install 'elmo[plots]').")
+                                          "pip install 'elmo-pytorch[plots]').")
     p.add_argument("log", nargs="+", help="log.jsonl files (or run folders)")
     p.add_argument("--output", "-o", required=True, help="PNG file to write")
     p.add_argument("--title", default=None)

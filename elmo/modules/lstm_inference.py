@@ -22,7 +22,7 @@ every batch size, so a sentence gets the same vectors alone or in a batch.
 """
 from __future__ import annotations
 
-from typing import List, Optional, Tuple
+from typing import Optional, Tuple
 
 import torch
 import torch.nn.functional as F

@@ -388,7 +388,7 @@ def run_one(prep: PreparedTask, variant: dict, seed: int, cfg: dict, pool: BiLMP
     model = build_model(data, prep.embeddings, prep.settings, elmo_features, lam)
     device = torch.device(cfg.get("device") or "cpu")
     model.to(device)
-    label_index = {l: i for i, l in enumerate(data.labels)}
+    label_index = {label: i for i, label in enumerate(data.labels)}
 
     def make(examples):
         return make_batch(examples, data.kind, prep.vocab, label_index, max_chars, cache).to(device)

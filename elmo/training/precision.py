@@ -28,9 +28,9 @@ import torch
 from ..data.corpus import expand_paths, iter_file_sentences
 from ..embedding import Embedder
 from ..runtime import set_threads
-from ..weights import atomic_write_text
+from ..io import atomic_write_text
 from .evaluate import perplexity
-from .export import load_language_model, read_metadata
+from .export import load_language_model
 
 
 def activation_differences(reference, candidate, sentences: Sequence[Sequence[str]],
@@ -54,7 +54,6 @@ def compare(reference: str | Path, candidate: str | Path, texts: Sequence[str], 
         raise ValueError("the two folders have different vocabularies")
     paths = expand_paths(texts)
     sentences = list(iter_file_sentences(paths))
-    trained = read_metadata(reference).get("train_config", {})
     settings = {"definition": "stateless"}  # every sentence from a zero state (elmo.training.evaluate)
 
     def mixed(bilm_from, softmax_from):

@@ -30,7 +30,7 @@ from ..data.corpus import CorpusStream, count_tokens, expand_paths, iter_file_se
 from ..data.lm_batches import BucketedLMBatches, PackedLMBatches
 from ..modules.softmax import Candidates, LogUniformSampler
 from ..vocab import Vocabulary
-from ..weights import atomic_write_text
+from ..io import atomic_write_text
 from . import distributed
 from .checkpoint import latest_checkpoint, load_checkpoint, rng_state, save_checkpoint, set_rng_state, writing
 from .evaluate import perplexity, reset_rows
