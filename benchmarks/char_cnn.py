@@ -22,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.common import CONFIGS, brown_sentences, brown_source, random_model, time_interleaved  # noqa: E402
 from elmo import batch_to_ids, from_pretrained  # noqa: E402
 from elmo.modules import char_cnn  # noqa: E402
+from elmo.runtime import set_threads  # noqa: E402
 
 
 def distinct_token_batches(n_tokens: int, n_batches: int = 4):
@@ -41,7 +42,7 @@ def main(argv=None) -> None:
                     help="running tokens per batch (640 = the trainer's 32 x 20)")
     ap.add_argument("--threads", type=int, default=1)
     args = ap.parse_args(argv)
-    torch.set_num_threads(args.threads)
+    set_threads(args.threads)
     bilm = random_model(args.config) if args.config in CONFIGS else from_pretrained(args.config)
     encoder = bilm.token_encoder
     brown_sentences(1)                 # loads the text, so that its source is known

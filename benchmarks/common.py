@@ -15,20 +15,10 @@ import torch
 from elmo.allocator import return_freed_memory
 
 from elmo import BiLM, ElmoOptions
+from elmo.config import preset_dict
 
-FILTERS = [[1, 32], [2, 32], [3, 64], [4, 128], [5, 256], [6, 512], [7, 1024]]
-CONFIGS: Dict[str, dict] = {
-    # The released "original" model.
-    "original": {"lstm": {"dim": 4096, "projection_dim": 512, "n_layers": 2, "cell_clip": 3, "proj_clip": 3,
-                          "use_skip_connections": True},
-                 "char_cnn": {"embedding": {"dim": 16}, "filters": FILTERS, "n_highway": 2,
-                              "n_characters": 262, "max_characters_per_token": 50, "activation": "relu"}},
-    # The released "small" model.
-    "small": {"lstm": {"dim": 1024, "projection_dim": 128, "n_layers": 2, "cell_clip": 3, "proj_clip": 3,
-                       "use_skip_connections": True},
-              "char_cnn": {"embedding": {"dim": 16}, "filters": FILTERS, "n_highway": 1,
-                           "n_characters": 262, "max_characters_per_token": 50, "activation": "relu"}},
-}
+#: The released models' shapes, as options.json sections (defined once in elmo.config).
+CONFIGS: Dict[str, dict] = {name: preset_dict(name) for name in ("original", "small")}
 
 
 def random_model(name: str, seed: int = 0) -> BiLM:

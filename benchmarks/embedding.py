@@ -36,6 +36,7 @@ from benchmarks.common import CONFIGS, brown_sentences, brown_source, random_mod
 from elmo import BiLM  # noqa: E402
 from elmo.embedding import Embedder, embed_file  # noqa: E402
 from elmo.embedding.embedder import DEFAULT_BATCH_SIZE  # noqa: E402
+from elmo.runtime import set_threads  # noqa: E402
 
 def brown_sample(n: int) -> tuple[List[List[str]], str]:
     """``n`` Brown sentences spread over the corpus, and where they came from."""
@@ -155,8 +156,7 @@ def main(argv=None) -> None:
     parser.add_argument("--warmup", type=int, default=1, help="untimed rounds first (default 1)")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
     args = parser.parse_args(argv)
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    set_threads(args.threads)
     sentences, source = brown_sample(args.sentences)
     n_tokens = sum(len(s) for s in sentences)
     from elmo.embedding import frequent_words

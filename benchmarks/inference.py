@@ -3,7 +3,8 @@
     python benchmarks/inference.py [--configs small original] [--batches 1 32 128]
 
 For each configuration (random weights) and batch size it embeds the same real Brown
-sentences with both implementations (timed in alternating rounds, medians), checks that they
+sentences with both implementations (the reference with autograd on and frozen weights, as
+AllenNLP's ElmoEmbedder runs) (timed in alternating rounds, medians), checks that they
 agree, and prints tokens/s, achieved
 GFLOP/s as a share of this machine's measured fp32 matmul rate, peak memory, and the ratios.
 FLOPs are those of the plain computation on the real tokens (padding is not counted), so a
@@ -23,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.common import (brown_sentences, flops_per_token, matmul_gflops, peak_memory_mib,  # noqa: E402
                                random_model, time_interleaved)
 from benchmarks.reference import ReferenceBiLM  # noqa: E402
+import elmo.modules.lstm as lstm_module  # noqa: E402
 from elmo import batch_to_ids  # noqa: E402
 
 
@@ -30,17 +32,24 @@ def batches_of(sentences, batch_size, n_batches):
     return [sentences[i * batch_size:(i + 1) * batch_size] for i in range(n_batches)]
 
 
-def run(config: str, batch_sizes, seconds: float, bf16: bool, sentences) -> None:
-    bilm = random_model(config)
+def run(config: str, batch_sizes, seconds: float, bf16: bool, int8: bool, sentences, n_sentences: int = 64,
+        general: bool = False) -> None:
+    # Frozen weights, as AllenNLP loads them (requires_grad=False): the reference runs with
+    # autograd enabled as its ElmoEmbedder does, and records no graph.
+    bilm = random_model(config).requires_grad_(False)
     reference = ReferenceBiLM(bilm)
     # The opt-in bf16 mode: a copy of the model with bfloat16 weights and activations.
     bilm_bf16 = copy.deepcopy(bilm).to(torch.bfloat16) if bf16 else None
+    # The opt-in int8 mode: int8 recurrent weights (elmo.modules.lstm_inference).
+    bilm_int8 = copy.deepcopy(bilm) if int8 else None
+    if int8:
+        bilm_int8.lstm.use_int8()
     per_token = flops_per_token(bilm.options)
     print(f"\n== {config}: {sum(p.numel() for p in bilm.parameters()) / 1e6:.1f}M parameters, "
           f"{per_token / 1e6:.1f} MFLOP per token")
     print(f"{'batch':>5} {'impl':>10} {'tok/s':>9} {'GFLOP/s':>8} {'% peak':>7} {'peak MiB':>9} {'ratio':>6}")
     for bs in batch_sizes:
-        n_batches = max(1, 64 // bs) if bs < 64 else 1
+        n_batches = max(1, n_sentences // bs)
         chunks = [batch_to_ids(b) for b in batches_of(sentences, bs, n_batches)]
         tokens = sum(int((c > 0).any(-1).sum()) for c in chunks)
 
@@ -54,6 +63,18 @@ def run(config: str, batch_sizes, seconds: float, bf16: bool, sentences) -> None
                 for c in chunks:
                     bilm_bf16(c)
 
+        def ours_int8():
+            with torch.no_grad():
+                for c in chunks:
+                    bilm_int8(c)
+
+        def ours_general():
+            lstm_module.SINGLE_SEQUENCE_PATH = False
+            try:
+                ours()
+            finally:
+                lstm_module.SINGLE_SEQUENCE_PATH = True
+
         def ref():
             for c in chunks:
                 reference(c)
@@ -65,6 +86,10 @@ def run(config: str, batch_sizes, seconds: float, bf16: bool, sentences) -> None
         impls = {"reference": ref, "elmo": ours}
         if bf16:
             impls["elmo-bf16"] = ours_bf16
+        if int8:
+            impls["elmo-int8"] = ours_int8
+        if general and bs == 1:
+            impls["elmo-general"] = ours_general
         timings = time_interleaved(impls, min_seconds=seconds)
         base = None
         for name, fn in impls.items():
@@ -74,12 +99,14 @@ def run(config: str, batch_sizes, seconds: float, bf16: bool, sentences) -> None
             base = base or rate
             print(f"{bs:>5} {name:>10} {rate:>9.1f} {gflops:>8.1f} {100 * gflops / PEAK:>6.1f}% "
                   f"{mem:>9.0f} {rate / base:>5.2f}x", flush=True)
-        if bf16:
+        for name, model in (("bf16", bilm_bf16), ("int8", bilm_int8)):
+            if model is None:
+                continue
             with torch.no_grad():
-                low = bilm_bf16(chunks[0])["activations"]
+                low = model(chunks[0])["activations"]
             dev = [float((x.float() - y).abs().max()) for x, y in zip(low, a)]
             scale = [float(y.abs().max()) for y in a]
-            print("      bf16 max |deviation| per layer: " +
+            print(f"      {name} max |deviation| per layer: " +
                   ", ".join(f"{d:.3g} (of max {s:.3g})" for d, s in zip(dev, scale)))
 
 
@@ -90,6 +117,12 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=2.0, help="minimum timing per measurement")
     parser.add_argument("--bf16", action="store_true",
                         help="also time the opt-in bf16 mode (the model converted with .to(torch.bfloat16))")
+    parser.add_argument("--sentences", type=int, default=64,
+                        help="sentences per timed call at batch sizes below it (default 64; one batch above)")
+    parser.add_argument("--int8", action="store_true",
+                        help="also time the opt-in int8 recurrent weights (bilm.lstm.use_int8())")
+    parser.add_argument("--general-path", action="store_true",
+                        help="at batch 1, also time the LSTM's general path (before the single-sequence path)")
     parser.add_argument("--threads", type=int, default=None)
     args = parser.parse_args()
     if args.threads:
@@ -99,7 +132,7 @@ def main() -> None:
     print(f"machine: {torch.get_num_threads()} threads, fp32 matmul {PEAK:.0f} GFLOP/s (measured now)")
     sentences = brown_sentences(limit=2000, min_len=3)
     for config in args.configs:
-        run(config, args.batches, args.seconds, args.bf16, sentences)
+        run(config, args.batches, args.seconds, args.bf16, args.int8, sentences, args.sentences, args.general_path)
 
 
 PEAK = 1.0

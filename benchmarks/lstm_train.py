@@ -22,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from elmo.modules.lstm import run_lstm_layer  # noqa: E402
 from elmo.modules.lstm_autograd import run_lstm_layer_autograd  # noqa: E402
+from elmo.runtime import set_threads  # noqa: E402
 
 
 def main() -> None:
@@ -29,7 +30,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--rounds", type=int, default=9)
     args = parser.parse_args()
-    torch.set_num_threads(args.threads)
+    set_threads(args.threads)
     torch.manual_seed(0)
     d, rows, steps, inp, hid, proj = 2, 32, 20, 128, 1024, 128
     x = torch.randn(d, rows * steps, inp) * 0.5

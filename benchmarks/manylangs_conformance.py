@@ -21,6 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import elmo  # noqa: E402
+from elmo.runtime import set_threads  # noqa: E402
 
 FIXTURE = ROOT / "tests" / "fixtures" / "elmoformanylangs"
 
@@ -31,7 +32,7 @@ def layers_of(bilm, sentences):
 
 
 def main() -> None:
-    torch.set_num_threads(1)
+    set_threads(1)
     sentences = json.loads((FIXTURE / "sentences.json").read_text(encoding="utf-8"))
     for name, expected_file in (("model", "expected.hdf5"), ("model_word", "expected_word.hdf5")):
         bilm = elmo.from_pretrained(FIXTURE / name)

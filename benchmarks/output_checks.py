@@ -28,12 +28,12 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
-import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.common import random_model  # noqa: E402
 from elmo import from_pretrained  # noqa: E402
 from elmo.embedding import embed_file, output, run  # noqa: E402
+from elmo.runtime import set_threads  # noqa: E402
 from tests.test_embedding import random_sentences  # noqa: E402
 
 
@@ -117,7 +117,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args()
-    torch.set_num_threads(args.threads)
+    set_threads(args.threads)
     ways = ["native", "no-check", "safe"]
     print(f"embed_file, defaults, {args.lines} random lines of 0-20 words, {args.rounds} rounds "
           f"(+1 untimed), {args.threads} thread(s); time relative to native (median)")

@@ -30,6 +30,7 @@ from benchmarks.common import brown_sentences, brown_source, time_interleaved  #
 from elmo import batch_to_ids, from_pretrained  # noqa: E402
 from elmo.chars import PAD_CHAR  # noqa: E402
 from elmo.modules.char_cnn import unique_rows  # noqa: E402
+from elmo.runtime import set_threads  # noqa: E402
 
 
 def main(argv=None) -> None:
@@ -38,7 +39,7 @@ def main(argv=None) -> None:
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--threads", type=int, default=1)
     args = ap.parse_args(argv)
-    torch.set_num_threads(args.threads)
+    set_threads(args.threads)
     sentences = brown_sentences(args.sentences)
     batches = [sentences[i:i + args.batch] for i in range(0, len(sentences), args.batch)]
     print(f"{len(sentences)} sentences ({brown_source()}), batches of {args.batch}, "

@@ -216,6 +216,11 @@ class ElmoOptions:
                    char_vocabulary=None if vocab is None else CharVocabularyConfig.from_dict(vocab))
 
     @classmethod
+    def preset(cls, name: str) -> "ElmoOptions":
+        """A named model shape: "small", "medium", "original" or "default" (see :data:`PRESETS`)."""
+        return preset(name)
+
+    @classmethod
     def from_file(cls, path: str | Path) -> "ElmoOptions":
         path = Path(path)
         try:
@@ -249,3 +254,38 @@ class ElmoOptions:
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, sort_keys=True)
+
+
+#: The character CNN filters of every released English model, as (width, count): 2048 channels.
+RELEASED_FILTERS = ((1, 32), (2, 32), (3, 64), (4, 128), (5, 256), (6, 512), (7, 1024))
+
+
+def _released_shape(cells: int, projection: int, n_highway: int) -> Dict[str, Any]:
+    """The options.json of a released model ``2x{cells}_{projection}_2048cnn_{n_highway}xhighway``."""
+    return {"lstm": {"dim": cells, "projection_dim": projection, "n_layers": 2, "cell_clip": 3,
+                     "proj_clip": 3, "use_skip_connections": True},
+            "char_cnn": {"embedding": {"dim": 16}, "filters": [list(f) for f in RELEASED_FILTERS],
+                         "n_highway": n_highway, "n_characters": 262, "max_characters_per_token": 50,
+                         "activation": "relu"}}
+
+
+#: Named model shapes, as options.json sections. "default" is what ``elmo train`` builds when
+#: no --options file is given (the small model's shape).
+PRESETS: Dict[str, Dict[str, Any]] = {
+    "small": _released_shape(1024, 128, 1),
+    "medium": _released_shape(2048, 256, 1),
+    "original": _released_shape(4096, 512, 2),
+}
+PRESETS["default"] = PRESETS["small"]
+
+
+def preset_dict(name: str) -> Dict[str, Any]:
+    """A fresh copy of the options.json sections of preset ``name`` (safe to edit)."""
+    if name not in PRESETS:
+        raise ConfigError(f"preset {name!r}: unknown; known presets: {', '.join(sorted(PRESETS))}")
+    return json.loads(json.dumps(PRESETS[name]))
+
+
+def preset(name: str) -> ElmoOptions:
+    """The :class:`ElmoOptions` of preset ``name`` (see :data:`PRESETS`)."""
+    return ElmoOptions.from_dict(preset_dict(name))

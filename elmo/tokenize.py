@@ -18,7 +18,7 @@ not split: one input line stays one sentence. Other apostrophes (``O'Neill``) be
 of their own.
 
 For Chinese (ELMoForManyLangs' models), :func:`tokenize_zh` segments words with jieba, an
-optional package (``pip install 'elmo[zh]'``) imported on first use; :func:`get_tokenizer`
+optional package (``pip install 'elmo-pytorch[zh]'``) imported on first use; :func:`get_tokenizer`
 picks a tokenizer by name (``elmo embed --tokenize en|zh``).
 """
 from __future__ import annotations
@@ -67,7 +67,7 @@ def _jieba():
         import jieba
     except ImportError:
         raise TokenizerUnavailable("Chinese segmentation (--tokenize zh) needs the jieba package: "
-                                   "pip install 'elmo[zh]'") from None
+                                   "pip install 'elmo-pytorch[zh]'") from None
     import logging
     jieba.setLogLevel(logging.WARNING)  # no "Building prefix dict ..." on every start
     return jieba

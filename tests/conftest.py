@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from elmo import BiLM, ElmoOptions
+from elmo.runtime import threads
 
 FIXTURES = Path(__file__).parent / "fixtures"
 ALLENNLP = FIXTURES / "allennlp-elmo"
@@ -17,10 +18,8 @@ NOSKIP = FIXTURES / "bilm-tf-noskip"
 def one_thread():
     """Tests use one torch thread: their models are tiny, and on a busy 2-core machine a second
     thread mostly waits for the first."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+    with threads(1):
+        yield
 
 
 def tiny_options(skip: bool = True, n_layers: int = 2, cells: int = 12, proj: int = 6,
@@ -57,7 +56,7 @@ NUMERICS_MODULES = {"test_conformance", "test_bilm", "test_elmo", "test_scalar_m
                     "test_lstm", "test_lstm_autograd", "test_training", "test_training_resume",
                     "test_tasks_models", "test_tasks_runner", "test_default_model",
                     "test_analysis_probes", "test_embedding", "test_allennlp_compat",
-                    "test_manylangs", "test_ship"}
+                    "test_manylangs", "test_ship", "test_lstm_inference"}
 
 
 def pytest_collection_modifyitems(config, items):

@@ -64,3 +64,25 @@ def test_missing_file_and_bad_json(tmp_path):
     bad.write_text("{\"lstm\": ")
     with pytest.raises(ConfigError, match="not valid JSON"):
         ElmoOptions.from_file(bad)
+
+
+@pytest.mark.parametrize("name", ["small", "medium", "original"])
+def test_presets_match_the_released_models(name):
+    """The presets are the shapes of the released models the hub registry describes."""
+    from elmo.hub.registry import get
+
+    opts, facts = ElmoOptions.preset(name), get(name)
+    assert (opts.lstm.dim, opts.lstm.projection_dim, opts.lstm.n_layers) == (
+        facts.lstm_dim, facts.projection_dim, facts.n_layers)
+    assert (opts.char_cnn.n_filters, opts.char_cnn.n_highway) == (facts.n_filters, facts.n_highway)
+
+
+def test_preset_copies_and_unknown_name():
+    from elmo.config import preset_dict
+
+    d = preset_dict("default")
+    d["lstm"]["dim"] = 7
+    assert ElmoOptions.preset("default") == ElmoOptions.preset("small")
+    assert ElmoOptions.preset("small").lstm.dim == 1024
+    with pytest.raises(ConfigError, match="preset 'huge'.*medium"):
+        ElmoOptions.preset("huge")

@@ -97,9 +97,10 @@ def test_estimated_sizes_follow_from_the_dimensions():
     """``~`` sizes are 4 bytes x the parameters the options imply (float32 files)."""
     import math
 
+    from elmo.config import RELEASED_FILTERS
     from elmo.weights import expected_shapes
 
-    filters = [[1, 32], [2, 32], [3, 64], [4, 128], [5, 256], [6, 512], [7, 1024]]
+    filters = [list(f) for f in RELEASED_FILTERS]
     for m in registry.MODELS.values():
         if not m.size_estimated:
             continue

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from elmo.config import LSTMConfig
 from elmo.modules import lstm as lstm_module
 from elmo.modules.lstm import BiLSTMStack, Packing, run_lstm_layer
 from elmo.modules.lstm_autograd import LSTMSequence, run_lstm_layer_autograd
@@ -110,7 +111,7 @@ def test_bilstm_stack_training_path_equals_the_per_step_path(monkeypatch):
     """The whole stack: both directions with their own inputs, skip connections, dropout off,
     a carried state in and the final state out, variable lengths."""
     torch.manual_seed(0)
-    stack = BiLSTMStack(I, H, P, n_layers=2, cell_clip=0.5, proj_clip=0.5).double()
+    stack = BiLSTMStack(LSTMConfig(H, P, n_layers=2, cell_clip=0.5, proj_clip=0.5), input_dim=I).double()
     lengths = torch.tensor([4, 1, 0, 4, 2])
     x = torch.randn(5, 4, I, dtype=torch.float64, requires_grad=True)
     xb = torch.randn(5, 4, I, dtype=torch.float64, requires_grad=True)
@@ -138,7 +139,7 @@ def test_training_uses_the_fast_path_and_inference_does_not(monkeypatch):
     calls = []
     original = LSTMSequence.apply
     monkeypatch.setattr(LSTMSequence, "apply", lambda *a: calls.append(1) or original(*a))
-    stack = BiLSTMStack(I, H, P, n_layers=2)
+    stack = BiLSTMStack(LSTMConfig(H, P, n_layers=2, cell_clip=None, proj_clip=None), input_dim=I)
     x = torch.randn(3, 4, I)
     with torch.no_grad():
         stack(x, torch.tensor([4, 2, 1]))

@@ -6,7 +6,6 @@ computed for 40 sentences. Its stated tolerance: numpy.allclose(rtol=1e-5, atol=
 """
 import json
 import shutil
-from pathlib import Path
 
 import h5py
 import numpy as np
@@ -151,7 +150,7 @@ def test_token_cache_gives_the_same_vectors():
 
 # ---------------------------------------------------------------------- Chinese
 def test_jieba_segments_raw_chinese(tmp_path):
-    pytest.importorskip("jieba", reason="jieba is not installed (pip install 'elmo[zh]')")
+    pytest.importorskip("jieba", reason="jieba is not installed (pip install 'elmo-pytorch[zh]')")
     from elmo.tokenize import tokenize_zh
     assert tokenize_zh("我爱北京天安门") == ["我", "爱", "北京", "天安门"]
     assert tokenize_zh("  北京 ") == ["北京"]
@@ -174,7 +173,7 @@ def test_missing_jieba_is_a_clear_error(monkeypatch):
     import sys
     from elmo.tokenize import TokenizerUnavailable, get_tokenizer
     monkeypatch.setitem(sys.modules, "jieba", None)   # import jieba now fails
-    with pytest.raises(TokenizerUnavailable, match="pip install 'elmo\\[zh\\]'"):
+    with pytest.raises(TokenizerUnavailable, match="pip install 'elmo-pytorch\\[zh\\]'"):
         get_tokenizer("zh")
 
 
@@ -262,6 +261,15 @@ def test_key_missing_in_the_pkl(tmp_path, capsys):
     state["extra"] = torch.zeros(1)
     torch.save(state, folder / "encoder.pkl")
     with pytest.raises(WeightFileError, match="encoder.pkl: unexpected key 'extra'"):
+        elmo.from_pretrained(folder)
+
+
+def test_non_finite_weights_in_the_pkl(tmp_path):
+    folder = copy_model(tmp_path)
+    state = torch.load(folder / "encoder.pkl", map_location="cpu", weights_only=True)
+    state["forward_layer_0.state_projection.weight"][3, 5] = float("nan")
+    torch.save(state, folder / "encoder.pkl")
+    with pytest.raises(WeightFileError, match="encoder.pkl: key 'forward_layer_0.state_projection.weight'.*"):
         elmo.from_pretrained(folder)
 
 

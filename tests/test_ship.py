@@ -81,4 +81,4 @@ def test_precision_compare(exported, tmp_path):
     assert half["activations"][0]["max_abs_diff"] > 0
     assert half["perplexity"]["candidate"]["ppl"] != half["perplexity"]["reference"]["ppl"]
     assert half["perplexity"]["reference"]["relative_change"]["ppl"] == 0.0
-    assert half["tokens"] == sum(len(l.split()) for l in held.read_text().splitlines())
+    assert half["tokens"] == sum(len(line.split()) for line in held.read_text().splitlines())

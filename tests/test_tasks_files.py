@@ -258,11 +258,11 @@ def test_saved_models_predict_what_evaluation_scored(tmp_path, capsys):
     expect = TaskModel.load(model_dir).predict([["the", "cat", "sat"], "a dog ran on the mat"])
     assert main(["predict", str(model_dir), str(text), "--quiet"]) == 0
     blocks = capsys.readouterr().out.split("\n\n")
-    assert [[l.split("\t")[1] for l in b.splitlines()] for b in blocks if b.strip()] == expect
+    assert [[line.split("\t")[1] for line in b.splitlines()] for b in blocks if b.strip()] == expect
     target = tmp_path / "pred.jsonl"
     assert main(["predict", str(out / "models/my-classification/baseline/seed-1"), str(text),
                  "-o", str(target), "--format", "jsonl", "--quiet"]) == 0
-    recs = [json.loads(l) for l in target.read_text().splitlines()]
+    recs = [json.loads(line) for line in target.read_text().splitlines()]
     assert [r["text"] for r in recs] == ["the cat sat", "a dog ran on the mat"]
     assert all(r["label"] in ("big", "other") for r in recs)
     import io

@@ -81,7 +81,7 @@ def test_padding_does_not_change_predictions(kind, extra):
     bilm = elmo.from_pretrained("fixture")
     model = build_model(task, emb, _settings(**extra),
                         ElmoFeatures(bilm, ["input", "output"]), lam=0.0).eval()
-    index = {l: i for i, l in enumerate(task.labels)}
+    index = {label: i for i, label in enumerate(task.labels)}
     examples = task.splits["test"][:6]
     together = model.predict(make_batch(examples, kind, vocab, index, 50))
     alone = [model.predict(make_batch([e], kind, vocab, index, 50))[0] for e in examples]
@@ -92,7 +92,7 @@ def test_tagger_learns_an_easy_task_and_crf_too():
     task = _tiny_task("tagging")
     vocab, emb, _ = build_embeddings([e.tokens for e in task.splits["train"]], [],
                                      {"random_dim": 8})
-    index = {l: i for i, l in enumerate(task.labels)}
+    index = {label: i for i, label in enumerate(task.labels)}
 
     def make(examples):
         return make_batch(examples, "tagging", vocab, index, 50)
@@ -132,7 +132,7 @@ def test_pair_classifier_learns_a_task_that_needs_both_texts():
                     {"train": [ex() for _ in range(400)], "dev": [ex() for _ in range(60)],
                      "test": [ex() for _ in range(100)]})
     vocab, emb, _ = build_embeddings([e.tokens for e in task.splits["train"]], [], {"random_dim": 8})
-    index = {l: i for i, l in enumerate(task.labels)}
+    index = {label: i for i, label in enumerate(task.labels)}
 
     def make(examples):
         return make_batch(examples, "pair", vocab, index, 50)

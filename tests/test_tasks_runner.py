@@ -162,7 +162,7 @@ elmo = {{ positions = ["output"], finetune = true, lambda = 1.0 }}
     assert [r["test"] for r in again["runs"]] == first
     table = tmp_path / "table.md"
     assert main(["experiment-table", str(out), str(out / "results.json"), "-o", str(table)]) == 0
-    rows = [l for l in table.read_text().splitlines() if l.startswith("| ablate | pos |")]
+    rows = [line for line in table.read_text().splitlines() if line.startswith("| ablate | pos |")]
     assert len(rows) == 6                                  # 3 variants, listed twice
     assert any("| output | all | 1 |" in r and "| yes |" in r for r in rows)
 

@@ -22,14 +22,6 @@ from elmo.vocab import Vocabulary
 from training_helpers import FIXTURE, tiny_config, tiny_model_options, write_toy_corpus
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny models: threads only add overhead
-    yield
-    torch.set_num_threads(old)
-
-
 @pytest.fixture(scope="module")
 def toy(tmp_path_factory):
     return write_toy_corpus(tmp_path_factory.mktemp("toy"))

@@ -11,7 +11,6 @@ import time
 from pathlib import Path
 
 import pytest
-import torch
 
 from elmo.training.checkpoint import latest_checkpoint, list_checkpoints, load_checkpoint
 from elmo.training.resume import ResumeMismatch
@@ -32,7 +31,6 @@ def _final_params(run: Path, step: int) -> dict:
 
 def test_stop_and_resume_in_process_is_exact(tmp_path):
     train_txt, _, vocab_txt = write_toy_corpus(tmp_path / "toy", n_train=200)
-    torch.set_num_threads(1)
     common = dict(max_steps=24, checkpoint_every=5, dropout=0.2, n_negative=8, keep_checkpoints=2,
                   state_reset_every=4)
     train(tiny_config(tmp_path / "straight", train_txt, vocab_txt, **common))

@@ -25,14 +25,6 @@ from elmo.training.trainer import train
 from training_helpers import tiny_config, write_toy_corpus
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
-
-
 @pytest.fixture(scope="module")
 def toy(tmp_path_factory):
     return write_toy_corpus(tmp_path_factory.mktemp("toy"), n_train=120, n_heldout=30)

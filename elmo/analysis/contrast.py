@@ -141,7 +141,7 @@ def probe_halves(vecs: Dict[Tuple[str, ...], np.ndarray], items: Sequence[Contra
     half = len(pairs) // 2
     halves = [set(pairs[:half]), set(pairs[half:])]
     labels = sorted({it.label_a for it in items} | {it.label_b for it in items})
-    lid = {l: i for i, l in enumerate(labels)}
+    lid = {label: i for i, label in enumerate(labels)}
     acc, pair_acc = [], []
     for train_half, test_half in ((halves[0], halves[1]), (halves[1], halves[0])):
         x, y = [], []

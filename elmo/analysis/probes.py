@@ -11,7 +11,6 @@ linear map, as a task model would; its softmax weights say which layers the prob
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -19,6 +18,7 @@ import numpy as np
 import torch
 
 from ..modules import ScalarMix
+from ..runtime import threads as _threads
 from .stats import bootstrap_interval, paired_bootstrap, verdict
 from .vectors import embed_layers
 
@@ -62,17 +62,6 @@ def _features(x: torch.Tensor, mean, std, mix: Optional[ScalarMix]) -> torch.Ten
 #: Problems smaller than this (rows x features x classes) are fit on one thread: thread
 #: start-up and contention cost more than they save there.
 SMALL_PROBLEM = 2e7
-
-
-@contextmanager
-def _threads(n: int):
-    """Run the block with ``n`` torch threads, then restore the previous number."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 def train_probe(x: np.ndarray, y: Sequence[int], n_classes: int, l2: float = 1e-3,

@@ -90,14 +90,13 @@ def register(subparsers) -> None:
 def analyze(args: argparse.Namespace) -> int:
     from ..allocator import keep_freed_memory
     from ..analysis.report import AnalysisConfig, run_analysis
+    from ..runtime import set_threads
 
     # The probes' L-BFGS allocates and frees the same (tokens x width) tensors, 100 MB and
     # more, at every step; handed back to the system each time, their page faults cost as
     # much as the arithmetic (the mix probe ran in half the time with this).
     keep_freed_memory(mmap_threshold=2 ** 30)
-    if args.threads:
-        import torch
-        torch.set_num_threads(args.threads)
+    set_threads(args.threads)
     config = AnalysisConfig(**{k: getattr(args, k) for k in AnalysisConfig.__dataclass_fields__})
     out = Path(args.out) if args.out else Path("experiments") / "analysis" / Path(args.model).name
     if args.report_only:

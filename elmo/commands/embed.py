@@ -57,7 +57,7 @@ def register(subparsers) -> None:
                       help="split raw text into tokens instead of on whitespace: en (the default "
                            "when no name is given) splits punctuation and clitics off as in the "
                            "training data; zh segments Chinese words with jieba "
-                           "(pip install 'elmo[zh]'). Without it, pre-segmented text is taken as is")
+                           "(pip install 'elmo-pytorch[zh]'). Without it, pre-segmented text is taken as is")
     text.add_argument("--errors", choices=["strict", "replace"], default="strict",
                       help="bytes that are not UTF-8: an error naming the line, or replaced by "
                            "U+FFFD (default: strict)")
@@ -124,10 +124,9 @@ def command_line(args: argparse.Namespace) -> str:
 def embed(args: argparse.Namespace) -> int:
     from ..embedding import embed_file
     from ..embedding.run import distributed_rank
+    from ..runtime import set_threads
 
-    if args.threads:
-        import torch
-        torch.set_num_threads(args.threads)
+    set_threads(args.threads)
 
     output = embed_file(
         args.input, args.output, args.model, layers=args.layers, gamma=args.gamma,

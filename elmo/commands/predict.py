@@ -43,17 +43,16 @@ def _read_lines(path: str) -> List[str]:
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
-    return [l[:-1] if l.endswith("\r") else l for l in lines]
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
 def predict(args: argparse.Namespace) -> int:
-    import torch
-
     from ..tasks.models import TaskModel
     from ..tasks.saved import predict_examples, to_examples
     from ..io import atomic_write_text
+    from ..runtime import set_threads
 
-    torch.set_num_threads(max(1, args.threads))
+    set_threads(max(1, args.threads))
     model = TaskModel.load(args.model, bilm=args.bilm)
     kind = model.saved.kind
     fmt = args.format or ("conll" if kind == "tagging" else "tsv")

@@ -7,9 +7,6 @@ import argparse
 import json
 import sys
 
-#: The original's small ELMo model (1024 cells, projection 128, 2048 filters).
-SMALL_FILTERS = [[1, 32], [2, 32], [3, 64], [4, 128], [5, 256], [6, 512], [7, 1024]]
-
 
 def _filters(text: str):
     """'1:32,2:32,3:64' -> [[1, 32], [2, 32], [3, 64]]."""
@@ -139,7 +136,7 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("plot-curve", help="draw a training log's learning curve to PNG",
                               description="Plot training loss/perplexity and validation perplexity against "
                                           "tokens seen from one or more log.jsonl files (needs matplotlib: "
-                                          "pip install 'elmo[plots]').")
+                                          "pip install 'elmo-pytorch[plots]').")
     p.add_argument("log", nargs="+", help="log.jsonl files (or run folders)")
     p.add_argument("--output", "-o", required=True, help="PNG file to write")
     p.add_argument("--title", default=None)
@@ -147,21 +144,15 @@ def register(subparsers) -> None:
 
 
 def _threads(args) -> None:
-    if getattr(args, "threads", None):
-        import torch
-        torch.set_num_threads(args.threads)
+    from ..runtime import set_threads
+
+    set_threads(getattr(args, "threads", None))
 
 
 def _model_options(args) -> dict:
-    from ..config import ElmoOptions
+    from ..config import ElmoOptions, preset_dict
 
-    if args.options:
-        opts = ElmoOptions.from_file(args.options).to_dict()
-    else:
-        opts = {"lstm": {"dim": 1024, "projection_dim": 128, "n_layers": 2, "cell_clip": 3, "proj_clip": 3,
-                         "use_skip_connections": True},
-                "char_cnn": {"embedding": {"dim": 16}, "filters": SMALL_FILTERS, "n_highway": 1,
-                             "n_characters": 262, "max_characters_per_token": 50, "activation": "relu"}}
+    opts = ElmoOptions.from_file(args.options).to_dict() if args.options else preset_dict("default")
     lstm, cnn = opts["lstm"], opts["char_cnn"]
     for flag, key in (("dim", "dim"), ("projection_dim", "projection_dim"), ("n_layers", "n_layers")):
         if getattr(args, flag) is not None:
@@ -203,35 +194,34 @@ def vocab_build(args) -> int:
     return 0
 
 
-def train(args) -> int:
+def _run_job(command: str, job) -> int:
+    """Run a training job and print its summary as JSON; a failed write is one line, exit 1."""
     from ..training.checkpoint import RunWriteError
-    from ..training.trainer import train as run
 
-    _threads(args)
-    cfg = _run_config(args, train=list(args.corpus), vocab=args.vocab, output=args.output,
-                      options=_model_options(args), valid=list(args.valid))
     try:
-        summary = run(cfg)
+        summary = job()
     except RunWriteError as e:  # e.g. a full disk: one line, the previous checkpoint is kept
-        print(f"elmo train: error: {e}", file=sys.stderr)
+        print(f"elmo {command}: error: {e}", file=sys.stderr)
         return 1
     print(json.dumps(summary, indent=2, default=str))
     return 0
 
 
+def train(args) -> int:
+    from ..training.trainer import train as run
+
+    _threads(args)
+    cfg = _run_config(args, train=list(args.corpus), vocab=args.vocab, output=args.output,
+                      options=_model_options(args), valid=list(args.valid))
+    return _run_job("train", lambda: run(cfg))
+
+
 def finetune(args) -> int:
-    from ..training.checkpoint import RunWriteError
     from ..training.finetune import finetune as run
 
     _threads(args)
     cfg = _run_config(args, train=list(args.text), vocab="", output=args.output, init_from=args.init_from)
-    try:
-        report = run(cfg, heldout=args.heldout, heldout_every=args.heldout_every)
-    except RunWriteError as e:
-        print(f"elmo finetune: error: {e}", file=sys.stderr)
-        return 1
-    print(json.dumps(report, indent=2, default=str))
-    return 0
+    return _run_job("finetune", lambda: run(cfg, heldout=args.heldout, heldout_every=args.heldout_every))
 
 
 def perplexity(args) -> int:

@@ -1,7 +1,7 @@
 """``elmo demo``: what a contextual representation changes, measured on the bundled model.
 
 Three measurements, each in its own module: the senses of "bank" (:mod:`.senses`), the
-contextual and static neighbours of "play" (:mod:`.neighbours`), and how much a swap of
+contextual and static neighbours of "play" (:mod:`.neighbors`), and how much a swap of
 who-did-what-to-whom moves the vectors beside a change of topic (:mod:`.relations`).
 :mod:`.main` runs and prints them; :mod:`.data` reads the bundled corpus sample and GloVe
 subset that :mod:`.build_data` writes.

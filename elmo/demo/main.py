@@ -12,14 +12,14 @@ def run_demo(model: Optional[str] = None, threads: Optional[int] = 1) -> None:
     threads (None: leave torch's setting)."""
     from .. import DEFAULT_MODEL, from_pretrained
     from ..embedding import Embedder
+    from ..runtime import set_threads
     from . import data as demo_data
-    from .neighbours import play_neighbours, print_neighbours
+    from .neighbors import play_neighbors, print_neighbors
     from .relations import print_relations, relation_vs_topic
     from .senses import print_senses, sense_similarity
 
     start = time.perf_counter()
-    if threads:
-        torch.set_num_threads(threads)
+    set_threads(threads)
     name = model or DEFAULT_MODEL
     bilm = from_pretrained(name)
     embedder = Embedder(bilm, batch_size=64)
@@ -31,7 +31,7 @@ def run_demo(model: Optional[str] = None, threads: Optional[int] = 1) -> None:
     print_senses(sense_similarity(bilm))
     print()
     data = demo_data.load()
-    print_neighbours(play_neighbours(embedder, data), data)
+    print_neighbors(play_neighbors(embedder, data), data)
     print()
     print_relations(relation_vs_topic(embedder))
     print()

@@ -149,7 +149,9 @@ class Embedder:
         if max(len(t) for t in tokens) == 0:  # only empty sentences: nothing to run
             empty = np.zeros((n_kept, 0, self.dim), dtype=dtype)
             return [PieceOutput(p.sentence, 0, empty) for p in batch]
-        ids = self.bilm.token_ids(tokens).to(self.device)           # the model's own ids
+        ids = self.bilm.token_ids(tokens)                            # the model's own ids
+        # pinned host memory: the copy to a GPU does not wait for the work queued before it
+        ids = ids.pin_memory().to(self.device, non_blocking=True) if self.device.type == "cuda" else ids.to(self.device)
         activations = self.bilm(ids)["activations"]                 # L + 1 of (B, T, D)
         reduced = selection.reduce(torch.stack(activations))        # (K, B, T, D)
         array = reduced.to(torch.float32).cpu().numpy().astype(dtype, copy=False)

@@ -18,7 +18,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Dict, Mapping
 
-from ..weights import WeightFileError, atomic_write_text
+from ..io import atomic_write_text
+from ..weights import WeightFileError
 
 #: The token a whitespace-only entry is read as.
 WHITESPACE_TOKEN = "\u3000"

@@ -36,7 +36,7 @@ import torch
 
 from ..config import ConfigError, ElmoOptions, _take
 from ..modules.bilm import BiLM
-from ..weights import WeightFileError
+from ..weights import WeightFileError, check_finite
 from .dictionary import read_dictionary
 from .vocabulary import CHAR_DIC, WORD_DIC, CharVocabulary
 
@@ -172,6 +172,7 @@ def check_state_dict(path: Path, state: Mapping[str, torch.Tensor],
         if tuple(value.shape) != shape:
             raise WeightFileError(f"{path}: key '{name}' has shape {tuple(value.shape)}, "
                                   f"expected {shape}")
+        check_finite(value, f"{path}: key '{name}'")
     extra = [k for k in state if k not in expected]
     if extra:
         raise WeightFileError(f"{path}: unexpected key '{extra[0]}'"

@@ -76,8 +76,7 @@ class BiLM(nn.Module):
             self.token_encoder = CharCNN(options.char_cnn, lstm.projection_dim, id_scheme,
                                          n_char_rows=sizes[0], n_word_rows=sizes[1],
                                          word_dim=vocab.word_dim)
-        self.lstm = BiLSTMStack(lstm.projection_dim, lstm.dim, lstm.projection_dim, lstm.n_layers,
-                                lstm.cell_clip, lstm.proj_clip, lstm.use_skip_connections)
+        self.lstm = BiLSTMStack(lstm)
         self.stateful = stateful
         self._states: Optional[List[LayerState]] = None
 

@@ -20,6 +20,7 @@ Speed (the outputs are the same function as the plain computation):
 """
 from __future__ import annotations
 
+import contextlib
 from typing import Optional, Sequence
 
 import torch
@@ -103,6 +104,22 @@ def length_groups(lengths: torch.Tensor, extra: int,
         index = ((lengths >= values[lo]) & (lengths <= values[hi - 1])).nonzero().squeeze(1)
         groups.append((index, values[hi - 1] + extra))
     return groups
+
+
+@contextlib.contextmanager
+def _full_precision_convolutions(x: torch.Tensor):
+    """On CUDA, float32 convolutions in full float32: cuDNN uses TF32 by default (10-bit
+    mantissas), which moves the token vectors far beyond the conformance tolerance. The
+    setting is restored afterwards; other devices and dtypes are left alone."""
+    if x.device.type != "cuda" or x.dtype != torch.float32:
+        yield
+        return
+    before = torch.backends.cudnn.allow_tf32
+    torch.backends.cudnn.allow_tf32 = False
+    try:
+        yield
+    finally:
+        torch.backends.cudnn.allow_tf32 = before
 
 
 class Highway(nn.Module):
@@ -211,7 +228,8 @@ class CharCNN(nn.Module):
         chars = self.char_embedding(ids[:, :min(ids.shape[1], keep)]).transpose(1, 2)  # (N, d, keep)
         # max with indices, not amax: its backward scatters into one position per filter
         # instead of comparing the whole (N, n_w, width) map with the maximum again
-        return torch.cat([conv(chars).max(dim=2).values for conv in self.convolutions], dim=1)
+        with _full_precision_convolutions(chars):
+            return torch.cat([conv(chars).max(dim=2).values for conv in self.convolutions], dim=1)
 
     def forward(self, char_ids: torch.Tensor) -> torch.Tensor:
         """char_ids: (B, T, C) long, zeros at padded positions -> (B, T, output_dim)."""

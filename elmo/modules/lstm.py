@@ -11,7 +11,8 @@ The state carried from step to step is (c_t, h_t), c of width H and h of width P
 
 Speed: the input products x_t W_ih of many time steps are one matrix multiply; the forward
 and backward directions step together (one batched multiply per step for both); sequences are
-packed by length, so padded positions are never computed.
+packed by length, so padded positions are never computed. Without autograd, one sequence
+(batch-1 inference) takes the allocation-free path of :mod:`elmo.modules.lstm_inference`.
 """
 from __future__ import annotations
 
@@ -22,7 +23,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..config import LSTMConfig
 from .lstm_autograd import run_lstm_layer_autograd, wants_fast_path
+from .lstm_inference import Int8Weights, run_single_sequence
 
 # A layer's state for both directions: c (2, B, H) and h (2, B, P); direction 0 is forward.
 LayerState = Tuple[torch.Tensor, torch.Tensor]
@@ -52,6 +55,18 @@ class BiLSTMLayer(nn.Module):
             for direction in w:
                 nn.init.xavier_uniform_(direction)
         nn.init.zeros_(self.bias)
+
+    def int8_weights(self) -> Optional[Tuple[Int8Weights, Int8Weights]]:
+        """The opt-in int8 (W_hh, W_proj) when enabled with :meth:`BiLSTMStack.use_int8`, else None.
+
+        Quantized again whenever a weight has changed since (so they never go stale)."""
+        if not getattr(self, "_int8_enabled", False):
+            return None
+        key = tuple((p.data_ptr(), p._version, p.device) for p in (self.weight_hh, self.weight_proj))
+        if getattr(self, "_int8_key", None) != key:
+            self._int8 = (Int8Weights(self.weight_hh), Int8Weights(self.weight_proj))
+            self._int8_key = key
+        return self._int8
 
     def effective_bias(self) -> torch.Tensor:
         """The stored bias with the forget gate's +1: (2, 4H)."""
@@ -96,6 +111,18 @@ class Packing:
 INPUT_CHUNK_STEPS = 32
 
 
+#: Whether one sequence without autograd takes lstm_inference's path (benchmarks switch it off
+#: to time the general path).
+SINGLE_SEQUENCE_PATH = True
+
+
+def _autocast_on(device_type: str) -> bool:
+    try:
+        return torch.is_autocast_enabled(device_type)
+    except TypeError:  # PyTorch before 2.4: no device argument
+        return torch.is_autocast_cpu_enabled() if device_type == "cpu" else torch.is_autocast_enabled()
+
+
 def _batched_product(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
     """x (D, bs, K) @ weight (D, K, N) -> (D, bs, N).
 
@@ -109,7 +136,8 @@ def _batched_product(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
 
 def run_lstm_layer(layer_input: torch.Tensor, weight_ih: torch.Tensor, bias: torch.Tensor,
                    batch_sizes: List[int], weight_hh: torch.Tensor, weight_proj: torch.Tensor,
-                   state: LayerState, cell_clip: Optional[float], proj_clip: Optional[float]
+                   state: LayerState, cell_clip: Optional[float], proj_clip: Optional[float],
+                   int8: Optional[Tuple[Int8Weights, Int8Weights]] = None
                    ) -> Tuple[torch.Tensor, LayerState]:
     """Step D directions of one layer over packed sequences.
 
@@ -119,12 +147,18 @@ def run_lstm_layer(layer_input: torch.Tensor, weight_ih: torch.Tensor, bias: tor
         batch_sizes: rows running at each step (non-increasing, sums to N).
         weight_hh: (D, P, 4H). weight_proj: (D, H, P).
         state: initial (c (D, B, H), h (D, B, P)) in sorted row order.
+        int8: opt-in int8 (W_hh, W_proj) for the products with the state (see
+            :mod:`elmo.modules.lstm_inference`); None for the float weights.
 
     Returns:
         outputs (D, N, P) packed, and the final state (c, h) in sorted row order; rows that
         never run keep their initial state.
     """
     c, h = state
+    if (SINGLE_SEQUENCE_PATH and not torch.is_grad_enabled() and h.shape[1] == 1 and batch_sizes
+            and layer_input.dtype == weight_hh.dtype and not _autocast_on(h.device.type)):
+        return run_single_sequence(layer_input, weight_ih, bias, weight_hh, weight_proj, state,
+                                   cell_clip, proj_clip, int8)
     outputs, finished_c, finished_h = [], [], []
     offset = chunk_end = 0
     step_inputs: List[torch.Tensor] = []
@@ -141,12 +175,13 @@ def run_lstm_layer(layer_input: torch.Tensor, weight_ih: torch.Tensor, bias: tor
             finished_c.append(c[:, bs:])
             finished_h.append(h[:, bs:])
             c, h = c[:, :bs], h[:, :bs]
-        gates = _batched_product(h, weight_hh) + step_inputs.pop()
+        gates = (_batched_product(h, weight_hh) if int8 is None else int8[0].product(h)) + step_inputs.pop()
         i, j, f, o = gates.chunk(4, dim=-1)
         c = torch.sigmoid(i) * torch.tanh(j) + torch.sigmoid(f) * c
         if cell_clip is not None:
             c = c.clamp(-cell_clip, cell_clip)
-        h = _batched_product(torch.sigmoid(o) * torch.tanh(c), weight_proj)
+        hidden = torch.sigmoid(o) * torch.tanh(c)
+        h = _batched_product(hidden, weight_proj) if int8 is None else int8[1].product(hidden)
         if proj_clip is not None:
             h = h.clamp(-proj_clip, proj_clip)
         outputs.append(h)
@@ -162,22 +197,47 @@ def run_lstm_layer(layer_input: torch.Tensor, weight_ih: torch.Tensor, bias: tor
 
 
 class BiLSTMStack(nn.Module):
-    """A forward and a backward stack of ``n_layers`` projected LSTM layers.
+    """A forward and a backward stack of ``config.n_layers`` projected LSTM layers.
 
-    Layer j >= 1 adds its input to its output when ``use_skip_connections`` is set.
-    ``dropout`` (training only) drops each layer's input, as the original trainer does.
+    Args:
+        config: the ``lstm`` section of the options (cells H, projection P, layers, clips,
+            skip connections).
+        input_dim: width I of the first layer's input; P (the token vectors) when None.
+        dropout: (training only) drops each layer's input, as the original trainer does.
+
+    Layer j >= 1 adds its input to its output when ``config.use_skip_connections`` is set.
     """
 
-    def __init__(self, input_dim: int, cell_dim: int, projection_dim: int, n_layers: int,
-                 cell_clip: Optional[float] = None, proj_clip: Optional[float] = None,
-                 use_skip_connections: bool = True, dropout: float = 0.0):
+    def __init__(self, config: LSTMConfig, input_dim: Optional[int] = None, dropout: float = 0.0):
         super().__init__()
-        self.cell_dim, self.projection_dim, self.n_layers = cell_dim, projection_dim, n_layers
-        self.cell_clip, self.proj_clip = cell_clip, proj_clip
-        self.use_skip_connections = use_skip_connections
+        self.config = config
+        self.cell_dim, self.projection_dim, self.n_layers = config.dim, config.projection_dim, config.n_layers
+        self.cell_clip, self.proj_clip = config.cell_clip, config.proj_clip
+        self.use_skip_connections = config.use_skip_connections
         self.dropout = dropout
-        dims = [input_dim] + [projection_dim] * (n_layers - 1)
-        self.layers = nn.ModuleList(BiLSTMLayer(d, cell_dim, projection_dim) for d in dims)
+        dims = [config.projection_dim if input_dim is None else input_dim] + [self.projection_dim] * (self.n_layers - 1)
+        self.layers = nn.ModuleList(BiLSTMLayer(d, self.cell_dim, self.projection_dim) for d in dims)
+
+    def use_int8(self, enabled: bool = True) -> None:
+        """Opt in (or out) of int8 recurrent weights for inference (no autograd).
+
+        W_hh and W_proj are multiplied as int8 with a float scale per row and the state rounded
+        to bfloat16 (see :mod:`elmo.modules.lstm_inference`): about a quarter of the memory
+        traffic of a batch-1 step, at the cost of a small, measured deviation. Off by default.
+        """
+        from .lstm_inference import int8_supported
+        device = self.layers[0].weight_hh.device
+        if enabled and not int8_supported(device):
+            raise RuntimeError(f"int8 weights need torch._weight_int8pack_mm on {device}, which this "
+                               f"PyTorch {torch.__version__} lacks; use float32 or bfloat16 weights")
+        for layer in self.layers:
+            layer._int8_enabled = enabled
+            layer._int8_key = None
+            layer._int8 = None
+
+    @property
+    def int8_enabled(self) -> bool:
+        return bool(getattr(self.layers[0], "_int8_enabled", False))
 
     def zero_state(self, batch_size: int, like: torch.Tensor) -> List[LayerState]:
         """A zero state for each layer: c (2, B, H), h (2, B, P)."""
@@ -204,6 +264,9 @@ class BiLSTMStack(nn.Module):
             length; and the final state per layer (rows of length 0 keep their state).
         """
         batch, steps, _ = inputs.shape
+        if self.int8_enabled and torch.is_grad_enabled():
+            raise RuntimeError("int8 LSTM weights are for inference: run under torch.no_grad() "
+                               "or call use_int8(False) first")
         if state is None:
             state = self.zero_state(batch, inputs)
         packing = Packing.from_lengths(lengths, steps)
@@ -221,12 +284,14 @@ class BiLSTMStack(nn.Module):
             layer_input = F.dropout(x, self.dropout, self.training) if self.dropout > 0 else x
             c0, h0 = state[j]
             # training: the whole sequence as one autograd function (lstm_autograd.py)
-            run = run_lstm_layer_autograd if wants_fast_path(layer_input, layer.weight_hh) else run_lstm_layer
-            packed, (c, h) = run(
-                layer_input, layer.weight_ih.transpose(1, 2), layer.effective_bias()[:, None],
-                packing.batch_sizes, layer.weight_hh.transpose(1, 2),
-                layer.weight_proj.transpose(1, 2), (c0[:, order], h0[:, order]),
-                self.cell_clip, self.proj_clip)
+            args = (layer_input, layer.weight_ih.transpose(1, 2), layer.effective_bias()[:, None],
+                    packing.batch_sizes, layer.weight_hh.transpose(1, 2),
+                    layer.weight_proj.transpose(1, 2), (c0[:, order], h0[:, order]),
+                    self.cell_clip, self.proj_clip)
+            if wants_fast_path(layer_input, layer.weight_hh):
+                packed, (c, h) = run_lstm_layer_autograd(*args)
+            else:  # inference (and autocast): int8 weights when opted in
+                packed, (c, h) = run_lstm_layer(*args, int8=layer.int8_weights())
             if self.use_skip_connections and j > 0:
                 packed = packed + layer_input
             x = packed

@@ -109,7 +109,6 @@ class LSTMSequence(torch.autograd.Function):
         weight_hh, weight_proj, c0, h0, acts, cells, tanh_c, cell_out, hs, c_mask, h_mask = ctx.saved_tensors
         sizes = ctx.batch_sizes
         d, n, four_h = acts.shape
-        hid = four_h // 4
         offsets = [0]
         for bs in sizes[:-1]:
             offsets.append(offsets[-1] + bs)

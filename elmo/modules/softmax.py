@@ -79,13 +79,23 @@ class LogUniformSampler:
         ``n_sampled``) Q = P * tries, as the original's sampler takes it. ``tries=None``
         (every word is a candidate) gives log Q = 0.
         """
-        ids = ids.cpu()
         if tries is None:
-            return torch.zeros(ids.shape, dtype=torch.float64)
-        p = self.probs[ids]
+            return torch.zeros(ids.shape, dtype=torch.float64, device=ids.device)
+        # looked up where the ids are: copying a GPU batch's targets to the host would wait
+        # for the step's work every training step
+        p = self._probs_on(ids.device)[ids]
         if tries == n_sampled:
             return torch.log(p * tries)
         return torch.log(-torch.expm1(tries * torch.log1p(-p)))
+
+    def _probs_on(self, device: torch.device) -> torch.Tensor:
+        """:attr:`probs` (V,) float64 on ``device``, copied there once."""
+        if self.probs.device != device:
+            cache = self.__dict__.setdefault("_probs_cache", {})
+            if device not in cache:
+                cache[device] = self.probs.to(device)
+            return cache[device]
+        return self.probs
 
     def state_dict(self) -> dict:
         return {"generator": self.generator.get_state()}

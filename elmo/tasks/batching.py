@@ -32,7 +32,7 @@ class TextBatch:
     layers: Optional[List[torch.Tensor]] = None
 
     def to(self, device) -> "TextBatch":
-        layers = None if self.layers is None else [l.to(device) for l in self.layers]
+        layers = None if self.layers is None else [layer.to(device) for layer in self.layers]
         return TextBatch(self.tokens, self.words.to(device), self.chars.to(device),
                          self.mask.to(device), layers)
 

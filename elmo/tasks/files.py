@@ -182,7 +182,7 @@ class _Reader:
         try:
             with open(self.path, encoding="utf-8", newline="") as f:
                 # split on newlines only (str.splitlines would also split on \x85, \u2028, ...)
-                lines = [l[:-1] if l.endswith("\r") else l for l in f.read().split("\n")]
+                lines = [line[:-1] if line.endswith("\r") else line for line in f.read().split("\n")]
         except UnicodeDecodeError as e:
             raise TaskDataError(f"{self.path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
         if lines and lines[-1] == "":

@@ -62,6 +62,7 @@ from .models import Encoder, PairClassifier, SentenceClassifier, Tagger, TaskMod
 from .report import write_reports
 from .train_loop import TrainConfig, fit, score
 from ..io import atomic_write_text
+from ..runtime import threads
 
 DEFAULT_MODEL_SETTINGS = {"hidden": 100, "dropout": 0.5, "char_features": 0, "crf": False,
                           "pooling": "max", "classifier_hidden": 100,
@@ -387,7 +388,7 @@ def run_one(prep: PreparedTask, variant: dict, seed: int, cfg: dict, pool: BiLMP
     model = build_model(data, prep.embeddings, prep.settings, elmo_features, lam)
     device = torch.device(cfg.get("device") or "cpu")
     model.to(device)
-    label_index = {l: i for i, l in enumerate(data.labels)}
+    label_index = {label: i for i, label in enumerate(data.labels)}
 
     def make(examples):
         return make_batch(examples, data.kind, prep.vocab, label_index, max_chars, cache).to(device)
@@ -552,15 +553,10 @@ def run_experiment(cfg: dict, out: Optional[str | Path] = None, resume: bool = F
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "data": {}, "runs": list(done), "summary": [],
     }
-    threads = torch.get_num_threads()
-    if cfg.get("threads"):
-        torch.set_num_threads(int(cfg["threads"]))
-    results["machine"]["threads"] = torch.get_num_threads()
-    try:
+    with threads(int(cfg["threads"]) if cfg.get("threads") else None) as n_threads:
+        results["machine"]["threads"] = n_threads
         _run_all(cfg, results, results_path, done, log, selected,
                  out / "models" if save_models else None)
-    finally:
-        torch.set_num_threads(threads)
     write_reports(results, out)
     return results
 

@@ -208,7 +208,7 @@ def predict_examples(model, examples: Sequence, batch_size: int = 64, progress: 
     from .batching import make_batch
     from .layer_cache import LayerCache
     info: SavedInfo = model.saved
-    label_index = {l: i for i, l in enumerate(info.labels)}
+    label_index = {label: i for i, label in enumerate(info.labels)}
     device = next(model.parameters()).device
     bilm = model.encoder.elmo.elmo.bilm if model.encoder.elmo is not None else None
     model.eval()

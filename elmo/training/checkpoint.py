@@ -30,7 +30,7 @@ from typing import Any, Dict, List, Optional
 
 import torch
 
-from ..weights import atomic_commit, atomic_target
+from ..io import atomic_commit, atomic_target
 
 FORMAT = 2
 _NAME = re.compile(r"^checkpoint-(\d{8})\.pt$")

@@ -39,7 +39,7 @@ def plot_learning_curve(logs: Sequence[str | Path], output: str | Path, title: O
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        raise ValueError("plot-curve needs matplotlib: pip install 'elmo[plots]'") from None
+        raise ValueError("plot-curve needs matplotlib: pip install 'elmo-pytorch[plots]'") from None
     fig, (ax_train, ax_valid) = plt.subplots(1, 2, figsize=(11, 4.2))
     kinds = set()
     for log in logs:

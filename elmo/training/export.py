@@ -21,7 +21,8 @@ import torch
 
 from ..config import ElmoOptions
 from ..vocab import Vocabulary
-from ..weights import atomic_commit, atomic_target, atomic_write_text, load_original, save_original
+from ..io import atomic_commit, atomic_target, atomic_write_text
+from ..weights import load_original, save_original
 from .model import LanguageModel
 
 SOFTMAX_FILE = "softmax.hdf5"

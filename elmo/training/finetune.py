@@ -20,7 +20,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from ..data.corpus import expand_paths, file_fingerprint, iter_file_sentences
 from ..training.evaluate import perplexity
-from ..weights import atomic_write_text
+from ..io import atomic_write_text
 from .checkpoint import latest_checkpoint
 from .export import VOCAB_FILE, load_language_model, read_metadata
 from .resume import ResumeMismatch

@@ -27,9 +27,10 @@ import torch
 
 from ..data.corpus import expand_paths, iter_file_sentences
 from ..embedding import Embedder
-from ..weights import atomic_write_text
+from ..runtime import set_threads
+from ..io import atomic_write_text
 from .evaluate import perplexity
-from .export import load_language_model, read_metadata
+from .export import load_language_model
 
 
 def activation_differences(reference, candidate, sentences: Sequence[Sequence[str]],
@@ -53,7 +54,6 @@ def compare(reference: str | Path, candidate: str | Path, texts: Sequence[str], 
         raise ValueError("the two folders have different vocabularies")
     paths = expand_paths(texts)
     sentences = list(iter_file_sentences(paths))
-    trained = read_metadata(reference).get("train_config", {})
     settings = {"definition": "stateless"}  # every sentence from a zero state (elmo.training.evaluate)
 
     def mixed(bilm_from, softmax_from):
@@ -85,8 +85,7 @@ def main(argv=None) -> int:
     p.add_argument("--out", type=Path, help="write the JSON here")
     p.add_argument("--threads", type=int)
     args = p.parse_args(argv)
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    set_threads(args.threads)
     result = compare(args.reference, args.candidate, args.text)
     for row in result["activations"]:
         print(f"layer {row['layer']}: max |diff| {row['max_abs_diff']:.3g} (reference max |x| "

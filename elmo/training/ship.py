@@ -20,7 +20,8 @@ from typing import Dict
 import h5py
 
 from ..data.corpus import file_fingerprint
-from ..weights import atomic_commit, atomic_target, atomic_write_text, load_original, save_original
+from ..io import atomic_commit, atomic_target, atomic_write_text
+from ..weights import load_original, save_original
 from .export import METADATA_FILE, SOFTMAX_FILE, VOCAB_FILE, read_metadata
 
 DTYPES = ("float32", "float16")

@@ -30,7 +30,7 @@ from ..data.corpus import CorpusStream, count_tokens, expand_paths, iter_file_se
 from ..data.lm_batches import BucketedLMBatches, PackedLMBatches
 from ..modules.softmax import Candidates, LogUniformSampler
 from ..vocab import Vocabulary
-from ..weights import atomic_write_text
+from ..io import atomic_write_text
 from . import distributed
 from .checkpoint import latest_checkpoint, load_checkpoint, rng_state, save_checkpoint, set_rng_state, writing
 from .evaluate import perplexity, reset_rows
@@ -188,182 +188,244 @@ def train(cfg: TrainConfig, stop_after: Optional[int] = None) -> Dict[str, Any]:
     if ctx.device.type == "cpu":
         keep_freed_memory()  # no page-fault storm from re-allocating each step's activations
     try:
-        return _train(cfg, ctx, stop_after)
+        return TrainingRun(cfg, ctx).run(stop_after)
     finally:
         distributed.teardown(ctx)
 
 
-def _train(cfg: TrainConfig, ctx: distributed.Context, stop_after: Optional[int]) -> Dict[str, Any]:
-    out_dir = Path(cfg.output)
-    ckpt_dir = out_dir / "checkpoints"
-    vocab = load_training_vocabulary(cfg.vocab)
-    torch.manual_seed(cfg.seed)  # the same initial weights on every rank
-    model = build_model(cfg, vocab).to(ctx.device)
-    model.train()
-    max_chars = model.options.char_cnn.max_characters_per_token
-    batches = _batches(cfg, vocab, max_chars, ctx)
-    optimizer = _optimizer(cfg, model.parameters())
-    sampler = (LogUniformSampler(len(vocab), seed=cfg.seed * 1000 + ctx.rank)
-               if 0 < cfg.n_negative < len(vocab) else None)
-    n_sampled = cfg.n_negative
-    torch.manual_seed(cfg.seed * 1000 + 17 + ctx.rank)  # dropout: a different stream per rank
+class TrainingRun:
+    """One session of the training run ``cfg.output``, as named steps.
 
-    stats_path = out_dir / "corpus_stats.json"
-    if stats_path.exists():
-        corpus_stats = json.loads(stats_path.read_text())
-    else:
-        corpus_stats = count_tokens(cfg.train)
-    n_steps = total_steps(cfg, ctx.world_size, corpus_stats)
+    :meth:`run` calls them in order: :meth:`setup` (vocabulary, model, batches, optimizer,
+    sampler), :meth:`resume` (from the newest checkpoint, if any), :meth:`open_log`, then
+    :meth:`step` per batch with :meth:`log` / :meth:`evaluate` / :meth:`save` as configured,
+    and :meth:`finish` (final evaluation and export). Everything a checkpoint must restore
+    exactly (``step``, ``tokens_done``, ``elapsed``, the LSTM ``state``, the batches', the
+    sampler's and the random generators' positions) is an attribute, so ``save`` reads the
+    current values and nothing else.
+    """
 
-    step, tokens_done, elapsed, state = 0, 0, 0.0, None
-    if ctx.is_main and ckpt_dir.is_dir():
-        for stale in ckpt_dir.glob(".checkpoint-*.tmp"):  # left by a run killed while saving
-            stale.unlink(missing_ok=True)
-    check_allow_change(cfg.allow_change)
-    resume_from = latest_checkpoint(ckpt_dir)
-    if resume_from is not None:
-        ckpt = load_checkpoint(resume_from)
+    def __init__(self, cfg: TrainConfig, ctx: distributed.Context):
+        self.cfg, self.ctx = cfg, ctx
+        self.out_dir = Path(cfg.output)
+        self.ckpt_dir = self.out_dir / "checkpoints"
+        self.stats_path = self.out_dir / "corpus_stats.json"
+        self.step_no, self.tokens_done, self.elapsed = 0, 0, 0.0
+        self.state = None  # the LSTM state carried to the next batch (packed layout)
+        self.resume_from: Optional[Path] = None
+        self.lr_before: Optional[float] = None
+        self.last_valid: Optional[Dict[str, float]] = None
+
+    def run(self, stop_after: Optional[int] = None) -> Dict[str, Any]:
+        """Train until the run's last step (or ``stop_after`` steps of this session)."""
+        cfg = self.cfg
+        self.setup()
+        self.resume()
+        self.open_log()
+        # wrapped after resume: DDP broadcasts rank 0's (restored) weights when it is built
+        self.net = DistributedDataParallel(self.model) if self.ctx.distributed else self.model
+        from tqdm import tqdm
+        bar = tqdm(total=self.n_steps, initial=self.step_no, disable=not (cfg.progress and self.ctx.is_main),
+                   unit="step", dynamic_ncols=True)
+        self._new_window()
+        session_steps = 0
+        self.t_last = time.perf_counter()
+        while self.step_no < self.n_steps and (stop_after is None or session_steps < stop_after):
+            self.step()
+            session_steps += 1
+            if self.step_no % cfg.log_every == 0 or self.step_no == self.n_steps:
+                self.log(bar)
+            bar.update(1)
+            if cfg.eval_every and self.step_no % cfg.eval_every == 0 and self.step_no < self.n_steps:
+                self.last_valid = self.evaluate()
+                self.t_last = time.perf_counter()  # evaluation time is not training time
+            if _out_of_time(cfg, self.ctx, self.elapsed) and self.step_no < self.n_steps:
+                self.n_steps = self.step_no  # out of time: this is the last step
+                self.log_file.write({"event": "time_limit", "step": self.step_no,
+                                     "elapsed_s": round(self.elapsed, 1)})
+            if self.step_no % cfg.checkpoint_every == 0 or self.step_no == self.n_steps:
+                self.save()
+                self.t_last = time.perf_counter()
+        bar.close()
+        return self.finish()
+
+    def setup(self) -> None:
+        """Vocabulary, model, batches, optimizer and sampler; the corpus size and step count."""
+        cfg, ctx = self.cfg, self.ctx
+        self.vocab = load_training_vocabulary(cfg.vocab)
+        torch.manual_seed(cfg.seed)  # the same initial weights on every rank
+        self.model = build_model(cfg, self.vocab).to(ctx.device)
+        self.model.train()
+        max_chars = self.model.options.char_cnn.max_characters_per_token
+        self.batches = _batches(cfg, self.vocab, max_chars, ctx)
+        self.optimizer = _optimizer(cfg, self.model.parameters())
+        self.sampler = (LogUniformSampler(len(self.vocab), seed=cfg.seed * 1000 + ctx.rank)
+                        if 0 < cfg.n_negative < len(self.vocab) else None)
+        torch.manual_seed(cfg.seed * 1000 + 17 + ctx.rank)  # dropout: a different stream per rank
+        if self.stats_path.exists():
+            self.corpus_stats = json.loads(self.stats_path.read_text())
+        else:
+            self.corpus_stats = count_tokens(cfg.train)
+        self.n_steps = total_steps(cfg, ctx.world_size, self.corpus_stats)
+        self.autocast = dict(device_type=ctx.device.type, dtype=torch.bfloat16, enabled=cfg.bf16)
+        # exp(training loss): with sampled negatives it is not a perplexity of the model (the sampled
+        # softmax normalises over a few thousand words), so it is never labelled like the validation one
+        self.train_ppl_key = "sampled_ppl" if self.sampler is not None else "train_ppl"
+
+    def resume(self) -> None:
+        """Restore the newest checkpoint, if there is one: weights, optimizer, position, RNGs."""
+        cfg, ctx = self.cfg, self.ctx
+        if ctx.is_main and self.ckpt_dir.is_dir():
+            for stale in self.ckpt_dir.glob(".checkpoint-*.tmp"):  # left by a run killed while saving
+                stale.unlink(missing_ok=True)
+        check_allow_change(cfg.allow_change)
+        self.resume_from = latest_checkpoint(self.ckpt_dir)
+        if self.resume_from is None:
+            return
+        ckpt = load_checkpoint(self.resume_from)
         stored = ckpt.get("config")
-        if stored is None and (out_dir / "train_config.json").exists():
-            stored = json.loads((out_dir / "train_config.json").read_text(encoding="utf-8"))
-        changed = check_resume(stored or {}, asdict(cfg), str(out_dir))
+        if stored is None and (self.out_dir / "train_config.json").exists():
+            stored = json.loads((self.out_dir / "train_config.json").read_text(encoding="utf-8"))
+        changed = check_resume(stored or {}, asdict(cfg), str(self.out_dir))
         if ctx.is_main:
-            print(f"resuming from checkpoint {ckpt['step']} ({resume_from})"
+            print(f"resuming from checkpoint {ckpt['step']} ({self.resume_from})"
                   + "".join(f"; {c}" for c in changed), file=sys.stderr, flush=True)
         if len(ckpt["ranks"]) != ctx.world_size:
-            raise ValueError(f"{resume_from} was written by {len(ckpt['ranks'])} processes; "
+            raise ValueError(f"{self.resume_from} was written by {len(ckpt['ranks'])} processes; "
                              f"resume it with the same number")
-        model.load_state_dict(ckpt["model"])
-        optimizer.load_state_dict(ckpt["optimizer"])
-        lr_before = optimizer.param_groups[0]["lr"]
-        for group in optimizer.param_groups:  # the run's lr wins (it differs only when allowed: --allow-change lr)
+        self.model.load_state_dict(ckpt["model"])
+        self.optimizer.load_state_dict(ckpt["optimizer"])
+        self.lr_before = self.optimizer.param_groups[0]["lr"]
+        for group in self.optimizer.param_groups:  # the run's lr wins (it differs only when allowed: --allow-change lr)
             group["lr"] = cfg.lr
-        step, tokens_done, elapsed = ckpt["step"], ckpt["tokens"], ckpt["elapsed"]
+        self.step_no, self.tokens_done, self.elapsed = ckpt["step"], ckpt["tokens"], ckpt["elapsed"]
         mine = ckpt["ranks"][ctx.rank]
-        batches.load_state_dict(mine["batches"])
-        state = _state_to(mine["lstm_state"], ctx.device)
+        self.batches.load_state_dict(mine["batches"])
+        self.state = _state_to(mine["lstm_state"], ctx.device)
         set_rng_state(mine["rng"], ctx.device)
-        if sampler is not None:
-            sampler.load_state_dict(mine["sampler"])
-        if _out_of_time(cfg, ctx, elapsed):
-            n_steps = min(n_steps, step)
-    if ctx.is_main:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        with writing(out_dir / "train_config.json"):
-            atomic_write_text(out_dir / "train_config.json", cfg.to_json() + "\n")
-        with writing(stats_path):
-            atomic_write_text(stats_path, json.dumps(corpus_stats) + "\n")
-    log = _Log(out_dir / "log.jsonl", ctx.is_main, step if resume_from is not None else None)
-    valid_sentences = list(iter_file_sentences(expand_paths(cfg.valid))) if cfg.valid else []
+        if self.sampler is not None:
+            self.sampler.load_state_dict(mine["sampler"])
+        if _out_of_time(cfg, ctx, self.elapsed):
+            self.n_steps = min(self.n_steps, self.step_no)
 
-    n_params = sum(p.numel() for p in model.parameters())
-    if ctx.is_main and resume_from is None:
-        log.write({"event": "start", "step": 0, "params": n_params, "params_bilm": sum(
-            p.numel() for p in model.bilm.parameters()), "steps": n_steps, "world_size": ctx.world_size,
-            "corpus": corpus_stats, "device": str(ctx.device), "threads": torch.get_num_threads()})
-    elif ctx.is_main:
-        log.write({"event": "resume", "step": step, "from": resume_from.name, "lr": cfg.lr, "lr_before": lr_before,
-                   "state_reset_every": cfg.state_reset_every})
-
-    net = DistributedDataParallel(model) if ctx.distributed else model
-    autocast = dict(device_type=ctx.device.type, dtype=torch.bfloat16, enabled=cfg.bf16)
-    per_step_tokens = cfg.batch_size * cfg.unroll_steps  # packed layout; bucketed counts its own
-    # exp(training loss): with sampled negatives it is not a perplexity of the model (the sampled
-    # softmax normalises over a few thousand words), so it is never labelled like the validation one
-    train_ppl_key = "sampled_ppl" if sampler is not None else "train_ppl"
-
-    def save(step_now: int) -> None:
-        mine = {"batches": batches.state_dict(), "lstm_state": _state_to(state, "cpu"),
-                "rng": rng_state(ctx.device), "sampler": sampler.state_dict() if sampler else None}
-        ranks = distributed.gather_objects(ctx, mine)
+    def open_log(self) -> None:
+        """Write the run's config and corpus size, open the learning curve, read the held-out text."""
+        cfg, ctx = self.cfg, self.ctx
         if ctx.is_main:
-            save_checkpoint(ckpt_dir, step_now, {
-                "step": step_now, "tokens": tokens_done, "elapsed": elapsed,
-                "model": model.state_dict(), "optimizer": optimizer.state_dict(), "ranks": ranks,
-                "config": cfg.to_json()}, keep=cfg.keep_checkpoints)
+            self.out_dir.mkdir(parents=True, exist_ok=True)
+            with writing(self.out_dir / "train_config.json"):
+                atomic_write_text(self.out_dir / "train_config.json", cfg.to_json() + "\n")
+            with writing(self.stats_path):
+                atomic_write_text(self.stats_path, json.dumps(self.corpus_stats) + "\n")
+        resumed = self.resume_from is not None
+        self.log_file = _Log(self.out_dir / "log.jsonl", ctx.is_main, self.step_no if resumed else None)
+        self.valid_sentences = list(iter_file_sentences(expand_paths(cfg.valid))) if cfg.valid else []
+        self.n_params = sum(p.numel() for p in self.model.parameters())
+        if ctx.is_main and not resumed:
+            self.log_file.write({
+                "event": "start", "step": 0, "params": self.n_params,
+                "params_bilm": sum(p.numel() for p in self.model.bilm.parameters()), "steps": self.n_steps,
+                "world_size": ctx.world_size, "corpus": self.corpus_stats, "device": str(ctx.device),
+                "threads": torch.get_num_threads()})
+        elif ctx.is_main:
+            self.log_file.write({"event": "resume", "step": self.step_no, "from": self.resume_from.name,
+                                 "lr": cfg.lr, "lr_before": self.lr_before,
+                                 "state_reset_every": cfg.state_reset_every})
 
-    def evaluate(step_now: int) -> Optional[Dict[str, float]]:
+    def step(self) -> None:
+        """One batch: forward, backward, clip, optimizer step; advances the position."""
+        cfg, ctx = self.cfg, self.ctx
+        batch = self.batches.next_batch().to(ctx.device)
+        if cfg.layout == "bucketed":
+            self.state = None
+        elif cfg.state_reset_every and self.state is not None:
+            self.state = reset_rows(self.state, self.step_no, cfg.state_reset_every, ctx.rank * cfg.batch_size)
+        negatives = Candidates.draw(self.sampler, cfg.n_negative, ctx.device) if self.sampler is not None else None
+        with torch.autocast(**self.autocast):
+            out = self.net(batch, self.state, negatives)
+        out["loss"].backward()
+        gnorm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.clip_norm)
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        self.state = out["state"] if cfg.layout == "packed" else None
+        self.step_no += 1
+        # packed layout: every batch is full; bucketed counts its own
+        n_tok = batch.n_tokens if cfg.layout == "bucketed" else cfg.batch_size * cfg.unroll_steps
+        now = time.perf_counter()
+        self.elapsed += now - self.t_last
+        self.t_last = now
+        self.window["loss"] += float(out["loss"].detach())
+        self.window["gnorm"] += float(gnorm)
+        self.window["n"] += 1
+        self.window["tokens"] += n_tok
+        self.tokens_done += n_tok * ctx.world_size
+
+    def _new_window(self) -> None:
+        """Start averaging loss, gradient norm and speed over the next ``log_every`` steps."""
+        self.window = {"loss": 0.0, "n": 0, "tokens": 0, "t0": time.perf_counter(), "gnorm": 0.0}
+
+    def log(self, bar) -> None:
+        """One learning-curve record of the steps since the last one (averaged over ranks)."""
+        w, key = self.window, self.train_ppl_key
+        loss_sum, tok_sum = distributed.all_reduce_sum(self.ctx, [w["loss"], w["tokens"]])
+        dt = max(time.perf_counter() - w["t0"], 1e-9)
+        loss = loss_sum / (w["n"] * self.ctx.world_size)
+        record = {"event": "train", "step": self.step_no,
+                  "epoch": round(self.tokens_done / self.corpus_stats["tokens"], 4),
+                  "loss": round(loss, 5), key: round(math.exp(min(loss, 50)), 3),
+                  "tokens_per_s": round(tok_sum / dt, 1), "grad_norm": round(w["gnorm"] / w["n"], 4),
+                  "tokens": self.tokens_done, "elapsed_s": round(self.elapsed, 2)}
+        self.log_file.write(record)
+        bar.set_postfix({"tok/s": f"{record['tokens_per_s']:.0f}", "loss": f"{loss:.3f}",
+                         key.replace("_", "-"): f"{record[key]:.1f}"}, refresh=False)
+        self._new_window()
+
+    def evaluate(self) -> Optional[Dict[str, float]]:
+        """Held-out perplexity (rank 0, when there is held-out text), logged; None otherwise."""
+        cfg, ctx = self.cfg, self.ctx
         result = None
-        if ctx.is_main and valid_sentences:
-            result = perplexity(model, valid_sentences, vocab, cfg.eval_batch_size, ctx.device,
+        if ctx.is_main and self.valid_sentences:
+            result = perplexity(self.model, self.valid_sentences, self.vocab, cfg.eval_batch_size, ctx.device,
                                 torch.bfloat16 if cfg.bf16 else None)
-            log.write({"event": "eval", "step": step_now, "split": "valid", "epoch": tokens_done / corpus_stats["tokens"],
-                       **{k: round(v, 4) for k, v in result.items()}})
+            self.log_file.write({"event": "eval", "step": self.step_no, "split": "valid",
+                                 "epoch": self.tokens_done / self.corpus_stats["tokens"],
+                                 **{k: round(v, 4) for k, v in result.items()}})
         distributed.barrier(ctx)
         return result
 
-    from tqdm import tqdm
-    bar = tqdm(total=n_steps, initial=step, disable=not (cfg.progress and ctx.is_main),
-               unit="step", dynamic_ncols=True)
-    window = {"loss": 0.0, "n": 0, "tokens": 0, "t0": time.perf_counter(), "gnorm": 0.0}
-    session_steps = 0
-    last_valid = None
-    t_last = time.perf_counter()
-    while step < n_steps and (stop_after is None or session_steps < stop_after):
-        batch = batches.next_batch().to(ctx.device)
-        if cfg.layout == "bucketed":
-            state = None
-        elif cfg.state_reset_every and state is not None:
-            state = reset_rows(state, step, cfg.state_reset_every, ctx.rank * cfg.batch_size)
-        negatives = Candidates.draw(sampler, n_sampled, ctx.device) if sampler is not None else None
-        with torch.autocast(**autocast):
-            out = net(batch, state, negatives)
-        out["loss"].backward()
-        gnorm = torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip_norm)
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
-        state = out["state"] if cfg.layout == "packed" else None
-        step += 1
-        session_steps += 1
-        n_tok = batch.n_tokens if cfg.layout == "bucketed" else per_step_tokens
-        now = time.perf_counter()
-        elapsed += now - t_last
-        t_last = now
-        window["loss"] += float(out["loss"].detach())
-        window["gnorm"] += float(gnorm)
-        window["n"] += 1
-        window["tokens"] += n_tok
-        tokens_done += n_tok * ctx.world_size
+    def save(self) -> None:
+        """A checkpoint of the current step: weights, optimizer and every rank's position."""
+        ctx = self.ctx
+        mine = {"batches": self.batches.state_dict(), "lstm_state": _state_to(self.state, "cpu"),
+                "rng": rng_state(ctx.device), "sampler": self.sampler.state_dict() if self.sampler else None}
+        ranks = distributed.gather_objects(ctx, mine)
+        if ctx.is_main:
+            save_checkpoint(self.ckpt_dir, self.step_no, {
+                "step": self.step_no, "tokens": self.tokens_done, "elapsed": self.elapsed,
+                "model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(), "ranks": ranks,
+                "config": self.cfg.to_json()}, keep=self.cfg.keep_checkpoints)
 
-        if step % cfg.log_every == 0 or step == n_steps:
-            loss_sum, tok_sum = distributed.all_reduce_sum(ctx, [window["loss"], window["tokens"]])
-            dt = max(time.perf_counter() - window["t0"], 1e-9)
-            loss = loss_sum / (window["n"] * ctx.world_size)
-            record = {"event": "train", "step": step, "epoch": round(tokens_done / corpus_stats["tokens"], 4),
-                      "loss": round(loss, 5), train_ppl_key: round(math.exp(min(loss, 50)), 3),
-                      "tokens_per_s": round(tok_sum / dt, 1), "grad_norm": round(window["gnorm"] / window["n"], 4),
-                      "tokens": tokens_done, "elapsed_s": round(elapsed, 2)}
-            log.write(record)
-            bar.set_postfix({"tok/s": f"{record['tokens_per_s']:.0f}", "loss": f"{loss:.3f}",
-                             train_ppl_key.replace("_", "-"): f"{record[train_ppl_key]:.1f}"}, refresh=False)
-            window = {"loss": 0.0, "n": 0, "tokens": 0, "t0": time.perf_counter(), "gnorm": 0.0}
-        bar.update(1)
-        if cfg.eval_every and step % cfg.eval_every == 0 and step < n_steps:
-            last_valid = evaluate(step)
-            t_last = time.perf_counter()  # evaluation time is not training time
-        if _out_of_time(cfg, ctx, elapsed) and step < n_steps:
-            n_steps = step  # out of time: this is the last step
-            log.write({"event": "time_limit", "step": step, "elapsed_s": round(elapsed, 1)})
-        if step % cfg.checkpoint_every == 0 or step == n_steps:
-            save(step)
-            t_last = time.perf_counter()
-    bar.close()
-    finished = step >= n_steps
-    if not finished and step % cfg.checkpoint_every != 0:
-        save(step)  # stopped early on purpose: keep the exact position
-    summary: Dict[str, Any] = {"step": step, "steps": n_steps, "finished": finished, "tokens": tokens_done,
-                               "elapsed_s": elapsed, "tokens_per_s": tokens_done / max(elapsed, 1e-9),
-                               "params": n_params}
-    if finished:
-        last_valid = evaluate(step)
-        if last_valid:
-            summary["valid"] = last_valid
+    def finish(self) -> Dict[str, Any]:
+        """The session's summary; at the run's end also the final evaluation and the exported model."""
+        cfg, ctx, step = self.cfg, self.ctx, self.step_no
+        finished = step >= self.n_steps
+        if not finished and step % cfg.checkpoint_every != 0:
+            self.save()  # stopped early on purpose: keep the exact position
+        summary: Dict[str, Any] = {"step": step, "steps": self.n_steps, "finished": finished,
+                                   "tokens": self.tokens_done, "elapsed_s": self.elapsed,
+                                   "tokens_per_s": self.tokens_done / max(self.elapsed, 1e-9),
+                                   "params": self.n_params}
+        if not finished:
+            return summary
+        self.last_valid = self.evaluate()
+        if self.last_valid:
+            summary["valid"] = self.last_valid
         if cfg.export and ctx.is_main:
             meta = {"trained_on": [str(p) for p in expand_paths(cfg.train)], "steps": step,
-                    "tokens": tokens_done, "elapsed_s": round(elapsed, 1), "params": n_params,
+                    "tokens": self.tokens_done, "elapsed_s": round(self.elapsed, 1), "params": self.n_params,
                     "train_config": asdict(cfg), **cfg.metadata}
-            with writing(out_dir / "model"):
-                export_model(model, vocab, out_dir / "model", meta)
-            summary["model"] = str(out_dir / "model")
+            with writing(self.out_dir / "model"):
+                export_model(self.model, self.vocab, self.out_dir / "model", meta)
+            summary["model"] = str(self.out_dir / "model")
         distributed.barrier(ctx)
-    return summary
+        return summary

@@ -34,7 +34,7 @@ def printable(text: str) -> str:
     return "".join(c if c.isprintable() else f"\\u{ord(c):04x}" for c in text)
 
 
-def play_neighbours(embedder: Embedder, data: DemoData, k: int = 3, k_static: int = 6) -> Dict:
+def play_neighbors(embedder: Embedder, data: DemoData, k: int = 3, k_static: int = 6) -> Dict:
     """``contextual``: per query, the ``k`` nearest occurrences at the top layer (score,
     context); ``layer0`` and ``glove``: the ``k_static`` nearest other words."""
     embedder.build_token_cache(data.sentences)
@@ -58,7 +58,7 @@ def play_neighbours(embedder: Embedder, data: DemoData, k: int = 3, k_static: in
     }
 
 
-def print_neighbours(result: Dict, data: DemoData) -> None:
+def print_neighbors(result: Dict, data: DemoData) -> None:
     print(f'2. Nearest neighbours of "{WORD}" (after Table 4 of the paper)')
     print(f"   Contextual (cosine at layer {result['layer']}): the nearest of {data.description}:")
     for name, entry in result["contextual"].items():

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# The GPU session in one call (under 9 minutes on 1 GPU, no internet): the CUDA tests, inference
+# and training speed, and a short training run of the default model. See benchmarks/gpu/run.py.
+#
+#   OUT=dir bash benchmarks/gpu/run.sh [--minutes M] [--corpus FILE]   # on the GPU machine
+#   OUT=dir bash benchmarks/gpu/run.sh --smoke                         # end to end on the CPU, tiny
+#
+# Writes into $OUT (default runs/gpu), at most 8 files of at most 16 MB: run.log, results.json,
+# RESULTS.md and model/ (options.json, weights.hdf5, softmax.hdf5 in float16, vocab.txt,
+# metadata.json). Needs the project's .venv (carried, or made by scripts/setup.sh beforehand).
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+OUT="${OUT:-runs/gpu}"
+mkdir -p "$OUT"
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+SMOKE=0
+for arg in "$@"; do [ "$arg" = "--smoke" ] && SMOKE=1; done
+# The interpreter: $PYTHON, else the first of .venv and the system's python3 whose torch sees
+# CUDA (a .venv carried from a CPU machine has a CPU-only torch); --smoke takes the first.
+PY="${PYTHON:-}"
+if [ -z "$PY" ]; then
+    for candidate in .venv/bin/python python3; do
+        command -v "$candidate" >/dev/null 2>&1 || [ -x "$candidate" ] || continue
+        [ -z "$PY" ] && PY="$candidate"
+        if [ "$SMOKE" = 0 ] && "$candidate" -c "import torch, sys; sys.exit(not torch.cuda.is_available())" 2>/dev/null; then
+            PY="$candidate"; break
+        fi
+    done
+fi
+start=$SECONDS
+
+if [ "$SMOKE" = 1 ]; then
+    # the CUDA tests on the CPU; a few of them, to stay fast
+    export ELMO_TEST_DEVICE=cpu
+    selection=(-k "replay and allennlp or training_step or (leak and 3 and True)")
+else
+    selection=()
+fi
+echo "== $PY: $("$PY" -c 'import torch; print("torch", torch.__version__, "cuda", torch.cuda.is_available())' 2>&1)" | tee "$OUT/run.log"
+echo "== pytest -m cuda tests/test_cuda.py (device ${ELMO_TEST_DEVICE:-cuda})" | tee -a "$OUT/run.log"
+timeout 240 "$PY" -m pytest -o addopts="" -q -m cuda tests/test_cuda.py -p no:cacheprovider "${selection[@]}" 2>&1 \
+    | tee -a "$OUT/run.log"
+tests_rc=${PIPESTATUS[0]}
+tests=$(tail -n 1 "$OUT/run.log")
+[ "$tests_rc" = 0 ] || tests="FAILED (exit $tests_rc): $tests"
+
+budget=$((470 - (SECONDS - start)))
+echo "== benchmarks/gpu/run.py (budget ${budget} s)" | tee -a "$OUT/run.log"
+timeout $((budget + 20)) "$PY" benchmarks/gpu/run.py --out "$OUT" --budget-s "$budget" --tests "$tests" "$@" 2>&1 \
+    | tee -a "$OUT/run.log"
+run_rc=${PIPESTATUS[0]}
+echo "== done in $((SECONDS - start)) s: tests exit $tests_rc, measurements exit $run_rc" | tee -a "$OUT/run.log"
+[ "$tests_rc" = 0 ] && [ "$run_rc" = 0 ]

@@ -1,0 +1,97 @@
+"""The no-grad single-sequence LSTM path and the opt-in int8 recurrent weights."""
+import pytest
+import torch
+
+import elmo.modules.lstm as lstm_module
+from elmo import batch_to_ids
+from elmo.modules.lstm_inference import Int8Weights, int8_supported
+from tests.conftest import random_bilm
+
+SENTENCE = "the dog bit the man because it was hungry and the man ran away .".split() * 3
+needs_int8 = pytest.mark.skipif(not int8_supported(torch.device("cpu")),
+                                reason="this PyTorch lacks torch._weight_int8pack_mm on CPU")
+
+
+def run(bilm, sentences, fast=True):
+    lstm_module.SINGLE_SEQUENCE_PATH = fast
+    try:
+        with torch.no_grad():
+            return bilm(batch_to_ids(sentences))["activations"]
+    finally:
+        lstm_module.SINGLE_SEQUENCE_PATH = True
+
+
+@pytest.mark.parametrize("skip", [True, False])
+def test_single_sequence_path_equals_the_general_path(skip, monkeypatch):
+    calls = []
+    original = lstm_module.run_single_sequence
+    monkeypatch.setattr(lstm_module, "run_single_sequence", lambda *a, **k: calls.append(1) or original(*a, **k))
+    bilm = random_bilm(seed=3, skip=skip)
+    fast = run(bilm, [SENTENCE])
+    assert len(calls) == bilm.lstm.n_layers  # the path was taken, once per layer
+    slow = run(bilm, [SENTENCE], fast=False)
+    assert len(calls) == bilm.lstm.n_layers
+    assert all(torch.equal(a, b) for a, b in zip(fast, slow))
+
+
+def test_single_sequence_path_carries_state_like_the_general_path():
+    """Stateful: the second call starts from the first call's final state, on both paths."""
+    outs = []
+    for fast in (True, False):
+        bilm = random_bilm(seed=4)
+        bilm.stateful = True
+        run(bilm, [SENTENCE[:7]], fast)
+        outs.append((run(bilm, [SENTENCE[7:12]], fast), bilm.get_states()))
+    (a, state_a), (b, state_b) = outs
+    assert all(torch.equal(x, y) for x, y in zip(a, b))
+    assert all(torch.equal(x, y) for sa, sb in zip(state_a, state_b) for x, y in zip(sa, sb))
+
+
+@needs_int8
+@pytest.mark.parametrize("n, k", [(48, 6), (64, 40), (70, 130), (512, 64)])
+def test_int8_weights_approximate_the_float_product(n, k):
+    torch.manual_seed(0)
+    w = torch.randn(2, n, k)
+    x = torch.randn(2, 3, k)
+    exact = torch.bmm(x, w.transpose(1, 2))
+    approx = Int8Weights(w).product(x)
+    assert approx.shape == exact.shape and approx.dtype == torch.float32
+    # int8 rows (1/254 of a row's largest weight) and a bfloat16 input (2^-9 relative)
+    err = (approx - exact).abs().max() / exact.abs().max()
+    assert 0 < err < 0.02, err
+
+
+@needs_int8
+def test_int8_mode_is_opt_in_close_and_the_same_alone_or_in_a_batch():
+    bilm = random_bilm(seed=5)
+    exact = run(bilm, [SENTENCE])
+    assert not bilm.lstm.int8_enabled
+    bilm.lstm.use_int8()
+    low = run(bilm, [SENTENCE])
+    assert torch.equal(low[0], exact[0])  # the character CNN is untouched
+    for a, b in zip(low[1:], exact[1:]):
+        dev = float((a - b).abs().max())
+        assert 0 < dev < 0.05 * float(b.abs().max()), dev
+    batched = run(bilm, [["a", "short", "one"], SENTENCE, ["x"]])
+    for a, b in zip(low, batched):
+        assert torch.allclose(a[0], b[1], atol=1e-5)
+    bilm.lstm.use_int8(False)
+    assert all(torch.equal(a, b) for a, b in zip(run(bilm, [SENTENCE]), exact))
+
+
+@needs_int8
+def test_int8_weights_follow_weight_changes_and_refuse_autograd():
+    bilm = random_bilm(seed=6)
+    bilm.lstm.use_int8()
+    before = run(bilm, [SENTENCE])
+    with torch.no_grad():
+        bilm.lstm.layers[1].weight_hh.mul_(0.5)
+    after = run(bilm, [SENTENCE])
+    assert not torch.allclose(before[2], after[2])
+    fresh = random_bilm(seed=6)
+    with torch.no_grad():
+        fresh.lstm.layers[1].weight_hh.mul_(0.5)
+    fresh.lstm.use_int8()
+    assert all(torch.equal(a, b) for a, b in zip(after, run(fresh, [SENTENCE])))
+    with pytest.raises(RuntimeError, match="no_grad"):
+        bilm(batch_to_ids([SENTENCE]))
