@@ -155,7 +155,7 @@ def test_under_bf16_autocast_the_fast_path_runs_in_bf16_and_matches(monkeypatch)
     original = LSTMSequence.apply
     monkeypatch.setattr(LSTMSequence, "apply", lambda *a: calls.append(a[0].dtype) or original(*a))
     torch.manual_seed(0)
-    stack = BiLSTMStack(I, 16, 8, n_layers=2, cell_clip=3.0, proj_clip=3.0)
+    stack = BiLSTMStack(LSTMConfig(16, 8, n_layers=2, cell_clip=3.0, proj_clip=3.0), input_dim=I)
     lengths = torch.tensor([6, 3, 6, 1])
     x = torch.randn(4, 6, I, requires_grad=True)
     params = list(stack.parameters()) + [x]

@@ -290,7 +290,7 @@ class BiLSTMStack(nn.Module):
                     self.cell_clip, self.proj_clip)
             if wants_fast_path(layer_input, layer.weight_hh):
                 packed, (c, h) = run_lstm_layer_autograd(*args)
-            else:  # inference (and autocast): int8 weights when opted in
+            else:  # inference (also under autocast): int8 weights when opted in
                 packed, (c, h) = run_lstm_layer(*args, int8=layer.int8_weights())
             if self.use_skip_connections and j > 0:
                 packed = packed + layer_input

@@ -193,7 +193,8 @@ def run_lstm_layer_autograd(layer_input: torch.Tensor, weight_ih: torch.Tensor, 
     """
     device = layer_input.device.type
     if torch.is_autocast_enabled(device):
-        dtype = torch.get_autocast_dtype(device)
+        dtype = (torch.get_autocast_dtype(device) if hasattr(torch, "get_autocast_dtype")
+                 else torch.get_autocast_cpu_dtype() if device == "cpu" else torch.get_autocast_gpu_dtype())
         with torch.autocast(device, enabled=False):
             cast = [t.to(dtype) for t in (layer_input, weight_ih, bias, weight_hh, weight_proj) + tuple(state)]
             layer_input, weight_ih, bias, weight_hh, weight_proj, c0, h0 = cast
