@@ -15,12 +15,18 @@ the true word and S sampled negatives:
 * a negative equal to a position's true word is removed from that position's candidates.
 
 With S >= V every word is a candidate with Q = 1, and the loss is exactly the full softmax.
+
+Both losses share one interface, :class:`SoftmaxLoss`: ``nll(softmax, hidden_f, targets_f,
+hidden_b, targets_b)`` gives both directions' per-position losses. :data:`SOFTMAX_LOSSES`
+names the two recipes (``full``, ``sampled``); :func:`softmax_loss` picks one from the
+training settings. A recipe's ``candidates(device)`` is what one batch uses: the full softmax
+itself, or that batch's drawn :class:`Candidates`.
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Optional, Tuple
+from typing import Dict, Optional, Protocol, Tuple, Type
 
 import torch
 from torch import nn
@@ -123,6 +129,14 @@ class Candidates:
         log_q = self.sampler.log_expected_count(targets, self.tries, self.ids.numel())
         return log_q.to(device=targets.device, dtype=torch.float32)
 
+    def nll(self, softmax: "SharedSoftmax", hidden_f: torch.Tensor, targets_f: torch.Tensor,
+            hidden_b: torch.Tensor, targets_b: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+        """Sampled losses (N_f,), (N_b,) of hidden (N_f, D) / (N_b, D) and their targets."""
+        # both directions share the negatives: one larger product
+        hidden, targets = torch.cat([hidden_f, hidden_b]), torch.cat([targets_f, targets_b])
+        nll = softmax.sampled_nll(hidden, targets, self.ids, self.log_q, self.log_q_of(targets))
+        return nll[:hidden_f.shape[0]], nll[hidden_f.shape[0]:]
+
 
 class _SampledLoss(torch.autograd.Function):
     """-log softmax([neg_1 .. neg_S, true])[true] per row, with the hit entries of neg removed.
@@ -196,3 +210,73 @@ class SharedSoftmax(nn.Module):
         hit = column[targets]
         rows = (hit >= 0).nonzero().squeeze(1)
         return _SampledLoss.apply(true_logit, neg, rows, hit[rows])
+
+
+class SoftmaxLoss(Protocol):
+    """What the language model asks of one batch's softmax loss (full or sampled)."""
+
+    def nll(self, softmax: SharedSoftmax, hidden_f: torch.Tensor, targets_f: torch.Tensor,
+            hidden_b: torch.Tensor, targets_b: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+        """hidden (N_f, D) / (N_b, D), targets (N_f,) / (N_b,) -> losses (N_f,), (N_b,)."""
+
+
+class FullSoftmax:
+    """The exact loss over every word: no draws, no state (see the module docstring)."""
+
+    name = "full"
+    #: the training log's key for exp(training loss): a true perplexity on training text
+    train_ppl_key = "train_ppl"
+
+    def __init__(self, n_vocab: int = 0, n_sampled: int = 0, seed: int = 0):
+        pass
+
+    def candidates(self, device=None) -> "FullSoftmax":
+        return self
+
+    def nll(self, softmax: SharedSoftmax, hidden_f: torch.Tensor, targets_f: torch.Tensor,
+            hidden_b: torch.Tensor, targets_b: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+        """Full losses (N_f,), (N_b,); one direction at a time, as (N, V) logits can be large."""
+        return softmax.full_nll(hidden_f, targets_f), softmax.full_nll(hidden_b, targets_b)
+
+    def state_dict(self) -> None:
+        return None
+
+    def load_state_dict(self, state) -> None:
+        pass
+
+
+class SampledSoftmax:
+    """``n_sampled`` shared log-uniform negatives a batch, from its own seeded sampler."""
+
+    name = "sampled"
+    #: not a perplexity of the model (it normalises over a few thousand words): named apart
+    train_ppl_key = "sampled_ppl"
+
+    def __init__(self, n_vocab: int, n_sampled: int, seed: int = 0):
+        self.sampler = LogUniformSampler(n_vocab, seed=seed)
+        self.n_sampled = n_sampled
+
+    def candidates(self, device=None) -> Candidates:
+        return Candidates.draw(self.sampler, self.n_sampled, device)
+
+    def state_dict(self) -> dict:
+        return self.sampler.state_dict()
+
+    def load_state_dict(self, state: dict) -> None:
+        self.sampler.load_state_dict(state)
+
+
+#: The softmax losses by name; a new one is a class with the methods above plus an entry here.
+SOFTMAX_LOSSES: Dict[str, Type] = {"full": FullSoftmax, "sampled": SampledSoftmax}
+#: The loss of a batch given no candidates (evaluation, ``negatives=None``).
+FULL_SOFTMAX = FullSoftmax()
+
+
+def softmax_name(n_vocab: int, n_sampled: int) -> str:
+    """``sampled`` for 0 < n_sampled < n_vocab, else ``full`` (0 or >= V negatives are exact)."""
+    return "sampled" if 0 < n_sampled < n_vocab else "full"
+
+
+def softmax_loss(n_vocab: int, n_sampled: int, seed: int = 0):
+    """The :data:`SOFTMAX_LOSSES` recipe the training settings ask for."""
+    return SOFTMAX_LOSSES[softmax_name(n_vocab, n_sampled)](n_vocab, n_sampled, seed)

@@ -12,7 +12,7 @@ The loss is the mean of the two directions' mean negative log-likelihoods.
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 import torch
 import torch.nn.functional as F
@@ -22,7 +22,7 @@ from ..config import ElmoOptions
 from ..data.lm_batches import LMBatch
 from ..modules.bilm import BiLM
 from ..modules.lstm import LayerState
-from ..modules.softmax import Candidates, SharedSoftmax
+from ..modules.softmax import FULL_SOFTMAX, SharedSoftmax, SoftmaxLoss
 
 
 class LanguageModel(nn.Module):
@@ -53,7 +53,7 @@ class LanguageModel(nn.Module):
         return self.bilm.options
 
     def forward(self, batch: LMBatch, state: Optional[List[LayerState]] = None,
-                negatives: Optional[Candidates] = None, skip_given_targets: bool = False
+                negatives: Optional[SoftmaxLoss] = None, skip_given_targets: bool = False
                 ) -> Dict[str, object]:
         """Loss of one batch.
 
@@ -61,7 +61,8 @@ class LanguageModel(nn.Module):
             batch: see :class:`LMBatch` (B rows).
             state: per layer (c (2, B, H), h (2, B, P)) carried from the previous batch, or
                 None for zeros.
-            negatives: shared sampled negatives, or None for the full softmax.
+            negatives: the batch's softmax loss (:class:`~elmo.modules.softmax.Candidates`
+                shared sampled negatives, or the full softmax); None for the full softmax.
             skip_given_targets: leave out targets that carry no information (evaluation).
 
         Returns:
@@ -80,11 +81,7 @@ class LanguageModel(nn.Module):
             bwd_mask = bwd_mask & (batch.bwd_targets != self.eos_id)
         hidden_f, hidden_b = self._dropout(top[..., :p][fwd_mask]), self._dropout(top[..., p:][bwd_mask])
         targets_f, targets_b = batch.fwd_targets[fwd_mask], batch.bwd_targets[bwd_mask]
-        if negatives is not None:  # both directions share the negatives: one larger product
-            nll = self._nll(torch.cat([hidden_f, hidden_b]), torch.cat([targets_f, targets_b]), negatives)
-            nll_f, nll_b = nll[:hidden_f.shape[0]], nll[hidden_f.shape[0]:]
-        else:  # the full softmax one direction at a time: (N, V) logits can be large
-            nll_f, nll_b = self._nll(hidden_f, targets_f, None), self._nll(hidden_b, targets_b, None)
+        nll_f, nll_b = self._nll(hidden_f, targets_f, hidden_b, targets_b, negatives or FULL_SOFTMAX)
         dtype = self.softmax.weight.dtype
         loss = 0.5 * (nll_f.sum() / max(nll_f.numel(), 1) + nll_b.sum() / max(nll_b.numel(), 1))
         return {"loss": loss, "nll_fwd": nll_f.detach().sum(), "nll_bwd": nll_b.detach().sum(),
@@ -97,9 +94,8 @@ class LanguageModel(nn.Module):
         those of one call per direction)."""
         return F.dropout(hidden, self.dropout, self.training) if self.dropout > 0 else hidden
 
-    def _nll(self, hidden: torch.Tensor, targets: torch.Tensor, negatives: Optional[Candidates]) -> torch.Tensor:
-        """hidden (N, P) after dropout, targets (N,) -> (N,) negative log-likelihoods."""
-        if negatives is None:
-            return self.softmax.full_nll(hidden, targets)
-        return self.softmax.sampled_nll(hidden, targets, negatives.ids, negatives.log_q,
-                                        negatives.log_q_of(targets))
+    def _nll(self, hidden_f: torch.Tensor, targets_f: torch.Tensor, hidden_b: torch.Tensor,
+             targets_b: torch.Tensor, loss: SoftmaxLoss) -> Tuple[torch.Tensor, torch.Tensor]:
+        """hidden (N, P) after dropout and targets (N,) per direction -> (N,) negative
+        log-likelihoods per direction, by ``loss`` (full or sampled)."""
+        return loss.nll(self.softmax, hidden_f, targets_f, hidden_b, targets_b)

@@ -28,7 +28,7 @@ from ..allocator import keep_freed_memory
 from ..config import ElmoOptions
 from ..data.corpus import CorpusStream, count_tokens, expand_paths, iter_file_sentences
 from ..data.lm_batches import BucketedLMBatches, PackedLMBatches
-from ..modules.softmax import Candidates, LogUniformSampler
+from ..modules.softmax import softmax_loss
 from ..vocab import Vocabulary
 from ..io import atomic_write_text
 from . import distributed
@@ -259,8 +259,7 @@ class TrainingRun:
         max_chars = self.model.options.char_cnn.max_characters_per_token
         self.batches = _batches(cfg, self.vocab, max_chars, ctx)
         self.optimizer = _optimizer(cfg, self.model.parameters())
-        self.sampler = (LogUniformSampler(len(self.vocab), seed=cfg.seed * 1000 + ctx.rank)
-                        if 0 < cfg.n_negative < len(self.vocab) else None)
+        self.softmax_loss = softmax_loss(len(self.vocab), cfg.n_negative, seed=cfg.seed * 1000 + ctx.rank)
         torch.manual_seed(cfg.seed * 1000 + 17 + ctx.rank)  # dropout: a different stream per rank
         if self.stats_path.exists():
             self.corpus_stats = json.loads(self.stats_path.read_text())
@@ -270,7 +269,7 @@ class TrainingRun:
         self.autocast = dict(device_type=ctx.device.type, dtype=torch.bfloat16, enabled=cfg.bf16)
         # exp(training loss): with sampled negatives it is not a perplexity of the model (the sampled
         # softmax normalises over a few thousand words), so it is never labelled like the validation one
-        self.train_ppl_key = "sampled_ppl" if self.sampler is not None else "train_ppl"
+        self.train_ppl_key = self.softmax_loss.train_ppl_key
 
     def resume(self) -> None:
         """Restore the newest checkpoint, if there is one: weights, optimizer, position, RNGs."""
@@ -303,8 +302,7 @@ class TrainingRun:
         self.batches.load_state_dict(mine["batches"])
         self.state = _state_to(mine["lstm_state"], ctx.device)
         set_rng_state(mine["rng"], ctx.device)
-        if self.sampler is not None:
-            self.sampler.load_state_dict(mine["sampler"])
+        self.softmax_loss.load_state_dict(mine["sampler"])
         if _out_of_time(cfg, ctx, self.elapsed):
             self.n_steps = min(self.n_steps, self.step_no)
 
@@ -340,7 +338,7 @@ class TrainingRun:
             self.state = None
         elif cfg.state_reset_every and self.state is not None:
             self.state = reset_rows(self.state, self.step_no, cfg.state_reset_every, ctx.rank * cfg.batch_size)
-        negatives = Candidates.draw(self.sampler, cfg.n_negative, ctx.device) if self.sampler is not None else None
+        negatives = self.softmax_loss.candidates(ctx.device)
         with torch.autocast(**self.autocast):
             out = self.net(batch, self.state, negatives)
         out["loss"].backward()
@@ -397,7 +395,7 @@ class TrainingRun:
         """A checkpoint of the current step: weights, optimizer and every rank's position."""
         ctx = self.ctx
         mine = {"batches": self.batches.state_dict(), "lstm_state": _state_to(self.state, "cpu"),
-                "rng": rng_state(ctx.device), "sampler": self.sampler.state_dict() if self.sampler else None}
+                "rng": rng_state(ctx.device), "sampler": self.softmax_loss.state_dict()}
         ranks = distributed.gather_objects(ctx, mine)
         if ctx.is_main:
             save_checkpoint(self.ckpt_dir, self.step_no, {
