@@ -89,11 +89,13 @@ class ElmoTaskAnnotator:
     ``doc.cats`` (1.0 for the predicted label, 0.0 for the others)."""
 
     def __init__(self, name: str, model: str, bilm: Optional[str] = None, batch_size: int = 64):
+        from .tasks.kinds import task_kind
         from .tasks.models import TaskModel
         self.name = name
         self.model = TaskModel.load(model, bilm=bilm)
         self.kind = self.model.saved.kind
-        if self.kind == "pair":
+        self.task_kind = task_kind(self.kind)
+        if self.task_kind.pair:
             raise ValueError(f"{model}: a pair model labels two texts, not one Doc")
         self.metric = self.model.saved.config["metric"]
         self.batch_size = batch_size
@@ -102,7 +104,7 @@ class ElmoTaskAnnotator:
         from .tasks.metrics import bio_spans
         predicted = self.model.predict([[t.text for t in d] for d in docs], self.batch_size)
         for doc, pred in zip(docs, predicted):
-            if self.kind == "classification":
+            if not self.task_kind.token_labels:
                 doc.cats = {label: float(label == pred) for label in self.model.saved.labels}
                 continue
             for token, tag in zip(doc, pred):

@@ -47,6 +47,7 @@ def _read_lines(path: str) -> List[str]:
 
 
 def predict(args: argparse.Namespace) -> int:
+    from ..tasks.kinds import task_kind
     from ..tasks.models import TaskModel
     from ..tasks.saved import predict_examples, to_examples
     from ..io import atomic_write_text
@@ -55,14 +56,15 @@ def predict(args: argparse.Namespace) -> int:
     set_threads(max(1, args.threads))
     model = TaskModel.load(args.model, bilm=args.bilm)
     kind = model.saved.kind
-    fmt = args.format or ("conll" if kind == "tagging" else "tsv")
-    if fmt == "conll" and kind != "tagging":
+    spec = task_kind(kind)
+    fmt = args.format or ("conll" if spec.token_labels else "tsv")
+    if fmt == "conll" and not spec.token_labels:
         raise ValueError(f"--format conll is for tagging models; this one does {kind}")
-    if args.tokenize and kind == "tagging":
+    if args.tokenize and spec.token_labels:
         raise ValueError("--tokenize is not for tagging models (their tags belong to the "
                          "tokens as given: separate tokens by spaces)")
     lines = _read_lines(args.input)
-    if kind == "pair":
+    if spec.pair:
         texts = []
         for i, line in enumerate(lines, start=1):
             parts = line.split("\t")
@@ -80,17 +82,9 @@ def predict(args: argparse.Namespace) -> int:
         if fmt == "conll":
             out += [f"{w}\t{t}" for w, t in zip(ex.tokens, label)] + [""]
         elif fmt == "tsv":
-            if kind == "tagging":
-                out.append(" ".join(ex.tokens) + "\t" + " ".join(label))
-            elif kind == "pair":
-                out.append(f"{text[0]}\t{text[1]}\t{label}")
-            else:
-                out.append(f"{text}\t{label}")
+            out.append(spec.tsv_line(text, ex.tokens, label))
         else:
-            rec = ({"tokens": ex.tokens, "tags": label} if kind == "tagging" else
-                   {"text_a": text[0], "text_b": text[1], "label": label} if kind == "pair" else
-                   {"text": text, "tokens": ex.tokens, "label": label})
-            out.append(json.dumps(rec, ensure_ascii=False))
+            out.append(json.dumps(spec.json_record(text, ex.tokens, label), ensure_ascii=False))
     result = "".join(line + "\n" for line in out)
     if args.output:
         atomic_write_text(args.output, result)

@@ -21,6 +21,7 @@ import torch
 from ..chars import batch_to_ids
 from .datasets import Example
 from .embeddings import WordVocab
+from .kinds import task_kind
 
 
 @dataclass
@@ -64,18 +65,13 @@ def text_batch(sentences: Sequence[Sequence[str]], vocab: WordVocab, max_chars: 
 
 def make_batch(examples: Sequence[Example], kind: str, vocab: WordVocab,
                label_index: Dict[str, int], max_chars: int, layer_cache=None) -> Batch:
-    """A :class:`Batch` of examples of a task ``kind`` (tagging, classification or pair).
-    Labels missing from ``label_index`` (seen only outside training) get id -1 for classes;
-    for tags they get id 0 (they still count as errors when scored, since scoring compares
-    label strings)."""
+    """A :class:`Batch` of examples of a task ``kind`` (a name in
+    :data:`~elmo.tasks.kinds.TASK_KINDS`). Labels missing from ``label_index`` (seen only
+    outside training) get id -1 for classes; for tags they get id 0 (they still count as
+    errors when scored, since scoring compares label strings)."""
+    spec = task_kind(kind)
     first = text_batch([ex.tokens for ex in examples], vocab, max_chars, layer_cache)
     texts = [first]
-    if kind == "pair":
+    if spec.pair:
         texts.append(text_batch([ex.tokens_b for ex in examples], vocab, max_chars, layer_cache))
-    if kind == "tagging":
-        labels = torch.zeros(first.words.shape, dtype=torch.long)
-        for i, ex in enumerate(examples):
-            labels[i, :len(ex.label)] = torch.tensor([label_index.get(t, 0) for t in ex.label])
-    else:
-        labels = torch.tensor([label_index.get(ex.label, -1) for ex in examples], dtype=torch.long)
-    return Batch(texts, labels)
+    return Batch(texts, spec.label_tensor(examples, label_index, first.words.shape))

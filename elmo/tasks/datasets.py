@@ -192,10 +192,8 @@ def load_task(spec: dict) -> TaskData:
     if not splits["train"]:
         raise TaskDataError(f"task {spec.get('name', name)}: no training examples in "
                             f"{source['files']['train']['path']}")
-    if kind == "tagging":
-        labels = sorted({t for ex in splits["train"] for t in ex.label})
-    else:
-        labels = sorted({ex.label for ex in splits["train"]})
+    from .kinds import task_kind
+    labels = task_kind(kind).label_set(splits["train"])
     source.update(full_sizes=full, subset_seed=seed)
     return TaskData(spec.get("name", name), kind, metric, labels, splits, source)
 
@@ -233,24 +231,26 @@ def _load_preset(spec: dict):
 
 
 def _load_files(spec: dict):
-    from .files import KIND_METRICS, TaskDataError, check_format, describe_files, read_examples
+    from .files import TaskDataError, check_format, describe_files, read_examples
+    from .kinds import task_kind
     kind = spec["task"]
+    spec_kind = task_kind(kind)
     where = f"task {spec.get('name', kind)!r}"
     _check_keys(spec, FILE_TASK_KEYS, "a task from your own files")
-    metric = spec.get("metric", KIND_METRICS[kind][0])
-    if metric not in KIND_METRICS[kind]:
+    metric = spec.get("metric", spec_kind.metrics[0])
+    if metric not in spec_kind.metrics:
         raise TaskDataError(f"{where}: metric {metric!r} is not for {kind}; use one of "
-                            f"{', '.join(KIND_METRICS[kind])}")
+                            f"{', '.join(spec_kind.metrics)}")
     files = spec.get("files")
     if not isinstance(files, dict) or not files.get("train") or not files.get("test"):
         raise TaskDataError(f"{where}: 'files' must name at least 'train' and 'test' files")
-    if spec.get("tokenize") and kind == "tagging":
+    if spec.get("tokenize") and spec_kind.token_labels:
         raise TaskDataError(f"{where}: 'tokenize' is not for tagging (the tags belong to the "
                             f"tokens as given)")
-    if kind == "tagging" and spec.get("max_tokens"):
+    if spec_kind.token_labels and spec.get("max_tokens"):
         raise TaskDataError(f"{where}: max_tokens is not for tagging (every token is tagged "
                             f"and scored)")
-    if kind != "pair" and spec.get("max_tokens_b"):
+    if not spec_kind.pair and spec.get("max_tokens_b"):
         raise TaskDataError(f"{where}: max_tokens_b is only for pair tasks")
     fmt = check_format(spec.get("format"), kind, where)
     paths = {split: Path(p) for split, p in files.items() if p}

@@ -29,12 +29,12 @@ from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Union
 
 from .datasets import Example
+from .kinds import TASK_KINDS, task_kind
 
-KINDS = ("tagging", "classification", "pair")
+KINDS = tuple(TASK_KINDS)
 FORMATS = ("conll", "word_tag", "tsv", "jsonl")
 #: The metrics a kind may be scored with (the first is its default).
-KIND_METRICS = {"tagging": ("token_accuracy", "span_f1"), "classification": ("accuracy",),
-                "pair": ("accuracy",)}
+KIND_METRICS = {name: kind.metrics for name, kind in TASK_KINDS.items()}
 FORMAT_KEYS = {"conll": {"word", "label", "separator"},
                "word_tag": {"separator"},
                "tsv": {"text", "label", "text_b", "header", "delimiter"},
@@ -65,7 +65,8 @@ def check_format(fmt: dict, kind: str, where: str) -> dict:
     if unknown:
         raise TaskDataError(f"{where}: unknown {t} format settings {sorted(unknown)}; "
                             f"known: {sorted(FORMAT_KEYS[t])}")
-    if t in ("conll", "word_tag") and kind != "tagging":
+    spec = task_kind(kind)
+    if t in ("conll", "word_tag") and not spec.token_labels:
         raise TaskDataError(f"{where}: format {t} is for tagging tasks, not {kind}")
     out = dict(fmt)
     if t == "conll":
@@ -83,9 +84,9 @@ def check_format(fmt: dict, kind: str, where: str) -> dict:
         for key in ("text", "label"):
             if out.get(key) is None:
                 raise TaskDataError(f"{where}: the {t} format needs format.{key}")
-        if kind == "pair" and out.get("text_b") is None:
+        if spec.pair and out.get("text_b") is None:
             raise TaskDataError(f"{where}: a pair task's {t} format needs format.text_b")
-        if kind != "pair" and out.get("text_b") is not None:
+        if not spec.pair and out.get("text_b") is not None:
             raise TaskDataError(f"{where}: format.text_b is only for pair tasks")
         if t == "tsv":
             for key in ("text", "label", "text_b"):
@@ -109,7 +110,7 @@ class _Reader:
     def __init__(self, path: Path, kind: str, fmt: dict, tokenize: bool = False,
                  max_tokens: Optional[int] = None, max_tokens_b: Optional[int] = None,
                  label_map: Optional[LabelMap] = None, skip_empty: bool = False):
-        self.path, self.kind, self.fmt = path, kind, fmt
+        self.path, self.kind, self.fmt = path, task_kind(kind), fmt
         self.tokenize, self.max_tokens, self.max_tokens_b = tokenize, max_tokens, max_tokens_b
         self.label_map, self.skip_empty = label_map, skip_empty
 
@@ -121,7 +122,7 @@ class _Reader:
         if isinstance(value, tuple):                # several fields, joined in order
             return [t for v in value for t in self.tokens(v, line, what)]
         if isinstance(value, str):
-            if self.tokenize and self.kind != "tagging":
+            if self.tokenize and not self.kind.token_labels:
                 from ..tokenize import tokenize
                 return tokenize(value)
             return value.split()
@@ -161,12 +162,12 @@ class _Reader:
 
     def example(self, text, label, text_b, line: int) -> Optional[Example]:
         toks = self.tokens(text, line, "text")
-        toks_b = self.tokens(text_b, line, "text_b") if self.kind == "pair" else None
+        toks_b = self.tokens(text_b, line, "text_b") if self.kind.pair else None
         if not toks or (toks_b is not None and not toks_b):
             if self.skip_empty:
                 return None
             raise self.error(line, "empty text" if not toks else "empty text_b")
-        if self.kind == "tagging":
+        if self.kind.token_labels:
             return Example(toks, self.tags(label, len(toks), line))
         lab = self.label(label, line)
         if lab is None:
@@ -280,7 +281,7 @@ class _Reader:
             if not isinstance(rec, dict):
                 raise self.error(i, f"a JSON object is needed, got {type(rec).__name__}")
             text = self._field(rec, self.fmt["text"], i)
-            text_b = self._field(rec, self.fmt["text_b"], i) if self.kind == "pair" else None
+            text_b = self._field(rec, self.fmt["text_b"], i) if self.kind.pair else None
             out.append(self.example(text, self._field(rec, self.fmt["label"], i), text_b, i))
         return out
 

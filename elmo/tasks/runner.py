@@ -57,8 +57,9 @@ from .batching import make_batch
 from .datasets import TaskData, load_task
 from .embeddings import build_embeddings
 from .features import ElmoFeatures, WordFeatures
+from .kinds import task_kind
 from .layer_cache import LayerCache
-from .models import Encoder, PairClassifier, SentenceClassifier, Tagger, TaskModel
+from .models import Encoder, TaskModel
 from .report import write_reports
 from .train_loop import TrainConfig, fit, score
 from ..io import atomic_write_text
@@ -319,17 +320,7 @@ def build_model(task: TaskData, embeddings: torch.Tensor, settings: dict,
                          char_features=int(settings["char_features"]))
     encoder = Encoder(words, int(settings["hidden"]), float(settings["dropout"]), elmo_features,
                       int(settings["lstm_layers"]))
-    n = len(task.labels)
-    if task.kind == "tagging":
-        return Tagger(encoder, n, crf=bool(settings["crf"]), dropout=settings["dropout"], lam=lam)
-    if task.kind == "classification":
-        return SentenceClassifier(encoder, n, pooling=settings["pooling"],
-                                  hidden=int(settings["classifier_hidden"]),
-                                  dropout=settings["dropout"], lam=lam)
-    if task.kind == "pair":
-        return PairClassifier(encoder, n, hidden=int(settings["classifier_hidden"]),
-                              dropout=settings["dropout"], lam=lam)
-    raise ValueError(f"unknown task kind {task.kind!r}")
+    return task_kind(task.kind).build_model(encoder, len(task.labels), settings, lam)
 
 
 def all_sentences(task: TaskData) -> List[List[str]]:

@@ -175,9 +175,9 @@ class SavedInfo:
         self.cached = bool(e and e.get("layer_cache"))
 
 
-def _tokens(text, tokenize: bool, kind: str) -> List[str]:
+def _tokens(text, tokenize: bool, kind) -> List[str]:
     if isinstance(text, str):
-        if tokenize and kind != "tagging":
+        if tokenize and not kind.token_labels:
             from ..tokenize import tokenize as split
             return split(text)
         return text.split()
@@ -188,17 +188,16 @@ def _tokens(text, tokenize: bool, kind: str) -> List[str]:
 
 def to_examples(texts: Sequence, kind: str, tokenize: bool = False) -> list:
     """Texts (strings or token lists; pairs for a pair model) as unlabelled examples."""
-    from .datasets import Example
+    from .kinds import task_kind
+    spec = task_kind(kind)
     out = []
     for t in texts:
-        if kind == "pair":
+        if spec.pair:
             if not (isinstance(t, (list, tuple)) and len(t) == 2):
                 raise TypeError(f"a pair model takes (text_a, text_b) pairs, got {t!r}")
-            a, b = _tokens(t[0], tokenize, kind), _tokens(t[1], tokenize, kind)
-            out.append(Example(a, "", b))
+            out.append(spec.unlabelled(_tokens(t[0], tokenize, spec), _tokens(t[1], tokenize, spec)))
         else:
-            toks = _tokens(t, tokenize, kind)
-            out.append(Example(toks, [""] * len(toks) if kind == "tagging" else ""))
+            out.append(spec.unlabelled(_tokens(t, tokenize, spec)))
     return out
 
 
@@ -206,8 +205,10 @@ def predict_examples(model, examples: Sequence, batch_size: int = 64, progress: 
     """Label ids -> labels for examples, batched as evaluation batches them (see module doc)."""
     from tqdm import tqdm
     from .batching import make_batch
+    from .kinds import task_kind
     from .layer_cache import LayerCache
     info: SavedInfo = model.saved
+    spec = task_kind(info.kind)
     label_index = {label: i for i, label in enumerate(info.labels)}
     device = next(model.parameters()).device
     bilm = model.encoder.elmo.elmo.bilm if model.encoder.elmo is not None else None
@@ -220,11 +221,7 @@ def predict_examples(model, examples: Sequence, batch_size: int = 64, progress: 
         cache = LayerCache(bilm) if info.cached else None
         batch = make_batch(chunk, info.kind, info.vocab, label_index,
                            info.config["max_chars"], cache).to(device)
-        pred = model.predict_batch(batch)
-        if info.kind == "tagging":
-            out += [[info.labels[i] for i in p] for p in pred]
-        else:
-            out += [info.labels[i] for i in pred]
+        out += [spec.decode(p, info.labels) for p in model.predict_batch(batch)]
     return out
 
 

@@ -1,0 +1,142 @@
+"""Task kinds: what differs between tagging, classification and pair tasks, in one place.
+
+A :class:`TaskKind` says, for one kind:
+
+* ``name`` and ``metrics`` (the first is the default);
+* ``token_labels``: one label per token (tags) instead of one per example;
+* ``pair``: two texts per example (``text_b`` in files, ``(a, b)`` pairs to predict);
+* how labels become a tensor for a batch (:meth:`TaskKind.label_tensor`), how the model is
+  built from the ``model`` settings (:meth:`TaskKind.build_model`), how predicted ids become
+  labels (:meth:`TaskKind.decode`) and how a prediction is written (:meth:`TaskKind.tsv_line`,
+  :meth:`TaskKind.json_record`).
+
+:data:`TASK_KINDS` maps names to kinds; :func:`task_kind` looks one up with a clear error.
+A new kind is one subclass plus one entry in that table.
+"""
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import torch
+
+from .datasets import Example
+
+
+class TaskKind:
+    """A task with one label per example and one text (see the module docstring); subclasses
+    change what differs."""
+
+    name: str = ""
+    metrics: Tuple[str, ...] = ("accuracy",)
+    token_labels: bool = False
+    pair: bool = False
+
+    def label_set(self, examples: Sequence[Example]) -> List[str]:
+        """The sorted labels seen in ``examples``."""
+        return sorted({ex.label for ex in examples})
+
+    def label_tensor(self, examples: Sequence[Example], label_index: Dict[str, int],
+                     shape: torch.Size) -> torch.Tensor:
+        """(B,) class ids; a label missing from ``label_index`` gets -1. ``shape`` is the
+        (B, T) shape of the first text's word ids."""
+        return torch.tensor([label_index.get(ex.label, -1) for ex in examples], dtype=torch.long)
+
+    def unlabelled(self, tokens: List[str], tokens_b: Optional[List[str]] = None) -> Example:
+        """An example to predict: the text(s) with an empty label."""
+        return Example(tokens, "", tokens_b)
+
+    def decode(self, pred, labels: Sequence[str]):
+        """The predicted ids of one example (one id, or one per token) -> label(s)."""
+        return labels[pred]
+
+    def build_model(self, encoder, n_labels: int, settings: dict, lam: float):
+        """The :class:`~elmo.tasks.models.TaskModel` on ``encoder`` (``model`` settings)."""
+        raise NotImplementedError
+
+    def tsv_line(self, text, tokens: List[str], label) -> str:
+        """One prediction as a TSV line (``elmo predict --format tsv``)."""
+        return f"{text}\t{label}"
+
+    def json_record(self, text, tokens: List[str], label) -> dict:
+        """One prediction as a JSON object (``elmo predict --format jsonl``)."""
+        return {"text": text, "tokens": tokens, "label": label}
+
+
+class TaggingKind(TaskKind):
+    """One tag per token (:class:`~elmo.tasks.models.Tagger`)."""
+
+    name = "tagging"
+    metrics = ("token_accuracy", "span_f1")
+    token_labels = True
+
+    def label_set(self, examples: Sequence[Example]) -> List[str]:
+        return sorted({t for ex in examples for t in ex.label})
+
+    def label_tensor(self, examples, label_index, shape):
+        """(B, T) tag ids, 0 where masked; an unknown tag gets id 0 (it still counts as an
+        error when scored, since scoring compares label strings)."""
+        labels = torch.zeros(shape, dtype=torch.long)
+        for i, ex in enumerate(examples):
+            labels[i, :len(ex.label)] = torch.tensor([label_index.get(t, 0) for t in ex.label])
+        return labels
+
+    def unlabelled(self, tokens, tokens_b=None):
+        return Example(tokens, [""] * len(tokens))
+
+    def decode(self, pred, labels):
+        return [labels[i] for i in pred]
+
+    def build_model(self, encoder, n_labels, settings, lam):
+        from .models import Tagger
+        return Tagger(encoder, n_labels, crf=bool(settings["crf"]), dropout=settings["dropout"],
+                      lam=lam)
+
+    def tsv_line(self, text, tokens, label):
+        return " ".join(tokens) + "\t" + " ".join(label)
+
+    def json_record(self, text, tokens, label):
+        return {"tokens": tokens, "tags": label}
+
+
+class ClassificationKind(TaskKind):
+    """One class per text (:class:`~elmo.tasks.models.SentenceClassifier`)."""
+
+    name = "classification"
+
+    def build_model(self, encoder, n_labels, settings, lam):
+        from .models import SentenceClassifier
+        return SentenceClassifier(encoder, n_labels, pooling=settings["pooling"],
+                                  hidden=int(settings["classifier_hidden"]),
+                                  dropout=settings["dropout"], lam=lam)
+
+
+class PairKind(TaskKind):
+    """One class per pair of texts (:class:`~elmo.tasks.models.PairClassifier`)."""
+
+    name = "pair"
+    pair = True
+
+    def build_model(self, encoder, n_labels, settings, lam):
+        from .models import PairClassifier
+        return PairClassifier(encoder, n_labels, hidden=int(settings["classifier_hidden"]),
+                              dropout=settings["dropout"], lam=lam)
+
+    def tsv_line(self, text, tokens, label):
+        return f"{text[0]}\t{text[1]}\t{label}"
+
+    def json_record(self, text, tokens, label):
+        return {"text_a": text[0], "text_b": text[1], "label": label}
+
+
+#: The task kinds by name (the order is the one error messages list them in).
+TASK_KINDS: Dict[str, TaskKind] = {k.name: k for k in (TaggingKind(), ClassificationKind(),
+                                                       PairKind())}
+
+
+def task_kind(name: str) -> TaskKind:
+    """The kind called ``name``, or a :class:`~elmo.tasks.files.TaskDataError` naming it."""
+    try:
+        return TASK_KINDS[name]
+    except (KeyError, TypeError):
+        from .files import TaskDataError
+        raise TaskDataError(f"unknown task kind {name!r}; known: {', '.join(TASK_KINDS)}") from None
