@@ -6,7 +6,8 @@ import math
 import pytest
 import torch
 
-from elmo.modules.softmax import Candidates, LogUniformSampler, SharedSoftmax
+from elmo.modules.softmax import (FULL_SOFTMAX, SOFTMAX_LOSSES, Candidates, FullSoftmax, LogUniformSampler,
+                                  SampledSoftmax, SharedSoftmax, softmax_loss, softmax_name)
 
 
 def test_log_uniform_draws_follow_zipf():
@@ -105,3 +106,38 @@ def test_sampled_loss_gradients_match_plain_autograd_with_hits():
     assert torch.allclose(got, plain, atol=1e-5, rtol=1e-5)
     for a, b_ in zip(g_got, g_plain):
         assert torch.allclose(a, b_, atol=1e-6, rtol=1e-5)
+
+
+def test_the_training_settings_pick_the_softmax_loss_from_the_table():
+    assert set(SOFTMAX_LOSSES) == {"full", "sampled"}
+    # 0 negatives, or as many as the vocabulary, is the exact loss
+    assert [softmax_name(100, n) for n in (0, 30, 99, 100, 500)] == [
+        "full", "sampled", "sampled", "full", "full"]
+    assert isinstance(softmax_loss(100, 0), FullSoftmax)
+    loss = softmax_loss(100, 30, seed=3)
+    assert isinstance(loss, SampledSoftmax) and loss.train_ppl_key == "sampled_ppl"
+    assert FULL_SOFTMAX.train_ppl_key == "train_ppl" and FULL_SOFTMAX.state_dict() is None
+    # the sampler's position is saved and restored (checkpoints)
+    state = loss.state_dict()
+    first = loss.candidates().ids
+    loss.load_state_dict(state)
+    assert torch.equal(loss.candidates().ids, first)
+
+
+def test_both_losses_answer_the_same_interface_with_the_same_numbers():
+    """``nll`` per direction equals the layer's own losses exactly: the sampled one on both
+    directions concatenated (shared negatives), the full one a direction at a time."""
+    torch.manual_seed(0)
+    softmax = SharedSoftmax(60, 8)
+    hidden_f, hidden_b = torch.randn(7, 8), torch.randn(5, 8)
+    targets_f, targets_b = torch.randint(0, 60, (7,)), torch.randint(0, 60, (5,))
+    nll_f, nll_b = FULL_SOFTMAX.nll(softmax, hidden_f, targets_f, hidden_b, targets_b)
+    assert torch.equal(nll_f, softmax.full_nll(hidden_f, targets_f))
+    assert torch.equal(nll_b, softmax.full_nll(hidden_b, targets_b))
+    cand = SampledSoftmax(60, 20, seed=1).candidates()
+    nll_f, nll_b = cand.nll(softmax, hidden_f, targets_f, hidden_b, targets_b)
+    targets = torch.cat([targets_f, targets_b])
+    both = softmax.sampled_nll(torch.cat([hidden_f, hidden_b]), targets, cand.ids, cand.log_q,
+                               cand.log_q_of(targets))
+    assert nll_f.shape == (7,) and nll_b.shape == (5,)
+    assert torch.equal(torch.cat([nll_f, nll_b]), both)

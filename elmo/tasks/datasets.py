@@ -176,15 +176,16 @@ def load_task(spec: dict) -> TaskData:
     Paths are used as given (:func:`elmo.tasks.runner.load_config` makes them relative to
     the config file).
     """
-    from .files import KINDS, TaskDataError
+    from .files import TaskDataError
+    from .kinds import TASK_KINDS
     name = spec.get("task")
-    if name in KINDS:
+    if name in TASK_KINDS:
         splits, source, kind, metric = _load_files(spec)
     elif name in TASKS:
         splits, source, kind, metric = _load_preset(spec)
     else:
         raise TaskDataError(f"unknown task {name!r}; built-in: {', '.join(TASKS)}; or a kind "
-                            f"with your own files: {', '.join(KINDS)}")
+                            f"with your own files: {', '.join(TASK_KINDS)}")
     seed = int(spec.get("subset_seed", 0))
     full = {k: len(v) for k, v in splits.items()}
     for split in splits:

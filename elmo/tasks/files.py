@@ -1,7 +1,7 @@
 """Task examples from your own files: CoNLL columns, ``word/TAG``, TSV and JSON lines.
 
 A *format* says how one file becomes :class:`~elmo.tasks.datasets.Example` objects for a
-task *kind* (``tagging``, ``classification``, ``pair``)::
+task *kind* (:mod:`.kinds`: ``tagging``, ``classification``, ``pair``)::
 
     {"type": "conll", "word": 0, "label": -1}          # one token a line, blank line between
     {"type": "word_tag", "separator": "/"}            # one sentence a line: The/at dog/nn
@@ -29,12 +29,9 @@ from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Union
 
 from .datasets import Example
-from .kinds import TASK_KINDS, task_kind
+from .kinds import task_kind
 
-KINDS = tuple(TASK_KINDS)
 FORMATS = ("conll", "word_tag", "tsv", "jsonl")
-#: The metrics a kind may be scored with (the first is its default).
-KIND_METRICS = {name: kind.metrics for name, kind in TASK_KINDS.items()}
 FORMAT_KEYS = {"conll": {"word", "label", "separator"},
                "word_tag": {"separator"},
                "tsv": {"text", "label", "text_b", "header", "delimiter"},

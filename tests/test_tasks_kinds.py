@@ -1,0 +1,85 @@
+"""The task-kind table: every kind-specific step looks its kind up in ``TASK_KINDS``, unknown
+kinds fail with a one-line error, and a new kind is one subclass plus one table entry."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import torch
+
+from elmo.tasks.batching import make_batch
+from elmo.tasks.datasets import Example
+from elmo.tasks.embeddings import WordVocab
+from elmo.tasks.files import TaskDataError, check_format, read_examples
+from elmo.tasks.kinds import TASK_KINDS, ClassificationKind, task_kind
+from elmo.tasks.saved import to_examples
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_table_names_the_three_kinds_with_their_metrics():
+    assert list(TASK_KINDS) == ["tagging", "classification", "pair"]
+    assert TASK_KINDS["tagging"].metrics == ("token_accuracy", "span_f1")
+    assert [k.pair for k in TASK_KINDS.values()] == [False, False, True]
+    assert [k.token_labels for k in TASK_KINDS.values()] == [True, False, False]
+
+
+def test_unknown_kind_is_one_clear_error_everywhere():
+    vocab = WordVocab(["a"])
+    for call in (lambda: task_kind("spans"),
+                 lambda: make_batch([Example(["a"], "x")], "spans", vocab, {"x": 0}, 50),
+                 lambda: check_format({"type": "tsv", "text": 0, "label": 1}, "spans", "task t"),
+                 lambda: to_examples(["a b"], "spans")):
+        with pytest.raises(TaskDataError, match=r"unknown task kind 'spans'; known: tagging, "
+                                                r"classification, pair"):
+            call()
+
+
+def test_labels_unseen_in_training_get_the_kinds_fallback_id():
+    vocab = WordVocab(["a", "b"])
+    tags = make_batch([Example(["a", "b"], ["N", "Q"]), Example(["a"], ["V"])], "tagging",
+                      vocab, {"N": 1, "V": 2}, 50)
+    assert tags.labels.tolist() == [[1, 0], [2, 0]]
+    classes = make_batch([Example(["a"], "pos"), Example(["b"], "odd")], "classification",
+                         vocab, {"pos": 0}, 50)
+    assert classes.labels.tolist() == [0, -1] and len(classes.texts) == 1
+    pairs = make_batch([Example(["a"], "yes", ["b", "a"])], "pair", vocab, {"yes": 1}, 50)
+    assert pairs.labels.tolist() == [1] and pairs.texts[1].words.tolist() == [[3, 2]]
+
+
+def test_predictions_are_decoded_and_written_per_kind():
+    labels = ["A", "B"]
+    assert TASK_KINDS["tagging"].decode([1, 0], labels) == ["B", "A"]
+    assert TASK_KINDS["classification"].decode(1, labels) == "B"
+    assert TASK_KINDS["tagging"].tsv_line("x y", ["x", "y"], ["B", "A"]) == "x y\tB A"
+    assert TASK_KINDS["pair"].tsv_line(("x", "y"), ["x"], "B") == "x\ty\tB"
+    assert TASK_KINDS["classification"].json_record("x y", ["x", "y"], "A") == {
+        "text": "x y", "tokens": ["x", "y"], "label": "A"}
+    assert to_examples([["x", "y"]], "tagging")[0].label == ["", ""]
+
+
+def test_a_new_kind_is_one_subclass_and_one_entry(tmp_path, monkeypatch):
+    class Sentiment(ClassificationKind):
+        name = "sentiment"
+        metrics = ("accuracy",)
+
+    monkeypatch.setitem(TASK_KINDS, "sentiment", Sentiment())
+    path = tmp_path / "train.tsv"
+    path.write_text("good film\tpos\nbad film\tneg\n", encoding="utf-8")
+    fmt = check_format({"type": "tsv", "text": 0, "label": 1}, "sentiment", "task s")
+    examples = read_examples(path, "sentiment", fmt)
+    assert [ex.label for ex in examples] == ["pos", "neg"]
+    batch = make_batch(examples, "sentiment", WordVocab(["good", "bad", "film"]),
+                       {"neg": 0, "pos": 1}, 50)
+    assert torch.equal(batch.labels, torch.tensor([1, 0]))
+
+
+def test_no_kind_name_is_compared_outside_the_table():
+    """Kind-specific behaviour lives in elmo/tasks/kinds.py, not in string if-chains."""
+    pattern = re.compile(r"""[!=]= ?["'](tagging|classification|pair)["']""")
+    found = [f"{p.relative_to(ROOT)}:{i}" for p in sorted((ROOT / "elmo").rglob("*.py"))
+             if p.name != "kinds.py"
+             for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), start=1)
+             if pattern.search(line)]
+    assert not found, found
