@@ -45,7 +45,26 @@ def _has_vector(_obj) -> bool:
     return True
 
 
-class ElmoVectors:
+class _BatchedComponent:
+    """What both components share: spaCy calls a component on one Doc, or ``pipe`` on a stream;
+    each subclass sets its annotations on a list of Docs at once in ``_set``."""
+
+    batch_size: int
+
+    def _set(self, docs: List[Doc]) -> None:
+        raise NotImplementedError
+
+    def __call__(self, doc: Doc) -> Doc:
+        self._set([doc])
+        return doc
+
+    def pipe(self, docs: Iterable[Doc], batch_size: Optional[int] = None) -> Iterator[Doc]:
+        for batch in minibatch(docs, size=batch_size or self.batch_size):
+            self._set(list(batch))
+            yield from batch
+
+
+class ElmoVectors(_BatchedComponent):
     """Sets ``doc.tensor`` (n_tokens, D) and, through the Doc's hooks, ``token.vector``,
     ``span.vector`` and ``doc.vector`` from an :class:`elmo.Embedder`."""
 
@@ -73,17 +92,9 @@ class ElmoVectors:
             doc.user_hooks["vector"] = _doc_vector
             doc.user_hooks["has_vector"] = _has_vector
 
-    def __call__(self, doc: Doc) -> Doc:
-        self._set([doc])
-        return doc
-
-    def pipe(self, docs: Iterable[Doc], batch_size: Optional[int] = None) -> Iterator[Doc]:
-        for batch in minibatch(docs, size=batch_size or self.batch_size):
-            self._set(list(batch))
-            yield from batch
 
 
-class ElmoTaskAnnotator:
+class ElmoTaskAnnotator(_BatchedComponent):
     """Runs a saved task model (``elmo experiment --save-models``) on Docs: tags into
     ``token.tag_`` (a ``span_f1`` model's BIO tags also into ``doc.ents``), class labels into
     ``doc.cats`` (1.0 for the predicted label, 0.0 for the others)."""
@@ -113,14 +124,6 @@ class ElmoTaskAnnotator:
                 doc.ents = [Span(doc, start, end, label=kind)
                             for kind, start, end in sorted(bio_spans(pred), key=lambda s: s[1])]
 
-    def __call__(self, doc: Doc) -> Doc:
-        self._set([doc])
-        return doc
-
-    def pipe(self, docs: Iterable[Doc], batch_size: Optional[int] = None) -> Iterator[Doc]:
-        for batch in minibatch(docs, size=batch_size or self.batch_size):
-            self._set(list(batch))
-            yield from batch
 
 
 @Language.factory("elmo", default_config={"model": "default", "layers": "average",
