@@ -16,7 +16,7 @@ import errno
 import os
 import socket
 import tempfile
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Iterator, Optional
 
@@ -119,6 +119,99 @@ def writing(path: Path, what: str = "output", hint: str = "") -> Iterator[None]:
     except OSError as e:
         raise OutputError(f"{path}: cannot write the {what}: {os_error_reason(e)}"
                           + (f"; {hint}" if hint else "")) from e
+
+
+# ---------------------------------------------------------------------- HDF5 that survives a full disk
+class GuardedFile:
+    """A file for h5py's file-object driver that records the first OS error of a write
+    instead of letting HDF5 see it; :meth:`check` raises it.
+
+    HDF5 handles a failed write (a full disk) badly: some writes happen when a handle is freed,
+    where h5py can only print the error and carry on as if the data were written, and a file
+    whose flush failed cannot be closed cleanly (later HDF5 calls may crash). With this file
+    HDF5 never sees the error: writes after it are dropped, the file closes normally, and the
+    writer raises the recorded error (an OSError with its errno) and deletes the file.
+    """
+
+    def __init__(self, path: Path):
+        self._file = open(path, "w+b", buffering=0)   # unbuffered: errors come at each write
+        self.error: Optional[OSError] = None
+
+    def write(self, data) -> int:
+        view = memoryview(data).cast("B")
+        size = len(view)
+        if self.error is None:
+            try:
+                while view:   # a write near a full disk may be partial
+                    view = view[self._file.write(view):]
+            except OSError as e:
+                self.error = e
+        return size
+
+    def truncate(self, size: Optional[int] = None) -> int:
+        try:
+            return self._file.truncate(size)
+        except OSError as e:
+            self.error = self.error or e
+            return self._file.tell() if size is None else size
+
+    def readinto(self, buffer) -> int:
+        return self._file.readinto(buffer)
+
+    def read(self, size: int = -1) -> bytes:
+        return self._file.read(size)
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        return self._file.seek(offset, whence)
+
+    def tell(self) -> int:
+        return self._file.tell()
+
+    def flush(self) -> None:   # unbuffered: nothing waits
+        pass
+
+    def close(self) -> None:
+        self._file.close()
+
+    def check(self) -> None:
+        """Raise the first write error, if there was one."""
+        if self.error is not None:
+            raise self.error
+
+
+class HDF5Writer:
+    """A new HDF5 file at a temporary path, renamed onto its target by :meth:`commit` or
+    deleted by :meth:`abort`; write errors (a full disk) are raised as OSError."""
+
+    def __init__(self, tmp: Path):
+        self.tmp = tmp
+        import h5py   # here, so that importing elmo.io stays light
+
+        self._raw = GuardedFile(tmp)
+        try:
+            self.file = h5py.File(self._raw, "w")
+        except BaseException:
+            self._raw.close()
+            tmp.unlink(missing_ok=True)
+            raise
+
+    def check(self) -> None:
+        self._raw.check()
+
+    def commit(self, path: Path) -> None:
+        self.file.close()
+        self._raw.close()
+        self.check()
+        atomic_commit(self.tmp, path)   # with an ordinary file's permissions
+
+    def abort(self) -> None:
+        """Close and delete the temporary file (also after a failed write)."""
+        try:
+            with suppress(Exception):
+                self.file.close()
+            self._raw.close()
+        finally:
+            self.tmp.unlink(missing_ok=True)
 
 
 # ---------------------------------------------------------------------- the output lock

@@ -27,7 +27,7 @@ import torch
 
 from .config import ElmoOptions
 from .io import (atomic_commit, atomic_target, atomic_write_text,  # noqa: F401 (importable from here)
-                 os_error_reason)
+                 HDF5Writer, os_error_reason, writing)
 from .modules.bilm import BiLM
 
 
@@ -204,15 +204,20 @@ def save_original(bilm: BiLM, options_file: str | Path, weight_file: str | Path,
     ``dtype="float16"`` halves the file; loading converts back to float32.
     """
     weight_file = Path(weight_file)
-    tmp = atomic_target(weight_file)
-    try:
-        with h5py.File(tmp, "w") as h5:
+    # Through HDF5Writer: a full disk is one OSError naming the file, with no HDF5 report
+    # printed and no temporary file left; the previous file at weight_file stays as it was.
+    with writing(weight_file, "weights"):
+        out = HDF5Writer(atomic_target(weight_file))
+        try:
             for name, array in _to_original_arrays(bilm).items():
-                h5.create_dataset(name, data=array.astype(dtype, copy=False))
-        atomic_commit(tmp, weight_file)
-    finally:
-        tmp.unlink(missing_ok=True)
-    atomic_write_text(options_file, bilm.options.to_json() + "\n")
+                out.file.create_dataset(name, data=array.astype(dtype, copy=False))
+                out.check()
+            out.commit(weight_file)
+        except BaseException:
+            out.abort()
+            raise
+    with writing(Path(options_file), "options"):
+        atomic_write_text(options_file, bilm.options.to_json() + "\n")
 
 
 # ---------------------------------------------------------------------- native format

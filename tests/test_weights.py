@@ -173,3 +173,40 @@ def test_atomic_helpers_are_importable_from_weights_and_io():
     from elmo import io, weights
     assert weights.atomic_write_text is io.atomic_write_text
     assert weights.atomic_target is io.atomic_target and weights.atomic_commit is io.atomic_commit
+
+
+def test_full_disk_while_saving_weights_is_one_line_and_keeps_the_old_file(tmp_path, monkeypatch):
+    """ENOSPC inside HDF5's writes: one OSError naming the file, no temporary file left, and
+    the weights already at that path untouched (the write goes to a temporary file first)."""
+    import errno
+
+    from elmo import io
+    bilm = random_bilm(seed=1)
+    options, weights = tmp_path / "options.json", tmp_path / "weights.hdf5"
+    save_original(bilm, options, weights)
+    before = weights.read_bytes()
+    real_init = io.GuardedFile.__init__
+
+    class FullDisk:
+        def __init__(self, raw):
+            self.raw, self.written = raw, 0
+
+        def write(self, data):
+            if self.written + len(data) > 4_000:
+                raise OSError(errno.ENOSPC, "No space left on device")
+            self.written += len(data)
+            return self.raw.write(data)
+
+        def __getattr__(self, name):
+            return getattr(self.raw, name)
+
+    def init(self, path):
+        real_init(self, path)
+        self._file = FullDisk(self._file)
+    monkeypatch.setattr(io.GuardedFile, "__init__", init)
+    with pytest.raises(OSError) as e:
+        save_original(random_bilm(seed=2), options, weights)
+    message = str(e.value)
+    assert message == f"{weights}: cannot write the weights: No space left on device"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["options.json", "weights.hdf5"]
+    assert weights.read_bytes() == before

@@ -21,15 +21,13 @@ written to a temporary file and renamed over OUTPUT. A killed run therefore leav
 segments plus at most one temporary file per process, which the next run deletes. Temporary
 files are only deleted by the holder of the lock of the file they are for (``OUTPUT.lock``,
 ``segment-K.hdf5.lock``, see :mod:`elmo.io`), so a live writer's file is never deleted. A
-failed write (a full disk, see :class:`GuardedFile`) raises an OSError and deletes its own
+failed write (a full disk, see :class:`elmo.io.GuardedFile`) raises an OSError and deletes its own
 temporary file; the finished segments stay for a rerun.
 """
 from __future__ import annotations
 
 import json
-import os
 import shutil
-from contextlib import suppress
 from pathlib import Path
 from typing import Dict, Iterable, Optional
 
@@ -37,7 +35,7 @@ import h5py
 import numpy as np
 
 from ..io import process_temporary as _temporary
-from ..io import remove_temporaries
+from ..io import GuardedFile, HDF5Writer, remove_temporaries  # noqa: F401  (GuardedFile: re-exported)
 
 SENTENCE_TO_INDEX = "sentence_to_index"
 
@@ -67,96 +65,6 @@ def compare_settings(found: Optional[str], settings: Dict, where: Path) -> None:
         raise SettingsMismatch(f"{where} was written by a different command (it differs in: "
                                f"{', '.join(differing)}); rerun the same command to resume, or "
                                f"pass --overwrite to start again")
-
-
-class GuardedFile:
-    """A file for h5py's file-object driver that records the first OS error of a write
-    instead of letting HDF5 see it; :meth:`check` raises it.
-
-    HDF5 handles a failed write (a full disk) badly: some writes happen when a handle is freed,
-    where h5py can only print the error and carry on as if the data were written, and a file
-    whose flush failed cannot be closed cleanly (later HDF5 calls may crash). With this file
-    HDF5 never sees the error: writes after it are dropped, the file closes normally, and the
-    writer raises the recorded error (an OSError with its errno) and deletes the file.
-    """
-
-    def __init__(self, path: Path):
-        self._file = open(path, "w+b", buffering=0)   # unbuffered: errors come at each write
-        self.error: Optional[OSError] = None
-
-    def write(self, data) -> int:
-        view = memoryview(data).cast("B")
-        size = len(view)
-        if self.error is None:
-            try:
-                while view:   # a write near a full disk may be partial
-                    view = view[self._file.write(view):]
-            except OSError as e:
-                self.error = e
-        return size
-
-    def truncate(self, size: Optional[int] = None) -> int:
-        try:
-            return self._file.truncate(size)
-        except OSError as e:
-            self.error = self.error or e
-            return self._file.tell() if size is None else size
-
-    def readinto(self, buffer) -> int:
-        return self._file.readinto(buffer)
-
-    def read(self, size: int = -1) -> bytes:
-        return self._file.read(size)
-
-    def seek(self, offset: int, whence: int = 0) -> int:
-        return self._file.seek(offset, whence)
-
-    def tell(self) -> int:
-        return self._file.tell()
-
-    def flush(self) -> None:   # unbuffered: nothing waits
-        pass
-
-    def close(self) -> None:
-        self._file.close()
-
-    def check(self) -> None:
-        """Raise the first write error, if there was one."""
-        if self.error is not None:
-            raise self.error
-
-
-class HDF5Writer:
-    """A new HDF5 file at a temporary path, renamed onto its target by :meth:`commit` or
-    deleted by :meth:`abort`; write errors (a full disk) are raised as OSError."""
-
-    def __init__(self, tmp: Path):
-        self.tmp = tmp
-        self._raw = GuardedFile(tmp)
-        try:
-            self.file = h5py.File(self._raw, "w")
-        except BaseException:
-            self._raw.close()
-            tmp.unlink(missing_ok=True)
-            raise
-
-    def check(self) -> None:
-        self._raw.check()
-
-    def commit(self, path: Path) -> None:
-        self.file.close()
-        self._raw.close()
-        self.check()
-        os.replace(self.tmp, path)
-
-    def abort(self) -> None:
-        """Close and delete the temporary file (also after a failed write)."""
-        try:
-            with suppress(Exception):
-                self.file.close()
-            self._raw.close()
-        finally:
-            self.tmp.unlink(missing_ok=True)
 
 
 class SegmentWriter:
