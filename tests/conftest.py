@@ -63,3 +63,36 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.path.stem in NUMERICS_MODULES:
             item.add_marker(pytest.mark.numerics)
+
+
+class FullDisk:
+    """Wraps the file under :class:`elmo.io.GuardedFile`: after ``limit`` bytes every write
+    fails with ENOSPC, as on a full disk (fault injection that needs no mount or root)."""
+
+    def __init__(self, raw, limit: int):
+        self.raw, self.limit, self.written = raw, limit, 0
+
+    def write(self, data):
+        import errno
+        if self.written + len(data) > self.limit:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        self.written += len(data)
+        return self.raw.write(data)
+
+    def __getattr__(self, name):
+        return getattr(self.raw, name)
+
+
+def fill_disk_on_open(monkeypatch, limit: int, which=lambda n: True):
+    """Make the ``n``-th GuardedFile opened (counting from 0) a :class:`FullDisk` when
+    ``which(n)``; returns the list of opened paths."""
+    from elmo import io
+    opened, real_init = [], io.GuardedFile.__init__
+
+    def init(self, path):
+        real_init(self, path)
+        if which(len(opened)):
+            self._file = FullDisk(self._file, limit)
+        opened.append(path)
+    monkeypatch.setattr(io.GuardedFile, "__init__", init)
+    return opened

@@ -16,7 +16,7 @@ from elmo.cli import main as cli_main
 from elmo.embedding import NonFiniteOutput
 from elmo.embedding.output import parts_dir
 from elmo.io import OutputBusy, OutputError, lock_path, output_lock
-from tests.conftest import random_bilm
+from tests.conftest import fill_disk_on_open, random_bilm
 from tests.test_embedding import random_sentences
 from tests.test_embedding_file import assert_same_datasets, write_lines
 
@@ -186,33 +186,11 @@ def test_full_disk_on_a_real_tmpfs(tmp_path, tmpfs, bilm, capsys):
 def test_full_disk_by_fault_injection(tmp_path, bilm, lines, monkeypatch, where):
     """The OS refuses a write with ENOSPC inside HDF5's writing (of the third segment, or of the
     merged file): the same guarantees as on a real full disk, on any machine, root or not."""
-    from elmo.embedding import output
     inp = write_lines(tmp_path / "in.txt", lines)
     reference = embed_file(inp, tmp_path / "reference.hdf5", bilm, segment_lines=10)
     out = tmp_path / "run" / "out.hdf5"
     failing_file = 2 if where == "segment" else 4        # files 0-3: the 4 segments; 4: merged
-    opened, real_init = [], output.GuardedFile.__init__
-
-    class FullDisk:
-        """The file underneath: after 20 kB, every write fails as on a full disk."""
-        def __init__(self, raw):
-            self.raw, self.written = raw, 0
-
-        def write(self, data):
-            if self.written + len(data) > 20_000:
-                raise OSError(errno.ENOSPC, "No space left on device")
-            self.written += len(data)
-            return self.raw.write(data)
-
-        def __getattr__(self, name):
-            return getattr(self.raw, name)
-
-    def init(self, path):
-        real_init(self, path)
-        if len(opened) == failing_file:
-            self._file = FullDisk(self._file)
-        opened.append(path)
-    monkeypatch.setattr(output.GuardedFile, "__init__", init)
+    fill_disk_on_open(monkeypatch, 20_000, lambda n: n == failing_file)
     with pytest.raises(OutputError) as e:
         embed_file(inp, out, bilm, segment_lines=10)
     message = str(e.value)

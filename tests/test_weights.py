@@ -8,7 +8,7 @@ import torch
 
 import elmo
 from elmo import ConfigError, WeightFileError, batch_to_ids, load_original, save_original
-from tests.conftest import ALLENNLP, NOSKIP, random_bilm
+from tests.conftest import ALLENNLP, NOSKIP, fill_disk_on_open, random_bilm
 
 
 @pytest.mark.parametrize("folder", [ALLENNLP, NOSKIP])
@@ -178,32 +178,11 @@ def test_atomic_helpers_are_importable_from_weights_and_io():
 def test_full_disk_while_saving_weights_is_one_line_and_keeps_the_old_file(tmp_path, monkeypatch):
     """ENOSPC inside HDF5's writes: one OSError naming the file, no temporary file left, and
     the weights already at that path untouched (the write goes to a temporary file first)."""
-    import errno
-
-    from elmo import io
     bilm = random_bilm(seed=1)
     options, weights = tmp_path / "options.json", tmp_path / "weights.hdf5"
     save_original(bilm, options, weights)
     before = weights.read_bytes()
-    real_init = io.GuardedFile.__init__
-
-    class FullDisk:
-        def __init__(self, raw):
-            self.raw, self.written = raw, 0
-
-        def write(self, data):
-            if self.written + len(data) > 4_000:
-                raise OSError(errno.ENOSPC, "No space left on device")
-            self.written += len(data)
-            return self.raw.write(data)
-
-        def __getattr__(self, name):
-            return getattr(self.raw, name)
-
-    def init(self, path):
-        real_init(self, path)
-        self._file = FullDisk(self._file)
-    monkeypatch.setattr(io.GuardedFile, "__init__", init)
+    fill_disk_on_open(monkeypatch, 4_000)
     with pytest.raises(OSError) as e:
         save_original(random_bilm(seed=2), options, weights)
     message = str(e.value)
