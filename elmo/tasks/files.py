@@ -23,11 +23,11 @@ Every malformed line raises :class:`TaskDataError` naming the file and the line.
 from __future__ import annotations
 
 import csv
-import hashlib
 import json
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Union
 
+from ..data.fetch import sha256_file
 from .datasets import Example
 from .kinds import task_kind
 
@@ -44,12 +44,8 @@ class TaskDataError(ValueError):
     """A task file, line or format setting that cannot be read (the message names it)."""
 
 
-def file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+#: A file's SHA-256 (hex): the one the corpus fetcher checks archives with.
+file_sha256 = sha256_file
 
 
 def check_format(fmt: dict, kind: str, where: str) -> dict:
