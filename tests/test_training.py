@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import math
 
+import h5py
+import numpy as np
 import pytest
 import torch
 
@@ -170,3 +172,44 @@ def test_command_line_vocab_train_perplexity_plot(tmp_path, toy, capsys):
     pytest.importorskip("matplotlib")
     assert main(["plot-curve", str(run / "log.jsonl"), "-o", str(tmp_path / "curve.png")]) == 0
     assert (tmp_path / "curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_command_line_train_warm_start_continues_a_model(tmp_path, toy, capsys):
+    """`elmo train --from MODEL` starts from MODEL's weights and vocabulary (no --vocab needed)
+    and records the phases' tokens; without either --vocab or --from it is one clear error."""
+    train_txt, held_txt, _ = toy
+    assert main(["vocab", "build", str(train_txt), "-o", str(tmp_path / "v.txt"), "--min-count", "2"]) == 0
+    small = ["--dim", "16", "--projection-dim", "8", "--filters", "1:4,2:4", "--char-dim", "4"]
+    run_args = ["--batch-size", "4", "--unroll-steps", "8", "--negatives", "10", "--no-progress", "--threads", "1"]
+    base = tmp_path / "base"
+    assert main(["train", str(train_txt), "--vocab", str(tmp_path / "v.txt"), "-o", str(base), "--max-steps", "6",
+                 *small, *run_args]) == 0
+    capsys.readouterr()
+    assert main(["perplexity", str(base / "model"), str(held_txt), "--json"]) == 0
+    ppl_base = json.loads(capsys.readouterr().out)["ppl"]
+
+    warm = tmp_path / "warm"
+    assert main(["train", str(train_txt), "--from", str(base / "model"), "-o", str(warm), "--max-steps", "30",
+                 "--optimizer", "adam", "--lr", "0.01", *run_args]) == 0
+    capsys.readouterr()
+    meta = read_metadata(warm / "model")
+    base_meta = read_metadata(base / "model")
+    assert meta["warm_start"]["from"] == str(base / "model")
+    assert meta["warm_start"]["tokens_before"] == base_meta["tokens"] > 0
+    assert meta["tokens_total"] == base_meta["tokens"] + meta["tokens"]
+    assert Vocabulary.load(warm / "model" / "vocab.txt").words == Vocabulary.load(tmp_path / "v.txt").words
+    assert main(["perplexity", str(warm / "model"), str(held_txt), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["ppl"] < ppl_base  # it went on learning from there
+
+    # With lr 0 the weights stay exactly the base model's: the start is the base, not a new model.
+    frozen = tmp_path / "frozen"
+    assert main(["train", str(train_txt), "--from", str(base / "model"), "-o", str(frozen), "--max-steps", "2",
+                 "--optimizer", "adam", "--lr", "0", *run_args]) == 0
+    capsys.readouterr()
+    with h5py.File(base / "model" / "weights.hdf5") as a, h5py.File(frozen / "model" / "weights.hdf5") as b:
+        names = []
+        a.visit(lambda name: names.append(name) if isinstance(a[name], h5py.Dataset) else None)
+        assert names and all(np.array_equal(a[name][()], b[name][()]) for name in names)
+
+    assert main(["train", str(train_txt), "-o", str(tmp_path / "none"), "--max-steps", "2", *run_args]) == 1
+    assert "missing setting vocab (--vocab)" in capsys.readouterr().err

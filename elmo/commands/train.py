@@ -4,8 +4,11 @@
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import sys
+from pathlib import Path
+from typing import Optional
 
 
 def _filters(text: str):
@@ -30,43 +33,22 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
 
 
 def _add_run_args(p: argparse.ArgumentParser, *, finetune: bool) -> None:
+    """The options of a training run, made from :class:`~elmo.training.trainer.TrainConfig`."""
+    from ..jobconfig import add_arguments, add_config_arguments
+    from ..training.trainer import TrainConfig
+
+    if finetune:
+        p.add_argument("--from", dest="init_from", required=True,
+                       help="trained model folder (OUTPUT/model of elmo train)")
+        p.add_argument("--output", "-o", required=True, help="run folder; the adapted model goes to OUTPUT/model")
     g = p.add_argument_group("training")
-    g.add_argument("--batch-size", type=int, default=128, help="rows per process (default 128)")
-    g.add_argument("--unroll-steps", type=int, default=20, help="time steps per batch (default 20)")
-    g.add_argument("--layout", choices=["packed", "bucketed"], default="packed",
-                   help="packed: sentences end to end, state carried across batches (the original); "
-                        "bucketed: one sentence a row, zero state (default packed)")
-    g.add_argument("--state-reset-every", type=int, default=0,
-                   help="packed layout: zero each row's carried state every K batches, staggered over the rows "
-                        "(bounds the context age; 0 = carry forever, as the original)")
-    g.add_argument("--epochs", type=float, default=1.0 if finetune else 10.0,
-                   help=f"passes over the text (default {1 if finetune else 10})")
-    g.add_argument("--max-steps", type=int, help="stop after this many steps (overrides --epochs)")
-    g.add_argument("--max-hours", type=float, help="stop after this much training time, then evaluate and export")
-    g.add_argument("--optimizer", choices=["adagrad", "adam"], default="adagrad", help="default adagrad")
-    g.add_argument("--lr", type=float, help="learning rate (default 0.2 for adagrad, 0.001 for adam)")
-    g.add_argument("--adagrad-init", type=float, default=1.0, help="Adagrad initial accumulator (default 1.0)")
-    g.add_argument("--clip-norm", type=float, default=10.0, help="global gradient-norm clip (default 10)")
-    g.add_argument("--dropout", type=float, default=0.1, help="on LSTM inputs and before the softmax (default 0.1)")
-    g.add_argument("--negatives", type=int, default=8192,
-                   help="shared sampled-softmax negatives per batch; 0 = full softmax (default 8192)")
-    g.add_argument("--no-shuffle", action="store_true", help="read shards and sentences in file order")
-    g.add_argument("--seed", type=int, default=0)
-    g.add_argument("--checkpoint-every", type=int, default=1000, help="steps between checkpoints (default 1000)")
-    g.add_argument("--keep-checkpoints", type=int, default=3, help="newest checkpoints kept (default 3)")
-    g.add_argument("--log-every", type=int, default=20, help="steps between log lines (default 20)")
-    g.add_argument("--eval-every", type=int, default=0, help="steps between validation runs (default: at the end)")
-    g.add_argument("--eval-batch-size", type=int, default=32)
-    g.add_argument("--device", default="auto", help="cpu, cuda, cuda:N or auto (default: CUDA when present)")
-    g.add_argument("--bf16", action="store_true", help="bfloat16 autocast (opt-in; default exact fp32)")
+    add_arguments(g, TrainConfig, exclude={"vocab", "output", "valid", "init_from"} if finetune else set(),
+                  defaults=_FINETUNE_DEFAULTS if finetune else None)
     g.add_argument("--threads", type=int, help="CPU threads for torch (default: torch's choice)")
-    g.add_argument("--no-progress", action="store_true", help="no progress bar")
-    g.add_argument("--allow-change", type=lambda t: [x for x in t.split(",") if x], default=[],
-                   metavar="SETTING[,SETTING]",
-                   help="on resume, let these settings differ from the checkpoint's: lr, state-reset-every, "
-                        "dropout, clip-norm, bf16 (e.g. a learning-rate decay between phases). Run length, "
-                        "intervals, validation text, device and threads may always change; anything else is "
-                        "refused")
+    add_config_arguments(p)
+
+
+_FINETUNE_DEFAULTS = {"epochs": 1.0}
 
 
 def register(subparsers) -> None:
@@ -96,9 +78,6 @@ def register(subparsers) -> None:
         epilog="example: elmo vocab build corpus/ -o vocab.txt && "
                "elmo train corpus/ --vocab vocab.txt --output run1 --valid heldout.txt")
     p.add_argument("corpus", nargs="+", help="training text: files, globs or folders of shards; .gz ok")
-    p.add_argument("--vocab", required=True, help="vocabulary file (words by descending frequency)")
-    p.add_argument("--output", "-o", required=True, help="run folder")
-    p.add_argument("--valid", nargs="*", default=[], help="held-out text for perplexity")
     _add_model_args(p)
     _add_run_args(p, finetune=False)
     p.set_defaults(func=train)
@@ -110,8 +89,6 @@ def register(subparsers) -> None:
                     "vocabulary; one epoch by default. Reports held-out perplexity on that text before and "
                     "after, and records the text in the model's metadata (adapted_on).")
     p.add_argument("text", nargs="+", help="the task's text: files, globs or folders")
-    p.add_argument("--from", dest="init_from", required=True, help="trained model folder (OUTPUT/model of elmo train)")
-    p.add_argument("--output", "-o", required=True, help="run folder; the adapted model goes to OUTPUT/model")
     p.add_argument("--heldout", nargs="*", default=None,
                    help="held-out text (default: every 10th sentence of TEXT is held out)")
     p.add_argument("--heldout-every", type=int, default=10, help="hold out every N-th sentence (default 10)")
@@ -149,10 +126,21 @@ def _threads(args) -> None:
     set_threads(getattr(args, "threads", None))
 
 
-def _model_options(args) -> dict:
+_MODEL_FLAGS = ("options", "dim", "projection_dim", "n_layers", "filters", "n_highway", "char_dim")
+
+
+def _model_flags_given(args) -> bool:
+    return args.no_skip_connections or any(getattr(args, flag) is not None for flag in _MODEL_FLAGS)
+
+
+def _model_options(args, base: Optional[dict] = None) -> dict:
+    """The model's options: ``--options`` (or ``base``, or the default preset), then the flags."""
     from ..config import ElmoOptions, preset_dict
 
-    opts = ElmoOptions.from_file(args.options).to_dict() if args.options else preset_dict("default")
+    if args.options:
+        opts = ElmoOptions.from_file(args.options).to_dict()
+    else:
+        opts = copy.deepcopy(base) if base else preset_dict("default")
     lstm, cnn = opts["lstm"], opts["char_cnn"]
     for flag, key in (("dim", "dim"), ("projection_dim", "projection_dim"), ("n_layers", "n_layers")):
         if getattr(args, flag) is not None:
@@ -169,19 +157,11 @@ def _model_options(args) -> dict:
     return {"lstm": lstm, "char_cnn": cnn}
 
 
-def _run_config(args, **fields):
+def _run_config(args, finetune: bool = False, **given):
+    from ..jobconfig import from_args
     from ..training.trainer import TrainConfig
 
-    lr = args.lr if args.lr is not None else (0.2 if args.optimizer == "adagrad" else 0.001)
-    return TrainConfig(
-        batch_size=args.batch_size, unroll_steps=args.unroll_steps, layout=args.layout, epochs=args.epochs,
-        max_steps=args.max_steps, state_reset_every=args.state_reset_every, max_seconds=args.max_hours * 3600 if args.max_hours else None,
-        optimizer=args.optimizer, lr=lr, adagrad_init=args.adagrad_init, clip_norm=args.clip_norm,
-        dropout=args.dropout, n_negative=args.negatives, shuffle=not args.no_shuffle, seed=args.seed,
-        checkpoint_every=args.checkpoint_every, keep_checkpoints=args.keep_checkpoints,
-        log_every=args.log_every, eval_every=args.eval_every, eval_batch_size=args.eval_batch_size,
-        device=args.device, bf16=args.bf16, progress=not args.no_progress,
-        allow_change=list(args.allow_change), **fields)
+    return from_args(TrainConfig, args, defaults=_FINETUNE_DEFAULTS if finetune else None, given=given)
 
 
 def vocab_build(args) -> int:
@@ -208,19 +188,33 @@ def _run_job(command: str, job) -> int:
 
 
 def train(args) -> int:
+    from ..jobconfig import from_args, print_config_and_exit, read_json
+    from ..training.export import VOCAB_FILE
+    from ..training.trainer import TrainConfig
     from ..training.trainer import train as run
 
     _threads(args)
-    cfg = _run_config(args, train=list(args.corpus), vocab=args.vocab, output=args.output,
-                      options=_model_options(args), valid=list(args.valid))
+    from_file = read_json(args.config_file) if args.config_file else {}
+    file_options = from_file.get("options")
+    options = None if file_options and not _model_flags_given(args) else _model_options(args, file_options)
+    init_from = getattr(args, "init_from", None) or from_file.get("init_from")
+    # a warm start keeps the model's vocabulary unless one is named
+    defaults = {"vocab": str(Path(init_from) / VOCAB_FILE)} if init_from else None
+    cfg = from_args(TrainConfig, args, defaults=defaults, given={"train": list(args.corpus), "options": options})
+    if print_config_and_exit(cfg, args):
+        return 0
     return _run_job("train", lambda: run(cfg))
 
 
 def finetune(args) -> int:
+    from ..jobconfig import print_config_and_exit
     from ..training.finetune import finetune as run
 
     _threads(args)
-    cfg = _run_config(args, train=list(args.text), vocab="", output=args.output, init_from=args.init_from)
+    cfg = _run_config(args, finetune=True, train=list(args.text), vocab="", output=args.output,
+                      init_from=args.init_from)
+    if print_config_and_exit(cfg, args):
+        return 0
     return _run_job("finetune", lambda: run(cfg, heldout=args.heldout, heldout_every=args.heldout_every))
 
 

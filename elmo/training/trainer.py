@@ -31,57 +31,81 @@ from ..data.lm_batches import BucketedLMBatches, PackedLMBatches
 from ..modules.softmax import softmax_loss
 from ..vocab import Vocabulary
 from ..io import atomic_write_text
+from ..jobconfig import build, setting
 from . import distributed
 from .checkpoint import latest_checkpoint, load_checkpoint, rng_state, save_checkpoint, set_rng_state, writing
 from .evaluate import perplexity, reset_rows
-from .export import export_model, load_language_model, options_with_training_keys
+from .export import export_model, load_language_model, options_with_training_keys, read_metadata
 from .model import LanguageModel
 from .resume import check_allow_change, check_resume
 
 
+def _setting_list(text: str) -> List[str]:
+    return [x for x in text.split(",") if x]
+
+
 @dataclass
 class TrainConfig:
-    """Everything that defines a training run (saved as ``train_config.json``)."""
+    """Everything that defines a training run (saved as ``train_config.json``). The options of
+    ``elmo train`` and ``elmo finetune`` are made from the fields with help text
+    (:mod:`elmo.jobconfig`); the model's shape is ``options``, set by the model flags."""
 
     train: List[str]                      # files, globs or folders; one tokenized sentence a line
-    vocab: str                            # vocabulary file (words by descending frequency)
-    output: str                           # run folder
+    vocab: str = setting(help="vocabulary file (words by descending frequency); with --from, the model's")
+    output: str = setting(help="run folder", short="-o")
     options: Dict[str, Any] = field(default_factory=dict)  # model options (lstm, char_cnn)
-    valid: List[str] = field(default_factory=list)  # held-out text for perplexity
-    init_from: Optional[str] = None       # a trained model folder to continue from
-    batch_size: int = 128                 # rows per process
-    unroll_steps: int = 20
-    layout: str = "packed"                # "packed" (stateful) or "bucketed" (stateless)
-    state_reset_every: int = 0            # packed: zero each row's state every K batches, staggered (0 = never)
-    epochs: float = 10.0
-    max_steps: Optional[int] = None       # overrides epochs
-    max_seconds: Optional[float] = None   # stop (and finish: evaluate, export) after this much training time
-    optimizer: str = "adagrad"            # or "adam"
-    lr: float = 0.2
-    adagrad_init: float = 1.0
-    clip_norm: float = 10.0
-    dropout: float = 0.1
-    n_negative: int = 8192                # shared negatives per batch; 0 = full softmax
-    shuffle: bool = True
-    seed: int = 0
-    checkpoint_every: int = 1000          # steps
-    keep_checkpoints: int = 3
-    log_every: int = 20                   # steps
-    eval_every: int = 0                   # steps; 0 = only at the end
-    eval_batch_size: int = 32
-    device: str = "auto"
-    bf16: bool = False
-    progress: bool = True
+    valid: List[str] = setting(default_factory=list, help="held-out text for perplexity")
+    init_from: Optional[str] = setting(
+        None, flag="--from", help="warm start: continue training this trained model folder (weights and "
+                                  "vocabulary kept, a fresh optimizer)")
+    batch_size: int = setting(128, help="rows per process")
+    unroll_steps: int = setting(20, help="time steps per batch")
+    layout: str = setting("packed", choices=["packed", "bucketed"],
+                          help="packed: sentences end to end, state carried across batches (the original); "
+                               "bucketed: one sentence a row, zero state")
+    state_reset_every: int = setting(0, help="packed layout: zero each row's carried state every K batches, "
+                                             "staggered over the rows (bounds the context age; 0 = carry "
+                                             "forever, as the original)")
+    epochs: float = setting(10.0, help="passes over the text")
+    max_steps: Optional[int] = setting(None, help="stop after this many steps (overrides --epochs)")
+    max_seconds: Optional[float] = setting(None, flag="--max-hours", scale=3600.0,
+                                           help="stop after this much training time, then evaluate and export")
+    optimizer: str = setting("adagrad", choices=["adagrad", "adam"], help="the optimizer")
+    lr: Optional[float] = setting(None, show_default=False,
+                                  help="learning rate (default 0.2 for adagrad, 0.001 for adam)")
+    adagrad_init: float = setting(1.0, help="Adagrad initial accumulator")
+    clip_norm: float = setting(10.0, help="global gradient-norm clip")
+    dropout: float = setting(0.1, help="on LSTM inputs and before the softmax")
+    n_negative: int = setting(8192, flag="--negatives",
+                              help="shared sampled-softmax negatives per batch; 0 = full softmax")
+    shuffle: bool = setting(True, help="read shards and sentences in file order", show_default=False)
+    seed: int = setting(0, help="seed of the data order, dropout and sampling")
+    checkpoint_every: int = setting(1000, help="steps between checkpoints")
+    keep_checkpoints: int = setting(3, help="newest checkpoints kept")
+    log_every: int = setting(20, help="steps between log lines")
+    eval_every: int = setting(0, help="steps between validation runs; 0 = at the end")
+    eval_batch_size: int = setting(32, help="sentences per validation batch")
+    device: str = setting("auto", help="cpu, cuda, cuda:N or auto (CUDA when present)")
+    bf16: bool = setting(False, help="bfloat16 autocast (opt-in; default exact fp32)", show_default=False)
+    progress: bool = setting(True, help="no progress bar", show_default=False)
     export: bool = True
     metadata: Dict[str, Any] = field(default_factory=dict)  # extra facts for metadata.json
-    allow_change: List[str] = field(default_factory=list)  # settings a resume may change (see resume.py)
+    allow_change: List[str] = setting(
+        default_factory=list, parse=_setting_list, metavar="SETTING[,SETTING]",
+        help="on resume, let these settings differ from the checkpoint's: lr, state-reset-every, dropout, "
+             "clip-norm, bf16 (e.g. a learning-rate decay between phases). Run length, intervals, validation "
+             "text, device and threads may always change; anything else is refused")
+
+    def __post_init__(self):
+        if self.lr is None:  # the optimizer's usual rate
+            self.lr = 0.2 if self.optimizer == "adagrad" else 0.001
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2, sort_keys=True)
 
     @classmethod
     def from_json(cls, text: str) -> "TrainConfig":
-        return cls(**json.loads(text))
+        return build(cls, json.loads(text), source="train_config.json")
 
 
 def _batches(cfg: TrainConfig, vocab: Vocabulary, max_chars: int, ctx: distributed.Context):
@@ -131,6 +155,18 @@ def build_model(cfg: TrainConfig, vocab: Vocabulary) -> LanguageModel:
         ElmoOptions.from_dict(cfg.options), n_tokens_vocab=len(vocab), unroll_steps=cfg.unroll_steps,
         dropout=cfg.dropout, n_negative_samples_batch=cfg.n_negative or None)
     return LanguageModel(options, len(vocab), vocab.bos, vocab.eos, cfg.dropout)
+
+
+def warm_start_record(init_from: Optional[str], tokens_now: int) -> Dict[str, Any]:
+    """Metadata of a run that continued a trained model: where it started and the tokens of all
+    phases together (``tokens_total``), so a model card can account for every phase."""
+    if not init_from:
+        return {}
+    base = read_metadata(init_from)
+    before = int(base.get("tokens_total", base.get("tokens", 0)))
+    return {"warm_start": {"from": str(init_from), "tokens_before": before, "steps_before": base.get("steps"),
+                           "base_train_config": base.get("train_config")},
+            "tokens_total": before + tokens_now}
 
 
 def load_training_vocabulary(path: str | Path) -> Vocabulary:
@@ -421,7 +457,8 @@ class TrainingRun:
         if cfg.export and ctx.is_main:
             meta = {"trained_on": [str(p) for p in expand_paths(cfg.train)], "steps": step,
                     "tokens": self.tokens_done, "elapsed_s": round(self.elapsed, 1), "params": self.n_params,
-                    "train_config": asdict(cfg), **cfg.metadata}
+                    "train_config": asdict(cfg), **warm_start_record(cfg.init_from, self.tokens_done),
+                    **cfg.metadata}
             with writing(self.out_dir / "model"):
                 export_model(self.model, self.vocab, self.out_dir / "model", meta)
             summary["model"] = str(self.out_dir / "model")

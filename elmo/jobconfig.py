@@ -1,0 +1,316 @@
+"""Job configurations: one typed dataclass per job, and the command line made from it.
+
+Each job (training a biLM, embedding a file, an experiment's task training, the analysis
+report) keeps all of its settings in one dataclass. A field that the command line sets
+carries its help text in its metadata (:func:`setting`). :func:`add_arguments` makes the
+argparse options from those fields, with the defaults read from the dataclass, so a default
+is written once. :func:`from_args` builds the config back from the parsed arguments.
+
+Every job command also takes (:func:`add_config_arguments`):
+
+* ``--config FILE``: a JSON object of settings, all of them (as :func:`save` or
+  ``--print-config`` write them) or any subset;
+* ``--set KEY=VALUE`` (repeatable): a dotted override, e.g. ``--set lr=0.01`` or
+  ``--set options.lstm.dim=256``; VALUE is read as JSON when it parses, else as a string;
+* ``--print-config``: print the resolved configuration as JSON and stop.
+
+They apply in this order: the dataclass's defaults, ``--config``, the options given on the
+command line, ``--set``. Values are checked against the field types, and an unknown key is an
+error that names it.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+import typing
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Type, TypeVar
+
+from .config import ConfigError
+from .io import atomic_write_text
+
+C = TypeVar("C")
+
+__all__ = ["ConfigError", "add_arguments", "add_config_arguments", "build", "from_args", "load",
+           "print_config_and_exit", "save", "setting", "to_dict"]
+
+
+def setting(default: Any = dataclasses.MISSING, *, help: str, flag: Optional[str] = None,
+            default_factory: Any = dataclasses.MISSING, choices: Optional[Sequence[Any]] = None,
+            metavar: Optional[str] = None, parse: Optional[Callable[[str], Any]] = None,
+            scale: Optional[float] = None, short: Optional[str] = None, boolean: Optional[str] = None,
+            show_default: bool = True) -> Any:
+    """A dataclass field that the command line sets.
+
+    Args:
+        help: the option's help text; " (default X)" is added from the field's default.
+        flag: the option's name when it is not ``--field-name`` (e.g. ``--negatives``).
+        parse: turns the option's text into the value (default: from the field's type).
+        scale: the option is in other units: field value = option value * scale (e.g. the
+            option ``--max-hours`` of the field ``max_seconds`` has scale 3600).
+        short: a one-letter alias such as ``-o``.
+        boolean: for a bool field, ``"flag"`` (``--x`` sets True), ``"negated"`` (``--no-x``
+            sets False) or ``"both"`` (``--x`` and ``--no-x``); default: ``flag`` when the
+            default is False, ``negated`` when it is True.
+        show_default: add " (default X)" to the help.
+    """
+    meta = {"help": help, "flag": flag, "choices": choices, "metavar": metavar, "parse": parse,
+            "scale": scale, "short": short, "boolean": boolean, "show_default": show_default}
+    if default_factory is not dataclasses.MISSING:
+        return dataclasses.field(default_factory=default_factory, metadata=meta)
+    return dataclasses.field(default=default, metadata=meta)
+
+
+# ------------------------------------------------------------------------------------ types
+
+def _field_types(cls: type) -> Dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _base_type(hint: Any) -> Any:
+    """int for Optional[int]; the hint itself otherwise."""
+    if typing.get_origin(hint) is typing.Union:
+        args = [a for a in typing.get_args(hint) if a is not type(None)]
+        if len(args) == 1:
+            return args[0]
+    return hint
+
+
+def _accepts_none(hint: Any) -> bool:
+    return hint is Any or (typing.get_origin(hint) is typing.Union and type(None) in typing.get_args(hint))
+
+
+def coerce(name: str, hint: Any, value: Any) -> Any:
+    """``value`` checked against the type ``hint`` of setting ``name`` (ints are accepted as
+    floats, a string of a number is not)."""
+    if value is None:
+        if _accepts_none(hint):
+            return None
+        raise ConfigError(f"setting {name}: may not be null")
+    base = _base_type(hint)
+    origin = typing.get_origin(base)
+    if base is Any:
+        return value
+    if base is bool:
+        if isinstance(value, bool):
+            return value
+    elif base is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    elif base is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+    elif base is str:
+        if isinstance(value, str):
+            return value
+    elif origin in (list, List):
+        if isinstance(value, (list, tuple)):
+            (item,) = typing.get_args(base) or (Any,)
+            return [coerce(f"{name}[{i}]", item, v) for i, v in enumerate(value)]
+    elif origin in (dict, Dict) or base is dict:
+        if isinstance(value, Mapping):
+            return dict(value)
+    else:
+        return value  # a type this module does not check
+    kind = getattr(base, "__name__", str(base))
+    raise ConfigError(f"setting {name}: expected {kind}, got {value!r}")
+
+
+# ------------------------------------------------------------------------------------ dicts
+
+def _check_keys(cls: type, values: Mapping[str, Any], source: str) -> None:
+    known = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise ConfigError(f"{source}: unknown setting{'s' if len(unknown) > 1 else ''} "
+                          f"{', '.join(unknown)} (known: {', '.join(sorted(known))})")
+
+
+def build(cls: Type[C], values: Mapping[str, Any], source: str = "config") -> C:
+    """``cls(**values)`` with every key and value checked; missing keys take their defaults."""
+    _check_keys(cls, values, source)
+    hints = _field_types(cls)
+    checked = {k: coerce(k, hints[k], v) for k, v in values.items()}
+    missing = [f for f in dataclasses.fields(cls) if f.name not in checked and f.init
+               and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+    if missing:
+        names = ", ".join(f"{f.name} ({_flag(f)})" if "help" in f.metadata else f.name for f in missing)
+        raise ConfigError(f"{source}: missing setting{'s' if len(missing) > 1 else ''} {names}")
+    return cls(**checked)
+
+
+def to_dict(cfg: Any) -> Dict[str, Any]:
+    return dataclasses.asdict(cfg)
+
+
+def save(cfg: Any, path: str | Path) -> Path:
+    """Write ``cfg`` as JSON (atomically), in the form :func:`load` and ``--config`` read."""
+    path = Path(path)
+    atomic_write_text(path, json.dumps(to_dict(cfg), indent=2, sort_keys=True) + "\n")
+    return path
+
+
+def read_json(path: str | Path) -> Dict[str, Any]:
+    """The JSON object in ``path`` (a clear error when it is missing or not an object)."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot read the config ({e.strerror or e})") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ConfigError(f"{path}: not a JSON config ({e})") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: a config is a JSON object of settings")
+    return data
+
+
+def load(cls: Type[C], path: str | Path) -> C:
+    """The config saved in ``path`` (settings it lacks take their defaults)."""
+    return build(cls, read_json(path), source=str(path))
+
+
+def parse_assignment(text: str) -> tuple[List[str], Any]:
+    """``"options.lstm.dim=256"`` -> (["options", "lstm", "dim"], 256)."""
+    key, sep, raw = text.partition("=")
+    if not sep or not key.strip():
+        raise ConfigError(f"--set {text!r}: expected KEY=VALUE, e.g. lr=0.01")
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError:
+        value = raw
+    return key.strip().split("."), value
+
+
+def apply_assignments(values: Dict[str, Any], assignments: Iterable[str]) -> Dict[str, Any]:
+    """``values`` with each dotted ``KEY=VALUE`` set (nested dictionaries are created as needed;
+    the caller checks the top-level keys)."""
+    out = json.loads(json.dumps(values, default=str))  # a deep copy that :func:`build` can check
+    for text in assignments:
+        path, value = parse_assignment(text)
+        node = out
+        for i, part in enumerate(path[:-1]):
+            child = node.get(part)
+            if child is None:
+                child = node[part] = {}
+            if not isinstance(child, dict):
+                raise ConfigError(f"--set {text}: {'.'.join(path[:i + 1])} is not a group of settings")
+            node = child
+        node[path[-1]] = value
+    return out
+
+
+# ------------------------------------------------------------------------------ command line
+
+def _flag(f: dataclasses.Field) -> str:
+    return f.metadata.get("flag") or "--" + f.name.replace("_", "-")
+
+
+def _default_text(f: dataclasses.Field, default: Any) -> Optional[str]:
+    if not f.metadata.get("show_default", True) or default is None or default == [] or default == {}:
+        return None
+    scale = f.metadata.get("scale")
+    if scale and isinstance(default, (int, float)):
+        default = default / scale
+    if isinstance(default, bool):
+        return "on" if default else "off"
+    if isinstance(default, list):
+        return " ".join(map(str, default))
+    return str(default)
+
+
+def add_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGroup, cls: type, *,
+                  exclude: Iterable[str] = (), defaults: Optional[Mapping[str, Any]] = None) -> None:
+    """Add an option for every field of ``cls`` made with :func:`setting` (less ``exclude``).
+
+    The options leave nothing in the namespace unless given (``argparse.SUPPRESS``), so that
+    :func:`from_args` can tell a given option from a default. ``defaults`` replaces some of the
+    dataclass's defaults (e.g. one epoch for fine-tuning)."""
+    exclude = set(exclude)
+    defaults = dict(defaults or {})
+    hints = _field_types(cls)
+    for f in dataclasses.fields(cls):
+        if f.name in exclude or "help" not in f.metadata:
+            continue
+        meta = f.metadata
+        default = defaults.get(f.name, _field_default(f))
+        names = [_flag(f)] + ([meta["short"]] if meta.get("short") else [])
+        kwargs: Dict[str, Any] = {"dest": f.name, "default": argparse.SUPPRESS}
+        shown = _default_text(f, default)
+        kwargs["help"] = meta["help"] + (f" (default {shown})" if shown is not None else "")
+        base = _base_type(hints[f.name])
+        if base is bool and meta.get("parse") is None:
+            style = meta.get("boolean") or ("negated" if default else "flag")
+            if style == "both":
+                kwargs["action"] = argparse.BooleanOptionalAction
+            elif style == "negated":
+                names = [meta.get("flag") or "--no-" + f.name.replace("_", "-")]
+                kwargs["action"] = "store_false"
+            else:
+                kwargs["action"] = "store_true"
+        else:
+            if meta.get("parse"):
+                kwargs["type"] = meta["parse"]
+            elif typing.get_origin(base) in (list, List):
+                (item,) = typing.get_args(base) or (str,)
+                kwargs["nargs"] = "*"
+                kwargs["type"] = item if item in (int, float, str) else str
+            elif base in (int, float, str):
+                kwargs["type"] = base
+            if meta.get("choices") is not None:
+                kwargs["choices"] = meta["choices"]
+            if meta.get("choices") is None:  # named after the option, not the field
+                kwargs["metavar"] = meta.get("metavar") or names[0].lstrip("-").replace("-", "_").upper()
+        parser.add_argument(*names, **kwargs)
+
+
+def _field_default(f: dataclasses.Field) -> Any:
+    if f.default is not dataclasses.MISSING:
+        return f.default
+    if f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
+        return f.default_factory()  # type: ignore[misc]
+    return None
+
+
+def add_config_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--config FILE``, ``--set KEY=VALUE`` and ``--print-config`` (see the module docstring)."""
+    g = parser.add_argument_group("configuration")
+    g.add_argument("--config", dest="config_file", metavar="FILE",
+                   help="a JSON file of settings (as --print-config writes); options given here override it")
+    g.add_argument("--set", dest="config_set", action="append", default=[], metavar="KEY=VALUE",
+                   help="set a setting by its dotted name, last of all (e.g. --set lr=0.01); repeatable")
+    g.add_argument("--print-config", action="store_true",
+                   help="print the resolved configuration as JSON and stop")
+
+
+def from_args(cls: Type[C], args: argparse.Namespace, *, defaults: Optional[Mapping[str, Any]] = None,
+              given: Optional[Mapping[str, Any]] = None) -> C:
+    """The configuration the command line asks for: ``cls``'s defaults, then ``defaults``, then
+    the ``--config`` file, then the options given (and ``given``, values the command took from
+    elsewhere, e.g. positional arguments), then ``--set``."""
+    values: Dict[str, Any] = dict(defaults or {})
+    config_file = getattr(args, "config_file", None)
+    if config_file:
+        file_values = read_json(config_file)
+        _check_keys(cls, file_values, config_file)
+        values.update(file_values)
+    names = {f.name: f for f in dataclasses.fields(cls)}
+    for name, value in vars(args).items():
+        f = names.get(name)
+        if f is None or "help" not in f.metadata:
+            continue
+        scale = f.metadata.get("scale")
+        values[name] = value * scale if scale and value is not None else value
+    values.update({k: v for k, v in (given or {}).items() if v is not None})
+    values = apply_assignments(values, getattr(args, "config_set", None) or [])
+    return build(cls, values, source="--config/--set" if config_file or getattr(args, "config_set", None)
+                 else "command line")
+
+
+def print_config_and_exit(cfg: Any, args: argparse.Namespace) -> bool:
+    """With ``--print-config``: print ``cfg`` as JSON and return True (the command stops)."""
+    if getattr(args, "print_config", False):
+        json.dump(to_dict(cfg), sys.stdout, indent=2, sort_keys=True, default=str)
+        sys.stdout.write("\n")
+        return True
+    return False
