@@ -34,7 +34,7 @@ from .io import atomic_write_text
 C = TypeVar("C")
 
 __all__ = ["ConfigError", "add_arguments", "add_config_arguments", "build", "from_args", "load",
-           "print_config_and_exit", "save", "setting", "to_dict"]
+           "print_config_and_exit", "save", "setting", "to_dict", "to_options"]
 
 
 def setting(default: Any = dataclasses.MISSING, *, help: str, flag: Optional[str] = None,
@@ -240,7 +240,7 @@ def add_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGroup, cls
         kwargs["help"] = meta["help"] + (f" (default {shown})" if shown is not None else "")
         base = _base_type(hints[f.name])
         if base is bool and meta.get("parse") is None:
-            style = meta.get("boolean") or ("negated" if default else "flag")
+            style = _bool_style(f, default)
             if style == "both":
                 kwargs["action"] = argparse.BooleanOptionalAction
             elif style == "negated":
@@ -262,6 +262,42 @@ def add_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGroup, cls
             if meta.get("choices") is None:  # named after the option, not the field
                 kwargs["metavar"] = meta.get("metavar") or names[0].lstrip("-").replace("-", "_").upper()
         parser.add_argument(*names, **kwargs)
+
+
+def _bool_style(f: dataclasses.Field, default: Any) -> str:
+    return f.metadata.get("boolean") or ("negated" if default else "flag")
+
+
+def to_options(cfg: Any, *, explicit: bool = True, exclude: Iterable[str] = (),
+               defaults: Optional[Mapping[str, Any]] = None) -> List[str]:
+    """The options that :func:`add_arguments` parses back to ``cfg``'s values (the inverse of
+    it): every field that is set (``explicit``), or only those that differ from the defaults.
+    A None value is left out (the option's absence gives it), as is a bool that its option
+    cannot express (False for a plain ``--x`` flag)."""
+    exclude, defaults = set(exclude), dict(defaults or {})
+    out: List[str] = []
+    for f in dataclasses.fields(cfg):
+        if f.name in exclude or "help" not in f.metadata:
+            continue
+        meta, value = f.metadata, getattr(cfg, f.name)
+        default = defaults.get(f.name, _field_default(f))
+        if value is None or (not explicit and value == default):
+            continue
+        flag = _flag(f)
+        if isinstance(value, bool) and meta.get("parse") is None:
+            style = _bool_style(f, default)
+            if style == "both":
+                out.append(flag if value else "--no-" + flag[2:])
+            elif style == "negated":
+                out += [] if value else [meta.get("flag") or "--no-" + f.name.replace("_", "-")]
+            else:
+                out += [flag] if value else []
+        elif isinstance(value, list):
+            out += [flag, *map(str, value)]
+        else:
+            scale = meta.get("scale")
+            out += [flag, str(value / scale if scale and isinstance(value, (int, float)) else value)]
+    return out
 
 
 def _field_default(f: dataclasses.Field) -> Any:

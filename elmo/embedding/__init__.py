@@ -7,8 +7,10 @@ Modules, one concern each:
   * :mod:`.embedder` - :class:`Embedder` (sorted, bucketed batches), :func:`sentence_vectors`;
   * :mod:`.reader`   - reading and decoding the input file in segments of lines;
   * :mod:`.output`   - segment files and the merged HDF5 file in the original layout;
+  * :mod:`.config`   - :class:`EmbedConfig`: every setting of an embedding job;
   * :mod:`.run`      - :func:`embed_file`: resuming, sharding across torchrun ranks, merging.
 """
+from .config import EmbedConfig
 from .embedder import Embedder, PieceOutput, frequent_words, masked_pool, sentence_vectors
 from .layers import LayerSelection
 from .reader import InputError
@@ -16,6 +18,6 @@ from .output import NonFiniteOutput, SettingsMismatch
 from .run import embed_file
 from .windows import DEFAULT_MAX_TOKENS, DEFAULT_OVERLAP, Window, plan_windows
 
-__all__ = ["DEFAULT_MAX_TOKENS", "DEFAULT_OVERLAP", "Embedder", "InputError", "LayerSelection",
+__all__ = ["DEFAULT_MAX_TOKENS", "DEFAULT_OVERLAP", "EmbedConfig", "Embedder", "InputError", "LayerSelection",
            "NonFiniteOutput", "PieceOutput", "SettingsMismatch", "Window", "embed_file", "frequent_words",
            "masked_pool", "plan_windows", "sentence_vectors"]

@@ -25,32 +25,25 @@ import shlex
 import sys
 import time
 from contextlib import contextmanager
+from dataclasses import fields, replace
 from pathlib import Path
-from typing import Optional, Union
+from typing import Any, Dict, Optional, Union
 
 import numpy as np
 import torch
 
 from ..io import check_output_dir, check_output_file, output_lock, writing
 from ..modules import BiLM
-from .embedder import DEFAULT_BATCH_SIZE, Embedder
+from .config import EmbedConfig
+from .embedder import Embedder
 from .layers import LayerSelection
 from .output import (NonFiniteOutput, SegmentWriter, merge_segments, output_complete, parts_dir,
                      remove_parts, segment_done, segment_path, segment_ready)
-from .reader import (DEFAULT_SEGMENT_LINES, index_input, read_segment, read_sentences,
-                     split_tokens)
-from .windows import DEFAULT_MAX_TOKENS, DEFAULT_OVERLAP
+from .reader import index_input, read_segment, read_sentences, split_tokens
 from ..tokenize import get_tokenizer
 
-#: Token cache defaults: words seen this often in the first lines of the input are cached.
-DEFAULT_CACHE_MIN_COUNT = 2
-DEFAULT_CACHE_MAX_WORDS = 50_000
-DEFAULT_CACHE_SAMPLE_LINES = 100_000
 FORMAT_VERSION = 1
 
-
-#: Seconds rank 0 waits for the next segment of another rank before giving up.
-DEFAULT_WAIT_TIMEOUT_S = 1800.0
 
 def distributed_rank() -> tuple[int, int, int]:
     """(rank, world size, local rank) from the environment torchrun sets; (0, 1, 0) otherwise."""
@@ -76,64 +69,62 @@ def model_digest(bilm: BiLM, stride: int = 97) -> str:
 
 
 def embed_file(input_path: Union[str, Path], output_path: Union[str, Path],
-               model: Union[BiLM, str, Path, None] = None, *,
-               layers: Union[str, LayerSelection] = "all", gamma: float = 1.0,
-               dtype: str = "float32", batch_size: int = DEFAULT_BATCH_SIZE,
-               max_tokens: int = DEFAULT_MAX_TOKENS, overlap: int = DEFAULT_OVERLAP,
-               sort_by_length: bool = True, stateful: Optional[bool] = None,
-               token_cache: bool = True, cache_min_count: int = DEFAULT_CACHE_MIN_COUNT,
-               cache_max_words: int = DEFAULT_CACHE_MAX_WORDS,
-               cache_sample_lines: int = DEFAULT_CACHE_SAMPLE_LINES,
-               tokenize: bool | str | None = False, errors: str = "strict", sentence_keys: bool = False,
-               forget_sentences: bool = False, segment_lines: int = DEFAULT_SEGMENT_LINES,
-               overwrite: bool = False, rank: Optional[int] = None, world_size: Optional[int] = None,
-               device: Union[str, torch.device, None] = None, progress: bool = False,
-               command_line: Optional[str] = None,
-               wait_timeout: float = DEFAULT_WAIT_TIMEOUT_S) -> Optional[Path]:
+               model: Union[BiLM, str, Path, None] = None, config: Optional[EmbedConfig] = None, *,
+               rank: Optional[int] = None, world_size: Optional[int] = None,
+               command_line: Optional[str] = None, **settings: Any) -> Optional[Path]:
     """Embed every line of ``input_path`` into ``output_path`` (HDF5, the original layout).
 
     Args:
-        model: a BiLM, or a bundled model name or folder (default: ``elmo.DEFAULT_MODEL``).
-        layers, gamma: ``all`` | ``top`` | ``average`` | ``mix:w0,w1,...`` (see
-            :mod:`elmo.embedding.layers`).
-        dtype: ``float32`` or ``float16`` (half the file).
-        batch_size, max_tokens, overlap, sort_by_length: see :class:`Embedder`.
-        stateful: carry LSTM state across batches like the original (reset at each segment);
-            None keeps the model's own setting (stateless when loaded by name).
-        token_cache: cache the CNN vectors of words seen ``cache_min_count`` times in the first
-            ``cache_sample_lines`` lines (at most ``cache_max_words``); exact, only faster.
-        tokenize: split raw text with :func:`elmo.tokenize.tokenize` (True or ``"en"``) or
-            segment Chinese with jieba (``"zh"``, :func:`elmo.tokenize.tokenize_zh`) instead of
-            splitting on whitespace (False or None: pre-segmented text is taken as is).
-        errors: ``strict`` (non-UTF-8 bytes are an error naming the line) or ``replace``.
-        sentence_keys: name datasets by sentence instead of line number.
-        forget_sentences: leave out ``sentence_to_index``.
-        segment_lines: lines per segment (the unit of sorting, resuming and sharding).
-        overwrite: ignore and replace earlier output and parts instead of resuming.
+        model: a BiLM, or a bundled model name or folder (default: ``config.model``, else
+            ``elmo.DEFAULT_MODEL``).
+        config: the job's settings (:class:`~elmo.embedding.config.EmbedConfig`; default: its
+            defaults).
+        settings: any field of :class:`EmbedConfig` by name, overriding ``config``'s
+            (an unknown name is a TypeError):
+
+            * layers, gamma: ``all`` | ``top`` | ``average`` | ``mix:w0,w1,...`` (see
+              :mod:`elmo.embedding.layers`).
+            * dtype: ``float32`` or ``float16`` (half the file).
+            * batch_size, max_tokens, overlap, sort_by_length: see :class:`Embedder`.
+            * stateful: carry LSTM state across batches like the original (reset at each
+              segment); None keeps the model's own setting (stateless when loaded by name).
+            * token_cache: cache the CNN vectors of words seen ``cache_min_count`` times in the
+              first ``cache_sample_lines`` lines (at most ``cache_max_words``); exact, only faster.
+            * tokenize: split raw text with :func:`elmo.tokenize.tokenize` (True or ``"en"``) or
+              segment Chinese with jieba (``"zh"``, :func:`elmo.tokenize.tokenize_zh`) instead
+              of splitting on whitespace (False or None: pre-segmented text is taken as is).
+            * errors: ``strict`` (non-UTF-8 bytes are an error naming the line) or ``replace``.
+            * sentence_keys: name datasets by sentence instead of line number.
+            * forget_sentences: leave out ``sentence_to_index``.
+            * segment_lines: lines per segment (the unit of sorting, resuming and sharding).
+            * overwrite: ignore and replace earlier output and parts instead of resuming.
+            * device: a torch device (default: ``cuda:LOCAL_RANK`` when CUDA is present).
+            * progress: show a tqdm bar (sentences/s and tokens/s).
+            * wait_timeout: rank 0, once done with its own segments, gives up with an error
+              when no other rank has finished a segment for this many seconds (a rank that died
+              would otherwise leave it waiting forever); the finished segments are kept.
         rank, world_size: this process's shard; default from torchrun's environment.
-        progress: show a tqdm bar (sentences/s and tokens/s).
         command_line: stored as an attribute; default ``sys.argv``.
-        wait_timeout: rank 0, once done with its own segments, gives up with an error when no
-            other rank has finished a segment for this many seconds (a rank that died would
-            otherwise leave it waiting forever); the finished segments are kept for a rerun.
 
     Returns:
         the output path on rank 0 once the merged file is complete; None on other ranks.
     """
+    cfg = job_config(config, settings)
     input_path, output_path = Path(input_path), Path(output_path)
     env_rank, env_world, local_rank = distributed_rank()
     rank = env_rank if rank is None else rank
     world_size = env_world if world_size is None else world_size
     if not 0 <= rank < world_size:
         raise ValueError(f"rank {rank} is not in [0, {world_size})")
-    if dtype not in ("float32", "float16"):
-        raise ValueError(f"dtype must be float32 or float16, got {dtype!r}")
-    if errors not in ("strict", "replace"):
-        raise ValueError(f"errors must be 'strict' or 'replace', got {errors!r}")
-    selection = LayerSelection.parse(layers, gamma)
-    get_tokenizer(tokenize)  # an unknown name or a missing package: stop before any work
+    if cfg.dtype not in ("float32", "float16"):
+        raise ValueError(f"dtype must be float32 or float16, got {cfg.dtype!r}")
+    if cfg.errors not in ("strict", "replace"):
+        raise ValueError(f"errors must be 'strict' or 'replace', got {cfg.errors!r}")
+    selection = LayerSelection.parse(cfg.layers, cfg.gamma)
+    get_tokenizer(cfg.tokenize)  # an unknown name or a missing package: stop before any work
     # settings store True for the English tokenizer, as earlier versions did (runs still resume)
-    tokenize = {None: False, "en": True}.get(tokenize, tokenize)
+    cfg = replace(cfg, tokenize={None: False, "en": True}.get(cfg.tokenize, cfg.tokenize))
+    device = cfg.device
     if device is None and torch.cuda.is_available():
         device = f"cuda:{local_rank % torch.cuda.device_count()}"
     # The output must be writable before anything is computed; rank 0 (which merges and cleans
@@ -141,14 +132,19 @@ def embed_file(input_path: Union[str, Path], output_path: Union[str, Path],
     check_output_file(output_path, "output")
     check_output_dir(parts_dir(output_path), "folder of parts (OUTPUT.parts)")
     with output_lock(output_path) if rank == 0 else _no_lock():
-        return _embed_file_locked(
-            input_path, output_path, model, selection, rank=rank, world_size=world_size,
-            dtype=dtype, batch_size=batch_size, max_tokens=max_tokens, overlap=overlap,
-            sort_by_length=sort_by_length, stateful=stateful, token_cache=token_cache,
-            cache=(cache_min_count, cache_max_words, cache_sample_lines), tokenize=tokenize,
-            errors=errors, sentence_keys=sentence_keys, forget_sentences=forget_sentences,
-            segment_lines=segment_lines, overwrite=overwrite, device=device, progress=progress,
-            command_line=command_line, wait_timeout=wait_timeout)
+        return _embed_file_locked(input_path, output_path, model if model is not None else cfg.model,
+                                  selection, cfg, rank=rank, world_size=world_size, device=device,
+                                  command_line=command_line)
+
+
+def job_config(config: Optional[EmbedConfig], settings: Dict[str, Any]) -> EmbedConfig:
+    """``config`` (default: every default) with ``settings`` set, as :func:`embed_file` takes
+    them; an unknown name is a TypeError, as for any keyword argument."""
+    known = {f.name for f in fields(EmbedConfig)}
+    for name in settings:
+        if name not in known:
+            raise TypeError(f"embed_file() got an unexpected keyword argument {name!r}")
+    return replace(config if config is not None else EmbedConfig(), **settings)
 
 
 @contextmanager
@@ -156,42 +152,33 @@ def _no_lock():
     yield None
 
 
-def _embed_file_locked(input_path: Path, output_path: Path, model, selection: LayerSelection, *,
-                       rank: int, world_size: int, dtype: str, batch_size: int, max_tokens: int,
-                       overlap: int, sort_by_length: bool, stateful: Optional[bool],
-                       token_cache: bool, cache, tokenize: bool, errors: str, sentence_keys: bool,
-                       forget_sentences: bool, segment_lines: int, overwrite: bool, device,
-                       progress: bool, command_line: Optional[str],
-                       wait_timeout: float) -> Optional[Path]:
+def _embed_file_locked(input_path: Path, output_path: Path, model, selection: LayerSelection,
+                       cfg: EmbedConfig, *, rank: int, world_size: int, device,
+                       command_line: Optional[str]) -> Optional[Path]:
     """:func:`embed_file` once the arguments are checked and the output is ours to write."""
-    index = index_input(input_path, segment_lines, errors, check_unique=sentence_keys)
-    embedder = Embedder(model, batch_size=batch_size, max_tokens=max_tokens, overlap=overlap,
-                        sort_by_length=sort_by_length, device=device)
+    index = index_input(input_path, cfg.segment_lines, cfg.errors, check_unique=cfg.sentence_keys)
+    embedder = Embedder(model, batch_size=cfg.batch_size, max_tokens=cfg.max_tokens, overlap=cfg.overlap,
+                        sort_by_length=cfg.sort_by_length, device=device)
     bilm = embedder.bilm
     model_was_stateful = bilm.stateful
-    if stateful is not None:
-        bilm.stateful = stateful
+    if cfg.stateful is not None:
+        bilm.stateful = cfg.stateful
     try:
-        return _embed_and_merge(embedder, index, selection, input_path, output_path, rank=rank,
-                                world_size=world_size, dtype=dtype, token_cache=token_cache,
-                                cache=cache,
-                                tokenize=tokenize, errors=errors, sentence_keys=sentence_keys,
-                                forget_sentences=forget_sentences, overwrite=overwrite,
-                                progress=progress, command_line=command_line,
-                                wait_timeout=wait_timeout)
+        return _embed_and_merge(embedder, index, selection, input_path, output_path, cfg, rank=rank,
+                                world_size=world_size, command_line=command_line)
     finally:  # leave a model that was passed in as it was
         bilm.stateful = model_was_stateful
-        if token_cache:
+        if cfg.token_cache:
             bilm.token_encoder.clear_token_cache()
 
 
 def _embed_and_merge(embedder: Embedder, index, selection: LayerSelection, input_path: Path,
-                     output_path: Path, *, rank: int, world_size: int, dtype: str, token_cache: bool,
-                     cache, tokenize, errors: str, sentence_keys: bool,
-                     forget_sentences: bool, overwrite: bool, progress: bool,
-                     command_line: Optional[str], wait_timeout: float) -> Optional[Path]:
+                     output_path: Path, cfg: EmbedConfig, *, rank: int, world_size: int,
+                     command_line: Optional[str]) -> Optional[Path]:
     """Steps 2-6 of the module doc, once the input is indexed and the model loaded."""
     bilm = embedder.bilm
+    dtype, tokenize, errors, overwrite, progress = cfg.dtype, cfg.tokenize, cfg.errors, cfg.overwrite, cfg.progress
+    token_cache, cache = cfg.token_cache, (cfg.cache_min_count, cfg.cache_max_words, cfg.cache_sample_lines)
     selection.check(bilm.num_layers)
     settings = {
         "format": FORMAT_VERSION, "input_digest": index.digest, "input_lines": index.n_lines,
@@ -199,8 +186,8 @@ def _embed_and_merge(embedder: Embedder, index, selection: LayerSelection, input
         "dtype": dtype, "stateful": bool(bilm.stateful), "batch_size": embedder.batch_size,
         "max_tokens": embedder.max_tokens, "overlap": embedder.overlap,
         "sort_by_length": embedder.sort_by_length, "token_cache": list(cache) if token_cache else None,
-        "tokenize": tokenize, "errors": errors, "sentence_keys": sentence_keys,
-        "forget_sentences": forget_sentences, "segment_lines": index.segment_lines,
+        "tokenize": tokenize, "errors": errors, "sentence_keys": cfg.sentence_keys,
+        "forget_sentences": cfg.forget_sentences, "segment_lines": index.segment_lines,
     }
     settings_json = json.dumps(settings, sort_keys=True)
 
@@ -264,7 +251,7 @@ def _embed_and_merge(embedder: Embedder, index, selection: LayerSelection, input
 
     if rank != 0:
         return None
-    _wait_for_segments(parts, index.n_segments, settings_json, progress, wait_timeout)
+    _wait_for_segments(parts, index.n_segments, settings_json, progress, cfg.wait_timeout)
     attrs = {
         "model_config": bilm.options.to_json(),
         "command_line": command_line if command_line is not None else shlex.join(sys.argv),
@@ -272,7 +259,7 @@ def _embed_and_merge(embedder: Embedder, index, selection: LayerSelection, input
     }
     with writing(output_path, "merged output", hint=resume_hint):
         merge_segments(parts, index.n_segments, output_path, read_sentences(input_path, errors),
-                       sentence_keys=sentence_keys, forget_sentences=forget_sentences, attrs=attrs)
+                       sentence_keys=cfg.sentence_keys, forget_sentences=cfg.forget_sentences, attrs=attrs)
     remove_parts(parts)
     return output_path
 
@@ -297,7 +284,7 @@ def _progress_bar(total: int, enabled: bool, rank: int):
 
 
 def _wait_for_segments(parts: Path, n_segments: int, settings_json: str, progress: bool,
-                       timeout_s: float = DEFAULT_WAIT_TIMEOUT_S, poll_s: float = 0.5) -> None:
+                       timeout_s: float, poll_s: float = 0.5) -> None:
     """Block until every segment is on disk with this run's settings (other ranks write theirs;
     a stale segment of an earlier run is replaced by its rank under --overwrite). Raises
     TimeoutError when ``timeout_s`` pass without a new segment."""
