@@ -13,11 +13,13 @@ import json
 import re
 import shlex
 import time
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 import numpy as np
+
+from ..jobconfig import setting
 
 SECTIONS = ("pos", "wsd", "neighbors", "contrast")
 
@@ -41,39 +43,38 @@ class AnalysisConfig:
     it is a sample, while everything that only has to be embedded (Brown POS test, every
     ambiguous WordNet lemma, Brown dev for the neighbours) is used whole."""
 
-    seed: int = 0
-    pos_train_sentences: int = 5000
-    pos_test_sentences: int = 0
-    pos_l2: float = 1e-5
-    pos_iterations: int = 100
-    wsd_max_lemmas: int = 0
-    wsd_test_fraction: float = 0.5
-    contrast_file: Optional[str] = None
-    contrast_l2: float = 1e-2
-    neighbors_corpus: str = "brown:dev"
-    neighbors_sentences: int = 0
-    neighbors_k: int = 5
-    pca_word: Optional[str] = None
-    mix_weights: Optional[str] = None
-    untrained_control: bool = True
-    batch_size: int = 32
+    seed: int = setting(0, help="seed of every sample and split")
+    pos_train_sentences: int = setting(5000, help="Brown train sentences for the POS probe (sampled; 0: all; "
+                                                  "the one size that sets the run time)")
+    pos_test_sentences: int = setting(0, help="Brown test sentences for the POS probe (sampled; 0: all)")
+    pos_l2: float = setting(1e-5, help="L2 weight of the POS probe")
+    pos_iterations: int = setting(100, help="L-BFGS iterations of the POS probe")
+    wsd_max_lemmas: int = setting(0, help="ambiguous WordNet lemmas to evaluate (sampled; 0: all)")
+    wsd_test_fraction: float = setting(0.5, help="chance that an example goes to the WSD test side")
+    contrast_file: Optional[str] = setting(None, help="your own contrast pairs (tab separated: category, "
+                                                      "sentence_a, sentence_b, target, label_a, label_b); "
+                                                      "default: the built-in set")
+    contrast_l2: float = setting(1e-2, help="L2 weight of the contrast probe")
+    neighbors_corpus: str = setting("brown:dev", help="a text file (a tokenized sentence a line) or CORPUS:SPLIT")
+    neighbors_sentences: int = setting(0, help="index at most this many corpus sentences (0: all)")
+    neighbors_k: int = setting(5, help="neighbours shown")
+    pca_word: Optional[str] = setting(None, help="lemma for the sense PCA picture (default: the WordNet lemma "
+                                                 "with the most examples)")
+    mix_weights: Optional[str] = setting(None, help="a task's learned mix to draw as well: the results.json of "
+                                                    "`elmo experiment` (one ELMo variant: its mean over seeds), a "
+                                                    "JSON of weights, or a PyTorch state dict with scalar_parameters")
+    untrained_control: bool = setting(True, boolean="both",
+                                      help="also run the POS probe and WSD on an untrained copy of the model "
+                                           "(same architecture, fresh random weights), to tell what training added")
+    batch_size: int = setting(32, help="sentences per biLM call")
 
     def options(self, explicit: bool = False) -> List[str]:
-        """Command-line options that reproduce this configuration: those that differ from
-        the defaults, or with ``explicit`` every set one (so that the command still
-        reproduces the numbers after a default changes)."""
-        out = []
-        default = AnalysisConfig()
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if value is None or (not explicit and value == getattr(default, f.name)):
-                continue
-            flag = "--" + f.name.replace("_", "-")
-            if isinstance(value, bool):
-                out.append(flag if value else "--no-" + flag[2:])
-            else:
-                out += [flag, str(value)]
-        return out
+        """Command-line options that reproduce this configuration (``elmo analyze`` parses
+        them back to it): those that differ from the defaults, or with ``explicit`` every set
+        one (so that the command still reproduces the numbers after a default changes)."""
+        from ..jobconfig import to_options
+
+        return to_options(self, explicit=explicit)
 
 
 def command(model: str, out: Path, config: AnalysisConfig, only: Optional[str] = None,

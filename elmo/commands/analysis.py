@@ -6,9 +6,11 @@ from pathlib import Path
 
 
 def register(subparsers) -> None:
-    from ..analysis.report import SECTIONS, AnalysisConfig
+    from dataclasses import fields
 
-    d = AnalysisConfig()
+    from ..analysis.report import SECTIONS, AnalysisConfig
+    from ..jobconfig import add_arguments, add_config_arguments
+
     p = subparsers.add_parser(
         "analyze", help="probe what each layer holds and write a report",
         description="POS probe per layer, word-sense 1-NN per layer, contextual neighbours and "
@@ -19,45 +21,17 @@ def register(subparsers) -> None:
     p.add_argument("--out", default=None, help="output folder (default: experiments/analysis/<model name>)")
     p.add_argument("--only", action="append", choices=SECTIONS,
                    help="run only this section (repeatable; default: all)")
-    p.add_argument("--seed", type=int, default=d.seed, help="seed of every sample and split")
-    p.add_argument("--pos-train-sentences", type=int, default=d.pos_train_sentences,
-                   help="Brown train sentences for the POS probe (sampled; 0: all; default %(default)s, "
-                        "the one size that sets the run time)")
-    p.add_argument("--pos-test-sentences", type=int, default=d.pos_test_sentences,
-                   help="Brown test sentences for the POS probe (sampled; 0: all, the default)")
-    p.add_argument("--pos-l2", type=float, default=d.pos_l2, help="L2 weight of the POS probe")
-    p.add_argument("--pos-iterations", type=int, default=d.pos_iterations,
-                   help="L-BFGS iterations of the POS probe")
-    p.add_argument("--wsd-max-lemmas", type=int, default=d.wsd_max_lemmas,
-                   help="ambiguous WordNet lemmas to evaluate (sampled; 0: all, the default)")
-    p.add_argument("--wsd-test-fraction", type=float, default=d.wsd_test_fraction,
-                   help="chance that an example goes to the WSD test side")
-    p.add_argument("--contrast-file", default=None,
-                   help="your own contrast pairs (tab separated: category, sentence_a, "
-                        "sentence_b, target, label_a, label_b); default: the built-in set")
-    p.add_argument("--contrast-l2", type=float, default=d.contrast_l2, help="L2 weight of the contrast probe")
-    p.add_argument("--neighbors-corpus", default=d.neighbors_corpus,
-                   help="a text file (a tokenized sentence a line) or CORPUS:SPLIT (default brown:dev)")
-    p.add_argument("--neighbors-sentences", type=int, default=d.neighbors_sentences,
-                   help="index at most this many corpus sentences (0: all, the default)")
-    p.add_argument("--neighbors-k", type=int, default=d.neighbors_k, help="neighbours shown")
-    p.add_argument("--pca-word", default=None, help="lemma for the sense PCA picture "
-                   "(default: the WordNet lemma with the most examples)")
-    p.add_argument("--mix-weights", default=None, help="a task's learned mix to draw as well: "
-                   "the results.json of `elmo experiment` (one ELMo variant: its mean over "
-                   "seeds), a JSON of weights, or a PyTorch state dict with scalar_parameters")
-    p.add_argument("--untrained-control", action=argparse.BooleanOptionalAction,
-                   default=d.untrained_control,
-                   help="also run the POS probe and WSD on an untrained copy of the model (same "
-                        "architecture, fresh random weights), to tell what training added "
-                        "(default: on)")
-    p.add_argument("--batch-size", type=int, default=d.batch_size, help="sentences per biLM call")
+    add_arguments(p, AnalysisConfig)
+    # a setting whose default is None reads as None when not given (code and tests read
+    # args.pca_word); analyze() hands from_args only the options that carry a value
+    p.set_defaults(**{f.name: None for f in fields(AnalysisConfig) if f.default is None})
     p.add_argument("--report-only", action="store_true",
                    help="only write report.md again from OUT/results.json (e.g. after editing "
                         "OUT/interpretation.md, which the report shows); computes nothing")
     p.add_argument("--threads", type=int, default=None,
                    help="torch CPU threads (default: torch's choice; on a busy shared machine "
                         "1 can be much faster)")
+    add_config_arguments(p)
     p.set_defaults(func=analyze)
 
     p = subparsers.add_parser(
@@ -87,17 +61,30 @@ def register(subparsers) -> None:
     p.set_defaults(func=neighbors)
 
 
+def analysis_config(args: argparse.Namespace):
+    """The :class:`~elmo.analysis.report.AnalysisConfig` that ``elmo analyze``'s arguments ask
+    for (defaults, --config, the options given, --set). An option left at None was not given
+    (the None defaults are only there for code that reads ``args``)."""
+    from ..analysis.report import AnalysisConfig
+    from ..jobconfig import from_args
+
+    return from_args(AnalysisConfig, argparse.Namespace(**{k: v for k, v in vars(args).items() if v is not None}))
+
+
 def analyze(args: argparse.Namespace) -> int:
     from ..allocator import keep_freed_memory
-    from ..analysis.report import AnalysisConfig, run_analysis
+    from ..analysis.report import run_analysis
+    from ..jobconfig import print_config_and_exit
     from ..runtime import set_threads
 
+    config = analysis_config(args)
+    if print_config_and_exit(config, args):
+        return 0
     # The probes' L-BFGS allocates and frees the same (tokens x width) tensors, 100 MB and
     # more, at every step; handed back to the system each time, their page faults cost as
     # much as the arithmetic (the mix probe ran in half the time with this).
     keep_freed_memory(mmap_threshold=2 ** 30)
     set_threads(args.threads)
-    config = AnalysisConfig(**{k: getattr(args, k) for k in AnalysisConfig.__dataclass_fields__})
     out = Path(args.out) if args.out else Path("experiments") / "analysis" / Path(args.model).name
     if args.report_only:
         from ..analysis.report import rewrite_report

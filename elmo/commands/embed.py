@@ -28,11 +28,12 @@ _GROUPS = {
 }
 
 
-def _defaults() -> dict:
-    """Defaults of the command that EmbedConfig leaves open: the model is named."""
+def command_defaults() -> dict:
+    """Where ``elmo embed``'s defaults differ from :class:`EmbedConfig`'s (those of
+    :func:`embed_file`): the model is named, and a progress bar is shown unless --quiet."""
     from .. import DEFAULT_MODEL
 
-    return {"model": DEFAULT_MODEL}
+    return {"model": DEFAULT_MODEL, "progress": True}
 
 
 def register(subparsers) -> None:
@@ -51,7 +52,7 @@ def register(subparsers) -> None:
                                  "or raw text with --tokenize)")
     p.add_argument("output", help="HDF5 file to write")
     every = {f.name for f in fields(EmbedConfig)}
-    add_arguments(p, EmbedConfig, exclude=every - {"model"}, defaults=_defaults())
+    add_arguments(p, EmbedConfig, exclude=every - {"model"}, defaults=command_defaults())
     for title, names in _GROUPS.items():
         group = p.add_argument_group(title)
         if title == "reading the input":
@@ -60,7 +61,7 @@ def register(subparsers) -> None:
             group.add_argument("--tokenize", nargs="?", const="en", default=argparse.SUPPRESS,
                                choices=["en", "zh"],
                                help=EmbedConfig.__dataclass_fields__["tokenize"].metadata["help"])
-        add_arguments(group, EmbedConfig, exclude=every - set(names))
+        add_arguments(group, EmbedConfig, exclude=every - set(names), defaults=command_defaults())
     group.add_argument(  # in "how to run"
         "--threads", type=int, default=None,
         help="CPU threads for torch (default: torch's choice); on a busy machine fewer threads than "
@@ -83,7 +84,7 @@ def embed(args: argparse.Namespace) -> int:
     from ..jobconfig import from_args, print_config_and_exit
     from ..runtime import set_threads
 
-    cfg = from_args(EmbedConfig, args, defaults=_defaults())
+    cfg = from_args(EmbedConfig, args, defaults=command_defaults())
     if print_config_and_exit(cfg, args):
         return 0
     set_threads(args.threads)

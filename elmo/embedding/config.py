@@ -25,7 +25,8 @@ class EmbedConfig:
 
     ``layers`` may also be a :class:`~elmo.embedding.layers.LayerSelection` and ``device`` a
     ``torch.device`` when the config is made in Python. ``model`` None means
-    ``elmo.DEFAULT_MODEL`` (the command line fills it in)."""
+    ``elmo.DEFAULT_MODEL``; ``elmo embed`` names it, and shows a progress bar unless
+    ``--quiet`` (:func:`elmo.commands.embed.command_defaults`)."""
 
     model: Optional[str] = setting(None, help="bundled or published model name, model folder or http(s) URL")
     # what to write
@@ -72,4 +73,5 @@ class EmbedConfig:
     wait_timeout: float = setting(1800.0, metavar="S",
                                   help="under torchrun: rank 0 stops with an error when no other rank has "
                                        "finished a segment for S seconds")
-    progress: bool = setting(True, flag="--quiet", show_default=False, help="no progress bar")
+    # a progress bar by default on the command line only (``elmo embed`` sets it True)
+    progress: bool = setting(False, flag="--quiet", boolean="negated", show_default=False, help="no progress bar")
