@@ -79,6 +79,8 @@ def command_line(input_path: str, output_path: str, cfg) -> str:
 
 
 def embed(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
     from ..embedding import EmbedConfig, embed_file
     from ..embedding.run import distributed_rank
     from ..jobconfig import from_args, print_config_and_exit
@@ -88,6 +90,8 @@ def embed(args: argparse.Namespace) -> int:
     if print_config_and_exit(cfg, args):
         return 0
     set_threads(args.threads)
+    # --set tokenize=true/false: spelled as the option writes it in the stored command line
+    cfg = replace(cfg, tokenize={True: "en", False: None}.get(cfg.tokenize, cfg.tokenize))
     output = embed_file(args.input, args.output, config=cfg,
                         command_line=command_line(args.input, args.output, cfg))
     if output is not None and cfg.progress:
