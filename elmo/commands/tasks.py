@@ -59,6 +59,7 @@ def register(subparsers) -> None:
 
 
 def experiment(args: argparse.Namespace) -> int:
+    from ..config import ConfigError
     from ..jobconfig import apply_assignments
     from ..tasks.report import markdown
     from ..tasks.runner import normalise_config, plan, read_config, run_experiment
@@ -72,7 +73,10 @@ def experiment(args: argparse.Namespace) -> int:
         cfg["bilm"] = args.bilm
     if args.glove is not None:
         cfg["embeddings"] = {"glove": args.glove}
-    cfg = normalise_config(apply_assignments(cfg, args.config_set))
+    try:
+        cfg = normalise_config(apply_assignments(cfg, args.config_set))
+    except ConfigError as e:
+        raise ConfigError(f"{args.config}{' with --set' if args.config_set else ''}: {e}") from None
     if args.print_config:
         print(json.dumps(_absolute_paths(cfg.to_dict()), indent=2))
         return 0

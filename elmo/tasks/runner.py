@@ -97,8 +97,11 @@ def read_config(path: str | Path) -> dict:
 
 def load_config(path: str | Path) -> ExperimentConfig:
     """Read a JSON or TOML experiment config, checked and with the defaults filled in (see
-    module docstring)."""
-    return normalise_config(read_config(path))
+    module docstring); an error names the file."""
+    try:
+        return normalise_config(read_config(path))
+    except ConfigError as e:
+        raise ConfigError(e if str(e).startswith(f"{path}: ") else f"{path}: {e}") from None
 
 
 def resolve_paths(cfg: dict, base: Path) -> dict:
