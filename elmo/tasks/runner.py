@@ -29,7 +29,9 @@ and each variant is compared with the baseline run of the same seed::
     }
 
 Everything but ``tasks`` has a default (variants: the baseline and ELMo at the input, all
-layers, lambda 0.001, frozen). The first variant without ``elmo`` is the baseline.
+layers, lambda 0.001, frozen). The first variant without ``elmo`` is the baseline. The config
+is read into a typed :class:`~elmo.tasks.experiment_config.ExperimentConfig` (every key and
+value checked; ``elmo experiment --print-config`` shows it with the defaults filled in).
 
 Output: ``results.json`` (the config, every run's record, the per-variant summary, what
 each biLM is), ``results.md`` (the table, the learned layer weights), ``layer_weights.png``
