@@ -90,6 +90,7 @@ def test_set_reaches_the_run(tmp_path, capsys):
     ({"variants": [{"name": "b"}, {"name": "e", "elmo": {"layers": "first"}}]}, "layers must be"),
     ({"variants": [{"name": "b", "colour": 1}]}, "variants[0]: unknown variant settings: colour"),
     ({"tasks": [{"task": "pos", "train": {"lr": "fast"}}]}, "task pos: train: setting lr: expected float"),
+    ({"tasks": [{"task": "pos", "model": {"pooling": "mean"}}]}, "task pos: model: pooling must be"),
 ])
 def test_an_unknown_or_mistyped_key_is_one_error_naming_it(tmp_path, change, named):
     path = _write(tmp_path / "c.json", {"tasks": [{"task": "pos"}], **change})

@@ -78,7 +78,7 @@ def experiment(args: argparse.Namespace) -> int:
     except ConfigError as e:
         raise ConfigError(f"{args.config}{' with --set' if args.config_set else ''}: {e}") from None
     if args.print_config:
-        print(json.dumps(_absolute_paths(cfg.to_dict()), indent=2))
+        print(json.dumps(_absolute_paths(cfg.to_dict()), indent=2, default=str))
         return 0
     if args.plan:
         print("\n".join(plan(cfg)))

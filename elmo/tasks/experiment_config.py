@@ -82,7 +82,10 @@ class ModelSettings:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any], where: str = "") -> "ModelSettings":
-        return from_block(cls, d, "model", where)
+        m = from_block(cls, d, "model", where)
+        if m.pooling not in ("max", "attention"):   # checked before any run, not at the first
+            raise ConfigError(f"{where}model: pooling must be 'max' or 'attention', got {m.pooling!r}")
+        return m
 
     def to_dict(self) -> Dict[str, Any]:
         return to_block(self)
@@ -134,7 +137,8 @@ class Variant:
                               f"(known: name, elmo)")
         name = coerce("name", str, d["name"])
         e = d.get("elmo")
-        return cls(name, None if e is None else ElmoSettings.from_dict(e, f"{where[:-2]} ({name}): "))
+        inner = f"{where[:-2]} ({name}): " if where else f"variant {name}: "
+        return cls(name, None if e is None else ElmoSettings.from_dict(e, inner))
 
     def to_dict(self) -> Dict[str, Any]:
         return {"name": self.name, "elmo": None if self.elmo is None else self.elmo.to_dict()}
