@@ -1,32 +1,82 @@
-"""A small, dependency-free tokenizer for raw text, close to the one of ELMo's training data.
+"""Tokenizers: raw text to PTB-style tokens, the conventions of ELMo's training data.
 
 The released ELMo models were trained on the 1 Billion Word Benchmark, which is tokenized
-roughly like the Penn Treebank: punctuation is split off words and English clitics are split
-off their host. :func:`tokenize` follows those conventions with one regular expression:
+roughly like the Penn Treebank, and so are the labelled tasks here (Brown, the Twitter NER
+file): punctuation is split off words, English clitics are split off their host
+(``don't`` -> ``do n't``, ``John's`` -> ``John 's``), words joined by a hyphen stay one token
+(``well-known``), curly quotes and apostrophes become ASCII first, and a straight double quote
+becomes ```` `` ```` where it opens and ``''`` where it closes. Nothing is lower-cased.
 
-* words (letters, digits, underscores; inner hyphens kept): ``well-known`` -> ``well-known``
-* numbers with inner ``. , : /`` stay whole: ``3.14``, ``1,000``, ``12:30``, ``1/2``
-* abbreviations of single letters and periods stay whole: ``U.S.``, ``e.g.``
-* clitics are split: ``don't`` -> ``do n't``, ``John's`` -> ``John 's``, ``we'll`` -> ``we 'll``
-* ``...`` and ``--`` are single tokens; every other punctuation mark or symbol is a token
-  of its own: ``(hello)!`` -> ``( hello ) !``, ``$5`` -> ``$ 5``
+Two English tokenizers follow these rules, for two jobs:
 
-Quotes follow the default model's training corpus (:mod:`elmo.data.tokenize`): curly quotes
-and apostrophes become ASCII first, and a straight double quote becomes ```` `` ```` where it
-opens and ``''`` where it closes. Nothing else changes (no lower-casing), and sentences are
-not split: one input line stays one sentence. Other apostrophes (``O'Neill``) become a token
-of their own.
+* :func:`tokenize` (no dependency, one regular expression): one line in, one sentence of
+  tokens out. ``elmo embed --tokenize en`` and task files use it. Besides the rules above,
+  numbers with inner ``. , : /`` stay whole (``3.14``, ``1,000``, ``12:30``), abbreviations of
+  single letters and periods stay whole (``U.S.``), ``...`` and ``--`` are single tokens, any
+  other symbol is a token of its own, and an apostrophe that starts no clitic (``O'Neill``)
+  is a token of its own.
+* :class:`Tokenizer` (spaCy's rule-based English tokenizer and sentencizer, no model
+  download): splits raw documents into sentences and gives character spans; it builds the LM
+  corpus (:mod:`elmo.data`) and task data with answer offsets. spaCy is imported when one is
+  built.
 
-For Chinese (ELMoForManyLangs' models), :func:`tokenize_zh` segments words with jieba, an
-optional package (``pip install 'elmo-pytorch[zh]'``) imported on first use; :func:`get_tokenizer`
-picks a tokenizer by name (``elmo embed --tokenize en|zh``).
+:func:`split_clitics` splits clitics off corpora that keep them attached (Brown). For Chinese
+(ELMoForManyLangs' models), :func:`tokenize_zh` segments words with jieba, an optional package
+(``pip install 'elmo-pytorch[zh]'``) imported on first use. :func:`get_tokenizer` picks a
+tokenizer by name (``elmo embed --tokenize en|zh``).
 """
 from __future__ import annotations
 
 import re
-from typing import List
+from typing import Iterable, Iterator, List, Tuple
 
-from .data.tokenize import CHAR_MAP, quote_token
+#: Characters mapped before tokenization: curly quotes and apostrophes, odd spaces.
+CHAR_MAP = str.maketrans({
+    "\u201c": '"', "\u201d": '"', "\u201e": '"', "\u00ab": '"', "\u00bb": '"',
+    "\u2018": "'", "\u2019": "'", "\u201a": "'", "\u00b4": "'",
+    "\u00a0": " ", "\u2009": " ", "\u200b": " ", "\ufeff": " ",
+})
+
+#: spaCy's infix alternatives between letters; the plain hyphen is taken out of them.
+_HYPHEN_INFIX = "(?:-|–|—|--|---|——|~)"
+_DASH_INFIX = "(?:–|—|--|---|——|~)"
+
+
+_DASHES = re.compile(r"(\u2014|--+)")
+
+
+def normalize(text: str) -> str:
+    """Map curly quotes to ASCII, set em dashes and ``--`` apart with spaces (so that
+    ``word\u2014"Quote`` splits), and collapse every run of whitespace to one space."""
+    return " ".join(_DASHES.sub(r" \1 ", text.translate(CHAR_MAP)).split())
+
+
+_CLITIC = re.compile(r"^(.+?)(n't|N'T|'s|'S|'re|'RE|'ll|'LL|'ve|'VE|'d|'D|'m|'M)$")
+
+
+def split_clitics(tokens: Iterable[str]) -> List[str]:
+    """Split clitics off already-tokenized text the PTB way (``isn't`` -> ``is n't``,
+    ``Atlanta's`` -> ``Atlanta 's``), for corpora such as Brown that keep them attached."""
+    out: List[str] = []
+    for t in tokens:
+        m = _CLITIC.match(t)
+        if m and any(c.isalnum() for c in m.group(1)):
+            out.extend(m.groups())
+        else:
+            out.append(t)
+    return out
+
+
+_OPENERS = ("(", "[", "{", "--", "\u2014")
+
+
+def quote_token(previous: "str | None", space_before: bool) -> str:
+    """A straight double quote as PTB writes it: `` where it opens (at the start, after
+    whitespace or an opening bracket or dash), '' where it closes."""
+    return "``" if previous is None or space_before or previous in _OPENERS else "''"
+
+
+# ------------------------------------------------------------------ regex tokenizer (no deps)
 
 _TOKEN = re.compile(r"""
       (?:[^\W\d_]\.){2,}(?![^\W\d_])         # abbreviations: U.S. e.g.
@@ -52,6 +102,68 @@ def tokenize(text: str) -> List[str]:
         end = match.end()
     return tokens
 
+
+# ------------------------------------------------------- spaCy tokenizer (sentences, spans)
+
+class Tokenizer:
+    """Split raw text into sentences of PTB-style tokens.
+
+    >>> tok = Tokenizer()
+    >>> tok.sentences('I don\\'t know. He said "hi."')
+    [['I', 'do', "n't", 'know', '.'], ['He', 'said', '``', 'hi', '.', "''"]]
+    """
+
+    def __init__(self) -> None:
+        try:
+            import spacy
+            from spacy.util import compile_infix_regex
+        except ImportError as e:  # pragma: no cover - depends on the environment
+            raise ImportError("tokenizing raw text needs spaCy: pip install 'elmo-pytorch[data]' "
+                              "(or pip install spacy)") from e
+        nlp = spacy.blank("en")
+        infixes = [p.replace(_HYPHEN_INFIX, _DASH_INFIX) for p in nlp.Defaults.infixes]
+        nlp.tokenizer.infix_finditer = compile_infix_regex(infixes).finditer
+        nlp.add_pipe("sentencizer")
+        nlp.max_length = 5_000_000
+        self.nlp = nlp
+
+    def sentences(self, text: str) -> List[List[str]]:
+        """The sentences of one text, each a list of tokens."""
+        return next(self.pipe([text]))
+
+    def tokens(self, text: str) -> List[str]:
+        """All tokens of one text, without splitting it into sentences."""
+        return [t for sent in self.sentences(text) for t in sent]
+
+    def spans(self, text: str) -> List[Tuple[str, int, int]]:
+        """``(token, start, end)`` character spans in ``text`` itself (no whitespace
+        collapsing, so answer offsets such as SQuAD's stay valid)."""
+        doc = self.nlp(text.translate(CHAR_MAP))
+        texts = _ptb_tokens(doc[:])
+        return [(t, tok.idx, tok.idx + len(tok)) for t, tok in zip(texts, doc)
+                if not tok.is_space]
+
+    def pipe(self, texts: Iterable[str], batch_size: int = 256) -> Iterator[List[List[str]]]:
+        """Tokenize many texts lazily; yields one list of sentences per text, in order."""
+        for doc in self.nlp.pipe((normalize(t) for t in texts), batch_size=batch_size):
+            yield [_ptb_tokens(sent) for sent in doc.sents if len(sent)]
+
+
+def _ptb_tokens(span) -> List[str]:
+    """Token texts of a spaCy span, with straight double quotes turned into `` and ''."""
+    out = []
+    doc = span.doc
+    for tok in span:
+        text = tok.text
+        if text == '"':
+            prev = doc[tok.i - 1] if tok.i > 0 else None
+            text = quote_token(None if prev is None else prev.text,
+                               prev is not None and (bool(prev.whitespace_) or prev.is_space))
+        out.append(text)
+    return out
+
+
+# ------------------------------------------------------------------------ Chinese, by name
 
 #: Tokenizers by name, for ``--tokenize NAME`` / ``embed_file(tokenize=NAME)``.
 TOKENIZERS = ("en", "zh")

@@ -12,7 +12,7 @@ pytest.importorskip("spacy")
 
 @pytest.fixture(scope="module")
 def tok():
-    from elmo.data.tokenize import Tokenizer
+    from elmo.tokenize import Tokenizer
     return Tokenizer()
 
 
@@ -23,7 +23,7 @@ def test_ptb_clitics_and_punctuation(tok):
 
 
 def test_split_clitics_of_pretokenized_text():
-    from elmo.data.tokenize import split_clitics
+    from elmo.tokenize import split_clitics
     assert split_clitics("That isn't it , it's Atlanta's ; can't won't 's o'clock I'm".split()) == [
         "That", "is", "n't", "it", ",", "it", "'s", "Atlanta", "'s", ";", "ca", "n't", "wo",
         "n't", "'s", "o'clock", "I", "'m"]

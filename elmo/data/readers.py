@@ -4,7 +4,7 @@ Each reader takes a path to a file (or folder) in a format people already have -
 Brown files, the PTB language-model files, GloVe text, SQuAD JSON, CoNLL columns - or in the
 layout of the registry package that ships it, and returns plain Python records. Readers do
 not tokenize raw prose; :mod:`elmo.data.sources` passes the text through
-:mod:`elmo.data.tokenize` and writes the standard form.
+:mod:`elmo.tokenize` and writes the standard form.
 """
 from __future__ import annotations
 

