@@ -184,19 +184,27 @@ def parse_assignment(text: str) -> tuple[List[str], Any]:
 
 def apply_assignments(values: Dict[str, Any], assignments: Iterable[str]) -> Dict[str, Any]:
     """``values`` with each dotted ``KEY=VALUE`` set (nested dictionaries are created as needed;
-    the caller checks the top-level keys)."""
+    a number indexes a list, e.g. ``variants.1.elmo.lambda``; the caller checks the keys)."""
     out = json.loads(json.dumps(values, default=str))  # a deep copy that :func:`build` can check
     for text in assignments:
         path, value = parse_assignment(text)
-        node = out
-        for i, part in enumerate(path[:-1]):
-            child = node.get(part)
+        node: Any = out
+        for i, part in enumerate(path):
+            where = ".".join(path[:i + 1])
+            if isinstance(node, list):
+                if not (part.isdigit() and int(part) < len(node)):
+                    raise ConfigError(f"--set {text}: {where}: {'.'.join(path[:i]) or 'the config'} "
+                                      f"is a list of {len(node)}; expected an index 0..{len(node) - 1}")
+                part = int(part)  # type: ignore[assignment]
+            elif not isinstance(node, dict):
+                raise ConfigError(f"--set {text}: {'.'.join(path[:i])} is not a group of settings")
+            if i == len(path) - 1:
+                node[part] = value
+                break
+            child = node[part] if isinstance(node, list) else node.get(part)
             if child is None:
                 child = node[part] = {}
-            if not isinstance(child, dict):
-                raise ConfigError(f"--set {text}: {'.'.join(path[:i + 1])} is not a group of settings")
             node = child
-        node[path[-1]] = value
     return out
 
 

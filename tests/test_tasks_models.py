@@ -17,7 +17,7 @@ from elmo.tasks.features import ElmoFeatures
 from elmo.tasks.layer_cache import LayerCache
 from elmo.tasks.runner import build_model, normalise_config, summarise
 from elmo.tasks.datasets import TaskData
-from elmo.tasks.train_loop import TrainConfig, fit, score
+from elmo.tasks.train_loop import FitConfig as TrainConfig, fit, score
 
 SENTS = [["The", "bank", "closed", "."], ["Hi"], ["A", "river", "bank", "flooded", "today"]]
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import json
 import shlex
 import sys
+from pathlib import Path
 
 
 def register(subparsers) -> None:
@@ -38,6 +40,13 @@ def register(subparsers) -> None:
     p.add_argument("--plan", action="store_true",
                    help="print the tasks' sizes, the variants and the number of runs; train nothing")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
+    p.add_argument("--set", dest="config_set", action="append", default=[], metavar="KEY=VALUE",
+                   help="set a setting of the config by its dotted name, after the options above "
+                        "(e.g. --set train.lr=0.01, --set seeds=[1,2], --set variants.1.elmo.lambda=1); "
+                        "VALUE is read as JSON when it parses; repeatable")
+    p.add_argument("--print-config", action="store_true",
+                   help="print the resolved config (every default filled in) as JSON that "
+                        "`elmo experiment` reads back, and stop")
     p.set_defaults(func=experiment)
 
     q = subparsers.add_parser(
@@ -50,10 +59,12 @@ def register(subparsers) -> None:
 
 
 def experiment(args: argparse.Namespace) -> int:
+    from ..config import ConfigError
+    from ..jobconfig import apply_assignments
     from ..tasks.report import markdown
-    from ..tasks.runner import load_config, normalise_config, plan, run_experiment
+    from ..tasks.runner import normalise_config, plan, read_config, run_experiment
 
-    cfg = load_config(args.config)
+    cfg = read_config(args.config)
     if args.seeds is not None:
         cfg["seeds"] = args.seeds
     if args.threads is not None:
@@ -62,7 +73,13 @@ def experiment(args: argparse.Namespace) -> int:
         cfg["bilm"] = args.bilm
     if args.glove is not None:
         cfg["embeddings"] = {"glove": args.glove}
-    cfg = normalise_config(cfg)
+    try:
+        cfg = normalise_config(apply_assignments(cfg, args.config_set))
+    except ConfigError as e:
+        raise ConfigError(f"{args.config}{' with --set' if args.config_set else ''}: {e}") from None
+    if args.print_config:
+        print(json.dumps(_absolute_paths(cfg.to_dict()), indent=2, default=str))
+        return 0
     if args.plan:
         print("\n".join(plan(cfg)))
         return 0
@@ -77,10 +94,23 @@ def experiment(args: argparse.Namespace) -> int:
     return 0
 
 
-def experiment_table(args: argparse.Namespace) -> int:
-    import json
-    from pathlib import Path
+def _absolute_paths(cfg: dict) -> dict:
+    """The config with its data paths absolute, so that the printed config reads back from
+    any folder (a relative path in a config file is relative to the file's folder)."""
+    def absolute(p):
+        return str(Path(p).resolve()) if isinstance(p, str) and p else p
 
+    for t in cfg["tasks"]:
+        if "data_dir" in t:
+            t["data_dir"] = absolute(t["data_dir"])
+        if isinstance(t.get("files"), dict):
+            t["files"] = {k: absolute(v) for k, v in t["files"].items()}
+    if isinstance(cfg["embeddings"], dict) and cfg["embeddings"].get("glove"):
+        cfg["embeddings"]["glove"] = absolute(cfg["embeddings"]["glove"])
+    return cfg
+
+
+def experiment_table(args: argparse.Namespace) -> int:
     from ..tasks.report import combined_table
 
     loaded = []

@@ -11,8 +11,9 @@
 | ``crf`` | linear-chain CRF |
 | ``models`` | tagger, sentence classifier, ESIM pair classifier |
 | ``metrics`` | accuracy and span F1 |
-| ``train_loop`` | training with early stopping, scoring |
-| ``runner`` | experiment configs, runs over seeds, summaries |
+| ``train_loop`` | training with early stopping (``FitConfig``), scoring |
+| ``experiment_config`` | the typed experiment config (``ExperimentConfig`` and its blocks) |
+| ``runner`` | reading experiment configs, runs over seeds, summaries |
 | ``report`` | results.md and the layer-weight plot |
 | ``saved`` | a trained task model saved, loaded (``TaskModel.load``) and run on new text |
 """

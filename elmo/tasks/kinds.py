@@ -49,8 +49,9 @@ class TaskKind:
         """The predicted ids of one example (one id, or one per token) -> label(s)."""
         return labels[pred]
 
-    def build_model(self, encoder, n_labels: int, settings: dict, lam: float):
-        """The :class:`~elmo.tasks.models.TaskModel` on ``encoder`` (``model`` settings)."""
+    def build_model(self, encoder, n_labels: int, settings, lam: float):
+        """The :class:`~elmo.tasks.models.TaskModel` on ``encoder`` (``settings``: the
+        :class:`~elmo.tasks.experiment_config.ModelSettings` of the ``model`` block)."""
         raise NotImplementedError
 
     def tsv_line(self, text, tokens: List[str], label) -> str:
@@ -88,7 +89,7 @@ class TaggingKind(TaskKind):
 
     def build_model(self, encoder, n_labels, settings, lam):
         from .models import Tagger
-        return Tagger(encoder, n_labels, crf=bool(settings["crf"]), dropout=settings["dropout"],
+        return Tagger(encoder, n_labels, crf=settings.crf, dropout=settings.dropout,
                       lam=lam)
 
     def tsv_line(self, text, tokens, label):
@@ -105,9 +106,9 @@ class ClassificationKind(TaskKind):
 
     def build_model(self, encoder, n_labels, settings, lam):
         from .models import SentenceClassifier
-        return SentenceClassifier(encoder, n_labels, pooling=settings["pooling"],
-                                  hidden=int(settings["classifier_hidden"]),
-                                  dropout=settings["dropout"], lam=lam)
+        return SentenceClassifier(encoder, n_labels, pooling=settings.pooling,
+                                  hidden=settings.classifier_hidden,
+                                  dropout=settings.dropout, lam=lam)
 
 
 class PairKind(TaskKind):
@@ -118,8 +119,8 @@ class PairKind(TaskKind):
 
     def build_model(self, encoder, n_labels, settings, lam):
         from .models import PairClassifier
-        return PairClassifier(encoder, n_labels, hidden=int(settings["classifier_hidden"]),
-                              dropout=settings["dropout"], lam=lam)
+        return PairClassifier(encoder, n_labels, hidden=settings.classifier_hidden,
+                              dropout=settings.dropout, lam=lam)
 
     def tsv_line(self, text, tokens, label):
         return f"{text[0]}\t{text[1]}\t{label}"

@@ -29,7 +29,9 @@ and each variant is compared with the baseline run of the same seed::
     }
 
 Everything but ``tasks`` has a default (variants: the baseline and ELMo at the input, all
-layers, lambda 0.001, frozen). The first variant without ``elmo`` is the baseline.
+layers, lambda 0.001, frozen). The first variant without ``elmo`` is the baseline. The config
+is read into a typed :class:`~elmo.tasks.experiment_config.ExperimentConfig` (every key and
+value checked; ``elmo experiment --print-config`` shows it with the defaults filled in).
 
 Output: ``results.json`` (the config, every run's record, the per-variant summary, what
 each biLM is), ``results.md`` (the table, the learned layer weights), ``layer_weights.png``
@@ -47,7 +49,7 @@ import platform
 import statistics
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence
 
@@ -61,32 +63,47 @@ from .kinds import task_kind
 from .layer_cache import LayerCache
 from .models import Encoder, TaskModel
 from .report import write_reports
-from .train_loop import TrainConfig, fit, score
+from .experiment_config import ExperimentConfig, ModelSettings, Variant
+from .train_loop import FitConfig, fit, score
+from ..config import ConfigError
 from ..io import atomic_write_text
 from ..runtime import threads
 
-DEFAULT_MODEL_SETTINGS = {"hidden": 100, "dropout": 0.5, "char_features": 0, "crf": False,
-                          "pooling": "max", "classifier_hidden": 100,
-                          "trainable_embeddings": True, "lstm_layers": 1}
-DEFAULT_ELMO = {"positions": ["input"], "layers": "all", "lambda": 0.001, "finetune": False,
-                "dropout": 0.5, "do_layer_norm": False}
-DEFAULT_VARIANTS = [{"name": "baseline"}, {"name": "elmo", "elmo": {}}]
 #: Characters per token when no biLM says otherwise (the char features of the baseline).
 DEFAULT_MAX_CHARS = 50
 
 
 # ----------------------------------------------------------------------------- config
-def load_config(path: str | Path) -> dict:
-    """Read a JSON or TOML experiment config and fill in the defaults (see module docstring)."""
+def read_config(path: str | Path) -> dict:
+    """The settings of a JSON or TOML experiment config as written, with ``name`` defaulting
+    to the file's stem and relative data paths made relative to the file's folder (not yet
+    checked: :func:`normalise_config` does that)."""
     path = Path(path)
-    text = path.read_text(encoding="utf-8")
-    if path.suffix == ".toml":
-        import tomllib
-        cfg = tomllib.loads(text)
-    else:
-        cfg = json.loads(text)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot read the config ({e.strerror or e})") from None
+    try:
+        if path.suffix == ".toml":
+            import tomllib
+            cfg = tomllib.loads(text)
+        else:
+            cfg = json.loads(text)
+    except ValueError as e:                   # JSONDecodeError and TOMLDecodeError
+        raise ConfigError(f"{path}: not a {'TOML' if path.suffix == '.toml' else 'JSON'} config ({e})") from None
+    if not isinstance(cfg, dict):
+        raise ConfigError(f"{path}: an experiment config is an object of settings")
     cfg.setdefault("name", path.stem)
-    return normalise_config(resolve_paths(cfg, path.parent))
+    return resolve_paths(cfg, path.parent)
+
+
+def load_config(path: str | Path) -> ExperimentConfig:
+    """Read a JSON or TOML experiment config, checked and with the defaults filled in (see
+    module docstring); an error names the file."""
+    try:
+        return normalise_config(read_config(path))
+    except ConfigError as e:
+        raise ConfigError(e if str(e).startswith(f"{path}: ") else f"{path}: {e}") from None
 
 
 def resolve_paths(cfg: dict, base: Path) -> dict:
@@ -111,53 +128,12 @@ def resolve_paths(cfg: dict, base: Path) -> dict:
     return cfg
 
 
-def normalise_config(cfg: dict) -> dict:
-    """A copy of ``cfg`` with defaults filled in and the settings checked."""
-    cfg = copy.deepcopy(cfg)
-    known = {"name", "description", "seeds", "bilm", "embeddings", "train", "model", "tasks",
-             "variants", "cache_layers", "out", "notes", "threads", "device"}
-    unknown = set(cfg) - known
-    if unknown:
-        raise ValueError(f"unknown config keys: {', '.join(sorted(unknown))}")
-    if not cfg.get("tasks"):
-        raise ValueError("the config names no tasks")
-    seeds = cfg.get("seeds", 3)
-    cfg["seeds"] = list(range(1, int(seeds) + 1)) if isinstance(seeds, int) else [int(s) for s in seeds]
-    cfg.setdefault("name", "experiment")
-    cfg.setdefault("bilm", "default")
-    cfg.setdefault("embeddings", {"glove": None})
-    cfg.setdefault("cache_layers", True)
-    TrainConfig.from_dict(cfg.get("train", {}))                    # checks the keys
-    model = dict(DEFAULT_MODEL_SETTINGS)
-    model.update(cfg.get("model", {}))
-    cfg["model"] = model
-    variants = cfg.get("variants") or copy.deepcopy(DEFAULT_VARIANTS)
-    names = [v["name"] for v in variants]
-    if len(set(names)) != len(names):
-        raise ValueError(f"variant names must be distinct: {names}")
-    for v in variants:
-        if "elmo" in v and v["elmo"] is not None:
-            e = dict(DEFAULT_ELMO)
-            e.update(v["elmo"])
-            bad = set(e) - set(DEFAULT_ELMO) - {"bilm"}
-            if bad:
-                raise ValueError(f"variant {v['name']}: unknown elmo settings {sorted(bad)}")
-            e["positions"] = list(e["positions"])
-            v["elmo"] = e
-        else:
-            v["elmo"] = None
-    if not any(v["elmo"] is None for v in variants):
-        raise ValueError("the variants need a baseline (a variant without 'elmo')")
-    cfg["variants"] = variants
-    for t in cfg["tasks"]:
-        if not isinstance(t, dict) or "task" not in t:
-            raise ValueError(f"a task entry needs 'task' (a built-in task, or tagging, "
-                             f"classification or pair with your own files): {t}")
-    reported = [t.get("name", t["task"]) for t in cfg["tasks"]]
-    if len(set(reported)) != len(reported):
-        raise ValueError(f"task entries must report under distinct names (give each a 'name'): "
-                         f"{reported}")
-    return cfg
+def normalise_config(cfg: dict | ExperimentConfig) -> ExperimentConfig:
+    """The typed config of a dict of settings (defaults filled in, every key and value
+    checked; see :class:`~elmo.tasks.experiment_config.ExperimentConfig`)."""
+    if isinstance(cfg, ExperimentConfig):
+        return cfg
+    return ExperimentConfig.from_dict(cfg)
 
 
 #: Config keys that do not change what a run computes (so a run can be reused across them).
@@ -165,14 +141,16 @@ _NOT_RESULT_KEYS = {"name", "description", "variants", "tasks", "seeds", "out", 
                     "device"}
 
 
-def run_fingerprint(cfg: dict, spec: dict, variant: dict) -> str:
+def run_fingerprint(cfg: ExperimentConfig, spec: dict, variant: Variant) -> str:
     """What decides one run's result besides its seed: the task entry, the variant and the
     shared settings. ``resume`` reuses an earlier run when this matches, so variants can be
     added to an experiment (or its description edited) without training the others again.
     A task read from your files (``files``, or a built-in task's ``data_dir``) also counts
     their contents, so an edited file is trained on again."""
-    common = {k: v for k, v in cfg.items() if k not in _NOT_RESULT_KEYS}
-    content = {"task": spec, "variant": variant, "common": common}
+    recorded = cfg.recorded()             # the settings as written: earlier runs keep matching
+    common = {k: v for k, v in recorded.items() if k not in _NOT_RESULT_KEYS}
+    written = next(v for v in recorded["variants"] if v["name"] == variant.name)
+    content = {"task": spec, "variant": written, "common": common}
     data = _data_checksums(spec)
     if data:
         content["data"] = data
@@ -193,8 +171,8 @@ def _data_checksums(spec: dict) -> Dict[str, Optional[str]]:
     return {k: file_sha256(p) if p.is_file() else None for k, p in sorted(paths.items())}
 
 
-def baseline_name(cfg: dict) -> str:
-    return next(v["name"] for v in cfg["variants"] if v["elmo"] is None)
+def baseline_name(cfg: ExperimentConfig) -> str:
+    return cfg.baseline.name
 
 
 # ----------------------------------------------------------------------------- biLMs
@@ -313,13 +291,12 @@ class BiLMPool:
 
 
 # ----------------------------------------------------------------------------- one run
-def build_model(task: TaskData, embeddings: torch.Tensor, settings: dict,
+def build_model(task: TaskData, embeddings: torch.Tensor, settings: ModelSettings,
                 elmo_features: Optional[ElmoFeatures], lam: float) -> TaskModel:
     """The task model of ``task.kind`` with the given settings (``model`` block)."""
-    words = WordFeatures(embeddings, trainable=settings["trainable_embeddings"],
-                         char_features=int(settings["char_features"]))
-    encoder = Encoder(words, int(settings["hidden"]), float(settings["dropout"]), elmo_features,
-                      int(settings["lstm_layers"]))
+    words = WordFeatures(embeddings, trainable=settings.trainable_embeddings,
+                         char_features=settings.char_features)
+    encoder = Encoder(words, settings.hidden, settings.dropout, elmo_features, settings.lstm_layers)
     return task_kind(task.kind).build_model(encoder, len(task.labels), settings, lam)
 
 
@@ -340,44 +317,40 @@ class PreparedTask:
     vocab: object
     embeddings: torch.Tensor
     embedding_info: dict
-    settings: dict
-    train: TrainConfig
+    settings: ModelSettings
+    train: FitConfig
 
 
-def prepare_task(spec: dict, cfg: dict) -> PreparedTask:
+def prepare_task(spec: dict, cfg: ExperimentConfig) -> PreparedTask:
     data = load_task(spec)
     train_tokens = [s for ex in data.splits["train"] for s in (ex.tokens, ex.tokens_b) if s]
     other_tokens = [s for k in data.splits if k != "train" for ex in data.splits[k]
                     for s in (ex.tokens, ex.tokens_b) if s]
-    vocab, emb, info = build_embeddings(train_tokens, other_tokens, cfg["embeddings"], seed=0)
-    settings = dict(cfg["model"])
-    settings.update(spec.get("model", {}))
-    train = dict(cfg.get("train", {}))
-    train.update(spec.get("train", {}))
-    return PreparedTask(spec, data, vocab, emb, info, settings, TrainConfig.from_dict(train))
+    vocab, emb, info = build_embeddings(train_tokens, other_tokens, cfg.embeddings, seed=0)
+    return PreparedTask(spec, data, vocab, emb, info, cfg.model_for(spec), cfg.train_for(spec))
 
 
-def run_one(prep: PreparedTask, variant: dict, seed: int, cfg: dict, pool: BiLMPool,
+def run_one(prep: PreparedTask, variant: Variant, seed: int, cfg: ExperimentConfig, pool: BiLMPool,
             log: Callable[[str], None], save_to: Optional[Path] = None) -> dict:
     """Train and test one (task, variant, seed); returns its record. With ``save_to`` the
     trained model (its best epoch) is saved there (:mod:`.saved`)."""
-    data, e = prep.data, variant["elmo"]
+    data, e = prep.data, variant.elmo
     torch.manual_seed(seed)
     elmo_features, cache, max_chars = None, None, DEFAULT_MAX_CHARS
     lam = 0.0
     if e is not None:
-        spec = e.get("bilm") or cfg["bilm"]
-        bilm = pool.fresh(spec) if e["finetune"] else pool.frozen(spec)
+        spec = cfg.bilm_of(variant)
+        bilm = pool.fresh(spec) if e.finetune else pool.frozen(spec)
         max_chars = bilm.options.char_cnn.max_characters_per_token
         torch.manual_seed(seed)
-        elmo_features = ElmoFeatures(bilm, e["positions"], e["layers"], e["dropout"],
-                                     e["finetune"], e["do_layer_norm"])
-        if not e["finetune"]:
+        elmo_features = ElmoFeatures(bilm, e.positions, e.layers, e.dropout, e.finetune,
+                                     e.do_layer_norm)
+        if not e.finetune:
             cache = pool.cache(spec, all_sentences(data))
-        lam = float(e["lambda"])
+        lam = e.lam
     torch.manual_seed(seed)
     model = build_model(data, prep.embeddings, prep.settings, elmo_features, lam)
-    device = torch.device(cfg.get("device") or "cpu")
+    device = torch.device(cfg.device or "cpu")
     model.to(device)
     label_index = {label: i for i, label in enumerate(data.labels)}
 
@@ -394,15 +367,15 @@ def run_one(prep: PreparedTask, variant: dict, seed: int, cfg: dict, pool: BiLMP
     extra = {k: score(model, data.splits[k], make, data.metric, data.labels)
              for k in data.splits if k not in ("train", "dev", "test")}
     record = {
-        "task": data.name, "metric": data.metric, "variant": variant["name"], "seed": seed,
+        "task": data.name, "metric": data.metric, "variant": variant.name, "seed": seed,
         "test": test, "dev": result["best_dev"], "best_epoch": result["best_epoch"],
         "epochs": result["epochs"], "seconds": time.time() - start,
         "history": result["history"],
         "elmo": None if e is None else {
-            "bilm": e.get("bilm") or cfg["bilm"], **_bilm_brief(e.get("bilm") or cfg["bilm"]),
-            "positions": e["positions"],
-            "layers": e["layers"], "lambda": lam, "finetune": e["finetune"],
-            "dropout": e["dropout"], "do_layer_norm": e["do_layer_norm"],
+            "bilm": cfg.bilm_of(variant), **_bilm_brief(cfg.bilm_of(variant)),
+            "positions": list(e.positions),
+            "layers": e.layers, "lambda": lam, "finetune": e.finetune,
+            "dropout": e.dropout, "do_layer_norm": e.do_layer_norm,
             "mix_weights": model.mix_weights()},
     }
     if extra:
@@ -410,11 +383,11 @@ def run_one(prep: PreparedTask, variant: dict, seed: int, cfg: dict, pool: BiLMP
     if save_to is not None:
         from .saved import save
         save(save_to, model, kind=data.kind, metric=data.metric, labels=data.labels,
-             vocab=prep.vocab, settings=prep.settings,
-             elmo=None if e is None else {**e, "bilm": e.get("bilm") or cfg["bilm"]},
+             vocab=prep.vocab, settings=prep.settings.to_dict(),
+             elmo=None if e is None else {**e.to_dict(), "bilm": cfg.bilm_of(variant)},
              max_chars=max_chars, layer_cache=cache is not None,
              tokenize=bool(prep.spec.get("tokenize", False)),
-             record={"task": data.name, "variant": variant["name"], "seed": seed,
+             record={"task": data.name, "variant": variant.name, "seed": seed,
                      "test": test, "dev": result["best_dev"], "extra_tests": extra,
                      "best_epoch": result["best_epoch"], "data": data.source})
         record["saved_model"] = str(save_to)
@@ -429,7 +402,7 @@ def _stats(values: List[float]) -> Dict[str, float]:
     return {"n": n, "mean": mean, "std": std}
 
 
-def summarise(runs: List[dict], cfg: dict) -> List[dict]:
+def summarise(runs: List[dict], cfg: ExperimentConfig) -> List[dict]:
     """One row per (task, variant): test mean and std over seeds, dev mean, and the gain over
     the baseline paired by seed (mean and std of the per-seed differences). No row ever
     averages different tasks."""
@@ -442,12 +415,12 @@ def summarise(runs: List[dict], cfg: dict) -> List[dict]:
     for task in tasks:
         base_by_seed = {r["seed"]: r["test"] for r in runs
                         if r["task"] == task and r["variant"] == base}
-        for v in cfg["variants"]:
-            rs = [r for r in runs if r["task"] == task and r["variant"] == v["name"]]
+        for v in cfg.variants:
+            rs = [r for r in runs if r["task"] == task and r["variant"] == v.name]
             if not rs:
                 continue
             test = _stats([r["test"] for r in rs])
-            row = {"task": task, "metric": rs[0]["metric"], "variant": v["name"],
+            row = {"task": task, "metric": rs[0]["metric"], "variant": v.name,
                    "elmo": rs[0]["elmo"] and {k: val for k, val in rs[0]["elmo"].items()
                                               if k != "mix_weights"},
                    "seeds": sorted(r["seed"] for r in rs),
@@ -459,7 +432,7 @@ def summarise(runs: List[dict], cfg: dict) -> List[dict]:
                 row["extra_tests_mean"] = {k: _stats([r["extra_tests"][k] for r in rs
                                                       if k in r.get("extra_tests", {})])["mean"]
                                            for k in extra}
-            if v["name"] != base:
+            if v.name != base:
                 diffs = [r["test"] - base_by_seed[r["seed"]] for r in rs if r["seed"] in base_by_seed]
                 g = _stats(diffs)
                 # paired t statistic of the per-seed gains (undefined for one seed or zero spread)
@@ -471,22 +444,22 @@ def summarise(runs: List[dict], cfg: dict) -> List[dict]:
 
 
 # ----------------------------------------------------------------------------- driver
-def plan(cfg: dict) -> List[str]:
+def plan(cfg: ExperimentConfig) -> List[str]:
     """What :func:`run_experiment` would do, as lines: each task's split sizes, the variants
     and the number of training runs. Loads the data (fetching it if needed), trains nothing."""
     lines = []
-    for spec in cfg["tasks"]:
+    for spec in cfg.tasks:
         data = load_task(spec)
         lines.append(f"{data.name} ({data.metric}): {data.sizes()} examples, {len(data.labels)} labels")
-    for v in cfg["variants"]:
-        e = v["elmo"]
+    for v in cfg.variants:
+        e = v.elmo
         what = "baseline" if e is None else (
-            f"ELMo at {'+'.join(e['positions'])}, layers {e['layers']}, lambda {e['lambda']:g}, "
-            f"dropout {e['dropout']:g}{', layer norm' if e['do_layer_norm'] else ''}, "
-            f"{'fine-tuned' if e['finetune'] else 'frozen'} biLM {e.get('bilm') or cfg['bilm']}")
-        lines.append(f"variant {v['name']}: {what}")
-    runs = len(cfg["tasks"]) * len(cfg["variants"]) * len(cfg["seeds"])
-    lines.append(f"{runs} training runs (seeds {', '.join(map(str, cfg['seeds']))})")
+            f"ELMo at {'+'.join(e.positions)}, layers {e.layers}, lambda {e.lam:g}, "
+            f"dropout {e.dropout:g}{', layer norm' if e.do_layer_norm else ''}, "
+            f"{'fine-tuned' if e.finetune else 'frozen'} biLM {cfg.bilm_of(v)}")
+        lines.append(f"variant {v.name}: {what}")
+    runs = len(cfg.tasks) * len(cfg.variants) * len(cfg.seeds)
+    lines.append(f"{runs} training runs (seeds {', '.join(map(str, cfg.seeds))})")
     return lines
 
 
@@ -494,25 +467,27 @@ class ResultsExistError(ValueError):
     """The results folder already holds results and neither resume nor overwrite was asked."""
 
 
-def run_experiment(cfg: dict, out: Optional[str | Path] = None, resume: bool = False,
+def run_experiment(cfg: ExperimentConfig | dict, out: Optional[str | Path] = None, resume: bool = False,
                    command: Optional[str] = None,
                    log: Callable[[str], None] = lambda s: print(s, file=sys.stderr, flush=True),
                    only_variants: Optional[Sequence[str]] = None, overwrite: bool = False,
                    save_models: bool = False) -> dict:
-    """Run every (task, variant, seed) of a normalised config; write and return the results.
+    """Run every (task, variant, seed) of a config (a dict is read by
+    :func:`normalise_config`); write and return the results.
 
     ``only_variants`` runs just those variants now (the config, and so ``resume``, is unchanged):
     baselines can run while the biLM is still training, and a later ``resume`` adds the rest.
     An existing ``results.json`` is kept unless ``resume`` (keep its matching runs) or
     ``overwrite`` (start again) is given. ``save_models`` keeps every trained model in
     ``OUT/models/<task>/<variant>/seed-<seed>/`` (see :mod:`.saved`)."""
-    names = [v["name"] for v in cfg["variants"]]
+    cfg = normalise_config(cfg)
+    names = [v.name for v in cfg.variants]
     if only_variants is not None:
         unknown = sorted(set(only_variants) - set(names))
         if unknown:
             raise ValueError(f"unknown variant(s) {', '.join(unknown)}; the config has {', '.join(names)}")
-    selected = [v for v in cfg["variants"] if only_variants is None or v["name"] in only_variants]
-    out = Path(out or cfg.get("out") or Path("experiments") / "results" / cfg["name"])
+    selected = [v for v in cfg.variants if only_variants is None or v.name in only_variants]
+    out = Path(out or cfg.out or Path("experiments") / "results" / cfg.name)
     results_path = out / "results.json"
     if results_path.exists() and not resume and not overwrite:
         raise ResultsExistError(f"{results_path} exists: --resume keeps its finished runs, "
@@ -522,21 +497,21 @@ def run_experiment(cfg: dict, out: Optional[str | Path] = None, resume: bool = F
     described: Dict[str, dict] = {}
     if resume and results_path.exists():
         old = json.loads(results_path.read_text(encoding="utf-8"))
-        planned = {run_fingerprint(cfg, spec, v) for spec in cfg["tasks"] for v in cfg["variants"]}
-        same = old.get("config") == cfg
+        planned = {run_fingerprint(cfg, spec, v) for spec in cfg.tasks for v in cfg.variants}
+        same = old.get("config") == cfg.recorded()
         # a record's fingerprint decides (it counts the data files); same config: old records
         done = [r for r in old.get("runs", [])
-                if r["seed"] in cfg["seeds"] and (r.get("fingerprint") in planned
+                if r["seed"] in cfg.seeds and (r.get("fingerprint") in planned
                                                   or (same and "fingerprint" not in r))]
         described = old.get("bilms", {})
         log(f"resuming: {len(done)} of {len(old.get('runs', []))} runs in {results_path} "
             f"match this config and are kept")
-    specs = {v["elmo"].get("bilm") or cfg["bilm"] for v in selected if v["elmo"] is not None}
+    specs = {cfg.bilm_of(v) for v in selected if v.elmo is not None}
     for spec in sorted(specs):
         if not resolve_bilm(spec).is_dir():
             raise FileNotFoundError(f"biLM {spec!r}: no model folder at {resolve_bilm(spec)}")
     results = {
-        "config": cfg,
+        "config": cfg.recorded(),
         "command": command or "run_experiment(config)",
         "machine": {"python": platform.python_version(), "torch": torch.__version__,
                     "threads": torch.get_num_threads(), "platform": platform.platform()},
@@ -544,7 +519,7 @@ def run_experiment(cfg: dict, out: Optional[str | Path] = None, resume: bool = F
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "data": {}, "runs": list(done), "summary": [],
     }
-    with threads(int(cfg["threads"]) if cfg.get("threads") else None) as n_threads:
+    with threads(cfg.threads or None) as n_threads:
         results["machine"]["threads"] = n_threads
         _run_all(cfg, results, results_path, done, log, selected,
                  out / "models" if save_models else None)
@@ -552,28 +527,28 @@ def run_experiment(cfg: dict, out: Optional[str | Path] = None, resume: bool = F
     return results
 
 
-def _run_all(cfg: dict, results: dict, results_path: Path, done: List[dict],
-             log: Callable[[str], None], variants: Sequence[dict],
+def _run_all(cfg: ExperimentConfig, results: dict, results_path: Path, done: List[dict],
+             log: Callable[[str], None], variants: Sequence[Variant],
              models: Optional[Path] = None) -> None:
-    pool = BiLMPool(bool(cfg["cache_layers"]), log)
+    pool = BiLMPool(cfg.cache_layers, log)
     have = {(r["task"], r["variant"], r["seed"]) for r in done}
     # every task's files are read (and checked) before the first model trains
-    preps = [prepare_task(spec, cfg) for spec in cfg["tasks"]]
-    for spec, prep in zip(cfg["tasks"], preps):
+    preps = [prepare_task(spec, cfg) for spec in cfg.tasks]
+    for spec, prep in zip(cfg.tasks, preps):
         name = prep.data.name
         results["data"][name] = {"sizes": prep.data.sizes(), "labels": len(prep.data.labels),
                                  "source": prep.data.source, "embeddings": prep.embedding_info,
-                                 "model": prep.settings, "train": vars(prep.train)}
+                                 "model": prep.settings.to_dict(), "train": asdict(prep.train)}
         log(f"{name}: {prep.data.sizes()} examples, {len(prep.data.labels)} labels")
-        for seed in cfg["seeds"]:
+        for seed in cfg.seeds:
             for variant in variants:
-                if (name, variant["name"], seed) in have:
+                if (name, variant.name, seed) in have:
                     continue
-                log(f"{name} / {variant['name']} / seed {seed}")
-                save_to = None if models is None else models / name / variant["name"] / f"seed-{seed}"
+                log(f"{name} / {variant.name} / seed {seed}")
+                save_to = None if models is None else models / name / variant.name / f"seed-{seed}"
                 record = run_one(prep, variant, seed, cfg, pool, log, save_to)
                 record["fingerprint"] = run_fingerprint(cfg, spec, variant)
-                log(f"{name} / {variant['name']} / seed {seed}: test {record['test']:.2f} "
+                log(f"{name} / {variant.name} / seed {seed}: test {record['test']:.2f} "
                     f"({record['seconds']:.0f} s)")
                 results["runs"].append(record)
                 results["summary"] = summarise(results["runs"], cfg)

@@ -127,6 +127,7 @@ def load(folder: Union[str, Path], bilm: Optional[str] = None, device=None):
     from safetensors.torch import load_file
     from .embeddings import WordVocab
     from .features import ElmoFeatures
+    from .experiment_config import ModelSettings
     from .runner import build_model
     folder = Path(folder)
     cfg_path = folder / "config.json"
@@ -150,7 +151,8 @@ def load(folder: Union[str, Path], bilm: Optional[str] = None, device=None):
 
     shape = SimpleNamespace(kind=cfg["kind"], labels=labels)     # what build_model reads
     emb = torch.zeros(cfg["vocab_size"], cfg["embedding_dim"])   # overwritten by the weights
-    model = build_model(shape, emb, cfg["model"], elmo_features, lam)
+    model = build_model(shape, emb, ModelSettings.from_dict(cfg["model"], f"{cfg_path}: "),
+                        elmo_features, lam)
     state = load_file(str(folder / "model.safetensors"))
     missing, unexpected = model.load_state_dict(state, strict=False)
     missing = [k for k in missing if not (e is not None and not e["bilm_weights_saved"]

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import random
 import time
-from dataclasses import dataclass
-from typing import Callable, Dict, List, Sequence
+from dataclasses import dataclass, fields
+from typing import Any, Callable, Dict, List, Mapping, Sequence
 
 import torch
 
+from ..config import ConfigError
+from ..jobconfig import build
 from .batching import Batch
 from .datasets import Example
 from .metrics import METRICS
@@ -21,8 +23,9 @@ from .models import TaskModel
 
 
 @dataclass
-class TrainConfig:
-    """Optimiser and stopping settings (the ``train`` block of an experiment config)."""
+class FitConfig:
+    """Optimiser and stopping settings of a task model (the ``train`` block of an experiment
+    config; not the biLM trainer's :class:`~elmo.training.trainer.TrainConfig`)."""
 
     epochs: int = 20
     patience: int = 3
@@ -34,11 +37,17 @@ class TrainConfig:
     max_seconds: float = 0.0          # stop after the epoch that passes this (0 = no limit)
 
     @classmethod
-    def from_dict(cls, d: dict) -> "TrainConfig":
-        unknown = set(d) - set(cls.__dataclass_fields__)
+    def from_dict(cls, d: Mapping[str, Any], where: str = "") -> "FitConfig":
+        """The settings of a ``train`` block, every key and type checked; ``where`` names the
+        block in errors (e.g. ``"task pos: "``)."""
+        unknown = set(d) - {f.name for f in fields(cls)}
         if unknown:
-            raise ValueError(f"unknown train settings: {', '.join(sorted(unknown))}")
-        return cls(**d)
+            raise ConfigError(f"{where}unknown train settings: {', '.join(sorted(unknown))} "
+                              f"(known: {', '.join(f.name for f in fields(cls))})")
+        try:
+            return build(cls, d, source=f"{where}train")
+        except ConfigError as e:
+            raise ConfigError(f"{where}train: {e}") from None
 
 
 BatchMaker = Callable[[Sequence[Example]], Batch]
@@ -86,7 +95,7 @@ def score(model: TaskModel, examples: Sequence[Example], make: BatchMaker, metri
     return 100.0 * METRICS[metric]([ex.label for ex in examples], guess)
 
 
-def _optimizer(model: TaskModel, cfg: TrainConfig) -> torch.optim.Optimizer:
+def _optimizer(model: TaskModel, cfg: FitConfig) -> torch.optim.Optimizer:
     bilm_params = []
     if model.encoder.elmo is not None and model.encoder.elmo.finetune:
         bilm_params = [p for p in model.encoder.elmo.elmo.bilm.parameters() if p.requires_grad]
@@ -104,7 +113,7 @@ def _trainable_state(model: TaskModel) -> Dict[str, torch.Tensor]:
 
 
 def fit(model: TaskModel, train: Sequence[Example], dev: Sequence[Example], make: BatchMaker,
-        metric: str, labels: Sequence[str], cfg: TrainConfig, seed: int,
+        metric: str, labels: Sequence[str], cfg: FitConfig, seed: int,
         log: Callable[[str], None] = lambda s: None,
         early_stopping: bool = True) -> Dict[str, object]:
     """Train with early stopping on dev; the model ends with its best epoch's parameters.

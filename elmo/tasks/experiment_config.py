@@ -1,0 +1,296 @@
+"""The typed configuration of ``elmo experiment`` (the file format is described in
+:mod:`elmo.tasks.runner`).
+
+An experiment config is read into an :class:`ExperimentConfig`: the task model settings
+(:class:`ModelSettings`, the ``model`` block), the training settings
+(:class:`~elmo.tasks.train_loop.FitConfig`, the ``train`` block), the variants
+(:class:`Variant`, each with optional :class:`ElmoSettings`) and the rest. Every block is
+checked with :func:`elmo.jobconfig.build`: an unknown key or a value of the wrong type is a
+one-line :class:`~elmo.config.ConfigError` that names it, with where it is (e.g.
+``variants[1] (elmo): unknown elmo settings: lamda``).
+
+The file format is unchanged by the types: a JSON key that is not a Python name (``lambda``)
+is mapped to its field (``lam``) by the field's ``key`` metadata, and :meth:`ExperimentConfig.to_dict`
+writes the file format back (what ``elmo experiment --print-config`` prints).
+
+:attr:`ExperimentConfig.record` is the config as ``results.json`` records it and as run
+fingerprints hash it: the values of the file as written over the defaults. It is the form
+the runner recorded before these types existed, so the runs of earlier ``results.json``
+files keep matching on ``--resume``.
+"""
+from __future__ import annotations
+
+import copy
+import dataclasses
+import typing
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Mapping, Optional, Type, TypeVar
+
+from ..config import ConfigError
+from ..jobconfig import build, coerce
+from .train_loop import FitConfig
+
+C = TypeVar("C")
+
+__all__ = ["ConfigError", "ElmoSettings", "ExperimentConfig", "FitConfig", "ModelSettings",
+           "Variant", "from_block", "to_block"]
+
+
+def _key(f: dataclasses.Field) -> str:
+    """The JSON key of a field (its name unless its metadata says otherwise)."""
+    return f.metadata.get("key", f.name)
+
+
+def from_block(cls: Type[C], values: Any, block: str, where: str = "") -> C:
+    """``cls`` from one JSON block of a config (keys in the file's spelling), every key and
+    value checked; ``block`` (e.g. ``"model"``) and ``where`` (e.g. ``"task pos: "``) name it
+    in errors."""
+    if not isinstance(values, Mapping):
+        raise ConfigError(f"{where}{block}: expected an object of settings, got {values!r}")
+    fields = dataclasses.fields(cls)
+    names = {_key(f): f.name for f in fields}
+    unknown = sorted(set(values) - set(names))
+    if unknown:
+        raise ConfigError(f"{where}unknown {block} settings: {', '.join(map(str, unknown))} "
+                          f"(known: {', '.join(names)})")
+    hints = typing.get_type_hints(cls)
+    for key, value in values.items():        # errors in the file's spelling ("lambda")
+        try:
+            coerce(key, hints[names[key]], value)
+        except ConfigError as e:
+            raise ConfigError(f"{where}{block}: {e}") from None
+    return build(cls, {names[k]: v for k, v in values.items()}, source=f"{where}{block}")
+
+
+def to_block(obj: Any) -> Dict[str, Any]:
+    """One block in the file's spelling: the inverse of :func:`from_block`."""
+    return {_key(f): copy.deepcopy(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+
+
+@dataclass
+class ModelSettings:
+    """The task model (the ``model`` block; a task entry's own ``model`` overrides it)."""
+
+    hidden: int = 100                     # BiLSTM size per direction
+    dropout: float = 0.5
+    char_features: int = 0                # a character CNN of this many filters (0 = none)
+    crf: bool = False                     # tagging: a CRF over the tag scores
+    pooling: str = "max"                  # classification: "max" or "attention"
+    classifier_hidden: int = 100          # classification: the hidden layer of the classifier
+    trainable_embeddings: bool = True
+    lstm_layers: int = 1
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any], where: str = "") -> "ModelSettings":
+        m = from_block(cls, d, "model", where)
+        if m.pooling not in ("max", "attention"):   # checked before any run, not at the first
+            raise ConfigError(f"{where}model: pooling must be 'max' or 'attention', got {m.pooling!r}")
+        return m
+
+    def to_dict(self) -> Dict[str, Any]:
+        return to_block(self)
+
+
+@dataclass
+class ElmoSettings:
+    """How a variant adds ELMo (a variant's ``elmo`` block)."""
+
+    positions: List[str] = field(default_factory=lambda: ["input"])   # "input" and/or "output"
+    layers: str = "all"                   # "all" (learned mix) or "last"
+    lam: float = field(default=0.001, metadata={"key": "lambda"})     # L2 of the mix weights
+    finetune: bool = False                # train the biLM too (a fresh copy per run)
+    dropout: float = 0.5
+    do_layer_norm: bool = False
+    bilm: Optional[str] = None            # this variant's biLM (default: the config's)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any], where: str = "") -> "ElmoSettings":
+        e = from_block(cls, d, "elmo", where)
+        positions = ("input", "output")       # what ElmoFeatures accepts, checked before any run
+        if not e.positions or any(p not in positions for p in e.positions) \
+                or len(set(e.positions)) != len(e.positions):
+            raise ConfigError(f"{where}elmo: positions must be distinct items of {list(positions)}, "
+                              f"got {e.positions}")
+        if e.layers not in ("all", "last"):
+            raise ConfigError(f"{where}elmo: layers must be 'all' or 'last', got {e.layers!r}")
+        return e
+
+    def to_dict(self) -> Dict[str, Any]:
+        return to_block(self)
+
+
+@dataclass
+class Variant:
+    """One way of building the task model; without ``elmo`` it is a baseline."""
+
+    name: str
+    elmo: Optional[ElmoSettings] = None
+
+    @classmethod
+    def from_dict(cls, d: Any, where: str = "") -> "Variant":
+        if not isinstance(d, Mapping) or "name" not in d:
+            raise ConfigError(f"{where}a variant is an object with a 'name' (and 'elmo' for "
+                              f"ELMo), got {d!r}")
+        unknown = sorted(set(d) - {"name", "elmo"})
+        if unknown:
+            raise ConfigError(f"{where}unknown variant settings: {', '.join(map(str, unknown))} "
+                              f"(known: name, elmo)")
+        name = coerce("name", str, d["name"])
+        e = d.get("elmo")
+        inner = f"{where[:-2]} ({name}): " if where else f"variant {name}: "
+        return cls(name, None if e is None else ElmoSettings.from_dict(e, inner))
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"name": self.name, "elmo": None if self.elmo is None else self.elmo.to_dict()}
+
+
+def _default_variants() -> List[Variant]:
+    return [Variant("baseline"), Variant("elmo", ElmoSettings())]
+
+
+#: Top-level keys whose value is a block with its own type.
+_BLOCKS = {"train": FitConfig, "model": ModelSettings}
+
+
+@dataclass
+class ExperimentConfig:
+    """A whole experiment: the tasks and the variants compared on them over seeds.
+
+    ``tasks`` are the task entries as written (see :func:`elmo.tasks.datasets.load_task`);
+    each may carry its own ``model`` and ``train`` overrides (:meth:`model_for`,
+    :meth:`train_for`)."""
+
+    name: str = "experiment"
+    description: Optional[str] = None
+    seeds: List[int] = field(default_factory=lambda: [1, 2, 3])
+    bilm: str = "default"                 # a bundled name, a model folder, "default", "random:..."
+    embeddings: Dict[str, Any] = field(default_factory=lambda: {"glove": None})
+    train: FitConfig = field(default_factory=FitConfig)
+    model: ModelSettings = field(default_factory=ModelSettings)
+    tasks: List[Any] = field(default_factory=list)
+    variants: List[Variant] = field(default_factory=_default_variants)
+    cache_layers: bool = True             # frozen biLM: compute each sentence's layers once
+    out: Optional[str] = None             # results folder
+    notes: Any = None
+    threads: Optional[int] = None         # torch CPU threads (None or 0: torch's default)
+    device: Optional[str] = None          # "cpu" (the default) or "cuda"
+    #: the config as results.json records it (see the module docstring); not a setting
+    record: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False,
+                                   metadata={"internal": True})
+
+    # ------------------------------------------------------------------ reading
+    @classmethod
+    def from_dict(cls, d: Any) -> "ExperimentConfig":
+        """The config of a JSON object (relative paths already resolved), checked whole."""
+        if not isinstance(d, Mapping):
+            raise ConfigError(f"an experiment config is an object of settings, got {d!r}")
+        settings = [f for f in dataclasses.fields(cls) if not f.metadata.get("internal")]
+        unknown = sorted(set(d) - {f.name for f in settings})
+        if unknown:
+            raise ConfigError(f"unknown config keys: {', '.join(map(str, unknown))} "
+                              f"(known: {', '.join(f.name for f in settings)})")
+        if not d.get("tasks"):
+            raise ConfigError("the config names no tasks")
+        values = {k: v for k, v in d.items() if k not in _BLOCKS and k not in ("variants", "seeds")}
+        values["seeds"] = _seeds(d.get("seeds", 3))
+        cfg = build(cls, values, source="config")
+        for key, block in _BLOCKS.items():
+            if key in d:
+                setattr(cfg, key, block.from_dict(d[key] if d[key] is not None else {}))
+        if d.get("variants"):
+            cfg.variants = [Variant.from_dict(v, f"variants[{i}]: ") for i, v in enumerate(d["variants"])]
+        cfg.check()
+        cfg.record = _record(d, cfg)
+        return cfg
+
+    def check(self) -> None:
+        """The checks across settings: a baseline, distinct names, valid task overrides."""
+        names = [v.name for v in self.variants]
+        if len(set(names)) != len(names):
+            raise ConfigError(f"variant names must be distinct: {names}")
+        if not any(v.elmo is None for v in self.variants):
+            raise ConfigError("the variants need a baseline (a variant without 'elmo')")
+        for t in self.tasks:
+            if not isinstance(t, dict) or "task" not in t:
+                raise ConfigError(f"a task entry needs 'task' (a built-in task, or tagging, "
+                                  f"classification or pair with your own files): {t}")
+        reported = [t.get("name", t["task"]) for t in self.tasks]
+        if len(set(reported)) != len(reported):
+            raise ConfigError(f"task entries must report under distinct names (give each a "
+                              f"'name'): {reported}")
+        for t in self.tasks:                  # a task's own overrides fail now, not mid-run
+            self.model_for(t)
+            self.train_for(t)
+
+    # ------------------------------------------------------------------ using
+    def model_for(self, spec: Mapping[str, Any]) -> ModelSettings:
+        """The model settings of one task entry: the ``model`` block and the entry's own."""
+        return ModelSettings.from_dict({**self.model.to_dict(), **(spec.get("model") or {})},
+                                       f"task {spec.get('name', spec.get('task'))}: ")
+
+    def train_for(self, spec: Mapping[str, Any]) -> FitConfig:
+        """The training settings of one task entry: the ``train`` block and the entry's own."""
+        return FitConfig.from_dict({**dataclasses.asdict(self.train), **(spec.get("train") or {})},
+                                   f"task {spec.get('name', spec.get('task'))}: ")
+
+    @property
+    def baseline(self) -> Variant:
+        """The first variant without ELMo (every other variant is compared with it)."""
+        return next(v for v in self.variants if v.elmo is None)
+
+    def bilm_of(self, variant: Variant) -> str:
+        """The biLM spec a variant with ELMo uses."""
+        return (variant.elmo.bilm if variant.elmo is not None else None) or self.bilm
+
+    # ------------------------------------------------------------------ writing
+    def to_dict(self) -> Dict[str, Any]:
+        """Every setting, defaults filled, in the file format (``--print-config``)."""
+        out: Dict[str, Any] = {}
+        for f in dataclasses.fields(self):
+            if f.metadata.get("internal"):
+                continue
+            value = getattr(self, f.name)
+            if f.name == "variants":
+                value = [v.to_dict() for v in value]
+            elif f.name in _BLOCKS:
+                value = dataclasses.asdict(value)
+            out[f.name] = copy.deepcopy(value)
+        return out
+
+    def recorded(self) -> Dict[str, Any]:
+        """The config as results.json records it: :attr:`record` when read from a file, else
+        every setting (:meth:`to_dict`)."""
+        return self.record or self.to_dict()
+
+    def __getitem__(self, key: str) -> Any:
+        """Read access by key (``cfg["tasks"]``), for code written against the dict form."""
+        if key not in {f.name for f in dataclasses.fields(self)}:
+            raise KeyError(key)
+        return getattr(self, key)
+
+
+def _seeds(seeds: Any) -> List[int]:
+    """3 -> [1, 2, 3]; a list is kept."""
+    if isinstance(seeds, int) and not isinstance(seeds, bool):
+        return list(range(1, seeds + 1))
+    return coerce("seeds", List[int], seeds)
+
+
+def _record(d: Mapping[str, Any], cfg: ExperimentConfig) -> Dict[str, Any]:
+    """The file's values as written over the defaults (see the module docstring): the model
+    and each variant's elmo block filled in, the train block and the rest as written."""
+    rec = copy.deepcopy(dict(d))
+    rec["seeds"] = list(cfg.seeds)
+    for key in ("name", "bilm", "embeddings", "cache_layers"):
+        rec.setdefault(key, copy.deepcopy(getattr(cfg, key)))
+    rec["model"] = {**ModelSettings().to_dict(), **(d.get("model") or {})}
+    defaults = {k: v for k, v in ElmoSettings().to_dict().items() if k != "bilm"}
+    variants = d.get("variants") or [{"name": "baseline"}, {"name": "elmo", "elmo": {}}]
+    rec["variants"] = []
+    for v in copy.deepcopy(variants):
+        e = v.get("elmo")
+        if e is not None:
+            e = {**defaults, **e}
+            e["positions"] = list(e["positions"])
+        rec["variants"].append({**v, "elmo": e})
+    return rec

@@ -1,0 +1,111 @@
+"""The typed experiment config (elmo.tasks.experiment_config): the file format read into
+dataclasses, `elmo experiment --print-config` and `--set`, and one-line errors that name an
+unknown or wrongly typed key."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from elmo.cli import main
+from elmo.config import ConfigError
+from elmo.tasks.experiment_config import ElmoSettings, ExperimentConfig, FitConfig, ModelSettings
+from elmo.tasks.runner import load_config, normalise_config, run_fingerprint
+from test_tasks_runner import tiny_config, write_tiny_tasks
+
+
+def _write(path, cfg):
+    path.write_text(json.dumps(cfg), encoding="utf-8")
+    return path
+
+
+def test_blocks_are_typed_with_the_defaults_filled_in():
+    cfg = normalise_config({"tasks": [{"task": "pos", "model": {"crf": True}, "train": {"epochs": 2}}],
+                            "seeds": 2, "train": {"lr": 1},
+                            "variants": [{"name": "b"}, {"name": "e", "elmo": {"lambda": 1, "bilm": "x"}}]})
+    assert isinstance(cfg, ExperimentConfig) and cfg.seeds == [1, 2]
+    assert cfg.train == FitConfig(lr=1.0) and isinstance(cfg.train.lr, float)
+    assert cfg.model == ModelSettings()
+    assert cfg.variants[1].elmo == ElmoSettings(lam=1.0, bilm="x")
+    assert cfg.baseline.name == "b" and cfg.bilm_of(cfg.variants[1]) == "x"
+    spec = cfg.tasks[0]
+    assert cfg.model_for(spec).crf is True and cfg.train_for(spec) == FitConfig(epochs=2, lr=1.0)
+    # the JSON key "lambda" is the field lam, and the file format is written back
+    assert cfg.to_dict()["variants"][1]["elmo"]["lambda"] == 1.0
+    assert normalise_config(cfg.to_dict()) == cfg
+
+
+def test_results_record_keeps_the_values_as_written():
+    """What results.json records (and run fingerprints hash) is the file's values over the
+    defaults, as before the config was typed: earlier runs keep matching on --resume."""
+    d = {"tasks": [{"task": "pos"}], "train": {"max_seconds": 100},
+         "variants": [{"name": "b"}, {"name": "e", "elmo": {"lambda": 1}}]}
+    rec = normalise_config(d).recorded()
+    assert rec["train"] == {"max_seconds": 100} and isinstance(rec["train"]["max_seconds"], int)
+    assert rec["variants"][1]["elmo"] == {"positions": ["input"], "layers": "all", "lambda": 1,
+                                          "finetune": False, "dropout": 0.5, "do_layer_norm": False}
+    assert rec["model"] == ModelSettings().to_dict() and rec["seeds"] == [1, 2, 3]
+    a, b = normalise_config(d), normalise_config(json.loads(json.dumps(d)))
+    assert run_fingerprint(a, a.tasks[0], a.variants[1]) == run_fingerprint(b, b.tasks[0], b.variants[1])
+
+
+def test_print_config_reads_back_as_the_same_config(tmp_path, capsys):
+    folders = write_tiny_tasks(tmp_path)
+    path = _write(tmp_path / "c.json", tiny_config(folders))
+    assert main(["experiment", str(path), "--print-config", "--seeds", "2"]) == 0
+    printed = capsys.readouterr().out
+    full = json.loads(printed)
+    assert full["train"]["lr"] == FitConfig().lr and full["model"]["lstm_layers"] == 1   # defaults filled
+    assert full["variants"][1]["elmo"]["lambda"] == ElmoSettings().lam
+    again = _write(tmp_path / "printed.json", full)
+    assert load_config(again) == normalise_config({**json.loads(path.read_text()), "seeds": 2})
+    assert main(["experiment", str(again), "--print-config"]) == 0
+    assert capsys.readouterr().out == printed
+
+
+def test_set_reaches_the_run(tmp_path, capsys):
+    folders = write_tiny_tasks(tmp_path)
+    cfg = tiny_config(folders, tasks=[{"task": "pos", "data_dir": str(folders["pos"]), "max_train": 6}],
+                      train={"epochs": 3, "patience": 3, "batch_size": 8}, variants=[{"name": "baseline"}])
+    path, out = _write(tmp_path / "c.json", cfg), tmp_path / "r"
+    assert main(["experiment", str(path), "--out", str(out), "--quiet",
+                 "--set", "train.epochs=1", "--set", "seeds=[2]", "--set", "model.hidden=4"]) == 0
+    capsys.readouterr()
+    results = json.loads((out / "results.json").read_text())
+    (run,) = results["runs"]
+    assert run["epochs"] == 1 and run["seed"] == 2
+    assert results["data"]["pos"]["train"]["epochs"] == 1 and results["data"]["pos"]["model"]["hidden"] == 4
+    assert results["config"]["train"]["epochs"] == 1
+
+
+@pytest.mark.parametrize("change,named", [
+    ({"epochs": 3}, "unknown config keys: epochs"),
+    ({"train": {"epoch": 3}}, "unknown train settings: epoch"),
+    ({"model": {"hiden": 3}}, "unknown model settings: hiden"),
+    ({"model": {"hidden": "3"}}, "model: setting hidden: expected int"),
+    ({"variants": [{"name": "b"}, {"name": "e", "elmo": {"lamda": 1}}]},
+     "variants[1] (e): unknown elmo settings: lamda"),
+    ({"variants": [{"name": "b"}, {"name": "e", "elmo": {"lambda": "big"}}]},
+     "variants[1] (e): elmo: setting lambda: expected float"),
+    ({"variants": [{"name": "b"}, {"name": "e", "elmo": {"layers": "first"}}]}, "layers must be"),
+    ({"variants": [{"name": "b", "colour": 1}]}, "variants[0]: unknown variant settings: colour"),
+    ({"tasks": [{"task": "pos", "train": {"lr": "fast"}}]}, "task pos: train: setting lr: expected float"),
+    ({"tasks": [{"task": "pos", "model": {"pooling": "mean"}}]}, "task pos: model: pooling must be"),
+])
+def test_an_unknown_or_mistyped_key_is_one_error_naming_it(tmp_path, change, named):
+    path = _write(tmp_path / "c.json", {"tasks": [{"task": "pos"}], **change})
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    message = str(err.value)
+    assert named in message and str(path) in message and "\n" not in message
+
+
+def test_set_of_an_unknown_nested_key_is_one_error_naming_it(tmp_path, capsys):
+    path = _write(tmp_path / "c.json", {"tasks": [{"task": "pos"}],
+                                        "variants": [{"name": "b"}, {"name": "e", "elmo": {}}]})
+    for assignment, named in (("variants.1.elmo.lamda=1", "variants[1] (e): unknown elmo settings: lamda"),
+                              ("trian.epochs=1", "unknown config keys: trian"),
+                              ("variants.5.name=x", "variants.5")):
+        assert main(["experiment", str(path), "--set", assignment, "--print-config"]) == 1
+        captured = capsys.readouterr()
+        assert named in captured.err and captured.err.count("\n") == 1 and not captured.out
