@@ -447,15 +447,13 @@ def render(results: dict, model: str, out: Path, config: AnalysisConfig) -> str:
 
 
 def _render_pos(r: dict, cmd: str) -> List[str]:
-    iv = r.get("layers_interval") or [None] * len(r["layers"])
-    rows = [f"| layer {j} | {_pct(a)} | {_span(iv[j])} |" for j, a in enumerate(r["layers"])]
     lines = ["## POS: a linear probe per layer (paper Table 6)", "",
              f"Brown POS, reduced tags ({r['n_tags']} in training); probe trained on "
              f"{r['n_train_sentences']} train sentences ({r['n_train_tokens']} tokens), tested on "
              f"{r['n_test_sentences']} test sentences ({r['n_test_tokens']} tokens). Intervals: "
              "95%, resampling test sentences (they say how far the test sample could move a "
              "number, not how much another probe training run would).", "",
-             "| representation | accuracy (%) | 95% interval |", "|---|---|---|", *rows,
+             "| representation | accuracy (%) | 95% interval |", "|---|---|---|", *_layer_rows(r),
              f"| mix of all layers | {_pct(r['mix'])} | {_span(r.get('mix_interval'))} |",
              *_control_rows(r, with_mix=True),
              f"| baseline: majority tag | {_pct(r['majority_tag'])} | |",
@@ -469,6 +467,12 @@ def _render_pos(r: dict, cmd: str) -> List[str]:
                   f"(95% interval {100 * b['low']:+.2f} to {100 * b['high']:+.2f}).", ""]
     lines += [f"Reproduce: `{cmd}`", "", "![POS probe](pos.png) ![mix weights](mix_weights_pos.png)", ""]
     return lines
+
+
+def _layer_rows(r: dict) -> List[str]:
+    """Table rows of the score per layer, with its 95% interval when one was computed."""
+    iv = r.get("layers_interval") or [None] * len(r["layers"])
+    return [f"| layer {j} | {_pct(a)} | {_span(iv[j])} |" for j, a in enumerate(r["layers"])]
 
 
 def _control_rows(r: dict, with_mix: bool = False) -> List[str]:
@@ -489,15 +493,14 @@ def _span(interval: Optional[Sequence[float]]) -> str:
 
 
 def _render_wsd(r: dict, cmd: str) -> List[str]:
-    iv = r.get("layers_interval") or [None] * len(r["layers"])
-    rows = [f"| layer {j} | {_pct(f)} | {_span(iv[j])} |" for j, f in enumerate(r["layers"])]
     lines = ["## Word senses: 1-nearest-neighbour per layer (paper Table 5)", "",
              f"WordNet example sentences of {r['n_lemmas']} lemmas with examples in 2+ senses; "
              f"{r['n_train']} train and {r['n_test']} test occurrences. {r['n_backoff']} test "
              f"occurrences had no train example of their lemma and backed off to the most frequent "
              f"SemCor sense; {r['n_test_sense_unseen']} test occurrences are of a sense with no "
              "train example (1-NN cannot get these right). Intervals: 95%, resampling lemmas.", "",
-             "| representation | F1 (%) | 95% interval |", "|---|---|---|", *rows, *_control_rows(r),
+             "| representation | F1 (%) | 95% interval |", "|---|---|---|", *_layer_rows(r),
+             *_control_rows(r),
              f"| baseline: most frequent sense | {_pct(r['mfs'])} | {_span(r.get('mfs_interval'))} |", "",
              f"Only the {r['n_test'] - r['n_test_sense_unseen']} test occurrences whose sense has a "
              "train example (accuracy %): "
