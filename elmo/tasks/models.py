@@ -185,7 +185,23 @@ class Pooling(nn.Module):
         return (weights.unsqueeze(-1) * h).sum(1)
 
 
-class SentenceClassifier(TaskModel):
+class Classifier(TaskModel):
+    """One class per example from ``logits(batch)`` (B, num_classes): cross-entropy loss
+    (labels of -1 are ignored) plus the ELMo penalty, and the arg-max as prediction."""
+
+    def logits(self, batch: Batch) -> torch.Tensor:
+        raise NotImplementedError
+
+    def loss(self, batch: Batch) -> torch.Tensor:
+        return (nn.functional.cross_entropy(self.logits(batch), batch.labels, ignore_index=-1)
+                + self.encoder.penalty(self.lam))
+
+    @torch.no_grad()
+    def predict_batch(self, batch: Batch) -> List[int]:
+        return self.logits(batch).argmax(-1).tolist()
+
+
+class SentenceClassifier(Classifier):
     """encoder -> pooling -> dropout -> Linear-ReLU -> dropout -> Linear class scores.
 
     Args:
@@ -208,16 +224,8 @@ class SentenceClassifier(TaskModel):
         text = batch.texts[0]
         return self.classify(self.pool(self.encoder(text), text.mask))
 
-    def loss(self, batch: Batch) -> torch.Tensor:
-        return (nn.functional.cross_entropy(self.logits(batch), batch.labels, ignore_index=-1)
-                + self.encoder.penalty(self.lam))
 
-    @torch.no_grad()
-    def predict_batch(self, batch: Batch) -> List[int]:
-        return self.logits(batch).argmax(-1).tolist()
-
-
-class PairClassifier(TaskModel):
+class PairClassifier(Classifier):
     """ESIM (Chen et al. 2017) for a pair of texts a, b:
 
     1. encode both with the shared :class:`Encoder` (ELMo at its input and/or output);
@@ -259,11 +267,3 @@ class PairClassifier(TaskModel):
         va = self.compose(self.dropout(ma), ta.mask)
         vb = self.compose(self.dropout(mb), tb.mask)
         return self.classify(torch.cat([self._pool(va, ta.mask), self._pool(vb, tb.mask)], dim=-1))
-
-    def loss(self, batch: Batch) -> torch.Tensor:
-        return (nn.functional.cross_entropy(self.logits(batch), batch.labels, ignore_index=-1)
-                + self.encoder.penalty(self.lam))
-
-    @torch.no_grad()
-    def predict_batch(self, batch: Batch) -> List[int]:
-        return self.logits(batch).argmax(-1).tolist()
