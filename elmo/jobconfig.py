@@ -26,12 +26,16 @@ import json
 import sys
 import typing
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Type, TypeVar
+from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Type,
+                    TypeVar, Union)
 
 from .config import ConfigError
 from .io import atomic_write_text
 
-C = TypeVar("C")
+if TYPE_CHECKING:  # the type checker's protocol of "a dataclass"; no run-time counterpart
+    from _typeshed import DataclassInstance
+
+C = TypeVar("C", bound="DataclassInstance")
 
 __all__ = ["ConfigError", "add_arguments", "add_config_arguments", "build", "from_args", "load",
            "print_config_and_exit", "save", "setting", "to_dict", "to_options"]
@@ -65,7 +69,7 @@ def setting(default: Any = dataclasses.MISSING, *, help: str, flag: Optional[str
 
 # ------------------------------------------------------------------------------------ types
 
-def _field_types(cls: type) -> Dict[str, Any]:
+def _field_types(cls: Type[DataclassInstance]) -> Dict[str, Any]:
     return typing.get_type_hints(cls)
 
 
@@ -120,7 +124,7 @@ def coerce(name: str, hint: Any, value: Any) -> Any:
 
 # ------------------------------------------------------------------------------------ dicts
 
-def _check_keys(cls: type, values: Mapping[str, Any], source: str) -> None:
+def _check_keys(cls: Type[DataclassInstance], values: Mapping[str, Any], source: str) -> None:
     known = {f.name for f in dataclasses.fields(cls)}
     unknown = sorted(set(values) - known)
     if unknown:
@@ -191,19 +195,20 @@ def apply_assignments(values: Dict[str, Any], assignments: Iterable[str]) -> Dic
         node: Any = out
         for i, part in enumerate(path):
             where = ".".join(path[:i + 1])
+            key: Union[str, int] = part  # an int exactly when node is a list
             if isinstance(node, list):
                 if not (part.isdigit() and int(part) < len(node)):
                     raise ConfigError(f"--set {text}: {where}: {'.'.join(path[:i]) or 'the config'} "
                                       f"is a list of {len(node)}; expected an index 0..{len(node) - 1}")
-                part = int(part)  # type: ignore[assignment]
+                key = int(part)
             elif not isinstance(node, dict):
                 raise ConfigError(f"--set {text}: {'.'.join(path[:i])} is not a group of settings")
             if i == len(path) - 1:
-                node[part] = value
+                node[key] = value
                 break
-            child = node[part] if isinstance(node, list) else node.get(part)
+            child = node[key] if isinstance(key, int) else node.get(key)
             if child is None:
-                child = node[part] = {}
+                child = node[key] = {}
             node = child
     return out
 
@@ -227,7 +232,7 @@ def _default_text(f: dataclasses.Field, default: Any) -> Optional[str]:
     return str(default)
 
 
-def add_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGroup, cls: type, *,
+def add_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGroup, cls: Type[DataclassInstance], *,
                   exclude: Iterable[str] = (), defaults: Optional[Mapping[str, Any]] = None) -> None:
     """Add an option for every field of ``cls`` made with :func:`setting` (less ``exclude``).
 
@@ -311,8 +316,8 @@ def to_options(cfg: Any, *, explicit: bool = True, exclude: Iterable[str] = (),
 def _field_default(f: dataclasses.Field) -> Any:
     if f.default is not dataclasses.MISSING:
         return f.default
-    if f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
-        return f.default_factory()  # type: ignore[misc]
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
     return None
 
 

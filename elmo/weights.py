@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Dict, Iterator, Tuple
+from typing import Dict, Iterator, Tuple, cast
 
 import h5py
 import numpy as np
@@ -74,11 +74,11 @@ def _to_original_arrays(bilm: BiLM) -> Dict[str, np.ndarray]:
         arrays[f"CNN/W_cnn_{i}"] = t(conv.weight.permute(2, 1, 0).unsqueeze(0))  # (1, w, d, n)
         arrays[f"CNN/b_cnn_{i}"] = t(conv.bias)
     f = opts.char_cnn.n_filters
-    for k, layer in enumerate(enc.highway.layers):
-        arrays[f"CNN_high_{k}/W_carry"] = t(layer.weight[:f].T)
-        arrays[f"CNN_high_{k}/b_carry"] = t(layer.bias[:f])
-        arrays[f"CNN_high_{k}/W_transform"] = t(layer.weight[f:].T)
-        arrays[f"CNN_high_{k}/b_transform"] = t(layer.bias[f:])
+    for k, hw in enumerate(enc.highway.layers):
+        arrays[f"CNN_high_{k}/W_carry"] = t(hw.weight[:f].T)
+        arrays[f"CNN_high_{k}/b_carry"] = t(hw.bias[:f])
+        arrays[f"CNN_high_{k}/W_transform"] = t(hw.weight[f:].T)
+        arrays[f"CNN_high_{k}/b_transform"] = t(hw.bias[f:])
     arrays["CNN_proj/W_proj"] = t(enc.projection.weight.T)
     arrays["CNN_proj/b_proj"] = t(enc.projection.bias)
     for j, layer in enumerate(bilm.lstm.layers):
@@ -103,13 +103,13 @@ def _assign_original_arrays(bilm: BiLM, arrays: Dict[str, np.ndarray]) -> None:
     put(enc.char_embedding.weight, embedding)
     for i, conv in enumerate(enc.convolutions):
         put(conv.weight, arrays[f"CNN/W_cnn_{i}"][0].transpose(2, 1, 0))
-        put(conv.bias, arrays[f"CNN/b_cnn_{i}"])
+        put(cast(torch.Tensor, conv.bias), arrays[f"CNN/b_cnn_{i}"])  # Optional in torch: CharCNN's have one
     f = opts.char_cnn.n_filters
-    for k, layer in enumerate(enc.highway.layers):
-        put(layer.weight[:f], arrays[f"CNN_high_{k}/W_carry"].T)
-        put(layer.bias[:f], arrays[f"CNN_high_{k}/b_carry"])
-        put(layer.weight[f:], arrays[f"CNN_high_{k}/W_transform"].T)
-        put(layer.bias[f:], arrays[f"CNN_high_{k}/b_transform"])
+    for k, hw in enumerate(enc.highway.layers):
+        put(hw.weight[:f], arrays[f"CNN_high_{k}/W_carry"].T)
+        put(hw.bias[:f], arrays[f"CNN_high_{k}/b_carry"])
+        put(hw.weight[f:], arrays[f"CNN_high_{k}/W_transform"].T)
+        put(hw.bias[f:], arrays[f"CNN_high_{k}/b_transform"])
     put(enc.projection.weight, arrays["CNN_proj/W_proj"].T)
     put(enc.projection.bias, arrays["CNN_proj/b_proj"])
     p = opts.lstm.projection_dim
@@ -163,21 +163,21 @@ def read_original_arrays(path: str | Path, options: ElmoOptions) -> Dict[str, np
     return arrays
 
 
-def check_finite(array, where: str) -> None:
+def check_finite(array: np.ndarray | torch.Tensor, where: str) -> None:
     """Raise WeightFileError naming ``where`` if ``array`` (numpy or torch) holds NaN or inf:
     such a weight makes every output NaN, silently."""
     if isinstance(array, np.ndarray):
         if array.dtype.kind != "f":
             return
         bad = ~np.isfinite(array)
-        first = np.argwhere(bad)[0] if bad.any() else None
+        first_bad = np.argwhere(bad)[0] if bad.any() else None
     else:
         if not array.is_floating_point():
             return
         bad = ~torch.isfinite(array)
-        first = bad.nonzero()[0] if bad.any() else None
-    if first is not None:
-        first = tuple(int(i) for i in first)
+        first_bad = bad.nonzero()[0] if bad.any() else None
+    if first_bad is not None:
+        first = tuple(int(i) for i in first_bad)
         raise WeightFileError(f"{where} holds {int(bad.sum())} non-finite values (NaN or inf), "
                               f"the first at index {first}")
 

@@ -157,7 +157,7 @@ def test_token_cache_equals_the_cnn_including_oov():
     for p, c in zip(plain, cached):
         assert torch.allclose(p, c, atol=1e-6)
     # the cache is really used: poisoning it changes a cached word, not an OOV word
-    bilm.token_encoder._cache_vectors.add_(1.0)
+    bilm.token_encoder._token_cache.vectors.add_(1.0)
     poisoned = layers_of(bilm, sentences)["activations"][0]
     assert not torch.allclose(poisoned[0, 0], plain[0][0, 0])
     assert torch.allclose(poisoned[1, 0], plain[0][1, 0], atol=1e-6)

@@ -18,7 +18,7 @@ Two state modes:
 from __future__ import annotations
 
 import math
-from typing import Dict, List, Optional
+from typing import List, Optional, TypedDict
 
 import torch
 from torch import nn
@@ -47,6 +47,13 @@ def add_sentence_boundaries(char_ids: torch.Tensor, lengths: torch.Tensor, bos_r
     out[nonempty, 0] = bos
     out[nonempty, lengths[nonempty] + 1] = eos
     return out
+
+
+class BiLMOutput(TypedDict):
+    """What :meth:`BiLM.forward` returns (a plain dict)."""
+
+    activations: List[torch.Tensor]  # L + 1 tensors (..., T', 2P)
+    mask: torch.Tensor               # (..., T') bool
 
 
 class BiLM(nn.Module):
@@ -130,7 +137,7 @@ class BiLM(nn.Module):
 
     # ------------------------------------------------------------------ the computation
     def forward(self, char_ids: torch.Tensor, keep_sentence_boundaries: bool = False
-                ) -> Dict[str, object]:
+                ) -> BiLMOutput:
         """Run the biLM on a batch of sentences.
 
         Args:
@@ -162,7 +169,7 @@ class BiLM(nn.Module):
                    "mask": out["mask"].reshape(*leading, out["mask"].shape[-1])}
         return out
 
-    def _forward_3d(self, char_ids: torch.Tensor, keep_sentence_boundaries: bool) -> Dict[str, object]:
+    def _forward_3d(self, char_ids: torch.Tensor, keep_sentence_boundaries: bool) -> BiLMOutput:
         """:meth:`forward` for (B, T, W) ids."""
         scheme = self.token_encoder.id_scheme
         mask = (char_ids > 0).any(dim=-1)

@@ -21,7 +21,7 @@ Speed (the outputs are the same function as the plain computation):
 from __future__ import annotations
 
 import contextlib
-from typing import Optional, Sequence
+from typing import NamedTuple, Optional, Sequence, cast
 
 import torch
 import torch.nn.functional as F
@@ -106,6 +106,15 @@ def length_groups(lengths: torch.Tensor, extra: int,
     return groups
 
 
+class TokenCache(NamedTuple):
+    """The precomputed vectors of :meth:`CharCNN.build_token_cache`, sorted by hash: char-id
+    rows ``ids`` (V, C), their ``hashes`` (V,) and the token ``vectors`` (V, P)."""
+
+    ids: torch.Tensor
+    hashes: torch.Tensor
+    vectors: torch.Tensor
+
+
 @contextlib.contextmanager
 def _full_precision_convolutions(x: torch.Tensor):
     """On CUDA, float32 convolutions in full float32: cuDNN uses TF32 by default (10-bit
@@ -133,7 +142,9 @@ class Highway(nn.Module):
         super().__init__()
         self.dim = dim
         # weight rows [0, dim) are the carry gate, rows [dim, 2 dim) the transform.
-        self.layers = nn.ModuleList(nn.Linear(dim, 2 * dim) for _ in range(n_layers))
+        # an nn.ModuleList, typed by its items (torch's stubs give them as plain Module)
+        self.layers = cast("Sequence[nn.Linear]",
+                           nn.ModuleList(nn.Linear(dim, 2 * dim) for _ in range(n_layers)))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """x: (N, dim) -> (N, dim)."""
@@ -175,22 +186,20 @@ class CharCNN(nn.Module):
         # A word embedding (dictionary models only): its id is the last of a token's ids.
         self.word_embedding = (nn.Embedding(n_word_rows, word_dim, padding_idx=0)
                                if word_dim > 0 else None)
-        self.convolutions = nn.ModuleList(
-            nn.Conv1d(config.embedding_dim, n, kernel_size=w) for w, n in config.filters)
+        self.convolutions = cast("Sequence[nn.Conv1d]", nn.ModuleList(  # see Highway.layers
+            nn.Conv1d(config.embedding_dim, n, kernel_size=w) for w, n in config.filters))
         self.highway = Highway(config.n_filters, config.n_highway)
         self.projection = nn.Linear(word_dim + config.n_filters, output_dim)
         self._activation = torch.tanh if config.activation == "tanh" else F.relu
-        # The token cache: char-id rows (V, C), their hashes sorted (V,), and vectors (V, P).
-        self._cache_ids: Optional[torch.Tensor] = None
-        self._cache_hashes: Optional[torch.Tensor] = None
-        self._cache_vectors: Optional[torch.Tensor] = None
+        self._token_cache: Optional[TokenCache] = None
 
     # ------------------------------------------------------------------ the computation
     def encode_tokens(self, ids: torch.Tensor) -> torch.Tensor:
         """Distinct tokens (N, W) -> vectors (N, output_dim); no padding rows expected."""
         if ids.shape[0] == 0:
             return self.projection.weight.new_zeros(0, self.output_dim)
-        words = ids[:, self.max_chars] if self.word_embedding is not None else None
+        word_vectors = (self.word_embedding(ids[:, self.max_chars])
+                        if self.word_embedding is not None else None)
         ids = ids[:, :self.max_chars]
         # A token's length: up to its last id that is not padding (its closing marker).
         real = (ids != self.require_id_scheme().pad_id) & (ids != 0)
@@ -206,8 +215,8 @@ class CharCNN(nn.Module):
             pooled = parts[0].new_empty(ids.shape[0], parts[0].shape[1]).index_copy(
                 0, order, torch.cat(parts))
         features = self.highway(self._activation(pooled))                      # (N, F)
-        if words is not None:  # the word vector comes first in the projection's input
-            features = torch.cat([self.word_embedding(words), features], dim=1)
+        if word_vectors is not None:  # the word vector comes first in the projection's input
+            features = torch.cat([word_vectors, features], dim=1)
         return self.projection(features)
 
     def require_id_scheme(self):
@@ -251,12 +260,13 @@ class CharCNN(nn.Module):
         return out.view(batch, steps, self.output_dim)
 
     def _encode_with_cache(self, distinct: torch.Tensor) -> torch.Tensor:
-        if self._cache_vectors is None or (self.training and torch.is_grad_enabled()):
+        cache = self._token_cache
+        if cache is None or (self.training and torch.is_grad_enabled()):
             return self.encode_tokens(distinct)
         hashes = hash_rows(distinct)
-        slot = torch.searchsorted(self._cache_hashes, hashes).clamp_(max=self._cache_hashes.shape[0] - 1)
-        hit = (self._cache_ids[slot] == distinct).all(dim=1)  # hash matches are verified exactly
-        vectors = self._cache_vectors[slot].to(self.projection.weight.dtype)
+        slot = torch.searchsorted(cache.hashes, hashes).clamp_(max=cache.hashes.shape[0] - 1)
+        hit = (cache.ids[slot] == distinct).all(dim=1)  # hash matches are verified exactly
+        vectors = cache.vectors[slot].to(self.projection.weight.dtype)
         if not bool(hit.all()):
             miss = (~hit).nonzero().squeeze(1)
             vectors = vectors.index_copy(0, miss, self.encode_tokens(distinct[miss]))
@@ -279,21 +289,19 @@ class CharCNN(nn.Module):
                              for i in range(0, ids.shape[0], batch_size)])
         hashes = hash_rows(ids)
         order = torch.argsort(hashes)
-        self._cache_ids, self._cache_hashes, self._cache_vectors = ids[order], hashes[order], vectors[order]
+        self._token_cache = TokenCache(ids[order], hashes[order], vectors[order])
 
     def clear_token_cache(self) -> None:
-        self._cache_ids = self._cache_hashes = self._cache_vectors = None
+        self._token_cache = None
 
     @property
     def token_cache_size(self) -> int:
-        return 0 if self._cache_ids is None else int(self._cache_ids.shape[0])
+        return 0 if self._token_cache is None else int(self._token_cache.ids.shape[0])
 
     def _apply(self, fn, *args, **kwargs):
         # Keep the cache on the module's device when it moves (.to / .cuda).
         result = super()._apply(fn, *args, **kwargs)
-        if self._cache_ids is not None:
+        if self._token_cache is not None:
             dev = self.projection.weight.device
-            self._cache_ids = self._cache_ids.to(dev)
-            self._cache_hashes = self._cache_hashes.to(dev)
-            self._cache_vectors = self._cache_vectors.to(dev)
+            self._token_cache = TokenCache(*(t.to(dev) for t in self._token_cache))
         return result

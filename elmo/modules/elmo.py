@@ -14,12 +14,12 @@ pass ``stateful=True`` for the original's carried state.
 from __future__ import annotations
 
 import math
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, cast
 
 import torch
 from torch import nn
 
-from .bilm import BiLM
+from .bilm import BiLM, BiLMOutput
 from .scalar_mix import ScalarMix
 
 
@@ -73,11 +73,12 @@ class Elmo(nn.Module):
             module.token_encoder.build_token_cache(vocab_to_cache)
         self._keep_sentence_boundaries = keep_sentence_boundaries
         self._dropout = nn.Dropout(p=dropout)
-        self.scalar_mixes = nn.ModuleList(
+        # an nn.ModuleList, typed by its items (torch's stubs give them as plain Module)
+        self.scalar_mixes = cast("Sequence[ScalarMix]", nn.ModuleList(
             ScalarMix(module.num_layers, do_layer_norm=do_layer_norm,
                       initial_scalar_parameters=scalar_mix_parameters,
                       trainable=scalar_mix_parameters is None)
-            for _ in range(num_output_representations))
+            for _ in range(num_output_representations)))
         if device is not None:
             self.to(device)
 
@@ -97,8 +98,11 @@ class Elmo(nn.Module):
         return self
 
     def penalty(self, lam: float) -> torch.Tensor:
-        """lam * sum over mixes of ||s||^2."""
-        return sum(mix.penalty(lam) for mix in self.scalar_mixes)
+        """lam * sum over mixes of ||s||^2: a 0-dim tensor (zero without mixes)."""
+        penalties = [mix.penalty(lam) for mix in self.scalar_mixes]
+        if not penalties:  # sum() would give the int 0
+            return torch.zeros(())
+        return sum(penalties[1:], penalties[0])
 
     def forward(self, inputs: torch.Tensor, word_inputs: Optional[torch.Tensor] = None,
                 return_layers: bool = False) -> Dict[str, object]:
@@ -142,7 +146,7 @@ class Elmo(nn.Module):
             out["layers"] = [unflat(layer) for layer in layers]
         return out
 
-    def _run_other_module(self, inputs: torch.Tensor, word_inputs: Optional[torch.Tensor]) -> Dict[str, object]:
+    def _run_other_module(self, inputs: torch.Tensor, word_inputs: Optional[torch.Tensor]) -> BiLMOutput:
         """A ``module=`` that is not a :class:`BiLM`, on AllenNLP's contract: ``module(ids (N, T, C),
         word_inputs (N, T) or None)`` returns ``activations`` (L + 1 of (N, T + 2, D)) and
         ``mask`` (N, T + 2), both with ``<S>``/``</S>``. The boundaries are removed here unless

@@ -17,7 +17,7 @@ packed by length, so padded positions are never computed. Without autograd, one 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import List, Optional, Tuple
+from typing import List, Optional, Sequence, Tuple, cast
 
 import torch
 import torch.nn.functional as F
@@ -29,6 +29,9 @@ from .lstm_inference import Int8Weights, run_single_sequence
 
 # A layer's state for both directions: c (2, B, H) and h (2, B, P); direction 0 is forward.
 LayerState = Tuple[torch.Tensor, torch.Tensor]
+
+# What the int8 weights were made from: (address, version, device) of W_hh and of W_proj.
+_WeightsKey = Tuple[Tuple[int, int, torch.device], ...]
 
 
 class BiLSTMLayer(nn.Module):
@@ -48,6 +51,10 @@ class BiLSTMLayer(nn.Module):
         self.weight_hh = nn.Parameter(torch.empty(2, 4 * cell_dim, projection_dim))
         self.bias = nn.Parameter(torch.zeros(2, 4 * cell_dim))
         self.weight_proj = nn.Parameter(torch.empty(2, projection_dim, cell_dim))
+        # the opt-in int8 weights (BiLSTMStack.use_int8), made when first needed
+        self._int8_enabled = False
+        self._int8_key: Optional[_WeightsKey] = None
+        self._int8: Optional[Tuple[Int8Weights, Int8Weights]] = None
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
@@ -60,10 +67,10 @@ class BiLSTMLayer(nn.Module):
         """The opt-in int8 (W_hh, W_proj) when enabled with :meth:`BiLSTMStack.use_int8`, else None.
 
         Quantized again whenever a weight has changed since (so they never go stale)."""
-        if not getattr(self, "_int8_enabled", False):
+        if not self._int8_enabled:
             return None
         key = tuple((p.data_ptr(), p._version, p.device) for p in (self.weight_hh, self.weight_proj))
-        if getattr(self, "_int8_key", None) != key:
+        if self._int8_key != key:
             self._int8 = (Int8Weights(self.weight_hh), Int8Weights(self.weight_proj))
             self._int8_key = key
         return self._int8
@@ -97,8 +104,8 @@ class Packing:
             return cls(order, [], empty, empty)
         steps = torch.arange(max_len, device=device)
         running = steps[:, None] < lengths_sorted[None, :]  # (T, B), time-major
-        batch_sizes = running.sum(dim=1)
-        batch_sizes = batch_sizes[batch_sizes > 0].tolist()
+        counts = running.sum(dim=1)
+        batch_sizes: List[int] = counts[counts > 0].tolist()
         t_idx, pos = running.nonzero(as_tuple=True)  # row-major over (T, B): packed order
         rows = order[pos]
         forward_index = rows * max_len + t_idx
@@ -216,7 +223,9 @@ class BiLSTMStack(nn.Module):
         self.use_skip_connections = config.use_skip_connections
         self.dropout = dropout
         dims = [config.projection_dim if input_dim is None else input_dim] + [self.projection_dim] * (self.n_layers - 1)
-        self.layers = nn.ModuleList(BiLSTMLayer(d, self.cell_dim, self.projection_dim) for d in dims)
+        # an nn.ModuleList, typed by its items (torch's stubs give them as plain Module)
+        self.layers = cast("Sequence[BiLSTMLayer]", nn.ModuleList(
+            BiLSTMLayer(d, self.cell_dim, self.projection_dim) for d in dims))
 
     def use_int8(self, enabled: bool = True) -> None:
         """Opt in (or out) of int8 recurrent weights for inference (no autograd).
@@ -237,7 +246,7 @@ class BiLSTMStack(nn.Module):
 
     @property
     def int8_enabled(self) -> bool:
-        return bool(getattr(self.layers[0], "_int8_enabled", False))
+        return self.layers[0]._int8_enabled
 
     def zero_state(self, batch_size: int, like: torch.Tensor) -> List[LayerState]:
         """A zero state for each layer: c (2, B, H), h (2, B, P)."""

@@ -80,7 +80,7 @@ class LSTMSequence(torch.autograd.Function):
             c_new = cells[:, s]
             torch.mul(gi, gj, out=c_new)
             c_new.add_(gf * c)
-            if cell_clip is not None:
+            if cell_clip is not None and c_mask is not None:  # c_mask exists exactly with cell_clip
                 _clip_mask(c_new, cell_clip, c_mask[:, s])
                 c_new.clamp_(-cell_clip, cell_clip)
             tc = tanh_c[:, s]
@@ -88,7 +88,7 @@ class LSTMSequence(torch.autograd.Function):
             m = cell_out[:, s]
             torch.mul(go, tc, out=m)
             h_new = torch.bmm(m, weight_proj)                              # (D, bs, P)
-            if proj_clip is not None:
+            if proj_clip is not None and h_mask is not None:  # likewise h_mask with proj_clip
                 _clip_mask(h_new, proj_clip, h_mask[:, s])
                 h_new.clamp_(-proj_clip, proj_clip)
             hs[:, s] = h_new

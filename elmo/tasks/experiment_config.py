@@ -24,13 +24,16 @@ import copy
 import dataclasses
 import typing
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Type, TypeVar
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Type, TypeVar, Union
 
 from ..config import ConfigError
 from ..jobconfig import build, coerce
 from .train_loop import FitConfig
 
-C = TypeVar("C")
+if TYPE_CHECKING:  # the type checker's protocol of "a dataclass"; no run-time counterpart
+    from _typeshed import DataclassInstance
+
+C = TypeVar("C", bound="DataclassInstance")
 
 __all__ = ["ConfigError", "ElmoSettings", "ExperimentConfig", "FitConfig", "ModelSettings",
            "Variant", "from_block", "to_block"]
@@ -149,7 +152,7 @@ def _default_variants() -> List[Variant]:
 
 
 #: Top-level keys whose value is a block with its own type.
-_BLOCKS = {"train": FitConfig, "model": ModelSettings}
+_BLOCKS: Dict[str, Union[Type[FitConfig], Type[ModelSettings]]] = {"train": FitConfig, "model": ModelSettings}
 
 
 @dataclass
