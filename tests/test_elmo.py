@@ -25,6 +25,15 @@ def test_mixes_are_independent_and_trainable_with_a_frozen_bilm():
     assert elmo.scalar_mixes[0].scalar_parameters.grad is not None
     assert elmo.scalar_mixes[1].scalar_parameters.grad is None
     assert elmo.penalty(0.1).requires_grad
+    mixes = list(elmo.scalar_mixes)
+    expected = mixes[0].penalty(0.1) + mixes[1].penalty(0.1)
+    assert torch.equal(elmo.penalty(0.1), expected)
+
+
+def test_penalty_without_mixes_is_a_zero_tensor():
+    elmo = Elmo(module=random_bilm(), num_output_representations=0)
+    penalty = elmo.penalty(0.1)
+    assert isinstance(penalty, torch.Tensor) and penalty.dim() == 0 and float(penalty) == 0.0
 
 
 def test_dropout_applies_in_training_only():
