@@ -200,6 +200,14 @@ def test_command_line_train_warm_start_continues_a_model(tmp_path, toy, capsys):
     assert Vocabulary.load(warm / "model" / "vocab.txt").words == Vocabulary.load(tmp_path / "v.txt").words
     assert main(["perplexity", str(warm / "model"), str(held_txt), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["ppl"] < ppl_base  # it went on learning from there
+    # the same command again resumes the warm-started run (here: a longer run, a lower rate)
+    assert main(["train", str(train_txt), "--from", str(base / "model"), "-o", str(warm), "--max-steps", "34",
+                 "--optimizer", "adam", "--lr", "0.005", "--allow-change", "lr", *run_args]) == 0
+    assert "resuming from checkpoint 30" in capsys.readouterr().err
+    assert read_metadata(warm / "model")["steps"] == 34
+    assert main(["train", str(train_txt), "--from", str(base / "model"), "-o", str(tmp_path / "shape"),
+                 "--dim", "32", *run_args]) == 1
+    assert "do not apply with --from" in capsys.readouterr().err
 
     # With lr 0 the weights stay exactly the base model's: the start is the base, not a new model.
     frozen = tmp_path / "frozen"

@@ -20,7 +20,7 @@ def _filters(text: str):
 
 
 def _add_model_args(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("model (a new model; ignored with --from)")
+    g = p.add_argument_group("model (a new model; not with --from)")
     g.add_argument("--options", help="an options.json to take the model shape from; the flags below override it")
     g.add_argument("--dim", type=int, help="LSTM cells per layer (default 1024)")
     g.add_argument("--projection-dim", type=int, help="LSTM projection = token vector width (default 128)")
@@ -188,6 +188,7 @@ def _run_job(command: str, job) -> int:
 
 
 def train(args) -> int:
+    from ..config import ConfigError
     from ..jobconfig import from_args, print_config_and_exit, read_json
     from ..training.export import VOCAB_FILE
     from ..training.trainer import TrainConfig
@@ -196,8 +197,14 @@ def train(args) -> int:
     _threads(args)
     from_file = read_json(args.config_file) if args.config_file else {}
     file_options = from_file.get("options")
-    options = None if file_options and not _model_flags_given(args) else _model_options(args, file_options)
     init_from = getattr(args, "init_from", None) or from_file.get("init_from")
+    if init_from:  # the model brings its own shape
+        if _model_flags_given(args):
+            raise ConfigError("the model flags (--options, --dim, ...) do not apply with --from: "
+                              "a warm start keeps the model's shape")
+        options = None if file_options is not None else {}
+    else:
+        options = None if file_options and not _model_flags_given(args) else _model_options(args, file_options)
     # a warm start keeps the model's vocabulary unless one is named
     defaults = {"vocab": str(Path(init_from) / VOCAB_FILE)} if init_from else None
     cfg = from_args(TrainConfig, args, defaults=defaults, given={"train": list(args.corpus), "options": options})
