@@ -14,6 +14,7 @@ import elmo
 from elmo.chars import batch_to_ids
 from elmo.cli import main
 from elmo.data.corpus import CorpusStream, iter_file_sentences
+from elmo.data.fetch import sha256_file
 from elmo.data.lm_batches import PackedLMBatches
 from elmo.training.evaluate import perplexity
 from elmo.training.export import load_language_model, read_metadata
@@ -195,6 +196,7 @@ def test_command_line_train_warm_start_continues_a_model(tmp_path, toy, capsys):
     meta = read_metadata(warm / "model")
     base_meta = read_metadata(base / "model")
     assert meta["warm_start"]["from"] == str(base / "model")
+    assert meta["warm_start"]["weights_sha256"] == sha256_file(base / "model" / "weights.hdf5")
     assert meta["warm_start"]["tokens_before"] == base_meta["tokens"] > 0
     assert meta["tokens_total"] == base_meta["tokens"] + meta["tokens"]
     assert Vocabulary.load(warm / "model" / "vocab.txt").words == Vocabulary.load(tmp_path / "v.txt").words

@@ -162,9 +162,13 @@ def warm_start_record(init_from: Optional[str], tokens_now: int) -> Dict[str, An
     phases together (``tokens_total``), so a model card can account for every phase."""
     if not init_from:
         return {}
+    from ..data.fetch import sha256_file
+
     base = read_metadata(init_from)
     before = int(base.get("tokens_total", base.get("tokens", 0)))
-    return {"warm_start": {"from": str(init_from), "tokens_before": before, "steps_before": base.get("steps"),
+    weights = Path(init_from) / "weights.hdf5"  # names the start even after the folder is replaced
+    return {"warm_start": {"from": str(init_from), "weights_sha256": sha256_file(weights) if weights.exists() else None,
+                           "tokens_before": before, "steps_before": base.get("steps"),
                            "base_train_config": base.get("train_config")},
             "tokens_total": before + tokens_now}
 
