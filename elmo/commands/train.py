@@ -157,13 +157,6 @@ def _model_options(args, base: Optional[dict] = None) -> dict:
     return {"lstm": lstm, "char_cnn": cnn}
 
 
-def _run_config(args, finetune: bool = False, **given):
-    from ..jobconfig import from_args
-    from ..training.trainer import TrainConfig
-
-    return from_args(TrainConfig, args, defaults=_FINETUNE_DEFAULTS if finetune else None, given=given)
-
-
 def vocab_build(args) -> int:
     from ..training.vocab_build import build_vocabulary_files
 
@@ -214,12 +207,13 @@ def train(args) -> int:
 
 
 def finetune(args) -> int:
-    from ..jobconfig import print_config_and_exit
+    from ..jobconfig import from_args, print_config_and_exit
     from ..training.finetune import finetune as run
+    from ..training.trainer import TrainConfig
 
     _threads(args)
-    cfg = _run_config(args, finetune=True, train=list(args.text), vocab="", output=args.output,
-                      init_from=args.init_from)
+    cfg = from_args(TrainConfig, args, defaults=_FINETUNE_DEFAULTS,
+                    given={"train": list(args.text), "vocab": "", "output": args.output, "init_from": args.init_from})
     if print_config_and_exit(cfg, args):
         return 0
     return _run_job("finetune", lambda: run(cfg, heldout=args.heldout, heldout_every=args.heldout_every))
