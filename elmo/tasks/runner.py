@@ -37,7 +37,8 @@ Output: ``results.json`` (the config, every run's record, the per-variant summar
 each biLM is), ``results.md`` (the table, the learned layer weights), ``layer_weights.png``
 and, when one task runs at several training sizes (entries with their own ``name``),
 ``training_sizes.png``. ``results.json`` is rewritten (atomically) after every run, and
-``resume`` keeps the runs it already holds whose settings match.
+``resume`` keeps the runs it already holds whose settings match and, for runs with ELMo,
+whose biLM files (weights, options, vocabulary) have the SHA-256 they were run with.
 """
 from __future__ import annotations
 
@@ -51,11 +52,12 @@ import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import torch
 
 from .batching import make_batch
+from .bilm_checksums import BiLMChecksums, what_counts
 from .datasets import TaskData, load_task
 from .embeddings import build_embeddings
 from .features import ElmoFeatures, WordFeatures
@@ -141,12 +143,26 @@ _NOT_RESULT_KEYS = {"name", "description", "variants", "tasks", "seeds", "out", 
                     "device"}
 
 
-def run_fingerprint(cfg: ExperimentConfig, spec: dict, variant: Variant) -> str:
+def run_fingerprint(cfg: ExperimentConfig, spec: dict, variant: Variant,
+                    bilms: Optional[BiLMChecksums] = None) -> Optional[str]:
     """What decides one run's result besides its seed: the task entry, the variant and the
     shared settings. ``resume`` reuses an earlier run when this matches, so variants can be
     added to an experiment (or its description edited) without training the others again.
     A task read from your files (``files``, or a built-in task's ``data_dir``) also counts
-    their contents, so an edited file is trained on again."""
+    their contents, so an edited file is trained on again. A variant with ELMo also counts
+    its biLM's SHA-256 (:mod:`.bilm_checksums`: weights, options and vocabulary; a
+    ``random:`` control's options only), so a retrained biLM is trained with again; its
+    fingerprint is None when that biLM's folder is not there. ``bilms`` shares the checksums
+    between calls (each biLM is hashed once per experiment)."""
+    content = _run_content(cfg, spec, variant)
+    if variant.elmo is None:
+        return _digest(content)     # unchanged since biLMs are counted: old baselines still match
+    sha = (bilms or BiLMChecksums())(cfg.bilm_of(variant))
+    return None if sha is None else _digest(content, sha)
+
+
+def _run_content(cfg: ExperimentConfig, spec: dict, variant: Variant) -> dict:
+    """The settings and data checksums a run's fingerprint hashes (all but the biLM)."""
     recorded = cfg.recorded()             # the settings as written: earlier runs keep matching
     common = {k: v for k, v in recorded.items() if k not in _NOT_RESULT_KEYS}
     written = next(v for v in recorded["variants"] if v["name"] == variant.name)
@@ -154,6 +170,14 @@ def run_fingerprint(cfg: ExperimentConfig, spec: dict, variant: Variant) -> str:
     data = _data_checksums(spec)
     if data:
         content["data"] = data
+    return content
+
+
+def _digest(content: dict, bilm_sha256: Optional[str] = None) -> str:
+    """The fingerprint of a run's content, with its biLM's SHA-256 when given (without it:
+    the fingerprint of records written before biLMs were counted)."""
+    if bilm_sha256 is not None:
+        content = {**content, "bilm_sha256": bilm_sha256}
     text = json.dumps(content, sort_keys=True)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
@@ -248,6 +272,13 @@ def _bilm_brief(spec: str) -> dict:
     info = describe_bilm(spec)
     return {"bilm_path": info["path"], "domain_adapted": info["domain_adapted"],
             "adapted_on": info["adapted_on"]}
+
+
+def _bilm_entry(spec: str, bilms: BiLMChecksums) -> dict:
+    """What ``results.json``'s ``bilms`` block says of a biLM: :func:`describe_bilm` and the
+    SHA-256 that identifies its files (:mod:`.bilm_checksums`), with each file's."""
+    return {**describe_bilm(spec), "sha256": bilms(spec), "sha256_of": what_counts(spec),
+            "files_sha256": bilms.files(spec)}
 
 
 class BiLMPool:
@@ -463,6 +494,76 @@ def plan(cfg: ExperimentConfig) -> List[str]:
     return lines
 
 
+def reusable_runs(cfg: ExperimentConfig, old: dict, bilms: BiLMChecksums) -> Tuple[List[dict], List[str]]:
+    """The runs of an earlier ``results.json`` (``old``) that ``resume`` keeps, and log lines
+    on runs whose settings match but whose biLM changed (dropped) or is not there (kept).
+
+    A run is kept when its seed is still planned and its fingerprint is one this config gives
+    (:func:`run_fingerprint`; a record from before fingerprints: when the config is the
+    same). A run with ELMo also needs the biLM's SHA-256 it recorded (``bilm_sha256``) to be
+    the biLM's now: one computed with other weights, or whose weights were not recorded, is
+    dropped (trained again) even when its settings match, and the log says so. When a biLM's
+    folder is not there now (a variant not run this time), its runs whose settings match are
+    kept unchecked: they are checked when their variant runs."""
+    runs = old.get("runs", [])
+    planned = {run_fingerprint(cfg, spec, v, bilms) for spec in cfg.tasks for v in cfg.variants}
+    planned.discard(None)
+    same = old.get("config") == cfg.recorded()
+    kept: List[dict] = []
+    stale: Dict[str, List[Optional[str]]] = {}           # biLM spec -> the SHA-256 each run recorded
+    unchecked: Dict[str, int] = {}
+    for r in runs:
+        if r["seed"] not in cfg.seeds:
+            continue
+        if r.get("fingerprint") in planned or (same and "fingerprint" not in r and not r.get("elmo")):
+            kept.append(r)
+            continue
+        spec = _bilm_of_matching_run(cfg, r, same)
+        if spec is None:                                 # its settings changed: trained again
+            continue
+        now = bilms(spec)
+        if now is None:
+            unchecked[spec] = unchecked.get(spec, 0) + 1
+            kept.append(r)
+        elif r.get("bilm_sha256") == now:                # a record from before fingerprints
+            kept.append(r)
+        else:
+            stale.setdefault(spec, []).append(r.get("bilm_sha256"))
+    lines = [_changed_bilm_line(spec, then, bilms(spec)) for spec, then in stale.items()]
+    lines += [f"resuming: {n} runs with the biLM {spec!r} kept unchecked: it is not there now to "
+              f"compare its SHA-256 (checked when their variant runs)" for spec, n in unchecked.items()]
+    return kept, lines
+
+
+def _bilm_of_matching_run(cfg: ExperimentConfig, run: dict, same: bool) -> Optional[str]:
+    """The biLM spec of an earlier ELMo run whose settings match a (task, variant) of this
+    config, whatever biLM weights it was computed with: its fingerprint is the one without
+    the biLM's SHA-256 (written before biLMs were counted) or the one with the SHA-256 it
+    recorded, or it predates fingerprints and the config is the same. None otherwise."""
+    if not run.get("elmo"):
+        return None
+    for spec in cfg.tasks:
+        if spec.get("name", spec["task"]) != run["task"]:
+            continue
+        for v in cfg.variants:
+            if v.name != run["variant"] or v.elmo is None:
+                continue
+            content = _run_content(cfg, spec, v)
+            settings_match = (same and "fingerprint" not in run) or run.get("fingerprint") in {
+                _digest(content), _digest(content, run.get("bilm_sha256"))}
+            if settings_match:
+                return cfg.bilm_of(v)
+    return None
+
+
+def _changed_bilm_line(spec: str, then: List[Optional[str]], now: str) -> str:
+    """The log line of runs dropped because their biLM's files changed."""
+    recorded = sorted({sha[:12] + "…" if sha else "not recorded" for sha in then})
+    return (f"resuming: {len(then)} runs dropped and trained again: the biLM {spec!r} changed "
+            f"since these runs (SHA-256 of its {what_counts(spec)} files {now[:12]}… now, "
+            f"{', '.join(recorded)} then)")
+
+
 class ResultsExistError(ValueError):
     """The results folder already holds results and neither resume nor overwrite was asked."""
 
@@ -493,19 +594,18 @@ def run_experiment(cfg: ExperimentConfig | dict, out: Optional[str | Path] = Non
         raise ResultsExistError(f"{results_path} exists: --resume keeps its finished runs, "
                                 f"--overwrite starts again")
     out.mkdir(parents=True, exist_ok=True)
+    bilms = BiLMChecksums()
     done: List[dict] = []
     described: Dict[str, dict] = {}
     if resume and results_path.exists():
         old = json.loads(results_path.read_text(encoding="utf-8"))
-        planned = {run_fingerprint(cfg, spec, v) for spec in cfg.tasks for v in cfg.variants}
-        same = old.get("config") == cfg.recorded()
-        # a record's fingerprint decides (it counts the data files); same config: old records
-        done = [r for r in old.get("runs", [])
-                if r["seed"] in cfg.seeds and (r.get("fingerprint") in planned
-                                                  or (same and "fingerprint" not in r))]
-        described = old.get("bilms", {})
+        done, notes = reusable_runs(cfg, old, bilms)
         log(f"resuming: {len(done)} of {len(old.get('runs', []))} runs in {results_path} "
             f"match this config and are kept")
+        for line in notes:
+            log(line)
+        used = {r["elmo"]["bilm"] for r in done if r.get("elmo")}
+        described = {s: d for s, d in old.get("bilms", {}).items() if s in used}
     specs = {cfg.bilm_of(v) for v in selected if v.elmo is not None}
     for spec in sorted(specs):
         if not resolve_bilm(spec).is_dir():
@@ -515,20 +615,20 @@ def run_experiment(cfg: ExperimentConfig | dict, out: Optional[str | Path] = Non
         "command": command or "run_experiment(config)",
         "machine": {"python": platform.python_version(), "torch": torch.__version__,
                     "threads": torch.get_num_threads(), "platform": platform.platform()},
-        "bilms": {**described, **{s: describe_bilm(s) for s in sorted(specs)}},
+        "bilms": {**described, **{s: _bilm_entry(s, bilms) for s in sorted(specs)}},
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "data": {}, "runs": list(done), "summary": [],
     }
     with threads(cfg.threads or None) as n_threads:
         results["machine"]["threads"] = n_threads
-        _run_all(cfg, results, results_path, done, log, selected,
+        _run_all(cfg, results, results_path, done, log, selected, bilms,
                  out / "models" if save_models else None)
     write_reports(results, out)
     return results
 
 
 def _run_all(cfg: ExperimentConfig, results: dict, results_path: Path, done: List[dict],
-             log: Callable[[str], None], variants: Sequence[Variant],
+             log: Callable[[str], None], variants: Sequence[Variant], bilms: BiLMChecksums,
              models: Optional[Path] = None) -> None:
     pool = BiLMPool(cfg.cache_layers, log)
     have = {(r["task"], r["variant"], r["seed"]) for r in done}
@@ -547,7 +647,9 @@ def _run_all(cfg: ExperimentConfig, results: dict, results_path: Path, done: Lis
                 log(f"{name} / {variant.name} / seed {seed}")
                 save_to = None if models is None else models / name / variant.name / f"seed-{seed}"
                 record = run_one(prep, variant, seed, cfg, pool, log, save_to)
-                record["fingerprint"] = run_fingerprint(cfg, spec, variant)
+                record["fingerprint"] = run_fingerprint(cfg, spec, variant, bilms)
+                if variant.elmo is not None:
+                    record["bilm_sha256"] = bilms(cfg.bilm_of(variant))
                 log(f"{name} / {variant.name} / seed {seed}: test {record['test']:.2f} "
                     f"({record['seconds']:.0f} s)")
                 results["runs"].append(record)

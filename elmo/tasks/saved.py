@@ -40,25 +40,15 @@ class TaskModelError(ValueError):
     """A saved task model folder that cannot be loaded as saved (the message says why)."""
 
 
-def _bilm_files(folder: Path) -> Dict[str, str]:
-    """file name -> SHA-256 of the files that decide a biLM's outputs (options and weights)."""
-    from .files import file_sha256
-    out = {}
-    for path in sorted(folder.iterdir()):
-        if (path.is_file() and path.suffix in (".json", ".hdf5", ".safetensors")
-                and path.name != "metadata.json" and not path.name.startswith("softmax")):
-            out[path.name] = file_sha256(path)
-    return out
-
-
 def bilm_reference(spec: str) -> dict:
     """What a saved model records of its biLM: the spec, the folder it came from, whether it
     is bundled, and the checksums of its files."""
+    from .bilm_checksums import bilm_files
     from .runner import describe_bilm, resolve_bilm
     folder = resolve_bilm(spec)
     info = describe_bilm(spec)
     return {"spec": spec, "path": str(folder.resolve()), "bundled": info["bundled"],
-            "random_weights": info["random_weights"], "sha256": _bilm_files(folder)}
+            "random_weights": info["random_weights"], "sha256": bilm_files(folder)}
 
 
 def save(folder: Union[str, Path], model, *, kind: str, metric: str, labels: Sequence[str],
@@ -101,6 +91,7 @@ def save(folder: Union[str, Path], model, *, kind: str, metric: str, labels: Seq
 
 def _load_bilm(ref: dict, override: Optional[str]):
     """The biLM a saved model was trained with, checked against its recorded checksums."""
+    from .bilm_checksums import bilm_files
     from .runner import load_bilm, resolve_bilm
     spec = override or ref["spec"]
     if not override and not ref["bundled"] and not Path(ref["path"]).is_dir() \
@@ -111,7 +102,7 @@ def _load_bilm(ref: dict, override: Optional[str]):
         folder = resolve_bilm(spec)
     except (FileNotFoundError, ValueError) as e:
         raise TaskModelError(f"biLM {spec!r}: {e}") from None
-    found = _bilm_files(folder)
+    found = bilm_files(folder)
     if found != ref["sha256"]:
         differ = sorted(k for k in set(found) | set(ref["sha256"])
                         if found.get(k) != ref["sha256"].get(k))
