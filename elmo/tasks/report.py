@@ -65,13 +65,23 @@ def _adapted_text(entry) -> str:
     return f"`{entry}`"
 
 
+def bilm_sha256_text(info: dict) -> str:
+    """A biLM's short SHA-256 and what it covers (``bilms`` block of results.json), e.g.
+    ``SHA-256 1a2b3c4d5e6f (weights, options and vocabulary)``."""
+    sha = info.get("sha256")
+    if not sha:
+        return "SHA-256 not recorded"
+    return f"SHA-256 {sha[:12]} ({info.get('sha256_of', 'its files')})"
+
+
 def bilm_lines(bilms: Dict[str, dict]) -> List[str]:
+    """One bullet per biLM: spec, folder, short SHA-256, domain adaptation, training data."""
     lines = []
     for spec, info in bilms.items():
         meta = info.get("metadata") or {}
         adapted = info.get("adapted_on") or []
         what = "; ".join(_adapted_text(a) for a in adapted) if adapted else "no"
-        lines.append(f"* `{spec}` = `{info['path']}`; domain-adapted: {what}"
+        lines.append(f"* `{spec}` = `{info['path']}`, {bilm_sha256_text(info)}; domain-adapted: {what}"
                      + (f"; trained on: {meta.get('corpus') or meta.get('train_data')}"
                         if meta.get("corpus") or meta.get("train_data") else ""))
         if info.get("warning"):

@@ -530,7 +530,7 @@ def reusable_runs(cfg: ExperimentConfig, old: dict, bilms: BiLMChecksums) -> Tup
         else:
             stale.setdefault(spec, []).append(r.get("bilm_sha256"))
     lines = [_changed_bilm_line(spec, then, bilms(spec)) for spec, then in stale.items()]
-    lines += [f"resuming: {n} runs with the biLM {spec!r} kept unchecked: it is not there now to "
+    lines += [f"resuming: {n} run(s) with the biLM {spec!r} kept unchecked: it is not there now to "
               f"compare its SHA-256 (checked when their variant runs)" for spec, n in unchecked.items()]
     return kept, lines
 
@@ -559,7 +559,8 @@ def _bilm_of_matching_run(cfg: ExperimentConfig, run: dict, same: bool) -> Optio
 def _changed_bilm_line(spec: str, then: List[Optional[str]], now: str) -> str:
     """The log line of runs dropped because their biLM's files changed."""
     recorded = sorted({sha[:12] + "…" if sha else "not recorded" for sha in then})
-    return (f"resuming: {len(then)} runs dropped and trained again: the biLM {spec!r} changed "
+    runs = f"{len(then)} run{'' if len(then) == 1 else 's'}"
+    return (f"resuming: {runs} dropped and trained again: the biLM {spec!r} changed "
             f"since these runs (SHA-256 of its {what_counts(spec)} files {now[:12]}… now, "
             f"{', '.join(recorded)} then)")
 
