@@ -1,0 +1,111 @@
+"""One experiment's results under two biLMs, side by side (e.g. the default model's version 1
+and version 3): ``python experiments/compare_results.py OLD/results.json NEW/results.json
+--names v1 v3``.
+
+Per task and variant: the test metric's mean ± std over seeds (n seeds) under each, and the
+change of the mean; per ELMo variant: its gain over the baseline of its own results (paired
+by seed, as ``results.md`` computes it) under each, and the change of the gain. Every row is
+in its task's own metric; tasks are never averaged. Each side's rows are recomputed from its
+runs by :func:`~elmo.tasks.runner.summarise`, the function that writes ``results.md``.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from .report import METRIC_NAMES, bilm_sha256_text, pm
+
+
+class CompareError(ValueError):
+    """Two results files that cannot be compared (the message names the file or task)."""
+
+
+def read_results(path: str | Path) -> dict:
+    """A ``results.json`` (or the folder holding one), read; errors name the file."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / "results.json"
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise CompareError(f"{path}: cannot read it ({e.strerror or e})") from None
+    except ValueError as e:
+        raise CompareError(f"{path}: not a results.json ({e})") from None
+
+
+def summary_rows(results: dict) -> Dict[Tuple[str, str], dict]:
+    """(task, variant) -> the summary row of a results.json, recomputed from its runs under
+    its own recorded config (so the baseline is that experiment's)."""
+    from .runner import normalise_config, summarise
+    rows = summarise(results.get("runs", []), normalise_config(results["config"]))
+    return {(row["task"], row["variant"]): row for row in rows}
+
+
+def paired_rows(old: dict, new: dict) -> List[Tuple[str, str, str, Optional[dict], Optional[dict]]]:
+    """(task, metric, variant, old row, new row) for every (task, variant) in either results,
+    in the old results' order then the new ones'; a row missing on one side is None. A task
+    measured in two different metrics is an error (the numbers could not be compared)."""
+    a, b = summary_rows(old), summary_rows(new)
+    out = []
+    for key in list(a) + [k for k in b if k not in a]:
+        ra, rb = a.get(key), b.get(key)
+        if ra and rb and ra["metric"] != rb["metric"]:
+            raise CompareError(f"task {key[0]!r}: metric {ra['metric']} in the first results, "
+                               f"{rb['metric']} in the second")
+        out.append((key[0], (ra or rb)["metric"], key[1], ra, rb))
+    return out
+
+
+def _test_cell(row: Optional[dict]) -> str:
+    """``mean ± std (n)`` of a summary row's test metric; ``-`` when the side lacks it."""
+    return "-" if row is None else f"{pm(row['test_mean'], row['test_std'])} ({len(row['seeds'])})"
+
+
+def _gain_cell(row: Optional[dict]) -> str:
+    """``gain ± std (n paired seeds)`` of an ELMo row; ``-`` when missing or unpaired."""
+    if row is None or not row.get("gain_seeds"):
+        return "-"
+    return f"{pm(row['gain_mean'], row['gain_std'], signed=True)} ({row['gain_seeds']})"
+
+
+def _change(a: Optional[float], b: Optional[float]) -> str:
+    """``b - a`` signed, or ``-`` when either is missing."""
+    return "-" if a is None or b is None else pm(b - a, None, signed=True)
+
+
+def _source_lines(name: str, path: str, results: dict) -> List[str]:
+    """Which results a column comes from: the file, its command and its biLMs' SHA-256."""
+    lines = [f"* **{name}**: `{path}` (`{results.get('command', '')}`)"]
+    for spec, info in (results.get("bilms") or {}).items():
+        lines.append(f"  * biLM `{spec}` = `{info.get('path', '')}`, {bilm_sha256_text(info)}")
+    return lines
+
+
+def comparison_markdown(old: dict, new: dict, names: Sequence[str] = ("old", "new"),
+                        paths: Sequence[str] = ("", "")) -> str:
+    """The two tables (test metric per task and variant; gain of each ELMo variant over its
+    baseline) as markdown, with where each column comes from."""
+    n_old, n_new = names
+    rows = paired_rows(old, new)
+    experiments = dict.fromkeys([old["config"]["name"], new["config"]["name"]])
+    out = [f"# {' / '.join(f'`{e}`' for e in experiments)}: {n_old} against {n_new}", "",
+           *_source_lines(n_old, paths[0], old), *_source_lines(n_new, paths[1], new), "",
+           "Test mean ± std over seeds (number of seeds), each task in its own metric (never "
+           f"averaged); change = {n_new} − {n_old}.", "",
+           f"| task | metric | variant | {n_old} | {n_new} | change |", "|---|---|---|---|---|---|"]
+    for task, metric, variant, a, b in rows:
+        out.append(f"| {task} | {METRIC_NAMES.get(metric, metric)} | {variant} | {_test_cell(a)} | "
+                   f"{_test_cell(b)} | {_change(a and a['test_mean'], b and b['test_mean'])} |")
+    gains = [r for r in rows if (r[3] or r[4]).get("elmo")]
+    if gains:
+        out += ["", "Gain of each ELMo variant over the baseline of the same results, paired by "
+                "seed: mean ± std (paired seeds).", "",
+                f"| task | metric | variant | gain, {n_old} | gain, {n_new} | change |",
+                "|---|---|---|---|---|---|"]
+        for task, metric, variant, a, b in gains:
+            ga = a.get("gain_mean") if a and a.get("gain_seeds") else None
+            gb = b.get("gain_mean") if b and b.get("gain_seeds") else None
+            out.append(f"| {task} | {METRIC_NAMES.get(metric, metric)} | {variant} | "
+                       f"{_gain_cell(a)} | {_gain_cell(b)} | {_change(ga, gb)} |")
+    return "\n".join(out) + "\n"

@@ -1,0 +1,72 @@
+"""experiments/compare_results.py: one experiment's results under two biLMs side by side,
+each task in its own metric, the gains over each side's baseline paired by seed."""
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+from elmo.tasks.compare import CompareError, comparison_markdown
+
+SCRIPT = Path(__file__).resolve().parent.parent / "experiments" / "compare_results.py"
+
+
+def _results(scores: dict, sha: str) -> dict:
+    """A results.json of two tasks x (baseline, elmo) x seeds 1, 2 with the given test
+    scores: {(task, variant): [seed 1, seed 2]}."""
+    metrics = {"pos": "token_accuracy", "ner": "span_f1"}
+    runs = [{"task": task, "metric": metrics[task], "variant": variant, "seed": seed,
+             "test": score, "dev": score, "seconds": 1.0,
+             "elmo": None if variant == "baseline" else {"bilm": "default", "positions": ["input"],
+                                                        "layers": "all", "lambda": 0.001,
+                                                        "finetune": False}}
+            for (task, variant), values in scores.items() for seed, score in zip((1, 2), values)]
+    config = {"name": "two-tasks", "seeds": [1, 2], "tasks": [{"task": "pos"}, {"task": "ner"}],
+              "variants": [{"name": "baseline"}, {"name": "elmo", "elmo": {}}]}
+    return {"config": config, "command": "elmo experiment two.json", "runs": runs,
+            "bilms": {"default": {"path": "elmo/resources/default", "sha256": sha,
+                                  "sha256_of": "weights, options and vocabulary"}}}
+
+
+OLD = _results({("pos", "baseline"): [90.0, 92.0], ("pos", "elmo"): [93.0, 95.0],
+                ("ner", "baseline"): [40.0, 44.0], ("ner", "elmo"): [41.0, 45.0]}, "a" * 64)
+NEW = _results({("pos", "baseline"): [90.0, 92.0], ("pos", "elmo"): [94.0, 97.0],
+                ("ner", "baseline"): [40.0, 44.0], ("ner", "elmo"): [44.0, 46.0]}, "b" * 64)
+
+
+def test_tables_keep_each_tasks_metric_and_show_the_changes():
+    text = comparison_markdown(OLD, NEW, ("v1", "v3"), ("old.json", "new.json"))
+    assert "| pos | token accuracy % | elmo | 94.00 ± 1.41 (2) | 95.50 ± 2.12 (2) | +1.50 |" in text
+    assert "| ner | span F1 % | baseline | 42.00 ± 2.83 (2) | 42.00 ± 2.83 (2) | +0.00 |" in text
+    # gains paired by seed: pos v1 +3, +3; v3 +4, +5
+    assert "| pos | token accuracy % | elmo | +3.00 ± 0.00 (2) | +4.50 ± 0.71 (2) | +1.50 |" in text
+    assert "| ner | span F1 % | elmo | +1.00 ± 0.00 (2) | +3.00 ± 1.41 (2) | +2.00 |" in text
+    assert "SHA-256 aaaaaaaaaaaa" in text and "SHA-256 bbbbbbbbbbbb" in text
+    rows = [line for line in text.splitlines() if line.startswith("| ") and not line.startswith("| task")]
+    assert len(rows) == 6 and {row.split(" | ")[0][2:] for row in rows} == {"pos", "ner"}  # no average
+
+
+def test_a_task_in_two_metrics_is_refused():
+    other = json.loads(json.dumps(NEW))
+    for r in other["runs"]:
+        if r["task"] == "ner":
+            r["metric"] = "accuracy"
+    with pytest.raises(CompareError, match="task 'ner': metric span_f1 .* accuracy"):
+        comparison_markdown(OLD, other)
+
+
+def test_script_prints_and_writes_markdown(tmp_path, capsys):
+    spec = importlib.util.spec_from_file_location("compare_results", SCRIPT)
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    (tmp_path / "old").mkdir()
+    (tmp_path / "old" / "results.json").write_text(json.dumps(OLD))
+    (tmp_path / "new.json").write_text(json.dumps(NEW))
+    out = tmp_path / "compare.md"
+    assert script.main([str(tmp_path / "old"), str(tmp_path / "new.json"), "--names", "v1", "v3",
+                        "-o", str(out)]) == 0
+    assert out.read_text() == capsys.readouterr().out
+    assert script.main([str(tmp_path / "missing.json"), str(tmp_path / "new.json")]) == 1
+    assert "missing.json: cannot read it" in capsys.readouterr().err
