@@ -24,7 +24,8 @@ def register(subparsers) -> None:
     p.add_argument("--threads", type=int, default=None,
                    help="torch CPU threads (default: the config's 'threads', else torch's)")
     p.add_argument("--resume", action="store_true",
-                   help="keep the runs already in results.json (same config) and do the rest")
+                   help="keep the runs already in results.json whose settings (and, with ELMo, "
+                        "biLM files' SHA-256) match, and do the rest")
     p.add_argument("--overwrite", action="store_true",
                    help="start again when the results folder already holds results.json "
                         "(without --resume or --overwrite an existing one is an error)")
