@@ -4,6 +4,7 @@ committed results' baselines are still reused)."""
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import shutil
 from pathlib import Path
@@ -38,7 +39,9 @@ def test_checksum_counts_weights_options_and_vocabulary_and_a_control_only_optio
     before = BiLMChecksums()
     assert set(before.files(str(model))) == {"options.json", "weights.hdf5", "vocab.txt"}
     assert set(before.files("random:" + str(model))) == {"options.json"}
-    assert before(str(model)) == combined_sha256(before.files(str(model)))
+    files = before.files(str(model))              # as `sha256sum options.json ... | sha256sum`
+    listing = "".join(f"{files[n]}  {n}\n" for n in ("options.json", "vocab.txt", "weights.hdf5"))
+    assert before(str(model)) == combined_sha256(files) == hashlib.sha256(listing.encode()).hexdigest()
 
     (model / "metadata.json").write_text('{"notes": "edited"}')          # not counted
     assert BiLMChecksums()(str(model)) == before(str(model))
