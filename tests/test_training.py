@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 
 import h5py
 import numpy as np
@@ -202,11 +203,21 @@ def test_command_line_train_warm_start_continues_a_model(tmp_path, toy, capsys):
     assert Vocabulary.load(warm / "model" / "vocab.txt").words == Vocabulary.load(tmp_path / "v.txt").words
     assert main(["perplexity", str(warm / "model"), str(held_txt), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["ppl"] < ppl_base  # it went on learning from there
-    # the same command again resumes the warm-started run (here: a longer run, a lower rate)
+    # the same command again resumes the warm-started run (here: a longer run, a lower rate),
+    # after its start folder was replaced by the run's own model (as shipping does): the
+    # metadata still names the start the run began from
+    shipped = tmp_path / "shipped"
+    shutil.copytree(base, shipped)
+    shutil.rmtree(base / "model")
+    shutil.copytree(warm / "model", base / "model")
     assert main(["train", str(train_txt), "--from", str(base / "model"), "-o", str(warm), "--max-steps", "34",
                  "--optimizer", "adam", "--lr", "0.005", "--allow-change", "lr", *run_args]) == 0
     assert "resuming from checkpoint 30" in capsys.readouterr().err
-    assert read_metadata(warm / "model")["steps"] == 34
+    resumed = read_metadata(warm / "model")
+    assert resumed["steps"] == 34 and resumed["warm_start"] == meta["warm_start"]
+    assert resumed["tokens_total"] == base_meta["tokens"] + resumed["tokens"]
+    shutil.rmtree(base)
+    shutil.copytree(shipped, base)
     assert main(["train", str(train_txt), "--from", str(base / "model"), "-o", str(tmp_path / "shape"),
                  "--dim", "32", *run_args]) == 1
     assert "do not apply with --from" in capsys.readouterr().err

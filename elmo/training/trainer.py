@@ -157,20 +157,20 @@ def build_model(cfg: TrainConfig, vocab: Vocabulary) -> LanguageModel:
     return LanguageModel(options, len(vocab), vocab.bos, vocab.eos, cfg.dropout)
 
 
-def warm_start_record(init_from: Optional[str], tokens_now: int) -> Dict[str, Any]:
-    """Metadata of a run that continued a trained model: where it started and the tokens of all
-    phases together (``tokens_total``), so a model card can account for every phase."""
-    if not init_from:
-        return {}
+WARM_START_FILE = "warm_start.json"
+
+
+def warm_start_record(init_from: str) -> Dict[str, Any]:
+    """Where a warm-started run began: the model folder, its weights' SHA-256, and the tokens and
+    steps it had seen. Taken when the run starts (see :meth:`Trainer.record_warm_start`), so it
+    still names the start when that folder is later replaced, e.g. by shipping this run's model."""
     from ..data.fetch import sha256_file
 
     base = read_metadata(init_from)
-    before = int(base.get("tokens_total", base.get("tokens", 0)))
-    weights = Path(init_from) / "weights.hdf5"  # names the start even after the folder is replaced
-    return {"warm_start": {"from": str(init_from), "weights_sha256": sha256_file(weights) if weights.exists() else None,
-                           "tokens_before": before, "steps_before": base.get("steps"),
-                           "base_train_config": base.get("train_config")},
-            "tokens_total": before + tokens_now}
+    weights = Path(init_from) / "weights.hdf5"
+    return {"from": str(init_from), "weights_sha256": sha256_file(weights) if weights.exists() else None,
+            "tokens_before": int(base.get("tokens_total", base.get("tokens", 0))),
+            "steps_before": base.get("steps"), "base_train_config": base.get("train_config")}
 
 
 def load_training_vocabulary(path: str | Path) -> Vocabulary:
@@ -261,6 +261,7 @@ class TrainingRun:
         cfg = self.cfg
         self.setup()
         self.resume()
+        self.record_warm_start()
         self.open_log()
         # wrapped after resume: DDP broadcasts rank 0's (restored) weights when it is built
         self.net = DistributedDataParallel(self.model) if self.ctx.distributed else self.model
@@ -310,6 +311,34 @@ class TrainingRun:
         # exp(training loss): with sampled negatives it is not a perplexity of the model (the sampled
         # softmax normalises over a few thousand words), so it is never labelled like the validation one
         self.train_ppl_key = self.softmax_loss.train_ppl_key
+
+    def record_warm_start(self) -> None:
+        """A warm-started run's start, written once to ``OUTPUT/warm_start.json`` and read back
+        on every resume: the start folder may have changed since (a run that continues the
+        shipped model, which was then replaced). A run begun before this file existed records
+        the folder as it is now, and says so."""
+        cfg, ctx = self.cfg, self.ctx
+        self.warm_start: Optional[Dict[str, Any]] = None
+        if not cfg.init_from:
+            return
+        path = self.out_dir / WARM_START_FILE
+        if self.resume_from is not None and path.exists():
+            self.warm_start = json.loads(path.read_text(encoding="utf-8"))
+            return
+        self.warm_start = warm_start_record(cfg.init_from)
+        if ctx.is_main:
+            if self.resume_from is not None:
+                print(f"note: {path} is missing (a run begun before it was written); the warm start is "
+                      f"recorded as {cfg.init_from} is now", file=sys.stderr, flush=True)
+            self.out_dir.mkdir(parents=True, exist_ok=True)
+            atomic_write_text(path, json.dumps(self.warm_start, indent=2) + "\n")
+
+    def warm_start_metadata(self) -> Dict[str, Any]:
+        """The exported model's ``warm_start`` and ``tokens_total`` (the tokens of all phases)."""
+        if not self.warm_start:
+            return {}
+        return {"warm_start": self.warm_start,
+                "tokens_total": int(self.warm_start["tokens_before"]) + self.tokens_done}
 
     def resume(self) -> None:
         """Restore the newest checkpoint, if there is one: weights, optimizer, position, RNGs."""
@@ -423,8 +452,8 @@ class TrainingRun:
         cfg, ctx = self.cfg, self.ctx
         result = None
         if ctx.is_main and self.valid_sentences:
-            result = perplexity(self.model, self.valid_sentences, self.vocab, cfg.eval_batch_size, ctx.device,
-                                torch.bfloat16 if cfg.bf16 else None)
+            # exact fp32 even under --bf16: validation measures the weights as they are used
+            result = perplexity(self.model, self.valid_sentences, self.vocab, cfg.eval_batch_size, ctx.device)
             self.log_file.write({"event": "eval", "step": self.step_no, "split": "valid",
                                  "epoch": self.tokens_done / self.corpus_stats["tokens"],
                                  **{k: round(v, 4) for k, v in result.items()}})
@@ -461,7 +490,7 @@ class TrainingRun:
         if cfg.export and ctx.is_main:
             meta = {"trained_on": [str(p) for p in expand_paths(cfg.train)], "steps": step,
                     "tokens": self.tokens_done, "elapsed_s": round(self.elapsed, 1), "params": self.n_params,
-                    "train_config": asdict(cfg), **warm_start_record(cfg.init_from, self.tokens_done),
+                    "train_config": asdict(cfg), **self.warm_start_metadata(),
                     **cfg.metadata}
             with writing(self.out_dir / "model"):
                 export_model(self.model, self.vocab, self.out_dir / "model", meta)
