@@ -557,12 +557,14 @@ def _bilm_of_matching_run(cfg: ExperimentConfig, run: dict, same: bool) -> Optio
 
 
 def _changed_bilm_line(spec: str, then: List[Optional[str]], now: str) -> str:
-    """The log line of runs dropped because their biLM's files changed."""
+    """The log line of runs dropped because their biLM's files changed, or were not recorded
+    (so cannot be shown to be the same)."""
     recorded = sorted({sha[:12] + "…" if sha else "not recorded" for sha in then})
     runs = f"{len(then)} run{'' if len(then) == 1 else 's'}"
-    return (f"resuming: {runs} dropped and trained again: the biLM {spec!r} changed "
-            f"since these runs (SHA-256 of its {what_counts(spec)} files {now[:12]}… now, "
-            f"{', '.join(recorded)} then)")
+    why = (f"these runs did not record which files of the biLM {spec!r} they used" if not any(then)
+           else f"the biLM {spec!r} changed since these runs")
+    return (f"resuming: {runs} dropped and trained again: {why} (SHA-256 of its "
+            f"{what_counts(spec)} files {now[:12]}… now, {', '.join(recorded)} then)")
 
 
 class ResultsExistError(ValueError):
