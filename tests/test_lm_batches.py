@@ -9,7 +9,7 @@ import torch
 
 from elmo.chars import word_to_char_ids
 from elmo.data.corpus import CorpusStream, count_tokens, count_words, expand_paths
-from elmo.data.lm_batches import BucketedLMBatches, PackedLMBatches, evaluation_batches, sentence_batches
+from elmo.data.lm_batches import BucketedLMBatches, PackedLMBatches, sentence_batches
 from elmo.vocab import Vocabulary
 
 
@@ -175,19 +175,6 @@ def test_bucketed_batches_and_resume(tmp_path):
     c.load_state_dict(b.state_dict())
     for x, y in zip(straight[4:], [c.next_batch() for _ in range(6)]):
         assert torch.equal(x.fwd_targets, y.fwd_targets) and torch.equal(x.lengths, y.lengths)
-
-
-def test_evaluation_batches_predict_every_transition_once():
-    sentences = [["a", "b"], ["c"], ["d", "e", "f"], ["g"]]
-    vocab = Vocabulary.from_counts(Counter("abcdefg"))
-    stream = [w for s in sentences for w in ["<S>", *s, "</S>"]]
-    batches = list(evaluation_batches(sentences, vocab, batch_size=3, unroll_steps=2))
-    fwd = Counter()
-    bwd = Counter()
-    for b in batches:
-        fwd.update(vocab.words[i] for i in b.fwd_targets[b.fwd_mask].tolist())
-        bwd.update(vocab.words[i] for i in b.bwd_targets[b.bwd_mask].tolist())
-    assert fwd == Counter(stream[1:]) and bwd == Counter(stream[:-1])
 
 
 def test_state_resets_are_staggered_over_rows():

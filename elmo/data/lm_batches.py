@@ -216,40 +216,6 @@ class BucketedLMBatches(_StreamBatches):
             self._next = state["next"]
 
 
-def evaluation_batches(sentences: Iterable[Sentence], vocab: Vocabulary, batch_size: int,
-                       unroll_steps: int = 20, max_chars: int = 50) -> Iterator[LMBatch]:
-    """Batches that read a held-out text once, in order, for stateful perplexity.
-
-    The wrapped sentences form one stream of N tokens, cut into ``batch_size`` contiguous
-    rows (consecutive rows share one token, so each of the N - 1 transitions is predicted
-    exactly once per direction). Carry the state from batch to batch. The backward row is
-    the forward row reversed, so the backward model reads each row's text right to left.
-    """
-    tokens: List[str] = []
-    for s in sentences:
-        tokens.extend(wrap(s)[0])
-    if len(tokens) < 2:
-        return
-    n_targets = len(tokens) - 1
-    per_row = -(-n_targets // batch_size)
-    rows = [tokens[i:i + per_row + 1] for i in range(0, n_targets, per_row)]
-    rev_rows = [row[::-1] for row in rows]
-    encoder = _Encoder(vocab, max_chars)
-    for start in range(0, per_row, unroll_steps):
-        fwd_rows, bwd_rows, lengths = [], [], []
-        for fwd, bwd in zip(rows, rev_rows):
-            piece_f = fwd[start:start + unroll_steps + 1]
-            piece_b = bwd[start:start + unroll_steps + 1]
-            fwd_rows.append(piece_f)
-            bwd_rows.append(piece_b)
-            lengths.append(max(len(piece_f) - 1, 0))
-        steps = max(lengths)
-        # A row that has ended gets length 0: nothing is predicted and its state is kept.
-        fwd_rows = [r if len(r) > 1 else [""] for r in fwd_rows]
-        bwd_rows = [r if len(r) > 1 else [""] for r in bwd_rows]
-        yield _make_batch(encoder, fwd_rows, bwd_rows, lengths, steps)
-
-
 def sentence_batches(sentences: Iterable[Sentence], vocab: Vocabulary, batch_size: int = 32,
                      max_chars: int = 50) -> Iterator[LMBatch]:
     """Held-out batches of one wrapped sentence a row, in order, for stateless perplexity
