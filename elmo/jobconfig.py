@@ -37,7 +37,7 @@ if TYPE_CHECKING:  # the type checker's protocol of "a dataclass"; no run-time c
 
 C = TypeVar("C", bound="DataclassInstance")
 
-__all__ = ["ConfigError", "add_arguments", "add_config_arguments", "build", "from_args", "load",
+__all__ = ["ConfigError", "add_arguments", "add_config_arguments", "build", "file_key", "from_args", "load",
            "print_config_and_exit", "save", "setting", "to_dict", "to_options"]
 
 
@@ -124,29 +124,65 @@ def coerce(name: str, hint: Any, value: Any) -> Any:
 
 # ------------------------------------------------------------------------------------ dicts
 
-def _check_keys(cls: Type[DataclassInstance], values: Mapping[str, Any], source: str) -> None:
-    known = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(values) - known)
-    if unknown:
-        raise ConfigError(f"{source}: unknown setting{'s' if len(unknown) > 1 else ''} "
-                          f"{', '.join(unknown)} (known: {', '.join(sorted(known))})")
+def file_key(f: dataclasses.Field) -> str:
+    """The key of field ``f`` in a config file: its ``key`` metadata when the file spells it
+    otherwise (e.g. ``metadata={"key": "lambda"}`` on a field ``lam``, as ``lambda`` is a
+    Python keyword), else its name."""
+    return f.metadata.get("key") or f.name
 
 
-def build(cls: Type[C], values: Mapping[str, Any], source: str = "config") -> C:
-    """``cls(**values)`` with every key and value checked; missing keys take their defaults."""
-    _check_keys(cls, values, source)
+def _at(place: str) -> str:
+    """The start of an error about ``place``: ``"train.json: "``, or nothing for no place."""
+    return f"{place}: " if place else ""
+
+
+def _check_keys(cls: Type[DataclassInstance], values: Mapping[str, Any], source: str,
+                block: Optional[str] = None) -> None:
+    known = sorted(file_key(f) for f in dataclasses.fields(cls))
+    unknown = sorted(map(str, set(values) - set(known)))
+    if not unknown:
+        return
+    names = ", ".join(unknown)
+    if block:   # one block of a larger file: "task pos: unknown train settings: epoch"
+        raise ConfigError(f"{_at(source)}unknown {block} settings: {names} (known: {', '.join(known)})")
+    raise ConfigError(f"{_at(source)}unknown setting{'s' if len(unknown) > 1 else ''} {names} "
+                      f"(known: {', '.join(known)})")
+
+
+def build(cls: Type[C], values: Any, source: str = "config", *, block: Optional[str] = None) -> C:
+    """``cls(**values)`` with every key and value checked; missing keys take their defaults.
+
+    ``values`` is keyed as a config file spells the settings (:func:`file_key`). An error is
+    one :class:`ConfigError` line that names the key as written there and where it is:
+    ``source`` (a file, ``--config/--set``; "" for nowhere in particular) and, when ``values``
+    is one block of a larger file, ``block`` (e.g. ``train`` in ``task pos: train: setting
+    lr: expected float, got 'fast'``)."""
+    where = _at(": ".join(p for p in (source, block) if p))
+    if not isinstance(values, Mapping):
+        raise ConfigError(f"{where}expected an object of settings, got {values!r}")
+    _check_keys(cls, values, source, block)
     hints = _field_types(cls)
-    checked = {k: coerce(k, hints[k], v) for k, v in values.items()}
+    fields = {file_key(f): f for f in dataclasses.fields(cls)}
+    checked: Dict[str, Any] = {}
+    for key, value in values.items():
+        try:
+            checked[fields[key].name] = coerce(key, hints[fields[key].name], value)
+        except ConfigError as e:
+            raise ConfigError(f"{where}{e}") from None
     missing = [f for f in dataclasses.fields(cls) if f.name not in checked and f.init
                and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
     if missing:
-        names = ", ".join(f"{f.name} ({_flag(f)})" if "help" in f.metadata else f.name for f in missing)
-        raise ConfigError(f"{source}: missing setting{'s' if len(missing) > 1 else ''} {names}")
+        names = ", ".join(f"{file_key(f)} ({_flag(f)})" if "help" in f.metadata else file_key(f)
+                          for f in missing)
+        raise ConfigError(f"{where}missing setting{'s' if len(missing) > 1 else ''} {names}")
     return cls(**checked)
 
 
 def to_dict(cfg: Any) -> Dict[str, Any]:
-    return dataclasses.asdict(cfg)
+    """``cfg``'s settings as the JSON object that :func:`build` reads back (keyed by
+    :func:`file_key`; nested dataclasses become objects)."""
+    values = dataclasses.asdict(cfg)
+    return {file_key(f): values[f.name] for f in dataclasses.fields(cfg)}
 
 
 def save(cfg: Any, path: str | Path) -> Path:
@@ -337,20 +373,21 @@ def from_args(cls: Type[C], args: argparse.Namespace, *, defaults: Optional[Mapp
     """The configuration the command line asks for: ``cls``'s defaults, then ``defaults``, then
     the ``--config`` file, then the options given (and ``given``, values the command took from
     elsewhere, e.g. positional arguments), then ``--set``."""
-    values: Dict[str, Any] = dict(defaults or {})
+    names = {f.name: f for f in dataclasses.fields(cls)}
+    key = {name: file_key(f) for name, f in names.items()}   # build reads the file's keys
+    values: Dict[str, Any] = {key.get(k, k): v for k, v in (defaults or {}).items()}
     config_file = getattr(args, "config_file", None)
     if config_file:
         file_values = read_json(config_file)
         _check_keys(cls, file_values, config_file)
         values.update(file_values)
-    names = {f.name: f for f in dataclasses.fields(cls)}
     for name, value in vars(args).items():
         f = names.get(name)
         if f is None or "help" not in f.metadata:
             continue
         scale = f.metadata.get("scale")
-        values[name] = value * scale if scale and value is not None else value
-    values.update({k: v for k, v in (given or {}).items() if v is not None})
+        values[key[name]] = value * scale if scale and value is not None else value
+    values.update({key.get(k, k): v for k, v in (given or {}).items() if v is not None})
     values = apply_assignments(values, getattr(args, "config_set", None) or [])
     return build(cls, values, source="--config/--set" if config_file or getattr(args, "config_set", None)
                  else "command line")

@@ -10,8 +10,9 @@ one-line :class:`~elmo.config.ConfigError` that names it, with where it is (e.g.
 ``variants[1] (elmo): unknown elmo settings: lamda``).
 
 The file format is unchanged by the types: a JSON key that is not a Python name (``lambda``)
-is mapped to its field (``lam``) by the field's ``key`` metadata, and :meth:`ExperimentConfig.to_dict`
-writes the file format back (what ``elmo experiment --print-config`` prints).
+is mapped to its field (``lam``) by the field's ``key`` metadata (read by
+:func:`elmo.jobconfig.build`), and :meth:`ExperimentConfig.to_dict` writes the file format
+back (what ``elmo experiment --print-config`` prints).
 
 :attr:`ExperimentConfig.record` is the config as ``results.json`` records it and as run
 fingerprints hash it: the values of the file as written over the defaults. It is the form
@@ -22,12 +23,11 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import typing
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Type, TypeVar, Union
 
 from ..config import ConfigError
-from ..jobconfig import build, coerce
+from ..jobconfig import build, coerce, to_dict
 from .train_loop import FitConfig
 
 if TYPE_CHECKING:  # the type checker's protocol of "a dataclass"; no run-time counterpart
@@ -39,35 +39,16 @@ __all__ = ["ConfigError", "ElmoSettings", "ExperimentConfig", "FitConfig", "Mode
            "Variant", "from_block", "to_block"]
 
 
-def _key(f: dataclasses.Field) -> str:
-    """The JSON key of a field (its name unless its metadata says otherwise)."""
-    return f.metadata.get("key", f.name)
-
-
 def from_block(cls: Type[C], values: Any, block: str, where: str = "") -> C:
     """``cls`` from one JSON block of a config (keys in the file's spelling), every key and
-    value checked; ``block`` (e.g. ``"model"``) and ``where`` (e.g. ``"task pos: "``) name it
-    in errors."""
-    if not isinstance(values, Mapping):
-        raise ConfigError(f"{where}{block}: expected an object of settings, got {values!r}")
-    fields = dataclasses.fields(cls)
-    names = {_key(f): f.name for f in fields}
-    unknown = sorted(set(values) - set(names))
-    if unknown:
-        raise ConfigError(f"{where}unknown {block} settings: {', '.join(map(str, unknown))} "
-                          f"(known: {', '.join(names)})")
-    hints = typing.get_type_hints(cls)
-    for key, value in values.items():        # errors in the file's spelling ("lambda")
-        try:
-            coerce(key, hints[names[key]], value)
-        except ConfigError as e:
-            raise ConfigError(f"{where}{block}: {e}") from None
-    return build(cls, {names[k]: v for k, v in values.items()}, source=f"{where}{block}")
+    value checked by :func:`~elmo.jobconfig.build`; ``block`` (e.g. ``"model"``) and ``where``
+    (e.g. ``"task pos: "``) name it in errors."""
+    return build(cls, values, source=where.removesuffix(": "), block=block)
 
 
 def to_block(obj: Any) -> Dict[str, Any]:
     """One block in the file's spelling: the inverse of :func:`from_block`."""
-    return {_key(f): copy.deepcopy(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    return to_dict(obj)
 
 
 @dataclass
@@ -196,7 +177,7 @@ class ExperimentConfig:
             raise ConfigError("the config names no tasks")
         values = {k: v for k, v in d.items() if k not in _BLOCKS and k not in ("variants", "seeds")}
         values["seeds"] = _seeds(d.get("seeds", 3))
-        cfg = build(cls, values, source="config")
+        cfg = build(cls, values, source="")      # the reader names the file
         for key, block in _BLOCKS.items():
             if key in d:
                 setattr(cfg, key, block.from_dict(d[key] if d[key] is not None else {}))

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import random
 import time
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Sequence
 
 import torch
 
-from ..config import ConfigError
 from ..jobconfig import build
 from .batching import Batch
 from .datasets import Example
@@ -40,14 +39,7 @@ class FitConfig:
     def from_dict(cls, d: Mapping[str, Any], where: str = "") -> "FitConfig":
         """The settings of a ``train`` block, every key and type checked; ``where`` names the
         block in errors (e.g. ``"task pos: "``)."""
-        unknown = set(d) - {f.name for f in fields(cls)}
-        if unknown:
-            raise ConfigError(f"{where}unknown train settings: {', '.join(sorted(unknown))} "
-                              f"(known: {', '.join(f.name for f in fields(cls))})")
-        try:
-            return build(cls, d, source=f"{where}train")
-        except ConfigError as e:
-            raise ConfigError(f"{where}train: {e}") from None
+        return build(cls, d, source=where.removesuffix(": "), block="train")
 
 
 BatchMaker = Callable[[Sequence[Example]], Batch]
