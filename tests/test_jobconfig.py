@@ -11,7 +11,7 @@ import pytest
 
 from elmo.cli import main
 from elmo.config import ConfigError
-from elmo.jobconfig import add_arguments, add_config_arguments, build, from_args, load, save, setting
+from elmo.jobconfig import add_arguments, add_config_arguments, build, from_args, load, save, setting, to_dict
 from elmo.training.trainer import TrainConfig
 
 
@@ -73,6 +73,24 @@ def test_bad_settings_are_one_clear_error(tmp_path):
 def test_save_and_load_round_trip(tmp_path):
     cfg = build(Job, {"name": "a", "size": 2, "files": ["f"], "nested": {"k": 1}})
     assert load(Job, save(cfg, tmp_path / "job.json")) == cfg
+
+
+@dataclass
+class Mix:
+    lam: float = field(default=0.1, metadata={"key": "lambda"})   # a Python keyword in the file
+    layers: str = "all"
+
+
+def test_a_field_is_read_and_written_under_its_file_key(tmp_path):
+    assert build(Mix, {"lambda": 1}) == Mix(lam=1.0)
+    assert to_dict(Mix(lam=2.0)) == {"lambda": 2.0, "layers": "all"}
+    assert load(Mix, save(Mix(lam=3.0), tmp_path / "mix.json")) == Mix(lam=3.0)
+    with pytest.raises(ConfigError, match=r"^task pos: unknown mix settings: lam \(known: lambda, layers\)$"):
+        build(Mix, {"lam": 1}, source="task pos", block="mix")
+    with pytest.raises(ConfigError, match="^task pos: mix: setting lambda: expected float, got 'big'$"):
+        build(Mix, {"lambda": "big"}, source="task pos", block="mix")
+    with pytest.raises(ConfigError, match="^mix: expected an object of settings, got 3$"):
+        build(Mix, 3, source="", block="mix")
 
 
 def test_train_print_config_feeds_back_as_config(tmp_path, capsys):
