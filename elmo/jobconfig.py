@@ -369,16 +369,19 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def from_args(cls: Type[C], args: argparse.Namespace, *, defaults: Optional[Mapping[str, Any]] = None,
-              given: Optional[Mapping[str, Any]] = None) -> C:
+              given: Optional[Mapping[str, Any]] = None,
+              config_values: Optional[Mapping[str, Any]] = None) -> C:
     """The configuration the command line asks for: ``cls``'s defaults, then ``defaults``, then
     the ``--config`` file, then the options given (and ``given``, values the command took from
-    elsewhere, e.g. positional arguments), then ``--set``."""
+    elsewhere, e.g. positional arguments), then ``--set``. With ``--config``, ``config_values``
+    is the file's contents when the command has read it already (:func:`read_json`), so that
+    it is read once."""
     names = {f.name: f for f in dataclasses.fields(cls)}
     key = {name: file_key(f) for name, f in names.items()}   # build reads the file's keys
     values: Dict[str, Any] = {key.get(k, k): v for k, v in (defaults or {}).items()}
     config_file = getattr(args, "config_file", None)
     if config_file:
-        file_values = read_json(config_file)
+        file_values = read_json(config_file) if config_values is None else dict(config_values)
         _check_keys(cls, file_values, config_file)
         values.update(file_values)
     for name, value in vars(args).items():

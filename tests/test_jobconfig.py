@@ -108,3 +108,15 @@ def test_train_print_config_feeds_back_as_config(tmp_path, capsys):
                  "--print-config"]) == 0
     assert json.loads(capsys.readouterr().out)["lr"] == 0.01
     assert TrainConfig.from_json(json.dumps(printed)) == build(TrainConfig, printed)
+
+
+def test_train_reads_its_config_file_once(tmp_path, capsys, monkeypatch):
+    import elmo.jobconfig as jobconfig
+
+    reads = []
+    read = jobconfig.read_json
+    monkeypatch.setattr(jobconfig, "read_json", lambda path: reads.append(path) or read(path))
+    path = tmp_path / "train.json"
+    path.write_text(json.dumps({"vocab": "v.txt", "output": str(tmp_path / "run"), "lr": 0.5}))
+    assert main(["train", "corpus.txt", "--config", str(path), "--print-config"]) == 0
+    assert json.loads(capsys.readouterr().out)["lr"] == 0.5 and reads == [str(path)]

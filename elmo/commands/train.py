@@ -200,7 +200,8 @@ def train(args) -> int:
         options = None if file_options and not _model_flags_given(args) else _model_options(args, file_options)
     # a warm start keeps the model's vocabulary unless one is named
     defaults = {"vocab": str(Path(init_from) / VOCAB_FILE)} if init_from else None
-    cfg = from_args(TrainConfig, args, defaults=defaults, given={"train": list(args.corpus), "options": options})
+    cfg = from_args(TrainConfig, args, defaults=defaults, given={"train": list(args.corpus), "options": options},
+                    config_values=from_file)
     if print_config_and_exit(cfg, args):
         return 0
     return _run_job("train", lambda: run(cfg))
