@@ -1,6 +1,7 @@
 """Training speed of the biLM language model against a peer-faithful reference, in one process.
 
     python benchmarks/train.py [--steps 5] [--threads N] [--bf16] [--negatives 8192] [--profile] [--heap-only]
+    python benchmarks/train.py --model bundled-default [--bf16] [--no-full]
 
 The small configuration (1024 cells, projection 128, 2048 CNN filters), a 10k-word vocabulary
 built from Brown sentences, batches of 32 rows x 20 steps packed as in the original trainer,
@@ -24,10 +25,17 @@ Before timing, ours (full softmax) and the reference compute the loss and gradie
 batch from the same weights and must agree (fp32). Steps are timed in alternating rounds and
 the ratio is of medians. Tokens/s counts text positions (each is read by both directions);
 peak memory is the resident memory added during one step.
+
+``--model bundled-default`` times the shape of the bundled default biLM instead (512 cells,
+projection 128, 256 CNN filters; elmo/resources/default/options.json) with its training
+recipe's batch of 128 x 20, 2,048 negatives and a 50k-word vocabulary (Adagrad still, for
+both implementations). There the LSTM's small per-step products and elementwise work weigh
+more than in the small configuration.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import sys
 import time
@@ -60,6 +68,17 @@ class _ListStream:
         s = self.sentences[self.i % len(self.sentences)]
         self.i += 1
         return s
+
+
+BUNDLED_DEFAULT = Path(__file__).resolve().parents[1] / "elmo" / "resources" / "default"
+#: The shapes timed, with their training recipes' batch, negatives and vocabulary size.
+MODELS = {
+    "small": dict(options=lambda: CONFIGS["small"], shape="1024 cells, projection 128, 2048 filters",
+                  batch_size=32, negatives=8192, vocab_size=10_000),
+    "bundled-default": dict(options=lambda: json.loads((BUNDLED_DEFAULT / "options.json").read_text()),
+                            shape="512 cells, projection 128, 256 filters",
+                            batch_size=128, negatives=2048, vocab_size=50_000),
+}
 
 
 def _heap_only() -> bool:
@@ -105,11 +124,14 @@ def reference_loss(model: LanguageModel, batch) -> torch.Tensor:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--steps", type=int, default=5, help="timed steps per implementation (after one warm-up)")
-    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--model", choices=sorted(MODELS), default="small",
+                        help="the model shape and its batch, negatives and vocabulary defaults")
+    parser.add_argument("--batch-size", type=int, default=None, help="(default: the model's, 32 or 128)")
     parser.add_argument("--unroll-steps", type=int, default=20)
-    parser.add_argument("--negatives", type=int, default=8192, help="ours: shared sampled negatives")
+    parser.add_argument("--negatives", type=int, default=None,
+                        help="ours: shared sampled negatives (default: the model's, 8192 or 2048)")
     parser.add_argument("--no-full", action="store_true", help="skip timing ours with the full softmax")
-    parser.add_argument("--vocab-size", type=int, default=10_000)
+    parser.add_argument("--vocab-size", type=int, default=None, help="(default: the model's, 10k or 50k)")
     parser.add_argument("--bf16", action="store_true", help="also time the opt-in bf16 autocast")
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--heap-only", action="store_true",
@@ -118,6 +140,10 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true",
                         help="after timing, print torch.profiler's table of 3 steps of ours")
     args = parser.parse_args()
+    shape = MODELS[args.model]
+    for key in ("batch_size", "negatives", "vocab_size"):
+        if getattr(args, key) is None:
+            setattr(args, key, shape[key])
     if args.threads:
         torch.set_num_threads(args.threads)
     keep_freed_memory()  # as `elmo train` does; it applies to both implementations alike
@@ -128,7 +154,7 @@ def main() -> None:
     counts = Counter(w for s in sentences for w in s)
     counts["<S>"] = counts["</S>"] = len(sentences)
     vocab = Vocabulary.from_counts(counts, max_size=args.vocab_size)
-    options = ElmoOptions.from_dict(CONFIGS["small"])
+    options = ElmoOptions.from_dict(shape["options"]())
     torch.manual_seed(0)
     model = LanguageModel(options, len(vocab), vocab.bos, vocab.eos, dropout=0.0).train()
     n_params = sum(p.numel() for p in model.parameters())
@@ -139,7 +165,8 @@ def main() -> None:
     optimizers = {"reference": torch.optim.Adagrad(model.parameters(), lr=0.2, initial_accumulator_value=1.0),
                   "elmo": adagrad(model.parameters(), 0.2, 1.0)}
     tokens = args.batch_size * args.unroll_steps
-    print(f"machine: {torch.get_num_threads()} threads{'; heap only' if args.heap_only else ''}; model: small (1024 cells, projection 128, 2048 filters), "
+    print(f"machine: {torch.get_num_threads()} threads{'; heap only' if args.heap_only else ''}; "
+          f"model: {args.model} ({shape['shape']}), "
           f"{n_params / 1e6:.1f}M parameters with the softmax; vocabulary {len(vocab):,}; batch "
           f"{args.batch_size} x {args.unroll_steps}; {args.negatives} shared negatives")
 
