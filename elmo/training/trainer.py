@@ -324,6 +324,12 @@ class TrainingRun:
         path = self.out_dir / WARM_START_FILE
         if self.resume_from is not None and path.exists():
             self.warm_start = json.loads(path.read_text(encoding="utf-8"))
+            now = warm_start_record(cfg.init_from)["weights_sha256"]
+            then = self.warm_start.get("weights_sha256")
+            if ctx.is_main and then and now != then:
+                print(f"note: {cfg.init_from} has changed since this run began (weights SHA-256 {then[:12]}… "
+                      f"then, {(now or 'none')[:12]}… now); the run goes on from its checkpoint, not from "
+                      f"the folder's weights", file=sys.stderr, flush=True)
             return
         self.warm_start = warm_start_record(cfg.init_from)
         if ctx.is_main:
