@@ -2,10 +2,15 @@
 
     python experiments/default/training_summary.py experiments/default/log.jsonl \
         experiments/default/training.json
+    python experiments/default/training_summary.py experiments/default/v2/log.jsonl \
+        experiments/default/v3/log.jsonl experiments/default/v3/training.json   # a run continued
 
-Phases end at each "time_limit" event; tokens/s overall is tokens / elapsed training time (the
-trainer's clock, which counts the steps only: evaluations and checkpoints are left out); the
-per-interval rates show how the shared machine's load varied.
+Several logs are read as one run's, in order (version 3's log continues version 2's run). A
+phase is what one session of the trainer did: it begins at the run's start or at a resume
+(where the learning rate may change) and ends at the last event before the next resume;
+tokens/s is tokens / elapsed training time (the trainer's clock, which counts the steps only:
+evaluations and checkpoints are left out). The per-interval rates show how the shared
+machine's load varied.
 """
 import json
 import sys
@@ -15,21 +20,26 @@ import numpy as np
 
 from elmo.io import atomic_write_text
 
-events = [json.loads(line) for line in Path(sys.argv[1]).read_text().splitlines() if line.strip()]
+*logs, out = sys.argv[1:]
+events = [json.loads(line) for log in logs for line in Path(log).read_text().splitlines() if line.strip()]
 train = [e for e in events if e["event"] == "train"]
 per_step = train[-1]["tokens"] // train[-1]["step"]          # batch rows x unroll steps
-phases, start = [], {"elapsed_s": 0.0, "step": 0}
-for e in events:
-    if e["event"] == "time_limit":
-        phases.append({"end_step": e["step"], "elapsed_s": e["elapsed_s"] - start["elapsed_s"],
-                       "tokens": (e["step"] - start["step"]) * per_step})
-        start = {"elapsed_s": e["elapsed_s"], "step": e["step"]}
+bounds = [i for i, e in enumerate(events) if e["event"] in ("start", "resume")]
+phases, end = [], {"elapsed_s": 0.0, "step": 0}
+for k, i in enumerate(bounds):
+    timed = [e for e in events[i:bounds[k + 1] if k + 1 < len(bounds) else len(events)]
+             if "elapsed_s" in e and "step" in e]
+    if not timed:
+        continue
+    begin = events[i].get("step", 0)
+    phases.append({"start_step": begin, "end_step": timed[-1]["step"], "lr": events[i].get("lr"),
+                   "elapsed_s": timed[-1]["elapsed_s"] - end["elapsed_s"],
+                   "tokens": (timed[-1]["step"] - begin) * per_step})
+    end = timed[-1]
 for p in phases:
     p["tokens_per_s"] = p["tokens"] / p["elapsed_s"]
 rates = np.array([t["tokens_per_s"] for t in train])
-final = train[-1]
-if phases:
-    final = {**final, "elapsed_s": start["elapsed_s"], "step": start["step"], "tokens": start["step"] * per_step}
+final = {"elapsed_s": end["elapsed_s"], "step": end["step"], "tokens": end["step"] * per_step}
 first = next(e for e in events if e["event"] == "start")
 summary = {
     "start": first,
@@ -42,7 +52,7 @@ summary = {
     "valid": [{k: e[k] for k in ("step", "ppl_fwd", "ppl_bwd", "ppl", "targets")}
               for e in events if e["event"] == "eval" and e.get("split") == "valid"],
 }
-atomic_write_text(sys.argv[2], json.dumps(summary, indent=2) + "\n")
+atomic_write_text(out, json.dumps(summary, indent=2) + "\n")
 print(f"{summary['tokens']:,} tokens in {summary['elapsed_s'] / 3600:.2f} h of training "
       f"({summary['epochs']:.2f} epochs, {summary['steps']:,} steps): {summary['tokens_per_s']:,.0f} tokens/s "
       f"overall; per interval {rates.min():,.0f} to {rates.max():,.0f} (median {np.median(rates):,.0f})")
