@@ -162,7 +162,7 @@ WARM_START_FILE = "warm_start.json"
 
 def warm_start_record(init_from: str) -> Dict[str, Any]:
     """Where a warm-started run began: the model folder, its weights' SHA-256, and the tokens and
-    steps it had seen. Taken when the run starts (see :meth:`Trainer.record_warm_start`), so it
+    steps it had seen. Taken when the run starts (see :meth:`TrainingRun.record_warm_start`), so it
     still names the start when that folder is later replaced, e.g. by shipping this run's model."""
     from ..data.fetch import sha256_file
 
@@ -255,6 +255,7 @@ class TrainingRun:
         self.resume_from: Optional[Path] = None
         self.lr_before: Optional[float] = None
         self.last_valid: Optional[Dict[str, float]] = None
+        self.warm_start: Optional[Dict[str, Any]] = None  # where a warm-started run began
 
     def run(self, stop_after: Optional[int] = None) -> Dict[str, Any]:
         """Train until the run's last step (or ``stop_after`` steps of this session)."""
@@ -318,7 +319,6 @@ class TrainingRun:
         shipped model, which was then replaced). A run begun before this file existed records
         the folder as it is now, and says so."""
         cfg, ctx = self.cfg, self.ctx
-        self.warm_start: Optional[Dict[str, Any]] = None
         if not cfg.init_from:
             return
         path = self.out_dir / WARM_START_FILE
