@@ -60,15 +60,17 @@ def test_checksum_counts_weights_options_and_vocabulary_and_a_control_only_optio
 @pytest.mark.parametrize("name, config", [("pos", "pos"), ("ner", "ner"), ("topic", "topic")])
 def test_committed_baselines_are_kept_and_their_elmo_runs_need_their_biLM(name, config, tmp_path,
                                                                           monkeypatch):
-    """The committed results.json (written before biLMs were counted): the baseline records'
-    fingerprints still match, so --resume keeps them; the ELMo records recorded no biLM
-    SHA-256, so they are trained again. Records that had recorded it are kept with the same
-    weights and dropped when one weight differs."""
+    """The committed version-1 results.json (written before biLMs were counted; kept under
+    experiments/results/v1/ when the experiments were re-run on version 3): the baseline
+    records' fingerprints still match, so --resume keeps them; the ELMo records recorded no
+    biLM SHA-256, so they are trained again. Records that had recorded it are kept with the
+    same weights and dropped when one weight differs."""
     monkeypatch.chdir(REPO)                   # the committed configs are read as the CLI does
     model = _model_copy(tmp_path / "default-copy")
     monkeypatch.setattr(elmo, "DEFAULT_MODEL", str(model))          # "default" is this copy
     cfg = load_config(f"experiments/configs/{config}.json")
-    old = json.loads((REPO / "experiments" / "results" / name / "results.json").read_text())
+    old = json.loads((REPO / "experiments" / "results" / "v1" / name / "results.json").read_text())
+    assert not [r for r in old["runs"] if "bilm_sha256" in r]      # written before the SHA-256
     baselines = [r for r in old["runs"] if not r["elmo"]]
     on_default = [r for r in old["runs"] if r["elmo"] and r["elmo"]["bilm"] in ("default", "random:default")]
     assert baselines and on_default

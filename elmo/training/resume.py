@@ -7,7 +7,7 @@ A run folder is resumed with the settings that wrote its checkpoint. Three kinds
   intervals, kept checkpoints, validation text, device, progress bar, export, metadata);
   thread counts are not settings of the run at all;
 * :data:`ON_REQUEST`: a schedule someone may change on purpose between phases (learning
-  rate, state resets, dropout, clipping, bf16): refused unless named in ``allow_change``
+  rate and its plateau decay, state resets, dropout, clipping, bf16): refused unless named in ``allow_change``
   (``--allow-change lr,state-reset-every``), and announced when they change;
 * everything else (model shape, vocabulary, corpus, layout, batch, unroll, optimizer,
   negatives, seed, shuffling, init_from): refused, because the checkpoint cannot continue
@@ -22,7 +22,7 @@ from typing import Any, Dict, Iterable, List, Tuple
 FREE = frozenset({"epochs", "max_steps", "max_seconds", "log_every", "eval_every", "eval_batch_size",
                   "checkpoint_every", "keep_checkpoints", "valid", "device", "progress", "export",
                   "metadata", "output", "allow_change"})
-ON_REQUEST = frozenset({"lr", "state_reset_every", "dropout", "clip_norm", "bf16"})
+ON_REQUEST = frozenset({"lr", "lr_decay", "lr_decay_threshold", "state_reset_every", "dropout", "clip_norm", "bf16"})
 _PATHS = frozenset({"train", "vocab", "init_from"})
 
 

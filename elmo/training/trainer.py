@@ -38,6 +38,7 @@ from .evaluate import perplexity, reset_rows
 from .export import export_model, load_language_model, options_with_training_keys, read_metadata
 from .model import LanguageModel
 from .resume import check_allow_change, check_resume
+from .schedule import PlateauDecay
 
 
 def _setting_list(text: str) -> List[str]:
@@ -74,6 +75,11 @@ class TrainConfig:
     lr: Optional[float] = setting(None, show_default=False,
                                   help="learning rate (default 0.2 for adagrad, 0.001 for adam)")
     adagrad_init: float = setting(1.0, help="Adagrad initial accumulator")
+    lr_decay: float = setting(1.0, help="multiply the learning rate by this at every validation run whose "
+                                        "perplexity is not --lr-decay-threshold below the best so far (needs "
+                                        "--valid and --eval-every; 1 = never; Kim et al. 2016 halve it: 0.5)")
+    lr_decay_threshold: float = setting(0.01, help="relative improvement of the validation perplexity that "
+                                                   "counts as progress for --lr-decay")
     clip_norm: float = setting(10.0, help="global gradient-norm clip")
     dropout: float = setting(0.1, help="on LSTM inputs and before the softmax")
     n_negative: int = setting(8192, flag="--negatives",
@@ -92,13 +98,21 @@ class TrainConfig:
     metadata: Dict[str, Any] = field(default_factory=dict)  # extra facts for metadata.json
     allow_change: List[str] = setting(
         default_factory=list, parse=_setting_list, metavar="SETTING[,SETTING]",
-        help="on resume, let these settings differ from the checkpoint's: lr, state-reset-every, dropout, "
+        help="on resume, let these settings differ from the checkpoint's: lr, lr-decay, lr-decay-threshold, "
+             "state-reset-every, dropout, "
              "clip-norm, bf16 (e.g. a learning-rate decay between phases). Run length, intervals, validation "
              "text, device and threads may always change; anything else is refused")
 
     def __post_init__(self):
         if self.lr is None:  # the optimizer's usual rate
             self.lr = 0.2 if self.optimizer == "adagrad" else 0.001
+        self.new_schedule()  # checks the decay settings now, not at the first validation run
+        if self.lr_decay < 1.0 and not (self.valid and self.eval_every):
+            raise ValueError("--lr-decay needs held-out text (--valid) and validation runs (--eval-every STEPS)")
+
+    def new_schedule(self) -> PlateauDecay:
+        """The learning-rate schedule of this config, at its start."""
+        return PlateauDecay(self.lr_decay, self.lr_decay_threshold, base_lr=self.lr, lr=self.lr)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2, sort_keys=True)
@@ -255,6 +269,7 @@ class TrainingRun:
         self.resume_from: Optional[Path] = None
         self.lr_before: Optional[float] = None
         self.last_valid: Optional[Dict[str, float]] = None
+        self.schedule = cfg.new_schedule()
         self.warm_start: Optional[Dict[str, Any]] = None  # where a warm-started run began
 
     def run(self, stop_after: Optional[int] = None) -> Dict[str, Any]:
@@ -280,6 +295,7 @@ class TrainingRun:
             bar.update(1)
             if cfg.eval_every and self.step_no % cfg.eval_every == 0 and self.step_no < self.n_steps:
                 self.last_valid = self.evaluate()
+                self._decay_on_plateau(self.last_valid)
                 self.t_last = time.perf_counter()  # evaluation time is not training time
             if _out_of_time(cfg, self.ctx, self.elapsed) and self.step_no < self.n_steps:
                 self.n_steps = self.step_no  # out of time: this is the last step
@@ -370,8 +386,10 @@ class TrainingRun:
         self.model.load_state_dict(ckpt["model"])
         self.optimizer.load_state_dict(ckpt["optimizer"])
         self.lr_before = self.optimizer.param_groups[0]["lr"]
-        for group in self.optimizer.param_groups:  # the run's lr wins (it differs only when allowed: --allow-change lr)
-            group["lr"] = cfg.lr
+        # the run's lr wins (it differs only when allowed: --allow-change lr), else the schedule's decayed one
+        if ckpt.get("lr_schedule"):
+            self.schedule.load_state_dict(ckpt["lr_schedule"])
+        self._set_lr(self.schedule.lr)
         self.step_no, self.tokens_done, self.elapsed = ckpt["step"], ckpt["tokens"], ckpt["elapsed"]
         mine = ckpt["ranks"][ctx.rank]
         self.batches.load_state_dict(mine["batches"])
@@ -380,6 +398,10 @@ class TrainingRun:
         self.softmax_loss.load_state_dict(mine["sampler"])
         if _out_of_time(cfg, ctx, self.elapsed):
             self.n_steps = min(self.n_steps, self.step_no)
+
+    def _set_lr(self, lr: float) -> None:
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
 
     def open_log(self) -> None:
         """Write the run's config and corpus size, open the learning curve, read the held-out text."""
@@ -402,7 +424,7 @@ class TrainingRun:
                 "threads": torch.get_num_threads()})
         elif ctx.is_main:
             self.log_file.write({"event": "resume", "step": self.step_no, "from": self.resume_from.name,
-                                 "lr": cfg.lr, "lr_before": self.lr_before,
+                                 "lr": self.schedule.lr, "lr_before": self.lr_before,
                                  "state_reset_every": cfg.state_reset_every})
 
     def step(self) -> None:
@@ -466,6 +488,18 @@ class TrainingRun:
         distributed.barrier(ctx)
         return result
 
+    def _decay_on_plateau(self, result: Optional[Dict[str, float]]) -> None:
+        """Rank 0 decides from its validation run; every rank takes the new rate."""
+        ctx = self.ctx
+        lowered = 1.0 if (result is not None and self.schedule.update(result["ppl"])) else 0.0
+        if distributed.all_reduce_sum(ctx, [lowered])[0] > 0:
+            if not ctx.is_main:  # the same decision on every rank, so the same rate
+                self.schedule.lr *= self.schedule.factor
+                self.schedule.decays += 1
+            self._set_lr(self.schedule.lr)
+            self.log_file.write({"event": "lr_decay", "step": self.step_no, "lr": self.schedule.lr,
+                                 "best_ppl": round(self.schedule.best or 0.0, 4)})
+
     def save(self) -> None:
         """A checkpoint of the current step: weights, optimizer and every rank's position."""
         ctx = self.ctx
@@ -476,7 +510,7 @@ class TrainingRun:
             save_checkpoint(self.ckpt_dir, self.step_no, {
                 "step": self.step_no, "tokens": self.tokens_done, "elapsed": self.elapsed,
                 "model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(), "ranks": ranks,
-                "config": self.cfg.to_json()}, keep=self.cfg.keep_checkpoints)
+                "lr_schedule": self.schedule.state_dict(), "config": self.cfg.to_json()}, keep=self.cfg.keep_checkpoints)
 
     def finish(self) -> Dict[str, Any]:
         """The session's summary; at the run's end also the final evaluation and the exported model."""

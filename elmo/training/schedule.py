@@ -1,0 +1,62 @@
+"""Learning-rate decay on a validation plateau.
+
+Kim et al. (2016) halve the learning rate whenever an epoch does not lower the validation
+perplexity enough; our earlier PTB run did the same by hand, once (a 135 -> 119 drop within an
+epoch). :class:`PlateauDecay` does it at every validation run of ``elmo train``
+(``--lr-decay 0.5 --eval-every STEPS``), and its state travels in the checkpoint, so a resumed
+run keeps the decayed rate and the best perplexity so far.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, Dict, Optional
+
+
+@dataclass
+class PlateauDecay:
+    """Multiply ``lr`` by ``factor`` when a validation perplexity is not at least ``threshold``
+    (relative) below the best one so far.
+
+    ``factor`` 1.0 never decays. ``base_lr`` is the run's configured rate this schedule started
+    from; a resume with another configured rate (``--allow-change lr``) starts the schedule
+    again from that rate, keeping the best perplexity.
+    """
+
+    factor: float
+    threshold: float
+    base_lr: float
+    lr: float
+    best: Optional[float] = None
+    decays: int = 0
+
+    def __post_init__(self):
+        if not 0.0 < self.factor <= 1.0:
+            raise ValueError(f"lr decay factor must be in (0, 1], got {self.factor}")
+        if not 0.0 <= self.threshold < 1.0:
+            raise ValueError(f"lr decay threshold must be in [0, 1), got {self.threshold}")
+
+    @property
+    def enabled(self) -> bool:
+        return self.factor < 1.0
+
+    def update(self, ppl: float) -> bool:
+        """Record one validation perplexity; True when the rate was lowered by it."""
+        if self.best is None or ppl < self.best * (1.0 - self.threshold):
+            self.best = ppl if self.best is None else min(self.best, ppl)
+            return False
+        self.best = min(self.best, ppl)
+        if not self.enabled:
+            return False
+        self.lr *= self.factor
+        self.decays += 1
+        return True
+
+    def state_dict(self) -> Dict[str, Any]:
+        return asdict(self)
+
+    def load_state_dict(self, state: Dict[str, Any]) -> None:
+        """Continue a stored schedule. The stored rate is kept unless the configured one
+        (``self.base_lr``) differs from the one the stored schedule started from."""
+        self.best, self.decays = state.get("best"), int(state.get("decays", 0))
+        if state.get("base_lr") == self.base_lr:
+            self.lr = float(state["lr"])

@@ -1,0 +1,71 @@
+"""The learning-rate decay on a validation plateau (``elmo train --lr-decay``)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from elmo.training.checkpoint import load_checkpoint
+from elmo.training.schedule import PlateauDecay
+from elmo.training.trainer import train
+from training_helpers import tiny_config, write_toy_corpus
+
+
+def test_plateau_decay_lowers_the_rate_only_without_enough_progress():
+    s = PlateauDecay(factor=0.5, threshold=0.01, base_lr=1.0, lr=1.0)
+    assert [s.update(p) for p in (100.0, 90.0, 89.5, 80.0, 85.0)] == [False, False, True, False, True]
+    assert s.lr == 0.25 and s.decays == 2 and s.best == 80.0
+
+
+def test_plateau_decay_of_one_never_lowers_the_rate():
+    s = PlateauDecay(factor=1.0, threshold=0.01, base_lr=0.1, lr=0.1)
+    for p in (10.0, 11.0, 12.0):
+        s.update(p)
+    assert s.lr == 0.1 and s.decays == 0 and s.best == 10.0
+
+
+def test_resumed_schedule_keeps_its_rate_unless_the_configured_rate_changed():
+    stored = PlateauDecay(0.5, 0.0, base_lr=1.0, lr=0.25, best=7.0, decays=2).state_dict()
+    same = PlateauDecay(0.5, 0.0, base_lr=1.0, lr=1.0)
+    same.load_state_dict(stored)
+    assert (same.lr, same.best, same.decays) == (0.25, 7.0, 2)
+    changed = PlateauDecay(0.5, 0.0, base_lr=0.1, lr=0.1)  # --lr 0.1 --allow-change lr
+    changed.load_state_dict(stored)
+    assert (changed.lr, changed.best) == (0.1, 7.0)
+
+
+@pytest.mark.parametrize("factor, threshold", [(0.0, 0.01), (1.5, 0.01), (0.5, -0.1), (0.5, 1.0)])
+def test_bad_decay_settings_are_refused(factor, threshold):
+    with pytest.raises(ValueError, match="lr decay"):
+        PlateauDecay(factor, threshold, base_lr=1.0, lr=1.0)
+
+
+def test_decay_needs_validation_runs(tmp_path):
+    train_txt, held_txt, vocab_txt = write_toy_corpus(tmp_path / "toy", n_train=50)
+    with pytest.raises(ValueError, match="--lr-decay needs held-out text"):
+        tiny_config(tmp_path / "run", train_txt, vocab_txt, lr_decay=0.5)
+    with pytest.raises(ValueError, match="--lr-decay needs held-out text"):
+        tiny_config(tmp_path / "run", train_txt, vocab_txt, lr_decay=0.5, valid=[str(held_txt)])
+
+
+def test_training_decays_on_plateau_and_resume_continues_the_schedule(tmp_path):
+    """A threshold no validation run can meet (99% better than the best) decays at every
+    validation run after the first; a run stopped between them and resumed ends with the same
+    rate and parameters as one that never stopped."""
+    train_txt, held_txt, vocab_txt = write_toy_corpus(tmp_path / "toy", n_train=100, n_heldout=10)
+    common = dict(max_steps=12, eval_every=3, valid=[str(held_txt)], optimizer="adam", lr=0.01,
+                  lr_decay=0.5, lr_decay_threshold=0.99, n_negative=8, checkpoint_every=4)
+    train(tiny_config(tmp_path / "straight", train_txt, vocab_txt, **common))
+    split = tiny_config(tmp_path / "split", train_txt, vocab_txt, **common)
+    train(split, stop_after=7)
+    train(split)
+    for run in ("straight", "split"):
+        log = [json.loads(line) for line in (tmp_path / run / "log.jsonl").read_text().splitlines()]
+        decays = [(r["step"], r["lr"]) for r in log if r["event"] == "lr_decay"]
+        assert decays == [(6, 0.005), (9, 0.0025)]  # validation at 3, 6, 9 (12 is the final one)
+        final = load_checkpoint(tmp_path / run / "checkpoints" / "checkpoint-00000012.pt")
+        assert final["optimizer"]["param_groups"][0]["lr"] == 0.0025
+        assert final["lr_schedule"]["decays"] == 2
+    a = load_checkpoint(tmp_path / "straight" / "checkpoints" / "checkpoint-00000012.pt")["model"]
+    b = load_checkpoint(tmp_path / "split" / "checkpoints" / "checkpoint-00000012.pt")["model"]
+    assert max(float((a[k] - b[k]).abs().max()) for k in a) <= 1e-6
