@@ -22,12 +22,11 @@ def _t_abs_probability(x: float, df: int) -> float:
     theta = math.atan(x / math.sqrt(df))
     c2 = math.cos(theta) ** 2
     if df % 2:                      # odd: 2/pi * (theta + sin(theta) * (cos + 2/3 cos^3 + ...))
-        term, total = math.cos(theta), 0.0
-        if df > 1:
-            total = term
-            for k in range(3, df - 1, 2):       # next term: (k-1)/k * cos^2 * previous
-                term *= (k - 1) / k * c2
-                total += term
+        term = math.cos(theta)
+        total = 0.0 if df == 1 else term
+        for k in range(3, df - 1, 2):           # next term: (k-1)/k * cos^2 * previous
+            term *= (k - 1) / k * c2
+            total += term
         return 2.0 / math.pi * (theta + math.sin(theta) * total)
     term, total = 1.0, 1.0          # even: sin(theta) * (1 + 1/2 cos^2 + 1*3/(2*4) cos^4 + ...)
     for k in range(2, df - 1, 2):

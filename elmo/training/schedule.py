@@ -47,9 +47,13 @@ class PlateauDecay:
         self.best = min(self.best, ppl)
         if not self.enabled:
             return False
+        self.decay()
+        return True
+
+    def decay(self) -> None:
+        """Lower the rate once (also how the other ranks follow rank 0's decision)."""
         self.lr *= self.factor
         self.decays += 1
-        return True
 
     def state_dict(self) -> Dict[str, Any]:
         return asdict(self)

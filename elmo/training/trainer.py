@@ -494,8 +494,7 @@ class TrainingRun:
         lowered = 1.0 if (result is not None and self.schedule.update(result["ppl"])) else 0.0
         if distributed.all_reduce_sum(ctx, [lowered])[0] > 0:
             if not ctx.is_main:  # the same decision on every rank, so the same rate
-                self.schedule.lr *= self.schedule.factor
-                self.schedule.decays += 1
+                self.schedule.decay()
             self._set_lr(self.schedule.lr)
             self.log_file.write({"event": "lr_decay", "step": self.step_no, "lr": self.schedule.lr,
                                  "best_ppl": round(self.schedule.best or 0.0, 4)})
