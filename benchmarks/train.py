@@ -47,7 +47,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.common import CONFIGS, brown_sentences, peak_memory_mib  # noqa: E402
+from benchmarks.common import CONFIGS, brown_sentences, machine_line, peak_memory_mib  # noqa: E402
 from benchmarks.reference import ReferenceBiLM  # noqa: E402
 from elmo import ElmoOptions  # noqa: E402
 from elmo.allocator import keep_freed_memory  # noqa: E402
@@ -165,7 +165,7 @@ def main() -> None:
     optimizers = {"reference": torch.optim.Adagrad(model.parameters(), lr=0.2, initial_accumulator_value=1.0),
                   "elmo": adagrad(model.parameters(), 0.2, 1.0)}
     tokens = args.batch_size * args.unroll_steps
-    print(f"machine: {torch.get_num_threads()} threads{'; heap only' if args.heap_only else ''}; "
+    print(f"machine: {machine_line()}{'; heap only' if args.heap_only else ''}; "
           f"model: {args.model} ({shape['shape']}), "
           f"{n_params / 1e6:.1f}M parameters with the softmax; vocabulary {len(vocab):,}; batch "
           f"{args.batch_size} x {args.unroll_steps}; {args.negatives} shared negatives")

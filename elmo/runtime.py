@@ -6,8 +6,11 @@ costs more than it saves.
 """
 from __future__ import annotations
 
+import os
+import platform
 from contextlib import contextmanager
-from typing import Iterator, Optional
+from pathlib import Path
+from typing import Dict, Iterator, Optional, Union
 
 import torch
 
@@ -33,3 +36,38 @@ def threads(n: Optional[int]) -> Iterator[int]:
         yield set_threads(n)
     finally:
         torch.set_num_threads(before)
+
+
+def cpu_model(cpuinfo: Union[str, Path] = "/proc/cpuinfo") -> str:
+    """The CPU's model name with its family and model numbers ("AMD EPYC (family 25 model 1)":
+    virtual machines often report only a generic name), read from the first processor in
+    ``cpuinfo`` on Linux; elsewhere, or when the file names no model, ``platform.processor()``
+    or "unknown"."""
+    fields: Dict[str, str] = {}
+    try:
+        first = Path(cpuinfo).read_text(encoding="utf-8", errors="replace").split("\n\n")[0]
+        for line in first.splitlines():
+            key, _, value = line.partition(":")
+            fields.setdefault(key.strip(), value.strip())
+    except OSError:
+        pass
+    name = fields.get("model name")
+    if not name:
+        return platform.processor() or "unknown"
+    if fields.get("cpu family") and fields.get("model"):
+        name += f" (family {fields['cpu family']} model {fields['model']})"
+    return name
+
+
+def machine_description() -> Dict[str, object]:
+    """What a measurement ran on, for results files and benchmark headers: the CPU model, the
+    vector instructions torch's kernels use on it (``ATEN_CPU_CAPABILITY`` lowers them), the
+    cores this process may use, torch's threads, and the software versions. Speed figures from
+    different CPUs are not comparable, so every recorded figure names its CPU."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 0
+    return {"cpu": cpu_model(), "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+            "cores": cores, "threads": torch.get_num_threads(), "platform": platform.platform(),
+            "python": platform.python_version(), "torch": torch.__version__}

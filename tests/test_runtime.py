@@ -1,10 +1,10 @@
-"""elmo.runtime: the one place torch's thread count is set."""
+"""elmo.runtime: the one place torch's thread count is set, and what a measurement ran on."""
 from __future__ import annotations
 
 import pytest
 import torch
 
-from elmo.runtime import set_threads, threads
+from elmo.runtime import cpu_model, machine_description, set_threads, threads
 
 
 def test_set_threads_and_keep():
@@ -25,3 +25,24 @@ def test_threads_block_restores_also_on_error():
     assert torch.get_num_threads() == 1
     with threads(None) as n:
         assert n == 1
+
+
+def test_cpu_model_reads_the_first_model_name(tmp_path):
+    info = tmp_path / "cpuinfo"
+    info.write_text("processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 1\n"
+                    "model name\t: AMD EPYC\n\nprocessor\t: 1\nmodel name\t: Other\n")
+    assert cpu_model(info) == "AMD EPYC (family 25 model 1)"
+    info.write_text("processor\t: 0\nmodel name\t: Intel(R) Xeon(R) Platinum 8481C CPU @ 2.70GHz\n")
+    assert cpu_model(info) == "Intel(R) Xeon(R) Platinum 8481C CPU @ 2.70GHz"
+    info.write_text("processor\t: 0\nmodel name\t:\n")  # empty: the fallback, never ""
+    assert cpu_model(info) and cpu_model(info) != ""
+    assert cpu_model(tmp_path / "missing")  # no file: the fallback
+
+
+def test_machine_description_names_cpu_threads_and_versions():
+    with threads(1):
+        m = machine_description()
+    assert m["threads"] == 1 and m["torch"] == torch.__version__
+    assert isinstance(m["cpu"], str) and m["cpu"]
+    assert m["cpu_capability"] == torch.backends.cpu.get_cpu_capability()
+    assert isinstance(m["cores"], int) and m["cores"] >= 1

@@ -111,6 +111,7 @@ def test_smoke_experiment_every_task_kind(tmp_path):
     assert "untrained" in results["bilms"]["fixture"]["warning"]
     saved = json.loads((out / "results.json").read_text())
     assert len(saved["runs"]) == 8
+    assert saved["machine"]["cpu"] and saved["machine"]["threads"] >= 1  # which CPU the times are from
     md = (out / "results.md").read_text()
     assert "| pos | token accuracy % | elmo-in-out | input+output |" in md
     assert md.count("| n/a |") >= 4            # paired t is undefined with one seed

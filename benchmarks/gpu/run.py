@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import copy
 import json
-import platform
 import random
 import statistics
 import sys
@@ -45,6 +44,7 @@ from benchmarks.common import CONFIGS  # noqa: E402
 from benchmarks.reference import ReferenceBiLM  # noqa: E402
 from elmo import BiLM, ElmoOptions, batch_to_ids  # noqa: E402
 from elmo.modules.lstm_inference import int8_supported  # noqa: E402
+from elmo.runtime import machine_description  # noqa: E402
 
 DEFAULT_MODEL = ROOT / "elmo" / "resources" / "default"
 DEMO_TEXT = ROOT / "elmo" / "resources" / "demo" / "play_sentences.txt"
@@ -349,6 +349,7 @@ def training_run(device, smoke: bool, clock: Clock, minutes: float, corpus: Opti
 def markdown(results: dict) -> str:
     lines = [f"# GPU session: {results['device']}", "",
              f"torch {results['torch']}, {results['when']}; tests: {results['tests']}", "",
+             f"host CPU: {results['host']['cpu']}, {results['host']['cores']} cores", "",
              "## Inference (original configuration, random weights)", "",
              "| batch | implementation | tok/s | vs reference |", "|---|---|---|---|"]
     for r in results.get("inference", []):
@@ -395,8 +396,10 @@ def main() -> int:
     else:
         device = torch.device("cuda")
         torch.set_num_threads(min(8, torch.get_num_threads()))
-    name = torch.cuda.get_device_name(device) if device.type == "cuda" else f"CPU ({platform.processor() or 'x86-64'})"
-    results = {"device": name, "torch": torch.__version__, "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+    host = machine_description()
+    name = torch.cuda.get_device_name(device) if device.type == "cuda" else f"CPU ({host['cpu']})"
+    results = {"device": name, "host": host, "torch": torch.__version__,
+               "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                "tests": args.tests, "smoke": args.smoke, "budget_s": args.budget_s}
     phases = [("inference", lambda: inference(device, args.smoke, clock)),
               ("step_loop", lambda: step_loop(device, args.smoke, clock)),

@@ -46,7 +46,6 @@ import copy
 import hashlib
 import json
 import math
-import platform
 import statistics
 import sys
 import time
@@ -69,7 +68,7 @@ from .experiment_config import ExperimentConfig, ModelSettings, Variant
 from .train_loop import FitConfig, fit, score
 from ..config import ConfigError
 from ..io import atomic_write_text
-from ..runtime import threads
+from ..runtime import machine_description, threads
 
 #: Characters per token when no biLM says otherwise (the char features of the baseline).
 DEFAULT_MAX_CHARS = 50
@@ -616,8 +615,7 @@ def run_experiment(cfg: ExperimentConfig | dict, out: Optional[str | Path] = Non
     results = {
         "config": cfg.recorded(),
         "command": command or "run_experiment(config)",
-        "machine": {"python": platform.python_version(), "torch": torch.__version__,
-                    "threads": torch.get_num_threads(), "platform": platform.platform()},
+        "machine": machine_description(),
         "bilms": {**described, **{s: _bilm_entry(s, bilms) for s in sorted(specs)}},
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "data": {}, "runs": list(done), "summary": [],
