@@ -163,9 +163,14 @@ def test_summary_pairs_seeds_and_never_mixes_tasks():
     assert pos["gain_mean"] == pytest.approx(7 / 6)
     assert pos["gain_std"] == pytest.approx(math.sqrt((1 / 36 + 25 / 36 + 16 / 36) / 2))
     assert pos["gain_t"] == pytest.approx((7 / 6) / (pos["gain_std"] / math.sqrt(3)))
+    half = 4.302653 * pos["gain_std"] / math.sqrt(3)  # t table: 2 degrees of freedom, 95%
+    assert (pos["gain_low"], pos["gain_high"]) == pytest.approx((7 / 6 - half, 7 / 6 + half), abs=1e-5)
     assert pos["test_mean"] == pytest.approx(92.1666666, abs=1e-5)
     assert rows[("ner", "e")]["gain_mean"] == pytest.approx(1.0)
     assert "gain_mean" not in rows[("pos", "b")]
+    # no baseline run to pair with: the gain is undefined, not a crash or a silent number
+    alone = {(r["task"], r["variant"]): r for r in summarise([r for r in runs if r["variant"] == "e"], cfg)}
+    assert alone[("pos", "e")]["gain_seeds"] == 0 and math.isnan(alone[("pos", "e")]["gain_mean"])
 
 
 def test_finetuning_changes_a_copy_not_the_shared_bilm():

@@ -114,7 +114,8 @@ def test_smoke_experiment_every_task_kind(tmp_path):
     assert saved["machine"]["cpu"] and saved["machine"]["threads"] >= 1  # which CPU the times are from
     md = (out / "results.md").read_text()
     assert "| pos | token accuracy % | elmo-in-out | input+output |" in md
-    assert md.count("| n/a |") >= 4            # paired t is undefined with one seed
+    assert md.count("| n/a | n/a |") >= 4    # interval and paired t are undefined with one seed
+    assert "| gain ± std | 95% interval | paired t |" in md
     assert "## Learned layer weights" in md
     assert (out / "layer_weights.png").stat().st_size > 1000
 

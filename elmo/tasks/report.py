@@ -33,6 +33,13 @@ def pm(mean, std, digits: int = 2, signed: bool = False) -> str:
     return text if s is None else f"{text} ± {s:.{digits}f}"
 
 
+def interval(row: dict) -> str:
+    """A gain's 95% interval, ``+0.97 to +5.03``; ``n/a`` when undefined (one seed, or a record
+    written before intervals were kept)."""
+    low, high = _num(row.get("gain_low")), _num(row.get("gain_high"))
+    return "n/a" if low is None or high is None else f"{low:+.2f} to {high:+.2f}"
+
+
 def mix_weight_rows(runs: List[dict]) -> List[dict]:
     """Per (task, variant, position) with learned mixes: mean and std over seeds of each
     layer's softmax(s) weight and of gamma."""
@@ -98,13 +105,13 @@ def markdown(results: dict) -> str:
             f"Seeds: {', '.join(map(str, cfg['seeds']))}. ± is the sample standard deviation over "
             "seeds. Each +ELMo row's gain is its test score "
             "minus the baseline's with the same seed, averaged over seeds (± the std of those "
-            "differences); paired t = mean gain / (its std / sqrt(seeds)), e.g. above 4.30 "
-            "for a two-sided 5% test with 3 seeds. Each task is reported in its own metric; tasks "
+            "differences), with its 95% Student-t interval; paired t = mean gain / (its std / "
+            "sqrt(seeds)), e.g. above 4.30 for a two-sided 5% test with 3 seeds. Each task is reported in its own metric; tasks "
             "are never averaged.",
             "", "biLMs:", *bilm_lines(results.get("bilms", {})), ""]
     out += ["| task | metric | variant | ELMo at | layers | λ | biLM | biLM tuned | seeds | "
-            "test mean ± std | gain ± std | paired t | dev mean | time s |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+            "test mean ± std | gain ± std | 95% interval | paired t | dev mean | time s |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for row in results.get("summary", []):
         e = row.get("elmo")
         c = elmo_cells(e)
@@ -113,7 +120,7 @@ def markdown(results: dict) -> str:
                    f"{row['variant']} | {c['at']} | {c['layers']} | {c['lambda']} | {c['bilm']} | "
                    f"{c['tuned']} | "
                    f"{len(row['seeds'])} | {pm(row['test_mean'], row['test_std'])} | {gain} | "
-                   f"{pm(row.get('gain_t'), None) if e else '-'} | "
+                   f"{interval(row) if e else '-'} | {pm(row.get('gain_t'), None) if e else '-'} | "
                    f"{pm(row['dev_mean'], None)} | {row['seconds']:.0f} |")
     extra = [row for row in results.get("summary", []) if row.get("extra_tests_mean")]
     if extra:
@@ -283,8 +290,8 @@ def combined_table(all_results: List[dict]) -> str:
     sentiment), each row in its task's own metric, with the experiment it comes from and the
     command that reproduces it. Rows are listed, never averaged."""
     out = ["| experiment | task | metric | variant | ELMo at | layers | λ | biLM | biLM tuned | "
-           "seeds | test mean ± std | gain ± std | paired t |",
-           "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+           "seeds | test mean ± std | gain ± std | 95% interval | paired t |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     commands = []
     for results in all_results:
         name = results["config"]["name"]
@@ -297,7 +304,8 @@ def combined_table(all_results: List[dict]) -> str:
             out.append(f"| {name} | {row['task']} | {METRIC_NAMES.get(row['metric'], row['metric'])} "
                        f"| {row['variant']} | {c['at']} | {c['layers']} | {c['lambda']} | "
                        f"{c['bilm']} | {c['tuned']} | {len(row['seeds'])} | "
-                       f"{pm(row['test_mean'], row['test_std'])} | {gain} | {t} |")
+                       f"{pm(row['test_mean'], row['test_std'])} | {gain} | "
+                       f"{interval(row) if e else '-'} | {t} |")
     return "\n".join(out + ["", "Reproduce:", *commands]) + "\n"
 
 

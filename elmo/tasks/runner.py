@@ -63,6 +63,7 @@ from .features import ElmoFeatures, WordFeatures
 from .kinds import task_kind
 from .layer_cache import LayerCache
 from .models import Encoder, TaskModel
+from .paired import paired_difference
 from .report import write_reports
 from .experiment_config import ExperimentConfig, ModelSettings, Variant
 from .train_loop import FitConfig, fit, score
@@ -432,10 +433,25 @@ def _stats(values: List[float]) -> Dict[str, float]:
     return {"n": n, "mean": mean, "std": std}
 
 
+def _gain_over(runs: List[dict], task: str, variant: str, base: str) -> Dict[str, float]:
+    """``variant``'s gain over ``base`` on ``task``, paired by seed
+    (:func:`~elmo.tasks.paired.paired_difference`): ``gain_mean``, ``gain_std``, ``gain_seeds``,
+    the paired t ``gain_t`` and the 95% interval ``gain_low`` to ``gain_high``; NaN where
+    undefined (one seed, zero spread, or no baseline run to pair with: 0 seeds)."""
+    nan = float("nan")
+    try:
+        d = paired_difference({"runs": runs}, task, variant, base)
+    except ValueError:  # the baseline has not run (yet) on this task, or shares no seed
+        return {"gain_mean": nan, "gain_std": nan, "gain_seeds": 0, "gain_t": nan,
+                "gain_low": nan, "gain_high": nan}
+    return {"gain_mean": d["mean"], "gain_seeds": d["seeds"],
+            **{f"gain_{k}": nan if d[k] is None else d[k] for k in ("std", "t", "low", "high")}}
+
+
 def summarise(runs: List[dict], cfg: ExperimentConfig) -> List[dict]:
     """One row per (task, variant): test mean and std over seeds, dev mean, and the gain over
-    the baseline paired by seed (mean and std of the per-seed differences). No row ever
-    averages different tasks."""
+    the baseline paired by seed (mean and std of the per-seed differences, paired t and 95%
+    interval). No row ever averages different tasks."""
     base = baseline_name(cfg)
     rows = []
     tasks = []
@@ -443,8 +459,6 @@ def summarise(runs: List[dict], cfg: ExperimentConfig) -> List[dict]:
         if r["task"] not in tasks:
             tasks.append(r["task"])
     for task in tasks:
-        base_by_seed = {r["seed"]: r["test"] for r in runs
-                        if r["task"] == task and r["variant"] == base}
         for v in cfg.variants:
             rs = [r for r in runs if r["task"] == task and r["variant"] == v.name]
             if not rs:
@@ -463,12 +477,7 @@ def summarise(runs: List[dict], cfg: ExperimentConfig) -> List[dict]:
                                                       if k in r.get("extra_tests", {})])["mean"]
                                            for k in extra}
             if v.name != base:
-                diffs = [r["test"] - base_by_seed[r["seed"]] for r in rs if r["seed"] in base_by_seed]
-                g = _stats(diffs)
-                # paired t statistic of the per-seed gains (undefined for one seed or zero spread)
-                t = (g["mean"] / (g["std"] / math.sqrt(g["n"]))
-                     if g["n"] >= 2 and g["std"] > 0 else float("nan"))
-                row.update(gain_mean=g["mean"], gain_std=g["std"], gain_seeds=g["n"], gain_t=t)
+                row.update(_gain_over(runs, task, v.name, base))
             rows.append(row)
     return rows
 
