@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Gather the PTB run's results into experiments/ptb/ (log, curve, numbers). Run from the repository root.
+# Gather a PTB run's results (log, curve, numbers, validation table) into its experiment folder.
+# Run from the repository root; the first run by default, the second with
+#   RUN=runs/ptb-v2/run OUT=experiments/ptb/v2 TITLE="biLM on PTB, second run (CPU, 2 threads)" bash experiments/ptb/collect.sh
 set -euo pipefail
-run=runs/ptb/run
-out=experiments/ptb
+run=${RUN:-runs/ptb/run}
+out=${OUT:-experiments/ptb}
 cp $run/log.jsonl $out/log.jsonl
 cp $run/train_config.json $out/train_config.json
-elmo plot-curve $run/log.jsonl -o $out/curve.png --title "biLM on PTB (CPU, 1 thread)"
+elmo plot-curve $run/log.jsonl -o $out/curve.png --title "${TITLE:-biLM on PTB (CPU, 1 thread)}"
 python - "$run" "$out" <<'PY'
 import json, sys
 run, out = sys.argv[1], sys.argv[2]
@@ -23,4 +25,12 @@ except FileNotFoundError:
     pass
 json.dump(result, open(f"{out}/results.json", "w"), indent=2)
 print(json.dumps(result, indent=2))
+# the validation curve as a markdown table, with the learning rate each evaluation ran at
+lr = json.load(open(f"{run}/train_config.json"))["lr"]
+print("\n| step | epoch | rate of the steps before | validation forward | backward | average |\n|---:|---:|---:|---:|---:|---:|")
+for r in log:
+    if r.get("event") == "eval" and r.get("split") == "valid":
+        print(f"| {r['step']:,} | {r['epoch']:.2f} | {lr:g} | {r['ppl_fwd']:.1f} | {r['ppl_bwd']:.1f} | {r['ppl']:.1f} |")
+    elif r.get("event") in ("lr_decay", "resume") and "lr" in r:
+        lr = r["lr"]
 PY
