@@ -33,7 +33,7 @@ def batches_of(sentences, batch_size, n_batches):
 
 
 def run(config: str, batch_sizes, seconds: float, bf16: bool, int8: bool, sentences, n_sentences: int = 64,
-        general: bool = False) -> None:
+        general: bool = False, stored: bool = False) -> None:
     # Frozen weights, as AllenNLP loads them (requires_grad=False): the reference runs with
     # autograd enabled as its ElmoEmbedder does, and records no graph.
     bilm = random_model(config).requires_grad_(False)
@@ -75,6 +75,13 @@ def run(config: str, batch_sizes, seconds: float, bf16: bool, int8: bool, senten
             finally:
                 lstm_module.SINGLE_SEQUENCE_PATH = True
 
+        def ours_stored():
+            lstm_module.RECURRENT_ROWS = False
+            try:
+                ours()
+            finally:
+                lstm_module.RECURRENT_ROWS = True
+
         def ref():
             for c in chunks:
                 reference(c)
@@ -90,6 +97,8 @@ def run(config: str, batch_sizes, seconds: float, bf16: bool, int8: bool, senten
             impls["elmo-int8"] = ours_int8
         if general and bs == 1:
             impls["elmo-general"] = ours_general
+        if stored and bs == 1:
+            impls["elmo-stored"] = ours_stored
         timings = time_interleaved(impls, min_seconds=seconds)
         base = None
         for name, fn in impls.items():
@@ -123,6 +132,8 @@ def main() -> None:
                         help="also time the opt-in int8 recurrent weights (bilm.lstm.use_int8())")
     parser.add_argument("--general-path", action="store_true",
                         help="at batch 1, also time the LSTM's general path (before the single-sequence path)")
+    parser.add_argument("--stored-layout", action="store_true",
+                        help="at batch 1, also time W_hh in its stored layout (before the re-laid copy)")
     parser.add_argument("--threads", type=int, default=None)
     args = parser.parse_args()
     if args.threads:
@@ -132,7 +143,8 @@ def main() -> None:
     print(f"machine: {machine_line()}; fp32 matmul {PEAK:.0f} GFLOP/s (measured now)")
     sentences = brown_sentences(limit=2000, min_len=3)
     for config in args.configs:
-        run(config, args.batches, args.seconds, args.bf16, args.int8, sentences, args.sentences, args.general_path)
+        run(config, args.batches, args.seconds, args.bf16, args.int8, sentences, args.sentences, args.general_path,
+            args.stored_layout)
 
 
 PEAK = 1.0

@@ -95,3 +95,37 @@ def test_int8_weights_follow_weight_changes_and_refuse_autograd():
     assert all(torch.equal(a, b) for a, b in zip(after, run(fresh, [SENTENCE])))
     with pytest.raises(RuntimeError, match="no_grad"):
         bilm(batch_to_ids([SENTENCE]))
+
+
+def test_recurrent_weight_rows_match_the_stored_layout_and_follow_weight_changes(monkeypatch):
+    """One-row steps multiply by a re-laid copy of W_hh: the same products as the stored layout
+    (float rounding apart), and a copy made again after the weights change, never a stale one."""
+    bilm = random_bilm(seed=5)
+    rows = run(bilm, [SENTENCE])
+    monkeypatch.setattr(lstm_module, "RECURRENT_ROWS", False)
+    stored = run(bilm, [SENTENCE])
+    monkeypatch.setattr(lstm_module, "RECURRENT_ROWS", True)
+    assert all(torch.allclose(a, b, rtol=0, atol=1e-5) for a, b in zip(rows, stored))
+    layer = bilm.lstm.layers[0]
+    copy_before = layer.recurrent_weight_rows()
+    assert copy_before.is_contiguous() and torch.equal(copy_before, layer.weight_hh.detach().transpose(1, 2))
+    assert layer.recurrent_weight_rows() is copy_before  # made once while W_hh is unchanged
+    with torch.no_grad():
+        for layer in bilm.lstm.layers:
+            layer.weight_hh.mul_(-0.5)               # in place: the same address, a new version
+    changed = run(bilm, [SENTENCE])
+    monkeypatch.setattr(lstm_module, "RECURRENT_ROWS", False)
+    changed_stored = run(bilm, [SENTENCE])
+    assert all(torch.allclose(a, b, rtol=0, atol=1e-5) for a, b in zip(changed, changed_stored))
+    assert not torch.allclose(changed[1], rows[1], atol=1e-3)  # the change did reach the outputs
+    assert torch.equal(bilm.lstm.layers[0].recurrent_weight_rows(),
+                       bilm.lstm.layers[0].weight_hh.detach().transpose(1, 2))
+
+
+def test_recurrent_weight_rows_are_not_saved_and_not_used_in_training():
+    bilm = random_bilm(seed=6)
+    run(bilm, [SENTENCE])
+    assert not any("rows" in k for k in bilm.state_dict())
+    x = batch_to_ids([SENTENCE[:5]])
+    bilm(x)["activations"][-1].sum().backward()  # one row with autograd: the training path
+    assert bilm.lstm.layers[0].weight_hh.grad is not None

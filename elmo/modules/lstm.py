@@ -17,7 +17,7 @@ packed by length, so padded positions are never computed. Without autograd, one 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import List, Optional, Sequence, Tuple, cast
+from typing import Callable, List, Optional, Sequence, Tuple, cast
 
 import torch
 import torch.nn.functional as F
@@ -55,6 +55,9 @@ class BiLSTMLayer(nn.Module):
         self._int8_enabled = False
         self._int8_key: Optional[_WeightsKey] = None
         self._int8: Optional[Tuple[Int8Weights, Int8Weights]] = None
+        # W_hh re-laid for one-row steps (recurrent_weight_rows), made when first needed
+        self._hh_rows_key: Optional[Tuple[int, int, torch.device, torch.dtype]] = None
+        self._hh_rows: Optional[torch.Tensor] = None
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
@@ -74,6 +77,24 @@ class BiLSTMLayer(nn.Module):
             self._int8 = (Int8Weights(self.weight_hh), Int8Weights(self.weight_proj))
             self._int8_key = key
         return self._int8
+
+    def recurrent_weight_rows(self) -> torch.Tensor:
+        """W_hh as a contiguous (2, P, 4H) copy (no autograd), for the steps that run one row.
+
+        With one row, a step multiplies h (P,) by W_hh. Stored as (4H, P) that is a
+        matrix-vector product over 4H rows; as a (P, 4H) copy it is a one-row GEMM that scales
+        and sums P contiguous rows, and MKL ran it 2.4 times as fast on a Zen 3 CPU (batch-1
+        inference of the original model: 5.5 against 2.3 ms a product; see
+        benchmarks/RESULTS.md). The same products in fp32, summed in another order: the
+        results differ from the stored layout's by float rounding (about 1e-7). The copy costs
+        one more W_hh in memory (134 MB for the original model), only once a one-row step has
+        run, and is made again whenever W_hh has changed (so it never goes stale)."""
+        w = self.weight_hh
+        key = (w.data_ptr(), w._version, w.device, w.dtype)
+        if self._hh_rows_key != key or self._hh_rows is None:
+            self._hh_rows = w.detach().transpose(1, 2).contiguous()
+            self._hh_rows_key = key
+        return self._hh_rows
 
     def effective_bias(self) -> torch.Tensor:
         """The stored bias with the forget gate's +1: (2, 4H)."""
@@ -122,6 +143,11 @@ INPUT_CHUNK_STEPS = 32
 #: to time the general path).
 SINGLE_SEQUENCE_PATH = True
 
+#: Whether steps that run one row without autograd multiply by the re-laid W_hh
+#: (:meth:`BiLSTMLayer.recurrent_weight_rows`) instead of the stored one (benchmarks switch it
+#: off to time the stored layout).
+RECURRENT_ROWS = True
+
 
 def _autocast_on(device_type: str) -> bool:
     try:
@@ -130,13 +156,18 @@ def _autocast_on(device_type: str) -> bool:
         return torch.is_autocast_cpu_enabled() if device_type == "cpu" else torch.is_autocast_enabled()
 
 
-def _batched_product(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+def _batched_product(x: torch.Tensor, weight: torch.Tensor,
+                     rows: Optional[Callable[[], torch.Tensor]] = None) -> torch.Tensor:
     """x (D, bs, K) @ weight (D, K, N) -> (D, bs, N).
 
-    With one row, a matrix-vector product per direction reads the weight at full memory speed;
-    a batched GEMM was measured at about half of that for one row (batch-1 inference).
+    With one row, a product per direction instead of the batched GEMM (measured at about half
+    the speed for one row): a one-row GEMM with ``rows()``, the weight as a contiguous (D, K, N)
+    copy, where given; else a matrix-vector product with the stored (N, K) weight.
     """
     if x.shape[1] == 1 and x.dtype == weight.dtype:  # (under autocast the dtypes differ)
+        if rows is not None:
+            w = rows()
+            return torch.stack([torch.mm(x[d], w[d]) for d in range(x.shape[0])])
         return torch.stack([torch.mv(weight[d].T, x[d, 0]) for d in range(x.shape[0])]).unsqueeze(1)
     return torch.bmm(x, weight)
 
@@ -144,7 +175,8 @@ def _batched_product(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
 def run_lstm_layer(layer_input: torch.Tensor, weight_ih: torch.Tensor, bias: torch.Tensor,
                    batch_sizes: List[int], weight_hh: torch.Tensor, weight_proj: torch.Tensor,
                    state: LayerState, cell_clip: Optional[float], proj_clip: Optional[float],
-                   int8: Optional[Tuple[Int8Weights, Int8Weights]] = None
+                   int8: Optional[Tuple[Int8Weights, Int8Weights]] = None,
+                   weight_hh_rows: Optional[Callable[[], torch.Tensor]] = None
                    ) -> Tuple[torch.Tensor, LayerState]:
     """Step D directions of one layer over packed sequences.
 
@@ -156,6 +188,9 @@ def run_lstm_layer(layer_input: torch.Tensor, weight_ih: torch.Tensor, bias: tor
         state: initial (c (D, B, H), h (D, B, P)) in sorted row order.
         int8: opt-in int8 (W_hh, W_proj) for the products with the state (see
             :mod:`elmo.modules.lstm_inference`); None for the float weights.
+        weight_hh_rows: gives W_hh as a contiguous (D, P, 4H) copy for the steps that run
+            one row (:meth:`BiLSTMLayer.recurrent_weight_rows`), called only when one does;
+            None to multiply by ``weight_hh`` there too.
 
     Returns:
         outputs (D, N, P) packed, and the final state (c, h) in sorted row order; rows that
@@ -165,7 +200,8 @@ def run_lstm_layer(layer_input: torch.Tensor, weight_ih: torch.Tensor, bias: tor
     if (SINGLE_SEQUENCE_PATH and not torch.is_grad_enabled() and h.shape[1] == 1 and batch_sizes
             and layer_input.dtype == weight_hh.dtype and not _autocast_on(h.device.type)):
         return run_single_sequence(layer_input, weight_ih, bias, weight_hh, weight_proj, state,
-                                   cell_clip, proj_clip, int8)
+                                   cell_clip, proj_clip, int8,
+                                   weight_hh_rows() if weight_hh_rows is not None and int8 is None else None)
     outputs, finished_c, finished_h = [], [], []
     offset = chunk_end = 0
     step_inputs: List[torch.Tensor] = []
@@ -182,7 +218,8 @@ def run_lstm_layer(layer_input: torch.Tensor, weight_ih: torch.Tensor, bias: tor
             finished_c.append(c[:, bs:])
             finished_h.append(h[:, bs:])
             c, h = c[:, :bs], h[:, :bs]
-        gates = (_batched_product(h, weight_hh) if int8 is None else int8[0].product(h)) + step_inputs.pop()
+        gates = (_batched_product(h, weight_hh, weight_hh_rows) if int8 is None
+                 else int8[0].product(h)) + step_inputs.pop()
         i, j, f, o = gates.chunk(4, dim=-1)
         c = torch.sigmoid(i) * torch.tanh(j) + torch.sigmoid(f) * c
         if cell_clip is not None:
@@ -300,7 +337,8 @@ class BiLSTMStack(nn.Module):
             if wants_fast_path(layer_input, layer.weight_hh):
                 packed, (c, h) = run_lstm_layer_autograd(*args)
             else:  # inference (also under autocast): int8 weights when opted in
-                packed, (c, h) = run_lstm_layer(*args, int8=layer.int8_weights())
+                packed, (c, h) = run_lstm_layer(*args, int8=layer.int8_weights(),
+                                                weight_hh_rows=layer.recurrent_weight_rows if RECURRENT_ROWS else None)
             if self.use_skip_connections and j > 0:
                 packed = packed + layer_input
             x = packed
