@@ -106,8 +106,8 @@ def markdown(results: dict) -> str:
             "seeds. Each +ELMo row's gain is its test score "
             "minus the baseline's with the same seed, averaged over seeds (± the std of those "
             "differences), with its 95% Student-t interval; paired t = mean gain / (its std / "
-            "sqrt(seeds)), e.g. above 4.30 for a two-sided 5% test with 3 seeds. Each task is reported in its own metric; tasks "
-            "are never averaged.",
+            "sqrt(seeds)), e.g. above 4.30 for a two-sided 5% test with 3 seeds. Each task is "
+            "reported in its own metric; tasks are never averaged.",
             "", "biLMs:", *bilm_lines(results.get("bilms", {})), ""]
     out += ["| task | metric | variant | ELMo at | layers | λ | biLM | biLM tuned | seeds | "
             "test mean ± std | gain ± std | 95% interval | paired t | dev mean | time s |",
