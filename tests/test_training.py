@@ -167,6 +167,10 @@ def test_command_line_vocab_train_perplexity_plot(tmp_path, toy, capsys):
     assert main(["perplexity", str(run / "model"), str(held_txt), "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
     assert math.isclose(result["ppl"], math.exp((result["loss_fwd"] + result["loss_bwd"]) / 2))
+    assert result["definition"] == "stateless"
+    assert main(["perplexity", str(run / "model"), str(held_txt), "--json", "--carry-state"]) == 0
+    carried = json.loads(capsys.readouterr().out)
+    assert carried["definition"] == "carried state" and carried["targets"] == result["targets"]
     assert Vocabulary.load(run / "model" / "vocab_counts.tsv").counts == counts.counts  # counts kept beside
     records = [json.loads(line) for line in (run / "log.jsonl").read_text().splitlines()]
     assert [r["step"] for r in records if r["event"] == "train"] == [4, 8, 12]
@@ -235,3 +239,27 @@ def test_command_line_train_warm_start_continues_a_model(tmp_path, toy, capsys):
 
     assert main(["train", str(train_txt), "-o", str(tmp_path / "none"), "--max-steps", "2", *run_args]) == 1
     assert "missing setting vocab (--vocab)" in capsys.readouterr().err
+
+
+def test_carried_state_perplexity_reads_the_text_as_one_stream(tmp_path, toy):
+    """--carry-state: the same targets as stateless; independent of the window (the state
+    really carries from window to window); one sentence alone gives the stateless figure; and
+    on several sentences the context of the earlier ones changes the result."""
+    train_txt, held_txt, vocab_txt = toy
+    vocab = Vocabulary.load(vocab_txt)
+    torch.manual_seed(0)
+    model = LanguageModel(elmo.ElmoOptions.from_dict(tiny_model_options()), len(vocab))
+    sentences = list(iter_file_sentences([held_txt]))
+    stateless = perplexity(model, sentences, vocab, batch_size=4)
+    carried = perplexity(model, sentences, vocab, carry_state=True, window=7)
+    assert carried["targets"] == stateless["targets"] and carried["sentences"] == stateless["sentences"]
+    for window in (1, 3, 50, 10_000):  # one window per position up to the whole text in one
+        other = perplexity(model, sentences, vocab, carry_state=True, window=window)
+        assert other["loss_fwd"] == pytest.approx(carried["loss_fwd"], rel=1e-5)
+        assert other["loss_bwd"] == pytest.approx(carried["loss_bwd"], rel=1e-5)
+    assert abs(carried["loss_fwd"] - stateless["loss_fwd"]) > 1e-4  # the context does count
+    one = sentences[:1]
+    alone = perplexity(model, one, vocab, batch_size=1)
+    streamed = perplexity(model, one, vocab, carry_state=True, window=3)
+    assert streamed["loss_fwd"] == pytest.approx(alone["loss_fwd"], rel=1e-5)
+    assert streamed["loss_bwd"] == pytest.approx(alone["loss_bwd"], rel=1e-5)

@@ -99,11 +99,16 @@ def register(subparsers) -> None:
     p = subparsers.add_parser(
         "perplexity", help="full-softmax perplexity of a trained biLM on a text",
         description="Forward, backward and average perplexity (full softmax). Every sentence is read from a "
-                    "zero state, as ELMo embeds it, so the result does not depend on --batch-size. Counts each "
-                    "word plus one sentence boundary per sentence and direction.")
+                    "zero state, as ELMo embeds it, so the result does not depend on --batch-size; with "
+                    "--carry-state the text is read as one stream with the state carried through it (the "
+                    "usual Penn Treebank protocol). Counts each word plus one sentence boundary per "
+                    "sentence and direction.")
     p.add_argument("model", help="trained model folder (with softmax.hdf5 and vocab.txt)")
     p.add_argument("text", nargs="+", help="files, globs or folders")
     p.add_argument("--batch-size", type=int, default=32, help="sentences per batch (speed only; default 32)")
+    p.add_argument("--carry-state", action="store_true",
+                   help="read the text as one stream, sentence after sentence, the LSTM state carried "
+                        "through it (the sentences' order matters) instead of each sentence from a zero state")
     p.add_argument("--device", default="auto")
     p.add_argument("--threads", type=int)
     p.add_argument("--json", action="store_true", help="print one JSON object")
@@ -229,12 +234,14 @@ def perplexity(args) -> int:
     _threads(args)
     device = resolve_device(args.device)
     model, vocab = load_language_model(args.model, device=device)
-    result = ppl(model, iter_file_sentences(expand_paths(args.text)), vocab, args.batch_size, device)
+    result = ppl(model, iter_file_sentences(expand_paths(args.text)), vocab, args.batch_size, device,
+                 carry_state=args.carry_state)
+    definition = "carried state" if args.carry_state else "stateless"
     if args.json:
-        print(json.dumps(result))
+        print(json.dumps({**result, "definition": definition}))
     else:
         print(f"forward {result['ppl_fwd']:.2f}  backward {result['ppl_bwd']:.2f}  average {result['ppl']:.2f}  "
-              f"({result['targets']:,} targets per direction)")
+              f"({result['targets']:,} targets per direction; {definition})")
     return 0
 
 

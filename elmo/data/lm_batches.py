@@ -230,3 +230,26 @@ def sentence_batches(sentences: Iterable[Sentence], vocab: Vocabulary, batch_siz
             lengths = [len(f) - 1 for f, _ in wrapped]
             yield _make_batch(encoder, [f for f, _ in wrapped], [b for _, b in wrapped], lengths, max(lengths))
             rows = []
+
+
+def stream_batches(sentences: Iterable[Sentence], vocab: Vocabulary, unroll_steps: int = 100,
+                   max_chars: int = 50) -> Iterator[LMBatch]:
+    """Held-out text as one stream, for a carried-state perplexity: one row, the wrapped
+    sentences end to end in their order, cut into windows of ``unroll_steps`` inputs (the last
+    one shorter); window n + 1 continues window n, so the LSTM state carries over. The backward
+    row holds each sentence reversed, in the same order, as training's packed rows do."""
+    if unroll_steps < 1:
+        raise ValueError(f"unroll_steps must be at least 1, got {unroll_steps}")
+    encoder = _Encoder(vocab, max_chars)
+    fwd: List[str] = []
+    bwd: List[str] = []
+    for sentence in sentences:
+        f, r = wrap(sentence)
+        fwd.extend(f)
+        bwd.extend(r)
+        while len(fwd) >= unroll_steps + 1:  # T inputs and their T targets
+            yield _make_batch(encoder, [fwd[:unroll_steps + 1]], [bwd[:unroll_steps + 1]],
+                              [unroll_steps], unroll_steps)
+            del fwd[:unroll_steps], bwd[:unroll_steps]
+    if len(fwd) > 1:
+        yield _make_batch(encoder, [fwd], [bwd], [len(fwd) - 1], len(fwd) - 1)

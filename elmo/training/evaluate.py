@@ -14,7 +14,17 @@ the usual count of the Penn Treebank LM set (words + end of sentence).
 Reported: forward and backward perplexity, and their average ``exp((loss_f + loss_b) / 2)``
 (the geometric mean, the quantity the training loss estimates).
 
-Before this definition, text was read as contiguous rows with the state carried from batch to
+**Carried state** (``carry_state=True``, ``elmo perplexity --carry-state``): the text is read
+as one stream instead, sentence after sentence in its order, one row, with the LSTM state
+carried through the whole text from a zero state at its start: the usual protocol of the Penn
+Treebank LM results (e.g. Kim et al. 2016), where every sentence has the ones before it as
+context. The targets are the same (the given ones are skipped), so the two figures compare;
+the result depends on the order of the sentences, not on the window length (to float
+rounding). The backward model reads each sentence reversed with the state carried in the
+same sentence order, as it was trained on packed rows. A model trained with
+``--state-reset-every N`` has seen contexts of at most N batches.
+
+Before these definitions, text was read as contiguous rows with the state carried from batch to
 batch; the rows' starting points (mid-sentence, from a zero state) moved with the batch size,
 and so did the figure (506.8 at batch 32 against 315.6 at batch 1 on 10 sentences).
 """
@@ -26,7 +36,7 @@ from typing import Dict, Iterable, List
 import torch
 
 from ..data.corpus import Sentence
-from ..data.lm_batches import sentence_batches
+from ..data.lm_batches import sentence_batches, stream_batches
 from ..vocab import Vocabulary
 from ..modules.lstm import LayerState
 from .model import LanguageModel
@@ -51,10 +61,13 @@ def reset_rows(state: List[LayerState], step: int, every: int, first_row: int = 
 
 @torch.no_grad()
 def perplexity(model: LanguageModel, sentences: Iterable[Sentence], vocab: Vocabulary,
-               batch_size: int = 32, device=None, autocast_dtype=None) -> Dict[str, float]:
-    """Full-softmax perplexity of ``sentences``, each from a zero state (see the module).
+               batch_size: int = 32, device=None, autocast_dtype=None, carry_state: bool = False,
+               window: int = 100) -> Dict[str, float]:
+    """Full-softmax perplexity of ``sentences``, each from a zero state, or with
+    ``carry_state`` as one stream with the state carried through it (see the module).
 
-    ``batch_size``: sentences per batch; it changes the speed, not the result.
+    ``batch_size``: sentences per batch (stateless only); it changes the speed, not the result.
+    ``window``: positions per forward call of the carried-state stream (speed only).
     ``autocast_dtype``: e.g. ``torch.bfloat16`` to evaluate under autocast (None: exact).
 
     Returns ``ppl_fwd``, ``ppl_bwd``, ``ppl`` (average), ``loss_fwd``, ``loss_bwd`` (mean
@@ -67,13 +80,21 @@ def perplexity(model: LanguageModel, sentences: Iterable[Sentence], vocab: Vocab
     device = device or next(model.parameters()).device
     nll_f = nll_b = 0.0
     n_f = n_b = 0
-    ordered = sorted(sentences, key=len)  # less padding; a stateless result does not depend on order
     max_chars = model.options.char_cnn.max_characters_per_token
+    if carry_state:
+        ordered = list(sentences)  # the text's order is the context
+        batches = stream_batches(ordered, vocab, window, max_chars)
+    else:
+        ordered = sorted(sentences, key=len)  # less padding; a stateless result does not depend on order
+        batches = sentence_batches(ordered, vocab, batch_size, max_chars)
+    state = None
     try:
-        for batch in sentence_batches(ordered, vocab, batch_size, max_chars):
+        for batch in batches:
             with torch.autocast(torch.device(device).type, dtype=autocast_dtype or torch.bfloat16,
                                 enabled=autocast_dtype is not None):
-                out = model(batch.to(device), None, None, skip_given_targets=True)
+                out = model(batch.to(device), state, None, skip_given_targets=True)
+            if carry_state:
+                state = out["state"]
             nll_f += float(out["nll_fwd"])
             nll_b += float(out["nll_bwd"])
             n_f += out["n_fwd"]
