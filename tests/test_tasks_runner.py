@@ -112,6 +112,7 @@ def test_smoke_experiment_every_task_kind(tmp_path):
     saved = json.loads((out / "results.json").read_text())
     assert len(saved["runs"]) == 8
     assert saved["machine"]["cpu"] and saved["machine"]["threads"] >= 1  # which CPU the times are from
+    assert all(r["cpu"] == saved["machine"]["cpu"] for r in saved["runs"])  # and each run's own
     md = (out / "results.md").read_text()
     assert "| pos | token accuracy % | elmo-in-out | input+output |" in md
     assert md.count("| n/a | n/a |") >= 4    # interval and paired t are undefined with one seed

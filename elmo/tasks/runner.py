@@ -69,7 +69,7 @@ from .experiment_config import ExperimentConfig, ModelSettings, Variant
 from .train_loop import FitConfig, fit, score
 from ..config import ConfigError
 from ..io import atomic_write_text
-from ..runtime import machine_description, threads
+from ..runtime import cpu_model, machine_description, threads
 
 #: Characters per token when no biLM says otherwise (the char features of the baseline).
 DEFAULT_MAX_CHARS = 50
@@ -401,6 +401,7 @@ def run_one(prep: PreparedTask, variant: Variant, seed: int, cfg: ExperimentConf
         "task": data.name, "metric": data.metric, "variant": variant.name, "seed": seed,
         "test": test, "dev": result["best_dev"], "best_epoch": result["best_epoch"],
         "epochs": result["epochs"], "seconds": time.time() - start,
+        "cpu": cpu_model(),  # each run's own: a resumed experiment's runs may come from other machines
         "history": result["history"],
         "elmo": None if e is None else {
             "bilm": cfg.bilm_of(variant), **_bilm_brief(cfg.bilm_of(variant)),
@@ -624,7 +625,7 @@ def run_experiment(cfg: ExperimentConfig | dict, out: Optional[str | Path] = Non
     results = {
         "config": cfg.recorded(),
         "command": command or "run_experiment(config)",
-        "machine": machine_description(),
+        "machine": machine_description(),  # this invocation's; each run records its own "cpu"
         "bilms": {**described, **{s: _bilm_entry(s, bilms) for s in sorted(specs)}},
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "data": {}, "runs": list(done), "summary": [],
