@@ -26,7 +26,9 @@ except FileNotFoundError:
 json.dump(result, open(f"{out}/results.json", "w"), indent=2)
 print(json.dumps(result, indent=2))
 # the validation curve as a markdown table, with the learning rate each evaluation ran at
-lr = json.load(open(f"{run}/train_config.json"))["lr"]
+# the first rate: the one the first resume found (train_config.json holds the last phase's)
+first = next((r for r in log if r.get("event") == "resume" and "lr_before" in r), None)
+lr = first["lr_before"] if first else json.load(open(f"{run}/train_config.json"))["lr"]
 print("\n| step | epoch | rate of the steps before | validation forward | backward | average |\n|---:|---:|---:|---:|---:|---:|")
 for r in log:
     if r.get("event") == "eval" and r.get("split") == "valid":

@@ -19,7 +19,7 @@ phases=("6259       0.002    0.01"   # no decay fired
         "7900       0.002    0.02"   # three decays, to 0.00025
         "9100       0.002    0.01"   # three decays, to 0.00003125
         "11900      0.0005   0"      # a warm restart of the rate, halved when not below the best
-        "99999      0.001    0")     # a second warm restart (this phase ends at the time limit)
+        "15801      0.001    0")     # a second warm restart, to the time limit (HOURS=3.0)
 done_step() { ls $run/checkpoints 2>/dev/null | sed -n 's/checkpoint-0*\([0-9][0-9]*\)\.pt/\1/p' | sort -n | tail -1; }
 for phase in "${phases[@]}"; do
   read -r last lr threshold <<<"$phase"
