@@ -5,8 +5,10 @@
 For each size, it takes windows of that many running tokens of real Brown text, keeps their
 distinct tokens (what the CNN sees for one batch), and times ``encode_tokens`` forward, and
 forward plus backward, with the length groups of :func:`elmo.modules.char_cnn.length_groups`
-and with a single group trimmed to the longest token (the previous computation). It checks
-that both give the same vectors and prints the ratio. ``--config`` is a bundled model name
+and with a single group trimmed to the longest token (the previous computation); and, on the
+CPU, the length groups with ``nn.Conv1d`` in place of the convolutions as matrix multiplies
+(``char_cnn.CONV_AS_MATMUL = False``). It checks that all give the same vectors and prints
+the ratios. ``--config`` is a bundled model name
 (``default``) or ``small`` / ``original`` (random weights, the released models' shapes).
 """
 from __future__ import annotations
@@ -49,9 +51,10 @@ def main(argv=None) -> None:
     print(f"char CNN of {args.config!r}: filters {encoder.config.filters}; {args.threads} thread(s); "
           f"text: {brown_source()}")
 
-    def encode(batches, overhead, backward):
+    def encode(batches, overhead, backward, as_matmul=True):
         def run():
             char_cnn.GROUP_OVERHEAD_MACS = overhead
+            char_cnn.CONV_AS_MATMUL = as_matmul
             for ids in batches:
                 if backward:
                     encoder.encode_tokens(ids).sum().backward()
@@ -67,11 +70,14 @@ def main(argv=None) -> None:
             batches = distinct_token_batches(n_tokens)
             with torch.no_grad():
                 encode(batches, one_group, False)()
-                char_cnn.GROUP_OVERHEAD_MACS = one_group
-                plain = [encoder.encode_tokens(ids) for ids in batches]
-                char_cnn.GROUP_OVERHEAD_MACS = default_overhead
-                grouped = [encoder.encode_tokens(ids) for ids in batches]
-            diff = max(float((a - b).abs().max()) for a, b in zip(plain, grouped))
+                outputs = {}
+                for name, overhead, as_matmul in (("plain", one_group, True), ("grouped", default_overhead, True),
+                                                  ("conv1d", default_overhead, False)):
+                    char_cnn.GROUP_OVERHEAD_MACS, char_cnn.CONV_AS_MATMUL = overhead, as_matmul
+                    outputs[name] = [encoder.encode_tokens(ids) for ids in batches]
+                char_cnn.GROUP_OVERHEAD_MACS, char_cnn.CONV_AS_MATMUL = default_overhead, True
+            diff = max(float((a - b).abs().max()) for other in ("grouped", "conv1d")
+                       for a, b in zip(outputs["plain"], outputs[other]))
             lengths = ((batches[0] != 261) & (batches[0] != 0)).sum(dim=1)
             groups = char_cnn.length_groups(lengths, encoder.config.max_width,
                                             encoder._group_overhead_positions())
@@ -81,12 +87,15 @@ def main(argv=None) -> None:
             for backward in (False, True):
                 encoder.train(backward)
                 t = time_interleaved({"one group": encode(batches, one_group, backward),
-                                      "length groups": encode(batches, default_overhead, backward)})
+                                      "length groups": encode(batches, default_overhead, backward),
+                                      "conv1d": encode(batches, default_overhead, backward, False)})
                 label = "forward + backward" if backward else "forward"
                 print(f"  {label:18s} one group {t['one group'] * 1e3:7.1f} ms, length groups "
-                      f"{t['length groups'] * 1e3:7.1f} ms: {t['one group'] / t['length groups']:.2f}x")
+                      f"{t['length groups'] * 1e3:7.1f} ms: {t['one group'] / t['length groups']:.2f}x; "
+                      f"with conv1d {t['conv1d'] * 1e3:7.1f} ms: matrix multiplies "
+                      f"{t['conv1d'] / t['length groups']:.2f}x as fast")
     finally:
-        char_cnn.GROUP_OVERHEAD_MACS = default_overhead
+        char_cnn.GROUP_OVERHEAD_MACS, char_cnn.CONV_AS_MATMUL = default_overhead, True
 
 
 if __name__ == "__main__":

@@ -141,3 +141,46 @@ def test_both_losses_answer_the_same_interface_with_the_same_numbers():
                                cand.log_q_of(targets))
     assert nll_f.shape == (7,) and nll_b.shape == (5,)
     assert torch.equal(torch.cat([nll_f, nll_b]), both)
+
+
+def test_sampled_loss_does_not_depend_on_how_many_rows_a_chunk_holds():
+    """The loss is computed a chunk of rows at a time; hits fall in several chunks here, and
+    every chunk size gives the same losses and gradients (float32 summation order only)."""
+    torch.manual_seed(4)
+    softmax = SharedSoftmax(120, 8)
+    with torch.no_grad():
+        softmax.bias.uniform_(-1, 1)
+    hidden = torch.randn(23, 8, requires_grad=True)
+    cand = Candidates.draw(LogUniformSampler(120, seed=2), 40)
+    targets = torch.randint(0, 120, (23,))
+    targets[::4] = cand.ids[:6]                                     # hits in every chunk
+    log_q_t = cand.log_q_of(targets)
+    params = [hidden, softmax.weight, softmax.bias]
+    upstream = torch.linspace(0.5, 2, 23)
+    results = []
+    for rows in (1, 4, 7, 23, 100, None):
+        nll = softmax.sampled_nll(hidden, targets, cand.ids, cand.log_q, log_q_t, chunk_rows=rows)
+        results.append((nll, torch.autograd.grad((nll * upstream).sum(), params)))
+    first_nll, first_grads = results[0]
+    for nll, grads in results[1:]:
+        assert torch.allclose(nll, first_nll, atol=1e-6, rtol=1e-6)
+        for a, b in zip(grads, first_grads):
+            assert torch.allclose(a, b, atol=1e-6, rtol=1e-5)
+
+
+def test_sampled_loss_under_bf16_autocast_stays_close_to_float32():
+    torch.manual_seed(5)
+    softmax = SharedSoftmax(200, 16)
+    hidden = torch.randn(30, 16, requires_grad=True)
+    cand = Candidates.draw(LogUniformSampler(200, seed=1), 50)
+    targets = torch.randint(0, 200, (30,))
+    log_q_t = cand.log_q_of(targets)
+    exact = softmax.sampled_nll(hidden, targets, cand.ids, cand.log_q, log_q_t)
+    g_exact = torch.autograd.grad(exact.sum(), [hidden, softmax.weight])
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        low = softmax.sampled_nll(hidden, targets, cand.ids, cand.log_q, log_q_t)
+    assert low.dtype == torch.float32
+    g_low = torch.autograd.grad(low.sum(), [hidden, softmax.weight])
+    assert torch.allclose(low, exact, atol=0.1, rtol=0.02)
+    for a, b in zip(g_low, g_exact):
+        assert a.dtype == torch.float32 and float((a - b).norm() / b.norm()) < 0.05

@@ -29,6 +29,7 @@ from torch import nn
 
 from ..chars import ByteCharIds
 from ..config import CharCNNConfig
+from .conv_pool import conv_max_pool
 
 # Row hashes used to find duplicate tokens and cached tokens. Any collision is caught by an
 # exact comparison afterwards, so these only need to be "usually distinct".
@@ -66,6 +67,11 @@ def _unique_with_first(keys: torch.Tensor):
 #: about as much as 28M multiply-adds of convolution (measured with benchmarks/char_cnn.py:
 #: about 2,000 token positions of the default model's CNN, 140 of the original's).
 GROUP_OVERHEAD_MACS = 28_000_000
+
+#: On the CPU, each convolution and its max over positions run as matrix multiplies
+#: (:func:`elmo.modules.conv_pool.conv_max_pool`); False runs ``nn.Conv1d`` instead
+#: (benchmarks/char_cnn.py times both). Other devices always use ``nn.Conv1d``.
+CONV_AS_MATMUL = True
 
 
 def length_groups(lengths: torch.Tensor, extra: int,
@@ -234,7 +240,11 @@ class CharCNN(nn.Module):
     def _pooled(self, ids: torch.Tensor, keep: int) -> torch.Tensor:
         """(N, C) char ids -> (N, F) max over positions of every convolution, using the first
         ``keep`` character positions (before the activation)."""
-        chars = self.char_embedding(ids[:, :min(ids.shape[1], keep)]).transpose(1, 2)  # (N, d, keep)
+        chars = self.char_embedding(ids[:, :min(ids.shape[1], keep)])   # (N, keep, d)
+        if chars.device.type == "cpu" and CONV_AS_MATMUL:
+            return torch.cat([conv_max_pool(chars, conv.weight, conv.bias) for conv in self.convolutions],
+                             dim=1)
+        chars = chars.transpose(1, 2)                                           # (N, d, keep)
         # max with indices, not amax: its backward scatters into one position per filter
         # instead of comparing the whole (N, n_w, width) map with the maximum again
         with _full_precision_convolutions(chars):

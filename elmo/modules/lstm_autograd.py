@@ -27,6 +27,8 @@ from typing import List, Optional, Sequence, Tuple
 import torch
 from torch.autograd.function import once_differentiable
 
+from .autocast import autocast_dtype
+
 
 def _clip_mask(x: torch.Tensor, clip: float, out: torch.Tensor) -> None:
     """Writes into ``out`` (bool) where clamp(x, -clip, clip) passes its gradient: -clip <= x <=
@@ -192,9 +194,8 @@ def run_lstm_layer_autograd(layer_input: torch.Tensor, weight_ih: torch.Tensor, 
     final state come back in that dtype, as the per-step path under autocast gives them.
     """
     device = layer_input.device.type
-    if torch.is_autocast_enabled(device):
-        dtype = (torch.get_autocast_dtype(device) if hasattr(torch, "get_autocast_dtype")
-                 else torch.get_autocast_cpu_dtype() if device == "cpu" else torch.get_autocast_gpu_dtype())
+    dtype = autocast_dtype(device)
+    if dtype is not None:
         with torch.autocast(device, enabled=False):
             cast = [t.to(dtype) for t in (layer_input, weight_ih, bias, weight_hh, weight_proj) + tuple(state)]
             layer_input, weight_ih, bias, weight_hh, weight_proj, c0, h0 = cast

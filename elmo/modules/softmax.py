@@ -30,6 +30,9 @@ from typing import Dict, Optional, Protocol, Tuple, Type
 
 import torch
 from torch import nn
+from torch.autograd.function import once_differentiable
+
+from .autocast import autocast_dtype
 
 
 class LogUniformSampler:
@@ -138,37 +141,78 @@ class Candidates:
         return nll[:hidden_f.shape[0]], nll[hidden_f.shape[0]:]
 
 
-class _SampledLoss(torch.autograd.Function):
-    """-log softmax([neg_1 .. neg_S, true])[true] per row, with the hit entries of neg removed.
+#: Bytes of float32 logits one chunk of rows of the sampled loss holds (16 MiB, so that a
+#: chunk stays in the last-level cache while it is exponentiated and summed, and every
+#: buffer stays under glibc's mmap threshold, 32 MiB, which would map it afresh each step).
+SAMPLED_CHUNK_BYTES = 16 << 20
 
-    The same value as cross-entropy over the concatenated logits, with a backward written out
-    (softmax minus one-hot, times the incoming gradient). On the CPU the passes over the (N, S)
-    logits dominate this loss's cost, so it makes few: a maximum, one exponential written
-    once (the hits zeroed in it) and summed, and in the backward one scaling of that saved
-    exponential. The logits are never concatenated with the true column, copied to mask the
-    hits or turned into a dense log-softmax.
+
+class _SampledLoss(torch.autograd.Function):
+    """-log softmax([neg_1 .. neg_S, true])[true] per row, with the hit entries of neg removed,
+    where neg = hidden weight^T + bias.
+
+    The same value as cross-entropy over the concatenated logits, computed a chunk of rows at
+    a time, with the backward written out. On the CPU the (N, S) logits cost more in memory
+    passes than in arithmetic, and as one array above 32 MiB every step pays page faults for
+    it (see :mod:`elmo.allocator`). So a chunk's logits are written once by its matrix
+    multiply into a buffer that stays in cache, then exponentiated in place (the hits
+    zeroed) and summed. Only that exponential is kept, one chunk per tensor; the backward
+    scales it, chunk by chunk, and runs the two products of the gradient on it while it is
+    in cache. The logits are never concatenated with the true column, masked by copying or
+    turned into a dense log-softmax.
     """
 
     @staticmethod
-    def forward(ctx, true_logit, neg, hit_rows, hit_cols):
-        """true_logit (N,), neg (N, S), hits (K,) rows and columns of neg -> loss (N,) float32."""
-        neg, true_logit = neg.float(), true_logit.float()
-        # Any upper bound of the kept logits keeps exp from overflowing; a hit has the true
-        # word's own logit, so including it does not push the others towards underflow.
-        top = torch.maximum(neg.amax(dim=1), true_logit)                 # (N,)
-        exp_neg = torch.sub(neg, top[:, None]).exp_()                   # (N, S)
-        exp_neg[hit_rows, hit_cols] = 0.0                                # hits removed
-        total = exp_neg.sum(dim=1) + torch.exp(true_logit - top)        # (N,)
-        loss = top + torch.log(total) - true_logit
-        ctx.save_for_backward(exp_neg, total, loss)
+    def forward(ctx, hidden, weight, bias, true_logit, hit_rows, hit_cols, chunk_rows: int):
+        """hidden (N, D), weight (S, D), bias (S,) (log Q folded in), true_logit (N,), hits (K,)
+        rows (ascending) and columns of neg; -> loss (N,) float32.
+
+        Matrix products run in ``hidden``'s dtype (the caller casts for autocast); the
+        exponentials and sums in float32.
+        """
+        n = hidden.shape[0]
+        true_logit = true_logit.float()
+        bounds = list(range(0, n, chunk_rows)) + [n]
+        hit_bounds = torch.searchsorted(hit_rows, torch.tensor(bounds, device=hit_rows.device)).tolist()
+        exps, totals, losses = [], [], []
+        for k, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:])):
+            neg = torch.addmm(bias, hidden[lo:hi], weight.t()).float()       # (c, S)
+            true_c = true_logit[lo:hi]
+            # Any upper bound of the kept logits keeps exp from overflowing; a hit has the
+            # true word's own logit, so including it does not push the others to underflow.
+            top = torch.maximum(neg.amax(dim=1), true_c)                    # (c,)
+            exp_neg = neg.sub_(top[:, None]).exp_()
+            h0, h1 = hit_bounds[k], hit_bounds[k + 1]
+            exp_neg[hit_rows[h0:h1] - lo, hit_cols[h0:h1]] = 0.0            # hits removed
+            total = exp_neg.sum(dim=1) + torch.exp(true_c - top)
+            exps.append(exp_neg)
+            totals.append(total)
+            losses.append(top + torch.log(total) - true_c)
+        loss = torch.cat(losses) if losses else true_logit.new_zeros(0)
+        ctx.bounds = bounds
+        ctx.save_for_backward(hidden, weight, loss, torch.cat(totals) if totals else loss, *exps)
         return loss
 
     @staticmethod
+    @once_differentiable
     def backward(ctx, grad):
-        exp_neg, total, loss = ctx.saved_tensors
-        d_neg = exp_neg * (grad / total)[:, None]      # softmax of the negatives times grad
+        hidden, weight, loss, total, *exps = ctx.saved_tensors
+        scale = grad / total                                                # (N,) float32
+        d_hidden = torch.empty_like(hidden)
+        d_weight = torch.zeros_like(weight)
+        d_bias = torch.zeros(weight.shape[0], device=weight.device)
+        buffer = None
+        for (lo, hi), exp_neg in zip(zip(ctx.bounds[:-1], ctx.bounds[1:]), exps):
+            if buffer is None or buffer.shape != exp_neg.shape:
+                buffer = torch.empty_like(exp_neg)
+            # d neg: the softmax of the negatives times grad (the saved exponential is kept)
+            d_neg = torch.mul(exp_neg, scale[lo:hi, None], out=buffer)       # (c, S) float32
+            d_bias += d_neg.sum(dim=0)
+            d_neg = d_neg.to(hidden.dtype)          # the products in the forward's dtype
+            torch.mm(d_neg, weight, out=d_hidden[lo:hi])
+            d_weight.addmm_(d_neg.t(), hidden[lo:hi])
         d_true = grad * (torch.exp(-loss) - 1)          # p_true = exp(-loss)
-        return d_true, d_neg, None, None
+        return d_hidden, d_weight, d_bias.to(weight.dtype), d_true, None, None, None
 
 
 class SharedSoftmax(nn.Module):
@@ -192,24 +236,34 @@ class SharedSoftmax(nn.Module):
         return nn.functional.cross_entropy(logits.float(), targets, reduction="none")
 
     def sampled_nll(self, hidden: torch.Tensor, targets: torch.Tensor, sampled: torch.Tensor,
-                    sampled_log_q: torch.Tensor, target_log_q: torch.Tensor) -> torch.Tensor:
+                    sampled_log_q: torch.Tensor, target_log_q: torch.Tensor,
+                    chunk_rows: Optional[int] = None) -> torch.Tensor:
         """The sampled-softmax loss per position (N,).
 
         Args:
             hidden: (N, D). targets: (N,) true ids.
             sampled: (S,) the shared negative ids; sampled_log_q: (S,) their log Q.
             target_log_q: (N,) log Q of each true id.
+            chunk_rows: rows of logits computed at a time (default: about
+                :data:`SAMPLED_CHUNK_BYTES` of them); the result does not depend on it.
         """
         true_logit = (hidden * self.weight[targets]).sum(-1) + self.bias[targets] - target_log_q
-        # log Q folded into the bias: addmm adds it without another pass over (N, S).
-        neg = torch.addmm(self.bias[sampled] - sampled_log_q, hidden, self.weight[sampled].t())
         # Accidental hits: a negative that is this position's true word. The sampled ids are
         # distinct, so a row has at most one; find them by id instead of comparing N x S pairs.
         column = torch.full((self.n_vocab,), -1, dtype=torch.long, device=sampled.device)
         column[sampled] = torch.arange(sampled.numel(), device=sampled.device)
         hit = column[targets]
         rows = (hit >= 0).nonzero().squeeze(1)
-        return _SampledLoss.apply(true_logit, neg, rows, hit[rows])
+        if chunk_rows is None:
+            chunk_rows = max(1, SAMPLED_CHUNK_BYTES // (4 * max(sampled.numel(), 1)))
+        # log Q folded into the bias, which the product adds without another pass over (N, S)
+        weight, bias = self.weight[sampled], self.bias[sampled] - sampled_log_q
+        dtype = autocast_dtype(hidden.device.type)
+        if dtype is None:
+            return _SampledLoss.apply(hidden, weight, bias, true_logit, rows, hit[rows], chunk_rows)
+        with torch.autocast(hidden.device.type, enabled=False):  # the products in autocast's dtype
+            return _SampledLoss.apply(hidden.to(dtype), weight.to(dtype), bias.to(dtype), true_logit,
+                                      rows, hit[rows], chunk_rows)
 
 
 class SoftmaxLoss(Protocol):

@@ -1,0 +1,76 @@
+"""A 1-d convolution followed by a max over positions, as matrix multiplies (the CPU path of
+the character CNN).
+
+For token ``t``, filter ``f`` of width ``w`` and bias ``b``::
+
+    pooled[t, f] = max_p ( b_f + sum_{c, k} W[f, c, k] x[t, p + k, c] ),  p = 0 .. L - w
+
+Why not ``nn.Conv1d``: on the CPU its kernel for these shapes (16 input channels, a few
+dozen positions) runs at about 40% of the machine's matrix-multiply rate, forward and
+backward. Here the windows are laid out as rows (N * P, d * w) and every product is one
+large matrix multiply. The backward knows that the max passes each filter's gradient to one
+position per token, so the gradient of the convolution output is that scattered, and the
+input's gradient is the windows' gradient added back at their offsets.
+"""
+from __future__ import annotations
+
+import torch
+from torch.autograd.function import once_differentiable
+
+from .autocast import autocast_dtype
+
+
+class _ConvMaxPool(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, chars, weight, bias):
+        """chars (N, L, d), weight (n, d, w), bias (n,) -> pooled (N, n)."""
+        n_tokens, length, dim = chars.shape
+        n_filters, _, width = weight.shape
+        positions = length - width + 1
+        # (N, P, d, w) view of every window, copied to rows that match weight's (d, w) order
+        windows = chars.unfold(1, width, 1).reshape(n_tokens * positions, dim * width)
+        flat_weight = weight.reshape(n_filters, dim * width)
+        out = torch.addmm(bias, windows, flat_weight.t()).view(n_tokens, positions, n_filters)
+        pooled, where = out.max(dim=1)                                    # (N, n)
+        ctx.shape = (n_tokens, length, dim, width, positions)
+        ctx.save_for_backward(windows, flat_weight, where)
+        return pooled
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad):
+        windows, flat_weight, where = ctx.saved_tensors
+        n_tokens, length, dim, width, positions = ctx.shape
+        n_filters = flat_weight.shape[0]
+        grad = grad.contiguous()
+        # the max passes each (token, filter) gradient to its one winning position
+        d_out = grad.new_zeros(n_tokens, positions, n_filters)
+        d_out.scatter_(1, where.unsqueeze(1), grad.unsqueeze(1))
+        d_out = d_out.view(n_tokens * positions, n_filters)
+        d_weight = torch.mm(d_out.t(), windows).view(n_filters, dim, width)
+        d_bias = grad.sum(dim=0)
+        d_chars = None
+        if ctx.needs_input_grad[0]:
+            d_windows = torch.mm(d_out, flat_weight).view(n_tokens, positions, dim, width)
+            d_chars = grad.new_zeros(n_tokens, length, dim)
+            for k in range(width):  # window p's offset k is position p + k
+                d_chars[:, k:k + positions] += d_windows[..., k]
+        return d_chars, d_weight, d_bias
+
+
+def conv_max_pool(chars: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    """max over positions of conv1d(chars, weight, bias), before any activation.
+
+    Args:
+        chars: (N, L, d) embedded characters, position-major (not conv1d's (N, d, L)).
+        weight: (n, d, w) as ``nn.Conv1d`` stores it; bias: (n,). Needs L >= w.
+    Returns:
+        (N, n). Under autocast the products run in autocast's dtype, as conv1d's would.
+    """
+    if chars.shape[1] < weight.shape[2]:
+        raise ValueError(f"{chars.shape[1]} positions are fewer than the filter width {weight.shape[2]}")
+    dtype = autocast_dtype(chars.device.type)
+    if dtype is None:
+        return _ConvMaxPool.apply(chars, weight, bias)
+    with torch.autocast(chars.device.type, enabled=False):
+        return _ConvMaxPool.apply(chars.to(dtype), weight.to(dtype), bias.to(dtype))

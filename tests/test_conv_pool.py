@@ -1,0 +1,71 @@
+"""The character CNN's convolution + max over positions as matrix multiplies, against conv1d."""
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from elmo.modules.conv_pool import conv_max_pool
+
+
+def _plain(chars, weight, bias):
+    """What nn.Conv1d and a max over positions give (autograd through both)."""
+    return F.conv1d(chars.transpose(1, 2), weight, bias).max(dim=2).values
+
+
+def _leaves(*tensors):
+    return [t.detach().clone().requires_grad_() for t in tensors]
+
+
+@pytest.mark.parametrize("width,length", [(1, 9), (3, 9), (7, 12), (5, 5)])
+def test_values_and_gradients_equal_conv1d_then_max(width, length):
+    torch.manual_seed(width * 100 + length)
+    chars, weight, bias = torch.randn(11, length, 4), torch.randn(6, 4, width), torch.randn(6)
+    ours, plain = _leaves(chars, weight, bias), _leaves(chars, weight, bias)
+    got, want = conv_max_pool(*ours), _plain(*plain)
+    assert got.shape == (11, 6)
+    assert torch.allclose(got, want, atol=1e-5, rtol=1e-5)
+    upstream = torch.randn(11, 6)
+    (got * upstream).sum().backward()
+    (want * upstream).sum().backward()
+    for a, b in zip(ours, plain):
+        assert torch.allclose(a.grad, b.grad, atol=1e-5, rtol=1e-5)
+
+
+def test_tied_windows_of_padding_give_the_same_parameter_gradients():
+    """Tokens padded with the same character have several identical windows: the maximum ties.
+    Whichever tied window takes the gradient, the weights' and bias' gradients are the same
+    (the windows' contents are equal), and so is the sum over the padded positions' inputs."""
+    torch.manual_seed(0)
+    pad = torch.randn(4)
+    chars = pad.repeat(5, 10, 1)
+    chars[:, :3] = torch.randn(5, 3, 4)          # three real characters, then 7 of padding
+    weight, bias = torch.randn(8, 4, 2), torch.randn(8)
+    ours, plain = _leaves(chars, weight, bias), _leaves(chars, weight, bias)
+    conv_max_pool(*ours).sum().backward()
+    _plain(*plain).sum().backward()
+    for a, b in zip(ours[1:], plain[1:]):
+        assert torch.allclose(a.grad, b.grad, atol=1e-5, rtol=1e-5)
+    # the padding's embedding row receives the padded positions' gradients summed
+    assert torch.allclose(ours[0].grad[:, 3:].sum(1), plain[0].grad[:, 3:].sum(1), atol=1e-5)
+    assert torch.allclose(ours[0].grad[:, :3], plain[0].grad[:, :3], atol=1e-5)
+
+
+def test_fewer_positions_than_the_filter_is_a_clear_error():
+    with pytest.raises(ValueError, match="fewer than the filter width"):
+        conv_max_pool(torch.randn(2, 3, 4), torch.randn(5, 4, 4), torch.randn(5))
+
+
+def test_no_tokens_gives_an_empty_result():
+    weight = torch.randn(5, 4, 2, requires_grad=True)
+    out = conv_max_pool(torch.randn(0, 6, 4), weight, torch.randn(5))
+    assert out.shape == (0, 5)
+
+
+def test_under_bf16_autocast_the_products_run_in_bf16():
+    torch.manual_seed(1)
+    chars, weight, bias = torch.randn(7, 9, 4), torch.randn(6, 4, 3), torch.randn(6)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        low = conv_max_pool(chars, weight, bias)
+    assert low.dtype == torch.bfloat16
+    assert torch.allclose(low.float(), _plain(chars, weight, bias), atol=0.1, rtol=0.05)
