@@ -14,6 +14,8 @@ input's gradient is the windows' gradient added back at their offsets.
 """
 from __future__ import annotations
 
+from typing import Optional
+
 import torch
 from torch.autograd.function import once_differentiable
 
@@ -58,17 +60,19 @@ class _ConvMaxPool(torch.autograd.Function):
         return d_chars, d_weight, d_bias
 
 
-def conv_max_pool(chars: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+def conv_max_pool(chars: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor]) -> torch.Tensor:
     """max over positions of conv1d(chars, weight, bias), before any activation.
 
     Args:
         chars: (N, L, d) embedded characters, position-major (not conv1d's (N, d, L)).
-        weight: (n, d, w) as ``nn.Conv1d`` stores it; bias: (n,). Needs L >= w.
+        weight: (n, d, w) as ``nn.Conv1d`` stores it; bias: (n,) or None. Needs L >= w.
     Returns:
         (N, n). Under autocast the products run in autocast's dtype, as conv1d's would.
     """
     if chars.shape[1] < weight.shape[2]:
         raise ValueError(f"{chars.shape[1]} positions are fewer than the filter width {weight.shape[2]}")
+    if bias is None:
+        bias = weight.new_zeros(weight.shape[0])
     dtype = autocast_dtype(chars.device.type)
     if dtype is None:
         return _ConvMaxPool.apply(chars, weight, bias)
