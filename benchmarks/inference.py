@@ -24,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.common import (brown_sentences, flops_per_token, machine_line, matmul_gflops, peak_memory_mib,  # noqa: E402
                                random_model, time_interleaved)
 from benchmarks.reference import ReferenceBiLM  # noqa: E402
+import elmo.modules.char_cnn as char_cnn  # noqa: E402
 import elmo.modules.lstm as lstm_module  # noqa: E402
 from elmo import batch_to_ids  # noqa: E402
 
@@ -33,7 +34,7 @@ def batches_of(sentences, batch_size, n_batches):
 
 
 def run(config: str, batch_sizes, seconds: float, bf16: bool, int8: bool, sentences, n_sentences: int = 64,
-        general: bool = False, stored: bool = False) -> None:
+        general: bool = False, stored: bool = False, conv1d: bool = False) -> None:
     # Frozen weights, as AllenNLP loads them (requires_grad=False): the reference runs with
     # autograd enabled as its ElmoEmbedder does, and records no graph.
     bilm = random_model(config).requires_grad_(False)
@@ -82,6 +83,13 @@ def run(config: str, batch_sizes, seconds: float, bf16: bool, int8: bool, senten
             finally:
                 lstm_module.RECURRENT_ROWS = True
 
+        def ours_conv1d():
+            char_cnn.CONV_AS_MATMUL = False
+            try:
+                ours()
+            finally:
+                char_cnn.CONV_AS_MATMUL = True
+
         def ref():
             for c in chunks:
                 reference(c)
@@ -99,6 +107,8 @@ def run(config: str, batch_sizes, seconds: float, bf16: bool, int8: bool, senten
             impls["elmo-general"] = ours_general
         if stored and bs == 1:
             impls["elmo-stored"] = ours_stored
+        if conv1d:
+            impls["elmo-conv1d"] = ours_conv1d
         timings = time_interleaved(impls, min_seconds=seconds)
         base = None
         for name, fn in impls.items():
@@ -134,6 +144,8 @@ def main() -> None:
                         help="at batch 1, also time the LSTM's general path (before the single-sequence path)")
     parser.add_argument("--stored-layout", action="store_true",
                         help="at batch 1, also time W_hh in its stored layout (before the re-laid copy)")
+    parser.add_argument("--conv1d", action="store_true",
+                        help="also time the char CNN with nn.Conv1d (before the convolutions as matrix multiplies)")
     parser.add_argument("--threads", type=int, default=None)
     args = parser.parse_args()
     if args.threads:
@@ -144,7 +156,7 @@ def main() -> None:
     sentences = brown_sentences(limit=2000, min_len=3)
     for config in args.configs:
         run(config, args.batches, args.seconds, args.bf16, args.int8, sentences, args.sentences, args.general_path,
-            args.stored_layout)
+            args.stored_layout, args.conv1d)
 
 
 PEAK = 1.0
