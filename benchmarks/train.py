@@ -4,7 +4,8 @@
     python benchmarks/train.py --model bundled-default [--bf16] [--no-full]
 
 The small configuration (1024 cells, projection 128, 2048 CNN filters), a 10k-word vocabulary
-built from Brown sentences, batches of 32 rows x 20 steps packed as in the original trainer,
+built from Brown sentences, batches of 32 rows x 20 steps packed as in the original trainer
+(``--batch-size 128`` times the 128 rows that ``elmo train`` and the original trainer use),
 Adagrad (torch's default for the reference, the fused CPU kernel that ``elmo train`` uses for
 ours). One training step = forward, backward, gradient clip and optimizer update, on the same
 batches for every implementation:
