@@ -98,4 +98,4 @@ def test_resume_applies_the_configured_learning_rate(tmp_path):
     resume = [json.loads(line) for line in (tmp_path / "run" / "log.jsonl").read_text().splitlines()
               if json.loads(line)["event"] == "resume"]
     assert resume == [{"event": "resume", "step": 3, "from": "checkpoint-00000003.pt", "lr": 0.001,
-                       "lr_before": 0.01, "state_reset_every": 0}]
+                       "lr_before": 0.01, "lr_restart": False, "state_reset_every": 0}]

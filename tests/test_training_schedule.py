@@ -34,6 +34,34 @@ def test_resumed_schedule_keeps_its_rate_unless_the_configured_rate_changed():
     assert (changed.lr, changed.best) == (0.1, 7.0)
 
 
+def test_a_restart_takes_the_configured_rate_again_and_keeps_the_best():
+    stored = PlateauDecay(0.5, 0.0, base_lr=1.0, lr=0.25, best=7.0, decays=2).state_dict()
+    restarted = PlateauDecay(0.5, 0.0, base_lr=1.0, lr=1.0)
+    restarted.load_state_dict(stored, restart=True)
+    assert (restarted.lr, restarted.best, restarted.decays) == (1.0, 7.0, 2)
+
+
+def test_lr_restart_on_resume_starts_the_rate_again_at_the_same_lr(tmp_path):
+    """A warm restart with the rate the run started from: --lr-restart, no --allow-change."""
+    train_txt, held_txt, vocab_txt = write_toy_corpus(tmp_path / "toy", n_train=100, n_heldout=10)
+    common = dict(eval_every=2, valid=[str(held_txt)], optimizer="adam", lr=0.01, lr_decay=0.5,
+                  lr_decay_threshold=0.99, n_negative=8, checkpoint_every=2)
+    train(tiny_config(tmp_path / "run", train_txt, vocab_txt, max_steps=6, **common))
+    decayed = load_checkpoint(tmp_path / "run" / "checkpoints" / "checkpoint-00000006.pt")
+    assert decayed["optimizer"]["param_groups"][0]["lr"] < 0.01      # it decayed on the plateau
+    kept = tiny_config(tmp_path / "run", train_txt, vocab_txt, max_steps=7, **common)
+    train(kept)                                                       # a plain resume keeps it
+    step7 = load_checkpoint(tmp_path / "run" / "checkpoints" / "checkpoint-00000007.pt")
+    assert step7["optimizer"]["param_groups"][0]["lr"] == decayed["optimizer"]["param_groups"][0]["lr"]
+    again = tiny_config(tmp_path / "run", train_txt, vocab_txt, max_steps=8, lr_restart=True, **common)
+    train(again)
+    restarted = load_checkpoint(tmp_path / "run" / "checkpoints" / "checkpoint-00000008.pt")
+    assert restarted["optimizer"]["param_groups"][0]["lr"] == 0.01
+    events = [json.loads(line) for line in (tmp_path / "run" / "log.jsonl").read_text().splitlines()]
+    resumes = [e for e in events if e["event"] == "resume"]
+    assert [(e["lr_restart"], e["lr"]) for e in resumes] == [(False, resumes[0]["lr_before"]), (True, 0.01)]
+
+
 @pytest.mark.parametrize("factor, threshold", [(0.0, 0.01), (1.5, 0.01), (0.5, -0.1), (0.5, 1.0)])
 def test_bad_decay_settings_are_refused(factor, threshold):
     with pytest.raises(ValueError, match="lr decay"):

@@ -4,7 +4,8 @@ A run folder is resumed with the settings that wrote its checkpoint. Three kinds
 
 * :data:`FREE`: how long to run and what to write, which never change the trained numbers
   of the steps already taken (epochs, max steps, the time limit, log / eval / checkpoint
-  intervals, kept checkpoints, validation text, device, progress bar, export, metadata);
+  intervals, kept checkpoints, validation text, device, progress bar, export, metadata, and
+  ``lr_restart``, an action of the one resume that asks for it);
   thread counts are not settings of the run at all;
 * :data:`ON_REQUEST`: a schedule someone may change on purpose between phases (learning
   rate and its plateau decay, state resets, dropout, clipping, bf16): refused unless named in ``allow_change``
@@ -21,7 +22,7 @@ from typing import Any, Dict, Iterable, List, Tuple
 
 FREE = frozenset({"epochs", "max_steps", "max_seconds", "log_every", "eval_every", "eval_batch_size",
                   "checkpoint_every", "keep_checkpoints", "valid", "device", "progress", "export",
-                  "metadata", "output", "allow_change"})
+                  "metadata", "output", "allow_change", "lr_restart"})
 ON_REQUEST = frozenset({"lr", "lr_decay", "lr_decay_threshold", "state_reset_every", "dropout", "clip_norm", "bf16"})
 _PATHS = frozenset({"train", "vocab", "init_from"})
 

@@ -58,9 +58,11 @@ class PlateauDecay:
     def state_dict(self) -> Dict[str, Any]:
         return asdict(self)
 
-    def load_state_dict(self, state: Dict[str, Any]) -> None:
+    def load_state_dict(self, state: Dict[str, Any], restart: bool = False) -> None:
         """Continue a stored schedule. The stored rate is kept unless the configured one
-        (``self.base_lr``) differs from the one the stored schedule started from."""
+        (``self.base_lr``) differs from the one the stored schedule started from, or
+        ``restart`` asks for the configured rate again (a warm restart). The best perplexity
+        and the count of decays are kept either way."""
         self.best, self.decays = state.get("best"), int(state.get("decays", 0))
-        if state.get("base_lr") == self.base_lr:
+        if state.get("base_lr") == self.base_lr and not restart:
             self.lr = float(state["lr"])

@@ -80,6 +80,9 @@ class TrainConfig:
                                         "--valid and --eval-every; 1 = never; Kim et al. 2016 halve it: 0.5)")
     lr_decay_threshold: float = setting(0.01, help="relative improvement of the validation perplexity that "
                                                    "counts as progress for --lr-decay")
+    lr_restart: bool = setting(False, help="on resume: start the learning rate again at --lr (a warm "
+                                           "restart), also when --lr is the rate the run started from; "
+                                           "without it a resume keeps the decayed rate", show_default=False)
     clip_norm: float = setting(10.0, help="global gradient-norm clip")
     dropout: float = setting(0.1, help="on LSTM inputs and before the softmax")
     n_negative: int = setting(8192, flag="--negatives",
@@ -386,9 +389,10 @@ class TrainingRun:
         self.model.load_state_dict(ckpt["model"])
         self.optimizer.load_state_dict(ckpt["optimizer"])
         self.lr_before = self.optimizer.param_groups[0]["lr"]
-        # the run's lr wins (it differs only when allowed: --allow-change lr), else the schedule's decayed one
+        # the run's lr wins when it differs (only when allowed: --allow-change lr) or on --lr-restart,
+        # else the schedule's decayed one
         if ckpt.get("lr_schedule"):
-            self.schedule.load_state_dict(ckpt["lr_schedule"])
+            self.schedule.load_state_dict(ckpt["lr_schedule"], restart=cfg.lr_restart)
         self._set_lr(self.schedule.lr)
         self.step_no, self.tokens_done, self.elapsed = ckpt["step"], ckpt["tokens"], ckpt["elapsed"]
         mine = ckpt["ranks"][ctx.rank]
@@ -425,7 +429,7 @@ class TrainingRun:
         elif ctx.is_main:
             self.log_file.write({"event": "resume", "step": self.step_no, "from": self.resume_from.name,
                                  "lr": self.schedule.lr, "lr_before": self.lr_before,
-                                 "state_reset_every": cfg.state_reset_every})
+                                 "lr_restart": cfg.lr_restart, "state_reset_every": cfg.state_reset_every})
 
     def step(self) -> None:
         """One batch: forward, backward, clip, optimizer step; advances the position."""
