@@ -168,6 +168,19 @@ elmo = {{ positions = ["output"], finetune = true, lambda = 1.0 }}
     rows = [line for line in table.read_text().splitlines() if line.startswith("| ablate | pos |")]
     assert len(rows) == 6                                  # 3 variants, listed twice
     assert any("| output | all | 1 |" in r and "| yes |" in r for r in rows)
+    # results written by an older version (no gain intervals) get them from experiment-report,
+    # with nothing trained and the recorded runs, machine and start time kept
+    old = json.loads((out / "results.json").read_text())
+    for row in old["summary"]:
+        row.pop("gain_low", None), row.pop("gain_high", None)
+    (out / "results.json").write_text(json.dumps(old))
+    (out / "results.md").write_text("stale")
+    assert main(["experiment-report", str(out)]) == 0
+    rewritten = json.loads((out / "results.json").read_text())
+    assert rewritten["runs"] == old["runs"] and rewritten["machine"] == old["machine"]
+    assert rewritten["started"] == old["started"]
+    assert all("gain_low" in row for row in rewritten["summary"] if row["variant"] != "baseline")
+    assert "95% interval" in (out / "results.md").read_text()
 
 
 def test_config_errors(tmp_path):

@@ -58,6 +58,14 @@ def register(subparsers) -> None:
     q.add_argument("-o", "--output", default=None, help="write the table here (default: print)")
     q.set_defaults(func=experiment_table)
 
+    r = subparsers.add_parser(
+        "experiment-report", help="write an experiment's results.md and plots again from its results.json",
+        description="Recompute the summary of stored `elmo experiment` results with this version "
+                    "(e.g. the gains' 95%% intervals) and write results.md and the plots again. "
+                    "Nothing is trained; the runs, machine and times stay as recorded.")
+    r.add_argument("results", nargs="+", help="results folders (or their results.json)")
+    r.set_defaults(func=experiment_report)
+
 
 def experiment(args: argparse.Namespace) -> int:
     from ..config import ConfigError
@@ -125,4 +133,13 @@ def experiment_table(args: argparse.Namespace) -> int:
         Path(args.output).write_text(table, encoding="utf-8")
     else:
         print(table, end="")
+    return 0
+
+
+def experiment_report(args: argparse.Namespace) -> int:
+    from ..tasks.runner import rewrite_reports
+
+    for name in args.results:
+        results = rewrite_reports(name)
+        print(f"{name}: {len(results['runs'])} runs, {len(results['summary'])} summary rows")
     return 0

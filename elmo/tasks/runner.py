@@ -638,6 +638,22 @@ def run_experiment(cfg: ExperimentConfig | dict, out: Optional[str | Path] = Non
     return results
 
 
+def rewrite_reports(out: str | Path) -> dict:
+    """Write ``results.md`` and the plots of a results folder again from its ``results.json``,
+    with the summary recomputed from the stored runs by this version's code (e.g. the gains'
+    95% intervals, which older folders lack). Nothing is trained; the runs, the machine block
+    and the times stay as they were recorded. Returns the results."""
+    out = Path(out)
+    results_path = out / "results.json" if out.is_dir() else out
+    out = results_path.parent
+    results = json.loads(results_path.read_text(encoding="utf-8"))
+    cfg = normalise_config(results["config"])
+    results["summary"] = summarise(results["runs"], cfg)
+    atomic_write_text(results_path, json.dumps(_finite(results), indent=1) + "\n")
+    write_reports(results, out)
+    return results
+
+
 def _run_all(cfg: ExperimentConfig, results: dict, results_path: Path, done: List[dict],
              log: Callable[[str], None], variants: Sequence[Variant], bilms: BiLMChecksums,
              models: Optional[Path] = None) -> None:
