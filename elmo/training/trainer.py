@@ -394,6 +394,9 @@ class TrainingRun:
         if ckpt.get("lr_schedule"):
             self.schedule.load_state_dict(ckpt["lr_schedule"], restart=cfg.lr_restart)
         self._set_lr(self.schedule.lr)
+        if cfg.lr_restart and ctx.is_main:
+            print(f"learning rate restarted at {self.schedule.lr:g} (it was {self.lr_before:g})",
+                  file=sys.stderr, flush=True)
         self.step_no, self.tokens_done, self.elapsed = ckpt["step"], ckpt["tokens"], ckpt["elapsed"]
         mine = ckpt["ranks"][ctx.rank]
         self.batches.load_state_dict(mine["batches"])
