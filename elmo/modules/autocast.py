@@ -2,7 +2,8 @@
 
 A custom ``torch.autograd.Function`` runs its own ops, so autocast cannot cast them one by
 one as it does for plain PyTorch code: such a function asks :func:`autocast_dtype` once, casts
-its inputs, and runs with autocast off.
+its inputs, and runs with autocast off. (Both calls take a device type from PyTorch 2.4 on,
+the oldest version the package allows.)
 """
 from __future__ import annotations
 
@@ -11,10 +12,11 @@ from typing import Optional
 import torch
 
 
+def autocast_on(device_type: str) -> bool:
+    """Whether autocast is on for ``device_type`` ("cpu", "cuda")."""
+    return torch.is_autocast_enabled(device_type)
+
+
 def autocast_dtype(device_type: str) -> Optional[torch.dtype]:
-    """The autocast dtype on ``device_type`` ("cpu", "cuda"), or None where autocast is off."""
-    if not torch.is_autocast_enabled(device_type):
-        return None
-    if hasattr(torch, "get_autocast_dtype"):
-        return torch.get_autocast_dtype(device_type)
-    return torch.get_autocast_cpu_dtype() if device_type == "cpu" else torch.get_autocast_gpu_dtype()
+    """The autocast dtype on ``device_type``, or None where autocast is off."""
+    return torch.get_autocast_dtype(device_type) if autocast_on(device_type) else None

@@ -24,6 +24,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..config import LSTMConfig
+from .autocast import autocast_on
 from .lstm_autograd import run_lstm_layer_autograd, wants_fast_path
 from .lstm_inference import Int8Weights, run_single_sequence
 
@@ -149,13 +150,6 @@ SINGLE_SEQUENCE_PATH = True
 RECURRENT_ROWS = True
 
 
-def _autocast_on(device_type: str) -> bool:
-    try:
-        return torch.is_autocast_enabled(device_type)
-    except TypeError:  # PyTorch before 2.4: no device argument
-        return torch.is_autocast_cpu_enabled() if device_type == "cpu" else torch.is_autocast_enabled()
-
-
 def _batched_product(x: torch.Tensor, weight: torch.Tensor,
                      rows: Optional[Callable[[], torch.Tensor]] = None) -> torch.Tensor:
     """x (D, bs, K) @ weight (D, K, N) -> (D, bs, N).
@@ -198,7 +192,7 @@ def run_lstm_layer(layer_input: torch.Tensor, weight_ih: torch.Tensor, bias: tor
     """
     c, h = state
     if (SINGLE_SEQUENCE_PATH and not torch.is_grad_enabled() and h.shape[1] == 1 and batch_sizes
-            and layer_input.dtype == weight_hh.dtype and not _autocast_on(h.device.type)):
+            and layer_input.dtype == weight_hh.dtype and not autocast_on(h.device.type)):
         return run_single_sequence(layer_input, weight_ih, bias, weight_hh, weight_proj, state,
                                    cell_clip, proj_clip, int8,
                                    weight_hh_rows() if weight_hh_rows is not None and int8 is None else None)
