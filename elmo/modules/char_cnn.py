@@ -65,7 +65,8 @@ def _unique_with_first(keys: torch.Tensor):
 #: What running the convolutions once more costs, in multiply-adds: a new length group must
 #: save more convolution work than this to be worth it. On CPU one more set of calls costs
 #: about as much as 28M multiply-adds of convolution (measured with benchmarks/char_cnn.py:
-#: about 2,000 token positions of the default model's CNN, 140 of the original's).
+#: about 2,000 token positions of the default model's CNN, 140 of the original's), with
+#: nn.Conv1d; not measured again for the matrix-multiply path (CONV_AS_MATMUL).
 GROUP_OVERHEAD_MACS = 28_000_000
 
 #: On the CPU, each convolution and its max over positions run as matrix multiplies
