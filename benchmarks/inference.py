@@ -26,6 +26,7 @@ from benchmarks.common import (brown_sentences, flops_per_token, machine_line, m
 from benchmarks.reference import ReferenceBiLM  # noqa: E402
 import elmo.modules.char_cnn as char_cnn  # noqa: E402
 import elmo.modules.lstm as lstm_module  # noqa: E402
+from elmo.modules import dense  # noqa: E402
 from elmo import batch_to_ids  # noqa: E402
 
 
@@ -34,7 +35,7 @@ def batches_of(sentences, batch_size, n_batches):
 
 
 def run(config: str, batch_sizes, seconds: float, bf16: bool, int8: bool, sentences, n_sentences: int = 64,
-        general: bool = False, stored: bool = False, conv1d: bool = False) -> None:
+        general: bool = False, stored: bool = False, conv1d: bool = False, dense_default: bool = False) -> None:
     # Frozen weights, as AllenNLP loads them (requires_grad=False): the reference runs with
     # autograd enabled as its ElmoEmbedder does, and records no graph.
     bilm = random_model(config).requires_grad_(False)
@@ -90,6 +91,13 @@ def run(config: str, batch_sizes, seconds: float, bf16: bool, int8: bool, senten
             finally:
                 char_cnn.CONV_AS_MATMUL = True
 
+        def ours_dense_default():
+            dense.BACKEND = "default"
+            try:
+                ours()
+            finally:
+                dense.BACKEND = "auto"
+
         def ref():
             for c in chunks:
                 reference(c)
@@ -109,6 +117,8 @@ def run(config: str, batch_sizes, seconds: float, bf16: bool, int8: bool, senten
             impls["elmo-stored"] = ours_stored
         if conv1d:
             impls["elmo-conv1d"] = ours_conv1d
+        if dense_default:
+            impls["elmo-mkl"] = ours_dense_default
         timings = time_interleaved(impls, min_seconds=seconds)
         base = None
         for name, fn in impls.items():
@@ -146,6 +156,9 @@ def main() -> None:
                         help="at batch 1, also time W_hh in its stored layout (before the re-laid copy)")
     parser.add_argument("--conv1d", action="store_true",
                         help="also time the char CNN with nn.Conv1d (before the convolutions as matrix multiplies)")
+    parser.add_argument("--dense-default", action="store_true",
+                        help="also time ours with PyTorch's own products instead of oneDNN's where "
+                             "elmo.modules.dense would use them (row elmo-mkl)")
     parser.add_argument("--threads", type=int, default=None)
     args = parser.parse_args()
     if args.threads:
@@ -156,7 +169,7 @@ def main() -> None:
     sentences = brown_sentences(limit=2000, min_len=3)
     for config in args.configs:
         run(config, args.batches, args.seconds, args.bf16, args.int8, sentences, args.sentences, args.general_path,
-            args.stored_layout, args.conv1d)
+            args.stored_layout, args.conv1d, args.dense_default)
 
 
 PEAK = 1.0

@@ -53,6 +53,7 @@ from benchmarks.reference import ReferenceBiLM  # noqa: E402
 from elmo import ElmoOptions  # noqa: E402
 from elmo.allocator import keep_freed_memory  # noqa: E402
 from elmo.data.lm_batches import PackedLMBatches  # noqa: E402
+from elmo.modules import dense  # noqa: E402
 from elmo.modules.softmax import Candidates, LogUniformSampler  # noqa: E402
 from elmo.training.model import LanguageModel  # noqa: E402
 from elmo.training.trainer import adagrad  # noqa: E402
@@ -134,6 +135,9 @@ def main() -> None:
     parser.add_argument("--no-full", action="store_true", help="skip timing ours with the full softmax")
     parser.add_argument("--vocab-size", type=int, default=None, help="(default: the model's, 10k or 50k)")
     parser.add_argument("--bf16", action="store_true", help="also time the opt-in bf16 autocast")
+    parser.add_argument("--dense-default", action="store_true",
+                        help="also time ours with PyTorch's own products instead of oneDNN's where "
+                             "elmo.modules.dense would use them (row elmo-mkl)")
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--heap-only", action="store_true",
                         help="also keep freed blocks above glibc's 32 MiB mmap-threshold cap (M_MMAP_MAX 0), "
@@ -192,8 +196,9 @@ def main() -> None:
     # 2. Timed training steps, alternating implementations so both see the same machine load.
     state = {}  # each implementation carries its own LSTM state
 
-    def step(name: str, bf16: bool = False) -> None:
-        key = f"{name}-{bf16}"
+    def step(name: str, bf16: bool = False, backend: str = "auto") -> None:
+        key = f"{name}-{bf16}-{backend}"
+        dense.BACKEND = backend
         b = batches.next_batch()
         negs = Candidates.draw(sampler, args.negatives) if name == "elmo" and args.negatives > 0 else None
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
@@ -207,25 +212,29 @@ def main() -> None:
         optimizer = optimizers["reference" if name == "reference" else "elmo"]
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
+        dense.BACKEND = "auto"
 
     impls = [("reference", "reference", False), ("elmo", "elmo", False)]
     if not args.no_full:
         impls.append(("elmo-full", "elmo-full", False))
     if args.bf16:
         impls.append(("elmo-bf16", "elmo", True))
+    if args.dense_default:
+        impls.append(("elmo-mkl", "elmo", False))
+    backend_of = {"elmo-mkl": "default"}  # elmo.modules.dense.BACKEND of each row
     times = {name: [] for name, _, _ in impls}
     for name, kind, bf16 in impls:
-        step(kind, bf16)  # warm-up
+        step(kind, bf16, backend_of.get(name, "auto"))  # warm-up
     for _ in range(args.steps):
         for name, kind, bf16 in impls:
             t = time.perf_counter()
-            step(kind, bf16)
+            step(kind, bf16, backend_of.get(name, "auto"))
             times[name].append(time.perf_counter() - t)
     base = tokens / statistics.median(times["reference"])
     print(f"{'impl':>10} {'tok/s':>9} {'ratio':>6} {'peak MiB':>9}   step seconds")
     for name, kind, bf16 in impls:
         rate = tokens / statistics.median(times[name])
-        mem = peak_memory_mib(lambda: step(kind, bf16))
+        mem = peak_memory_mib(lambda: step(kind, bf16, backend_of.get(name, "auto")))
         print(f"{name:>10} {rate:>9.1f} {rate / base:>5.2f}x {mem:>9.0f}   "
               + " ".join(f"{t:.2f}" for t in times[name]), flush=True)
     # the ratio of each round (same round, same machine load), as a spread for the median

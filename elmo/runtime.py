@@ -6,6 +6,7 @@ costs more than it saves.
 """
 from __future__ import annotations
 
+import functools
 import os
 import platform
 from contextlib import contextmanager
@@ -57,6 +58,21 @@ def cpu_model(cpuinfo: Union[str, Path] = "/proc/cpuinfo") -> str:
     if fields.get("cpu family") and fields.get("model"):
         name += f" (family {fields['cpu family']} model {fields['model']})"
     return name
+
+
+@functools.lru_cache(maxsize=None)
+def cpu_vendor(cpuinfo: Union[str, Path] = "/proc/cpuinfo") -> str:
+    """The CPU vendor's id string ("GenuineIntel", "AuthenticAMD", ...) of the first processor
+    in ``cpuinfo`` on Linux; elsewhere, or when the file names none, "unknown"."""
+    try:
+        first = Path(cpuinfo).read_text(encoding="utf-8", errors="replace").split("\n\n")[0]
+    except OSError:
+        return "unknown"
+    for line in first.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() == "vendor_id" and value.strip():
+            return value.strip()
+    return "unknown"
 
 
 def machine_description() -> Dict[str, object]:

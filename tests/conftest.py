@@ -56,7 +56,8 @@ NUMERICS_MODULES = {"test_conformance", "test_bilm", "test_elmo", "test_scalar_m
                     "test_lstm", "test_lstm_autograd", "test_training", "test_training_resume",
                     "test_tasks_models", "test_tasks_runner", "test_default_model",
                     "test_analysis_probes", "test_embedding", "test_allennlp_compat",
-                    "test_manylangs", "test_ship", "test_lstm_inference", "test_conv_pool"}
+                    "test_manylangs", "test_ship", "test_lstm_inference", "test_conv_pool",
+                    "test_dense"}
 
 
 def pytest_collection_modifyitems(config, items):

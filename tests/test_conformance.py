@@ -7,9 +7,19 @@ import pytest
 import torch
 
 from elmo import batch_to_ids, load_original
+from elmo.modules import dense
 from tests.conftest import ALLENNLP, NOSKIP
 
 CASES = {"allennlp": (ALLENNLP, "sentences.json"), "noskip": (NOSKIP, "lm_embeddings_sentences.json")}
+BACKENDS = ["default"] + (["onednn"] if dense._onednn_linear_available() else [])
+
+
+@pytest.fixture(params=BACKENDS)
+def dense_backend(request, monkeypatch):
+    """Runs a check with PyTorch's own products and with oneDNN's (elmo.modules.dense), whichever
+    this machine would pick by default."""
+    monkeypatch.setattr(dense, "BACKEND", request.param)
+    return request.param
 
 
 def replay(folder, sentence_file, bilm):
@@ -33,7 +43,7 @@ def replay(folder, sentence_file, bilm):
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_stateful_replay_matches_reference(case):
+def test_stateful_replay_matches_reference(case, dense_backend):
     folder, sentence_file = CASES[case]
     bilm = load_original(folder / "options.json", folder / "lm_weights.hdf5", stateful=True)
     replay(folder, sentence_file, bilm)
@@ -47,7 +57,7 @@ def test_stateless_mode_does_not_match_the_carried_state_reference():
         replay(folder, sentence_file, bilm)
 
 
-def test_token_embeddings_match_reference():
+def test_token_embeddings_match_reference(dense_backend):
     bilm = load_original(ALLENNLP / "options.json", ALLENNLP / "lm_weights.hdf5")
     vocab = (ALLENNLP / "vocab_test.txt").read_text().split("\n")
     vocab = [w for w in vocab if w]

@@ -30,6 +30,7 @@ from torch import nn
 from ..chars import ByteCharIds
 from ..config import CharCNNConfig
 from .conv_pool import conv_max_pool
+from .dense import linear
 
 # Row hashes used to find duplicate tokens and cached tokens. Any collision is caught by an
 # exact comparison afterwards, so these only need to be "usually distinct".
@@ -156,7 +157,7 @@ class Highway(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """x: (N, dim) -> (N, dim)."""
         for layer in self.layers:
-            carry, transform = layer(x).split(self.dim, dim=-1)
+            carry, transform = linear(x, layer.weight, layer.bias).split(self.dim, dim=-1)
             t = torch.sigmoid(carry)
             x = t * F.relu(transform) + (1.0 - t) * x
         return x

@@ -33,6 +33,7 @@ from torch import nn
 from torch.autograd.function import once_differentiable
 
 from .autocast import autocast_dtype
+from .dense import onednn_mm, onednn_wanted
 
 
 class LogUniformSampler:
@@ -176,7 +177,8 @@ class _SampledLoss(torch.autograd.Function):
         hit_bounds = torch.searchsorted(hit_rows, torch.tensor(bounds, device=hit_rows.device)).tolist()
         exps, totals, losses = [], [], []
         for k, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:])):
-            neg = torch.addmm(bias, hidden[lo:hi], weight.t()).float()       # (c, S)
+            neg = (onednn_mm(hidden[lo:hi], weight, bias) if onednn_wanted(hidden)
+                   else torch.addmm(bias, hidden[lo:hi], weight.t())).float()  # (c, S)
             true_c = true_logit[lo:hi]
             # Any upper bound of the kept logits keeps exp from overflowing; a hit has the
             # true word's own logit, so including it does not push the others to underflow.
