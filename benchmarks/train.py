@@ -23,9 +23,9 @@ batches for every implementation:
 * ``elmo-full``: the same with the full softmax (``--negatives 0`` in ``elmo train``).
 
 Before timing, ours (full softmax) and the reference compute the loss and gradients of one
-batch from the same weights and must agree (fp32). Steps are timed in alternating rounds and
-the ratio is of medians. Tokens/s counts text positions (each is read by both directions);
-peak memory is the resident memory added during one step.
+batch from the same weights and must agree (fp32). Steps are timed in alternating rounds
+(A B C, then C B A) and the ratio is of medians. Tokens/s counts text positions (each is
+read by both directions); peak memory is the resident memory added during one step.
 
 ``--model bundled-default`` times the shape of the bundled default biLM instead (512 cells,
 projection 128, 256 CNN filters; elmo/resources/default/options.json) with its training
@@ -225,8 +225,8 @@ def main() -> None:
     times = {name: [] for name, _, _ in impls}
     for name, kind, bf16 in impls:
         step(kind, bf16, backend_of.get(name, "auto"))  # warm-up
-    for _ in range(args.steps):
-        for name, kind, bf16 in impls:
+    for r in range(args.steps):  # A B C, C B A, ...: a change in load or order hits all alike
+        for name, kind, bf16 in (impls if r % 2 == 0 else impls[::-1]):
             t = time.perf_counter()
             step(kind, bf16, backend_of.get(name, "auto"))
             times[name].append(time.perf_counter() - t)

@@ -89,8 +89,9 @@ def test_which_products_go_through_onednn(backend, monkeypatch):
         with torch.autocast("cpu", dtype=torch.bfloat16):   # autocast casts for F.linear
             assert not dense.onednn_wanted(x)
             assert dense.linear(x, torch.randn(3, 8)).dtype == torch.bfloat16
-        monkeypatch.setattr(dense, "cpu_vendor", lambda: "GenuineIntel")
-        assert not dense.onednn_wanted(x)                   # MKL's own processors keep MKL
+        for other in ("GenuineIntel", "unknown"):           # MKL's own processors; Arm
+            monkeypatch.setattr(dense, "cpu_vendor", lambda: other)
+            assert not dense.onednn_wanted(x)
     backend("fast")
     with pytest.raises(ValueError, match="BACKEND"):
         dense.onednn_wanted(x)
@@ -139,3 +140,25 @@ def test_cpu_vendor_reads_the_first_processor(tmp_path):
     (tmp_path / "none").write_text("processor\t: 0\n", encoding="utf-8")
     assert runtime.cpu_vendor(tmp_path / "none") == "unknown"
     assert runtime.cpu_vendor(tmp_path / "missing") == "unknown"
+
+
+@pytest.mark.parametrize("broken", ["raises", "wrong values"])
+def test_an_operator_that_changed_is_not_used(monkeypatch, broken):
+    """oneDNN's linear operator is internal to PyTorch: if a version changes its arguments or
+    meaning, the probe turns the path off instead of failing inside a step."""
+    if not torch.backends.mkldnn.is_available() or not hasattr(torch.ops.mkldnn, "_linear_pointwise"):
+        pytest.skip("this PyTorch has no oneDNN linear operator")
+
+    def changed(x, w, b, *args):
+        if broken == "raises":
+            raise RuntimeError("_linear_pointwise() expected 7 arguments")
+        return torch.zeros(x.shape[0], w.shape[0])
+
+    monkeypatch.setattr(torch.ops.mkldnn, "_linear_pointwise", changed)
+    dense._onednn_linear_available.cache_clear()
+    try:
+        assert not dense._onednn_linear_available()
+    finally:
+        monkeypatch.undo()
+        dense._onednn_linear_available.cache_clear()
+    assert dense._onednn_linear_available()

@@ -5,20 +5,22 @@ Intel processors; on others (AMD's Zen) it runs a generic path. oneDNN, which Py
 ships, picks its kernels from the instruction sets the CPU reports, whatever the vendor. On a
 Zen 3 CPU (2 threads, *scratch* timings) it ran the highway's three products, (460, 2048) x
 (2048, 4096) forward and both gradients, 1.2 to 1.45 times as fast as MKL, and the sampled
-softmax's (512, 128) x (128, 8192) 1.37 times. It was not faster for the LSTM's products, the
-projection, or the convolutions' (thousands of windows, whose shapes change with every
-batch: oneDNN builds a kernel for each new shape, about 1 to 3 ms), and slower (0.4 to 0.8
-times) for weight gradients with small outputs and long reductions. So it is used for the
-highway (:func:`linear`) and the sampled softmax's logits (:func:`onednn_mm`) only.
-``benchmarks/train.py --dense-default`` times a training step with and without it.
+softmax's (512, 128) x (128, 8192) 1.37 times. Elsewhere it did not pay: the LSTM's products
+and the projection ran at about MKL's speed; weight gradients with small outputs and long
+reductions ran 0.4 to 0.8 times as fast; the convolutions' products were 1.1 to 1.4 times as
+fast alone but made the encoder's training step slower (0.95x), and each new shape costs
+oneDNN 1 to 3 ms to build its kernel (the convolutions' row counts change with every batch).
+So it is used for the highway (:func:`linear`) and the sampled softmax's logits
+(:func:`onednn_mm`) only. ``benchmarks/train.py --dense-default`` and
+``benchmarks/inference.py --dense-default`` time ours with and without it.
 
 Both libraries compute in float32 and differ only in the order of the sums (relative
 differences about 1e-6 on 2048-long sums), like any two GEMM kernels.
 
-:data:`BACKEND` chooses: ``"auto"`` (oneDNN on CPUs that do not report ``GenuineIntel``,
-MKL on Intel's, where it was not measured), ``"onednn"`` or ``"default"`` (PyTorch's own
-products everywhere). Other devices, other dtypes than float32, autocast and a PyTorch built
-without oneDNN always use PyTorch's own products.
+:data:`BACKEND` chooses: ``"auto"`` (oneDNN on AMD's CPUs, where it was measured; PyTorch's
+own products on the others: MKL's own Intel processors, Arm), ``"onednn"`` (wherever PyTorch
+has it) or ``"default"`` (PyTorch's own products everywhere). Other devices, dtypes other than
+float32, autocast and a PyTorch built without oneDNN always use PyTorch's own products.
 """
 from __future__ import annotations
 
@@ -38,10 +40,20 @@ BACKEND = "auto"
 
 @functools.lru_cache(maxsize=None)
 def _onednn_linear_available() -> bool:
-    """Whether this PyTorch has oneDNN's fused linear operator (a build with mkldnn)."""
+    """Whether this PyTorch has oneDNN's fused linear operator and it computes ``x W^T + b``.
+
+    The operator is internal to PyTorch (its compiler's CPU path uses it), so it is tried once
+    on a small product, strided operands included, and compared with ``F.linear``: a PyTorch
+    where it is missing, takes other arguments or computes something else gets PyTorch's own
+    products instead of an error deep inside a training step."""
     try:
-        return bool(torch.backends.mkldnn.is_available()) and hasattr(torch.ops.mkldnn, "_linear_pointwise")
-    except (AttributeError, RuntimeError):
+        if not torch.backends.mkldnn.is_available() or not hasattr(torch.ops.mkldnn, "_linear_pointwise"):
+            return False
+        gen = torch.Generator().manual_seed(0)
+        x, w, b = (torch.randn(*shape, generator=gen) for shape in ((5, 24), (24, 7), (7,)))
+        got = torch.ops.mkldnn._linear_pointwise(x, w.t(), b, "none", [], "")
+        return got.shape == (5, 7) and bool(torch.allclose(got, F.linear(x, w.t(), b), rtol=1e-4, atol=1e-5))
+    except (AttributeError, RuntimeError, TypeError, ValueError):
         return False
 
 
@@ -53,7 +65,7 @@ def onednn_wanted(x: torch.Tensor) -> bool:
         return False
     if autocast_on("cpu") or not _onednn_linear_available():
         return False
-    return BACKEND == "onednn" or cpu_vendor() != "GenuineIntel"
+    return BACKEND == "onednn" or cpu_vendor() == "AuthenticAMD"
 
 
 def onednn_mm(a: torch.Tensor, b_t: torch.Tensor, bias: Optional[torch.Tensor] = None) -> torch.Tensor:
