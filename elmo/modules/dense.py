@@ -4,15 +4,17 @@ PyTorch multiplies float32 matrices on the CPU with MKL. MKL picks its tuned ker
 Intel processors; on others (AMD's Zen) it runs a generic path. oneDNN, which PyTorch also
 ships, picks its kernels from the instruction sets the CPU reports, whatever the vendor. On a
 Zen 3 CPU (2 threads, *scratch* timings) it ran the highway's three products, (460, 2048) x
-(2048, 4096) forward and both gradients, 1.2 to 1.45 times as fast as MKL, and the sampled
-softmax's (512, 128) x (128, 8192) 1.37 times. Elsewhere it did not pay: the LSTM's products
-and the projection ran at about MKL's speed; weight gradients with small outputs and long
-reductions ran 0.4 to 0.8 times as fast; the convolutions' products were 1.1 to 1.4 times as
-fast alone but made the encoder's training step slower (0.95x), and each new shape costs
-oneDNN 1 to 3 ms to build its kernel (the convolutions' row counts change with every batch).
-So it is used for the highway (:func:`linear`) and the sampled softmax's logits
-(:func:`onednn_mm`) only. ``benchmarks/train.py --dense-default`` and
-``benchmarks/inference.py --dense-default`` time ours with and without it.
+(2048, 4096) forward and both gradients, 1.0 to 1.45 times as fast as MKL (the ratio changed
+from hour to hour on that shared machine), and the sampled softmax's (512, 128) x (128, 8192)
+1.37 times; a whole training step of the small model got 3 to 6% faster
+(benchmarks/RESULTS.md). Elsewhere it did not pay: the LSTM's products and the projection ran
+at about MKL's speed; weight gradients with small outputs and long reductions ran 0.4 to 0.8
+times as fast; the convolutions' products were 1.1 to 1.4 times as fast alone but made the
+encoder's training step slower (0.95x), and each new shape costs oneDNN 1 to 3 ms to build
+its kernel (the convolutions' row counts change with every batch). So it is used for the
+highway (:func:`linear`) and the sampled softmax's logits (:func:`onednn_mm`) only.
+``benchmarks/train.py --dense-default`` and ``benchmarks/inference.py --dense-default`` time
+ours with and without it.
 
 Both libraries compute in float32 and differ only in the order of the sums (relative
 differences about 1e-6 on 2048-long sums), like any two GEMM kernels.
@@ -78,6 +80,8 @@ def onednn_mm(a: torch.Tensor, b_t: torch.Tensor, bias: Optional[torch.Tensor] =
 
 
 class _OneDNNLinear(torch.autograd.Function):
+    """``x W^T + b`` with all three products (forward, input and weight gradients) in oneDNN."""
+
     @staticmethod
     def forward(ctx, x, weight, bias):
         """x (M, K), weight (N, K), bias (N,) or None -> (M, N)."""
