@@ -85,7 +85,7 @@ def machine_line() -> str:
     instructions torch uses, cores, torch threads and version."""
     m = machine_description()
     return (f"{m['cpu']} ({m['cpu_capability']}), {m['cores']} cores, {m['threads']} threads, "
-            f"torch {m['torch']}")
+            f"torch {m['torch']}, highway products by {m['highway_products']}")
 
 
 def matmul_gflops(n: int = 2048, repeats: int = 10) -> float:

@@ -78,12 +78,15 @@ def cpu_vendor(cpuinfo: Union[str, Path] = "/proc/cpuinfo") -> str:
 def machine_description() -> Dict[str, object]:
     """What a measurement ran on, for results files and benchmark headers: the CPU model, the
     vector instructions torch's kernels use on it (``ATEN_CPU_CAPABILITY`` lowers them), the
-    cores this process may use, torch's threads, and the software versions. Speed figures from
+    cores this process may use, torch's threads, the software versions, and which library runs
+    the highway's products (:func:`elmo.modules.dense.cpu_products`). Speed figures from
     different CPUs are not comparable, so every recorded figure names its CPU."""
     try:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
         cores = os.cpu_count() or 0
+    from .modules.dense import cpu_products  # here: the modules import this one
     return {"cpu": cpu_model(), "cpu_capability": torch.backends.cpu.get_cpu_capability(),
             "cores": cores, "threads": torch.get_num_threads(), "platform": platform.platform(),
-            "python": platform.python_version(), "torch": torch.__version__}
+            "python": platform.python_version(), "torch": torch.__version__,
+            "highway_products": cpu_products()}

@@ -46,3 +46,13 @@ def test_machine_description_names_cpu_threads_and_versions():
     assert isinstance(m["cpu"], str) and m["cpu"]
     assert m["cpu_capability"] == torch.backends.cpu.get_cpu_capability()
     assert isinstance(m["cores"], int) and m["cores"] >= 1
+    assert m["highway_products"] in ("oneDNN", "PyTorch")
+
+
+def test_machine_description_names_the_library_of_the_highway_products(monkeypatch):
+    from elmo.modules import dense
+    monkeypatch.setattr(dense, "BACKEND", "default")
+    assert machine_description()["highway_products"] == "PyTorch"
+    if dense._onednn_linear_available():
+        monkeypatch.setattr(dense, "BACKEND", "onednn")
+        assert machine_description()["highway_products"] == "oneDNN"

@@ -70,6 +70,12 @@ def onednn_wanted(x: torch.Tensor) -> bool:
     return BACKEND == "onednn" or cpu_vendor() == "AuthenticAMD"
 
 
+def cpu_products() -> str:
+    """Which library :func:`linear` uses for float32 CPU tensors here: "oneDNN" or "PyTorch"
+    (its default, MKL on x86), for the machine lines of benchmarks and results files."""
+    return "oneDNN" if onednn_wanted(torch.empty(0)) else "PyTorch"
+
+
 def onednn_mm(a: torch.Tensor, b_t: torch.Tensor, bias: Optional[torch.Tensor] = None) -> torch.Tensor:
     """``a @ b_t.T (+ bias)`` through oneDNN: a (M, K), b_t (N, K), both may be strided views;
     bias (N,) or None -> (M, N) contiguous. No autograd; call only where :func:`onednn_wanted`."""
