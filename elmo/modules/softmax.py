@@ -176,8 +176,9 @@ class _SampledLoss(torch.autograd.Function):
         bounds = list(range(0, n, chunk_rows)) + [n]
         hit_bounds = torch.searchsorted(hit_rows, torch.tensor(bounds, device=hit_rows.device)).tolist()
         exps, totals, losses = [], [], []
+        onednn = onednn_wanted(hidden)
         for k, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:])):
-            neg = (onednn_mm(hidden[lo:hi], weight, bias) if onednn_wanted(hidden)
+            neg = (onednn_mm(hidden[lo:hi], weight, bias) if onednn
                    else torch.addmm(bias, hidden[lo:hi], weight.t())).float()  # (c, S)
             true_c = true_logit[lo:hi]
             # Any upper bound of the kept logits keeps exp from overflowing; a hit has the
