@@ -16,6 +16,7 @@ import argparse
 import copy
 import sys
 from pathlib import Path
+from typing import Callable, Sequence
 
 import torch
 
@@ -34,8 +35,40 @@ def batches_of(sentences, batch_size, n_batches):
     return [sentences[i * batch_size:(i + 1) * batch_size] for i in range(n_batches)]
 
 
+#: Rows of ours with one module switch set back to what it was before an optimization, each
+#: timed in the same process as the others: (flag, row name, module, attribute, value, batch 1
+#: only, help).
+SWITCHES = [
+    ("general-path", "elmo-general", lstm_module, "SINGLE_SEQUENCE_PATH", False, True,
+     "at batch 1, also time the LSTM's general path (before the single-sequence path)"),
+    ("stored-layout", "elmo-stored", lstm_module, "RECURRENT_ROWS", False, True,
+     "at batch 1, also time W_hh in its stored layout (before the re-laid copy)"),
+    ("conv1d", "elmo-conv1d", char_cnn, "CONV_AS_MATMUL", False, False,
+     "also time the char CNN with nn.Conv1d (before the convolutions as matrix multiplies)"),
+    ("dense-default", "elmo-mkl", dense, "BACKEND", "default", False,
+     "also time ours with PyTorch's own products instead of oneDNN's where elmo.modules.dense "
+     "would use them"),
+    ("whole-chunks", "elmo-whole", lstm_module, "INPUT_CHUNK_BYTES", 1 << 62, False,
+     "also time the LSTM's input products in chunks of 32 steps whatever their size (before "
+     "the byte budget of elmo.modules.lstm.INPUT_CHUNK_BYTES)"),
+]
+
+
+def switched(fn: Callable[[], None], module, attribute: str, value) -> Callable[[], None]:
+    """fn run with ``module.attribute`` set to ``value``, restored afterwards."""
+    def run_switched() -> None:
+        before = getattr(module, attribute)
+        setattr(module, attribute, value)
+        try:
+            fn()
+        finally:
+            setattr(module, attribute, before)
+    return run_switched
+
+
 def run(config: str, batch_sizes, seconds: float, bf16: bool, int8: bool, sentences, n_sentences: int = 64,
-        general: bool = False, stored: bool = False, conv1d: bool = False, dense_default: bool = False) -> None:
+        switches: Sequence[str] = ()) -> None:
+    """Times every batch size of one configuration; ``switches`` are flags of :data:`SWITCHES`."""
     # Frozen weights, as AllenNLP loads them (requires_grad=False): the reference runs with
     # autograd enabled as its ElmoEmbedder does, and records no graph.
     bilm = random_model(config).requires_grad_(False)
@@ -49,7 +82,7 @@ def run(config: str, batch_sizes, seconds: float, bf16: bool, int8: bool, senten
     per_token = flops_per_token(bilm.options)
     print(f"\n== {config}: {sum(p.numel() for p in bilm.parameters()) / 1e6:.1f}M parameters, "
           f"{per_token / 1e6:.1f} MFLOP per token")
-    print(f"{'batch':>5} {'impl':>10} {'tok/s':>9} {'GFLOP/s':>8} {'% peak':>7} {'peak MiB':>9} {'ratio':>6}")
+    print(f"{'batch':>5} {'impl':>12} {'tok/s':>9} {'GFLOP/s':>8} {'% peak':>7} {'peak MiB':>9} {'ratio':>6}")
     for bs in batch_sizes:
         n_batches = max(1, n_sentences // bs)
         chunks = [batch_to_ids(b) for b in batches_of(sentences, bs, n_batches)]
@@ -70,34 +103,6 @@ def run(config: str, batch_sizes, seconds: float, bf16: bool, int8: bool, senten
                 for c in chunks:
                     bilm_int8(c)
 
-        def ours_general():
-            lstm_module.SINGLE_SEQUENCE_PATH = False
-            try:
-                ours()
-            finally:
-                lstm_module.SINGLE_SEQUENCE_PATH = True
-
-        def ours_stored():
-            lstm_module.RECURRENT_ROWS = False
-            try:
-                ours()
-            finally:
-                lstm_module.RECURRENT_ROWS = True
-
-        def ours_conv1d():
-            char_cnn.CONV_AS_MATMUL = False
-            try:
-                ours()
-            finally:
-                char_cnn.CONV_AS_MATMUL = True
-
-        def ours_dense_default():
-            dense.BACKEND = "default"
-            try:
-                ours()
-            finally:
-                dense.BACKEND = "auto"
-
         def ref():
             for c in chunks:
                 reference(c)
@@ -111,14 +116,9 @@ def run(config: str, batch_sizes, seconds: float, bf16: bool, int8: bool, senten
             impls["elmo-bf16"] = ours_bf16
         if int8:
             impls["elmo-int8"] = ours_int8
-        if general and bs == 1:
-            impls["elmo-general"] = ours_general
-        if stored and bs == 1:
-            impls["elmo-stored"] = ours_stored
-        if conv1d:
-            impls["elmo-conv1d"] = ours_conv1d
-        if dense_default:
-            impls["elmo-mkl"] = ours_dense_default
+        for flag, name, module, attribute, value, batch1_only, _ in SWITCHES:
+            if flag in switches and (bs == 1 or not batch1_only):
+                impls[name] = switched(ours, module, attribute, value)
         timings = time_interleaved(impls, min_seconds=seconds)
         base = None
         for name, fn in impls.items():
@@ -126,7 +126,7 @@ def run(config: str, batch_sizes, seconds: float, bf16: bool, int8: bool, senten
             gflops = rate * per_token / 1e9
             mem = peak_memory_mib(fn) if bs >= 32 else float("nan")
             base = base or rate
-            print(f"{bs:>5} {name:>10} {rate:>9.1f} {gflops:>8.1f} {100 * gflops / PEAK:>6.1f}% "
+            print(f"{bs:>5} {name:>12} {rate:>9.1f} {gflops:>8.1f} {100 * gflops / PEAK:>6.1f}% "
                   f"{mem:>9.0f} {rate / base:>5.2f}x", flush=True)
         for name, model in (("bf16", bilm_bf16), ("int8", bilm_int8)):
             if model is None:
@@ -150,15 +150,8 @@ def main() -> None:
                         help="sentences per timed call at batch sizes below it (default 64; one batch above)")
     parser.add_argument("--int8", action="store_true",
                         help="also time the opt-in int8 recurrent weights (bilm.lstm.use_int8())")
-    parser.add_argument("--general-path", action="store_true",
-                        help="at batch 1, also time the LSTM's general path (before the single-sequence path)")
-    parser.add_argument("--stored-layout", action="store_true",
-                        help="at batch 1, also time W_hh in its stored layout (before the re-laid copy)")
-    parser.add_argument("--conv1d", action="store_true",
-                        help="also time the char CNN with nn.Conv1d (before the convolutions as matrix multiplies)")
-    parser.add_argument("--dense-default", action="store_true",
-                        help="also time ours with PyTorch's own products instead of oneDNN's where "
-                             "elmo.modules.dense would use them (row elmo-mkl)")
+    for flag, name, _, _, _, _, text in SWITCHES:
+        parser.add_argument(f"--{flag}", action="store_true", help=f"{text} (row {name})")
     parser.add_argument("--threads", type=int, default=None)
     args = parser.parse_args()
     if args.threads:
@@ -168,8 +161,8 @@ def main() -> None:
     print(f"machine: {machine_line()}; fp32 matmul {PEAK:.0f} GFLOP/s (measured now)")
     sentences = brown_sentences(limit=2000, min_len=3)
     for config in args.configs:
-        run(config, args.batches, args.seconds, args.bf16, args.int8, sentences, args.sentences, args.general_path,
-            args.stored_layout, args.conv1d, args.dense_default)
+        run(config, args.batches, args.seconds, args.bf16, args.int8, sentences, args.sentences,
+            [flag for flag, *_ in SWITCHES if getattr(args, flag.replace("-", "_"))])
 
 
 PEAK = 1.0

@@ -1,7 +1,7 @@
 """The packed biLSTM (elmo/modules/lstm.py) against the plain per-step reference
 (tests/reference_bilm.py), in float64: outputs and final states of both directions, with
 variable lengths (empty rows included), a carried initial state, clipping that binds, inputs
-longer than one chunk of input products, one row (the matrix-vector path), and the training
+longer than one chunk of input products or chunks cut by their byte budget, one row (the matrix-vector path), and the training
 path as well as inference."""
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ import torch
 
 from elmo.chars import batch_to_ids
 from elmo.config import LSTMConfig
-from elmo.modules.lstm import INPUT_CHUNK_STEPS, BiLSTMStack
+import elmo.modules.lstm as lstm_module
+from elmo.modules.lstm import INPUT_CHUNK_STEPS, BiLSTMStack, input_chunks
 from reference_bilm import ReferenceBiLM, reference_lstm_stack
 from tests.conftest import random_bilm
 
@@ -78,6 +79,36 @@ def test_longer_than_one_chunk_and_one_row():
         _assert_same(stack, x, lengths, mask, state)
         one = _case([steps], steps, seed=2, with_state=True)  # batch 1: matrix-vector products
         _assert_same(stack, *one)
+
+
+def test_input_chunks_respect_both_limits_and_cover_every_step(monkeypatch):
+    monkeypatch.setattr(lstm_module, "INPUT_CHUNK_STEPS", 4)
+    monkeypatch.setattr(lstm_module, "INPUT_CHUNK_BYTES", 100)
+    sizes = [6, 6, 5, 3, 3, 3, 3, 3, 3, 2, 1]
+    # 10 bytes a row, W_ih smaller than the budget: at most 10 rows and 4 steps a chunk
+    runs = input_chunks(sizes, row_bytes=10, weight_bytes=40)
+    assert runs == [(0, 1), (1, 2), (2, 4), (4, 7), (7, 11)]  # the last one: 4 steps, 9 rows
+    assert [t for a, b in runs for t in range(a, b)] == list(range(len(sizes)))
+    assert input_chunks([1] * 9, row_bytes=10, weight_bytes=40) == [(0, 4), (4, 8), (8, 9)]
+    # a step above the budget is a chunk of its own
+    assert input_chunks(sizes, row_bytes=1000, weight_bytes=40) == [(t, t + 1) for t in range(len(sizes))]
+    # a W_ih larger than the budget raises it: chunks never read W_ih more than their size
+    assert input_chunks(sizes, row_bytes=10, weight_bytes=1000)[0] == (0, 4)
+    assert input_chunks([], row_bytes=10, weight_bytes=40) == []
+
+
+@pytest.mark.parametrize("budget_rows", [7, 12])
+def test_chunks_cut_by_bytes_still_agree(monkeypatch, budget_rows):
+    """Input products computed a few rows at a time give the same layers and states. The
+    steps run 5, 4, 4, 4, 3, 3, 2, 2, 2 rows: 7 rows a chunk makes chunks of one step and of
+    two or three; 12 rows (above W_ih's 6 rows of bytes, the least budget) of two to four."""
+    stack = _stack(cell_clip=3.0, proj_clip=3.0)
+    row_bytes = 2 * 4 * H * 8  # float64, both directions
+    assert 2 * I * 4 * H * 8 < budget_rows * row_bytes  # W_ih does not raise the budget
+    monkeypatch.setattr(lstm_module, "INPUT_CHUNK_BYTES", budget_rows * row_bytes)
+    x, lengths, mask, state = _case([9, 4, 9, 1, 6], 9, with_state=True)
+    with torch.no_grad():
+        _assert_same(stack, x, lengths, mask, state)
 
 
 def test_training_path_equals_reference():

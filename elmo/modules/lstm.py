@@ -135,9 +135,42 @@ class Packing:
         return cls(order, batch_sizes, forward_index, backward_index)
 
 
-#: Time steps whose input products are computed in one multiply. Large enough for an efficient
-#: GEMM, small enough that a 10,000-token sentence does not hold all its gates at once.
+#: Time steps whose input products are computed in one multiply, at most. Large enough for an
+#: efficient GEMM, small enough that a 10,000-token sentence does not hold all its gates at once.
 INPUT_CHUNK_STEPS = 32
+
+#: The most bytes of input products computed at once, unless W_ih itself is larger (always at
+#: least one step). Without it a chunk of 32 steps at batch 128 is 96 MB for the small
+#: configuration: the steps then read their gates back from memory instead of the cache, and
+#: glibc maps and faults in a block that size on every call. Chunks are not made smaller than
+#: W_ih, which each chunk's product reads once: for the original configuration (W_ih 64 MB)
+#: smaller chunks were slower. See benchmarks/RESULTS.md.
+INPUT_CHUNK_BYTES = 16 << 20
+
+
+def input_chunks(batch_sizes: Sequence[int], row_bytes: int, weight_bytes: int) -> List[Tuple[int, int]]:
+    """Split the steps into runs whose input products are computed in one multiply.
+
+    Args:
+        batch_sizes: rows running at each step.
+        row_bytes: bytes of the input products of one row (all directions).
+        weight_bytes: bytes of W_ih (all directions).
+    Returns:
+        (first step, step after the last) of each run, in order: at most
+        :data:`INPUT_CHUNK_STEPS` steps and max(:data:`INPUT_CHUNK_BYTES`, ``weight_bytes``)
+        bytes of products each, but at least one step.
+    """
+    budget = max(INPUT_CHUNK_BYTES, weight_bytes)
+    runs: List[Tuple[int, int]] = []
+    start, rows = 0, 0
+    for t, bs in enumerate(batch_sizes):
+        if t > start and (t - start == INPUT_CHUNK_STEPS or (rows + bs) * row_bytes > budget):
+            runs.append((start, t))
+            start, rows = t, 0
+        rows += bs
+    if batch_sizes:
+        runs.append((start, len(batch_sizes)))
+    return runs
 
 
 #: Whether one sequence without autograd takes lstm_inference's path (benchmarks switch it off
@@ -197,13 +230,14 @@ def run_lstm_layer(layer_input: torch.Tensor, weight_ih: torch.Tensor, bias: tor
                                    cell_clip, proj_clip, int8,
                                    weight_hh_rows() if weight_hh_rows is not None and int8 is None else None)
     outputs, finished_c, finished_h = [], [], []
-    offset = chunk_end = 0
+    offset = 0
     step_inputs: List[torch.Tensor] = []
+    row_bytes = weight_ih.shape[0] * weight_ih.shape[2] * weight_ih.element_size()  # D x 4H floats
+    chunk_stop = dict(input_chunks(batch_sizes, row_bytes, weight_ih.numel() * weight_ih.element_size()))
     for t, bs in enumerate(batch_sizes):
-        if offset == chunk_end:  # input products of the next chunk of time steps, one GEMM
-            sizes = batch_sizes[t:t + INPUT_CHUNK_STEPS]
-            chunk_end = offset + sum(sizes)
-            gate_inputs = torch.baddbmm(bias, layer_input[:, offset:chunk_end], weight_ih)
+        if t in chunk_stop:  # input products of the next chunk of time steps, one GEMM
+            sizes = batch_sizes[t:chunk_stop[t]]
+            gate_inputs = torch.baddbmm(bias, layer_input[:, offset:offset + sum(sizes)], weight_ih)
             # One split rather than a slice per step: the backward of a split is one
             # concatenation, while each slice's backward writes a zero-filled chunk-sized
             # gradient (quadratic in the chunk length).
