@@ -9,6 +9,8 @@ agree, and prints tokens/s, achieved
 GFLOP/s as a share of this machine's measured fp32 matmul rate, peak memory, and the ratios.
 FLOPs are those of the plain computation on the real tokens (padding is not counted), so a
 share above what the reference reaches means work was skipped, not that math got faster.
+The process keeps freed memory (``elmo.allocator.keep_freed_memory``) as ``elmo embed`` does,
+for both implementations.
 """
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ from benchmarks.common import (brown_sentences, flops_per_token, machine_line, m
                                random_model, time_interleaved)
 from benchmarks.reference import ReferenceBiLM  # noqa: E402
 import elmo.modules.char_cnn as char_cnn  # noqa: E402
+from elmo.allocator import keep_freed_memory  # noqa: E402
 import elmo.modules.lstm as lstm_module  # noqa: E402
 from elmo.modules import dense  # noqa: E402
 from elmo import batch_to_ids  # noqa: E402
@@ -156,6 +159,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
+    keep_freed_memory()  # as `elmo embed` does; it applies to both implementations alike
     global PEAK
     PEAK = matmul_gflops()
     print(f"machine: {machine_line()}; fp32 matmul {PEAK:.0f} GFLOP/s (measured now)")
