@@ -1,8 +1,8 @@
 """The packed biLSTM (elmo/modules/lstm.py) against the plain per-step reference
 (tests/reference_bilm.py), in float64: outputs and final states of both directions, with
 variable lengths (empty rows included), a carried initial state, clipping that binds, inputs
-longer than one chunk of input products or chunks cut by their byte budget, one row (the matrix-vector path), and the training
-path as well as inference."""
+longer than one chunk of input products, chunks cut by their byte budget, one row (the
+matrix-vector path), and the training path as well as inference."""
 from __future__ import annotations
 
 import pytest

@@ -93,7 +93,7 @@ def embed(args: argparse.Namespace) -> int:
     set_threads(args.threads)
     # Each batch allocates and frees the same tens of megabytes (character maps, highway
     # activations, gate chunks); handed back to the system each time, a batch of 128 paid
-    # about 25,000 page faults (a tenth of its time in the kernel) on the small configuration.
+    # about 25,000 page faults (up to a tenth of its time in the kernel) on the small configuration.
     keep_freed_memory()
     # --set tokenize=true/false: spelled as the option writes it in the stored command line
     cfg = replace(cfg, tokenize={True: "en", False: None}.get(cfg.tokenize, cfg.tokenize))
