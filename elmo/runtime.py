@@ -39,19 +39,26 @@ def threads(n: Optional[int]) -> Iterator[int]:
         torch.set_num_threads(before)
 
 
+def _first_processor(cpuinfo: Union[str, Path]) -> Dict[str, str]:
+    """The ``key: value`` fields of the first processor in ``cpuinfo`` (Linux's
+    /proc/cpuinfo format); empty where the file cannot be read."""
+    fields: Dict[str, str] = {}
+    try:
+        first = Path(cpuinfo).read_text(encoding="utf-8", errors="replace").split("\n\n")[0]
+    except OSError:
+        return fields
+    for line in first.splitlines():
+        key, _, value = line.partition(":")
+        fields.setdefault(key.strip(), value.strip())
+    return fields
+
+
 def cpu_model(cpuinfo: Union[str, Path] = "/proc/cpuinfo") -> str:
     """The CPU's model name with its family and model numbers ("AMD EPYC (family 25 model 1)":
     virtual machines often report only a generic name), read from the first processor in
     ``cpuinfo`` on Linux; elsewhere, or when the file names no model, ``platform.processor()``
     or "unknown"."""
-    fields: Dict[str, str] = {}
-    try:
-        first = Path(cpuinfo).read_text(encoding="utf-8", errors="replace").split("\n\n")[0]
-        for line in first.splitlines():
-            key, _, value = line.partition(":")
-            fields.setdefault(key.strip(), value.strip())
-    except OSError:
-        pass
+    fields = _first_processor(cpuinfo)
     name = fields.get("model name")
     if not name:
         return platform.processor() or "unknown"
@@ -64,15 +71,7 @@ def cpu_model(cpuinfo: Union[str, Path] = "/proc/cpuinfo") -> str:
 def cpu_vendor(cpuinfo: Union[str, Path] = "/proc/cpuinfo") -> str:
     """The CPU vendor's id string ("GenuineIntel", "AuthenticAMD", ...) of the first processor
     in ``cpuinfo`` on Linux; elsewhere, or when the file names none, "unknown"."""
-    try:
-        first = Path(cpuinfo).read_text(encoding="utf-8", errors="replace").split("\n\n")[0]
-    except OSError:
-        return "unknown"
-    for line in first.splitlines():
-        key, _, value = line.partition(":")
-        if key.strip() == "vendor_id" and value.strip():
-            return value.strip()
-    return "unknown"
+    return _first_processor(cpuinfo).get("vendor_id") or "unknown"
 
 
 def machine_description() -> Dict[str, object]:
