@@ -33,6 +33,13 @@ def _libc():
 def keep_freed_memory(mmap_threshold: int = 32 * 1024 * 1024) -> bool:
     """Set glibc's mmap threshold to ``mmap_threshold`` bytes and turn trimming off.
 
+    Blocks of ``mmap_threshold`` bytes and more are still mapped and unmapped on their own.
+    The default, 32 MiB, is the cap of glibc's own adaptive threshold, and it is what keeps a
+    long run's memory flat: with 64 MiB, the small model's 32 MiB highway weight gradients came
+    from the heap, but the heap did not reuse their freed blocks, and the training process
+    grew by about 32 MiB a step (benchmarks/RESULTS.md, Zen 4 section). A larger threshold
+    suits bounded work only (``elmo analyze``'s probes).
+
     Returns False (and changes nothing) where the C library is not glibc."""
     libc = _libc()
     if libc is None:

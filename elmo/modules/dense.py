@@ -22,11 +22,18 @@ differences about 1e-6 on 2048-long sums), like any two GEMM kernels.
 :data:`BACKEND` chooses: ``"auto"`` (oneDNN on AMD's CPUs, where it was measured; PyTorch's
 own products on the others: MKL's own Intel processors, Arm), ``"onednn"`` (wherever PyTorch
 has it) or ``"default"`` (PyTorch's own products everywhere). Other devices, dtypes other than
-float32, autocast and a PyTorch built without oneDNN always use PyTorch's own products.
+float32, autocast and a PyTorch built without oneDNN always use PyTorch's own products. The
+environment variable ``ELMO_DENSE_BACKEND`` sets it at import, for the command-line tools.
+
+oneDNN keeps state for every row count it multiplies (its just-in-time kernels), and the
+highway's row count is the batch's number of distinct tokens: training steps of the small
+model (32 x 20) grew the process by about 0.5 GB over the first 400 steps with it, and not
+with PyTorch's products, which were about 3% slower (Zen 4; benchmarks/RESULTS.md).
 """
 from __future__ import annotations
 
 import functools
+import os
 from typing import Optional
 
 import torch
@@ -37,7 +44,7 @@ from ..runtime import cpu_vendor
 from .autocast import autocast_on
 
 #: "auto", "onednn" or "default"; see the module's docstring.
-BACKEND = "auto"
+BACKEND = os.environ.get("ELMO_DENSE_BACKEND", "auto")
 
 
 @functools.lru_cache(maxsize=None)
@@ -62,7 +69,8 @@ def _onednn_linear_available() -> bool:
 def onednn_wanted(x: torch.Tensor) -> bool:
     """Whether :func:`linear` would run ``x``'s products through oneDNN."""
     if BACKEND not in ("auto", "onednn", "default"):
-        raise ValueError(f"elmo.modules.dense.BACKEND: {BACKEND!r}; expected 'auto', 'onednn' or 'default'")
+        raise ValueError(f"elmo.modules.dense.BACKEND (or ELMO_DENSE_BACKEND): {BACKEND!r}; "
+                         "expected 'auto', 'onednn' or 'default'")
     if BACKEND == "default" or x.device.type != "cpu" or x.dtype != torch.float32:
         return False
     if autocast_on("cpu") or not _onednn_linear_available():
