@@ -34,7 +34,7 @@ def _leaves(*tensors):
 
 
 @needs_onednn
-@pytest.mark.parametrize("shape", [(37, 64), (3, 5, 64)])
+@pytest.mark.parametrize("shape", [(37, 64), (3, 5, 64), (2, 32, 64)])
 @pytest.mark.parametrize("with_bias", [True, False])
 def test_values_and_gradients_equal_f_linear(backend, shape, with_bias):
     backend("onednn")

@@ -26,9 +26,9 @@ float32, autocast and a PyTorch built without oneDNN always use PyTorch's own pr
 environment variable ``ELMO_DENSE_BACKEND`` sets it at import, for the command-line tools.
 
 oneDNN keeps state for every row count it multiplies (its just-in-time kernels), and the
-highway's row count is the batch's number of distinct tokens: training steps of the small
-model (32 x 20) grew the process by about 0.5 GB over the first 400 steps with it, and not
-with PyTorch's products, which were about 3% slower (Zen 4; benchmarks/RESULTS.md).
+highway's row count is the batch's number of distinct tokens, so :func:`linear` rounds it up
+to :data:`ROW_MULTIPLE` (unrounded, training steps of the small model grew the process by
+about 0.5 GB over the first 400 steps on a Zen 4; benchmarks/RESULTS.md).
 """
 from __future__ import annotations
 
@@ -93,23 +93,45 @@ def onednn_mm(a: torch.Tensor, b_t: torch.Tensor, bias: Optional[torch.Tensor] =
     return torch.ops.mkldnn._linear_pointwise(a, b_t, bias, "none", [], "")
 
 
+#: :func:`linear` rounds its row count up to a multiple of this (zero rows, dropped again).
+#: oneDNN builds and keeps kernels for every row count it meets, and the highway's is the
+#: batch's number of distinct tokens, new nearly every batch. Alone, the highway's three
+#: products with 440 to 500 rows grew the process by 256 MiB in 300 calls unrounded and by
+#: 54 MiB rounded to 32, and ran 1.07x as fast rounded (Zen 4, benchmarks/RESULTS.md).
+ROW_MULTIPLE = 32
+
+
+def _pad_rows(a: torch.Tensor, rows: int) -> torch.Tensor:
+    """a (M, K) -> (rows, K): a, then zero rows (a itself where M == rows)."""
+    if a.shape[0] == rows:
+        return a
+    padded = a.new_zeros(rows, a.shape[1])
+    padded[:a.shape[0]] = a
+    return padded
+
+
 class _OneDNNLinear(torch.autograd.Function):
-    """``x W^T + b`` with all three products (forward, input and weight gradients) in oneDNN."""
+    """``x W^T + b`` with all three products (forward, input and weight gradients) in oneDNN,
+    over the rows rounded up to :data:`ROW_MULTIPLE`: the zero rows add nothing to the
+    weight's gradient, and their outputs and input gradients are dropped."""
 
     @staticmethod
     def forward(ctx, x, weight, bias):
         """x (M, K), weight (N, K), bias (N,) or None -> (M, N)."""
-        ctx.save_for_backward(x, weight)
-        ctx.has_bias = bias is not None
-        return onednn_mm(x, weight, bias)
+        rows = x.shape[0]
+        x_padded = _pad_rows(x, -(-rows // ROW_MULTIPLE) * ROW_MULTIPLE)
+        ctx.save_for_backward(x_padded, weight)
+        ctx.has_bias, ctx.rows = bias is not None, rows
+        return onednn_mm(x_padded, weight, bias)[:rows]
 
     @staticmethod
     @once_differentiable
     def backward(ctx, grad):
-        x, weight = ctx.saved_tensors
-        grad = grad.contiguous()
-        d_x = onednn_mm(grad, weight.t()) if ctx.needs_input_grad[0] else None   # (M, N) x (N, K)
-        d_weight = onednn_mm(grad.t(), x.t()) if ctx.needs_input_grad[1] else None  # (N, M) x (M, K)
+        x_padded, weight = ctx.saved_tensors
+        rows = ctx.rows
+        grad_padded = _pad_rows(grad.contiguous(), x_padded.shape[0])
+        d_x = onednn_mm(grad_padded, weight.t())[:rows] if ctx.needs_input_grad[0] else None  # (M, N) x (N, K)
+        d_weight = onednn_mm(grad_padded.t(), x_padded.t()) if ctx.needs_input_grad[1] else None  # (N, M) x (M, K)
         d_bias = grad.sum(dim=0) if ctx.has_bias and ctx.needs_input_grad[2] else None
         return d_x, d_weight, d_bias
 
