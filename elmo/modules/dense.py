@@ -103,11 +103,7 @@ ROW_MULTIPLE = 32
 
 def _pad_rows(a: torch.Tensor, rows: int) -> torch.Tensor:
     """a (M, K) -> (rows, K): a, then zero rows (a itself where M == rows)."""
-    if a.shape[0] == rows:
-        return a
-    padded = a.new_zeros(rows, a.shape[1])
-    padded[:a.shape[0]] = a
-    return padded
+    return a if a.shape[0] == rows else F.pad(a, (0, 0, 0, rows - a.shape[0]))
 
 
 class _OneDNNLinear(torch.autograd.Function):
@@ -121,14 +117,14 @@ class _OneDNNLinear(torch.autograd.Function):
         rows = x.shape[0]
         x_padded = _pad_rows(x, -(-rows // ROW_MULTIPLE) * ROW_MULTIPLE)
         ctx.save_for_backward(x_padded, weight)
-        ctx.has_bias, ctx.rows = bias is not None, rows
+        ctx.has_bias = bias is not None
         return onednn_mm(x_padded, weight, bias)[:rows]
 
     @staticmethod
     @once_differentiable
     def backward(ctx, grad):
         x_padded, weight = ctx.saved_tensors
-        rows = ctx.rows
+        rows = grad.shape[0]
         grad_padded = _pad_rows(grad.contiguous(), x_padded.shape[0])
         d_x = onednn_mm(grad_padded, weight.t())[:rows] if ctx.needs_input_grad[0] else None  # (M, N) x (N, K)
         d_weight = onednn_mm(grad_padded.t(), x_padded.t()) if ctx.needs_input_grad[1] else None  # (N, M) x (M, K)
