@@ -41,6 +41,7 @@ import statistics
 import sys
 import time
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -81,6 +82,39 @@ MODELS = {
                             shape="512 cells, projection 128, 256 filters",
                             batch_size=128, negatives=2048, vocab_size=50_000),
 }
+
+
+@dataclass
+class Workload:
+    """What a timed training step reads: the language model (dropout 0, training mode), its
+    vocabulary, the packed batches and the sampler of the shared negatives."""
+    model: LanguageModel
+    vocab: Vocabulary
+    batches: PackedLMBatches
+    sampler: LogUniformSampler
+
+
+def build_workload(model_name: str, batch_size: int, unroll_steps: int, vocab_size: int) -> Workload:
+    """The model of ``MODELS[model_name]`` (seed 0) over Brown sentences, batched as
+    ``elmo train`` batches them (rows packed, ``batch_size`` x ``unroll_steps``)."""
+    sentences = brown_sentences(limit=60_000, min_len=1)
+    counts = Counter(w for s in sentences for w in s)
+    counts["<S>"] = counts["</S>"] = len(sentences)
+    vocab = Vocabulary.from_counts(counts, max_size=vocab_size)
+    options = ElmoOptions.from_dict(MODELS[model_name]["options"]())
+    torch.manual_seed(0)
+    model = LanguageModel(options, len(vocab), vocab.bos, vocab.eos, dropout=0.0).train()
+    batches = PackedLMBatches(_ListStream(sentences), vocab, batch_size, unroll_steps)
+    return Workload(model, vocab, batches, LogUniformSampler(len(vocab), seed=0))
+
+
+def update(model: torch.nn.Module, optimizer: torch.optim.Optimizer, loss: torch.Tensor) -> None:
+    """The rest of a training step after the loss, as ``elmo train`` does it: backward, the
+    gradient norm clipped to 10, the optimizer's step, the gradients dropped."""
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 10.0)
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
 
 
 def _heap_only() -> bool:
@@ -155,16 +189,9 @@ def main() -> None:
     if args.heap_only and not _heap_only():
         parser.error("--heap-only needs glibc")
 
-    sentences = brown_sentences(limit=60_000, min_len=1)
-    counts = Counter(w for s in sentences for w in s)
-    counts["<S>"] = counts["</S>"] = len(sentences)
-    vocab = Vocabulary.from_counts(counts, max_size=args.vocab_size)
-    options = ElmoOptions.from_dict(shape["options"]())
-    torch.manual_seed(0)
-    model = LanguageModel(options, len(vocab), vocab.bos, vocab.eos, dropout=0.0).train()
+    work = build_workload(args.model, args.batch_size, args.unroll_steps, args.vocab_size)
+    model, vocab, batches, sampler = work.model, work.vocab, work.batches, work.sampler
     n_params = sum(p.numel() for p in model.parameters())
-    batches = PackedLMBatches(_ListStream(sentences), vocab, args.batch_size, args.unroll_steps)
-    sampler = LogUniformSampler(len(vocab), seed=0)
     # each its own Adagrad: the reference torch's default one (as the peer's trainer uses it),
     # ours what `elmo train` builds (the fused kernel on the CPU)
     optimizers = {"reference": torch.optim.Adagrad(model.parameters(), lr=0.2, initial_accumulator_value=1.0),
@@ -207,11 +234,7 @@ def main() -> None:
             else:
                 out = model(b, state.get(key), negs)
                 state[key], loss = out["state"], out["loss"]
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 10.0)
-        optimizer = optimizers["reference" if name == "reference" else "elmo"]
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
+        update(model, optimizers["reference" if name == "reference" else "elmo"], loss)
         dense.BACKEND = "auto"
 
     impls = [("reference", "reference", False), ("elmo", "elmo", False)]
