@@ -3,7 +3,9 @@ import pytest
 import torch
 
 import elmo.modules.lstm as lstm_module
+import elmo.modules.lstm_inference as lstm_inference
 from elmo import batch_to_ids
+from elmo.modules import dense
 from elmo.modules.lstm_inference import Int8Weights, int8_supported
 from tests.conftest import random_bilm
 
@@ -129,3 +131,60 @@ def test_recurrent_weight_rows_are_not_saved_and_not_used_in_training():
     x = batch_to_ids([SENTENCE[:5]])
     bilm(x)["activations"][-1].sum().backward()  # one row with autograd: the training path
     assert bilm.lstm.layers[0].weight_hh.grad is not None
+
+
+needs_onednn = pytest.mark.skipif(not dense._onednn_linear_available(),
+                                  reason="this PyTorch has no oneDNN linear operator")
+
+
+@pytest.fixture
+def one_row_onednn(monkeypatch):
+    """oneDNN for every one-row product of the LSTM, whatever the CPU and the weights' size;
+    returns the list that each oneDNN product appends to."""
+    monkeypatch.setattr(dense, "BACKEND", "onednn")
+    monkeypatch.setattr(lstm_inference, "ONE_ROW_ONEDNN_MIN_BYTES", 0)
+    calls = []
+    for module in (lstm_inference, lstm_module):
+        monkeypatch.setattr(module, "onednn_mm",
+                            lambda *a, _product=module.onednn_mm: calls.append(1) or _product(*a))
+    return calls
+
+
+@needs_onednn
+def test_one_row_products_in_onednn_give_the_same_vectors_on_both_paths(one_row_onednn, monkeypatch):
+    bilm = random_bilm(seed=7)
+    fast = run(bilm, [SENTENCE])
+    assert one_row_onednn, "the single-sequence path did not use oneDNN"
+    assert all(layer._hh_rows is None for layer in bilm.lstm.layers)  # no re-laid W_hh needed
+    assert all(torch.equal(a, b) for a, b in zip(fast, run(bilm, [SENTENCE], fast=False)))
+    monkeypatch.setattr(lstm_inference, "ONE_ROW_ONEDNN", False)
+    pytorch = run(bilm, [SENTENCE])
+    # two GEMM kernels, another order of the sums: float32 rounding only
+    assert all(float((a - b).abs().max()) <= 1e-5 * float(b.abs().max()) for a, b in zip(fast, pytorch))
+
+
+@needs_onednn
+def test_one_row_products_in_onednn_in_a_batch_whose_rows_end(one_row_onednn, monkeypatch):
+    """A batch of a long and a short sentence: the general path's last steps run one row."""
+    bilm = random_bilm(seed=8)
+    batch = [SENTENCE, SENTENCE[:4]]
+    with_onednn = run(bilm, batch)
+    assert one_row_onednn
+    monkeypatch.setattr(lstm_inference, "ONE_ROW_ONEDNN", False)
+    pytorch = run(bilm, batch)
+    assert all(float((a - b).abs().max()) <= 1e-5 * float(b.abs().max()) for a, b in zip(with_onednn, pytorch))
+
+
+@needs_onednn
+def test_one_row_products_leave_onednn_where_gradients_or_other_dtypes_need_it(one_row_onednn, monkeypatch):
+    x, weight = torch.randn(2, 1, 8), torch.randn(2, 8, 16)
+    assert lstm_inference.one_row_in_onednn(x, weight)
+    assert not lstm_inference.one_row_in_onednn(x.requires_grad_(), weight)  # autograd records
+    with torch.no_grad():
+        assert lstm_inference.one_row_in_onednn(x, weight)
+    assert not lstm_inference.one_row_in_onednn(x.detach().bfloat16(), weight.bfloat16())
+    monkeypatch.setattr(lstm_inference, "ONE_ROW_ONEDNN_MIN_BYTES", 4 << 20)
+    assert not lstm_inference.one_row_in_onednn(x.detach(), weight)  # small weights stay with PyTorch
+    assert lstm_inference.one_row_in_onednn(x.detach(), torch.randn(2, 512, 2048))  # 4 MiB a direction
+    monkeypatch.setattr(dense, "BACKEND", "default")
+    assert not lstm_inference.one_row_in_onednn(x.detach(), torch.randn(2, 512, 2048))

@@ -12,7 +12,10 @@ at about MKL's speed; weight gradients with small outputs and long reductions ra
 times as fast; the convolutions' products were 1.1 to 1.4 times as fast alone but made the
 encoder's training step slower (0.95x), and each new shape costs oneDNN 1 to 3 ms to build
 its kernel (the convolutions' row counts change with every batch). So it is used for the
-highway (:func:`linear`) and the sampled softmax's logits (:func:`onednn_mm`) only.
+highway (:func:`linear`), the sampled softmax's logits (:func:`onednn_mm`) and, without
+autograd, the LSTM's one-row products with weights of 4 MiB and more (batch-1 inference of
+the original model: oneDNN read W_hh and W_proj 1.8 to 2.0 times as fast as MKL on a Zen 5;
+:func:`elmo.modules.lstm_inference.one_row_in_onednn`).
 ``benchmarks/train.py --dense-default`` and ``benchmarks/inference.py --dense-default`` time
 ours with and without it.
 

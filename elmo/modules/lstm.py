@@ -26,7 +26,8 @@ from torch import nn
 from ..config import LSTMConfig
 from .autocast import autocast_on
 from .lstm_autograd import run_lstm_layer_autograd, wants_fast_path
-from .lstm_inference import Int8Weights, run_single_sequence
+from .dense import onednn_mm
+from .lstm_inference import Int8Weights, one_row_in_onednn, run_single_sequence
 
 # A layer's state for both directions: c (2, B, H) and h (2, B, P); direction 0 is forward.
 LayerState = Tuple[torch.Tensor, torch.Tensor]
@@ -89,7 +90,9 @@ class BiLSTMLayer(nn.Module):
         benchmarks/RESULTS.md). The same products in fp32, summed in another order: the
         results differ from the stored layout's by float rounding (about 1e-7). The copy costs
         one more W_hh in memory (134 MB for the original model), only once a one-row step has
-        run, and is made again whenever W_hh has changed (so it never goes stale)."""
+        run, and is made again whenever W_hh has changed (so it never goes stale). Where the
+        one-row products go through oneDNN (:func:`~elmo.modules.lstm_inference.one_row_in_onednn`)
+        they read the stored layout, and the copy is never made."""
         w = self.weight_hh
         key = (w.data_ptr(), w._version, w.device, w.dtype)
         if self._hh_rows_key != key or self._hh_rows is None:
@@ -188,10 +191,15 @@ def _batched_product(x: torch.Tensor, weight: torch.Tensor,
     """x (D, bs, K) @ weight (D, K, N) -> (D, bs, N).
 
     With one row, a product per direction instead of the batched GEMM (measured at about half
-    the speed for one row): a one-row GEMM with ``rows()``, the weight as a contiguous (D, K, N)
-    copy, where given; else a matrix-vector product with the stored (N, K) weight.
+    the speed for one row): oneDNN's with the stored (N, K) weight where
+    :func:`~elmo.modules.lstm_inference.one_row_in_onednn` says so; else a one-row GEMM with
+    ``rows()``, the weight as a contiguous (D, K, N) copy, where given; else a matrix-vector
+    product with the stored weight. The same choice as lstm_inference's steps, so that both
+    paths give equal results.
     """
     if x.shape[1] == 1 and x.dtype == weight.dtype:  # (under autocast the dtypes differ)
+        if one_row_in_onednn(x, weight):  # the stored (N, K) layout, as lstm_inference's steps
+            return torch.stack([onednn_mm(x[d], weight[d].T) for d in range(x.shape[0])])
         if rows is not None:
             w = rows()
             return torch.stack([torch.mm(x[d], w[d]) for d in range(x.shape[0])])
@@ -228,7 +236,8 @@ def run_lstm_layer(layer_input: torch.Tensor, weight_ih: torch.Tensor, bias: tor
             and layer_input.dtype == weight_hh.dtype and not autocast_on(h.device.type)):
         return run_single_sequence(layer_input, weight_ih, bias, weight_hh, weight_proj, state,
                                    cell_clip, proj_clip, int8,
-                                   weight_hh_rows() if weight_hh_rows is not None and int8 is None else None)
+                                   weight_hh_rows() if weight_hh_rows is not None and int8 is None
+                                   and not one_row_in_onednn(layer_input, weight_hh) else None)
     outputs, finished_c, finished_h = [], [], []
     offset = 0
     step_inputs: List[torch.Tensor] = []

@@ -4,9 +4,12 @@ With one row, each time step multiplies a vector by every recurrent weight, W_hh
 W_proj (P x H) of each direction, and does 2 FLOPs per weight read: the step runs at the speed
 of memory (the original model reads 80 MB per layer and step). This path therefore
 
-* reads each recurrent weight once per step: W_proj in its stored layout (a matrix-vector
-  product per direction), W_hh as the layer's contiguous (P x 4H) copy, a one-row GEMM that
-  MKL ran 2.4 times as fast as the stored layout's matrix-vector product on Zen 3
+* reads each recurrent weight once per step. Where oneDNN is the library of
+  :mod:`elmo.modules.dense` (AMD's CPUs) and a weight is large enough to stream from memory
+  (:func:`one_row_in_onednn`), both are oneDNN one-row products in their stored layouts.
+  Otherwise W_proj is a matrix-vector product in its stored layout, and W_hh a one-row GEMM
+  with the layer's contiguous (P x 4H) copy, which MKL ran 2.4 times as fast as the stored
+  layout's matrix-vector product on Zen 3
   (:meth:`elmo.modules.lstm.BiLSTMLayer.recurrent_weight_rows`; the copy is made once);
 * computes the input products x_t W_ih of up to ``INPUT_CHUNK_STEPS`` steps in one GEMM, so
   W_ih is read once per chunk instead of once per step;
@@ -14,7 +17,7 @@ of memory (the original model reads 80 MB per layer and step). This path therefo
   the elementwise cell math done in place (no per-step allocations or concatenations).
 
 The results equal the general path's (the same products in the same order: its one-row steps
-use the same copy).
+make the same choice of library and layout).
 
 **int8 weights** (opt-in, ``BiLSTMStack.use_int8()``): W_hh and W_proj stored as int8 with one
 scale per output row (:class:`Int8Weights`), multiplied with ``torch._weight_int8pack_mm`` by
@@ -30,10 +33,42 @@ from typing import Optional, Tuple
 import torch
 import torch.nn.functional as F
 
+from .dense import onednn_mm, onednn_wanted
+
 LayerState = Tuple[torch.Tensor, torch.Tensor]
 
 #: Time steps whose input products are computed in one multiply (as in lstm.py).
 INPUT_CHUNK_STEPS = 32
+
+
+#: Whether one-row products go through oneDNN where :func:`one_row_in_onednn` would use it
+#: (benchmarks switch it off to time PyTorch's own products there).
+ONE_ROW_ONEDNN = True
+
+#: The smallest weight, in bytes, whose one-row products go through oneDNN. Below it the
+#: weight stays in cache and oneDNN's fixed cost per call (about 15 us) outweighs its faster
+#: reads: a 0.5 MiB W_proj ran 0.49x as fast as MKL's matrix-vector product, a 2 MiB W_hh
+#: 1.25x as fast as MKL's one-row GEMM (Zen 5, benchmarks/RESULTS.md).
+ONE_ROW_ONEDNN_MIN_BYTES = 4 << 20
+
+
+def one_row_in_onednn(x: torch.Tensor, weight: torch.Tensor) -> bool:
+    """Whether the LSTM's one-row products of ``x`` with ``weight`` (D, ., .), W_hh or W_proj of
+    each direction, run through oneDNN with the weight in its stored (N, K) layout: where
+    :func:`elmo.modules.dense.onednn_wanted` says so (float32 on AMD's CPUs by default), for a
+    direction's weight of at least :data:`ONE_ROW_ONEDNN_MIN_BYTES`, and where no gradient
+    flows through them (oneDNN's call records no autograd graph).
+
+    With one row a product reads each weight once for 2 FLOPs, so it runs at the speed of
+    memory, and oneDNN's one-row kernel read faster than MKL's: 2.0x for the original model's
+    W_hh (16384 x 512) against MKL's one-row GEMM with its re-laid copy, 1.8x for its W_proj
+    (512 x 4096) against the matrix-vector product, on a Zen 5 (benchmarks/RESULTS.md). The
+    stored layout also needs no re-laid copy of W_hh."""
+    if not ONE_ROW_ONEDNN or weight[0].numel() * weight.element_size() < ONE_ROW_ONEDNN_MIN_BYTES:
+        return False
+    if torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad):
+        return False
+    return onednn_wanted(x)
 
 
 #: The int8 kernel is given sizes padded to a multiple of this: its tail handling gave wrong
@@ -123,7 +158,10 @@ def run_single_sequence(layer_input: torch.Tensor, weight_ih: torch.Tensor, bias
     i, j, f, o = gates.split(cells, dim=1)
     # views made once: per-step indexing costs as much as the cell math on small models
     w_hh_d, w_proj_d, gates_d, hidden_d = w_hh.unbind(0), w_proj.unbind(0), gates.unbind(0), hidden.unbind(0)
-    rows_d = weight_hh_rows.unbind(0) if weight_hh_rows is not None else None
+    # oneDNN's products read the stored layouts (no re-laid W_hh needed)
+    onednn_hh = int8 is None and one_row_in_onednn(layer_input, weight_hh)
+    onednn_proj = int8 is None and one_row_in_onednn(layer_input, weight_proj)
+    rows_d = weight_hh_rows.unbind(0) if weight_hh_rows is not None and not onednn_hh else None
     gate_rows = gates.unsqueeze(1).unbind(0)  # (1, 4H) views of the gate buffer, for the GEMM
     out_steps = out.unbind(1)
     h_prev_d = h_prev.unbind(0)
@@ -132,7 +170,9 @@ def run_single_sequence(layer_input: torch.Tensor, weight_ih: torch.Tensor, bias
         gate_inputs = torch.baddbmm(bias, layer_input[:, start:stop], weight_ih).unbind(1)  # n x (D, 4H)
         for t in range(start, stop):
             for d in range(n_dir):
-                if rows_d is not None:
+                if onednn_hh:
+                    gates_d[d].copy_(onednn_mm(h_prev_d[d].unsqueeze(0), w_hh_d[d])[0])
+                elif rows_d is not None:
                     torch.mm(h_prev_d[d].unsqueeze(0), rows_d[d], out=gate_rows[d])
                 elif int8 is None:
                     torch.mv(w_hh_d[d], h_prev_d[d], out=gates_d[d])
@@ -150,7 +190,9 @@ def run_single_sequence(layer_input: torch.Tensor, weight_ih: torch.Tensor, bias
             h_t = out_steps[t]
             h_prev_d = h_t.unbind(0)
             for d in range(n_dir):
-                if int8 is None:
+                if onednn_proj:
+                    h_prev_d[d].copy_(onednn_mm(hidden_d[d].unsqueeze(0), w_proj_d[d])[0])
+                elif int8 is None:
                     torch.mv(w_proj_d[d], hidden_d[d], out=h_prev_d[d])
                 else:
                     int8[1].matvec(d, hidden_d[d], out=h_prev_d[d])
