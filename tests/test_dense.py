@@ -179,3 +179,14 @@ def test_environment_variable_chooses_the_backend_at_import():
     assert run("default").splitlines() == ["default PyTorch"]
     wrong = run("fast")
     assert "ELMO_DENSE_BACKEND" in wrong and "'fast'" in wrong
+
+
+@needs_onednn
+def test_bfloat16_products_are_wanted_only_when_asked_for_and_native(backend):
+    backend("onednn")
+    x = torch.zeros(2, 3, dtype=torch.bfloat16)
+    assert not dense.onednn_wanted(x)  # linear and the softmax stay with float32
+    assert dense.onednn_wanted(x, bf16=True) == dense._onednn_bf16_available()
+    assert not dense.onednn_wanted(x.half(), bf16=True)
+    backend("default")
+    assert not dense.onednn_wanted(x, bf16=True)

@@ -182,9 +182,23 @@ def test_one_row_products_leave_onednn_where_gradients_or_other_dtypes_need_it(o
     assert not lstm_inference.one_row_in_onednn(x.requires_grad_(), weight)  # autograd records
     with torch.no_grad():
         assert lstm_inference.one_row_in_onednn(x, weight)
-    assert not lstm_inference.one_row_in_onednn(x.detach().bfloat16(), weight.bfloat16())
+    assert not lstm_inference.one_row_in_onednn(x.detach().bfloat16(), weight)  # mixed dtypes
+    # bfloat16 where oneDNN multiplies it natively (AVX512-BF16, AMX)
+    assert lstm_inference.one_row_in_onednn(x.detach().bfloat16(), weight.bfloat16()) == dense._onednn_bf16_available()
     monkeypatch.setattr(lstm_inference, "ONE_ROW_ONEDNN_MIN_BYTES", 4 << 20)
     assert not lstm_inference.one_row_in_onednn(x.detach(), weight)  # small weights stay with PyTorch
     assert lstm_inference.one_row_in_onednn(x.detach(), torch.randn(2, 512, 2048))  # 4 MiB a direction
     monkeypatch.setattr(dense, "BACKEND", "default")
     assert not lstm_inference.one_row_in_onednn(x.detach(), torch.randn(2, 512, 2048))
+
+
+@pytest.mark.skipif(not dense._onednn_bf16_available(), reason="oneDNN has no native bfloat16 products on this CPU")
+def test_one_row_products_in_onednn_for_the_bfloat16_model(one_row_onednn, monkeypatch):
+    bilm = random_bilm(seed=9).to(torch.bfloat16)
+    fast = run(bilm, [SENTENCE])
+    assert one_row_onednn and fast[-1].dtype == torch.bfloat16
+    assert all(torch.equal(a, b) for a, b in zip(fast, run(bilm, [SENTENCE], fast=False)))
+    monkeypatch.setattr(lstm_inference, "ONE_ROW_ONEDNN", False)
+    pytorch = run(bilm, [SENTENCE])
+    # both accumulate in float32 and round to bfloat16 (8 bits): a few of its roundings apart
+    assert all(float((a - b).abs().max()) <= 0.05 * float(b.abs().max()) for a, b in zip(fast, pytorch))

@@ -14,8 +14,9 @@ encoder's training step slower (0.95x), and each new shape costs oneDNN 1 to 3 m
 its kernel (the convolutions' row counts change with every batch). So it is used for the
 highway (:func:`linear`), the sampled softmax's logits (:func:`onednn_mm`) and, without
 autograd, the LSTM's one-row products with weights of 4 MiB and more (batch-1 inference of
-the original model: oneDNN read W_hh and W_proj 1.8 to 2.0 times as fast as MKL on a Zen 5;
-:func:`elmo.modules.lstm_inference.one_row_in_onednn`).
+the original model: oneDNN read W_hh and W_proj 1.6 times as fast as MKL on a Zen 5;
+:func:`elmo.modules.lstm_inference.one_row_in_onednn`), in float32 and, where the CPU
+multiplies bfloat16 natively, for the opt-in bfloat16 model.
 ``benchmarks/train.py --dense-default`` and ``benchmarks/inference.py --dense-default`` time
 ours with and without it.
 
@@ -69,16 +70,36 @@ def _onednn_linear_available() -> bool:
         return False
 
 
-def onednn_wanted(x: torch.Tensor) -> bool:
-    """Whether :func:`linear` would run ``x``'s products through oneDNN."""
+@functools.lru_cache(maxsize=None)
+def _onednn_bf16_available() -> bool:
+    """Whether oneDNN multiplies bfloat16 natively on this CPU (AVX512-BF16 or AMX) and its
+    linear operator computes ``x W^T`` in bfloat16 (tried once, as for float32)."""
+    try:
+        if not _onednn_linear_available() or not torch.ops.mkldnn._is_mkldnn_bf16_supported():
+            return False
+        gen = torch.Generator().manual_seed(0)
+        x, w = (torch.randn(*shape, generator=gen).bfloat16() for shape in ((3, 64), (16, 64)))
+        got = torch.ops.mkldnn._linear_pointwise(x, w, None, "none", [], "")
+        want = F.linear(x.float(), w.float())
+        return got.dtype == torch.bfloat16 and bool(torch.allclose(got.float(), want, rtol=2e-2, atol=2e-2))
+    except (AttributeError, RuntimeError, TypeError, ValueError):
+        return False
+
+
+def onednn_wanted(x: torch.Tensor, bf16: bool = False) -> bool:
+    """Whether :func:`linear` would run ``x``'s products through oneDNN; with ``bf16``, also
+    whether bfloat16 products would, where oneDNN multiplies them natively (for the LSTM's
+    one-row steps of a bfloat16 model; :func:`linear` itself stays with float32)."""
     if BACKEND not in ("auto", "onednn", "default"):
         raise ValueError(f"elmo.modules.dense.BACKEND (or ELMO_DENSE_BACKEND): {BACKEND!r}; "
                          "expected 'auto', 'onednn' or 'default'")
-    if BACKEND == "default" or x.device.type != "cpu" or x.dtype != torch.float32:
+    if BACKEND == "default" or x.device.type != "cpu" or autocast_on("cpu"):
         return False
-    if autocast_on("cpu") or not _onednn_linear_available():
-        return False
-    return BACKEND == "onednn" or cpu_vendor() == "AuthenticAMD"
+    if x.dtype == torch.float32:
+        available = _onednn_linear_available()
+    else:
+        available = bf16 and x.dtype == torch.bfloat16 and _onednn_bf16_available()
+    return available and (BACKEND == "onednn" or cpu_vendor() == "AuthenticAMD")
 
 
 def cpu_products() -> str:

@@ -45,30 +45,34 @@ INPUT_CHUNK_STEPS = 32
 #: (benchmarks switch it off to time PyTorch's own products there).
 ONE_ROW_ONEDNN = True
 
-#: The smallest weight, in bytes, whose one-row products go through oneDNN. Below it the
-#: weight stays in cache and oneDNN's fixed cost per call (about 15 us) outweighs its faster
-#: reads: a 0.5 MiB W_proj ran 0.49x as fast as MKL's matrix-vector product, a 2 MiB W_hh
-#: 1.25x as fast as MKL's one-row GEMM (Zen 5, benchmarks/RESULTS.md).
+#: The smallest weight of a direction, in bytes, whose one-row products go through oneDNN.
+#: Below it the weight stays in cache and oneDNN's fixed cost per call (about 15 us) weighs
+#: more than its faster reads: alone, a 0.5 MiB W_proj ran 0.47x as fast as MKL's
+#: matrix-vector product and a 2 MiB W_hh 1.42x as fast as MKL's one-row GEMM, but the small
+#: model's batch-1 inference with oneDNN for that W_hh ran 0.95x as fast (Zen 5,
+#: benchmarks/one_row_products.py and benchmarks/RESULTS.md).
 ONE_ROW_ONEDNN_MIN_BYTES = 4 << 20
 
 
 def one_row_in_onednn(x: torch.Tensor, weight: torch.Tensor) -> bool:
-    """Whether the LSTM's one-row products of ``x`` with ``weight`` (D, ., .), W_hh or W_proj of
-    each direction, run through oneDNN with the weight in its stored (N, K) layout: where
-    :func:`elmo.modules.dense.onednn_wanted` says so (float32 on AMD's CPUs by default), for a
+    """Whether the LSTM's one-row products of ``x`` with ``weight`` (D, ., .), W_hh or W_proj
+    of each direction, run through oneDNN with the weight in its stored (N, K) layout.
+
+    They do where :func:`elmo.modules.dense.onednn_wanted` says so (by default on AMD's CPUs:
+    float32, and the opt-in bfloat16 model where the CPU multiplies bfloat16 natively), for a
     direction's weight of at least :data:`ONE_ROW_ONEDNN_MIN_BYTES`, and where no gradient
     flows through them (oneDNN's call records no autograd graph).
 
     With one row a product reads each weight once for 2 FLOPs, so it runs at the speed of
-    memory, and oneDNN's one-row kernel read faster than MKL's: 2.0x for the original model's
-    W_hh (16384 x 512) against MKL's one-row GEMM with its re-laid copy, 1.8x for its W_proj
-    (512 x 4096) against the matrix-vector product, on a Zen 5 (benchmarks/RESULTS.md). The
-    stored layout also needs no re-laid copy of W_hh."""
+    memory, and oneDNN's one-row kernel read the original model's W_hh (16384 x 512) and
+    W_proj (512 x 4096) 1.6 times as fast as the faster of MKL's one-row GEMM (with W_hh's
+    re-laid copy) and its matrix-vector product, on a Zen 5 (benchmarks/one_row_products.py).
+    The stored layout also needs no re-laid copy of W_hh."""
     if not ONE_ROW_ONEDNN or weight[0].numel() * weight.element_size() < ONE_ROW_ONEDNN_MIN_BYTES:
         return False
-    if torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad):
+    if x.dtype != weight.dtype or (torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad)):
         return False
-    return onednn_wanted(x)
+    return onednn_wanted(x, bf16=True)
 
 
 #: The int8 kernel is given sizes padded to a multiple of this: its tail handling gave wrong
