@@ -30,7 +30,6 @@ from benchmarks.reference import ReferenceBiLM  # noqa: E402
 import elmo.modules.char_cnn as char_cnn  # noqa: E402
 from elmo.allocator import keep_freed_memory  # noqa: E402
 import elmo.modules.lstm as lstm_module  # noqa: E402
-import elmo.modules.lstm_inference as lstm_inference  # noqa: E402
 from elmo.modules import dense  # noqa: E402
 from elmo import batch_to_ids  # noqa: E402
 
@@ -47,8 +46,8 @@ SWITCHES = [
      "at batch 1, also time the LSTM's general path (before the single-sequence path)"),
     ("stored-layout", "elmo-stored", lstm_module, "RECURRENT_ROWS", False, True,
      "at batch 1, also time W_hh in its stored layout (before the re-laid copy)"),
-    ("one-row-mkl", "elmo-1row-mkl", lstm_inference, "ONE_ROW_ONEDNN", False, True,
-     "at batch 1, also time the LSTM's one-row products by PyTorch's own (MKL) instead of oneDNN's"),
+    ("recurrent-mkl", "elmo-lstm-mkl", dense, "RECURRENT_ONEDNN", False, False,
+     "also time the LSTM's per-step products by PyTorch's own (MKL) instead of oneDNN's"),
     ("conv1d", "elmo-conv1d", char_cnn, "CONV_AS_MATMUL", False, False,
      "also time the char CNN with nn.Conv1d (before the convolutions as matrix multiplies)"),
     ("dense-default", "elmo-mkl", dense, "BACKEND", "default", False,

@@ -17,8 +17,8 @@ original models this times, per product (median of 200 calls):
 ``--copies`` distinct weights of each shape are multiplied in turn, as a model's layers and
 directions are, so that a shape smaller than the last-level cache is timed from the cache
 and a larger one from memory, as in a real step. It prints GB/s of weight read and oneDNN's
-speed against the faster of the two MKL calls; ``elmo.modules.lstm_inference.one_row_in_onednn``
-uses oneDNN from ``ONE_ROW_ONEDNN_MIN_BYTES`` on.
+speed against the faster of the two MKL calls; ``elmo.modules.dense.recurrent_in_onednn``
+uses oneDNN from ``RECURRENT_MIN_BYTES`` on.
 """
 from __future__ import annotations
 
@@ -35,7 +35,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import machine_line  # noqa: E402
 from elmo.modules import dense  # noqa: E402
-from elmo.modules.lstm_inference import ONE_ROW_ONEDNN_MIN_BYTES  # noqa: E402
 
 #: (model, weight, N outputs, K inputs)
 SHAPES = [("bundled default", "W_hh", 2048, 128), ("bundled default", "W_proj", 128, 512),
@@ -65,7 +64,7 @@ def main() -> None:
         torch.set_num_threads(args.threads)
     has_onednn = dense._onednn_linear_available()
     print(f"machine: {machine_line()}; {args.copies} copies of each weight; oneDNN from "
-          f"{ONE_ROW_ONEDNN_MIN_BYTES / 2**20:g} MiB in elmo.modules.lstm_inference")
+          f"{dense.RECURRENT_MIN_BYTES / 2**20:g} MiB (elmo.modules.dense)")
     print(f"{'model':>16} {'weight':>7} {'N x K':>12} {'MiB':>5} {'mkl-rows us':>12} {'mkl-mv us':>10} "
           f"{'onednn us':>10} {'GB/s onednn':>12} {'onednn / best mkl':>18}")
     for model, name, n, k in SHAPES:

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from elmo import batch_to_ids, load_original
-from elmo.modules import dense, lstm_inference
+from elmo.modules import dense
 from tests.conftest import ALLENNLP, NOSKIP
 
 CASES = {"allennlp": (ALLENNLP, "sentences.json"), "noskip": (NOSKIP, "lm_embeddings_sentences.json")}
@@ -17,11 +17,11 @@ BACKENDS = ["default"] + (["onednn"] if dense._onednn_linear_available() else []
 @pytest.fixture(params=BACKENDS)
 def dense_backend(request, monkeypatch):
     """Runs a check with PyTorch's own products and with oneDNN's (elmo.modules.dense), whichever
-    this machine would pick by default; with oneDNN, the LSTM's one-row steps (a batch's rows
-    that have ended) use it too, whatever the weights' size (elmo.modules.lstm_inference)."""
+    this machine would pick by default; with oneDNN, the LSTM's steps use it too, one-row
+    steps (a batch's rows that have ended) included, whatever the weights' size."""
     monkeypatch.setattr(dense, "BACKEND", request.param)
     if request.param == "onednn":
-        monkeypatch.setattr(lstm_inference, "ONE_ROW_ONEDNN_MIN_BYTES", 0)
+        monkeypatch.setattr(dense, "RECURRENT_MIN_BYTES", 0)
     return request.param
 
 

@@ -139,14 +139,14 @@ needs_onednn = pytest.mark.skipif(not dense._onednn_linear_available(),
 
 @pytest.fixture
 def one_row_onednn(monkeypatch):
-    """oneDNN for every one-row product of the LSTM, whatever the CPU and the weights' size;
-    returns the list that each oneDNN product appends to."""
+    """oneDNN for every per-step product of the LSTM without autograd (one row and more),
+    whatever the CPU and the weights' size; returns the list to which each oneDNN product appends its weight's shape."""
     monkeypatch.setattr(dense, "BACKEND", "onednn")
-    monkeypatch.setattr(lstm_inference, "ONE_ROW_ONEDNN_MIN_BYTES", 0)
+    monkeypatch.setattr(dense, "RECURRENT_MIN_BYTES", 0)
     calls = []
-    for module in (lstm_inference, lstm_module):
+    for module in (lstm_inference, dense):  # the single-sequence path's and per_direction_mm's
         monkeypatch.setattr(module, "onednn_mm",
-                            lambda *a, _product=module.onednn_mm: calls.append(1) or _product(*a))
+                            lambda *a, _product=module.onednn_mm: calls.append(tuple(a[1].shape)) or _product(*a))
     return calls
 
 
@@ -157,7 +157,7 @@ def test_one_row_products_in_onednn_give_the_same_vectors_on_both_paths(one_row_
     assert one_row_onednn, "the single-sequence path did not use oneDNN"
     assert all(layer._hh_rows is None for layer in bilm.lstm.layers)  # no re-laid W_hh needed
     assert all(torch.equal(a, b) for a, b in zip(fast, run(bilm, [SENTENCE], fast=False)))
-    monkeypatch.setattr(lstm_inference, "ONE_ROW_ONEDNN", False)
+    monkeypatch.setattr(dense, "RECURRENT_ONEDNN", False)
     pytorch = run(bilm, [SENTENCE])
     # two GEMM kernels, another order of the sums: float32 rounding only
     assert all(float((a - b).abs().max()) <= 1e-5 * float(b.abs().max()) for a, b in zip(fast, pytorch))
@@ -165,12 +165,16 @@ def test_one_row_products_in_onednn_give_the_same_vectors_on_both_paths(one_row_
 
 @needs_onednn
 def test_one_row_products_in_onednn_in_a_batch_whose_rows_end(one_row_onednn, monkeypatch):
-    """A batch of a long and a short sentence: the general path's last steps run one row."""
+    """A batch of a long and a short sentence: the general path's steps run two rows, then one."""
     bilm = random_bilm(seed=8)
     batch = [SENTENCE, SENTENCE[:4]]
     with_onednn = run(bilm, batch)
-    assert one_row_onednn
-    monkeypatch.setattr(lstm_inference, "ONE_ROW_ONEDNN", False)
+    steps = len(SENTENCE) + 2  # the sentence boundaries too
+    # every step of every layer: W_hh and W_proj, one product per direction
+    layer = bilm.lstm.layers[0]
+    recurrent = [s for s in one_row_onednn if s in (layer.weight_hh.shape[1:], layer.weight_proj.shape[1:])]
+    assert len(recurrent) == len(bilm.lstm.layers) * steps * 2 * 2
+    monkeypatch.setattr(dense, "RECURRENT_ONEDNN", False)
     pytorch = run(bilm, batch)
     assert all(float((a - b).abs().max()) <= 1e-5 * float(b.abs().max()) for a, b in zip(with_onednn, pytorch))
 
@@ -178,18 +182,18 @@ def test_one_row_products_in_onednn_in_a_batch_whose_rows_end(one_row_onednn, mo
 @needs_onednn
 def test_one_row_products_leave_onednn_where_gradients_or_other_dtypes_need_it(one_row_onednn, monkeypatch):
     x, weight = torch.randn(2, 1, 8), torch.randn(2, 8, 16)
-    assert lstm_inference.one_row_in_onednn(x, weight)
-    assert not lstm_inference.one_row_in_onednn(x.requires_grad_(), weight)  # autograd records
+    assert dense.recurrent_in_onednn(x, weight)
+    assert not dense.recurrent_in_onednn(x.requires_grad_(), weight)  # autograd records
     with torch.no_grad():
-        assert lstm_inference.one_row_in_onednn(x, weight)
-    assert not lstm_inference.one_row_in_onednn(x.detach().bfloat16(), weight)  # mixed dtypes
+        assert dense.recurrent_in_onednn(x, weight)
+    assert not dense.recurrent_in_onednn(x.detach().bfloat16(), weight)  # mixed dtypes
     # bfloat16 where oneDNN multiplies it natively (AVX512-BF16, AMX)
-    assert lstm_inference.one_row_in_onednn(x.detach().bfloat16(), weight.bfloat16()) == dense._onednn_bf16_available()
-    monkeypatch.setattr(lstm_inference, "ONE_ROW_ONEDNN_MIN_BYTES", 4 << 20)
-    assert not lstm_inference.one_row_in_onednn(x.detach(), weight)  # small weights stay with PyTorch
-    assert lstm_inference.one_row_in_onednn(x.detach(), torch.randn(2, 512, 2048))  # 4 MiB a direction
+    assert dense.recurrent_in_onednn(x.detach().bfloat16(), weight.bfloat16()) == dense._onednn_bf16_available()
+    monkeypatch.setattr(dense, "RECURRENT_MIN_BYTES", 4 << 20)
+    assert not dense.recurrent_in_onednn(x.detach(), weight)  # small weights stay with PyTorch
+    assert dense.recurrent_in_onednn(x.detach(), torch.randn(2, 512, 2048))  # 4 MiB a direction
     monkeypatch.setattr(dense, "BACKEND", "default")
-    assert not lstm_inference.one_row_in_onednn(x.detach(), torch.randn(2, 512, 2048))
+    assert not dense.recurrent_in_onednn(x.detach(), torch.randn(2, 512, 2048))
 
 
 @pytest.mark.skipif(not dense._onednn_bf16_available(), reason="oneDNN has no native bfloat16 products on this CPU")
@@ -198,7 +202,7 @@ def test_one_row_products_in_onednn_for_the_bfloat16_model(one_row_onednn, monke
     fast = run(bilm, [SENTENCE])
     assert one_row_onednn and fast[-1].dtype == torch.bfloat16
     assert all(torch.equal(a, b) for a, b in zip(fast, run(bilm, [SENTENCE], fast=False)))
-    monkeypatch.setattr(lstm_inference, "ONE_ROW_ONEDNN", False)
+    monkeypatch.setattr(dense, "RECURRENT_ONEDNN", False)
     pytorch = run(bilm, [SENTENCE])
     # both accumulate in float32 and round to bfloat16 (8 bits): a few of its roundings apart
     assert all(float((a - b).abs().max()) <= 0.05 * float(b.abs().max()) for a, b in zip(fast, pytorch))

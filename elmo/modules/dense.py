@@ -13,10 +13,9 @@ times as fast; the convolutions' products were 1.1 to 1.4 times as fast alone bu
 encoder's training step slower (0.95x), and each new shape costs oneDNN 1 to 3 ms to build
 its kernel (the convolutions' row counts change with every batch). So it is used for the
 highway (:func:`linear`), the sampled softmax's logits (:func:`onednn_mm`) and, without
-autograd, the LSTM's one-row products with weights of 4 MiB and more (batch-1 inference of
-the original model: oneDNN read W_hh and W_proj 1.6 times as fast as MKL on a Zen 5;
-:func:`elmo.modules.lstm_inference.one_row_in_onednn`), in float32 and, where the CPU
-multiplies bfloat16 natively, for the opt-in bfloat16 model.
+autograd, the LSTM's per-step products with weights of 4 MiB and more
+(:func:`recurrent_in_onednn`): on a Zen 5 that made inference of the original model 1.2 to
+1.8 times as fast (benchmarks/RESULTS.md), but not training (below).
 ``benchmarks/train.py --dense-default`` and ``benchmarks/inference.py --dense-default`` time
 ours with and without it.
 
@@ -89,7 +88,7 @@ def _onednn_bf16_available() -> bool:
 def onednn_wanted(x: torch.Tensor, bf16: bool = False) -> bool:
     """Whether :func:`linear` would run ``x``'s products through oneDNN; with ``bf16``, also
     whether bfloat16 products would, where oneDNN multiplies them natively (for the LSTM's
-    one-row steps of a bfloat16 model; :func:`linear` itself stays with float32)."""
+    per-step products of a bfloat16 model; :func:`linear` itself stays with float32)."""
     if BACKEND not in ("auto", "onednn", "default"):
         raise ValueError(f"elmo.modules.dense.BACKEND (or ELMO_DENSE_BACKEND): {BACKEND!r}; "
                          "expected 'auto', 'onednn' or 'default'")
@@ -115,6 +114,53 @@ def onednn_mm(a: torch.Tensor, b_t: torch.Tensor, bias: Optional[torch.Tensor] =
         out = a.new_zeros(a.shape[0], b_t.shape[0])
         return out if bias is None else out + bias
     return torch.ops.mkldnn._linear_pointwise(a, b_t, bias, "none", [], "")
+
+
+#: Whether the LSTM's per-step products (with W_hh and W_proj) go through oneDNN where
+#: :func:`recurrent_in_onednn` would use it (benchmarks switch it off to time PyTorch's there).
+RECURRENT_ONEDNN = True
+
+#: The smallest weight of a direction, in bytes, whose per-step products go through oneDNN.
+#: Below it the weight stays in cache and oneDNN's fixed cost per call (about 15 us) weighs
+#: more than its faster reads. On a Zen 5: alone, a 0.5 MiB W_proj's one-row product ran 0.47x
+#: as fast as MKL's matrix-vector product and a 2 MiB W_hh's 1.42x as fast as MKL's one-row
+#: GEMM (benchmarks/one_row_products.py), but inference of the small model (those weights)
+#: ran 0.9 to 1.06 times as fast with oneDNN for all its steps, and of the bundled default
+#: (1 and 0.25 MiB) 0.72 to 1.09 times; the original model's (32 and 8 MiB) 1.2 to 1.8 times.
+RECURRENT_MIN_BYTES = 4 << 20
+
+
+def recurrent_in_onednn(x: torch.Tensor, weight: torch.Tensor) -> bool:
+    """Whether the LSTM's per-step products of ``x`` (D, M, .) with ``weight`` (D, ., .), W_hh
+    or W_proj of each direction, go through oneDNN (:func:`per_direction_mm`, the weight in
+    its stored (N, K) layout, so that no re-laid copy is needed).
+
+    They do where :func:`onednn_wanted` says so (by default on AMD's CPUs: float32, and the
+    opt-in bfloat16 model where the CPU multiplies bfloat16 natively), for a direction's
+    weight of at least :data:`RECURRENT_MIN_BYTES`, and never where autograd would record them
+    (oneDNN's call records no graph).
+
+    The original model's products stream W_hh (16384 x 512) and W_proj (512 x 4096) from
+    memory, and oneDNN read them 1.6 times as fast as the faster of MKL's one-row GEMM and
+    matrix-vector product at one row, on a Zen 5; whole inference ran 1.8 times as fast at
+    batch 1, 1.3 at batch 8 and 32, 1.2 at 128 (benchmarks/RESULTS.md). The training path
+    (:mod:`elmo.modules.lstm_autograd`) keeps PyTorch's batched products: with oneDNN's in
+    its forward and backward steps, training steps ran 1.02 times as fast for the small model
+    and 0.94 times for the bundled default's shape (Zen 5). oneDNN builds a kernel per row
+    count, and a batch's row counts are at most its batch size."""
+    if not RECURRENT_ONEDNN or x.dtype != weight.dtype:
+        return False
+    if weight[0].numel() * weight.element_size() < RECURRENT_MIN_BYTES:
+        return False
+    if torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad):
+        return False
+    return onednn_wanted(x, bf16=True)
+
+
+def per_direction_mm(a: torch.Tensor, b_t: torch.Tensor) -> torch.Tensor:
+    """``a[d] @ b_t[d].T`` for each direction d through oneDNN: a (D, M, K), b_t (D, N, K)
+    (views allowed; b_t contiguous per direction reads fastest) -> (D, M, N). No autograd."""
+    return torch.stack([onednn_mm(a[d], b_t[d]) for d in range(a.shape[0])])
 
 
 #: :func:`linear` rounds its row count up to a multiple of this (zero rows, dropped again).

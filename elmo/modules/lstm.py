@@ -26,8 +26,8 @@ from torch import nn
 from ..config import LSTMConfig
 from .autocast import autocast_on
 from .lstm_autograd import run_lstm_layer_autograd, wants_fast_path
-from .dense import onednn_mm
-from .lstm_inference import Int8Weights, one_row_in_onednn, run_single_sequence
+from .dense import per_direction_mm, recurrent_in_onednn
+from .lstm_inference import Int8Weights, run_single_sequence
 
 # A layer's state for both directions: c (2, B, H) and h (2, B, P); direction 0 is forward.
 LayerState = Tuple[torch.Tensor, torch.Tensor]
@@ -91,7 +91,7 @@ class BiLSTMLayer(nn.Module):
         results differ from the stored layout's by float rounding (about 1e-7). The copy costs
         one more W_hh in memory (134 MB for the original model), only once a one-row step has
         run, and is made again whenever W_hh has changed (so it never goes stale). Where the
-        one-row products go through oneDNN (:func:`~elmo.modules.lstm_inference.one_row_in_onednn`)
+        one-row products go through oneDNN (:func:`~elmo.modules.dense.recurrent_in_onednn`)
         they read the stored layout, and the copy is never made."""
         w = self.weight_hh
         key = (w.data_ptr(), w._version, w.device, w.dtype)
@@ -190,16 +190,16 @@ def _batched_product(x: torch.Tensor, weight: torch.Tensor,
                      rows: Optional[Callable[[], torch.Tensor]] = None) -> torch.Tensor:
     """x (D, bs, K) @ weight (D, K, N) -> (D, bs, N).
 
-    With one row, a product per direction instead of the batched GEMM (measured at about half
-    the speed for one row): oneDNN's with the stored (N, K) weight where
-    :func:`~elmo.modules.lstm_inference.one_row_in_onednn` says so; else a one-row GEMM with
+    oneDNN's product per direction with the stored (N, K) weight where
+    :func:`~elmo.modules.dense.recurrent_in_onednn` says so (as lstm_inference's steps, so that
+    both paths give equal results). Else, with one row, a product per direction instead of
+    the batched GEMM (measured at about half the speed for one row): a one-row GEMM with
     ``rows()``, the weight as a contiguous (D, K, N) copy, where given; else a matrix-vector
-    product with the stored weight. The same choice as lstm_inference's steps, so that both
-    paths give equal results.
+    product with the stored weight. Else the batched GEMM.
     """
+    if recurrent_in_onednn(x, weight):
+        return per_direction_mm(x, weight.transpose(1, 2))
     if x.shape[1] == 1 and x.dtype == weight.dtype:  # (under autocast the dtypes differ)
-        if one_row_in_onednn(x, weight):  # the stored (N, K) layout, as lstm_inference's steps
-            return torch.stack([onednn_mm(x[d], weight[d].T) for d in range(x.shape[0])])
         if rows is not None:
             w = rows()
             return torch.stack([torch.mm(x[d], w[d]) for d in range(x.shape[0])])
@@ -237,7 +237,7 @@ def run_lstm_layer(layer_input: torch.Tensor, weight_ih: torch.Tensor, bias: tor
         return run_single_sequence(layer_input, weight_ih, bias, weight_hh, weight_proj, state,
                                    cell_clip, proj_clip, int8,
                                    weight_hh_rows() if weight_hh_rows is not None and int8 is None
-                                   and not one_row_in_onednn(layer_input, weight_hh) else None)
+                                   and not recurrent_in_onednn(layer_input, weight_hh) else None)
     outputs, finished_c, finished_h = [], [], []
     offset = 0
     step_inputs: List[torch.Tensor] = []

@@ -6,7 +6,8 @@ of memory (the original model reads 80 MB per layer and step). This path therefo
 
 * reads each recurrent weight once per step. Where oneDNN is the library of
   :mod:`elmo.modules.dense` (AMD's CPUs) and a weight is large enough to stream from memory
-  (:func:`one_row_in_onednn`), both are oneDNN one-row products in their stored layouts.
+  (:func:`elmo.modules.dense.recurrent_in_onednn`), both are oneDNN one-row products in
+  their stored layouts.
   Otherwise W_proj is a matrix-vector product in its stored layout, and W_hh a one-row GEMM
   with the layer's contiguous (P x 4H) copy, which MKL ran 2.4 times as fast as the stored
   layout's matrix-vector product on Zen 3
@@ -33,46 +34,12 @@ from typing import Optional, Tuple
 import torch
 import torch.nn.functional as F
 
-from .dense import onednn_mm, onednn_wanted
+from .dense import onednn_mm, recurrent_in_onednn
 
 LayerState = Tuple[torch.Tensor, torch.Tensor]
 
 #: Time steps whose input products are computed in one multiply (as in lstm.py).
 INPUT_CHUNK_STEPS = 32
-
-
-#: Whether one-row products go through oneDNN where :func:`one_row_in_onednn` would use it
-#: (benchmarks switch it off to time PyTorch's own products there).
-ONE_ROW_ONEDNN = True
-
-#: The smallest weight of a direction, in bytes, whose one-row products go through oneDNN.
-#: Below it the weight stays in cache and oneDNN's fixed cost per call (about 15 us) weighs
-#: more than its faster reads: alone, a 0.5 MiB W_proj ran 0.47x as fast as MKL's
-#: matrix-vector product and a 2 MiB W_hh 1.42x as fast as MKL's one-row GEMM, but the small
-#: model's batch-1 inference with oneDNN for that W_hh ran 0.95x as fast (Zen 5,
-#: benchmarks/one_row_products.py and benchmarks/RESULTS.md).
-ONE_ROW_ONEDNN_MIN_BYTES = 4 << 20
-
-
-def one_row_in_onednn(x: torch.Tensor, weight: torch.Tensor) -> bool:
-    """Whether the LSTM's one-row products of ``x`` with ``weight`` (D, ., .), W_hh or W_proj
-    of each direction, run through oneDNN with the weight in its stored (N, K) layout.
-
-    They do where :func:`elmo.modules.dense.onednn_wanted` says so (by default on AMD's CPUs:
-    float32, and the opt-in bfloat16 model where the CPU multiplies bfloat16 natively), for a
-    direction's weight of at least :data:`ONE_ROW_ONEDNN_MIN_BYTES`, and where no gradient
-    flows through them (oneDNN's call records no autograd graph).
-
-    With one row a product reads each weight once for 2 FLOPs, so it runs at the speed of
-    memory, and oneDNN's one-row kernel read the original model's W_hh (16384 x 512) and
-    W_proj (512 x 4096) 1.6 times as fast as the faster of MKL's one-row GEMM (with W_hh's
-    re-laid copy) and its matrix-vector product, on a Zen 5 (benchmarks/one_row_products.py).
-    The stored layout also needs no re-laid copy of W_hh."""
-    if not ONE_ROW_ONEDNN or weight[0].numel() * weight.element_size() < ONE_ROW_ONEDNN_MIN_BYTES:
-        return False
-    if x.dtype != weight.dtype or (torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad)):
-        return False
-    return onednn_wanted(x, bf16=True)
 
 
 #: The int8 kernel is given sizes padded to a multiple of this: its tail handling gave wrong
@@ -163,8 +130,8 @@ def run_single_sequence(layer_input: torch.Tensor, weight_ih: torch.Tensor, bias
     # views made once: per-step indexing costs as much as the cell math on small models
     w_hh_d, w_proj_d, gates_d, hidden_d = w_hh.unbind(0), w_proj.unbind(0), gates.unbind(0), hidden.unbind(0)
     # oneDNN's products read the stored layouts (no re-laid W_hh needed)
-    onednn_hh = int8 is None and one_row_in_onednn(layer_input, weight_hh)
-    onednn_proj = int8 is None and one_row_in_onednn(layer_input, weight_proj)
+    onednn_hh = int8 is None and recurrent_in_onednn(layer_input, weight_hh)
+    onednn_proj = int8 is None and recurrent_in_onednn(layer_input, weight_proj)
     rows_d = weight_hh_rows.unbind(0) if weight_hh_rows is not None and not onednn_hh else None
     gate_rows = gates.unsqueeze(1).unbind(0)  # (1, 4H) views of the gate buffer, for the GEMM
     out_steps = out.unbind(1)
