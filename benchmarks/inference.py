@@ -48,6 +48,9 @@ SWITCHES = [
      "at batch 1, also time W_hh in its stored layout (before the re-laid copy)"),
     ("recurrent-mkl", "elmo-lstm-mkl", dense, "RECURRENT_ONEDNN", False, False,
      "also time the LSTM's per-step products by PyTorch's own (MKL) instead of oneDNN's"),
+    ("unpacked", "elmo-unpacked", dense, "RECURRENT_PACKED", False, False,
+     "also time the LSTM's oneDNN products of two rows or more with the weights in their stored "
+     "layout instead of oneDNN's (before elmo.modules.dense.pack_for_onednn)"),
     ("conv1d", "elmo-conv1d", char_cnn, "CONV_AS_MATMUL", False, False,
      "also time the char CNN with nn.Conv1d (before the convolutions as matrix multiplies)"),
     ("dense-default", "elmo-mkl", dense, "BACKEND", "default", False,

@@ -155,7 +155,7 @@ def test_one_row_products_in_onednn_give_the_same_vectors_on_both_paths(one_row_
     bilm = random_bilm(seed=7)
     fast = run(bilm, [SENTENCE])
     assert one_row_onednn, "the single-sequence path did not use oneDNN"
-    assert all(layer._hh_rows is None for layer in bilm.lstm.layers)  # no re-laid W_hh needed
+    assert all(layer._hh_rows.value is None for layer in bilm.lstm.layers)  # no re-laid W_hh needed
     assert all(torch.equal(a, b) for a, b in zip(fast, run(bilm, [SENTENCE], fast=False)))
     monkeypatch.setattr(dense, "RECURRENT_ONEDNN", False)
     pytorch = run(bilm, [SENTENCE])
@@ -177,6 +177,60 @@ def test_one_row_products_in_onednn_in_a_batch_whose_rows_end(one_row_onednn, mo
     monkeypatch.setattr(dense, "RECURRENT_ONEDNN", False)
     pytorch = run(bilm, batch)
     assert all(float((a - b).abs().max()) <= 1e-5 * float(b.abs().max()) for a, b in zip(with_onednn, pytorch))
+
+
+needs_packing = pytest.mark.skipif(not dense._onednn_packing_available(),
+                                   reason="this PyTorch's oneDNN cannot lay out a weight in its own format")
+
+
+@needs_packing
+def test_steps_of_several_rows_read_onednn_packed_weights_that_follow_weight_changes(one_row_onednn, monkeypatch):
+    """Steps of two rows or more multiply by W_hh and W_proj in oneDNN's layout: the same
+    vectors as the stored layout (float rounding apart), remade after the weights change."""
+    bilm = random_bilm(seed=9)
+    batch = [SENTENCE, SENTENCE[:20], SENTENCE[:4]]
+    one_row_onednn.clear()
+    packed = run(bilm, batch)
+    layer = bilm.lstm.layers[0]
+    first = layer._packed.value
+    assert first is not None and all(w.is_mkldnn for w in first[0] + first[1])
+    monkeypatch.setattr(dense, "RECURRENT_PACKED", False)
+    stored = run(bilm, batch)
+    assert all(float((a - b).abs().max()) <= 1e-5 * float(b.abs().max()) for a, b in zip(packed, stored))
+    monkeypatch.setattr(dense, "RECURRENT_PACKED", True)
+    assert run(bilm, batch)[1].equal(packed[1]) and layer._packed.value is first  # made once
+    with torch.no_grad():
+        for each in bilm.lstm.layers:
+            each.weight_proj.mul_(-0.5)  # in place: the same address, a new version
+    changed = run(bilm, batch)
+    assert layer._packed.value is not first
+    assert not torch.allclose(changed[1], packed[1], atol=1e-3)  # the change reached the outputs
+    monkeypatch.setattr(dense, "RECURRENT_PACKED", False)
+    changed_stored = run(bilm, batch)
+    assert all(float((a - b).abs().max()) <= 1e-5 * float(b.abs().max()) for a, b in zip(changed, changed_stored))
+
+
+@needs_packing
+def test_a_model_with_packed_weights_can_be_copied_and_saved(one_row_onednn, tmp_path):
+    """oneDNN's packed tensors cannot be copied or pickled: a copy starts without them."""
+    import copy
+    bilm = random_bilm(seed=10)
+    batch = [SENTENCE, SENTENCE[:7]]
+    before = run(bilm, batch)
+    assert bilm.lstm.layers[0]._packed.value is not None
+    twin = copy.deepcopy(bilm)
+    assert twin.lstm.layers[0]._packed.value is None
+    assert all(torch.equal(a, b) for a, b in zip(before, run(twin, batch)))
+    torch.save(bilm, tmp_path / "whole.pt")  # the whole module, as some users save it
+    assert not any("packed" in k for k in bilm.state_dict())
+
+
+def test_packing_is_only_for_float32_steps_of_two_rows_or_more(monkeypatch):
+    assert not dense.recurrent_packed(torch.randn(2, 1, 8))
+    assert dense.recurrent_packed(torch.randn(2, 2, 8)) == dense._onednn_packing_available()
+    assert not dense.recurrent_packed(torch.randn(2, 4, 8).bfloat16())
+    monkeypatch.setattr(dense, "RECURRENT_PACKED", False)
+    assert not dense.recurrent_packed(torch.randn(2, 4, 8))
 
 
 @needs_onednn

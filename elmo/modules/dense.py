@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import functools
 import os
-from typing import Optional
+from typing import Optional, Sequence, Union
 
 import torch
 import torch.nn.functional as F
@@ -160,10 +160,57 @@ def recurrent_in_onednn(x: torch.Tensor, weight: torch.Tensor) -> bool:
     return onednn_wanted(x, bf16=True)
 
 
-def per_direction_mm(a: torch.Tensor, b_t: torch.Tensor) -> torch.Tensor:
+def per_direction_mm(a: torch.Tensor, b_t: Union[torch.Tensor, Sequence[torch.Tensor]]) -> torch.Tensor:
     """``a[d] @ b_t[d].T`` for each direction d through oneDNN: a (D, M, K), b_t (D, N, K)
-    (views allowed; b_t contiguous per direction reads fastest) -> (D, M, N). No autograd."""
+    (views allowed; b_t contiguous per direction reads fastest) or a weight (N, K) per
+    direction, such as :func:`pack_for_onednn`'s -> (D, M, N). No autograd."""
     return torch.stack([onednn_mm(a[d], b_t[d]) for d in range(a.shape[0])])
+
+
+#: Whether the per-step products of two rows or more read the weights in oneDNN's own layout
+#: where :func:`recurrent_packed` would (benchmarks switch it off to time the stored layout).
+RECURRENT_PACKED = True
+
+#: The row count oneDNN is told to expect when it lays out a weight (:func:`pack_for_onednn`);
+#: the layout serves any row count. Alone (Zen 3), 32 ran 30 rows about as fast as 128 did and
+#: 2 to 8 rows faster; 1 gave no gain over the stored layout.
+PACK_ROWS = 32
+
+
+@functools.lru_cache(maxsize=None)
+def _onednn_packing_available() -> bool:
+    """Whether this PyTorch's oneDNN can lay out a float32 weight once in its own format and
+    multiply by it (internal operators, tried once on a small product and compared with
+    ``F.linear``, as for :func:`_onednn_linear_available`)."""
+    if not _onednn_linear_available() or not hasattr(torch.ops.mkldnn, "_reorder_linear_weight"):
+        return False
+    try:
+        gen = torch.Generator().manual_seed(0)
+        x, w = torch.randn(5, 24, generator=gen), torch.randn(7, 24, generator=gen)
+        packed = torch.ops.mkldnn._reorder_linear_weight(w, PACK_ROWS)
+        got = torch.ops.mkldnn._linear_pointwise(x, packed, None, "none", [], "")
+        return got.shape == (5, 7) and bool(torch.allclose(got, F.linear(x, w), rtol=1e-4, atol=1e-5))
+    except (AttributeError, RuntimeError, TypeError, ValueError):
+        return False
+
+
+def recurrent_packed(x: torch.Tensor) -> bool:
+    """Whether per-step products of ``x`` (D, M, K) that :func:`recurrent_in_onednn` sends to
+    oneDNN read the weights in oneDNN's layout (:func:`pack_for_onednn`): for float32 and two
+    rows or more, where :data:`RECURRENT_PACKED` and this PyTorch has the operators.
+
+    In the stored layout oneDNN lays the weight out afresh for every product: the original
+    model's W_hh (16384 x 512) took 5.1 ms at 30 rows against 4.0 ms laid out once, 2.6 ms
+    against 1.3 ms at 2 rows, with equal results (Zen 3, benchmarks/RESULTS.md). One row gains
+    nothing and would round differently from the batch-1 path, so it keeps the stored layout."""
+    return (RECURRENT_PACKED and x.shape[1] >= 2 and x.dtype == torch.float32
+            and _onednn_packing_available())
+
+
+def pack_for_onednn(b_t: torch.Tensor) -> torch.Tensor:
+    """The weight b_t (N, K), float32, in oneDNN's own layout, for :func:`onednn_mm` as its
+    ``b_t``: an opaque tensor of about the same size, which cannot be copied or saved."""
+    return torch.ops.mkldnn._reorder_linear_weight(b_t.contiguous(), PACK_ROWS)
 
 
 #: :func:`linear` rounds its row count up to a multiple of this (zero rows, dropped again).

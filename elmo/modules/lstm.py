@@ -26,14 +26,15 @@ from torch import nn
 from ..config import LSTMConfig
 from .autocast import autocast_on
 from .lstm_autograd import run_lstm_layer_autograd, wants_fast_path
-from .dense import per_direction_mm, recurrent_in_onednn
+from .dense import pack_for_onednn, per_direction_mm, recurrent_in_onednn, recurrent_packed
 from .lstm_inference import Int8Weights, run_single_sequence
+from .weight_cache import WeightCache
 
 # A layer's state for both directions: c (2, B, H) and h (2, B, P); direction 0 is forward.
 LayerState = Tuple[torch.Tensor, torch.Tensor]
 
-# What the int8 weights were made from: (address, version, device) of W_hh and of W_proj.
-_WeightsKey = Tuple[Tuple[int, int, torch.device], ...]
+# W_hh and W_proj of each direction in oneDNN's layout (BiLSTMLayer.onednn_packed_weights).
+PackedWeights = Tuple[List[torch.Tensor], List[torch.Tensor]]
 
 
 class BiLSTMLayer(nn.Module):
@@ -53,13 +54,13 @@ class BiLSTMLayer(nn.Module):
         self.weight_hh = nn.Parameter(torch.empty(2, 4 * cell_dim, projection_dim))
         self.bias = nn.Parameter(torch.zeros(2, 4 * cell_dim))
         self.weight_proj = nn.Parameter(torch.empty(2, projection_dim, cell_dim))
-        # the opt-in int8 weights (BiLSTMStack.use_int8), made when first needed
+        # Inference's other forms of the weights, each made when first needed: the opt-in
+        # int8 weights (BiLSTMStack.use_int8), W_hh re-laid for one-row steps
+        # (recurrent_weight_rows) and oneDNN's layout of W_hh and W_proj (onednn_packed_weights).
         self._int8_enabled = False
-        self._int8_key: Optional[_WeightsKey] = None
-        self._int8: Optional[Tuple[Int8Weights, Int8Weights]] = None
-        # W_hh re-laid for one-row steps (recurrent_weight_rows), made when first needed
-        self._hh_rows_key: Optional[Tuple[int, int, torch.device, torch.dtype]] = None
-        self._hh_rows: Optional[torch.Tensor] = None
+        self._int8: WeightCache[Tuple[Int8Weights, Int8Weights]] = WeightCache()
+        self._hh_rows: WeightCache[torch.Tensor] = WeightCache()
+        self._packed: WeightCache[PackedWeights] = WeightCache()
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
@@ -74,11 +75,8 @@ class BiLSTMLayer(nn.Module):
         Quantized again whenever a weight has changed since (so they never go stale)."""
         if not self._int8_enabled:
             return None
-        key = tuple((p.data_ptr(), p._version, p.device) for p in (self.weight_hh, self.weight_proj))
-        if self._int8_key != key:
-            self._int8 = (Int8Weights(self.weight_hh), Int8Weights(self.weight_proj))
-            self._int8_key = key
-        return self._int8
+        hh, proj = self.weight_hh, self.weight_proj
+        return self._int8.get((hh, proj), lambda: (Int8Weights(hh), Int8Weights(proj)))
 
     def recurrent_weight_rows(self) -> torch.Tensor:
         """W_hh as a contiguous (2, P, 4H) copy (no autograd), for the steps that run one row.
@@ -94,11 +92,21 @@ class BiLSTMLayer(nn.Module):
         one-row products go through oneDNN (:func:`~elmo.modules.dense.recurrent_in_onednn`)
         they read the stored layout, and the copy is never made."""
         w = self.weight_hh
-        key = (w.data_ptr(), w._version, w.device, w.dtype)
-        if self._hh_rows_key != key or self._hh_rows is None:
-            self._hh_rows = w.detach().transpose(1, 2).contiguous()
-            self._hh_rows_key = key
-        return self._hh_rows
+        return self._hh_rows.get((w,), lambda: w.detach().transpose(1, 2).contiguous())
+
+    def onednn_packed_weights(self) -> PackedWeights:
+        """W_hh and W_proj of each direction in oneDNN's own layout (no autograd), for the
+        per-step products of two rows or more where :func:`~elmo.modules.dense.recurrent_packed`
+        says so: ([W_hh fwd, W_hh bwd], [W_proj fwd, W_proj bwd]).
+
+        In the stored layout oneDNN lays out the weight anew on every call; the original model's
+        32 MiB W_hh then took 5 to 6 ms a product at 30 rows, against 4 ms laid out once (Zen 3),
+        with equal results. The copy costs one more W_hh and W_proj in memory (160 MiB for the
+        original model), only once such a step has run, and is made again whenever a weight has
+        changed."""
+        hh, proj = self.weight_hh, self.weight_proj
+        return self._packed.get((hh, proj), lambda: ([pack_for_onednn(w) for w in hh.detach()],
+                                                     [pack_for_onednn(w) for w in proj.detach()]))
 
     def effective_bias(self) -> torch.Tensor:
         """The stored bias with the forget gate's +1: (2, 4H)."""
@@ -187,17 +195,22 @@ RECURRENT_ROWS = True
 
 
 def _batched_product(x: torch.Tensor, weight: torch.Tensor,
-                     rows: Optional[Callable[[], torch.Tensor]] = None) -> torch.Tensor:
+                     rows: Optional[Callable[[], torch.Tensor]] = None,
+                     packed: Optional[Callable[[], Sequence[torch.Tensor]]] = None) -> torch.Tensor:
     """x (D, bs, K) @ weight (D, K, N) -> (D, bs, N).
 
-    oneDNN's product per direction with the stored (N, K) weight where
-    :func:`~elmo.modules.dense.recurrent_in_onednn` says so (as lstm_inference's steps, so that
-    both paths give equal results). Else, with one row, a product per direction instead of
-    the batched GEMM (measured at about half the speed for one row): a one-row GEMM with
-    ``rows()``, the weight as a contiguous (D, K, N) copy, where given; else a matrix-vector
-    product with the stored weight. Else the batched GEMM.
+    oneDNN's product per direction where :func:`~elmo.modules.dense.recurrent_in_onednn` says
+    so: with ``packed()``, each direction's weight in oneDNN's layout, where given and
+    :func:`~elmo.modules.dense.recurrent_packed` says so (two rows or more); else with the
+    stored (N, K) weight, as lstm_inference's one-row steps (so that both paths give equal
+    results). Else, with one row, a product per direction instead of the batched GEMM
+    (measured at about half the speed for one row): a one-row GEMM with ``rows()``, the weight
+    as a contiguous (D, K, N) copy, where given; else a matrix-vector product with the stored
+    weight. Else the batched GEMM.
     """
     if recurrent_in_onednn(x, weight):
+        if packed is not None and recurrent_packed(x):
+            return per_direction_mm(x, packed())
         return per_direction_mm(x, weight.transpose(1, 2))
     if x.shape[1] == 1 and x.dtype == weight.dtype:  # (under autocast the dtypes differ)
         if rows is not None:
@@ -211,7 +224,8 @@ def run_lstm_layer(layer_input: torch.Tensor, weight_ih: torch.Tensor, bias: tor
                    batch_sizes: List[int], weight_hh: torch.Tensor, weight_proj: torch.Tensor,
                    state: LayerState, cell_clip: Optional[float], proj_clip: Optional[float],
                    int8: Optional[Tuple[Int8Weights, Int8Weights]] = None,
-                   weight_hh_rows: Optional[Callable[[], torch.Tensor]] = None
+                   weight_hh_rows: Optional[Callable[[], torch.Tensor]] = None,
+                   packed_weights: Optional[Callable[[], PackedWeights]] = None
                    ) -> Tuple[torch.Tensor, LayerState]:
     """Step D directions of one layer over packed sequences.
 
@@ -226,6 +240,9 @@ def run_lstm_layer(layer_input: torch.Tensor, weight_ih: torch.Tensor, bias: tor
         weight_hh_rows: gives W_hh as a contiguous (D, P, 4H) copy for the steps that run
             one row (:meth:`BiLSTMLayer.recurrent_weight_rows`), called only when one does;
             None to multiply by ``weight_hh`` there too.
+        packed_weights: gives W_hh and W_proj in oneDNN's layout
+            (:meth:`BiLSTMLayer.onednn_packed_weights`), called only when a step uses them;
+            None to multiply by the stored weights.
 
     Returns:
         outputs (D, N, P) packed, and the final state (c, h) in sorted row order; rows that
@@ -243,6 +260,8 @@ def run_lstm_layer(layer_input: torch.Tensor, weight_ih: torch.Tensor, bias: tor
     step_inputs: List[torch.Tensor] = []
     row_bytes = weight_ih.shape[0] * weight_ih.shape[2] * weight_ih.element_size()  # D x 4H floats
     chunk_stop = dict(input_chunks(batch_sizes, row_bytes, weight_ih.numel() * weight_ih.element_size()))
+    packed_hh = (lambda: packed_weights()[0]) if packed_weights is not None else None
+    packed_proj = (lambda: packed_weights()[1]) if packed_weights is not None else None
     for t, bs in enumerate(batch_sizes):
         if t in chunk_stop:  # input products of the next chunk of time steps, one GEMM
             sizes = batch_sizes[t:chunk_stop[t]]
@@ -255,14 +274,14 @@ def run_lstm_layer(layer_input: torch.Tensor, weight_ih: torch.Tensor, bias: tor
             finished_c.append(c[:, bs:])
             finished_h.append(h[:, bs:])
             c, h = c[:, :bs], h[:, :bs]
-        gates = (_batched_product(h, weight_hh, weight_hh_rows) if int8 is None
+        gates = (_batched_product(h, weight_hh, weight_hh_rows, packed_hh) if int8 is None
                  else int8[0].product(h)) + step_inputs.pop()
         i, j, f, o = gates.chunk(4, dim=-1)
         c = torch.sigmoid(i) * torch.tanh(j) + torch.sigmoid(f) * c
         if cell_clip is not None:
             c = c.clamp(-cell_clip, cell_clip)
         hidden = torch.sigmoid(o) * torch.tanh(c)
-        h = _batched_product(hidden, weight_proj) if int8 is None else int8[1].product(hidden)
+        h = _batched_product(hidden, weight_proj, packed=packed_proj) if int8 is None else int8[1].product(hidden)
         if proj_clip is not None:
             h = h.clamp(-proj_clip, proj_clip)
         outputs.append(h)
@@ -315,8 +334,7 @@ class BiLSTMStack(nn.Module):
                                f"PyTorch {torch.__version__} lacks; use float32 or bfloat16 weights")
         for layer in self.layers:
             layer._int8_enabled = enabled
-            layer._int8_key = None
-            layer._int8 = None
+            layer._int8.clear()
 
     @property
     def int8_enabled(self) -> bool:
@@ -375,7 +393,8 @@ class BiLSTMStack(nn.Module):
                 packed, (c, h) = run_lstm_layer_autograd(*args)
             else:  # inference (also under autocast): int8 weights when opted in
                 packed, (c, h) = run_lstm_layer(*args, int8=layer.int8_weights(),
-                                                weight_hh_rows=layer.recurrent_weight_rows if RECURRENT_ROWS else None)
+                                                weight_hh_rows=layer.recurrent_weight_rows if RECURRENT_ROWS else None,
+                                                packed_weights=layer.onednn_packed_weights)
             if self.use_skip_connections and j > 0:
                 packed = packed + layer_input
             x = packed
