@@ -208,6 +208,16 @@ def test_steps_of_several_rows_read_onednn_packed_weights_that_follow_weight_cha
     monkeypatch.setattr(dense, "RECURRENT_PACKED", False)
     changed_stored = run(bilm, batch)
     assert all(float((a - b).abs().max()) <= 1e-5 * float(b.abs().max()) for a, b in zip(changed, changed_stored))
+    # a write through .data is not counted by PyTorch: clearing the caches makes them anew
+    monkeypatch.setattr(dense, "RECURRENT_PACKED", True)
+    for each in bilm.lstm.layers:
+        each.weight_hh.data.mul_(0.5)
+    bilm.lstm.clear_inference_caches()
+    assert layer._packed.value is None
+    halved = run(bilm, batch)
+    monkeypatch.setattr(dense, "RECURRENT_PACKED", False)
+    halved_stored = run(bilm, batch)
+    assert all(float((a - b).abs().max()) <= 1e-5 * float(b.abs().max()) for a, b in zip(halved, halved_stored))
 
 
 @needs_packing

@@ -336,6 +336,16 @@ class BiLSTMStack(nn.Module):
             layer._int8_enabled = enabled
             layer._int8.clear()
 
+    def clear_inference_caches(self) -> None:
+        """Drops every layer's inference forms of its weights (int8 rows, re-laid W_hh,
+        oneDNN's layout); they are made again when next needed. They follow every counted
+        change of the weights by themselves (optimizer steps, ``load_state_dict``, in-place
+        writes under ``torch.no_grad()``, ``.to()``); call this after writing weights through
+        ``param.data``, which PyTorch does not count, or to free their memory."""
+        for layer in self.layers:
+            for cache in (layer._int8, layer._hh_rows, layer._packed):
+                cache.clear()
+
     @property
     def int8_enabled(self) -> bool:
         return self.layers[0]._int8_enabled

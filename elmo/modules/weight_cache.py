@@ -4,6 +4,11 @@ The LSTM keeps weights in other forms for inference: W_hh re-laid for one-row pr
 rows, oneDNN's own layout. Each is made when first needed and made again when a weight it was
 made from has changed (an optimizer step or ``load_state_dict`` changes it in place and bumps
 its version; ``.to()`` replaces it), so it never goes stale.
+
+What it cannot see is a write that PyTorch does not count either: through ``param.data``
+(``param.data.copy_(w)``), which bypasses the version counter as it bypasses autograd's own
+checks. After such a write, call :meth:`elmo.modules.lstm.BiLSTMStack.clear_inference_caches`
+(or write under ``torch.no_grad()`` instead, which is counted).
 """
 from __future__ import annotations
 
