@@ -15,7 +15,8 @@ its kernel (the convolutions' row counts change with every batch). So it is used
 highway (:func:`linear`), the sampled softmax's logits (:func:`onednn_mm`) and, without
 autograd, the LSTM's per-step products with weights of 4 MiB and more
 (:func:`recurrent_in_onednn`): on a Zen 5 that made inference of the original model 1.2 to
-1.8 times as fast (benchmarks/RESULTS.md), but not training (below).
+1.8 times as fast (benchmarks/RESULTS.md), but not training (below). Steps of two rows or
+more read those weights laid out once in oneDNN's own format (:func:`recurrent_packed`).
 ``benchmarks/train.py --dense-default`` and ``benchmarks/inference.py --dense-default`` time
 ours with and without it.
 
