@@ -16,6 +16,7 @@ packed by length, so padded positions are never computed. Without autograd, one 
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Callable, List, Optional, Sequence, Tuple, cast
 
@@ -260,8 +261,10 @@ def run_lstm_layer(layer_input: torch.Tensor, weight_ih: torch.Tensor, bias: tor
     step_inputs: List[torch.Tensor] = []
     row_bytes = weight_ih.shape[0] * weight_ih.shape[2] * weight_ih.element_size()  # D x 4H floats
     chunk_stop = dict(input_chunks(batch_sizes, row_bytes, weight_ih.numel() * weight_ih.element_size()))
-    packed_hh = (lambda: packed_weights()[0]) if packed_weights is not None else None
-    packed_proj = (lambda: packed_weights()[1]) if packed_weights is not None else None
+    packed_hh = packed_proj = None
+    if packed_weights is not None:  # looked up once, at the first step that uses them
+        packed_once = functools.lru_cache(maxsize=1)(packed_weights)
+        packed_hh, packed_proj = (lambda: packed_once()[0]), (lambda: packed_once()[1])
     for t, bs in enumerate(batch_sizes):
         if t in chunk_stop:  # input products of the next chunk of time steps, one GEMM
             sizes = batch_sizes[t:chunk_stop[t]]
