@@ -46,7 +46,15 @@ def _resolve(name_or_path: str | Path):
     if isinstance(name_or_path, str) and name_or_path in registry.MODELS \
             and not Path(name_or_path).exists():       # a local folder of that name wins
         return resolve(name_or_path)
-    return Local(folder=Path(name_or_path))
+    folder = Path(name_or_path)
+    if isinstance(name_or_path, str) and not folder.exists() and len(folder.parts) == 1:
+        # a bare word that names nothing: most likely a mistyped model name, so say which exist
+        import difflib
+        close = difflib.get_close_matches(name_or_path, list(BUNDLED_MODELS) + list(registry.MODELS), n=3)
+        hint = f"did you mean {', '.join(map(repr, close))}? " if close else ""
+        raise WeightFileError(f"{name_or_path!r} is neither a model folder nor a model's name; {hint}"
+                              f"bundled: {', '.join(BUNDLED_MODELS)}; published: `elmo models list`")
+    return Local(folder=folder)
 
 
 def model_path(name_or_path: str | Path) -> Path:

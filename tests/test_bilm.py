@@ -140,6 +140,25 @@ def test_wrong_character_width_is_a_clear_error():
         random_bilm()(batch_to_ids([["a"]], max_characters_per_token=20))
 
 
+def test_ids_the_model_cannot_read_are_clear_errors():
+    bilm = random_bilm()
+    ids = batch_to_ids([["the", "dog"]])
+    with pytest.raises(TypeError, match="integer ids"):
+        bilm(ids.float())
+    with pytest.raises(TypeError, match="integer ids"):
+        bilm(ids > 0)
+    for bad, shown in ((262, "262"), (-1, "-1")):  # past the embedding's 262 rows, and negative
+        wrong = ids.clone()
+        wrong[0, 1, 3] = bad
+        with pytest.raises(ValueError, match=f"character id {shown}, but this model's character ids run "
+                                             f"from 0 \\(padding\\) to 261"):
+            bilm(wrong)
+    with pytest.raises(ValueError, match="character id -7"):  # not taken as padding
+        bilm(torch.full((1, 2, 50), -7))
+    with torch.no_grad():  # other integer types are ids too
+        assert all(torch.equal(a, b) for a, b in zip(bilm(ids.int())["activations"], bilm(ids)["activations"]))
+
+
 def test_model_with_other_max_chars_uses_it():
     bilm = random_bilm(max_chars=12)
     with torch.no_grad():

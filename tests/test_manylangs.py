@@ -78,6 +78,17 @@ def test_character_and_word_ids_exactly(case):
             assert rows.shape[1] == 50 and f"words{k}" not in expected
 
 
+def test_ids_past_the_dictionaries_are_clear_errors():
+    bilm = elmo.from_pretrained(MANYLANGS / "model_word")
+    ids = bilm.token_ids([["a", "b"]])
+    chars, words = bilm.token_encoder.char_embedding.num_embeddings, bilm.token_encoder.word_embedding.num_embeddings
+    for column, bad, what in ((2, chars, "character"), (50, words, "word")):
+        wrong = ids.clone()
+        wrong[0, 0, column] = bad
+        with pytest.raises(ValueError, match=f"{what} id {bad}, but this model's {what} ids run from 0"):
+            bilm(wrong)
+
+
 def test_unknown_characters_are_oov_and_the_markers_swapped():
     chars = read_dictionary(MANYLANGS / "model" / "char.dic")
     bilm = elmo.from_pretrained(MANYLANGS / "model")

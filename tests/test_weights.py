@@ -89,6 +89,16 @@ def test_missing_files_and_folders(tmp_path):
         elmo.from_pretrained(tmp_path)
 
 
+def test_a_mistyped_model_name_names_the_close_ones(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # where no folder of that name exists
+    with pytest.raises(WeightFileError, match="did you mean 'default'"):
+        elmo.from_pretrained("defualt")
+    with pytest.raises(WeightFileError, match="neither a model folder nor a model's name; bundled"):
+        elmo.from_pretrained("zzzz")
+    shutil.copytree(elmo.model_path("fixture"), tmp_path / "defualt")
+    assert elmo.from_pretrained("defualt").output_dim > 0  # a folder of that name is read
+
+
 def test_truncated_safetensors_is_a_clear_error(tmp_path):
     elmo.save_pretrained(random_bilm(), tmp_path)
     data = (tmp_path / "model.safetensors").read_bytes()

@@ -145,6 +145,8 @@ class BiLM(nn.Module):
                 :func:`elmo.batch_to_ids`); padded positions all zero.
                 Any leading shape works, e.g. (B, passages, T, W): every (T, W) slice is one
                 sentence and gets what it gets alone (stateless mode; up to float rounding).
+                Ids that are not integers, or lie outside the model's embedding rows, raise
+                (:meth:`elmo.modules.char_cnn.CharCNN.check_ids`).
             keep_sentence_boundaries: keep the ``<S>``/``</S>`` positions in the outputs.
 
         Returns:
@@ -160,6 +162,8 @@ class BiLM(nn.Module):
             raise ValueError(f"char_ids has {char_ids.shape[-1]} characters per token; this model "
                              f"expects {scheme.width} (use bilm.token_ids(sentences), or pass "
                              f"max_characters_per_token to batch_to_ids)")
+        self.token_encoder.check_ids(char_ids)  # before the boundaries are written into them
+        char_ids = char_ids.long()  # (int32 or uint8 ids work too)
         leading = tuple(char_ids.shape[:-2])
         if len(leading) > 1:  # (..., T, C) -> (rows, T, C); rows in row-major order
             char_ids = char_ids.reshape(math.prod(leading), *char_ids.shape[-2:])

@@ -252,8 +252,33 @@ class CharCNN(nn.Module):
         with _full_precision_convolutions(chars):
             return torch.cat([conv(chars).max(dim=2).values for conv in self.convolutions], dim=1)
 
+    def check_ids(self, char_ids: torch.Tensor) -> None:
+        """Raises TypeError unless ``char_ids`` (..., C) holds integers, and ValueError where an
+        id is negative or past this model's embedding rows (ids made for another model, or not
+        ids at all). Without it, such ids meet an index error deep in PyTorch, and a token of
+        negative ids would silently count as padding."""
+        if char_ids.dtype == torch.bool or char_ids.is_floating_point() or char_ids.is_complex():
+            raise TypeError(f"char_ids must hold integer ids (torch.long), got {char_ids.dtype}: "
+                            f"make them with bilm.token_ids(sentences) or elmo.batch_to_ids")
+        if char_ids.numel() == 0:
+            return
+        columns = [("character", char_ids[..., :self.max_chars], self.char_embedding.num_embeddings)]
+        if self.word_embedding is not None:  # dictionary models: the word id after the characters
+            columns.append(("word", char_ids[..., self.max_chars:], self.word_embedding.num_embeddings))
+        for what, ids, rows in columns:
+            if ids.numel() == 0:
+                continue
+            low, high = (int(v) for v in torch.stack(torch.aminmax(ids)).tolist())
+            if low < 0 or high >= rows:
+                raise ValueError(f"char_ids hold {what} id {low if low < 0 else high}, but this model's "
+                                 f"{what} ids run from 0 (padding) to {rows - 1}: were they made for "
+                                 f"another model? Make them with bilm.token_ids(sentences)")
+
     def forward(self, char_ids: torch.Tensor) -> torch.Tensor:
-        """char_ids: (B, T, C) long, zeros at padded positions -> (B, T, output_dim)."""
+        """char_ids: (B, T, C) integer ids, zeros at padded positions -> (B, T, output_dim).
+        Ids this model cannot read raise (:meth:`check_ids`)."""
+        self.check_ids(char_ids)
+        char_ids = char_ids.long()
         batch, steps, n_chars = char_ids.shape
         flat = char_ids.reshape(-1, n_chars)
         present = (flat > 0).any(dim=1)
