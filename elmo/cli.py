@@ -68,7 +68,7 @@ def _run(argv: Optional[List[str]]) -> int:
         result = args.func(args)
     except BrokenPipeError:
         raise
-    except (ConfigError, WeightFileError, DownloadError, ValueError, OSError) as e:
+    except (ConfigError, WeightFileError, DownloadError, ValueError, OSError, FloatingPointError) as e:
         # Expected errors (bad input or options, an output that cannot be written, a full
         # disk): one clear line, no traceback; --debug or ELMO_DEBUG=1 shows it.
         if debug:

@@ -66,3 +66,9 @@ def test_bad_arguments():
         Elmo()
     with pytest.raises(ValueError, match="not both"):
         Elmo(str(ALLENNLP / "options.json"), None, module=random_bilm())
+    for count in (-1, 1.5):
+        with pytest.raises(ValueError, match="num_output_representations"):
+            Elmo(module=random_bilm(), num_output_representations=count)
+    for p in (float("nan"), -0.1, 1.5):
+        with pytest.raises(ValueError, match="dropout must be between 0 and 1"):
+            Elmo(module=random_bilm(), dropout=p)

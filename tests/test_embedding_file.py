@@ -157,6 +157,13 @@ def test_cli_reports_bad_input_in_one_line(tmp_path, capsys):
     assert "line 2" in err and "UTF-8" in err and "Traceback" not in err
 
 
+def test_a_wait_timeout_that_never_ends_is_refused(tmp_path, bilm):
+    inp = write_lines(tmp_path / "in.txt", ["a b"])
+    for timeout in (float("nan"), 0.0, -5.0):  # NaN compares false: it would wait forever
+        with pytest.raises(ValueError, match="wait_timeout must be a positive number"):
+            embed_file(inp, tmp_path / "out.hdf5", bilm, wait_timeout=timeout)
+
+
 def test_tokenize_option(tmp_path, bilm):
     inp = write_lines(tmp_path / "in.txt", ["I don't know, John's (maybe)."])
     data, _ = read_all(embed_file(inp, tmp_path / "out.hdf5", bilm, tokenize=True))

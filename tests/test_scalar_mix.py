@@ -68,3 +68,14 @@ def test_layer_norm_uses_only_unmasked_positions():
 def test_wrong_number_of_layers():
     with pytest.raises(ValueError, match="expected 3 layers"):
         ScalarMix(3)([torch.zeros(1, 1, 1)] * 2)
+
+
+def test_layers_of_different_shapes_and_non_finite_starts_are_clear_errors():
+    with pytest.raises(ValueError, match="one shape"):
+        ScalarMix(2)([torch.zeros(1, 2, 4), torch.zeros(1, 3, 4)])
+    for s, gamma in (([float("nan"), 0.0, 0.0], 1.0), ([0.0, float("inf"), 0.0], 1.0), (None, float("nan"))):
+        with pytest.raises(ValueError, match="must be finite"):
+            ScalarMix(3, initial_scalar_parameters=s, initial_gamma=gamma)
+    picked = ScalarMix(3, initial_scalar_parameters=[-9e10, 1.0, -9e10])  # picking one layer stays allowed
+    layers = [torch.full((1, 1, 2), float(v)) for v in (1, 2, 3)]
+    assert torch.equal(picked(layers), layers[1])

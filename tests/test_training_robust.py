@@ -301,3 +301,83 @@ def test_sampled_training_figure_is_labelled_and_old_logs_still_plot(tmp_path, t
     old.write_text(json.dumps({"event": "train", "step": 2, "tokens": 80, "loss": 4.0, "ppl": 54.6}) + "\n")
     out = plot_learning_curve([tmp_path / "sampled", tmp_path / "full", old], tmp_path / "curve.png")
     assert out.read_bytes()[:4] == b"\x89PNG"
+
+
+# ------------------------------------------------------------------ non-finite steps and bad numbers
+def _nan_loss_at(monkeypatch, calls):
+    """Make LanguageModel's loss NaN at these forward calls (1-based), and count the calls."""
+    from elmo.training.model import LanguageModel
+    real, seen = LanguageModel.forward, []
+
+    def forward(self, *args, **kwargs):
+        out = real(self, *args, **kwargs)
+        seen.append(1)
+        if len(seen) in calls:
+            out["loss"] = out["loss"] * float("nan")
+        return out
+
+    monkeypatch.setattr(LanguageModel, "forward", forward)
+
+
+def test_a_non_finite_step_changes_nothing_and_is_logged(tmp_path, toy, monkeypatch):
+    train_txt, _, vocab_txt = toy
+    cfg = tiny_config(tmp_path / "run", train_txt, vocab_txt, max_steps=5, log_every=5)
+    _nan_loss_at(monkeypatch, {3, 7})  # step 3 of the first run, step 2 of the second
+    train(cfg, stop_after=2)
+    train(cfg, stop_after=1)   # step 3, whose loss is NaN
+    before, after = (load_checkpoint(tmp_path / "run" / "checkpoints" / f"checkpoint-0000000{k}.pt")
+                     for k in (2, 3))
+    assert all(torch.equal(before["model"][k], v) for k, v in after["model"].items())  # no update
+    assert after["ranks"][0]["lstm_state"] is None           # the carried state starts afresh
+    summary = train(cfg)
+    assert summary["finished"] and summary["skipped_steps"] == 1
+    log = [json.loads(line) for line in (tmp_path / "run" / "log.jsonl").read_text().splitlines()]
+    assert [r for r in log if r["event"] == "nonfinite"] == [{"event": "nonfinite", "step": 3, "loss": "nan",
+                                                             "grad_norm": "nan"}]
+    meta = json.loads((tmp_path / "run" / "model" / "metadata.json").read_text())
+    assert meta["skipped_steps"] == 1
+    final = load_checkpoint(tmp_path / "run" / "checkpoints" / "checkpoint-00000005.pt")
+    assert all(torch.isfinite(v).all() for v in final["model"].values())
+    # in one session, the step's log line counts it and averages the other steps only
+    train(tiny_config(tmp_path / "one", train_txt, vocab_txt, max_steps=5, log_every=5))
+    (line,) = [json.loads(x) for x in (tmp_path / "one" / "log.jsonl").read_text().splitlines()
+               if json.loads(x)["event"] == "train"]
+    assert line["skipped"] == 1 and all(isinstance(line[k], float) for k in ("loss", "grad_norm"))
+
+
+def test_steps_that_keep_diverging_stop_the_run_before_saving(tmp_path, toy, monkeypatch, capsys):
+    train_txt, _, vocab_txt = toy
+    cfg = tiny_config(tmp_path / "run", train_txt, vocab_txt, max_steps=20, checkpoint_every=2)
+    _nan_loss_at(monkeypatch, set(range(4, 100)))
+    with pytest.raises(FloatingPointError, match=r"training diverged: the last 5 steps \(up to step 8\)"):
+        train(cfg)
+    # the checkpoints written during the streak hold the weights of step 3, the last good one
+    names = [p.name for p in list_checkpoints(tmp_path / "run" / "checkpoints")]
+    assert names[-2:] == ["checkpoint-00000004.pt", "checkpoint-00000006.pt"]
+    four, six = (load_checkpoint(tmp_path / "run" / "checkpoints" / n)["model"] for n in names[-2:])
+    assert all(torch.equal(four[k], v) and torch.isfinite(v).all() for k, v in six.items())
+    _nan_loss_at(monkeypatch, set(range(1, 100)))
+    assert main(["train", str(train_txt), "--vocab", str(vocab_txt), "-o", str(tmp_path / "cli"), "--dim", "16",
+                 "--projection-dim", "8", "--filters", "1:4,2:4", "--char-dim", "4", "--batch-size", "4",
+                 "--negatives", "0", "--no-progress"]) == 1
+    err = capsys.readouterr().err
+    assert "elmo train: error: training diverged: the last 5 steps (up to step 5)" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("setting, value, message", [
+    ("clip_norm", float("nan"), "--clip-norm must be a positive number, got nan"),
+    ("clip_norm", 0.0, "--clip-norm must be a positive number"),
+    ("dropout", 1.0, r"--dropout must be in \[0, 1\)"),
+    ("lr", float("inf"), "--lr must be a finite number of 0 or more"),
+    ("lr", -0.1, "--lr must be a finite number of 0 or more"),
+    ("max_seconds", float("nan"), "--max-hours must be a positive number"),
+    ("batch_size", 0, "--batch-size must be at least 1"),
+    ("checkpoint_every", 0, "--checkpoint-every must be at least 1"),
+    ("keep_checkpoints", 0, "--keep-checkpoints must be at least 1"),
+    ("n_negative", -1, "--negatives must be at least 0"),
+])
+def test_numbers_that_would_crash_or_corrupt_a_run_are_refused(tmp_path, toy, setting, value, message):
+    train_txt, _, vocab_txt = toy
+    with pytest.raises(ValueError, match=message):
+        tiny_config(tmp_path / "run", train_txt, vocab_txt, **{setting: value})
+    assert tiny_config(tmp_path / "run", train_txt, vocab_txt, clip_norm=float("inf")).clip_norm == float("inf")

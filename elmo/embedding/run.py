@@ -120,6 +120,9 @@ def embed_file(input_path: Union[str, Path], output_path: Union[str, Path],
         raise ValueError(f"dtype must be float32 or float16, got {cfg.dtype!r}")
     if cfg.errors not in ("strict", "replace"):
         raise ValueError(f"errors must be 'strict' or 'replace', got {cfg.errors!r}")
+    if not cfg.wait_timeout > 0:  # (NaN too: it would never time out)
+        raise ValueError(f"wait_timeout must be a positive number of seconds (inf: wait forever), "
+                         f"got {cfg.wait_timeout}")
     selection = LayerSelection.parse(cfg.layers, cfg.gamma)
     get_tokenizer(cfg.tokenize)  # an unknown name or a missing package: stop before any work
     # settings store True for the English tokenizer, as earlier versions did (runs still resume)

@@ -52,6 +52,11 @@ class Elmo(nn.Module):
                  module: Optional[BiLM] = None, stateful: bool = False,
                  device: Optional[str | torch.device] = None):
         super().__init__()
+        if not isinstance(num_output_representations, int) or num_output_representations < 0:
+            raise ValueError(f"num_output_representations must be a count (0 or more), "
+                             f"got {num_output_representations!r}")
+        if not 0.0 <= dropout <= 1.0:  # (NaN fails this too; nn.Dropout lets it through)
+            raise ValueError(f"dropout must be between 0 and 1, got {dropout}")
         if module is None:
             if options_file is None or weight_file is None:
                 raise ValueError("pass options_file and weight_file, or a loaded BiLM as module=")

@@ -9,6 +9,7 @@ regulariser lam * ||s||^2 to add to the task loss.
 """
 from __future__ import annotations
 
+import math
 from typing import Optional, Sequence
 
 import torch
@@ -35,6 +36,9 @@ class ScalarMix(nn.Module):
         s = [0.0] * num_layers if initial_scalar_parameters is None else list(initial_scalar_parameters)
         if len(s) != num_layers:
             raise ValueError(f"initial_scalar_parameters has {len(s)} values for {num_layers} layers")
+        if not all(math.isfinite(v) for v in s + [initial_gamma]):  # else every output is NaN
+            raise ValueError(f"initial_scalar_parameters and initial_gamma must be finite, got {s} "
+                             f"and {initial_gamma}")
         self.num_layers = num_layers
         self.do_layer_norm = do_layer_norm
         self.scalar_parameters = nn.Parameter(torch.tensor(s, dtype=torch.float32), requires_grad=trainable)
@@ -52,6 +56,9 @@ class ScalarMix(nn.Module):
         """layers: num_layers tensors (B, T, D); mask: (B, T), needed for layer norm -> (B, T, D)."""
         if len(layers) != self.num_layers:
             raise ValueError(f"expected {self.num_layers} layers, got {len(layers)}")
+        shapes = {tuple(layer.shape) for layer in layers}
+        if len(shapes) > 1:
+            raise ValueError(f"the layers to mix must have one shape, got {sorted(shapes)}")
         weights = self.weights().to(layers[0].dtype)
         if self.do_layer_norm:
             if mask is None:

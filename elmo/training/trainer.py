@@ -109,9 +109,37 @@ class TrainConfig:
     def __post_init__(self):
         if self.lr is None:  # the optimizer's usual rate
             self.lr = 0.2 if self.optimizer == "adagrad" else 0.001
+        self._check_ranges()
         self.new_schedule()  # checks the decay settings now, not at the first validation run
         if self.lr_decay < 1.0 and not (self.valid and self.eval_every):
             raise ValueError("--lr-decay needs held-out text (--valid) and validation runs (--eval-every STEPS)")
+
+    def _check_ranges(self) -> None:
+        """Refuse numbers that would crash later, train nothing or corrupt the weights (a NaN
+        clip norm made every gradient NaN), each named by its option."""
+        counts = {"--batch-size": (self.batch_size, 1), "--unroll-steps": (self.unroll_steps, 1),
+                  "--state-reset-every": (self.state_reset_every, 0), "--negatives": (self.n_negative, 0),
+                  "--checkpoint-every": (self.checkpoint_every, 1), "--keep-checkpoints": (self.keep_checkpoints, 1),
+                  "--log-every": (self.log_every, 1), "--eval-every": (self.eval_every, 0),
+                  "--eval-batch-size": (self.eval_batch_size, 1)}
+        if self.max_steps is not None:
+            counts["--max-steps"] = (self.max_steps, 1)
+        for flag, (value, least) in counts.items():
+            if value < least:
+                raise ValueError(f"{flag} must be at least {least}, got {value}")
+        # positive (inf allowed: no limit, no clipping); NaN fails every comparison
+        positive = {"--epochs": self.epochs, "--clip-norm": self.clip_norm}
+        if self.max_seconds is not None:
+            positive["--max-hours"] = self.max_seconds / 3600.0
+        for flag, number in positive.items():
+            if not number > 0:
+                raise ValueError(f"{flag} must be a positive number, got {number}")
+        if not 0.0 <= self.lr < math.inf:  # (0 keeps the weights as they are)
+            raise ValueError(f"--lr must be a finite number of 0 or more, got {self.lr}")
+        if not 0.0 <= self.adagrad_init < math.inf:
+            raise ValueError(f"--adagrad-init must be a finite number of 0 or more, got {self.adagrad_init}")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"--dropout must be in [0, 1), got {self.dropout}")
 
     def new_schedule(self) -> PlateauDecay:
         """The learning-rate schedule of this config, at its start."""
@@ -223,6 +251,15 @@ class _Log:
                 f.write(json.dumps(record, sort_keys=True) + "\n")
 
 
+#: Steps in a row whose gradient is not finite after which a run stops (each is skipped).
+MAX_NONFINITE_STEPS = 5
+
+
+def _json_number(x: float) -> Any:
+    """x for the log, where strict JSON has no NaN or infinity: those as the strings "nan", "inf"."""
+    return x if math.isfinite(x) else str(x)
+
+
 def _state_to(state, device):
     return None if state is None else [(c.to(device), h.to(device)) for c, h in state]
 
@@ -274,6 +311,8 @@ class TrainingRun:
         self.last_valid: Optional[Dict[str, float]] = None
         self.schedule = cfg.new_schedule()
         self.warm_start: Optional[Dict[str, Any]] = None  # where a warm-started run began
+        self.skipped_steps = 0        # steps whose gradient was not finite (no update), in all
+        self.nonfinite_in_a_row = 0   # the latest of them in a row
 
     def run(self, stop_after: Optional[int] = None) -> Dict[str, Any]:
         """Train until the run's last step (or ``stop_after`` steps of this session)."""
@@ -398,6 +437,7 @@ class TrainingRun:
             print(f"learning rate restarted at {self.schedule.lr:g} (it was {self.lr_before:g})",
                   file=sys.stderr, flush=True)
         self.step_no, self.tokens_done, self.elapsed = ckpt["step"], ckpt["tokens"], ckpt["elapsed"]
+        self.skipped_steps = ckpt.get("skipped_steps", 0)
         mine = ckpt["ranks"][ctx.rank]
         self.batches.load_state_dict(mine["batches"])
         self.state = _state_to(mine["lstm_state"], ctx.device)
@@ -447,39 +487,69 @@ class TrainingRun:
             out = self.net(batch, self.state, negatives)
         out["loss"].backward()
         gnorm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.clip_norm)
-        self.optimizer.step()
+        # The same norm on every rank (DDP has averaged the gradients), so all skip together.
+        finite = bool(torch.isfinite(gnorm))  # a NaN or infinite loss makes it non-finite too
+        if finite:
+            self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
-        self.state = out["state"] if cfg.layout == "packed" else None
+        # a skipped step's state would carry its NaNs into every later batch: those rows start afresh
+        self.state = out["state"] if cfg.layout == "packed" and finite else None
         self.step_no += 1
         # packed layout: every batch is full; bucketed counts its own
         n_tok = batch.n_tokens if cfg.layout == "bucketed" else cfg.batch_size * cfg.unroll_steps
         now = time.perf_counter()
         self.elapsed += now - self.t_last
         self.t_last = now
-        self.window["loss"] += float(out["loss"].detach())
-        self.window["gnorm"] += float(gnorm)
-        self.window["n"] += 1
+        loss = float(out["loss"].detach())
         self.window["tokens"] += n_tok
         self.tokens_done += n_tok * ctx.world_size
+        if finite:
+            self.window["loss"] += loss
+            self.window["gnorm"] += float(gnorm)
+            self.window["n"] += 1
+            self.nonfinite_in_a_row = 0
+        else:
+            self._skipped(loss, float(gnorm))
+
+    def _skipped(self, loss: float, gnorm: float) -> None:
+        """Log a step whose gradient was not finite (no update was applied); stop the run when
+        :data:`MAX_NONFINITE_STEPS` such steps come in a row, before anything is saved."""
+        self.skipped_steps += 1
+        self.window["skipped"] += 1
+        self.nonfinite_in_a_row += 1
+        self.log_file.write({"event": "nonfinite", "step": self.step_no, "loss": _json_number(loss),
+                             "grad_norm": _json_number(gnorm)})
+        if self.nonfinite_in_a_row >= MAX_NONFINITE_STEPS:
+            raise FloatingPointError(
+                f"training diverged: the last {self.nonfinite_in_a_row} steps (up to step {self.step_no}) "
+                f"had a non-finite loss or gradient (loss {loss}); none of them changed the weights, so "
+                f"the checkpoints in {self.ckpt_dir} hold finite ones. Resume with a lower --lr (and "
+                f"--allow-change lr), or in float32 if --bf16 was on")
 
     def _new_window(self) -> None:
-        """Start averaging loss, gradient norm and speed over the next ``log_every`` steps."""
-        self.window = {"loss": 0.0, "n": 0, "tokens": 0, "t0": time.perf_counter(), "gnorm": 0.0}
+        """Start averaging loss, gradient norm and speed over the next ``log_every`` steps
+        (``n`` of them applied, ``skipped`` not: their gradient was not finite)."""
+        self.window = {"loss": 0.0, "n": 0, "tokens": 0, "t0": time.perf_counter(), "gnorm": 0.0,
+                       "skipped": 0}
 
     def log(self, bar) -> None:
         """One learning-curve record of the steps since the last one (averaged over ranks)."""
         w, key = self.window, self.train_ppl_key
         loss_sum, tok_sum = distributed.all_reduce_sum(self.ctx, [w["loss"], w["tokens"]])
         dt = max(time.perf_counter() - w["t0"], 1e-9)
-        loss = loss_sum / (w["n"] * self.ctx.world_size)
-        record = {"event": "train", "step": self.step_no,
-                  "epoch": round(self.tokens_done / self.corpus_stats["tokens"], 4),
-                  "loss": round(loss, 5), key: round(math.exp(min(loss, 50)), 3),
-                  "tokens_per_s": round(tok_sum / dt, 1), "grad_norm": round(w["gnorm"] / w["n"], 4),
-                  "tokens": self.tokens_done, "elapsed_s": round(self.elapsed, 2)}
+        record: Dict[str, Any] = {"event": "train", "step": self.step_no,
+                                  "epoch": round(self.tokens_done / self.corpus_stats["tokens"], 4),
+                                  "tokens_per_s": round(tok_sum / dt, 1), "tokens": self.tokens_done,
+                                  "elapsed_s": round(self.elapsed, 2)}
+        if w["n"]:  # (the skipped steps are all ranks' alike, so every rank has the same n)
+            loss = loss_sum / (w["n"] * self.ctx.world_size)
+            record.update({"loss": round(loss, 5), key: round(math.exp(min(loss, 50)), 3),
+                           "grad_norm": round(w["gnorm"] / w["n"], 4)})
+            bar.set_postfix({"tok/s": f"{record['tokens_per_s']:.0f}", "loss": f"{loss:.3f}",
+                             key.replace("_", "-"): f"{record[key]:.1f}"}, refresh=False)
+        if w["skipped"]:
+            record["skipped"] = w["skipped"]
         self.log_file.write(record)
-        bar.set_postfix({"tok/s": f"{record['tokens_per_s']:.0f}", "loss": f"{loss:.3f}",
-                         key.replace("_", "-"): f"{record[key]:.1f}"}, refresh=False)
         self._new_window()
 
     def evaluate(self) -> Optional[Dict[str, float]]:
@@ -515,6 +585,7 @@ class TrainingRun:
         if ctx.is_main:
             save_checkpoint(self.ckpt_dir, self.step_no, {
                 "step": self.step_no, "tokens": self.tokens_done, "elapsed": self.elapsed,
+                "skipped_steps": self.skipped_steps,
                 "model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(), "ranks": ranks,
                 "lr_schedule": self.schedule.state_dict(), "config": self.cfg.to_json()}, keep=self.cfg.keep_checkpoints)
 
@@ -527,7 +598,7 @@ class TrainingRun:
         summary: Dict[str, Any] = {"step": step, "steps": self.n_steps, "finished": finished,
                                    "tokens": self.tokens_done, "elapsed_s": self.elapsed,
                                    "tokens_per_s": self.tokens_done / max(self.elapsed, 1e-9),
-                                   "params": self.n_params}
+                                   "params": self.n_params, "skipped_steps": self.skipped_steps}
         if not finished:
             return summary
         self.last_valid = self.evaluate()
@@ -535,6 +606,7 @@ class TrainingRun:
             summary["valid"] = self.last_valid
         if cfg.export and ctx.is_main:
             meta = {"trained_on": [str(p) for p in expand_paths(cfg.train)], "steps": step,
+                    "skipped_steps": self.skipped_steps,
                     "tokens": self.tokens_done, "elapsed_s": round(self.elapsed, 1), "params": self.n_params,
                     "train_config": asdict(cfg), **self.warm_start_metadata(),
                     **cfg.metadata}
