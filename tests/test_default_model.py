@@ -96,3 +96,16 @@ def test_demo_data_check_catches_changes(tmp_path):
     sentences.write_text("\n".join(["a sentence without the word ."] + lines[1:]) + "\n")
     problems = demo_data.check(folder)
     assert any("SHA-256" in p for p in problems) and any("without" in p for p in problems)
+
+
+def test_the_training_commands_take_the_bundled_name(tmp_path, capsys, monkeypatch):
+    from elmo.cli import main
+    text = tmp_path / "t.txt"
+    text.write_text("the bank closed .\nthe river bank .\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)  # no folder named "default" here
+    assert main(["perplexity", "default", str(text), "--json"]) == 0
+    by_name = json.loads(capsys.readouterr().out)
+    assert main(["perplexity", str(elmo.model_path("default")), str(text), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == by_name and by_name["ppl"] > 1
+    assert main(["perplexity", "defualt", str(text)]) == 1
+    assert "did you mean 'default'" in capsys.readouterr().err

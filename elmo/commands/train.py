@@ -19,6 +19,15 @@ def _filters(text: str):
         raise argparse.ArgumentTypeError(f"expected width:count pairs like 1:32,2:64, got {text!r}") from None
 
 
+def _model_folder(name_or_path: Optional[str]) -> Optional[str]:
+    """A trained model's folder: the path as given, else the folder of a bundled or published
+    model of that name (``elmo perplexity default TEXT``, ``--from default``)."""
+    if not name_or_path or Path(name_or_path).exists():
+        return name_or_path
+    import elmo
+    return str(elmo.model_path(name_or_path))
+
+
 def _add_model_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("model (a new model; not with --from)")
     g.add_argument("--options", help="an options.json to take the model shape from; the flags below override it")
@@ -39,7 +48,7 @@ def _add_run_args(p: argparse.ArgumentParser, *, finetune: bool) -> None:
 
     if finetune:
         p.add_argument("--from", dest="init_from", required=True,
-                       help="trained model folder (OUTPUT/model of elmo train)")
+                       help="trained model folder (OUTPUT/model of elmo train), or a model's name (default)")
         p.add_argument("--output", "-o", required=True, help="run folder; the adapted model goes to OUTPUT/model")
     g = p.add_argument_group("training")
     add_arguments(g, TrainConfig, exclude={"vocab", "output", "valid", "init_from"} if finetune else set(),
@@ -103,7 +112,8 @@ def register(subparsers) -> None:
                     "--carry-state the text is read as one stream with the state carried through it (the "
                     "usual Penn Treebank protocol). Counts each word plus one sentence boundary per "
                     "sentence and direction.")
-    p.add_argument("model", help="trained model folder (with softmax.hdf5 and vocab.txt)")
+    p.add_argument("model", help="trained model folder (with softmax.hdf5 and vocab.txt), or a model's name "
+                                 "(default)")
     p.add_argument("text", nargs="+", help="files, globs or folders")
     p.add_argument("--batch-size", type=int, default=32, help="sentences per batch (speed only; default 32)")
     p.add_argument("--carry-state", action="store_true",
@@ -195,6 +205,8 @@ def train(args) -> int:
     _threads(args)
     from_file = read_json(args.config_file) if args.config_file else {}
     file_options = from_file.get("options")
+    if getattr(args, "init_from", None):
+        args.init_from = _model_folder(args.init_from)
     init_from = getattr(args, "init_from", None) or from_file.get("init_from")
     if init_from:  # the model brings its own shape
         if _model_flags_given(args):
@@ -218,6 +230,7 @@ def finetune(args) -> int:
     from ..training.trainer import TrainConfig
 
     _threads(args)
+    args.init_from = _model_folder(args.init_from)
     cfg = from_args(TrainConfig, args, defaults=_FINETUNE_DEFAULTS,
                     given={"train": list(args.text), "vocab": "", "output": args.output, "init_from": args.init_from})
     if print_config_and_exit(cfg, args):
@@ -233,7 +246,7 @@ def perplexity(args) -> int:
 
     _threads(args)
     device = resolve_device(args.device)
-    model, vocab = load_language_model(args.model, device=device)
+    model, vocab = load_language_model(_model_folder(args.model), device=device)
     result = ppl(model, iter_file_sentences(expand_paths(args.text)), vocab, args.batch_size, device,
                  carry_state=args.carry_state)
     definition = "carried state" if args.carry_state else "stateless"
