@@ -23,11 +23,12 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import sys
 import typing
 from pathlib import Path
-from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Type,
-                    TypeVar, Union)
+from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple,
+                    Type, TypeVar, Union)
 
 from .config import ConfigError
 from .io import atomic_write_text
@@ -65,6 +66,22 @@ def setting(default: Any = dataclasses.MISSING, *, help: str, flag: Optional[str
     if default_factory is not dataclasses.MISSING:
         return dataclasses.field(default_factory=default_factory, metadata=meta)
     return dataclasses.field(default=default, metadata=meta)
+
+
+def check_numbers(where: str, block: str, **rules: Tuple[float, str]) -> None:
+    """ConfigError for the first setting of ``block`` outside its range: each rule is
+    ``name=(value, kind)`` with kind "count" (an integer of 1 or more), "count0" (0 or more),
+    "rate" (a finite number of 0 or more), "probability" (0 or more, below 1) or "seconds" (0
+    or more, infinity included). NaN fails every kind: it compares false."""
+    tests = {"count": (lambda v: v >= 1, "an integer of 1 or more"),
+             "count0": (lambda v: v >= 0, "an integer of 0 or more"),
+             "rate": (lambda v: 0 <= v < math.inf, "a finite number of 0 or more"),
+             "probability": (lambda v: 0 <= v < 1, "a number in [0, 1)"),
+             "seconds": (lambda v: v >= 0, "a number of 0 or more")}
+    for name, (value, kind) in rules.items():
+        ok, wanted = tests[kind]
+        if not ok(value):
+            raise ConfigError(f"{where}{block}: {name} must be {wanted}, got {value}")
 
 
 # ------------------------------------------------------------------------------------ types

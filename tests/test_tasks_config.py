@@ -100,6 +100,27 @@ def test_an_unknown_or_mistyped_key_is_one_error_naming_it(tmp_path, change, nam
     assert named in message and str(path) in message and "\n" not in message
 
 
+@pytest.mark.parametrize("change,named", [
+    ({"train": {"grad_clip": -1.0}}, "train: grad_clip must be a finite number of 0 or more, got -1.0"),
+    ({"train": {"lr": float("nan")}}, "train: lr must be a finite number of 0 or more, got nan"),
+    ({"train": {"epochs": 0}}, "train: epochs must be an integer of 1 or more"),
+    ({"train": {"batch_size": 0}}, "train: batch_size must be an integer of 1 or more"),
+    ({"model": {"dropout": 1.0}}, "model: dropout must be a number in [0, 1)"),
+    ({"tasks": [{"task": "pos", "model": {"hidden": 0}}]}, "task pos: model: hidden must be an integer of 1"),
+    ({"variants": [{"name": "b"}, {"name": "e", "elmo": {"lambda": -1.0}}]},
+     "variants[1] (e): elmo: lambda must be a finite number of 0 or more"),
+    ({"seeds": [1, 1]}, "seeds must be a non-empty list of distinct seeds"),  # one run counted twice
+    ({"seeds": []}, "seeds must be a non-empty list"),
+    ({"seeds": 0}, "seeds must be a count of 1 or more"),
+])
+def test_a_number_out_of_range_is_one_error_naming_it(tmp_path, change, named):
+    path = _write(tmp_path / "c.json", {"tasks": [{"task": "pos"}], **change})
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    assert named in str(err.value) and str(path) in str(err.value)
+    assert FitConfig.from_dict({"grad_clip": 0.0, "max_seconds": 0.0}).grad_clip == 0.0  # 0: off, allowed
+
+
 def test_set_of_an_unknown_nested_key_is_one_error_naming_it(tmp_path, capsys):
     path = _write(tmp_path / "c.json", {"tasks": [{"task": "pos"}],
                                         "variants": [{"name": "b"}, {"name": "e", "elmo": {}}]})

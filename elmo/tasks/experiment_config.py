@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Type, TypeVar, Union
 
 from ..config import ConfigError
-from ..jobconfig import build, coerce, to_dict
+from ..jobconfig import build, check_numbers, coerce, to_dict
 from .train_loop import FitConfig
 
 if TYPE_CHECKING:  # the type checker's protocol of "a dataclass"; no run-time counterpart
@@ -69,6 +69,9 @@ class ModelSettings:
         m = from_block(cls, d, "model", where)
         if m.pooling not in ("max", "attention"):   # checked before any run, not at the first
             raise ConfigError(f"{where}model: pooling must be 'max' or 'attention', got {m.pooling!r}")
+        check_numbers(where, "model", hidden=(m.hidden, "count"), dropout=(m.dropout, "probability"),
+                      char_features=(m.char_features, "count0"), classifier_hidden=(m.classifier_hidden, "count"),
+                      lstm_layers=(m.lstm_layers, "count"))
         return m
 
     def to_dict(self) -> Dict[str, Any]:
@@ -97,6 +100,7 @@ class ElmoSettings:
                               f"got {e.positions}")
         if e.layers not in ("all", "last"):
             raise ConfigError(f"{where}elmo: layers must be 'all' or 'last', got {e.layers!r}")
+        check_numbers(where, "elmo", **{"lambda": (e.lam, "rate"), "dropout": (e.dropout, "probability")})
         return e
 
     def to_dict(self) -> Dict[str, Any]:
@@ -256,8 +260,13 @@ class ExperimentConfig:
 def _seeds(seeds: Any) -> List[int]:
     """3 -> [1, 2, 3]; a list is kept."""
     if isinstance(seeds, int) and not isinstance(seeds, bool):
+        if seeds < 1:
+            raise ConfigError(f"seeds must be a count of 1 or more, or a list of seeds; got {seeds}")
         return list(range(1, seeds + 1))
-    return coerce("seeds", List[int], seeds)
+    listed = coerce("seeds", List[int], seeds)
+    if not listed or len(set(listed)) != len(listed):  # a repeated seed would count one run twice
+        raise ConfigError(f"seeds must be a non-empty list of distinct seeds, got {listed}")
+    return listed
 
 
 def _record(d: Mapping[str, Any], cfg: ExperimentConfig) -> Dict[str, Any]:

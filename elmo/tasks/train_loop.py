@@ -14,7 +14,7 @@ from typing import Any, Callable, Dict, List, Mapping, Sequence
 
 import torch
 
-from ..jobconfig import build
+from ..jobconfig import build, check_numbers
 from .batching import Batch
 from .datasets import Example
 from .metrics import METRICS
@@ -38,8 +38,14 @@ class FitConfig:
     @classmethod
     def from_dict(cls, d: Mapping[str, Any], where: str = "") -> "FitConfig":
         """The settings of a ``train`` block, every key and type checked; ``where`` names the
-        block in errors (e.g. ``"task pos: "``)."""
-        return build(cls, d, source=where.removesuffix(": "), block="train")
+        block in errors (e.g. ``"task pos: "``). Numbers out of range are refused here, before
+        any run: a negative or NaN ``grad_clip`` would flip or poison every gradient."""
+        cfg = build(cls, d, source=where.removesuffix(": "), block="train")
+        check_numbers(where, "train", epochs=(cfg.epochs, "count"), patience=(cfg.patience, "count"),
+                      lr=(cfg.lr, "rate"), bilm_lr=(cfg.bilm_lr, "rate"), batch_size=(cfg.batch_size, "count"),
+                      grad_clip=(cfg.grad_clip, "rate"), weight_decay=(cfg.weight_decay, "rate"),
+                      max_seconds=(cfg.max_seconds, "seconds"))
+        return cfg
 
 
 BatchMaker = Callable[[Sequence[Example]], Batch]
