@@ -75,6 +75,14 @@ def test_static_neighbors_exclude_the_word_and_handle_unknown_words():
     assert neighbors.static_neighbors(words, vecs, "zebra") == []
 
 
+@pytest.mark.parametrize("k", [0, -2])  # -2 would slice off the last two hits, not give two
+def test_a_k_below_one_is_refused(k):
+    with pytest.raises(ValueError, match="must be at least 1"):
+        _random_index().search(np.ones(12), 1, k=k)
+    with pytest.raises(ValueError, match="must be at least 1"):
+        neighbors.static_neighbors(["a", "b"], np.eye(2, dtype=np.float32), "a", k=k)
+
+
 def test_index_of_a_model_is_cached_and_layer0_is_context_free(tmp_path):
     corpus = tmp_path / "c.txt"
     corpus.write_text("the bank closed .\n\nthe river bank was muddy .\na bank loan\n")

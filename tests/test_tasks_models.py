@@ -88,15 +88,16 @@ def test_padding_does_not_change_predictions(kind, extra):
     assert together == alone
 
 
+def _embeddings_and_batches(task, kind):
+    """Random 8-d word embeddings of the task's training words, and its batch maker."""
+    vocab, emb, _ = build_embeddings([e.tokens for e in task.splits["train"]], [], {"random_dim": 8})
+    index = {label: i for i, label in enumerate(task.labels)}
+    return emb, lambda examples: make_batch(examples, kind, vocab, index, 50)
+
+
 def test_tagger_learns_an_easy_task_and_crf_too():
     task = _tiny_task("tagging")
-    vocab, emb, _ = build_embeddings([e.tokens for e in task.splits["train"]], [],
-                                     {"random_dim": 8})
-    index = {label: i for i, label in enumerate(task.labels)}
-
-    def make(examples):
-        return make_batch(examples, "tagging", vocab, index, 50)
-
+    emb, make = _embeddings_and_batches(task, "tagging")
     for crf in (False, True):
         torch.manual_seed(1)
         model = build_model(task, emb, _settings(crf=crf, dropout=0.0), None, 0.0)
@@ -131,12 +132,7 @@ def test_pair_classifier_learns_a_task_that_needs_both_texts():
     task = TaskData("pairs", "pair", "accuracy", ["diff", "same"],
                     {"train": [ex() for _ in range(400)], "dev": [ex() for _ in range(60)],
                      "test": [ex() for _ in range(100)]})
-    vocab, emb, _ = build_embeddings([e.tokens for e in task.splits["train"]], [], {"random_dim": 8})
-    index = {label: i for i, label in enumerate(task.labels)}
-
-    def make(examples):
-        return make_batch(examples, "pair", vocab, index, 50)
-
+    emb, make = _embeddings_and_batches(task, "pair")
     torch.manual_seed(0)
     model = build_model(task, emb, _settings(dropout=0.0), None, 0.0)
     before = score(model, task.splits["test"], make, task.metric, task.labels)
@@ -196,3 +192,28 @@ def test_fit_refuses_an_empty_dev_split():
     with pytest.raises(ValueError, match="dev"):
         fit(model, task.splits["train"], [], lambda ex: None, task.metric, task.labels,
             TrainConfig(epochs=1), 0)
+
+
+def test_fit_skips_non_finite_batches_and_stops_when_they_keep_coming(monkeypatch):
+    task = _tiny_task("tagging")
+    emb, make = _embeddings_and_batches(task, "tagging")
+    torch.manual_seed(1)
+    model = build_model(task, emb, _settings(dropout=0.0), None, 0.0)
+    real, calls = type(model).loss, []
+
+    def loss(self, batch, bad):
+        calls.append(1)
+        out = real(self, batch)
+        return out * float("nan") if len(calls) in bad else out
+
+    monkeypatch.setattr(type(model), "loss", lambda self, batch: loss(self, batch, {2, 3}))
+    logged = []
+    fit(model, task.splits["train"][:40], task.splits["dev"], make, task.metric, task.labels,
+        TrainConfig(epochs=2, patience=2, lr=0.05, batch_size=8), 1, log=logged.append)
+    assert all(torch.isfinite(p).all() for p in model.parameters())
+    assert "epoch 1: 2 batches skipped (non-finite loss or gradient)" in logged
+    calls.clear()
+    monkeypatch.setattr(type(model), "loss", lambda self, batch: loss(self, batch, set(range(1, 99))))
+    with pytest.raises(FloatingPointError, match="the task model diverged: 5 batches in a row"):
+        fit(model, task.splits["train"][:40], task.splits["dev"], make, task.metric, task.labels,
+            TrainConfig(epochs=2, patience=2, lr=0.05, batch_size=8), 1)

@@ -71,6 +71,7 @@ class CorpusIndex:
         """The ``k`` corpus tokens most similar (cosine) to ``query`` (D,) at ``layer``;
         ties go to the earlier token. With ``word``, only occurrences of that word (any case)
         are candidates, as in the paper's Table 4 (nearest uses of the same word)."""
+        _check_k(k)
         candidates = None if word is None else self.occurrences(word)
         if candidates is not None and len(candidates) == 0:
             return []
@@ -121,6 +122,12 @@ class CorpusIndex:
                    np.load(folder / "vectors.npy", mmap_mode="r"))
 
 
+def _check_k(k: int) -> None:
+    """A negative k would slice from the end (every hit but the last few): refuse it."""
+    if k < 1:
+        raise ValueError(f"k (neighbours to list) must be at least 1, got {k}")
+
+
 def brute_force(vectors: np.ndarray, query: np.ndarray, k: int) -> List[Tuple[float, int]]:
     """Reference search for tests: cosine with every row by a Python loop, best first."""
     scored = []
@@ -136,6 +143,7 @@ def static_neighbors(words: Sequence[str], vectors: np.ndarray, word: str, k: in
                      query: Optional[np.ndarray] = None) -> List[Hit]:
     """Nearest other words to ``word`` in a static table (V, D); the word's own row is the
     query unless ``query`` is given. Empty when the word is unknown and no query is given."""
+    _check_k(k)
     lookup = {w: i for i, w in enumerate(words)}
     if query is None:
         if word not in lookup:

@@ -50,6 +50,9 @@ class FitConfig:
 
 BatchMaker = Callable[[Sequence[Example]], Batch]
 
+#: Batches in a row with a non-finite loss or gradient (each skipped) after which fit() stops.
+MAX_NONFINITE_BATCHES = 5
+
 
 def batches(examples: Sequence[Example], size: int, make: BatchMaker,
             rng: random.Random = None) -> List[Batch]:
@@ -119,7 +122,8 @@ def fit(model: TaskModel, train: Sequence[Example], dev: Sequence[Example], make
     kept (``best_dev`` is NaN).
 
     Returns ``{"best_dev", "best_epoch", "epochs", "history": [{"epoch", "loss", "dev"}],
-    "seconds"}``.
+    "seconds"}``. A batch whose loss or gradient is not finite is skipped (logged per epoch);
+    :data:`MAX_NONFINITE_BATCHES` in a row raise FloatingPointError.
     """
     if not train or (early_stopping and not dev):
         raise ValueError(f"training needs train and dev examples (got {len(train)} and {len(dev)})")
@@ -130,19 +134,34 @@ def fit(model: TaskModel, train: Sequence[Example], dev: Sequence[Example], make
     params = [p for g in opt.param_groups for p in g["params"]]
     best_dev, best_epoch, best_state = float("-inf"), 0, _trainable_state(model)
     history = []
+    in_a_row = 0   # batches in a row whose loss or gradient was not finite (each skipped)
     start = time.time()
     for epoch in range(1, cfg.epochs + 1):
         model.train()
         total, n = 0.0, 0
+        skipped = 0
         for batch in batches(train, cfg.batch_size, make, rng):
             opt.zero_grad()
             loss = model.loss(batch)
-            loss.backward()
-            if cfg.grad_clip:
-                torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip)
+            finite = bool(torch.isfinite(loss))
+            if finite:
+                loss.backward()
+                if cfg.grad_clip:
+                    finite = bool(torch.isfinite(torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip)))
+            if not finite:  # no update from it: NaN weights would go on scoring, as label 0 everywhere
+                skipped += 1
+                in_a_row += 1
+                if in_a_row >= MAX_NONFINITE_BATCHES:
+                    raise FloatingPointError(
+                        f"the task model diverged: {in_a_row} batches in a row (epoch {epoch}) had a non-finite "
+                        f"loss or gradient; lower train.lr (it is {cfg.lr:g}) or set train.grad_clip")
+                continue
+            in_a_row = 0
             opt.step()
             total += float(loss.detach())
             n += 1
+        if skipped:
+            log(f"epoch {epoch}: {skipped} batches skipped (non-finite loss or gradient)")
         if not dev:                      # no early stopping: the last epoch is the one kept
             history.append({"epoch": epoch, "loss": total / max(n, 1), "dev": float("nan")})
             log(f"epoch {epoch}: loss {total / max(n, 1):.4f} (no dev)")
