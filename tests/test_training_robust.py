@@ -381,3 +381,12 @@ def test_numbers_that_would_crash_or_corrupt_a_run_are_refused(tmp_path, toy, se
     with pytest.raises(ValueError, match=message):
         tiny_config(tmp_path / "run", train_txt, vocab_txt, **{setting: value})
     assert tiny_config(tmp_path / "run", train_txt, vocab_txt, clip_norm=float("inf")).clip_norm == float("inf")
+
+
+def test_held_out_text_without_a_sentence_is_refused(tmp_path, toy):
+    train_txt, _, vocab_txt = toy
+    (tmp_path / "empty.txt").write_text("\n\n", encoding="utf-8")
+    cfg = tiny_config(tmp_path / "run", train_txt, vocab_txt, max_steps=2, valid=[str(tmp_path / "empty.txt")])
+    with pytest.raises(ValueError, match="empty.txt: holds no sentence to validate on"):
+        train(cfg)
+    assert not list((tmp_path / "run").glob("checkpoints/*.pt"))  # before any step

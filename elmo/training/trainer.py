@@ -462,6 +462,8 @@ class TrainingRun:
         resumed = self.resume_from is not None
         self.log_file = _Log(self.out_dir / "log.jsonl", ctx.is_main, self.step_no if resumed else None)
         self.valid_sentences = list(iter_file_sentences(expand_paths(cfg.valid))) if cfg.valid else []
+        if cfg.valid and not self.valid_sentences:  # else the run would end with no validation, silently
+            raise ValueError(f"--valid {' '.join(cfg.valid)}: holds no sentence to validate on")
         self.n_params = sum(p.numel() for p in self.model.parameters())
         if ctx.is_main and not resumed:
             self.log_file.write({
