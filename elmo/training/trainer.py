@@ -515,7 +515,8 @@ class TrainingRun:
 
     def _skipped(self, loss: float, gnorm: float) -> None:
         """Log a step whose gradient was not finite (no update was applied); stop the run when
-        :data:`MAX_NONFINITE_STEPS` such steps come in a row, before anything is saved."""
+        :data:`MAX_NONFINITE_STEPS` such steps come in a row (its weights are those of the last
+        finite step, and so are any checkpoints written meanwhile)."""
         self.skipped_steps += 1
         self.window["skipped"] += 1
         self.nonfinite_in_a_row += 1
