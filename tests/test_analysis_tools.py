@@ -257,3 +257,15 @@ def test_read_mix_weights(tmp_path):
     (tmp_path / "results.json").write_text(json.dumps({"runs": runs}))
     with pytest.raises(ValueError, match="2 learned mixes"):
         report.read_mix_weights(tmp_path / "results.json")
+
+
+@pytest.mark.parametrize("setting, value, named", [
+    ("pos_l2", float("nan"), "--pos-l2 must be a finite number"),
+    ("wsd_test_fraction", 0.0, "--wsd-test-fraction must be between 0 and 1"),
+    ("neighbors_k", 0, "--neighbors-k must be an integer of 1 or more"),
+    ("pos_train_sentences", -1, "--pos-train-sentences must be an integer of 0 or more"),
+])
+def test_analysis_settings_out_of_range_are_refused(setting, value, named):
+    from elmo.config import ConfigError
+    with pytest.raises(ConfigError, match=named):
+        report.AnalysisConfig(**{setting: value})

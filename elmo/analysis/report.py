@@ -19,7 +19,8 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
-from ..jobconfig import setting
+from ..config import ConfigError
+from ..jobconfig import check_numbers, setting
 
 SECTIONS = ("pos", "wsd", "neighbors", "contrast")
 
@@ -67,6 +68,20 @@ class AnalysisConfig:
                                       help="also run the POS probe and WSD on an untrained copy of the model "
                                            "(same architecture, fresh random weights), to tell what training added")
     batch_size: int = setting(32, help="sentences per biLM call")
+
+    def __post_init__(self) -> None:
+        # a sample size below 0 or a NaN weight would give numbers that look like results
+        check_numbers("", "analyze", **{
+            "--pos-train-sentences": (self.pos_train_sentences, "count0"),
+            "--pos-test-sentences": (self.pos_test_sentences, "count0"),
+            "--wsd-max-lemmas": (self.wsd_max_lemmas, "count0"),
+            "--neighbors-sentences": (self.neighbors_sentences, "count0"),
+            "--pos-l2": (self.pos_l2, "rate"), "--contrast-l2": (self.contrast_l2, "rate"),
+            "--pos-iterations": (self.pos_iterations, "count"), "--neighbors-k": (self.neighbors_k, "count"),
+            "--batch-size": (self.batch_size, "count")})
+        if not 0.0 < self.wsd_test_fraction < 1.0:  # both sides of the WSD split need examples
+            raise ConfigError(f"analyze: --wsd-test-fraction must be between 0 and 1 (both excluded), "
+                              f"got {self.wsd_test_fraction}")
 
     def options(self, explicit: bool = False) -> List[str]:
         """Command-line options that reproduce this configuration (``elmo analyze`` parses

@@ -14,7 +14,7 @@ pass ``stateful=True`` for the original's carried state.
 from __future__ import annotations
 
 import math
-import numbers
+import operator
 from typing import Dict, List, Optional, Sequence, cast
 
 import torch
@@ -53,7 +53,11 @@ class Elmo(nn.Module):
                  module: Optional[BiLM] = None, stateful: bool = False,
                  device: Optional[str | torch.device] = None):
         super().__init__()
-        if not isinstance(num_output_representations, numbers.Integral) or num_output_representations < 0:
+        try:  # any integer type (numpy's too), but not 1.5
+            count = operator.index(num_output_representations)
+        except TypeError:
+            count = -1
+        if count < 0:
             raise ValueError(f"num_output_representations must be a count (0 or more), "
                              f"got {num_output_representations!r}")
         if not 0.0 <= dropout <= 1.0:  # (NaN fails this too; nn.Dropout lets it through)
