@@ -275,6 +275,8 @@ def test_saved_models_predict_what_evaluation_scored(tmp_path, capsys):
     assert line.startswith("the cat sat\tthe dog\t") and line.split("\t")[2].strip() in ("overlap", "none")
     assert main(["predict", str(out / "models/my-pair/baseline/seed-1"), str(text), "--quiet"]) == 1
     assert f"{text}:1: a pair model needs text_a<TAB>text_b" in capsys.readouterr().err
+    assert main(["predict", str(model_dir), str(text), "--quiet", "--batch-size", "0"]) == 1
+    assert "batch_size must be at least 1, got 0" in capsys.readouterr().err
 
 
 def _safetensor_keys(folder: Path):
