@@ -199,3 +199,16 @@ def test_full_disk_while_saving_weights_is_one_line_and_keeps_the_old_file(tmp_p
     assert message == f"{weights}: cannot write the weights: No space left on device"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["options.json", "weights.hdf5"]
     assert weights.read_bytes() == before
+
+
+def test_convert_refuses_to_replace_another_models_files(tmp_path, capsys):
+    from elmo.cli import main
+    out = tmp_path / "out"
+    assert main(["convert", "fixture", str(out)]) == 0
+    before = (out / "model.safetensors").read_bytes()
+    assert main(["convert", "default", str(out)]) == 1  # the fixture's files stay
+    assert "already holds config.json and model.safetensors: pass --overwrite" in capsys.readouterr().err
+    assert (out / "model.safetensors").read_bytes() == before
+    assert main(["convert", str(out), str(out), "--to", "original"]) == 0  # the other layout beside it
+    assert main(["convert", "default", str(out), "--overwrite"]) == 0
+    assert elmo.from_pretrained(out).output_dim == elmo.from_pretrained("default").output_dim

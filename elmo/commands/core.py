@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 
 def register(subparsers) -> None:
@@ -18,6 +19,8 @@ def register(subparsers) -> None:
     p.add_argument("output", help="folder to write")
     p.add_argument("--to", choices=["original", "safetensors"], default="safetensors",
                    help="layout to write (default: safetensors)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace the files of that layout when OUTPUT already holds them")
     p.set_defaults(func=convert)
 
     p = subparsers.add_parser(
@@ -45,6 +48,14 @@ def info(args: argparse.Namespace) -> int:
 def convert(args: argparse.Namespace) -> int:
     import elmo
 
+    from ..weights import NATIVE_CONFIG, NATIVE_WEIGHTS, ORIGINAL_OPTIONS, ORIGINAL_WEIGHTS
+
+    # another model's files there would be replaced without a trace: only when asked
+    names = (ORIGINAL_OPTIONS, ORIGINAL_WEIGHTS[0]) if args.to == "original" else (NATIVE_CONFIG, NATIVE_WEIGHTS)
+    present = [n for n in names if (Path(args.output) / n).exists()]
+    if present and not args.overwrite:
+        raise ValueError(f"{args.output} already holds {' and '.join(present)}: pass --overwrite to replace "
+                         f"them, or choose another folder")
     bilm = elmo.from_pretrained(args.model)
     folder = elmo.save_pretrained(bilm, args.output, fmt=args.to)
     print(f"wrote {folder} ({args.to})")
