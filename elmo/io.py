@@ -9,16 +9,18 @@
   removed on release.
 * :class:`OutputError` and :func:`os_error_reason`: one-line messages for a full disk, a
   read-only or missing folder, a directory where a file belongs.
+* :func:`json_objects`: the records of a JSON-lines file, a bad line named by its number.
 """
 from __future__ import annotations
 
 import errno
+import json
 import os
 import socket
 import tempfile
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Callable, Iterable, Iterator, Optional, Tuple
 
 
 class OutputError(OSError):
@@ -278,3 +280,18 @@ def output_lock(path: Path, name: Optional[Path] = None, wait: float = 1.0) -> I
         except OSError:
             pass
         lock.release()
+
+
+def json_objects(lines: Iterable[str], error: Callable[[int, str], Exception]) -> Iterator[Tuple[int, dict]]:
+    """(line number, object) for each non-blank line of JSON lines, numbered from 1; a line
+    that is not a JSON object raises ``error(line number, what is wrong)``."""
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise error(number, f"not JSON ({e.msg} at column {e.colno})") from None
+        if not isinstance(record, dict):
+            raise error(number, f"a JSON object is needed, got {type(record).__name__}")
+        yield number, record

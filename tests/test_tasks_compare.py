@@ -70,3 +70,15 @@ def test_script_prints_and_writes_markdown(tmp_path, capsys):
     assert out.read_text() == capsys.readouterr().out
     assert script.main([str(tmp_path / "missing.json"), str(tmp_path / "new.json")]) == 1
     assert "missing.json: cannot read it" in capsys.readouterr().err
+
+
+def test_a_file_that_is_not_an_experiments_results_is_one_error(tmp_path, capsys):
+    from elmo.cli import main
+    (tmp_path / "empty.json").write_text("{}", encoding="utf-8")
+    (tmp_path / "text.json").write_text("nope", encoding="utf-8")
+    for name, named in (("empty.json", "not the results.json of an experiment (it has no 'config' or 'runs')"),
+                        ("text.json", "not a results.json")):
+        for command in (["experiment-table"], ["experiment-report"]):
+            assert main(command + [str(tmp_path / name)]) == 1
+            err = capsys.readouterr().err
+            assert f"{name}: {named}" in err and "Traceback" not in err

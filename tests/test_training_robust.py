@@ -303,6 +303,20 @@ def test_sampled_training_figure_is_labelled_and_old_logs_still_plot(tmp_path, t
     assert out.read_bytes()[:4] == b"\x89PNG"
 
 
+def test_a_log_that_is_not_one_is_a_clear_error(tmp_path):
+    from elmo.training.curves import plot_learning_curve, read_log
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text('{"event": "train", "step": 1}\nnot json\n', encoding="utf-8")
+    with pytest.raises(ValueError, match="broken.jsonl: line 2: not JSON"):
+        read_log(broken)
+    pytest.importorskip("matplotlib")
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="no training or validation records in .*empty.jsonl"):
+        plot_learning_curve([empty], tmp_path / "curve.png")  # not a picture without a curve
+    assert not (tmp_path / "curve.png").exists()
+
+
 # ------------------------------------------------------------------ non-finite steps and bad numbers
 def _nan_loss_at(monkeypatch, calls):
     """Make LanguageModel's loss NaN at these forward calls (1-based), and count the calls."""

@@ -120,17 +120,13 @@ def _absolute_paths(cfg: dict) -> dict:
 
 
 def experiment_table(args: argparse.Namespace) -> int:
+    from ..io import atomic_write_text
+    from ..tasks.compare import read_results
     from ..tasks.report import combined_table
 
-    loaded = []
-    for name in args.results:
-        path = Path(name)
-        if path.is_dir():
-            path = path / "results.json"
-        loaded.append(json.loads(path.read_text(encoding="utf-8")))
-    table = combined_table(loaded)
+    table = combined_table([read_results(name, need=("config", "runs")) for name in args.results])
     if args.output:
-        Path(args.output).write_text(table, encoding="utf-8")
+        atomic_write_text(Path(args.output), table)
     else:
         print(table, end="")
     return 0

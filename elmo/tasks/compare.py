@@ -21,17 +21,23 @@ class CompareError(ValueError):
     """Two results files that cannot be compared (the message names the file or task)."""
 
 
-def read_results(path: str | Path) -> dict:
-    """A ``results.json`` (or the folder holding one), read; errors name the file."""
+def read_results(path: str | Path, need: Sequence[str] = ("runs",)) -> dict:
+    """A ``results.json`` (or the folder holding one), read; errors name the file, also when
+    one of the keys ``need`` is missing (a tabled or rewritten report needs ``config`` too)."""
     path = Path(path)
     if path.is_dir():
         path = path / "results.json"
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        results = json.loads(path.read_text(encoding="utf-8"))
     except OSError as e:
         raise CompareError(f"{path}: cannot read it ({e.strerror or e})") from None
     except ValueError as e:
         raise CompareError(f"{path}: not a results.json ({e})") from None
+    missing = [key for key in need if not isinstance(results, dict) or key not in results]
+    if missing:
+        raise CompareError(f"{path}: not the results.json of an experiment (it has no "
+                           f"{' or '.join(map(repr, missing))})")
+    return results
 
 
 def summary_rows(results: dict) -> Dict[Tuple[str, str], dict]:

@@ -23,11 +23,11 @@ Every malformed line raises :class:`TaskDataError` naming the file and the line.
 from __future__ import annotations
 
 import csv
-import json
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Union
 
 from ..data.fetch import sha256_file
+from ..io import json_objects
 from .datasets import Example
 from .kinds import task_kind
 
@@ -264,15 +264,7 @@ class _Reader:
 
     def _jsonl(self, lines: Sequence[str]) -> List[Optional[Example]]:
         out: List[Optional[Example]] = []
-        for i, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise self.error(i, f"not JSON ({e.msg} at column {e.colno})") from None
-            if not isinstance(rec, dict):
-                raise self.error(i, f"a JSON object is needed, got {type(rec).__name__}")
+        for i, rec in json_objects(lines, self.error):
             text = self._field(rec, self.fmt["text"], i)
             text_b = self._field(rec, self.fmt["text_b"], i) if self.kind.pair else None
             out.append(self.example(text, self._field(rec, self.fmt["label"], i), text_b, i))

@@ -643,10 +643,12 @@ def rewrite_reports(out: str | Path) -> dict:
     with the summary recomputed from the stored runs by this version's code (e.g. the gains'
     95% intervals, which older folders lack). Nothing is trained; the runs, the machine block
     and the times stay as they were recorded. Returns the results."""
+    from .compare import read_results
+
     out = Path(out)
     results_path = out / "results.json" if out.is_dir() else out
     out = results_path.parent
-    results = json.loads(results_path.read_text(encoding="utf-8"))
+    results = read_results(results_path, need=("config", "runs"))
     cfg = normalise_config(results["config"])
     results["summary"] = summarise(results["runs"], cfg)
     atomic_write_text(results_path, json.dumps(_finite(results), indent=1) + "\n")

@@ -7,18 +7,22 @@ full-softmax validation perplexity, forward, backward and average.
 """
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
+from ..io import json_objects
+
 
 def read_log(path: str | Path) -> List[Dict]:
+    """The records of a ``log.jsonl`` (or of the one in a run folder); a line that is not a JSON
+    object is a ValueError naming the file and the line."""
     path = Path(path)
     if path.is_dir():
         path = path / "log.jsonl"
     with open(path, encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
+        return [record for _, record in json_objects(
+            f, lambda line, problem: ValueError(f"{path}: line {line}: {problem}; not a training log?"))]
 
 
 TRAIN_KEYS = ("sampled_ppl", "train_ppl", "ppl")  # new logs, then older ones
@@ -40,10 +44,14 @@ def plot_learning_curve(logs: Sequence[str | Path], output: str | Path, title: O
         import matplotlib.pyplot as plt
     except ImportError:
         raise ValueError("plot-curve needs matplotlib: pip install 'elmo-pytorch[plots]'") from None
+    every = {log: read_log(log) for log in logs}
+    empty = [str(log) for log, records in every.items()
+             if not any(r.get("event") in ("train", "eval") for r in records)]
+    if empty:  # else a picture without a curve
+        raise ValueError(f"no training or validation records in {', '.join(empty)}")
     fig, (ax_train, ax_valid) = plt.subplots(1, 2, figsize=(11, 4.2))
     kinds = set()
-    for log in logs:
-        records = read_log(log)
+    for log, records in every.items():
         name = Path(log).parent.name if Path(log).is_file() else Path(log).name
         train = [(r, f) for r in records if r.get("event") == "train" and (f := train_figure(r))]
         evals = [r for r in records if r.get("event") == "eval"]
