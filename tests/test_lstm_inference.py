@@ -190,6 +190,17 @@ needs_packing = pytest.mark.skipif(not dense._onednn_packing_available(),
                                    reason="this PyTorch's oneDNN cannot lay out a weight in its own format")
 
 
+def _laid_out_and_stored(bilm, batch, monkeypatch):
+    """The layers with the weights in oneDNN's layout, then in the stored layout (the switch
+    is left on)."""
+    monkeypatch.setattr(dense, "RECURRENT_PACKED", True)
+    laid_out = run(bilm, batch)
+    monkeypatch.setattr(dense, "RECURRENT_PACKED", False)
+    stored = run(bilm, batch)
+    monkeypatch.setattr(dense, "RECURRENT_PACKED", True)
+    return laid_out, stored
+
+
 @needs_packing
 def test_steps_of_several_rows_read_onednn_packed_weights_that_follow_weight_changes(one_row_onednn, monkeypatch):
     """Steps of two rows or more multiply by W_hh and W_proj in oneDNN's layout: the same
@@ -197,34 +208,25 @@ def test_steps_of_several_rows_read_onednn_packed_weights_that_follow_weight_cha
     bilm = random_bilm(seed=9)
     batch = [SENTENCE, SENTENCE[:20], SENTENCE[:4]]
     one_row_onednn.clear()
-    packed = run(bilm, batch)
+    packed, stored = _laid_out_and_stored(bilm, batch, monkeypatch)
     layer = bilm.lstm.layers[0]
     first = layer._packed.value
     assert first is not None and all(w.is_mkldnn for w in first[0] + first[1])
-    monkeypatch.setattr(dense, "RECURRENT_PACKED", False)
-    stored = run(bilm, batch)
     assert float32_rounding_apart(packed, stored)
-    monkeypatch.setattr(dense, "RECURRENT_PACKED", True)
     assert run(bilm, batch)[1].equal(packed[1]) and layer._packed.value is first  # made once
     with torch.no_grad():
         for each in bilm.lstm.layers:
             each.weight_proj.mul_(-0.5)  # in place: the same address, a new version
-    changed = run(bilm, batch)
+    changed, changed_stored = _laid_out_and_stored(bilm, batch, monkeypatch)
     assert layer._packed.value is not first
     assert not torch.allclose(changed[1], packed[1], atol=1e-3)  # the change reached the outputs
-    monkeypatch.setattr(dense, "RECURRENT_PACKED", False)
-    changed_stored = run(bilm, batch)
     assert float32_rounding_apart(changed, changed_stored)
     # a write through .data is not counted by PyTorch: clearing the caches makes them anew
-    monkeypatch.setattr(dense, "RECURRENT_PACKED", True)
     for each in bilm.lstm.layers:
         each.weight_hh.data.mul_(0.5)
     bilm.lstm.clear_inference_caches()
     assert layer._packed.value is None
-    halved = run(bilm, batch)
-    monkeypatch.setattr(dense, "RECURRENT_PACKED", False)
-    halved_stored = run(bilm, batch)
-    assert float32_rounding_apart(halved, halved_stored)
+    assert float32_rounding_apart(*_laid_out_and_stored(bilm, batch, monkeypatch))
 
 
 @needs_packing

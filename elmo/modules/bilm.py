@@ -25,7 +25,7 @@ from torch import nn
 
 from ..chars import BOS_TOKEN, EOS_TOKEN, word_to_char_ids
 from ..config import ElmoOptions
-from .char_cnn import CharCNN
+from .char_cnn import CharCNN, require_integer_ids
 from .lstm import BiLSTMStack, LayerState
 
 
@@ -162,7 +162,9 @@ class BiLM(nn.Module):
             raise ValueError(f"char_ids has {char_ids.shape[-1]} characters per token; this model "
                              f"expects {scheme.width} (use bilm.token_ids(sentences), or pass "
                              f"max_characters_per_token to batch_to_ids)")
-        self.token_encoder.check_ids(char_ids)  # before the boundaries are written into them
+        # the type before the boundaries are written into them; the ranges are checked by the
+        # token encoder, on the same ids with the boundaries (valid rows) added
+        require_integer_ids(char_ids)
         char_ids = char_ids.long()  # (int32 or uint8 ids work too)
         leading = tuple(char_ids.shape[:-2])
         if len(leading) > 1:  # (..., T, C) -> (rows, T, C); rows in row-major order

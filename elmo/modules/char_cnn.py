@@ -163,6 +163,13 @@ class Highway(nn.Module):
         return x
 
 
+def require_integer_ids(char_ids: torch.Tensor) -> None:
+    """TypeError unless ``char_ids`` holds integers (any integer dtype; not bool)."""
+    if char_ids.dtype == torch.bool or char_ids.is_floating_point() or char_ids.is_complex():
+        raise TypeError(f"char_ids must hold integer ids (torch.long), got {char_ids.dtype}: "
+                        f"make them with bilm.token_ids(sentences) or elmo.batch_to_ids")
+
+
 class CharCNN(nn.Module):
     """Token ids (B, T, W) -> token vectors (B, T, output_dim), zeros where there is no token.
 
@@ -257,9 +264,7 @@ class CharCNN(nn.Module):
         id is negative or past this model's embedding rows (ids made for another model, or not
         ids at all). Without it, such ids meet an index error deep in PyTorch, and a token of
         negative ids would silently count as padding."""
-        if char_ids.dtype == torch.bool or char_ids.is_floating_point() or char_ids.is_complex():
-            raise TypeError(f"char_ids must hold integer ids (torch.long), got {char_ids.dtype}: "
-                            f"make them with bilm.token_ids(sentences) or elmo.batch_to_ids")
+        require_integer_ids(char_ids)
         if char_ids.numel() == 0:
             return
         columns = [("character", char_ids[..., :self.max_chars], self.char_embedding.num_embeddings)]
