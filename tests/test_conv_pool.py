@@ -69,3 +69,37 @@ def test_under_bf16_autocast_the_products_run_in_bf16():
         low = conv_max_pool(chars, weight, bias)
     assert low.dtype == torch.bfloat16
     assert torch.allclose(low.float(), _plain(chars, weight, bias), atol=0.1, rtol=0.05)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_rounded_rows_give_the_same_values_and_gradients(dtype):
+    """The windows' rows rounded up with zero rows (for oneDNN's bfloat16 kernels): the zero
+    rows' outputs are dropped and add nothing to the gradients."""
+    from elmo.modules.conv_pool import _ConvMaxPool
+    torch.manual_seed(3)
+    chars, weight, bias = (t.to(dtype) for t in (torch.randn(5, 9, 4), torch.randn(6, 4, 3), torch.randn(6)))
+    results = []
+    for round_rows in (False, True):                 # 5 tokens x 7 positions: 35 rows, or 64
+        leaves = _leaves(chars, weight, bias)
+        out = _ConvMaxPool.apply(*leaves, round_rows)
+        (out.float() * torch.linspace(-1, 1, 6)).sum().backward()
+        results.append([out] + [t.grad for t in leaves])
+    tol = 1e-5 if dtype == torch.float32 else 2e-2    # two kernels' summation orders apart
+    for plain, rounded in zip(*results):
+        assert plain.shape == rounded.shape and plain.dtype == rounded.dtype == dtype
+        assert torch.allclose(plain.float(), rounded.float(), atol=tol, rtol=tol)
+
+
+def test_under_bf16_autocast_the_rows_are_rounded_where_onednn_multiplies_bf16(monkeypatch):
+    from elmo.modules import conv_pool, dense
+    calls = []
+    original = conv_pool._ConvMaxPool.apply
+    monkeypatch.setattr(conv_pool._ConvMaxPool, "apply",
+                        lambda *args: calls.append(args[-1]) or original(*args))
+    chars, weight, bias = torch.randn(5, 9, 4), torch.randn(6, 4, 3), torch.randn(6)
+    conv_max_pool(chars, weight, bias)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        conv_max_pool(chars, weight, bias)
+        monkeypatch.setattr(dense, "BACKEND", "default")
+        conv_max_pool(chars, weight, bias)
+    assert calls == [False, dense._onednn_bf16_available(), False]

@@ -190,3 +190,53 @@ def test_bfloat16_products_are_wanted_only_when_asked_for_and_native(backend):
     assert not dense.onednn_wanted(x.half(), bf16=True)
     backend("default")
     assert not dense.onednn_wanted(x, bf16=True)
+
+
+@needs_onednn
+def test_the_probes_answer_the_same_when_first_asked_under_autocast():
+    """The probes compare oneDNN with F.linear, which autocast runs in bfloat16: asked first
+    inside autocast (opt-in bf16 training), they must still find oneDNN where it works."""
+    probes = (dense._onednn_linear_available, dense._onednn_bf16_available, dense._onednn_packing_available)
+    outside = [probe() for probe in probes]
+    try:
+        for probe in probes:
+            probe.cache_clear()
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            inside = [probe() for probe in probes]
+        assert inside == outside and outside[0]
+    finally:
+        for probe in probes:
+            probe.cache_clear()
+
+
+@pytest.mark.skipif(not dense._onednn_bf16_available(), reason="oneDNN has no native bfloat16 products on this CPU")
+@pytest.mark.parametrize("with_bias", [True, False])
+def test_under_bf16_autocast_linear_rounds_the_rows_for_onednn(backend, monkeypatch, with_bias):
+    """Opt-in bf16 training: the highway's products run in oneDNN over rows rounded up to
+    ROW_MULTIPLE (PyTorch's bfloat16 products would build a kernel per row count), and give
+    what autocast's F.linear gives, to bfloat16's precision, gradients included."""
+    backend("auto")
+    rows_seen = []
+    original = dense.onednn_mm
+    monkeypatch.setattr(dense, "onednn_mm", lambda a, b, bias=None: rows_seen.append(a.shape) or original(a, b, bias))
+    torch.manual_seed(4)
+    x, w, b = torch.randn(37, 64), torch.randn(48, 64), (torch.randn(48) if with_bias else None)
+    upstream = torch.randn(37, 48)
+    results = []
+    for ours in (True, False):
+        leaves = _leaves(x, w) + ([b.clone().requires_grad_()] if with_bias else [])
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            out = (dense.linear if ours else F.linear)(*leaves, *([] if with_bias else [None]))
+        assert out.dtype == torch.bfloat16 and out.shape == (37, 48)
+        (out.float() * upstream).sum().backward()
+        results.append([out] + [t.grad for t in leaves])
+    assert rows_seen == [(64, 64), (64, 48), (48, 64)]  # forward, input and weight gradients
+    for got, want in zip(*results):
+        got, want = got.detach(), want.detach()
+        assert got.dtype == want.dtype
+        assert float((got.float() - want.float()).abs().max()) <= 2e-2 * float(want.float().abs().max())
+    rows_seen.clear()
+    backend("default")
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        dense.linear(x, w, b)
+    assert not rows_seen

@@ -279,3 +279,18 @@ def test_one_row_products_in_onednn_for_the_bfloat16_model(one_row_onednn, monke
     pytorch = run(bilm, [SENTENCE])
     # both accumulate in float32 and round to bfloat16 (8 bits): a few of its roundings apart
     assert all(float((a - b).abs().max()) <= 0.05 * float(b.abs().max()) for a, b in zip(fast, pytorch))
+
+
+def test_a_bfloat16_model_keeps_w_hh_in_its_stored_layout_for_one_row(monkeypatch):
+    """The re-laid W_hh is for float32 only: for bfloat16 the stored layout's matrix-vector
+    product was the faster one, and no copy of W_hh is made."""
+    monkeypatch.setattr(dense, "RECURRENT_ONEDNN", False)   # the PyTorch products on any CPU
+    bilm = random_bilm(seed=10)
+    assert lstm_module.one_row_relaid(bilm.lstm.layers[0])
+    low = bilm.to(torch.bfloat16)
+    assert not lstm_module.one_row_relaid(low.lstm.layers[0])
+    made = []
+    monkeypatch.setattr(type(low.lstm.layers[0]), "recurrent_weight_rows", lambda self: made.append(1))
+    layers = run(low, [SENTENCE])
+    assert not made and layers[-1].dtype == torch.bfloat16
+    assert all(torch.equal(a, b) for a, b in zip(layers, run(low, [SENTENCE], fast=False)))

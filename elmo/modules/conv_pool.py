@@ -17,22 +17,28 @@ from __future__ import annotations
 from typing import Optional
 
 import torch
+import torch.nn.functional as F
 from torch.autograd.function import once_differentiable
 
 from .autocast import autocast_dtype
+from .dense import bf16_autocast_in_onednn, rows_rounded
 
 
 class _ConvMaxPool(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, chars, weight, bias):
-        """chars (N, L, d), weight (n, d, w), bias (n,) -> pooled (N, n)."""
+    def forward(ctx, chars, weight, bias, round_rows: bool):
+        """chars (N, L, d), weight (n, d, w), bias (n,) -> pooled (N, n). ``round_rows``: run the
+        products over the N * P windows' rows rounded up to ``dense.ROW_MULTIPLE``."""
         n_tokens, length, dim = chars.shape
         n_filters, _, width = weight.shape
         positions = length - width + 1
         # (N, P, d, w) view of every window, copied to rows that match weight's (d, w) order
         windows = chars.unfold(1, width, 1).reshape(n_tokens * positions, dim * width)
+        rows = n_tokens * positions
+        if round_rows:  # zero rows, so that oneDNN sees few distinct row counts
+            windows = F.pad(windows, (0, 0, 0, rows_rounded(rows) - rows))
         flat_weight = weight.reshape(n_filters, dim * width)
-        out = torch.addmm(bias, windows, flat_weight.t()).view(n_tokens, positions, n_filters)
+        out = torch.addmm(bias, windows, flat_weight.t())[:rows].view(n_tokens, positions, n_filters)
         pooled, where = out.max(dim=1)                                    # (N, n)
         ctx.shape = (n_tokens, length, dim, width, positions)
         ctx.save_for_backward(windows, flat_weight, where)
@@ -46,18 +52,18 @@ class _ConvMaxPool(torch.autograd.Function):
         n_filters = flat_weight.shape[0]
         grad = grad.contiguous()
         # the max passes each (token, filter) gradient to its one winning position
-        d_out = grad.new_zeros(n_tokens, positions, n_filters)
-        d_out.scatter_(1, where.unsqueeze(1), grad.unsqueeze(1))
-        d_out = d_out.view(n_tokens * positions, n_filters)
+        rows = n_tokens * positions
+        d_out = grad.new_zeros(windows.shape[0], n_filters)  # the padded rows' stay zero
+        d_out[:rows].view(n_tokens, positions, n_filters).scatter_(1, where.unsqueeze(1), grad.unsqueeze(1))
         d_weight = torch.mm(d_out.t(), windows).view(n_filters, dim, width)
         d_bias = grad.sum(dim=0)
         d_chars = None
         if ctx.needs_input_grad[0]:
-            d_windows = torch.mm(d_out, flat_weight).view(n_tokens, positions, dim, width)
+            d_windows = torch.mm(d_out, flat_weight)[:rows].view(n_tokens, positions, dim, width)
             d_chars = grad.new_zeros(n_tokens, length, dim)
             for k in range(width):  # window p's offset k is position p + k
                 d_chars[:, k:k + positions] += d_windows[..., k]
-        return d_chars, d_weight, d_bias
+        return d_chars, d_weight, d_bias, None
 
 
 def conv_max_pool(chars: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor]) -> torch.Tensor:
@@ -75,6 +81,7 @@ def conv_max_pool(chars: torch.Tensor, weight: torch.Tensor, bias: Optional[torc
         bias = weight.new_zeros(weight.shape[0])
     dtype = autocast_dtype(chars.device.type)
     if dtype is None:
-        return _ConvMaxPool.apply(chars, weight, bias)
+        return _ConvMaxPool.apply(chars, weight, bias, False)
+    round_rows = bf16_autocast_in_onednn(chars)
     with torch.autocast(chars.device.type, enabled=False):
-        return _ConvMaxPool.apply(chars.to(dtype), weight.to(dtype), bias.to(dtype))
+        return _ConvMaxPool.apply(chars.to(dtype), weight.to(dtype), bias.to(dtype), round_rows)

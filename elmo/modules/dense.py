@@ -38,20 +38,32 @@ from __future__ import annotations
 
 import functools
 import os
-from typing import Optional, Sequence, Union
+from typing import Callable, Optional, Sequence, Union
 
 import torch
 import torch.nn.functional as F
 from torch.autograd.function import once_differentiable
 
 from ..runtime import cpu_vendor
-from .autocast import autocast_on
+from .autocast import autocast_dtype, autocast_on
 
 #: "auto", "onednn" or "default"; see the module's docstring.
 BACKEND = os.environ.get("ELMO_DENSE_BACKEND", "auto")
 
 
-@functools.lru_cache(maxsize=None)
+def _probe(check: Callable[[], bool]) -> Callable[[], bool]:
+    """A capability check, tried once (``cache_clear`` tries it again) outside autocast and
+    autograd: the checks compare oneDNN with ``F.linear``, which autocast would run in
+    bfloat16, so a first call under autocast would otherwise turn oneDNN off for good."""
+    @functools.lru_cache(maxsize=None)
+    @functools.wraps(check)
+    def tried() -> bool:
+        with torch.autocast("cpu", enabled=False), torch.no_grad():
+            return check()
+    return tried
+
+
+@_probe
 def _onednn_linear_available() -> bool:
     """Whether this PyTorch has oneDNN's fused linear operator and it computes ``x W^T + b``.
 
@@ -70,7 +82,7 @@ def _onednn_linear_available() -> bool:
         return False
 
 
-@functools.lru_cache(maxsize=None)
+@_probe
 def _onednn_bf16_available() -> bool:
     """Whether oneDNN multiplies bfloat16 natively on this CPU (AVX512-BF16 or AMX) and its
     linear operator computes ``x W^T`` in bfloat16 (tried once, as for float32)."""
@@ -178,7 +190,7 @@ RECURRENT_PACKED = True
 PACK_ROWS = 32
 
 
-@functools.lru_cache(maxsize=None)
+@_probe
 def _onednn_packing_available() -> bool:
     """Whether this PyTorch's oneDNN can lay out a float32 weight once in its own format and
     multiply by it (internal operators, tried once on a small product and compared with
@@ -222,6 +234,24 @@ def pack_for_onednn(b_t: torch.Tensor) -> torch.Tensor:
 ROW_MULTIPLE = 32
 
 
+def rows_rounded(rows: int) -> int:
+    """``rows`` rounded up to a multiple of :data:`ROW_MULTIPLE`."""
+    return -(-rows // ROW_MULTIPLE) * ROW_MULTIPLE
+
+
+def bf16_autocast_in_onednn(x: torch.Tensor) -> bool:
+    """Whether ``x``'s products under the CPU's bfloat16 autocast (opt-in training) go through
+    oneDNN natively: where :func:`_onednn_bf16_available` and :data:`BACKEND` is not "default".
+
+    PyTorch itself multiplies bfloat16 on the CPU with oneDNN, which builds a kernel for every
+    new row count (1 to 13 ms each, AMX, *scratch*): the highway's rows are the batch's distinct
+    tokens and the convolutions' their positions, new in nearly every batch. So where this
+    holds, :func:`linear` and :func:`elmo.modules.conv_pool.conv_max_pool` round their rows
+    up to :data:`ROW_MULTIPLE`, as :func:`linear` does for float32 on AMD's CPUs."""
+    return (BACKEND != "default" and x.device.type == "cpu" and autocast_dtype("cpu") == torch.bfloat16
+            and _onednn_bf16_available())
+
+
 def _pad_rows(a: torch.Tensor, rows: int) -> torch.Tensor:
     """a (M, K) -> (rows, K): a, then zero rows (a itself where M == rows)."""
     return a if a.shape[0] == rows else F.pad(a, (0, 0, 0, rows - a.shape[0]))
@@ -236,7 +266,7 @@ class _OneDNNLinear(torch.autograd.Function):
     def forward(ctx, x, weight, bias):
         """x (M, K), weight (N, K), bias (N,) or None -> (M, N)."""
         rows = x.shape[0]
-        x_padded = _pad_rows(x, -(-rows // ROW_MULTIPLE) * ROW_MULTIPLE)
+        x_padded = _pad_rows(x, rows_rounded(rows))
         ctx.save_for_backward(x_padded, weight)
         ctx.has_bias = bias is not None
         return onednn_mm(x_padded, weight, bias)[:rows]
@@ -253,11 +283,19 @@ class _OneDNNLinear(torch.autograd.Function):
         return d_x, d_weight, d_bias
 
 
-def linear(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] = None) -> torch.Tensor:
+def linear(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] = None,
+           float32_in_onednn: bool = True) -> torch.Tensor:
     """``F.linear(x, weight, bias)``: x (..., K), weight (N, K), bias (N,) -> (..., N), through
-    oneDNN where :func:`onednn_wanted` says so (gradients included), else ``F.linear``."""
-    if not onednn_wanted(x) or weight.dtype != torch.float32:
-        return F.linear(x, weight, bias)
+    oneDNN where :func:`onednn_wanted` says so (gradients included) or, in bfloat16, where
+    :func:`bf16_autocast_in_onednn` does, else ``F.linear``. ``float32_in_onednn=False``
+    leaves float32 to ``F.linear`` (for products where oneDNN did not pay)."""
     flat = x.reshape(-1, x.shape[-1])
+    if bf16_autocast_in_onednn(x):  # cast as autocast would, then multiply over rounded rows
+        low = torch.bfloat16
+        with torch.autocast("cpu", enabled=False):
+            out = _OneDNNLinear.apply(flat.to(low), weight.to(low), None if bias is None else bias.to(low))
+        return out.view(*x.shape[:-1], weight.shape[0])
+    if not float32_in_onednn or not onednn_wanted(x) or weight.dtype != torch.float32:
+        return F.linear(x, weight, bias)
     out = _OneDNNLinear.apply(flat, weight, bias)
     return out.view(*x.shape[:-1], weight.shape[0])

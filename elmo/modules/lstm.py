@@ -195,6 +195,14 @@ SINGLE_SEQUENCE_PATH = True
 RECURRENT_ROWS = True
 
 
+def one_row_relaid(layer: "BiLSTMLayer") -> bool:
+    """Whether ``layer``'s one-row steps multiply by the re-laid W_hh: where
+    :data:`RECURRENT_ROWS` and the weights are float32. A bfloat16 W_hh keeps its stored layout:
+    there the matrix-vector product was the faster (the original model's 16 MiB W_hh: 0.9 ms
+    against 1.8 ms for the re-laid one-row GEMM, Intel with AMX, 2 threads; benchmarks/RESULTS.md)."""
+    return RECURRENT_ROWS and layer.weight_hh.dtype == torch.float32
+
+
 def _batched_product(x: torch.Tensor, weight: torch.Tensor,
                      rows: Optional[Callable[[], torch.Tensor]] = None,
                      packed: Optional[Callable[[], Sequence[torch.Tensor]]] = None) -> torch.Tensor:
@@ -406,7 +414,7 @@ class BiLSTMStack(nn.Module):
                 packed, (c, h) = run_lstm_layer_autograd(*args)
             else:  # inference (also under autocast): int8 weights when opted in
                 packed, (c, h) = run_lstm_layer(*args, int8=layer.int8_weights(),
-                                                weight_hh_rows=layer.recurrent_weight_rows if RECURRENT_ROWS else None,
+                                                weight_hh_rows=layer.recurrent_weight_rows if one_row_relaid(layer) else None,
                                                 packed_weights=layer.onednn_packed_weights)
             if self.use_skip_connections and j > 0:
                 packed = packed + layer_input
