@@ -278,6 +278,23 @@ def test_saved_models_predict_what_evaluation_scored(tmp_path, capsys):
     assert main(["predict", str(model_dir), str(text), "--quiet", "--batch-size", "0"]) == 1
     assert "batch_size must be at least 1, got 0" in capsys.readouterr().err
 
+    # lines without tokens: a defined result and a note saying what they got
+    text.write_text("the cat\n\nsat on\n", encoding="utf-8")
+    assert main(["predict", str(model_dir), str(text), "--quiet"]) == 0
+    got = capsys.readouterr()
+    assert "\n\n\n" not in got.out and len([b for b in got.out.split("\n\n") if b.strip()]) == 2
+    assert f"{text}: line 2 without tokens: no block in the CoNLL output" in got.err
+    assert main(["predict", str(model_dir), str(text), "--quiet", "--format", "jsonl"]) == 0
+    got = capsys.readouterr()
+    assert [json.loads(line)["tags"] for line in got.out.splitlines()][1] == [] and "no tags" in got.err
+    classifier = out / "models/my-classification/elmo/seed-1"
+    for blank in ("", "   "):  # one empty text alone in its batch, then among others
+        assert len(TaskModel.load(classifier).predict([blank])) == 1
+    text.write_text("   \nthe cat\n", encoding="utf-8")
+    assert main(["predict", str(classifier), str(text), "--quiet", "--batch-size", "1"]) == 0
+    got = capsys.readouterr()
+    assert len(got.out.splitlines()) == 2 and "line 1 without tokens: the label the model gives" in got.err
+
 
 def _safetensor_keys(folder: Path):
     from safetensors import safe_open

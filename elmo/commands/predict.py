@@ -46,6 +46,23 @@ def _read_lines(path: str) -> List[str]:
     return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
+def _note_empty(path: str, examples: list, fmt: str, tagger: bool) -> None:
+    """Say on stderr which input lines had no tokens (a pair: either text), and what they got."""
+    empty = [i for i, ex in enumerate(examples, start=1)
+             if not ex.tokens or (ex.tokens_b is not None and not ex.tokens_b)]
+    if not empty:
+        return
+    shown = ", ".join(map(str, empty[:10])) + (f" and {len(empty) - 10} more" if len(empty) > 10 else "")
+    where = f"{'stdin' if path == '-' else path}: {'line' if len(empty) == 1 else 'lines'} {shown} without tokens"
+    if fmt == "conll":
+        what = "no block in the CoNLL output (--format jsonl keeps one record per line)"
+    elif tagger:
+        what = "no tags"
+    else:
+        what = "the label the model gives an empty text (its pooled vector is zero)"
+    print(f"elmo predict: {where}: {what}", file=sys.stderr)
+
+
 def predict(args: argparse.Namespace) -> int:
     from ..tasks.kinds import task_kind
     from ..tasks.models import TaskModel
@@ -77,10 +94,12 @@ def predict(args: argparse.Namespace) -> int:
     tokenize = args.tokenize or model.saved.config["tokenize"]
     examples = to_examples(texts, kind, tokenize)
     labels = predict_examples(model, examples, args.batch_size, progress=not args.quiet)
+    _note_empty(args.input, examples, fmt, spec.token_labels)
     out = []
     for text, ex, label in zip(texts, examples, labels):
         if fmt == "conll":
-            out += [f"{w}\t{t}" for w, t in zip(ex.tokens, label)] + [""]
+            if ex.tokens:  # an empty sentence has no block (a blank line more would merge blocks)
+                out += [f"{w}\t{t}" for w, t in zip(ex.tokens, label)] + [""]
         elif fmt == "tsv":
             out.append(spec.tsv_line(text, ex.tokens, label))
         else:

@@ -177,6 +177,8 @@ class Pooling(nn.Module):
 
     def forward(self, h: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         empty = ~mask.any(1, keepdim=True)                       # rows with no tokens
+        if h.shape[1] == 0:                                      # a batch of empty texts only
+            return h.new_zeros(h.shape[0], h.shape[2])
         if self.kind == "max":
             pooled = h.masked_fill(~mask.unsqueeze(-1), float("-inf")).max(1).values
             return pooled.masked_fill(empty, 0.0)
