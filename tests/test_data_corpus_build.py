@@ -117,3 +117,53 @@ def test_task_filter_ngrams():
     assert f.overlaps(TASK_SENT.upper().split())
     assert f.overlaps(("so " + TASK_SENT.replace(" today .", "")).split())   # 13 shared tokens
     assert not f.overlaps("the fox jumped over the lazy dog .".split())
+
+
+def test_an_output_folder_that_cannot_be_written_fails_before_any_fetch(tmp_path, monkeypatch):
+    import pytest
+    from elmo.io import OutputError
+    fetched = []
+    monkeypatch.setattr(C, "get", lambda name, home, log=None: fetched.append(name))
+    (tmp_path / "a-file").write_text("x")
+    with pytest.raises(OutputError, match="a-file"):
+        C.build_corpus(tmp_path / "cache", out=tmp_path / "a-file" / "corpus", log=lambda *a: None)
+    with pytest.raises(OutputError, match="must be a folder"):
+        C.build_corpus(tmp_path / "cache", out=tmp_path / "a-file", log=lambda *a: None)
+    assert not fetched
+
+
+def test_a_second_build_of_the_same_folder_is_refused_before_any_fetch(tmp_path, monkeypatch):
+    import pytest
+    from elmo.io import OutputBusy, output_lock
+    fetched = []
+    monkeypatch.setattr(C, "get", lambda name, home, log=None: fetched.append(name))
+    out = tmp_path / "corpus"
+    out.mkdir()
+    with output_lock(out / "train.txt"):   # as a build in another process would hold it
+        with pytest.raises(OutputBusy, match="already being written"):
+            C.build_corpus(tmp_path / "cache", out=out, log=lambda *a: None)
+    assert not fetched
+
+
+def test_a_failed_rebuild_keeps_the_old_files_and_marks_itself_unfinished(tmp_path, monkeypatch):
+    import pytest
+    home, _ = make_home(tmp_path)
+    C.build_corpus(home, seed=1, sources=["sotu"], log=lambda *a: None)
+    out = home / "corpus"
+    before = (out / "train.txt").read_text(encoding="utf-8")
+    assert (out / "stats.json").exists()
+    write = C._write
+
+    def full_disk(path, lines):
+        if path.name == "train.txt":
+            def broken():
+                yield from list(lines)[:3]
+                raise OSError(28, "No space left on device")
+            return write(path, broken())
+        return write(path, lines)
+    monkeypatch.setattr(C, "_write", full_disk)
+    with pytest.raises(OSError, match="No space left on device"):
+        C.build_corpus(home, seed=2, sources=["sotu"], log=lambda *a: None)
+    assert (out / "train.txt").read_text(encoding="utf-8") == before   # not a part of the new one
+    assert not (out / "stats.json").exists()                           # no finished build here
+    assert not [p.name for p in out.iterdir() if p.name.endswith(".tmp")]

@@ -31,6 +31,7 @@ from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tupl
 
 import numpy as np
 
+from ..io import atomic_commit, atomic_target, atomic_write_text, check_output_dir, output_lock, writing
 from . import readers
 from .fetch import data_home
 from .sources import count_words, get, source_dir
@@ -201,10 +202,22 @@ def choose_heldout(source: str, docs: Sequence[Sequence[Sequence[str]]],
 # ----------------------------------------------------------------------------- build
 def build_corpus(home: Optional[Path] = None, out: Optional[Path] = None, seed: int = 1234,
                  sources: Optional[Sequence[str]] = None, log=print) -> dict:
-    """Build the corpus (fetching every needed source first) and return its statistics."""
+    """Build the corpus (fetching every needed source first) and return its statistics.
+
+    The output folder is made and locked before anything is fetched, so a folder that cannot
+    be written, or that another build is writing, fails at once rather than after the
+    downloads. Each file is written atomically; ``stats.json`` is removed when writing starts
+    and written last, so a folder without it holds no finished build."""
     home = home or data_home()
     out = out or home / "corpus"
-    names = list(sources or LM_SOURCES)
+    check_output_dir(out, "corpus folder")
+    with writing(out, "corpus folder"):
+        (out / "heldout").mkdir(parents=True, exist_ok=True)
+    with output_lock(out / "train.txt", name=out):
+        return _build(home, out, seed, list(sources or LM_SOURCES), log)
+
+
+def _build(home: Path, out: Path, seed: int, names: List[str], log) -> dict:
     started = time.time()
     for name in sorted(set(names) | set(TASK_SOURCES)):
         get(name, home, log=log)
@@ -262,9 +275,9 @@ def build_corpus(home: Optional[Path] = None, out: Optional[Path] = None, seed: 
             per_source[name][f"dropped_duplicates_{which}"] = dropped
             part[name] = unique
 
-    (out / "heldout").mkdir(parents=True, exist_ok=True)
+    (out / "stats.json").unlink(missing_ok=True)
     for name in names:
-        _write(out / "heldout" / f"{name}.txt", heldout[name])
+        _write(out / "heldout" / f"{name}.txt", (" ".join(s) for s in heldout[name]))
         for which, part in (("train", train), ("heldout", heldout)):
             per_source[name][f"{which}_sentences"] = len(part[name])
             per_source[name][f"{which}_tokens"] = sum(len(s) for s in part[name])
@@ -272,9 +285,7 @@ def build_corpus(home: Optional[Path] = None, out: Optional[Path] = None, seed: 
 
     lines = [" ".join(s) for name in names for s in train[name]]
     random.Random(seed).shuffle(lines)
-    with open(out / "train.txt", "w", encoding="utf-8") as f:
-        for line in lines:
-            f.write(line + "\n")
+    _write(out / "train.txt", lines)
 
     totals = {k: sum(st[k] for st in per_source.values())
               for k in ("raw_words", "train_sentences", "train_tokens", "train_words",
@@ -292,14 +303,22 @@ def build_corpus(home: Optional[Path] = None, out: Optional[Path] = None, seed: 
         "sources": per_source,
         "seconds": round(time.time() - started, 1),
     }
-    (out / "stats.json").write_text(json.dumps(stats, indent=2) + "\n", encoding="utf-8")
+    with writing(out / "stats.json", "corpus statistics"):
+        atomic_write_text(out / "stats.json", json.dumps(stats, indent=2) + "\n")
     log(f"wrote {out}/train.txt: {totals['train_sentences']:,} sentences, "
         f"{totals['train_tokens']:,} tokens, {totals['train_words']:,} words; held out "
         f"{totals['heldout_tokens']:,} tokens in {len(names)} files")
     return stats
 
 
-def _write(path: Path, sentences: Iterable[Sequence[str]]) -> None:
-    with open(path, "w", encoding="utf-8") as f:
-        for s in sentences:
-            f.write(" ".join(s) + "\n")
+def _write(path: Path, lines: Iterable[str]) -> None:
+    """One line each, atomically: a killed build leaves the old file or the new one."""
+    tmp = atomic_target(path)
+    try:
+        with writing(path, "corpus file"):
+            with open(tmp, "w", encoding="utf-8") as f:
+                for line in lines:
+                    f.write(line + "\n")
+            atomic_commit(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
