@@ -164,6 +164,15 @@ def test_a_wait_timeout_that_never_ends_is_refused(tmp_path, bilm):
             embed_file(inp, tmp_path / "out.hdf5", bilm, wait_timeout=timeout)
 
 
+def test_token_cache_settings_below_one_are_refused_unless_the_cache_is_off(tmp_path, bilm):
+    """A negative --cache-sample read no line and cached nothing, without a word."""
+    inp = write_lines(tmp_path / "in.txt", ["a b", "a b"])
+    for name in ("cache_min_count", "cache_max_words", "cache_sample_lines"):
+        with pytest.raises(ValueError, match=f"{name} must be at least 1, got -1"):
+            embed_file(inp, tmp_path / "out.hdf5", bilm, **{name: -1})
+    assert embed_file(inp, tmp_path / "out.hdf5", bilm, token_cache=False, cache_sample_lines=-1).exists()
+
+
 def test_tokenize_option(tmp_path, bilm):
     inp = write_lines(tmp_path / "in.txt", ["I don't know, John's (maybe)."])
     data, _ = read_all(embed_file(inp, tmp_path / "out.hdf5", bilm, tokenize=True))

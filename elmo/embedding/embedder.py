@@ -111,6 +111,8 @@ class Embedder:
         first) skip the CNN afterwards; other words still go through it, so results do not
         change. Returns the number of cached words.
         """
+        if min_count < 1 or max_words < 1:
+            raise ValueError(f"min_count and max_words must be at least 1, got {min_count} and {max_words}")
         words = frequent_words(tokenized(sentences, "build_token_cache"), min_count, max_words)
         if words:
             self.bilm.token_encoder.build_token_cache(words)

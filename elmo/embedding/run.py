@@ -120,6 +120,10 @@ def embed_file(input_path: Union[str, Path], output_path: Union[str, Path],
         raise ValueError(f"dtype must be float32 or float16, got {cfg.dtype!r}")
     if cfg.errors not in ("strict", "replace"):
         raise ValueError(f"errors must be 'strict' or 'replace', got {cfg.errors!r}")
+    for name, value in (("cache_min_count", cfg.cache_min_count), ("cache_max_words", cfg.cache_max_words),
+                        ("cache_sample_lines", cfg.cache_sample_lines)):
+        if cfg.token_cache and value < 1:  # (a negative sample or limit silently cached nothing)
+            raise ValueError(f"{name} must be at least 1, got {value} (--no-token-cache turns the cache off)")
     if not cfg.wait_timeout > 0:  # (NaN too: it would never time out)
         raise ValueError(f"wait_timeout must be a positive number of seconds (inf: wait forever), "
                          f"got {cfg.wait_timeout}")
