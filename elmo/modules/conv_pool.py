@@ -53,7 +53,7 @@ class _ConvMaxPool(torch.autograd.Function):
         grad = grad.contiguous()
         # the max passes each (token, filter) gradient to its one winning position
         rows = n_tokens * positions
-        d_out = grad.new_zeros(windows.shape[0], n_filters)  # the padded rows' stay zero
+        d_out = grad.new_zeros(windows.shape[0], n_filters)  # the padded rows stay zero
         d_out[:rows].view(n_tokens, positions, n_filters).scatter_(1, where.unsqueeze(1), grad.unsqueeze(1))
         d_weight = torch.mm(d_out.t(), windows).view(n_filters, dim, width)
         d_bias = grad.sum(dim=0)
