@@ -404,3 +404,24 @@ def test_held_out_text_without_a_sentence_is_refused(tmp_path, toy):
     with pytest.raises(ValueError, match="empty.txt: holds no sentence to validate on"):
         train(cfg)
     assert not list((tmp_path / "run").glob("checkpoints/*.pt"))  # before any step
+
+
+@pytest.mark.parametrize("negatives", [0, 24])
+def test_bf16_training_runs_end_to_end_and_stays_near_float32(tmp_path, toy, negatives):
+    """The opt-in --bf16 (autocast) through the whole trainer: the weights stay float32, the
+    exported model loads, and the losses follow the float32 run's to bfloat16's precision."""
+    import elmo
+    train_txt, heldout_txt, vocab_txt = toy
+    losses = {}
+    for bf16 in (False, True):
+        out = tmp_path / f"run-{bf16}"
+        summary = train(tiny_config(out, train_txt, vocab_txt, max_steps=8, log_every=4, bf16=bf16,
+                                    n_negative=negatives, valid=[str(heldout_txt)]))
+        assert summary["finished"] and summary["skipped_steps"] == 0
+        log = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
+        losses[bf16] = [r["loss"] for r in log if r["event"] == "train"]
+        bilm = elmo.from_pretrained(str(out / "model"))
+        assert all(p.dtype == torch.float32 and torch.isfinite(p).all() for p in bilm.parameters())
+    assert len(losses[True]) == len(losses[False]) == 2
+    for low, exact in zip(losses[True], losses[False]):
+        assert abs(low - exact) <= 2e-3 * exact, losses  # measured about 5e-5 apart
