@@ -1,6 +1,6 @@
 """One-row products with the LSTM's weights, by each library and layout, in one process.
 
-    python benchmarks/one_row_products.py [--threads 2] [--copies 8]
+    python benchmarks/one_row_products.py [--threads 2] [--copies 8] [--dtype bfloat16]
 
 At batch 1 every LSTM step multiplies one row by W_hh (4H x P) and W_proj (P x H) of each
 direction: 2 FLOPs per weight read, so the step runs at the speed at which the library
@@ -13,6 +13,9 @@ original models this times, per product (median of 200 calls):
   without oneDNN);
 * ``onednn``: oneDNN's product with W in its stored layout (``elmo.modules.dense.onednn_mm``),
   where this PyTorch has it.
+
+With ``--dtype bfloat16`` the same three calls in bfloat16 (the ``mkl`` columns are then
+PyTorch's own bfloat16 products, whatever library serves them).
 
 ``--copies`` distinct weights of each shape are multiplied in turn, as a model's layers and
 directions are, so that a shape smaller than the last-level cache is timed from the cache
@@ -57,20 +60,25 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--copies", type=int, default=8, help="distinct weights of each shape, used in turn")
+    parser.add_argument("--dtype", choices=["float32", "bfloat16"], default="float32",
+                        help="the weights' and the row's type (bfloat16: the opt-in bf16 model, whose "
+                             "one-row steps keep W_hh in its stored layout: elmo.modules.lstm.one_row_relaid)")
     args = parser.parse_args()
     if args.copies < 1:
         parser.error("--copies must be at least 1")
     if args.threads:
         torch.set_num_threads(args.threads)
-    has_onednn = dense._onednn_linear_available()
-    print(f"machine: {machine_line()}; {args.copies} copies of each weight; oneDNN from "
+    dtype = getattr(torch, args.dtype)
+    has_onednn = dense._onednn_linear_available() if dtype == torch.float32 else dense._onednn_bf16_available()
+    print(f"machine: {machine_line()}; {args.dtype}; {args.copies} copies of each weight; oneDNN from "
           f"{dense.RECURRENT_MIN_BYTES / 2**20:g} MiB (elmo.modules.dense)")
     print(f"{'model':>16} {'weight':>7} {'N x K':>12} {'MiB':>5} {'mkl-rows us':>12} {'mkl-mv us':>10} "
           f"{'onednn us':>10} {'GB/s onednn':>12} {'onednn / best mkl':>18}")
     for model, name, n, k in SHAPES:
-        weights = [torch.randn(n, k) for _ in range(args.copies)]
+        weights = [torch.randn(n, k, dtype=dtype) for _ in range(args.copies)]
         transposed = [w.t().contiguous() for w in weights]
-        x, out_row, out_vec = torch.randn(1, k), torch.empty(1, n), torch.empty(n)
+        x, out_row, out_vec = (torch.randn(1, k, dtype=dtype), torch.empty(1, n, dtype=dtype),
+                               torch.empty(n, dtype=dtype))
         turn = iter(range(10 ** 12))
 
         def rows() -> None:
@@ -84,9 +92,9 @@ def main() -> None:
 
         t_rows, t_mv = median_seconds(rows), median_seconds(mv)
         t_onednn = median_seconds(onednn) if has_onednn else float("nan")
-        mib = n * k * 4 / 2**20
-        print(f"{model:>16} {name:>7} {f'{n} x {k}':>12} {mib:>5.1f} {t_rows * 1e6:>12.0f} {t_mv * 1e6:>10.0f} "
-              f"{t_onednn * 1e6:>10.0f} {n * k * 4 / t_onednn / 1e9:>12.1f} "
+        size = n * k * weights[0].element_size()
+        print(f"{model:>16} {name:>7} {f'{n} x {k}':>12} {size / 2**20:>5.1f} {t_rows * 1e6:>12.0f} {t_mv * 1e6:>10.0f} "
+              f"{t_onednn * 1e6:>10.0f} {size / t_onednn / 1e9:>12.1f} "
               f"{min(t_rows, t_mv) / t_onednn:>17.2f}x", flush=True)
 
 

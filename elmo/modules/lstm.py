@@ -198,8 +198,9 @@ RECURRENT_ROWS = True
 def one_row_relaid(layer: "BiLSTMLayer") -> bool:
     """Whether ``layer``'s one-row steps multiply by the re-laid W_hh: where
     :data:`RECURRENT_ROWS` and the weights are float32. A bfloat16 W_hh keeps its stored layout:
-    there the matrix-vector product was the faster (the original model's 16 MiB W_hh: 0.9 ms
-    against 1.8 ms for the re-laid one-row GEMM, Intel with AMX, 2 threads; benchmarks/RESULTS.md)."""
+    there the matrix-vector product was the faster (the original model's 16 MiB W_hh: 0.84 ms
+    against 1.5 ms for the re-laid one-row GEMM, Intel with AMX, 2 threads;
+    ``benchmarks/one_row_products.py --dtype bfloat16``, benchmarks/RESULTS.md)."""
     return RECURRENT_ROWS and layer.weight_hh.dtype == torch.float32
 
 
