@@ -13,7 +13,7 @@ of memory (the original model reads 80 MB per layer and step). This path therefo
   layout's matrix-vector product on Zen 3
   (:meth:`elmo.modules.lstm.BiLSTMLayer.recurrent_weight_rows`; the copy is made once). A
   bfloat16 W_hh keeps the stored layout's matrix-vector product, 1.8 times as fast as the copy's
-  GEMM there (:func:`elmo.modules.lstm.one_row_relaid`);
+  GEMM on an Intel Xeon with AMX (:func:`elmo.modules.lstm.one_row_relaid`);
 * computes the input products x_t W_ih of up to ``INPUT_CHUNK_STEPS`` steps in one GEMM, so
   W_ih is read once per chunk instead of once per step;
 * writes the gates, the cell and the outputs into buffers allocated once per layer call, with
