@@ -44,6 +44,11 @@ def test_expand_paths_files_globs_folders(tmp_path):
     assert expand_paths([str(tmp_path / "c" / "shard[12].txt")]) == folder[1:]
     with pytest.raises(FileNotFoundError, match="nothing|no such"):
         expand_paths([tmp_path / "missing*.txt"])
+    # hidden files and everything in hidden folders (a checkout's .git/) are not text to read
+    (tmp_path / "c" / ".git").mkdir()
+    (tmp_path / "c" / ".git" / "index").write_bytes(b"\x87binary")
+    (tmp_path / "c" / ".shard1.txt.swp").write_text("x")
+    assert expand_paths([tmp_path / "c"]) == folder
 
 
 def test_stream_epoch_reads_every_sentence_once_reproducibly(tmp_path):

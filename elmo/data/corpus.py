@@ -30,7 +30,9 @@ Sentence = List[str]
 
 
 def expand_paths(patterns: Sequence[str | os.PathLike]) -> List[Path]:
-    """Files named by paths, globs (``news.en-*``) or folders (all files below, recursively).
+    """Files named by paths, globs (``news.en-*``) or folders (all files below, recursively,
+    except hidden ones: names starting with a dot, or inside a folder whose name does, such as
+    ``.git/``, a temporary ``.NAME.tmp`` file or an editor's swap file).
 
     The result is sorted and free of duplicates so every process sees the same list.
     Raises FileNotFoundError when a pattern matches nothing.
@@ -39,7 +41,8 @@ def expand_paths(patterns: Sequence[str | os.PathLike]) -> List[Path]:
     for pattern in patterns:
         p = Path(pattern)
         if p.is_dir():
-            found = [q for q in p.rglob("*") if q.is_file() and not q.name.startswith(".")]
+            found = [q for q in p.rglob("*") if q.is_file()
+                     and not any(part.startswith(".") for part in q.relative_to(p).parts)]
         elif p.is_file():
             found = [p]
         else:
