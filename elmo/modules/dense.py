@@ -24,8 +24,9 @@ Both libraries compute in float32 and differ only in the order of the sums (rela
 differences about 1e-6 on 2048-long sums), like any two GEMM kernels.
 
 :data:`BACKEND` chooses: ``"auto"`` (oneDNN on AMD's CPUs, where it was measured; PyTorch's
-own products on the others: MKL's own Intel processors, where oneDNN's one-row products ran
-0.74 to 0.80 times as fast as MKL's on a Xeon with AMX, and Arm), ``"onednn"`` (wherever
+own products on the others: MKL's own Intel processors, where oneDNN's one-row products with
+the original model's weights ran 0.74 and 0.80 times as fast as MKL's on a Xeon with AMX, and
+Arm), ``"onednn"`` (wherever
 PyTorch has it) or ``"default"`` (PyTorch's own products everywhere). Other devices, dtypes
 other than float32 and a PyTorch built without oneDNN use PyTorch's own products; so does
 autocast, except that under the CPU's bfloat16 autocast, where oneDNN multiplies bfloat16
