@@ -1,6 +1,6 @@
 """Inference speed of elmo.BiLM against a plain per-timestep reference, in one process.
 
-    python benchmarks/inference.py [--configs small original] [--batches 1 32 128]
+    python benchmarks/inference.py [--configs small original] [--batches 1 32 128] [--profile]
 
 For each configuration (random weights) and batch size it embeds the same real Brown
 sentences with both implementations (the reference with autograd on and frozen weights, as
@@ -75,8 +75,9 @@ def switched(fn: Callable[[], None], module, attribute: str, value) -> Callable[
 
 
 def run(config: str, batch_sizes, seconds: float, bf16: bool, int8: bool, sentences, n_sentences: int = 64,
-        switches: Sequence[str] = ()) -> None:
-    """Times every batch size of one configuration; ``switches`` are flags of :data:`SWITCHES`."""
+        switches: Sequence[str] = (), profile: bool = False) -> None:
+    """Times every batch size of one configuration; ``switches`` are flags of :data:`SWITCHES`;
+    ``profile`` prints where one call of ours spends its time, by operator and input shapes."""
     # Frozen weights, as AllenNLP loads them (requires_grad=False): the reference runs with
     # autograd enabled as its ElmoEmbedder does, and records no graph.
     bilm = random_model(config).requires_grad_(False)
@@ -145,6 +146,22 @@ def run(config: str, batch_sizes, seconds: float, bf16: bool, int8: bool, senten
             scale = [float(y.abs().max()) for y in a]
             print(f"      {name} max |deviation| per layer: " +
                   ", ".join(f"{d:.3g} (of max {s:.3g})" for d, s in zip(dev, scale)))
+        if profile:
+            print_profile(ours, tokens)
+
+
+def print_profile(fn: Callable[[], None], tokens: int) -> None:
+    """torch.profiler's table of one call of ``fn`` by operator and input shapes (the shapes
+    tell a recurrent one-row product from an input product or a highway layer), with the
+    tokens it embedded, for a time per token."""
+    from torch.profiler import ProfilerActivity, profile
+    fn()  # warm: caches and inference forms of the weights made outside the profile
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+        fn()
+    print(f"      profile of one call of elmo ({tokens} tokens):")
+    print(prof.key_averages(group_by_input_shape=True).table(sort_by="self_cpu_time_total", row_limit=12,
+                                                             max_name_column_width=24,
+                                                             max_shapes_column_width=60))
 
 
 def main() -> None:
@@ -161,6 +178,9 @@ def main() -> None:
     for flag, name, _, _, _, _, text in SWITCHES:
         parser.add_argument(f"--{flag}", action="store_true", help=f"{text} (row {name})")
     parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--profile", action="store_true",
+                        help="after timing each batch size, print torch.profiler's table of one call of ours, "
+                             "by operator and input shapes")
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -171,7 +191,7 @@ def main() -> None:
     sentences = brown_sentences(limit=2000, min_len=3)
     for config in args.configs:
         run(config, args.batches, args.seconds, args.bf16, args.int8, sentences, args.sentences,
-            [flag for flag, *_ in SWITCHES if getattr(args, flag.replace("-", "_"))])
+            [flag for flag, *_ in SWITCHES if getattr(args, flag.replace("-", "_"))], args.profile)
 
 
 PEAK = 1.0
