@@ -107,10 +107,21 @@ def sentences_from(path: Path, limit: Optional[int] = None) -> List[List[str]]:
     return out[:limit] if limit else out
 
 
+#: Whether inputs are copied from pinned host memory (turned off where pinning fails).
+PINNED = True
+
+
 def to_device(ids: torch.Tensor, device: torch.device) -> torch.Tensor:
-    """Pinned host memory lets the copy overlap with the work already queued."""
-    if device.type == "cuda":
-        return ids.pin_memory().to(device, non_blocking=True)
+    """Pinned host memory lets the copy overlap with the work already queued. Where pinning
+    fails (a sandboxed driver may refuse page-locked memory) the copies are plain ones, for
+    every implementation alike, rather than the whole inference phase failing."""
+    global PINNED
+    if device.type == "cuda" and PINNED:
+        try:
+            return ids.pin_memory().to(device, non_blocking=True)
+        except RuntimeError as e:
+            PINNED = False
+            log(f"pinned host memory unavailable, plain copies from now on: {e}"[:300])
     return ids.to(device)
 
 
