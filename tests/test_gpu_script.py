@@ -26,7 +26,7 @@ def test_gpu_script_smoke_runs_end_to_end(tmp_path):
     assert any(r["impl"] == "eager" for r in results["step_loop"])
     assert {r["mode"] for r in results["train_step"]} == {"fp32", "bf16 autocast"}
     training = results["training"]
-    assert training["steps"] > 0 and training["heldout_ppl_after"] > 0
+    assert training["steps"] > 0 and training["heldout_ppl_after"] > 0 and training["epochs"] > 0
     from elmo.training.export import load_language_model
     model, vocab = load_language_model(out / "model")  # the trained weights load back
     assert len(vocab) == model.softmax.weight.shape[0]
