@@ -69,3 +69,19 @@ def test_gpu_script_inference_keeps_what_it_measured_before_a_failure(monkeypatc
     assert "failed**" in run.markdown({"device": "d", "torch": "t", "when": "w", "tests": "-",
                                       "host": {"cpu": "c", "cores": 1}, "inference": rows,
                                       "inference_error": "RuntimeError: made up"})
+
+
+def test_gpu_script_leaves_its_results_files_when_run_py_writes_none(tmp_path):
+    """run.py ending before it writes anything (here: an option it does not know, as an import
+    error would) still leaves results.json and RESULTS.md with the tests' outcome and its exit
+    status: the one GPU session reads those two files."""
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "results.json").write_text('{"stale": true}\n')  # an earlier run's: not taken for this one's
+    env = dict(os.environ, OUT=str(out), PYTHON=sys.executable)
+    done = subprocess.run(["bash", str(ROOT / "benchmarks" / "gpu" / "run.sh"), "--smoke", "--no-such-option"],
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode != 0
+    results = json.loads((out / "results.json").read_text())
+    assert "passed" in results["tests"] and results["measurements_exit"] == 2
+    assert "exited 2" in (out / "RESULTS.md").read_text()

@@ -443,6 +443,12 @@ def main() -> int:
               ("step_loop", lambda rows: step_loop(device, args.smoke, clock, rows)),
               ("train_step", lambda rows: train_steps(device, args.smoke, clock, rows)),
               ("training", lambda _: training_run(device, args.smoke, clock, args.minutes, args.corpus, out))]
+
+    def save() -> None:
+        (out / "results.json").write_text(json.dumps(results, indent=2, default=str) + "\n")
+        (out / "RESULTS.md").write_text(markdown(results))
+
+    save()  # the device and the tests' outcome, also if the first phase never returns
     failed = False
     for key, phase in phases:
         t0 = time.perf_counter()
@@ -457,8 +463,7 @@ def main() -> int:
             failed = True
         results[f"{key}_wall_s"] = round(time.perf_counter() - t0, 1)
         # written after every phase, so a run cut short keeps what it measured
-        (out / "results.json").write_text(json.dumps(results, indent=2, default=str) + "\n")
-        (out / "RESULTS.md").write_text(markdown(results))
+        save()
     return 1 if failed else 0
 
 
