@@ -37,7 +37,8 @@ if [ "$SMOKE" = 1 ]; then
 else
     selection=()
 fi
-echo "== $PY: $("$PY" -c 'import torch; print("torch", torch.__version__, "cuda", torch.cuda.is_available())' 2>&1)" | tee "$OUT/run.log"
+# the float32 settings the tests meet (a TF32 override in the image would fail the 1e-6 conformance)
+echo "== $PY: $("$PY" -c 'import torch; b = torch.backends; print("torch", torch.__version__, "cuda", torch.cuda.is_available(), "matmul tf32", b.cuda.matmul.allow_tf32, "cudnn tf32", b.cudnn.allow_tf32)' 2>&1) NVIDIA_TF32_OVERRIDE=${NVIDIA_TF32_OVERRIDE:-unset}" | tee "$OUT/run.log"
 echo "== pytest -m cuda tests/test_cuda.py (device ${ELMO_TEST_DEVICE:-cuda})" | tee -a "$OUT/run.log"
 timeout 240 "$PY" -m pytest -o addopts="" -q -m cuda tests/test_cuda.py -p no:cacheprovider "${selection[@]}" 2>&1 \
     | tee -a "$OUT/run.log"
