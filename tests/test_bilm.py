@@ -250,3 +250,36 @@ def test_length_grouped_encoding_equals_the_full_width_computation(monkeypatch):
     encoder.train()
     encoder.encode_tokens(ids).sum().backward()
     assert encoder.char_embedding.weight.grad.abs().sum() > 0
+
+
+@pytest.fixture
+def cudnn_flags_restored():
+    """Puts cuDNN's TF32 flags back as they were (the test sets them through the new API)."""
+    cudnn = torch.backends.cudnn
+    before = (cudnn.conv.fp32_precision, cudnn.rnn.fp32_precision)
+    yield cudnn
+    cudnn.allow_tf32 = True  # the legacy setter first: it overwrites both per-operator flags
+    cudnn.conv.fp32_precision, cudnn.rnn.fp32_precision = before
+
+
+@pytest.mark.skipif(not hasattr(getattr(torch.backends.cudnn, "conv", None), "fp32_precision"),
+                    reason="PyTorch before 2.9 has no per-operator TF32 flags")
+@pytest.mark.parametrize("new_api", [False, True])
+def test_full_precision_convolutions_under_either_tf32_api(cudnn_flags_restored, new_api):
+    """The CUDA convolutions run without TF32 and the flags come back as they were, also where
+    the program set cuDNN's per-operator flags (PyTorch 2.9 and later): then reading the old
+    ``cudnn.allow_tf32`` raises, which had made every float32 forward on CUDA fail. The flags
+    are global, so this runs without a GPU: the context only looks at the input's device type."""
+    from types import SimpleNamespace
+    from elmo.modules.char_cnn import _full_precision_convolutions
+    cudnn = cudnn_flags_restored
+    if new_api:
+        cudnn.conv.fp32_precision = "tf32"
+        cudnn.rnn.fp32_precision = "ieee"  # set apart: the legacy read now raises
+        with pytest.raises(RuntimeError):
+            cudnn.allow_tf32
+    before = (cudnn.conv.fp32_precision, cudnn.rnn.fp32_precision)
+    assert before[0] == "tf32"
+    with _full_precision_convolutions(SimpleNamespace(device=torch.device("cuda"), dtype=torch.float32)):
+        assert cudnn.conv.fp32_precision != "tf32"
+    assert (cudnn.conv.fp32_precision, cudnn.rnn.fp32_precision) == before

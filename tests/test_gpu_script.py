@@ -18,13 +18,70 @@ def test_gpu_script_smoke_runs_end_to_end(tmp_path):
     assert len(files) <= 8 and all(p.stat().st_size <= 16e6 for p in files)  # what a session can bring back
     results = json.loads((out / "results.json").read_text())
     assert "passed" in results["tests"] and "FAILED" not in results["tests"]
+    # float32 is float32 in every phase: cuDNN's TF32 (its default) off for the reference and cuDNN's LSTM too
+    assert results["float32"]["cudnn_allow_tf32"] is False
     impls = {r["impl"] for r in results["inference"] if "tok_s" in r}
     assert {"reference", "elmo", "elmo-bf16"} <= impls
     assert all(r["tok_s"] > 0 for r in results["inference"] if "tok_s" in r)
     assert any(r["impl"] == "eager" for r in results["step_loop"])
     assert {r["mode"] for r in results["train_step"]} == {"fp32", "bf16 autocast"}
     training = results["training"]
-    assert training["steps"] > 0 and training["heldout_ppl_after"] > 0
+    assert training["steps"] > 0 and training["heldout_ppl_after"] > 0 and training["epochs"] > 0
     from elmo.training.export import load_language_model
     model, vocab = load_language_model(out / "model")  # the trained weights load back
     assert len(vocab) == model.softmax.weight.shape[0]
+
+
+def test_gpu_script_inference_keeps_what_it_measured_before_a_failure(monkeypatch):
+    """The one GPU session cannot be run again: a failure at a later batch size (out of memory,
+    say) keeps the earlier batch sizes' rows, and the opt-in int8 kernel failing (its CUDA
+    kernel is not the CPU's) leaves it out with its error instead of ending the phase."""
+    import importlib.util
+
+    import pytest
+    import torch
+
+    from elmo.modules import lstm_inference
+    spec = importlib.util.spec_from_file_location("gpu_run", ROOT / "benchmarks" / "gpu" / "run.py")
+    run = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(run)
+    calls, real_timed = [], run.timed
+
+    def timed(fns, *args, **kwargs):
+        calls.append(sorted(fns))
+        if len(calls) == 2:
+            raise RuntimeError("CUDA out of memory (made up)")
+        return real_timed(fns, *args, **kwargs)
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("int8 kernel failed (made up)")
+    monkeypatch.setattr(run, "timed", timed)
+    monkeypatch.setattr(lstm_inference.Int8Weights, "matvec", broken)
+    monkeypatch.setattr(lstm_inference.Int8Weights, "product", broken)
+    rows: list = []
+    with pytest.raises(RuntimeError, match="out of memory"):
+        run.inference(torch.device("cpu"), True, run.Clock(60), rows)
+    assert {r["batch"] for r in rows if "tok_s" in r} == {1}
+    assert {"reference", "elmo", "elmo-bf16"} <= {r["impl"] for r in rows if "tok_s" in r}
+    if lstm_inference.int8_supported(torch.device("cpu")):
+        assert [r["impl"] for r in rows if "error" in r] == ["elmo-int8"]
+        assert "elmo-int8" not in calls[0]
+    assert "failed**" in run.markdown({"device": "d", "torch": "t", "when": "w", "tests": "-",
+                                      "host": {"cpu": "c", "cores": 1}, "inference": rows,
+                                      "inference_error": "RuntimeError: made up"})
+
+
+def test_gpu_script_leaves_its_results_files_when_run_py_writes_none(tmp_path):
+    """run.py ending before it writes anything (here: an option it does not know, as an import
+    error would) still leaves results.json and RESULTS.md with the tests' outcome and its exit
+    status: the one GPU session reads those two files."""
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "results.json").write_text('{"stale": true}\n')  # an earlier run's: not taken for this one's
+    env = dict(os.environ, OUT=str(out), PYTHON=sys.executable)
+    done = subprocess.run(["bash", str(ROOT / "benchmarks" / "gpu" / "run.sh"), "--smoke", "--no-such-option"],
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode != 0
+    results = json.loads((out / "results.json").read_text())
+    assert "passed" in results["tests"] and results["measurements_exit"] == 2
+    assert "exited 2" in (out / "RESULTS.md").read_text()

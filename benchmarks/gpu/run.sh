@@ -12,6 +12,7 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT="${OUT:-runs/gpu}"
 mkdir -p "$OUT"
+rm -f "$OUT/results.json" "$OUT/RESULTS.md"  # (the fallback below tells a stale pair from none)
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 SMOKE=0
 for arg in "$@"; do [ "$arg" = "--smoke" ] && SMOKE=1; done
@@ -36,7 +37,8 @@ if [ "$SMOKE" = 1 ]; then
 else
     selection=()
 fi
-echo "== $PY: $("$PY" -c 'import torch; print("torch", torch.__version__, "cuda", torch.cuda.is_available())' 2>&1)" | tee "$OUT/run.log"
+# the float32 settings the tests meet (a TF32 override in the image would fail the 1e-6 conformance)
+echo "== $PY: $("$PY" -c 'import torch; b = torch.backends; print("torch", torch.__version__, "cuda", torch.cuda.is_available(), "matmul tf32", b.cuda.matmul.allow_tf32, "cudnn tf32", b.cudnn.allow_tf32)' 2>&1) NVIDIA_TF32_OVERRIDE=${NVIDIA_TF32_OVERRIDE:-unset}" | tee "$OUT/run.log"
 echo "== pytest -m cuda tests/test_cuda.py (device ${ELMO_TEST_DEVICE:-cuda})" | tee -a "$OUT/run.log"
 timeout 240 "$PY" -m pytest -o addopts="" -q -m cuda tests/test_cuda.py -p no:cacheprovider "${selection[@]}" 2>&1 \
     | tee -a "$OUT/run.log"
@@ -49,5 +51,14 @@ echo "== benchmarks/gpu/run.py (budget ${budget} s)" | tee -a "$OUT/run.log"
 timeout $((budget + 20)) "$PY" benchmarks/gpu/run.py --out "$OUT" --budget-s "$budget" --tests "$tests" "$@" 2>&1 \
     | tee -a "$OUT/run.log"
 run_rc=${PIPESTATUS[0]}
+if [ ! -s "$OUT/results.json" ]; then
+    # run.py ended before it wrote anything (an import error, say): the two files the session
+    # reads still come back, with the tests' outcome and run.py's exit status
+    t=${tests//\\/\\\\}; t=${t//\"/\\\"}
+    printf '{"tests": "%s", "measurements_exit": %s, "error": "benchmarks/gpu/run.py wrote no results: see run.log"}\n' \
+        "$t" "$run_rc" > "$OUT/results.json"
+    printf '# GPU session\n\ntests: %s\n\nbenchmarks/gpu/run.py exited %s before writing its results: see run.log\n' \
+        "$tests" "$run_rc" > "$OUT/RESULTS.md"
+fi
 echo "== done in $((SECONDS - start)) s: tests exit $tests_rc, measurements exit $run_rc" | tee -a "$OUT/run.log"
 [ "$tests_rc" = 0 ] && [ "$run_rc" = 0 ]

@@ -127,11 +127,27 @@ class TokenCache(NamedTuple):
 def _full_precision_convolutions(x: torch.Tensor):
     """On CUDA, float32 convolutions in full float32: cuDNN uses TF32 by default (10-bit
     mantissas), which moves the token vectors far beyond the conformance tolerance. The
-    setting is restored afterwards; other devices and dtypes are left alone."""
+    setting is restored afterwards; other devices and dtypes are left alone.
+
+    From PyTorch 2.9 on, cuDNN's convolutions and RNNs have flags of their own
+    (``torch.backends.cudnn.conv.fp32_precision``); once a program sets them apart from the
+    old flag, reading ``torch.backends.cudnn.allow_tf32`` raises a RuntimeError. Then only
+    the convolutions' own flag is set (and restored): otherwise every float32 forward on CUDA
+    would fail."""
     if x.device.type != "cuda" or x.dtype != torch.float32:
         yield
         return
-    before = torch.backends.cudnn.allow_tf32
+    try:
+        before = torch.backends.cudnn.allow_tf32
+    except RuntimeError:  # the per-operator flags were set apart from the old one
+        conv = torch.backends.cudnn.conv  # type: ignore[attr-defined]  # (set at import by torch)
+        before_conv = conv.fp32_precision
+        conv.fp32_precision = "ieee"
+        try:
+            yield
+        finally:
+            conv.fp32_precision = before_conv
+        return
     torch.backends.cudnn.allow_tf32 = False
     try:
         yield
