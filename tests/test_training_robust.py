@@ -317,6 +317,44 @@ def test_a_log_that_is_not_one_is_a_clear_error(tmp_path):
     assert not (tmp_path / "curve.png").exists()
 
 
+@pytest.mark.parametrize("line, problem", [
+    ('{"event": "train", "step": 1, "ppl": 3.0}', "'train' record without a number 'tokens'"),
+    ('{"event": "eval", "step": 1, "ppl": 3.0}', "'eval' record without a number 'epoch'"),
+    ('{"event": "train", "step": 1, "ppl": 3.0, "tokens": "x"}', "'train' record without a number 'tokens'"),
+])
+def test_a_log_record_without_the_numbers_of_a_curve_names_its_line(tmp_path, line, problem):
+    from elmo.training.curves import read_log
+    log = tmp_path / "log.jsonl"
+    log.write_text(f'{{"event": "start", "step": 0}}\n{line}\n', encoding="utf-8")
+    with pytest.raises(ValueError, match=f"log.jsonl: line 2: {problem}"):  # not a KeyError in the plot
+        read_log(log)
+
+
+def test_a_log_in_broken_utf8_is_named(tmp_path):
+    from elmo.training.curves import read_log
+    log = tmp_path / "log.jsonl"
+    log.write_bytes(b'{"event": "train"}\n\xff\n')
+    with pytest.raises(ValueError, match="log.jsonl: not UTF-8 text"):
+        read_log(log)
+
+
+def test_plot_curve_never_writes_over_a_log_or_into_a_folder(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    run = tmp_path / "run"
+    run.mkdir()
+    log = run / "log.jsonl"
+    text = json.dumps({"event": "train", "step": 2, "tokens": 80, "loss": 4.0, "train_ppl": 54.6}) + "\n"
+    log.write_text(text, encoding="utf-8")
+    assert main(["plot-curve", str(run), "-o", str(log)]) == 1   # the log would be lost
+    assert "is one of the logs to draw" in capsys.readouterr().err
+    assert log.read_text(encoding="utf-8") == text
+    assert main(["plot-curve", str(log), "-o", str(run)]) == 1
+    assert f"{run}: is a directory" in capsys.readouterr().err
+    assert main(["plot-curve", str(log), "-o", str(tmp_path / "curve.png")]) == 0
+    assert (tmp_path / "curve.png").read_bytes()[:4] == b"\x89PNG"
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temporary left
+
+
 # ------------------------------------------------------------------ non-finite steps and bad numbers
 def _nan_loss_at(monkeypatch, calls):
     """Make LanguageModel's loss NaN at these forward calls (1-based), and count the calls."""
