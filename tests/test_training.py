@@ -210,6 +210,19 @@ def test_vocab_build_refuses_its_own_corpus_a_folder_and_a_text_without_words(tm
     assert not (tmp_path / "v.txt").exists()
 
 
+@pytest.mark.parametrize("content, message", [
+    (b"<S>\n</S>\n<UNK>\nw\xffrd\n", "v.txt: not UTF-8 text"),
+    (b"<S>\t1\n</S>\t1\n<UNK>\t0\nword\tabc\n", "v.txt: line 4: the count 'abc' of 'word' is not a whole number"),
+    (b"", "v.txt: a vocabulary must contain <S>, </S>, <UNK>"),
+    (b"<S>\n</S>\n<UNK>\na\na\n", "v.txt: the vocabulary lists 'a' twice"),
+])
+def test_a_bad_vocabulary_file_is_named(tmp_path, content, message):
+    """(a bare codec or int() message before, naming no file: `elmo train --vocab BAD`)"""
+    (tmp_path / "v.txt").write_bytes(content)
+    with pytest.raises(ValueError, match=message):
+        Vocabulary.load(tmp_path / "v.txt")
+
+
 def test_command_line_train_warm_start_continues_a_model(tmp_path, toy, capsys):
     """`elmo train --from MODEL` starts from MODEL's weights and vocabulary (no --vocab needed)
     and records the phases' tokens; without either --vocab or --from it is one clear error."""
