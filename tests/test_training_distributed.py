@@ -80,7 +80,7 @@ def test_a_device_that_is_not_there_is_one_clear_error(monkeypatch, capsys):
     with pytest.raises(ValueError, match="--device 'foo': expected cpu, cuda, cuda:N or auto"):
         resolve_device("foo")
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    with pytest.raises(ValueError, match="--device cuda: CUDA is not available here; use --device cpu or auto"):
+    with pytest.raises(ValueError, match="--device cuda: CUDA is not available here; use cpu or auto"):
         resolve_device("cuda")
     assert resolve_device("auto") == torch.device("cpu") == resolve_device("cpu")
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
