@@ -103,3 +103,16 @@ def test_analyze_everything_on_the_fixture(tmp_path):
     assert len(results["pos"]["layers"]) == len(results["wsd"]["layers"]) == 3
     assert len(results["wsd"]["control_untrained"]["layers_seen_senses"]) == 3
     assert "; untrained copy: layer 0" in text
+
+
+def test_analyze_checks_its_input_files_before_any_section_runs(tmp_path, capsys):
+    """A bad --mix-weights was read after every section had run (and failed, writing nothing)."""
+    (tmp_path / "w.json").write_text('{"weights": [0.5', encoding="utf-8")
+    out = tmp_path / "out"
+    assert main(["analyze", "fixture", "--out", str(out), "--only", "contrast",
+                 "--mix-weights", str(tmp_path / "w.json")]) == 1
+    captured = capsys.readouterr()
+    assert "w.json: not JSON" in captured.err and "contrast ..." not in captured.out + captured.err
+    (tmp_path / "file").write_text("x", encoding="utf-8")
+    assert main(["analyze", "fixture", "--out", str(tmp_path / "file"), "--only", "contrast"]) == 1
+    assert "file: is a file, but the output folder must be a folder" in capsys.readouterr().err
