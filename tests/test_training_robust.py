@@ -463,3 +463,15 @@ def test_bf16_training_runs_end_to_end_and_stays_near_float32(tmp_path, toy, neg
     assert len(losses[True]) == len(losses[False]) == 2
     for low, exact in zip(losses[True], losses[False]):
         assert abs(low - exact) <= 2e-3 * exact, losses  # measured about 5e-5 apart
+
+
+def test_a_file_where_the_run_folder_belongs_is_named(tmp_path, capsys):
+    """(it was "c.txt: File exists", which says neither which folder nor what to do)"""
+    taken = tmp_path / "run"
+    taken.write_text("mine\n", encoding="utf-8")
+    (tmp_path / "c.txt").write_text("a b\n", encoding="utf-8")
+    for argv in (["train", str(tmp_path / "c.txt"), "--vocab", str(tmp_path / "c.txt")],
+                 ["finetune", str(tmp_path / "c.txt"), "--from", "default"]):
+        assert main(argv + ["--output", str(taken), "--device", "cpu", "--max-steps", "1"]) == 1
+        assert f"{taken}: is a file, but the run folder must be a folder" in capsys.readouterr().err
+    assert taken.read_text(encoding="utf-8") == "mine\n"

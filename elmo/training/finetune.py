@@ -20,7 +20,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from ..data.corpus import expand_paths, file_fingerprint, iter_file_sentences
 from ..training.evaluate import perplexity
-from ..io import atomic_write_text
+from ..io import atomic_write_text, check_output_dir
 from .checkpoint import latest_checkpoint
 from .export import VOCAB_FILE, load_language_model, read_metadata
 from .resume import ResumeMismatch
@@ -54,6 +54,7 @@ def finetune(cfg: TrainConfig, heldout: Optional[Sequence[str]] = None, heldout_
     if not cfg.init_from:
         raise ValueError("finetune needs a trained model folder (init_from / --from)")
     out = Path(cfg.output)
+    check_output_dir(out, "run folder")   # a file there: named, not "File exists"
     out.mkdir(parents=True, exist_ok=True)
     text_files = expand_paths(cfg.train)
     sentences = list(iter_file_sentences(text_files))

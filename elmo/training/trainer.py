@@ -30,7 +30,7 @@ from ..data.corpus import CorpusStream, count_tokens, expand_paths, iter_file_se
 from ..data.lm_batches import BucketedLMBatches, PackedLMBatches
 from ..modules.softmax import softmax_loss
 from ..vocab import Vocabulary
-from ..io import atomic_write_text
+from ..io import atomic_write_text, check_output_dir
 from ..jobconfig import build, setting
 from . import distributed
 from .checkpoint import latest_checkpoint, load_checkpoint, rng_state, save_checkpoint, set_rng_state, writing
@@ -278,6 +278,7 @@ def train(cfg: TrainConfig, stop_after: Optional[int] = None) -> Dict[str, Any]:
     ``stop_after``: return after this many steps of this session (the run stays resumable;
     checkpoints are written as configured, plus one at the stopping step).
     """
+    check_output_dir(Path(cfg.output), "run folder")   # a file there: named, not "File exists"
     ctx = distributed.setup(cfg.device)
     if ctx.device.type == "cpu":
         keep_freed_memory()  # no page-fault storm from re-allocating each step's activations
