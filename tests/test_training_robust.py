@@ -475,3 +475,17 @@ def test_a_file_where_the_run_folder_belongs_is_named(tmp_path, capsys):
         assert main(argv + ["--output", str(taken), "--device", "cpu", "--max-steps", "1"]) == 1
         assert f"{taken}: is a file, but the run folder must be a folder" in capsys.readouterr().err
     assert taken.read_text(encoding="utf-8") == "mine\n"
+
+
+def test_finetune_says_which_text_is_missing(tmp_path, capsys):
+    one = tmp_path / "one.txt"
+    one.write_text("a b\n", encoding="utf-8")
+    (tmp_path / "empty.txt").write_text("", encoding="utf-8")
+    base = ["finetune", "--from", "default", "--device", "cpu", "--max-steps", "1"]
+    assert main(base + [str(one), "-o", str(tmp_path / "r1")]) == 1
+    assert "one.txt: no held-out text (every 10th of its 1 sentences is held out: give --heldout" \
+        in capsys.readouterr().err
+    assert main(base + [str(one), "--heldout", str(tmp_path / "empty.txt"), "-o", str(tmp_path / "r2")]) == 1
+    assert "empty.txt: no held-out text; finetune needs both" in capsys.readouterr().err
+    assert main(base + [str(one), "--heldout-every", "1", "-o", str(tmp_path / "r3")]) == 1
+    assert "--heldout-every must be at least 2" in capsys.readouterr().err
