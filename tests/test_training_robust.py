@@ -489,3 +489,18 @@ def test_finetune_says_which_text_is_missing(tmp_path, capsys):
     assert "empty.txt: no held-out text; finetune needs both" in capsys.readouterr().err
     assert main(base + [str(one), "--heldout-every", "1", "-o", str(tmp_path / "r3")]) == 1
     assert "--heldout-every must be at least 2" in capsys.readouterr().err
+
+
+def test_a_second_training_into_the_same_run_is_refused(tmp_path, toy, capsys):
+    """(it resumed from the first one's newest checkpoint, and both wrote into one run)"""
+    from elmo.io import output_lock
+
+    train_txt, _, vocab_txt = toy
+    run = tmp_path / "run"
+    run.mkdir()
+    with output_lock(run / "train", name=run):   # as a first `elmo train` holds it
+        with pytest.raises(OSError, match=rf"{run} is already being written by PID {os.getpid()}"):
+            train(tiny_config(run, train_txt, vocab_txt, max_steps=2))
+    assert sorted(p.name for p in run.iterdir()) == []     # nothing written, the lock file removed
+    train(tiny_config(run, train_txt, vocab_txt, max_steps=2))   # free again
+    assert not (run / "train.lock").exists() and (run / "model").is_dir()
