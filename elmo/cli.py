@@ -61,6 +61,7 @@ def _run(argv: Optional[List[str]]) -> int:
         parser.print_help()
         return 2
     from .config import ConfigError
+    from .data.fetch import DataError
     from .hub.download import DownloadError
     from .weights import WeightFileError
     debug = args.debug or os.environ.get("ELMO_DEBUG", "") not in ("", "0")
@@ -68,9 +69,11 @@ def _run(argv: Optional[List[str]]) -> int:
         result = args.func(args)
     except BrokenPipeError:
         raise
-    except (ConfigError, WeightFileError, DownloadError, ValueError, OSError, FloatingPointError) as e:
+    except (ConfigError, WeightFileError, DownloadError, DataError, ValueError, OSError,
+            FloatingPointError) as e:
         # Expected errors (bad input or options, an output that cannot be written, a full
-        # disk): one clear line, no traceback; --debug or ELMO_DEBUG=1 shows it.
+        # disk, a corpus that is unknown or cannot be fetched, e.g. `--corpus nope:dev`):
+        # one clear line, no traceback; --debug or ELMO_DEBUG=1 shows it.
         if debug:
             raise
         print(f"elmo {args.command}: error: {_one_line(e)}", file=sys.stderr)

@@ -18,7 +18,8 @@ class Vocabulary:
         if missing:
             raise ValueError(f"a vocabulary must contain {', '.join(SPECIAL)}; missing {', '.join(missing)}")
         if len(set(words)) != len(words):
-            dup = next(w for i, w in enumerate(words) if w in words[:i])
+            seen: set = set()   # (a set: scanning the list for each word is quadratic)
+            dup = next(w for w in words if w in seen or seen.add(w))
             raise ValueError(f"the vocabulary lists {dup!r} twice")
         self.words: List[str] = words
         self.counts: Optional[List[int]] = list(counts) if counts is not None else None
@@ -57,18 +58,32 @@ class Vocabulary:
 
     @classmethod
     def load(cls, path: str | Path) -> "Vocabulary":
-        """Read a vocabulary file (one word a line; a second tab-separated column is a count)."""
-        words, counts = [], []
-        with open(path, encoding="utf-8") as f:
-            for line in f:
-                line = line.rstrip("\n")
-                if not line:
-                    continue
-                word, _, count = line.partition("\t")
-                words.append(word)
-                counts.append(int(count) if count else None)
+        """Read a vocabulary file (one word a line; a second tab-separated column is a count).
+
+        A file that is not UTF-8, a count that is not a whole number of 0 or more, or a file
+        without the special entries is a ValueError naming the file (and the line), not a
+        bare codec or ``int()`` message."""
+        words: List[str] = []
+        counts: List[Optional[int]] = []
+        try:
+            with open(path, encoding="utf-8") as f:
+                for number, line in enumerate(f, start=1):
+                    line = line.rstrip("\n")
+                    if not line:
+                        continue
+                    word, _, count = line.partition("\t")
+                    if count and not count.strip().isdecimal():
+                        raise ValueError(f"{path}: line {number}: the count {count!r} of {word!r} is not "
+                                         f"a whole number; a vocabulary file is word[<TAB>count] per line")
+                    words.append(word)
+                    counts.append(int(count) if count else None)
+        except UnicodeDecodeError:
+            raise ValueError(f"{path}: not UTF-8 text (a vocabulary file is UTF-8, one word a line)") from None
         has_counts = all(c is not None for c in counts)
-        return cls(words, counts if has_counts else None)
+        try:
+            return cls(words, [c for c in counts if c is not None] if has_counts else None)
+        except ValueError as e:
+            raise ValueError(f"{path}: {e}") from None
 
     def save(self, path: str | Path, with_counts: bool = False) -> None:
         """Write one word a line (the original format); ``with_counts`` adds a tab and the count."""

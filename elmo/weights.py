@@ -233,7 +233,10 @@ def save_pretrained(bilm: BiLM, folder: str | Path, fmt: str = "safetensors") ->
     (ELMoForManyLangs) also gets its ``char.dic`` (and ``word.dic``) and is native only."""
     from safetensors.torch import save_file
 
+    from .io import check_output_dir
+
     folder = Path(folder)
+    check_output_dir(folder, "model folder")   # a file there: named, not "File exists"
     folder.mkdir(parents=True, exist_ok=True)
     if fmt == "original":
         save_original(bilm, folder / ORIGINAL_OPTIONS, folder / ORIGINAL_WEIGHTS[0])

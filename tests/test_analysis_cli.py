@@ -40,6 +40,23 @@ def test_neighbors_command_errors(tmp_path, capsys):
     assert main(["neighbors", "x", "--word", "x", "--corpus", str(tmp_path / "none.txt")]) == 1
 
 
+def test_neighbors_bad_numbers_broken_utf8_and_unknown_corpora_are_one_line(tmp_path, capsys):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("a b c\nd e\n")
+    base = ["neighbors", "x a", "--word", "a", "--model", "fixture", "--index-dir", str(tmp_path / "ix"),
+            "--no-glove"]
+    assert main(base + ["--corpus", str(corpus), "-k", "0"]) == 1   # refused before any work
+    captured = capsys.readouterr()
+    assert captured.err == "elmo neighbors: error: -k must be at least 1, got 0\n" and captured.out == ""
+    assert main(base + ["--corpus", str(corpus), "--max-sentences", "-1"]) == 1   # indexed one sentence
+    assert "--max-sentences must be 0 (all) or more, got -1" in capsys.readouterr().err
+    corpus.write_bytes(b"a \xff b\n")                                  # indexed U+FFFD as a word
+    assert main(base + ["--corpus", str(corpus)]) == 1
+    assert "corpus.txt: line 1: byte 0xff" in capsys.readouterr().err
+    assert main(base + ["--corpus", "no-such-corpus:dev"]) == 1          # a DataError traceback
+    assert capsys.readouterr().err.startswith("elmo neighbors: error: unknown corpus 'no-such-corpus'")
+
+
 def test_analyze_contrast_section_writes_a_report(tmp_path, capsys):
     pairs = tmp_path / "pairs.tsv"
     pairs.write_text(_PAIRS + "\n")
@@ -86,3 +103,16 @@ def test_analyze_everything_on_the_fixture(tmp_path):
     assert len(results["pos"]["layers"]) == len(results["wsd"]["layers"]) == 3
     assert len(results["wsd"]["control_untrained"]["layers_seen_senses"]) == 3
     assert "; untrained copy: layer 0" in text
+
+
+def test_analyze_checks_its_input_files_before_any_section_runs(tmp_path, capsys):
+    """A bad --mix-weights was read after every section had run (and failed, writing nothing)."""
+    (tmp_path / "w.json").write_text('{"weights": [0.5', encoding="utf-8")
+    out = tmp_path / "out"
+    assert main(["analyze", "fixture", "--out", str(out), "--only", "contrast",
+                 "--mix-weights", str(tmp_path / "w.json")]) == 1
+    captured = capsys.readouterr()
+    assert "w.json: not JSON" in captured.err and "contrast ..." not in captured.out + captured.err
+    (tmp_path / "file").write_text("x", encoding="utf-8")
+    assert main(["analyze", "fixture", "--out", str(tmp_path / "file"), "--only", "contrast"]) == 1
+    assert "file: is a file, but the output folder must be a folder" in capsys.readouterr().err

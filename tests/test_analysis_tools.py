@@ -259,6 +259,27 @@ def test_read_mix_weights(tmp_path):
         report.read_mix_weights(tmp_path / "results.json")
 
 
+@pytest.mark.parametrize("name, content, named", [
+    ("w.pt", b"not a pickle\n", "w.pt: not a PyTorch state dict"),          # an IndexError before
+    ("w.json", b'{"weights": [0.5', "w.json: not JSON"),
+    ("w.json", b'{"weights": [NaN, 1.0]}', "w.json: the mix needs a non-empty list of finite numbers"),
+    ("w.json", b'{"weights": [-0.5, 1.5]}', "w.json: softmax weights cannot be negative"),
+    ("w.json", b'{"scalar_parameters": ["a"]}', "w.json: the mix needs a non-empty list of finite numbers"),
+    ("w.json", b'{"other": 1}', "w.json: no 'weights', 'scalar_parameters' or 'runs'"),
+    ("w.json", b"\xff", "w.json: not UTF-8 text"),
+])
+def test_a_bad_mix_weights_file_is_named(tmp_path, name, content, named):
+    (tmp_path / name).write_bytes(content)
+    with pytest.raises(ValueError, match=named):
+        report.read_mix_weights(tmp_path / name)
+
+
+def test_contrast_pairs_in_broken_utf8_are_named(tmp_path):
+    (tmp_path / "pairs.tsv").write_bytes(b"role\tthe \xff saw\n")
+    with pytest.raises(ValueError, match="pairs.tsv: not UTF-8 text"):
+        contrast.load_pairs(tmp_path / "pairs.tsv")
+
+
 @pytest.mark.parametrize("setting, value, named", [
     ("pos_l2", float("nan"), "--pos-l2 must be a finite number"),
     ("wsd_test_fraction", 0.0, "--wsd-test-fraction must be between 0 and 1"),

@@ -49,6 +49,9 @@ def test_expand_paths_files_globs_folders(tmp_path):
     (tmp_path / "c" / ".git" / "index").write_bytes(b"\x87binary")
     (tmp_path / "c" / ".shard1.txt.swp").write_text("x")
     assert expand_paths([tmp_path / "c"]) == folder
+    (tmp_path / "empty" / ".hidden").mkdir(parents=True)       # exists, but nothing to read
+    with pytest.raises(FileNotFoundError, match="empty: a folder without files"):
+        expand_paths([tmp_path / "empty"])
 
 
 def test_stream_epoch_reads_every_sentence_once_reproducibly(tmp_path):

@@ -82,3 +82,22 @@ def test_a_file_that_is_not_an_experiments_results_is_one_error(tmp_path, capsys
             assert main(command + [str(tmp_path / name)]) == 1
             err = capsys.readouterr().err
             assert f"{name}: {named}" in err and "Traceback" not in err
+
+
+def test_experiment_table_never_writes_over_its_results_or_into_a_folder(tmp_path, capsys):
+    from elmo.cli import main
+    text = json.dumps(_results({("pos", "baseline"): [0.9, 0.91], ("pos", "elmo"): [0.95, 0.96]}, "a"))
+    results = tmp_path / "results.json"
+    results.write_text(text, encoding="utf-8")
+    assert main(["experiment-table", str(tmp_path), "-o", str(results)]) == 1   # the results would be lost
+    assert "is one of the results to table" in capsys.readouterr().err
+    assert results.read_text(encoding="utf-8") == text
+    assert main(["experiment-table", str(results), "-o", str(tmp_path)]) == 1
+    assert f"{tmp_path}: is a directory; the table must be a file path" in capsys.readouterr().err
+
+
+def test_a_results_config_without_a_name_is_one_error(tmp_path, capsys):
+    from elmo.cli import main
+    (tmp_path / "results.json").write_text(json.dumps({"config": {}, "runs": []}), encoding="utf-8")
+    assert main(["experiment-table", str(tmp_path)]) == 1   # a KeyError traceback before
+    assert "results.json: not the results.json of an experiment (its 'config' has no 'name')" in capsys.readouterr().err

@@ -112,6 +112,10 @@ def test_an_unknown_or_mistyped_key_is_one_error_naming_it(tmp_path, change, nam
     ({"seeds": [1, 1]}, "seeds must be a non-empty list of distinct seeds"),  # one run counted twice
     ({"seeds": []}, "seeds must be a non-empty list"),
     ({"seeds": 0}, "seeds must be a count of 1 or more"),
+    # a ValueError from random.sample naming nothing, and torch's RuntimeError once a model was built
+    ({"tasks": [{"task": "pos", "max_train": -1}]}, "task pos: max_train must be a whole number of 0 or more"),
+    ({"tasks": [{"task": "pos", "max_dev": "10"}]}, "task pos: max_dev must be a whole number of 0 or more"),
+    ({"device": "foo"}, "device 'foo': expected cpu, cuda, cuda:N or auto"),
 ])
 def test_a_number_out_of_range_is_one_error_naming_it(tmp_path, change, named):
     path = _write(tmp_path / "c.json", {"tasks": [{"task": "pos"}], **change})
@@ -130,3 +134,10 @@ def test_set_of_an_unknown_nested_key_is_one_error_naming_it(tmp_path, capsys):
         assert main(["experiment", str(path), "--set", assignment, "--print-config"]) == 1
         captured = capsys.readouterr()
         assert named in captured.err and captured.err.count("\n") == 1 and not captured.out
+
+
+def test_a_config_in_broken_utf8_is_named(tmp_path):
+    path = tmp_path / "c.json"
+    path.write_bytes(b'{"name": "x\xff"}')
+    with pytest.raises(ConfigError, match="c.json: not UTF-8 text"):  # a bare codec message before
+        load_config(path)

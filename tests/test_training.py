@@ -180,6 +180,49 @@ def test_command_line_vocab_train_perplexity_plot(tmp_path, toy, capsys):
     assert (tmp_path / "curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.mark.parametrize("extra, message", [
+    (["--min-count", "0"], "--min-count must be at least 1, got 0"),
+    (["--max-size", "3"], "--max-size must be more than 3"),
+    (["--counts", "{out}"], "v.txt: both the vocabulary and the counts would be written there"),
+    (["--counts", "{corpus}"], "c.txt: is a corpus file; write the counts file to another file"),
+])
+def test_vocab_build_refuses_what_would_write_a_wrong_vocabulary_or_lose_a_file(tmp_path, capsys, extra, message):
+    corpus, out = tmp_path / "c.txt", tmp_path / "v.txt"
+    corpus.write_text("the cat sat\nthe dog ran\n", encoding="utf-8")
+    extra = [a.format(out=out, corpus=corpus) for a in extra]
+    assert main(["vocab", "build", str(corpus), "-o", str(out), *extra]) == 1
+    assert message in capsys.readouterr().err
+    assert corpus.read_text(encoding="utf-8") == "the cat sat\nthe dog ran\n" and not out.exists()
+
+
+def test_vocab_build_refuses_its_own_corpus_a_folder_and_a_text_without_words(tmp_path, capsys):
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("the cat\n", encoding="utf-8")
+    assert main(["vocab", "build", str(corpus), "-o", str(corpus)]) == 1   # the text would be replaced
+    assert "c.txt: is a corpus file; write the vocabulary to another file" in capsys.readouterr().err
+    assert corpus.read_text(encoding="utf-8") == "the cat\n"
+    assert main(["vocab", "build", str(corpus), "-o", str(tmp_path)]) == 1
+    assert f"{tmp_path}: is a directory; the vocabulary must be a file path" in capsys.readouterr().err
+    blank = tmp_path / "blank.txt"
+    blank.write_text("\n \n", encoding="utf-8")
+    assert main(["vocab", "build", str(blank), "-o", str(tmp_path / "v.txt")]) == 1
+    assert "blank.txt: no words (empty or blank lines only)" in capsys.readouterr().err
+    assert not (tmp_path / "v.txt").exists()
+
+
+@pytest.mark.parametrize("content, message", [
+    (b"<S>\n</S>\n<UNK>\nw\xffrd\n", "v.txt: not UTF-8 text"),
+    (b"<S>\t1\n</S>\t1\n<UNK>\t0\nword\tabc\n", "v.txt: line 4: the count 'abc' of 'word' is not a whole number"),
+    (b"", "v.txt: a vocabulary must contain <S>, </S>, <UNK>"),
+    (b"<S>\n</S>\n<UNK>\na\na\n", "v.txt: the vocabulary lists 'a' twice"),
+])
+def test_a_bad_vocabulary_file_is_named(tmp_path, content, message):
+    """(a bare codec or int() message before, naming no file: `elmo train --vocab BAD`)"""
+    (tmp_path / "v.txt").write_bytes(content)
+    with pytest.raises(ValueError, match=message):
+        Vocabulary.load(tmp_path / "v.txt")
+
+
 def test_command_line_train_warm_start_continues_a_model(tmp_path, toy, capsys):
     """`elmo train --from MODEL` starts from MODEL's weights and vocabulary (no --vocab needed)
     and records the phases' tokens; without either --vocab or --from it is one clear error."""

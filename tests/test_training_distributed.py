@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 
 from elmo.data.corpus import CorpusStream
@@ -68,3 +69,24 @@ def test_two_gloo_processes_equal_one_process_on_the_global_batch(tmp_path):
     # Stated tolerance: 1e-5 absolute (the all-reduce sums in another order); training moved
     # the weights by far more than that.
     assert diff <= 1e-5 < 1e-2 < moved, (diff, moved)
+
+
+def test_a_device_that_is_not_there_is_one_clear_error(monkeypatch, capsys):
+    """--device foo and --device cuda without CUDA were a RuntimeError/AssertionError traceback
+    from torch at the first tensor moved; now one line naming the option."""
+    from elmo.cli import main
+    from elmo.training.distributed import resolve_device
+
+    with pytest.raises(ValueError, match="--device 'foo': expected cpu, cuda, cuda:N or auto"):
+        resolve_device("foo")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(ValueError, match="--device cuda: CUDA is not available here; use cpu or auto"):
+        resolve_device("cuda")
+    assert resolve_device("auto") == torch.device("cpu") == resolve_device("cpu")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    assert resolve_device("cuda", local_rank=1) == torch.device("cuda:1")
+    with pytest.raises(ValueError, match="--device cuda:2: this machine has 2 CUDA device"):
+        resolve_device("cuda:2")
+    assert main(["perplexity", "default", "nothing.txt", "--device", "foo"]) == 1
+    assert capsys.readouterr().err == "elmo perplexity: error: --device 'foo': expected cpu, cuda, cuda:N or auto\n"

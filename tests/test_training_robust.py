@@ -317,6 +317,44 @@ def test_a_log_that_is_not_one_is_a_clear_error(tmp_path):
     assert not (tmp_path / "curve.png").exists()
 
 
+@pytest.mark.parametrize("line, problem", [
+    ('{"event": "train", "step": 1, "ppl": 3.0}', "'train' record without a number 'tokens'"),
+    ('{"event": "eval", "step": 1, "ppl": 3.0}', "'eval' record without a number 'epoch'"),
+    ('{"event": "train", "step": 1, "ppl": 3.0, "tokens": "x"}', "'train' record without a number 'tokens'"),
+])
+def test_a_log_record_without_the_numbers_of_a_curve_names_its_line(tmp_path, line, problem):
+    from elmo.training.curves import read_log
+    log = tmp_path / "log.jsonl"
+    log.write_text(f'{{"event": "start", "step": 0}}\n{line}\n', encoding="utf-8")
+    with pytest.raises(ValueError, match=f"log.jsonl: line 2: {problem}"):  # not a KeyError in the plot
+        read_log(log)
+
+
+def test_a_log_in_broken_utf8_is_named(tmp_path):
+    from elmo.training.curves import read_log
+    log = tmp_path / "log.jsonl"
+    log.write_bytes(b'{"event": "train"}\n\xff\n')
+    with pytest.raises(ValueError, match="log.jsonl: not UTF-8 text"):
+        read_log(log)
+
+
+def test_plot_curve_never_writes_over_a_log_or_into_a_folder(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    run = tmp_path / "run"
+    run.mkdir()
+    log = run / "log.jsonl"
+    text = json.dumps({"event": "train", "step": 2, "tokens": 80, "loss": 4.0, "train_ppl": 54.6}) + "\n"
+    log.write_text(text, encoding="utf-8")
+    assert main(["plot-curve", str(run), "-o", str(log)]) == 1   # the log would be lost
+    assert "is one of the logs to draw" in capsys.readouterr().err
+    assert log.read_text(encoding="utf-8") == text
+    assert main(["plot-curve", str(log), "-o", str(run)]) == 1
+    assert f"{run}: is a directory" in capsys.readouterr().err
+    assert main(["plot-curve", str(log), "-o", str(tmp_path / "curve.png")]) == 0
+    assert (tmp_path / "curve.png").read_bytes()[:4] == b"\x89PNG"
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temporary left
+
+
 # ------------------------------------------------------------------ non-finite steps and bad numbers
 def _nan_loss_at(monkeypatch, calls):
     """Make LanguageModel's loss NaN at these forward calls (1-based), and count the calls."""
@@ -425,3 +463,44 @@ def test_bf16_training_runs_end_to_end_and_stays_near_float32(tmp_path, toy, neg
     assert len(losses[True]) == len(losses[False]) == 2
     for low, exact in zip(losses[True], losses[False]):
         assert abs(low - exact) <= 2e-3 * exact, losses  # measured about 5e-5 apart
+
+
+def test_a_file_where_the_run_folder_belongs_is_named(tmp_path, capsys):
+    """(it was "c.txt: File exists", which says neither which folder nor what to do)"""
+    taken = tmp_path / "run"
+    taken.write_text("mine\n", encoding="utf-8")
+    (tmp_path / "c.txt").write_text("a b\n", encoding="utf-8")
+    for argv in (["train", str(tmp_path / "c.txt"), "--vocab", str(tmp_path / "c.txt")],
+                 ["finetune", str(tmp_path / "c.txt"), "--from", "default"]):
+        assert main(argv + ["--output", str(taken), "--device", "cpu", "--max-steps", "1"]) == 1
+        assert f"{taken}: is a file, but the run folder must be a folder" in capsys.readouterr().err
+    assert taken.read_text(encoding="utf-8") == "mine\n"
+
+
+def test_finetune_says_which_text_is_missing(tmp_path, capsys):
+    one = tmp_path / "one.txt"
+    one.write_text("a b\n", encoding="utf-8")
+    (tmp_path / "empty.txt").write_text("", encoding="utf-8")
+    base = ["finetune", "--from", "default", "--device", "cpu", "--max-steps", "1"]
+    assert main(base + [str(one), "-o", str(tmp_path / "r1")]) == 1
+    assert "one.txt: no held-out text (every 10th of its 1 sentences is held out: give --heldout" \
+        in capsys.readouterr().err
+    assert main(base + [str(one), "--heldout", str(tmp_path / "empty.txt"), "-o", str(tmp_path / "r2")]) == 1
+    assert "empty.txt: no held-out text; finetune needs both" in capsys.readouterr().err
+    assert main(base + [str(one), "--heldout-every", "1", "-o", str(tmp_path / "r3")]) == 1
+    assert "--heldout-every must be at least 2" in capsys.readouterr().err
+
+
+def test_a_second_training_into_the_same_run_is_refused(tmp_path, toy, capsys):
+    """(it resumed from the first one's newest checkpoint, and both wrote into one run)"""
+    from elmo.io import output_lock
+
+    train_txt, _, vocab_txt = toy
+    run = tmp_path / "run"
+    run.mkdir()
+    with output_lock(run / "train", name=run):   # as a first `elmo train` holds it
+        with pytest.raises(OSError, match=rf"{run} is already being written by PID {os.getpid()}"):
+            train(tiny_config(run, train_txt, vocab_txt, max_steps=2))
+    assert sorted(p.name for p in run.iterdir()) == []     # nothing written, the lock file removed
+    train(tiny_config(run, train_txt, vocab_txt, max_steps=2))   # free again
+    assert not (run / "train.lock").exists() and (run / "model").is_dir()

@@ -212,3 +212,10 @@ def test_convert_refuses_to_replace_another_models_files(tmp_path, capsys):
     assert main(["convert", str(out), str(out), "--to", "original"]) == 0  # the other layout beside it
     assert main(["convert", "default", str(out), "--overwrite"]) == 0
     assert elmo.from_pretrained(out).output_dim == elmo.from_pretrained("default").output_dim
+
+
+def test_save_pretrained_names_a_file_where_the_folder_belongs(tmp_path):
+    (tmp_path / "taken").write_text("mine\n")
+    with pytest.raises(OSError, match="taken: is a file, but the model folder must be a folder"):
+        elmo.save_pretrained(random_bilm(), tmp_path / "taken")   # was "File exists"
+    assert (tmp_path / "taken").read_text() == "mine\n"

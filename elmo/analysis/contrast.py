@@ -70,7 +70,11 @@ def load_pairs(path: Optional[Path] = None) -> List[ContrastItem]:
     if path is None:
         from .contrast_pairs import BUILTIN
         return parse_pairs(BUILTIN, "built-in")
-    return parse_pairs(Path(path).read_text(encoding="utf-8"), str(path))
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError:   # (the bare codec message named no file)
+        raise ValueError(f"{path}: not UTF-8 text; contrast pairs are a UTF-8 tab-separated file") from None
+    return parse_pairs(text, str(path))
 
 
 def different_words(items: Sequence[ContrastItem]) -> List[ContrastItem]:

@@ -167,15 +167,21 @@ def model_fingerprint(bilm) -> str:
 
 def read_corpus(path: Path, max_sentences: Optional[int] = None) -> List[List[str]]:
     """Tokenized sentences of a text file (one sentence a line, tokens separated by spaces;
-    blank lines are skipped), at most ``max_sentences`` from the start (None or 0: all)."""
+    blank lines are skipped), at most ``max_sentences`` from the start (None or 0: all).
+
+    Bytes that are not UTF-8 are an error naming the file, line and byte, as for every corpus
+    (they were replaced by U+FFFD, and the index held words the text does not have); a negative
+    cap is a ValueError (it kept one sentence).
+    """
+    from ..data.corpus import iter_file_sentences
+
+    if max_sentences is not None and max_sentences < 0:
+        raise ValueError(f"--max-sentences must be 0 (all) or more, got {max_sentences}")
     out = []
-    with open(path, encoding="utf-8", errors="replace") as f:
-        for line in f:
-            toks = line.split()
-            if toks:
-                out.append(toks)
-                if max_sentences and len(out) >= max_sentences:
-                    break
+    for toks in iter_file_sentences([path]):
+        out.append(toks)
+        if max_sentences and len(out) >= max_sentences:
+            break
     return out
 
 
@@ -185,6 +191,8 @@ def cached_index(model, corpus: Path, cache_dir: Path, max_sentences: Optional[i
     before with the same weights, corpus file and cap; else built and saved."""
     embedder = as_embedder(model, batch_size)
     corpus = Path(corpus)
+    if max_sentences is not None and max_sentences < 0:   # before the key: an index is not looked up
+        raise ValueError(f"--max-sentences must be 0 (all) or more, got {max_sentences}")
     max_sentences = max_sentences or None               # 0 means all, as None does
     stat = corpus.stat()
     key = hashlib.sha1(json.dumps([INDEX_VERSION, model_fingerprint(embedder.bilm),

@@ -132,29 +132,65 @@ def read_mix_weights(path: Path) -> List[float]:
     """Softmax weights of a task's learned mix, from a JSON file (``{"weights": [...]}`` of
     softmax weights, or ``{"scalar_parameters": [...]}`` / a plain list of raw s, or the
     ``results.json`` of ``elmo experiment``, see :func:`task_mix_weights`) or a PyTorch state
-    dict holding ``...scalar_parameters`` (one tensor, or AllenNLP's ``.0``, ``.1``...)."""
+    dict holding ``...scalar_parameters`` (one tensor, or AllenNLP's ``.0``, ``.1``...).
+
+    A file that is none of these (not JSON or UTF-8, not a state dict, no list of finite
+    numbers) is a ValueError naming it: the report drew NaN weights, or a bare JSON message,
+    or an IndexError from unpickling a text file."""
     path = Path(path)
+    what = "a JSON of mix weights, an experiment's results.json or a PyTorch state dict"
     if path.suffix == ".json":
-        data = json.loads(path.read_text())
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except UnicodeDecodeError:
+            raise ValueError(f"{path}: not UTF-8 text; --mix-weights takes {what}") from None
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{path}: not JSON ({e.msg} at line {e.lineno} column {e.colno})") from None
         if isinstance(data, dict) and "runs" in data:
             return task_mix_weights(data, str(path))
         if isinstance(data, dict) and "weights" in data:
-            return [float(w) for w in data["weights"]]
+            weights = _numbers(data["weights"], path)
+            if (weights < 0).any():
+                raise ValueError(f"{path}: softmax weights cannot be negative")
+            return [float(w) for w in weights]
+        if isinstance(data, dict) and "scalar_parameters" not in data:
+            raise ValueError(f"{path}: no 'weights', 'scalar_parameters' or 'runs'; --mix-weights takes {what}")
         raw = data["scalar_parameters"] if isinstance(data, dict) else data
     else:
+        import pickle
+
         import torch
-        state = torch.load(path, map_location="cpu", weights_only=True)
+        try:
+            state = torch.load(path, map_location="cpu", weights_only=True)
+        except OSError:
+            raise                                   # a missing file says so itself
+        except (pickle.UnpicklingError, RuntimeError, EOFError, IndexError, ValueError, KeyError,
+                AttributeError, UnicodeDecodeError):  # what unpickling other bytes raises
+            raise ValueError(f"{path}: not a PyTorch state dict; --mix-weights takes {what}") from None
+        if not isinstance(state, dict):
+            raise ValueError(f"{path}: not a PyTorch state dict; --mix-weights takes {what}")
         state = state.get("state_dict", state)
-        keys = sorted(k for k in state if re.search(r"scalar_parameters(\.\d+)?$", k))
+        keys = sorted(k for k in state if re.search(r"scalar_parameters(\.\d+)?$", str(k)))
         if not keys:
             raise ValueError(f"{path}: no scalar_parameters in the state dict")
         prefix = keys[0].rsplit("scalar_parameters", 1)[0]
         keys = [k for k in keys if k.startswith(prefix)]
         keys.sort(key=lambda k: int(k.rsplit(".", 1)[1]) if k[-1].isdigit() else 0)
         raw = [float(x) for k in keys for x in state[k].reshape(-1)]
-    s = np.asarray(raw, dtype=np.float64)
+    s = _numbers(raw, path)
     e = np.exp(s - s.max())
     return [float(w) for w in e / e.sum()]
+
+
+def _numbers(values, path: Path) -> np.ndarray:
+    """``values`` as a non-empty 1-D array of finite numbers, else a ValueError naming ``path``."""
+    try:
+        array = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        array = np.empty(0)
+    if array.ndim != 1 or array.size == 0 or not np.isfinite(array).all():
+        raise ValueError(f"{path}: the mix needs a non-empty list of finite numbers, got {str(values)[:80]}")
+    return array
 
 
 def task_mix_weights(results: dict, source: str = "results.json") -> List[float]:
@@ -186,12 +222,20 @@ def run_analysis(model: str, out: Path, config: Optional[AnalysisConfig] = None,
     from .neighbors import model_fingerprint
 
     config = config or AnalysisConfig()
+    from ..io import atomic_write_text, check_output_dir
+
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    check_output_dir(out, "output folder")
     sections = list(only or SECTIONS)
     unknown = set(sections) - set(SECTIONS)
     if unknown:
         raise ValueError(f"unknown sections {sorted(unknown)}; choose from {', '.join(SECTIONS)}")
+    # read before the sections run (an hour, perhaps): a bad file failed after them, losing them
+    given_mix = read_mix_weights(Path(config.mix_weights)) if config.mix_weights else None
+    if config.contrast_file and "contrast" in sections:
+        from .contrast import load_pairs
+        load_pairs(Path(config.contrast_file))
+    out.mkdir(parents=True, exist_ok=True)
     bilm = elmo.from_pretrained(model)
     embedder = Embedder(bilm, batch_size=config.batch_size)
     results: dict = {"model": str(model), "num_layers": bilm.num_layers,
@@ -206,12 +250,12 @@ def run_analysis(model: str, out: Path, config: Optional[AnalysisConfig] = None,
         results[name] = _SECTION_RUNNERS[name](embedder, config, out)
         results["seconds"][name] = round(time.time() - t, 1)
     if config.mix_weights:
-        results["given_mix_weights"] = read_mix_weights(Path(config.mix_weights))
+        results["given_mix_weights"] = given_mix
         plots.mix_weights(results["given_mix_weights"], out / "mix_weights_given.png",
                           f"mix weights of {Path(config.mix_weights).name}")
     results["findings"] = paper_findings(results)
-    (out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
-    (out / "report.md").write_text(render(results, model, out, config))
+    atomic_write_text(out / "results.json", json.dumps(results, indent=2) + "\n")
+    atomic_write_text(out / "report.md", render(results, model, out, config))
     log(f"analyze: wrote {out / 'report.md'}")
     return results
 

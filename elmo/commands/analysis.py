@@ -103,6 +103,8 @@ def neighbors(args: argparse.Namespace) -> int:
     from ..analysis.report import index_home, resolve_corpus
     from ..embedding import Embedder
 
+    if args.k < 1:  # before the index is built, not after its first layer is printed
+        raise ValueError(f"-k must be at least 1, got {args.k}")
     embedder = Embedder(elmo.from_pretrained(args.model or elmo.DEFAULT_MODEL),
                         batch_size=args.batch_size)
     corpus = resolve_corpus(args.corpus)

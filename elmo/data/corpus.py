@@ -47,6 +47,8 @@ def expand_paths(patterns: Sequence[str | os.PathLike]) -> List[Path]:
             found = [p]
         else:
             found = [Path(q) for q in glob.glob(str(pattern), recursive=True) if Path(q).is_file()]
+        if not found and p.is_dir():   # it exists: "no such folder" misled
+            raise FileNotFoundError(f"{pattern}: a folder without files (hidden ones are skipped)")
         if not found:
             raise FileNotFoundError(f"{pattern}: no such file, folder or matching glob")
         files.extend(found)

@@ -37,6 +37,10 @@ def read_results(path: str | Path, need: Sequence[str] = ("runs",)) -> dict:
     if missing:
         raise CompareError(f"{path}: not the results.json of an experiment (it has no "
                            f"{' or '.join(map(repr, missing))})")
+    config = results.get("config")
+    if "config" in need and not (isinstance(config, dict) and isinstance(config.get("name"), str)):
+        # the tables and reports start from the experiment's name (a KeyError otherwise)
+        raise CompareError(f"{path}: not the results.json of an experiment (its 'config' has no 'name')")
     return results
 
 

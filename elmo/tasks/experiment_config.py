@@ -209,6 +209,17 @@ class ExperimentConfig:
         for t in self.tasks:                  # a task's own overrides fail now, not mid-run
             self.model_for(t)
             self.train_for(t)
+            for key in ("max_train", "max_dev", "max_test"):   # (-1 failed in random.sample, unnamed)
+                value = t.get(key)
+                if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+                    raise ConfigError(f"task {t.get('name', t['task'])}: {key} must be a whole number of 0 "
+                                      f"or more (or absent: all), got {value!r}")
+        if self.device is not None:           # not a RuntimeError from torch once the first model is built
+            from ..training.distributed import resolve_device
+            try:
+                resolve_device(self.device, what="device")
+            except ValueError as e:
+                raise ConfigError(str(e)) from None
 
     # ------------------------------------------------------------------ using
     def model_for(self, spec: Mapping[str, Any]) -> ModelSettings:

@@ -70,6 +70,7 @@ from .train_loop import FitConfig, fit, score
 from ..config import ConfigError
 from ..io import atomic_write_text
 from ..runtime import cpu_model, machine_description, threads
+from ..training.distributed import resolve_device
 
 #: Characters per token when no biLM says otherwise (the char features of the baseline).
 DEFAULT_MAX_CHARS = 50
@@ -85,6 +86,8 @@ def read_config(path: str | Path) -> dict:
         text = path.read_text(encoding="utf-8")
     except OSError as e:
         raise ConfigError(f"{path}: cannot read the config ({e.strerror or e})") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not UTF-8 text (an experiment config is a UTF-8 JSON or TOML file)") from None
     try:
         if path.suffix == ".toml":
             import tomllib
@@ -381,7 +384,7 @@ def run_one(prep: PreparedTask, variant: Variant, seed: int, cfg: ExperimentConf
         lam = e.lam
     torch.manual_seed(seed)
     model = build_model(data, prep.embeddings, prep.settings, elmo_features, lam)
-    device = torch.device(cfg.device or "cpu")
+    device = resolve_device(cfg.device or "cpu", what="device")   # "auto" too, as the check allows
     model.to(device)
     label_index = {label: i for i, label in enumerate(data.labels)}
 

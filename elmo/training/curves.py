@@ -7,22 +7,49 @@ full-softmax validation perplexity, forward, backward and average.
 """
 from __future__ import annotations
 
-import os
+import math
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
-from ..io import json_objects
+from ..io import atomic_commit, atomic_target, check_output_file, json_objects
+
+#: The numbers each kind of record that is drawn must hold (a train record is drawn when it
+#: has a training figure: one logged before any step finished has none).
+_NEEDED = {"train": ("tokens",), "eval": ("epoch", "ppl_fwd", "ppl_bwd", "ppl")}
+
+
+def log_file(path: str | Path) -> Path:
+    """The ``log.jsonl`` a path names: the file itself, or the one in a run folder."""
+    path = Path(path)
+    return path / "log.jsonl" if path.is_dir() else path
 
 
 def read_log(path: str | Path) -> List[Dict]:
     """The records of a ``log.jsonl`` (or of the one in a run folder); a line that is not a JSON
-    object is a ValueError naming the file and the line."""
-    path = Path(path)
-    if path.is_dir():
-        path = path / "log.jsonl"
+    object, bytes that are not UTF-8, or a train/eval record without the numbers a curve needs
+    are a ValueError naming the file and the line (not a KeyError from deep in the plot)."""
+    path = log_file(path)
+
+    def bad(line: int, problem: str) -> ValueError:
+        return ValueError(f"{path}: line {line}: {problem}; not a training log?")
+
+    records = []
     with open(path, encoding="utf-8") as f:
-        return [record for _, record in json_objects(
-            f, lambda line, problem: ValueError(f"{path}: line {line}: {problem}; not a training log?"))]
+        try:
+            for number, record in json_objects(f, bad):
+                drawn = record.get("event") == "eval" or train_figure(record) is not None
+                for key in _NEEDED.get(record.get("event"), ()) if drawn else ():
+                    if not _is_number(record.get(key)):
+                        raise bad(number, f"{record['event']!r} record without a number {key!r}")
+                records.append(record)
+        except UnicodeDecodeError:
+            raise ValueError(f"{path}: not UTF-8 text; not a training log?") from None
+    return records
+
+
+def _is_number(value) -> bool:
+    """An int or float (a non-finite one is drawn as a gap); not a bool, a string or None."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 TRAIN_KEYS = ("sampled_ppl", "train_ppl", "ppl")  # new logs, then older ones
@@ -32,7 +59,9 @@ def train_figure(record: Dict) -> Optional[tuple]:
     """(key, value) of a training record's exp(loss), whichever key its log version used."""
     for key in TRAIN_KEYS:
         if key in record:
-            return key, record[key]
+            value = record[key]
+            # the trainer writes a non-finite figure as the string "nan" or "inf": a gap
+            return key, value if _is_number(value) else math.nan
     return None
 
 
@@ -44,6 +73,11 @@ def plot_learning_curve(logs: Sequence[str | Path], output: str | Path, title: O
         import matplotlib.pyplot as plt
     except ImportError:
         raise ValueError("plot-curve needs matplotlib: pip install 'elmo-pytorch[plots]'") from None
+    output = Path(output)
+    check_output_file(output, "picture")
+    for log in logs:  # the PNG would replace the training log it was drawn from
+        if log_file(log).resolve() == output.resolve():
+            raise ValueError(f"{output}: is one of the logs to draw; write the picture to another file")
     every = {log: read_log(log) for log in logs}
     empty = [str(log) for log, records in every.items()
              if not any(r.get("event") in ("train", "eval") for r in records)]
@@ -75,10 +109,12 @@ def plot_learning_curve(logs: Sequence[str | Path], output: str | Path, title: O
     if title:
         fig.suptitle(title)
     fig.tight_layout()
-    output = Path(output)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    tmp = output.with_name(f".{output.name}.tmp.png")
-    fig.savefig(tmp, dpi=120)
-    plt.close(fig)
-    os.replace(tmp, output)
+    # a fresh temporary name per process: two runs drawing the same OUTPUT do not write one file
+    tmp = atomic_target(output)
+    try:
+        fig.savefig(tmp, dpi=120, format="png")
+        plt.close(fig)
+        atomic_commit(tmp, output)
+    finally:
+        tmp.unlink(missing_ok=True)
     return output

@@ -20,7 +20,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from ..data.corpus import expand_paths, file_fingerprint, iter_file_sentences
 from ..training.evaluate import perplexity
-from ..io import atomic_write_text
+from ..io import atomic_write_text, check_output_dir
 from .checkpoint import latest_checkpoint
 from .export import VOCAB_FILE, load_language_model, read_metadata
 from .resume import ResumeMismatch
@@ -54,6 +54,7 @@ def finetune(cfg: TrainConfig, heldout: Optional[Sequence[str]] = None, heldout_
     if not cfg.init_from:
         raise ValueError("finetune needs a trained model folder (init_from / --from)")
     out = Path(cfg.output)
+    check_output_dir(out, "run folder")   # a file there: named, not "File exists"
     out.mkdir(parents=True, exist_ok=True)
     text_files = expand_paths(cfg.train)
     sentences = list(iter_file_sentences(text_files))
@@ -61,11 +62,15 @@ def finetune(cfg: TrainConfig, heldout: Optional[Sequence[str]] = None, heldout_
         train_part, held = sentences, list(iter_file_sentences(expand_paths(heldout)))
     else:
         if heldout_every < 2:
-            raise ValueError("heldout_every must be at least 2")
+            raise ValueError(f"--heldout-every must be at least 2 (every N-th sentence held out), got {heldout_every}")
         held = sentences[heldout_every - 1::heldout_every]
         train_part = [s for i, s in enumerate(sentences) if (i + 1) % heldout_every != 0]
-    if not train_part or not held:
-        raise ValueError("finetune needs text to train on and held-out text")
+    if not train_part or not held:  # say which side is empty, and of which files
+        empty, files = ("text to train on", cfg.train) if not train_part else (
+            "held-out text", heldout if heldout else cfg.train)
+        hint = (f" (every {heldout_every}th of its {len(sentences)} sentences is held out: give --heldout "
+                f"or more text)") if not heldout and train_part else ""
+        raise ValueError(f"{', '.join(map(str, files))}: no {empty}{hint}; finetune needs both")
     # The training part is written out so training streams it like any corpus. A rerun into the
     # same folder resumes on that file, so a different text (or split) there must be refused.
     train_file, held_file = out / "adapt_train.txt", out / "adapt_heldout.txt"

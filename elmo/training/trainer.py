@@ -30,7 +30,7 @@ from ..data.corpus import CorpusStream, count_tokens, expand_paths, iter_file_se
 from ..data.lm_batches import BucketedLMBatches, PackedLMBatches
 from ..modules.softmax import softmax_loss
 from ..vocab import Vocabulary
-from ..io import atomic_write_text
+from ..io import atomic_write_text, check_output_dir, output_lock
 from ..jobconfig import build, setting
 from . import distributed
 from .checkpoint import latest_checkpoint, load_checkpoint, rng_state, save_checkpoint, set_rng_state, writing
@@ -278,13 +278,29 @@ def train(cfg: TrainConfig, stop_after: Optional[int] = None) -> Dict[str, Any]:
     ``stop_after``: return after this many steps of this session (the run stays resumable;
     checkpoints are written as configured, plus one at the stopping step).
     """
+    out = Path(cfg.output)
+    check_output_dir(out, "run folder")   # a file there: named, not "File exists"
     ctx = distributed.setup(cfg.device)
     if ctx.device.type == "cpu":
         keep_freed_memory()  # no page-fault storm from re-allocating each step's activations
     try:
-        return TrainingRun(cfg, ctx).run(stop_after)
+        with _run_lock(out, ctx):
+            return TrainingRun(cfg, ctx).run(stop_after)
     finally:
         distributed.teardown(ctx)
+
+
+def _run_lock(out: Path, ctx: distributed.Context):
+    """While rank 0 trains it holds ``OUTPUT/train.lock``: a second ``elmo train`` (or
+    ``finetune``) into the same folder is refused at once, naming the holder. Without it the
+    second resumed from the first's newest checkpoint and both wrote checkpoints and log lines
+    into one run. (Other ranks write nothing there.)"""
+    from contextlib import nullcontext
+
+    if not ctx.is_main:
+        return nullcontext()
+    out.mkdir(parents=True, exist_ok=True)
+    return output_lock(out / "train", name=out)
 
 
 class TrainingRun:

@@ -4,17 +4,39 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Dict, Optional, Sequence
 
-from ..data.corpus import count_words
+from ..data.corpus import count_words, expand_paths
+from ..io import check_output_file
 from ..vocab import SPECIAL, Vocabulary
 
 
 def build_vocabulary_files(corpus: Sequence[str], output: str | Path, min_count: int = 1,
                            max_size: Optional[int] = None, counts_path: Optional[str | Path] = None) -> Dict:
-    """Write ``output`` (one word a line) and the word<TAB>count file; return a summary."""
-    counts = count_words(corpus)
-    vocab = Vocabulary.from_counts(counts, min_count=min_count, max_size=max_size)
+    """Write ``output`` (one word a line) and the word<TAB>count file; return a summary.
+
+    Refused before counting (a ValueError naming the problem): ``min_count`` below 1,
+    ``max_size`` with no room for a word beside the specials, the two outputs on one path (the
+    counts would replace the vocabulary) or on a corpus file (the text would be lost), and a
+    corpus without a word (the vocabulary would hold only the specials).
+    """
+    if min_count < 1:
+        raise ValueError(f"--min-count must be at least 1, got {min_count}")
+    if max_size is not None and max_size <= len(SPECIAL):
+        raise ValueError(f"--max-size must be more than {len(SPECIAL)} (the entries {', '.join(SPECIAL)} "
+                         f"come first), got {max_size}")
     output = Path(output)
     counts_path = Path(counts_path) if counts_path else output.with_name(output.stem + ".counts.tsv")
+    if output.resolve() == counts_path.resolve():
+        raise ValueError(f"{output}: both the vocabulary and the counts would be written there; "
+                         f"give --counts another file")
+    files = {f.resolve() for f in expand_paths(corpus)}
+    for path, what in ((output, "vocabulary"), (counts_path, "counts file")):
+        check_output_file(path, what)
+        if path.resolve() in files:
+            raise ValueError(f"{path}: is a corpus file; write the {what} to another file")
+    counts = count_words(corpus)
+    if not any(w not in SPECIAL for w in counts):
+        raise ValueError(f"{', '.join(map(str, corpus))}: no words (empty or blank lines only)")
+    vocab = Vocabulary.from_counts(counts, min_count=min_count, max_size=max_size)
     vocab.save(output)
     vocab.save(counts_path, with_counts=True)
     words_total = sum(c for w, c in counts.items() if w not in SPECIAL)
