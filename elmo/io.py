@@ -259,9 +259,18 @@ def output_lock(path: Path, name: Optional[Path] = None, wait: float = 1.0) -> I
         os.pwrite(fd, f"{os.getpid()} {socket.gethostname()}\n".encode(), 0)
         fds.append(fd)
 
-    lock = FileLock(file, timeout=wait, on_acquired=mark)
+    try:
+        lock = FileLock(file, timeout=wait, on_acquired=mark)
+        marked_by_lock = True
+    except TypeError:  # a filelock before 4.3 (an older environment, a GPU image): no hook
+        lock, marked_by_lock = FileLock(file, timeout=wait), False
     try:
         lock.acquire()
+        if not marked_by_lock:  # the same record, through a descriptor of our own
+            try:
+                mark(os.open(file, os.O_WRONLY))
+            except OSError:  # (only the messages of a second writer lose the holder's name)
+                pass
     except Timeout:
         holder = _holder(file) or "another process"
         raise OutputBusy(f"{name} is already being written by {holder} (lock file {file}); "
@@ -279,6 +288,8 @@ def output_lock(path: Path, name: Optional[Path] = None, wait: float = 1.0) -> I
                 file.unlink()
         except OSError:
             pass
+        if not marked_by_lock and fds:
+            os.close(fds[-1])
         lock.release()
 
 

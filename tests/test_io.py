@@ -130,6 +130,26 @@ def test_output_lock_is_exclusive_and_removed(tmp_path):
         pass
 
 
+def test_output_lock_with_a_filelock_that_has_no_on_acquired_hook(tmp_path, monkeypatch):
+    """Older filelock releases (as on a GPU machine's image) take no ``on_acquired``: the lock
+    still excludes, records its holder for the second writer's message, and is removed."""
+    import filelock
+
+    real = filelock.FileLock
+
+    def old_file_lock(path, timeout=-1):  # an unknown keyword is a TypeError, as there
+        return real(path, timeout=timeout)
+
+    monkeypatch.setattr(filelock, "FileLock", old_file_lock)
+    target = tmp_path / "x.hdf5"
+    with output_lock(target) as file:
+        assert file.read_text().split()[0] == str(os.getpid())
+        with pytest.raises(OutputBusy, match=f"already being written by PID {os.getpid()}"):
+            with output_lock(target, wait=0.1):
+                pass
+    assert not file.exists()
+
+
 # ---------------------------------------------------------------------- a full disk
 def _mount_tmpfs(folder: Path, options: str) -> None:
     folder.mkdir()
