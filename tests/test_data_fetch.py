@@ -235,3 +235,11 @@ def test_a_second_process_waits_for_the_first_and_uses_what_it_fetched(tmp_path,
     assert calls == ["demo==1.0"]                          # fetched once, by the first
     assert any("already being written" in s and "waiting" in s for s in said)
     assert not (home / "extracted" / "demo.lock").exists()  # released and removed
+
+
+def test_a_file_as_elmo_data_is_an_error_naming_the_variable(tmp_path, monkeypatch):
+    data = tmp_path / "data"
+    data.write_text("not a folder")
+    monkeypatch.setenv("ELMO_DATA", str(data))
+    with pytest.raises(F.DataError, match=r"\$ELMO_DATA is a file, not a folder"):
+        F.data_home()

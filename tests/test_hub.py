@@ -422,3 +422,14 @@ def test_an_unsafe_archive_from_a_url_is_refused_and_not_kept(cache):
         with pytest.raises(ArchiveError, match=r"'\.\./\.\./evil\.txt'.*refusing"):
             elmo.from_pretrained(server.url("/repository/11/666.zip"))
     assert not [p for p in cache.rglob("*") if p.is_file() and not p.name.endswith(".lock")]
+
+
+def test_a_file_as_elmo_home_is_one_line_naming_the_variable(tmp_path, monkeypatch, capsys):
+    """(It failed with "Not a directory" on a path inside it, naming no setting.)"""
+    home = tmp_path / "home"
+    home.write_text("not a folder")
+    monkeypatch.setenv("ELMO_HOME", str(home))
+    monkeypatch.setenv("ELMO_OFFLINE", "1")
+    assert main(["models", "path", "small"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "$ELMO_HOME is a file, not a folder" in err

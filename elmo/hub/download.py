@@ -49,11 +49,18 @@ def is_url(value: object) -> bool:
 
 
 def elmo_home() -> Path:
-    """The cache folder: ``$ELMO_HOME``, else ``$XDG_CACHE_HOME/elmo``, else ``~/.cache/elmo``."""
+    """The cache folder: ``$ELMO_HOME``, else ``$XDG_CACHE_HOME/elmo``, else ``~/.cache/elmo``.
+    A file there is a DownloadError naming the variable (not "Not a directory" on a path inside
+    it). Written out here rather than with ``elmo.io.cache_folder``: this module imports
+    nothing of the package, so a process can fetch with it alone."""
     if os.environ.get("ELMO_HOME"):
-        return Path(os.environ["ELMO_HOME"]).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "elmo"
+        folder, source = Path(os.environ["ELMO_HOME"]).expanduser(), "$ELMO_HOME"
+    else:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        folder, source = Path(base) / "elmo", "the cache folder"
+    if folder.exists() and not folder.is_dir():
+        raise DownloadError(f"{folder}: {source} is a file, not a folder; point ELMO_HOME at a folder")
+    return folder
 
 
 def offline() -> bool:
