@@ -63,6 +63,9 @@ class ScalarMix(nn.Module):
         if self.do_layer_norm:
             if mask is None:
                 raise ValueError("do_layer_norm needs the mask")
+            if tuple(mask.shape) != tuple(layers[0].shape[:-1]):  # else a broadcasting error, or worse
+                raise ValueError(f"the mask has shape {tuple(mask.shape)}; for layers of shape "
+                                 f"{tuple(layers[0].shape)} it must be {tuple(layers[0].shape[:-1])}")
             layers = [self._normalise(layer, mask) for layer in layers]
         mixed = sum(w * layer for w, layer in zip(weights, layers))
         return self.gamma.to(mixed.dtype) * mixed
