@@ -81,6 +81,9 @@ def test_layer_selection_errors(bilm):
         LayerSelection.parse("mix:a,b")
     with pytest.raises(ValueError, match="one of"):
         LayerSelection.parse("bottom")
+    for wrong in (2, None):  # not an AttributeError
+        with pytest.raises(TypeError, match="layers must be a string"):
+            Embedder(bilm).embed_sentences([["a"]], layers=wrong)
     with pytest.raises(ValueError, match="2 weights for a model with 3 layers"):
         Embedder(bilm).embed_sentences([["a"]], layers="mix:0.5,0.5")
 
@@ -109,9 +112,21 @@ def test_a_sentence_that_is_a_string_is_refused(bilm):
             call([["A", "bank"], "The bank ."])
         with pytest.raises(TypeError, match="not a string"):
             call("The bank .")
+        for sentence, shown in ((None, "NoneType"), (b"The bank .", "bytes")):  # bytes: its byte values
+            with pytest.raises(TypeError, match=rf"{name}: sentence 1 is {shown}, not a list of tokens"):
+                call([["A", "bank"], sentence])
     # token lists of any sequence type still work, and the refusal changed nothing
     assert embedder.embed_sentences([("The", "bank", ".")])[0].shape[1] == 3
     assert sentence_vectors(embedder, [["The", "bank", "."]]).shape == (1, bilm.output_dim)
+
+
+def test_an_iterator_of_sentences_is_refused_not_taken_as_none(bilm):
+    """The check of the sentences used an iterator up, so embed_sentences returned []."""
+    embedder = Embedder(bilm)
+    for call in (embedder.embed_sentences, lambda s: sentence_vectors(embedder, s), batch_to_ids):
+        with pytest.raises(TypeError, match=r"got list_iterator; .* pass list\(sentences\)"):
+            call(iter([["The", "bank", "."]]))
+    assert len(embedder.embed_sentences(list(iter([["The", "bank", "."]])))) == 1
 
 
 def test_float16_output(bilm):
