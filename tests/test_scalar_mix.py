@@ -69,6 +69,9 @@ def test_layer_norm_uses_only_unmasked_positions():
 def test_wrong_number_of_layers():
     with pytest.raises(ValueError, match="expected 3 layers"):
         ScalarMix(3)([torch.zeros(1, 1, 1)] * 2)
+    for count in (0, 2.5, "3"):
+        with pytest.raises(ValueError, match="num_layers must be a count of at least 1"):
+            ScalarMix(count)
 
 
 def test_layer_norm_mask_of_another_shape_is_a_clear_error():
