@@ -129,6 +129,15 @@ def test_an_iterator_of_sentences_is_refused_not_taken_as_none(bilm):
     assert len(embedder.embed_sentences(list(iter([["The", "bank", "."]])))) == 1
 
 
+def test_embedder_settings_of_the_wrong_type_are_named(bilm):
+    for setting, value in (("batch_size", "8"), ("batch_size", 2.5), ("max_tokens", 8.5), ("overlap", None)):
+        with pytest.raises(TypeError, match=f"{setting} must be an integer, got"):
+            Embedder(bilm, **{setting: value})
+    with pytest.raises(ValueError, match="dtype must be a floating-point type"):  # not vectors cut to ints
+        Embedder(bilm).embed_sentences([["the", "bank"]], dtype="int8")
+    assert Embedder(bilm, batch_size=np.int64(2)).embed_sentences([["a"]] * 3, dtype="float64")[0].dtype == np.float64
+
+
 def test_float16_output(bilm):
     out = Embedder(bilm).embed_sentences([["the", "bank"]], dtype="float16")
     assert out[0].dtype == np.float16

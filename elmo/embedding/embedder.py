@@ -19,6 +19,7 @@ so the results equal embedding each sentence alone, up to float rounding.
 """
 from __future__ import annotations
 
+import operator
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -81,6 +82,8 @@ class Embedder:
             model = from_pretrained(model if model is not None else DEFAULT_MODEL, device=device)
         elif device is not None:
             model = model.to(device)
+        batch_size, max_tokens, overlap = (_integer(name, value) for name, value in (
+            ("batch_size", batch_size), ("max_tokens", max_tokens), ("overlap", overlap)))
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, got {batch_size}")
         check_window_args(max_tokens, overlap)
@@ -140,6 +143,8 @@ class Embedder:
         selection = LayerSelection.parse(layers)
         selection.check(self.num_layers)
         dtype = np.dtype(dtype)
+        if dtype.kind != "f":  # an integer type would silently truncate every vector
+            raise ValueError(f"dtype must be a floating-point type (float32, float16), got {dtype}")
         for batch in self.plan(sentences):
             yield self._run_batch(sentences, batch, selection, dtype)
 
@@ -183,6 +188,14 @@ class Embedder:
             for out in batch:
                 results[out.sentence][:, out.offset:out.offset + out.vectors.shape[1]] = out.vectors
         return results if selection.keeps_all else [r[0] for r in results]
+
+
+def _integer(name: str, value) -> int:
+    """``value`` as an int (numpy's integers too); a float or a string is a TypeError naming it."""
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__}: {value!r}") from None
 
 
 def frequent_words(sentences: Iterable[Sentence], min_count: int = 2, max_words: int = 50_000) -> List[str]:
