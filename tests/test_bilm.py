@@ -4,7 +4,7 @@ import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 
-from elmo import batch_to_ids
+from elmo import BiLM, batch_to_ids
 from tests.conftest import random_bilm
 
 WORDS = ["the", "dog", "bit", "man", "a", "bank", "river", "money", ".", ",", "Über", "naïve", "x" * 30]
@@ -157,6 +157,12 @@ def test_ids_the_model_cannot_read_are_clear_errors():
         bilm(torch.full((1, 2, 50), -7))
     with torch.no_grad():  # other integer types are ids too
         assert all(torch.equal(a, b) for a, b in zip(bilm(ids.int())["activations"], bilm(ids)["activations"]))
+
+
+def test_a_bilm_is_built_from_options_only():
+    for wrong in (None, "fixture", {"lstm": {}}):
+        with pytest.raises(TypeError, match="BiLM takes ElmoOptions"):
+            BiLM(wrong)
 
 
 def test_ids_that_are_not_a_tensor_on_the_models_device_are_clear_errors():

@@ -85,6 +85,9 @@ class BiLM(nn.Module):
 
     def __init__(self, options: ElmoOptions, stateful: bool = False, id_scheme=None):
         super().__init__()
+        if not isinstance(options, ElmoOptions):  # else an AttributeError on the first field
+            raise TypeError(f"BiLM takes ElmoOptions (ElmoOptions.from_file, from_dict or preset), "
+                            f"got {type(options).__name__}; to load a model use elmo.from_pretrained")
         self.options = options
         lstm = options.lstm
         vocab = options.char_vocabulary
