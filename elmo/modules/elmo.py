@@ -185,11 +185,21 @@ class Elmo(nn.Module):
         except (TypeError, KeyError, AttributeError):
             raise TypeError(f"module= {type(self._elmo_lstm).__name__} must return a dict with "
                             f"'activations' (a list of tensors) and 'mask'") from None
+        name = type(self._elmo_lstm).__name__
+        if not all(isinstance(layer, torch.Tensor) for layer in layers):
+            raise TypeError(f"module= {name} must return 'activations' as a list of tensors")
+        # (else a broadcasting or reshape error below, or a mask that does not fit the vectors)
+        if mask.dim() != 2 or mask.shape[0] != inputs.shape[0] or \
+                any(layer.dim() != 3 or layer.shape[:2] != mask.shape for layer in layers):
+            raise ValueError(f"module= {name} returned activations of shapes "
+                             f"{[tuple(layer.shape) for layer in layers]} and a mask of shape "
+                             f"{tuple(mask.shape)}; for {inputs.shape[0]} sentences they must be "
+                             f"(N, T + 2, D) each and (N, T + 2)")
         if self._keep_sentence_boundaries:
             return {"activations": layers, "mask": mask}
         steps = mask.shape[1] - 2
         if steps < 0:
-            raise ValueError(f"module= {type(self._elmo_lstm).__name__} returned a mask of shape "
+            raise ValueError(f"module= {name} returned a mask of shape "
                              f"{tuple(mask.shape)}, without the two boundary positions")
         lengths = (mask.sum(dim=1) - 2).clamp(min=0)                  # tokens without <S>, </S>
         kept = torch.arange(steps, device=mask.device)[None, :] < lengths[:, None]
