@@ -1,4 +1,6 @@
 """Embedder, windowing of long sentences, layer selections, pooling and the tokenizer."""
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -258,6 +260,17 @@ def test_masked_pool_ignores_padded_positions():
     torch.testing.assert_close(biggest[0], vectors[0, :2].amax(0))
     torch.testing.assert_close(mean[1], vectors[1].mean(0))
     assert not mean[2].any() and not biggest[2].any()
+    torch.testing.assert_close(masked_pool(vectors, mask.float(), "max"), biggest)  # a 0/1 mask too
+
+
+def test_masked_pool_refuses_a_mask_that_does_not_fit():
+    vectors = torch.randn(2, 3, 4)
+    for mask, shape in ((torch.ones(2, 1, dtype=torch.bool), "(2, 1)"),   # broadcast: wrong means
+                        (torch.ones(2, 4, dtype=torch.bool), "(2, 4)")):
+        with pytest.raises(ValueError, match=re.escape(f"got (2, 3, 4) and {shape}")):
+            masked_pool(vectors, mask)
+    with pytest.raises(ValueError, match=re.escape("vectors (B, T, D)")):
+        masked_pool(vectors[0], torch.ones(3, dtype=torch.bool))
 
 
 # ---------------------------------------------------------------------- tokenizer

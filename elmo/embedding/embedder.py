@@ -216,6 +216,11 @@ def masked_pool(vectors: torch.Tensor, mask: torch.Tensor, pooling: str = "mean"
     """
     if pooling not in ("mean", "max"):
         raise ValueError(f"pooling must be 'mean' or 'max', got {pooling!r}")
+    # a (B, 1) mask would broadcast over the tokens: wrong means, no error
+    if vectors.dim() != 3 or tuple(mask.shape) != tuple(vectors.shape[:2]):
+        raise ValueError(f"masked_pool takes vectors (B, T, D) and a mask (B, T); got "
+                         f"{tuple(vectors.shape)} and {tuple(mask.shape)}")
+    mask = mask.bool()  # (a 0/1 float mask too; ~ below needs booleans)
     if vectors.shape[1] == 0:  # no positions at all: every sentence is empty
         return vectors.new_zeros(vectors.shape[0], vectors.shape[2])
     keep = mask.unsqueeze(-1)
