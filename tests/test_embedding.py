@@ -286,3 +286,9 @@ def test_masked_pool_refuses_a_mask_that_does_not_fit():
 ])
 def test_tokenizer(text, tokens):
     assert tokenize(text) == tokens
+
+
+def test_tokenizer_takes_text_only():
+    for wrong, shown in ((None, "NoneType$"), (b"a b", "bytes; decode bytes first"), (["a b"], "list$")):
+        with pytest.raises(TypeError, match=f"tokenize takes a string of text, got {shown}"):
+            tokenize(wrong)
