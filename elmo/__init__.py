@@ -10,6 +10,7 @@
 """
 from __future__ import annotations
 
+import os
 from importlib import resources
 from pathlib import Path
 
@@ -39,6 +40,13 @@ def _resolve(name_or_path: str | Path):
     from .hub.download import is_url
     from .hub.resolve import Local, resolve
 
+    if not isinstance(name_or_path, (str, os.PathLike)):
+        raise TypeError(f"a model is named by a string or a path, got {type(name_or_path).__name__}: "
+                        f"{name_or_path!r}")
+    if isinstance(name_or_path, str) and not name_or_path.strip():
+        # Path("") is the current folder, which would be loaded if it held a model
+        raise WeightFileError(f"the model name is empty ({name_or_path!r}); bundled: "
+                              f"{', '.join(BUNDLED_MODELS)}; or give a folder, e.g. '.'")
     if isinstance(name_or_path, str) and name_or_path in BUNDLED_MODELS:
         return Local(folder=Path(str(resources.files("elmo") / "resources" / name_or_path)))
     if is_url(name_or_path):

@@ -17,6 +17,7 @@ in the README ("Differences from AllenNLP"). Nothing here is new computation:
 """
 from __future__ import annotations
 
+import operator
 import os
 import tempfile
 from itertools import islice
@@ -57,8 +58,14 @@ class ElmoTokenEmbedder(nn.Module):
         self._elmo = Elmo(options_file, weight_file, 1, requires_grad=requires_grad,
                           do_layer_norm=do_layer_norm, dropout=dropout, vocab_to_cache=vocab_to_cache,
                           scalar_mix_parameters=scalar_mix_parameters, module=module, stateful=stateful)
-        if projection_dim is not None and projection_dim < 1:
-            raise ValueError(f"projection_dim must be a positive width or None, got {projection_dim}")
+        if projection_dim is not None:
+            try:  # any integer type, but not 2.5 (nn.Linear fails on it deep in torch)
+                width = operator.index(projection_dim)
+            except TypeError:
+                width = 0
+            if width < 1:
+                raise ValueError(f"projection_dim must be a positive width or None, got {projection_dim!r}")
+            projection_dim = width
         self._projection = (nn.Linear(self._elmo.get_output_dim(), projection_dim)
                             if projection_dim is not None else None)
         self.output_dim = projection_dim if projection_dim is not None else self._elmo.get_output_dim()

@@ -11,6 +11,7 @@ single characters 256 and 257 between BOW and EOW. The +1 shift keeps id 0 free 
 """
 from __future__ import annotations
 
+import operator
 from functools import lru_cache
 from typing import Iterable, Iterator, Sequence
 
@@ -59,15 +60,27 @@ def _string_sentence(caller: str, i: int, sentence: str) -> TypeError:
                      f"tokenize it first, e.g. sentence.split() or elmo.tokenize.tokenize(sentence)")
 
 
+def _not_tokens(caller: str, i: int, sentence) -> TypeError:
+    return TypeError(f"{caller}: sentence {i} is {type(sentence).__name__}, not a list of tokens "
+                     f"(strings)")
+
+
 def check_tokenized(sentences: Sequence[Sequence[str]], caller: str) -> None:
     """Refuse a string where a list of token lists belongs, and a sentence that is a string
-    (each of its characters would silently become a token)."""
+    (each of its characters would silently become a token), bytes (its byte values would be
+    the tokens) or no sequence at all. Also refuse an iterator of sentences: this check would
+    use it up, and the caller would then see no sentences at all."""
     if isinstance(sentences, str):
         raise TypeError(f"{caller} expects a list of token lists, not a string; tokenize it "
                         f"first, e.g. [text.split()]")
+    if not hasattr(sentences, "__len__"):
+        raise TypeError(f"{caller} expects a list of token lists, got {type(sentences).__name__}; "
+                        f"for a generator or other iterator pass list(sentences)")
     for i, sentence in enumerate(sentences):
         if isinstance(sentence, str):
             raise _string_sentence(caller, i, sentence)
+        if isinstance(sentence, (bytes, bytearray)) or not hasattr(sentence, "__len__"):
+            raise _not_tokens(caller, i, sentence)
 
 
 def tokenized(sentences: Iterable[Sequence[str]], caller: str) -> Iterator[Sequence[str]]:
@@ -77,6 +90,8 @@ def tokenized(sentences: Iterable[Sequence[str]], caller: str) -> Iterator[Seque
     for i, sentence in enumerate(sentences):
         if isinstance(sentence, str):
             raise _string_sentence(caller, i, sentence)
+        if isinstance(sentence, (bytes, bytearray)) or not hasattr(sentence, "__len__"):
+            raise _not_tokens(caller, i, sentence)
         yield sentence
 
 
@@ -94,6 +109,11 @@ def batch_to_ids(sentences: Sequence[Sequence[str]], max_characters_per_token: i
         are all zeros. An empty batch gives shape (0, 0, max_characters_per_token).
     """
     check_tokenized(sentences, "batch_to_ids")
+    try:  # any integer type (numpy's too), but not 50.0: else torch.zeros fails on it
+        max_characters_per_token = operator.index(max_characters_per_token)
+    except TypeError:
+        raise TypeError(f"max_characters_per_token must be an integer, got "
+                        f"{type(max_characters_per_token).__name__}: {max_characters_per_token!r}") from None
     if max_characters_per_token < 3:
         raise ValueError("max_characters_per_token must be at least 3")
     lengths = [len(s) for s in sentences]

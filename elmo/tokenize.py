@@ -92,6 +92,9 @@ _TOKEN = re.compile(r"""
 
 def tokenize(text: str) -> List[str]:
     """Split raw text into tokens (see the module doc). Whitespace only separates tokens."""
+    if not isinstance(text, str):  # (else an AttributeError from .translate, or bytes' own error)
+        raise TypeError(f"tokenize takes a string of text, got {type(text).__name__}"
+                        + ("; decode bytes first" if isinstance(text, (bytes, bytearray)) else ""))
     tokens: List[str] = []
     end = 0
     for match in _TOKEN.finditer(text.translate(CHAR_MAP)):

@@ -21,6 +21,8 @@ class Vocabulary:
             seen: set = set()   # (a set: scanning the list for each word is quadratic)
             dup = next(w for w in words if w in seen or seen.add(w))
             raise ValueError(f"the vocabulary lists {dup!r} twice")
+        if counts is not None and len(counts) != len(words):  # save(with_counts) would drop words
+            raise ValueError(f"{len(counts)} counts for {len(words)} words")
         self.words: List[str] = words
         self.counts: Optional[List[int]] = list(counts) if counts is not None else None
         self.index: Dict[str, int] = {w: i for i, w in enumerate(words)}
@@ -36,6 +38,8 @@ class Vocabulary:
         return self.index.get(word, self.unk)
 
     def ids(self, tokens: Iterable[str]) -> List[int]:
+        if isinstance(tokens, str):  # its characters would be looked up as the words
+            raise TypeError("Vocabulary.ids expects a list of tokens, not a string")
         return [self.index.get(t, self.unk) for t in tokens]
 
     @classmethod

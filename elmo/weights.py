@@ -197,12 +197,19 @@ def load_original(options_file: str | Path, weight_file: str | Path, *, stateful
     return bilm.to(device) if device is not None else bilm
 
 
+def _require_bilm(bilm, caller: str) -> None:
+    if not isinstance(bilm, BiLM):  # else an AttributeError half way through writing
+        raise TypeError(f"{caller} saves a BiLM (elmo.from_pretrained, or Elmo(...).bilm), "
+                        f"got {type(bilm).__name__}")
+
+
 def save_original(bilm: BiLM, options_file: str | Path, weight_file: str | Path,
                   dtype: str = "float32") -> None:
     """Write options.json and the HDF5 weights in the original layout (atomically).
 
     ``dtype="float16"`` halves the file; loading converts back to float32.
     """
+    _require_bilm(bilm, "save_original")
     weight_file = Path(weight_file)
     # Through HDF5Writer: a full disk is one OSError naming the file, with no HDF5 report
     # printed and no temporary file left; the previous file at weight_file stays as it was.
@@ -235,6 +242,7 @@ def save_pretrained(bilm: BiLM, folder: str | Path, fmt: str = "safetensors") ->
 
     from .io import check_output_dir
 
+    _require_bilm(bilm, "save_pretrained")  # before the folder is made
     folder = Path(folder)
     check_output_dir(folder, "model folder")   # a file there: named, not "File exists"
     folder.mkdir(parents=True, exist_ok=True)

@@ -173,6 +173,23 @@ def test_module_on_allennlps_contract_gives_what_the_bilm_gives():
         Elmo(module=wrapped, vocab_to_cache=["the"])
 
 
+class MismatchedBiLM(AllenNLPStyleBiLM):
+    """Returns a mask one position short of its activations."""
+
+    def forward(self, inputs, word_inputs=None):
+        out = self.bilm(inputs, keep_sentence_boundaries=True)
+        return {"activations": out["activations"], "mask": out["mask"][:, :-1]}
+
+
+@pytest.mark.parametrize("keep", [False, True])
+def test_module_whose_mask_does_not_fit_its_activations_is_a_clear_error(keep):
+    """(keep_sentence_boundaries: the vectors came back with a mask that did not fit them)"""
+    mixer = Elmo(module=MismatchedBiLM(random_bilm()), dropout=0.0, keep_sentence_boundaries=keep)
+    with pytest.raises(ValueError, match=r"returned activations of shapes \[\(2, 4, 12\).* a mask of "
+                                         r"shape \(2, 3\)"):
+        mixer(batch_to_ids([["the", "dog"], ["a"]]))
+
+
 # ---------------------------------------------------------------- ElmoTokenEmbedder
 def test_token_embedder_from_files_projection_and_4d():
     emb = ElmoTokenEmbedder(str(ALLENNLP / "options.json"), str(ALLENNLP / "lm_weights.hdf5"),
@@ -213,8 +230,9 @@ def test_token_embedder_without_projection_and_options():
     assert torch.allclose(out, sum(wj * h for wj, h in zip(w, layers)), atol=1e-6)
     out.sum().backward()                                          # requires_grad: the biLM learns
     assert bilm.lstm.layers[0].weight_hh.grad is not None
-    with pytest.raises(ValueError, match="projection_dim"):
-        ElmoTokenEmbedder(module=random_bilm(), projection_dim=0)
+    for width in (0, 2.5, "4"):  # (2.5 met a TypeError inside nn.Linear)
+        with pytest.raises(ValueError, match="projection_dim must be a positive width or None"):
+            ElmoTokenEmbedder(module=random_bilm(), projection_dim=width)
 
 
 # ---------------------------------------------------------------- ElmoEmbedder

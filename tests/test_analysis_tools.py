@@ -184,6 +184,19 @@ def test_contrast_eval_on_a_model_layer0_does_not_move():
         assert low < 0.5 < high
 
 
+def test_analysis_tools_given_nothing_or_a_string_are_clear_errors():
+    from elmo.analysis import probes
+    model = Embedder(random_bilm(), batch_size=8)
+    with pytest.raises(ValueError, match="needs contrast pairs"):
+        contrast.contrast_eval(model, [])
+    train = [[("the", "DET"), ("dog", "NOUN")]]
+    for tr, te in (([], train), (train, []), (train, [[]])):
+        with pytest.raises(ValueError, match="pos_probe needs tagged tokens"):
+            probes.pos_probe(model, tr, te)
+    with pytest.raises(TypeError, match="not a string"):  # "bank" is in "the bank": a substring
+        neighbors.query_vectors(model, "the bank", "bank")
+
+
 # ----------------------------------------------------------------------------- pictures
 def test_plots_write_png(tmp_path):
     pytest.importorskip("matplotlib")

@@ -4,7 +4,7 @@ import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 
-from elmo import batch_to_ids
+from elmo import BiLM, batch_to_ids
 from tests.conftest import random_bilm
 
 WORDS = ["the", "dog", "bit", "man", "a", "bank", "river", "money", ".", ",", "Über", "naïve", "x" * 30]
@@ -157,6 +157,43 @@ def test_ids_the_model_cannot_read_are_clear_errors():
         bilm(torch.full((1, 2, 50), -7))
     with torch.no_grad():  # other integer types are ids too
         assert all(torch.equal(a, b) for a, b in zip(bilm(ids.int())["activations"], bilm(ids)["activations"]))
+
+
+def test_a_bilm_is_built_from_options_only():
+    for wrong in (None, "fixture", {"lstm": {}}):
+        with pytest.raises(TypeError, match="BiLM takes ElmoOptions"):
+            BiLM(wrong)
+
+
+def test_ids_that_are_not_a_tensor_on_the_models_device_are_clear_errors():
+    bilm = random_bilm()
+    ids = batch_to_ids([["the", "dog"]])
+    with pytest.raises(TypeError, match="must be a torch.Tensor"):
+        bilm(ids.tolist())
+    with pytest.raises(ValueError, match="char_ids are on meta and the model on cpu"):
+        bilm(ids.to("meta"))  # (stands in for cuda ids given to a CPU model, and the reverse)
+
+
+@pytest.mark.parametrize("where", ["left", "hole"])
+def test_padding_before_a_token_is_refused_not_misread(where):
+    """A zero row before a sentence's last token would have put </S> over that token."""
+    bilm = random_bilm()
+    ids = batch_to_ids([["the", "dog", "bit"], ["a", "man"]])
+    if where == "left":  # ["a", "man"] padded on the left
+        ids[1] = torch.cat([ids[1, 2:], ids[1, :2]])
+    else:
+        ids[0, 1] = 0
+    with pytest.raises(ValueError, match=f"sentence {1 if where == 'left' else 0} has padding"):
+        bilm(ids)
+
+
+def test_token_cache_words_must_be_strings():
+    encoder = random_bilm().token_encoder
+    with pytest.raises(TypeError, match="words must be strings, got int: 3"):
+        encoder.build_token_cache(["the", 3])
+    with pytest.raises(TypeError, match="not a string"):
+        encoder.build_token_cache("the")
+    assert encoder.token_cache_size == 0
 
 
 def test_model_with_other_max_chars_uses_it():

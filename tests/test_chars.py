@@ -41,3 +41,12 @@ def test_rejects_a_plain_string():
     import pytest
     with pytest.raises(TypeError):
         batch_to_ids("not tokenized")
+
+
+def test_max_characters_per_token_must_be_an_integer():
+    import numpy as np
+    import pytest
+    for wrong in (50.0, "50"):  # not a TypeError from inside torch.zeros
+        with pytest.raises(TypeError, match="max_characters_per_token must be an integer, got"):
+            batch_to_ids([["a"]], wrong)
+    assert batch_to_ids([["a"]], np.int64(12)).shape == (1, 1, 12)

@@ -69,6 +69,22 @@ def test_bad_arguments():
     for count in (-1, 1.5):
         with pytest.raises(ValueError, match="num_output_representations"):
             Elmo(module=random_bilm(), num_output_representations=count)
-    for p in (float("nan"), -0.1, 1.5):
-        with pytest.raises(ValueError, match="dropout must be between 0 and 1"):
+    for p in (float("nan"), -0.1, 1.5, None, "0.5"):
+        with pytest.raises(ValueError, match="dropout must be a number between 0 and 1"):
             Elmo(module=random_bilm(), dropout=p)
+    for module in (3, torch.nn.Linear(2, 2)):  # not a biLM: not an AttributeError later
+        with pytest.raises(TypeError, match="module= must be a BiLM"):
+            Elmo(module=module)
+    with pytest.raises(TypeError, match="list of words, not a string"):
+        Elmo(module=random_bilm(), vocab_to_cache="the")  # not the words "t", "h", "e"
+
+
+def test_inputs_that_are_not_id_tensors_are_clear_errors():
+    mixer = Elmo(module=random_bilm(), dropout=0.0)
+    ids = batch_to_ids([["the", "dog"]])
+    with pytest.raises(TypeError, match="inputs must be a torch.Tensor"):
+        mixer(ids.numpy())
+    with pytest.raises(TypeError, match="word_inputs must be a torch.Tensor or None"):
+        mixer(ids, [[1, 2]])
+    with pytest.raises(ValueError, match="meta device"):
+        mixer(ids.to("meta"))

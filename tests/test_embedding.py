@@ -1,4 +1,6 @@
 """Embedder, windowing of long sentences, layer selections, pooling and the tokenizer."""
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -81,6 +83,9 @@ def test_layer_selection_errors(bilm):
         LayerSelection.parse("mix:a,b")
     with pytest.raises(ValueError, match="one of"):
         LayerSelection.parse("bottom")
+    for wrong in (2, None):  # not an AttributeError
+        with pytest.raises(TypeError, match="layers must be a string"):
+            Embedder(bilm).embed_sentences([["a"]], layers=wrong)
     with pytest.raises(ValueError, match="2 weights for a model with 3 layers"):
         Embedder(bilm).embed_sentences([["a"]], layers="mix:0.5,0.5")
 
@@ -109,9 +114,30 @@ def test_a_sentence_that_is_a_string_is_refused(bilm):
             call([["A", "bank"], "The bank ."])
         with pytest.raises(TypeError, match="not a string"):
             call("The bank .")
+        for sentence, shown in ((None, "NoneType"), (b"The bank .", "bytes")):  # bytes: its byte values
+            with pytest.raises(TypeError, match=rf"{name}: sentence 1 is {shown}, not a list of tokens"):
+                call([["A", "bank"], sentence])
     # token lists of any sequence type still work, and the refusal changed nothing
     assert embedder.embed_sentences([("The", "bank", ".")])[0].shape[1] == 3
     assert sentence_vectors(embedder, [["The", "bank", "."]]).shape == (1, bilm.output_dim)
+
+
+def test_an_iterator_of_sentences_is_refused_not_taken_as_none(bilm):
+    """The check of the sentences used an iterator up, so embed_sentences returned []."""
+    embedder = Embedder(bilm)
+    for call in (embedder.embed_sentences, lambda s: sentence_vectors(embedder, s), batch_to_ids):
+        with pytest.raises(TypeError, match=r"got list_iterator; .* pass list\(sentences\)"):
+            call(iter([["The", "bank", "."]]))
+    assert len(embedder.embed_sentences(list(iter([["The", "bank", "."]])))) == 1
+
+
+def test_embedder_settings_of_the_wrong_type_are_named(bilm):
+    for setting, value in (("batch_size", "8"), ("batch_size", 2.5), ("max_tokens", 8.5), ("overlap", None)):
+        with pytest.raises(TypeError, match=f"{setting} must be an integer, got"):
+            Embedder(bilm, **{setting: value})
+    with pytest.raises(ValueError, match="dtype must be a floating-point type"):  # not vectors cut to ints
+        Embedder(bilm).embed_sentences([["the", "bank"]], dtype="int8")
+    assert Embedder(bilm, batch_size=np.int64(2)).embed_sentences([["a"]] * 3, dtype="float64")[0].dtype == np.float64
 
 
 def test_float16_output(bilm):
@@ -234,6 +260,17 @@ def test_masked_pool_ignores_padded_positions():
     torch.testing.assert_close(biggest[0], vectors[0, :2].amax(0))
     torch.testing.assert_close(mean[1], vectors[1].mean(0))
     assert not mean[2].any() and not biggest[2].any()
+    torch.testing.assert_close(masked_pool(vectors, mask.float(), "max"), biggest)  # a 0/1 mask too
+
+
+def test_masked_pool_refuses_a_mask_that_does_not_fit():
+    vectors = torch.randn(2, 3, 4)
+    for mask, shape in ((torch.ones(2, 1, dtype=torch.bool), "(2, 1)"),   # broadcast: wrong means
+                        (torch.ones(2, 4, dtype=torch.bool), "(2, 4)")):
+        with pytest.raises(ValueError, match=re.escape(f"got (2, 3, 4) and {shape}")):
+            masked_pool(vectors, mask)
+    with pytest.raises(ValueError, match=re.escape("vectors (B, T, D)")):
+        masked_pool(vectors[0], torch.ones(3, dtype=torch.bool))
 
 
 # ---------------------------------------------------------------------- tokenizer
@@ -249,3 +286,9 @@ def test_masked_pool_ignores_padded_positions():
 ])
 def test_tokenizer(text, tokens):
     assert tokenize(text) == tokens
+
+
+def test_tokenizer_takes_text_only():
+    for wrong, shown in ((None, "NoneType$"), (b"a b", "bytes; decode bytes first"), (["a b"], "list$")):
+        with pytest.raises(TypeError, match=f"tokenize takes a string of text, got {shown}"):
+            tokenize(wrong)

@@ -331,6 +331,15 @@ def test_released_configuration_gives_the_released_shapes(tmp_path):
     assert options.output_dim == 1024 and options.lstm.proj_clip == 3.0
 
 
+def test_a_sentence_that_is_a_string_is_refused_by_the_dictionaries(case):
+    """As for byte models: each character of "the bank" would have become a token."""
+    _, bilm, _ = case
+    with pytest.raises(TypeError, match="sentence 1 is a string"):
+        bilm.token_ids([["a"], "the bank"])
+    with pytest.raises(TypeError, match="sentence 0 is NoneType"):
+        bilm.token_ids([None])
+
+
 def test_byte_ids_given_to_a_dictionary_model_are_refused():
     bilm = elmo.from_pretrained(MANYLANGS / "model")           # no word embedding: also 50 ids
     with pytest.raises(ValueError, match="bilm.token_ids"):

@@ -1,4 +1,5 @@
 import math
+import re
 
 import pytest
 import torch
@@ -68,6 +69,16 @@ def test_layer_norm_uses_only_unmasked_positions():
 def test_wrong_number_of_layers():
     with pytest.raises(ValueError, match="expected 3 layers"):
         ScalarMix(3)([torch.zeros(1, 1, 1)] * 2)
+    for count in (0, 2.5, "3"):
+        with pytest.raises(ValueError, match="num_layers must be a count of at least 1"):
+            ScalarMix(count)
+
+
+def test_layer_norm_mask_of_another_shape_is_a_clear_error():
+    layers = [torch.randn(2, 3, 4) for _ in range(2)]
+    for shape in ((2, 4), (3, 2), (2, 1)):  # (2, 1) would have broadcast: wrong statistics, no error
+        with pytest.raises(ValueError, match=re.escape(f"the mask has shape {shape}; for layers of shape (2, 3, 4) it must be (2, 3)")):
+            ScalarMix(2, do_layer_norm=True)(layers, torch.ones(shape, dtype=torch.bool))
 
 
 def test_layers_of_different_shapes_and_non_finite_starts_are_clear_errors():

@@ -223,6 +223,13 @@ def test_a_bad_vocabulary_file_is_named(tmp_path, content, message):
         Vocabulary.load(tmp_path / "v.txt")
 
 
+def test_vocabulary_refuses_counts_that_do_not_fit_and_a_string_of_tokens():
+    with pytest.raises(ValueError, match="2 counts for 4 words"):  # save(with_counts) dropped two
+        Vocabulary(["<S>", "</S>", "<UNK>", "a"], [1, 2])
+    with pytest.raises(TypeError, match="not a string"):
+        Vocabulary.from_counts({"ab": 3}).ids("ab")
+
+
 def test_command_line_train_warm_start_continues_a_model(tmp_path, toy, capsys):
     """`elmo train --from MODEL` starts from MODEL's weights and vocabulary (no --vocab needed)
     and records the phases' tokens; without either --vocab or --from it is one clear error."""

@@ -89,6 +89,27 @@ def test_missing_files_and_folders(tmp_path):
         elmo.from_pretrained(tmp_path)
 
 
+def test_saving_something_that_is_not_a_bilm_is_refused_before_writing(tmp_path):
+    with pytest.raises(TypeError, match=r"save_pretrained saves a BiLM \(.*\), got NoneType"):
+        elmo.save_pretrained(None, tmp_path / "model")
+    assert not (tmp_path / "model").exists()  # no empty folder left behind
+    with pytest.raises(TypeError, match="save_original saves a BiLM"):
+        save_original(elmo.Elmo(module=random_bilm()), tmp_path / "o.json", tmp_path / "w.hdf5")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_empty_or_wrongly_typed_model_name_is_refused(tmp_path, monkeypatch):
+    shutil.copytree(elmo.model_path("fixture"), tmp_path / "model")
+    monkeypatch.chdir(tmp_path / "model")  # "" would have read the current folder's model
+    for empty in ("", "  "):
+        with pytest.raises(WeightFileError, match="the model name is empty"):
+            elmo.from_pretrained(empty)
+    assert elmo.from_pretrained(".").output_dim > 0  # naming it is the way
+    for wrong in (None, 3, b"default"):
+        with pytest.raises(TypeError, match="named by a string or a path, got"):
+            elmo.from_pretrained(wrong)
+
+
 def test_a_mistyped_model_name_names_the_close_ones(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # where no folder of that name exists
     with pytest.raises(WeightFileError, match="did you mean 'default'"):

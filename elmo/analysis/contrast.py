@@ -175,6 +175,8 @@ def contrast_eval(model, items: Sequence[ContrastItem], seed: int = 0, l2: float
     Returns ``{"categories": {name: {"movement": {...}, "probe": [per layer], "n_pairs",
     "chance", "chance_range"}}, "movement": {...} over all items, "n_items", "different_words"}``.
     """
+    if not items:  # (else an IndexError below)
+        raise ValueError("contrast_eval needs contrast pairs; got none")
     sentences = sorted({it.a for it in items} | {it.b for it in items})
     arrays = embed_layers(model, [list(s) for s in sentences], batch_size)
     vecs = dict(zip(sentences, arrays))

@@ -215,6 +215,8 @@ def cached_index(model, corpus: Path, cache_dir: Path, max_sentences: Optional[i
 
 def query_vectors(model, tokens: Sequence[str], word: str) -> Tuple[int, np.ndarray]:
     """Position of the first occurrence of ``word`` in ``tokens`` and its vectors (L + 1, D)."""
+    if isinstance(tokens, str):  # `word in tokens` would test for a substring
+        raise TypeError(f"tokens must be a list of tokens, not a string; e.g. {tokens!r}.split()")
     if word not in tokens:
         raise ValueError(f"{word!r} is not a token of the sentence {' '.join(tokens)!r}")
     i = list(tokens).index(word)

@@ -155,6 +155,10 @@ def pos_probe(model, train: Sequence[Tagged], test: Sequence[Tagged], l2: float 
         sentences, ``[low, high]``), the baselines (``majority_tag``, ``word_majority_tag``, ``layer0``), counts, and
         ``finding`` (layer 1 vs layer 2, by a paired bootstrap over test sentences).
     """
+    n_train, n_test = sum(len(s) for s in train), sum(len(s) for s in test)
+    if not n_train or not n_test:  # (else numpy's "need at least one array to concatenate")
+        raise ValueError(f"pos_probe needs tagged tokens to train and to test on; got {n_train} "
+                         f"train and {n_test} test tokens")
     tags = sorted({t for s in train for _, t in s})
     tag_id = {t: i for i, t in enumerate(tags)}
     x_train = _stack(embed_layers(model, [[w for w, _ in s] for s in train], batch_size))

@@ -19,6 +19,7 @@ so the results equal embedding each sentence alone, up to float rounding.
 """
 from __future__ import annotations
 
+import operator
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -81,6 +82,8 @@ class Embedder:
             model = from_pretrained(model if model is not None else DEFAULT_MODEL, device=device)
         elif device is not None:
             model = model.to(device)
+        batch_size, max_tokens, overlap = (_integer(name, value) for name, value in (
+            ("batch_size", batch_size), ("max_tokens", max_tokens), ("overlap", overlap)))
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, got {batch_size}")
         check_window_args(max_tokens, overlap)
@@ -140,6 +143,8 @@ class Embedder:
         selection = LayerSelection.parse(layers)
         selection.check(self.num_layers)
         dtype = np.dtype(dtype)
+        if dtype.kind != "f":  # an integer type would silently truncate every vector
+            raise ValueError(f"dtype must be a floating-point type (float32, float16), got {dtype}")
         for batch in self.plan(sentences):
             yield self._run_batch(sentences, batch, selection, dtype)
 
@@ -185,6 +190,14 @@ class Embedder:
         return results if selection.keeps_all else [r[0] for r in results]
 
 
+def _integer(name: str, value) -> int:
+    """``value`` as an int (numpy's integers too); a float or a string is a TypeError naming it."""
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__}: {value!r}") from None
+
+
 def frequent_words(sentences: Iterable[Sentence], min_count: int = 2, max_words: int = 50_000) -> List[str]:
     """The words occurring at least ``min_count`` times, most frequent first (ties: first seen)."""
     counts = Counter(token for sentence in tokenized(sentences, "frequent_words") for token in sentence)
@@ -203,6 +216,11 @@ def masked_pool(vectors: torch.Tensor, mask: torch.Tensor, pooling: str = "mean"
     """
     if pooling not in ("mean", "max"):
         raise ValueError(f"pooling must be 'mean' or 'max', got {pooling!r}")
+    # a (B, 1) mask would broadcast over the tokens: wrong means, no error
+    if vectors.dim() != 3 or tuple(mask.shape) != tuple(vectors.shape[:2]):
+        raise ValueError(f"masked_pool takes vectors (B, T, D) and a mask (B, T); got "
+                         f"{tuple(vectors.shape)} and {tuple(mask.shape)}")
+    mask = mask.bool()  # (a 0/1 float mask too; ~ below needs booleans)
     if vectors.shape[1] == 0:  # no positions at all: every sentence is empty
         return vectors.new_zeros(vectors.shape[0], vectors.shape[2])
     keep = mask.unsqueeze(-1)

@@ -31,6 +31,9 @@ class LayerSelection:
     def parse(cls, spec: "str | LayerSelection", gamma: float = 1.0) -> "LayerSelection":
         if isinstance(spec, LayerSelection):
             return spec
+        if not isinstance(spec, str):  # (else an AttributeError from .strip())
+            raise TypeError(f"layers must be a string ({', '.join(CHOICES)}) or a LayerSelection, "
+                            f"got {type(spec).__name__}: {spec!r}")
         if not math.isfinite(gamma):
             raise ValueError(f"gamma (--gamma) must be a finite number, got {gamma!r}")
         spec = spec.strip()

@@ -24,6 +24,7 @@ from typing import Dict, Mapping, Optional, Sequence, Tuple
 
 import torch
 
+from ..chars import check_tokenized
 from .dictionary import check_specials, read_dictionary, write_dictionary
 
 CHAR_SPECIALS = ("<bos>", "<eos>", "<oov>", "<pad>", "<bow>", "<eow>")
@@ -126,8 +127,8 @@ class CharVocabulary:
 
         The sentence boundaries are not included: the model adds them.
         """
-        if isinstance(sentences, str):
-            raise TypeError("batch_to_ids expects a list of token lists, not a string")
+        # a sentence that is a string would silently become one token per character
+        check_tokenized(sentences, "batch_to_ids")
         lengths = [len(s) for s in sentences]
         longest = max(lengths, default=0)
         out = torch.zeros(len(sentences), longest, self.width, dtype=torch.long)

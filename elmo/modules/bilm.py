@@ -49,6 +49,22 @@ def add_sentence_boundaries(char_ids: torch.Tensor, lengths: torch.Tensor, bos_r
     return out
 
 
+def check_padding_at_end(mask: torch.Tensor) -> None:
+    """ValueError unless each row's tokens come first and its padding (all-zero ids) after them.
+
+    A sentence's length is its count of tokens, so a zero row before its last token (padding on
+    the left, or a hole) would put ``</S>`` over that last token and shift the LSTMs: wrong
+    vectors and no error. (An empty token ``""`` has ids of its own; it is not padding.)"""
+    if mask.shape[-1] < 2:
+        return
+    hole = mask[:, 1:] & ~mask[:, :-1]  # a token right after a padded position
+    if bool(hole.any()):
+        row, step = (int(v) for v in hole.nonzero()[0])
+        raise ValueError(f"char_ids sentence {row} has padding (all-zero ids) at position {step} "
+                         f"before a token at {step + 1}: each sentence's tokens must come first, "
+                         f"padding after them, as elmo.batch_to_ids makes them")
+
+
 class BiLMOutput(TypedDict):
     """What :meth:`BiLM.forward` returns (a plain dict)."""
 
@@ -69,6 +85,9 @@ class BiLM(nn.Module):
 
     def __init__(self, options: ElmoOptions, stateful: bool = False, id_scheme=None):
         super().__init__()
+        if not isinstance(options, ElmoOptions):  # else an AttributeError on the first field
+            raise TypeError(f"BiLM takes ElmoOptions (ElmoOptions.from_file, from_dict or preset), "
+                            f"got {type(options).__name__}; to load a model use elmo.from_pretrained")
         self.options = options
         lstm = options.lstm
         vocab = options.char_vocabulary
@@ -154,9 +173,16 @@ class BiLM(nn.Module):
             zero at padded positions; ``mask``: (..., T') bool. ``...`` is the input's leading
             shape.
         """
+        if not isinstance(char_ids, torch.Tensor):
+            raise TypeError(f"char_ids must be a torch.Tensor of ids, got {type(char_ids).__name__}: "
+                            f"make them with bilm.token_ids(sentences) or elmo.batch_to_ids")
         if char_ids.dim() < 3:
             raise ValueError(f"char_ids must be (batch, tokens, chars) or (..., tokens, chars), "
                              f"got shape {tuple(char_ids.shape)}")
+        weights = self.token_encoder.char_embedding.weight
+        if char_ids.device != weights.device:  # else an error deep in the embedding (or the meta backend)
+            raise ValueError(f"char_ids are on {char_ids.device} and the model on {weights.device}: "
+                             f"move them with char_ids.to({str(weights.device)!r})")
         scheme = self.token_encoder.require_id_scheme()
         if char_ids.shape[-1] != scheme.width:
             raise ValueError(f"char_ids has {char_ids.shape[-1]} characters per token; this model "
@@ -180,6 +206,7 @@ class BiLM(nn.Module):
         scheme = self.token_encoder.id_scheme
         mask = (char_ids > 0).any(dim=-1)
         lengths = mask.sum(dim=1)
+        check_padding_at_end(mask)
         with_bounds = add_sentence_boundaries(char_ids, lengths, scheme.bos_row, scheme.eos_row)
         bounded_lengths = torch.where(lengths > 0, lengths + 2, lengths)
         layers = self.layers_of(with_bounds, bounded_lengths)

@@ -340,6 +340,13 @@ class CharCNN(nn.Module):
         not change, only its cost. Rebuild the cache after changing the weights: it is not used
         while the module trains with gradients.
         """
+        if isinstance(words, str):  # its characters would be cached as the words
+            raise TypeError("build_token_cache expects a list of words, not a string")
+        words = list(words)
+        for word in words:
+            if not isinstance(word, str):
+                raise TypeError(f"build_token_cache: words must be strings, got "
+                                f"{type(word).__name__}: {word!r}")
         scheme = self.require_id_scheme()
         rows = torch.tensor([scheme.bos_row, scheme.eos_row], dtype=torch.long)
         ids = torch.cat([rows, scheme.token_rows(list(dict.fromkeys(words)))])

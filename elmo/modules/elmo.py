@@ -60,8 +60,12 @@ class Elmo(nn.Module):
         if count < 0:
             raise ValueError(f"num_output_representations must be a count (0 or more), "
                              f"got {num_output_representations!r}")
-        if not 0.0 <= dropout <= 1.0:  # (NaN fails this too; nn.Dropout lets it through)
-            raise ValueError(f"dropout must be between 0 and 1, got {dropout}")
+        try:
+            rate_ok = bool(0.0 <= dropout <= 1.0)  # (NaN fails this too; nn.Dropout lets it through)
+        except TypeError:  # None, a string: not a number
+            rate_ok = False
+        if not rate_ok:
+            raise ValueError(f"dropout must be a number between 0 and 1, got {dropout!r}")
         if module is None:
             if options_file is None or weight_file is None:
                 raise ValueError("pass options_file and weight_file, or a loaded BiLM as module=")
@@ -69,6 +73,11 @@ class Elmo(nn.Module):
             module = load_original(options_file, weight_file, stateful=stateful)
         elif options_file is not None or weight_file is not None:
             raise ValueError("pass either module= or options_file/weight_file, not both")
+        elif not isinstance(module, BiLM) and not (isinstance(module, nn.Module)
+                                                    and hasattr(module, "num_layers")):
+            raise TypeError(f"module= must be a BiLM (elmo.from_pretrained) or a torch module with "
+                            f"num_layers, get_output_dim() and AllenNLP's forward; got "
+                            f"{type(module).__name__}")
         else:
             module.stateful = stateful
         self._elmo_lstm = module
@@ -132,6 +141,13 @@ class Elmo(nn.Module):
         without the ``<S>``/``</S>`` positions (as bilm-tf; AllenNLP includes them) unless
         ``keep_sentence_boundaries``; they are over the whole call, all leading dimensions.
         """
+        if not isinstance(inputs, torch.Tensor):
+            raise TypeError(f"inputs must be a torch.Tensor of character ids (elmo.batch_to_ids), "
+                            f"got {type(inputs).__name__}")
+        if word_inputs is not None and not isinstance(word_inputs, torch.Tensor):
+            raise TypeError(f"word_inputs must be a torch.Tensor or None, got {type(word_inputs).__name__}")
+        if inputs.is_meta:  # (.to(device) below would fail inside PyTorch: a meta tensor has no data)
+            raise ValueError("inputs are on the meta device, which holds no ids: pass real character ids")
         if inputs.dim() < 3:
             raise ValueError(f"inputs must be character ids (batch, tokens, chars) or "
                              f"(..., tokens, chars), got shape {tuple(inputs.shape)}")
@@ -169,11 +185,21 @@ class Elmo(nn.Module):
         except (TypeError, KeyError, AttributeError):
             raise TypeError(f"module= {type(self._elmo_lstm).__name__} must return a dict with "
                             f"'activations' (a list of tensors) and 'mask'") from None
+        name = type(self._elmo_lstm).__name__
+        if not all(isinstance(layer, torch.Tensor) for layer in layers):
+            raise TypeError(f"module= {name} must return 'activations' as a list of tensors")
+        # (else a broadcasting or reshape error below, or a mask that does not fit the vectors)
+        if mask.dim() != 2 or mask.shape[0] != inputs.shape[0] or \
+                any(layer.dim() != 3 or layer.shape[:2] != mask.shape for layer in layers):
+            raise ValueError(f"module= {name} returned activations of shapes "
+                             f"{[tuple(layer.shape) for layer in layers]} and a mask of shape "
+                             f"{tuple(mask.shape)}; for {inputs.shape[0]} sentences they must be "
+                             f"(N, T + 2, D) each and (N, T + 2)")
         if self._keep_sentence_boundaries:
             return {"activations": layers, "mask": mask}
         steps = mask.shape[1] - 2
         if steps < 0:
-            raise ValueError(f"module= {type(self._elmo_lstm).__name__} returned a mask of shape "
+            raise ValueError(f"module= {name} returned a mask of shape "
                              f"{tuple(mask.shape)}, without the two boundary positions")
         lengths = (mask.sum(dim=1) - 2).clamp(min=0)                  # tokens without <S>, </S>
         kept = torch.arange(steps, device=mask.device)[None, :] < lengths[:, None]

@@ -10,6 +10,7 @@ regulariser lam * ||s||^2 to add to the task loss.
 from __future__ import annotations
 
 import math
+import operator
 from typing import Optional, Sequence
 
 import torch
@@ -31,8 +32,13 @@ class ScalarMix(nn.Module):
                  initial_scalar_parameters: Optional[Sequence[float]] = None,
                  initial_gamma: float = 1.0, trainable: bool = True):
         super().__init__()
-        if num_layers < 1:
-            raise ValueError("num_layers must be at least 1")
+        try:  # any integer type (numpy's too), but not 2.5
+            count = operator.index(num_layers)
+        except TypeError:
+            count = 0
+        if count < 1:
+            raise ValueError(f"num_layers must be a count of at least 1, got {num_layers!r}")
+        num_layers = count
         s = [0.0] * num_layers if initial_scalar_parameters is None else list(initial_scalar_parameters)
         if len(s) != num_layers:
             raise ValueError(f"initial_scalar_parameters has {len(s)} values for {num_layers} layers")
@@ -63,6 +69,9 @@ class ScalarMix(nn.Module):
         if self.do_layer_norm:
             if mask is None:
                 raise ValueError("do_layer_norm needs the mask")
+            if tuple(mask.shape) != tuple(layers[0].shape[:-1]):  # else a broadcasting error, or worse
+                raise ValueError(f"the mask has shape {tuple(mask.shape)}; for layers of shape "
+                                 f"{tuple(layers[0].shape)} it must be {tuple(layers[0].shape[:-1])}")
             layers = [self._normalise(layer, mask) for layer in layers]
         mixed = sum(w * layer for w, layer in zip(weights, layers))
         return self.gamma.to(mixed.dtype) * mixed
