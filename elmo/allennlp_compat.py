@@ -17,7 +17,6 @@ in the README ("Differences from AllenNLP"). Nothing here is new computation:
 """
 from __future__ import annotations
 
-import operator
 import os
 import tempfile
 from itertools import islice
@@ -31,6 +30,7 @@ from torch import nn
 from .embedding import Embedder, embed_file
 from .embedding.embedder import DEFAULT_BATCH_SIZE
 from .embedding.windows import DEFAULT_MAX_TOKENS, DEFAULT_OVERLAP
+from .jobconfig import integer_or_none
 from .modules import BiLM, Elmo
 
 #: What ``embed_file``'s ``output_format`` may be, as in AllenNLP.
@@ -59,11 +59,8 @@ class ElmoTokenEmbedder(nn.Module):
                           do_layer_norm=do_layer_norm, dropout=dropout, vocab_to_cache=vocab_to_cache,
                           scalar_mix_parameters=scalar_mix_parameters, module=module, stateful=stateful)
         if projection_dim is not None:
-            try:  # any integer type, but not 2.5 (nn.Linear fails on it deep in torch)
-                width = operator.index(projection_dim)
-            except TypeError:
-                width = 0
-            if width < 1:
+            width = integer_or_none(projection_dim)  # not 2.5: nn.Linear fails on it deep in torch
+            if width is None or width < 1:
                 raise ValueError(f"projection_dim must be a positive width or None, got {projection_dim!r}")
             projection_dim = width
         self._projection = (nn.Linear(self._elmo.get_output_dim(), projection_dim)

@@ -11,11 +11,12 @@ single characters 256 and 257 between BOW and EOW. The +1 shift keeps id 0 free 
 """
 from __future__ import annotations
 
-import operator
 from functools import lru_cache
 from typing import Iterable, Iterator, Sequence
 
 import torch
+
+from .jobconfig import require_integer
 
 BOS_CHAR = 256  #: beginning of sentence
 EOS_CHAR = 257  #: end of sentence
@@ -109,11 +110,8 @@ def batch_to_ids(sentences: Sequence[Sequence[str]], max_characters_per_token: i
         are all zeros. An empty batch gives shape (0, 0, max_characters_per_token).
     """
     check_tokenized(sentences, "batch_to_ids")
-    try:  # any integer type (numpy's too), but not 50.0: else torch.zeros fails on it
-        max_characters_per_token = operator.index(max_characters_per_token)
-    except TypeError:
-        raise TypeError(f"max_characters_per_token must be an integer, got "
-                        f"{type(max_characters_per_token).__name__}: {max_characters_per_token!r}") from None
+    # any integer type (numpy's too), but not 50.0: else torch.zeros fails on it
+    max_characters_per_token = require_integer("max_characters_per_token", max_characters_per_token)
     if max_characters_per_token < 3:
         raise ValueError("max_characters_per_token must be at least 3")
     lengths = [len(s) for s in sentences]

@@ -132,16 +132,11 @@ PACKAGES: Dict[str, Package] = {p.name: p for p in [
 
 
 def data_home() -> Path:
-    """The cache folder: ``$ELMO_DATA``, else ``$XDG_CACHE_HOME/elmo``, else ``~/.cache/elmo``.
-    A file there is a DataError naming the variable (not "Not a directory" on a path inside it)."""
-    if os.environ.get("ELMO_DATA"):
-        folder, source = Path(os.environ["ELMO_DATA"]).expanduser(), "$ELMO_DATA"
-    else:
-        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-        folder, source = Path(base) / "elmo", "the cache folder"
-    if folder.exists() and not folder.is_dir():
-        raise DataError(f"{folder}: {source} is a file, not a folder; point ELMO_DATA at a folder")
-    return folder
+    """The cache folder: ``$ELMO_DATA``, else ``$XDG_CACHE_HOME/elmo``, else ``~/.cache/elmo``
+    (a file there is a DataError naming the variable)."""
+    from ..hub.download import cache_folder
+
+    return cache_folder("ELMO_DATA", DataError)
 
 
 def sha256_file(path: Path) -> str:

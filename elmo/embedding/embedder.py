@@ -19,7 +19,6 @@ so the results equal embedding each sentence alone, up to float rounding.
 """
 from __future__ import annotations
 
-import operator
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +28,7 @@ import numpy as np
 import torch
 
 from ..chars import check_tokenized, tokenized
+from ..jobconfig import require_integer
 from ..modules import BiLM
 from .layers import LayerSelection
 from .windows import DEFAULT_MAX_TOKENS, DEFAULT_OVERLAP, Window, check_window_args, plan_windows
@@ -82,7 +82,7 @@ class Embedder:
             model = from_pretrained(model if model is not None else DEFAULT_MODEL, device=device)
         elif device is not None:
             model = model.to(device)
-        batch_size, max_tokens, overlap = (_integer(name, value) for name, value in (
+        batch_size, max_tokens, overlap = (require_integer(name, value) for name, value in (
             ("batch_size", batch_size), ("max_tokens", max_tokens), ("overlap", overlap)))
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, got {batch_size}")
@@ -188,14 +188,6 @@ class Embedder:
             for out in batch:
                 results[out.sentence][:, out.offset:out.offset + out.vectors.shape[1]] = out.vectors
         return results if selection.keeps_all else [r[0] for r in results]
-
-
-def _integer(name: str, value) -> int:
-    """``value`` as an int (numpy's integers too); a float or a string is a TypeError naming it."""
-    try:
-        return operator.index(value)
-    except TypeError:
-        raise TypeError(f"{name} must be an integer, got {type(value).__name__}: {value!r}") from None
 
 
 def frequent_words(sentences: Iterable[Sentence], min_count: int = 2, max_words: int = 50_000) -> List[str]:

@@ -27,7 +27,7 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Callable, Optional, Type
 from urllib.parse import unquote, urlsplit
 
 #: Seconds to wait for a connection and between two reads of the body.
@@ -48,19 +48,25 @@ def is_url(value: object) -> bool:
     return isinstance(value, str) and value.lower().startswith(("http://", "https://"))
 
 
-def elmo_home() -> Path:
-    """The cache folder: ``$ELMO_HOME``, else ``$XDG_CACHE_HOME/elmo``, else ``~/.cache/elmo``.
-    A file there is a DownloadError naming the variable (not "Not a directory" on a path inside
-    it). Written out here rather than with ``elmo.io.cache_folder``: this module imports
-    nothing of the package, so a process can fetch with it alone."""
-    if os.environ.get("ELMO_HOME"):
-        folder, source = Path(os.environ["ELMO_HOME"]).expanduser(), "$ELMO_HOME"
+def cache_folder(variable: str, error: Type[Exception]) -> Path:
+    """The folder ``$variable`` names, else ``$XDG_CACHE_HOME/elmo``, else ``~/.cache/elmo``. A
+    file there raises ``error`` naming the variable (not "Not a directory" on a path inside it).
+    (Here, not in the package's io module: this module imports nothing of the package, so a
+    process can fetch with it alone.)"""
+    if os.environ.get(variable):
+        folder, source = Path(os.environ[variable]).expanduser(), f"${variable}"
     else:
         base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
         folder, source = Path(base) / "elmo", "the cache folder"
     if folder.exists() and not folder.is_dir():
-        raise DownloadError(f"{folder}: {source} is a file, not a folder; point ELMO_HOME at a folder")
+        raise error(f"{folder}: {source} is a file, not a folder; point {variable} at a folder")
     return folder
+
+
+def elmo_home() -> Path:
+    """The models' cache folder: ``$ELMO_HOME``, else ``$XDG_CACHE_HOME/elmo``, else
+    ``~/.cache/elmo``."""
+    return cache_folder("ELMO_HOME", DownloadError)
 
 
 def offline() -> bool:

@@ -14,12 +14,12 @@ pass ``stateful=True`` for the original's carried state.
 from __future__ import annotations
 
 import math
-import operator
 from typing import Dict, List, Optional, Sequence, cast
 
 import torch
 from torch import nn
 
+from ..jobconfig import integer_or_none
 from .bilm import BiLM, BiLMOutput
 from .scalar_mix import ScalarMix
 
@@ -53,11 +53,8 @@ class Elmo(nn.Module):
                  module: Optional[BiLM] = None, stateful: bool = False,
                  device: Optional[str | torch.device] = None):
         super().__init__()
-        try:  # any integer type (numpy's too), but not 1.5
-            count = operator.index(num_output_representations)
-        except TypeError:
-            count = -1
-        if count < 0:
+        count = integer_or_none(num_output_representations)  # any integer type (numpy's too), not 1.5
+        if count is None or count < 0:
             raise ValueError(f"num_output_representations must be a count (0 or more), "
                              f"got {num_output_representations!r}")
         try:

@@ -10,11 +10,12 @@ regulariser lam * ||s||^2 to add to the task loss.
 from __future__ import annotations
 
 import math
-import operator
 from typing import Optional, Sequence
 
 import torch
 from torch import nn
+
+from ..jobconfig import integer_or_none
 
 
 class ScalarMix(nn.Module):
@@ -32,11 +33,8 @@ class ScalarMix(nn.Module):
                  initial_scalar_parameters: Optional[Sequence[float]] = None,
                  initial_gamma: float = 1.0, trainable: bool = True):
         super().__init__()
-        try:  # any integer type (numpy's too), but not 2.5
-            count = operator.index(num_layers)
-        except TypeError:
-            count = 0
-        if count < 1:
+        count = integer_or_none(num_layers)  # any integer type (numpy's too), but not 2.5
+        if count is None or count < 1:
             raise ValueError(f"num_layers must be a count of at least 1, got {num_layers!r}")
         num_layers = count
         s = [0.0] * num_layers if initial_scalar_parameters is None else list(initial_scalar_parameters)
