@@ -88,6 +88,24 @@ def test_padding_does_not_change_predictions(kind, extra):
     assert together == alone
 
 
+def test_pair_texts_without_tokens_get_the_scores_they_get_alone():
+    """An empty text_a or text_b (elmo predict on a line "a<TAB>"): a batch where every text
+    on one side is empty crashed in the pooling's max; mixed in a batch, the same scores."""
+    task = _tiny_task("pair")
+    vocab, emb, _ = build_embeddings([e.tokens for e in task.splits["train"]], [], {"random_dim": 6})
+    torch.manual_seed(0)
+    model = build_model(task, emb, _settings(), ElmoFeatures(elmo.from_pretrained("fixture"),
+                                                             ["input", "output"]), lam=0.0).eval()
+    index = {label: i for i, label in enumerate(task.labels)}
+    examples = [Example(["cat"], "", []), Example([], "", ["dog", "sat"]), Example([], "", []),
+                Example(["the", "big", "dog"], "", ["cat", "on", "the", "mat"])]
+    with torch.no_grad():
+        together = model.logits(make_batch(examples, "pair", vocab, index, 50))
+        alone = torch.cat([model.logits(make_batch([e], "pair", vocab, index, 50)) for e in examples])
+    torch.testing.assert_close(together, alone)
+    assert torch.isfinite(alone).all()
+
+
 def _embeddings_and_batches(task, kind):
     """Random 8-d word embeddings of the task's training words, and its batch maker."""
     vocab, emb, _ = build_embeddings([e.tokens for e in task.splits["train"]], [], {"random_dim": 8})

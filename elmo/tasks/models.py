@@ -251,6 +251,8 @@ class PairClassifier(Classifier):
 
     @staticmethod
     def _pool(v: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        if v.shape[1] == 0:                           # a batch whose texts are all empty
+            return v.new_zeros(v.shape[0], 2 * v.shape[2])
         keep = mask.unsqueeze(-1).to(v.dtype)
         avg = (v * keep).sum(1) / keep.sum(1).clamp(min=1)
         mx = v.masked_fill(~mask.unsqueeze(-1), float("-inf")).max(1).values
