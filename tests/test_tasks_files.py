@@ -371,3 +371,54 @@ def test_glove_is_fetched_with_a_message_or_read_from_your_file(tmp_path, monkey
     assert matrix.shape == (3, 2) and fetched == ["glove-50d"]
     with pytest.raises(FileNotFoundError, match="nope.txt: no such GloVe file"):
         embeddings.build_embeddings([["the"]], [], {"glove": str(tmp_path / "nope.txt")})
+
+
+@pytest.mark.parametrize("kind, fmt, text", [
+    ("tagging", {"type": "conll"}, "The\tO\r\ncat\tB-x\r\n\r\n"),
+    ("tagging", {"type": "word_tag"}, "The/O cat/B-x\r\n"),
+    ("classification", {"type": "tsv", "text": "text", "label": "label"}, "text\tlabel\r\nThe cat\tB-x\r\n"),
+    ("classification", {"type": "jsonl", "text": "text", "label": "label"},
+     '{"text": "The cat", "label": "B-x"}\r\n'),
+])
+def test_a_byte_order_mark_and_crlf_are_no_part_of_the_data(tmp_path, kind, fmt, text):
+    """A file saved by an editor that writes a BOM: the first word kept it (CoNLL, word/TAG),
+    a TSV header name or JSON did not match."""
+    from elmo.tasks.files import check_format, read_examples
+    path = tmp_path / "t.txt"
+    path.write_bytes(b"\xef\xbb\xbf" + text.encode("utf-8"))
+    examples = read_examples(path, kind, check_format(fmt, kind, "x"))
+    label = ["O", "B-x"] if kind == "tagging" else "B-x"
+    assert [(e.tokens, e.label) for e in examples] == [(["The", "cat"], label)]
+
+
+def test_broken_utf8_in_a_task_file_names_the_line(tmp_path):
+    from elmo.tasks.files import check_format, read_examples
+    path = tmp_path / "t.conll"
+    path.write_bytes(b"\xef\xbb\xbfa\tO\n\nb\t\xffO\n")
+    with pytest.raises(TaskDataError, match=r"t.conll:3: not UTF-8 text \(invalid start byte at byte 10\)"):
+        read_examples(path, "tagging", check_format({"type": "conll"}, "tagging", "x"))
+
+
+def test_predict_input_lines_lose_a_byte_order_mark_and_name_a_broken_line(tmp_path):
+    from elmo.commands.predict import _read_lines
+    path = tmp_path / "in.txt"
+    path.write_bytes(b"\xef\xbb\xbfthe cat\r\n\r\nsat")
+    assert _read_lines(str(path)) == ["the cat", "", "sat"]
+    path.write_bytes(b"\xef\xbb\xbfthe\n\n\xff\n")
+    with pytest.raises(ValueError, match="in.txt:3: not UTF-8 text"):
+        _read_lines(str(path))
+
+
+def test_predict_refuses_an_output_that_would_replace_what_it_reads(tmp_path, capsys):
+    """-o naming the input replaced the text with its predictions; -o naming a file of the
+    saved model replaced that; a folder was named by its temporary file."""
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "labels.json").write_text('["a"]\n')
+    text = tmp_path / "in.txt"
+    text.write_text("the cat\n")
+    for output, message in [(text, "is the input file"), (model / "labels.json", "is a file of the saved model"),
+                            (tmp_path, "is a directory; the predictions must be a file path")]:
+        assert main(["predict", str(model), str(text), "-o", str(output), "--quiet"]) == 1
+        assert f"{output}: {message}" in capsys.readouterr().err
+    assert text.read_text() == "the cat\n" and (model / "labels.json").read_text() == '["a"]\n'

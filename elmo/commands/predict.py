@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import List
 
 
@@ -29,6 +30,19 @@ def register(subparsers) -> None:
     p.set_defaults(func=predict)
 
 
+def _check_output(output: str, input_path: str, model: str) -> None:
+    """Refuse, before the model is loaded, an output that cannot be a file or would replace
+    what predict reads: the input text, or one of the saved model's files."""
+    from ..io import check_output_file
+    from ..tasks.saved import SAVED_FILES
+    out = Path(output)
+    check_output_file(out, "predictions")
+    if input_path != "-" and Path(input_path).exists() and Path(input_path).resolve() == out.resolve():
+        raise ValueError(f"{output}: is the input file; write the predictions to another file")
+    if out.name in SAVED_FILES and out.resolve().parent == Path(model).resolve():
+        raise ValueError(f"{output}: is a file of the saved model; write the predictions elsewhere")
+
+
 def _read_lines(path: str) -> List[str]:
     try:
         if path == "-":
@@ -36,9 +50,9 @@ def _read_lines(path: str) -> List[str]:
         else:
             with open(path, "rb") as f:
                 data = f.read()
-        text = data.decode("utf-8")
+        text = data.decode("utf-8-sig")  # a byte-order mark is no part of the first word
     except UnicodeDecodeError as e:
-        line = data[:e.start].count(b"\n") + 1
+        line = e.object[:e.start].count(b"\n") + 1
         raise ValueError(f"{path}:{line}: not UTF-8 text") from None
     lines = text.split("\n")
     if lines and lines[-1] == "":
@@ -71,6 +85,8 @@ def predict(args: argparse.Namespace) -> int:
     from ..runtime import set_threads
 
     set_threads(max(1, args.threads))
+    if args.output:
+        _check_output(args.output, args.input, args.model)
     model = TaskModel.load(args.model, bilm=args.bilm)
     kind = model.saved.kind
     spec = task_kind(kind)

@@ -173,12 +173,15 @@ class _Reader:
 
     # ------------------------------------------------------------------ formats
     def read(self) -> List[Example]:
+        data = self.path.read_bytes()
         try:
-            with open(self.path, encoding="utf-8", newline="") as f:
-                # split on newlines only (str.splitlines would also split on \x85, \u2028, ...)
-                lines = [line[:-1] if line.endswith("\r") else line for line in f.read().split("\n")]
+            text = data.decode("utf-8-sig")     # a byte-order mark is no part of the first word
         except UnicodeDecodeError as e:
-            raise TaskDataError(f"{self.path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
+            line = e.object[:e.start].count(b"\n") + 1
+            raise TaskDataError(f"{self.path}:{line}: not UTF-8 text ({e.reason} at byte "
+                                f"{e.start + len(data) - len(e.object)})") from None
+        # split on newlines only (str.splitlines would also split on \x85, \u2028, ...)
+        lines = [line[:-1] if line.endswith("\r") else line for line in text.split("\n")]
         if lines and lines[-1] == "":
             lines.pop()
         out = getattr(self, "_" + self.fmt["type"])(lines)

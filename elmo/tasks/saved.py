@@ -34,6 +34,8 @@ FORMAT = "elmo-task-model"
 VERSION = 1
 #: A saved model's biLM weights key prefix (the frozen biLM is not stored, only referenced).
 BILM_MODULE = "encoder.elmo.elmo._elmo_lstm"
+#: The files of a saved model folder.
+SAVED_FILES = ("config.json", "vocab.json", "labels.json", "model.safetensors")
 
 
 class TaskModelError(ValueError):
