@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import re
 import zlib
 from pathlib import Path
 
@@ -422,3 +423,49 @@ def test_predict_refuses_an_output_that_would_replace_what_it_reads(tmp_path, ca
         assert main(["predict", str(model), str(text), "-o", str(output), "--quiet"]) == 1
         assert f"{output}: {message}" in capsys.readouterr().err
     assert text.read_text() == "the cat\n" and (model / "labels.json").read_text() == '["a"]\n'
+
+
+@pytest.fixture(scope="module")
+def saved_classifier(tmp_path_factory):
+    """A classifier without ELMo saved by an experiment (one epoch)."""
+    root = tmp_path_factory.mktemp("saved")
+    config = write_config(root, [write_task(root, "classification")], variants=[{"name": "baseline"}],
+                          train={"epochs": 1, "batch_size": 8})
+    run_experiment(load_config(config), out=root / "r", log=lambda s: None, save_models=True)
+    return root / "r/models/my-classification/baseline/seed-1"
+
+
+def _edit_json(name, change):
+    def edit(folder):
+        value = json.loads((folder / name).read_text())
+        (folder / name).write_text(json.dumps(change(value)))
+    return edit
+
+
+@pytest.mark.parametrize("damage, message", [
+    (lambda f: (f / "vocab.json").unlink(), "vocab.json: cannot read it"),
+    (lambda f: (f / "model.safetensors").unlink(), "model.safetensors: missing"),
+    (lambda f: (f / "config.json").write_text('{"format": "elmo-t'), "config.json: not JSON"),
+    (lambda f: (f / "labels.json").write_bytes(b'["\xff"]'), "labels.json: not JSON"),
+    (lambda f: (f / "model.safetensors").write_bytes((f / "model.safetensors").read_bytes()[:40]),
+     "model.safetensors: unreadable safetensors file"),
+    (_edit_json("config.json", lambda c: {**c, "version": 2}),
+     "elmo-task-model version 2, but this elmo reads version 1; upgrade"),
+    (_edit_json("config.json", lambda c: {k: v for k, v in c.items() if k != "kind"}),
+     "config.json: 'kind' is missing"),
+    (_edit_json("labels.json", lambda labels: labels + ["extra"]),
+     "has shape (2,), config.json and labels.json (3 labels) make it (3,)"),
+    (_edit_json("vocab.json", lambda words: words[:-1]), "vocab.json: not the vocabulary of config.json"),
+])
+def test_a_damaged_saved_model_is_one_error_naming_its_file(saved_classifier, tmp_path, damage, message):
+    """Each was a bare JSON or KeyError message, a SafetensorError or a load_state_dict size
+    traceback; a vocabulary one word short loaded, its last word read as <unk>."""
+    import shutil
+    from elmo.tasks.models import TaskModel
+    from elmo.tasks.saved import TaskModelError
+    folder = tmp_path / "m"
+    shutil.copytree(saved_classifier, folder)
+    assert TaskModel.load(folder).predict(["the cat"])[0] in ("big", "other")
+    damage(folder)
+    with pytest.raises(TaskModelError, match=re.escape(message)):
+        TaskModel.load(folder)

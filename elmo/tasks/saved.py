@@ -113,27 +113,99 @@ def _load_bilm(ref: dict, override: Optional[str]):
     return load_bilm(spec)
 
 
+def _read_json(path: Path):
+    """A saved model's JSON file, or a :class:`TaskModelError` naming it."""
+    from ..io import os_error_reason
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise TaskModelError(f"{path}: cannot read it ({os_error_reason(e)}); the saved model "
+                             f"folder is incomplete: save it again") from None
+    except (UnicodeDecodeError, ValueError) as e:
+        raise TaskModelError(f"{path}: not JSON ({e}); the file is damaged or truncated: save "
+                             f"the model again") from None
+
+
+def _read_config(folder: Path) -> dict:
+    """config.json, checked for the format, the version and the settings load() reads."""
+    cfg_path = folder / "config.json"
+    if not cfg_path.is_file():
+        raise TaskModelError(f"{folder}: not a saved task model (no config.json)")
+    cfg = _read_json(cfg_path)
+    if not isinstance(cfg, dict) or cfg.get("format") != FORMAT:
+        raise TaskModelError(f"{cfg_path}: not a {FORMAT} config")
+    version = cfg.get("version")
+    if version != VERSION:
+        newer = isinstance(version, int) and not isinstance(version, bool) and version > VERSION
+        raise TaskModelError(f"{cfg_path}: {FORMAT} version {version!r}, but this elmo reads "
+                             f"version {VERSION}" + ("; upgrade elmo-pytorch" if newer else ""))
+    needed = {"kind": str, "metric": str, "model": dict, "vocab_size": int, "embedding_dim": int,
+              "max_chars": int, "tokenize": bool}
+    for key, kind in needed.items():
+        if not isinstance(cfg.get(key), kind):
+            raise TaskModelError(f"{cfg_path}: {key!r} is missing or not a {kind.__name__}")
+    e = cfg.get("elmo")
+    elmo_keys = ("positions", "layers", "lambda", "finetune", "dropout", "do_layer_norm", "bilm",
+                 "bilm_weights_saved")
+    if e is not None and not (isinstance(e, dict) and all(k in e for k in elmo_keys)
+                              and isinstance(e["bilm"], dict)
+                              and all(k in e["bilm"] for k in ("spec", "path", "bundled", "sha256"))):
+        raise TaskModelError(f"{cfg_path}: 'elmo' must be null or the ELMo settings save() "
+                             f"writes ({', '.join(elmo_keys)})")
+    from .kinds import TASK_KINDS
+    if cfg["kind"] not in TASK_KINDS:
+        raise TaskModelError(f"{cfg_path}: unknown kind {cfg['kind']!r}; known: "
+                             f"{', '.join(TASK_KINDS)}")
+    return cfg
+
+
+def _read_weights(path: Path) -> dict:
+    """model.safetensors (never unpickled), each tensor finite."""
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file
+    from ..io import os_error_reason
+    from ..weights import WeightFileError, check_finite
+    if not path.is_file():
+        raise TaskModelError(f"{path}: missing; the saved model folder is incomplete: save it "
+                             f"again")
+    try:
+        state = load_file(str(path))
+    except (SafetensorError, OSError) as e:
+        reason = os_error_reason(e) if isinstance(e, OSError) else str(e)
+        raise TaskModelError(f"{path}: unreadable safetensors file ({reason}); the saved model "
+                             f"is damaged or truncated: save it again") from None
+    try:
+        for name, tensor in state.items():
+            check_finite(tensor, f"{path}: tensor '{name}'")
+    except WeightFileError as e:
+        raise TaskModelError(str(e)) from None
+    return state
+
+
 def load(folder: Union[str, Path], bilm: Optional[str] = None, device=None):
     """The task model saved in ``folder``, in eval mode, ready for ``predict(texts)``.
 
-    ``bilm`` points at the biLM when it has moved (its files must still match)."""
-    from safetensors.torch import load_file
+    ``bilm`` points at the biLM when it has moved (its files must still match). A folder
+    with a file missing, damaged or not fitting the others is a :class:`TaskModelError`
+    naming the file."""
     from .embeddings import WordVocab
     from .features import ElmoFeatures
     from .experiment_config import ModelSettings
     from .runner import build_model
     folder = Path(folder)
+    cfg = _read_config(folder)
     cfg_path = folder / "config.json"
-    if not cfg_path.is_file():
-        raise TaskModelError(f"{folder}: not a saved task model (no config.json)")
-    cfg = json.loads(cfg_path.read_text(encoding="utf-8"))
-    if cfg.get("format") != FORMAT or cfg.get("version") != VERSION:
-        raise TaskModelError(f"{cfg_path}: not a {FORMAT} version {VERSION} config")
-    itos = json.loads((folder / "vocab.json").read_text(encoding="utf-8"))
-    labels = json.loads((folder / "labels.json").read_text(encoding="utf-8"))
-    vocab = WordVocab(itos[2:])
-    if vocab.itos != itos:
+    itos = _read_json(folder / "vocab.json")
+    labels = _read_json(folder / "labels.json")
+    if not isinstance(itos, list) or not all(isinstance(w, str) for w in itos):
         raise TaskModelError(f"{folder / 'vocab.json'}: not a vocabulary written by save()")
+    vocab = WordVocab(itos[2:])
+    if vocab.itos != itos or len(itos) != cfg["vocab_size"]:
+        raise TaskModelError(f"{folder / 'vocab.json'}: not the vocabulary of config.json "
+                             f"({len(itos)} words, config.json says {cfg['vocab_size']})")
+    if not isinstance(labels, list) or not labels or not all(isinstance(x, str) for x in labels) \
+            or len(set(labels)) != len(labels):
+        raise TaskModelError(f"{folder / 'labels.json'}: not a list of distinct label strings")
     e = cfg["elmo"]
     elmo_features, lam = None, 0.0
     if e is not None:
@@ -146,12 +218,19 @@ def load(folder: Union[str, Path], bilm: Optional[str] = None, device=None):
     emb = torch.zeros(cfg["vocab_size"], cfg["embedding_dim"])   # overwritten by the weights
     model = build_model(shape, emb, ModelSettings.from_dict(cfg["model"], f"{cfg_path}: "),
                         elmo_features, lam)
-    state = load_file(str(folder / "model.safetensors"))
+    weights = folder / "model.safetensors"
+    state = _read_weights(weights)
+    expected = model.state_dict()
+    for name, tensor in state.items():    # load_state_dict's size error is a page of text
+        if name in expected and tensor.shape != expected[name].shape:
+            raise TaskModelError(f"{weights}: tensor '{name}' has shape {tuple(tensor.shape)}, "
+                                 f"config.json and labels.json ({len(labels)} labels) make it "
+                                 f"{tuple(expected[name].shape)}")
     missing, unexpected = model.load_state_dict(state, strict=False)
     missing = [k for k in missing if not (e is not None and not e["bilm_weights_saved"]
                                           and k.startswith(BILM_MODULE + "."))]
     if missing or unexpected:
-        raise TaskModelError(f"{folder / 'model.safetensors'}: does not fit config.json "
+        raise TaskModelError(f"{weights}: does not fit config.json "
                              f"(missing {missing[:3]}, unexpected {unexpected[:3]})")
     if device is not None:
         model.to(device)
