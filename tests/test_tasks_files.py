@@ -469,3 +469,24 @@ def test_a_damaged_saved_model_is_one_error_naming_its_file(saved_classifier, tm
     damage(folder)
     with pytest.raises(TaskModelError, match=re.escape(message)):
         TaskModel.load(folder)
+
+
+@pytest.mark.parametrize("fmt, text, message", [
+    ({"type": "conll"}, "a\tO\nb\tB-per\n\nc\tPER\n", ":4: tag 'PER': not a BIO tag"),
+    ({"type": "word_tag"}, "a/O b/B-\n", ":1: tag 'B-': not a BIO tag"),
+    ({"type": "jsonl", "text": "t", "label": "tags"}, '{"t": "a b", "tags": "O X-per"}\n',
+     ":1: tag 'X-per': not a BIO tag"),
+])
+def test_span_f1_tags_that_are_not_bio_stop_before_training(tmp_path, fmt, text, message):
+    """They stopped the experiment at the first scoring, after an epoch, naming no file."""
+    good = tmp_path / "good.txt"
+    good.write_text({"conll": "a\tO\n", "word_tag": "a/O\n"}.get(fmt["type"], '{"t": "a", "tags": "O"}\n'))
+    bad = tmp_path / "bad.txt"
+    bad.write_text(text)
+    spec = {"task": "tagging", "metric": "span_f1", "format": fmt, "dev_fraction": 0,
+            "files": {"train": str(good), "test": str(bad)}}
+    with pytest.raises(TaskDataError) as err:
+        load_task(spec)
+    assert str(err.value).startswith(f"{bad}:") and message in str(err.value)
+    assert "use metric token_accuracy" in str(err.value)
+    assert load_task(dict(spec, metric="token_accuracy")).sizes()["test"] >= 1

@@ -231,6 +231,15 @@ def _load_preset(spec: dict):
     return splits, source, info.kind, info.metric
 
 
+def _bio_tag_for_span_f1(tag: str) -> str:
+    from .metrics import bio_tag
+    try:
+        return bio_tag(tag)
+    except ValueError:
+        raise ValueError("not a BIO tag (O, B-TYPE or I-TYPE), as metric span_f1 needs; use "
+                         "metric token_accuracy for other tags") from None
+
+
 def _load_files(spec: dict):
     from .files import TaskDataError, check_format, describe_files, read_examples
     from .kinds import task_kind
@@ -260,6 +269,8 @@ def _load_files(spec: dict):
             raise TaskDataError(f"{where}: {split} file {path} does not exist")
     options = {"tokenize": bool(spec.get("tokenize", False)),
                "max_tokens": spec.get("max_tokens"), "max_tokens_b": spec.get("max_tokens_b")}
+    if metric == "span_f1":      # else its scoring fails after the first epoch, naming no file
+        options["label_map"] = _bio_tag_for_span_f1
     splits = {split: read_examples(path, kind, fmt, **options) for split, path in paths.items()}
     for split, examples in splits.items():
         if not examples:

@@ -151,7 +151,19 @@ class _Reader:
             raise self.error(line, f"tags must be a list of non-empty strings, got {value!r}")
         if len(tags) != n:
             raise self.error(line, f"{len(tags)} tags for {n} tokens")
-        return [self.label_map(t) if self.label_map else t for t in tags]
+        return [self.tag(t, line) for t in tags]
+
+    def tag(self, tag: str, line: int) -> str:
+        """One tag through ``label_map`` (a preset's rule, or a check that refuses a tag)."""
+        if self.label_map is None:
+            return tag
+        try:
+            mapped = self.label_map(tag)
+        except ValueError as e:
+            raise self.error(line, f"tag {tag!r}: {e}") from None
+        if mapped is None:
+            raise self.error(line, f"tag {tag!r} has no mapping")
+        return mapped
 
     def example(self, text, label, text_b, line: int) -> Optional[Example]:
         toks = self.tokens(text, line, "text")
@@ -208,7 +220,7 @@ class _Reader:
             if not word.strip() or not tag.strip():
                 raise self.error(i, f"empty {'word' if not word.strip() else 'label'} column")
             words.append(word.strip())
-            tags.append(self.label_map(tag.strip()) if self.label_map else tag.strip())
+            tags.append(self.tag(tag.strip(), i))
         return out
 
     def _word_tag(self, lines: Sequence[str]) -> List[Optional[Example]]:
@@ -221,7 +233,7 @@ class _Reader:
                 if not found or not word or not tag:
                     raise self.error(i, f"token {tok!r} is not word{sep}TAG")
                 words.append(word)
-                tags.append(self.label_map(tag) if self.label_map else tag)
+                tags.append(self.tag(tag, i))
             if words:
                 out.append(Example(words, tags))
         return out
@@ -285,7 +297,8 @@ def read_examples(path: Union[str, Path], kind: str, fmt: dict, *, tokenize: boo
         fmt: a format (module docstring), as returned by :func:`check_format`.
         tokenize: split string texts with :func:`elmo.tokenize.tokenize` (not for tagging).
         max_tokens, max_tokens_b: cut the first / second text to this many tokens.
-        label_map: a preset's rule from a raw label to the label (None drops the example).
+        label_map: a preset's rule from a raw label to the label (None drops the example;
+            for tagging, a ValueError refuses the tag, named with its line).
         skip_empty: drop examples with an empty text instead of raising (presets only).
     """
     path = Path(path)

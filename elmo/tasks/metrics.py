@@ -45,6 +45,12 @@ def _split_tag(tag: str) -> Tuple[str, str]:
     return prefix, kind
 
 
+def bio_tag(tag: str) -> str:
+    """``tag`` if it is ``O``, ``B-TYPE`` or ``I-TYPE``; else a ValueError saying so."""
+    _split_tag(tag)
+    return tag
+
+
 def bio_spans(tags: Sequence[str]) -> Set[Span]:
     """The entity spans of one sentence's BIO tags, conlleval rules (module docstring)."""
     spans: Set[Span] = set()
