@@ -480,7 +480,8 @@ def test_a_damaged_saved_model_is_one_error_naming_its_file(saved_classifier, tm
 def test_span_f1_tags_that_are_not_bio_stop_before_training(tmp_path, fmt, text, message):
     """They stopped the experiment at the first scoring, after an epoch, naming no file."""
     good = tmp_path / "good.txt"
-    good.write_text({"conll": "a\tO\n", "word_tag": "a/O\n"}.get(fmt["type"], '{"t": "a", "tags": "O"}\n'))
+    good.write_text({"conll": "a\tO\nb\tB-x\n", "word_tag": "a/O b/B-x\n"}.get(
+        fmt["type"], '{"t": "a b", "tags": "O B-x"}\n'))
     bad = tmp_path / "bad.txt"
     bad.write_text(text)
     spec = {"task": "tagging", "metric": "span_f1", "format": fmt, "dev_fraction": 0,
@@ -490,3 +491,19 @@ def test_span_f1_tags_that_are_not_bio_stop_before_training(tmp_path, fmt, text,
     assert str(err.value).startswith(f"{bad}:") and message in str(err.value)
     assert "use metric token_accuracy" in str(err.value)
     assert load_task(dict(spec, metric="token_accuracy")).sizes()["test"] >= 1
+
+
+@pytest.mark.parametrize("kind, fmt, text, message", [
+    ("classification", {"type": "tsv", "text": 1, "label": 0}, "en\tthe cat\nen\ta dog\n",
+     "every training example has the label 'en'; a classification task needs two or more "
+     "(is format.label the right column?)"),
+    ("tagging", {"type": "word_tag"}, "a/O b/O\nc/O\n",
+     "every training token has the tag 'O'; a tagging task needs two or more"),
+])
+def test_a_training_file_with_one_label_is_refused(tmp_path, kind, fmt, text, message):
+    """It trained a model that can only give that label, and scored it."""
+    path = tmp_path / "train.txt"
+    path.write_text(text)
+    spec = {"task": kind, "format": fmt, "dev_fraction": 0, "files": {"train": str(path), "test": str(path)}}
+    with pytest.raises(TaskDataError, match=re.escape(f"{path}: {message}")):
+        load_task(spec)

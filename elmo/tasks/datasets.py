@@ -293,6 +293,13 @@ def _load_files(spec: dict):
         splits["dev"] = [ex for i, ex in enumerate(train) if i in held]
         dev = (f"{n_dev} of {len(train)} training examples held out (dev_fraction {fraction:g}, "
                f"seed {seed})" if n_dev else "none: no early stopping, the last epoch is kept")
+    labels = spec_kind.label_set(splits["train"])
+    if len(labels) < 2:      # a model that can only answer one thing, scored as if it learnt
+        what = "every training token has the tag" if spec_kind.token_labels else \
+            "every training example has the label"
+        raise TaskDataError(f"{paths['train']}: {what} {labels[0]!r}; a {kind} task needs two "
+                            f"or more (is format.label the right "
+                            f"{'column' if fmt['type'] in ('conll', 'tsv') else 'field'}?)")
     order = ["train", "dev", "test"] + [k for k in splits if k not in ("train", "dev", "test")]
     splits = {k: splits[k] for k in order}
     source = {"preset": None, "corpus": None, "kind": kind, "format": fmt,
