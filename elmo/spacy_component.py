@@ -16,7 +16,8 @@ installed package needs no import::
 ``layers`` is what ``elmo embed --layers`` takes: ``average``, ``top``, ``mix:w0,w1,...``, or
 ``all`` (the L + 1 layers concatenated: (n_tokens, (L + 1) * D)). Both components embed
 ``nlp.pipe`` batches together (``batch_size`` sentences per biLM call); the words are the
-Doc's tokens as spaCy split them.
+Doc's tokens as spaCy split them, but its whitespace tokens (``token.is_space``), which get a
+zero row, no vector (``has_vector`` False) and no tag, and count in no mean.
 """
 from __future__ import annotations
 
@@ -28,17 +29,32 @@ from spacy.tokens import Doc, Span
 from spacy.util import minibatch
 
 
+def _words(doc) -> List[int]:
+    """The positions of the Doc's words: its tokens but spaCy's whitespace tokens (``is_space``:
+    a double space, a newline), which no biLM or task model saw in training; given to them,
+    they changed the words' vectors and tags around them."""
+    return [t.i for t in doc if not t.is_space]
+
+
 def _token_vector(token):
     return token.doc.tensor[token.i]
 
 
+def _mean_of_words(doc, start: int, end: int):
+    rows = [i for i in _words(doc) if start <= i < end]
+    return doc.tensor[rows].mean(axis=0) if rows else np.zeros(doc.tensor.shape[1:], "float32")
+
+
 def _doc_vector(doc):
-    return doc.tensor.mean(axis=0) if len(doc) else np.zeros(doc.tensor.shape[1:], "float32")
+    return _mean_of_words(doc, 0, len(doc))
 
 
 def _span_vector(span):
-    rows = span.doc.tensor[span.start:span.end]
-    return rows.mean(axis=0) if len(rows) else np.zeros(span.doc.tensor.shape[1:], "float32")
+    return _mean_of_words(span.doc, span.start, span.end)
+
+
+def _token_has_vector(token) -> bool:
+    return not token.is_space
 
 
 def _has_vector(_obj) -> bool:
@@ -80,13 +96,17 @@ class ElmoVectors(_BatchedComponent):
         self.batch_size = batch_size
 
     def _set(self, docs: List[Doc]) -> None:
-        arrays = self.embedder.embed_sentences([[t.text for t in d] for d in docs], self.selection)
-        for doc, arr in zip(docs, arrays):
+        words = [_words(d) for d in docs]
+        arrays = self.embedder.embed_sentences([[d[i].text for i in w] for d, w in zip(docs, words)],
+                                               self.selection)
+        for doc, rows, arr in zip(docs, words, arrays):
             if arr.ndim == 3:                                # "all": (L + 1, n, D) -> (n, (L+1) D)
                 arr = arr.transpose(1, 0, 2).reshape(arr.shape[1], arr.shape[0] * arr.shape[2])
-            doc.tensor = np.ascontiguousarray(arr, dtype="float32")
+            tensor = np.zeros((len(doc), arr.shape[1]), dtype="float32")   # whitespace: zero
+            tensor[rows] = arr
+            doc.tensor = tensor
             doc.user_token_hooks["vector"] = _token_vector
-            doc.user_token_hooks["has_vector"] = _has_vector
+            doc.user_token_hooks["has_vector"] = _token_has_vector
             doc.user_span_hooks["vector"] = _span_vector
             doc.user_span_hooks["has_vector"] = _has_vector
             doc.user_hooks["vector"] = _doc_vector
@@ -113,15 +133,17 @@ class ElmoTaskAnnotator(_BatchedComponent):
 
     def _set(self, docs: List[Doc]) -> None:
         from .tasks.metrics import bio_spans
-        predicted = self.model.predict([[t.text for t in d] for d in docs], self.batch_size)
-        for doc, pred in zip(docs, predicted):
+        words = [_words(d) for d in docs]
+        predicted = self.model.predict([[d[i].text for i in w] for d, w in zip(docs, words)],
+                                       self.batch_size)
+        for doc, rows, pred in zip(docs, words, predicted):
             if not self.task_kind.token_labels:
                 doc.cats = {label: float(label == pred) for label in self.model.saved.labels}
                 continue
-            for token, tag in zip(doc, pred):
-                token.tag_ = tag
-            if self.metric == "span_f1":
-                doc.ents = [Span(doc, start, end, label=kind)
+            for i, tag in zip(rows, pred):                  # whitespace tokens keep no tag
+                doc[i].tag_ = tag
+            if self.metric == "span_f1":                    # word positions -> Doc positions
+                doc.ents = [Span(doc, rows[start], rows[end - 1] + 1, label=kind)
                             for kind, start, end in sorted(bio_spans(pred), key=lambda s: s[1])]
 
 

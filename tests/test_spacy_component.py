@@ -72,3 +72,45 @@ def test_task_models_label_docs(tmp_path):
     labels = TaskModel.load(classifier).predict([[t.text for t in nlp.make_doc(x)] for x in texts])
     for doc, label in zip(nlp.pipe(texts), labels):
         assert doc.cats[label] == 1.0 and sum(doc.cats.values()) == 1.0
+
+
+def test_whitespace_tokens_are_not_words():
+    """spaCy makes a token of a double space or a newline; given to the biLM it changed the
+    vectors of the words around it (and a task model's tags and labels)."""
+    nlp = spacy.blank("en")
+    nlp.add_pipe("elmo", config={"model": "fixture"})
+    plain, spaced = nlp("The bank closed ."), nlp("  The  bank\n\nclosed .")
+    assert [t.text for t in spaced if t.is_space] and len(spaced) > len(plain)
+    words = [t for t in spaced if not t.is_space]
+    assert [t.text for t in words] == [t.text for t in plain]
+    np.testing.assert_allclose(np.stack([t.vector for t in words]), plain.tensor, rtol=0, atol=1e-6)
+    for token in spaced:
+        if token.is_space:
+            assert not token.has_vector and not token.vector.any()
+    np.testing.assert_allclose(spaced.vector, plain.vector, rtol=0, atol=1e-6)
+    np.testing.assert_allclose(spaced[1:4].vector, plain[0:2].vector, rtol=0, atol=1e-6)
+    only = nlp(" \n ")
+    assert only.tensor.shape == (len(only), plain.tensor.shape[1]) and not only.vector.any()
+
+
+def test_task_tags_and_entities_skip_whitespace_tokens(monkeypatch):
+    from elmo.spacy_component import ElmoTaskAnnotator
+    annotator = ElmoTaskAnnotator.__new__(ElmoTaskAnnotator)   # a stand-in model: tags by word
+    seen = []
+
+    class Model:
+        saved = type("Saved", (), {"labels": ["O", "B-x", "I-x"]})
+
+        @staticmethod
+        def predict(texts, batch_size):
+            seen.extend(texts)
+            return [["I-x" if w == "York" else "B-x" if w[0].isupper() else "O" for w in t]
+                    for t in texts]
+    from elmo.tasks.kinds import task_kind
+    annotator.model, annotator.task_kind, annotator.metric, annotator.batch_size = \
+        Model, task_kind("tagging"), "span_f1", 8
+    nlp = spacy.blank("en")
+    doc = annotator(nlp.make_doc("in  New\nYork , Ada \n"))
+    assert seen == [["in", "New", "York", ",", "Ada"]]
+    assert [(t.text, t.tag_) for t in doc if t.is_space] == [(" ", ""), ("\n", ""), ("\n", "")]
+    assert [(e.text, e.label_) for e in doc.ents] == [("New\nYork", "x"), ("Ada", "x")]
