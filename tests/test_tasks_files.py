@@ -427,9 +427,10 @@ def test_predict_refuses_an_output_that_would_replace_what_it_reads(tmp_path, ca
 
 @pytest.fixture(scope="module")
 def saved_classifier(tmp_path_factory):
-    """A classifier without ELMo saved by an experiment (one epoch)."""
+    """A classifier without ELMo and without dev saved by an experiment (one epoch)."""
     root = tmp_path_factory.mktemp("saved")
-    config = write_config(root, [write_task(root, "classification")], variants=[{"name": "baseline"}],
+    task = dict(write_task(root, "classification", dev=False), dev_fraction=0)
+    config = write_config(root, [task], variants=[{"name": "baseline"}],
                           train={"epochs": 1, "batch_size": 8})
     run_experiment(load_config(config), out=root / "r", log=lambda s: None, save_models=True)
     return root / "r/models/my-classification/baseline/seed-1"
@@ -507,3 +508,11 @@ def test_a_training_file_with_one_label_is_refused(tmp_path, kind, fmt, text, me
     spec = {"task": kind, "format": fmt, "dev_fraction": 0, "files": {"train": str(path), "test": str(path)}}
     with pytest.raises(TaskDataError, match=re.escape(f"{path}: {message}")):
         load_task(spec)
+
+
+def test_a_saved_config_is_strict_json(saved_classifier):
+    """Trained without dev, its record's dev score was written as NaN, which is no JSON."""
+    def refuse(constant):
+        raise ValueError(f"{constant} in config.json")
+    config = json.loads((saved_classifier / "config.json").read_text(), parse_constant=refuse)
+    assert config["trained"]["dev"] is None

@@ -84,7 +84,9 @@ def save(folder: Union[str, Path], model, *, kind: str, metric: str, labels: Seq
     save_file(state, str(tmp / "model.safetensors"))
     (tmp / "vocab.json").write_text(json.dumps(vocab.itos, ensure_ascii=False) + "\n", encoding="utf-8")
     (tmp / "labels.json").write_text(json.dumps(list(labels), ensure_ascii=False) + "\n", encoding="utf-8")
-    (tmp / "config.json").write_text(json.dumps(config, indent=1) + "\n", encoding="utf-8")
+    from .runner import _finite     # strict JSON: a run without dev has a NaN dev score
+    (tmp / "config.json").write_text(json.dumps(_finite(config), indent=1, allow_nan=False) + "\n",
+                                     encoding="utf-8")
     if folder.exists():
         shutil.rmtree(folder)
     tmp.rename(folder)
