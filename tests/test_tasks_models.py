@@ -235,3 +235,18 @@ def test_fit_skips_non_finite_batches_and_stops_when_they_keep_coming(monkeypatc
     with pytest.raises(FloatingPointError, match="the task model diverged: 5 batches in a row"):
         fit(model, task.splits["train"][:40], task.splits["dev"], make, task.metric, task.labels,
             TrainConfig(epochs=2, patience=2, lr=0.05, batch_size=8), 1)
+
+
+def test_a_dictionary_bilm_runs_only_from_the_layer_cache():
+    """Task batches carry byte ids; an ELMoForManyLangs biLM run on them (cache_layers false)
+    read them as dictionary ids: a wrong vector for each character, silently once a model's
+    dictionary has more than 261 characters (the fixture's 188 met the range check)."""
+    from tests.conftest import FIXTURES
+    bilm = elmo.from_pretrained(FIXTURES / "elmoformanylangs" / "model")
+    feats = ElmoFeatures(bilm, ["input"]).eval()
+    ids = elmo.batch_to_ids(SENTS)
+    mask = (ids > 0).any(-1)
+    with pytest.raises(ValueError, match="only from the layer cache: set cache_layers true"):
+        feats(ids, mask)
+    with torch.no_grad():
+        assert feats(ids, mask, LayerCache(bilm).layers(SENTS))["input"].shape[:2] == mask.shape

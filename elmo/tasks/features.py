@@ -114,6 +114,12 @@ class ElmoFeatures(nn.Module):
         if layers is not None and not self.finetune:
             mixed = [mix(layers, mask) for mix in self.elmo.scalar_mixes]
         else:
+            if self.elmo.bilm.options.char_vocabulary is not None:
+                # the batches carry byte ids, which such a model reads as dictionary ids: in
+                # range for a real model's thousands of characters, silently wrong vectors
+                raise ValueError("a biLM whose characters go through a dictionary "
+                                 "(ELMoForManyLangs) runs in task experiments only from the "
+                                 "layer cache: set cache_layers true")
             mixed = self.elmo(chars)["elmo_representations"]
         keep = mask.unsqueeze(-1).to(mixed[0].dtype)
         return {p: self.dropout(m) * keep for p, m in zip(self.positions, mixed)}
