@@ -516,3 +516,13 @@ def test_a_saved_config_is_strict_json(saved_classifier):
         raise ValueError(f"{constant} in config.json")
     config = json.loads((saved_classifier / "config.json").read_text(), parse_constant=refuse)
     assert config["trained"]["dev"] is None
+
+
+def test_predict_refuses_one_string_for_a_list_of_texts(saved_classifier):
+    """predict("the cat") labelled each character as a text."""
+    from elmo.tasks.models import TaskModel
+    model = TaskModel.load(saved_classifier)
+    for texts in ("the cat", b"the cat", None):
+        with pytest.raises(TypeError, match="texts must be a list of texts, got .*; for one text pass \\[text\\]"):
+            model.predict(texts)
+    assert len(model.predict(t for t in ["the cat", "a dog"])) == 2

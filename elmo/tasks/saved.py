@@ -266,11 +266,16 @@ def to_examples(texts: Sequence, kind: str, tokenize: bool = False) -> list:
     """Texts (strings or token lists; pairs for a pair model) as unlabelled examples."""
     from .kinds import task_kind
     spec = task_kind(kind)
+    if isinstance(texts, (str, bytes)) or not hasattr(texts, "__iter__"):
+        # a string's characters would each be labelled as a text
+        raise TypeError(f"texts must be a list of texts, got {type(texts).__name__}; for one "
+                        f"text pass [text]")
     out = []
     for t in texts:
         if spec.pair:
             if not (isinstance(t, (list, tuple)) and len(t) == 2):
-                raise TypeError(f"a pair model takes (text_a, text_b) pairs, got {t!r}")
+                raise TypeError(f"a pair model takes (text_a, text_b) pairs, got {t!r}; for one "
+                                f"pair pass [(text_a, text_b)]")
             out.append(spec.unlabelled(_tokens(t[0], tokenize, spec), _tokens(t[1], tokenize, spec)))
         else:
             out.append(spec.unlabelled(_tokens(t, tokenize, spec)))
