@@ -209,6 +209,24 @@ def test_results_are_not_overwritten_without_resume_or_overwrite(tmp_path, capsy
     assert len(again) == 1 and again[0]["fingerprint"] != first[0]["fingerprint"]
 
 
+def test_a_second_experiment_into_the_same_folder_is_refused(tmp_path):
+    """Two at once each wrote their own runs over the other's results.json, and both saved
+    models into the same folders."""
+    from elmo.io import OutputBusy, output_lock
+    config = write_config(tmp_path, [write_task(tmp_path, "tagging")], variants=[{"name": "baseline"}],
+                          train={"epochs": 1, "batch_size": 8})
+    out = tmp_path / "res"
+    out.mkdir()
+    logs = []
+    with output_lock(out / "results.json"):          # as an experiment in another process holds it
+        with pytest.raises(OutputBusy, match=f"{out} is already being written by PID"):
+            run_experiment(load_config(config), out=out, log=logs.append, resume=True)
+    assert not logs and not (out / "results.json").exists()
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(OSError, match="is a file, but the results folder must be a folder"):
+        run_experiment(load_config(config), out=tmp_path / "file", log=logs.append)
+
+
 def _metric(name, gold, guess):
     from elmo.tasks.metrics import METRICS
     return 100.0 * METRICS[name](gold, guess)

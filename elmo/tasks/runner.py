@@ -68,7 +68,7 @@ from .report import write_reports
 from .experiment_config import ExperimentConfig, ModelSettings, Variant
 from .train_loop import FitConfig, fit, score
 from ..config import ConfigError
-from ..io import atomic_write_text
+from ..io import atomic_write_text, check_output_dir, output_lock
 from ..runtime import cpu_model, machine_description, threads
 from ..training.distributed import resolve_device
 
@@ -605,10 +605,21 @@ def run_experiment(cfg: ExperimentConfig | dict, out: Optional[str | Path] = Non
     selected = [v for v in cfg.variants if only_variants is None or v.name in only_variants]
     out = Path(out or cfg.out or Path("experiments") / "results" / cfg.name)
     results_path = out / "results.json"
-    if results_path.exists() and not resume and not overwrite:
-        raise ResultsExistError(f"{results_path} exists: --resume keeps its finished runs, "
-                                f"--overwrite starts again")
+    check_output_dir(out, "results folder")
     out.mkdir(parents=True, exist_ok=True)
+    # a second experiment into this folder would write its own runs over the first's
+    # results.json (and the same saved-model folders): refused at once, naming the holder
+    with output_lock(results_path, name=out):
+        if results_path.exists() and not resume and not overwrite:
+            raise ResultsExistError(f"{results_path} exists: --resume keeps its finished runs, "
+                                    f"--overwrite starts again")
+        return _run_locked(cfg, out, results_path, resume, command, log, selected, save_models)
+
+
+def _run_locked(cfg: ExperimentConfig, out: Path, results_path: Path, resume: bool,
+                command: Optional[str], log: Callable[[str], None], selected: List[Variant],
+                save_models: bool) -> dict:
+    """:func:`run_experiment` once it holds the results folder's lock."""
     bilms = BiLMChecksums()
     done: List[dict] = []
     described: Dict[str, dict] = {}
