@@ -141,3 +141,31 @@ def test_resume_trains_again_what_a_changed_biLM_computed(tmp_path):
     assert runs["baseline"] == by_variant["baseline"] and runs["control"] == by_variant["control"]
     assert runs["elmo"]["bilm_sha256"] == new_sha
     assert again["bilms"][str(model)]["sha256"] == new_sha
+
+
+def test_an_elmoformanylangs_folder_counts_its_weights_and_dictionaries(tmp_path):
+    """Its .pkl weights and .dic dictionaries were not counted: another language's model of
+    the same configuration (or retrained weights) passed a saved task model's check and kept
+    --resume's runs."""
+    import torch
+    from tests.conftest import FIXTURES
+    from elmo.tasks.bilm_checksums import bilm_files
+    from elmo.tasks.saved import TaskModelError, _load_bilm
+    original = FIXTURES / "elmoformanylangs" / "model"
+    copy = tmp_path / "other"
+    shutil.copytree(original, copy)
+    recorded = bilm_files(original)
+    assert {"encoder.pkl", "token_embedder.pkl", "char.dic", "word.dic"} <= set(recorded)
+    ref = {"spec": str(original), "path": str(original), "bundled": False, "sha256": recorded}
+    assert _load_bilm(ref, str(copy)) is not None                    # the same files: loads
+    state = torch.load(copy / "encoder.pkl", weights_only=True)      # retrained, in miniature
+    name = next(k for k, v in state.items() if v.is_floating_point())
+    state[name] = state[name] + 0.5
+    torch.save(state, copy / "encoder.pkl")
+    with pytest.raises(TaskModelError, match="encoder.pkl differ from the recorded SHA-256"):
+        _load_bilm(ref, str(copy))
+    before = BiLMChecksums()(str(original))
+    assert BiLMChecksums()(str(copy)) != before
+    shutil.copy(original / "encoder.pkl", copy / "encoder.pkl")
+    (copy / "char.dic").write_text((original / "char.dic").read_text(encoding="utf-8")[::-1], encoding="utf-8")
+    assert BiLMChecksums()(str(copy)) != before

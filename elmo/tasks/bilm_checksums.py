@@ -5,10 +5,11 @@ SHA-256 of the lines ``<file's SHA-256>  <file name>``, sorted by name, which is
 
     cd elmo/resources/default && sha256sum options.json vocab.txt weights.hdf5 | sha256sum
 
-prints. ``metadata.json``, the model card and the softmax (which ELMo features never use) do
-not count. A ``random:SPEC`` control (random weights of a fixed seed in SPEC's architecture)
-counts SPEC's option files only, so it keeps its identity when SPEC is retrained in the same
-shape.
+prints. An ELMoForManyLangs folder counts its ``.pkl`` weights and its ``.dic`` dictionaries
+(which decide the row each character and word reads). ``metadata.json``, the model card and
+the softmax (which ELMo features never use) do not count. A ``random:SPEC`` control (random
+weights of a fixed seed in SPEC's architecture) counts SPEC's option files only, so it keeps
+its identity when SPEC is retrained in the same shape.
 
 ``elmo experiment`` records this SHA-256 with every ELMo run (``bilm_sha256``) and in
 ``results.json``'s ``bilms`` block, and hashes it into the run's fingerprint, so ``--resume``
@@ -20,27 +21,30 @@ import hashlib
 from pathlib import Path
 from typing import Dict, Optional
 
-#: File suffixes of the option and weight files (both formats: options.json + HDF5, and
-#: config.json + safetensors).
+#: File suffixes of the option and weight files (options.json + HDF5, config.json +
+#: safetensors, and ELMoForManyLangs' torch state dicts).
 OPTION_SUFFIXES = (".json",)
-WEIGHT_SUFFIXES = (".hdf5", ".safetensors")
+WEIGHT_SUFFIXES = (".hdf5", ".safetensors", ".pkl")
+#: ELMoForManyLangs' dictionaries: which embedding row each character (and word) reads.
+DICTIONARY_SUFFIXES = (".dic",)
 
 
 def _is_vocabulary(path: Path) -> bool:
-    """The word vocabulary (``vocab.txt``) or an ELMoForManyLangs dictionary (``*.dic``)."""
-    return path.name == "vocab.txt" or path.suffix == ".dic"
+    """The word vocabulary (``vocab.txt``), which ELMo's character input never reads."""
+    return path.name == "vocab.txt"
 
 
 def bilm_files(folder: Path, vocabulary: bool = False) -> Dict[str, str]:
     """file name -> SHA-256 of the files in ``folder`` that decide a biLM's outputs: its
-    options and weights (never ``metadata.json`` or the softmax), and with ``vocabulary``
-    also its vocabulary files."""
+    options, weights and dictionaries (never ``metadata.json`` or the softmax), and with
+    ``vocabulary`` also its word vocabulary."""
     from .files import file_sha256
     out = {}
     for path in sorted(Path(folder).iterdir()):
         if not path.is_file() or path.name == "metadata.json" or path.name.startswith("softmax"):
             continue
-        if path.suffix in OPTION_SUFFIXES + WEIGHT_SUFFIXES or (vocabulary and _is_vocabulary(path)):
+        if path.suffix in OPTION_SUFFIXES + WEIGHT_SUFFIXES + DICTIONARY_SUFFIXES or (
+                vocabulary and _is_vocabulary(path)):
             out[path.name] = file_sha256(path)
     return out
 

@@ -6,7 +6,7 @@ A saved task model is a folder::
     vocab.json          the word vocabulary (id order), labels.json the label set (id order)
     config.json         kind, metric, model and ELMo settings, how text is tokenized, and the
                         biLM reference: its spec (a bundled name, a path or a URL) with the
-                        SHA-256 of its weight and option files, checked when loading
+                        SHA-256 of its weight, option and dictionary files, checked
 
 ``elmo experiment --save-models`` writes one per task, variant and seed; :func:`load` (also
 ``TaskModel.load(folder)``) rebuilds it and ``model.predict(texts)`` labels new text::
