@@ -141,3 +141,17 @@ def test_a_config_in_broken_utf8_is_named(tmp_path):
     path.write_bytes(b'{"name": "x\xff"}')
     with pytest.raises(ConfigError, match="c.json: not UTF-8 text"):  # a bare codec message before
         load_config(path)
+
+
+@pytest.mark.parametrize("variants, tasks, named", [
+    ([{"name": "b"}, {"name": "../../outside", "elmo": {}}], [{"task": "pos"}], "'../../outside'"),
+    ([{"name": "b"}, {"name": "..", "elmo": {}}], [{"task": "pos"}], "'..'"),
+    ([{"name": ""}, {"name": "e", "elmo": {}}], [{"task": "pos"}], "''"),
+    ([{"name": "b"}, {"name": "e", "elmo": {}}], [{"task": "pos", "name": "/tmp/x"}], "'/tmp/x'"),
+    ([{"name": "b"}, {"name": "e", "elmo": {}}], [{"task": "pos", "name": 5}], "5"),
+])
+def test_a_name_that_is_not_one_folder_name_is_refused(variants, tasks, named):
+    # --save-models writes OUT/models/TASK/VARIANT/seed-N, replacing what is there: a name
+    # with a separator or '..' placed (and replaced) folders outside OUT
+    with pytest.raises(ConfigError, match=f"name {named}: a name is also a folder name"):
+        normalise_config({"tasks": tasks, "variants": variants})

@@ -132,6 +132,15 @@ class Variant:
         return {"name": self.name, "elmo": None if self.elmo is None else self.elmo.to_dict()}
 
 
+def _check_folder_name(what: str, name: Any) -> None:
+    """A task's or variant's name is one folder name of ``--save-models``' OUT/models/TASK/
+    VARIANT/seed-N: with a separator or '..' it placed (and replaced) folders outside OUT."""
+    if not isinstance(name, str) or not name.strip() or name in (".", "..") \
+            or any(c in name for c in "/\\\0"):
+        raise ConfigError(f"{what} name {name!r}: a name is also a folder name, so it must be "
+                          f"non-empty, not '.' or '..', and without '/', '\\' or NUL")
+
+
 def _default_variants() -> List[Variant]:
     return [Variant("baseline"), Variant("elmo", ElmoSettings())]
 
@@ -203,6 +212,8 @@ class ExperimentConfig:
                 raise ConfigError(f"a task entry needs 'task' (a built-in task, or tagging, "
                                   f"classification or pair with your own files): {t}")
         reported = [t.get("name", t["task"]) for t in self.tasks]
+        for what, name in [("variant", n) for n in names] + [("task", n) for n in reported]:
+            _check_folder_name(what, name)
         if len(set(reported)) != len(reported):
             raise ConfigError(f"task entries must report under distinct names (give each a "
                               f"'name'): {reported}")
