@@ -149,6 +149,18 @@ def test_empty_long_and_broken_lines(tmp_path, bilm):
     assert "broken \ufffd\ufffd here" in json.loads(data["sentence_to_index"][0])
 
 
+def test_a_byte_order_mark_opening_the_file_is_no_part_of_the_first_word(tmp_path, bilm):
+    # as Windows editors save UTF-8; str.strip() keeps U+FEFF, so it stayed on "The" and
+    # changed that word's vector without a word of warning
+    plain = write_lines(tmp_path / "plain.txt", ["The bank closed .", "Hi"])
+    marked = tmp_path / "marked.txt"
+    marked.write_bytes(b"\xef\xbb\xbf" + plain.read_bytes())
+    assert_same_datasets(embed_file(plain, tmp_path / "plain.hdf5", bilm),
+                         embed_file(marked, tmp_path / "marked.hdf5", bilm))
+    data, _ = read_all(tmp_path / "marked.hdf5")
+    assert json.loads(data["sentence_to_index"][0]) == {"The bank closed .": "0", "Hi": "1"}
+
+
 def test_cli_reports_bad_input_in_one_line(tmp_path, capsys):
     bad = tmp_path / "bad.txt"
     bad.write_bytes(b"ok\n\xc3\x28\n")

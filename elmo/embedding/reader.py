@@ -2,9 +2,9 @@
 
 A line is decoded as UTF-8 (bytes that are not UTF-8 raise :class:`InputError` naming the line,
 or become U+FFFD with ``errors="replace"``), a trailing ``\\r`` is dropped and surrounding
-whitespace is stripped; the stripped text is the line's *sentence* (the key of
-``sentence_to_index``). Its tokens are the whitespace-separated words, or the output of
-:func:`elmo.tokenize.tokenize` with ``tokenize=True``. Lines end at ``\\n`` only.
+whitespace is stripped, as is a byte-order mark opening the file; the stripped text is the
+line's *sentence* (the key of ``sentence_to_index``). Its tokens are the whitespace-separated
+words, or the output of :func:`elmo.tokenize.tokenize` with ``tokenize=True``. Lines end at ``\\n`` only.
 
 The file is cut into *segments* of ``segment_lines`` consecutive lines: the unit of work that
 is sorted by length, written to disk, resumed and shared between ranks. :func:`index_input`
@@ -52,7 +52,12 @@ class InputIndex:
 
 
 def decode_line(raw: bytes, line_no: int, path: Path, errors: str = "strict") -> str:
-    """The stripped text of one raw line; ``line_no`` is 0-based (messages say line_no + 1)."""
+    """The stripped text of one raw line; ``line_no`` is 0-based (messages say line_no + 1).
+
+    A UTF-8 byte-order mark opening the file (as some Windows editors save) is dropped: it
+    would otherwise stay on the first word, which str.strip() keeps, and change its vector."""
+    if line_no == 0 and raw.startswith(b"\xef\xbb\xbf"):
+        raw = raw[3:]
     try:
         text = raw.decode("utf-8", errors=errors)
     except UnicodeDecodeError as e:
