@@ -120,6 +120,71 @@ def test_resume_refuses_a_changed_setting_and_names_it(tmp_path, toy, capsys):
     assert "--allow-change dim: only" in capsys.readouterr().err
 
 
+def test_resume_refuses_a_vocabulary_rebuilt_under_the_same_name(tmp_path, toy):
+    """(two words swapped resumed silently, each softmax row now scoring the other word; a word
+    more was a size-mismatch RuntimeError traceback from load_state_dict)"""
+    train_txt, _, vocab_txt = toy
+    vocab = tmp_path / "vocab.txt"
+    words = vocab_txt.read_text(encoding="utf-8").splitlines()
+    vocab.write_text("\n".join(words) + "\n", encoding="utf-8")
+    cfg = tiny_config(tmp_path / "run", train_txt, vocab, max_steps=4)
+    train(cfg, stop_after=2)
+    words[3], words[4] = words[4], words[3]
+    vocab.write_text("\n".join(words) + "\n", encoding="utf-8")
+    with pytest.raises(ResumeMismatch, match=f"the vocabulary {vocab} has changed since checkpoint-00000002.pt"):
+        train(cfg)
+    # a checkpoint from before the digest was recorded: a vocabulary of another size is still named
+    path = latest_checkpoint(tmp_path / "run" / "checkpoints")
+    raw = torch.load(path, weights_only=True)
+    del raw["vocab_sha256"]
+    torch.save(raw, path)
+    vocab.write_text("\n".join(words + ["extra"]) + "\n", encoding="utf-8")
+    with pytest.raises(CheckpointError, match=f"{path.name}: its weights do not fit this run's model "
+                                              r"\(size mismatch for softmax.weight"):
+        train(cfg)
+
+
+def test_corpus_counts_belong_to_the_text_they_were_made_of(tmp_path, toy):
+    """A corpus_stats.json left by an earlier attempt on another text set the step count of
+    --epochs (1 epoch was 1 step); resuming on a changed text went on silently from the old
+    position."""
+    train_txt, _, vocab_txt = toy
+    text = tmp_path / "train.txt"
+    text.write_bytes(train_txt.read_bytes())
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "corpus_stats.json").write_text('{"sentences": 5, "tokens": 40}\n', encoding="utf-8")
+    cfg = tiny_config(run, text, vocab_txt, epochs=1.0, unroll_steps=10, batch_size=4)
+    partial = train(cfg, stop_after=2)
+    tokens = sum(len(line.split()) + 2 for line in text.read_text(encoding="utf-8").splitlines())
+    assert partial["steps"] == -(-tokens // 40)   # this text's epoch, not the stale file's
+    with text.open("a", encoding="utf-8") as f:
+        f.write("the cat sees a dog .\n")
+    with pytest.raises(ResumeMismatch, match=f"the training text has changed since the run began "
+                                             rf"\({re.escape(str(text))}: [\d,]+ bytes then, [\d,]+ now\)"):
+        train(cfg)
+
+
+def test_a_log_line_cut_short_is_dropped_on_resume(tmp_path, toy, capsys):
+    """(a run killed or out of disk while appending a line left it torn, and every resume
+    stopped on json's 'Unterminated string' with no file named)"""
+    train_txt, _, vocab_txt = toy
+    cfg = tiny_config(tmp_path / "run", train_txt, vocab_txt, max_steps=4, log_every=1)
+    train(cfg, stop_after=2)
+    log = tmp_path / "run" / "log.jsonl"
+    whole = log.read_text(encoding="utf-8")
+    log.write_text(whole + '{"elapsed_s": 0.1, "epo', encoding="utf-8")
+    capsys.readouterr()
+    assert train(cfg)["finished"]
+    assert f"{log}: its last line was cut short" in capsys.readouterr().err
+    records = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+    assert [r["step"] for r in records if r["event"] == "train"] == [1, 2, 3, 4]
+    # a damaged line elsewhere is named, not guessed at
+    log.write_text(whole.replace("\n", "\nnot json\n", 1), encoding="utf-8")
+    with pytest.raises(ValueError, match="log.jsonl: line 2: not JSON"):
+        train(tiny_config(tmp_path / "run", train_txt, vocab_txt, max_steps=6, log_every=1))
+
+
 # ------------------------------------------------------------------ a full disk
 class _FullDisk:
     """A binary file on a disk that fills up after ``room`` bytes (fault injection)."""

@@ -24,7 +24,7 @@ import random
 import zlib
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Dict, Iterator, List, Optional, Sequence
+from typing import Any, Dict, Iterator, List, Optional, Sequence
 
 Sentence = List[str]
 
@@ -225,6 +225,13 @@ def count_tokens(paths: Sequence[str | os.PathLike], boundaries: bool = True) ->
         n_sentences += 1
         n_tokens += len(sentence) + (2 if boundaries else 0)
     return {"sentences": n_sentences, "tokens": n_tokens}
+
+
+def corpus_files(paths: Sequence[str | os.PathLike]) -> List[List[Any]]:
+    """[path, size in bytes] of every file of a corpus, in :func:`expand_paths` order: a cheap
+    record of which text a count or a stream position belongs to (a rebuilt, extended or
+    replaced file changes it; no file is read)."""
+    return [[str(p), p.stat().st_size] for p in expand_paths(paths)]
 
 
 def count_words(paths: Sequence[str | os.PathLike]) -> Dict[str, int]:

@@ -13,6 +13,7 @@ resumes from the newest checkpoint.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import sys
@@ -26,18 +27,18 @@ from torch.nn.parallel import DistributedDataParallel
 
 from ..allocator import keep_freed_memory
 from ..config import ElmoOptions
-from ..data.corpus import CorpusStream, count_tokens, expand_paths, iter_file_sentences
+from ..data.corpus import CorpusStream, corpus_files, count_tokens, expand_paths, iter_file_sentences
 from ..data.lm_batches import BucketedLMBatches, PackedLMBatches
 from ..modules.softmax import softmax_loss
 from ..vocab import Vocabulary
-from ..io import atomic_write_text, check_output_dir, output_lock
+from ..io import atomic_write_text, check_output_dir, json_objects, output_lock
 from ..jobconfig import build, setting
 from . import distributed
-from .checkpoint import latest_checkpoint, load_checkpoint, rng_state, save_checkpoint, set_rng_state, writing
+from .checkpoint import CheckpointError, latest_checkpoint, load_checkpoint, rng_state, save_checkpoint, set_rng_state, writing
 from .evaluate import perplexity, reset_rows
 from .export import export_model, load_language_model, options_with_training_keys, read_metadata
 from .model import LanguageModel
-from .resume import check_allow_change, check_resume
+from .resume import ResumeMismatch, check_allow_change, check_resume
 from .schedule import PlateauDecay
 
 
@@ -230,6 +231,29 @@ def load_training_vocabulary(path: str | Path) -> Vocabulary:
     return vocab
 
 
+def _log_records_until(path: Path, step: int) -> List[Dict[str, Any]]:
+    """The records of the log ``path`` up to ``step``. A last line without its newline is a
+    write cut short (a run killed, or its disk full, while it wrote that line): it is dropped,
+    with a note. Any other line that is not a JSON object is an error naming it."""
+    text = path.read_bytes().decode("utf-8", errors="replace")
+    lines = text.split("\n")
+    torn = lines.pop()  # what follows the last newline: "" when the file ends with one
+    if torn.strip("\x00 \t\r"):
+        print(f"note: {path}: its last line was cut short (the run stopped while writing it); it is dropped",
+              file=sys.stderr, flush=True)
+
+    def bad(number: int, what: str) -> ValueError:
+        return ValueError(f"{path}: line {number}: {what}; the learning curve is damaged there: "
+                          f"remove or repair that line to resume")
+
+    return [record for _, record in json_objects(lines, bad) if record.get("step", 0) <= step]
+
+
+def vocabulary_digest(vocab: Vocabulary) -> str:
+    """SHA-256 of the vocabulary's words in order (what the softmax rows mean; not the counts)."""
+    return hashlib.sha256("\n".join(vocab.words).encode("utf-8")).hexdigest()
+
+
 class _Log:
     """The JSON-lines learning curve. On resume, lines past the checkpoint's step are dropped
     (a killed run may have logged steps that will be trained again)."""
@@ -237,10 +261,9 @@ class _Log:
     def __init__(self, path: Path, enabled: bool, resume_step: Optional[int]):
         self.path, self.enabled = path, enabled
         if enabled and resume_step is not None and path.exists():
-            kept = [line for line in path.read_text(encoding="utf-8").splitlines()
-                    if line.strip() and json.loads(line).get("step", 0) <= resume_step]
+            kept = _log_records_until(path, resume_step)
             with writing(path):
-                atomic_write_text(path, "".join(line + "\n" for line in kept))
+                atomic_write_text(path, "".join(json.dumps(r, sort_keys=True) + "\n" for r in kept))
         elif enabled and resume_step is None:
             with writing(path):
                 atomic_write_text(path, "")
@@ -369,6 +392,7 @@ class TrainingRun:
         """Vocabulary, model, batches, optimizer and sampler; the corpus size and step count."""
         cfg, ctx = self.cfg, self.ctx
         self.vocab = load_training_vocabulary(cfg.vocab)
+        self.vocab_sha256 = vocabulary_digest(self.vocab)
         torch.manual_seed(cfg.seed)  # the same initial weights on every rank
         self.model = build_model(cfg, self.vocab).to(ctx.device)
         self.model.train()
@@ -377,15 +401,41 @@ class TrainingRun:
         self.optimizer = _optimizer(cfg, self.model.parameters())
         self.softmax_loss = softmax_loss(len(self.vocab), cfg.n_negative, seed=cfg.seed * 1000 + ctx.rank)
         torch.manual_seed(cfg.seed * 1000 + 17 + ctx.rank)  # dropout: a different stream per rank
-        if self.stats_path.exists():
-            self.corpus_stats = json.loads(self.stats_path.read_text())
-        else:
-            self.corpus_stats = count_tokens(cfg.train)
+        self.read_corpus_stats()
         self.n_steps = total_steps(cfg, ctx.world_size, self.corpus_stats)
         self.autocast = dict(device_type=ctx.device.type, dtype=torch.bfloat16, enabled=cfg.bf16)
         # exp(training loss): with sampled negatives it is not a perplexity of the model (the sampled
         # softmax normalises over a few thousand words), so it is never labelled like the validation one
         self.train_ppl_key = self.softmax_loss.train_ppl_key
+
+    def read_corpus_stats(self) -> None:
+        """The corpus's sentences and tokens: from ``corpus_stats.json`` when it was counted on
+        these very files (paths and sizes, :func:`corpus_files`), else counted again. (A stale
+        file, left by an earlier attempt on another text, set the epochs' step count.)"""
+        self.corpus_files = corpus_files(self.cfg.train)
+        try:
+            recorded = json.loads(self.stats_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):  # none yet, or not ours: counted again, and rewritten
+            recorded = {}
+        self.recorded_files = recorded.get("files") if isinstance(recorded, dict) else None
+        if self.recorded_files == self.corpus_files:
+            self.corpus_stats = {"sentences": recorded["sentences"], "tokens": recorded["tokens"]}
+        else:
+            self.corpus_stats = count_tokens(self.cfg.train)
+
+    def _check_corpus(self) -> None:
+        """Refuse to resume on training text that changed since the run recorded it: the
+        stream's position (shard, sentence) would point into other text, silently."""
+        if self.recorded_files is None or self.recorded_files == self.corpus_files:
+            return  # (a run begun before the files were recorded: not known)
+        then = {path: size for path, size in self.recorded_files}
+        now = {path: size for path, size in self.corpus_files}
+        path = next(p for p in sorted(set(then) | set(now)) if then.get(p) != now.get(p))
+        what = (f"{then[path]:,} bytes then, {now[path]:,} now" if path in then and path in now
+                else "a file added since" if path in now else "no longer there")
+        raise ResumeMismatch(f"cannot resume {self.out_dir}: the training text has changed since the run "
+                             f"began ({path}: {what}); rerun with the text it was started with, or use "
+                             f"another --output")
 
     def record_warm_start(self) -> None:
         """A warm-started run's start, written once to ``OUTPUT/warm_start.json`` and read back
@@ -435,13 +485,21 @@ class TrainingRun:
         if stored is None and (self.out_dir / "train_config.json").exists():
             stored = json.loads((self.out_dir / "train_config.json").read_text(encoding="utf-8"))
         changed = check_resume(stored or {}, asdict(cfg), str(self.out_dir))
+        self._check_corpus()
+        self._check_vocabulary(ckpt.get("vocab_sha256"))
         if ctx.is_main:
             print(f"resuming from checkpoint {ckpt['step']} ({self.resume_from})"
                   + "".join(f"; {c}" for c in changed), file=sys.stderr, flush=True)
         if len(ckpt["ranks"]) != ctx.world_size:
             raise ValueError(f"{self.resume_from} was written by {len(ckpt['ranks'])} processes; "
                              f"resume it with the same number")
-        self.model.load_state_dict(ckpt["model"])
+        try:
+            self.model.load_state_dict(ckpt["model"])
+        except RuntimeError as e:  # e.g. a vocabulary of another size, in a checkpoint without its digest
+            detail = [line.strip() for line in str(e).splitlines()[1:] if line.strip()] or [str(e)]
+            raise CheckpointError(f"{self.resume_from}: its weights do not fit this run's model ({detail[0]}); "
+                                  f"rerun with the model and vocabulary it was started with, or use another "
+                                  f"--output") from None
         self.optimizer.load_state_dict(ckpt["optimizer"])
         self.lr_before = self.optimizer.param_groups[0]["lr"]
         # the run's lr wins when it differs (only when allowed: --allow-change lr) or on --lr-restart,
@@ -462,6 +520,16 @@ class TrainingRun:
         if _out_of_time(cfg, ctx, self.elapsed):
             self.n_steps = min(self.n_steps, self.step_no)
 
+    def _check_vocabulary(self, stored: Optional[str]) -> None:
+        """Refuse a vocabulary file whose words changed since the checkpoint was written (the
+        same path, rebuilt): each softmax row would silently score another word. (Checkpoints
+        written before the digest was recorded have none.)"""
+        if stored is not None and stored != self.vocab_sha256:
+            raise ResumeMismatch(
+                f"cannot resume {self.out_dir}: the vocabulary {self.cfg.vocab} has changed since "
+                f"{self.resume_from.name if self.resume_from else 'its checkpoint'} was written (its words "
+                f"differ); rerun with the vocabulary it was started with, or use another --output")
+
     def _set_lr(self, lr: float) -> None:
         for group in self.optimizer.param_groups:
             group["lr"] = lr
@@ -474,7 +542,7 @@ class TrainingRun:
             with writing(self.out_dir / "train_config.json"):
                 atomic_write_text(self.out_dir / "train_config.json", cfg.to_json() + "\n")
             with writing(self.stats_path):
-                atomic_write_text(self.stats_path, json.dumps(self.corpus_stats) + "\n")
+                atomic_write_text(self.stats_path, json.dumps({**self.corpus_stats, "files": self.corpus_files}) + "\n")
         resumed = self.resume_from is not None
         self.log_file = _Log(self.out_dir / "log.jsonl", ctx.is_main, self.step_no if resumed else None)
         self.valid_sentences = list(iter_file_sentences(expand_paths(cfg.valid))) if cfg.valid else []
@@ -604,7 +672,7 @@ class TrainingRun:
         if ctx.is_main:
             save_checkpoint(self.ckpt_dir, self.step_no, {
                 "step": self.step_no, "tokens": self.tokens_done, "elapsed": self.elapsed,
-                "skipped_steps": self.skipped_steps,
+                "skipped_steps": self.skipped_steps, "vocab_sha256": self.vocab_sha256,
                 "model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(), "ranks": ranks,
                 "lr_schedule": self.schedule.state_dict(), "config": self.cfg.to_json()}, keep=self.cfg.keep_checkpoints)
 
