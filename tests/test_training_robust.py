@@ -481,6 +481,29 @@ def test_steps_that_keep_diverging_stop_the_run_before_saving(tmp_path, toy, mon
     assert "elmo train: error: training diverged: the last 5 steps (up to step 5)" in err and "Traceback" not in err
 
 
+def test_a_diverged_run_names_the_checkpoint_from_before_the_update_that_broke_it(tmp_path, toy):
+    """--lr 1e30: step 5's update is finite (weights near 1e28), every later loss NaN. The line
+    said the checkpoints hold finite weights and to resume with a lower --lr; a resume took the
+    newest one, written after that update, and diverged again, and again."""
+    train_txt, _, vocab_txt = toy
+    cfg = tiny_config(tmp_path / "run", train_txt, vocab_txt, max_steps=20, checkpoint_every=2)
+    train(cfg, stop_after=4)
+    cfg.lr, cfg.allow_change = 1e30, ["lr"]
+    folder = tmp_path / "run" / "checkpoints"
+    with pytest.raises(FloatingPointError) as info:
+        train(cfg)
+    message = str(info.value)
+    assert len(message.splitlines()) == 1
+    assert "the weights are those of step 5 (as are checkpoint-00000006.pt, checkpoint-00000008.pt)" in message
+    assert message.endswith(f"delete the checkpoints from step 5 on in {folder} and resume from "
+                            f"checkpoint-00000004.pt")
+    for name in ("checkpoint-00000006.pt", "checkpoint-00000008.pt"):   # as it says
+        (folder / name).unlink()
+    cfg.lr = 0.2
+    assert train(cfg)["finished"]
+    assert all(torch.isfinite(v).all() for v in load_checkpoint(latest_checkpoint(folder))["model"].values())
+
+
 @pytest.mark.parametrize("setting, value, message", [
     ("clip_norm", float("nan"), "--clip-norm must be a positive number, got nan"),
     ("clip_norm", 0.0, "--clip-norm must be a positive number"),

@@ -34,7 +34,7 @@ from ..vocab import Vocabulary
 from ..io import atomic_write_text, check_output_dir, json_objects, output_lock
 from ..jobconfig import build, setting
 from . import distributed
-from .checkpoint import CheckpointError, latest_checkpoint, load_checkpoint, rng_state, save_checkpoint, set_rng_state, writing
+from .checkpoint import CheckpointError, latest_checkpoint, list_checkpoints, load_checkpoint, rng_state, save_checkpoint, set_rng_state, writing
 from .evaluate import perplexity, reset_rows
 from .export import export_model, load_language_model, options_with_training_keys, read_metadata
 from .model import LanguageModel
@@ -607,11 +607,25 @@ class TrainingRun:
         self.log_file.write({"event": "nonfinite", "step": self.step_no, "loss": _json_number(loss),
                              "grad_norm": _json_number(gnorm)})
         if self.nonfinite_in_a_row >= MAX_NONFINITE_STEPS:
-            raise FloatingPointError(
-                f"training diverged: the last {self.nonfinite_in_a_row} steps (up to step {self.step_no}) "
-                f"had a non-finite loss or gradient (loss {loss}); none of them changed the weights, so "
-                f"the checkpoints in {self.ckpt_dir} hold finite ones. Resume with a lower --lr (and "
-                f"--allow-change lr), or in float32 if --bf16 was on")
+            raise FloatingPointError(self._diverged_message(loss))
+
+    def _diverged_message(self, loss: float) -> str:
+        """The one line a diverged run stops with. None of the skipped steps changed the weights,
+        but the update before them may be what broke the model (a huge --lr gives finite
+        weights of 1e28 whose every later loss is NaN): the checkpoints written since hold those
+        same weights, and a resume from them diverges again, so the line names the older ones."""
+        before = self.step_no - self.nonfinite_in_a_row  # the weights now are those of this step
+        found = list_checkpoints(self.ckpt_dir)
+        since = [p.name for p in found if int(p.stem.split("-")[1]) >= before]
+        older = [p.name for p in found if int(p.stem.split("-")[1]) < before]
+        held = f" (as are {', '.join(since)})" if since else ""
+        fallback = (f"delete the checkpoints from step {before} on in {self.ckpt_dir} and resume from {older[-1]}"
+                    if older else f"no checkpoint in {self.ckpt_dir} is older than step {before}: start again "
+                                  f"in another --output")
+        return (f"training diverged: the last {self.nonfinite_in_a_row} steps (up to step {self.step_no}) had a "
+                f"non-finite loss or gradient (loss {loss}) and changed nothing; the weights are those of step "
+                f"{before}{held}: finite, but that step's update may be what diverged. Resume with a lower --lr "
+                f"(and --allow-change lr), or in float32 if --bf16 was on; if it diverges again, {fallback}")
 
     def _new_window(self) -> None:
         """Start averaging loss, gradient norm and speed over the next ``log_every`` steps
