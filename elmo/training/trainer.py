@@ -35,7 +35,7 @@ from ..io import atomic_write_text, check_output_dir, json_objects, output_lock
 from ..jobconfig import build, setting
 from . import distributed
 from .checkpoint import CheckpointError, latest_checkpoint, list_checkpoints, load_checkpoint, rng_state, save_checkpoint, set_rng_state, writing
-from .evaluate import perplexity, reset_rows
+from .evaluate import likelihood_sums, perplexity_from_sums, reset_rows
 from .export import export_model, load_language_model, options_with_training_keys, read_metadata
 from .model import LanguageModel
 from .resume import ResumeMismatch, check_allow_change, check_resume
@@ -654,16 +654,25 @@ class TrainingRun:
         self._new_window()
 
     def evaluate(self) -> Optional[Dict[str, float]]:
-        """Held-out perplexity (rank 0, when there is held-out text), logged; None otherwise."""
+        """Held-out perplexity (when there is held-out text), logged; the result on rank 0, None
+        on the others and without held-out text.
+
+        Every rank scores its share of the sentences (every W-th by length) and the sums are
+        added up: the stateless figure of the whole text, W times sooner. (Rank 0 scoring all
+        of it while the others waited in a barrier could outlast the process group's timeout on
+        a large held-out text, ending the job, and left W - 1 devices idle.)"""
         cfg, ctx = self.cfg, self.ctx
-        result = None
-        if ctx.is_main and self.valid_sentences:
-            # exact fp32 even under --bf16: validation measures the weights as they are used
-            result = perplexity(self.model, self.valid_sentences, self.vocab, cfg.eval_batch_size, ctx.device)
-            self.log_file.write({"event": "eval", "step": self.step_no, "split": "valid",
-                                 "epoch": self.tokens_done / self.corpus_stats["tokens"],
-                                 **{k: round(v, 4) for k, v in result.items()}})
-        distributed.barrier(ctx)
+        if not self.valid_sentences:
+            return None
+        mine = sorted(self.valid_sentences, key=len)[ctx.rank::ctx.world_size]
+        # exact fp32 even under --bf16: validation measures the weights as they are used
+        sums = likelihood_sums(self.model, mine, self.vocab, cfg.eval_batch_size, ctx.device)
+        result = perplexity_from_sums(distributed.all_reduce_sum(ctx, sums), len(self.valid_sentences))
+        if not ctx.is_main:
+            return None
+        self.log_file.write({"event": "eval", "step": self.step_no, "split": "valid",
+                             "epoch": self.tokens_done / self.corpus_stats["tokens"],
+                             **{k: round(v, 4) for k, v in result.items()}})
         return result
 
     def _decay_on_plateau(self, result: Optional[Dict[str, float]]) -> None:
