@@ -484,9 +484,10 @@ def test_steps_that_keep_diverging_stop_the_run_before_saving(tmp_path, toy, mon
 def test_a_diverged_run_names_the_checkpoint_from_before_the_update_that_broke_it(tmp_path, toy):
     """--lr 1e30: step 5's update is finite (weights near 1e28), every later loss NaN. The line
     said the checkpoints hold finite weights and to resume with a lower --lr; a resume took the
-    newest one, written after that update, and diverged again, and again."""
+    newest one, written after that update, and diverged again, and again; the checkpoints of the
+    streak had pruned the one from before it (--keep-checkpoints 1 here)."""
     train_txt, _, vocab_txt = toy
-    cfg = tiny_config(tmp_path / "run", train_txt, vocab_txt, max_steps=20, checkpoint_every=2)
+    cfg = tiny_config(tmp_path / "run", train_txt, vocab_txt, max_steps=20, checkpoint_every=2, keep_checkpoints=1)
     train(cfg, stop_after=4)
     cfg.lr, cfg.allow_change = 1e30, ["lr"]
     folder = tmp_path / "run" / "checkpoints"
@@ -501,6 +502,7 @@ def test_a_diverged_run_names_the_checkpoint_from_before_the_update_that_broke_i
         (folder / name).unlink()
     cfg.lr = 0.2
     assert train(cfg)["finished"]
+    assert [p.name for p in list_checkpoints(folder)] == ["checkpoint-00000020.pt"]  # pruned as usual again
     assert all(torch.isfinite(v).all() for v in load_checkpoint(latest_checkpoint(folder))["model"].values())
 
 

@@ -687,7 +687,8 @@ class TrainingRun:
                                  "best_ppl": round(self.schedule.best or 0.0, 4)})
 
     def save(self) -> None:
-        """A checkpoint of the current step: weights, optimizer and every rank's position."""
+        """A checkpoint of the current step: weights, optimizer and every rank's position. The
+        newest ``keep_checkpoints`` are kept, and none is deleted while steps are being skipped."""
         ctx = self.ctx
         mine = {"batches": self.batches.state_dict(), "lstm_state": _state_to(self.state, "cpu"),
                 "rng": rng_state(ctx.device), "sampler": self.softmax_loss.state_dict()}
@@ -697,7 +698,10 @@ class TrainingRun:
                 "step": self.step_no, "tokens": self.tokens_done, "elapsed": self.elapsed,
                 "skipped_steps": self.skipped_steps, "vocab_sha256": self.vocab_sha256,
                 "model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(), "ranks": ranks,
-                "lr_schedule": self.schedule.state_dict(), "config": self.cfg.to_json()}, keep=self.cfg.keep_checkpoints)
+                "lr_schedule": self.schedule.state_dict(), "config": self.cfg.to_json()},
+                # during a run of non-finite steps, prune nothing: the older checkpoints may be the
+                # last ones before the update that broke the model (see _diverged_message)
+                keep=0 if self.nonfinite_in_a_row else self.cfg.keep_checkpoints)
 
     def finish(self) -> Dict[str, Any]:
         """The session's summary; at the run's end also the final evaluation and the exported model."""
