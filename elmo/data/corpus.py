@@ -183,13 +183,24 @@ class CorpusStream:
         return self._loaded[1]
 
     # ------------------------------------------------------------------ reading
+    #: Whole epochs in a row without a sentence for this rank after which it gives up, where its
+    #: share changes from epoch to epoch (shuffled shards or lines over several processes; an
+    #: epoch may then give it only empty files). Where it cannot change, one such epoch is enough.
+    MAX_EMPTY_EPOCHS = 100
+
     def next_sentence(self) -> Sentence:
-        """The next sentence; moves to the next shard and the next epoch as needed."""
-        for _ in range(len(self.files) + 2):  # an epoch of empty shards would loop forever
+        """The next sentence; moves to the next shard and the next epoch as needed, over empty
+        files too. Raises ValueError when this rank's part holds no sentence."""
+        share_varies = self.shuffle and self.world_size > 1
+        # epoch ends passed in this call: the first ends the current epoch, each later one an
+        # epoch that held nothing for this rank
+        ends, most = 0, 1 + (self.MAX_EMPTY_EPOCHS if share_varies else 1)
+        while ends < most:
             pos = self.position
             shards = self.shard_order(pos.epoch)
             if pos.shard >= len(shards):
                 self.position = StreamPosition(pos.epoch + 1, 0, 0)
+                ends += 1
                 continue
             sentences = self._shard_sentences(pos.epoch, pos.shard)
             if pos.sentence >= len(sentences):
