@@ -594,3 +594,40 @@ def test_a_second_training_into_the_same_run_is_refused(tmp_path, toy, capsys):
     assert sorted(p.name for p in run.iterdir()) == []     # nothing written, the lock file removed
     train(tiny_config(run, train_txt, vocab_txt, max_steps=2))   # free again
     assert not (run / "train.lock").exists() and (run / "model").is_dir()
+
+
+def test_a_second_finetune_into_a_busy_run_changes_none_of_its_files(tmp_path, toy):
+    """(the lock was taken by training, after finetune had written its text: a second finetune
+    into a folder that one was training in replaced the text being trained on, then stopped)"""
+    from elmo.io import output_lock
+    from elmo.training.finetune import finetune
+
+    train_txt, _, vocab_txt = toy
+    train(tiny_config(tmp_path / "base", train_txt, vocab_txt, max_steps=2))
+    run = tmp_path / "adapted"
+    run.mkdir()
+    (run / "adapt_train.txt").write_text("the text being trained on\n", encoding="utf-8")
+    cfg = tiny_config(run, train_txt, "", init_from=str(tmp_path / "base" / "model"), max_steps=2)
+    with output_lock(run / "train", name=run):   # as a first finetune holds it
+        with pytest.raises(OSError, match=rf"{run} is already being written by PID {os.getpid()}"):
+            finetune(cfg)
+    assert sorted(p.name for p in run.iterdir()) == ["adapt_train.txt"]
+    assert (run / "adapt_train.txt").read_text(encoding="utf-8") == "the text being trained on\n"
+    (run / "adapt_train.txt").unlink()
+    assert finetune(cfg)["steps"] == 2 and not (run / "train.lock").exists()   # free again
+
+
+def test_finetune_on_a_full_disk_names_the_file(tmp_path, toy, monkeypatch):
+    """(its text and report files failed with a bare "[Errno 28] No space left on device")"""
+    from elmo.training import finetune as finetune_mod
+    from elmo.training.checkpoint import RunWriteError
+
+    train_txt, _, vocab_txt = toy
+    train(tiny_config(tmp_path / "base", train_txt, vocab_txt, max_steps=2))
+
+    def full(path, text):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    monkeypatch.setattr(finetune_mod, "atomic_write_text", full)
+    cfg = tiny_config(tmp_path / "adapted", train_txt, "", init_from=str(tmp_path / "base" / "model"), max_steps=2)
+    with pytest.raises(RunWriteError, match="cannot write .*adapt_train.txt: no space left on device"):
+        finetune_mod.finetune(cfg)

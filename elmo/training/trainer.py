@@ -18,6 +18,7 @@ import json
 import math
 import sys
 import time
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional
@@ -295,11 +296,12 @@ def _out_of_time(cfg: TrainConfig, ctx: distributed.Context, elapsed: float) -> 
     return distributed.all_reduce_sum(ctx, [flag])[0] > 0
 
 
-def train(cfg: TrainConfig, stop_after: Optional[int] = None) -> Dict[str, Any]:
+def train(cfg: TrainConfig, stop_after: Optional[int] = None, lock: bool = True) -> Dict[str, Any]:
     """Train (or resume) the run ``cfg.output``. Returns a summary of the run.
 
     ``stop_after``: return after this many steps of this session (the run stays resumable;
     checkpoints are written as configured, plus one at the stopping step).
+    ``lock``: take the run's lock (:func:`run_lock`); False where the caller holds it.
     """
     out = Path(cfg.output)
     check_output_dir(out, "run folder")   # a file there: named, not "File exists"
@@ -307,21 +309,17 @@ def train(cfg: TrainConfig, stop_after: Optional[int] = None) -> Dict[str, Any]:
     if ctx.device.type == "cpu":
         keep_freed_memory()  # no page-fault storm from re-allocating each step's activations
     try:
-        with _run_lock(out, ctx):
+        with run_lock(out) if lock and ctx.is_main else nullcontext():
             return TrainingRun(cfg, ctx).run(stop_after)
     finally:
         distributed.teardown(ctx)
 
 
-def _run_lock(out: Path, ctx: distributed.Context):
-    """While rank 0 trains it holds ``OUTPUT/train.lock``: a second ``elmo train`` (or
-    ``finetune``) into the same folder is refused at once, naming the holder. Without it the
-    second resumed from the first's newest checkpoint and both wrote checkpoints and log lines
-    into one run. (Other ranks write nothing there.)"""
-    from contextlib import nullcontext
-
-    if not ctx.is_main:
-        return nullcontext()
+def run_lock(out: Path):
+    """The lock rank 0 holds on ``OUTPUT/train.lock`` while it trains: a second ``elmo train``
+    (or ``finetune``) into the same folder is refused at once, naming the holder. Without it
+    the second resumed from the first's newest checkpoint and both wrote checkpoints and log
+    lines into one run. (Other ranks write nothing there.)"""
     out.mkdir(parents=True, exist_ok=True)
     return output_lock(out / "train", name=out)
 
@@ -461,7 +459,8 @@ class TrainingRun:
                 print(f"note: {path} is missing (a run begun before it was written); the warm start is "
                       f"recorded as {cfg.init_from} is now", file=sys.stderr, flush=True)
             self.out_dir.mkdir(parents=True, exist_ok=True)
-            atomic_write_text(path, json.dumps(self.warm_start, indent=2) + "\n")
+            with writing(path):
+                atomic_write_text(path, json.dumps(self.warm_start, indent=2) + "\n")
 
     def warm_start_metadata(self) -> Dict[str, Any]:
         """The exported model's ``warm_start`` and ``tokens_total`` (the tokens of all phases)."""
