@@ -165,6 +165,24 @@ def test_corpus_counts_belong_to_the_text_they_were_made_of(tmp_path, toy):
         train(cfg)
 
 
+def test_a_finished_run_started_again_logs_its_final_validation_once(tmp_path, toy):
+    """(the final validation comes after the last checkpoint: running a finished run's command
+    again, or a run killed while exporting, logged the same figure at the same step twice)"""
+    train_txt, held_txt, vocab_txt = toy
+    cfg = tiny_config(tmp_path / "run", train_txt, vocab_txt, max_steps=4, eval_every=2, valid=[str(held_txt)])
+    first = train(cfg)
+    again = train(cfg)
+    assert again["valid"] == first["valid"] and (tmp_path / "run" / "model").is_dir()
+    log = [json.loads(line) for line in (tmp_path / "run" / "log.jsonl").read_text().splitlines()]
+    assert [(r["event"], r["step"]) for r in log if r["event"] in ("eval", "resume")] == [
+        ("eval", 2), ("eval", 4), ("resume", 4)]
+    # other held-out text is another measurement: logged
+    cfg.valid = [str(held_txt), str(train_txt)]
+    train(cfg)
+    log = [json.loads(line) for line in (tmp_path / "run" / "log.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in log if r["event"] == "eval"] == [2, 4, 4]
+
+
 def test_a_log_line_cut_short_is_dropped_on_resume(tmp_path, toy, capsys):
     """(a run killed or out of disk while appending a line left it torn, and every resume
     stopped on json's 'Unterminated string' with no file named)"""

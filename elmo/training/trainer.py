@@ -257,12 +257,18 @@ def vocabulary_digest(vocab: Vocabulary) -> str:
 
 class _Log:
     """The JSON-lines learning curve. On resume, lines past the checkpoint's step are dropped
-    (a killed run may have logged steps that will be trained again)."""
+    (a killed run may have logged steps that will be trained again). ``evals`` holds the
+    (step, sentences, targets) of the validation records kept: the final validation comes
+    after the last checkpoint, so a finished run started again (or killed while exporting)
+    measures the same weights on the same text again, and that is not logged twice."""
 
     def __init__(self, path: Path, enabled: bool, resume_step: Optional[int]):
         self.path, self.enabled = path, enabled
+        self.evals: set = set()
         if enabled and resume_step is not None and path.exists():
             kept = _log_records_until(path, resume_step)
+            self.evals = {(r.get("step"), r.get("sentences"), r.get("targets"))
+                          for r in kept if r.get("event") == "eval"}
             with writing(path):
                 atomic_write_text(path, "".join(json.dumps(r, sort_keys=True) + "\n" for r in kept))
         elif enabled and resume_step is None:
@@ -669,9 +675,10 @@ class TrainingRun:
         result = perplexity_from_sums(distributed.all_reduce_sum(ctx, sums), len(self.valid_sentences))
         if not ctx.is_main:
             return None
-        self.log_file.write({"event": "eval", "step": self.step_no, "split": "valid",
-                             "epoch": self.tokens_done / self.corpus_stats["tokens"],
-                             **{k: round(v, 4) for k, v in result.items()}})
+        if (self.step_no, result["sentences"], result["targets"]) not in self.log_file.evals:
+            self.log_file.write({"event": "eval", "step": self.step_no, "split": "valid",
+                                 "epoch": self.tokens_done / self.corpus_stats["tokens"],
+                                 **{k: round(v, 4) for k, v in result.items()}})
         return result
 
     def _decay_on_plateau(self, result: Optional[Dict[str, float]]) -> None:
