@@ -281,6 +281,10 @@ class _Log:
                 f.write(json.dumps(record, sort_keys=True) + "\n")
 
 
+#: What a log line averages over its steps, kept in the checkpoint (not the tokens and time
+#: of its speed, which are this session's).
+_WINDOW_SUMS = ("loss", "n", "gnorm", "skipped")
+
 #: Steps in a row whose gradient is not finite after which a run stops (each is skipped).
 MAX_NONFINITE_STEPS = 5
 
@@ -356,6 +360,7 @@ class TrainingRun:
         self.warm_start: Optional[Dict[str, Any]] = None  # where a warm-started run began
         self.skipped_steps = 0        # steps whose gradient was not finite (no update), in all
         self.nonfinite_in_a_row = 0   # the latest of them in a row
+        self.window_resumed: Optional[Dict[str, Any]] = None  # the checkpoint's unlogged steps' sums
 
     def run(self, stop_after: Optional[int] = None) -> Dict[str, Any]:
         """Train until the run's last step (or ``stop_after`` steps of this session)."""
@@ -370,6 +375,8 @@ class TrainingRun:
         bar = tqdm(total=self.n_steps, initial=self.step_no, disable=not (cfg.progress and self.ctx.is_main),
                    unit="step", dynamic_ncols=True)
         self._new_window()
+        if self.window_resumed:  # the log line due next averages the steps before the checkpoint too
+            self.window.update(self.window_resumed)
         session_steps = 0
         self.t_last = time.perf_counter()
         while self.step_no < self.n_steps and (stop_after is None or session_steps < stop_after):
@@ -522,6 +529,8 @@ class TrainingRun:
         self.state = _state_to(mine["lstm_state"], ctx.device)
         set_rng_state(mine["rng"], ctx.device)
         self.softmax_loss.load_state_dict(mine["sampler"])
+        self.nonfinite_in_a_row = ckpt.get("nonfinite_in_a_row", 0)
+        self.window_resumed = mine.get("log_window")
         if _out_of_time(cfg, ctx, self.elapsed):
             self.n_steps = min(self.n_steps, self.step_no)
 
@@ -634,7 +643,9 @@ class TrainingRun:
 
     def _new_window(self) -> None:
         """Start averaging loss, gradient norm and speed over the next ``log_every`` steps
-        (``n`` of them applied, ``skipped`` not: their gradient was not finite)."""
+        (``n`` of them applied, ``skipped`` not: their gradient was not finite). The sums
+        (:data:`_WINDOW_SUMS`) travel in the checkpoint, so a resumed run's next log line
+        averages the same steps as an uninterrupted run's; its speed counts this session only."""
         self.window = {"loss": 0.0, "n": 0, "tokens": 0, "t0": time.perf_counter(), "gnorm": 0.0,
                        "skipped": 0}
 
@@ -697,12 +708,14 @@ class TrainingRun:
         newest ``keep_checkpoints`` are kept, and none is deleted while steps are being skipped."""
         ctx = self.ctx
         mine = {"batches": self.batches.state_dict(), "lstm_state": _state_to(self.state, "cpu"),
-                "rng": rng_state(ctx.device), "sampler": self.softmax_loss.state_dict()}
+                "rng": rng_state(ctx.device), "sampler": self.softmax_loss.state_dict(),
+                "log_window": {k: self.window[k] for k in _WINDOW_SUMS}}
         ranks = distributed.gather_objects(ctx, mine)
         if ctx.is_main:
             save_checkpoint(self.ckpt_dir, self.step_no, {
                 "step": self.step_no, "tokens": self.tokens_done, "elapsed": self.elapsed,
-                "skipped_steps": self.skipped_steps, "vocab_sha256": self.vocab_sha256,
+                "skipped_steps": self.skipped_steps, "nonfinite_in_a_row": self.nonfinite_in_a_row,
+                "vocab_sha256": self.vocab_sha256,
                 "model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(), "ranks": ranks,
                 "lr_schedule": self.schedule.state_dict(), "config": self.cfg.to_json()},
                 # during a run of non-finite steps, prune nothing: the older checkpoints may be the
