@@ -142,3 +142,30 @@ def test_every_process_scores_its_share_of_the_held_out_text(tmp_path):
         alone = perplexity(model, sentences, vocab)
         assert record["targets"] == alone["targets"] and record["sentences"] == 41
         assert record["ppl"] == pytest.approx(alone["ppl"], rel=1e-5, abs=1e-4)  # (logged to 4 decimals)
+
+
+def test_bucketed_tokens_are_every_process_rows(tmp_path):
+    """Bucketed batches have each process's own lengths; the run counted its tokens as rank 0's
+    times the processes (the logged tokens and epochs, the checkpoint and the model's metadata).
+    Now they are the ranks' tokens added up."""
+    from elmo.data.lm_batches import BucketedLMBatches
+
+    train_txt, _, vocab_txt = write_toy_corpus(tmp_path / "toy", n_train=200)
+    run = tmp_path / "ddp"
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "-m", "elmo",
+           "train", str(train_txt), "--vocab", str(vocab_txt), "-o", str(run), "--layout", "bucketed",
+           "--dim", "20", "--projection-dim", "10", "--filters", "1:8,2:8", "--char-dim", "4",
+           "--batch-size", str(ROWS), "--max-steps", "5", "--log-every", "2", "--checkpoint-every", "5",
+           "--negatives", "0", "--no-progress", "--threads", "1", "--device", "cpu"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+    done = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    vocab = Vocabulary.load(vocab_txt)
+    per_step = [[b.n_tokens for b in (parts.next_batch() for _ in range(5))]
+                for parts in (BucketedLMBatches(CorpusStream([train_txt], seed=0, rank=r, world_size=2), vocab, ROWS,
+                                                seed=7 * r) for r in range(2))]
+    assert per_step[0] != per_step[1]   # (else the old count would be right too)
+    assert load_checkpoint(run / "checkpoints" / "checkpoint-00000005.pt")["tokens"] == sum(map(sum, per_step))
+    logged = [json.loads(line) for line in (run / "log.jsonl").read_text().splitlines()]
+    assert [r["tokens"] for r in logged if r["event"] == "train"] == [
+        sum(per_step[0][:2] + per_step[1][:2]), sum(per_step[0][:4] + per_step[1][:4]), sum(map(sum, per_step))]

@@ -352,6 +352,7 @@ class TrainingRun:
         self.ckpt_dir = self.out_dir / "checkpoints"
         self.stats_path = self.out_dir / "corpus_stats.json"
         self.step_no, self.tokens_done, self.elapsed = 0, 0, 0.0
+        self.tokens_unsynced = 0  # bucketed layout: this rank's tokens not yet in tokens_done
         self.state = None  # the LSTM state carried to the next batch (packed layout)
         self.resume_from: Optional[Path] = None
         self.lr_before: Optional[float] = None
@@ -602,7 +603,10 @@ class TrainingRun:
         self.t_last = now
         loss = float(out["loss"].detach())
         self.window["tokens"] += n_tok
-        self.tokens_done += n_tok * ctx.world_size
+        if cfg.layout == "bucketed":  # each rank's rows have their own lengths: added up at the next sync
+            self.tokens_unsynced += n_tok
+        else:
+            self.tokens_done += n_tok * ctx.world_size
         if finite:
             self.window["loss"] += loss
             self.window["gnorm"] += float(gnorm)
@@ -649,8 +653,19 @@ class TrainingRun:
         self.window = {"loss": 0.0, "n": 0, "tokens": 0, "t0": time.perf_counter(), "gnorm": 0.0,
                        "skipped": 0}
 
+    def _sync_tokens(self) -> None:
+        """Add every rank's unsynced tokens to ``tokens_done`` (bucketed layout; the packed one
+        counts them exactly as it goes). Each rank's count times the ranks, as before, was off
+        by how the ranks' batch lengths differ: the logged tokens and epochs and the model's
+        metadata."""
+        if self.cfg.layout == "bucketed":  # (the same on every rank: all join the all-reduce)
+            (total,) = distributed.all_reduce_sum(self.ctx, [float(self.tokens_unsynced)])
+            self.tokens_done += int(total)
+            self.tokens_unsynced = 0
+
     def log(self, bar) -> None:
         """One learning-curve record of the steps since the last one (averaged over ranks)."""
+        self._sync_tokens()
         w, key = self.window, self.train_ppl_key
         loss_sum, tok_sum = distributed.all_reduce_sum(self.ctx, [w["loss"], w["tokens"]])
         dt = max(time.perf_counter() - w["t0"], 1e-9)
@@ -678,6 +693,7 @@ class TrainingRun:
         of it while the others waited in a barrier could outlast the process group's timeout on
         a large held-out text, ending the job, and left W - 1 devices idle.)"""
         cfg, ctx = self.cfg, self.ctx
+        self._sync_tokens()
         if not self.valid_sentences:
             return None
         mine = sorted(self.valid_sentences, key=len)[ctx.rank::ctx.world_size]
@@ -707,6 +723,7 @@ class TrainingRun:
         """A checkpoint of the current step: weights, optimizer and every rank's position. The
         newest ``keep_checkpoints`` are kept, and none is deleted while steps are being skipped."""
         ctx = self.ctx
+        self._sync_tokens()
         mine = {"batches": self.batches.state_dict(), "lstm_state": _state_to(self.state, "cpu"),
                 "rng": rng_state(ctx.device), "sampler": self.softmax_loss.state_dict(),
                 "log_window": {k: self.window[k] for k in _WINDOW_SUMS}}
@@ -725,6 +742,7 @@ class TrainingRun:
     def finish(self) -> Dict[str, Any]:
         """The session's summary; at the run's end also the final evaluation and the exported model."""
         cfg, ctx, step = self.cfg, self.ctx, self.step_no
+        self._sync_tokens()
         finished = step >= self.n_steps
         if not finished and step % cfg.checkpoint_every != 0:
             self.save()  # stopped early on purpose: keep the exact position
