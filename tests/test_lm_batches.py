@@ -83,6 +83,30 @@ def test_ranks_split_the_corpus(tmp_path, n_files):
     assert sorted(seen[0] + seen[1]) == sorted(tuple(x) for x in sentences)
 
 
+def test_empty_files_in_a_corpus_are_read_past_for_every_epoch(tmp_path):
+    """(two empty files beside a full one stopped a single process after its first epoch with
+    "holds no sentence for rank 0": the stream gave up after len(files) + 2 moves, fewer than
+    an epoch's end and the next epoch's empty files take; a rank whose shards of an epoch were
+    all empty stopped likewise)"""
+    (tmp_path / "full.txt").write_text("a b\nc d e\nf\n", encoding="utf-8")
+    for name in ("empty-1.txt", "empty-2.txt", "empty-3.txt"):
+        (tmp_path / name).write_text("" if name != "empty-3.txt" else "\n\n", encoding="utf-8")
+    for seed in range(8):
+        stream = CorpusStream([tmp_path], seed=seed)
+        read = [tuple(stream.next_sentence()) for _ in range(30)]
+        assert Counter(read) == {("a", "b"): 10, ("c", "d", "e"): 10, ("f",): 10} and stream.epoch == 9
+        ranks = [CorpusStream([tmp_path], seed=seed, rank=r, world_size=2) for r in (0, 1)]
+        assert all(len([r.next_sentence() for _ in range(30)]) == 30 for r in ranks)
+    # a part that can never hold a sentence is still an error, at once
+    with pytest.raises(ValueError, match="holds no sentence for rank 1"):
+        CorpusStream([tmp_path], shuffle=False, rank=1, world_size=4).next_sentence()  # empty-2.txt only
+    (tmp_path / "full.txt").write_text("", encoding="utf-8")
+    with pytest.raises(ValueError, match="holds no sentence for rank 0"):
+        CorpusStream([tmp_path]).next_sentence()
+    with pytest.raises(ValueError, match="holds no sentence for rank 1"):
+        CorpusStream([tmp_path], rank=1, world_size=2).next_sentence()
+
+
 def test_counts(tmp_path):
     sentences = _write_corpus(tmp_path / "c")
     stats = count_tokens([tmp_path / "c"])

@@ -2,6 +2,7 @@
 global batch."""
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -90,3 +91,81 @@ def test_a_device_that_is_not_there_is_one_clear_error(monkeypatch, capsys):
         resolve_device("cuda:2")
     assert main(["perplexity", "default", "nothing.txt", "--device", "foo"]) == 1
     assert capsys.readouterr().err == "elmo perplexity: error: --device 'foo': expected cpu, cuda, cuda:N or auto\n"
+
+
+_COUNTING_LAUNCHER = '''
+import os, sys
+from elmo.training.model import LanguageModel
+real = LanguageModel.forward
+def forward(self, batch, *args, **kwargs):
+    if kwargs.get("skip_given_targets"):  # a validation batch: count its sentences, per rank
+        with open(os.path.join(sys.argv[1], "scored-" + os.environ["RANK"]), "a") as f:
+            f.write(f"{batch.lengths.shape[0]}\\n")
+    return real(self, batch, *args, **kwargs)
+LanguageModel.forward = forward
+from elmo.cli import main
+sys.exit(main(sys.argv[2:]))
+'''
+
+
+def test_every_process_scores_its_share_of_the_held_out_text(tmp_path):
+    """Rank 0 scored all the held-out text while the others waited in a barrier: W - 1 devices
+    idle, and a validation longer than the process group's timeout (NCCL: 10 minutes) ended
+    the job. Now each scores every W-th sentence and the sums are added: the same figure."""
+    from elmo.training.evaluate import perplexity
+    from elmo.data.corpus import iter_file_sentences
+
+    train_txt, held_txt, vocab_txt = write_toy_corpus(tmp_path / "toy", n_train=200, n_heldout=41)
+    launcher = tmp_path / "launch.py"
+    launcher.write_text(_COUNTING_LAUNCHER, encoding="utf-8")
+    run = tmp_path / "ddp"
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", str(launcher),
+           str(tmp_path), "train", str(train_txt), "--vocab", str(vocab_txt), "-o", str(run), "--valid", str(held_txt),
+           "--dim", "20", "--projection-dim", "10", "--filters", "1:8,2:8,3:16", "--char-dim", "4",
+           "--batch-size", str(ROWS), "--unroll-steps", str(UNROLL), "--max-steps", "6", "--eval-every", "3",
+           "--checkpoint-every", "3", "--eval-batch-size", "8", "--negatives", "0", "--no-progress",
+           "--threads", "1", "--device", "cpu"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+    done = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    scored = {rank: sum(map(int, (tmp_path / f"scored-{rank}").read_text().split())) for rank in (0, 1)}
+    assert scored == {0: 2 * 21, 1: 2 * 20}   # two validation runs (steps 3 and 6) of 41 sentences
+    evals = [json.loads(line) for line in (run / "log.jsonl").read_text().splitlines()
+             if json.loads(line)["event"] == "eval"]
+    assert [e["step"] for e in evals] == [3, 6]
+    vocab = Vocabulary.load(vocab_txt)
+    sentences = list(iter_file_sentences([held_txt]))
+    for record in evals:
+        model = build_model(TrainConfig(train=[], vocab="", output="", options=tiny_model_options(dim=20, proj=10),
+                                        dropout=0.1), vocab)
+        model.load_state_dict(load_checkpoint(run / "checkpoints" / f"checkpoint-{record['step']:08d}.pt")["model"])
+        alone = perplexity(model, sentences, vocab)
+        assert record["targets"] == alone["targets"] and record["sentences"] == 41
+        assert record["ppl"] == pytest.approx(alone["ppl"], rel=1e-5, abs=1e-4)  # (logged to 4 decimals)
+
+
+def test_bucketed_tokens_are_every_process_rows(tmp_path):
+    """Bucketed batches have each process's own lengths; the run counted its tokens as rank 0's
+    times the processes (the logged tokens and epochs, the checkpoint and the model's metadata).
+    Now they are the ranks' tokens added up."""
+    from elmo.data.lm_batches import BucketedLMBatches
+
+    train_txt, _, vocab_txt = write_toy_corpus(tmp_path / "toy", n_train=200)
+    run = tmp_path / "ddp"
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "-m", "elmo",
+           "train", str(train_txt), "--vocab", str(vocab_txt), "-o", str(run), "--layout", "bucketed",
+           "--dim", "20", "--projection-dim", "10", "--filters", "1:8,2:8", "--char-dim", "4",
+           "--batch-size", str(ROWS), "--max-steps", "5", "--log-every", "2", "--checkpoint-every", "5",
+           "--negatives", "0", "--no-progress", "--threads", "1", "--device", "cpu"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+    done = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    vocab = Vocabulary.load(vocab_txt)
+    per_step = [[b.n_tokens for b in (parts.next_batch() for _ in range(5))]
+                for parts in (BucketedLMBatches(CorpusStream([train_txt], seed=0, rank=r, world_size=2), vocab, ROWS,
+                                                seed=7 * r) for r in range(2))]
+    assert per_step[0] != per_step[1]   # (else the old count would be right too)
+    assert load_checkpoint(run / "checkpoints" / "checkpoint-00000005.pt")["tokens"] == sum(map(sum, per_step))
+    logged = [json.loads(line) for line in (run / "log.jsonl").read_text().splitlines()]
+    assert [r["tokens"] for r in logged if r["event"] == "train"] == [
+        sum(per_step[0][:2] + per_step[1][:2]), sum(per_step[0][:4] + per_step[1][:4]), sum(map(sum, per_step))]

@@ -99,3 +99,23 @@ def test_resume_applies_the_configured_learning_rate(tmp_path):
               if json.loads(line)["event"] == "resume"]
     assert resume == [{"event": "resume", "step": 3, "from": "checkpoint-00000003.pt", "lr": 0.001,
                        "lr_before": 0.01, "lr_restart": False, "state_reset_every": 0}]
+
+
+def test_a_resumed_run_logs_the_same_learning_curve(tmp_path):
+    """(a log line due after a resume averaged only the steps of the new session: killed at
+    step 5 and resumed from checkpoint 3, the line of step 4 held step 4's loss alone)"""
+    train_txt, _, vocab_txt = write_toy_corpus(tmp_path / "toy", n_train=100)
+    common = dict(max_steps=8, log_every=4, checkpoint_every=3, dropout=0.1, n_negative=8)
+    train(tiny_config(tmp_path / "straight", train_txt, vocab_txt, **common))
+    run = tmp_path / "killed"
+    train(tiny_config(run, train_txt, vocab_txt, **common), stop_after=5)
+    (run / "checkpoints" / "checkpoint-00000005.pt").unlink()   # as if killed after step 5
+    train(tiny_config(run, train_txt, vocab_txt, **common))
+
+    def curve(folder):
+        records = [json.loads(line) for line in (folder / "log.jsonl").read_text().splitlines()]
+        return [r for r in records if r["event"] == "train"]
+    straight, resumed = curve(tmp_path / "straight"), curve(run)
+    assert [r["step"] for r in resumed] == [r["step"] for r in straight] == [4, 8]
+    for key in ("loss", "grad_norm", "tokens"):
+        assert [r[key] for r in resumed] == pytest.approx([r[key] for r in straight], abs=1e-4), key

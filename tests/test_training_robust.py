@@ -120,6 +120,89 @@ def test_resume_refuses_a_changed_setting_and_names_it(tmp_path, toy, capsys):
     assert "--allow-change dim: only" in capsys.readouterr().err
 
 
+def test_resume_refuses_a_vocabulary_rebuilt_under_the_same_name(tmp_path, toy):
+    """(two words swapped resumed silently, each softmax row now scoring the other word; a word
+    more was a size-mismatch RuntimeError traceback from load_state_dict)"""
+    train_txt, _, vocab_txt = toy
+    vocab = tmp_path / "vocab.txt"
+    words = vocab_txt.read_text(encoding="utf-8").splitlines()
+    vocab.write_text("\n".join(words) + "\n", encoding="utf-8")
+    cfg = tiny_config(tmp_path / "run", train_txt, vocab, max_steps=4)
+    train(cfg, stop_after=2)
+    words[3], words[4] = words[4], words[3]
+    vocab.write_text("\n".join(words) + "\n", encoding="utf-8")
+    with pytest.raises(ResumeMismatch, match=f"the vocabulary {vocab} has changed since checkpoint-00000002.pt"):
+        train(cfg)
+    # a checkpoint from before the digest was recorded: a vocabulary of another size is still named
+    path = latest_checkpoint(tmp_path / "run" / "checkpoints")
+    raw = torch.load(path, weights_only=True)
+    del raw["vocab_sha256"]
+    torch.save(raw, path)
+    vocab.write_text("\n".join(words + ["extra"]) + "\n", encoding="utf-8")
+    with pytest.raises(CheckpointError, match=f"{path.name}: its weights do not fit this run's model "
+                                              r"\(size mismatch for softmax.weight"):
+        train(cfg)
+
+
+def test_corpus_counts_belong_to_the_text_they_were_made_of(tmp_path, toy):
+    """A corpus_stats.json left by an earlier attempt on another text set the step count of
+    --epochs (1 epoch was 1 step); resuming on a changed text went on silently from the old
+    position."""
+    train_txt, _, vocab_txt = toy
+    text = tmp_path / "train.txt"
+    text.write_bytes(train_txt.read_bytes())
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "corpus_stats.json").write_text('{"sentences": 5, "tokens": 40}\n', encoding="utf-8")
+    cfg = tiny_config(run, text, vocab_txt, epochs=1.0, unroll_steps=10, batch_size=4)
+    partial = train(cfg, stop_after=2)
+    tokens = sum(len(line.split()) + 2 for line in text.read_text(encoding="utf-8").splitlines())
+    assert partial["steps"] == -(-tokens // 40)   # this text's epoch, not the stale file's
+    with text.open("a", encoding="utf-8") as f:
+        f.write("the cat sees a dog .\n")
+    with pytest.raises(ResumeMismatch, match=f"the training text has changed since the run began "
+                                             rf"\({re.escape(str(text))}: [\d,]+ bytes then, [\d,]+ now\)"):
+        train(cfg)
+
+
+def test_a_finished_run_started_again_logs_its_final_validation_once(tmp_path, toy):
+    """(the final validation comes after the last checkpoint: running a finished run's command
+    again, or a run killed while exporting, logged the same figure at the same step twice)"""
+    train_txt, held_txt, vocab_txt = toy
+    cfg = tiny_config(tmp_path / "run", train_txt, vocab_txt, max_steps=4, eval_every=2, valid=[str(held_txt)])
+    first = train(cfg)
+    again = train(cfg)
+    assert again["valid"] == first["valid"] and (tmp_path / "run" / "model").is_dir()
+    log = [json.loads(line) for line in (tmp_path / "run" / "log.jsonl").read_text().splitlines()]
+    assert [(r["event"], r["step"]) for r in log if r["event"] in ("eval", "resume")] == [
+        ("eval", 2), ("eval", 4), ("resume", 4)]
+    # other held-out text is another measurement: logged
+    cfg.valid = [str(held_txt), str(train_txt)]
+    train(cfg)
+    log = [json.loads(line) for line in (tmp_path / "run" / "log.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in log if r["event"] == "eval"] == [2, 4, 4]
+
+
+def test_a_log_line_cut_short_is_dropped_on_resume(tmp_path, toy, capsys):
+    """(a run killed or out of disk while appending a line left it torn, and every resume
+    stopped on json's 'Unterminated string' with no file named)"""
+    train_txt, _, vocab_txt = toy
+    cfg = tiny_config(tmp_path / "run", train_txt, vocab_txt, max_steps=4, log_every=1)
+    train(cfg, stop_after=2)
+    log = tmp_path / "run" / "log.jsonl"
+    whole = log.read_text(encoding="utf-8")
+    log.write_text(whole + '{"elapsed_s": 0.1, "epo', encoding="utf-8")
+    capsys.readouterr()
+    assert train(cfg)["finished"]
+    assert f"{log}: its last line was cut short" in capsys.readouterr().err
+    records = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+    assert [r["step"] for r in records if r["event"] == "train"] == [1, 2, 3, 4]
+    # a damaged line elsewhere is named, not guessed at
+    log.write_text(whole.replace("\n", "\nnot json\n", 1), encoding="utf-8")
+    with pytest.raises(ValueError, match="log.jsonl: line 2: not JSON"):
+        train(tiny_config(tmp_path / "run", train_txt, vocab_txt, max_steps=6, log_every=1))
+
+
 # ------------------------------------------------------------------ a full disk
 class _FullDisk:
     """A binary file on a disk that fills up after ``room`` bytes (fault injection)."""
@@ -416,6 +499,31 @@ def test_steps_that_keep_diverging_stop_the_run_before_saving(tmp_path, toy, mon
     assert "elmo train: error: training diverged: the last 5 steps (up to step 5)" in err and "Traceback" not in err
 
 
+def test_a_diverged_run_names_the_checkpoint_from_before_the_update_that_broke_it(tmp_path, toy):
+    """--lr 1e30: step 5's update is finite (weights near 1e28), every later loss NaN. The line
+    said the checkpoints hold finite weights and to resume with a lower --lr; a resume took the
+    newest one, written after that update, and diverged again, and again; the checkpoints of the
+    streak had pruned the one from before it (--keep-checkpoints 1 here)."""
+    train_txt, _, vocab_txt = toy
+    cfg = tiny_config(tmp_path / "run", train_txt, vocab_txt, max_steps=20, checkpoint_every=2, keep_checkpoints=1)
+    train(cfg, stop_after=4)
+    cfg.lr, cfg.allow_change = 1e30, ["lr"]
+    folder = tmp_path / "run" / "checkpoints"
+    with pytest.raises(FloatingPointError) as info:
+        train(cfg)
+    message = str(info.value)
+    assert len(message.splitlines()) == 1
+    assert "the weights are those of step 5 (as are checkpoint-00000006.pt, checkpoint-00000008.pt)" in message
+    assert message.endswith(f"delete the checkpoints from step 5 on in {folder} and resume from "
+                            f"checkpoint-00000004.pt")
+    for name in ("checkpoint-00000006.pt", "checkpoint-00000008.pt"):   # as it says
+        (folder / name).unlink()
+    cfg.lr = 0.2
+    assert train(cfg)["finished"]
+    assert [p.name for p in list_checkpoints(folder)] == ["checkpoint-00000020.pt"]  # pruned as usual again
+    assert all(torch.isfinite(v).all() for v in load_checkpoint(latest_checkpoint(folder))["model"].values())
+
+
 @pytest.mark.parametrize("setting, value, message", [
     ("clip_norm", float("nan"), "--clip-norm must be a positive number, got nan"),
     ("clip_norm", 0.0, "--clip-norm must be a positive number"),
@@ -504,3 +612,40 @@ def test_a_second_training_into_the_same_run_is_refused(tmp_path, toy, capsys):
     assert sorted(p.name for p in run.iterdir()) == []     # nothing written, the lock file removed
     train(tiny_config(run, train_txt, vocab_txt, max_steps=2))   # free again
     assert not (run / "train.lock").exists() and (run / "model").is_dir()
+
+
+def test_a_second_finetune_into_a_busy_run_changes_none_of_its_files(tmp_path, toy):
+    """(the lock was taken by training, after finetune had written its text: a second finetune
+    into a folder that one was training in replaced the text being trained on, then stopped)"""
+    from elmo.io import output_lock
+    from elmo.training.finetune import finetune
+
+    train_txt, _, vocab_txt = toy
+    train(tiny_config(tmp_path / "base", train_txt, vocab_txt, max_steps=2))
+    run = tmp_path / "adapted"
+    run.mkdir()
+    (run / "adapt_train.txt").write_text("the text being trained on\n", encoding="utf-8")
+    cfg = tiny_config(run, train_txt, "", init_from=str(tmp_path / "base" / "model"), max_steps=2)
+    with output_lock(run / "train", name=run):   # as a first finetune holds it
+        with pytest.raises(OSError, match=rf"{run} is already being written by PID {os.getpid()}"):
+            finetune(cfg)
+    assert sorted(p.name for p in run.iterdir()) == ["adapt_train.txt"]
+    assert (run / "adapt_train.txt").read_text(encoding="utf-8") == "the text being trained on\n"
+    (run / "adapt_train.txt").unlink()
+    assert finetune(cfg)["steps"] == 2 and not (run / "train.lock").exists()   # free again
+
+
+def test_finetune_on_a_full_disk_names_the_file(tmp_path, toy, monkeypatch):
+    """(its text and report files failed with a bare "[Errno 28] No space left on device")"""
+    from elmo.training import finetune as finetune_mod
+    from elmo.training.checkpoint import RunWriteError
+
+    train_txt, _, vocab_txt = toy
+    train(tiny_config(tmp_path / "base", train_txt, vocab_txt, max_steps=2))
+
+    def full(path, text):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    monkeypatch.setattr(finetune_mod, "atomic_write_text", full)
+    cfg = tiny_config(tmp_path / "adapted", train_txt, "", init_from=str(tmp_path / "base" / "model"), max_steps=2)
+    with pytest.raises(RunWriteError, match="cannot write .*adapt_train.txt: no space left on device"):
+        finetune_mod.finetune(cfg)

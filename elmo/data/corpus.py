@@ -24,7 +24,7 @@ import random
 import zlib
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Dict, Iterator, List, Optional, Sequence
+from typing import Any, Dict, Iterator, List, Optional, Sequence
 
 Sentence = List[str]
 
@@ -183,13 +183,24 @@ class CorpusStream:
         return self._loaded[1]
 
     # ------------------------------------------------------------------ reading
+    #: Whole epochs in a row without a sentence for this rank after which it gives up, where its
+    #: share changes from epoch to epoch (shuffled shards or lines over several processes; an
+    #: epoch may then give it only empty files). Where it cannot change, one such epoch is enough.
+    MAX_EMPTY_EPOCHS = 100
+
     def next_sentence(self) -> Sentence:
-        """The next sentence; moves to the next shard and the next epoch as needed."""
-        for _ in range(len(self.files) + 2):  # an epoch of empty shards would loop forever
+        """The next sentence; moves to the next shard and the next epoch as needed, over empty
+        files too. Raises ValueError when this rank's part holds no sentence."""
+        share_varies = self.shuffle and self.world_size > 1
+        # epoch ends passed in this call: the first ends the current epoch, each later one an
+        # epoch that held nothing for this rank
+        ends, most = 0, 1 + (self.MAX_EMPTY_EPOCHS if share_varies else 1)
+        while ends < most:
             pos = self.position
             shards = self.shard_order(pos.epoch)
             if pos.shard >= len(shards):
                 self.position = StreamPosition(pos.epoch + 1, 0, 0)
+                ends += 1
                 continue
             sentences = self._shard_sentences(pos.epoch, pos.shard)
             if pos.sentence >= len(sentences):
@@ -225,6 +236,13 @@ def count_tokens(paths: Sequence[str | os.PathLike], boundaries: bool = True) ->
         n_sentences += 1
         n_tokens += len(sentence) + (2 if boundaries else 0)
     return {"sentences": n_sentences, "tokens": n_tokens}
+
+
+def corpus_files(paths: Sequence[str | os.PathLike]) -> List[List[Any]]:
+    """[path, size in bytes] of every file of a corpus, in :func:`expand_paths` order: a cheap
+    record of which text a count or a stream position belongs to (a rebuilt, extended or
+    replaced file changes it; no file is read)."""
+    return [[str(p), p.stat().st_size] for p in expand_paths(paths)]
 
 
 def count_words(paths: Sequence[str | os.PathLike]) -> Dict[str, int]:

@@ -54,6 +54,11 @@ def resolve_device(device: str = "auto", local_rank: int = 0, what: str = "--dev
     return dev
 
 
+def is_main_process() -> bool:
+    """Whether this process is rank 0 (or alone), before :func:`setup` has joined the group."""
+    return int(os.environ.get("RANK", "0")) == 0
+
+
 def setup(device: str = "auto") -> Context:
     """Join the process group when launched by torchrun; otherwise a single-process context."""
     world_size = int(os.environ.get("WORLD_SIZE", "1"))

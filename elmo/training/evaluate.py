@@ -59,7 +59,6 @@ def reset_rows(state: List[LayerState], step: int, every: int, first_row: int = 
     return [(c * keep, h * keep) for c, h in state]
 
 
-@torch.no_grad()
 def perplexity(model: LanguageModel, sentences: Iterable[Sentence], vocab: Vocabulary,
                batch_size: int = 32, device=None, autocast_dtype=None, carry_state: bool = False,
                window: int = 100) -> Dict[str, float]:
@@ -73,6 +72,29 @@ def perplexity(model: LanguageModel, sentences: Iterable[Sentence], vocab: Vocab
     Returns ``ppl_fwd``, ``ppl_bwd``, ``ppl`` (average), ``loss_fwd``, ``loss_bwd`` (mean
     negative log-likelihoods in nats), ``targets`` (per direction) and ``sentences``.
     """
+    ordered = list(sentences)
+    sums = likelihood_sums(model, ordered, vocab, batch_size, device, autocast_dtype, carry_state, window)
+    return perplexity_from_sums(sums, len(ordered))
+
+
+def perplexity_from_sums(sums: List[float], n_sentences: int) -> Dict[str, float]:
+    """The result of :func:`perplexity` from :func:`likelihood_sums` (added up over parts of
+    the text: the stateless figure of a text is that of its parts together)."""
+    nll_f, nll_b, n_f, n_b = sums
+    if n_f == 0 or n_b == 0:
+        raise ValueError("no text to evaluate")
+    loss_f, loss_b = nll_f / n_f, nll_b / n_b
+    return {"ppl_fwd": math.exp(loss_f), "ppl_bwd": math.exp(loss_b),
+            "ppl": math.exp(0.5 * (loss_f + loss_b)), "loss_fwd": loss_f, "loss_bwd": loss_b,
+            "targets": int(n_f), "sentences": n_sentences}
+
+
+@torch.no_grad()
+def likelihood_sums(model: LanguageModel, sentences: List[Sentence], vocab: Vocabulary, batch_size: int = 32,
+                    device=None, autocast_dtype=None, carry_state: bool = False,
+                    window: int = 100) -> List[float]:
+    """[forward NLL, backward NLL (nats), forward targets, backward targets] of ``sentences``,
+    summed, as :func:`perplexity` reads them (the arguments are its own); zeros for none."""
     if batch_size < 1:
         raise ValueError(f"batch_size must be at least 1, got {batch_size}")
     was_training = model.training
@@ -82,8 +104,7 @@ def perplexity(model: LanguageModel, sentences: Iterable[Sentence], vocab: Vocab
     n_f = n_b = 0
     max_chars = model.options.char_cnn.max_characters_per_token
     if carry_state:
-        ordered = list(sentences)  # the text's order is the context
-        batches = stream_batches(ordered, vocab, window, max_chars)
+        batches = stream_batches(sentences, vocab, window, max_chars)  # the text's order is the context
     else:
         ordered = sorted(sentences, key=len)  # less padding; a stateless result does not depend on order
         batches = sentence_batches(ordered, vocab, batch_size, max_chars)
@@ -101,9 +122,4 @@ def perplexity(model: LanguageModel, sentences: Iterable[Sentence], vocab: Vocab
             n_b += out["n_bwd"]
     finally:
         model.train(was_training)
-    if n_f == 0 or n_b == 0:
-        raise ValueError("no text to evaluate")
-    loss_f, loss_b = nll_f / n_f, nll_b / n_b
-    return {"ppl_fwd": math.exp(loss_f), "ppl_bwd": math.exp(loss_b),
-            "ppl": math.exp(0.5 * (loss_f + loss_b)), "loss_fwd": loss_f, "loss_bwd": loss_b,
-            "targets": n_f, "sentences": len(ordered)}
+    return [nll_f, nll_b, float(n_f), float(n_b)]

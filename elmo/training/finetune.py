@@ -13,6 +13,7 @@ fills: at most ``batch_size`` rows, and few enough that one epoch is at least
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 from pathlib import Path
@@ -21,10 +22,11 @@ from typing import Any, Dict, List, Optional, Sequence
 from ..data.corpus import expand_paths, file_fingerprint, iter_file_sentences
 from ..training.evaluate import perplexity
 from ..io import atomic_write_text, check_output_dir
-from .checkpoint import latest_checkpoint
+from .checkpoint import latest_checkpoint, writing
 from .export import VOCAB_FILE, load_language_model, read_metadata
 from .resume import ResumeMismatch
-from .trainer import TrainConfig, train
+from .distributed import is_main_process
+from .trainer import TrainConfig, run_lock, train
 
 MIN_STEPS_PER_EPOCH = 20
 
@@ -56,6 +58,13 @@ def finetune(cfg: TrainConfig, heldout: Optional[Sequence[str]] = None, heldout_
     out = Path(cfg.output)
     check_output_dir(out, "run folder")   # a file there: named, not "File exists"
     out.mkdir(parents=True, exist_ok=True)
+    # The run's lock is taken before the text files are written (train() would take it only
+    # after: a second finetune into a busy folder replaced the text the first was training on)
+    with run_lock(out) if is_main_process() else contextlib.nullcontext():
+        return _finetune(cfg, out, heldout, heldout_every)
+
+
+def _finetune(cfg: TrainConfig, out: Path, heldout: Optional[Sequence[str]], heldout_every: int) -> Dict[str, Any]:
     text_files = expand_paths(cfg.train)
     sentences = list(iter_file_sentences(text_files))
     if heldout:
@@ -81,7 +90,8 @@ def finetune(cfg: TrainConfig, heldout: Optional[Sequence[str]] = None, heldout_
                 raise ResumeMismatch(f"cannot resume {out}: it was started on another text or held-out split "
                                      f"({path} differs); rerun with the same text, or use another --output")
         if not path.exists() or path.read_text(encoding="utf-8") != text:
-            atomic_write_text(path, text)
+            with writing(path):
+                atomic_write_text(path, text)
 
     base, vocab = load_language_model(cfg.init_from, device=None)
     before = perplexity(base, held, vocab, cfg.eval_batch_size)
@@ -96,10 +106,11 @@ def finetune(cfg: TrainConfig, heldout: Optional[Sequence[str]] = None, heldout_
                 "heldout_ppl_before": before}
     run_cfg = dataclasses.replace(cfg, train=[str(train_file)], valid=[str(held_file)], batch_size=batch_size,
                                   vocab=str(Path(cfg.init_from) / VOCAB_FILE), metadata=metadata)
-    summary = train(run_cfg)
+    summary = train(run_cfg, lock=False)
     adapted, _ = load_language_model(out / "model")
     after = perplexity(adapted, held, vocab, cfg.eval_batch_size)
     report = {"model": str(out / "model"), "heldout_sentences": len(held), "before": before, "after": after,
               "steps": summary["step"], "batch_size": batch_size, "tokens_per_s": summary["tokens_per_s"]}
-    atomic_write_text(out / "finetune_report.json", json.dumps(report, indent=2) + "\n")
+    with writing(out / "finetune_report.json"):
+        atomic_write_text(out / "finetune_report.json", json.dumps(report, indent=2) + "\n")
     return report

@@ -13,10 +13,12 @@ resumes from the newest checkpoint.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import sys
 import time
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional
@@ -26,18 +28,18 @@ from torch.nn.parallel import DistributedDataParallel
 
 from ..allocator import keep_freed_memory
 from ..config import ElmoOptions
-from ..data.corpus import CorpusStream, count_tokens, expand_paths, iter_file_sentences
+from ..data.corpus import CorpusStream, corpus_files, count_tokens, expand_paths, iter_file_sentences
 from ..data.lm_batches import BucketedLMBatches, PackedLMBatches
 from ..modules.softmax import softmax_loss
 from ..vocab import Vocabulary
-from ..io import atomic_write_text, check_output_dir, output_lock
+from ..io import atomic_write_text, check_output_dir, json_objects, output_lock
 from ..jobconfig import build, setting
 from . import distributed
-from .checkpoint import latest_checkpoint, load_checkpoint, rng_state, save_checkpoint, set_rng_state, writing
-from .evaluate import perplexity, reset_rows
+from .checkpoint import CheckpointError, latest_checkpoint, list_checkpoints, load_checkpoint, rng_state, save_checkpoint, set_rng_state, writing
+from .evaluate import likelihood_sums, perplexity_from_sums, reset_rows
 from .export import export_model, load_language_model, options_with_training_keys, read_metadata
 from .model import LanguageModel
-from .resume import check_allow_change, check_resume
+from .resume import ResumeMismatch, check_allow_change, check_resume
 from .schedule import PlateauDecay
 
 
@@ -230,17 +232,45 @@ def load_training_vocabulary(path: str | Path) -> Vocabulary:
     return vocab
 
 
+def _log_records_until(path: Path, step: int) -> List[Dict[str, Any]]:
+    """The records of the log ``path`` up to ``step``. A last line without its newline is a
+    write cut short (a run killed, or its disk full, while it wrote that line): it is dropped,
+    with a note. Any other line that is not a JSON object is an error naming it."""
+    text = path.read_bytes().decode("utf-8", errors="replace")
+    lines = text.split("\n")
+    torn = lines.pop()  # what follows the last newline: "" when the file ends with one
+    if torn.strip("\x00 \t\r"):
+        print(f"note: {path}: its last line was cut short (the run stopped while writing it); it is dropped",
+              file=sys.stderr, flush=True)
+
+    def bad(number: int, what: str) -> ValueError:
+        return ValueError(f"{path}: line {number}: {what}; the learning curve is damaged there: "
+                          f"remove or repair that line to resume")
+
+    return [record for _, record in json_objects(lines, bad) if record.get("step", 0) <= step]
+
+
+def vocabulary_digest(vocab: Vocabulary) -> str:
+    """SHA-256 of the vocabulary's words in order (what the softmax rows mean; not the counts)."""
+    return hashlib.sha256("\n".join(vocab.words).encode("utf-8")).hexdigest()
+
+
 class _Log:
     """The JSON-lines learning curve. On resume, lines past the checkpoint's step are dropped
-    (a killed run may have logged steps that will be trained again)."""
+    (a killed run may have logged steps that will be trained again). ``evals`` holds the
+    (step, sentences, targets) of the validation records kept: the final validation comes
+    after the last checkpoint, so a finished run started again (or killed while exporting)
+    measures the same weights on the same text again, and that is not logged twice."""
 
     def __init__(self, path: Path, enabled: bool, resume_step: Optional[int]):
         self.path, self.enabled = path, enabled
+        self.evals: set = set()
         if enabled and resume_step is not None and path.exists():
-            kept = [line for line in path.read_text(encoding="utf-8").splitlines()
-                    if line.strip() and json.loads(line).get("step", 0) <= resume_step]
+            kept = _log_records_until(path, resume_step)
+            self.evals = {(r.get("step"), r.get("sentences"), r.get("targets"))
+                          for r in kept if r.get("event") == "eval"}
             with writing(path):
-                atomic_write_text(path, "".join(line + "\n" for line in kept))
+                atomic_write_text(path, "".join(json.dumps(r, sort_keys=True) + "\n" for r in kept))
         elif enabled and resume_step is None:
             with writing(path):
                 atomic_write_text(path, "")
@@ -250,6 +280,10 @@ class _Log:
             with writing(self.path), open(self.path, "a", encoding="utf-8") as f:
                 f.write(json.dumps(record, sort_keys=True) + "\n")
 
+
+#: What a log line averages over its steps, kept in the checkpoint (not the tokens and time
+#: of its speed, which are this session's).
+_WINDOW_SUMS = ("loss", "n", "gnorm", "skipped")
 
 #: Steps in a row whose gradient is not finite after which a run stops (each is skipped).
 MAX_NONFINITE_STEPS = 5
@@ -272,11 +306,12 @@ def _out_of_time(cfg: TrainConfig, ctx: distributed.Context, elapsed: float) -> 
     return distributed.all_reduce_sum(ctx, [flag])[0] > 0
 
 
-def train(cfg: TrainConfig, stop_after: Optional[int] = None) -> Dict[str, Any]:
+def train(cfg: TrainConfig, stop_after: Optional[int] = None, lock: bool = True) -> Dict[str, Any]:
     """Train (or resume) the run ``cfg.output``. Returns a summary of the run.
 
     ``stop_after``: return after this many steps of this session (the run stays resumable;
     checkpoints are written as configured, plus one at the stopping step).
+    ``lock``: take the run's lock (:func:`run_lock`); False where the caller holds it.
     """
     out = Path(cfg.output)
     check_output_dir(out, "run folder")   # a file there: named, not "File exists"
@@ -284,21 +319,17 @@ def train(cfg: TrainConfig, stop_after: Optional[int] = None) -> Dict[str, Any]:
     if ctx.device.type == "cpu":
         keep_freed_memory()  # no page-fault storm from re-allocating each step's activations
     try:
-        with _run_lock(out, ctx):
+        with run_lock(out) if lock and ctx.is_main else nullcontext():
             return TrainingRun(cfg, ctx).run(stop_after)
     finally:
         distributed.teardown(ctx)
 
 
-def _run_lock(out: Path, ctx: distributed.Context):
-    """While rank 0 trains it holds ``OUTPUT/train.lock``: a second ``elmo train`` (or
-    ``finetune``) into the same folder is refused at once, naming the holder. Without it the
-    second resumed from the first's newest checkpoint and both wrote checkpoints and log lines
-    into one run. (Other ranks write nothing there.)"""
-    from contextlib import nullcontext
-
-    if not ctx.is_main:
-        return nullcontext()
+def run_lock(out: Path):
+    """The lock rank 0 holds on ``OUTPUT/train.lock`` while it trains: a second ``elmo train``
+    (or ``finetune``) into the same folder is refused at once, naming the holder. Without it
+    the second resumed from the first's newest checkpoint and both wrote checkpoints and log
+    lines into one run. (Other ranks write nothing there.)"""
     out.mkdir(parents=True, exist_ok=True)
     return output_lock(out / "train", name=out)
 
@@ -321,6 +352,7 @@ class TrainingRun:
         self.ckpt_dir = self.out_dir / "checkpoints"
         self.stats_path = self.out_dir / "corpus_stats.json"
         self.step_no, self.tokens_done, self.elapsed = 0, 0, 0.0
+        self.tokens_unsynced = 0  # bucketed layout: this rank's tokens not yet in tokens_done
         self.state = None  # the LSTM state carried to the next batch (packed layout)
         self.resume_from: Optional[Path] = None
         self.lr_before: Optional[float] = None
@@ -329,6 +361,7 @@ class TrainingRun:
         self.warm_start: Optional[Dict[str, Any]] = None  # where a warm-started run began
         self.skipped_steps = 0        # steps whose gradient was not finite (no update), in all
         self.nonfinite_in_a_row = 0   # the latest of them in a row
+        self.window_resumed: Optional[Dict[str, Any]] = None  # the checkpoint's unlogged steps' sums
 
     def run(self, stop_after: Optional[int] = None) -> Dict[str, Any]:
         """Train until the run's last step (or ``stop_after`` steps of this session)."""
@@ -343,6 +376,8 @@ class TrainingRun:
         bar = tqdm(total=self.n_steps, initial=self.step_no, disable=not (cfg.progress and self.ctx.is_main),
                    unit="step", dynamic_ncols=True)
         self._new_window()
+        if self.window_resumed:  # the log line due next averages the steps before the checkpoint too
+            self.window.update(self.window_resumed)
         session_steps = 0
         self.t_last = time.perf_counter()
         while self.step_no < self.n_steps and (stop_after is None or session_steps < stop_after):
@@ -369,6 +404,7 @@ class TrainingRun:
         """Vocabulary, model, batches, optimizer and sampler; the corpus size and step count."""
         cfg, ctx = self.cfg, self.ctx
         self.vocab = load_training_vocabulary(cfg.vocab)
+        self.vocab_sha256 = vocabulary_digest(self.vocab)
         torch.manual_seed(cfg.seed)  # the same initial weights on every rank
         self.model = build_model(cfg, self.vocab).to(ctx.device)
         self.model.train()
@@ -377,15 +413,41 @@ class TrainingRun:
         self.optimizer = _optimizer(cfg, self.model.parameters())
         self.softmax_loss = softmax_loss(len(self.vocab), cfg.n_negative, seed=cfg.seed * 1000 + ctx.rank)
         torch.manual_seed(cfg.seed * 1000 + 17 + ctx.rank)  # dropout: a different stream per rank
-        if self.stats_path.exists():
-            self.corpus_stats = json.loads(self.stats_path.read_text())
-        else:
-            self.corpus_stats = count_tokens(cfg.train)
+        self.read_corpus_stats()
         self.n_steps = total_steps(cfg, ctx.world_size, self.corpus_stats)
         self.autocast = dict(device_type=ctx.device.type, dtype=torch.bfloat16, enabled=cfg.bf16)
         # exp(training loss): with sampled negatives it is not a perplexity of the model (the sampled
         # softmax normalises over a few thousand words), so it is never labelled like the validation one
         self.train_ppl_key = self.softmax_loss.train_ppl_key
+
+    def read_corpus_stats(self) -> None:
+        """The corpus's sentences and tokens: from ``corpus_stats.json`` when it was counted on
+        these very files (paths and sizes, :func:`corpus_files`), else counted again. (A stale
+        file, left by an earlier attempt on another text, set the epochs' step count.)"""
+        self.corpus_files = corpus_files(self.cfg.train)
+        try:
+            recorded = json.loads(self.stats_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):  # none yet, or not ours: counted again, and rewritten
+            recorded = {}
+        self.recorded_files = recorded.get("files") if isinstance(recorded, dict) else None
+        if self.recorded_files == self.corpus_files:
+            self.corpus_stats = {"sentences": recorded["sentences"], "tokens": recorded["tokens"]}
+        else:
+            self.corpus_stats = count_tokens(self.cfg.train)
+
+    def _check_corpus(self) -> None:
+        """Refuse to resume on training text that changed since the run recorded it: the
+        stream's position (shard, sentence) would point into other text, silently."""
+        if self.recorded_files is None or self.recorded_files == self.corpus_files:
+            return  # (a run begun before the files were recorded: not known)
+        then = {path: size for path, size in self.recorded_files}
+        now = {path: size for path, size in self.corpus_files}
+        path = next(p for p in sorted(set(then) | set(now)) if then.get(p) != now.get(p))
+        what = (f"{then[path]:,} bytes then, {now[path]:,} now" if path in then and path in now
+                else "a file added since" if path in now else "no longer there")
+        raise ResumeMismatch(f"cannot resume {self.out_dir}: the training text has changed since the run "
+                             f"began ({path}: {what}); rerun with the text it was started with, or use "
+                             f"another --output")
 
     def record_warm_start(self) -> None:
         """A warm-started run's start, written once to ``OUTPUT/warm_start.json`` and read back
@@ -411,7 +473,8 @@ class TrainingRun:
                 print(f"note: {path} is missing (a run begun before it was written); the warm start is "
                       f"recorded as {cfg.init_from} is now", file=sys.stderr, flush=True)
             self.out_dir.mkdir(parents=True, exist_ok=True)
-            atomic_write_text(path, json.dumps(self.warm_start, indent=2) + "\n")
+            with writing(path):
+                atomic_write_text(path, json.dumps(self.warm_start, indent=2) + "\n")
 
     def warm_start_metadata(self) -> Dict[str, Any]:
         """The exported model's ``warm_start`` and ``tokens_total`` (the tokens of all phases)."""
@@ -435,13 +498,21 @@ class TrainingRun:
         if stored is None and (self.out_dir / "train_config.json").exists():
             stored = json.loads((self.out_dir / "train_config.json").read_text(encoding="utf-8"))
         changed = check_resume(stored or {}, asdict(cfg), str(self.out_dir))
+        self._check_corpus()
+        self._check_vocabulary(ckpt.get("vocab_sha256"))
         if ctx.is_main:
             print(f"resuming from checkpoint {ckpt['step']} ({self.resume_from})"
                   + "".join(f"; {c}" for c in changed), file=sys.stderr, flush=True)
         if len(ckpt["ranks"]) != ctx.world_size:
             raise ValueError(f"{self.resume_from} was written by {len(ckpt['ranks'])} processes; "
                              f"resume it with the same number")
-        self.model.load_state_dict(ckpt["model"])
+        try:
+            self.model.load_state_dict(ckpt["model"])
+        except RuntimeError as e:  # e.g. a vocabulary of another size, in a checkpoint without its digest
+            detail = [line.strip() for line in str(e).splitlines()[1:] if line.strip()] or [str(e)]
+            raise CheckpointError(f"{self.resume_from}: its weights do not fit this run's model ({detail[0]}); "
+                                  f"rerun with the model and vocabulary it was started with, or use another "
+                                  f"--output") from None
         self.optimizer.load_state_dict(ckpt["optimizer"])
         self.lr_before = self.optimizer.param_groups[0]["lr"]
         # the run's lr wins when it differs (only when allowed: --allow-change lr) or on --lr-restart,
@@ -459,8 +530,20 @@ class TrainingRun:
         self.state = _state_to(mine["lstm_state"], ctx.device)
         set_rng_state(mine["rng"], ctx.device)
         self.softmax_loss.load_state_dict(mine["sampler"])
+        self.nonfinite_in_a_row = ckpt.get("nonfinite_in_a_row", 0)
+        self.window_resumed = mine.get("log_window")
         if _out_of_time(cfg, ctx, self.elapsed):
             self.n_steps = min(self.n_steps, self.step_no)
+
+    def _check_vocabulary(self, stored: Optional[str]) -> None:
+        """Refuse a vocabulary file whose words changed since the checkpoint was written (the
+        same path, rebuilt): each softmax row would silently score another word. (Checkpoints
+        written before the digest was recorded have none.)"""
+        if stored is not None and stored != self.vocab_sha256:
+            raise ResumeMismatch(
+                f"cannot resume {self.out_dir}: the vocabulary {self.cfg.vocab} has changed since "
+                f"{self.resume_from.name if self.resume_from else 'its checkpoint'} was written (its words "
+                f"differ); rerun with the vocabulary it was started with, or use another --output")
 
     def _set_lr(self, lr: float) -> None:
         for group in self.optimizer.param_groups:
@@ -474,7 +557,7 @@ class TrainingRun:
             with writing(self.out_dir / "train_config.json"):
                 atomic_write_text(self.out_dir / "train_config.json", cfg.to_json() + "\n")
             with writing(self.stats_path):
-                atomic_write_text(self.stats_path, json.dumps(self.corpus_stats) + "\n")
+                atomic_write_text(self.stats_path, json.dumps({**self.corpus_stats, "files": self.corpus_files}) + "\n")
         resumed = self.resume_from is not None
         self.log_file = _Log(self.out_dir / "log.jsonl", ctx.is_main, self.step_no if resumed else None)
         self.valid_sentences = list(iter_file_sentences(expand_paths(cfg.valid))) if cfg.valid else []
@@ -520,7 +603,10 @@ class TrainingRun:
         self.t_last = now
         loss = float(out["loss"].detach())
         self.window["tokens"] += n_tok
-        self.tokens_done += n_tok * ctx.world_size
+        if cfg.layout == "bucketed":  # each rank's rows have their own lengths: added up at the next sync
+            self.tokens_unsynced += n_tok
+        else:
+            self.tokens_done += n_tok * ctx.world_size
         if finite:
             self.window["loss"] += loss
             self.window["gnorm"] += float(gnorm)
@@ -539,20 +625,47 @@ class TrainingRun:
         self.log_file.write({"event": "nonfinite", "step": self.step_no, "loss": _json_number(loss),
                              "grad_norm": _json_number(gnorm)})
         if self.nonfinite_in_a_row >= MAX_NONFINITE_STEPS:
-            raise FloatingPointError(
-                f"training diverged: the last {self.nonfinite_in_a_row} steps (up to step {self.step_no}) "
-                f"had a non-finite loss or gradient (loss {loss}); none of them changed the weights, so "
-                f"the checkpoints in {self.ckpt_dir} hold finite ones. Resume with a lower --lr (and "
-                f"--allow-change lr), or in float32 if --bf16 was on")
+            raise FloatingPointError(self._diverged_message(loss))
+
+    def _diverged_message(self, loss: float) -> str:
+        """The one line a diverged run stops with. None of the skipped steps changed the weights,
+        but the update before them may be what broke the model (a huge --lr gives finite
+        weights of 1e28 whose every later loss is NaN): the checkpoints written since hold those
+        same weights, and a resume from them diverges again, so the line names the older ones."""
+        before = self.step_no - self.nonfinite_in_a_row  # the weights now are those of this step
+        found = list_checkpoints(self.ckpt_dir)
+        since = [p.name for p in found if int(p.stem.split("-")[1]) >= before]
+        older = [p.name for p in found if int(p.stem.split("-")[1]) < before]
+        held = f" (as are {', '.join(since)})" if since else ""
+        fallback = (f"delete the checkpoints from step {before} on in {self.ckpt_dir} and resume from {older[-1]}"
+                    if older else f"no checkpoint in {self.ckpt_dir} is older than step {before}: start again "
+                                  f"in another --output")
+        return (f"training diverged: the last {self.nonfinite_in_a_row} steps (up to step {self.step_no}) had a "
+                f"non-finite loss or gradient (loss {loss}) and changed nothing; the weights are those of step "
+                f"{before}{held}: finite, but that step's update may be what diverged. Resume with a lower --lr "
+                f"(and --allow-change lr), or in float32 if --bf16 was on; if it diverges again, {fallback}")
 
     def _new_window(self) -> None:
         """Start averaging loss, gradient norm and speed over the next ``log_every`` steps
-        (``n`` of them applied, ``skipped`` not: their gradient was not finite)."""
+        (``n`` of them applied, ``skipped`` not: their gradient was not finite). The sums
+        (:data:`_WINDOW_SUMS`) travel in the checkpoint, so a resumed run's next log line
+        averages the same steps as an uninterrupted run's; its speed counts this session only."""
         self.window = {"loss": 0.0, "n": 0, "tokens": 0, "t0": time.perf_counter(), "gnorm": 0.0,
                        "skipped": 0}
 
+    def _sync_tokens(self) -> None:
+        """Add every rank's unsynced tokens to ``tokens_done`` (bucketed layout; the packed one
+        counts them exactly as it goes). Each rank's count times the ranks, as before, was off
+        by how the ranks' batch lengths differ: the logged tokens and epochs and the model's
+        metadata."""
+        if self.cfg.layout == "bucketed":  # (the same on every rank: all join the all-reduce)
+            (total,) = distributed.all_reduce_sum(self.ctx, [float(self.tokens_unsynced)])
+            self.tokens_done += int(total)
+            self.tokens_unsynced = 0
+
     def log(self, bar) -> None:
         """One learning-curve record of the steps since the last one (averaged over ranks)."""
+        self._sync_tokens()
         w, key = self.window, self.train_ppl_key
         loss_sum, tok_sum = distributed.all_reduce_sum(self.ctx, [w["loss"], w["tokens"]])
         dt = max(time.perf_counter() - w["t0"], 1e-9)
@@ -572,16 +685,27 @@ class TrainingRun:
         self._new_window()
 
     def evaluate(self) -> Optional[Dict[str, float]]:
-        """Held-out perplexity (rank 0, when there is held-out text), logged; None otherwise."""
+        """Held-out perplexity (when there is held-out text), logged; the result on rank 0, None
+        on the others and without held-out text.
+
+        Every rank scores its share of the sentences (every W-th by length) and the sums are
+        added up: the stateless figure of the whole text, W times sooner. (Rank 0 scoring all
+        of it while the others waited in a barrier could outlast the process group's timeout on
+        a large held-out text, ending the job, and left W - 1 devices idle.)"""
         cfg, ctx = self.cfg, self.ctx
-        result = None
-        if ctx.is_main and self.valid_sentences:
-            # exact fp32 even under --bf16: validation measures the weights as they are used
-            result = perplexity(self.model, self.valid_sentences, self.vocab, cfg.eval_batch_size, ctx.device)
+        self._sync_tokens()
+        if not self.valid_sentences:
+            return None
+        mine = sorted(self.valid_sentences, key=len)[ctx.rank::ctx.world_size]
+        # exact fp32 even under --bf16: validation measures the weights as they are used
+        sums = likelihood_sums(self.model, mine, self.vocab, cfg.eval_batch_size, ctx.device)
+        result = perplexity_from_sums(distributed.all_reduce_sum(ctx, sums), len(self.valid_sentences))
+        if not ctx.is_main:
+            return None
+        if (self.step_no, result["sentences"], result["targets"]) not in self.log_file.evals:
             self.log_file.write({"event": "eval", "step": self.step_no, "split": "valid",
                                  "epoch": self.tokens_done / self.corpus_stats["tokens"],
                                  **{k: round(v, 4) for k, v in result.items()}})
-        distributed.barrier(ctx)
         return result
 
     def _decay_on_plateau(self, result: Optional[Dict[str, float]]) -> None:
@@ -596,21 +720,29 @@ class TrainingRun:
                                  "best_ppl": round(self.schedule.best or 0.0, 4)})
 
     def save(self) -> None:
-        """A checkpoint of the current step: weights, optimizer and every rank's position."""
+        """A checkpoint of the current step: weights, optimizer and every rank's position. The
+        newest ``keep_checkpoints`` are kept, and none is deleted while steps are being skipped."""
         ctx = self.ctx
+        self._sync_tokens()
         mine = {"batches": self.batches.state_dict(), "lstm_state": _state_to(self.state, "cpu"),
-                "rng": rng_state(ctx.device), "sampler": self.softmax_loss.state_dict()}
+                "rng": rng_state(ctx.device), "sampler": self.softmax_loss.state_dict(),
+                "log_window": {k: self.window[k] for k in _WINDOW_SUMS}}
         ranks = distributed.gather_objects(ctx, mine)
         if ctx.is_main:
             save_checkpoint(self.ckpt_dir, self.step_no, {
                 "step": self.step_no, "tokens": self.tokens_done, "elapsed": self.elapsed,
-                "skipped_steps": self.skipped_steps,
+                "skipped_steps": self.skipped_steps, "nonfinite_in_a_row": self.nonfinite_in_a_row,
+                "vocab_sha256": self.vocab_sha256,
                 "model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(), "ranks": ranks,
-                "lr_schedule": self.schedule.state_dict(), "config": self.cfg.to_json()}, keep=self.cfg.keep_checkpoints)
+                "lr_schedule": self.schedule.state_dict(), "config": self.cfg.to_json()},
+                # during a run of non-finite steps, prune nothing: the older checkpoints may be the
+                # last ones before the update that broke the model (see _diverged_message)
+                keep=0 if self.nonfinite_in_a_row else self.cfg.keep_checkpoints)
 
     def finish(self) -> Dict[str, Any]:
         """The session's summary; at the run's end also the final evaluation and the exported model."""
         cfg, ctx, step = self.cfg, self.ctx, self.step_no
+        self._sync_tokens()
         finished = step >= self.n_steps
         if not finished and step % cfg.checkpoint_every != 0:
             self.save()  # stopped early on purpose: keep the exact position
