@@ -70,7 +70,7 @@ class Vocabulary:
         words: List[str] = []
         counts: List[Optional[int]] = []
         try:
-            with open(path, encoding="utf-8") as f:
+            with open(path, encoding="utf-8-sig") as f:  # a byte-order mark is no part of a word
                 for number, line in enumerate(f, start=1):
                     line = line.rstrip("\n")
                     if not line:

@@ -303,3 +303,13 @@ def test_analysis_settings_out_of_range_are_refused(setting, value, named):
     from elmo.config import ConfigError
     with pytest.raises(ConfigError, match=named):
         report.AnalysisConfig(**{setting: value})
+
+
+def test_a_byte_order_mark_opening_a_contrast_file_is_no_part_of_it(tmp_path):
+    # kept, it put the first item in a category of its own ("\ufeffrole"), or made a first
+    # comment line an item with the wrong number of fields
+    line = "role\tThe dog bit the man .\tThe man bit the dog .\tbit\tdog bites\tman bites\n"
+    (tmp_path / "pairs.tsv").write_bytes(b"\xef\xbb\xbf" + line.encode())
+    (tmp_path / "commented.tsv").write_bytes(b"\xef\xbb\xbf# my pairs\n" + line.encode())
+    assert contrast.load_pairs(tmp_path / "pairs.tsv") == contrast.parse_pairs(line)
+    assert contrast.load_pairs(tmp_path / "commented.tsv") == contrast.parse_pairs(line)

@@ -235,3 +235,16 @@ def test_sentence_batches_count_the_same_targets_one_sentence_a_row():
         bwd.update(vocab.words[i] for i in b.bwd_targets[b.bwd_mask].tolist())
     words = Counter(w for s in sentences for w in s)
     assert fwd == words + Counter({"</S>": 5}) and bwd == words + Counter({"<S>": 5})
+
+
+@pytest.mark.parametrize("suffix", [".txt", ".gz"])
+def test_a_byte_order_mark_opening_a_corpus_file_is_no_part_of_its_first_word(tmp_path, suffix):
+    # as some Windows editors save UTF-8: kept, it made "\ufeffThe" a word of its own in the
+    # vocabulary counts and in the text the model trains on
+    data = "\ufeffThe cat sat .\nThe dog .\n".encode("utf-8")
+    path = tmp_path / f"c{suffix}"
+    path.write_bytes(gzip.compress(data) if suffix == ".gz" else data)
+    counts = count_words([path])
+    assert counts["The"] == 2 and not any("\ufeff" in w for w in counts)
+    from elmo.data.corpus import read_sentences
+    assert read_sentences(path)[0] == ["The", "cat", "sat", "."]

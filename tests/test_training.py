@@ -223,6 +223,12 @@ def test_a_bad_vocabulary_file_is_named(tmp_path, content, message):
         Vocabulary.load(tmp_path / "v.txt")
 
 
+def test_a_byte_order_mark_opening_a_vocabulary_file_is_no_part_of_its_first_word(tmp_path):
+    # kept, it made the first entry "\ufeff<S>" and the file was refused for a missing <S>
+    (tmp_path / "v.txt").write_bytes(b"\xef\xbb\xbf<S>\n</S>\n<UNK>\nthe\n")
+    assert Vocabulary.load(tmp_path / "v.txt").words == ["<S>", "</S>", "<UNK>", "the"]
+
+
 def test_vocabulary_refuses_counts_that_do_not_fit_and_a_string_of_tokens():
     with pytest.raises(ValueError, match="2 counts for 4 words"):  # save(with_counts) dropped two
         Vocabulary(["<S>", "</S>", "<UNK>", "a"], [1, 2])

@@ -71,7 +71,7 @@ def load_pairs(path: Optional[Path] = None) -> List[ContrastItem]:
         from .contrast_pairs import BUILTIN
         return parse_pairs(BUILTIN, "built-in")
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = Path(path).read_text(encoding="utf-8-sig")  # a byte-order mark is no part of a word
     except UnicodeDecodeError:   # (the bare codec message named no file)
         raise ValueError(f"{path}: not UTF-8 text; contrast pairs are a UTF-8 tab-separated file") from None
     return parse_pairs(text, str(path))

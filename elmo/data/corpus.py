@@ -60,11 +60,13 @@ class CorpusError(ValueError):
 
 
 def open_text(path: str | Path) -> io.TextIOBase:
-    """Open a text file for reading, decompressing ``.gz``."""
+    """Open a text file for reading, decompressing ``.gz``. A UTF-8 byte-order mark opening
+    the text (as some Windows editors save) is dropped: it would stay on the first word, a
+    word of its own in the vocabulary and the vectors."""
     path = Path(path)
     if path.suffix == ".gz":
-        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8")
-    return open(path, encoding="utf-8")
+        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8-sig")
+    return open(path, encoding="utf-8-sig")
 
 
 def _open_bytes(path: Path):
