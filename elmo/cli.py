@@ -78,7 +78,12 @@ def _run(argv: Optional[List[str]]) -> int:
             raise
         print(f"elmo {args.command}: error: {_one_line(e)}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as e:
+        from .training.stop import TrainingStopped
+        if isinstance(e, TrainingStopped):   # a training run that checkpointed, then stopped
+            if os.environ.get("RANK", "0") == "0":   # (once for a torchrun job)
+                print(f"elmo {args.command}: {e}", file=sys.stderr)
+            return e.exit_status
         print(f"elmo {args.command}: interrupted", file=sys.stderr)
         return 130
     return int(result or 0)

@@ -119,3 +119,84 @@ def test_a_resumed_run_logs_the_same_learning_curve(tmp_path):
     assert [r["step"] for r in resumed] == [r["step"] for r in straight] == [4, 8]
     for key in ("loss", "grad_norm", "tokens"):
         assert [r[key] for r in resumed] == pytest.approx([r[key] for r in straight], abs=1e-4), key
+
+
+def test_sigterm_checkpoints_the_step_under_way_and_resumes_exactly(tmp_path, monkeypatch):
+    """(SIGTERM, as a scheduler preempting a job sends, ended the process at once: every step
+    since the last checkpoint was lost)"""
+    from elmo.training.stop import TrainingStopped
+    from elmo.training.trainer import TrainingRun
+    train_txt, _, vocab_txt = write_toy_corpus(tmp_path / "toy", n_train=200)
+    common = dict(max_steps=12, checkpoint_every=5, dropout=0.2, n_negative=8, log_every=1)
+    train(tiny_config(tmp_path / "straight", train_txt, vocab_txt, **common))
+
+    step = TrainingRun.step
+
+    def step_then_signal(self):
+        step(self)
+        if self.step_no == 7:       # between checkpoints 5 and 10
+            signal.raise_signal(signal.SIGTERM)
+    monkeypatch.setattr(TrainingRun, "step", step_then_signal)
+    before = signal.getsignal(signal.SIGTERM)
+    run = tmp_path / "stopped"
+    with pytest.raises(TrainingStopped, match="stopped by SIGTERM at step 7 of 12") as stopped:
+        train(tiny_config(run, train_txt, vocab_txt, **common))
+    assert stopped.value.exit_status == 143 and not stopped.value.summary["finished"]
+    assert signal.getsignal(signal.SIGTERM) is before          # the handler is put back
+    assert latest_checkpoint(run / "checkpoints").name == "checkpoint-00000007.pt"
+    records = [json.loads(line) for line in (run / "log.jsonl").read_text().splitlines()]
+    assert records[-1] == {"event": "stopped", "step": 7, "signal": "SIGTERM"}
+    assert not (run / "model").exists()
+
+    monkeypatch.setattr(TrainingRun, "step", step)
+    assert train(tiny_config(run, train_txt, vocab_txt, **common))["finished"]
+    assert _max_diff(_final_params(tmp_path / "straight", 12), _final_params(run, 12)) <= 1e-6
+    trained = [r["step"] for r in map(json.loads, (run / "log.jsonl").read_text().splitlines())
+               if r["event"] == "train"]
+    assert trained == list(range(1, 13))
+
+
+def test_a_second_ctrl_c_while_stopping_interrupts_at_once():
+    from elmo.training.stop import StopRequests
+    before = signal.getsignal(signal.SIGINT)
+    with StopRequests() as stops:
+        signal.raise_signal(signal.SIGINT)
+        assert stops.received == "SIGINT"                   # the first one is recorded
+        with pytest.raises(KeyboardInterrupt):
+            signal.raise_signal(signal.SIGINT)              # the second is Python's own again
+    assert signal.getsignal(signal.SIGINT) is before
+
+
+def test_an_ignored_signal_stays_ignored():
+    from elmo.training.stop import StopRequests
+    before = signal.signal(signal.SIGTERM, signal.SIG_IGN)   # as under nohup
+    try:
+        with StopRequests() as stops:
+            assert signal.getsignal(signal.SIGTERM) is signal.SIG_IGN
+            signal.raise_signal(signal.SIGTERM)
+            assert not stops.requested
+    finally:
+        signal.signal(signal.SIGTERM, before)
+
+
+def test_elmo_train_stopped_by_sigterm_says_so_and_exits_143(tmp_path):
+    train_txt, _, vocab_txt = write_toy_corpus(tmp_path / "toy", n_train=300)
+    run = tmp_path / "run"
+    command = _command(run, train_txt, vocab_txt, 100_000)
+    command[command.index("--checkpoint-every") + 1] = "100000"     # no checkpoint but the stop's
+    proc = subprocess.Popen(command, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    log = run / "log.jsonl"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None:
+        if log.exists() and log.read_text().count('"event": "train"') >= 2:
+            break
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 143, err
+    stopped = json.loads(log.read_text().splitlines()[-1])
+    assert stopped["event"] == "stopped" and stopped["signal"] == "SIGTERM"
+    assert latest_checkpoint(run / "checkpoints").name == f"checkpoint-{stopped['step']:08d}.pt"
+    assert f"stopped by SIGTERM at step {stopped['step']} of 100000" in err
+    assert "run the same command again to resume" in err

@@ -9,7 +9,8 @@ process of W x B rows.
 Everything a run writes goes under ``output``:
 ``train_config.json``, ``log.jsonl`` (the learning curve), ``checkpoints/`` and, at the end,
 ``model/`` (see :mod:`elmo.training.export`). Starting again with the same ``output``
-resumes from the newest checkpoint.
+resumes from the newest checkpoint. SIGTERM or Ctrl-C ends a run after the step under way,
+with a checkpoint of it (:mod:`elmo.training.stop`).
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ import time
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import torch
 from torch.nn.parallel import DistributedDataParallel
@@ -41,6 +42,7 @@ from .export import export_model, load_language_model, options_with_training_key
 from .model import LanguageModel
 from .resume import ResumeMismatch, check_allow_change, check_resume
 from .schedule import PlateauDecay
+from .stop import StopRequests, TrainingStopped
 
 
 def _setting_list(text: str) -> List[str]:
@@ -306,6 +308,17 @@ def _out_of_time(cfg: TrainConfig, ctx: distributed.Context, elapsed: float) -> 
     return distributed.all_reduce_sum(ctx, [flag])[0] > 0
 
 
+def _stop_flags(cfg: TrainConfig, ctx: distributed.Context, elapsed: float, signalled: bool) -> Tuple[bool, bool]:
+    """(the time budget is spent, a stop signal came) as every rank sees them, in one
+    all-reduce: the time is rank 0's to judge, a signal counts from any rank (a scheduler may
+    signal one process only), so all ranks stop at the same step."""
+    late = cfg.max_seconds is not None and ctx.is_main and elapsed >= cfg.max_seconds
+    if not ctx.distributed:
+        return late, signalled
+    late_sum, signal_sum = distributed.all_reduce_sum(ctx, [float(late), float(signalled)])
+    return late_sum > 0, signal_sum > 0
+
+
 def train(cfg: TrainConfig, stop_after: Optional[int] = None, lock: bool = True) -> Dict[str, Any]:
     """Train (or resume) the run ``cfg.output``. Returns a summary of the run.
 
@@ -380,25 +393,35 @@ class TrainingRun:
             self.window.update(self.window_resumed)
         session_steps = 0
         self.t_last = time.perf_counter()
-        while self.step_no < self.n_steps and (stop_after is None or session_steps < stop_after):
-            self.step()
-            session_steps += 1
-            if self.step_no % cfg.log_every == 0 or self.step_no == self.n_steps:
-                self.log(bar)
-            bar.update(1)
-            if cfg.eval_every and self.step_no % cfg.eval_every == 0 and self.step_no < self.n_steps:
-                self.last_valid = self.evaluate()
-                self._decay_on_plateau(self.last_valid)
-                self.t_last = time.perf_counter()  # evaluation time is not training time
-            if _out_of_time(cfg, self.ctx, self.elapsed) and self.step_no < self.n_steps:
-                self.n_steps = self.step_no  # out of time: this is the last step
-                self.log_file.write({"event": "time_limit", "step": self.step_no,
-                                     "elapsed_s": round(self.elapsed, 1)})
-            if self.step_no % cfg.checkpoint_every == 0 or self.step_no == self.n_steps:
-                self.save()
-                self.t_last = time.perf_counter()
-        bar.close()
-        return self.finish()
+        stopped_by = None
+        with StopRequests() as stops:   # SIGTERM, Ctrl-C: finish the step, checkpoint it, stop
+            while self.step_no < self.n_steps and (stop_after is None or session_steps < stop_after):
+                self.step()
+                session_steps += 1
+                if self.step_no % cfg.log_every == 0 or self.step_no == self.n_steps:
+                    self.log(bar)
+                bar.update(1)
+                if cfg.eval_every and self.step_no % cfg.eval_every == 0 and self.step_no < self.n_steps:
+                    self.last_valid = self.evaluate()
+                    self._decay_on_plateau(self.last_valid)
+                    self.t_last = time.perf_counter()  # evaluation time is not training time
+                late, signalled = _stop_flags(cfg, self.ctx, self.elapsed, stops.requested)
+                if late and self.step_no < self.n_steps:
+                    self.n_steps = self.step_no  # out of time: this is the last step
+                    self.log_file.write({"event": "time_limit", "step": self.step_no,
+                                         "elapsed_s": round(self.elapsed, 1)})
+                if self.step_no % cfg.checkpoint_every == 0 or self.step_no == self.n_steps:
+                    self.save()
+                    self.t_last = time.perf_counter()
+                if signalled and self.step_no < self.n_steps:
+                    stopped_by = stops.received or "a signal to another process of the job"
+                    self.log_file.write({"event": "stopped", "step": self.step_no, "signal": stopped_by})
+                    break
+            bar.close()
+            summary = self.finish()   # (unfinished: the checkpoint of this step, if not written yet)
+        if stopped_by is not None:
+            raise TrainingStopped(stopped_by, summary)
+        return summary
 
     def setup(self) -> None:
         """Vocabulary, model, batches, optimizer and sampler; the corpus size and step count."""
