@@ -544,3 +544,65 @@ def test_predict_refuses_one_string_for_a_list_of_texts(saved_classifier):
         with pytest.raises(TypeError, match="texts must be a list of texts, got .*; for one text pass \\[text\\]"):
             model.predict(texts)
     assert len(model.predict(t for t in ["the cat", "a dog"])) == 2
+
+
+CONLLU = """# newdoc id = d1
+# sent_id = 1
+# text = They don't sleep.
+1\tThey\tthey\tPRON\tPRP\t_\t3\tnsubj\t_\t_
+2-3\tdon't\t_\t_\t_\t_\t_\t_\t_\t_
+2\tdo\tdo\tAUX\tVBP\t_\t4\taux\t_\t_
+3\tn't\tnot\tPART\tRB\t_\t4\tadvmod\t_\t_
+4\tsleep\tsleep\tVERB\tVB\t_\t0\troot\t_\tSpaceAfter=No
+4.1\tsnore\t_\t_\t_\t_\t_\t_\t_\t_
+5\t.\t.\tPUNCT\t.\t_\t4\tpunct\t_\t_
+
+# sent_id = 2
+1\t#\t#\tSYM\tNN\t_\t0\troot\t_\t_
+"""
+
+
+@pytest.mark.parametrize("label, tags", [
+    (None, [["PRON", "AUX", "PART", "VERB", "PUNCT"], ["SYM"]]),
+    ("xpos", [["PRP", "VBP", "RB", "VB", "."], ["NN"]]),
+    (7, [["nsubj", "aux", "advmod", "root", "punct"], ["root"]]),
+])
+def test_conllu_reads_the_words_and_the_chosen_column(tmp_path, label, tags):
+    from elmo.tasks.files import check_format, read_examples
+    path = tmp_path / "t.conllu"
+    path.write_text(CONLLU, encoding="utf-8")
+    fmt = {"type": "conllu"} if label is None else {"type": "conllu", "label": label}
+    examples = read_examples(path, "tagging", check_format(fmt, "tagging", "x"))
+    # comments, the multiword range "don't" and the empty node "snore" are not words
+    assert [e.tokens for e in examples] == [["They", "do", "n't", "sleep", "."], ["#"]]
+    assert [e.label for e in examples] == tags
+
+
+@pytest.mark.parametrize("fmt, named", [
+    ({"type": "conll", "word": 1, "label": 3}, r"t.conllu:1: this looks like CoNLL-U .* use format type conllu"),
+    ({"type": "conllu", "label": "feats"}, r"t.conllu:4: no feats label \('_'\) for 'They'"),
+])
+def test_conllu_read_the_wrong_way_is_named(tmp_path, fmt, named):
+    # as plain CoNLL, '# text = ...' became the word 'text' tagged 'They', and the range
+    # '2-3 don't' a word tagged '_', with no error
+    from elmo.tasks.files import check_format, read_examples
+    path = tmp_path / "t.conllu"
+    path.write_text(CONLLU, encoding="utf-8")
+    with pytest.raises(TaskDataError, match=named):
+        read_examples(path, "tagging", check_format(fmt, "tagging", "x"))
+    path.write_text(CONLLU.split("\n", 3)[3], encoding="utf-8")     # no comments: the range shows it
+    if fmt["type"] == "conll":
+        with pytest.raises(TaskDataError, match=r"t.conllu:2: this looks like CoNLL-U"):
+            read_examples(path, "tagging", check_format(fmt, "tagging", "x"))
+
+
+def test_conllu_format_settings_are_checked(tmp_path):
+    from elmo.tasks.files import check_format, read_examples
+    with pytest.raises(TaskDataError, match="format.label must be a CoNLL-U column"):
+        check_format({"type": "conllu", "label": "pos"}, "tagging", "x")
+    with pytest.raises(TaskDataError, match="format conllu is for tagging"):
+        check_format({"type": "conllu"}, "classification", "x")
+    bad = tmp_path / "b.conllu"
+    bad.write_text("1\ta\tb\tc\td\n", encoding="utf-8")
+    with pytest.raises(TaskDataError, match="b.conllu:1: 5 tab-separated columns"):
+        read_examples(bad, "tagging", check_format({"type": "conllu"}, "tagging", "x"))

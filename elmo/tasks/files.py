@@ -4,11 +4,16 @@ A *format* says how one file becomes :class:`~elmo.tasks.datasets.Example` objec
 task *kind* (:mod:`.kinds`: ``tagging``, ``classification``, ``pair``)::
 
     {"type": "conll", "word": 0, "label": -1}          # one token a line, blank line between
+    {"type": "conllu", "label": "upos"}               # Universal Dependencies' CoNLL-U
     {"type": "word_tag", "separator": "/"}            # one sentence a line: The/at dog/nn
     {"type": "tsv", "text": "sentence", "label": "label", "text_b": null, "header": true}
     {"type": "jsonl", "text": "tokens", "label": "label", "text_b": "evidence"}
 
-* CoNLL and ``word/TAG`` are for tagging. TSV and JSON lines are for any kind; for tagging
+* CoNLL-U reads the FORM column and the label column (``upos``, ``xpos``, another column's
+  name or number); comment lines, multiword-token ranges (``1-2``) and empty nodes (``8.1``)
+  are not words. A plain ``conll`` file that looks like CoNLL-U is refused, as its comments
+  and ranges would become words.
+* CoNLL, CoNLL-U and ``word/TAG`` are for tagging. TSV and JSON lines are for any kind; for tagging
   their label is one tag per token (a list, or a string of tags separated by spaces).
 * TSV columns are named (with a header line, the default when a name is given) or counted
   from 0; JSON fields are named. A text is a list of tokens, a string, or for JSON a list of
@@ -23,6 +28,7 @@ Every malformed line raises :class:`TaskDataError` naming the file and the line.
 from __future__ import annotations
 
 import csv
+import re
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Union
 
@@ -31,13 +37,21 @@ from ..io import json_objects
 from .datasets import Example
 from .kinds import task_kind
 
-FORMATS = ("conll", "word_tag", "tsv", "jsonl")
+FORMATS = ("conll", "conllu", "word_tag", "tsv", "jsonl")
 FORMAT_KEYS = {"conll": {"word", "label", "separator"},
+               "conllu": {"word", "label"},
                "word_tag": {"separator"},
                "tsv": {"text", "label", "text_b", "header", "delimiter"},
                "jsonl": {"text", "label", "text_b"}}
 
 LabelMap = Callable[[str], Optional[str]]       # a preset's label rule; None drops the example
+
+#: CoNLL-U's ten columns, by the lower-case names a format may use for ``word`` and ``label``.
+CONLLU_COLUMNS = ("id", "form", "lemma", "upos", "xpos", "feats", "head", "deprel", "deps", "misc")
+#: Lines by which a file read as plain CoNLL shows itself to be CoNLL-U: its sentence comments,
+#: and a multiword-token range or empty node as the first of ten tab-separated columns.
+_CONLLU_COMMENT = re.compile(r"#\s*(sent_id|text|newdoc|newpar|global\.columns)\b")
+_CONLLU_NOT_A_WORD = re.compile(r"\d+[-.]\d+")
 
 
 class TaskDataError(ValueError):
@@ -59,7 +73,7 @@ def check_format(fmt: dict, kind: str, where: str) -> dict:
         raise TaskDataError(f"{where}: unknown {t} format settings {sorted(unknown)}; "
                             f"known: {sorted(FORMAT_KEYS[t])}")
     spec = task_kind(kind)
-    if t in ("conll", "word_tag") and not spec.token_labels:
+    if t in ("conll", "conllu", "word_tag") and not spec.token_labels:
         raise TaskDataError(f"{where}: format {t} is for tagging tasks, not {kind}")
     out = dict(fmt)
     if t == "conll":
@@ -69,6 +83,16 @@ def check_format(fmt: dict, kind: str, where: str) -> dict:
             if not isinstance(out[key], int) or isinstance(out[key], bool):
                 raise TaskDataError(f"{where}: format.{key} must be a column number (0 = the "
                                     f"first, -1 = the last), got {out[key]!r}")
+    elif t == "conllu":
+        out.setdefault("word", "form")
+        out.setdefault("label", "upos")
+        for key in ("word", "label"):
+            value = out[key]
+            if isinstance(value, str) and value.lower() in CONLLU_COLUMNS:
+                out[key] = CONLLU_COLUMNS.index(value.lower())
+            elif not (isinstance(value, int) and not isinstance(value, bool) and 1 <= value < 10):
+                raise TaskDataError(f"{where}: format.{key} must be a CoNLL-U column: one of "
+                                    f"{', '.join(CONLLU_COLUMNS[1:])}, or its number 1 to 9, got {value!r}")
     elif t == "word_tag":
         out.setdefault("separator", "/")
         if not out["separator"]:
@@ -212,6 +236,10 @@ class _Reader:
                 words, tags = [], []
                 continue
             cols = line.split(sep) if sep else (line.split("\t") if "\t" in line else line.split())
+            if _CONLLU_COMMENT.match(line) or (len(cols) == 10 and _CONLLU_NOT_A_WORD.fullmatch(cols[0])):
+                raise self.error(i, "this looks like CoNLL-U (a sentence comment, or a multiword "
+                                    "range or empty node), whose lines would become words: use "
+                                    "format type conllu")
             try:
                 word, tag = cols[wcol], cols[lcol]
             except IndexError:
@@ -221,6 +249,32 @@ class _Reader:
                 raise self.error(i, f"empty {'word' if not word.strip() else 'label'} column")
             words.append(word.strip())
             tags.append(self.tag(tag.strip(), i))
+        return out
+
+    def _conllu(self, lines: Sequence[str]) -> List[Optional[Example]]:
+        out: List[Optional[Example]] = []
+        words: List[str] = []
+        tags: List[str] = []
+        wcol, lcol = self.fmt["word"], self.fmt["label"]
+        for i, line in enumerate(lines + [""], start=1):
+            if not line.strip():
+                if words:
+                    out.append(Example(words, tags))
+                words, tags = [], []
+                continue
+            if line.startswith("#"):
+                continue
+            cols = line.split("\t")
+            if len(cols) != 10:
+                raise self.error(i, f"{len(cols)} tab-separated columns; a CoNLL-U word line has 10")
+            if _CONLLU_NOT_A_WORD.fullmatch(cols[0]):
+                continue        # a multiword token's range (its words follow) or an empty node
+            word, tag = cols[wcol], cols[lcol]
+            if tag == "_" or not tag.strip():
+                raise self.error(i, f"no {CONLLU_COLUMNS[lcol]} label ('{tag}') for {word!r}; "
+                                    f"choose another format.label column")
+            words.append(word)
+            tags.append(self.tag(tag, i))
         return out
 
     def _word_tag(self, lines: Sequence[str]) -> List[Optional[Example]]:
