@@ -433,3 +433,77 @@ def test_a_file_as_elmo_home_is_one_line_naming_the_variable(tmp_path, monkeypat
     assert main(["models", "path", "small"]) == 1
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "$ELMO_HOME is a file, not a folder" in err
+
+
+@pytest.mark.parametrize("mode, suffix", [("w:gz", "tar.gz"), ("w:xz", "tar.xz")])
+def test_a_damaged_byte_inside_a_compressed_tar_is_refused(tmp_path, mode, suffix):
+    """tarfile stops reading at the end-of-archive blocks, before the stream's checksum, so a
+    flipped byte in a member's data was unpacked without an error (gzip, xz), or a damaged xz
+    stream met a raw LZMAError."""
+    import random
+    payload = random.Random(0).randbytes(100_000)    # random bytes: stored, not compressed
+    data = bytearray(_tar({"model/config.json": b"{}", "model/weights.bin": payload}, mode))
+    data[len(data) // 2] ^= 0xFF
+    archive = tmp_path / f"a.{suffix}"
+    archive.write_bytes(bytes(data))
+    with pytest.raises(ArchiveError, match=r"not a readable zip or tar archive \(truncated or corrupt\?\)") as e:
+        unpack(archive, tmp_path / "out")
+    assert "\n" not in str(e.value)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [archive.name]
+
+
+@pytest.mark.parametrize("kind", ["zip", "tar"])
+def test_an_archive_that_does_not_fit_on_the_disk_writes_nothing(tmp_path, monkeypatch, kind):
+    """(It was unpacked until the disk was full, then reported as a corrupt archive.)"""
+    import shutil
+    from collections import namedtuple
+
+    from elmo.hub import archive as archive_module
+    members = {"model/config.json": b"{}", "model/big.bin": b"\0" * 3_000_000}
+    path = tmp_path / f"a.{kind}"
+    path.write_bytes(_zip(members) if kind == "zip" else _tar(members, "w:gz"))
+    usage = namedtuple("usage", "total used free")
+    free = archive_module.FREE_SPACE_RESERVE + 1_000_000
+    monkeypatch.setattr(shutil, "disk_usage", lambda folder: usage(10 * free, 9 * free, free))
+    with pytest.raises(ArchiveError, match=r"unpacks to 3\.0 MB but .* has .* MB free.*ELMO_HOME"):
+        unpack(path, tmp_path / "out")
+    assert sorted(p.name for p in tmp_path.iterdir()) == [path.name]
+
+
+@pytest.mark.parametrize("kind", ["zip", "tar"])
+def test_a_write_error_while_unpacking_is_named_as_such(tmp_path, kind):
+    """A file system error (here a file size limit; a full disk reads the same) is named with
+    the folder and its reason, not called a corrupt archive (tar) or raised raw (zip)."""
+    import resource
+    import signal
+    members = {"model/config.json": b"{}", "model/big.bin": bytes(range(256)) * 4096}
+    path = tmp_path / f"a.{kind}"
+    path.write_bytes(_zip(members) if kind == "zip" else _tar(members, "w:gz"))
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    handler = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (100_000, hard))
+    try:
+        with pytest.raises(ArchiveError, match=r"cannot unpack a\.(zip|tar) there: File too large; nothing was kept"):
+            unpack(path, tmp_path / "out")
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+        signal.signal(signal.SIGXFSZ, handler)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [path.name]
+
+
+def test_what_a_killed_unpack_left_is_removed_by_the_next_one(cache):
+    """A run killed while unpacking left its temporary folder (a model's size) for good; it was
+    never mistaken for the model, and is now removed when the archive is unpacked again."""
+    from elmo.hub.resolve import unpacked_path
+    files = {"model/options.json": (FIXTURE / "options.json").read_bytes(),
+             "model/weights.hdf5": (FIXTURE / "weights.hdf5").read_bytes()}
+    with FileServer({"/models/fixture.tar.gz": _tar(files, "w:gz")}) as server:
+        url = server.url("/models/fixture.tar.gz")
+        dest = unpacked_path(url)
+        stale = dest.parent / f".{dest.name}.unpacking.k1ll3d.tmp"
+        (stale / "model").mkdir(parents=True)
+        (stale / "model" / "options.json").write_bytes(files["model/options.json"])
+        with pytest.raises(WeightFileError):     # not a model yet: nothing mistaken for one
+            elmo.load_pretrained(dest)
+        elmo.from_pretrained(url)
+    assert sorted(p.name for p in dest.parent.iterdir()) == [dest.name, dest.name + ".lock"]

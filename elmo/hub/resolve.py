@@ -107,6 +107,10 @@ def fetch_archive(url: str, sha256: Optional[str] = None) -> Path:
         try:
             staging = dest.with_name(dest.name + ".unpacking")
             shutil.rmtree(staging, ignore_errors=True)
+            # What a killed run left half unpacked (unpack's temporary folders): under the
+            # lock no other process is writing them, and nothing else would ever remove them.
+            for stale in dest.parent.glob(f".{staging.name}.*.tmp"):
+                shutil.rmtree(stale, ignore_errors=True)
             unpack(archive, staging)
             try:
                 _check_folder(find_model_folder(staging), url)
