@@ -507,3 +507,71 @@ def test_what_a_killed_unpack_left_is_removed_by_the_next_one(cache):
             elmo.load_pretrained(dest)
         elmo.from_pretrained(url)
     assert sorted(p.name for p in dest.parent.iterdir()) == [dest.name, dest.name + ".lock"]
+
+
+# ------------------------------------------------------------------------- the cache on disk
+def test_a_pinned_checksum_is_checked_on_the_cached_file_too(cache, capsys):
+    """A file cached before its checksum was pinned, or damaged on disk since, was returned as
+    it was whenever it existed; now the pin decides, and a mismatch is downloaded again."""
+    import hashlib
+
+    from elmo.hub.download import fetch
+    weights = (FIXTURE / "weights.hdf5").read_bytes()
+    good = hashlib.sha256(weights).hexdigest()
+    with FileServer(fixture_files()) as server:
+        url = server.url(WEIGHTS)
+        path = fetch(url, progress=False)
+        damaged = bytearray(weights)
+        damaged[len(damaged) // 2] ^= 0x01                       # one flipped bit
+        path.write_bytes(bytes(damaged))
+        assert fetch(url, progress=False).read_bytes() == bytes(damaged)   # no pin: as cached
+        assert fetch(url, sha256=good, progress=False).read_bytes() == weights
+        assert len(server.gets(WEIGHTS)) == 2
+        assert "does not match the pinned sha256; downloading it again" in capsys.readouterr().err
+        assert fetch(url, sha256=good, progress=False) == path   # matches: not downloaded again
+        assert len(server.gets(WEIGHTS)) == 2
+
+
+def _refuse_writes_under(monkeypatch, folder: Path):
+    """Make creating folders under ``folder`` fail as on a read-only cache (the tests run as
+    root here, which permissions do not stop)."""
+    import errno
+    real_mkdir = Path.mkdir
+
+    def mkdir(self, *args, **kwargs):
+        if self == folder or folder in self.parents:
+            if not self.is_dir():
+                raise PermissionError(errno.EACCES, "Permission denied", str(self))
+            if not kwargs.get("exist_ok"):
+                raise FileExistsError(errno.EEXIST, "File exists", str(self))
+            return None
+        return real_mkdir(self, *args, **kwargs)
+    monkeypatch.setattr(Path, "mkdir", mkdir)
+
+
+def test_an_unwritable_cache_is_one_line_naming_elmo_home(cache, monkeypatch, capsys):
+    """(It was a bare PermissionError on a folder inside the cache, naming no setting.)"""
+    _refuse_writes_under(monkeypatch, cache)
+    with FileServer(fixture_files()) as server:
+        for url in (server.url(OPTIONS), server.url("/models/fixture.tar.gz")):
+            with pytest.raises(DownloadError, match=r"the model cache cannot be written "
+                                                    r"\(Permission denied\); point ELMO_HOME"):
+                elmo.from_pretrained(url)
+        assert main(["info", server.url(OPTIONS)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "ELMO_HOME" in err[0]
+
+
+def test_a_read_only_cache_still_serves_its_models_as_folders(cache, monkeypatch):
+    """model_path (elmo models path, experiments, reports) of a cached options/weights pair
+    made its link folder inside the cache, so a read-only cache (shared, mounted read-only)
+    failed with a PermissionError although every file was there."""
+    with FileServer(fixture_files()) as server:
+        url = server.url(OPTIONS)
+        elmo.from_pretrained(url)                                # cached (no link folder yet)
+    _refuse_writes_under(monkeypatch, cache)
+    folder = elmo.model_path(url)                                # the server is gone
+    assert cache not in folder.parents
+    assert (folder / "weights.hdf5").resolve() == cache_path(url.replace("options.json", "weights.hdf5"))
+    for a, b in zip(layers(elmo.from_pretrained("fixture")), layers(elmo.from_pretrained(folder))):
+        assert torch.equal(a, b)

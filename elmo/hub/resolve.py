@@ -16,14 +16,16 @@ import hashlib
 import json
 import os
 import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional, Tuple, Union
+from typing import Optional, Tuple, Union, cast
 from urllib.parse import urlsplit, urlunsplit
 
 from . import registry
 from .archive import ArchiveError, find_model_folder, is_archive, unpack
-from .download import DownloadError, cache_path, elmo_home, fetch, is_url, offline
+from .download import (DownloadError, _unwritable, cache_path, elmo_home, fetch, is_url,
+                       make_cache_folder, offline)
 
 PathOrUrl = Union[str, Path]
 
@@ -99,8 +101,13 @@ def fetch_archive(url: str, sha256: Optional[str] = None) -> Path:
     if offline():
         raise DownloadError(f"ELMO_OFFLINE is set and {url} is not in the cache "
                             f"(expected {dest}); unset ELMO_OFFLINE to download it")
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(dest) + ".lock"):
+    make_cache_folder(dest.parent)
+    lock = FileLock(str(dest) + ".lock")
+    try:
+        lock.acquire()
+    except OSError as e:
+        raise _unwritable(dest.parent, e) from None
+    try:
         if dest.is_dir():
             return find_model_folder(dest)
         archive = fetch(url, sha256=sha256, verify=_check_archive)
@@ -119,6 +126,8 @@ def fetch_archive(url: str, sha256: Optional[str] = None) -> Path:
                 shutil.rmtree(staging, ignore_errors=True)
         finally:
             archive.unlink(missing_ok=True)
+    finally:
+        lock.release()
     return find_model_folder(dest)
 
 
@@ -199,7 +208,8 @@ def resolve(name_or_url: PathOrUrl) -> Local:
 def as_folder(local: Local, key: str) -> Path:
     """A model folder for ``local``: the folder itself, or for a pair a folder under
     ``models/folders/`` with ``options.json`` and ``weights.hdf5`` linking to the cached files
-    (so code that takes a model folder works with any pair)."""
+    (so code that takes a model folder works with any pair). Where the cache cannot be written
+    (read-only, shared), the links go to a fresh private temporary folder instead."""
     if local.folder is not None:
         return local.folder
     digest = hashlib.sha256(f"{local.options}\n{local.weights}".encode()).hexdigest()[:12]
@@ -207,14 +217,24 @@ def as_folder(local: Local, key: str) -> Path:
     folder = elmo_home() / "models" / "folders" / f"{safe}-{digest}"
     if folder.is_dir():
         return folder
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    tmp = folder.with_name(folder.name + f".{os.getpid()}.tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir()
-    (tmp / "options.json").symlink_to(Path(local.options).resolve())
-    (tmp / "weights.hdf5").symlink_to(Path(local.weights).resolve())
+    try:
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        tmp = folder.with_name(folder.name + f".{os.getpid()}.tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir()
+    except OSError:
+        # Not a shared temporary path of a fixed name: another user could have put links there.
+        private = Path(tempfile.mkdtemp(prefix=f"elmo-{safe[:40]}-"))
+        _link_pair(private, local)
+        return private
+    _link_pair(tmp, local)
     try:
         os.replace(tmp, folder)
     except OSError:          # another process made it first
         shutil.rmtree(tmp, ignore_errors=True)
     return folder
+
+
+def _link_pair(folder: Path, local: Local) -> None:
+    (folder / "options.json").symlink_to(Path(cast(Path, local.options)).resolve())
+    (folder / "weights.hdf5").symlink_to(Path(cast(Path, local.weights)).resolve())
