@@ -236,6 +236,24 @@ def test_retries_resume_within_one_call(monkeypatch):
         assert len(server.gets(WEIGHTS)) == 2 and server.gets(WEIGHTS)[1].startswith("bytes=")
 
 
+
+def test_a_resume_answered_with_another_range_starts_over(cache, monkeypatch):
+    """A 206 whose Content-Range does not start where the part ends (a broken server or
+    proxy) was appended to the part: a wrong file, which here met the NaN check by luck and
+    could as well load as other weights."""
+    weights = (ALLENNLP / "lm_weights.hdf5").read_bytes()
+    with FileServer(fixture_files(), cut={CONF_WEIGHTS: 1}, wrong_ranges=True) as server:
+        url = server.url(CONF_WEIGHTS)
+        with pytest.raises(DownloadError, match="resumes"):
+            elmo.load_original(server.url(CONF_OPTIONS), url)
+        with pytest.raises(DownloadError, match=r"asked to resume at byte [\d,]+, the server sent "
+                                                r"bytes from 0; the part is dropped"):
+            elmo.load_original(server.url(CONF_OPTIONS), url)
+        monkeypatch.setenv("ELMO_DOWNLOAD_RETRIES", "1")        # the part was dropped:
+        elmo.load_original(server.url(CONF_OPTIONS), url)       # a whole download, no Range
+        assert server.gets(CONF_WEIGHTS)[-1] is None
+    assert cache_path(url).read_bytes() == weights
+
 def _with_bad_shape(path: Path) -> bytes:
     """The weight file with one dataset of the wrong shape (a readable, wrong HDF5 file)."""
     buffer = io.BytesIO()
@@ -257,8 +275,11 @@ def test_corrupt_or_truncated_weights_are_rejected_and_not_cached(cache):
     files["/m/shape/elmo_s_options.json"] = FIXTURE / "options.json"
     files["/m/garbage/elmo_g_options.json"] = b"{not json"
     with FileServer(files) as server:
-        with pytest.raises(WeightFileError, match="truncated or corrupt"):
+        with pytest.raises(WeightFileError, match="truncated or corrupt") as err:
             elmo.from_pretrained(server.url("/m/truncated/elmo_t_options.json"))
+        # named by its URL, not by the temporary file checked (deleted with the error)
+        assert str(err.value).startswith(server.url("/m/truncated/elmo_t_weights.hdf5") + ": ")
+        assert ".download" not in str(err.value) and "not kept" in str(err.value)
         with pytest.raises(WeightFileError, match=r"CNN_proj/b_proj.*expected \(16,\)"):
             Elmo(server.url("/m/shape/elmo_s_options.json"), server.url("/m/shape/elmo_s_weights.hdf5"))
         with pytest.raises(ConfigError, match="not valid JSON"):

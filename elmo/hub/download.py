@@ -270,6 +270,7 @@ class _ResumingDownloader:
 
     def __call__(self, url: str, output_file: str, pooch_obj) -> None:
         import pooch
+        import requests
 
         offset = self.part.stat().st_size if self.part.is_file() else 0
         headers = {}
@@ -286,6 +287,17 @@ class _ResumingDownloader:
                 if response.status_code == 200 and out.tell():
                     out.seek(0)
                     out.truncate()
+                if response.status_code == 206 and _range_start(response) != out.tell():
+                    # Not the rest of the file (a broken server or proxy): appended to the
+                    # part it would make a wrong file that may still load. Start over.
+                    start = _range_start(response)
+                    out.seek(0)
+                    out.truncate()
+                    self.meta.unlink(missing_ok=True)
+                    raise requests.exceptions.ConnectionError(
+                        f"asked to resume at byte {offset:,}, the server sent "
+                        + ("an unstated range" if start is None else f"bytes from {start:,}")
+                        + "; the part is dropped and the next attempt starts over")
                 if response.status_code in (200, 206):
                     self._save_validator(response)
                 elif response.status_code == 416:
@@ -326,6 +338,12 @@ class _ResumingDownloader:
         validator = etag if etag and not etag.startswith("W/") else response.headers.get("Last-Modified")
         if validator and response.status_code == 200:
             self.meta.write_text(json.dumps({"validator": validator}))
+
+
+def _range_start(response) -> Optional[int]:
+    """The first byte a 206 answer carries (``Content-Range: bytes START-END/TOTAL``)."""
+    match = re.match(r"\s*bytes\s+(\d+)-", response.headers.get("Content-Range", ""))
+    return int(match.group(1)) if match else None
 
 
 def _bar_class():

@@ -19,7 +19,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional, Tuple, Union, cast
+from typing import Callable, Optional, Tuple, Union, cast
 from urllib.parse import urlsplit, urlunsplit
 
 from . import registry
@@ -61,7 +61,7 @@ def _check_options(path: Path, entry: Optional[registry.PretrainedModel] = None)
 def fetch_options(url: str, entry: Optional[registry.PretrainedModel] = None,
                   sha256: Optional[str] = None) -> Path:
     """The cached, checked options file of ``url``."""
-    return fetch(url, sha256=sha256, verify=lambda p: _check_options(p, entry))
+    return fetch(url, sha256=sha256, verify=_naming_the_url(url, lambda p: _check_options(p, entry)))
 
 
 def fetch_weights(url: str, options_file: Path, sha256: Optional[str] = None) -> Path:
@@ -70,7 +70,23 @@ def fetch_weights(url: str, options_file: Path, sha256: Optional[str] = None) ->
     from ..weights import read_original_arrays
 
     options = ElmoOptions.from_file(options_file)
-    return fetch(url, sha256=sha256, verify=lambda p: read_original_arrays(p, options))
+    return fetch(url, sha256=sha256,
+                 verify=_naming_the_url(url, lambda p: read_original_arrays(p, options)))
+
+
+def _naming_the_url(url: str, check: Callable[[Path], object]) -> Callable[[Path], None]:
+    """``check`` of a finished download, its errors naming ``url`` instead of the temporary
+    file checked (which is deleted with the error)."""
+    from ..config import ConfigError
+    from ..weights import WeightFileError
+
+    def verify(path: Path) -> None:
+        try:
+            check(path)
+        except (ConfigError, WeightFileError) as e:
+            message = str(e).replace(str(path), url)
+            raise type(e)(f"{message} (the download is not kept)") from None
+    return verify
 
 
 def local_pair(options_file: PathOrUrl, weight_file: PathOrUrl) -> Tuple[Path, Path]:
