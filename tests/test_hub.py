@@ -404,8 +404,10 @@ def test_archives_are_unpacked_and_the_model_folder_found(monkeypatch, tmp_path)
         assert en.name == "144" and (en / "config.json").is_file()
         assert (zh / "config.json").is_file() and (zh / "encoder.pkl").is_file()
         assert elmo.model_path("manylangs-en") == en
-        with pytest.raises(ArchiveError, match="no folder with config.json"):
+        with pytest.raises(ArchiveError, match="no folder with config.json") as err:
             resolve(server.url("/repository/11/999.zip"))
+        # named by its URL, not by the unpacking folder (deleted with the error)
+        assert str(err.value).startswith(server.url("/repository/11/999.zip") + ": the archive")
         assert len(server.gets("/repository/11/144.zip")) == 1
     assert resolve("manylangs-en").folder == en          # cached: the server is gone
     # The archives themselves are not kept once unpacked.

@@ -75,15 +75,15 @@ def fetch_weights(url: str, options_file: Path, sha256: Optional[str] = None) ->
 
 
 def _naming_the_url(url: str, check: Callable[[Path], object]) -> Callable[[Path], None]:
-    """``check`` of a finished download, its errors naming ``url`` instead of the temporary
-    file checked (which is deleted with the error)."""
+    """``check`` of a finished download (or its unpacked folder), its errors naming ``url``
+    instead of the temporary file or folder checked (which is deleted with the error)."""
     from ..config import ConfigError
     from ..weights import WeightFileError
 
     def verify(path: Path) -> None:
         try:
             check(path)
-        except (ConfigError, WeightFileError) as e:
+        except (ConfigError, WeightFileError, ArchiveError) as e:
             message = str(e).replace(str(path), url)
             raise type(e)(f"{message} (the download is not kept)") from None
     return verify
@@ -136,7 +136,7 @@ def fetch_archive(url: str, sha256: Optional[str] = None) -> Path:
                 shutil.rmtree(stale, ignore_errors=True)
             unpack(archive, staging)
             try:
-                _check_folder(find_model_folder(staging), url)
+                _naming_the_url(url, lambda p: _check_folder(find_model_folder(p), url))(staging)
                 os.replace(staging, dest)
             finally:
                 shutil.rmtree(staging, ignore_errors=True)
