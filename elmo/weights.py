@@ -17,6 +17,7 @@ opposite gate convention negate it). Loading then saving gives the same bytes fo
 """
 from __future__ import annotations
 
+import re
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Dict, Iterator, Tuple, cast
@@ -139,14 +140,18 @@ def _open_hdf5(path: Path, mode: str = "r") -> Iterator[h5py.File]:
 
 
 def read_original_arrays(path: str | Path, options: ElmoOptions) -> Dict[str, np.ndarray]:
-    """Read and check every dataset the options call for; errors name the dataset and shape."""
+    """Read and check every dataset the options call for; errors name the dataset and shape.
+
+    A layout dataset the options do not call for (a third LSTM layer, a second highway layer)
+    is an error too: the model would be built without it and give other outputs, silently.
+    Datasets outside the layout (a softmax, a step counter) are ignored.
+    """
     path = Path(path)
     arrays = {}
+    expected = expected_shapes(options)
     with _open_hdf5(path) as h5:
-        for name, shape in expected_shapes(options).items():
-            if name not in h5:
-                raise WeightFileError(f"{path}: dataset '{name}' is missing (expected shape {shape})")
-            dataset = h5[name]
+        for name, shape in expected.items():
+            dataset = _hdf5_dataset(h5, path, name, shape)
             if tuple(dataset.shape) != shape:
                 raise WeightFileError(f"{path}: dataset '{name}' has shape {tuple(dataset.shape)}, "
                                       f"expected {shape} from the options")
@@ -155,12 +160,62 @@ def read_original_arrays(path: str | Path, options: ElmoOptions) -> Dict[str, np
                                       f"expected numbers (float32 or float16)")
             try:
                 arrays[name] = dataset[...]
-            except OSError as e:
-                raise WeightFileError(f"{path}: dataset '{name}' (expected shape {shape}) "
-                                      f"cannot be read, the file is truncated or corrupt: "
-                                      f"{os_error_reason(e)}") from None
+            except (OSError, RuntimeError, ValueError) as e:
+                raise _corrupt(path, name, shape, e) from None
             check_finite(arrays[name], f"{path}: dataset '{name}'")
+        extra = _unexpected_layout_datasets(h5, path, expected)
+    if extra:
+        raise WeightFileError(f"{path}: dataset '{extra[0]}' is not called for by the options"
+                              + (f" (and {len(extra) - 1} more)" if len(extra) > 1 else "")
+                              + "; the options describe fewer layers, highway layers or filters "
+                              "than the file holds (wrong options.json for these weights?)")
     return arrays
+
+
+#: The names of the original layout, whatever the options (see the module docstring).
+_LAYOUT_NAME = re.compile(r"char_embed|CNN/[Wb]_cnn_\d+|CNN_high_\d+/[Wb]_(carry|transform)"
+                          r"|CNN_proj/[Wb]_proj|RNN_\d+/RNN/MultiRNNCell/Cell\d+/LSTMCell/(W_0|B|W_P_0)")
+
+
+def _hdf5_dataset(h5: h5py.File, path: Path, name: str, shape: Tuple[int, ...]) -> h5py.Dataset:
+    """The dataset ``name``, its shape and type readable: a damaged file's errors (h5py raises
+    KeyError, RuntimeError or ValueError from deep inside) become one WeightFileError."""
+    try:
+        if name not in h5:
+            raise WeightFileError(f"{path}: dataset '{name}' is missing (expected shape {shape})")
+        dataset = h5[name]
+        if not isinstance(dataset, h5py.Dataset):
+            raise WeightFileError(f"{path}: '{name}' is a group, expected a dataset of shape {shape}")
+        dataset.shape, dataset.dtype      # noqa: B018 - reading them decodes the header
+    except WeightFileError:
+        raise
+    except (OSError, RuntimeError, KeyError, ValueError, TypeError) as e:
+        raise _corrupt(path, name, shape, e) from None
+    return dataset
+
+
+def _corrupt(path: Path, name: str, shape: Tuple[int, ...], e: Exception) -> WeightFileError:
+    return WeightFileError(f"{path}: dataset '{name}' (expected shape {shape}) cannot be read, "
+                           f"the file is truncated or corrupt: {_h5_reason(e)}")
+
+
+def _h5_reason(e: Exception) -> str:
+    """h5py's reason on one line (a KeyError's message without its quotes)."""
+    if isinstance(e, OSError):
+        return os_error_reason(e)
+    text = str(e.args[0]) if isinstance(e, KeyError) and e.args else str(e)
+    return (text.strip().splitlines() or [type(e).__name__])[0]
+
+
+def _unexpected_layout_datasets(h5: h5py.File, path: Path, expected) -> list:
+    names: list = []
+    try:
+        h5.visititems(lambda name, obj: names.append(name)
+                      if isinstance(obj, h5py.Dataset) else None)
+    except (OSError, RuntimeError, KeyError, ValueError, TypeError) as e:
+        raise WeightFileError(f"{path}: the file's index cannot be read, it is truncated or "
+                              f"corrupt: {_h5_reason(e)}") from None
+    return sorted(n for n in names if n not in expected and _LAYOUT_NAME.fullmatch(n))
 
 
 def check_finite(array: np.ndarray | torch.Tensor, where: str) -> None:
@@ -296,7 +351,13 @@ def _load_native(folder: Path, stateful: bool) -> BiLM:
             raise WeightFileError(f"{folder / NATIVE_WEIGHTS}: tensor '{name}' has shape "
                                   f"{tuple(state[name].shape)}, expected {tuple(tensor.shape)}")
         check_finite(state[name], f"{folder / NATIVE_WEIGHTS}: tensor '{name}'")
-    bilm.load_state_dict(state, strict=False)
+    extra = sorted(k for k in state if k not in expected)
+    if extra:   # a config.json with fewer layers than the weights: they would be dropped silently
+        raise WeightFileError(f"{folder / NATIVE_WEIGHTS}: tensor '{extra[0]}' is not part of the "
+                              f"model {NATIVE_CONFIG} describes"
+                              + (f" (and {len(extra) - 1} more)" if len(extra) > 1 else "")
+                              + f"; is {NATIVE_CONFIG} the one saved with these weights?")
+    bilm.load_state_dict(state)
     return bilm
 
 

@@ -19,16 +19,19 @@ class FileServer:
         cut: {url path: number of GETs to cut}: those send the headers with the full length,
             half of the body, then close the connection.
         seconds_per_file: spread each body over about this long (for the concurrency test).
+        wrong_ranges: answer ``Range`` with 206 but send the file from its start (a broken
+            server or proxy), with a Content-Range that says so.
         max_seconds: the server shuts itself down after this long whatever happens.
     """
 
     def __init__(self, files: Dict[str, Union[bytes, Path]], *, ranges: bool = True,
                  cut: Optional[Dict[str, int]] = None, seconds_per_file: float = 0.0,
-                 max_seconds: float = 120.0):
+                 max_seconds: float = 120.0, wrong_ranges: bool = False):
         self.files = {p: (v if isinstance(v, bytes) else Path(v).read_bytes()) for p, v in files.items()}
         self.ranges = ranges
         self.cut = dict(cut or {})
         self.seconds_per_file = seconds_per_file
+        self.wrong_ranges = wrong_ranges
         self.max_seconds = max_seconds
         self.log: List[Tuple[str, str, Optional[str]]] = []     # (method, path, Range header)
         self._lock = threading.Lock()
@@ -87,6 +90,8 @@ class FileServer:
                         self.end_headers()
                         return
                     self.send_response(206)
+                    if server.wrong_ranges:
+                        start = 0
                     self.send_header("Content-Range", f"bytes {start}-{len(data) - 1}/{len(data)}")
                 else:
                     self.send_response(200)

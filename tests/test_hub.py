@@ -236,6 +236,24 @@ def test_retries_resume_within_one_call(monkeypatch):
         assert len(server.gets(WEIGHTS)) == 2 and server.gets(WEIGHTS)[1].startswith("bytes=")
 
 
+
+def test_a_resume_answered_with_another_range_starts_over(cache, monkeypatch):
+    """A 206 whose Content-Range does not start where the part ends (a broken server or
+    proxy) was appended to the part: a wrong file, which here met the NaN check by luck and
+    could as well load as other weights."""
+    weights = (ALLENNLP / "lm_weights.hdf5").read_bytes()
+    with FileServer(fixture_files(), cut={CONF_WEIGHTS: 1}, wrong_ranges=True) as server:
+        url = server.url(CONF_WEIGHTS)
+        with pytest.raises(DownloadError, match="resumes"):
+            elmo.load_original(server.url(CONF_OPTIONS), url)
+        with pytest.raises(DownloadError, match=r"asked to resume at byte [\d,]+, the server sent "
+                                                r"bytes from 0; the part is dropped"):
+            elmo.load_original(server.url(CONF_OPTIONS), url)
+        monkeypatch.setenv("ELMO_DOWNLOAD_RETRIES", "1")        # the part was dropped:
+        elmo.load_original(server.url(CONF_OPTIONS), url)       # a whole download, no Range
+        assert server.gets(CONF_WEIGHTS)[-1] is None
+    assert cache_path(url).read_bytes() == weights
+
 def _with_bad_shape(path: Path) -> bytes:
     """The weight file with one dataset of the wrong shape (a readable, wrong HDF5 file)."""
     buffer = io.BytesIO()
@@ -257,8 +275,11 @@ def test_corrupt_or_truncated_weights_are_rejected_and_not_cached(cache):
     files["/m/shape/elmo_s_options.json"] = FIXTURE / "options.json"
     files["/m/garbage/elmo_g_options.json"] = b"{not json"
     with FileServer(files) as server:
-        with pytest.raises(WeightFileError, match="truncated or corrupt"):
+        with pytest.raises(WeightFileError, match="truncated or corrupt") as err:
             elmo.from_pretrained(server.url("/m/truncated/elmo_t_options.json"))
+        # named by its URL, not by the temporary file checked (deleted with the error)
+        assert str(err.value).startswith(server.url("/m/truncated/elmo_t_weights.hdf5") + ": ")
+        assert ".download" not in str(err.value) and "not kept" in str(err.value)
         with pytest.raises(WeightFileError, match=r"CNN_proj/b_proj.*expected \(16,\)"):
             Elmo(server.url("/m/shape/elmo_s_options.json"), server.url("/m/shape/elmo_s_weights.hdf5"))
         with pytest.raises(ConfigError, match="not valid JSON"):
@@ -383,8 +404,10 @@ def test_archives_are_unpacked_and_the_model_folder_found(monkeypatch, tmp_path)
         assert en.name == "144" and (en / "config.json").is_file()
         assert (zh / "config.json").is_file() and (zh / "encoder.pkl").is_file()
         assert elmo.model_path("manylangs-en") == en
-        with pytest.raises(ArchiveError, match="no folder with config.json"):
+        with pytest.raises(ArchiveError, match="no folder with config.json") as err:
             resolve(server.url("/repository/11/999.zip"))
+        # named by its URL, not by the unpacking folder (deleted with the error)
+        assert str(err.value).startswith(server.url("/repository/11/999.zip") + ": the archive")
         assert len(server.gets("/repository/11/144.zip")) == 1
     assert resolve("manylangs-en").folder == en          # cached: the server is gone
     # The archives themselves are not kept once unpacked.
@@ -433,3 +456,145 @@ def test_a_file_as_elmo_home_is_one_line_naming_the_variable(tmp_path, monkeypat
     assert main(["models", "path", "small"]) == 1
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "$ELMO_HOME is a file, not a folder" in err
+
+
+@pytest.mark.parametrize("mode, suffix", [("w:gz", "tar.gz"), ("w:xz", "tar.xz")])
+def test_a_damaged_byte_inside_a_compressed_tar_is_refused(tmp_path, mode, suffix):
+    """tarfile stops reading at the end-of-archive blocks, before the stream's checksum, so a
+    flipped byte in a member's data was unpacked without an error (gzip, xz), or a damaged xz
+    stream met a raw LZMAError."""
+    import random
+    payload = random.Random(0).randbytes(100_000)    # random bytes: stored, not compressed
+    data = bytearray(_tar({"model/config.json": b"{}", "model/weights.bin": payload}, mode))
+    data[len(data) // 2] ^= 0xFF
+    archive = tmp_path / f"a.{suffix}"
+    archive.write_bytes(bytes(data))
+    with pytest.raises(ArchiveError, match=r"not a readable zip or tar archive \(truncated or corrupt\?\)") as e:
+        unpack(archive, tmp_path / "out")
+    assert "\n" not in str(e.value)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [archive.name]
+
+
+@pytest.mark.parametrize("kind", ["zip", "tar"])
+def test_an_archive_that_does_not_fit_on_the_disk_writes_nothing(tmp_path, monkeypatch, kind):
+    """(It was unpacked until the disk was full, then reported as a corrupt archive.)"""
+    import shutil
+    from collections import namedtuple
+
+    from elmo.hub import archive as archive_module
+    members = {"model/config.json": b"{}", "model/big.bin": b"\0" * 3_000_000}
+    path = tmp_path / f"a.{kind}"
+    path.write_bytes(_zip(members) if kind == "zip" else _tar(members, "w:gz"))
+    usage = namedtuple("usage", "total used free")
+    free = archive_module.FREE_SPACE_RESERVE + 1_000_000
+    monkeypatch.setattr(shutil, "disk_usage", lambda folder: usage(10 * free, 9 * free, free))
+    with pytest.raises(ArchiveError, match=r"unpacks to 3\.0 MB but .* has .* MB free.*ELMO_HOME"):
+        unpack(path, tmp_path / "out")
+    assert sorted(p.name for p in tmp_path.iterdir()) == [path.name]
+
+
+@pytest.mark.parametrize("kind", ["zip", "tar"])
+def test_a_write_error_while_unpacking_is_named_as_such(tmp_path, kind):
+    """A file system error (here a file size limit; a full disk reads the same) is named with
+    the folder and its reason, not called a corrupt archive (tar) or raised raw (zip)."""
+    import resource
+    import signal
+    members = {"model/config.json": b"{}", "model/big.bin": bytes(range(256)) * 4096}
+    path = tmp_path / f"a.{kind}"
+    path.write_bytes(_zip(members) if kind == "zip" else _tar(members, "w:gz"))
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    handler = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (100_000, hard))
+    try:
+        with pytest.raises(ArchiveError, match=r"cannot unpack a\.(zip|tar) there: File too large; nothing was kept"):
+            unpack(path, tmp_path / "out")
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+        signal.signal(signal.SIGXFSZ, handler)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [path.name]
+
+
+def test_what_a_killed_unpack_left_is_removed_by_the_next_one(cache):
+    """A run killed while unpacking left its temporary folder (a model's size) for good; it was
+    never mistaken for the model, and is now removed when the archive is unpacked again."""
+    from elmo.hub.resolve import unpacked_path
+    files = {"model/options.json": (FIXTURE / "options.json").read_bytes(),
+             "model/weights.hdf5": (FIXTURE / "weights.hdf5").read_bytes()}
+    with FileServer({"/models/fixture.tar.gz": _tar(files, "w:gz")}) as server:
+        url = server.url("/models/fixture.tar.gz")
+        dest = unpacked_path(url)
+        stale = dest.parent / f".{dest.name}.unpacking.k1ll3d.tmp"
+        (stale / "model").mkdir(parents=True)
+        (stale / "model" / "options.json").write_bytes(files["model/options.json"])
+        with pytest.raises(WeightFileError):     # not a model yet: nothing mistaken for one
+            elmo.load_pretrained(dest)
+        elmo.from_pretrained(url)
+    assert sorted(p.name for p in dest.parent.iterdir()) == [dest.name, dest.name + ".lock"]
+
+
+# ------------------------------------------------------------------------- the cache on disk
+def test_a_pinned_checksum_is_checked_on_the_cached_file_too(cache, capsys):
+    """A file cached before its checksum was pinned, or damaged on disk since, was returned as
+    it was whenever it existed; now the pin decides, and a mismatch is downloaded again."""
+    import hashlib
+
+    from elmo.hub.download import fetch
+    weights = (FIXTURE / "weights.hdf5").read_bytes()
+    good = hashlib.sha256(weights).hexdigest()
+    with FileServer(fixture_files()) as server:
+        url = server.url(WEIGHTS)
+        path = fetch(url, progress=False)
+        damaged = bytearray(weights)
+        damaged[len(damaged) // 2] ^= 0x01                       # one flipped bit
+        path.write_bytes(bytes(damaged))
+        assert fetch(url, progress=False).read_bytes() == bytes(damaged)   # no pin: as cached
+        assert fetch(url, sha256=good, progress=False).read_bytes() == weights
+        assert len(server.gets(WEIGHTS)) == 2
+        assert "does not match the pinned sha256; downloading it again" in capsys.readouterr().err
+        assert fetch(url, sha256=good, progress=False) == path   # matches: not downloaded again
+        assert len(server.gets(WEIGHTS)) == 2
+
+
+def _refuse_writes_under(monkeypatch, folder: Path):
+    """Make creating folders under ``folder`` fail as on a read-only cache (the tests run as
+    root here, which permissions do not stop)."""
+    import errno
+    real_mkdir = Path.mkdir
+
+    def mkdir(self, *args, **kwargs):
+        if self == folder or folder in self.parents:
+            if not self.is_dir():
+                raise PermissionError(errno.EACCES, "Permission denied", str(self))
+            if not kwargs.get("exist_ok"):
+                raise FileExistsError(errno.EEXIST, "File exists", str(self))
+            return None
+        return real_mkdir(self, *args, **kwargs)
+    monkeypatch.setattr(Path, "mkdir", mkdir)
+
+
+def test_an_unwritable_cache_is_one_line_naming_elmo_home(cache, monkeypatch, capsys):
+    """(It was a bare PermissionError on a folder inside the cache, naming no setting.)"""
+    _refuse_writes_under(monkeypatch, cache)
+    with FileServer(fixture_files()) as server:
+        for url in (server.url(OPTIONS), server.url("/models/fixture.tar.gz")):
+            with pytest.raises(DownloadError, match=r"the model cache cannot be written "
+                                                    r"\(Permission denied\); point ELMO_HOME"):
+                elmo.from_pretrained(url)
+        assert main(["info", server.url(OPTIONS)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "ELMO_HOME" in err[0]
+
+
+def test_a_read_only_cache_still_serves_its_models_as_folders(cache, monkeypatch):
+    """model_path (elmo models path, experiments, reports) of a cached options/weights pair
+    made its link folder inside the cache, so a read-only cache (shared, mounted read-only)
+    failed with a PermissionError although every file was there."""
+    with FileServer(fixture_files()) as server:
+        url = server.url(OPTIONS)
+        elmo.from_pretrained(url)                                # cached (no link folder yet)
+    _refuse_writes_under(monkeypatch, cache)
+    folder = elmo.model_path(url)                                # the server is gone
+    assert cache not in folder.parents
+    assert (folder / "weights.hdf5").resolve() == cache_path(url.replace("options.json", "weights.hdf5"))
+    for a, b in zip(layers(elmo.from_pretrained("fixture")), layers(elmo.from_pretrained(folder))):
+        assert torch.equal(a, b)

@@ -240,3 +240,59 @@ def test_save_pretrained_names_a_file_where_the_folder_belongs(tmp_path):
     with pytest.raises(OSError, match="taken: is a file, but the model folder must be a folder"):
         elmo.save_pretrained(random_bilm(), tmp_path / "taken")   # was "File exists"
     assert (tmp_path / "taken").read_text() == "mine\n"
+
+
+# ---------------------------------------------------------------------- damaged or mismatched files
+def test_a_damaged_dataset_header_is_an_error_naming_the_dataset(tmp_path):
+    """(h5py's KeyError 'Unable to synchronously open object' came through as a traceback; other
+    damage met RuntimeError or ValueError from inside h5py.)"""
+    folder = _original_copy(tmp_path)
+    with h5py.File(folder / "weights.hdf5", "r") as f:
+        header = h5py.h5o.get_info(f["CNN_proj/b_proj"].id).addr
+    data = bytearray((folder / "weights.hdf5").read_bytes())
+    data[header:header + 8] = b"\0" * 8
+    (folder / "weights.hdf5").write_bytes(bytes(data))
+    with pytest.raises(WeightFileError, match=r"weights.hdf5: dataset 'CNN_proj/b_proj' .*cannot be "
+                                              r"read, the file is truncated or corrupt: ") as e:
+        elmo.from_pretrained(folder)
+    assert "\n" not in str(e.value)
+
+
+def test_a_group_where_a_dataset_belongs_is_named(tmp_path):
+    """(It was an AttributeError: 'Group' object has no attribute 'shape'.)"""
+    folder = _original_copy(tmp_path)
+    with h5py.File(folder / "weights.hdf5", "a") as f:
+        del f["CNN_proj/b_proj"]
+        f.create_group("CNN_proj/b_proj")
+    with pytest.raises(WeightFileError, match=r"'CNN_proj/b_proj' is a group, expected a dataset"):
+        elmo.from_pretrained(folder)
+
+
+def test_options_with_fewer_layers_than_the_weights_are_refused(tmp_path):
+    """Options (or a config.json) with one LSTM or highway layer fewer than the file holds
+    loaded without a word, the extra layers dropped: another model's outputs."""
+    folder = _original_copy(tmp_path / "original")
+    options = json.loads((folder / "options.json").read_text())
+    options["lstm"]["n_layers"] = 1
+    (folder / "options.json").write_text(json.dumps(options))
+    with pytest.raises(WeightFileError, match=r"weights.hdf5: dataset 'RNN_0/RNN/MultiRNNCell/Cell1/"
+                                              r"LSTMCell/B' is not called for by the options \(and 5 more\)"):
+        elmo.from_pretrained(folder)
+    options["lstm"]["n_layers"], options["char_cnn"]["n_highway"] = 2, 1
+    (folder / "options.json").write_text(json.dumps(options))
+    with pytest.raises(WeightFileError, match=r"'CNN_high_1/W_carry' is not called for"):
+        elmo.from_pretrained(folder)
+    # Datasets outside the layout are still ignored.
+    options["char_cnn"]["n_highway"] = 2
+    (folder / "options.json").write_text(json.dumps(options))
+    with h5py.File(folder / "weights.hdf5", "a") as f:
+        f["softmax/W"] = np.zeros((3, 2), dtype=np.float32)
+    assert elmo.from_pretrained(folder).options.lstm.n_layers == 2
+
+    native = elmo.save_pretrained(random_bilm(), tmp_path / "native")
+    config = json.loads((native / "config.json").read_text())
+    config["lstm"]["n_layers"] = config["lstm"]["n_layers"] - 1
+    (native / "config.json").write_text(json.dumps(config))
+    with pytest.raises(WeightFileError, match=r"model.safetensors: tensor 'lstm.layers.1.* is not part "
+                                              r"of the model config.json describes"):
+        elmo.from_pretrained(native)

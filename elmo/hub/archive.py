@@ -3,23 +3,28 @@ model folder inside.
 
 Every member is checked before anything is written: a name that is absolute or contains
 ``..``, a link (zip members that are symlinks, tar symlinks or hard links pointing outside the
-folder), a device or a FIFO makes the whole archive refused. Tar files are then extracted with
-Python's ``"data"`` filter as a second guard. Nothing is unpickled or executed; the archive is
-only copied out. The result appears atomically: members go to a temporary folder beside the
-target, which is renamed when complete, so a folder that exists is a whole archive.
+folder), a device or a FIFO makes the whole archive refused, and so does an archive whose
+members would not fit on the disk. Tar files are then extracted with Python's ``"data"``
+filter as a second guard; the checksums of the format (zip's per member, the gzip/xz/bzip2
+stream's at its end) are checked before the folder counts. Nothing is unpickled or executed;
+the archive is only copied out. The result appears atomically: members go to a temporary
+folder beside the target, which is renamed when complete, so a folder that exists is a whole
+archive.
 """
 from __future__ import annotations
 
+import lzma
 import os
 import shutil
 import stat
 import tarfile
 import tempfile
 import zipfile
+import zlib
 from pathlib import Path, PurePosixPath
 from typing import Iterable, Optional
 
-from .download import DownloadError
+from .download import DownloadError, _one_line
 
 #: Suffixes understood as archives.
 ARCHIVE_SUFFIXES = (".zip", ".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz")
@@ -71,11 +76,20 @@ def _check_tar(archive: Path, members: Iterable[tarfile.TarInfo]) -> None:
             raise ArchiveError(f"{archive.name}: member {m.name!r} has {why}; refusing to unpack")
 
 
+#: Bytes left free after unpacking: an archive that would leave less is refused before anything
+#: is written (a model cache on a nearly full disk, or a decompression bomb).
+FREE_SPACE_RESERVE = 256 << 20
+
+
 def unpack(archive: Path, dest: Path) -> Path:
     """Unpack ``archive`` into the folder ``dest`` (created atomically); return ``dest``.
 
+    The members' sizes (from the archive's index) must fit on the disk with
+    :data:`FREE_SPACE_RESERVE` to spare; otherwise nothing is written.
+
     Raises:
-        ArchiveError: an unsafe member (nothing is written) or an unreadable archive.
+        ArchiveError: an unsafe member (nothing is written), an unreadable archive, too little
+            free space, or a folder that cannot be written (named with the reason).
     """
     archive, dest = Path(archive), Path(dest)
     if dest.is_dir():
@@ -86,29 +100,61 @@ def unpack(archive: Path, dest: Path) -> Path:
         if zipfile.is_zipfile(archive):
             with zipfile.ZipFile(archive) as z:
                 _check_zip(archive, z)
+                _check_room(archive, dest.parent, sum(i.file_size for i in z.infolist()))
                 bad = z.testzip()
                 if bad is not None:
                     raise ArchiveError(f"{archive.name}: member {bad!r} fails its CRC check "
                                        "(corrupt download?)")
-                z.extractall(tmp)
+                try:
+                    z.extractall(tmp)
+                except OSError as e:
+                    raise _write_error(archive, dest, e) from None
         else:
             try:
                 with tarfile.open(archive, mode="r:*") as t:
                     members = t.getmembers()
                     _check_tar(archive, members)
+                    _check_room(archive, dest.parent, sum(m.size for m in members if m.isfile()))
                     t.extractall(tmp, members=members, filter="data")
+                    _read_to_end(t.fileobj)
             except tarfile.FilterError as e:
                 raise ArchiveError(f"{archive.name}: refusing to unpack: {e}") from None
-            except (tarfile.TarError, EOFError, OSError) as e:
+            except OSError as e:
+                if e.errno:     # the file system's (a full disk), not the archive's
+                    raise _write_error(archive, dest, e) from None
                 raise ArchiveError(f"{archive.name}: not a readable zip or tar archive "
-                                   f"(truncated or corrupt?): {e}") from None
+                                   f"(truncated or corrupt?): {_one_line(e)}") from None
+            except (tarfile.TarError, EOFError, lzma.LZMAError, zlib.error) as e:
+                raise ArchiveError(f"{archive.name}: not a readable zip or tar archive "
+                                   f"(truncated or corrupt?): {_one_line(e)}") from None
         os.replace(tmp, dest)
-    except zipfile.BadZipFile as e:
-        raise ArchiveError(f"{archive.name}: not a readable zip archive: {e}") from None
+    except (zipfile.BadZipFile, zlib.error) as e:   # zlib's: a damaged deflate stream
+        raise ArchiveError(f"{archive.name}: not a readable zip archive: {_one_line(e)}") from None
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
     return dest
+
+
+def _read_to_end(stream) -> None:
+    """Read a tar's (decompressed) stream to its end: tarfile stops at the end-of-archive
+    blocks, before the gzip/xz/bzip2 check that follows, so a damaged byte inside a member
+    would be unpacked without an error. Reading on makes the decompressor check it."""
+    while stream.read(1 << 20):
+        pass
+
+
+def _check_room(archive: Path, folder: Path, needed: int) -> None:
+    free = shutil.disk_usage(folder).free
+    if needed + FREE_SPACE_RESERVE > free:
+        raise ArchiveError(f"{archive.name}: unpacks to {needed / 1e6:,.1f} MB but {folder} has "
+                           f"{free / 1e6:,.1f} MB free (and {FREE_SPACE_RESERVE >> 20} MB are kept "
+                           "free); make room or point ELMO_HOME at a larger disk")
+
+
+def _write_error(archive: Path, dest: Path, e: OSError) -> ArchiveError:
+    return ArchiveError(f"{dest.parent}: cannot unpack {archive.name} there: "
+                        f"{os.strerror(e.errno) if e.errno else e}; nothing was kept")
 
 
 #: Files that mark a model folder: native or ELMoForManyLangs (config.json), original layout.

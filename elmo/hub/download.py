@@ -126,21 +126,29 @@ def fetch(url: str, *, dest: Optional[Path] = None, sha256: Optional[str] = None
     from filelock import FileLock, Timeout
 
     dest = Path(dest) if dest is not None else cache_path(url)
-    if dest.is_file():
+    if _kept(dest, sha256):
         return dest
     if offline():
-        raise DownloadError(f"ELMO_OFFLINE is set and {url} is not in the cache "
+        what = ("its cached copy does not match the pinned sha256" if dest.is_file()
+                else "is not in the cache")
+        raise DownloadError(f"ELMO_OFFLINE is set and {url} {what} "
                             f"(expected {dest}); unset ELMO_OFFLINE to download it")
-    dest.parent.mkdir(parents=True, exist_ok=True)
+    make_cache_folder(dest.parent)
     lock = FileLock(str(dest) + ".lock")
     try:
         lock.acquire(timeout=0.2)
     except Timeout:
         log(f"waiting for another process that is downloading {dest.name} ...")
         lock.acquire()
+    except OSError as e:
+        raise _unwritable(dest.parent, e) from None
     try:
-        if dest.is_file():     # the other process finished it while we waited
+        if _kept(dest, sha256):     # the other process finished it while we waited
             return dest
+        if dest.is_file():
+            # Cached without this pin, or changed on disk since: the pin decides.
+            log(f"{dest}: the cached file does not match the pinned sha256; downloading it again")
+            dest.unlink()
         staged = _download(url, dest, sha256, progress, log)
         try:
             if verify is not None:
@@ -151,6 +159,37 @@ def fetch(url: str, *, dest: Optional[Path] = None, sha256: Optional[str] = None
     finally:
         lock.release()
     return dest
+
+
+def _kept(dest: Path, sha256: Optional[str]) -> bool:
+    """Whether ``dest`` is a finished download; with a pinned ``sha256``, one that matches it
+    (checked each time, as pooch does: a file cached before the pin, or damaged since)."""
+    if not dest.is_file():
+        return False
+    if not sha256:
+        return True
+    import hashlib
+    digest = hashlib.sha256()
+    with open(dest, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest() == sha256.lower()
+
+
+def make_cache_folder(folder: Path) -> None:
+    """Create ``folder`` inside the model cache; one line naming ``$ELMO_HOME`` where the cache
+    cannot be written (a read-only or shared cache)."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise _unwritable(folder, e) from None
+
+
+def _unwritable(folder: Path, e: OSError) -> DownloadError:
+    reason = os.strerror(e.errno) if e.errno else _one_line(e)
+    return DownloadError(f"{folder}: the model cache cannot be written ({reason}); point "
+                         "ELMO_HOME at a writable folder (what is already cached there loads "
+                         "without writing)")
 
 
 def _download(url: str, dest: Path, sha256: Optional[str], progress: bool, log) -> Path:
@@ -231,6 +270,7 @@ class _ResumingDownloader:
 
     def __call__(self, url: str, output_file: str, pooch_obj) -> None:
         import pooch
+        import requests
 
         offset = self.part.stat().st_size if self.part.is_file() else 0
         headers = {}
@@ -247,6 +287,17 @@ class _ResumingDownloader:
                 if response.status_code == 200 and out.tell():
                     out.seek(0)
                     out.truncate()
+                if response.status_code == 206 and _range_start(response) != out.tell():
+                    # Not the rest of the file (a broken server or proxy): appended to the
+                    # part it would make a wrong file that may still load. Start over.
+                    start = _range_start(response)
+                    out.seek(0)
+                    out.truncate()
+                    self.meta.unlink(missing_ok=True)
+                    raise requests.exceptions.ConnectionError(
+                        f"asked to resume at byte {offset:,}, the server sent "
+                        + ("an unstated range" if start is None else f"bytes from {start:,}")
+                        + "; the part is dropped and the next attempt starts over")
                 if response.status_code in (200, 206):
                     self._save_validator(response)
                 elif response.status_code == 416:
@@ -287,6 +338,12 @@ class _ResumingDownloader:
         validator = etag if etag and not etag.startswith("W/") else response.headers.get("Last-Modified")
         if validator and response.status_code == 200:
             self.meta.write_text(json.dumps({"validator": validator}))
+
+
+def _range_start(response) -> Optional[int]:
+    """The first byte a 206 answer carries (``Content-Range: bytes START-END/TOTAL``)."""
+    match = re.match(r"\s*bytes\s+(\d+)-", response.headers.get("Content-Range", ""))
+    return int(match.group(1)) if match else None
 
 
 def _bar_class():

@@ -16,14 +16,16 @@ import hashlib
 import json
 import os
 import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional, Tuple, Union
+from typing import Callable, Optional, Tuple, Union, cast
 from urllib.parse import urlsplit, urlunsplit
 
 from . import registry
 from .archive import ArchiveError, find_model_folder, is_archive, unpack
-from .download import DownloadError, cache_path, elmo_home, fetch, is_url, offline
+from .download import (DownloadError, _unwritable, cache_path, elmo_home, fetch, is_url,
+                       make_cache_folder, offline)
 
 PathOrUrl = Union[str, Path]
 
@@ -59,7 +61,7 @@ def _check_options(path: Path, entry: Optional[registry.PretrainedModel] = None)
 def fetch_options(url: str, entry: Optional[registry.PretrainedModel] = None,
                   sha256: Optional[str] = None) -> Path:
     """The cached, checked options file of ``url``."""
-    return fetch(url, sha256=sha256, verify=lambda p: _check_options(p, entry))
+    return fetch(url, sha256=sha256, verify=_naming_the_url(url, lambda p: _check_options(p, entry)))
 
 
 def fetch_weights(url: str, options_file: Path, sha256: Optional[str] = None) -> Path:
@@ -68,7 +70,23 @@ def fetch_weights(url: str, options_file: Path, sha256: Optional[str] = None) ->
     from ..weights import read_original_arrays
 
     options = ElmoOptions.from_file(options_file)
-    return fetch(url, sha256=sha256, verify=lambda p: read_original_arrays(p, options))
+    return fetch(url, sha256=sha256,
+                 verify=_naming_the_url(url, lambda p: read_original_arrays(p, options)))
+
+
+def _naming_the_url(url: str, check: Callable[[Path], object]) -> Callable[[Path], None]:
+    """``check`` of a finished download (or its unpacked folder), its errors naming ``url``
+    instead of the temporary file or folder checked (which is deleted with the error)."""
+    from ..config import ConfigError
+    from ..weights import WeightFileError
+
+    def verify(path: Path) -> None:
+        try:
+            check(path)
+        except (ConfigError, WeightFileError, ArchiveError) as e:
+            message = str(e).replace(str(path), url)
+            raise type(e)(f"{message} (the download is not kept)") from None
+    return verify
 
 
 def local_pair(options_file: PathOrUrl, weight_file: PathOrUrl) -> Tuple[Path, Path]:
@@ -99,22 +117,33 @@ def fetch_archive(url: str, sha256: Optional[str] = None) -> Path:
     if offline():
         raise DownloadError(f"ELMO_OFFLINE is set and {url} is not in the cache "
                             f"(expected {dest}); unset ELMO_OFFLINE to download it")
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(dest) + ".lock"):
+    make_cache_folder(dest.parent)
+    lock = FileLock(str(dest) + ".lock")
+    try:
+        lock.acquire()
+    except OSError as e:
+        raise _unwritable(dest.parent, e) from None
+    try:
         if dest.is_dir():
             return find_model_folder(dest)
         archive = fetch(url, sha256=sha256, verify=_check_archive)
         try:
             staging = dest.with_name(dest.name + ".unpacking")
             shutil.rmtree(staging, ignore_errors=True)
+            # What a killed run left half unpacked (unpack's temporary folders): under the
+            # lock no other process is writing them, and nothing else would ever remove them.
+            for stale in dest.parent.glob(f".{staging.name}.*.tmp"):
+                shutil.rmtree(stale, ignore_errors=True)
             unpack(archive, staging)
             try:
-                _check_folder(find_model_folder(staging), url)
+                _naming_the_url(url, lambda p: _check_folder(find_model_folder(p), url))(staging)
                 os.replace(staging, dest)
             finally:
                 shutil.rmtree(staging, ignore_errors=True)
         finally:
             archive.unlink(missing_ok=True)
+    finally:
+        lock.release()
     return find_model_folder(dest)
 
 
@@ -195,7 +224,8 @@ def resolve(name_or_url: PathOrUrl) -> Local:
 def as_folder(local: Local, key: str) -> Path:
     """A model folder for ``local``: the folder itself, or for a pair a folder under
     ``models/folders/`` with ``options.json`` and ``weights.hdf5`` linking to the cached files
-    (so code that takes a model folder works with any pair)."""
+    (so code that takes a model folder works with any pair). Where the cache cannot be written
+    (read-only, shared), the links go to a fresh private temporary folder instead."""
     if local.folder is not None:
         return local.folder
     digest = hashlib.sha256(f"{local.options}\n{local.weights}".encode()).hexdigest()[:12]
@@ -203,14 +233,24 @@ def as_folder(local: Local, key: str) -> Path:
     folder = elmo_home() / "models" / "folders" / f"{safe}-{digest}"
     if folder.is_dir():
         return folder
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    tmp = folder.with_name(folder.name + f".{os.getpid()}.tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir()
-    (tmp / "options.json").symlink_to(Path(local.options).resolve())
-    (tmp / "weights.hdf5").symlink_to(Path(local.weights).resolve())
+    try:
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        tmp = folder.with_name(folder.name + f".{os.getpid()}.tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir()
+    except OSError:
+        # Not a shared temporary path of a fixed name: another user could have put links there.
+        private = Path(tempfile.mkdtemp(prefix=f"elmo-{safe[:40]}-"))
+        _link_pair(private, local)
+        return private
+    _link_pair(tmp, local)
     try:
         os.replace(tmp, folder)
     except OSError:          # another process made it first
         shutil.rmtree(tmp, ignore_errors=True)
     return folder
+
+
+def _link_pair(folder: Path, local: Local) -> None:
+    (folder / "options.json").symlink_to(Path(cast(Path, local.options)).resolve())
+    (folder / "weights.hdf5").symlink_to(Path(cast(Path, local.weights)).resolve())
