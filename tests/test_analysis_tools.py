@@ -170,6 +170,36 @@ def test_contrast_probe_reads_an_encoded_relation_and_layer0_is_chance():
     assert blind["accuracy"] == 0.5
 
 
+def test_contrast_probe_never_tests_on_a_sentence_it_was_trained_on():
+    # each pair written in both orders: split pair by pair, a held-out target vector was a
+    # training vector with the same label, and a probe that memorises scored (62.5 to 75%)
+    lines = []
+    for i in range(8):
+        a, b = f"p{i} v q{i}", f"q{i} v p{i}"
+        lines += [f"c\t{a}\t{b}\tp{i}\tx\ty", f"c\t{b}\t{a}\tp{i}\ty\tx"]
+    items = contrast.parse_pairs("\n".join(lines))
+    sents = sorted({it.a for it in items} | {it.b for it in items})
+    # a one-hot per sentence: nothing to read but which sentence it is
+    vecs = {s: np.tile(np.eye(len(sents))[k], (2, len(s), 1)) for k, s in enumerate(sents)}
+    for seed in range(3):
+        res = contrast.probe_halves(vecs, items, layer=1, seed=seed)
+        assert res["accuracy"] == 0.5 and res["pair_accuracy"] == 0.5 and res["n_rankings"] == 16
+        first, second = contrast.split_halves(sorted({(it.a, it.b) for it in items}), seed)
+        assert not {s for p in first for s in p} & {s for p in second for s in p}
+    # pairs that share no sentence are split one by one, as before
+    plain = sorted({(it.a, it.b) for it in _pairs()})
+    assert sum(map(len, contrast.split_halves(plain))) == len(plain)
+    with pytest.raises(ValueError, match="category 'c': .* two pairs that share no sentence; got 2 "
+                                         "pair.* in 1 group"):
+        contrast.probe_halves(vecs, items[:2], layer=1)
+
+
+def test_contrast_pair_of_one_sentence_twice_is_refused():
+    # nothing swapped: one vector with two labels (and a lone such pair crashed in random.sample)
+    with pytest.raises(ValueError, match=r"<text>:1: the two sentences are the same"):
+        contrast.parse_pairs("c\tthe dog ran .\tthe dog ran .\tdog\ta\tb\n")
+
+
 def test_contrast_eval_on_a_model_layer0_does_not_move():
     items = contrast.load_pairs()[:8]
     res = contrast.contrast_eval(Embedder(random_bilm(), batch_size=8), items)
