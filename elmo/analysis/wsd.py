@@ -9,6 +9,7 @@ Protocol, per part-of-speech-tagged lemma (``bank/n``) with examples in two or m
 
 1. split: each example goes to *test* with probability ``test_fraction``, drawn from
    ``random.Random(f"{seed}:{lemma}/{pos}")`` (fixed seed, independent of other lemmas);
+   copies of one sentence go together, so no test sentence is also a train sentence;
 2. a test occurrence is represented by layer j at the target token, and gets the synset of
    the train example of the same lemma with the highest cosine similarity;
 3. where the lemma has no train example, it backs off to the lemma's most frequent sense by
@@ -115,12 +116,17 @@ def split_by_lemma(groups: Dict[LemmaKey, List[Instance]], test_fraction: float 
                    seed: int = 0) -> Tuple[List[Instance], List[Instance]]:
     """(train, test): each example to test with probability ``test_fraction``, drawn from a
     generator seeded by the seed and the lemma, so one lemma's split never depends on
-    which other lemmas are included."""
+    which other lemmas are included. Examples of a lemma with the same sentence (WordNet
+    repeats some) all go to the side of the first."""
     train, test = [], []
     for (lemma, pos), items in groups.items():
         rng = random.Random(f"{seed}:{lemma}/{pos}")
+        side: Dict[Tuple[str, ...], bool] = {}      # sentence -> goes to test
         for it in items:
-            (test if rng.random() < test_fraction else train).append(it)
+            # copies of one sentence go where the first went: split apart, a test occurrence
+            # met its own vector in train (cosine 1) and took that example's synset
+            to_test = side.setdefault(it.tokens, rng.random() < test_fraction)
+            (test if to_test else train).append(it)
     return train, test
 
 
