@@ -116,3 +116,48 @@ def test_analyze_checks_its_input_files_before_any_section_runs(tmp_path, capsys
     (tmp_path / "file").write_text("x", encoding="utf-8")
     assert main(["analyze", "fixture", "--out", str(tmp_path / "file"), "--only", "contrast"]) == 1
     assert "file: is a file, but the output folder must be a folder" in capsys.readouterr().err
+
+
+def test_analyze_only_one_section_keeps_a_fuller_report_and_other_results(tmp_path, capsys):
+    """--only contrast into a full report's folder replaced its results.json and report.md with
+    the contrast section alone; into an experiment's folder, the experiment's results.json."""
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text(_PAIRS + "\n")
+    run = ["analyze", "fixture", "--only", "contrast", "--contrast-file", str(pairs),
+           "--no-untrained-control", "--out"]
+    out = tmp_path / "report"
+    out.mkdir()
+    full = json.dumps({"sections": ["pos", "wsd", "neighbors", "contrast"], "pos": {}}) + "\n"
+    (out / "results.json").write_text(full)
+    assert main(run + [str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "results.json: holds the sections pos, wsd, neighbors, which this run (--only contrast) " \
+           "would drop; give another --out" in err
+    assert (out / "results.json").read_text() == full and not (out / "report.md").exists()
+    experiment = tmp_path / "experiment"
+    experiment.mkdir()
+    (experiment / "results.json").write_text('{"runs": []}\n')
+    assert main(run + [str(experiment)]) == 1
+    assert "holds no results of elmo analyze" in capsys.readouterr().err
+    assert (experiment / "results.json").read_text() == '{"runs": []}\n'
+    # the same section again replaces its own results
+    (out / "results.json").write_text(json.dumps({"sections": ["contrast"]}))
+    assert main(run + [str(out)]) == 0
+    assert json.loads((out / "results.json").read_text())["sections"] == ["contrast"]
+    assert not list(out.glob("*.lock"))
+
+
+def test_analyze_refuses_a_folder_another_analysis_is_writing(tmp_path, capsys):
+    from elmo.io import output_lock
+
+    out = tmp_path / "report"
+    out.mkdir()
+    with output_lock(out / "results.json", name=out):   # (the lock is per process: a thread
+        import threading                                 # of this one cannot take it either)
+        codes = []
+        worker = threading.Thread(target=lambda: codes.append(main(
+            ["analyze", "fixture", "--only", "contrast", "--out", str(out)])))
+        worker.start()
+        worker.join()
+    assert codes == [1] and "is already being written" in capsys.readouterr().err
+    assert not (out / "results.json").exists()

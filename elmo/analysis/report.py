@@ -213,16 +213,13 @@ def task_mix_weights(results: dict, source: str = "results.json") -> List[float]
 # ----------------------------------------------------------------------------- run
 def run_analysis(model: str, out: Path, config: Optional[AnalysisConfig] = None,
                  only: Optional[Sequence[str]] = None, log=print) -> dict:
-    """Run the chosen sections (default: all), write results, pictures and the report."""
-    import torch
+    """Run the chosen sections (default: all), write results, pictures and the report.
 
-    import elmo
-    from ..embedding import Embedder
-    from . import plots
-    from .neighbors import model_fingerprint
-
+    ``out`` may hold an earlier report; one with sections this run leaves out, or another
+    tool's ``results.json``, is refused before any work (:func:`check_results_kept`), as is a
+    second run into the folder while one runs."""
     config = config or AnalysisConfig()
-    from ..io import atomic_write_text, check_output_dir
+    from ..io import check_output_dir, output_lock
 
     out = Path(out)
     check_output_dir(out, "output folder")
@@ -236,6 +233,43 @@ def run_analysis(model: str, out: Path, config: Optional[AnalysisConfig] = None,
         from .contrast import load_pairs
         load_pairs(Path(config.contrast_file))
     out.mkdir(parents=True, exist_ok=True)
+    # one writer at a time: two runs into one folder mixed one's pictures into the other's report
+    with output_lock(out / "results.json", name=out):
+        check_results_kept(out / "results.json", sections)
+        return _run_sections(model, out, config, sections, given_mix, log)
+
+
+def check_results_kept(path: Path, sections: Sequence[str]) -> None:
+    """Refuse to replace a ``results.json`` that holds more than this run computes: another
+    tool's (an experiment's runs) or an analysis with sections this run leaves out (``--only
+    contrast`` into a full report's folder replaced its POS, WSD and neighbour results and
+    their report with the contrast section alone)."""
+    if not path.is_file():
+        return
+    try:
+        earlier = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        earlier = None
+    if not isinstance(earlier, dict) or not isinstance(earlier.get("sections"), list):
+        raise ValueError(f"{path}: holds no results of elmo analyze (another tool's?); "
+                         f"give --out a folder of its own")
+    dropped = [s for s in earlier["sections"] if s not in sections]
+    if dropped:
+        raise ValueError(f"{path}: holds the sections {', '.join(map(str, dropped))}, which this run "
+                         f"(--only {' --only '.join(sections)}) would drop; give another --out "
+                         f"(the report's commands use OUT/reproduce/SECTION) or run them all")
+
+
+def _run_sections(model: str, out: Path, config: AnalysisConfig, sections: List[str],
+                  given_mix: Optional[List[float]], log) -> dict:
+    import torch
+
+    import elmo
+    from ..embedding import Embedder
+    from ..io import atomic_write_text
+    from . import plots
+    from .neighbors import model_fingerprint
+
     bilm = elmo.from_pretrained(model)
     embedder = Embedder(bilm, batch_size=config.batch_size)
     results: dict = {"model": str(model), "num_layers": bilm.num_layers,
@@ -267,7 +301,8 @@ def rewrite_report(out: Path) -> Path:
     results = json.loads((out / "results.json").read_text())
     config = AnalysisConfig(**results["config"])
     path = out / "report.md"
-    path.write_text(render(results, results["model"], out, config))
+    from ..io import atomic_write_text
+    atomic_write_text(path, render(results, results["model"], out, config))
     return path
 
 
