@@ -161,3 +161,23 @@ def test_analyze_refuses_a_folder_another_analysis_is_writing(tmp_path, capsys):
         worker.join()
     assert codes == [1] and "is already being written" in capsys.readouterr().err
     assert not (out / "results.json").exists()
+
+
+def test_neighbors_of_a_corpus_sentence_leave_out_the_query_itself(tmp_path, capsys):
+    """A query sentence taken from the corpus listed itself first (cosine 1.00), and once more
+    per copy of it, in the k slots."""
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("the bank raised its rates .\nwe sat on the river bank .\n"
+                      "the bank raised its rates .\nthe bank raised its rates .\n")
+    argv = ["neighbors", "the bank raised its rates .", "--word", "bank", "--model", "fixture",
+            "--corpus", str(corpus), "--index-dir", str(tmp_path / "ix"), "-k", "1", "--no-glove",
+            "--layer", "2", "--same-word"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "(1 occurrences of 'bank'; the query's own sentence, 3 time(s) in the corpus, " \
+           "left out)" in out
+    assert "we sat on the river [bank] ." in out and "the [bank] raised" not in out.split("layer 0")[0]
+    assert main(argv[:-1]) == 0                       # any word: the copies' other tokens stay
+    out = capsys.readouterr().out
+    assert "(22 corpus tokens; the query's own sentence, 3 time(s)" in out
+    assert "[bank] raised" not in out.split("layer 0")[0]

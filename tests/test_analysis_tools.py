@@ -50,6 +50,26 @@ def test_same_word_search_equals_brute_force_over_that_words_occurrences():
     assert index.search(query, 1, k=3, word="never-seen") == []
 
 
+def test_search_leaves_out_the_excluded_tokens_and_copies_finds_the_query_sentence():
+    index = _random_index(seed=4)
+    index.sentences[7] = list(index.sentences[2])     # a copy of sentence 2 (vectors aside)
+    token = len(index.sentences[2]) - 1
+    own = index.copies(index.sentences[2], token)
+    assert [tuple(index.positions[i]) for i in own] == [(2, token), (7, token)]
+    assert index.copies(["not", "there"], 0) == []
+    query = index.vectors[1][own[0]].astype(np.float32)
+    assert (index.search(query, 1, k=1)[0].sentence, index.search(query, 1, k=1)[0].token) == (2, token)
+    hits = index.search(query, 1, k=len(index.positions), exclude=own)
+    assert len(hits) == len(index.positions) - 2
+    assert not {(h.sentence, h.token) for h in hits} & {(2, token), (7, token)}
+    expected = [i for _, i in neighbors.brute_force(index.vectors[1], query, len(index.positions))
+                if i not in own]
+    assert [(h.sentence, h.token) for h in hits] == [tuple(index.positions[i]) for i in expected]
+    word = index.word(own[0])
+    same = index.search(query, 1, k=50, word=word, exclude=own)
+    assert len(same) == len(index.occurrences(word)) - 2 and all(h.word == word for h in same)
+
+
 def test_read_corpus_cap(tmp_path):
     (tmp_path / "c.txt").write_text("a b\n\nc\nd e f\n")
     assert neighbors.read_corpus(tmp_path / "c.txt", 2) == [["a", "b"], ["c"]]

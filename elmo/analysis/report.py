@@ -414,13 +414,14 @@ def _run_neighbors(embedder, config: AnalysisConfig, out: Path) -> dict:
     for sentence, word in NEIGHBOR_QUERIES:
         tokens = sentence.split()
         pos, vecs = query_vectors(embedder, tokens, word)
+        own = index.copies(tokens, pos)      # the query itself is no neighbour of its own
         row = {"sentence": sentence, "word": word, "layers": [], "same_word": [],
-               "occurrences": len(index.occurrences(word))}
+               "occurrences": len(index.occurrences(word)) - len(own), "query_copies": len(own)}
         hit = lambda h: {"word": h.word, "score": h.score,
                          "context": context(index.sentences[h.sentence], h.token, 5)}
         for j in range(1, index.num_layers):
-            row["layers"].append([hit(h) for h in index.search(vecs[j], j, k)])
-            row["same_word"].append([hit(h) for h in index.search(vecs[j], j, k, word=word)])
+            row["layers"].append([hit(h) for h in index.search(vecs[j], j, k, exclude=own)])
+            row["same_word"].append([hit(h) for h in index.search(vecs[j], j, k, word=word, exclude=own)])
         row["layer0_static"] = [{"word": h.word, "score": h.score}
                                 for h in static_neighbors(words, layer0, word, k, query=vecs[0])]
         row["glove"] = ([{"word": h.word, "score": h.score}
@@ -629,7 +630,9 @@ def _render_neighbors(r: dict, cmd: str, model: str) -> List[str]:
              "exact cosine search. Static neighbours: layer 0 over the corpus words, GloVe 50d "
              "over its 400k words.", ""]
     for q in r["queries"]:
-        lines += [f"**{q['word']}** in *{q['sentence']}*", ""]
+        lines += [f"**{q['word']}** in *{q['sentence']}*"
+                  + (f" (a corpus sentence, {q['query_copies']} time(s): the query's own "
+                     "occurrences are left out)" if q.get("query_copies") else ""), ""]
         for j, hits in enumerate(q["layers"], 1):
             lines.append(f"* layer {j}, any word: " + "; ".join(
                 f"{h['context']} ({h['score']:.2f})" for h in hits))
