@@ -136,6 +136,22 @@ def test_one_nn_only_looks_at_the_same_lemma_and_backs_off():
     assert f["f1"] == pytest.approx(0.4)
 
 
+def test_one_nn_ties_do_not_depend_on_the_order_of_the_train_examples():
+    # layer 0 gives every occurrence of a word form one vector: all its train items tie, and
+    # the first of them decided (a layer-0 score set by the order of the examples file)
+    key = ("bank", "n")
+    same = np.tile([[1.0, 2.0]], (4, 1))
+    for labels in (["s1", "s2", "s2", "s3"], ["s2", "s3", "s1", "s2"], ["s3", "s2", "s1", "s2"]):
+        assert wsd.nearest_neighbour(same, labels, [key] * 4, same[:1], [key]) == ["s2"]
+    # equal counts: the most frequent sense when it is among them, else the first seen
+    two = same[:2]
+    assert wsd.nearest_neighbour(two, ["s1", "s2"], [key] * 2, two[:1], [key], {key: "s2"}) == ["s2"]
+    assert wsd.nearest_neighbour(two, ["s1", "s2"], [key] * 2, two[:1], [key], {key: "s9"}) == ["s1"]
+    # a strictly nearer item still wins over a majority further away
+    far = np.array([[1.0, 0.0], [0.0, 1.0], [0.0, 1.0]])
+    assert wsd.nearest_neighbour(far, ["a", "b", "b"], [key] * 3, np.array([[1.0, 0.1]]), [key]) == ["a"]
+
+
 def test_most_frequent_sense_uses_semcor_counts_then_sense_number():
     senses = [Sense("bank", "n", "s2", 2, 20), Sense("bank", "n", "s1", 1, 5),
               Sense("bank", "v", "v1", 1, 0), Sense("bank", "v", "v2", 2, 0)]
