@@ -74,6 +74,19 @@ def test_bootstrap_and_verdict():
     assert stats.verdict("x", "y", same).startswith("not shown")
 
 
+def test_verdict_on_too_few_test_groups_is_not_shown():
+    # one test sentence resamples to itself: an interval of width 0 around any difference,
+    # and one token of difference "held"
+    one = stats.paired_bootstrap([1, 1, 0, 1], [1, 0, 0, 1], groups=[0, 0, 0, 0])
+    assert one["low"] == one["high"] == 0.25 and one["n_groups"] == 1
+    text = stats.verdict("layer 1", "layer 2", one)
+    assert text.startswith("not shown: 1 test group(s)") and "at least 10" in text
+    few = stats.paired_bootstrap(np.ones(9), np.zeros(9), groups=np.arange(9))
+    assert stats.verdict("x", "y", few).startswith("not shown: 9 test group(s)")
+    enough = stats.paired_bootstrap(np.ones(10), np.zeros(10), groups=np.arange(10))
+    assert stats.verdict("x", "y", enough).startswith("holds")
+
+
 def test_bootstrap_interval_of_accuracy_and_f1():
     exact = stats.bootstrap_interval(np.ones(30), groups=np.arange(30) // 3)
     assert exact == {"value": 1.0, "low": 1.0, "high": 1.0, "n": 30}
