@@ -87,6 +87,33 @@ def test_index_round_trip_and_k_larger_than_corpus(tmp_path):
     assert len(back.search(q, 1, k=1000)) == len(index.positions)
 
 
+def test_cached_index_built_meanwhile_by_another_process_is_loaded(tmp_path, monkeypatch):
+    """Two processes building one index: the second's rename met the first's folder
+    (OSError 'Directory not empty'); it now takes the entry's lock and loads the first's."""
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("a b c\nd e\n")
+    model = Embedder(random_bilm(), batch_size=8)
+    quiet = lambda *_: None                                            # noqa: E731
+    neighbors.cached_index(model, corpus, tmp_path / "first", log=quiet)
+    [key] = [p.name for p in (tmp_path / "first").iterdir()]          # the key: not the folder's
+    theirs = _random_index(n_sent=2)
+    read = neighbors.read_corpus
+
+    def read_while_another_finishes(path, cap=None):
+        sentences = read(path, cap)
+        theirs.save(tmp_path / "ix" / key)        # after our first look, before our build
+        return sentences
+
+    built = []
+    build = CorpusIndex.build.__func__
+    monkeypatch.setattr(neighbors, "read_corpus", read_while_another_finishes)
+    monkeypatch.setattr(CorpusIndex, "build",
+                        classmethod(lambda cls, *a, **k: built.append(1) or build(cls, *a, **k)))
+    index = neighbors.cached_index(model, corpus, tmp_path / "ix", log=quiet)
+    assert built == [] and index.sentences == theirs.sentences
+    assert [p.name for p in (tmp_path / "ix").iterdir()] == [key]
+
+
 def test_static_neighbors_exclude_the_word_and_handle_unknown_words():
     words = ["cat", "dog", "car", "kitten"]
     vecs = np.array([[1, 0.1], [0.5, 0.5], [0, 1], [1, 0]], dtype=np.float32)

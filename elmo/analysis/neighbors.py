@@ -222,11 +222,22 @@ def cached_index(model, corpus: Path, cache_dir: Path, max_sentences: Optional[i
     sentences = read_corpus(corpus, max_sentences)
     if not sentences:
         raise ValueError(f"{corpus}: no sentences")
-    log(f"building the index of {len(sentences):,} sentences of {corpus} (once) ...")
-    index = CorpusIndex.build(embedder, sentences, batch_size)
-    tmp = folder.with_name(folder.name + ".partial")
-    index.save(tmp)
-    tmp.rename(folder)
+    import shutil
+
+    from ..data.fetch import cache_entry_lock
+
+    # Two processes building one index (two queries on a new corpus) wrote into one temporary
+    # folder and the second rename met the first's index ('Directory not empty'); now the
+    # second waits and loads the first's.
+    with cache_entry_lock(folder, log):
+        if (folder / "index.json").exists():
+            return CorpusIndex.load(folder)
+        log(f"building the index of {len(sentences):,} sentences of {corpus} (once) ...")
+        index = CorpusIndex.build(embedder, sentences, batch_size)
+        tmp = folder.with_name(folder.name + ".partial")
+        shutil.rmtree(tmp, ignore_errors=True)           # a killed build's (we hold the lock)
+        index.save(tmp)
+        tmp.rename(folder)
     log(f"index saved in {folder}")
     return CorpusIndex.load(folder)
 
