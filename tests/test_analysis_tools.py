@@ -247,6 +247,18 @@ def test_contrast_pair_of_one_sentence_twice_is_refused():
         contrast.parse_pairs("c\tthe dog ran .\tthe dog ran .\tdog\ta\tb\n")
 
 
+def test_contrast_label_kept_is_refused_and_three_labels_state_their_chance():
+    # the same label in both sentences: word identity predicts it, so layer 0 beat "chance"
+    with pytest.raises(ValueError, match=r"<text>:2: the target's label is 'agent' in both"):
+        contrast.parse_pairs("c\ta b\tb a\ta\tx\ty\nc\ta c\tc a\ta\tagent\tagent")
+    lines = [f"c\tp{i} v q{i}\tq{i} v p{i}\tp{i}\t{la}\t{lb}"
+             for i, (la, lb) in enumerate([("x", "y"), ("y", "z"), ("z", "x"), ("x", "z")])]
+    res = contrast.contrast_eval(Embedder(random_bilm(), batch_size=8), contrast.parse_pairs("\n".join(lines)),
+                                 l2=1e-2)
+    text = "\n".join(report._render_contrast(res, "cmd"))
+    assert "| c (4 pairs; 3 labels: chance 33.3 on targets; chance" in text   # was "chance is 50"
+
+
 def test_contrast_eval_on_a_model_layer0_does_not_move():
     items = contrast.load_pairs()[:8]
     res = contrast.contrast_eval(Embedder(random_bilm(), batch_size=8), items)

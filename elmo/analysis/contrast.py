@@ -60,6 +60,9 @@ def parse_pairs(text: str, source: str = "<text>") -> List[ContrastItem]:
         a_t, b_t = tuple(a.split()), tuple(b.split())
         if target not in a_t or target not in b_t:
             raise ValueError(f"{source}:{n}: target {target!r} is not a token of both sentences")
+        if la == lb:  # word identity would then predict the label: layer 0 above chance
+            raise ValueError(f"{source}:{n}: the target's label is {la!r} in both sentences; a "
+                             "contrast pair's target changes its label between them")
         if a_t == b_t:  # nothing is swapped: the probe would get one vector with two labels
             raise ValueError(f"{source}:{n}: the two sentences are the same; a pair needs two "
                              "sentences that differ")

@@ -672,10 +672,12 @@ def _render_contrast(r: dict, cmd: str) -> List[str]:
                      + " | ".join(f"{x:.3f}" for x in c["movement"]["targets"]) + " |")
     lines += ["", "A probe trained on half of the pairs, tested on the other half (and back), "
               "accuracy % on held-out targets / held-out pairs ranked the right way round; "
-              "chance is 50 / 50:", "", head, sep]
+              "chance is 1 / labels (50 with two) / 50:", "", head, sep]
     control = r.get("control_untrained", {})
     for name, c in cats.items():
         chance = (f"; chance {_span(c['chance_range'])}" if c.get("chance_range") else "")
+        if c.get("chance") and abs(c["chance"] - 0.5) > 1e-9:   # more than two labels
+            chance = f"; {round(1 / c['chance'])} labels: chance {_pct(c['chance'])} on targets" + chance
         lines.append(f"| {name} ({c['n_pairs']} pairs{chance}) | " + " | ".join(
             f"{_pct(p['accuracy'])} / {_pct(p['pair_accuracy'])}" for p in c["probe"]) + " |")
         if name in control:
