@@ -672,7 +672,7 @@ def _render_contrast(r: dict, cmd: str) -> List[str]:
                      + " | ".join(f"{x:.3f}" for x in c["movement"]["targets"]) + " |")
     lines += ["", "A probe trained on half of the pairs, tested on the other half (and back), "
               "accuracy % on held-out targets / held-out pairs ranked the right way round; "
-              "chance is 1 / labels (50 with two) / 50:", "", head, sep]
+              "chance is 50 / 50 with two labels:", "", head, sep]
     control = r.get("control_untrained", {})
     for name, c in cats.items():
         chance = (f"; chance {_span(c['chance_range'])}" if c.get("chance_range") else "")
