@@ -127,7 +127,7 @@ def test_analyze_only_one_section_keeps_a_fuller_report_and_other_results(tmp_pa
            "--no-untrained-control", "--out"]
     out = tmp_path / "report"
     out.mkdir()
-    full = json.dumps({"sections": ["pos", "wsd", "neighbors", "contrast"], "pos": {}}) + "\n"
+    full = json.dumps({"sections": ["pos", "wsd", "neighbors", "contrast"], "config": {}}) + "\n"
     (out / "results.json").write_text(full)
     assert main(run + [str(out)]) == 1
     err = capsys.readouterr().err
@@ -141,7 +141,7 @@ def test_analyze_only_one_section_keeps_a_fuller_report_and_other_results(tmp_pa
     assert "holds no results of elmo analyze" in capsys.readouterr().err
     assert (experiment / "results.json").read_text() == '{"runs": []}\n'
     # the same section again replaces its own results
-    (out / "results.json").write_text(json.dumps({"sections": ["contrast"]}))
+    (out / "results.json").write_text(json.dumps({"sections": ["contrast"], "config": {}}))
     assert main(run + [str(out)]) == 0
     assert json.loads((out / "results.json").read_text())["sections"] == ["contrast"]
     assert not list(out.glob("*.lock"))
@@ -181,3 +181,12 @@ def test_neighbors_of_a_corpus_sentence_leave_out_the_query_itself(tmp_path, cap
     out = capsys.readouterr().out
     assert "(22 corpus tokens; the query's own sentence, 3 time(s)" in out
     assert "[bank] raised" not in out.split("layer 0")[0]
+
+
+def test_report_only_on_a_folder_without_analysis_results_is_one_line(tmp_path, capsys):
+    (tmp_path / "results.json").write_text('{"runs": []}\n')        # an experiment's: KeyError
+    assert main(["analyze", "fixture", "--out", str(tmp_path), "--report-only"]) == 1
+    assert "results.json: holds no results of elmo analyze" in capsys.readouterr().err
+    assert main(["analyze", "fixture", "--out", str(tmp_path / "none"), "--report-only"]) == 1
+    assert "results.json: no such file; --report-only rewrites" in capsys.readouterr().err
+    assert not (tmp_path / "report.md").exists()

@@ -246,18 +246,26 @@ def check_results_kept(path: Path, sections: Sequence[str]) -> None:
     their report with the contrast section alone)."""
     if not path.is_file():
         return
-    try:
-        earlier = json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError):
-        earlier = None
-    if not isinstance(earlier, dict) or not isinstance(earlier.get("sections"), list):
-        raise ValueError(f"{path}: holds no results of elmo analyze (another tool's?); "
-                         f"give --out a folder of its own")
+    earlier = read_results(path)
     dropped = [s for s in earlier["sections"] if s not in sections]
     if dropped:
         raise ValueError(f"{path}: holds the sections {', '.join(map(str, dropped))}, which this run "
                          f"(--only {' --only '.join(sections)}) would drop; give another --out "
                          f"(the report's commands use OUT/reproduce/SECTION) or run them all")
+
+
+def read_results(path: Path) -> dict:
+    """An analysis ``results.json``; a file that is not one (another tool's, not JSON) is a
+    ValueError naming it."""
+    try:
+        results = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        results = None
+    if (not isinstance(results, dict) or not isinstance(results.get("sections"), list)
+            or not isinstance(results.get("config"), dict)):
+        raise ValueError(f"{path}: holds no results of elmo analyze (another tool's?); "
+                         f"give --out a folder of its own")
+    return results
 
 
 def _run_sections(model: str, out: Path, config: AnalysisConfig, sections: List[str],
@@ -298,7 +306,10 @@ def rewrite_report(out: Path) -> Path:
     """Write ``report.md`` again from the folder's ``results.json`` (after editing its
     interpretation, say), computing nothing."""
     out = Path(out)
-    results = json.loads((out / "results.json").read_text())
+    if not (out / "results.json").is_file():
+        raise FileNotFoundError(f"{out / 'results.json'}: no such file; --report-only rewrites "
+                                "the report of a folder elmo analyze wrote")
+    results = read_results(out / "results.json")
     config = AnalysisConfig(**results["config"])
     path = out / "report.md"
     from ..io import atomic_write_text
