@@ -36,7 +36,10 @@ def test_neighbors_command_errors(tmp_path, capsys):
             "--index-dir", str(tmp_path / "ix"), "--no-glove"]
     assert main(base + ["--word", "bank"]) == 1
     assert "not a token" in capsys.readouterr().err
-    assert main(base + ["--word", "x", "--layer", "7"]) == 1
+    assert main(base + ["--word", "x", "--layer", "1", "--layer", "7"]) == 1
+    captured = capsys.readouterr()       # refused before the index was built and layer 1 printed
+    assert "--layer 7: the model has layers 0..2" in captured.err and captured.out == ""
+    assert not (tmp_path / "ix").exists()
     assert main(["neighbors", "x", "--word", "x", "--corpus", str(tmp_path / "none.txt")]) == 1
 
 
