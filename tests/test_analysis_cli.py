@@ -193,3 +193,26 @@ def test_report_only_on_a_folder_without_analysis_results_is_one_line(tmp_path, 
     assert main(["analyze", "fixture", "--out", str(tmp_path / "none"), "--report-only"]) == 1
     assert "results.json: no such file; --report-only rewrites" in capsys.readouterr().err
     assert not (tmp_path / "report.md").exists()
+
+
+def test_wsd_section_on_a_tiny_wordnet_and_a_capitalised_pca_word(tmp_path, monkeypatch):
+    """--pca-word Bank: the lemmas are lower case, and it said bank had no examples."""
+    from elmo.analysis import datasets
+
+    wordnet = tmp_path / "wordnet"
+    wordnet.mkdir()
+    rows = [("00000001-n", "bank", f"we sat on the bank of the river {i}") for i in range(4)]
+    rows += [("00000002-n", "bank,depository", f"she put money in the bank {i}") for i in range(4)]
+    (wordnet / "examples.tsv").write_text("synset\tlemmas\texample\n"
+                                          + "".join("\t".join(r) + "\n" for r in rows))
+    (wordnet / "senses.tsv").write_text("key\toffset\tnumber\ttags\tcount\n"
+                                        "bank%1:17:01::\t00000001\t1\t0\t3\n"
+                                        "bank%1:14:00::\t00000002\t2\t0\t9\n")
+    (wordnet / "synsets.tsv").write_text("00000001-n\tn\tsloping land\n00000002-n\tn\ta firm\n")
+    monkeypatch.setattr(datasets, "corpus_dir", lambda name, fetch=True: wordnet)
+    out = tmp_path / "out"
+    assert main(["analyze", "fixture", "--out", str(out), "--only", "wsd", "--pca-word", "Bank",
+                 "--no-untrained-control"]) == 0
+    results = json.loads((out / "results.json").read_text())
+    assert results["wsd"]["pca_word"] == {"lemma": "bank", "pos": "n", "n": 8, "senses": 2}
+    assert (out / "sense_pca.png").stat().st_size > 1000 and (out / "wsd.png").is_file()

@@ -375,8 +375,8 @@ def _run_wsd(embedder, config: AnalysisConfig, out: Path) -> dict:
                      {f"layer {j}": iv for j, iv in enumerate(res["layers_interval"])})
     groups = {k: _top_senses(v, PCA_SENSES)
               for k, v in wsd.ambiguous(wsd.instances(examples)).items()}
-    if config.pca_word:
-        keys = [k for k in groups if k[0] == config.pca_word]
+    if config.pca_word:     # lemmas are lower case ('Bank' found none)
+        keys = [k for k in groups if k[0] == wsd.clean_lemma(config.pca_word)]
         if not keys:
             raise ValueError(f"--pca-word {config.pca_word!r}: no WordNet examples in 2+ senses")
         key = max(keys, key=lambda k: len(groups[k]))
