@@ -36,7 +36,10 @@ def test_neighbors_command_errors(tmp_path, capsys):
             "--index-dir", str(tmp_path / "ix"), "--no-glove"]
     assert main(base + ["--word", "bank"]) == 1
     assert "not a token" in capsys.readouterr().err
-    assert main(base + ["--word", "x", "--layer", "7"]) == 1
+    assert main(base + ["--word", "x", "--layer", "1", "--layer", "7"]) == 1
+    captured = capsys.readouterr()       # refused before the index was built and layer 1 printed
+    assert "--layer 7: the model has layers 0..2" in captured.err and captured.out == ""
+    assert not (tmp_path / "ix").exists()
     assert main(["neighbors", "x", "--word", "x", "--corpus", str(tmp_path / "none.txt")]) == 1
 
 
@@ -116,3 +119,100 @@ def test_analyze_checks_its_input_files_before_any_section_runs(tmp_path, capsys
     (tmp_path / "file").write_text("x", encoding="utf-8")
     assert main(["analyze", "fixture", "--out", str(tmp_path / "file"), "--only", "contrast"]) == 1
     assert "file: is a file, but the output folder must be a folder" in capsys.readouterr().err
+
+
+def test_analyze_only_one_section_keeps_a_fuller_report_and_other_results(tmp_path, capsys):
+    """--only contrast into a full report's folder replaced its results.json and report.md with
+    the contrast section alone; into an experiment's folder, the experiment's results.json."""
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text(_PAIRS + "\n")
+    run = ["analyze", "fixture", "--only", "contrast", "--contrast-file", str(pairs),
+           "--no-untrained-control", "--out"]
+    out = tmp_path / "report"
+    out.mkdir()
+    full = json.dumps({"sections": ["pos", "wsd", "neighbors", "contrast"], "config": {}}) + "\n"
+    (out / "results.json").write_text(full)
+    assert main(run + [str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "results.json: holds the sections pos, wsd, neighbors, which this run (--only contrast) " \
+           "would drop; give another --out" in err
+    assert (out / "results.json").read_text() == full and not (out / "report.md").exists()
+    experiment = tmp_path / "experiment"
+    experiment.mkdir()
+    (experiment / "results.json").write_text('{"runs": []}\n')
+    assert main(run + [str(experiment)]) == 1
+    assert "holds no results of elmo analyze" in capsys.readouterr().err
+    assert (experiment / "results.json").read_text() == '{"runs": []}\n'
+    # the same section again replaces its own results
+    (out / "results.json").write_text(json.dumps({"sections": ["contrast"], "config": {}}))
+    assert main(run + [str(out)]) == 0
+    assert json.loads((out / "results.json").read_text())["sections"] == ["contrast"]
+    assert not list(out.glob("*.lock"))
+
+
+def test_analyze_refuses_a_folder_another_analysis_is_writing(tmp_path, capsys):
+    from elmo.io import output_lock
+
+    out = tmp_path / "report"
+    out.mkdir()
+    with output_lock(out / "results.json", name=out):   # (the lock is per process: a thread
+        import threading                                 # of this one cannot take it either)
+        codes = []
+        worker = threading.Thread(target=lambda: codes.append(main(
+            ["analyze", "fixture", "--only", "contrast", "--out", str(out)])))
+        worker.start()
+        worker.join()
+    assert codes == [1] and "is already being written" in capsys.readouterr().err
+    assert not (out / "results.json").exists()
+
+
+def test_neighbors_of_a_corpus_sentence_leave_out_the_query_itself(tmp_path, capsys):
+    """A query sentence taken from the corpus listed itself first (cosine 1.00), and once more
+    per copy of it, in the k slots."""
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("the bank raised its rates .\nwe sat on the river bank .\n"
+                      "the bank raised its rates .\nthe bank raised its rates .\n")
+    argv = ["neighbors", "the bank raised its rates .", "--word", "bank", "--model", "fixture",
+            "--corpus", str(corpus), "--index-dir", str(tmp_path / "ix"), "-k", "1", "--no-glove",
+            "--layer", "2", "--same-word"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "(1 occurrences of 'bank'; the query's own sentence, 3 time(s) in the corpus, " \
+           "left out)" in out
+    assert "we sat on the river [bank] ." in out and "the [bank] raised" not in out.split("layer 0")[0]
+    assert main(argv[:-1]) == 0                       # any word: the copies' other tokens stay
+    out = capsys.readouterr().out
+    assert "(22 corpus tokens; the query's own sentence, 3 time(s)" in out
+    assert "[bank] raised" not in out.split("layer 0")[0]
+
+
+def test_report_only_on_a_folder_without_analysis_results_is_one_line(tmp_path, capsys):
+    (tmp_path / "results.json").write_text('{"runs": []}\n')        # an experiment's: KeyError
+    assert main(["analyze", "fixture", "--out", str(tmp_path), "--report-only"]) == 1
+    assert "results.json: holds no results of elmo analyze" in capsys.readouterr().err
+    assert main(["analyze", "fixture", "--out", str(tmp_path / "none"), "--report-only"]) == 1
+    assert "results.json: no such file; --report-only rewrites" in capsys.readouterr().err
+    assert not (tmp_path / "report.md").exists()
+
+
+def test_wsd_section_on_a_tiny_wordnet_and_a_capitalised_pca_word(tmp_path, monkeypatch):
+    """--pca-word Bank: the lemmas are lower case, and it said bank had no examples."""
+    from elmo.analysis import datasets
+
+    wordnet = tmp_path / "wordnet"
+    wordnet.mkdir()
+    rows = [("00000001-n", "bank", f"we sat on the bank of the river {i}") for i in range(4)]
+    rows += [("00000002-n", "bank,depository", f"she put money in the bank {i}") for i in range(4)]
+    (wordnet / "examples.tsv").write_text("synset\tlemmas\texample\n"
+                                          + "".join("\t".join(r) + "\n" for r in rows))
+    (wordnet / "senses.tsv").write_text("key\toffset\tnumber\ttags\tcount\n"
+                                        "bank%1:17:01::\t00000001\t1\t0\t3\n"
+                                        "bank%1:14:00::\t00000002\t2\t0\t9\n")
+    (wordnet / "synsets.tsv").write_text("00000001-n\tn\tsloping land\n00000002-n\tn\ta firm\n")
+    monkeypatch.setattr(datasets, "corpus_dir", lambda name, fetch=True: wordnet)
+    out = tmp_path / "out"
+    assert main(["analyze", "fixture", "--out", str(out), "--only", "wsd", "--pca-word", "Bank",
+                 "--no-untrained-control"]) == 0
+    results = json.loads((out / "results.json").read_text())
+    assert results["wsd"]["pca_word"] == {"lemma": "bank", "pos": "n", "n": 8, "senses": 2}
+    assert (out / "sense_pca.png").stat().st_size > 1000 and (out / "wsd.png").is_file()

@@ -74,6 +74,19 @@ def test_bootstrap_and_verdict():
     assert stats.verdict("x", "y", same).startswith("not shown")
 
 
+def test_verdict_on_too_few_test_groups_is_not_shown():
+    # one test sentence resamples to itself: an interval of width 0 around any difference,
+    # and one token of difference "held"
+    one = stats.paired_bootstrap([1, 1, 0, 1], [1, 0, 0, 1], groups=[0, 0, 0, 0])
+    assert one["low"] == one["high"] == 0.25 and one["n_groups"] == 1
+    text = stats.verdict("layer 1", "layer 2", one)
+    assert text.startswith("not shown: 1 test group(s)") and "at least 10" in text
+    few = stats.paired_bootstrap(np.ones(9), np.zeros(9), groups=np.arange(9))
+    assert stats.verdict("x", "y", few).startswith("not shown: 9 test group(s)")
+    enough = stats.paired_bootstrap(np.ones(10), np.zeros(10), groups=np.arange(10))
+    assert stats.verdict("x", "y", enough).startswith("holds")
+
+
 def test_bootstrap_interval_of_accuracy_and_f1():
     exact = stats.bootstrap_interval(np.ones(30), groups=np.arange(30) // 3)
     assert exact == {"value": 1.0, "low": 1.0, "high": 1.0, "n": 30}
@@ -136,6 +149,22 @@ def test_one_nn_only_looks_at_the_same_lemma_and_backs_off():
     assert f["f1"] == pytest.approx(0.4)
 
 
+def test_one_nn_ties_do_not_depend_on_the_order_of_the_train_examples():
+    # layer 0 gives every occurrence of a word form one vector: all its train items tie, and
+    # the first of them decided (a layer-0 score set by the order of the examples file)
+    key = ("bank", "n")
+    same = np.tile([[1.0, 2.0]], (4, 1))
+    for labels in (["s1", "s2", "s2", "s3"], ["s2", "s3", "s1", "s2"], ["s3", "s2", "s1", "s2"]):
+        assert wsd.nearest_neighbour(same, labels, [key] * 4, same[:1], [key]) == ["s2"]
+    # equal counts: the most frequent sense when it is among them, else the first seen
+    two = same[:2]
+    assert wsd.nearest_neighbour(two, ["s1", "s2"], [key] * 2, two[:1], [key], {key: "s2"}) == ["s2"]
+    assert wsd.nearest_neighbour(two, ["s1", "s2"], [key] * 2, two[:1], [key], {key: "s9"}) == ["s1"]
+    # a strictly nearer item still wins over a majority further away
+    far = np.array([[1.0, 0.0], [0.0, 1.0], [0.0, 1.0]])
+    assert wsd.nearest_neighbour(far, ["a", "b", "b"], [key] * 3, np.array([[1.0, 0.1]]), [key]) == ["a"]
+
+
 def test_most_frequent_sense_uses_semcor_counts_then_sense_number():
     senses = [Sense("bank", "n", "s2", 2, 20), Sense("bank", "n", "s1", 1, 5),
               Sense("bank", "v", "v1", 1, 0), Sense("bank", "v", "v2", 2, 0)]
@@ -171,19 +200,33 @@ def test_ambiguous_and_split_by_lemma():
     assert wsd.split_by_lemma(groups, 1.0)[0] == []
 
 
-def test_wsd_eval_on_a_model_finds_the_identical_train_sentence():
+def test_split_by_lemma_keeps_copies_of_a_sentence_on_one_side():
+    # WordNet repeats some examples: split apart, a test occurrence met its own vector in
+    # train (cosine 1) and copied that example's synset
+    items = [wsd.Instance("bank", "n", f"s{i % 2}", ("the", "bank", str(i % 8)), 1)
+             for i in range(40)]
+    for seed in range(5):
+        train, test = wsd.split_by_lemma({("bank", "n"): items}, 0.5, seed)
+        assert train and test and not {t.tokens for t in train} & {t.tokens for t in test}
+        assert len(train) + len(test) == 40
+
+
+def test_wsd_eval_on_a_model_finds_the_sense_of_similar_train_sentences():
     from conftest import random_bilm
     from elmo.analysis.datasets import SenseExample
 
-    river, money = "we sat on the bank of the river".split(), "she put money in the bank".split()
-    examples = ([SenseExample("s1-n", ("bank",), tuple(river))] * 4
-                + [SenseExample("s2-n", ("bank", "depository"), tuple(money))] * 4
+    river = ["we sat on the bank of the river", "they fished from the bank of the river",
+             "the boat drifted to the bank of the river", "ducks rested on the bank of the river"]
+    money = ["she put money in the bank", "he borrowed money from the bank",
+             "they robbed the bank", "we opened an account at the bank"]
+    examples = ([SenseExample("s1-n", ("bank",), tuple(r.split())) for r in river]
+                + [SenseExample("s2-n", ("bank", "depository"), tuple(m.split())) for m in money]
                 + [SenseExample("s3-n", ("cat",), ("a", "cat"))])
     senses = [Sense("bank", "n", "s1-n", 1, 3), Sense("bank", "n", "s2-n", 2, 9)]
     res = wsd.wsd_eval(random_bilm(), examples, senses, test_fraction=0.5, seed=0)
     assert res["n_lemmas"] == 1 and res["n_train"] + res["n_test"] == 8
     assert len(res["layers"]) == 3 and "finding" in res
-    # every test sentence has an identical train sentence of its sense when that sense has one
+    # every test sentence is nearest to a train sentence of its sense when that sense has one
     assert res["layers_seen_senses"][1] == res["layers_seen_senses"][2] == 1.0
     _, test = wsd.split_by_lemma(wsd.ambiguous(wsd.instances(examples)), 0.5, seed=0)
     assert res["n_test"] == len(test)

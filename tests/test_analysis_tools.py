@@ -50,6 +50,26 @@ def test_same_word_search_equals_brute_force_over_that_words_occurrences():
     assert index.search(query, 1, k=3, word="never-seen") == []
 
 
+def test_search_leaves_out_the_excluded_tokens_and_copies_finds_the_query_sentence():
+    index = _random_index(seed=4)
+    index.sentences[7] = list(index.sentences[2])     # a copy of sentence 2 (vectors aside)
+    token = len(index.sentences[2]) - 1
+    own = index.copies(index.sentences[2], token)
+    assert [tuple(index.positions[i]) for i in own] == [(2, token), (7, token)]
+    assert index.copies(["not", "there"], 0) == []
+    query = index.vectors[1][own[0]].astype(np.float32)
+    assert (index.search(query, 1, k=1)[0].sentence, index.search(query, 1, k=1)[0].token) == (2, token)
+    hits = index.search(query, 1, k=len(index.positions), exclude=own)
+    assert len(hits) == len(index.positions) - 2
+    assert not {(h.sentence, h.token) for h in hits} & {(2, token), (7, token)}
+    expected = [i for _, i in neighbors.brute_force(index.vectors[1], query, len(index.positions))
+                if i not in own]
+    assert [(h.sentence, h.token) for h in hits] == [tuple(index.positions[i]) for i in expected]
+    word = index.word(own[0])
+    same = index.search(query, 1, k=50, word=word, exclude=own)
+    assert len(same) == len(index.occurrences(word)) - 2 and all(h.word == word for h in same)
+
+
 def test_read_corpus_cap(tmp_path):
     (tmp_path / "c.txt").write_text("a b\n\nc\nd e f\n")
     assert neighbors.read_corpus(tmp_path / "c.txt", 2) == [["a", "b"], ["c"]]
@@ -65,6 +85,33 @@ def test_index_round_trip_and_k_larger_than_corpus(tmp_path):
     np.testing.assert_array_equal(back.vectors, index.vectors)
     q = np.ones(index.vectors.shape[-1])
     assert len(back.search(q, 1, k=1000)) == len(index.positions)
+
+
+def test_cached_index_built_meanwhile_by_another_process_is_loaded(tmp_path, monkeypatch):
+    """Two processes building one index: the second's rename met the first's folder
+    (OSError 'Directory not empty'); it now takes the entry's lock and loads the first's."""
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("a b c\nd e\n")
+    model = Embedder(random_bilm(), batch_size=8)
+    quiet = lambda *_: None                                            # noqa: E731
+    neighbors.cached_index(model, corpus, tmp_path / "first", log=quiet)
+    [key] = [p.name for p in (tmp_path / "first").iterdir()]          # the key: not the folder's
+    theirs = _random_index(n_sent=2)
+    read = neighbors.read_corpus
+
+    def read_while_another_finishes(path, cap=None):
+        sentences = read(path, cap)
+        theirs.save(tmp_path / "ix" / key)        # after our first look, before our build
+        return sentences
+
+    built = []
+    build = CorpusIndex.build.__func__
+    monkeypatch.setattr(neighbors, "read_corpus", read_while_another_finishes)
+    monkeypatch.setattr(CorpusIndex, "build",
+                        classmethod(lambda cls, *a, **k: built.append(1) or build(cls, *a, **k)))
+    index = neighbors.cached_index(model, corpus, tmp_path / "ix", log=quiet)
+    assert built == [] and index.sentences == theirs.sentences
+    assert [p.name for p in (tmp_path / "ix").iterdir()] == [key]
 
 
 def test_static_neighbors_exclude_the_word_and_handle_unknown_words():
@@ -168,6 +215,48 @@ def test_contrast_probe_reads_an_encoded_relation_and_layer0_is_chance():
     assert layer0["accuracy"] == 0.5 and layer0["pair_accuracy"] == 0.5
     blind = contrast.probe_halves(_synthetic_vecs(items, encode_label=False), items, layer=1)
     assert blind["accuracy"] == 0.5
+
+
+def test_contrast_probe_never_tests_on_a_sentence_it_was_trained_on():
+    # each pair written in both orders: split pair by pair, a held-out target vector was a
+    # training vector with the same label, and a probe that memorises scored (62.5 to 75%)
+    lines = []
+    for i in range(8):
+        a, b = f"p{i} v q{i}", f"q{i} v p{i}"
+        lines += [f"c\t{a}\t{b}\tp{i}\tx\ty", f"c\t{b}\t{a}\tp{i}\ty\tx"]
+    items = contrast.parse_pairs("\n".join(lines))
+    sents = sorted({it.a for it in items} | {it.b for it in items})
+    # a one-hot per sentence: nothing to read but which sentence it is
+    vecs = {s: np.tile(np.eye(len(sents))[k], (2, len(s), 1)) for k, s in enumerate(sents)}
+    for seed in range(3):
+        res = contrast.probe_halves(vecs, items, layer=1, seed=seed)
+        assert res["accuracy"] == 0.5 and res["pair_accuracy"] == 0.5 and res["n_rankings"] == 16
+        first, second = contrast.split_halves(sorted({(it.a, it.b) for it in items}), seed)
+        assert not {s for p in first for s in p} & {s for p in second for s in p}
+    # pairs that share no sentence are split one by one, as before
+    plain = sorted({(it.a, it.b) for it in _pairs()})
+    assert sum(map(len, contrast.split_halves(plain))) == len(plain)
+    with pytest.raises(ValueError, match="category 'c': .* two pairs that share no sentence; got 2 "
+                                         "pair.* in 1 group"):
+        contrast.probe_halves(vecs, items[:2], layer=1)
+
+
+def test_contrast_pair_of_one_sentence_twice_is_refused():
+    # nothing swapped: one vector with two labels (and a lone such pair crashed in random.sample)
+    with pytest.raises(ValueError, match=r"<text>:1: the two sentences are the same"):
+        contrast.parse_pairs("c\tthe dog ran .\tthe dog ran .\tdog\ta\tb\n")
+
+
+def test_contrast_label_kept_is_refused_and_three_labels_state_their_chance():
+    # the same label in both sentences: word identity predicts it, so layer 0 beat "chance"
+    with pytest.raises(ValueError, match=r"<text>:2: the target's label is 'agent' in both"):
+        contrast.parse_pairs("c\ta b\tb a\ta\tx\ty\nc\ta c\tc a\ta\tagent\tagent")
+    lines = [f"c\tp{i} v q{i}\tq{i} v p{i}\tp{i}\t{la}\t{lb}"
+             for i, (la, lb) in enumerate([("x", "y"), ("y", "z"), ("z", "x"), ("x", "z")])]
+    res = contrast.contrast_eval(Embedder(random_bilm(), batch_size=8), contrast.parse_pairs("\n".join(lines)),
+                                 l2=1e-2)
+    text = "\n".join(report._render_contrast(res, "cmd"))
+    assert "| c (4 pairs; 3 labels: chance 33.3 on targets; chance" in text   # was "chance is 50"
 
 
 def test_contrast_eval_on_a_model_layer0_does_not_move():

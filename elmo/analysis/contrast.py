@@ -9,7 +9,8 @@ Each item is a pair of sentences with the same multiset of words (``the dog chas
   all words and over the targets; and between the mean-pooled sentence vectors. For scale,
   ``spread`` is the mean distance between random tokens of different sentences. Layer 0 is
   context-free, so its movement is 0.
-* **probe**: per category, the pairs are split into two halves (seeded); a linear probe
+* **probe**: per category, the pairs are split into two halves (seeded; pairs that share a
+  sentence stay on one side, so no held-out vector was trained on); a linear probe
   (:func:`elmo.analysis.probes.train_probe`) is trained on the targets of one half and tested
   on the other, then the halves swap, and the two accuracies are averaged. Since every
   training word occurs with both labels, word identity cannot help: layer 0 scores exactly
@@ -59,6 +60,12 @@ def parse_pairs(text: str, source: str = "<text>") -> List[ContrastItem]:
         a_t, b_t = tuple(a.split()), tuple(b.split())
         if target not in a_t or target not in b_t:
             raise ValueError(f"{source}:{n}: target {target!r} is not a token of both sentences")
+        if la == lb:  # word identity would then predict the label: layer 0 above chance
+            raise ValueError(f"{source}:{n}: the target's label is {la!r} in both sentences; a "
+                             "contrast pair's target changes its label between them")
+        if a_t == b_t:  # nothing is swapped: the probe would get one vector with two labels
+            raise ValueError(f"{source}:{n}: the two sentences are the same; a pair needs two "
+                             "sentences that differ")
         items.append(ContrastItem(cat, a_t, b_t, target, la, lb))
     if not items:
         raise ValueError(f"{source}: no contrast pairs")
@@ -130,6 +137,36 @@ def movement(vecs: Dict[Tuple[str, ...], np.ndarray], items: Sequence[ContrastIt
             "spread": mean(spread)}
 
 
+def split_halves(pairs: Sequence[Tuple[Tuple[str, ...], Tuple[str, ...]]],
+                 seed: int = 0) -> Tuple[set, set]:
+    """Two halves of ``pairs`` (seeded) such that no sentence is in both.
+
+    Pairs that share a sentence (a pair written in both orders, or one sentence contrasted
+    with two others) are kept together: split apart, the held-out half would hold a target
+    vector the probe was trained on, with the same label, and memorising it would score.
+    Without shared sentences every pair is a group of its own (the split is the plain one).
+    """
+    parent: Dict[Tuple[str, ...], Tuple[str, ...]] = {}
+
+    def root(s):
+        while parent.setdefault(s, s) != s:
+            s = parent[s]
+        return s
+
+    for a, b in pairs:
+        parent[root(a)] = root(b)
+    linked: Dict[Tuple[str, ...], list] = defaultdict(list)
+    for pair in sorted(pairs):
+        linked[root(pair[0])].append(pair)
+    groups = sorted(tuple(g) for g in linked.values())
+    if len(groups) < 2:
+        raise ValueError(f"the probe needs at least two pairs that share no sentence; "
+                         f"got {len(pairs)} pair(s) in {len(groups)} group(s) linked by their sentences")
+    random.Random(seed).shuffle(groups)
+    half = len(groups) // 2
+    return ({p for g in groups[:half] for p in g}, {p for g in groups[half:] for p in g})
+
+
 def probe_halves(vecs: Dict[Tuple[str, ...], np.ndarray], items: Sequence[ContrastItem],
                  layer: int, seed: int = 0, l2: float = 1e-2) -> Dict[str, float]:
     """Accuracy of a probe trained on half of the pairs, tested on the other (and back).
@@ -139,11 +176,11 @@ def probe_halves(vecs: Dict[Tuple[str, ...], np.ndarray], items: Sequence[Contra
     (``n_targets``, ``n_rankings``).
     """
     pairs = sorted({(it.a, it.b) for it in items})
-    if len(pairs) < 2:
-        raise ValueError("the probe needs at least two pairs in a category")
-    random.Random(seed).shuffle(pairs)
-    half = len(pairs) // 2
-    halves = [set(pairs[:half]), set(pairs[half:])]
+    try:
+        halves = split_halves(pairs, seed)
+    except ValueError as e:
+        name = items[0].category if items else "?"
+        raise ValueError(f"contrast category {name!r}: {e}") from None
     labels = sorted({it.label_a for it in items} | {it.label_b for it in items})
     lid = {label: i for i, label in enumerate(labels)}
     acc, pair_acc = [], []

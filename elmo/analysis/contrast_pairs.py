@@ -12,6 +12,8 @@ kinds, each with two target words per pair whose label flips between the two sen
 Format (also of a user's file): tab-separated ``category, sentence_a, sentence_b, target,
 label_a, label_b``, tokens separated by spaces; ``#`` starts a comment line. The target is
 the first occurrence of that token in each sentence; a pair with two targets takes two lines.
+The two sentences differ, and the target's label differs between them (else word identity
+alone would predict it).
 """
 
 BUILTIN = """\

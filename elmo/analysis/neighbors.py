@@ -67,10 +67,12 @@ class CorpusIndex:
         return self.sentences[s][t]
 
     def search(self, query: np.ndarray, layer: int, k: int = 10,
-               word: Optional[str] = None) -> List[Hit]:
+               word: Optional[str] = None, exclude: Sequence[int] = ()) -> List[Hit]:
         """The ``k`` corpus tokens most similar (cosine) to ``query`` (D,) at ``layer``;
         ties go to the earlier token. With ``word``, only occurrences of that word (any case)
-        are candidates, as in the paper's Table 4 (nearest uses of the same word)."""
+        are candidates, as in the paper's Table 4 (nearest uses of the same word).
+        ``exclude``: token ids that are no candidates (the query's own occurrence,
+        :meth:`copies`)."""
         _check_k(k)
         candidates = None if word is None else self.occurrences(word)
         if candidates is not None and len(candidates) == 0:
@@ -80,6 +82,11 @@ class CorpusIndex:
         # Rows are stored in float16, so their norms are only close to 1: divide them out.
         rows = torch.from_numpy(np.asarray(rows, dtype=np.float32))                  # (N, D)
         scores = (rows @ q) / rows.norm(dim=1).clamp_min(1e-12)                       # (N,)
+        left_out = np.asarray(exclude, dtype=np.int64)
+        if len(left_out):   # (masked, not removed: a copy of the rows would double the memory)
+            where = left_out if candidates is None else np.flatnonzero(np.isin(candidates, left_out))
+            scores[torch.from_numpy(where)] = -float("inf")
+            k = min(k, len(scores) - len(where))
         k = min(k, len(scores))
         # A stable sort makes the order of equal scores deterministic (earlier token first).
         order = torch.sort(scores, descending=True, stable=True).indices[:k].tolist()
@@ -94,6 +101,17 @@ class CorpusIndex:
             for i, (s, t) in enumerate(self.positions):
                 self._by_word.setdefault(self.sentences[s][t].lower(), []).append(i)
         return np.array(self._by_word.get(word.lower(), []), dtype=np.int64)
+
+    def copies(self, tokens: Sequence[str], token: int) -> List[int]:
+        """Token ids of position ``token`` in every corpus sentence equal to ``tokens``: the
+        query itself, where the query sentence is a corpus sentence (its own best neighbour,
+        at cosine 1, one hit per copy)."""
+        tokens = list(tokens)
+        same = [s for s, sent in enumerate(self.sentences) if sent == tokens]
+        if not same:
+            return []
+        hit = np.isin(self.positions[:, 0], same) & (self.positions[:, 1] == token)
+        return [int(i) for i in np.flatnonzero(hit)]
 
     def word_types(self) -> Tuple[List[str], np.ndarray]:
         """Distinct words (first-seen order) and their layer-0 unit vectors (V, D)."""
@@ -204,11 +222,22 @@ def cached_index(model, corpus: Path, cache_dir: Path, max_sentences: Optional[i
     sentences = read_corpus(corpus, max_sentences)
     if not sentences:
         raise ValueError(f"{corpus}: no sentences")
-    log(f"building the index of {len(sentences):,} sentences of {corpus} (once) ...")
-    index = CorpusIndex.build(embedder, sentences, batch_size)
-    tmp = folder.with_name(folder.name + ".partial")
-    index.save(tmp)
-    tmp.rename(folder)
+    import shutil
+
+    from ..data.fetch import cache_entry_lock
+
+    # Two processes building one index (two queries on a new corpus) wrote into one temporary
+    # folder and the second rename met the first's index ('Directory not empty'); now the
+    # second waits and loads the first's.
+    with cache_entry_lock(folder, log):
+        if (folder / "index.json").exists():
+            return CorpusIndex.load(folder)
+        log(f"building the index of {len(sentences):,} sentences of {corpus} (once) ...")
+        index = CorpusIndex.build(embedder, sentences, batch_size)
+        tmp = folder.with_name(folder.name + ".partial")
+        shutil.rmtree(tmp, ignore_errors=True)           # a killed build's (we hold the lock)
+        index.save(tmp)
+        tmp.rename(folder)
     log(f"index saved in {folder}")
     return CorpusIndex.load(folder)
 

@@ -213,16 +213,13 @@ def task_mix_weights(results: dict, source: str = "results.json") -> List[float]
 # ----------------------------------------------------------------------------- run
 def run_analysis(model: str, out: Path, config: Optional[AnalysisConfig] = None,
                  only: Optional[Sequence[str]] = None, log=print) -> dict:
-    """Run the chosen sections (default: all), write results, pictures and the report."""
-    import torch
+    """Run the chosen sections (default: all), write results, pictures and the report.
 
-    import elmo
-    from ..embedding import Embedder
-    from . import plots
-    from .neighbors import model_fingerprint
-
+    ``out`` may hold an earlier report; one with sections this run leaves out, or another
+    tool's ``results.json``, is refused before any work (:func:`check_results_kept`), as is a
+    second run into the folder while one runs."""
     config = config or AnalysisConfig()
-    from ..io import atomic_write_text, check_output_dir
+    from ..io import check_output_dir, output_lock
 
     out = Path(out)
     check_output_dir(out, "output folder")
@@ -236,6 +233,51 @@ def run_analysis(model: str, out: Path, config: Optional[AnalysisConfig] = None,
         from .contrast import load_pairs
         load_pairs(Path(config.contrast_file))
     out.mkdir(parents=True, exist_ok=True)
+    # one writer at a time: two runs into one folder mixed one's pictures into the other's report
+    with output_lock(out / "results.json", name=out):
+        check_results_kept(out / "results.json", sections)
+        return _run_sections(model, out, config, sections, given_mix, log)
+
+
+def check_results_kept(path: Path, sections: Sequence[str]) -> None:
+    """Refuse to replace a ``results.json`` that holds more than this run computes: another
+    tool's (an experiment's runs) or an analysis with sections this run leaves out (``--only
+    contrast`` into a full report's folder replaced its POS, WSD and neighbour results and
+    their report with the contrast section alone)."""
+    if not path.is_file():
+        return
+    earlier = read_results(path)
+    dropped = [s for s in earlier["sections"] if s not in sections]
+    if dropped:
+        raise ValueError(f"{path}: holds the sections {', '.join(map(str, dropped))}, which this run "
+                         f"(--only {' --only '.join(sections)}) would drop; give another --out "
+                         f"(the report's commands use OUT/reproduce/SECTION) or run them all")
+
+
+def read_results(path: Path) -> dict:
+    """An analysis ``results.json``; a file that is not one (another tool's, not JSON) is a
+    ValueError naming it."""
+    try:
+        results = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        results = None
+    if (not isinstance(results, dict) or not isinstance(results.get("sections"), list)
+            or not isinstance(results.get("config"), dict)):
+        raise ValueError(f"{path}: holds no results of elmo analyze (another tool's?); "
+                         f"give --out a folder of its own")
+    return results
+
+
+def _run_sections(model: str, out: Path, config: AnalysisConfig, sections: List[str],
+                  given_mix: Optional[List[float]], log) -> dict:
+    import torch
+
+    import elmo
+    from ..embedding import Embedder
+    from ..io import atomic_write_text
+    from . import plots
+    from .neighbors import model_fingerprint
+
     bilm = elmo.from_pretrained(model)
     embedder = Embedder(bilm, batch_size=config.batch_size)
     results: dict = {"model": str(model), "num_layers": bilm.num_layers,
@@ -264,10 +306,14 @@ def rewrite_report(out: Path) -> Path:
     """Write ``report.md`` again from the folder's ``results.json`` (after editing its
     interpretation, say), computing nothing."""
     out = Path(out)
-    results = json.loads((out / "results.json").read_text())
+    if not (out / "results.json").is_file():
+        raise FileNotFoundError(f"{out / 'results.json'}: no such file; --report-only rewrites "
+                                "the report of a folder elmo analyze wrote")
+    results = read_results(out / "results.json")
     config = AnalysisConfig(**results["config"])
     path = out / "report.md"
-    path.write_text(render(results, results["model"], out, config))
+    from ..io import atomic_write_text
+    atomic_write_text(path, render(results, results["model"], out, config))
     return path
 
 
@@ -329,8 +375,8 @@ def _run_wsd(embedder, config: AnalysisConfig, out: Path) -> dict:
                      {f"layer {j}": iv for j, iv in enumerate(res["layers_interval"])})
     groups = {k: _top_senses(v, PCA_SENSES)
               for k, v in wsd.ambiguous(wsd.instances(examples)).items()}
-    if config.pca_word:
-        keys = [k for k in groups if k[0] == config.pca_word]
+    if config.pca_word:     # lemmas are lower case ('Bank' found none)
+        keys = [k for k in groups if k[0] == wsd.clean_lemma(config.pca_word)]
         if not keys:
             raise ValueError(f"--pca-word {config.pca_word!r}: no WordNet examples in 2+ senses")
         key = max(keys, key=lambda k: len(groups[k]))
@@ -379,13 +425,14 @@ def _run_neighbors(embedder, config: AnalysisConfig, out: Path) -> dict:
     for sentence, word in NEIGHBOR_QUERIES:
         tokens = sentence.split()
         pos, vecs = query_vectors(embedder, tokens, word)
+        own = index.copies(tokens, pos)      # the query itself is no neighbour of its own
         row = {"sentence": sentence, "word": word, "layers": [], "same_word": [],
-               "occurrences": len(index.occurrences(word))}
+               "occurrences": len(index.occurrences(word)) - len(own), "query_copies": len(own)}
         hit = lambda h: {"word": h.word, "score": h.score,
                          "context": context(index.sentences[h.sentence], h.token, 5)}
         for j in range(1, index.num_layers):
-            row["layers"].append([hit(h) for h in index.search(vecs[j], j, k)])
-            row["same_word"].append([hit(h) for h in index.search(vecs[j], j, k, word=word)])
+            row["layers"].append([hit(h) for h in index.search(vecs[j], j, k, exclude=own)])
+            row["same_word"].append([hit(h) for h in index.search(vecs[j], j, k, word=word, exclude=own)])
         row["layer0_static"] = [{"word": h.word, "score": h.score}
                                 for h in static_neighbors(words, layer0, word, k, query=vecs[0])]
         row["glove"] = ([{"word": h.word, "score": h.score}
@@ -594,7 +641,9 @@ def _render_neighbors(r: dict, cmd: str, model: str) -> List[str]:
              "exact cosine search. Static neighbours: layer 0 over the corpus words, GloVe 50d "
              "over its 400k words.", ""]
     for q in r["queries"]:
-        lines += [f"**{q['word']}** in *{q['sentence']}*", ""]
+        lines += [f"**{q['word']}** in *{q['sentence']}*"
+                  + (f" (a corpus sentence, {q['query_copies']} time(s): the query's own "
+                     "occurrences are left out)" if q.get("query_copies") else ""), ""]
         for j, hits in enumerate(q["layers"], 1):
             lines.append(f"* layer {j}, any word: " + "; ".join(
                 f"{h['context']} ({h['score']:.2f})" for h in hits))
@@ -634,10 +683,12 @@ def _render_contrast(r: dict, cmd: str) -> List[str]:
                      + " | ".join(f"{x:.3f}" for x in c["movement"]["targets"]) + " |")
     lines += ["", "A probe trained on half of the pairs, tested on the other half (and back), "
               "accuracy % on held-out targets / held-out pairs ranked the right way round; "
-              "chance is 50 / 50:", "", head, sep]
+              "chance is 50 / 50 with two labels:", "", head, sep]
     control = r.get("control_untrained", {})
     for name, c in cats.items():
         chance = (f"; chance {_span(c['chance_range'])}" if c.get("chance_range") else "")
+        if c.get("chance") and abs(c["chance"] - 0.5) > 1e-9:   # more than two labels
+            chance = f"; {round(1 / c['chance'])} labels: chance {_pct(c['chance'])} on targets" + chance
         lines.append(f"| {name} ({c['n_pairs']} pairs{chance}) | " + " | ".join(
             f"{_pct(p['accuracy'])} / {_pct(p['pair_accuracy'])}" for p in c["probe"]) + " |")
         if name in control:

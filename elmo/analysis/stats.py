@@ -20,8 +20,9 @@ def paired_bootstrap(correct_a: Sequence[float], correct_b: Sequence[float],
             tokens of one sentence are not independent. Default: every item its own group.
 
     Returns:
-        ``{"diff", "low", "high", "p_b_ge_a"}``: the observed difference, the interval, and
-        the share of resamples in which ``b`` was at least as good as ``a``.
+        ``{"diff", "low", "high", "p_b_ge_a", "n_groups"}``: the observed difference, the
+        interval, the share of resamples in which ``b`` was at least as good as ``a``, and
+        the number of groups resampled.
     """
     a = np.asarray(correct_a, dtype=np.float64)
     b = np.asarray(correct_b, dtype=np.float64)
@@ -35,13 +36,25 @@ def paired_bootstrap(correct_a: Sequence[float], correct_b: Sequence[float],
     picks = rng.integers(0, len(ids), size=(n_resamples, len(ids)))
     diffs = d_sum[picks].sum(axis=1) / count[picks].sum(axis=1)
     return {"diff": float((a - b).mean()), "low": float(np.percentile(diffs, 2.5)),
-            "high": float(np.percentile(diffs, 97.5)), "p_b_ge_a": float((diffs <= 0).mean())}
+            "high": float(np.percentile(diffs, 97.5)), "p_b_ge_a": float((diffs <= 0).mean()),
+            "n_groups": int(len(ids))}
+
+
+#: Fewer groups than this and a grouped bootstrap cannot say how far the difference could
+#: move: one group resamples to itself (an interval of width 0 around any difference), a
+#: few give a handful of distinct values.
+MIN_GROUPS = 10
 
 
 def verdict(better: str, worse: str, boot: Dict[str, float]) -> str:
-    """A plain sentence: does ``better`` beat ``worse`` (the difference's interval above 0)?"""
+    """A plain sentence: does ``better`` beat ``worse`` (the difference's interval above 0)?
+    Below :data:`MIN_GROUPS` groups (test sentences, lemmas) it says the sample is too small."""
     d = 100 * boot["diff"]
     span = f"{d:+.1f} points, 95% interval {100 * boot['low']:+.1f} to {100 * boot['high']:+.1f}"
+    groups = boot.get("n_groups")
+    if groups is not None and groups < MIN_GROUPS:
+        return (f"not shown: {int(groups)} test group(s) (sentences or lemmas) are too few for the "
+                f"bootstrap to compare {better} and {worse}; give at least {MIN_GROUPS} ({span})")
     if boot["low"] > 0:
         return f"holds: {better} beats {worse} ({span})"
     if boot["high"] < 0:

@@ -9,8 +9,11 @@ Protocol, per part-of-speech-tagged lemma (``bank/n``) with examples in two or m
 
 1. split: each example goes to *test* with probability ``test_fraction``, drawn from
    ``random.Random(f"{seed}:{lemma}/{pos}")`` (fixed seed, independent of other lemmas);
+   copies of one sentence go together, so no test sentence is also a train sentence;
 2. a test occurrence is represented by layer j at the target token, and gets the synset of
-   the train example of the same lemma with the highest cosine similarity;
+   the train example of the same lemma with the highest cosine similarity (ties, as layer 0
+   gives every occurrence of one word form: the synset most of the tied examples have, then
+   the most frequent sense of step 3, then the first);
 3. where the lemma has no train example, it backs off to the lemma's most frequent sense by
    SemCor counts (``cntlist``; ties: the lower WordNet sense number);
 4. F1 from precision (correct / predicted) and recall (correct / test items); with the
@@ -22,7 +25,7 @@ The most-frequent-sense baseline predicts step 3's sense for every test item.
 from __future__ import annotations
 
 import random
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
@@ -115,12 +118,17 @@ def split_by_lemma(groups: Dict[LemmaKey, List[Instance]], test_fraction: float 
                    seed: int = 0) -> Tuple[List[Instance], List[Instance]]:
     """(train, test): each example to test with probability ``test_fraction``, drawn from a
     generator seeded by the seed and the lemma, so one lemma's split never depends on
-    which other lemmas are included."""
+    which other lemmas are included. Examples of a lemma with the same sentence (WordNet
+    repeats some) all go to the side of the first."""
     train, test = [], []
     for (lemma, pos), items in groups.items():
         rng = random.Random(f"{seed}:{lemma}/{pos}")
+        side: Dict[Tuple[str, ...], bool] = {}      # sentence -> goes to test
         for it in items:
-            (test if rng.random() < test_fraction else train).append(it)
+            # copies of one sentence go where the first went: split apart, a test occurrence
+            # met its own vector in train (cosine 1) and took that example's synset
+            to_test = side.setdefault(it.tokens, rng.random() < test_fraction)
+            (test if to_test else train).append(it)
     return train, test
 
 
@@ -140,6 +148,7 @@ def nearest_neighbour(train_vecs: np.ndarray, train_labels: Sequence[str],
                       test_keys: Sequence[LemmaKey],
                       backoff: Optional[Dict[LemmaKey, str]] = None) -> List[Optional[str]]:
     """1-NN by cosine among the train items of the same key; backoff where there are none.
+    Ties (see :data:`TIE`) go to the label most of the tied items have, then to the backoff's.
 
     Args:
         train_vecs: (N, D); test_vecs: (M, D).
@@ -160,8 +169,24 @@ def nearest_neighbour(train_vecs: np.ndarray, train_labels: Sequence[str],
             preds.append((backoff or {}).get(k))
             continue
         sims = train_u[rows] @ test_u[m]
-        preds.append(train_labels[rows[int(np.argmax(sims))]])     # ties: first train item
+        tied = [train_labels[rows[i]] for i in np.flatnonzero(sims >= sims.max() - TIE)]
+        preds.append(_break_tie(tied, (backoff or {}).get(k)))
     return preds
+
+
+#: Cosines this close to the best are a tie (layer 0 gives every occurrence of a word form the
+#: same vector, so all its train occurrences tie, up to the last bits of float32).
+TIE = 1e-6
+
+
+def _break_tie(labels: List[str], most_frequent: Optional[str]) -> str:
+    """The label of the nearest train items (in train order): the one most of them have; among
+    equals the lemma's most frequent sense, when it is one of them; else the first. (The first
+    alone made a tie, all of layer 0's decisions, depend on the order of the examples file.)"""
+    counts = Counter(labels)
+    top = max(counts.values())
+    best = [label for label in counts if counts[label] == top]          # first-seen order
+    return most_frequent if most_frequent in best else best[0]
 
 
 def f1_score(predictions: Sequence[Optional[str]], gold: Sequence[str]) -> Dict[str, float]:

@@ -107,19 +107,25 @@ def neighbors(args: argparse.Namespace) -> int:
         raise ValueError(f"-k must be at least 1, got {args.k}")
     embedder = Embedder(elmo.from_pretrained(args.model or elmo.DEFAULT_MODEL),
                         batch_size=args.batch_size)
+    tokens = args.sentence.split()
+    n_layers = embedder.bilm.num_layers          # layer 0 included, as the index holds them
+    for j in args.layer or []:   # before the index is built (minutes) and the first layer printed
+        if not 0 <= j < n_layers:
+            raise ValueError(f"--layer {j}: the model has layers 0..{n_layers - 1}")
+    position, vecs = query_vectors(embedder, tokens, args.word)   # a word not in the sentence too
     corpus = resolve_corpus(args.corpus)
     index = cached_index(embedder, corpus, Path(args.index_dir) if args.index_dir else index_home(),
                          args.max_sentences or None, args.batch_size)
-    tokens = args.sentence.split()
-    _, vecs = query_vectors(embedder, tokens, args.word)
+    own = index.copies(tokens, position)   # the query itself, where the corpus holds its sentence
     layers = args.layer or list(range(1, index.num_layers))
     for j in layers:
-        if not 0 <= j < index.num_layers:
-            raise ValueError(f"--layer {j}: the model has layers 0..{index.num_layers - 1}")
-        pool = (f"{len(index.occurrences(args.word)):,} occurrences of {args.word!r}"
-                if args.same_word else f"{len(index.positions):,} corpus tokens")
+        pool = (f"{len(index.occurrences(args.word)) - len(own):,} occurrences of {args.word!r}"
+                if args.same_word else f"{len(index.positions) - len(own):,} corpus tokens")
+        if own:
+            pool += f"; the query's own sentence, {len(own)} time(s) in the corpus, left out"
         print(f"layer {j}, nearest in context ({pool}):")
-        for h in index.search(vecs[j], j, args.k, word=args.word if args.same_word else None):
+        for h in index.search(vecs[j], j, args.k, word=args.word if args.same_word else None,
+                              exclude=own):
             print(f"  {h.score:.3f}  {h.word:<15} {context(index.sentences[h.sentence], h.token)}")
     words, layer0 = index.word_types()
     print("layer 0 (static), nearest corpus words:")
