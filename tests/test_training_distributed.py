@@ -59,6 +59,8 @@ def test_two_gloo_processes_equal_one_process_on_the_global_batch(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
     done = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
+    summary = json.loads(done.stdout)  # one summary, from rank 0, not one per process
+    assert summary["steps"] == STEPS, summary
     ddp = load_checkpoint(tmp_path / "ddp" / "checkpoints" / f"checkpoint-{STEPS:08d}.pt")
     assert len(ddp["ranks"]) == 2
     reference = _reference(train_txt, vocab_txt, options)

@@ -183,15 +183,21 @@ def vocab_build(args) -> int:
 
 
 def _run_job(command: str, job) -> int:
-    """Run a training job and print its summary as JSON; a failed write is one line, exit 1."""
+    """Run a training job and print its summary as JSON; a failed write is one line, exit 1.
+
+    Under torchrun every process runs the job, but only rank 0 prints the summary: the
+    output is then one JSON object, as it is for a single process.
+    """
     from ..training.checkpoint import RunWriteError
+    from ..training.distributed import is_main_process
 
     try:
         summary = job()
     except RunWriteError as e:  # e.g. a full disk: one line, the previous checkpoint is kept
         print(f"elmo {command}: error: {e}", file=sys.stderr)
         return 1
-    print(json.dumps(summary, indent=2, default=str))
+    if is_main_process():
+        print(json.dumps(summary, indent=2, default=str))
     return 0
 
 
