@@ -78,6 +78,19 @@ def test_demo_runs_end_to_end(capsys):
     assert "(the senses separate)" in out
 
 
+def test_demo_neighbours_leave_out_a_corpus_copy_of_the_query(default_bilm):
+    """A query sentence that is also a corpus sentence would be its own nearest use (cosine 1)."""
+    from elmo.demo.neighbors import QUERIES, play_neighbors
+    from elmo.embedding import Embedder
+
+    data = demo_data.load()
+    sports = QUERIES["sports"].split()
+    data.sentences = data.sentences[:40] + [sports, sports]
+    result = play_neighbors(Embedder(default_bilm, batch_size=16), data, k=3, k_static=2)
+    hits = result["contextual"]["sports"]["hits"]
+    assert len(hits) == 3 and all(score < 0.9999 for score, _ in hits), hits
+
+
 def test_bundled_demo_data_is_consistent():
     assert demo_data.check() == []
     data = demo_data.load()

@@ -43,8 +43,10 @@ def play_neighbors(embedder: Embedder, data: DemoData, k: int = 3, k_static: int
     contextual = {}
     for name, sentence in QUERIES.items():
         tokens = sentence.split()
-        _, vectors = query_vectors(embedder, tokens, WORD)
-        hits = index.search(vectors[top], top, k=k, word=WORD)
+        position, vectors = query_vectors(embedder, tokens, WORD)
+        # where the corpus holds the query sentence itself, that copy is no neighbour of its own
+        own = index.copies(tokens, position)
+        hits = index.search(vectors[top], top, k=k, word=WORD, exclude=own)
         contextual[name] = {"query": sentence,
                             "hits": [(h.score, context(index.sentences[h.sentence], h.token, 9)) for h in hits]}
     words = data.static_words
