@@ -116,6 +116,13 @@ def test_analyze_checks_its_input_files_before_any_section_runs(tmp_path, capsys
                  "--mix-weights", str(tmp_path / "w.json")]) == 1
     captured = capsys.readouterr()
     assert "w.json: not JSON" in captured.err and "contrast ..." not in captured.out + captured.err
+    # a mix of another model's depth would be drawn as this model's layers
+    (tmp_path / "w.json").write_text('{"weights": [0.25, 0.25, 0.25, 0.25]}', encoding="utf-8")
+    assert main(["analyze", "fixture", "--out", str(out), "--only", "contrast",
+                 "--mix-weights", str(tmp_path / "w.json")]) == 1
+    captured = capsys.readouterr()
+    assert "w.json: a mix of 4 layers, but fixture has 3" in captured.err
+    assert "contrast ..." not in captured.out + captured.err
     (tmp_path / "file").write_text("x", encoding="utf-8")
     assert main(["analyze", "fixture", "--out", str(tmp_path / "file"), "--only", "contrast"]) == 1
     assert "file: is a file, but the output folder must be a folder" in capsys.readouterr().err

@@ -340,6 +340,8 @@ def test_report_command_round_trips_through_the_parser(tmp_path):
 def test_read_mix_weights(tmp_path):
     (tmp_path / "w.json").write_text(json.dumps({"weights": [0.2, 0.8]}))
     assert report.read_mix_weights(tmp_path / "w.json") == [0.2, 0.8]
+    (tmp_path / "r.json").write_text(json.dumps({"weights": [0.333, 0.333, 0.333]}))   # rounded
+    assert report.read_mix_weights(tmp_path / "r.json") == [0.333, 0.333, 0.333]
     (tmp_path / "s.json").write_text(json.dumps([0.0, 0.0, 0.0]))
     assert report.read_mix_weights(tmp_path / "s.json") == pytest.approx([1 / 3] * 3)
     torch.save({"encoder.mix.scalar_parameters": torch.tensor([0.0, np.log(3.0)]),
@@ -366,6 +368,7 @@ def test_read_mix_weights(tmp_path):
     ("w.json", b'{"weights": [0.5', "w.json: not JSON"),
     ("w.json", b'{"weights": [NaN, 1.0]}', "w.json: the mix needs a non-empty list of finite numbers"),
     ("w.json", b'{"weights": [-0.5, 1.5]}', "w.json: softmax weights cannot be negative"),
+    ("w.json", b'{"weights": [0.2, 0.3]}', "w.json: softmax weights sum to 1, these to 0.5"),
     ("w.json", b'{"scalar_parameters": ["a"]}', "w.json: the mix needs a non-empty list of finite numbers"),
     ("w.json", b'{"other": 1}', "w.json: no 'weights', 'scalar_parameters' or 'runs'"),
     ("w.json", b"\xff", "w.json: not UTF-8 text"),

@@ -152,6 +152,10 @@ def read_mix_weights(path: Path) -> List[float]:
             weights = _numbers(data["weights"], path)
             if (weights < 0).any():
                 raise ValueError(f"{path}: softmax weights cannot be negative")
+            # a softmax sums to 1; allow for weights rounded to two or three decimals
+            if abs(weights.sum() - 1.0) > 0.01:
+                raise ValueError(f"{path}: softmax weights sum to 1, these to {weights.sum():.4g}; "
+                                 "give raw scalars as 'scalar_parameters' instead")
             return [float(w) for w in weights]
         if isinstance(data, dict) and "scalar_parameters" not in data:
             raise ValueError(f"{path}: no 'weights', 'scalar_parameters' or 'runs'; --mix-weights takes {what}")
@@ -279,6 +283,9 @@ def _run_sections(model: str, out: Path, config: AnalysisConfig, sections: List[
     from .neighbors import model_fingerprint
 
     bilm = elmo.from_pretrained(model)
+    if given_mix is not None and len(given_mix) != bilm.num_layers:
+        raise ValueError(f"{config.mix_weights}: a mix of {len(given_mix)} layers, but {model} has "
+                         f"{bilm.num_layers} (layer 0 and its LSTM layers); was it learned on another model?")
     embedder = Embedder(bilm, batch_size=config.batch_size)
     results: dict = {"model": str(model), "num_layers": bilm.num_layers,
                      "width": bilm.output_dim, "config": asdict(config), "sections": sections,
