@@ -578,6 +578,26 @@ def test_conllu_reads_the_words_and_the_chosen_column(tmp_path, label, tags):
     assert [e.label for e in examples] == tags
 
 
+def test_json_labels_are_spelt_as_a_text_file_gives_them(tmp_path):
+    """JSON's true was the label "True" and 1.0 a class of its own beside 1; tags kept spaces."""
+    from elmo.tasks.files import check_format, read_examples
+    path = tmp_path / "c.jsonl"
+    path.write_text("\n".join(json.dumps({"text": "x", "label": v}) for v in (True, 1, 1.0, 0.5, " pos "))
+                    + "\n", encoding="utf-8")
+    fmt = check_format({"type": "jsonl", "text": "text", "label": "label"}, "classification", "x")
+    assert [e.label for e in read_examples(path, "classification", fmt)] == ["true", "1", "1", "0.5", "pos"]
+    path.write_text('{"tokens": ["a", "b", "c"], "tags": ["B-PER ", "O", 0]}\n', encoding="utf-8")
+    fmt = check_format({"type": "jsonl", "text": "tokens", "label": "tags"}, "tagging", "x")
+    assert read_examples(path, "tagging", fmt)[0].label == ["B-PER", "O", "0"]
+    path.write_text('{"tokens": ["a"], "tags": [" "]}\n', encoding="utf-8")
+    with pytest.raises(TaskDataError, match="tags must be a list of non-empty strings"):
+        read_examples(path, "tagging", fmt)
+    path.write_text('{"text": "x", "label": "a"}\n{"text": "x", "label": NaN}\n', encoding="utf-8")
+    fmt = check_format({"type": "jsonl", "text": "text", "label": "label"}, "classification", "x")
+    with pytest.raises(TaskDataError, match=r"c.jsonl:2: a label cannot be nan"):
+        read_examples(path, "classification", fmt)
+
+
 @pytest.mark.parametrize("fmt, named", [
     ({"type": "conll", "word": 1, "label": 3}, r"t.conllu:1: this looks like CoNLL-U .* use format type conllu"),
     ({"type": "conllu", "label": "feats"}, r"t.conllu:4: no feats label \('_'\) for 'They'"),

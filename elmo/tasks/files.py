@@ -22,12 +22,15 @@ task *kind* (:mod:`.kinds`: ``tagging``, ``classification``, ``pair``)::
   the project's tokenizer (:func:`elmo.tokenize.tokenize`); never into characters. Tagging
   texts are never re-tokenized: the tags belong to the given tokens.
 * ``max_tokens`` / ``max_tokens_b`` cut texts on purpose; without them nothing is cut.
+* A JSON label or tag that is not a string is spelt as a text file would spell it: ``true``
+  is ``"true"``, ``1`` and ``1.0`` are both ``"1"``; labels and tags lose surrounding space.
 
 Every malformed line raises :class:`TaskDataError` naming the file and the line.
 """
 from __future__ import annotations
 
 import csv
+import math
 import re
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Union
@@ -159,7 +162,7 @@ class _Reader:
     def label(self, value, line: int) -> Optional[str]:
         if isinstance(value, (list, dict)) or value is None:
             raise self.error(line, f"the label must be a single value, got {value!r}")
-        text = str(value).strip()
+        text = self.label_text(value, line)
         if self.label_map is not None:
             try:
                 return self.label_map(text)
@@ -169,8 +172,24 @@ class _Reader:
             raise self.error(line, "empty label")
         return text
 
+    def label_text(self, value, line: int) -> str:
+        """A JSON label value as the label's text, spelt as a text file would give it.
+
+        JSON's ``true`` is ``"true"`` (Python's str gave ``"True"``), and a whole number is
+        one label whether written ``1`` or ``1.0`` (they were two classes); surrounding
+        space is no part of a label."""
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        if isinstance(value, float):
+            if not math.isfinite(value):
+                raise self.error(line, f"a label cannot be {value!r}")
+            return str(int(value)) if value.is_integer() else repr(value)
+        return str(value).strip()
+
     def tags(self, value, n: int, line: int) -> List[str]:
         tags = value.split() if isinstance(value, str) else value
+        if isinstance(tags, list) and all(isinstance(t, (str, int, float)) for t in tags):
+            tags = [self.label_text(t, line) for t in tags]   # ["O ", "B-PER"] and [0, 1] alike
         if not isinstance(tags, list) or not all(isinstance(t, str) and t for t in tags):
             raise self.error(line, f"tags must be a list of non-empty strings, got {value!r}")
         if len(tags) != n:
