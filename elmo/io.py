@@ -2,7 +2,8 @@
 
 * :func:`atomic_target` / :func:`atomic_commit` / :func:`atomic_write_text`: a file is written
   to a temporary name beside it and renamed over it when complete, so readers (and a killed
-  run) see the old file or the new one, never a part.
+  run) see the old file or the new one, never a part. The temporary's name holds its writer's
+  host and PID, so the next write of the same file deletes those that killed runs left.
 * :func:`output_lock`: while a process writes an output it holds ``OUTPUT.lock`` (a ``flock``
   through the ``filelock`` package, held by the kernel: a killed process releases it). The lock
   file holds the writer's PID and host, so a second writer is told who has it. The file is
@@ -14,8 +15,10 @@
 from __future__ import annotations
 
 import errno
+import glob
 import json
 import os
+import re
 import socket
 import tempfile
 from contextlib import contextmanager, suppress
@@ -42,12 +45,45 @@ def os_error_reason(e: OSError) -> str:
 
 
 # ---------------------------------------------------------------------- atomic writes
+#: This host's name as it appears in temporary file names (letters, digits, ``_`` and ``-``).
+_HOST = re.sub(r"[^A-Za-z0-9_-]", "_", socket.gethostname())[:40] or "host"
+
+
 def atomic_target(path: Path) -> Path:
-    """A fresh temporary file beside ``path``: write it, then :func:`atomic_commit` it."""
+    """A fresh temporary file beside ``path``: write it, then :func:`atomic_commit` it.
+
+    Its name, ``.NAME.HOST-PID-RANDOM.tmp``, says which process writes it: the temporaries
+    that killed runs on this host left for ``path`` (a checkpoint's can be hundreds of MB)
+    are deleted here, and a live writer's never are."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    remove_dead_temporaries(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{_HOST}-{os.getpid()}-", suffix=".tmp", dir=path.parent)
     os.close(fd)
     return Path(tmp)
+
+
+def remove_dead_temporaries(path: Path) -> None:
+    """Delete :func:`atomic_target`'s temporaries for ``path`` whose process, on this host, has
+    ended. Another host's (a shared file system) and unnamed ones are left: their writer may live."""
+    prefix = f".{path.name}.{_HOST}-"
+    for tmp in path.parent.glob(glob.escape(prefix) + "*.tmp"):
+        pid = tmp.name[len(prefix):].split("-", 1)[0]
+        if pid.isdigit() and not process_alive(int(pid)):
+            with suppress(OSError):
+                tmp.unlink()
+
+
+def process_alive(pid: int) -> bool:
+    """Whether process ``pid`` runs on this host (one of another user counts as running)."""
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def atomic_commit(tmp: Path, path: Path) -> None:

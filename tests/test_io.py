@@ -333,3 +333,32 @@ def test_os_errors_are_one_line_and_debug_shows_the_traceback(tmp_path, lines, m
     monkeypatch.setattr(core, "info", denied)
     assert cli_main(["info", "fixture"]) == 1
     assert one_error_line(capsys.readouterr().err) == "elmo info: error: /some/file: Permission denied\n"
+
+
+def test_a_killed_writers_temporary_is_removed_by_the_next_write_and_a_live_ones_is_kept(tmp_path):
+    """A run killed mid-write (SIGKILL, no cleanup) left ``.NAME.*.tmp`` beside its output
+    for ever: checkpoints of hundreds of MB piled up over preempted runs."""
+    from elmo.io import atomic_target, atomic_write_text
+    target = tmp_path / "checkpoint.pt"
+    code = ("import sys, time; from pathlib import Path; from elmo.io import atomic_target; "
+            "t = atomic_target(Path(sys.argv[1])); t.write_bytes(b'part'); print(t, flush=True); "
+            "time.sleep(float(sys.argv[2]))")
+    children = [subprocess.Popen([sys.executable, "-c", code, str(target), seconds], env=env(),
+                                 stdout=subprocess.PIPE, text=True) for seconds in ("600", "600")]
+    killed, live = children
+    try:
+        killed_tmp, live_tmp = (Path(child.stdout.readline().strip()) for child in children)
+        killed.kill()
+        killed.wait()
+        assert killed_tmp.exists() and live_tmp.exists()
+        unnamed = tmp_path / ".checkpoint.pt.abc123.tmp"     # an older run's name: no writer known
+        unnamed.write_bytes(b"?")
+        mine = atomic_target(target)
+        assert not killed_tmp.exists()                       # its process is gone
+        assert live_tmp.exists() and unnamed.exists()        # a live writer's, and one of no known writer
+        mine.unlink()
+        atomic_write_text(tmp_path / "other.txt", "x")       # another output's sweep leaves these alone
+        assert live_tmp.exists()
+    finally:
+        live.kill()
+        live.wait()
