@@ -11,7 +11,9 @@ import importlib
 import os
 import signal
 import sys
-from typing import List, Optional
+import threading
+from contextlib import contextmanager
+from typing import Iterator, List, Optional
 
 #: Modules that add subcommands, in the order they appear in ``elmo --help``.
 COMMAND_MODULES = [
@@ -66,7 +68,8 @@ def _run(argv: Optional[List[str]]) -> int:
     from .weights import WeightFileError
     debug = args.debug or os.environ.get("ELMO_DEBUG", "") not in ("", "0")
     try:
-        result = args.func(args)
+        with _sigterm_raises():
+            result = args.func(args)
     except BrokenPipeError:
         raise
     except (ConfigError, WeightFileError, DownloadError, DataError, ValueError, OSError,
@@ -84,9 +87,60 @@ def _run(argv: Optional[List[str]]) -> int:
             if os.environ.get("RANK", "0") == "0":   # (once for a torchrun job)
                 print(f"elmo {args.command}: {e}", file=sys.stderr)
             return e.exit_status
+        if isinstance(e, Terminated):
+            print(f"elmo {args.command}: stopped by SIGTERM", file=sys.stderr)
+            return 128 + signal.SIGTERM
         print(f"elmo {args.command}: interrupted", file=sys.stderr)
         return 130
     return int(result or 0)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (a scheduler, ``kill``, a closing terminal), raised where the command was, as
+    Ctrl-C is: its cleanups run (a temporary file deleted, a lock released) before it exits
+    143. Training handles the signal itself while it runs (:mod:`elmo.training.stop`)."""
+
+
+def _raise_terminated(_number, _frame) -> None:
+    raise Terminated()
+
+
+@contextmanager
+def _sigterm_raises() -> Iterator[None]:
+    """SIGTERM raises :class:`Terminated` inside the block (unless it is ignored, ``nohup``).
+
+    Python runs a signal's handler at whatever bytecode comes next, which may be a finalizer
+    (a ``__del__``, a weakref callback) that the garbage collector started. An exception there
+    is printed as "Exception ignored" and dropped, and the command would run on to its end. So
+    a dropped :class:`Terminated` sends the signal again a moment later, from a timer thread,
+    to be raised in the command's own code; if the block ends first, it is raised on the way out.
+    """
+    number = getattr(signal, "SIGTERM", None)
+    if (number is None or threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(number) is not signal.SIG_DFL):
+        yield
+        return
+    again: List[threading.Timer] = []
+    previous_hook = sys.unraisablehook
+
+    def unraisable(what) -> None:
+        if isinstance(what.exc_value, Terminated):
+            again.append(threading.Timer(0.01, os.kill, (os.getpid(), number)))
+            again[-1].start()
+        else:
+            previous_hook(what)
+
+    signal.signal(number, _raise_terminated)
+    sys.unraisablehook = unraisable
+    try:
+        yield
+    finally:
+        for timer in again:
+            timer.cancel()
+        signal.signal(number, signal.SIG_DFL)
+        sys.unraisablehook = previous_hook
+    if again:                     # the block ended before the signal came again
+        raise Terminated()
 
 
 def _one_line(e: BaseException) -> str:

@@ -243,6 +243,36 @@ def _run_cli(args, **kwargs):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kwargs)
 
 
+def _wait_for_segments(proc, out, count: int) -> None:
+    """Return once ``count`` segments of ``out`` are complete, with ``proc`` still running."""
+    deadline = time.time() + 120
+    while time.time() < deadline and proc.poll() is None:
+        if len(list(parts_dir(out).glob("segment-*.hdf5"))) >= count:
+            break
+        time.sleep(0.01)
+    assert proc.poll() is None, "the run ended before it could be stopped; use a larger input"
+
+
+def test_sigterm_is_one_line_exit_143_no_temporary_and_the_same_command_resumes(tmp_path):
+    """SIGTERM (a scheduler, kill) ended the process with no word, its segment's temporary
+    file left behind."""
+    lines = [" ".join(s) for s in random_sentences(1200, seed=14, max_len=25)]
+    inp = write_lines(tmp_path / "in.txt", lines)
+    common = ["--model", "fixture", "--segment-lines", "40", "--batch-size", "16", "--quiet"]
+    out = tmp_path / "out.hdf5"
+    proc = _run_cli([str(inp), str(out), *common])
+    _wait_for_segments(proc, out, 3)
+    proc.send_signal(signal.SIGTERM)
+    status, err = proc.wait(timeout=60), proc.stderr.read().decode()
+    assert (status, err) == (143, "elmo embed: stopped by SIGTERM\n")
+    assert not out.exists()
+    assert not [p.name for p in tmp_path.rglob("*") if ".tmp" in p.name]
+    resumed = _run_cli([str(inp), str(out), *common])
+    assert resumed.wait(timeout=300) == 0, resumed.stderr.read().decode()
+    with h5py.File(out, "r") as f:
+        assert len(f) == len(lines) + 1                     # every line, and sentence_to_index
+
+
 def test_killed_process_resumes_to_the_same_file(tmp_path):
     """SIGKILL at a random moment of a real run, then the same command again."""
     lines = [" ".join(s) for s in random_sentences(1200, seed=13, max_len=25)]
@@ -250,13 +280,7 @@ def test_killed_process_resumes_to_the_same_file(tmp_path):
     common = ["--model", "fixture", "--segment-lines", "40", "--batch-size", "16", "--quiet"]
     out = tmp_path / "out.hdf5"
     proc = _run_cli([str(inp), str(out), *common])
-    target = random.Random(1).randrange(2, 20)   # kill once this many segments are complete
-    deadline = time.time() + 120
-    while time.time() < deadline and proc.poll() is None:
-        if len(list(parts_dir(out).glob("segment-*.hdf5"))) >= target:
-            break
-        time.sleep(0.01)
-    assert proc.poll() is None, "the run ended before it could be killed; use a larger input"
+    _wait_for_segments(proc, out, random.Random(1).randrange(2, 20))   # kill once these are complete
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     assert not out.exists()
