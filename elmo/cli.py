@@ -88,7 +88,8 @@ def _run(argv: Optional[List[str]]) -> int:
                 print(f"elmo {args.command}: {e}", file=sys.stderr)
             return e.exit_status
         if isinstance(e, Terminated):
-            print(f"elmo {args.command}: stopped by SIGTERM", file=sys.stderr)
+            if os.environ.get("RANK", "0") == "0":
+                print(f"elmo {args.command}: stopped by SIGTERM", file=sys.stderr)
             return 128 + signal.SIGTERM
         print(f"elmo {args.command}: interrupted", file=sys.stderr)
         return 130
