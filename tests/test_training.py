@@ -14,16 +14,15 @@ import torch
 import elmo
 from elmo.chars import batch_to_ids
 from elmo.cli import main
-from elmo.data.corpus import CorpusStream, iter_file_sentences
+from elmo.data.corpus import iter_file_sentences
 from elmo.data.fetch import sha256_file
-from elmo.data.lm_batches import PackedLMBatches
 from elmo.training.evaluate import perplexity
 from elmo.training.export import load_language_model, read_metadata
 from elmo.training.finetune import finetune
 from elmo.training.model import LanguageModel
 from elmo.training.trainer import train
 from elmo.vocab import Vocabulary
-from training_helpers import FIXTURE, tiny_config, tiny_model_options, write_toy_corpus
+from training_helpers import FIXTURE, tiny_config, tiny_lm_and_batch, tiny_model_options, write_toy_corpus
 
 
 @pytest.fixture(scope="module")
@@ -91,12 +90,7 @@ def test_few_negatives_train_about_as_well_as_the_full_softmax(tmp_path, toy):
 def test_backward_model_never_sees_the_token_it_predicts(tmp_path):
     """The backward loss at text position k (predicting token k - 1) has zero gradient with
     respect to the input vectors of tokens k - 1, k - 2, ...: it cannot have seen them."""
-    text = tmp_path / "t.txt"
-    text.write_text("a b c d e f\ng h\n")
-    vocab = Vocabulary.from_counts({w: 1 for w in "abcdefgh"})
-    torch.manual_seed(0)
-    model = LanguageModel(elmo.ElmoOptions.from_dict(tiny_model_options()), len(vocab), vocab.bos, vocab.eos, 0.0)
-    batch = PackedLMBatches(CorpusStream([text], shuffle=False), vocab, 1, 11).next_batch()
+    model, vocab, batch = tiny_lm_and_batch(tmp_path / "t.txt", "a b c d e f\ng h\n", 1, 11)
     steps = batch.lengths[0].item()
     for t in range(steps):
         tokens = model.bilm.token_encoder(torch.cat([batch.fwd_chars, batch.bwd_chars]))

@@ -5,6 +5,12 @@ import random
 from collections import Counter
 from pathlib import Path
 
+import torch
+
+import elmo
+from elmo.data.corpus import CorpusStream
+from elmo.data.lm_batches import LMBatch, PackedLMBatches
+from elmo.training.model import LanguageModel
 from elmo.training.trainer import TrainConfig
 from elmo.vocab import Vocabulary
 
@@ -52,6 +58,18 @@ def tiny_model_options(skip: bool = True, dim: int = 32, proj: int = 16):
                      "use_skip_connections": skip},
             "char_cnn": {"embedding": {"dim": 4}, "filters": [[1, 8], [2, 8], [3, 16]], "n_highway": 1,
                          "n_characters": 262, "max_characters_per_token": 50, "activation": "relu"}}
+
+
+def tiny_lm_and_batch(text: Path, lines: str, rows: int, steps: int, seed: int = 0
+                      ) -> tuple[LanguageModel, Vocabulary, LMBatch]:
+    """A tiny language model (seeded, no dropout), the vocabulary of the words of ``lines``
+    (each counted once) and the first packed batch of ``rows`` x ``steps`` read from ``lines``,
+    written to ``text``."""
+    text.write_text(lines)
+    vocab = Vocabulary.from_counts({w: 1 for w in dict.fromkeys(lines.split())})
+    torch.manual_seed(seed)
+    model = LanguageModel(elmo.ElmoOptions.from_dict(tiny_model_options()), len(vocab), vocab.bos, vocab.eos, 0.0)
+    return model, vocab, PackedLMBatches(CorpusStream([text], shuffle=False), vocab, rows, steps).next_batch()
 
 
 def tiny_config(output, train, vocab, **overrides) -> TrainConfig:

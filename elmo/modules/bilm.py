@@ -26,6 +26,7 @@ from torch import nn
 from ..chars import BOS_TOKEN, EOS_TOKEN, word_to_char_ids
 from ..config import ElmoOptions
 from .char_cnn import CharCNN, require_integer_ids
+from .eager import eager_under_compile
 from .lstm import BiLSTMStack, LayerState
 
 
@@ -155,6 +156,7 @@ class BiLM(nn.Module):
                             for (c, h), (old_c, old_h) in zip(final, self._states)]
 
     # ------------------------------------------------------------------ the computation
+    @eager_under_compile
     def forward(self, char_ids: torch.Tensor, keep_sentence_boundaries: bool = False
                 ) -> BiLMOutput:
         """Run the biLM on a batch of sentences.

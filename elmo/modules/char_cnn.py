@@ -31,6 +31,7 @@ from ..chars import ByteCharIds
 from ..config import CharCNNConfig
 from .conv_pool import conv_max_pool
 from .dense import linear
+from .eager import eager_under_compile
 
 # Row hashes used to find duplicate tokens and cached tokens. Any collision is caught by an
 # exact comparison afterwards, so these only need to be "usually distinct".
@@ -296,6 +297,7 @@ class CharCNN(nn.Module):
                                  f"{what} ids run from 0 (padding) to {rows - 1}: were they made for "
                                  f"another model? Make them with bilm.token_ids(sentences)")
 
+    @eager_under_compile
     def forward(self, char_ids: torch.Tensor) -> torch.Tensor:
         """char_ids: (B, T, C) integer ids, zeros at padded positions -> (B, T, output_dim).
         Ids this model cannot read raise (:meth:`check_ids`)."""

@@ -112,6 +112,8 @@ def onednn_wanted(x: torch.Tensor, bf16: bool = False) -> bool:
                          "expected 'auto', 'onednn' or 'default'")
     if BACKEND == "default" or x.device.type != "cpu" or autocast_on("cpu"):
         return False
+    if torch.compiler.is_compiling():  # a piece traced on its own: Inductor cannot lower the op
+        return False
     if x.dtype == torch.float32:
         available = _onednn_linear_available()
     else:
@@ -254,7 +256,7 @@ def bf16_autocast_in_onednn(x: torch.Tensor) -> bool:
     holds, :func:`linear` and :func:`elmo.modules.conv_pool.conv_max_pool` round their rows
     up to :data:`ROW_MULTIPLE`, as :func:`linear` does for float32 on AMD's CPUs."""
     return (BACKEND != "default" and x.device.type == "cpu" and autocast_dtype("cpu") == torch.bfloat16
-            and _onednn_bf16_available())
+            and not torch.compiler.is_compiling() and _onednn_bf16_available())
 
 
 def _pad_rows(a: torch.Tensor, rows: int) -> torch.Tensor:

@@ -28,6 +28,7 @@ from ..config import LSTMConfig
 from .autocast import autocast_on
 from .lstm_autograd import run_lstm_layer_autograd, wants_fast_path
 from .dense import pack_for_onednn, per_direction_mm, recurrent_in_onednn, recurrent_packed
+from .eager import eager_under_compile
 from .lstm_inference import Int8Weights, run_single_sequence
 from .weight_cache import WeightCache
 
@@ -367,6 +368,7 @@ class BiLSTMStack(nn.Module):
         return [(like.new_zeros(2, batch_size, self.cell_dim), like.new_zeros(2, batch_size, self.projection_dim))
                 for _ in range(self.n_layers)]
 
+    @eager_under_compile
     def forward(self, inputs: torch.Tensor, lengths: torch.Tensor,
                 state: Optional[List[LayerState]] = None,
                 backward_inputs: Optional[torch.Tensor] = None

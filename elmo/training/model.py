@@ -21,6 +21,7 @@ from torch import nn
 from ..config import ElmoOptions
 from ..data.lm_batches import LMBatch
 from ..modules.bilm import BiLM
+from ..modules.eager import eager_under_compile
 from ..modules.lstm import LayerState
 from ..modules.softmax import FULL_SOFTMAX, SharedSoftmax, SoftmaxLoss
 
@@ -52,6 +53,7 @@ class LanguageModel(nn.Module):
     def options(self) -> ElmoOptions:
         return self.bilm.options
 
+    @eager_under_compile
     def forward(self, batch: LMBatch, state: Optional[List[LayerState]] = None,
                 negatives: Optional[SoftmaxLoss] = None, skip_given_targets: bool = False
                 ) -> Dict[str, object]:

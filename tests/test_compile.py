@@ -1,0 +1,71 @@
+"""torch.compile of a model that holds ours: the biLM's forwards run eagerly inside it
+(elmo/modules/eager.py), so compiling gives the eager outputs and gradients, and a new batch
+shape costs no new trace of the biLM."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+import elmo
+from conftest import random_bilm
+from training_helpers import tiny_lm_and_batch
+
+@pytest.fixture(autouse=True, scope="module")
+def own_inductor_cache(tmp_path_factory):
+    """Inductor's kernels built in a folder of this run: its cache is keyed without ATen's CPU
+    capability, so kernels left by a run under another ATEN_CPU_CAPABILITY fail to build."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path_factory.mktemp("inductor")))
+        yield
+
+
+SENTENCES = [["The", "bank", "closed", "."], ["Hi"], "a b c d e f g".split()]
+
+
+def _worst(a, b) -> float:
+    return max(float((x - y).abs().max()) for x, y in zip(a, b))
+
+
+def test_a_compiled_bilm_and_elmo_give_the_eager_outputs_for_every_shape():
+    torch._dynamo.reset()
+    bilm = random_bilm()
+    mixer = elmo.Elmo(module=bilm, num_output_representations=1, dropout=0.0).eval()
+    graphs = []
+
+    def counting_backend(graph, example_inputs):  # what TorchDynamo hands a backend to compile
+        graphs.append(graph)
+        return graph.forward
+
+    compiled_bilm, compiled_mixer = torch.compile(bilm, backend=counting_backend), torch.compile(mixer)
+    for sentences in (SENTENCES, [["x"] * 9, ["y"] * 3], [["z"]]):
+        ids = elmo.batch_to_ids(sentences)
+        with torch.no_grad():
+            eager = bilm(ids)
+            assert _worst(compiled_bilm(ids)["activations"], eager["activations"]) == 0
+            want = mixer(ids)["elmo_representations"]
+            assert _worst(compiled_mixer(ids)["elmo_representations"], want) < 1e-6
+    assert graphs == []  # the biLM ran as it is: nothing of it traced, for no shape
+
+
+def test_a_compiled_language_model_step_gives_the_eager_loss_and_gradients(tmp_path):
+    torch._dynamo.reset()
+    model, _, batch = tiny_lm_and_batch(tmp_path / "t.txt", "a b c d e f\ng h a b\nc d e\n", 2, 5)
+    params = list(model.parameters())
+    eager = model(batch)["loss"]
+    g_eager = torch.autograd.grad(eager, params)
+    compiled = torch.compile(model)(batch)["loss"]
+    g_compiled = torch.autograd.grad(compiled, params)
+    assert float(compiled.detach()) == float(eager.detach())
+    assert _worst(g_compiled, g_eager) == 0
+
+
+def test_onednn_is_left_to_inductor_in_a_piece_compiled_on_its_own(monkeypatch):
+    """A part of ours traced by itself (here the products helper, with oneDNN asked for on any
+    CPU) takes PyTorch's own product, which Inductor can lower; the eager call is unchanged."""
+    from elmo.modules import dense
+    monkeypatch.setattr(dense, "BACKEND", "onednn")
+    torch._dynamo.reset()
+    a, w, bias = torch.randn(5, 8), torch.randn(3, 8), torch.randn(3)
+    want = a @ w.t() + bias
+    assert torch.allclose(torch.compile(dense.linear)(a, w, bias), want, atol=1e-5)
+    assert torch.allclose(dense.linear(a, w, bias), want, atol=1e-5)
