@@ -386,6 +386,47 @@ def test_sampled_training_figure_is_labelled_and_old_logs_still_plot(tmp_path, t
     assert out.read_bytes()[:4] == b"\x89PNG"
 
 
+def test_a_run_whose_validation_loss_passes_exp_range_finishes_and_logs_inf(tmp_path, toy, monkeypatch):
+    from elmo.training import trainer as trainer_mod
+    from elmo.training.curves import read_log
+    train_txt, held_txt, vocab_txt = toy
+    real = trainer_mod.likelihood_sums
+
+    def diverged(*args, **kwargs):  # the held-out text's sums, as a diverged model gives them
+        nll_f, nll_b, n_f, n_b = real(*args, **kwargs)
+        return [1000.0 * n_f, 1000.0 * n_b, n_f, n_b]
+
+    monkeypatch.setattr(trainer_mod, "likelihood_sums", diverged)
+    train(tiny_config(tmp_path / "run", train_txt, vocab_txt, max_steps=2, valid=[str(held_txt)]))
+    evals = [r for r in read_log(tmp_path / "run") if r["event"] == "eval"]
+    assert evals and all(r["ppl"] == r["ppl_fwd"] == "inf" and r["loss_fwd"] == 1000.0 for r in evals)
+    assert (tmp_path / "run" / "model").is_dir()  # exported after its final validation
+    for line in (tmp_path / "run" / "log.jsonl").read_text().splitlines():
+        json.loads(line, parse_constant=lambda name: pytest.fail(f"{name} in the log: not strict JSON"))
+
+
+def test_a_text_the_model_gives_next_to_no_probability_has_infinite_perplexity(tmp_path):
+    """A mean loss above 709 nats (diverged weights) is an infinite perplexity, not an
+    OverflowError in the final validation of a run; the log writes it as "inf" (strict JSON)
+    and the curve draws it as a gap."""
+    from elmo.training.curves import plot_learning_curve, read_log
+    from elmo.training.evaluate import perplexity
+    from training_helpers import tiny_lm_and_batch
+    model, vocab, _ = tiny_lm_and_batch(tmp_path / "t.txt", "a b c d e f\ng h a b\n", 2, 5)
+    with torch.no_grad():
+        model.softmax.weight.mul_(1e8)  # logits near 1e8: finite losses, far past exp's range
+    result = perplexity(model.eval(), [["a", "b", "c"], ["g", "h"]], vocab)
+    assert 709 < result["loss_fwd"] < float("inf") and 709 < result["loss_bwd"] < float("inf")
+    assert result["ppl_fwd"] == result["ppl_bwd"] == result["ppl"] == float("inf")
+    log = tmp_path / "log.jsonl"
+    records = [{"event": "eval", "step": 2, "epoch": 0.5, "ppl_fwd": 40.0, "ppl_bwd": 41.0, "ppl": 40.5},
+               {"event": "eval", "step": 4, "epoch": 1.0, "ppl_fwd": "inf", "ppl_bwd": "inf", "ppl": "inf"}]
+    log.write_text("".join(json.dumps(r, allow_nan=False) + "\n" for r in records), encoding="utf-8")
+    assert [r["ppl"] for r in read_log(log)] == [40.5, "inf"]
+    pytest.importorskip("matplotlib")
+    assert plot_learning_curve([log], tmp_path / "curve.png").read_bytes()[:4] == b"\x89PNG"
+
+
 def test_a_log_that_is_not_one_is_a_clear_error(tmp_path):
     from elmo.training.curves import plot_learning_curve, read_log
     broken = tmp_path / "broken.jsonl"

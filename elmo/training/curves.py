@@ -39,12 +39,21 @@ def read_log(path: str | Path) -> List[Dict]:
             for number, record in json_objects(f, bad):
                 drawn = record.get("event") == "eval" or train_figure(record) is not None
                 for key in _NEEDED.get(record.get("event"), ()) if drawn else ():
-                    if not _is_number(record.get(key)):
+                    if not _is_number(record.get(key)) and record.get(key) not in _NON_FINITE:
                         raise bad(number, f"{record['event']!r} record without a number {key!r}")
                 records.append(record)
         except UnicodeDecodeError:
             raise ValueError(f"{path}: not UTF-8 text; not a training log?") from None
     return records
+
+
+#: How the trainer writes a figure that is not finite (strict JSON has no NaN or infinity).
+_NON_FINITE = ("nan", "inf", "-inf")
+
+
+def _figure(value) -> float:
+    """A logged figure as a float: one of :data:`_NON_FINITE` is a gap in the curve (NaN)."""
+    return value if _is_number(value) else math.nan
 
 
 def _is_number(value) -> bool:
@@ -60,8 +69,7 @@ def train_figure(record: Dict) -> Optional[tuple]:
     for key in TRAIN_KEYS:
         if key in record:
             value = record[key]
-            # the trainer writes a non-finite figure as the string "nan" or "inf": a gap
-            return key, value if _is_number(value) else math.nan
+            return key, _figure(value)
     return None
 
 
@@ -95,7 +103,7 @@ def plot_learning_curve(logs: Sequence[str | Path], output: str | Path, title: O
         if evals:
             tokens = [r["epoch"] for r in evals]
             for key, style in (("ppl_fwd", "o-"), ("ppl_bwd", "s--"), ("ppl", "^:")):
-                ax_valid.plot(tokens, [r[key] for r in evals], style, label=f"{name} {key}", ms=3)
+                ax_valid.plot(tokens, [_figure(r[key]) for r in evals], style, label=f"{name} {key}", ms=3)
     titles = {"sampled_ppl": "sampled softmax", "train_ppl": "full softmax", "ppl": "sampled or full softmax"}
     ax_train.set(xlabel="tokens seen (millions)", ylabel="exp(training loss)", yscale="log",
                  title="training: " + ", ".join(titles[k] for k in TRAIN_KEYS if k in kinds)

@@ -84,9 +84,19 @@ def perplexity_from_sums(sums: List[float], n_sentences: int) -> Dict[str, float
     if n_f == 0 or n_b == 0:
         raise ValueError("no text to evaluate")
     loss_f, loss_b = nll_f / n_f, nll_b / n_b
-    return {"ppl_fwd": math.exp(loss_f), "ppl_bwd": math.exp(loss_b),
-            "ppl": math.exp(0.5 * (loss_f + loss_b)), "loss_fwd": loss_f, "loss_bwd": loss_b,
+    return {"ppl_fwd": _exp(loss_f), "ppl_bwd": _exp(loss_b),
+            "ppl": _exp(0.5 * (loss_f + loss_b)), "loss_fwd": loss_f, "loss_bwd": loss_b,
             "targets": int(n_f), "sentences": n_sentences}
+
+
+def _exp(loss: float) -> float:
+    """exp(loss), infinity where it passes the largest float: a model that puts next to no
+    probability on the text (a mean loss above 709 nats, diverged weights) has an infinite
+    perplexity, not an OverflowError at the end of its run."""
+    try:
+        return math.exp(loss)
+    except OverflowError:
+        return math.inf
 
 
 @torch.no_grad()

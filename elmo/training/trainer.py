@@ -728,7 +728,7 @@ class TrainingRun:
         if (self.step_no, result["sentences"], result["targets"]) not in self.log_file.evals:
             self.log_file.write({"event": "eval", "step": self.step_no, "split": "valid",
                                  "epoch": self.tokens_done / self.corpus_stats["tokens"],
-                                 **{k: round(v, 4) for k, v in result.items()}})
+                                 **{k: _json_number(round(v, 4)) for k, v in result.items()}})
         return result
 
     def _decay_on_plateau(self, result: Optional[Dict[str, float]]) -> None:
