@@ -740,7 +740,7 @@ class TrainingRun:
                 self.schedule.decay()
             self._set_lr(self.schedule.lr)
             self.log_file.write({"event": "lr_decay", "step": self.step_no, "lr": self.schedule.lr,
-                                 "best_ppl": round(self.schedule.best or 0.0, 4)})
+                                 "best_ppl": _json_number(round(self.schedule.best or 0.0, 4))})
 
     def save(self) -> None:
         """A checkpoint of the current step: weights, optimizer and every rank's position. The
