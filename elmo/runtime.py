@@ -1,4 +1,5 @@
-"""How many CPU threads torch uses: the one place the library and its commands set it.
+"""Where work runs: how many CPU threads torch uses (the one place the library and its
+commands set it), which device a setting names, and what the CPU is.
 
 torch runs one operation on several threads (intra-op parallelism). The commands take a
 ``--threads`` option; tests and small models use one thread, where starting and joining more
@@ -37,6 +38,32 @@ def threads(n: Optional[int]) -> Iterator[int]:
         yield set_threads(n)
     finally:
         torch.set_num_threads(before)
+
+
+def resolve_device(device: "str | torch.device" = "auto", local_rank: Optional[int] = 0,
+                   what: str = "--device") -> torch.device:
+    """``auto``: this rank's GPU when CUDA is present, else the CPU. ``device`` may also be a
+    :class:`torch.device`. ``cuda`` without an index is ``cuda:LOCAL_RANK``, or with
+    ``local_rank=None`` torch's current CUDA device (what ``module.to("cuda")`` takes).
+
+    A name torch does not know, or a CUDA device this machine does not have, is a ValueError
+    naming it, here rather than as a RuntimeError or AssertionError from deep in torch at the
+    first tensor moved there. ``what`` names the setting in the message.
+    """
+    if isinstance(device, str) and device == "auto":
+        return torch.device(f"cuda:{local_rank or 0}") if torch.cuda.is_available() else torch.device("cpu")
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError):
+        raise ValueError(f"{what} {device!r}: expected cpu, cuda, cuda:N or auto") from None
+    if dev.type == "cuda" and dev.index is None and local_rank is not None:
+        dev = torch.device(f"cuda:{local_rank}")
+    if dev.type == "cuda":
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if (dev.index or 0) >= count:
+            where = f"this machine has {count} CUDA device(s)" if count else "CUDA is not available here"
+            raise ValueError(f"{what} {device}: {where}; use cpu or auto")
+    return dev
 
 
 def _first_processor(cpuinfo: Union[str, Path]) -> Dict[str, str]:

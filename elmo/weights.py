@@ -30,6 +30,7 @@ from .config import ElmoOptions
 from .io import (atomic_commit, atomic_target, atomic_write_text,  # noqa: F401 (importable from here)
                  HDF5Writer, os_error_reason, writing)
 from .modules.bilm import BiLM
+from .runtime import resolve_device
 
 
 class WeightFileError(ValueError):
@@ -249,7 +250,7 @@ def load_original(options_file: str | Path, weight_file: str | Path, *, stateful
     bilm = BiLM(options, stateful=stateful)
     _assign_original_arrays(bilm, read_original_arrays(weight_file, options))
     bilm.eval()
-    return bilm.to(device) if device is not None else bilm
+    return bilm.to(resolve_device(device, None, "device")) if device is not None else bilm
 
 
 def _require_bilm(bilm, caller: str) -> None:
@@ -382,4 +383,4 @@ def load_pretrained(path: str | Path, *, stateful: bool = False,
                                   f"ELMoForManyLangs folder (config.json, char.dic, *.pkl)")
         bilm = load_original(folder / ORIGINAL_OPTIONS, weights, stateful=stateful)
     bilm.eval()
-    return bilm.to(device) if device is not None else bilm
+    return bilm.to(resolve_device(device, None, "device")) if device is not None else bilm

@@ -78,7 +78,7 @@ def test_a_device_that_is_not_there_is_one_clear_error(monkeypatch, capsys):
     """--device foo and --device cuda without CUDA were a RuntimeError/AssertionError traceback
     from torch at the first tensor moved; now one line naming the option."""
     from elmo.cli import main
-    from elmo.training.distributed import resolve_device
+    from elmo.runtime import resolve_device
 
     with pytest.raises(ValueError, match="--device 'foo': expected cpu, cuda, cuda:N or auto"):
         resolve_device("foo")
@@ -93,6 +93,31 @@ def test_a_device_that_is_not_there_is_one_clear_error(monkeypatch, capsys):
         resolve_device("cuda:2")
     assert main(["perplexity", "default", "nothing.txt", "--device", "foo"]) == 1
     assert capsys.readouterr().err == "elmo perplexity: error: --device 'foo': expected cpu, cuda, cuda:N or auto\n"
+
+
+def test_the_python_api_names_a_device_that_is_not_there(monkeypatch):
+    """from_pretrained, Elmo and Embedder with device="cuda" on a machine without CUDA (or
+    cuda:N past its devices) raise one ValueError naming the device; it was torch's
+    AssertionError 'Torch not compiled with CUDA enabled', or 'invalid device ordinal'."""
+    import elmo
+    from elmo.runtime import resolve_device
+
+    bilm = elmo.from_pretrained("fixture")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    for make in (lambda: elmo.from_pretrained("fixture", device="cuda"),
+                 lambda: elmo.Elmo(module=bilm, num_output_representations=1, device="cuda:0"),
+                 lambda: elmo.Embedder(bilm, device=torch.device("cuda"))):
+        with pytest.raises(ValueError, match="^device cuda(:0)?: CUDA is not available here; use cpu or auto$"):
+            make()
+    with pytest.raises(ValueError, match="^device 'gpu': expected cpu, cuda, cuda:N or auto$"):
+        elmo.from_pretrained("fixture", device="gpu")
+    assert next(elmo.from_pretrained("fixture", device="auto").parameters()).device.type == "cpu"
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    with pytest.raises(ValueError, match="^device cuda:2: this machine has 2 CUDA device"):
+        elmo.from_pretrained("fixture", device="cuda:2")
+    # the API's plain "cuda" stays torch's current device, as module.to("cuda") takes it
+    assert resolve_device("cuda", None, "device") == torch.device("cuda")
 
 
 _COUNTING_LAUNCHER = '''

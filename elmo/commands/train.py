@@ -246,7 +246,7 @@ def finetune(args) -> int:
 
 def perplexity(args) -> int:
     from ..data.corpus import expand_paths, iter_file_sentences
-    from ..training.distributed import resolve_device
+    from ..runtime import resolve_device
     from ..training.evaluate import perplexity as ppl
     from ..training.export import load_language_model
 

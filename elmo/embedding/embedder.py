@@ -30,6 +30,7 @@ import torch
 from ..chars import check_tokenized, tokenized
 from ..jobconfig import require_integer
 from ..modules import BiLM
+from ..runtime import resolve_device
 from .layers import LayerSelection
 from .windows import DEFAULT_MAX_TOKENS, DEFAULT_OVERLAP, Window, check_window_args, plan_windows
 
@@ -81,7 +82,7 @@ class Embedder:
             from .. import DEFAULT_MODEL, from_pretrained
             model = from_pretrained(model if model is not None else DEFAULT_MODEL, device=device)
         elif device is not None:
-            model = model.to(device)
+            model = model.to(resolve_device(device, None, "device"))
         batch_size, max_tokens, overlap = (require_integer(name, value) for name, value in (
             ("batch_size", batch_size), ("max_tokens", max_tokens), ("overlap", overlap)))
         if batch_size < 1:

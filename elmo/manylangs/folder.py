@@ -36,6 +36,7 @@ import torch
 
 from ..config import ConfigError, ElmoOptions, _take
 from ..modules.bilm import BiLM
+from ..runtime import resolve_device
 from ..weights import WeightFileError, check_finite
 from .dictionary import read_dictionary
 from .vocabulary import CHAR_DIC, WORD_DIC, CharVocabulary
@@ -284,7 +285,7 @@ def load_manylangs(folder: str | Path, *, stateful: bool = False,
     bilm = BiLM(options, stateful=stateful, id_scheme=vocab)
     assign_weights(bilm, embedder_state, encoder_state)
     bilm.eval()
-    return bilm.to(device) if device is not None else bilm
+    return bilm.to(resolve_device(device, None, "device")) if device is not None else bilm
 
 
 def _check_rows(pkl: Path, state: Mapping[str, torch.Tensor], key: str, dic: Path,

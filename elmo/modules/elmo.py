@@ -20,6 +20,7 @@ import torch
 from torch import nn
 
 from ..jobconfig import integer_or_none
+from ..runtime import resolve_device
 from .bilm import BiLM, BiLMOutput
 from .scalar_mix import ScalarMix
 
@@ -96,7 +97,7 @@ class Elmo(nn.Module):
                       trainable=scalar_mix_parameters is None)
             for _ in range(num_output_representations)))
         if device is not None:
-            self.to(device)
+            self.to(resolve_device(device, None, "device"))
 
     @property
     def bilm(self) -> BiLM:

@@ -226,7 +226,7 @@ class ExperimentConfig:
                     raise ConfigError(f"task {t.get('name', t['task'])}: {key} must be a whole number of 0 "
                                       f"or more (or absent: all), got {value!r}")
         if self.device is not None:           # not a RuntimeError from torch once the first model is built
-            from ..training.distributed import resolve_device
+            from ..runtime import resolve_device
             try:
                 resolve_device(self.device, what="device")
             except ValueError as e:

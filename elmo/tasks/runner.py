@@ -70,7 +70,7 @@ from .train_loop import FitConfig, fit, score
 from ..config import ConfigError
 from ..io import atomic_write_text, check_output_dir, output_lock
 from ..runtime import cpu_model, machine_description, threads
-from ..training.distributed import resolve_device
+from ..runtime import resolve_device
 
 #: Characters per token when no biLM says otherwise (the char features of the baseline).
 DEFAULT_MAX_CHARS = 50

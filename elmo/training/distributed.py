@@ -12,6 +12,8 @@ from typing import Any, List
 import torch
 import torch.distributed as dist
 
+from ..runtime import resolve_device
+
 
 @dataclass(frozen=True)
 class Context:
@@ -29,29 +31,6 @@ class Context:
     @property
     def distributed(self) -> bool:
         return self.world_size > 1
-
-
-def resolve_device(device: str = "auto", local_rank: int = 0, what: str = "--device") -> torch.device:
-    """``auto``: this rank's GPU when CUDA is present, else the CPU.
-
-    A name torch does not know, or a CUDA device this machine does not have, is a ValueError
-    naming it, here rather than as a RuntimeError or AssertionError from deep in torch at the
-    first tensor moved there. ``what`` names the setting in the message.
-    """
-    if device == "auto":
-        return torch.device(f"cuda:{local_rank}") if torch.cuda.is_available() else torch.device("cpu")
-    try:
-        dev = torch.device(device)
-    except (RuntimeError, TypeError):
-        raise ValueError(f"{what} {device!r}: expected cpu, cuda, cuda:N or auto") from None
-    if dev.type == "cuda" and dev.index is None:
-        dev = torch.device(f"cuda:{local_rank}")
-    if dev.type == "cuda":
-        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
-        if dev.index is not None and dev.index >= count:
-            where = f"this machine has {count} CUDA device(s)" if count else "CUDA is not available here"
-            raise ValueError(f"{what} {device}: {where}; use cpu or auto")
-    return dev
 
 
 def is_main_process() -> bool:
