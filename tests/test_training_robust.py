@@ -690,3 +690,36 @@ def test_finetune_on_a_full_disk_names_the_file(tmp_path, toy, monkeypatch):
     cfg = tiny_config(tmp_path / "adapted", train_txt, "", init_from=str(tmp_path / "base" / "model"), max_steps=2)
     with pytest.raises(RunWriteError, match="cannot write .*adapt_train.txt: no space left on device"):
         finetune_mod.finetune(cfg)
+
+
+def test_an_infinite_perplexity_is_strict_json_in_every_file_and_line_that_reports_it(tmp_path, capsys):
+    """``elmo perplexity --json`` and a model folder's metadata name an infinite perplexity
+    "inf" (the finetune report and ``elmo train``'s summary go through the same
+    ``strict_json.dumps``): Python's default wrote the token Infinity, which JSON has not, so
+    strict parsers (JavaScript, jq, serde) refused the whole output."""
+    from elmo.training.export import export_model, read_metadata
+    from training_helpers import tiny_lm_and_batch
+    model, vocab, _ = tiny_lm_and_batch(tmp_path / "t.txt", "a b c d e f\ng h a b\n", 2, 5)
+    with torch.no_grad():
+        model.softmax.weight.mul_(1e8)
+    folder = export_model(model, vocab, tmp_path / "diverged", {"heldout_ppl_before": {"ppl": float("inf")},
+                                                                "loss": float("nan")})
+    strict = {"parse_constant": lambda name: pytest.fail(f"{name}: not strict JSON")}
+    meta = json.loads((folder / "metadata.json").read_text(), **strict)
+    assert meta["heldout_ppl_before"] == {"ppl": "inf"} and meta["loss"] == "nan"
+    assert read_metadata(folder)["heldout_ppl_before"]["ppl"] == "inf"
+    assert main(["perplexity", str(folder), str(tmp_path / "t.txt"), "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out, **strict)
+    assert printed["ppl"] == printed["ppl_fwd"] == "inf" and float(printed["ppl"]) == float("inf")
+    assert 709 < printed["loss_fwd"] < float("inf")
+
+
+def test_strict_json_names_or_drops_non_finite_numbers_wherever_they_sit():
+    from elmo import strict_json
+    value = {"a": [1.5, float("nan"), (float("-inf"), 2)], "b": {"c": float("inf")}, "d": "nan", "e": None}
+    assert json.loads(strict_json.dumps(value)) == {"a": [1.5, "nan", ["-inf", 2]], "b": {"c": "inf"},
+                                                    "d": "nan", "e": None}
+    assert strict_json.nonfinite_as_none(value) == {"a": [1.5, None, [None, 2]], "b": {"c": None},
+                                                   "d": "nan", "e": None}
+    with pytest.raises(ValueError):  # what a default= hook returns is not looked into, but refused
+        strict_json.dumps({"x": object()}, default=lambda _: float("nan"))

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import argparse
 import copy
-import json
 import sys
 from pathlib import Path
 from typing import Optional
+
+from .. import strict_json
 
 
 def _filters(text: str):
@@ -197,7 +198,7 @@ def _run_job(command: str, job) -> int:
         print(f"elmo {command}: error: {e}", file=sys.stderr)
         return 1
     if is_main_process():
-        print(json.dumps(summary, indent=2, default=str))
+        print(strict_json.dumps(summary, indent=2, default=str))
     return 0
 
 
@@ -257,7 +258,7 @@ def perplexity(args) -> int:
                  carry_state=args.carry_state)
     definition = "carried state" if args.carry_state else "stateless"
     if args.json:
-        print(json.dumps({**result, "definition": definition}))
+        print(strict_json.dumps({**result, "definition": definition}))
     else:
         print(f"forward {result['ppl_fwd']:.2f}  backward {result['ppl_bwd']:.2f}  average {result['ppl']:.2f}  "
               f"({result['targets']:,} targets per direction; {definition})")

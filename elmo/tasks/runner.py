@@ -45,7 +45,6 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-import math
 import statistics
 import sys
 import time
@@ -69,6 +68,7 @@ from .experiment_config import ExperimentConfig, ModelSettings, Variant
 from .train_loop import FitConfig, fit, score
 from ..config import ConfigError
 from ..io import atomic_write_text, check_output_dir, output_lock
+from ..strict_json import nonfinite_as_none
 from ..runtime import cpu_model, machine_description, threads
 from ..runtime import resolve_device
 
@@ -665,7 +665,7 @@ def rewrite_reports(out: str | Path) -> dict:
     results = read_results(results_path, need=("config", "runs"))
     cfg = normalise_config(results["config"])
     results["summary"] = summarise(results["runs"], cfg)
-    atomic_write_text(results_path, json.dumps(_finite(results), indent=1) + "\n")
+    atomic_write_text(results_path, json.dumps(nonfinite_as_none(results), indent=1, allow_nan=False) + "\n")
     write_reports(results, out)
     return results
 
@@ -698,19 +698,8 @@ def _run_all(cfg: ExperimentConfig, results: dict, results_path: Path, done: Lis
                 results["runs"].append(record)
                 results["summary"] = summarise(results["runs"], cfg)
                 results["bilm_cache_seconds"] = pool.cache_seconds
-                atomic_write_text(results_path, json.dumps(_finite(results), indent=1) + "\n")
+                atomic_write_text(results_path, json.dumps(nonfinite_as_none(results), indent=1, allow_nan=False) + "\n")
     results["summary"] = summarise(results["runs"], cfg)
     results["bilm_cache_seconds"] = pool.cache_seconds
     results["finished"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    atomic_write_text(results_path, json.dumps(_finite(results), indent=1) + "\n")
-
-
-def _finite(x):
-    """A copy of a JSON-like value with NaN and infinities as None (strict JSON)."""
-    if isinstance(x, float) and not math.isfinite(x):
-        return None
-    if isinstance(x, dict):
-        return {k: _finite(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_finite(v) for v in x]
-    return x
+    atomic_write_text(results_path, json.dumps(nonfinite_as_none(results), indent=1, allow_nan=False) + "\n")

@@ -30,6 +30,8 @@ from typing import List, Optional, Sequence, Union
 
 import torch
 
+from ..strict_json import nonfinite_as_none
+
 FORMAT = "elmo-task-model"
 VERSION = 1
 #: A saved model's biLM weights key prefix (the frozen biLM is not stored, only referenced).
@@ -84,8 +86,8 @@ def save(folder: Union[str, Path], model, *, kind: str, metric: str, labels: Seq
     save_file(state, str(tmp / "model.safetensors"))
     (tmp / "vocab.json").write_text(json.dumps(vocab.itos, ensure_ascii=False) + "\n", encoding="utf-8")
     (tmp / "labels.json").write_text(json.dumps(list(labels), ensure_ascii=False) + "\n", encoding="utf-8")
-    from .runner import _finite     # strict JSON: a run without dev has a NaN dev score
-    (tmp / "config.json").write_text(json.dumps(_finite(config), indent=1, allow_nan=False) + "\n",
+    # a run without dev has a NaN dev score
+    (tmp / "config.json").write_text(json.dumps(nonfinite_as_none(config), indent=1, allow_nan=False) + "\n",
                                      encoding="utf-8")
     if folder.exists():
         shutil.rmtree(folder)

@@ -22,6 +22,7 @@ import torch
 from ..config import ElmoOptions
 from ..vocab import Vocabulary
 from ..io import atomic_commit, atomic_target, atomic_write_text
+from .. import strict_json
 from ..weights import load_original, save_original
 from .model import LanguageModel
 
@@ -50,7 +51,7 @@ def export_model(model: LanguageModel, vocab: Vocabulary, folder: str | Path,
         vocab.save(folder / COUNTS_FILE, with_counts=True)
     meta = dict(metadata or {})
     meta.setdefault("adapted_on", [])
-    atomic_write_text(folder / METADATA_FILE, json.dumps(meta, indent=2, sort_keys=True) + "\n")
+    atomic_write_text(folder / METADATA_FILE, strict_json.dumps(meta, indent=2, sort_keys=True) + "\n")
     return folder
 
 

@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
 from ..data.corpus import expand_paths, file_fingerprint, iter_file_sentences
 from ..training.evaluate import perplexity
 from ..io import atomic_write_text, check_output_dir
+from .. import strict_json
 from .checkpoint import latest_checkpoint, writing
 from .export import VOCAB_FILE, load_language_model, read_metadata
 from .resume import ResumeMismatch
@@ -112,5 +112,5 @@ def _finetune(cfg: TrainConfig, out: Path, heldout: Optional[Sequence[str]], hel
     report = {"model": str(out / "model"), "heldout_sentences": len(held), "before": before, "after": after,
               "steps": summary["step"], "batch_size": batch_size, "tokens_per_s": summary["tokens_per_s"]}
     with writing(out / "finetune_report.json"):
-        atomic_write_text(out / "finetune_report.json", json.dumps(report, indent=2) + "\n")
+        atomic_write_text(out / "finetune_report.json", strict_json.dumps(report, indent=2) + "\n")
     return report

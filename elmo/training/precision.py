@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import json
 from pathlib import Path
 from typing import Dict, List, Sequence
 
@@ -29,6 +28,7 @@ from ..data.corpus import expand_paths, iter_file_sentences
 from ..embedding import Embedder
 from ..runtime import set_threads
 from ..io import atomic_write_text
+from .. import strict_json
 from .evaluate import perplexity
 from .export import load_language_model
 
@@ -94,7 +94,7 @@ def main(argv=None) -> int:
         print(f"{name:>18}: forward {r['ppl_fwd']:.4f}  backward {r['ppl_bwd']:.4f}  average {r['ppl']:.4f}  "
               f"(average {100 * r['relative_change']['ppl']:+.4f}%)")
     if args.out:
-        atomic_write_text(args.out, json.dumps(result, indent=2) + "\n")
+        atomic_write_text(args.out, strict_json.dumps(result, indent=2) + "\n")
     return 0
 
 

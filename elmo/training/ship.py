@@ -13,7 +13,6 @@ float16 back to float32, so a float16 file costs only its rounding, which
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Dict
 
@@ -21,6 +20,7 @@ import h5py
 
 from ..data.corpus import file_fingerprint
 from ..io import atomic_commit, atomic_target, atomic_write_text
+from .. import strict_json
 from ..weights import load_original, save_original
 from .export import METADATA_FILE, SOFTMAX_FILE, VOCAB_FILE, read_metadata
 
@@ -67,7 +67,7 @@ def ship(src: str | Path, dest: str | Path, bilm_dtype: str = "float32", softmax
     meta = _home_as_tilde(read_metadata(src))
     meta["shipped"] = {"bilm_dtype": bilm_dtype, "softmax_dtype": softmax_dtype,
                        "source_sha256": sources}
-    atomic_write_text(dest / METADATA_FILE, json.dumps(meta, indent=2, sort_keys=True) + "\n")
+    atomic_write_text(dest / METADATA_FILE, strict_json.dumps(meta, indent=2, sort_keys=True) + "\n")
     sizes = {name: (dest / name).stat().st_size for name in SHIPPED_FILES}
     total = sum(sizes.values())
     if total > max_mb * 1e6:

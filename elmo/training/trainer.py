@@ -34,6 +34,7 @@ from ..data.lm_batches import BucketedLMBatches, PackedLMBatches
 from ..modules.softmax import softmax_loss
 from ..vocab import Vocabulary
 from ..io import atomic_write_text, check_output_dir, json_objects, output_lock
+from .. import strict_json
 from ..jobconfig import build, setting
 from . import distributed
 from .checkpoint import CheckpointError, latest_checkpoint, list_checkpoints, load_checkpoint, rng_state, save_checkpoint, set_rng_state, writing
@@ -272,7 +273,7 @@ class _Log:
             self.evals = {(r.get("step"), r.get("sentences"), r.get("targets"))
                           for r in kept if r.get("event") == "eval"}
             with writing(path):
-                atomic_write_text(path, "".join(json.dumps(r, sort_keys=True) + "\n" for r in kept))
+                atomic_write_text(path, "".join(strict_json.dumps(r, sort_keys=True) + "\n" for r in kept))
         elif enabled and resume_step is None:
             with writing(path):
                 atomic_write_text(path, "")
@@ -280,7 +281,7 @@ class _Log:
     def write(self, record: Dict[str, Any]) -> None:
         if self.enabled:
             with writing(self.path), open(self.path, "a", encoding="utf-8") as f:
-                f.write(json.dumps(record, sort_keys=True) + "\n")
+                f.write(strict_json.dumps(record, sort_keys=True) + "\n")
 
 
 #: What a log line averages over its steps, kept in the checkpoint (not the tokens and time
@@ -289,11 +290,6 @@ _WINDOW_SUMS = ("loss", "n", "gnorm", "skipped")
 
 #: Steps in a row whose gradient is not finite after which a run stops (each is skipped).
 MAX_NONFINITE_STEPS = 5
-
-
-def _json_number(x: float) -> Any:
-    """x for the log, where strict JSON has no NaN or infinity: those as the strings "nan", "inf"."""
-    return x if math.isfinite(x) else str(x)
 
 
 def _state_to(state, device):
@@ -645,8 +641,8 @@ class TrainingRun:
         self.skipped_steps += 1
         self.window["skipped"] += 1
         self.nonfinite_in_a_row += 1
-        self.log_file.write({"event": "nonfinite", "step": self.step_no, "loss": _json_number(loss),
-                             "grad_norm": _json_number(gnorm)})
+        self.log_file.write({"event": "nonfinite", "step": self.step_no, "loss": loss,
+                             "grad_norm": gnorm})
         if self.nonfinite_in_a_row >= MAX_NONFINITE_STEPS:
             raise FloatingPointError(self._diverged_message(loss))
 
@@ -728,7 +724,7 @@ class TrainingRun:
         if (self.step_no, result["sentences"], result["targets"]) not in self.log_file.evals:
             self.log_file.write({"event": "eval", "step": self.step_no, "split": "valid",
                                  "epoch": self.tokens_done / self.corpus_stats["tokens"],
-                                 **{k: _json_number(round(v, 4)) for k, v in result.items()}})
+                                 **{k: round(v, 4) for k, v in result.items()}})
         return result
 
     def _decay_on_plateau(self, result: Optional[Dict[str, float]]) -> None:
@@ -740,7 +736,7 @@ class TrainingRun:
                 self.schedule.decay()
             self._set_lr(self.schedule.lr)
             self.log_file.write({"event": "lr_decay", "step": self.step_no, "lr": self.schedule.lr,
-                                 "best_ppl": _json_number(round(self.schedule.best or 0.0, 4))})
+                                 "best_ppl": round(self.schedule.best or 0.0, 4)})
 
     def save(self) -> None:
         """A checkpoint of the current step: weights, optimizer and every rank's position. The

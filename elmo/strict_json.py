@@ -1,0 +1,48 @@
+"""JSON that every parser reads: no NaN or Infinity tokens.
+
+Python's :mod:`json` writes a non-finite float as ``NaN`` or ``Infinity``, which the JSON
+standard does not have: JavaScript's ``JSON.parse``, Go, Rust's serde and jq's strict mode
+refuse the whole file. Our outputs meet such values honestly (the perplexity of a diverged
+model is infinite, a loss can be NaN), so they are written in one of two ways:
+
+* :func:`dumps` (measurements: logs, reports, model metadata) names them as the strings
+  ``"nan"``, ``"inf"`` and ``"-inf"``, so the value survives and a reader can tell it from a
+  missing one (``float("inf")`` reads the string back);
+* :func:`nonfinite_as_none` (task results, where NaN means "no score": a standard deviation of
+  one seed, a run without a dev set) makes them ``null``.
+"""
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+
+def named_nonfinite(value: Any) -> Any:
+    """A copy of a JSON-like value with each NaN or infinite float as "nan", "inf" or "-inf"."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict):
+        return {k: named_nonfinite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [named_nonfinite(v) for v in value]
+    return value
+
+
+def nonfinite_as_none(value: Any) -> Any:
+    """A copy of a JSON-like value with each NaN or infinite float as None."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: nonfinite_as_none(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [nonfinite_as_none(v) for v in value]
+    return value
+
+
+def dumps(value: Any, **kwargs: Any) -> str:
+    """``json.dumps`` of ``value`` with non-finite floats named (:func:`named_nonfinite`).
+
+    ``allow_nan=False`` stays on, so a non-finite number that hides where this cannot see it
+    (a ``default=`` hook's result) raises instead of writing a token parsers refuse."""
+    return json.dumps(named_nonfinite(value), allow_nan=False, **kwargs)
