@@ -46,14 +46,15 @@ class ElmoTokenEmbedder(nn.Module):
         do_layer_norm, dropout, requires_grad, vocab_to_cache, scalar_mix_parameters: as for
             :class:`elmo.Elmo` (fixed ``scalar_mix_parameters`` are not trained, nor is gamma).
         projection_dim: if given, a trainable linear layer maps each vector to this width.
-        module, stateful: passed to :class:`elmo.Elmo` (not in AllenNLP's signature).
+        module, stateful: passed to :class:`elmo.Elmo` (not in AllenNLP's signature); stateful
+            None keeps a given ``module``'s own setting.
     """
 
     def __init__(self, options_file: Optional[str] = None, weight_file: Optional[str] = None,
                  do_layer_norm: bool = False, dropout: float = 0.5, requires_grad: bool = False,
                  projection_dim: Optional[int] = None, vocab_to_cache: Optional[Sequence[str]] = None,
                  scalar_mix_parameters: Optional[Sequence[float]] = None, *,
-                 module: Optional[BiLM] = None, stateful: bool = False):
+                 module: Optional[BiLM] = None, stateful: Optional[bool] = None):
         super().__init__()
         self._elmo = Elmo(options_file, weight_file, 1, requires_grad=requires_grad,
                           do_layer_norm=do_layer_norm, dropout=dropout, vocab_to_cache=vocab_to_cache,
@@ -100,15 +101,18 @@ class ElmoEmbedder:
             model folder.
         stateful: carry each batch row's LSTM state into the next call like AllenNLP did
             (its vectors then depend on what was embedded before). Default: stateless, so a
-            sentence always gets the same vectors.
+            sentence always gets the same vectors; None keeps a given ``model``'s own setting.
         max_tokens, overlap: sentences longer than ``max_tokens`` run as overlapping windows
             (see :mod:`elmo.embedding.windows`); AllenNLP always ran them whole.
     """
 
     def __init__(self, options_file: Optional[str] = None, weight_file: Optional[str] = None,
                  cuda_device: int = -1, *, model: Union[BiLM, str, Path, None] = None,
-                 stateful: bool = False, max_tokens: int = DEFAULT_MAX_TOKENS,
+                 stateful: Optional[bool] = None, max_tokens: int = DEFAULT_MAX_TOKENS,
                  overlap: int = DEFAULT_OVERLAP):
+        if isinstance(cuda_device, bool) or integer_or_none(cuda_device) is None:
+            raise TypeError(f"cuda_device must be a GPU index or -1 for the CPU, got {cuda_device!r}")
+        cuda_device = int(cuda_device)
         if cuda_device >= 0 and cuda_device >= torch.cuda.device_count():
             raise ValueError(f"cuda_device={cuda_device}, but this machine has "
                              f"{torch.cuda.device_count()} CUDA devices (use -1 for the CPU)")
@@ -125,7 +129,8 @@ class ElmoEmbedder:
         elif not isinstance(model, BiLM):
             from . import DEFAULT_MODEL, from_pretrained
             model = from_pretrained(model if model is not None else DEFAULT_MODEL)
-        model.stateful = stateful
+        if stateful is not None:  # None: a given BiLM keeps its own setting (a loaded one is stateless)
+            model.stateful = stateful
         self.elmo_bilm: BiLM = model.to(device).eval()
         self.cuda_device = cuda_device
         # One biLM call per batch (batch_size is set per call), as AllenNLP's embed_batch.

@@ -11,6 +11,7 @@ single characters 256 and 257 between BOW and EOW. The +1 shift keeps id 0 free 
 """
 from __future__ import annotations
 
+from collections.abc import Mapping, Set
 from functools import lru_cache
 from typing import Iterable, Iterator, Sequence
 
@@ -77,11 +78,11 @@ def check_tokenized(sentences: Sequence[Sequence[str]], caller: str) -> None:
     if not hasattr(sentences, "__len__"):
         raise TypeError(f"{caller} expects a list of token lists, got {type(sentences).__name__}; "
                         f"for a generator or other iterator pass list(sentences)")
+    if isinstance(sentences, (Mapping, Set)):
+        raise TypeError(f"{caller} expects a list of token lists, got a {type(sentences).__name__}, "
+                        f"which has no order of its own")
     for i, sentence in enumerate(sentences):
-        if isinstance(sentence, str):
-            raise _string_sentence(caller, i, sentence)
-        if isinstance(sentence, (bytes, bytearray)) or not hasattr(sentence, "__len__"):
-            raise _not_tokens(caller, i, sentence)
+        _check_sentence(caller, i, sentence)
 
 
 def tokenized(sentences: Iterable[Sequence[str]], caller: str) -> Iterator[Sequence[str]]:
@@ -89,11 +90,18 @@ def tokenized(sentences: Iterable[Sequence[str]], caller: str) -> Iterator[Seque
     if isinstance(sentences, str):
         check_tokenized(sentences, caller)
     for i, sentence in enumerate(sentences):
-        if isinstance(sentence, str):
-            raise _string_sentence(caller, i, sentence)
-        if isinstance(sentence, (bytes, bytearray)) or not hasattr(sentence, "__len__"):
-            raise _not_tokens(caller, i, sentence)
+        _check_sentence(caller, i, sentence)
         yield sentence
+
+
+def _check_sentence(caller: str, i: int, sentence) -> None:
+    """Refuse sentence ``i`` unless it is an ordered sequence: a string's characters, bytes'
+    values, a dict's keys or a set's hash order would silently become its tokens."""
+    if isinstance(sentence, str):
+        raise _string_sentence(caller, i, sentence)
+    if (isinstance(sentence, (bytes, bytearray, Mapping, Set))
+            or not hasattr(sentence, "__len__") or not hasattr(sentence, "__getitem__")):
+        raise _not_tokens(caller, i, sentence)
 
 
 def batch_to_ids(sentences: Sequence[Sequence[str]], max_characters_per_token: int = DEFAULT_MAX_CHARS

@@ -300,7 +300,7 @@ def test_embedder_stateful_replays_the_allennlp_reference():
     finally:
         for f in files:
             f.close()
-    stateless = ElmoEmbedder(model=ee.elmo_bilm)                  # the same weights, no state
+    stateless = ElmoEmbedder(model=ee.elmo_bilm, stateful=False)  # the same weights, no state
     again = [stateless.embed_sentence(["Hi", "there"]) for _ in range(2)]
     assert np.array_equal(*again)
 

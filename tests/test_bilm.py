@@ -155,6 +155,11 @@ def test_ids_the_model_cannot_read_are_clear_errors():
             bilm(wrong)
     with pytest.raises(ValueError, match="character id -7"):  # not taken as padding
         bilm(torch.full((1, 2, 50), -7))
+    for position in (0, 1):  # a whole token of negative ids: before a token, and the last one
+        wrong = ids.clone()
+        wrong[0, position] = -5   # (the last was dropped as padding; the first named the padding)
+        with pytest.raises(ValueError, match="character id -5"):
+            bilm(wrong)
     with torch.no_grad():  # other integer types are ids too
         assert all(torch.equal(a, b) for a, b in zip(bilm(ids.int())["activations"], bilm(ids)["activations"]))
 

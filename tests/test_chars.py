@@ -43,6 +43,18 @@ def test_rejects_a_plain_string():
         batch_to_ids("not tokenized")
 
 
+def test_rejects_sentences_without_an_order_of_their_own():
+    """A dict's keys or a set's hash order (which changes from run to run) would have become
+    the tokens."""
+    import pytest
+    for batch in ([{"b": 1, "a": 2}], [{"a", "b"}], [["a"], frozenset({"b"})]):
+        with pytest.raises(TypeError, match="not a list of tokens"):
+            batch_to_ids(batch)
+    with pytest.raises(TypeError, match="no order of its own"):
+        batch_to_ids({("a", "b"): 1})
+    assert batch_to_ids([("a", "b")]).equal(batch_to_ids([["a", "b"]]))  # tuples are ordered
+
+
 def test_max_characters_per_token_must_be_an_integer():
     import numpy as np
     import pytest

@@ -88,3 +88,19 @@ def test_inputs_that_are_not_id_tensors_are_clear_errors():
         mixer(ids, [[1, 2]])
     with pytest.raises(ValueError, match="meta device"):
         mixer(ids.to("meta"))
+
+
+def test_a_given_bilm_keeps_its_own_stateful_setting():
+    """Elmo(module=bilm), ElmoTokenEmbedder and ElmoEmbedder set the BiLM stateless unasked:
+    the caller's stateful model silently lost its carried state."""
+    from elmo import ElmoEmbedder, ElmoTokenEmbedder
+    bilm = random_bilm()
+    for make in (lambda: Elmo(module=bilm), lambda: ElmoTokenEmbedder(module=bilm),
+                 lambda: ElmoEmbedder(model=bilm)):
+        bilm.stateful = True
+        make()
+        assert bilm.stateful is True
+    Elmo(module=bilm, stateful=False)  # asked for: it changes
+    assert bilm.stateful is False
+    Elmo(module=bilm, stateful=True)
+    assert bilm.stateful is True

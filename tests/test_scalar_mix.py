@@ -85,8 +85,50 @@ def test_layers_of_different_shapes_and_non_finite_starts_are_clear_errors():
     with pytest.raises(ValueError, match="one shape"):
         ScalarMix(2)([torch.zeros(1, 2, 4), torch.zeros(1, 3, 4)])
     for s, gamma in (([float("nan"), 0.0, 0.0], 1.0), ([0.0, float("inf"), 0.0], 1.0), (None, float("nan"))):
-        with pytest.raises(ValueError, match="must be finite"):
+        with pytest.raises(ValueError, match="must be a finite number"):
             ScalarMix(3, initial_scalar_parameters=s, initial_gamma=gamma)
     picked = ScalarMix(3, initial_scalar_parameters=[-9e10, 1.0, -9e10])  # picking one layer stays allowed
     layers = [torch.full((1, 1, 2), float(v)) for v in (1, 2, 3)]
     assert torch.equal(picked(layers), layers[1])
+
+
+def test_parameters_past_float32s_range_are_refused_not_turned_into_nan():
+    """1e40 is a finite Python float but inf in the float32 parameter: every output was NaN."""
+    for kwargs in ({"initial_scalar_parameters": [1e40, 0.0, 0.0]}, {"initial_gamma": 1e39}):
+        with pytest.raises(ValueError, match="float32 holds"):
+            ScalarMix(3, **kwargs)
+    with pytest.raises(ValueError, match=r"scalar_mix_parameters\[0\] must be a finite number"):
+        Elmo(module=random_bilm(), scalar_mix_parameters=[1e40, 0.0, 0.0])
+    given = ScalarMix(3, initial_scalar_parameters=torch.tensor([0.0, 1.0, 2.0]))  # a tensor's numbers do
+    assert torch.allclose(given.weights(), torch.softmax(torch.tensor([0.0, 1.0, 2.0]), 0))
+
+
+def test_mistyped_mix_settings_are_errors_that_name_them():
+    bilm = random_bilm()
+    for wrong, message in ((1.0, "scalar_mix_parameters must be a list of 3 numbers"),
+                           ({"a": 1}, "scalar_mix_parameters must be a list of 3 numbers"),
+                           (["a", "b", "c"], r"scalar_mix_parameters\[0\] must be a number, got str"),
+                           ([0.0, None, 1.0], r"scalar_mix_parameters\[1\] must be a number, got NoneType")):
+        with pytest.raises(TypeError, match=message):
+            Elmo(module=bilm, num_output_representations=0, scalar_mix_parameters=wrong)
+    with pytest.raises(TypeError, match="initial_gamma must be a number"):
+        ScalarMix(3, initial_gamma=None)
+
+
+def test_the_penalty_weight_is_checked():
+    mixer = Elmo(module=random_bilm(), dropout=0.0)
+    for wrong, error in (("0.1", TypeError), (None, TypeError), (float("nan"), ValueError), (-1.0, ValueError)):
+        with pytest.raises(error, match="lam must be"):
+            mixer.penalty(wrong)
+    with pytest.raises(ValueError, match="lam must be"):  # also without mixes
+        Elmo(module=random_bilm(), num_output_representations=0).penalty(float("nan"))
+    assert float(mixer.penalty(0.5)) == 0.0  # s starts at zeros
+
+
+def test_layers_that_are_not_floating_point_are_refused():
+    """Integer layers cast the weights 1/3 to 0 (bool ones to True): a silently wrong mix."""
+    mix = ScalarMix(3)
+    for layers in ([torch.full((1, 2, 4), 9)] * 3, [torch.ones(1, 1, 2, dtype=torch.bool)] * 3, [1, 2, 3]):
+        with pytest.raises(TypeError, match="floating-point tensors"):
+            mix(layers)
+    assert torch.allclose(mix([torch.full((1, 2, 4), 9.0)] * 3), torch.full((1, 2, 4), 9.0))

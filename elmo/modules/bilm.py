@@ -190,8 +190,7 @@ class BiLM(nn.Module):
             raise ValueError(f"char_ids has {char_ids.shape[-1]} characters per token; this model "
                              f"expects {scheme.width} (use bilm.token_ids(sentences), or pass "
                              f"max_characters_per_token to batch_to_ids)")
-        # the type before the boundaries are written into them; the ranges are checked by the
-        # token encoder, on the same ids with the boundaries (valid rows) added
+        # the type before the boundaries are written into them (the ranges: in _forward_3d)
         require_integer_ids(char_ids)
         char_ids = char_ids.long()  # (int32 or uint8 ids work too)
         leading = tuple(char_ids.shape[:-2])
@@ -206,6 +205,8 @@ class BiLM(nn.Module):
     def _forward_3d(self, char_ids: torch.Tensor, keep_sentence_boundaries: bool) -> BiLMOutput:
         """:meth:`forward` for (B, T, W) ids."""
         scheme = self.token_encoder.id_scheme
+        # before the mask: a token of negative ids would look like padding (dropped at the end)
+        self.token_encoder.check_ids(char_ids)
         mask = (char_ids > 0).any(dim=-1)
         lengths = mask.sum(dim=1)
         check_padding_at_end(mask)

@@ -22,7 +22,7 @@ from torch import nn
 from ..jobconfig import integer_or_none
 from ..runtime import resolve_device
 from .bilm import BiLM, BiLMOutput
-from .scalar_mix import ScalarMix
+from .scalar_mix import ScalarMix, mix_parameters, penalty_weight
 
 
 class Elmo(nn.Module):
@@ -42,7 +42,8 @@ class Elmo(nn.Module):
         keep_sentence_boundaries: keep the ``<S>``/``</S>`` positions.
         scalar_mix_parameters: fixed s for every mix (not learned), e.g. ``[-9e10, 1, -9e10]``
             to pick one layer.
-        stateful: carry LSTM state across calls, as the original.
+        stateful: carry LSTM state across calls, as the original. None (the default) keeps a
+            given ``module``'s own setting, and is False for a model read from the files.
         device: where to put the model.
     """
 
@@ -51,7 +52,7 @@ class Elmo(nn.Module):
                  do_layer_norm: bool = False, dropout: float = 0.5,
                  vocab_to_cache: Optional[Sequence[str]] = None, keep_sentence_boundaries: bool = False,
                  scalar_mix_parameters: Optional[Sequence[float]] = None,
-                 module: Optional[BiLM] = None, stateful: bool = False,
+                 module: Optional[BiLM] = None, stateful: Optional[bool] = None,
                  device: Optional[str | torch.device] = None):
         super().__init__()
         count = integer_or_none(num_output_representations)  # any integer type (numpy's too), not 1.5
@@ -68,7 +69,7 @@ class Elmo(nn.Module):
             if options_file is None or weight_file is None:
                 raise ValueError("pass options_file and weight_file, or a loaded BiLM as module=")
             from ..weights import load_original
-            module = load_original(options_file, weight_file, stateful=stateful)
+            module = load_original(options_file, weight_file, stateful=bool(stateful))
         elif options_file is not None or weight_file is not None:
             raise ValueError("pass either module= or options_file/weight_file, not both")
         elif not isinstance(module, BiLM) and not (isinstance(module, nn.Module)
@@ -76,8 +77,10 @@ class Elmo(nn.Module):
             raise TypeError(f"module= must be a BiLM (elmo.from_pretrained) or a torch module with "
                             f"num_layers, get_output_dim() and AllenNLP's forward; got "
                             f"{type(module).__name__}")
-        else:
+        elif stateful is not None:  # None: the module's own setting stays
             module.stateful = stateful
+        if scalar_mix_parameters is not None:
+            scalar_mix_parameters = mix_parameters(scalar_mix_parameters, module.num_layers, "scalar_mix_parameters")
         self._elmo_lstm = module
         for p in module.parameters():
             p.requires_grad_(requires_grad)
@@ -116,6 +119,7 @@ class Elmo(nn.Module):
 
     def penalty(self, lam: float) -> torch.Tensor:
         """lam * sum over mixes of ||s||^2: a 0-dim tensor (zero without mixes)."""
+        penalty_weight(lam)  # checked also where there are no mixes
         penalties = [mix.penalty(lam) for mix in self.scalar_mixes]
         if not penalties:  # sum() would give the int 0
             return torch.zeros(())

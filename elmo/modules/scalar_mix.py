@@ -9,13 +9,52 @@ regulariser lam * ||s||^2 to add to the task loss.
 """
 from __future__ import annotations
 
-import math
-from typing import Optional, Sequence
+from collections.abc import Iterable, Mapping
+from typing import List, Optional, Sequence
 
 import torch
 from torch import nn
 
 from ..jobconfig import integer_or_none
+
+
+#: The largest float32; a larger finite Python float becomes inf in the model (its output NaN).
+_FLOAT32_MAX = torch.finfo(torch.float32).max
+
+
+def float32_number(value, name: str) -> float:
+    """``value`` as a float that float32 holds as a finite number (the mix's parameters are
+    float32); TypeError for what is not a number, ValueError for NaN, inf or |value| > 3.4e38."""
+    if isinstance(value, (str, bytes, bool)) or value is None:
+        raise TypeError(f"{name} must be a number, got {type(value).__name__}: {value!r}")
+    try:
+        number = float(value)  # (numpy's and 0-dim torch numbers too)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__}: {value!r}") from None
+    if not abs(number) <= _FLOAT32_MAX:  # (NaN fails it too)
+        raise ValueError(f"{name} must be a finite number that float32 holds (|x| <= 3.4e38), got {value!r}")
+    return number
+
+
+def mix_parameters(values, num_layers: int, name: str) -> List[float]:
+    """The fixed or starting s of a mix over ``num_layers`` layers, checked (``name`` is the
+    argument that gave it): one float32-finite number per layer."""
+    if isinstance(values, (str, bytes, Mapping)) or not isinstance(values, Iterable):
+        raise TypeError(f"{name} must be a list of {num_layers} numbers, one per layer, got "
+                        f"{type(values).__name__}: {values!r}")
+    s = [float32_number(v, f"{name}[{i}]") for i, v in enumerate(values)]
+    if len(s) != num_layers:
+        raise ValueError(f"{name} has {len(s)} values for {num_layers} layers")
+    return s
+
+
+def penalty_weight(lam) -> float:
+    """The regulariser's lambda, checked: a finite number of 0 or more (NaN would make the task
+    loss NaN; a negative one would push the weights apart)."""
+    weight = float32_number(lam, "lam")
+    if weight < 0:
+        raise ValueError(f"lam must be 0 or more, got {lam!r}")
+    return weight
 
 
 class ScalarMix(nn.Module):
@@ -37,16 +76,13 @@ class ScalarMix(nn.Module):
         if count is None or count < 1:
             raise ValueError(f"num_layers must be a count of at least 1, got {num_layers!r}")
         num_layers = count
-        s = [0.0] * num_layers if initial_scalar_parameters is None else list(initial_scalar_parameters)
-        if len(s) != num_layers:
-            raise ValueError(f"initial_scalar_parameters has {len(s)} values for {num_layers} layers")
-        if not all(math.isfinite(v) for v in s + [initial_gamma]):  # else every output is NaN
-            raise ValueError(f"initial_scalar_parameters and initial_gamma must be finite, got {s} "
-                             f"and {initial_gamma}")
+        s = ([0.0] * num_layers if initial_scalar_parameters is None
+             else mix_parameters(initial_scalar_parameters, num_layers, "initial_scalar_parameters"))
+        gamma = float32_number(initial_gamma, "initial_gamma")
         self.num_layers = num_layers
         self.do_layer_norm = do_layer_norm
         self.scalar_parameters = nn.Parameter(torch.tensor(s, dtype=torch.float32), requires_grad=trainable)
-        self.gamma = nn.Parameter(torch.tensor([float(initial_gamma)]), requires_grad=trainable)
+        self.gamma = nn.Parameter(torch.tensor([gamma]), requires_grad=trainable)
 
     def weights(self) -> torch.Tensor:
         """softmax(s): (num_layers,)."""
@@ -54,12 +90,16 @@ class ScalarMix(nn.Module):
 
     def penalty(self, lam: float) -> torch.Tensor:
         """lam * ||s||^2, the paper's regulariser that pulls the weights towards an average."""
-        return lam * (self.scalar_parameters ** 2).sum()
+        return penalty_weight(lam) * (self.scalar_parameters ** 2).sum()
 
     def forward(self, layers: Sequence[torch.Tensor], mask: Optional[torch.Tensor] = None) -> torch.Tensor:
         """layers: num_layers tensors (B, T, D); mask: (B, T), needed for layer norm -> (B, T, D)."""
         if len(layers) != self.num_layers:
             raise ValueError(f"expected {self.num_layers} layers, got {len(layers)}")
+        for layer in layers:  # an integer layer would turn the weights into 0 (bool: into True)
+            if not (isinstance(layer, torch.Tensor) and layer.is_floating_point()):
+                raise TypeError(f"the layers to mix must be floating-point tensors, got "
+                                f"{getattr(layer, 'dtype', type(layer).__name__)}")
         shapes = {tuple(layer.shape) for layer in layers}
         if len(shapes) > 1:
             raise ValueError(f"the layers to mix must have one shape, got {sorted(shapes)}")
