@@ -1,8 +1,8 @@
 """JSON that every parser reads: no NaN or Infinity tokens.
 
 Python's :mod:`json` writes a non-finite float as ``NaN`` or ``Infinity``, which the JSON
-standard does not have: JavaScript's ``JSON.parse``, Go, Rust's serde and jq's strict mode
-refuse the whole file. Our outputs meet such values honestly (the perplexity of a diverged
+standard does not have: strict parsers, JavaScript's ``JSON.parse`` among them, refuse the
+whole file. Our outputs meet such values honestly (the perplexity of a diverged
 model is infinite, a loss can be NaN), so they are written in one of two ways:
 
 * :func:`dumps` (measurements: logs, reports, model metadata) names them as the strings
@@ -15,28 +15,26 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
+from typing import Any, Callable
 
 
 def named_nonfinite(value: Any) -> Any:
     """A copy of a JSON-like value with each NaN or infinite float as "nan", "inf" or "-inf"."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
-    if isinstance(value, dict):
-        return {k: named_nonfinite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [named_nonfinite(v) for v in value]
-    return value
+    return _replace_nonfinite(value, str)
 
 
 def nonfinite_as_none(value: Any) -> Any:
     """A copy of a JSON-like value with each NaN or infinite float as None."""
+    return _replace_nonfinite(value, lambda _: None)
+
+
+def _replace_nonfinite(value: Any, replace: Callable[[float], Any]) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
-        return None
+        return replace(value)
     if isinstance(value, dict):
-        return {k: nonfinite_as_none(v) for k, v in value.items()}
+        return {k: _replace_nonfinite(v, replace) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [nonfinite_as_none(v) for v in value]
+        return [_replace_nonfinite(v, replace) for v in value]
     return value
 
 

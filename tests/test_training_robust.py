@@ -696,7 +696,7 @@ def test_an_infinite_perplexity_is_strict_json_in_every_file_and_line_that_repor
     """``elmo perplexity --json`` and a model folder's metadata name an infinite perplexity
     "inf" (the finetune report and ``elmo train``'s summary go through the same
     ``strict_json.dumps``): Python's default wrote the token Infinity, which JSON has not, so
-    strict parsers (JavaScript, jq, serde) refused the whole output."""
+    strict parsers (JavaScript's JSON.parse among them) refused the whole output."""
     from elmo.training.export import export_model, read_metadata
     from training_helpers import tiny_lm_and_batch
     model, vocab, _ = tiny_lm_and_batch(tmp_path / "t.txt", "a b c d e f\ng h a b\n", 2, 5)
