@@ -30,7 +30,7 @@ from torch import nn
 from .embedding import Embedder, embed_file
 from .embedding.embedder import DEFAULT_BATCH_SIZE
 from .embedding.windows import DEFAULT_MAX_TOKENS, DEFAULT_OVERLAP
-from .jobconfig import integer_or_none
+from .checks import integer_or_none, require_count
 from .modules import BiLM, Elmo
 
 #: What ``embed_file``'s ``output_format`` may be, as in AllenNLP.
@@ -60,10 +60,7 @@ class ElmoTokenEmbedder(nn.Module):
                           do_layer_norm=do_layer_norm, dropout=dropout, vocab_to_cache=vocab_to_cache,
                           scalar_mix_parameters=scalar_mix_parameters, module=module, stateful=stateful)
         if projection_dim is not None:
-            width = integer_or_none(projection_dim)  # not 2.5: nn.Linear fails on it deep in torch
-            if width is None or width < 1:
-                raise ValueError(f"projection_dim must be a positive width or None, got {projection_dim!r}")
-            projection_dim = width
+            projection_dim = require_count("projection_dim", projection_dim)  # 2.5 fails deep in nn.Linear
         self._projection = (nn.Linear(self._elmo.get_output_dim(), projection_dim)
                             if projection_dim is not None else None)
         self.output_dim = projection_dim if projection_dim is not None else self._elmo.get_output_dim()
@@ -110,7 +107,7 @@ class ElmoEmbedder:
                  cuda_device: int = -1, *, model: Union[BiLM, str, Path, None] = None,
                  stateful: Optional[bool] = None, max_tokens: int = DEFAULT_MAX_TOKENS,
                  overlap: int = DEFAULT_OVERLAP):
-        if isinstance(cuda_device, bool) or integer_or_none(cuda_device) is None:
+        if integer_or_none(cuda_device) is None:
             raise TypeError(f"cuda_device must be a GPU index or -1 for the CPU, got {cuda_device!r}")
         cuda_device = int(cuda_device)
         if cuda_device >= 0 and cuda_device >= torch.cuda.device_count():
@@ -166,8 +163,7 @@ class ElmoEmbedder:
                         batch_size: int = DEFAULT_BATCH_SIZE) -> Iterator[np.ndarray]:
         """Lazily embed an iterable of tokenized sentences, ``batch_size`` at a time; yields one
         array per sentence, in order."""
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+        batch_size = require_count("batch_size", batch_size)
         it = iter(sentences)
         while True:
             batch = list(islice(it, batch_size))
@@ -190,8 +186,7 @@ class ElmoEmbedder:
         if output_format not in OUTPUT_FORMATS:
             raise ValueError(f"output_format must be one of {', '.join(OUTPUT_FORMATS)}; "
                              f"got {output_format!r}")
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+        batch_size = require_count("batch_size", batch_size)
         kwargs = dict(layers=output_format, batch_size=batch_size, forget_sentences=forget_sentences,
                       sentence_keys=use_sentence_keys, max_tokens=self._embedder.max_tokens,
                       overlap=self._embedder.overlap, stateful=self.elmo_bilm.stateful,

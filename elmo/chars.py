@@ -17,7 +17,7 @@ from typing import Iterable, Iterator, Sequence
 
 import torch
 
-from .jobconfig import require_integer
+from .checks import require_count
 
 BOS_CHAR = 256  #: beginning of sentence
 EOS_CHAR = 257  #: end of sentence
@@ -118,10 +118,9 @@ def batch_to_ids(sentences: Sequence[Sequence[str]], max_characters_per_token: i
         are all zeros. An empty batch gives shape (0, 0, max_characters_per_token).
     """
     check_tokenized(sentences, "batch_to_ids")
-    # any integer type (numpy's too), but not 50.0: else torch.zeros fails on it
-    max_characters_per_token = require_integer("max_characters_per_token", max_characters_per_token)
-    if max_characters_per_token < 3:
-        raise ValueError("max_characters_per_token must be at least 3")
+    # not 50.0: else torch.zeros fails on it
+    max_characters_per_token = require_count("max_characters_per_token", max_characters_per_token, least=3,
+                                             hint=" (begin, end and one byte)")
     lengths = [len(s) for s in sentences]
     longest = max(lengths, default=0)
     out = torch.zeros(len(sentences), longest, max_characters_per_token, dtype=torch.long)

@@ -23,9 +23,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Tuple
 
+from .checks import require_path
+
 
 class ConfigError(ValueError):
     """An options.json that is missing a key or holds a wrong value; the message names the key."""
+
+
+#: The largest count or width an options file may hold: a tensor dimension beyond it fails
+#: inside torch (1e30 overflowed its sizes) or asks for more memory than any machine has.
+MAX_SIZE = 2**31 - 1
 
 
 def _take(section: Mapping[str, Any], key: str, where: str, kind, *, default=..., check=None, why=""):
@@ -42,6 +49,8 @@ def _take(section: Mapping[str, Any], key: str, where: str, kind, *, default=...
         value = int(value)
     if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
         raise ConfigError(f"{name}: expected {kind.__name__}, got {value!r}")
+    if kind is int and abs(value) > MAX_SIZE:  # (1e30 overflowed inside torch)
+        raise ConfigError(f"{name}: {section[key]!r} is beyond any model's size (at most {MAX_SIZE})")
     if check is not None and not check(value):
         raise ConfigError(f"{name}: {why}, got {value!r}")
     return value
@@ -222,7 +231,7 @@ class ElmoOptions:
 
     @classmethod
     def from_file(cls, path: str | Path) -> "ElmoOptions":
-        path = Path(path)
+        path = require_path("options file", path)
         try:
             text = path.read_text(encoding="utf-8")
         except FileNotFoundError:
@@ -281,7 +290,7 @@ PRESETS["default"] = PRESETS["small"]
 
 def preset_dict(name: str) -> Dict[str, Any]:
     """A fresh copy of the options.json sections of preset ``name`` (safe to edit)."""
-    if name not in PRESETS:
+    if not isinstance(name, str) or name not in PRESETS:
         raise ConfigError(f"preset {name!r}: unknown; known presets: {', '.join(sorted(PRESETS))}")
     return json.loads(json.dumps(PRESETS[name]))
 

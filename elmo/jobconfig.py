@@ -24,7 +24,6 @@ import argparse
 import dataclasses
 import json
 import math
-import operator
 import sys
 import typing
 from pathlib import Path
@@ -67,24 +66,6 @@ def setting(default: Any = dataclasses.MISSING, *, help: str, flag: Optional[str
     if default_factory is not dataclasses.MISSING:
         return dataclasses.field(default_factory=default_factory, metadata=meta)
     return dataclasses.field(default=default, metadata=meta)
-
-
-def integer_or_none(value: Any) -> Optional[int]:
-    """``value`` as an int where it is an integer of any type (Python's or numpy's), else None
-    (2.5, 50.0, "4"): for checking a count or width before a float reaches torch and fails
-    deep inside it."""
-    try:
-        return operator.index(value)
-    except TypeError:
-        return None
-
-
-def require_integer(name: str, value: Any) -> int:
-    """``value`` as an int (numpy's integers too); anything else is a TypeError naming ``name``."""
-    number = integer_or_none(value)
-    if number is None:
-        raise TypeError(f"{name} must be an integer, got {type(value).__name__}: {value!r}")
-    return number
 
 
 def check_numbers(where: str, block: str, **rules: Tuple[float, str]) -> None:

@@ -16,16 +16,17 @@ from typing import Dict, Iterator, Optional, Union
 
 import torch
 
+from .checks import require_count
+
 
 def set_threads(n: Optional[int]) -> int:
     """Use ``n`` torch threads from now on; None or 0 keeps torch's current setting.
 
-    Returns the number of threads in use afterwards. A negative ``n`` is a ValueError.
+    Returns the number of threads in use afterwards. A negative ``n`` is a ValueError, one
+    that is not an integer a TypeError.
     """
-    if n:
-        if n < 0:
-            raise ValueError(f"threads: must be a positive number, got {n}")
-        torch.set_num_threads(int(n))
+    if n is not None and require_count("threads", n, least=0):
+        torch.set_num_threads(n)
     return torch.get_num_threads()
 
 

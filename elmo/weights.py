@@ -26,6 +26,7 @@ import h5py
 import numpy as np
 import torch
 
+from .checks import require_path
 from .config import ElmoOptions
 from .io import (atomic_commit, atomic_target, atomic_write_text,  # noqa: F401 (importable from here)
                  HDF5Writer, os_error_reason, writing)
@@ -243,6 +244,8 @@ def load_original(options_file: str | Path, weight_file: str | Path, *, stateful
     """Build a :class:`BiLM` from options.json and the original HDF5 weights (paths, or http(s)
     URLs that are downloaded into the cache and checked first, see :mod:`elmo.hub`)."""
     from .hub.download import is_url
+    require_path("options_file", options_file)
+    require_path("weight_file", weight_file)
     if is_url(options_file) or is_url(weight_file):
         from .hub.resolve import local_pair
         options_file, weight_file = local_pair(options_file, weight_file)
@@ -368,7 +371,7 @@ def load_pretrained(path: str | Path, *, stateful: bool = False,
     folder (config.json naming a model configuration, char.dic, word.dic, *.pkl)."""
     from .manylangs.folder import is_manylangs_folder, load_manylangs
 
-    folder = Path(path)
+    folder = require_path("path (the model folder)", path)
     if not folder.is_dir():
         raise WeightFileError(f"{folder}: not a model folder")
     if (folder / NATIVE_WEIGHTS).exists():

@@ -230,8 +230,10 @@ def test_token_embedder_without_projection_and_options():
     assert torch.allclose(out, sum(wj * h for wj, h in zip(w, layers)), atol=1e-6)
     out.sum().backward()                                          # requires_grad: the biLM learns
     assert bilm.lstm.layers[0].weight_hh.grad is not None
-    for width in (0, 2.5, "4"):  # (2.5 met a TypeError inside nn.Linear)
-        with pytest.raises(ValueError, match="projection_dim must be a positive width or None"):
+    with pytest.raises(ValueError, match="projection_dim must be at least 1, got 0"):
+        ElmoTokenEmbedder(module=random_bilm(), projection_dim=0)
+    for width in (2.5, "4", True):  # (2.5 met a TypeError inside nn.Linear)
+        with pytest.raises(TypeError, match="projection_dim must be an integer"):
             ElmoTokenEmbedder(module=random_bilm(), projection_dim=width)
 
 

@@ -253,3 +253,23 @@ def test_a_data_cache_that_cannot_be_written_is_one_error_naming_the_variable(tm
     with pytest.raises(F.DataError, match=r"^.*a-file/data/extracted: the data cache cannot be "
                                           r"written \(Not a directory\); point ELMO_DATA at "):
         F.fetch(pkg, blocker / "data", log=lambda s: None)
+
+
+def test_a_data_cache_that_exists_but_cannot_be_written_names_elmo_data(tmp_path, monkeypatch):
+    """The folder exists (so creating it succeeds) but is read-only: the entry's lock is the
+    first write, and its error must say which variable to point elsewhere (it only named the
+    folder). Root can write into a chmod-000 folder, so the lock's failure is simulated."""
+    from contextlib import contextmanager
+
+    import elmo.io
+    from elmo.io import OutputError
+
+    @contextmanager
+    def read_only_lock(path, **kwargs):
+        raise OutputError(f"{path}: cannot write in {path.parent}: Read-only file system")
+        yield  # (a generator, as the real one)
+
+    monkeypatch.setattr(elmo.io, "output_lock", read_only_lock)
+    with pytest.raises(F.DataError, match=r"Read-only file system; point ELMO_DATA at a writable folder"):
+        with F.cache_entry_lock(tmp_path / "extracted" / "demo", log=lambda *a: None):
+            pass

@@ -66,8 +66,10 @@ def test_bad_arguments():
         Elmo()
     with pytest.raises(ValueError, match="not both"):
         Elmo(str(ALLENNLP / "options.json"), None, module=random_bilm())
-    for count in (-1, 1.5):
-        with pytest.raises(ValueError, match="num_output_representations"):
+    with pytest.raises(ValueError, match="num_output_representations must be at least 0, got -1"):
+        Elmo(module=random_bilm(), num_output_representations=-1)
+    for count in (1.5, True):  # (True passed as one mix)
+        with pytest.raises(TypeError, match="num_output_representations must be an integer"):
             Elmo(module=random_bilm(), num_output_representations=count)
     for p in (float("nan"), -0.1, 1.5, None, "0.5"):
         with pytest.raises(ValueError, match="dropout must be a number between 0 and 1"):

@@ -10,8 +10,12 @@ from elmo.runtime import cpu_model, machine_description, set_threads, threads
 def test_set_threads_and_keep():
     assert set_threads(2) == 2 == torch.get_num_threads()
     assert set_threads(None) == 2 and set_threads(0) == 2  # unset: torch's setting stays
-    with pytest.raises(ValueError, match="threads: must be a positive number, got -3"):
+    with pytest.raises(ValueError, match="threads must be at least 0, got -3"):
         set_threads(-3)
+    for n in (2.5, "2", True):  # (True set one thread; 2.5 two)
+        with pytest.raises(TypeError, match="threads must be an integer"):
+            set_threads(n)
+    assert torch.get_num_threads() == 2
 
 
 def test_threads_block_restores_also_on_error():

@@ -69,8 +69,10 @@ def test_layer_norm_uses_only_unmasked_positions():
 def test_wrong_number_of_layers():
     with pytest.raises(ValueError, match="expected 3 layers"):
         ScalarMix(3)([torch.zeros(1, 1, 1)] * 2)
-    for count in (0, 2.5, "3"):
-        with pytest.raises(ValueError, match="num_layers must be a count of at least 1"):
+    with pytest.raises(ValueError, match="num_layers must be at least 1, got 0"):
+        ScalarMix(0)
+    for count in (2.5, "3", True, None):  # (True passed as 1)
+        with pytest.raises(TypeError, match="num_layers must be an integer"):
             ScalarMix(count)
 
 

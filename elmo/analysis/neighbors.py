@@ -21,6 +21,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 import torch
 
+from ..checks import require_count
 from .vectors import as_embedder, embed_layers, unit_rows
 
 INDEX_VERSION = "1"
@@ -142,8 +143,7 @@ class CorpusIndex:
 
 def _check_k(k: int) -> None:
     """A negative k would slice from the end (every hit but the last few): refuse it."""
-    if k < 1:
-        raise ValueError(f"k (neighbours to list) must be at least 1, got {k}")
+    require_count("k (neighbours to list)", k)
 
 
 def brute_force(vectors: np.ndarray, query: np.ndarray, k: int) -> List[Tuple[float, int]]:

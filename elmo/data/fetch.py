@@ -165,14 +165,20 @@ def cache_entry_lock(entry: Path, log=print) -> Iterator[None]:
     processes fetching one package (two experiments, a corpus build and an experiment) would
     otherwise delete each other's half-written files. The body should check again whether the
     entry is complete: the other process may have finished it."""
-    from ..io import OutputBusy, output_lock
+    from ..io import OutputBusy, OutputError, output_lock
     make_data_folder(entry.parent)
     with ExitStack() as stack:
         try:
-            stack.enter_context(output_lock(entry, wait=0.1))
-        except OutputBusy as busy:
-            log(f"{busy}; waiting up to {CACHE_WAIT_SECONDS / 60:.0f} minutes for it ...")
-            stack.enter_context(output_lock(entry, wait=CACHE_WAIT_SECONDS))
+            try:
+                stack.enter_context(output_lock(entry, wait=0.1))
+            except OutputBusy as busy:
+                log(f"{busy}; waiting up to {CACHE_WAIT_SECONDS / 60:.0f} minutes for it ...")
+                stack.enter_context(output_lock(entry, wait=CACHE_WAIT_SECONDS))
+        except OutputBusy:
+            raise
+        except OutputError as e:  # a folder that exists but is read-only: the lock is its first write
+            raise DataError(f"{e}; point ELMO_DATA at a writable folder (what is already cached "
+                            f"there loads without writing)") from None
         yield
 
 

@@ -28,7 +28,7 @@ import numpy as np
 import torch
 
 from ..chars import check_tokenized, tokenized
-from ..jobconfig import require_integer
+from ..checks import require_count, require_integer
 from ..modules import BiLM
 from ..runtime import resolve_device
 from .layers import LayerSelection
@@ -83,10 +83,8 @@ class Embedder:
             model = from_pretrained(model if model is not None else DEFAULT_MODEL, device=device)
         elif device is not None:
             model = model.to(resolve_device(device, None, "device"))
-        batch_size, max_tokens, overlap = (require_integer(name, value) for name, value in (
-            ("batch_size", batch_size), ("max_tokens", max_tokens), ("overlap", overlap)))
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+        batch_size = require_count("batch_size", batch_size)
+        max_tokens, overlap = require_integer("max_tokens", max_tokens), require_integer("overlap", overlap)
         check_window_args(max_tokens, overlap)
         self.bilm = model.eval()
         self.batch_size = batch_size
@@ -115,8 +113,7 @@ class Embedder:
         first) skip the CNN afterwards; other words still go through it, so results do not
         change. Returns the number of cached words.
         """
-        if min_count < 1 or max_words < 1:
-            raise ValueError(f"min_count and max_words must be at least 1, got {min_count} and {max_words}")
+        min_count, max_words = require_count("min_count", min_count), require_count("max_words", max_words)
         words = frequent_words(tokenized(sentences, "build_token_cache"), min_count, max_words)
         if words:
             self.bilm.token_encoder.build_token_cache(words)

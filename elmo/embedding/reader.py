@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Iterator, List, Optional, Tuple
 
 from ..tokenize import get_tokenizer
+from ..checks import require_count
 
 DEFAULT_SEGMENT_LINES = 4096
 
@@ -93,8 +94,7 @@ def index_input(path: str | Path, segment_lines: int = DEFAULT_SEGMENT_LINES, er
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such input file")
-    if segment_lines < 1:
-        raise ValueError(f"segment_lines must be at least 1, got {segment_lines}")
+    segment_lines = require_count("segment_lines", segment_lines)
     index = InputIndex(path, 0, segment_lines)
     digest = hashlib.blake2b(digest_size=16)
     keys = SentenceKeys(path) if check_unique else None

@@ -32,6 +32,7 @@ from typing import Any, Dict, Optional, Union
 import numpy as np
 import torch
 
+from ..checks import require_count, require_path
 from ..io import check_output_dir, check_output_file, output_lock, writing
 from ..modules import BiLM
 from .config import EmbedConfig
@@ -110,7 +111,7 @@ def embed_file(input_path: Union[str, Path], output_path: Union[str, Path],
         the output path on rank 0 once the merged file is complete; None on other ranks.
     """
     cfg = job_config(config, settings)
-    input_path, output_path = Path(input_path), Path(output_path)
+    input_path, output_path = require_path("input_path", input_path), require_path("output_path", output_path)
     env_rank, env_world, local_rank = distributed_rank()
     rank = env_rank if rank is None else rank
     world_size = env_world if world_size is None else world_size
@@ -122,8 +123,8 @@ def embed_file(input_path: Union[str, Path], output_path: Union[str, Path],
         raise ValueError(f"errors must be 'strict' or 'replace', got {cfg.errors!r}")
     for name, value in (("cache_min_count", cfg.cache_min_count), ("cache_max_words", cfg.cache_max_words),
                         ("cache_sample_lines", cfg.cache_sample_lines)):
-        if cfg.token_cache and value < 1:  # (a negative sample or limit silently cached nothing)
-            raise ValueError(f"{name} must be at least 1, got {value} (--no-token-cache turns the cache off)")
+        if cfg.token_cache:  # (a negative sample or limit silently cached nothing)
+            require_count(name, value, hint=" (--no-token-cache turns the cache off)")
     if not cfg.wait_timeout > 0:  # (NaN too: it would never time out)
         raise ValueError(f"wait_timeout must be a positive number of seconds (inf: wait forever), "
                          f"got {cfg.wait_timeout}")

@@ -24,6 +24,8 @@ import bisect
 from dataclasses import dataclass
 from typing import List
 
+from ..checks import require_count
+
 #: Default window length: longer than nearly every real sentence (Brown's longest is 180
 #: tokens), so ordinary text is never split, while a runaway line cannot make a batch huge.
 DEFAULT_MAX_TOKENS = 256
@@ -56,9 +58,9 @@ def window_starts(n_tokens: int, max_tokens: int, overlap: int) -> List[int]:
 
 
 def check_window_args(max_tokens: int, overlap: int) -> None:
-    if max_tokens < 1:
-        raise ValueError(f"max_tokens must be at least 1, got {max_tokens}")
-    if not 0 <= overlap < max_tokens:
+    max_tokens = require_count("max_tokens", max_tokens)
+    overlap = require_count("overlap", overlap, least=0)
+    if not overlap < max_tokens:
         raise ValueError(f"overlap must be in [0, max_tokens), got {overlap} with max_tokens={max_tokens}")
 
 

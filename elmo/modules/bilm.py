@@ -23,6 +23,7 @@ from typing import List, Optional, TypedDict
 import torch
 from torch import nn
 
+from ..checks import require_switch
 from ..chars import BOS_TOKEN, EOS_TOKEN, word_to_char_ids
 from ..config import ElmoOptions
 from .char_cnn import CharCNN, require_integer_ids
@@ -106,6 +107,15 @@ class BiLM(nn.Module):
         self.lstm = BiLSTMStack(lstm)
         self.stateful = stateful
         self._states: Optional[List[LayerState]] = None
+
+    @property
+    def stateful(self) -> bool:
+        """Whether each batch row's LSTM state carries into the next call (see the module doc)."""
+        return self._stateful
+
+    @stateful.setter
+    def stateful(self, value: bool) -> None:
+        self._stateful = require_switch("stateful", value)
 
     @property
     def output_dim(self) -> int:

@@ -19,7 +19,7 @@ from typing import Dict, List, Optional, Sequence, cast
 import torch
 from torch import nn
 
-from ..jobconfig import integer_or_none
+from ..checks import require_count, require_switch
 from ..runtime import resolve_device
 from .bilm import BiLM, BiLMOutput
 from .scalar_mix import ScalarMix, mix_parameters, penalty_weight
@@ -55,10 +55,12 @@ class Elmo(nn.Module):
                  module: Optional[BiLM] = None, stateful: Optional[bool] = None,
                  device: Optional[str | torch.device] = None):
         super().__init__()
-        count = integer_or_none(num_output_representations)  # any integer type (numpy's too), not 1.5
-        if count is None or count < 0:
-            raise ValueError(f"num_output_representations must be a count (0 or more), "
-                             f"got {num_output_representations!r}")
+        num_output_representations = require_count("num_output_representations", num_output_representations,
+                                                   least=0)
+        requires_grad, do_layer_norm, keep_sentence_boundaries = (  # "False" is true: say so
+            require_switch(name, value) for name, value in (
+                ("requires_grad", requires_grad), ("do_layer_norm", do_layer_norm),
+                ("keep_sentence_boundaries", keep_sentence_boundaries)))
         try:
             rate_ok = bool(0.0 <= dropout <= 1.0)  # (NaN fails this too; nn.Dropout lets it through)
         except TypeError:  # None, a string: not a number

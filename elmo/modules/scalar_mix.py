@@ -15,7 +15,7 @@ from typing import List, Optional, Sequence
 import torch
 from torch import nn
 
-from ..jobconfig import integer_or_none
+from ..checks import require_count, require_switch
 
 
 #: The largest float32; a larger finite Python float becomes inf in the model (its output NaN).
@@ -72,10 +72,9 @@ class ScalarMix(nn.Module):
                  initial_scalar_parameters: Optional[Sequence[float]] = None,
                  initial_gamma: float = 1.0, trainable: bool = True):
         super().__init__()
-        count = integer_or_none(num_layers)  # any integer type (numpy's too), but not 2.5
-        if count is None or count < 1:
-            raise ValueError(f"num_layers must be a count of at least 1, got {num_layers!r}")
-        num_layers = count
+        num_layers = require_count("num_layers", num_layers)
+        do_layer_norm = require_switch("do_layer_norm", do_layer_norm)  # "False" is true: say so
+        trainable = require_switch("trainable", trainable)
         s = ([0.0] * num_layers if initial_scalar_parameters is None
              else mix_parameters(initial_scalar_parameters, num_layers, "initial_scalar_parameters"))
         gamma = float32_number(initial_gamma, "initial_gamma")

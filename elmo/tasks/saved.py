@@ -30,6 +30,7 @@ from typing import List, Optional, Sequence, Union
 
 import torch
 
+from ..checks import require_count
 from ..strict_json import nonfinite_as_none
 
 FORMAT = "elmo-task-model"
@@ -286,8 +287,7 @@ def to_examples(texts: Sequence, kind: str, tokenize: bool = False) -> list:
 
 def predict_examples(model, examples: Sequence, batch_size: int = 64, progress: bool = False) -> list:
     """Label ids -> labels for examples, batched as evaluation batches them (see module doc)."""
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+    batch_size = require_count("batch_size", batch_size)
     from tqdm import tqdm
     from .batching import make_batch
     from .kinds import task_kind

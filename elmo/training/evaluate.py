@@ -35,6 +35,7 @@ from typing import Dict, Iterable, List
 
 import torch
 
+from ..checks import require_count
 from ..data.corpus import Sentence
 from ..data.lm_batches import sentence_batches, stream_batches
 from ..vocab import Vocabulary
@@ -105,8 +106,7 @@ def likelihood_sums(model: LanguageModel, sentences: List[Sentence], vocab: Voca
                     window: int = 100) -> List[float]:
     """[forward NLL, backward NLL (nats), forward targets, backward targets] of ``sentences``,
     summed, as :func:`perplexity` reads them (the arguments are its own); zeros for none."""
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+    batch_size = require_count("batch_size", batch_size)
     was_training = model.training
     model.eval()
     device = device or next(model.parameters()).device

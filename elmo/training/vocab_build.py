@@ -4,6 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Dict, Optional, Sequence
 
+from ..checks import require_count, require_integer
 from ..data.corpus import count_words, expand_paths
 from ..io import check_output_file
 from ..vocab import SPECIAL, Vocabulary
@@ -18,9 +19,8 @@ def build_vocabulary_files(corpus: Sequence[str], output: str | Path, min_count:
     counts would replace the vocabulary) or on a corpus file (the text would be lost), and a
     corpus without a word (the vocabulary would hold only the specials).
     """
-    if min_count < 1:
-        raise ValueError(f"--min-count must be at least 1, got {min_count}")
-    if max_size is not None and max_size <= len(SPECIAL):
+    min_count = require_count("--min-count", min_count)
+    if max_size is not None and require_integer("--max-size", max_size) <= len(SPECIAL):
         raise ValueError(f"--max-size must be more than {len(SPECIAL)} (the entries {', '.join(SPECIAL)} "
                          f"come first), got {max_size}")
     output = Path(output)

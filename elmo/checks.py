@@ -1,0 +1,66 @@
+"""Checks of the counts, switches and paths that the Python API takes, before they reach torch.
+
+A count given as 2.5 or "4" fails deep inside torch or plain Python with a message that does
+not name the argument; True passes ``operator.index`` as 1 and a negative count slices from
+the end. These helpers refuse each of them with one message that names the argument:
+
+* the wrong type (a float, a string, a bool, None) is a TypeError, and so is a switch that is
+  not a bool;
+* an integer out of range is a ValueError.
+
+Integers of any type (Python's, numpy's, a 0-dimensional integer tensor) are accepted.
+"""
+
+from __future__ import annotations
+
+import operator
+import os
+from pathlib import Path
+from typing import Any, Optional
+
+import numpy as np
+
+
+def integer_or_none(value: Any) -> Optional[int]:
+    """``value`` as an int where it is an integer of any type, else None (2.5, 50.0, "4",
+    True: a bool is a switch, not a count)."""
+    if isinstance(value, bool):
+        return None
+    try:
+        return operator.index(value)
+    except TypeError:
+        return None
+
+
+def require_integer(name: str, value: Any) -> int:
+    """``value`` as an int; anything else is a TypeError naming ``name``."""
+    number = integer_or_none(value)
+    if number is None:
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__}: {value!r}")
+    return number
+
+
+def require_path(name: str, value: Any) -> Path:
+    """``value`` (a string or an ``os.PathLike``) as a Path; anything else, None included, is a
+    TypeError naming ``name`` (pathlib's own message does not say which argument it was)."""
+    if not isinstance(value, (str, os.PathLike)):
+        raise TypeError(f"{name} must be a path (a string or os.PathLike), got {type(value).__name__}: "
+                        f"{value!r}")
+    return Path(value)
+
+
+def require_switch(name: str, value: Any) -> bool:
+    """``value`` as a bool (numpy's too); anything else is a TypeError naming ``name``: the
+    string "false" is true to Python, and 0 or 1 is more likely a misplaced count."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    raise TypeError(f"{name} must be True or False, got {type(value).__name__}: {value!r}")
+
+
+def require_count(name: str, value: Any, least: int = 1, hint: str = "") -> int:
+    """``value`` as an int of at least ``least``: a TypeError for a non-integer, a ValueError
+    below ``least``, each naming ``name`` (and ending with ``hint``, e.g. what 0 would mean)."""
+    number = require_integer(name, value)
+    if number < least:
+        raise ValueError(f"{name} must be at least {least}, got {number}{hint}")
+    return number
