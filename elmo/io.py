@@ -55,11 +55,23 @@ def atomic_target(path: Path) -> Path:
     Its name, ``.NAME.HOST-PID-RANDOM.tmp``, says which process writes it: the temporaries
     that killed runs on this host left for ``path`` (a checkpoint's can be hundreds of MB)
     are deleted here, and a live writer's never are."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    remove_dead_temporaries(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{_HOST}-{os.getpid()}-", suffix=".tmp", dir=path.parent)
+    _refuse_special(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        remove_dead_temporaries(path)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{_HOST}-{os.getpid()}-", suffix=".tmp", dir=path.parent)
+    except OSError as e:  # (mkstemp's message names the temporary, not the user's path)
+        raise OutputError(f"{path}: cannot write in {path.parent}: {os_error_reason(e)}") from None
     os.close(fd)
     return Path(tmp)
+
+
+def _refuse_special(path: Path) -> None:
+    """Refuse a path taken by something that is neither a file nor a folder: renaming a new
+    file onto ``/dev/full`` or a named pipe would replace the device or the pipe itself."""
+    if path.exists() and not path.is_file() and not path.is_dir():
+        raise OutputError(f"{path}: is not a regular file (a device, a pipe or a socket); "
+                          f"write the output to a file path")
 
 
 def remove_dead_temporaries(path: Path) -> None:
@@ -92,6 +104,7 @@ def atomic_commit(tmp: Path, path: Path) -> None:
     umask = os.umask(0)
     os.umask(umask)
     os.chmod(tmp, 0o666 & ~umask)
+    _refuse_special(path)  # (it may have appeared while the file was written)
     os.replace(tmp, path)
 
 
@@ -127,7 +140,32 @@ def check_output_file(path: Path, what: str = "output") -> None:
     folder that is a file. (Write permission is found out by taking the lock.)"""
     if path.is_dir():
         raise OutputError(f"{path}: is a directory; the {what} must be a file path")
+    _refuse_special(path)
     _check_parents(path)
+
+
+def check_replaceable(path: Path, starts: bytes, what: str) -> None:
+    """Refuse to replace an existing ``path`` unless it begins with ``starts``, the first bytes
+    of every ``what`` this command writes: re-running a command replaces its own earlier output,
+    while a text file given to ``-o`` by mistake is kept (it was replaced without a word)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(len(starts))
+    except FileNotFoundError:
+        return
+    except OSError as e:
+        raise OutputError(f"{path}: cannot read what is there: {os_error_reason(e)}") from None
+    if head and head != starts:  # (an empty file holds nothing to lose)
+        raise OutputError(f"{path}: exists and is not a {what}; it is kept: remove it or write "
+                          f"the {what} to another path")
+
+
+def same_file(a: Path, b: Path) -> bool:
+    """Whether ``a`` and ``b`` name one file (through links or relative paths too)."""
+    try:
+        return a.resolve() == b.resolve() or (a.exists() and b.exists() and os.path.samefile(a, b))
+    except OSError:
+        return False
 
 
 def check_output_dir(path: Path, what: str = "folder") -> None:

@@ -15,7 +15,7 @@ from elmo import embed_file
 from elmo.cli import main as cli_main
 from elmo.embedding import NonFiniteOutput
 from elmo.embedding.output import parts_dir
-from elmo.io import OutputBusy, OutputError, lock_path, output_lock
+from elmo.io import OutputBusy, OutputError, atomic_target, lock_path, output_lock
 from tests.conftest import fill_disk_on_open, random_bilm
 from tests.test_embedding import random_sentences
 from tests.test_embedding_file import assert_same_datasets, write_lines
@@ -407,3 +407,62 @@ def test_sigterm_dropped_in_a_finalizer_at_the_blocks_end_is_raised_on_the_way_o
             del obj
             gc.collect()
     time.sleep(0.1)               # the signal is not sent again after the block (it would kill us)
+
+
+def test_a_device_or_pipe_as_output_is_refused_not_replaced(tmp_path, lines, capsys):
+    """Renaming the new file onto the path replaced the device node itself (``/dev/full``
+    became a regular file); a named pipe stands for any such path (no root needed)."""
+    inp = write_lines(tmp_path / "in.txt", lines[:3])
+    pipe = tmp_path / "pipe"
+    os.mkfifo(pipe)
+    for argv in (["embed", str(inp), str(pipe), "--model", "fixture", "--quiet", "--overwrite"],
+                 ["vocab", "build", str(inp), "-o", str(pipe)]):
+        assert cli_main(argv) == 1
+        assert "pipe: is not a regular file" in one_error_line(capsys.readouterr().err)
+        assert pipe.is_fifo()
+    with pytest.raises(OutputError, match="is not a regular file"):
+        atomic_target(pipe)
+
+
+def test_embed_refuses_its_input_as_output_even_with_overwrite(tmp_path, lines, capsys):
+    inp = write_lines(tmp_path / "in.txt", lines[:3])
+    before = inp.read_bytes()
+    argv = ["embed", str(inp), str(tmp_path / "." / "in.txt"), "--model", "fixture", "--quiet", "--overwrite"]
+    assert cli_main(argv) == 1
+    assert "in.txt: is the input file" in one_error_line(capsys.readouterr().err)
+    assert inp.read_bytes() == before                      # (it became the HDF5 output)
+    assert cli_main(["embed", str(tmp_path), str(tmp_path / "o.hdf5"), "--model", "fixture", "--quiet"]) == 1
+    assert "is a directory; the input must be a text file" in one_error_line(capsys.readouterr().err)
+
+
+def test_small_outputs_replace_their_own_kind_only(tmp_path, capsys):
+    """vocab build, plot-curve and experiment-table -o replaced any file there; now only an
+    earlier output of theirs (or an empty file), and a read-only folder names the user's path."""
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("the cat sat\n")
+    notes = tmp_path / "notes.txt"
+    notes.write_text("mine\n")
+    assert cli_main(["vocab", "build", str(corpus), "-o", str(notes)]) == 1
+    assert "notes.txt: exists and is not a vocabulary; it is kept" in one_error_line(capsys.readouterr().err)
+    log = tmp_path / "log.jsonl"
+    log.write_text('{"event": "train", "step": 1, "loss": 3.0, "tokens": 10}\n')
+    assert cli_main(["plot-curve", str(log), "-o", str(notes)]) == 1
+    assert "notes.txt: exists and is not a PNG picture" in one_error_line(capsys.readouterr().err)
+    assert notes.read_text() == "mine\n"
+    vocab = tmp_path / "v.txt"
+    for _ in range(2):  # a re-run replaces its own output
+        assert cli_main(["vocab", "build", str(corpus), "-o", str(vocab)]) == 0
+    assert vocab.read_text().startswith("<S>\n") and capsys.readouterr()
+
+
+def test_an_unwritable_folder_names_the_users_path_not_a_temporary(tmp_path, monkeypatch):
+    """(mkstemp's error named ``.v.txt.HOST-PID-RANDOM.tmp``; root ignores chmod, so the
+    refusal is injected)"""
+    import tempfile
+
+    def refuse(*args, **kwargs):
+        raise PermissionError(errno.EACCES, "Permission denied", str(tmp_path / ".v.txt.host-1-x.tmp"))
+    monkeypatch.setattr(tempfile, "mkstemp", refuse)
+    with pytest.raises(OutputError, match=r"v.txt: cannot write in .*: Permission denied$") as caught:
+        atomic_target(tmp_path / "v.txt")
+    assert ".tmp" not in str(caught.value)

@@ -120,9 +120,9 @@ def _absolute_paths(cfg: dict) -> dict:
 
 
 def experiment_table(args: argparse.Namespace) -> int:
-    from ..io import atomic_write_text, check_output_file
+    from ..io import atomic_write_text, check_output_file, check_replaceable
     from ..tasks.compare import read_results
-    from ..tasks.report import combined_table
+    from ..tasks.report import TABLE_HEADER, combined_table
 
     if args.output:  # before reading: -o on one of the results.json replaced the results with the table
         check_output_file(Path(args.output), "table")
@@ -130,6 +130,7 @@ def experiment_table(args: argparse.Namespace) -> int:
             source = Path(name) / "results.json" if Path(name).is_dir() else Path(name)
             if source.resolve() == Path(args.output).resolve():
                 raise ValueError(f"{args.output}: is one of the results to table; write the table to another file")
+        check_replaceable(Path(args.output), TABLE_HEADER.encode(), "table of experiments")
     table = combined_table([read_results(name, need=("config", "runs")) for name in args.results])
     if args.output:
         atomic_write_text(Path(args.output), table)

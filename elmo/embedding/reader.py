@@ -92,6 +92,8 @@ def index_input(path: str | Path, segment_lines: int = DEFAULT_SEGMENT_LINES, er
     since it cannot name a dataset of its own.
     """
     path = Path(path)
+    if path.is_dir():
+        raise IsADirectoryError(f"{path}: is a directory; the input must be a text file (one sentence a line)")
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such input file")
     segment_lines = require_count("segment_lines", segment_lines)

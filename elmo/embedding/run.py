@@ -33,7 +33,7 @@ import numpy as np
 import torch
 
 from ..checks import require_count, require_path
-from ..io import check_output_dir, check_output_file, output_lock, writing
+from ..io import OutputError, check_output_dir, check_output_file, output_lock, same_file, writing
 from ..modules import BiLM
 from .config import EmbedConfig
 from .embedder import Embedder
@@ -137,6 +137,8 @@ def embed_file(input_path: Union[str, Path], output_path: Union[str, Path],
         device = f"cuda:{local_rank % torch.cuda.device_count()}"
     # The output must be writable before anything is computed; rank 0 (which merges and cleans
     # up) holds OUTPUT.lock for the whole run, so a second run on the same output stops here.
+    if same_file(input_path, output_path):  # (--overwrite replaced the text with the vectors)
+        raise OutputError(f"{output_path}: is the input file; write the vectors to another file")
     check_output_file(output_path, "output")
     check_output_dir(parts_dir(output_path), "folder of parts (OUTPUT.parts)")
     with output_lock(output_path) if rank == 0 else _no_lock():

@@ -285,11 +285,15 @@ def elmo_cells(e: Optional[dict]) -> Dict[str, str]:
             "bilm": f"`{e['bilm']}`", "tuned": "yes" if e["finetune"] else "no"}
 
 
+#: How :func:`combined_table` begins (``experiment-table -o`` replaces only such a file).
+TABLE_HEADER = "| experiment |"
+
+
 def combined_table(all_results: List[dict]) -> str:
     """One markdown table of the summary rows of several experiments (e.g. pos, ner and
     sentiment), each row in its task's own metric, with the experiment it comes from and the
     command that reproduces it. Rows are listed, never averaged."""
-    out = ["| experiment | task | metric | variant | ELMo at | layers | λ | biLM | biLM tuned | "
+    out = [TABLE_HEADER + " task | metric | variant | ELMo at | layers | λ | biLM | biLM tuned | "
            "seeds | test mean ± std | gain ± std | 95% interval | paired t |",
            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     commands = []

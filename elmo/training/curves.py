@@ -11,7 +11,7 @@ import math
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
-from ..io import atomic_commit, atomic_target, check_output_file, json_objects
+from ..io import atomic_commit, atomic_target, check_output_file, check_replaceable, json_objects
 
 #: The numbers each kind of record that is drawn must hold (a train record is drawn when it
 #: has a training figure: one logged before any step finished has none).
@@ -83,6 +83,7 @@ def plot_learning_curve(logs: Sequence[str | Path], output: str | Path, title: O
         raise ValueError("plot-curve needs matplotlib: pip install 'elmo-pytorch[plots]'") from None
     output = Path(output)
     check_output_file(output, "picture")
+    check_replaceable(output, b"\x89PNG\r\n\x1a\n", "PNG picture")
     for log in logs:  # the PNG would replace the training log it was drawn from
         if log_file(log).resolve() == output.resolve():
             raise ValueError(f"{output}: is one of the logs to draw; write the picture to another file")

@@ -6,7 +6,7 @@ from typing import Dict, Optional, Sequence
 
 from ..checks import require_count, require_integer
 from ..data.corpus import count_words, expand_paths
-from ..io import check_output_file
+from ..io import check_output_file, check_replaceable
 from ..vocab import SPECIAL, Vocabulary
 
 
@@ -29,10 +29,12 @@ def build_vocabulary_files(corpus: Sequence[str], output: str | Path, min_count:
         raise ValueError(f"{output}: both the vocabulary and the counts would be written there; "
                          f"give --counts another file")
     files = {f.resolve() for f in expand_paths(corpus)}
-    for path, what in ((output, "vocabulary"), (counts_path, "counts file")):
+    for path, what, starts in ((output, "vocabulary", f"{SPECIAL[0]}\n"),
+                               (counts_path, "counts file", f"{SPECIAL[0]}\t")):
         check_output_file(path, what)
         if path.resolve() in files:
             raise ValueError(f"{path}: is a corpus file; write the {what} to another file")
+        check_replaceable(path, starts.encode(), what)
     counts = count_words(corpus)
     if not any(w not in SPECIAL for w in counts):
         raise ValueError(f"{', '.join(map(str, corpus))}: no words (empty or blank lines only)")
