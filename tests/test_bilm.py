@@ -325,3 +325,26 @@ def test_full_precision_convolutions_under_either_tf32_api(cudnn_flags_restored,
     with _full_precision_convolutions(SimpleNamespace(device=torch.device("cuda"), dtype=torch.float32)):
         assert cudnn.conv.fp32_precision != "tf32"
     assert (cudnn.conv.fp32_precision, cudnn.rnn.fp32_precision) == before
+
+
+def test_the_carried_state_moves_and_casts_with_the_model():
+    """The state was a plain attribute, left behind by .to(): after a call on the CPU, a model
+    moved to a GPU (here: cast to float64, which takes the same path) failed on its next call."""
+    bilm = random_bilm()
+    bilm.stateful = True
+    ids = batch_to_ids([["the", "dog"], ["a"]])
+    bilm(ids)
+    bilm.to(torch.float64)
+    assert all(c.dtype == h.dtype == torch.float64 for c, h in bilm.get_states())
+    assert bilm(ids)["activations"][-1].dtype == torch.float64
+
+
+def test_ids_reach_a_gpu_even_where_pinning_is_refused(monkeypatch):
+    from elmo.embedding import embedder
+
+    ids = torch.ones(2, 3, dtype=torch.long)
+    calls = []
+    monkeypatch.setattr(torch.Tensor, "pin_memory", lambda self: (_ for _ in ()).throw(RuntimeError("no")))
+    monkeypatch.setattr(torch.Tensor, "to", lambda self, *a, **k: calls.append((a, k)) or self)
+    embedder._to_device(ids, torch.device("cuda"))
+    assert calls == [((torch.device("cuda"),), {})]  # a plain copy, not a crash

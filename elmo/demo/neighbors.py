@@ -25,8 +25,9 @@ QUERIES = {
 def layer0_vectors(bilm, words: Sequence[str]) -> np.ndarray:
     """The character-CNN vector of each word (N, P): layer 0 is [x; x] of these, so cosines agree."""
     ids = bilm.token_encoder.require_id_scheme().token_rows(list(words))    # the model's own ids
+    device = next(bilm.parameters()).device
     with torch.no_grad():
-        return bilm.token_encoder.encode_tokens(ids).float().numpy()
+        return bilm.token_encoder.encode_tokens(ids.to(device)).float().cpu().numpy()
 
 
 def printable(text: str) -> str:

@@ -155,8 +155,7 @@ class Embedder:
             empty = np.zeros((n_kept, 0, self.dim), dtype=dtype)
             return [PieceOutput(p.sentence, 0, empty) for p in batch]
         ids = self.bilm.token_ids(tokens)                            # the model's own ids
-        # pinned host memory: the copy to a GPU does not wait for the work queued before it
-        ids = ids.pin_memory().to(self.device, non_blocking=True) if self.device.type == "cuda" else ids.to(self.device)
+        ids = _to_device(ids, self.device)
         activations = self.bilm(ids)["activations"]                 # L + 1 of (B, T, D)
         reduced = selection.reduce(torch.stack(activations))        # (K, B, T, D)
         array = reduced.to(torch.float32).cpu().numpy().astype(dtype, copy=False)
@@ -248,3 +247,16 @@ def sentence_vectors(model: Union[Embedder, BiLM, str, Path, None], sentences: S
         mask = torch.ones(1, t.shape[1], dtype=torch.bool)
         out[i] = masked_pool(t, mask, pooling)[0].numpy()
     return out
+
+
+def _to_device(ids: torch.Tensor, device: torch.device) -> torch.Tensor:
+    """``ids`` on ``device``; to a GPU through pinned host memory, so that the copy does not
+    wait for the work queued before it, or a plain copy where pinning is refused (a driver or
+    container without page-locked memory)."""
+    if device.type != "cuda":
+        return ids.to(device)
+    try:
+        pinned = ids.pin_memory()
+    except RuntimeError:
+        return ids.to(device)
+    return pinned.to(device, non_blocking=True)

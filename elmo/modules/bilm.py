@@ -117,6 +117,14 @@ class BiLM(nn.Module):
     def stateful(self, value: bool) -> None:
         self._stateful = require_switch("stateful", value)
 
+    def _apply(self, fn, *args, **kwargs):
+        # The carried state moves (and casts) with the module: a stateful model moved to a GPU
+        # after a call on the CPU indexed its CPU state with GPU rows and failed.
+        result = super()._apply(fn, *args, **kwargs)
+        if self._states is not None:
+            self._states = [(fn(c), fn(h)) for c, h in self._states]
+        return result
+
     @property
     def output_dim(self) -> int:
         return self.options.output_dim

@@ -21,6 +21,7 @@ Speed (the outputs are the same function as the plain computation):
 from __future__ import annotations
 
 import contextlib
+import functools
 from typing import NamedTuple, Optional, Sequence, cast
 
 import torch
@@ -38,7 +39,9 @@ from .eager import eager_under_compile
 _HASH_SEED = 0x5EED
 
 
+@functools.lru_cache(maxsize=32)
 def _row_hash_weights(width: int, device: torch.device) -> torch.Tensor:
+    # cached: on a GPU each new copy was a blocking host-to-device transfer per forward
     gen = torch.Generator().manual_seed(_HASH_SEED)
     return torch.randint(1, 2**62, (width,), generator=gen, dtype=torch.long).to(device)
 
