@@ -283,11 +283,16 @@ def test_nan_weights_and_gamma_are_refused_by_the_cli(tmp_path, lines, capsys):
     assert "weights.hdf5: dataset 'CNN_proj/b_proj' holds 1 non-finite values" in err
     assert cli_main(["embed", str(inp), str(tmp_path / "b.hdf5"), "--model", "fixture",
                      "--layers", "mix:0.2,0.3,0.5", "--gamma", "nan", "--quiet"]) == 1
-    assert "gamma (--gamma) must be a finite number, got nan" in one_error_line(capsys.readouterr().err)
+    assert "gamma (--gamma) must be a finite number that float32 holds" in one_error_line(capsys.readouterr().err)
+    for settings in (["--layers", "mix:1e39,0,0"], ["--layers", "mix:1,1,1", "--gamma", "1e39"]):
+        # (the mix became inf, and the error blamed the model's weights)
+        assert cli_main(["embed", str(inp), str(tmp_path / "c.hdf5"), "--model", "fixture", *settings,
+                         "--quiet"]) == 1
+        assert "float32 holds" in one_error_line(capsys.readouterr().err)
     assert not list(tmp_path.glob("*.hdf5"))
 
 
-@pytest.mark.filterwarnings("ignore:overflow encountered in cast:RuntimeWarning")
+@pytest.mark.filterwarnings("error:overflow encountered in cast:RuntimeWarning")  # (printed before the error)
 def test_non_finite_output_is_an_error_naming_the_line(tmp_path, bilm, lines):
     inp = write_lines(tmp_path / "in.txt", ["", *lines[:5]])
     with torch.no_grad():   # a model given in memory skips the load-time check

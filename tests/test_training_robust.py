@@ -576,6 +576,7 @@ def test_a_diverged_run_names_the_checkpoint_from_before_the_update_that_broke_i
     ("checkpoint_every", 0, "--checkpoint-every must be at least 1"),
     ("keep_checkpoints", 0, "--keep-checkpoints must be at least 1"),
     ("n_negative", -1, "--negatives must be at least 0"),
+    ("epochs", float("inf"), "--epochs inf needs --max-steps"),  # (an OverflowError counting the steps)
 ])
 def test_numbers_that_would_crash_or_corrupt_a_run_are_refused(tmp_path, toy, setting, value, message):
     train_txt, _, vocab_txt = toy

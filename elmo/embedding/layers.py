@@ -10,11 +10,12 @@ gamma as ``gamma``. D is the model's output width (2P).
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Optional, Tuple
 
 import torch
+
+from ..modules.scalar_mix import FLOAT32_MAX, float32_number
 
 CHOICES = ("all", "top", "average", "mix:w0,w1,...")
 
@@ -34,8 +35,8 @@ class LayerSelection:
         if not isinstance(spec, str):  # (else an AttributeError from .strip())
             raise TypeError(f"layers must be a string ({', '.join(CHOICES)}) or a LayerSelection, "
                             f"got {type(spec).__name__}: {spec!r}")
-        if not math.isfinite(gamma):
-            raise ValueError(f"gamma (--gamma) must be a finite number, got {gamma!r}")
+        # float32 must hold them: 1e39 became inf in the mix, which blamed the model's weights
+        gamma = float32_number(gamma, "gamma (--gamma)")
         spec = spec.strip()
         if spec in ("all", "top", "average"):
             if gamma != 1.0:
@@ -47,8 +48,9 @@ class LayerSelection:
             except ValueError:
                 raise ValueError(f"layers={spec!r}: the mix weights must be numbers, "
                                  f"e.g. mix:0.2,0.5,0.3") from None
-            if not all(math.isfinite(w) for w in weights):
-                raise ValueError(f"layers={spec!r}: the mix weights must be finite numbers")
+            if not all(abs(w) <= FLOAT32_MAX for w in weights):  # (NaN fails it too)
+                raise ValueError(f"layers={spec!r}: the mix weights must be finite numbers that "
+                                 f"float32 holds (|x| <= 3.4e38)")
             return cls("mix", weights, float(gamma))
         raise ValueError(f"layers must be one of {', '.join(CHOICES)}; got {spec!r}")
 

@@ -245,7 +245,7 @@ def _embed_and_merge(embedder: Embedder, index, selection: LayerSelection, input
                     finished = 0
                     for out in batch:
                         vectors = out.vectors if selection.keeps_all else out.vectors[0]
-                        _check_finite(vectors, input_path, first + out.sentence, dtype)
+                        _check_finite(vectors, input_path, first + out.sentence, dtype, selection.kind == "mix")
                         writer.write(first + out.sentence, out.offset, vectors)
                         n_tokens += vectors.shape[-2]
                         finished += out.offset + vectors.shape[-2] == len(tokens[out.sentence])
@@ -274,13 +274,14 @@ def _embed_and_merge(embedder: Embedder, index, selection: LayerSelection, input
     return output_path
 
 
-def _check_finite(vectors: np.ndarray, input_path: Path, line: int, dtype: str) -> None:
+def _check_finite(vectors: np.ndarray, input_path: Path, line: int, dtype: str, mixed: bool) -> None:
     """Refuse NaN or inf in a line's vectors (a broken model, or float16 overflow): a file of
     NaN must not look like a finished run. One pass over the output: 0.06% of the model's time
     for the small configuration (benchmarks/output_checks.py)."""
     if not np.isfinite(vectors).all():
         hint = (" (float16 holds at most 65504 in magnitude: use --dtype float32)"
-                if dtype == "float16" else " (check the model's weights)")
+                if dtype == "float16" else " (check the model's weights, and --gamma)" if mixed
+                else " (check the model's weights)")
         raise NonFiniteOutput(f"{input_path}: line {line + 1}: the model gave non-finite values "
                               f"(NaN or inf){hint}; nothing was written for it")
 

@@ -19,7 +19,7 @@ from ..checks import require_count, require_switch
 
 
 #: The largest float32; a larger finite Python float becomes inf in the model (its output NaN).
-_FLOAT32_MAX = torch.finfo(torch.float32).max
+FLOAT32_MAX = torch.finfo(torch.float32).max
 
 
 def float32_number(value, name: str) -> float:
@@ -31,7 +31,7 @@ def float32_number(value, name: str) -> float:
         number = float(value)  # (numpy's and 0-dim torch numbers too)
     except (TypeError, ValueError):
         raise TypeError(f"{name} must be a number, got {type(value).__name__}: {value!r}") from None
-    if not abs(number) <= _FLOAT32_MAX:  # (NaN fails it too)
+    if not abs(number) <= FLOAT32_MAX:  # (NaN fails it too)
         raise ValueError(f"{name} must be a finite number that float32 holds (|x| <= 3.4e38), got {value!r}")
     return number
 

@@ -139,6 +139,8 @@ class TrainConfig:
         for flag, number in positive.items():
             if not number > 0:
                 raise ValueError(f"{flag} must be a positive number, got {number}")
+        if self.epochs == math.inf and self.max_steps is None:  # (an OverflowError counting steps)
+            raise ValueError("--epochs inf needs --max-steps: the step count of the schedule must be finite")
         if not 0.0 <= self.lr < math.inf:  # (0 keeps the weights as they are)
             raise ValueError(f"--lr must be a finite number of 0 or more, got {self.lr}")
         if not 0.0 <= self.adagrad_init < math.inf:
