@@ -127,7 +127,9 @@ def _assign_original_arrays(bilm: BiLM, arrays: Dict[str, np.ndarray]) -> None:
 
 
 @contextmanager
-def _open_hdf5(path: Path, mode: str = "r") -> Iterator[h5py.File]:
+def open_hdf5(path: Path, mode: str = "r") -> Iterator[h5py.File]:
+    """``path`` opened with h5py; a missing, truncated or corrupt file is a WeightFileError
+    that names it (h5py's own message does not)."""
     if path.is_dir():
         raise WeightFileError(f"{path}: is a directory, expected an HDF5 weight file")
     try:
@@ -151,7 +153,7 @@ def read_original_arrays(path: str | Path, options: ElmoOptions) -> Dict[str, np
     path = Path(path)
     arrays = {}
     expected = expected_shapes(options)
-    with _open_hdf5(path) as h5:
+    with open_hdf5(path) as h5:
         for name, shape in expected.items():
             dataset = _hdf5_dataset(h5, path, name, shape)
             if tuple(dataset.shape) != shape:

@@ -724,3 +724,18 @@ def test_strict_json_names_or_drops_non_finite_numbers_wherever_they_sit():
                                                    "d": "nan", "e": None}
     with pytest.raises(ValueError):  # what a default= hook returns is not looked into, but refused
         strict_json.dumps({"x": object()}, default=lambda _: float("nan"))
+
+
+def test_a_truncated_softmax_file_is_named(tmp_path, toy):
+    """(perplexity and finetune gave h5py's "Unable to synchronously open file (truncated
+    file ...)", naming no file)"""
+    from elmo.training.export import SOFTMAX_FILE, load_language_model
+    from elmo.weights import WeightFileError
+
+    train_txt, _, vocab_txt = toy
+    train(tiny_config(tmp_path / "run", train_txt, vocab_txt, max_steps=1))
+    folder = tmp_path / "run" / "model"
+    softmax = folder / SOFTMAX_FILE
+    softmax.write_bytes(softmax.read_bytes()[:softmax.stat().st_size // 2])
+    with pytest.raises(WeightFileError, match=r"softmax.hdf5: not a readable HDF5 file \(truncated"):
+        load_language_model(folder)

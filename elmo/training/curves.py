@@ -83,10 +83,10 @@ def plot_learning_curve(logs: Sequence[str | Path], output: str | Path, title: O
         raise ValueError("plot-curve needs matplotlib: pip install 'elmo-pytorch[plots]'") from None
     output = Path(output)
     check_output_file(output, "picture")
-    check_replaceable(output, b"\x89PNG\r\n\x1a\n", "PNG picture")
     for log in logs:  # the PNG would replace the training log it was drawn from
         if log_file(log).resolve() == output.resolve():
             raise ValueError(f"{output}: is one of the logs to draw; write the picture to another file")
+    check_replaceable(output, b"\x89PNG\r\n\x1a\n", "PNG picture")
     every = {log: read_log(log) for log in logs}
     empty = [str(log) for log, records in every.items()
              if not any(r.get("event") in ("train", "eval") for r in records)]

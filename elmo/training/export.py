@@ -23,7 +23,7 @@ from ..config import ElmoOptions
 from ..vocab import Vocabulary
 from ..io import atomic_commit, atomic_target, atomic_write_text
 from .. import strict_json
-from ..weights import load_original, save_original
+from ..weights import WeightFileError, check_finite, load_original, open_hdf5, save_original
 from .model import LanguageModel
 
 SOFTMAX_FILE = "softmax.hdf5"
@@ -77,9 +77,15 @@ def load_language_model(folder: str | Path, dropout: float = 0.0, device=None):
                                     f"weights.hdf5, {SOFTMAX_FILE} and {VOCAB_FILE})")
     vocab = load_vocabulary(folder)
     bilm = load_original(folder / "options.json", folder / "weights.hdf5")
-    with h5py.File(folder / SOFTMAX_FILE, "r") as h5:
+    path = folder / SOFTMAX_FILE
+    with open_hdf5(path) as h5:  # (a truncated file gave h5py's message, naming no file)
+        missing = [name for name in ("softmax/W", "softmax/b") if name not in h5]
+        if missing:
+            raise WeightFileError(f"{path}: dataset '{missing[0]}' is missing")
         weight = torch.from_numpy(h5["softmax/W"][...])
         bias = torch.from_numpy(h5["softmax/b"][...])
+    for name, array in (("softmax/W", weight), ("softmax/b", bias)):
+        check_finite(array, f"{path}: dataset '{name}'")
     if weight.shape != (len(vocab), bilm.options.lstm.projection_dim):
         raise ValueError(f"{folder / SOFTMAX_FILE}: softmax/W has shape {tuple(weight.shape)}, expected "
                          f"({len(vocab)}, {bilm.options.lstm.projection_dim}) from the vocabulary and options")
