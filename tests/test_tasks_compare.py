@@ -101,3 +101,29 @@ def test_a_results_config_without_a_name_is_one_error(tmp_path, capsys):
     (tmp_path / "results.json").write_text(json.dumps({"config": {}, "runs": []}), encoding="utf-8")
     assert main(["experiment-table", str(tmp_path)]) == 1   # a KeyError traceback before
     assert "results.json: not the results.json of an experiment (its 'config' has no 'name')" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("score, message", [
+    (float("nan"), "has the test score nan; a score must be a finite number"),  # (an AttributeError)
+    ("abc", "has the test score 'abc'"),                                         # (a TypeError)
+])
+def test_a_run_with_a_score_that_is_not_a_number_is_one_error(tmp_path, capsys, score, message):
+    from elmo.cli import main
+    results = _results({("pos", "baseline"): [90.0, 92.0], ("pos", "elmo"): [93.0, 95.0]}, "a" * 64)
+    results["runs"][1]["test"] = score
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(results), encoding="utf-8")
+    for command in (["experiment-report"], ["experiment-table"]):
+        assert main(command + [str(tmp_path)]) == 1
+        err = capsys.readouterr().err
+        assert "results.json: run 1 (pos, baseline, seed 2) " + message in err and "Traceback" not in err
+
+
+def test_a_report_from_no_runs_keeps_the_stored_summary(tmp_path, capsys):
+    """(the summary was recomputed from no runs and the stored rows lost)"""
+    from elmo.cli import main
+    text = json.dumps({**_results({}, "a" * 64), "summary": [{"task": "pos", "variant": "baseline"}]})
+    (tmp_path / "results.json").write_text(text, encoding="utf-8")
+    assert main(["experiment-report", str(tmp_path)]) == 1
+    assert "holds no runs to report on; it is kept as it is" in capsys.readouterr().err
+    assert (tmp_path / "results.json").read_text(encoding="utf-8") == text

@@ -11,8 +11,9 @@ runs by :func:`~elmo.tasks.runner.summarise`, the function that writes ``results
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .report import METRIC_NAMES, bilm_sha256_text, pm
 
@@ -41,7 +42,23 @@ def read_results(path: str | Path, need: Sequence[str] = ("runs",)) -> dict:
     if "config" in need and not (isinstance(config, dict) and isinstance(config.get("name"), str)):
         # the tables and reports start from the experiment's name (a KeyError otherwise)
         raise CompareError(f"{path}: not the results.json of an experiment (its 'config' has no 'name')")
+    if "runs" in need:
+        _check_runs(path, results["runs"])
     return results
+
+
+def _check_runs(path: Path, runs: Any) -> None:
+    """Each run must name its task, variant and seed and hold a finite test score: the summary
+    is computed from them (a NaN or a string score crashed deep in the statistics)."""
+    if not isinstance(runs, list):
+        raise CompareError(f"{path}: 'runs' must be a list, got {type(runs).__name__}")
+    for i, run in enumerate(runs):
+        if not isinstance(run, dict) or any(key not in run for key in ("task", "variant", "seed", "test")):
+            raise CompareError(f"{path}: run {i} is not a run (it needs task, variant, seed and test)")
+        test = run["test"]
+        if isinstance(test, bool) or not isinstance(test, (int, float)) or not math.isfinite(test):
+            raise CompareError(f"{path}: run {i} ({run['task']}, {run['variant']}, seed {run['seed']}) "
+                               f"has the test score {test!r}; a score must be a finite number")
 
 
 def summary_rows(results: dict) -> Dict[Tuple[str, str], dict]:

@@ -657,12 +657,14 @@ def rewrite_reports(out: str | Path) -> dict:
     with the summary recomputed from the stored runs by this version's code (e.g. the gains'
     95% intervals, which older folders lack). Nothing is trained; the runs, the machine block
     and the times stay as they were recorded. Returns the results."""
-    from .compare import read_results
+    from .compare import CompareError, read_results
 
     out = Path(out)
     results_path = out / "results.json" if out.is_dir() else out
     out = results_path.parent
     results = read_results(results_path, need=("config", "runs"))
+    if not results["runs"]:  # (the summary was recomputed as empty and the stored one lost)
+        raise CompareError(f"{results_path}: holds no runs to report on; it is kept as it is")
     cfg = normalise_config(results["config"])
     results["summary"] = summarise(results["runs"], cfg)
     atomic_write_text(results_path, json.dumps(nonfinite_as_none(results), indent=1, allow_nan=False) + "\n")
