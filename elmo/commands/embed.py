@@ -12,6 +12,9 @@ output layout (that of the original ELMo command):
   sentence_to_index    JSON {sentence: line number}, unless --sentence-keys/--forget-sentences
   attributes           model_config, command_line, layers, stateful, settings
 
+long words: the model reads a word's first 48 UTF-8 bytes (the original's limit of 50
+  characters, begin and end marks included); words that share them get the same vectors.
+
 resuming: a killed run leaves OUTPUT.parts/; the same command continues from there.
 several processes: torchrun --nproc_per_node N -m elmo embed IN OUT ... shards the lines
 across ranks; rank 0 merges the parts into OUT.
