@@ -28,7 +28,7 @@ import numpy as np
 import torch
 
 from ..chars import check_tokenized, tokenized
-from ..checks import require_count, require_integer
+from ..checks import require_count
 from ..modules import BiLM
 from ..runtime import resolve_device
 from .layers import LayerSelection
@@ -84,8 +84,7 @@ class Embedder:
         elif device is not None:
             model = model.to(resolve_device(device, None, "device"))
         batch_size = require_count("batch_size", batch_size)
-        max_tokens, overlap = require_integer("max_tokens", max_tokens), require_integer("overlap", overlap)
-        check_window_args(max_tokens, overlap)
+        max_tokens, overlap = check_window_args(max_tokens, overlap)
         self.bilm = model.eval()
         self.batch_size = batch_size
         self.max_tokens = max_tokens

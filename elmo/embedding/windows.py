@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass
-from typing import List
+from typing import List, Tuple
 
 from ..checks import require_count
 
@@ -57,11 +57,13 @@ def window_starts(n_tokens: int, max_tokens: int, overlap: int) -> List[int]:
     return starts
 
 
-def check_window_args(max_tokens: int, overlap: int) -> None:
+def check_window_args(max_tokens: int, overlap: int) -> Tuple[int, int]:
+    """(max_tokens, overlap) as ints, checked: a count of 1 or more, and 0 <= overlap < max_tokens."""
     max_tokens = require_count("max_tokens", max_tokens)
     overlap = require_count("overlap", overlap, least=0)
     if not overlap < max_tokens:
         raise ValueError(f"overlap must be in [0, max_tokens), got {overlap} with max_tokens={max_tokens}")
+    return max_tokens, overlap
 
 
 def context_score(i: int, start: int, stop: int, n_tokens: int) -> float:
