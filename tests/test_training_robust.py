@@ -405,6 +405,18 @@ def test_a_run_whose_validation_loss_passes_exp_range_finishes_and_logs_inf(tmp_
         json.loads(line, parse_constant=lambda name: pytest.fail(f"{name} in the log: not strict JSON"))
 
 
+def test_a_model_whose_outputs_are_nan_has_no_perplexity(tmp_path):
+    """Weights from a diverged run (here one NaN in the softmax): perplexity printed nan and
+    exited 0; NaN is no perplexity at all (an infinite loss still gives inf, below)."""
+    from elmo.training.evaluate import perplexity
+    from training_helpers import tiny_lm_and_batch
+    model, vocab, _ = tiny_lm_and_batch(tmp_path / "t.txt", "a b c d e f\ng h a b\n", 2, 5)
+    with torch.no_grad():
+        model.softmax.weight[0, 0] = float("nan")
+    with pytest.raises(FloatingPointError, match="log-likelihood of the text is NaN"):
+        perplexity(model.eval(), [["a", "b", "c"], ["g", "h"]], vocab)
+
+
 def test_a_text_the_model_gives_next_to_no_probability_has_infinite_perplexity(tmp_path):
     """A mean loss above 709 nats (diverged weights) is an infinite perplexity, not an
     OverflowError in the final validation of a run; the log writes it as "inf" (strict JSON)
@@ -538,6 +550,37 @@ def test_steps_that_keep_diverging_stop_the_run_before_saving(tmp_path, toy, mon
                  "--negatives", "0", "--no-progress"]) == 1
     err = capsys.readouterr().err
     assert "elmo train: error: training diverged: the last 5 steps (up to step 5)" in err and "Traceback" not in err
+
+
+def test_a_run_that_ends_on_non_finite_steps_is_not_exported(tmp_path, toy, monkeypatch):
+    """--lr 1e30 over 2 steps: the first update gives weights near 1e28, the second loss is NaN
+    and skipped, and the run ended there, "finished", exporting a model whose every loss is NaN.
+    A run whose last step was not finite now stops as diverged; more steps can end the streak."""
+    train_txt, _, vocab_txt = toy
+    cfg = tiny_config(tmp_path / "run", train_txt, vocab_txt, max_steps=5, checkpoint_every=2)
+    _nan_loss_at(monkeypatch, {4, 5})
+    with pytest.raises(FloatingPointError) as info:
+        train(cfg)
+    message = str(info.value)
+    assert message.startswith("training diverged: the run ended on 2 steps in a row (up to step 5) with a "
+                              "non-finite loss or gradient, so the model was not exported; the weights are "
+                              "those of step 3 (as are checkpoint-00000004.pt, checkpoint-00000005.pt)")
+    assert "resume with a larger --max-steps" in message and len(message.splitlines()) == 1
+    assert not (tmp_path / "run" / "model").exists()
+    with pytest.raises(FloatingPointError, match="the run ended on 2 steps in a row"):
+        train(cfg)  # a resume of the same schedule finds the same streak, and exports nothing either
+    cfg.max_steps = 6
+    summary = train(cfg)   # step 6 is finite
+    assert summary["finished"] and summary["skipped_steps"] == 2 and (tmp_path / "run" / "model").is_dir()
+
+
+def test_a_huge_learning_rate_over_two_steps_does_not_finish(tmp_path, toy):
+    train_txt, _, vocab_txt = toy
+    cfg = tiny_config(tmp_path / "run", train_txt, vocab_txt, max_steps=2, lr=1e30)
+    with pytest.raises(FloatingPointError, match=r"training diverged: the run ended on 1 step in a row \(up to "
+                                                 r"step 2\)"):
+        train(cfg)
+    assert not (tmp_path / "run" / "model").exists()
 
 
 def test_a_diverged_run_names_the_checkpoint_from_before_the_update_that_broke_it(tmp_path, toy):

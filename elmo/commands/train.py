@@ -254,8 +254,11 @@ def perplexity(args) -> int:
     _threads(args)
     device = resolve_device(args.device)
     model, vocab = load_language_model(_model_folder(args.model), device=device)
-    result = ppl(model, iter_file_sentences(expand_paths(args.text)), vocab, args.batch_size, device,
-                 carry_state=args.carry_state)
+    try:
+        result = ppl(model, iter_file_sentences(expand_paths(args.text)), vocab, args.batch_size, device,
+                     carry_state=args.carry_state)
+    except FloatingPointError as e:
+        raise FloatingPointError(f"{args.model}: {e}") from e
     definition = "carried state" if args.carry_state else "stateless"
     if args.json:
         print(strict_json.dumps({**result, "definition": definition}))

@@ -72,9 +72,14 @@ def perplexity(model: LanguageModel, sentences: Iterable[Sentence], vocab: Vocab
 
     Returns ``ppl_fwd``, ``ppl_bwd``, ``ppl`` (average), ``loss_fwd``, ``loss_bwd`` (mean
     negative log-likelihoods in nats), ``targets`` (per direction) and ``sentences``.
+    Raises FloatingPointError where the model's outputs give a NaN log-likelihood.
     """
     ordered = list(sentences)
     sums = likelihood_sums(model, ordered, vocab, batch_size, device, autocast_dtype, carry_state, window)
+    if math.isnan(sums[0]) or math.isnan(sums[1]):
+        # (an infinite loss is a defined result, an infinite perplexity; NaN is none at all)
+        raise FloatingPointError("the model's log-likelihood of the text is NaN: its outputs are not finite "
+                                 "(weights from a diverged run?)")
     return perplexity_from_sums(sums, len(ordered))
 
 

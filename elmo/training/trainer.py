@@ -646,13 +646,16 @@ class TrainingRun:
         self.log_file.write({"event": "nonfinite", "step": self.step_no, "loss": loss,
                              "grad_norm": gnorm})
         if self.nonfinite_in_a_row >= MAX_NONFINITE_STEPS:
-            raise FloatingPointError(self._diverged_message(loss))
+            raise FloatingPointError(self._diverged_message())
 
-    def _diverged_message(self, loss: float) -> str:
+    def _diverged_message(self, at_end: bool = False) -> str:
         """The one line a diverged run stops with. None of the skipped steps changed the weights,
         but the update before them may be what broke the model (a huge --lr gives finite
         weights of 1e28 whose every later loss is NaN): the checkpoints written since hold those
-        same weights, and a resume from them diverges again, so the line names the older ones."""
+        same weights, and a resume from them diverges again, so the line names the older ones.
+
+        ``at_end``: the schedule ran out during such a streak, before it was long enough to stop
+        the run; the model is not exported, since its last loss was not finite."""
         before = self.step_no - self.nonfinite_in_a_row  # the weights now are those of this step
         found = list_checkpoints(self.ckpt_dir)
         since = [p.name for p in found if int(p.stem.split("-")[1]) >= before]
@@ -661,10 +664,22 @@ class TrainingRun:
         fallback = (f"delete the checkpoints from step {before} on in {self.ckpt_dir} and resume from {older[-1]}"
                     if older else f"no checkpoint in {self.ckpt_dir} is older than step {before}: start again "
                                   f"in another --output")
-        return (f"training diverged: the last {self.nonfinite_in_a_row} steps (up to step {self.step_no}) had a "
-                f"non-finite loss or gradient (loss {loss}) and changed nothing; the weights are those of step "
-                f"{before}{held}: finite, but that step's update may be what diverged. Resume with a lower --lr "
-                f"(and --allow-change lr), or in float32 if --bf16 was on; if it diverges again, {fallback}")
+        n, last = self.nonfinite_in_a_row, self.step_no
+        weights = (f"the weights are those of step {before}{held}: finite, but that step's update may be what "
+                   f"diverged")
+        if at_end:
+            lower = "a lower --lr, or in float32 if --bf16 was on"
+            instead = (f"delete the checkpoints from step {before} on in {self.ckpt_dir} and resume from {older[-1]} "
+                       f"with {lower} (and --allow-change lr / bf16)" if older else
+                       f"start again in another --output with {lower} (no checkpoint in {self.ckpt_dir} is older "
+                       f"than step {before})")
+            return (f"training diverged: the run ended on {n} step{'s' if n > 1 else ''} in a row (up to step "
+                    f"{last}) with a non-finite loss or gradient, so the model was not exported; {weights}. To "
+                    f"train on from them, resume with a larger --max-steps (a finite step ends the streak); "
+                    f"otherwise {instead}")
+        return (f"training diverged: the last {n} steps (up to step {last}) had a non-finite loss or gradient "
+                f"and changed nothing; {weights}. Resume with a lower --lr (and --allow-change lr), or in float32 "
+                f"if --bf16 was on; if it diverges again, {fallback}")
 
     def _new_window(self) -> None:
         """Start averaging loss, gradient norm and speed over the next ``log_every`` steps
@@ -773,6 +788,8 @@ class TrainingRun:
                                    "params": self.n_params, "skipped_steps": self.skipped_steps}
         if not finished:
             return summary
+        if self.nonfinite_in_a_row:  # (the same count on every rank: they all stop here)
+            raise FloatingPointError(self._diverged_message(at_end=True))
         self.last_valid = self.evaluate()
         if self.last_valid:
             summary["valid"] = self.last_valid
