@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Mapping, Tuple
 
 from .checks import require_path
+from .io import utf8_error_where
 
 
 class ConfigError(ValueError):
@@ -239,8 +240,8 @@ class ElmoOptions:
         except IsADirectoryError:
             raise ConfigError(f"{path}: is a directory, expected the options JSON file") from None
         except UnicodeDecodeError as e:
-            raise ConfigError(f"{path}: not UTF-8 text (byte {e.start + 1}); expected the options "
-                              f"JSON file") from None
+            raise ConfigError(f"{path}: not UTF-8 text ({utf8_error_where(e.object, e)}); expected the "
+                              f"options JSON file") from None
         except OSError as e:
             raise ConfigError(f"{path}: cannot read the options file: {e.strerror or e}") from None
         try:

@@ -380,3 +380,28 @@ def json_objects(lines: Iterable[str], error: Callable[[int, str], Exception]) -
         if not isinstance(record, dict):
             raise error(number, f"a JSON object is needed, got {type(record).__name__}")
         yield number, record
+
+
+def utf8_error_where(data: bytes, error: UnicodeDecodeError, line: Optional[int] = None, offset: int = 0) -> str:
+    """Where ``data.decode("utf-8")`` failed, for a message: ``line L: byte 0xXX at byte offset O``.
+
+    ``data`` is what was decoded: a whole file (``line`` None: counted from its newlines), or
+    line ``line`` (from 1) of a file, starting at byte ``offset`` of the file. Every message of
+    the package counts the offset from 0 in the file, as ``xxd -s`` and ``dd skip=`` do."""
+    if line is None:
+        line = data.count(b"\n", 0, error.start) + 1
+    return f"line {line}: byte 0x{data[error.start]:02x} at byte offset {offset + error.start}"
+
+
+def first_bad_utf8(lines: Iterable[bytes]) -> Optional[str]:
+    """:func:`utf8_error_where` of the first line of raw ``lines`` (as a binary file yields
+    them) that is not UTF-8; None if every one is. For readers that decode as they go, called
+    only once decoding has failed, so the common case pays nothing."""
+    offset = 0
+    for number, raw in enumerate(lines, start=1):
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            return utf8_error_where(raw, e, number, offset)
+        offset += len(raw)
+    return None

@@ -31,7 +31,7 @@ from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Mapping,
                     Type, TypeVar, Union)
 
 from .config import ConfigError
-from .io import atomic_write_text
+from .io import atomic_write_text, utf8_error_where
 
 if TYPE_CHECKING:  # the type checker's protocol of "a dataclass"; no run-time counterpart
     from _typeshed import DataclassInstance
@@ -215,7 +215,9 @@ def read_json(path: str | Path) -> Dict[str, Any]:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except OSError as e:
         raise ConfigError(f"{path}: cannot read the config ({e.strerror or e})") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{path}: not a JSON config: not UTF-8 text ({utf8_error_where(e.object, e)})") from None
+    except json.JSONDecodeError as e:
         raise ConfigError(f"{path}: not a JSON config ({e})") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: a config is a JSON object of settings")

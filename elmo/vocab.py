@@ -82,7 +82,11 @@ class Vocabulary:
                     words.append(word)
                     counts.append(int(count) if count else None)
         except UnicodeDecodeError:
-            raise ValueError(f"{path}: not UTF-8 text (a vocabulary file is UTF-8, one word a line)") from None
+            from .io import first_bad_utf8
+            with open(path, "rb") as raw:
+                where = first_bad_utf8(raw)
+            raise ValueError(f"{path}: not UTF-8 text ({where}; a vocabulary file is UTF-8, one word a "
+                             f"line)") from None
         has_counts = all(c is not None for c in counts)
         try:
             return cls(words, [c for c in counts if c is not None] if has_counts else None)

@@ -141,7 +141,8 @@ def test_empty_long_and_broken_lines(tmp_path, bilm):
 
     bad = tmp_path / "bad.txt"
     bad.write_bytes(b"fine line\nbroken \xff\xfe here\nfine\n")
-    with pytest.raises(InputError, match=r"line 2: byte 0xff .* not valid UTF-8"):
+    # the offset in the file, from 0, as every message of the package gives it (it was 1-based in the line)
+    with pytest.raises(InputError, match=r"bad.txt: line 2: byte 0xff at byte offset 17 is not valid UTF-8"):
         embed_file(bad, tmp_path / "bad.hdf5", bilm)
     assert not (tmp_path / "bad.hdf5").exists()
     data, _ = read_all(embed_file(bad, tmp_path / "bad.hdf5", bilm, errors="replace"))

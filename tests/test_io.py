@@ -471,3 +471,33 @@ def test_an_unwritable_folder_names_the_users_path_not_a_temporary(tmp_path, mon
     with pytest.raises(OutputError, match=r"v.txt: cannot write in .*: Permission denied$") as caught:
         atomic_target(tmp_path / "v.txt")
     assert ".tmp" not in str(caught.value)
+
+
+def _bad_utf8_readers():
+    """(file name, reader) of every reader that decodes a user's file, for the test below."""
+    from elmo.analysis.contrast import load_pairs
+    from elmo.config import ElmoOptions
+    from elmo.data.corpus import read_sentences
+    from elmo.embedding.reader import read_sentences as embed_sentences
+    from elmo.jobconfig import read_json
+    from elmo.training.curves import read_log
+    from elmo.vocab import Vocabulary
+    return [("corpus.txt", read_sentences), ("embed.txt", lambda p: list(embed_sentences(p))),
+            ("vocab.txt", Vocabulary.load), ("options.json", ElmoOptions.from_file),
+            ("log.jsonl", read_log), ("job.json", read_json), ("pairs.tsv", load_pairs)]
+
+
+@pytest.mark.parametrize("bom", [b"", b"\xef\xbb\xbf"])
+def test_every_reader_gives_the_same_position_of_bad_utf8(tmp_path, bom):
+    """The line from 1 and the byte offset in the file from 0, in every message: embed counted
+    the byte from 1 within the line, the options file from 1 in the file, the task files
+    from 0 in the file, and the vocabulary and the training log gave no position at all."""
+    import re
+    data = bom + b'{"a": 1}\n{"b": "caf\xe9"}\n'
+    offset = len(bom) + 9 + 10   # line 2 starts after line 1's 9 bytes; the 0xe9 is its 11th byte
+    for name, read in _bad_utf8_readers():
+        path = tmp_path / name
+        path.write_bytes(data)
+        with pytest.raises(Exception) as info:
+            read(path)
+        assert re.search(rf"line 2: byte 0xe9 at byte offset {offset}\b", str(info.value)), (name, str(info.value))

@@ -414,7 +414,7 @@ def test_broken_utf8_in_a_task_file_names_the_line(tmp_path):
     from elmo.tasks.files import check_format, read_examples
     path = tmp_path / "t.conll"
     path.write_bytes(b"\xef\xbb\xbfa\tO\n\nb\t\xffO\n")
-    with pytest.raises(TaskDataError, match=r"t.conll:3: not UTF-8 text \(invalid start byte at byte 10\)"):
+    with pytest.raises(TaskDataError, match=r"t.conll: line 3: byte 0xff at byte offset 10 is not valid UTF-8 \(invalid start byte\)"):
         read_examples(path, "tagging", check_format({"type": "conll"}, "tagging", "x"))
 
 
@@ -424,7 +424,7 @@ def test_predict_input_lines_lose_a_byte_order_mark_and_name_a_broken_line(tmp_p
     path.write_bytes(b"\xef\xbb\xbfthe cat\r\n\r\nsat")
     assert _read_lines(str(path)) == ["the cat", "", "sat"]
     path.write_bytes(b"\xef\xbb\xbfthe\n\n\xff\n")
-    with pytest.raises(ValueError, match="in.txt:3: not UTF-8 text"):
+    with pytest.raises(ValueError, match="in.txt: line 3: byte 0xff at byte offset 8 is not valid UTF-8"):
         _read_lines(str(path))
 
 

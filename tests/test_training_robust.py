@@ -295,7 +295,7 @@ def test_bad_utf8_names_file_line_and_byte(tmp_path, toy, capsys):
     good = b"the cat sees a dog .\nno bird !\n"
     bad = tmp_path / "bad.txt"
     bad.write_bytes(good + b"a caf\xe9 helps .\n")  # Latin-1, not UTF-8: line 3, 0-based offset 31 + 5
-    expected = f"{bad}: line 3: byte 0xe9 at byte offset {len(good) + 5} in the file is not valid UTF-8"
+    expected = f"{bad}: line 3: byte 0xe9 at byte offset {len(good) + 5} is not valid UTF-8"
     with pytest.raises(CorpusError, match=re.escape(expected)):
         read_sentences(bad)
     with pytest.raises(CorpusError, match=re.escape(expected)):

@@ -30,6 +30,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from ..io import utf8_error_where
 from .probes import train_probe
 from .stats import chance_range
 from .vectors import embed_layers, unit_rows
@@ -77,10 +78,13 @@ def load_pairs(path: Optional[Path] = None) -> List[ContrastItem]:
     if path is None:
         from .contrast_pairs import BUILTIN
         return parse_pairs(BUILTIN, "built-in")
+    data = Path(path).read_bytes()
     try:
-        text = Path(path).read_text(encoding="utf-8-sig")  # a byte-order mark is no part of a word
-    except UnicodeDecodeError:   # (the bare codec message named no file)
-        raise ValueError(f"{path}: not UTF-8 text; contrast pairs are a UTF-8 tab-separated file") from None
+        text = data.decode("utf-8-sig")  # a byte-order mark is no part of a word
+    except UnicodeDecodeError as e:   # (the bare codec message named no file)
+        where = utf8_error_where(e.object, e, offset=len(data) - len(e.object))
+        raise ValueError(f"{path}: not UTF-8 text ({where}); contrast pairs are a UTF-8 tab-separated "
+                         f"file") from None
     return parse_pairs(text, str(path))
 
 

@@ -20,6 +20,7 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 
 from ..config import ConfigError
+from ..io import utf8_error_where
 from ..jobconfig import check_numbers, setting
 
 SECTIONS = ("pos", "wsd", "neighbors", "contrast")
@@ -142,8 +143,9 @@ def read_mix_weights(path: Path) -> List[float]:
     if path.suffix == ".json":
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
-        except UnicodeDecodeError:
-            raise ValueError(f"{path}: not UTF-8 text; --mix-weights takes {what}") from None
+        except UnicodeDecodeError as e:
+            raise ValueError(f"{path}: not UTF-8 text ({utf8_error_where(e.object, e)}); --mix-weights takes "
+                             f"{what}") from None
         except json.JSONDecodeError as e:
             raise ValueError(f"{path}: not JSON ({e.msg} at line {e.lineno} column {e.colno})") from None
         if isinstance(data, dict) and "runs" in data:

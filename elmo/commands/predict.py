@@ -52,8 +52,9 @@ def _read_lines(path: str) -> List[str]:
                 data = f.read()
         text = data.decode("utf-8-sig")  # a byte-order mark is no part of the first word
     except UnicodeDecodeError as e:
-        line = e.object[:e.start].count(b"\n") + 1
-        raise ValueError(f"{path}:{line}: not UTF-8 text") from None
+        from ..io import utf8_error_where
+        where = utf8_error_where(e.object, e, offset=len(data) - len(e.object))   # (after a byte-order mark)
+        raise ValueError(f"{path}: {where} is not valid UTF-8") from None
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()

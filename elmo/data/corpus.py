@@ -26,6 +26,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Sequence
 
+from ..io import first_bad_utf8
+
 Sentence = List[str]
 
 
@@ -76,17 +78,12 @@ def _open_bytes(path: Path):
 def _undecodable(path: Path) -> CorpusError:
     """Find the first line of ``path`` that is not UTF-8 (called only once decoding failed,
     so the common case pays nothing) and say where it is."""
-    offset = 0
     with _open_bytes(path) as f:
-        for number, raw in enumerate(f, 1):
-            try:
-                raw.decode("utf-8")
-            except UnicodeDecodeError as e:
-                where = "of the decompressed text" if path.suffix == ".gz" else "in the file"
-                return CorpusError(f"{path}: line {number}: byte 0x{raw[e.start]:02x} at byte offset "
-                                   f"{offset + e.start} {where} is not valid UTF-8 (corpora must be UTF-8 text)")
-            offset += len(raw)
-    return CorpusError(f"{path}: not valid UTF-8 (corpora must be UTF-8 text)")
+        where = first_bad_utf8(f)
+    if where is None:
+        return CorpusError(f"{path}: not valid UTF-8 (corpora must be UTF-8 text)")
+    of = " of the decompressed text" if path.suffix == ".gz" else ""
+    return CorpusError(f"{path}: {where}{of} is not valid UTF-8 (corpora must be UTF-8 text)")
 
 
 def _text_lines(path: str | Path) -> Iterator[str]:

@@ -20,6 +20,7 @@ from typing import Iterator, List, Optional, Tuple
 
 from ..tokenize import get_tokenizer
 from ..checks import require_count
+from ..io import utf8_error_where
 
 DEFAULT_SEGMENT_LINES = 4096
 
@@ -52,19 +53,19 @@ class InputIndex:
         return first, min(first + self.segment_lines, self.n_lines)
 
 
-def decode_line(raw: bytes, line_no: int, path: Path, errors: str = "strict") -> str:
-    """The stripped text of one raw line; ``line_no`` is 0-based (messages say line_no + 1).
+def decode_line(raw: bytes, line_no: int, path: Path, errors: str = "strict", offset: int = 0) -> str:
+    """The stripped text of one raw line; ``line_no`` is 0-based (messages say line_no + 1),
+    and ``offset`` is the line's byte offset in the file (for the message on bad UTF-8).
 
     A UTF-8 byte-order mark opening the file (as some Windows editors save) is dropped: it
     would otherwise stay on the first word, which str.strip() keeps, and change its vector."""
     if line_no == 0 and raw.startswith(b"\xef\xbb\xbf"):
-        raw = raw[3:]
+        raw, offset = raw[3:], offset + 3
     try:
         text = raw.decode("utf-8", errors=errors)
     except UnicodeDecodeError as e:
-        raise InputError(f"{path}: line {line_no + 1}: byte 0x{raw[e.start]:02x} at byte {e.start + 1} "
-                         f"of the line is not valid UTF-8 (pass --errors replace to replace such "
-                         f"bytes with U+FFFD)") from None
+        raise InputError(f"{path}: {utf8_error_where(raw, e, line_no + 1, offset)} is not valid UTF-8 "
+                         f"(pass --errors replace to replace such bytes with U+FFFD)") from None
     return text.strip()
 
 
@@ -106,7 +107,7 @@ def index_input(path: str | Path, segment_lines: int = DEFAULT_SEGMENT_LINES, er
             index.segment_offsets.append(offset)
         digest.update(raw)
         digest.update(b"\n")
-        sentence = decode_line(raw, n, path, errors)
+        sentence = decode_line(raw, n, path, errors, offset)
         if keys is not None:
             keys.add(sentence, n)
         n += 1
@@ -155,17 +156,17 @@ def read_segment(index: InputIndex, k: int, errors: str = "strict") -> List[str]
     """The stripped sentences of segment k, in order."""
     first, stop = index.segment_range(k)
     sentences = []
-    for line_no, (_, raw) in enumerate(_raw_lines(index.path, index.segment_offsets[k]), start=first):
+    for line_no, (offset, raw) in enumerate(_raw_lines(index.path, index.segment_offsets[k]), start=first):
         if line_no >= stop:
             break
-        sentences.append(decode_line(raw, line_no, index.path, errors))
+        sentences.append(decode_line(raw, line_no, index.path, errors, offset))
     return sentences
 
 
 def read_sentences(path: str | Path, errors: str = "strict", limit: Optional[int] = None) -> Iterator[str]:
     """The stripped sentences of the file, in order (the first ``limit`` ones if given)."""
     path = Path(path)
-    for line_no, (_, raw) in enumerate(_raw_lines(path)):
+    for line_no, (offset, raw) in enumerate(_raw_lines(path)):
         if limit is not None and line_no >= limit:
             return
-        yield decode_line(raw, line_no, path, errors)
+        yield decode_line(raw, line_no, path, errors, offset)

@@ -18,7 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Dict, Mapping
 
-from ..io import atomic_write_text
+from ..io import atomic_write_text, utf8_error_where
 from ..weights import WeightFileError
 
 #: The token a whitespace-only entry is read as.
@@ -41,7 +41,7 @@ def read_dictionary(path: str | Path) -> Dict[str, int]:
     except FileNotFoundError:
         raise DictionaryError(f"{path}: dictionary file not found") from None
     except UnicodeDecodeError as e:
-        raise DictionaryError(f"{path}: not UTF-8 text ({e})") from None
+        raise DictionaryError(f"{path}: not UTF-8 text ({utf8_error_where(e.object, e)})") from None
     except OSError as e:
         raise DictionaryError(f"{path}: cannot be read ({e})") from None
     entries: Dict[str, int] = {}

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Union
 
 from ..data.fetch import sha256_file
-from ..io import json_objects
+from ..io import json_objects, utf8_error_where
 from .datasets import Example
 from .kinds import task_kind
 
@@ -232,9 +232,8 @@ class _Reader:
         try:
             text = data.decode("utf-8-sig")     # a byte-order mark is no part of the first word
         except UnicodeDecodeError as e:
-            line = e.object[:e.start].count(b"\n") + 1
-            raise TaskDataError(f"{self.path}:{line}: not UTF-8 text ({e.reason} at byte "
-                                f"{e.start + len(data) - len(e.object)})") from None
+            raise TaskDataError(f"{self.path}: {utf8_error_where(e.object, e, offset=len(data) - len(e.object))} is not valid UTF-8 "
+                                f"({e.reason})") from None
         # split on newlines only (str.splitlines would also split on \x85, \u2028, ...)
         lines = [line[:-1] if line.endswith("\r") else line for line in text.split("\n")]
         if lines and lines[-1] == "":

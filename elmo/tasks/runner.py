@@ -67,7 +67,7 @@ from .report import write_reports
 from .experiment_config import ExperimentConfig, ModelSettings, Variant
 from .train_loop import FitConfig, fit, score
 from ..config import ConfigError
-from ..io import atomic_write_text, check_output_dir, output_lock
+from ..io import atomic_write_text, check_output_dir, output_lock, utf8_error_where
 from ..strict_json import nonfinite_as_none
 from ..runtime import cpu_model, machine_description, threads
 from ..runtime import resolve_device
@@ -86,8 +86,9 @@ def read_config(path: str | Path) -> dict:
         text = path.read_text(encoding="utf-8")
     except OSError as e:
         raise ConfigError(f"{path}: cannot read the config ({e.strerror or e})") from None
-    except UnicodeDecodeError:
-        raise ConfigError(f"{path}: not UTF-8 text (an experiment config is a UTF-8 JSON or TOML file)") from None
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{path}: not UTF-8 text ({utf8_error_where(e.object, e)}; an experiment config is a "
+                          f"UTF-8 JSON or TOML file)") from None
     try:
         if path.suffix == ".toml":
             import tomllib

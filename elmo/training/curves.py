@@ -11,7 +11,7 @@ import math
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
-from ..io import atomic_commit, atomic_target, check_output_file, check_replaceable, json_objects
+from ..io import atomic_commit, atomic_target, check_output_file, check_replaceable, first_bad_utf8, json_objects
 
 #: The numbers each kind of record that is drawn must hold (a train record is drawn when it
 #: has a training figure: one logged before any step finished has none).
@@ -43,7 +43,9 @@ def read_log(path: str | Path) -> List[Dict]:
                         raise bad(number, f"{record['event']!r} record without a number {key!r}")
                 records.append(record)
         except UnicodeDecodeError:
-            raise ValueError(f"{path}: not UTF-8 text; not a training log?") from None
+            with open(path, "rb") as raw:
+                where = first_bad_utf8(raw)
+            raise ValueError(f"{path}: not UTF-8 text ({where}); not a training log?") from None
     return records
 
 
