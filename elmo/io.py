@@ -41,6 +41,9 @@ def os_error_reason(e: OSError) -> str:
     if e.errno:
         return os.strerror(e.errno)
     text = str(e).strip()
+    short = re.fullmatch(r"(\d+) requested and (\d+) written", text)   # numpy's tofile, which drops the errno
+    if short:
+        return f"only {int(short[2]):,} of {int(short[1]):,} bytes were written (is the disk full?)"
     return text.splitlines()[0] if text else type(e).__name__
 
 

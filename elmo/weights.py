@@ -17,6 +17,7 @@ opposite gate convention negate it). Loading then saving gives the same bytes fo
 """
 from __future__ import annotations
 
+import os
 import re
 from contextlib import contextmanager
 from pathlib import Path
@@ -295,33 +296,54 @@ ORIGINAL_OPTIONS = "options.json"
 ORIGINAL_WEIGHTS = ("weights.hdf5", "lm_weights.hdf5")
 
 
+def write_safetensors(state: Dict[str, torch.Tensor], path: Path, metadata: Dict[str, str] | None = None) -> None:
+    """``safetensors.torch.save_file``, whose write errors (a full disk) are an OSError with
+    their errno: safetensors raises its own error, with the OS error only in its text."""
+    from safetensors import SafetensorError
+    from safetensors.torch import save_file
+    try:
+        save_file(state, str(path), metadata=metadata)
+    except SafetensorError as e:
+        code = re.search(r"\(os error (\d+)\)", str(e))
+        if code is None:
+            raise
+        raise OSError(int(code[1]), os.strerror(int(code[1])), str(path)) from e
+
+
 def save_pretrained(bilm: BiLM, folder: str | Path, fmt: str = "safetensors") -> Path:
     """Save a model folder: ``config.json`` + ``model.safetensors`` (native), or
     ``options.json`` + ``weights.hdf5`` (``fmt="original"``). A dictionary model
     (ELMoForManyLangs) also gets its ``char.dic`` (and ``word.dic``) and is native only."""
-    from safetensors.torch import save_file
+    import shutil
 
     from .io import check_output_dir
 
     _require_bilm(bilm, "save_pretrained")  # before the folder is made
+    if fmt not in ("safetensors", "original"):
+        raise ValueError(f"fmt must be 'safetensors' or 'original', got {fmt!r}")
     folder = Path(folder)
     check_output_dir(folder, "model folder")   # a file there: named, not "File exists"
+    made = not folder.exists()
     folder.mkdir(parents=True, exist_ok=True)
-    if fmt == "original":
-        save_original(bilm, folder / ORIGINAL_OPTIONS, folder / ORIGINAL_WEIGHTS[0])
-        return folder
-    if fmt != "safetensors":
-        raise ValueError(f"fmt must be 'safetensors' or 'original', got {fmt!r}")
-    if bilm.options.char_vocabulary is not None:
-        bilm.token_encoder.require_id_scheme().save(folder)
-    state = {k: v.detach().contiguous().cpu() for k, v in bilm.state_dict().items()}
-    tmp = atomic_target(folder / NATIVE_WEIGHTS)
     try:
-        save_file(state, str(tmp), metadata={"format": "elmo-native-1"})
-        atomic_commit(tmp, folder / NATIVE_WEIGHTS)
-    finally:
-        tmp.unlink(missing_ok=True)
-    atomic_write_text(folder / NATIVE_CONFIG, bilm.options.to_json() + "\n")
+        if fmt == "original":
+            save_original(bilm, folder / ORIGINAL_OPTIONS, folder / ORIGINAL_WEIGHTS[0])
+            return folder
+        if bilm.options.char_vocabulary is not None:
+            bilm.token_encoder.require_id_scheme().save(folder)
+        state = {k: v.detach().contiguous().cpu() for k, v in bilm.state_dict().items()}
+        tmp = atomic_target(folder / NATIVE_WEIGHTS)
+        try:
+            with writing(folder / NATIVE_WEIGHTS, "model weights"):
+                write_safetensors(state, tmp, metadata={"format": "elmo-native-1"})
+            atomic_commit(tmp, folder / NATIVE_WEIGHTS)
+        finally:
+            tmp.unlink(missing_ok=True)
+        atomic_write_text(folder / NATIVE_CONFIG, bilm.options.to_json() + "\n")
+    except BaseException:
+        if made:   # (a full disk, say): no half-written folder of this call left, to be taken for a model
+            shutil.rmtree(folder, ignore_errors=True)
+        raise
     return folder
 
 

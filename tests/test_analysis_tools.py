@@ -114,6 +114,37 @@ def test_cached_index_built_meanwhile_by_another_process_is_loaded(tmp_path, mon
     assert [p.name for p in (tmp_path / "ix").iterdir()] == [key]
 
 
+def test_a_full_disk_while_an_index_is_saved_names_the_folder_and_frees_the_space(tmp_path, monkeypatch):
+    """numpy's short write drops the errno: the error was "2764800 requested and 100288
+    written", and the half-written .partial folder stayed, holding the disk's last bytes."""
+    from elmo.io import OutputError
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("a b c\nd e\n")
+
+    def short_write(file, array):
+        Path(file).write_bytes(b"x" * 5)
+        raise OSError("100 requested and 5 written")
+
+    monkeypatch.setattr(np, "save", short_write)
+    with pytest.raises(OutputError, match=r"cannot write the neighbour index: only 5 of 100 bytes were written "
+                                          r"\(is the disk full\?\); give a writable folder"):
+        neighbors.cached_index(Embedder(random_bilm(), batch_size=8), corpus, tmp_path / "ix", log=lambda *_: None)
+    assert list((tmp_path / "ix").iterdir()) == []     # no .partial folder, no lock
+
+
+def test_a_corpus_that_is_a_folder_or_nothing_is_named_as_such(tmp_path, monkeypatch):
+    """--corpus DIR said "unknown corpus 'DIR'", as did a misspelt file name."""
+    monkeypatch.setenv("ELMO_DATA", str(tmp_path / "data"))
+    (tmp_path / "texts").mkdir()
+    with pytest.raises(IsADirectoryError, match="texts: is a directory; the corpus is a text file"):
+        report.resolve_corpus(str(tmp_path / "texts"))
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(FileNotFoundError, match="corpus: no such file, nor a corpus of that name"):
+        report.resolve_corpus("corpus")
+    with pytest.raises(Exception, match="unknown corpus 'nope'"):   # CORPUS:SPLIT is a corpus name
+        report.resolve_corpus("nope:dev")
+
+
 def test_static_neighbors_exclude_the_word_and_handle_unknown_words():
     words = ["cat", "dog", "car", "kitten"]
     vecs = np.array([[1, 0.1], [0.5, 0.5], [0, 1], [1, 0]], dtype=np.float32)

@@ -501,3 +501,31 @@ def test_every_reader_gives_the_same_position_of_bad_utf8(tmp_path, bom):
         with pytest.raises(Exception) as info:
             read(path)
         assert re.search(rf"line 2: byte 0xe9 at byte offset {offset}\b", str(info.value)), (name, str(info.value))
+
+
+@pytest.mark.parametrize("fmt", ["safetensors", "original"])
+def test_saving_a_model_to_a_full_disk_is_one_line_and_leaves_no_folder(tmp_path, tmpfs, bilm, fmt):
+    """convert to a full disk in the safetensors layout was a traceback ending in
+    safetensors' own error, and left an empty model folder."""
+    import elmo
+    disk = tmpfs("size=64k")
+    (disk / "filler").write_bytes(b"\0" * (60 * 1024))
+    with pytest.raises(OutputError, match="cannot write the .*: No space left on device") as info:
+        elmo.save_pretrained(bilm, disk / "model", fmt=fmt)
+    assert len(str(info.value).splitlines()) == 1
+    assert sorted(p.name for p in disk.iterdir()) == ["filler"]
+
+
+def test_a_safetensors_write_error_is_an_os_error_with_its_errno(tmp_path, monkeypatch):
+    from safetensors import SafetensorError
+    import safetensors.torch
+
+    from elmo.weights import write_safetensors
+
+    def full(*args, **kwargs):
+        raise SafetensorError("Error while serializing: I/O error: No space left on device (os error 28)")
+
+    monkeypatch.setattr(safetensors.torch, "save_file", full)
+    with pytest.raises(OSError) as info:
+        write_safetensors({"w": torch.zeros(2)}, tmp_path / "m.safetensors")
+    assert info.value.errno == errno.ENOSPC and info.value.filename == str(tmp_path / "m.safetensors")

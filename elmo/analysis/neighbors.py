@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 from ..checks import require_count
+from ..io import OutputError, writing
 from .vectors import as_embedder, embed_layers, unit_rows
 
 INDEX_VERSION = "1"
@@ -204,9 +205,11 @@ def read_corpus(path: Path, max_sentences: Optional[int] = None) -> List[List[st
 
 
 def cached_index(model, corpus: Path, cache_dir: Path, max_sentences: Optional[int] = None,
-                 batch_size: int = 32, log=print) -> CorpusIndex:
+                 batch_size: int = 32, log=print,
+                 writable_hint: str = "give a writable folder for the index (--index-dir)") -> CorpusIndex:
     """The index of ``corpus`` for ``model``: loaded from ``cache_dir`` when it was built
-    before with the same weights, corpus file and cap; else built and saved."""
+    before with the same weights, corpus file and cap; else built and saved. ``writable_hint``:
+    what the error of a ``cache_dir`` that cannot be written (or a full disk) suggests."""
     embedder = as_embedder(model, batch_size)
     corpus = Path(corpus)
     if max_sentences is not None and max_sentences < 0:   # before the key: an index is not looked up
@@ -229,15 +232,20 @@ def cached_index(model, corpus: Path, cache_dir: Path, max_sentences: Optional[i
     # Two processes building one index (two queries on a new corpus) wrote into one temporary
     # folder and the second rename met the first's index ('Directory not empty'); now the
     # second waits and loads the first's.
-    with cache_entry_lock(folder, log):
+    with cache_entry_lock(folder, log, writable_hint):
         if (folder / "index.json").exists():
             return CorpusIndex.load(folder)
         log(f"building the index of {len(sentences):,} sentences of {corpus} (once) ...")
         index = CorpusIndex.build(embedder, sentences, batch_size)
         tmp = folder.with_name(folder.name + ".partial")
         shutil.rmtree(tmp, ignore_errors=True)           # a killed build's (we hold the lock)
-        index.save(tmp)
-        tmp.rename(folder)
+        try:
+            with writing(folder, "neighbour index", writable_hint):
+                index.save(tmp)
+                tmp.rename(folder)
+        except OutputError:
+            shutil.rmtree(tmp, ignore_errors=True)       # (a full disk: free what it took)
+            raise
     log(f"index saved in {folder}")
     return CorpusIndex.load(folder)
 

@@ -113,11 +113,21 @@ def resolve_corpus(spec: str) -> Path:
     corpus (``brown:dev`` -> ``brown/dev.txt``, fetched when missing)."""
     if Path(spec).is_file():
         return Path(spec)
-    name, _, split = spec.partition(":")
+    if Path(spec).is_dir():
+        raise IsADirectoryError(f"{spec}: is a directory; the corpus is a text file (a tokenized sentence a "
+                                f"line) or CORPUS:SPLIT, e.g. brown:dev")
+    name, colon, split = spec.partition(":")
+    from ..data.fetch import DataError
     from .datasets import corpus_dir
     if not re.fullmatch(r"[a-z0-9-]+", name):
         raise FileNotFoundError(f"no corpus file {spec}")
-    path = corpus_dir(name) / f"{split or 'train'}.txt"
+    try:
+        folder = corpus_dir(name)
+    except DataError as e:
+        if colon:
+            raise
+        raise FileNotFoundError(f"{spec}: no such file, nor a corpus of that name ({e})") from None
+    path = folder / f"{split or 'train'}.txt"
     if not path.is_file():
         raise FileNotFoundError(f"{spec}: no file {path}")
     return path
@@ -421,8 +431,9 @@ def _run_neighbors(embedder, config: AnalysisConfig, out: Path) -> dict:
     from .neighbors import cached_index, context, query_vectors, static_neighbors
 
     corpus = resolve_corpus(config.neighbors_corpus)
+    from ..data.fetch import DATA_CACHE_HINT
     index = cached_index(embedder, corpus, index_home(), config.neighbors_sentences or None,
-                         config.batch_size)
+                         config.batch_size, writable_hint=DATA_CACHE_HINT)
     words, layer0 = index.word_types()
     glove_error = None
     try:

@@ -114,8 +114,10 @@ def neighbors(args: argparse.Namespace) -> int:
             raise ValueError(f"--layer {j}: the model has layers 0..{n_layers - 1}")
     position, vecs = query_vectors(embedder, tokens, args.word)   # a word not in the sentence too
     corpus = resolve_corpus(args.corpus)
+    from ..data.fetch import DATA_CACHE_HINT
+    hint = "give a writable --index-dir" if args.index_dir else f"{DATA_CACHE_HINT}, or give a writable --index-dir"
     index = cached_index(embedder, corpus, Path(args.index_dir) if args.index_dir else index_home(),
-                         args.max_sentences or None, args.batch_size)
+                         args.max_sentences or None, args.batch_size, writable_hint=hint)
     own = index.copies(tokens, position)   # the query itself, where the corpus holds its sentence
     layers = args.layer or list(range(1, index.num_layers))
     for j in layers:

@@ -158,13 +158,18 @@ def sha256_file(path: Path) -> str:
 CACHE_WAIT_SECONDS = 3600.0
 
 
+#: What a read-only data cache's error suggests.
+DATA_CACHE_HINT = "point ELMO_DATA at a writable folder (what is already cached there loads without writing)"
+
+
 @contextmanager
-def cache_entry_lock(entry: Path, log=print) -> Iterator[None]:
+def cache_entry_lock(entry: Path, log=print, hint: str = DATA_CACHE_HINT) -> Iterator[None]:
     """Hold the lock of cache entry ``entry`` (``ENTRY.lock`` beside it) while the body fills
     it. Where another process holds it, say so and wait up to :data:`CACHE_WAIT_SECONDS`: two
     processes fetching one package (two experiments, a corpus build and an experiment) would
     otherwise delete each other's half-written files. The body should check again whether the
-    entry is complete: the other process may have finished it."""
+    entry is complete: the other process may have finished it. ``hint``: what the error of a
+    folder that cannot be written suggests (the cache is not always in ``ELMO_DATA``)."""
     from ..io import OutputBusy, OutputError, output_lock
     make_data_folder(entry.parent)
     with ExitStack() as stack:
@@ -177,8 +182,7 @@ def cache_entry_lock(entry: Path, log=print) -> Iterator[None]:
         except OutputBusy:
             raise
         except OutputError as e:  # a folder that exists but is read-only: the lock is its first write
-            raise DataError(f"{e}; point ELMO_DATA at a writable folder (what is already cached "
-                            f"there loads without writing)") from None
+            raise DataError(f"{e}; {hint}") from None
         yield
 
 

@@ -63,7 +63,8 @@ def save(folder: Union[str, Path], model, *, kind: str, metric: str, labels: Seq
 
     ``elmo`` is the variant's ELMo settings (None for the baseline), with ``bilm`` the spec;
     ``layer_cache`` says the frozen biLM's layers were float16-cached at evaluation."""
-    from safetensors.torch import save_file
+    from ..io import writing
+    from ..weights import write_safetensors
     folder = Path(folder)
     frozen = elmo is not None and not elmo["finetune"]
     state = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()
@@ -83,13 +84,18 @@ def save(folder: Union[str, Path], model, *, kind: str, metric: str, labels: Seq
     tmp = folder.with_name(folder.name + ".partial")
     if tmp.exists():
         shutil.rmtree(tmp)
-    tmp.mkdir(parents=True)
-    save_file(state, str(tmp / "model.safetensors"))
-    (tmp / "vocab.json").write_text(json.dumps(vocab.itos, ensure_ascii=False) + "\n", encoding="utf-8")
-    (tmp / "labels.json").write_text(json.dumps(list(labels), ensure_ascii=False) + "\n", encoding="utf-8")
-    # a run without dev has a NaN dev score
-    (tmp / "config.json").write_text(json.dumps(nonfinite_as_none(config), indent=1, allow_nan=False) + "\n",
-                                     encoding="utf-8")
+    try:
+        with writing(folder, "task model"):
+            tmp.mkdir(parents=True)
+            write_safetensors(state, tmp / "model.safetensors")
+            (tmp / "vocab.json").write_text(json.dumps(vocab.itos, ensure_ascii=False) + "\n", encoding="utf-8")
+            (tmp / "labels.json").write_text(json.dumps(list(labels), ensure_ascii=False) + "\n", encoding="utf-8")
+            # a run without dev has a NaN dev score
+            (tmp / "config.json").write_text(json.dumps(nonfinite_as_none(config), indent=1, allow_nan=False)
+                                             + "\n", encoding="utf-8")
+    except OSError:
+        shutil.rmtree(tmp, ignore_errors=True)   # (a full disk: free what it took; the old model stays)
+        raise
     if folder.exists():
         shutil.rmtree(folder)
     tmp.rename(folder)
