@@ -69,7 +69,6 @@ class CRF(nn.Module):
         """The highest-scoring path of each row (Viterbi): a list of B lists of tag ids,
         each as long as its row's mask."""
         batch, steps, _ = emissions.shape
-        lengths = mask.long().sum(1).tolist()
         if steps == 0:
             return [[] for _ in range(batch)]
         best = self.start + emissions[:, 0]                                      # (B, K)
@@ -80,16 +79,17 @@ class CRF(nn.Module):
             back.append(arg)
             best = torch.where(mask[:, t].unsqueeze(1), top + emissions[:, t], best)
         best = best + self.end
-        paths = []
-        for b in range(batch):
-            n = lengths[b]
-            if n == 0:
-                paths.append([])
-                continue
-            tag = int(best[b].argmax())
-            path = [tag]
-            for t in range(n - 1, 0, -1):
-                tag = int(back[t - 1][b, tag])
-                path.append(tag)
-            paths.append(path[::-1])
-        return paths
+        # The back-trace runs on the emissions' device for all rows at once, and the paths
+        # cross to the host in one copy (one int() per tag was a device sync per tag on a GPU).
+        # A row of length n ends at step n - 1: until the walk reaches it, its tag stays the
+        # best final tag; from there it follows its back-pointers.
+        length_t = mask.long().sum(1)                                            # (B,)
+        tag = best.argmax(dim=1)                                                 # (B,)
+        tags = [tag] * steps
+        for t in range(steps - 1, 0, -1):
+            tags[t] = tag
+            previous = back[t - 1].gather(1, tag.unsqueeze(1)).squeeze(1)
+            tag = torch.where(length_t > t, previous, tag)
+        tags[0] = tag
+        rows = torch.cat([length_t.unsqueeze(1), torch.stack(tags, dim=1)], dim=1).tolist()  # (B, 1 + T)
+        return [row[1:1 + row[0]] for row in rows]

@@ -159,8 +159,9 @@ class Tagger(TaskModel):
         e = self.emissions(batch)
         if self.crf is not None:
             return self.crf.decode(e, mask)
-        best = e.argmax(-1)
-        return [best[i, :int(n)].tolist() for i, n in enumerate(mask.sum(1))]
+        # the whole batch crosses to the host at once (a GPU syncs on each read of a value)
+        best, lengths = e.argmax(-1).tolist(), mask.sum(1).tolist()
+        return [row[:n] for row, n in zip(best, lengths)]
 
 
 class Pooling(nn.Module):
