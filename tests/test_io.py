@@ -440,6 +440,16 @@ def test_embed_refuses_its_input_as_output_even_with_overwrite(tmp_path, lines, 
     assert "is a directory; the input must be a text file" in one_error_line(capsys.readouterr().err)
 
 
+def test_embed_names_an_input_that_is_not_a_regular_file(tmp_path, capsys):
+    """A pipe or a device was "no such input file", though it exists."""
+    pipe = tmp_path / "pipe"
+    os.mkfifo(pipe)
+    for inp in (pipe, Path(os.devnull)):
+        assert cli_main(["embed", str(inp), str(tmp_path / "o.hdf5"), "--model", "fixture", "--quiet"]) == 1
+        assert f"{inp}: is not a regular file; the input is read twice" in one_error_line(capsys.readouterr().err)
+    assert not (tmp_path / "o.hdf5").exists()
+
+
 def test_small_outputs_replace_their_own_kind_only(tmp_path, capsys):
     """vocab build, plot-curve and experiment-table -o replaced any file there; now only an
     earlier output of theirs (or an empty file), and a read-only folder names the user's path."""

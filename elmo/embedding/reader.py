@@ -95,6 +95,9 @@ def index_input(path: str | Path, segment_lines: int = DEFAULT_SEGMENT_LINES, er
     path = Path(path)
     if path.is_dir():
         raise IsADirectoryError(f"{path}: is a directory; the input must be a text file (one sentence a line)")
+    if path.exists() and not path.is_file():  # a pipe or a device: it reads once, with no offsets to resume from
+        raise InputError(f"{path}: is not a regular file; the input is read twice (to index it, then to embed "
+                         f"it) and resumed from byte offsets: write the text to a file first")
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such input file")
     segment_lines = require_count("segment_lines", segment_lines)
