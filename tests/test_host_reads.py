@@ -1,0 +1,46 @@
+"""The forward and training passes read the device a fixed number of times, whatever the
+sentence length or batch size: the per-step loop never waits for the host (README, "GPU").
+Counted on the CPU with tests/host_reads.py, as a GPU would sync."""
+from __future__ import annotations
+
+import torch
+
+from elmo import batch_to_ids
+from elmo.modules.softmax import Candidates, LogUniformSampler
+
+from conftest import random_bilm
+from host_reads import HostReads
+from training_helpers import tiny_lm_and_batch, toy_sentences
+
+
+def _forward_reads(bilm, sentences) -> HostReads:
+    ids = batch_to_ids(sentences)
+    with torch.no_grad(), HostReads() as reads:
+        bilm(ids)
+    return reads
+
+
+def test_a_forward_reads_the_device_as_often_for_any_length_and_batch():
+    bilm = random_bilm()
+    short = _forward_reads(bilm, [["a", "b", "c"], ["d"]])
+    long = _forward_reads(bilm, [[f"w{i}" for i in range(40)], ["d"]])
+    wide = _forward_reads(bilm, [[f"w{i}" for i in range(40)]] + [["x", f"y{j}"] for j in range(7)])
+    assert short.total > 0                                 # (the counter sees the reads there are)
+    assert long.counts == short.counts and wide.counts == short.counts, (short.counts, long.counts, wide.counts)
+
+
+def _training_reads(tmp_path, rows: int, steps: int, sampled: bool) -> HostReads:
+    lines = "\n".join(" ".join(s) for s in toy_sentences(200, 0)) + "\n"
+    model, vocab, batch = tiny_lm_and_batch(tmp_path / "t.txt", lines, rows, steps)
+    negatives = Candidates.draw(LogUniformSampler(len(vocab), seed=0), 20) if sampled else None
+    with HostReads() as reads:
+        model(batch, None, negatives)["loss"].backward()
+    return reads
+
+
+def test_a_training_step_reads_the_device_as_often_for_any_unroll_and_rows(tmp_path):
+    for sampled in (False, True):
+        small = _training_reads(tmp_path, 2, 4, sampled)
+        large = _training_reads(tmp_path, 6, 24, sampled)
+        assert small.total > 0
+        assert large.counts == small.counts, (sampled, small.counts, large.counts)
