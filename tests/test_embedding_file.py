@@ -224,6 +224,19 @@ def test_an_interrupted_run_resumes_to_the_same_file(tmp_path, bilm, lines, monk
     assert all(not p.exists() for p in before)  # merged and cleaned up
 
 
+def test_a_finished_output_run_again_removes_the_merge_file_a_killed_overwrite_left(tmp_path, bilm, lines):
+    """A --overwrite run killed while merging leaves its merged temporary beside the previous
+    OUTPUT; the same command without --overwrite finds OUTPUT complete and returned at once,
+    leaving that file (as large as the output) behind for good."""
+    inp = write_lines(tmp_path / "in.txt", lines[:5])
+    out = embed_file(inp, tmp_path / "out.hdf5", bilm)
+    left = tmp_path / ".out.hdf5.tmp-999999999"   # the merge file of a dead process
+    left.write_bytes(b"\x89HDF\r\n half a merge")
+    parts_dir(out).mkdir()
+    assert embed_file(inp, out, bilm) == out
+    assert not left.exists() and not parts_dir(out).exists()
+
+
 def test_resuming_with_other_settings_is_refused(tmp_path, bilm, lines):
     inp = write_lines(tmp_path / "in.txt", lines[:5])
     out = embed_file(inp, tmp_path / "out.hdf5", bilm)

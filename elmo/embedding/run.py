@@ -33,7 +33,8 @@ import numpy as np
 import torch
 
 from ..checks import require_count, require_path
-from ..io import OutputError, check_output_dir, check_output_file, output_lock, same_file, writing
+from ..io import (OutputError, check_output_dir, check_output_file, output_lock, remove_temporaries, same_file,
+                  writing)
 from ..modules import BiLM
 from .config import EmbedConfig
 from .embedder import Embedder
@@ -202,8 +203,9 @@ def _embed_and_merge(embedder: Embedder, index, selection: LayerSelection, input
     settings_json = json.dumps(settings, sort_keys=True)
 
     if not overwrite and output_complete(output_path, settings):
-        if rank == 0:
+        if rank == 0:   # (holding OUTPUT.lock: what is left is a dead run's)
             remove_parts(parts_dir(output_path))
+            remove_temporaries(output_path)   # a --overwrite run killed while merging left its file
         return output_path if rank == 0 else None
     parts = parts_dir(output_path)
     with writing(output_path, f"folder of parts {parts}"):
