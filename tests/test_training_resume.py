@@ -200,3 +200,48 @@ def test_elmo_train_stopped_by_sigterm_says_so_and_exits_143(tmp_path):
     assert latest_checkpoint(run / "checkpoints").name == f"checkpoint-{stopped['step']:08d}.pt"
     assert f"stopped by SIGTERM at step {stopped['step']} of 100000" in err
     assert "run the same command again to resume" in err
+
+
+def test_an_export_cut_short_leaves_the_earlier_model_folder_whole(tmp_path, monkeypatch):
+    """A run extended by --max-steps and killed while exporting left model/ with the new
+    weights beside the softmax and metadata of the earlier export, and it loaded as a model."""
+    import h5py
+    import torch
+
+    from elmo import ElmoOptions
+    from elmo.training import export as export_mod
+    from elmo.training.model import LanguageModel
+    from elmo.vocab import Vocabulary
+    from training_helpers import tiny_model_options
+
+    _, _, vocab_txt = write_toy_corpus(tmp_path / "toy", n_train=50)
+    vocab = Vocabulary.load(vocab_txt)
+
+    def model(seed):
+        torch.manual_seed(seed)
+        return LanguageModel(ElmoOptions.from_dict(tiny_model_options()), len(vocab), vocab.bos, vocab.eos, 0.0)
+
+    def weights(folder):
+        found = {}
+        with h5py.File(folder / "weights.hdf5", "r") as f:
+            f.visititems(lambda name, obj: found.__setitem__(name, obj[()].tobytes())
+                         if isinstance(obj, h5py.Dataset) else None)
+        return found
+
+    folder = export_mod.export_model(model(0), vocab, tmp_path / "model", {"steps": 12})
+    before = weights(folder)
+
+    def killed(*_args, **_kwargs):   # the last file of an export
+        raise KeyboardInterrupt
+    monkeypatch.setattr(export_mod, "atomic_write_text", killed)
+    with pytest.raises(KeyboardInterrupt):
+        export_mod.export_model(model(1), vocab, folder, {"steps": 15})
+    monkeypatch.undo()
+    assert weights(folder) == before and json.loads((folder / "metadata.json").read_text())["steps"] == 12
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model", "toy"]
+    # what a SIGKILL leaves (a half-written FOLDER.partial) is replaced by the next export
+    (tmp_path / "model.partial").mkdir()
+    (tmp_path / "model.partial" / "weights.hdf5").write_bytes(b"half")
+    export_mod.export_model(model(1), vocab, folder, {"steps": 15})
+    assert weights(folder) != before and json.loads((folder / "metadata.json").read_text())["steps"] == 15
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model", "toy"]

@@ -13,6 +13,7 @@ A model folder holds:
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any, Dict, Optional
 
@@ -34,9 +35,29 @@ METADATA_FILE = "metadata.json"
 
 def export_model(model: LanguageModel, vocab: Vocabulary, folder: str | Path,
                  metadata: Optional[Dict[str, Any]] = None) -> Path:
-    """Write ``model`` (and ``vocab``) as a model folder; every file is written atomically."""
+    """Write ``model`` (and ``vocab``) as a model folder, complete or not at all.
+
+    The files are written into ``FOLDER.partial``, which then replaces ``folder`` (as task
+    models are saved): a run killed while exporting left ``folder`` holding some new files and
+    some of an earlier export (the weights of the last step beside the softmax and metadata of
+    the step before), which loaded as a model. The caller must be the folder's only writer."""
     folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
+    tmp = folder.with_name(folder.name + ".partial")
+    shutil.rmtree(tmp, ignore_errors=True)   # what a killed export left
+    try:
+        tmp.mkdir(parents=True)
+        _write_model_files(model, vocab, tmp, metadata)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)   # (a full disk: free what it took; the old model stays)
+        raise
+    if folder.exists():
+        shutil.rmtree(folder)
+    tmp.rename(folder)
+    return folder
+
+
+def _write_model_files(model: LanguageModel, vocab: Vocabulary, folder: Path,
+                       metadata: Optional[Dict[str, Any]]) -> None:
     save_original(model.bilm, folder / "options.json", folder / "weights.hdf5")
     tmp = atomic_target(folder / SOFTMAX_FILE)
     try:
@@ -52,7 +73,6 @@ def export_model(model: LanguageModel, vocab: Vocabulary, folder: str | Path,
     meta = dict(metadata or {})
     meta.setdefault("adapted_on", [])
     atomic_write_text(folder / METADATA_FILE, strict_json.dumps(meta, indent=2, sort_keys=True) + "\n")
-    return folder
 
 
 def read_metadata(folder: str | Path) -> Dict[str, Any]:
