@@ -16,7 +16,7 @@ import pytest
 from elmo import Embedder, embed_file, load_original
 from elmo.cli import main as cli_main
 from elmo.embedding import InputError, SettingsMismatch
-from elmo.embedding.output import parts_dir, segment_path
+from elmo.embedding.output import SegmentWriter, parts_dir, segment_path
 from tests.conftest import ALLENNLP, random_bilm
 from tests.test_embedding import random_sentences
 
@@ -235,6 +235,45 @@ def test_a_finished_output_run_again_removes_the_merge_file_a_killed_overwrite_l
     parts_dir(out).mkdir()
     assert embed_file(inp, out, bilm) == out
     assert not left.exists() and not parts_dir(out).exists()
+
+
+def test_an_interrupted_overwrite_run_resumes_and_a_finished_one_starts_again(tmp_path, bilm, lines, monkeypatch):
+    """The same --overwrite command run again after a stop deleted the segments that run had
+    finished and made them again; now it resumes them. A finished --overwrite run leaves no
+    mark, so the next one starts afresh, and a stale earlier segment is never kept."""
+    inp = write_lines(tmp_path / "in.txt", lines)
+    reference = embed_file(inp, tmp_path / "reference.hdf5", bilm, layers="top", batch_size=4, segment_lines=4)
+    out = embed_file(inp, tmp_path / "out.hdf5", bilm, batch_size=4, segment_lines=4)   # all layers
+    parts = parts_dir(out)
+    parts.mkdir()
+    stale = segment_path(parts, 5)                         # left by an earlier run: must not be kept
+    stale.write_bytes(b"\x89HDF\r\n stale")
+    from elmo.embedding import embedder as embedder_module
+    real_run_batch, calls = embedder_module.Embedder._run_batch, []
+
+    def crashing(self, *args):
+        calls.append(1)
+        if len(calls) == 4:
+            raise KeyboardInterrupt
+        return real_run_batch(self, *args)
+
+    monkeypatch.setattr(embedder_module.Embedder, "_run_batch", crashing)
+    with pytest.raises(KeyboardInterrupt):
+        embed_file(inp, out, bilm, layers="top", batch_size=4, segment_lines=4, overwrite=True)
+    done = {p: p.stat().st_mtime_ns for p in parts.glob("segment-*.hdf5")}
+    assert 0 < len(done) < 8 and stale not in done
+    monkeypatch.setattr(embedder_module.Embedder, "_run_batch", real_run_batch)
+    made = []
+    real_commit = SegmentWriter.commit
+    monkeypatch.setattr(SegmentWriter, "commit", lambda self: made.append(1) or real_commit(self))
+    embed_file(inp, out, bilm, layers="top", batch_size=4, segment_lines=4, overwrite=True)
+    assert len(made) == 8 - len(done)                      # the finished segments were resumed
+    assert_same_datasets(out, reference)
+    assert not parts.exists()
+    made.clear()
+    embed_file(inp, out, bilm, layers="top", batch_size=4, segment_lines=4, overwrite=True)
+    assert len(made) == 8                                  # a finished --overwrite run: afresh
+    assert_same_datasets(out, reference)
 
 
 def test_resuming_with_other_settings_is_refused(tmp_path, bilm, lines):

@@ -69,7 +69,8 @@ class EmbedConfig:
                                       "and given to a rank")
     device: Optional[str] = setting(None, help="torch device (default: cuda:LOCAL_RANK if available, else cpu)")
     overwrite: bool = setting(False, show_default=False,
-                              help="start again, ignoring an existing OUTPUT and OUTPUT.parts/")
+                              help="start again, ignoring an existing OUTPUT and OUTPUT.parts/ (the same "
+                                   "--overwrite command run again after a stop resumes it)")
     wait_timeout: float = setting(1800.0, metavar="S",
                                   help="under torchrun: rank 0 stops with an error when no other rank has "
                                        "finished a segment for S seconds")

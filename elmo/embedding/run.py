@@ -33,8 +33,8 @@ import numpy as np
 import torch
 
 from ..checks import require_count, require_path
-from ..io import (OutputError, check_output_dir, check_output_file, output_lock, remove_temporaries, same_file,
-                  writing)
+from ..io import (OutputError, atomic_write_text, check_output_dir, check_output_file, output_lock,
+                  remove_temporaries, same_file, writing)
 from ..modules import BiLM
 from .config import EmbedConfig
 from .embedder import Embedder
@@ -99,7 +99,8 @@ def embed_file(input_path: Union[str, Path], output_path: Union[str, Path],
             * sentence_keys: name datasets by sentence instead of line number.
             * forget_sentences: leave out ``sentence_to_index``.
             * segment_lines: lines per segment (the unit of sorting, resuming and sharding).
-            * overwrite: ignore and replace earlier output and parts instead of resuming.
+            * overwrite: ignore and replace earlier output and parts instead of resuming them;
+              the same call again after an --overwrite run was stopped resumes that run.
             * device: a torch device (default: ``cuda:LOCAL_RANK`` when CUDA is present).
             * progress: show a tqdm bar (sentences/s and tokens/s).
             * wait_timeout: rank 0, once done with its own segments, gives up with an error
@@ -213,14 +214,21 @@ def _embed_and_merge(embedder: Embedder, index, selection: LayerSelection, input
     resume_hint = ("the finished segments are kept: fix it (free space, permissions) and run the "
                    "same command again to resume")
 
+    # --overwrite deletes this rank's earlier segments, then marks its share of the parts as
+    # started afresh; the same command run again after a kill finds the mark and resumes.
+    mark = _overwrite_mark(parts, rank, world_size)
+    restart = overwrite and not _overwrite_under_way(mark, settings_json)
     todo = []
     for k in range(rank, index.n_segments, world_size):
         path = segment_path(parts, k)
-        if overwrite:
+        if restart:
             path.unlink(missing_ok=True)
         elif segment_done(path, *index.segment_range(k), settings):
             continue
         todo.append(k)
+    if restart:
+        with writing(output_path, f"mark of an --overwrite run {mark}", hint=resume_hint):
+            atomic_write_text(mark, settings_json)
 
     if todo and token_cache:
         sample = (split_tokens(s, tokenize) for s in read_sentences(input_path, errors, cache[2]))
@@ -274,6 +282,22 @@ def _embed_and_merge(embedder: Embedder, index, selection: LayerSelection, input
                        sentence_keys=cfg.sentence_keys, forget_sentences=cfg.forget_sentences, attrs=attrs)
     remove_parts(parts)
     return output_path
+
+
+def _overwrite_mark(parts: Path, rank: int, world_size: int) -> Path:
+    """The file by which an --overwrite run's rank says that its segments in ``parts`` are its
+    own (the earlier ones deleted). It goes with the parts folder when the output is merged, so
+    an --overwrite run that finished leaves nothing to resume."""
+    return parts / f"overwrite-rank-{rank}-of-{world_size}.json"
+
+
+def _overwrite_under_way(mark: Path, settings_json: str) -> bool:
+    """Whether an --overwrite run with these settings and ranks started on these parts and did
+    not finish: its segments are this command's to resume."""
+    try:
+        return mark.read_text(encoding="utf-8") == settings_json
+    except (OSError, UnicodeDecodeError):   # none (the usual case), or unreadable: start afresh
+        return False
 
 
 def _check_finite(vectors: np.ndarray, input_path: Path, line: int, dtype: str, mixed: bool) -> None:
