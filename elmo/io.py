@@ -103,12 +103,37 @@ def process_alive(pid: int) -> bool:
 
 def atomic_commit(tmp: Path, path: Path) -> None:
     """Move a finished temporary file onto ``path`` in one step, with the permissions an
-    ordinary new file gets (temporary files are created readable by their owner only)."""
+    ordinary new file gets (temporary files are created readable by their owner only).
+
+    The file's data reaches the disk before the rename, and the rename before this returns:
+    otherwise a power cut soon after could leave ``path`` naming an empty or partial file
+    (file systems may write the rename before delayed data), which a rerun would take as done.
+    """
     umask = os.umask(0)
     os.umask(umask)
     os.chmod(tmp, 0o666 & ~umask)
+    _fsync(tmp)
     _refuse_special(path)  # (it may have appeared while the file was written)
     os.replace(tmp, path)
+    _fsync(path.parent, folder=True)
+
+
+def _fsync(path: Path, folder: bool = False) -> None:
+    """Flush ``path`` (a file, or a folder's entries) to the disk. A folder that cannot be
+    opened or synced (some network and FUSE file systems) is left to the file system."""
+    try:
+        fd = os.open(path, os.O_RDONLY | (getattr(os, "O_DIRECTORY", 0) if folder else 0))
+    except OSError:
+        if folder:
+            return
+        raise
+    try:
+        os.fsync(fd)
+    except OSError as e:
+        if not folder or e.errno not in (errno.EINVAL, errno.ENOTSUP, errno.EBADF):
+            raise
+    finally:
+        os.close(fd)
 
 
 def atomic_write_text(path: str | Path, text: str) -> None:

@@ -340,6 +340,22 @@ def test_os_errors_are_one_line_and_debug_shows_the_traceback(tmp_path, lines, m
     assert one_error_line(capsys.readouterr().err) == "elmo info: error: /some/file: Permission denied\n"
 
 
+def test_an_atomic_write_reaches_the_disk_before_and_after_its_rename(tmp_path, monkeypatch):
+    """The data was renamed into place without an fsync: after a power cut the name could point
+    at an empty or partial file (delayed allocation), which a rerun would take as finished."""
+    from elmo.io import atomic_write_text
+    events = []
+    real_fsync, real_replace = os.fsync, os.replace
+    monkeypatch.setattr(os, "fsync", lambda fd: events.append(("fsync", os.readlink(f"/proc/self/fd/{fd}")))
+                        or real_fsync(fd))
+    monkeypatch.setattr(os, "replace", lambda a, b: events.append(("replace", str(b))) or real_replace(a, b))
+    target = tmp_path / "out.txt"
+    atomic_write_text(target, "done\n")
+    assert [e[0] for e in events] == ["fsync", "replace", "fsync"]
+    assert Path(events[0][1]).name.startswith(".out.txt.") and events[1][1] == str(target) and events[2][1] == str(tmp_path)
+    assert target.read_text() == "done\n"
+
+
 def test_a_killed_writers_temporary_is_removed_by_the_next_write_and_a_live_ones_is_kept(tmp_path):
     """A run killed mid-write (SIGKILL, no cleanup) left ``.NAME.*.tmp`` beside its output
     for ever: checkpoints of hundreds of MB piled up over preempted runs."""
