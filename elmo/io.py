@@ -19,6 +19,7 @@ import glob
 import json
 import os
 import re
+import shutil
 import socket
 import tempfile
 from contextlib import contextmanager, suppress
@@ -145,6 +146,30 @@ def atomic_write_text(path: str | Path, text: str) -> None:
         atomic_commit(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+@contextmanager
+def atomic_folder(folder: Path) -> Iterator[Path]:
+    """Write a folder whole or not at all: the block writes its files into the yielded
+    ``FOLDER.partial``, which then replaces ``folder``. A kill while writing leaves the earlier
+    ``folder`` as it was (files of two versions side by side would load as one model); the next
+    writer deletes the partial folder. The caller must be the folder's only writer."""
+    tmp = folder.with_name(folder.name + ".partial")
+    shutil.rmtree(tmp, ignore_errors=True)   # what a killed writer left
+    try:
+        tmp.mkdir(parents=True)
+        yield tmp
+        for path in tmp.iterdir():   # on the disk before the folder takes the name (atomic_commit)
+            if path.is_file():
+                _fsync(path)
+        _fsync(tmp, folder=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)   # (a full disk: free what it took; the old folder stays)
+        raise
+    if folder.exists():
+        shutil.rmtree(folder)
+    tmp.rename(folder)
+    _fsync(folder.parent, folder=True)
 
 
 def process_temporary(path: Path) -> Path:

@@ -23,7 +23,6 @@ test set exactly as ``results.json`` reports.
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from types import SimpleNamespace
 from typing import List, Optional, Sequence, Union
@@ -63,7 +62,7 @@ def save(folder: Union[str, Path], model, *, kind: str, metric: str, labels: Seq
 
     ``elmo`` is the variant's ELMo settings (None for the baseline), with ``bilm`` the spec;
     ``layer_cache`` says the frozen biLM's layers were float16-cached at evaluation."""
-    from ..io import writing
+    from ..io import atomic_folder, writing
     from ..weights import write_safetensors
     folder = Path(folder)
     frozen = elmo is not None and not elmo["finetune"]
@@ -81,24 +80,13 @@ def save(folder: Union[str, Path], model, *, kind: str, metric: str, labels: Seq
             "layer_cache": "float16" if (frozen and layer_cache) else None},
         "trained": record or {},
     }
-    tmp = folder.with_name(folder.name + ".partial")
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    try:
-        with writing(folder, "task model"):
-            tmp.mkdir(parents=True)
-            write_safetensors(state, tmp / "model.safetensors")
-            (tmp / "vocab.json").write_text(json.dumps(vocab.itos, ensure_ascii=False) + "\n", encoding="utf-8")
-            (tmp / "labels.json").write_text(json.dumps(list(labels), ensure_ascii=False) + "\n", encoding="utf-8")
-            # a run without dev has a NaN dev score
-            (tmp / "config.json").write_text(json.dumps(nonfinite_as_none(config), indent=1, allow_nan=False)
-                                             + "\n", encoding="utf-8")
-    except OSError:
-        shutil.rmtree(tmp, ignore_errors=True)   # (a full disk: free what it took; the old model stays)
-        raise
-    if folder.exists():
-        shutil.rmtree(folder)
-    tmp.rename(folder)
+    with writing(folder, "task model"), atomic_folder(folder) as tmp:
+        write_safetensors(state, tmp / "model.safetensors")
+        (tmp / "vocab.json").write_text(json.dumps(vocab.itos, ensure_ascii=False) + "\n", encoding="utf-8")
+        (tmp / "labels.json").write_text(json.dumps(list(labels), ensure_ascii=False) + "\n", encoding="utf-8")
+        # a run without dev has a NaN dev score
+        (tmp / "config.json").write_text(json.dumps(nonfinite_as_none(config), indent=1, allow_nan=False)
+                                         + "\n", encoding="utf-8")
     return folder
 
 

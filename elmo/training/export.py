@@ -13,7 +13,6 @@ A model folder holds:
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Any, Dict, Optional
 
@@ -22,7 +21,7 @@ import torch
 
 from ..config import ElmoOptions
 from ..vocab import Vocabulary
-from ..io import atomic_commit, atomic_target, atomic_write_text
+from ..io import atomic_commit, atomic_folder, atomic_target, atomic_write_text
 from .. import strict_json
 from ..weights import WeightFileError, check_finite, load_original, open_hdf5, save_original
 from .model import LanguageModel
@@ -37,22 +36,12 @@ def export_model(model: LanguageModel, vocab: Vocabulary, folder: str | Path,
                  metadata: Optional[Dict[str, Any]] = None) -> Path:
     """Write ``model`` (and ``vocab``) as a model folder, complete or not at all.
 
-    The files are written into ``FOLDER.partial``, which then replaces ``folder`` (as task
-    models are saved): a run killed while exporting left ``folder`` holding some new files and
-    some of an earlier export (the weights of the last step beside the softmax and metadata of
-    the step before), which loaded as a model. The caller must be the folder's only writer."""
+    A run killed while exporting left ``folder`` holding some new files and some of an earlier
+    export (the weights of the last step beside the softmax and metadata of the step before),
+    which loaded as a model; see :func:`elmo.io.atomic_folder`."""
     folder = Path(folder)
-    tmp = folder.with_name(folder.name + ".partial")
-    shutil.rmtree(tmp, ignore_errors=True)   # what a killed export left
-    try:
-        tmp.mkdir(parents=True)
+    with atomic_folder(folder) as tmp:
         _write_model_files(model, vocab, tmp, metadata)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)   # (a full disk: free what it took; the old model stays)
-        raise
-    if folder.exists():
-        shutil.rmtree(folder)
-    tmp.rename(folder)
     return folder
 
 
