@@ -91,6 +91,12 @@ def test_set_reaches_the_run(tmp_path, capsys):
     ({"variants": [{"name": "b", "colour": 1}]}, "variants[0]: unknown variant settings: colour"),
     ({"tasks": [{"task": "pos", "train": {"lr": "fast"}}]}, "task pos: train: setting lr: expected float"),
     ({"tasks": [{"task": "pos", "model": {"pooling": "mean"}}]}, "task pos: model: pooling must be"),
+    # the embeddings block was not checked: a misspelt key fetched GloVe without a word, a
+    # path of the wrong type was a TypeError traceback mid-run, and random_dim beside glove won
+    ({"embeddings": {"glov": "vectors.txt"}}, "unknown embeddings settings: glov (known: glove, random_dim)"),
+    ({"embeddings": {"glove": 5}}, "embeddings: glove must be null (glove-50d) or a GloVe file's path, got 5"),
+    ({"embeddings": {"glove": "vectors.txt", "random_dim": 8}}, "embeddings: give glove or random_dim, not both"),
+    ({"embeddings": {"random_dim": "8"}}, "embeddings: random_dim must be an integer of 1 or more, got '8'"),
 ])
 def test_an_unknown_or_mistyped_key_is_one_error_naming_it(tmp_path, change, named):
     path = _write(tmp_path / "c.json", {"tasks": [{"task": "pos"}], **change})
@@ -116,6 +122,10 @@ def test_an_unknown_or_mistyped_key_is_one_error_naming_it(tmp_path, change, nam
     ({"tasks": [{"task": "pos", "max_train": -1}]}, "task pos: max_train must be a whole number of 0 or more"),
     ({"tasks": [{"task": "pos", "max_dev": "10"}]}, "task pos: max_dev must be a whole number of 0 or more"),
     ({"device": "foo"}, "device 'foo': expected cpu, cuda, cuda:N or auto"),
+    # random_dim 0 fetched GloVe instead, true gave 1-d vectors, -3 was numpy's bare message
+    ({"embeddings": {"random_dim": 0}}, "embeddings: random_dim must be an integer of 1 or more, got 0"),
+    ({"embeddings": {"random_dim": True}}, "embeddings: random_dim must be an integer of 1 or more, got True"),
+    ({"embeddings": {"random_dim": -3}}, "embeddings: random_dim must be an integer of 1 or more, got -3"),
 ])
 def test_a_number_out_of_range_is_one_error_naming_it(tmp_path, change, named):
     path = _write(tmp_path / "c.json", {"tasks": [{"task": "pos"}], **change})

@@ -201,7 +201,8 @@ class ExperimentConfig:
         return cfg
 
     def check(self) -> None:
-        """The checks across settings: a baseline, distinct names, valid task overrides."""
+        """The checks across settings: a baseline, distinct names, valid task overrides, the
+        embeddings block."""
         names = [v.name for v in self.variants]
         if len(set(names)) != len(names):
             raise ConfigError(f"variant names must be distinct: {names}")
@@ -225,6 +226,7 @@ class ExperimentConfig:
                 if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
                     raise ConfigError(f"task {t.get('name', t['task'])}: {key} must be a whole number of 0 "
                                       f"or more (or absent: all), got {value!r}")
+        _check_embeddings(self.embeddings)
         if self.device is not None:           # not a RuntimeError from torch once the first model is built
             from ..runtime import resolve_device
             try:
@@ -277,6 +279,22 @@ class ExperimentConfig:
         if key not in {f.name for f in dataclasses.fields(self)}:
             raise KeyError(key)
         return getattr(self, key)
+
+
+def _check_embeddings(spec: Mapping[str, Any]) -> None:
+    """``{"glove": null or PATH}`` or ``{"random_dim": D}``, checked before any run: a misspelt
+    key or ``random_dim`` 0 fetched GloVe without a word, ``random_dim`` true gave 1-d vectors,
+    both keys ignored ``glove``, and other values failed at the first task, naming nothing."""
+    unknown = sorted(set(map(str, spec)) - {"glove", "random_dim"})
+    if unknown:
+        raise ConfigError(f"unknown embeddings settings: {', '.join(unknown)} (known: glove, random_dim)")
+    if len(spec) > 1:
+        raise ConfigError("embeddings: give glove or random_dim, not both")
+    glove, dim = spec.get("glove"), spec.get("random_dim")
+    if glove is not None and (not isinstance(glove, str) or not glove):
+        raise ConfigError(f"embeddings: glove must be null (glove-50d) or a GloVe file's path, got {glove!r}")
+    if "random_dim" in spec and (isinstance(dim, bool) or not isinstance(dim, int) or dim < 1):
+        raise ConfigError(f"embeddings: random_dim must be an integer of 1 or more, got {dim!r}")
 
 
 def _seeds(seeds: Any) -> List[int]:
