@@ -118,6 +118,9 @@ def test_an_unknown_or_mistyped_key_is_one_error_naming_it(tmp_path, change, nam
     ({"seeds": [1, 1]}, "seeds must be a non-empty list of distinct seeds"),  # one run counted twice
     ({"seeds": []}, "seeds must be a non-empty list"),
     ({"seeds": 0}, "seeds must be a count of 1 or more"),
+    # random.Random(-1) shuffles as Random(1) does; 2**64 was torch's unnamed OverflowError mid-run
+    ({"seeds": [1, -1]}, "seeds must be whole numbers from 0 to 2**64 - 1, got -1"),
+    ({"seeds": [2**64]}, f"seeds must be whole numbers from 0 to 2**64 - 1, got {2**64}"),
     # a ValueError from random.sample naming nothing, and torch's RuntimeError once a model was built
     ({"tasks": [{"task": "pos", "max_train": -1}]}, "task pos: max_train must be a whole number of 0 or more"),
     ({"tasks": [{"task": "pos", "max_dev": "10"}]}, "task pos: max_dev must be a whole number of 0 or more"),

@@ -306,6 +306,11 @@ def _seeds(seeds: Any) -> List[int]:
     listed = coerce("seeds", List[int], seeds)
     if not listed or len(set(listed)) != len(listed):  # a repeated seed would count one run twice
         raise ConfigError(f"seeds must be a non-empty list of distinct seeds, got {listed}")
+    # Python's random.Random(-s) is Random(s), so a negative seed repeated a positive one's
+    # shuffles; torch takes no seed of 2**64 or more (an unnamed OverflowError mid-run)
+    bad = [s for s in listed if not 0 <= s < 2**64]
+    if bad:
+        raise ConfigError(f"seeds must be whole numbers from 0 to 2**64 - 1, got {bad[0]}")
     return listed
 
 
