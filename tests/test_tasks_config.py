@@ -124,6 +124,14 @@ def test_an_unknown_or_mistyped_key_is_one_error_naming_it(tmp_path, change, nam
     # a ValueError from random.sample naming nothing, and torch's RuntimeError once a model was built
     ({"tasks": [{"task": "pos", "max_train": -1}]}, "task pos: max_train must be a whole number of 0 or more"),
     ({"tasks": [{"task": "pos", "max_dev": "10"}]}, "task pos: max_dev must be a whole number of 0 or more"),
+    # max_tokens -2 cut every text's last two tokens, "x" was a TypeError traceback; subset_seed
+    # 1.7 was read as 1, "x" was a bare int() message; "tokenize": "no" tokenized
+    ({"tasks": [{"task": "topic", "max_tokens": -2}]}, "task topic: max_tokens must be a whole number of 0 or more"),
+    ({"tasks": [{"task": "pair", "max_tokens_b": "x"}]}, "task pair: max_tokens_b must be a whole number of 0 or more"),
+    ({"tasks": [{"task": "pos", "subset_seed": 1.7}]}, "task pos: subset_seed must be a whole number of 0 or more"),
+    ({"tasks": [{"task": "tagging", "dev_fraction": "x"}]}, "task tagging: dev_fraction must be a number in [0, 1), got 'x'"),
+    ({"tasks": [{"task": "tagging", "dev_fraction": float("nan")}]}, "task tagging: dev_fraction must be a number in [0, 1), got nan"),
+    ({"tasks": [{"task": "classification", "tokenize": "no"}]}, "task classification: tokenize must be true or false, got 'no'"),
     ({"device": "foo"}, "device 'foo': expected cpu, cuda, cuda:N or auto"),
     # random_dim 0 fetched GloVe instead, true gave 1-d vectors, -3 was numpy's bare message
     ({"embeddings": {"random_dim": 0}}, "embeddings: random_dim must be an integer of 1 or more, got 0"),

@@ -221,11 +221,7 @@ class ExperimentConfig:
         for t in self.tasks:                  # a task's own overrides fail now, not mid-run
             self.model_for(t)
             self.train_for(t)
-            for key in ("max_train", "max_dev", "max_test"):   # (-1 failed in random.sample, unnamed)
-                value = t.get(key)
-                if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
-                    raise ConfigError(f"task {t.get('name', t['task'])}: {key} must be a whole number of 0 "
-                                      f"or more (or absent: all), got {value!r}")
+            _check_task_numbers(t)
         _check_embeddings(self.embeddings)
         if self.device is not None:           # not a RuntimeError from torch once the first model is built
             from ..runtime import resolve_device
@@ -279,6 +275,23 @@ class ExperimentConfig:
         if key not in {f.name for f in dataclasses.fields(self)}:
             raise KeyError(key)
         return getattr(self, key)
+
+
+def _check_task_numbers(t: Mapping[str, Any]) -> None:
+    """A task entry's sizes, seed, dev fraction and tokenize flag: max_train -1 failed in
+    random.sample, unnamed; max_tokens -2 cut every text's last two tokens and "x" was a
+    TypeError traceback; subset_seed 1.7 was read as 1; "tokenize": "no" tokenized."""
+    name = t.get("name", t["task"])
+    for key in ("max_train", "max_dev", "max_test", "max_tokens", "max_tokens_b", "subset_seed"):
+        value = t.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+            raise ConfigError(f"task {name}: {key} must be a whole number of 0 or more (or absent), "
+                              f"got {value!r}")
+    fraction = t.get("dev_fraction", 0.0)
+    if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0 <= fraction < 1:
+        raise ConfigError(f"task {name}: dev_fraction must be a number in [0, 1), got {fraction!r}")
+    if not isinstance(t.get("tokenize", False), bool):
+        raise ConfigError(f"task {name}: tokenize must be true or false, got {t['tokenize']!r}")
 
 
 def _check_embeddings(spec: Mapping[str, Any]) -> None:
