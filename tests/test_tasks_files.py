@@ -209,6 +209,24 @@ def test_results_are_not_overwritten_without_resume_or_overwrite(tmp_path, capsy
     assert len(again) == 1 and again[0]["fingerprint"] != first[0]["fingerprint"]
 
 
+@pytest.mark.parametrize("damaged, message", [
+    ('{"config": {}, "runs": [{"task": "my-tagg', "results.json: not a results.json (Unterminated string"),
+    ("[]", "results.json: not the results.json of an experiment (it has no 'runs')"),
+    ('{"runs": [{"task": "my-tagging", "variant": "baseline"}]}', "results.json: run 0 is not a run"),
+])
+def test_resume_from_a_damaged_results_file_names_it_and_keeps_it(tmp_path, damaged, message):
+    """--resume read results.json with a bare json.loads: a truncated file was JSON's message
+    naming no file, a list an AttributeError and a run without its seed a KeyError traceback."""
+    config = write_config(tmp_path, [write_task(tmp_path, "tagging")], variants=[{"name": "baseline"}],
+                          train={"epochs": 1, "batch_size": 8})
+    out = tmp_path / "res"
+    out.mkdir()
+    (out / "results.json").write_text(damaged)
+    with pytest.raises(ValueError, match=re.escape(f"{out / message}")):
+        run_experiment(load_config(config), out=out, log=lambda s: None, resume=True)
+    assert (out / "results.json").read_text() == damaged
+
+
 def test_a_second_experiment_into_the_same_folder_is_refused(tmp_path):
     """Two at once each wrote their own runs over the other's results.json, and both saved
     models into the same folders."""

@@ -625,7 +625,10 @@ def _run_locked(cfg: ExperimentConfig, out: Path, results_path: Path, resume: bo
     done: List[dict] = []
     described: Dict[str, dict] = {}
     if resume and results_path.exists():
-        old = json.loads(results_path.read_text(encoding="utf-8"))
+        # checked as experiment-table reads it: a truncated or hand-broken file was a bare
+        # JSON message, a list or a run without its seed an AttributeError or KeyError traceback
+        from .compare import read_results
+        old = read_results(results_path)
         done, notes = reusable_runs(cfg, old, bilms)
         log(f"resuming: {len(done)} of {len(old.get('runs', []))} runs in {results_path} "
             f"match this config and are kept")
