@@ -127,3 +127,20 @@ def test_a_report_from_no_runs_keeps_the_stored_summary(tmp_path, capsys):
     assert main(["experiment-report", str(tmp_path)]) == 1
     assert "holds no runs to report on; it is kept as it is" in capsys.readouterr().err
     assert (tmp_path / "results.json").read_text(encoding="utf-8") == text
+
+
+def test_a_report_is_refused_while_an_experiment_writes_the_folder(tmp_path, capsys):
+    """experiment-report beside a running experiment wrote back the runs it had read over the
+    experiment's newer results.json (the runs finished meanwhile were lost if it then ended)."""
+    from elmo.cli import main
+    from elmo.io import output_lock
+    text = json.dumps(_results({("pos", "baseline"): [90.0, 92.0], ("pos", "elmo"): [93.0, 95.0]}, "a" * 64))
+    (tmp_path / "results.json").write_text(text, encoding="utf-8")
+    with output_lock(tmp_path / "results.json", name=tmp_path):   # as a running experiment holds it
+        assert main(["experiment-report", str(tmp_path)]) == 1
+        assert f"{tmp_path} is already being written by PID" in capsys.readouterr().err
+    assert (tmp_path / "results.json").read_text(encoding="utf-8") == text
+    assert not (tmp_path / "results.md").exists()
+    assert main(["experiment-report", str(tmp_path / "missing" / "results.json")]) == 1
+    assert "missing/results.json: cannot read it (No such file or directory)" in capsys.readouterr().err
+    assert main(["experiment-report", str(tmp_path)]) == 0 and (tmp_path / "results.md").exists()

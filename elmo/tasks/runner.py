@@ -660,19 +660,26 @@ def rewrite_reports(out: str | Path) -> dict:
     """Write ``results.md`` and the plots of a results folder again from its ``results.json``,
     with the summary recomputed from the stored runs by this version's code (e.g. the gains'
     95% intervals, which older folders lack). Nothing is trained; the runs, the machine block
-    and the times stay as they were recorded. Returns the results."""
+    and the times stay as they were recorded. Returns the results.
+
+    It holds the folder's lock as :func:`run_experiment` does: run beside an experiment into
+    the folder, it wrote back the runs it had read over the experiment's newer results.json,
+    losing the runs finished meanwhile when the experiment ended before its next write."""
     from .compare import CompareError, read_results
 
     out = Path(out)
     results_path = out / "results.json" if out.is_dir() else out
     out = results_path.parent
-    results = read_results(results_path, need=("config", "runs"))
-    if not results["runs"]:  # (the summary was recomputed as empty and the stored one lost)
-        raise CompareError(f"{results_path}: holds no runs to report on; it is kept as it is")
-    cfg = normalise_config(results["config"])
-    results["summary"] = summarise(results["runs"], cfg)
-    atomic_write_text(results_path, json.dumps(nonfinite_as_none(results), indent=1, allow_nan=False) + "\n")
-    write_reports(results, out)
+    if not out.is_dir():
+        raise CompareError(f"{results_path}: cannot read it (No such file or directory)")
+    with output_lock(results_path, name=out):
+        results = read_results(results_path, need=("config", "runs"))
+        if not results["runs"]:  # (the summary was recomputed as empty and the stored one lost)
+            raise CompareError(f"{results_path}: holds no runs to report on; it is kept as it is")
+        cfg = normalise_config(results["config"])
+        results["summary"] = summarise(results["runs"], cfg)
+        atomic_write_text(results_path, json.dumps(nonfinite_as_none(results), indent=1, allow_nan=False) + "\n")
+        write_reports(results, out)
     return results
 
 
