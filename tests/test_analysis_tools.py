@@ -421,6 +421,10 @@ def test_contrast_pairs_in_broken_utf8_are_named(tmp_path):
     ("wsd_test_fraction", 0.0, "--wsd-test-fraction must be between 0 and 1"),
     ("neighbors_k", 0, "--neighbors-k must be an integer of 1 or more"),
     ("pos_train_sentences", -1, "--pos-train-sentences must be an integer of 0 or more"),
+    # numpy's bare "expected non-negative integer" once the POS or WSD vectors were computed,
+    # torch's "Overflow when unpacking long long"
+    ("seed", -1, r"--seed must be a whole number from 0 to 2\*\*64 - 1, got -1"),
+    ("seed", 2**64, r"--seed must be a whole number from 0 to 2\*\*64 - 1, got 18446744073709551616"),
 ])
 def test_analysis_settings_out_of_range_are_refused(setting, value, named):
     from elmo.config import ConfigError

@@ -80,6 +80,10 @@ class AnalysisConfig:
             "--pos-l2": (self.pos_l2, "rate"), "--contrast-l2": (self.contrast_l2, "rate"),
             "--pos-iterations": (self.pos_iterations, "count"), "--neighbors-k": (self.neighbors_k, "count"),
             "--batch-size": (self.batch_size, "count")})
+        # numpy's generators take no negative seed (the bootstrap failed after every vector was
+        # computed), torch no larger one, and random.Random(-1) draws as Random(1) does
+        if not 0 <= self.seed < 2**64:
+            raise ConfigError(f"analyze: --seed must be a whole number from 0 to 2**64 - 1, got {self.seed}")
         if not 0.0 < self.wsd_test_fraction < 1.0:  # both sides of the WSD split need examples
             raise ConfigError(f"analyze: --wsd-test-fraction must be between 0 and 1 (both excluded), "
                               f"got {self.wsd_test_fraction}")
