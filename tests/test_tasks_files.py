@@ -472,6 +472,18 @@ def saved_classifier(tmp_path_factory):
     return root / "r/models/my-classification/baseline/seed-1"
 
 
+def test_predict_output_dash_is_stdout_and_an_empty_one_is_refused(saved_classifier, tmp_path, capsys,
+                                                                   monkeypatch):
+    """-o - wrote a file named '-' (INPUT - is stdin); -o '' wrote to stdout as no -o does."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "in.txt").write_text("the cat\n")
+    assert main(["predict", str(saved_classifier), "in.txt", "-o", "-", "--quiet"]) == 0
+    assert capsys.readouterr().out.startswith("the cat\t") and not (tmp_path / "-").exists()
+    assert main(["predict", str(saved_classifier), "in.txt", "-o", "", "--quiet"]) == 1
+    captured = capsys.readouterr()
+    assert "-o: an empty path; give a file path, or '-' for stdout" in captured.err and not captured.out
+
+
 def _edit_json(name, change):
     def edit(folder):
         value = json.loads((folder / name).read_text())

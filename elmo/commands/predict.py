@@ -18,7 +18,8 @@ def register(subparsers) -> None:
                     "the model was trained with \"tokenize\": true (or with --tokenize).")
     p.add_argument("model", help="the saved model's folder (OUT/models/<task>/<variant>/seed-<n>)")
     p.add_argument("input", nargs="?", default="-", help="input text file (default: stdin)")
-    p.add_argument("-o", "--output", default=None, help="write here (atomically; default: stdout)")
+    p.add_argument("-o", "--output", default=None,
+                   help="write here (atomically; default or '-': stdout)")
     p.add_argument("--format", choices=["conll", "tsv", "jsonl"], default=None,
                    help="output format (default: conll for tagging, tsv otherwise)")
     p.add_argument("--tokenize", action="store_true",
@@ -35,6 +36,8 @@ def _check_output(output: str, input_path: str, model: str) -> None:
     what predict reads: the input text, or one of the saved model's files."""
     from ..io import check_output_file
     from ..tasks.saved import SAVED_FILES
+    if not output:  # (Path('') is the current folder)
+        raise ValueError("-o: an empty path; give a file path, or '-' for stdout")
     out = Path(output)
     check_output_file(out, "predictions")
     if input_path != "-" and Path(input_path).exists() and Path(input_path).resolve() == out.resolve():
@@ -86,8 +89,10 @@ def predict(args: argparse.Namespace) -> int:
     from ..runtime import set_threads
 
     set_threads(max(1, args.threads))
-    if args.output:
-        _check_output(args.output, args.input, args.model)
+    # '-' is stdout as INPUT '-' is stdin (it wrote a file named '-'); '' is refused, not stdout
+    output = None if args.output == "-" else args.output
+    if output is not None:
+        _check_output(output, args.input, args.model)
     model = TaskModel.load(args.model, bilm=args.bilm)
     kind = model.saved.kind
     spec = task_kind(kind)
@@ -122,8 +127,8 @@ def predict(args: argparse.Namespace) -> int:
         else:
             out.append(json.dumps(spec.json_record(text, ex.tokens, label), ensure_ascii=False))
     result = "".join(line + "\n" for line in out)
-    if args.output:
-        atomic_write_text(args.output, result)
+    if output is not None:
+        atomic_write_text(output, result)
     else:
         sys.stdout.write(result)
     return 0
