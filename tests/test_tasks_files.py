@@ -227,6 +227,21 @@ def test_resume_from_a_damaged_results_file_names_it_and_keeps_it(tmp_path, dama
     assert (out / "results.json").read_text() == damaged
 
 
+def test_variants_that_name_no_variant_are_refused(tmp_path, capsys):
+    """--variants '' ran every variant; --variants , ran none, and with --overwrite replaced
+    results.json by one with no runs."""
+    config = write_config(tmp_path, [write_task(tmp_path, "tagging")], variants=[{"name": "baseline"}],
+                          train={"epochs": 1, "batch_size": 8})
+    out = tmp_path / "res"
+    assert main(["experiment", str(config), "--out", str(out), "--quiet"]) == 0
+    before = (out / "results.json").read_text()
+    for names in ("", ",", " , "):
+        assert main(["experiment", str(config), "--out", str(out), "--quiet", "--overwrite",
+                     "--variants", names]) == 1
+        assert f"--variants {names!r} names no variant; the config has baseline" in capsys.readouterr().err
+    assert (out / "results.json").read_text() == before
+
+
 def test_a_second_experiment_into_the_same_folder_is_refused(tmp_path):
     """Two at once each wrote their own runs over the other's results.json, and both saved
     models into the same folders."""
