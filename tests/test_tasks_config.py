@@ -164,6 +164,14 @@ def test_a_config_in_broken_utf8_is_named(tmp_path):
         load_config(path)
 
 
+def test_a_key_repeated_in_a_json_config_is_named(tmp_path):
+    # JSON keeps the last: a second "variants" block silently replaced the first
+    path = tmp_path / "c.json"
+    path.write_text('{"tasks": [{"task": "pos"}], "train": {"epochs": 2, "lr": 0.1, "epochs": 3}}')
+    with pytest.raises(ConfigError, match=f"{path}: not a JSON config \\(the key 'epochs' appears twice in one object\\)"):
+        load_config(path)
+
+
 @pytest.mark.parametrize("variants, tasks, named", [
     ([{"name": "b"}, {"name": "../../outside", "elmo": {}}], [{"task": "pos"}], "'../../outside'"),
     ([{"name": "b"}, {"name": "..", "elmo": {}}], [{"task": "pos"}], "'..'"),
