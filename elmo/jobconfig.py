@@ -209,15 +209,25 @@ def save(cfg: Any, path: str | Path) -> Path:
     return path
 
 
+def distinct_keys(pairs: List[Tuple[str, Any]]) -> Dict[str, Any]:
+    """A JSON object of a config (``json.loads``'s ``object_pairs_hook``), refused when a key
+    repeats: JSON keeps the last, so a second block of settings silently replaced the first."""
+    keys = [k for k, _ in pairs]
+    repeated = next((k for k in keys if keys.count(k) > 1), None)
+    if repeated is not None:
+        raise ValueError(f"the key {repeated!r} appears twice in one object")
+    return dict(pairs)
+
+
 def read_json(path: str | Path) -> Dict[str, Any]:
     """The JSON object in ``path`` (a clear error when it is missing or not an object)."""
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        data = json.loads(Path(path).read_text(encoding="utf-8"), object_pairs_hook=distinct_keys)
     except OSError as e:
         raise ConfigError(f"{path}: cannot read the config ({e.strerror or e})") from None
     except UnicodeDecodeError as e:
         raise ConfigError(f"{path}: not a JSON config: not UTF-8 text ({utf8_error_where(e.object, e)})") from None
-    except json.JSONDecodeError as e:
+    except ValueError as e:                  # JSONDecodeError and a repeated key
         raise ConfigError(f"{path}: not a JSON config ({e})") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: a config is a JSON object of settings")

@@ -68,6 +68,9 @@ def test_bad_settings_are_one_clear_error(tmp_path):
     with pytest.raises(ConfigError, match="not a JSON config"):
         (tmp_path / "broken.json").write_text("{")
         load(Job, tmp_path / "broken.json")
+    (tmp_path / "twice.json").write_text('{"name": "a", "size": 2, "size": 3}')   # (size 3, silently)
+    with pytest.raises(ConfigError, match="twice.json: not a JSON config \\(the key 'size' appears twice in one object\\)"):
+        load(Job, tmp_path / "twice.json")
 
 
 def test_save_and_load_round_trip(tmp_path):

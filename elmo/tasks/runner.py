@@ -68,6 +68,7 @@ from .experiment_config import ExperimentConfig, ModelSettings, Variant
 from .train_loop import FitConfig, fit, score
 from ..config import ConfigError
 from ..io import atomic_write_text, check_output_dir, output_lock, utf8_error_where
+from ..jobconfig import distinct_keys
 from ..strict_json import nonfinite_as_none
 from ..runtime import cpu_model, machine_description, threads
 from ..runtime import resolve_device
@@ -77,16 +78,6 @@ DEFAULT_MAX_CHARS = 50
 
 
 # ----------------------------------------------------------------------------- config
-def _distinct_keys(pairs: List[Tuple[str, object]]) -> dict:
-    """A JSON object of a config, refused when a key repeats: JSON keeps the last, so a second
-    ``variants`` or ``train`` block silently replaced the first (TOML refuses it itself)."""
-    keys = [k for k, _ in pairs]
-    repeated = next((k for k in keys if keys.count(k) > 1), None)
-    if repeated is not None:
-        raise ValueError(f"the key {repeated!r} appears twice in one object")
-    return dict(pairs)
-
-
 def read_config(path: str | Path) -> dict:
     """The settings of a JSON or TOML experiment config as written, with ``name`` defaulting
     to the file's stem and relative data paths made relative to the file's folder (not yet
@@ -104,7 +95,7 @@ def read_config(path: str | Path) -> dict:
             import tomllib
             cfg = tomllib.loads(text)
         else:
-            cfg = json.loads(text, object_pairs_hook=_distinct_keys)
+            cfg = json.loads(text, object_pairs_hook=distinct_keys)
     except ValueError as e:                   # JSONDecodeError and TOMLDecodeError
         raise ConfigError(f"{path}: not a {'TOML' if path.suffix == '.toml' else 'JSON'} config ({e})") from None
     if not isinstance(cfg, dict):
