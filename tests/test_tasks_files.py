@@ -327,6 +327,14 @@ def test_saved_models_predict_what_evaluation_scored(tmp_path, capsys):
     assert line.startswith("the cat sat\tthe dog\t") and line.split("\t")[2].strip() in ("overlap", "none")
     assert main(["predict", str(out / "models/my-pair/baseline/seed-1"), str(text), "--quiet"]) == 1
     assert f"{text}:1: a pair model needs text_a<TAB>text_b" in capsys.readouterr().err
+    # a task's own TSV or CoNLL file: its label and tag columns were read as words
+    for model, data in (("my-classification/elmo", "classification-test.tsv"),
+                        ("my-tagging/baseline", "tagging-test.conll")):
+        assert main(["predict", str(out / "models" / model / "seed-1"), str(tmp_path / "data" / data),
+                     "--quiet"]) == 1
+        captured = capsys.readouterr()
+        assert f"{data}:1: a tab; a " in captured.err and "(is this a TSV or CoNLL file?)" in captured.err
+        assert not captured.out
     assert main(["predict", str(model_dir), str(text), "--quiet", "--batch-size", "0"]) == 1
     assert "batch_size must be at least 1, got 0" in capsys.readouterr().err
 

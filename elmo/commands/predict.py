@@ -112,6 +112,12 @@ def predict(args: argparse.Namespace) -> int:
                                  f"found {len(parts)} column(s)")
             texts.append((parts[0], parts[1]))
     else:
+        # a TSV or CoNLL file given by mistake: its other columns (a gold label, a tag) were
+        # read as words of the text, and every line got a prediction
+        tabbed = next((i for i, line in enumerate(lines, start=1) if "\t" in line), None)
+        if tabbed is not None:
+            raise ValueError(f"{args.input}:{tabbed}: a tab; a {kind} model reads one text a line, "
+                             f"tokens separated by spaces (is this a TSV or CoNLL file?)")
         texts = lines
     tokenize = args.tokenize or model.saved.config["tokenize"]
     examples = to_examples(texts, kind, tokenize)
