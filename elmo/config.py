@@ -248,6 +248,10 @@ class ElmoOptions:
             data = json.loads(text)
         except json.JSONDecodeError as e:
             raise ConfigError(f"{path}: not valid JSON ({e})") from None
+        if isinstance(data, dict) and data.get("format") == "elmo-task-model":   # (tasks.saved.FORMAT)
+            # a task model's folder given for a biLM was "config.json: lstm: missing"
+            raise ConfigError(f"{path}: the config of a task model saved by `elmo experiment "
+                              f"--save-models`, not of a biLM; `elmo predict` runs it")
         try:
             return cls.from_dict(data)
         except ConfigError as e:

@@ -507,6 +507,16 @@ def test_predict_output_dash_is_stdout_and_an_empty_one_is_refused(saved_classif
     assert "-o: an empty path; give a file path, or '-' for stdout" in captured.err and not captured.out
 
 
+def test_a_task_model_given_for_a_bilm_is_named_as_such(saved_classifier, tmp_path, capsys):
+    """(it was "config.json: lstm: missing", from every command that takes a biLM)"""
+    for argv in (["info", str(saved_classifier)],
+                 ["analyze", str(saved_classifier), "--only", "contrast", "--out", str(tmp_path / "x")]):
+        assert main(argv) == 1
+        err = capsys.readouterr().err
+        assert ("config.json: the config of a task model saved by `elmo experiment --save-models`, "
+                "not of a biLM; `elmo predict` runs it") in err and err.count("\n") == 1
+
+
 def _edit_json(name, change):
     def edit(folder):
         value = json.loads((folder / name).read_text())
