@@ -132,6 +132,12 @@ def test_an_unknown_or_mistyped_key_is_one_error_naming_it(tmp_path, change, nam
     ({"tasks": [{"task": "tagging", "dev_fraction": "x"}]}, "task tagging: dev_fraction must be a number in [0, 1), got 'x'"),
     ({"tasks": [{"task": "tagging", "dev_fraction": float("nan")}]}, "task tagging: dev_fraction must be a number in [0, 1), got nan"),
     ({"tasks": [{"task": "classification", "tokenize": "no"}]}, "task classification: tokenize must be true or false, got 'no'"),
+    # TypeError tracebacks once the task was read
+    ({"tasks": [{"task": "pos", "model": 5}]}, "task pos: model must be an object of settings, got 5"),
+    ({"tasks": [{"task": "pos", "train": [1]}]}, "task pos: train must be an object of settings, got [1]"),
+    ({"tasks": [{"task": "pos", "data_dir": 5}]}, "task pos: data_dir must be a path, got 5"),
+    ({"tasks": [{"task": "tagging", "files": {"train": "t.conll", "test_web": 5}}]},
+     "task tagging: files.test_web must be a path, got 5"),
     ({"device": "foo"}, "device 'foo': expected cpu, cuda, cuda:N or auto"),
     # random_dim 0 fetched GloVe instead, true gave 1-d vectors, -3 was numpy's bare message
     ({"embeddings": {"random_dim": 0}}, "embeddings: random_dim must be an integer of 1 or more, got 0"),

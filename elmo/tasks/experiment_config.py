@@ -219,9 +219,9 @@ class ExperimentConfig:
             raise ConfigError(f"task entries must report under distinct names (give each a "
                               f"'name'): {reported}")
         for t in self.tasks:                  # a task's own overrides fail now, not mid-run
+            _check_task_entry(t)
             self.model_for(t)
             self.train_for(t)
-            _check_task_numbers(t)
         _check_embeddings(self.embeddings)
         if self.device is not None:           # not a RuntimeError from torch once the first model is built
             from ..runtime import resolve_device
@@ -277,11 +277,21 @@ class ExperimentConfig:
         return getattr(self, key)
 
 
-def _check_task_numbers(t: Mapping[str, Any]) -> None:
-    """A task entry's sizes, seed, dev fraction and tokenize flag: max_train -1 failed in
-    random.sample, unnamed; max_tokens -2 cut every text's last two tokens and "x" was a
-    TypeError traceback; subset_seed 1.7 was read as 1; "tokenize": "no" tokenized."""
+def _check_task_entry(t: Mapping[str, Any]) -> None:
+    """A task entry's blocks, paths, sizes, seed, dev fraction and tokenize flag: a ``model``
+    or ``train`` that is not an object, or a path that is not a string (in ``files`` or
+    ``data_dir``), was a TypeError traceback; max_train -1 failed in random.sample, unnamed;
+    max_tokens -2 cut every text's last two tokens and "x" was a TypeError traceback;
+    subset_seed 1.7 was read as 1; "tokenize": "no" tokenized."""
     name = t.get("name", t["task"])
+    for key in ("model", "train"):
+        if t.get(key) is not None and not isinstance(t[key], Mapping):
+            raise ConfigError(f"task {name}: {key} must be an object of settings, got {t[key]!r}")
+    files = t.get("files")
+    paths = {f"files.{k}": v for k, v in files.items()} if isinstance(files, Mapping) else {}
+    for key, value in {**paths, "data_dir": t.get("data_dir")}.items():
+        if value is not None and not isinstance(value, str):
+            raise ConfigError(f"task {name}: {key} must be a path, got {value!r}")
     for key in ("max_train", "max_dev", "max_test", "max_tokens", "max_tokens_b", "subset_seed"):
         value = t.get(key)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
