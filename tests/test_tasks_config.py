@@ -122,7 +122,9 @@ def test_an_unknown_or_mistyped_key_is_one_error_naming_it(tmp_path, change, nam
     ({"seeds": [1, -1]}, "seeds must be whole numbers from 0 to 2**64 - 1, got -1"),
     ({"seeds": [2**64]}, f"seeds must be whole numbers from 0 to 2**64 - 1, got {2**64}"),
     # a ValueError from random.sample naming nothing, and torch's RuntimeError once a model was built
-    ({"tasks": [{"task": "pos", "max_train": -1}]}, "task pos: max_train must be a whole number of 0 or more"),
+    ({"tasks": [{"task": "pos", "max_train": -1}]}, "task pos: max_train must be a whole number of 1 or more"),
+    # a run without a test score, which experiment-report, experiment-table and --resume refuse
+    ({"tasks": [{"task": "pos", "max_test": 0}]}, "task pos: max_test must be a whole number of 1 or more"),
     ({"tasks": [{"task": "pos", "max_dev": "10"}]}, "task pos: max_dev must be a whole number of 0 or more"),
     # max_tokens -2 cut every text's last two tokens, "x" was a TypeError traceback; subset_seed
     # 1.7 was read as 1, "x" was a bare int() message; "tokenize": "no" tokenized

@@ -292,11 +292,14 @@ def _check_task_entry(t: Mapping[str, Any]) -> None:
     for key, value in {**paths, "data_dir": t.get("data_dir")}.items():
         if value is not None and not isinstance(value, str):
             raise ConfigError(f"task {name}: {key} must be a path, got {value!r}")
-    for key in ("max_train", "max_dev", "max_test", "max_tokens", "max_tokens_b", "subset_seed"):
+    # max_test 0 scored no example: a run without a test score, which results.md showed as n/a
+    # and experiment-report, experiment-table and --resume refuse; max_train 0 failed later
+    for key, least in (("max_train", 1), ("max_test", 1), ("max_dev", 0), ("max_tokens", 0),
+                       ("max_tokens_b", 0), ("subset_seed", 0)):
         value = t.get(key)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
-            raise ConfigError(f"task {name}: {key} must be a whole number of 0 or more (or absent), "
-                              f"got {value!r}")
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < least):
+            raise ConfigError(f"task {name}: {key} must be a whole number of {least} or more (or "
+                              f"absent), got {value!r}")
     fraction = t.get("dev_fraction", 0.0)
     if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0 <= fraction < 1:
         raise ConfigError(f"task {name}: dev_fraction must be a number in [0, 1), got {fraction!r}")
