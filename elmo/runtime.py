@@ -19,13 +19,23 @@ import torch
 from .checks import require_count
 
 
+#: The most torch threads set_threads takes for each CPU: a few more threads than CPUs may
+#: overlap a stall; thousands more make OpenMP fail to create them and end the process.
+MAX_THREADS_PER_CPU = 8
+
+
 def set_threads(n: Optional[int]) -> int:
     """Use ``n`` torch threads from now on; None or 0 keeps torch's current setting.
 
-    Returns the number of threads in use afterwards. A negative ``n`` is a ValueError, one
-    that is not an integer a TypeError.
+    Returns the number of threads in use afterwards. A negative ``n``, or more than
+    :data:`MAX_THREADS_PER_CPU` times this machine's CPUs, is a ValueError; one that is not an
+    integer a TypeError.
     """
     if n is not None and require_count("threads", n, least=0):
+        cpus = os.cpu_count() or 1
+        if n > MAX_THREADS_PER_CPU * cpus:  # (a million aborted the process in OpenMP, or segfaulted)
+            raise ValueError(f"threads: {n} is more than {MAX_THREADS_PER_CPU} per CPU of this machine's "
+                             f"{cpus}; more threads than CPUs only wait for each other")
         torch.set_num_threads(n)
     return torch.get_num_threads()
 

@@ -16,6 +16,9 @@ def test_set_threads_and_keep():
         with pytest.raises(TypeError, match="threads must be an integer"):
             set_threads(n)
     assert torch.get_num_threads() == 2
+    with pytest.raises(ValueError, match="threads: 1000000 is more than 8 per CPU"):
+        set_threads(1_000_000)                             # (it ended the process in OpenMP)
+    assert torch.get_num_threads() == 2
 
 
 def test_threads_block_restores_also_on_error():
