@@ -117,7 +117,8 @@ def test_an_unknown_or_mistyped_key_is_one_error_naming_it(tmp_path, change, nam
      "variants[1] (e): elmo: lambda must be a finite number of 0 or more"),
     ({"seeds": [1, 1]}, "seeds must be a non-empty list of distinct seeds"),  # one run counted twice
     ({"seeds": []}, "seeds must be a non-empty list"),
-    ({"seeds": 0}, "seeds must be a count of 1 or more"),
+    ({"seeds": 0}, "seeds must be a count from 1 to 10000"),
+    ({"seeds": 10**23}, "seeds must be a count from 1 to 10000, or a list of seeds; got 1000"),  # (overflowed)
     # random.Random(-1) shuffles as Random(1) does; 2**64 was torch's unnamed OverflowError mid-run
     ({"seeds": [1, -1]}, "seeds must be whole numbers from 0 to 2**64 - 1, got -1"),
     ({"seeds": [2**64]}, f"seeds must be whole numbers from 0 to 2**64 - 1, got {2**64}"),

@@ -323,11 +323,16 @@ def _check_embeddings(spec: Mapping[str, Any]) -> None:
         raise ConfigError(f"embeddings: random_dim must be an integer of 1 or more, got {dim!r}")
 
 
+#: The most seeds a count may ask for: each is a training run per task and variant, so more is a
+#: typo (a count of 10**9 built a list of a billion seeds, 10**23 overflowed).
+MAX_SEEDS = 10_000
+
+
 def _seeds(seeds: Any) -> List[int]:
     """3 -> [1, 2, 3]; a list is kept."""
     if isinstance(seeds, int) and not isinstance(seeds, bool):
-        if seeds < 1:
-            raise ConfigError(f"seeds must be a count of 1 or more, or a list of seeds; got {seeds}")
+        if not 1 <= seeds <= MAX_SEEDS:
+            raise ConfigError(f"seeds must be a count from 1 to {MAX_SEEDS}, or a list of seeds; got {seeds}")
         return list(range(1, seeds + 1))
     listed = coerce("seeds", List[int], seeds)
     if not listed or len(set(listed)) != len(listed):  # a repeated seed would count one run twice
