@@ -36,6 +36,12 @@ def test_unknown_kind_is_one_clear_error_everywhere():
             call()
 
 
+def test_the_word_pad_in_a_text_is_unknown_not_padding():
+    """A text's literal "<pad>" (or "<PAD>") took id 0, the padding's vector, in training and predict."""
+    vocab = WordVocab(["a", "<pad>"])
+    assert len(vocab) == 3 and vocab.ids(["<pad>", "a", "<PAD>", "zzz", "<unk>"]) == [1, 2, 1, 1, 1]
+
+
 def test_labels_unseen_in_training_get_the_kinds_fallback_id():
     vocab = WordVocab(["a", "b"])
     tags = make_batch([Example(["a", "b"], ["N", "Q"]), Example(["a"], ["V"])], "tagging",

@@ -40,7 +40,9 @@ class WordVocab:
         return len(self.itos)
 
     def ids(self, tokens: Sequence[str]) -> List[int]:
-        return [self.stoi.get(normalise(t), 1) for t in tokens]
+        """Word ids; an unknown word is ``<unk>``'s, and so is the text ``<pad>``: id 0 is the
+        padding's, whose vector a word of the text must not get."""
+        return [self.stoi.get(normalise(t), 1) or 1 for t in tokens]
 
 
 _GLOVE_CACHE: Dict[str, Tuple[List[str], np.ndarray]] = {}
