@@ -689,3 +689,13 @@ def test_conllu_format_settings_are_checked(tmp_path):
     bad.write_text("1\ta\tb\tc\td\n", encoding="utf-8")
     with pytest.raises(TaskDataError, match="b.conllu:1: 5 tab-separated columns"):
         read_examples(bad, "tagging", check_format({"type": "conllu"}, "tagging", "x"))
+
+
+def test_predict_refuses_a_bilm_for_a_model_without_elmo(saved_classifier, tmp_path, capsys):
+    """--bilm for a baseline model was ignored without a word (exit 0)."""
+    (tmp_path / "in.txt").write_text("the cat\n")
+    argv = ["predict", str(saved_classifier), str(tmp_path / "in.txt"), "--bilm", str(tmp_path / "nowhere")]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert "a model without ELMo (the baseline) uses no biLM; leave out the biLM given" in err
+    assert err.count("\n") == 1

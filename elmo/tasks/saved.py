@@ -207,6 +207,9 @@ def load(folder: Union[str, Path], bilm: Optional[str] = None, device=None):
         raise TaskModelError(f"{folder / 'labels.json'}: not a list of distinct label strings")
     e = cfg["elmo"]
     elmo_features, lam = None, 0.0
+    if e is None and bilm is not None:   # (it was ignored without a word)
+        raise TaskModelError(f"{cfg_path}: a model without ELMo (the baseline) uses no biLM; "
+                             f"leave out the biLM given ({bilm})")
     if e is not None:
         bilm_model = _load_bilm(e["bilm"], bilm)
         elmo_features = ElmoFeatures(bilm_model, e["positions"], e["layers"], e["dropout"],
