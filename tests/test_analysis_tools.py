@@ -375,6 +375,8 @@ def test_read_mix_weights(tmp_path):
     assert report.read_mix_weights(tmp_path / "r.json") == [0.333, 0.333, 0.333]
     (tmp_path / "s.json").write_text(json.dumps([0.0, 0.0, 0.0]))
     assert report.read_mix_weights(tmp_path / "s.json") == pytest.approx([1 / 3] * 3)
+    (tmp_path / "W.JSON").write_text(json.dumps({"weights": [0.2, 0.8]}))  # (read as a PyTorch file)
+    assert report.read_mix_weights(tmp_path / "W.JSON") == [0.2, 0.8]
     torch.save({"encoder.mix.scalar_parameters": torch.tensor([0.0, np.log(3.0)]),
                 "other.weight": torch.zeros(2)}, tmp_path / "m.pt")
     assert report.read_mix_weights(tmp_path / "m.pt") == pytest.approx([0.25, 0.75])

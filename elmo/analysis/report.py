@@ -154,7 +154,7 @@ def read_mix_weights(path: Path) -> List[float]:
     or an IndexError from unpickling a text file."""
     path = Path(path)
     what = "a JSON of mix weights, an experiment's results.json or a PyTorch state dict"
-    if path.suffix == ".json":
+    if path.suffix.lower() == ".json":   # (a .JSON file was read as a PyTorch file)
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except UnicodeDecodeError as e:
