@@ -83,6 +83,13 @@ def test_analyze_contrast_section_writes_a_report(tmp_path, capsys):
     again = (out / "report.md").read_text()
     assert "## Interpretation" in again and "Role swaps move the targets." in again
     assert again.replace(again[again.index("## Interpretation"):again.index("## Contrast")], "") == text
+    # a hand-edited results.json (a section made a number, the findings removed) was a traceback
+    for edit in (lambda r: {**r, "contrast": 5}, lambda r: {k: v for k, v in r.items() if k != "findings"}):
+        (out / "results.json").write_text(json.dumps(edit(results)))
+        assert main(["analyze", "fixture", "--out", str(out), "--report-only"]) == 1
+        err = capsys.readouterr().err
+        assert "results.json: not as elmo analyze wrote it" in err and err.count("\n") == 1
+        assert (out / "report.md").read_text() == again                # the report is kept
 
 
 @pytest.mark.slow

@@ -333,10 +333,16 @@ def rewrite_report(out: Path) -> Path:
         raise FileNotFoundError(f"{out / 'results.json'}: no such file; --report-only rewrites "
                                 "the report of a folder elmo analyze wrote")
     results = read_results(out / "results.json")
-    config = AnalysisConfig(**results["config"])
+    try:
+        config = AnalysisConfig(**results["config"])
+        text = render(results, results["model"], out, config)
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
+        # a hand-edited file (a section replaced by a number, "findings" removed) was a traceback
+        raise ValueError(f"{out / 'results.json'}: not as elmo analyze wrote it ({type(e).__name__}: {e}); "
+                         f"run the analysis again without --report-only") from None
     path = out / "report.md"
     from ..io import atomic_write_text
-    atomic_write_text(path, render(results, results["model"], out, config))
+    atomic_write_text(path, text)
     return path
 
 
