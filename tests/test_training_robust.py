@@ -720,6 +720,28 @@ def test_a_second_finetune_into_a_busy_run_changes_none_of_its_files(tmp_path, t
     assert finetune(cfg)["steps"] == 2 and not (run / "train.lock").exists()   # free again
 
 
+def test_a_run_whose_model_folder_is_its_start_model_is_refused(tmp_path, toy):
+    """``--from run1/model --output run1`` (once run1's checkpoints were gone) trained and then
+    exported over the start model: its weights were replaced, and its metadata said it was
+    adapted from itself. Now refused before anything is written, by train and finetune alike."""
+    from elmo.io import OutputError
+    from elmo.training.finetune import finetune
+
+    train_txt, _, vocab_txt = toy
+    base = tmp_path / "base"
+    train(tiny_config(base, train_txt, vocab_txt, max_steps=2))
+    for path in (base / "checkpoints").iterdir():
+        path.unlink()
+    before = {p.name: p.read_bytes() for p in (base / "model").iterdir()}
+    for run, cfg in ((finetune, tiny_config(base, train_txt, "", init_from=str(base / "model"), max_steps=2)),
+                     (train, tiny_config(base, train_txt, vocab_txt, options=None, init_from=str(base / "model"),
+                                         max_steps=2))):
+        with pytest.raises(OutputError, match=rf"{base}: its model folder is .*the model this run starts from"):
+            run(cfg)
+    assert {p.name: p.read_bytes() for p in (base / "model").iterdir()} == before
+    assert not (base / "adapt_train.txt").exists()
+
+
 def test_finetune_on_a_full_disk_names_the_file(tmp_path, toy, monkeypatch):
     """(its text and report files failed with a bare "[Errno 28] No space left on device")"""
     from elmo.training import finetune as finetune_mod

@@ -26,7 +26,7 @@ from .checkpoint import latest_checkpoint, writing
 from .export import VOCAB_FILE, load_language_model, read_metadata
 from .resume import ResumeMismatch
 from .distributed import is_main_process
-from .trainer import TrainConfig, run_lock, train
+from .trainer import TrainConfig, check_not_exporting_over_start, run_lock, train
 
 MIN_STEPS_PER_EPOCH = 20
 
@@ -57,6 +57,7 @@ def finetune(cfg: TrainConfig, heldout: Optional[Sequence[str]] = None, heldout_
         raise ValueError("finetune needs a trained model folder (init_from / --from)")
     out = Path(cfg.output)
     check_output_dir(out, "run folder")   # a file there: named, not "File exists"
+    check_not_exporting_over_start(cfg)   # before its text files are written there
     out.mkdir(parents=True, exist_ok=True)
     # The run's lock is taken before the text files are written (train() would take it only
     # after: a second finetune into a busy folder replaced the text the first was training on)

@@ -33,7 +33,7 @@ from ..data.corpus import CorpusStream, corpus_files, count_tokens, expand_paths
 from ..data.lm_batches import BucketedLMBatches, PackedLMBatches
 from ..modules.softmax import softmax_loss
 from ..vocab import Vocabulary
-from ..io import atomic_write_text, check_output_dir, json_objects, output_lock
+from ..io import OutputError, atomic_write_text, check_output_dir, json_objects, output_lock, same_file
 from .. import strict_json
 from ..jobconfig import build, setting
 from . import distributed
@@ -326,6 +326,7 @@ def train(cfg: TrainConfig, stop_after: Optional[int] = None, lock: bool = True)
     """
     out = Path(cfg.output)
     check_output_dir(out, "run folder")   # a file there: named, not "File exists"
+    check_not_exporting_over_start(cfg)
     ctx = distributed.setup(cfg.device)
     if ctx.device.type == "cpu":
         keep_freed_memory()  # no page-fault storm from re-allocating each step's activations
@@ -334,6 +335,15 @@ def train(cfg: TrainConfig, stop_after: Optional[int] = None, lock: bool = True)
             return TrainingRun(cfg, ctx).run(stop_after)
     finally:
         distributed.teardown(ctx)
+
+
+def check_not_exporting_over_start(cfg: TrainConfig) -> None:
+    """Refuse a run whose export, ``OUTPUT/model``, is the model it starts from (``--from
+    run1/model --output run1``): the export replaced the start model's weights, softmax and
+    metadata with the new ones, and the metadata then named itself as what it was adapted from."""
+    if cfg.init_from and same_file(Path(cfg.output) / "model", Path(cfg.init_from)):
+        raise OutputError(f"{cfg.output}: its model folder is {cfg.init_from}, the model this run starts "
+                          f"from (--from), which the export would replace; give another --output")
 
 
 def run_lock(out: Path):
