@@ -156,9 +156,12 @@ def make_elmo(nlp: Language, name: str, model: str, layers: str, batch_size: int
 
 
 @Language.factory("elmo_task", default_config={"model": None, "bilm": None, "batch_size": 64})
-def make_elmo_task(nlp: Language, name: str, model: str, bilm: Optional[str],
+def make_elmo_task(nlp: Language, name: str, model: Optional[str], bilm: Optional[str],
                    batch_size: int) -> ElmoTaskAnnotator:
-    """A saved task model's tags, entities or class labels (see the module docstring)."""
+    """A saved task model's tags, entities or class labels (see the module docstring).
+
+    ``model`` is Optional so that spaCy's config check lets the default None through to the
+    one-line error below (as ``str`` it was a multi-line ConfigValidationError about None)."""
     if not model:
         raise ValueError("the elmo_task component needs config={'model': SAVED_MODEL_FOLDER}")
     return ElmoTaskAnnotator(name, model, bilm, batch_size)

@@ -48,6 +48,13 @@ def test_factories_are_declared_as_entry_points():
         assert spacy.blank("en").has_factory(name)
 
 
+def test_a_task_component_without_a_model_says_what_to_pass():
+    """(spaCy's config check refused the default None first, in a multi-line ConfigValidationError
+    that did not say what the component needs)"""
+    with pytest.raises(ValueError, match=r"^the elmo_task component needs config=\{'model': SAVED_MODEL_FOLDER\}$"):
+        spacy.blank("en").add_pipe("elmo_task")
+
+
 def test_task_models_label_docs(tmp_path):
     from elmo.tasks.models import TaskModel
     from elmo.tasks.runner import load_config, run_experiment
