@@ -417,6 +417,16 @@ def test_a_model_whose_outputs_are_nan_has_no_perplexity(tmp_path):
         perplexity(model.eval(), [["a", "b", "c"], ["g", "h"]], vocab)
 
 
+def test_perplexity_of_text_without_sentences_names_the_files(tmp_path, capsys):
+    """(empty or blank-line files were a bare "no text to evaluate", naming neither file)"""
+    (tmp_path / "empty.txt").write_text("", encoding="utf-8")
+    (tmp_path / "blank.txt").write_text("\n  \n\t\n", encoding="utf-8")
+    files = [str(tmp_path / "empty.txt"), str(tmp_path / "blank.txt")]
+    assert main(["perplexity", "default", *files, "--device", "cpu"]) == 1
+    assert capsys.readouterr().err.strip() == (f"elmo perplexity: error: {files[0]}, {files[1]}: no text to "
+                                               f"evaluate (only empty or blank lines)")
+
+
 def test_a_text_the_model_gives_next_to_no_probability_has_infinite_perplexity(tmp_path):
     """A mean loss above 709 nats (diverged weights) is an infinite perplexity, not an
     OverflowError in the final validation of a run; the log writes it as "inf" (strict JSON)

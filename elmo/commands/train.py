@@ -254,9 +254,11 @@ def perplexity(args) -> int:
     _threads(args)
     device = resolve_device(args.device)
     model, vocab = load_language_model(_model_folder(args.model), device=device)
+    sentences = list(iter_file_sentences(expand_paths(args.text)))   # (as ppl() lists them anyway)
+    if not sentences:  # the files named, not a bare "no text to evaluate"
+        raise ValueError(f"{', '.join(args.text)}: no text to evaluate (only empty or blank lines)")
     try:
-        result = ppl(model, iter_file_sentences(expand_paths(args.text)), vocab, args.batch_size, device,
-                     carry_state=args.carry_state)
+        result = ppl(model, sentences, vocab, args.batch_size, device, carry_state=args.carry_state)
     except FloatingPointError as e:
         raise FloatingPointError(f"{args.model}: {e}") from e
     definition = "carried state" if args.carry_state else "stateless"
