@@ -694,6 +694,19 @@ def test_finetune_says_which_text_is_missing(tmp_path, capsys):
     assert "--heldout-every must be at least 2" in capsys.readouterr().err
 
 
+def test_model_options_set_with_from_are_refused(tmp_path, capsys):
+    """(``--set options.lstm.dim=8`` or a --config file's options, with --from, were dropped
+    without a word: the run went on in the start model's shape, as though they were taken)"""
+    one = tmp_path / "one.txt"
+    one.write_text("a b\n", encoding="utf-8")
+    for command in ("finetune", "train"):
+        assert main([command, str(one), "--from", "default", "-o", str(tmp_path / command), "--device", "cpu",
+                     "--max-steps", "1", "--set", "options.lstm.dim=8"]) == 1
+        assert capsys.readouterr().err.strip() == (f"elmo {command}: error: options (lstm, from --config or --set) "
+                                                   f"do not apply with --from: a warm start keeps the model's shape")
+        assert not (tmp_path / command).exists()
+
+
 def test_a_second_training_into_the_same_run_is_refused(tmp_path, toy, capsys):
     """(it resumed from the first one's newest checkpoint, and both wrote into one run)"""
     from elmo.io import output_lock

@@ -202,6 +202,16 @@ def _run_job(command: str, job) -> int:
     return 0
 
 
+def _refuse_shape_with_from(cfg) -> None:
+    """A run from a trained model keeps that model's shape: model options from --config or
+    --set (``--set options.lstm.dim=8``) were dropped without a word, as the flags are not."""
+    from ..config import ConfigError
+
+    if cfg.init_from and cfg.options:
+        raise ConfigError(f"options ({', '.join(sorted(cfg.options))}, from --config or --set) do not apply "
+                          f"with --from: a warm start keeps the model's shape")
+
+
 def train(args) -> int:
     from ..config import ConfigError
     from ..jobconfig import from_args, print_config_and_exit, read_json
@@ -226,6 +236,7 @@ def train(args) -> int:
     defaults = {"vocab": str(Path(init_from) / VOCAB_FILE)} if init_from else None
     cfg = from_args(TrainConfig, args, defaults=defaults, given={"train": list(args.corpus), "options": options},
                     config_values=from_file)
+    _refuse_shape_with_from(cfg)
     if print_config_and_exit(cfg, args):
         return 0
     return _run_job("train", lambda: run(cfg))
@@ -240,6 +251,7 @@ def finetune(args) -> int:
     args.init_from = _model_folder(args.init_from)
     cfg = from_args(TrainConfig, args, defaults=_FINETUNE_DEFAULTS,
                     given={"train": list(args.text), "vocab": "", "output": args.output, "init_from": args.init_from})
+    _refuse_shape_with_from(cfg)
     if print_config_and_exit(cfg, args):
         return 0
     return _run_job("finetune", lambda: run(cfg, heldout=args.heldout, heldout_every=args.heldout_every))
