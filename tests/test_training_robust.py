@@ -765,6 +765,28 @@ def test_a_run_whose_model_folder_is_its_start_model_is_refused(tmp_path, toy):
     assert not (base / "adapt_train.txt").exists()
 
 
+def test_finetune_text_found_in_its_own_run_folder_is_refused(tmp_path, toy):
+    """(``elmo finetune texts/ -o texts``, or ``texts/*.txt``, read on a rerun the run's own
+    checkpoints, log and adapt_heldout.txt as text: before the first checkpoint, the held-out
+    part was then trained on, and its perplexity reported as held out)"""
+    from elmo.training.finetune import finetune
+
+    train_txt, _, vocab_txt = toy
+    train(tiny_config(tmp_path / "base", train_txt, vocab_txt, max_steps=2))
+    base = str(tmp_path / "base" / "model")
+    texts = tmp_path / "texts"
+    texts.mkdir()
+    (texts / "task.txt").write_text(train_txt.read_text(encoding="utf-8"), encoding="utf-8")
+    for given in (texts, texts / "*.txt"):
+        with pytest.raises(ValueError, match=rf"task.txt: in the run folder {texts}, where finetune writes its own"):
+            finetune(tiny_config(texts, given, "", init_from=base, max_steps=2))
+    assert sorted(p.name for p in texts.iterdir()) == ["task.txt"]   # nothing written
+    named = tiny_config(texts, texts / "task.txt", "", init_from=base, max_steps=2)
+    assert finetune(named)["steps"] == 2                  # a file named on its own there is taken
+    with pytest.raises(ValueError, match=r"adapt_heldout.txt: in the run folder"):   # but not finetune's own
+        finetune(named, heldout=[str(texts / "adapt_heldout.txt")])
+
+
 def test_finetune_on_a_full_disk_names_the_file(tmp_path, toy, monkeypatch):
     """(its text and report files failed with a bare "[Errno 28] No space left on device")"""
     from elmo.training import finetune as finetune_mod

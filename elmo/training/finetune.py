@@ -46,6 +46,22 @@ def _text(sentences: Sequence[List[str]]) -> str:
     return "".join(" ".join(s) + "\n" for s in sentences)
 
 
+OWN_TEXT_FILES = ("adapt_train.txt", "adapt_heldout.txt")
+
+
+def _refuse_run_files(out: Path, given: Sequence[str], files: Sequence[Path]) -> None:
+    """Refuse text that a folder or glob finds inside the run folder, and finetune's own text
+    files: on a rerun ``elmo finetune texts/ -o texts`` read the run's checkpoints, log and
+    ``adapt_heldout.txt`` as text (before the first checkpoint, the held-out part was then
+    trained on). A file named on its own there is taken."""
+    run, named = out.resolve(), {Path(p).resolve() for p in given if Path(p).is_file()}
+    for path in files:
+        found = Path(path).resolve()
+        if found.is_relative_to(run) and (found not in named or (found.parent == run and found.name in OWN_TEXT_FILES)):
+            raise ValueError(f"{path}: in the run folder {out}, where finetune writes its own files (checkpoints, "
+                             f"{', '.join(OWN_TEXT_FILES)}); name the text files themselves, or give another --output")
+
+
 def finetune(cfg: TrainConfig, heldout: Optional[Sequence[str]] = None, heldout_every: int = 10) -> Dict[str, Any]:
     """Adapt ``cfg.init_from`` on ``cfg.train``; the result goes to ``cfg.output/model``.
 
@@ -58,18 +74,20 @@ def finetune(cfg: TrainConfig, heldout: Optional[Sequence[str]] = None, heldout_
     out = Path(cfg.output)
     check_output_dir(out, "run folder")   # a file there: named, not "File exists"
     check_not_exporting_over_start(cfg)   # before its text files are written there
+    text_files, held_files = expand_paths(cfg.train), expand_paths(heldout) if heldout else []
+    _refuse_run_files(out, [*cfg.train, *(heldout or [])], text_files + held_files)   # (before the lock file)
     out.mkdir(parents=True, exist_ok=True)
     # The run's lock is taken before the text files are written (train() would take it only
     # after: a second finetune into a busy folder replaced the text the first was training on)
     with run_lock(out) if is_main_process() else contextlib.nullcontext():
-        return _finetune(cfg, out, heldout, heldout_every)
+        return _finetune(cfg, out, text_files, held_files, heldout, heldout_every)
 
 
-def _finetune(cfg: TrainConfig, out: Path, heldout: Optional[Sequence[str]], heldout_every: int) -> Dict[str, Any]:
-    text_files = expand_paths(cfg.train)
+def _finetune(cfg: TrainConfig, out: Path, text_files: List[Path], held_files: List[Path],
+              heldout: Optional[Sequence[str]], heldout_every: int) -> Dict[str, Any]:
     sentences = list(iter_file_sentences(text_files))
     if heldout:
-        train_part, held = sentences, list(iter_file_sentences(expand_paths(heldout)))
+        train_part, held = sentences, list(iter_file_sentences(held_files))
     else:
         if heldout_every < 2:
             raise ValueError(f"--heldout-every must be at least 2 (every N-th sentence held out), got {heldout_every}")
@@ -83,7 +101,7 @@ def _finetune(cfg: TrainConfig, out: Path, heldout: Optional[Sequence[str]], hel
         raise ValueError(f"{', '.join(map(str, files))}: no {empty}{hint}; finetune needs both")
     # The training part is written out so training streams it like any corpus. A rerun into the
     # same folder resumes on that file, so a different text (or split) there must be refused.
-    train_file, held_file = out / "adapt_train.txt", out / "adapt_heldout.txt"
+    train_file, held_file = (out / name for name in OWN_TEXT_FILES)
     for path, part in ((train_file, train_part), (held_file, held)):
         text = _text(part)
         if path.exists() and path.read_text(encoding="utf-8") != text:
