@@ -647,6 +647,20 @@ def test_held_out_text_without_a_sentence_is_refused(tmp_path, toy):
     assert not list((tmp_path / "run").glob("checkpoints/*.pt"))  # before any step
 
 
+def test_finetune_held_out_text_that_is_training_text_is_refused(tmp_path, toy, capsys):
+    """--heldout naming a training file, by any path or a hard link, reported the perplexity of
+    trained text as held-out, before and after. (train --valid may be the training text: the
+    original trainer's own test measures the fit that way.)"""
+    train_txt, _, _ = toy
+    link = tmp_path / "same.txt"
+    os.link(train_txt, link)
+    argv = ["finetune", str(train_txt), "--heldout", str(link), "--from", "default", "--device", "cpu",
+            "--max-steps", "1", "-o", str(tmp_path / "ft")]
+    assert main(argv) == 1
+    assert "--heldout" in capsys.readouterr().err.split("same.txt: is also training text")[0]
+    assert not (tmp_path / "ft").exists()
+
+
 @pytest.mark.parametrize("negatives", [0, 24])
 def test_bf16_training_runs_end_to_end_and_stays_near_float32(tmp_path, toy, negatives):
     """The opt-in --bf16 (autocast) through the whole trainer: the weights stay float32, the

@@ -18,7 +18,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
-from ..data.corpus import expand_paths, file_fingerprint, iter_file_sentences
+from ..data.corpus import expand_paths, file_fingerprint, iter_file_sentences, refuse_heldout_in_training
 from ..training.evaluate import perplexity
 from ..io import atomic_write_text, check_output_dir
 from .. import strict_json
@@ -76,6 +76,7 @@ def finetune(cfg: TrainConfig, heldout: Optional[Sequence[str]] = None, heldout_
     check_not_exporting_over_start(cfg)   # before its text files are written there
     text_files, held_files = expand_paths(cfg.train), expand_paths(heldout) if heldout else []
     _refuse_run_files(out, [*cfg.train, *(heldout or [])], text_files + held_files)   # (before the lock file)
+    refuse_heldout_in_training(text_files, held_files, "--heldout")
     out.mkdir(parents=True, exist_ok=True)
     # The run's lock is taken before the text files are written (train() would take it only
     # after: a second finetune into a busy folder replaced the text the first was training on)
