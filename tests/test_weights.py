@@ -231,8 +231,19 @@ def test_convert_refuses_to_replace_another_models_files(tmp_path, capsys):
     assert "already holds config.json and model.safetensors: pass --overwrite" in capsys.readouterr().err
     assert (out / "model.safetensors").read_bytes() == before
     assert main(["convert", str(out), str(out), "--to", "original"]) == 0  # the other layout beside it
+    assert main(["convert", str(out), str(out), "--to", "original", "--overwrite"]) == 0   # one model still
+    # another model over one layout would leave the other beside it: a folder of two models
+    assert main(["convert", "default", str(out), "--overwrite"]) == 1
+    assert "also holds options.json, weights.hdf5 of the model there" in capsys.readouterr().err
+    assert (out / "model.safetensors").read_bytes() == before
+    for name in ("options.json", "weights.hdf5"):
+        (out / name).unlink()
     assert main(["convert", "default", str(out), "--overwrite"]) == 0
     assert elmo.from_pretrained(out).output_dim == elmo.from_pretrained("default").output_dim
+    # a trained language model's softmax and vocabulary stay with their own biLM
+    (out / "softmax.hdf5").write_bytes(b"\x89HDF\r\n\x1a\n")
+    assert main(["convert", "fixture", str(out), "--overwrite"]) == 1
+    assert "also holds softmax.hdf5 of the model there" in capsys.readouterr().err
 
 
 def test_save_pretrained_names_a_file_where_the_folder_belongs(tmp_path):

@@ -48,14 +48,26 @@ def info(args: argparse.Namespace) -> int:
 def convert(args: argparse.Namespace) -> int:
     import elmo
 
+    from ..io import same_file
+    from ..training.export import LM_FILES
     from ..weights import NATIVE_CONFIG, NATIVE_WEIGHTS, ORIGINAL_OPTIONS, ORIGINAL_WEIGHTS
 
     # another model's files there would be replaced without a trace: only when asked
     names = (ORIGINAL_OPTIONS, ORIGINAL_WEIGHTS[0]) if args.to == "original" else (NATIVE_CONFIG, NATIVE_WEIGHTS)
-    present = [n for n in names if (Path(args.output) / n).exists()]
+    out = Path(args.output)
+    present = [n for n in names if (out / n).exists()]
     if present and not args.overwrite:
         raise ValueError(f"{args.output} already holds {' and '.join(present)}: pass --overwrite to replace "
                          f"them, or choose another folder")
+    # Files that belong to the weights there but are not replaced (the other layout, a trained
+    # language model's softmax and vocabulary) would stay beside another model's weights: the
+    # folder loaded as a mix of two models (perplexity with one's biLM and the other's softmax).
+    # Converting a folder into itself keeps one model, so it may add the other layout.
+    kept = [n for n in (ORIGINAL_OPTIONS, *ORIGINAL_WEIGHTS, NATIVE_CONFIG, NATIVE_WEIGHTS, *LM_FILES)
+            if n not in names and (out / n).exists()]
+    if present and kept and not same_file(Path(args.model), out):
+        raise ValueError(f"{args.output} also holds {', '.join(kept)} of the model there, which would stay "
+                         f"beside the new weights: choose another folder")
     bilm = elmo.from_pretrained(args.model)
     folder = elmo.save_pretrained(bilm, args.output, fmt=args.to)
     print(f"wrote {folder} ({args.to})")

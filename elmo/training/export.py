@@ -30,6 +30,8 @@ SOFTMAX_FILE = "softmax.hdf5"
 VOCAB_FILE = "vocab.txt"
 COUNTS_FILE = "vocab_counts.tsv"
 METADATA_FILE = "metadata.json"
+#: What a trained language model's folder holds beside the biLM's weights.
+LM_FILES = (SOFTMAX_FILE, VOCAB_FILE, COUNTS_FILE, METADATA_FILE)
 
 
 def export_model(model: LanguageModel, vocab: Vocabulary, folder: str | Path,
