@@ -244,6 +244,10 @@ def test_convert_refuses_to_replace_another_models_files(tmp_path, capsys):
     (out / "softmax.hdf5").write_bytes(b"\x89HDF\r\n\x1a\n")
     assert main(["convert", "fixture", str(out), "--overwrite"]) == 1
     assert "also holds softmax.hdf5 of the model there" in capsys.readouterr().err
+    other = tmp_path / "other"                               # the other layout alone there: the same
+    assert main(["convert", "fixture", str(other), "--to", "original"]) == 0
+    assert main(["convert", "default", str(other)]) == 1
+    assert "also holds options.json, weights.hdf5 of the model there" in capsys.readouterr().err
 
 
 def test_save_pretrained_names_a_file_where_the_folder_belongs(tmp_path):

@@ -65,7 +65,7 @@ def convert(args: argparse.Namespace) -> int:
     # Converting a folder into itself keeps one model, so it may add the other layout.
     kept = [n for n in (ORIGINAL_OPTIONS, *ORIGINAL_WEIGHTS, NATIVE_CONFIG, NATIVE_WEIGHTS, *LM_FILES)
             if n not in names and (out / n).exists()]
-    if present and kept and not same_file(Path(args.model), out):
+    if kept and not same_file(Path(args.model), out):
         raise ValueError(f"{args.output} also holds {', '.join(kept)} of the model there, which would stay "
                          f"beside the new weights: choose another folder")
     bilm = elmo.from_pretrained(args.model)
