@@ -122,3 +122,5 @@ def test_the_training_commands_take_the_bundled_name(tmp_path, capsys, monkeypat
     assert json.loads(capsys.readouterr().out) == by_name and by_name["ppl"] > 1
     assert main(["perplexity", "defualt", str(text)]) == 1
     assert "did you mean 'default'" in capsys.readouterr().err
+    assert main(["perplexity", "default", str(text), "--batch-size", "0"]) == 1   # (named batch_size)
+    assert "--batch-size must be at least 1, got 0" in capsys.readouterr().err

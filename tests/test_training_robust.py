@@ -706,6 +706,8 @@ def test_finetune_says_which_text_is_missing(tmp_path, capsys):
     assert "empty.txt: no held-out text; finetune needs both" in capsys.readouterr().err
     assert main(base + [str(one), "--heldout-every", "1", "-o", str(tmp_path / "r3")]) == 1
     assert "--heldout-every must be at least 2" in capsys.readouterr().err
+    assert main(base + [str(one), "-o", str(tmp_path / "r4"), "--heldout"]) == 1   # (every 10th, silently)
+    assert "--heldout names no file" in capsys.readouterr().err and not (tmp_path / "r4").exists()
 
 
 def test_model_options_set_with_from_are_refused(tmp_path, capsys):

@@ -248,6 +248,9 @@ def finetune(args) -> int:
     from ..training.trainer import TrainConfig
 
     _threads(args)
+    if args.heldout == []:   # (it held out every N-th sentence as if --heldout were not given)
+        raise ValueError("--heldout names no file: give the held-out text, or leave it out to hold out "
+                         "every --heldout-every-th sentence")
     args.init_from = _model_folder(args.init_from)
     cfg = from_args(TrainConfig, args, defaults=_FINETUNE_DEFAULTS,
                     given={"train": list(args.text), "vocab": "", "output": args.output, "init_from": args.init_from})
@@ -258,6 +261,7 @@ def finetune(args) -> int:
 
 
 def perplexity(args) -> int:
+    from ..checks import require_count
     from ..data.corpus import expand_paths, iter_file_sentences
     from ..runtime import resolve_device
     from ..training.evaluate import perplexity as ppl
@@ -265,6 +269,7 @@ def perplexity(args) -> int:
 
     _threads(args)
     device = resolve_device(args.device)
+    require_count("--batch-size", args.batch_size)   # (named batch_size, as the API calls it)
     model, vocab = load_language_model(_model_folder(args.model), device=device)
     sentences = list(iter_file_sentences(expand_paths(args.text)))   # (as ppl() lists them anyway)
     if not sentences:  # the files named, not a bare "no text to evaluate"
