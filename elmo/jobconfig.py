@@ -212,11 +212,12 @@ def save(cfg: Any, path: str | Path) -> Path:
 def distinct_keys(pairs: List[Tuple[str, Any]]) -> Dict[str, Any]:
     """A JSON object of a config (``json.loads``'s ``object_pairs_hook``), refused when a key
     repeats: JSON keeps the last, so a second block of settings silently replaced the first."""
-    keys = [k for k, _ in pairs]
-    repeated = next((k for k in keys if keys.count(k) > 1), None)
-    if repeated is not None:
-        raise ValueError(f"the key {repeated!r} appears twice in one object")
-    return dict(pairs)
+    data: Dict[str, Any] = {}
+    for key, value in pairs:
+        if key in data:
+            raise ValueError(f"the key {key!r} appears twice in one object")
+        data[key] = value
+    return data
 
 
 def read_json(path: str | Path) -> Dict[str, Any]:

@@ -27,6 +27,7 @@ def test_a_forward_reads_the_device_as_often_for_any_length_and_batch():
     short = _forward_reads(bilm, [["a", "b", "c"], ["d"]])
     long = _forward_reads(bilm, [[f"w{i}" for i in range(40)], ["d"]])
     wide = _forward_reads(bilm, [[f"w{i}" for i in range(40)]] + [["x", f"y{j}"] for j in range(7)])
+    print(f"forward: {short.total} host reads {dict(short.counts)}")   # (the README's figure; -rP shows it)
     assert short.total > 0                                 # (the counter sees the reads there are)
     assert long.counts == short.counts and wide.counts == short.counts, (short.counts, long.counts, wide.counts)
 
@@ -45,5 +46,7 @@ def test_a_training_step_reads_the_device_as_often_for_any_unroll_and_rows(tmp_p
     for sampled in (False, True):
         small = _training_reads(tmp_path, 2, 4, sampled)
         large = _training_reads(tmp_path, 6, 24, sampled)
+        print(f"training step, {'sampled' if sampled else 'full'} softmax: {small.total} host reads "
+              f"{dict(small.counts)}")
         assert small.total > 0
         assert large.counts == small.counts, (sampled, small.counts, large.counts)

@@ -237,20 +237,6 @@ def count_tokens(paths: Sequence[str | os.PathLike], boundaries: bool = True) ->
     return {"sentences": n_sentences, "tokens": n_tokens}
 
 
-def refuse_heldout_in_training(train_files: Sequence[Path], held_files: Sequence[Path], option: str) -> None:
-    """Refuse held-out text that is also training text (the same file by any path or link):
-    its perplexity was reported as held-out though the model had trained on it."""
-    def identity(path: Path):
-        info = os.stat(path)
-        return info.st_dev, info.st_ino
-
-    trained = {identity(p) for p in train_files}
-    for path in held_files:
-        if identity(path) in trained:
-            raise ValueError(f"{option} {path}: is also training text; a held-out perplexity needs text "
-                             f"the model does not train on")
-
-
 def corpus_files(paths: Sequence[str | os.PathLike]) -> List[List[Any]]:
     """[path, size in bytes] of every file of a corpus, in :func:`expand_paths` order: a cheap
     record of which text a count or a stream position belongs to (a rebuilt, extended or

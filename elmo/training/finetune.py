@@ -18,9 +18,9 @@ import dataclasses
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
-from ..data.corpus import expand_paths, file_fingerprint, iter_file_sentences, refuse_heldout_in_training
+from ..data.corpus import expand_paths, file_fingerprint, iter_file_sentences
 from ..training.evaluate import perplexity
-from ..io import atomic_write_text, check_output_dir
+from ..io import atomic_write_text, check_output_dir, same_file
 from .. import strict_json
 from .checkpoint import latest_checkpoint, writing
 from .export import VOCAB_FILE, load_language_model, read_metadata
@@ -57,9 +57,19 @@ def _refuse_run_files(out: Path, given: Sequence[str], files: Sequence[Path]) ->
     run, named = out.resolve(), {Path(p).resolve() for p in given if Path(p).is_file()}
     for path in files:
         found = Path(path).resolve()
-        if found.is_relative_to(run) and (found not in named or (found.parent == run and found.name in OWN_TEXT_FILES)):
+        own = found.parent == run and found.name in OWN_TEXT_FILES
+        if found.is_relative_to(run) and (found not in named or own):
             raise ValueError(f"{path}: in the run folder {out}, where finetune writes its own files (checkpoints, "
                              f"{', '.join(OWN_TEXT_FILES)}); name the text files themselves, or give another --output")
+
+
+def _refuse_heldout_in_training(train_files: Sequence[Path], held_files: Sequence[Path]) -> None:
+    """Refuse --heldout text that is also training text (the same file by any path or link):
+    its perplexity was reported as held-out though the model had trained on it."""
+    for held in held_files:
+        if any(same_file(held, trained) for trained in train_files):
+            raise ValueError(f"--heldout {held}: is also training text; a held-out perplexity needs text "
+                             f"the model does not train on")
 
 
 def finetune(cfg: TrainConfig, heldout: Optional[Sequence[str]] = None, heldout_every: int = 10) -> Dict[str, Any]:
@@ -76,7 +86,7 @@ def finetune(cfg: TrainConfig, heldout: Optional[Sequence[str]] = None, heldout_
     check_not_exporting_over_start(cfg)   # before its text files are written there
     text_files, held_files = expand_paths(cfg.train), expand_paths(heldout) if heldout else []
     _refuse_run_files(out, [*cfg.train, *(heldout or [])], text_files + held_files)   # (before the lock file)
-    refuse_heldout_in_training(text_files, held_files, "--heldout")
+    _refuse_heldout_in_training(text_files, held_files)
     out.mkdir(parents=True, exist_ok=True)
     # The run's lock is taken before the text files are written (train() would take it only
     # after: a second finetune into a busy folder replaced the text the first was training on)
