@@ -507,6 +507,22 @@ def test_predict_output_dash_is_stdout_and_an_empty_one_is_refused(saved_classif
     assert "-o: an empty path; give a file path, or '-' for stdout" in captured.err and not captured.out
 
 
+def test_predict_keeps_an_existing_output_unless_overwrite(saved_classifier, tmp_path, capsys):
+    """-o naming an existing file (a data file given by mistake, say) replaced it without a word."""
+    (tmp_path / "in.txt").write_text("the cat\n")
+    kept = tmp_path / "train.tsv"
+    kept.write_text("a good film\t4\n")
+    argv = ["predict", str(saved_classifier), str(tmp_path / "in.txt"), "-o", str(kept), "--quiet"]
+    assert main(argv) == 1
+    assert f"{kept}: exists; it is kept: pass --overwrite to replace it" in capsys.readouterr().err
+    assert kept.read_text() == "a good film\t4\n"
+    assert main(argv + ["--overwrite"]) == 0
+    assert kept.read_text().startswith("the cat\t")
+    empty = tmp_path / "empty.tsv"   # an empty file holds nothing to lose
+    empty.touch()
+    assert main(argv[:4] + [str(empty), "--quiet"]) == 0 and empty.read_text().startswith("the cat\t")
+
+
 def test_a_task_model_given_for_a_bilm_is_named_as_such(saved_classifier, tmp_path, capsys):
     """(it was "config.json: lstm: missing", from every command that takes a biLM)"""
     for argv in (["info", str(saved_classifier)],

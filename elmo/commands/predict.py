@@ -19,7 +19,10 @@ def register(subparsers) -> None:
     p.add_argument("model", help="the saved model's folder (OUT/models/<task>/<variant>/seed-<n>)")
     p.add_argument("input", nargs="?", default="-", help="input text file (default: stdin)")
     p.add_argument("-o", "--output", default=None,
-                   help="write here (atomically; default or '-': stdout)")
+                   help="write here (atomically; default or '-': stdout); an existing file is "
+                        "kept unless --overwrite")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace an existing -o file (e.g. the predictions of an earlier run)")
     p.add_argument("--format", choices=["conll", "tsv", "jsonl"], default=None,
                    help="output format (default: conll for tagging, tsv otherwise)")
     p.add_argument("--tokenize", action="store_true",
@@ -31,9 +34,11 @@ def register(subparsers) -> None:
     p.set_defaults(func=predict)
 
 
-def _check_output(output: str, input_path: str, model: str) -> None:
+def _check_output(output: str, input_path: str, model: str, overwrite: bool) -> None:
     """Refuse, before the model is loaded, an output that cannot be a file or would replace
-    what predict reads: the input text, or one of the saved model's files."""
+    what predict reads (the input text, or one of the saved model's files), and without
+    ``overwrite`` any file that holds something: predict's formats have no header by which an
+    earlier output could be told from a data file given to -o by mistake."""
     from ..io import check_output_file
     from ..tasks.saved import SAVED_FILES
     if not output:  # (Path('') is the current folder)
@@ -44,6 +49,9 @@ def _check_output(output: str, input_path: str, model: str) -> None:
         raise ValueError(f"{output}: is the input file; write the predictions to another file")
     if out.name in SAVED_FILES and out.resolve().parent == Path(model).resolve():
         raise ValueError(f"{output}: is a file of the saved model; write the predictions elsewhere")
+    if not overwrite and out.is_file() and out.stat().st_size > 0:
+        raise ValueError(f"{output}: exists; it is kept: pass --overwrite to replace it, or write "
+                         f"the predictions to another file")
 
 
 def _read_lines(path: str) -> List[str]:
@@ -92,7 +100,7 @@ def predict(args: argparse.Namespace) -> int:
     # '-' is stdout as INPUT '-' is stdin (it wrote a file named '-'); '' is refused, not stdout
     output = None if args.output == "-" else args.output
     if output is not None:
-        _check_output(output, args.input, args.model)
+        _check_output(output, args.input, args.model, args.overwrite)
     model = TaskModel.load(args.model, bilm=args.bilm)
     kind = model.saved.kind
     spec = task_kind(kind)
