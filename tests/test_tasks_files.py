@@ -495,6 +495,23 @@ def saved_classifier(tmp_path_factory):
     return root / "r/models/my-classification/baseline/seed-1"
 
 
+def test_an_overwritten_experiment_names_the_saved_models_it_does_not_list(tmp_path):
+    """--overwrite with fewer seeds left the dropped seed's saved model beside the new results
+    without a word; it is kept (a whole trained model) and named."""
+    task = dict(write_task(tmp_path, "classification", dev=False), dev_fraction=0)
+    train = {"epochs": 1, "batch_size": 8}
+    lines: list = []
+    for seeds, overwrite in ((2, False), (1, True)):
+        config = write_config(tmp_path, [task], variants=[{"name": "baseline"}], train=train, seeds=seeds)
+        lines.clear()
+        run_experiment(load_config(config), out=tmp_path / "r", log=lines.append, save_models=True,
+                       overwrite=overwrite)
+    models = tmp_path / "r/models"
+    assert (models / "my-classification/baseline/seed-2").is_dir()
+    assert lines[-1] == (f"{models}: 1 saved model(s) from an earlier run, not in results.json, are kept: "
+                         "my-classification/baseline/seed-2")
+
+
 def test_predict_output_dash_is_stdout_and_an_empty_one_is_refused(saved_classifier, tmp_path, capsys,
                                                                    monkeypatch):
     """-o - wrote a file named '-' (INPUT - is stdin); -o '' wrote to stdout as no -o does."""

@@ -187,6 +187,17 @@ def test_summary_pairs_seeds_and_never_mixes_tasks():
     assert alone[("pos", "e")]["gain_seeds"] == 0 and math.isnan(alone[("pos", "e")]["gain_mean"])
 
 
+def test_summary_of_seeds_without_a_dev_score():
+    """A task without a dev set records dev NaN; its second seed's summary raised
+    statistics' AttributeError, so such an experiment stopped after one seed."""
+    cfg = normalise_config({"tasks": [{"task": "pos"}], "variants": [{"name": "b"}]})
+    runs = [{"task": "pos", "metric": "m", "variant": "b", "seed": seed, "test": test, "dev": float("nan"),
+             "seconds": 1.0, "elmo": None} for seed, test in ((1, 90.0), (2, 92.0))]
+    (row,) = summarise(runs, cfg)
+    assert math.isnan(row["dev_mean"]) and row["test_mean"] == 91.0
+    assert row["test_std"] == pytest.approx(math.sqrt(2))
+
+
 def test_finetuning_changes_a_copy_not_the_shared_bilm():
     from elmo.tasks.runner import BiLMPool
     pool = BiLMPool(cache_layers=True, log=lambda s: None)

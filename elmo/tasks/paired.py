@@ -16,6 +16,14 @@ import statistics
 from typing import Dict, List, Optional
 
 
+def sample_std(values: List[float]) -> float:
+    """The sample standard deviation; NaN where it is undefined: fewer than two values, or a
+    NaN among them (``statistics.stdev`` raises an AttributeError on NaN)."""
+    if len(values) < 2 or any(math.isnan(v) for v in values):
+        return float("nan")
+    return statistics.stdev(values)
+
+
 def _t_abs_probability(x: float, df: int) -> float:
     """P(|T| <= x) for Student's t with an integer ``df`` >= 1, in closed form
     (Abramowitz and Stegun 26.7.3 and 26.7.4: a finite sum in cos(theta), theta = atan(x/sqrt(df)))."""

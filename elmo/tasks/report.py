@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 from ..io import atomic_commit, atomic_target, atomic_write_text
+from .paired import sample_std
 
 METRIC_NAMES = {"token_accuracy": "token accuracy %", "span_f1": "span F1 %",
                 "accuracy": "accuracy %"}
@@ -57,10 +58,9 @@ def mix_weight_rows(runs: List[dict]) -> List[dict]:
         gammas = [mw["gamma"] for mw in mws]
         rows.append({"task": task, "variant": variant, "position": pos, "seeds": len(mws),
                      "weights_mean": [statistics.fmean(w) for w in layer_w],
-                     "weights_std": [statistics.stdev(w) if len(w) > 1 else float("nan")
-                                     for w in layer_w],
+                     "weights_std": [sample_std(w) for w in layer_w],
                      "gamma_mean": statistics.fmean(gammas),
-                     "gamma_std": statistics.stdev(gammas) if len(gammas) > 1 else float("nan")})
+                     "gamma_std": sample_std(gammas)})
     return rows
 
 

@@ -62,7 +62,7 @@ from .features import ElmoFeatures, WordFeatures
 from .kinds import task_kind
 from .layer_cache import LayerCache
 from .models import Encoder, TaskModel
-from .paired import paired_difference
+from .paired import paired_difference, sample_std
 from .report import write_reports
 from .experiment_config import ExperimentConfig, ModelSettings, Variant
 from .train_loop import FitConfig, fit, score
@@ -433,10 +433,10 @@ def run_one(prep: PreparedTask, variant: Variant, seed: int, cfg: ExperimentConf
 
 # ----------------------------------------------------------------------------- summary
 def _stats(values: List[float]) -> Dict[str, float]:
-    n = len(values)
+    """Count, mean and sample standard deviation; NaN where undefined (no value; for the
+    spread, one value; or a NaN among them: the dev score of a task without a dev set)."""
     mean = statistics.fmean(values) if values else float("nan")
-    std = statistics.stdev(values) if n >= 2 else float("nan")
-    return {"n": n, "mean": mean, "std": std}
+    return {"n": len(values), "mean": mean, "std": sample_std(values)}
 
 
 def _gain_over(runs: List[dict], task: str, variant: str, base: str) -> Dict[str, float]:
@@ -654,7 +654,22 @@ def _run_locked(cfg: ExperimentConfig, out: Path, results_path: Path, resume: bo
         _run_all(cfg, results, results_path, done, log, selected, bilms,
                  out / "models" if save_models else None)
     write_reports(results, out)
+    _note_other_models(out / "models", results["runs"], log)
     return results
+
+
+def _note_other_models(models: Path, runs: Sequence[dict], log: Callable[[str], None]) -> None:
+    """Name the saved models under ``models`` that are no run of these results (an earlier
+    run's, from a seed or variant since dropped, or kept from before ``--overwrite``). They are
+    kept, since each is a whole trained model that records its own run, but results.json does
+    not describe them."""
+    listed = {(r["task"], r["variant"], f"seed-{r['seed']}") for r in runs}
+    others = sorted("/".join(folder.parts[-3:]) for folder in models.glob("*/*/seed-*")
+                    if folder.is_dir() and tuple(folder.parts[-3:]) not in listed)
+    if others:
+        shown = ", ".join(others[:5]) + (f" and {len(others) - 5} more" if len(others) > 5 else "")
+        log(f"{models}: {len(others)} saved model(s) from an earlier run, not in results.json, "
+            f"are kept: {shown}")
 
 
 def rewrite_reports(out: str | Path) -> dict:
