@@ -166,6 +166,27 @@ def test_set_of_an_unknown_nested_key_is_one_error_naming_it(tmp_path, capsys):
         assert named in captured.err and captured.err.count("\n") == 1 and not captured.out
 
 
+@pytest.mark.parametrize("task,named", [
+    ({"task": "classification", "files": {"train": "t.tsv", "test": "t.tsv"}, "dev_fractoin": 0.1},
+     "task 'classification': unknown keys ['dev_fractoin'] for a task from your own files"),
+    ({"task": "pos", "max_trian": 100}, "task 'pos': unknown keys ['max_trian'] for the built-in task pos"),
+    ({"task": "pos", "files": {"train": "t.txt"}}, "unknown keys ['files'] for the built-in task pos"),
+    ({"task": "poss"}, "unknown task 'poss'; built-in: pos, "),
+])
+def test_a_misspelt_task_entry_is_refused_with_the_config(tmp_path, capsys, task, named):
+    """The README: "The config is checked whole before anything runs". A task entry's keys and
+    task were checked only when its data was read: load_config and --print-config accepted
+    "dev_fractoin" (printing it back as a setting), and a run reached it after reading (or
+    fetching) the data of the tasks before it."""
+    path = _write(tmp_path / "c.json", {"tasks": [task]})
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    assert named in str(err.value) and str(path) in str(err.value) and "\n" not in str(err.value)
+    assert main(["experiment", str(path), "--print-config"]) == 1
+    captured = capsys.readouterr()
+    assert named in captured.err and captured.err.count("\n") == 1 and not captured.out
+
+
 def test_a_config_in_broken_utf8_is_named(tmp_path):
     path = tmp_path / "c.json"
     path.write_bytes(b'{"name": "x\xff"}')

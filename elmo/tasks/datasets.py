@@ -23,7 +23,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
 
 from ..data import readers
 
@@ -177,15 +177,14 @@ def load_task(spec: dict) -> TaskData:
     the config file).
     """
     from .files import TaskDataError
-    from .kinds import TASK_KINDS
+    problem = task_entry_problem(spec)
+    if problem:
+        raise TaskDataError(problem)
     name = spec.get("task")
-    if name in TASK_KINDS:
-        splits, source, kind, metric = _load_files(spec)
-    elif name in TASKS:
+    if name in TASKS:
         splits, source, kind, metric = _load_preset(spec)
     else:
-        raise TaskDataError(f"unknown task {name!r}; built-in: {', '.join(TASKS)}; or a kind "
-                            f"with your own files: {', '.join(TASK_KINDS)}")
+        splits, source, kind, metric = _load_files(spec)
     seed = int(spec.get("subset_seed", 0))
     full = {k: len(v) for k, v in splits.items()}
     for split in splits:
@@ -199,18 +198,30 @@ def load_task(spec: dict) -> TaskData:
     return TaskData(spec.get("name", name), kind, metric, labels, splits, source)
 
 
-def _check_keys(spec: dict, known: set, what: str) -> None:
-    from .files import TaskDataError
-    unknown = set(spec) - known
+def task_entry_problem(spec: Mapping[str, Any]) -> Optional[str]:
+    """What is wrong with a task entry's task or keys, or None: an unknown task, or a key that
+    is not one of its kind's (``FILE_TASK_KEYS``, ``PRESET_KEYS``). The experiment config is
+    checked with it when read (a misspelt key is refused before anything runs, also by
+    ``--print-config``), and :func:`load_task` again."""
+    from .kinds import TASK_KINDS
+    name = spec.get("task")
+    if isinstance(name, str) and name in TASK_KINDS:
+        known, what = FILE_TASK_KEYS, "a task from your own files"
+    elif isinstance(name, str) and name in TASKS:
+        known, what = PRESET_KEYS, f"the built-in task {name}"
+    else:
+        return (f"unknown task {name!r}; built-in: {', '.join(TASKS)}; or a kind "
+                f"with your own files: {', '.join(TASK_KINDS)}")
+    unknown = set(map(str, spec)) - known
     if unknown:
-        raise TaskDataError(f"task {spec.get('name', spec.get('task'))!r}: unknown keys "
-                            f"{sorted(unknown)} for {what}; known: {sorted(known)}")
+        return (f"task {spec.get('name', name)!r}: unknown keys {sorted(unknown)} for {what}; "
+                f"known: {sorted(known)}")
+    return None
 
 
 def _load_preset(spec: dict):
     from .files import TaskDataError, check_format, describe_files, read_examples
     name = spec["task"]
-    _check_keys(spec, PRESET_KEYS, f"the built-in task {name}")
     info = TASKS[name]
     corpus: Optional[str] = None
     if spec.get("data_dir"):
@@ -246,7 +257,6 @@ def _load_files(spec: dict):
     kind = spec["task"]
     spec_kind = task_kind(kind)
     where = f"task {spec.get('name', kind)!r}"
-    _check_keys(spec, FILE_TASK_KEYS, "a task from your own files")
     metric = spec.get("metric", spec_kind.metrics[0])
     if metric not in spec_kind.metrics:
         raise TaskDataError(f"{where}: metric {metric!r} is not for {kind}; use one of "

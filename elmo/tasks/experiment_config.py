@@ -283,6 +283,10 @@ def _check_task_entry(t: Mapping[str, Any]) -> None:
     ``data_dir``), was a TypeError traceback; max_train -1 failed in random.sample, unnamed;
     max_tokens -2 cut every text's last two tokens and "x" was a TypeError traceback;
     subset_seed 1.7 was read as 1; "tokenize": "no" tokenized."""
+    from .datasets import task_entry_problem
+    problem = task_entry_problem(t)
+    if problem:                # else found only when the task's data is read, not by --print-config
+        raise ConfigError(problem)
     name = t.get("name", t["task"])
     for key in ("model", "train"):
         if t.get(key) is not None and not isinstance(t[key], Mapping):
