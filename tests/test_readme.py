@@ -314,7 +314,7 @@ def task_model_root(tmp_path_factory):
     """A folder holding experiments/results/mine/models/my-ner/elmo/seed-1, the saved tagger the
     README's snippets load: trained for one epoch on tiny CoNLL files over the fixture biLM."""
     from elmo.tasks.runner import load_config, run_experiment
-    from tests.test_tasks_files import write_config, write_task
+    from test_tasks_files import write_config, write_task     # (tests/ is on the path, as for conftest)
     root = tmp_path_factory.mktemp("readme-task-model")
     spec = dict(write_task(root, "tagging"), name="my-ner")
     config = write_config(root, [spec], train={"epochs": 1, "batch_size": 8})
