@@ -419,6 +419,12 @@ def _looks_like_elmo(text: str) -> bool:
     return bool(re.search(r"(^|[\s/;&|(])elmo(\s|$)", text))
 
 
+#: An inline span that is a command: `elmo ARG...`, `PATH/elmo ...`, after `VAR=value` or `time`
+#: prefixes, or `python -m elmo ...` / `torchrun ... -m elmo ...`.
+_INLINE_COMMAND = re.compile(r"^(?:[A-Za-z_]\w*=\S*\s+)*(?:(?:time|nohup|env)\s+)*"
+                             r"(?:(?:\S*/)?elmo|(?:\S*/)?python[\d.]*\s+-m\s+elmo|torchrun\s.*-m\s+elmo)\s+\S")
+
+
 def readme_commands(text: Optional[str] = None) -> List[Command]:
     text = text if text is not None else readme_text()
     found = []
@@ -426,7 +432,7 @@ def readme_commands(text: Optional[str] = None) -> List[Command]:
         if block.lang in _SHELL_LANGS:
             found += [Command(n, c, False) for n, c in shell_lines(block) if _looks_like_elmo(c)]
     for n, span in inline_spans(text):
-        if re.match(r"^(?:[A-Za-z_]\w*=\S*\s+)*(?:(?:time|nohup|env)\s+)*(?:\S*/)?elmo\s+\S", span):
+        if _INLINE_COMMAND.match(span):
             found.append(Command(n, span, True))
     return found
 
@@ -582,7 +588,7 @@ def test_readme_elmo_commands_parse(parsers):
         except ValueError as e:           # shlex: an unclosed quote
             failures.append(f"README.md:{command.line}: {command.text!r}: not a shell command line ({e})")
             continue
-        if not calls:
+        if not calls and command.inline:   # (a block line may name elmo in a comment only)
             failures.append(f"README.md:{command.line}: {command.text!r}: no elmo call found in it")
         for args, lenient in calls:
             error = parse_error(parsers[lenient], args)
@@ -619,3 +625,35 @@ def test_json_blocks_parse_and_the_experiment_config_loads(tmp_path):
         path.write_text(json.dumps(value), encoding="utf-8")
         config = load_config(path)
         assert [t["name"] for t in config.tasks] == [t["name"] for t in value["tasks"]], b.line
+
+
+def test_the_command_reader_on_shell_forms():
+    """How README text becomes elmo's arguments (the extraction the test above rests on)."""
+    text = "\n".join([
+        "```bash",
+        "bash scripts/setup.sh && .venv/bin/elmo demo      # set up, then the demo",
+        "ELMO_DEBUG=1 elmo embed FILE <model>.hdf5 --model <model> 2>/dev/null > log.txt",
+        "elmo embed in.txt out.hdf5 \\",
+        "    --layers top | tee x   # a comment with elmo in it",
+        "# only a comment about elmo here",
+        "```",
+        "```console",
+        "$ elmo info MODEL",
+        "model: default",
+        "```",
+        "Run `time elmo demo` or `python -m elmo neighbors \"a b .\" --word a [--layer 2]`; not `elmo`,",
+        "`from elmo import Elmo` or `elmo embed ... --print-config`.",
+    ])
+    found = [(c.line, c.inline, [a for a, _ in argument_lists(c)]) for c in readme_commands(text)]
+    assert found == [
+        (2, False, [["demo"]]),
+        (3, False, [["embed", "FILE", "model.hdf5", "--model", "model"]]),
+        (4, False, [["embed", "in.txt", "out.hdf5", "--layers", "top"]]),
+        (6, False, []),
+        (9, False, [["info", "MODEL"]]),
+        (12, True, [["demo"]]),
+        (12, True, [["neighbors", "a b .", "--word", "a", "--layer", "2"]]),
+        (13, True, [["embed", "--print-config"]]),     # `...`: arguments left out
+    ]
+    assert [lenient for c in readme_commands(text) for _, lenient in argument_lists(c)] == [
+        False, False, False, False, True, True, True]
