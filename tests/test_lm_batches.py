@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from elmo.chars import word_to_char_ids
-from elmo.data.corpus import CorpusStream, count_tokens, count_words, expand_paths
+from elmo.data.corpus import CorpusStream, count_tokens, count_words, expand_paths, would_find
 from elmo.data.lm_batches import BucketedLMBatches, PackedLMBatches, sentence_batches
 from elmo.vocab import Vocabulary
 
@@ -52,6 +52,27 @@ def test_expand_paths_files_globs_folders(tmp_path):
     (tmp_path / "empty" / ".hidden").mkdir(parents=True)       # exists, but nothing to read
     with pytest.raises(FileNotFoundError, match="empty: a folder without files"):
         expand_paths([tmp_path / "empty"])
+
+
+def test_would_find_agrees_with_expand_paths(tmp_path, monkeypatch):
+    """(what a training run checks to keep its own files out of its text: a folder, a glob or
+    a file that would list them)"""
+    _write_corpus(tmp_path / "c")
+    for name in ("run/log.jsonl", "run/checkpoints/checkpoint-00000001.pt", "run/model/vocab.txt",
+                 ".hidden/run/log.jsonl", "sub/.x.txt"):
+        (tmp_path / "c" / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "c" / name).write_text("x")
+    (tmp_path / "link").symlink_to(tmp_path / "c")
+    monkeypatch.chdir(tmp_path)
+    files = [p for p in (tmp_path / "c").rglob("*") if p.is_file()]
+    for pattern in ("c", "link", "c/run", "c/*", "c/*/*", "c/**", "c/**/*.txt", "c/run/*/*.pt", "c/*.txt",
+                    "c/shard1.txt", "c/run/log.jsonl", "link/**/*.jsonl", "*/run/*", "c/.hidden/**", "c/../c/run"):
+        listed = set(expand_paths([pattern]))
+        for path in files:
+            found = {q for q in listed if q.resolve() == path.resolve()}
+            assert would_find(pattern, path) == bool(found), (pattern, path)
+    assert not would_find("c", tmp_path / "c")   # a folder is not a file it lists
+    assert would_find("c", tmp_path / "c" / "new" / "later.txt")   # not there yet
 
 
 def test_stream_epoch_reads_every_sentence_once_reproducibly(tmp_path):

@@ -865,3 +865,43 @@ def test_a_truncated_softmax_file_is_named(tmp_path, toy):
     softmax.write_bytes(softmax.read_bytes()[:softmax.stat().st_size // 2])
     with pytest.raises(WeightFileError, match=r"softmax.hdf5: not a readable HDF5 file \(truncated"):
         load_language_model(folder)
+
+
+def test_training_text_that_would_read_the_runs_own_files_is_refused(tmp_path, toy, capsys):
+    """(``elmo train corpus/ -o corpus``: every file below the folder is training text, so the
+    first session trained on the run's lock file, and the resume read its checkpoints and log
+    as text and stopped on "not valid UTF-8", naming a checkpoint.) Now refused before anything
+    is written, naming both paths; text of its own inside the run folder is still taken."""
+    train_txt, heldout_txt, vocab_txt = toy
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "train.txt").write_text(train_txt.read_text(encoding="utf-8"), encoding="utf-8")
+    refused = [(corpus, corpus, {}), (corpus, corpus / "run", {}), (f"{corpus}/**", corpus, {}),
+               (f"{corpus}/*", corpus, {}), (tmp_path / "corpus" / ".." / "corpus", corpus / "run", {}),
+               (corpus / "train.txt", corpus / "run", {"valid": [str(corpus)]})]
+    for text, out, more in refused:
+        cfg = tiny_config(out, text, vocab_txt, max_steps=1, **more)
+        option = "--valid" if more else "training text"
+        with pytest.raises(ValueError, match=rf"^{option} .*: would read the files of the run folder {out} "
+                                             rf"\(its train.lock, checkpoints, log\) as text; give another"):
+            train(cfg)
+        assert sorted(p.name for p in corpus.iterdir()) == ["train.txt"]   # nothing written
+    assert main(["train", str(corpus), "--vocab", str(vocab_txt), "-o", str(corpus), "--device", "cpu"]) == 1
+    assert capsys.readouterr().err.count("\n") == 1
+
+    run = tmp_path / "run"                       # the run's own files, named or matched
+    train(tiny_config(run, train_txt, vocab_txt, max_steps=1))
+    for text in (run / "log.jsonl", f"{run}/*/*.pt", run / "model" / "vocab.txt"):
+        with pytest.raises(ValueError, match="would read the files of the run folder"):
+            train(tiny_config(run, text, vocab_txt, max_steps=2))
+
+    # harmless: a text file named in the run folder, a glob that matches only text there, a
+    # folder of text inside it, a run folder inside a hidden folder of the corpus
+    text = heldout_txt.read_text(encoding="utf-8")
+    for k, (given, inside) in enumerate((("b.txt", False), ("*.txt", False), ("text", False), (".runs/r", True))):
+        out = corpus / given if inside else tmp_path / f"harmless-{k}"
+        (out / "text").mkdir(parents=True)
+        (out / "text" / "a.txt").write_text(text, encoding="utf-8")
+        (out / "b.txt").write_text(text, encoding="utf-8")
+        cfg = tiny_config(out, corpus if inside else out / given, vocab_txt, max_steps=1, valid=[str(out / "b.txt")])
+        assert train(cfg)["finished"]

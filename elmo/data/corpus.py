@@ -15,6 +15,7 @@ processes, otherwise every ``world_size``-th sentence of each shard.
 """
 from __future__ import annotations
 
+import fnmatch
 import glob
 import gzip
 import hashlib
@@ -55,6 +56,48 @@ def expand_paths(patterns: Sequence[str | os.PathLike]) -> List[Path]:
             raise FileNotFoundError(f"{pattern}: no such file, folder or matching glob")
         files.extend(found)
     return sorted(set(files))
+
+
+def would_find(pattern: str | os.PathLike, path: str | os.PathLike) -> bool:
+    """Whether :func:`expand_paths` ``([pattern])`` lists the file ``path`` once it is there
+    (it need not be yet): ``pattern`` is a folder above it with no hidden folder between them,
+    that very file, or a glob that matches it. Paths are compared with their links resolved
+    (a folder's walk does not enter links below it) and, for a glob (which does), also as
+    written, made absolute."""
+    p = Path(pattern)
+    if p.is_file():
+        return os.path.exists(path) and os.path.samefile(p, path)
+    if p.is_dir():   # every file below it, hidden ones left out
+        root, rest, forms = p, ["**"], [(p.resolve(), Path(path).resolve())]
+    else:
+        parts = p.parts
+        literal = next((i for i, part in enumerate(parts) if glob.has_magic(part)), len(parts))
+        root, rest = Path(*parts[:literal]) if literal else Path("."), list(parts[literal:])
+        forms = [(root.resolve(), Path(path).resolve()), (Path(os.path.abspath(root)), Path(os.path.abspath(path)))]
+    for base, target in forms:
+        if target != base and target.is_relative_to(base) and _glob_match(rest, target.relative_to(base).parts):
+            return True
+    return False
+
+
+def _glob_match(pattern: Sequence[str], names: Sequence[str]) -> bool:
+    """Whether the path ``names`` matches the glob ``pattern`` (both split into their parts) as
+    ``glob.glob(recursive=True)`` matches: ``**`` is any number of folders, and a wildcard
+    does not match a hidden name (one starting with a dot) unless its pattern starts with one."""
+    if not pattern:
+        return not names
+    head = pattern[0]
+    if head == "**":
+        return _glob_match(pattern[1:], names) or (
+            bool(names) and not names[0].startswith(".") and _glob_match(pattern, names[1:]))
+    if not names:
+        return False
+    name = names[0]
+    if glob.has_magic(head):
+        matches = fnmatch.fnmatchcase(name, head) and (head.startswith(".") or not name.startswith("."))
+    else:
+        matches = name == head
+    return matches and _glob_match(pattern[1:], names[1:])
 
 
 class CorpusError(ValueError):

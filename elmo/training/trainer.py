@@ -29,7 +29,7 @@ from torch.nn.parallel import DistributedDataParallel
 
 from ..allocator import keep_freed_memory
 from ..config import ElmoOptions
-from ..data.corpus import CorpusStream, corpus_files, count_tokens, expand_paths, iter_file_sentences
+from ..data.corpus import CorpusStream, corpus_files, count_tokens, expand_paths, iter_file_sentences, would_find
 from ..data.lm_batches import BucketedLMBatches, PackedLMBatches
 from ..modules.softmax import softmax_loss
 from ..vocab import Vocabulary
@@ -37,9 +37,9 @@ from ..io import OutputError, atomic_write_text, check_output_dir, json_objects,
 from .. import strict_json
 from ..jobconfig import build, setting
 from . import distributed
-from .checkpoint import CheckpointError, latest_checkpoint, list_checkpoints, load_checkpoint, rng_state, save_checkpoint, set_rng_state, writing
+from .checkpoint import CheckpointError, checkpoint_path, latest_checkpoint, list_checkpoints, load_checkpoint, rng_state, save_checkpoint, set_rng_state, writing
 from .evaluate import likelihood_sums, perplexity_from_sums, reset_rows
-from .export import export_model, load_language_model, options_with_training_keys, read_metadata
+from .export import LM_FILES, export_model, load_language_model, options_with_training_keys, read_metadata
 from .model import LanguageModel
 from .resume import ResumeMismatch, check_allow_change, check_resume
 from .schedule import PlateauDecay
@@ -327,6 +327,7 @@ def train(cfg: TrainConfig, stop_after: Optional[int] = None, lock: bool = True)
     out = Path(cfg.output)
     check_output_dir(out, "run folder")   # a file there: named, not "File exists"
     check_not_exporting_over_start(cfg)
+    check_text_outside_run(cfg)
     ctx = distributed.setup(cfg.device)
     if ctx.device.type == "cpu":
         keep_freed_memory()  # no page-fault storm from re-allocating each step's activations
@@ -344,6 +345,33 @@ def check_not_exporting_over_start(cfg: TrainConfig) -> None:
     if cfg.init_from and same_file(Path(cfg.output) / "model", Path(cfg.init_from)):
         raise OutputError(f"{cfg.output}: its model folder is {cfg.init_from}, the model this run starts "
                           f"from (--from), which the export would replace; give another --output")
+
+
+def run_files(out: Path) -> List[Path]:
+    """Files that a run writes in its folder ``out`` (one of each kind: the checkpoints and the
+    exported model's files, also in its ``model.partial`` while it is written). The temporary
+    files, whose names start with a dot, are left out: no folder or glob of text finds them."""
+    model = ("options.json", "weights.hdf5", *LM_FILES)
+    return [out / name for name in ("train.lock", "train_config.json", "corpus_stats.json", "log.jsonl",
+                                    WARM_START_FILE)] + [checkpoint_path(out / "checkpoints", 1)] + [
+        out / folder / name for folder in ("model", "model.partial") for name in model]
+
+
+def check_text_outside_run(cfg: TrainConfig) -> None:
+    """Refuse training or --valid text that would take in the run's own files: a folder that
+    holds the run folder (``elmo train corpus/ -o corpus``, or ``-o corpus/run``), a glob that
+    matches its files, or one of them named. Every file below a folder is read as text, so the
+    first session trained on the lock file, and a resume read the checkpoints and log as text
+    and failed on "not valid UTF-8" or "the training text has changed". A text file of its own
+    inside the run folder, or a folder of text there, is taken."""
+    own = run_files(Path(cfg.output))
+    for option, patterns in (("training text", cfg.train), ("--valid", cfg.valid)):
+        for pattern in patterns:
+            found = next((path for path in own if would_find(pattern, path)), None)
+            if found is not None:
+                raise ValueError(f"{option} {pattern}: would read the files of the run folder {cfg.output} "
+                                 f"(its {found.relative_to(cfg.output)}, checkpoints, log) as text; give "
+                                 f"another --output, or name the text files themselves")
 
 
 def run_lock(out: Path):
