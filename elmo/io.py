@@ -172,6 +172,31 @@ def atomic_folder(folder: Path) -> Iterator[Path]:
     _fsync(folder.parent, folder=True)
 
 
+@contextmanager
+def no_empty_folder_on_failure(folder: Path) -> Iterator[None]:
+    """Run a block that writes into ``folder``, creating it (and the folders above it) if needed.
+    If the block fails, the folders it created that hold no file are removed again: a failed
+    command left an empty output or run folder behind, to be taken for one that had begun.
+    A folder that existed before the block is kept, and so is every file."""
+    folder = Path(folder)
+    new = [p for p in (folder, *folder.parents) if not os.path.lexists(p)]   # (deepest first)
+    try:
+        yield
+    except BaseException:
+        if new:
+            _remove_empty_folders(new[-1])
+        raise
+
+
+def _remove_empty_folders(top: Path) -> None:
+    """Remove ``top`` and the folders below it that hold no file (after their empty ones go)."""
+    if top.is_symlink() or not top.is_dir():
+        return
+    for folder, _, _ in os.walk(top, topdown=False):   # (links to folders are not followed)
+        with suppress(OSError):   # not empty: kept
+            os.rmdir(folder)
+
+
 def process_temporary(path: Path) -> Path:
     """This process's temporary name for ``path``: ``.NAME.tmp-PID`` in the same folder.
 

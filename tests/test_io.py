@@ -555,3 +555,33 @@ def test_a_safetensors_write_error_is_an_os_error_with_its_errno(tmp_path, monke
     with pytest.raises(OSError) as info:
         write_safetensors({"w": torch.zeros(2)}, tmp_path / "m.safetensors")
     assert info.value.errno == errno.ENOSPC and info.value.filename == str(tmp_path / "m.safetensors")
+
+
+def test_a_failed_block_removes_the_empty_folders_it_made_and_keeps_the_rest(tmp_path):
+    from elmo.io import no_empty_folder_on_failure
+
+    def fail_in(folder, make=()):
+        with pytest.raises(RuntimeError):
+            with no_empty_folder_on_failure(folder):
+                for path in make:
+                    path.mkdir(parents=True, exist_ok=True) if not path.suffix else path.write_text("x")
+                raise RuntimeError("failed")
+
+    out = tmp_path / "a" / "b" / "out"
+    fail_in(out, [out / "parts" / "empty"])                 # made and left empty: all gone
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+    fail_in(out, [out / "parts", out / "done.txt"])          # a file written: kept, with its folders
+    assert sorted(p.name for p in out.iterdir()) == ["done.txt"]   # (the empty parts/ goes)
+    (out / "done.txt").unlink()
+    fail_in(out)                                             # there before: kept, though empty
+    assert out.is_dir()
+    (tmp_path / "elsewhere" / "empty").mkdir(parents=True)
+    with pytest.raises(RuntimeError):                        # a link made there is kept, and not followed
+        with no_empty_folder_on_failure(tmp_path / "new"):
+            (tmp_path / "new").mkdir()
+            (tmp_path / "new" / "link").symlink_to(tmp_path / "elsewhere")
+            raise RuntimeError("failed")
+    assert (tmp_path / "new" / "link").is_symlink() and (tmp_path / "elsewhere" / "empty").is_dir()
+    with no_empty_folder_on_failure(tmp_path / "ok"):        # no failure: nothing removed
+        (tmp_path / "ok").mkdir()
+    assert (tmp_path / "ok").is_dir()

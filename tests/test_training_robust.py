@@ -707,7 +707,30 @@ def test_finetune_says_which_text_is_missing(tmp_path, capsys):
     assert main(base + [str(one), "--heldout-every", "1", "-o", str(tmp_path / "r3")]) == 1
     assert "--heldout-every must be at least 2" in capsys.readouterr().err
     assert main(base + [str(one), "-o", str(tmp_path / "r4"), "--heldout"]) == 1   # (every 10th, silently)
-    assert "--heldout names no file" in capsys.readouterr().err and not (tmp_path / "r4").exists()
+    assert "--heldout names no file" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty.txt", "one.txt"]   # (r1 to r3 were left empty)
+
+
+def test_a_failed_run_leaves_no_empty_run_folder(tmp_path, toy, capsys, monkeypatch):
+    """(``elmo train`` with a vocabulary that is not there, or any error before the run's first
+    file, left the run folder and the folders above it that it made, empty.) A folder that was
+    there before is kept, and so is one that holds a file."""
+    train_txt, _, vocab_txt = toy
+    base = ["train", str(train_txt), "--device", "cpu", "--max-steps", "1"]
+    assert main(base + ["--vocab", str(tmp_path / "missing.txt"), "-o", str(tmp_path / "a" / "b" / "run")]) == 1
+    assert "missing.txt" in capsys.readouterr().err and not (tmp_path / "a").exists()
+    (tmp_path / "there").mkdir()
+    assert main(base + ["--vocab", str(tmp_path / "missing.txt"), "-o", str(tmp_path / "there")]) == 1
+    assert (tmp_path / "there").is_dir() and not list((tmp_path / "there").iterdir())
+    # a run that fails after it has written: its files are kept
+    from elmo.training.trainer import TrainingRun
+
+    def fails(self):
+        raise RuntimeError("a step that fails")
+    monkeypatch.setattr(TrainingRun, "step", fails)
+    with pytest.raises(RuntimeError):
+        train(tiny_config(tmp_path / "began", train_txt, vocab_txt, max_steps=2))
+    assert (tmp_path / "began" / "log.jsonl").exists()
 
 
 def test_model_options_set_with_from_are_refused(tmp_path, capsys):

@@ -20,7 +20,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from ..data.corpus import expand_paths, file_fingerprint, iter_file_sentences
 from ..training.evaluate import perplexity
-from ..io import atomic_write_text, check_output_dir, same_file
+from ..io import atomic_write_text, check_output_dir, no_empty_folder_on_failure, same_file
 from .. import strict_json
 from .checkpoint import latest_checkpoint, writing
 from .export import VOCAB_FILE, load_language_model, read_metadata
@@ -87,10 +87,10 @@ def finetune(cfg: TrainConfig, heldout: Optional[Sequence[str]] = None, heldout_
     text_files, held_files = expand_paths(cfg.train), expand_paths(heldout) if heldout else []
     _refuse_run_files(out, [*cfg.train, *(heldout or [])], text_files + held_files)   # (before the lock file)
     _refuse_heldout_in_training(text_files, held_files)
-    out.mkdir(parents=True, exist_ok=True)
     # The run's lock is taken before the text files are written (train() would take it only
-    # after: a second finetune into a busy folder replaced the text the first was training on)
-    with run_lock(out) if is_main_process() else contextlib.nullcontext():
+    # after: a second finetune into a busy folder replaced the text the first was training on).
+    # A run that fails before it writes a file leaves no empty run folder.
+    with no_empty_folder_on_failure(out), run_lock(out) if is_main_process() else contextlib.nullcontext():
         return _finetune(cfg, out, text_files, held_files, heldout, heldout_every)
 
 

@@ -33,7 +33,8 @@ from ..data.corpus import CorpusStream, corpus_files, count_tokens, expand_paths
 from ..data.lm_batches import BucketedLMBatches, PackedLMBatches
 from ..modules.softmax import softmax_loss
 from ..vocab import Vocabulary
-from ..io import OutputError, atomic_write_text, check_output_dir, json_objects, output_lock, same_file
+from ..io import (OutputError, atomic_write_text, check_output_dir, json_objects, no_empty_folder_on_failure,
+                  output_lock, same_file)
 from .. import strict_json
 from ..jobconfig import build, setting
 from . import distributed
@@ -331,8 +332,8 @@ def train(cfg: TrainConfig, stop_after: Optional[int] = None, lock: bool = True)
     ctx = distributed.setup(cfg.device)
     if ctx.device.type == "cpu":
         keep_freed_memory()  # no page-fault storm from re-allocating each step's activations
-    try:
-        with run_lock(out) if lock and ctx.is_main else nullcontext():
+    try:   # (a run that fails before it writes a file leaves no empty run folder)
+        with no_empty_folder_on_failure(out), run_lock(out) if lock and ctx.is_main else nullcontext():
             return TrainingRun(cfg, ctx).run(stop_after)
     finally:
         distributed.teardown(ctx)
