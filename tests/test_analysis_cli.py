@@ -43,6 +43,25 @@ def test_neighbors_command_errors(tmp_path, capsys):
     assert main(["neighbors", "x", "--word", "x", "--corpus", str(tmp_path / "none.txt")]) == 1
 
 
+def test_neighbors_whose_index_cannot_be_saved_leaves_no_index_folder(tmp_path, capsys, monkeypatch):
+    """(the index folder was made for the index's lock: a build that failed, on a full disk,
+    left it empty)"""
+    import errno
+    import os
+
+    from elmo.analysis.neighbors import CorpusIndex
+
+    def full(self, folder):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    monkeypatch.setattr(CorpusIndex, "save", full)
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("a b c\n")
+    assert main(["neighbors", "x a", "--word", "a", "--model", "fixture", "--corpus", str(corpus),
+                 "--index-dir", str(tmp_path / "new" / "ix"), "--no-glove"]) == 1
+    assert "No space left on device" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["corpus.txt"]
+
+
 def test_neighbors_bad_numbers_broken_utf8_and_unknown_corpora_are_one_line(tmp_path, capsys):
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("a b c\nd e\n")
@@ -130,6 +149,9 @@ def test_analyze_checks_its_input_files_before_any_section_runs(tmp_path, capsys
     captured = capsys.readouterr()
     assert "w.json: a mix of 4 layers, but fixture has 3" in captured.err
     assert "contrast ..." not in captured.out + captured.err
+    assert not out.exists()   # (made for its lock before the model loaded, and left empty)
+    assert main(["analyze", str(tmp_path / "no-model"), "--out", str(tmp_path / "a" / "out")]) == 1
+    assert "no-model" in capsys.readouterr().err and not (tmp_path / "a").exists()
     (tmp_path / "file").write_text("x", encoding="utf-8")
     assert main(["analyze", "fixture", "--out", str(tmp_path / "file"), "--only", "contrast"]) == 1
     assert "file: is a file, but the output folder must be a folder" in capsys.readouterr().err

@@ -212,7 +212,11 @@ def test_missing_bilm_folder_fails_before_training(tmp_path):
     cfg = tiny_config(folders, variants=[{"name": "b"}, {"name": "e", "elmo": {"bilm": str(tmp_path / "nope")}}])
     with pytest.raises(FileNotFoundError, match="nope"):
         run_experiment(normalise_config(cfg), out=tmp_path / "r", log=lambda s: None)
-    assert not (tmp_path / "r" / "results.json").exists()
+    assert not (tmp_path / "r").exists()   # (it was left empty)
+    (tmp_path / "there").mkdir()
+    with pytest.raises(FileNotFoundError, match="nope"):
+        run_experiment(normalise_config(cfg), out=tmp_path / "there", log=lambda s: None)
+    assert (tmp_path / "there").is_dir()   # a folder made before is kept
 
 
 def test_sentiment_bins_follow_sst_cut_points():

@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from ..checks import require_count
-from ..io import OutputError, writing
+from ..io import OutputError, no_empty_folder_on_failure, writing
 from .vectors import as_embedder, embed_layers, unit_rows
 
 INDEX_VERSION = "1"
@@ -231,8 +231,8 @@ def cached_index(model, corpus: Path, cache_dir: Path, max_sentences: Optional[i
 
     # Two processes building one index (two queries on a new corpus) wrote into one temporary
     # folder and the second rename met the first's index ('Directory not empty'); now the
-    # second waits and loads the first's.
-    with cache_entry_lock(folder, log, writable_hint):
+    # second waits and loads the first's. A build that fails leaves no empty index folder.
+    with no_empty_folder_on_failure(Path(cache_dir)), cache_entry_lock(folder, log, writable_hint):
         if (folder / "index.json").exists():
             return CorpusIndex.load(folder)
         log(f"building the index of {len(sentences):,} sentences of {corpus} (once) ...")

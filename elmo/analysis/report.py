@@ -239,7 +239,7 @@ def run_analysis(model: str, out: Path, config: Optional[AnalysisConfig] = None,
     tool's ``results.json``, is refused before any work (:func:`check_results_kept`), as is a
     second run into the folder while one runs."""
     config = config or AnalysisConfig()
-    from ..io import check_output_dir, output_lock
+    from ..io import check_output_dir, no_empty_folder_on_failure, output_lock
 
     out = Path(out)
     check_output_dir(out, "output folder")
@@ -252,9 +252,9 @@ def run_analysis(model: str, out: Path, config: Optional[AnalysisConfig] = None,
     if config.contrast_file and "contrast" in sections:
         from .contrast import load_pairs
         load_pairs(Path(config.contrast_file))
-    out.mkdir(parents=True, exist_ok=True)
-    # one writer at a time: two runs into one folder mixed one's pictures into the other's report
-    with output_lock(out / "results.json", name=out):
+    # one writer at a time: two runs into one folder mixed one's pictures into the other's report.
+    # (The folder was made before the model loaded: a model name that is not one left it empty.)
+    with no_empty_folder_on_failure(out), output_lock(out / "results.json", name=out):
         check_results_kept(out / "results.json", sections)
         return _run_sections(model, out, config, sections, given_mix, log)
 

@@ -67,7 +67,7 @@ from .report import write_reports
 from .experiment_config import ExperimentConfig, ModelSettings, Variant
 from .train_loop import FitConfig, fit, score
 from ..config import ConfigError
-from ..io import atomic_write_text, check_output_dir, output_lock, utf8_error_where
+from ..io import atomic_write_text, check_output_dir, no_empty_folder_on_failure, output_lock, utf8_error_where
 from ..jobconfig import distinct_keys
 from ..strict_json import nonfinite_as_none
 from ..runtime import cpu_model, machine_description, threads
@@ -608,10 +608,10 @@ def run_experiment(cfg: ExperimentConfig | dict, out: Optional[str | Path] = Non
     out = Path(out or cfg.out or Path("experiments") / "results" / cfg.name)
     results_path = out / "results.json"
     check_output_dir(out, "results folder")
-    out.mkdir(parents=True, exist_ok=True)
     # a second experiment into this folder would write its own runs over the first's
-    # results.json (and the same saved-model folders): refused at once, naming the holder
-    with output_lock(results_path, name=out):
+    # results.json (and the same saved-model folders): refused at once, naming the holder.
+    # (One that failed before its first run, a biLM or task file missing, left the folder empty.)
+    with no_empty_folder_on_failure(out), output_lock(results_path, name=out):
         if results_path.exists() and not resume and not overwrite:
             raise ResultsExistError(f"{results_path} exists: --resume keeps its finished runs, "
                                     f"--overwrite starts again")
