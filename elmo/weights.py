@@ -316,7 +316,7 @@ def save_pretrained(bilm: BiLM, folder: str | Path, fmt: str = "safetensors") ->
     (ELMoForManyLangs) also gets its ``char.dic`` (and ``word.dic``) and is native only."""
     import shutil
 
-    from .io import check_output_dir
+    from .io import check_output_dir, no_empty_folder_on_failure
 
     _require_bilm(bilm, "save_pretrained")  # before the folder is made
     if fmt not in ("safetensors", "original"):
@@ -324,26 +324,27 @@ def save_pretrained(bilm: BiLM, folder: str | Path, fmt: str = "safetensors") ->
     folder = Path(folder)
     check_output_dir(folder, "model folder")   # a file there: named, not "File exists"
     made = not folder.exists()
-    folder.mkdir(parents=True, exist_ok=True)
-    try:
-        if fmt == "original":
-            save_original(bilm, folder / ORIGINAL_OPTIONS, folder / ORIGINAL_WEIGHTS[0])
-            return folder
-        if bilm.options.char_vocabulary is not None:
-            bilm.token_encoder.require_id_scheme().save(folder)
-        state = {k: v.detach().contiguous().cpu() for k, v in bilm.state_dict().items()}
-        tmp = atomic_target(folder / NATIVE_WEIGHTS)
+    with no_empty_folder_on_failure(folder):   # (the folders made above it, once it is removed)
+        folder.mkdir(parents=True, exist_ok=True)
         try:
-            with writing(folder / NATIVE_WEIGHTS, "model weights"):
-                write_safetensors(state, tmp, metadata={"format": "elmo-native-1"})
-            atomic_commit(tmp, folder / NATIVE_WEIGHTS)
-        finally:
-            tmp.unlink(missing_ok=True)
-        atomic_write_text(folder / NATIVE_CONFIG, bilm.options.to_json() + "\n")
-    except BaseException:
-        if made:   # (a full disk, say): no half-written folder of this call left, to be taken for a model
-            shutil.rmtree(folder, ignore_errors=True)
-        raise
+            if fmt == "original":
+                save_original(bilm, folder / ORIGINAL_OPTIONS, folder / ORIGINAL_WEIGHTS[0])
+                return folder
+            if bilm.options.char_vocabulary is not None:
+                bilm.token_encoder.require_id_scheme().save(folder)
+            state = {k: v.detach().contiguous().cpu() for k, v in bilm.state_dict().items()}
+            tmp = atomic_target(folder / NATIVE_WEIGHTS)
+            try:
+                with writing(folder / NATIVE_WEIGHTS, "model weights"):
+                    write_safetensors(state, tmp, metadata={"format": "elmo-native-1"})
+                atomic_commit(tmp, folder / NATIVE_WEIGHTS)
+            finally:
+                tmp.unlink(missing_ok=True)
+            atomic_write_text(folder / NATIVE_CONFIG, bilm.options.to_json() + "\n")
+        except BaseException:
+            if made:   # (a full disk, say): no half-written folder of this call left, to be taken for a model
+                shutil.rmtree(folder, ignore_errors=True)
+            raise
     return folder
 
 

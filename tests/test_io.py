@@ -300,6 +300,7 @@ def test_non_finite_output_is_an_error_naming_the_line(tmp_path, bilm, lines):
     with pytest.raises(NonFiniteOutput, match=r"in.txt: line 2: the model gave non-finite values"):
         embed_file(inp, tmp_path / "out.hdf5", bilm)
     assert not (tmp_path / "out.hdf5").exists() and leftovers(tmp_path) == []
+    assert not parts_dir(tmp_path / "out.hdf5").exists()   # (it was left empty)
     huge = random_bilm(seed=21)
     with torch.no_grad():   # finite, but past float16's range
         huge.token_encoder.projection.bias.fill_(1e5)
@@ -542,6 +543,20 @@ def test_saving_a_model_to_a_full_disk_is_one_line_and_leaves_no_folder(tmp_path
     assert sorted(p.name for p in disk.iterdir()) == ["filler"]
 
 
+def test_saving_a_model_that_fails_leaves_none_of_the_folders_it_made(tmp_path, bilm, monkeypatch):
+    """(the model folder was removed, but not the folders made above it: ``elmo convert MODEL
+    new/sub/model`` on a full disk left new/sub, empty)"""
+    import elmo
+    from elmo import weights
+
+    def full(state, path, metadata=None):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+    monkeypatch.setattr(weights, "write_safetensors", full)
+    with pytest.raises(OutputError, match="No space left on device"):
+        elmo.save_pretrained(bilm, tmp_path / "new" / "sub" / "model")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_safetensors_write_error_is_an_os_error_with_its_errno(tmp_path, monkeypatch):
     from safetensors import SafetensorError
     import safetensors.torch
@@ -585,3 +600,13 @@ def test_a_failed_block_removes_the_empty_folders_it_made_and_keeps_the_rest(tmp
     with no_empty_folder_on_failure(tmp_path / "ok"):        # no failure: nothing removed
         (tmp_path / "ok").mkdir()
     assert (tmp_path / "ok").is_dir()
+
+
+def test_embed_that_fails_leaves_no_folder_it_made(tmp_path, lines, capsys):
+    """(the output's lock made its folder before the model loaded: a model that is not one left
+    the folder, empty)"""
+    inp = write_lines(tmp_path / "in.txt", lines[:3])
+    assert cli_main(["embed", str(inp), str(tmp_path / "new" / "sub" / "out.hdf5"), "--model",
+                     str(tmp_path / "no-model"), "--quiet"]) == 1
+    assert "no-model" in one_error_line(capsys.readouterr().err)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt"]

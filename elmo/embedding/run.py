@@ -33,8 +33,8 @@ import numpy as np
 import torch
 
 from ..checks import require_count, require_path
-from ..io import (OutputError, atomic_write_text, check_output_dir, check_output_file, output_lock,
-                  remove_temporaries, same_file, writing)
+from ..io import (OutputError, atomic_write_text, check_output_dir, check_output_file, no_empty_folder_on_failure,
+                  output_lock, remove_temporaries, same_file, writing)
 from ..modules import BiLM
 from .config import EmbedConfig
 from .embedder import Embedder
@@ -143,7 +143,10 @@ def embed_file(input_path: Union[str, Path], output_path: Union[str, Path],
         raise OutputError(f"{output_path}: is the input file; write the vectors to another file")
     check_output_file(output_path, "output")
     check_output_dir(parts_dir(output_path), "folder of parts (OUTPUT.parts)")
-    with output_lock(output_path) if rank == 0 else _no_lock():
+    # A run that fails before it has a finished segment (a model that is not one, a first
+    # segment that is not finite) leaves no empty OUTPUT.parts, nor the output's folder if made
+    with no_empty_folder_on_failure(output_path.parent), no_empty_folder_on_failure(parts_dir(output_path)), \
+            output_lock(output_path) if rank == 0 else _no_lock():
         return _embed_file_locked(input_path, output_path, model if model is not None else cfg.model,
                                   selection, cfg, rank=rank, world_size=world_size, device=device,
                                   command_line=command_line)
