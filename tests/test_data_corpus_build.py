@@ -145,6 +145,23 @@ def test_a_second_build_of_the_same_folder_is_refused_before_any_fetch(tmp_path,
     assert not fetched
 
 
+def test_a_build_whose_fetch_fails_leaves_no_empty_folder(tmp_path, monkeypatch):
+    """(the folder and its heldout/ were made before the fetches: offline, they were left empty)"""
+    import pytest
+    from elmo.data.fetch import DataError
+
+    def offline(name, home, log=None):
+        raise DataError(f"{name}: could not fetch (offline?)")
+    monkeypatch.setattr(C, "get", offline)
+    with pytest.raises(DataError, match="offline"):
+        C.build_corpus(tmp_path / "cache", out=tmp_path / "new" / "corpus", log=lambda *a: None)
+    assert not (tmp_path / "new").exists()
+    (tmp_path / "there").mkdir()
+    with pytest.raises(DataError, match="offline"):
+        C.build_corpus(tmp_path / "cache", out=tmp_path / "there", log=lambda *a: None)
+    assert list((tmp_path / "there").iterdir()) == []   # kept, and its empty heldout/ removed
+
+
 def test_a_failed_rebuild_keeps_the_old_files_and_marks_itself_unfinished(tmp_path, monkeypatch):
     import pytest
     home, _ = make_home(tmp_path)

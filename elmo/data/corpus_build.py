@@ -31,7 +31,8 @@ from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tupl
 
 import numpy as np
 
-from ..io import atomic_commit, atomic_target, atomic_write_text, check_output_dir, output_lock, writing
+from ..io import (atomic_commit, atomic_target, atomic_write_text, check_output_dir, no_empty_folder_on_failure,
+                  output_lock, writing)
 from . import readers
 from .fetch import data_home
 from .sources import count_words, get, source_dir
@@ -211,10 +212,11 @@ def build_corpus(home: Optional[Path] = None, out: Optional[Path] = None, seed: 
     home = home or data_home()
     out = out or home / "corpus"
     check_output_dir(out, "corpus folder")
-    with writing(out, "corpus folder"):
-        (out / "heldout").mkdir(parents=True, exist_ok=True)
-    with output_lock(out / "train.txt", name=out):
-        return _build(home, out, seed, list(sources or LM_SOURCES), log)
+    with no_empty_folder_on_failure(out / "heldout"):   # (a fetch that failed, offline, left it empty)
+        with writing(out, "corpus folder"):
+            (out / "heldout").mkdir(parents=True, exist_ok=True)
+        with output_lock(out / "train.txt", name=out):
+            return _build(home, out, seed, list(sources or LM_SOURCES), log)
 
 
 def _build(home: Path, out: Path, seed: int, names: List[str], log) -> dict:
