@@ -612,6 +612,11 @@ class TrainingRun:
     def open_log(self) -> None:
         """Write the run's config and corpus size, open the learning curve, read the held-out text."""
         cfg, ctx = self.cfg, self.ctx
+        # read before the run's files are written: a run refused for its held-out text left
+        # a config and a log behind, as if it had begun
+        self.valid_sentences = list(iter_file_sentences(expand_paths(cfg.valid))) if cfg.valid else []
+        if cfg.valid and not self.valid_sentences:  # else the run would end with no validation, silently
+            raise ValueError(f"--valid {' '.join(cfg.valid)}: holds no sentence to validate on")
         if ctx.is_main:
             self.out_dir.mkdir(parents=True, exist_ok=True)
             with writing(self.out_dir / "train_config.json"):
@@ -620,9 +625,6 @@ class TrainingRun:
                 atomic_write_text(self.stats_path, json.dumps({**self.corpus_stats, "files": self.corpus_files}) + "\n")
         resumed = self.resume_from is not None
         self.log_file = _Log(self.out_dir / "log.jsonl", ctx.is_main, self.step_no if resumed else None)
-        self.valid_sentences = list(iter_file_sentences(expand_paths(cfg.valid))) if cfg.valid else []
-        if cfg.valid and not self.valid_sentences:  # else the run would end with no validation, silently
-            raise ValueError(f"--valid {' '.join(cfg.valid)}: holds no sentence to validate on")
         self.n_params = sum(p.numel() for p in self.model.parameters())
         if ctx.is_main and not resumed:
             self.log_file.write({
