@@ -202,6 +202,16 @@ def test_vocab_build_refuses_its_own_corpus_a_folder_and_a_text_without_words(tm
     assert main(["vocab", "build", str(blank), "-o", str(tmp_path / "v.txt")]) == 1
     assert "blank.txt: no words (empty or blank lines only)" in capsys.readouterr().err
     assert not (tmp_path / "v.txt").exists()
+    # into the corpus folder (or its glob): the training run on that folder read it as text
+    for given, out in ((tmp_path, tmp_path / "vocab.txt"), (f"{tmp_path}/*.txt", tmp_path / "vocab.txt"),
+                       (corpus, tmp_path / "vocab.txt")):
+        code = main(["vocab", "build", str(given), "-o", str(out)])
+        err = capsys.readouterr().err
+        if given == corpus:   # a file named: the vocabulary beside it is not read with it
+            assert code == 0
+            continue
+        assert code == 1 and f"vocab.txt: would be a file of the corpus {given} (every file" in err
+        assert not out.exists()
 
 
 @pytest.mark.parametrize("content, message", [

@@ -928,3 +928,31 @@ def test_training_text_that_would_read_the_runs_own_files_is_refused(tmp_path, t
         (out / "b.txt").write_text(text, encoding="utf-8")
         cfg = tiny_config(out, corpus if inside else out / given, vocab_txt, max_steps=1, valid=[str(out / "b.txt")])
         assert train(cfg)["finished"]
+
+
+def test_a_vocabulary_inside_the_training_text_is_refused(tmp_path, toy):
+    """(``elmo vocab build corpus/ -o corpus/vocab.txt`` (refused now too), then ``elmo train
+    corpus/``: the run trained on the vocabulary's lines and its counts' word<TAB>count lines as
+    sentences, without a word)"""
+    from elmo.training.finetune import finetune
+
+    train_txt, _, vocab_txt = toy
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "train.txt").write_text(train_txt.read_text(encoding="utf-8"), encoding="utf-8")
+    (corpus / "vocab.txt").write_text(vocab_txt.read_text(encoding="utf-8"), encoding="utf-8")
+    for text, more in ((corpus, {}), (f"{corpus}/*.txt", {}), (train_txt, {"valid": [str(corpus)]})):
+        with pytest.raises(ValueError, match=rf"^--vocab: {corpus}/vocab.txt would be read as text too, as a "
+                                             rf"file of {re.escape(str(text if not more else corpus))} \(every"):
+            train(tiny_config(tmp_path / "run", text, corpus / "vocab.txt", max_steps=1, **more))
+    assert not (tmp_path / "run").exists()
+    named = tiny_config(tmp_path / "run", corpus / "train.txt", corpus / "vocab.txt", max_steps=1)
+    assert train(named)["finished"]   # the text file named: the vocabulary beside it is not read
+    (corpus / "vocab.counts.tsv").write_text("<S>\t1\n</S>\t1\n<UNK>\t0\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"vocab.counts.tsv would be read as text too"):   # (read beside it)
+        train(tiny_config(tmp_path / "run2", corpus / "train.txt", corpus / "vocab.txt", max_steps=1,
+                          valid=[f"{corpus}/*.tsv"]))
+    model = tmp_path / "run" / "model"       # finetune on text that holds the start model
+    with pytest.raises(ValueError, match=rf"^--from {model}: {model}/vocab.txt would be read as text too"):
+        finetune(tiny_config(tmp_path / "ft", tmp_path / "run", "", init_from=str(model), max_steps=1))
+    assert not (tmp_path / "ft").exists()

@@ -26,7 +26,7 @@ from .checkpoint import latest_checkpoint, writing
 from .export import VOCAB_FILE, load_language_model, read_metadata
 from .resume import ResumeMismatch
 from .distributed import is_main_process
-from .trainer import TrainConfig, check_not_exporting_over_start, run_lock, train
+from .trainer import TrainConfig, check_not_exporting_over_start, check_vocabulary_not_text, run_lock, train
 
 MIN_STEPS_PER_EPOCH = 20
 
@@ -87,6 +87,8 @@ def finetune(cfg: TrainConfig, heldout: Optional[Sequence[str]] = None, heldout_
     text_files, held_files = expand_paths(cfg.train), expand_paths(heldout) if heldout else []
     _refuse_run_files(out, [*cfg.train, *(heldout or [])], text_files + held_files)   # (before the lock file)
     _refuse_heldout_in_training(text_files, held_files)
+    check_vocabulary_not_text([*cfg.train, *(heldout or [])], Path(cfg.init_from) / VOCAB_FILE,
+                              f"--from {cfg.init_from}")
     # The run's lock is taken before the text files are written (train() would take it only
     # after: a second finetune into a busy folder replaced the text the first was training on).
     # A run that fails before it writes a file leaves no empty run folder.

@@ -329,6 +329,7 @@ def train(cfg: TrainConfig, stop_after: Optional[int] = None, lock: bool = True)
     check_output_dir(out, "run folder")   # a file there: named, not "File exists"
     check_not_exporting_over_start(cfg)
     check_text_outside_run(cfg)
+    check_vocabulary_not_text([*cfg.train, *cfg.valid], cfg.vocab)
     ctx = distributed.setup(cfg.device)
     if ctx.device.type == "cpu":
         keep_freed_memory()  # no page-fault storm from re-allocating each step's activations
@@ -373,6 +374,21 @@ def check_text_outside_run(cfg: TrainConfig) -> None:
                 raise ValueError(f"{option} {pattern}: would read the files of the run folder {cfg.output} "
                                  f"(its {found.relative_to(cfg.output)}, checkpoints, log) as text; give "
                                  f"another --output, or name the text files themselves")
+
+
+def check_vocabulary_not_text(patterns: List[str], vocab: str | Path, option: str = "--vocab") -> None:
+    """Refuse a vocabulary file (or the counts file read beside it) that the text ``patterns``
+    take in: ``elmo vocab build corpus/ -o corpus/vocab.txt``, then ``elmo train corpus/``,
+    trained on the vocabulary's lines (and the counts' ``word<TAB>count`` lines) as sentences."""
+    if not vocab or not Path(vocab).is_file():   # (a missing one is named where it is read)
+        return
+    vocab = Path(vocab)
+    for path in (vocab, vocab.with_name(vocab.stem + ".counts.tsv")):
+        within = next((p for p in patterns if path.is_file() and would_find(p, path)), None)
+        if within is not None:
+            raise ValueError(f"{option}: {path} would be read as text too, as a file of {within} (every file "
+                             f"below a folder, or matching a glob, is); move the vocabulary out of the text, "
+                             f"or name the text files themselves")
 
 
 def run_lock(out: Path):

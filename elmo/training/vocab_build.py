@@ -5,7 +5,7 @@ from pathlib import Path
 from typing import Dict, Optional, Sequence
 
 from ..checks import require_count, require_integer
-from ..data.corpus import count_words, expand_paths
+from ..data.corpus import count_words, expand_paths, would_find
 from ..io import check_output_file, check_replaceable
 from ..vocab import SPECIAL, Vocabulary
 
@@ -34,6 +34,12 @@ def build_vocabulary_files(corpus: Sequence[str], output: str | Path, min_count:
         check_output_file(path, what)
         if path.resolve() in files:
             raise ValueError(f"{path}: is a corpus file; write the {what} to another file")
+        # (written into the corpus folder, it was read as text by the training run on that
+        # folder, and the next vocab build refused it as a corpus file)
+        within = next((p for p in corpus if would_find(p, path)), None)
+        if within is not None:
+            raise ValueError(f"{path}: would be a file of the corpus {within} (every file below a folder, or "
+                             f"matching a glob, is read as text); write the {what} outside it")
         check_replaceable(path, starts.encode(), what)
     counts = count_words(corpus)
     if not any(w not in SPECIAL for w in counts):
