@@ -65,8 +65,17 @@ def test_float16_ship_rounds_exactly_the_chosen_parts(exported, tmp_path):
 
 
 def test_ship_refuses_more_than_the_size_limit(exported, tmp_path):
-    with pytest.raises(ValueError, match="more than"):
+    """(the files were written over DEST's first and refused after: the bundled model was
+    replaced by the copy the error said was refused)"""
+    with pytest.raises(ValueError, match="more than the 0.001 MB allowed; nothing was written"):
         ship(exported, tmp_path / "big", max_mb=0.001)
+    assert not (tmp_path / "big").exists()
+    ship(exported, tmp_path / "there")
+    before = {p.name: p.read_bytes() for p in (tmp_path / "there").iterdir()}
+    with pytest.raises(ValueError, match="more than"):
+        ship(exported, tmp_path / "there", bilm_dtype="float16", max_mb=0.001)
+    assert {p.name: p.read_bytes() for p in (tmp_path / "there").iterdir()} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["corpus", "model", "there"]   # no staging left
     with pytest.raises(ValueError, match="dtype"):
         ship(exported, tmp_path / "bad", bilm_dtype="int8")
 

@@ -8,18 +8,21 @@ Writes, each file atomically: ``options.json`` + ``weights.hdf5`` (the original 
 ``vocab.txt`` and ``metadata.json`` (the training metadata, home folder written as ``~``,
 plus a ``shipped`` entry: the dtypes and the SHA-256 of every source file). Loading converts
 float16 back to float32, so a float16 file costs only its rounding, which
-:mod:`elmo.training.precision` measures. Refuses to write more than ``--max-mb`` in all.
+:mod:`elmo.training.precision` measures. Refuses to write more than ``--max-mb`` in all: the
+files are written beside DEST first, and DEST's are replaced only once all are written and allowed.
 """
 from __future__ import annotations
 
 import argparse
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Dict
 
 import h5py
 
 from ..data.corpus import file_fingerprint
-from ..io import atomic_commit, atomic_target, atomic_write_text
+from ..io import atomic_commit, atomic_target, atomic_write_text, no_empty_folder_on_failure
 from .. import strict_json
 from ..weights import load_original, save_original
 from .export import METADATA_FILE, SOFTMAX_FILE, VOCAB_FILE, read_metadata
@@ -57,9 +60,30 @@ def ship(src: str | Path, dest: str | Path, bilm_dtype: str = "float32", softmax
     for dtype in (bilm_dtype, softmax_dtype):
         if dtype not in DTYPES:
             raise ValueError(f"dtype must be one of {DTYPES}, got {dtype!r}")
-    dest.mkdir(parents=True, exist_ok=True)
     sources = {name: file_fingerprint(src / name)
                for name in ("options.json", "weights.hdf5", SOFTMAX_FILE, VOCAB_FILE)}
+    # Written beside DEST, then moved in once all is written and the size allowed: written in
+    # place, the files of a copy refused for its size (or stopped by an error half-way) had
+    # already replaced the bundled model's.
+    with no_empty_folder_on_failure(dest):
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        stage = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".shipping", dir=dest.parent))
+        try:
+            sizes = _write_shipped(src, stage, bilm_dtype, softmax_dtype, sources)
+            total = sum(sizes.values())
+            if total > max_mb * 1e6:
+                raise ValueError(f"{dest}: {total / 1e6:.1f} MB to write, more than the {max_mb} MB allowed; "
+                                 f"nothing was written")
+            dest.mkdir(exist_ok=True)
+            for name in SHIPPED_FILES:
+                atomic_commit(stage / name, dest / name)
+        finally:
+            shutil.rmtree(stage, ignore_errors=True)
+    return sizes
+
+
+def _write_shipped(src: Path, dest: Path, bilm_dtype: str, softmax_dtype: str,
+                   sources: Dict[str, str]) -> Dict[str, int]:
     bilm = load_original(src / "options.json", src / "weights.hdf5")
     save_original(bilm, dest / "options.json", dest / "weights.hdf5", dtype=bilm_dtype)
     write_softmax(src / SOFTMAX_FILE, dest / SOFTMAX_FILE, softmax_dtype)
@@ -68,11 +92,7 @@ def ship(src: str | Path, dest: str | Path, bilm_dtype: str = "float32", softmax
     meta["shipped"] = {"bilm_dtype": bilm_dtype, "softmax_dtype": softmax_dtype,
                        "source_sha256": sources}
     atomic_write_text(dest / METADATA_FILE, strict_json.dumps(meta, indent=2, sort_keys=True) + "\n")
-    sizes = {name: (dest / name).stat().st_size for name in SHIPPED_FILES}
-    total = sum(sizes.values())
-    if total > max_mb * 1e6:
-        raise ValueError(f"{dest}: {total / 1e6:.1f} MB written, more than the {max_mb} MB allowed")
-    return sizes
+    return {name: (dest / name).stat().st_size for name in SHIPPED_FILES}
 
 
 def main(argv=None) -> int:
