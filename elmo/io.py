@@ -174,7 +174,7 @@ def atomic_folder(folder: Path) -> Iterator[Path]:
 
 @contextmanager
 def no_empty_folder_on_failure(folder: Path) -> Iterator[None]:
-    """Run a block that writes into ``folder``, creating it (and the folders above it) if needed.
+    """Run a block that writes into ``folder`` and may create it (and the folders above it).
     If the block fails, the folders it created that hold no file are removed again: a failed
     command left an empty output or run folder behind, to be taken for one that had begun.
     A folder that existed before the block is kept, and so is every file."""
