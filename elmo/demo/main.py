@@ -35,4 +35,5 @@ def run_demo(model: Optional[str] = None, threads: Optional[int] = 1) -> None:
     print()
     print_relations(relation_vs_topic(embedder))
     print()
-    print(f"({time.perf_counter() - start:.1f} s, {torch.get_num_threads()} torch threads)")
+    n_threads = torch.get_num_threads()
+    print(f"({time.perf_counter() - start:.1f} s, {n_threads} torch thread{'' if n_threads == 1 else 's'})")
