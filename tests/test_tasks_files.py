@@ -624,6 +624,27 @@ def test_a_training_file_with_one_label_is_refused(tmp_path, kind, fmt, text, me
         load_task(spec)
 
 
+def test_results_without_dev_are_read_back_by_resume_report_and_compare(saved_classifier, tmp_path):
+    """results.json holds a run without dev as "dev": null; --resume, experiment-report and
+    compare_results summarised the runs read back with statistics.fmean, a TypeError on None."""
+    import shutil
+    from elmo.tasks.compare import comparison_markdown, read_results
+    from elmo.tasks.runner import rewrite_reports
+    root = saved_classifier.parents[4]
+    out = tmp_path / "r"
+    out.mkdir()
+    shutil.copy(root / "r/results.json", out / "results.json")
+    assert json.loads((out / "results.json").read_text())["runs"][0]["dev"] is None
+    rows = rewrite_reports(out)["summary"]
+    assert math.isnan(rows[0]["dev_mean"]) and 0.0 <= rows[0]["test_mean"] <= 100.0
+    assert "| n/a | " in (out / "results.md").read_text()
+    results = read_results(out)
+    assert "| my-classification | accuracy % | baseline |" in comparison_markdown(results, results)
+    lines: list = []
+    resumed = run_experiment(load_config(root / "config.json"), out=out, resume=True, log=lines.append)
+    assert "resuming: 1 of 1 runs" in lines[0] and len(resumed["runs"]) == 1
+
+
 def test_a_saved_config_is_strict_json(saved_classifier):
     """Trained without dev, its record's dev score was written as NaN, which is no JSON."""
     def refuse(constant):

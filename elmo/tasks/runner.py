@@ -432,11 +432,13 @@ def run_one(prep: PreparedTask, variant: Variant, seed: int, cfg: ExperimentConf
 
 
 # ----------------------------------------------------------------------------- summary
-def _stats(values: List[float]) -> Dict[str, float]:
+def _stats(values: List[Optional[float]]) -> Dict[str, float]:
     """Count, mean and sample standard deviation; NaN where undefined (no value; for the
-    spread, one value; or a NaN among them: the dev score of a task without a dev set)."""
-    mean = statistics.fmean(values) if values else float("nan")
-    return {"n": len(values), "mean": mean, "std": sample_std(values)}
+    spread, one value; or a NaN among them: the dev score of a task without a dev set, which
+    a record read back from results.json holds as None, strict JSON's NaN)."""
+    numbers = [float("nan") if v is None else v for v in values]
+    mean = statistics.fmean(numbers) if numbers else float("nan")
+    return {"n": len(numbers), "mean": mean, "std": sample_std(numbers)}
 
 
 def _gain_over(runs: List[dict], task: str, variant: str, base: str) -> Dict[str, float]:
