@@ -126,7 +126,11 @@ def test_an_unknown_or_mistyped_key_is_one_error_naming_it(tmp_path, change, nam
     ({"tasks": [{"task": "pos", "max_train": -1}]}, "task pos: max_train must be a whole number of 1 or more"),
     # a run without a test score, which experiment-report, experiment-table and --resume refuse
     ({"tasks": [{"task": "pos", "max_test": 0}]}, "task pos: max_test must be a whole number of 1 or more"),
-    ({"tasks": [{"task": "pos", "max_dev": "10"}]}, "task pos: max_dev must be a whole number of 0 or more"),
+    ({"tasks": [{"task": "pos", "max_dev": "10"}]}, "task pos: max_dev must be a whole number of 1 or more"),
+    # no dev to stop early on: the first run failed, naming no setting
+    ({"tasks": [{"task": "tagging", "max_dev": 0}]}, "task tagging: max_dev must be a whole number of 1 or "
+     "more (or absent), got 0; to train without dev (no early stopping), leave out the dev file and set "
+     "dev_fraction 0 (a task from your files)"),
     # max_tokens -2 cut every text's last two tokens, "x" was a TypeError traceback; subset_seed
     # 1.7 was read as 1, "x" was a bare int() message; "tokenize": "no" tokenized
     ({"tasks": [{"task": "topic", "max_tokens": -2}]}, "task topic: max_tokens must be a whole number of 0 or more"),

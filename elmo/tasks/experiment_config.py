@@ -297,13 +297,17 @@ def _check_task_entry(t: Mapping[str, Any]) -> None:
         if value is not None and not isinstance(value, str):
             raise ConfigError(f"task {name}: {key} must be a path, got {value!r}")
     # max_test 0 scored no example: a run without a test score, which results.md showed as n/a
-    # and experiment-report, experiment-table and --resume refuse; max_train 0 failed later
-    for key, least in (("max_train", 1), ("max_test", 1), ("max_dev", 0), ("max_tokens", 0),
+    # and experiment-report, experiment-table and --resume refuse; max_train 0 failed later;
+    # max_dev 0 left no dev to stop early on, and the first run failed (after a dev_fraction
+    # had taken its examples out of training)
+    for key, least in (("max_train", 1), ("max_test", 1), ("max_dev", 1), ("max_tokens", 0),
                        ("max_tokens_b", 0), ("subset_seed", 0)):
         value = t.get(key)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < least):
+            hint = ("; to train without dev (no early stopping), leave out the dev file "
+                    "and set dev_fraction 0 (a task from your files)") if key == "max_dev" and value == 0 else ""
             raise ConfigError(f"task {name}: {key} must be a whole number of {least} or more (or "
-                              f"absent), got {value!r}")
+                              f"absent), got {value!r}{hint}")
     fraction = t.get("dev_fraction", 0.0)
     if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0 <= fraction < 1:
         raise ConfigError(f"task {name}: dev_fraction must be a number in [0, 1), got {fraction!r}")
