@@ -645,6 +645,26 @@ def test_results_without_dev_are_read_back_by_resume_report_and_compare(saved_cl
     assert "resuming: 1 of 1 runs" in lines[0] and len(resumed["runs"]) == 1
 
 
+def test_tasks_of_one_kind_on_other_files_are_no_training_size_curve(tmp_path):
+    """Every entry of one kind was a point of one curve: a tagger on NER files (span F1) and
+    one on POS files (token accuracy) at other sizes were plotted as one task, "tagging", at
+    several training sizes; only entries that differ in nothing but name and max_train are."""
+    from elmo.tasks.report import plot_training_sizes, training_size_curves
+    ner = {"task": "tagging", "metric": "span_f1", "files": {"train": "/d/ner.conll", "test": "/d/t.conll"}}
+    pos = {"task": "tagging", "files": {"train": "/d/pos.txt", "test": "/d/pt.txt"}}
+    tasks = [dict(ner, name="ner"), dict(pos, name="pos"), dict(pos, name="pos-5", max_train=5)]
+    sizes = {"ner": 30, "pos": 20, "pos-5": 5}
+    metrics = {"ner": "span_f1", "pos": "token_accuracy", "pos-5": "token_accuracy"}
+    results = {"config": {"name": "x", "tasks": tasks},
+               "data": {n: {"sizes": {"train": k}} for n, k in sizes.items()},
+               "summary": [{"task": n, "variant": "baseline", "metric": metrics[n], "test_mean": float(k),
+                            "test_std": None} for n, k in sizes.items()]}
+    assert training_size_curves(results) == {"tagging: pos, pos-5": {"baseline": [(5, 5.0, 0.0), (20, 20.0, 0.0)]}}
+    assert plot_training_sizes(results, tmp_path / "sizes.png")
+    results["config"]["tasks"] = tasks[:2]
+    assert training_size_curves(results) == {}
+
+
 def test_a_saved_config_is_strict_json(saved_classifier):
     """Trained without dev, its record's dev score was written as NaN, which is no JSON."""
     def refuse(constant):

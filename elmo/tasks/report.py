@@ -216,16 +216,30 @@ def plot_weights(runs: List[dict], path: Path) -> bool:
     return True
 
 
+def _size_groups(results: dict) -> Dict[str, List[str]]:
+    """Title -> the names of the task entries that are one task at several training-set sizes:
+    entries equal but for their ``name`` and ``max_train``. The title is the task (``pos``),
+    with the names when two groups share it (two tasks of one kind from your own files)."""
+    import json
+    groups: Dict[str, Tuple[str, List[str]]] = {}
+    for spec in (results.get("config") or {}).get("tasks", []):
+        same = {k: v for k, v in spec.items() if k not in ("name", "max_train")}
+        key = json.dumps(same, sort_keys=True, default=str)
+        groups.setdefault(key, (spec["task"], []))[1].append(spec.get("name", spec["task"]))
+    titles = [task for task, _ in groups.values()]
+    return {(task if titles.count(task) == 1 else f"{task}: {', '.join(names)}"): names
+            for task, names in groups.values()}
+
+
 def training_size_curves(results: dict) -> Dict[str, Dict[str, List[Tuple[int, float, float]]]]:
     """For every task that an experiment runs at two or more training-set sizes (task
-    entries with their own ``name``): ``{task: {variant: [(train size, test mean, test std)]}}``,
-    sorted by size. Empty when no task has several sizes."""
-    entries: Dict[str, List[str]] = {}
-    for spec in (results.get("config") or {}).get("tasks", []):
-        entries.setdefault(spec["task"], []).append(spec.get("name", spec["task"]))
+    entries with their own ``name`` that differ in nothing else but ``max_train``):
+    ``{task: {variant: [(train size, test mean, test std)]}}``, sorted by size. Empty when no
+    task has several sizes. Other entries of one kind (two taggers on different files, or
+    one scored in another metric) are separate tasks, never points of one curve."""
     data = results.get("data") or {}
     curves: Dict[str, Dict[str, List[Tuple[int, float, float]]]] = {}
-    for task, names in entries.items():
+    for task, names in _size_groups(results).items():
         sizes = {n: data[n]["sizes"]["train"] for n in names if n in data}
         if len(set(sizes.values())) < 2:
             continue
@@ -254,8 +268,7 @@ def plot_training_sizes(results: dict, path: Path) -> bool:
     except ImportError:
         return False
     metrics = {r["task"]: r["metric"] for r in results.get("summary", [])}
-    names = {spec.get("name", spec["task"]): spec["task"]
-             for spec in results["config"]["tasks"]}
+    groups = _size_groups(results)
     fig, axes = plt.subplots(1, len(curves), figsize=(4.5 * len(curves), 3.5), squeeze=False)
     for ax, (task, per_variant) in zip(axes[0], curves.items()):
         for variant, points in per_variant.items():
@@ -266,7 +279,7 @@ def plot_training_sizes(results: dict, path: Path) -> bool:
         ax.set_xticks(sizes, [f"{x:,}" for x in sizes])
         ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         ax.set_xlabel("training examples")
-        metric = next((m for n, m in metrics.items() if names.get(n) == task), "")
+        metric = next((metrics[n] for n in groups[task] if n in metrics), "")
         ax.set_ylabel(f"test {METRIC_NAMES.get(metric, metric)}")
         ax.set_title(task)
         ax.grid(True, which="both", alpha=0.3)
