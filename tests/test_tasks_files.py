@@ -608,6 +608,32 @@ def test_span_f1_tags_that_are_not_bio_stop_before_training(tmp_path, fmt, text,
     assert load_task(dict(spec, metric="token_accuracy")).sizes()["test"] >= 1
 
 
+ENTITIES = "a/O b/B-x\nc/O d/B-x\n"
+
+
+@pytest.mark.parametrize("texts, extra, message", [
+    ({"dev": ENTITIES, "test": "a/O b/O\n"}, {},
+     "test.txt: no entity in the test examples: span F1 is 0 whatever the model tags"),
+    ({"dev": ENTITIES, "test": "b/B-x\na/O\n"}, {"max_test": 1},   # the sample drawn is "a/O"
+     "test.txt: no entity in the test examples (the 1 of 2 kept by max_test 1)"),
+    ({"dev": "a/O\n", "test": ENTITIES}, {}, "dev.txt: no entity in the dev examples: span F1"),
+    ({"test": ENTITIES}, {"dev_fraction": 0.5},                      # holds out 2 without entities
+     "train.txt (the dev examples held out of it): no entity in the dev examples"),
+])
+def test_span_f1_on_a_set_without_entities_is_refused(tmp_path, texts, extra, message):
+    """Under span_f1 a test set without one entity scored 0.00 whatever the model tagged (no
+    gold span to find), and such a dev set kept the first epoch whatever followed."""
+    files = {}
+    for split, text in {"train": "a/O b/B-x\nc/O\nd/O\ne/O\n", **texts}.items():
+        files[split] = str(tmp_path / f"{split}.txt")
+        Path(files[split]).write_text(text)
+    spec = {"task": "tagging", "metric": "span_f1", "format": {"type": "word_tag"}, "files": files, **extra}
+    with pytest.raises(TaskDataError, match=re.escape(message)) as err:
+        load_task(spec)
+    assert str(err.value).startswith(str(tmp_path)) and str(err.value).endswith("or use metric token_accuracy")
+    assert load_task(dict(spec, metric="token_accuracy")).sizes()["test"] >= 1
+
+
 @pytest.mark.parametrize("kind, fmt, text, message", [
     ("classification", {"type": "tsv", "text": 1, "label": 0}, "en\tthe cat\nen\ta dog\n",
      "every training example has the label 'en'; a classification task needs two or more "

@@ -192,10 +192,32 @@ def load_task(spec: dict) -> TaskData:
     if not splits["train"]:
         raise TaskDataError(f"task {spec.get('name', name)}: no training examples in "
                             f"{source['files']['train']['path']}")
+    if metric == "span_f1":
+        _check_spans_to_score(spec, splits, source, full)
     from .kinds import task_kind
     labels = task_kind(kind).label_set(splits["train"])
     source.update(full_sizes=full, subset_seed=seed)
     return TaskData(spec.get("name", name), kind, metric, labels, splits, source)
+
+
+def _check_spans_to_score(spec: dict, splits: Dict[str, List[Example]], source: dict,
+                          full: Dict[str, int]) -> None:
+    """Under span_f1, a dev or test set without a single entity scores 0 whatever the model
+    tags (there is no gold span to find, and any span it finds is wrong): such a test score
+    was reported as 0.00, and such a dev set kept the first epoch. Refused, naming the file."""
+    from .files import TaskDataError
+    for split, examples in splits.items():
+        if split == "train" or not examples or any(t != "O" for ex in examples for t in ex.label):
+            continue
+        files = source.get("files") or {}
+        where = files[split]["path"] if split in files else \
+            f"{files['train']['path']} (the dev examples held out of it)"
+        limit = spec.get(f"max_{split}")
+        sample = (f" (the {len(examples)} of {full[split]} kept by max_{split} {limit})"
+                  if limit is not None and limit < full[split] else "")
+        raise TaskDataError(f"{where}: no entity in the {split} examples{sample}: span F1 is 0 "
+                            f"whatever the model tags; give a {split} set with entities, or use "
+                            f"metric token_accuracy")
 
 
 def task_entry_problem(spec: Mapping[str, Any]) -> Optional[str]:
