@@ -691,6 +691,26 @@ def test_tasks_of_one_kind_on_other_files_are_no_training_size_curve(tmp_path):
     assert training_size_curves(results) == {}
 
 
+@pytest.mark.parametrize("elmo_settings, cache, message", [
+    ({"finetune": True}, True, "fine-tuning a biLM whose characters go through a dictionary"),
+    ({}, False, "runs in task experiments only from the layer cache: set cache_layers true"),
+])
+def test_a_dictionary_bilm_used_as_it_cannot_run_is_refused_before_any_run(tmp_path, elmo_settings, cache,
+                                                                          message):
+    """An ELMoForManyLangs biLM fine-tuned, or frozen with cache_layers false, failed at its
+    variant's first run, after the baseline before it had trained and been written."""
+    from elmo.config import ConfigError
+    from tests.conftest import FIXTURES
+    manylangs = str(FIXTURES / "elmoformanylangs" / "model")
+    config = write_config(tmp_path, [write_task(tmp_path, "classification")], cache_layers=cache,
+                          variants=[{"name": "baseline"}, {"name": "ml", "elmo": {"bilm": manylangs, **elmo_settings}}],
+                          train={"epochs": 1, "batch_size": 8})
+    logs: list = []
+    with pytest.raises(ConfigError, match=re.escape(f"variant ml: biLM {manylangs!r}: ") + ".*" + re.escape(message)):
+        run_experiment(load_config(config), out=tmp_path / "r", log=logs.append)
+    assert not any("seed 1" in line for line in logs) and not (tmp_path / "r/results.json").exists()
+
+
 def test_a_saved_config_is_strict_json(saved_classifier):
     """Trained without dev, its record's dev score was written as NaN, which is no JSON."""
     def refuse(constant):

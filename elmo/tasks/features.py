@@ -69,6 +69,21 @@ class WordFeatures(nn.Module):
         return x
 
 
+def dictionary_bilm_problem(options, finetune: bool, cached: bool) -> Optional[str]:
+    """Why a biLM whose characters go through a dictionary (ELMoForManyLangs) cannot run as
+    asked in a task model, or None: the task batches carry byte ids, which such a model would
+    read as dictionary ids, so it runs only frozen and from the layer cache."""
+    if options.char_vocabulary is None:
+        return None
+    if finetune:
+        return ("fine-tuning a biLM whose characters go through a dictionary "
+                "(ELMoForManyLangs) is not supported in task experiments; freeze it")
+    if not cached:
+        return ("a biLM whose characters go through a dictionary (ELMoForManyLangs) runs in "
+                "task experiments only from the layer cache: set cache_layers true")
+    return None
+
+
 class ElmoFeatures(nn.Module):
     """ELMo mixes for the positions where a task model adds them.
 
@@ -92,8 +107,7 @@ class ElmoFeatures(nn.Module):
             raise ValueError(f"layers must be 'all' or 'last', got {layers!r}")
         if finetune and bilm.options.char_vocabulary is not None:
             # the batches carry byte ids, which such a model would read as dictionary ids
-            raise ValueError("fine-tuning a biLM whose characters go through a dictionary "
-                             "(ELMoForManyLangs) is not supported in task experiments; freeze it")
+            raise ValueError(dictionary_bilm_problem(bilm.options, finetune, cached=True))
         fixed = None
         if layers == "last":
             fixed = [-LAST_LAYER_S] * (bilm.num_layers - 1) + [LAST_LAYER_S]
@@ -117,9 +131,7 @@ class ElmoFeatures(nn.Module):
             if self.elmo.bilm.options.char_vocabulary is not None:
                 # the batches carry byte ids, which such a model reads as dictionary ids: in
                 # range for a real model's thousands of characters, silently wrong vectors
-                raise ValueError("a biLM whose characters go through a dictionary "
-                                 "(ELMoForManyLangs) runs in task experiments only from the "
-                                 "layer cache: set cache_layers true")
+                raise ValueError(dictionary_bilm_problem(self.elmo.bilm.options, False, cached=False))
             mixed = self.elmo(chars)["elmo_representations"]
         keep = mask.unsqueeze(-1).to(mixed[0].dtype)
         return {p: self.dropout(m) * keep for p, m in zip(self.positions, mixed)}

@@ -58,7 +58,7 @@ from .batching import make_batch
 from .bilm_checksums import BiLMChecksums, what_counts
 from .datasets import TaskData, load_task
 from .embeddings import build_embeddings
-from .features import ElmoFeatures, WordFeatures
+from .features import ElmoFeatures, WordFeatures, dictionary_bilm_problem
 from .kinds import task_kind
 from .layer_cache import LayerCache
 from .models import Encoder, TaskModel
@@ -308,6 +308,21 @@ class BiLMPool:
     def fresh(self, spec: str):
         """A new copy to fine-tune (the shared frozen one is never changed)."""
         return load_bilm(spec)
+
+    def check(self, variants: Sequence[Variant], cfg: ExperimentConfig) -> None:
+        """Refuse, before any run, a variant whose biLM cannot run as it asks (a dictionary
+        biLM fine-tuned, or without the layer cache): it failed at the variant's first run,
+        after the runs before it had trained. Loads only biLMs such a variant names."""
+        for v in variants:
+            e = v.elmo
+            if e is None or not (e.finetune or not self.cache_layers):
+                continue
+            spec = cfg.bilm_of(v)
+            # (a fine-tuned variant's biLM is read, not kept: its runs load their own copies)
+            bilm = self.frozen(spec) if not e.finetune or spec in self._models else load_bilm(spec)
+            problem = dictionary_bilm_problem(bilm.options, e.finetune, self.cache_layers)
+            if problem:
+                raise ConfigError(f"variant {v.name}: biLM {spec!r}: {problem}")
 
     def cache(self, spec: str, sentences: Sequence[Sequence[str]]) -> Optional[LayerCache]:
         if not self.cache_layers:
@@ -708,6 +723,7 @@ def _run_all(cfg: ExperimentConfig, results: dict, results_path: Path, done: Lis
     have = {(r["task"], r["variant"], r["seed"]) for r in done}
     # every task's files are read (and checked) before the first model trains
     preps = [prepare_task(spec, cfg) for spec in cfg.tasks]
+    pool.check(variants, cfg)
     for spec, prep in zip(cfg.tasks, preps):
         name = prep.data.name
         results["data"][name] = {"sizes": prep.data.sizes(), "labels": len(prep.data.labels),
