@@ -512,6 +512,21 @@ def test_an_overwritten_experiment_names_the_saved_models_it_does_not_list(tmp_p
                          "my-classification/baseline/seed-2")
 
 
+def test_a_saved_model_whose_run_was_trained_again_unsaved_is_named(tmp_path):
+    """Trained again without --save-models (--overwrite, or --resume after the data changed),
+    a run left the earlier run's model in its folder, and that folder, named like the run's,
+    was taken for it: predict on it disagreed with results.json without a word."""
+    task = dict(write_task(tmp_path, "classification", dev=False), dev_fraction=0)
+    config = write_config(tmp_path, [task], variants=[{"name": "baseline"}], train={"epochs": 1, "batch_size": 8})
+    lines: list = []
+    run_experiment(load_config(config), out=tmp_path / "r", log=lines.append, save_models=True)
+    assert "saved model" not in lines[-1]
+    results = run_experiment(load_config(config), out=tmp_path / "r", log=lines.append, overwrite=True)
+    assert "saved_model" not in results["runs"][0]
+    assert lines[-1] == (f"{tmp_path / 'r/models'}: 1 saved model(s) from an earlier run, not in results.json, "
+                         "are kept: my-classification/baseline/seed-1")
+
+
 def test_predict_output_dash_is_stdout_and_an_empty_one_is_refused(saved_classifier, tmp_path, capsys,
                                                                    monkeypatch):
     """-o - wrote a file named '-' (INPUT - is stdin); -o '' wrote to stdout as no -o does."""

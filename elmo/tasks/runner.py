@@ -679,8 +679,10 @@ def _note_other_models(models: Path, runs: Sequence[dict], log: Callable[[str], 
     """Name the saved models under ``models`` that are no run of these results (an earlier
     run's, from a seed or variant since dropped, or kept from before ``--overwrite``). They are
     kept, since each is a whole trained model that records its own run, but results.json does
-    not describe them."""
-    listed = {(r["task"], r["variant"], f"seed-{r['seed']}") for r in runs}
+    not describe them. A run's folder counts as its model only when the run records it
+    (``saved_model``): a run trained again without ``--save-models`` left the earlier model in
+    its folder without a word, and predict on it disagreed with results.json."""
+    listed = {Path(r["saved_model"]).parts[-3:] for r in runs if r.get("saved_model")}
     others = sorted("/".join(folder.parts[-3:]) for folder in models.glob("*/*/seed-*")
                     if folder.is_dir() and tuple(folder.parts[-3:]) not in listed)
     if others:
