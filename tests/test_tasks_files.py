@@ -726,6 +726,20 @@ def test_a_dictionary_bilm_used_as_it_cannot_run_is_refused_before_any_run(tmp_p
     assert not any("seed 1" in line for line in logs) and not (tmp_path / "r/results.json").exists()
 
 
+def test_a_report_with_nothing_to_plot_leaves_no_earlier_plot(saved_classifier, tmp_path):
+    """layer_weights.png and training_sizes.png of an earlier experiment into the folder (or of
+    an earlier report) stayed beside results without ELMo mixes or training sizes."""
+    import shutil
+    from elmo.tasks.runner import rewrite_reports
+    out = tmp_path / "r"
+    out.mkdir()
+    shutil.copy(saved_classifier.parents[3] / "results.json", out / "results.json")
+    for name in ("layer_weights.png", "training_sizes.png"):
+        (out / name).write_bytes(b"an earlier plot")
+    rewrite_reports(out)
+    assert sorted(p.name for p in out.iterdir()) == ["results.json", "results.md"]
+
+
 def test_a_saved_config_is_strict_json(saved_classifier):
     """Trained without dev, its record's dev score was written as NaN, which is no JSON."""
     def refuse(constant):

@@ -333,3 +333,9 @@ def write_reports(results: dict, out: Path) -> None:
     atomic_write_text(out / "results.md", markdown(results))
     plot_weights(results.get("runs", []), out / "layer_weights.png")
     plot_training_sizes(results, out / "training_sizes.png")
+    # a plot of an earlier experiment into this folder (--overwrite) or of an earlier version
+    # of the report stayed beside results that have nothing to plot, as if it were theirs
+    if not mix_weight_rows(results.get("runs", [])):
+        (out / "layer_weights.png").unlink(missing_ok=True)
+    if not training_size_curves(results):
+        (out / "training_sizes.png").unlink(missing_ok=True)
