@@ -82,6 +82,24 @@ def test_int8_mode_is_opt_in_close_and_the_same_alone_or_in_a_batch():
 
 
 @needs_int8
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float64])
+def test_int8_mode_on_a_model_of_another_dtype_runs_batches_in_that_dtype(dtype):
+    """use_int8 on a bfloat16 (or float64) model: the products' float32 results met the next
+    layer's bfloat16 W_ih, and a batch of two sentences failed inside torch.baddbmm."""
+    exact = run(random_bilm(seed=5), [SENTENCE])
+    bilm = random_bilm(seed=5).to(dtype)
+    bilm.lstm.use_int8()
+    alone = run(bilm, [SENTENCE])
+    batched = run(bilm, [["a", "short", "one"], SENTENCE, ["x"]])
+    for a, b, want in zip(alone, batched, exact):
+        assert a.dtype == b.dtype == dtype
+        scale = float(want.abs().max())
+        # int8 rows and bfloat16 states (2^-9 relative), as the float32 model's int8 test
+        assert float((a[0].float() - want[0]).abs().max()) < 0.05 * scale
+        assert float((b[1].float() - want[0]).abs().max()) < 0.05 * scale
+
+
+@needs_int8
 def test_int8_weights_follow_weight_changes_and_refuse_autograd():
     bilm = random_bilm(seed=6)
     bilm.lstm.use_int8()

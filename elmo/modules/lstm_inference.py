@@ -74,9 +74,10 @@ class Int8Weights:
         return torch._weight_int8pack_mm(a, self.q[d], self.scales[d])[:, :self.n]
 
     def product(self, x: torch.Tensor) -> torch.Tensor:
-        """x (D, M, K) float -> (D, M, N) float32, each direction with its own weights."""
+        """x (D, M, K) float -> (D, M, N) in x's dtype, each direction with its own weights
+        (float32 for a float32 model; a bfloat16 or float64 model's state keeps its dtype)."""
         a = x.to(torch.bfloat16)
-        return torch.stack([self._mm(d, a[d]) for d in range(self.q.shape[0])]).float()
+        return torch.stack([self._mm(d, a[d]) for d in range(self.q.shape[0])]).to(x.dtype)
 
     def matvec(self, d: int, x: torch.Tensor, out: torch.Tensor) -> None:
         """out (N,) float32 = the product of direction d's weights with x (K,)."""
