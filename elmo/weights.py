@@ -72,7 +72,10 @@ def _to_original_arrays(bilm: BiLM) -> Dict[str, np.ndarray]:
     if opts.char_vocabulary is not None:
         raise WeightFileError("this model reads characters through a dictionary (an ELMoForManyLangs "
                               "model); the original HDF5 layout cannot hold it: save it as safetensors")
-    t = lambda x: x.detach().cpu().numpy()  # noqa: E731
+    # numpy has no bfloat16 (a bfloat16 model raised numpy's "unsupported ScalarType"):
+    # float32 holds every bfloat16 value exactly
+    t = lambda x: (x.detach().cpu().float() if x.dtype == torch.bfloat16  # noqa: E731
+                   else x.detach().cpu()).numpy()
     arrays = {"char_embed": t(enc.char_embedding.weight[1:])}
     for i, conv in enumerate(enc.convolutions):
         arrays[f"CNN/W_cnn_{i}"] = t(conv.weight.permute(2, 1, 0).unsqueeze(0))  # (1, w, d, n)

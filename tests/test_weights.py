@@ -49,6 +49,18 @@ def test_float16_weights_load_as_float32(tmp_path):
         assert q.dtype == torch.float32 and torch.allclose(p, q, atol=1e-3)
 
 
+def test_a_bfloat16_model_saves_in_the_original_layout(tmp_path):
+    """save_original of a model after .to(torch.bfloat16) failed in numpy ("unsupported
+    ScalarType BFloat16"); its weights are written as float32, which holds them exactly."""
+    bilm = random_bilm().to(torch.bfloat16)
+    save_original(bilm, tmp_path / "options.json", tmp_path / "weights.hdf5")
+    elmo.save_pretrained(bilm, tmp_path / "folder", fmt="original")
+    for loaded in (load_original(tmp_path / "options.json", tmp_path / "weights.hdf5"),
+                   elmo.from_pretrained(tmp_path / "folder")):
+        for (n, p), (_, q) in zip(bilm.state_dict().items(), loaded.state_dict().items()):
+            assert q.dtype == torch.float32 and torch.equal(p.float(), q), n
+
+
 def test_truncated_file_is_a_clear_error(tmp_path):
     data = (ALLENNLP / "lm_weights.hdf5").read_bytes()
     (tmp_path / "half.hdf5").write_bytes(data[: len(data) // 2])
