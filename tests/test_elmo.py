@@ -61,6 +61,32 @@ def test_token_cache_through_elmo_gives_the_same_output():
     assert torch.allclose(plain, cached, atol=1e-6)
 
 
+def test_token_cache_follows_fine_tuning_and_loaded_weights():
+    """Elmo(requires_grad=True, vocab_to_cache=...) fine-tuned in train() mode (the cache off),
+    then evaluated: the cached words kept the vectors of the weights before fine-tuning while
+    the other words got the new ones. The cached vectors are now made again after a change."""
+    ids = batch_to_ids([["the", "dog", "zebra"], ["dog", "ran"]])
+    elmo = Elmo(module=random_bilm(), dropout=0.0, requires_grad=True, vocab_to_cache=["the", "dog"])
+    optimizer = torch.optim.SGD(elmo.parameters(), lr=0.1)
+    elmo.train()
+    elmo(ids)["elmo_representations"][0].sum().backward()
+    optimizer.step()
+    elmo.eval()
+    encoder = elmo.bilm.token_encoder
+
+    def assert_the_cache_gives_what_the_cnn_gives():
+        with torch.no_grad():
+            cached = elmo(ids, return_layers=True)["layers"][0]
+            encoder.clear_token_cache()
+            plain = elmo(ids, return_layers=True)["layers"][0]
+        encoder.build_token_cache(["the", "dog"])
+        # the CNN over other groupings of the distinct tokens: float32 rounding only
+        assert torch.allclose(cached, plain, rtol=1e-5, atol=1e-6)
+    assert_the_cache_gives_what_the_cnn_gives()                     # after the optimizer step
+    elmo.bilm.load_state_dict(random_bilm(seed=1).state_dict())
+    assert_the_cache_gives_what_the_cnn_gives()
+
+
 def test_bad_arguments():
     with pytest.raises(ValueError, match="options_file"):
         Elmo()

@@ -227,6 +227,7 @@ class CharCNN(nn.Module):
         self.projection = nn.Linear(word_dim + config.n_filters, output_dim)
         self._activation = torch.tanh if config.activation == "tanh" else F.relu
         self._token_cache: Optional[TokenCache] = None
+        self._token_cache_key: tuple = ()  # the weights its vectors were made from (_weights_key)
 
     # ------------------------------------------------------------------ the computation
     def encode_tokens(self, ids: torch.Tensor) -> torch.Tensor:
@@ -324,9 +325,9 @@ class CharCNN(nn.Module):
         return out.view(batch, steps, self.output_dim)
 
     def _encode_with_cache(self, distinct: torch.Tensor) -> torch.Tensor:
-        cache = self._token_cache
-        if cache is None or (self.training and torch.is_grad_enabled()):
+        if self._token_cache is None or (self.training and torch.is_grad_enabled()):
             return self.encode_tokens(distinct)
+        cache = self._current_token_cache()
         hashes = hash_rows(distinct)
         slot = torch.searchsorted(cache.hashes, hashes).clamp_(max=cache.hashes.shape[0] - 1)
         hit = (cache.ids[slot] == distinct).all(dim=1)  # hash matches are verified exactly
@@ -337,13 +338,36 @@ class CharCNN(nn.Module):
         return vectors
 
     # ------------------------------------------------------------------ the token cache
+    def _weights_key(self) -> tuple:
+        """The state of the weights (address, in-place version, device, dtype of each), as
+        :class:`elmo.modules.weight_cache.WeightCache` keys them."""
+        return tuple((p.data_ptr(), p._version, p.device, p.dtype) for p in self.parameters())
+
+    def _current_token_cache(self) -> TokenCache:
+        """The token cache, its vectors made again from its ids where a weight has changed
+        since they were made (an optimizer step, ``load_state_dict``, ``.to()``): stale vectors
+        gave the cached words the old weights' vectors and the other words the new ones."""
+        cache = self._token_cache
+        assert cache is not None
+        key = self._weights_key()
+        if key != self._token_cache_key:
+            cache = cache._replace(vectors=self._encode_in_batches(cache.ids))
+            self._token_cache, self._token_cache_key = cache, key
+        return cache
+
+    @torch.no_grad()
+    def _encode_in_batches(self, ids: torch.Tensor, batch_size: int = 4096) -> torch.Tensor:
+        return torch.cat([self.encode_tokens(ids[i:i + batch_size]) for i in range(0, ids.shape[0], batch_size)])
+
     @torch.no_grad()
     def build_token_cache(self, words: Sequence[str], batch_size: int = 4096) -> None:
         """Precompute the vectors of ``words`` (plus the sentence boundaries).
 
         Cached tokens then skip the CNN; other tokens are still encoded by it, so the output does
-        not change, only its cost. Rebuild the cache after changing the weights: it is not used
-        while the module trains with gradients.
+        not change, only its cost. The vectors are made again after a change of the weights
+        that PyTorch counts (optimizer steps, ``load_state_dict``, ``.to()``; after writing
+        through ``param.data``, build the cache again). It is not used while the module trains
+        with gradients.
         """
         if isinstance(words, str):  # its characters would be cached as the words
             raise TypeError("build_token_cache expects a list of words, not a string")
@@ -356,11 +380,11 @@ class CharCNN(nn.Module):
         rows = torch.tensor([scheme.bos_row, scheme.eos_row], dtype=torch.long)
         ids = torch.cat([rows, scheme.token_rows(list(dict.fromkeys(words)))])
         ids, _ = unique_rows(ids.to(self.projection.weight.device))
-        vectors = torch.cat([self.encode_tokens(ids[i:i + batch_size])
-                             for i in range(0, ids.shape[0], batch_size)])
+        vectors = self._encode_in_batches(ids, batch_size)
         hashes = hash_rows(ids)
         order = torch.argsort(hashes)
         self._token_cache = TokenCache(ids[order], hashes[order], vectors[order])
+        self._token_cache_key = self._weights_key()
 
     def clear_token_cache(self) -> None:
         self._token_cache = None
