@@ -87,6 +87,18 @@ def test_token_cache_follows_fine_tuning_and_loaded_weights():
     assert_the_cache_gives_what_the_cnn_gives()
 
 
+def test_token_cache_leaves_the_cnn_its_gradients_in_eval_mode():
+    """Gradients in eval() mode (no dropout) of a fine-tuned biLM: with a token cache the
+    cached words' vectors were constants and the CNN got no gradient from them."""
+    ids = batch_to_ids([["the", "dog", "zebra"]])
+    grads = []
+    for cache in (None, ["the", "dog", "zebra"]):
+        elmo = Elmo(module=random_bilm(), dropout=0.0, requires_grad=True, vocab_to_cache=cache).eval()
+        elmo(ids)["elmo_representations"][0].sum().backward()
+        grads.append(elmo.bilm.token_encoder.projection.weight.grad)
+    assert grads[1] is not None and torch.allclose(grads[1], grads[0], rtol=1e-5, atol=1e-6)
+
+
 def test_bad_arguments():
     with pytest.raises(ValueError, match="options_file"):
         Elmo()

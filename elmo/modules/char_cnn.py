@@ -325,7 +325,10 @@ class CharCNN(nn.Module):
         return out.view(batch, steps, self.output_dim)
 
     def _encode_with_cache(self, distinct: torch.Tensor) -> torch.Tensor:
-        if self._token_cache is None or (self.training and torch.is_grad_enabled()):
+        # Gradients for the CNN's weights need the CNN itself: in eval() mode too, where the
+        # cached vectors gave them none
+        if self._token_cache is None or (torch.is_grad_enabled()
+                                         and any(p.requires_grad for p in self.parameters())):
             return self.encode_tokens(distinct)
         cache = self._current_token_cache()
         hashes = hash_rows(distinct)
@@ -366,8 +369,8 @@ class CharCNN(nn.Module):
         Cached tokens then skip the CNN; other tokens are still encoded by it, so the output does
         not change, only its cost. The vectors are made again after a change of the weights
         that PyTorch counts (optimizer steps, ``load_state_dict``, ``.to()``; after writing
-        through ``param.data``, build the cache again). It is not used while the module trains
-        with gradients.
+        through ``param.data``, build the cache again). It is not used where gradients for the
+        CNN's weights are computed.
         """
         if isinstance(words, str):  # its characters would be cached as the words
             raise TypeError("build_token_cache expects a list of words, not a string")
