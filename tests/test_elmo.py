@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from elmo import Elmo, batch_to_ids
+from elmo import Elmo, ScalarMix, batch_to_ids
 from tests.conftest import ALLENNLP, random_bilm
 
 
@@ -97,6 +97,27 @@ def test_token_cache_leaves_the_cnn_its_gradients_in_eval_mode():
         elmo(ids)["elmo_representations"][0].sum().backward()
         grads.append(elmo.bilm.token_encoder.projection.weight.grad)
     assert grads[1] is not None and torch.allclose(grads[1], grads[0], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("keep_sentence_boundaries", [False, True])
+def test_layer_norm_leaves_the_padding_zero(keep_sentence_boundaries):
+    """With do_layer_norm a padded position (and a sentence without tokens) got -mean / std
+    of each layer instead of zeros: not the zeros the mask promises, and a task that pools
+    without the mask saw them. The positions with tokens are unchanged."""
+    bilm = random_bilm()
+    ids = batch_to_ids([["the", "dog", "bit", "the", "man"], ["a"], []])
+    with torch.no_grad():
+        out = Elmo(module=bilm, dropout=0.0, do_layer_norm=True, num_output_representations=2,
+                   keep_sentence_boundaries=keep_sentence_boundaries)(ids)
+        bounded = bilm(ids, keep_sentence_boundaries=keep_sentence_boundaries)
+    mask = out["mask"]
+    assert torch.equal(mask, bounded["mask"]) and not mask.all()
+    mix = ScalarMix(3, do_layer_norm=True)
+    for vectors in out["elmo_representations"]:
+        assert torch.equal(vectors[~mask], torch.zeros_like(vectors[~mask]))
+        with torch.no_grad():
+            want = mix(bounded["activations"], mask)
+        assert torch.allclose(vectors[mask], want[mask], rtol=1e-5, atol=1e-6)
 
 
 def test_bad_arguments():

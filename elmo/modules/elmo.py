@@ -137,9 +137,9 @@ class Elmo(nn.Module):
         cache is looked up from the characters, so out-of-vocabulary words still get their
         CNN vectors.
 
-        Returns ``elmo_representations`` (list of (..., T, 2P)), ``mask`` (..., T), and with
-        ``return_layers`` also ``layers`` (L + 1 tensors (..., T, 2P), before mixing). With
-        ``keep_sentence_boundaries`` T becomes T + 2.
+        Returns ``elmo_representations`` (list of (..., T, 2P), zero where ``mask`` is False),
+        ``mask`` (..., T), and with ``return_layers`` also ``layers`` (L + 1 tensors
+        (..., T, 2P), before mixing). With ``keep_sentence_boundaries`` T becomes T + 2.
 
         With ``do_layer_norm`` each layer's mean and variance are over the sentences' tokens,
         without the ``<S>``/``</S>`` positions (as bilm-tf; AllenNLP includes them) unless
@@ -170,11 +170,17 @@ class Elmo(nn.Module):
         layers: List[torch.Tensor] = bilm_out["activations"]          # L + 1 of (N, T', 2P)
         mask: torch.Tensor = bilm_out["mask"]                         # (N, T')
         unflat = lambda t: t.reshape(*leading, *t.shape[1:])
-        representations = [unflat(self._dropout(mix(layers, mask))) for mix in self.scalar_mixes]
+        representations = [unflat(self._dropout(self._mixed(mix, layers, mask))) for mix in self.scalar_mixes]
         out: Dict[str, object] = {"elmo_representations": representations, "mask": unflat(mask)}
         if return_layers:
             out["layers"] = [unflat(layer) for layer in layers]
         return out
+
+    @staticmethod
+    def _mixed(mix: ScalarMix, layers: List[torch.Tensor], mask: torch.Tensor) -> torch.Tensor:
+        """One mix of the layers, zero where the mask has no token (a layer normalised by
+        ``do_layer_norm`` is -mean / std there, not zero as the biLM's layers are)."""
+        return mix(layers, mask).masked_fill(~mask.unsqueeze(-1), 0.0)
 
     def _run_other_module(self, inputs: torch.Tensor, word_inputs: Optional[torch.Tensor]) -> BiLMOutput:
         """A ``module=`` that is not a :class:`BiLM`, on AllenNLP's contract: ``module(ids (N, T, C),
