@@ -162,6 +162,12 @@ def test_ids_the_model_cannot_read_are_clear_errors():
             bilm(wrong)
     with torch.no_grad():  # other integer types are ids too
         assert all(torch.equal(a, b) for a, b in zip(bilm(ids.int())["activations"], bilm(ids)["activations"]))
+    # a type too narrow for the ids: as uint8 every token's 259 (its start) wrapped to 3 and the
+    # sentence ran as other characters, without an error
+    for narrow in (torch.uint8, torch.int8):
+        for run in (bilm, bilm.token_encoder):
+            with pytest.raises(TypeError, match=f"char_ids are {narrow}, which stops at .*start with id 259"):
+                run(ids.to(narrow))
 
 
 def test_a_bilm_is_built_from_options_only():

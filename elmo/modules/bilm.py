@@ -209,8 +209,8 @@ class BiLM(nn.Module):
                              f"expects {scheme.width} (use bilm.token_ids(sentences), or pass "
                              f"max_characters_per_token to batch_to_ids)")
         # the type before the boundaries are written into them (the ranges: in _forward_3d)
-        require_integer_ids(char_ids)
-        char_ids = char_ids.long()  # (int32 or uint8 ids work too)
+        require_integer_ids(char_ids, scheme.start_id)
+        char_ids = char_ids.long()  # (int32 ids work too; uint8 only where they fit)
         leading = tuple(char_ids.shape[:-2])
         if len(leading) > 1:  # (..., T, C) -> (rows, T, C); rows in row-major order
             char_ids = char_ids.reshape(math.prod(leading), *char_ids.shape[-2:])

@@ -183,11 +183,17 @@ class Highway(nn.Module):
         return x
 
 
-def require_integer_ids(char_ids: torch.Tensor) -> None:
-    """TypeError unless ``char_ids`` holds integers (any integer dtype; not bool)."""
+def require_integer_ids(char_ids: torch.Tensor, start_id: Optional[int] = None) -> None:
+    """TypeError unless ``char_ids`` holds integers (any integer dtype; not bool), of a type
+    that holds ``start_id``, the id every token starts with (where given): byte ids converted
+    to uint8 wrapped 259 .. 261 around to 3 .. 5 and were read as other characters."""
     if char_ids.dtype == torch.bool or char_ids.is_floating_point() or char_ids.is_complex():
         raise TypeError(f"char_ids must hold integer ids (torch.long), got {char_ids.dtype}: "
                         f"make them with bilm.token_ids(sentences) or elmo.batch_to_ids")
+    if start_id is not None and torch.iinfo(char_ids.dtype).max < start_id:
+        raise TypeError(f"char_ids are {char_ids.dtype}, which stops at {torch.iinfo(char_ids.dtype).max}; "
+                        f"this model's tokens start with id {start_id}, so ids converted to it have "
+                        f"wrapped around: keep them torch.long (or int32)")
 
 
 class CharCNN(nn.Module):
@@ -286,7 +292,7 @@ class CharCNN(nn.Module):
         id is negative or past this model's embedding rows (ids made for another model, or not
         ids at all). Without it, such ids meet an index error deep in PyTorch, and a token of
         negative ids would silently count as padding."""
-        require_integer_ids(char_ids)
+        require_integer_ids(char_ids, None if self.id_scheme is None else self.id_scheme.start_id)
         if char_ids.numel() == 0:
             return
         columns = [("character", char_ids[..., :self.max_chars], self.char_embedding.num_embeddings)]
