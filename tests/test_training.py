@@ -323,3 +323,22 @@ def test_carried_state_perplexity_reads_the_text_as_one_stream(tmp_path, toy):
     streamed = perplexity(model, one, vocab, carry_state=True, window=3)
     assert streamed["loss_fwd"] == pytest.approx(alone["loss_fwd"], rel=1e-5)
     assert streamed["loss_bwd"] == pytest.approx(alone["loss_bwd"], rel=1e-5)
+
+
+def test_validation_during_a_run_measures_the_weights_of_that_step(tmp_path, toy):
+    """The CPU's fused Adagrad updates the weights without counting the change in their version,
+    so the copy of W_hh that the LSTM makes for one-row steps at the first validation run was
+    used again at the next one: later validation figures (and the --lr-decay decisions taken
+    on them) scored old recurrent weights with new other weights. Now each one measures the
+    weights as they are, the figure the exported model gets."""
+    train_txt, _, vocab_txt = toy
+    held = tmp_path / "held.txt"   # sentences of different lengths: the longest one's last steps run one row
+    held.write_text("the cat sees a dog .\nevery old farmer likes the small quiet green house !\n")
+    cfg = tiny_config(tmp_path / "run", train_txt, vocab_txt, valid=[str(held)], max_steps=8, eval_every=2,
+                      lr=1.0, eval_batch_size=4)
+    assert cfg.optimizer == "adagrad"
+    valid = train(cfg)["valid"]
+    model, vocab = load_language_model(tmp_path / "run" / "model")
+    reloaded = perplexity(model, iter_file_sentences([held]), vocab, batch_size=4)
+    assert valid["loss_fwd"] == pytest.approx(reloaded["loss_fwd"], rel=1e-6)
+    assert valid["loss_bwd"] == pytest.approx(reloaded["loss_bwd"], rel=1e-6)

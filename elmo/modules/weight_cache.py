@@ -7,8 +7,10 @@ its version; ``.to()`` replaces it), so it never goes stale.
 
 What it cannot see is a write that PyTorch does not count either: through ``param.data``
 (``param.data.copy_(w)``), which bypasses the version counter as it bypasses autograd's own
-checks. After such a write, call :meth:`elmo.modules.lstm.BiLSTMStack.clear_inference_caches`
-(or write under ``torch.no_grad()`` instead, which is counted).
+checks, and a fused optimizer's step (``torch.optim.Adagrad(..., fused=True)``, which
+``elmo train`` uses on the CPU, leaves the version as it was). After such a write, call
+:meth:`elmo.modules.lstm.BiLSTMStack.clear_inference_caches` (or write under
+``torch.no_grad()`` instead, which is counted); the trainer does so after every step.
 """
 from __future__ import annotations
 
