@@ -638,6 +638,24 @@ def test_numbers_that_would_crash_or_corrupt_a_run_are_refused(tmp_path, toy, se
     assert tiny_config(tmp_path / "run", train_txt, vocab_txt, clip_norm=float("inf")).clip_norm == float("inf")
 
 
+@pytest.mark.parametrize("flags, message", [
+    (["--layout", "bucketed", "--state-reset-every", "4"],
+     "--state-reset-every 4 applies to --layout packed, whose rows carry their LSTM state"),
+    (["--optimizer", "adam", "--adagrad-init", "0.1"], "--adagrad-init 0.1 applies to --optimizer adagrad, not adam"),
+])
+def test_a_setting_that_the_other_settings_leave_without_effect_is_refused(tmp_path, toy, capsys, flags, message):
+    """--state-reset-every with the bucketed layout (every row starts from a zero state) and
+    --adagrad-init with Adam trained as if they were not given, without a word; now one line
+    naming the option, before anything is written."""
+    train_txt, _, vocab_txt = toy
+    args = ["train", str(train_txt), "--vocab", str(vocab_txt), "-o", str(tmp_path / "run"), "--max-steps", "1",
+            "--dim", "8", "--projection-dim", "4", "--filters", "1:4", "--device", "cpu", "--no-progress"]
+    assert main(args + flags) == 1
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()
+    assert main(args + ["--layout", "bucketed", "--optimizer", "adam"]) == 0   # their defaults are no problem
+
+
 def test_held_out_text_without_a_sentence_is_refused(tmp_path, toy):
     train_txt, _, vocab_txt = toy
     (tmp_path / "empty.txt").write_text("\n\n", encoding="utf-8")

@@ -47,6 +47,10 @@ from .schedule import PlateauDecay
 from .stop import StopRequests, TrainingStopped
 
 
+#: Adagrad's initial accumulator value, the original's (``--adagrad-init``).
+ADAGRAD_INIT = 1.0
+
+
 def _setting_list(text: str) -> List[str]:
     return [x for x in text.split(",") if x]
 
@@ -80,7 +84,7 @@ class TrainConfig:
     optimizer: str = setting("adagrad", choices=["adagrad", "adam"], help="the optimizer")
     lr: Optional[float] = setting(None, show_default=False,
                                   help="learning rate (default 0.2 for adagrad, 0.001 for adam)")
-    adagrad_init: float = setting(1.0, help="Adagrad initial accumulator")
+    adagrad_init: float = setting(ADAGRAD_INIT, help="Adagrad initial accumulator")
     lr_decay: float = setting(1.0, help="multiply the learning rate by this at every validation run whose "
                                         "perplexity is not --lr-decay-threshold below the best so far (needs "
                                         "--valid and --eval-every; 1 = never; Kim et al. 2016 halve it: 0.5)")
@@ -119,6 +123,18 @@ class TrainConfig:
         self.new_schedule()  # checks the decay settings now, not at the first validation run
         if self.lr_decay < 1.0 and not (self.valid and self.eval_every):
             raise ValueError("--lr-decay needs held-out text (--valid) and validation runs (--eval-every STEPS)")
+        self._check_combinations()
+
+    def _check_combinations(self) -> None:
+        """Refuse a setting that the rest of the config leaves without effect (it was ignored
+        without a word), naming it."""
+        if self.layout == "bucketed" and self.state_reset_every:
+            raise ValueError(f"--state-reset-every {self.state_reset_every} applies to --layout packed, whose rows "
+                             f"carry their LSTM state from batch to batch; --layout bucketed starts every row "
+                             f"from a zero state")
+        if self.optimizer != "adagrad" and self.adagrad_init != ADAGRAD_INIT:
+            raise ValueError(f"--adagrad-init {self.adagrad_init} applies to --optimizer adagrad, not "
+                             f"{self.optimizer}")
 
     def _check_ranges(self) -> None:
         """Refuse numbers that would crash later, train nothing or corrupt the weights (a NaN
