@@ -72,8 +72,26 @@ def test_decay_needs_validation_runs(tmp_path):
     train_txt, held_txt, vocab_txt = write_toy_corpus(tmp_path / "toy", n_train=50)
     with pytest.raises(ValueError, match="--lr-decay needs held-out text"):
         tiny_config(tmp_path / "run", train_txt, vocab_txt, lr_decay=0.5)
-    with pytest.raises(ValueError, match="--lr-decay needs held-out text"):
+    with pytest.raises(ValueError, match=r"--lr-decay needs validation runs \(--eval-every STEPS\)"):
         tiny_config(tmp_path / "run", train_txt, vocab_txt, lr_decay=0.5, valid=[str(held_txt)])
+
+
+def test_finetune_decays_on_a_plateau_of_its_held_out_text(tmp_path, capsys):
+    """elmo finetune --lr-decay 0.5 --eval-every N was refused with "--lr-decay needs held-out
+    text (--valid)", an option finetune does not have, though it always holds text out; now it
+    validates on that text every N steps and decays the rate on a plateau."""
+    from elmo.cli import main
+
+    train_txt, _, vocab_txt = write_toy_corpus(tmp_path / "toy", n_train=100, n_heldout=10)
+    train(tiny_config(tmp_path / "base", train_txt, vocab_txt, max_steps=2))
+    out = tmp_path / "adapted"
+    assert main(["finetune", str(train_txt), "--from", str(tmp_path / "base" / "model"), "-o", str(out),
+                 "--max-steps", "6", "--eval-every", "2", "--lr-decay", "0.5", "--lr-decay-threshold", "0.99",
+                 "--device", "cpu", "--no-progress"]) == 0, capsys.readouterr().err
+    log = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in log if r["event"] == "eval"] == [2, 4, 6]   # (6 is the final one)
+    assert [(r["step"], r["lr"]) for r in log if r["event"] == "lr_decay"] == [(4, 0.1)]
+    assert json.loads((out / "train_config.json").read_text())["valid"] == [str(out / "adapt_heldout.txt")]
 
 
 def test_training_decays_on_plateau_and_resume_continues_the_schedule(tmp_path):

@@ -244,7 +244,7 @@ def train(args) -> int:
 
 def finetune(args) -> int:
     from ..jobconfig import from_args, print_config_and_exit
-    from ..training.finetune import finetune as run
+    from ..training.finetune import finetune as run, heldout_file
     from ..training.trainer import TrainConfig
 
     _threads(args)
@@ -252,8 +252,11 @@ def finetune(args) -> int:
         raise ValueError("--heldout names no file: give the held-out text, or leave it out to hold out "
                          "every --heldout-every-th sentence")
     args.init_from = _model_folder(args.init_from)
+    # validated on the held-out text it writes to OUTPUT, known from the start (--lr-decay was
+    # refused as if there were none, asking for --valid, which finetune does not have)
     cfg = from_args(TrainConfig, args, defaults=_FINETUNE_DEFAULTS,
-                    given={"train": list(args.text), "vocab": "", "output": args.output, "init_from": args.init_from})
+                    given={"train": list(args.text), "vocab": "", "output": args.output, "init_from": args.init_from,
+                           "valid": [str(heldout_file(args.output))]})
     _refuse_shape_with_from(cfg)
     if print_config_and_exit(cfg, args):
         return 0

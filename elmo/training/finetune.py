@@ -49,6 +49,12 @@ def _text(sentences: Sequence[List[str]]) -> str:
 OWN_TEXT_FILES = ("adapt_train.txt", "adapt_heldout.txt")
 
 
+def heldout_file(output: str | Path) -> Path:
+    """The file of the run folder ``output`` that finetune writes its held-out text to, and
+    validates on (its ``valid``)."""
+    return Path(output) / OWN_TEXT_FILES[1]
+
+
 def _refuse_run_files(out: Path, given: Sequence[str], files: Sequence[Path]) -> None:
     """Refuse text that a folder or glob finds inside the run folder, and finetune's own text
     files: on a rerun ``elmo finetune texts/ -o texts`` read the run's checkpoints, log and
@@ -114,7 +120,7 @@ def _finetune(cfg: TrainConfig, out: Path, text_files: List[Path], held_files: L
         raise ValueError(f"{', '.join(map(str, files))}: no {empty}{hint}; finetune needs both")
     # The training part is written out so training streams it like any corpus. A rerun into the
     # same folder resumes on that file, so a different text (or split) there must be refused.
-    train_file, held_file = (out / name for name in OWN_TEXT_FILES)
+    train_file, held_file = out / OWN_TEXT_FILES[0], heldout_file(out)
     for path, part in ((train_file, train_part), (held_file, held)):
         text = _text(part)
         if path.exists() and path.read_text(encoding="utf-8") != text:

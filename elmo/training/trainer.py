@@ -121,8 +121,10 @@ class TrainConfig:
             self.lr = 0.2 if self.optimizer == "adagrad" else 0.001
         self._check_ranges()
         self.new_schedule()  # checks the decay settings now, not at the first validation run
-        if self.lr_decay < 1.0 and not (self.valid and self.eval_every):
+        if self.lr_decay < 1.0 and not self.valid:
             raise ValueError("--lr-decay needs held-out text (--valid) and validation runs (--eval-every STEPS)")
+        if self.lr_decay < 1.0 and not self.eval_every:
+            raise ValueError("--lr-decay needs validation runs (--eval-every STEPS)")
         self._check_combinations()
 
     def _check_combinations(self) -> None:
