@@ -61,13 +61,34 @@ def test_token_cache_through_elmo_gives_the_same_output():
     assert torch.allclose(plain, cached, atol=1e-6)
 
 
-def test_token_cache_follows_fine_tuning_and_loaded_weights():
+class _UncountedSGD(torch.optim.Optimizer):
+    """Another library's optimizer: it writes through ``.data``, which no version counts."""
+
+    def __init__(self, params, lr):
+        super().__init__(params, {"lr": lr})
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is not None:
+                    p.data.add_(p.grad, alpha=-group["lr"])
+
+
+@pytest.mark.parametrize("make_optimizer", [
+    lambda params: torch.optim.SGD(params, lr=0.1),
+    lambda params: torch.optim.SGD(params, lr=0.1, fused=True),
+    lambda params: torch.optim.Adam(params, lr=0.1, fused=True),
+    lambda params: _UncountedSGD(params, lr=0.1),
+], ids=["sgd", "sgd-fused", "adam-fused", "another-library"])
+def test_token_cache_follows_fine_tuning_and_loaded_weights(make_optimizer):
     """Elmo(requires_grad=True, vocab_to_cache=...) fine-tuned in train() mode (the cache off),
     then evaluated: the cached words kept the vectors of the weights before fine-tuning while
-    the other words got the new ones. The cached vectors are now made again after a change."""
+    the other words got the new ones. The cached vectors are now made again after a change,
+    also one by a fused optimizer or another library's, whose writes PyTorch does not count."""
     ids = batch_to_ids([["the", "dog", "zebra"], ["dog", "ran"]])
     elmo = Elmo(module=random_bilm(), dropout=0.0, requires_grad=True, vocab_to_cache=["the", "dog"])
-    optimizer = torch.optim.SGD(elmo.parameters(), lr=0.1)
+    optimizer = make_optimizer(elmo.parameters())
     elmo.train()
     elmo(ids)["elmo_representations"][0].sum().backward()
     optimizer.step()

@@ -33,6 +33,7 @@ from ..config import CharCNNConfig
 from .conv_pool import conv_max_pool
 from .dense import linear
 from .eager import eager_under_compile
+from .weight_cache import weights_state
 
 # Row hashes used to find duplicate tokens and cached tokens. Any collision is caught by an
 # exact comparison afterwards, so these only need to be "usually distinct".
@@ -233,7 +234,7 @@ class CharCNN(nn.Module):
         self.projection = nn.Linear(word_dim + config.n_filters, output_dim)
         self._activation = torch.tanh if config.activation == "tanh" else F.relu
         self._token_cache: Optional[TokenCache] = None
-        self._token_cache_key: tuple = ()  # the weights its vectors were made from (_weights_key)
+        self._token_cache_key: tuple = ()  # the weights its vectors were made from (weights_state)
 
     # ------------------------------------------------------------------ the computation
     def encode_tokens(self, ids: torch.Tensor) -> torch.Tensor:
@@ -347,18 +348,13 @@ class CharCNN(nn.Module):
         return vectors
 
     # ------------------------------------------------------------------ the token cache
-    def _weights_key(self) -> tuple:
-        """The state of the weights (address, in-place version, device, dtype of each), as
-        :class:`elmo.modules.weight_cache.WeightCache` keys them."""
-        return tuple((p.data_ptr(), p._version, p.device, p.dtype) for p in self.parameters())
-
     def _current_token_cache(self) -> TokenCache:
         """The token cache, its vectors made again from its ids where a weight has changed
         since they were made (an optimizer step, ``load_state_dict``, ``.to()``): stale vectors
         gave the cached words the old weights' vectors and the other words the new ones."""
         cache = self._token_cache
         assert cache is not None
-        key = self._weights_key()
+        key = weights_state(self.parameters())
         if key != self._token_cache_key:
             cache = cache._replace(vectors=self._encode_in_batches(cache.ids))
             self._token_cache, self._token_cache_key = cache, key
@@ -393,7 +389,7 @@ class CharCNN(nn.Module):
         hashes = hash_rows(ids)
         order = torch.argsort(hashes)
         self._token_cache = TokenCache(ids[order], hashes[order], vectors[order])
-        self._token_cache_key = self._weights_key()
+        self._token_cache_key = weights_state(self.parameters())
 
     def clear_token_cache(self) -> None:
         self._token_cache = None

@@ -354,8 +354,8 @@ class BiLSTMStack(nn.Module):
         oneDNN's layout); they are made again when next needed. They follow every counted
         change of the weights by themselves (optimizer steps, ``load_state_dict``, in-place
         writes under ``torch.no_grad()``, ``.to()``); call this after writing weights through
-        ``param.data`` or a fused optimizer's step (``fused=True``), which PyTorch does not
-        count, or to free their memory."""
+        ``param.data``, which PyTorch does not count, or to free their memory (a fused
+        optimizer's step is counted: see :mod:`elmo.modules.weight_cache`)."""
         for layer in self.layers:
             for cache in (layer._int8, layer._hh_rows, layer._packed):
                 cache.clear()

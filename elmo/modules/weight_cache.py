@@ -1,24 +1,52 @@
 """A value derived from some parameters, kept until one of them changes.
 
 The LSTM keeps weights in other forms for inference: W_hh re-laid for one-row products, int8
-rows, oneDNN's own layout. Each is made when first needed and made again when a weight it was
-made from has changed (an optimizer step or ``load_state_dict`` changes it in place and bumps
-its version; ``.to()`` replaces it), so it never goes stale.
+rows, oneDNN's own layout; the character CNN keeps the vectors of its token cache. Each is
+made when first needed and made again when a weight it was made from has changed (an
+optimizer step or ``load_state_dict`` changes it in place and bumps its version; ``.to()``
+replaces it), so it never goes stale.
+
+PyTorch's fused optimizer kernels (``fused=True``, as ``elmo train`` uses Adagrad on the CPU)
+write the parameters without bumping their version, and so may another library's optimizer.
+Importing this module therefore registers one global hook after every optimizer step that
+bumps the version of the parameters such an optimizer updated (see
+:func:`_count_optimizer_writes`): without it, a validation run after a fused step measured
+the weights of an earlier one, and a fine-tuned model's cached words kept their old vectors.
 
 What it cannot see is a write that PyTorch does not count either: through ``param.data``
 (``param.data.copy_(w)``), which bypasses the version counter as it bypasses autograd's own
-checks, and a fused optimizer's step (``torch.optim.Adagrad(..., fused=True)``, which
-``elmo train`` uses on the CPU, leaves the version as it was). After such a write, call
-:meth:`elmo.modules.lstm.BiLSTMStack.clear_inference_caches` (or write under
-``torch.no_grad()`` instead, which is counted); the trainer does so after every step.
+checks. After such a write, call :meth:`elmo.modules.lstm.BiLSTMStack.clear_inference_caches`
+and build a token cache again (or write under ``torch.no_grad()`` instead, which is counted).
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Generic, Optional, Sequence, Tuple, TypeVar
+from typing import Any, Callable, Generic, Iterable, Optional, Sequence, Tuple, TypeVar
 
 import torch
+from torch.optim.optimizer import register_optimizer_step_post_hook
 
 T = TypeVar("T")
+
+
+def weights_state(params: Iterable[torch.Tensor]) -> Tuple[Any, ...]:
+    """What identifies the current values of ``params``: each one's address, in-place version,
+    device and dtype (a value made from them is stale once this differs)."""
+    return tuple((p.data_ptr(), p._version, p.device, p.dtype) for p in params)
+
+
+def _count_optimizer_writes(optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
+    """After an optimizer's step, bump the version of the parameters it may have written
+    without counting: those of a group with ``fused`` set, and all of an optimizer that is not
+    one of PyTorch's own (its kernels are unknown here). PyTorch's other implementations write
+    through counted in-place operators already. A version bumped once more is harmless; it is
+    what a non-fused step would have done."""
+    own = type(optimizer).__module__.startswith("torch.optim")
+    for group in optimizer.param_groups:
+        if group.get("fused") or not own:
+            torch.autograd.graph.increment_version(list(group["params"]))
+
+
+register_optimizer_step_post_hook(_count_optimizer_writes)
 
 
 class WeightCache(Generic[T]):
@@ -35,7 +63,7 @@ class WeightCache(Generic[T]):
     def get(self, params: Sequence[torch.Tensor], make: Callable[[], T]) -> T:
         """The value made from ``params`` in their current state; ``make()`` runs when there is
         none yet or a parameter has changed since (address, in-place version, device, dtype)."""
-        key = tuple((p.data_ptr(), p._version, p.device, p.dtype) for p in params)
+        key = weights_state(params)
         entry = self._entry
         if entry is None or entry[0] != key:
             entry = (key, make())

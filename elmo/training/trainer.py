@@ -687,11 +687,7 @@ class TrainingRun:
         # The same norm on every rank (DDP has averaged the gradients), so all skip together.
         finite = bool(torch.isfinite(gnorm))  # a NaN or infinite loss makes it non-finite too
         if finite:
-            self.optimizer.step()
-            # The fused CPU optimizer writes the weights without counting it in their version, by
-            # which the LSTM's inference copies of them (made at a validation run) see that they
-            # are stale: dropped here, a validation run measures the weights of its step.
-            self.model.bilm.lstm.clear_inference_caches()
+            self.optimizer.step()   # (fused: its writes are counted by weight_cache's hook)
         self.optimizer.zero_grad(set_to_none=True)
         # a skipped step's state would carry its NaNs into every later batch: those rows start afresh
         self.state = out["state"] if cfg.layout == "packed" and finite else None
