@@ -146,6 +146,25 @@ def test_finetune_reports_perplexity_and_records_the_text(tmp_path, toy):
     assert vocab.words == Vocabulary.load(vocab_txt).words  # the vocabulary is kept
 
 
+def test_provenance_names_its_files_from_any_working_folder(tmp_path, toy, monkeypatch):
+    """Runs given relative paths record absolute ones: metadata.json said `data/train.txt` and
+    `../runs/lm/model`, relative to the folder the command ran in, so read from anywhere else
+    (an experiment's report, a later finetune) they named another file or none, and one text
+    adapted on from two folders was listed under two names."""
+    import os
+    train_txt, _, vocab_txt = toy
+    (tmp_path / "work").mkdir()
+    monkeypatch.chdir(tmp_path / "work")
+    (tmp_path / "task.txt").write_text("the happy farmer sees the old river .\n" * 12)
+    train(tiny_config("../base", os.path.relpath(train_txt), os.path.relpath(vocab_txt), max_steps=3))
+    finetune(tiny_config("../adapted", "../task.txt", "", init_from="../base/model", max_steps=2))
+    base_meta, meta = read_metadata(tmp_path / "base" / "model"), read_metadata(tmp_path / "adapted" / "model")
+    assert base_meta["trained_on"] == [str(train_txt.resolve())]
+    assert meta["adapted_from"] == meta["warm_start"]["from"] == str((tmp_path / "base" / "model").resolve())
+    assert meta["adapted_on"][-1]["files"] == [str((tmp_path / "task.txt").resolve())]
+    assert meta["trained_on"] == [str((tmp_path / "adapted" / "adapt_train.txt").resolve())]
+
+
 def test_command_line_vocab_train_perplexity_plot(tmp_path, toy, capsys):
     train_txt, held_txt, _ = toy
     assert main(["vocab", "build", str(train_txt), "-o", str(tmp_path / "v.txt"), "--min-count", "2"]) == 0

@@ -135,10 +135,11 @@ def _finetune(cfg: TrainConfig, out: Path, text_files: List[Path], held_files: L
     before = perplexity(base, held, vocab, cfg.eval_batch_size)
     batch_size = fitted_batch_size(cfg, train_part)
     base_meta = read_metadata(cfg.init_from)
-    record = {"files": [str(p) for p in text_files], "sha256": [file_fingerprint(p) for p in text_files],
+    # absolute: read from another working folder, a relative path names another file or none
+    record = {"files": [str(Path(p).resolve()) for p in text_files], "sha256": [file_fingerprint(p) for p in text_files],
               "sentences_trained": len(train_part), "tokens_trained": sum(len(s) for s in train_part),
               "sentences_heldout": len(held), "epochs": cfg.epochs, "batch_size": batch_size}
-    metadata = {"adapted_from": str(cfg.init_from), "extra_data": True,
+    metadata = {"adapted_from": str(Path(cfg.init_from).resolve()), "extra_data": True,
                 "adapted_on": list(base_meta.get("adapted_on", [])) + [record],
                 "base_metadata": {k: v for k, v in base_meta.items() if k != "adapted_on"},
                 "heldout_ppl_before": before}

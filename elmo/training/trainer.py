@@ -232,14 +232,14 @@ WARM_START_FILE = "warm_start.json"
 
 
 def warm_start_record(init_from: str) -> Dict[str, Any]:
-    """Where a warm-started run began: the model folder, its weights' SHA-256, and the tokens and
-    steps it had seen. Taken when the run starts (see :meth:`TrainingRun.record_warm_start`), so it
+    """Where a warm-started run began: the model folder (absolute), its weights' SHA-256, and the
+    tokens and steps it had seen. Taken when the run starts (see :meth:`TrainingRun.record_warm_start`), so it
     still names the start when that folder is later replaced, e.g. by shipping this run's model."""
     from ..data.fetch import sha256_file
 
     base = read_metadata(init_from)
     weights = Path(init_from) / "weights.hdf5"
-    return {"from": str(init_from), "weights_sha256": sha256_file(weights) if weights.exists() else None,
+    return {"from": str(Path(init_from).resolve()), "weights_sha256": sha256_file(weights) if weights.exists() else None,
             "tokens_before": int(base.get("tokens_total", base.get("tokens", 0))),
             "steps_before": base.get("steps"), "base_train_config": base.get("train_config")}
 
@@ -869,7 +869,7 @@ class TrainingRun:
         if self.last_valid:
             summary["valid"] = self.last_valid
         if cfg.export and ctx.is_main:
-            meta = {"trained_on": [str(p) for p in expand_paths(cfg.train)], "steps": step,
+            meta = {"trained_on": [str(Path(p).resolve()) for p in expand_paths(cfg.train)], "steps": step,
                     "skipped_steps": self.skipped_steps,
                     "tokens": self.tokens_done, "elapsed_s": round(self.elapsed, 1), "params": self.n_params,
                     "train_config": asdict(cfg), **self.warm_start_metadata(),
