@@ -385,6 +385,27 @@ def test_a_changed_bilm_is_refused(tmp_path):
         TaskModel.load(folder, bilm=str(moved))
 
 
+def test_a_biLM_given_by_a_relative_path_loads_from_any_working_folder(tmp_path, monkeypatch):
+    """The saved model loaded the spec as written in the config (`bilm/`), relative to the
+    folder it was loaded from: elsewhere the biLM, still where it was recorded, was "no model
+    folder", and a folder of that name there was checked instead of it."""
+    import shutil
+    import elmo
+    from elmo.tasks.models import TaskModel
+    shutil.copytree(elmo.model_path("fixture"), tmp_path / "bilm")
+    config = write_config(tmp_path, [write_task(tmp_path, "tagging")], bilm="bilm",
+                          train={"epochs": 1, "batch_size": 8})
+    monkeypatch.chdir(tmp_path)
+    run_experiment(load_config(config), out=tmp_path / "res", log=lambda s: None, save_models=True)
+    folder = tmp_path / "res/models/my-tagging/elmo/seed-1"
+    expected = TaskModel.load(folder).predict(["the cat sat"])
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    assert TaskModel.load(folder).predict(["the cat sat"]) == expected
+    shutil.copytree(elmo.model_path("default"), tmp_path / "elsewhere" / "bilm")   # another biLM of that name
+    assert TaskModel.load(folder).predict(["the cat sat"]) == expected
+
+
 def test_a_malformed_file_stops_the_experiment_before_any_training(tmp_path):
     good = write_task(tmp_path, "tagging")
     bad = write_task(tmp_path, "classification")

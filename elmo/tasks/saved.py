@@ -95,10 +95,12 @@ def _load_bilm(ref: dict, override: Optional[str]):
     from .bilm_checksums import bilm_files
     from .runner import load_bilm, resolve_bilm
     spec = override or ref["spec"]
-    if not override and not ref["bundled"] and not Path(ref["path"]).is_dir() \
-            and "://" not in spec and not spec.startswith("random:"):
+    local = not override and not ref["bundled"] and "://" not in spec
+    if local and not Path(ref["path"]).is_dir() and not spec.startswith("random:"):
         raise TaskModelError(f"the biLM {ref['path']} this task model was trained with is gone; "
                              f"pass bilm= (elmo predict --bilm) with its new place")
+    if local:   # the folder recorded, not the spec: a relative one named another folder elsewhere
+        spec = ("random:" if spec.startswith("random:") else "") + ref["path"]
     try:
         folder = resolve_bilm(spec)
     except (FileNotFoundError, ValueError) as e:
