@@ -255,11 +255,31 @@ def test_convert_refuses_to_replace_another_models_files(tmp_path, capsys):
     # a trained language model's softmax and vocabulary stay with their own biLM
     (out / "softmax.hdf5").write_bytes(b"\x89HDF\r\n\x1a\n")
     assert main(["convert", "fixture", str(out), "--overwrite"]) == 1
-    assert "also holds softmax.hdf5 of the model there" in capsys.readouterr().err
+    assert "also holds softmax.hdf5, metadata.json of the model there" in capsys.readouterr().err   # default's
     other = tmp_path / "other"                               # the other layout alone there: the same
     assert main(["convert", "fixture", str(other), "--to", "original"]) == 0
     assert main(["convert", "default", str(other)]) == 1
     assert "also holds options.json, weights.hdf5 of the model there" in capsys.readouterr().err
+
+
+def test_convert_keeps_the_models_metadata(tmp_path):
+    """metadata.json (how the model was trained, the text it was adapted on) was left behind:
+    an experiment with the converted copy of an adapted biLM reported it as not adapted."""
+    import shutil
+    from elmo.cli import main
+    from elmo.tasks.runner import describe_bilm
+    adapted = tmp_path / "adapted"
+    shutil.copytree(elmo.model_path("fixture"), adapted)
+    meta = {"adapted_on": [{"files": ["/data/tweets.txt"], "sha256": ["0" * 64]}], "extra_data": True}
+    (adapted / "metadata.json").write_text(json.dumps(meta))
+    for layout, out in (("safetensors", tmp_path / "native"), ("original", tmp_path / "back")):
+        assert main(["convert", str(adapted if layout == "safetensors" else tmp_path / "native"), str(out),
+                     "--to", layout]) == 0
+        assert describe_bilm(str(out))["adapted_on"] == meta["adapted_on"]
+    assert json.loads((tmp_path / "back" / "metadata.json").read_text()) == {
+        **meta, "converted_from": str((tmp_path / "native").resolve())}
+    assert main(["convert", str(adapted), str(adapted)]) == 0     # into itself: its own metadata as it was
+    assert json.loads((adapted / "metadata.json").read_text()) == meta
 
 
 def test_save_pretrained_names_a_file_where_the_folder_belongs(tmp_path):

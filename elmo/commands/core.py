@@ -49,12 +49,19 @@ def convert(args: argparse.Namespace) -> int:
     import elmo
 
     from ..io import same_file
-    from ..training.export import LM_FILES
+    from ..training.export import LM_FILES, METADATA_FILE, read_metadata, write_metadata
     from ..weights import NATIVE_CONFIG, NATIVE_WEIGHTS, ORIGINAL_OPTIONS, ORIGINAL_WEIGHTS
 
     # another model's files there would be replaced without a trace: only when asked
     names = (ORIGINAL_OPTIONS, ORIGINAL_WEIGHTS[0]) if args.to == "original" else (NATIVE_CONFIG, NATIVE_WEIGHTS)
     out = Path(args.output)
+    # How the model was trained and what it was adapted on go with it (they were left behind: an
+    # experiment with the converted copy of an adapted biLM reported it as not domain-adapted).
+    # Only a local folder has them (a bundled one too); a published model has none.
+    source = elmo.model_path(args.model) if Path(args.model).is_dir() or args.model in elmo.BUNDLED_MODELS else None
+    into_itself = same_file(source or Path(args.model), out)
+    metadata = source is not None and (source / METADATA_FILE).is_file() and not into_itself
+    names += (METADATA_FILE,) if metadata else ()
     present = [n for n in names if (out / n).exists()]
     if present and not args.overwrite:
         raise ValueError(f"{args.output} already holds {' and '.join(present)}: pass --overwrite to replace "
@@ -65,11 +72,13 @@ def convert(args: argparse.Namespace) -> int:
     # Converting a folder into itself keeps one model, so it may add the other layout.
     kept = [n for n in (ORIGINAL_OPTIONS, *ORIGINAL_WEIGHTS, NATIVE_CONFIG, NATIVE_WEIGHTS, *LM_FILES)
             if n not in names and (out / n).exists()]
-    if kept and not same_file(Path(args.model), out):
+    if kept and not into_itself:
         raise ValueError(f"{args.output} also holds {', '.join(kept)} of the model there, which would stay "
                          f"beside the new weights: choose another folder")
     bilm = elmo.from_pretrained(args.model)
     folder = elmo.save_pretrained(bilm, args.output, fmt=args.to)
+    if metadata and source is not None:
+        write_metadata(out, {**read_metadata(source), "converted_from": str(source.resolve())})
     print(f"wrote {folder} ({args.to})")
     return 0
 

@@ -63,6 +63,11 @@ def _write_model_files(model: LanguageModel, vocab: Vocabulary, folder: Path,
         vocab.save(folder / COUNTS_FILE, with_counts=True)
     meta = dict(metadata or {})
     meta.setdefault("adapted_on", [])
+    write_metadata(folder, meta)
+
+
+def write_metadata(folder: Path, meta: Dict[str, Any]) -> None:
+    """``folder/metadata.json``, written atomically."""
     atomic_write_text(folder / METADATA_FILE, strict_json.dumps(meta, indent=2, sort_keys=True) + "\n")
 
 
