@@ -94,7 +94,7 @@ def _load_bilm(ref: dict, override: Optional[str]):
     """The biLM a saved model was trained with, checked against its recorded checksums."""
     from .bilm_checksums import bilm_files
     from .runner import load_bilm, resolve_bilm
-    spec = override or ref["spec"]
+    spec = shown = override or ref["spec"]
     local = not override and not ref["bundled"] and "://" not in spec
     if local and not Path(ref["path"]).is_dir() and not spec.startswith("random:"):
         raise TaskModelError(f"the biLM {ref['path']} this task model was trained with is gone; "
@@ -104,12 +104,12 @@ def _load_bilm(ref: dict, override: Optional[str]):
     try:
         folder = resolve_bilm(spec)
     except (FileNotFoundError, ValueError) as e:
-        raise TaskModelError(f"biLM {spec!r}: {e}") from None
+        raise TaskModelError(f"biLM {shown!r}: {e}") from None
     found = bilm_files(folder)
     if found != ref["sha256"]:
         differ = sorted(k for k in set(found) | set(ref["sha256"])
                         if found.get(k) != ref["sha256"].get(k))
-        raise TaskModelError(f"biLM {spec!r} ({folder}) is not the one this task model was "
+        raise TaskModelError(f"biLM {shown!r} ({folder}) is not the one this task model was "
                              f"trained with: {', '.join(differ)} differ from the recorded SHA-256")
     return load_bilm(spec)
 
