@@ -282,6 +282,26 @@ def test_convert_keeps_the_models_metadata(tmp_path):
     assert json.loads((adapted / "metadata.json").read_text()) == meta
 
 
+def test_info_says_where_the_weights_come_from(tmp_path, capsys):
+    """elmo info printed the options and sizes only: the provenance that metadata.json keeps
+    (training text, start model, adapted texts, conversion) could only be read in the JSON."""
+    import shutil
+    from elmo.cli import main
+    adapted = tmp_path / "adapted"
+    shutil.copytree(elmo.model_path("fixture"), adapted)
+    meta = {"trained_on": ["/runs/a/adapt_train.txt"], "steps": 13, "tokens": 260, "tokens_total": 2980,
+            "adapted_from": "/runs/lm/model", "adapted_on": [{"files": ["/data/tweets.txt"]}]}
+    (adapted / "metadata.json").write_text(json.dumps(meta))
+    assert main(["convert", str(adapted), str(tmp_path / "native")]) == 0
+    capsys.readouterr()
+    assert main(["info", str(tmp_path / "native")]) == 0
+    assert capsys.readouterr().out.splitlines()[-4:] == [
+        "trained on: /runs/a/adapt_train.txt (13 steps, 260 tokens; 2,980 in all phases)",
+        "adapted from: /runs/lm/model", "adapted on: /data/tweets.txt", f"converted from: {adapted.resolve()}"]
+    assert main(["info", "fixture"]) == 0           # no metadata.json: nothing said
+    assert capsys.readouterr().out.splitlines()[-1].startswith("layers: ")
+
+
 def test_save_pretrained_names_a_file_where_the_folder_belongs(tmp_path):
     (tmp_path / "taken").write_text("mine\n")
     with pytest.raises(OSError, match="taken: is a file, but the model folder must be a folder"):

@@ -42,7 +42,36 @@ def info(args: argparse.Namespace) -> int:
     print(bilm.options.to_json())
     print(f"parameters: {n_params:,}")
     print(f"layers: {bilm.num_layers} of width {bilm.output_dim}")
+    if Path(args.model).is_dir() or args.model in elmo.BUNDLED_MODELS:
+        for line in provenance(elmo.model_path(args.model)):
+            print(line)
     return 0
+
+
+def provenance(folder: Path) -> list:
+    """Lines saying where a model folder's weights come from, read from its ``metadata.json``
+    (none without one): the training text, the model a run started from, the texts it was
+    adapted on and the folder it was converted from."""
+    from ..training.export import METADATA_FILE, read_metadata
+    if not (folder / METADATA_FILE).is_file():
+        return []
+    meta = read_metadata(folder)
+    lines = []
+    if meta.get("trained_on"):
+        total = f"; {meta['tokens_total']:,} in all phases" if meta.get("tokens_total") else ""
+        lines.append(f"trained on: {', '.join(map(str, meta['trained_on']))} ({meta.get('steps', 0):,} steps, "
+                     f"{meta.get('tokens', 0):,} tokens{total})")
+    start = (meta.get("warm_start") or {}).get("from")
+    if start and not meta.get("adapted_from"):
+        lines.append(f"warm start from: {start}")
+    if meta.get("adapted_from"):
+        lines.append(f"adapted from: {meta['adapted_from']}")
+    for record in meta.get("adapted_on") or []:
+        files = record.get("files") if isinstance(record, dict) else None
+        lines.append(f"adapted on: {', '.join(map(str, files)) if files else record}")
+    if meta.get("converted_from"):
+        lines.append(f"converted from: {meta['converted_from']}")
+    return lines
 
 
 def convert(args: argparse.Namespace) -> int:
