@@ -165,6 +165,19 @@ def test_provenance_names_its_files_from_any_working_folder(tmp_path, toy, monke
     assert meta["trained_on"] == [str((tmp_path / "adapted" / "adapt_train.txt").resolve())]
 
 
+def test_a_converted_biLM_given_for_a_language_model_is_named_as_such(tmp_path, toy, capsys):
+    """elmo convert writes the biLM alone; perplexity of it said `options.json: missing` (the
+    safetensors layout) as if the folder were damaged, where it lacks the softmax."""
+    _, held_txt, _ = toy
+    for layout in ("safetensors", "original"):
+        assert main(["convert", "fixture", str(tmp_path / layout), "--to", layout]) == 0
+        capsys.readouterr()
+        assert main(["perplexity", str(tmp_path / layout), str(held_txt)]) == 1
+        err = capsys.readouterr().err
+        assert f"{tmp_path / layout} holds a biLM without a language model's softmax and vocabulary" in err
+        assert len(err.strip().splitlines()) == 1
+
+
 def test_command_line_vocab_train_perplexity_plot(tmp_path, toy, capsys):
     train_txt, held_txt, _ = toy
     assert main(["vocab", "build", str(train_txt), "-o", str(tmp_path / "v.txt"), "--min-count", "2"]) == 0

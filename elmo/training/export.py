@@ -84,13 +84,25 @@ def load_vocabulary(folder: str | Path) -> Vocabulary:
     return Vocabulary.load(folder / VOCAB_FILE)
 
 
+def check_language_model_files(folder: Path) -> None:
+    """Refuse a folder that lacks a file of a trained language model, naming it (before a
+    command writes anything: finetune --from a converted biLM left its text files behind)."""
+    bilm_only = (folder / "config.json").is_file() or (folder / "weights.hdf5").is_file()
+    for name in ("options.json", "weights.hdf5", SOFTMAX_FILE, VOCAB_FILE):
+        if not (folder / name).exists():
+            # a folder of `elmo convert` (or a published model) holds a biLM that loads
+            # everywhere else: say that it lacks the language model, not that it is damaged
+            why = (f"; {folder} holds a biLM without a language model's softmax and vocabulary, as "
+                   f"elmo convert writes one: give the model folder elmo train or finetune exported"
+                   if bilm_only and not (folder / SOFTMAX_FILE).exists() else "")
+            raise FileNotFoundError(f"{folder / name}: missing (a trained model folder has options.json, "
+                                    f"weights.hdf5, {SOFTMAX_FILE} and {VOCAB_FILE}){why}")
+
+
 def load_language_model(folder: str | Path, dropout: float = 0.0, device=None):
     """A model folder written by :func:`export_model` -> (LanguageModel, Vocabulary)."""
     folder = Path(folder)
-    for name in ("options.json", "weights.hdf5", SOFTMAX_FILE, VOCAB_FILE):
-        if not (folder / name).exists():
-            raise FileNotFoundError(f"{folder / name}: missing (a trained model folder has options.json, "
-                                    f"weights.hdf5, {SOFTMAX_FILE} and {VOCAB_FILE})")
+    check_language_model_files(folder)
     vocab = load_vocabulary(folder)
     bilm = load_original(folder / "options.json", folder / "weights.hdf5")
     path = folder / SOFTMAX_FILE
