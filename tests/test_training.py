@@ -178,6 +178,21 @@ def test_a_converted_biLM_given_for_a_language_model_is_named_as_such(tmp_path, 
         assert len(err.strip().splitlines()) == 1
 
 
+def test_a_start_model_that_is_no_language_model_is_refused_before_anything_is_written(tmp_path, toy, capsys):
+    """finetune --from a converted biLM wrote adapt_train.txt and adapt_heldout.txt into OUTPUT,
+    then failed, leaving the run folder behind; train --from one failed on `vocab.txt: No such
+    file or directory`."""
+    train_txt, _, _ = toy
+    biLM = tmp_path / "converted"
+    assert main(["convert", "fixture", str(biLM)]) == 0
+    capsys.readouterr()
+    for argv in (["finetune", str(train_txt), "--from", str(biLM), "-o", str(tmp_path / "out")],
+                 ["train", str(train_txt), "--from", str(biLM), "-o", str(tmp_path / "out")]):
+        assert main(argv) == 1
+        assert f"{biLM} holds a biLM without a language model's softmax" in capsys.readouterr().err
+        assert not (tmp_path / "out").exists()
+
+
 def test_command_line_vocab_train_perplexity_plot(tmp_path, toy, capsys):
     train_txt, held_txt, _ = toy
     assert main(["vocab", "build", str(train_txt), "-o", str(tmp_path / "v.txt"), "--min-count", "2"]) == 0

@@ -26,7 +26,7 @@ from .checkpoint import latest_checkpoint, writing
 from .export import VOCAB_FILE, load_language_model, read_metadata
 from .resume import ResumeMismatch
 from .distributed import is_main_process
-from .trainer import TrainConfig, check_not_exporting_over_start, check_vocabulary_not_text, run_lock, train
+from .trainer import TrainConfig, check_start_model, check_vocabulary_not_text, run_lock, train
 
 MIN_STEPS_PER_EPOCH = 20
 
@@ -89,7 +89,7 @@ def finetune(cfg: TrainConfig, heldout: Optional[Sequence[str]] = None, heldout_
         raise ValueError("finetune needs a trained model folder (init_from / --from)")
     out = Path(cfg.output)
     check_output_dir(out, "run folder")   # a file there: named, not "File exists"
-    check_not_exporting_over_start(cfg)   # before its text files are written there
+    check_start_model(cfg)   # before its text files are written there
     text_files, held_files = expand_paths(cfg.train), expand_paths(heldout) if heldout else []
     _refuse_run_files(out, [*cfg.train, *(heldout or [])], text_files + held_files)   # (before the lock file)
     _refuse_heldout_in_training(text_files, held_files)

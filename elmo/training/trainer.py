@@ -40,7 +40,7 @@ from ..jobconfig import build, setting
 from . import distributed
 from .checkpoint import CheckpointError, checkpoint_path, latest_checkpoint, list_checkpoints, load_checkpoint, rng_state, save_checkpoint, set_rng_state, writing
 from .evaluate import likelihood_sums, perplexity_from_sums, reset_rows
-from .export import LM_FILES, export_model, load_language_model, options_with_training_keys, read_metadata
+from .export import LM_FILES, check_language_model_files, export_model, load_language_model, options_with_training_keys, read_metadata
 from .model import LanguageModel
 from .resume import ResumeMismatch, check_allow_change, check_resume
 from .schedule import PlateauDecay
@@ -345,7 +345,7 @@ def train(cfg: TrainConfig, stop_after: Optional[int] = None, lock: bool = True)
     """
     out = Path(cfg.output)
     check_output_dir(out, "run folder")   # a file there: named, not "File exists"
-    check_not_exporting_over_start(cfg)
+    check_start_model(cfg)
     check_text_outside_run(cfg)
     check_vocabulary_not_text([*cfg.train, *cfg.valid], cfg.vocab)
     ctx = distributed.setup(cfg.device)
@@ -358,10 +358,14 @@ def train(cfg: TrainConfig, stop_after: Optional[int] = None, lock: bool = True)
         distributed.teardown(ctx)
 
 
-def check_not_exporting_over_start(cfg: TrainConfig) -> None:
-    """Refuse a run whose export, ``OUTPUT/model``, is the model it starts from (``--from
-    run1/model --output run1``): the export replaced the start model's weights, softmax and
-    metadata with the new ones, and the metadata then named itself as what it was adapted from."""
+def check_start_model(cfg: TrainConfig) -> None:
+    """Refuse, before anything is written, a start model (``--from``) that is not a trained
+    language model's folder (finetune wrote its text files into OUTPUT first, and train failed
+    on the vocabulary), and a run whose export, ``OUTPUT/model``, is the model it starts from
+    (``--from run1/model --output run1``): the export replaced the start model's weights, softmax
+    and metadata with the new ones, and the metadata then named itself as what it was adapted from."""
+    if cfg.init_from:
+        check_language_model_files(Path(cfg.init_from))
     if cfg.init_from and same_file(Path(cfg.output) / "model", Path(cfg.init_from)):
         raise OutputError(f"{cfg.output}: its model folder is {cfg.init_from}, the model this run starts "
                           f"from (--from), which the export would replace; give another --output")
