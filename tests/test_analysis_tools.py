@@ -182,6 +182,33 @@ def test_index_of_a_model_is_cached_and_layer0_is_context_free(tmp_path):
         neighbors.query_vectors(emb, ["no", "such"], "bank")
 
 
+def test_manylangs_models_with_other_dictionaries_get_other_fingerprints_and_indexes(tmp_path):
+    """Two ELMoForManyLangs models with equal weights and other dictionaries embed a word
+    differently, but shared a fingerprint, so the second loaded the first's neighbour index."""
+    import shutil
+
+    import elmo
+
+    folder = Path(__file__).parent / "fixtures" / "elmoformanylangs" / "model"
+    other = tmp_path / "other"
+    shutil.copytree(folder, other)
+    rows = [line.split("\t") for line in (other / "char.dic").read_text(encoding="utf-8").splitlines()]
+    ids = {row[0]: row[1] for row in rows}
+    for row in rows:            # e and t swap their ids
+        row[1] = {"e": ids["t"], "t": ids["e"]}.get(row[0], row[1])
+    (other / "char.dic").write_text("".join("\t".join(r) + "\n" for r in rows), encoding="utf-8")
+    a, b = elmo.from_pretrained(folder), elmo.from_pretrained(other)
+    assert neighbors.model_fingerprint(a) != neighbors.model_fingerprint(b)
+    assert neighbors.model_fingerprint(a) == neighbors.model_fingerprint(elmo.from_pretrained(folder))
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("the test sentence .\n")
+    first = neighbors.cached_index(a, corpus, tmp_path / "cache", log=lambda *_: None)
+    second = neighbors.cached_index(b, corpus, tmp_path / "cache", log=lambda *_: None)
+    assert not np.allclose(np.asarray(first.vectors, np.float32), np.asarray(second.vectors, np.float32),
+                           atol=1e-2)   # (float16 rows: 1e-2 is far above their rounding)
+    assert len(list((tmp_path / "cache").iterdir())) == 2
+
+
 # ----------------------------------------------------------------------------- contrast
 def test_builtin_contrast_set_keeps_the_words_and_flips_the_labels():
     items = contrast.load_pairs()

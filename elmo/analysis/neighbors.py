@@ -176,8 +176,15 @@ def static_neighbors(words: Sequence[str], vectors: np.ndarray, word: str, k: in
 
 # ----------------------------------------------------------------------------- cache
 def model_fingerprint(bilm) -> str:
-    """A hash of the model's options and weights (two models with equal weights share it)."""
+    """A hash of the model's options and weights, and of its dictionaries where it has its own
+    (an ELMoForManyLangs model): two models that embed alike share it. (Two ManyLangs models
+    with equal weights and other dictionaries shared one, and so each other's neighbour index.)"""
     h = hashlib.sha1(bilm.options.to_json().encode())
+    if bilm.options.char_vocabulary is not None:
+        scheme = bilm.id_scheme
+        h.update(json.dumps([sorted(scheme.chars.items()),
+                             None if scheme.words is None else sorted(scheme.words.items())],
+                            ensure_ascii=False).encode())
     for name, tensor in sorted(bilm.state_dict().items()):
         h.update(name.encode())
         h.update(tensor.detach().cpu().contiguous().numpy().tobytes())
