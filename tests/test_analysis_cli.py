@@ -252,3 +252,39 @@ def test_wsd_section_on_a_tiny_wordnet_and_a_capitalised_pca_word(tmp_path, monk
     results = json.loads((out / "results.json").read_text())
     assert results["wsd"]["pca_word"] == {"lemma": "bank", "pos": "n", "n": 8, "senses": 2}
     assert (out / "sense_pca.png").stat().st_size > 1000 and (out / "wsd.png").is_file()
+
+
+def test_report_only_refuses_the_settings_it_would_ignore_and_waits_for_no_writer(tmp_path, capsys):
+    """--report-only --seed 5 (or --only, --mix-weights...) rewrote the report of the earlier
+    settings without a word; while a run wrote into the folder it rewrote the report from the
+    results that run was replacing."""
+    from elmo.io import output_lock
+
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text(_PAIRS + "\n")
+    out = tmp_path / "out"
+    assert main(["analyze", "fixture", "--out", str(out), "--only", "contrast", "--contrast-file", str(pairs),
+                 "--no-untrained-control", "--only", "contrast"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.count("contrast ...") == 1                     # (it ran twice)
+    assert json.loads((out / "results.json").read_text())["sections"] == ["contrast"]
+    text = (out / "report.md").read_text()
+    (out / "interpretation.md").write_text("Notes.\n")
+    for extra, named in ((["--seed", "5"], "so --seed would have no effect; drop it"),
+                         (["--only", "pos", "--mix-weights", "w.json", "--set", "seed=2"],
+                          "so --mix-weights, --only, --set would have no effect; drop them")):
+        assert main(["analyze", "fixture", "--out", str(out), "--report-only", *extra]) == 1
+        err = capsys.readouterr().err
+        assert named in err and err.count("\n") == 1
+        assert (out / "report.md").read_text() == text
+    with output_lock(out / "results.json", name=out):
+        import threading
+        codes = []
+        worker = threading.Thread(target=lambda: codes.append(main(
+            ["analyze", "fixture", "--out", str(out), "--report-only", "--threads", "1"])))
+        worker.start()
+        worker.join()
+    assert codes == [1] and "is already being written" in capsys.readouterr().err
+    assert (out / "report.md").read_text() == text
+    assert main(["analyze", "fixture", "--out", str(out), "--report-only", "--threads", "1"]) == 0
+    assert "Notes." in (out / "report.md").read_text()

@@ -243,7 +243,7 @@ def run_analysis(model: str, out: Path, config: Optional[AnalysisConfig] = None,
 
     out = Path(out)
     check_output_dir(out, "output folder")
-    sections = list(only or SECTIONS)
+    sections = list(dict.fromkeys(only or SECTIONS))   # (--only pos twice ran it twice)
     unknown = set(sections) - set(SECTIONS)
     if unknown:
         raise ValueError(f"unknown sections {sorted(unknown)}; choose from {', '.join(SECTIONS)}")
@@ -328,21 +328,25 @@ def _run_sections(model: str, out: Path, config: AnalysisConfig, sections: List[
 def rewrite_report(out: Path) -> Path:
     """Write ``report.md`` again from the folder's ``results.json`` (after editing its
     interpretation, say), computing nothing."""
+    from ..io import atomic_write_text, output_lock
+
     out = Path(out)
     if not (out / "results.json").is_file():
         raise FileNotFoundError(f"{out / 'results.json'}: no such file; --report-only rewrites "
                                 "the report of a folder elmo analyze wrote")
-    results = read_results(out / "results.json")
-    try:
-        config = AnalysisConfig(**results["config"])
-        text = render(results, results["model"], out, config)
-    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
-        # a hand-edited file (a section replaced by a number, "findings" removed) was a traceback
-        raise ValueError(f"{out / 'results.json'}: not as elmo analyze wrote it ({type(e).__name__}: {e}); "
-                         f"run the analysis again without --report-only") from None
-    path = out / "report.md"
-    from ..io import atomic_write_text
-    atomic_write_text(path, text)
+    # a run writing into the folder replaces results.json and then report.md: a report
+    # rewritten meanwhile from the results it replaced came after its own, and stayed
+    with output_lock(out / "results.json", name=out):
+        results = read_results(out / "results.json")
+        try:
+            config = AnalysisConfig(**results["config"])
+            text = render(results, results["model"], out, config)
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
+            # a hand-edited file (a section replaced by a number, "findings" removed) was a traceback
+            raise ValueError(f"{out / 'results.json'}: not as elmo analyze wrote it ({type(e).__name__}: {e}); "
+                             f"run the analysis again without --report-only") from None
+        path = out / "report.md"
+        atomic_write_text(path, text)
     return path
 
 

@@ -71,6 +71,20 @@ def analysis_config(args: argparse.Namespace):
     return from_args(AnalysisConfig, argparse.Namespace(**{k: v for k, v in vars(args).items() if v is not None}))
 
 
+def report_only_ignores(args: argparse.Namespace) -> list:
+    """The options given beside ``--report-only`` that it leaves without effect: every
+    setting of the analysis, ``--only``, ``--config`` and ``--set`` (``--threads``, which
+    changes no number, is let be)."""
+    from dataclasses import fields
+
+    from ..analysis.report import AnalysisConfig
+
+    given = [f.name for f in fields(AnalysisConfig) if getattr(args, f.name, None) is not None]
+    given += [name for name in ("only", "config_file", "config_set") if getattr(args, name, None)]
+    flags = {"config_file": "config", "config_set": "set"}
+    return ["--" + flags.get(name, name).replace("_", "-") for name in given]
+
+
 def analyze(args: argparse.Namespace) -> int:
     from ..allocator import keep_freed_memory
     from ..analysis.report import run_analysis
@@ -88,6 +102,11 @@ def analyze(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else Path("experiments") / "analysis" / Path(args.model).name
     if args.report_only:
         from ..analysis.report import rewrite_report
+        ignored = report_only_ignores(args)
+        if ignored:   # (they were ignored without a word: the report kept the run's settings)
+            raise ValueError(f"--report-only computes nothing and keeps the settings of {out / 'results.json'}, "
+                             f"so {', '.join(ignored)} would have no effect; drop {'it' if len(ignored) == 1 else 'them'}, "
+                             f"or run the analysis again without --report-only")
         print(f"analyze: wrote {rewrite_report(out)}")
         return 0
     results = run_analysis(args.model, out, config, args.only)
