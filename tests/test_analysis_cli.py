@@ -231,8 +231,8 @@ def test_report_only_on_a_folder_without_analysis_results_is_one_line(tmp_path, 
     assert not (tmp_path / "report.md").exists()
 
 
-def test_wsd_section_on_a_tiny_wordnet_and_a_capitalised_pca_word(tmp_path, monkeypatch):
-    """--pca-word Bank: the lemmas are lower case, and it said bank had no examples."""
+def _tiny_wordnet(tmp_path, monkeypatch):
+    """A WordNet of one lemma in two senses, in place of the real one (a second's WSD run)."""
     from elmo.analysis import datasets
 
     wordnet = tmp_path / "wordnet"
@@ -246,12 +246,45 @@ def test_wsd_section_on_a_tiny_wordnet_and_a_capitalised_pca_word(tmp_path, monk
                                         "bank%1:14:00::\t00000002\t2\t0\t9\n")
     (wordnet / "synsets.tsv").write_text("00000001-n\tn\tsloping land\n00000002-n\tn\ta firm\n")
     monkeypatch.setattr(datasets, "corpus_dir", lambda name, fetch=True: wordnet)
+
+
+def test_wsd_section_on_a_tiny_wordnet_and_a_capitalised_pca_word(tmp_path, monkeypatch):
+    """--pca-word Bank: the lemmas are lower case, and it said bank had no examples."""
+    _tiny_wordnet(tmp_path, monkeypatch)
     out = tmp_path / "out"
     assert main(["analyze", "fixture", "--out", str(out), "--only", "wsd", "--pca-word", "Bank",
                  "--no-untrained-control"]) == 0
     results = json.loads((out / "results.json").read_text())
     assert results["wsd"]["pca_word"] == {"lemma": "bank", "pos": "n", "n": 8, "senses": 2}
     assert (out / "sense_pca.png").stat().st_size > 1000 and (out / "wsd.png").is_file()
+
+
+def test_a_rerun_leaves_no_picture_of_an_earlier_run_beside_its_results(tmp_path, monkeypatch, capsys):
+    """A run without --mix-weights kept the earlier run's mix_weights_given.png beside results that
+    hold no given mix; a run that failed midway left the pictures of the sections it had run
+    beside the earlier run's results.json and report."""
+    from elmo.analysis import report
+
+    _tiny_wordnet(tmp_path, monkeypatch)
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text(_PAIRS + "\n")
+    (tmp_path / "w.json").write_text('{"weights": [0.2, 0.3, 0.5]}')
+    out = tmp_path / "out"
+    run = ["analyze", "fixture", "--out", str(out), "--only", "wsd", "--only", "contrast",
+           "--contrast-file", str(pairs), "--no-untrained-control"]
+    assert main(run + ["--mix-weights", str(tmp_path / "w.json")]) == 0
+    assert (out / "mix_weights_given.png").is_file()
+    assert main(run) == 0
+    assert "given_mix_weights" not in json.loads((out / "results.json").read_text())
+    assert sorted(p.name for p in out.glob("*.png")) == ["sense_pca.png", "wsd.png"]
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+
+    def fail(*args):
+        raise ValueError("the contrast section failed")
+    monkeypatch.setitem(report._SECTION_RUNNERS, "contrast", fail)
+    assert main(run + ["--wsd-test-fraction", "0.3", "--mix-weights", str(tmp_path / "w.json")]) == 1
+    assert "the contrast section failed" in capsys.readouterr().err
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before      # hidden staging folder gone too
 
 
 def test_report_only_refuses_the_settings_it_would_ignore_and_waits_for_no_writer(tmp_path, capsys):

@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import shutil
+import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -294,7 +296,7 @@ def _run_sections(model: str, out: Path, config: AnalysisConfig, sections: List[
 
     import elmo
     from ..embedding import Embedder
-    from ..io import atomic_write_text
+    from ..io import atomic_commit, atomic_write_text
     from . import plots
     from .neighbors import model_fingerprint
 
@@ -309,20 +311,37 @@ def _run_sections(model: str, out: Path, config: AnalysisConfig, sections: List[
                      "model_fingerprint": model_fingerprint(bilm),
                      "torch": {"version": torch.__version__, "threads": torch.get_num_threads()},
                      "seconds": {}}
-    for name in sections:
-        t = time.time()
-        log(f"analyze: {name} ...")
-        results[name] = _SECTION_RUNNERS[name](embedder, config, out)
-        results["seconds"][name] = round(time.time() - t, 1)
-    if config.mix_weights:
-        results["given_mix_weights"] = given_mix
-        plots.mix_weights(results["given_mix_weights"], out / "mix_weights_given.png",
-                          f"mix weights of {Path(config.mix_weights).name}")
-    results["findings"] = paper_findings(results)
+    # The sections draw into a folder of their own, whose pictures replace the folder's only
+    # once every section has run: a run that failed (or was stopped) midway left its new
+    # pictures beside the earlier run's results.json and report, and one without --mix-weights
+    # left an earlier run's picture of a given mix beside results that hold none.
+    stage = Path(tempfile.mkdtemp(prefix=".pictures-", dir=out))
+    try:
+        for name in sections:
+            t = time.time()
+            log(f"analyze: {name} ...")
+            results[name] = _SECTION_RUNNERS[name](embedder, config, stage)
+            results["seconds"][name] = round(time.time() - t, 1)
+        if config.mix_weights:
+            results["given_mix_weights"] = given_mix
+            plots.mix_weights(results["given_mix_weights"], stage / "mix_weights_given.png",
+                              f"mix weights of {Path(config.mix_weights).name}")
+        results["findings"] = paper_findings(results)
+        for picture in PICTURES:
+            if (stage / picture).is_file():
+                atomic_commit(stage / picture, out / picture)
+            else:   # an earlier run's, of something this run does not hold
+                (out / picture).unlink(missing_ok=True)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
     atomic_write_text(out / "results.json", json.dumps(results, indent=2) + "\n")
     atomic_write_text(out / "report.md", render(results, model, out, config))
     log(f"analyze: wrote {out / 'report.md'}")
     return results
+
+
+#: Every picture :func:`run_analysis` draws (into the output folder).
+PICTURES = ("pos.png", "mix_weights_pos.png", "wsd.png", "sense_pca.png", "mix_weights_given.png")
 
 
 def rewrite_report(out: Path) -> Path:
