@@ -287,6 +287,24 @@ def test_a_rerun_leaves_no_picture_of_an_earlier_run_beside_its_results(tmp_path
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before      # hidden staging folder gone too
 
 
+def test_inputs_that_fail_a_section_are_refused_before_any_section_runs(tmp_path, monkeypatch, capsys):
+    """A contrast category of one pair, or a --pca-word without examples, failed after the
+    sections before it had run (an hour, on a real model)."""
+    _tiny_wordnet(tmp_path, monkeypatch)
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text(_PAIRS + "\nrank\tthe big dog .\tthe dog big .\tbig\tadj\tnoun\n")
+    out = tmp_path / "out"
+    assert main(["analyze", "fixture", "--out", str(out), "--only", "wsd", "--only", "contrast",
+                 "--contrast-file", str(pairs)]) == 1
+    captured = capsys.readouterr()
+    assert "contrast category 'rank': the probe needs at least two pairs" in captured.err
+    assert "wsd ..." not in captured.out and not out.exists()
+    assert main(["analyze", "fixture", "--out", str(out), "--only", "wsd", "--pca-word", "river"]) == 1
+    captured = capsys.readouterr()
+    assert "--pca-word 'river': no WordNet examples in 2+ senses" in captured.err
+    assert "wsd ..." not in captured.out and not out.exists()
+
+
 def test_report_only_refuses_the_settings_it_would_ignore_and_waits_for_no_writer(tmp_path, capsys):
     """--report-only --seed 5 (or --only, --mix-weights...) rewrote the report of the earlier
     settings without a word; while a run wrote into the folder it rewrote the report from the

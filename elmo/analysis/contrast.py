@@ -171,6 +171,26 @@ def split_halves(pairs: Sequence[Tuple[Tuple[str, ...], Tuple[str, ...]]],
     return ({p for g in groups[:half] for p in g}, {p for g in groups[half:] for p in g})
 
 
+def _category_halves(items: Sequence[ContrastItem], seed: int) -> Tuple[set, set]:
+    """:func:`split_halves` of one category's pairs; a category it cannot split is a
+    ValueError naming the category."""
+    try:
+        return split_halves(sorted({(it.a, it.b) for it in items}), seed)
+    except ValueError as e:
+        name = items[0].category if items else "?"
+        raise ValueError(f"contrast category {name!r}: {e}") from None
+
+
+def check_categories(items: Sequence[ContrastItem]) -> None:
+    """Refuse, before any model runs, a category whose pairs the probe cannot split into
+    two halves (:func:`split_halves`; whether it can does not depend on the seed)."""
+    by_cat: Dict[str, List[ContrastItem]] = defaultdict(list)
+    for it in items:
+        by_cat[it.category].append(it)
+    for cat_items in by_cat.values():
+        _category_halves(cat_items, 0)
+
+
 def probe_halves(vecs: Dict[Tuple[str, ...], np.ndarray], items: Sequence[ContrastItem],
                  layer: int, seed: int = 0, l2: float = 1e-2) -> Dict[str, float]:
     """Accuracy of a probe trained on half of the pairs, tested on the other (and back).
@@ -180,11 +200,7 @@ def probe_halves(vecs: Dict[Tuple[str, ...], np.ndarray], items: Sequence[Contra
     (``n_targets``, ``n_rankings``).
     """
     pairs = sorted({(it.a, it.b) for it in items})
-    try:
-        halves = split_halves(pairs, seed)
-    except ValueError as e:
-        name = items[0].category if items else "?"
-        raise ValueError(f"contrast category {name!r}: {e}") from None
+    halves = _category_halves(items, seed)
     labels = sorted({it.label_a for it in items} | {it.label_b for it in items})
     lid = {label: i for i, label in enumerate(labels)}
     acc, pair_acc = [], []

@@ -251,9 +251,12 @@ def run_analysis(model: str, out: Path, config: Optional[AnalysisConfig] = None,
         raise ValueError(f"unknown sections {sorted(unknown)}; choose from {', '.join(SECTIONS)}")
     # read before the sections run (an hour, perhaps): a bad file failed after them, losing them
     given_mix = read_mix_weights(Path(config.mix_weights)) if config.mix_weights else None
-    if config.contrast_file and "contrast" in sections:
-        from .contrast import load_pairs
-        load_pairs(Path(config.contrast_file))
+    if "contrast" in sections:   # a category the probe cannot split failed after every other section
+        from .contrast import check_categories, load_pairs
+        check_categories(load_pairs(Path(config.contrast_file) if config.contrast_file else None))
+    if config.pca_word and "wsd" in sections:   # (it failed after both WSD evaluations)
+        from . import datasets
+        _pca_key(_pca_groups(datasets.wordnet_examples(datasets.corpus_dir("wordnet"))), config.pca_word)
     # one writer at a time: two runs into one folder mixed one's pictures into the other's report.
     # (The folder was made before the model loaded: a model name that is not one left it empty.)
     with no_empty_folder_on_failure(out), output_lock(out / "results.json", name=out):
@@ -425,15 +428,8 @@ def _run_wsd(embedder, config: AnalysisConfig, out: Path) -> dict:
                      "WSD: 1-nearest-neighbour F1 (WordNet examples), 95% intervals", "F1 (%)",
                      out / "wsd.png",
                      {f"layer {j}": iv for j, iv in enumerate(res["layers_interval"])})
-    groups = {k: _top_senses(v, PCA_SENSES)
-              for k, v in wsd.ambiguous(wsd.instances(examples)).items()}
-    if config.pca_word:     # lemmas are lower case ('Bank' found none)
-        keys = [k for k in groups if k[0] == wsd.clean_lemma(config.pca_word)]
-        if not keys:
-            raise ValueError(f"--pca-word {config.pca_word!r}: no WordNet examples in 2+ senses")
-        key = max(keys, key=lambda k: len(groups[k]))
-    else:   # the lemma with the most examples in its best-covered senses (ties: alphabetical)
-        key = min(groups, key=lambda k: (-len(groups[k]), k))
+    groups = _pca_groups(examples)
+    key = _pca_key(groups, config.pca_word)
     items = groups[key]
     from .vectors import embed_layers, gather
     arrays = embed_layers(embedder, [list(it.tokens) for it in items], config.batch_size)
@@ -448,6 +444,28 @@ def _run_wsd(embedder, config: AnalysisConfig, out: Path) -> dict:
 
 #: Senses of the PCA picture's word: at most this many, those with the most examples.
 PCA_SENSES = 5
+
+
+def _pca_groups(examples) -> dict:
+    """The candidates of the sense PCA picture: (lemma, pos) -> its instances of the
+    :data:`PCA_SENSES` senses with the most examples, for every ambiguous lemma."""
+    from . import wsd
+
+    return {k: _top_senses(v, PCA_SENSES) for k, v in wsd.ambiguous(wsd.instances(examples)).items()}
+
+
+def _pca_key(groups: dict, pca_word: Optional[str]) -> tuple:
+    """The (lemma, pos) the sense PCA picture draws: ``pca_word``'s (its part of speech with the
+    most examples), else the lemma with the most examples in its best-covered senses (ties:
+    alphabetical)."""
+    from . import wsd
+
+    if not pca_word:
+        return min(groups, key=lambda k: (-len(groups[k]), k))
+    keys = [k for k in groups if k[0] == wsd.clean_lemma(pca_word)]   # lemmas are lower case
+    if not keys:                                                       # ('Bank' found none)
+        raise ValueError(f"--pca-word {pca_word!r}: no WordNet examples in 2+ senses")
+    return max(keys, key=lambda k: len(groups[k]))
 
 
 def _top_senses(items: list, n: int) -> list:
