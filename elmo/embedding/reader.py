@@ -125,7 +125,9 @@ class SentenceKeys:
     HDF5 reads a name as a path: ``/`` separates groups (so ``and/or`` becomes a group ``and``
     holding ``or``, as in the original command), empty parts are ignored and ``.`` is the group
     itself. A sentence is refused (InputError naming its line) if it is empty, has a ``.``
-    part, or names the same dataset as an earlier sentence, or a group of one.
+    part or a NUL character (HDF5 ends a name there: the dataset was named by the text before
+    it, and a second such sentence stopped the merge with h5py's traceback), or names the same
+    dataset as an earlier sentence, or a group of one.
     """
 
     def __init__(self, path: Path):
@@ -138,6 +140,9 @@ class SentenceKeys:
         parts = [p for p in sentence.split("/") if p]
         if not parts:
             raise InputError(f"{where} is empty; --sentence-keys needs a sentence to name each dataset")
+        if "\0" in sentence:
+            raise InputError(f"{where}: {sentence!r} cannot name an HDF5 dataset (a NUL character); "
+                             f"use line-number keys (drop --sentence-keys)")
         if "." in parts:
             raise InputError(f"{where}: {sentence!r} cannot name an HDF5 dataset (a '.' part); "
                              f"use line-number keys (drop --sentence-keys)")
