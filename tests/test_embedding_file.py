@@ -395,6 +395,25 @@ def test_torchrun_two_ranks_on_cpu_equal_one_process(tmp_path):
     assert_same_datasets(tmp_path / "two.hdf5", tmp_path / "one.hdf5")
 
 
+def test_a_bfloat16_model_embeds_a_file(tmp_path, lines):
+    """Embedder runs a bfloat16 model, but embed_file stopped at the model's digest with numpy's
+    "Got unsupported ScalarType BFloat16" before computing anything."""
+    import torch
+    from elmo.embedding.run import model_digest
+
+    bilm = random_bilm(seed=11).to(torch.bfloat16)
+    inp = write_lines(tmp_path / "in.txt", lines)
+    # one segment, the cache off and the batch size of the Embedder below: the same batches
+    # through the same kernels, so the same bits
+    data, _ = read_all(embed_file(inp, tmp_path / "out.hdf5", bilm, batch_size=8, token_cache=False))
+    want = Embedder(bilm, batch_size=8).embed_sentences([line.split() for line in lines])
+    for i, array in enumerate(want):
+        np.testing.assert_array_equal(data[str(i)], array)
+    # it names the bfloat16 weights: not its float32 copy, whose vectors differ
+    assert model_digest(bilm) != model_digest(random_bilm(seed=11))
+    assert model_digest(bilm) != model_digest(random_bilm(seed=11).to(torch.bfloat16).float())
+
+
 # ---------------------------------------------------------------------- stateful
 def test_stateful_file_reproduces_the_original_carried_state(tmp_path):
     """The reference activations were made by a stateful model fed batch i = [list0[i], list1[i],

@@ -65,6 +65,8 @@ def model_digest(bilm: BiLM, stride: int = 97) -> str:
         h.update(bilm.id_scheme.fingerprint())
     for name, tensor in sorted(bilm.state_dict().items()):
         flat = tensor.detach().reshape(-1)
+        if flat.dtype == torch.bfloat16:  # numpy has none (embed_file of such a model raised
+            flat = flat.view(torch.int16)  # "unsupported ScalarType BFloat16"): its exact bits
         h.update(f"{name}{tuple(tensor.shape)}".encode())
         h.update(flat[::stride].cpu().numpy().tobytes())
     return h.hexdigest()
