@@ -120,6 +120,9 @@ def test_sentence_keys_and_forget_sentences(tmp_path, bilm):
         embed_file(dup, tmp_path / "dup.hdf5", bilm, sentence_keys=True)
     for lines, message in [(["and/or", "x", "and"], "line 3 names the same HDF5 path as line 1"),
                            (["x", "."], "line 2: '.' cannot name"), (["x", ""], "line 2 is empty"),
+                           # (these two were called "empty" and a repeat of line 1)
+                           (["x", "/"], "line 2: '/' names no HDF5 dataset \\(only '/'\\)"),
+                           (["b/", "b"], "line 2 names the same HDF5 path as line 1"),
                            # HDF5 ends a name at NUL: "a\0b" was stored as "a", and a second
                            # such line failed the merge, after every vector was computed
                            (["a\0b x", "a\0c y"], "line 1: .* cannot name an HDF5 dataset \\(a NUL")]:

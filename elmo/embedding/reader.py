@@ -134,12 +134,14 @@ class SentenceKeys:
         self.path = path
         self.datasets: dict = {}   # normalised name -> line
         self.groups: dict = {}     # every proper prefix of a name -> line
+        self.spelled: dict = {}    # normalised name -> the sentence, where the two differ
 
     def add(self, sentence: str, line_no: int) -> None:
         where = f"{self.path}: line {line_no + 1}"
         parts = [p for p in sentence.split("/") if p]
-        if not parts:
-            raise InputError(f"{where} is empty; --sentence-keys needs a sentence to name each dataset")
+        if not parts:   # ("/" was called empty too)
+            what = " is empty" if not sentence else f": {sentence!r} names no HDF5 dataset (only '/')"
+            raise InputError(f"{where}{what}; --sentence-keys needs a sentence to name each dataset")
         if "\0" in sentence:
             raise InputError(f"{where}: {sentence!r} cannot name an HDF5 dataset (a NUL character); "
                              f"use line-number keys (drop --sentence-keys)")
@@ -152,10 +154,14 @@ class SentenceKeys:
         if clash is None:
             clash = next((self.datasets[p] for p in prefixes if p in self.datasets), None)
         if clash is not None:
-            what = "repeats" if self.datasets.get(name) == clash else "names the same HDF5 path as"
+            # ("b/" after "b" was said to repeat it)
+            same = self.datasets.get(name) == clash and self.spelled.get(name, name) == sentence
+            what = "repeats" if same else "names the same HDF5 path as"
             raise InputError(f"{where} {what} line {clash + 1}; --sentence-keys needs every "
                              f"sentence to name a dataset of its own")
         self.datasets[name] = line_no
+        if name != sentence:
+            self.spelled[name] = sentence
         for p in prefixes:
             self.groups.setdefault(p, line_no)
 
