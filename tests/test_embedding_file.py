@@ -11,6 +11,7 @@ from pathlib import Path
 
 import h5py
 import numpy as np
+import torch
 import pytest
 
 from elmo import Embedder, embed_file, load_original
@@ -415,6 +416,19 @@ def test_a_bfloat16_model_embeds_a_file(tmp_path, lines):
     # it names the bfloat16 weights: not its float32 copy, whose vectors differ
     assert model_digest(bilm) != model_digest(random_bilm(seed=11))
     assert model_digest(bilm) != model_digest(random_bilm(seed=11).to(torch.bfloat16).float())
+
+
+def test_the_model_digest_sees_a_change_of_one_weight():
+    """The digest hashed every 97th value of each tensor: a model that differed from another in
+    a few weights (one character's embedding) resumed the other's segments as its own."""
+    from elmo.embedding.run import model_digest
+
+    bilm = random_bilm(seed=3)
+    before = model_digest(bilm)
+    weight = bilm.token_encoder.char_embedding.weight
+    with torch.no_grad():
+        weight[5, 3] += 1.0   # flat index 23 (4 columns), between the samples at 0 and 97
+    assert model_digest(bilm) != before
 
 
 # ---------------------------------------------------------------------- stateful

@@ -53,12 +53,13 @@ def distributed_rank() -> tuple[int, int, int]:
     return int(env.get("RANK", 0)), int(env.get("WORLD_SIZE", 1)), int(env.get("LOCAL_RANK", 0))
 
 
-def model_digest(bilm: BiLM, stride: int = 97) -> str:
+def model_digest(bilm: BiLM) -> str:
     """A short hash of the model's options and weights (to refuse resuming with another model).
 
-    Each tensor contributes its name, shape and every ``stride``-th value (exact bytes, so every
-    rank gets the same digest): any retrained or fine-tuned model differs there, and hashing a
-    sample keeps this well under a second for the original model.
+    Each tensor contributes its name, shape and every value (exact bytes, so every rank gets
+    the same digest). Every value, not a sample: a model that differs from another only in a
+    few weights (one character's embedding, say) would otherwise resume the other's segments.
+    It takes about 0.4 s for the original model's 360 MB.
     """
     h = hashlib.blake2b(bilm.options.to_json().encode(), digest_size=16)
     if bilm.id_scheme is not None:  # a dictionary model's dictionaries
@@ -68,7 +69,7 @@ def model_digest(bilm: BiLM, stride: int = 97) -> str:
         if flat.dtype == torch.bfloat16:  # numpy has none (embed_file of such a model raised
             flat = flat.view(torch.int16)  # "unsupported ScalarType BFloat16"): its exact bits
         h.update(f"{name}{tuple(tensor.shape)}".encode())
-        h.update(flat[::stride].cpu().numpy().tobytes())
+        h.update(memoryview(np.ascontiguousarray(flat.cpu().numpy())))
     return h.hexdigest()
 
 
