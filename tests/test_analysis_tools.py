@@ -469,3 +469,44 @@ def test_a_byte_order_mark_opening_a_contrast_file_is_no_part_of_it(tmp_path):
     (tmp_path / "commented.tsv").write_bytes(b"\xef\xbb\xbf# my pairs\n" + line.encode())
     assert contrast.load_pairs(tmp_path / "pairs.tsv") == contrast.parse_pairs(line)
     assert contrast.load_pairs(tmp_path / "commented.tsv") == contrast.parse_pairs(line)
+
+
+def _results(num_layers: int = 3, sections=("contrast",), **extra) -> dict:
+    """The smallest results.json that :func:`report.render` writes a report of."""
+    from dataclasses import asdict
+    return {"model": "fixture", "num_layers": num_layers, "width": 32, "sections": list(sections),
+            "config": asdict(report.AnalysisConfig()), "torch": {"version": "2", "threads": 1},
+            "findings": {}, "seconds": {}, **extra}
+
+
+def _backticked(text: str, prefix: str) -> str:
+    """The command in backticks on the line of ``text`` that starts with ``prefix``."""
+    line = next(ln for ln in text.splitlines() if ln.startswith(prefix))
+    return line.split("`")[1]
+
+
+def test_neighbors_reproduce_line_pastes_into_a_shell_with_every_setting(tmp_path):
+    import shlex
+
+    from elmo.cli import build_parser
+
+    # a tiny corpus gave 2 layer-0 hits for k 5: the line said -k 2; paths with a space were
+    # not quoted; --batch-size 8 was left out
+    query = {"sentence": "the bank ran .", "word": "bank", "layers": [[]], "same_word": [[]],
+             "occurrences": 0, "query_copies": 0, "glove": None,
+             "layer0_static": [{"word": "a", "score": 0.5}, {"word": "b", "score": 0.4}]}
+    corpus = str(tmp_path / "my corpus.txt")
+    res = {"corpus": corpus, "corpus_spec": corpus, "max_sentences": 0, "n_sentences": 2, "n_tokens": 5,
+           "queries": [query]}
+    config = report.AnalysisConfig(neighbors_corpus=corpus, batch_size=8)
+    model = str(tmp_path / "my model")
+    text = "\n".join(report._render_neighbors(res, "cmd", model, config))
+    cmd = _backticked(text, "* reproduce one:")
+    assert cmd.endswith(" [--same-word]")
+    argv = shlex.split(cmd[:-len(" [--same-word]")])
+    assert argv[:2] == ["elmo", "neighbors"]
+    args = build_parser().parse_args(argv[1:])
+    assert (args.sentence, args.word, args.model, args.corpus) == ("the bank ran .", "bank", model, corpus)
+    assert args.k == 5 and args.batch_size == 8 and args.max_sentences is None
+    plain = "\n".join(report._render_neighbors(res, "cmd", "fixture", report.AnalysisConfig(neighbors_corpus=corpus)))
+    assert "--batch-size" not in plain          # the default needs no option

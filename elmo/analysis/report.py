@@ -611,7 +611,7 @@ def render(results: dict, model: str, out: Path, config: AnalysisConfig) -> str:
         lines += _render_wsd(results["wsd"], command(model, out, config, "wsd", threads))
     if "neighbors" in results:
         lines += _render_neighbors(results["neighbors"], command(model, out, config, "neighbors", threads),
-                                   model)
+                                   model, config)
     if "contrast" in results:
         lines += _render_contrast(results["contrast"], command(model, out, config, "contrast", threads))
     if "given_mix_weights" in results:
@@ -706,7 +706,7 @@ def _render_wsd(r: dict, cmd: str) -> List[str]:
     return lines
 
 
-def _render_neighbors(r: dict, cmd: str, model: str) -> List[str]:
+def _render_neighbors(r: dict, cmd: str, model: str, config: AnalysisConfig) -> List[str]:
     lines = ["## Contextual neighbours (paper Table 4)", "",
              f"Corpus `{r['corpus']}`: {r['n_sentences']} sentences, {r['n_tokens']} tokens, "
              "exact cosine search. Static neighbours: layer 0 over the corpus words, GloVe 50d "
@@ -725,12 +725,26 @@ def _render_neighbors(r: dict, cmd: str, model: str) -> List[str]:
         lines.append("* layer 0 (static): " + ", ".join(h["word"] for h in q["layer0_static"]))
         if q["glove"] is not None:
             lines.append("* GloVe (static): " + ", ".join(h["word"] for h in q["glove"]))
-        lines += [f"* reproduce one: `elmo neighbors {shlex.quote(q['sentence'])} --word {q['word']} "
-                  f"--model {model} --corpus {r['corpus_spec']}"
-                  + (f" --max-sentences {r['max_sentences']}" if r["max_sentences"] else "")
-                  + f" -k {len(q['layer0_static'])} [--same-word]`", ""]
+        lines += [f"* reproduce one: `{_neighbors_command(q, r, model, config)} [--same-word]`", ""]
     lines += [f"Reproduce all: `{cmd}`", ""]
     return lines
+
+
+def _neighbors_command(q: dict, r: dict, model: str, config: AnalysisConfig) -> str:
+    """The ``elmo neighbors`` command line that gives query ``q`` of neighbour results ``r``
+    again (shell-quoted, pasteable), with every setting that changes a number."""
+    parts = ["elmo", "neighbors", q["sentence"], "--word", q["word"], "--model", str(model),
+             "--corpus", r["corpus_spec"]]
+    if r["max_sentences"]:
+        parts += ["--max-sentences", str(r["max_sentences"])]
+    parts += ["-k", str(config.neighbors_k)]     # (not the hits found: fewer on a small corpus)
+    if config.batch_size != NEIGHBORS_BATCH_SIZE:
+        parts += ["--batch-size", str(config.batch_size)]
+    return " ".join(shlex.quote(p) for p in parts)
+
+
+#: ``elmo neighbors``'s default ``--batch-size``.
+NEIGHBORS_BATCH_SIZE = 32
 
 
 def _render_contrast(r: dict, cmd: str) -> List[str]:

@@ -8,7 +8,7 @@ from pathlib import Path
 def register(subparsers) -> None:
     from dataclasses import fields
 
-    from ..analysis.report import SECTIONS, AnalysisConfig
+    from ..analysis.report import NEIGHBORS_BATCH_SIZE, SECTIONS, AnalysisConfig
     from ..jobconfig import add_arguments, add_config_arguments
 
     p = subparsers.add_parser(
@@ -57,7 +57,7 @@ def register(subparsers) -> None:
     p.add_argument("--index-dir", default=None, help="cache folder of the index "
                    "(default: indexes/ in the data cache)")
     p.add_argument("--no-glove", action="store_true", help="skip the GloVe neighbours")
-    p.add_argument("--batch-size", type=int, default=32, help="sentences per biLM call")
+    p.add_argument("--batch-size", type=int, default=NEIGHBORS_BATCH_SIZE, help="sentences per biLM call")
     p.set_defaults(func=neighbors)
 
 
