@@ -510,3 +510,20 @@ def test_neighbors_reproduce_line_pastes_into_a_shell_with_every_setting(tmp_pat
     assert args.k == 5 and args.batch_size == 8 and args.max_sentences is None
     plain = "\n".join(report._render_neighbors(res, "cmd", "fixture", report.AnalysisConfig(neighbors_corpus=corpus)))
     assert "--batch-size" not in plain          # the default needs no option
+
+
+def test_everything_below_command_of_a_partial_run_has_its_sections(tmp_path):
+    import shlex
+
+    from elmo.cli import build_parser
+
+    config = report.AnalysisConfig(seed=4, contrast_l2=0.5, untrained_control=False)
+    for sections, only in ((["contrast"], ["contrast"]), (["wsd", "contrast"], ["wsd", "contrast"]),
+                           (list(report.SECTIONS), None)):
+        # (--only was left out: the command ran every section)
+        res = _results(sections=sections)
+        text = report.render(res, "fixture", tmp_path / "out", config)
+        args = build_parser().parse_args(shlex.split(_backticked(text, "Everything below:"))[1:])
+        assert args.only == only and args.model == "fixture" and Path(args.out) == tmp_path / "out"
+        again = report.AnalysisConfig(**{k: getattr(args, k) for k in report.AnalysisConfig.__dataclass_fields__})
+        assert again == config and args.threads == 1

@@ -100,14 +100,19 @@ class AnalysisConfig:
 
 
 def command(model: str, out: Path, config: AnalysisConfig, only: Optional[str] = None,
-            threads: Optional[int] = None) -> str:
+            threads: Optional[int] = None, sections: Optional[Sequence[str]] = None) -> str:
     """The ``elmo analyze`` command line for ``config``, every setting spelled out; for one
     section it writes into ``OUT/reproduce/SECTION`` so that rerunning it leaves the full
-    report alone. ``threads``: the torch thread count to ask for (it can move a last digit)."""
+    report alone. ``threads``: the torch thread count to ask for (it can move a last digit).
+    ``sections``: without ``only``, the sections the run computed (an ``--only`` each when
+    they are not all of them)."""
     target = Path(out) / "reproduce" / only if only else Path(out)
     parts = ["elmo", "analyze", str(model), "--out", str(target), *config.options(explicit=True)]
     if only:
         parts += ["--only", only]
+    elif sections is not None and set(sections) != set(SECTIONS):
+        for name in sections:
+            parts += ["--only", name]
     if threads:
         parts += ["--threads", str(threads)]
     return " ".join(shlex.quote(p) for p in parts)
@@ -589,7 +594,8 @@ def render(results: dict, model: str, out: Path, config: AnalysisConfig) -> str:
     if results.get("model_metadata"):
         lines += ["Model metadata: `" + json.dumps(results["model_metadata"], sort_keys=True)[:600]
                   + "`", ""]
-    lines += [f"Everything below: `{command(model, out, config, threads=threads)}`", "",
+    lines += [f"Everything below: `{command(model, out, config, threads=threads, sections=results['sections'])}`",
+              "",
              "Numbers are from `results.json`; each table is followed by the command that "
              "recomputes it. Paired bootstrap intervals resample test sentences "
              "(POS) or lemmas (WSD), 1000 times. Computed with torch "
