@@ -527,3 +527,12 @@ def test_everything_below_command_of_a_partial_run_has_its_sections(tmp_path):
         assert args.only == only and args.model == "fixture" and Path(args.out) == tmp_path / "out"
         again = report.AnalysisConfig(**{k: getattr(args, k) for k in report.AnalysisConfig.__dataclass_fields__})
         assert again == config and args.threads == 1
+
+
+def test_report_of_a_one_layer_model_speaks_of_one_layer(tmp_path):
+    text = report.render(_results(num_layers=2), "fixture", tmp_path, report.AnalysisConfig())
+    # (it said "1 LSTM layers" and "layers 1..1")
+    assert "`fixture`, 1 LSTM layer, vectors" in text and "layer 1 is the biLSTM" in text
+    assert "1..1" not in text
+    assert "`fixture`, 2 LSTM layers, vectors" in report.render(_results(), "fixture", tmp_path,
+                                                                report.AnalysisConfig())

@@ -555,8 +555,8 @@ def paper_findings(results: dict) -> Dict[str, str]:
         if res is None:
             out[name] = f"not tested: the {section} section was not run ({claim})"
         elif "finding" not in res:
-            out[name] = (f"not tested: the model has {results.get('num_layers', '?') - 1} "
-                         f"LSTM layer(s), the finding needs two ({claim})")
+            out[name] = (f"not tested: the model has {_count(results['num_layers'] - 1, 'LSTM layer')}, "
+                         f"the finding needs two ({claim})")
         else:
             out[name] = f"{res['finding']} [{claim}]"
             control = res.get("control_untrained", {}).get("finding")
@@ -571,6 +571,11 @@ def _pct(x: Optional[float]) -> str:
     return "-" if x is None else f"{100 * x:.1f}"
 
 
+def _count(n: int, noun: str) -> str:
+    """``n noun``, the noun in the plural unless ``n`` is 1."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 #: A hand-written reading of the numbers, kept in the output folder: the report shows it.
 INTERPRETATION = "interpretation.md"
 
@@ -580,9 +585,10 @@ def render(results: dict, model: str, out: Path, config: AnalysisConfig) -> str:
     folder's :data:`INTERPRETATION` file, when there is one, after the findings."""
     n_lstm = results["num_layers"] - 1
     threads = results["torch"]["threads"]
+    lstm = ("layer 1 is the biLSTM" if n_lstm == 1 else f"layers 1..{n_lstm} are the biLSTM")
     lines = [f"# What the layers of `{model}` hold", "",
-             f"Model: `{model}`, {n_lstm} LSTM layers, vectors of width {results['width']}. "
-             f"Layer 0 is the character CNN (context-free); layers 1..{n_lstm} are the biLSTM.",
+             f"Model: `{model}`, {_count(n_lstm, 'LSTM layer')}, vectors of width {results['width']}. "
+             f"Layer 0 is the character CNN (context-free); {lstm}.",
              ""]
     if str(model) == "fixture":
         lines += ["**A smoke run**: the bundled `fixture` holds the tiny weights of the "
