@@ -536,3 +536,16 @@ def test_report_of_a_one_layer_model_speaks_of_one_layer(tmp_path):
     assert "1..1" not in text
     assert "`fixture`, 2 LSTM layers, vectors" in report.render(_results(), "fixture", tmp_path,
                                                                 report.AnalysisConfig())
+
+
+def test_contrast_table_prints_no_negative_zero():
+    movement = {"words": [-1e-9, 0.25], "targets": [-4e-8, -0.5], "sentence": [0.0, 0.1],
+                "spread": [0.3, 0.4]}
+    res = {"n_items": 4, "different_words": 0, "movement": movement,
+           "categories": {"c": {"n_pairs": 2, "movement": {"targets": [-2e-9, 0.2]}, "chance": 0.5,
+                                "chance_range": [0.2, 0.8],
+                                "probe": [{"accuracy": 0.5, "pair_accuracy": 0.5}] * 2}}}
+    text = "\n".join(report._render_contrast(res, "cmd"))
+    assert "-0.000" not in text                       # (1 - cos of equal vectors is -1e-9)
+    assert "| all words | 0.000 | 0.250 |" in text and "| target words | 0.000 | -0.500 |" in text
+    assert "| target words, c | 0.000 | 0.200 |" in text

@@ -576,6 +576,13 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
+def _fixed(x: float, digits: int = 3) -> str:
+    """``x`` with ``digits`` decimals, a value that rounds to zero without a sign (1 - cos of
+    equal vectors comes out as -1e-8, printed ``-0.000``)."""
+    text = f"{x:.{digits}f}"
+    return text[1:] if text.startswith("-") and float(text) == 0 else text
+
+
 #: A hand-written reading of the numbers, kept in the output folder: the report shows it.
 INTERPRETATION = "interpretation.md"
 
@@ -774,10 +781,10 @@ def _render_contrast(r: dict, cmd: str) -> List[str]:
     m = r["movement"]
     for key, name in (("words", "all words"), ("targets", "target words"),
                       ("sentence", "mean-pooled sentence"), ("spread", "spread (random tokens)")):
-        lines.append(f"| {name} | " + " | ".join(f"{x:.3f}" for x in m[key]) + " |")
+        lines.append(f"| {name} | " + " | ".join(_fixed(x) for x in m[key]) + " |")
     for name, c in cats.items():
         lines.append(f"| target words, {name} | "
-                     + " | ".join(f"{x:.3f}" for x in c["movement"]["targets"]) + " |")
+                     + " | ".join(_fixed(x) for x in c["movement"]["targets"]) + " |")
     lines += ["", "A probe trained on half of the pairs, tested on the other half (and back), "
               "accuracy % on held-out targets / held-out pairs ranked the right way round; "
               "chance is 50 / 50 with two labels:", "", head, sep]
