@@ -339,3 +339,19 @@ def test_report_only_refuses_the_settings_it_would_ignore_and_waits_for_no_write
     assert (out / "report.md").read_text() == text
     assert main(["analyze", "fixture", "--out", str(out), "--report-only", "--threads", "1"]) == 0
     assert "Notes." in (out / "report.md").read_text()
+
+
+def test_neighbors_of_a_word_the_corpus_lacks_and_a_layer_given_twice(tmp_path, capsys):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("the bank raised its rates .\nhello there\n")
+    base = ["neighbors", "the river flowed .", "--model", "fixture", "--corpus", str(corpus),
+            "--index-dir", str(tmp_path / "ix"), "-k", "2", "--no-glove"]
+    # (the layer headers were printed with nothing under them)
+    assert main(base + ["--word", "river", "--same-word"]) == 0
+    out = capsys.readouterr().out
+    assert "'river' does not occur in the corpus\n" in out and "nearest in context" not in out
+    assert "layer 0 (static)" in out                  # the static neighbours still answer
+    # (--layer 2 --layer 2 printed layer 2 twice)
+    assert main(base + ["--word", "river", "--layer", "2", "--layer", "1", "--layer", "2"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("layer 2, nearest") == 1 and out.index("layer 2,") < out.index("layer 1,")

@@ -138,9 +138,14 @@ def neighbors(args: argparse.Namespace) -> int:
     index = cached_index(embedder, corpus, Path(args.index_dir) if args.index_dir else index_home(),
                          args.max_sentences or None, args.batch_size, writable_hint=hint)
     own = index.copies(tokens, position)   # the query itself, where the corpus holds its sentence
-    layers = args.layer or list(range(1, index.num_layers))
+    layers = list(dict.fromkeys(args.layer or range(1, index.num_layers)))   # (--layer 2 --layer 2 ran it twice)
+    occurrences = len(index.occurrences(args.word)) - len(own)
+    if args.same_word and occurrences == 0:   # (each layer's header was printed with nothing under it)
+        print(f"{args.word!r} does not occur in the corpus" if not own else
+              f"{args.word!r} occurs in the corpus only in the query's own sentence, which is left out")
+        layers = []
     for j in layers:
-        pool = (f"{len(index.occurrences(args.word)) - len(own):,} occurrences of {args.word!r}"
+        pool = (f"{occurrences:,} occurrences of {args.word!r}"
                 if args.same_word else f"{len(index.positions) - len(own):,} corpus tokens")
         if own:
             pool += f"; the query's own sentence, {len(own)} time(s) in the corpus, left out"
