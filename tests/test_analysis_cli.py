@@ -355,3 +355,34 @@ def test_neighbors_of_a_word_the_corpus_lacks_and_a_layer_given_twice(tmp_path, 
     assert main(base + ["--word", "river", "--layer", "2", "--layer", "1", "--layer", "2"]) == 0
     out = capsys.readouterr().out
     assert out.count("layer 2, nearest") == 1 and out.index("layer 2,") < out.index("layer 1,")
+
+
+def test_report_only_refuses_another_model_but_not_another_spelling(tmp_path, capsys, monkeypatch):
+    from dataclasses import asdict
+
+    import elmo
+    from elmo.analysis.report import AnalysisConfig
+
+    out = tmp_path / "out"
+    out.mkdir()
+    results = {"model": "fixture", "num_layers": 3, "width": 32, "sections": [],
+               "config": asdict(AnalysisConfig()), "torch": {"version": "2", "threads": 1},
+               "findings": {}, "seconds": {}}
+    (out / "results.json").write_text(json.dumps(results))
+    other = tmp_path / "other-model"
+    other.mkdir()
+    # (the report was rewritten, under the recorded model's name, without a word)
+    for model in ("default", str(other)):
+        assert main(["analyze", model, "--out", str(out), "--report-only"]) == 1
+        err = capsys.readouterr().err
+        assert f"holds the results of model fixture, not of {model}" in err and err.count("\n") == 1
+        assert not (out / "report.md").exists()
+    folder = elmo.model_path("fixture").resolve()
+    monkeypatch.chdir(folder.parent)
+    for model in ("fixture", str(folder), folder.name, f"./{folder.name}/"):
+        assert main(["analyze", model, "--out", str(out), "--report-only"]) == 0
+        assert "`fixture`" in (out / "report.md").read_text()
+    # a model recorded as a relative path is the same model under its absolute path
+    (out / "results.json").write_text(json.dumps({**results, "model": folder.name}))
+    assert main(["analyze", str(folder), "--out", str(out), "--report-only"]) == 0
+    assert main(["analyze", "fixture", "--out", str(out), "--report-only"]) == 0

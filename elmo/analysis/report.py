@@ -352,9 +352,10 @@ def _run_sections(model: str, out: Path, config: AnalysisConfig, sections: List[
 PICTURES = ("pos.png", "mix_weights_pos.png", "wsd.png", "sense_pca.png", "mix_weights_given.png")
 
 
-def rewrite_report(out: Path) -> Path:
+def rewrite_report(out: Path, model: Optional[str] = None) -> Path:
     """Write ``report.md`` again from the folder's ``results.json`` (after editing its
-    interpretation, say), computing nothing."""
+    interpretation, say), computing nothing. ``model``: the model the caller named, which
+    must be the one the results are of (another spelling of it is let be)."""
     from ..io import atomic_write_text, output_lock
 
     out = Path(out)
@@ -365,6 +366,11 @@ def rewrite_report(out: Path) -> Path:
     # rewritten meanwhile from the results it replaced came after its own, and stayed
     with output_lock(out / "results.json", name=out):
         results = read_results(out / "results.json")
+        recorded = results.get("model")
+        if model is not None and isinstance(recorded, str) and _model_key(model) != _model_key(recorded):
+            # (the report was rewritten under the recorded model's name without a word)
+            raise ValueError(f"{out / 'results.json'} holds the results of model {recorded}, not of {model}; "
+                             f"--report-only rewrites the report of the model that was run")
         try:
             config = AnalysisConfig(**results["config"])
             text = render(results, results["model"], out, config)
@@ -375,6 +381,18 @@ def rewrite_report(out: Path) -> Path:
         path = out / "report.md"
         atomic_write_text(path, text)
     return path
+
+
+def _model_key(model: str) -> str:
+    """What ``model`` names, without loading or fetching anything: a bundled name's folder or
+    an existing path, resolved (so ``./m`` and ``/abs/m`` agree); otherwise the name itself (a
+    published model's name, a URL)."""
+    import elmo
+
+    if model in elmo.BUNDLED_MODELS:
+        return str(Path(elmo.model_path(model)).resolve())
+    path = Path(model).expanduser()
+    return str(path.resolve()) if path.exists() else model
 
 
 def _metadata(folder: Path) -> Optional[dict]:

@@ -107,7 +107,7 @@ def analyze(args: argparse.Namespace) -> int:
             raise ValueError(f"--report-only computes nothing and keeps the settings of {out / 'results.json'}, "
                              f"so {', '.join(ignored)} would have no effect; drop {'it' if len(ignored) == 1 else 'them'}, "
                              f"or run the analysis again without --report-only")
-        print(f"analyze: wrote {rewrite_report(out)}")
+        print(f"analyze: wrote {rewrite_report(out, args.model)}")
         return 0
     results = run_analysis(args.model, out, config, args.only)
     for text in results["findings"].values():
