@@ -237,6 +237,21 @@ def test_retries_resume_within_one_call(monkeypatch):
 
 
 
+@pytest.mark.parametrize("extra", [b"", b"xx"])
+def test_a_part_as_long_as_the_file_or_longer_is_downloaded_again(extra):
+    """A run killed after the last byte arrived (or a file that shrank) leaves a part the
+    server answers with 416: that failed the call (with no retries left) instead of starting
+    over."""
+    weights = (FIXTURE / "weights.hdf5").read_bytes()
+    with FileServer(fixture_files()) as server:
+        dest = cache_path(server.url(WEIGHTS))
+        dest.parent.mkdir(parents=True)
+        dest.with_name(dest.name + ".part").write_bytes(weights + extra)
+        elmo.from_pretrained(server.url(WEIGHTS))
+        assert server.gets(WEIGHTS) == [f"bytes={len(weights + extra)}-", None]
+    assert dest.read_bytes() == weights
+
+
 def test_a_resume_answered_with_another_range_starts_over(cache, monkeypatch):
     """A 206 whose Content-Range does not start where the part ends (a broken server or
     proxy) was appended to the part: a wrong file, which here met the NaN check by luck and

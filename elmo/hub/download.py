@@ -318,11 +318,21 @@ class _ResumingDownloader:
                                    miniters=1, file=sys.stderr, delay=0.5,
                                    desc=Path(urlsplit(url).path).name
                                    + (f" (resuming at {done:,} B)" if done else ""))
-            downloader = pooch.HTTPDownloader(progressbar=bar, chunk_size=CHUNK_SIZE,
-                                              timeout=DEFAULT_TIMEOUT, headers=headers,
-                                              hooks={"response": check})
             try:
-                downloader(url, out, pooch_obj)
+                try:
+                    pooch.HTTPDownloader(progressbar=bar, chunk_size=CHUNK_SIZE,
+                                         timeout=DEFAULT_TIMEOUT, headers=headers,
+                                         hooks={"response": check})(url, out, pooch_obj)
+                except requests.exceptions.HTTPError as e:
+                    if e.response is None or e.response.status_code != 416 or not headers:
+                        raise
+                    # The part is as long as the file or longer (a run killed after the last
+                    # byte, or a file that shrank): dropped above; ask again for the whole file
+                    # in this same attempt rather than fail it.
+                    self.meta.unlink(missing_ok=True)
+                    pooch.HTTPDownloader(progressbar=bar, chunk_size=CHUNK_SIZE,
+                                         timeout=DEFAULT_TIMEOUT,
+                                         hooks={"response": check})(url, out, pooch_obj)
             finally:
                 if bar is not False:
                     bar.close()
