@@ -544,7 +544,30 @@ def test_what_a_killed_unpack_left_is_removed_by_the_next_one(cache):
         with pytest.raises(WeightFileError):     # not a model yet: nothing mistaken for one
             elmo.load_pretrained(dest)
         elmo.from_pretrained(url)
-    assert sorted(p.name for p in dest.parent.iterdir()) == [dest.name, dest.name + ".lock"]
+    assert sorted(p.name for p in dest.parent.iterdir()) == [dest.name, dest.name + ".lock",
+                                                              dest.name + ".sha256"]
+
+
+def test_a_pinned_archive_is_not_taken_from_a_folder_unpacked_without_that_pin(cache):
+    """The archive is deleted once unpacked, and a folder unpacked from it was used under any
+    pin, one never checked included; now the archive's digest is kept beside the folder and a
+    pin that differs fetches the archive again (and refuses it on a mismatch)."""
+    import hashlib
+
+    from elmo.hub.resolve import fetch_archive
+    files = {"model/options.json": (FIXTURE / "options.json").read_bytes(),
+             "model/weights.hdf5": (FIXTURE / "weights.hdf5").read_bytes()}
+    archive = _tar(files, "w:gz")
+    with FileServer({"/models/fixture.tar.gz": archive}) as server:
+        url = server.url("/models/fixture.tar.gz")
+        folder = fetch_archive(url)
+        with pytest.raises(DownloadError, match="SHA256"):
+            fetch_archive(url, sha256="0" * 64)
+        assert fetch_archive(url, sha256=hashlib.sha256(archive).hexdigest()) == folder
+        assert len(server.gets("/models/fixture.tar.gz")) == 3
+        assert fetch_archive(url, sha256=hashlib.sha256(archive).hexdigest()) == folder
+        assert len(server.gets("/models/fixture.tar.gz")) == 3
+    assert elmo.load_pretrained(folder) is not None
 
 
 # ------------------------------------------------------------------------- the cache on disk

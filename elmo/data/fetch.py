@@ -23,7 +23,6 @@ checked and used.
 from __future__ import annotations
 
 import fnmatch
-import hashlib
 import io
 import os
 import shutil
@@ -35,6 +34,8 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+
+from ..hub.download import sha256_file
 
 
 class DataError(RuntimeError):
@@ -144,14 +145,6 @@ def make_data_folder(folder: Path) -> None:
     from ..hub.download import make_cache_folder
 
     make_cache_folder(folder, "ELMO_DATA", DataError)
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 #: How long a process waits for another that is filling the same cache entry, in seconds.

@@ -168,12 +168,17 @@ def _kept(dest: Path, sha256: Optional[str]) -> bool:
         return False
     if not sha256:
         return True
+    return sha256_file(dest) == sha256.lower()
+
+
+def sha256_file(path: Path) -> str:
+    """The SHA-256 of a file, in hex."""
     import hashlib
     digest = hashlib.sha256()
-    with open(dest, "rb") as f:
+    with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
             digest.update(block)
-    return digest.hexdigest() == sha256.lower()
+    return digest.hexdigest()
 
 
 def make_cache_folder(folder: Path, variable: str = "ELMO_HOME",

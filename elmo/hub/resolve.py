@@ -25,7 +25,7 @@ from urllib.parse import urlsplit, urlunsplit
 from . import registry
 from .archive import ArchiveError, find_model_folder, is_archive, unpack
 from .download import (DownloadError, _unwritable, cache_path, elmo_home, fetch, is_url,
-                       make_cache_folder, offline)
+                       make_cache_folder, offline, sha256_file)
 
 PathOrUrl = Union[str, Path]
 
@@ -112,10 +112,12 @@ def fetch_archive(url: str, sha256: Optional[str] = None) -> Path:
     from filelock import FileLock
 
     dest = unpacked_path(url)
-    if dest.is_dir():
+    if _unpacked(dest, sha256):
         return find_model_folder(dest)
     if offline():
-        raise DownloadError(f"ELMO_OFFLINE is set and {url} is not in the cache "
+        what = ("was unpacked from an archive that does not match the pinned sha256"
+                if dest.is_dir() else "is not in the cache")
+        raise DownloadError(f"ELMO_OFFLINE is set and {url} {what} "
                             f"(expected {dest}); unset ELMO_OFFLINE to download it")
     make_cache_folder(dest.parent)
     lock = FileLock(str(dest) + ".lock")
@@ -124,8 +126,11 @@ def fetch_archive(url: str, sha256: Optional[str] = None) -> Path:
     except OSError as e:
         raise _unwritable(dest.parent, e) from None
     try:
-        if dest.is_dir():
+        if _unpacked(dest, sha256):     # another process unpacked it while we waited
             return find_model_folder(dest)
+        if dest.is_dir():
+            # Unpacked without this pin, or from an archive that does not match it.
+            shutil.rmtree(dest)
         archive = fetch(url, sha256=sha256, verify=_check_archive)
         try:
             staging = dest.with_name(dest.name + ".unpacking")
@@ -137,6 +142,7 @@ def fetch_archive(url: str, sha256: Optional[str] = None) -> Path:
             unpack(archive, staging)
             try:
                 _naming_the_url(url, lambda p: _check_folder(find_model_folder(p), url))(staging)
+                _archive_digest_file(dest).write_text(sha256_file(archive) + "\n")
                 os.replace(staging, dest)
             finally:
                 shutil.rmtree(staging, ignore_errors=True)
@@ -145,6 +151,25 @@ def fetch_archive(url: str, sha256: Optional[str] = None) -> Path:
     finally:
         lock.release()
     return find_model_folder(dest)
+
+
+def _archive_digest_file(dest: Path) -> Path:
+    """Beside an unpacked folder: the SHA-256 of the archive it came from."""
+    return dest.with_name(dest.name + ".sha256")
+
+
+def _unpacked(dest: Path, sha256: Optional[str]) -> bool:
+    """Whether ``dest`` is an unpacked archive; with a pinned ``sha256``, one unpacked from an
+    archive that matched it (the archive itself is deleted once unpacked, so its digest is
+    kept beside the folder)."""
+    if not dest.is_dir():
+        return False
+    if not sha256:
+        return True
+    try:
+        return _archive_digest_file(dest).read_text().strip() == sha256.lower()
+    except OSError:
+        return False
 
 
 def _check_archive(path: Path) -> None:
@@ -211,7 +236,7 @@ def is_cached(entry: registry.PretrainedModel) -> bool:
     """Whether every file of the entry is in the cache (verified)."""
     if entry.format == "original":
         return all(cache_path(entry.urls[k]).is_file() for k in ("options", "weights"))
-    return unpacked_path(entry.urls["archive"]).is_dir()
+    return _unpacked(unpacked_path(entry.urls["archive"]), entry.sha256.get("archive"))
 
 
 def resolve(name_or_url: PathOrUrl) -> Local:
