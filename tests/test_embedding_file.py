@@ -297,6 +297,31 @@ def test_resuming_with_other_settings_is_refused(tmp_path, bilm, lines):
         embed_file(inp, foreign, bilm)
 
 
+def test_a_stateful_run_resumes_whatever_its_sorting_and_an_older_record_still_resumes(tmp_path, bilm, lines):
+    """A stateful run keeps its batches in input order whatever --no-sort says, yet it recorded
+    sort_by_length, so resuming it with --no-sort was refused for nothing. Now it records only
+    what changes the vectors; a record written before that (with sort_by_length and errors)
+    still resumes with the same command, and a setting that changes bits is still refused."""
+    inp = write_lines(tmp_path / "in.txt", lines)
+    kw = dict(stateful=True, batch_size=4, segment_lines=4)
+    reference = embed_file(inp, tmp_path / "reference.hdf5", bilm, sort_by_length=False, **kw)
+    assert_same_datasets(embed_file(inp, tmp_path / "sorted.hdf5", bilm, **kw), reference)   # ignored
+    out = tmp_path / "out.hdf5"
+    assert embed_file(inp, out, bilm, rank=1, world_size=2, **kw) is None   # sorted
+    assert "sort_by_length" not in json.loads(h5py.File(segment_path(parts_dir(out), 1), "r").attrs["settings"])
+    with h5py.File(segment_path(parts_dir(out), 3), "r+") as f:   # as written before the change
+        f.attrs["settings"] = json.dumps(dict(json.loads(f.attrs["settings"]), sort_by_length=True,
+                                              errors="strict"), sort_keys=True)
+    with pytest.raises(SettingsMismatch, match=r"differs in: token_cache\)"):
+        embed_file(inp, out, bilm, token_cache=False, rank=1, world_size=2, **kw)
+    assert embed_file(inp, out, bilm, sort_by_length=False, rank=0, world_size=2, **kw) == out
+    assert_same_datasets(out, reference)
+    # a stateless run does sort: there the setting counts
+    embed_file(inp, out, bilm, batch_size=4, segment_lines=4, overwrite=True)
+    with pytest.raises(SettingsMismatch, match=r"differs in: sort_by_length\)"):
+        embed_file(inp, out, bilm, batch_size=4, segment_lines=4, sort_by_length=False)
+
+
 def _run_cli(args, **kwargs):
     env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
     return subprocess.Popen([sys.executable, "-m", "elmo", "embed", *args], cwd=ROOT, env=env,

@@ -12,8 +12,8 @@ The merged file has the layout of the original ELMo command (AllenNLP ``elmo``):
   it back with ``f[sentence]``.
 
 Root attributes added here: ``model_config`` (options JSON), ``command_line``, ``layers``,
-``stateful`` and ``settings`` (JSON of everything that determines the values; a resumed run
-must match it).
+``stateful`` and ``settings`` (JSON of everything that determines the values under the run's
+mode, :func:`value_settings`; a resumed run must match it).
 
 Crash safety: nothing is ever written in place. Each segment (a block of consecutive lines) is
 written to a temporary file in ``OUTPUT.parts/`` and renamed when complete; the merged file is
@@ -57,9 +57,30 @@ class NonFiniteOutput(ValueError):
     """The model gave NaN or inf for a line; the message names the input file and line."""
 
 
+def value_settings(settings: Dict) -> Dict:
+    """``settings`` less those that cannot change a vector under the run's mode, as they are
+    recorded and compared: a stateful run keeps its batches in input order, so it records no
+    ``sort_by_length``; ``errors`` never changes a vector (``strict`` refuses, before any work,
+    the only input on which ``replace`` would differ), so it is not recorded. Applied to a
+    record written before they were left out, it drops them there too, so such a run resumes
+    with the same command."""
+    dropped = {"errors"} | ({"sort_by_length"} if settings.get("stateful") else set())
+    return {k: v for k, v in settings.items() if k not in dropped}
+
+
+def same_settings(found: Optional[str], settings: Dict) -> bool:
+    """Whether the recorded ``found`` (JSON) has the values of ``settings`` that count."""
+    try:
+        old = json.loads(found) if found else None
+    except ValueError:
+        return False
+    return isinstance(old, dict) and value_settings(old) == value_settings(settings)
+
+
 def compare_settings(found: Optional[str], settings: Dict, where: Path) -> None:
-    """Raise SettingsMismatch unless ``found`` (JSON) equals ``settings``."""
-    old = json.loads(found) if found else {}
+    """Raise SettingsMismatch unless ``found`` (JSON) records the values of ``settings`` that
+    count (see :func:`value_settings`)."""
+    old, settings = value_settings(json.loads(found) if found else {}), value_settings(settings)
     differing = sorted(k for k in set(old) | set(settings) if old.get(k) != settings.get(k))
     if differing:
         raise SettingsMismatch(f"{where} was written by a different command (it differs in: "
@@ -135,11 +156,11 @@ def segment_done(path: Path, first: int, stop: int, settings: Dict) -> bool:
     return True
 
 
-def segment_ready(path: Path, settings_json: str) -> bool:
-    """True if ``path`` exists and was written with exactly these settings (no side effects)."""
+def segment_ready(path: Path, settings: Dict) -> bool:
+    """True if ``path`` exists and was written with these settings (no side effects)."""
     try:
         with h5py.File(path, "r") as f:
-            return bool(f.attrs.get("complete", False)) and f.attrs.get("settings") == settings_json
+            return bool(f.attrs.get("complete", False)) and same_settings(f.attrs.get("settings"), settings)
     except (OSError, FileNotFoundError):
         return False
 

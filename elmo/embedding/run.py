@@ -40,7 +40,7 @@ from .config import EmbedConfig
 from .embedder import Embedder
 from .layers import LayerSelection
 from .output import (NonFiniteOutput, SegmentWriter, merge_segments, output_complete, parts_dir,
-                     remove_parts, segment_done, segment_path, segment_ready)
+                     remove_parts, same_settings, segment_done, segment_path, segment_ready, value_settings)
 from .reader import index_input, read_segment, read_sentences, split_tokens
 from ..tokenize import get_tokenizer
 
@@ -207,6 +207,7 @@ def _embed_and_merge(embedder: Embedder, index, selection: LayerSelection, input
         "tokenize": tokenize, "errors": errors, "sentence_keys": cfg.sentence_keys,
         "forget_sentences": cfg.forget_sentences, "segment_lines": index.segment_lines,
     }
+    settings = value_settings(settings)   # (a stateful run records no sort_by_length)
     settings_json = json.dumps(settings, sort_keys=True)
 
     if not overwrite and output_complete(output_path, settings):
@@ -223,7 +224,7 @@ def _embed_and_merge(embedder: Embedder, index, selection: LayerSelection, input
     # --overwrite deletes this rank's earlier segments, then marks its share of the parts as
     # started afresh; the same command run again after a kill finds the mark and resumes.
     mark = _overwrite_mark(parts, rank, world_size)
-    restart = overwrite and not _overwrite_under_way(mark, settings_json)
+    restart = overwrite and not _overwrite_under_way(mark, settings)
     todo = []
     for k in range(rank, index.n_segments, world_size):
         path = segment_path(parts, k)
@@ -277,7 +278,7 @@ def _embed_and_merge(embedder: Embedder, index, selection: LayerSelection, input
 
     if rank != 0:
         return None
-    _wait_for_segments(parts, index.n_segments, settings_json, progress, cfg.wait_timeout)
+    _wait_for_segments(parts, index.n_segments, settings, progress, cfg.wait_timeout)
     attrs = {
         "model_config": bilm.options.to_json(),
         "command_line": command_line if command_line is not None else shlex.join(sys.argv),
@@ -297,11 +298,11 @@ def _overwrite_mark(parts: Path, rank: int, world_size: int) -> Path:
     return parts / f"overwrite-rank-{rank}-of-{world_size}.json"
 
 
-def _overwrite_under_way(mark: Path, settings_json: str) -> bool:
+def _overwrite_under_way(mark: Path, settings: Dict) -> bool:
     """Whether an --overwrite run with these settings and ranks started on these parts and did
     not finish: its segments are this command's to resume."""
     try:
-        return mark.read_text(encoding="utf-8") == settings_json
+        return same_settings(mark.read_text(encoding="utf-8"), settings)
     except (OSError, UnicodeDecodeError):   # none (the usual case), or unreadable: start afresh
         return False
 
@@ -326,7 +327,7 @@ def _progress_bar(total: int, enabled: bool, rank: int):
                 dynamic_ncols=True, smoothing=0.1)
 
 
-def _wait_for_segments(parts: Path, n_segments: int, settings_json: str, progress: bool,
+def _wait_for_segments(parts: Path, n_segments: int, settings: Dict, progress: bool,
                        timeout_s: float, poll_s: float = 0.5) -> None:
     """Block until every segment is on disk with this run's settings (other ranks write theirs;
     a stale segment of an earlier run is replaced by its rank under --overwrite). Raises
@@ -334,7 +335,7 @@ def _wait_for_segments(parts: Path, n_segments: int, settings_json: str, progres
     missing, said = set(range(n_segments)), False
     last_progress = time.monotonic()
     while True:
-        still = {k for k in missing if not segment_ready(segment_path(parts, k), settings_json)}
+        still = {k for k in missing if not segment_ready(segment_path(parts, k), settings)}
         if len(still) < len(missing):
             last_progress = time.monotonic()
         missing = still
