@@ -322,6 +322,33 @@ def test_a_stateful_run_resumes_whatever_its_sorting_and_an_older_record_still_r
         embed_file(inp, out, bilm, batch_size=4, segment_lines=4, sort_by_length=False)
 
 
+def test_overwrite_rank0_does_not_merge_what_a_slower_rank_is_about_to_delete(tmp_path, bilm, lines, monkeypatch):
+    """A killed run left rank 1's segments, with the same settings. Under --overwrite, rank 0
+    took them as done and merged before rank 1 had started: rank 1 then deleted them, made
+    OUTPUT.parts again and left it behind with its new segments. Now rank 0 waits for rank 1's
+    mark (its old segments deleted) before it counts that rank's segments."""
+    inp = write_lines(tmp_path / "in.txt", lines)
+    out, kw = tmp_path / "out.hdf5", dict(segment_lines=7, world_size=2)
+    assert embed_file(inp, out, bilm, rank=1, **kw) is None          # the killed run's rank 1
+    from elmo.embedding import run as run_module
+    arrived = []
+
+    def rank1_starts(seconds):   # rank 0 waits: the slow rank 1 starts now
+        if not arrived:
+            arrived.append(embed_file(inp, out, bilm, rank=1, overwrite=True, **kw))
+        time.sleep(min(seconds, 0.01))
+
+    monkeypatch.setattr(run_module, "time", type("Time", (), dict(
+        monotonic=staticmethod(time.monotonic), perf_counter=staticmethod(time.perf_counter),
+        sleep=staticmethod(rank1_starts))))
+    assert embed_file(inp, out, bilm, rank=0, overwrite=True, wait_timeout=30, **kw) == out
+    if not arrived:   # rank 0 merged without waiting: rank 1 starts only now
+        assert embed_file(inp, out, bilm, rank=1, overwrite=True, **kw) is None
+    assert not parts_dir(out).exists()
+    assert arrived == [None]
+    assert_same_datasets(out, embed_file(inp, tmp_path / "one.hdf5", bilm, segment_lines=7))
+
+
 def _run_cli(args, **kwargs):
     env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
     return subprocess.Popen([sys.executable, "-m", "elmo", "embed", *args], cwd=ROOT, env=env,

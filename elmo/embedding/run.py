@@ -278,7 +278,8 @@ def _embed_and_merge(embedder: Embedder, index, selection: LayerSelection, input
 
     if rank != 0:
         return None
-    _wait_for_segments(parts, index.n_segments, settings, progress, cfg.wait_timeout)
+    _wait_for_segments(parts, index.n_segments, settings, progress, cfg.wait_timeout,
+                       world_size=world_size if overwrite else 0)
     attrs = {
         "model_config": bilm.options.to_json(),
         "command_line": command_line if command_line is not None else shlex.join(sys.argv),
@@ -328,14 +329,20 @@ def _progress_bar(total: int, enabled: bool, rank: int):
 
 
 def _wait_for_segments(parts: Path, n_segments: int, settings: Dict, progress: bool,
-                       timeout_s: float, poll_s: float = 0.5) -> None:
-    """Block until every segment is on disk with this run's settings (other ranks write theirs;
-    a stale segment of an earlier run is replaced by its rank under --overwrite). Raises
-    TimeoutError when ``timeout_s`` pass without a new segment."""
+                       timeout_s: float, poll_s: float = 0.5, *, world_size: int = 0) -> None:
+    """Block until every segment is on disk with this run's settings (other ranks write theirs).
+    Raises TimeoutError when ``timeout_s`` pass without a new segment.
+
+    Under --overwrite (``world_size`` ranks; 0 otherwise), a rank's segments count only once
+    its mark is there: until then they may be an earlier run's, which that rank is about to
+    delete. Merged before, that rank would delete them under the merge, or make OUTPUT.parts
+    again after it and leave it behind."""
     missing, said = set(range(n_segments)), False
     last_progress = time.monotonic()
     while True:
-        still = {k for k in missing if not segment_ready(segment_path(parts, k), settings)}
+        started = {r for r in range(world_size) if _overwrite_under_way(_overwrite_mark(parts, r, world_size), settings)}
+        still = {k for k in missing if (world_size and k % world_size not in started)
+                 or not segment_ready(segment_path(parts, k), settings)}
         if len(still) < len(missing):
             last_progress = time.monotonic()
         missing = still
