@@ -68,7 +68,8 @@ def register(subparsers) -> None:
     group.add_argument(  # in "how to run"
         "--threads", type=int, default=None,
         help="CPU threads for torch (default: torch's choice); on a busy machine fewer threads than "
-             "cores is often faster")
+             "cores is often faster. Not part of the recorded settings: a resume with another count "
+             "changes the rounding of the new segments (about 1e-7); keep it for bit-identical files")
     add_config_arguments(p)
     p.set_defaults(func=embed)
 
