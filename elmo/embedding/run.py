@@ -94,7 +94,8 @@ def embed_file(input_path: Union[str, Path], output_path: Union[str, Path],
             * stateful: carry LSTM state across batches like the original (reset at each
               segment); None keeps the model's own setting (stateless when loaded by name).
             * token_cache: cache the CNN vectors of words seen ``cache_min_count`` times in the
-              first ``cache_sample_lines`` lines (at most ``cache_max_words``); exact, only faster.
+              first ``cache_sample_lines`` lines (at most ``cache_max_words``); faster, the same
+              vectors up to float rounding (the CNN runs over other groups of words).
             * tokenize: split raw text with :func:`elmo.tokenize.tokenize` (True or ``"en"``) or
               segment Chinese with jieba (``"zh"``, :func:`elmo.tokenize.tokenize_zh`) instead
               of splitting on whitespace (False or None: pre-segmented text is taken as is).
