@@ -32,6 +32,22 @@ def test_a_forward_reads_the_device_as_often_for_any_length_and_batch():
     assert long.counts == short.counts and wide.counts == short.counts, (short.counts, long.counts, wide.counts)
 
 
+def test_the_mix_with_layer_norm_reads_the_device_no_more_than_without():
+    """Layer norm read its count of tokens back once per layer (a GPU sync each)."""
+    from elmo import Elmo
+    bilm = random_bilm()
+    ids = batch_to_ids([["a", "b", "c"], ["d"]])
+    counts = []
+    for norm in (False, True):
+        elmo = Elmo(module=bilm, dropout=0.0, do_layer_norm=norm)
+        with torch.no_grad():
+            elmo(ids)
+            with HostReads() as reads:
+                elmo(ids)
+        counts.append(reads.counts)
+    assert counts[1] == counts[0], counts
+
+
 def _training_reads(tmp_path, rows: int, steps: int, sampled: bool) -> HostReads:
     lines = "\n".join(" ".join(s) for s in toy_sentences(200, 0)) + "\n"
     model, vocab, batch = tiny_lm_and_batch(tmp_path / "t.txt", lines, rows, steps)

@@ -64,6 +64,10 @@ def test_layer_norm_uses_only_unmasked_positions():
     assert kept.mean().abs() < 1e-5 and (kept.var(unbiased=False) - 1).abs() < 1e-4
     with pytest.raises(ValueError, match="mask"):
         mix([a])
+    # a mask without a token leaves the layer as it is (no mean or spread to take), also now
+    # that the choice is made on the device, without reading the count back
+    nothing = torch.zeros(2, 3, dtype=torch.bool)
+    assert torch.equal(mix([a], nothing), ScalarMix(1)([a], nothing))
 
 
 def test_wrong_number_of_layers():

@@ -115,10 +115,11 @@ class ScalarMix(nn.Module):
 
     @staticmethod
     def _normalise(layer: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """``layer`` less its mean, over its standard deviation, both over the masked-in
+        positions; unchanged where the mask holds none. Chosen on the device, not by reading
+        the count back (a GPU sync per layer, and a break in a compiled graph)."""
         keep = mask.unsqueeze(-1).to(layer.dtype)
         count = keep.sum() * layer.shape[-1]
-        if float(count) == 0:
-            return layer
         mean = (layer * keep).sum() / count
         var = (((layer - mean) * keep) ** 2).sum() / count
-        return (layer - mean) / torch.sqrt(var + 1e-12)
+        return torch.where(count > 0, (layer - mean) / torch.sqrt(var + 1e-12), layer)
