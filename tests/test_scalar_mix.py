@@ -68,6 +68,9 @@ def test_layer_norm_uses_only_unmasked_positions():
     # that the choice is made on the device, without reading the count back
     nothing = torch.zeros(2, 3, dtype=torch.bool)
     assert torch.equal(mix([a], nothing), ScalarMix(1)([a], nothing))
+    leaf = a.clone().requires_grad_(True)      # and its gradient is finite: the layer's own
+    mix([leaf], nothing).sum().backward()
+    assert torch.isfinite(leaf.grad).all() and torch.allclose(leaf.grad, torch.ones_like(a))
 
 
 def test_wrong_number_of_layers():

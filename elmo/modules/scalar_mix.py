@@ -120,6 +120,10 @@ class ScalarMix(nn.Module):
         the count back (a GPU sync per layer, and a break in a compiled graph)."""
         keep = mask.unsqueeze(-1).to(layer.dtype)
         count = keep.sum() * layer.shape[-1]
-        mean = (layer * keep).sum() / count
-        var = (((layer - mean) * keep) ** 2).sum() / count
-        return torch.where(count > 0, (layer - mean) / torch.sqrt(var + 1e-12), layer)
+        # divided by 1 where there is no token: 0 / 0 would make the unused branch NaN, and
+        # its zero gradient times NaN a NaN gradient
+        some = count > 0
+        divisor = torch.where(some, count, torch.ones_like(count))
+        mean = (layer * keep).sum() / divisor
+        var = (((layer - mean) * keep) ** 2).sum() / divisor
+        return torch.where(some, (layer - mean) / torch.sqrt(var + 1e-12), layer)
