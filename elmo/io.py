@@ -291,10 +291,14 @@ class GuardedFile:
         self._file = open(path, "w+b", buffering=0)   # unbuffered: errors come at each write
         self.error: Optional[OSError] = None
 
+    # After close (an aborted writer, whose temporary is deleted), HDF5 may still write or
+    # truncate when it frees a handle, at exit say: those calls are dropped. They raised
+    # "I/O operation on closed file", which h5py printed as an ignored exception's traceback
+    # after a SIGTERM's one-line message.
     def write(self, data) -> int:
         view = memoryview(data).cast("B")
         size = len(view)
-        if self.error is None:
+        if self.error is None and not self._file.closed:
             try:
                 while view:   # a write near a full disk may be partial
                     view = view[self._file.write(view):]
@@ -303,6 +307,8 @@ class GuardedFile:
         return size
 
     def truncate(self, size: Optional[int] = None) -> int:
+        if self._file.closed:
+            return size or 0
         try:
             return self._file.truncate(size)
         except OSError as e:
@@ -310,16 +316,16 @@ class GuardedFile:
             return self._file.tell() if size is None else size
 
     def readinto(self, buffer) -> int:
-        return self._file.readinto(buffer)
+        return 0 if self._file.closed else self._file.readinto(buffer)
 
     def read(self, size: int = -1) -> bytes:
-        return self._file.read(size)
+        return b"" if self._file.closed else self._file.read(size)
 
     def seek(self, offset: int, whence: int = 0) -> int:
-        return self._file.seek(offset, whence)
+        return 0 if self._file.closed else self._file.seek(offset, whence)
 
     def tell(self) -> int:
-        return self._file.tell()
+        return 0 if self._file.closed else self._file.tell()
 
     def flush(self) -> None:   # unbuffered: nothing waits
         pass
