@@ -523,3 +523,55 @@ def test_cli_help_and_run(tmp_path, capsys):
     data, attrs = read_all(tmp_path / "o.hdf5")
     assert data["0"].shape == (4, 32) and data["1"].shape == (0, 32)
     assert attrs["command_line"].startswith("elmo embed") and "mix:0.2,0.3,0.5" in attrs["command_line"]
+
+
+def _old_digest(bilm, stride=97):
+    """model_digest as embed computed it before it hashed every weight (every 97th value)."""
+    import hashlib
+    h = hashlib.blake2b(bilm.options.to_json().encode(), digest_size=16)
+    for name, tensor in sorted(bilm.state_dict().items()):
+        h.update(f"{name}{tuple(tensor.shape)}".encode())
+        h.update(tensor.detach().reshape(-1)[::stride].cpu().numpy().tobytes())
+    return h.hexdigest()
+
+
+def _record_old_digest(path, bilm):
+    with h5py.File(path, "r+") as f:
+        f.attrs["settings"] = json.dumps(dict(json.loads(f.attrs["settings"]), model_digest=_old_digest(bilm)),
+                                         sort_keys=True)
+
+
+def test_segments_and_a_file_of_the_older_digest_resume_and_count_as_done(tmp_path, bilm, lines):
+    """Since the digest hashes every weight, the segments and finished files written before
+    (whose digest hashed every 97th value) were refused as another model's ('differs in:
+    model_digest'), so the same command could neither resume nor find its file done. Now a
+    record of this model's older digest is taken as this model's; another model's is still
+    refused, and --overwrite records the new digest."""
+    from elmo.embedding.run import model_digest
+
+    inp = write_lines(tmp_path / "in.txt", lines)
+    kw = dict(batch_size=4, segment_lines=4)
+    reference = embed_file(inp, tmp_path / "reference.hdf5", bilm, **kw)
+    out = tmp_path / "out.hdf5"
+    assert embed_file(inp, out, bilm, rank=1, world_size=2, **kw) is None    # half the segments
+    done = sorted(parts_dir(out).glob("segment-*.hdf5"))
+    for path in done:
+        _record_old_digest(path, bilm)
+    with pytest.raises(SettingsMismatch, match=r"differs in: model_digest\)"):
+        embed_file(inp, out, random_bilm(seed=12), **kw)
+    with h5py.File(done[0], "r+") as f:      # marked, to see that it is taken, not computed again
+        first = int(f.attrs["first_line"])
+        f[str(first)][...] = 7.0
+    assert embed_file(inp, out, bilm, rank=0, world_size=2, wait_timeout=10, **kw) == out   # the rest, merged
+    with h5py.File(out, "r") as f, h5py.File(reference, "r") as ref:
+        assert (f[str(first)][...] == 7.0).all()
+        for key in ref:
+            if key not in (str(first), "sentence_to_index"):
+                np.testing.assert_array_equal(f[key][...], ref[key][...])
+    # a finished file of the older digest is done
+    _record_old_digest(reference, bilm)
+    stamp = reference.stat().st_mtime_ns
+    assert embed_file(inp, reference, bilm, **kw) == reference and reference.stat().st_mtime_ns == stamp
+    assert not parts_dir(reference).exists()
+    embed_file(inp, reference, bilm, overwrite=True, **kw)
+    assert json.loads(h5py.File(reference, "r").attrs["settings"])["model_digest"] == model_digest(bilm)

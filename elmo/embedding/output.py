@@ -53,6 +53,24 @@ def segment_path(parts: Path, k: int) -> Path:
     return parts / f"segment-{k:08d}.hdf5"
 
 
+def recorded_model_digests(output: Path) -> set:
+    """The ``model_digest`` values recorded by ``output`` and by the segments in its parts
+    folder (files that cannot be read, or record none, are passed over)."""
+    found = set()
+    parts = parts_dir(output)
+    for path in [output, *(sorted(parts.glob("segment-*.hdf5")) if parts.is_dir() else [])]:
+        if not path.is_file():
+            continue
+        try:
+            with h5py.File(path, "r") as f:
+                record = json.loads(f.attrs.get("settings") or "{}")
+        except (OSError, ValueError):
+            continue
+        if isinstance(record, dict) and isinstance(record.get("model_digest"), str):
+            found.add(record["model_digest"])
+    return found
+
+
 class NonFiniteOutput(ValueError):
     """The model gave NaN or inf for a line; the message names the input file and line."""
 

@@ -40,7 +40,8 @@ from .config import EmbedConfig
 from .embedder import Embedder
 from .layers import LayerSelection
 from .output import (NonFiniteOutput, SegmentWriter, merge_segments, output_complete, parts_dir,
-                     remove_parts, same_settings, segment_done, segment_path, segment_ready, value_settings)
+                     recorded_model_digests, remove_parts, same_settings, segment_done, segment_path,
+                     segment_ready, value_settings)
 from .reader import index_input, read_segment, read_sentences, split_tokens
 from ..tokenize import get_tokenizer
 
@@ -71,6 +72,38 @@ def model_digest(bilm: BiLM) -> str:
         h.update(f"{name}{tuple(tensor.shape)}".encode())
         h.update(memoryview(np.ascontiguousarray(flat.cpu().numpy())))
     return h.hexdigest()
+
+
+def legacy_model_digest(bilm: BiLM, stride: int = 97) -> str:
+    """The digest that embed recorded before :func:`model_digest` hashed every weight: each
+    tensor's name, shape and every ``stride``-th value. Read only to recognise a file or segments
+    written then (see :func:`_digest_to_record`); never recorded now."""
+    h = hashlib.blake2b(bilm.options.to_json().encode(), digest_size=16)
+    if bilm.id_scheme is not None:
+        h.update(bilm.id_scheme.fingerprint())
+    for name, tensor in sorted(bilm.state_dict().items()):
+        flat = tensor.detach().reshape(-1)
+        if flat.dtype == torch.bfloat16:  # (the code of then could not hash these at all)
+            flat = flat.view(torch.int16)
+        h.update(f"{name}{tuple(tensor.shape)}".encode())
+        h.update(flat[::stride].cpu().numpy().tobytes())
+    return h.hexdigest()
+
+
+def _digest_to_record(bilm: BiLM, output_path: Path, overwrite: bool) -> str:
+    """The model digest of this run: :func:`model_digest`, unless OUTPUT or its segments were
+    written by an earlier version, whose digest hashed a sample of the weights
+    (:func:`legacy_model_digest`), and that digest is this model's: then the run keeps it, so
+    the same command resumes those segments, or finds that finished file done, instead of
+    refusing them as another model's (with --overwrite the new digest is recorded)."""
+    digest = model_digest(bilm)
+    if overwrite:
+        return digest
+    recorded = recorded_model_digests(output_path)
+    if not recorded or digest in recorded:
+        return digest
+    legacy = legacy_model_digest(bilm)
+    return legacy if legacy in recorded else digest
 
 
 def embed_file(input_path: Union[str, Path], output_path: Union[str, Path],
@@ -201,7 +234,7 @@ def _embed_and_merge(embedder: Embedder, index, selection: LayerSelection, input
     selection.check(bilm.num_layers)
     settings = {
         "format": FORMAT_VERSION, "input_digest": index.digest, "input_lines": index.n_lines,
-        "model_digest": model_digest(bilm), "layers": str(selection), "gamma": selection.gamma,
+        "model_digest": _digest_to_record(bilm, output_path, overwrite), "layers": str(selection), "gamma": selection.gamma,
         "dtype": dtype, "stateful": bool(bilm.stateful), "batch_size": embedder.batch_size,
         "max_tokens": embedder.max_tokens, "overlap": embedder.overlap,
         "sort_by_length": embedder.sort_by_length, "token_cache": list(cache) if token_cache else None,
