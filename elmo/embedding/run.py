@@ -54,13 +54,14 @@ def distributed_rank() -> tuple[int, int, int]:
     return int(env.get("RANK", 0)), int(env.get("WORLD_SIZE", 1)), int(env.get("LOCAL_RANK", 0))
 
 
-def model_digest(bilm: BiLM) -> str:
+def model_digest(bilm: BiLM, stride: int = 1) -> str:
     """A short hash of the model's options and weights (to refuse resuming with another model).
 
-    Each tensor contributes its name, shape and every value (exact bytes, so every rank gets
-    the same digest). Every value, not a sample: a model that differs from another only in a
-    few weights (one character's embedding, say) would otherwise resume the other's segments.
-    It takes about 0.4 s for the original model's 360 MB.
+    Each tensor contributes its name, shape and every ``stride``-th value (exact bytes, so every
+    rank gets the same digest). Every value by default, not a sample: a model that differs from
+    another only in a few weights (one character's embedding, say) would otherwise resume the
+    other's segments. ``stride=97`` gives the digest embed recorded before (see
+    :func:`_digest_to_record`), read only to recognise output written then.
     """
     h = hashlib.blake2b(bilm.options.to_json().encode(), digest_size=16)
     if bilm.id_scheme is not None:  # a dictionary model's dictionaries
@@ -70,30 +71,18 @@ def model_digest(bilm: BiLM) -> str:
         if flat.dtype == torch.bfloat16:  # numpy has none (embed_file of such a model raised
             flat = flat.view(torch.int16)  # "unsupported ScalarType BFloat16"): its exact bits
         h.update(f"{name}{tuple(tensor.shape)}".encode())
-        h.update(memoryview(np.ascontiguousarray(flat.cpu().numpy())))
+        h.update(memoryview(np.ascontiguousarray(flat[::stride].cpu().numpy())))
     return h.hexdigest()
 
 
-def legacy_model_digest(bilm: BiLM, stride: int = 97) -> str:
-    """The digest that embed recorded before :func:`model_digest` hashed every weight: each
-    tensor's name, shape and every ``stride``-th value. Read only to recognise a file or segments
-    written then (see :func:`_digest_to_record`); never recorded now."""
-    h = hashlib.blake2b(bilm.options.to_json().encode(), digest_size=16)
-    if bilm.id_scheme is not None:
-        h.update(bilm.id_scheme.fingerprint())
-    for name, tensor in sorted(bilm.state_dict().items()):
-        flat = tensor.detach().reshape(-1)
-        if flat.dtype == torch.bfloat16:  # (the code of then could not hash these at all)
-            flat = flat.view(torch.int16)
-        h.update(f"{name}{tuple(tensor.shape)}".encode())
-        h.update(flat[::stride].cpu().numpy().tobytes())
-    return h.hexdigest()
+#: The stride of the sampled digest that embed recorded before it hashed every weight.
+LEGACY_DIGEST_STRIDE = 97
 
 
 def _digest_to_record(bilm: BiLM, output_path: Path, overwrite: bool) -> str:
     """The model digest of this run: :func:`model_digest`, unless OUTPUT or its segments were
     written by an earlier version, whose digest hashed a sample of the weights
-    (:func:`legacy_model_digest`), and that digest is this model's: then the run keeps it, so
+    (:data:`LEGACY_DIGEST_STRIDE`), and that digest is this model's: then the run keeps it, so
     the same command resumes those segments, or finds that finished file done, instead of
     refusing them as another model's (with --overwrite the new digest is recorded)."""
     digest = model_digest(bilm)
@@ -102,7 +91,7 @@ def _digest_to_record(bilm: BiLM, output_path: Path, overwrite: bool) -> str:
     recorded = recorded_model_digests(output_path)
     if not recorded or digest in recorded:
         return digest
-    legacy = legacy_model_digest(bilm)
+    legacy = model_digest(bilm, LEGACY_DIGEST_STRIDE)
     return legacy if legacy in recorded else digest
 
 
