@@ -430,6 +430,34 @@ def test_relative_paths_follow_the_config_file(tmp_path):
     assert cfg["embeddings"]["glove"] == str(tmp_path / "vectors/glove.txt")
 
 
+def test_a_bilm_folder_beside_the_config_is_found_there(tmp_path, monkeypatch):
+    """A relative biLM folder was looked up from the working folder only: a config beside its
+    own model read another folder of that name where the command ran."""
+    from elmo.config import ConfigError
+    from elmo.tasks.runner import read_config
+    project, elsewhere = tmp_path / "project", tmp_path / "elsewhere"
+    (project / "models" / "mine").mkdir(parents=True)
+    (project / "models" / "adapted").mkdir(parents=True)
+    elsewhere.mkdir()
+    config = project / "exp.json"
+    config.write_text(json.dumps({"bilm": "models/mine", "variants": [
+        {"name": "baseline"}, {"name": "adapted", "elmo": {"bilm": "random:models/adapted"}},
+        {"name": "named", "elmo": {"bilm": "fixture"}}]}))
+    monkeypatch.chdir(elsewhere)
+    cfg = read_config(config)
+    assert cfg["bilm"] == str(project / "models" / "mine")
+    assert cfg["variants"][1]["elmo"]["bilm"] == "random:" + str(project / "models" / "adapted")
+    assert cfg["variants"][2]["elmo"]["bilm"] == "fixture"                 # a name stays a name
+    monkeypatch.chdir(project)                    # the same folder both ways: kept as written
+    assert read_config(config)["bilm"] == "models/mine"
+    (elsewhere / "models" / "mine").mkdir(parents=True)
+    monkeypatch.chdir(elsewhere)                  # two different folders of that name: refused
+    with pytest.raises(ConfigError, match="names two different folders"):
+        read_config(config)
+    (project / "models" / "mine").rmdir()         # only the working folder's: as before
+    assert read_config(config)["bilm"] == "models/mine"
+
+
 def test_glove_is_fetched_with_a_message_or_read_from_your_file(tmp_path, monkeypatch, capsys):
     import numpy as np
     from elmo.data import sources

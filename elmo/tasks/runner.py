@@ -116,8 +116,13 @@ def load_config(path: str | Path) -> ExperimentConfig:
 def resolve_paths(cfg: dict, base: Path) -> dict:
     """A copy of ``cfg`` whose relative data paths (a task's ``data_dir`` and ``files``, the
     GloVe file) are taken relative to ``base``, the config file's folder, not the working
-    folder."""
+    folder; a biLM folder too, where the config's folder holds it (see :func:`_bilm_from`)."""
     cfg = copy.deepcopy(cfg)
+    if "bilm" in cfg:
+        cfg["bilm"] = _bilm_from(cfg["bilm"], base, "bilm")
+    for i, v in enumerate(cfg.get("variants") or []):
+        if isinstance(v, dict) and isinstance(v.get("elmo"), dict) and "bilm" in v["elmo"]:
+            v["elmo"]["bilm"] = _bilm_from(v["elmo"]["bilm"], base, f"variants[{i}].elmo.bilm")
 
     def fix(p):
         return str(base / p) if isinstance(p, str) and p and not Path(p).is_absolute() else p
@@ -133,6 +138,32 @@ def resolve_paths(cfg: dict, base: Path) -> dict:
     if isinstance(emb, dict) and emb.get("glove"):
         emb["glove"] = fix(emb["glove"])
     return cfg
+
+
+def _bilm_from(spec, base: Path, key: str):
+    """A config's biLM spec with a relative folder found beside the config file, like its data.
+
+    A relative folder was found from the working folder only: a config beside its own model
+    read another one of that name where the command ran, or stopped as not found. The working
+    folder's copy still counts where the config's folder has none (the repo's configs name
+    ``runs/...`` from the repo's root), and a name that could mean two different folders is
+    refused rather than guessed. Names, URLs and absolute paths are kept as they are."""
+    from .. import BUNDLED_MODELS
+    from ..hub.download import is_url
+    from ..io import same_file
+    if not isinstance(spec, str):
+        return spec                                    # (the typed config says what is wrong)
+    prefix = RANDOM_PREFIX if spec.startswith(RANDOM_PREFIX) else ""
+    name = spec[len(prefix):]
+    if not name.strip() or name in BUNDLED_MODELS or is_url(name) or Path(name).is_absolute():
+        return spec
+    here, beside = Path(name), base / name
+    if not beside.exists() or same_file(here, beside):
+        return spec
+    if here.exists():
+        raise ConfigError(f"{key} {spec!r} names two different folders: {beside} (beside the config) and "
+                          f"{here.resolve()} (from the working folder); give an absolute path")
+    return prefix + str(beside)
 
 
 def normalise_config(cfg: dict | ExperimentConfig) -> ExperimentConfig:
