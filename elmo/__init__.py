@@ -22,6 +22,9 @@ from .embedding import Embedder, embed_file, sentence_vectors
 from .weights import (WeightFileError, load_original, load_pretrained, save_original,
                       save_pretrained)
 from .allennlp_compat import ElmoEmbedder, ElmoTokenEmbedder
+from .runtime import guard_forked_children
+
+guard_forked_children()
 
 __version__ = "0.1.0"
 

@@ -105,12 +105,32 @@ class ElmoVectors(_BatchedComponent):
             tensor = np.zeros((len(doc), arr.shape[1]), dtype="float32")   # whitespace: zero
             tensor[rows] = arr
             doc.tensor = tensor
-            doc.user_token_hooks["vector"] = _token_vector
-            doc.user_token_hooks["has_vector"] = _token_has_vector
-            doc.user_span_hooks["vector"] = _span_vector
-            doc.user_span_hooks["has_vector"] = _has_vector
-            doc.user_hooks["vector"] = _doc_vector
-            doc.user_hooks["has_vector"] = _has_vector
+            set_vector_hooks(doc)
+
+
+def set_vector_hooks(doc: Doc) -> Doc:
+    """Make ``token.vector``, ``span.vector`` and ``doc.vector`` read the ELMo rows in
+    ``doc.tensor`` (a span's and the Doc's: the mean over its words, whitespace left out).
+
+    The ``elmo`` component does this for each Doc. spaCy keeps these hooks through ``pickle``
+    and ``doc.copy()``, but drops them when it serializes a Doc with ``to_bytes`` (spaCy's
+    warning W109), as ``nlp.pipe(..., n_process=2)`` does to send Docs back from its worker
+    processes. ``doc.tensor`` comes back intact, and this puts the hooks back: without them,
+    ``doc.vector`` and ``span.vector`` count the whitespace tokens' zero rows in the mean,
+    and with a pipeline of static vectors ``token.vector`` is the static vector instead.
+    (A ``DocBin`` keeps no tensor at all: embed such Docs again.)
+    Returns ``doc``; a Doc with no tensor of one row per token is a ValueError."""
+    tensor = doc.tensor
+    if getattr(tensor, "ndim", 0) != 2 or tensor.shape[0] != len(doc) or not tensor.shape[1]:
+        raise ValueError(f"set_vector_hooks: the Doc's tensor has shape {getattr(tensor, 'shape', None)}, not "
+                         f"one row per token ({len(doc)}); run the 'elmo' component on it first")
+    doc.user_token_hooks["vector"] = _token_vector
+    doc.user_token_hooks["has_vector"] = _token_has_vector
+    doc.user_span_hooks["vector"] = _span_vector
+    doc.user_span_hooks["has_vector"] = _has_vector
+    doc.user_hooks["vector"] = _doc_vector
+    doc.user_hooks["has_vector"] = _has_vector
+    return doc
 
 
 

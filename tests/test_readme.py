@@ -298,6 +298,9 @@ NOT_RUN: Dict[str, str] = {
     'bilm = elmo.from_pretrained("original")':
         "downloads the published models (by name, by URL, model_path); their transfer, resume and "
         "checks are tested against a local server in tests/test_hub.py",
+    "from elmo.spacy_component import set_vector_hooks":
+        "forks worker processes, which the test process should not; tests/test_spacy_component.py "
+        "(test_several_processes_give_the_vectors_of_one) runs the same lines in a subprocess",
 }
 
 

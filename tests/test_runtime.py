@@ -1,6 +1,8 @@
 """elmo.runtime: the one place torch's thread count is set, and what a measurement ran on."""
 from __future__ import annotations
 
+import os
+
 import pytest
 import torch
 
@@ -63,3 +65,29 @@ def test_machine_description_names_the_library_of_the_highway_products(monkeypat
     if dense._onednn_linear_available():
         monkeypatch.setattr(dense, "BACKEND", "onednn")
         assert machine_description()["highway_products"] == "oneDNN"
+
+
+def test_a_forked_child_runs_torch_after_its_parent_ran_parallel_work(tmp_path):
+    """torch's OpenMP threads do not survive fork: a multiprocessing pool over a loaded model
+    waited for ever in its first parallel operation; ``import elmo`` makes children use one
+    thread."""
+    import subprocess
+    import sys
+    from pathlib import Path
+    script = tmp_path / "fork.py"
+    script.write_text(
+        "import multiprocessing as mp, torch, elmo\n"
+        "torch.set_num_threads(2)\n"
+        "def work(n):\n"
+        "    x = torch.ones(n)\n"
+        "    return float((x * 2).sum()), torch.get_num_threads()\n"
+        "if __name__ == '__main__':\n"
+        "    parent = work(1 << 22)       # (large enough for both threads; the sum exact)\n"
+        "    with mp.get_context('fork').Pool(1) as pool:\n"
+        "        child = pool.apply_async(work, (1 << 22,)).get(timeout=60)\n"
+        "    print(parent[0] == child[0], child[1])\n")
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, cwd=root,
+                          env={**os.environ, "PYTHONPATH": str(root)})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["True", "1"]

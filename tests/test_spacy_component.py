@@ -100,6 +100,65 @@ def test_whitespace_tokens_are_not_words():
     assert only.tensor.shape == (len(only), plain.tensor.shape[1]) and not only.vector.any()
 
 
+def _vectors(doc):
+    return doc.vector, doc[0:3].vector, [t.vector for t in doc], [t.has_vector for t in doc]
+
+
+def _assert_same_vectors(a, b):
+    for x, y in zip(_vectors(a)[:2], _vectors(b)[:2]):
+        np.testing.assert_allclose(x, y, rtol=0, atol=1e-6)
+    np.testing.assert_allclose(np.stack(_vectors(a)[2]), np.stack(_vectors(b)[2]), rtol=0, atol=1e-6)
+    assert _vectors(a)[3] == _vectors(b)[3]
+
+
+def test_serialized_docs_get_their_vectors_back():
+    """spaCy drops a Doc's hooks when it serializes it (to_bytes, DocBin, nlp.pipe's worker
+    processes): doc.vector and span.vector then counted the whitespace tokens' zero rows."""
+    from spacy.tokens import Doc, DocBin
+    from elmo.spacy_component import set_vector_hooks
+    nlp = spacy.blank("en")
+    nlp.add_pipe("elmo", config={"model": "fixture"})
+    doc = nlp("The  bank\nclosed .")
+    with pytest.warns(UserWarning, match="W109"):
+        data = doc.to_bytes()
+    back = Doc(nlp.vocab).from_bytes(data)
+    assert not np.allclose(back.vector, doc.vector)           # (what spaCy gives without the hooks)
+    assert set_vector_hooks(back) is back
+    _assert_same_vectors(back, doc)
+    (again,) = DocBin().from_bytes(DocBin(store_user_data=True, docs=[doc]).to_bytes()).get_docs(nlp.vocab)
+    for lost in (again, spacy.blank("en")("not embedded")):  # (a DocBin keeps no tensor)
+        with pytest.raises(ValueError, match="run the 'elmo' component"):
+            set_vector_hooks(lost)
+
+
+def test_several_processes_give_the_vectors_of_one(tmp_path):
+    """nlp.pipe(n_process=2) hung for ever once the parent had embedded (torch's OpenMP
+    threads do not survive fork: see elmo.runtime); its Docs' tensors equal one process's."""
+    import subprocess
+    import sys
+    script = tmp_path / "pipe.py"
+    script.write_text(
+        "import sys, numpy as np, spacy, torch\n"
+        "from elmo.spacy_component import set_vector_hooks\n"
+        "torch.set_num_threads(2)\n"
+        "nlp = spacy.blank('en')\n"
+        "nlp.add_pipe('elmo', config={'model': 'fixture'})\n"
+        "texts = [f'The  bank {i} closed\\n early .' for i in range(12)] + ['', ' ']\n"
+        "one = list(nlp.pipe(texts, batch_size=4))\n"
+        "two = [set_vector_hooks(d) for d in nlp.pipe(texts, batch_size=4, n_process=2)]\n"
+        "for a, b in zip(one, two):\n"
+        "    np.testing.assert_allclose(a.tensor, b.tensor, rtol=0, atol=1e-6)\n"
+        "    np.testing.assert_allclose(a.vector, b.vector, rtol=0, atol=1e-6)\n"
+        "print('same', len(two))\n")
+    root = Path(__file__).resolve().parents[1]
+    try:
+        done = subprocess.run([sys.executable, "-W", "ignore", str(script)], capture_output=True, text=True,
+                              timeout=120, cwd=root, env={**__import__("os").environ, "PYTHONPATH": str(root)})
+    except subprocess.TimeoutExpired:
+        pytest.fail("nlp.pipe(n_process=2) did not finish in 120 s")
+    assert done.returncode == 0 and "same 14" in done.stdout, done.stderr[-2000:]
+
+
 def test_task_tags_and_entities_skip_whitespace_tokens(monkeypatch):
     from elmo.spacy_component import ElmoTaskAnnotator
     annotator = ElmoTaskAnnotator.__new__(ElmoTaskAnnotator)   # a stand-in model: tags by word
