@@ -49,6 +49,10 @@ from .stop import StopRequests, TrainingStopped
 
 #: Adagrad's initial accumulator value, the original's (``--adagrad-init``).
 ADAGRAD_INIT = 1.0
+#: The default time steps per batch of the packed layout (``--unroll-steps``).
+UNROLL_STEPS = 20
+#: The default relative improvement that counts as progress for the decay (``--lr-decay-threshold``).
+LR_DECAY_THRESHOLD = 0.01
 
 
 def _setting_list(text: str) -> List[str]:
@@ -70,7 +74,7 @@ class TrainConfig:
         None, flag="--from", help="warm start: continue training this trained model folder (weights and "
                                   "vocabulary kept, a fresh optimizer)")
     batch_size: int = setting(128, help="rows per process")
-    unroll_steps: int = setting(20, help="time steps per batch")
+    unroll_steps: int = setting(UNROLL_STEPS, help="time steps per batch (packed layout)")
     layout: str = setting("packed", choices=["packed", "bucketed"],
                           help="packed: sentences end to end, state carried across batches (the original); "
                                "bucketed: one sentence a row, zero state")
@@ -88,7 +92,7 @@ class TrainConfig:
     lr_decay: float = setting(1.0, help="multiply the learning rate by this at every validation run whose "
                                         "perplexity is not --lr-decay-threshold below the best so far (needs "
                                         "--valid and --eval-every; 1 = never; Kim et al. 2016 halve it: 0.5)")
-    lr_decay_threshold: float = setting(0.01, help="relative improvement of the validation perplexity that "
+    lr_decay_threshold: float = setting(LR_DECAY_THRESHOLD, help="relative improvement of the validation perplexity that "
                                                    "counts as progress for --lr-decay")
     lr_restart: bool = setting(False, help="on resume: start the learning rate again at --lr (a warm "
                                            "restart), also when --lr is the rate the run started from; "
@@ -129,14 +133,29 @@ class TrainConfig:
 
     def _check_combinations(self) -> None:
         """Refuse a setting that the rest of the config leaves without effect (it was ignored
-        without a word), naming it."""
+        without a word), naming it.
+
+        A value is taken as given when it differs from the setting's default: the config does
+        not know where a value came from (an option, ``--config``, ``--set``, a saved
+        ``train_config.json``), and a default there is never a problem, so a saved config
+        (which holds every setting) and ``--print-config`` round trips pass. A default given
+        explicitly (``--unroll-steps 20 --layout bucketed``) is taken, as it changes nothing.
+        A resume compares such settings only where they take effect (:mod:`.resume`)."""
         if self.layout == "bucketed" and self.state_reset_every:
             raise ValueError(f"--state-reset-every {self.state_reset_every} applies to --layout packed, whose rows "
                              f"carry their LSTM state from batch to batch; --layout bucketed starts every row "
                              f"from a zero state")
+        if self.layout == "bucketed" and self.unroll_steps != UNROLL_STEPS:
+            raise ValueError(f"--unroll-steps {self.unroll_steps} applies to --layout packed; --layout bucketed "
+                             f"reads one whole sentence a row")
         if self.optimizer != "adagrad" and self.adagrad_init != ADAGRAD_INIT:
             raise ValueError(f"--adagrad-init {self.adagrad_init} applies to --optimizer adagrad, not "
                              f"{self.optimizer}")
+        if self.eval_every and not self.valid:
+            raise ValueError(f"--eval-every {self.eval_every} needs held-out text (--valid) to validate on")
+        if self.lr_decay >= 1.0 and self.lr_decay_threshold != LR_DECAY_THRESHOLD:
+            raise ValueError(f"--lr-decay-threshold {self.lr_decay_threshold} applies to a decay (--lr-decay below "
+                             f"1); with --lr-decay {self.lr_decay:g} the rate is never decayed")
 
     def _check_ranges(self) -> None:
         """Refuse numbers that would crash later, train nothing or corrupt the weights (a NaN
