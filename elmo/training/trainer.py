@@ -96,6 +96,7 @@ class TrainConfig:
                                                    "counts as progress for --lr-decay")
     lr_restart: bool = setting(False, help="on resume: start the learning rate again at --lr (a warm "
                                            "restart), also when --lr is the rate the run started from; "
+                                           "once: the same command run again goes on from the restart; "
                                            "without it a resume keeps the decayed rate", show_default=False)
     clip_norm: float = setting(10.0, help="global gradient-norm clip")
     dropout: float = setting(0.1, help="on LSTM inputs and before the softmax")
@@ -245,6 +246,15 @@ def build_model(cfg: TrainConfig, vocab: Vocabulary) -> LanguageModel:
         ElmoOptions.from_dict(cfg.options), n_tokens_vocab=len(vocab), unroll_steps=cfg.unroll_steps,
         dropout=cfg.dropout, n_negative_samples_batch=cfg.n_negative or None)
     return LanguageModel(options, len(vocab), vocab.bos, vocab.eos, cfg.dropout)
+
+
+def restart_settings(cfg: TrainConfig) -> str:
+    """A digest of the settings of the command that makes a warm restart (``--lr-restart``),
+    recorded with it in the schedule: a rerun of the same command is recognised by it, while a
+    later phase (another --max-steps or --lr, say) is not. How the run is shown and where it
+    runs (--no-progress, --device) are left out: they do not change what is trained."""
+    settings = {k: v for k, v in asdict(cfg).items() if k not in ("progress", "device")}
+    return hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode("utf-8")).hexdigest()
 
 
 WARM_START_FILE = "warm_start.json"
@@ -463,6 +473,7 @@ class TrainingRun:
         self.state = None  # the LSTM state carried to the next batch (packed layout)
         self.resume_from: Optional[Path] = None
         self.lr_before: Optional[float] = None
+        self.lr_restarted = False  # whether this session's resume restarted the learning rate
         self.last_valid: Optional[Dict[str, float]] = None
         self.schedule = cfg.new_schedule()
         self.warm_start: Optional[Dict[str, Any]] = None  # where a warm-started run began
@@ -632,14 +643,7 @@ class TrainingRun:
                                   f"--output") from None
         self.optimizer.load_state_dict(ckpt["optimizer"])
         self.lr_before = self.optimizer.param_groups[0]["lr"]
-        # the run's lr wins when it differs (only when allowed: --allow-change lr) or on --lr-restart,
-        # else the schedule's decayed one
-        if ckpt.get("lr_schedule"):
-            self.schedule.load_state_dict(ckpt["lr_schedule"], restart=cfg.lr_restart)
-        self._set_lr(self.schedule.lr)
-        if cfg.lr_restart and ctx.is_main:
-            print(f"learning rate restarted at {self.schedule.lr:g} (it was {self.lr_before:g})",
-                  file=sys.stderr, flush=True)
+        self._resume_schedule(ckpt)
         self.step_no, self.tokens_done, self.elapsed = ckpt["step"], ckpt["tokens"], ckpt["elapsed"]
         self.skipped_steps = ckpt.get("skipped_steps", 0)
         mine = ckpt["ranks"][ctx.rank]
@@ -651,6 +655,35 @@ class TrainingRun:
         self.window_resumed = mine.get("log_window")
         if _out_of_time(cfg, ctx, self.elapsed):
             self.n_steps = min(self.n_steps, self.step_no)
+
+    def _resume_schedule(self, ckpt: Dict[str, Any]) -> None:
+        """The learning rate to go on with: the run's lr when it differs (only when allowed:
+        --allow-change lr) or on --lr-restart, else the schedule's decayed one.
+
+        A restart is made once: it is recorded in the schedule (:class:`PlateauDecay`'s
+        ``restart``), and a checkpoint that holds the record of this same command's restart
+        was written after it, so the rerun of a killed session goes on with the schedule (the
+        rate decayed since) instead of restarting it again. A later phase with other settings
+        (a longer --max-steps) restarts anew."""
+        cfg, ctx = self.cfg, self.ctx
+        stored = ckpt.get("lr_schedule") or {}
+        settings = restart_settings(cfg)
+        made = stored.get("restart") or {}
+        again = cfg.lr_restart and made.get("settings") == settings   # this command's restart is made
+        restart = cfg.lr_restart and not again
+        if stored:
+            self.schedule.load_state_dict(stored, restart=restart)
+        if restart:
+            self.schedule.restart = {"step": ckpt["step"], "lr": self.schedule.lr, "settings": settings}
+        self.lr_restarted = restart
+        self._set_lr(self.schedule.lr)
+        if restart and ctx.is_main:
+            print(f"learning rate restarted at {self.schedule.lr:g} (it was {self.lr_before:g})",
+                  file=sys.stderr, flush=True)
+        elif again and ctx.is_main:
+            print(f"learning rate not restarted again: {self.resume_from.name} was written after this command's "
+                  f"restart at step {made['step']} (to {made['lr']:g}); the schedule goes on at "
+                  f"{self.schedule.lr:g}", file=sys.stderr, flush=True)
 
     def _check_vocabulary(self, stored: Optional[str]) -> None:
         """Refuse a vocabulary file whose words changed since the checkpoint was written (the
@@ -692,7 +725,7 @@ class TrainingRun:
         elif ctx.is_main:
             self.log_file.write({"event": "resume", "step": self.step_no, "from": self.resume_from.name,
                                  "lr": self.schedule.lr, "lr_before": self.lr_before,
-                                 "lr_restart": cfg.lr_restart, "state_reset_every": cfg.state_reset_every})
+                                 "lr_restart": self.lr_restarted, "state_reset_every": cfg.state_reset_every})
 
     def step(self) -> None:
         """One batch: forward, backward, clip, optimizer step; advances the position."""
