@@ -889,6 +889,41 @@ def test_finetune_text_found_in_its_own_run_folder_is_refused(tmp_path, toy):
         finetune(named, heldout=[str(texts / "adapt_heldout.txt")])
 
 
+def test_finetune_into_a_run_folder_inside_its_text_folder_is_refused_before_the_first_session(tmp_path, toy):
+    """``elmo finetune texts/ -o texts/run``: the first session was taken (the run folder held
+    no file yet for the text to find) and every rerun refused, as the folder then found the
+    run's own files; now refused at once, by the check train uses, with nothing written."""
+    from elmo.training.finetune import finetune
+
+    train_txt, _, vocab_txt = toy
+    train(tiny_config(tmp_path / "base", train_txt, vocab_txt, max_steps=2))
+    texts = tmp_path / "texts"
+    texts.mkdir()
+    (texts / "task.txt").write_text(train_txt.read_text(encoding="utf-8"), encoding="utf-8")
+    cfg = tiny_config(texts / "run", texts, "", init_from=str(tmp_path / "base" / "model"), max_steps=2)
+    with pytest.raises(ValueError, match=rf"training text {texts}: would read the files of the run folder "
+                                         rf"{texts / 'run'} \(its train.lock"):
+        finetune(cfg)
+    assert sorted(p.name for p in texts.iterdir()) == ["task.txt"]
+
+
+def test_finetune_checks_its_start_model_once(tmp_path, toy, monkeypatch):
+    """finetune checked --from before writing its text files, and train() checked it again."""
+    from elmo.training import finetune as finetune_mod
+    from elmo.training import trainer as trainer_mod
+
+    train_txt, _, vocab_txt = toy
+    train(tiny_config(tmp_path / "base", train_txt, vocab_txt, max_steps=2))
+    calls = []
+    check = trainer_mod.check_start_model
+    counted = lambda cfg: calls.append(cfg.init_from) or check(cfg)   # noqa: E731
+    monkeypatch.setattr(trainer_mod, "check_start_model", counted)
+    monkeypatch.setattr(finetune_mod, "check_start_model", counted)
+    cfg = tiny_config(tmp_path / "ft", train_txt, "", init_from=str(tmp_path / "base" / "model"), max_steps=1)
+    assert finetune_mod.finetune(cfg)["steps"] == 1
+    assert calls == [cfg.init_from]
+
+
 def test_finetune_on_a_full_disk_names_the_file(tmp_path, toy, monkeypatch):
     """(its text and report files failed with a bare "[Errno 28] No space left on device")"""
     from elmo.training import finetune as finetune_mod

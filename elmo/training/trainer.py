@@ -22,7 +22,7 @@ import time
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import torch
 from torch.nn.parallel import DistributedDataParallel
@@ -365,17 +365,21 @@ def _stop_flags(cfg: TrainConfig, ctx: distributed.Context, elapsed: float, sign
     return late_sum > 0, signal_sum > 0
 
 
-def train(cfg: TrainConfig, stop_after: Optional[int] = None, lock: bool = True) -> Dict[str, Any]:
+def train(cfg: TrainConfig, stop_after: Optional[int] = None, lock: bool = True,
+          start_model_checked: bool = False) -> Dict[str, Any]:
     """Train (or resume) the run ``cfg.output``. Returns a summary of the run.
 
     ``stop_after``: return after this many steps of this session (the run stays resumable;
     checkpoints are written as configured, plus one at the stopping step).
     ``lock``: take the run's lock (:func:`run_lock`); False where the caller holds it.
+    ``start_model_checked``: the caller ran :func:`check_start_model` on this ``init_from``
+    and ``output`` already (finetune, before it writes its text files).
     """
     out = Path(cfg.output)
     check_output_dir(out, "run folder")   # a file there: named, not "File exists"
-    check_start_model(cfg)
-    check_text_outside_run(cfg)
+    if not start_model_checked:
+        check_start_model(cfg)
+    check_text_outside_run(cfg.output, {"training text": cfg.train, "--valid": cfg.valid})
     check_vocabulary_not_text([*cfg.train, *cfg.valid], cfg.vocab)
     ctx = distributed.setup(cfg.device)
     if ctx.device.type == "cpu":
@@ -410,20 +414,41 @@ def run_files(out: Path) -> List[Path]:
         out / folder / name for folder in ("model", "model.partial") for name in model]
 
 
-def check_text_outside_run(cfg: TrainConfig) -> None:
-    """Refuse training or --valid text that would take in the run's own files: a folder that
-    holds the run folder (``elmo train corpus/ -o corpus``, or ``-o corpus/run``), a glob that
-    matches its files, or one of them named. Every file below a folder is read as text, so the
-    first session trained on the lock file, and a resume read the checkpoints and log as text
-    and failed on "not valid UTF-8" or "the training text has changed". A text file of its own
-    inside the run folder, or a folder of text there, is taken."""
-    own = run_files(Path(cfg.output))
-    for option, patterns in (("training text", cfg.train), ("--valid", cfg.valid)):
+def check_text_outside_run(output: str | Path, texts: Dict[str, Sequence[str]], *, own_names: Sequence[str] = (),
+                           found: Optional[Sequence[Path]] = None) -> None:
+    """Refuse text that would take in the run's own files: ``texts`` maps an option (for the
+    message) to its files, folders or globs. Every file below a folder is read as text, so a
+    folder that holds the run folder ``output`` (``elmo train corpus/ -o corpus``, or ``-o
+    corpus/run``), a glob that matches its files, or one of them named is refused: the first
+    session trained on the lock file, and a resume read the checkpoints and log as text and
+    failed on "not valid UTF-8" or "the training text has changed". A text file of its own
+    inside the run folder, or a folder of text there, is taken. ``own_names`` are the further
+    files the command writes at the top of the run folder (finetune's ``adapt_*.txt``).
+
+    ``found``, the files that ``texts`` lists now, asks for finetune's stricter rule first:
+    any of them inside the run folder is refused unless it was named on its own (and is not
+    one of ``own_names``), a folder or glob of text there included. (That rule came first,
+    for ``elmo finetune texts/ -o texts``; it is kept as it was, since train's rule alone
+    would make finetune take text it refuses.) The rule above applies to finetune too: found
+    files cannot see a run folder not yet written (``elmo finetune texts/ -o texts/run`` was
+    taken, and its rerun then refused)."""
+    out = Path(output)
+    if found is not None:
+        run = out.resolve()
+        named = {Path(p).resolve() for patterns in texts.values() for p in patterns if Path(p).is_file()}
+        for path in found:
+            full = Path(path).resolve()
+            own = full.parent == run and full.name in own_names
+            if full.is_relative_to(run) and (full not in named or own):
+                raise ValueError(f"{path}: in the run folder {out}, where finetune writes its own files (checkpoints, "
+                                 f"{', '.join(own_names)}); name the text files themselves, or give another --output")
+    own_files = run_files(out) + [out / name for name in own_names]
+    for option, patterns in texts.items():
         for pattern in patterns:
-            found = next((path for path in own if would_find(pattern, path)), None)
-            if found is not None:
-                raise ValueError(f"{option} {pattern}: would read the files of the run folder {cfg.output} "
-                                 f"(its {found.relative_to(cfg.output)}, checkpoints, log) as text; give "
+            hit = next((path for path in own_files if would_find(pattern, path)), None)
+            if hit is not None:
+                raise ValueError(f"{option} {pattern}: would read the files of the run folder {output} "
+                                 f"(its {hit.relative_to(out)}, checkpoints, log) as text; give "
                                  f"another --output, or name the text files themselves")
 
 
