@@ -642,18 +642,63 @@ def test_numbers_that_would_crash_or_corrupt_a_run_are_refused(tmp_path, toy, se
     (["--layout", "bucketed", "--state-reset-every", "4"],
      "--state-reset-every 4 applies to --layout packed, whose rows carry their LSTM state"),
     (["--optimizer", "adam", "--adagrad-init", "0.1"], "--adagrad-init 0.1 applies to --optimizer adagrad, not adam"),
+    (["--layout", "bucketed", "--unroll-steps", "8"],
+     "--unroll-steps 8 applies to --layout packed; --layout bucketed reads one whole sentence a row"),
+    (["--eval-every", "2"], "--eval-every 2 needs held-out text (--valid) to validate on"),
+    (["--lr-decay-threshold", "0.2"],
+     "--lr-decay-threshold 0.2 applies to a decay (--lr-decay below 1); with --lr-decay 1 the rate is never decayed"),
+    (["--lr-decay", "1", "--lr-decay-threshold", "0.2", "--eval-every", "2", "--valid", "VALID"],
+     "--lr-decay-threshold 0.2 applies to a decay"),
 ])
 def test_a_setting_that_the_other_settings_leave_without_effect_is_refused(tmp_path, toy, capsys, flags, message):
-    """--state-reset-every with the bucketed layout (every row starts from a zero state) and
-    --adagrad-init with Adam trained as if they were not given, without a word; now one line
-    naming the option, before anything is written."""
-    train_txt, _, vocab_txt = toy
+    """--state-reset-every and --unroll-steps with the bucketed layout (every row is one
+    sentence from a zero state), --adagrad-init with Adam, --eval-every without --valid and
+    --lr-decay-threshold without a decay trained as if they were not given, without a word;
+    now one line naming the option, before anything is written."""
+    train_txt, held_txt, vocab_txt = toy
+    flags = [str(held_txt) if flag == "VALID" else flag for flag in flags]
     args = ["train", str(train_txt), "--vocab", str(vocab_txt), "-o", str(tmp_path / "run"), "--max-steps", "1",
             "--dim", "8", "--projection-dim", "4", "--filters", "1:4", "--device", "cpu", "--no-progress"]
     assert main(args + flags) == 1
-    assert message in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "run").exists()
     assert main(args + ["--layout", "bucketed", "--optimizer", "adam"]) == 0   # their defaults are no problem
+
+
+def test_settings_without_effect_in_a_saved_config_are_not_refused(tmp_path, toy, capsys):
+    """train_config.json holds every setting, defaults included (--unroll-steps 20 with the
+    bucketed layout, --eval-every 0 without --valid, the 0.01 threshold without a decay): read
+    back with --config and resumed with the same command, it is taken; so is an explicit
+    default."""
+    train_txt, _, vocab_txt = toy
+    run = tmp_path / "run"
+    args = ["train", str(train_txt), "--vocab", str(vocab_txt), "-o", str(run), "--dim", "8",
+            "--projection-dim", "4", "--filters", "1:4", "--device", "cpu", "--no-progress", "--layout", "bucketed",
+            "--checkpoint-every", "1"]
+    assert main(args + ["--max-steps", "1", "--unroll-steps", "20", "--lr-decay-threshold", "0.01"]) == 0
+    saved = json.loads((run / "train_config.json").read_text())
+    assert (saved["unroll_steps"], saved["eval_every"], saved["lr_decay_threshold"]) == (20, 0, 0.01)
+    assert main(["train", str(train_txt), "--config", str(run / "train_config.json"), "--max-steps", "2"]) == 0
+    capsys.readouterr()
+    assert main(["train", str(train_txt), "--config", str(run / "train_config.json"), "--print-config"]) == 0
+    assert json.loads(capsys.readouterr().out)["unroll_steps"] == 20
+    assert main(args + ["--max-steps", "3"]) == 0
+    assert "resuming from checkpoint 2" in capsys.readouterr().err
+
+
+def test_a_resume_that_ends_the_decay_need_not_repeat_its_threshold(tmp_path, toy, capsys):
+    """A run that decayed with a threshold of its own, resumed with --lr-decay 1 --allow-change
+    lr-decay: the threshold, now without effect (and refused if given), is not compared."""
+    train_txt, held_txt, vocab_txt = toy
+    common = dict(eval_every=2, valid=[str(held_txt)], optimizer="adam", lr=0.01, n_negative=8, checkpoint_every=2)
+    train(tiny_config(tmp_path / "run", train_txt, vocab_txt, max_steps=2, lr_decay=0.5,
+                      lr_decay_threshold=0.5, **common))
+    capsys.readouterr()
+    summary = train(tiny_config(tmp_path / "run", train_txt, vocab_txt, max_steps=4, allow_change=["lr-decay"],
+                                **common))
+    assert summary["step"] == 4
+    assert "lr_decay was 0.5, now 1.0" in capsys.readouterr().err
 
 
 def test_held_out_text_without_a_sentence_is_refused(tmp_path, toy):
@@ -842,6 +887,41 @@ def test_finetune_text_found_in_its_own_run_folder_is_refused(tmp_path, toy):
     assert finetune(named)["steps"] == 2                  # a file named on its own there is taken
     with pytest.raises(ValueError, match=r"adapt_heldout.txt: in the run folder"):   # but not finetune's own
         finetune(named, heldout=[str(texts / "adapt_heldout.txt")])
+
+
+def test_finetune_into_a_run_folder_inside_its_text_folder_is_refused_before_the_first_session(tmp_path, toy):
+    """``elmo finetune texts/ -o texts/run``: the first session was taken (the run folder held
+    no file yet for the text to find) and every rerun refused, as the folder then found the
+    run's own files; now refused at once, by the check train uses, with nothing written."""
+    from elmo.training.finetune import finetune
+
+    train_txt, _, vocab_txt = toy
+    train(tiny_config(tmp_path / "base", train_txt, vocab_txt, max_steps=2))
+    texts = tmp_path / "texts"
+    texts.mkdir()
+    (texts / "task.txt").write_text(train_txt.read_text(encoding="utf-8"), encoding="utf-8")
+    cfg = tiny_config(texts / "run", texts, "", init_from=str(tmp_path / "base" / "model"), max_steps=2)
+    with pytest.raises(ValueError, match=rf"training text {texts}: would read the files of the run folder "
+                                         rf"{texts / 'run'} \(its train.lock"):
+        finetune(cfg)
+    assert sorted(p.name for p in texts.iterdir()) == ["task.txt"]
+
+
+def test_finetune_checks_its_start_model_once(tmp_path, toy, monkeypatch):
+    """finetune checked --from before writing its text files, and train() checked it again."""
+    from elmo.training import finetune as finetune_mod
+    from elmo.training import trainer as trainer_mod
+
+    train_txt, _, vocab_txt = toy
+    train(tiny_config(tmp_path / "base", train_txt, vocab_txt, max_steps=2))
+    calls = []
+    check = trainer_mod.check_start_model
+    counted = lambda cfg: calls.append(cfg.init_from) or check(cfg)   # noqa: E731
+    monkeypatch.setattr(trainer_mod, "check_start_model", counted)
+    monkeypatch.setattr(finetune_mod, "check_start_model", counted)
+    cfg = tiny_config(tmp_path / "ft", train_txt, "", init_from=str(tmp_path / "base" / "model"), max_steps=1)
+    assert finetune_mod.finetune(cfg)["steps"] == 1
+    assert calls == [cfg.init_from]
 
 
 def test_finetune_on_a_full_disk_names_the_file(tmp_path, toy, monkeypatch):

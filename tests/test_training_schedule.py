@@ -115,3 +115,36 @@ def test_training_decays_on_plateau_and_resume_continues_the_schedule(tmp_path):
     a = load_checkpoint(tmp_path / "straight" / "checkpoints" / "checkpoint-00000012.pt")["model"]
     b = load_checkpoint(tmp_path / "split" / "checkpoints" / "checkpoint-00000012.pt")["model"]
     assert max(float((a[k] - b[k]).abs().max()) for k in a) <= 1e-6
+
+
+def test_lr_restart_is_made_once_a_rerun_of_the_same_command_goes_on(tmp_path, capsys):
+    """A session resumed with --lr-restart, killed after the restarted rate had decayed again
+    and a checkpoint was written, then run again with the same command: it restarted the
+    decayed rate once more (every rerun did). Now the restart is recorded in the schedule and
+    the rerun goes on with it, saying so; a later phase with other settings restarts anew."""
+    train_txt, held_txt, vocab_txt = write_toy_corpus(tmp_path / "toy", n_train=100, n_heldout=10)
+    common = dict(eval_every=2, valid=[str(held_txt)], optimizer="adam", lr=0.01, lr_decay=0.5,
+                  lr_decay_threshold=0.99, n_negative=8, checkpoint_every=2)
+    run = tmp_path / "run"
+    train(tiny_config(run, train_txt, vocab_txt, max_steps=6, **common))
+    assert load_checkpoint(run / "checkpoints" / "checkpoint-00000006.pt")["lr_schedule"]["lr"] < 0.01
+    restart = tiny_config(run, train_txt, vocab_txt, max_steps=12, lr_restart=True, **common)
+    capsys.readouterr()
+    train(restart, stop_after=4)                # restarted at 6, decayed at 8 and 10; "killed" at 10
+    assert "learning rate restarted at 0.01" in capsys.readouterr().err
+    at10 = load_checkpoint(run / "checkpoints" / "checkpoint-00000010.pt")["lr_schedule"]
+    assert at10["lr"] == 0.0025
+    train(restart)                              # the same command again: the schedule goes on
+    err = capsys.readouterr().err
+    final = load_checkpoint(run / "checkpoints" / "checkpoint-00000012.pt")
+    assert final["optimizer"]["param_groups"][0]["lr"] == final["lr_schedule"]["lr"] == 0.0025   # (0.01 again)
+    assert at10["restart"]["step"] == 6 and at10["restart"]["lr"] == 0.01
+    assert ("learning rate not restarted again: checkpoint-00000010.pt was written after this command's "
+            "restart at step 6 (to 0.01); the schedule goes on at 0.0025") in err
+    assert "learning rate restarted" not in err
+    events = [json.loads(line) for line in (run / "log.jsonl").read_text().splitlines()]
+    assert [(e["step"], e["lr_restart"], e["lr"]) for e in events if e["event"] == "resume"] == [
+        (6, True, 0.01), (10, False, 0.0025)]
+    train(tiny_config(run, train_txt, vocab_txt, max_steps=14, lr_restart=True, **common))   # a new phase
+    assert "learning rate restarted at 0.01 (it was 0.0025)" in capsys.readouterr().err
+    assert load_checkpoint(run / "checkpoints" / "checkpoint-00000014.pt")["lr_schedule"]["restart"]["step"] == 12

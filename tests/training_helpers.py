@@ -76,5 +76,7 @@ def tiny_config(output, train, vocab, **overrides) -> TrainConfig:
     fields = dict(train=[str(train)], vocab=str(vocab), output=str(output), options=tiny_model_options(),
                   batch_size=4, unroll_steps=10, epochs=1.0, n_negative=0, checkpoint_every=10_000,
                   log_every=10, progress=False, device="cpu")
+    if overrides.get("layout") == "bucketed":
+        del fields["unroll_steps"]   # (refused with that layout, which reads whole sentences)
     fields.update(overrides)
     return TrainConfig(**fields)

@@ -26,7 +26,8 @@ from .checkpoint import latest_checkpoint, writing
 from .export import VOCAB_FILE, load_language_model, read_metadata
 from .resume import ResumeMismatch
 from .distributed import is_main_process
-from .trainer import TrainConfig, check_start_model, check_vocabulary_not_text, run_lock, train
+from .trainer import (TrainConfig, check_start_model, check_text_outside_run, check_vocabulary_not_text, run_lock,
+                      train)
 
 MIN_STEPS_PER_EPOCH = 20
 
@@ -55,20 +56,6 @@ def heldout_file(output: str | Path) -> Path:
     return Path(output) / OWN_TEXT_FILES[1]
 
 
-def _refuse_run_files(out: Path, given: Sequence[str], files: Sequence[Path]) -> None:
-    """Refuse text that a folder or glob finds inside the run folder, and finetune's own text
-    files: on a rerun ``elmo finetune texts/ -o texts`` read the run's checkpoints, log and
-    ``adapt_heldout.txt`` as text (before the first checkpoint, the held-out part was then
-    trained on). A file named on its own there is taken."""
-    run, named = out.resolve(), {Path(p).resolve() for p in given if Path(p).is_file()}
-    for path in files:
-        found = Path(path).resolve()
-        own = found.parent == run and found.name in OWN_TEXT_FILES
-        if found.is_relative_to(run) and (found not in named or own):
-            raise ValueError(f"{path}: in the run folder {out}, where finetune writes its own files (checkpoints, "
-                             f"{', '.join(OWN_TEXT_FILES)}); name the text files themselves, or give another --output")
-
-
 def _refuse_heldout_in_training(train_files: Sequence[Path], held_files: Sequence[Path]) -> None:
     """Refuse --heldout text that is also training text (the same file by any path or link):
     its perplexity was reported as held-out though the model had trained on it."""
@@ -91,7 +78,9 @@ def finetune(cfg: TrainConfig, heldout: Optional[Sequence[str]] = None, heldout_
     check_output_dir(out, "run folder")   # a file there: named, not "File exists"
     check_start_model(cfg)   # before its text files are written there
     text_files, held_files = expand_paths(cfg.train), expand_paths(heldout) if heldout else []
-    _refuse_run_files(out, [*cfg.train, *(heldout or [])], text_files + held_files)   # (before the lock file)
+    # (before the lock file; finetune's stricter rule, see check_text_outside_run)
+    check_text_outside_run(out, {"training text": cfg.train, "--heldout": list(heldout or [])},
+                           own_names=OWN_TEXT_FILES, found=text_files + held_files)
     _refuse_heldout_in_training(text_files, held_files)
     check_vocabulary_not_text([*cfg.train, *(heldout or [])], Path(cfg.init_from) / VOCAB_FILE,
                               f"--from {cfg.init_from}")
@@ -145,7 +134,7 @@ def _finetune(cfg: TrainConfig, out: Path, text_files: List[Path], held_files: L
                 "heldout_ppl_before": before}
     run_cfg = dataclasses.replace(cfg, train=[str(train_file)], valid=[str(held_file)], batch_size=batch_size,
                                   vocab=str(Path(cfg.init_from) / VOCAB_FILE), metadata=metadata)
-    summary = train(run_cfg, lock=False)
+    summary = train(run_cfg, lock=False, start_model_checked=True)   # (checked above, with the same --from and -o)
     adapted, _ = load_language_model(out / "model")
     after = perplexity(adapted, held, vocab, cfg.eval_batch_size)
     report = {"model": str(out / "model"), "heldout_sentences": len(held), "before": before, "after": after,

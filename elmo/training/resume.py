@@ -64,14 +64,33 @@ def _flatten(prefix: str, value: Any) -> Dict[str, Any]:
     return {prefix: value}
 
 
+def without_effect(config: Dict[str, Any]) -> frozenset:
+    """The settings that the rest of ``config`` leaves without effect (the unroll steps and
+    state resets of the bucketed layout, the threshold of a decay of 1, Adam's Adagrad
+    accumulator). A new config refuses such a setting given; a stored one may hold any value
+    there (a run begun before that refusal), and it changed nothing."""
+    out = set()
+    if config.get("layout") == "bucketed":
+        out |= {"unroll_steps", "state_reset_every"}
+    if config.get("lr_decay", 1.0) >= 1.0:
+        out.add("lr_decay_threshold")
+    if config.get("optimizer", "adagrad") != "adagrad":
+        out.add("adagrad_init")
+    return frozenset(out)
+
+
 def differences(stored: Dict[str, Any], new: Dict[str, Any]) -> List[Tuple[str, str, Any, Any]]:
     """(top-level key, dotted name, stored value, new value) of every setting that differs.
 
-    Keys the stored config does not have (written by an older version) are not compared.
+    Keys the stored config does not have (written by an older version) are not compared, nor
+    are settings without effect in either config (:func:`without_effect`): a resume with
+    ``--lr-decay 1 --allow-change lr-decay`` need not repeat (or allow) the old threshold,
+    which the new config refuses.
     """
+    idle = without_effect(stored) | without_effect(new)
     out = []
     for key in sorted(new):
-        if key in FREE or key not in stored:
+        if key in FREE or key not in stored or key in idle:
             continue
         old_flat = _flatten(key, _normal(key, stored[key]))
         new_flat = _flatten(key, _normal(key, new[key]))

@@ -20,6 +20,12 @@ class PlateauDecay:
     ``factor`` 1.0 never decays. ``base_lr`` is the run's configured rate this schedule started
     from; a resume with another configured rate (``--allow-change lr``) starts the schedule
     again from that rate, keeping the best perplexity.
+
+    ``restart`` records the latest warm restart (``--lr-restart``): the step it was made at,
+    the rate it restarted to and a digest of the settings of the command that made it. It
+    travels in every later checkpoint, so a rerun of that same command (after a kill) sees
+    that its restart was made already and goes on with the schedule instead of restarting the
+    decayed rate again.
     """
 
     factor: float
@@ -28,6 +34,7 @@ class PlateauDecay:
     lr: float
     best: Optional[float] = None
     decays: int = 0
+    restart: Optional[Dict[str, Any]] = None
 
     def __post_init__(self):
         if not 0.0 < self.factor <= 1.0:
@@ -61,8 +68,9 @@ class PlateauDecay:
     def load_state_dict(self, state: Dict[str, Any], restart: bool = False) -> None:
         """Continue a stored schedule. The stored rate is kept unless the configured one
         (``self.base_lr``) differs from the one the stored schedule started from, or
-        ``restart`` asks for the configured rate again (a warm restart). The best perplexity
-        and the count of decays are kept either way."""
+        ``restart`` asks for the configured rate again (a warm restart). The best perplexity,
+        the count of decays and the record of the latest restart are kept either way."""
         self.best, self.decays = state.get("best"), int(state.get("decays", 0))
+        self.restart = state.get("restart")
         if state.get("base_lr") == self.base_lr and not restart:
             self.lr = float(state["lr"])

@@ -22,7 +22,7 @@ import time
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import torch
 from torch.nn.parallel import DistributedDataParallel
@@ -49,6 +49,10 @@ from .stop import StopRequests, TrainingStopped
 
 #: Adagrad's initial accumulator value, the original's (``--adagrad-init``).
 ADAGRAD_INIT = 1.0
+#: The default time steps per batch of the packed layout (``--unroll-steps``).
+UNROLL_STEPS = 20
+#: The default relative improvement that counts as progress for the decay (``--lr-decay-threshold``).
+LR_DECAY_THRESHOLD = 0.01
 
 
 def _setting_list(text: str) -> List[str]:
@@ -70,7 +74,7 @@ class TrainConfig:
         None, flag="--from", help="warm start: continue training this trained model folder (weights and "
                                   "vocabulary kept, a fresh optimizer)")
     batch_size: int = setting(128, help="rows per process")
-    unroll_steps: int = setting(20, help="time steps per batch")
+    unroll_steps: int = setting(UNROLL_STEPS, help="time steps per batch (packed layout)")
     layout: str = setting("packed", choices=["packed", "bucketed"],
                           help="packed: sentences end to end, state carried across batches (the original); "
                                "bucketed: one sentence a row, zero state")
@@ -88,10 +92,11 @@ class TrainConfig:
     lr_decay: float = setting(1.0, help="multiply the learning rate by this at every validation run whose "
                                         "perplexity is not --lr-decay-threshold below the best so far (needs "
                                         "--valid and --eval-every; 1 = never; Kim et al. 2016 halve it: 0.5)")
-    lr_decay_threshold: float = setting(0.01, help="relative improvement of the validation perplexity that "
+    lr_decay_threshold: float = setting(LR_DECAY_THRESHOLD, help="relative improvement of the validation perplexity that "
                                                    "counts as progress for --lr-decay")
     lr_restart: bool = setting(False, help="on resume: start the learning rate again at --lr (a warm "
                                            "restart), also when --lr is the rate the run started from; "
+                                           "once: the same command run again goes on from the restart; "
                                            "without it a resume keeps the decayed rate", show_default=False)
     clip_norm: float = setting(10.0, help="global gradient-norm clip")
     dropout: float = setting(0.1, help="on LSTM inputs and before the softmax")
@@ -129,14 +134,29 @@ class TrainConfig:
 
     def _check_combinations(self) -> None:
         """Refuse a setting that the rest of the config leaves without effect (it was ignored
-        without a word), naming it."""
+        without a word), naming it.
+
+        A value is taken as given when it differs from the setting's default: the config does
+        not know where a value came from (an option, ``--config``, ``--set``, a saved
+        ``train_config.json``), and a default there is never a problem, so a saved config
+        (which holds every setting) and ``--print-config`` round trips pass. A default given
+        explicitly (``--unroll-steps 20 --layout bucketed``) is taken, as it changes nothing.
+        A resume compares such settings only where they take effect (:mod:`.resume`)."""
         if self.layout == "bucketed" and self.state_reset_every:
             raise ValueError(f"--state-reset-every {self.state_reset_every} applies to --layout packed, whose rows "
                              f"carry their LSTM state from batch to batch; --layout bucketed starts every row "
                              f"from a zero state")
+        if self.layout == "bucketed" and self.unroll_steps != UNROLL_STEPS:
+            raise ValueError(f"--unroll-steps {self.unroll_steps} applies to --layout packed; --layout bucketed "
+                             f"reads one whole sentence a row")
         if self.optimizer != "adagrad" and self.adagrad_init != ADAGRAD_INIT:
             raise ValueError(f"--adagrad-init {self.adagrad_init} applies to --optimizer adagrad, not "
                              f"{self.optimizer}")
+        if self.eval_every and not self.valid:
+            raise ValueError(f"--eval-every {self.eval_every} needs held-out text (--valid) to validate on")
+        if self.lr_decay >= 1.0 and self.lr_decay_threshold != LR_DECAY_THRESHOLD:
+            raise ValueError(f"--lr-decay-threshold {self.lr_decay_threshold} applies to a decay (--lr-decay below "
+                             f"1); with --lr-decay {self.lr_decay:g} the rate is never decayed")
 
     def _check_ranges(self) -> None:
         """Refuse numbers that would crash later, train nothing or corrupt the weights (a NaN
@@ -226,6 +246,15 @@ def build_model(cfg: TrainConfig, vocab: Vocabulary) -> LanguageModel:
         ElmoOptions.from_dict(cfg.options), n_tokens_vocab=len(vocab), unroll_steps=cfg.unroll_steps,
         dropout=cfg.dropout, n_negative_samples_batch=cfg.n_negative or None)
     return LanguageModel(options, len(vocab), vocab.bos, vocab.eos, cfg.dropout)
+
+
+def restart_settings(cfg: TrainConfig) -> str:
+    """A digest of the settings of the command that makes a warm restart (``--lr-restart``),
+    recorded with it in the schedule: a rerun of the same command is recognised by it, while a
+    later phase (another --max-steps or --lr, say) is not. How the run is shown and where it
+    runs (--no-progress, --device) are left out: they do not change what is trained."""
+    settings = {k: v for k, v in asdict(cfg).items() if k not in ("progress", "device")}
+    return hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode("utf-8")).hexdigest()
 
 
 WARM_START_FILE = "warm_start.json"
@@ -336,17 +365,21 @@ def _stop_flags(cfg: TrainConfig, ctx: distributed.Context, elapsed: float, sign
     return late_sum > 0, signal_sum > 0
 
 
-def train(cfg: TrainConfig, stop_after: Optional[int] = None, lock: bool = True) -> Dict[str, Any]:
+def train(cfg: TrainConfig, stop_after: Optional[int] = None, lock: bool = True,
+          start_model_checked: bool = False) -> Dict[str, Any]:
     """Train (or resume) the run ``cfg.output``. Returns a summary of the run.
 
     ``stop_after``: return after this many steps of this session (the run stays resumable;
     checkpoints are written as configured, plus one at the stopping step).
     ``lock``: take the run's lock (:func:`run_lock`); False where the caller holds it.
+    ``start_model_checked``: the caller ran :func:`check_start_model` on this ``init_from``
+    and ``output`` already (finetune, before it writes its text files).
     """
     out = Path(cfg.output)
     check_output_dir(out, "run folder")   # a file there: named, not "File exists"
-    check_start_model(cfg)
-    check_text_outside_run(cfg)
+    if not start_model_checked:
+        check_start_model(cfg)
+    check_text_outside_run(cfg.output, {"training text": cfg.train, "--valid": cfg.valid})
     check_vocabulary_not_text([*cfg.train, *cfg.valid], cfg.vocab)
     ctx = distributed.setup(cfg.device)
     if ctx.device.type == "cpu":
@@ -381,20 +414,41 @@ def run_files(out: Path) -> List[Path]:
         out / folder / name for folder in ("model", "model.partial") for name in model]
 
 
-def check_text_outside_run(cfg: TrainConfig) -> None:
-    """Refuse training or --valid text that would take in the run's own files: a folder that
-    holds the run folder (``elmo train corpus/ -o corpus``, or ``-o corpus/run``), a glob that
-    matches its files, or one of them named. Every file below a folder is read as text, so the
-    first session trained on the lock file, and a resume read the checkpoints and log as text
-    and failed on "not valid UTF-8" or "the training text has changed". A text file of its own
-    inside the run folder, or a folder of text there, is taken."""
-    own = run_files(Path(cfg.output))
-    for option, patterns in (("training text", cfg.train), ("--valid", cfg.valid)):
+def check_text_outside_run(output: str | Path, texts: Dict[str, Sequence[str]], *, own_names: Sequence[str] = (),
+                           found: Optional[Sequence[Path]] = None) -> None:
+    """Refuse text that would take in the run's own files: ``texts`` maps an option (for the
+    message) to its files, folders or globs. Every file below a folder is read as text, so a
+    folder that holds the run folder ``output`` (``elmo train corpus/ -o corpus``, or ``-o
+    corpus/run``), a glob that matches its files, or one of them named is refused: the first
+    session trained on the lock file, and a resume read the checkpoints and log as text and
+    failed on "not valid UTF-8" or "the training text has changed". A text file of its own
+    inside the run folder, or a folder of text there, is taken. ``own_names`` are the further
+    files the command writes at the top of the run folder (finetune's ``adapt_*.txt``).
+
+    ``found``, the files that ``texts`` lists now, asks for finetune's stricter rule first:
+    any of them inside the run folder is refused unless it was named on its own (and is not
+    one of ``own_names``), a folder or glob of text there included. (That rule came first,
+    for ``elmo finetune texts/ -o texts``; it is kept as it was, since train's rule alone
+    would make finetune take text it refuses.) The rule above applies to finetune too: found
+    files cannot see a run folder not yet written (``elmo finetune texts/ -o texts/run`` was
+    taken, and its rerun then refused)."""
+    out = Path(output)
+    if found is not None:
+        run = out.resolve()
+        named = {Path(p).resolve() for patterns in texts.values() for p in patterns if Path(p).is_file()}
+        for path in found:
+            full = Path(path).resolve()
+            own = full.parent == run and full.name in own_names
+            if full.is_relative_to(run) and (full not in named or own):
+                raise ValueError(f"{path}: in the run folder {out}, where finetune writes its own files (checkpoints, "
+                                 f"{', '.join(own_names)}); name the text files themselves, or give another --output")
+    own_files = run_files(out) + [out / name for name in own_names]
+    for option, patterns in texts.items():
         for pattern in patterns:
-            found = next((path for path in own if would_find(pattern, path)), None)
-            if found is not None:
-                raise ValueError(f"{option} {pattern}: would read the files of the run folder {cfg.output} "
-                                 f"(its {found.relative_to(cfg.output)}, checkpoints, log) as text; give "
+            hit = next((path for path in own_files if would_find(pattern, path)), None)
+            if hit is not None:
+                raise ValueError(f"{option} {pattern}: would read the files of the run folder {output} "
+                                 f"(its {hit.relative_to(out)}, checkpoints, log) as text; give "
                                  f"another --output, or name the text files themselves")
 
 
@@ -444,6 +498,7 @@ class TrainingRun:
         self.state = None  # the LSTM state carried to the next batch (packed layout)
         self.resume_from: Optional[Path] = None
         self.lr_before: Optional[float] = None
+        self.lr_restarted = False  # whether this session's resume restarted the learning rate
         self.last_valid: Optional[Dict[str, float]] = None
         self.schedule = cfg.new_schedule()
         self.warm_start: Optional[Dict[str, Any]] = None  # where a warm-started run began
@@ -613,14 +668,7 @@ class TrainingRun:
                                   f"--output") from None
         self.optimizer.load_state_dict(ckpt["optimizer"])
         self.lr_before = self.optimizer.param_groups[0]["lr"]
-        # the run's lr wins when it differs (only when allowed: --allow-change lr) or on --lr-restart,
-        # else the schedule's decayed one
-        if ckpt.get("lr_schedule"):
-            self.schedule.load_state_dict(ckpt["lr_schedule"], restart=cfg.lr_restart)
-        self._set_lr(self.schedule.lr)
-        if cfg.lr_restart and ctx.is_main:
-            print(f"learning rate restarted at {self.schedule.lr:g} (it was {self.lr_before:g})",
-                  file=sys.stderr, flush=True)
+        self._resume_schedule(ckpt)
         self.step_no, self.tokens_done, self.elapsed = ckpt["step"], ckpt["tokens"], ckpt["elapsed"]
         self.skipped_steps = ckpt.get("skipped_steps", 0)
         mine = ckpt["ranks"][ctx.rank]
@@ -632,6 +680,35 @@ class TrainingRun:
         self.window_resumed = mine.get("log_window")
         if _out_of_time(cfg, ctx, self.elapsed):
             self.n_steps = min(self.n_steps, self.step_no)
+
+    def _resume_schedule(self, ckpt: Dict[str, Any]) -> None:
+        """The learning rate to go on with: the run's lr when it differs (only when allowed:
+        --allow-change lr) or on --lr-restart, else the schedule's decayed one.
+
+        A restart is made once: it is recorded in the schedule (:class:`PlateauDecay`'s
+        ``restart``), and a checkpoint that holds the record of this same command's restart
+        was written after it, so the rerun of a killed session goes on with the schedule (the
+        rate decayed since) instead of restarting it again. A later phase with other settings
+        (a longer --max-steps) restarts anew."""
+        cfg, ctx = self.cfg, self.ctx
+        stored = ckpt.get("lr_schedule") or {}
+        settings = restart_settings(cfg)
+        made = stored.get("restart") or {}
+        again = cfg.lr_restart and made.get("settings") == settings   # this command's restart is made
+        restart = cfg.lr_restart and not again
+        if stored:
+            self.schedule.load_state_dict(stored, restart=restart)
+        if restart:
+            self.schedule.restart = {"step": ckpt["step"], "lr": self.schedule.lr, "settings": settings}
+        self.lr_restarted = restart
+        self._set_lr(self.schedule.lr)
+        if restart and ctx.is_main:
+            print(f"learning rate restarted at {self.schedule.lr:g} (it was {self.lr_before:g})",
+                  file=sys.stderr, flush=True)
+        elif again and ctx.is_main:
+            print(f"learning rate not restarted again: {self.resume_from.name} was written after this command's "
+                  f"restart at step {made['step']} (to {made['lr']:g}); the schedule goes on at "
+                  f"{self.schedule.lr:g}", file=sys.stderr, flush=True)
 
     def _check_vocabulary(self, stored: Optional[str]) -> None:
         """Refuse a vocabulary file whose words changed since the checkpoint was written (the
@@ -673,7 +750,7 @@ class TrainingRun:
         elif ctx.is_main:
             self.log_file.write({"event": "resume", "step": self.step_no, "from": self.resume_from.name,
                                  "lr": self.schedule.lr, "lr_before": self.lr_before,
-                                 "lr_restart": cfg.lr_restart, "state_reset_every": cfg.state_reset_every})
+                                 "lr_restart": self.lr_restarted, "state_reset_every": cfg.state_reset_every})
 
     def step(self) -> None:
         """One batch: forward, backward, clip, optimizer step; advances the position."""
