@@ -55,10 +55,31 @@ def test_a_bfloat16_model_saves_in_the_original_layout(tmp_path):
     bilm = random_bilm().to(torch.bfloat16)
     save_original(bilm, tmp_path / "options.json", tmp_path / "weights.hdf5")
     elmo.save_pretrained(bilm, tmp_path / "folder", fmt="original")
-    for loaded in (load_original(tmp_path / "options.json", tmp_path / "weights.hdf5"),
-                   elmo.from_pretrained(tmp_path / "folder")):
+    for loaded in (load_original(tmp_path / "options.json", tmp_path / "weights.hdf5", dtype=torch.float32),
+                   elmo.from_pretrained(tmp_path / "folder", dtype="float32")):
         for (n, p), (_, q) in zip(bilm.state_dict().items(), loaded.state_dict().items()):
             assert q.dtype == torch.float32 and torch.equal(p.float(), q), n
+    with h5py.File(tmp_path / "weights.hdf5", "r") as h5:
+        assert h5["CNN_proj/W_proj"].dtype == np.float32   # what other ELMo readers expect
+
+
+@pytest.mark.parametrize("fmt", ["safetensors", "original"])
+def test_a_bfloat16_model_loads_back_as_bfloat16(tmp_path, fmt):
+    """save_pretrained of a bfloat16 model loaded back as float32 (the same values): the dtype is
+    now recorded and restored, unless the loader is given one; a float32 model stays float32."""
+    bilm = random_bilm().to(torch.bfloat16)
+    elmo.save_pretrained(bilm, tmp_path / "bf16", fmt=fmt)
+    for loaded in (elmo.from_pretrained(tmp_path / "bf16"), elmo.load_pretrained(tmp_path / "bf16")):
+        for (n, p), (_, q) in zip(bilm.state_dict().items(), loaded.state_dict().items()):
+            assert q.dtype == p.dtype and torch.equal(p, q), n
+    assert elmo.from_pretrained(tmp_path / "bf16", dtype=torch.float32).token_encoder.projection.weight.dtype \
+        == torch.float32
+    elmo.save_pretrained(random_bilm(), tmp_path / "fp32", fmt=fmt)
+    assert all(p.dtype == torch.float32 for p in elmo.from_pretrained(tmp_path / "fp32").parameters())
+    assert all(p.dtype == torch.bfloat16
+               for p in elmo.from_pretrained(tmp_path / "fp32", dtype="bfloat16").parameters())
+    with pytest.raises(ValueError, match="dtype must be one of float32"):
+        elmo.from_pretrained(tmp_path / "fp32", dtype="int8")
 
 
 def test_truncated_file_is_a_clear_error(tmp_path):
