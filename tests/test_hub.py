@@ -180,6 +180,28 @@ def test_a_name_from_the_table_downloads_checks_and_gets_a_folder(monkeypatch, c
     assert main(["models", "get", "test-fixture"]) == 0
 
 
+def test_models_list_checks_the_pins_of_single_files(monkeypatch, capsys):
+    """elmo models list marked an options + weights model cached whenever its files were there,
+    one changed on disk since included (an archive's folder is checked against its pin)."""
+    import hashlib
+    with FileServer(fixture_files()) as server:
+        pins = {"options": hashlib.sha256((FIXTURE / "options.json").read_bytes()).hexdigest(),
+                "weights": hashlib.sha256((FIXTURE / "weights.hdf5").read_bytes()).hexdigest()}
+        entry = registry.PretrainedModel(
+            name="test-pinned", format="original", language="English", language_code="en",
+            training_data="none (test weights)", licence="Apache-2.0",
+            urls={"options": server.url(OPTIONS), "weights": server.url(WEIGHTS)}, sha256=pins)
+        monkeypatch.setitem(registry.MODELS, entry.name, entry)
+        assert main(["models", "get", "test-pinned"]) == 0
+        capsys.readouterr()
+        assert main(["models", "list"]) == 0
+        assert re.search(r"^test-pinned\s+yes\s", capsys.readouterr().out, re.M)
+        weights = cache_path(server.url(WEIGHTS))
+        weights.write_bytes(weights.read_bytes()[:-1] + b"\0")      # damaged on disk
+        assert main(["models", "list"]) == 0
+        assert re.search(r"^test-pinned\s+no\s", capsys.readouterr().out, re.M)
+
+
 def test_a_server_that_is_not_there_is_one_line(monkeypatch):
     with FileServer({}) as server:
         url = server.url(OPTIONS)
