@@ -202,6 +202,21 @@ def test_models_list_checks_the_pins_of_single_files(monkeypatch, capsys):
         assert re.search(r"^test-pinned\s+no\s", capsys.readouterr().out, re.M)
 
 
+def test_urls_that_differ_in_their_query_are_cached_apart(cache):
+    """The query string was dropped from the cache path: two URLs that differ only in it (a
+    version, a signed token) shared one cached file, and the second got the first's bytes.
+    A URL without a query keeps the path it had."""
+    from elmo.hub.download import fetch
+    assert cache_path("http://h.org/m/w.hdf5") == cache / "models" / "files" / "h.org" / "m" / "w.hdf5"
+    one, two = cache_path("http://h.org/m/w.hdf5?v=1"), cache_path("http://h.org/m/w.hdf5?v=2")
+    assert one != two and one.name == two.name == "w.hdf5" and one.parent.parent == cache_path(
+        "http://h.org/m/w.hdf5").parent
+    assert cache_path("http://h.org/m/w.hdf5?v=1#part") == one
+    with FileServer({"/m/w.bin?v=1": b"version one", "/m/w.bin?v=2": b"version two"}) as server:
+        assert fetch(server.url("/m/w.bin?v=1"), progress=False).read_bytes() == b"version one"
+        assert fetch(server.url("/m/w.bin?v=2"), progress=False).read_bytes() == b"version two"
+
+
 def test_a_server_that_is_not_there_is_one_line(monkeypatch):
     with FileServer({}) as server:
         url = server.url(OPTIONS)
