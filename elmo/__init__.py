@@ -77,15 +77,17 @@ def model_path(name_or_path: str | Path) -> Path:
     return as_folder(_resolve(name_or_path), str(name_or_path))
 
 
-def from_pretrained(name_or_path: str | Path, *, stateful: bool = False, device=None) -> BiLM:
+def from_pretrained(name_or_path: str | Path, *, stateful: bool = False, device=None, dtype=None) -> BiLM:
     """Load a model: a bundled name (``"default"``, ``"fixture"``), a model folder (native or
     original layout), a published model's name (``elmo models list``: ``"small"``,
     ``"original"``, ``"manylangs-de"``, ...) or an http(s) URL (an ``...options.json`` with its
-    ``...weights.hdf5`` beside it, a ``...weights.hdf5``, or a model archive)."""
+    ``...weights.hdf5`` beside it, a ``...weights.hdf5``, or a model archive). The model gets
+    the dtype it was saved in (:func:`save_pretrained` keeps a bfloat16 model's); ``dtype=``
+    (``torch.float32``, ``"bfloat16"`` ...) sets another."""
     local = _resolve(name_or_path)
     if local.folder is None:
-        return load_original(local.options, local.weights, stateful=stateful, device=device)
-    return load_pretrained(local.folder, stateful=stateful, device=device)
+        return load_original(local.options, local.weights, stateful=stateful, device=device, dtype=dtype)
+    return load_pretrained(local.folder, stateful=stateful, device=device, dtype=dtype)
 
 
 __all__ = ["BiLM", "CharCNN", "CharCNNConfig", "ConfigError", "Elmo", "ElmoEmbedder", "ElmoOptions",

@@ -148,6 +148,16 @@ def atomic_write_text(path: str | Path, text: str) -> None:
         tmp.unlink(missing_ok=True)
 
 
+def copy_file(source: Path, path: Path) -> None:
+    """Copy ``source`` onto ``path`` atomically (readers see the old or the whole new file)."""
+    tmp = atomic_target(path)
+    try:
+        shutil.copyfile(source, tmp)
+        atomic_commit(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
 @contextmanager
 def atomic_folder(folder: Path) -> Iterator[Path]:
     """Write a folder whole or not at all: the block writes its files into the yielded

@@ -245,10 +245,47 @@ def check_finite(array: np.ndarray | torch.Tensor, where: str) -> None:
                               f"the first at index {first}")
 
 
+#: The dtypes a model may be saved in, by name (what the files record of it).
+DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16,
+          "float64": torch.float64}
+#: The HDF5 attribute that records the dtype of a model that was not float32 when it was saved:
+#: the original layout stores float32 (numpy has no bfloat16), which loads as float32 otherwise.
+DTYPE_ATTRIBUTE = "torch_dtype"
+
+
+def model_dtype(bilm: BiLM) -> torch.dtype:
+    """The dtype of a model's weights."""
+    return bilm.token_encoder.projection.weight.dtype
+
+
+def _dtype_name(dtype: torch.dtype) -> str:
+    return next(name for name, d in DTYPES.items() if d == dtype)
+
+
+def _requested_dtype(dtype: str | torch.dtype | None) -> torch.dtype | None:
+    """``dtype=`` of a loader as a torch dtype (None: as the model was saved)."""
+    if dtype is None or isinstance(dtype, torch.dtype) and dtype in DTYPES.values():
+        return dtype
+    if isinstance(dtype, str) and dtype.removeprefix("torch.") in DTYPES:
+        return DTYPES[dtype.removeprefix("torch.")]
+    raise ValueError(f"dtype must be one of {', '.join(DTYPES)} (or None: as saved), got {dtype!r}")
+
+
+def _recorded_dtype(path: Path) -> torch.dtype | None:
+    """The dtype :func:`save_original` recorded in ``path`` (None: float32, or not recorded)."""
+    with open_hdf5(path) as h5:
+        name = h5.attrs.get(DTYPE_ATTRIBUTE)
+    name = name.decode() if isinstance(name, bytes) else name
+    return DTYPES.get(name) if isinstance(name, str) else None
+
+
 def load_original(options_file: str | Path, weight_file: str | Path, *, stateful: bool = False,
-                  device: str | torch.device | None = None) -> BiLM:
+                  device: str | torch.device | None = None, dtype: str | torch.dtype | None = None) -> BiLM:
     """Build a :class:`BiLM` from options.json and the original HDF5 weights (paths, or http(s)
-    URLs that are downloaded into the cache and checked first, see :mod:`elmo.hub`)."""
+    URLs that are downloaded into the cache and checked first, see :mod:`elmo.hub`).
+
+    The model gets the dtype it was saved in (a bfloat16 model's is recorded in the HDF5 file,
+    which stores float32), float32 for files without a record; ``dtype=`` sets another."""
     from .hub.download import is_url
     require_path("options_file", options_file)
     require_path("weight_file", weight_file)
@@ -256,8 +293,12 @@ def load_original(options_file: str | Path, weight_file: str | Path, *, stateful
         from .hub.resolve import local_pair
         options_file, weight_file = local_pair(options_file, weight_file)
     options = ElmoOptions.from_file(options_file)
+    target = _requested_dtype(dtype)
     bilm = BiLM(options, stateful=stateful)
     _assign_original_arrays(bilm, read_original_arrays(weight_file, options))
+    target = target or _recorded_dtype(Path(weight_file))
+    if target is not None and target != torch.float32:
+        bilm = bilm.to(target)
     bilm.eval()
     return bilm.to(resolve_device(device, None, "device")) if device is not None else bilm
 
@@ -272,7 +313,8 @@ def save_original(bilm: BiLM, options_file: str | Path, weight_file: str | Path,
                   dtype: str = "float32") -> None:
     """Write options.json and the HDF5 weights in the original layout (atomically).
 
-    ``dtype="float16"`` halves the file; loading converts back to float32.
+    ``dtype="float16"`` halves the file; loading converts back to float32. A model that is not
+    float32 (bfloat16, say) is stored as float32 with its dtype recorded, which loading restores.
     """
     _require_bilm(bilm, "save_original")
     weight_file = Path(weight_file)
@@ -284,6 +326,8 @@ def save_original(bilm: BiLM, options_file: str | Path, weight_file: str | Path,
             for name, array in _to_original_arrays(bilm).items():
                 out.file.create_dataset(name, data=array.astype(dtype, copy=False))
                 out.check()
+            if model_dtype(bilm) != torch.float32:   # (it loaded back as float32)
+                out.file.attrs[DTYPE_ATTRIBUTE] = _dtype_name(model_dtype(bilm))
             out.commit(weight_file)
         except BaseException:
             out.abort()
@@ -316,7 +360,10 @@ def write_safetensors(state: Dict[str, torch.Tensor], path: Path, metadata: Dict
 def save_pretrained(bilm: BiLM, folder: str | Path, fmt: str = "safetensors") -> Path:
     """Save a model folder: ``config.json`` + ``model.safetensors`` (native), or
     ``options.json`` + ``weights.hdf5`` (``fmt="original"``). A dictionary model
-    (ELMoForManyLangs) also gets its ``char.dic`` (and ``word.dic``) and is native only."""
+    (ELMoForManyLangs) also gets its ``char.dic`` (and ``word.dic``) and is native only.
+
+    The weights' dtype is kept (:func:`load_pretrained` restores it). ``stateful`` is not saved:
+    it is how a caller runs the model (``from_pretrained(..., stateful=True)``), not part of it."""
     import shutil
 
     from .io import check_output_dir, no_empty_folder_on_failure
@@ -351,7 +398,7 @@ def save_pretrained(bilm: BiLM, folder: str | Path, fmt: str = "safetensors") ->
     return folder
 
 
-def _load_native(folder: Path, stateful: bool) -> BiLM:
+def _load_native(folder: Path, stateful: bool, dtype: torch.dtype | None = None) -> BiLM:
     from safetensors import SafetensorError
     from safetensors.torch import load_file
 
@@ -390,28 +437,37 @@ def _load_native(folder: Path, stateful: bool) -> BiLM:
                               + (f" (and {len(extra) - 1} more)" if len(extra) > 1 else "")
                               + f"; is {NATIVE_CONFIG} the one saved with these weights?")
     bilm.load_state_dict(state)
-    return bilm
+    # The file holds each tensor in the model's dtype when it was saved; the model was built in
+    # float32 (a bfloat16 model loaded back as float32): it gets that dtype back.
+    saved = {t.dtype for t in state.values() if t.is_floating_point()}
+    target = dtype or (saved.pop() if len(saved) == 1 else None)
+    return bilm.to(target) if target is not None and target != torch.float32 else bilm
 
 
 def load_pretrained(path: str | Path, *, stateful: bool = False,
-                    device: str | torch.device | None = None) -> BiLM:
+                    device: str | torch.device | None = None, dtype: str | torch.dtype | None = None) -> BiLM:
     """Load a model folder: native safetensors, the original HDF5 layout, or an ELMoForManyLangs
-    folder (config.json naming a model configuration, char.dic, word.dic, *.pkl)."""
+    folder (config.json naming a model configuration, char.dic, word.dic, *.pkl).
+
+    The model gets the dtype it was saved in (see :func:`save_pretrained`); ``dtype=``
+    (``torch.float32``, ``"bfloat16"`` ...) sets another."""
     from .manylangs.folder import is_manylangs_folder, load_manylangs
 
+    target = _requested_dtype(dtype)
     folder = require_path("path (the model folder)", path)
     if not folder.is_dir():
         raise WeightFileError(f"{folder}: not a model folder")
     if (folder / NATIVE_WEIGHTS).exists():
-        bilm = _load_native(folder, stateful)
+        bilm = _load_native(folder, stateful, target)
     elif not (folder / ORIGINAL_OPTIONS).exists() and is_manylangs_folder(folder):
         bilm = load_manylangs(folder, stateful=stateful)
+        bilm = bilm.to(target) if target is not None else bilm
     else:
         weights = next((folder / n for n in ORIGINAL_WEIGHTS if (folder / n).exists()), None)
         if weights is None or not (folder / ORIGINAL_OPTIONS).exists():
             raise WeightFileError(f"{folder}: expected {NATIVE_CONFIG} + {NATIVE_WEIGHTS}, or "
                                   f"{ORIGINAL_OPTIONS} + one of {', '.join(ORIGINAL_WEIGHTS)}, or an "
                                   f"ELMoForManyLangs folder (config.json, char.dic, *.pkl)")
-        bilm = load_original(folder / ORIGINAL_OPTIONS, weights, stateful=stateful)
+        bilm = load_original(folder / ORIGINAL_OPTIONS, weights, stateful=stateful, dtype=target)
     bilm.eval()
     return bilm.to(resolve_device(device, None, "device")) if device is not None else bilm

@@ -68,7 +68,7 @@ class FileServer:
                     cut = body and server.cut.get(path, 0) > 0
                     if cut:
                         server.cut[path] -= 1
-                data = server.files.get(path)
+                data = server.files.get(self.path, server.files.get(path))   # (a file of a path and query)
                 if data is None:
                     payload = b"not found"
                     self.send_response(404)

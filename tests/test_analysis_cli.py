@@ -287,6 +287,41 @@ def test_a_rerun_leaves_no_picture_of_an_earlier_run_beside_its_results(tmp_path
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before      # hidden staging folder gone too
 
 
+def test_a_killed_runs_picture_folder_is_removed_by_the_next_run(tmp_path, capsys):
+    """A run killed by SIGKILL (no clean-up) left its hidden .pictures-* staging folder in --out,
+    and every later run kept it. The next run, holding the folder's lock (so no live run owns
+    one), removes them."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text(_PAIRS + "\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    # a real kill: a process that made its staging folder the way a run does, then SIGKILLed
+    code = ("import os, sys, tempfile; tempfile.mkdtemp(prefix='.pictures-', dir=sys.argv[1]); "
+            "open(os.path.join(sys.argv[1], 'ready'), 'w').close(); import time; time.sleep(60)")
+    child = subprocess.Popen([sys.executable, "-c", code, str(out)])
+    try:
+        for _ in range(600):
+            if (out / "ready").exists():
+                break
+            time.sleep(0.05)
+    finally:
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait()
+    (out / "ready").unlink()
+    stale = [p for p in out.iterdir() if p.name.startswith(".pictures-")]
+    assert len(stale) == 1
+    (stale[0] / "contrast.png").write_bytes(b"half a picture")
+    (out / ".pictures-other").mkdir()
+    assert main(["analyze", "fixture", "--out", str(out), "--only", "contrast",
+                 "--contrast-file", str(pairs), "--no-untrained-control"]) == 0
+    assert not [p.name for p in out.iterdir() if p.name.startswith(".pictures-")]
+
+
 def test_inputs_that_fail_a_section_are_refused_before_any_section_runs(tmp_path, monkeypatch, capsys):
     """A contrast category of one pair, or a --pca-word without examples, failed after the
     sections before it had run (an hour, on a real model)."""

@@ -180,6 +180,43 @@ def test_a_name_from_the_table_downloads_checks_and_gets_a_folder(monkeypatch, c
     assert main(["models", "get", "test-fixture"]) == 0
 
 
+def test_models_list_checks_the_pins_of_single_files(monkeypatch, capsys):
+    """elmo models list marked an options + weights model cached whenever its files were there,
+    one changed on disk since included (an archive's folder is checked against its pin)."""
+    import hashlib
+    with FileServer(fixture_files()) as server:
+        pins = {"options": hashlib.sha256((FIXTURE / "options.json").read_bytes()).hexdigest(),
+                "weights": hashlib.sha256((FIXTURE / "weights.hdf5").read_bytes()).hexdigest()}
+        entry = registry.PretrainedModel(
+            name="test-pinned", format="original", language="English", language_code="en",
+            training_data="none (test weights)", licence="Apache-2.0",
+            urls={"options": server.url(OPTIONS), "weights": server.url(WEIGHTS)}, sha256=pins)
+        monkeypatch.setitem(registry.MODELS, entry.name, entry)
+        assert main(["models", "get", "test-pinned"]) == 0
+        capsys.readouterr()
+        assert main(["models", "list"]) == 0
+        assert re.search(r"^test-pinned\s+yes\s", capsys.readouterr().out, re.M)
+        weights = cache_path(server.url(WEIGHTS))
+        weights.write_bytes(weights.read_bytes()[:-1] + b"\0")      # damaged on disk
+        assert main(["models", "list"]) == 0
+        assert re.search(r"^test-pinned\s+no\s", capsys.readouterr().out, re.M)
+
+
+def test_urls_that_differ_in_their_query_are_cached_apart(cache):
+    """The query string was dropped from the cache path: two URLs that differ only in it (a
+    version, a signed token) shared one cached file, and the second got the first's bytes.
+    A URL without a query keeps the path it had."""
+    from elmo.hub.download import fetch
+    assert cache_path("http://h.org/m/w.hdf5") == cache / "models" / "files" / "h.org" / "m" / "w.hdf5"
+    one, two = cache_path("http://h.org/m/w.hdf5?v=1"), cache_path("http://h.org/m/w.hdf5?v=2")
+    assert one != two and one.name == two.name == "w.hdf5" and one.parent.parent == cache_path(
+        "http://h.org/m/w.hdf5").parent
+    assert cache_path("http://h.org/m/w.hdf5?v=1#part") == one
+    with FileServer({"/m/w.bin?v=1": b"version one", "/m/w.bin?v=2": b"version two"}) as server:
+        assert fetch(server.url("/m/w.bin?v=1"), progress=False).read_bytes() == b"version one"
+        assert fetch(server.url("/m/w.bin?v=2"), progress=False).read_bytes() == b"version two"
+
+
 def test_a_server_that_is_not_there_is_one_line(monkeypatch):
     with FileServer({}) as server:
         url = server.url(OPTIONS)

@@ -236,6 +236,25 @@ def test_vocab_build_refuses_what_would_write_a_wrong_vocabulary_or_lose_a_file(
     assert corpus.read_text(encoding="utf-8") == "the cat sat\nthe dog ran\n" and not out.exists()
 
 
+def test_vocab_build_says_when_train_will_not_find_the_counts(tmp_path, capsys):
+    """--counts OTHER.tsv wrote the counts where elmo train --vocab does not look: the trained
+    model came out without them, silently. vocab build now says so, and how to keep them."""
+    from elmo.training.trainer import load_training_vocabulary
+    corpus, out = tmp_path / "c.txt", tmp_path / "v.txt"
+    corpus.write_text("the cat sat\nthe dog ran\n", encoding="utf-8")
+    assert main(["vocab", "build", str(corpus), "-o", str(out)]) == 0
+    assert "note:" not in capsys.readouterr().err                 # the default place: found
+    assert load_training_vocabulary(out).counts is not None
+    other = tmp_path / "stats" / "counts.tsv"
+    other.parent.mkdir()
+    assert main(["vocab", "build", str(corpus), "-o", str(out), "--counts", str(other)]) == 0
+    err = capsys.readouterr().err
+    assert f"note: elmo train --vocab {out} will not find these counts" in err
+    assert f"give it --vocab {other} (the same words, with their counts)" in err
+    vocab = load_training_vocabulary(other)                      # what the note advises
+    assert vocab.words == load_training_vocabulary(out).words and vocab.counts is not None
+
+
 def test_vocab_build_refuses_its_own_corpus_a_folder_and_a_text_without_words(tmp_path, capsys):
     corpus = tmp_path / "c.txt"
     corpus.write_text("the cat\n", encoding="utf-8")

@@ -55,10 +55,31 @@ def test_a_bfloat16_model_saves_in_the_original_layout(tmp_path):
     bilm = random_bilm().to(torch.bfloat16)
     save_original(bilm, tmp_path / "options.json", tmp_path / "weights.hdf5")
     elmo.save_pretrained(bilm, tmp_path / "folder", fmt="original")
-    for loaded in (load_original(tmp_path / "options.json", tmp_path / "weights.hdf5"),
-                   elmo.from_pretrained(tmp_path / "folder")):
+    for loaded in (load_original(tmp_path / "options.json", tmp_path / "weights.hdf5", dtype=torch.float32),
+                   elmo.from_pretrained(tmp_path / "folder", dtype="float32")):
         for (n, p), (_, q) in zip(bilm.state_dict().items(), loaded.state_dict().items()):
             assert q.dtype == torch.float32 and torch.equal(p.float(), q), n
+    with h5py.File(tmp_path / "weights.hdf5", "r") as h5:
+        assert h5["CNN_proj/W_proj"].dtype == np.float32   # what other ELMo readers expect
+
+
+@pytest.mark.parametrize("fmt", ["safetensors", "original"])
+def test_a_bfloat16_model_loads_back_as_bfloat16(tmp_path, fmt):
+    """save_pretrained of a bfloat16 model loaded back as float32 (the same values): the dtype is
+    now recorded and restored, unless the loader is given one; a float32 model stays float32."""
+    bilm = random_bilm().to(torch.bfloat16)
+    elmo.save_pretrained(bilm, tmp_path / "bf16", fmt=fmt)
+    for loaded in (elmo.from_pretrained(tmp_path / "bf16"), elmo.load_pretrained(tmp_path / "bf16")):
+        for (n, p), (_, q) in zip(bilm.state_dict().items(), loaded.state_dict().items()):
+            assert q.dtype == p.dtype and torch.equal(p, q), n
+    assert elmo.from_pretrained(tmp_path / "bf16", dtype=torch.float32).token_encoder.projection.weight.dtype \
+        == torch.float32
+    elmo.save_pretrained(random_bilm(), tmp_path / "fp32", fmt=fmt)
+    assert all(p.dtype == torch.float32 for p in elmo.from_pretrained(tmp_path / "fp32").parameters())
+    assert all(p.dtype == torch.bfloat16
+               for p in elmo.from_pretrained(tmp_path / "fp32", dtype="bfloat16").parameters())
+    with pytest.raises(ValueError, match="dtype must be one of float32"):
+        elmo.from_pretrained(tmp_path / "fp32", dtype="int8")
 
 
 def test_truncated_file_is_a_clear_error(tmp_path):
@@ -246,20 +267,21 @@ def test_convert_refuses_to_replace_another_models_files(tmp_path, capsys):
     assert main(["convert", str(out), str(out), "--to", "original", "--overwrite"]) == 0   # one model still
     # another model over one layout would leave the other beside it: a folder of two models
     assert main(["convert", "default", str(out), "--overwrite"]) == 1
-    assert "also holds options.json, weights.hdf5 of the model there" in capsys.readouterr().err
+    assert "also holds options.json, weights.hdf5, README.md of the model there" in capsys.readouterr().err
     assert (out / "model.safetensors").read_bytes() == before
-    for name in ("options.json", "weights.hdf5"):
+    for name in ("options.json", "weights.hdf5", "README.md"):   # (README.md: the fixture's card)
         (out / name).unlink()
     assert main(["convert", "default", str(out), "--overwrite"]) == 0
     assert elmo.from_pretrained(out).output_dim == elmo.from_pretrained("default").output_dim
     # a trained language model's softmax and vocabulary stay with their own biLM
     (out / "softmax.hdf5").write_bytes(b"\x89HDF\r\n\x1a\n")
     assert main(["convert", "fixture", str(out), "--overwrite"]) == 1
-    assert "also holds softmax.hdf5, metadata.json of the model there" in capsys.readouterr().err   # default's
+    assert ("also holds softmax.hdf5, metadata.json, MODEL_CARD.md of the model there"   # default's
+            in capsys.readouterr().err)
     other = tmp_path / "other"                               # the other layout alone there: the same
     assert main(["convert", "fixture", str(other), "--to", "original"]) == 0
     assert main(["convert", "default", str(other)]) == 1
-    assert "also holds options.json, weights.hdf5 of the model there" in capsys.readouterr().err
+    assert "also holds options.json, weights.hdf5, README.md of the model there" in capsys.readouterr().err
 
 
 def test_convert_keeps_the_models_metadata(tmp_path):
@@ -280,6 +302,31 @@ def test_convert_keeps_the_models_metadata(tmp_path):
         **meta, "converted_from": str((tmp_path / "native").resolve())}
     assert main(["convert", str(adapted), str(adapted)]) == 0     # into itself: its own metadata as it was
     assert json.loads((adapted / "metadata.json").read_text()) == meta
+
+
+def test_convert_carries_the_model_card(tmp_path, capsys):
+    """A converted model lost its MODEL_CARD.md (the default model's data, licence and training):
+    the card, README and licence files now go with the weights, in either direction."""
+    from elmo.cli import main
+    source = elmo.model_path("default")
+    native, back = tmp_path / "native", tmp_path / "back"
+    assert main(["convert", "default", str(native)]) == 0
+    assert main(["convert", str(native), str(back), "--to", "original"]) == 0
+    for out in (native, back):
+        assert (out / "MODEL_CARD.md").read_bytes() == (source / "MODEL_CARD.md").read_bytes()
+    assert main(["convert", "fixture", str(tmp_path / "fixture-native")]) == 0   # its README.md
+    assert ((tmp_path / "fixture-native" / "README.md").read_text()
+            == (elmo.model_path("fixture") / "README.md").read_text())
+    # over a folder that holds a card already: replaced only with --overwrite
+    capsys.readouterr()
+    (native / "config.json").unlink()
+    (native / "model.safetensors").unlink()
+    (native / "metadata.json").unlink()
+    (native / "MODEL_CARD.md").write_text("an old card\n")
+    assert main(["convert", "default", str(native)]) == 1
+    assert "already holds MODEL_CARD.md: pass --overwrite" in capsys.readouterr().err
+    assert main(["convert", "default", str(native), "--overwrite"]) == 0
+    assert (native / "MODEL_CARD.md").read_bytes() == (source / "MODEL_CARD.md").read_bytes()
 
 
 def test_info_says_where_the_weights_come_from(tmp_path, capsys):

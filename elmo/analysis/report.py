@@ -266,7 +266,21 @@ def run_analysis(model: str, out: Path, config: Optional[AnalysisConfig] = None,
     # (The folder was made before the model loaded: a model name that is not one left it empty.)
     with no_empty_folder_on_failure(out), output_lock(out / "results.json", name=out):
         check_results_kept(out / "results.json", sections)
+        remove_stale_staging(out)
         return _run_sections(model, out, config, sections, given_mix, log)
+
+
+#: The prefix of the folder a run draws its pictures into (see :func:`_run_sections`).
+STAGING_PREFIX = ".pictures-"
+
+
+def remove_stale_staging(out: Path) -> None:
+    """Delete the picture folders that killed runs left in ``out`` (a SIGKILL skips the run's
+    own clean-up, and nothing else ever removed them). Call it only while holding ``out``'s
+    lock: the run that owns a staging folder holds it, so none found then belongs to a live run."""
+    for stale in out.glob(STAGING_PREFIX + "*"):
+        if stale.is_dir() and not stale.is_symlink():
+            shutil.rmtree(stale, ignore_errors=True)
 
 
 def check_results_kept(path: Path, sections: Sequence[str]) -> None:
@@ -323,7 +337,7 @@ def _run_sections(model: str, out: Path, config: AnalysisConfig, sections: List[
     # once every section has run: a run that failed (or was stopped) midway left its new
     # pictures beside the earlier run's results.json and report, and one without --mix-weights
     # left an earlier run's picture of a given mix beside results that hold none.
-    stage = Path(tempfile.mkdtemp(prefix=".pictures-", dir=out))
+    stage = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=out))
     try:
         for name in sections:
             t = time.time()

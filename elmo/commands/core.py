@@ -3,6 +3,11 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import cast
+
+#: Files that describe a model folder's weights and go with them when it is converted: its card,
+#: README and licence (``metadata.json``, how it was trained, is rewritten with ``converted_from``).
+CARD_FILES = ("MODEL_CARD.md", "README.md", "LICENSE", "LICENSE.txt", "LICENSE.md")
 
 
 def register(subparsers) -> None:
@@ -77,7 +82,7 @@ def provenance(folder: Path) -> list:
 def convert(args: argparse.Namespace) -> int:
     import elmo
 
-    from ..io import same_file
+    from ..io import copy_file, same_file
     from ..training.export import LM_FILES, METADATA_FILE, read_metadata, write_metadata
     from ..weights import NATIVE_CONFIG, NATIVE_WEIGHTS, ORIGINAL_OPTIONS, ORIGINAL_WEIGHTS
 
@@ -91,6 +96,10 @@ def convert(args: argparse.Namespace) -> int:
     into_itself = same_file(source or Path(args.model), out)
     metadata = source is not None and (source / METADATA_FILE).is_file() and not into_itself
     names += (METADATA_FILE,) if metadata else ()
+    # The model card, README and licence describe these weights (the default model's card gives
+    # its data and licence): a converted copy lost them. They go with it as they are.
+    cards = tuple(n for n in CARD_FILES if source is not None and (source / n).is_file()) if not into_itself else ()
+    names += cards
     present = [n for n in names if (out / n).exists()]
     if present and not args.overwrite:
         raise ValueError(f"{args.output} already holds {' and '.join(present)}: pass --overwrite to replace "
@@ -99,7 +108,7 @@ def convert(args: argparse.Namespace) -> int:
     # language model's softmax and vocabulary) would stay beside another model's weights: the
     # folder loaded as a mix of two models (perplexity with one's biLM and the other's softmax).
     # Converting a folder into itself keeps one model, so it may add the other layout.
-    kept = [n for n in (ORIGINAL_OPTIONS, *ORIGINAL_WEIGHTS, NATIVE_CONFIG, NATIVE_WEIGHTS, *LM_FILES)
+    kept = [n for n in (ORIGINAL_OPTIONS, *ORIGINAL_WEIGHTS, NATIVE_CONFIG, NATIVE_WEIGHTS, *LM_FILES, *CARD_FILES)
             if n not in names and (out / n).exists()]
     if kept and not into_itself:
         raise ValueError(f"{args.output} also holds {', '.join(kept)} of the model there, which would stay "
@@ -108,6 +117,8 @@ def convert(args: argparse.Namespace) -> int:
     folder = elmo.save_pretrained(bilm, args.output, fmt=args.to)
     if metadata and source is not None:
         write_metadata(out, {**read_metadata(source), "converted_from": str(source.resolve())})
+    for name in cards:
+        copy_file(cast(Path, source) / name, out / name)
     print(f"wrote {folder} ({args.to})")
     return 0
 

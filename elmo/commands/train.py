@@ -74,7 +74,8 @@ def register(subparsers) -> None:
     b.add_argument("--output", "-o", required=True, help="vocabulary file to write")
     b.add_argument("--min-count", type=int, default=1, help="drop words seen fewer times (default 1)")
     b.add_argument("--max-size", type=int, help="at most this many entries, specials included")
-    b.add_argument("--counts", help="where to write word<TAB>count (default: OUTPUT with .counts.tsv)")
+    b.add_argument("--counts", help="where to write word<TAB>count (default: OUTPUT with .counts.tsv, where "
+                                    "elmo train --vocab OUTPUT finds them; elsewhere, give train --vocab COUNTS)")
     b.set_defaults(func=vocab_build)
     p.set_defaults(func=lambda args, parser=p: parser.print_help() or 2)
 
@@ -180,6 +181,8 @@ def vocab_build(args) -> int:
                                   counts_path=args.counts)
     print(f"wrote {info['vocab']} ({info['size']:,} entries, {info['covered']:.2%} of tokens covered) "
           f"and {info['counts']}")
+    if "note" in info:
+        print(f"note: {info['note']}", file=sys.stderr)
     return 0
 
 

@@ -19,6 +19,7 @@ Cache layout (``$ELMO_HOME``, default ``~/.cache/elmo``)::
     models/files/<host>/<url path>           a finished, verified download
     models/files/<host>/<url path>.part      bytes received so far (resumed by the next call)
     models/files/<host>/<url path>.lock      the per-file lock
+    models/files/<host>/<url folders>/+query-<hash>/<file name>   a URL with a query string
 """
 from __future__ import annotations
 
@@ -88,8 +89,12 @@ _SAFE = re.compile(r"[^A-Za-z0-9._-]")
 def cache_path(url: str, root: Optional[Path] = None) -> Path:
     """Where ``url`` is cached: ``models/files/<host>/<path>``, each part made a safe name.
 
-    Query strings and fragments are ignored; ``.``, ``..`` and empty parts are dropped, so a
-    URL can never name a file outside the cache.
+    A URL with a query string gets a folder of its own before the file name,
+    ``+query-<SHA-256 of the query, 16 digits>`` (a ``+`` no safe part of a path holds): two URLs
+    that differ only in their query (a version, a signed token) are two files, where they shared
+    one, the second taken from the cache as the first. A URL without a query keeps the path it
+    always had. Fragments are not sent to the server and are ignored; ``.``, ``..`` and empty
+    parts are dropped, so a URL can never name a file outside the cache.
     """
     parts = urlsplit(url)
     host = _SAFE.sub("_", parts.netloc) or "_"
@@ -97,6 +102,9 @@ def cache_path(url: str, root: Optional[Path] = None) -> Path:
     pieces = [p for p in pieces if p not in ("", ".", "..")]
     if not pieces:
         raise DownloadError(f"{url}: the URL names no file")
+    if parts.query:
+        import hashlib
+        pieces.insert(-1, "+query-" + hashlib.sha256(parts.query.encode("utf-8")).hexdigest()[:16])
     return (root or elmo_home() / "models" / "files").joinpath(host, *pieces)
 
 

@@ -233,9 +233,12 @@ def fetch_model(entry: registry.PretrainedModel) -> Local:
 
 
 def is_cached(entry: registry.PretrainedModel) -> bool:
-    """Whether every file of the entry is in the cache (verified)."""
+    """Whether every file of the entry is in the cache (verified): a pinned file only while it
+    matches its pin, as an archive's folder (a file changed on disk since was listed as cached,
+    though loading it downloads it again)."""
+    from .download import _kept
     if entry.format == "original":
-        return all(cache_path(entry.urls[k]).is_file() for k in ("options", "weights"))
+        return all(_kept(cache_path(entry.urls[k]), entry.sha256.get(k)) for k in ("options", "weights"))
     return _unpacked(unpacked_path(entry.urls["archive"]), entry.sha256.get("archive"))
 
 

@@ -6,7 +6,8 @@ A saved task model is a folder::
     vocab.json          the word vocabulary (id order), labels.json the label set (id order)
     config.json         kind, metric, model and ELMo settings, how text is tokenized, and the
                         biLM reference: its spec (a bundled name, a path or a URL) with the
-                        SHA-256 of its weight, option and dictionary files, checked
+                        SHA-256 of its weight, option and dictionary files, checked (a copy in
+                        other files, converted, passes when its weights as loaded are the same)
 
 ``elmo experiment --save-models`` writes one per task, variant and seed; :func:`load` (also
 ``TaskModel.load(folder)``) rebuilds it and ``model.predict(texts)`` labels new text::
@@ -46,13 +47,16 @@ class TaskModelError(ValueError):
 
 def bilm_reference(spec: str) -> dict:
     """What a saved model records of its biLM: the spec, the folder it came from, whether it
-    is bundled, and the checksums of its files."""
+    is bundled, the checksums of its files and the digest of its weights as loaded (which a
+    converted copy, in other files, shares: see :func:`_load_bilm`)."""
     from .bilm_checksums import bilm_files
-    from .runner import describe_bilm, resolve_bilm
+    from .runner import describe_bilm, load_bilm, resolve_bilm
+    from ..embedding.run import model_digest
     folder = resolve_bilm(spec)
     info = describe_bilm(spec)
     return {"spec": spec, "path": str(folder.resolve()), "bundled": info["bundled"],
-            "random_weights": info["random_weights"], "sha256": bilm_files(folder)}
+            "random_weights": info["random_weights"], "sha256": bilm_files(folder),
+            "weights_digest": model_digest(load_bilm(spec))}
 
 
 def save(folder: Union[str, Path], model, *, kind: str, metric: str, labels: Sequence[str],
@@ -106,12 +110,41 @@ def _load_bilm(ref: dict, override: Optional[str]):
     except (FileNotFoundError, ValueError) as e:
         raise TaskModelError(f"biLM {shown!r}: {e}") from None
     found = bilm_files(folder)
-    if found != ref["sha256"]:
-        differ = sorted(k for k in set(found) | set(ref["sha256"])
-                        if found.get(k) != ref["sha256"].get(k))
-        raise TaskModelError(f"biLM {shown!r} ({folder}) is not the one this task model was "
-                             f"trained with: {', '.join(differ)} differ from the recorded SHA-256")
-    return load_bilm(spec)
+    if found == ref["sha256"]:
+        return load_bilm(spec)
+    # Other files may hold the same model: a copy converted to the other layout (elmo convert)
+    # has other file names and bytes but the same weights, so the weights as loaded decide.
+    differ = sorted(k for k in set(found) | set(ref["sha256"]) if found.get(k) != ref["sha256"].get(k))
+    why = f"{', '.join(differ)} differ from the recorded SHA-256"
+    recorded = ref.get("weights_digest") or _recorded_folder_digest(ref)
+    if recorded is None:   # (saved before the digest was recorded, and its biLM is gone)
+        raise TaskModelError(f"biLM {shown!r} ({folder}) cannot be checked against the one this task "
+                             f"model was trained with: {why}, and the model records no digest of its "
+                             f"weights to compare (save the task model again to record one)")
+    from ..embedding.run import model_digest
+    from ..weights import WeightFileError
+    try:
+        bilm = load_bilm(spec)
+    except (OSError, WeightFileError) as e:
+        raise TaskModelError(f"biLM {shown!r} ({folder}) is not the one this task model was trained "
+                             f"with ({why}) and does not load: {e}") from None
+    if model_digest(bilm) != recorded:
+        raise TaskModelError(f"biLM {shown!r} ({folder}) is not the one this task model was trained "
+                             f"with: its weights differ ({why})")
+    return bilm
+
+
+def _recorded_folder_digest(ref: dict) -> Optional[str]:
+    """The weights digest of the biLM a saved model records, from the folder it names when that
+    still holds the recorded files (a model saved before the digest was recorded); else None."""
+    from .bilm_checksums import bilm_files
+    from .runner import RANDOM_PREFIX, load_bilm
+    from ..embedding.run import model_digest
+    path = Path(ref["path"])
+    if not path.is_dir() or bilm_files(path) != ref["sha256"]:
+        return None
+    prefix = RANDOM_PREFIX if ref.get("random_weights") or str(ref["spec"]).startswith(RANDOM_PREFIX) else ""
+    return model_digest(load_bilm(prefix + str(path)))
 
 
 def _read_json(path: Path):

@@ -276,8 +276,9 @@ def warm_start_record(init_from: str) -> Dict[str, Any]:
 def load_training_vocabulary(path: str | Path) -> Vocabulary:
     """The vocabulary file, with its counts when ``elmo vocab build`` wrote them beside it
     (``NAME.counts.tsv``), so the exported model keeps them."""
+    from .vocab_build import default_counts_path
     vocab = Vocabulary.load(path)
-    counts_file = Path(path).with_name(Path(path).stem + ".counts.tsv")
+    counts_file = default_counts_path(Path(path))
     if vocab.counts is None and counts_file.exists():
         with_counts = Vocabulary.load(counts_file)
         if with_counts.words == vocab.words:

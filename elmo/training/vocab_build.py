@@ -24,7 +24,7 @@ def build_vocabulary_files(corpus: Sequence[str], output: str | Path, min_count:
         raise ValueError(f"--max-size must be more than {len(SPECIAL)} (the entries {', '.join(SPECIAL)} "
                          f"come first), got {max_size}")
     output = Path(output)
-    counts_path = Path(counts_path) if counts_path else output.with_name(output.stem + ".counts.tsv")
+    counts_path = Path(counts_path) if counts_path else default_counts_path(output)
     if output.resolve() == counts_path.resolve():
         raise ValueError(f"{output}: both the vocabulary and the counts would be written there; "
                          f"give --counts another file")
@@ -49,5 +49,19 @@ def build_vocabulary_files(corpus: Sequence[str], output: str | Path, min_count:
     vocab.save(counts_path, with_counts=True)
     words_total = sum(c for w, c in counts.items() if w not in SPECIAL)
     covered = sum(c for w, c in zip(vocab.words, vocab.counts) if w not in SPECIAL)
-    return {"vocab": str(output), "counts": str(counts_path), "size": len(vocab),
+    info = {"vocab": str(output), "counts": str(counts_path), "size": len(vocab),
             "covered": covered / max(words_total, 1)}
+    if counts_path.resolve() != default_counts_path(output).resolve():
+        # elmo train --vocab OUTPUT looks for the counts beside it under the default name only:
+        # the trained model came out without vocab_counts.tsv, silently
+        info["note"] = (f"elmo train --vocab {output} will not find these counts (it reads "
+                        f"{default_counts_path(output).name} beside the vocabulary); give it "
+                        f"--vocab {counts_path} (the same words, with their counts) to keep them "
+                        f"in the trained model")
+    return info
+
+
+def default_counts_path(vocab: Path) -> Path:
+    """Where ``elmo vocab build`` writes the counts of the vocabulary ``vocab``, and where
+    ``elmo train --vocab`` reads them (see :func:`elmo.training.trainer.load_training_vocabulary`)."""
+    return vocab.with_name(vocab.stem + ".counts.tsv")
