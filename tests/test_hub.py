@@ -212,6 +212,11 @@ def test_urls_that_differ_in_their_query_are_cached_apart(cache):
     assert one != two and one.name == two.name == "w.hdf5" and one.parent.parent == cache_path(
         "http://h.org/m/w.hdf5").parent
     assert cache_path("http://h.org/m/w.hdf5?v=1#part") == one
+    # made safe, two paths were one name ('a b' -> 'a_b'); one quoted or not is the same path
+    spaced, underscored = cache_path("http://h.org/m/a b.hdf5"), cache_path("http://h.org/m/a_b.hdf5")
+    assert spaced != underscored and spaced.name == underscored.name == "a_b.hdf5"
+    assert cache_path("http://h.org/m/a%20b.hdf5") == spaced
+    assert underscored == cache / "models" / "files" / "h.org" / "m" / "a_b.hdf5"
     with FileServer({"/m/w.bin?v=1": b"version one", "/m/w.bin?v=2": b"version two"}) as server:
         assert fetch(server.url("/m/w.bin?v=1"), progress=False).read_bytes() == b"version one"
         assert fetch(server.url("/m/w.bin?v=2"), progress=False).read_bytes() == b"version two"

@@ -92,19 +92,28 @@ def cache_path(url: str, root: Optional[Path] = None) -> Path:
     A URL with a query string gets a folder of its own before the file name,
     ``+query-<SHA-256 of the query, 16 digits>`` (a ``+`` no safe part of a path holds): two URLs
     that differ only in their query (a version, a signed token) are two files, where they shared
-    one, the second taken from the cache as the first. A URL without a query keeps the path it
-    always had. Fragments are not sent to the server and are ignored; ``.``, ``..`` and empty
-    parts are dropped, so a URL can never name a file outside the cache.
+    one, the second taken from the cache as the first. So does a URL whose path holds
+    characters that are not safe in a name (``+path-<SHA-256 of its path>``): they become
+    ``_``, and ``/m/a b.hdf5`` and ``/m/a_b.hdf5`` shared one file. A URL with neither keeps the
+    path it always had. Fragments are not sent to the server and are ignored; ``.``, ``..``
+    and empty parts are dropped, so a URL can never name a file outside the cache.
     """
+    import hashlib
+
+    def digest(text: str) -> str:
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
     parts = urlsplit(url)
     host = _SAFE.sub("_", parts.netloc) or "_"
-    pieces = [_SAFE.sub("_", unquote(p)) for p in parts.path.split("/")]
-    pieces = [p for p in pieces if p not in ("", ".", "..")]
+    raw = [unquote(p) for p in parts.path.split("/")]
+    pieces = [p for p in (_SAFE.sub("_", r) for r in raw) if p not in ("", ".", "..")]
     if not pieces:
         raise DownloadError(f"{url}: the URL names no file")
+    # made safe, 'a b' and 'a_b' are one name: such a path gets a folder of its own as well
+    if any(_SAFE.search(r) for r in raw):
+        pieces.insert(-1, "+path-" + digest(unquote(parts.path)))
     if parts.query:
-        import hashlib
-        pieces.insert(-1, "+query-" + hashlib.sha256(parts.query.encode("utf-8")).hexdigest()[:16])
+        pieces.insert(-1, "+query-" + digest(parts.query))
     return (root or elmo_home() / "models" / "files").joinpath(host, *pieces)
 
 
