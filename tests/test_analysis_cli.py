@@ -421,3 +421,20 @@ def test_report_only_refuses_another_model_but_not_another_spelling(tmp_path, ca
     (out / "results.json").write_text(json.dumps({**results, "model": folder.name}))
     assert main(["analyze", str(folder), "--out", str(out), "--report-only"]) == 0
     assert main(["analyze", "fixture", "--out", str(out), "--report-only"]) == 0
+
+
+def test_the_report_notes_a_mix_learned_on_another_biLM(tmp_path, capsys):
+    from elmo.tasks.bilm_checksums import counted_files
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text(_PAIRS + "\n")
+    files = {**counted_files("fixture"), "weights.hdf5": "0" * 64}
+    run = {"task": "pos", "variant": "elmo", "seed": 1,
+           "elmo": {"bilm": "mine", "mix_weights": {"input": {"weights": [0.2, 0.3, 0.5], "gamma": 1.0}}}}
+    (tmp_path / "results.json").write_text(json.dumps({"runs": [run], "bilms": {"mine": {"files_sha256": files}}}))
+    out = tmp_path / "out"
+    assert main(["analyze", "fixture", "--out", str(out), "--only", "contrast", "--contrast-file", str(pairs),
+                 "--no-untrained-control", "--mix-weights", str(tmp_path / "results.json")]) == 0
+    assert "the mix was learned on the biLM 'mine'" in capsys.readouterr().out          # (the run's log)
+    results = json.loads((out / "results.json").read_text())
+    assert results["given_mix_learned_on"]["spec"] == "mine" and "weights.hdf5" in results["given_mix_note"]
+    assert "**Note:** the mix was learned on the biLM 'mine'" in (out / "report.md").read_text()

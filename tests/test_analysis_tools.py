@@ -423,6 +423,33 @@ def test_read_mix_weights(tmp_path):
         report.read_mix_weights(tmp_path / "results.json")
 
 
+def test_a_mix_learned_on_other_bilm_files_is_noted(tmp_path):
+    """Only the mix's layer count was checked: a task's mix learned on another biLM of as many
+    layers was drawn as this model's without a word."""
+    from elmo.tasks.bilm_checksums import counted_files
+    run = {"task": "pos", "variant": "elmo", "seed": 1,
+           "elmo": {"bilm": "fixture", "mix_weights": {"input": {"weights": [0.2, 0.3, 0.5], "gamma": 1.0}}}}
+    same = {"spec": "fixture", "files_sha256": counted_files("fixture")}
+    other = {"spec": "fixture", "files_sha256": {**same["files_sha256"], "weights.hdf5": "0" * 64}}
+    for entry, noted in ((same, False), (other, True)):
+        path = tmp_path / "results.json"
+        path.write_text(json.dumps({"runs": [run], "bilms": {"fixture": entry}}))
+        learned_on = report.mix_learned_on(path)
+        assert learned_on["spec"] == "fixture"
+        note = report.mix_model_note(learned_on, "fixture")
+        assert (note is not None) == noted
+        if noted:
+            assert "weights.hdf5" in note and "converted copy" in note
+    assert report.mix_model_note({"spec": "x"}, "fixture") is None        # nothing recorded to compare
+    (tmp_path / "w.json").write_text(json.dumps({"weights": [0.2, 0.8]}))
+    assert report.mix_learned_on(tmp_path / "w.json") is None              # weights alone: no model
+    # runs of one variant on two biLMs (an experiment resumed with another --bilm) were averaged
+    two = [run, {**run, "seed": 2, "elmo": {**run["elmo"], "bilm": "default"}}]
+    path.write_text(json.dumps({"runs": two}))
+    with pytest.raises(ValueError, match="2 learned mixes"):
+        report.read_mix_weights(path)
+
+
 @pytest.mark.parametrize("name, content, named", [
     ("w.pt", b"not a pickle\n", "w.pt: not a PyTorch state dict"),          # an IndexError before
     ("w.json", b'{"weights": [0.5', "w.json: not JSON"),

@@ -17,7 +17,7 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -220,21 +220,62 @@ def _numbers(values, path: Path) -> np.ndarray:
     return array
 
 
-def task_mix_weights(results: dict, source: str = "results.json") -> List[float]:
-    """The mix weights a task learned, from the ``results.json`` of ``elmo experiment``: the
-    mean over seeds of one (task, variant, position) of a trained biLM (random-weight
-    controls left out). A file with several such groups is ambiguous and raises."""
+def _learned_mix(results: dict, source: str) -> Tuple[List[List[float]], str]:
+    """The one learned mix of a trained biLM in an experiment's ``results.json``: each seed's
+    weights of one (task, variant, position), random-weight controls left out, and the spec of
+    the biLM it was learned on. A file with several such groups is ambiguous and raises."""
     groups: Dict[tuple, List[List[float]]] = {}
     for run in results["runs"]:
         e = run.get("elmo") or {}
         if str(e.get("bilm", "")).startswith("random:"):
             continue
         for position, mix in (e.get("mix_weights") or {}).items():
-            groups.setdefault((run["task"], run["variant"], position), []).append(mix["weights"])
+            groups.setdefault((run["task"], run["variant"], position, str(e.get("bilm"))), []).append(
+                mix["weights"])
     if len(groups) != 1:
         raise ValueError(f"{source}: {len(groups)} learned mixes of a trained biLM "
-                         f"({sorted(groups)}); give a file with exactly one")
-    return [float(w) for w in np.mean(next(iter(groups.values())), axis=0)]
+                         f"({sorted(key[:3] for key in groups)}); give a file with exactly one")
+    (key, weights), = groups.items()
+    return weights, key[3]
+
+
+def task_mix_weights(results: dict, source: str = "results.json") -> List[float]:
+    """The mix weights a task learned, from the ``results.json`` of ``elmo experiment``: the
+    mean over seeds of one (task, variant, position) of a trained biLM (random-weight
+    controls left out). A file with several such groups is ambiguous and raises."""
+    weights, _ = _learned_mix(results, source)
+    return [float(w) for w in np.mean(weights, axis=0)]
+
+
+def mix_learned_on(path: Path) -> Optional[dict]:
+    """What an experiment's ``results.json`` recorded of the biLM its mix was learned on (its
+    ``bilms`` entry: the spec, and the SHA-256 of its options, weights and vocabulary); None
+    for a file of weights alone, which says nothing of its model."""
+    if Path(path).suffix.lower() != ".json":
+        return None
+    data = json.loads(Path(path).read_text(encoding="utf-8"))      # (read_mix_weights checked it)
+    if not isinstance(data, dict) or "runs" not in data:
+        return None
+    _, spec = _learned_mix(data, str(path))
+    entry = (data.get("bilms") or {}).get(spec)
+    return {**entry, "spec": spec} if isinstance(entry, dict) else {"spec": spec}
+
+
+def mix_model_note(learned_on: Optional[dict], model: str) -> Optional[str]:
+    """A line saying that a given mix was learned on other biLM files than ``model``'s, or None
+    (the same files, or nothing recorded to compare). A mix of another model's layers says
+    nothing about this one's, and only the layer count was checked. It is a note, not a
+    refusal: a converted copy of the same model has other files (``elmo convert``)."""
+    from ..tasks.bilm_checksums import counted_files
+    recorded = (learned_on or {}).get("files_sha256")
+    if not recorded:
+        return None
+    now = counted_files(str(model))           # (None: no folder of it here to compare)
+    if now is None or now == recorded:
+        return None
+    return (f"the mix was learned on the biLM {learned_on['spec']!r}, whose options, weights or vocabulary "
+            f"({', '.join(sorted(k for k in set(now) | set(recorded) if now.get(k) != recorded.get(k)))}) "
+            f"differ from {model}'s: unless {model} is a converted copy of it, the mix belongs to another model")
 
 
 # ----------------------------------------------------------------------------- run
@@ -256,6 +297,7 @@ def run_analysis(model: str, out: Path, config: Optional[AnalysisConfig] = None,
         raise ValueError(f"unknown sections {sorted(unknown)}; choose from {', '.join(SECTIONS)}")
     # read before the sections run (an hour, perhaps): a bad file failed after them, losing them
     given_mix = read_mix_weights(Path(config.mix_weights)) if config.mix_weights else None
+    learned_on = mix_learned_on(Path(config.mix_weights)) if config.mix_weights else None
     if "contrast" in sections:   # a category the probe cannot split failed after every other section
         from .contrast import check_categories, load_pairs
         check_categories(load_pairs(Path(config.contrast_file) if config.contrast_file else None))
@@ -267,7 +309,7 @@ def run_analysis(model: str, out: Path, config: Optional[AnalysisConfig] = None,
     with no_empty_folder_on_failure(out), output_lock(out / "results.json", name=out):
         check_results_kept(out / "results.json", sections)
         remove_stale_staging(out)
-        return _run_sections(model, out, config, sections, given_mix, log)
+        return _run_sections(model, out, config, sections, given_mix, log, learned_on)
 
 
 #: The prefix of the folder a run draws its pictures into (see :func:`_run_sections`).
@@ -313,7 +355,7 @@ def read_results(path: Path) -> dict:
 
 
 def _run_sections(model: str, out: Path, config: AnalysisConfig, sections: List[str],
-                  given_mix: Optional[List[float]], log) -> dict:
+                  given_mix: Optional[List[float]], log, learned_on: Optional[dict] = None) -> dict:
     import torch
 
     import elmo
@@ -326,6 +368,9 @@ def _run_sections(model: str, out: Path, config: AnalysisConfig, sections: List[
     if given_mix is not None and len(given_mix) != bilm.num_layers:
         raise ValueError(f"{config.mix_weights}: a mix of {len(given_mix)} layers, but {model} has "
                          f"{bilm.num_layers} (layer 0 and its LSTM layers); was it learned on another model?")
+    note = mix_model_note(learned_on, model) if given_mix is not None else None
+    if note:
+        log(f"analyze: note: {config.mix_weights}: {note}")
     embedder = Embedder(bilm, batch_size=config.batch_size)
     results: dict = {"model": str(model), "num_layers": bilm.num_layers,
                      "width": bilm.output_dim, "config": asdict(config), "sections": sections,
@@ -346,6 +391,9 @@ def _run_sections(model: str, out: Path, config: AnalysisConfig, sections: List[
             results["seconds"][name] = round(time.time() - t, 1)
         if config.mix_weights:
             results["given_mix_weights"] = given_mix
+            results["given_mix_learned_on"] = learned_on
+            if note:
+                results["given_mix_note"] = note
             plots.mix_weights(results["given_mix_weights"], stage / "mix_weights_given.png",
                               f"mix weights of {Path(config.mix_weights).name}")
         results["findings"] = paper_findings(results)
@@ -669,7 +717,10 @@ def render(results: dict, model: str, out: Path, config: AnalysisConfig) -> str:
         w = results["given_mix_weights"]
         lines += ["## Mix weights given", "",
                   f"`{config.mix_weights}`: " + ", ".join(f"layer {j} {x:.3f}" for j, x in enumerate(w)),
-                  "", "![given mix weights](mix_weights_given.png)", ""]
+                  ""]
+        if results.get("given_mix_note"):
+            lines += [f"**Note:** {results['given_mix_note']}.", ""]
+        lines += ["![given mix weights](mix_weights_given.png)", ""]
     lines += ["## Time", "", ", ".join(f"{k} {v} s" for k, v in results["seconds"].items()), ""]
     return "\n".join(lines)
 
