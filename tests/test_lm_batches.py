@@ -184,6 +184,30 @@ def test_packed_rows_are_sentences_end_to_end_forward_and_reversed(tmp_path):
     assert row1_first == sentences[taken][0]
 
 
+def test_character_ids_are_each_words_own_through_the_tables_growth_and_restarts():
+    """The batches gather each word's character ids from a table of the distinct words seen
+    (elmo.data.lm_batches._Encoder): they must be word_to_char_ids of the very token, padding
+    zero, whatever the table did in between: grew, started again when full, or met more new
+    words in one batch than it may hold."""
+    from elmo.data.lm_batches import _Encoder
+    odd = ["<S>", "</S>", "x" * 300, "naïve", "日本語", "\udcff", "a", "A", "<UNK>"]
+    words = odd + [f"w{i}" for i in range(40)]
+    encoder = _Encoder(Vocabulary.from_counts(Counter(words[:5])), 50, cache_size=7)
+    rng = __import__("random").Random(0)
+    for step in range(30):
+        rows = [[rng.choice(words) for _ in range(rng.randint(0, 6))] for _ in range(rng.randint(1, 4))]
+        if step == 10:
+            rows = [words]                                   # more new words in one batch than 7
+        steps = max(len(r) for r in rows) + 1
+        got = encoder.char_rows(rows, steps)
+        assert got.dtype == torch.long and got.shape == (len(rows), steps, 50)
+        for r, row in enumerate(rows):
+            for t in range(steps):
+                expected = word_to_char_ids(row[t], 50) if t < len(row) else (0,) * 50
+                assert tuple(got[r, t].tolist()) == expected, (step, row[t] if t < len(row) else None)
+    assert encoder._used <= len(words) + 1
+
+
 def test_backward_target_is_the_previous_token_in_the_text(tmp_path):
     (tmp_path / "t.txt").write_text("a b c d\n")
     vocab = Vocabulary.from_counts(Counter("abcd"))

@@ -70,35 +70,58 @@ def wrap(sentence: Sentence) -> Tuple[List[str], List[str]]:
 
 
 class _Encoder:
-    """Words -> word ids and character ids, caching the character ids of frequent words."""
+    """Words -> word ids and character ids.
+
+    Each distinct word's character ids are made once, into a row of a table; a batch is then
+    its words' row numbers, (B, T), gathered from the table into (B, T, C). Building the
+    (B, T, C) tensor from Python tuples, token by token, took most of a batch's time (about
+    30 of 38 ms for 128 x 20 on a 2-core Zen 4, *scratch*; ``python benchmarks/lm_batches.py``
+    compares the two), which a GPU step would wait for. Row 0 is the padding, all zeros.
+    The table starts again before a batch once it holds ``cache_size`` words (bounded memory
+    on corpora with huge vocabularies; never within a batch, whose row numbers point into it);
+    its ids are int16 (every id is below 262)."""
 
     def __init__(self, vocab: Vocabulary, max_chars: int, cache_size: int = 200_000):
         self.vocab, self.max_chars, self.cache_size = vocab, max_chars, cache_size
-        self._chars: Dict[str, Tuple[int, ...]] = {}
+        self._start_table()
 
-    def chars(self, word: str) -> Tuple[int, ...]:
-        ids = self._chars.get(word)
-        if ids is None:
-            ids = word_to_char_ids(word, self.max_chars)
-            if len(self._chars) >= self.cache_size:
-                self._chars.clear()  # bounded memory on corpora with huge vocabularies
-            self._chars[word] = ids
-        return ids
+    def _start_table(self) -> None:
+        self._row_of: Dict[str, int] = {}
+        self._table = torch.zeros(min(self.cache_size, 1024) + 1, self.max_chars, dtype=torch.int16)
+        self._used = 1                                   # (row 0: padding)
 
-    def rows(self, rows: Sequence[Sequence[str]], steps: int) -> Tuple[torch.Tensor, torch.Tensor]:
-        """Rows of words (each at most ``steps``) -> char ids (B, steps, C), word ids (B, steps)."""
-        pad_chars = (0,) * self.max_chars
-        chars = [[self.chars(w) for w in row] + [pad_chars] * (steps - len(row)) for row in rows]
+    def _row(self, word: str) -> int:
+        row = self._row_of.get(word)
+        if row is None:
+            if self._used == len(self._table):              # grow: double the rows
+                grown = torch.zeros(2 * len(self._table), self.max_chars, dtype=torch.int16)
+                grown[:self._used] = self._table[:self._used]
+                self._table = grown
+            row = self._used
+            self._table[row] = torch.tensor(word_to_char_ids(word, self.max_chars), dtype=torch.int16)
+            self._row_of[word] = row
+            self._used += 1
+        return row
+
+    def char_rows(self, rows: Sequence[Sequence[str]], steps: int) -> torch.Tensor:
+        """Rows of words (each at most ``steps``) -> character ids (B, steps, C) long, zeros at padding."""
+        if self._used > self.cache_size:
+            self._start_table()
+        index = [[self._row(w) for w in row] + [0] * (steps - len(row)) for row in rows]
+        return self._table[torch.tensor(index, dtype=torch.long).reshape(len(rows), steps)].long()
+
+    def word_ids(self, rows: Sequence[Sequence[str]], steps: int) -> torch.Tensor:
+        """Rows of words (each at most ``steps``) -> word ids (B, steps) long, zeros at padding."""
         ids = [self.vocab.ids(row) + [0] * (steps - len(row)) for row in rows]
-        return torch.tensor(chars, dtype=torch.long), torch.tensor(ids, dtype=torch.long)
+        return torch.tensor(ids, dtype=torch.long).reshape(len(rows), steps)
 
 
 def _make_batch(enc: _Encoder, fwd_rows, bwd_rows, lengths: List[int], steps: int) -> LMBatch:
     """Rows hold length + 1 tokens: positions 0..length-1 are inputs, 1..length targets."""
-    fwd_chars, _ = enc.rows([r[:-1] for r in fwd_rows], steps)
-    bwd_chars, _ = enc.rows([r[:-1] for r in bwd_rows], steps)
-    _, fwd_targets = enc.rows([r[1:] for r in fwd_rows], steps)
-    _, bwd_targets = enc.rows([r[1:] for r in bwd_rows], steps)
+    fwd_chars = enc.char_rows([r[:-1] for r in fwd_rows], steps)
+    bwd_chars = enc.char_rows([r[:-1] for r in bwd_rows], steps)
+    fwd_targets = enc.word_ids([r[1:] for r in fwd_rows], steps)
+    bwd_targets = enc.word_ids([r[1:] for r in bwd_rows], steps)
     lengths_t = torch.tensor(lengths, dtype=torch.long)
     mask = torch.arange(steps)[None, :] < lengths_t[:, None]
     return LMBatch(fwd_chars, bwd_chars, fwd_targets, bwd_targets, mask, mask.clone(), lengths_t)
