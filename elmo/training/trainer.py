@@ -248,12 +248,18 @@ def build_model(cfg: TrainConfig, vocab: Vocabulary) -> LanguageModel:
     return LanguageModel(options, len(vocab), vocab.bos, vocab.eos, cfg.dropout)
 
 
+#: Settings that do not make another training phase (:func:`restart_settings`).
+_NOT_A_PHASE = frozenset({"progress", "device", "log_every", "eval_batch_size", "checkpoint_every",
+                          "keep_checkpoints", "export", "allow_change"})
+
+
 def restart_settings(cfg: TrainConfig) -> str:
     """A digest of the settings of the command that makes a warm restart (``--lr-restart``),
     recorded with it in the schedule: a rerun of the same command is recognised by it, while a
-    later phase (another --max-steps or --lr, say) is not. How the run is shown and where it
-    runs (--no-progress, --device) are left out: they do not change what is trained."""
-    settings = {k: v for k, v in asdict(cfg).items() if k not in ("progress", "device")}
+    later phase (another --max-steps or --lr, say) is not. Where it runs and how it is shown
+    and written (--device, --no-progress, --log-every, --eval-batch-size, checkpoints) are left
+    out: a rerun may change them freely (see :mod:`.resume`), and they change nothing trained."""
+    settings = {k: v for k, v in asdict(cfg).items() if k not in _NOT_A_PHASE}
     return hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode("utf-8")).hexdigest()
 
 
