@@ -145,6 +145,7 @@ class Elmo(nn.Module):
         without the ``<S>``/``</S>`` positions (as bilm-tf; AllenNLP includes them) unless
         ``keep_sentence_boundaries``; they are over the whole call, all leading dimensions.
         """
+        return_layers = require_switch("return_layers", return_layers)
         if not isinstance(inputs, torch.Tensor):
             raise TypeError(f"inputs must be a torch.Tensor of character ids (elmo.batch_to_ids), "
                             f"got {type(inputs).__name__}")
