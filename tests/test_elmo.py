@@ -151,7 +151,7 @@ def test_bad_arguments():
     for count in (1.5, True):  # (True passed as one mix)
         with pytest.raises(TypeError, match="num_output_representations must be an integer"):
             Elmo(module=random_bilm(), num_output_representations=count)
-    for p in (float("nan"), -0.1, 1.5, None, "0.5"):
+    for p in (float("nan"), -0.1, 1.5, None, "0.5", 1.0):  # (1.0 zeroed every vector in training)
         with pytest.raises(ValueError, match="dropout must be a number between 0 and 1"):
             Elmo(module=random_bilm(), dropout=p)
     for module in (3, torch.nn.Linear(2, 2)):  # not a biLM: not an AttributeError later

@@ -37,7 +37,7 @@ class Elmo(nn.Module):
             model's input, one for its output).
         requires_grad: fine-tune the biLM too (default frozen).
         do_layer_norm: layer-normalise each layer before mixing.
-        dropout: dropout on each mixed output.
+        dropout: dropout on each mixed output, in [0, 1).
         vocab_to_cache: words whose token vectors are precomputed (others still use the CNN).
         keep_sentence_boundaries: keep the ``<S>``/``</S>`` positions.
         scalar_mix_parameters: fixed s for every mix (not learned), e.g. ``[-9e10, 1, -9e10]``
@@ -62,11 +62,14 @@ class Elmo(nn.Module):
                 ("requires_grad", requires_grad), ("do_layer_norm", do_layer_norm),
                 ("keep_sentence_boundaries", keep_sentence_boundaries)))
         try:
-            rate_ok = bool(0.0 <= dropout <= 1.0)  # (NaN fails this too; nn.Dropout lets it through)
+            # (NaN fails this too; nn.Dropout lets it through, and 1, which zeroes every vector
+            # in training: the task learned from zeros and no error said so)
+            rate_ok = bool(0.0 <= dropout < 1.0)
         except TypeError:  # None, a string: not a number
             rate_ok = False
         if not rate_ok:
-            raise ValueError(f"dropout must be a number between 0 and 1, got {dropout!r}")
+            raise ValueError(f"dropout must be a number between 0 and 1 (0 included, 1 not: it "
+                             f"would zero every vector in training), got {dropout!r}")
         if module is None:
             if options_file is None or weight_file is None:
                 raise ValueError("pass options_file and weight_file, or a loaded BiLM as module=")
