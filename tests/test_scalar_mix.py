@@ -90,6 +90,21 @@ def test_layer_norm_mask_of_another_shape_is_a_clear_error():
             ScalarMix(2, do_layer_norm=True)(layers, torch.ones(shape, dtype=torch.bool))
 
 
+def test_a_layer_norm_mask_of_numbers_counts_each_token_once():
+    """A mask is True/False per position; given as numbers, a long mask of 2s (or a float
+    mask of 0.5s) weighted those positions in the mean and variance instead of counting them
+    once, and the mix came out different from the same mask as bools, without an error."""
+    torch.manual_seed(0)
+    layers = [torch.randn(2, 3, 4) for _ in range(2)]
+    mask = torch.tensor([[1, 1, 0], [1, 0, 0]], dtype=torch.bool)
+    mix = ScalarMix(2, do_layer_norm=True)
+    want = mix(layers, mask)
+    for numbers in (mask.long(), mask.float(), mask.long() * 2, mask.float() * 0.5):
+        assert torch.allclose(mix(layers, numbers), want, rtol=1e-6, atol=0)
+    with pytest.raises(TypeError, match="the mask must be a tensor"):
+        mix(layers, [[1, 1, 0], [1, 0, 0]])
+
+
 def test_layers_of_different_shapes_and_non_finite_starts_are_clear_errors():
     with pytest.raises(ValueError, match="one shape"):
         ScalarMix(2)([torch.zeros(1, 2, 4), torch.zeros(1, 3, 4)])

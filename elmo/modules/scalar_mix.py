@@ -92,7 +92,10 @@ class ScalarMix(nn.Module):
         return penalty_weight(lam) * (self.scalar_parameters ** 2).sum()
 
     def forward(self, layers: Sequence[torch.Tensor], mask: Optional[torch.Tensor] = None) -> torch.Tensor:
-        """layers: num_layers tensors (B, T, D); mask: (B, T), needed for layer norm -> (B, T, D)."""
+        """layers: num_layers tensors (B, T, D); mask: (B, T), needed for layer norm -> (B, T, D).
+
+        The mask is bool or 0/1 numbers; any nonzero value counts as a token (once: a long
+        mask of 2s weighted those positions twice in the mean and variance)."""
         if len(layers) != self.num_layers:
             raise ValueError(f"expected {self.num_layers} layers, got {len(layers)}")
         for layer in layers:  # an integer layer would turn the weights into 0 (bool: into True)
@@ -106,9 +109,12 @@ class ScalarMix(nn.Module):
         if self.do_layer_norm:
             if mask is None:
                 raise ValueError("do_layer_norm needs the mask")
+            if not isinstance(mask, torch.Tensor):
+                raise TypeError(f"the mask must be a tensor (B, T), got {type(mask).__name__}")
             if tuple(mask.shape) != tuple(layers[0].shape[:-1]):  # else a broadcasting error, or worse
                 raise ValueError(f"the mask has shape {tuple(mask.shape)}; for layers of shape "
                                  f"{tuple(layers[0].shape)} it must be {tuple(layers[0].shape[:-1])}")
+            mask = mask.bool()
             layers = [self._normalise(layer, mask) for layer in layers]
         mixed = sum(w * layer for w, layer in zip(weights, layers))
         return self.gamma.to(mixed.dtype) * mixed
