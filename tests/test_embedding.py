@@ -140,6 +140,23 @@ def test_embedder_settings_of_the_wrong_type_are_named(bilm):
     assert Embedder(bilm, batch_size=np.int64(2)).embed_sentences([["a"]] * 3, dtype="float64")[0].dtype == np.float64
 
 
+def test_the_callers_model_keeps_its_training_mode():
+    """Embedder(model) switched the caller's model to eval() for good: a model still being
+    trained (its LSTM dropout on, as in elmo.training's LanguageModel) trained on without that
+    dropout after a look at its vectors. Each batch now runs in eval mode and the model gets
+    its own mode back; the vectors are still those of eval mode (no dropout)."""
+    model = random_bilm()
+    model.lstm.dropout = 0.5
+    want = [a.copy() for a in Embedder(random_bilm().eval()).embed_sentences([["a", "b", "c"], ["d"]])]
+    model.train()
+    model.token_encoder.eval()  # a mixed mode comes back as it was, module by module
+    embedder = Embedder(model)
+    got = embedder.embed_sentences([["a", "b", "c"], ["d"]])
+    assert model.training and model.lstm.training and not model.token_encoder.training
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=0)
+
+
 def test_float16_output(bilm):
     out = Embedder(bilm).embed_sentences([["the", "bank"]], dtype="float16")
     assert out[0].dtype == np.float16

@@ -20,6 +20,7 @@ so the results equal embedding each sentence alone, up to float rounding.
 from __future__ import annotations
 
 from collections import Counter
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator, List, Sequence, Union
@@ -73,6 +74,9 @@ class Embedder:
         overlap: tokens shared by consecutive windows.
         sort_by_length: batch pieces of similar length together (ignored when stateful).
         device: where to run; default: the model's device (or CPU when loading).
+
+    The model runs in eval mode (no dropout) for each batch and is given back its own mode
+    after it, so a model still being trained keeps training with its dropout.
     """
 
     def __init__(self, model: Union[BiLM, str, Path, None] = None, *, batch_size: int = DEFAULT_BATCH_SIZE,
@@ -85,7 +89,9 @@ class Embedder:
             model = model.to(resolve_device(device, None, "device"))
         batch_size = require_count("batch_size", batch_size)
         max_tokens, overlap = check_window_args(max_tokens, overlap)
-        self.bilm = model.eval()
+        # not model.eval(): that switched the caller's model for good (a model still being
+        # trained lost its LSTM dropout); each batch runs in eval mode instead (_eval_mode)
+        self.bilm = model
         self.batch_size = batch_size
         self.max_tokens = max_tokens
         self.overlap = overlap
@@ -148,6 +154,11 @@ class Embedder:
     @torch.inference_mode()
     def _run_batch(self, sentences: Sequence[Sentence], batch: List[Piece],
                    selection: LayerSelection, dtype: np.dtype) -> List[PieceOutput]:
+        with _eval_mode(self.bilm):
+            return self._run_batch_eval(sentences, batch, selection, dtype)
+
+    def _run_batch_eval(self, sentences: Sequence[Sentence], batch: List[Piece],
+                        selection: LayerSelection, dtype: np.dtype) -> List[PieceOutput]:
         tokens = [list(sentences[p.sentence][p.window.start:p.window.stop]) for p in batch]
         n_kept = self.num_layers if selection.keeps_all else 1
         if max(len(t) for t in tokens) == 0:  # only empty sentences: nothing to run
@@ -247,6 +258,19 @@ def sentence_vectors(model: Union[Embedder, BiLM, str, Path, None], sentences: S
         mask = torch.ones(1, t.shape[1], dtype=torch.bool)
         out[i] = masked_pool(t, mask, pooling)[0].numpy()
     return out
+
+
+@contextmanager
+def _eval_mode(model: torch.nn.Module) -> Iterator[None]:
+    """Run the block with ``model`` in eval mode (no dropout), then give every submodule back
+    the mode it had: the model may be the caller's, e.g. one still being trained."""
+    modes = [(module, module.training) for module in model.modules()]
+    model.eval()
+    try:
+        yield
+    finally:
+        for module, training in modes:
+            module.training = training
 
 
 def _to_device(ids: torch.Tensor, device: torch.device) -> torch.Tensor:
