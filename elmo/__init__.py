@@ -78,7 +78,16 @@ def from_pretrained(name_or_path: str | Path, *, stateful: bool = False, device=
     """Load a model: a bundled name (``"default"``, ``"fixture"``), a model folder (native or
     original layout), a published model's name (``elmo models list``: ``"small"``,
     ``"original"``, ``"manylangs-de"``, ...) or an http(s) URL (an ``...options.json`` with its
-    ``...weights.hdf5`` beside it, a ``...weights.hdf5``, or a model archive)."""
+    ``...weights.hdf5`` beside it, a ``...weights.hdf5``, or a model archive).
+
+    ``stateful`` and ``device`` are checked first: a device this machine does not have was
+    refused only after a published model had been downloaded."""
+    from .checks import require_switch
+    from .runtime import resolve_device
+
+    stateful = require_switch("stateful", stateful)
+    if device is not None:
+        device = resolve_device(device, None, "device")
     local = _resolve(name_or_path)
     if local.folder is None:
         return load_original(local.options, local.weights, stateful=stateful, device=device)

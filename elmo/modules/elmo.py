@@ -70,6 +70,10 @@ class Elmo(nn.Module):
         if not rate_ok:
             raise ValueError(f"dropout must be a number between 0 and 1 (0 included, 1 not: it "
                              f"would zero every vector in training), got {dropout!r}")
+        if stateful is not None:
+            stateful = require_switch("stateful", stateful)
+        if device is not None:  # before loading the files (a URL is a download)
+            device = resolve_device(device, None, "device")
         if module is None:
             if options_file is None or weight_file is None:
                 raise ValueError("pass options_file and weight_file, or a loaded BiLM as module=")
@@ -105,7 +109,7 @@ class Elmo(nn.Module):
                       trainable=scalar_mix_parameters is None)
             for _ in range(num_output_representations)))
         if device is not None:
-            self.to(resolve_device(device, None, "device"))
+            self.to(device)
 
     @property
     def bilm(self) -> BiLM:
