@@ -14,6 +14,7 @@ pass ``stateful=True`` for the original's carried state.
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Dict, List, Optional, Sequence, cast
 
 import torch
@@ -35,7 +36,9 @@ class Elmo(nn.Module):
             :meth:`_run_other_module`) works too.
         num_output_representations: number of independent mixes (e.g. one for the task
             model's input, one for its output).
-        requires_grad: fine-tune the biLM too (default frozen).
+        requires_grad: fine-tune the biLM too (default frozen). As in AllenNLP this sets the
+            biLM's parameters' ``requires_grad``: two Elmo over one biLM share it, and a
+            fine-tuning Elmo whose biLM was frozen since warns once at its next call.
         do_layer_norm: layer-normalise each layer before mixing.
         dropout: dropout on each mixed output, in [0, 1).
         vocab_to_cache: words whose token vectors are precomputed (others still use the CNN).
@@ -96,6 +99,7 @@ class Elmo(nn.Module):
         if not requires_grad:
             module.eval()
         self._requires_grad = requires_grad
+        self._warned_frozen = False  # (see forward: warned once)
         if vocab_to_cache:
             if not isinstance(module, BiLM):
                 raise ValueError(f"vocab_to_cache needs a BiLM; module= is a {type(module).__name__}")
@@ -170,7 +174,19 @@ class Elmo(nn.Module):
         device = next(self._elmo_lstm.parameters()).device
         # (..., T, C) -> (N, T, C), rows in row-major order; each row is an independent sentence
         inputs = inputs.to(device).reshape(math.prod(leading), *inputs.shape[-2:])
-        with torch.set_grad_enabled(torch.is_grad_enabled() and self._requires_grad):
+        fine_tune = torch.is_grad_enabled() and self._requires_grad
+        if fine_tune and not getattr(self, "_warned_frozen", False) and \
+                not any(p.requires_grad for p in self._elmo_lstm.parameters()):
+            # requires_grad is the parameters' own flag: a second Elmo(module=bilm,
+            # requires_grad=False) over the same biLM cleared it for this one too, and its
+            # fine-tuning then left the biLM as it was without a word
+            self._warned_frozen = True
+            warnings.warn("Elmo(requires_grad=True), but none of its biLM's parameters requires "
+                          "grad now, so the biLM is not fine-tuned: was another Elmo(module=..., "
+                          "requires_grad=False) made over the same biLM? (It sets the parameters' "
+                          "requires_grad for both.) Call elmo.bilm.requires_grad_(True) to fine-tune "
+                          "it, or use a copy of the biLM for the frozen one", stacklevel=2)
+        with torch.set_grad_enabled(fine_tune):
             if isinstance(self._elmo_lstm, BiLM):
                 bilm_out = self._elmo_lstm(inputs, keep_sentence_boundaries=self._keep_sentence_boundaries)
             else:
