@@ -141,10 +141,11 @@ def test_embedder_settings_of_the_wrong_type_are_named(bilm):
 
 
 def test_the_callers_model_keeps_its_training_mode():
-    """Embedder(model) switched the caller's model to eval() for good: a model still being
-    trained (its LSTM dropout on, as in elmo.training's LanguageModel) trained on without that
-    dropout after a look at its vectors. Each batch now runs in eval mode and the model gets
-    its own mode back; the vectors are still those of eval mode (no dropout)."""
+    """Embedder(model) (and ElmoEmbedder(model=model)) switched the caller's model to eval()
+    for good: a model still being trained (its LSTM dropout on, as in elmo.training's
+    LanguageModel) trained on without that dropout after a look at its vectors. Each batch now
+    runs in eval mode and the model gets its own mode back; the vectors are still those of
+    eval mode (no dropout)."""
     model = random_bilm()
     model.lstm.dropout = 0.5
     want = [a.copy() for a in Embedder(random_bilm().eval()).embed_sentences([["a", "b", "c"], ["d"]])]
@@ -155,6 +156,12 @@ def test_the_callers_model_keeps_its_training_mode():
     assert model.training and model.lstm.training and not model.token_encoder.training
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=0)
+    from elmo import ElmoEmbedder  # AllenNLP's embedder over a given model: the same
+    allennlp = ElmoEmbedder(model=model)
+    np.testing.assert_allclose(allennlp.embed_sentence(["d"]), want[1], rtol=1e-5, atol=0)
+    activations, _ = allennlp.batch_to_embeddings([["d"]])
+    np.testing.assert_allclose(activations[0].numpy(), want[1], rtol=1e-5, atol=0)
+    assert model.training and model.lstm.training and not model.token_encoder.training
 
 
 def test_float16_output(bilm):

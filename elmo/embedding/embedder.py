@@ -90,7 +90,7 @@ class Embedder:
         batch_size = require_count("batch_size", batch_size)
         max_tokens, overlap = check_window_args(max_tokens, overlap)
         # not model.eval(): that switched the caller's model for good (a model still being
-        # trained lost its LSTM dropout); each batch runs in eval mode instead (_eval_mode)
+        # trained lost its LSTM dropout); each batch runs in eval mode instead (eval_mode)
         self.bilm = model
         self.batch_size = batch_size
         self.max_tokens = max_tokens
@@ -154,7 +154,7 @@ class Embedder:
     @torch.inference_mode()
     def _run_batch(self, sentences: Sequence[Sentence], batch: List[Piece],
                    selection: LayerSelection, dtype: np.dtype) -> List[PieceOutput]:
-        with _eval_mode(self.bilm):
+        with eval_mode(self.bilm):
             return self._run_batch_eval(sentences, batch, selection, dtype)
 
     def _run_batch_eval(self, sentences: Sequence[Sentence], batch: List[Piece],
@@ -261,7 +261,7 @@ def sentence_vectors(model: Union[Embedder, BiLM, str, Path, None], sentences: S
 
 
 @contextmanager
-def _eval_mode(model: torch.nn.Module) -> Iterator[None]:
+def eval_mode(model: torch.nn.Module) -> Iterator[None]:
     """Run the block with ``model`` in eval mode (no dropout), then give every submodule back
     the mode it had: the model may be the caller's, e.g. one still being trained."""
     modes = [(module, module.training) for module in model.modules()]
