@@ -123,13 +123,18 @@ class ScalarMix(nn.Module):
     def _normalise(layer: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """``layer`` less its mean, over its standard deviation, both over the masked-in
         positions; unchanged where the mask holds none. Chosen on the device, not by reading
-        the count back (a GPU sync per layer, and a break in a compiled graph)."""
-        keep = mask.unsqueeze(-1).to(layer.dtype)
-        count = keep.sum() * layer.shape[-1]
+        the count back (a GPU sync per layer, and a break in a compiled graph).
+
+        The statistics are taken in float32 at least: in float16 (a ``.half()`` model) the
+        sums over B * T * D values passed float16's largest number, 65504, for an ordinary
+        batch, and the mix came out NaN. The result has the layer's dtype."""
+        work = layer.to(torch.promote_types(layer.dtype, torch.float32))
+        keep = mask.unsqueeze(-1).to(work.dtype)
+        count = keep.sum() * work.shape[-1]
         # divided by 1 where there is no token: 0 / 0 would make the unused branch NaN, and
         # its zero gradient times NaN a NaN gradient
         some = count > 0
         divisor = torch.where(some, count, torch.ones_like(count))
-        mean = (layer * keep).sum() / divisor
-        var = (((layer - mean) * keep) ** 2).sum() / divisor
-        return torch.where(some, (layer - mean) / torch.sqrt(var + 1e-12), layer)
+        mean = (work * keep).sum() / divisor
+        var = (((work - mean) * keep) ** 2).sum() / divisor
+        return torch.where(some, (work - mean) / torch.sqrt(var + 1e-12), work).to(layer.dtype)
