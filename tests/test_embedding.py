@@ -169,6 +169,27 @@ def test_float16_output(bilm):
     assert out[0].dtype == np.float16
 
 
+def test_float16_overflow_in_python_is_an_error_naming_the_sentence():
+    """embed_file refuses NaN or inf, but the Python API returned them: token vectors past
+    float16's 65504 came back from embed_sentences(dtype="float16") as inf, without an
+    error."""
+    from elmo import ElmoEmbedder
+    from elmo.embedding.output import NonFiniteOutput
+
+    model = random_bilm()
+    with torch.no_grad():
+        model.token_encoder.projection.weight.mul_(1e6)   # token vectors (layer 0) of about 1e5
+    embedder = Embedder(model)
+    sentences = [["a"], ["b", "c"]]
+    wide = embedder.embed_sentences(sentences, dtype="float32")
+    assert all(np.isfinite(a).all() for a in wide) and np.abs(wide[1]).max() > 65504
+    with pytest.raises(NonFiniteOutput, match=r"^sentence 0: .*float16 holds at most 65504"):
+        embedder.embed_sentences(sentences, dtype="float16")
+    top = embedder.embed_sentences(sentences, layers="top", dtype="float16")  # (clipped: in range)
+    assert all(np.isfinite(a).all() for a in top)
+    assert np.isfinite(ElmoEmbedder(model=model).embed_batch(sentences)[1]).all()  # float32
+
+
 def test_token_cache_keeps_the_results(bilm):
     sentences = random_sentences(12, seed=4)
     plain = Embedder(bilm, batch_size=4).embed_sentences(sentences)

@@ -33,6 +33,7 @@ from ..checks import require_count
 from ..modules import BiLM
 from ..runtime import resolve_device
 from .layers import LayerSelection
+from .output import NonFiniteOutput
 from .windows import DEFAULT_MAX_TOKENS, DEFAULT_OVERLAP, Window, check_window_args, plan_windows
 
 DEFAULT_BATCH_SIZE = 64
@@ -186,6 +187,9 @@ class Embedder:
         A sentence that is a string is refused (TypeError): tokenize it first.
         In stateful mode the model's carried state is used and updated (the batches follow the
         input order); call ``embedder.bilm.reset_states()`` to start over.
+        NaN or inf in a sentence's vectors (float16 overflow past 65504, a broken model) is a
+        :class:`~elmo.embedding.output.NonFiniteOutput` (a ValueError) naming the sentence,
+        as ``embed_file`` refuses them.
         """
         check_tokenized(sentences, "embed_sentences")
         selection = LayerSelection.parse(layers)
@@ -195,6 +199,12 @@ class Embedder:
         for batch in self.run(sentences, selection, dtype):
             for out in batch:
                 results[out.sentence][:, out.offset:out.offset + out.vectors.shape[1]] = out.vectors
+        for i, array in enumerate(results):  # (one pass over the output: cheap beside the model)
+            if not np.isfinite(array).all():
+                hint = (" (float16 holds at most 65504 in magnitude: use dtype float32)"
+                        if np.dtype(dtype) == np.float16 else " (check the model's weights)")
+                raise NonFiniteOutput(f"sentence {i}: the model gave non-finite values (NaN or "
+                                      f"inf){hint}")
         return results if selection.keeps_all else [r[0] for r in results]
 
 
