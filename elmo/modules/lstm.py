@@ -72,6 +72,16 @@ class BiLSTMLayer(nn.Module):
                 nn.init.xavier_uniform_(direction)
         nn.init.zeros_(self.bias)
 
+    def _apply(self, fn, *args, **kwargs):
+        # .to() / .half() / .cuda() make new weight tensors, and the allocator may give one the
+        # address that the weight a form was made from had: after a .half().float() round trip
+        # W_hh had the same address, version, dtype and device, and other (rounded) values, so
+        # the one-row steps kept using the re-laid copy of the old W_hh. Drop the forms here.
+        result = super()._apply(fn, *args, **kwargs)
+        for cache in (self._int8, self._hh_rows, self._packed):
+            cache.clear()
+        return result
+
     def int8_weights(self) -> Optional[Tuple[Int8Weights, Int8Weights]]:
         """The opt-in int8 (W_hh, W_proj) when enabled with :meth:`BiLSTMStack.use_int8`, else None.
 
