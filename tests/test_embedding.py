@@ -140,6 +140,18 @@ def test_embedder_settings_of_the_wrong_type_are_named(bilm):
     assert Embedder(bilm, batch_size=np.int64(2)).embed_sentences([["a"]] * 3, dtype="float64")[0].dtype == np.float64
 
 
+def test_the_output_dtype_is_a_float_type_named_any_way_and_none_is_refused(bilm):
+    """dtype=None gave float64 arrays (numpy's default, twice float32's memory) without a word,
+    and a torch dtype numpy's "Cannot interpret 'torch.float16' as a data type"."""
+    embedder = Embedder(bilm)
+    for name, want in ((torch.float16, np.float16), (torch.float32, np.float32), ("float16", np.float16),
+                       (np.float32, np.float32)):
+        assert embedder.embed_sentences([["a", "b"]], dtype=name)[0].dtype == want
+    for name in (None, torch.bfloat16, torch.int32, "bogus"):
+        with pytest.raises(TypeError, match=r"dtype must be a floating-point type \(float32, float16\), got"):
+            embedder.embed_sentences([["a", "b"]], dtype=name)
+
+
 def test_the_callers_model_keeps_its_training_mode():
     """Embedder(model) (and ElmoEmbedder(model=model)) switched the caller's model to eval()
     for good: a model still being trained (its LSTM dropout on, as in elmo.training's

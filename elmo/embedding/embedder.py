@@ -146,9 +146,7 @@ class Embedder:
         """
         selection = LayerSelection.parse(layers)
         selection.check(self.num_layers)
-        dtype = np.dtype(dtype)
-        if dtype.kind != "f":  # an integer type would silently truncate every vector
-            raise ValueError(f"dtype must be a floating-point type (float32, float16), got {dtype}")
+        dtype = output_dtype(dtype)
         for batch in self.plan(sentences):
             yield self._run_batch(sentences, batch, selection, dtype)
 
@@ -192,6 +190,7 @@ class Embedder:
         as ``embed_file`` refuses them.
         """
         check_tokenized(sentences, "embed_sentences")
+        dtype = output_dtype(dtype)
         selection = LayerSelection.parse(layers)
         shape = lambda n: (selection.shape(n, self.num_layers, self.dim) if selection.keeps_all
                            else (1, n, self.dim))
@@ -206,6 +205,25 @@ class Embedder:
                 raise NonFiniteOutput(f"sentence {i}: the model gave non-finite values (NaN or "
                                       f"inf){hint}")
         return results if selection.keeps_all else [r[0] for r in results]
+
+
+def output_dtype(dtype) -> np.dtype:
+    """The numpy dtype of the arrays handed back: a numpy floating type or its name
+    ("float32", "float16"), or the torch dtype of one. None was numpy's default, float64, and
+    a torch dtype numpy's "Cannot interpret" TypeError, neither naming the argument; an
+    integer type would silently truncate every vector."""
+    if isinstance(dtype, torch.dtype):
+        numpy_name = str(dtype).replace("torch.", "")
+        if dtype.is_floating_point and hasattr(np, numpy_name):  # (numpy has no bfloat16)
+            dtype = numpy_name
+    try:
+        result = np.dtype(dtype) if dtype is not None else None
+    except TypeError:
+        result = None
+    if result is None or result.kind != "f":
+        raise (ValueError if result is not None else TypeError)(
+            f"dtype must be a floating-point type (float32, float16), got {dtype!r}")
+    return result
 
 
 def frequent_words(sentences: Iterable[Sentence], min_count: int = 2, max_words: int = 50_000) -> List[str]:
