@@ -83,7 +83,18 @@ def from_pretrained(name_or_path: str | Path, *, stateful: bool = False, device=
     ``"original"``, ``"manylangs-de"``, ...) or an http(s) URL (an ``...options.json`` with its
     ``...weights.hdf5`` beside it, a ``...weights.hdf5``, or a model archive). The model gets
     the dtype it was saved in (:func:`save_pretrained` keeps a bfloat16 model's); ``dtype=``
-    (``torch.float32``, ``"bfloat16"`` ...) sets another."""
+    (``torch.float32``, ``"bfloat16"`` ...) sets another.
+
+    ``stateful``, ``device`` and ``dtype`` are checked first: a device this machine does not
+    have was refused only after a published model had been downloaded."""
+    from .checks import require_switch
+    from .runtime import resolve_device
+    from .weights import requested_dtype
+
+    stateful = require_switch("stateful", stateful)
+    if device is not None:
+        device = resolve_device(device, None, "device")
+    requested_dtype(dtype)
     local = _resolve(name_or_path)
     if local.folder is None:
         return load_original(local.options, local.weights, stateful=stateful, device=device, dtype=dtype)

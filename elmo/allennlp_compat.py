@@ -28,7 +28,7 @@ import torch
 from torch import nn
 
 from .embedding import Embedder, embed_file
-from .embedding.embedder import DEFAULT_BATCH_SIZE
+from .embedding.embedder import DEFAULT_BATCH_SIZE, eval_mode
 from .embedding.windows import DEFAULT_MAX_TOKENS, DEFAULT_OVERLAP
 from .checks import integer_or_none, require_count
 from .modules import BiLM, Elmo
@@ -128,7 +128,8 @@ class ElmoEmbedder:
             model = from_pretrained(model if model is not None else DEFAULT_MODEL)
         if stateful is not None:  # None: a given BiLM keeps its own setting (a loaded one is stateless)
             model.stateful = stateful
-        self.elmo_bilm: BiLM = model.to(device).eval()
+        # not .eval(): a given model keeps its mode (each call runs in eval mode, as Embedder's)
+        self.elmo_bilm: BiLM = model.to(device)
         self.cuda_device = cuda_device
         # One biLM call per batch (batch_size is set per call), as AllenNLP's embed_batch.
         self._embedder = Embedder(self.elmo_bilm, max_tokens=max_tokens, overlap=overlap)
@@ -141,7 +142,7 @@ class ElmoEmbedder:
         """One biLM call on ``batch`` (no windows): activations (B, L + 1, T, D) and mask (B, T)."""
         _check_batch(batch)
         ids = self.elmo_bilm.token_ids(batch)       # the model's own ids (batch_to_ids for bytes)
-        with torch.no_grad():
+        with torch.no_grad(), eval_mode(self.elmo_bilm):
             out = self.elmo_bilm(ids.to(self.device))
         return torch.stack(out["activations"], dim=1), out["mask"]
 

@@ -77,9 +77,11 @@ def resolve_device(device: "str | torch.device" = "auto", local_rank: Optional[i
     :class:`torch.device`. ``cuda`` without an index is ``cuda:LOCAL_RANK``, or with
     ``local_rank=None`` torch's current CUDA device (what ``module.to("cuda")`` takes).
 
-    A name torch does not know, or a CUDA device this machine does not have, is a ValueError
-    naming it, here rather than as a RuntimeError or AssertionError from deep in torch at the
-    first tensor moved there. ``what`` names the setting in the message.
+    A name torch does not know, a CUDA device this machine does not have, another backend that
+    this PyTorch cannot use here (``mps``, ``xpu``, ``xla``, ...) or ``meta`` (which holds no
+    values: a model moved there loses its weights) is a ValueError naming it, here rather than
+    as a RuntimeError, AssertionError or ModuleNotFoundError from deep in torch at the first
+    tensor moved there. ``what`` names the setting in the message.
     """
     if isinstance(device, str) and device == "auto":
         return torch.device(f"cuda:{local_rank or 0}") if torch.cuda.is_available() else torch.device("cpu")
@@ -94,6 +96,15 @@ def resolve_device(device: "str | torch.device" = "auto", local_rank: Optional[i
         if (dev.index or 0) >= count:
             where = f"this machine has {count} CUDA device(s)" if count else "CUDA is not available here"
             raise ValueError(f"{what} {device}: {where}; use cpu or auto")
+    elif dev.type == "meta":
+        raise ValueError(f"{what} {device}: the meta device holds no values (a model moved there "
+                         f"loses its weights); use cpu, cuda or auto")
+    elif dev.type != "cpu":
+        try:  # each backend fails its own way: AssertionError, RuntimeError, ModuleNotFoundError
+            torch.empty(0, device=dev)
+        except Exception:
+            raise ValueError(f"{what} {device}: this PyTorch ({torch.__version__}) cannot put "
+                             f"tensors on {dev.type} here; use cpu, cuda or auto") from None
     return dev
 
 

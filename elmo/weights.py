@@ -262,7 +262,7 @@ def _dtype_name(dtype: torch.dtype) -> str:
     return next(name for name, d in DTYPES.items() if d == dtype)
 
 
-def _requested_dtype(dtype: str | torch.dtype | None) -> torch.dtype | None:
+def requested_dtype(dtype: str | torch.dtype | None) -> torch.dtype | None:
     """``dtype=`` of a loader as a torch dtype (None: as the model was saved)."""
     if dtype is None or isinstance(dtype, torch.dtype) and dtype in DTYPES.values():
         return dtype
@@ -293,7 +293,7 @@ def load_original(options_file: str | Path, weight_file: str | Path, *, stateful
         from .hub.resolve import local_pair
         options_file, weight_file = local_pair(options_file, weight_file)
     options = ElmoOptions.from_file(options_file)
-    target = _requested_dtype(dtype)
+    target = requested_dtype(dtype)
     bilm = BiLM(options, stateful=stateful)
     _assign_original_arrays(bilm, read_original_arrays(weight_file, options))
     target = target or _recorded_dtype(Path(weight_file))
@@ -453,7 +453,7 @@ def load_pretrained(path: str | Path, *, stateful: bool = False,
     (``torch.float32``, ``"bfloat16"`` ...) sets another."""
     from .manylangs.folder import is_manylangs_folder, load_manylangs
 
-    target = _requested_dtype(dtype)
+    target = requested_dtype(dtype)
     folder = require_path("path (the model folder)", path)
     if not folder.is_dir():
         raise WeightFileError(f"{folder}: not a model folder")

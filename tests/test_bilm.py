@@ -170,6 +170,24 @@ def test_ids_the_model_cannot_read_are_clear_errors():
                 run(ids.to(narrow))
 
 
+def test_switches_of_the_calls_must_be_bools():
+    """A string is true to Python: bilm(ids, keep_sentence_boundaries="no") kept the
+    boundaries (T + 2 positions), Elmo(...)(ids, return_layers="no") returned the layers and
+    lstm.use_int8("no") switched int8 weights on, each without an error."""
+    from elmo import Elmo
+
+    bilm = random_bilm()
+    ids = batch_to_ids([["a", "b"]])
+    with pytest.raises(TypeError, match="keep_sentence_boundaries must be True or False, got str: 'no'"):
+        bilm(ids, keep_sentence_boundaries="no")
+    with pytest.raises(TypeError, match="return_layers must be True or False, got str: 'no'"):
+        Elmo(module=bilm, dropout=0.0)(ids, return_layers="no")
+    with pytest.raises(TypeError, match="enabled must be True or False, got str: 'no'"):
+        bilm.lstm.use_int8("no")
+    assert not bilm.lstm.int8_enabled
+    assert bilm(ids, keep_sentence_boundaries=True)["mask"].shape == (1, 4)
+
+
 def test_a_bilm_is_built_from_options_only():
     for wrong in (None, "fixture", {"lstm": {}}):
         with pytest.raises(TypeError, match="BiLM takes ElmoOptions"):

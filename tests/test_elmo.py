@@ -141,6 +141,30 @@ def test_layer_norm_leaves_the_padding_zero(keep_sentence_boundaries):
         assert torch.allclose(vectors[mask], want[mask], rtol=1e-5, atol=1e-6)
 
 
+def test_a_fine_tuning_elmo_whose_bilm_another_elmo_froze_warns_once():
+    """requires_grad is the parameters' own flag: Elmo(module=bilm, requires_grad=True), then
+    Elmo(module=bilm, requires_grad=False) over the same biLM (say, a frozen feature
+    extractor beside the fine-tuned model) froze it for the first one too, whose training then
+    left the biLM unchanged without a word. Its next call now warns, once."""
+    import warnings
+
+    bilm = random_bilm()
+    tuned = Elmo(module=bilm, dropout=0.0, requires_grad=True)
+    ids = batch_to_ids([["a", "b"]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        tuned(ids)                                                      # fine-tuned: no warning
+        Elmo(module=bilm, dropout=0.0, requires_grad=False)(ids)        # frozen by design: none
+    with pytest.warns(UserWarning, match="none of its biLM's parameters requires grad now"):
+        tuned(ids)["elmo_representations"][0].sum().backward()
+    assert all(p.grad is None for p in bilm.parameters())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        tuned(ids)                                                      # once
+        with torch.no_grad():
+            Elmo(module=random_bilm(), dropout=0.0, requires_grad=True)(ids)  # no gradients asked
+
+
 def test_bad_arguments():
     with pytest.raises(ValueError, match="options_file"):
         Elmo()
@@ -151,7 +175,7 @@ def test_bad_arguments():
     for count in (1.5, True):  # (True passed as one mix)
         with pytest.raises(TypeError, match="num_output_representations must be an integer"):
             Elmo(module=random_bilm(), num_output_representations=count)
-    for p in (float("nan"), -0.1, 1.5, None, "0.5"):
+    for p in (float("nan"), -0.1, 1.5, None, "0.5", 1.0):  # (1.0 zeroed every vector in training)
         with pytest.raises(ValueError, match="dropout must be a number between 0 and 1"):
             Elmo(module=random_bilm(), dropout=p)
     for module in (3, torch.nn.Linear(2, 2)):  # not a biLM: not an AttributeError later

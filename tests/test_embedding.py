@@ -140,9 +140,66 @@ def test_embedder_settings_of_the_wrong_type_are_named(bilm):
     assert Embedder(bilm, batch_size=np.int64(2)).embed_sentences([["a"]] * 3, dtype="float64")[0].dtype == np.float64
 
 
+def test_the_output_dtype_is_a_float_type_named_any_way_and_none_is_refused(bilm):
+    """dtype=None gave float64 arrays (numpy's default, twice float32's memory) without a word,
+    and a torch dtype numpy's "Cannot interpret 'torch.float16' as a data type"."""
+    embedder = Embedder(bilm)
+    for name, want in ((torch.float16, np.float16), (torch.float32, np.float32), ("float16", np.float16),
+                       (np.float32, np.float32)):
+        assert embedder.embed_sentences([["a", "b"]], dtype=name)[0].dtype == want
+    for name in (None, torch.bfloat16, torch.int32, "bogus"):
+        with pytest.raises(TypeError, match=r"dtype must be a floating-point type \(float32, float16\), got"):
+            embedder.embed_sentences([["a", "b"]], dtype=name)
+
+
+def test_the_callers_model_keeps_its_training_mode():
+    """Embedder(model) (and ElmoEmbedder(model=model)) switched the caller's model to eval()
+    for good: a model still being trained (its LSTM dropout on, as in elmo.training's
+    LanguageModel) trained on without that dropout after a look at its vectors. Each batch now
+    runs in eval mode and the model gets its own mode back; the vectors are still those of
+    eval mode (no dropout)."""
+    model = random_bilm()
+    model.lstm.dropout = 0.5
+    want = [a.copy() for a in Embedder(random_bilm().eval()).embed_sentences([["a", "b", "c"], ["d"]])]
+    model.train()
+    model.token_encoder.eval()  # a mixed mode comes back as it was, module by module
+    embedder = Embedder(model)
+    got = embedder.embed_sentences([["a", "b", "c"], ["d"]])
+    assert model.training and model.lstm.training and not model.token_encoder.training
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=0)
+    from elmo import ElmoEmbedder  # AllenNLP's embedder over a given model: the same
+    allennlp = ElmoEmbedder(model=model)
+    np.testing.assert_allclose(allennlp.embed_sentence(["d"]), want[1], rtol=1e-5, atol=0)
+    activations, _ = allennlp.batch_to_embeddings([["d"]])
+    np.testing.assert_allclose(activations[0].numpy(), want[1], rtol=1e-5, atol=0)
+    assert model.training and model.lstm.training and not model.token_encoder.training
+
+
 def test_float16_output(bilm):
     out = Embedder(bilm).embed_sentences([["the", "bank"]], dtype="float16")
     assert out[0].dtype == np.float16
+
+
+def test_float16_overflow_in_python_is_an_error_naming_the_sentence():
+    """embed_file refuses NaN or inf, but the Python API returned them: token vectors past
+    float16's 65504 came back from embed_sentences(dtype="float16") as inf, without an
+    error."""
+    from elmo import ElmoEmbedder
+    from elmo.embedding.output import NonFiniteOutput
+
+    model = random_bilm()
+    with torch.no_grad():
+        model.token_encoder.projection.weight.mul_(1e6)   # token vectors (layer 0) of about 1e5
+    embedder = Embedder(model)
+    sentences = [["a"], ["b", "c"]]
+    wide = embedder.embed_sentences(sentences, dtype="float32")
+    assert all(np.isfinite(a).all() for a in wide) and np.abs(wide[1]).max() > 65504
+    with pytest.raises(NonFiniteOutput, match=r"^sentence 0: .*float16 holds at most 65504"):
+        embedder.embed_sentences(sentences, dtype="float16")
+    top = embedder.embed_sentences(sentences, layers="top", dtype="float16")  # (clipped: in range)
+    assert all(np.isfinite(a).all() for a in top)
+    assert np.isfinite(ElmoEmbedder(model=model).embed_batch(sentences)[1]).all()  # float32
 
 
 def test_token_cache_keeps_the_results(bilm):

@@ -378,6 +378,26 @@ def test_offline_with_an_empty_cache_is_one_clear_line(monkeypatch, capsys):
     assert len(err.splitlines()) == 1 and "ELMO_OFFLINE" in err and "elmo_2x1024" in err
 
 
+def test_device_and_stateful_are_checked_before_a_download(monkeypatch):
+    """from_pretrained("small", device="gpu") (or stateful="no") and Elmo(options_url,
+    weights_url, device="gpu") downloaded the model first and refused the argument after
+    it; Elmo(options_file, weight_file, stateful="no") loaded a stateful model (bool("no")).
+    Each is now refused before any file is read (offline with an empty cache: no
+    DownloadError comes first)."""
+    monkeypatch.setenv("ELMO_OFFLINE", "1")
+    url = "http://127.0.0.1:9/allennlp/models/elmo/x/elmo_x_options.json"   # never contacted
+    weights = url.replace("options.json", "weights.hdf5")
+    with pytest.raises(ValueError, match="^device 'gpu': expected cpu, cuda, cuda:N or auto$"):
+        elmo.from_pretrained("small", device="gpu")
+    with pytest.raises(TypeError, match="stateful must be True or False, got str: 'no'"):
+        elmo.from_pretrained("small", stateful="no")
+    with pytest.raises(ValueError, match="^device 'gpu': expected cpu, cuda, cuda:N or auto$"):
+        Elmo(url, weights, 1, device="gpu")
+    with pytest.raises(TypeError, match="stateful must be True or False, got str: 'no'"):
+        Elmo(str(ALLENNLP / "options.json"), str(ALLENNLP / "lm_weights.hdf5"), 1, stateful="no")
+    assert not Elmo(str(ALLENNLP / "options.json"), str(ALLENNLP / "lm_weights.hdf5"), 1).bilm.stateful
+
+
 _FETCH_IN_A_PROCESS = """
 import importlib.util, sys
 spec = importlib.util.spec_from_file_location("hub_download", sys.argv[1])

@@ -90,6 +90,41 @@ def test_layer_norm_mask_of_another_shape_is_a_clear_error():
             ScalarMix(2, do_layer_norm=True)(layers, torch.ones(shape, dtype=torch.bool))
 
 
+def test_a_layer_norm_mask_of_numbers_counts_each_token_once():
+    """A mask is True/False per position; given as numbers, a long mask of 2s (or a float
+    mask of 0.5s) weighted those positions in the mean and variance instead of counting them
+    once, and the mix came out different from the same mask as bools, without an error."""
+    torch.manual_seed(0)
+    layers = [torch.randn(2, 3, 4) for _ in range(2)]
+    mask = torch.tensor([[1, 1, 0], [1, 0, 0]], dtype=torch.bool)
+    mix = ScalarMix(2, do_layer_norm=True)
+    want = mix(layers, mask)
+    for numbers in (mask.long(), mask.float(), mask.long() * 2, mask.float() * 0.5):
+        assert torch.allclose(mix(layers, numbers), want, rtol=1e-6, atol=0)
+    with pytest.raises(TypeError, match="the mask must be a tensor"):
+        mix(layers, [[1, 1, 0], [1, 0, 0]])
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_layer_norm_of_half_precision_layers_is_finite_and_close_to_float32(dtype):
+    """A .half() model's layers: the layer norm summed B * T * D float16 values (here 64 x 40
+    x 256 of about 3) past float16's largest number, 65504, and the whole mix came out NaN,
+    without an error. The statistics are now float32; the result keeps the layers' dtype, so
+    it differs from float32's by the dtype's rounding (float16 2^-11, bfloat16 2^-8 of a
+    value, a few roundings)."""
+    torch.manual_seed(0)
+    layers = [torch.randn(64, 40, 256) * 3 + 1 for _ in range(3)]
+    mask = torch.ones(64, 40, dtype=torch.bool)
+    mask[1:, 30:] = False
+    mix = ScalarMix(3, do_layer_norm=True)
+    with torch.no_grad():
+        want = mix(layers, mask)
+        got = mix([layer.to(dtype) for layer in layers], mask)
+    assert got.dtype == dtype and bool(torch.isfinite(got).all())
+    eps = torch.finfo(dtype).eps
+    assert float((got.float() - want).abs().max()) <= 8 * eps * float(want.abs().max())
+
+
 def test_layers_of_different_shapes_and_non_finite_starts_are_clear_errors():
     with pytest.raises(ValueError, match="one shape"):
         ScalarMix(2)([torch.zeros(1, 2, 4), torch.zeros(1, 3, 4)])

@@ -120,6 +120,37 @@ def test_the_python_api_names_a_device_that_is_not_there(monkeypatch):
     assert resolve_device("cuda", None, "device") == torch.device("cuda")
 
 
+def _backend_usable(name: str) -> bool:
+    try:
+        torch.empty(0, device=name)
+        return True
+    except Exception:
+        return False
+
+
+def test_a_backend_this_torch_cannot_use_or_meta_is_a_value_error_naming_it():
+    """device="mps" (or xpu, xla, hpu) where this PyTorch has no such backend was torch's
+    RuntimeError, AssertionError or ModuleNotFoundError from inside ``.to()``; device="meta"
+    loaded the model onto meta without a word, its weights gone (Elmo and Embedder then failed
+    at the first call with "Cannot copy out of meta tensor"). Each is now one ValueError."""
+    import elmo
+
+    bilm = elmo.from_pretrained("fixture")
+    makers = (lambda d: elmo.from_pretrained("fixture", device=d),
+              lambda d: elmo.Elmo(module=bilm, num_output_representations=1, device=d),
+              lambda d: elmo.Embedder(bilm, device=d))
+    for make in makers:
+        with pytest.raises(ValueError, match="^device meta: the meta device holds no values"):
+            make("meta")
+    missing = [name for name in ("mps", "xpu", "xla", "hpu") if not _backend_usable(name)]
+    assert missing, "this PyTorch can use every backend named here"
+    for name in missing:
+        for make in makers:
+            with pytest.raises(ValueError, match=f"^device {name}: this PyTorch .* cannot put tensors on {name}"):
+                make(name)
+    assert next(bilm.parameters()).device.type == "cpu"  # a refused move leaves the model where it was
+
+
 _COUNTING_LAUNCHER = '''
 import os, sys
 from elmo.training.model import LanguageModel

@@ -5,7 +5,9 @@ import pickle
 import torch
 from torch import nn
 
+from elmo import batch_to_ids
 from elmo.modules.weight_cache import WeightCache
+from tests.conftest import random_bilm
 
 
 def test_made_once_then_again_after_each_kind_of_change():
@@ -39,3 +41,31 @@ def test_copies_and_pickles_start_empty():
     assert copy.deepcopy(module).cache.value is None
     assert pickle.loads(pickle.dumps(module)).cache.value is None
     assert module.cache.value is not None  # the original keeps its value
+
+
+def test_a_round_trip_through_another_dtype_makes_every_form_again():
+    """.half().float() makes new weight tensors, and the allocator may give a new one the
+    address of the weight a cached form was made from; with the same version, dtype and
+    device the key could not tell them apart, so the one-row steps kept multiplying by the
+    re-laid copy of the unrounded W_hh (a batch-1 sentence then differed from the same
+    sentence in a batch by up to 3e-4, no error; a few round trips in a hundred of a tiny
+    model here). ``.to()`` now drops the LSTM's forms and remakes the token cache's vectors,
+    so the forms always match the weights, wherever the allocator puts them."""
+    ids = batch_to_ids([["The", "bank", "closed", "."], ["Hi"]])
+    for seed, dtype in ((0, torch.float16), (1, torch.bfloat16), (2, torch.float16)):
+        bilm = random_bilm(seed)
+        bilm.token_encoder.build_token_cache(["The", "bank", "Hi"])
+        with torch.no_grad():
+            bilm(ids[:1])
+            bilm(ids)                         # the one-row and the oneDNN forms, the cache's vectors
+        bilm = bilm.to(dtype).float()
+        assert all(layer._hh_rows.value is None and layer._packed.value is None
+                   for layer in bilm.lstm.layers)
+        assert bilm.token_encoder._token_cache_key == ()
+        fresh = copy.deepcopy(bilm)           # (a copy starts with no forms and its own cache key)
+        fresh.token_encoder.clear_token_cache()
+        with torch.no_grad():
+            for rows in (ids[:1], ids):
+                got, want = bilm(rows)["activations"], fresh(rows)["activations"]
+                for g, w in zip(got, want):  # (the cache's vectors: the CNN's, up to rounding)
+                    assert float((g - w).abs().max()) <= 1e-5 * float(w.abs().max())

@@ -20,6 +20,7 @@ so the results equal embedding each sentence alone, up to float rounding.
 from __future__ import annotations
 
 from collections import Counter
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator, List, Sequence, Union
@@ -32,6 +33,7 @@ from ..checks import require_count
 from ..modules import BiLM
 from ..runtime import resolve_device
 from .layers import LayerSelection
+from .output import NonFiniteOutput
 from .windows import DEFAULT_MAX_TOKENS, DEFAULT_OVERLAP, Window, check_window_args, plan_windows
 
 DEFAULT_BATCH_SIZE = 64
@@ -73,6 +75,9 @@ class Embedder:
         overlap: tokens shared by consecutive windows.
         sort_by_length: batch pieces of similar length together (ignored when stateful).
         device: where to run; default: the model's device (or CPU when loading).
+
+    The model runs in eval mode (no dropout) for each batch and is given back its own mode
+    after it, so a model still being trained keeps training with its dropout.
     """
 
     def __init__(self, model: Union[BiLM, str, Path, None] = None, *, batch_size: int = DEFAULT_BATCH_SIZE,
@@ -85,7 +90,9 @@ class Embedder:
             model = model.to(resolve_device(device, None, "device"))
         batch_size = require_count("batch_size", batch_size)
         max_tokens, overlap = check_window_args(max_tokens, overlap)
-        self.bilm = model.eval()
+        # not model.eval(): that switched the caller's model for good (a model still being
+        # trained lost its LSTM dropout); each batch runs in eval mode instead (eval_mode)
+        self.bilm = model
         self.batch_size = batch_size
         self.max_tokens = max_tokens
         self.overlap = overlap
@@ -139,15 +146,18 @@ class Embedder:
         """
         selection = LayerSelection.parse(layers)
         selection.check(self.num_layers)
-        dtype = np.dtype(dtype)
-        if dtype.kind != "f":  # an integer type would silently truncate every vector
-            raise ValueError(f"dtype must be a floating-point type (float32, float16), got {dtype}")
+        dtype = output_dtype(dtype)
         for batch in self.plan(sentences):
             yield self._run_batch(sentences, batch, selection, dtype)
 
     @torch.inference_mode()
     def _run_batch(self, sentences: Sequence[Sentence], batch: List[Piece],
                    selection: LayerSelection, dtype: np.dtype) -> List[PieceOutput]:
+        with eval_mode(self.bilm):
+            return self._run_batch_eval(sentences, batch, selection, dtype)
+
+    def _run_batch_eval(self, sentences: Sequence[Sentence], batch: List[Piece],
+                        selection: LayerSelection, dtype: np.dtype) -> List[PieceOutput]:
         tokens = [list(sentences[p.sentence][p.window.start:p.window.stop]) for p in batch]
         n_kept = self.num_layers if selection.keeps_all else 1
         if max(len(t) for t in tokens) == 0:  # only empty sentences: nothing to run
@@ -175,8 +185,12 @@ class Embedder:
         A sentence that is a string is refused (TypeError): tokenize it first.
         In stateful mode the model's carried state is used and updated (the batches follow the
         input order); call ``embedder.bilm.reset_states()`` to start over.
+        NaN or inf in a sentence's vectors (float16 overflow past 65504, a broken model) is a
+        :class:`~elmo.embedding.output.NonFiniteOutput` (a ValueError) naming the sentence,
+        as ``embed_file`` refuses them.
         """
         check_tokenized(sentences, "embed_sentences")
+        dtype = output_dtype(dtype)
         selection = LayerSelection.parse(layers)
         shape = lambda n: (selection.shape(n, self.num_layers, self.dim) if selection.keeps_all
                            else (1, n, self.dim))
@@ -184,7 +198,32 @@ class Embedder:
         for batch in self.run(sentences, selection, dtype):
             for out in batch:
                 results[out.sentence][:, out.offset:out.offset + out.vectors.shape[1]] = out.vectors
+        for i, array in enumerate(results):  # (one pass over the output: cheap beside the model)
+            if not np.isfinite(array).all():
+                hint = (" (float16 holds at most 65504 in magnitude: use dtype float32)"
+                        if np.dtype(dtype) == np.float16 else " (check the model's weights)")
+                raise NonFiniteOutput(f"sentence {i}: the model gave non-finite values (NaN or "
+                                      f"inf){hint}")
         return results if selection.keeps_all else [r[0] for r in results]
+
+
+def output_dtype(dtype) -> np.dtype:
+    """The numpy dtype of the arrays handed back: a numpy floating type or its name
+    ("float32", "float16"), or the torch dtype of one. None was numpy's default, float64, and
+    a torch dtype numpy's "Cannot interpret" TypeError, neither naming the argument; an
+    integer type would silently truncate every vector."""
+    if isinstance(dtype, torch.dtype):
+        numpy_name = str(dtype).replace("torch.", "")
+        if dtype.is_floating_point and hasattr(np, numpy_name):  # (numpy has no bfloat16)
+            dtype = numpy_name
+    try:
+        result = np.dtype(dtype) if dtype is not None else None
+    except TypeError:
+        result = None
+    if result is None or result.kind != "f":
+        raise (ValueError if result is not None else TypeError)(
+            f"dtype must be a floating-point type (float32, float16), got {dtype!r}")
+    return result
 
 
 def frequent_words(sentences: Iterable[Sentence], min_count: int = 2, max_words: int = 50_000) -> List[str]:
@@ -247,6 +286,19 @@ def sentence_vectors(model: Union[Embedder, BiLM, str, Path, None], sentences: S
         mask = torch.ones(1, t.shape[1], dtype=torch.bool)
         out[i] = masked_pool(t, mask, pooling)[0].numpy()
     return out
+
+
+@contextmanager
+def eval_mode(model: torch.nn.Module) -> Iterator[None]:
+    """Run the block with ``model`` in eval mode (no dropout), then give every submodule back
+    the mode it had: the model may be the caller's, e.g. one still being trained."""
+    modes = [(module, module.training) for module in model.modules()]
+    model.eval()
+    try:
+        yield
+    finally:
+        for module, training in modes:
+            module.training = training
 
 
 def _to_device(ids: torch.Tensor, device: torch.device) -> torch.Tensor:

@@ -193,6 +193,8 @@ class BiLM(nn.Module):
             zero at padded positions; ``mask``: (..., T') bool. ``...`` is the input's leading
             shape.
         """
+        # "no" is true to Python: it kept the boundaries, two positions more than the tokens
+        keep_sentence_boundaries = require_switch("keep_sentence_boundaries", keep_sentence_boundaries)
         if not isinstance(char_ids, torch.Tensor):
             raise TypeError(f"char_ids must be a torch.Tensor of ids, got {type(char_ids).__name__}: "
                             f"make them with bilm.token_ids(sentences) or elmo.batch_to_ids")

@@ -399,9 +399,12 @@ class CharCNN(nn.Module):
         return 0 if self._token_cache is None else int(self._token_cache.ids.shape[0])
 
     def _apply(self, fn, *args, **kwargs):
-        # Keep the cache on the module's device when it moves (.to / .cuda).
+        # Keep the cache on the module's device when it moves (.to / .cuda), and make its
+        # vectors again: the new weights may sit at the addresses of the old ones (a
+        # .half().float() round trip), which the key of weights_state could not tell apart.
         result = super()._apply(fn, *args, **kwargs)
         if self._token_cache is not None:
             dev = self.projection.weight.device
             self._token_cache = TokenCache(*(t.to(dev) for t in self._token_cache))
+            self._token_cache_key = ()
         return result

@@ -14,6 +14,7 @@ pass ``stateful=True`` for the original's carried state.
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Dict, List, Optional, Sequence, cast
 
 import torch
@@ -35,9 +36,11 @@ class Elmo(nn.Module):
             :meth:`_run_other_module`) works too.
         num_output_representations: number of independent mixes (e.g. one for the task
             model's input, one for its output).
-        requires_grad: fine-tune the biLM too (default frozen).
+        requires_grad: fine-tune the biLM too (default frozen). As in AllenNLP this sets the
+            biLM's parameters' ``requires_grad``: two Elmo over one biLM share it, and a
+            fine-tuning Elmo whose biLM was frozen since warns once at its next call.
         do_layer_norm: layer-normalise each layer before mixing.
-        dropout: dropout on each mixed output.
+        dropout: dropout on each mixed output, in [0, 1).
         vocab_to_cache: words whose token vectors are precomputed (others still use the CNN).
         keep_sentence_boundaries: keep the ``<S>``/``</S>`` positions.
         scalar_mix_parameters: fixed s for every mix (not learned), e.g. ``[-9e10, 1, -9e10]``
@@ -62,11 +65,18 @@ class Elmo(nn.Module):
                 ("requires_grad", requires_grad), ("do_layer_norm", do_layer_norm),
                 ("keep_sentence_boundaries", keep_sentence_boundaries)))
         try:
-            rate_ok = bool(0.0 <= dropout <= 1.0)  # (NaN fails this too; nn.Dropout lets it through)
+            # (NaN fails this too; nn.Dropout lets it through, and 1, which zeroes every vector
+            # in training: the task learned from zeros and no error said so)
+            rate_ok = bool(0.0 <= dropout < 1.0)
         except TypeError:  # None, a string: not a number
             rate_ok = False
         if not rate_ok:
-            raise ValueError(f"dropout must be a number between 0 and 1, got {dropout!r}")
+            raise ValueError(f"dropout must be a number between 0 and 1 (0 included, 1 not: it "
+                             f"would zero every vector in training), got {dropout!r}")
+        if stateful is not None:
+            stateful = require_switch("stateful", stateful)
+        if device is not None:  # before loading the files (a URL is a download)
+            device = resolve_device(device, None, "device")
         if module is None:
             if options_file is None or weight_file is None:
                 raise ValueError("pass options_file and weight_file, or a loaded BiLM as module=")
@@ -89,6 +99,7 @@ class Elmo(nn.Module):
         if not requires_grad:
             module.eval()
         self._requires_grad = requires_grad
+        self._warned_frozen = False  # (see forward: warned once)
         if vocab_to_cache:
             if not isinstance(module, BiLM):
                 raise ValueError(f"vocab_to_cache needs a BiLM; module= is a {type(module).__name__}")
@@ -102,7 +113,7 @@ class Elmo(nn.Module):
                       trainable=scalar_mix_parameters is None)
             for _ in range(num_output_representations)))
         if device is not None:
-            self.to(resolve_device(device, None, "device"))
+            self.to(device)
 
     @property
     def bilm(self) -> BiLM:
@@ -145,6 +156,7 @@ class Elmo(nn.Module):
         without the ``<S>``/``</S>`` positions (as bilm-tf; AllenNLP includes them) unless
         ``keep_sentence_boundaries``; they are over the whole call, all leading dimensions.
         """
+        return_layers = require_switch("return_layers", return_layers)
         if not isinstance(inputs, torch.Tensor):
             raise TypeError(f"inputs must be a torch.Tensor of character ids (elmo.batch_to_ids), "
                             f"got {type(inputs).__name__}")
@@ -162,7 +174,19 @@ class Elmo(nn.Module):
         device = next(self._elmo_lstm.parameters()).device
         # (..., T, C) -> (N, T, C), rows in row-major order; each row is an independent sentence
         inputs = inputs.to(device).reshape(math.prod(leading), *inputs.shape[-2:])
-        with torch.set_grad_enabled(torch.is_grad_enabled() and self._requires_grad):
+        fine_tune = torch.is_grad_enabled() and self._requires_grad
+        if fine_tune and not getattr(self, "_warned_frozen", False) and \
+                not any(p.requires_grad for p in self._elmo_lstm.parameters()):
+            # requires_grad is the parameters' own flag: a second Elmo(module=bilm,
+            # requires_grad=False) over the same biLM cleared it for this one too, and its
+            # fine-tuning then left the biLM as it was without a word
+            self._warned_frozen = True
+            warnings.warn("Elmo(requires_grad=True), but none of its biLM's parameters requires "
+                          "grad now, so the biLM is not fine-tuned: was another Elmo(module=..., "
+                          "requires_grad=False) made over the same biLM? (It sets the parameters' "
+                          "requires_grad for both.) Call elmo.bilm.requires_grad_(True) to fine-tune "
+                          "it, or use a copy of the biLM for the frozen one", stacklevel=2)
+        with torch.set_grad_enabled(fine_tune):
             if isinstance(self._elmo_lstm, BiLM):
                 bilm_out = self._elmo_lstm(inputs, keep_sentence_boundaries=self._keep_sentence_boundaries)
             else:

@@ -24,6 +24,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..checks import require_switch
 from ..config import LSTMConfig
 from .autocast import autocast_on
 from .lstm_autograd import run_lstm_layer_autograd, wants_fast_path
@@ -70,6 +71,16 @@ class BiLSTMLayer(nn.Module):
             for direction in w:
                 nn.init.xavier_uniform_(direction)
         nn.init.zeros_(self.bias)
+
+    def _apply(self, fn, *args, **kwargs):
+        # .to() / .half() / .cuda() make new weight tensors, and the allocator may give one the
+        # address that the weight a form was made from had: after a .half().float() round trip
+        # W_hh had the same address, version, dtype and device, and other (rounded) values, so
+        # the one-row steps kept using the re-laid copy of the old W_hh. Drop the forms here.
+        result = super()._apply(fn, *args, **kwargs)
+        for cache in (self._int8, self._hh_rows, self._packed):
+            cache.clear()
+        return result
 
     def int8_weights(self) -> Optional[Tuple[Int8Weights, Int8Weights]]:
         """The opt-in int8 (W_hh, W_proj) when enabled with :meth:`BiLSTMStack.use_int8`, else None.
@@ -339,8 +350,10 @@ class BiLSTMStack(nn.Module):
         W_hh and W_proj are multiplied as int8 with a float scale per row and the state rounded
         to bfloat16 (see :mod:`elmo.modules.lstm_inference`): about a quarter of the memory
         traffic of a batch-1 step, at the cost of a small, measured deviation. Off by default.
+        ``enabled`` must be a bool: ``use_int8("no")`` turned int8 on (a non-empty string is true).
         """
         from .lstm_inference import int8_supported
+        enabled = require_switch("enabled", enabled)
         device = self.layers[0].weight_hh.device
         if enabled and not int8_supported(device):
             raise RuntimeError(f"int8 weights need torch._weight_int8pack_mm on {device}, which this "

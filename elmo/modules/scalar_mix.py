@@ -92,7 +92,10 @@ class ScalarMix(nn.Module):
         return penalty_weight(lam) * (self.scalar_parameters ** 2).sum()
 
     def forward(self, layers: Sequence[torch.Tensor], mask: Optional[torch.Tensor] = None) -> torch.Tensor:
-        """layers: num_layers tensors (B, T, D); mask: (B, T), needed for layer norm -> (B, T, D)."""
+        """layers: num_layers tensors (B, T, D); mask: (B, T), needed for layer norm -> (B, T, D).
+
+        The mask is bool or 0/1 numbers; any nonzero value counts as a token (once: a long
+        mask of 2s weighted those positions twice in the mean and variance)."""
         if len(layers) != self.num_layers:
             raise ValueError(f"expected {self.num_layers} layers, got {len(layers)}")
         for layer in layers:  # an integer layer would turn the weights into 0 (bool: into True)
@@ -106,9 +109,12 @@ class ScalarMix(nn.Module):
         if self.do_layer_norm:
             if mask is None:
                 raise ValueError("do_layer_norm needs the mask")
+            if not isinstance(mask, torch.Tensor):
+                raise TypeError(f"the mask must be a tensor (B, T), got {type(mask).__name__}")
             if tuple(mask.shape) != tuple(layers[0].shape[:-1]):  # else a broadcasting error, or worse
                 raise ValueError(f"the mask has shape {tuple(mask.shape)}; for layers of shape "
                                  f"{tuple(layers[0].shape)} it must be {tuple(layers[0].shape[:-1])}")
+            mask = mask.bool()
             layers = [self._normalise(layer, mask) for layer in layers]
         mixed = sum(w * layer for w, layer in zip(weights, layers))
         return self.gamma.to(mixed.dtype) * mixed
@@ -117,13 +123,18 @@ class ScalarMix(nn.Module):
     def _normalise(layer: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """``layer`` less its mean, over its standard deviation, both over the masked-in
         positions; unchanged where the mask holds none. Chosen on the device, not by reading
-        the count back (a GPU sync per layer, and a break in a compiled graph)."""
-        keep = mask.unsqueeze(-1).to(layer.dtype)
-        count = keep.sum() * layer.shape[-1]
+        the count back (a GPU sync per layer, and a break in a compiled graph).
+
+        The statistics are taken in float32 at least: in float16 (a ``.half()`` model) the
+        sums over B * T * D values passed float16's largest number, 65504, for an ordinary
+        batch, and the mix came out NaN. The result has the layer's dtype."""
+        work = layer.to(torch.promote_types(layer.dtype, torch.float32))
+        keep = mask.unsqueeze(-1).to(work.dtype)
+        count = keep.sum() * work.shape[-1]
         # divided by 1 where there is no token: 0 / 0 would make the unused branch NaN, and
         # its zero gradient times NaN a NaN gradient
         some = count > 0
         divisor = torch.where(some, count, torch.ones_like(count))
-        mean = (layer * keep).sum() / divisor
-        var = (((layer - mean) * keep) ** 2).sum() / divisor
-        return torch.where(some, (layer - mean) / torch.sqrt(var + 1e-12), layer)
+        mean = (work * keep).sum() / divisor
+        var = (((work - mean) * keep) ** 2).sum() / divisor
+        return torch.where(some, (work - mean) / torch.sqrt(var + 1e-12), work).to(layer.dtype)
