@@ -431,6 +431,26 @@ def test_a_converted_copy_of_the_bilm_is_accepted(tmp_path, capsys):
         TaskModel.load(folder, bilm=str(tmp_path / "native"))
 
 
+def test_a_random_control_and_its_trained_biLM_are_not_taken_for_each_other(tmp_path):
+    """A random: control's biLM and the trained one record the same files: bilm= (elmo predict
+    --bilm) with the folder of a random control, without the prefix, predicted with the trained
+    weights (and the reverse with random ones), silently. Now refused, naming the prefix."""
+    import shutil
+    import elmo
+    from elmo.embedding.run import model_digest
+    from elmo.tasks.saved import TaskModelError, _load_bilm, bilm_reference
+    bilm = tmp_path / "bilm"
+    shutil.copytree(elmo.model_path("fixture"), bilm)
+    control = bilm_reference("random:" + str(bilm))
+    with pytest.raises(TaskModelError, match="trained with random weights.*pass 'random:'"):
+        _load_bilm(control, str(bilm))
+    assert model_digest(_load_bilm(control, "random:" + str(bilm))) == control["weights_digest"]
+    trained = bilm_reference(str(bilm))
+    with pytest.raises(TaskModelError, match="trained weights of .*without 'random:'"):
+        _load_bilm(trained, "random:" + str(bilm))
+    assert model_digest(_load_bilm(trained, str(bilm))) == trained["weights_digest"]
+
+
 def test_a_biLM_given_by_a_relative_path_loads_from_any_working_folder(tmp_path, monkeypatch):
     """The saved model loaded the spec as written in the config (`bilm/`), relative to the
     folder it was loaded from: elsewhere the biLM, still where it was recorded, was "no model

@@ -99,6 +99,16 @@ def _load_bilm(ref: dict, override: Optional[str]):
     from .bilm_checksums import bilm_files
     from .runner import load_bilm, resolve_bilm
     spec = shown = override or ref["spec"]
+    # The files cannot tell a random: control from its trained model (a random one reads only
+    # the options, and both record the same checksums): the folder of a random control passed
+    # without the prefix gave the trained weights, and the reverse random ones, silently.
+    trained_random = bool(ref.get("random_weights")) or str(ref["spec"]).startswith("random:")
+    if override and override.startswith("random:") != trained_random:
+        raise TaskModelError(
+            f"biLM {shown!r}: this task model was trained with "
+            + (f"random weights ({ref['spec']!r}), a control: pass 'random:' before the folder"
+               if trained_random else f"the trained weights of {ref['spec']!r}: pass the folder "
+                                      f"without 'random:'"))
     local = not override and not ref["bundled"] and "://" not in spec
     if local and not Path(ref["path"]).is_dir() and not spec.startswith("random:"):
         raise TaskModelError(f"the biLM {ref['path']} this task model was trained with is gone; "
