@@ -329,6 +329,25 @@ def test_convert_carries_the_model_card(tmp_path, capsys):
     assert (native / "MODEL_CARD.md").read_bytes() == (source / "MODEL_CARD.md").read_bytes()
 
 
+
+def test_convert_leaves_a_readme_of_a_folder_without_a_model_alone(tmp_path, capsys):
+    """Converting a model without a README (the default model has a card) into a folder that
+    holds your own README.md and no model was refused as if it were another model's README,
+    which worked before cards were carried; a card beside another model's files still is."""
+    from elmo.cli import main
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "README.md").write_text("my notes\n")
+    assert main(["convert", "default", str(project)]) == 0
+    assert (project / "README.md").read_text() == "my notes\n"
+    assert (project / "MODEL_CARD.md").is_file() and (project / "model.safetensors").is_file()
+    other = tmp_path / "other"
+    assert main(["convert", "fixture", str(other)]) == 0          # a model with its README.md
+    (other / "config.json").unlink()
+    capsys.readouterr()
+    assert main(["convert", "default", str(other), "--overwrite"]) == 1
+    assert "also holds README.md of the model there" in capsys.readouterr().err
+
 def test_info_says_where_the_weights_come_from(tmp_path, capsys):
     """elmo info printed the options and sizes only: the provenance that metadata.json keeps
     (training text, start model, adapted texts, conversion) could only be read in the JSON."""
