@@ -273,6 +273,13 @@ def load(folder: Union[str, Path], bilm: Optional[str] = None, device=None):
             raise TaskModelError(f"{weights}: tensor '{name}' has shape {tuple(tensor.shape)}, "
                                  f"config.json and labels.json ({len(labels)} labels) make it "
                                  f"{tuple(expected[name].shape)}")
+    if e is not None and e["bilm_weights_saved"]:
+        # a fine-tuned biLM is read in the dtype it was saved in (float32 for one fine-tuned from
+        # a bfloat16 biLM), not rounded to the dtype of the biLM it started from
+        saved = next((t.dtype for k, t in state.items() if k.startswith(BILM_MODULE + ".")
+                      and t.is_floating_point()), None)
+        if saved is not None:
+            bilm_model.to(saved)
     missing, unexpected = model.load_state_dict(state, strict=False)
     missing = [k for k in missing if not (e is not None and not e["bilm_weights_saved"]
                                           and k.startswith(BILM_MODULE + "."))]
