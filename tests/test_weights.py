@@ -107,6 +107,17 @@ def test_a_float16_model_loads_as_float32_and_a_float64_one_exactly(tmp_path, fm
         for (n, p), (_, q) in zip(double.state_dict().items(), again.state_dict().items()):
             assert q.dtype == torch.float64 and torch.equal(p, q), n
 
+
+def test_info_names_the_dtype_a_model_loads_in(tmp_path, capsys):
+    """A bfloat16 model now loads back as bfloat16 and runs so everywhere (embed, experiments),
+    but elmo info, which shows the model, did not say so."""
+    from elmo.cli import main
+    elmo.save_pretrained(random_bilm().to(torch.bfloat16), tmp_path / "bf16")
+    assert main(["info", str(tmp_path / "bf16")]) == 0
+    assert "dtype: bfloat16" in capsys.readouterr().out.splitlines()
+    assert main(["info", "fixture"]) == 0
+    assert "dtype: float32" in capsys.readouterr().out.splitlines()
+
 def test_truncated_file_is_a_clear_error(tmp_path):
     data = (ALLENNLP / "lm_weights.hdf5").read_bytes()
     (tmp_path / "half.hdf5").write_bytes(data[: len(data) // 2])

@@ -42,10 +42,14 @@ def register(subparsers) -> None:
 def info(args: argparse.Namespace) -> int:
     import elmo
 
+    from ..weights import model_dtype
+
     bilm = elmo.from_pretrained(args.model)
     n_params = sum(p.numel() for p in bilm.parameters())
     print(bilm.options.to_json())
     print(f"parameters: {n_params:,}")
+    # the dtype it loads in, which the files keep (a bfloat16 model runs in bfloat16 everywhere)
+    print(f"dtype: {str(model_dtype(bilm)).removeprefix('torch.')}")
     print(f"layers: {bilm.num_layers} of width {bilm.output_dim}")
     if Path(args.model).is_dir() or args.model in elmo.BUNDLED_MODELS:
         for line in provenance(elmo.model_path(args.model)):
