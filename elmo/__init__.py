@@ -82,8 +82,8 @@ def from_pretrained(name_or_path: str | Path, *, stateful: bool = False, device=
     original layout), a published model's name (``elmo models list``: ``"small"``,
     ``"original"``, ``"manylangs-de"``, ...) or an http(s) URL (an ``...options.json`` with its
     ``...weights.hdf5`` beside it, a ``...weights.hdf5``, or a model archive). The model gets
-    the dtype it was saved in (:func:`save_pretrained` keeps a bfloat16 model's); ``dtype=``
-    (``torch.float32``, ``"bfloat16"`` ...) sets another.
+    the dtype it was saved in (:func:`save_pretrained` keeps a bfloat16 model's; a float16 one
+    loads as float32); ``dtype=`` (``torch.float32``, ``"bfloat16"`` ...) sets another.
 
     ``stateful``, ``device`` and ``dtype`` are checked first: a device this machine does not
     have was refused only after a published model had been downloaded."""

@@ -271,6 +271,17 @@ def requested_dtype(dtype: str | torch.dtype | None) -> torch.dtype | None:
     raise ValueError(f"dtype must be one of {', '.join(DTYPES)} (or None: as saved), got {dtype!r}")
 
 
+def _restored_dtype(saved: torch.dtype | None) -> torch.dtype | None:
+    """The dtype a model saved in ``saved`` loads back in when the loader is given none.
+
+    float16 loads as float32, as it always did: it is how models are stored to halve the file
+    (``save_original(dtype="float16")``, ``elmo ship``), and on a CPU a float16 model runs
+    several times slower than float32 (4.5x for the default model) and rounds every product,
+    which a round trip must not bring on unasked. ``dtype=torch.float16`` keeps it float16.
+    bfloat16 and float64 are restored."""
+    return None if saved == torch.float16 else saved
+
+
 def _recorded_dtype(path: Path) -> torch.dtype | None:
     """The dtype :func:`save_original` recorded in ``path`` (None: float32, or not recorded)."""
     with open_hdf5(path) as h5:
@@ -285,7 +296,8 @@ def load_original(options_file: str | Path, weight_file: str | Path, *, stateful
     URLs that are downloaded into the cache and checked first, see :mod:`elmo.hub`).
 
     The model gets the dtype it was saved in (a bfloat16 model's is recorded in the HDF5 file,
-    which stores float32), float32 for files without a record; ``dtype=`` sets another."""
+    which stores float32), float32 for files without a record or of a float16 model (see
+    :func:`_restored_dtype`); ``dtype=`` sets another."""
     from .hub.download import is_url
     require_path("options_file", options_file)
     require_path("weight_file", weight_file)
@@ -296,7 +308,7 @@ def load_original(options_file: str | Path, weight_file: str | Path, *, stateful
     target = requested_dtype(dtype)
     bilm = BiLM(options, stateful=stateful)
     _assign_original_arrays(bilm, read_original_arrays(weight_file, options))
-    target = target or _recorded_dtype(Path(weight_file))
+    target = target or _restored_dtype(_recorded_dtype(Path(weight_file)))
     if target is not None and target != torch.float32:
         bilm = bilm.to(target)
     bilm.eval()
@@ -314,7 +326,8 @@ def save_original(bilm: BiLM, options_file: str | Path, weight_file: str | Path,
     """Write options.json and the HDF5 weights in the original layout (atomically).
 
     ``dtype="float16"`` halves the file; loading converts back to float32. A model that is not
-    float32 (bfloat16, say) is stored as float32 with its dtype recorded, which loading restores.
+    float32 (bfloat16, say) is stored as float32 with its dtype recorded, which loading restores
+    (a float16 model's too, on request: see :func:`_restored_dtype`).
     """
     _require_bilm(bilm, "save_original")
     weight_file = Path(weight_file)
@@ -362,8 +375,9 @@ def save_pretrained(bilm: BiLM, folder: str | Path, fmt: str = "safetensors") ->
     ``options.json`` + ``weights.hdf5`` (``fmt="original"``). A dictionary model
     (ELMoForManyLangs) also gets its ``char.dic`` (and ``word.dic``) and is native only.
 
-    The weights' dtype is kept (:func:`load_pretrained` restores it). ``stateful`` is not saved:
-    it is how a caller runs the model (``from_pretrained(..., stateful=True)``), not part of it."""
+    The weights' dtype is kept (:func:`load_pretrained` restores it, float16 as float32).
+    ``stateful`` is not saved: it is how a caller runs the model (``from_pretrained(...,
+    stateful=True)``), not part of it."""
     import shutil
 
     from .io import check_output_dir, no_empty_folder_on_failure
@@ -436,12 +450,17 @@ def _load_native(folder: Path, stateful: bool, dtype: torch.dtype | None = None)
                               f"model {NATIVE_CONFIG} describes"
                               + (f" (and {len(extra) - 1} more)" if len(extra) > 1 else "")
                               + f"; is {NATIVE_CONFIG} the one saved with these weights?")
-    bilm.load_state_dict(state)
     # The file holds each tensor in the model's dtype when it was saved; the model was built in
-    # float32 (a bfloat16 model loaded back as float32): it gets that dtype back.
+    # float32 (a bfloat16 model loaded back as float32): it gets that dtype back. The weights are
+    # read into a model of the saved dtype, then converted: read into float32 first, a float64
+    # model came back float64 with every weight rounded to float32 on the way.
     saved = {t.dtype for t in state.values() if t.is_floating_point()}
-    target = dtype or (saved.pop() if len(saved) == 1 else None)
-    return bilm.to(target) if target is not None and target != torch.float32 else bilm
+    stored = saved.pop() if len(saved) == 1 else None
+    if stored is not None and stored != torch.float32:
+        bilm = bilm.to(stored)
+    bilm.load_state_dict(state)
+    target = dtype or _restored_dtype(stored) or torch.float32
+    return bilm.to(target) if model_dtype(bilm) != target else bilm
 
 
 def load_pretrained(path: str | Path, *, stateful: bool = False,
@@ -449,8 +468,9 @@ def load_pretrained(path: str | Path, *, stateful: bool = False,
     """Load a model folder: native safetensors, the original HDF5 layout, or an ELMoForManyLangs
     folder (config.json naming a model configuration, char.dic, word.dic, *.pkl).
 
-    The model gets the dtype it was saved in (see :func:`save_pretrained`); ``dtype=``
-    (``torch.float32``, ``"bfloat16"`` ...) sets another."""
+    The model gets the dtype it was saved in (see :func:`save_pretrained`; a float16 model loads
+    as float32, see :func:`_restored_dtype`); ``dtype=`` (``torch.float32``, ``"bfloat16"`` ...)
+    sets another."""
     from .manylangs.folder import is_manylangs_folder, load_manylangs
 
     target = requested_dtype(dtype)

@@ -182,6 +182,19 @@ def test_index_of_a_model_is_cached_and_layer0_is_context_free(tmp_path):
         neighbors.query_vectors(emb, ["no", "such"], "bank")
 
 
+
+def test_a_bfloat16_model_has_a_fingerprint_and_an_index(tmp_path):
+    """A model saved in bfloat16 loads as bfloat16, and elmo neighbors / analyze on it stopped
+    with numpy's "Got unsupported ScalarType BFloat16" while hashing its weights."""
+    import elmo
+    bilm = random_bilm()
+    half = elmo.from_pretrained(elmo.save_pretrained(bilm.to(torch.bfloat16), tmp_path / "bf16"))
+    assert neighbors.model_fingerprint(half) != neighbors.model_fingerprint(random_bilm())
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("the test sentence .\n")
+    index = neighbors.cached_index(half, corpus, tmp_path / "cache", log=lambda *_: None)
+    assert index.sentences == [["the", "test", "sentence", "."]] and np.isfinite(index.vectors).all()
+
 def test_manylangs_models_with_other_dictionaries_get_other_fingerprints_and_indexes(tmp_path):
     """Two ELMoForManyLangs models with equal weights and other dictionaries embed a word
     differently, but shared a fingerprint, so the second loaded the first's neighbour index."""

@@ -53,6 +53,19 @@ def test_fine_tuning_the_bilm():
     assert elmo.bilm.lstm.layers[0].weight_hh.grad is not None
 
 
+
+def test_a_bfloat16_weight_file_is_fine_tuned_in_float32(tmp_path):
+    """A weight file saved from a bfloat16 model records that dtype and loads as bfloat16:
+    Elmo(options_file, weight_file, requires_grad=True) trained the biLM's weights in bfloat16
+    (AllenNLP's Elmo is float32). Fine-tuned it is float32; frozen it keeps the file's dtype."""
+    from elmo import save_original
+    save_original(random_bilm().to(torch.bfloat16), tmp_path / "options.json", tmp_path / "weights.hdf5")
+    files = (str(tmp_path / "options.json"), str(tmp_path / "weights.hdf5"))
+    tuned = Elmo(*files, 1, requires_grad=True, dropout=0.0)
+    assert {p.dtype for p in tuned.bilm.parameters()} == {torch.float32}
+    tuned(batch_to_ids([["the", "dog"]]))["elmo_representations"][0].sum().backward()
+    assert {p.dtype for p in Elmo(*files, 1, dropout=0.0).bilm.parameters()} == {torch.bfloat16}
+
 def test_token_cache_through_elmo_gives_the_same_output():
     bilm = random_bilm()
     ids = batch_to_ids([["the", "dog", "zebra"]])

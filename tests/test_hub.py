@@ -217,6 +217,11 @@ def test_urls_that_differ_in_their_query_are_cached_apart(cache):
     assert spaced != underscored and spaced.name == underscored.name == "a_b.hdf5"
     assert cache_path("http://h.org/m/a%20b.hdf5") == spaced
     assert underscored == cache / "models" / "files" / "h.org" / "m" / "a_b.hdf5"
+    # dropped parts: '/m/../a.hdf5' is the server's /a.hdf5, and was cached as /m/a.hdf5
+    plain = cache_path("http://h.org/m/a.hdf5")
+    dotted = {cache_path(f"http://h.org{p}") for p in ("/m/../a.hdf5", "/m/./a.hdf5", "/m//a.hdf5", "/m/a.hdf5/")}
+    assert len(dotted) == 4 and plain not in dotted
+    assert all(p.is_relative_to(cache / "models" / "files" / "h.org") for p in dotted)
     with FileServer({"/m/w.bin?v=1": b"version one", "/m/w.bin?v=2": b"version two"}) as server:
         assert fetch(server.url("/m/w.bin?v=1"), progress=False).read_bytes() == b"version one"
         assert fetch(server.url("/m/w.bin?v=2"), progress=False).read_bytes() == b"version two"

@@ -64,6 +64,25 @@ def test_float16_ship_rounds_exactly_the_chosen_parts(exported, tmp_path):
     assert not torch.equal(got["softmax.weight"], ref["softmax.weight"])
 
 
+
+def test_a_bfloat16_source_ships_as_the_dtypes_asked(exported, tmp_path):
+    """A source whose weights.hdf5 records a bfloat16 model (save_original of one) shipped with
+    that record: the shipped model loaded as bfloat16 (its float16 or float32 values rounded
+    again), not as float32 as the shipped dtypes say. It now loads as float32."""
+    import shutil
+    import elmo
+    from elmo.weights import load_original, save_original
+    source = exported.parent / "bf16"
+    shutil.copytree(exported, source)
+    bilm = load_original(source / "options.json", source / "weights.hdf5").to(torch.bfloat16)
+    save_original(bilm, source / "options.json", source / "weights.hdf5")
+    assert elmo.from_pretrained(source).token_encoder.projection.weight.dtype == torch.bfloat16
+    ship(source, tmp_path / "shipped", bilm_dtype="float32")
+    shipped = elmo.from_pretrained(tmp_path / "shipped")
+    assert {p.dtype for p in shipped.parameters()} == {torch.float32}
+    for (n, p), (_, q) in zip(bilm.state_dict().items(), shipped.state_dict().items()):
+        assert torch.equal(p.float(), q), n
+
 def test_ship_refuses_more_than_the_size_limit(exported, tmp_path):
     """(the files were written over DEST's first and refused after: the bundled model was
     replaced by the copy the error said was refused)"""

@@ -218,3 +218,27 @@ def test_a_name_that_is_not_one_folder_name_is_refused(variants, tasks, named):
     # with a separator or '..' placed (and replaced) folders outside OUT
     with pytest.raises(ConfigError, match=f"name {named}: a name is also a folder name"):
         normalise_config({"tasks": tasks, "variants": variants})
+
+
+def test_print_config_gives_a_bilm_folder_that_reads_back_from_any_folder(tmp_path, capsys, monkeypatch):
+    """A relative biLM folder is found beside the config (or in the working folder), but
+    --print-config printed it as written, relative, unlike the data paths: the printed config,
+    saved elsewhere or read from another folder, named no model (or another one of that name)."""
+    import shutil
+    import elmo
+    project, elsewhere = tmp_path / "project", tmp_path / "elsewhere"
+    shutil.copytree(elmo.model_path("fixture"), project / "models" / "mine")
+    elsewhere.mkdir()
+    folders = write_tiny_tasks(tmp_path)
+    path = _write(project / "c.json", tiny_config(folders, bilm="models/mine", variants=[
+        {"name": "b"}, {"name": "r", "elmo": {"bilm": "random:models/mine"}}, {"name": "f", "elmo": {"bilm": "fixture"}}]))
+    mine = str((project / "models" / "mine").resolve())
+    for cwd in (project, elsewhere):
+        monkeypatch.chdir(cwd)
+        assert main(["experiment", str(path), "--print-config"]) == 0
+        full = json.loads(capsys.readouterr().out)
+        assert full["bilm"] == mine
+        assert [v["elmo"] and v["elmo"]["bilm"] for v in full["variants"]] == [None, "random:" + mine, "fixture"]
+    again = _write(elsewhere / "printed.json", full)
+    monkeypatch.chdir(tmp_path)
+    assert load_config(again).bilm == mine

@@ -431,6 +431,49 @@ def test_a_converted_copy_of_the_bilm_is_accepted(tmp_path, capsys):
         TaskModel.load(folder, bilm=str(tmp_path / "native"))
 
 
+def test_a_bfloat16_biLM_is_fine_tuned_in_float32(tmp_path):
+    """A biLM saved in bfloat16 loads as bfloat16 (dtypes are restored), and a finetune variant
+    trained its weights in bfloat16, the optimizer's small steps rounded away; it is fine-tuned
+    in float32 (as before), the saved task model keeps those weights, and loads them unrounded."""
+    import torch
+    import elmo
+    from safetensors.torch import load_file
+    from elmo.tasks.models import TaskModel
+    from elmo.tasks.saved import BILM_MODULE
+    bilm = tmp_path / "bilm"
+    elmo.save_pretrained(elmo.from_pretrained("fixture").to(torch.bfloat16), bilm)
+    config = write_config(tmp_path, [write_task(tmp_path, "tagging")], bilm=str(bilm),
+                          variants=[{"name": "baseline"}, {"name": "ft", "elmo": {"finetune": True}}],
+                          train={"epochs": 1, "batch_size": 8})
+    run_experiment(load_config(config), out=tmp_path / "res", log=lambda s: None, save_models=True)
+    folder = tmp_path / "res/models/my-tagging/ft/seed-1"
+    saved = {k: t for k, t in load_file(folder / "model.safetensors").items() if k.startswith(BILM_MODULE + ".")}
+    assert saved and {t.dtype for t in saved.values() if t.is_floating_point()} == {torch.float32}
+    loaded = TaskModel.load(folder).state_dict()
+    for k, t in saved.items():
+        assert loaded[k].dtype == t.dtype and torch.equal(loaded[k], t), k
+
+
+def test_a_random_control_and_its_trained_biLM_are_not_taken_for_each_other(tmp_path):
+    """A random: control's biLM and the trained one record the same files: bilm= (elmo predict
+    --bilm) with the folder of a random control, without the prefix, predicted with the trained
+    weights (and the reverse with random ones), silently. Now refused, naming the prefix."""
+    import shutil
+    import elmo
+    from elmo.embedding.run import model_digest
+    from elmo.tasks.saved import TaskModelError, _load_bilm, bilm_reference
+    bilm = tmp_path / "bilm"
+    shutil.copytree(elmo.model_path("fixture"), bilm)
+    control = bilm_reference("random:" + str(bilm))
+    with pytest.raises(TaskModelError, match="trained with random weights.*pass 'random:'"):
+        _load_bilm(control, str(bilm))
+    assert model_digest(_load_bilm(control, "random:" + str(bilm))) == control["weights_digest"]
+    trained = bilm_reference(str(bilm))
+    with pytest.raises(TaskModelError, match="trained weights of .*without 'random:'"):
+        _load_bilm(trained, "random:" + str(bilm))
+    assert model_digest(_load_bilm(trained, str(bilm))) == trained["weights_digest"]
+
+
 def test_a_biLM_given_by_a_relative_path_loads_from_any_working_folder(tmp_path, monkeypatch):
     """The saved model loaded the spec as written in the config (`bilm/`), relative to the
     folder it was loaded from: elsewhere the biLM, still where it was recorded, was "no model

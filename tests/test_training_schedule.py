@@ -151,3 +151,22 @@ def test_lr_restart_is_made_once_a_rerun_of_the_same_command_goes_on(tmp_path, c
     train(tiny_config(run, train_txt, vocab_txt, max_steps=14, lr_restart=True, **common))   # a new phase
     assert "learning rate restarted at 0.01 (it was 0.0025)" in capsys.readouterr().err
     assert load_checkpoint(run / "checkpoints" / "checkpoint-00000014.pt")["lr_schedule"]["restart"]["step"] == 12
+
+
+def test_lr_restart_on_a_fresh_run_is_not_made_by_its_rerun(tmp_path, capsys):
+    """A command with --lr-restart that starts a run (nothing to restart: it begins at --lr),
+    killed after its rate had decayed and a checkpoint was written, then run again: the rerun
+    restarted the decayed rate, though it is the same command (a script that always passes
+    --lr-restart). The start counts as that command's restart now, and the schedule goes on."""
+    train_txt, held_txt, vocab_txt = write_toy_corpus(tmp_path / "toy", n_train=100, n_heldout=10)
+    cfg = tiny_config(tmp_path / "run", train_txt, vocab_txt, max_steps=8, lr_restart=True, eval_every=2,
+                      valid=[str(held_txt)], optimizer="adam", lr=0.01, lr_decay=0.5, lr_decay_threshold=0.99,
+                      n_negative=8, checkpoint_every=2)
+    train(cfg, stop_after=4)                    # decayed at 2 and 4; "killed" at 4
+    at4 = load_checkpoint(tmp_path / "run" / "checkpoints" / "checkpoint-00000004.pt")["lr_schedule"]
+    assert at4["lr"] < 0.01
+    capsys.readouterr()
+    train(cfg)
+    assert "learning rate restarted" not in capsys.readouterr().err
+    at6 = load_checkpoint(tmp_path / "run" / "checkpoints" / "checkpoint-00000006.pt")["lr_schedule"]
+    assert at6["lr"] <= at4["lr"]

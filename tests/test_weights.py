@@ -82,6 +82,42 @@ def test_a_bfloat16_model_loads_back_as_bfloat16(tmp_path, fmt):
         elmo.from_pretrained(tmp_path / "fp32", dtype="int8")
 
 
+
+@pytest.mark.parametrize("fmt", ["safetensors", "original"])
+def test_a_float16_model_loads_as_float32_and_a_float64_one_exactly(tmp_path, fmt):
+    """Since dtypes were restored, a model saved in float16 (to halve its file) loaded back as
+    float16, which on a CPU runs several times slower than float32 and rounds every product:
+    float16 is again a storage dtype that loads as float32 (as save_original(dtype="float16")
+    files always did), float16 only on request. A native float64 model came back float64 with
+    every weight rounded to float32 on the way; it now loads exactly."""
+    half = random_bilm().half()
+    elmo.save_pretrained(half, tmp_path / "half", fmt=fmt)
+    loaded = elmo.from_pretrained(tmp_path / "half")
+    for (n, p), (_, q) in zip(half.state_dict().items(), loaded.state_dict().items()):
+        assert q.dtype == torch.float32 and torch.equal(p.float(), q), n
+    assert all(p.dtype == torch.float16
+               for p in elmo.from_pretrained(tmp_path / "half", dtype=torch.float16).parameters())
+    if fmt == "safetensors":   # (the original layout stores float32: documented)
+        double = random_bilm().double()
+        with torch.no_grad():
+            for p in double.parameters():
+                p.add_(1e-12)               # below float32's resolution
+        elmo.save_pretrained(double, tmp_path / "double")
+        again = elmo.from_pretrained(tmp_path / "double")
+        for (n, p), (_, q) in zip(double.state_dict().items(), again.state_dict().items()):
+            assert q.dtype == torch.float64 and torch.equal(p, q), n
+
+
+def test_info_names_the_dtype_a_model_loads_in(tmp_path, capsys):
+    """A bfloat16 model now loads back as bfloat16 and runs so everywhere (embed, experiments),
+    but elmo info, which shows the model, did not say so."""
+    from elmo.cli import main
+    elmo.save_pretrained(random_bilm().to(torch.bfloat16), tmp_path / "bf16")
+    assert main(["info", str(tmp_path / "bf16")]) == 0
+    assert "dtype: bfloat16" in capsys.readouterr().out.splitlines()
+    assert main(["info", "fixture"]) == 0
+    assert "dtype: float32" in capsys.readouterr().out.splitlines()
+
 def test_truncated_file_is_a_clear_error(tmp_path):
     data = (ALLENNLP / "lm_weights.hdf5").read_bytes()
     (tmp_path / "half.hdf5").write_bytes(data[: len(data) // 2])
@@ -328,6 +364,25 @@ def test_convert_carries_the_model_card(tmp_path, capsys):
     assert main(["convert", "default", str(native), "--overwrite"]) == 0
     assert (native / "MODEL_CARD.md").read_bytes() == (source / "MODEL_CARD.md").read_bytes()
 
+
+
+def test_convert_leaves_a_readme_of_a_folder_without_a_model_alone(tmp_path, capsys):
+    """Converting a model without a README (the default model has a card) into a folder that
+    holds your own README.md and no model was refused as if it were another model's README,
+    which worked before cards were carried; a card beside another model's files still is."""
+    from elmo.cli import main
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "README.md").write_text("my notes\n")
+    assert main(["convert", "default", str(project)]) == 0
+    assert (project / "README.md").read_text() == "my notes\n"
+    assert (project / "MODEL_CARD.md").is_file() and (project / "model.safetensors").is_file()
+    other = tmp_path / "other"
+    assert main(["convert", "fixture", str(other)]) == 0          # a model with its README.md
+    (other / "config.json").unlink()
+    capsys.readouterr()
+    assert main(["convert", "default", str(other), "--overwrite"]) == 1
+    assert "also holds README.md of the model there" in capsys.readouterr().err
 
 def test_info_says_where_the_weights_come_from(tmp_path, capsys):
     """elmo info printed the options and sizes only: the provenance that metadata.json keeps

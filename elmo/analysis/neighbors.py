@@ -187,7 +187,10 @@ def model_fingerprint(bilm) -> str:
                             ensure_ascii=False).encode())
     for name, tensor in sorted(bilm.state_dict().items()):
         h.update(name.encode())
-        h.update(tensor.detach().cpu().contiguous().numpy().tobytes())
+        flat = tensor.detach().cpu().contiguous()
+        if flat.dtype == torch.bfloat16:   # numpy has none: its exact bits (a bfloat16 model, which a
+            flat = flat.view(torch.int16)  # saved folder now loads as, was a TypeError in analyze/neighbors)
+        h.update(flat.numpy().tobytes())
     return h.hexdigest()[:16]
 
 

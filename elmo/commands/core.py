@@ -42,10 +42,14 @@ def register(subparsers) -> None:
 def info(args: argparse.Namespace) -> int:
     import elmo
 
+    from ..weights import model_dtype
+
     bilm = elmo.from_pretrained(args.model)
     n_params = sum(p.numel() for p in bilm.parameters())
     print(bilm.options.to_json())
     print(f"parameters: {n_params:,}")
+    # the dtype it loads in, which the files keep (a bfloat16 model runs in bfloat16 everywhere)
+    print(f"dtype: {str(model_dtype(bilm)).removeprefix('torch.')}")
     print(f"layers: {bilm.num_layers} of width {bilm.output_dim}")
     if Path(args.model).is_dir() or args.model in elmo.BUNDLED_MODELS:
         for line in provenance(elmo.model_path(args.model)):
@@ -108,7 +112,11 @@ def convert(args: argparse.Namespace) -> int:
     # language model's softmax and vocabulary) would stay beside another model's weights: the
     # folder loaded as a mix of two models (perplexity with one's biLM and the other's softmax).
     # Converting a folder into itself keeps one model, so it may add the other layout.
-    kept = [n for n in (ORIGINAL_OPTIONS, *ORIGINAL_WEIGHTS, NATIVE_CONFIG, NATIVE_WEIGHTS, *LM_FILES, *CARD_FILES)
+    model_files = (ORIGINAL_OPTIONS, *ORIGINAL_WEIGHTS, NATIVE_CONFIG, NATIVE_WEIGHTS, *LM_FILES)
+    # A card, README or licence is another model's only beside that model's files: in a folder
+    # without them it is the user's own (a project's README.md), which the convert leaves alone.
+    holds_model = any((out / n).exists() for n in model_files)
+    kept = [n for n in (*model_files, *(CARD_FILES if holds_model else ()))
             if n not in names and (out / n).exists()]
     if kept and not into_itself:
         raise ValueError(f"{args.output} also holds {', '.join(kept)} of the model there, which would stay "

@@ -121,7 +121,28 @@ def _absolute_paths(cfg: dict) -> dict:
             t["files"] = {k: absolute(v) for k, v in t["files"].items()}
     if isinstance(cfg["embeddings"], dict) and cfg["embeddings"].get("glove"):
         cfg["embeddings"]["glove"] = absolute(cfg["embeddings"]["glove"])
+    # A biLM folder too: read_config found it beside the config or in the working folder, and
+    # printed as written, relative, it named no model (or another one) read from elsewhere.
+    cfg["bilm"] = _absolute_bilm(cfg["bilm"])
+    for v in cfg["variants"]:
+        if isinstance(v.get("elmo"), dict) and v["elmo"].get("bilm"):
+            v["elmo"]["bilm"] = _absolute_bilm(v["elmo"]["bilm"])
     return cfg
+
+
+def _absolute_bilm(spec):
+    """A biLM spec with a relative local folder made absolute (``random:`` kept); a bundled or
+    published name, a URL, or a name that is no folder here stays as it is."""
+    from .. import BUNDLED_MODELS
+    from ..hub.download import is_url
+    from ..tasks.runner import RANDOM_PREFIX
+    if not isinstance(spec, str):
+        return spec
+    prefix = RANDOM_PREFIX if spec.startswith(RANDOM_PREFIX) else ""
+    name = spec[len(prefix):]
+    if not name.strip() or name in BUNDLED_MODELS or is_url(name) or not Path(name).is_dir():
+        return spec                  # (a local folder wins over a published name, as in loading)
+    return prefix + str(Path(name).resolve())
 
 
 def experiment_table(args: argparse.Namespace) -> int:

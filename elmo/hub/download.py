@@ -94,7 +94,8 @@ def cache_path(url: str, root: Optional[Path] = None) -> Path:
     that differ only in their query (a version, a signed token) are two files, where they shared
     one, the second taken from the cache as the first. So does a URL whose path holds
     characters that are not safe in a name (``+path-<SHA-256 of its path>``): they become
-    ``_``, and ``/m/a b.hdf5`` and ``/m/a_b.hdf5`` shared one file. A URL with neither keeps the
+    ``_``, and ``/m/a b.hdf5`` and ``/m/a_b.hdf5`` shared one file; or parts that are dropped
+    (``.``, ``..``, empty: ``/m/../a.hdf5`` shared ``/m/a.hdf5``'s file). A URL with neither keeps the
     path it always had. Fragments are not sent to the server and are ignored; ``.``, ``..``
     and empty parts are dropped, so a URL can never name a file outside the cache.
     """
@@ -109,8 +110,10 @@ def cache_path(url: str, root: Optional[Path] = None) -> Path:
     pieces = [p for p in (_SAFE.sub("_", r) for r in raw) if p not in ("", ".", "..")]
     if not pieces:
         raise DownloadError(f"{url}: the URL names no file")
-    # made safe, 'a b' and 'a_b' are one name: such a path gets a folder of its own as well
-    if any(_SAFE.search(r) for r in raw):
+    # made safe, 'a b' and 'a_b' are one name: such a path gets a folder of its own as well, and
+    # so does one with dropped parts ('/m/../a.hdf5', the server's /a.hdf5, or '/m//a.hdf5'),
+    # which was cached as '/m/a.hdf5', another file
+    if any(_SAFE.search(r) or r in ("", ".", "..") for r in raw[1:]):
         pieces.insert(-1, "+path-" + digest(unquote(parts.path)))
     if parts.query:
         pieces.insert(-1, "+query-" + digest(parts.query))

@@ -81,7 +81,10 @@ class Elmo(nn.Module):
             if options_file is None or weight_file is None:
                 raise ValueError("pass options_file and weight_file, or a loaded BiLM as module=")
             from ..weights import load_original
-            module = load_original(options_file, weight_file, stateful=bool(stateful))
+            # Fine-tuned (requires_grad) in float32: a file saved from a bfloat16 model loads as
+            # bfloat16, whose weights would take the optimizer's steps rounded to 8 bits of mantissa
+            module = load_original(options_file, weight_file, stateful=bool(stateful),
+                                   dtype=torch.float32 if requires_grad else None)
         elif options_file is not None or weight_file is not None:
             raise ValueError("pass either module= or options_file/weight_file, not both")
         elif not isinstance(module, BiLM) and not (isinstance(module, nn.Module)

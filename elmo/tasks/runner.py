@@ -337,8 +337,15 @@ class BiLMPool:
         return self._models[spec]
 
     def fresh(self, spec: str):
-        """A new copy to fine-tune (the shared frozen one is never changed)."""
-        return load_bilm(spec)
+        """A new copy to fine-tune (the shared frozen one is never changed), in float32.
+
+        A biLM saved in bfloat16 (or float16) loads in that dtype, and fine-tuned so its weights
+        and the optimizer's steps were rounded to 8 bits of mantissa (an update below 1/256 of
+        a weight was lost): it is fine-tuned in float32, as it was before dtypes were restored,
+        and its saved task model keeps the float32 weights (see :mod:`.saved`)."""
+        bilm = load_bilm(spec)
+        low = any(p.dtype in (torch.bfloat16, torch.float16) for p in bilm.parameters())
+        return bilm.float() if low else bilm
 
     def check(self, variants: Sequence[Variant], cfg: ExperimentConfig) -> None:
         """Refuse, before any run, a variant whose biLM cannot run as it asks (a dictionary

@@ -99,6 +99,16 @@ def _load_bilm(ref: dict, override: Optional[str]):
     from .bilm_checksums import bilm_files
     from .runner import load_bilm, resolve_bilm
     spec = shown = override or ref["spec"]
+    # The files cannot tell a random: control from its trained model (a random one reads only
+    # the options, and both record the same checksums): the folder of a random control passed
+    # without the prefix gave the trained weights, and the reverse random ones, silently.
+    trained_random = bool(ref.get("random_weights")) or str(ref["spec"]).startswith("random:")
+    if override and override.startswith("random:") != trained_random:
+        raise TaskModelError(
+            f"biLM {shown!r}: this task model was trained with "
+            + (f"random weights ({ref['spec']!r}), a control: pass 'random:' before the folder"
+               if trained_random else f"the trained weights of {ref['spec']!r}: pass the folder "
+                                      f"without 'random:'"))
     local = not override and not ref["bundled"] and "://" not in spec
     if local and not Path(ref["path"]).is_dir() and not spec.startswith("random:"):
         raise TaskModelError(f"the biLM {ref['path']} this task model was trained with is gone; "
@@ -263,6 +273,13 @@ def load(folder: Union[str, Path], bilm: Optional[str] = None, device=None):
             raise TaskModelError(f"{weights}: tensor '{name}' has shape {tuple(tensor.shape)}, "
                                  f"config.json and labels.json ({len(labels)} labels) make it "
                                  f"{tuple(expected[name].shape)}")
+    if e is not None and e["bilm_weights_saved"]:
+        # a fine-tuned biLM is read in the dtype it was saved in (float32 for one fine-tuned from
+        # a bfloat16 biLM), not rounded to the dtype of the biLM it started from
+        saved = next((t.dtype for k, t in state.items() if k.startswith(BILM_MODULE + ".")
+                      and t.is_floating_point()), None)
+        if saved is not None:
+            bilm_model.to(saved)
     missing, unexpected = model.load_state_dict(state, strict=False)
     missing = [k for k in missing if not (e is not None and not e["bilm_weights_saved"]
                                           and k.startswith(BILM_MODULE + "."))]

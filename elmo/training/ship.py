@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Dict
 
 import h5py
+import torch
 
 from ..data.corpus import file_fingerprint
 from ..io import atomic_commit, atomic_target, atomic_write_text, no_empty_folder_on_failure
@@ -84,7 +85,9 @@ def ship(src: str | Path, dest: str | Path, bilm_dtype: str = "float32", softmax
 
 def _write_shipped(src: Path, dest: Path, bilm_dtype: str, softmax_dtype: str,
                    sources: Dict[str, str]) -> Dict[str, int]:
-    bilm = load_original(src / "options.json", src / "weights.hdf5")
+    # float32 (exact for every stored dtype), so the shipped files load as their dtypes say:
+    # a source saved from a bfloat16 model recorded that, and the record went with it
+    bilm = load_original(src / "options.json", src / "weights.hdf5", dtype=torch.float32)
     save_original(bilm, dest / "options.json", dest / "weights.hdf5", dtype=bilm_dtype)
     write_softmax(src / SOFTMAX_FILE, dest / SOFTMAX_FILE, softmax_dtype)
     atomic_write_text(dest / VOCAB_FILE, (src / VOCAB_FILE).read_text(encoding="utf-8"))

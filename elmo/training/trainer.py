@@ -652,6 +652,10 @@ class TrainingRun:
         check_allow_change(cfg.allow_change)
         self.resume_from = latest_checkpoint(self.ckpt_dir)
         if self.resume_from is None:
+            if cfg.lr_restart:
+                # The run starts at --lr: that is this command's restart, made. Else its rerun
+                # after a kill found no restart recorded and restarted the decayed rate.
+                self.schedule.restart = {"step": 0, "lr": self.schedule.lr, "settings": restart_settings(cfg)}
             return
         ckpt = load_checkpoint(self.resume_from)
         stored = ckpt.get("config")
