@@ -362,18 +362,24 @@ def _safetensor_keys(folder: Path):
         return list(f.keys())
 
 
-def test_a_changed_bilm_is_refused(tmp_path):
+def _tagger_on_a_copy_of_the_fixture(tmp_path):
+    """(the biLM folder, a saved tagger trained with it): a copy of the fixture biLM in
+    ``tmp_path/bilm`` and one experiment run saved."""
     import shutil
     import elmo
-    from elmo.tasks.models import TaskModel
-    from elmo.tasks.saved import TaskModelError
     bilm = tmp_path / "bilm"
     shutil.copytree(elmo.model_path("fixture"), bilm)
     config = write_config(tmp_path, [write_task(tmp_path, "tagging")], bilm=str(bilm),
                           variants=[{"name": "baseline"}, {"name": "elmo", "elmo": {}}],
                           train={"epochs": 1, "batch_size": 8})
     run_experiment(load_config(config), out=tmp_path / "res", log=lambda s: None, save_models=True)
-    folder = tmp_path / "res/models/my-tagging/elmo/seed-1"
+    return bilm, tmp_path / "res/models/my-tagging/elmo/seed-1"
+
+
+def test_a_changed_bilm_is_refused(tmp_path):
+    from elmo.tasks.models import TaskModel
+    from elmo.tasks.saved import TaskModelError
+    bilm, folder = _tagger_on_a_copy_of_the_fixture(tmp_path)
     moved = tmp_path / "moved"
     bilm.rename(moved)
     with pytest.raises(TaskModelError, match="is gone"):
@@ -396,17 +402,10 @@ def test_a_converted_copy_of_the_bilm_is_accepted(tmp_path, capsys):
     still refused in one line, also for a task model saved before the weights digest was kept."""
     import json
     import shutil
-    import elmo
     from elmo.cli import main
     from elmo.tasks.models import TaskModel
     from elmo.tasks.saved import TaskModelError
-    bilm = tmp_path / "bilm"
-    shutil.copytree(elmo.model_path("fixture"), bilm)
-    config = write_config(tmp_path, [write_task(tmp_path, "tagging")], bilm=str(bilm),
-                          variants=[{"name": "baseline"}, {"name": "elmo", "elmo": {}}],
-                          train={"epochs": 1, "batch_size": 8})
-    run_experiment(load_config(config), out=tmp_path / "res", log=lambda s: None, save_models=True)
-    folder = tmp_path / "res/models/my-tagging/elmo/seed-1"
+    bilm, folder = _tagger_on_a_copy_of_the_fixture(tmp_path)
     expected = TaskModel.load(folder).predict(["the cat sat"])
     assert main(["convert", str(bilm), str(tmp_path / "native")]) == 0
     assert TaskModel.load(folder, bilm=str(tmp_path / "native")).predict(["the cat sat"]) == expected
