@@ -209,6 +209,27 @@ def test_manylangs_models_with_other_dictionaries_get_other_fingerprints_and_ind
     assert len(list((tmp_path / "cache").iterdir())) == 2
 
 
+def test_an_index_is_not_reused_for_other_windows_or_a_replaced_corpus_text(tmp_path):
+    """The index was keyed by the corpus's path, size and mtime and the weights alone: an index
+    built by an Embedder with other windows (max_tokens), or of a text since replaced by one of
+    the same size and mtime (`cp -p`, `tar x`), was loaded and gave its stale neighbours."""
+    import os
+
+    corpus = tmp_path / "c.txt"
+    long = " ".join(f"w{i}" for i in range(30))
+    corpus.write_text(long + "\nthe bank raised its rates .\n")
+    bilm, cache, quiet = random_bilm(), tmp_path / "cache", (lambda *_: None)
+    expected = CorpusIndex.build(bilm, neighbors.read_corpus(corpus)).vectors.astype(np.float32)
+    neighbors.cached_index(Embedder(bilm, max_tokens=8, overlap=2), corpus, cache, log=quiet)
+    index = neighbors.cached_index(Embedder(bilm), corpus, cache, log=quiet)
+    np.testing.assert_allclose(np.asarray(index.vectors, np.float32), expected, atol=2e-3)
+    stat = corpus.stat()
+    corpus.write_text(corpus.read_text().replace("bank raised", "rank raised"))   # same size
+    os.utime(corpus, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    index = neighbors.cached_index(Embedder(bilm), corpus, cache, log=quiet)
+    assert index.sentences[1][1] == "rank"
+
+
 # ----------------------------------------------------------------------------- contrast
 def test_builtin_contrast_set_keeps_the_words_and_flips_the_labels():
     items = contrast.load_pairs()
