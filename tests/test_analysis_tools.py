@@ -230,6 +230,22 @@ def test_an_index_is_not_reused_for_other_windows_or_a_replaced_corpus_text(tmp_
     assert index.sentences[1][1] == "rank"
 
 
+def test_a_stateful_model_is_refused_by_the_analysis_tools(tmp_path):
+    """A stateful model's vectors depend on the batches before (the carried LSTM state): the
+    tools gave numbers other than its folder's, and its neighbour index (same fingerprint)
+    was then loaded for the stateless model."""
+    bilm = random_bilm()
+    bilm.stateful = True
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("the bank raised its rates .\n")
+    for call in (lambda: neighbors.cached_index(bilm, corpus, tmp_path / "cache", log=lambda *_: None),
+                 lambda: contrast.contrast_eval(Embedder(bilm), contrast.load_pairs()),
+                 lambda: neighbors.query_vectors(bilm, ["the", "bank"], "bank")):
+        with pytest.raises(ValueError, match="needs a stateless model"):
+            call()
+    assert not (tmp_path / "cache").exists()
+
+
 # ----------------------------------------------------------------------------- contrast
 def test_builtin_contrast_set_keeps_the_words_and_flips_the_labels():
     items = contrast.load_pairs()
