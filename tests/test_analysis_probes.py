@@ -112,6 +112,22 @@ def test_chance_range_is_the_central_binomial_range():
     assert 0.92 < inside <= 1.0
 
 
+
+def test_chance_range_of_a_large_category_and_bad_bootstrap_inputs_are_clear():
+    """comb(n, k) * p ** k overflowed a float from n = 1030 on (a contrast category of that many
+    targets failed with OverflowError after its probes had run); groups of another length, no
+    resamples or a NaN score failed deep in numpy or gave NaN intervals."""
+    low, high = stats.chance_range(2000)          # mean 1000, sd 22.4: 1000 +- 1.96 sd
+    assert (low, high) == (0.478, 0.522)
+    assert stats.chance_range(10) == (0.2, 0.8)   # P(X <= 1) = 0.011, P(X <= 2) = 0.055
+    for call, named in ((lambda: stats.paired_bootstrap([1, 0, 1], [0, 0, 1], groups=[0, 1]), "one group id per item"),
+                        (lambda: stats.bootstrap_interval([1, 0, 1], groups=[0, 1]), "one group id per item"),
+                        (lambda: stats.paired_bootstrap([1, 0], [0, 1], n_resamples=0), "n_resamples"),
+                        (lambda: stats.paired_bootstrap([float("nan"), 1], [0, 1]), "finite"),
+                        (lambda: stats.bootstrap_interval([1, float("nan")]), "finite")):
+        with pytest.raises(ValueError, match=named):
+            call()
+
 # ----------------------------------------------------------------------------- WSD
 def test_one_nn_on_separable_clusters_gets_it_right():
     rng = np.random.default_rng(0)
