@@ -52,6 +52,19 @@ def test_probe_rejects_mismatched_shapes():
         probes.train_probe(np.zeros((3, 4)), [0, 1, 0], 2, mix=True)
 
 
+def test_probe_refuses_labels_out_of_range_and_features_that_are_not_finite():
+    """(a label >= n_classes or < 0 was torch's IndexError from inside L-BFGS; NaN features a
+    RuntimeError "cannot be converted to type float")"""
+    x = np.random.default_rng(0).normal(size=(5, 4)).astype(np.float32)
+    with pytest.raises(ValueError, match="class ids from 0 to 1; got 0 to 4"):
+        probes.train_probe(x, [0, 1, 2, 3, 4], 2)
+    with pytest.raises(ValueError, match="got -1 to 1"):
+        probes.train_probe(x, [0, 1, -1, 0, 1], 2)
+    x[2, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        probes.train_probe(x, [0, 1, 0, 1, 0], 2)
+
+
 def test_majority_baselines():
     train = [[("the", "at"), ("dog", "nn"), ("runs", "vbz")], [("the", "at"), ("run", "nn")]]
     test = [[("the", "at"), ("run", "nn"), ("cat", "nn")]]
