@@ -382,6 +382,15 @@ def test_analysis_tools_given_nothing_or_a_string_are_clear_errors():
 
 
 # ----------------------------------------------------------------------------- pictures
+def test_run_analysis_of_a_model_object_is_one_line_before_any_folder_is_made(tmp_path):
+    """(a BiLM was refused deep in from_pretrained, with the repr of the whole module)"""
+    for model in (random_bilm(), Embedder(random_bilm())):
+        with pytest.raises(TypeError) as caught:
+            report.run_analysis(model, tmp_path / "out", only=["contrast"], log=lambda *_: None)
+        assert "run_analysis takes a model name or folder" in str(caught.value)
+        assert "\n" not in str(caught.value) and not (tmp_path / "out").exists()
+
+
 def test_plots_write_png(tmp_path):
     pytest.importorskip("matplotlib")
     from elmo.analysis import plots

@@ -285,7 +285,17 @@ def run_analysis(model: str, out: Path, config: Optional[AnalysisConfig] = None,
 
     ``out`` may hold an earlier report; one with sections this run leaves out, or another
     tool's ``results.json``, is refused before any work (:func:`check_results_kept`), as is a
-    second run into the folder while one runs."""
+    second run into the folder while one runs.
+
+    ``model`` is a model name or folder, since the report's commands name it; a BiLM or an
+    :class:`~elmo.embedding.Embedder` is refused in one line (the error printed the whole
+    module), and each section's function takes those."""
+    import os
+
+    if not isinstance(model, (str, os.PathLike)):
+        raise TypeError(f"run_analysis takes a model name or folder (the report's commands name it), not a "
+                        f"{type(model).__name__}; for a model object call the sections' functions "
+                        f"(probes.pos_probe, wsd.wsd_eval, contrast.contrast_eval, neighbors.cached_index)")
     config = config or AnalysisConfig()
     from ..io import check_output_dir, no_empty_folder_on_failure, output_lock
 
