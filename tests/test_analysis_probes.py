@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from elmo.analysis import probes, stats, wsd
-from elmo.analysis.datasets import Sense
+from elmo.analysis.datasets import Sense, SenseExample
 
 
 def _tagged_vectors(rng, tags, dim=16, noise=0.3, contains_tag=True):
@@ -264,3 +264,37 @@ def test_wsd_eval_on_a_model_finds_the_sense_of_similar_train_sentences():
     for value, (low, high) in zip(res["layers"] + [res["mfs"]],
                                   res["layers_interval"] + [res["mfs_interval"]]):
         assert low <= value <= high
+
+
+def test_wsd_layer_difference_is_of_the_f1_figures_where_items_go_unpredicted(monkeypatch):
+    """The layer 2 - layer 1 difference was of accuracy while the table shows F1: where test
+    items get no prediction (a lemma with no sense to back off to), the report printed
+    "+0.00 points" beside F1 figures of 50.0 and 66.7."""
+    examples = [SenseExample(f"0000000{s}-n", ("bank",), tuple(f"w{s} bank {i} x{s}".split()))
+                for s in (1, 2) for i in range(8)]
+    calls = []
+
+    def one_nn(train_vecs, train_labels, train_keys, test_vecs, test_keys, backoff=None):
+        # layer 1: the first half right, the rest unpredicted; layer 2: the rest wrong
+        calls.append(1)
+        gold = list(gold_of)
+        half = len(gold) // 2
+        rest = [None] * (len(gold) - half) if len(calls) == 2 else ["wrong"] * (len(gold) - half)
+        return gold[:half] + rest
+
+    original_split = wsd.split_by_lemma
+
+    def split(groups, test_fraction, seed):
+        train, test = original_split(groups, test_fraction, seed)
+        gold_of[:] = [it.synset for it in test]
+        return train, test
+    gold_of: list = []
+    monkeypatch.setattr(wsd, "nearest_neighbour", one_nn)
+    monkeypatch.setattr(wsd, "split_by_lemma", split)
+    r = wsd.wsd_eval("fixture", examples, [])
+    assert r["layers"][1] != r["layers"][2]
+    assert r["layer2_minus_layer1"]["diff"] == pytest.approx(r["layers"][2] - r["layers"][1])
+    # by hand: correct c of n items, p predicted: F1 = 2c / (p + n)
+    b = stats.paired_bootstrap([1, 1, 0, 0], [1, 0, 0, 0], predicted_a=[1, 1, 0, 0], predicted_b=[1] * 4)
+    assert b["diff"] == pytest.approx(2 * 2 / 6 - 2 * 1 / 8)
+

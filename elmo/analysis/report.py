@@ -802,7 +802,7 @@ def _render_wsd(r: dict, cmd: str) -> List[str]:
              + ".", ""]
     if "layer2_minus_layer1" in r:
         b = r["layer2_minus_layer1"]
-        lines += [f"Layer 2 minus layer 1: {100 * b['diff']:+.2f} points "
+        lines += [f"Layer 2 minus layer 1: {100 * b['diff']:+.2f} F1 points "
                   f"(95% interval {100 * b['low']:+.2f} to {100 * b['high']:+.2f})"]
         s = r.get("layer2_minus_layer1_seen_senses")
         if s:

@@ -11,13 +11,18 @@ import numpy as np
 
 def paired_bootstrap(correct_a: Sequence[float], correct_b: Sequence[float],
                      groups: Optional[Sequence[int]] = None, n_resamples: int = 1000,
-                     seed: int = 0) -> Dict[str, float]:
-    """Difference of mean accuracy ``a - b`` with a 95% percentile interval.
+                     seed: int = 0, predicted_a: Optional[Sequence[float]] = None,
+                     predicted_b: Optional[Sequence[float]] = None) -> Dict[str, float]:
+    """Difference of mean accuracy ``a - b`` (or of F1) with a 95% percentile interval.
 
     Args:
         correct_a, correct_b: per-item 0/1 (or scores) of two systems on the same N items.
         groups: per-item group id (e.g. the sentence); whole groups are resampled, because
             tokens of one sentence are not independent. Default: every item its own group.
+        predicted_a, predicted_b: per-item 0/1, whether the system gave a prediction at all.
+            Given, the difference is of F1 = 2 * correct / (predicted + items), as
+            :func:`bootstrap_interval` scores, so that it is the difference of the F1 figures
+            (an accuracy difference is another number wherever items went unpredicted).
 
     Returns:
         ``{"diff", "low", "high", "p_b_ge_a", "n_groups"}``: the observed difference, the
@@ -33,12 +38,25 @@ def paired_bootstrap(correct_a: Sequence[float], correct_b: Sequence[float],
     g = _groups(groups, len(a))
     _check_resamples(n_resamples)
     ids, inverse = np.unique(g, return_inverse=True)
-    d_sum = np.bincount(inverse, weights=a - b, minlength=len(ids))     # per group
     count = np.bincount(inverse, minlength=len(ids)).astype(np.float64)
     rng = np.random.default_rng(seed)
     picks = rng.integers(0, len(ids), size=(n_resamples, len(ids)))
-    diffs = d_sum[picks].sum(axis=1) / count[picks].sum(axis=1)
-    return {"diff": float((a - b).mean()), "low": float(np.percentile(diffs, 2.5)),
+    if predicted_a is None and predicted_b is None:
+        d_sum = np.bincount(inverse, weights=a - b, minlength=len(ids))     # per group
+        diffs = d_sum[picks].sum(axis=1) / count[picks].sum(axis=1)
+        diff = float((a - b).mean())
+    else:
+        pa, pb = (np.ones_like(a) if p is None else np.asarray(p, dtype=np.float64)
+                  for p in (predicted_a, predicted_b))
+        if pa.shape != a.shape or pb.shape != a.shape:
+            raise ValueError("predicted_a and predicted_b must have the shape of correct_a")
+        sums = [np.bincount(inverse, weights=w, minlength=len(ids)) for w in (a, b, pa, pb)]
+        f1 = lambda c, p, n: 2 * c / np.maximum(p + n, 1e-12)
+        n = count[picks].sum(axis=1)
+        ca, cb, pa_s, pb_s = (s_[picks].sum(axis=1) for s_ in sums)
+        diffs = f1(ca, pa_s, n) - f1(cb, pb_s, n)
+        diff = float(f1(a.sum(), pa.sum(), len(a)) - f1(b.sum(), pb.sum(), len(a)))
+    return {"diff": diff, "low": float(np.percentile(diffs, 2.5)),
             "high": float(np.percentile(diffs, 97.5)), "p_b_ge_a": float((diffs <= 0).mean()),
             "n_groups": int(len(ids))}
 
