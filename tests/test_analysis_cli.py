@@ -340,6 +340,22 @@ def test_inputs_that_fail_a_section_are_refused_before_any_section_runs(tmp_path
     assert "wsd ..." not in captured.out and not out.exists()
 
 
+def test_a_neighbours_corpus_that_is_missing_or_empty_is_refused_before_any_section_runs(
+        tmp_path, monkeypatch, capsys):
+    """A --neighbors-corpus typo (or an empty file) failed in the neighbours section, after
+    the POS and WSD sections had run (the hours of a real model's report)."""
+    _tiny_wordnet(tmp_path, monkeypatch)
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n\n")
+    out = tmp_path / "out"
+    for spec, named in ((str(tmp_path / "typo.txt"), "no corpus file"), (str(empty), "holds no sentences")):
+        assert main(["analyze", "fixture", "--out", str(out), "--only", "wsd", "--only", "neighbors",
+                     "--neighbors-corpus", spec, "--no-untrained-control"]) == 1
+        captured = capsys.readouterr()
+        assert named in captured.err and captured.err.count("\n") == 1
+        assert "wsd ..." not in captured.out and not out.exists()
+
+
 def test_report_only_refuses_the_settings_it_would_ignore_and_waits_for_no_writer(tmp_path, capsys):
     """--report-only --seed 5 (or --only, --mix-weights...) rewrote the report of the earlier
     settings without a word; while a run wrote into the folder it rewrote the report from the
