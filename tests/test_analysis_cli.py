@@ -356,6 +356,25 @@ def test_a_neighbours_corpus_that_is_missing_or_empty_is_refused_before_any_sect
         assert "wsd ..." not in captured.out and not out.exists()
 
 
+def test_labelled_data_that_cannot_be_fetched_is_refused_before_any_section_runs(tmp_path, monkeypatch, capsys):
+    """Offline without WordNet, `--only contrast --only wsd` (or a full run) failed in the WSD
+    section, after the sections before it had run."""
+    from elmo.analysis import datasets
+    from elmo.data.fetch import DataError
+
+    def offline(name, fetch=True):
+        raise DataError(f"cannot fetch {name}: offline")
+    monkeypatch.setattr(datasets, "corpus_dir", offline)
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text(_PAIRS + "\n")
+    out = tmp_path / "out"
+    assert main(["analyze", "fixture", "--out", str(out), "--only", "contrast", "--only", "wsd",
+                 "--contrast-file", str(pairs), "--no-untrained-control"]) == 1
+    captured = capsys.readouterr()
+    assert "cannot fetch wordnet: offline" in captured.err and "contrast ..." not in captured.out
+    assert not out.exists()
+
+
 def test_report_only_refuses_the_settings_it_would_ignore_and_waits_for_no_writer(tmp_path, capsys):
     """--report-only --seed 5 (or --only, --mix-weights...) rewrote the report of the earlier
     settings without a word; while a run wrote into the folder it rewrote the report from the

@@ -311,13 +311,18 @@ def run_analysis(model: str, out: Path, config: Optional[AnalysisConfig] = None,
     if "contrast" in sections:   # a category the probe cannot split failed after every other section
         from .contrast import check_categories, load_pairs
         check_categories(load_pairs(Path(config.contrast_file) if config.contrast_file else None))
+    # the labelled data first (fetched when missing): offline, the WSD section failed after the
+    # POS section had run
+    from . import datasets
+    for section, name in (("pos", "brown-pos"), ("wsd", "wordnet")):
+        if section in sections:
+            datasets.corpus_dir(name)
     if "neighbors" in sections:   # a missing, empty or undecodable corpus failed after the POS and WSD sections
         from .neighbors import read_corpus
         corpus = resolve_corpus(config.neighbors_corpus)
         if not read_corpus(corpus, config.neighbors_sentences or None):
             raise ValueError(f"--neighbors-corpus {config.neighbors_corpus}: {corpus} holds no sentences")
     if config.pca_word and "wsd" in sections:   # (it failed after both WSD evaluations)
-        from . import datasets
         _pca_key(_pca_groups(datasets.wordnet_examples(datasets.corpus_dir("wordnet"))), config.pca_word)
     # one writer at a time: two runs into one folder mixed one's pictures into the other's report.
     # (The folder was made before the model loaded: a model name that is not one left it empty.)
