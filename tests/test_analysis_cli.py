@@ -62,6 +62,17 @@ def test_neighbors_whose_index_cannot_be_saved_leaves_no_index_folder(tmp_path, 
     assert sorted(p.name for p in tmp_path.iterdir()) == ["corpus.txt"]
 
 
+def test_an_index_dir_that_cannot_be_made_names_index_dir_not_elmo_data(tmp_path, capsys):
+    """(an --index-dir in the way of a file said "the data cache cannot be written ...; point
+    ELMO_DATA at a writable folder", which ELMO_DATA does not change)"""
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("a b c\n")
+    assert main(["neighbors", "x a", "--word", "a", "--model", "fixture", "--corpus", str(corpus),
+                 "--index-dir", str(corpus / "ix"), "--no-glove"]) == 1
+    err = capsys.readouterr().err
+    assert "give a writable --index-dir" in err and "ELMO_DATA" not in err and err.count("\n") == 1
+
+
 def test_neighbors_bad_numbers_broken_utf8_and_unknown_corpora_are_one_line(tmp_path, capsys):
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("a b c\nd e\n")
