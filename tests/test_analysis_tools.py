@@ -585,6 +585,18 @@ def test_neighbors_reproduce_line_pastes_into_a_shell_with_every_setting(tmp_pat
     assert "--batch-size" not in plain          # the default needs no option
 
 
+def test_neighbours_report_says_why_glove_is_missing():
+    """results.json recorded why GloVe could not be read (glove_missing) but the report left
+    its line out without a word, under a header that lists GloVe's neighbours."""
+    query = {"sentence": "the bank ran .", "word": "bank", "layers": [[]], "same_word": [[]],
+             "occurrences": 0, "query_copies": 0, "glove": None, "glove_missing": "no glove-50d",
+             "layer0_static": []}
+    res = {"corpus": "c.txt", "corpus_spec": "c.txt", "max_sentences": 0, "n_sentences": 2,
+           "n_tokens": 5, "queries": [query]}
+    text = "\n".join(report._render_neighbors(res, "cmd", "fixture", report.AnalysisConfig()))
+    assert "* GloVe (static): not available (no glove-50d)" in text
+
+
 def test_everything_below_command_of_a_partial_run_has_its_sections(tmp_path):
     import shlex
 

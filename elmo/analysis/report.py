@@ -847,6 +847,8 @@ def _render_neighbors(r: dict, cmd: str, model: str, config: AnalysisConfig) -> 
         lines.append("* layer 0 (static): " + ", ".join(h["word"] for h in q["layer0_static"]))
         if q["glove"] is not None:
             lines.append("* GloVe (static): " + ", ".join(h["word"] for h in q["glove"]))
+        elif q.get("glove_missing"):   # (the line was left out, though the header promises GloVe)
+            lines.append(f"* GloVe (static): not available ({q['glove_missing']})")
         lines += [f"* reproduce one: `{_neighbors_command(q, r, model, config)} [--same-word]`", ""]
     lines += [f"Reproduce all: `{cmd}`", ""]
     return lines
