@@ -595,6 +595,8 @@ def test_neighbours_report_says_why_glove_is_missing():
            "n_tokens": 5, "queries": [query]}
     text = "\n".join(report._render_neighbors(res, "cmd", "fixture", report.AnalysisConfig()))
     assert "* GloVe (static): not available (no glove-50d)" in text
+    # and its command does not ask for GloVe (it failed fetching it, after the layers)
+    assert _backticked(text, "* reproduce one:").endswith("-k 5 --no-glove [--same-word]")
 
 
 def test_everything_below_command_of_a_partial_run_has_its_sections(tmp_path):

@@ -862,6 +862,8 @@ def _neighbors_command(q: dict, r: dict, model: str, config: AnalysisConfig) -> 
     if r["max_sentences"]:
         parts += ["--max-sentences", str(r["max_sentences"])]
     parts += ["-k", str(config.neighbors_k)]     # (not the hits found: fewer on a small corpus)
+    if q.get("glove") is None:   # GloVe was not there: the command would fail to fetch it, at its end
+        parts.append("--no-glove")
     if config.batch_size != NEIGHBORS_BATCH_SIZE:
         parts += ["--batch-size", str(config.batch_size)]
     return " ".join(shlex.quote(p) for p in parts)
