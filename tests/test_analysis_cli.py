@@ -73,6 +73,24 @@ def test_an_index_dir_that_cannot_be_made_names_index_dir_not_elmo_data(tmp_path
     assert "give a writable --index-dir" in err and "ELMO_DATA" not in err and err.count("\n") == 1
 
 
+def test_neighbors_without_glove_at_hand_fails_before_the_index_is_built(tmp_path, monkeypatch, capsys):
+    """(offline without GloVe, the index was built and every layer printed before the fetch
+    of GloVe failed)"""
+    from elmo.analysis import datasets
+    from elmo.data.fetch import DataError
+
+    def offline(name, fetch=True):
+        raise DataError(f"cannot fetch {name}: offline")
+    monkeypatch.setattr(datasets, "corpus_dir", offline)
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("a b c\n")
+    assert main(["neighbors", "x a", "--word", "a", "--model", "fixture", "--corpus", str(corpus),
+                 "--index-dir", str(tmp_path / "ix")]) == 1
+    captured = capsys.readouterr()
+    assert "cannot fetch glove-50d: offline" in captured.err and captured.out == ""
+    assert not (tmp_path / "ix").exists()
+
+
 def test_neighbors_bad_numbers_broken_utf8_and_unknown_corpora_are_one_line(tmp_path, capsys):
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("a b c\nd e\n")

@@ -133,6 +133,8 @@ def neighbors(args: argparse.Namespace) -> int:
             raise ValueError(f"--layer {j}: the model has layers 0..{n_layers - 1}")
     position, vecs = query_vectors(embedder, tokens, args.word)   # a word not in the sentence too
     corpus = resolve_corpus(args.corpus)
+    # GloVe before the index (minutes on a large corpus): offline, it failed after every layer
+    glove_dir = None if args.no_glove else datasets.corpus_dir("glove-50d")
     from ..data.fetch import DATA_CACHE_HINT
     hint = "give a writable --index-dir" if args.index_dir else f"{DATA_CACHE_HINT}, or give a writable --index-dir"
     index = cached_index(embedder, corpus, Path(args.index_dir) if args.index_dir else index_home(),
@@ -158,7 +160,7 @@ def neighbors(args: argparse.Namespace) -> int:
     print("  " + ", ".join(f"{h.word} {h.score:.2f}"
                            for h in static_neighbors(words, layer0, args.word, args.k, query=vecs[0])))
     if not args.no_glove:
-        glove_words, glove_vecs = datasets.glove(datasets.corpus_dir("glove-50d"))
+        glove_words, glove_vecs = datasets.glove(glove_dir)
         hits = static_neighbors(glove_words, glove_vecs, args.word.lower(), args.k)
         print("GloVe 50d (static):")
         print("  " + (", ".join(f"{h.word} {h.score:.2f}" for h in hits) if hits
