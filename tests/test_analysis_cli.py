@@ -404,6 +404,23 @@ def test_labelled_data_that_cannot_be_fetched_is_refused_before_any_section_runs
     assert not out.exists()
 
 
+def test_a_model_named_dot_gets_a_report_folder_of_its_folders_name(tmp_path, monkeypatch):
+    """`elmo analyze .` inside a model folder wrote its report into experiments/analysis/
+    itself, beside every other model's folder (and `elmo analyze ..` into experiments/)."""
+    import shutil
+
+    import elmo
+    model = tmp_path / "mymodel"
+    shutil.copytree(elmo.model_path("fixture"), model)
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text(_PAIRS + "\n")
+    monkeypatch.chdir(model)
+    assert main(["analyze", ".", "--only", "contrast", "--contrast-file", str(pairs),
+                 "--no-untrained-control"]) == 0
+    assert (model / "experiments" / "analysis" / "mymodel" / "results.json").is_file()
+    assert not (model / "experiments" / "analysis" / "results.json").exists()
+
+
 def test_report_only_refuses_the_settings_it_would_ignore_and_waits_for_no_writer(tmp_path, capsys):
     """--report-only --seed 5 (or --only, --mix-weights...) rewrote the report of the earlier
     settings without a word; while a run wrote into the folder it rewrote the report from the

@@ -85,6 +85,17 @@ def report_only_ignores(args: argparse.Namespace) -> list:
     return ["--" + flags.get(name, name).replace("_", "-") for name in given]
 
 
+def default_out(model: str) -> Path:
+    """``experiments/analysis/<the model's folder name>``. A model named ``.`` or ``..`` (or
+    ``/``) has no name of its own in its spelling: its resolved folder's name is taken (the
+    report went into ``experiments/analysis/`` itself, beside every other model's folder, or,
+    for ``..``, into ``experiments/``)."""
+    name = Path(model).name
+    if name in ("", ".", ".."):
+        name = Path(model).resolve().name or "root"
+    return Path("experiments") / "analysis" / name
+
+
 def analyze(args: argparse.Namespace) -> int:
     from ..allocator import keep_freed_memory
     from ..analysis.report import run_analysis
@@ -99,7 +110,7 @@ def analyze(args: argparse.Namespace) -> int:
     # much as the arithmetic (the mix probe ran in half the time with this).
     keep_freed_memory(mmap_threshold=2 ** 30)
     set_threads(args.threads)
-    out = Path(args.out) if args.out else Path("experiments") / "analysis" / Path(args.model).name
+    out = Path(args.out) if args.out else default_out(args.model)
     if args.report_only:
         from ..analysis.report import rewrite_report
         ignored = report_only_ignores(args)
