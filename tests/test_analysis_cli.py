@@ -62,6 +62,35 @@ def test_neighbors_whose_index_cannot_be_saved_leaves_no_index_folder(tmp_path, 
     assert sorted(p.name for p in tmp_path.iterdir()) == ["corpus.txt"]
 
 
+def test_an_index_dir_that_cannot_be_made_names_index_dir_not_elmo_data(tmp_path, capsys):
+    """(an --index-dir in the way of a file said "the data cache cannot be written ...; point
+    ELMO_DATA at a writable folder", which ELMO_DATA does not change)"""
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("a b c\n")
+    assert main(["neighbors", "x a", "--word", "a", "--model", "fixture", "--corpus", str(corpus),
+                 "--index-dir", str(corpus / "ix"), "--no-glove"]) == 1
+    err = capsys.readouterr().err
+    assert "give a writable --index-dir" in err and "ELMO_DATA" not in err and err.count("\n") == 1
+
+
+def test_neighbors_without_glove_at_hand_fails_before_the_index_is_built(tmp_path, monkeypatch, capsys):
+    """(offline without GloVe, the index was built and every layer printed before the fetch
+    of GloVe failed)"""
+    from elmo.analysis import datasets
+    from elmo.data.fetch import DataError
+
+    def offline(name, fetch=True):
+        raise DataError(f"cannot fetch {name}: offline")
+    monkeypatch.setattr(datasets, "corpus_dir", offline)
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("a b c\n")
+    assert main(["neighbors", "x a", "--word", "a", "--model", "fixture", "--corpus", str(corpus),
+                 "--index-dir", str(tmp_path / "ix")]) == 1
+    captured = capsys.readouterr()
+    assert "cannot fetch glove-50d: offline" in captured.err and captured.out == ""
+    assert not (tmp_path / "ix").exists()
+
+
 def test_neighbors_bad_numbers_broken_utf8_and_unknown_corpora_are_one_line(tmp_path, capsys):
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("a b c\nd e\n")
@@ -338,6 +367,58 @@ def test_inputs_that_fail_a_section_are_refused_before_any_section_runs(tmp_path
     captured = capsys.readouterr()
     assert "--pca-word 'river': no WordNet examples in 2+ senses" in captured.err
     assert "wsd ..." not in captured.out and not out.exists()
+
+
+def test_a_neighbours_corpus_that_is_missing_or_empty_is_refused_before_any_section_runs(
+        tmp_path, monkeypatch, capsys):
+    """A --neighbors-corpus typo (or an empty file) failed in the neighbours section, after
+    the POS and WSD sections had run (the hours of a real model's report)."""
+    _tiny_wordnet(tmp_path, monkeypatch)
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n\n")
+    out = tmp_path / "out"
+    for spec, named in ((str(tmp_path / "typo.txt"), "no corpus file"), (str(empty), "holds no sentences")):
+        assert main(["analyze", "fixture", "--out", str(out), "--only", "wsd", "--only", "neighbors",
+                     "--neighbors-corpus", spec, "--no-untrained-control"]) == 1
+        captured = capsys.readouterr()
+        assert named in captured.err and captured.err.count("\n") == 1
+        assert "wsd ..." not in captured.out and not out.exists()
+
+
+def test_labelled_data_that_cannot_be_fetched_is_refused_before_any_section_runs(tmp_path, monkeypatch, capsys):
+    """Offline without WordNet, `--only contrast --only wsd` (or a full run) failed in the WSD
+    section, after the sections before it had run."""
+    from elmo.analysis import datasets
+    from elmo.data.fetch import DataError
+
+    def offline(name, fetch=True):
+        raise DataError(f"cannot fetch {name}: offline")
+    monkeypatch.setattr(datasets, "corpus_dir", offline)
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text(_PAIRS + "\n")
+    out = tmp_path / "out"
+    assert main(["analyze", "fixture", "--out", str(out), "--only", "contrast", "--only", "wsd",
+                 "--contrast-file", str(pairs), "--no-untrained-control"]) == 1
+    captured = capsys.readouterr()
+    assert "cannot fetch wordnet: offline" in captured.err and "contrast ..." not in captured.out
+    assert not out.exists()
+
+
+def test_a_model_named_dot_gets_a_report_folder_of_its_folders_name(tmp_path, monkeypatch):
+    """`elmo analyze .` inside a model folder wrote its report into experiments/analysis/
+    itself, beside every other model's folder (and `elmo analyze ..` into experiments/)."""
+    import shutil
+
+    import elmo
+    model = tmp_path / "mymodel"
+    shutil.copytree(elmo.model_path("fixture"), model)
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text(_PAIRS + "\n")
+    monkeypatch.chdir(model)
+    assert main(["analyze", ".", "--only", "contrast", "--contrast-file", str(pairs),
+                 "--no-untrained-control"]) == 0
+    assert (model / "experiments" / "analysis" / "mymodel" / "results.json").is_file()
+    assert not (model / "experiments" / "analysis" / "results.json").exists()
 
 
 def test_report_only_refuses_the_settings_it_would_ignore_and_waits_for_no_writer(tmp_path, capsys):

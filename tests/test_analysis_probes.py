@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from elmo.analysis import probes, stats, wsd
-from elmo.analysis.datasets import Sense
+from elmo.analysis.datasets import Sense, SenseExample
 
 
 def _tagged_vectors(rng, tags, dim=16, noise=0.3, contains_tag=True):
@@ -50,6 +50,19 @@ def test_probe_rejects_mismatched_shapes():
         probes.train_probe(np.zeros((3, 4)), [0, 1], 2)
     with pytest.raises(ValueError):
         probes.train_probe(np.zeros((3, 4)), [0, 1, 0], 2, mix=True)
+
+
+def test_probe_refuses_labels_out_of_range_and_features_that_are_not_finite():
+    """(a label >= n_classes or < 0 was torch's IndexError from inside L-BFGS; NaN features a
+    RuntimeError "cannot be converted to type float")"""
+    x = np.random.default_rng(0).normal(size=(5, 4)).astype(np.float32)
+    with pytest.raises(ValueError, match="class ids from 0 to 1; got 0 to 4"):
+        probes.train_probe(x, [0, 1, 2, 3, 4], 2)
+    with pytest.raises(ValueError, match="got -1 to 1"):
+        probes.train_probe(x, [0, 1, -1, 0, 1], 2)
+    x[2, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        probes.train_probe(x, [0, 1, 0, 1, 0], 2)
 
 
 def test_majority_baselines():
@@ -111,6 +124,22 @@ def test_chance_range_is_the_central_binomial_range():
     inside = np.mean([low <= rng.integers(0, 2, 1000).mean() <= high for _ in range(400)])
     assert 0.92 < inside <= 1.0
 
+
+
+def test_chance_range_of_a_large_category_and_bad_bootstrap_inputs_are_clear():
+    """comb(n, k) * p ** k overflowed a float from n = 1030 on (a contrast category of that many
+    targets failed with OverflowError after its probes had run); groups of another length, no
+    resamples or a NaN score failed deep in numpy or gave NaN intervals."""
+    low, high = stats.chance_range(2000)          # mean 1000, sd 22.4: 1000 +- 1.96 sd
+    assert (low, high) == (0.478, 0.522)
+    assert stats.chance_range(10) == (0.2, 0.8)   # P(X <= 1) = 0.011, P(X <= 2) = 0.055
+    for call, named in ((lambda: stats.paired_bootstrap([1, 0, 1], [0, 0, 1], groups=[0, 1]), "one group id per item"),
+                        (lambda: stats.bootstrap_interval([1, 0, 1], groups=[0, 1]), "one group id per item"),
+                        (lambda: stats.paired_bootstrap([1, 0], [0, 1], n_resamples=0), "n_resamples"),
+                        (lambda: stats.paired_bootstrap([float("nan"), 1], [0, 1]), "finite"),
+                        (lambda: stats.bootstrap_interval([1, float("nan")]), "finite")):
+        with pytest.raises(ValueError, match=named):
+            call()
 
 # ----------------------------------------------------------------------------- WSD
 def test_one_nn_on_separable_clusters_gets_it_right():
@@ -235,3 +264,37 @@ def test_wsd_eval_on_a_model_finds_the_sense_of_similar_train_sentences():
     for value, (low, high) in zip(res["layers"] + [res["mfs"]],
                                   res["layers_interval"] + [res["mfs_interval"]]):
         assert low <= value <= high
+
+
+def test_wsd_layer_difference_is_of_the_f1_figures_where_items_go_unpredicted(monkeypatch):
+    """The layer 2 - layer 1 difference was of accuracy while the table shows F1: where test
+    items get no prediction (a lemma with no sense to back off to), the report printed
+    "+0.00 points" beside F1 figures of 50.0 and 66.7."""
+    examples = [SenseExample(f"0000000{s}-n", ("bank",), tuple(f"w{s} bank {i} x{s}".split()))
+                for s in (1, 2) for i in range(8)]
+    calls = []
+
+    def one_nn(train_vecs, train_labels, train_keys, test_vecs, test_keys, backoff=None):
+        # layer 1: the first half right, the rest unpredicted; layer 2: the rest wrong
+        calls.append(1)
+        gold = list(gold_of)
+        half = len(gold) // 2
+        rest = [None] * (len(gold) - half) if len(calls) == 2 else ["wrong"] * (len(gold) - half)
+        return gold[:half] + rest
+
+    original_split = wsd.split_by_lemma
+
+    def split(groups, test_fraction, seed):
+        train, test = original_split(groups, test_fraction, seed)
+        gold_of[:] = [it.synset for it in test]
+        return train, test
+    gold_of: list = []
+    monkeypatch.setattr(wsd, "nearest_neighbour", one_nn)
+    monkeypatch.setattr(wsd, "split_by_lemma", split)
+    r = wsd.wsd_eval("fixture", examples, [])
+    assert r["layers"][1] != r["layers"][2]
+    assert r["layer2_minus_layer1"]["diff"] == pytest.approx(r["layers"][2] - r["layers"][1])
+    # by hand: correct c of n items, p predicted: F1 = 2c / (p + n)
+    b = stats.paired_bootstrap([1, 1, 0, 0], [1, 0, 0, 0], predicted_a=[1, 1, 0, 0], predicted_b=[1] * 4)
+    assert b["diff"] == pytest.approx(2 * 2 / 6 - 2 * 1 / 8)
+

@@ -222,6 +222,43 @@ def test_manylangs_models_with_other_dictionaries_get_other_fingerprints_and_ind
     assert len(list((tmp_path / "cache").iterdir())) == 2
 
 
+def test_an_index_is_not_reused_for_other_windows_or_a_replaced_corpus_text(tmp_path):
+    """The index was keyed by the corpus's path, size and mtime and the weights alone: an index
+    built by an Embedder with other windows (max_tokens), or of a text since replaced by one of
+    the same size and mtime (`cp -p`, `tar x`), was loaded and gave its stale neighbours."""
+    import os
+
+    corpus = tmp_path / "c.txt"
+    long = " ".join(f"w{i}" for i in range(30))
+    corpus.write_text(long + "\nthe bank raised its rates .\n")
+    bilm, cache, quiet = random_bilm(), tmp_path / "cache", (lambda *_: None)
+    expected = CorpusIndex.build(bilm, neighbors.read_corpus(corpus)).vectors.astype(np.float32)
+    neighbors.cached_index(Embedder(bilm, max_tokens=8, overlap=2), corpus, cache, log=quiet)
+    index = neighbors.cached_index(Embedder(bilm), corpus, cache, log=quiet)
+    np.testing.assert_allclose(np.asarray(index.vectors, np.float32), expected, atol=2e-3)
+    stat = corpus.stat()
+    corpus.write_text(corpus.read_text().replace("bank raised", "rank raised"))   # same size
+    os.utime(corpus, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    index = neighbors.cached_index(Embedder(bilm), corpus, cache, log=quiet)
+    assert index.sentences[1][1] == "rank"
+
+
+def test_a_stateful_model_is_refused_by_the_analysis_tools(tmp_path):
+    """A stateful model's vectors depend on the batches before (the carried LSTM state): the
+    tools gave numbers other than its folder's, and its neighbour index (same fingerprint)
+    was then loaded for the stateless model."""
+    bilm = random_bilm()
+    bilm.stateful = True
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("the bank raised its rates .\n")
+    for call in (lambda: neighbors.cached_index(bilm, corpus, tmp_path / "cache", log=lambda *_: None),
+                 lambda: contrast.contrast_eval(Embedder(bilm), contrast.load_pairs()),
+                 lambda: neighbors.query_vectors(bilm, ["the", "bank"], "bank")):
+        with pytest.raises(ValueError, match="needs a stateless model"):
+            call()
+    assert not (tmp_path / "cache").exists()
+
+
 # ----------------------------------------------------------------------------- contrast
 def test_builtin_contrast_set_keeps_the_words_and_flips_the_labels():
     items = contrast.load_pairs()
@@ -358,6 +395,15 @@ def test_analysis_tools_given_nothing_or_a_string_are_clear_errors():
 
 
 # ----------------------------------------------------------------------------- pictures
+def test_run_analysis_of_a_model_object_is_one_line_before_any_folder_is_made(tmp_path):
+    """(a BiLM was refused deep in from_pretrained, with the repr of the whole module)"""
+    for model in (random_bilm(), Embedder(random_bilm())):
+        with pytest.raises(TypeError) as caught:
+            report.run_analysis(model, tmp_path / "out", only=["contrast"], log=lambda *_: None)
+        assert "run_analysis takes a model name or folder" in str(caught.value)
+        assert "\n" not in str(caught.value) and not (tmp_path / "out").exists()
+
+
 def test_plots_write_png(tmp_path):
     pytest.importorskip("matplotlib")
     from elmo.analysis import plots
@@ -550,6 +596,20 @@ def test_neighbors_reproduce_line_pastes_into_a_shell_with_every_setting(tmp_pat
     assert args.k == 5 and args.batch_size == 8 and args.max_sentences is None
     plain = "\n".join(report._render_neighbors(res, "cmd", "fixture", report.AnalysisConfig(neighbors_corpus=corpus)))
     assert "--batch-size" not in plain          # the default needs no option
+
+
+def test_neighbours_report_says_why_glove_is_missing():
+    """results.json recorded why GloVe could not be read (glove_missing) but the report left
+    its line out without a word, under a header that lists GloVe's neighbours."""
+    query = {"sentence": "the bank ran .", "word": "bank", "layers": [[]], "same_word": [[]],
+             "occurrences": 0, "query_copies": 0, "glove": None, "glove_missing": "no glove-50d",
+             "layer0_static": []}
+    res = {"corpus": "c.txt", "corpus_spec": "c.txt", "max_sentences": 0, "n_sentences": 2,
+           "n_tokens": 5, "queries": [query]}
+    text = "\n".join(report._render_neighbors(res, "cmd", "fixture", report.AnalysisConfig()))
+    assert "* GloVe (static): not available (no glove-50d)" in text
+    # and its command does not ask for GloVe (it failed fetching it, after the layers)
+    assert _backticked(text, "* reproduce one:").endswith("-k 5 --no-glove [--same-word]")
 
 
 def test_everything_below_command_of_a_partial_run_has_its_sections(tmp_path):

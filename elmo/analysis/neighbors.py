@@ -218,17 +218,23 @@ def cached_index(model, corpus: Path, cache_dir: Path, max_sentences: Optional[i
                  batch_size: int = 32, log=print,
                  writable_hint: str = "give a writable folder for the index (--index-dir)") -> CorpusIndex:
     """The index of ``corpus`` for ``model``: loaded from ``cache_dir`` when it was built
-    before with the same weights, corpus file and cap; else built and saved. ``writable_hint``:
+    before with the same weights, corpus text, cap and windows (the embedder's ``max_tokens``
+    and ``overlap``); else built and saved. ``writable_hint``:
     what the error of a ``cache_dir`` that cannot be written (or a full disk) suggests."""
     embedder = as_embedder(model, batch_size)
     corpus = Path(corpus)
     if max_sentences is not None and max_sentences < 0:   # before the key: an index is not looked up
         raise ValueError(f"--max-sentences must be 0 (all) or more, got {max_sentences}")
     max_sentences = max_sentences or None               # 0 means all, as None does
-    stat = corpus.stat()
+    from ..data.corpus import file_fingerprint
+
+    # Keyed by what the vectors depend on: the weights, the text itself (its path, size and
+    # mtime kept an index of text since replaced, as a copy with `cp -p` or `tar x` leaves
+    # them), the cap, and the embedder's windows (long sentences are cut into windows of
+    # max_tokens: an index of other windows held other vectors).
     key = hashlib.sha1(json.dumps([INDEX_VERSION, model_fingerprint(embedder.bilm),
-                                   str(corpus.resolve()), stat.st_size, stat.st_mtime_ns,
-                                   max_sentences]).encode()).hexdigest()[:16]
+                                   file_fingerprint(corpus), max_sentences,
+                                   embedder.max_tokens, embedder.overlap]).encode()).hexdigest()[:16]
     folder = Path(cache_dir) / key
     if (folder / "index.json").exists():
         return CorpusIndex.load(folder)

@@ -93,6 +93,13 @@ def _fit(x: np.ndarray, y: Sequence[int], n_classes: int, l2: float, max_iter: i
     n = x_t.shape[-2]
     if n != len(y_t) or n == 0:
         raise ValueError(f"{n} feature rows for {len(y_t)} labels")
+    # (else torch's "Target 2 is out of bounds" from inside L-BFGS, or NaN weights that failed
+    # the line search with "cannot be converted to type float")
+    if int(y_t.min()) < 0 or int(y_t.max()) >= n_classes:
+        raise ValueError(f"labels must be class ids from 0 to {n_classes - 1}; got {int(y_t.min())} "
+                         f"to {int(y_t.max())}")
+    if not torch.isfinite(x_t).all():
+        raise ValueError("the probe's features hold NaN or infinite values")
     mean = x_t.mean(dim=-2)
     std = x_t.std(dim=-2, unbiased=False).clamp_min(1e-6)
     z = (x_t - mean.unsqueeze(-2)) / std.unsqueeze(-2)          # standardised once

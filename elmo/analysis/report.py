@@ -285,7 +285,17 @@ def run_analysis(model: str, out: Path, config: Optional[AnalysisConfig] = None,
 
     ``out`` may hold an earlier report; one with sections this run leaves out, or another
     tool's ``results.json``, is refused before any work (:func:`check_results_kept`), as is a
-    second run into the folder while one runs."""
+    second run into the folder while one runs.
+
+    ``model`` is a model name or folder, since the report's commands name it; a BiLM or an
+    :class:`~elmo.embedding.Embedder` is refused in one line (the error printed the whole
+    module), and each section's function takes those."""
+    import os
+
+    if not isinstance(model, (str, os.PathLike)):
+        raise TypeError(f"run_analysis takes a model name or folder (the report's commands name it), not a "
+                        f"{type(model).__name__}; for a model object call the sections' functions "
+                        f"(probes.pos_probe, wsd.wsd_eval, contrast.contrast_eval, neighbors.cached_index)")
     config = config or AnalysisConfig()
     from ..io import check_output_dir, no_empty_folder_on_failure, output_lock
 
@@ -301,8 +311,18 @@ def run_analysis(model: str, out: Path, config: Optional[AnalysisConfig] = None,
     if "contrast" in sections:   # a category the probe cannot split failed after every other section
         from .contrast import check_categories, load_pairs
         check_categories(load_pairs(Path(config.contrast_file) if config.contrast_file else None))
+    # the labelled data first (fetched when missing): offline, the WSD section failed after the
+    # POS section had run
+    from . import datasets
+    for section, name in (("pos", "brown-pos"), ("wsd", "wordnet")):
+        if section in sections:
+            datasets.corpus_dir(name)
+    if "neighbors" in sections:   # a missing, empty or undecodable corpus failed after the POS and WSD sections
+        from .neighbors import read_corpus
+        corpus = resolve_corpus(config.neighbors_corpus)
+        if not read_corpus(corpus, config.neighbors_sentences or None):
+            raise ValueError(f"--neighbors-corpus {config.neighbors_corpus}: {corpus} holds no sentences")
     if config.pca_word and "wsd" in sections:   # (it failed after both WSD evaluations)
-        from . import datasets
         _pca_key(_pca_groups(datasets.wordnet_examples(datasets.corpus_dir("wordnet"))), config.pca_word)
     # one writer at a time: two runs into one folder mixed one's pictures into the other's report.
     # (The folder was made before the model loaded: a model name that is not one left it empty.)
@@ -792,7 +812,7 @@ def _render_wsd(r: dict, cmd: str) -> List[str]:
              + ".", ""]
     if "layer2_minus_layer1" in r:
         b = r["layer2_minus_layer1"]
-        lines += [f"Layer 2 minus layer 1: {100 * b['diff']:+.2f} points "
+        lines += [f"Layer 2 minus layer 1: {100 * b['diff']:+.2f} F1 points "
                   f"(95% interval {100 * b['low']:+.2f} to {100 * b['high']:+.2f})"]
         s = r.get("layer2_minus_layer1_seen_senses")
         if s:
@@ -827,6 +847,8 @@ def _render_neighbors(r: dict, cmd: str, model: str, config: AnalysisConfig) -> 
         lines.append("* layer 0 (static): " + ", ".join(h["word"] for h in q["layer0_static"]))
         if q["glove"] is not None:
             lines.append("* GloVe (static): " + ", ".join(h["word"] for h in q["glove"]))
+        elif q.get("glove_missing"):   # (the line was left out, though the header promises GloVe)
+            lines.append(f"* GloVe (static): not available ({q['glove_missing']})")
         lines += [f"* reproduce one: `{_neighbors_command(q, r, model, config)} [--same-word]`", ""]
     lines += [f"Reproduce all: `{cmd}`", ""]
     return lines
@@ -840,6 +862,8 @@ def _neighbors_command(q: dict, r: dict, model: str, config: AnalysisConfig) -> 
     if r["max_sentences"]:
         parts += ["--max-sentences", str(r["max_sentences"])]
     parts += ["-k", str(config.neighbors_k)]     # (not the hits found: fewer on a small corpus)
+    if q.get("glove") is None:   # GloVe was not there: the command would fail to fetch it, at its end
+        parts.append("--no-glove")
     if config.batch_size != NEIGHBORS_BATCH_SIZE:
         parts += ["--batch-size", str(config.batch_size)]
     return " ".join(shlex.quote(p) for p in parts)

@@ -11,13 +11,18 @@ import numpy as np
 
 def paired_bootstrap(correct_a: Sequence[float], correct_b: Sequence[float],
                      groups: Optional[Sequence[int]] = None, n_resamples: int = 1000,
-                     seed: int = 0) -> Dict[str, float]:
-    """Difference of mean accuracy ``a - b`` with a 95% percentile interval.
+                     seed: int = 0, predicted_a: Optional[Sequence[float]] = None,
+                     predicted_b: Optional[Sequence[float]] = None) -> Dict[str, float]:
+    """Difference of mean accuracy ``a - b`` (or of F1) with a 95% percentile interval.
 
     Args:
         correct_a, correct_b: per-item 0/1 (or scores) of two systems on the same N items.
         groups: per-item group id (e.g. the sentence); whole groups are resampled, because
             tokens of one sentence are not independent. Default: every item its own group.
+        predicted_a, predicted_b: per-item 0/1, whether the system gave a prediction at all.
+            Given, the difference is of F1 = 2 * correct / (predicted + items), as
+            :func:`bootstrap_interval` scores, so that it is the difference of the F1 figures
+            (an accuracy difference is another number wherever items went unpredicted).
 
     Returns:
         ``{"diff", "low", "high", "p_b_ge_a", "n_groups"}``: the observed difference, the
@@ -28,16 +33,49 @@ def paired_bootstrap(correct_a: Sequence[float], correct_b: Sequence[float],
     b = np.asarray(correct_b, dtype=np.float64)
     if a.shape != b.shape or a.ndim != 1 or len(a) == 0:
         raise ValueError("correct_a and correct_b must be equal-length non-empty 1-d sequences")
-    g = np.arange(len(a)) if groups is None else np.asarray(groups)
+    if not (np.isfinite(a).all() and np.isfinite(b).all()):   # (a NaN difference and interval)
+        raise ValueError("correct_a and correct_b must be finite numbers")
+    g = _groups(groups, len(a))
+    _check_resamples(n_resamples)
     ids, inverse = np.unique(g, return_inverse=True)
-    d_sum = np.bincount(inverse, weights=a - b, minlength=len(ids))     # per group
     count = np.bincount(inverse, minlength=len(ids)).astype(np.float64)
     rng = np.random.default_rng(seed)
     picks = rng.integers(0, len(ids), size=(n_resamples, len(ids)))
-    diffs = d_sum[picks].sum(axis=1) / count[picks].sum(axis=1)
-    return {"diff": float((a - b).mean()), "low": float(np.percentile(diffs, 2.5)),
+    if predicted_a is None and predicted_b is None:
+        d_sum = np.bincount(inverse, weights=a - b, minlength=len(ids))     # per group
+        diffs = d_sum[picks].sum(axis=1) / count[picks].sum(axis=1)
+        diff = float((a - b).mean())
+    else:
+        pa, pb = (np.ones_like(a) if p is None else np.asarray(p, dtype=np.float64)
+                  for p in (predicted_a, predicted_b))
+        if pa.shape != a.shape or pb.shape != a.shape:
+            raise ValueError("predicted_a and predicted_b must have the shape of correct_a")
+        sums = [np.bincount(inverse, weights=w, minlength=len(ids)) for w in (a, b, pa, pb)]
+        f1 = lambda c, p, n: 2 * c / np.maximum(p + n, 1e-12)
+        n = count[picks].sum(axis=1)
+        ca, cb, pa_s, pb_s = (s_[picks].sum(axis=1) for s_ in sums)
+        diffs = f1(ca, pa_s, n) - f1(cb, pb_s, n)
+        diff = float(f1(a.sum(), pa.sum(), len(a)) - f1(b.sum(), pb.sum(), len(a)))
+    return {"diff": diff, "low": float(np.percentile(diffs, 2.5)),
             "high": float(np.percentile(diffs, 97.5)), "p_b_ge_a": float((diffs <= 0).mean()),
             "n_groups": int(len(ids))}
+
+
+def _groups(groups: Optional[Sequence[int]], n: int) -> np.ndarray:
+    """The per-item group ids (default: one group per item); another length than the items'
+    is a ValueError (numpy's bincount said only that "the weights and list" differ)."""
+    if groups is None:
+        return np.arange(n)
+    g = np.asarray(groups)
+    if g.shape != (n,):
+        raise ValueError(f"groups must give one group id per item: {n} items, groups of shape {g.shape}")
+    return g
+
+
+def _check_resamples(n_resamples: int) -> None:
+    """At least one resample (none was an IndexError from the percentile of nothing)."""
+    if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or n_resamples < 1:
+        raise ValueError(f"n_resamples must be a whole number of at least 1, got {n_resamples!r}")
 
 
 #: Fewer groups than this and a grouped bootstrap cannot say how far the difference could
@@ -83,7 +121,10 @@ def bootstrap_interval(correct: Sequence[float], groups: Optional[Sequence[int]]
     p = np.ones_like(c) if predicted is None else np.asarray(predicted, dtype=np.float64)
     if p.shape != c.shape:
         raise ValueError("predicted must have the shape of correct")
-    g = np.arange(len(c)) if groups is None else np.asarray(groups)
+    if not (np.isfinite(c).all() and np.isfinite(p).all()):
+        raise ValueError("correct and predicted must be finite numbers")
+    g = _groups(groups, len(c))
+    _check_resamples(n_resamples)
     _, inverse = np.unique(g, return_inverse=True)
     sums = [np.bincount(inverse, weights=w) for w in (c, p, np.ones_like(c))]
     score = lambda cs, ps, ns: 2 * cs / np.maximum(ps + ns, 1e-12)
@@ -98,7 +139,14 @@ def chance_range(n: int, p: float = 0.5, level: float = 0.95) -> Tuple[float, fl
     (exact binomial): accuracies inside it are what chance alone gives."""
     if n <= 0:
         raise ValueError("n must be positive")
-    pmf = np.array([math.comb(n, k) * p ** k * (1 - p) ** (n - k) for k in range(n + 1)])
+    if not 0.0 < p < 1.0:
+        raise ValueError(f"p must be between 0 and 1 (both excluded), got {p}")
+    # in logs: comb(n, k) * p ** k overflowed a float from n = 1030 on (a contrast category of
+    # that many targets failed after its probes had run)
+    k = np.arange(n + 1)
+    log_comb = np.array([math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1)
+                         for i in range(n + 1)])
+    pmf = np.exp(log_comb + k * math.log(p) + (n - k) * math.log1p(-p))
     cdf = np.cumsum(pmf)
     tail = (1 - level) / 2
     low = int(np.searchsorted(cdf, tail, side="right"))           # P(X < low) <= tail

@@ -12,8 +12,17 @@ Sentence = Sequence[str]
 
 
 def as_embedder(model: Union[Embedder, BiLM, str], batch_size: int = 32) -> Embedder:
-    """An :class:`Embedder` for a model, a model name or folder, or an embedder itself."""
-    return model if isinstance(model, Embedder) else Embedder(model, batch_size=batch_size)
+    """An :class:`Embedder` for a model, a model name or folder, or an embedder itself.
+
+    A stateful model is refused: each batch would start from the state the previous one left,
+    so a sentence's vectors would depend on what was embedded before it (and the numbers
+    differed from those of the same model's folder, which loads stateless)."""
+    embedder = model if isinstance(model, Embedder) else Embedder(model, batch_size=batch_size)
+    if embedder.bilm.stateful:
+        raise ValueError("the analysis needs a stateless model: a stateful one carries its LSTM "
+                         "state from one batch into the next, so a sentence's vectors would depend "
+                         "on the sentences embedded before it; set model.stateful = False")
+    return embedder
 
 
 def untrained_copy(bilm: BiLM, seed: int = 0) -> BiLM:

@@ -85,6 +85,17 @@ def report_only_ignores(args: argparse.Namespace) -> list:
     return ["--" + flags.get(name, name).replace("_", "-") for name in given]
 
 
+def default_out(model: str) -> Path:
+    """``experiments/analysis/<the model's folder name>``. A model named ``.`` or ``..`` (or
+    ``/``) has no name of its own in its spelling: its resolved folder's name is taken (the
+    report went into ``experiments/analysis/`` itself, beside every other model's folder, or,
+    for ``..``, into ``experiments/``)."""
+    name = Path(model).name
+    if name in ("", ".", ".."):
+        name = Path(model).resolve().name or "root"
+    return Path("experiments") / "analysis" / name
+
+
 def analyze(args: argparse.Namespace) -> int:
     from ..allocator import keep_freed_memory
     from ..analysis.report import run_analysis
@@ -99,7 +110,7 @@ def analyze(args: argparse.Namespace) -> int:
     # much as the arithmetic (the mix probe ran in half the time with this).
     keep_freed_memory(mmap_threshold=2 ** 30)
     set_threads(args.threads)
-    out = Path(args.out) if args.out else Path("experiments") / "analysis" / Path(args.model).name
+    out = Path(args.out) if args.out else default_out(args.model)
     if args.report_only:
         from ..analysis.report import rewrite_report
         ignored = report_only_ignores(args)
@@ -133,6 +144,8 @@ def neighbors(args: argparse.Namespace) -> int:
             raise ValueError(f"--layer {j}: the model has layers 0..{n_layers - 1}")
     position, vecs = query_vectors(embedder, tokens, args.word)   # a word not in the sentence too
     corpus = resolve_corpus(args.corpus)
+    # GloVe before the index (minutes on a large corpus): offline, it failed after every layer
+    glove_dir = None if args.no_glove else datasets.corpus_dir("glove-50d")
     from ..data.fetch import DATA_CACHE_HINT
     hint = "give a writable --index-dir" if args.index_dir else f"{DATA_CACHE_HINT}, or give a writable --index-dir"
     index = cached_index(embedder, corpus, Path(args.index_dir) if args.index_dir else index_home(),
@@ -158,7 +171,7 @@ def neighbors(args: argparse.Namespace) -> int:
     print("  " + ", ".join(f"{h.word} {h.score:.2f}"
                            for h in static_neighbors(words, layer0, args.word, args.k, query=vecs[0])))
     if not args.no_glove:
-        glove_words, glove_vecs = datasets.glove(datasets.corpus_dir("glove-50d"))
+        glove_words, glove_vecs = datasets.glove(glove_dir)
         hits = static_neighbors(glove_words, glove_vecs, args.word.lower(), args.k)
         print("GloVe 50d (static):")
         print("  " + (", ".join(f"{h.word} {h.score:.2f}" for h in hits) if hits

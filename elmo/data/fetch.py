@@ -164,7 +164,14 @@ def cache_entry_lock(entry: Path, log=print, hint: str = DATA_CACHE_HINT) -> Ite
     entry is complete: the other process may have finished it. ``hint``: what the error of a
     folder that cannot be written suggests (the cache is not always in ``ELMO_DATA``)."""
     from ..io import OutputBusy, OutputError, output_lock
-    make_data_folder(entry.parent)
+    if hint == DATA_CACHE_HINT:
+        make_data_folder(entry.parent)
+    else:   # a folder the caller named (neighbors --index-dir): its hint, not ELMO_DATA's
+        try:
+            entry.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            reason = os.strerror(e.errno) if e.errno else str(e)
+            raise DataError(f"{entry.parent}: cannot be written ({reason}); {hint}") from None
     with ExitStack() as stack:
         try:
             try:
