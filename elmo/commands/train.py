@@ -128,8 +128,8 @@ def register(subparsers) -> None:
 
     # ---------------------------------------------------------------- plot-curve
     p = subparsers.add_parser("plot-curve", help="draw a training log's learning curve to PNG",
-                              description="Plot training loss/perplexity and validation perplexity against "
-                                          "tokens seen from one or more log.jsonl files (needs matplotlib: "
+                              description="Plot training loss/perplexity against tokens seen and validation "
+                                          "perplexity against epochs from one or more log.jsonl files (needs matplotlib: "
                                           "pip install 'elmo-pytorch[plots]').")
     p.add_argument("log", nargs="+", help="log.jsonl files (or run folders)")
     p.add_argument("--output", "-o", required=True, help="PNG file to write")

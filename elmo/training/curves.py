@@ -3,7 +3,7 @@
 Left: exp of the training loss against tokens seen: ``sampled_ppl`` when the softmax was
 sampled (not comparable with a perplexity), ``train_ppl`` with the full softmax (on training
 batches, with dropout); logs written before these keys have ``ppl``, which is either. Right:
-full-softmax validation perplexity, forward, backward and average.
+full-softmax validation perplexity, forward, backward and average, against epochs.
 """
 from __future__ import annotations
 
