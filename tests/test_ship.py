@@ -91,3 +91,21 @@ def test_precision_compare(exported, tmp_path):
     assert half["perplexity"]["candidate"]["ppl"] != half["perplexity"]["reference"]["ppl"]
     assert half["perplexity"]["reference"]["relative_change"]["ppl"] == 0.0
     assert half["tokens"] == sum(len(line.split()) for line in held.read_text().splitlines())
+
+
+def test_ship_command_refuses_bad_limits_in_one_line_before_any_work(exported, tmp_path, capsys):
+    """`--max-mb nan` shipped any size (no size is more than NaN), a negative limit was refused
+    only once every file was written, and every refusal was a traceback."""
+    from elmo.training.ship import main
+    for limit in ("nan", "-1", "0", "inf"):
+        assert main([str(exported), str(tmp_path / "out"), "--max-mb", limit]) == 1
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "--max-mb must be a positive number" in err, err
+    assert main([str(exported), str(tmp_path / "out"), "--max-mb", "0.001"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "more than the 0.001 MB allowed" in err
+    assert main([str(tmp_path / "nowhere"), str(tmp_path / "out")]) == 1
+    assert capsys.readouterr().err.count("\n") == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["corpus", "model"]
+    with pytest.raises(ValueError, match="--max-mb"):
+        ship(exported, tmp_path / "out", max_mb=float("nan"))

@@ -14,7 +14,9 @@ files are written beside DEST first, and DEST's are replaced only once all are w
 from __future__ import annotations
 
 import argparse
+import math
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 from typing import Dict
@@ -60,6 +62,10 @@ def ship(src: str | Path, dest: str | Path, bilm_dtype: str = "float32", softmax
     for dtype in (bilm_dtype, softmax_dtype):
         if dtype not in DTYPES:
             raise ValueError(f"dtype must be one of {DTYPES}, got {dtype!r}")
+    # (a NaN limit let any size through, since no size is more than NaN; a negative one was
+    # refused only after every file had been written)
+    if isinstance(max_mb, bool) or not isinstance(max_mb, (int, float)) or not 0 < max_mb < math.inf:
+        raise ValueError(f"--max-mb must be a positive number of megabytes, got {max_mb!r}")
     sources = {name: file_fingerprint(src / name)
                for name in ("options.json", "weights.hdf5", SOFTMAX_FILE, VOCAB_FILE)}
     # Written beside DEST, then moved in once all is written and the size allowed: written in
@@ -103,7 +109,12 @@ def main(argv=None) -> int:
     p.add_argument("--softmax-dtype", choices=DTYPES, default="float32")
     p.add_argument("--max-mb", type=float, default=50.0, help="size limit of the written files (MB)")
     args = p.parse_args(argv)
-    sizes = ship(args.src, args.dest, args.bilm_dtype, args.softmax_dtype, args.max_mb)
+    try:
+        sizes = ship(args.src, args.dest, args.bilm_dtype, args.softmax_dtype, args.max_mb)
+    except (ValueError, OSError) as e:   # (a traceback, for a refused size or a missing file)
+        from ..cli import _one_line
+        print(f"{p.prog}: error: {_one_line(e)}", file=sys.stderr)
+        return 1
     for name, size in sizes.items():
         print(f"{args.dest / name}: {size / 1e6:.2f} MB")
     print(f"total {sum(sizes.values()) / 1e6:.2f} MB (biLM {args.bilm_dtype}, softmax {args.softmax_dtype})")
