@@ -109,3 +109,24 @@ def test_ship_command_refuses_bad_limits_in_one_line_before_any_work(exported, t
     assert sorted(p.name for p in tmp_path.iterdir()) == ["corpus", "model"]
     with pytest.raises(ValueError, match="--max-mb"):
         ship(exported, tmp_path / "out", max_mb=float("nan"))
+
+
+def test_info_says_the_dtype_size_and_shipping_of_every_kind_of_folder(exported, tmp_path, capsys):
+    """`elmo info` said nothing of the dtype: a bfloat16 model, or one shipped with float16
+    weights, read like a float32 one, and a shipped folder did not say it was shipped."""
+    import elmo
+    from elmo.cli import main
+    ship(exported, tmp_path / "half", bilm_dtype="float16", softmax_dtype="float16")
+    assert main(["info", str(tmp_path / "half")]) == 0
+    out = capsys.readouterr().out
+    assert "dtype: float32 (as loaded)" in out
+    assert "weights.hdf5: 0.0" in out and "MB, stored as float16" in out
+    assert "softmax.hdf5: 0.00 MB, stored as float16" in out
+    assert "shipped: biLM float16, softmax float16" in out
+    bilm = elmo.from_pretrained("fixture")
+    for fmt, stored in (("safetensors", "model.safetensors: 0.2"), ("original", "weights.hdf5: 0.4")):
+        elmo.save_pretrained(bilm.to(torch.bfloat16), tmp_path / fmt, fmt=fmt)
+        assert main(["info", str(tmp_path / fmt)]) == 0
+        out = capsys.readouterr().out
+        assert "dtype: bfloat16 (as loaded)" in out and stored in out, out
+        assert ("stored as bfloat16" if fmt == "safetensors" else "stored as float32") in out

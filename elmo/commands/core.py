@@ -42,15 +42,46 @@ def register(subparsers) -> None:
 def info(args: argparse.Namespace) -> int:
     import elmo
 
+    from ..weights import model_dtype
+
     bilm = elmo.from_pretrained(args.model)
     n_params = sum(p.numel() for p in bilm.parameters())
     print(bilm.options.to_json())
     print(f"parameters: {n_params:,}")
     print(f"layers: {bilm.num_layers} of width {bilm.output_dim}")
+    # (it said nothing of the dtype: a bfloat16 model, or one shipped with float16 weights,
+    # read like a float32 one)
+    print(f"dtype: {str(model_dtype(bilm)).removeprefix('torch.')} (as loaded)")
     if Path(args.model).is_dir() or args.model in elmo.BUNDLED_MODELS:
-        for line in provenance(elmo.model_path(args.model)):
+        folder = elmo.model_path(args.model)
+        for line in stored_files(folder) + provenance(folder):
             print(line)
     return 0
+
+
+def stored_files(folder: Path) -> list:
+    """A line per weight file of a model folder: its size on disk and the dtype it stores (a
+    float16 file loads as float32; the original layout stores a bfloat16 model as float32)."""
+    from ..training.export import SOFTMAX_FILE
+    from ..weights import NATIVE_WEIGHTS, ORIGINAL_WEIGHTS, open_hdf5
+
+    lines = []
+    for name in (NATIVE_WEIGHTS, *ORIGINAL_WEIGHTS, SOFTMAX_FILE):
+        path = folder / name
+        if not path.is_file():
+            continue
+        if name == NATIVE_WEIGHTS:
+            from safetensors import safe_open
+            with safe_open(str(path), "pt") as f:
+                kinds = {str(f.get_slice(k).get_dtype()).lower() for k in f.keys()}
+            kinds = {{"f32": "float32", "f16": "float16", "bf16": "bfloat16", "f64": "float64"}.get(k, k)
+                     for k in kinds}
+        else:
+            with open_hdf5(path) as h5:
+                kinds = set()
+                h5.visititems(lambda _, obj: kinds.add(str(obj.dtype)) if hasattr(obj, "dtype") else None)
+        lines.append(f"{name}: {path.stat().st_size / 1e6:.2f} MB, stored as {', '.join(sorted(kinds))}")
+    return lines
 
 
 def provenance(folder: Path) -> list:
@@ -76,6 +107,9 @@ def provenance(folder: Path) -> list:
         lines.append(f"adapted on: {', '.join(map(str, files)) if files else record}")
     if meta.get("converted_from"):
         lines.append(f"converted from: {meta['converted_from']}")
+    shipped = meta.get("shipped")
+    if isinstance(shipped, dict):
+        lines.append(f"shipped: biLM {shipped.get('bilm_dtype')}, softmax {shipped.get('softmax_dtype')}")
     return lines
 
 
