@@ -130,3 +130,26 @@ def test_info_says_the_dtype_size_and_shipping_of_every_kind_of_folder(exported,
         out = capsys.readouterr().out
         assert "dtype: bfloat16 (as loaded)" in out and stored in out, out
         assert ("stored as bfloat16" if fmt == "safetensors" else "stored as float32") in out
+
+
+def test_ship_refuses_a_folder_holding_files_it_would_not_replace(exported, tmp_path):
+    """Shipped over a folder that held another model's model.safetensors, the folder embedded
+    with that old model (elmo.from_pretrained loads safetensors first) and measured perplexity
+    with the shipped one; now that is refused before anything is written. The vocabulary's
+    counts go with the shipped copy."""
+    import elmo
+    from elmo.vocab import Vocabulary
+    other = tmp_path / "other"
+    elmo.save_pretrained(elmo.from_pretrained("fixture"), other)
+    before = {p.name: p.read_bytes() for p in other.iterdir()}
+    with pytest.raises(ValueError, match="also holds config.json, model.safetensors of the model there"):
+        ship(exported, other)
+    assert {p.name: p.read_bytes() for p in other.iterdir()} == before
+    vocab = Vocabulary.load(exported / "vocab.txt")
+    Vocabulary.from_counts(dict(zip(vocab.words[3:], range(100, 0, -1)))).save(
+        exported / "vocab_counts.tsv", with_counts=True)
+    assert "vocab_counts.tsv" in ship(exported, tmp_path / "counted")
+    assert (tmp_path / "counted" / "vocab_counts.tsv").read_bytes() == (exported / "vocab_counts.tsv").read_bytes()
+    (exported / "vocab_counts.tsv").unlink()
+    with pytest.raises(ValueError, match="also holds vocab_counts.tsv"):
+        ship(exported, tmp_path / "counted")

@@ -5,11 +5,14 @@
 
 Writes, each file atomically: ``options.json`` + ``weights.hdf5`` (the original layout, in
 ``--bilm-dtype``), ``softmax.hdf5`` (``softmax/W`` and ``softmax/b`` in ``--softmax-dtype``),
-``vocab.txt`` and ``metadata.json`` (the training metadata, home folder written as ``~``,
+``vocab.txt`` (and ``vocab_counts.tsv`` when the model has
+it) and ``metadata.json`` (the training metadata, home folder written as ``~``,
 plus a ``shipped`` entry: the dtypes and the SHA-256 of every source file). Loading converts
 float16 back to float32, so a float16 file costs only its rounding, which
 :mod:`elmo.training.precision` measures. Refuses to write more than ``--max-mb`` in all: the
 files are written beside DEST first, and DEST's are replaced only once all are written and allowed.
+A DEST holding model files that shipping does not write (``model.safetensors``, ``config.json``,
+``lm_weights.hdf5``, another model's ``vocab_counts.tsv``) is refused before any work.
 """
 from __future__ import annotations
 
@@ -19,18 +22,20 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
-from typing import Dict
+from typing import Dict, Tuple
 
 import h5py
 
 from ..data.corpus import file_fingerprint
 from ..io import atomic_commit, atomic_target, atomic_write_text, no_empty_folder_on_failure
 from .. import strict_json
-from ..weights import load_original, save_original
-from .export import METADATA_FILE, SOFTMAX_FILE, VOCAB_FILE, read_metadata
+from ..weights import NATIVE_CONFIG, NATIVE_WEIGHTS, ORIGINAL_WEIGHTS, load_original, save_original
+from .export import COUNTS_FILE, METADATA_FILE, SOFTMAX_FILE, VOCAB_FILE, read_metadata
 
 DTYPES = ("float32", "float16")
 SHIPPED_FILES = ("options.json", "weights.hdf5", SOFTMAX_FILE, VOCAB_FILE, METADATA_FILE)
+#: Files of a model folder that shipping does not write: refused in DEST (see :func:`ship`).
+STALE_FILES = (NATIVE_CONFIG, NATIVE_WEIGHTS, *ORIGINAL_WEIGHTS[1:], COUNTS_FILE)
 
 
 def _home_as_tilde(value):
@@ -68,6 +73,16 @@ def ship(src: str | Path, dest: str | Path, bilm_dtype: str = "float32", softmax
         raise ValueError(f"--max-mb must be a positive number of megabytes, got {max_mb!r}")
     sources = {name: file_fingerprint(src / name)
                for name in ("options.json", "weights.hdf5", SOFTMAX_FILE, VOCAB_FILE)}
+    # the vocabulary's counts go with it when the model has them (they were left behind)
+    names = SHIPPED_FILES + ((COUNTS_FILE,) if (src / COUNTS_FILE).is_file() else ())
+    # Files of a model there that shipping does not replace stayed beside the new weights: a
+    # model.safetensors is what elmo.from_pretrained (elmo embed) loads first, so the folder
+    # embedded with the old model and measured perplexity with the new one.
+    stale = [n for n in STALE_FILES if n not in names and (dest / n).exists()]
+    if stale:
+        raise ValueError(f"{dest} also holds {', '.join(stale)} of the model there, which would stay beside "
+                         f"the shipped files ({NATIVE_WEIGHTS} is loaded before weights.hdf5): remove "
+                         f"them or choose another folder; nothing was written")
     # Written beside DEST, then moved in once all is written and the size allowed: written in
     # place, the files of a copy refused for its size (or stopped by an error half-way) had
     # already replaced the bundled model's.
@@ -75,13 +90,13 @@ def ship(src: str | Path, dest: str | Path, bilm_dtype: str = "float32", softmax
         dest.parent.mkdir(parents=True, exist_ok=True)
         stage = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".shipping", dir=dest.parent))
         try:
-            sizes = _write_shipped(src, stage, bilm_dtype, softmax_dtype, sources)
+            sizes = _write_shipped(src, stage, bilm_dtype, softmax_dtype, sources, names)
             total = sum(sizes.values())
             if total > max_mb * 1e6:
                 raise ValueError(f"{dest}: {total / 1e6:.1f} MB to write, more than the {max_mb} MB allowed; "
                                  f"nothing was written")
             dest.mkdir(exist_ok=True)
-            for name in SHIPPED_FILES:
+            for name in names:
                 atomic_commit(stage / name, dest / name)
         finally:
             shutil.rmtree(stage, ignore_errors=True)
@@ -89,16 +104,18 @@ def ship(src: str | Path, dest: str | Path, bilm_dtype: str = "float32", softmax
 
 
 def _write_shipped(src: Path, dest: Path, bilm_dtype: str, softmax_dtype: str,
-                   sources: Dict[str, str]) -> Dict[str, int]:
+                   sources: Dict[str, str], names: Tuple[str, ...] = SHIPPED_FILES) -> Dict[str, int]:
     bilm = load_original(src / "options.json", src / "weights.hdf5")
     save_original(bilm, dest / "options.json", dest / "weights.hdf5", dtype=bilm_dtype)
     write_softmax(src / SOFTMAX_FILE, dest / SOFTMAX_FILE, softmax_dtype)
-    atomic_write_text(dest / VOCAB_FILE, (src / VOCAB_FILE).read_text(encoding="utf-8"))
+    for name in (VOCAB_FILE, COUNTS_FILE):
+        if name in names:
+            atomic_write_text(dest / name, (src / name).read_text(encoding="utf-8"))
     meta = _home_as_tilde(read_metadata(src))
     meta["shipped"] = {"bilm_dtype": bilm_dtype, "softmax_dtype": softmax_dtype,
                        "source_sha256": sources}
     atomic_write_text(dest / METADATA_FILE, strict_json.dumps(meta, indent=2, sort_keys=True) + "\n")
-    return {name: (dest / name).stat().st_size for name in SHIPPED_FILES}
+    return {name: (dest / name).stat().st_size for name in names}
 
 
 def main(argv=None) -> int:
