@@ -148,6 +148,8 @@ def convert(args: argparse.Namespace) -> int:
         raise ValueError(f"{args.output} also holds {', '.join(kept)} of the model there, which would stay "
                          f"beside the new weights: choose another folder")
     bilm = elmo.from_pretrained(args.model)
+    if not into_itself:
+        _check_dictionaries(bilm, out, args.to, args.overwrite)
     folder = elmo.save_pretrained(bilm, args.output, fmt=args.to)
     if metadata and source is not None:
         write_metadata(out, {**read_metadata(source), "converted_from": str(source.resolve())})
@@ -155,6 +157,26 @@ def convert(args: argparse.Namespace) -> int:
         copy_file(cast(Path, source) / name, out / name)
     print(f"wrote {folder} ({args.to})")
     return 0
+
+
+def _check_dictionaries(bilm, out: Path, to: str, overwrite: bool) -> None:
+    """The character (and word) dictionaries of an ELMoForManyLangs model are files of its
+    safetensors layout: a char.dic or word.dic in OUT was replaced without --overwrite, and one
+    that the new model does not write stayed beside its weights. Known once the model is loaded."""
+    from ..manylangs.vocabulary import CHAR_DIC, WORD_DIC
+
+    if to == "original" and bilm.options.char_vocabulary is not None:
+        return   # (refused by save_pretrained: that layout cannot hold the dictionaries)
+    scheme = bilm.id_scheme if bilm.options.char_vocabulary is not None else None
+    written = () if scheme is None else (CHAR_DIC,) + ((WORD_DIC,) if scheme.words is not None else ())
+    present = [n for n in written if (out / n).exists()]
+    if present and not overwrite:
+        raise ValueError(f"{out} already holds {' and '.join(present)}: pass --overwrite to replace "
+                         f"them, or choose another folder")
+    kept = [n for n in (CHAR_DIC, WORD_DIC) if n not in written and (out / n).exists()]
+    if kept:
+        raise ValueError(f"{out} also holds {', '.join(kept)} of the model there, which would stay "
+                         f"beside the new weights: choose another folder")
 
 
 def demo(args: argparse.Namespace) -> int:
