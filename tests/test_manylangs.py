@@ -407,3 +407,11 @@ def test_convert_counts_the_dictionaries_as_files_of_the_model(tmp_path, capsys)
     assert cli_main(["convert", str(MANYLANGS / "model_word"), str(native), "--overwrite"]) == 0
     assert cli_main(["convert", str(MANYLANGS / "model"), str(native), "--overwrite"]) == 1
     assert "also holds word.dic" in capsys.readouterr().err
+
+
+def test_info_gives_the_size_and_dtype_of_the_pkl_files(capsys):
+    """`elmo info` of an ELMoForManyLangs folder named none of its weight files."""
+    assert cli_main(["info", str(MANYLANGS / "model_word")]) == 0
+    out = capsys.readouterr().out
+    assert "token_embedder.pkl: 0.11 MB, stored as float32" in out
+    assert "encoder.pkl: 0.30 MB, stored as float32" in out

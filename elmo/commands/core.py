@@ -62,15 +62,21 @@ def info(args: argparse.Namespace) -> int:
 def stored_files(folder: Path) -> list:
     """A line per weight file of a model folder: its size on disk and the dtype it stores (a
     float16 file loads as float32; the original layout stores a bfloat16 model as float32)."""
+    import torch
+
+    from ..manylangs.folder import ENCODER, TOKEN_EMBEDDER
     from ..training.export import SOFTMAX_FILE
     from ..weights import NATIVE_WEIGHTS, ORIGINAL_WEIGHTS, open_hdf5
 
     lines = []
-    for name in (NATIVE_WEIGHTS, *ORIGINAL_WEIGHTS, SOFTMAX_FILE):
+    for name in (NATIVE_WEIGHTS, *ORIGINAL_WEIGHTS, SOFTMAX_FILE, TOKEN_EMBEDDER, ENCODER):
         path = folder / name
         if not path.is_file():
             continue
-        if name == NATIVE_WEIGHTS:
+        if name in (TOKEN_EMBEDDER, ENCODER):   # an ELMoForManyLangs folder's state dicts (loaded already)
+            state = torch.load(path, map_location="cpu", weights_only=True)
+            kinds = {str(t.dtype).removeprefix("torch.") for t in state.values() if torch.is_tensor(t)}
+        elif name == NATIVE_WEIGHTS:
             from safetensors import safe_open
             with safe_open(str(path), "pt") as f:
                 kinds = {str(f.get_slice(k).get_dtype()).lower() for k in f.keys()}
