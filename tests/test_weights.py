@@ -346,7 +346,7 @@ def test_info_says_where_the_weights_come_from(tmp_path, capsys):
         "trained on: /runs/a/adapt_train.txt (13 steps, 260 tokens; 2,980 in all phases)",
         "adapted from: /runs/lm/model", "adapted on: /data/tweets.txt", f"converted from: {adapted.resolve()}"]
     assert main(["info", "fixture"]) == 0           # no metadata.json: nothing said
-    assert capsys.readouterr().out.splitlines()[-1].startswith("layers: ")
+    assert capsys.readouterr().out.splitlines()[-1].startswith("weights.hdf5: ")   # (its file, last)
 
 
 def test_save_pretrained_names_a_file_where_the_folder_belongs(tmp_path):
