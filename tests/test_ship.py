@@ -153,3 +153,24 @@ def test_ship_refuses_a_folder_holding_files_it_would_not_replace(exported, tmp_
     (exported / "vocab_counts.tsv").unlink()
     with pytest.raises(ValueError, match="also holds vocab_counts.tsv"):
         ship(exported, tmp_path / "counted")
+
+
+def test_a_value_past_float16_is_refused_not_shipped_as_inf(exported, tmp_path):
+    """A weight above float16's 65504 became inf in a float16 copy, written without a word; the
+    shipped folder was then refused at load as non-finite. Now shipping stops, naming it."""
+    import elmo
+    for part in ("softmax", "bilm"):
+        model, vocab = load_language_model(exported)
+        with torch.no_grad():
+            (model.softmax.bias if part == "softmax" else model.bilm.token_encoder.projection.bias)[0] = 1e5
+        src = export_model(model, vocab, tmp_path / f"big_{part}")
+        with pytest.raises(ValueError, match="a value of 100000 does not fit float16"):
+            ship(src, tmp_path / "out", bilm_dtype="float16", softmax_dtype="float16")
+        assert not (tmp_path / "out").exists()
+        ship(src, tmp_path / f"out_{part}")          # float32 holds it
+    bilm = elmo.from_pretrained("fixture")
+    with torch.no_grad():
+        bilm.token_encoder.projection.bias[0] = -1e6
+    with pytest.raises(ValueError, match="CNN_proj/b_proj.*-?1e\\+06 does not fit float16"):
+        elmo.save_original(bilm, tmp_path / "o.json", tmp_path / "w.hdf5", dtype="float16")
+    assert not (tmp_path / "w.hdf5").exists()

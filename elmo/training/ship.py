@@ -29,7 +29,7 @@ import h5py
 from ..data.corpus import file_fingerprint
 from ..io import atomic_commit, atomic_target, atomic_write_text, no_empty_folder_on_failure
 from .. import strict_json
-from ..weights import NATIVE_CONFIG, NATIVE_WEIGHTS, ORIGINAL_WEIGHTS, load_original, save_original
+from ..weights import NATIVE_CONFIG, NATIVE_WEIGHTS, ORIGINAL_WEIGHTS, load_original, narrowed, save_original
 from .export import COUNTS_FILE, METADATA_FILE, SOFTMAX_FILE, VOCAB_FILE, read_metadata
 
 DTYPES = ("float32", "float16")
@@ -54,7 +54,7 @@ def write_softmax(src: Path, dest: Path, dtype: str) -> None:
     try:
         with h5py.File(src, "r") as h5_in, h5py.File(tmp, "w") as h5_out:
             for name in ("softmax/W", "softmax/b"):
-                h5_out.create_dataset(name, data=h5_in[name][...].astype(dtype))
+                h5_out.create_dataset(name, data=narrowed(h5_in[name][...], dtype, f"{src}: dataset '{name}'"))
         atomic_commit(tmp, dest)
     finally:
         tmp.unlink(missing_ok=True)
