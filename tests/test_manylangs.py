@@ -385,3 +385,33 @@ def test_a_published_name_downloads_unpacks_and_reproduces(tmp_path, monkeypatch
         layers = run(bilm, SENTENCES[:8])
         for k in range(8):
             assert np.allclose(layers[:, k, :len(SENTENCES[k])], f[f"s{k}"][()], **TOL)
+
+
+def test_convert_counts_the_dictionaries_as_files_of_the_model(tmp_path, capsys):
+    """A char.dic already in OUT was replaced by a dictionary model's without --overwrite, and
+    a converted ELMoForManyLangs model's char.dic and word.dic stayed beside the weights of a
+    model converted over it with --overwrite; both are refused now, OUT left as it was."""
+    stray = tmp_path / "stray"
+    stray.mkdir()
+    (stray / "char.dic").write_text("mine\n")
+    assert cli_main(["convert", str(MANYLANGS / "model_word"), str(stray)]) == 1
+    err = capsys.readouterr().err
+    assert "already holds char.dic: pass --overwrite" in err and len(err.strip().splitlines()) == 1
+    assert sorted(p.name for p in stray.iterdir()) == ["char.dic"] and (stray / "char.dic").read_text() == "mine\n"
+    native = tmp_path / "native"
+    assert cli_main(["convert", str(MANYLANGS / "model_word"), str(native)]) == 0
+    before = {p.name: p.read_bytes() for p in native.iterdir()}
+    assert cli_main(["convert", "fixture", str(native), "--overwrite"]) == 1
+    assert "also holds char.dic, word.dic of the model there" in capsys.readouterr().err
+    assert {p.name: p.read_bytes() for p in native.iterdir()} == before
+    assert cli_main(["convert", str(MANYLANGS / "model_word"), str(native), "--overwrite"]) == 0
+    assert cli_main(["convert", str(MANYLANGS / "model"), str(native), "--overwrite"]) == 1
+    assert "also holds word.dic" in capsys.readouterr().err
+
+
+def test_info_gives_the_size_and_dtype_of_the_pkl_files(capsys):
+    """`elmo info` of an ELMoForManyLangs folder named none of its weight files."""
+    assert cli_main(["info", str(MANYLANGS / "model_word")]) == 0
+    out = capsys.readouterr().out
+    assert "token_embedder.pkl: 0.11 MB, stored as float32" in out
+    assert "encoder.pkl: 0.30 MB, stored as float32" in out

@@ -110,3 +110,86 @@ def test_precision_compare(exported, tmp_path):
     assert half["perplexity"]["candidate"]["ppl"] != half["perplexity"]["reference"]["ppl"]
     assert half["perplexity"]["reference"]["relative_change"]["ppl"] == 0.0
     assert half["tokens"] == sum(len(line.split()) for line in held.read_text().splitlines())
+
+
+def test_ship_command_refuses_bad_limits_in_one_line_before_any_work(exported, tmp_path, capsys):
+    """`--max-mb nan` shipped any size (no size is more than NaN), a negative limit was refused
+    only once every file was written, and every refusal was a traceback."""
+    from elmo.training.ship import main
+    for limit in ("nan", "-1", "0", "inf"):
+        assert main([str(exported), str(tmp_path / "out"), "--max-mb", limit]) == 1
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "--max-mb must be a positive number" in err, err
+    assert main([str(exported), str(tmp_path / "out"), "--max-mb", "0.001"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "more than the 0.001 MB allowed" in err
+    assert main([str(tmp_path / "nowhere"), str(tmp_path / "out")]) == 1
+    assert capsys.readouterr().err.count("\n") == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["corpus", "model"]
+    with pytest.raises(ValueError, match="--max-mb"):
+        ship(exported, tmp_path / "out", max_mb=float("nan"))
+
+
+def test_info_says_the_dtype_size_and_shipping_of_every_kind_of_folder(exported, tmp_path, capsys):
+    """`elmo info` said nothing of the dtype: a bfloat16 model, or one shipped with float16
+    weights, read like a float32 one, and a shipped folder did not say it was shipped."""
+    import elmo
+    from elmo.cli import main
+    ship(exported, tmp_path / "half", bilm_dtype="float16", softmax_dtype="float16")
+    assert main(["info", str(tmp_path / "half")]) == 0
+    out = capsys.readouterr().out
+    assert "dtype: float32 (as loaded)" in out
+    assert "weights.hdf5: 0.0" in out and "MB, stored as float16" in out
+    assert "softmax.hdf5: 0.00 MB, stored as float16" in out
+    assert "shipped: biLM float16, softmax float16" in out
+    bilm = elmo.from_pretrained("fixture")
+    for fmt, stored in (("safetensors", "model.safetensors: 0.2"), ("original", "weights.hdf5: 0.4")):
+        elmo.save_pretrained(bilm.to(torch.bfloat16), tmp_path / fmt, fmt=fmt)
+        assert main(["info", str(tmp_path / fmt)]) == 0
+        out = capsys.readouterr().out
+        assert "dtype: bfloat16 (as loaded)" in out and stored in out, out
+        assert ("stored as bfloat16" if fmt == "safetensors" else "stored as float32") in out
+
+
+def test_ship_refuses_a_folder_holding_files_it_would_not_replace(exported, tmp_path):
+    """Shipped over a folder that held another model's model.safetensors, the folder embedded
+    with that old model (elmo.from_pretrained loads safetensors first) and measured perplexity
+    with the shipped one; now that is refused before anything is written. The vocabulary's
+    counts go with the shipped copy."""
+    import elmo
+    from elmo.vocab import Vocabulary
+    other = tmp_path / "other"
+    elmo.save_pretrained(elmo.from_pretrained("fixture"), other)
+    before = {p.name: p.read_bytes() for p in other.iterdir()}
+    with pytest.raises(ValueError, match="also holds config.json, model.safetensors of the model there"):
+        ship(exported, other)
+    assert {p.name: p.read_bytes() for p in other.iterdir()} == before
+    vocab = Vocabulary.load(exported / "vocab.txt")
+    Vocabulary.from_counts(dict(zip(vocab.words[3:], range(100, 0, -1)))).save(
+        exported / "vocab_counts.tsv", with_counts=True)
+    assert "vocab_counts.tsv" in ship(exported, tmp_path / "counted")
+    assert (tmp_path / "counted" / "vocab_counts.tsv").read_bytes() == (exported / "vocab_counts.tsv").read_bytes()
+    (exported / "vocab_counts.tsv").unlink()
+    with pytest.raises(ValueError, match="also holds vocab_counts.tsv"):
+        ship(exported, tmp_path / "counted")
+
+
+def test_a_value_past_float16_is_refused_not_shipped_as_inf(exported, tmp_path):
+    """A weight above float16's 65504 became inf in a float16 copy, written without a word; the
+    shipped folder was then refused at load as non-finite. Now shipping stops, naming it."""
+    import elmo
+    for part in ("softmax", "bilm"):
+        model, vocab = load_language_model(exported)
+        with torch.no_grad():
+            (model.softmax.bias if part == "softmax" else model.bilm.token_encoder.projection.bias)[0] = 1e5
+        src = export_model(model, vocab, tmp_path / f"big_{part}")
+        with pytest.raises(ValueError, match="a value of 100000 does not fit float16"):
+            ship(src, tmp_path / "out", bilm_dtype="float16", softmax_dtype="float16")
+        assert not (tmp_path / "out").exists()
+        ship(src, tmp_path / f"out_{part}")          # float32 holds it
+    bilm = elmo.from_pretrained("fixture")
+    with torch.no_grad():
+        bilm.token_encoder.projection.bias[0] = -1e6
+    with pytest.raises(ValueError, match="CNN_proj/b_proj.*-?1e\\+06 does not fit float16"):
+        elmo.save_original(bilm, tmp_path / "o.json", tmp_path / "w.hdf5", dtype="float16")
+    assert not (tmp_path / "w.hdf5").exists()

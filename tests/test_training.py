@@ -408,3 +408,15 @@ def test_validation_during_a_run_measures_the_weights_of_that_step(tmp_path, toy
     reloaded = perplexity(model, iter_file_sentences([held]), vocab, batch_size=4)
     assert valid["loss_fwd"] == pytest.approx(reloaded["loss_fwd"], rel=1e-6)
     assert valid["loss_bwd"] == pytest.approx(reloaded["loss_bwd"], rel=1e-6)
+
+
+def test_a_warm_start_keeps_the_models_vocabulary_counts(tmp_path, toy, capsys):
+    """`elmo train --from MODEL` took MODEL/vocab.txt and looked for its counts in
+    vocab.counts.tsv only: the new model came out without the vocab_counts.tsv its start had."""
+    train_txt, _, _ = toy
+    assert main(["vocab", "build", str(train_txt), "-o", str(tmp_path / "v.txt")]) == 0
+    train(tiny_config(tmp_path / "base", train_txt, tmp_path / "v.txt", max_steps=2))
+    counts = (tmp_path / "base" / "model" / "vocab_counts.tsv").read_text()
+    assert main(["train", str(train_txt), "--from", str(tmp_path / "base" / "model"), "-o", str(tmp_path / "warm"),
+                 "--max-steps", "2", "--batch-size", "4", "--negatives", "0", "--no-progress"]) == 0
+    assert (tmp_path / "warm" / "model" / "vocab_counts.tsv").read_text() == counts

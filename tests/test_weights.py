@@ -114,9 +114,10 @@ def test_info_names_the_dtype_a_model_loads_in(tmp_path, capsys):
     from elmo.cli import main
     elmo.save_pretrained(random_bilm().to(torch.bfloat16), tmp_path / "bf16")
     assert main(["info", str(tmp_path / "bf16")]) == 0
-    assert "dtype: bfloat16" in capsys.readouterr().out.splitlines()
+    assert "dtype: bfloat16 (as loaded)" in capsys.readouterr().out.splitlines()
     assert main(["info", "fixture"]) == 0
-    assert "dtype: float32" in capsys.readouterr().out.splitlines()
+    assert "dtype: float32 (as loaded)" in capsys.readouterr().out.splitlines()
+
 
 def test_truncated_file_is_a_clear_error(tmp_path):
     data = (ALLENNLP / "lm_weights.hdf5").read_bytes()
@@ -401,7 +402,7 @@ def test_info_says_where_the_weights_come_from(tmp_path, capsys):
         "trained on: /runs/a/adapt_train.txt (13 steps, 260 tokens; 2,980 in all phases)",
         "adapted from: /runs/lm/model", "adapted on: /data/tweets.txt", f"converted from: {adapted.resolve()}"]
     assert main(["info", "fixture"]) == 0           # no metadata.json: nothing said
-    assert capsys.readouterr().out.splitlines()[-1].startswith("layers: ")
+    assert capsys.readouterr().out.splitlines()[-1].startswith("weights.hdf5: ")   # (its file, last)
 
 
 def test_save_pretrained_names_a_file_where_the_folder_belongs(tmp_path):

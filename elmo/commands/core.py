@@ -48,13 +48,47 @@ def info(args: argparse.Namespace) -> int:
     n_params = sum(p.numel() for p in bilm.parameters())
     print(bilm.options.to_json())
     print(f"parameters: {n_params:,}")
-    # the dtype it loads in, which the files keep (a bfloat16 model runs in bfloat16 everywhere)
-    print(f"dtype: {str(model_dtype(bilm)).removeprefix('torch.')}")
     print(f"layers: {bilm.num_layers} of width {bilm.output_dim}")
+    # the dtype it loads in, which the files keep (a bfloat16 model runs in bfloat16 everywhere);
+    # it said nothing of it: a bfloat16 model, or one shipped with float16 weights, read like a
+    # float32 one
+    print(f"dtype: {str(model_dtype(bilm)).removeprefix('torch.')} (as loaded)")
     if Path(args.model).is_dir() or args.model in elmo.BUNDLED_MODELS:
-        for line in provenance(elmo.model_path(args.model)):
+        folder = elmo.model_path(args.model)
+        for line in stored_files(folder) + provenance(folder):
             print(line)
     return 0
+
+
+def stored_files(folder: Path) -> list:
+    """A line per weight file of a model folder: its size on disk and the dtype it stores (a
+    float16 file loads as float32; the original layout stores a bfloat16 model as float32)."""
+    import torch
+
+    from ..manylangs.folder import ENCODER, TOKEN_EMBEDDER
+    from ..training.export import SOFTMAX_FILE
+    from ..weights import NATIVE_WEIGHTS, ORIGINAL_WEIGHTS, open_hdf5
+
+    lines = []
+    for name in (NATIVE_WEIGHTS, *ORIGINAL_WEIGHTS, SOFTMAX_FILE, TOKEN_EMBEDDER, ENCODER):
+        path = folder / name
+        if not path.is_file():
+            continue
+        if name in (TOKEN_EMBEDDER, ENCODER):   # an ELMoForManyLangs folder's state dicts (loaded already)
+            state = torch.load(path, map_location="cpu", weights_only=True)
+            kinds = {str(t.dtype).removeprefix("torch.") for t in state.values() if torch.is_tensor(t)}
+        elif name == NATIVE_WEIGHTS:
+            from safetensors import safe_open
+            with safe_open(str(path), "pt") as f:
+                kinds = {str(f.get_slice(k).get_dtype()).lower() for k in f.keys()}
+            kinds = {{"f32": "float32", "f16": "float16", "bf16": "bfloat16", "f64": "float64"}.get(k, k)
+                     for k in kinds}
+        else:
+            with open_hdf5(path) as h5:
+                kinds = set()
+                h5.visititems(lambda _, obj: kinds.add(str(obj.dtype)) if hasattr(obj, "dtype") else None)
+        lines.append(f"{name}: {path.stat().st_size / 1e6:.2f} MB, stored as {', '.join(sorted(kinds))}")
+    return lines
 
 
 def provenance(folder: Path) -> list:
@@ -80,6 +114,9 @@ def provenance(folder: Path) -> list:
         lines.append(f"adapted on: {', '.join(map(str, files)) if files else record}")
     if meta.get("converted_from"):
         lines.append(f"converted from: {meta['converted_from']}")
+    shipped = meta.get("shipped")
+    if isinstance(shipped, dict):
+        lines.append(f"shipped: biLM {shipped.get('bilm_dtype')}, softmax {shipped.get('softmax_dtype')}")
     return lines
 
 
@@ -122,6 +159,8 @@ def convert(args: argparse.Namespace) -> int:
         raise ValueError(f"{args.output} also holds {', '.join(kept)} of the model there, which would stay "
                          f"beside the new weights: choose another folder")
     bilm = elmo.from_pretrained(args.model)
+    if not into_itself:
+        _check_dictionaries(bilm, out, args.to, args.overwrite)
     folder = elmo.save_pretrained(bilm, args.output, fmt=args.to)
     if metadata and source is not None:
         write_metadata(out, {**read_metadata(source), "converted_from": str(source.resolve())})
@@ -129,6 +168,26 @@ def convert(args: argparse.Namespace) -> int:
         copy_file(cast(Path, source) / name, out / name)
     print(f"wrote {folder} ({args.to})")
     return 0
+
+
+def _check_dictionaries(bilm, out: Path, to: str, overwrite: bool) -> None:
+    """The character (and word) dictionaries of an ELMoForManyLangs model are files of its
+    safetensors layout: a char.dic or word.dic in OUT was replaced without --overwrite, and one
+    that the new model does not write stayed beside its weights. Known once the model is loaded."""
+    from ..manylangs.vocabulary import CHAR_DIC, WORD_DIC
+
+    if to == "original" and bilm.options.char_vocabulary is not None:
+        return   # (refused by save_pretrained: that layout cannot hold the dictionaries)
+    scheme = bilm.id_scheme if bilm.options.char_vocabulary is not None else None
+    written = () if scheme is None else (CHAR_DIC,) + ((WORD_DIC,) if scheme.words is not None else ())
+    present = [n for n in written if (out / n).exists()]
+    if present and not overwrite:
+        raise ValueError(f"{out} already holds {' and '.join(present)}: pass --overwrite to replace "
+                         f"them, or choose another folder")
+    kept = [n for n in (CHAR_DIC, WORD_DIC) if n not in written and (out / n).exists()]
+    if kept:
+        raise ValueError(f"{out} also holds {', '.join(kept)} of the model there, which would stay "
+                         f"beside the new weights: choose another folder")
 
 
 def demo(args: argparse.Namespace) -> int:

@@ -5,19 +5,24 @@
 
 Writes, each file atomically: ``options.json`` + ``weights.hdf5`` (the original layout, in
 ``--bilm-dtype``), ``softmax.hdf5`` (``softmax/W`` and ``softmax/b`` in ``--softmax-dtype``),
-``vocab.txt`` and ``metadata.json`` (the training metadata, home folder written as ``~``,
+``vocab.txt`` (and ``vocab_counts.tsv`` when the model has
+it) and ``metadata.json`` (the training metadata, home folder written as ``~``,
 plus a ``shipped`` entry: the dtypes and the SHA-256 of every source file). Loading converts
 float16 back to float32, so a float16 file costs only its rounding, which
 :mod:`elmo.training.precision` measures. Refuses to write more than ``--max-mb`` in all: the
 files are written beside DEST first, and DEST's are replaced only once all are written and allowed.
+A DEST holding model files that shipping does not write (``model.safetensors``, ``config.json``,
+``lm_weights.hdf5``, another model's ``vocab_counts.tsv``) is refused before any work.
 """
 from __future__ import annotations
 
 import argparse
+import math
 import shutil
+import sys
 import tempfile
 from pathlib import Path
-from typing import Dict
+from typing import Dict, Tuple
 
 import h5py
 import torch
@@ -25,11 +30,13 @@ import torch
 from ..data.corpus import file_fingerprint
 from ..io import atomic_commit, atomic_target, atomic_write_text, no_empty_folder_on_failure
 from .. import strict_json
-from ..weights import load_original, save_original
-from .export import METADATA_FILE, SOFTMAX_FILE, VOCAB_FILE, read_metadata
+from ..weights import NATIVE_CONFIG, NATIVE_WEIGHTS, ORIGINAL_WEIGHTS, load_original, narrowed, save_original
+from .export import COUNTS_FILE, METADATA_FILE, SOFTMAX_FILE, VOCAB_FILE, read_metadata
 
 DTYPES = ("float32", "float16")
 SHIPPED_FILES = ("options.json", "weights.hdf5", SOFTMAX_FILE, VOCAB_FILE, METADATA_FILE)
+#: Files of a model folder that shipping does not write: refused in DEST (see :func:`ship`).
+STALE_FILES = (NATIVE_CONFIG, NATIVE_WEIGHTS, *ORIGINAL_WEIGHTS[1:], COUNTS_FILE)
 
 
 def _home_as_tilde(value):
@@ -48,7 +55,7 @@ def write_softmax(src: Path, dest: Path, dtype: str) -> None:
     try:
         with h5py.File(src, "r") as h5_in, h5py.File(tmp, "w") as h5_out:
             for name in ("softmax/W", "softmax/b"):
-                h5_out.create_dataset(name, data=h5_in[name][...].astype(dtype))
+                h5_out.create_dataset(name, data=narrowed(h5_in[name][...], dtype, f"{src}: dataset '{name}'"))
         atomic_commit(tmp, dest)
     finally:
         tmp.unlink(missing_ok=True)
@@ -61,8 +68,22 @@ def ship(src: str | Path, dest: str | Path, bilm_dtype: str = "float32", softmax
     for dtype in (bilm_dtype, softmax_dtype):
         if dtype not in DTYPES:
             raise ValueError(f"dtype must be one of {DTYPES}, got {dtype!r}")
+    # (a NaN limit let any size through, since no size is more than NaN; a negative one was
+    # refused only after every file had been written)
+    if isinstance(max_mb, bool) or not isinstance(max_mb, (int, float)) or not 0 < max_mb < math.inf:
+        raise ValueError(f"--max-mb must be a positive number of megabytes, got {max_mb!r}")
     sources = {name: file_fingerprint(src / name)
                for name in ("options.json", "weights.hdf5", SOFTMAX_FILE, VOCAB_FILE)}
+    # the vocabulary's counts go with it when the model has them (they were left behind)
+    names = SHIPPED_FILES + ((COUNTS_FILE,) if (src / COUNTS_FILE).is_file() else ())
+    # Files of a model there that shipping does not replace stayed beside the new weights: a
+    # model.safetensors is what elmo.from_pretrained (elmo embed) loads first, so the folder
+    # embedded with the old model and measured perplexity with the new one.
+    stale = [n for n in STALE_FILES if n not in names and (dest / n).exists()]
+    if stale:
+        raise ValueError(f"{dest} also holds {', '.join(stale)} of the model there, which would stay beside "
+                         f"the shipped files ({NATIVE_WEIGHTS} is loaded before weights.hdf5): remove "
+                         f"them or choose another folder; nothing was written")
     # Written beside DEST, then moved in once all is written and the size allowed: written in
     # place, the files of a copy refused for its size (or stopped by an error half-way) had
     # already replaced the bundled model's.
@@ -70,13 +91,13 @@ def ship(src: str | Path, dest: str | Path, bilm_dtype: str = "float32", softmax
         dest.parent.mkdir(parents=True, exist_ok=True)
         stage = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".shipping", dir=dest.parent))
         try:
-            sizes = _write_shipped(src, stage, bilm_dtype, softmax_dtype, sources)
+            sizes = _write_shipped(src, stage, bilm_dtype, softmax_dtype, sources, names)
             total = sum(sizes.values())
             if total > max_mb * 1e6:
                 raise ValueError(f"{dest}: {total / 1e6:.1f} MB to write, more than the {max_mb} MB allowed; "
                                  f"nothing was written")
             dest.mkdir(exist_ok=True)
-            for name in SHIPPED_FILES:
+            for name in names:
                 atomic_commit(stage / name, dest / name)
         finally:
             shutil.rmtree(stage, ignore_errors=True)
@@ -84,18 +105,20 @@ def ship(src: str | Path, dest: str | Path, bilm_dtype: str = "float32", softmax
 
 
 def _write_shipped(src: Path, dest: Path, bilm_dtype: str, softmax_dtype: str,
-                   sources: Dict[str, str]) -> Dict[str, int]:
+                   sources: Dict[str, str], names: Tuple[str, ...] = SHIPPED_FILES) -> Dict[str, int]:
     # float32 (exact for every stored dtype), so the shipped files load as their dtypes say:
     # a source saved from a bfloat16 model recorded that, and the record went with it
     bilm = load_original(src / "options.json", src / "weights.hdf5", dtype=torch.float32)
     save_original(bilm, dest / "options.json", dest / "weights.hdf5", dtype=bilm_dtype)
     write_softmax(src / SOFTMAX_FILE, dest / SOFTMAX_FILE, softmax_dtype)
-    atomic_write_text(dest / VOCAB_FILE, (src / VOCAB_FILE).read_text(encoding="utf-8"))
+    for name in (VOCAB_FILE, COUNTS_FILE):
+        if name in names:
+            atomic_write_text(dest / name, (src / name).read_text(encoding="utf-8"))
     meta = _home_as_tilde(read_metadata(src))
     meta["shipped"] = {"bilm_dtype": bilm_dtype, "softmax_dtype": softmax_dtype,
                        "source_sha256": sources}
     atomic_write_text(dest / METADATA_FILE, strict_json.dumps(meta, indent=2, sort_keys=True) + "\n")
-    return {name: (dest / name).stat().st_size for name in SHIPPED_FILES}
+    return {name: (dest / name).stat().st_size for name in names}
 
 
 def main(argv=None) -> int:
@@ -106,7 +129,12 @@ def main(argv=None) -> int:
     p.add_argument("--softmax-dtype", choices=DTYPES, default="float32")
     p.add_argument("--max-mb", type=float, default=50.0, help="size limit of the written files (MB)")
     args = p.parse_args(argv)
-    sizes = ship(args.src, args.dest, args.bilm_dtype, args.softmax_dtype, args.max_mb)
+    try:
+        sizes = ship(args.src, args.dest, args.bilm_dtype, args.softmax_dtype, args.max_mb)
+    except (ValueError, OSError) as e:   # (a traceback, for a refused size or a missing file)
+        from ..cli import _one_line
+        print(f"{p.prog}: error: {_one_line(e)}", file=sys.stderr)
+        return 1
     for name, size in sizes.items():
         print(f"{args.dest / name}: {size / 1e6:.2f} MB")
     print(f"total {sum(sizes.values()) / 1e6:.2f} MB (biLM {args.bilm_dtype}, softmax {args.softmax_dtype})")

@@ -281,14 +281,19 @@ def warm_start_record(init_from: str) -> Dict[str, Any]:
 
 def load_training_vocabulary(path: str | Path) -> Vocabulary:
     """The vocabulary file, with its counts when ``elmo vocab build`` wrote them beside it
-    (``NAME.counts.tsv``), so the exported model keeps them."""
+    (``NAME.counts.tsv``) or it is a model folder's ``vocab.txt`` beside its
+    ``vocab_counts.tsv`` (a warm start from the folder), so the exported model keeps them."""
+    from .export import COUNTS_FILE, VOCAB_FILE
     from .vocab_build import default_counts_path
     vocab = Vocabulary.load(path)
-    counts_file = default_counts_path(Path(path))
-    if vocab.counts is None and counts_file.exists():
-        with_counts = Vocabulary.load(counts_file)
-        if with_counts.words == vocab.words:
-            return with_counts
+    # (a warm start read only vocab.counts.tsv, and the model it wrote lost its start's counts)
+    beside = [default_counts_path(Path(path))] + ([Path(path).with_name(COUNTS_FILE)]
+                                                  if Path(path).name == VOCAB_FILE else [])
+    for counts_file in beside if vocab.counts is None else []:
+        if counts_file.exists():
+            with_counts = Vocabulary.load(counts_file)
+            if with_counts.words == vocab.words:
+                return with_counts
     return vocab
 
 
