@@ -339,6 +339,11 @@ def test_convert_keeps_the_models_metadata(tmp_path):
         **meta, "converted_from": str((tmp_path / "native").resolve())}
     assert main(["convert", str(adapted), str(adapted)]) == 0     # into itself: its own metadata as it was
     assert json.loads((adapted / "metadata.json").read_text()) == meta
+    # how a shipped source's files were stored (its softmax in float16) is not the copy's
+    shipped = {**meta, "shipped": {"bilm_dtype": "float32", "softmax_dtype": "float16"}}
+    (adapted / "metadata.json").write_text(json.dumps(shipped))
+    assert main(["convert", str(adapted), str(tmp_path / "copy")]) == 0
+    assert "shipped" not in json.loads((tmp_path / "copy" / "metadata.json").read_text())
 
 
 def test_convert_carries_the_model_card(tmp_path, capsys):

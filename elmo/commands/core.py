@@ -163,7 +163,10 @@ def convert(args: argparse.Namespace) -> int:
         _check_dictionaries(bilm, out, args.to, args.overwrite)
     folder = elmo.save_pretrained(bilm, args.output, fmt=args.to)
     if metadata and source is not None:
-        write_metadata(out, {**read_metadata(source), "converted_from": str(source.resolve())})
+        # (not "shipped": how the source's files were stored, its softmax's too, is not how
+        # this copy's are; elmo info showed a float16 softmax for a folder that has none)
+        kept_meta = {k: v for k, v in read_metadata(source).items() if k != "shipped"}
+        write_metadata(out, {**kept_meta, "converted_from": str(source.resolve())})
     for name in cards:
         copy_file(cast(Path, source) / name, out / name)
     print(f"wrote {folder} ({args.to})")
