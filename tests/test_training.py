@@ -420,3 +420,26 @@ def test_a_warm_start_keeps_the_models_vocabulary_counts(tmp_path, toy, capsys):
     assert main(["train", str(train_txt), "--from", str(tmp_path / "base" / "model"), "-o", str(tmp_path / "warm"),
                  "--max-steps", "2", "--batch-size", "4", "--negatives", "0", "--no-progress"]) == 0
     assert (tmp_path / "warm" / "model" / "vocab_counts.tsv").read_text() == counts
+
+
+def test_a_second_vocab_build_into_the_same_file_is_refused_while_the_first_writes(tmp_path, capsys, monkeypatch):
+    """Two vocab builds of different corpora into one -o, the second starting between the first's
+    two files: the vocabulary of one was left beside the counts of the other, without a word.
+    Now the second is refused, naming the first, and the files are the first's."""
+    first, second, out = tmp_path / "a.txt", tmp_path / "b.txt", tmp_path / "v.txt"
+    first.write_text("the cat sat\n", encoding="utf-8")
+    second.write_text("a dog ran far\n", encoding="utf-8")
+    save, started, codes = Vocabulary.save, [], []
+
+    def save_then_start_another(self, path, with_counts=False):
+        save(self, path, with_counts)
+        if not started:   # the first build has written the vocabulary, not yet the counts
+            started.append(True)
+            codes.append(main(["vocab", "build", str(second), "-o", str(out)]))
+    monkeypatch.setattr(Vocabulary, "save", save_then_start_another)
+    assert main(["vocab", "build", str(first), "-o", str(out)]) == 0
+    assert codes == [1]
+    assert f"{out} is already being written by PID" in capsys.readouterr().err
+    words = Vocabulary.load(out).words
+    assert "cat" in words and Vocabulary.load(tmp_path / "v.counts.tsv").words == words
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt", "b.txt", "v.counts.tsv", "v.txt"]

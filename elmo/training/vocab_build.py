@@ -1,12 +1,13 @@
 """``elmo vocab build``: count a corpus and write its vocabulary and counts."""
 from __future__ import annotations
 
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Dict, Optional, Sequence
 
 from ..checks import require_count, require_integer
 from ..data.corpus import count_words, expand_paths, would_find
-from ..io import check_output_file, check_replaceable
+from ..io import check_output_file, check_replaceable, no_empty_folder_on_failure, output_lock
 from ..vocab import SPECIAL, Vocabulary
 
 
@@ -28,6 +29,31 @@ def build_vocabulary_files(corpus: Sequence[str], output: str | Path, min_count:
     if output.resolve() == counts_path.resolve():
         raise ValueError(f"{output}: both the vocabulary and the counts would be written there; "
                          f"give --counts another file")
+    # One build at a time writes these files: two at once (two corpora into one -o) left the
+    # vocabulary of one beside the counts of the other, which elmo train read as one.
+    with ExitStack() as locks:
+        for path, what in ((output, "vocabulary"), (counts_path, "counts file")):
+            check_output_file(path, what)   # (before its lock file is made beside it)
+            locks.enter_context(no_empty_folder_on_failure(path.parent))   # (made for the lock file)
+            locks.enter_context(output_lock(path))
+        counts, vocab = _count_and_write(corpus, output, counts_path, min_count, max_size)
+    words_total = sum(c for w, c in counts.items() if w not in SPECIAL)
+    covered = sum(c for w, c in zip(vocab.words, vocab.counts) if w not in SPECIAL)
+    info = {"vocab": str(output), "counts": str(counts_path), "size": len(vocab),
+            "covered": covered / max(words_total, 1)}
+    if counts_path.resolve() != default_counts_path(output).resolve():
+        # elmo train --vocab OUTPUT looks for the counts beside it under the default name only:
+        # the trained model came out without vocab_counts.tsv, silently
+        info["note"] = (f"elmo train --vocab {output} will not find these counts (it reads "
+                        f"{default_counts_path(output).name} beside the vocabulary); give it "
+                        f"--vocab {counts_path} (the same words, with their counts) to keep them "
+                        f"in the trained model")
+    return info
+
+
+def _count_and_write(corpus: Sequence[str], output: Path, counts_path: Path, min_count: int,
+                     max_size: Optional[int]):
+    """Check the outputs, count ``corpus`` and write both files (the caller holds their locks)."""
     files = {f.resolve() for f in expand_paths(corpus)}
     for path, what, starts in ((output, "vocabulary", f"{SPECIAL[0]}\n"),
                                (counts_path, "counts file", f"{SPECIAL[0]}\t")):
@@ -47,18 +73,7 @@ def build_vocabulary_files(corpus: Sequence[str], output: str | Path, min_count:
     vocab = Vocabulary.from_counts(counts, min_count=min_count, max_size=max_size)
     vocab.save(output)
     vocab.save(counts_path, with_counts=True)
-    words_total = sum(c for w, c in counts.items() if w not in SPECIAL)
-    covered = sum(c for w, c in zip(vocab.words, vocab.counts) if w not in SPECIAL)
-    info = {"vocab": str(output), "counts": str(counts_path), "size": len(vocab),
-            "covered": covered / max(words_total, 1)}
-    if counts_path.resolve() != default_counts_path(output).resolve():
-        # elmo train --vocab OUTPUT looks for the counts beside it under the default name only:
-        # the trained model came out without vocab_counts.tsv, silently
-        info["note"] = (f"elmo train --vocab {output} will not find these counts (it reads "
-                        f"{default_counts_path(output).name} beside the vocabulary); give it "
-                        f"--vocab {counts_path} (the same words, with their counts) to keep them "
-                        f"in the trained model")
-    return info
+    return counts, vocab
 
 
 def default_counts_path(vocab: Path) -> Path:
