@@ -321,6 +321,29 @@ def test_convert_refuses_to_replace_another_models_files(tmp_path, capsys):
     assert "also holds options.json, weights.hdf5, README.md of the model there" in capsys.readouterr().err
 
 
+def test_a_second_convert_into_the_same_folder_is_refused_while_the_first_writes(tmp_path, capsys, monkeypatch):
+    """Two converts of different models into one folder, the second starting while the first
+    loads its model: both found the folder empty, and the first's files then replaced the
+    second's without --overwrite (or lay beside them as one model). Now the second is refused,
+    naming the first, and the folder holds the first's model alone."""
+    from elmo.cli import main
+    out, other = tmp_path / "out", tmp_path / "other"
+    assert main(["convert", "fixture", str(other), "--to", "original"]) == 0
+    save, started, codes = elmo.save_pretrained, [], []
+
+    def start_another_then_save(bilm, folder, fmt="safetensors"):
+        if not started:   # the first has checked the folder and loaded its model, not yet written
+            started.append(True)
+            codes.append(main(["convert", str(other), str(out)]))
+        return save(bilm, folder, fmt)
+    monkeypatch.setattr(elmo, "save_pretrained", start_another_then_save)
+    capsys.readouterr()
+    assert main(["convert", "fixture", str(out)]) == 0
+    assert codes == [1]
+    assert f"{out} is already being written by PID" in capsys.readouterr().err
+    assert sorted(p.name for p in out.iterdir()) == ["README.md", "config.json", "model.safetensors"]
+
+
 def test_convert_keeps_the_models_metadata(tmp_path):
     """metadata.json (how the model was trained, the text it was adapted on) was left behind:
     an experiment with the converted copy of an adapted biLM reported it as not adapted."""

@@ -121,6 +121,17 @@ def provenance(folder: Path) -> list:
 
 
 def convert(args: argparse.Namespace) -> int:
+    from ..io import check_output_dir, no_empty_folder_on_failure, output_lock
+
+    out = Path(args.output)
+    check_output_dir(out, "model folder")   # (before the lock file is made in it)
+    # One convert at a time writes a folder: two at once both found it empty, and the second's
+    # files replaced the first's (without --overwrite) or lay beside them as one model.
+    with no_empty_folder_on_failure(out), output_lock(out / "convert", name=out):
+        return _convert(args, out)
+
+
+def _convert(args: argparse.Namespace, out: Path) -> int:
     import elmo
 
     from ..io import copy_file, same_file
@@ -129,7 +140,6 @@ def convert(args: argparse.Namespace) -> int:
 
     # another model's files there would be replaced without a trace: only when asked
     names = (ORIGINAL_OPTIONS, ORIGINAL_WEIGHTS[0]) if args.to == "original" else (NATIVE_CONFIG, NATIVE_WEIGHTS)
-    out = Path(args.output)
     # How the model was trained and what it was adapted on go with it (they were left behind: an
     # experiment with the converted copy of an adapted biLM reported it as not domain-adapted).
     # Only a local folder has them (a bundled one too); a published model has none.
