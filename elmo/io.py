@@ -21,6 +21,7 @@ import os
 import re
 import shutil
 import socket
+import sys
 import tempfile
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -163,7 +164,10 @@ def atomic_folder(folder: Path) -> Iterator[Path]:
     """Write a folder whole or not at all: the block writes its files into the yielded
     ``FOLDER.partial``, which then replaces ``folder``. A kill while writing leaves the earlier
     ``folder`` as it was (files of two versions side by side would load as one model); the next
-    writer deletes the partial folder. The caller must be the folder's only writer."""
+    writer deletes the partial folder. On Linux the two folders swap in one step, so a reader
+    finds the old folder or the new one, never none or a half-deleted one; elsewhere the old
+    folder is deleted just before the new one is renamed. The caller must be the folder's only
+    writer."""
     tmp = folder.with_name(folder.name + ".partial")
     shutil.rmtree(tmp, ignore_errors=True)   # what a killed writer left
     try:
@@ -176,10 +180,35 @@ def atomic_folder(folder: Path) -> Iterator[Path]:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)   # (a full disk: free what it took; the old folder stays)
         raise
-    if folder.exists():
-        shutil.rmtree(folder)
-    tmp.rename(folder)
+    # The new folder takes the old one's place in one step, and the old one is deleted after:
+    # deleting it first left, for a reader (predict, from_pretrained) or after a kill, no folder
+    # or a half-deleted one (weights without their config) where a complete model belongs.
+    if folder.exists() and _exchange(tmp, folder):
+        shutil.rmtree(tmp)   # (the old folder now; a kill here leaves it to the next writer)
+    else:
+        if folder.exists():
+            shutil.rmtree(folder)
+        tmp.rename(folder)
     _fsync(folder.parent, folder=True)
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two existing paths in one step (Linux's ``renameat2`` with ``RENAME_EXCHANGE``);
+    False where the system or file system cannot, and nothing was changed."""
+    if not sys.platform.startswith("linux"):
+        return False
+    import ctypes
+
+    renameat2 = getattr(ctypes.CDLL(None, use_errno=True), "renameat2", None)
+    if renameat2 is None:   # (a C library older than glibc 2.28)
+        return False
+    at_fdcwd, rename_exchange = -100, 2
+    if renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in (errno.ENOSYS, errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP):
+        return False
+    raise OSError(code, os.strerror(code), str(b))
 
 
 @contextmanager

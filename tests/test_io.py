@@ -637,3 +637,43 @@ def test_hdf5_closing_after_its_guarded_file_is_closed_is_quiet(tmp_path):
     finally:
         sys.unraisablehook = hook
     assert unraisable == []
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the one-step swap is Linux's renameat2")
+def test_a_replaced_folder_is_never_missing_or_half_deleted(tmp_path, monkeypatch):
+    """atomic_folder (a trained run's model/, an experiment's saved task models) deleted the old
+    folder before renaming the new one: a reader (predict, from_pretrained) then found no model,
+    and a kill while deleting left weights without their config. Now the new folder takes the
+    old one's place first; the deletion of the old one, killed half-way here, harms neither."""
+    import shutil
+
+    import elmo.io
+    from elmo.io import atomic_folder
+
+    folder = tmp_path / "model"
+    folder.mkdir()
+    for name in ("config.json", "model.safetensors"):
+        (folder / name).write_text(f"old {name}")
+    rmtree = shutil.rmtree
+
+    class Killed(BaseException):
+        pass
+
+    def killed_half_way(path, *args, **kwargs):
+        files = sorted(Path(path).glob("*")) if Path(path).is_dir() else []
+        if not files:
+            return rmtree(path, *args, **kwargs)
+        files[0].unlink()   # one file gone, then the process dies
+        raise Killed
+    monkeypatch.setattr(elmo.io.shutil, "rmtree", killed_half_way)
+    with pytest.raises(Killed):
+        with atomic_folder(folder) as tmp:
+            for name in ("config.json", "model.safetensors"):
+                (tmp / name).write_text(f"new {name}")
+    assert {p.name: p.read_text() for p in folder.iterdir()} == {
+        "config.json": "new config.json", "model.safetensors": "new model.safetensors"}
+    monkeypatch.setattr(elmo.io.shutil, "rmtree", rmtree)
+    with atomic_folder(folder) as tmp:   # the next writer deletes what the killed one left
+        (tmp / "config.json").write_text("newer")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model"]
+    assert [p.name for p in folder.iterdir()] == ["config.json"]
