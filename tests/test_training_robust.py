@@ -484,6 +484,25 @@ def test_a_log_in_broken_utf8_is_named(tmp_path):
         read_log(log)
 
 
+def test_plot_curve_of_a_run_writing_its_log_leaves_out_the_line_being_written(tmp_path, capsys):
+    """plot-curve of a live run caught the trainer half-way through appending a line (or a run
+    killed there left it so), and refused the whole log: "line 3: not JSON ...; not a training
+    log?". The cut-short last line is now left out, with a note; one elsewhere is still an error."""
+    pytest.importorskip("matplotlib")
+    from elmo.training.curves import read_log
+    log = tmp_path / "log.jsonl"
+    lines = [json.dumps({"event": "train", "step": s, "tokens": 80 * s, "loss": 4.0, "train_ppl": 54.6})
+             for s in (2, 4, 6)]
+    log.write_text(lines[0] + "\n" + lines[1] + "\n" + lines[2][:25], encoding="utf-8")
+    assert main(["plot-curve", str(log), "-o", str(tmp_path / "curve.png")]) == 0
+    assert "log.jsonl: its last line is cut short" in capsys.readouterr().err
+    assert (tmp_path / "curve.png").read_bytes()[:4] == b"\x89PNG"
+    log.write_text(lines[0] + "\n" + lines[1], encoding="utf-8")   # a whole line without its newline
+    assert [r["step"] for r in read_log(log)] == [2, 4]
+    log.write_text(lines[0][:25] + "\n" + lines[1] + "\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="log.jsonl: line 1: not JSON"):
+        read_log(log)
+
 def test_plot_curve_never_writes_over_a_log_or_into_a_folder(tmp_path, capsys):
     pytest.importorskip("matplotlib")
     run = tmp_path / "run"

@@ -7,9 +7,11 @@ full-softmax validation perplexity, forward, backward and average, against epoch
 """
 from __future__ import annotations
 
+import json
 import math
+import sys
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, Iterable, Iterator, List, Optional, Sequence
 
 from ..io import atomic_commit, atomic_target, check_output_file, check_replaceable, first_bad_utf8, json_objects
 
@@ -36,7 +38,7 @@ def read_log(path: str | Path) -> List[Dict]:
     records = []
     with open(path, encoding="utf-8") as f:
         try:
-            for number, record in json_objects(f, bad):
+            for number, record in json_objects(_without_a_torn_end(f, path), bad):
                 drawn = record.get("event") == "eval" or train_figure(record) is not None
                 for key in _NEEDED.get(record.get("event"), ()) if drawn else ():
                     if not _is_number(record.get(key)) and record.get(key) not in _NON_FINITE:
@@ -48,6 +50,27 @@ def read_log(path: str | Path) -> List[Dict]:
             raise ValueError(f"{path}: not UTF-8 text ({where}); not a training log?") from None
     return records
 
+
+
+def _without_a_torn_end(lines: Iterable[str], path: Path) -> Iterator[str]:
+    """The lines of a log, less a last line without its newline that is not JSON: the run is
+    writing it now, or stopped while it wrote it. (plot-curve of a live or killed run refused
+    the whole log there as "not a training log?")"""
+    last = None
+    for line in lines:
+        if last is not None:
+            yield last
+        last = line
+    if last is None:
+        return
+    if not last.endswith("\n") and last.strip():
+        try:
+            json.loads(last)
+        except json.JSONDecodeError:
+            print(f"note: {path}: its last line is cut short (the run is writing it, or stopped while "
+                  f"writing it); it is left out", file=sys.stderr, flush=True)
+            return
+    yield last
 
 #: How the trainer writes a figure that is not finite (strict JSON has no NaN or infinity).
 _NON_FINITE = ("nan", "inf", "-inf")
