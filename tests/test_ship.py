@@ -193,3 +193,34 @@ def test_a_value_past_float16_is_refused_not_shipped_as_inf(exported, tmp_path):
     with pytest.raises(ValueError, match="CNN_proj/b_proj.*-?1e\\+06 does not fit float16"):
         elmo.save_original(bilm, tmp_path / "o.json", tmp_path / "w.hdf5", dtype="float16")
     assert not (tmp_path / "w.hdf5").exists()
+
+
+def test_a_second_ship_into_the_same_folder_is_refused_while_the_first_moves_its_files_in(
+        exported, tmp_path, monkeypatch):
+    """Two copies into one folder (float32 and float16), the second starting while the first
+    moved its files in: the folder held one's options and weights beside the other's softmax
+    and metadata, and its 'shipped' record described files that were not there. Now the second
+    is refused, naming the first, and the folder is the first's copy."""
+    import elmo.training.ship as shipping
+    from elmo.io import OutputBusy
+
+    dest, commit, started, refused = tmp_path / "shipped", shipping.atomic_commit, [], []
+
+    def commit_then_start_another(tmp, path):
+        commit(tmp, path)
+        if not started:   # the first has moved one file in
+            started.append(True)
+            try:
+                ship(exported, dest, bilm_dtype="float16", softmax_dtype="float16")
+            except OutputBusy as e:
+                refused.append(str(e))
+    monkeypatch.setattr(shipping, "atomic_commit", commit_then_start_another)
+    ship(exported, dest)
+    assert len(refused) == 1 and f"{dest} is already being written by PID" in refused[0]
+    meta = json.loads((dest / "metadata.json").read_text())
+    assert meta["shipped"]["bilm_dtype"] == meta["shipped"]["softmax_dtype"] == "float32"
+    with h5py.File(dest / "weights.hdf5", "r") as f:
+        dtypes = set()
+        f.visititems(lambda _, d: dtypes.add(d.dtype) if isinstance(d, h5py.Dataset) else None)
+    assert np.dtype("float16") not in dtypes
+    assert not (dest / "ship.lock").exists()

@@ -28,7 +28,8 @@ import h5py
 import torch
 
 from ..data.corpus import file_fingerprint
-from ..io import atomic_commit, atomic_target, atomic_write_text, no_empty_folder_on_failure
+from ..io import (atomic_commit, atomic_target, atomic_write_text, check_output_dir, no_empty_folder_on_failure,
+                  output_lock)
 from .. import strict_json
 from ..weights import NATIVE_CONFIG, NATIVE_WEIGHTS, ORIGINAL_WEIGHTS, load_original, narrowed, save_original
 from .export import COUNTS_FILE, METADATA_FILE, SOFTMAX_FILE, VOCAB_FILE, read_metadata
@@ -76,6 +77,16 @@ def ship(src: str | Path, dest: str | Path, bilm_dtype: str = "float32", softmax
                for name in ("options.json", "weights.hdf5", SOFTMAX_FILE, VOCAB_FILE)}
     # the vocabulary's counts go with it when the model has them (they were left behind)
     names = SHIPPED_FILES + ((COUNTS_FILE,) if (src / COUNTS_FILE).is_file() else ())
+    check_output_dir(dest, "shipped folder")   # (before the lock file is made in it)
+    # One copy at a time writes DEST: two at once moved their files in side by side, and the
+    # folder held one source's weights beside the other's softmax.
+    with no_empty_folder_on_failure(dest), output_lock(dest / "ship", name=dest):
+        return _ship_locked(src, dest, bilm_dtype, softmax_dtype, max_mb, sources, names)
+
+
+def _ship_locked(src: Path, dest: Path, bilm_dtype: str, softmax_dtype: str, max_mb: float,
+                 sources: Dict[str, str], names: Tuple[str, ...]) -> Dict[str, int]:
+    """:func:`ship` once it holds DEST's lock."""
     # Files of a model there that shipping does not replace stayed beside the new weights: a
     # model.safetensors is what elmo.from_pretrained (elmo embed) loads first, so the folder
     # embedded with the old model and measured perplexity with the new one.
@@ -87,20 +98,19 @@ def ship(src: str | Path, dest: str | Path, bilm_dtype: str = "float32", softmax
     # Written beside DEST, then moved in once all is written and the size allowed: written in
     # place, the files of a copy refused for its size (or stopped by an error half-way) had
     # already replaced the bundled model's.
-    with no_empty_folder_on_failure(dest):
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        stage = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".shipping", dir=dest.parent))
-        try:
-            sizes = _write_shipped(src, stage, bilm_dtype, softmax_dtype, sources, names)
-            total = sum(sizes.values())
-            if total > max_mb * 1e6:
-                raise ValueError(f"{dest}: {total / 1e6:.1f} MB to write, more than the {max_mb} MB allowed; "
-                                 f"nothing was written")
-            dest.mkdir(exist_ok=True)
-            for name in names:
-                atomic_commit(stage / name, dest / name)
-        finally:
-            shutil.rmtree(stage, ignore_errors=True)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    stage = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".shipping", dir=dest.parent))
+    try:
+        sizes = _write_shipped(src, stage, bilm_dtype, softmax_dtype, sources, names)
+        total = sum(sizes.values())
+        if total > max_mb * 1e6:
+            raise ValueError(f"{dest}: {total / 1e6:.1f} MB to write, more than the {max_mb} MB allowed; "
+                             f"nothing was written")
+        dest.mkdir(exist_ok=True)
+        for name in names:
+            atomic_commit(stage / name, dest / name)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
     return sizes
 
 
