@@ -985,3 +985,29 @@ def test_predict_refuses_a_bilm_for_a_model_without_elmo(saved_classifier, tmp_p
     err = capsys.readouterr().err
     assert "a model without ELMo (the baseline) uses no biLM; leave out the biLM given" in err
     assert err.count("\n") == 1
+
+
+def test_a_second_predict_into_the_same_new_file_is_refused_while_the_first_runs(saved_classifier, tmp_path,
+                                                                                  capsys, monkeypatch):
+    """Two predictions into one new -o (two inputs, no --overwrite) both found it free while
+    their models loaded, and the second replaced the first's predictions without a word. Now
+    the second is refused, naming the first, and the file holds the first's predictions."""
+    from elmo.tasks.models import TaskModel
+
+    (tmp_path / "a.txt").write_text("the cat\n")
+    (tmp_path / "b.txt").write_text("a dog\n")
+    out = tmp_path / "pred.tsv"
+    load, started, codes = TaskModel.load.__func__, [], []
+
+    def start_another_then_load(cls, *args, **kwargs):
+        if not started:   # the first has checked -o and is loading its model
+            started.append(True)
+            codes.append(main(["predict", str(saved_classifier), str(tmp_path / "b.txt"), "-o", str(out),
+                               "--quiet"]))
+        return load(cls, *args, **kwargs)
+    monkeypatch.setattr(TaskModel, "load", classmethod(start_another_then_load))
+    assert main(["predict", str(saved_classifier), str(tmp_path / "a.txt"), "-o", str(out), "--quiet"]) == 0
+    assert codes == [1]
+    assert f"{out} is already being written by PID" in capsys.readouterr().err
+    assert out.read_text().startswith("the cat\t")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt", "b.txt", "pred.tsv"]

@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import List
+from typing import List, Optional
 
 
 def register(subparsers) -> None:
@@ -90,6 +90,21 @@ def _note_empty(path: str, examples: list, fmt: str, tagger: bool) -> None:
 
 
 def predict(args: argparse.Namespace) -> int:
+    from ..io import no_empty_folder_on_failure, output_lock
+
+    # '-' is stdout as INPUT '-' is stdin (it wrote a file named '-'); '' is refused, not stdout
+    output = None if args.output == "-" else args.output
+    if output is None:
+        return _predict(args, None)
+    _check_output(output, args.input, args.model, args.overwrite)   # (before the lock file is made)
+    # Two predictions into one new -o both found it free, and the second replaced the first's
+    # file without --overwrite: one writer at a time, and the check again once it is ours.
+    with no_empty_folder_on_failure(Path(output).parent), output_lock(Path(output)):
+        _check_output(output, args.input, args.model, args.overwrite)
+        return _predict(args, output)
+
+
+def _predict(args: argparse.Namespace, output: Optional[str]) -> int:
     from ..tasks.kinds import task_kind
     from ..tasks.models import TaskModel
     from ..tasks.saved import predict_examples, to_examples
@@ -97,10 +112,6 @@ def predict(args: argparse.Namespace) -> int:
     from ..runtime import set_threads
 
     set_threads(max(1, args.threads))
-    # '-' is stdout as INPUT '-' is stdin (it wrote a file named '-'); '' is refused, not stdout
-    output = None if args.output == "-" else args.output
-    if output is not None:
-        _check_output(output, args.input, args.model, args.overwrite)
     model = TaskModel.load(args.model, bilm=args.bilm)
     kind = model.saved.kind
     spec = task_kind(kind)
