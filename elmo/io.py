@@ -183,7 +183,7 @@ def atomic_folder(folder: Path) -> Iterator[Path]:
     # The new folder takes the old one's place in one step, and the old one is deleted after:
     # deleting it first left, for a reader (predict, from_pretrained) or after a kill, no folder
     # or a half-deleted one (weights without their config) where a complete model belongs.
-    if folder.exists() and _exchange(tmp, folder):
+    if folder.is_dir() and not folder.is_symlink() and _exchange(tmp, folder):   # (a link: not swapped away)
         shutil.rmtree(tmp)   # (the old folder now; a kill here leaves it to the next writer)
     else:
         if folder.exists():
