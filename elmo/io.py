@@ -423,9 +423,12 @@ def output_lock(path: Path, name: Optional[Path] = None, wait: float = 1.0) -> I
     fds = []
 
     def mark(fd: int) -> None:  # who holds it, for the message a second writer gets
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()} {socket.gethostname()}\n".encode(), 0)
         fds.append(fd)
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()} {socket.gethostname()}\n".encode(), 0)
+        except OSError:  # (a full disk: the lock holds, unnamed; the output's own write says why it fails)
+            pass
 
     try:
         lock = FileLock(file, timeout=wait, on_acquired=mark)

@@ -637,3 +637,22 @@ def test_hdf5_closing_after_its_guarded_file_is_closed_is_quiet(tmp_path):
     finally:
         sys.unraisablehook = hook
     assert unraisable == []
+
+
+def no_space(*args, **kwargs):
+    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+
+def test_lock_taken_on_a_full_disk_leaves_no_lock_file(tmp_path, monkeypatch):
+    """With no byte left, the holder's PID cannot be written into the lock file: the lock is
+    still held (a second writer is refused, unnamed) and its file removed when released. The
+    run stopped with "cannot write in FOLDER" and left OUTPUT.lock behind for every later run."""
+    out = tmp_path / "out.hdf5"
+    monkeypatch.setattr(os, "pwrite", no_space)
+    with output_lock(out) as file:
+        assert file.exists()
+        with pytest.raises(OutputBusy, match="another process"):
+            with output_lock(out, wait=0.01):
+                pass
+    assert leftovers(tmp_path) == []
+
