@@ -142,8 +142,9 @@ def atomic_write_text(path: str | Path, text: str) -> None:
     path = Path(path)
     tmp = atomic_target(path)
     try:
-        tmp.write_text(text, encoding="utf-8")
-        atomic_commit(tmp, path)
+        with _naming(path):
+            tmp.write_text(text, encoding="utf-8")
+            atomic_commit(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
 
@@ -152,10 +153,23 @@ def copy_file(source: Path, path: Path) -> None:
     """Copy ``source`` onto ``path`` atomically (readers see the old or the whole new file)."""
     tmp = atomic_target(path)
     try:
-        shutil.copyfile(source, tmp)
-        atomic_commit(tmp, path)
+        with _naming(path):
+            shutil.copyfile(source, tmp)
+            atomic_commit(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+@contextmanager
+def _naming(path: Path) -> Iterator[None]:
+    """Give an OSError of a write to ``path``'s temporary the path itself: a full disk read
+    "[Errno 28] No space left on device", naming no file (the temporary is deleted anyway)."""
+    try:
+        yield
+    except OSError as e:
+        if type(e) is OSError and e.errno and e.filename is None:
+            raise OSError(e.errno, os.strerror(e.errno), str(path)) from None
+        raise
 
 
 @contextmanager

@@ -656,3 +656,14 @@ def test_lock_taken_on_a_full_disk_leaves_no_lock_file(tmp_path, monkeypatch):
                 pass
     assert leftovers(tmp_path) == []
 
+
+def test_full_disk_in_a_text_file_names_the_file(tmp_path, monkeypatch, capsys):
+    """A text file written atomically (here elmo vocab build's) on a full disk: one line naming
+    the file, no temporary. It read "[Errno 28] No space left on device", naming nothing."""
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("a b c\nb c\n")
+    monkeypatch.setattr(Path, "write_text", no_space)
+    vocab = tmp_path / "out" / "vocab.txt"
+    assert cli_main(["vocab", "build", str(corpus), "-o", str(vocab)]) == 1
+    assert one_error_line(capsys.readouterr().err).strip() == f"elmo vocab: error: {vocab}: No space left on device"
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == []
