@@ -295,8 +295,10 @@ def writing(path: Path, what: str = "output", hint: str = "") -> Iterator[None]:
     except OutputError:
         raise
     except OSError as e:
-        raise OutputError(f"{path}: cannot write the {what}: {os_error_reason(e)}"
-                          + (f"; {hint}" if hint else "")) from e
+        error = OutputError(f"{path}: cannot write the {what}: {os_error_reason(e)}"
+                            + (f"; {hint}" if hint else ""))
+        error.errno = e.errno   # (a full disk stays ENOSPC for the callers that tell it apart)
+        raise error from e
 
 
 # ---------------------------------------------------------------------- HDF5 that survives a full disk
@@ -396,6 +398,21 @@ class HDF5Writer:
             self._raw.close()
         finally:
             self.tmp.unlink(missing_ok=True)
+
+
+@contextmanager
+def new_hdf5(path: Path, what: str) -> Iterator:
+    """A new HDF5 file for the block to fill, written through :class:`HDF5Writer` and renamed
+    onto ``path`` when the block ends; a failed write (a full disk) is one :class:`OutputError`
+    naming ``path`` and ``what``, and the temporary file is deleted."""
+    with writing(path, what):
+        out = HDF5Writer(atomic_target(path))
+        try:
+            yield out.file
+            out.commit(path)
+        except BaseException:
+            out.abort()
+            raise
 
 
 # ---------------------------------------------------------------------- the output lock

@@ -28,7 +28,7 @@ import h5py
 import torch
 
 from ..data.corpus import file_fingerprint
-from ..io import atomic_commit, atomic_target, atomic_write_text, no_empty_folder_on_failure
+from ..io import atomic_commit, atomic_write_text, new_hdf5, no_empty_folder_on_failure
 from .. import strict_json
 from ..weights import NATIVE_CONFIG, NATIVE_WEIGHTS, ORIGINAL_WEIGHTS, load_original, narrowed, save_original
 from .export import COUNTS_FILE, METADATA_FILE, SOFTMAX_FILE, VOCAB_FILE, read_metadata
@@ -51,14 +51,9 @@ def _home_as_tilde(value):
 
 
 def write_softmax(src: Path, dest: Path, dtype: str) -> None:
-    tmp = atomic_target(dest)
-    try:
-        with h5py.File(src, "r") as h5_in, h5py.File(tmp, "w") as h5_out:
-            for name in ("softmax/W", "softmax/b"):
-                h5_out.create_dataset(name, data=narrowed(h5_in[name][...], dtype, f"{src}: dataset '{name}'"))
-        atomic_commit(tmp, dest)
-    finally:
-        tmp.unlink(missing_ok=True)
+    with h5py.File(src, "r") as h5_in, new_hdf5(dest, "softmax") as h5_out:   # (a full disk: one line naming dest)
+        for name in ("softmax/W", "softmax/b"):
+            h5_out.create_dataset(name, data=narrowed(h5_in[name][...], dtype, f"{src}: dataset '{name}'"))
 
 
 def ship(src: str | Path, dest: str | Path, bilm_dtype: str = "float32", softmax_dtype: str = "float32",
