@@ -78,15 +78,26 @@ def _refuse_special(path: Path) -> None:
                           f"write the output to a file path")
 
 
-def remove_dead_temporaries(path: Path) -> None:
-    """Delete :func:`atomic_target`'s temporaries for ``path`` whose process, on this host, has
-    ended. Another host's (a shared file system) and unnamed ones are left: their writer may live."""
+def remove_dead_temporaries(path: Path, suffix: str = ".tmp") -> None:
+    """Delete :func:`atomic_target`'s temporaries (or :func:`temporary_folder`'s, by their
+    ``suffix``) for ``path`` whose process, on this host, has ended. Another host's (a shared
+    file system) and unnamed ones are left: their writer may live."""
     prefix = f".{path.name}.{_HOST}-"
-    for tmp in path.parent.glob(glob.escape(prefix) + "*.tmp"):
+    for tmp in path.parent.glob(glob.escape(prefix) + "*" + glob.escape(suffix)):
         pid = tmp.name[len(prefix):].split("-", 1)[0]
         if pid.isdigit() and not process_alive(int(pid)):
-            with suppress(OSError):
-                tmp.unlink()
+            if tmp.is_dir() and not tmp.is_symlink():
+                shutil.rmtree(tmp, ignore_errors=True)
+            else:
+                with suppress(OSError):
+                    tmp.unlink()
+
+
+def temporary_folder(path: Path, suffix: str) -> Path:
+    """A fresh folder beside ``path`` (``.NAME.HOST-PID-RANDOM{suffix}``) to write files in
+    before they move to ``path``; those that killed runs left for ``path`` are deleted here."""
+    remove_dead_temporaries(path, suffix)
+    return Path(tempfile.mkdtemp(prefix=f".{path.name}.{_HOST}-{os.getpid()}-", suffix=suffix, dir=path.parent))
 
 
 def process_alive(pid: int) -> bool:

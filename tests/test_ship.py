@@ -193,3 +193,24 @@ def test_a_value_past_float16_is_refused_not_shipped_as_inf(exported, tmp_path):
     with pytest.raises(ValueError, match="CNN_proj/b_proj.*-?1e\\+06 does not fit float16"):
         elmo.save_original(bilm, tmp_path / "o.json", tmp_path / "w.hdf5", dtype="float16")
     assert not (tmp_path / "w.hdf5").exists()
+
+
+def test_a_killed_ships_staging_folder_is_removed_by_the_next(exported, tmp_path):
+    """A ship killed while writing left its staging folder (``.DEST.*.shipping``, holding the
+    written weights) beside DEST, under a random name no later run removed: one more per kill.
+    Now it names its writer, and the next ship removes those of writers that have ended."""
+    import subprocess
+    import sys
+
+    from elmo.io import _HOST
+
+    ended = subprocess.Popen([sys.executable, "-c", "pass"])
+    ended.wait()
+    dest = tmp_path / "shipped"
+    killed = tmp_path / f".shipped.{_HOST}-{ended.pid}-x1y2.shipping"
+    killed.mkdir()
+    (killed / "weights.hdf5").write_bytes(b"\0" * 1000)
+    alive = tmp_path / ".shipped.otherhost-1-x1y2.shipping"   # (another host's writer may live)
+    alive.mkdir()
+    ship(exported, dest)
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".shipped")) == [alive.name]

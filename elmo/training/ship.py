@@ -20,7 +20,6 @@ import argparse
 import math
 import shutil
 import sys
-import tempfile
 from pathlib import Path
 from typing import Dict, Tuple
 
@@ -28,7 +27,7 @@ import h5py
 import torch
 
 from ..data.corpus import file_fingerprint
-from ..io import atomic_commit, atomic_write_text, new_hdf5, no_empty_folder_on_failure
+from ..io import atomic_commit, atomic_write_text, new_hdf5, no_empty_folder_on_failure, temporary_folder
 from .. import strict_json
 from ..weights import NATIVE_CONFIG, NATIVE_WEIGHTS, ORIGINAL_WEIGHTS, load_original, narrowed, save_original
 from .export import COUNTS_FILE, METADATA_FILE, SOFTMAX_FILE, VOCAB_FILE, read_metadata
@@ -84,7 +83,7 @@ def ship(src: str | Path, dest: str | Path, bilm_dtype: str = "float32", softmax
     # already replaced the bundled model's.
     with no_empty_folder_on_failure(dest):
         dest.parent.mkdir(parents=True, exist_ok=True)
-        stage = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".shipping", dir=dest.parent))
+        stage = temporary_folder(dest, ".shipping")   # (a killed run's is deleted here)
         try:
             sizes = _write_shipped(src, stage, bilm_dtype, softmax_dtype, sources, names)
             total = sum(sizes.values())
