@@ -193,7 +193,8 @@ def atomic_folder(folder: Path) -> Iterator[Path]:
     shutil.rmtree(tmp, ignore_errors=True)   # what a killed writer left
     try:
         tmp.mkdir(parents=True)
-        yield tmp
+        with naming_as(tmp, folder):
+            yield tmp
         for path in tmp.iterdir():   # on the disk before the folder takes the name (atomic_commit)
             if path.is_file():
                 _fsync(path)
@@ -205,6 +206,20 @@ def atomic_folder(folder: Path) -> Iterator[Path]:
         shutil.rmtree(folder)
     tmp.rename(folder)
     _fsync(folder.parent, folder=True)
+
+
+@contextmanager
+def naming_as(stage: Path, final: Path) -> Iterator[None]:
+    """A one-line :class:`OutputError` of the block that names a file in the temporary folder
+    ``stage`` names it in ``final``, where it was going (the temporary folder is deleted)."""
+    try:
+        yield
+    except OutputError as e:
+        if str(stage) not in str(e):
+            raise
+        error = OutputError(str(e).replace(str(stage), str(final)))
+        error.errno = e.errno
+        raise error from e
 
 
 @contextmanager

@@ -214,3 +214,17 @@ def test_a_killed_ships_staging_folder_is_removed_by_the_next(exported, tmp_path
     alive.mkdir()
     ship(exported, dest)
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".shipped")) == [alive.name]
+
+
+def test_a_full_disk_names_the_shipped_file_not_the_staging_folder(exported, tmp_path, monkeypatch):
+    """The error named the staging folder's file (.DEST.RANDOM.shipping/weights.hdf5), a path
+    that is gone when the user reads it; it names DEST/weights.hdf5 now, and nothing is left."""
+    from elmo.io import OutputError
+    from tests.conftest import fill_disk_on_open
+
+    fill_disk_on_open(monkeypatch, 0)
+    dest = tmp_path / "shipped"
+    with pytest.raises(OutputError) as info:
+        ship(exported, dest)
+    assert str(info.value) == f"{dest / 'weights.hdf5'}: cannot write the weights: No space left on device"
+    assert not any(p.name.startswith(".shipped") for p in tmp_path.iterdir()) and not dest.exists()

@@ -1072,6 +1072,6 @@ def test_full_disk_while_exporting_says_so(tmp_path, toy, monkeypatch, capsys, f
     assert [Path(p).name.split(".")[1] for p in opened][-1] == full.split(".")[0]
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "Traceback" not in err
-    assert err.startswith("elmo train: error: ") and err.endswith(f"{full}: cannot write the "
+    assert err.startswith("elmo train: error: ") and err.endswith(f"{run / 'model' / full}: cannot write the "
                                                                    f"{full.split('.')[0]}: No space left on device")
     assert not (run / "model").exists() and not (run / "model.partial").exists()

@@ -27,7 +27,8 @@ import h5py
 import torch
 
 from ..data.corpus import file_fingerprint
-from ..io import atomic_commit, atomic_write_text, new_hdf5, no_empty_folder_on_failure, temporary_folder
+from ..io import (atomic_commit, atomic_write_text, naming_as, new_hdf5, no_empty_folder_on_failure,
+                  temporary_folder)
 from .. import strict_json
 from ..weights import NATIVE_CONFIG, NATIVE_WEIGHTS, ORIGINAL_WEIGHTS, load_original, narrowed, save_original
 from .export import COUNTS_FILE, METADATA_FILE, SOFTMAX_FILE, VOCAB_FILE, read_metadata
@@ -85,7 +86,8 @@ def ship(src: str | Path, dest: str | Path, bilm_dtype: str = "float32", softmax
         dest.parent.mkdir(parents=True, exist_ok=True)
         stage = temporary_folder(dest, ".shipping")   # (a killed run's is deleted here)
         try:
-            sizes = _write_shipped(src, stage, bilm_dtype, softmax_dtype, sources, names)
+            with naming_as(stage, dest):
+                sizes = _write_shipped(src, stage, bilm_dtype, softmax_dtype, sources, names)
             total = sum(sizes.values())
             if total > max_mb * 1e6:
                 raise ValueError(f"{dest}: {total / 1e6:.1f} MB to write, more than the {max_mb} MB allowed; "
