@@ -79,15 +79,26 @@ def _refuse_special(path: Path) -> None:
                           f"write the output to a file path")
 
 
-def remove_dead_temporaries(path: Path) -> None:
-    """Delete :func:`atomic_target`'s temporaries for ``path`` whose process, on this host, has
-    ended. Another host's (a shared file system) and unnamed ones are left: their writer may live."""
+def remove_dead_temporaries(path: Path, suffix: str = ".tmp") -> None:
+    """Delete :func:`atomic_target`'s temporaries (or :func:`temporary_folder`'s, by their
+    ``suffix``) for ``path`` whose process, on this host, has ended. Another host's (a shared
+    file system) and unnamed ones are left: their writer may live."""
     prefix = f".{path.name}.{_HOST}-"
-    for tmp in path.parent.glob(glob.escape(prefix) + "*.tmp"):
+    for tmp in path.parent.glob(glob.escape(prefix) + "*" + glob.escape(suffix)):
         pid = tmp.name[len(prefix):].split("-", 1)[0]
         if pid.isdigit() and not process_alive(int(pid)):
-            with suppress(OSError):
-                tmp.unlink()
+            if tmp.is_dir() and not tmp.is_symlink():
+                shutil.rmtree(tmp, ignore_errors=True)
+            else:
+                with suppress(OSError):
+                    tmp.unlink()
+
+
+def temporary_folder(path: Path, suffix: str) -> Path:
+    """A fresh folder beside ``path`` (``.NAME.HOST-PID-RANDOM{suffix}``) to write files in
+    before they move to ``path``; those that killed runs left for ``path`` are deleted here."""
+    remove_dead_temporaries(path, suffix)
+    return Path(tempfile.mkdtemp(prefix=f".{path.name}.{_HOST}-{os.getpid()}-", suffix=suffix, dir=path.parent))
 
 
 def process_alive(pid: int) -> bool:
@@ -143,8 +154,9 @@ def atomic_write_text(path: str | Path, text: str) -> None:
     path = Path(path)
     tmp = atomic_target(path)
     try:
-        tmp.write_text(text, encoding="utf-8")
-        atomic_commit(tmp, path)
+        with _naming(path):
+            tmp.write_text(text, encoding="utf-8")
+            atomic_commit(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
 
@@ -153,10 +165,23 @@ def copy_file(source: Path, path: Path) -> None:
     """Copy ``source`` onto ``path`` atomically (readers see the old or the whole new file)."""
     tmp = atomic_target(path)
     try:
-        shutil.copyfile(source, tmp)
-        atomic_commit(tmp, path)
+        with _naming(path):
+            shutil.copyfile(source, tmp)
+            atomic_commit(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+@contextmanager
+def _naming(path: Path) -> Iterator[None]:
+    """Give an OSError of a write to ``path``'s temporary the path itself: a full disk read
+    "[Errno 28] No space left on device", naming no file (the temporary is deleted anyway)."""
+    try:
+        yield
+    except OSError as e:
+        if type(e) is OSError and e.errno and e.filename is None:
+            raise OSError(e.errno, os.strerror(e.errno), str(path)) from None
+        raise
 
 
 @contextmanager
@@ -172,7 +197,8 @@ def atomic_folder(folder: Path) -> Iterator[Path]:
     shutil.rmtree(tmp, ignore_errors=True)   # what a killed writer left
     try:
         tmp.mkdir(parents=True)
-        yield tmp
+        with naming_as(tmp, folder):
+            yield tmp
         for path in tmp.iterdir():   # on the disk before the folder takes the name (atomic_commit)
             if path.is_file():
                 _fsync(path)
@@ -209,6 +235,20 @@ def _exchange(a: Path, b: Path) -> bool:
     if code in (errno.ENOSYS, errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP):
         return False
     raise OSError(code, os.strerror(code), str(b))
+
+
+@contextmanager
+def naming_as(stage: Path, final: Path) -> Iterator[None]:
+    """A one-line :class:`OutputError` of the block that names a file in the temporary folder
+    ``stage`` names it in ``final``, where it was going (the temporary folder is deleted)."""
+    try:
+        yield
+    except OutputError as e:
+        if str(stage) not in str(e):
+            raise
+        error = OutputError(str(e).replace(str(stage), str(final)))
+        error.errno = e.errno
+        raise error from e
 
 
 @contextmanager
@@ -310,8 +350,10 @@ def writing(path: Path, what: str = "output", hint: str = "") -> Iterator[None]:
     except OutputError:
         raise
     except OSError as e:
-        raise OutputError(f"{path}: cannot write the {what}: {os_error_reason(e)}"
-                          + (f"; {hint}" if hint else "")) from e
+        error = OutputError(f"{path}: cannot write the {what}: {os_error_reason(e)}"
+                            + (f"; {hint}" if hint else ""))
+        error.errno = e.errno   # (a full disk stays ENOSPC for the callers that tell it apart)
+        raise error from e
 
 
 # ---------------------------------------------------------------------- HDF5 that survives a full disk
@@ -413,6 +455,21 @@ class HDF5Writer:
             self.tmp.unlink(missing_ok=True)
 
 
+@contextmanager
+def new_hdf5(path: Path, what: str) -> Iterator:
+    """A new HDF5 file for the block to fill, written through :class:`HDF5Writer` and renamed
+    onto ``path`` when the block ends; a failed write (a full disk) is one :class:`OutputError`
+    naming ``path`` and ``what``, and the temporary file is deleted."""
+    with writing(path, what):
+        out = HDF5Writer(atomic_target(path))
+        try:
+            yield out.file
+            out.commit(path)
+        except BaseException:
+            out.abort()
+            raise
+
+
 # ---------------------------------------------------------------------- the output lock
 def lock_path(path: Path) -> Path:
     """The lock file of an output: ``OUTPUT.lock`` beside it."""
@@ -452,9 +509,12 @@ def output_lock(path: Path, name: Optional[Path] = None, wait: float = 1.0) -> I
     fds = []
 
     def mark(fd: int) -> None:  # who holds it, for the message a second writer gets
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()} {socket.gethostname()}\n".encode(), 0)
         fds.append(fd)
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()} {socket.gethostname()}\n".encode(), 0)
+        except OSError:  # (a full disk: the lock holds, unnamed; the output's own write says why it fails)
+            pass
 
     try:
         lock = FileLock(file, timeout=wait, on_acquired=mark)

@@ -703,3 +703,50 @@ def test_a_read_only_cache_still_serves_its_models_as_folders(cache, monkeypatch
     assert (folder / "weights.hdf5").resolve() == cache_path(url.replace("options.json", "weights.hdf5"))
     for a, b in zip(layers(elmo.from_pretrained("fixture")), layers(elmo.from_pretrained(folder))):
         assert torch.equal(a, b)
+
+
+class _FillsUp:
+    """A file on a disk that is full after ``room`` more bytes."""
+
+    def __init__(self, f, room: int):
+        self.f, self.room = f, room
+
+    def write(self, data):
+        import errno
+        import os
+        if len(data) > self.room:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        self.room -= len(data)
+        return self.f.write(data)
+
+    def __getattr__(self, name):
+        return getattr(self.f, name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.f.close()
+
+
+def test_a_full_disk_while_downloading_is_one_line_and_the_next_call_resumes(cache, monkeypatch):
+    """The cache's disk fills during a download: a DownloadError naming the file, the full disk
+    and the kept part (it was a bare "[Errno 28] No space left on device"); once there is room,
+    the next call resumes from the part."""
+    from elmo.hub import download
+
+    weights = (ALLENNLP / "lm_weights.hdf5").read_bytes()
+    monkeypatch.setattr(download, "open", lambda path, mode: _FillsUp(open(path, mode), 200_000), raising=False)
+    with FileServer(fixture_files()) as server:
+        dest = cache_path(server.url(CONF_WEIGHTS))
+        with pytest.raises(DownloadError) as err:
+            elmo.load_original(server.url(CONF_OPTIONS), server.url(CONF_WEIGHTS))
+        message = str(err.value)
+        assert "\n" not in message and message.startswith(f"{dest}: cannot write the download")
+        assert "(No space left on device)" in message and "the next call resumes" in message
+        kept = dest.with_name(dest.name + ".part").stat().st_size
+        assert not dest.exists() and 0 < kept <= 200_000
+        monkeypatch.delattr(download, "open")   # (room again)
+        elmo.load_original(server.url(CONF_OPTIONS), server.url(CONF_WEIGHTS))
+        assert server.gets(CONF_WEIGHTS)[-1] == f"bytes={kept}-"
+    assert dest.read_bytes() == weights

@@ -677,3 +677,33 @@ def test_a_replaced_folder_is_never_missing_or_half_deleted(tmp_path, monkeypatc
         (tmp / "config.json").write_text("newer")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model"]
     assert [p.name for p in folder.iterdir()] == ["config.json"]
+
+
+def no_space(*args, **kwargs):
+    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+
+def test_lock_taken_on_a_full_disk_leaves_no_lock_file(tmp_path, monkeypatch):
+    """With no byte left, the holder's PID cannot be written into the lock file: the lock is
+    still held (a second writer is refused, unnamed) and its file removed when released. The
+    run stopped with "cannot write in FOLDER" and left OUTPUT.lock behind for every later run."""
+    out = tmp_path / "out.hdf5"
+    monkeypatch.setattr(os, "pwrite", no_space)
+    with output_lock(out) as file:
+        assert file.exists()
+        with pytest.raises(OutputBusy, match="another process"):
+            with output_lock(out, wait=0.01):
+                pass
+    assert leftovers(tmp_path) == []
+
+
+def test_full_disk_in_a_text_file_names_the_file(tmp_path, monkeypatch, capsys):
+    """A text file written atomically (here elmo vocab build's) on a full disk: one line naming
+    the file, no temporary. It read "[Errno 28] No space left on device", naming nothing."""
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("a b c\nb c\n")
+    monkeypatch.setattr(Path, "write_text", no_space)
+    vocab = tmp_path / "out" / "vocab.txt"
+    assert cli_main(["vocab", "build", str(corpus), "-o", str(vocab)]) == 1
+    assert one_error_line(capsys.readouterr().err).strip() == f"elmo vocab: error: {vocab}: No space left on device"
+    assert not (tmp_path / "out").exists()    # (no temporary, and no folder made for it: see vocab build)

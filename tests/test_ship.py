@@ -224,3 +224,38 @@ def test_a_second_ship_into_the_same_folder_is_refused_while_the_first_moves_its
         f.visititems(lambda _, d: dtypes.add(d.dtype) if isinstance(d, h5py.Dataset) else None)
     assert np.dtype("float16") not in dtypes
     assert not (dest / "ship.lock").exists()
+
+
+def test_a_killed_ships_staging_folder_is_removed_by_the_next(exported, tmp_path):
+    """A ship killed while writing left its staging folder (``.DEST.*.shipping``, holding the
+    written weights) beside DEST, under a random name no later run removed: one more per kill.
+    Now it names its writer, and the next ship removes those of writers that have ended."""
+    import subprocess
+    import sys
+
+    from elmo.io import _HOST
+
+    ended = subprocess.Popen([sys.executable, "-c", "pass"])
+    ended.wait()
+    dest = tmp_path / "shipped"
+    killed = tmp_path / f".shipped.{_HOST}-{ended.pid}-x1y2.shipping"
+    killed.mkdir()
+    (killed / "weights.hdf5").write_bytes(b"\0" * 1000)
+    alive = tmp_path / ".shipped.otherhost-1-x1y2.shipping"   # (another host's writer may live)
+    alive.mkdir()
+    ship(exported, dest)
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".shipped")) == [alive.name]
+
+
+def test_a_full_disk_names_the_shipped_file_not_the_staging_folder(exported, tmp_path, monkeypatch):
+    """The error named the staging folder's file (.DEST.RANDOM.shipping/weights.hdf5), a path
+    that is gone when the user reads it; it names DEST/weights.hdf5 now, and nothing is left."""
+    from elmo.io import OutputError
+    from tests.conftest import fill_disk_on_open
+
+    fill_disk_on_open(monkeypatch, 0)
+    dest = tmp_path / "shipped"
+    with pytest.raises(OutputError) as info:
+        ship(exported, dest)
+    assert str(info.value) == f"{dest / 'weights.hdf5'}: cannot write the weights: No space left on device"
+    assert not any(p.name.startswith(".shipped") for p in tmp_path.iterdir()) and not dest.exists()

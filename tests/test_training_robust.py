@@ -1073,3 +1073,24 @@ def test_a_vocabulary_inside_the_training_text_is_refused(tmp_path, toy):
     with pytest.raises(ValueError, match=rf"^--from {model}: {model}/vocab.txt would be read as text too"):
         finetune(tiny_config(tmp_path / "ft", tmp_path / "run", "", init_from=str(model), max_steps=1))
     assert not (tmp_path / "ft").exists()
+
+
+@pytest.mark.parametrize("full", ["weights.hdf5", "softmax.hdf5"])
+def test_full_disk_while_exporting_says_so(tmp_path, toy, monkeypatch, capsys, full):
+    """The disk fills while the trained model is exported (its weights, or its softmax, which
+    h5py wrote directly): one line naming the file and the full disk, and no model folder, whole
+    or partial. It read "[Errno 5] cannot write RUN/model: Input/output error"."""
+    from tests.conftest import fill_disk_on_open
+
+    train_txt, _, vocab_txt = toy
+    run = tmp_path / "run"
+    opened = fill_disk_on_open(monkeypatch, 0, which=lambda n: n == ["weights.hdf5", "softmax.hdf5"].index(full))
+    assert main(["train", str(train_txt), "--vocab", str(vocab_txt), "--output", str(run), "--dim", "16",
+                 "--projection-dim", "8", "--filters", "1:4,2:4", "--char-dim", "4", "--batch-size", "4",
+                 "--unroll-steps", "5", "--max-steps", "2", "--no-progress", "--threads", "1"]) == 1
+    assert [Path(p).name.split(".")[1] for p in opened][-1] == full.split(".")[0]
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+    assert err.startswith("elmo train: error: ") and err.endswith(f"{run / 'model' / full}: cannot write the "
+                                                                   f"{full.split('.')[0]}: No space left on device")
+    assert not (run / "model").exists() and not (run / "model.partial").exists()

@@ -494,3 +494,35 @@ def test_options_with_fewer_layers_than_the_weights_are_refused(tmp_path):
     with pytest.raises(WeightFileError, match=r"model.safetensors: tensor 'lstm.layers.1.* is not part "
                                               r"of the model config.json describes"):
         elmo.from_pretrained(native)
+
+
+_KILLED_CONVERT = """
+import os, sys
+import elmo.weights
+from elmo.cli import main
+def killed(path, text):   # the process dies between the weights and their config
+    os._exit(9)
+elmo.weights.atomic_write_text = killed
+main(["convert", "fixture", sys.argv[1]])
+"""
+
+
+def test_convert_killed_half_way_leaves_no_folder_and_runs_again(tmp_path, capsys):
+    """elmo convert killed after the weights, before their config: OUT held model.safetensors
+    alone, and the same command again was refused ("already holds model.safetensors: pass
+    --overwrite"). Now a new folder is written beside OUT and renamed once whole."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    out = tmp_path / "converted"
+    root = Path(__file__).resolve().parent.parent
+    env = {**__import__("os").environ, "PYTHONPATH": str(root), "OMP_NUM_THREADS": "1"}
+    done = subprocess.run([sys.executable, "-c", _KILLED_CONVERT, str(out)], env=env, capture_output=True)
+    assert done.returncode == 9
+    assert not out.exists()
+    from elmo.cli import main
+    assert main(["convert", "fixture", str(out)]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == [out.name]   # (the killed run's folder is gone)
+    assert {"config.json", "model.safetensors"} <= {p.name for p in out.iterdir()}
+    assert elmo.from_pretrained(out).options == elmo.from_pretrained("fixture").options

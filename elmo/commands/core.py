@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 import argparse
+import shutil
+from contextlib import contextmanager
 from pathlib import Path
-from typing import cast
+from typing import Iterator, cast
 
 #: Files that describe a model folder's weights and go with them when it is converted: its card,
 #: README and licence (``metadata.json``, how it was trained, is rewritten with ``converted_from``).
@@ -124,10 +126,12 @@ def convert(args: argparse.Namespace) -> int:
     from ..io import check_output_dir, no_empty_folder_on_failure, output_lock
 
     out = Path(args.output)
-    check_output_dir(out, "model folder")   # (before the lock file is made in it)
+    check_output_dir(out, "model folder")
     # One convert at a time writes a folder: two at once both found it empty, and the second's
-    # files replaced the first's (without --overwrite) or lay beside them as one model.
-    with no_empty_folder_on_failure(out), output_lock(out / "convert", name=out):
+    # files replaced the first's (without --overwrite) or lay beside them as one model. The
+    # lock (OUT.lock) is beside OUT, not in it: a new OUT is written whole beside it and renamed
+    # (see _new_folder_whole), which a lock file made inside OUT would have prevented.
+    with no_empty_folder_on_failure(out), output_lock(out, name=out):
         return _convert(args, out)
 
 
@@ -171,16 +175,41 @@ def _convert(args: argparse.Namespace, out: Path) -> int:
     bilm = elmo.from_pretrained(args.model)
     if not into_itself:
         _check_dictionaries(bilm, out, args.to, args.overwrite)
-    folder = elmo.save_pretrained(bilm, args.output, fmt=args.to)
-    if metadata and source is not None:
-        # (not "shipped": how the source's files were stored, its softmax's too, is not how
-        # this copy's are; elmo info showed a float16 softmax for a folder that has none)
-        kept_meta = {k: v for k, v in read_metadata(source).items() if k != "shipped"}
-        write_metadata(out, {**kept_meta, "converted_from": str(source.resolve())})
-    for name in cards:
-        copy_file(cast(Path, source) / name, out / name)
-    print(f"wrote {folder} ({args.to})")
+    # A new folder is written beside OUT and takes its name once whole: killed half-way, the
+    # weights without their config (or metadata) stayed at OUT, and the same command again was
+    # refused as replacing them. (An existing folder gets its files one by one, each atomic.)
+    with _new_folder_whole(out) as target:
+        elmo.save_pretrained(bilm, target, fmt=args.to)
+        if metadata and source is not None:
+            # (not "shipped": how the source's files were stored, its softmax's too, is not how
+            # this copy's are; elmo info showed a float16 softmax for a folder that has none)
+            kept_meta = {k: v for k, v in read_metadata(source).items() if k != "shipped"}
+            write_metadata(target, {**kept_meta, "converted_from": str(source.resolve())})
+        for name in cards:
+            copy_file(cast(Path, source) / name, target / name)
+    print(f"wrote {out} ({args.to})")
     return 0
+
+
+@contextmanager
+def _new_folder_whole(out: Path) -> Iterator[Path]:
+    """The folder to write OUT's files in: OUT itself when it exists, else a temporary folder
+    beside it (``.OUT.HOST-PID-RANDOM.converting``, deleted by the next run if this one is
+    killed) that is renamed to OUT when the block ends without an error."""
+    from ..io import naming_as, no_empty_folder_on_failure, temporary_folder
+
+    if out.exists():
+        yield out
+        return
+    with no_empty_folder_on_failure(out.parent):
+        out.parent.mkdir(parents=True, exist_ok=True)
+        stage = temporary_folder(out, ".converting")
+        try:
+            with naming_as(stage, out):
+                yield stage
+            stage.rename(out)
+        finally:
+            shutil.rmtree(stage, ignore_errors=True)
 
 
 def _check_dictionaries(bilm, out: Path, to: str, overwrite: bool) -> None:

@@ -251,6 +251,14 @@ def _download(url: str, dest: Path, sha256: Optional[str], progress: bool, log) 
         raise DownloadError(f"{url}: download failed ({_reason(e)}){hint}") from None
     except ValueError as e:                 # pooch's checksum mismatch
         raise DownloadError(f"{url}: {_one_line(e)}") from None
+    except OSError as e:                    # writing the part (a full disk): it read "[Errno 28] ..."
+        part = dest.with_name(dest.name + ".part")
+        kept = part.stat().st_size if part.is_file() else 0
+        hint = (f"; the {kept:,} bytes that arrived are kept in {part.name} and the next call resumes "
+                "from there" if kept else "")
+        from ..io import os_error_reason
+        raise DownloadError(f"{dest}: cannot write the download of {url} ({os_error_reason(e)}){hint}; free "
+                            f"space there or point ELMO_HOME at another disk") from None
     finally:
         quiet.setLevel(level)
     return staged

@@ -34,7 +34,7 @@ from typing import Any, Dict, List, Optional
 
 import torch
 
-from ..io import atomic_commit, atomic_target
+from ..io import OutputError, atomic_commit, atomic_target
 
 FORMAT = 2
 _NAME = re.compile(r"^checkpoint-(\d{8})\.pt$")
@@ -61,6 +61,8 @@ def writing(path: str | Path):
         yield
     except RunWriteError:
         raise
+    except OutputError as e:   # (already one line naming the file inside ``path``)
+        raise RunWriteError(e.errno or errno.EIO, str(e)) from e
     except OSError as e:
         code = e.errno or errno.EIO
         reason = "no space left on device" if code == errno.ENOSPC else os.strerror(code)

@@ -16,12 +16,11 @@ import json
 from pathlib import Path
 from typing import Any, Dict, Optional
 
-import h5py
 import torch
 
 from ..config import ElmoOptions
 from ..vocab import Vocabulary
-from ..io import atomic_commit, atomic_folder, atomic_target, atomic_write_text
+from ..io import atomic_folder, atomic_write_text, new_hdf5
 from .. import strict_json
 from ..weights import WeightFileError, check_finite, load_original, open_hdf5, save_original
 from .model import LanguageModel
@@ -50,14 +49,9 @@ def export_model(model: LanguageModel, vocab: Vocabulary, folder: str | Path,
 def _write_model_files(model: LanguageModel, vocab: Vocabulary, folder: Path,
                        metadata: Optional[Dict[str, Any]]) -> None:
     save_original(model.bilm, folder / "options.json", folder / "weights.hdf5")
-    tmp = atomic_target(folder / SOFTMAX_FILE)
-    try:
-        with h5py.File(tmp, "w") as h5:
-            h5.create_dataset("softmax/W", data=model.softmax.weight.detach().float().cpu().numpy())
-            h5.create_dataset("softmax/b", data=model.softmax.bias.detach().float().cpu().numpy())
-        atomic_commit(tmp, folder / SOFTMAX_FILE)
-    finally:
-        tmp.unlink(missing_ok=True)
+    with new_hdf5(folder / SOFTMAX_FILE, "softmax") as h5:   # (a full disk: one line naming the file)
+        h5.create_dataset("softmax/W", data=model.softmax.weight.detach().float().cpu().numpy())
+        h5.create_dataset("softmax/b", data=model.softmax.bias.detach().float().cpu().numpy())
     vocab.save(folder / VOCAB_FILE)
     if vocab.counts is not None:
         vocab.save(folder / COUNTS_FILE, with_counts=True)

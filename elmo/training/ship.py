@@ -20,7 +20,6 @@ import argparse
 import math
 import shutil
 import sys
-import tempfile
 from pathlib import Path
 from typing import Dict, Tuple
 
@@ -28,8 +27,8 @@ import h5py
 import torch
 
 from ..data.corpus import file_fingerprint
-from ..io import (atomic_commit, atomic_target, atomic_write_text, check_output_dir, no_empty_folder_on_failure,
-                  output_lock)
+from ..io import (atomic_commit, atomic_write_text, check_output_dir, naming_as, new_hdf5,
+                  no_empty_folder_on_failure, output_lock, temporary_folder)
 from .. import strict_json
 from ..weights import NATIVE_CONFIG, NATIVE_WEIGHTS, ORIGINAL_WEIGHTS, load_original, narrowed, save_original
 from .export import COUNTS_FILE, METADATA_FILE, SOFTMAX_FILE, VOCAB_FILE, read_metadata
@@ -52,14 +51,9 @@ def _home_as_tilde(value):
 
 
 def write_softmax(src: Path, dest: Path, dtype: str) -> None:
-    tmp = atomic_target(dest)
-    try:
-        with h5py.File(src, "r") as h5_in, h5py.File(tmp, "w") as h5_out:
-            for name in ("softmax/W", "softmax/b"):
-                h5_out.create_dataset(name, data=narrowed(h5_in[name][...], dtype, f"{src}: dataset '{name}'"))
-        atomic_commit(tmp, dest)
-    finally:
-        tmp.unlink(missing_ok=True)
+    with h5py.File(src, "r") as h5_in, new_hdf5(dest, "softmax") as h5_out:   # (a full disk: one line naming dest)
+        for name in ("softmax/W", "softmax/b"):
+            h5_out.create_dataset(name, data=narrowed(h5_in[name][...], dtype, f"{src}: dataset '{name}'"))
 
 
 def ship(src: str | Path, dest: str | Path, bilm_dtype: str = "float32", softmax_dtype: str = "float32",
@@ -98,10 +92,12 @@ def _ship_locked(src: Path, dest: Path, bilm_dtype: str, softmax_dtype: str, max
     # Written beside DEST, then moved in once all is written and the size allowed: written in
     # place, the files of a copy refused for its size (or stopped by an error half-way) had
     # already replaced the bundled model's.
+    # (the caller holds no_empty_folder_on_failure(dest) and DEST's lock)
     dest.parent.mkdir(parents=True, exist_ok=True)
-    stage = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".shipping", dir=dest.parent))
+    stage = temporary_folder(dest, ".shipping")   # (a killed run's is deleted here)
     try:
-        sizes = _write_shipped(src, stage, bilm_dtype, softmax_dtype, sources, names)
+        with naming_as(stage, dest):
+            sizes = _write_shipped(src, stage, bilm_dtype, softmax_dtype, sources, names)
         total = sum(sizes.values())
         if total > max_mb * 1e6:
             raise ValueError(f"{dest}: {total / 1e6:.1f} MB to write, more than the {max_mb} MB allowed; "
