@@ -649,3 +649,16 @@ def test_contrast_table_prints_no_negative_zero():
     assert "-0.000" not in text                       # (1 - cos of equal vectors is -1e-9)
     assert "| all words | 0.000 | 0.250 |" in text and "| target words | 0.000 | -0.500 |" in text
     assert "| target words, c | 0.000 | 0.200 |" in text
+
+
+def test_the_wsd_difference_of_earlier_results_is_not_called_f1():
+    """The layer 2 - layer 1 difference is of F1 now; a results.json written before holds one
+    of accuracy, which --report-only printed as "F1 points"."""
+    from elmo.analysis.report import _render_wsd
+    r = {"n_lemmas": 2, "n_train": 4, "n_test": 2, "n_backoff": 0, "n_test_sense_unseen": 0,
+         "layers": [0.5, 0.5, 0.5], "layers_seen_senses": [0.5, 0.5, 0.5], "mfs": 0.5,
+         "mfs_seen_senses": 0.5, "layer2_minus_layer1": {"diff": 0.1, "low": 0.0, "high": 0.2}}
+    text = "\n".join(_render_wsd(r, "elmo analyze fixture"))
+    assert "+10.00 points of accuracy" in text and "F1 points" not in text
+    r["layer2_minus_layer1"]["metric"] = "f1"
+    assert "+10.00 F1 points" in "\n".join(_render_wsd(r, "elmo analyze fixture"))

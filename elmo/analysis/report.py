@@ -812,7 +812,10 @@ def _render_wsd(r: dict, cmd: str) -> List[str]:
              + ".", ""]
     if "layer2_minus_layer1" in r:
         b = r["layer2_minus_layer1"]
-        lines += [f"Layer 2 minus layer 1: {100 * b['diff']:+.2f} F1 points "
+        # a results.json written before the difference was of F1 holds one of accuracy
+        # (``--report-only`` of it printed that as F1 points)
+        unit = "F1 points" if b.get("metric") == "f1" else "points of accuracy"
+        lines += [f"Layer 2 minus layer 1: {100 * b['diff']:+.2f} {unit} "
                   f"(95% interval {100 * b['low']:+.2f} to {100 * b['high']:+.2f})"]
         s = r.get("layer2_minus_layer1_seen_senses")
         if s:

@@ -262,7 +262,8 @@ def wsd_eval(model, examples: Sequence[SenseExample], senses: Sequence[Sense],
         # theirs wherever test items went unpredicted: a lemma with no sense to back off to)
         boot = paired_bootstrap(correct[2], correct[1], by_lemma, seed=seed,
                                 predicted_a=predicted[2], predicted_b=predicted[1])
-        result["layer2_minus_layer1"] = boot
+        # (of F1: results written before it was say nothing, and their difference is of accuracy)
+        result["layer2_minus_layer1"] = {**boot, "metric": "f1"}
         result["finding"] = verdict("layer 2", "layer 1", boot)
         if seen.any():     # the same difference where 1-NN can be right, in its own points
             result["layer2_minus_layer1_seen_senses"] = paired_bootstrap(
