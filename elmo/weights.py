@@ -276,7 +276,7 @@ def _restored_dtype(saved: torch.dtype | None) -> torch.dtype | None:
 
     float16 loads as float32, as it always did: it is how models are stored to halve the file
     (``save_original(dtype="float16")``, ``elmo ship``), and on a CPU a float16 model runs
-    several times slower than float32 (4.5x for the default model) and rounds every product,
+    several times slower than float32 (4.5x for the default model in one hand-timed comparison) and rounds every product,
     which a round trip must not bring on unasked. ``dtype=torch.float16`` keeps it float16.
     bfloat16 and float64 are restored."""
     return None if saved == torch.float16 else saved

@@ -23,6 +23,7 @@ test set exactly as ``results.json`` reports.
 """
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from types import SimpleNamespace
@@ -50,13 +51,23 @@ def bilm_reference(spec: str) -> dict:
     is bundled, the checksums of its files and the digest of its weights as loaded (which a
     converted copy, in other files, shares: see :func:`_load_bilm`)."""
     from .bilm_checksums import bilm_files
-    from .runner import describe_bilm, load_bilm, resolve_bilm
-    from ..embedding.run import model_digest
+    from .runner import describe_bilm, resolve_bilm
     folder = resolve_bilm(spec)
     info = describe_bilm(spec)
+    files = bilm_files(folder)
     return {"spec": spec, "path": str(folder.resolve()), "bundled": info["bundled"],
-            "random_weights": info["random_weights"], "sha256": bilm_files(folder),
-            "weights_digest": model_digest(load_bilm(spec))}
+            "random_weights": info["random_weights"], "sha256": files,
+            "weights_digest": _weights_digest(spec, tuple(sorted(files.items())))}
+
+
+@functools.lru_cache(maxsize=8)
+def _weights_digest(spec: str, files: tuple) -> str:
+    """The digest of a biLM's weights as loaded, once per spec and files (an experiment saves
+    a task model per variant and seed, and each loaded and hashed the whole biLM again); the
+    files' checksums are in the key, so a biLM changed on disk is loaded anew."""
+    from .runner import load_bilm
+    from ..embedding.run import model_digest
+    return model_digest(load_bilm(spec))
 
 
 def save(folder: Union[str, Path], model, *, kind: str, metric: str, labels: Sequence[str],
