@@ -372,3 +372,25 @@ def test_ids_reach_a_gpu_even_where_pinning_is_refused(monkeypatch):
     monkeypatch.setattr(torch.Tensor, "to", lambda self, *a, **k: calls.append((a, k)) or self)
     embedder._to_device(ids, torch.device("cuda"))
     assert calls == [((torch.device("cuda"),), {})]  # a plain copy, not a crash
+
+
+@pytest.mark.parametrize("through_elmo", [False, True])
+def test_loading_weights_forgets_the_state_carried_under_the_old_ones(through_elmo):
+    """A stateful model kept the state its old weights left after load_state_dict: the next
+    call gave vectors of the new weights started from the old weights' state (no error)."""
+    from elmo import Elmo
+    ids = batch_to_ids([["the", "dog"], ["a"]])
+    old, new = random_bilm(seed=0), random_bilm(seed=1)
+    old.stateful = new.stateful = True
+    with torch.no_grad():
+        expected = new(ids)["activations"]   # the new weights, from a zero state
+        new.reset_states()
+        old(ids)                             # a state carried under the old weights
+        if through_elmo:
+            wrapper = Elmo(module=old, num_output_representations=1, dropout=0.0)
+            wrapper.load_state_dict(Elmo(module=new, num_output_representations=1,
+                                         dropout=0.0).state_dict())
+        else:
+            old.load_state_dict(new.state_dict())
+        got = old(ids)["activations"]
+    assert all(torch.equal(g, e) for g, e in zip(got, expected))

@@ -13,7 +13,7 @@ Two state modes:
     on the other sentences of its batch or on earlier calls;
   * stateful: reproduces the original ELMo, where row b's final (c, h) state of each call is
     the initial state of row b in the next call (detached). Call :meth:`BiLM.reset_states`
-    to start over.
+    to start over; loading weights (``load_state_dict``) starts over too.
 """
 from __future__ import annotations
 
@@ -124,6 +124,13 @@ class BiLM(nn.Module):
         if self._states is not None:
             self._states = [(fn(c), fn(h)) for c, h in self._states]
         return result
+
+    def _load_from_state_dict(self, *args, **kwargs):
+        # Called for this module by load_state_dict on it or on any module holding it (an
+        # Elmo): a state carried under the old weights would start the new weights' next call,
+        # giving vectors of neither model. (.to() keeps it: the weights stay the same.)
+        self.reset_states()
+        super()._load_from_state_dict(*args, **kwargs)
 
     @property
     def output_dim(self) -> int:
