@@ -526,3 +526,37 @@ def test_convert_killed_half_way_leaves_no_folder_and_runs_again(tmp_path, capsy
     assert sorted(p.name for p in tmp_path.iterdir()) == [out.name]   # (the killed run's folder is gone)
     assert {"config.json", "model.safetensors"} <= {p.name for p in out.iterdir()}
     assert elmo.from_pretrained(out).options == elmo.from_pretrained("fixture").options
+
+
+_KILLED_OVERWRITE = _KILLED_CONVERT.replace('main(["convert", "fixture", sys.argv[1]])',
+                                            'main(["convert", "fixture", sys.argv[1], "--overwrite"])')
+
+
+def test_convert_overwrite_killed_half_way_leaves_the_old_model_whole(tmp_path, capsys):
+    """elmo convert --overwrite into an existing folder wrote its files one by one: killed
+    after the new weights, OUT held them beside the old model's config (a mix of two models).
+    Now the new folder is written beside OUT and swapped in whole; the files of OUT that
+    convert does not write (a user's notes) are kept in it."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    out = tmp_path / "converted"
+    elmo.save_pretrained(random_bilm(seed=3), out)
+    (out / "notes.txt").write_text("mine\n")
+    (out / "runs").mkdir()
+    (out / "runs" / "log.txt").write_text("a log\n")
+    before = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
+    root = Path(__file__).resolve().parent.parent
+    env = {**__import__("os").environ, "PYTHONPATH": str(root), "OMP_NUM_THREADS": "1"}
+    done = subprocess.run([sys.executable, "-c", _KILLED_OVERWRITE, str(out)], env=env, capture_output=True)
+    assert done.returncode == 9
+    assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == before
+    assert torch.equal(elmo.from_pretrained(out).lstm.layers[0].bias,
+                       random_bilm(seed=3).lstm.layers[0].bias)
+    from elmo.cli import main
+    assert main(["convert", "fixture", str(out), "--overwrite"]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == [out.name]   # (the killed run's folder is gone)
+    assert (out / "notes.txt").read_text() == "mine\n" and (out / "runs" / "log.txt").read_text() == "a log\n"
+    fixture = elmo.from_pretrained("fixture")
+    assert torch.equal(elmo.from_pretrained(out).lstm.layers[0].bias, fixture.lstm.layers[0].bias)

@@ -175,9 +175,9 @@ def _convert(args: argparse.Namespace, out: Path) -> int:
     bilm = elmo.from_pretrained(args.model)
     if not into_itself:
         _check_dictionaries(bilm, out, args.to, args.overwrite)
-    # A new folder is written beside OUT and takes its name once whole: killed half-way, the
+    # A new folder is written beside OUT and takes its place once whole: killed half-way, the
     # weights without their config (or metadata) stayed at OUT, and the same command again was
-    # refused as replacing them. (An existing folder gets its files one by one, each atomic.)
+    # refused as replacing them (or, with --overwrite, OUT held a mix of two models).
     with _new_folder_whole(out) as target:
         elmo.save_pretrained(bilm, target, fmt=args.to)
         if metadata and source is not None:
@@ -193,13 +193,22 @@ def _convert(args: argparse.Namespace, out: Path) -> int:
 
 @contextmanager
 def _new_folder_whole(out: Path) -> Iterator[Path]:
-    """The folder to write OUT's files in: OUT itself when it exists, else a temporary folder
-    beside it (``.OUT.HOST-PID-RANDOM.converting``, deleted by the next run if this one is
-    killed) that is renamed to OUT when the block ends without an error."""
-    from ..io import naming_as, no_empty_folder_on_failure, temporary_folder
+    """The folder to write OUT's files in, which takes OUT's place only once the block ends
+    without an error: a kill or an error half-way leaves OUT as it was.
+
+    A new OUT is written in a temporary folder beside it (``.OUT.HOST-PID-RANDOM.converting``,
+    deleted by the next run if this one is killed) and renamed. An existing OUT (--overwrite,
+    or a folder converted into itself) is written as ``OUT.partial`` (:func:`elmo.io.atomic_folder`)
+    that gets, after the block, links to (or copies of) OUT's other files and folders, which
+    convert kept before: then the two folders swap in one step. It wrote the files into OUT one
+    by one, and a kill between them left the new weights beside the old model's config."""
+    from ..io import atomic_folder, naming_as, no_empty_folder_on_failure, temporary_folder
 
     if out.exists():
-        yield out
+        folder = out.resolve()   # (a link to a folder: the folder is swapped, the link stays)
+        with atomic_folder(folder) as stage:
+            yield stage
+            _keep_other_entries(folder, stage)
         return
     with no_empty_folder_on_failure(out.parent):
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -210,6 +219,29 @@ def _new_folder_whole(out: Path) -> Iterator[Path]:
             stage.rename(out)
         finally:
             shutil.rmtree(stage, ignore_errors=True)
+
+
+def _keep_other_entries(old: Path, new: Path) -> None:
+    """Give ``new`` each entry of ``old`` it lacks: files as hard links (copies where the file
+    system has none), folders likewise file by file, symbolic links as links."""
+    import os
+
+    def link_or_copy(source: str, target: str) -> None:
+        try:
+            os.link(source, target)
+        except OSError:
+            shutil.copy2(source, target)
+
+    for entry in old.iterdir():
+        target = new / entry.name
+        if os.path.lexists(target):
+            continue   # written by this convert
+        if entry.is_symlink():
+            os.symlink(os.readlink(entry), target)
+        elif entry.is_dir():
+            shutil.copytree(entry, target, symlinks=True, copy_function=link_or_copy)
+        else:
+            link_or_copy(str(entry), str(target))
 
 
 def _check_dictionaries(bilm, out: Path, to: str, overwrite: bool) -> None:
