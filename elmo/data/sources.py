@@ -498,22 +498,19 @@ def get(name: str, home: Optional[Path] = None, force: bool = False, log=print) 
 
 
 def _write_standard_form(name: str, src: Source, home: Path, out: Path, log) -> Path:
-    """Fetch ``src``'s packages and write its standard form into ``out`` (via ``OUT.partial``)."""
+    """Fetch ``src``'s packages and write its standard form into ``out`` (via ``OUT.partial``,
+    which takes ``out``'s place in one step: deleting ``out`` before renaming the new folder
+    onto it left no folder to a reader meanwhile, and none at all after a kill between)."""
+    from ..io import atomic_folder
     inputs = {p: fetch(PACKAGES[p], home, log) for p in src.packages}
-    tmp = out.with_name(out.name + ".partial")
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    tmp.mkdir(parents=True)
-    counter = Counter()
-    log(f"{name}: writing the standard form ...")
-    src.writer(inputs, tmp, counter)
-    stats = {"source": name, "kind": src.kind, "packages": [PACKAGES[p].spec for p in src.packages],
-             "licence": src.licence, "files": counter.files}
-    (tmp / "stats.json").write_text(json.dumps(stats, indent=2) + "\n", encoding="utf-8")
-    (tmp / ".complete").write_text(FORMAT_VERSION + "\n")
-    if out.exists():
-        shutil.rmtree(out)
-    tmp.rename(out)
+    with atomic_folder(out) as tmp:
+        counter = Counter()
+        log(f"{name}: writing the standard form ...")
+        src.writer(inputs, tmp, counter)
+        stats = {"source": name, "kind": src.kind, "packages": [PACKAGES[p].spec for p in src.packages],
+                 "licence": src.licence, "files": counter.files}
+        (tmp / "stats.json").write_text(json.dumps(stats, indent=2) + "\n", encoding="utf-8")
+        (tmp / ".complete").write_text(FORMAT_VERSION + "\n")
     return out
 
 

@@ -12,6 +12,7 @@ Local paths are returned as they are.
 """
 from __future__ import annotations
 
+import glob
 import hashlib
 import json
 import os
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Callable, Optional, Tuple, Union, cast
 from urllib.parse import urlsplit, urlunsplit
 
+from ..io import atomic_folder
 from . import registry
 from .archive import ArchiveError, find_model_folder, is_archive, unpack
 from .download import (DownloadError, _unwritable, cache_path, elmo_home, fetch, is_url,
@@ -128,24 +130,28 @@ def fetch_archive(url: str, sha256: Optional[str] = None) -> Path:
     try:
         if _unpacked(dest, sha256):     # another process unpacked it while we waited
             return find_model_folder(dest)
-        if dest.is_dir():
-            # Unpacked without this pin, or from an archive that does not match it.
-            shutil.rmtree(dest)
+        # A folder unpacked without this pin, or from an archive that does not match it, stays
+        # until its replacement is unpacked and checked (it was deleted first: a reader found
+        # no model meanwhile, and a refused or interrupted download lost it).
         archive = fetch(url, sha256=sha256, verify=_check_archive)
         try:
-            staging = dest.with_name(dest.name + ".unpacking")
-            shutil.rmtree(staging, ignore_errors=True)
-            # What a killed run left half unpacked (unpack's temporary folders): under the
-            # lock no other process is writing them, and nothing else would ever remove them.
-            for stale in dest.parent.glob(f".{staging.name}.*.tmp"):
-                shutil.rmtree(stale, ignore_errors=True)
-            unpack(archive, staging)
-            try:
+            digest = sha256_file(archive)
+            # What a killed run left: OUT.partial (atomic_folder deletes it) and, half unpacked,
+            # unpack's temporary folders (also those of the earlier ".unpacking" name): under
+            # the lock no other process is writing them, and nothing else would remove them.
+            shutil.rmtree(dest.with_name(dest.name + ".unpacking"), ignore_errors=True)
+            for suffix in (".partial", ".unpacking"):
+                for stale in dest.parent.glob(f".{glob.escape(dest.name + suffix)}.*.tmp"):
+                    shutil.rmtree(stale, ignore_errors=True)
+            with atomic_folder(dest) as staging:
+                staging.rmdir()   # (unpack writes a folder of its own and gives it this name)
+                unpack(archive, staging)
                 _naming_the_url(url, lambda p: _check_folder(find_model_folder(p), url))(staging)
-                _archive_digest_file(dest).write_text(sha256_file(archive) + "\n")
-                os.replace(staging, dest)
-            finally:
-                shutil.rmtree(staging, ignore_errors=True)
+                # The old folder's digest goes before the swap, the new one's after: a kill
+                # between leaves a folder with no digest (fetched again under a pin), never
+                # one folder with the other's digest.
+                _archive_digest_file(dest).unlink(missing_ok=True)
+            _archive_digest_file(dest).write_text(digest + "\n")
         finally:
             archive.unlink(missing_ok=True)
     finally:
