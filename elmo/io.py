@@ -84,7 +84,10 @@ def remove_dead_temporaries(path: Path, suffix: str = ".tmp") -> None:
     ``suffix``) for ``path`` whose process, on this host, has ended. Another host's (a shared
     file system) and unnamed ones are left: their writer may live."""
     prefix = f".{path.name}.{_HOST}-"
-    for tmp in path.parent.glob(glob.escape(prefix) + "*" + glob.escape(suffix)):
+    # (and the lock files beside them: a temporary folder written by save_pretrained, which
+    # locks the folder it writes, keeps its TEMPORARY.lock when the process is killed)
+    pattern = glob.escape(prefix) + "*" + glob.escape(suffix)
+    for tmp in [*path.parent.glob(pattern), *path.parent.glob(pattern + ".lock")]:
         pid = tmp.name[len(prefix):].split("-", 1)[0]
         if pid.isdigit() and not process_alive(int(pid)):
             if tmp.is_dir() and not tmp.is_symlink():

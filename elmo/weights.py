@@ -391,18 +391,23 @@ def save_pretrained(bilm: BiLM, folder: str | Path, fmt: str = "safetensors") ->
 
     The weights' dtype is kept (:func:`load_pretrained` restores it, float16 as float32).
     ``stateful`` is not saved: it is how a caller runs the model (``from_pretrained(...,
-    stateful=True)``), not part of it."""
+    stateful=True)``), not part of it.
+
+    One writer at a time: it holds ``FOLDER.lock`` beside the folder, as ``elmo convert``
+    does, and raises :class:`elmo.io.OutputBusy` (naming the process) while another holds it.
+    Two processes saving into one folder could leave one's weights beside the other's config."""
     import shutil
 
-    from .io import check_output_dir, no_empty_folder_on_failure
+    from .io import check_output_dir, no_empty_folder_on_failure, output_lock
 
     _require_bilm(bilm, "save_pretrained")  # before the folder is made
     if fmt not in ("safetensors", "original"):
         raise ValueError(f"fmt must be 'safetensors' or 'original', got {fmt!r}")
     folder = Path(folder)
     check_output_dir(folder, "model folder")   # a file there: named, not "File exists"
-    made = not folder.exists()
-    with no_empty_folder_on_failure(folder):   # (the folders made above it, once it is removed)
+    # (the folders made above it are removed once it is, after the lock file is deleted)
+    with no_empty_folder_on_failure(folder), output_lock(folder, name=folder):
+        made = not folder.exists()   # (seen under the lock: another writer's folder is not ours to delete)
         folder.mkdir(parents=True, exist_ok=True)
         try:
             if fmt == "original":

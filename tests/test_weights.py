@@ -560,3 +560,30 @@ def test_convert_overwrite_killed_half_way_leaves_the_old_model_whole(tmp_path, 
     assert (out / "notes.txt").read_text() == "mine\n" and (out / "runs" / "log.txt").read_text() == "a log\n"
     fixture = elmo.from_pretrained("fixture")
     assert torch.equal(elmo.from_pretrained(out).lstm.layers[0].bias, fixture.lstm.layers[0].bias)
+
+
+def test_a_second_save_pretrained_into_one_folder_is_refused_while_the_first_writes(tmp_path, monkeypatch):
+    """save_pretrained took no lock (the CLI's writers take OUT.lock): two processes saving two
+    models into one folder could leave one's weights beside the other's config. The second is
+    now refused, naming the first, and the folder holds the first's model alone."""
+    import os
+
+    import elmo.weights as W
+    from elmo.io import OutputBusy
+    out = tmp_path / "model"
+    first, second = random_bilm(seed=4), random_bilm(seed=5)
+    write, started, refused = W.write_safetensors, [], []
+
+    def another_writer_starts(state, path, metadata=None):
+        if not started:   # the first has begun: its weights are being written
+            started.append(path)
+            with pytest.raises(OutputBusy) as e:
+                elmo.save_pretrained(second, out)
+            refused.append(str(e.value))
+        return write(state, path, metadata)
+    monkeypatch.setattr(W, "write_safetensors", another_writer_starts)
+    elmo.save_pretrained(first, out)
+    assert len(refused) == 1
+    assert refused[0].startswith(f"{out} is already being written by PID {os.getpid()}")
+    assert torch.equal(elmo.from_pretrained(out).lstm.layers[0].bias, first.lstm.layers[0].bias)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model"]   # (the lock file is removed)
