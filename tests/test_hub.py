@@ -207,24 +207,57 @@ def test_urls_that_differ_in_their_query_are_cached_apart(cache):
     version, a signed token) shared one cached file, and the second got the first's bytes.
     A URL without a query keeps the path it had."""
     from elmo.hub.download import fetch
-    assert cache_path("http://h.org/m/w.hdf5") == cache / "models" / "files" / "h.org" / "m" / "w.hdf5"
-    one, two = cache_path("http://h.org/m/w.hdf5?v=1"), cache_path("http://h.org/m/w.hdf5?v=2")
+    assert cache_path("https://h.org/m/w.hdf5") == cache / "models" / "files" / "h.org" / "m" / "w.hdf5"
+    one, two = cache_path("https://h.org/m/w.hdf5?v=1"), cache_path("https://h.org/m/w.hdf5?v=2")
     assert one != two and one.name == two.name == "w.hdf5" and one.parent.parent == cache_path(
-        "http://h.org/m/w.hdf5").parent
-    assert cache_path("http://h.org/m/w.hdf5?v=1#part") == one
+        "https://h.org/m/w.hdf5").parent
+    assert cache_path("https://h.org/m/w.hdf5?v=1#part") == one
     # made safe, two paths were one name ('a b' -> 'a_b'); one quoted or not is the same path
-    spaced, underscored = cache_path("http://h.org/m/a b.hdf5"), cache_path("http://h.org/m/a_b.hdf5")
+    spaced, underscored = cache_path("https://h.org/m/a b.hdf5"), cache_path("https://h.org/m/a_b.hdf5")
     assert spaced != underscored and spaced.name == underscored.name == "a_b.hdf5"
-    assert cache_path("http://h.org/m/a%20b.hdf5") == spaced
+    assert cache_path("https://h.org/m/a%20b.hdf5") == spaced
     assert underscored == cache / "models" / "files" / "h.org" / "m" / "a_b.hdf5"
     # dropped parts: '/m/../a.hdf5' is the server's /a.hdf5, and was cached as /m/a.hdf5
-    plain = cache_path("http://h.org/m/a.hdf5")
-    dotted = {cache_path(f"http://h.org{p}") for p in ("/m/../a.hdf5", "/m/./a.hdf5", "/m//a.hdf5", "/m/a.hdf5/")}
+    plain = cache_path("https://h.org/m/a.hdf5")
+    dotted = {cache_path(f"https://h.org{p}") for p in ("/m/../a.hdf5", "/m/./a.hdf5", "/m//a.hdf5", "/m/a.hdf5/")}
     assert len(dotted) == 4 and plain not in dotted
     assert all(p.is_relative_to(cache / "models" / "files" / "h.org") for p in dotted)
     with FileServer({"/m/w.bin?v=1": b"version one", "/m/w.bin?v=2": b"version two"}) as server:
         assert fetch(server.url("/m/w.bin?v=1"), progress=False).read_bytes() == b"version one"
         assert fetch(server.url("/m/w.bin?v=2"), progress=False).read_bytes() == b"version two"
+
+
+def test_http_and_https_of_one_url_are_cached_apart(cache):
+    """http://H/P and https://H/P shared one cached file, though they can serve different
+    bytes: one downloaded by either was the other's. Now each scheme has its own path. The
+    path without a scheme mark stays with https (and with the scheme a published model's URL
+    has), so the published models' cached files are where they were."""
+    from elmo.hub.download import cached, fetch
+    plain, secure = cache_path("http://h.org/m/w.hdf5"), cache_path("https://h.org/m/w.hdf5")
+    assert plain != secure and plain.name == secure.name == "w.hdf5"
+    assert secure == cache / "models" / "files" / "h.org" / "m" / "w.hdf5"
+    with FileServer({"/m/w.bin": b"over http"}) as server:
+        url = server.url("/m/w.bin")
+        assert url.startswith("http://")
+        assert fetch(url, progress=False).read_bytes() == b"over http"
+        assert cached(url) is not None and cached("https://" + url[len("http://"):]) is None
+
+
+def test_the_published_models_are_cached_where_they_were(cache):
+    """Every published URL keeps the cache path it had before schemes were told apart:
+    ``models/files/HOST/PATH`` (``models/unpacked/...`` for an archive), whatever its scheme;
+    only the other scheme's twin of a published URL gets a path of its own."""
+    from urllib.parse import urlsplit
+
+    from elmo.hub.resolve import unpacked_path
+    for m in registry.MODELS.values():
+        for url in m.urls.values():
+            parts = urlsplit(url)
+            tail = [p for p in parts.path.split("/") if p]
+            assert cache_path(url) == cache.joinpath("models", "files", parts.netloc, *tail), url
+            assert unpacked_path(url) == cache.joinpath("models", "unpacked", parts.netloc, *tail), url
+            other = ("https" if parts.scheme == "http" else "http") + url[len(parts.scheme):]
+            assert cache_path(other) != cache_path(url), url
 
 
 def test_a_server_that_is_not_there_is_one_line(monkeypatch):

@@ -20,6 +20,7 @@ Cache layout (``$ELMO_HOME``, default ``~/.cache/elmo``)::
     models/files/<host>/<url path>.part      bytes received so far (resumed by the next call)
     models/files/<host>/<url path>.lock      the per-file lock
     models/files/<host>/<url folders>/+query-<hash>/<file name>   a URL with a query string
+    models/files/<host>/<url folders>/+scheme-http/<file name>    an http URL (https has none)
 """
 from __future__ import annotations
 
@@ -98,6 +99,11 @@ def cache_path(url: str, root: Optional[Path] = None) -> Path:
     (``.``, ``..``, empty: ``/m/../a.hdf5`` shared ``/m/a.hdf5``'s file). A URL with neither keeps the
     path it always had. Fragments are not sent to the server and are ignored; ``.``, ``..``
     and empty parts are dropped, so a URL can never name a file outside the cache.
+
+    ``http`` and ``https`` of one URL can serve different bytes: they shared one file. The path
+    without a mark is https's, unless the URL's http form is a published model's (which then
+    keeps the path it always had); the other scheme gets a folder ``+scheme-http`` (or
+    ``+scheme-https``) before the file name.
     """
     import hashlib
 
@@ -117,7 +123,26 @@ def cache_path(url: str, root: Optional[Path] = None) -> Path:
         pieces.insert(-1, "+path-" + digest(unquote(parts.path)))
     if parts.query:
         pieces.insert(-1, "+query-" + digest(parts.query))
+    scheme = parts.scheme.lower()
+    if scheme != _unmarked_scheme(parts):
+        pieces.insert(-1, "+scheme-" + _SAFE.sub("_", scheme))
     return (root or elmo_home() / "models" / "files").joinpath(host, *pieces)
+
+
+def _unmarked_scheme(parts) -> str:
+    """The scheme whose cache path has no ``+scheme-`` mark for this URL (split): ``http``
+    where the URL's http form is published in the registry and its https form is not (the
+    published models keep the cache paths they had before schemes were told apart), else
+    ``https``."""
+    try:
+        from .registry import MODELS
+    except ImportError:   # this file loaded alone, without its package (no torch): no registry
+        MODELS = {}
+
+    def form(scheme: str) -> str:
+        return parts._replace(scheme=scheme, fragment="").geturl()
+    published = {url for m in MODELS.values() for url in m.urls.values()}
+    return "http" if form("http") in published and form("https") not in published else "https"
 
 
 def cached(url: str) -> Optional[Path]:
