@@ -97,7 +97,11 @@ class Vocabulary:
         """Write one word a line (the original format); ``with_counts`` adds a tab and the count."""
         from .io import atomic_write_text
 
+        atomic_write_text(path, self.text(with_counts))
+
+    def text(self, with_counts: bool = False) -> str:
+        """What :meth:`save` writes: one word a line (with a tab and its count)."""
         if with_counts and self.counts is None:
             raise ValueError("this vocabulary has no counts")
         lines = ([f"{w}\t{c}" for w, c in zip(self.words, self.counts)] if with_counts else self.words)
-        atomic_write_text(path, "\n".join(lines) + "\n")
+        return "\n".join(lines) + "\n"

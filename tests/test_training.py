@@ -255,6 +255,50 @@ def test_vocab_build_says_when_train_will_not_find_the_counts(tmp_path, capsys):
     assert vocab.words == load_training_vocabulary(out).words and vocab.counts is not None
 
 
+@pytest.mark.parametrize("killed_at", [0, 1])
+def test_a_vocab_build_killed_while_writing_leaves_the_earlier_pair_whole(tmp_path, monkeypatch, killed_at):
+    """vocab build wrote the vocabulary, then the counts: killed while writing the counts, it
+    left the new vocabulary beside the old build's counts, and elmo train then dropped the
+    counts without a word. Both files are now written in full under temporary names before
+    either takes its name, so a kill while writing leaves the earlier pair as it was."""
+    from pathlib import Path
+
+    from elmo.training.trainer import load_training_vocabulary
+    first, second, out = tmp_path / "a.txt", tmp_path / "b.txt", tmp_path / "v.txt"
+    first.write_text("the cat sat\nthe cat\n", encoding="utf-8")
+    second.write_text("a dog ran far\n", encoding="utf-8")
+    assert main(["vocab", "build", str(first), "-o", str(out)]) == 0
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    write_text, writes = Path.write_text, []
+
+    def killed(self, text, *args, **kwargs):
+        if text.startswith("<S>"):       # one of the two files of the build
+            writes.append(self)
+            if len(writes) == killed_at + 1:
+                raise KeyboardInterrupt   # the process is stopped here
+        return write_text(self, text, *args, **kwargs)
+    monkeypatch.setattr(Path, "write_text", killed)
+    assert main(["vocab", "build", str(second), "-o", str(out)]) == 130   # (as after Ctrl-C)
+    assert len(writes) == killed_at + 1
+    monkeypatch.setattr(Path, "write_text", write_text)
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+    vocab = load_training_vocabulary(out)
+    assert "cat" in vocab.words and vocab.counts is not None
+
+
+def test_train_says_when_the_counts_beside_the_vocabulary_are_of_other_words(tmp_path, capsys):
+    """A counts file beside the vocabulary with other words (from another build) was dropped
+    without a word, and the trained model came out without its counts; now a note says so."""
+    from elmo.training.trainer import load_training_vocabulary
+    out = tmp_path / "v.txt"
+    Vocabulary.from_counts({"the": 2, "cat": 1}).save(out)
+    Vocabulary.from_counts({"a": 2, "dog": 1}).save(tmp_path / "v.counts.tsv", with_counts=True)
+    vocab = load_training_vocabulary(out)
+    assert vocab.counts is None and "cat" in vocab.words
+    err = capsys.readouterr().err
+    assert f"note: {tmp_path / 'v.counts.tsv'} holds the counts of other words than {out}" in err
+
+
 def test_vocab_build_refuses_its_own_corpus_a_folder_and_a_text_without_words(tmp_path, capsys):
     corpus = tmp_path / "c.txt"
     corpus.write_text("the cat\n", encoding="utf-8")
@@ -429,14 +473,14 @@ def test_a_second_vocab_build_into_the_same_file_is_refused_while_the_first_writ
     first, second, out = tmp_path / "a.txt", tmp_path / "b.txt", tmp_path / "v.txt"
     first.write_text("the cat sat\n", encoding="utf-8")
     second.write_text("a dog ran far\n", encoding="utf-8")
-    save, started, codes = Vocabulary.save, [], []
+    text, started, codes = Vocabulary.text, [], []
 
-    def save_then_start_another(self, path, with_counts=False):
-        save(self, path, with_counts)
-        if not started:   # the first build has written the vocabulary, not yet the counts
+    def write_then_start_another(self, with_counts=False):
+        if not started:   # the first build is writing the vocabulary, not yet the counts
             started.append(True)
             codes.append(main(["vocab", "build", str(second), "-o", str(out)]))
-    monkeypatch.setattr(Vocabulary, "save", save_then_start_another)
+        return text(self, with_counts)
+    monkeypatch.setattr(Vocabulary, "text", write_then_start_another)
     assert main(["vocab", "build", str(first), "-o", str(out)]) == 0
     assert codes == [1]
     assert f"{out} is already being written by PID" in capsys.readouterr().err

@@ -294,6 +294,10 @@ def load_training_vocabulary(path: str | Path) -> Vocabulary:
             with_counts = Vocabulary.load(counts_file)
             if with_counts.words == vocab.words:
                 return with_counts
+            # (they were dropped without a word: the trained model came out without its counts)
+            print(f"note: {counts_file} holds the counts of other words than {path} (another "
+                  f"build's, or a vocab build stopped half-way); they are not used: run elmo "
+                  f"vocab build again to write the two together", file=sys.stderr, flush=True)
     return vocab
 
 

@@ -71,9 +71,35 @@ def _count_and_write(corpus: Sequence[str], output: Path, counts_path: Path, min
     if not any(w not in SPECIAL for w in counts):
         raise ValueError(f"{', '.join(map(str, corpus))}: no words (empty or blank lines only)")
     vocab = Vocabulary.from_counts(counts, min_count=min_count, max_size=max_size)
-    vocab.save(output)
-    vocab.save(counts_path, with_counts=True)
+    _write_pair(vocab, output, counts_path)
     return counts, vocab
+
+
+def _write_pair(vocab: Vocabulary, output: Path, counts_path: Path) -> None:
+    """Write the vocabulary and its counts as one pair, as far as two files can be.
+
+    Both are written in full under temporary names first, then renamed one right after the
+    other, the counts first: the vocabulary (what ``elmo train`` reads, and what a resumed run
+    checks) changes last. They were written one after the other, so a kill while the counts
+    were written (a large vocabulary's take a while) left the new vocabulary beside the old
+    build's counts. Only a kill between the two renames can now leave the new counts beside
+    the old vocabulary; ``elmo train`` compares their words and says so
+    (:func:`elmo.training.trainer.load_training_vocabulary`)."""
+    from ..io import _naming, atomic_commit, atomic_target
+
+    staged = []
+    try:
+        for path, with_counts in ((output, False), (counts_path, True)):
+            tmp = atomic_target(path)
+            staged.append((tmp, path))
+            with _naming(path):   # (an error names the file, not its temporary)
+                tmp.write_text(vocab.text(with_counts), encoding="utf-8")
+        for tmp, path in reversed(staged):
+            with _naming(path):
+                atomic_commit(tmp, path)
+    finally:
+        for tmp, _ in staged:
+            tmp.unlink(missing_ok=True)
 
 
 def default_counts_path(vocab: Path) -> Path:
