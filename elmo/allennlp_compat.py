@@ -31,6 +31,7 @@ from .embedding import Embedder, embed_file
 from .embedding.embedder import DEFAULT_BATCH_SIZE, eval_mode
 from .embedding.windows import DEFAULT_MAX_TOKENS, DEFAULT_OVERLAP
 from .checks import integer_or_none, require_count
+from .io import no_empty_folder_on_failure
 from .modules import BiLM, Elmo
 
 #: What ``embed_file``'s ``output_format`` may be, as in AllenNLP.
@@ -202,13 +203,18 @@ class ElmoEmbedder:
         if isinstance(data, str):
             data = data.encode("utf-8")
         out_dir = Path(output_file_path).resolve().parent
-        fd, tmp = tempfile.mkstemp(prefix=".elmo-input-", suffix=".txt", dir=out_dir)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-            embed_file(tmp, output_file_path, self.elmo_bilm, **kwargs)
-        finally:
-            os.unlink(tmp)
+        # The folder is made here, as embed_file makes it for a path (mkstemp into a folder
+        # not there yet raised FileNotFoundError naming the temporary file), and removed again
+        # if the run fails and it holds nothing.
+        with no_empty_folder_on_failure(out_dir):
+            out_dir.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=".elmo-input-", suffix=".txt", dir=out_dir)
+            try:
+                with os.fdopen(fd, "wb") as f:
+                    f.write(data)
+                embed_file(tmp, output_file_path, self.elmo_bilm, **kwargs)
+            finally:
+                os.unlink(tmp)
 
 
 def _check_batch(batch) -> None:

@@ -327,6 +327,21 @@ def test_embed_file_layout(fixture_embedder, tmp_path, fmt):
             assert np.allclose(got, expected, atol=1e-5)
 
 
+def test_embed_file_from_an_open_file_into_a_new_folder(fixture_embedder, tmp_path):
+    # A path input makes the output's folder; an open file did not (FileNotFoundError naming
+    # the temporary copy of its text)
+    out = tmp_path / "new" / "deeper" / "out.hdf5"
+    fixture_embedder.embed_file(io.StringIO("a b\n"), out, output_format="top")
+    with h5py.File(out, "r") as f:
+        assert f["0"].shape == (2, 32)
+    assert [p.name for p in out.parent.iterdir()] == ["out.hdf5"]
+    # a failed run leaves no folder it made
+    bad = tmp_path / "other" / "out.hdf5"
+    with pytest.raises(ValueError, match="not valid UTF-8"):
+        fixture_embedder.embed_file(io.BytesIO(b"\xff\n"), bad)
+    assert not (tmp_path / "other").exists()
+
+
 def test_embed_file_from_an_open_file_with_sentence_keys(fixture_embedder, tmp_path):
     handle = io.StringIO("a b\nc\n")
     out = tmp_path / "keys.hdf5"
