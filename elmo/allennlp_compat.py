@@ -101,7 +101,8 @@ class ElmoEmbedder:
             (its vectors then depend on what was embedded before). Default: stateless, so a
             sentence always gets the same vectors; None keeps a given ``model``'s own setting.
         max_tokens, overlap: sentences longer than ``max_tokens`` run as overlapping windows
-            (see :mod:`elmo.embedding.windows`); AllenNLP always ran them whole.
+            (see :mod:`elmo.embedding.windows`); AllenNLP always ran them whole, as
+            :meth:`embed_batch` does in stateful mode.
     """
 
     def __init__(self, options_file: Optional[str] = None, weight_file: Optional[str] = None,
@@ -153,11 +154,19 @@ class ElmoEmbedder:
 
     def embed_batch(self, batch: List[List[str]]) -> List[np.ndarray]:
         """Tokenized sentences -> one float32 (L + 1, n_tokens, D) each, in input order (an
-        empty sentence gives (L + 1, 0, D)). The batch is one biLM call (sorted by length), so
-        in stateful mode row b carries its state to row b of the next call, as in AllenNLP."""
+        empty sentence gives (L + 1, 0, D)). Stateless (the default), the batch is one biLM
+        call sorted by length, sentences longer than ``max_tokens`` as windows. In stateful
+        mode it is one biLM call in input order with every sentence whole, so that row b
+        carries its state to row b of the next call, as in AllenNLP."""
         _check_batch(batch)
         if not batch:
             return []
+        if self.elmo_bilm.stateful:
+            # Windows would be rows of their own: a long sentence's pieces moved the sentences
+            # after it to other rows and calls, each starting from a window's state
+            longest = max(1, max(len(sentence) for sentence in batch))
+            whole = Embedder(self.elmo_bilm, batch_size=len(batch), max_tokens=longest, overlap=0)
+            return whole.embed_sentences(batch, layers="all")
         self._embedder.batch_size = len(batch)
         return self._embedder.embed_sentences(batch, layers="all")
 

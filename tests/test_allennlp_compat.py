@@ -1,4 +1,5 @@
 """AllenNLP's public ELMo surface: N-d input, Elmo's options, ElmoTokenEmbedder, ElmoEmbedder."""
+import copy
 import io
 import json
 
@@ -306,6 +307,23 @@ def test_embedder_stateful_replays_the_allennlp_reference():
     stateless = ElmoEmbedder(model=ee.elmo_bilm, stateful=False)  # the same weights, no state
     again = [stateless.embed_sentence(["Hi", "there"]) for _ in range(2)]
     assert np.array_equal(*again)
+
+
+def test_stateful_embed_batch_runs_long_sentences_whole():
+    """Stateful, row b carries its state to row b of the next call: a sentence longer than
+    max_tokens ran as windows in rows of their own, moving the next sentence to another row
+    and call, where it started from a window's state."""
+    bilm = random_bilm()
+    windowed = ElmoEmbedder(model=copy.deepcopy(bilm), stateful=True, max_tokens=4, overlap=1)
+    reference = ElmoEmbedder(model=copy.deepcopy(bilm), stateful=True)   # one biLM call per batch
+    batch = [list("abcdefghij"), ["k", "l"], []]
+    for _ in range(2):   # the second call starts from the state the first left
+        got = windowed.embed_batch(batch)
+        activations, mask = reference.batch_to_embeddings(batch)
+        for b, sentence in enumerate(batch):
+            want = activations[b, :, :len(sentence)].numpy()
+            assert got[b].shape == want.shape
+            assert np.allclose(got[b], want, atol=1e-5)
 
 
 @pytest.mark.parametrize("fmt", ["all", "top", "average"])
