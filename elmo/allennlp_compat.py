@@ -27,8 +27,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from .embedding import Embedder, embed_file
+from .embedding import Embedder, InputError, embed_file
 from .embedding.embedder import DEFAULT_BATCH_SIZE, eval_mode
+from .embedding.output import NonFiniteOutput
 from .embedding.windows import DEFAULT_MAX_TOKENS, DEFAULT_OVERLAP
 from .checks import integer_or_none, require_count
 from .io import no_empty_folder_on_failure
@@ -207,6 +208,7 @@ class ElmoEmbedder:
             embed_file(input_file, output_file_path, self.elmo_bilm, **kwargs)
             return
         # An open file: copy its text next to the output, so that embed_file can index it.
+        shown = str(getattr(input_file, "name", None) or f"the {type(input_file).__name__} given")
         data = input_file.read()
         input_file.close()
         if isinstance(data, str):
@@ -222,6 +224,9 @@ class ElmoEmbedder:
                 with os.fdopen(fd, "wb") as f:
                     f.write(data)
                 embed_file(tmp, output_file_path, self.elmo_bilm, **kwargs)
+            except (InputError, NonFiniteOutput) as e:
+                # (they named the line in the temporary copy, deleted by now)
+                raise type(e)(str(e).replace(tmp, shown)) from None
             finally:
                 os.unlink(tmp)
 

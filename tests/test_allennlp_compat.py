@@ -360,6 +360,19 @@ def test_embed_file_from_an_open_file_into_a_new_folder(fixture_embedder, tmp_pa
     assert not (tmp_path / "other").exists()
 
 
+def test_embed_file_errors_name_the_open_file_not_its_copy(fixture_embedder, tmp_path):
+    # The line was named in the temporary copy of the text, deleted when the error was seen
+    source = tmp_path / "sentences.txt"
+    source.write_text("a b\nc\na b\n", encoding="utf-8")
+    with open(source, encoding="utf-8") as handle, \
+            pytest.raises(ValueError, match=r"sentences\.txt: line 3 repeats line 1") as caught:
+        fixture_embedder.embed_file(handle, tmp_path / "out.hdf5", use_sentence_keys=True)
+    assert ".elmo-input-" not in str(caught.value)
+    with pytest.raises(ValueError, match="^the BytesIO given: line 2: byte 0xff") as caught:
+        fixture_embedder.embed_file(io.BytesIO(b"a\n\xff\n"), tmp_path / "out.hdf5")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sentences.txt"]
+
+
 def test_embed_file_from_an_open_file_with_sentence_keys(fixture_embedder, tmp_path):
     handle = io.StringIO("a b\nc\n")
     out = tmp_path / "keys.hdf5"
