@@ -38,6 +38,9 @@ from .modules import BiLM, Elmo
 #: What ``embed_file``'s ``output_format`` may be, as in AllenNLP.
 OUTPUT_FORMATS = ("all", "top", "average")
 
+#: The ``max_tokens`` of a stateful :meth:`ElmoEmbedder.embed_file`: no line is cut into windows.
+WHOLE_SENTENCES = 2 ** 31 - 1
+
 
 class ElmoTokenEmbedder(nn.Module):
     """AllenNLP's ``ElmoTokenEmbedder``: one ELMo mix per token, optionally projected.
@@ -103,7 +106,7 @@ class ElmoEmbedder:
             sentence always gets the same vectors; None keeps a given ``model``'s own setting.
         max_tokens, overlap: sentences longer than ``max_tokens`` run as overlapping windows
             (see :mod:`elmo.embedding.windows`); AllenNLP always ran them whole, as
-            :meth:`embed_batch` does in stateful mode.
+            :meth:`embed_batch` and :meth:`embed_file` do in stateful mode.
     """
 
     def __init__(self, options_file: Optional[str] = None, weight_file: Optional[str] = None,
@@ -199,8 +202,11 @@ class ElmoEmbedder:
             raise ValueError(f"output_format must be one of {', '.join(OUTPUT_FORMATS)}; "
                              f"got {output_format!r}")
         batch_size = require_count("batch_size", batch_size)
+        # Stateful, every line runs whole, as in embed_batch: a long line's windows took rows
+        # of their own and moved the lines after it to other rows
+        max_tokens = WHOLE_SENTENCES if self.elmo_bilm.stateful else self._embedder.max_tokens
         kwargs = dict(layers=output_format, batch_size=batch_size, forget_sentences=forget_sentences,
-                      sentence_keys=use_sentence_keys, max_tokens=self._embedder.max_tokens,
+                      sentence_keys=use_sentence_keys, max_tokens=max_tokens,
                       overlap=self._embedder.overlap, stateful=self.elmo_bilm.stateful,
                       device=self.device, overwrite=True,
                       command_line="ElmoEmbedder.embed_file")

@@ -326,6 +326,23 @@ def test_stateful_embed_batch_runs_long_sentences_whole():
             assert np.allclose(got[b], want, atol=1e-5)
 
 
+def test_stateful_embed_file_equals_embed_sentences_with_long_lines(tmp_path):
+    """Stateful embed_file cut a line longer than max_tokens into windows, rows of their own,
+    so the lines after it got other rows' state than embed_sentences (and AllenNLP) give them."""
+    bilm = random_bilm()
+    lines = ["a b c d e f g h i j", "k l", "m n o", "p"]
+    src = tmp_path / "in.txt"
+    src.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    writer = ElmoEmbedder(model=copy.deepcopy(bilm), stateful=True, max_tokens=4, overlap=1)
+    writer.embed_file(src, tmp_path / "out.hdf5", batch_size=2)
+    reader = ElmoEmbedder(model=copy.deepcopy(bilm), stateful=True, max_tokens=4, overlap=1)
+    want = list(reader.embed_sentences([line.split() for line in lines], batch_size=2))
+    with h5py.File(tmp_path / "out.hdf5", "r") as f:
+        for i, w in enumerate(want):
+            assert f[str(i)].shape == w.shape
+            assert np.allclose(f[str(i)][...], w, atol=1e-5)
+
+
 @pytest.mark.parametrize("fmt", ["all", "top", "average"])
 def test_embed_file_layout(fixture_embedder, tmp_path, fmt):
     lines = ["The bank closed .", "Hi", "The bank closed ."]
