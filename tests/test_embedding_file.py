@@ -184,6 +184,26 @@ def test_a_wait_timeout_that_never_ends_is_refused(tmp_path, bilm):
             embed_file(inp, tmp_path / "out.hdf5", bilm, wait_timeout=timeout)
 
 
+def test_embed_file_gives_the_model_back_its_own_token_cache(tmp_path):
+    """A model's token cache (Elmo's vocab_to_cache over it) was replaced by the file's
+    frequent words, then cleared at the end: the caller's Elmo lost it without a word."""
+    from elmo import Elmo, batch_to_ids
+    bilm = random_bilm()
+    elmo = Elmo(module=bilm, dropout=0.0, vocab_to_cache=["river", "bank"])
+    encoder = bilm.token_encoder
+    before = encoder.token_cache_size
+    inp = write_lines(tmp_path / "in.txt", ["a b c", "a b c d", "a b"])
+    embed_file(inp, tmp_path / "out.hdf5", bilm, cache_min_count=2)
+    assert encoder.token_cache_size == before == 4   # (the two words and <S>, </S>)
+    ids = batch_to_ids([["river", "bank"]])
+    cached = elmo(ids)["elmo_representations"][0]
+    encoder.clear_token_cache()
+    assert torch.allclose(cached, elmo(ids)["elmo_representations"][0], atol=1e-6)
+    # a model without one is left without one
+    embed_file(inp, tmp_path / "again.hdf5", bilm, cache_min_count=2)
+    assert encoder.token_cache_size == 0
+
+
 def test_token_cache_settings_below_one_are_refused_unless_the_cache_is_off(tmp_path, bilm):
     """A negative --cache-sample read no line and cached nothing, without a word."""
     inp = write_lines(tmp_path / "in.txt", ["a b", "a b"])
