@@ -32,7 +32,7 @@ from .embedding.embedder import DEFAULT_BATCH_SIZE, eval_mode
 from .embedding.output import NonFiniteOutput
 from .embedding.windows import DEFAULT_MAX_TOKENS, DEFAULT_OVERLAP
 from .checks import integer_or_none, require_count
-from .io import no_empty_folder_on_failure
+from .io import check_output_file, no_empty_folder_on_failure, writing
 from .modules import BiLM, Elmo
 
 #: What ``embed_file``'s ``output_format`` may be, as in AllenNLP.
@@ -219,15 +219,19 @@ class ElmoEmbedder:
         input_file.close()
         if isinstance(data, str):
             data = data.encode("utf-8")
-        out_dir = Path(output_file_path).resolve().parent
-        # The folder is made here, as embed_file makes it for a path (mkstemp into a folder
-        # not there yet raised FileNotFoundError naming the temporary file), and removed again
-        # if the run fails and it holds nothing.
+        output = Path(output_file_path)
+        # The output's checks come first, as for a path (a folder that is a file was a bare
+        # FileExistsError), and the folder is made, as embed_file makes it for a path (mkstemp
+        # into a folder not there yet raised FileNotFoundError naming the temporary file); it
+        # is removed again if the run fails and it holds nothing.
+        check_output_file(output, "output")
+        out_dir = output.resolve().parent
         with no_empty_folder_on_failure(out_dir):
-            out_dir.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=".elmo-input-", suffix=".txt", dir=out_dir)
+            with writing(output, "copy of the input text (beside the output)"):
+                out_dir.mkdir(parents=True, exist_ok=True)
+                fd, tmp = tempfile.mkstemp(prefix=".elmo-input-", suffix=".txt", dir=out_dir)
             try:
-                with os.fdopen(fd, "wb") as f:
+                with writing(output, "copy of the input text (beside the output)"), os.fdopen(fd, "wb") as f:
                     f.write(data)
                 embed_file(tmp, output_file_path, self.elmo_bilm, **kwargs)
             except (InputError, NonFiniteOutput) as e:

@@ -377,6 +377,16 @@ def test_embed_file_from_an_open_file_into_a_new_folder(fixture_embedder, tmp_pa
     assert not (tmp_path / "other").exists()
 
 
+def test_embed_file_from_an_open_file_checks_the_output_as_for_a_path(fixture_embedder, tmp_path):
+    # (a folder that is a file: a bare FileExistsError for an open file, one line for a path)
+    (tmp_path / "afile").write_text("kept", encoding="utf-8")
+    out = tmp_path / "afile" / "out.hdf5"
+    for source in (lambda: str(tmp_path / "afile"), lambda: io.StringIO("a b\n")):
+        with pytest.raises(OSError, match=r"afile/out\.hdf5: .*afile is not a directory"):
+            fixture_embedder.embed_file(source(), out)
+    assert (tmp_path / "afile").read_text(encoding="utf-8") == "kept"
+
+
 def test_embed_file_errors_name_the_open_file_not_its_copy(fixture_embedder, tmp_path):
     # The line was named in the temporary copy of the text, deleted when the error was seen
     source = tmp_path / "sentences.txt"
