@@ -345,6 +345,17 @@ def test_tokenizer(text, tokens):
     assert tokenize(text) == tokens
 
 
+def test_tokenizer_drops_invisible_joiners_inside_words():
+    """A soft hyphen, zero-width (non-)joiner, word joiner or direction mark was a token of its
+    own in the middle of the word it sits in: three tokens, one invisible."""
+    from elmo.tokenize import normalize
+    for mark in ("\u00ad", "\u200c", "\u200d", "\u2060", "\u200e", "\u202e", "\u2066"):
+        assert tokenize(f"co{mark}operate now") == ["cooperate", "now"], repr(mark)
+        assert tokenize(f"don{mark}'t {mark} stop") == ["do", "n't", "stop"], repr(mark)
+        assert normalize(f"a{mark}b {mark} c") == "ab c"
+    assert tokenize("a\u200bb") == ["a", "b"]   # the zero-width space still separates words
+
+
 def test_tokenizer_takes_text_only():
     for wrong, shown in ((None, "NoneType$"), (b"a b", "bytes; decode bytes first"), (["a b"], "list$")):
         with pytest.raises(TypeError, match=f"tokenize takes a string of text, got {shown}"):
