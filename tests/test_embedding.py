@@ -330,6 +330,22 @@ def test_masked_pool_refuses_a_mask_that_does_not_fit():
         masked_pool(vectors[0], torch.ones(3, dtype=torch.bool))
 
 
+def test_average_and_mix_of_a_bfloat16_model_are_those_of_its_layers():
+    """In the model's bfloat16 the average and the mix were rounded to 8 bits of mantissa:
+    the ``average`` differed from the mean of the ``all`` layers of the same call."""
+    bilm = random_bilm().to(torch.bfloat16)
+    embedder = Embedder(bilm)
+    sentences = [["The", "bank", "closed", "its", "doors", "."], ["Hi"]]
+    layers = embedder.embed_sentences(sentences, "all")
+    average = embedder.embed_sentences(sentences, "average")
+    mixed = embedder.embed_sentences(sentences, "mix:0.2,0.5,0.3")
+    for every, avg, mix in zip(layers, average, mixed):
+        assert avg.dtype == np.float32
+        np.testing.assert_allclose(avg, every.astype(np.float64).mean(axis=0), rtol=1e-5, atol=1e-6)
+        want = np.tensordot([0.2, 0.5, 0.3], every.astype(np.float64), axes=1)
+        np.testing.assert_allclose(mix, want, rtol=1e-5, atol=1e-6)
+
+
 # ---------------------------------------------------------------------- tokenizer
 @pytest.mark.parametrize("text, tokens", [
     ("I don't think John's car works.", ["I", "do", "n't", "think", "John", "'s", "car", "works", "."]),
