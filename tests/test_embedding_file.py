@@ -169,6 +169,22 @@ def test_a_byte_order_mark_opening_the_file_is_no_part_of_the_first_word(tmp_pat
     assert json.loads(data["sentence_to_index"][0]) == {"The bank closed .": "0", "Hi": "1"}
 
 
+def test_cli_names_its_spelling_of_allennlp_elmo_options(tmp_path, capsys):
+    """AllenNLP's `elmo IN OUT --top` was only 'unrecognized arguments: --top'."""
+    inp = write_lines(tmp_path / "in.txt", ["a b"])
+    for given, spelled in ((["--top"], "--layers top"), (["--all"], "--layers all"),
+                           (["--average"], "--layers average"),
+                           (["--use-sentence-keys"], "--sentence-keys"),
+                           (["--cuda-device", "0"], "--device cuda:N"),
+                           (["--weight-file", "w.hdf5"], "--model FOLDER")):
+        with pytest.raises(SystemExit) as stop:
+            cli_main(["embed", str(inp), str(tmp_path / "o.hdf5"), "--model", "fixture", *given])
+        assert stop.value.code == 2
+        err = capsys.readouterr().err
+        assert f"{given[0]} is an option of AllenNLP's elmo command; here it is {spelled}" in err
+    assert not (tmp_path / "o.hdf5").exists()
+
+
 def test_cli_reports_bad_input_in_one_line(tmp_path, capsys):
     bad = tmp_path / "bad.txt"
     bad.write_bytes(b"ok\n\xc3\x28\n")
