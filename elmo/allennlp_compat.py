@@ -27,14 +27,19 @@ import numpy as np
 import torch
 from torch import nn
 
-from .embedding import Embedder, embed_file
+from .embedding import Embedder, InputError, embed_file
 from .embedding.embedder import DEFAULT_BATCH_SIZE, eval_mode
+from .embedding.output import NonFiniteOutput
 from .embedding.windows import DEFAULT_MAX_TOKENS, DEFAULT_OVERLAP
 from .checks import integer_or_none, require_count
+from .io import check_output_file, no_empty_folder_on_failure, writing
 from .modules import BiLM, Elmo
 
 #: What ``embed_file``'s ``output_format`` may be, as in AllenNLP.
 OUTPUT_FORMATS = ("all", "top", "average")
+
+#: The ``max_tokens`` of a stateful :meth:`ElmoEmbedder.embed_file`: no line is cut into windows.
+WHOLE_SENTENCES = 2 ** 31 - 1
 
 
 class ElmoTokenEmbedder(nn.Module):
@@ -100,7 +105,8 @@ class ElmoEmbedder:
             (its vectors then depend on what was embedded before). Default: stateless, so a
             sentence always gets the same vectors; None keeps a given ``model``'s own setting.
         max_tokens, overlap: sentences longer than ``max_tokens`` run as overlapping windows
-            (see :mod:`elmo.embedding.windows`); AllenNLP always ran them whole.
+            (see :mod:`elmo.embedding.windows`); AllenNLP always ran them whole, as
+            :meth:`embed_batch` and :meth:`embed_file` do in stateful mode.
     """
 
     def __init__(self, options_file: Optional[str] = None, weight_file: Optional[str] = None,
@@ -152,11 +158,19 @@ class ElmoEmbedder:
 
     def embed_batch(self, batch: List[List[str]]) -> List[np.ndarray]:
         """Tokenized sentences -> one float32 (L + 1, n_tokens, D) each, in input order (an
-        empty sentence gives (L + 1, 0, D)). The batch is one biLM call (sorted by length), so
-        in stateful mode row b carries its state to row b of the next call, as in AllenNLP."""
+        empty sentence gives (L + 1, 0, D)). Stateless (the default), the batch is one biLM
+        call sorted by length, sentences longer than ``max_tokens`` as windows. In stateful
+        mode it is one biLM call in input order with every sentence whole, so that row b
+        carries its state to row b of the next call, as in AllenNLP."""
         _check_batch(batch)
         if not batch:
             return []
+        if self.elmo_bilm.stateful:
+            # Windows would be rows of their own: a long sentence's pieces moved the sentences
+            # after it to other rows and calls, each starting from a window's state
+            longest = max(1, max(len(sentence) for sentence in batch))
+            whole = Embedder(self.elmo_bilm, batch_size=len(batch), max_tokens=longest, overlap=0)
+            return whole.embed_sentences(batch, layers="all")
         self._embedder.batch_size = len(batch)
         return self._embedder.embed_sentences(batch, layers="all")
 
@@ -188,8 +202,11 @@ class ElmoEmbedder:
             raise ValueError(f"output_format must be one of {', '.join(OUTPUT_FORMATS)}; "
                              f"got {output_format!r}")
         batch_size = require_count("batch_size", batch_size)
+        # Stateful, every line runs whole, as in embed_batch: a long line's windows took rows
+        # of their own and moved the lines after it to other rows
+        max_tokens = WHOLE_SENTENCES if self.elmo_bilm.stateful else self._embedder.max_tokens
         kwargs = dict(layers=output_format, batch_size=batch_size, forget_sentences=forget_sentences,
-                      sentence_keys=use_sentence_keys, max_tokens=self._embedder.max_tokens,
+                      sentence_keys=use_sentence_keys, max_tokens=max_tokens,
                       overlap=self._embedder.overlap, stateful=self.elmo_bilm.stateful,
                       device=self.device, overwrite=True,
                       command_line="ElmoEmbedder.embed_file")
@@ -197,18 +214,31 @@ class ElmoEmbedder:
             embed_file(input_file, output_file_path, self.elmo_bilm, **kwargs)
             return
         # An open file: copy its text next to the output, so that embed_file can index it.
+        shown = str(getattr(input_file, "name", None) or f"the {type(input_file).__name__} given")
         data = input_file.read()
         input_file.close()
         if isinstance(data, str):
             data = data.encode("utf-8")
-        out_dir = Path(output_file_path).resolve().parent
-        fd, tmp = tempfile.mkstemp(prefix=".elmo-input-", suffix=".txt", dir=out_dir)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-            embed_file(tmp, output_file_path, self.elmo_bilm, **kwargs)
-        finally:
-            os.unlink(tmp)
+        output = Path(output_file_path)
+        # The output's checks come first, as for a path (a folder that is a file was a bare
+        # FileExistsError), and the folder is made, as embed_file makes it for a path (mkstemp
+        # into a folder not there yet raised FileNotFoundError naming the temporary file); it
+        # is removed again if the run fails and it holds nothing.
+        check_output_file(output, "output")
+        out_dir = output.resolve().parent
+        with no_empty_folder_on_failure(out_dir):
+            with writing(output, "copy of the input text (beside the output)"):
+                out_dir.mkdir(parents=True, exist_ok=True)
+                fd, tmp = tempfile.mkstemp(prefix=".elmo-input-", suffix=".txt", dir=out_dir)
+            try:
+                with writing(output, "copy of the input text (beside the output)"), os.fdopen(fd, "wb") as f:
+                    f.write(data)
+                embed_file(tmp, output_file_path, self.elmo_bilm, **kwargs)
+            except (InputError, NonFiniteOutput) as e:
+                # (they named the line in the temporary copy, deleted by now)
+                raise type(e)(str(e).replace(tmp, shown)) from None
+            finally:
+                os.unlink(tmp)
 
 
 def _check_batch(batch) -> None:

@@ -37,6 +37,17 @@ CHAR_MAP = str.maketrans({
     "\u00a0": " ", "\u2009": " ", "\u200b": " ", "\ufeff": " ",
 })
 
+#: Invisible characters that join or shape the letters around them (soft hyphen, zero-width
+#: non-joiner and joiner, word joiner, direction marks and embeddings). :func:`tokenize` and
+#: :func:`normalize` drop them: as any other symbol they were tokens of their own, so
+#: ``co\u00adoperate`` gave three tokens, the middle one invisible. (The zero-width space and
+#: the BOM separate words: CHAR_MAP makes them spaces. :meth:`Tokenizer.spans` keeps them,
+#: as its offsets are into the text as given.)
+INVISIBLE = "\u00ad\u200c\u200d\u200e\u200f\u2060\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+
+#: CHAR_MAP, and the invisible characters deleted.
+TEXT_MAP = {**CHAR_MAP, **str.maketrans(dict.fromkeys(INVISIBLE))}
+
 #: spaCy's infix alternatives between letters; the plain hyphen is taken out of them.
 _HYPHEN_INFIX = "(?:-|–|—|--|---|——|~)"
 _DASH_INFIX = "(?:–|—|--|---|——|~)"
@@ -46,9 +57,10 @@ _DASHES = re.compile(r"(\u2014|--+)")
 
 
 def normalize(text: str) -> str:
-    """Map curly quotes to ASCII, set em dashes and ``--`` apart with spaces (so that
-    ``word\u2014"Quote`` splits), and collapse every run of whitespace to one space."""
-    return " ".join(_DASHES.sub(r" \1 ", text.translate(CHAR_MAP)).split())
+    """Map curly quotes to ASCII, drop the invisible joiners (:data:`INVISIBLE`), set em
+    dashes and ``--`` apart with spaces (so that ``word\u2014"Quote`` splits), and collapse
+    every run of whitespace to one space."""
+    return " ".join(_DASHES.sub(r" \1 ", text.translate(TEXT_MAP)).split())
 
 
 _CLITIC = re.compile(r"^(.+?)(n't|N'T|'s|'S|'re|'RE|'ll|'LL|'ve|'VE|'d|'D|'m|'M)$")
@@ -97,7 +109,7 @@ def tokenize(text: str) -> List[str]:
                         + ("; decode bytes first" if isinstance(text, (bytes, bytearray)) else ""))
     tokens: List[str] = []
     end = 0
-    for match in _TOKEN.finditer(text.translate(CHAR_MAP)):
+    for match in _TOKEN.finditer(text.translate(TEXT_MAP)):
         token = match.group()
         if token == '"':
             token = quote_token(tokens[-1] if tokens else None, match.start() > end)

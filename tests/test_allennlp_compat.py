@@ -1,4 +1,5 @@
 """AllenNLP's public ELMo surface: N-d input, Elmo's options, ElmoTokenEmbedder, ElmoEmbedder."""
+import copy
 import io
 import json
 
@@ -308,6 +309,40 @@ def test_embedder_stateful_replays_the_allennlp_reference():
     assert np.array_equal(*again)
 
 
+def test_stateful_embed_batch_runs_long_sentences_whole():
+    """Stateful, row b carries its state to row b of the next call: a sentence longer than
+    max_tokens ran as windows in rows of their own, moving the next sentence to another row
+    and call, where it started from a window's state."""
+    bilm = random_bilm()
+    windowed = ElmoEmbedder(model=copy.deepcopy(bilm), stateful=True, max_tokens=4, overlap=1)
+    reference = ElmoEmbedder(model=copy.deepcopy(bilm), stateful=True)   # one biLM call per batch
+    batch = [list("abcdefghij"), ["k", "l"], []]
+    for _ in range(2):   # the second call starts from the state the first left
+        got = windowed.embed_batch(batch)
+        activations, mask = reference.batch_to_embeddings(batch)
+        for b, sentence in enumerate(batch):
+            want = activations[b, :, :len(sentence)].numpy()
+            assert got[b].shape == want.shape
+            assert np.allclose(got[b], want, atol=1e-5)
+
+
+def test_stateful_embed_file_equals_embed_sentences_with_long_lines(tmp_path):
+    """Stateful embed_file cut a line longer than max_tokens into windows, rows of their own,
+    so the lines after it got other rows' state than embed_sentences (and AllenNLP) give them."""
+    bilm = random_bilm()
+    lines = ["a b c d e f g h i j", "k l", "m n o", "p"]
+    src = tmp_path / "in.txt"
+    src.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    writer = ElmoEmbedder(model=copy.deepcopy(bilm), stateful=True, max_tokens=4, overlap=1)
+    writer.embed_file(src, tmp_path / "out.hdf5", batch_size=2)
+    reader = ElmoEmbedder(model=copy.deepcopy(bilm), stateful=True, max_tokens=4, overlap=1)
+    want = list(reader.embed_sentences([line.split() for line in lines], batch_size=2))
+    with h5py.File(tmp_path / "out.hdf5", "r") as f:
+        for i, w in enumerate(want):
+            assert f[str(i)].shape == w.shape
+            assert np.allclose(f[str(i)][...], w, atol=1e-5)
+
+
 @pytest.mark.parametrize("fmt", ["all", "top", "average"])
 def test_embed_file_layout(fixture_embedder, tmp_path, fmt):
     lines = ["The bank closed .", "Hi", "The bank closed ."]
@@ -325,6 +360,44 @@ def test_embed_file_layout(fixture_embedder, tmp_path, fmt):
             got = f[str(i)][...]
             assert got.dtype == np.float32 and got.shape == expected.shape
             assert np.allclose(got, expected, atol=1e-5)
+
+
+def test_embed_file_from_an_open_file_into_a_new_folder(fixture_embedder, tmp_path):
+    # A path input makes the output's folder; an open file did not (FileNotFoundError naming
+    # the temporary copy of its text)
+    out = tmp_path / "new" / "deeper" / "out.hdf5"
+    fixture_embedder.embed_file(io.StringIO("a b\n"), out, output_format="top")
+    with h5py.File(out, "r") as f:
+        assert f["0"].shape == (2, 32)
+    assert [p.name for p in out.parent.iterdir()] == ["out.hdf5"]
+    # a failed run leaves no folder it made
+    bad = tmp_path / "other" / "out.hdf5"
+    with pytest.raises(ValueError, match="not valid UTF-8"):
+        fixture_embedder.embed_file(io.BytesIO(b"\xff\n"), bad)
+    assert not (tmp_path / "other").exists()
+
+
+def test_embed_file_from_an_open_file_checks_the_output_as_for_a_path(fixture_embedder, tmp_path):
+    # (a folder that is a file: a bare FileExistsError for an open file, one line for a path)
+    (tmp_path / "afile").write_text("kept", encoding="utf-8")
+    out = tmp_path / "afile" / "out.hdf5"
+    for source in (lambda: str(tmp_path / "afile"), lambda: io.StringIO("a b\n")):
+        with pytest.raises(OSError, match=r"afile/out\.hdf5: .*afile is not a directory"):
+            fixture_embedder.embed_file(source(), out)
+    assert (tmp_path / "afile").read_text(encoding="utf-8") == "kept"
+
+
+def test_embed_file_errors_name_the_open_file_not_its_copy(fixture_embedder, tmp_path):
+    # The line was named in the temporary copy of the text, deleted when the error was seen
+    source = tmp_path / "sentences.txt"
+    source.write_text("a b\nc\na b\n", encoding="utf-8")
+    with open(source, encoding="utf-8") as handle, \
+            pytest.raises(ValueError, match=r"sentences\.txt: line 3 repeats line 1") as caught:
+        fixture_embedder.embed_file(handle, tmp_path / "out.hdf5", use_sentence_keys=True)
+    assert ".elmo-input-" not in str(caught.value)
+    with pytest.raises(ValueError, match="^the BytesIO given: line 2: byte 0xff") as caught:
+        fixture_embedder.embed_file(io.BytesIO(b"a\n\xff\n"), tmp_path / "out.hdf5")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sentences.txt"]
 
 
 def test_embed_file_from_an_open_file_with_sentence_keys(fixture_embedder, tmp_path):

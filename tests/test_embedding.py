@@ -330,6 +330,22 @@ def test_masked_pool_refuses_a_mask_that_does_not_fit():
         masked_pool(vectors[0], torch.ones(3, dtype=torch.bool))
 
 
+def test_average_and_mix_of_a_bfloat16_model_are_those_of_its_layers():
+    """In the model's bfloat16 the average and the mix were rounded to 8 bits of mantissa:
+    the ``average`` differed from the mean of the ``all`` layers of the same call."""
+    bilm = random_bilm().to(torch.bfloat16)
+    embedder = Embedder(bilm)
+    sentences = [["The", "bank", "closed", "its", "doors", "."], ["Hi"]]
+    layers = embedder.embed_sentences(sentences, "all")
+    average = embedder.embed_sentences(sentences, "average")
+    mixed = embedder.embed_sentences(sentences, "mix:0.2,0.5,0.3")
+    for every, avg, mix in zip(layers, average, mixed):
+        assert avg.dtype == np.float32
+        np.testing.assert_allclose(avg, every.astype(np.float64).mean(axis=0), rtol=1e-5, atol=1e-6)
+        want = np.tensordot([0.2, 0.5, 0.3], every.astype(np.float64), axes=1)
+        np.testing.assert_allclose(mix, want, rtol=1e-5, atol=1e-6)
+
+
 # ---------------------------------------------------------------------- tokenizer
 @pytest.mark.parametrize("text, tokens", [
     ("I don't think John's car works.", ["I", "do", "n't", "think", "John", "'s", "car", "works", "."]),
@@ -343,6 +359,17 @@ def test_masked_pool_refuses_a_mask_that_does_not_fit():
 ])
 def test_tokenizer(text, tokens):
     assert tokenize(text) == tokens
+
+
+def test_tokenizer_drops_invisible_joiners_inside_words():
+    """A soft hyphen, zero-width (non-)joiner, word joiner or direction mark was a token of its
+    own in the middle of the word it sits in: three tokens, one invisible."""
+    from elmo.tokenize import normalize
+    for mark in ("\u00ad", "\u200c", "\u200d", "\u2060", "\u200e", "\u202e", "\u2066"):
+        assert tokenize(f"co{mark}operate now") == ["cooperate", "now"], repr(mark)
+        assert tokenize(f"don{mark}'t {mark} stop") == ["do", "n't", "stop"], repr(mark)
+        assert normalize(f"a{mark}b {mark} c") == "ab c"
+    assert tokenize("a\u200bb") == ["a", "b"]   # the zero-width space still separates words
 
 
 def test_tokenizer_takes_text_only():

@@ -169,6 +169,22 @@ def test_a_byte_order_mark_opening_the_file_is_no_part_of_the_first_word(tmp_pat
     assert json.loads(data["sentence_to_index"][0]) == {"The bank closed .": "0", "Hi": "1"}
 
 
+def test_cli_names_its_spelling_of_allennlp_elmo_options(tmp_path, capsys):
+    """AllenNLP's `elmo IN OUT --top` was only 'unrecognized arguments: --top'."""
+    inp = write_lines(tmp_path / "in.txt", ["a b"])
+    for given, spelled in ((["--top"], "--layers top"), (["--all"], "--layers all"),
+                           (["--average"], "--layers average"),
+                           (["--use-sentence-keys"], "--sentence-keys"),
+                           (["--cuda-device", "0"], "--device cuda:N"),
+                           (["--weight-file", "w.hdf5"], "--model FOLDER")):
+        with pytest.raises(SystemExit) as stop:
+            cli_main(["embed", str(inp), str(tmp_path / "o.hdf5"), "--model", "fixture", *given])
+        assert stop.value.code == 2
+        err = capsys.readouterr().err
+        assert f"{given[0]} is an option of AllenNLP's elmo command; here it is {spelled}" in err
+    assert not (tmp_path / "o.hdf5").exists()
+
+
 def test_cli_reports_bad_input_in_one_line(tmp_path, capsys):
     bad = tmp_path / "bad.txt"
     bad.write_bytes(b"ok\n\xc3\x28\n")
@@ -182,6 +198,26 @@ def test_a_wait_timeout_that_never_ends_is_refused(tmp_path, bilm):
     for timeout in (float("nan"), 0.0, -5.0):  # NaN compares false: it would wait forever
         with pytest.raises(ValueError, match="wait_timeout must be a positive number"):
             embed_file(inp, tmp_path / "out.hdf5", bilm, wait_timeout=timeout)
+
+
+def test_embed_file_gives_the_model_back_its_own_token_cache(tmp_path):
+    """A model's token cache (Elmo's vocab_to_cache over it) was replaced by the file's
+    frequent words, then cleared at the end: the caller's Elmo lost it without a word."""
+    from elmo import Elmo, batch_to_ids
+    bilm = random_bilm()
+    elmo = Elmo(module=bilm, dropout=0.0, vocab_to_cache=["river", "bank"])
+    encoder = bilm.token_encoder
+    before = encoder.token_cache_size
+    inp = write_lines(tmp_path / "in.txt", ["a b c", "a b c d", "a b"])
+    embed_file(inp, tmp_path / "out.hdf5", bilm, cache_min_count=2)
+    assert encoder.token_cache_size == before == 4   # (the two words and <S>, </S>)
+    ids = batch_to_ids([["river", "bank"]])
+    cached = elmo(ids)["elmo_representations"][0]
+    encoder.clear_token_cache()
+    assert torch.allclose(cached, elmo(ids)["elmo_representations"][0], atol=1e-6)
+    # a model without one is left without one
+    embed_file(inp, tmp_path / "again.hdf5", bilm, cache_min_count=2)
+    assert encoder.token_cache_size == 0
 
 
 def test_token_cache_settings_below_one_are_refused_unless_the_cache_is_off(tmp_path, bilm):

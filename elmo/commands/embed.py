@@ -70,8 +70,37 @@ def register(subparsers) -> None:
         help="CPU threads for torch (default: torch's choice); on a busy machine fewer threads than "
              "cores is often faster. Not part of the recorded settings: a resume with another count "
              "changes the rounding of the new segments (about 1e-7); keep it for bit-identical files")
+    for option, nargs, instead in ALLENNLP_OPTIONS:
+        p.add_argument(option, nargs=nargs, action=_AllenNLPOption, instead=instead)
     add_config_arguments(p)
     p.set_defaults(func=embed)
+
+
+#: The options of AllenNLP's ``elmo`` command that are spelled otherwise here: (option, its
+#: number of values, what to write instead). Given, they stop with that spelling, where
+#: argparse said only "unrecognized arguments".
+ALLENNLP_OPTIONS = (
+    ("--all", 0, "--layers all"),
+    ("--top", 0, "--layers top"),
+    ("--average", 0, "--layers average"),
+    ("--use-sentence-keys", 0, "--sentence-keys"),
+    ("--cuda-device", 1, "--device cuda:N (or --device cpu)"),
+    ("--options-file", 1, "--model FOLDER, a folder that holds options.json and weights.hdf5"),
+    ("--weight-file", 1, "--model FOLDER, a folder that holds options.json and weights.hdf5"),
+)
+
+
+class _AllenNLPOption(argparse.Action):
+    """An option of AllenNLP's ``elmo`` command: a usage error naming this command's spelling."""
+
+    def __init__(self, option_strings, dest, instead: str, **kwargs):
+        self.instead = instead
+        super().__init__(option_strings, argparse.SUPPRESS, default=argparse.SUPPRESS,
+                         help=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        parser.error(f"{option_string} is an option of AllenNLP's elmo command; here it is "
+                     f"{self.instead}")
 
 
 def command_line(input_path: str, output_path: str, cfg) -> str:

@@ -74,11 +74,16 @@ class LayerSelection:
         return (num_layers, n_tokens, dim) if self.keeps_all else (n_tokens, dim)
 
     def reduce(self, stacked: torch.Tensor) -> torch.Tensor:
-        """(L + 1, B, T, D) -> (L + 1, B, T, D) for ``all``, else (1, B, T, D)."""
+        """(L + 1, B, T, D) -> (L + 1, B, T, D) for ``all``, else (1, B, T, D).
+
+        An average or mix is computed in float32 at least: in a bfloat16 model's own dtype
+        the ``average`` differed from the mean of the ``all`` layers by 0.2% of the largest
+        value (rounded to 8 bits of mantissa after the sum); it is given back in float32."""
         if self.kind == "all":
             return stacked
         if self.kind == "top":
             return stacked[-1:]
+        stacked = stacked.to(torch.promote_types(stacked.dtype, torch.float32))
         if self.kind == "average":
             return stacked.mean(dim=0, keepdim=True)
         self.check(stacked.shape[0])

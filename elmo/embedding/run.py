@@ -204,13 +204,14 @@ def _embed_file_locked(input_path: Path, output_path: Path, model, selection: La
     model_was_stateful = bilm.stateful
     if cfg.stateful is not None:
         bilm.stateful = cfg.stateful
+    # Leave a model that was passed in as it was: its own token cache too (one built for
+    # Elmo's vocab_to_cache was replaced by this file's words, then cleared)
     try:
-        return _embed_and_merge(embedder, index, selection, input_path, output_path, cfg, rank=rank,
-                                world_size=world_size, command_line=command_line)
-    finally:  # leave a model that was passed in as it was
+        with bilm.token_encoder.token_cache_kept():
+            return _embed_and_merge(embedder, index, selection, input_path, output_path, cfg, rank=rank,
+                                    world_size=world_size, command_line=command_line)
+    finally:
         bilm.stateful = model_was_stateful
-        if cfg.token_cache:
-            bilm.token_encoder.clear_token_cache()
 
 
 def _embed_and_merge(embedder: Embedder, index, selection: LayerSelection, input_path: Path,

@@ -394,6 +394,17 @@ class CharCNN(nn.Module):
     def clear_token_cache(self) -> None:
         self._token_cache = None
 
+    @contextlib.contextmanager
+    def token_cache_kept(self):
+        """Run a block that may build or clear the token cache, then put back the cache there
+        was before it (a caller's, such as ``Elmo(vocab_to_cache=...)``'s over the same model).
+        The block must not move the module (``.to()``): the cache put back is where it was."""
+        saved = (self._token_cache, self._token_cache_key)
+        try:
+            yield
+        finally:
+            self._token_cache, self._token_cache_key = saved
+
     @property
     def token_cache_size(self) -> int:
         return 0 if self._token_cache is None else int(self._token_cache.ids.shape[0])
