@@ -91,6 +91,8 @@ def save(folder: Union[str, Path], model, *, kind: str, metric: str, labels: Seq
             **{k: elmo[k] for k in ("positions", "layers", "lambda", "finetune", "dropout",
                                     "do_layer_norm")},
             "bilm": bilm_reference(elmo["bilm"]),
+            # (a model saved without it normalised over the whole batch: load() keeps that)
+            "layer_norm_over": model.encoder.elmo.layer_norm_over,
             "bilm_weights_saved": not frozen,
             "layer_cache": "float16" if (frozen and layer_cache) else None},
         "trained": record or {},
@@ -244,7 +246,7 @@ def load(folder: Union[str, Path], bilm: Optional[str] = None, device=None):
     with a file missing, damaged or not fitting the others is a :class:`TaskModelError`
     naming the file."""
     from .embeddings import WordVocab
-    from .features import ElmoFeatures
+    from .features import LAYER_NORM_OVER, ElmoFeatures
     from .experiment_config import ModelSettings
     from .runner import build_model
     folder = Path(folder)
@@ -268,8 +270,12 @@ def load(folder: Union[str, Path], bilm: Optional[str] = None, device=None):
                              f"leave out the biLM given ({bilm})")
     if e is not None:
         bilm_model = _load_bilm(e["bilm"], bilm)
+        over = e.get("layer_norm_over", "batch")
+        if over not in LAYER_NORM_OVER:
+            raise TaskModelError(f"{cfg_path}: 'layer_norm_over' must be one of "
+                                 f"{', '.join(LAYER_NORM_OVER)}, got {over!r}")
         elmo_features = ElmoFeatures(bilm_model, e["positions"], e["layers"], e["dropout"],
-                                     e["finetune"], e["do_layer_norm"])
+                                     e["finetune"], e["do_layer_norm"], layer_norm_over=over)
         lam = float(e["lambda"])
 
     shape = SimpleNamespace(kind=cfg["kind"], labels=labels)     # what build_model reads
