@@ -344,3 +344,23 @@ def test_a_saved_model_records_where_its_layer_norm_statistics_come_from(tmp_pat
     from elmo.tasks.saved import TaskModelError
     with pytest.raises(TaskModelError, match="'layer_norm_over' must be one of sentence, batch"):
         load(folder)
+
+
+def test_a_gain_over_fewer_seeds_than_its_row_says_so():
+    """An ELMo variant run on seeds 1-3 and its baseline on seed 1 only (--variants, or a
+    resume under way): the row said 3 seeds and a gain that is seed 1's alone."""
+    from elmo.tasks.report import combined_table, markdown
+    cfg = normalise_config({"tasks": [{"task": "pos"}], "variants": [{"name": "b"}, {"name": "e", "elmo": {}}]})
+    runs = [{"task": "pos", "metric": "m", "variant": "b", "seed": 1, "test": 90.0, "dev": 90.0,
+             "seconds": 1.0, "elmo": None}]
+    runs += [{"task": "pos", "metric": "m", "variant": "e", "seed": s, "test": 90.0 + s, "dev": 90.0,
+              "seconds": 1.0, "elmo": {"positions": ["input"], "layers": "all", "lambda": 0.001,
+                                       "bilm": "fixture", "finetune": False}} for s in (1, 2, 3)]
+    results = {"config": {"name": "x", "seeds": [1, 2, 3]}, "runs": runs, "summary": summarise(runs, cfg)}
+    for text in (markdown(results), combined_table([results])):
+        row = next(line for line in text.splitlines() if "| e |" in line)
+        assert "| 3 | 92.00 ± 1.00 | +1.00 (1 of 3 seeds paired) | n/a |" in row, row
+    runs.append({**runs[0], "seed": 2, "test": 91.0})
+    runs.append({**runs[0], "seed": 3, "test": 92.0})
+    results["summary"] = summarise(runs, cfg)
+    assert "| 3 | 92.00 ± 1.00 | +1.00 ± 0.00 | +1.00 to +1.00 |" in markdown(results)
