@@ -106,6 +106,14 @@ def test_accuracies():
         accuracy(["a"], [])
 
 
+def test_accuracy_of_nothing_is_undefined_not_zero():
+    """No label or no token to score gave 0.0, a model always wrong; it is NaN, as the score
+    of an empty split is (train_loop.score)."""
+    assert math.isnan(accuracy([], []))
+    assert math.isnan(token_accuracy([], []))
+    assert math.isnan(token_accuracy([[], []], [[], []]))
+
+
 def test_span_f1_equals_seqeval_when_installed():
     """Cross-check on random BIO sequences (seqeval is optional: `pip install 'elmo-pytorch[tasks]'`)."""
     seqeval = pytest.importorskip("seqeval.metrics")

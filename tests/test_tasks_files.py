@@ -1011,3 +1011,44 @@ def test_a_second_predict_into_the_same_new_file_is_refused_while_the_first_runs
     assert f"{out} is already being written by PID" in capsys.readouterr().err
     assert out.read_text().startswith("the cat\t")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt", "b.txt", "pred.tsv"]
+
+
+def test_a_saved_model_cuts_new_texts_as_its_test_texts_were_cut(tmp_path, monkeypatch):
+    """Examples of a task with max_tokens / max_tokens_b keep only their first tokens, in
+    training and in the test score; a saved model read new texts whole, so predicting the
+    test file's own texts labelled them from other input than results.json scored."""
+    import elmo.tasks.batching as batching
+    from elmo.tasks.models import TaskModel
+    cls, pair = write_task(tmp_path, "classification"), write_task(tmp_path, "pair")
+    cls["max_tokens"], pair["max_tokens_b"] = 2, 3
+    config = write_config(tmp_path, [cls, pair], variants=[{"name": "baseline"}],
+                          train={"epochs": 1, "batch_size": 8})
+    out = tmp_path / "res"
+    run_experiment(load_config(config), out=out, log=lambda s: None, save_models=True)
+    read = []
+    real = batching.make_batch
+    monkeypatch.setattr(batching, "make_batch", lambda examples, *a, **k: (
+        read.extend(examples), real(examples, *a, **k))[1])
+    for spec, name in ((cls, "my-classification"), (pair, "my-pair")):
+        folder = out / "models" / name / "baseline" / "seed-1"
+        config_json = json.loads((folder / "config.json").read_text())
+        assert (config_json["max_tokens"], config_json["max_tokens_b"]) == \
+            (spec.get("max_tokens"), spec.get("max_tokens_b"))
+        task = load_config(config)["tasks"][0 if spec is cls else 1]
+        whole = {k: v for k, v in task.items() if k not in ("max_tokens", "max_tokens_b")}
+        test = load_task(whole).splits["test"]                  # the test file's texts, uncut
+        assert any(len(ex.tokens) > 2 for ex in test) if spec is cls else \
+            any(len(ex.tokens_b) > 3 for ex in test)
+        texts = [(ex.tokens, ex.tokens_b) if spec is pair else ex.tokens for ex in test]
+        read.clear()
+        TaskModel.load(folder).predict(texts)
+        cut = load_task(task).splits["test"]                    # what the test score read
+        assert [(ex.tokens, ex.tokens_b) for ex in read] == [(ex.tokens, ex.tokens_b) for ex in cut]
+    # a hand-edited limit that is not a count is one error naming the file
+    from elmo.tasks.saved import TaskModelError
+    folder = out / "models" / "my-classification" / "baseline" / "seed-1"
+    config_json = json.loads((folder / "config.json").read_text())
+    config_json["max_tokens"] = 0
+    (folder / "config.json").write_text(json.dumps(config_json))
+    with pytest.raises(TaskModelError, match="'max_tokens' must be null or a positive whole number, got 0"):
+        TaskModel.load(folder)

@@ -261,3 +261,106 @@ def test_a_dictionary_bilm_runs_only_from_the_layer_cache():
         feats(ids, mask)
     with torch.no_grad():
         assert feats(ids, mask, LayerCache(bilm).layers(SENTS))["input"].shape[:2] == mask.shape
+
+
+@pytest.mark.parametrize("kind,cached", [("tagging", False), ("tagging", True),
+                                         ("classification", False), ("pair", True)])
+def test_layer_norm_gives_a_sentence_the_scores_it_gets_alone(kind, cached):
+    """With do_layer_norm each layer's mean and variance were over the whole batch, so a
+    sentence's scores moved with the sentences batched beside it (and a saved model's
+    predictions with how its input was batched); they are now each sentence's own."""
+    task = _tiny_task(kind)
+    vocab, emb, _ = build_embeddings([e.tokens for e in task.splits["train"]], [], {"random_dim": 6})
+    torch.manual_seed(0)
+    bilm = elmo.from_pretrained("fixture")
+    feats = ElmoFeatures(bilm, ["input", "output"], do_layer_norm=True)
+    model = build_model(task, emb, _settings(pooling="attention"), feats, lam=0.0).eval()
+    with torch.no_grad():
+        for mix in feats.elmo.scalar_mixes:
+            mix.scalar_parameters.normal_()
+    index = {label: i for i, label in enumerate(task.labels)}
+    examples = task.splits["test"][:6]
+    cache = LayerCache(bilm) if cached else None        # one cache: the same stored layers
+
+    def scores(exs):
+        batch = make_batch(exs, kind, vocab, index, 50, cache)
+        with torch.no_grad():
+            return model.emissions(batch) if kind == "tagging" else model.logits(batch)
+
+    together = scores(examples)
+    for i, ex in enumerate(examples):
+        alone = scores([ex])[0]
+        got = together[i, :len(ex.tokens)] if kind == "tagging" else together[i]
+        torch.testing.assert_close(got, alone)
+    # it still trains: the mix weights get a gradient through the per-sentence mixes
+    model.train()
+    model.loss(make_batch(examples, kind, vocab, index, 50, cache)).backward()
+    grad = feats.elmo.scalar_mixes[0].scalar_parameters.grad
+    assert grad is not None and torch.isfinite(grad).all() and grad.abs().sum() > 0
+
+
+def test_layer_norm_over_the_batch_is_kept_for_models_saved_with_it():
+    """A model saved before the statistics became each sentence's own was trained with the
+    batch's: it keeps them (its config has no layer_norm_over), and they are the ones
+    elmo.Elmo(do_layer_norm=True) takes over a call."""
+    bilm = elmo.from_pretrained("fixture")
+    ids = elmo.batch_to_ids(SENTS)
+    mask = (ids > 0).any(-1)
+    batch_wide = ElmoFeatures(bilm, ["input"], dropout=0.0, do_layer_norm=True,
+                              layer_norm_over="batch").eval()
+    per_sentence = ElmoFeatures(bilm, ["input"], dropout=0.0, do_layer_norm=True).eval()
+    with torch.no_grad():
+        reference = elmo.Elmo(module=bilm, num_output_representations=1, dropout=0.0,
+                              do_layer_norm=True)(ids)["elmo_representations"][0]
+        torch.testing.assert_close(batch_wide(ids, mask)["input"], reference)
+        # (each sentence's own statistics are other numbers for these sentences of 1-5 tokens)
+        assert not torch.allclose(per_sentence(ids, mask)["input"], reference, atol=1e-3)
+    with pytest.raises(ValueError, match="layer_norm_over"):
+        ElmoFeatures(bilm, ["input"], do_layer_norm=True, layer_norm_over="token")
+
+
+def test_a_saved_model_records_where_its_layer_norm_statistics_come_from(tmp_path):
+    """A model saved now says 'sentence' and loads so; one saved before says nothing and
+    loads with the batch's statistics it was trained with."""
+    import json
+    from elmo.tasks.saved import load, save
+    task = _tiny_task("tagging")
+    vocab, emb, _ = build_embeddings([e.tokens for e in task.splits["train"]], [], {"random_dim": 6})
+    settings = _settings()
+    e = {"positions": ["input"], "layers": "all", "lambda": 0.0, "finetune": False, "dropout": 0.5,
+         "do_layer_norm": True, "bilm": "fixture"}
+    model = build_model(task, emb, settings, ElmoFeatures(elmo.from_pretrained("fixture"), ["input"],
+                                                          do_layer_norm=True), lam=0.0)
+    folder = save(tmp_path / "m", model, kind="tagging", metric="token_accuracy",
+                  labels=task.labels, vocab=vocab, settings=settings.to_dict(), elmo=e,
+                  max_chars=50, layer_cache=True)
+    assert load(folder).encoder.elmo.layer_norm_over == "sentence"
+    config = json.loads((folder / "config.json").read_text())
+    del config["elmo"]["layer_norm_over"]
+    (folder / "config.json").write_text(json.dumps(config))
+    assert load(folder).encoder.elmo.layer_norm_over == "batch"
+    config["elmo"]["layer_norm_over"] = ["token"]
+    (folder / "config.json").write_text(json.dumps(config))
+    from elmo.tasks.saved import TaskModelError
+    with pytest.raises(TaskModelError, match="'layer_norm_over' must be one of sentence, batch"):
+        load(folder)
+
+
+def test_a_gain_over_fewer_seeds_than_its_row_says_so():
+    """An ELMo variant run on seeds 1-3 and its baseline on seed 1 only (--variants, or a
+    resume under way): the row said 3 seeds and a gain that is seed 1's alone."""
+    from elmo.tasks.report import combined_table, markdown
+    cfg = normalise_config({"tasks": [{"task": "pos"}], "variants": [{"name": "b"}, {"name": "e", "elmo": {}}]})
+    runs = [{"task": "pos", "metric": "m", "variant": "b", "seed": 1, "test": 90.0, "dev": 90.0,
+             "seconds": 1.0, "elmo": None}]
+    runs += [{"task": "pos", "metric": "m", "variant": "e", "seed": s, "test": 90.0 + s, "dev": 90.0,
+              "seconds": 1.0, "elmo": {"positions": ["input"], "layers": "all", "lambda": 0.001,
+                                       "bilm": "fixture", "finetune": False}} for s in (1, 2, 3)]
+    results = {"config": {"name": "x", "seeds": [1, 2, 3]}, "runs": runs, "summary": summarise(runs, cfg)}
+    for text in (markdown(results), combined_table([results])):
+        row = next(line for line in text.splitlines() if "| e |" in line)
+        assert "| 3 | 92.00 ± 1.00 | +1.00 (1 of 3 seeds paired) | n/a |" in row, row
+    runs.append({**runs[0], "seed": 2, "test": 91.0})
+    runs.append({**runs[0], "seed": 3, "test": 92.0})
+    results["summary"] = summarise(runs, cfg)
+    assert "| 3 | 92.00 ± 1.00 | +1.00 ± 0.00 | +1.00 to +1.00 |" in markdown(results)

@@ -78,3 +78,12 @@ def test_script_prints_each_pair_and_fails_cleanly(tmp_path):
     bad = subprocess.run([sys.executable, str(SCRIPT), str(path), "t", "a", "x"], capture_output=True, text=True)
     assert bad.returncode == 1 and bad.stderr.startswith("error: no run of variant 'x'")
     assert "Traceback" not in bad.stderr
+
+
+@pytest.mark.parametrize("level, named", [(0.95, "95% interval"), (0.975, "97.5% interval"),
+                                          (0.999, "99.9% interval"), (0.5, "50% interval")])
+def test_the_interval_is_named_by_the_level_it_was_computed_at(level, named):
+    """The text rounded the level to a whole percent: a 97.5% interval read '98% interval'."""
+    res = _results([("t", "a", 1, 2.0), ("t", "b", 1, 1.0), ("t", "a", 2, 4.0), ("t", "b", 2, 1.0)])
+    text = difference_text(paired_difference(res, "t", "a", "b", level=level), level)
+    assert f"(2 seeds), {named} " in text

@@ -340,3 +340,21 @@ def test_one_task_at_two_training_sizes_reports_under_its_names(tmp_path):
     assert "training_sizes.png" in (tmp_path / "r" / "results.md").read_text()
     with pytest.raises(ValueError, match="distinct names"):
         normalise_config(tiny_config(folders, tasks=[{"task": "pos", "max_train": 8}, {"task": "pos"}]))
+
+
+def test_layer_norm_runs_recorded_before_per_sentence_statistics_are_not_reused():
+    """Runs of a do_layer_norm variant computed with the batch's statistics have another
+    fingerprint now (resume trains them again); other variants' fingerprints are unchanged."""
+    from elmo.tasks.runner import _digest, _run_content, run_fingerprint
+    cfg = normalise_config({"tasks": [{"task": "pos"}], "bilm": "fixture", "variants": [
+        {"name": "base"}, {"name": "plain", "elmo": {}}, {"name": "norm", "elmo": {"do_layer_norm": True}}]})
+    spec = cfg.tasks[0]
+    by_name = {v.name: v for v in cfg.variants}
+    for name in ("base", "plain"):
+        assert "layer_norm_over" not in _run_content(cfg, spec, by_name[name])
+    content = _run_content(cfg, spec, by_name["norm"])
+    before = dict(content)
+    del before["layer_norm_over"]                    # what the earlier code hashed
+    from elmo.tasks.bilm_checksums import BiLMChecksums
+    sha = BiLMChecksums()("fixture")
+    assert run_fingerprint(cfg, spec, by_name["norm"]) == _digest(content, sha) != _digest(before, sha)

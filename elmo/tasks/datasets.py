@@ -200,6 +200,15 @@ def load_task(spec: dict) -> TaskData:
     return TaskData(spec.get("name", name), kind, metric, labels, splits, source)
 
 
+def text_limits(spec: Mapping[str, Any]) -> Dict[str, Optional[int]]:
+    """``{"max_tokens", "max_tokens_b"}``: how many tokens of each text (text, text_b) a task
+    spec's examples keep (its own keys, or a preset's rule and default); None keeps all. A
+    saved model cuts new texts so too (:mod:`.saved`), as its test set was cut."""
+    name = spec.get("task")
+    options = TASKS[name].options(dict(spec)) if name in TASKS else spec
+    return {k: int(options[k]) if options.get(k) else None for k in ("max_tokens", "max_tokens_b")}
+
+
 def _check_spans_to_score(spec: dict, splits: Dict[str, List[Example]], source: dict,
                           full: Dict[str, int]) -> None:
     """Under span_f1, a dev or test set without a single entity scores 0 whatever the model

@@ -87,7 +87,7 @@ class ElmoSettings:
     lam: float = field(default=0.001, metadata={"key": "lambda"})     # L2 of the mix weights
     finetune: bool = False                # train the biLM too (a fresh copy per run)
     dropout: float = 0.5
-    do_layer_norm: bool = False
+    do_layer_norm: bool = False           # normalise each layer per sentence before mixing
     bilm: Optional[str] = None            # this variant's biLM (default: the config's)
 
     @classmethod

@@ -7,6 +7,11 @@ ELMo's task-specific mixes.
 * :class:`ElmoFeatures`: one :class:`elmo.Elmo` with one ScalarMix per position where ELMo is
   added (``input``, ``output``), dropout on each mix, and the lambda * ||s||^2 penalty. It mixes
   cached layers when a batch carries them, else runs the biLM.
+
+With ``do_layer_norm`` each layer is normalised by the mean and variance of each sentence's
+own tokens (:data:`LAYER_NORM_OVER`), so a sentence gets the same vectors alone as in any
+batch: the original's statistics over a whole batch made a sentence's scores depend on the
+sentences batched with it (and a saved model's predictions on how its input was batched).
 """
 from __future__ import annotations
 
@@ -21,6 +26,10 @@ from ..modules.elmo import Elmo
 POSITIONS = ("input", "output")
 #: Fixed mix parameters s that put all the weight on the top layer (softmax ~ [0, ..., 0, 1]).
 LAST_LAYER_S = 1.0e4
+#: What ``do_layer_norm`` takes each layer's mean and variance over: ``sentence`` (each
+#: sentence's tokens; what task models use), or ``batch`` (all tokens of a call, as the
+#: original and :class:`elmo.Elmo`; only task models saved before ``sentence`` existed).
+LAYER_NORM_OVER = ("sentence", "batch")
 
 
 class CharFeatures(nn.Module):
@@ -95,16 +104,20 @@ class ElmoFeatures(nn.Module):
         dropout: dropout on each mixed representation (0.5 in the paper).
         finetune: train the biLM's weights too.
         do_layer_norm: layer-normalise each layer before mixing.
+        layer_norm_over: where the layer norm's statistics come from (:data:`LAYER_NORM_OVER`).
     """
 
     def __init__(self, bilm: BiLM, positions: Sequence[str] = ("input",), layers: str = "all",
-                 dropout: float = 0.5, finetune: bool = False, do_layer_norm: bool = False):
+                 dropout: float = 0.5, finetune: bool = False, do_layer_norm: bool = False,
+                 layer_norm_over: str = "sentence"):
         super().__init__()
         positions = list(positions)
         if not positions or any(p not in POSITIONS for p in positions) or len(set(positions)) != len(positions):
             raise ValueError(f"ELMo positions must be distinct items of {POSITIONS}, got {positions}")
         if layers not in ("all", "last"):
             raise ValueError(f"layers must be 'all' or 'last', got {layers!r}")
+        if layer_norm_over not in LAYER_NORM_OVER:
+            raise ValueError(f"layer_norm_over must be one of {LAYER_NORM_OVER}, got {layer_norm_over!r}")
         if finetune and bilm.options.char_vocabulary is not None:
             # the batches carry byte ids, which such a model would read as dictionary ids
             raise ValueError(dictionary_bilm_problem(bilm.options, finetune, cached=True))
@@ -114,6 +127,9 @@ class ElmoFeatures(nn.Module):
         self.positions = positions
         self.layers_used = layers
         self.finetune = finetune
+        self.layer_norm_over = layer_norm_over
+        # statistics per sentence: the mixes run once per row (vmap) on the raw layers
+        self._per_sentence = do_layer_norm and layer_norm_over == "sentence"
         # Elmo's own dropout is off: it is applied here, so that cached layers get it too.
         self.elmo = Elmo(module=bilm, num_output_representations=len(positions), dropout=0.0,
                          requires_grad=finetune, do_layer_norm=do_layer_norm,
@@ -126,15 +142,28 @@ class ElmoFeatures(nn.Module):
         """chars (B, T, C), mask (B, T), optional cached layers (L + 1 tensors (B, T, D))
         -> position -> (B, T, D), zero at padding."""
         if layers is not None and not self.finetune:
-            mixed = [mix(layers, mask) for mix in self.elmo.scalar_mixes]
+            mixed = [self._mix(mix, layers, mask) for mix in self.elmo.scalar_mixes]
         else:
             if self.elmo.bilm.options.char_vocabulary is not None:
                 # the batches carry byte ids, which such a model reads as dictionary ids: in
                 # range for a real model's thousands of characters, silently wrong vectors
                 raise ValueError(dictionary_bilm_problem(self.elmo.bilm.options, False, cached=False))
-            mixed = self.elmo(chars)["elmo_representations"]
+            out = self.elmo(chars, return_layers=self._per_sentence)
+            if self._per_sentence:
+                mixed = [self._mix(mix, out["layers"], out["mask"]) for mix in self.elmo.scalar_mixes]
+            else:
+                mixed = out["elmo_representations"]
         keep = mask.unsqueeze(-1).to(mixed[0].dtype)
         return {p: self.dropout(m) * keep for p, m in zip(self.positions, mixed)}
+
+    def _mix(self, mix, layers: List[torch.Tensor], mask: torch.Tensor) -> torch.Tensor:
+        """One mix of L + 1 layers (B, T, D) with mask (B, T) -> (B, T, D); with per-sentence
+        layer norm each row is mixed alone (vmap over the batch), its statistics its own."""
+        if not self._per_sentence:
+            return mix(layers, mask)
+        if mask.shape[0] == 0:                        # (vmap cannot map over no rows)
+            return layers[0].new_zeros(layers[0].shape)
+        return torch.vmap(lambda row_mask, *row: mix(list(row), row_mask))(mask, *layers)
 
     def penalty(self, lam: float) -> torch.Tensor:
         """lambda * ||s||^2 summed over the mixes (zero for fixed, last-layer mixes)."""

@@ -18,16 +18,17 @@ Span = Tuple[str, int, int]          # (type, start, end) with end exclusive
 
 
 def accuracy(gold: Sequence, predicted: Sequence) -> float:
-    """Fraction of equal items (labels, or the tags of flattened sentences)."""
+    """Fraction of equal items (labels, or the tags of flattened sentences); NaN for no
+    items (there is nothing to be right about: 0 read as a model that is always wrong)."""
     if len(gold) != len(predicted):
         raise ValueError(f"{len(gold)} gold labels but {len(predicted)} predictions")
     if not gold:
-        return 0.0
+        return float("nan")
     return sum(g == p for g, p in zip(gold, predicted)) / len(gold)
 
 
 def token_accuracy(gold: Sequence[Sequence[str]], predicted: Sequence[Sequence[str]]) -> float:
-    """Accuracy over all tokens of all sentences."""
+    """Accuracy over all tokens of all sentences (NaN for no token)."""
     flat_gold = [t for sent in gold for t in sent]
     flat_pred = [t for sent in predicted for t in sent]
     if any(len(g) != len(p) for g, p in zip(gold, predicted)) or len(gold) != len(predicted):

@@ -104,5 +104,7 @@ def difference_text(diff: Dict[str, Optional[float]], level: float = 0.95) -> st
     text = f"{diff['mean']:+.2f}"
     if diff["std"] is None:
         return f"{text} (1 seed, no interval)"
-    text += f" ± {diff['std']:.2f} ({diff['seeds']} seeds), {level:.0%} interval {diff['low']:+.2f} to {diff['high']:+.2f}"
+    # the level as given: '.0%' rounded 0.975 to "98%", naming another interval than computed
+    text += (f" ± {diff['std']:.2f} ({diff['seeds']} seeds), {level * 100:g}% interval "
+             f"{diff['low']:+.2f} to {diff['high']:+.2f}")
     return text + (f", paired t {diff['t']:.2f}" if diff["t"] is not None else "")

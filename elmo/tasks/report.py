@@ -34,6 +34,17 @@ def pm(mean, std, digits: int = 2, signed: bool = False) -> str:
     return text if s is None else f"{text} ± {s:.{digits}f}"
 
 
+def gain(row: dict) -> str:
+    """An ELMo row's gain, ``+1.17 ± 0.76``, with ``(1 of 3 seeds paired)`` when the baseline
+    ran on fewer of its seeds: the row's seed count is its test mean's, the gain is only over
+    the seeds the baseline shares (a gain of one seed read as one over all three)."""
+    text = pm(row.get("gain_mean"), row.get("gain_std"), signed=True)
+    paired, seeds = row.get("gain_seeds"), len(row["seeds"])
+    if isinstance(paired, int) and paired != seeds:
+        text += f" ({paired} of {seeds} seeds paired)"
+    return text
+
+
 def interval(row: dict) -> str:
     """A gain's 95% interval, ``+0.97 to +5.03``; ``n/a`` when undefined (one seed, or a record
     written before intervals were kept)."""
@@ -115,11 +126,11 @@ def markdown(results: dict) -> str:
     for row in results.get("summary", []):
         e = row.get("elmo")
         c = elmo_cells(e)
-        gain = pm(row.get("gain_mean"), row.get("gain_std"), signed=True) if e else "-"
         out.append(f"| {row['task']} | {METRIC_NAMES.get(row['metric'], row['metric'])} | "
                    f"{row['variant']} | {c['at']} | {c['layers']} | {c['lambda']} | {c['bilm']} | "
                    f"{c['tuned']} | "
-                   f"{len(row['seeds'])} | {pm(row['test_mean'], row['test_std'])} | {gain} | "
+                   f"{len(row['seeds'])} | {pm(row['test_mean'], row['test_std'])} | "
+                   f"{gain(row) if e else '-'} | "
                    f"{interval(row) if e else '-'} | {pm(row.get('gain_t'), None) if e else '-'} | "
                    f"{pm(row['dev_mean'], None)} | {row['seconds']:.0f} |")
     extra = [row for row in results.get("summary", []) if row.get("extra_tests_mean")]
@@ -316,12 +327,11 @@ def combined_table(all_results: List[dict]) -> str:
         for row in results.get("summary", []):
             e = row.get("elmo")
             c = elmo_cells(e)
-            gain = pm(row.get("gain_mean"), row.get("gain_std"), signed=True) if e else "-"
             t = pm(row.get("gain_t"), None) if e else "-"
             out.append(f"| {name} | {row['task']} | {METRIC_NAMES.get(row['metric'], row['metric'])} "
                        f"| {row['variant']} | {c['at']} | {c['layers']} | {c['lambda']} | "
                        f"{c['bilm']} | {c['tuned']} | {len(row['seeds'])} | "
-                       f"{pm(row['test_mean'], row['test_std'])} | {gain} | "
+                       f"{pm(row['test_mean'], row['test_std'])} | {gain(row) if e else '-'} | "
                        f"{interval(row) if e else '-'} | {t} |")
     return "\n".join(out + ["", "Reproduce:", *commands]) + "\n"
 

@@ -56,7 +56,7 @@ import torch
 
 from .batching import make_batch
 from .bilm_checksums import BiLMChecksums, what_counts
-from .datasets import TaskData, load_task
+from .datasets import TaskData, load_task, text_limits
 from .embeddings import build_embeddings
 from .features import ElmoFeatures, WordFeatures, dictionary_bilm_problem
 from .kinds import task_kind
@@ -203,6 +203,10 @@ def _run_content(cfg: ExperimentConfig, spec: dict, variant: Variant) -> dict:
     common = {k: v for k, v in recorded.items() if k not in _NOT_RESULT_KEYS}
     written = next(v for v in recorded["variants"] if v["name"] == variant.name)
     content = {"task": spec, "variant": written, "common": common}
+    if variant.elmo is not None and variant.elmo.do_layer_norm:
+        # its layer norm's statistics became each sentence's own (they were the batch's):
+        # runs computed the old way are not reused (see _batch_layer_norm_run)
+        content["layer_norm_over"] = "sentence"
     data = _data_checksums(spec)
     if data:
         content["data"] = data
@@ -476,7 +480,7 @@ def run_one(prep: PreparedTask, variant: Variant, seed: int, cfg: ExperimentConf
              vocab=prep.vocab, settings=prep.settings.to_dict(),
              elmo=None if e is None else {**e.to_dict(), "bilm": cfg.bilm_of(variant)},
              max_chars=max_chars, layer_cache=cache is not None,
-             tokenize=bool(prep.spec.get("tokenize", False)),
+             tokenize=bool(prep.spec.get("tokenize", False)), **text_limits(prep.spec),
              record={"task": data.name, "variant": variant.name, "seed": seed,
                      "test": test, "dev": result["best_dev"], "extra_tests": extra,
                      "best_epoch": result["best_epoch"], "data": data.source})
@@ -581,11 +585,15 @@ def reusable_runs(cfg: ExperimentConfig, old: dict, bilms: BiLMChecksums) -> Tup
     kept: List[dict] = []
     stale: Dict[str, List[Optional[str]]] = {}           # biLM spec -> the SHA-256 each run recorded
     unchecked: Dict[str, int] = {}
+    batch_norm = 0
     for r in runs:
         if r["seed"] not in cfg.seeds:
             continue
         if r.get("fingerprint") in planned or (same and "fingerprint" not in r and not r.get("elmo")):
             kept.append(r)
+            continue
+        if _batch_layer_norm_run(cfg, r):
+            batch_norm += 1
             continue
         spec = _bilm_of_matching_run(cfg, r, same)
         if spec is None:                                 # its settings changed: trained again
@@ -601,7 +609,30 @@ def reusable_runs(cfg: ExperimentConfig, old: dict, bilms: BiLMChecksums) -> Tup
     lines = [_changed_bilm_line(spec, then, bilms(spec)) for spec, then in stale.items()]
     lines += [f"resuming: {n} run(s) with the biLM {spec!r} kept unchecked: it is not there now to "
               f"compare its SHA-256 (checked when their variant runs)" for spec, n in unchecked.items()]
+    if batch_norm:
+        lines.append(f"resuming: {batch_norm} run(s) with do_layer_norm dropped and trained again: "
+                     f"their layer norm took its statistics over each batch (a sentence's scores "
+                     f"depended on the sentences batched with it); it now takes each sentence's own")
     return kept, lines
+
+
+def _batch_layer_norm_run(cfg: ExperimentConfig, run: dict) -> bool:
+    """Whether an earlier run is one of a ``do_layer_norm`` variant of this config, matching
+    its settings as fingerprinted before the layer norm's statistics became each sentence's
+    own (with or without the biLM's SHA-256 it recorded)."""
+    if not (run.get("elmo") or {}).get("do_layer_norm") or "fingerprint" not in run:
+        return False
+    for spec in cfg.tasks:
+        if spec.get("name", spec["task"]) != run["task"]:
+            continue
+        for v in cfg.variants:
+            if v.name != run["variant"] or v.elmo is None or not v.elmo.do_layer_norm:
+                continue
+            content = _run_content(cfg, spec, v)
+            del content["layer_norm_over"]
+            if run["fingerprint"] in {_digest(content), _digest(content, run.get("bilm_sha256"))}:
+                return True
+    return False
 
 
 def _bilm_of_matching_run(cfg: ExperimentConfig, run: dict, same: bool) -> Optional[str]:

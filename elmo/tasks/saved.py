@@ -4,7 +4,8 @@ A saved task model is a folder::
 
     model.safetensors   the task model's weights (without a frozen biLM's: see config.json)
     vocab.json          the word vocabulary (id order), labels.json the label set (id order)
-    config.json         kind, metric, model and ELMo settings, how text is tokenized, and the
+    config.json         kind, metric, model and ELMo settings, how text is tokenized and
+                        how many tokens of a text are kept (max_tokens, max_tokens_b), and the
                         biLM reference: its spec (a bundled name, a path or a URL) with the
                         SHA-256 of its weight, option and dictionary files, checked (a copy in
                         other files, converted, passes when its weights as loaded are the same)
@@ -72,11 +73,14 @@ def _weights_digest(spec: str, files: tuple) -> str:
 
 def save(folder: Union[str, Path], model, *, kind: str, metric: str, labels: Sequence[str],
          vocab, settings: dict, elmo: Optional[dict], max_chars: int, layer_cache: bool,
-         tokenize: bool = False, record: Optional[dict] = None) -> Path:
+         tokenize: bool = False, record: Optional[dict] = None,
+         max_tokens: Optional[int] = None, max_tokens_b: Optional[int] = None) -> Path:
     """Write a trained task model into ``folder`` (replaced whole, through a temporary folder).
 
     ``elmo`` is the variant's ELMo settings (None for the baseline), with ``bilm`` the spec;
-    ``layer_cache`` says the frozen biLM's layers were float16-cached at evaluation."""
+    ``layer_cache`` says the frozen biLM's layers were float16-cached at evaluation;
+    ``max_tokens`` (``max_tokens_b``) is how many tokens of each text (second text) the
+    training and test examples kept: predictions cut new texts so."""
     from ..io import atomic_folder, writing
     from ..weights import write_safetensors
     folder = Path(folder)
@@ -87,10 +91,13 @@ def save(folder: Union[str, Path], model, *, kind: str, metric: str, labels: Seq
         "format": FORMAT, "version": VERSION, "kind": kind, "metric": metric,
         "model": settings, "vocab_size": len(vocab), "embedding_dim": int(model.encoder.words.embed.weight.shape[1]),
         "max_chars": max_chars, "tokenize": bool(tokenize),
+        "max_tokens": max_tokens, "max_tokens_b": max_tokens_b,
         "elmo": None if elmo is None else {
             **{k: elmo[k] for k in ("positions", "layers", "lambda", "finetune", "dropout",
                                     "do_layer_norm")},
             "bilm": bilm_reference(elmo["bilm"]),
+            # (a model saved without it normalised over the whole batch: load() keeps that)
+            "layer_norm_over": model.encoder.elmo.layer_norm_over,
             "bilm_weights_saved": not frozen,
             "layer_cache": "float16" if (frozen and layer_cache) else None},
         "trained": record or {},
@@ -199,6 +206,11 @@ def _read_config(folder: Path) -> dict:
     for key, kind in needed.items():
         if not isinstance(cfg.get(key), kind):
             raise TaskModelError(f"{cfg_path}: {key!r} is missing or not a {kind.__name__}")
+    for key in ("max_tokens", "max_tokens_b"):    # (absent in a model saved before: no cut)
+        value = cfg.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            raise TaskModelError(f"{cfg_path}: {key!r} must be null or a positive whole number, "
+                                 f"got {value!r}")
     e = cfg.get("elmo")
     elmo_keys = ("positions", "layers", "lambda", "finetune", "dropout", "do_layer_norm", "bilm",
                  "bilm_weights_saved")
@@ -244,7 +256,7 @@ def load(folder: Union[str, Path], bilm: Optional[str] = None, device=None):
     with a file missing, damaged or not fitting the others is a :class:`TaskModelError`
     naming the file."""
     from .embeddings import WordVocab
-    from .features import ElmoFeatures
+    from .features import LAYER_NORM_OVER, ElmoFeatures
     from .experiment_config import ModelSettings
     from .runner import build_model
     folder = Path(folder)
@@ -268,8 +280,12 @@ def load(folder: Union[str, Path], bilm: Optional[str] = None, device=None):
                              f"leave out the biLM given ({bilm})")
     if e is not None:
         bilm_model = _load_bilm(e["bilm"], bilm)
+        over = e.get("layer_norm_over", "batch")
+        if over not in LAYER_NORM_OVER:
+            raise TaskModelError(f"{cfg_path}: 'layer_norm_over' must be one of "
+                                 f"{', '.join(LAYER_NORM_OVER)}, got {over!r}")
         elmo_features = ElmoFeatures(bilm_model, e["positions"], e["layers"], e["dropout"],
-                                     e["finetune"], e["do_layer_norm"])
+                                     e["finetune"], e["do_layer_norm"], layer_norm_over=over)
         lam = float(e["lambda"])
 
     shape = SimpleNamespace(kind=cfg["kind"], labels=labels)     # what build_model reads
@@ -312,6 +328,18 @@ class SavedInfo:
         self.kind = config["kind"]
         e = config["elmo"]
         self.cached = bool(e and e.get("layer_cache"))
+        self.max_tokens = config.get("max_tokens")
+        self.max_tokens_b = config.get("max_tokens_b")
+
+    def cut(self, example):
+        """``example`` with its texts cut to the tokens the training examples kept."""
+        from .datasets import Example
+        a, b = example.tokens, example.tokens_b
+        if self.max_tokens:
+            a = a[:self.max_tokens]
+        if b is not None and self.max_tokens_b:
+            b = b[:self.max_tokens_b]
+        return Example(a, example.label, b)
 
 
 def _tokens(text, tokenize: bool, kind) -> List[str]:
@@ -361,7 +389,9 @@ def predict_examples(model, examples: Sequence, batch_size: int = 64, progress: 
     out = []
     starts = range(0, len(examples), batch_size)
     for start in tqdm(starts, disable=not progress, unit="batch", desc="predict"):
-        chunk = examples[start:start + batch_size]
+        # texts cut as the training and test examples were (max_tokens): a longer text was
+        # read whole, and labelled otherwise than evaluation labelled the same test example
+        chunk = [info.cut(ex) for ex in examples[start:start + batch_size]]
         # a fresh cache per batch: the float16 rounding of evaluation, bounded memory
         cache = LayerCache(bilm) if info.cached else None
         batch = make_batch(chunk, info.kind, info.vocab, label_index,
