@@ -14,13 +14,14 @@ import torch
 import elmo
 from elmo.chars import batch_to_ids
 from elmo.cli import main
-from elmo.data.corpus import iter_file_sentences
+from elmo.data.corpus import CorpusStream, count_tokens, iter_file_sentences
+from elmo.data.lm_batches import MAX_PIECE_LENGTH, BucketedLMBatches
 from elmo.data.fetch import sha256_file
 from elmo.training.evaluate import perplexity
 from elmo.training.export import load_language_model, read_metadata
 from elmo.training.finetune import finetune
 from elmo.training.model import LanguageModel
-from elmo.training.trainer import train
+from elmo.training.trainer import epoch_positions, total_steps, train
 from elmo.vocab import Vocabulary
 from training_helpers import FIXTURE, tiny_config, tiny_lm_and_batch, tiny_model_options, write_toy_corpus
 
@@ -443,3 +444,39 @@ def test_a_second_vocab_build_into_the_same_file_is_refused_while_the_first_writ
     words = Vocabulary.load(out).words
     assert "cat" in words and Vocabulary.load(tmp_path / "v.counts.tsv").words == words
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt", "b.txt", "v.counts.tsv", "v.txt"]
+
+
+
+def test_a_bucketed_epoch_is_logged_as_one(tmp_path):
+    """The logged epoch of the bucketed layout's last step of one epoch is 1 (it was 0.86 on
+    these 5-word sentences: their ``</S>`` is no input, yet the count of a pass had it)."""
+    sentences = [[f"w{(i * 7 + k) % 9}" for k in range(5)] for i in range(4)]
+    (tmp_path / "t.txt").write_text("".join(" ".join(s) + "\n" for s in sentences))
+    Vocabulary.from_counts({f"w{k}": 1 for k in range(9)}).save(tmp_path / "v.txt")
+    cfg = tiny_config(tmp_path / "run", tmp_path / "t.txt", tmp_path / "v.txt", layout="bucketed",
+                      batch_size=2, log_every=1, export=False, options=tiny_model_options(dim=8, proj=4))
+    assert train(cfg)["step"] == 2
+    epochs = [r["epoch"] for r in map(json.loads, (tmp_path / "run" / "log.jsonl").read_text().splitlines())
+              if r.get("event") == "train"]
+    assert epochs == [pytest.approx(0.5), pytest.approx(1.0)]
+
+
+@pytest.mark.parametrize("words", [5, 250, 401])
+def test_a_bucketed_epoch_reads_every_piece_of_the_text_once(tmp_path, words):
+    """An epoch of the bucketed layout is as many steps as its rows fill: sentences over
+    MAX_PIECE_LENGTH words are cut into pieces, each a row (counting sentences made the epoch
+    of 250-word sentences half a pass, of 401-word ones a third), and its input positions are
+    what one pass reads."""
+    sentences = [[f"w{(i * 7 + k) % 9}" for k in range(words)] for i in range(6)]
+    (tmp_path / "t.txt").write_text("".join(" ".join(s) + "\n" for s in sentences))
+    vocab = Vocabulary.from_counts({f"w{k}": 1 for k in range(9)})
+    stats = count_tokens([tmp_path / "t.txt"], piece_length=MAX_PIECE_LENGTH)
+    cfg = tiny_config(tmp_path / "run", tmp_path / "t.txt", tmp_path / "v.txt", layout="bucketed", batch_size=2)
+    steps = total_steps(cfg, 1, stats)
+    pieces = 6 * -(-words // MAX_PIECE_LENGTH)
+    assert steps == pieces // 2
+    # a pool of exactly one pass, so that the steps of one epoch read it in full
+    batches = BucketedLMBatches(CorpusStream([tmp_path / "t.txt"], shuffle=False), vocab, 2, pool_batches=steps)
+    read = [batches.next_batch() for _ in range(steps)]
+    assert sum(b.n_tokens for b in read) == epoch_positions(cfg, stats)
+    assert sum(int(b.fwd_mask.sum()) for b in read) == words * 6 + pieces    # every word and each piece's </S>

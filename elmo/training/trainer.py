@@ -30,7 +30,7 @@ from torch.nn.parallel import DistributedDataParallel
 from ..allocator import keep_freed_memory
 from ..config import ElmoOptions
 from ..data.corpus import CorpusStream, corpus_files, count_tokens, expand_paths, iter_file_sentences, would_find
-from ..data.lm_batches import BucketedLMBatches, PackedLMBatches
+from ..data.lm_batches import MAX_PIECE_LENGTH, BucketedLMBatches, PackedLMBatches
 from ..modules.softmax import softmax_loss
 from ..vocab import Vocabulary
 from ..io import (OutputError, atomic_write_text, check_output_dir, json_objects, no_empty_folder_on_failure,
@@ -232,7 +232,20 @@ def total_steps(cfg: TrainConfig, world_size: int, corpus_stats: Dict[str, int])
     if cfg.layout == "packed":
         per_step = cfg.batch_size * cfg.unroll_steps * world_size
         return max(1, math.ceil(cfg.epochs * corpus_stats["tokens"] / per_step))
-    return max(1, math.ceil(cfg.epochs * corpus_stats["sentences"] / (cfg.batch_size * world_size)))
+    # a bucketed row is a piece of a sentence: counting sentences made an epoch of a text with
+    # long sentences a fraction of a pass (a third for sentences of 450 words)
+    return max(1, math.ceil(cfg.epochs * corpus_stats["pieces"] / (cfg.batch_size * world_size)))
+
+
+def epoch_positions(cfg: TrainConfig, corpus_stats: Dict[str, int]) -> int:
+    """Input positions one pass over the text gives, as the training counts its tokens: the
+    packed stream's every token (``<S>`` and ``</S>`` included); the bucketed layout's rows,
+    a piece of n words being n + 1 inputs (its ``</S>`` is only a target). Dividing the
+    bucketed count by the packed one logged an epoch as 0.86 on 5-word sentences."""
+    if cfg.layout == "packed":
+        return corpus_stats["tokens"]
+    words = corpus_stats["tokens"] - 2 * corpus_stats["sentences"]
+    return words + corpus_stats["pieces"]
 
 
 def build_model(cfg: TrainConfig, vocab: Vocabulary) -> LanguageModel:
@@ -595,10 +608,12 @@ class TrainingRun:
         except (OSError, ValueError):  # none yet, or not ours: counted again, and rewritten
             recorded = {}
         self.recorded_files = recorded.get("files") if isinstance(recorded, dict) else None
-        if self.recorded_files == self.corpus_files:
-            self.corpus_stats = {"sentences": recorded["sentences"], "tokens": recorded["tokens"]}
+        # (a file of an earlier version, without the bucketed layout's pieces, is counted again)
+        if self.recorded_files == self.corpus_files and "pieces" in recorded:
+            self.corpus_stats = {k: recorded[k] for k in ("sentences", "tokens", "pieces")}
         else:
-            self.corpus_stats = count_tokens(self.cfg.train)
+            self.corpus_stats = count_tokens(self.cfg.train, piece_length=MAX_PIECE_LENGTH)
+        self.epoch_positions = max(1, epoch_positions(self.cfg, self.corpus_stats))
 
     def _check_corpus(self) -> None:
         """Refuse to resume on training text that changed since the run recorded it: the
@@ -878,7 +893,7 @@ class TrainingRun:
         loss_sum, tok_sum = distributed.all_reduce_sum(self.ctx, [w["loss"], w["tokens"]])
         dt = max(time.perf_counter() - w["t0"], 1e-9)
         record: Dict[str, Any] = {"event": "train", "step": self.step_no,
-                                  "epoch": round(self.tokens_done / self.corpus_stats["tokens"], 4),
+                                  "epoch": round(self.tokens_done / self.epoch_positions, 4),
                                   "tokens_per_s": round(tok_sum / dt, 1), "tokens": self.tokens_done,
                                   "elapsed_s": round(self.elapsed, 2)}
         if w["n"]:  # (the skipped steps are all ranks' alike, so every rank has the same n)
@@ -912,7 +927,7 @@ class TrainingRun:
             return None
         if (self.step_no, result["sentences"], result["targets"]) not in self.log_file.evals:
             self.log_file.write({"event": "eval", "step": self.step_no, "split": "valid",
-                                 "epoch": self.tokens_done / self.corpus_stats["tokens"],
+                                 "epoch": self.tokens_done / self.epoch_positions,
                                  **{k: round(v, 4) for k, v in result.items()}})
         return result
 
