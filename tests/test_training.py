@@ -480,3 +480,31 @@ def test_a_bucketed_epoch_reads_every_piece_of_the_text_once(tmp_path, words):
     read = [batches.next_batch() for _ in range(steps)]
     assert sum(b.n_tokens for b in read) == epoch_positions(cfg, stats)
     assert sum(int(b.fwd_mask.sum()) for b in read) == words * 6 + pieces    # every word and each piece's </S>
+
+
+def test_vocabulary_order_is_checked_against_its_counts():
+    in_order = Vocabulary(["<S>", "</S>", "<UNK>", "the", "cat", "dog"], [9, 9, 0, 50, 7, 7])
+    assert in_order.out_of_frequency_order() is None          # (the specials' counts are left aside)
+    assert Vocabulary(["<S>", "</S>", "<UNK>", "the", "cat"]).out_of_frequency_order() is None  # no counts
+    swapped = Vocabulary(["<S>", "</S>", "<UNK>", "the", "cat", "dog"], [9, 9, 0, 50, 3, 40])
+    assert swapped.out_of_frequency_order() == "'dog' (40) after 'cat' (3), ids 5 and 4"
+
+
+@pytest.mark.parametrize("counts, negatives, warned", [
+    ([5, 9, 4, 3, 2, 1], 3, True),        # "b" (9) after "a" (5), sampled: said
+    ([9, 5, 4, 3, 2, 1], 3, False),       # in order
+    ([5, 9, 4, 3, 2, 1], 0, False),       # the full softmax assumes no order
+])
+def test_sampled_training_on_a_vocabulary_out_of_frequency_order_says_so(tmp_path, capsys, counts, negatives, warned):
+    """The log-uniform sampler assumes word k is the k-th most frequent; a vocabulary whose
+    counts show another order trained silently with frequent words drawn as negatives as
+    rarely as rare ones."""
+    words = ["a", "b", "c", "d", "e", "f"]
+    (tmp_path / "t.txt").write_text("a b c d e f\nb a\n" * 4)
+    (tmp_path / "v.txt").write_text("".join(f"{w}\t{c}\n" for w, c in zip(["<S>", "</S>", "<UNK>"] + words,
+                                                                          [8, 8, 0] + counts)))
+    cfg = tiny_config(tmp_path / "run", tmp_path / "t.txt", tmp_path / "v.txt", max_steps=1, export=False,
+                      n_negative=negatives, options=tiny_model_options(dim=8, proj=4))
+    train(cfg)
+    err = capsys.readouterr().err
+    assert ("not in descending order of their counts ('b' (9) after 'a' (5), ids 4 and 3)" in err) == warned

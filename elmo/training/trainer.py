@@ -590,6 +590,7 @@ class TrainingRun:
         self.batches = _batches(cfg, self.vocab, max_chars, ctx)
         self.optimizer = _optimizer(cfg, self.model.parameters())
         self.softmax_loss = softmax_loss(len(self.vocab), cfg.n_negative, seed=cfg.seed * 1000 + ctx.rank)
+        self._warn_vocabulary_order()
         torch.manual_seed(cfg.seed * 1000 + 17 + ctx.rank)  # dropout: a different stream per rank
         self.read_corpus_stats()
         self.n_steps = total_steps(cfg, ctx.world_size, self.corpus_stats)
@@ -597,6 +598,19 @@ class TrainingRun:
         # exp(training loss): with sampled negatives it is not a perplexity of the model (the sampled
         # softmax normalises over a few thousand words), so it is never labelled like the validation one
         self.train_ppl_key = self.softmax_loss.train_ppl_key
+
+    def _warn_vocabulary_order(self) -> None:
+        """Say so when the sampled softmax trains on a vocabulary whose counts show it is not
+        in descending frequency order (the log-uniform sampler's assumption): the loss is
+        still corrected for how the negatives were drawn, but with frequent words drawn as
+        rarely as rare ones it is a poorer estimate. Unknown counts cannot be checked."""
+        problem = self.vocab.out_of_frequency_order()
+        if problem and self.softmax_loss.name == "sampled" and self.ctx.is_main:
+            print(f"warning: {self.cfg.vocab}: the words are not in descending order of their counts "
+                  f"({problem}); the sampled softmax draws its negatives as if they were (word k "
+                  f"with a probability falling in k), a poorer estimate of the loss: sort the file "
+                  f"(elmo vocab build) or train with the full softmax (--negatives 0)",
+                  file=sys.stderr, flush=True)
 
     def read_corpus_stats(self) -> None:
         """The corpus's sentences and tokens: from ``corpus_stats.json`` when it was counted on
