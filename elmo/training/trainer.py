@@ -807,7 +807,7 @@ class TrainingRun:
             self.state = reset_rows(self.state, self.step_no, cfg.state_reset_every, ctx.rank * cfg.batch_size)
         negatives = self.softmax_loss.candidates(ctx.device)
         with torch.autocast(**self.autocast):
-            out = self.net(batch, self.state, negatives)
+            out = self.net(batch, self.state, negatives, mean_over=self._mean_over(batch))
         out["loss"].backward()
         gnorm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.clip_norm)
         # The same norm on every rank (DDP has averaged the gradients), so all skip together.
@@ -836,6 +836,20 @@ class TrainingRun:
             self.nonfinite_in_a_row = 0
         else:
             self._skipped(loss, float(gnorm))
+
+    def _mean_over(self, batch) -> Optional[Tuple[float, float]]:
+        """The target counts this process divides its summed losses by: the global batch's
+        per process, where the processes' batches hold different numbers of targets
+        (bucketed layout, several processes); None (the batch's own) otherwise.
+
+        DDP averages the processes' gradients: of their own means, that weighted a target of
+        a process with short sentences more than one of a process with long ones, unlike one
+        process on the global batch, which the run is meant to equal."""
+        if self.cfg.layout != "bucketed" or not self.ctx.distributed:
+            return None  # (packed batches are full: every process holds the same count)
+        total_f, total_b = distributed.all_reduce_sum(self.ctx, [float(batch.fwd_mask.sum()),
+                                                                 float(batch.bwd_mask.sum())])
+        return total_f / self.ctx.world_size, total_b / self.ctx.world_size
 
     def _skipped(self, loss: float, gnorm: float) -> None:
         """Log a step whose gradient was not finite (no update was applied); stop the run when
