@@ -18,7 +18,7 @@ from elmo.data.corpus import CorpusStream, count_tokens, iter_file_sentences
 from elmo.data.lm_batches import MAX_PIECE_LENGTH, BucketedLMBatches
 from elmo.data.fetch import sha256_file
 from elmo.training.evaluate import perplexity
-from elmo.training.export import load_language_model, read_metadata
+from elmo.training.export import export_model, load_language_model, read_metadata
 from elmo.training.finetune import finetune
 from elmo.training.model import LanguageModel
 from elmo.training.trainer import epoch_positions, total_steps, train
@@ -508,3 +508,18 @@ def test_sampled_training_on_a_vocabulary_out_of_frequency_order_says_so(tmp_pat
     train(cfg)
     err = capsys.readouterr().err
     assert ("not in descending order of their counts ('b' (9) after 'a' (5), ids 4 and 3)" in err) == warned
+
+
+def test_perplexity_says_how_many_targets_are_words_outside_the_vocabulary(tmp_path, capsys):
+    """Unknown words are <UNK> targets, predicted as one class: a text full of them scored a
+    low perplexity with nothing to say so. The result and the command's line now give their
+    number (per direction: boundaries are never <UNK>)."""
+    model, vocab, _ = tiny_lm_and_batch(tmp_path / "t.txt", "the cat sees a dog\n", 1, 2)
+    sentences = [["the", "zebra", "sees", "a", "dog"], ["an", "okapi", "sees", "the", "zebra"], ["a", "cat"]]
+    result = perplexity(model, sentences, vocab)
+    assert result["unk_targets"] == 4 and result["targets"] == 15
+    assert perplexity(model, sentences[2:], vocab)["unk_targets"] == 0
+    export_model(model, vocab, tmp_path / "model", {})
+    (tmp_path / "held.txt").write_text("".join(" ".join(s) + "\n" for s in sentences))
+    assert main(["perplexity", str(tmp_path / "model"), str(tmp_path / "held.txt")]) == 0
+    assert "(15 targets per direction, 4 of them <UNK> (words outside the vocabulary" in capsys.readouterr().out

@@ -39,7 +39,7 @@ from .. import strict_json
 from ..jobconfig import build, setting
 from . import distributed
 from .checkpoint import CheckpointError, checkpoint_path, latest_checkpoint, list_checkpoints, load_checkpoint, rng_state, save_checkpoint, set_rng_state, writing
-from .evaluate import likelihood_sums, perplexity_from_sums, reset_rows
+from .evaluate import likelihood_sums, perplexity_from_sums, reset_rows, unk_targets
 from .export import LM_FILES, check_language_model_files, export_model, load_language_model, options_with_training_keys, read_metadata
 from .model import LanguageModel
 from .resume import ResumeMismatch, check_allow_change, check_resume
@@ -950,7 +950,8 @@ class TrainingRun:
         mine = sorted(self.valid_sentences, key=len)[ctx.rank::ctx.world_size]
         # exact fp32 even under --bf16: validation measures the weights as they are used
         sums = likelihood_sums(self.model, mine, self.vocab, cfg.eval_batch_size, ctx.device)
-        result = perplexity_from_sums(distributed.all_reduce_sum(ctx, sums), len(self.valid_sentences))
+        result = {**perplexity_from_sums(distributed.all_reduce_sum(ctx, sums), len(self.valid_sentences)),
+                  "unk_targets": unk_targets(self.valid_sentences, self.vocab)}
         if not ctx.is_main:
             return None
         if (self.step_no, result["sentences"], result["targets"]) not in self.log_file.evals:
