@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import random
 import shutil
 
 import h5py
@@ -523,3 +524,54 @@ def test_perplexity_says_how_many_targets_are_words_outside_the_vocabulary(tmp_p
     (tmp_path / "held.txt").write_text("".join(" ".join(s) + "\n" for s in sentences))
     assert main(["perplexity", str(tmp_path / "model"), str(tmp_path / "held.txt")]) == 0
     assert "(15 targets per direction, 4 of them <UNK> (words outside the vocabulary" in capsys.readouterr().out
+
+
+def test_the_logged_training_loss_is_the_mean_over_the_windows_targets(tmp_path):
+    """Bucketed batches hold different numbers of targets; the log line's loss was the mean of
+    its steps' means, which weighed a target of a batch of short sentences more than one of a
+    batch of long ones. Now it is the mean over every target of its steps, replayed here."""
+    from elmo.training.distributed import Context
+    from elmo.training.trainer import _batches, build_model
+
+    rng = random.Random(0)
+    words = [f"w{k}" for k in range(12)]
+    lines = [" ".join(rng.choice(words[:3]) for _ in range(2)) if i % 2 else " ".join(rng.choice(words) for _ in range(24))
+             for i in range(40)]
+    (tmp_path / "t.txt").write_text("\n".join(lines) + "\n")
+    Vocabulary.from_counts({w: 1 for w in words}).save(tmp_path / "v.txt")
+    steps = 6
+    cfg = tiny_config(tmp_path / "run", tmp_path / "t.txt", tmp_path / "v.txt", layout="bucketed", batch_size=4,
+                      max_steps=steps, log_every=steps, dropout=0.0, export=False,
+                      options=tiny_model_options(dim=8, proj=4))
+    train(cfg)
+    logged = [r for r in map(json.loads, (tmp_path / "run" / "log.jsonl").read_text().splitlines())
+              if r.get("event") == "train"]
+    vocab = Vocabulary.load(tmp_path / "v.txt")
+    torch.manual_seed(cfg.seed)
+    model = build_model(cfg, vocab)
+    model.train()
+    optimizer = torch.optim.Adagrad(model.parameters(), lr=cfg.lr, initial_accumulator_value=cfg.adagrad_init)
+    batches = _batches(cfg, vocab, 50, Context())
+    nll = targets = 0.0
+    means = []
+    for _ in range(steps):
+        out = model(batches.next_batch(), None, None)
+        out["loss"].backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip_norm)
+        optimizer.step()
+        optimizer.zero_grad()
+        nll += 0.5 * float(out["nll_fwd"] + out["nll_bwd"])   # (both directions have the same targets)
+        targets += out["n_fwd"]
+        means.append(float(out["loss"].detach()))
+    assert abs(sum(means) / steps - nll / targets) > 2e-4   # (else the mean of the means would do too)
+    assert logged[0]["loss"] == pytest.approx(nll / targets, abs=2e-5)   # (logged to 5 decimals)
+
+
+def test_a_log_window_from_an_older_checkpoint_is_weighed_by_its_packed_batches(tmp_path):
+    """(a checkpoint written before the weights held the sum of its steps' means)"""
+    from elmo.training.trainer import _weighted_window
+
+    cfg = tiny_config(tmp_path / "run", tmp_path / "t.txt", tmp_path / "v.txt", batch_size=4, unroll_steps=10)
+    old = {"loss": 7.5, "n": 3, "gnorm": 1.0, "skipped": 0}
+    assert _weighted_window(old, cfg) == {**old, "loss": 7.5 * 40, "weight": 3 * 40.0}   # mean 2.5 kept
+    assert _weighted_window({**old, "weight": 9.0}, cfg) == {**old, "weight": 9.0}

@@ -361,7 +361,17 @@ class _Log:
 
 #: What a log line averages over its steps, kept in the checkpoint (not the tokens and time
 #: of its speed, which are this session's).
-_WINDOW_SUMS = ("loss", "n", "gnorm", "skipped")
+_WINDOW_SUMS = ("loss", "weight", "n", "gnorm", "skipped")
+
+def _weighted_window(window: Dict[str, Any], cfg: TrainConfig) -> Dict[str, Any]:
+    """A checkpoint's log window in the present form: one written before the losses were
+    weighted by their targets holds the sum of the steps' means, each step then weighing
+    one packed batch's targets (exact for the packed layout, one per step for bucketed)."""
+    if "weight" in window:
+        return window
+    per_step = float(cfg.batch_size * cfg.unroll_steps) if cfg.layout == "packed" else 1.0
+    return {**window, "loss": window["loss"] * per_step, "weight": window["n"] * per_step}
+
 
 #: Steps in a row whose gradient is not finite after which a run stops (each is skipped).
 MAX_NONFINITE_STEPS = 5
@@ -545,7 +555,7 @@ class TrainingRun:
                    unit="step", dynamic_ncols=True)
         self._new_window()
         if self.window_resumed:  # the log line due next averages the steps before the checkpoint too
-            self.window.update(self.window_resumed)
+            self.window.update(_weighted_window(self.window_resumed, self.cfg))
         session_steps = 0
         self.t_last = time.perf_counter()
         stopped_by = None
@@ -806,8 +816,9 @@ class TrainingRun:
         elif cfg.state_reset_every and self.state is not None:
             self.state = reset_rows(self.state, self.step_no, cfg.state_reset_every, ctx.rank * cfg.batch_size)
         negatives = self.softmax_loss.candidates(ctx.device)
+        mean_over = self._mean_over(batch)
         with torch.autocast(**self.autocast):
-            out = self.net(batch, self.state, negatives, mean_over=self._mean_over(batch))
+            out = self.net(batch, self.state, negatives, mean_over=mean_over)
         out["loss"].backward()
         gnorm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.clip_norm)
         # The same norm on every rank (DDP has averaged the gradients), so all skip together.
@@ -830,7 +841,12 @@ class TrainingRun:
         else:
             self.tokens_done += n_tok * ctx.world_size
         if finite:
-            self.window["loss"] += loss
+            # the step's loss is a mean over this many targets a direction: the log line weighs
+            # it by them, so that it is the mean over the window's targets (bucketed batches
+            # differ in size; a mean of the steps' means weighed a short batch's targets more)
+            weight = mean_over[0] if mean_over else float(n_tok)
+            self.window["loss"] += loss * weight
+            self.window["weight"] += weight
             self.window["gnorm"] += float(gnorm)
             self.window["n"] += 1
             self.nonfinite_in_a_row = 0
@@ -901,8 +917,8 @@ class TrainingRun:
         (``n`` of them applied, ``skipped`` not: their gradient was not finite). The sums
         (:data:`_WINDOW_SUMS`) travel in the checkpoint, so a resumed run's next log line
         averages the same steps as an uninterrupted run's; its speed counts this session only."""
-        self.window = {"loss": 0.0, "n": 0, "tokens": 0, "t0": time.perf_counter(), "gnorm": 0.0,
-                       "skipped": 0}
+        self.window = {"loss": 0.0, "weight": 0.0, "n": 0, "tokens": 0, "t0": time.perf_counter(),
+                       "gnorm": 0.0, "skipped": 0}
 
     def _sync_tokens(self) -> None:
         """Add every rank's unsynced tokens to ``tokens_done`` (bucketed layout; the packed one
@@ -918,14 +934,14 @@ class TrainingRun:
         """One learning-curve record of the steps since the last one (averaged over ranks)."""
         self._sync_tokens()
         w, key = self.window, self.train_ppl_key
-        loss_sum, tok_sum = distributed.all_reduce_sum(self.ctx, [w["loss"], w["tokens"]])
+        loss_sum, weight_sum, tok_sum = distributed.all_reduce_sum(self.ctx, [w["loss"], w["weight"], w["tokens"]])
         dt = max(time.perf_counter() - w["t0"], 1e-9)
         record: Dict[str, Any] = {"event": "train", "step": self.step_no,
                                   "epoch": round(self.tokens_done / self.epoch_positions, 4),
                                   "tokens_per_s": round(tok_sum / dt, 1), "tokens": self.tokens_done,
                                   "elapsed_s": round(self.elapsed, 2)}
         if w["n"]:  # (the skipped steps are all ranks' alike, so every rank has the same n)
-            loss = loss_sum / (w["n"] * self.ctx.world_size)
+            loss = loss_sum / weight_sum   # the mean over the targets of the steps (and ranks)
             record.update({"loss": round(loss, 5), key: round(math.exp(min(loss, 50)), 3),
                            "grad_norm": round(w["gnorm"] / w["n"], 4)})
             bar.set_postfix({"tok/s": f"{record['tokens_per_s']:.0f}", "loss": f"{loss:.3f}",
