@@ -232,7 +232,10 @@ def test_bucketed_tokens_are_every_process_rows(tmp_path):
 def _padded(batch: LMBatch, steps: int) -> LMBatch:
     """``batch`` with padding up to ``steps`` positions (no target there)."""
     extra = steps - batch.fwd_chars.shape[1]
-    pad = lambda t: torch.nn.functional.pad(t, (0, 0, 0, extra) if t.dim() == 3 else (0, extra))  # noqa: E731
+
+    def pad(t: torch.Tensor) -> torch.Tensor:   # (B, T, C) or (B, T): zeros, False after position T
+        return torch.nn.functional.pad(t, (0, 0, 0, extra) if t.dim() == 3 else (0, extra))
+
     return LMBatch(*(pad(getattr(batch, f)) if f != "lengths" else batch.lengths for f in LMBatch.__dataclass_fields__))
 
 
