@@ -2,6 +2,7 @@
 direction, export, fine-tuning and the command line."""
 from __future__ import annotations
 
+import copy
 import json
 import math
 import random
@@ -16,7 +17,7 @@ import elmo
 from elmo.chars import batch_to_ids
 from elmo.cli import main
 from elmo.data.corpus import CorpusStream, count_tokens, iter_file_sentences
-from elmo.data.lm_batches import MAX_PIECE_LENGTH, BucketedLMBatches
+from elmo.data.lm_batches import MAX_PIECE_LENGTH, BucketedLMBatches, PackedLMBatches
 from elmo.data.fetch import sha256_file
 from elmo.training.evaluate import perplexity
 from elmo.training.export import export_model, load_language_model, read_metadata
@@ -575,3 +576,37 @@ def test_a_log_window_from_an_older_checkpoint_is_weighed_by_its_packed_batches(
     old = {"loss": 7.5, "n": 3, "gnorm": 1.0, "skipped": 0}
     assert _weighted_window(old, cfg) == {**old, "loss": 7.5 * 40, "weight": 3 * 40.0}   # mean 2.5 kept
     assert _weighted_window({**old, "weight": 9.0}, cfg) == {**old, "weight": 9.0}
+
+
+def test_the_originals_updates_are_the_mean_loss_with_a_scaled_accumulator_and_clip(tmp_path):
+    """The original differentiates unroll_steps x the mean loss (T = 20: 20 times our gradient)
+    before its clip (10) and Adagrad (initial accumulator 1.0). For a gradient c g, Adagrad's
+    step lr c g / sqrt(a + c^2 sum g^2) is lr g / sqrt(a / c^2 + sum g^2), and clipping c g at
+    N is clipping g at N / c: so --adagrad-init 1/T^2 --clip-norm 10/T on our gradient makes
+    the original's updates, as the README says, and the plain defaults do not."""
+    from elmo.training.trainer import adagrad
+
+    lines = "the cat sees a dog .\nevery old farmer likes the small quiet green house !\n" * 6
+    steps = 5
+    model, vocab, _ = tiny_lm_and_batch(tmp_path / "t.txt", lines, rows=2, steps=steps)
+
+    def run(scale: float, init: float, clip: float) -> dict:
+        net = copy.deepcopy(model)
+        net.train()
+        optimizer = adagrad(net.parameters(), 0.2, init)
+        batches, state = PackedLMBatches(CorpusStream([tmp_path / "t.txt"], shuffle=False), vocab, 2, steps), None
+        for _ in range(4):
+            out = net(batches.next_batch(), state, None)
+            (scale * out["loss"]).backward()
+            torch.nn.utils.clip_grad_norm_(net.parameters(), clip)
+            optimizer.step()
+            optimizer.zero_grad()
+            state = out["state"]
+        return net.state_dict()
+
+    def gap(a: dict, b: dict) -> float:
+        return max(float((a[k] - b[k]).abs().max()) for k in a)
+
+    original = run(steps, 1.0, 10.0)
+    assert gap(run(1.0, 1.0 / steps ** 2, 10.0 / steps), original) < 1e-5
+    assert gap(run(1.0, 1.0, 10.0), original) > 1e-3
