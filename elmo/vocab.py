@@ -42,6 +42,19 @@ class Vocabulary:
             raise TypeError("Vocabulary.ids expects a list of tokens, not a string")
         return [self.index.get(t, self.unk) for t in tokens]
 
+    def out_of_frequency_order(self) -> Optional[str]:
+        """Where the words (the specials left aside) stop being in descending order of their
+        counts, e.g. ``'cat' (40) after 'dog' (3), ids 7 and 6``; None when they are in
+        order or the counts are not known. (The sampled softmax draws word k with a
+        probability falling in k: in another order it over-samples rare words.)"""
+        if self.counts is None:
+            return None
+        ranked = [(i, w, c) for i, (w, c) in enumerate(zip(self.words, self.counts)) if w not in SPECIAL]
+        for (i, w, c), (j, v, d) in zip(ranked, ranked[1:]):
+            if d > c:
+                return f"{v!r} ({d}) after {w!r} ({c}), ids {j} and {i}"
+        return None
+
     @classmethod
     def from_counts(cls, counts: Mapping[str, int], min_count: int = 1,
                     max_size: Optional[int] = None) -> "Vocabulary":

@@ -2,8 +2,10 @@
 direction, export, fine-tuning and the command line."""
 from __future__ import annotations
 
+import copy
 import json
 import math
+import random
 import shutil
 
 import h5py
@@ -14,13 +16,14 @@ import torch
 import elmo
 from elmo.chars import batch_to_ids
 from elmo.cli import main
-from elmo.data.corpus import iter_file_sentences
+from elmo.data.corpus import CorpusStream, count_tokens, iter_file_sentences
+from elmo.data.lm_batches import MAX_PIECE_LENGTH, BucketedLMBatches, PackedLMBatches
 from elmo.data.fetch import sha256_file
 from elmo.training.evaluate import perplexity
-from elmo.training.export import load_language_model, read_metadata
+from elmo.training.export import export_model, load_language_model, read_metadata
 from elmo.training.finetune import finetune
 from elmo.training.model import LanguageModel
-from elmo.training.trainer import train
+from elmo.training.trainer import epoch_positions, total_steps, train
 from elmo.vocab import Vocabulary
 from training_helpers import FIXTURE, tiny_config, tiny_lm_and_batch, tiny_model_options, write_toy_corpus
 
@@ -487,3 +490,167 @@ def test_a_second_vocab_build_into_the_same_file_is_refused_while_the_first_writ
     words = Vocabulary.load(out).words
     assert "cat" in words and Vocabulary.load(tmp_path / "v.counts.tsv").words == words
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt", "b.txt", "v.counts.tsv", "v.txt"]
+
+
+
+def test_a_bucketed_epoch_is_logged_as_one(tmp_path):
+    """The logged epoch of the bucketed layout's last step of one epoch is 1 (it was 0.86 on
+    these 5-word sentences: their ``</S>`` is no input, yet the count of a pass had it)."""
+    sentences = [[f"w{(i * 7 + k) % 9}" for k in range(5)] for i in range(4)]
+    (tmp_path / "t.txt").write_text("".join(" ".join(s) + "\n" for s in sentences))
+    Vocabulary.from_counts({f"w{k}": 1 for k in range(9)}).save(tmp_path / "v.txt")
+    cfg = tiny_config(tmp_path / "run", tmp_path / "t.txt", tmp_path / "v.txt", layout="bucketed",
+                      batch_size=2, log_every=1, export=False, options=tiny_model_options(dim=8, proj=4))
+    assert train(cfg)["step"] == 2
+    epochs = [r["epoch"] for r in map(json.loads, (tmp_path / "run" / "log.jsonl").read_text().splitlines())
+              if r.get("event") == "train"]
+    assert epochs == [pytest.approx(0.5), pytest.approx(1.0)]
+
+
+@pytest.mark.parametrize("words", [5, 250, 401])
+def test_a_bucketed_epoch_reads_every_piece_of_the_text_once(tmp_path, words):
+    """An epoch of the bucketed layout is as many steps as its rows fill: sentences over
+    MAX_PIECE_LENGTH words are cut into pieces, each a row (counting sentences made the epoch
+    of 250-word sentences half a pass, of 401-word ones a third), and its input positions are
+    what one pass reads."""
+    sentences = [[f"w{(i * 7 + k) % 9}" for k in range(words)] for i in range(6)]
+    (tmp_path / "t.txt").write_text("".join(" ".join(s) + "\n" for s in sentences))
+    vocab = Vocabulary.from_counts({f"w{k}": 1 for k in range(9)})
+    stats = count_tokens([tmp_path / "t.txt"], piece_length=MAX_PIECE_LENGTH)
+    cfg = tiny_config(tmp_path / "run", tmp_path / "t.txt", tmp_path / "v.txt", layout="bucketed", batch_size=2)
+    steps = total_steps(cfg, 1, stats)
+    pieces = 6 * -(-words // MAX_PIECE_LENGTH)
+    assert steps == pieces // 2
+    # a pool of exactly one pass, so that the steps of one epoch read it in full
+    batches = BucketedLMBatches(CorpusStream([tmp_path / "t.txt"], shuffle=False), vocab, 2, pool_batches=steps)
+    read = [batches.next_batch() for _ in range(steps)]
+    assert sum(b.n_tokens for b in read) == epoch_positions(cfg, stats)
+    assert sum(int(b.fwd_mask.sum()) for b in read) == words * 6 + pieces    # every word and each piece's </S>
+
+
+def test_vocabulary_order_is_checked_against_its_counts():
+    in_order = Vocabulary(["<S>", "</S>", "<UNK>", "the", "cat", "dog"], [9, 9, 0, 50, 7, 7])
+    assert in_order.out_of_frequency_order() is None          # (the specials' counts are left aside)
+    assert Vocabulary(["<S>", "</S>", "<UNK>", "the", "cat"]).out_of_frequency_order() is None  # no counts
+    swapped = Vocabulary(["<S>", "</S>", "<UNK>", "the", "cat", "dog"], [9, 9, 0, 50, 3, 40])
+    assert swapped.out_of_frequency_order() == "'dog' (40) after 'cat' (3), ids 5 and 4"
+
+
+@pytest.mark.parametrize("counts, negatives, warned", [
+    ([5, 9, 4, 3, 2, 1], 3, True),        # "b" (9) after "a" (5), sampled: said
+    ([9, 5, 4, 3, 2, 1], 3, False),       # in order
+    ([5, 9, 4, 3, 2, 1], 0, False),       # the full softmax assumes no order
+])
+def test_sampled_training_on_a_vocabulary_out_of_frequency_order_says_so(tmp_path, capsys, counts, negatives, warned):
+    """The log-uniform sampler assumes word k is the k-th most frequent; a vocabulary whose
+    counts show another order trained silently with frequent words drawn as negatives as
+    rarely as rare ones."""
+    words = ["a", "b", "c", "d", "e", "f"]
+    (tmp_path / "t.txt").write_text("a b c d e f\nb a\n" * 4)
+    (tmp_path / "v.txt").write_text("".join(f"{w}\t{c}\n" for w, c in zip(["<S>", "</S>", "<UNK>"] + words,
+                                                                          [8, 8, 0] + counts)))
+    cfg = tiny_config(tmp_path / "run", tmp_path / "t.txt", tmp_path / "v.txt", max_steps=1, export=False,
+                      n_negative=negatives, options=tiny_model_options(dim=8, proj=4))
+    train(cfg)
+    err = capsys.readouterr().err
+    assert ("not in descending order of their counts ('b' (9) after 'a' (5), ids 4 and 3)" in err) == warned
+
+
+def test_perplexity_says_how_many_targets_are_words_outside_the_vocabulary(tmp_path, capsys):
+    """Unknown words are <UNK> targets, predicted as one class: a text full of them scored a
+    low perplexity with nothing to say so. The result and the command's line now give their
+    number (per direction: boundaries are never <UNK>)."""
+    model, vocab, _ = tiny_lm_and_batch(tmp_path / "t.txt", "the cat sees a dog\n", 1, 2)
+    sentences = [["the", "zebra", "sees", "a", "dog"], ["an", "okapi", "sees", "the", "zebra"], ["a", "cat"]]
+    result = perplexity(model, sentences, vocab)
+    assert result["unk_targets"] == 4 and result["targets"] == 15
+    assert perplexity(model, sentences[2:], vocab)["unk_targets"] == 0
+    export_model(model, vocab, tmp_path / "model", {})
+    (tmp_path / "held.txt").write_text("".join(" ".join(s) + "\n" for s in sentences))
+    assert main(["perplexity", str(tmp_path / "model"), str(tmp_path / "held.txt")]) == 0
+    assert "(15 targets per direction, 4 of them <UNK> (words outside the vocabulary" in capsys.readouterr().out
+
+
+def test_the_logged_training_loss_is_the_mean_over_the_windows_targets(tmp_path):
+    """Bucketed batches hold different numbers of targets; the log line's loss was the mean of
+    its steps' means, which weighed a target of a batch of short sentences more than one of a
+    batch of long ones. Now it is the mean over every target of its steps, replayed here."""
+    from elmo.training.distributed import Context
+    from elmo.training.trainer import _batches, build_model
+
+    rng = random.Random(0)
+    words = [f"w{k}" for k in range(12)]
+    lines = [" ".join(rng.choice(words[:3]) for _ in range(2)) if i % 2 else " ".join(rng.choice(words) for _ in range(24))
+             for i in range(40)]
+    (tmp_path / "t.txt").write_text("\n".join(lines) + "\n")
+    Vocabulary.from_counts({w: 1 for w in words}).save(tmp_path / "v.txt")
+    steps = 6
+    cfg = tiny_config(tmp_path / "run", tmp_path / "t.txt", tmp_path / "v.txt", layout="bucketed", batch_size=4,
+                      max_steps=steps, log_every=steps, dropout=0.0, export=False,
+                      options=tiny_model_options(dim=8, proj=4))
+    train(cfg)
+    logged = [r for r in map(json.loads, (tmp_path / "run" / "log.jsonl").read_text().splitlines())
+              if r.get("event") == "train"]
+    vocab = Vocabulary.load(tmp_path / "v.txt")
+    torch.manual_seed(cfg.seed)
+    model = build_model(cfg, vocab)
+    model.train()
+    optimizer = torch.optim.Adagrad(model.parameters(), lr=cfg.lr, initial_accumulator_value=cfg.adagrad_init)
+    batches = _batches(cfg, vocab, 50, Context())
+    nll = targets = 0.0
+    means = []
+    for _ in range(steps):
+        out = model(batches.next_batch(), None, None)
+        out["loss"].backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip_norm)
+        optimizer.step()
+        optimizer.zero_grad()
+        nll += 0.5 * float(out["nll_fwd"] + out["nll_bwd"])   # (both directions have the same targets)
+        targets += out["n_fwd"]
+        means.append(float(out["loss"].detach()))
+    assert abs(sum(means) / steps - nll / targets) > 2e-4   # (else the mean of the means would do too)
+    assert logged[0]["loss"] == pytest.approx(nll / targets, abs=2e-5)   # (logged to 5 decimals)
+
+
+def test_a_log_window_from_an_older_checkpoint_is_weighed_by_its_packed_batches(tmp_path):
+    """(a checkpoint written before the weights held the sum of its steps' means)"""
+    from elmo.training.trainer import _weighted_window
+
+    cfg = tiny_config(tmp_path / "run", tmp_path / "t.txt", tmp_path / "v.txt", batch_size=4, unroll_steps=10)
+    old = {"loss": 7.5, "n": 3, "gnorm": 1.0, "skipped": 0}
+    assert _weighted_window(old, cfg) == {**old, "loss": 7.5 * 40, "weight": 3 * 40.0}   # mean 2.5 kept
+    assert _weighted_window({**old, "weight": 9.0}, cfg) == {**old, "weight": 9.0}
+
+
+def test_the_originals_updates_are_the_mean_loss_with_a_scaled_accumulator_and_clip(tmp_path):
+    """The original differentiates unroll_steps x the mean loss (T = 20: 20 times our gradient)
+    before its clip (10) and Adagrad (initial accumulator 1.0). For a gradient c g, Adagrad's
+    step lr c g / sqrt(a + c^2 sum g^2) is lr g / sqrt(a / c^2 + sum g^2), and clipping c g at
+    N is clipping g at N / c: so --adagrad-init 1/T^2 --clip-norm 10/T on our gradient makes
+    the original's updates, as the README says, and the plain defaults do not."""
+    from elmo.training.trainer import adagrad
+
+    lines = "the cat sees a dog .\nevery old farmer likes the small quiet green house !\n" * 6
+    steps = 5
+    model, vocab, _ = tiny_lm_and_batch(tmp_path / "t.txt", lines, rows=2, steps=steps)
+
+    def run(scale: float, init: float, clip: float) -> dict:
+        net = copy.deepcopy(model)
+        net.train()
+        optimizer = adagrad(net.parameters(), 0.2, init)
+        batches, state = PackedLMBatches(CorpusStream([tmp_path / "t.txt"], shuffle=False), vocab, 2, steps), None
+        for _ in range(4):
+            out = net(batches.next_batch(), state, None)
+            (scale * out["loss"]).backward()
+            torch.nn.utils.clip_grad_norm_(net.parameters(), clip)
+            optimizer.step()
+            optimizer.zero_grad()
+            state = out["state"]
+        return net.state_dict()
+
+    def gap(a: dict, b: dict) -> float:
+        return max(float((a[k] - b[k]).abs().max()) for k in a)
+
+    original = run(steps, 1.0, 10.0)
+    assert gap(run(1.0, 1.0 / steps ** 2, 10.0 / steps), original) < 1e-5
+    assert gap(run(1.0, 1.0, 10.0), original) > 1e-3

@@ -227,3 +227,59 @@ def test_bucketed_tokens_are_every_process_rows(tmp_path):
     logged = [json.loads(line) for line in (run / "log.jsonl").read_text().splitlines()]
     assert [r["tokens"] for r in logged if r["event"] == "train"] == [
         sum(per_step[0][:2] + per_step[1][:2]), sum(per_step[0][:4] + per_step[1][:4]), sum(map(sum, per_step))]
+
+
+def _padded(batch: LMBatch, steps: int) -> LMBatch:
+    """``batch`` with padding up to ``steps`` positions (no target there)."""
+    extra = steps - batch.fwd_chars.shape[1]
+
+    def pad(t: torch.Tensor) -> torch.Tensor:   # (B, T, C) or (B, T): zeros, False after position T
+        return torch.nn.functional.pad(t, (0, 0, 0, extra) if t.dim() == 3 else (0, extra))
+
+    return LMBatch(*(pad(getattr(batch, f)) if f != "lengths" else batch.lengths for f in LMBatch.__dataclass_fields__))
+
+
+def test_two_gloo_processes_on_bucketed_batches_equal_one_process_on_the_global_batch(tmp_path):
+    """The processes' bucketed batches hold different numbers of tokens. Each process's loss
+    was the mean over its own tokens and DDP averaged those gradients: a token of the process
+    with shorter sentences weighed more, and the run did not train like one process on the
+    global batch (the mean over all its tokens). Now each process divides by the global count
+    (per process), and it does."""
+    from elmo.data.lm_batches import BucketedLMBatches
+
+    train_txt, _, vocab_txt = write_toy_corpus(tmp_path / "toy", n_train=200)
+    options = tiny_model_options(dim=20, proj=10)
+    steps = 4
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "-m", "elmo",
+           "train", str(train_txt), "--vocab", str(vocab_txt), "-o", str(tmp_path / "ddp"), "--layout", "bucketed",
+           "--dim", "20", "--projection-dim", "10", "--filters", "1:8,2:8,3:16", "--char-dim", "4",
+           "--n-highway", "1", "--batch-size", str(ROWS), "--max-steps", str(steps), "--negatives", "0",
+           "--dropout", "0", "--checkpoint-every", str(steps), "--no-progress", "--threads", "1", "--device", "cpu"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+    done = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    ddp = load_checkpoint(tmp_path / "ddp" / "checkpoints" / f"checkpoint-{steps:08d}.pt")
+
+    vocab = Vocabulary.load(vocab_txt)
+    cfg = TrainConfig(train=[str(train_txt)], vocab=str(vocab_txt), output="", options=options, dropout=0.0)
+    torch.manual_seed(cfg.seed)
+    model = build_model(cfg, vocab)
+    initial = {k: v.clone() for k, v in model.state_dict().items()}
+    model.train()
+    parts = [BucketedLMBatches(CorpusStream([train_txt], seed=cfg.seed, rank=r, world_size=2), vocab, ROWS,
+                               seed=cfg.seed + 7 * r) for r in range(2)]
+    optimizer = torch.optim.Adagrad(model.parameters(), lr=0.2, initial_accumulator_value=1.0)
+    uneven = False
+    for _ in range(steps):
+        own = [p.next_batch() for p in parts]
+        uneven |= own[0].n_tokens != own[1].n_tokens
+        longest = max(b.fwd_chars.shape[1] for b in own)
+        model(LMBatch.concat([_padded(b, longest) for b in own]), None, None)["loss"].backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 10.0)
+        optimizer.step()
+        optimizer.zero_grad()
+    assert uneven   # (else the processes' own means would do too)
+    reference = model.state_dict()
+    moved = max(float((reference[k] - initial[k]).abs().max()) for k in reference)
+    diff = max(float((ddp["model"][k] - reference[k]).abs().max()) for k in reference)
+    assert diff <= 1e-5 < 1e-2 < moved, (diff, moved)   # (the tolerance of the packed test above)

@@ -3,6 +3,7 @@ settings, undecodable text, a full disk; and the perplexity definition's indepen
 batch size."""
 from __future__ import annotations
 
+import dataclasses
 import errno
 import json
 import os
@@ -1094,3 +1095,26 @@ def test_full_disk_while_exporting_says_so(tmp_path, toy, monkeypatch, capsys, f
     assert err.startswith("elmo train: error: ") and err.endswith(f"{run / 'model' / full}: cannot write the "
                                                                    f"{full.split('.')[0]}: No space left on device")
     assert not (run / "model").exists() and not (run / "model.partial").exists()
+
+
+
+@pytest.mark.parametrize("layout, world_size", [("packed", 1), ("packed", 2), ("packed", 3), ("bucketed", 2)])
+def test_finetune_batch_leaves_enough_steps_with_several_processes(tmp_path, monkeypatch, layout, world_size):
+    """Each process reads its own rows of a step: the batch fitted to a small text left one
+    process its 20 steps an epoch, but 2 processes 10 and 3 processes 7. finetune fits it to
+    the processes torchrun started."""
+    from elmo.data.corpus import count_tokens
+    from elmo.data.lm_batches import MAX_PIECE_LENGTH
+    from elmo.training.distributed import launched_world_size
+    from elmo.training.finetune import MIN_STEPS_PER_EPOCH, fitted_batch_size
+    from elmo.training.trainer import total_steps
+
+    sentences = [["the", "happy", "farmer", "sees", "the", "old", "river", "."]] * 600
+    (tmp_path / "t.txt").write_text("".join(" ".join(s) + "\n" for s in sentences))
+    stats = count_tokens([tmp_path / "t.txt"], piece_length=MAX_PIECE_LENGTH)
+    cfg = tiny_config(tmp_path / "run", tmp_path / "t.txt", "", batch_size=128, layout=layout)
+    batch = fitted_batch_size(cfg, sentences, world_size)
+    assert 1 < batch < 128
+    assert total_steps(dataclasses.replace(cfg, batch_size=batch), world_size, stats) >= MIN_STEPS_PER_EPOCH
+    monkeypatch.setenv("WORLD_SIZE", str(world_size))
+    assert launched_world_size() == world_size

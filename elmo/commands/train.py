@@ -113,7 +113,9 @@ def register(subparsers) -> None:
                     "zero state, as ELMo embeds it, so the result does not depend on --batch-size; with "
                     "--carry-state the text is read as one stream with the state carried through it (the "
                     "usual Penn Treebank protocol). Counts each word plus one sentence boundary per "
-                    "sentence and direction.")
+                    "sentence and direction; words outside the vocabulary are <UNK> targets (their "
+                    "number is shown). The average is exp of the mean of the two directions' losses "
+                    "(the geometric mean of their perplexities).")
     p.add_argument("model", help="trained model folder (with softmax.hdf5 and vocab.txt), or a model's name "
                                  "(default)")
     p.add_argument("text", nargs="+", help="files, globs or folders")
@@ -288,8 +290,10 @@ def perplexity(args) -> int:
     if args.json:
         print(strict_json.dumps({**result, "definition": definition}))
     else:
+        unknown = (f", {result['unk_targets']:,} of them <UNK> (words outside the vocabulary, predicted as one "
+                   f"class)" if result["unk_targets"] else "")
         print(f"forward {result['ppl_fwd']:.2f}  backward {result['ppl_bwd']:.2f}  average {result['ppl']:.2f}  "
-              f"({result['targets']:,} targets per direction; {definition})")
+              f"({result['targets']:,} targets per direction{unknown}; {definition})")
     return 0
 
 

@@ -267,17 +267,25 @@ class CorpusStream:
         self.position = StreamPosition(**state)
 
 
-def count_tokens(paths: Sequence[str | os.PathLike], boundaries: bool = True) -> Dict[str, int]:
+def count_tokens(paths: Sequence[str | os.PathLike], boundaries: bool = True,
+                 piece_length: Optional[int] = None) -> Dict[str, int]:
     """Sentences and tokens of a corpus in one streaming pass.
 
     ``tokens`` counts ``<S>`` and ``</S>`` around each sentence when ``boundaries`` is set
-    (the number of positions a language-model epoch has).
+    (the number of positions a language-model epoch has). With ``piece_length``, ``pieces``
+    also counts the pieces of at most that many words the sentences are cut into (the rows
+    of the bucketed layout, which cuts long sentences).
     """
-    n_sentences = n_tokens = 0
+    n_sentences = n_tokens = n_pieces = 0
     for sentence in iter_file_sentences(expand_paths(paths)):
         n_sentences += 1
         n_tokens += len(sentence) + (2 if boundaries else 0)
-    return {"sentences": n_sentences, "tokens": n_tokens}
+        if piece_length is not None:
+            n_pieces += -(-len(sentence) // piece_length)
+    counts = {"sentences": n_sentences, "tokens": n_tokens}
+    if piece_length is not None:
+        counts["pieces"] = n_pieces
+    return counts
 
 
 def corpus_files(paths: Sequence[str | os.PathLike]) -> List[List[Any]]:

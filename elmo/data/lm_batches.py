@@ -186,6 +186,11 @@ class PackedLMBatches(_StreamBatches):
         self.bwd = [list(r) for r in state["bwd"]]
 
 
+#: The bucketed layout's longest row, in words: a longer sentence is cut into pieces this long
+#: (an epoch of that layout is its pieces, which ``count_tokens(piece_length=...)`` counts).
+MAX_PIECE_LENGTH = 200
+
+
 class BucketedLMBatches(_StreamBatches):
     """Stateless batches: one wrapped sentence a row, similar lengths together.
 
@@ -195,7 +200,8 @@ class BucketedLMBatches(_StreamBatches):
     """
 
     def __init__(self, stream: CorpusStream, vocab: Vocabulary, batch_size: int,
-                 max_chars: int = 50, pool_batches: int = 50, max_length: int = 200, seed: int = 0):
+                 max_chars: int = 50, pool_batches: int = 50, max_length: int = MAX_PIECE_LENGTH,
+                 seed: int = 0):
         self.stream, self.batch_size = stream, batch_size
         self.pool_batches, self.max_length, self.seed = pool_batches, max_length, seed
         self.encoder = _Encoder(vocab, max_chars)

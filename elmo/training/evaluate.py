@@ -11,6 +11,10 @@ forward, ``<S>`` backward); the targets that are given (``<S>`` after ``</S>`` f
 ``</S>`` after ``<S>`` backward, only in a text read as one stream) do not exist here. This is
 the usual count of the Penn Treebank LM set (words + end of sentence).
 
+Words outside the model's vocabulary are ``<UNK>`` targets, predicted as that one class: a
+text with many of them gets a lower perplexity than an open-vocabulary figure of its words
+would be. ``unk_targets`` says how many targets (per direction) were ``<UNK>``.
+
 Reported: forward and backward perplexity, and their average ``exp((loss_f + loss_b) / 2)``
 (the geometric mean, the quantity the training loss estimates).
 
@@ -71,7 +75,8 @@ def perplexity(model: LanguageModel, sentences: Iterable[Sentence], vocab: Vocab
     ``autocast_dtype``: e.g. ``torch.bfloat16`` to evaluate under autocast (None: exact).
 
     Returns ``ppl_fwd``, ``ppl_bwd``, ``ppl`` (average), ``loss_fwd``, ``loss_bwd`` (mean
-    negative log-likelihoods in nats), ``targets`` (per direction) and ``sentences``.
+    negative log-likelihoods in nats), ``targets`` (per direction), ``unk_targets`` (how many
+    of them are ``<UNK>``: words outside the vocabulary) and ``sentences``.
     Raises FloatingPointError where the model's outputs give a NaN log-likelihood.
     """
     ordered = list(sentences)
@@ -80,7 +85,13 @@ def perplexity(model: LanguageModel, sentences: Iterable[Sentence], vocab: Vocab
         # (an infinite loss is a defined result, an infinite perplexity; NaN is none at all)
         raise FloatingPointError("the model's log-likelihood of the text is NaN: its outputs are not finite "
                                  "(weights from a diverged run?)")
-    return perplexity_from_sums(sums, len(ordered))
+    return {**perplexity_from_sums(sums, len(ordered)), "unk_targets": unk_targets(ordered, vocab)}
+
+
+def unk_targets(sentences: Iterable[Sentence], vocab: Vocabulary) -> int:
+    """How many targets of one direction are ``<UNK>``: the words of ``sentences`` outside
+    ``vocab`` (the boundaries never are)."""
+    return sum(vocab.id(w) == vocab.unk for sentence in sentences for w in sentence)
 
 
 def perplexity_from_sums(sums: List[float], n_sentences: int) -> Dict[str, float]:

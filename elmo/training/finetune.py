@@ -25,21 +25,22 @@ from .. import strict_json
 from .checkpoint import latest_checkpoint, writing
 from .export import VOCAB_FILE, load_language_model, read_metadata
 from .resume import ResumeMismatch
-from .distributed import is_main_process
+from .distributed import is_main_process, launched_world_size
 from .trainer import (TrainConfig, check_start_model, check_text_outside_run, check_vocabulary_not_text, run_lock,
                       train)
 
 MIN_STEPS_PER_EPOCH = 20
 
 
-def fitted_batch_size(cfg: TrainConfig, sentences: Sequence[List[str]]) -> int:
-    """Rows per batch for adapting on ``sentences``: ``cfg.batch_size``, or fewer so that one
-    epoch is at least :data:`MIN_STEPS_PER_EPOCH` steps (never below one row)."""
+def fitted_batch_size(cfg: TrainConfig, sentences: Sequence[List[str]], world_size: int = 1) -> int:
+    """Rows per batch and process for adapting on ``sentences`` with ``world_size`` processes
+    (each reads its own rows of every step): ``cfg.batch_size``, or fewer so that one epoch is
+    at least :data:`MIN_STEPS_PER_EPOCH` steps (never below one row)."""
     if cfg.layout == "packed":  # a step reads rows x unroll_steps positions of the wrapped text
         positions = sum(len(s) + 2 for s in sentences)
-        fits = positions // (cfg.unroll_steps * MIN_STEPS_PER_EPOCH)
-    else:  # bucketed: one sentence a row
-        fits = len(sentences) // MIN_STEPS_PER_EPOCH
+        fits = positions // (cfg.unroll_steps * MIN_STEPS_PER_EPOCH * world_size)
+    else:  # bucketed: one sentence (or a piece of one) a row
+        fits = len(sentences) // (MIN_STEPS_PER_EPOCH * world_size)
     return max(1, min(cfg.batch_size, fits))
 
 
@@ -122,7 +123,7 @@ def _finetune(cfg: TrainConfig, out: Path, text_files: List[Path], held_files: L
 
     base, vocab = load_language_model(cfg.init_from, device=None)
     before = perplexity(base, held, vocab, cfg.eval_batch_size)
-    batch_size = fitted_batch_size(cfg, train_part)
+    batch_size = fitted_batch_size(cfg, train_part, launched_world_size())
     base_meta = read_metadata(cfg.init_from)
     # absolute: read from another working folder, a relative path names another file or none
     record = {"files": [str(Path(p).resolve()) for p in text_files], "sha256": [file_fingerprint(p) for p in text_files],

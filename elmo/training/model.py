@@ -55,8 +55,8 @@ class LanguageModel(nn.Module):
 
     @eager_under_compile
     def forward(self, batch: LMBatch, state: Optional[List[LayerState]] = None,
-                negatives: Optional[SoftmaxLoss] = None, skip_given_targets: bool = False
-                ) -> Dict[str, object]:
+                negatives: Optional[SoftmaxLoss] = None, skip_given_targets: bool = False,
+                mean_over: Optional[Tuple[float, float]] = None) -> Dict[str, object]:
         """Loss of one batch.
 
         Args:
@@ -66,6 +66,11 @@ class LanguageModel(nn.Module):
             negatives: the batch's softmax loss (:class:`~elmo.modules.softmax.Candidates`
                 shared sampled negatives, or the full softmax); None for the full softmax.
             skip_given_targets: leave out targets that carry no information (evaluation).
+            mean_over: the forward and backward target counts each direction's summed loss
+                is divided by; None for this batch's own. Data parallelism passes the global
+                batch's counts over the processes, so that the gradients DDP averages are
+                those of the global batch's mean, also where the processes' rows hold
+                different numbers of tokens (bucketed).
 
         Returns:
             ``loss`` (scalar, mean of both directions), ``nll_fwd``/``nll_bwd`` (summed
@@ -85,7 +90,8 @@ class LanguageModel(nn.Module):
         targets_f, targets_b = batch.fwd_targets[fwd_mask], batch.bwd_targets[bwd_mask]
         nll_f, nll_b = self._nll(hidden_f, targets_f, hidden_b, targets_b, negatives or FULL_SOFTMAX)
         dtype = self.softmax.weight.dtype
-        loss = 0.5 * (nll_f.sum() / max(nll_f.numel(), 1) + nll_b.sum() / max(nll_b.numel(), 1))
+        count_f, count_b = mean_over or (nll_f.numel(), nll_b.numel())
+        loss = 0.5 * (nll_f.sum() / max(count_f, 1) + nll_b.sum() / max(count_b, 1))
         return {"loss": loss, "nll_fwd": nll_f.detach().sum(), "nll_bwd": nll_b.detach().sum(),
                 "n_fwd": int(fwd_mask.sum()), "n_bwd": int(bwd_mask.sum()),
                 # carried in the parameters' dtype, so bf16 autocast steps and fp32 steps can alternate

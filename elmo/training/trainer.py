@@ -1,8 +1,9 @@
 """The training loop: stateful LM batches, shared (sampled) softmax, Adagrad, exact resume.
 
-Recipe defaults are the original's: Adagrad (lr 0.2, initial accumulator 1.0), global
+Recipe defaults are the original's values: Adagrad (lr 0.2, initial accumulator 1.0), global
 gradient-norm clip 10, dropout 0.1, 8192 shared negatives, batch 128 rows x 20 steps per
-process. One ``step`` is one batch on every process; with data parallelism the gradients are
+process. The gradient is that of the mean loss, where the original's is that of unroll_steps
+times it: its updates are ours with the accumulator at 1/T^2 and the clip at 10/T. One ``step`` is one batch on every process; with data parallelism the gradients are
 averaged over processes (DistributedDataParallel), so W processes of B rows train like one
 process of W x B rows.
 
@@ -30,7 +31,7 @@ from torch.nn.parallel import DistributedDataParallel
 from ..allocator import keep_freed_memory
 from ..config import ElmoOptions
 from ..data.corpus import CorpusStream, corpus_files, count_tokens, expand_paths, iter_file_sentences, would_find
-from ..data.lm_batches import BucketedLMBatches, PackedLMBatches
+from ..data.lm_batches import MAX_PIECE_LENGTH, BucketedLMBatches, PackedLMBatches
 from ..modules.softmax import softmax_loss
 from ..vocab import Vocabulary
 from ..io import (OutputError, atomic_write_text, check_output_dir, json_objects, no_empty_folder_on_failure,
@@ -39,7 +40,7 @@ from .. import strict_json
 from ..jobconfig import build, setting
 from . import distributed
 from .checkpoint import CheckpointError, checkpoint_path, latest_checkpoint, list_checkpoints, load_checkpoint, rng_state, save_checkpoint, set_rng_state, writing
-from .evaluate import likelihood_sums, perplexity_from_sums, reset_rows
+from .evaluate import likelihood_sums, perplexity_from_sums, reset_rows, unk_targets
 from .export import LM_FILES, check_language_model_files, export_model, load_language_model, options_with_training_keys, read_metadata
 from .model import LanguageModel
 from .resume import ResumeMismatch, check_allow_change, check_resume
@@ -232,7 +233,20 @@ def total_steps(cfg: TrainConfig, world_size: int, corpus_stats: Dict[str, int])
     if cfg.layout == "packed":
         per_step = cfg.batch_size * cfg.unroll_steps * world_size
         return max(1, math.ceil(cfg.epochs * corpus_stats["tokens"] / per_step))
-    return max(1, math.ceil(cfg.epochs * corpus_stats["sentences"] / (cfg.batch_size * world_size)))
+    # a bucketed row is a piece of a sentence: counting sentences made an epoch of a text with
+    # long sentences a fraction of a pass (a third for sentences of 450 words)
+    return max(1, math.ceil(cfg.epochs * corpus_stats["pieces"] / (cfg.batch_size * world_size)))
+
+
+def epoch_positions(cfg: TrainConfig, corpus_stats: Dict[str, int]) -> int:
+    """Input positions one pass over the text gives, as the training counts its tokens: the
+    packed stream's every token (``<S>`` and ``</S>`` included); the bucketed layout's rows,
+    a piece of n words being n + 1 inputs (its ``</S>`` is only a target). Dividing the
+    bucketed count by the packed one logged an epoch as 0.86 on 5-word sentences."""
+    if cfg.layout == "packed":
+        return corpus_stats["tokens"]
+    words = corpus_stats["tokens"] - 2 * corpus_stats["sentences"]
+    return words + corpus_stats["pieces"]
 
 
 def build_model(cfg: TrainConfig, vocab: Vocabulary) -> LanguageModel:
@@ -352,7 +366,17 @@ class _Log:
 
 #: What a log line averages over its steps, kept in the checkpoint (not the tokens and time
 #: of its speed, which are this session's).
-_WINDOW_SUMS = ("loss", "n", "gnorm", "skipped")
+_WINDOW_SUMS = ("loss", "weight", "n", "gnorm", "skipped")
+
+def _weighted_window(window: Dict[str, Any], cfg: TrainConfig) -> Dict[str, Any]:
+    """A checkpoint's log window in the present form: one written before the losses were
+    weighted by their targets holds the sum of the steps' means, each step then weighing
+    one packed batch's targets (exact for the packed layout, one per step for bucketed)."""
+    if "weight" in window:
+        return window
+    per_step = float(cfg.batch_size * cfg.unroll_steps) if cfg.layout == "packed" else 1.0
+    return {**window, "loss": window["loss"] * per_step, "weight": window["n"] * per_step}
+
 
 #: Steps in a row whose gradient is not finite after which a run stops (each is skipped).
 MAX_NONFINITE_STEPS = 5
@@ -536,7 +560,7 @@ class TrainingRun:
                    unit="step", dynamic_ncols=True)
         self._new_window()
         if self.window_resumed:  # the log line due next averages the steps before the checkpoint too
-            self.window.update(self.window_resumed)
+            self.window.update(_weighted_window(self.window_resumed, self.cfg))
         session_steps = 0
         self.t_last = time.perf_counter()
         stopped_by = None
@@ -581,6 +605,7 @@ class TrainingRun:
         self.batches = _batches(cfg, self.vocab, max_chars, ctx)
         self.optimizer = _optimizer(cfg, self.model.parameters())
         self.softmax_loss = softmax_loss(len(self.vocab), cfg.n_negative, seed=cfg.seed * 1000 + ctx.rank)
+        self._warn_vocabulary_order()
         torch.manual_seed(cfg.seed * 1000 + 17 + ctx.rank)  # dropout: a different stream per rank
         self.read_corpus_stats()
         self.n_steps = total_steps(cfg, ctx.world_size, self.corpus_stats)
@@ -588,6 +613,19 @@ class TrainingRun:
         # exp(training loss): with sampled negatives it is not a perplexity of the model (the sampled
         # softmax normalises over a few thousand words), so it is never labelled like the validation one
         self.train_ppl_key = self.softmax_loss.train_ppl_key
+
+    def _warn_vocabulary_order(self) -> None:
+        """Say so when the sampled softmax trains on a vocabulary whose counts show it is not
+        in descending frequency order (the log-uniform sampler's assumption): the loss is
+        still corrected for how the negatives were drawn, but with frequent words drawn as
+        rarely as rare ones it is a poorer estimate. Unknown counts cannot be checked."""
+        problem = self.vocab.out_of_frequency_order()
+        if problem and self.softmax_loss.name == "sampled" and self.ctx.is_main:
+            print(f"warning: {self.cfg.vocab}: the words are not in descending order of their counts "
+                  f"({problem}); the sampled softmax draws its negatives as if they were (word k "
+                  f"with a probability falling in k), a poorer estimate of the loss: sort the file "
+                  f"(elmo vocab build) or train with the full softmax (--negatives 0)",
+                  file=sys.stderr, flush=True)
 
     def read_corpus_stats(self) -> None:
         """The corpus's sentences and tokens: from ``corpus_stats.json`` when it was counted on
@@ -599,10 +637,12 @@ class TrainingRun:
         except (OSError, ValueError):  # none yet, or not ours: counted again, and rewritten
             recorded = {}
         self.recorded_files = recorded.get("files") if isinstance(recorded, dict) else None
-        if self.recorded_files == self.corpus_files:
-            self.corpus_stats = {"sentences": recorded["sentences"], "tokens": recorded["tokens"]}
+        # (a file of an earlier version, without the bucketed layout's pieces, is counted again)
+        if self.recorded_files == self.corpus_files and "pieces" in recorded:
+            self.corpus_stats = {k: recorded[k] for k in ("sentences", "tokens", "pieces")}
         else:
-            self.corpus_stats = count_tokens(self.cfg.train)
+            self.corpus_stats = count_tokens(self.cfg.train, piece_length=MAX_PIECE_LENGTH)
+        self.epoch_positions = max(1, epoch_positions(self.cfg, self.corpus_stats))
 
     def _check_corpus(self) -> None:
         """Refuse to resume on training text that changed since the run recorded it: the
@@ -781,8 +821,9 @@ class TrainingRun:
         elif cfg.state_reset_every and self.state is not None:
             self.state = reset_rows(self.state, self.step_no, cfg.state_reset_every, ctx.rank * cfg.batch_size)
         negatives = self.softmax_loss.candidates(ctx.device)
+        mean_over = self._mean_over(batch)
         with torch.autocast(**self.autocast):
-            out = self.net(batch, self.state, negatives)
+            out = self.net(batch, self.state, negatives, mean_over=mean_over)
         out["loss"].backward()
         gnorm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.clip_norm)
         # The same norm on every rank (DDP has averaged the gradients), so all skip together.
@@ -805,12 +846,31 @@ class TrainingRun:
         else:
             self.tokens_done += n_tok * ctx.world_size
         if finite:
-            self.window["loss"] += loss
+            # the step's loss is a mean over this many targets a direction: the log line weighs
+            # it by them, so that it is the mean over the window's targets (bucketed batches
+            # differ in size; a mean of the steps' means weighed a short batch's targets more)
+            weight = mean_over[0] if mean_over else float(n_tok)
+            self.window["loss"] += loss * weight
+            self.window["weight"] += weight
             self.window["gnorm"] += float(gnorm)
             self.window["n"] += 1
             self.nonfinite_in_a_row = 0
         else:
             self._skipped(loss, float(gnorm))
+
+    def _mean_over(self, batch) -> Optional[Tuple[float, float]]:
+        """The target counts this process divides its summed losses by: the global batch's
+        per process, where the processes' batches hold different numbers of targets
+        (bucketed layout, several processes); None (the batch's own) otherwise.
+
+        DDP averages the processes' gradients: of their own means, that weighted a target of
+        a process with short sentences more than one of a process with long ones, unlike one
+        process on the global batch, which the run is meant to equal."""
+        if self.cfg.layout != "bucketed" or not self.ctx.distributed:
+            return None  # (packed batches are full: every process holds the same count)
+        total_f, total_b = distributed.all_reduce_sum(self.ctx, [float(batch.fwd_mask.sum()),
+                                                                 float(batch.bwd_mask.sum())])
+        return total_f / self.ctx.world_size, total_b / self.ctx.world_size
 
     def _skipped(self, loss: float, gnorm: float) -> None:
         """Log a step whose gradient was not finite (no update was applied); stop the run when
@@ -862,8 +922,8 @@ class TrainingRun:
         (``n`` of them applied, ``skipped`` not: their gradient was not finite). The sums
         (:data:`_WINDOW_SUMS`) travel in the checkpoint, so a resumed run's next log line
         averages the same steps as an uninterrupted run's; its speed counts this session only."""
-        self.window = {"loss": 0.0, "n": 0, "tokens": 0, "t0": time.perf_counter(), "gnorm": 0.0,
-                       "skipped": 0}
+        self.window = {"loss": 0.0, "weight": 0.0, "n": 0, "tokens": 0, "t0": time.perf_counter(),
+                       "gnorm": 0.0, "skipped": 0}
 
     def _sync_tokens(self) -> None:
         """Add every rank's unsynced tokens to ``tokens_done`` (bucketed layout; the packed one
@@ -879,14 +939,14 @@ class TrainingRun:
         """One learning-curve record of the steps since the last one (averaged over ranks)."""
         self._sync_tokens()
         w, key = self.window, self.train_ppl_key
-        loss_sum, tok_sum = distributed.all_reduce_sum(self.ctx, [w["loss"], w["tokens"]])
+        loss_sum, weight_sum, tok_sum = distributed.all_reduce_sum(self.ctx, [w["loss"], w["weight"], w["tokens"]])
         dt = max(time.perf_counter() - w["t0"], 1e-9)
         record: Dict[str, Any] = {"event": "train", "step": self.step_no,
-                                  "epoch": round(self.tokens_done / self.corpus_stats["tokens"], 4),
+                                  "epoch": round(self.tokens_done / self.epoch_positions, 4),
                                   "tokens_per_s": round(tok_sum / dt, 1), "tokens": self.tokens_done,
                                   "elapsed_s": round(self.elapsed, 2)}
         if w["n"]:  # (the skipped steps are all ranks' alike, so every rank has the same n)
-            loss = loss_sum / (w["n"] * self.ctx.world_size)
+            loss = loss_sum / weight_sum   # the mean over the targets of the steps (and ranks)
             record.update({"loss": round(loss, 5), key: round(math.exp(min(loss, 50)), 3),
                            "grad_norm": round(w["gnorm"] / w["n"], 4)})
             bar.set_postfix({"tok/s": f"{record['tokens_per_s']:.0f}", "loss": f"{loss:.3f}",
@@ -911,12 +971,13 @@ class TrainingRun:
         mine = sorted(self.valid_sentences, key=len)[ctx.rank::ctx.world_size]
         # exact fp32 even under --bf16: validation measures the weights as they are used
         sums = likelihood_sums(self.model, mine, self.vocab, cfg.eval_batch_size, ctx.device)
-        result = perplexity_from_sums(distributed.all_reduce_sum(ctx, sums), len(self.valid_sentences))
+        result = {**perplexity_from_sums(distributed.all_reduce_sum(ctx, sums), len(self.valid_sentences)),
+                  "unk_targets": unk_targets(self.valid_sentences, self.vocab)}
         if not ctx.is_main:
             return None
         if (self.step_no, result["sentences"], result["targets"]) not in self.log_file.evals:
             self.log_file.write({"event": "eval", "step": self.step_no, "split": "valid",
-                                 "epoch": self.tokens_done / self.corpus_stats["tokens"],
+                                 "epoch": self.tokens_done / self.epoch_positions,
                                  **{k: round(v, 4) for k, v in result.items()}})
         return result
 
