@@ -42,7 +42,7 @@ from .layers import LayerSelection
 from .output import (NonFiniteOutput, SegmentWriter, merge_segments, output_complete, parts_dir,
                      recorded_model_digests, remove_parts, same_settings, segment_done, segment_path,
                      segment_ready, value_settings)
-from .reader import index_input, read_segment, read_sentences, split_tokens
+from .reader import index_input, indexed_sentences, read_segment, read_sentences, split_tokens
 from ..tokenize import get_tokenizer
 
 FORMAT_VERSION = 1
@@ -310,7 +310,8 @@ def _embed_and_merge(embedder: Embedder, index, selection: LayerSelection, input
         "layers": str(selection), "stateful": bool(bilm.stateful), "settings": settings_json,
     }
     with writing(output_path, "merged output", hint=resume_hint):
-        merge_segments(parts, index.n_segments, output_path, read_sentences(input_path, errors),
+        # (the keys from the text that was embedded: a file edited since is refused)
+        merge_segments(parts, index.n_segments, output_path, indexed_sentences(index, errors),
                        sentence_keys=cfg.sentence_keys, forget_sentences=cfg.forget_sentences, attrs=attrs)
     remove_parts(parts)
     return output_path
