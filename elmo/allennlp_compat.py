@@ -211,7 +211,10 @@ class ElmoEmbedder:
                       device=self.device, overwrite=True,
                       command_line="ElmoEmbedder.embed_file")
         if isinstance(input_file, (str, os.PathLike)):
-            embed_file(input_file, output_file_path, self.elmo_bilm, **kwargs)
+            try:
+                embed_file(input_file, output_file_path, self.elmo_bilm, **kwargs)
+            except InputError as e:
+                raise type(e)(python_spelling(str(e))) from None
             return
         # An open file: copy its text next to the output, so that embed_file can index it.
         shown = str(getattr(input_file, "name", None) or f"the {type(input_file).__name__} given")
@@ -236,9 +239,29 @@ class ElmoEmbedder:
                 embed_file(tmp, output_file_path, self.elmo_bilm, **kwargs)
             except (InputError, NonFiniteOutput) as e:
                 # (they named the line in the temporary copy, deleted by now)
-                raise type(e)(str(e).replace(tmp, shown)) from None
+                raise type(e)(python_spelling(str(e).replace(tmp, shown))) from None
             finally:
                 os.unlink(tmp)
+
+
+#: The command-line spellings in :func:`elmo.embed_file`'s input errors, and what a caller of
+#: :meth:`ElmoEmbedder.embed_file` passes instead (it has no ``errors``, and always overwrites).
+_PYTHON_SPELLINGS = (
+    ("drop --sentence-keys", "pass use_sentence_keys=False"),
+    ("--sentence-keys", "use_sentence_keys=True"),
+    ("pass --errors replace to replace such bytes with U+FFFD",
+     "elmo.embed_file(..., errors='replace') replaces such bytes with U+FFFD"),
+    ("run again with --overwrite", "run again"),
+)
+
+
+def python_spelling(message: str) -> str:
+    """``message`` with the options of ``elmo embed`` it names spelled as the parameters of
+    :meth:`ElmoEmbedder.embed_file`: its caller passed ``use_sentence_keys``, not
+    ``--sentence-keys``."""
+    for cli, python in _PYTHON_SPELLINGS:
+        message = message.replace(cli, python)
+    return message
 
 
 def _check_batch(batch) -> None:

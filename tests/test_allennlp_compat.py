@@ -421,3 +421,26 @@ def test_default_model_when_no_files_are_given():
     assert isinstance(ee.elmo_bilm, BiLM) and not ee.elmo_bilm.stateful
     assert ee.embed_sentence(["Hello"]).shape == (ee.elmo_bilm.num_layers, 1, ee.elmo_bilm.output_dim)
     assert from_pretrained("default").options.to_json() == ee.elmo_bilm.options.to_json()
+
+
+@pytest.mark.parametrize("open_file", [False, True])
+def test_embed_file_errors_name_the_parameters_of_embed_file_not_the_cli_options(fixture_embedder, tmp_path,
+                                                                              open_file):
+    """The errors said "--sentence-keys" and "pass --errors replace", options of elmo embed
+    that a caller of ElmoEmbedder.embed_file neither passed nor can pass."""
+    source = tmp_path / "sentences.txt"
+
+    def given():
+        return open(source, "rb") if open_file else source
+    source.write_text("a b\n\nc\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="line 2 is empty; use_sentence_keys=True needs") as caught:
+        fixture_embedder.embed_file(given(), tmp_path / "out.hdf5", use_sentence_keys=True)
+    assert "--" not in str(caught.value)
+    source.write_text("a b\nc/./d\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"line 2: .* \(pass use_sentence_keys=False\)") as caught:
+        fixture_embedder.embed_file(given(), tmp_path / "out.hdf5", use_sentence_keys=True)
+    assert "--" not in str(caught.value)
+    source.write_bytes(b"a\n\xff\n")
+    with pytest.raises(ValueError, match=r"line 2: .*errors='replace'") as caught:
+        fixture_embedder.embed_file(given(), tmp_path / "out.hdf5")
+    assert "--" not in str(caught.value)
