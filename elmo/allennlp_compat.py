@@ -145,12 +145,16 @@ class ElmoEmbedder:
         return next(self.elmo_bilm.parameters()).device
 
     def batch_to_embeddings(self, batch: List[List[str]]) -> Tuple[torch.Tensor, torch.Tensor]:
-        """One biLM call on ``batch`` (no windows): activations (B, L + 1, T, D) and mask (B, T)."""
+        """One biLM call on ``batch`` (no windows): activations (B, L + 1, T, D) and mask (B, T).
+
+        The mask is a long tensor of 0 and 1, as AllenNLP 0.9 gave it (code written for it does
+        ``1 - mask``, which a bool mask refuses); to select tokens with it, index with
+        ``mask.bool()`` (a long mask indexes rows 0 and 1 instead)."""
         _check_batch(batch)
         ids = self.elmo_bilm.token_ids(batch)       # the model's own ids (batch_to_ids for bytes)
         with torch.no_grad(), eval_mode(self.elmo_bilm):
             out = self.elmo_bilm(ids.to(self.device))
-        return torch.stack(out["activations"], dim=1), out["mask"]
+        return torch.stack(out["activations"], dim=1), out["mask"].long()
 
     def embed_sentence(self, sentence: List[str]) -> np.ndarray:
         """One tokenized sentence -> float32 (L + 1, n_tokens, D)."""

@@ -267,6 +267,16 @@ def test_embedder_methods_agree_with_embedder(fixture_embedder):
     assert np.allclose(acts[0, :, :4].numpy(), reference[0], atol=1e-6)
 
 
+def test_batch_to_embeddings_gives_allennlps_long_mask(fixture_embedder):
+    """The mask was bool where AllenNLP 0.9 gave a long 0/1 mask, so code written for it
+    stopped at ``1 - mask`` ("Subtraction ... with a bool tensor is not supported")."""
+    _, mask = fixture_embedder.batch_to_embeddings(SENTENCES)
+    lengths = [len(s) for s in SENTENCES]
+    assert mask.dtype == torch.long
+    assert (1 - mask).sum(-1).tolist() == [mask.shape[1] - n for n in lengths]
+    assert mask.sum(-1).tolist() == lengths
+
+
 def test_embed_sentences_is_lazy(fixture_embedder):
     taken = []
 
