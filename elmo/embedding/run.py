@@ -109,7 +109,8 @@ def embed_file(input_path: Union[str, Path], output_path: Union[str, Path],
         settings: any field of :class:`EmbedConfig` by name, overriding ``config``'s
             (an unknown name is a TypeError):
 
-            * layers, gamma: ``all`` | ``top`` | ``average`` | ``mix:w0,w1,...`` (see
+            * layers, gamma: ``all`` | ``top`` | ``average`` | ``mix:w0,w1,...``, or a
+              trained :class:`elmo.ScalarMix` (not one with ``do_layer_norm``; see
               :mod:`elmo.embedding.layers`).
             * dtype: ``float32`` or ``float16`` (half the file).
             * batch_size, max_tokens, overlap, sort_by_length: see :class:`Embedder`.
