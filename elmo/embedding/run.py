@@ -320,7 +320,6 @@ def _embed_and_merge(embedder: Embedder, index, selection: LayerSelection, input
         "layers": str(selection), "stateful": bool(bilm.stateful), "settings": settings_json,
     }
     with writing(output_path, "merged output", hint=resume_hint):
-        # (the keys from the text that was embedded: a file edited since is refused)
         merge_segments(parts, index.n_segments, output_path, indexed_sentences(index, errors),
                        sentence_keys=cfg.sentence_keys, forget_sentences=cfg.forget_sentences, attrs=attrs)
     remove_parts(parts)
