@@ -145,12 +145,16 @@ class ElmoEmbedder:
         return next(self.elmo_bilm.parameters()).device
 
     def batch_to_embeddings(self, batch: List[List[str]]) -> Tuple[torch.Tensor, torch.Tensor]:
-        """One biLM call on ``batch`` (no windows): activations (B, L + 1, T, D) and mask (B, T)."""
+        """One biLM call on ``batch`` (no windows): activations (B, L + 1, T, D) and mask (B, T).
+
+        The mask is a long tensor of 0 and 1, as AllenNLP 0.9 gave it (code written for it does
+        ``1 - mask``, which a bool mask refuses); to select tokens with it, index with
+        ``mask.bool()`` (a long mask indexes rows 0 and 1 instead)."""
         _check_batch(batch)
         ids = self.elmo_bilm.token_ids(batch)       # the model's own ids (batch_to_ids for bytes)
         with torch.no_grad(), eval_mode(self.elmo_bilm):
             out = self.elmo_bilm(ids.to(self.device))
-        return torch.stack(out["activations"], dim=1), out["mask"]
+        return torch.stack(out["activations"], dim=1), out["mask"].long()
 
     def embed_sentence(self, sentence: List[str]) -> np.ndarray:
         """One tokenized sentence -> float32 (L + 1, n_tokens, D)."""
@@ -211,7 +215,10 @@ class ElmoEmbedder:
                       device=self.device, overwrite=True,
                       command_line="ElmoEmbedder.embed_file")
         if isinstance(input_file, (str, os.PathLike)):
-            embed_file(input_file, output_file_path, self.elmo_bilm, **kwargs)
+            try:
+                embed_file(input_file, output_file_path, self.elmo_bilm, **kwargs)
+            except InputError as e:
+                raise type(e)(python_spelling(str(e))) from None
             return
         # An open file: copy its text next to the output, so that embed_file can index it.
         shown = str(getattr(input_file, "name", None) or f"the {type(input_file).__name__} given")
@@ -236,9 +243,29 @@ class ElmoEmbedder:
                 embed_file(tmp, output_file_path, self.elmo_bilm, **kwargs)
             except (InputError, NonFiniteOutput) as e:
                 # (they named the line in the temporary copy, deleted by now)
-                raise type(e)(str(e).replace(tmp, shown)) from None
+                raise type(e)(python_spelling(str(e).replace(tmp, shown))) from None
             finally:
                 os.unlink(tmp)
+
+
+#: The command-line spellings in :func:`elmo.embed_file`'s input errors, and what a caller of
+#: :meth:`ElmoEmbedder.embed_file` passes instead (it has no ``errors``, and always overwrites).
+_PYTHON_SPELLINGS = (
+    ("drop --sentence-keys", "pass use_sentence_keys=False"),
+    ("--sentence-keys", "use_sentence_keys=True"),
+    ("pass --errors replace to replace such bytes with U+FFFD",
+     "elmo.embed_file(..., errors='replace') replaces such bytes with U+FFFD"),
+    ("run again with --overwrite", "run again"),
+)
+
+
+def python_spelling(message: str) -> str:
+    """``message`` with the options of ``elmo embed`` it names spelled as the parameters of
+    :meth:`ElmoEmbedder.embed_file`: its caller passed ``use_sentence_keys``, not
+    ``--sentence-keys``."""
+    for cli, python in _PYTHON_SPELLINGS:
+        message = message.replace(cli, python)
+    return message
 
 
 def _check_batch(batch) -> None:

@@ -328,9 +328,30 @@ def save_original(bilm: BiLM, options_file: str | Path, weight_file: str | Path,
     ``dtype="float16"`` halves the file; loading converts back to float32. A model that is not
     float32 (bfloat16, say) is stored as float32 with its dtype recorded, which loading restores
     (a float16 model's too, on request: see :func:`_restored_dtype`).
+
+    One writer at a time, as :func:`save_pretrained`: it holds ``WEIGHTS.lock`` and
+    ``OPTIONS.lock`` beside the two files, and raises :class:`elmo.io.OutputBusy` (naming the
+    process) while another holds either. Two processes saving to one pair could leave one's
+    weights beside the other's options.
     """
+    from contextlib import ExitStack
+
+    from .io import check_output_file, no_empty_folder_on_failure, output_lock, same_file
+
     _require_bilm(bilm, "save_original")
-    weight_file = Path(weight_file)
+    weight_file, options_file = Path(weight_file), Path(options_file)
+    if same_file(weight_file, options_file):   # (the options were written over the weights)
+        raise ValueError(f"save_original: options_file and weight_file are one file ({weight_file})")
+    with ExitStack() as locks:
+        for path, what in ((weight_file, "weights"), (options_file, "options")):
+            check_output_file(path, what)   # (before its lock file is made beside it)
+            locks.enter_context(no_empty_folder_on_failure(path.parent))   # (made for the lock file)
+            locks.enter_context(output_lock(path))
+        _write_original(bilm, options_file, weight_file, dtype)
+
+
+def _write_original(bilm: BiLM, options_file: Path, weight_file: Path, dtype: str) -> None:
+    """:func:`save_original` once its two files are locked."""
     # Through HDF5Writer: a full disk is one OSError naming the file, with no HDF5 report
     # printed and no temporary file left; the previous file at weight_file stays as it was.
     with writing(weight_file, "weights"):
@@ -345,7 +366,7 @@ def save_original(bilm: BiLM, options_file: str | Path, weight_file: str | Path,
         except BaseException:
             out.abort()
             raise
-    with writing(Path(options_file), "options"):
+    with writing(options_file, "options"):
         atomic_write_text(options_file, bilm.options.to_json() + "\n")
 
 

@@ -267,6 +267,16 @@ def test_embedder_methods_agree_with_embedder(fixture_embedder):
     assert np.allclose(acts[0, :, :4].numpy(), reference[0], atol=1e-6)
 
 
+def test_batch_to_embeddings_gives_allennlps_long_mask(fixture_embedder):
+    """The mask was bool where AllenNLP 0.9 gave a long 0/1 mask, so code written for it
+    stopped at ``1 - mask`` ("Subtraction ... with a bool tensor is not supported")."""
+    _, mask = fixture_embedder.batch_to_embeddings(SENTENCES)
+    lengths = [len(s) for s in SENTENCES]
+    assert mask.dtype == torch.long
+    assert (1 - mask).sum(-1).tolist() == [mask.shape[1] - n for n in lengths]
+    assert mask.sum(-1).tolist() == lengths
+
+
 def test_embed_sentences_is_lazy(fixture_embedder):
     taken = []
 
@@ -421,3 +431,26 @@ def test_default_model_when_no_files_are_given():
     assert isinstance(ee.elmo_bilm, BiLM) and not ee.elmo_bilm.stateful
     assert ee.embed_sentence(["Hello"]).shape == (ee.elmo_bilm.num_layers, 1, ee.elmo_bilm.output_dim)
     assert from_pretrained("default").options.to_json() == ee.elmo_bilm.options.to_json()
+
+
+@pytest.mark.parametrize("open_file", [False, True])
+def test_embed_file_errors_name_the_parameters_of_embed_file_not_the_cli_options(fixture_embedder, tmp_path,
+                                                                              open_file):
+    """The errors said "--sentence-keys" and "pass --errors replace", options of elmo embed
+    that a caller of ElmoEmbedder.embed_file neither passed nor can pass."""
+    source = tmp_path / "sentences.txt"
+
+    def given():
+        return open(source, "rb") if open_file else source
+    source.write_text("a b\n\nc\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="line 2 is empty; use_sentence_keys=True needs") as caught:
+        fixture_embedder.embed_file(given(), tmp_path / "out.hdf5", use_sentence_keys=True)
+    assert "--" not in str(caught.value)
+    source.write_text("a b\nc/./d\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"line 2: .* \(pass use_sentence_keys=False\)") as caught:
+        fixture_embedder.embed_file(given(), tmp_path / "out.hdf5", use_sentence_keys=True)
+    assert "--" not in str(caught.value)
+    source.write_bytes(b"a\n\xff\n")
+    with pytest.raises(ValueError, match=r"line 2: .*errors='replace'") as caught:
+        fixture_embedder.embed_file(given(), tmp_path / "out.hdf5")
+    assert "--" not in str(caught.value)

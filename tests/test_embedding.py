@@ -376,3 +376,22 @@ def test_tokenizer_takes_text_only():
     for wrong, shown in ((None, "NoneType$"), (b"a b", "bytes; decode bytes first"), (["a b"], "list$")):
         with pytest.raises(TypeError, match=f"tokenize takes a string of text, got {shown}"):
             tokenize(wrong)
+
+
+def test_a_layer_normed_scalar_mix_is_refused_as_a_fixed_mix():
+    """A task's mix trained with do_layer_norm normalised each layer first; its weights as
+    mix:... gave other vectors without a word. Given as the ScalarMix, it is refused; one
+    without layer norm gives the mix's own output."""
+    from elmo import ScalarMix
+    bilm = random_bilm(seed=2)
+    embedder = Embedder(bilm)
+    sentences = [["the", "bank", "."], ["a", "river"]]
+    with pytest.raises(ValueError, match="do_layer_norm"):
+        embedder.embed_sentences(sentences, layers=ScalarMix(bilm.num_layers, do_layer_norm=True))
+    mix = ScalarMix(3, initial_scalar_parameters=[0.5, -1.0, 2.0], initial_gamma=1.5)
+    assert LayerSelection.parse(mix).kind == "mix"
+    got = embedder.embed_sentences(sentences, layers=mix)
+    for mixed, array in zip(got, embedder.embed_sentences(sentences, layers="all")):
+        with torch.no_grad():
+            want = mix([torch.from_numpy(layer) for layer in array]).numpy()
+        np.testing.assert_allclose(mixed, want, rtol=1e-5, atol=1e-6)

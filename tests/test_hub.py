@@ -726,6 +726,36 @@ def test_a_pinned_checksum_is_checked_on_the_cached_file_too(cache, capsys):
         assert len(server.gets(WEIGHTS)) == 2
 
 
+def test_a_cached_file_that_fails_its_pin_stays_until_its_download_replaces_it(cache, monkeypatch, capsys):
+    """A cached file that did not match the pin was deleted before it was downloaded again: a
+    cut download then left no file at all, where a call without the pin (offline too) had
+    used it. It now stays until the verified download is renamed over it."""
+    import hashlib
+
+    from elmo.hub import download
+    weights = (FIXTURE / "weights.hdf5").read_bytes()
+    good = hashlib.sha256(weights).hexdigest()
+    with FileServer(fixture_files(), cut={WEIGHTS: 1}) as server:
+        url = server.url(WEIGHTS)
+        path = cache_path(url)
+        path.parent.mkdir(parents=True)
+        path.write_bytes(b"an older file")
+        with pytest.raises(DownloadError, match="download failed"):
+            download.fetch(url, sha256=good, progress=False)
+        assert path.read_bytes() == b"an older file"
+        monkeypatch.setenv("ELMO_OFFLINE", "1")
+        assert download.fetch(url, progress=False).read_bytes() == b"an older file"   # no pin: as cached
+        monkeypatch.delenv("ELMO_OFFLINE")
+        real, seen = download._download, []
+
+        def download_seen(*args, **kwargs):
+            seen.append(path.read_bytes())                      # what a reader finds meanwhile
+            return real(*args, **kwargs)
+        monkeypatch.setattr(download, "_download", download_seen)
+        assert download.fetch(url, sha256=good, progress=False).read_bytes() == weights
+    assert seen == [b"an older file"]
+
+
 def _refuse_writes_under(monkeypatch, folder: Path):
     """Make creating folders under ``folder`` fail as on a read-only cache (the tests run as
     root here, which permissions do not stop)."""

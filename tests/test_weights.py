@@ -587,3 +587,33 @@ def test_a_second_save_pretrained_into_one_folder_is_refused_while_the_first_wri
     assert refused[0].startswith(f"{out} is already being written by PID {os.getpid()}")
     assert torch.equal(elmo.from_pretrained(out).lstm.layers[0].bias, first.lstm.layers[0].bias)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model"]   # (the lock file is removed)
+
+
+def test_a_second_save_original_to_one_pair_is_refused_while_the_first_writes(tmp_path, monkeypatch):
+    """save_original took no lock where save_pretrained holds FOLDER.lock: a second writer
+    between the first's weights and its options left the second's weights beside the first's
+    options. The second is now refused, naming the first; the pair is the first's model."""
+    import os
+
+    import elmo.weights as W
+    from elmo.io import OutputBusy
+    options, weights = tmp_path / "options.json", tmp_path / "weights.hdf5"
+    first, second = random_bilm(seed=4), random_bilm(seed=5)
+    write, started, refused = W.atomic_write_text, [], []
+
+    def another_writer_between_the_two_files(path, text):
+        if not started:   # the first's weights are in place, its options not yet
+            started.append(path)
+            with pytest.raises(OutputBusy) as e:
+                elmo.save_original(second, options, weights)
+            refused.append(str(e.value))
+        return write(path, text)
+    monkeypatch.setattr(W, "atomic_write_text", another_writer_between_the_two_files)
+    elmo.save_original(first, options, weights)
+    assert len(refused) == 1
+    assert refused[0].startswith(f"{weights} is already being written by PID {os.getpid()}")
+    loaded = elmo.load_original(options, weights)
+    assert torch.equal(loaded.lstm.layers[0].bias, first.lstm.layers[0].bias)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["options.json", "weights.hdf5"]   # (no lock files)
+    with pytest.raises(ValueError, match="are one file"):
+        elmo.save_original(first, weights, weights)

@@ -5,8 +5,14 @@
     "average"         -> (T, D)          the mean of the L + 1 layers
     "mix:w0,w1,..."   -> (T, D)          gamma * sum_j w_j h_j, weights used as given
 
-For a task's trained :class:`elmo.ScalarMix`, pass its ``softmax(s)`` as the weights and its
-gamma as ``gamma``. D is the model's output width (2P).
+For a task's trained :class:`elmo.ScalarMix`, pass the mix itself as ``layers`` (Python), or
+its ``softmax(s)`` as the weights and its gamma as ``gamma``. D is the model's output width (2P).
+
+A mix trained with ``do_layer_norm`` cannot be reproduced here: it normalised each layer by
+the mean and variance of a whole batch of the task's sentences before weighting it, and a
+fixed ``mix:`` weights the layers as they are. Such a ScalarMix is refused; for its weights
+typed as numbers the code cannot tell, so keep ``all`` and apply the task's mix (with its
+mask) to the layers instead.
 """
 from __future__ import annotations
 
@@ -15,7 +21,7 @@ from typing import Optional, Tuple
 
 import torch
 
-from ..modules.scalar_mix import FLOAT32_MAX, float32_number
+from ..modules.scalar_mix import FLOAT32_MAX, ScalarMix, float32_number
 
 CHOICES = ("all", "top", "average", "mix:w0,w1,...")
 
@@ -29,12 +35,16 @@ class LayerSelection:
     gamma: float = 1.0
 
     @classmethod
-    def parse(cls, spec: "str | LayerSelection", gamma: float = 1.0) -> "LayerSelection":
+    def parse(cls, spec: "str | LayerSelection | ScalarMix", gamma: float = 1.0) -> "LayerSelection":
         if isinstance(spec, LayerSelection):
             return spec
+        if isinstance(spec, ScalarMix):
+            if float(gamma) != 1.0:
+                raise ValueError("gamma comes from the ScalarMix given as layers; leave gamma out")
+            return cls.from_scalar_mix(spec)
         if not isinstance(spec, str):  # (else an AttributeError from .strip())
-            raise TypeError(f"layers must be a string ({', '.join(CHOICES)}) or a LayerSelection, "
-                            f"got {type(spec).__name__}: {spec!r}")
+            raise TypeError(f"layers must be a string ({', '.join(CHOICES)}), a ScalarMix or a "
+                            f"LayerSelection, got {type(spec).__name__}: {spec!r}")
         # float32 must hold them: 1e39 became inf in the mix, which blamed the model's weights
         gamma = float32_number(gamma, "gamma (--gamma)")
         spec = spec.strip()
@@ -53,6 +63,18 @@ class LayerSelection:
                                  f"float32 holds (|x| <= 3.4e38)")
             return cls("mix", weights, float(gamma))
         raise ValueError(f"layers must be one of {', '.join(CHOICES)}; got {spec!r}")
+
+    @classmethod
+    def from_scalar_mix(cls, mix: ScalarMix) -> "LayerSelection":
+        """The fixed mix of a trained ScalarMix: its ``softmax(s)`` as the weights and its
+        gamma. One with ``do_layer_norm`` is a ValueError: weighting the layers as they are
+        would give other vectors than the task's, without a word (see the module doc)."""
+        if mix.do_layer_norm:
+            raise ValueError("this ScalarMix normalises each layer (do_layer_norm) by the statistics of "
+                             "a batch of sentences, which a fixed mix cannot reproduce; use "
+                             "layers='all' and apply the mix to each batch's layers with its mask")
+        weights = tuple(float(w) for w in mix.weights().detach().cpu())
+        return cls("mix", weights, float32_number(float(mix.gamma.detach()), "the ScalarMix's gamma"))
 
     def __str__(self) -> str:
         if self.kind != "mix":

@@ -219,6 +219,9 @@ def _copy_segments(parts: Path, n_segments: int, out: HDF5Writer, sentences: Ite
                     sentence_to_index[sentence] = name
                 src.copy(src[str(line)], dst, name=name)
             out.check()
+    # (drawn to the end: an indexed file's reader checks there that no line was added)
+    if next(lines, None) is not None:
+        raise ValueError("more sentences than lines in the segments")
     if not sentence_keys and not forget_sentences:
         ds = dst.create_dataset(SENTENCE_TO_INDEX, (1,), dtype=h5py.string_dtype())
         ds[0] = json.dumps(sentence_to_index)

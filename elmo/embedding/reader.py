@@ -9,7 +9,10 @@ words, or the output of :func:`elmo.tokenize.tokenize` with ``tokenize=True``. L
 The file is cut into *segments* of ``segment_lines`` consecutive lines: the unit of work that
 is sorted by length, written to disk, resumed and shared between ranks. :func:`index_input`
 reads the file once to find where each segment starts, count the lines, check the encoding
-and compute a digest that identifies the content.
+and compute a digest that identifies the content, and one per segment: a segment read again
+later (to embed it, and at the merge for its keys) must have the same bytes, or
+:class:`InputChanged` is raised, so a file edited during a run never gets vectors or keys of
+another text.
 """
 from __future__ import annotations
 
@@ -29,12 +32,17 @@ class InputError(ValueError):
     """An input line that cannot be used; the message names the file and the line (1-based)."""
 
 
+class InputChanged(InputError):
+    """The input file's text is not what it was when the run indexed it (edited meanwhile)."""
+
+
 @dataclass
 class InputIndex:
     """What one pass over the input file found.
 
     ``segment_offsets[k]`` is the byte offset of segment k's first line (line
-    ``k * segment_lines``); ``digest`` identifies the file's content.
+    ``k * segment_lines``); ``digest`` identifies the file's content, ``segment_digests[k]``
+    segment k's lines, and ``n_bytes`` is the file's size.
     """
 
     path: Path
@@ -42,6 +50,8 @@ class InputIndex:
     segment_lines: int
     segment_offsets: List[int] = field(default_factory=list)
     digest: str = ""
+    segment_digests: List[str] = field(default_factory=list)
+    n_bytes: int = 0
 
     @property
     def n_segments(self) -> int:
@@ -77,11 +87,17 @@ def split_tokens(sentence: str, tokenize: bool | str | None = False) -> List[str
 
 def _raw_lines(path: Path, offset: int = 0) -> Iterator[Tuple[int, bytes]]:
     """(byte offset, raw line without the newline) from ``offset`` to the end of the file."""
+    for pos, raw, _ in _raw_lines_sized(path, offset):
+        yield pos, raw
+
+
+def _raw_lines_sized(path: Path, offset: int = 0) -> Iterator[Tuple[int, bytes, int]]:
+    """(byte offset, raw line without the newline, its bytes with the newline)."""
     with open(path, "rb") as f:
         f.seek(offset)
         pos = offset
         for raw in f:
-            yield pos, raw.rstrip(b"\n")
+            yield pos, raw.rstrip(b"\n"), len(raw)
             pos += len(raw)
 
 
@@ -103,18 +119,26 @@ def index_input(path: str | Path, segment_lines: int = DEFAULT_SEGMENT_LINES, er
     segment_lines = require_count("segment_lines", segment_lines)
     index = InputIndex(path, 0, segment_lines)
     digest = hashlib.blake2b(digest_size=16)
+    segment = hashlib.blake2b(digest_size=16)
     keys = SentenceKeys(path) if check_unique else None
-    n = 0
-    for offset, raw in _raw_lines(path):
+    n, end = 0, 0
+    for offset, raw, size in _raw_lines_sized(path):
         if n % segment_lines == 0:
+            if n:
+                index.segment_digests.append(segment.hexdigest())
             index.segment_offsets.append(offset)
-        digest.update(raw)
-        digest.update(b"\n")
+            segment = hashlib.blake2b(digest_size=16)
+        for h in (digest, segment):
+            h.update(raw)
+            h.update(b"\n")
         sentence = decode_line(raw, n, path, errors, offset)
         if keys is not None:
             keys.add(sentence, n)
-        n += 1
+        n, end = n + 1, offset + size
+    if n:
+        index.segment_digests.append(segment.hexdigest())
     index.n_lines = n
+    index.n_bytes = end
     index.digest = digest.hexdigest()
     return index
 
@@ -167,14 +191,39 @@ class SentenceKeys:
 
 
 def read_segment(index: InputIndex, k: int, errors: str = "strict") -> List[str]:
-    """The stripped sentences of segment k, in order."""
+    """The stripped sentences of segment k, in order.
+
+    Raises :class:`InputChanged` if its lines are not the bytes that :func:`index_input` read
+    (the file was edited since): their vectors, or keys, would belong to another text."""
     first, stop = index.segment_range(k)
-    sentences = []
+    sentences, digest = [], hashlib.blake2b(digest_size=16)
     for line_no, (offset, raw) in enumerate(_raw_lines(index.path, index.segment_offsets[k]), start=first):
         if line_no >= stop:
             break
+        digest.update(raw)
+        digest.update(b"\n")
         sentences.append(decode_line(raw, line_no, index.path, errors, offset))
+    if len(sentences) != stop - first or digest.hexdigest() != index.segment_digests[k]:
+        raise InputChanged(f"{index.path}: changed while it was being embedded (lines {first + 1}-{stop} "
+                           f"are not what they were when the run started); once nothing writes to it, "
+                           f"run again with --overwrite")
     return sentences
+
+
+def indexed_sentences(index: InputIndex, errors: str = "strict") -> Iterator[str]:
+    """The stripped sentences of the file, in order, each segment checked as
+    :func:`read_segment` does, and the file's size at the end: lines added since the run
+    started are an :class:`InputChanged` too (the output would silently leave them out)."""
+    for k in range(index.n_segments):
+        yield from read_segment(index, k, errors)
+    try:
+        size = index.path.stat().st_size
+    except OSError:
+        size = -1
+    if size != index.n_bytes:
+        raise InputChanged(f"{index.path}: changed while it was being embedded (it has "
+                           f"{'no longer' if size < 0 else f'{size:,}'} bytes, not the {index.n_bytes:,} "
+                           f"it had when the run started); once nothing writes to it, run again with --overwrite")
 
 
 def read_sentences(path: str | Path, errors: str = "strict", limit: Optional[int] = None) -> Iterator[str]:

@@ -42,7 +42,7 @@ from .layers import LayerSelection
 from .output import (NonFiniteOutput, SegmentWriter, merge_segments, output_complete, parts_dir,
                      recorded_model_digests, remove_parts, same_settings, segment_done, segment_path,
                      segment_ready, value_settings)
-from .reader import index_input, read_segment, read_sentences, split_tokens
+from .reader import index_input, indexed_sentences, read_segment, read_sentences, split_tokens
 from ..tokenize import get_tokenizer
 
 FORMAT_VERSION = 1
@@ -109,7 +109,8 @@ def embed_file(input_path: Union[str, Path], output_path: Union[str, Path],
         settings: any field of :class:`EmbedConfig` by name, overriding ``config``'s
             (an unknown name is a TypeError):
 
-            * layers, gamma: ``all`` | ``top`` | ``average`` | ``mix:w0,w1,...`` (see
+            * layers, gamma: ``all`` | ``top`` | ``average`` | ``mix:w0,w1,...``, or a
+              trained :class:`elmo.ScalarMix` (not one with ``do_layer_norm``; see
               :mod:`elmo.embedding.layers`).
             * dtype: ``float32`` or ``float16`` (half the file).
             * batch_size, max_tokens, overlap, sort_by_length: see :class:`Embedder`.
@@ -127,7 +128,9 @@ def embed_file(input_path: Union[str, Path], output_path: Union[str, Path],
             * segment_lines: lines per segment (the unit of sorting, resuming and sharding).
             * overwrite: ignore and replace earlier output and parts instead of resuming them;
               the same call again after an --overwrite run was stopped resumes that run.
-            * device: a torch device (default: ``cuda:LOCAL_RANK`` when CUDA is present).
+            * device: a torch device. Default: a BiLM passed in runs where it is; a model
+              loaded by name on ``cuda:LOCAL_RANK`` when CUDA is present, else the CPU. A
+              BiLM passed in and run on another device is moved back when the call returns.
             * progress: show a tqdm bar (sentences/s and tokens/s).
             * wait_timeout: rank 0, once done with its own segments, gives up with an error
               when no other rank has finished a segment for this many seconds (a rank that died
@@ -161,7 +164,9 @@ def embed_file(input_path: Union[str, Path], output_path: Union[str, Path],
     # settings store True for the English tokenizer, as earlier versions did (runs still resume)
     cfg = replace(cfg, tokenize={None: False, "en": True}.get(cfg.tokenize, cfg.tokenize))
     device = cfg.device
-    if device is None and torch.cuda.is_available():
+    model = model if model is not None else cfg.model
+    # (not a caller's BiLM: moved to the GPU in place, it stayed there after the call)
+    if device is None and not isinstance(model, BiLM) and torch.cuda.is_available():
         device = f"cuda:{local_rank % torch.cuda.device_count()}"
     # The output must be writable before anything is computed; rank 0 (which merges and cleans
     # up) holds OUTPUT.lock for the whole run, so a second run on the same output stops here.
@@ -173,8 +178,7 @@ def embed_file(input_path: Union[str, Path], output_path: Union[str, Path],
     # segment that is not finite) leaves no empty OUTPUT.parts, nor the output's folder if made
     with no_empty_folder_on_failure(output_path.parent), no_empty_folder_on_failure(parts_dir(output_path)), \
             output_lock(output_path) if rank == 0 else _no_lock():
-        return _embed_file_locked(input_path, output_path, model if model is not None else cfg.model,
-                                  selection, cfg, rank=rank, world_size=world_size, device=device,
+        return _embed_file_locked(input_path, output_path, model, selection, cfg, rank=rank, world_size=world_size, device=device,
                                   command_line=command_line)
 
 
@@ -198,20 +202,26 @@ def _embed_file_locked(input_path: Path, output_path: Path, model, selection: La
                        command_line: Optional[str]) -> Optional[Path]:
     """:func:`embed_file` once the arguments are checked and the output is ours to write."""
     index = index_input(input_path, cfg.segment_lines, cfg.errors, check_unique=cfg.sentence_keys)
-    embedder = Embedder(model, batch_size=cfg.batch_size, max_tokens=cfg.max_tokens, overlap=cfg.overlap,
-                        sort_by_length=cfg.sort_by_length, device=device)
-    bilm = embedder.bilm
-    model_was_stateful = bilm.stateful
-    if cfg.stateful is not None:
-        bilm.stateful = cfg.stateful
-    # Leave a model that was passed in as it was: its own token cache too (one built for
-    # Elmo's vocab_to_cache was replaced by this file's words, then cleared)
+    # A model passed in goes back where it was (Embedder moves it to ``device`` in place)
+    home = next(model.parameters()).device if isinstance(model, BiLM) else None
     try:
-        with bilm.token_encoder.token_cache_kept():
-            return _embed_and_merge(embedder, index, selection, input_path, output_path, cfg, rank=rank,
-                                    world_size=world_size, command_line=command_line)
+        embedder = Embedder(model, batch_size=cfg.batch_size, max_tokens=cfg.max_tokens, overlap=cfg.overlap,
+                            sort_by_length=cfg.sort_by_length, device=device)
+        bilm = embedder.bilm
+        model_was_stateful = bilm.stateful
+        if cfg.stateful is not None:
+            bilm.stateful = cfg.stateful
+        # Leave a model that was passed in as it was: its own token cache too (one built for
+        # Elmo's vocab_to_cache was replaced by this file's words, then cleared)
+        try:
+            with bilm.token_encoder.token_cache_kept():
+                return _embed_and_merge(embedder, index, selection, input_path, output_path, cfg, rank=rank,
+                                        world_size=world_size, command_line=command_line)
+        finally:
+            bilm.stateful = model_was_stateful
     finally:
-        bilm.stateful = model_was_stateful
+        if isinstance(model, BiLM) and home is not None:   # (a no-op where it stayed)
+            model.to(home)
 
 
 def _embed_and_merge(embedder: Embedder, index, selection: LayerSelection, input_path: Path,
@@ -310,7 +320,7 @@ def _embed_and_merge(embedder: Embedder, index, selection: LayerSelection, input
         "layers": str(selection), "stateful": bool(bilm.stateful), "settings": settings_json,
     }
     with writing(output_path, "merged output", hint=resume_hint):
-        merge_segments(parts, index.n_segments, output_path, read_sentences(input_path, errors),
+        merge_segments(parts, index.n_segments, output_path, indexed_sentences(index, errors),
                        sentence_keys=cfg.sentence_keys, forget_sentences=cfg.forget_sentences, attrs=attrs)
     remove_parts(parts)
     return output_path

@@ -191,9 +191,10 @@ def fetch(url: str, *, dest: Optional[Path] = None, sha256: Optional[str] = None
         if _kept(dest, sha256):     # the other process finished it while we waited
             return dest
         if dest.is_file():
-            # Cached without this pin, or changed on disk since: the pin decides.
+            # Cached without this pin, or changed on disk since: the pin decides. The file
+            # stays until the new one replaces it (os.replace below): a failed download kept
+            # nothing, where a call without the pin (offline too) could still use it.
             log(f"{dest}: the cached file does not match the pinned sha256; downloading it again")
-            dest.unlink()
         staged = _download(url, dest, sha256, progress, log)
         try:
             if verify is not None:
