@@ -9,8 +9,8 @@ For a task's trained :class:`elmo.ScalarMix`, pass the mix itself as ``layers`` 
 its ``softmax(s)`` as the weights and its gamma as ``gamma``. D is the model's output width (2P).
 
 A mix trained with ``do_layer_norm`` cannot be reproduced here: it normalised each layer by
-the mean and variance of a whole batch of the task's sentences before weighting it, and a
-fixed ``mix:`` weights the layers as they are. Such a ScalarMix is refused; for its weights
+a mean and variance before weighting it (those of a whole batch in :class:`elmo.Elmo`, of
+each sentence in the task models), and a fixed ``mix:`` weights the layers as they are. Such a ScalarMix is refused; for its weights
 typed as numbers the code cannot tell, so keep ``all`` and apply the task's mix (with its
 mask) to the layers instead.
 """
@@ -71,7 +71,7 @@ class LayerSelection:
         would give other vectors than the task's, without a word (see the module doc)."""
         if mix.do_layer_norm:
             raise ValueError("this ScalarMix normalises each layer (do_layer_norm) by the statistics of "
-                             "a batch of sentences, which a fixed mix cannot reproduce; use "
+                             "its input (a batch, or a sentence), which a fixed mix cannot reproduce; use "
                              "layers='all' and apply the mix to each batch's layers with its mask")
         weights = tuple(float(w) for w in mix.weights().detach().cpu())
         return cls("mix", weights, float32_number(float(mix.gamma.detach()), "the ScalarMix's gamma"))
