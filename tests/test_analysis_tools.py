@@ -662,3 +662,18 @@ def test_the_wsd_difference_of_earlier_results_is_not_called_f1():
     assert "+10.00 points of accuracy" in text and "F1 points" not in text
     r["layer2_minus_layer1"]["metric"] = "f1"
     assert "+10.00 F1 points" in "\n".join(_render_wsd(r, "elmo analyze fixture"))
+
+
+def test_the_wsd_section_names_the_method_its_results_were_computed_with():
+    """WSD takes the nearest sense centroid now (the paper's 5.3); a results.json written
+    before holds 1-NN figures over single train examples, and --report-only must not call
+    them centroid figures (nor new ones 1-NN)."""
+    from elmo.analysis.report import _render_wsd
+    r = {"n_lemmas": 2, "n_train": 4, "n_test": 2, "n_backoff": 0, "n_test_sense_unseen": 1,
+         "layers": [0.5, 0.5, 0.5], "layers_seen_senses": [0.5, 0.5, 0.5], "mfs": 0.5,
+         "mfs_seen_senses": 0.5}
+    old = "\n".join(_render_wsd(r, "elmo analyze fixture"))
+    assert "## Word senses: 1-nearest-neighbour per layer" in old and "centroid" not in old
+    new = "\n".join(_render_wsd({**r, "method": "sense_centroid"}, "elmo analyze fixture"))
+    assert "## Word senses: the nearest sense centroid per layer" in new
+    assert "1-NN" not in new and "1-nearest" not in new

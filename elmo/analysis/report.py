@@ -530,7 +530,7 @@ def _run_wsd(embedder, config: AnalysisConfig, out: Path) -> dict:
                                     ("layers", "layers_seen_senses", "finding") if k in control}
     plots.layer_bars({f"layer {j}": f for j, f in enumerate(res["layers"])},
                      {"most frequent sense": res["mfs"]},
-                     "WSD: 1-nearest-neighbour F1 (WordNet examples), 95% intervals", "F1 (%)",
+                     "WSD: nearest sense centroid F1 (WordNet examples), 95% intervals", "F1 (%)",
                      out / "wsd.png",
                      {f"layer {j}": iv for j, iv in enumerate(res["layers_interval"])})
     groups = _pca_groups(examples)
@@ -792,12 +792,19 @@ def _span(interval: Optional[Sequence[float]]) -> str:
 
 
 def _render_wsd(r: dict, cmd: str) -> List[str]:
-    lines = ["## Word senses: 1-nearest-neighbour per layer (paper Table 5)", "",
+    # results written before the sense centroids (no "method") are of 1-NN over train examples
+    centroid = r.get("method") == "sense_centroid"
+    method, short = (("the nearest sense centroid", "the centroids") if centroid
+                     else ("1-nearest-neighbour", "1-NN"))
+    lines = [f"## Word senses: {method} per layer (paper Table 5)", "",
              f"WordNet example sentences of {r['n_lemmas']} lemmas with examples in 2+ senses; "
-             f"{r['n_train']} train and {r['n_test']} test occurrences. {r['n_backoff']} test "
+             f"{r['n_train']} train and {r['n_test']} test occurrences"
+             + ("; each sense is the mean of its train occurrences' vectors, and a test occurrence "
+                "gets the sense of the nearest mean (cosine), as in the paper" if centroid else "")
+             + f". {r['n_backoff']} test "
              f"occurrences had no train example of their lemma and backed off to the most frequent "
              f"SemCor sense; {r['n_test_sense_unseen']} test occurrences are of a sense with no "
-             "train example (1-NN cannot get these right). Intervals: 95%, resampling lemmas.", "",
+             f"train example ({short} cannot get these right). Intervals: 95%, resampling lemmas.", "",
              "| representation | F1 (%) | 95% interval |", "|---|---|---|", *_layer_rows(r),
              *_control_rows(r),
              f"| baseline: most frequent sense | {_pct(r['mfs'])} | {_span(r.get('mfs_interval'))} |", "",
