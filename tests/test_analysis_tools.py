@@ -677,3 +677,19 @@ def test_the_wsd_section_names_the_method_its_results_were_computed_with():
     new = "\n".join(_render_wsd({**r, "method": "sense_centroid"}, "elmo analyze fixture"))
     assert "## Word senses: the nearest sense centroid per layer" in new
     assert "1-NN" not in new and "1-nearest" not in new
+
+
+def test_a_state_dict_with_two_scalar_mixes_is_refused_not_read_as_its_first(tmp_path):
+    """A task model with ELMo at its input and output holds two mixes; the report drew the
+    first (by key order) as *the* given mix without a word."""
+    torch.save({"elmo.scalar_mixes.0.scalar_parameters": torch.tensor([0.0, 0.0]),
+                "elmo.scalar_mixes.1.scalar_parameters": torch.tensor([0.0, np.log(3.0)])},
+               tmp_path / "two.pt")
+    with pytest.raises(ValueError, match=r"two.pt: 2 scalar mixes in the state dict "
+                                         r"\(elmo.scalar_mixes.0.scalar_parameters, "
+                                         r"elmo.scalar_mixes.1.scalar_parameters\)"):
+        report.read_mix_weights(tmp_path / "two.pt")
+    torch.save({f"m{j}.scalar_parameters.{i}": torch.tensor([0.0]) for j in (1, 2) for i in range(3)},
+               tmp_path / "allennlp.pt")                         # (AllenNLP's one tensor a layer)
+    with pytest.raises(ValueError, match="2 scalar mixes"):
+        report.read_mix_weights(tmp_path / "allennlp.pt")

@@ -200,8 +200,13 @@ def read_mix_weights(path: Path) -> List[float]:
         keys = sorted(k for k in state if re.search(r"scalar_parameters(\.\d+)?$", str(k)))
         if not keys:
             raise ValueError(f"{path}: no scalar_parameters in the state dict")
-        prefix = keys[0].rsplit("scalar_parameters", 1)[0]
-        keys = [k for k in keys if k.startswith(prefix)]
+        # one mix per prefix: a task model with an input and an output ELMo holds two
+        # (``scalar_mixes.0.``, ``scalar_mixes.1.``), and the first was drawn without a word
+        prefixes = sorted({k.rsplit("scalar_parameters", 1)[0] for k in keys})
+        if len(prefixes) > 1:
+            raise ValueError(f"{path}: {len(prefixes)} scalar mixes in the state dict "
+                             f"({', '.join(p + 'scalar_parameters' for p in prefixes)}); give a file "
+                             f"with exactly one (e.g. a JSON of its weights)")
         keys.sort(key=lambda k: int(k.rsplit(".", 1)[1]) if k[-1].isdigit() else 0)
         raw = [float(x) for k in keys for x in state[k].reshape(-1)]
     s = _numbers(raw, path)
