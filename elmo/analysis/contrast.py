@@ -6,13 +6,15 @@ Each item is a pair of sentences with the same multiset of words (``the dog chas
 
 * **movement**: the cosine distance ``1 - cos`` between a word's vector in sentence A and the
   same word's vector in sentence B (words matched by their occurrence number), averaged over
-  all words and over the targets; and between the mean-pooled sentence vectors. For scale,
+  the words of each pair and then over the pairs (``words``: each pair counts once, however
+  long), and over the targets; and between the mean-pooled sentence vectors. For scale,
   ``spread`` is the mean distance between random tokens of different sentences. Layer 0 is
   context-free, so its movement is 0.
 * **probe**: per category, the pairs are split into two halves (seeded; pairs that share a
   sentence stay on one side, so no held-out vector was trained on); a linear probe
   (:func:`elmo.analysis.probes.train_probe`) is trained on the targets of one half and tested
-  on the other, then the halves swap, and the two accuracies are averaged. Since every
+  on the other, then the halves swap; the accuracy is over every held-out target of the two
+  rounds (each target is held out once, so halves of unequal size weigh by size). Since every
   training word occurs with both labels, word identity cannot help: layer 0 scores exactly
   chance. ``pair_accuracy`` asks the easier question of whether the probe ranks the two
   sentences of a held-out pair the right way round (a tie counts one half).
