@@ -693,3 +693,19 @@ def test_a_state_dict_with_two_scalar_mixes_is_refused_not_read_as_its_first(tmp
                tmp_path / "allennlp.pt")                         # (AllenNLP's one tensor a layer)
     with pytest.raises(ValueError, match="2 scalar mixes"):
         report.read_mix_weights(tmp_path / "allennlp.pt")
+
+
+def test_contrast_counts_the_pairs_whose_words_differ_not_their_targets():
+    """The report says "N pairs whose sentences differ in their words", but N counted items
+    (targets): a pair with two targets counted twice."""
+    lines = ["c\tthe dog chased a cat .\tthe cat chased the dog .\tdog\tagent\tpatient",
+             "c\tthe dog chased a cat .\tthe cat chased the dog .\tcat\tpatient\tagent"]
+    for i in range(3):
+        lines += [f"c\tp{i} saw q{i} .\tq{i} saw p{i} .\tp{i}\tagent\tpatient",
+                  f"c\tp{i} saw q{i} .\tq{i} saw p{i} .\tq{i}\tpatient\tagent"]
+    items = contrast.parse_pairs("\n".join(lines))
+    res = contrast.contrast_eval(Embedder(random_bilm(), batch_size=8), items)
+    assert res["n_items"] == 8 and res["categories"]["c"]["n_pairs"] == 4
+    assert res["different_words"] == 1                   # (was 2: the pair's two targets)
+    assert "; 1 pair whose sentences differ in their words" in "\n".join(
+        report._render_contrast(res, "cmd"))

@@ -232,7 +232,8 @@ def contrast_eval(model, items: Sequence[ContrastItem], seed: int = 0, l2: float
     """Movement and probe accuracy per layer, per category and overall.
 
     Returns ``{"categories": {name: {"movement": {...}, "probe": [per layer], "n_pairs",
-    "chance", "chance_range"}}, "movement": {...} over all items, "n_items", "different_words"}``.
+    "chance", "chance_range"}}, "movement": {...} over all items, "n_items", "different_words"}``
+    (``different_words``: the pairs whose sentences do not have the same words).
     """
     if not items:  # (else an IndexError below)
         raise ValueError("contrast_eval needs contrast pairs; got none")
@@ -255,4 +256,5 @@ def contrast_eval(model, items: Sequence[ContrastItem], seed: int = 0, l2: float
             "chance_range": list(chance_range(len(cat_items))),
         }
     return {"categories": cats, "movement": movement(vecs, items, seed=seed),
-            "n_items": len(items), "different_words": len(different_words(items))}
+            # pairs, as the report says (the items counted each two-target pair twice)
+            "n_items": len(items), "different_words": len({(it.a, it.b) for it in different_words(items)})}

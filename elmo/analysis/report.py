@@ -896,7 +896,7 @@ def _render_contrast(r: dict, cmd: str) -> List[str]:
     lines = ["## Contrast pairs: same words, swapped relation", "",
              f"{r['n_items']} targets in {sum(c['n_pairs'] for c in cats.values())} pairs "
              "(" + ", ".join(f"{k} {v['n_pairs']}" for k, v in cats.items()) + "); "
-             f"{r['different_words']} pairs whose sentences differ in their words. The built-in "
+             f"{_count(r['different_words'], 'pair')} whose sentences differ in their words. The built-in "
              "set was written before any model was run on it and is not tuned.", "",
              "How far vectors move between the two sentences of a pair (mean 1 - cosine), with "
              "the spread of random token pairs for scale:", "", head, sep]
