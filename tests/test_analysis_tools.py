@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from elmo.analysis import contrast, neighbors, report
+from elmo.analysis import contrast, neighbors, report, stats
 from elmo.analysis.neighbors import CorpusIndex
 from elmo.embedding import Embedder
 
@@ -709,3 +709,19 @@ def test_contrast_counts_the_pairs_whose_words_differ_not_their_targets():
     assert res["different_words"] == 1                   # (was 2: the pair's two targets)
     assert "; 1 pair whose sentences differ in their words" in "\n".join(
         report._render_contrast(res, "cmd"))
+
+
+def test_contrast_chance_range_counts_a_pair_written_in_both_orders_once():
+    """A pair written again with its sentences swapped asks the same question of the same
+    two vectors (its ranking comes out the same): counted twice, the chance range was that of
+    twice the rankings, too narrow, and a score by luck looked like a signal."""
+    lines = []
+    for i in range(10):
+        a, b = f"p{i} v q{i} .", f"q{i} v p{i} ."
+        lines += [f"c\t{a}\t{b}\tp{i}\tx\ty", f"c\t{b}\t{a}\tp{i}\ty\tx"]
+    items = contrast.parse_pairs("\n".join(lines))
+    res = contrast.contrast_eval(Embedder(random_bilm(), batch_size=8), items)
+    cat = res["categories"]["c"]
+    assert cat["n_items"] == 20 and cat["chance_range"] == list(stats.chance_range(10))
+    assert cat["chance_range"] != list(stats.chance_range(20))      # (the narrower range it was)
+    assert contrast.distinct_rankings(items) == 10 == contrast.distinct_rankings(items[::2])

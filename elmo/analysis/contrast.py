@@ -143,6 +143,14 @@ def movement(vecs: Dict[Tuple[str, ...], np.ndarray], items: Sequence[ContrastIt
             "spread": mean(spread)}
 
 
+def distinct_rankings(items: Sequence[ContrastItem]) -> int:
+    """How many different questions the pair rankings of ``items`` ask: an item written again
+    with its sentences (and labels) swapped, or twice, is the same ranking of the same two
+    vectors, decided the same way, so it adds no evidence to the chance range."""
+    return len({(it.a, it.b, it.target, it.label_a, it.label_b) if it.a <= it.b
+                else (it.b, it.a, it.target, it.label_b, it.label_a) for it in items})
+
+
 def split_halves(pairs: Sequence[Tuple[Tuple[str, ...], Tuple[str, ...]]],
                  seed: int = 0) -> Tuple[set, set]:
     """Two halves of ``pairs`` (seeded) such that no sentence is in both.
@@ -252,8 +260,8 @@ def contrast_eval(model, items: Sequence[ContrastItem], seed: int = 0, l2: float
             "probe": [probe_halves(vecs, cat_items, j, seed, l2) for j in range(n_layers)],
             "n_pairs": len({(it.a, it.b) for it in cat_items}),
             "n_items": len(cat_items), "chance": 1.0 / n_labels,
-            # what a coin flip scores on as many rankings: accuracies inside are not a signal
-            "chance_range": list(chance_range(len(cat_items))),
+            # what a coin flip scores on as many distinct rankings: accuracies inside are not a signal
+            "chance_range": list(chance_range(distinct_rankings(cat_items))),
         }
     return {"categories": cats, "movement": movement(vecs, items, seed=seed),
             # pairs, as the report says (the items counted each two-target pair twice)

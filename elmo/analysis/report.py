@@ -926,7 +926,8 @@ def _render_contrast(r: dict, cmd: str) -> List[str]:
                  "weights: word order alone lets a probe read cues such as `by the X` or "
                  "`X was`, so only the margin over that control is learned. " if control else "")
               + "With this few pairs one held-out target is several points. *chance* is the "
-              "range (95%) that a coin flip scores on as many rankings, from the binomial; the "
+              "range (95%) that a coin flip scores on as many distinct rankings (a pair written "
+              "in both orders counts once), from the binomial; the "
               "targets of one pair are not independent, so the true range is somewhat wider, "
               "and a score inside it is no evidence at all.", "", f"Reproduce: `{cmd}`", ""]
     return lines
