@@ -725,3 +725,24 @@ def test_contrast_chance_range_counts_a_pair_written_in_both_orders_once():
     assert cat["n_items"] == 20 and cat["chance_range"] == list(stats.chance_range(10))
     assert cat["chance_range"] != list(stats.chance_range(20))      # (the narrower range it was)
     assert contrast.distinct_rankings(items) == 10 == contrast.distinct_rankings(items[::2])
+
+
+def test_contrast_pair_written_in_both_orders_is_one_pair_in_counts_and_means():
+    """The same pair with its sentences swapped counted as two pairs ("20 targets in 20
+    pairs" for 10) and weighed twice in the movement means beside pairs written once."""
+    lines = []
+    for i in range(6):
+        a, b = f"p{i} v q{i} .", f"q{i} v p{i} ."
+        lines += [f"c\t{a}\t{b}\tp{i}\tx\ty"] + ([f"c\t{b}\t{a}\tp{i}\ty\tx"] if i < 3 else [])
+    items = contrast.parse_pairs("\n".join(lines))
+    once = [it for it in items if it.a.index(it.target) == 0]        # each pair as first written
+    assert len(items) == 9 and len(once) == 6
+    vecs = _synthetic_vecs(items, encode_label=False)
+    rng = np.random.default_rng(0)
+    vecs = {s: v + rng.normal(size=v.shape) for s, v in vecs.items()}  # pairs that move unequally
+    both, single = contrast.movement(vecs, items), contrast.movement(vecs, once)
+    for key in ("words", "targets", "sentence"):
+        np.testing.assert_allclose(both[key], single[key])
+    res = contrast.contrast_eval(Embedder(random_bilm(), batch_size=8), items)
+    assert res["categories"]["c"]["n_pairs"] == 6
+    assert contrast.probe_halves(vecs, items, layer=1)["n_pairs"] == 6

@@ -95,6 +95,13 @@ def different_words(items: Sequence[ContrastItem]) -> List[ContrastItem]:
     return [it for it in items if sorted(it.a) != sorted(it.b)]
 
 
+def sentence_pairs(items: Sequence[ContrastItem]) -> List[Tuple[Tuple[str, ...], Tuple[str, ...]]]:
+    """The distinct pairs of sentences of ``items``, each once however many targets it has
+    and in whichever order its lines give the two sentences (sorted, each pair in sorted
+    order): a pair written again with its sentences swapped is the same pair."""
+    return sorted({(it.a, it.b) if it.a <= it.b else (it.b, it.a) for it in items})
+
+
 def align(a: Sequence[str], b: Sequence[str]) -> List[Tuple[int, int]]:
     """Index pairs (i in a, k in b) of the same word with the same occurrence number."""
     where: Dict[Tuple[str, int], int] = {}
@@ -121,16 +128,16 @@ def movement(vecs: Dict[Tuple[str, ...], np.ndarray], items: Sequence[ContrastIt
              n_spread: int = 2000, seed: int = 0) -> Dict[str, List[float]]:
     """Per layer: mean movement of all words, of the targets, of the sentence vector, and the
     spread of random token pairs. ``vecs``: sentence -> (L + 1, n, D)."""
-    pairs = sorted({(it.a, it.b) for it in items})
+    pairs = sentence_pairs(items)     # (a pair in both orders weighed twice in the mean)
     words, targets, sents = [], [], []
     for a, b in pairs:
         idx = align(a, b)
         va, vb = vecs[a], vecs[b]
         words.append(_cos_dist(va[:, [i for i, _ in idx]], vb[:, [k for _, k in idx]]).mean(-1))
         sents.append(_cos_dist(va.mean(1), vb.mean(1)))
-    for it in items:
-        i, k = it.a.index(it.target), it.b.index(it.target)
-        targets.append(_cos_dist(vecs[it.a][:, i], vecs[it.b][:, k]))
+    for a, b, target in sorted({pair + (it.target,) for it in items
+                                for pair in sentence_pairs([it])}):   # each target of a pair once
+        targets.append(_cos_dist(vecs[a][:, a.index(target)], vecs[b][:, b.index(target)]))
     sentences = sorted(vecs)
     rng = random.Random(seed)
     spread = []
@@ -209,7 +216,7 @@ def probe_halves(vecs: Dict[Tuple[str, ...], np.ndarray], items: Sequence[Contra
     right way round), ``n_pairs``, and the number of decisions behind each accuracy
     (``n_targets``, ``n_rankings``).
     """
-    pairs = sorted({(it.a, it.b) for it in items})
+    pairs = sentence_pairs(items)
     halves = _category_halves(items, seed)
     labels = sorted({it.label_a for it in items} | {it.label_b for it in items})
     lid = {label: i for i, label in enumerate(labels)}
@@ -258,11 +265,11 @@ def contrast_eval(model, items: Sequence[ContrastItem], seed: int = 0, l2: float
         cats[cat] = {
             "movement": movement(vecs, cat_items, seed=seed),
             "probe": [probe_halves(vecs, cat_items, j, seed, l2) for j in range(n_layers)],
-            "n_pairs": len({(it.a, it.b) for it in cat_items}),
+            "n_pairs": len(sentence_pairs(cat_items)),     # (both orders: one pair)
             "n_items": len(cat_items), "chance": 1.0 / n_labels,
             # what a coin flip scores on as many distinct rankings: accuracies inside are not a signal
             "chance_range": list(chance_range(distinct_rankings(cat_items))),
         }
     return {"categories": cats, "movement": movement(vecs, items, seed=seed),
             # pairs, as the report says (the items counted each two-target pair twice)
-            "n_items": len(items), "different_words": len({(it.a, it.b) for it in different_words(items)})}
+            "n_items": len(items), "different_words": len(sentence_pairs(different_words(items)))}
