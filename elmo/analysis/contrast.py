@@ -150,12 +150,26 @@ def movement(vecs: Dict[Tuple[str, ...], np.ndarray], items: Sequence[ContrastIt
             "spread": mean(spread)}
 
 
+def _question(it: ContrastItem) -> tuple:
+    """What an item asks, the same for the item written with its sentences (and labels)
+    swapped."""
+    if it.a <= it.b:
+        return it.category, it.a, it.b, it.target, it.label_a, it.label_b
+    return it.category, it.b, it.a, it.target, it.label_b, it.label_a
+
+
 def distinct_rankings(items: Sequence[ContrastItem]) -> int:
     """How many different questions the pair rankings of ``items`` ask: an item written again
     with its sentences (and labels) swapped, or twice, is the same ranking of the same two
     vectors, decided the same way, so it adds no evidence to the chance range."""
-    return len({(it.a, it.b, it.target, it.label_a, it.label_b) if it.a <= it.b
-                else (it.b, it.a, it.target, it.label_b, it.label_a) for it in items})
+    return len({_question(it) for it in items})
+
+
+def distinct_items(items: Sequence[ContrastItem]) -> List[ContrastItem]:
+    """``items`` without those that ask again what an earlier one asked (:func:`_question`),
+    in their order."""
+    seen: set = set()
+    return [it for it in items if not (_question(it) in seen or seen.add(_question(it)))]
 
 
 def split_halves(pairs: Sequence[Tuple[Tuple[str, ...], Tuple[str, ...]]],
@@ -248,10 +262,15 @@ def contrast_eval(model, items: Sequence[ContrastItem], seed: int = 0, l2: float
 
     Returns ``{"categories": {name: {"movement": {...}, "probe": [per layer], "n_pairs",
     "chance", "chance_range"}}, "movement": {...} over all items, "n_items", "different_words"}``
-    (``different_words``: the pairs whose sentences do not have the same words).
+    (``different_words``: the pairs whose sentences do not have the same words). An item that
+    repeats an earlier one, or is it with the sentences swapped, is left out (``n_items``
+    counts the rest).
     """
     if not items:  # (else an IndexError below)
         raise ValueError("contrast_eval needs contrast pairs; got none")
+    # an item written again with its sentences swapped (or twice) asks the same question of
+    # the same vectors: kept, it was trained on and scored twice, and weighed double
+    items = distinct_items(items)
     sentences = sorted({it.a for it in items} | {it.b for it in items})
     arrays = embed_layers(model, [list(s) for s in sentences], batch_size)
     vecs = dict(zip(sentences, arrays))
