@@ -135,8 +135,8 @@ def movement(vecs: Dict[Tuple[str, ...], np.ndarray], items: Sequence[ContrastIt
         va, vb = vecs[a], vecs[b]
         words.append(_cos_dist(va[:, [i for i, _ in idx]], vb[:, [k for _, k in idx]]).mean(-1))
         sents.append(_cos_dist(va.mean(1), vb.mean(1)))
-    for a, b, target in sorted({pair + (it.target,) for it in items
-                                for pair in sentence_pairs([it])}):   # each target of a pair once
+    for a, b, target in sorted({sentence_pairs([it])[0] + (it.target,)
+                                for it in items}):   # each target of a pair once
         targets.append(_cos_dist(vecs[a][:, a.index(target)], vecs[b][:, b.index(target)]))
     sentences = sorted(vecs)
     rng = random.Random(seed)
@@ -169,7 +169,12 @@ def distinct_items(items: Sequence[ContrastItem]) -> List[ContrastItem]:
     """``items`` without those that ask again what an earlier one asked (:func:`_question`),
     in their order."""
     seen: set = set()
-    return [it for it in items if not (_question(it) in seen or seen.add(_question(it)))]
+    out = []
+    for it in items:
+        if _question(it) not in seen:
+            seen.add(_question(it))
+            out.append(it)
+    return out
 
 
 def split_halves(pairs: Sequence[Tuple[Tuple[str, ...], Tuple[str, ...]]],
