@@ -298,3 +298,45 @@ def test_wsd_layer_difference_is_of_the_f1_figures_where_items_go_unpredicted(mo
     b = stats.paired_bootstrap([1, 1, 0, 0], [1, 0, 0, 0], predicted_a=[1, 1, 0, 0], predicted_b=[1] * 4)
     assert b["diff"] == pytest.approx(2 * 2 / 6 - 2 * 1 / 8)
 
+
+
+def _fixed_vectors_wsd(monkeypatch, vector_of):
+    """Make :func:`wsd.wsd_eval` see, at every target token, the vector ``vector_of(tokens)``
+    (the other tokens zero), and put the examples whose sentence starts with ``train`` on the
+    train side, the others on the test side."""
+    def embed(model, sentences, batch_size=32):
+        out = []
+        for s in sentences:
+            a = np.zeros((3, len(s), 2), dtype=np.float32)
+            a[:, 1] = vector_of(tuple(s))
+            out.append(a)
+        return out
+
+    def split(groups, test_fraction=0.5, seed=0):
+        items = [it for v in groups.values() for it in v]
+        return ([it for it in items if it.tokens[0] == "train"],
+                [it for it in items if it.tokens[0] != "train"])
+    monkeypatch.setattr(wsd, "embed_layers", embed)
+    monkeypatch.setattr(wsd, "split_by_lemma", split)
+
+
+def test_wsd_takes_the_nearest_sense_centroid_of_the_train_examples(monkeypatch):
+    """The paper (5.3) averages each sense's train vectors and takes the nearest of those
+    averages; the 1-NN over single examples let one stray example of a sense (here s1's
+    [1, 0.25], next to the test vector) outvote the two of the sense whose mean is nearer."""
+    vectors = {("train", "bank", "a"): [1.0, 0.25], ("train", "bank", "b"): [0.0, 1.0],
+               ("train", "bank", "c"): [0.0, 1.0], ("train", "bank", "d"): [1.0, -0.5],
+               ("train", "bank", "e"): [1.0, -0.5], ("test", "bank", "f"): [1.0, 0.2]}
+    synset = {"a": "s1-n", "b": "s1-n", "c": "s1-n", "d": "s2-n", "e": "s2-n", "f": "s2-n"}
+    _fixed_vectors_wsd(monkeypatch, lambda tokens: vectors[tokens])
+    examples = [SenseExample(synset[t[2]], ("bank",), t) for t in vectors]
+    senses = [Sense("bank", "n", "s1-n", 1, 5), Sense("bank", "n", "s2-n", 2, 1)]
+    res = wsd.wsd_eval("fixture", examples, senses)
+    # s1's centroid [1/3, 0.75] has cosine 0.57 with [1, 0.2], s2's [1, -0.5] 0.79
+    assert res["n_test"] == 1 and res["layers"] == [1.0, 1.0, 1.0]
+    assert res["method"] == "sense_centroid"
+    cents, labels, keys = wsd.sense_centroids(np.array([vectors[t] for t in vectors][:5]),
+                                              [synset[t[2]] for t in vectors][:5],
+                                              [("bank", "n")] * 5)
+    assert labels == ["s1-n", "s2-n"] and keys == [("bank", "n")] * 2
+    np.testing.assert_allclose(cents, [[1 / 3, 0.75], [1.0, -0.5]])

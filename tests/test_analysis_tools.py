@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from elmo.analysis import contrast, neighbors, report
+from elmo.analysis import contrast, neighbors, report, stats
 from elmo.analysis.neighbors import CorpusIndex
 from elmo.embedding import Embedder
 
@@ -662,3 +662,104 @@ def test_the_wsd_difference_of_earlier_results_is_not_called_f1():
     assert "+10.00 points of accuracy" in text and "F1 points" not in text
     r["layer2_minus_layer1"]["metric"] = "f1"
     assert "+10.00 F1 points" in "\n".join(_render_wsd(r, "elmo analyze fixture"))
+
+
+def test_the_wsd_section_names_the_method_its_results_were_computed_with():
+    """WSD takes the nearest sense centroid now (the paper's 5.3); a results.json written
+    before holds 1-NN figures over single train examples, and --report-only must not call
+    them centroid figures (nor new ones 1-NN)."""
+    from elmo.analysis.report import _render_wsd
+    r = {"n_lemmas": 2, "n_train": 4, "n_test": 2, "n_backoff": 0, "n_test_sense_unseen": 1,
+         "layers": [0.5, 0.5, 0.5], "layers_seen_senses": [0.5, 0.5, 0.5], "mfs": 0.5,
+         "mfs_seen_senses": 0.5}
+    old = "\n".join(_render_wsd(r, "elmo analyze fixture"))
+    assert "## Word senses: 1-nearest-neighbour per layer" in old and "centroid" not in old
+    new = "\n".join(_render_wsd({**r, "method": "sense_centroid"}, "elmo analyze fixture"))
+    assert "## Word senses: the nearest sense centroid per layer" in new
+    assert "1-NN" not in new and "1-nearest" not in new
+
+
+def test_a_state_dict_with_two_scalar_mixes_is_refused_not_read_as_its_first(tmp_path):
+    """A task model with ELMo at its input and output holds two mixes; the report drew the
+    first (by key order) as *the* given mix without a word."""
+    torch.save({"elmo.scalar_mixes.0.scalar_parameters": torch.tensor([0.0, 0.0]),
+                "elmo.scalar_mixes.1.scalar_parameters": torch.tensor([0.0, np.log(3.0)])},
+               tmp_path / "two.pt")
+    with pytest.raises(ValueError, match=r"two.pt: 2 scalar mixes in the state dict "
+                                         r"\(elmo.scalar_mixes.0.scalar_parameters, "
+                                         r"elmo.scalar_mixes.1.scalar_parameters\)"):
+        report.read_mix_weights(tmp_path / "two.pt")
+    torch.save({f"m{j}.scalar_parameters.{i}": torch.tensor([0.0]) for j in (1, 2) for i in range(3)},
+               tmp_path / "allennlp.pt")                         # (AllenNLP's one tensor a layer)
+    with pytest.raises(ValueError, match="2 scalar mixes"):
+        report.read_mix_weights(tmp_path / "allennlp.pt")
+
+
+def test_contrast_counts_the_pairs_whose_words_differ_not_their_targets():
+    """The report says "N pairs whose sentences differ in their words", but N counted items
+    (targets): a pair with two targets counted twice."""
+    lines = ["c\tthe dog chased a cat .\tthe cat chased the dog .\tdog\tagent\tpatient",
+             "c\tthe dog chased a cat .\tthe cat chased the dog .\tcat\tpatient\tagent"]
+    for i in range(3):
+        lines += [f"c\tp{i} saw q{i} .\tq{i} saw p{i} .\tp{i}\tagent\tpatient",
+                  f"c\tp{i} saw q{i} .\tq{i} saw p{i} .\tq{i}\tpatient\tagent"]
+    items = contrast.parse_pairs("\n".join(lines))
+    res = contrast.contrast_eval(Embedder(random_bilm(), batch_size=8), items)
+    assert res["n_items"] == 8 and res["categories"]["c"]["n_pairs"] == 4
+    assert res["different_words"] == 1                   # (was 2: the pair's two targets)
+    assert "; 1 pair whose sentences differ in their words" in "\n".join(
+        report._render_contrast(res, "cmd"))
+
+
+def test_contrast_chance_range_counts_a_pair_written_in_both_orders_once():
+    """A pair written again with its sentences swapped asks the same question of the same
+    two vectors (its ranking comes out the same): counted twice, the chance range was that of
+    twice the rankings, too narrow, and a score by luck looked like a signal."""
+    lines = []
+    for i in range(10):
+        a, b = f"p{i} v q{i} .", f"q{i} v p{i} ."
+        lines += [f"c\t{a}\t{b}\tp{i}\tx\ty", f"c\t{b}\t{a}\tp{i}\ty\tx"]
+    items = contrast.parse_pairs("\n".join(lines))
+    res = contrast.contrast_eval(Embedder(random_bilm(), batch_size=8), items)
+    cat = res["categories"]["c"]
+    assert cat["n_items"] == 10 and cat["chance_range"] == list(stats.chance_range(10))
+    assert cat["chance_range"] != list(stats.chance_range(20))      # (the narrower range it was)
+    assert contrast.distinct_rankings(items) == 10 == contrast.distinct_rankings(items[::2])
+
+
+def test_contrast_pair_written_in_both_orders_is_one_pair_in_counts_and_means():
+    """The same pair with its sentences swapped counted as two pairs ("20 targets in 20
+    pairs" for 10) and weighed twice in the movement means beside pairs written once."""
+    lines = []
+    for i in range(6):
+        a, b = f"p{i} v q{i} .", f"q{i} v p{i} ."
+        lines += [f"c\t{a}\t{b}\tp{i}\tx\ty"] + ([f"c\t{b}\t{a}\tp{i}\ty\tx"] if i < 3 else [])
+    items = contrast.parse_pairs("\n".join(lines))
+    once = [it for it in items if it.a.index(it.target) == 0]        # each pair as first written
+    assert len(items) == 9 and len(once) == 6
+    vecs = _synthetic_vecs(items, encode_label=False)
+    rng = np.random.default_rng(0)
+    vecs = {s: v + rng.normal(size=v.shape) for s, v in vecs.items()}  # pairs that move unequally
+    both, single = contrast.movement(vecs, items), contrast.movement(vecs, once)
+    for key in ("words", "targets", "sentence"):
+        np.testing.assert_allclose(both[key], single[key])
+    res = contrast.contrast_eval(Embedder(random_bilm(), batch_size=8), items)
+    assert res["categories"]["c"]["n_pairs"] == 6
+    assert contrast.probe_halves(vecs, items, layer=1)["n_pairs"] == 6
+
+
+def test_contrast_eval_asks_a_question_written_twice_once():
+    """An item written again with its sentences and labels swapped is the same question of
+    the same vectors; kept, its targets were trained on and scored twice (weighing that
+    pair double in every accuracy) and "n_items" counted it twice."""
+    lines = []
+    for i in range(6):
+        a, b = f"p{i} v q{i} .", f"q{i} v p{i} ."
+        lines += [f"c\t{a}\t{b}\tp{i}\tx\ty"] + ([f"c\t{b}\t{a}\tp{i}\ty\tx"] if i < 3 else [])
+    items = contrast.parse_pairs("\n".join(lines + [lines[0]]))       # and one line twice
+    once = contrast.parse_pairs("\n".join(line for line in lines if line.split("\t")[3] ==
+                                          line.split("\t")[1].split()[0]))
+    assert (len(items), len(once)) == (10, 6)
+    embedder = Embedder(random_bilm(), batch_size=8)
+    assert contrast.contrast_eval(embedder, items) == contrast.contrast_eval(embedder, once)
+    assert contrast.distinct_items(items) == once

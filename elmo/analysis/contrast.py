@@ -6,13 +6,15 @@ Each item is a pair of sentences with the same multiset of words (``the dog chas
 
 * **movement**: the cosine distance ``1 - cos`` between a word's vector in sentence A and the
   same word's vector in sentence B (words matched by their occurrence number), averaged over
-  all words and over the targets; and between the mean-pooled sentence vectors. For scale,
+  the words of each pair and then over the pairs (``words``: each pair counts once, however
+  long), and over the targets; and between the mean-pooled sentence vectors. For scale,
   ``spread`` is the mean distance between random tokens of different sentences. Layer 0 is
   context-free, so its movement is 0.
 * **probe**: per category, the pairs are split into two halves (seeded; pairs that share a
   sentence stay on one side, so no held-out vector was trained on); a linear probe
   (:func:`elmo.analysis.probes.train_probe`) is trained on the targets of one half and tested
-  on the other, then the halves swap, and the two accuracies are averaged. Since every
+  on the other, then the halves swap; the accuracy is over every held-out target of the two
+  rounds (each target is held out once, so halves of unequal size weigh by size). Since every
   training word occurs with both labels, word identity cannot help: layer 0 scores exactly
   chance. ``pair_accuracy`` asks the easier question of whether the probe ranks the two
   sentences of a held-out pair the right way round (a tie counts one half).
@@ -93,6 +95,13 @@ def different_words(items: Sequence[ContrastItem]) -> List[ContrastItem]:
     return [it for it in items if sorted(it.a) != sorted(it.b)]
 
 
+def sentence_pairs(items: Sequence[ContrastItem]) -> List[Tuple[Tuple[str, ...], Tuple[str, ...]]]:
+    """The distinct pairs of sentences of ``items``, each once however many targets it has
+    and in whichever order its lines give the two sentences (sorted, each pair in sorted
+    order): a pair written again with its sentences swapped is the same pair."""
+    return sorted({(it.a, it.b) if it.a <= it.b else (it.b, it.a) for it in items})
+
+
 def align(a: Sequence[str], b: Sequence[str]) -> List[Tuple[int, int]]:
     """Index pairs (i in a, k in b) of the same word with the same occurrence number."""
     where: Dict[Tuple[str, int], int] = {}
@@ -119,16 +128,16 @@ def movement(vecs: Dict[Tuple[str, ...], np.ndarray], items: Sequence[ContrastIt
              n_spread: int = 2000, seed: int = 0) -> Dict[str, List[float]]:
     """Per layer: mean movement of all words, of the targets, of the sentence vector, and the
     spread of random token pairs. ``vecs``: sentence -> (L + 1, n, D)."""
-    pairs = sorted({(it.a, it.b) for it in items})
+    pairs = sentence_pairs(items)     # (a pair in both orders weighed twice in the mean)
     words, targets, sents = [], [], []
     for a, b in pairs:
         idx = align(a, b)
         va, vb = vecs[a], vecs[b]
         words.append(_cos_dist(va[:, [i for i, _ in idx]], vb[:, [k for _, k in idx]]).mean(-1))
         sents.append(_cos_dist(va.mean(1), vb.mean(1)))
-    for it in items:
-        i, k = it.a.index(it.target), it.b.index(it.target)
-        targets.append(_cos_dist(vecs[it.a][:, i], vecs[it.b][:, k]))
+    for a, b, target in sorted({sentence_pairs([it])[0] + (it.target,)
+                                for it in items}):   # each target of a pair once
+        targets.append(_cos_dist(vecs[a][:, a.index(target)], vecs[b][:, b.index(target)]))
     sentences = sorted(vecs)
     rng = random.Random(seed)
     spread = []
@@ -139,6 +148,33 @@ def movement(vecs: Dict[Tuple[str, ...], np.ndarray], items: Sequence[ContrastIt
     mean = lambda rows: [float(x) for x in np.mean(rows, axis=0)]
     return {"words": mean(words), "targets": mean(targets), "sentence": mean(sents),
             "spread": mean(spread)}
+
+
+def _question(it: ContrastItem) -> tuple:
+    """What an item asks, the same for the item written with its sentences (and labels)
+    swapped."""
+    if it.a <= it.b:
+        return it.category, it.a, it.b, it.target, it.label_a, it.label_b
+    return it.category, it.b, it.a, it.target, it.label_b, it.label_a
+
+
+def distinct_rankings(items: Sequence[ContrastItem]) -> int:
+    """How many different questions the pair rankings of ``items`` ask: an item written again
+    with its sentences (and labels) swapped, or twice, is the same ranking of the same two
+    vectors, decided the same way, so it adds no evidence to the chance range."""
+    return len({_question(it) for it in items})
+
+
+def distinct_items(items: Sequence[ContrastItem]) -> List[ContrastItem]:
+    """``items`` without those that ask again what an earlier one asked (:func:`_question`),
+    in their order."""
+    seen: set = set()
+    out = []
+    for it in items:
+        if _question(it) not in seen:
+            seen.add(_question(it))
+            out.append(it)
+    return out
 
 
 def split_halves(pairs: Sequence[Tuple[Tuple[str, ...], Tuple[str, ...]]],
@@ -199,7 +235,7 @@ def probe_halves(vecs: Dict[Tuple[str, ...], np.ndarray], items: Sequence[Contra
     right way round), ``n_pairs``, and the number of decisions behind each accuracy
     (``n_targets``, ``n_rankings``).
     """
-    pairs = sorted({(it.a, it.b) for it in items})
+    pairs = sentence_pairs(items)
     halves = _category_halves(items, seed)
     labels = sorted({it.label_a for it in items} | {it.label_b for it in items})
     lid = {label: i for i, label in enumerate(labels)}
@@ -230,10 +266,16 @@ def contrast_eval(model, items: Sequence[ContrastItem], seed: int = 0, l2: float
     """Movement and probe accuracy per layer, per category and overall.
 
     Returns ``{"categories": {name: {"movement": {...}, "probe": [per layer], "n_pairs",
-    "chance", "chance_range"}}, "movement": {...} over all items, "n_items", "different_words"}``.
+    "chance", "chance_range"}}, "movement": {...} over all items, "n_items", "different_words"}``
+    (``different_words``: the pairs whose sentences do not have the same words). An item that
+    repeats an earlier one, or is it with the sentences swapped, is left out (``n_items``
+    counts the rest).
     """
     if not items:  # (else an IndexError below)
         raise ValueError("contrast_eval needs contrast pairs; got none")
+    # an item written again with its sentences swapped (or twice) asks the same question of
+    # the same vectors: kept, it was trained on and scored twice, and weighed double
+    items = distinct_items(items)
     sentences = sorted({it.a for it in items} | {it.b for it in items})
     arrays = embed_layers(model, [list(s) for s in sentences], batch_size)
     vecs = dict(zip(sentences, arrays))
@@ -247,10 +289,11 @@ def contrast_eval(model, items: Sequence[ContrastItem], seed: int = 0, l2: float
         cats[cat] = {
             "movement": movement(vecs, cat_items, seed=seed),
             "probe": [probe_halves(vecs, cat_items, j, seed, l2) for j in range(n_layers)],
-            "n_pairs": len({(it.a, it.b) for it in cat_items}),
+            "n_pairs": len(sentence_pairs(cat_items)),     # (both orders: one pair)
             "n_items": len(cat_items), "chance": 1.0 / n_labels,
-            # what a coin flip scores on as many rankings: accuracies inside are not a signal
-            "chance_range": list(chance_range(len(cat_items))),
+            # what a coin flip scores on as many distinct rankings: accuracies inside are not a signal
+            "chance_range": list(chance_range(distinct_rankings(cat_items))),
         }
     return {"categories": cats, "movement": movement(vecs, items, seed=seed),
-            "n_items": len(items), "different_words": len(different_words(items))}
+            # pairs, as the report says (the items counted each two-target pair twice)
+            "n_items": len(items), "different_words": len(sentence_pairs(different_words(items)))}

@@ -200,8 +200,13 @@ def read_mix_weights(path: Path) -> List[float]:
         keys = sorted(k for k in state if re.search(r"scalar_parameters(\.\d+)?$", str(k)))
         if not keys:
             raise ValueError(f"{path}: no scalar_parameters in the state dict")
-        prefix = keys[0].rsplit("scalar_parameters", 1)[0]
-        keys = [k for k in keys if k.startswith(prefix)]
+        # one mix per prefix: a task model with an input and an output ELMo holds two
+        # (``scalar_mixes.0.``, ``scalar_mixes.1.``), and the first was drawn without a word
+        prefixes = sorted({k.rsplit("scalar_parameters", 1)[0] for k in keys})
+        if len(prefixes) > 1:
+            raise ValueError(f"{path}: {len(prefixes)} scalar mixes in the state dict "
+                             f"({', '.join(p + 'scalar_parameters' for p in prefixes)}); give a file "
+                             f"with exactly one (e.g. a JSON of its weights)")
         keys.sort(key=lambda k: int(k.rsplit(".", 1)[1]) if k[-1].isdigit() else 0)
         raw = [float(x) for k in keys for x in state[k].reshape(-1)]
     s = _numbers(raw, path)
@@ -530,7 +535,7 @@ def _run_wsd(embedder, config: AnalysisConfig, out: Path) -> dict:
                                     ("layers", "layers_seen_senses", "finding") if k in control}
     plots.layer_bars({f"layer {j}": f for j, f in enumerate(res["layers"])},
                      {"most frequent sense": res["mfs"]},
-                     "WSD: 1-nearest-neighbour F1 (WordNet examples), 95% intervals", "F1 (%)",
+                     "WSD: nearest sense centroid F1 (WordNet examples), 95% intervals", "F1 (%)",
                      out / "wsd.png",
                      {f"layer {j}": iv for j, iv in enumerate(res["layers_interval"])})
     groups = _pca_groups(examples)
@@ -792,12 +797,19 @@ def _span(interval: Optional[Sequence[float]]) -> str:
 
 
 def _render_wsd(r: dict, cmd: str) -> List[str]:
-    lines = ["## Word senses: 1-nearest-neighbour per layer (paper Table 5)", "",
+    # results written before the sense centroids (no "method") are of 1-NN over train examples
+    centroid = r.get("method") == "sense_centroid"
+    method, short = (("the nearest sense centroid", "the centroids") if centroid
+                     else ("1-nearest-neighbour", "1-NN"))
+    lines = [f"## Word senses: {method} per layer (paper Table 5)", "",
              f"WordNet example sentences of {r['n_lemmas']} lemmas with examples in 2+ senses; "
-             f"{r['n_train']} train and {r['n_test']} test occurrences. {r['n_backoff']} test "
+             f"{r['n_train']} train and {r['n_test']} test occurrences"
+             + ("; each sense is the mean of its train occurrences' vectors, and a test occurrence "
+                "gets the sense of the nearest mean (cosine), as in the paper" if centroid else "")
+             + f". {r['n_backoff']} test "
              f"occurrences had no train example of their lemma and backed off to the most frequent "
              f"SemCor sense; {r['n_test_sense_unseen']} test occurrences are of a sense with no "
-             "train example (1-NN cannot get these right). Intervals: 95%, resampling lemmas.", "",
+             f"train example ({short} cannot get these right). Intervals: 95%, resampling lemmas.", "",
              "| representation | F1 (%) | 95% interval |", "|---|---|---|", *_layer_rows(r),
              *_control_rows(r),
              f"| baseline: most frequent sense | {_pct(r['mfs'])} | {_span(r.get('mfs_interval'))} |", "",
@@ -884,7 +896,7 @@ def _render_contrast(r: dict, cmd: str) -> List[str]:
     lines = ["## Contrast pairs: same words, swapped relation", "",
              f"{r['n_items']} targets in {sum(c['n_pairs'] for c in cats.values())} pairs "
              "(" + ", ".join(f"{k} {v['n_pairs']}" for k, v in cats.items()) + "); "
-             f"{r['different_words']} pairs whose sentences differ in their words. The built-in "
+             f"{_count(r['different_words'], 'pair')} whose sentences differ in their words. The built-in "
              "set was written before any model was run on it and is not tuned.", "",
              "How far vectors move between the two sentences of a pair (mean 1 - cosine), with "
              "the spread of random token pairs for scale:", "", head, sep]
@@ -914,7 +926,8 @@ def _render_contrast(r: dict, cmd: str) -> List[str]:
                  "weights: word order alone lets a probe read cues such as `by the X` or "
                  "`X was`, so only the margin over that control is learned. " if control else "")
               + "With this few pairs one held-out target is several points. *chance* is the "
-              "range (95%) that a coin flip scores on as many rankings, from the binomial; the "
+              "range (95%) that a coin flip scores on as many distinct rankings (a pair written "
+              "in both orders counts once), from the binomial; the "
               "targets of one pair are not independent, so the true range is somewhat wider, "
               "and a score inside it is no evidence at all.", "", f"Reproduce: `{cmd}`", ""]
     return lines

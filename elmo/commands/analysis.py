@@ -13,7 +13,7 @@ def register(subparsers) -> None:
 
     p = subparsers.add_parser(
         "analyze", help="probe what each layer holds and write a report",
-        description="POS probe per layer, word-sense 1-NN per layer, contextual neighbours and "
+        description="POS probe per layer, word-sense nearest centroid per layer, contextual neighbours and "
                     "contrast pairs on one model; writes report.md, results.json and PNG "
                     "pictures. Needs the corpora of `elmo data get brown-pos wordnet brown "
                     "glove-50d` (fetched when missing).")
