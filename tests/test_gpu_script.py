@@ -10,16 +10,25 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def test_gpu_script_smoke_runs_end_to_end(tmp_path):
     out = tmp_path / "out"
-    env = dict(os.environ, OUT=str(out), PYTHON=sys.executable)
+    # as in NVIDIA's PyTorch images: float32 products would start in TF32 (the variable is read
+    # on the CPU too, so the smoke run sees what a GPU run would)
+    env = dict(os.environ, OUT=str(out), PYTHON=sys.executable, TORCH_ALLOW_TF32_CUBLAS_OVERRIDE="1",
+               NVIDIA_TF32_OVERRIDE="1")
     done = subprocess.run(["bash", str(ROOT / "benchmarks" / "gpu" / "run.sh"), "--smoke"], env=env,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    log = (out / "run.log").read_text()
+    assert "matmul tf32 False" in log  # what the CUDA tests meet
+    assert "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1" in log.splitlines()[0]  # what the image had, logged
     files = [p for p in out.rglob("*") if p.is_file()]
     assert len(files) <= 8 and all(p.stat().st_size <= 16e6 for p in files)  # what a session can bring back
     results = json.loads((out / "results.json").read_text())
     assert "passed" in results["tests"] and "FAILED" not in results["tests"]
     # float32 is float32 in every phase: cuDNN's TF32 (its default) off for the reference and cuDNN's LSTM too
     assert results["float32"]["cudnn_allow_tf32"] is False
+    assert results["float32"]["cuda_matmul_allow_tf32"] is False
+    assert results["float32"]["float32_matmul_precision"] == "highest"
+    assert results["float32"]["NVIDIA_TF32_OVERRIDE"] == "0"
     impls = {r["impl"] for r in results["inference"] if "tok_s" in r}
     assert {"reference", "elmo", "elmo-bf16"} <= impls
     assert all(r["tok_s"] > 0 for r in results["inference"] if "tok_s" in r)
@@ -85,3 +94,27 @@ def test_gpu_script_leaves_its_results_files_when_run_py_writes_none(tmp_path):
     results = json.loads((out / "results.json").read_text())
     assert "passed" in results["tests"] and results["measurements_exit"] == 2
     assert "exited 2" in (out / "RESULTS.md").read_text()
+
+
+def _load_run_py():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("gpu_run", ROOT / "benchmarks" / "gpu" / "run.py")
+    run = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(run)
+    return run
+
+
+def test_gpu_script_float32_is_full_float32_in_process():
+    """run.py run directly (not through run.sh) in a process started with TF32 products (as
+    TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 starts it) puts float32 products back to float32."""
+    import torch
+    run = _load_run_py()
+    before = torch.get_float32_matmul_precision(), torch.backends.cudnn.allow_tf32
+    torch.set_float32_matmul_precision("high")  # what the variable starts a process with
+    try:
+        settings = run.full_float32()
+        assert torch.get_float32_matmul_precision() == "highest"
+        assert settings["cuda_matmul_allow_tf32"] is False and settings["cudnn_allow_tf32"] is False
+    finally:
+        torch.set_float32_matmul_precision(before[0])
+        torch.backends.cudnn.allow_tf32 = before[1]

@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import os
 import random
 import statistics
 import sys
@@ -105,6 +106,28 @@ def sentences_from(path: Path, limit: Optional[int] = None) -> List[List[str]]:
     lines = path.read_text(encoding="utf-8").splitlines()
     out = [line.split() for line in lines if line.split()]
     return out[:limit] if limit else out
+
+
+def full_float32() -> dict:
+    """Float32 means float32 in every phase; returns the settings in force, for the report.
+
+    cuDNN runs float32 convolutions and RNNs in TF32 by default. The library turns TF32 off for
+    its own forward convolutions only; the reference's convolutions, cuDNN's LSTM and the
+    convolutions' backward in training would otherwise run in TF32, off by ~1e-3 and faster
+    than the float32 they are compared with. (The old flag: it sets both per-operator flags.)
+    Matrix products are full float32 by default, but not where TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1
+    (set in NVIDIA's PyTorch images) starts the process in TF32: the precision is set here too.
+    """
+    torch.backends.cudnn.allow_tf32 = False
+    torch.set_float32_matmul_precision("highest")
+    return {"cudnn_allow_tf32": torch.backends.cudnn.allow_tf32,
+            "cuda_matmul_allow_tf32": torch.backends.cuda.matmul.allow_tf32,
+            "float32_matmul_precision": torch.get_float32_matmul_precision(),
+            **{name: os.environ.get(name, "unset") for name in TF32_ENVIRONMENT}}
+
+
+#: Variables that turn TF32 on behind the process's back (run.sh sets both to 0).
+TF32_ENVIRONMENT = ("TORCH_ALLOW_TF32_CUBLAS_OVERRIDE", "NVIDIA_TF32_OVERRIDE")
 
 
 #: Whether inputs are copied from pinned host memory (turned off where pinning fails).
@@ -424,20 +447,13 @@ def main() -> int:
     else:
         device = torch.device("cuda")
         torch.set_num_threads(min(8, torch.get_num_threads()))
-    # float32 means float32 in every phase: cuDNN runs float32 convolutions and RNNs in TF32 by
-    # default (matrix products are full float32 by default). The library turns TF32 off for
-    # its own forward convolutions only; the reference's convolutions, cuDNN's LSTM and the
-    # convolutions' backward in training would otherwise run in TF32, off by ~1e-3 and faster
-    # than the float32 they are compared with. (The old flag: it sets both per-operator flags.)
-    torch.backends.cudnn.allow_tf32 = False
+    float32 = full_float32()
     host = machine_description()
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else f"CPU ({host['cpu']})"
     results = {"device": name, "host": host, "torch": torch.__version__,
                "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                "tests": args.tests, "smoke": args.smoke, "budget_s": args.budget_s,
-               "float32": {"cudnn_allow_tf32": torch.backends.cudnn.allow_tf32,
-                           "cuda_matmul_allow_tf32": torch.backends.cuda.matmul.allow_tf32,
-                           "float32_matmul_precision": torch.get_float32_matmul_precision()}}
+               "float32": float32}
     # the phases that measure rows append them as they go: a failure keeps those measured before it
     phases = [("inference", lambda rows: inference(device, args.smoke, clock, rows)),
               ("step_loop", lambda rows: step_loop(device, args.smoke, clock, rows)),
