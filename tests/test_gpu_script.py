@@ -118,3 +118,17 @@ def test_gpu_script_float32_is_full_float32_in_process():
     finally:
         torch.set_float32_matmul_precision(before[0])
         torch.backends.cudnn.allow_tf32 = before[1]
+
+
+def test_gpu_script_training_phase_stays_inside_the_budget():
+    """The training phase trained at least 30 s whatever was left: with the earlier phases
+    slow, it ran past the budget into run.sh's timeout, which killed it mid-run. Now it trains
+    for what the budget holds after the phase's reserve, and is skipped where that is too little."""
+    run = _load_run_py()
+    reserve, least = run.TRAIN_RESERVE_S, run.TRAIN_MIN_S
+    assert run.training_seconds(run.Clock(reserve + least - 5), 3.0, smoke=False) is None
+    seconds = run.training_seconds(run.Clock(reserve + least + 20), 3.0, smoke=False)
+    assert least <= seconds <= least + 20
+    assert run.training_seconds(run.Clock(3600), 2.0, smoke=False) == 120.0  # --minutes when time allows
+    out = run.training_run(None, False, run.Clock(10), 3.0, None, Path("unused"))
+    assert "skipped" in out

@@ -348,8 +348,33 @@ def train_steps(device, smoke: bool, clock: Clock, rows: List[dict]) -> List[dic
 
 
 # ---------------------------------------------------------------------- 4. a training run
+#: Seconds the training phase needs besides the training itself: the model loaded, the
+#: held-out perplexity before and after, the corpus counted, the result exported and shipped.
+TRAIN_RESERVE_S = 75.0
+#: The shortest training run worth its reserve.
+TRAIN_MIN_S = 30.0
+
+
+def training_seconds(clock: Clock, minutes: float, smoke: bool) -> Optional[float]:
+    """Seconds to train: ``minutes``, less where the budget ends sooner; None where what is
+    left cannot hold :data:`TRAIN_MIN_S` of training and the reserve (the phase is skipped
+    rather than overrunning the budget and being killed by run.sh's timeout mid-run)."""
+    if smoke:
+        return 3.0
+    left = clock.left() - TRAIN_RESERVE_S
+    if left < TRAIN_MIN_S:
+        return None
+    return max(TRAIN_MIN_S, min(60 * minutes, left))
+
+
 def training_run(device, smoke: bool, clock: Clock, minutes: float, corpus: Optional[str],
                  out: Path) -> dict:
+    seconds = training_seconds(clock, minutes, smoke)
+    if seconds is None:
+        note = (f"skipped: {clock.left():.0f} s of the budget left, under the "
+                f"{TRAIN_RESERVE_S + TRAIN_MIN_S:.0f} s a training run needs")
+        log(f"training: {note}")
+        return {"skipped": note}
     from elmo.training.evaluate import perplexity
     from elmo.training.export import load_language_model
     from elmo.training.ship import ship
@@ -365,7 +390,6 @@ def training_run(device, smoke: bool, clock: Clock, minutes: float, corpus: Opti
     train_sentences = [s for i, s in enumerate(sentences) if i % 10 != 9]
     train_file.write_text("".join(" ".join(s) + "\n" for s in train_sentences))
     valid_file.write_text("".join(" ".join(s) + "\n" for s in held))
-    seconds = 3.0 if smoke else max(30.0, min(60 * minutes, clock.left() - 75))
     base, vocab = load_language_model(DEFAULT_MODEL, device=device)
     before = perplexity(base, held, vocab, batch_size=32, device=device)
     del base
