@@ -132,3 +132,25 @@ def test_gpu_script_training_phase_stays_inside_the_budget():
     assert run.training_seconds(run.Clock(3600), 2.0, smoke=False) == 120.0  # --minutes when time allows
     out = run.training_run(None, False, run.Clock(10), 3.0, None, Path("unused"))
     assert "skipped" in out
+
+
+def test_gpu_script_training_steps_report_peak_device_memory(monkeypatch):
+    """Each training-step row carries the device's peak memory, counted afresh for each
+    configuration and mode (torch.cuda's peak counter: reset before the model is built, read
+    after its steps); None on the CPU."""
+    import torch
+    run = _load_run_py()
+    calls = []
+    monkeypatch.setattr(torch.cuda, "reset_peak_memory_stats", lambda device=None: calls.append(device))
+    monkeypatch.setattr(torch.cuda, "max_memory_allocated", lambda device=None: 3 * 2**20 + 2**19)
+    cuda = torch.device("cuda", 0)
+    run.reset_peak_memory(cuda)
+    assert calls == [cuda] and run.peak_memory_mib(cuda) == 3.5
+    assert run.peak_memory_mib(torch.device("cpu")) is None
+    resets = []
+    monkeypatch.setattr(run, "reset_peak_memory", resets.append)
+    rows: list = []
+    run.train_steps(torch.device("cpu"), True, run.Clock(60), rows)
+    assert len(resets) == len(rows) == 2 and all("peak_mib" in r for r in rows)
+    assert "peak MiB" in run.markdown({"device": "d", "torch": "t", "when": "w", "tests": "-",
+                                       "host": {"cpu": "c", "cores": 1}, "train_step": rows})

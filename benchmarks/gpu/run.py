@@ -13,7 +13,8 @@ Phases, each timed with the device synchronised, implementations in alternating 
    cuDNN's LSTM with a projection (which has no cell or projection clipping, so it can only serve
    models trained without clipping; timed as the bound a fused kernel could reach);
 3. one training step (forward, backward, clip, optimizer) of the released "small" configuration
-   and of the bundled default model, batch 128 x 20, fp32 and bf16 autocast;
+   and of the bundled default model, batch 128 x 20, fp32 and bf16 autocast, with the peak
+   device memory of each (torch.cuda.max_memory_allocated: weights, optimizer state, step);
 4. training the bundled default model from its shipped weights for ``--minutes`` on the device
    (Adam 5e-4, 2048 negatives, batch 128 x 20: its original settings), held-out perplexity
    before and after, and the result written in the shipped form (float32 biLM, float16 softmax).
@@ -72,6 +73,20 @@ class Clock:
 def sync(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize(device)
+
+
+def reset_peak_memory(device: torch.device) -> None:
+    """Start counting the device's peak memory afresh (CUDA only)."""
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+
+
+def peak_memory_mib(device: torch.device) -> Optional[float]:
+    """The most memory tensors held on the device since :func:`reset_peak_memory`, in MiB
+    (the caching allocator's reserve not counted); None off CUDA."""
+    if device.type != "cuda":
+        return None
+    return round(torch.cuda.max_memory_allocated(device) / 2**20, 1)
 
 
 def timed(fns: Dict[str, Callable[[], object]], device: torch.device, seconds: float,
@@ -320,6 +335,9 @@ def train_steps(device, smoke: bool, clock: Clock, rows: List[dict]) -> List[dic
         for bf16 in (False, True):
             if clock.left() < 60 and not smoke:
                 break
+            # the previous run's model, optimizer state and batches go before this one's peak is counted
+            model = opt = batches = state = None
+            reset_peak_memory(device)
             torch.manual_seed(0)
             model = LanguageModel(ElmoOptions.from_dict(options), len(words), dropout=0.1).to(device).train()
             opt = torch.optim.Adam(model.parameters(), lr=5e-4)
@@ -341,9 +359,11 @@ def train_steps(device, smoke: bool, clock: Clock, rows: List[dict]) -> List[dic
 
             t = timed({"step": step}, device, seconds=0 if smoke else 6, min_rounds=1 if smoke else 3)["step"]
             mode = "bf16 autocast" if bf16 else "fp32"
+            peak = peak_memory_mib(device)
             rows.append({"config": name, "mode": mode, "batch": f"{rows_} x {steps_}", "step_s": t,
-                         "tok_s": rows_ * steps_ / t})
-            log(f"train step {name:>8} {mode:>14}: {1e3 * t:8.1f} ms  {rows_ * steps_ / t:10.0f} tok/s")
+                         "tok_s": rows_ * steps_ / t, "peak_mib": peak})
+            log(f"train step {name:>8} {mode:>14}: {1e3 * t:8.1f} ms  {rows_ * steps_ / t:10.0f} tok/s"
+                f"  peak {peak} MiB")
     return rows
 
 
@@ -439,9 +459,12 @@ def markdown(results: dict) -> str:
     for r in results.get("step_loop", []):
         us = "-" if r["us_per_step"] is None else f"{r['us_per_step']:.1f}"
         lines.append(f"| {r['batch']} | {r['impl']} | {us} | {r['note']} |")
-    lines += ["", "## Training step", "", "| config | mode | batch | ms per step | tok/s |", "|---|---|---|---|---|"]
+    lines += ["", "## Training step", "", "| config | mode | batch | ms per step | tok/s | peak MiB |",
+              "|---|---|---|---|---|---|"]
     for r in results.get("train_step", []):
-        lines.append(f"| {r['config']} | {r['mode']} | {r['batch']} | {1e3 * r['step_s']:.1f} | {r['tok_s']:.0f} |")
+        peak = "-" if r.get("peak_mib") is None else f"{r['peak_mib']:.0f}"
+        lines.append(f"| {r['config']} | {r['mode']} | {r['batch']} | {1e3 * r['step_s']:.1f} | {r['tok_s']:.0f} "
+                     f"| {peak} |")
     t = results.get("training")
     if t:
         lines += ["", "## Training the default model from its shipped weights", "",
