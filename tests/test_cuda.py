@@ -105,8 +105,11 @@ def test_repeated_inference_does_not_grow_device_memory():
     assert allocated() <= before
 
 
-def test_training_step_on_device():
-    """Loss, backward and an optimizer step with every tensor on DEVICE."""
+@pytest.mark.parametrize("bf16", [False, True])
+def test_training_step_on_device(bf16):
+    """Loss, backward and an optimizer step with every tensor on DEVICE; also under the
+    opt-in bf16 autocast (``elmo train --bf16``), whose casts differ from device to device
+    (CUDA's autocast does not promote index_copy's operands as the CPU's does)."""
     from elmo.modules.softmax import Candidates, LogUniformSampler
     from elmo.training.model import LanguageModel
     from tests.conftest import tiny_options
@@ -114,7 +117,8 @@ def test_training_step_on_device():
     model = LanguageModel(tiny_options(), n_vocab=50, dropout=0.1).to(DEVICE).train()
     batch = _random_lm_batch(rows=3, steps=5, n_vocab=50).to(DEVICE)
     negatives = Candidates.draw(LogUniformSampler(50, seed=0), 10, DEVICE)
-    out = model(batch, None, negatives)
+    with torch.autocast(DEVICE.type, dtype=torch.bfloat16, enabled=bf16):
+        out = model(batch, None, negatives)
     out["loss"].backward()
     assert out["loss"].device.type == DEVICE.type and torch.isfinite(out["loss"])
     assert all(p.grad is None or p.grad.device.type == DEVICE.type for p in model.parameters())
