@@ -4,6 +4,7 @@ Marked ``cuda`` and skipped without CUDA. ``benchmarks/gpu/run.sh`` runs them wi
 ``pytest -m cuda``; its ``--smoke`` runs them on the CPU (``ELMO_TEST_DEVICE=cpu``), so that the
 default suite checks that they run at all.
 """
+import contextlib
 import json
 import os
 
@@ -21,6 +22,32 @@ pytestmark = [pytest.mark.cuda, pytest.mark.skipif(DEVICE.type == "cuda" and not
                                                    reason="no CUDA device")]
 CASES = {"allennlp": (ALLENNLP, "sentences.json"), "noskip": (NOSKIP, "lm_embeddings_sentences.json")}
 WORDS = "the dog bit the man and then it ran away from the bank of the river .".split()
+
+
+@contextlib.contextmanager
+def float32_products():
+    """Float32 matrix products in full float32 inside, the precision before restored after."""
+    before = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision("highest")
+    try:
+        yield
+    finally:
+        torch.set_float32_matmul_precision(before)
+
+
+@pytest.fixture(autouse=True)
+def full_float32():
+    """The 1e-6 tolerances need float32 products in float32. NVIDIA's PyTorch images start
+    every process with TF32 products (TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1, about 1e-3 off);
+    run.sh turns that off, and these tests do too when run by hand. (The library keeps its
+    own convolutions out of cuDNN's TF32.)"""
+    with float32_products():
+        yield
+
+
+def test_float32_products_are_full_float32():
+    assert torch.get_float32_matmul_precision() == "highest"
+    assert torch.backends.cuda.matmul.allow_tf32 is False
 
 
 def embed(bilm, sentences):

@@ -154,3 +154,21 @@ def test_gpu_script_training_steps_report_peak_device_memory(monkeypatch):
     assert len(resets) == len(rows) == 2 and all("peak_mib" in r for r in rows)
     assert "peak MiB" in run.markdown({"device": "d", "torch": "t", "when": "w", "tests": "-",
                                        "host": {"cpu": "c", "cores": 1}, "train_step": rows})
+
+
+def test_cuda_tests_put_float32_products_back_to_float32():
+    """tests/test_cuda.py run by hand (not through run.sh) in a process started with TF32
+    products, as TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 starts it, runs each test (an autouse
+    fixture) with float32 products in float32, for its 1e-6 tolerances."""
+    import torch
+
+    from tests import test_cuda
+    before = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision("high")  # what the variable starts a process with
+    try:
+        with test_cuda.float32_products():
+            assert torch.get_float32_matmul_precision() == "highest"
+            assert torch.backends.cuda.matmul.allow_tf32 is False
+        assert torch.get_float32_matmul_precision() == "high"  # given back
+    finally:
+        torch.set_float32_matmul_precision(before)
