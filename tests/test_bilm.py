@@ -418,3 +418,22 @@ def test_token_vectors_in_autocasts_dtype_are_placed_without_promotion(monkeypat
         got = cnn(ids)
     assert got.dtype == torch.float32
     assert torch.equal(got, want)
+
+
+def test_cuda_like_autocast_refuses_what_cudas_refuses(cuda_like_autocast):
+    """The fixture the next tests rest on: under it index_copy no longer mixes dtypes."""
+    with torch.autocast("cpu", dtype=torch.bfloat16), pytest.raises(RuntimeError, match="same dtype"):
+        torch.zeros(3).index_copy(0, torch.tensor([0]), torch.ones(1, dtype=torch.bfloat16))
+
+
+def test_inference_under_cuda_like_bf16_autocast(cuda_like_autocast):
+    """The biLM under bf16 autocast as CUDA casts (the character CNN's index_copy failed)."""
+    bilm = random_bilm(seed=6)
+    ids = batch_to_ids([["the", "dog", "bit"], ["a", "river"]])
+    with torch.no_grad():
+        exact = bilm(ids)["activations"]
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            low = bilm(ids)["activations"]
+    for a, b in zip(low, exact):
+        assert torch.isfinite(a).all() and a.shape == b.shape
+        assert float((a.float() - b).abs().max()) < 0.05 * float(b.abs().max()) + 1e-3
