@@ -46,7 +46,8 @@ export TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=0 NVIDIA_TF32_OVERRIDE=0
 # the float32 settings the tests meet
 echo "== $PY: $("$PY" -c 'import torch; b = torch.backends; print("torch", torch.__version__, "cuda", torch.cuda.is_available(), "matmul tf32", b.cuda.matmul.allow_tf32, "cudnn tf32", b.cudnn.allow_tf32)' 2>&1)" | tee -a "$OUT/run.log"
 echo "== pytest -m cuda tests/test_cuda.py (device ${ELMO_TEST_DEVICE:-cuda})" | tee -a "$OUT/run.log"
-timeout 240 "$PY" -m pytest -o addopts="" -q -m cuda tests/test_cuda.py -p no:cacheprovider "${selection[@]}" 2>&1 \
+# (${a[@]+"${a[@]}"}: bash before 4.4 takes an empty "${a[@]}" for an unset variable under set -u)
+timeout 240 "$PY" -m pytest -o addopts="" -q -m cuda tests/test_cuda.py -p no:cacheprovider ${selection[@]+"${selection[@]}"} 2>&1 \
     | tee -a "$OUT/run.log"
 tests_rc=${PIPESTATUS[0]}
 tests=$(tail -n 1 "$OUT/run.log")
