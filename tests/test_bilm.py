@@ -394,3 +394,46 @@ def test_loading_weights_forgets_the_state_carried_under_the_old_ones(through_el
             old.load_state_dict(new.state_dict())
         got = old(ids)["activations"]
     assert all(torch.equal(g, e) for g, e in zip(got, expected))
+
+
+@pytest.mark.parametrize("cached", [False, True])
+def test_token_vectors_in_autocasts_dtype_are_placed_without_promotion(monkeypatch, cached):
+    """Under CUDA's bf16 autocast the CNN's vectors come back in bfloat16 while the output
+    buffer has the weights' float32; CUDA's autocast, unlike the CPU's, does not promote
+    index_copy's operands, and index_copy refused the mix (every bf16 training step on a GPU
+    failed in the character CNN). Simulated on the CPU without autocast: encode_tokens gives
+    bfloat16 vectors, as F.linear does under CUDA's autocast; the output is float32 and holds
+    them. ``cached``: the token cache's misses take the same path."""
+    from elmo.modules.char_cnn import CharCNN
+    bilm = random_bilm(seed=5)
+    cnn = bilm.token_encoder
+    ids = batch_to_ids([["the", "dog", "bit"], ["a", "river"]])
+    with torch.no_grad():
+        want = cnn(ids).bfloat16().float()  # the vectors as bfloat16 gives them
+    real = CharCNN.encode_tokens
+    monkeypatch.setattr(CharCNN, "encode_tokens", lambda self, ids: real(self, ids).bfloat16())
+    with torch.no_grad():
+        if cached:
+            cnn.build_token_cache(["the", "dog"])  # "bit", "a", "river" miss
+        got = cnn(ids)
+    assert got.dtype == torch.float32
+    assert torch.equal(got, want)
+
+
+def test_cuda_like_autocast_refuses_what_cudas_refuses(cuda_like_autocast):
+    """The fixture the next tests rest on: under it index_copy no longer mixes dtypes."""
+    with torch.autocast("cpu", dtype=torch.bfloat16), pytest.raises(RuntimeError, match="same dtype"):
+        torch.zeros(3).index_copy(0, torch.tensor([0]), torch.ones(1, dtype=torch.bfloat16))
+
+
+def test_inference_under_cuda_like_bf16_autocast(cuda_like_autocast):
+    """The biLM under bf16 autocast as CUDA casts (the character CNN's index_copy failed)."""
+    bilm = random_bilm(seed=6)
+    ids = batch_to_ids([["the", "dog", "bit"], ["a", "river"]])
+    with torch.no_grad():
+        exact = bilm(ids)["activations"]
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            low = bilm(ids)["activations"]
+    for a, b in zip(low, exact):
+        assert torch.isfinite(a).all() and a.shape == b.shape
+        assert float((a.float() - b).abs().max()) < 0.05 * float(b.abs().max()) + 1e-3

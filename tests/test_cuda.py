@@ -4,6 +4,7 @@ Marked ``cuda`` and skipped without CUDA. ``benchmarks/gpu/run.sh`` runs them wi
 ``pytest -m cuda``; its ``--smoke`` runs them on the CPU (``ELMO_TEST_DEVICE=cpu``), so that the
 default suite checks that they run at all.
 """
+import contextlib
 import json
 import os
 
@@ -21,6 +22,32 @@ pytestmark = [pytest.mark.cuda, pytest.mark.skipif(DEVICE.type == "cuda" and not
                                                    reason="no CUDA device")]
 CASES = {"allennlp": (ALLENNLP, "sentences.json"), "noskip": (NOSKIP, "lm_embeddings_sentences.json")}
 WORDS = "the dog bit the man and then it ran away from the bank of the river .".split()
+
+
+@contextlib.contextmanager
+def float32_products():
+    """Float32 matrix products in full float32 inside, the precision before restored after."""
+    before = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision("highest")
+    try:
+        yield
+    finally:
+        torch.set_float32_matmul_precision(before)
+
+
+@pytest.fixture(autouse=True)
+def full_float32():
+    """The 1e-6 tolerances need float32 products in float32. NVIDIA's PyTorch images start
+    every process with TF32 products (TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1, about 1e-3 off);
+    run.sh turns that off, and these tests do too when run by hand. (The library keeps its
+    own convolutions out of cuDNN's TF32.)"""
+    with float32_products():
+        yield
+
+
+def test_float32_products_are_full_float32():
+    assert torch.get_float32_matmul_precision() == "highest"
+    assert torch.backends.cuda.matmul.allow_tf32 is False
 
 
 def embed(bilm, sentences):
@@ -105,8 +132,11 @@ def test_repeated_inference_does_not_grow_device_memory():
     assert allocated() <= before
 
 
-def test_training_step_on_device():
-    """Loss, backward and an optimizer step with every tensor on DEVICE."""
+@pytest.mark.parametrize("bf16", [False, True])
+def test_training_step_on_device(bf16):
+    """Loss, backward and an optimizer step with every tensor on DEVICE; also under the
+    opt-in bf16 autocast (``elmo train --bf16``), whose casts differ from device to device
+    (CUDA's autocast does not promote index_copy's operands as the CPU's does)."""
     from elmo.modules.softmax import Candidates, LogUniformSampler
     from elmo.training.model import LanguageModel
     from tests.conftest import tiny_options
@@ -114,7 +144,8 @@ def test_training_step_on_device():
     model = LanguageModel(tiny_options(), n_vocab=50, dropout=0.1).to(DEVICE).train()
     batch = _random_lm_batch(rows=3, steps=5, n_vocab=50).to(DEVICE)
     negatives = Candidates.draw(LogUniformSampler(50, seed=0), 10, DEVICE)
-    out = model(batch, None, negatives)
+    with torch.autocast(DEVICE.type, dtype=torch.bfloat16, enabled=bf16):
+        out = model(batch, None, negatives)
     out["loss"].backward()
     assert out["loss"].device.type == DEVICE.type and torch.isfinite(out["loss"])
     assert all(p.grad is None or p.grad.device.type == DEVICE.type for p in model.parameters())

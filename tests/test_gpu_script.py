@@ -10,16 +10,25 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def test_gpu_script_smoke_runs_end_to_end(tmp_path):
     out = tmp_path / "out"
-    env = dict(os.environ, OUT=str(out), PYTHON=sys.executable)
+    # as in NVIDIA's PyTorch images: float32 products would start in TF32 (the variable is read
+    # on the CPU too, so the smoke run sees what a GPU run would)
+    env = dict(os.environ, OUT=str(out), PYTHON=sys.executable, TORCH_ALLOW_TF32_CUBLAS_OVERRIDE="1",
+               NVIDIA_TF32_OVERRIDE="1")
     done = subprocess.run(["bash", str(ROOT / "benchmarks" / "gpu" / "run.sh"), "--smoke"], env=env,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    log = (out / "run.log").read_text()
+    assert "matmul tf32 False" in log  # what the CUDA tests meet
+    assert "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1" in log.splitlines()[0]  # what the image had, logged
     files = [p for p in out.rglob("*") if p.is_file()]
     assert len(files) <= 8 and all(p.stat().st_size <= 16e6 for p in files)  # what a session can bring back
     results = json.loads((out / "results.json").read_text())
     assert "passed" in results["tests"] and "FAILED" not in results["tests"]
     # float32 is float32 in every phase: cuDNN's TF32 (its default) off for the reference and cuDNN's LSTM too
     assert results["float32"]["cudnn_allow_tf32"] is False
+    assert results["float32"]["cuda_matmul_allow_tf32"] is False
+    assert results["float32"]["float32_matmul_precision"] == "highest"
+    assert results["float32"]["NVIDIA_TF32_OVERRIDE"] == "0"
     impls = {r["impl"] for r in results["inference"] if "tok_s" in r}
     assert {"reference", "elmo", "elmo-bf16"} <= impls
     assert all(r["tok_s"] > 0 for r in results["inference"] if "tok_s" in r)
@@ -85,3 +94,81 @@ def test_gpu_script_leaves_its_results_files_when_run_py_writes_none(tmp_path):
     results = json.loads((out / "results.json").read_text())
     assert "passed" in results["tests"] and results["measurements_exit"] == 2
     assert "exited 2" in (out / "RESULTS.md").read_text()
+
+
+def _load_run_py():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("gpu_run", ROOT / "benchmarks" / "gpu" / "run.py")
+    run = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(run)
+    return run
+
+
+def test_gpu_script_float32_is_full_float32_in_process():
+    """run.py run directly (not through run.sh) in a process started with TF32 products (as
+    TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 starts it) puts float32 products back to float32."""
+    import torch
+    run = _load_run_py()
+    before = torch.get_float32_matmul_precision(), torch.backends.cudnn.allow_tf32
+    torch.set_float32_matmul_precision("high")  # what the variable starts a process with
+    try:
+        settings = run.full_float32()
+        assert torch.get_float32_matmul_precision() == "highest"
+        assert settings["cuda_matmul_allow_tf32"] is False and settings["cudnn_allow_tf32"] is False
+    finally:
+        torch.set_float32_matmul_precision(before[0])
+        torch.backends.cudnn.allow_tf32 = before[1]
+
+
+def test_gpu_script_training_phase_stays_inside_the_budget():
+    """The training phase trained at least 30 s whatever was left: with the earlier phases
+    slow, it ran past the budget into run.sh's timeout, which killed it mid-run. Now it trains
+    for what the budget holds after the phase's reserve, and is skipped where that is too little."""
+    run = _load_run_py()
+    reserve, least = run.TRAIN_RESERVE_S, run.TRAIN_MIN_S
+    assert run.training_seconds(run.Clock(reserve + least - 5), 3.0, smoke=False) is None
+    seconds = run.training_seconds(run.Clock(reserve + least + 20), 3.0, smoke=False)
+    assert least <= seconds <= least + 20
+    assert run.training_seconds(run.Clock(3600), 2.0, smoke=False) == 120.0  # --minutes when time allows
+    out = run.training_run(None, False, run.Clock(10), 3.0, None, Path("unused"))
+    assert "skipped" in out
+
+
+def test_gpu_script_training_steps_report_peak_device_memory(monkeypatch):
+    """Each training-step row carries the device's peak memory, counted afresh for each
+    configuration and mode (torch.cuda's peak counter: reset before the model is built, read
+    after its steps); None on the CPU."""
+    import torch
+    run = _load_run_py()
+    calls = []
+    monkeypatch.setattr(torch.cuda, "reset_peak_memory_stats", lambda device=None: calls.append(device))
+    monkeypatch.setattr(torch.cuda, "max_memory_allocated", lambda device=None: 3 * 2**20 + 2**19)
+    cuda = torch.device("cuda", 0)
+    run.reset_peak_memory(cuda)
+    assert calls == [cuda] and run.peak_memory_mib(cuda) == 3.5
+    assert run.peak_memory_mib(torch.device("cpu")) is None
+    resets = []
+    monkeypatch.setattr(run, "reset_peak_memory", resets.append)
+    rows: list = []
+    run.train_steps(torch.device("cpu"), True, run.Clock(60), rows)
+    assert len(resets) == len(rows) == 2 and all("peak_mib" in r for r in rows)
+    assert "peak MiB" in run.markdown({"device": "d", "torch": "t", "when": "w", "tests": "-",
+                                       "host": {"cpu": "c", "cores": 1}, "train_step": rows})
+
+
+def test_cuda_tests_put_float32_products_back_to_float32():
+    """tests/test_cuda.py run by hand (not through run.sh) in a process started with TF32
+    products, as TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 starts it, runs each test (an autouse
+    fixture) with float32 products in float32, for its 1e-6 tolerances."""
+    import torch
+
+    from tests import test_cuda
+    before = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision("high")  # what the variable starts a process with
+    try:
+        with test_cuda.float32_products():
+            assert torch.get_float32_matmul_precision() == "highest"
+            assert torch.backends.cuda.matmul.allow_tf32 is False
+        assert torch.get_float32_matmul_precision() == "high"  # given back
+    finally:
+        torch.set_float32_matmul_precision(before)

@@ -654,3 +654,24 @@ def test_the_originals_updates_are_the_mean_loss_with_a_scaled_accumulator_and_c
     original = run(steps, 1.0, 10.0)
     assert gap(run(1.0, 1.0 / steps ** 2, 10.0 / steps), original) < 1e-5
     assert gap(run(1.0, 1.0, 10.0), original) > 1e-3
+
+
+def test_bf16_training_step_under_cuda_like_autocast(cuda_like_autocast):
+    """One ``elmo train --bf16`` step (forward, backward, optimizer) with autocast casting as
+    CUDA's does: the character CNN's index_copy of bfloat16 vectors into its float32 output
+    failed there, so every bf16 step on a GPU did. The weights stay float32 and change."""
+    from elmo.modules.softmax import Candidates, LogUniformSampler
+    from elmo.training.model import LanguageModel
+    from tests.conftest import tiny_options
+    from tests.test_cuda import _random_lm_batch
+    torch.manual_seed(0)
+    model = LanguageModel(tiny_options(), n_vocab=50, dropout=0.1).train()
+    before = [p.detach().clone() for p in model.parameters()]
+    batch = _random_lm_batch(rows=3, steps=5, n_vocab=50)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out = model(batch, None, Candidates.draw(LogUniformSampler(50, seed=0), 10))
+    out["loss"].backward()
+    torch.optim.Adam(model.parameters(), lr=1e-2).step()
+    assert torch.isfinite(out["loss"])
+    assert all(p.dtype == torch.float32 for p in model.parameters())
+    assert any(not torch.equal(a, p) for a, p in zip(before, model.parameters()))

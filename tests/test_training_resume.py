@@ -245,3 +245,52 @@ def test_an_export_cut_short_leaves_the_earlier_model_folder_whole(tmp_path, mon
     export_mod.export_model(model(1), vocab, folder, {"steps": 15})
     assert weights(folder) != before and json.loads((folder / "metadata.json").read_text())["steps"] == 15
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model", "toy"]
+
+
+def test_resume_on_another_device_keeps_that_devices_optimizer_implementation(tmp_path, monkeypatch):
+    """The CPU's Adagrad is fused (trainer.adagrad); a GPU run's is not. load_state_dict took
+    ``fused`` from the checkpoint, so a CPU run resumed on a GPU asked for the fused kernel
+    there (PyTorch versions without a CUDA one refuse it at the first step). Simulated on the
+    CPU: the resumed run builds the optimizer a GPU run builds, and must keep it."""
+    import torch
+
+    import elmo.training.trainer as trainer
+    train_txt, _, vocab_txt = write_toy_corpus(tmp_path / "toy", n_train=120)
+    cfg = tiny_config(tmp_path / "run", train_txt, vocab_txt, max_steps=4, checkpoint_every=2, n_negative=8)
+    train(cfg, stop_after=2)
+    saved = load_checkpoint(latest_checkpoint(tmp_path / "run" / "checkpoints"))["optimizer"]
+    assert saved["param_groups"][0]["fused"] is True  # written by the CPU's fused Adagrad
+
+    seen = []
+
+    def gpu_like_adagrad(params, lr, initial_accumulator_value):
+        opt = torch.optim.Adagrad(list(params), lr=lr, initial_accumulator_value=initial_accumulator_value)
+        seen.append(opt)
+        return opt
+
+    monkeypatch.setattr(trainer, "adagrad", gpu_like_adagrad)
+    real_step = torch.optim.Adagrad.step
+
+    def step(self, *args, **kwargs):
+        assert all(not g.get("fused") for g in self.param_groups), "the checkpoint's fused flag came back"
+        return real_step(self, *args, **kwargs)
+
+    monkeypatch.setattr(torch.optim.Adagrad, "step", step)
+    assert train(cfg)["finished"]
+    assert seen and all(not g.get("fused") for g in seen[-1].param_groups)
+    assert seen[-1].state  # the checkpoint's accumulators were loaded
+
+
+def test_load_optimizer_state_keeps_the_implementation_both_ways():
+    """A GPU run's checkpoint (not fused) resumed on the CPU gets the CPU's fused kernel back."""
+    import torch
+
+    from elmo.training.trainer import adagrad, load_optimizer_state
+    params = [torch.nn.Parameter(torch.randn(4))]
+    plain = torch.optim.Adagrad(params, lr=0.2, initial_accumulator_value=0.1)
+    params[0].grad = torch.ones(4)
+    plain.step()
+    on_cpu = adagrad([torch.nn.Parameter(torch.randn(4))], 0.2, 0.1)
+    load_optimizer_state(on_cpu, plain.state_dict())
+    assert on_cpu.param_groups[0]["fused"] is True
+    assert torch.equal(next(iter(on_cpu.state.values()))["sum"], plain.state[params[0]]["sum"])

@@ -13,7 +13,8 @@ Phases, each timed with the device synchronised, implementations in alternating 
    cuDNN's LSTM with a projection (which has no cell or projection clipping, so it can only serve
    models trained without clipping; timed as the bound a fused kernel could reach);
 3. one training step (forward, backward, clip, optimizer) of the released "small" configuration
-   and of the bundled default model, batch 128 x 20, fp32 and bf16 autocast;
+   and of the bundled default model, batch 128 x 20, fp32 and bf16 autocast, with the peak
+   device memory of each (torch.cuda.max_memory_allocated: weights, optimizer state, step);
 4. training the bundled default model from its shipped weights for ``--minutes`` on the device
    (Adam 5e-4, 2048 negatives, batch 128 x 20: its original settings), held-out perplexity
    before and after, and the result written in the shipped form (float32 biLM, float16 softmax).
@@ -26,6 +27,7 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import os
 import random
 import statistics
 import sys
@@ -73,6 +75,20 @@ def sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
+def reset_peak_memory(device: torch.device) -> None:
+    """Start counting the device's peak memory afresh (CUDA only)."""
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+
+
+def peak_memory_mib(device: torch.device) -> Optional[float]:
+    """The most memory tensors held on the device since :func:`reset_peak_memory`, in MiB
+    (the caching allocator's reserve not counted); None off CUDA."""
+    if device.type != "cuda":
+        return None
+    return round(torch.cuda.max_memory_allocated(device) / 2**20, 1)
+
+
 def timed(fns: Dict[str, Callable[[], object]], device: torch.device, seconds: float,
           min_rounds: int = 3) -> Dict[str, float]:
     """Median seconds per call of each, in alternating rounds after one warm-up call each."""
@@ -105,6 +121,28 @@ def sentences_from(path: Path, limit: Optional[int] = None) -> List[List[str]]:
     lines = path.read_text(encoding="utf-8").splitlines()
     out = [line.split() for line in lines if line.split()]
     return out[:limit] if limit else out
+
+
+def full_float32() -> dict:
+    """Float32 means float32 in every phase; returns the settings in force, for the report.
+
+    cuDNN runs float32 convolutions and RNNs in TF32 by default. The library turns TF32 off for
+    its own forward convolutions only; the reference's convolutions, cuDNN's LSTM and the
+    convolutions' backward in training would otherwise run in TF32, off by ~1e-3 and faster
+    than the float32 they are compared with. (The old flag: it sets both per-operator flags.)
+    Matrix products are full float32 by default, but not where TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1
+    (set in NVIDIA's PyTorch images) starts the process in TF32: the precision is set here too.
+    """
+    torch.backends.cudnn.allow_tf32 = False
+    torch.set_float32_matmul_precision("highest")
+    return {"cudnn_allow_tf32": torch.backends.cudnn.allow_tf32,
+            "cuda_matmul_allow_tf32": torch.backends.cuda.matmul.allow_tf32,
+            "float32_matmul_precision": torch.get_float32_matmul_precision(),
+            **{name: os.environ.get(name, "unset") for name in TF32_ENVIRONMENT}}
+
+
+#: Variables that turn TF32 on behind the process's back (run.sh sets both to 0).
+TF32_ENVIRONMENT = ("TORCH_ALLOW_TF32_CUBLAS_OVERRIDE", "NVIDIA_TF32_OVERRIDE")
 
 
 #: Whether inputs are copied from pinned host memory (turned off where pinning fails).
@@ -297,6 +335,9 @@ def train_steps(device, smoke: bool, clock: Clock, rows: List[dict]) -> List[dic
         for bf16 in (False, True):
             if clock.left() < 60 and not smoke:
                 break
+            # the previous run's model, optimizer state and batches go before this one's peak is counted
+            model = opt = batches = state = None
+            reset_peak_memory(device)
             torch.manual_seed(0)
             model = LanguageModel(ElmoOptions.from_dict(options), len(words), dropout=0.1).to(device).train()
             opt = torch.optim.Adam(model.parameters(), lr=5e-4)
@@ -318,15 +359,42 @@ def train_steps(device, smoke: bool, clock: Clock, rows: List[dict]) -> List[dic
 
             t = timed({"step": step}, device, seconds=0 if smoke else 6, min_rounds=1 if smoke else 3)["step"]
             mode = "bf16 autocast" if bf16 else "fp32"
+            peak = peak_memory_mib(device)
             rows.append({"config": name, "mode": mode, "batch": f"{rows_} x {steps_}", "step_s": t,
-                         "tok_s": rows_ * steps_ / t})
-            log(f"train step {name:>8} {mode:>14}: {1e3 * t:8.1f} ms  {rows_ * steps_ / t:10.0f} tok/s")
+                         "tok_s": rows_ * steps_ / t, "peak_mib": peak})
+            log(f"train step {name:>8} {mode:>14}: {1e3 * t:8.1f} ms  {rows_ * steps_ / t:10.0f} tok/s"
+                f"  peak {peak} MiB")
     return rows
 
 
 # ---------------------------------------------------------------------- 4. a training run
+#: Seconds the training phase needs besides the training itself: the model loaded, the
+#: held-out perplexity before and after, the corpus counted, the result exported and shipped.
+TRAIN_RESERVE_S = 75.0
+#: The shortest training run worth its reserve.
+TRAIN_MIN_S = 30.0
+
+
+def training_seconds(clock: Clock, minutes: float, smoke: bool) -> Optional[float]:
+    """Seconds to train: ``minutes``, less where the budget ends sooner; None where what is
+    left cannot hold :data:`TRAIN_MIN_S` of training and the reserve (the phase is skipped
+    rather than overrunning the budget and being killed by run.sh's timeout mid-run)."""
+    if smoke:
+        return 3.0
+    left = clock.left() - TRAIN_RESERVE_S
+    if left < TRAIN_MIN_S:
+        return None
+    return max(TRAIN_MIN_S, min(60 * minutes, left))
+
+
 def training_run(device, smoke: bool, clock: Clock, minutes: float, corpus: Optional[str],
                  out: Path) -> dict:
+    seconds = training_seconds(clock, minutes, smoke)
+    if seconds is None:
+        note = (f"skipped: {clock.left():.0f} s of the budget left, under the "
+                f"{TRAIN_RESERVE_S + TRAIN_MIN_S:.0f} s a training run needs")
+        log(f"training: {note}")
+        return {"skipped": note}
     from elmo.training.evaluate import perplexity
     from elmo.training.export import load_language_model
     from elmo.training.ship import ship
@@ -342,7 +410,6 @@ def training_run(device, smoke: bool, clock: Clock, minutes: float, corpus: Opti
     train_sentences = [s for i, s in enumerate(sentences) if i % 10 != 9]
     train_file.write_text("".join(" ".join(s) + "\n" for s in train_sentences))
     valid_file.write_text("".join(" ".join(s) + "\n" for s in held))
-    seconds = 3.0 if smoke else max(30.0, min(60 * minutes, clock.left() - 75))
     base, vocab = load_language_model(DEFAULT_MODEL, device=device)
     before = perplexity(base, held, vocab, batch_size=32, device=device)
     del base
@@ -392,9 +459,12 @@ def markdown(results: dict) -> str:
     for r in results.get("step_loop", []):
         us = "-" if r["us_per_step"] is None else f"{r['us_per_step']:.1f}"
         lines.append(f"| {r['batch']} | {r['impl']} | {us} | {r['note']} |")
-    lines += ["", "## Training step", "", "| config | mode | batch | ms per step | tok/s |", "|---|---|---|---|---|"]
+    lines += ["", "## Training step", "", "| config | mode | batch | ms per step | tok/s | peak MiB |",
+              "|---|---|---|---|---|---|"]
     for r in results.get("train_step", []):
-        lines.append(f"| {r['config']} | {r['mode']} | {r['batch']} | {1e3 * r['step_s']:.1f} | {r['tok_s']:.0f} |")
+        peak = "-" if r.get("peak_mib") is None else f"{r['peak_mib']:.0f}"
+        lines.append(f"| {r['config']} | {r['mode']} | {r['batch']} | {1e3 * r['step_s']:.1f} | {r['tok_s']:.0f} "
+                     f"| {peak} |")
     t = results.get("training")
     if t:
         lines += ["", "## Training the default model from its shipped weights", "",
@@ -424,20 +494,13 @@ def main() -> int:
     else:
         device = torch.device("cuda")
         torch.set_num_threads(min(8, torch.get_num_threads()))
-    # float32 means float32 in every phase: cuDNN runs float32 convolutions and RNNs in TF32 by
-    # default (matrix products are full float32 by default). The library turns TF32 off for
-    # its own forward convolutions only; the reference's convolutions, cuDNN's LSTM and the
-    # convolutions' backward in training would otherwise run in TF32, off by ~1e-3 and faster
-    # than the float32 they are compared with. (The old flag: it sets both per-operator flags.)
-    torch.backends.cudnn.allow_tf32 = False
+    float32 = full_float32()
     host = machine_description()
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else f"CPU ({host['cpu']})"
     results = {"device": name, "host": host, "torch": torch.__version__,
                "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                "tests": args.tests, "smoke": args.smoke, "budget_s": args.budget_s,
-               "float32": {"cudnn_allow_tf32": torch.backends.cudnn.allow_tf32,
-                           "cuda_matmul_allow_tf32": torch.backends.cuda.matmul.allow_tf32,
-                           "float32_matmul_precision": torch.get_float32_matmul_precision()}}
+               "float32": float32}
     # the phases that measure rows append them as they go: a failure keeps those measured before it
     phases = [("inference", lambda rows: inference(device, args.smoke, clock, rows)),
               ("step_loop", lambda rows: step_loop(device, args.smoke, clock, rows)),

@@ -328,7 +328,10 @@ class CharCNN(nn.Module):
                              f"{scheme.start_id} here): convert with bilm.token_ids(sentences)")
         distinct, inverse = unique_rows(flat[positions])
         vectors = self._encode_with_cache(distinct)
-        out = out.index_copy(0, positions, vectors[inverse])
+        # Under autocast the vectors come in its dtype (bfloat16). The CPU's autocast promotes
+        # index_copy's operands to the wider dtype; CUDA's does not, and index_copy refused
+        # the mix: every bf16 autocast training step on a GPU failed here. Cast as the CPU does.
+        out = out.index_copy(0, positions, vectors[inverse].to(out.dtype))
         return out.view(batch, steps, self.output_dim)
 
     def _encode_with_cache(self, distinct: torch.Tensor) -> torch.Tensor:
@@ -344,7 +347,8 @@ class CharCNN(nn.Module):
         vectors = cache.vectors[slot].to(self.projection.weight.dtype)
         if not bool(hit.all()):
             miss = (~hit).nonzero().squeeze(1)
-            vectors = vectors.index_copy(0, miss, self.encode_tokens(distinct[miss]))
+            # (in the weights' dtype under autocast too: see forward)
+            vectors = vectors.index_copy(0, miss, self.encode_tokens(distinct[miss]).to(vectors.dtype))
         return vectors
 
     # ------------------------------------------------------------------ the token cache

@@ -218,6 +218,18 @@ def adagrad(params, lr: float, initial_accumulator_value: float) -> torch.optim.
     return torch.optim.Adagrad(params, lr=lr, initial_accumulator_value=initial_accumulator_value, fused=fused)
 
 
+def load_optimizer_state(optimizer: torch.optim.Optimizer, state: dict) -> None:
+    """``optimizer.load_state_dict(state)``, keeping the implementation this run chose for its
+    device. load_state_dict takes every setting of the saved groups, ``fused`` and ``foreach``
+    too: a run started on the CPU (fused Adagrad, see :func:`adagrad`) and resumed on a GPU
+    asked for the fused kernel there, which PyTorch versions without a CUDA one refuse at
+    the first step; a run started on a GPU and resumed on the CPU lost the fused kernel."""
+    chosen = [{k: group[k] for k in ("fused", "foreach") if k in group} for group in optimizer.param_groups]
+    optimizer.load_state_dict(state)
+    for group, own in zip(optimizer.param_groups, chosen):
+        group.update(own)
+
+
 def _optimizer(cfg: TrainConfig, params) -> torch.optim.Optimizer:
     if cfg.optimizer == "adagrad":
         return adagrad(params, cfg.lr, cfg.adagrad_init)
@@ -726,7 +738,7 @@ class TrainingRun:
             raise CheckpointError(f"{self.resume_from}: its weights do not fit this run's model ({detail[0]}); "
                                   f"rerun with the model and vocabulary it was started with, or use another "
                                   f"--output") from None
-        self.optimizer.load_state_dict(ckpt["optimizer"])
+        load_optimizer_state(self.optimizer, ckpt["optimizer"])  # (the device may have changed)
         self.lr_before = self.optimizer.param_groups[0]["lr"]
         self._resume_schedule(ckpt)
         self.step_no, self.tokens_done, self.elapsed = ckpt["step"], ckpt["tokens"], ckpt["elapsed"]
