@@ -802,6 +802,25 @@ def test_a_training_file_with_one_label_is_refused(tmp_path, kind, fmt, text, me
         load_task(spec)
 
 
+def test_a_max_train_sample_of_one_label_is_refused_naming_the_lost_labels(tmp_path):
+    """The two-label check ran on the whole training file, before max_train drew its sample:
+    a sample whose examples all had one label trained a model that answers only that."""
+    path = tmp_path / "train.txt"
+    path.write_text("".join(f"en\tthe cat {i}\n" for i in range(20)) + "de\tder Hund\n")
+    spec = {"task": "classification", "format": {"type": "tsv", "text": 1, "label": 0},
+            "dev_fraction": 0, "files": {"train": str(path), "test": str(path)}, "max_train": 3}
+    from elmo.tasks.datasets import subsample
+    lines = path.read_text().splitlines()
+    # a seed whose sample misses the one 'de' line (most do), and one whose sample keeps it
+    seed = next(s for s in range(100) if not any(x.startswith("de") for x in subsample(lines, 3, s)))
+    keeps = next(s for s in range(100) if any(x.startswith("de") for x in subsample(lines, 3, s)))
+    with pytest.raises(TaskDataError, match=re.escape(
+            f"the 3 training examples kept by max_train 3 (of 21, subset_seed {seed}) all have the "
+            f"label 'en'; the sample lost 'de'")):
+        load_task(dict(spec, subset_seed=seed))
+    assert load_task(dict(spec, subset_seed=keeps)).labels == ["de", "en"]
+
+
 def test_results_without_dev_are_read_back_by_resume_report_and_compare(saved_classifier, tmp_path):
     """results.json holds a run without dev as "dev": null; --resume, experiment-report and
     compare_results summarised the runs read back with statistics.fmean, a TypeError on None."""
