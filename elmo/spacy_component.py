@@ -160,11 +160,12 @@ class ElmoTaskAnnotator(_BatchedComponent):
             if not self.task_kind.token_labels:
                 doc.cats = {label: float(label == pred) for label in self.model.saved.labels}
                 continue
-            for i, tag in zip(rows, pred):                  # whitespace tokens keep no tag
+            tags = [t for t in pred if t is not None]       # words past max_tokens: not read
+            for i, tag in zip(rows, tags):                  # whitespace tokens keep no tag
                 doc[i].tag_ = tag
             if self.metric == "span_f1":                    # word positions -> Doc positions
                 doc.ents = [Span(doc, rows[start], rows[end - 1] + 1, label=kind)
-                            for kind, start, end in sorted(bio_spans(pred), key=lambda s: s[1])]
+                            for kind, start, end in sorted(bio_spans(tags), key=lambda s: s[1])]
 
 
 

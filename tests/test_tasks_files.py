@@ -632,6 +632,76 @@ def saved_classifier(tmp_path_factory):
     return root / "r/models/my-classification/baseline/seed-1"
 
 
+@pytest.fixture(scope="module")
+def saved_tagger(tmp_path_factory):
+    """A tagger without ELMo and without dev saved by an experiment (one epoch)."""
+    root = tmp_path_factory.mktemp("saved_tagger")
+    task = dict(write_task(root, "tagging", dev=False), dev_fraction=0)
+    config = write_config(root, [task], variants=[{"name": "baseline"}],
+                          train={"epochs": 1, "batch_size": 8})
+    run_experiment(load_config(config), out=root / "r", log=lambda s: None, save_models=True)
+    return root / "r/models/my-tagging/baseline/seed-1"
+
+
+def _cut_copy(saved: Path, where: Path, max_tokens: int) -> Path:
+    """A copy of a saved model that reads only the first ``max_tokens`` tokens of a text."""
+    import shutil
+    folder = where / "cut"
+    shutil.copytree(saved, folder)
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps(dict(config, max_tokens=max_tokens)))
+    return folder
+
+
+def test_predict_output_says_which_tokens_a_tagger_read(saved_tagger, tmp_path, capsys):
+    """A model reads a text's first max_tokens tokens: a tagger's CoNLL output lost the rest
+    of the sentence (zip stopped at the tags), and JSON lines did not say what was read."""
+    from elmo.tasks.models import TaskModel
+    folder = _cut_copy(saved_tagger, tmp_path, 2)
+    text = tmp_path / "in.txt"
+    text.write_text("the cat sat on\na dog\n", encoding="utf-8")
+    read = TaskModel.load(saved_tagger).predict([["the", "cat"], ["a", "dog"]])
+    assert TaskModel.load(folder).predict([["the", "cat", "sat", "on"], ["a", "dog"]]) == \
+        [read[0] + [None, None], read[1]]
+    assert main(["predict", str(folder), str(text), "--quiet"]) == 0
+    got = capsys.readouterr()
+    blocks = [b.splitlines() for b in got.out.split("\n\n") if b.strip()]
+    assert blocks == [[f"{w}\t{t}" for w, t in zip(["the", "cat", "sat", "on"], read[0] + ["_", "_"])],
+                      [f"{w}\t{t}" for w, t in zip(["a", "dog"], read[1])]]
+    assert f"{text}: line 1 longer than the model reads (max_tokens 2" in got.err
+    assert "the tokens past them have the tag '_' (not read)" in got.err
+    assert main(["predict", str(folder), str(text), "--quiet", "--format", "tsv"]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == f"the cat sat on\t{' '.join(read[0])} _ _"
+    assert main(["predict", str(folder), str(text), "--quiet", "--format", "jsonl"]) == 0
+    got = capsys.readouterr()
+    assert [json.loads(line) for line in got.out.splitlines()] == [
+        {"tokens": ["the", "cat", "sat", "on"], "tags": read[0] + [None, None], "tokens_read": 2},
+        {"tokens": ["a", "dog"], "tags": read[1], "tokens_read": 2}]
+    assert "tokens_read in each record says how many; the others have tag null" in got.err
+
+
+def test_predict_output_says_which_tokens_a_classifier_read(saved_classifier, tmp_path, capsys):
+    """JSON lines printed every token of a text as "tokens", although the model read only its
+    first max_tokens: the output now says how many it read, and stderr which lines were cut."""
+    from elmo.tasks.models import TaskModel
+    folder = _cut_copy(saved_classifier, tmp_path, 2)
+    text = tmp_path / "in.txt"
+    text.write_text("the big cat sat\nbig\n", encoding="utf-8")
+    read = TaskModel.load(saved_classifier).predict([["the", "big"], ["big"]])
+    assert main(["predict", str(folder), str(text), "--quiet", "--format", "jsonl"]) == 0
+    got = capsys.readouterr()
+    assert [json.loads(line) for line in got.out.splitlines()] == [
+        {"text": "the big cat sat", "tokens": ["the", "big", "cat", "sat"], "label": read[0], "tokens_read": 2},
+        {"text": "big", "tokens": ["big"], "label": read[1], "tokens_read": 1}]
+    assert f"{text}: line 1 longer than the model reads (max_tokens 2" in got.err
+    assert main(["predict", str(folder), str(text), "--quiet"]) == 0
+    got = capsys.readouterr()
+    assert got.out == f"the big cat sat\t{read[0]}\nbig\t{read[1]}\n"
+    assert "the label is of those tokens (--format jsonl records how many: tokens_read)" in got.err
+    assert main(["predict", str(saved_classifier), str(text), "--quiet"]) == 0
+    assert capsys.readouterr().err == ""        # nothing cut: nothing said
+
+
 def test_an_overwritten_experiment_names_the_saved_models_it_does_not_list(tmp_path):
     """--overwrite with fewer seeds left the dropped seed's saved model beside the new results
     without a word; it is kept (a whole trained model) and named."""

@@ -28,7 +28,7 @@ import functools
 import json
 from pathlib import Path
 from types import SimpleNamespace
-from typing import List, Optional, Sequence, Union
+from typing import List, Optional, Sequence, Tuple, Union
 
 import torch
 
@@ -331,15 +331,22 @@ class SavedInfo:
         self.max_tokens = config.get("max_tokens")
         self.max_tokens_b = config.get("max_tokens_b")
 
+    def read(self, example) -> Tuple[int, Optional[int]]:
+        """How many tokens of ``example``'s text (and second text) the model reads."""
+        cut = self.cut(example)
+        return len(cut.tokens), None if cut.tokens_b is None else len(cut.tokens_b)
+
     def cut(self, example):
         """``example`` with its texts cut to the tokens the training examples kept."""
         from .datasets import Example
-        a, b = example.tokens, example.tokens_b
+        a, b, label = example.tokens, example.tokens_b, example.label
         if self.max_tokens:
             a = a[:self.max_tokens]
+            if isinstance(label, list):     # a tag per token (it crashed building the batch)
+                label = label[:self.max_tokens]
         if b is not None and self.max_tokens_b:
             b = b[:self.max_tokens_b]
-        return Example(a, example.label, b)
+        return Example(a, label, b)
 
 
 def _tokens(text, tokenize: bool, kind) -> List[str]:
@@ -396,12 +403,17 @@ def predict_examples(model, examples: Sequence, batch_size: int = 64, progress: 
         cache = LayerCache(bilm) if info.cached else None
         batch = make_batch(chunk, info.kind, info.vocab, label_index,
                            info.config["max_chars"], cache).to(device)
-        out += [spec.decode(p, info.labels) for p in model.predict_batch(batch)]
+        decoded = [spec.decode(p, info.labels) for p in model.predict_batch(batch)]
+        if spec.token_labels:   # a tag per input token: None for those past the cut
+            decoded = [tags + [None] * (len(ex.tokens) - len(tags))
+                       for tags, ex in zip(decoded, examples[start:start + batch_size])]
+        out += decoded
     return out
 
 
 def predict(model, texts: Sequence, batch_size: int = 64, progress: bool = False) -> list:
-    """Tags (one list per text) or labels (one per text) for new texts."""
+    """Tags (one list per text) or labels (one per text) for new texts; a tagger's tokens past
+    ``max_tokens``, which the model does not read, get None."""
     if getattr(model, "saved", None) is None:
         raise TaskModelError("predict(texts) needs a model from TaskModel.load(folder); a model "
                              "being trained takes batches")
