@@ -702,6 +702,87 @@ def test_predict_output_says_which_tokens_a_classifier_read(saved_classifier, tm
     assert capsys.readouterr().err == ""        # nothing cut: nothing said
 
 
+def test_predict_output_says_which_tokens_a_pair_model_read(tmp_path, capsys):
+    """A pair's JSON record said nothing of the cut (max_tokens_b of a preset cuts the second
+    text): it records how many tokens of each text the model read."""
+    from elmo.tasks.models import TaskModel
+    task = dict(write_task(tmp_path, "pair", dev=False), dev_fraction=0)
+    config = write_config(tmp_path, [task], variants=[{"name": "baseline"}], train={"epochs": 1, "batch_size": 8})
+    run_experiment(load_config(config), out=tmp_path / "r", log=lambda s: None, save_models=True)
+    saved = tmp_path / "r/models/my-pair/baseline/seed-1"
+    folder = tmp_path / "cut"
+    import shutil
+    shutil.copytree(saved, folder)
+    cfg = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps(dict(cfg, max_tokens_b=1)))
+    text = tmp_path / "in.txt"
+    text.write_text("the cat sat\ta dog ran\n")
+    expect = TaskModel.load(saved).predict([(["the", "cat", "sat"], ["a"])])[0]
+    assert main(["predict", str(folder), str(text), "--quiet", "--format", "jsonl"]) == 0
+    got = capsys.readouterr()
+    assert json.loads(got.out) == {"text_a": "the cat sat", "text_b": "a dog ran", "label": expect,
+                                   "tokens_read_a": 3, "tokens_read_b": 1}
+    assert "line 1 longer than the model reads (max_tokens_b 1" in got.err
+
+
+def test_a_word_glove_knows_but_no_task_file_held_gets_its_glove_vector(tmp_path, capsys):
+    """A word outside the saved vocabulary was <unk> at prediction (a vector trained, if at
+    all, as the unknown word), though the model was built over GloVe: had the word been in a
+    test file it would have had its GloVe vector. It gets that vector now, from the GloVe file
+    recorded (by a digest) with the model."""
+    import shutil
+    import numpy as np
+    from elmo.tasks.models import TaskModel
+    rng = np.random.default_rng(3)
+    words = list(WORDS) + ["kitten", "puppy"]
+    vectors = rng.normal(0, 1, (len(words), 4)).astype(np.float32)
+    glove = tmp_path / "glove.txt"
+    glove.write_text("".join(w + " " + " ".join(f"{x:.6f}" for x in v) + "\n" for w, v in zip(words, vectors)))
+    read = dict(zip(words, np.loadtxt(glove, usecols=range(1, 5), dtype=np.float32)))
+    task = dict(write_task(tmp_path, "tagging", dev=False), dev_fraction=0)
+    config = write_config(tmp_path, [task], variants=[{"name": "baseline"}], embeddings={"glove": str(glove)},
+                          train={"epochs": 1, "batch_size": 8})
+    run_experiment(load_config(config), out=tmp_path / "r", log=lambda s: None, save_models=True)
+    folder = tmp_path / "r/models/my-tagging/baseline/seed-1"
+    assert "kitten" not in json.loads((folder / "vocab.json").read_text())
+
+    def word_vectors(model, tokens):
+        seen = []
+        hook = model.encoder.words.register_forward_hook(lambda m, i, out: seen.append(out))
+        model.predict([tokens])
+        hook.remove()
+        return seen[0][0]
+
+    model = TaskModel.load(folder)
+    got = word_vectors(model, ["Kitten", "cat", "zebra"])
+    unk = model.encoder.words.embed.weight[1]
+    assert got[0].tolist() == read["kitten"].tolist()         # lower-cased, as GloVe 6B is
+    assert got[1].tolist() == model.encoder.words.embed.weight[model.saved.vocab.stoi["cat"]].tolist()
+    assert got[2].tolist() == unk.tolist()                    # GloVe does not know it either
+    # a model saved before the GloVe was recorded keeps working as it did
+    old = tmp_path / "old"
+    shutil.copytree(folder, old)
+    cfg = json.loads((old / "config.json").read_text())
+    del cfg["embeddings"]
+    (old / "config.json").write_text(json.dumps(cfg))
+    assert word_vectors(TaskModel.load(old), ["kitten"])[0].tolist() == unk.tolist()
+    # the GloVe file moved: one line, and --glove (glove=) with its new place
+    moved = tmp_path / "moved.txt"
+    glove.rename(moved)
+    text = tmp_path / "in.txt"
+    text.write_text("kitten sat\n")
+    assert main(["predict", str(folder), str(text), "--quiet"]) == 1
+    assert f"the GloVe file {glove} this task model was built with is gone" in capsys.readouterr().err
+    assert main(["predict", str(folder), str(text), "--quiet", "--glove", str(moved)]) == 0
+    assert word_vectors(TaskModel.load(folder, glove=str(moved)), ["kitten"])[0].tolist() == read["kitten"].tolist()
+    # another GloVe (one value differs) is refused, not used
+    other = tmp_path / "other.txt"
+    other.write_text(moved.read_text().replace(f"kitten {vectors[-2][0]:.6f}", "kitten 9.5"))
+    assert other.read_text() != moved.read_text()
+    assert main(["predict", str(folder), str(text), "--quiet", "--glove", str(other)]) == 1
+    assert "is not the one this task model was built with" in capsys.readouterr().err
+
+
 def test_an_overwritten_experiment_names_the_saved_models_it_does_not_list(tmp_path):
     """--overwrite with fewer seeds left the dropped seed's saved model beside the new results
     without a word; it is kept (a whole trained model) and named."""

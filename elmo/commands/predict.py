@@ -28,6 +28,9 @@ def register(subparsers) -> None:
     p.add_argument("--tokenize", action="store_true",
                    help="split raw text with the project's tokenizer (not for tagging models)")
     p.add_argument("--bilm", default=None, help="the biLM's folder, if it has moved since training")
+    p.add_argument("--glove", default=None,
+                   help="the GloVe file the model was built with, if it has moved (words outside "
+                        "the model's vocabulary get their GloVe vectors)")
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -134,7 +137,7 @@ def _predict(args: argparse.Namespace, output: Optional[str]) -> int:
     from ..runtime import set_threads
 
     set_threads(max(1, args.threads))
-    model = TaskModel.load(args.model, bilm=args.bilm)
+    model = TaskModel.load(args.model, bilm=args.bilm, glove=args.glove)
     kind = model.saved.kind
     spec = task_kind(kind)
     fmt = args.format or ("conll" if spec.token_labels else "tsv")
