@@ -20,7 +20,10 @@ A saved task model is a folder::
 
 Predictions are computed as at evaluation: the same batches, and a frozen biLM's layers
 rounded to float16 as the experiment's layer cache stores them, so a saved model scores a
-test set exactly as ``results.json`` reports.
+test set as ``results.json`` reports, but for float rounding: the biLM's float32 results
+differ in the last bits with the batch a sentence runs in, and the experiment's cache batches
+all of a task's sentences by length, so a value rounded to float16 can land one step apart
+and a label on the edge can (rarely) flip.
 """
 from __future__ import annotations
 
