@@ -139,11 +139,12 @@ class ElmoTaskAnnotator(_BatchedComponent):
     ``token.tag_`` (a ``span_f1`` model's BIO tags also into ``doc.ents``), class labels into
     ``doc.cats`` (1.0 for the predicted label, 0.0 for the others)."""
 
-    def __init__(self, name: str, model: str, bilm: Optional[str] = None, batch_size: int = 64):
+    def __init__(self, name: str, model: str, bilm: Optional[str] = None, batch_size: int = 64,
+                 glove: Optional[str] = None):
         from .tasks.kinds import task_kind
         from .tasks.models import TaskModel
         self.name = name
-        self.model = TaskModel.load(model, bilm=bilm)
+        self.model = TaskModel.load(model, bilm=bilm, glove=glove)
         self.kind = self.model.saved.kind
         self.task_kind = task_kind(self.kind)
         if self.task_kind.pair:
@@ -160,11 +161,12 @@ class ElmoTaskAnnotator(_BatchedComponent):
             if not self.task_kind.token_labels:
                 doc.cats = {label: float(label == pred) for label in self.model.saved.labels}
                 continue
-            for i, tag in zip(rows, pred):                  # whitespace tokens keep no tag
+            tags = [t for t in pred if t is not None]       # words past max_tokens: not read
+            for i, tag in zip(rows, tags):                  # whitespace tokens keep no tag
                 doc[i].tag_ = tag
             if self.metric == "span_f1":                    # word positions -> Doc positions
                 doc.ents = [Span(doc, rows[start], rows[end - 1] + 1, label=kind)
-                            for kind, start, end in sorted(bio_spans(pred), key=lambda s: s[1])]
+                            for kind, start, end in sorted(bio_spans(tags), key=lambda s: s[1])]
 
 
 
@@ -175,13 +177,14 @@ def make_elmo(nlp: Language, name: str, model: str, layers: str, batch_size: int
     return ElmoVectors(name, model, layers, batch_size)
 
 
-@Language.factory("elmo_task", default_config={"model": None, "bilm": None, "batch_size": 64})
+@Language.factory("elmo_task", default_config={"model": None, "bilm": None, "batch_size": 64,
+                                               "glove": None})
 def make_elmo_task(nlp: Language, name: str, model: Optional[str], bilm: Optional[str],
-                   batch_size: int) -> ElmoTaskAnnotator:
+                   batch_size: int, glove: Optional[str]) -> ElmoTaskAnnotator:
     """A saved task model's tags, entities or class labels (see the module docstring).
 
     ``model`` is Optional so that spaCy's config check lets the default None through to the
     one-line error below (as ``str`` it was a multi-line ConfigValidationError about None)."""
     if not model:
         raise ValueError("the elmo_task component needs config={'model': SAVED_MODEL_FOLDER}")
-    return ElmoTaskAnnotator(name, model, bilm, batch_size)
+    return ElmoTaskAnnotator(name, model, bilm, batch_size, glove)

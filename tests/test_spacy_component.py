@@ -73,6 +73,20 @@ def test_task_models_label_docs(tmp_path):
     for doc, tags in zip(docs, expected):
         assert [t.tag_ for t in doc] == tags
         assert {(e.label_, e.start, e.end) for e in doc.ents} == bio_spans(tags)
+    # a model that reads a text's first 2 tokens: those are tagged, the rest keep no tag (it
+    # crashed building the batch: a tag slot for every token, a word id for the 2 read)
+    import json
+    import shutil
+    cut = tmp_path / "cut"
+    shutil.copytree(tagger, cut)
+    cfg = json.loads((cut / "config.json").read_text())
+    (cut / "config.json").write_text(json.dumps(dict(cfg, max_tokens=2)))
+    nlp = spacy.blank("en")
+    nlp.add_pipe("elmo_task", config={"model": str(cut)})
+    read = TaskModel.load(tagger).predict([t.split()[:2] for t in texts])
+    for doc, tags in zip(nlp.pipe(texts), read):
+        assert [t.tag_ for t in doc] == tags + [""] * (len(doc) - len(tags))
+        assert {(e.label_, e.start, e.end) for e in doc.ents} == bio_spans(tags)
     classifier = tmp_path / "r/models/my-classification/baseline/seed-1"
     nlp = spacy.blank("en")
     nlp.add_pipe("elmo_task", config={"model": str(classifier)})

@@ -632,6 +632,157 @@ def saved_classifier(tmp_path_factory):
     return root / "r/models/my-classification/baseline/seed-1"
 
 
+@pytest.fixture(scope="module")
+def saved_tagger(tmp_path_factory):
+    """A tagger without ELMo and without dev saved by an experiment (one epoch)."""
+    root = tmp_path_factory.mktemp("saved_tagger")
+    task = dict(write_task(root, "tagging", dev=False), dev_fraction=0)
+    config = write_config(root, [task], variants=[{"name": "baseline"}],
+                          train={"epochs": 1, "batch_size": 8})
+    run_experiment(load_config(config), out=root / "r", log=lambda s: None, save_models=True)
+    return root / "r/models/my-tagging/baseline/seed-1"
+
+
+def _cut_copy(saved: Path, where: Path, max_tokens: int) -> Path:
+    """A copy of a saved model that reads only the first ``max_tokens`` tokens of a text."""
+    import shutil
+    folder = where / "cut"
+    shutil.copytree(saved, folder)
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps(dict(config, max_tokens=max_tokens)))
+    return folder
+
+
+def test_predict_output_says_which_tokens_a_tagger_read(saved_tagger, tmp_path, capsys):
+    """A model reads a text's first max_tokens tokens: a tagger's CoNLL output lost the rest
+    of the sentence (zip stopped at the tags), and JSON lines did not say what was read."""
+    from elmo.tasks.models import TaskModel
+    folder = _cut_copy(saved_tagger, tmp_path, 2)
+    text = tmp_path / "in.txt"
+    text.write_text("the cat sat on\na dog\n", encoding="utf-8")
+    read = TaskModel.load(saved_tagger).predict([["the", "cat"], ["a", "dog"]])
+    assert TaskModel.load(folder).predict([["the", "cat", "sat", "on"], ["a", "dog"]]) == \
+        [read[0] + [None, None], read[1]]
+    assert main(["predict", str(folder), str(text), "--quiet"]) == 0
+    got = capsys.readouterr()
+    blocks = [b.splitlines() for b in got.out.split("\n\n") if b.strip()]
+    assert blocks == [[f"{w}\t{t}" for w, t in zip(["the", "cat", "sat", "on"], read[0] + ["_", "_"])],
+                      [f"{w}\t{t}" for w, t in zip(["a", "dog"], read[1])]]
+    assert f"{text}: line 1 longer than the model reads (max_tokens 2" in got.err
+    assert "the tokens past them have the tag '_' (not read)" in got.err
+    assert main(["predict", str(folder), str(text), "--quiet", "--format", "tsv"]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == f"the cat sat on\t{' '.join(read[0])} _ _"
+    assert main(["predict", str(folder), str(text), "--quiet", "--format", "jsonl"]) == 0
+    got = capsys.readouterr()
+    assert [json.loads(line) for line in got.out.splitlines()] == [
+        {"tokens": ["the", "cat", "sat", "on"], "tags": read[0] + [None, None], "tokens_read": 2},
+        {"tokens": ["a", "dog"], "tags": read[1], "tokens_read": 2}]
+    assert "tokens_read in each record says how many; the others have tag null" in got.err
+
+
+def test_predict_output_says_which_tokens_a_classifier_read(saved_classifier, tmp_path, capsys):
+    """JSON lines printed every token of a text as "tokens", although the model read only its
+    first max_tokens: the output now says how many it read, and stderr which lines were cut."""
+    from elmo.tasks.models import TaskModel
+    folder = _cut_copy(saved_classifier, tmp_path, 2)
+    text = tmp_path / "in.txt"
+    text.write_text("the big cat sat\nbig\n", encoding="utf-8")
+    read = TaskModel.load(saved_classifier).predict([["the", "big"], ["big"]])
+    assert main(["predict", str(folder), str(text), "--quiet", "--format", "jsonl"]) == 0
+    got = capsys.readouterr()
+    assert [json.loads(line) for line in got.out.splitlines()] == [
+        {"text": "the big cat sat", "tokens": ["the", "big", "cat", "sat"], "label": read[0], "tokens_read": 2},
+        {"text": "big", "tokens": ["big"], "label": read[1], "tokens_read": 1}]
+    assert f"{text}: line 1 longer than the model reads (max_tokens 2" in got.err
+    assert main(["predict", str(folder), str(text), "--quiet"]) == 0
+    got = capsys.readouterr()
+    assert got.out == f"the big cat sat\t{read[0]}\nbig\t{read[1]}\n"
+    assert "the label is of those tokens (--format jsonl records how many: tokens_read)" in got.err
+    assert main(["predict", str(saved_classifier), str(text), "--quiet"]) == 0
+    assert capsys.readouterr().err == ""        # nothing cut: nothing said
+
+
+def test_predict_output_says_which_tokens_a_pair_model_read(tmp_path, capsys):
+    """A pair's JSON record said nothing of the cut (max_tokens_b of a preset cuts the second
+    text): it records how many tokens of each text the model read."""
+    from elmo.tasks.models import TaskModel
+    task = dict(write_task(tmp_path, "pair", dev=False), dev_fraction=0)
+    config = write_config(tmp_path, [task], variants=[{"name": "baseline"}], train={"epochs": 1, "batch_size": 8})
+    run_experiment(load_config(config), out=tmp_path / "r", log=lambda s: None, save_models=True)
+    saved = tmp_path / "r/models/my-pair/baseline/seed-1"
+    folder = tmp_path / "cut"
+    import shutil
+    shutil.copytree(saved, folder)
+    cfg = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps(dict(cfg, max_tokens_b=1)))
+    text = tmp_path / "in.txt"
+    text.write_text("the cat sat\ta dog ran\n")
+    expect = TaskModel.load(saved).predict([(["the", "cat", "sat"], ["a"])])[0]
+    assert main(["predict", str(folder), str(text), "--quiet", "--format", "jsonl"]) == 0
+    got = capsys.readouterr()
+    assert json.loads(got.out) == {"text_a": "the cat sat", "text_b": "a dog ran", "label": expect,
+                                   "tokens_read_a": 3, "tokens_read_b": 1}
+    assert "line 1 longer than the model reads (max_tokens_b 1" in got.err
+
+
+def test_a_word_glove_knows_but_no_task_file_held_gets_its_glove_vector(tmp_path, capsys):
+    """A word outside the saved vocabulary was <unk> at prediction (a vector trained, if at
+    all, as the unknown word), though the model was built over GloVe: had the word been in a
+    test file it would have had its GloVe vector. It gets that vector now, from the GloVe file
+    recorded (by a digest) with the model."""
+    import shutil
+    import numpy as np
+    from elmo.tasks.models import TaskModel
+    rng = np.random.default_rng(3)
+    words = list(WORDS) + ["kitten", "puppy"]
+    vectors = rng.normal(0, 1, (len(words), 4)).astype(np.float32)
+    glove = tmp_path / "glove.txt"
+    glove.write_text("".join(w + " " + " ".join(f"{x:.6f}" for x in v) + "\n" for w, v in zip(words, vectors)))
+    read = dict(zip(words, np.loadtxt(glove, usecols=range(1, 5), dtype=np.float32)))
+    task = dict(write_task(tmp_path, "tagging", dev=False), dev_fraction=0)
+    config = write_config(tmp_path, [task], variants=[{"name": "baseline"}], embeddings={"glove": str(glove)},
+                          train={"epochs": 1, "batch_size": 8})
+    run_experiment(load_config(config), out=tmp_path / "r", log=lambda s: None, save_models=True)
+    folder = tmp_path / "r/models/my-tagging/baseline/seed-1"
+    assert "kitten" not in json.loads((folder / "vocab.json").read_text())
+
+    def word_vectors(model, tokens):
+        seen = []
+        hook = model.encoder.words.register_forward_hook(lambda m, i, out: seen.append(out))
+        model.predict([tokens])
+        hook.remove()
+        return seen[0][0]
+
+    model = TaskModel.load(folder)
+    got = word_vectors(model, ["Kitten", "cat", "zebra"])
+    unk = model.encoder.words.embed.weight[1]
+    assert got[0].tolist() == read["kitten"].tolist()         # lower-cased, as GloVe 6B is
+    assert got[1].tolist() == model.encoder.words.embed.weight[model.saved.vocab.stoi["cat"]].tolist()
+    assert got[2].tolist() == unk.tolist()                    # GloVe does not know it either
+    # a model saved before the GloVe was recorded keeps working as it did
+    old = tmp_path / "old"
+    shutil.copytree(folder, old)
+    cfg = json.loads((old / "config.json").read_text())
+    del cfg["embeddings"]
+    (old / "config.json").write_text(json.dumps(cfg))
+    assert word_vectors(TaskModel.load(old), ["kitten"])[0].tolist() == unk.tolist()
+    # the GloVe file moved: one line, and --glove (glove=) with its new place
+    moved = tmp_path / "moved.txt"
+    glove.rename(moved)
+    text = tmp_path / "in.txt"
+    text.write_text("kitten sat\n")
+    assert main(["predict", str(folder), str(text), "--quiet"]) == 1
+    assert f"the GloVe file {glove} this task model was built with is gone" in capsys.readouterr().err
+    assert main(["predict", str(folder), str(text), "--quiet", "--glove", str(moved)]) == 0
+    assert word_vectors(TaskModel.load(folder, glove=str(moved)), ["kitten"])[0].tolist() == read["kitten"].tolist()
+    # another GloVe (one value differs) is refused, not used
+    other = tmp_path / "other.txt"
+    other.write_text(moved.read_text().replace(f"kitten {vectors[-2][0]:.6f}", "kitten 9.5"))
+    assert other.read_text() != moved.read_text()
+    assert main(["predict", str(folder), str(text), "--quiet", "--glove", str(other)]) == 1
+    assert "is not the one this task model was built with" in capsys.readouterr().err
+
+
 def test_an_overwritten_experiment_names_the_saved_models_it_does_not_list(tmp_path):
     """--overwrite with fewer seeds left the dropped seed's saved model beside the new results
     without a word; it is kept (a whole trained model) and named."""
@@ -800,6 +951,25 @@ def test_a_training_file_with_one_label_is_refused(tmp_path, kind, fmt, text, me
     spec = {"task": kind, "format": fmt, "dev_fraction": 0, "files": {"train": str(path), "test": str(path)}}
     with pytest.raises(TaskDataError, match=re.escape(f"{path}: {message}")):
         load_task(spec)
+
+
+def test_a_max_train_sample_of_one_label_is_refused_naming_the_lost_labels(tmp_path):
+    """The two-label check ran on the whole training file, before max_train drew its sample:
+    a sample whose examples all had one label trained a model that answers only that."""
+    path = tmp_path / "train.txt"
+    path.write_text("".join(f"en\tthe cat {i}\n" for i in range(20)) + "de\tder Hund\n")
+    spec = {"task": "classification", "format": {"type": "tsv", "text": 1, "label": 0},
+            "dev_fraction": 0, "files": {"train": str(path), "test": str(path)}, "max_train": 3}
+    from elmo.tasks.datasets import subsample
+    lines = path.read_text().splitlines()
+    # a seed whose sample misses the one 'de' line (most do), and one whose sample keeps it
+    seed = next(s for s in range(100) if not any(x.startswith("de") for x in subsample(lines, 3, s)))
+    keeps = next(s for s in range(100) if any(x.startswith("de") for x in subsample(lines, 3, s)))
+    with pytest.raises(TaskDataError, match=re.escape(
+            f"the 3 training examples kept by max_train 3 (of 21, subset_seed {seed}) all have the "
+            f"label 'en'; the sample lost 'de'")):
+        load_task(dict(spec, subset_seed=seed))
+    assert load_task(dict(spec, subset_seed=keeps)).labels == ["de", "en"]
 
 
 def test_results_without_dev_are_read_back_by_resume_report_and_compare(saved_classifier, tmp_path):

@@ -60,8 +60,11 @@ def test_predictions_are_decoded_and_written_per_kind():
     assert TASK_KINDS["classification"].decode(1, labels) == "B"
     assert TASK_KINDS["tagging"].tsv_line("x y", ["x", "y"], ["B", "A"]) == "x y\tB A"
     assert TASK_KINDS["pair"].tsv_line(("x", "y"), ["x"], "B") == "x\ty\tB"
-    assert TASK_KINDS["classification"].json_record("x y", ["x", "y"], "A") == {
-        "text": "x y", "tokens": ["x", "y"], "label": "A"}
+    assert TASK_KINDS["classification"].json_record("x y", ["x", "y"], "A", (1, None)) == {
+        "text": "x y", "tokens": ["x", "y"], "label": "A", "tokens_read": 1}
+    assert TASK_KINDS["tagging"].tsv_line("x y", ["x", "y"], ["B", None]) == "x y\tB _"
+    assert TASK_KINDS["pair"].json_record(("x", "y z"), ["x"], "B", (1, 1)) == {
+        "text_a": "x", "text_b": "y z", "label": "B", "tokens_read_a": 1, "tokens_read_b": 1}
     assert to_examples([["x", "y"]], "tagging")[0].label == ["", ""]
 
 

@@ -28,6 +28,9 @@ def register(subparsers) -> None:
     p.add_argument("--tokenize", action="store_true",
                    help="split raw text with the project's tokenizer (not for tagging models)")
     p.add_argument("--bilm", default=None, help="the biLM's folder, if it has moved since training")
+    p.add_argument("--glove", default=None,
+                   help="the GloVe file the model was built with, if it has moved (words outside "
+                        "the model's vocabulary get their GloVe vectors)")
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -89,6 +92,28 @@ def _note_empty(path: str, examples: list, fmt: str, tagger: bool) -> None:
     print(f"elmo predict: {where}: {what}", file=sys.stderr)
 
 
+def _note_cut(path: str, examples: list, reads: list, info, fmt: str, tagger: bool) -> None:
+    """Say on stderr which input lines were longer than the model reads (its ``max_tokens``,
+    ``max_tokens_b``: its training and test texts were cut so), and where the output says it."""
+    from ..tasks.kinds import UNREAD_TAG
+    cut = [i for i, (ex, (a, b)) in enumerate(zip(examples, reads), start=1)
+           if a < len(ex.tokens) or (b is not None and b < len(ex.tokens_b))]
+    if not cut:
+        return
+    shown = ", ".join(map(str, cut[:10])) + (f" and {len(cut) - 10} more" if len(cut) > 10 else "")
+    limits = " and ".join(f"{k} {v}" for k, v in (("max_tokens", info.max_tokens),
+                                                   ("max_tokens_b", info.max_tokens_b)) if v)
+    if fmt == "jsonl":
+        where = "tokens_read in each record says how many" + ("; the others have tag null" if tagger else "")
+    elif tagger:
+        where = f"the tokens past them have the tag {UNREAD_TAG!r} (not read)"
+    else:
+        where = "the label is of those tokens (--format jsonl records how many: tokens_read)"
+    print(f"elmo predict: {'stdin' if path == '-' else path}: {'line' if len(cut) == 1 else 'lines'} "
+          f"{shown} longer than the model reads ({limits}, as its training and test texts were "
+          f"cut): it read their first tokens only; {where}", file=sys.stderr)
+
+
 def predict(args: argparse.Namespace) -> int:
     from ..io import no_empty_folder_on_failure, output_lock
 
@@ -105,14 +130,14 @@ def predict(args: argparse.Namespace) -> int:
 
 
 def _predict(args: argparse.Namespace, output: Optional[str]) -> int:
-    from ..tasks.kinds import task_kind
+    from ..tasks.kinds import UNREAD_TAG, task_kind
     from ..tasks.models import TaskModel
     from ..tasks.saved import predict_examples, to_examples
     from ..io import atomic_write_text
     from ..runtime import set_threads
 
     set_threads(max(1, args.threads))
-    model = TaskModel.load(args.model, bilm=args.bilm)
+    model = TaskModel.load(args.model, bilm=args.bilm, glove=args.glove)
     kind = model.saved.kind
     spec = task_kind(kind)
     fmt = args.format or ("conll" if spec.token_labels else "tsv")
@@ -142,15 +167,17 @@ def _predict(args: argparse.Namespace, output: Optional[str]) -> int:
     examples = to_examples(texts, kind, tokenize)
     labels = predict_examples(model, examples, args.batch_size, progress=not args.quiet)
     _note_empty(args.input, examples, fmt, spec.token_labels)
+    reads = [model.saved.read(ex) for ex in examples]
+    _note_cut(args.input, examples, reads, model.saved, fmt, spec.token_labels)
     out = []
-    for text, ex, label in zip(texts, examples, labels):
+    for text, ex, label, read in zip(texts, examples, labels, reads):
         if fmt == "conll":
             if ex.tokens:  # an empty sentence has no block (a blank line more would merge blocks)
-                out += [f"{w}\t{t}" for w, t in zip(ex.tokens, label)] + [""]
+                out += [f"{w}\t{UNREAD_TAG if t is None else t}" for w, t in zip(ex.tokens, label)] + [""]
         elif fmt == "tsv":
             out.append(spec.tsv_line(text, ex.tokens, label))
         else:
-            out.append(json.dumps(spec.json_record(text, ex.tokens, label), ensure_ascii=False))
+            out.append(json.dumps(spec.json_record(text, ex.tokens, label, read), ensure_ascii=False))
     result = "".join(line + "\n" for line in out)
     if output is not None:
         atomic_write_text(output, result)

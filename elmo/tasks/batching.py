@@ -6,7 +6,10 @@ A :class:`TextBatch` holds one text per row (a sentence, or one side of a pair):
 * ``words`` (B, T) word ids (0 = padding), ``chars`` (B, T, C) character ids from
   :func:`elmo.batch_to_ids`, ``mask`` (B, T) bool;
 * ``layers``: the frozen biLM's L + 1 layers, each (B, T, D), when a :class:`LayerCache`
-  supplies them (else None and the model runs the biLM itself).
+  supplies them (else None and the model runs the biLM itself);
+* ``extra``: (N, E) vectors of the words with ids past the model's vocabulary, when the
+  vocabulary is an :class:`~elmo.tasks.embeddings.ExtendedVocab` (a saved model's GloVe
+  words at prediction; else None).
 
 A :class:`Batch` has one or two texts and the labels: (B,) class ids, or (B, T) tag ids
 (0 where masked; the mask of the first text tells which are real).
@@ -14,13 +17,13 @@ A :class:`Batch` has one or two texts and the labels: (B,) class ids, or (B, T) 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Union
 
 import torch
 
 from ..chars import batch_to_ids
 from .datasets import Example
-from .embeddings import WordVocab
+from .embeddings import ExtendedVocab, WordVocab
 from .kinds import task_kind
 
 
@@ -31,11 +34,13 @@ class TextBatch:
     chars: torch.Tensor
     mask: torch.Tensor
     layers: Optional[List[torch.Tensor]] = None
+    extra: Optional[torch.Tensor] = None
 
     def to(self, device) -> "TextBatch":
         layers = None if self.layers is None else [layer.to(device) for layer in self.layers]
+        extra = None if self.extra is None else self.extra.to(device)
         return TextBatch(self.tokens, self.words.to(device), self.chars.to(device),
-                         self.mask.to(device), layers)
+                         self.mask.to(device), layers, extra)
 
 
 @dataclass
@@ -47,7 +52,7 @@ class Batch:
         return Batch([t.to(device) for t in self.texts], self.labels.to(device))
 
 
-def text_batch(sentences: Sequence[Sequence[str]], vocab: WordVocab, max_chars: int,
+def text_batch(sentences: Sequence[Sequence[str]], vocab: Union[WordVocab, ExtendedVocab], max_chars: int,
                layer_cache=None) -> TextBatch:
     """Pad B token lists into a :class:`TextBatch` (see the module docstring)."""
     sentences = [list(s) for s in sentences]
@@ -60,10 +65,11 @@ def text_batch(sentences: Sequence[Sequence[str]], vocab: WordVocab, max_chars: 
     for i, s in enumerate(sentences):
         mask[i, :len(s)] = True
     layers = layer_cache.layers(sentences) if layer_cache is not None else None
-    return TextBatch(sentences, words, chars, mask, layers)
+    extra = vocab.vectors if isinstance(vocab, ExtendedVocab) else None
+    return TextBatch(sentences, words, chars, mask, layers, extra)
 
 
-def make_batch(examples: Sequence[Example], kind: str, vocab: WordVocab,
+def make_batch(examples: Sequence[Example], kind: str, vocab: Union[WordVocab, ExtendedVocab],
                label_index: Dict[str, int], max_chars: int, layer_cache=None) -> Batch:
     """A :class:`Batch` of examples of a task ``kind`` (a name in
     :data:`~elmo.tasks.kinds.TASK_KINDS`). Labels missing from ``label_index`` (seen only

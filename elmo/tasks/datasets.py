@@ -187,6 +187,8 @@ def load_task(spec: dict) -> TaskData:
         splits, source, kind, metric = _load_files(spec)
     seed = int(spec.get("subset_seed", 0))
     full = {k: len(v) for k, v in splits.items()}
+    from .kinds import task_kind
+    full_labels = task_kind(kind).label_set(splits["train"])
     for split in splits:
         splits[split] = subsample(splits[split], spec.get(f"max_{split}"), seed)
     if not splits["train"]:
@@ -194,8 +196,16 @@ def load_task(spec: dict) -> TaskData:
                             f"{source['files']['train']['path']}")
     if metric == "span_f1":
         _check_spans_to_score(spec, splits, source, full)
-    from .kinds import task_kind
     labels = task_kind(kind).label_set(splits["train"])
+    lost = sorted(set(full_labels) - set(labels))
+    if len(labels) < 2 and lost:
+        # the whole training set had two or more (a file task's is checked when read): a
+        # max_train sample of one label trained a model that answers one thing whatever it reads
+        raise TaskDataError(
+            f"task {spec.get('name', name)}: the {len(splits['train'])} training examples kept "
+            f"by max_train {spec['max_train']} (of {full['train']}, subset_seed {seed}) all have "
+            f"the {'tag' if task_kind(kind).token_labels else 'label'} {labels[0]!r}; the sample "
+            f"lost {', '.join(map(repr, lost))}: raise max_train or change subset_seed")
     source.update(full_sizes=full, subset_seed=seed)
     return TaskData(spec.get("name", name), kind, metric, labels, splits, source)
 

@@ -7,6 +7,14 @@ start from small random vectors; any other word maps to ``<unk>``.
 
 For tests and smoke runs ``{"random_dim": D}`` gives random D-dimensional vectors and no
 GloVe file is read.
+
+A saved task model records which GloVe it was built with (:func:`glove_record`: the file and
+a digest of its words and vectors as read), and at prediction a word outside its vocabulary
+that GloVe knows gets its GloVe vector (:class:`ExtendedVocab`): what the word would have got
+had it been in one of the task's files. That holds for trainable word vectors too: a word no
+training text holds gets no gradient, so a dev or test word keeps its GloVe vector through
+training (Adam moves no row whose gradient is always zero; with ``weight_decay`` those rows
+shrink a little, which a word seen first at prediction cannot share).
 """
 from __future__ import annotations
 
@@ -45,7 +53,65 @@ class WordVocab:
         return [self.stoi.get(normalise(t), 1) or 1 for t in tokens]
 
 
+class ExtendedVocab:
+    """A saved model's vocabulary and words beyond it that have vectors of their own: the
+    i-th extra word has id ``len(base) + i`` (its vector: row i of the extra vectors, see
+    :class:`~elmo.tasks.features.WordFeatures`); any other word is ``<unk>``, as in ``base``."""
+
+    def __init__(self, base: WordVocab, words: Sequence[str], vectors: torch.Tensor):
+        if len(words) != len(vectors):
+            raise ValueError(f"{len(words)} extra words, {len(vectors)} vectors")
+        self.base, self.vectors = base, vectors         # vectors: (N, E)
+        self.extra = {w: len(base) + i for i, w in enumerate(words)}
+
+    def __len__(self) -> int:
+        return len(self.base) + len(self.extra)
+
+    def ids(self, tokens: Sequence[str]) -> List[int]:
+        return [self.base.stoi.get(w) or self.extra.get(w, 1) for w in map(normalise, tokens)]
+
+
 _GLOVE_CACHE: Dict[str, Tuple[List[str], np.ndarray]] = {}
+_DIGESTS: Dict[str, str] = {}
+
+
+def glove_path(path: Optional[str] = None) -> Path:
+    """The GloVe file (or folder) ``load_glove(path)`` reads: ``path``, or by default the
+    ``glove-50d`` corpus (fetched if needed, saying so)."""
+    if path is not None:
+        if not Path(path).exists():
+            raise FileNotFoundError(f"{path}: no such GloVe file (embeddings.glove)")
+        return Path(path)
+    from ..data.sources import get, is_ready
+    if not is_ready("glove-50d"):
+        # never fetched silently: the first run says what it downloads, and how not to
+        _say("GloVe 6B 50d (the baseline's word vectors) is not in the data cache: "
+             "fetching it now, as `elmo data get glove-50d` does. To use a file you "
+             "have, set \"embeddings\": {\"glove\": \"PATH\"} in the config or pass "
+             "--glove PATH (GloVe text format, .gz included).")
+    return Path(get("glove-50d", log=_say))
+
+
+def glove_digest(words: Sequence[str], vectors: np.ndarray) -> str:
+    """SHA-256 of GloVe's words and float32 vectors as read: the same for the same vectors in
+    another format (text, .gz, a folder), different for any other word or value."""
+    import hashlib
+    h = hashlib.sha256("\n".join(words).encode("utf-8"))
+    h.update(np.ascontiguousarray(vectors, dtype="<f4").tobytes())
+    return h.hexdigest()
+
+
+def glove_record(spec: dict) -> dict:
+    """What a saved task model records of its static word vectors: ``{"random_dim": D}``, or
+    ``{"glove": spec's path or None, "path": the file read, "digest", "words", "dim"}``."""
+    if spec.get("random_dim"):
+        return {"random_dim": int(spec["random_dim"])}
+    words, vectors = load_glove(spec.get("glove"))
+    key = str(spec.get("glove") or "glove-50d")
+    if key not in _DIGESTS:     # (once per process: every variant and seed saves a model)
+        _DIGESTS[key] = glove_digest(words, vectors)
+    return {"glove": spec.get("glove"), "path": str(glove_path(spec.get("glove")).resolve()),
+            "digest": _DIGESTS[key], "words": len(words), "dim": int(vectors.shape[1])}
 
 
 def load_glove(path: Optional[str] = None) -> Tuple[List[str], np.ndarray]:
@@ -56,18 +122,7 @@ def load_glove(path: Optional[str] = None) -> Tuple[List[str], np.ndarray]:
 
     key = str(path or "glove-50d")
     if key not in _GLOVE_CACHE:
-        if path is None:
-            from ..data.sources import get, is_ready
-            if not is_ready("glove-50d"):
-                # never fetched silently: the first run says what it downloads, and how not to
-                _say("GloVe 6B 50d (the baseline's word vectors) is not in the data cache: "
-                     "fetching it now, as `elmo data get glove-50d` does. To use a file you "
-                     "have, set \"embeddings\": {\"glove\": \"PATH\"} in the config or pass "
-                     "--glove PATH (GloVe text format, .gz included).")
-            path = get("glove-50d", log=_say)
-        elif not Path(path).exists():
-            raise FileNotFoundError(f"{path}: no such GloVe file (embeddings.glove)")
-        _GLOVE_CACHE[key] = readers.read_glove(Path(path))
+        _GLOVE_CACHE[key] = readers.read_glove(glove_path(path))
     return _GLOVE_CACHE[key]
 
 

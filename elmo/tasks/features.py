@@ -71,8 +71,17 @@ class WordFeatures(nn.Module):
         self.chars = CharFeatures(filters=char_features) if char_features else None
         self.output_dim = embeddings.shape[1] + (char_features or 0)
 
-    def forward(self, words: torch.Tensor, chars: torch.Tensor) -> torch.Tensor:
-        x = self.embed(words)
+    def forward(self, words: torch.Tensor, chars: torch.Tensor,
+                extra: Optional[torch.Tensor] = None) -> torch.Tensor:
+        """words (B, T), chars (B, T, C) -> (B, T, D). ``extra`` (N, E): the vectors of words
+        beyond the vocabulary, ids V .. V + N - 1 (a saved model's GloVe words at prediction)."""
+        if extra is None or extra.shape[0] == 0:
+            x = self.embed(words)
+        else:
+            size = self.embed.num_embeddings
+            beyond = (words >= size).unsqueeze(-1)
+            x = torch.where(beyond, extra.to(self.embed.weight)[(words - size).clamp(min=0)],
+                            self.embed(words.clamp(max=size - 1)))
         if self.chars is not None:
             x = torch.cat([x, self.chars(chars)], dim=-1)
         return x

@@ -10,6 +10,11 @@ A :class:`TaskKind` says, for one kind:
   labels (:meth:`TaskKind.decode`) and how a prediction is written (:meth:`TaskKind.tsv_line`,
   :meth:`TaskKind.json_record`).
 
+A saved model reads only the first ``max_tokens`` tokens of a text (``max_tokens_b`` of a
+pair's second), as its training and test texts were cut: a JSON record says how many it read
+(``tokens_read``; ``tokens_read_a``/``tokens_read_b`` for a pair), and a tagger's tokens past
+them keep their place with no tag (``null`` in JSON, :data:`UNREAD_TAG` in CoNLL and TSV).
+
 :data:`TASK_KINDS` maps names to kinds; :func:`task_kind` looks one up with a clear error.
 A new kind is one subclass plus one entry in that table.
 """
@@ -20,6 +25,10 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import torch
 
 from .datasets import Example
+
+#: What ``elmo predict`` writes in CoNLL and TSV for a token the model did not read (past
+#: ``max_tokens``): it has no tag (``null`` in JSON lines, None from ``predict``).
+UNREAD_TAG = "_"
 
 
 class TaskKind:
@@ -58,9 +67,10 @@ class TaskKind:
         """One prediction as a TSV line (``elmo predict --format tsv``)."""
         return f"{text}\t{label}"
 
-    def json_record(self, text, tokens: List[str], label) -> dict:
-        """One prediction as a JSON object (``elmo predict --format jsonl``)."""
-        return {"text": text, "tokens": tokens, "label": label}
+    def json_record(self, text, tokens: List[str], label, read: Tuple[int, Optional[int]]) -> dict:
+        """One prediction as a JSON object (``elmo predict --format jsonl``); ``read``: how
+        many tokens of the text (and of a pair's second text) the model read."""
+        return {"text": text, "tokens": tokens, "label": label, "tokens_read": read[0]}
 
 
 class TaggingKind(TaskKind):
@@ -93,10 +103,10 @@ class TaggingKind(TaskKind):
                       lam=lam)
 
     def tsv_line(self, text, tokens, label):
-        return " ".join(tokens) + "\t" + " ".join(label)
+        return " ".join(tokens) + "\t" + " ".join(UNREAD_TAG if t is None else t for t in label)
 
-    def json_record(self, text, tokens, label):
-        return {"tokens": tokens, "tags": label}
+    def json_record(self, text, tokens, label, read):
+        return {"tokens": tokens, "tags": label, "tokens_read": read[0]}
 
 
 class ClassificationKind(TaskKind):
@@ -125,8 +135,9 @@ class PairKind(TaskKind):
     def tsv_line(self, text, tokens, label):
         return f"{text[0]}\t{text[1]}\t{label}"
 
-    def json_record(self, text, tokens, label):
-        return {"text_a": text[0], "text_b": text[1], "label": label}
+    def json_record(self, text, tokens, label, read):
+        return {"text_a": text[0], "text_b": text[1], "label": label,
+                "tokens_read_a": read[0], "tokens_read_b": read[1]}
 
 
 #: The task kinds by name (the order is the one error messages list them in).

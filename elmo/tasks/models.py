@@ -71,7 +71,7 @@ class Encoder(nn.Module):
         self.output_dim = self.lstm.output_dim + (elmo.output_dim if self.elmo_out else 0)
 
     def forward(self, text: TextBatch) -> torch.Tensor:
-        x = self.dropout(self.words(text.words, text.chars))
+        x = self.dropout(self.words(text.words, text.chars, text.extra))
         mixes: Dict[str, torch.Tensor] = {}
         if self.elmo is not None:
             mixes = self.elmo(text.chars, text.mask, text.layers)
@@ -109,11 +109,11 @@ class TaskModel(nn.Module):
         return predict(self, batch_or_texts, batch_size, progress)
 
     @classmethod
-    def load(cls, folder, bilm=None, device=None) -> "TaskModel":
+    def load(cls, folder, bilm=None, device=None, glove=None) -> "TaskModel":
         """A task model saved by ``elmo experiment --save-models`` (see :mod:`.saved`);
-        ``bilm`` points at its biLM if that has moved."""
+        ``bilm`` points at its biLM if that has moved, ``glove`` at its GloVe file."""
         from .saved import load
-        return load(folder, bilm=bilm, device=device)
+        return load(folder, bilm=bilm, device=device, glove=glove)
 
     def mix_weights(self) -> Dict[str, Dict[str, object]]:
         """position -> {"weights", "gamma"} of the ELMo mixes ({} without ELMo)."""

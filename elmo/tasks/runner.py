@@ -57,7 +57,7 @@ import torch
 from .batching import make_batch
 from .bilm_checksums import BiLMChecksums, what_counts
 from .datasets import TaskData, load_task, text_limits
-from .embeddings import build_embeddings
+from .embeddings import build_embeddings, glove_record
 from .features import ElmoFeatures, WordFeatures, dictionary_bilm_problem
 from .kinds import task_kind
 from .layer_cache import LayerCache
@@ -481,6 +481,7 @@ def run_one(prep: PreparedTask, variant: Variant, seed: int, cfg: ExperimentConf
              elmo=None if e is None else {**e.to_dict(), "bilm": cfg.bilm_of(variant)},
              max_chars=max_chars, layer_cache=cache is not None,
              tokenize=bool(prep.spec.get("tokenize", False)), **text_limits(prep.spec),
+             embeddings=glove_record(cfg.embeddings),
              record={"task": data.name, "variant": variant.name, "seed": seed,
                      "test": test, "dev": result["best_dev"], "extra_tests": extra,
                      "best_epoch": result["best_epoch"], "data": data.source})

@@ -20,7 +20,10 @@ A saved task model is a folder::
 
 Predictions are computed as at evaluation: the same batches, and a frozen biLM's layers
 rounded to float16 as the experiment's layer cache stores them, so a saved model scores a
-test set exactly as ``results.json`` reports.
+test set as ``results.json`` reports, but for float rounding: the biLM's float32 results
+differ in the last bits with the batch a sentence runs in, and the experiment's cache batches
+all of a task's sentences by length, so a value rounded to float16 can land one step apart
+and a label on the edge can (rarely) flip.
 """
 from __future__ import annotations
 
@@ -28,7 +31,7 @@ import functools
 import json
 from pathlib import Path
 from types import SimpleNamespace
-from typing import List, Optional, Sequence, Union
+from typing import List, Optional, Sequence, Tuple, Union
 
 import torch
 
@@ -74,13 +77,16 @@ def _weights_digest(spec: str, files: tuple) -> str:
 def save(folder: Union[str, Path], model, *, kind: str, metric: str, labels: Sequence[str],
          vocab, settings: dict, elmo: Optional[dict], max_chars: int, layer_cache: bool,
          tokenize: bool = False, record: Optional[dict] = None,
-         max_tokens: Optional[int] = None, max_tokens_b: Optional[int] = None) -> Path:
+         max_tokens: Optional[int] = None, max_tokens_b: Optional[int] = None,
+         embeddings: Optional[dict] = None) -> Path:
     """Write a trained task model into ``folder`` (replaced whole, through a temporary folder).
 
     ``elmo`` is the variant's ELMo settings (None for the baseline), with ``bilm`` the spec;
     ``layer_cache`` says the frozen biLM's layers were float16-cached at evaluation;
     ``max_tokens`` (``max_tokens_b``) is how many tokens of each text (second text) the
-    training and test examples kept: predictions cut new texts so."""
+    training and test examples kept: predictions cut new texts so. ``embeddings`` is what
+    :func:`~elmo.tasks.embeddings.glove_record` says of the static word vectors: a word
+    outside ``vocab`` that this GloVe knows gets its vector at prediction."""
     from ..io import atomic_folder, writing
     from ..weights import write_safetensors
     folder = Path(folder)
@@ -91,7 +97,7 @@ def save(folder: Union[str, Path], model, *, kind: str, metric: str, labels: Seq
         "format": FORMAT, "version": VERSION, "kind": kind, "metric": metric,
         "model": settings, "vocab_size": len(vocab), "embedding_dim": int(model.encoder.words.embed.weight.shape[1]),
         "max_chars": max_chars, "tokenize": bool(tokenize),
-        "max_tokens": max_tokens, "max_tokens_b": max_tokens_b,
+        "max_tokens": max_tokens, "max_tokens_b": max_tokens_b, "embeddings": embeddings,
         "elmo": None if elmo is None else {
             **{k: elmo[k] for k in ("positions", "layers", "lambda", "finetune", "dropout",
                                     "do_layer_norm")},
@@ -211,6 +217,9 @@ def _read_config(folder: Path) -> dict:
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
             raise TaskModelError(f"{cfg_path}: {key!r} must be null or a positive whole number, "
                                  f"got {value!r}")
+    if not isinstance(cfg.get("embeddings"), (dict, type(None))):   # (absent before: no GloVe)
+        raise TaskModelError(f"{cfg_path}: 'embeddings' must be null or what save() records of "
+                             f"the word vectors")
     e = cfg.get("elmo")
     elmo_keys = ("positions", "layers", "lambda", "finetune", "dropout", "do_layer_norm", "bilm",
                  "bilm_weights_saved")
@@ -249,10 +258,12 @@ def _read_weights(path: Path) -> dict:
     return state
 
 
-def load(folder: Union[str, Path], bilm: Optional[str] = None, device=None):
+def load(folder: Union[str, Path], bilm: Optional[str] = None, device=None,
+         glove: Optional[str] = None):
     """The task model saved in ``folder``, in eval mode, ready for ``predict(texts)``.
 
-    ``bilm`` points at the biLM when it has moved (its files must still match). A folder
+    ``bilm`` points at the biLM when it has moved (its files must still match), ``glove`` at
+    the GloVe file the model was built with (its words and vectors must match). A folder
     with a file missing, damaged or not fitting the others is a :class:`TaskModelError`
     naming the file."""
     from .embeddings import WordVocab
@@ -316,30 +327,75 @@ def load(folder: Union[str, Path], bilm: Optional[str] = None, device=None):
     if device is not None:
         model.to(device)
     model.eval()
-    model.saved = SavedInfo(folder, cfg, vocab, labels)
+    model.saved = SavedInfo(folder, cfg, vocab, labels, _load_glove(cfg, cfg_path, glove))
     return model
+
+
+def _load_glove(cfg: dict, cfg_path: Path, override: Optional[str]):
+    """(word -> row, (V, E) vectors) of the GloVe a saved model was built with, checked
+    against its recorded digest; None for a model with random vectors, or saved before the
+    GloVe was recorded (its words outside the vocabulary stay ``<unk>``, as they were)."""
+    from .embeddings import glove_digest, load_glove
+    rec = cfg.get("embeddings")
+    if not isinstance(rec, dict) or not rec.get("digest"):
+        if override is not None:
+            raise TaskModelError(f"{cfg_path}: this model records no GloVe to look new words up "
+                                 f"in; leave out the GloVe given ({override})")
+        return None
+    shown = override or rec.get("glove") or "glove-50d"
+    if override is None and rec.get("glove") is not None and not Path(rec["path"]).exists():
+        raise TaskModelError(f"the GloVe file {rec['path']} this task model was built with is gone; "
+                             f"pass glove= (elmo predict --glove) with its new place")
+    try:
+        words, vectors = load_glove(override or (rec["path"] if rec.get("glove") is not None else None))
+    except (OSError, ValueError, ImportError) as e:
+        raise TaskModelError(f"GloVe {shown!r}: {e}") from None
+    if vectors.shape[1] != cfg["embedding_dim"] or glove_digest(words, vectors) != rec["digest"]:
+        raise TaskModelError(f"GloVe {shown!r} is not the one this task model was built with "
+                             f"(its words or vectors differ from the recorded digest)")
+    return {w: i for i, w in enumerate(words)}, vectors
 
 
 class SavedInfo:
     """What ``predict`` needs besides the weights: vocabulary, labels and settings."""
 
-    def __init__(self, folder: Path, config: dict, vocab, labels: List[str]):
+    def __init__(self, folder: Path, config: dict, vocab, labels: List[str], glove=None):
         self.folder, self.config, self.vocab, self.labels = folder, config, vocab, labels
+        self.glove = glove      # (word -> row, vectors) of its GloVe, or None
         self.kind = config["kind"]
         e = config["elmo"]
         self.cached = bool(e and e.get("layer_cache"))
         self.max_tokens = config.get("max_tokens")
         self.max_tokens_b = config.get("max_tokens_b")
 
+    def read(self, example) -> Tuple[int, Optional[int]]:
+        """How many tokens of ``example``'s text (and second text) the model reads."""
+        cut = self.cut(example)
+        return len(cut.tokens), None if cut.tokens_b is None else len(cut.tokens_b)
+
+    def vocab_for(self, examples: Sequence):
+        """The vocabulary to batch ``examples`` with: the saved one, and (a model built with
+        GloVe) the words of the examples outside it that GloVe knows, with their vectors."""
+        if self.glove is None:
+            return self.vocab
+        from .embeddings import ExtendedVocab, normalise
+        index, vectors = self.glove
+        words = sorted({normalise(t) for ex in examples for text in (ex.tokens, ex.tokens_b or [])
+                        for t in text} - set(self.vocab.stoi))
+        new = [w for w in words if w in index]
+        return ExtendedVocab(self.vocab, new, torch.from_numpy(vectors[[index[w] for w in new]]))
+
     def cut(self, example):
         """``example`` with its texts cut to the tokens the training examples kept."""
         from .datasets import Example
-        a, b = example.tokens, example.tokens_b
+        a, b, label = example.tokens, example.tokens_b, example.label
         if self.max_tokens:
             a = a[:self.max_tokens]
+            if isinstance(label, list):     # a tag per token (it crashed building the batch)
+                label = label[:self.max_tokens]
         if b is not None and self.max_tokens_b:
             b = b[:self.max_tokens_b]
-        return Example(a, example.label, b)
+        return Example(a, label, b)
 
 
 def _tokens(text, tokenize: bool, kind) -> List[str]:
@@ -394,14 +450,19 @@ def predict_examples(model, examples: Sequence, batch_size: int = 64, progress: 
         chunk = [info.cut(ex) for ex in examples[start:start + batch_size]]
         # a fresh cache per batch: the float16 rounding of evaluation, bounded memory
         cache = LayerCache(bilm) if info.cached else None
-        batch = make_batch(chunk, info.kind, info.vocab, label_index,
+        batch = make_batch(chunk, info.kind, info.vocab_for(chunk), label_index,
                            info.config["max_chars"], cache).to(device)
-        out += [spec.decode(p, info.labels) for p in model.predict_batch(batch)]
+        decoded = [spec.decode(p, info.labels) for p in model.predict_batch(batch)]
+        if spec.token_labels:   # a tag per input token: None for those past the cut
+            decoded = [tags + [None] * (len(ex.tokens) - len(tags))
+                       for tags, ex in zip(decoded, examples[start:start + batch_size])]
+        out += decoded
     return out
 
 
 def predict(model, texts: Sequence, batch_size: int = 64, progress: bool = False) -> list:
-    """Tags (one list per text) or labels (one per text) for new texts."""
+    """Tags (one list per text) or labels (one per text) for new texts; a tagger's tokens past
+    ``max_tokens``, which the model does not read, get None."""
     if getattr(model, "saved", None) is None:
         raise TaskModelError("predict(texts) needs a model from TaskModel.load(folder); a model "
                              "being trained takes batches")
