@@ -72,9 +72,9 @@ def test_a_round_trip_through_another_dtype_makes_every_form_again():
 
 
 def test_a_fused_step_is_counted_where_increment_version_takes_one_tensor(monkeypatch):
-    """Older PyTorch versions' ``torch.autograd.graph.increment_version`` takes a single
-    tensor, not a list: the optimizer hook passed the group's list, so on them every fused
-    Adagrad step (``elmo train`` on the CPU) raised TypeError. It now bumps one tensor a call."""
+    """Before PyTorch 2.5, ``torch.autograd.graph.increment_version`` took a single tensor, not
+    a list: the optimizer hook passed the group's list, so on 2.4 every fused Adagrad step
+    (``elmo train`` on the CPU) raised TypeError. It now bumps one tensor a call."""
     real = torch.autograd.graph.increment_version
 
     def one_tensor_only(tensor):

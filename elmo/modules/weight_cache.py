@@ -43,8 +43,8 @@ def _count_optimizer_writes(optimizer: torch.optim.Optimizer, args: Any, kwargs:
     own = type(optimizer).__module__.startswith("torch.optim")
     for group in optimizer.param_groups:
         if group.get("fused") or not own:
-            # one tensor a call: only later PyTorch versions take a list (2.3's documents a
-            # tensor alone); where a list is not taken, every fused step raised TypeError here
+            # one tensor a call: a list is taken from PyTorch 2.5 on only; on 2.4 every fused
+            # step raised TypeError here
             for param in group["params"]:
                 torch.autograd.graph.increment_version(param)
 
