@@ -656,6 +656,35 @@ def test_the_originals_updates_are_the_mean_loss_with_a_scaled_accumulator_and_c
     assert gap(run(1.0, 1.0, 10.0), original) > 1e-3
 
 
+def test_adagrad_without_a_fused_kernel_takes_the_usual_implementation(monkeypatch):
+    """A PyTorch whose Adagrad has no ``fused`` argument (its CPU kernel is recent) refused
+    trainer.adagrad's ``fused=...`` with a TypeError before the first step of every CPU run.
+    The argument is now passed only where the constructor takes it: the usual Adagrad, with
+    the same update as PyTorch's own without the kernel."""
+    from elmo.training.trainer import adagrad
+
+    real = torch.optim.Adagrad
+
+    class AdagradWithoutFused(real):  # the constructor of a PyTorch without the kernel
+        def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0,
+                     eps=1e-10, foreach=None, *, maximize=False, differentiable=False):
+            super().__init__(params, lr=lr, lr_decay=lr_decay, weight_decay=weight_decay, eps=eps,
+                             initial_accumulator_value=initial_accumulator_value, foreach=foreach,
+                             maximize=maximize, differentiable=differentiable)
+
+    monkeypatch.setattr(torch.optim, "Adagrad", AdagradWithoutFused)
+    gen = torch.Generator().manual_seed(0)
+    start, grad = torch.randn(6, generator=gen), torch.randn(6, generator=gen)
+    param, expected = torch.nn.Parameter(start.clone()), torch.nn.Parameter(start.clone())
+    optimizer = adagrad([param], 0.2, 0.1)
+    assert isinstance(optimizer, AdagradWithoutFused) and not optimizer.param_groups[0].get("fused")
+    plain = real([expected], lr=0.2, initial_accumulator_value=0.1)
+    for p, opt in ((param, optimizer), (expected, plain)):
+        p.grad = grad.clone()
+        opt.step()
+    assert torch.equal(param.detach(), expected.detach()) and not torch.equal(param.detach(), start)
+
+
 def test_bf16_training_step_under_cuda_like_autocast(cuda_like_autocast):
     """One ``elmo train --bf16`` step (forward, backward, optimizer) with autocast casting as
     CUDA's does: the character CNN's index_copy of bfloat16 vectors into its float32 output

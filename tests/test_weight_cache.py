@@ -69,3 +69,23 @@ def test_a_round_trip_through_another_dtype_makes_every_form_again():
                 got, want = bilm(rows)["activations"], fresh(rows)["activations"]
                 for g, w in zip(got, want):  # (the cache's vectors: the CNN's, up to rounding)
                     assert float((g - w).abs().max()) <= 1e-5 * float(w.abs().max())
+
+
+def test_a_fused_step_is_counted_where_increment_version_takes_one_tensor(monkeypatch):
+    """Before PyTorch 2.5, ``torch.autograd.graph.increment_version`` took a single tensor, not
+    a list: the optimizer hook passed the group's list, so on 2.4 every fused Adagrad step
+    (``elmo train`` on the CPU) raised TypeError. It now bumps one tensor a call."""
+    real = torch.autograd.graph.increment_version
+
+    def one_tensor_only(tensor):
+        if not isinstance(tensor, torch.Tensor):
+            raise TypeError("increment_version(): argument 'tensor' must be Tensor")
+        real(tensor)
+
+    monkeypatch.setattr(torch.autograd.graph, "increment_version", one_tensor_only)
+    params = [nn.Parameter(torch.ones(3)), nn.Parameter(torch.ones(2))]
+    optimizer = torch.optim.Adagrad(params, lr=0.5, fused=True)
+    (params[0].sum() + params[1].sum()).backward()
+    before = [p._version for p in params]
+    optimizer.step()
+    assert all(p._version > v for p, v in zip(params, before))

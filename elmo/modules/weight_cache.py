@@ -43,7 +43,10 @@ def _count_optimizer_writes(optimizer: torch.optim.Optimizer, args: Any, kwargs:
     own = type(optimizer).__module__.startswith("torch.optim")
     for group in optimizer.param_groups:
         if group.get("fused") or not own:
-            torch.autograd.graph.increment_version(list(group["params"]))
+            # one tensor a call: a list is taken from PyTorch 2.5 on only; on 2.4 every fused
+            # step raised TypeError here
+            for param in group["params"]:
+                torch.autograd.graph.increment_version(param)
 
 
 register_optimizer_step_post_hook(_count_optimizer_writes)

@@ -16,6 +16,7 @@ with a checkpoint of it (:mod:`elmo.training.stop`).
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import math
 import sys
@@ -212,10 +213,14 @@ def _batches(cfg: TrainConfig, vocab: Vocabulary, max_chars: int, ctx: distribut
 
 def adagrad(params, lr: float, initial_accumulator_value: float) -> torch.optim.Adagrad:
     """Adagrad; with every parameter on the CPU its fused kernel (one pass over each parameter
-    instead of about five separate operations; the same update up to float rounding)."""
+    instead of about five separate operations; the same update up to float rounding) where
+    this PyTorch has one, else its usual implementation."""
     params = list(params)
-    fused = all(p.device.type == "cpu" for p in params) or None
-    return torch.optim.Adagrad(params, lr=lr, initial_accumulator_value=initial_accumulator_value, fused=fused)
+    # The CPU kernel is recent (PyTorch 2.4); an Adagrad without it refuses the argument, even
+    # as None, so it is passed only where the constructor takes it.
+    takes_fused = "fused" in inspect.signature(torch.optim.Adagrad).parameters
+    extra = {"fused": True} if takes_fused and all(p.device.type == "cpu" for p in params) else {}
+    return torch.optim.Adagrad(params, lr=lr, initial_accumulator_value=initial_accumulator_value, **extra)
 
 
 def load_optimizer_state(optimizer: torch.optim.Optimizer, state: dict) -> None:
