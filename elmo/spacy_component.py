@@ -21,7 +21,7 @@ zero row, no vector (``has_vector`` False) and no tag, and count in no mean.
 """
 from __future__ import annotations
 
-from typing import Iterable, Iterator, List, Optional
+from typing import Iterable, Iterator, List, Optional, Union
 
 import numpy as np
 from spacy.language import Language
@@ -140,7 +140,7 @@ class ElmoTaskAnnotator(_BatchedComponent):
     ``doc.cats`` (1.0 for the predicted label, 0.0 for the others)."""
 
     def __init__(self, name: str, model: str, bilm: Optional[str] = None, batch_size: int = 64,
-                 glove: Optional[str] = None):
+                 glove: Union[str, bool, None] = None):
         from .tasks.kinds import task_kind
         from .tasks.models import TaskModel
         self.name = name
@@ -180,7 +180,7 @@ def make_elmo(nlp: Language, name: str, model: str, layers: str, batch_size: int
 @Language.factory("elmo_task", default_config={"model": None, "bilm": None, "batch_size": 64,
                                                "glove": None})
 def make_elmo_task(nlp: Language, name: str, model: Optional[str], bilm: Optional[str],
-                   batch_size: int, glove: Optional[str]) -> ElmoTaskAnnotator:
+                   batch_size: int, glove: Union[str, bool, None]) -> ElmoTaskAnnotator:
     """A saved task model's tags, entities or class labels (see the module docstring).
 
     ``model`` is Optional so that spaCy's config check lets the default None through to the

@@ -772,7 +772,11 @@ def test_a_word_glove_knows_but_no_task_file_held_gets_its_glove_vector(tmp_path
     text = tmp_path / "in.txt"
     text.write_text("kitten sat\n")
     assert main(["predict", str(folder), str(text), "--quiet"]) == 1
-    assert f"the GloVe file {glove} this task model was built with is gone" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert f"the GloVe file {glove} this task model was built with is gone" in err and "--no-glove" in err
+    # or, asked for, without it: the words outside the vocabulary are <unk>, as before
+    assert main(["predict", str(folder), str(text), "--quiet", "--no-glove"]) == 0
+    assert word_vectors(TaskModel.load(folder, glove=False), ["kitten"])[0].tolist() == unk.tolist()
     assert main(["predict", str(folder), str(text), "--quiet", "--glove", str(moved)]) == 0
     assert word_vectors(TaskModel.load(folder, glove=str(moved)), ["kitten"])[0].tolist() == read["kitten"].tolist()
     # another GloVe (one value differs) is refused, not used

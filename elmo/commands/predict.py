@@ -28,9 +28,13 @@ def register(subparsers) -> None:
     p.add_argument("--tokenize", action="store_true",
                    help="split raw text with the project's tokenizer (not for tagging models)")
     p.add_argument("--bilm", default=None, help="the biLM's folder, if it has moved since training")
-    p.add_argument("--glove", default=None,
-                   help="the GloVe file the model was built with, if it has moved (words outside "
-                        "the model's vocabulary get their GloVe vectors)")
+    glove = p.add_mutually_exclusive_group()
+    glove.add_argument("--glove", default=None,
+                       help="the GloVe file the model was built with, if it has moved (words outside "
+                            "the model's vocabulary get their GloVe vectors)")
+    glove.add_argument("--no-glove", action="store_true",
+                       help="look no word up in the model's GloVe: words outside its vocabulary "
+                            "get <unk>, as in models saved before the GloVe was recorded")
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -137,7 +141,7 @@ def _predict(args: argparse.Namespace, output: Optional[str]) -> int:
     from ..runtime import set_threads
 
     set_threads(max(1, args.threads))
-    model = TaskModel.load(args.model, bilm=args.bilm, glove=args.glove)
+    model = TaskModel.load(args.model, bilm=args.bilm, glove=False if args.no_glove else args.glove)
     kind = model.saved.kind
     spec = task_kind(kind)
     fmt = args.format or ("conll" if spec.token_labels else "tsv")

@@ -111,7 +111,8 @@ class TaskModel(nn.Module):
     @classmethod
     def load(cls, folder, bilm=None, device=None, glove=None) -> "TaskModel":
         """A task model saved by ``elmo experiment --save-models`` (see :mod:`.saved`);
-        ``bilm`` points at its biLM if that has moved, ``glove`` at its GloVe file."""
+        ``bilm`` points at its biLM if that has moved, ``glove`` at its GloVe file
+        (False: words outside its vocabulary stay ``<unk>``)."""
         from .saved import load
         return load(folder, bilm=bilm, device=device, glove=glove)
 

@@ -259,11 +259,12 @@ def _read_weights(path: Path) -> dict:
 
 
 def load(folder: Union[str, Path], bilm: Optional[str] = None, device=None,
-         glove: Optional[str] = None):
+         glove: Union[str, bool, None] = None):
     """The task model saved in ``folder``, in eval mode, ready for ``predict(texts)``.
 
     ``bilm`` points at the biLM when it has moved (its files must still match), ``glove`` at
-    the GloVe file the model was built with (its words and vectors must match). A folder
+    the GloVe file the model was built with (its words and vectors must match); ``glove=False``
+    looks no new word up (they get ``<unk>``, as in models saved before GloVe was recorded). A folder
     with a file missing, damaged or not fitting the others is a :class:`TaskModelError`
     naming the file."""
     from .embeddings import WordVocab
@@ -331,11 +332,18 @@ def load(folder: Union[str, Path], bilm: Optional[str] = None, device=None,
     return model
 
 
-def _load_glove(cfg: dict, cfg_path: Path, override: Optional[str]):
+#: How to use a saved model without its GloVe, said where the GloVe cannot be read.
+_NO_GLOVE = ("; or glove=False (elmo predict --no-glove) to leave the words outside the model's "
+             "vocabulary <unk>, as models saved before the GloVe was recorded do")
+
+
+def _load_glove(cfg: dict, cfg_path: Path, override: Union[str, bool, None]):
     """(word -> row, (V, E) vectors) of the GloVe a saved model was built with, checked
     against its recorded digest; None for a model with random vectors, or saved before the
     GloVe was recorded (its words outside the vocabulary stay ``<unk>``, as they were)."""
     from .embeddings import glove_digest, load_glove
+    if override is False:     # (asked for: words outside the vocabulary stay <unk>)
+        return None
     rec = cfg.get("embeddings")
     if not isinstance(rec, dict) or not rec.get("digest"):
         if override is not None:
@@ -345,11 +353,11 @@ def _load_glove(cfg: dict, cfg_path: Path, override: Optional[str]):
     shown = override or rec.get("glove") or "glove-50d"
     if override is None and rec.get("glove") is not None and not Path(rec["path"]).exists():
         raise TaskModelError(f"the GloVe file {rec['path']} this task model was built with is gone; "
-                             f"pass glove= (elmo predict --glove) with its new place")
+                             f"pass glove= (elmo predict --glove) with its new place{_NO_GLOVE}")
     try:
         words, vectors = load_glove(override or (rec["path"] if rec.get("glove") is not None else None))
     except (OSError, ValueError, ImportError) as e:
-        raise TaskModelError(f"GloVe {shown!r}: {e}") from None
+        raise TaskModelError(f"GloVe {shown!r}: {e}{_NO_GLOVE}") from None
     if vectors.shape[1] != cfg["embedding_dim"] or glove_digest(words, vectors) != rec["digest"]:
         raise TaskModelError(f"GloVe {shown!r} is not the one this task model was built with "
                              f"(its words or vectors differ from the recorded digest)")
