@@ -10,9 +10,9 @@ its ``softmax(s)`` as the weights and its gamma as ``gamma``. D is the model's o
 
 A mix trained with ``do_layer_norm`` cannot be reproduced here: it normalised each layer by
 a mean and variance before weighting it (those of a whole batch in :class:`elmo.Elmo`, of
-each sentence in the task models), and a fixed ``mix:`` weights the layers as they are. Such a ScalarMix is refused; for its weights
-typed as numbers the code cannot tell, so keep ``all`` and apply the task's mix (with its
-mask) to the layers instead.
+each sentence in the task models), and a fixed ``mix:`` weights the layers as they are.
+Such a ScalarMix is refused; for its weights typed as numbers the code cannot tell, so keep
+``all`` and apply the task's mix (with its mask) to the layers instead.
 """
 from __future__ import annotations
 
