@@ -2,8 +2,9 @@
 
 Recipe defaults are the original's values: Adagrad (lr 0.2, initial accumulator 1.0), global
 gradient-norm clip 10, dropout 0.1, 8192 shared negatives, batch 128 rows x 20 steps per
-process. The gradient is that of the mean loss, where the original's is that of unroll_steps
-times it: its updates are ours with the accumulator at 1/T^2 and the clip at 10/T. One ``step`` is one batch on every process; with data parallelism the gradients are
+process. The gradient is that of the mean loss, where the original's is that of T =
+unroll_steps times it: its updates are ours with the accumulator at 1/T^2 and the clip at
+10/T. One ``step`` is one batch on every process; with data parallelism the gradients are
 averaged over processes (DistributedDataParallel), so W processes of B rows train like one
 process of W x B rows.
 
