@@ -152,10 +152,16 @@ class Tokenizer:
 
     def spans(self, text: str) -> List[Tuple[str, int, int]]:
         """``(token, start, end)`` character spans in ``text`` itself (no whitespace
-        collapsing, so answer offsets such as SQuAD's stay valid)."""
-        doc = self.nlp(text.translate(CHAR_MAP))
+        collapsing, so answer offsets such as SQuAD's stay valid).
+
+        The invisible joiners (:data:`INVISIBLE`) are dropped before splitting, as
+        :meth:`tokens` drops them, so the token texts are the same words (``co\u00adoperate``
+        is ``cooperate`` in both); a span still covers them where they sit inside a word."""
+        # positions in ``text`` of the characters kept, to map spaCy's offsets back
+        kept = [i for i, ch in enumerate(text) if ch not in INVISIBLE]
+        doc = self.nlp("".join(text[i] for i in kept).translate(CHAR_MAP))
         texts = _ptb_tokens(doc[:])
-        return [(t, tok.idx, tok.idx + len(tok)) for t, tok in zip(texts, doc)
+        return [(t, kept[tok.idx], kept[tok.idx + len(tok) - 1] + 1) for t, tok in zip(texts, doc)
                 if not tok.is_space]
 
     def pipe(self, texts: Iterable[str], batch_size: int = 256) -> Iterator[List[List[str]]]:
