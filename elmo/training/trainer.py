@@ -238,8 +238,10 @@ def _optimizer(cfg: TrainConfig, params) -> torch.optim.Optimizer:
     raise ValueError(f"optimizer must be 'adagrad' or 'adam', got {cfg.optimizer!r}")
 
 
-def total_steps(cfg: TrainConfig, world_size: int, corpus_stats: Dict[str, int]) -> int:
-    """Steps for ``cfg.epochs`` passes (or ``max_steps``)."""
+def total_steps(cfg: TrainConfig, world_size: int, corpus_stats: Dict[str, int],
+                rows: str = "pieces") -> int:
+    """Steps for ``cfg.epochs`` passes (or ``max_steps``). ``rows``: what a bucketed epoch
+    counts, ``pieces`` (now) or ``sentences`` (a run begun by a version before the pieces)."""
     if cfg.max_steps is not None:
         return cfg.max_steps
     if cfg.layout == "packed":
@@ -247,7 +249,7 @@ def total_steps(cfg: TrainConfig, world_size: int, corpus_stats: Dict[str, int])
         return max(1, math.ceil(cfg.epochs * corpus_stats["tokens"] / per_step))
     # a bucketed row is a piece of a sentence: counting sentences made an epoch of a text with
     # long sentences a fraction of a pass (a third for sentences of 450 words)
-    return max(1, math.ceil(cfg.epochs * corpus_stats["pieces"] / (cfg.batch_size * world_size)))
+    return max(1, math.ceil(cfg.epochs * corpus_stats[rows] / (cfg.batch_size * world_size)))
 
 
 def epoch_positions(cfg: TrainConfig, corpus_stats: Dict[str, int]) -> int:
@@ -649,6 +651,12 @@ class TrainingRun:
         except (OSError, ValueError):  # none yet, or not ours: counted again, and rewritten
             recorded = {}
         self.recorded_files = recorded.get("files") if isinstance(recorded, dict) else None
+        # A run begun before the pieces were counted planned its bucketed epochs in sentences:
+        # resumed, it keeps that step count (see _keep_epoch_rows), recorded here as
+        # epoch_rows so that its later sessions keep it too.
+        self.epoch_rows = "pieces"
+        self.begun_counting_sentences = self.recorded_files == self.corpus_files and (
+            "pieces" not in recorded or recorded.get("epoch_rows") == "sentences")
         # (a file of an earlier version, without the bucketed layout's pieces, is counted again)
         if self.recorded_files == self.corpus_files and "pieces" in recorded:
             self.corpus_stats = {k: recorded[k] for k in ("sentences", "tokens", "pieces")}
@@ -739,6 +747,7 @@ class TrainingRun:
                                   f"rerun with the model and vocabulary it was started with, or use another "
                                   f"--output") from None
         load_optimizer_state(self.optimizer, ckpt["optimizer"])  # (the device may have changed)
+        self._keep_epoch_rows()
         self.lr_before = self.optimizer.param_groups[0]["lr"]
         self._resume_schedule(ckpt)
         self.step_no, self.tokens_done, self.elapsed = ckpt["step"], ckpt["tokens"], ckpt["elapsed"]
@@ -752,6 +761,21 @@ class TrainingRun:
         self.window_resumed = mine.get("log_window")
         if _out_of_time(cfg, ctx, self.elapsed):
             self.n_steps = min(self.n_steps, self.step_no)
+
+    def _keep_epoch_rows(self) -> None:
+        """A resumed bucketed run begun when an epoch counted sentences keeps the steps it
+        planned: the pieces' count (larger where sentences are over MAX_PIECE_LENGTH words)
+        would change its length mid-run, and train a finished run again."""
+        cfg = self.cfg
+        if not (self.begun_counting_sentences and cfg.layout == "bucketed" and cfg.max_steps is None):
+            return
+        self.epoch_rows = "sentences"
+        planned = total_steps(cfg, self.ctx.world_size, self.corpus_stats, rows="sentences")
+        if planned != self.n_steps and self.ctx.is_main:
+            print(f"note: this run began counting its epochs in sentences, not in the rows they make "
+                  f"(sentences over {MAX_PIECE_LENGTH} words are cut into pieces); it keeps its "
+                  f"{planned} steps ({self.n_steps} in pieces)", file=sys.stderr, flush=True)
+        self.n_steps = planned
 
     def _resume_schedule(self, ckpt: Dict[str, Any]) -> None:
         """The learning rate to go on with: the run's lr when it differs (only when allowed:
@@ -809,7 +833,9 @@ class TrainingRun:
             with writing(self.out_dir / "train_config.json"):
                 atomic_write_text(self.out_dir / "train_config.json", cfg.to_json() + "\n")
             with writing(self.stats_path):
-                atomic_write_text(self.stats_path, json.dumps({**self.corpus_stats, "files": self.corpus_files}) + "\n")
+                kept = {"epoch_rows": "sentences"} if self.epoch_rows == "sentences" else {}
+                atomic_write_text(self.stats_path, json.dumps({**self.corpus_stats, **kept,
+                                                               "files": self.corpus_files}) + "\n")
         resumed = self.resume_from is not None
         self.log_file = _Log(self.out_dir / "log.jsonl", ctx.is_main, self.step_no if resumed else None)
         self.n_params = sum(p.numel() for p in self.model.parameters())
