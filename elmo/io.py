@@ -496,7 +496,8 @@ def output_lock(path: Path, name: Optional[Path] = None, wait: float = 1.0) -> I
     another process holds it.
 
     Args:
-        path: the file the lock is for (its lock file is ``path.lock``).
+        path: the file the lock is for (its lock file is ``path.lock``; for a symbolic link
+            to a folder, the folder's).
         name: the output named in the messages (default ``path``; a segment's lock names the
             whole output).
 
@@ -508,7 +509,10 @@ def output_lock(path: Path, name: Optional[Path] = None, wait: float = 1.0) -> I
     from filelock import FileLock, Timeout
 
     name = path if name is None else name
-    file = lock_path(path)
+    # A folder given through a symbolic link is locked as the folder itself: LINK.lock and
+    # FOLDER.lock let one writer through the link and one by the folder's path write into
+    # the one folder. (A link to a file is what an atomic write replaces: its own lock.)
+    file = lock_path(path.resolve() if path.is_symlink() and path.is_dir() else path)
     fds = []
 
     def mark(fd: int) -> None:  # who holds it, for the message a second writer gets
