@@ -1052,3 +1052,20 @@ def test_a_saved_model_cuts_new_texts_as_its_test_texts_were_cut(tmp_path, monke
     (folder / "config.json").write_text(json.dumps(config_json))
     with pytest.raises(TaskModelError, match="'max_tokens' must be null or a positive whole number, got 0"):
         TaskModel.load(folder)
+
+
+def test_predict_jsonl_shows_the_tokens_a_cut_text_was_labelled_from(tmp_path, capsys):
+    """A model of a task with max_tokens labels a text from its first tokens, but elmo
+    predict --format jsonl gave every token of it as the record's 'tokens', as if the label
+    had been read from them all. The record now gives the tokens the model read."""
+    cls = write_task(tmp_path, "classification")
+    cls["max_tokens"] = 2
+    config = write_config(tmp_path, [cls], variants=[{"name": "baseline"}],
+                          train={"epochs": 1, "batch_size": 8})
+    run_experiment(load_config(config), out=tmp_path / "res", log=lambda s: None, save_models=True)
+    folder = tmp_path / "res" / "models" / "my-classification" / "baseline" / "seed-1"
+    (tmp_path / "in.txt").write_text("the big dog ran home\nhi\n")
+    assert main(["predict", str(folder), str(tmp_path / "in.txt"), "--format", "jsonl", "--quiet"]) == 0
+    records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [r["tokens"] for r in records] == [["the", "big"], ["hi"]]
+    assert [r["text"] for r in records] == ["the big dog ran home", "hi"]

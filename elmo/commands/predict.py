@@ -143,7 +143,8 @@ def _predict(args: argparse.Namespace, output: Optional[str]) -> int:
     labels = predict_examples(model, examples, args.batch_size, progress=not args.quiet)
     _note_empty(args.input, examples, fmt, spec.token_labels)
     out = []
-    for text, ex, label in zip(texts, examples, labels):
+    # (the tokens shown are those the label was read from: a task with max_tokens cuts them)
+    for text, ex, label in zip(texts, map(model.saved.cut, examples), labels):
         if fmt == "conll":
             if ex.tokens:  # an empty sentence has no block (a blank line more would merge blocks)
                 out += [f"{w}\t{t}" for w, t in zip(ex.tokens, label)] + [""]
