@@ -41,8 +41,8 @@ CHAR_MAP = str.maketrans({
 #: non-joiner and joiner, word joiner, direction marks and embeddings). :func:`tokenize` and
 #: :func:`normalize` drop them: as any other symbol they were tokens of their own, so
 #: ``co\u00adoperate`` gave three tokens, the middle one invisible. (The zero-width space and
-#: the BOM separate words: CHAR_MAP makes them spaces. :meth:`Tokenizer.spans` keeps them,
-#: as its offsets are into the text as given.)
+#: the BOM separate words: CHAR_MAP makes them spaces.) :meth:`Tokenizer.spans` drops them
+#: from its tokens too, its offsets still into the text as given; so does the spaCy component.
 INVISIBLE = "\u00ad\u200c\u200d\u200e\u200f\u2060\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
 
 #: CHAR_MAP, and the invisible characters deleted.
