@@ -194,13 +194,18 @@ def atomic_folder(folder: Path) -> Iterator[Path]:
     ``folder`` as it was (files of two versions side by side would load as one model); the next
     writer deletes the partial folder. On Linux the two folders swap in one step, so a reader
     finds the old folder or the new one, never none or a half-deleted one; elsewhere the old
-    folder is deleted just before the new one is renamed. The caller must be the folder's only
-    writer."""
+    folder is deleted just before the new one is renamed. A symbolic link to a folder stays:
+    the folder it names is replaced. The caller must be the folder's only writer."""
+    named = folder
+    if folder.is_symlink() and folder.is_dir():
+        # (the link could be neither swapped nor deleted with rmtree: the write ended in a bare
+        # "Cannot call rmtree on a symbolic link", the new files left in LINK.partial)
+        folder = folder.resolve()
     tmp = folder.with_name(folder.name + ".partial")
     shutil.rmtree(tmp, ignore_errors=True)   # what a killed writer left
     try:
         tmp.mkdir(parents=True)
-        with naming_as(tmp, folder):
+        with naming_as(tmp, named):
             yield tmp
         for path in tmp.iterdir():   # on the disk before the folder takes the name (atomic_commit)
             if path.is_file():

@@ -707,3 +707,21 @@ def test_full_disk_in_a_text_file_names_the_file(tmp_path, monkeypatch, capsys):
     assert cli_main(["vocab", "build", str(corpus), "-o", str(vocab)]) == 1
     assert one_error_line(capsys.readouterr().err).strip() == f"elmo vocab: error: {vocab}: No space left on device"
     assert not (tmp_path / "out").exists()    # (no temporary, and no folder made for it: see vocab build)
+
+
+def test_atomic_folder_through_a_link_replaces_the_linked_folder(tmp_path):
+    """A folder written whole through a symbolic link (a run's model/ linked to other storage)
+    ended in a bare 'Cannot call rmtree on a symbolic link' after every file was written, the
+    new files left in LINK.partial. The linked folder is now replaced and the link kept."""
+    from elmo.io import atomic_folder
+    real = tmp_path / "storage" / "model"
+    real.mkdir(parents=True)
+    (real / "old.txt").write_text("old\n")
+    link = tmp_path / "model"
+    link.symlink_to(real, target_is_directory=True)
+    with atomic_folder(link) as tmp:
+        (tmp / "new.txt").write_text("new\n")
+    assert link.is_symlink() and link.resolve() == real.resolve()
+    assert sorted(p.name for p in real.iterdir()) == ["new.txt"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model", "storage"]
+    assert sorted(p.name for p in real.parent.iterdir()) == ["model"]
