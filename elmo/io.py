@@ -334,9 +334,13 @@ def same_file(a: Path, b: Path) -> bool:
 
 
 def check_output_dir(path: Path, what: str = "folder") -> None:
-    """Refuse, before any work, a folder path that is taken by a file."""
+    """Refuse, before any work, a folder path that is taken by a file, or that is a symbolic
+    link to nothing (its mkdir raised a bare 'File exists', or a rename named a temporary)."""
     if path.exists() and not path.is_dir():
         raise OutputError(f"{path}: is a file, but the {what} must be a folder; move it away")
+    if path.is_symlink() and not path.exists():
+        raise OutputError(f"{path}: is a symbolic link to {os.readlink(path)}, which does not exist; "
+                          f"make that folder or remove the link")
     _check_parents(path)
 
 

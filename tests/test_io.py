@@ -725,3 +725,21 @@ def test_atomic_folder_through_a_link_replaces_the_linked_folder(tmp_path):
     assert sorted(p.name for p in real.iterdir()) == ["new.txt"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model", "storage"]
     assert sorted(p.name for p in real.parent.iterdir()) == ["model"]
+
+
+def test_a_folder_output_that_is_a_dangling_link_is_one_line(tmp_path, capsys):
+    """A model folder given as a symbolic link to a folder not there: save_pretrained raised a
+    bare '[Errno 17] File exists', and convert stopped naming its own temporary folder ('.LINK
+    .HOST-PID-....converting: Not a directory'). Both now name the link and where it points."""
+    import elmo
+    from elmo.io import OutputError
+    from tests.conftest import random_bilm
+    link = tmp_path / "model"
+    link.symlink_to(tmp_path / "nowhere")
+    with pytest.raises(OutputError, match=f"^{link}: is a symbolic link to {tmp_path / 'nowhere'}, "
+                                          f"which does not exist"):
+        elmo.save_pretrained(random_bilm(seed=0), link)
+    assert cli_main(["convert", "fixture", str(link)]) == 1
+    err = capsys.readouterr().err
+    assert f"{link}: is a symbolic link to" in err and ".converting" not in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model"]
