@@ -307,10 +307,12 @@ def warm_start_record(init_from: str) -> Dict[str, Any]:
             "steps_before": base.get("steps"), "base_train_config": base.get("train_config")}
 
 
-def load_training_vocabulary(path: str | Path) -> Vocabulary:
+def load_training_vocabulary(path: str | Path, notes: bool = True) -> Vocabulary:
     """The vocabulary file, with its counts when ``elmo vocab build`` wrote them beside it
     (``NAME.counts.tsv``) or it is a model folder's ``vocab.txt`` beside its
-    ``vocab_counts.tsv`` (a warm start from the folder), so the exported model keeps them."""
+    ``vocab_counts.tsv`` (a warm start from the folder), so the exported model keeps them.
+    ``notes``: print the note on counts of other words (False: a process other than rank 0,
+    so that torchrun's processes do not each print it)."""
     from .export import COUNTS_FILE, VOCAB_FILE
     from .vocab_build import default_counts_path
     vocab = Vocabulary.load(path)
@@ -323,9 +325,10 @@ def load_training_vocabulary(path: str | Path) -> Vocabulary:
             if with_counts.words == vocab.words:
                 return with_counts
             # (they were dropped without a word: the trained model came out without its counts)
-            print(f"note: {counts_file} holds the counts of other words than {path} (another "
-                  f"build's, or a vocab build stopped half-way); they are not used: run elmo "
-                  f"vocab build again to write the two together", file=sys.stderr, flush=True)
+            if notes:
+                print(f"note: {counts_file} holds the counts of other words than {path} (another "
+                      f"build's, or a vocab build stopped half-way); they are not used: run elmo "
+                      f"vocab build again to write the two together", file=sys.stderr, flush=True)
     return vocab
 
 
@@ -610,7 +613,7 @@ class TrainingRun:
     def setup(self) -> None:
         """Vocabulary, model, batches, optimizer and sampler; the corpus size and step count."""
         cfg, ctx = self.cfg, self.ctx
-        self.vocab = load_training_vocabulary(cfg.vocab)
+        self.vocab = load_training_vocabulary(cfg.vocab, notes=ctx.is_main)
         self.vocab_sha256 = vocabulary_digest(self.vocab)
         torch.manual_seed(cfg.seed)  # the same initial weights on every rank
         self.model = build_model(cfg, self.vocab).to(ctx.device)
