@@ -194,13 +194,18 @@ def atomic_folder(folder: Path) -> Iterator[Path]:
     ``folder`` as it was (files of two versions side by side would load as one model); the next
     writer deletes the partial folder. On Linux the two folders swap in one step, so a reader
     finds the old folder or the new one, never none or a half-deleted one; elsewhere the old
-    folder is deleted just before the new one is renamed. The caller must be the folder's only
-    writer."""
+    folder is deleted just before the new one is renamed. A symbolic link to a folder stays:
+    the folder it names is replaced. The caller must be the folder's only writer."""
+    named = folder
+    if folder.is_symlink() and folder.is_dir():
+        # (the link could be neither swapped nor deleted with rmtree: the write ended in a bare
+        # "Cannot call rmtree on a symbolic link", the new files left in LINK.partial)
+        folder = folder.resolve()
     tmp = folder.with_name(folder.name + ".partial")
     shutil.rmtree(tmp, ignore_errors=True)   # what a killed writer left
     try:
         tmp.mkdir(parents=True)
-        with naming_as(tmp, folder):
+        with naming_as(tmp, named):
             yield tmp
         for path in tmp.iterdir():   # on the disk before the folder takes the name (atomic_commit)
             if path.is_file():
@@ -329,9 +334,13 @@ def same_file(a: Path, b: Path) -> bool:
 
 
 def check_output_dir(path: Path, what: str = "folder") -> None:
-    """Refuse, before any work, a folder path that is taken by a file."""
+    """Refuse, before any work, a folder path that is taken by a file, or that is a symbolic
+    link to nothing (its mkdir raised a bare 'File exists', or a rename named a temporary)."""
     if path.exists() and not path.is_dir():
         raise OutputError(f"{path}: is a file, but the {what} must be a folder; move it away")
+    if path.is_symlink() and not path.exists():
+        raise OutputError(f"{path}: is a symbolic link to {os.readlink(path)}, which does not exist; "
+                          f"make that folder or remove the link")
     _check_parents(path)
 
 
@@ -496,7 +505,8 @@ def output_lock(path: Path, name: Optional[Path] = None, wait: float = 1.0) -> I
     another process holds it.
 
     Args:
-        path: the file the lock is for (its lock file is ``path.lock``).
+        path: the file the lock is for (its lock file is ``path.lock``; for a symbolic link
+            to a folder, the folder's).
         name: the output named in the messages (default ``path``; a segment's lock names the
             whole output).
 
@@ -508,7 +518,10 @@ def output_lock(path: Path, name: Optional[Path] = None, wait: float = 1.0) -> I
     from filelock import FileLock, Timeout
 
     name = path if name is None else name
-    file = lock_path(path)
+    # A folder given through a symbolic link is locked as the folder itself: LINK.lock and
+    # FOLDER.lock let one writer through the link and one by the folder's path write into
+    # the one folder. (A link to a file is what an atomic write replaces: its own lock.)
+    file = lock_path(path.resolve() if path.is_symlink() and path.is_dir() else path)
     fds = []
 
     def mark(fd: int) -> None:  # who holds it, for the message a second writer gets

@@ -17,7 +17,9 @@ installed package needs no import::
 ``all`` (the L + 1 layers concatenated: (n_tokens, (L + 1) * D)). Both components embed
 ``nlp.pipe`` batches together (``batch_size`` sentences per biLM call); the words are the
 Doc's tokens as spaCy split them, but its whitespace tokens (``token.is_space``), which get a
-zero row, no vector (``has_vector`` False) and no tag, and count in no mean.
+zero row, no vector (``has_vector`` False) and no tag, and count in no mean; so do tokens of
+invisible marks only (a lone direction mark), and the invisible joiners inside a token (a soft
+hyphen) are dropped from the word, as :func:`elmo.tokenize.tokenize` drops them.
 """
 from __future__ import annotations
 
@@ -28,12 +30,29 @@ from spacy.language import Language
 from spacy.tokens import Doc, Span
 from spacy.util import minibatch
 
+from .tokenize import INVISIBLE
+
+
+#: The invisible joiners and marks (:data:`elmo.tokenize.INVISIBLE`) deleted from a token.
+_DROP_INVISIBLE = str.maketrans(dict.fromkeys(INVISIBLE))
+
+
+def _word_text(token) -> str:
+    """The token's text as elmo's tokenizer gives a word: without the invisible joiners and
+    marks spaCy keeps in a token (``co\u00adoperate`` is ``cooperate``)."""
+    return token.text.translate(_DROP_INVISIBLE)
+
+
+def _is_word(token) -> bool:
+    """Not a whitespace token (``is_space``: a double space, a newline) nor one of invisible
+    marks only (a lone direction mark), which no biLM or task model saw in training; given to
+    them, they changed the words' vectors and tags around them."""
+    return not token.is_space and bool(_word_text(token))
+
 
 def _words(doc) -> List[int]:
-    """The positions of the Doc's words: its tokens but spaCy's whitespace tokens (``is_space``:
-    a double space, a newline), which no biLM or task model saw in training; given to them,
-    they changed the words' vectors and tags around them."""
-    return [t.i for t in doc if not t.is_space]
+    """The positions of the Doc's words (:func:`_is_word`)."""
+    return [t.i for t in doc if _is_word(t)]
 
 
 def _token_vector(token):
@@ -54,7 +73,7 @@ def _span_vector(span):
 
 
 def _token_has_vector(token) -> bool:
-    return not token.is_space
+    return _is_word(token)
 
 
 def _has_vector(_obj) -> bool:
@@ -97,7 +116,7 @@ class ElmoVectors(_BatchedComponent):
 
     def _set(self, docs: List[Doc]) -> None:
         words = [_words(d) for d in docs]
-        arrays = self.embedder.embed_sentences([[d[i].text for i in w] for d, w in zip(docs, words)],
+        arrays = self.embedder.embed_sentences([[_word_text(d[i]) for i in w] for d, w in zip(docs, words)],
                                                self.selection)
         for doc, rows, arr in zip(docs, words, arrays):
             if arr.ndim == 3:                                # "all": (L + 1, n, D) -> (n, (L+1) D)
@@ -155,7 +174,7 @@ class ElmoTaskAnnotator(_BatchedComponent):
     def _set(self, docs: List[Doc]) -> None:
         from .tasks.metrics import bio_spans
         words = [_words(d) for d in docs]
-        predicted = self.model.predict([[d[i].text for i in w] for d, w in zip(docs, words)],
+        predicted = self.model.predict([[_word_text(d[i]) for i in w] for d, w in zip(docs, words)],
                                        self.batch_size)
         for doc, rows, pred in zip(docs, words, predicted):
             if not self.task_kind.token_labels:

@@ -41,8 +41,8 @@ CHAR_MAP = str.maketrans({
 #: non-joiner and joiner, word joiner, direction marks and embeddings). :func:`tokenize` and
 #: :func:`normalize` drop them: as any other symbol they were tokens of their own, so
 #: ``co\u00adoperate`` gave three tokens, the middle one invisible. (The zero-width space and
-#: the BOM separate words: CHAR_MAP makes them spaces. :meth:`Tokenizer.spans` keeps them,
-#: as its offsets are into the text as given.)
+#: the BOM separate words: CHAR_MAP makes them spaces.) :meth:`Tokenizer.spans` drops them
+#: from its tokens too, its offsets still into the text as given; so does the spaCy component.
 INVISIBLE = "\u00ad\u200c\u200d\u200e\u200f\u2060\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
 
 #: CHAR_MAP, and the invisible characters deleted.
@@ -152,10 +152,16 @@ class Tokenizer:
 
     def spans(self, text: str) -> List[Tuple[str, int, int]]:
         """``(token, start, end)`` character spans in ``text`` itself (no whitespace
-        collapsing, so answer offsets such as SQuAD's stay valid)."""
-        doc = self.nlp(text.translate(CHAR_MAP))
+        collapsing, so answer offsets such as SQuAD's stay valid).
+
+        The invisible joiners (:data:`INVISIBLE`) are dropped before splitting, as
+        :meth:`tokens` drops them, so the token texts are the same words (``co\u00adoperate``
+        is ``cooperate`` in both); a span still covers them where they sit inside a word."""
+        # positions in ``text`` of the characters kept, to map spaCy's offsets back
+        kept = [i for i, ch in enumerate(text) if ch not in INVISIBLE]
+        doc = self.nlp("".join(text[i] for i in kept).translate(CHAR_MAP))
         texts = _ptb_tokens(doc[:])
-        return [(t, tok.idx, tok.idx + len(tok)) for t, tok in zip(texts, doc)
+        return [(t, kept[tok.idx], kept[tok.idx + len(tok) - 1] + 1) for t, tok in zip(texts, doc)
                 if not tok.is_space]
 
     def pipe(self, texts: Iterable[str], batch_size: int = 256) -> Iterator[List[List[str]]]:

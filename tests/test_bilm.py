@@ -437,3 +437,25 @@ def test_inference_under_cuda_like_bf16_autocast(cuda_like_autocast):
     for a, b in zip(low, exact):
         assert torch.isfinite(a).all() and a.shape == b.shape
         assert float((a.float() - b).abs().max()) < 0.05 * float(b.abs().max()) + 1e-3
+
+
+def test_loading_weights_of_other_modules_keeps_the_carried_state():
+    """load_state_dict of a partial dict without the biLM's weights (an Elmo's mix alone,
+    strict=False) forgot the state the unchanged biLM carried: the next call of a stream
+    started from zeros, as if a new text began. Only the biLM's own weights reset it."""
+    from elmo import Elmo
+    ids = batch_to_ids([["the", "dog"], ["a"]])
+
+    def stream(load_mix: bool):
+        torch.manual_seed(0)
+        bilm = random_bilm(seed=0)
+        bilm.stateful = True
+        model = Elmo(module=bilm, num_output_representations=1, dropout=0.0)
+        with torch.no_grad():
+            model(ids)
+            if load_mix:
+                mix = {k: v for k, v in model.state_dict().items() if k.startswith("scalar_mix")}
+                assert mix and model.load_state_dict(mix, strict=False).missing_keys
+            return model(ids)["elmo_representations"][0]
+
+    assert torch.equal(stream(load_mix=True), stream(load_mix=False))

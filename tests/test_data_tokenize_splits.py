@@ -87,3 +87,15 @@ def test_the_embed_tokenizer_agrees_with_the_corpus_tokenizer_on_quotes(tok):
     from elmo.tokenize import tokenize
     text = 'She said "no" and \u201cyes\u201d (\u2018maybe\u2019), then "bye."'
     assert tokenize(text) == tok.tokens(text)
+
+
+def test_spans_drop_invisible_joiners_as_tokens_does(tok):
+    """spans gave 'co\\xadoperate' and 'with\\u200d' (and a lone mark a token of its own) where
+    tokens() gives 'cooperate' and 'with': a SQuAD context then held other words than its
+    question. The texts now match tokens(); the offsets still point into the text as given."""
+    text = "We co\u00adoperate with\u200d them \u200e, don\u00ad't we?"
+    spans = tok.spans(text)
+    assert [t for t, _, _ in spans] == tok.tokens(text)
+    assert [text[s:e].replace("\u00ad", "").replace("\u200d", "") for t, s, e in spans][:4] == [
+        "We", "cooperate", "with", "them"]
+    assert all("\u200e" not in text[s:e] for _, s, e in spans)

@@ -846,3 +846,19 @@ def test_a_full_disk_while_downloading_is_one_line_and_the_next_call_resumes(cac
         elmo.load_original(server.url(CONF_OPTIONS), server.url(CONF_WEIGHTS))
         assert server.gets(CONF_WEIGHTS)[-1] == f"bytes={kept}-"
     assert dest.read_bytes() == weights
+
+
+def test_offline_an_http_url_cached_before_the_schemes_were_told_apart_is_named(cache, monkeypatch):
+    """A file of an http URL cached before http and https had paths of their own lies at the
+    path https now has: offline, the error said only that the URL was not in the cache. It
+    now names that file, which may be the one the user means to use."""
+    from elmo.hub.download import DownloadError, fetch
+    url = "http://h.org/m/w.hdf5"
+    old = cache_path("https://h.org/m/w.hdf5")          # the path both schemes shared
+    old.parent.mkdir(parents=True)
+    old.write_bytes(b"cached before")
+    monkeypatch.setenv("ELMO_OFFLINE", "1")
+    with pytest.raises(DownloadError) as e:
+        fetch(url, progress=False)
+    assert f"(expected {cache_path(url)})" in str(e.value) and str(old) in str(e.value)
+    assert "\n" not in str(e.value)

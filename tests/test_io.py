@@ -707,3 +707,39 @@ def test_full_disk_in_a_text_file_names_the_file(tmp_path, monkeypatch, capsys):
     assert cli_main(["vocab", "build", str(corpus), "-o", str(vocab)]) == 1
     assert one_error_line(capsys.readouterr().err).strip() == f"elmo vocab: error: {vocab}: No space left on device"
     assert not (tmp_path / "out").exists()    # (no temporary, and no folder made for it: see vocab build)
+
+
+def test_atomic_folder_through_a_link_replaces_the_linked_folder(tmp_path):
+    """A folder written whole through a symbolic link (a run's model/ linked to other storage)
+    ended in a bare 'Cannot call rmtree on a symbolic link' after every file was written, the
+    new files left in LINK.partial. The linked folder is now replaced and the link kept."""
+    from elmo.io import atomic_folder
+    real = tmp_path / "storage" / "model"
+    real.mkdir(parents=True)
+    (real / "old.txt").write_text("old\n")
+    link = tmp_path / "model"
+    link.symlink_to(real, target_is_directory=True)
+    with atomic_folder(link) as tmp:
+        (tmp / "new.txt").write_text("new\n")
+    assert link.is_symlink() and link.resolve() == real.resolve()
+    assert sorted(p.name for p in real.iterdir()) == ["new.txt"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model", "storage"]
+    assert sorted(p.name for p in real.parent.iterdir()) == ["model"]
+
+
+def test_a_folder_output_that_is_a_dangling_link_is_one_line(tmp_path, capsys):
+    """A model folder given as a symbolic link to a folder not there: save_pretrained raised a
+    bare '[Errno 17] File exists', and convert stopped naming its own temporary folder ('.LINK
+    .HOST-PID-....converting: Not a directory'). Both now name the link and where it points."""
+    import elmo
+    from elmo.io import OutputError
+    from tests.conftest import random_bilm
+    link = tmp_path / "model"
+    link.symlink_to(tmp_path / "nowhere")
+    with pytest.raises(OutputError, match=f"^{link}: is a symbolic link to {tmp_path / 'nowhere'}, "
+                                          f"which does not exist"):
+        elmo.save_pretrained(random_bilm(seed=0), link)
+    assert cli_main(["convert", "fixture", str(link)]) == 1
+    err = capsys.readouterr().err
+    assert f"{link}: is a symbolic link to" in err and ".converting" not in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model"]

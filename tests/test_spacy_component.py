@@ -194,3 +194,20 @@ def test_task_tags_and_entities_skip_whitespace_tokens(monkeypatch):
     assert seen == [["in", "New", "York", ",", "Ada"]]
     assert [(t.text, t.tag_) for t in doc if t.is_space] == [(" ", ""), ("\n", ""), ("\n", "")]
     assert [(e.text, e.label_) for e in doc.ents] == [("New\nYork", "x"), ("Ada", "x")]
+
+
+def test_invisible_joiners_are_dropped_as_the_tokenizer_drops_them():
+    """spaCy keeps a soft hyphen or zero-width joiner inside a token ('co\\u00adoperate') and
+    makes a lone direction mark a token: the biLM got other words than elmo's own tokenizer
+    gives it (which drops them), and the mark, a word of its own, changed the vectors around
+    it. The marks are dropped from the words, and a token of marks only is no word (as a
+    whitespace token)."""
+    nlp = spacy.blank("en")
+    nlp.add_pipe("elmo", config={"model": "fixture"})
+    plain, marked = nlp("We cooperate with them ."), nlp("We co\u00adoperate with\u200d them \u200e .")
+    words = [t for t in marked if t.text != "\u200e"]
+    assert len(marked) == len(plain) + 1 and len(words) == len(plain)
+    np.testing.assert_allclose(np.stack([t.vector for t in words]), plain.tensor, rtol=0, atol=1e-6)
+    mark = next(t for t in marked if t.text == "\u200e")
+    assert not mark.has_vector and not mark.vector.any()
+    np.testing.assert_allclose(marked.vector, plain.vector, rtol=0, atol=1e-6)

@@ -704,3 +704,18 @@ def test_bf16_training_step_under_cuda_like_autocast(cuda_like_autocast):
     assert torch.isfinite(out["loss"])
     assert all(p.dtype == torch.float32 for p in model.parameters())
     assert any(not torch.equal(a, p) for a, p in zip(before, model.parameters()))
+
+
+def test_the_note_on_counts_of_other_words_comes_from_the_main_process_only(tmp_path, capsys):
+    """Every process torchrun started printed the note on counts of other words beside the
+    vocabulary (8 processes: 8 copies), where the run's other notes come from rank 0 only."""
+    from elmo.training.distributed import Context
+    from elmo.training.trainer import TrainingRun
+    train_txt, _, vocab_txt = write_toy_corpus(tmp_path / "data")
+    Vocabulary.from_counts({"a": 2, "dog": 1}).save(tmp_path / "data" / "vocab.counts.tsv", with_counts=True)
+    cfg = tiny_config(tmp_path / "run", train_txt, vocab_txt)
+    notes = []
+    for rank in (1, 0):
+        TrainingRun(cfg, Context(rank=rank, world_size=2, local_rank=rank)).setup()
+        notes.append(capsys.readouterr().err.count("holds the counts of other words"))
+    assert notes == [0, 1]

@@ -15,6 +15,7 @@ import pytest
 from elmo.training.checkpoint import latest_checkpoint, list_checkpoints, load_checkpoint
 from elmo.training.resume import ResumeMismatch
 from elmo.training.trainer import train
+from elmo.vocab import Vocabulary
 from training_helpers import tiny_config, write_toy_corpus
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -294,3 +295,32 @@ def test_load_optimizer_state_keeps_the_implementation_both_ways():
     load_optimizer_state(on_cpu, plain.state_dict())
     assert on_cpu.param_groups[0]["fused"] is True
     assert torch.equal(next(iter(on_cpu.state.values()))["sum"], plain.state[params[0]]["sum"])
+
+
+def _old_stats(run):
+    """corpus_stats.json as a version before the bucketed layout's pieces wrote it."""
+    path = run / "corpus_stats.json"
+    stats = json.loads(path.read_text())
+    del stats["pieces"]
+    path.write_text(json.dumps(stats) + "\n")
+
+
+def test_a_bucketed_run_begun_before_pieces_keeps_its_step_count_on_resume(tmp_path, capsys):
+    """A bucketed run begun when an epoch counted sentences (its corpus_stats.json without
+    'pieces') took the pieces' larger count on resume: a run of 250-word sentences planned
+    for 3 steps went on to 6 without a word, and a finished one trained again. It keeps the
+    steps it began with (in every later session too) and says so; a new run counts pieces."""
+    from training_helpers import tiny_model_options
+    sentences = [[f"w{(i * 7 + k) % 9}" for k in range(250)] for i in range(6)]
+    (tmp_path / "t.txt").write_text("".join(" ".join(s) + "\n" for s in sentences))
+    Vocabulary.from_counts({f"w{k}": 1 for k in range(9)}).save(tmp_path / "v.txt")
+    run = tmp_path / "run"
+    cfg = tiny_config(run, tmp_path / "t.txt", tmp_path / "v.txt", layout="bucketed", batch_size=2,
+                      export=False, checkpoint_every=1, options=tiny_model_options(dim=8, proj=4))
+    assert train(cfg, stop_after=1)["steps"] == 6             # 12 pieces, 2 a step
+    _old_stats(run)                                            # as if begun by the earlier version
+    assert train(cfg, stop_after=1)["steps"] == 3             # 6 sentences, 2 a step
+    assert "3 steps" in capsys.readouterr().err
+    summary = train(cfg)                                       # a later session: still 3
+    assert (summary["steps"], summary["step"], summary["finished"]) == (3, 3, True)
+    assert train(cfg)["step"] == 3                             # finished: nothing more

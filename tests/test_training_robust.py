@@ -1118,3 +1118,22 @@ def test_finetune_batch_leaves_enough_steps_with_several_processes(tmp_path, mon
     assert total_steps(dataclasses.replace(cfg, batch_size=batch), world_size, stats) >= MIN_STEPS_PER_EPOCH
     monkeypatch.setenv("WORLD_SIZE", str(world_size))
     assert launched_world_size() == world_size
+
+
+def test_finetune_bucketed_batch_counts_the_pieces_of_long_sentences(tmp_path):
+    """A bucketed epoch reads every piece of a sentence over MAX_PIECE_LENGTH words as a row of
+    its own, but finetune fitted its batch to the sentence count: 200 sentences of 450 words
+    (600 rows) got 10 rows a step and 60 steps an epoch, where 30 rows give the 20 promised.
+    The batch now leaves 20 steps of the rows an epoch reads (not three times as many)."""
+    from elmo.data.corpus import count_tokens
+    from elmo.data.lm_batches import MAX_PIECE_LENGTH
+    from elmo.training.finetune import MIN_STEPS_PER_EPOCH, fitted_batch_size
+    from elmo.training.trainer import total_steps
+
+    sentences = [[f"w{k % 7}" for k in range(450)]] * 200
+    (tmp_path / "t.txt").write_text("".join(" ".join(s) + "\n" for s in sentences))
+    stats = count_tokens([tmp_path / "t.txt"], piece_length=MAX_PIECE_LENGTH)
+    cfg = tiny_config(tmp_path / "run", tmp_path / "t.txt", "", batch_size=128, layout="bucketed")
+    batch = fitted_batch_size(cfg, sentences)
+    steps = lambda b: total_steps(dataclasses.replace(cfg, batch_size=b), 1, stats)
+    assert MIN_STEPS_PER_EPOCH <= steps(batch) <= MIN_STEPS_PER_EPOCH + 1

@@ -617,3 +617,26 @@ def test_a_second_save_original_to_one_pair_is_refused_while_the_first_writes(tm
     assert sorted(p.name for p in tmp_path.iterdir()) == ["options.json", "weights.hdf5"]   # (no lock files)
     with pytest.raises(ValueError, match="are one file"):
         elmo.save_original(first, weights, weights)
+
+
+@pytest.mark.parametrize("writer", ["save_pretrained", "convert"])
+def test_a_model_folder_through_a_link_takes_the_folder_s_own_lock(tmp_path, capsys, writer):
+    """A model folder given through a symbolic link was locked as LINK.lock, and the same
+    folder by its own path as FOLDER.lock: two writers, one through each, both wrote into
+    the one folder (convert's two FOLDER.partial, one deleting the other's). The lock is now
+    the folder's own, so the second is refused."""
+    from elmo.cli import main
+    from elmo.io import OutputBusy, output_lock
+
+    real = tmp_path / "real"
+    elmo.save_pretrained(random_bilm(seed=3), real)
+    link = tmp_path / "link"
+    link.symlink_to(real, target_is_directory=True)
+    with output_lock(real):
+        if writer == "save_pretrained":
+            with pytest.raises(OutputBusy, match=f"^{link} is already being written"):
+                elmo.save_pretrained(random_bilm(seed=4), link)
+        else:
+            assert main(["convert", "fixture", str(link), "--overwrite"]) == 1
+            assert "is already being written" in capsys.readouterr().err
+    assert torch.equal(elmo.from_pretrained(link).lstm.layers[0].bias, random_bilm(seed=3).lstm.layers[0].bias)

@@ -145,6 +145,20 @@ def _unmarked_scheme(parts) -> str:
     return "http" if form("http") in published and form("https") not in published else "https"
 
 
+def _twin_note(url: str, dest: Path) -> str:
+    """Where the other scheme of ``url`` has a cached file, a note naming it for an offline
+    error: a file cached before http and https had paths of their own lies there (the path
+    without a scheme mark), and the error named only the path the URL has now."""
+    parts = urlsplit(url)
+    if parts.scheme.lower() not in ("http", "https"):
+        return ""
+    twin = cache_path(parts._replace(scheme="https" if parts.scheme.lower() == "http" else "http").geturl())
+    if twin == dest or not twin.is_file() or dest != cache_path(url):
+        return ""
+    return (f"; a file cached for its other scheme, or before http and https were cached apart, "
+            f"is {twin}: copy it to the expected path if it is the one meant")
+
+
 def cached(url: str) -> Optional[Path]:
     """The cached file of ``url`` if it was downloaded and verified, else None."""
     path = cache_path(url)
@@ -177,7 +191,7 @@ def fetch(url: str, *, dest: Optional[Path] = None, sha256: Optional[str] = None
         what = ("its cached copy does not match the pinned sha256" if dest.is_file()
                 else "is not in the cache")
         raise DownloadError(f"ELMO_OFFLINE is set and {url} {what} "
-                            f"(expected {dest}); unset ELMO_OFFLINE to download it")
+                            f"(expected {dest}){_twin_note(url, dest)}; unset ELMO_OFFLINE to download it")
     make_cache_folder(dest.parent)
     lock = FileLock(str(dest) + ".lock")
     try:

@@ -125,12 +125,14 @@ class BiLM(nn.Module):
             self._states = [(fn(c), fn(h)) for c, h in self._states]
         return result
 
-    def _load_from_state_dict(self, *args, **kwargs):
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
         # Called for this module by load_state_dict on it or on any module holding it (an
         # Elmo): a state carried under the old weights would start the new weights' next call,
-        # giving vectors of neither model. (.to() keeps it: the weights stay the same.)
-        self.reset_states()
-        super()._load_from_state_dict(*args, **kwargs)
+        # giving vectors of neither model. (.to() keeps it: the weights stay the same; so does
+        # a partial dict without this module's weights, an Elmo's mix alone, strict=False.)
+        if any(key.startswith(prefix) for key in state_dict):
+            self.reset_states()
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
     @property
     def output_dim(self) -> int:

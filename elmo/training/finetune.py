@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
 from ..data.corpus import expand_paths, file_fingerprint, iter_file_sentences
+from ..data.lm_batches import MAX_PIECE_LENGTH
 from ..training.evaluate import perplexity
 from ..io import atomic_write_text, check_output_dir, no_empty_folder_on_failure, same_file
 from .. import strict_json
@@ -39,8 +40,11 @@ def fitted_batch_size(cfg: TrainConfig, sentences: Sequence[List[str]], world_si
     if cfg.layout == "packed":  # a step reads rows x unroll_steps positions of the wrapped text
         positions = sum(len(s) + 2 for s in sentences)
         fits = positions // (cfg.unroll_steps * MIN_STEPS_PER_EPOCH * world_size)
-    else:  # bucketed: one sentence (or a piece of one) a row
-        fits = len(sentences) // (MIN_STEPS_PER_EPOCH * world_size)
+    else:  # bucketed: one piece of a sentence a row (a sentence over MAX_PIECE_LENGTH words is
+        # several, as the epoch counts them: fitted to the sentences, such a text got a batch
+        # of a third and three times the steps)
+        rows = sum(-(-len(s) // MAX_PIECE_LENGTH) for s in sentences)
+        fits = rows // (MIN_STEPS_PER_EPOCH * world_size)
     return max(1, min(cfg.batch_size, fits))
 
 

@@ -244,8 +244,10 @@ def _optimizer(cfg: TrainConfig, params) -> torch.optim.Optimizer:
     raise ValueError(f"optimizer must be 'adagrad' or 'adam', got {cfg.optimizer!r}")
 
 
-def total_steps(cfg: TrainConfig, world_size: int, corpus_stats: Dict[str, int]) -> int:
-    """Steps for ``cfg.epochs`` passes (or ``max_steps``)."""
+def total_steps(cfg: TrainConfig, world_size: int, corpus_stats: Dict[str, int],
+                rows: str = "pieces") -> int:
+    """Steps for ``cfg.epochs`` passes (or ``max_steps``). ``rows``: what a bucketed epoch
+    counts, ``pieces`` (now) or ``sentences`` (a run begun by a version before the pieces)."""
     if cfg.max_steps is not None:
         return cfg.max_steps
     if cfg.layout == "packed":
@@ -253,7 +255,7 @@ def total_steps(cfg: TrainConfig, world_size: int, corpus_stats: Dict[str, int])
         return max(1, math.ceil(cfg.epochs * corpus_stats["tokens"] / per_step))
     # a bucketed row is a piece of a sentence: counting sentences made an epoch of a text with
     # long sentences a fraction of a pass (a third for sentences of 450 words)
-    return max(1, math.ceil(cfg.epochs * corpus_stats["pieces"] / (cfg.batch_size * world_size)))
+    return max(1, math.ceil(cfg.epochs * corpus_stats[rows] / (cfg.batch_size * world_size)))
 
 
 def epoch_positions(cfg: TrainConfig, corpus_stats: Dict[str, int]) -> int:
@@ -311,10 +313,12 @@ def warm_start_record(init_from: str) -> Dict[str, Any]:
             "steps_before": base.get("steps"), "base_train_config": base.get("train_config")}
 
 
-def load_training_vocabulary(path: str | Path) -> Vocabulary:
+def load_training_vocabulary(path: str | Path, notes: bool = True) -> Vocabulary:
     """The vocabulary file, with its counts when ``elmo vocab build`` wrote them beside it
     (``NAME.counts.tsv``) or it is a model folder's ``vocab.txt`` beside its
-    ``vocab_counts.tsv`` (a warm start from the folder), so the exported model keeps them."""
+    ``vocab_counts.tsv`` (a warm start from the folder), so the exported model keeps them.
+    ``notes``: print the note on counts of other words (False: a process other than rank 0,
+    so that torchrun's processes do not each print it)."""
     from .export import COUNTS_FILE, VOCAB_FILE
     from .vocab_build import default_counts_path
     vocab = Vocabulary.load(path)
@@ -327,9 +331,10 @@ def load_training_vocabulary(path: str | Path) -> Vocabulary:
             if with_counts.words == vocab.words:
                 return with_counts
             # (they were dropped without a word: the trained model came out without its counts)
-            print(f"note: {counts_file} holds the counts of other words than {path} (another "
-                  f"build's, or a vocab build stopped half-way); they are not used: run elmo "
-                  f"vocab build again to write the two together", file=sys.stderr, flush=True)
+            if notes:
+                print(f"note: {counts_file} holds the counts of other words than {path} (another "
+                      f"build's, or a vocab build stopped half-way); they are not used: run elmo "
+                      f"vocab build again to write the two together", file=sys.stderr, flush=True)
     return vocab
 
 
@@ -614,7 +619,7 @@ class TrainingRun:
     def setup(self) -> None:
         """Vocabulary, model, batches, optimizer and sampler; the corpus size and step count."""
         cfg, ctx = self.cfg, self.ctx
-        self.vocab = load_training_vocabulary(cfg.vocab)
+        self.vocab = load_training_vocabulary(cfg.vocab, notes=ctx.is_main)
         self.vocab_sha256 = vocabulary_digest(self.vocab)
         torch.manual_seed(cfg.seed)  # the same initial weights on every rank
         self.model = build_model(cfg, self.vocab).to(ctx.device)
@@ -655,6 +660,12 @@ class TrainingRun:
         except (OSError, ValueError):  # none yet, or not ours: counted again, and rewritten
             recorded = {}
         self.recorded_files = recorded.get("files") if isinstance(recorded, dict) else None
+        # A run begun before the pieces were counted planned its bucketed epochs in sentences:
+        # resumed, it keeps that step count (see _keep_epoch_rows), recorded here as
+        # epoch_rows so that its later sessions keep it too.
+        self.epoch_rows = "pieces"
+        self.begun_counting_sentences = self.recorded_files == self.corpus_files and (
+            "pieces" not in recorded or recorded.get("epoch_rows") == "sentences")
         # (a file of an earlier version, without the bucketed layout's pieces, is counted again)
         if self.recorded_files == self.corpus_files and "pieces" in recorded:
             self.corpus_stats = {k: recorded[k] for k in ("sentences", "tokens", "pieces")}
@@ -745,6 +756,7 @@ class TrainingRun:
                                   f"rerun with the model and vocabulary it was started with, or use another "
                                   f"--output") from None
         load_optimizer_state(self.optimizer, ckpt["optimizer"])  # (the device may have changed)
+        self._keep_epoch_rows()
         self.lr_before = self.optimizer.param_groups[0]["lr"]
         self._resume_schedule(ckpt)
         self.step_no, self.tokens_done, self.elapsed = ckpt["step"], ckpt["tokens"], ckpt["elapsed"]
@@ -758,6 +770,21 @@ class TrainingRun:
         self.window_resumed = mine.get("log_window")
         if _out_of_time(cfg, ctx, self.elapsed):
             self.n_steps = min(self.n_steps, self.step_no)
+
+    def _keep_epoch_rows(self) -> None:
+        """A resumed bucketed run begun when an epoch counted sentences keeps the steps it
+        planned: the pieces' count (larger where sentences are over MAX_PIECE_LENGTH words)
+        would change its length mid-run, and train a finished run again."""
+        cfg = self.cfg
+        if not (self.begun_counting_sentences and cfg.layout == "bucketed" and cfg.max_steps is None):
+            return
+        self.epoch_rows = "sentences"
+        planned = total_steps(cfg, self.ctx.world_size, self.corpus_stats, rows="sentences")
+        if planned != self.n_steps and self.ctx.is_main:
+            print(f"note: this run began counting its epochs in sentences, not in the rows they make "
+                  f"(sentences over {MAX_PIECE_LENGTH} words are cut into pieces); it keeps its "
+                  f"{planned} steps ({self.n_steps} in pieces)", file=sys.stderr, flush=True)
+        self.n_steps = planned
 
     def _resume_schedule(self, ckpt: Dict[str, Any]) -> None:
         """The learning rate to go on with: the run's lr when it differs (only when allowed:
@@ -815,7 +842,9 @@ class TrainingRun:
             with writing(self.out_dir / "train_config.json"):
                 atomic_write_text(self.out_dir / "train_config.json", cfg.to_json() + "\n")
             with writing(self.stats_path):
-                atomic_write_text(self.stats_path, json.dumps({**self.corpus_stats, "files": self.corpus_files}) + "\n")
+                kept = {"epoch_rows": "sentences"} if self.epoch_rows == "sentences" else {}
+                atomic_write_text(self.stats_path, json.dumps({**self.corpus_stats, **kept,
+                                                               "files": self.corpus_files}) + "\n")
         resumed = self.resume_from is not None
         self.log_file = _Log(self.out_dir / "log.jsonl", ctx.is_main, self.step_no if resumed else None)
         self.n_params = sum(p.numel() for p in self.model.parameters())
