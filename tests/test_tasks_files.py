@@ -621,26 +621,25 @@ def test_predict_refuses_an_output_that_would_replace_what_it_reads(tmp_path, ca
     assert text.read_text() == "the cat\n" and (model / "labels.json").read_text() == '["a"]\n'
 
 
-@pytest.fixture(scope="module")
-def saved_classifier(tmp_path_factory):
-    """A classifier without ELMo and without dev saved by an experiment (one epoch)."""
-    root = tmp_path_factory.mktemp("saved")
-    task = dict(write_task(root, "classification", dev=False), dev_fraction=0)
+def _saved_baseline(root: Path, kind: str) -> Path:
+    """A ``kind`` model without ELMo and without dev saved by an experiment (one epoch)."""
+    task = dict(write_task(root, kind, dev=False), dev_fraction=0)
     config = write_config(root, [task], variants=[{"name": "baseline"}],
                           train={"epochs": 1, "batch_size": 8})
     run_experiment(load_config(config), out=root / "r", log=lambda s: None, save_models=True)
-    return root / "r/models/my-classification/baseline/seed-1"
+    return root / f"r/models/my-{kind}/baseline/seed-1"
+
+
+@pytest.fixture(scope="module")
+def saved_classifier(tmp_path_factory):
+    """A classifier without ELMo and without dev saved by an experiment (one epoch)."""
+    return _saved_baseline(tmp_path_factory.mktemp("saved"), "classification")
 
 
 @pytest.fixture(scope="module")
 def saved_tagger(tmp_path_factory):
     """A tagger without ELMo and without dev saved by an experiment (one epoch)."""
-    root = tmp_path_factory.mktemp("saved_tagger")
-    task = dict(write_task(root, "tagging", dev=False), dev_fraction=0)
-    config = write_config(root, [task], variants=[{"name": "baseline"}],
-                          train={"epochs": 1, "batch_size": 8})
-    run_experiment(load_config(config), out=root / "r", log=lambda s: None, save_models=True)
-    return root / "r/models/my-tagging/baseline/seed-1"
+    return _saved_baseline(tmp_path_factory.mktemp("saved_tagger"), "tagging")
 
 
 def _cut_copy(saved: Path, where: Path, max_tokens: int) -> Path:
