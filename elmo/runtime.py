@@ -12,7 +12,7 @@ import os
 import platform
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Dict, Iterator, Optional, Union
+from typing import Dict, Iterator, Optional, Tuple, Union
 
 import torch
 
@@ -49,6 +49,33 @@ def threads(n: Optional[int]) -> Iterator[int]:
         yield set_threads(n)
     finally:
         torch.set_num_threads(before)
+
+
+#: The variables torchrun sets for each process, and their values when a process runs alone.
+LAUNCH_VARIABLES = {"RANK": 0, "WORLD_SIZE": 1, "LOCAL_RANK": 0}
+
+
+def launch_env() -> Tuple[int, int, int]:
+    """(rank, world size, local rank) as torchrun sets them (``RANK``, ``WORLD_SIZE``,
+    ``LOCAL_RANK``); (0, 1, 0) for a process run alone.
+
+    A value that is not a whole number (``WORLD_SIZE=`` left empty by a shell script), a world
+    size under 1, a negative rank or a rank outside the world is a ValueError naming the
+    variable: ``int()`` said only "invalid literal for int() with base 10: ''"."""
+    values = {}
+    for name, alone in LAUNCH_VARIABLES.items():
+        raw = os.environ.get(name)
+        try:
+            values[name] = alone if raw is None else int(raw)
+        except ValueError:
+            raise ValueError(f"{name}={raw!r} in the environment is not a whole number (torchrun sets "
+                             f"it for each process; unset it to run one process alone)") from None
+    rank, world, local = values["RANK"], values["WORLD_SIZE"], values["LOCAL_RANK"]
+    if world < 1 or not 0 <= rank < world or local < 0:
+        raise ValueError(f"RANK={rank}, WORLD_SIZE={world}, LOCAL_RANK={local} in the environment: "
+                         f"expected 0 <= RANK < WORLD_SIZE and LOCAL_RANK >= 0 (torchrun sets them "
+                         f"for each process; unset them to run one process alone)")
+    return rank, world, local
 
 
 def _one_thread_in_a_forked_child() -> None:

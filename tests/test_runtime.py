@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import re
 
 import pytest
 import torch
@@ -91,3 +92,23 @@ def test_a_forked_child_runs_torch_after_its_parent_ran_parallel_work(tmp_path):
                           env={**os.environ, "PYTHONPATH": str(root)})
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split() == ["True", "1"]
+
+
+@pytest.mark.parametrize("env, named", [({"WORLD_SIZE": ""}, "WORLD_SIZE=''"), ({"RANK": "x"}, "RANK='x'"),
+                                        ({"LOCAL_RANK": "1.5"}, "LOCAL_RANK='1.5'"),
+                                        ({"WORLD_SIZE": "2", "RANK": "2"}, "RANK=2, WORLD_SIZE=2"),
+                                        ({"WORLD_SIZE": "0"}, "WORLD_SIZE=0")])
+def test_torchruns_variables_that_make_no_launch_name_themselves(monkeypatch, env, named):
+    """A WORLD_SIZE left empty by a script (or a rank outside the world) failed in int() with
+    "invalid literal for int() with base 10: ''", naming no variable; train, finetune and embed
+    read them through launch_env, which names it."""
+    from elmo.runtime import launch_env
+    from elmo.training.distributed import is_main_process, launched_world_size
+    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK"):
+        monkeypatch.delenv(name, raising=False)
+    assert launch_env() == (0, 1, 0)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    for read in (launch_env, is_main_process, launched_world_size):
+        with pytest.raises(ValueError, match=re.escape(named)):
+            read()

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shlex
 import sys
 import time
@@ -43,6 +42,7 @@ from .output import (NonFiniteOutput, SegmentWriter, merge_segments, output_comp
                      recorded_model_digests, remove_parts, same_settings, segment_done, segment_path,
                      segment_ready, value_settings)
 from .reader import index_input, indexed_sentences, read_segment, read_sentences, split_tokens
+from ..runtime import launch_env
 from ..tokenize import get_tokenizer
 
 FORMAT_VERSION = 1
@@ -50,8 +50,7 @@ FORMAT_VERSION = 1
 
 def distributed_rank() -> tuple[int, int, int]:
     """(rank, world size, local rank) from the environment torchrun sets; (0, 1, 0) otherwise."""
-    env = os.environ
-    return int(env.get("RANK", 0)), int(env.get("WORLD_SIZE", 1)), int(env.get("LOCAL_RANK", 0))
+    return launch_env()
 
 
 def model_digest(bilm: BiLM, stride: int = 1) -> str:

@@ -5,14 +5,13 @@ CPU and nccl on CUDA. Without those variables everything runs in one process.
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import Any, List
 
 import torch
 import torch.distributed as dist
 
-from ..runtime import resolve_device
+from ..runtime import launch_env, resolve_device
 
 
 @dataclass(frozen=True)
@@ -35,19 +34,17 @@ class Context:
 
 def is_main_process() -> bool:
     """Whether this process is rank 0 (or alone), before :func:`setup` has joined the group."""
-    return int(os.environ.get("RANK", "0")) == 0
+    return launch_env()[0] == 0
 
 
 def launched_world_size() -> int:
     """How many processes torchrun started for this job (1 alone), before :func:`setup`."""
-    return int(os.environ.get("WORLD_SIZE", "1"))
+    return launch_env()[1]
 
 
 def setup(device: str = "auto") -> Context:
     """Join the process group when launched by torchrun; otherwise a single-process context."""
-    world_size = launched_world_size()
-    rank = int(os.environ.get("RANK", "0"))
-    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    rank, world_size, local_rank = launch_env()
     dev = resolve_device(device, local_rank)
     if world_size > 1 and not dist.is_initialized():
         if dev.type == "cuda":
