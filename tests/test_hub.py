@@ -258,6 +258,16 @@ def test_the_published_models_are_cached_where_they_were(cache):
             assert unpacked_path(url) == cache.joinpath("models", "unpacked", parts.netloc, *tail), url
             other = ("https" if parts.scheme == "http" else "http") + url[len(parts.scheme):]
             assert cache_path(other) != cache_path(url), url
+            # the host spelled in capitals is the same host: the same file
+            shouted = url.replace(parts.netloc, parts.netloc.upper(), 1)
+            assert cache_path(shouted) == cache_path(url) and unpacked_path(shouted) == unpacked_path(url), url
+
+
+def test_a_host_in_capitals_is_cached_as_the_host():
+    """Example.COM and example.com are one host, but they got two cached copies of one file;
+    the user part of a URL keeps its case."""
+    assert cache_path("https://Example.COM:8080/m/a.hdf5") == cache_path("https://example.com:8080/m/a.hdf5")
+    assert cache_path("https://Ann@Example.com/m/a.hdf5") != cache_path("https://ann@example.com/m/a.hdf5")
 
 
 def test_a_server_that_is_not_there_is_one_line(monkeypatch):

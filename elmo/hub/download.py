@@ -100,6 +100,8 @@ def cache_path(url: str, root: Optional[Path] = None) -> Path:
     path it always had. Fragments are not sent to the server and are ignored; ``.``, ``..``
     and empty parts are dropped, so a URL can never name a file outside the cache.
 
+    The host is taken in lower case, as it has none.
+
     ``http`` and ``https`` of one URL can serve different bytes: they shared one file. The path
     without a mark is https's, unless the URL's http form is a published model's (which then
     keeps the path it always had); the other scheme gets a folder ``+scheme-http`` (or
@@ -111,6 +113,10 @@ def cache_path(url: str, root: Optional[Path] = None) -> Path:
         return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
     parts = urlsplit(url)
+    # a host name has no case: Example.COM kept a second copy of example.com's files (and a
+    # published model's URL so spelled another path); the user part before an @ keeps its case
+    user, at, host_port = parts.netloc.rpartition("@")
+    parts = parts._replace(netloc=user + at + host_port.lower())
     host = _SAFE.sub("_", parts.netloc) or "_"
     raw = [unquote(p) for p in parts.path.split("/")]
     pieces = [p for p in (_SAFE.sub("_", r) for r in raw) if p not in ("", ".", "..")]
