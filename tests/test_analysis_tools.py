@@ -673,7 +673,10 @@ def test_the_wsd_section_names_the_method_its_results_were_computed_with():
          "layers": [0.5, 0.5, 0.5], "layers_seen_senses": [0.5, 0.5, 0.5], "mfs": 0.5,
          "mfs_seen_senses": 0.5}
     old = "\n".join(_render_wsd(r, "elmo analyze fixture"))
-    assert "## Word senses: 1-nearest-neighbour per layer" in old and "centroid" not in old
+    figures, _, reproduce = old.partition("Reproduce:")
+    assert "## Word senses: 1-nearest-neighbour per layer" in figures and "centroid" not in figures
+    # its command computes centroids now: the line says it would not give these numbers
+    assert "(this version computes the sense centroids with it, not the 1-NN of the numbers above)" in reproduce
     new = "\n".join(_render_wsd({**r, "method": "sense_centroid"}, "elmo analyze fixture"))
     assert "## Word senses: the nearest sense centroid per layer" in new
     assert "1-NN" not in new and "1-nearest" not in new

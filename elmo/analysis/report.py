@@ -836,7 +836,10 @@ def _render_wsd(r: dict, cmd: str) -> List[str]:
                           f"{100 * s['high']:+.2f}). Only those can differ between layers")
         lines += [lines.pop() + ".", ""]
     p = r.get("pca_word")
-    lines += [f"Reproduce: `{cmd}`", "", "![WSD](wsd.png)", ""]
+    # (the command computes sense centroids now: it would not give a 1-NN report's numbers)
+    later = "" if centroid else (" (this version computes the sense centroids with it, not the 1-NN "
+                                 "of the numbers above)")
+    lines += [f"Reproduce: `{cmd}`{later}", "", "![WSD](wsd.png)", ""]
     if p:
         lines += [f"The {p['n']} WordNet examples of `{p['lemma']}` ({p['pos']}, {p['senses']} "
                   "senses with the most examples), PCA per layer, coloured by synset:", "", "![sense PCA](sense_pca.png)", ""]
