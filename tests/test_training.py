@@ -149,6 +149,26 @@ def test_finetune_reports_perplexity_and_records_the_text(tmp_path, toy):
     assert vocab.words == Vocabulary.load(vocab_txt).words  # the vocabulary is kept
 
 
+def test_finetune_measures_perplexity_on_the_device_it_trains_on(tmp_path, toy, monkeypatch):
+    """The held-out perplexity before and after adapting ran on the CPU whatever --device said
+    (on a GPU run, minutes of the CPU for what the GPU does in seconds); both now run on the
+    run's device, the models loaded there."""
+    import elmo.training.finetune as ft
+    train_txt, _, vocab_txt = toy
+    train(tiny_config(tmp_path / "base", train_txt, vocab_txt, max_steps=3))
+    (tmp_path / "task.txt").write_text("the happy farmer sees the old river .\n" * 12)
+    seen = []
+    real = ft.perplexity
+
+    def recording(model, sentences, vocab, batch_size=32, device=None, **kw):
+        seen.append((device, next(model.parameters()).device))
+        return real(model, sentences, vocab, batch_size, device=device, **kw)
+    monkeypatch.setattr(ft, "perplexity", recording)
+    finetune(tiny_config(tmp_path / "adapted", tmp_path / "task.txt", "", init_from=str(tmp_path / "base" / "model"),
+                         max_steps=2, device="cpu"))
+    assert seen == [(torch.device("cpu"), torch.device("cpu"))] * 2
+
+
 def test_provenance_names_its_files_from_any_working_folder(tmp_path, toy, monkeypatch):
     """Runs given relative paths record absolute ones: metadata.json said `data/train.txt` and
     `../runs/lm/model`, relative to the folder the command ran in, so read from anywhere else

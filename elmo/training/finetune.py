@@ -22,6 +22,7 @@ from ..data.corpus import expand_paths, file_fingerprint, iter_file_sentences
 from ..data.lm_batches import MAX_PIECE_LENGTH
 from ..training.evaluate import perplexity
 from ..io import atomic_write_text, check_output_dir, no_empty_folder_on_failure, same_file
+from ..runtime import launch_env, resolve_device
 from .. import strict_json
 from .checkpoint import latest_checkpoint, writing
 from .export import VOCAB_FILE, load_language_model, read_metadata
@@ -125,8 +126,12 @@ def _finetune(cfg: TrainConfig, out: Path, text_files: List[Path], held_files: L
             with writing(path):
                 atomic_write_text(path, text)
 
-    base, vocab = load_language_model(cfg.init_from, device=None)
-    before = perplexity(base, held, vocab, cfg.eval_batch_size)
+    # the held-out perplexity before and after on the device the adaptation trains on (they ran
+    # on the CPU whatever --device said: minutes for a GPU run's held-out text)
+    device = resolve_device(cfg.device, launch_env()[2])
+    base, vocab = load_language_model(cfg.init_from, device=device)
+    before = perplexity(base, held, vocab, cfg.eval_batch_size, device=device)
+    del base
     batch_size = fitted_batch_size(cfg, train_part, launched_world_size())
     base_meta = read_metadata(cfg.init_from)
     # absolute: read from another working folder, a relative path names another file or none
@@ -140,8 +145,8 @@ def _finetune(cfg: TrainConfig, out: Path, text_files: List[Path], held_files: L
     run_cfg = dataclasses.replace(cfg, train=[str(train_file)], valid=[str(held_file)], batch_size=batch_size,
                                   vocab=str(Path(cfg.init_from) / VOCAB_FILE), metadata=metadata)
     summary = train(run_cfg, lock=False, start_model_checked=True)   # (checked above, with the same --from and -o)
-    adapted, _ = load_language_model(out / "model")
-    after = perplexity(adapted, held, vocab, cfg.eval_batch_size)
+    adapted, _ = load_language_model(out / "model", device=device)
+    after = perplexity(adapted, held, vocab, cfg.eval_batch_size, device=device)
     report = {"model": str(out / "model"), "heldout_sentences": len(held), "before": before, "after": after,
               "steps": summary["step"], "batch_size": batch_size, "tokens_per_s": summary["tokens_per_s"]}
     with writing(out / "finetune_report.json"):
