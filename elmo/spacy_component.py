@@ -76,8 +76,13 @@ def _token_has_vector(token) -> bool:
     return _is_word(token)
 
 
-def _has_vector(_obj) -> bool:
-    return True
+def _span_has_vector(span) -> bool:
+    # a span of whitespace tokens only has the zero vector: no ELMo vector, like its tokens
+    return any(_is_word(t) for t in span)
+
+
+def _doc_has_vector(doc) -> bool:
+    return any(_is_word(t) for t in doc)     # False for an empty Doc or one of whitespace only
 
 
 class _BatchedComponent:
@@ -146,9 +151,9 @@ def set_vector_hooks(doc: Doc) -> Doc:
     doc.user_token_hooks["vector"] = _token_vector
     doc.user_token_hooks["has_vector"] = _token_has_vector
     doc.user_span_hooks["vector"] = _span_vector
-    doc.user_span_hooks["has_vector"] = _has_vector
+    doc.user_span_hooks["has_vector"] = _span_has_vector
     doc.user_hooks["vector"] = _doc_vector
-    doc.user_hooks["has_vector"] = _has_vector
+    doc.user_hooks["has_vector"] = _doc_has_vector
     return doc
 
 

@@ -114,6 +114,20 @@ def test_whitespace_tokens_are_not_words():
     assert only.tensor.shape == (len(only), plain.tensor.shape[1]) and not only.vector.any()
 
 
+def test_docs_and_spans_without_words_have_no_vector():
+    """A Doc or span of whitespace tokens only, or an empty Doc, gets the zero vector, which
+    holds no ELMo vector: ``has_vector`` says so, as it does for the whitespace tokens (it
+    said True, and code that skips vector-less texts took the zeros for a text's vector)."""
+    nlp = spacy.blank("en")
+    nlp.add_pipe("elmo", config={"model": "fixture"})
+    spaced, empty, only = nlp("The  bank closed ."), nlp(""), nlp(" \n ")
+    assert spaced[1].is_space and spaced.has_vector and spaced[0:2].has_vector
+    assert not spaced[1:2].has_vector and not spaced[1:2].vector.any()
+    for doc in (empty, only):
+        assert not doc.has_vector and not doc.vector.any()
+        assert not doc[0:len(doc)].has_vector
+
+
 def _vectors(doc):
     return doc.vector, doc[0:3].vector, [t.vector for t in doc], [t.has_vector for t in doc]
 
