@@ -9,6 +9,7 @@ installed package needs no import::
     doc = nlp("The bank closed .")
     doc.tensor            # (n_tokens, D) float32: the chosen mix of each token's layers
     doc[1].vector         # (D,): the same row; doc.vector is the mean over tokens
+    doc[1].similarity(other[4])   # the cosine of the two ELMo vectors (context counts)
 
     nlp.add_pipe("elmo_task", config={"model": "experiments/results/.../seed-1"})
     # tagging -> token.tag_ (span_f1 models: BIO spans -> doc.ents); classification -> doc.cats
@@ -85,6 +86,20 @@ def _doc_has_vector(doc) -> bool:
     return any(_is_word(t) for t in doc)     # False for an empty Doc or one of whitespace only
 
 
+def _similarity(obj, other) -> float:
+    """The cosine of the two objects' vectors (D,), 0.0 where either is zero.
+
+    spaCy's own similarity answers 1.0 for two tokens (or spans) of the same text before it
+    looks at a vector: right for static vectors, wrong for ELMo's, where "bank" by a river and
+    "bank" of a loan are two vectors. It also warned that no vectors were loaded."""
+    a, b = np.asarray(obj.vector, dtype="float64"), np.asarray(other.vector, dtype="float64")
+    if a.shape != b.shape:
+        raise ValueError(f"similarity: vectors of {a.shape[0]} and {b.shape[0]} values "
+                         "(another model or layers choice) cannot be compared")
+    norm = float(np.linalg.norm(a) * np.linalg.norm(b))
+    return float(a @ b) / norm if norm else 0.0
+
+
 class _BatchedComponent:
     """What both components share: spaCy calls a component on one Doc, or ``pipe`` on a stream;
     each subclass sets its annotations on a list of Docs at once in ``_set``."""
@@ -150,10 +165,13 @@ def set_vector_hooks(doc: Doc) -> Doc:
                          f"one row per token ({len(doc)}); run the 'elmo' component on it first")
     doc.user_token_hooks["vector"] = _token_vector
     doc.user_token_hooks["has_vector"] = _token_has_vector
+    doc.user_token_hooks["similarity"] = _similarity
     doc.user_span_hooks["vector"] = _span_vector
     doc.user_span_hooks["has_vector"] = _span_has_vector
+    doc.user_span_hooks["similarity"] = _similarity
     doc.user_hooks["vector"] = _doc_vector
     doc.user_hooks["has_vector"] = _doc_has_vector
+    doc.user_hooks["similarity"] = _similarity
     return doc
 
 

@@ -128,6 +128,29 @@ def test_docs_and_spans_without_words_have_no_vector():
         assert not doc[0:len(doc)].has_vector
 
 
+def test_similarity_is_the_cosine_of_the_elmo_vectors():
+    """spaCy's similarity gave 1.0 for two tokens or spans of the same text, whatever their
+    contexts (and warned that no vectors were loaded): it is the cosine of the vectors."""
+    import warnings
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("elmo", config={"model": "fixture"})
+    river, money = nlp("I sat on the river bank today ."), nlp("The bank raised its rates .")
+    empty = nlp("")
+
+    def cosine(x, y):
+        return float(x @ y) / float(np.linalg.norm(x) * np.linalg.norm(y))
+
+    a, b = river[5], money[1]
+    assert a.text == b.text and not np.allclose(a.vector, b.vector)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")              # no "no word vectors loaded" warning
+        assert a.similarity(b) == pytest.approx(cosine(a.vector, b.vector), abs=1e-6)
+        assert river[5:6].similarity(money[1:2]) == pytest.approx(cosine(a.vector, b.vector), abs=1e-6)
+        assert river.similarity(money) == pytest.approx(cosine(river.vector, money.vector), abs=1e-6)
+        assert river.similarity(empty) == 0.0
+
+
 def _vectors(doc):
     return doc.vector, doc[0:3].vector, [t.vector for t in doc], [t.has_vector for t in doc]
 
