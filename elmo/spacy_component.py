@@ -21,6 +21,9 @@ Doc's tokens as spaCy split them, but its whitespace tokens (``token.is_space``)
 zero row, no vector (``has_vector`` False) and no tag, and count in no mean; so do tokens of
 invisible marks only (a lone direction mark), and the invisible joiners inside a token (a soft
 hyphen) are dropped from the word, as :func:`elmo.tokenize.tokenize` drops them.
+
+The vectors live in ``doc.tensor``, which spaCy's ``tok2vec`` also sets: add ``elmo`` after it
+(a Doc whose tensor a later component replaced makes the vector hooks raise a ValueError).
 """
 from __future__ import annotations
 
@@ -56,13 +59,30 @@ def _words(doc) -> List[int]:
     return [t.i for t in doc if _is_word(t)]
 
 
+#: ``doc.user_data`` key: the width D of the ELMo rows the hooks were set for.
+_WIDTH_KEY = "elmo.vector_width"
+
+
+def _elmo_rows(doc):
+    """``doc.tensor`` (n_tokens, D), checked to still be the ELMo rows: a component after
+    ``elmo`` that sets ``doc.tensor`` (spaCy's ``tok2vec``) replaced them, and the vectors were
+    then its vectors without a word."""
+    tensor, width = doc.tensor, doc.user_data.get(_WIDTH_KEY)
+    if width is not None and (getattr(tensor, "ndim", 0) != 2 or tensor.shape != (len(doc), width)):
+        raise ValueError(f"the Doc's tensor has shape {getattr(tensor, 'shape', None)}, not the "
+                         f"({len(doc)}, {width}) of its ELMo vectors: a component after 'elmo' "
+                         "replaced it (tok2vec does); add the 'elmo' component after that one")
+    return tensor
+
+
 def _token_vector(token):
-    return token.doc.tensor[token.i]
+    return _elmo_rows(token.doc)[token.i]
 
 
 def _mean_of_words(doc, start: int, end: int):
+    tensor = _elmo_rows(doc)
     rows = [i for i in _words(doc) if start <= i < end]
-    return doc.tensor[rows].mean(axis=0) if rows else np.zeros(doc.tensor.shape[1:], "float32")
+    return tensor[rows].mean(axis=0) if rows else np.zeros(tensor.shape[1:], "float32")
 
 
 def _doc_vector(doc):
@@ -163,6 +183,7 @@ def set_vector_hooks(doc: Doc) -> Doc:
     if getattr(tensor, "ndim", 0) != 2 or tensor.shape[0] != len(doc) or not tensor.shape[1]:
         raise ValueError(f"set_vector_hooks: the Doc's tensor has shape {getattr(tensor, 'shape', None)}, not "
                          f"one row per token ({len(doc)}); run the 'elmo' component on it first")
+    doc.user_data[_WIDTH_KEY] = tensor.shape[1]
     doc.user_token_hooks["vector"] = _token_vector
     doc.user_token_hooks["has_vector"] = _token_has_vector
     doc.user_token_hooks["similarity"] = _similarity

@@ -151,6 +151,21 @@ def test_similarity_is_the_cosine_of_the_elmo_vectors():
         assert river.similarity(empty) == 0.0
 
 
+def test_a_tensor_replaced_by_a_later_component_is_an_error():
+    """A tok2vec after 'elmo' sets doc.tensor to its own rows: token.vector and doc.vector
+    silently became tok2vec's vectors; now they are one clear error."""
+    nlp = spacy.blank("en")
+    nlp.add_pipe("elmo", config={"model": "fixture"})
+    width = nlp("a").tensor.shape[1]
+    nlp.add_pipe("tok2vec")
+    nlp.initialize()
+    doc = nlp("The bank closed .")
+    assert doc.tensor.shape[1] != width                     # (tok2vec's rows)
+    for get in (lambda: doc[1].vector, lambda: doc.vector, lambda: doc[0:2].vector):
+        with pytest.raises(ValueError, match="a component after 'elmo' replaced it"):
+            get()
+
+
 def _vectors(doc):
     return doc.vector, doc[0:3].vector, [t.vector for t in doc], [t.has_vector for t in doc]
 
