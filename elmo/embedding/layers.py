@@ -99,8 +99,8 @@ class LayerSelection:
         """(L + 1, B, T, D) -> (L + 1, B, T, D) for ``all``, else (1, B, T, D).
 
         An average or mix is computed in float32 at least: in a bfloat16 model's own dtype
-        the ``average`` differed from the mean of the ``all`` layers by 0.2% of the largest
-        value (rounded to 8 bits of mantissa after the sum); it is given back in float32."""
+        the ``average`` was not the mean of the ``all`` layers (the sum was rounded to 8 bits
+        of mantissa before the division); it is given back in float32."""
         if self.kind == "all":
             return stacked
         if self.kind == "top":
