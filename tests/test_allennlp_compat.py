@@ -353,6 +353,23 @@ def test_stateful_embed_file_equals_embed_sentences_with_long_lines(tmp_path):
             assert np.allclose(f[str(i)][...], w, atol=1e-5)
 
 
+def test_stateful_embed_file_leaves_the_callers_model_its_carried_state(tmp_path):
+    """ElmoEmbedder(model=bilm, stateful=True).embed_file left the file's last state in the
+    caller's model: the next embed_batch continued from the file's text, not from the batches
+    embedded before it (as AllenNLP's row-by-row carry has it)."""
+    bilm = random_bilm()
+    src = tmp_path / "in.txt"
+    src.write_text("k l m n\no p\nq\n", encoding="utf-8")
+    batch = [["the", "river", "bank"], ["a", "b"]]
+    embedder = ElmoEmbedder(model=bilm, stateful=True)
+    reference = ElmoEmbedder(model=copy.deepcopy(bilm), stateful=True)
+    embedder.embed_batch(batch)
+    reference.embed_batch(batch)
+    embedder.embed_file(src, tmp_path / "out.hdf5", batch_size=2)
+    for got, want in zip(embedder.embed_batch(batch), reference.embed_batch(batch)):
+        np.testing.assert_array_equal(got, want)
+
+
 @pytest.mark.parametrize("fmt", ["all", "top", "average"])
 def test_embed_file_layout(fixture_embedder, tmp_path, fmt):
     lines = ["The bank closed .", "Hi", "The bank closed ."]

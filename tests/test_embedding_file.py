@@ -14,7 +14,7 @@ import numpy as np
 import torch
 import pytest
 
-from elmo import Embedder, embed_file, load_original
+from elmo import Embedder, batch_to_ids, embed_file, load_original
 from elmo.cli import main as cli_main
 from elmo.embedding import InputError, SettingsMismatch
 from elmo.embedding.output import SegmentWriter, parts_dir, segment_path
@@ -218,6 +218,27 @@ def test_embed_file_gives_the_model_back_its_own_token_cache(tmp_path):
     # a model without one is left without one
     embed_file(inp, tmp_path / "again.hdf5", bilm, cache_min_count=2)
     assert encoder.token_cache_size == 0
+
+
+def test_embed_file_gives_a_stateful_model_back_its_own_carried_state(tmp_path, lines):
+    """A stateful model passed in kept the file's last LSTM state: the caller's next call was
+    conditioned on the file's text instead of on what the caller had run before."""
+    bilm = random_bilm()
+    bilm.stateful = True
+    ids = batch_to_ids([["the", "river", "bank"], ["a", "b"]])
+    with torch.no_grad():
+        bilm(ids)                                   # the caller's own carried state
+    before = [(c.clone(), h.clone()) for c, h in bilm.get_states()]
+    inp = write_lines(tmp_path / "in.txt", lines)
+    embed_file(inp, tmp_path / "out.hdf5", bilm, batch_size=4, segment_lines=8)
+    after = bilm.get_states()
+    assert after is not None and len(after) == len(before)
+    for (c0, h0), (c1, h1) in zip(before, after):
+        assert torch.equal(c0, c1) and torch.equal(h0, h1)
+    # a stateless model run statefully for the file is left stateless, with no state
+    plain = random_bilm()
+    embed_file(inp, tmp_path / "again.hdf5", plain, stateful=True, batch_size=4)
+    assert plain.stateful is False and plain.get_states() is None
 
 
 def test_token_cache_settings_below_one_are_refused_unless_the_cache_is_off(tmp_path, bilm):

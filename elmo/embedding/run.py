@@ -115,6 +115,7 @@ def embed_file(input_path: Union[str, Path], output_path: Union[str, Path],
             * batch_size, max_tokens, overlap, sort_by_length: see :class:`Embedder`.
             * stateful: carry LSTM state across batches like the original (reset at each
               segment); None keeps the model's own setting (stateless when loaded by name).
+              A BiLM passed in gets back the state it carried before the call.
             * token_cache: cache the CNN vectors of words seen ``cache_min_count`` times in the
               first ``cache_sample_lines`` lines (at most ``cache_max_words``); faster, the same
               vectors up to float rounding (the CNN runs over other groups of words).
@@ -211,9 +212,11 @@ def _embed_file_locked(input_path: Path, output_path: Path, model, selection: La
         if cfg.stateful is not None:
             bilm.stateful = cfg.stateful
         # Leave a model that was passed in as it was: its own token cache too (one built for
-        # Elmo's vocab_to_cache was replaced by this file's words, then cleared)
+        # Elmo's vocab_to_cache was replaced by this file's words, then cleared), and its
+        # carried LSTM state (a stateful model kept the file's last one: the caller's next
+        # call was conditioned on this file's text)
         try:
-            with bilm.token_encoder.token_cache_kept():
+            with bilm.token_encoder.token_cache_kept(), bilm.states_kept():
                 return _embed_and_merge(embedder, index, selection, input_path, output_path, cfg, rank=rank,
                                         world_size=world_size, command_line=command_line)
         finally:

@@ -17,8 +17,9 @@ Two state modes:
 """
 from __future__ import annotations
 
+import contextlib
 import math
-from typing import List, Optional, TypedDict
+from typing import Iterator, List, Optional, TypedDict
 
 import torch
 from torch import nn
@@ -164,6 +165,18 @@ class BiLM(nn.Module):
     def get_states(self) -> Optional[List[LayerState]]:
         """The carried state per layer, (c (2, rows, H), h (2, rows, P)), or None."""
         return self._states
+
+    @contextlib.contextmanager
+    def states_kept(self) -> Iterator[None]:
+        """Run a block that may carry, reset or replace the LSTM state (stateful mode), then put
+        back the state there was before it: a caller's model is not left conditioned on the
+        block's text. The block must not move the module (``.to()``): the state put back is
+        where it was."""
+        saved = self._states
+        try:
+            yield
+        finally:
+            self._states = saved
 
     def _initial_state(self, batch: int, like: torch.Tensor) -> Optional[List[LayerState]]:
         if not self.stateful or self._states is None:
