@@ -36,6 +36,15 @@ def test_penalty_without_mixes_is_a_zero_tensor():
     assert isinstance(penalty, torch.Tensor) and penalty.dim() == 0 and float(penalty) == 0.0
 
 
+def test_penalty_without_mixes_follows_the_models_device_and_dtype():
+    """The zero was torch.zeros(()) on the CPU in float32, whatever the model: adding it to a
+    GPU loss failed, and a float64 model's loss became float32."""
+    elmo = Elmo(module=random_bilm(), num_output_representations=0).double()
+    assert elmo.penalty(0.1).dtype == torch.float64
+    elmo = Elmo(module=random_bilm(), num_output_representations=0).to("meta")
+    assert elmo.penalty(0.1).device.type == "meta"
+
+
 def test_dropout_applies_in_training_only():
     elmo = Elmo(module=random_bilm(), num_output_representations=1, dropout=0.5)
     ids = batch_to_ids([["the", "dog", "bit", "the", "man"]] * 4)

@@ -22,6 +22,18 @@ from elmo.tasks.train_loop import FitConfig as TrainConfig, fit, score
 SENTS = [["The", "bank", "closed", "."], ["Hi"], ["A", "river", "bank", "flooded", "today"]]
 
 
+def test_zero_penalties_follow_the_models_device_and_dtype():
+    """ElmoFeatures with fixed last-layer mixes (or lam 0) and an Encoder without ELMo gave a
+    CPU float32 zero whatever the model's device and dtype."""
+    from elmo.tasks.features import WordFeatures
+    from elmo.tasks.models import Encoder
+    feats = ElmoFeatures(elmo.from_pretrained("fixture"), ["input"], layers="last")
+    encoder = Encoder(WordFeatures(torch.randn(5, 4)), hidden=3, dropout=0.0)
+    for module, lam in ((feats, 0.1), (feats, 0.0), (encoder, 0.1)):
+        assert module.double().penalty(lam).dtype == torch.float64
+        assert module.to("meta").penalty(lam).device.type == "meta"
+
+
 def test_cached_layers_equal_running_the_bilm():
     bilm = elmo.from_pretrained("fixture")
     feats = ElmoFeatures(bilm, ["input", "output"], dropout=0.5).eval()

@@ -23,7 +23,7 @@ from torch import nn
 from ..checks import require_count, require_switch
 from ..runtime import resolve_device
 from .bilm import BiLM, BiLMOutput
-from .scalar_mix import ScalarMix, mix_parameters, penalty_weight
+from .scalar_mix import ScalarMix, mix_parameters, no_penalty, penalty_weight
 
 
 class Elmo(nn.Module):
@@ -138,7 +138,7 @@ class Elmo(nn.Module):
         penalty_weight(lam)  # checked also where there are no mixes
         penalties = [mix.penalty(lam) for mix in self.scalar_mixes]
         if not penalties:  # sum() would give the int 0
-            return torch.zeros(())
+            return no_penalty(self)
         return sum(penalties[1:], penalties[0])
 
     def forward(self, inputs: torch.Tensor, word_inputs: Optional[torch.Tensor] = None,

@@ -57,6 +57,16 @@ def penalty_weight(lam) -> float:
     return weight
 
 
+def no_penalty(module: nn.Module) -> torch.Tensor:
+    """A 0-dim zero penalty on the device and in the dtype of ``module``'s first floating
+    parameter (torch's default on the CPU if it has none): a CPU zero added to a loss on the
+    GPU failed, and a float32 one left a float64 model's loss float32 where it had no mixes."""
+    like = next((p for p in module.parameters() if p.is_floating_point()), None)
+    if like is None:
+        return torch.zeros(())
+    return torch.zeros((), device=like.device, dtype=like.dtype)
+
+
 class ScalarMix(nn.Module):
     """Mix ``num_layers`` tensors of equal shape into one.
 

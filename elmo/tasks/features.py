@@ -22,6 +22,7 @@ from torch import nn
 
 from ..modules.bilm import BiLM
 from ..modules.elmo import Elmo
+from ..modules.scalar_mix import no_penalty
 
 POSITIONS = ("input", "output")
 #: Fixed mix parameters s that put all the weight on the top layer (softmax ~ [0, ..., 0, 1]).
@@ -177,7 +178,7 @@ class ElmoFeatures(nn.Module):
     def penalty(self, lam: float) -> torch.Tensor:
         """lambda * ||s||^2 summed over the mixes (zero for fixed, last-layer mixes)."""
         if self.layers_used == "last" or lam == 0:
-            return torch.zeros(())
+            return no_penalty(self)
         return self.elmo.penalty(lam)
 
     def mix_weights(self) -> Dict[str, Dict[str, object]]:

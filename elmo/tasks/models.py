@@ -21,6 +21,7 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
+from ..modules.scalar_mix import no_penalty
 from .batching import Batch, TextBatch
 from .crf import CRF
 from .features import ElmoFeatures, WordFeatures
@@ -83,7 +84,7 @@ class Encoder(nn.Module):
         return h
 
     def penalty(self, lam: float) -> torch.Tensor:
-        return self.elmo.penalty(lam) if self.elmo is not None else torch.zeros(())
+        return self.elmo.penalty(lam) if self.elmo is not None else no_penalty(self)
 
 
 class TaskModel(nn.Module):
