@@ -27,7 +27,9 @@ The vectors live in ``doc.tensor``, which spaCy's ``tok2vec`` also sets: add ``e
 """
 from __future__ import annotations
 
-from typing import Iterable, Iterator, List, Optional, Union
+import hashlib
+import weakref
+from typing import Iterable, Iterator, List, Optional, Tuple, Union
 
 import numpy as np
 from spacy.language import Language
@@ -61,17 +63,44 @@ def _words(doc) -> List[int]:
 
 #: ``doc.user_data`` key: the width D of the ELMo rows the hooks were set for.
 _WIDTH_KEY = "elmo.vector_width"
+#: ``doc.user_data`` key: a digest of those rows (:func:`_fingerprint`), so that a tensor a
+#: later component wrote in their place is told apart even when it has their width.
+_FINGERPRINT_KEY = "elmo.vector_digest"
+
+#: Tensors already found to match their Doc's digest, by (id, digest): hashing the rows again
+#: at every ``token.vector`` cost O(n_tokens * D) each. Weak: an entry goes with its array.
+#: (A component that writes into the same array in place, rather than setting a new one, is
+#: only seen before the first vector is read.)
+_checked: "weakref.WeakValueDictionary[Tuple[int, str], np.ndarray]" = weakref.WeakValueDictionary()
+
+
+def _fingerprint(tensor: np.ndarray) -> str:
+    """A digest of the rows' dtype, shape and bytes (a hex string: kept in ``doc.user_data``,
+    which pickle and ``to_bytes`` carry)."""
+    digest = hashlib.blake2b(f"{tensor.dtype.str}{tensor.shape}".encode(), digest_size=16)
+    digest.update(np.ascontiguousarray(tensor).tobytes())
+    return digest.hexdigest()
+
+
+#: The end of the error for a tensor that is no longer the ELMo rows.
+_REPLACED = "a component after 'elmo' replaced it (tok2vec does); add the 'elmo' component after that one"
 
 
 def _elmo_rows(doc):
     """``doc.tensor`` (n_tokens, D), checked to still be the ELMo rows: a component after
     ``elmo`` that sets ``doc.tensor`` (spaCy's ``tok2vec``) replaced them, and the vectors were
-    then its vectors without a word."""
+    then its vectors without a word. The shape tells most apart; the digest of the rows kept in
+    ``doc.user_data`` tells a tensor of the same width."""
     tensor, width = doc.tensor, doc.user_data.get(_WIDTH_KEY)
     if width is not None and (getattr(tensor, "ndim", 0) != 2 or tensor.shape != (len(doc), width)):
         raise ValueError(f"the Doc's tensor has shape {getattr(tensor, 'shape', None)}, not the "
-                         f"({len(doc)}, {width}) of its ELMo vectors: a component after 'elmo' "
-                         "replaced it (tok2vec does); add the 'elmo' component after that one")
+                         f"({len(doc)}, {width}) of its ELMo vectors: {_REPLACED}")
+    digest = doc.user_data.get(_FINGERPRINT_KEY)
+    if digest is not None and _checked.get((id(tensor), digest)) is not tensor:
+        # (a GPU array, from a tok2vec on cupy, is not the numpy rows this component sets)
+        if not isinstance(tensor, np.ndarray) or _fingerprint(tensor) != digest:
+            raise ValueError(f"the Doc's tensor holds other values than its ELMo vectors: {_REPLACED}")
+        _checked[(id(tensor), digest)] = tensor
     return tensor
 
 
@@ -184,6 +213,11 @@ def set_vector_hooks(doc: Doc) -> Doc:
         raise ValueError(f"set_vector_hooks: the Doc's tensor has shape {getattr(tensor, 'shape', None)}, not "
                          f"one row per token ({len(doc)}); run the 'elmo' component on it first")
     doc.user_data[_WIDTH_KEY] = tensor.shape[1]
+    if isinstance(tensor, np.ndarray):
+        doc.user_data[_FINGERPRINT_KEY] = _fingerprint(tensor)
+        _checked[(id(tensor), doc.user_data[_FINGERPRINT_KEY])] = tensor
+    else:  # (not rows this component set: no digest to compare later)
+        doc.user_data.pop(_FINGERPRINT_KEY, None)
     doc.user_token_hooks["vector"] = _token_vector
     doc.user_token_hooks["has_vector"] = _token_has_vector
     doc.user_token_hooks["similarity"] = _similarity

@@ -166,6 +166,25 @@ def test_a_tensor_replaced_by_a_later_component_is_an_error():
             get()
 
 
+def test_a_tensor_of_the_elmo_width_replaced_by_a_later_component_is_an_error():
+    """A later component writing a doc.tensor of ELMo's own width passed the shape check: the
+    token, span and Doc vectors silently became its rows. Copies and pickles keep working."""
+    import pickle
+    nlp = spacy.blank("en")
+    nlp.add_pipe("elmo", config={"model": "fixture"})
+    doc = nlp("The bank closed .")
+    elmo_rows = doc.tensor
+    for kept in (doc, doc.copy(), pickle.loads(pickle.dumps(doc))):
+        np.testing.assert_array_equal(kept[1].vector, elmo_rows[1])
+    for other in (elmo_rows + 1.0, np.zeros_like(elmo_rows), elmo_rows.astype("float64")):
+        doc.tensor = other                                  # (what a later component does)
+        for get in (lambda: doc[1].vector, lambda: doc.vector, lambda: doc[0:2].vector):
+            with pytest.raises(ValueError, match="a component after 'elmo' replaced it"):
+                get()
+    doc.tensor = elmo_rows
+    np.testing.assert_array_equal(doc[1].vector, elmo_rows[1])
+
+
 def _vectors(doc):
     return doc.vector, doc[0:3].vector, [t.vector for t in doc], [t.has_vector for t in doc]
 
