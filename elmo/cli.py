@@ -84,11 +84,11 @@ def _run(argv: Optional[List[str]]) -> int:
     except KeyboardInterrupt as e:
         from .training.stop import TrainingStopped
         if isinstance(e, TrainingStopped):   # a training run that checkpointed, then stopped
-            if os.environ.get("RANK", "0") == "0":   # (once for a torchrun job)
+            if _says_why_it_stopped(args.command):   # (once for a torchrun job)
                 print(f"elmo {args.command}: {e}", file=sys.stderr)
             return e.exit_status
         if isinstance(e, Terminated):
-            if os.environ.get("RANK", "0") == "0":
+            if _says_why_it_stopped(args.command):
                 print(f"elmo {args.command}: stopped by SIGTERM", file=sys.stderr)
             return 128 + signal.SIGTERM
         print(f"elmo {args.command}: interrupted", file=sys.stderr)
@@ -142,6 +142,19 @@ def _sigterm_raises() -> Iterator[None]:
         sys.unraisablehook = previous_hook
     if again:                     # the block ended before the signal came again
         raise Terminated()
+
+
+def _says_why_it_stopped(command: str) -> bool:
+    """Whether this process is the one of a torchrun job that says why the job stopped: rank 0,
+    or a process run alone. A launch environment :func:`elmo.runtime.launch_env` refuses (a
+    ``RANK`` that is not a number) is said in one line, and this process then speaks too: a
+    string compare took such a rank for "not rank 0" and the stop went unexplained."""
+    from .runtime import launch_env
+    try:
+        return launch_env()[0] == 0
+    except ValueError as e:
+        print(f"elmo {command}: error: {_one_line(e)}", file=sys.stderr)
+        return True
 
 
 def _one_line(e: BaseException) -> str:

@@ -431,6 +431,46 @@ def test_sigterm_dropped_in_a_finalizer_at_the_blocks_end_is_raised_on_the_way_o
     time.sleep(0.1)               # the signal is not sent again after the block (it would kill us)
 
 
+def _stopping_command(monkeypatch, error):
+    """``elmo train`` as a command whose work ends in ``error`` (a stop)."""
+    import argparse
+
+    import elmo.cli
+
+    def stop(args):
+        raise error
+
+    def build_parser():
+        parser = argparse.ArgumentParser(prog="elmo")
+        parser.add_argument("--debug", action="store_true")
+        parser.add_subparsers(dest="command").add_parser("train").set_defaults(func=stop)
+        return parser
+    monkeypatch.setattr(elmo.cli, "build_parser", build_parser)
+
+
+@pytest.mark.parametrize("stop", ["sigterm", "checkpointed"])
+def test_a_stop_message_reads_the_rank_as_launch_env_does(monkeypatch, capsys, stop):
+    """The stop message was printed where RANK was the string "0": a RANK launch_env refuses
+    ("x", "-1") silently counted as another rank's and the stop went unexplained."""
+    from elmo.cli import Terminated
+    from elmo.training.stop import TrainingStopped
+    error = Terminated() if stop == "sigterm" else TrainingStopped("SIGTERM", {"step": 7, "steps": 12})
+    said = "stopped by SIGTERM"
+    _stopping_command(monkeypatch, error)
+    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK"):
+        monkeypatch.delenv(name, raising=False)
+    assert cli_main(["train"]) == 143 and said in capsys.readouterr().err
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("RANK", "1")
+    assert cli_main(["train"]) == 143 and capsys.readouterr().err == ""
+    for rank, problem in (("x", "RANK='x' in the environment is not a whole number"),
+                          ("-1", "RANK=-1, WORLD_SIZE=2, LOCAL_RANK=0 in the environment")):
+        monkeypatch.setenv("RANK", rank)
+        assert cli_main(["train"]) == 143
+        err = capsys.readouterr().err
+        assert err.startswith(f"elmo train: error: {problem}") and err.count("\n") == 2 and said in err
+
+
 def test_a_device_or_pipe_as_output_is_refused_not_replaced(tmp_path, lines, capsys):
     """Renaming the new file onto the path replaced the device node itself (``/dev/full``
     became a regular file); a named pipe stands for any such path (no root needed)."""
