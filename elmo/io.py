@@ -499,6 +499,21 @@ def _holder(lock_file: Path) -> Optional[str]:
     return None
 
 
+def _cannot_create_in(folder: Path) -> Optional[str]:
+    """Why no file can be created in ``folder``, or None when one can (made and deleted).
+
+    filelock takes a lock file it cannot create in an existing folder ("no such file", as in
+    /proc) for one its holder has just deleted, and retries until it times out: without this
+    the output was said to be "being written by another process"."""
+    try:
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".elmo-probe-"):
+            return None
+    except OSError as e:
+        if e.errno == errno.ENOENT and folder.is_dir():
+            return "it takes no new files, as /proc and /sys do"
+        return os_error_reason(e)
+
+
 @contextmanager
 def output_lock(path: Path, name: Optional[Path] = None, wait: float = 1.0) -> Iterator[Path]:
     """Hold ``path``'s lock file while the body runs; raise :class:`OutputBusy` at once if
@@ -545,6 +560,10 @@ def output_lock(path: Path, name: Optional[Path] = None, wait: float = 1.0) -> I
             except OSError:  # (only the messages of a second writer lose the holder's name)
                 pass
     except Timeout:
+        problem = _cannot_create_in(file.parent)
+        if problem is not None:
+            raise OutputError(f"{name}: cannot create a file in {file.parent} ({problem}); "
+                              f"write the output to another folder") from None
         holder = _holder(file) or "another process"
         raise OutputBusy(f"{name} is already being written by {holder} (lock file {file}); "
                          f"wait for it to finish, or stop it and run again") from None

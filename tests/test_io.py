@@ -3,6 +3,7 @@ processes, a full disk, a read-only folder, a directory in the way, non-finite v
 closed pipe. Every failure must be one line naming the path and leave no temporary file."""
 import errno
 import os
+import re
 import subprocess
 import sys
 import time
@@ -429,6 +430,24 @@ def test_sigterm_dropped_in_a_finalizer_at_the_blocks_end_is_raised_on_the_way_o
             del obj
             gc.collect()
     time.sleep(0.1)               # the signal is not sent again after the block (it would kill us)
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc")
+def test_an_output_in_a_folder_that_takes_no_files_is_not_called_busy(tmp_path, capsys):
+    """filelock takes 'no such file' in an existing folder (/proc) for a lock its holder just
+    deleted: the output was said to be "already being written by another process"."""
+    for folder in ("/proc", "/proc/self"):
+        with pytest.raises(OutputError) as refused:
+            with output_lock(Path(folder) / "x.hdf5", wait=0.1):
+                pass
+        assert not isinstance(refused.value, OutputBusy)
+        # (root: "no such file", the case; another user is refused the folder's permission)
+        assert re.match(rf"{folder}/x.hdf5: cannot (create a file|write) in {folder} ", str(refused.value))
+    inp = write_lines(tmp_path / "in.txt", ["a b"])
+    assert cli_main(["embed", str(inp), "/proc/x.hdf5", "--model", "fixture", "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("elmo embed: error: /proc/x.hdf5: cannot ") and err.count("\n") == 1
+    assert "being written" not in err
 
 
 def _stopping_command(monkeypatch, error):
