@@ -122,6 +122,36 @@ def test_a_resumed_run_logs_the_same_learning_curve(tmp_path):
         assert [r[key] for r in resumed] == pytest.approx([r[key] for r in straight], abs=1e-4), key
 
 
+def test_an_older_bucketed_checkpoints_window_is_left_out_of_the_next_loss_and_said(tmp_path):
+    """A checkpoint written before the logged loss was weighted by targets holds the sum of its
+    window's step means, not their target counts. Resumed in the bucketed layout, each of its
+    steps weighed one target against a new step's dozens: the next log line was nearly the new
+    steps' mean, unmarked. Now that line's loss is the new steps' mean, marked as such."""
+    import torch
+    train_txt, _, vocab_txt = write_toy_corpus(tmp_path / "toy", n_train=100)
+    common = dict(layout="bucketed", max_steps=4, checkpoint_every=2, dropout=0.0, n_negative=8, export=False)
+    train(tiny_config(tmp_path / "straight", train_txt, vocab_txt, log_every=2, **common))
+    run = tmp_path / "old"
+    cfg = tiny_config(run, train_txt, vocab_txt, log_every=4, **common)
+    train(cfg, stop_after=2)
+    path = run / "checkpoints" / "checkpoint-00000002.pt"
+    checkpoint = torch.load(path, weights_only=True)
+    for rank in checkpoint["ranks"]:   # the earlier form: the steps' means summed, no weight
+        window = rank["log_window"]
+        window["loss"] = window["loss"] / window.pop("weight") * window["n"]
+    torch.save(checkpoint, path)
+    train(cfg, stop_after=1)   # (its checkpoint of step 3 keeps the mark for the next session)
+    train(cfg)
+
+    def curve(folder):
+        records = [json.loads(line) for line in (folder / "log.jsonl").read_text().splitlines()]
+        return {r["step"]: r for r in records if r["event"] == "train"}
+    straight, resumed = curve(tmp_path / "straight"), curve(run)
+    assert list(resumed) == [4] and "loss_since_resume" not in straight[4]
+    assert resumed[4]["loss_since_resume"] is True
+    assert resumed[4]["loss"] == pytest.approx(straight[4]["loss"], abs=1e-4)   # (steps 3 and 4)
+
+
 def test_sigterm_checkpoints_the_step_under_way_and_resumes_exactly(tmp_path, monkeypatch):
     """(SIGTERM, as a scheduler preempting a job sends, ended the process at once: every step
     since the last checkpoint was lost)"""

@@ -391,14 +391,24 @@ class _Log:
 #: of its speed, which are this session's).
 _WINDOW_SUMS = ("loss", "weight", "n", "gnorm", "skipped")
 
+#: A log window's mark (kept in the checkpoint) that its loss leaves out its steps before a
+#: resume: an older checkpoint's bucketed steps, whose target counts it does not hold.
+_SINCE_RESUME = "loss_since_resume"
+
+
 def _weighted_window(window: Dict[str, Any], cfg: TrainConfig) -> Dict[str, Any]:
     """A checkpoint's log window in the present form: one written before the losses were
-    weighted by their targets holds the sum of the steps' means, each step then weighing
-    one packed batch's targets (exact for the packed layout, one per step for bucketed)."""
+    weighted by their targets holds the sum of the steps' means. A packed step's mean is over
+    one full batch's targets, which are its weight (exact). A bucketed step's count is lost, so
+    its loss cannot be weighed against the new steps' (one target each made the next log line
+    nearly the new steps' mean alone): the old steps' loss is left out and the window marked
+    :data:`_SINCE_RESUME`, which the log line carries (its grad_norm still covers them)."""
     if "weight" in window:
         return window
-    per_step = float(cfg.batch_size * cfg.unroll_steps) if cfg.layout == "packed" else 1.0
-    return {**window, "loss": window["loss"] * per_step, "weight": window["n"] * per_step}
+    if cfg.layout == "packed":
+        per_step = float(cfg.batch_size * cfg.unroll_steps)
+        return {**window, "loss": window["loss"] * per_step, "weight": window["n"] * per_step}
+    return {**window, "loss": 0.0, "weight": 0.0, _SINCE_RESUME: True}
 
 
 #: Steps in a row whose gradient is not finite after which a run stops (each is skipped).
@@ -993,9 +1003,12 @@ class TrainingRun:
                                   "tokens_per_s": round(tok_sum / dt, 1), "tokens": self.tokens_done,
                                   "elapsed_s": round(self.elapsed, 2)}
         if w["n"]:  # (the skipped steps are all ranks' alike, so every rank has the same n)
+            record["grad_norm"] = round(w["gnorm"] / w["n"], 4)
+        if weight_sum > 0:  # (0 where an older window's steps are all it has: see _weighted_window)
             loss = loss_sum / weight_sum   # the mean over the targets of the steps (and ranks)
-            record.update({"loss": round(loss, 5), key: round(math.exp(min(loss, 50)), 3),
-                           "grad_norm": round(w["gnorm"] / w["n"], 4)})
+            record.update({"loss": round(loss, 5), key: round(math.exp(min(loss, 50)), 3)})
+            if w.get(_SINCE_RESUME):
+                record[_SINCE_RESUME] = True
             bar.set_postfix({"tok/s": f"{record['tokens_per_s']:.0f}", "loss": f"{loss:.3f}",
                              key.replace("_", "-"): f"{record[key]:.1f}"}, refresh=False)
         if w["skipped"]:
@@ -1046,7 +1059,7 @@ class TrainingRun:
         self._sync_tokens()
         mine = {"batches": self.batches.state_dict(), "lstm_state": _state_to(self.state, "cpu"),
                 "rng": rng_state(ctx.device), "sampler": self.softmax_loss.state_dict(),
-                "log_window": {k: self.window[k] for k in _WINDOW_SUMS}}
+                "log_window": {k: self.window[k] for k in (*_WINDOW_SUMS, _SINCE_RESUME) if k in self.window}}
         ranks = distributed.gather_objects(ctx, mine)
         if ctx.is_main:
             save_checkpoint(self.ckpt_dir, self.step_no, {
