@@ -13,7 +13,6 @@ the ratios. ``--config`` is a bundled model name
 """
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -21,10 +20,9 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.common import CONFIGS, brown_sentences, brown_source, random_model, time_interleaved  # noqa: E402
+from benchmarks.common import CONFIGS, benchmark_parser, brown_sentences, brown_source, parse_args, random_model, time_interleaved  # noqa: E402
 from elmo import batch_to_ids, from_pretrained  # noqa: E402
 from elmo.modules import char_cnn  # noqa: E402
-from elmo.runtime import set_threads  # noqa: E402
 
 
 def distinct_token_batches(n_tokens: int, n_batches: int = 4):
@@ -38,13 +36,11 @@ def distinct_token_batches(n_tokens: int, n_batches: int = 4):
 
 
 def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = benchmark_parser(__doc__)
     ap.add_argument("--config", default="default", help="default, small or original")
     ap.add_argument("--tokens", type=int, nargs="+", default=[640, 3000],
                     help="running tokens per batch (640 = the trainer's 32 x 20)")
-    ap.add_argument("--threads", type=int, default=1)
-    args = ap.parse_args(argv)
-    set_threads(args.threads)
+    args = parse_args(ap, argv)
     bilm = random_model(args.config) if args.config in CONFIGS else from_pretrained(args.config)
     encoder = bilm.token_encoder
     brown_sentences(1)                 # loads the text, so that its source is known

@@ -2,13 +2,14 @@
 rate, FLOP counts and peak memory. Every benchmark reports ratios measured in one process."""
 from __future__ import annotations
 
+import argparse
 import os
 import re
 import subprocess
 import tempfile
 import time
 from pathlib import Path
-from typing import Callable, Dict, List
+from typing import Callable, Dict, List, Optional, Sequence
 
 import torch
 
@@ -16,7 +17,23 @@ from elmo.allocator import return_freed_memory
 
 from elmo import BiLM, ElmoOptions
 from elmo.config import preset_dict
-from elmo.runtime import machine_description
+from elmo.runtime import machine_description, set_threads
+
+def benchmark_parser(doc: Optional[str], threads: Optional[int] = 1) -> argparse.ArgumentParser:
+    """A benchmark's command line: its module doc as the help, and ``--threads`` (torch's
+    threads, default ``threads``; None keeps torch's own), which :func:`parse_args` applies."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    default = "torch's own" if threads is None else threads
+    parser.add_argument("--threads", type=int, default=threads, help=f"torch threads (default: {default})")
+    return parser
+
+
+def parse_args(parser: argparse.ArgumentParser, argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
+    """``argv`` (default: the command line) parsed, with torch's threads set from ``--threads``."""
+    args = parser.parse_args(argv)
+    set_threads(args.threads)
+    return args
+
 
 #: The released models' shapes, as options.json sections (defined once in elmo.config).
 CONFIGS: Dict[str, dict] = {name: preset_dict(name) for name in ("original", "small")}

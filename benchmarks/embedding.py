@@ -20,7 +20,6 @@ Task quality is measured elsewhere; this is cost only. Quick run (a few minutes 
 """
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import sys
@@ -32,11 +31,10 @@ from typing import Callable, Dict, List
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from benchmarks.common import CONFIGS, brown_sentences, brown_source, random_model  # noqa: E402
+from benchmarks.common import CONFIGS, benchmark_parser, brown_sentences, brown_source, parse_args, random_model  # noqa: E402
 from elmo import BiLM  # noqa: E402
 from elmo.embedding import Embedder, embed_file  # noqa: E402
 from elmo.embedding.embedder import DEFAULT_BATCH_SIZE  # noqa: E402
-from elmo.runtime import set_threads  # noqa: E402
 
 def brown_sample(n: int) -> tuple[List[List[str]], str]:
     """``n`` Brown sentences spread over the corpus, and where they came from."""
@@ -148,15 +146,13 @@ def report(name: str, ratios: Dict[str, float], n_sentences: int, n_tokens: int)
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = benchmark_parser(__doc__, threads=None)
     parser.add_argument("--configs", nargs="+", choices=sorted(CONFIGS), default=["small", "original"])
     parser.add_argument("--sentences", type=int, default=128, help="Brown sentences per run (default 128)")
     parser.add_argument("--rounds", type=int, default=2,
                         help="rounds, in alternating order; ratios are their geometric mean (default 2)")
     parser.add_argument("--warmup", type=int, default=1, help="untimed rounds first (default 1)")
-    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
-    args = parser.parse_args(argv)
-    set_threads(args.threads)
+    args = parse_args(parser, argv)
     sentences, source = brown_sample(args.sentences)
     n_tokens = sum(len(s) for s in sentences)
     from elmo.embedding import frequent_words

@@ -12,7 +12,6 @@ step takes milliseconds, this is what bounds tokens per second. Medians of alter
 """
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 from typing import Dict, Sequence, Tuple
@@ -22,11 +21,10 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.common import brown_sentences, brown_source, machine_line, time_interleaved  # noqa: E402
+from benchmarks.common import benchmark_parser, brown_sentences, brown_source, machine_line, parse_args, time_interleaved  # noqa: E402
 from elmo import model_path  # noqa: E402
 from elmo.chars import word_to_char_ids  # noqa: E402
 from elmo.data import lm_batches  # noqa: E402
-from elmo.runtime import set_threads  # noqa: E402
 from elmo.vocab import Vocabulary  # noqa: E402
 
 
@@ -69,13 +67,11 @@ def batches(encoder_class, sentences, vocab: Vocabulary, rows: int, steps: int) 
 
 
 def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = benchmark_parser(__doc__)
     ap.add_argument("--rows", type=int, nargs="+", default=[32, 128])
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--sentences", type=int, default=20000)
-    ap.add_argument("--threads", type=int, default=1)
-    args = ap.parse_args(argv)
-    set_threads(args.threads)
+    args = parse_args(ap, argv)
     sentences = brown_sentences(args.sentences)
     vocab = Vocabulary.load(model_path("default") / "vocab.txt")
     print(f"machine: {machine_line()}")

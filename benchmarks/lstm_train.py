@@ -10,7 +10,6 @@ medians. Both are checked to give the same gradients first.
 """
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 import time
@@ -20,17 +19,15 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks.common import benchmark_parser, parse_args  # noqa: E402
 from elmo.modules.lstm import run_lstm_layer  # noqa: E402
 from elmo.modules.lstm_autograd import run_lstm_layer_autograd  # noqa: E402
-from elmo.runtime import set_threads  # noqa: E402
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--threads", type=int, default=1)
+    parser = benchmark_parser(__doc__)
     parser.add_argument("--rounds", type=int, default=9)
-    args = parser.parse_args()
-    set_threads(args.threads)
+    args = parse_args(parser)
     torch.manual_seed(0)
     d, rows, steps, inp, hid, proj = 2, 32, 20, 128, 1024, 128
     x = torch.randn(d, rows * steps, inp) * 0.5

@@ -19,7 +19,6 @@ model, where writing is the largest share of the time (the worst case for the ov
 """
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 import tempfile
@@ -30,10 +29,9 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from benchmarks.common import random_model  # noqa: E402
+from benchmarks.common import benchmark_parser, parse_args, random_model  # noqa: E402
 from elmo import from_pretrained  # noqa: E402
 from elmo.embedding import embed_file, output, run  # noqa: E402
-from elmo.runtime import set_threads  # noqa: E402
 from tests.test_embedding import random_sentences  # noqa: E402
 
 
@@ -111,13 +109,11 @@ def parts_alone(bilm, sentences, rounds: int) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = benchmark_parser(__doc__)
     parser.add_argument("--configs", nargs="+", default=["fixture", "small"])
     parser.add_argument("--lines", type=int, default=256)
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--threads", type=int, default=1)
-    args = parser.parse_args()
-    set_threads(args.threads)
+    args = parse_args(parser)
     ways = ["native", "no-check", "safe"]
     print(f"embed_file, defaults, {args.lines} random lines of 0-20 words, {args.rounds} rounds "
           f"(+1 untimed), {args.threads} thread(s); time relative to native (median)")

@@ -17,7 +17,6 @@ Timings are medians of alternating rounds (benchmarks.common.time_interleaved).
 """
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -26,20 +25,17 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.common import brown_sentences, brown_source, time_interleaved  # noqa: E402
+from benchmarks.common import benchmark_parser, brown_sentences, brown_source, parse_args, time_interleaved  # noqa: E402
 from elmo import batch_to_ids, from_pretrained  # noqa: E402
 from elmo.chars import PAD_CHAR  # noqa: E402
 from elmo.modules.char_cnn import unique_rows  # noqa: E402
-from elmo.runtime import set_threads  # noqa: E402
 
 
 def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = benchmark_parser(__doc__)
     ap.add_argument("--sentences", type=int, default=256)
     ap.add_argument("--batch", type=int, default=32)
-    ap.add_argument("--threads", type=int, default=1)
-    args = ap.parse_args(argv)
-    set_threads(args.threads)
+    args = parse_args(ap, argv)
     sentences = brown_sentences(args.sentences)
     batches = [sentences[i:i + args.batch] for i in range(0, len(sentences), args.batch)]
     print(f"{len(sentences)} sentences ({brown_source()}), batches of {args.batch}, "
