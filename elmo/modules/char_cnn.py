@@ -33,7 +33,7 @@ from ..config import CharCNNConfig
 from .conv_pool import conv_max_pool
 from .dense import linear
 from .eager import eager_under_compile
-from .weight_cache import weights_state
+from .weight_cache import WeightsState
 
 # Row hashes used to find duplicate tokens and cached tokens. Any collision is caught by an
 # exact comparison afterwards, so these only need to be "usually distinct".
@@ -234,7 +234,7 @@ class CharCNN(nn.Module):
         self.projection = nn.Linear(word_dim + config.n_filters, output_dim)
         self._activation = torch.tanh if config.activation == "tanh" else F.relu
         self._token_cache: Optional[TokenCache] = None
-        self._token_cache_key: tuple = ()  # the weights its vectors were made from (weights_state)
+        self._token_cache_key = WeightsState()  # the weights its vectors were made from
 
     # ------------------------------------------------------------------ the computation
     def encode_tokens(self, ids: torch.Tensor) -> torch.Tensor:
@@ -358,8 +358,9 @@ class CharCNN(nn.Module):
         gave the cached words the old weights' vectors and the other words the new ones."""
         cache = self._token_cache
         assert cache is not None
-        key = weights_state(self.parameters())
-        if key != self._token_cache_key:
+        params = list(self.parameters())
+        if not self._token_cache_key.matches(params):
+            key = WeightsState(params)
             cache = cache._replace(vectors=self._encode_in_batches(cache.ids))
             self._token_cache, self._token_cache_key = cache, key
         return cache
@@ -393,7 +394,7 @@ class CharCNN(nn.Module):
         hashes = hash_rows(ids)
         order = torch.argsort(hashes)
         self._token_cache = TokenCache(ids[order], hashes[order], vectors[order])
-        self._token_cache_key = weights_state(self.parameters())
+        self._token_cache_key = WeightsState(self.parameters())
 
     def clear_token_cache(self) -> None:
         self._token_cache = None
@@ -415,11 +416,10 @@ class CharCNN(nn.Module):
 
     def _apply(self, fn, *args, **kwargs):
         # Keep the cache on the module's device when it moves (.to / .cuda), and make its
-        # vectors again: the new weights may sit at the addresses of the old ones (a
-        # .half().float() round trip), which the key of weights_state could not tell apart.
+        # vectors again (the weights have new values, whatever their addresses).
         result = super()._apply(fn, *args, **kwargs)
         if self._token_cache is not None:
             dev = self.projection.weight.device
             self._token_cache = TokenCache(*(t.to(dev) for t in self._token_cache))
-            self._token_cache_key = ()
+            self._token_cache_key = WeightsState()
         return result
