@@ -459,3 +459,26 @@ def test_loading_weights_of_other_modules_keeps_the_carried_state():
             return model(ids)["elmo_representations"][0]
 
     assert torch.equal(stream(load_mix=True), stream(load_mix=False))
+
+
+@pytest.mark.parametrize("transform", ["vmap", "grad"])
+def test_torch_func_transforms_are_refused_with_one_clear_error(transform):
+    """Under torch.func.vmap the biLM failed deep in PyTorch ("Cannot access data pointer of
+    Tensor that doesn't have storage"), under torch.func.grad of functional_call in its LSTM's
+    autograd function (which has no setup_context); both now raise one RuntimeError saying
+    what works instead. functional_call alone still runs."""
+    from torch.func import functional_call, grad, vmap
+
+    bilm = random_bilm()
+    ids = batch_to_ids([["The", "bank"], ["Hi"]])
+    params = {name: p.detach() for name, p in bilm.named_parameters()}
+    with pytest.raises(RuntimeError, match="does not run inside torch.func transforms"):
+        if transform == "vmap":
+            vmap(lambda row: bilm(row.unsqueeze(0))["activations"][-1])(ids)
+        else:
+            grad(lambda p: functional_call(bilm, p, (ids,))["activations"][-1].sum())(params)
+    with pytest.raises(RuntimeError, match="CharCNN does not run inside"):
+        vmap(lambda row: bilm.token_encoder(row.unsqueeze(0)))(ids)
+    with torch.no_grad():
+        out = functional_call(bilm, params, (ids,))["activations"][-1]
+        assert torch.equal(out, bilm(ids)["activations"][-1])

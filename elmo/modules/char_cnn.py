@@ -32,7 +32,7 @@ from ..chars import ByteCharIds
 from ..config import CharCNNConfig
 from .conv_pool import conv_max_pool
 from .dense import linear
-from .eager import eager_under_compile
+from .eager import eager_under_compile, refuse_function_transforms
 from .weight_cache import WeightsState
 
 # Row hashes used to find duplicate tokens and cached tokens. Any collision is caught by an
@@ -312,6 +312,7 @@ class CharCNN(nn.Module):
     def forward(self, char_ids: torch.Tensor) -> torch.Tensor:
         """char_ids: (B, T, C) integer ids, zeros at padded positions -> (B, T, output_dim).
         Ids this model cannot read raise (:meth:`check_ids`)."""
+        refuse_function_transforms("CharCNN")
         self.check_ids(char_ids)
         char_ids = char_ids.long()
         batch, steps, n_chars = char_ids.shape
