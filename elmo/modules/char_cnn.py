@@ -33,6 +33,7 @@ from ..config import CharCNNConfig
 from .conv_pool import conv_max_pool
 from .dense import linear
 from .eager import eager_under_compile, refuse_function_transforms
+from .hooks import has_hooks
 from .weight_cache import WeightsState
 
 # Row hashes used to find duplicate tokens and cached tokens. Any collision is caught by an
@@ -178,7 +179,9 @@ class Highway(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """x: (N, dim) -> (N, dim)."""
         for layer in self.layers:
-            carry, transform = linear(x, layer.weight, layer.bias).split(self.dim, dim=-1)
+            # a layer with hooks is called, so that they run (see elmo.modules.hooks)
+            both = layer(x) if has_hooks(layer) else linear(x, layer.weight, layer.bias)
+            carry, transform = both.split(self.dim, dim=-1)
             t = torch.sigmoid(carry)
             x = t * F.relu(transform) + (1.0 - t) * x
         return x
@@ -260,6 +263,8 @@ class CharCNN(nn.Module):
         features = self.highway(self._activation(pooled))                      # (N, F)
         if word_vectors is not None:  # the word vector comes first in the projection's input
             features = torch.cat([word_vectors, features], dim=1)
+        if has_hooks(self.projection):  # called, so that its hooks run (see elmo.modules.hooks)
+            return self.projection(features)
         # float32: PyTorch's product (oneDNN's ran at MKL's speed here); bf16 autocast: rows rounded
         return linear(features, self.projection.weight, self.projection.bias, float32_in_onednn=False)
 
@@ -279,7 +284,8 @@ class CharCNN(nn.Module):
         """(N, C) char ids -> (N, F) max over positions of every convolution, using the first
         ``keep`` character positions (before the activation)."""
         chars = self.char_embedding(ids[:, :min(ids.shape[1], keep)])   # (N, keep, d)
-        if chars.device.type == "cpu" and CONV_AS_MATMUL:
+        # convolutions with hooks are called, so that they run (see elmo.modules.hooks)
+        if chars.device.type == "cpu" and CONV_AS_MATMUL and not any(map(has_hooks, self.convolutions)):
             return torch.cat([conv_max_pool(chars, conv.weight, conv.bias) for conv in self.convolutions],
                              dim=1)
         chars = chars.transpose(1, 2)                                           # (N, d, keep)

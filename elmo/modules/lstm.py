@@ -30,6 +30,7 @@ from .autocast import autocast_on
 from .lstm_autograd import run_lstm_layer_autograd, wants_fast_path
 from .dense import pack_for_onednn, per_direction_mm, recurrent_in_onednn, recurrent_packed
 from .eager import eager_under_compile
+from .hooks import refuse_hooks
 from .lstm_inference import Int8Weights, run_single_sequence
 from .weight_cache import WeightCache
 
@@ -403,6 +404,8 @@ class BiLSTMStack(nn.Module):
             length; and the final state per layer (rows of length 0 keep their state).
         """
         batch, steps, _ = inputs.shape
+        for j, layer in enumerate(self.layers):  # (its weights are read here; it is never called)
+            refuse_hooks(layer, f"LSTM layer {j} (a BiLSTMLayer)")
         if self.int8_enabled and torch.is_grad_enabled():
             raise RuntimeError("int8 LSTM weights are for inference: run under torch.no_grad() "
                                "or call use_int8(False) first")
