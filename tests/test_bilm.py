@@ -482,3 +482,19 @@ def test_torch_func_transforms_are_refused_with_one_clear_error(transform):
     with torch.no_grad():
         out = functional_call(bilm, params, (ids,))["activations"][-1]
         assert torch.equal(out, bilm(ids)["activations"][-1])
+
+
+def test_the_cnn_alone_refuses_ids_of_another_shape_or_device():
+    """elmo.CharCNN (the biLM's token_encoder) read ids of another width as they came: a
+    60-character word given 40 ids got another vector, no error. A 2-d or 4-d tensor, a list
+    or ids on the meta device failed deep in Python or PyTorch. Each is now one clear error."""
+    encoder = random_bilm().token_encoder
+    ids = batch_to_ids([["a" * 60, "bank"]])
+    for bad in (ids[..., :40], torch.cat([ids, ids[..., :1]], dim=-1), ids[0], ids[None]):
+        with pytest.raises(ValueError, match=r"must be \(batch, tokens, 50\)"):
+            encoder(bad)
+    with pytest.raises(TypeError, match="torch.Tensor"):
+        encoder(ids.tolist())
+    with pytest.raises(ValueError, match="on meta"):
+        encoder(ids.to("meta"))
+    assert encoder(ids).shape == (1, 2, encoder.output_dim)

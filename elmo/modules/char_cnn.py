@@ -314,11 +314,37 @@ class CharCNN(nn.Module):
                                  f"{what} ids run from 0 (padding) to {rows - 1}: were they made for "
                                  f"another model? Make them with bilm.token_ids(sentences)")
 
+    @property
+    def ids_width(self) -> int:
+        """W, the ids per token: the characters, then the word id of a model with a word
+        embedding."""
+        if self.id_scheme is not None:
+            return self.id_scheme.width
+        return self.max_chars + (1 if self.word_embedding is not None else 0)
+
+    def check_shape(self, char_ids: torch.Tensor) -> None:
+        """TypeError unless ``char_ids`` is a tensor, ValueError unless it is (B, T, W) on this
+        model's device. Another W was read silently: fewer ids cut long words short (other
+        vectors), more were ignored (or, for a model with word ids, read one as the word)."""
+        if not isinstance(char_ids, torch.Tensor):
+            raise TypeError(f"char_ids must be a torch.Tensor of ids, got {type(char_ids).__name__}: "
+                            f"make them with bilm.token_ids(sentences) or elmo.batch_to_ids")
+        if char_ids.dim() != 3 or char_ids.shape[-1] != self.ids_width:
+            raise ValueError(f"char_ids must be (batch, tokens, {self.ids_width}) for this model's "
+                             f"CharCNN, got shape {tuple(char_ids.shape)} (bilm.token_ids(sentences) "
+                             f"makes them; a BiLM also takes any leading shape)")
+        weights = self.char_embedding.weight
+        if char_ids.device != weights.device:  # else an error deep in PyTorch (or the meta backend)
+            raise ValueError(f"char_ids are on {char_ids.device} and the model on {weights.device}: "
+                             f"move them with char_ids.to({str(weights.device)!r})")
+
     @eager_under_compile
     def forward(self, char_ids: torch.Tensor) -> torch.Tensor:
-        """char_ids: (B, T, C) integer ids, zeros at padded positions -> (B, T, output_dim).
-        Ids this model cannot read raise (:meth:`check_ids`)."""
+        """char_ids: (B, T, W) integer ids, zeros at padded positions -> (B, T, output_dim).
+        Ids of another shape (:meth:`check_shape`) or that this model cannot read
+        (:meth:`check_ids`) raise."""
         refuse_function_transforms("CharCNN")
+        self.check_shape(char_ids)
         self.check_ids(char_ids)
         char_ids = char_ids.long()
         batch, steps, n_chars = char_ids.shape
