@@ -1,5 +1,6 @@
 """WeightCache: a value made from parameters, made again when they change, never copied."""
 import copy
+import multiprocessing
 import pickle
 
 import pytest
@@ -136,4 +137,44 @@ def test_new_weights_at_the_address_of_freed_ones_are_not_taken_for_them(onednn,
             with torch.no_grad():
                 want = fresh(ids)["activations"]
             for g, w in zip(got, want):                # the same computation: float rounding apart
+                assert float((g - w).abs().max()) <= 1e-5 * float(w.abs().max())
+
+
+def _halve_in_another_process(bilm) -> None:
+    with torch.no_grad():
+        for p in bilm.parameters():
+            p.mul_(0.5)
+
+
+@pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(), reason="needs fork")
+@pytest.mark.parametrize("onednn", [False, True], ids=["one-row-copy", "onednn-layout"])
+def test_weights_another_process_wrote_in_shared_memory_are_not_read_from_the_caches(onednn, monkeypatch):
+    """After ``bilm.share_memory()`` another process (Hogwild training, say) writes the weights;
+    this process's version counters do not see it, so its token cache and the LSTM's forms of
+    the weights stayed those of the old weights: the token vectors came out as before the
+    write, and the layers between old and new, no error. For weights in shared memory the
+    forms are now made at every call and the token cache is not used."""
+    if onednn:
+        if not dense._onednn_packing_available():
+            pytest.skip("this PyTorch has no oneDNN weight layout")
+        monkeypatch.setattr(dense, "BACKEND", "onednn")
+        monkeypatch.setattr(dense, "RECURRENT_MIN_BYTES", 0)
+    bilm = random_bilm(5)
+    bilm.token_encoder.build_token_cache(["The", "bank", "closed"])
+    bilm.share_memory()
+    batches = (batch_to_ids([["The", "bank", "closed", "."]]),
+               batch_to_ids([["The", "bank", "closed", "."], ["The", "bank"]]))
+    with torch.no_grad():
+        for ids in batches:
+            bilm(ids)                                   # the forms and the vectors are made
+    child = multiprocessing.get_context("fork").Process(target=_halve_in_another_process, args=(bilm,))
+    child.start()
+    child.join()
+    assert child.exitcode == 0
+    fresh = copy.deepcopy(bilm)
+    fresh.token_encoder.clear_token_cache()
+    with torch.no_grad():
+        for ids in batches:
+            got, want = bilm(ids)["activations"], fresh(ids)["activations"]
+            for g, w in zip(got, want):
                 assert float((g - w).abs().max()) <= 1e-5 * float(w.abs().max())

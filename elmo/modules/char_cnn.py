@@ -34,7 +34,7 @@ from .conv_pool import conv_max_pool
 from .dense import linear
 from .eager import eager_under_compile, refuse_function_transforms
 from .hooks import has_hooks
-from .weight_cache import WeightsState
+from .weight_cache import WeightsState, shared_between_processes
 
 # Row hashes used to find duplicate tokens and cached tokens. Any collision is caught by an
 # exact comparison afterwards, so these only need to be "usually distinct".
@@ -369,9 +369,12 @@ class CharCNN(nn.Module):
 
     def _encode_with_cache(self, distinct: torch.Tensor) -> torch.Tensor:
         # Gradients for the CNN's weights need the CNN itself: in eval() mode too, where the
-        # cached vectors gave them none
-        if self._token_cache is None or (torch.is_grad_enabled()
-                                         and any(p.requires_grad for p in self.parameters())):
+        # cached vectors gave them none. Weights in shared memory may have been written by
+        # another process, uncounted here (see weight_cache): the vectors could be stale.
+        if self._token_cache is None:
+            return self.encode_tokens(distinct)
+        params = list(self.parameters())
+        if (torch.is_grad_enabled() and any(p.requires_grad for p in params)) or shared_between_processes(params):
             return self.encode_tokens(distinct)
         cache = self._current_token_cache()
         hashes = hash_rows(distinct)
@@ -410,7 +413,8 @@ class CharCNN(nn.Module):
         not change, only its cost. The vectors are made again after a change of the weights
         that PyTorch counts (optimizer steps, ``load_state_dict``, ``.to()``; after writing
         through ``param.data``, build the cache again). It is not used where gradients for the
-        CNN's weights are computed.
+        CNN's weights are computed, nor for weights in shared memory (``share_memory()``), which
+        another process may have written uncounted (see :mod:`elmo.modules.weight_cache`).
         """
         if isinstance(words, str):  # its characters would be cached as the words
             raise TypeError("build_token_cache expects a list of words, not a string")

@@ -20,6 +20,13 @@ of a freed weight, with the same version, is not taken for it (``functional_call
 with a new temporary dict of parameters per call got the freed ones' addresses, and the
 one-row steps kept the first dict's W_hh).
 
+Nor can a process count another's writes: weights in shared memory (``module.share_memory()``,
+tensors sent through ``torch.multiprocessing``) may be written by another process (Hogwild
+training) while this one's version counters stay as they were, and its forms and token vectors
+went on giving the old weights' results. For CPU weights in shared memory
+(:func:`shared_between_processes`) a value is therefore made again at every use (the LSTM's
+forms once per layer and call; the token cache is not used).
+
 What it cannot see is a write that PyTorch does not count either: through ``param.data``
 (``param.data.copy_(w)``), which bypasses the version counter as it bypasses autograd's own
 checks. After such a write, call :meth:`elmo.modules.lstm.BiLSTMStack.clear_inference_caches`
@@ -41,6 +48,12 @@ def weights_key(params: Iterable[torch.Tensor]) -> Tuple[Any, ...]:
     return tuple((p.data_ptr(), p._version, p.device, p.dtype) for p in params)
 
 
+def shared_between_processes(params: Iterable[torch.Tensor]) -> bool:
+    """Whether any of ``params`` is a CPU tensor in shared memory, which another process may
+    write without this one counting it (see the module's docstring)."""
+    return any(p.device.type == "cpu" and p.untyped_storage().is_shared() for p in params)
+
+
 class WeightsState:
     """What identifies the current values of some weights, for a value made from them.
 
@@ -48,6 +61,7 @@ class WeightsState:
     dtype it had here and its storage then is still alive (held weakly, so a replaced weight
     is freed as before). A freed storage's address can be handed to a new tensor, whose version
     may well be the same: the address alone took such a tensor for the weight it replaced.
+    It never holds for weights in shared memory (:func:`shared_between_processes`).
 
     A copy or pickle of it is the state of no weights, which matches none (the storages of a
     copy are others, and a weak reference cannot be copied or saved)."""
@@ -62,7 +76,9 @@ class WeightsState:
     def matches(self, params: Iterable[torch.Tensor]) -> bool:
         """Whether ``params`` are the weights this state was taken from, unchanged since (as
         far as PyTorch counts changes: see the module's docstring)."""
-        return weights_key(params) == self._key and not any(s.expired() for s in self._storages)
+        params = tuple(params)
+        return (weights_key(params) == self._key and not any(s.expired() for s in self._storages)
+                and not shared_between_processes(params))
 
     def __reduce__(self):
         return WeightsState, ()
