@@ -69,3 +69,46 @@ def test_hooks_on_an_lstm_layer_are_refused():
         bilm(IDS)
     prune.remove(bilm.lstm.layers[1], "weight_hh")
     bilm(IDS)
+
+
+class Doubled(torch.nn.Module):
+    """Put in the place of a layer, as LoRA or quantization tools put their modules: its
+    forward is not the product with a ``weight`` tensor (here the base layer's output, doubled).
+    With ``expose_weight`` it passes the base layer's weight and bias on, as LoRA wrappers do."""
+
+    def __init__(self, base: torch.nn.Module, expose_weight: bool):
+        super().__init__()
+        self.base = base
+        if expose_weight:
+            self.weight, self.bias = base.weight, base.bias
+
+    def forward(self, x):
+        return 2 * self.base(x)
+
+
+@pytest.mark.parametrize("expose_weight", [True, False], ids=["lora-like", "no-weight-tensor"])
+@pytest.mark.parametrize("part", ["convolution", "highway", "projection"])
+def test_a_module_put_in_the_place_of_a_cnn_layer_is_called(part, expose_weight):
+    """The CPU path read ``layer.weight`` and ``layer.bias`` of whatever module sat there: a
+    wrapper that passes its base layer's weight on (LoRA's) was computed as the base layer
+    alone, silently, and one without a weight tensor (quantize_dynamic's Linear) failed deep
+    in the CNN. Any module but a plain Linear or Conv1d is now called; here the result is
+    that of a plain layer with twice the weight and bias."""
+    bilm = random_bilm(2)
+    doubled = random_bilm(2)
+    with torch.no_grad():
+        for p in cnn_parts(doubled)[part].parameters():
+            p.mul_(2)
+        want = doubled(IDS)["activations"]
+    encoder = bilm.token_encoder
+    if part == "convolution":
+        encoder.convolutions[1] = Doubled(encoder.convolutions[1], expose_weight)
+    elif part == "highway":
+        encoder.highway.layers[0] = Doubled(encoder.highway.layers[0], expose_weight)
+    else:
+        encoder.projection = Doubled(encoder.projection, expose_weight)
+    encoder.build_token_cache(["bank"])
+    with torch.no_grad():
+        got = bilm(IDS)["activations"]
+    for g, w in zip(got, want):
+        assert float((g - w).abs().max()) <= 1e-5 * float(w.abs().max())

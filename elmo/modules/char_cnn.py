@@ -33,7 +33,7 @@ from ..config import CharCNNConfig
 from .conv_pool import conv_max_pool
 from .dense import linear
 from .eager import eager_under_compile, refuse_function_transforms
-from .hooks import has_hooks
+from .hooks import called_as_module
 from .weight_cache import WeightsState, shared_between_processes
 
 # Row hashes used to find duplicate tokens and cached tokens. Any collision is caught by an
@@ -179,8 +179,8 @@ class Highway(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """x: (N, dim) -> (N, dim)."""
         for layer in self.layers:
-            # a layer with hooks is called, so that they run (see elmo.modules.hooks)
-            both = layer(x) if has_hooks(layer) else linear(x, layer.weight, layer.bias)
+            # a layer with hooks, or another module in its place, is called (elmo.modules.hooks)
+            both = layer(x) if called_as_module(layer, nn.Linear) else linear(x, layer.weight, layer.bias)
             carry, transform = both.split(self.dim, dim=-1)
             t = torch.sigmoid(carry)
             x = t * F.relu(transform) + (1.0 - t) * x
@@ -243,7 +243,7 @@ class CharCNN(nn.Module):
     def encode_tokens(self, ids: torch.Tensor) -> torch.Tensor:
         """Distinct tokens (N, W) -> vectors (N, output_dim); no padding rows expected."""
         if ids.shape[0] == 0:
-            return self.projection.weight.new_zeros(0, self.output_dim)
+            return self._vectors_like.new_zeros(0, self.output_dim)
         word_vectors = (self.word_embedding(ids[:, self.max_chars])
                         if self.word_embedding is not None else None)
         ids = ids[:, :self.max_chars]
@@ -263,10 +263,16 @@ class CharCNN(nn.Module):
         features = self.highway(self._activation(pooled))                      # (N, F)
         if word_vectors is not None:  # the word vector comes first in the projection's input
             features = torch.cat([word_vectors, features], dim=1)
-        if has_hooks(self.projection):  # called, so that its hooks run (see elmo.modules.hooks)
+        if called_as_module(self.projection, nn.Linear):  # hooks, or another module: see hooks.py
             return self.projection(features)
         # float32: PyTorch's product (oneDNN's ran at MKL's speed here); bf16 autocast: rows rounded
         return linear(features, self.projection.weight, self.projection.bias, float32_in_onednn=False)
+
+    @property
+    def _vectors_like(self) -> torch.Tensor:
+        """A weight with the dtype and device of the token vectors: the character embedding's
+        (the projection may be a module without a weight tensor: see elmo.modules.hooks)."""
+        return self.char_embedding.weight
 
     def require_id_scheme(self):
         """The id scheme; a model built from options alone may lack its dictionaries."""
@@ -284,8 +290,9 @@ class CharCNN(nn.Module):
         """(N, C) char ids -> (N, F) max over positions of every convolution, using the first
         ``keep`` character positions (before the activation)."""
         chars = self.char_embedding(ids[:, :min(ids.shape[1], keep)])   # (N, keep, d)
-        # convolutions with hooks are called, so that they run (see elmo.modules.hooks)
-        if chars.device.type == "cpu" and CONV_AS_MATMUL and not any(map(has_hooks, self.convolutions)):
+        # convolutions with hooks, or other modules in their place, are called (elmo.modules.hooks)
+        if chars.device.type == "cpu" and CONV_AS_MATMUL and \
+                not any(called_as_module(conv, nn.Conv1d) for conv in self.convolutions):
             return torch.cat([conv_max_pool(chars, conv.weight, conv.bias) for conv in self.convolutions],
                              dim=1)
         chars = chars.transpose(1, 2)                                           # (N, d, keep)
@@ -350,7 +357,7 @@ class CharCNN(nn.Module):
         batch, steps, n_chars = char_ids.shape
         flat = char_ids.reshape(-1, n_chars)
         present = (flat > 0).any(dim=1)
-        out = self.projection.weight.new_zeros(batch * steps, self.output_dim)
+        out = self._vectors_like.new_zeros(batch * steps, self.output_dim)
         if not bool(present.any()):
             return out.view(batch, steps, self.output_dim)
         positions = present.nonzero().squeeze(1)
@@ -380,7 +387,7 @@ class CharCNN(nn.Module):
         hashes = hash_rows(distinct)
         slot = torch.searchsorted(cache.hashes, hashes).clamp_(max=cache.hashes.shape[0] - 1)
         hit = (cache.ids[slot] == distinct).all(dim=1)  # hash matches are verified exactly
-        vectors = cache.vectors[slot].to(self.projection.weight.dtype)
+        vectors = cache.vectors[slot].to(self._vectors_like.dtype)
         if not bool(hit.all()):
             miss = (~hit).nonzero().squeeze(1)
             # (in the weights' dtype under autocast too: see forward)
@@ -426,7 +433,7 @@ class CharCNN(nn.Module):
         scheme = self.require_id_scheme()
         rows = torch.tensor([scheme.bos_row, scheme.eos_row], dtype=torch.long)
         ids = torch.cat([rows, scheme.token_rows(list(dict.fromkeys(words)))])
-        ids, _ = unique_rows(ids.to(self.projection.weight.device))
+        ids, _ = unique_rows(ids.to(self._vectors_like.device))
         vectors = self._encode_in_batches(ids, batch_size)
         hashes = hash_rows(ids)
         order = torch.argsort(hashes)
@@ -456,7 +463,7 @@ class CharCNN(nn.Module):
         # vectors again (the weights have new values, whatever their addresses).
         result = super()._apply(fn, *args, **kwargs)
         if self._token_cache is not None:
-            dev = self.projection.weight.device
+            dev = self._vectors_like.device
             self._token_cache = TokenCache(*(t.to(dev) for t in self._token_cache))
             self._token_cache_key = WeightsState()
         return result
