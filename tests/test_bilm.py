@@ -459,3 +459,42 @@ def test_loading_weights_of_other_modules_keeps_the_carried_state():
             return model(ids)["elmo_representations"][0]
 
     assert torch.equal(stream(load_mix=True), stream(load_mix=False))
+
+
+@pytest.mark.parametrize("transform", ["vmap", "grad"])
+def test_torch_func_transforms_are_refused_with_one_clear_error(transform):
+    """Under torch.func.vmap the biLM failed deep in PyTorch ("Cannot access data pointer of
+    Tensor that doesn't have storage"), under torch.func.grad of functional_call in its LSTM's
+    autograd function (which has no setup_context); both now raise one RuntimeError saying
+    what works instead. functional_call alone still runs."""
+    from torch.func import functional_call, grad, vmap
+
+    bilm = random_bilm()
+    ids = batch_to_ids([["The", "bank"], ["Hi"]])
+    params = {name: p.detach() for name, p in bilm.named_parameters()}
+    with pytest.raises(RuntimeError, match="does not run inside torch.func transforms"):
+        if transform == "vmap":
+            vmap(lambda row: bilm(row.unsqueeze(0))["activations"][-1])(ids)
+        else:
+            grad(lambda p: functional_call(bilm, p, (ids,))["activations"][-1].sum())(params)
+    with pytest.raises(RuntimeError, match="CharCNN does not run inside"):
+        vmap(lambda row: bilm.token_encoder(row.unsqueeze(0)))(ids)
+    with torch.no_grad():
+        out = functional_call(bilm, params, (ids,))["activations"][-1]
+        assert torch.equal(out, bilm(ids)["activations"][-1])
+
+
+def test_the_cnn_alone_refuses_ids_of_another_shape_or_device():
+    """elmo.CharCNN (the biLM's token_encoder) read ids of another width as they came: a
+    60-character word given 40 ids got another vector, no error. A 2-d or 4-d tensor, a list
+    or ids on the meta device failed deep in Python or PyTorch. Each is now one clear error."""
+    encoder = random_bilm().token_encoder
+    ids = batch_to_ids([["a" * 60, "bank"]])
+    for bad in (ids[..., :40], torch.cat([ids, ids[..., :1]], dim=-1), ids[0], ids[None]):
+        with pytest.raises(ValueError, match=r"must be \(batch, tokens, 50\)"):
+            encoder(bad)
+    with pytest.raises(TypeError, match="torch.Tensor"):
+        encoder(ids.tolist())
+    with pytest.raises(ValueError, match="on meta"):
+        encoder(ids.to("meta"))
+    assert encoder(ids).shape == (1, 2, encoder.output_dim)

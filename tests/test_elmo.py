@@ -63,6 +63,52 @@ def test_fine_tuning_the_bilm():
 
 
 
+def _unfreeze_elmo(elmo):
+    elmo.requires_grad_(True)
+
+
+def _unfreeze_bilm(elmo):
+    elmo.bilm.requires_grad_(True)
+
+
+def _unfreeze_each_parameter(elmo):
+    for p in elmo.parameters():
+        p.requires_grad = True
+
+
+@pytest.mark.parametrize("unfreeze", [_unfreeze_elmo, _unfreeze_bilm, _unfreeze_each_parameter])
+def test_a_bilm_unfrozen_after_the_constructor_is_fine_tuned(unfreeze):
+    """Elmo(requires_grad=False), then the biLM unfrozen as any module's parameters are (for
+    gradual unfreezing, say): the biLM still ran without autograd, its parameters required
+    grad and got none, and the optimizer left them as they were, no error. Their flags now
+    decide: the gradients are those of an Elmo made with requires_grad=True."""
+    ids = batch_to_ids([["the", "dog", "bit"], ["a", "man"]])
+    elmo = Elmo(module=random_bilm(), num_output_representations=1, dropout=0.0)
+    unfreeze(elmo)
+    elmo(ids)["elmo_representations"][0].sum().backward()
+    tuned = Elmo(module=random_bilm(), num_output_representations=1, dropout=0.0, requires_grad=True)
+    tuned(ids)["elmo_representations"][0].sum().backward()
+    for (name, got), want in zip(elmo.bilm.named_parameters(), tuned.bilm.parameters()):
+        assert got.grad is not None, name
+        assert torch.allclose(got.grad, want.grad, rtol=1e-5, atol=1e-7), name
+
+
+def test_an_elmo_frozen_by_its_own_requires_grad_call_does_not_warn():
+    """requires_grad_(False) on a fine-tuning Elmo freezes it: no gradients for the biLM and no
+    warning that another Elmo froze it."""
+    import warnings
+
+    elmo = Elmo(module=random_bilm(), dropout=0.0, requires_grad=True)
+    elmo.requires_grad_(False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = elmo(batch_to_ids([["a", "b"]]))["elmo_representations"][0]
+    assert not out.requires_grad
+    elmo.scalar_mixes[0].requires_grad_(True)  # the mix alone trains: the biLM stays frozen
+    elmo(batch_to_ids([["a", "b"]]))["elmo_representations"][0].sum().backward()
+    assert all(p.grad is None for p in elmo.bilm.parameters())
+
+
 def test_a_bfloat16_weight_file_is_fine_tuned_in_float32(tmp_path):
     """A weight file saved from a bfloat16 model records that dtype and loads as bfloat16:
     Elmo(options_file, weight_file, requires_grad=True) trained the biLM's weights in bfloat16

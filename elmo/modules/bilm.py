@@ -28,7 +28,7 @@ from ..checks import require_switch
 from ..chars import BOS_TOKEN, EOS_TOKEN, word_to_char_ids
 from ..config import ElmoOptions
 from .char_cnn import CharCNN, require_integer_ids
-from .eager import eager_under_compile
+from .eager import eager_under_compile, refuse_function_transforms
 from .lstm import BiLSTMStack, LayerState
 
 
@@ -215,6 +215,7 @@ class BiLM(nn.Module):
             zero at padded positions; ``mask``: (..., T') bool. ``...`` is the input's leading
             shape.
         """
+        refuse_function_transforms("BiLM")
         # "no" is true to Python: it kept the boundaries, two positions more than the tokens
         keep_sentence_boundaries = require_switch("keep_sentence_boundaries", keep_sentence_boundaries)
         if not isinstance(char_ids, torch.Tensor):

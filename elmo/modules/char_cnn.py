@@ -32,8 +32,9 @@ from ..chars import ByteCharIds
 from ..config import CharCNNConfig
 from .conv_pool import conv_max_pool
 from .dense import linear
-from .eager import eager_under_compile
-from .weight_cache import weights_state
+from .eager import eager_under_compile, refuse_function_transforms
+from .hooks import called_as_module
+from .weight_cache import WeightsState, shared_between_processes
 
 # Row hashes used to find duplicate tokens and cached tokens. Any collision is caught by an
 # exact comparison afterwards, so these only need to be "usually distinct".
@@ -178,7 +179,9 @@ class Highway(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """x: (N, dim) -> (N, dim)."""
         for layer in self.layers:
-            carry, transform = linear(x, layer.weight, layer.bias).split(self.dim, dim=-1)
+            # a layer with hooks, or another module in its place, is called (elmo.modules.hooks)
+            both = layer(x) if called_as_module(layer, nn.Linear) else linear(x, layer.weight, layer.bias)
+            carry, transform = both.split(self.dim, dim=-1)
             t = torch.sigmoid(carry)
             x = t * F.relu(transform) + (1.0 - t) * x
         return x
@@ -234,13 +237,13 @@ class CharCNN(nn.Module):
         self.projection = nn.Linear(word_dim + config.n_filters, output_dim)
         self._activation = torch.tanh if config.activation == "tanh" else F.relu
         self._token_cache: Optional[TokenCache] = None
-        self._token_cache_key: tuple = ()  # the weights its vectors were made from (weights_state)
+        self._token_cache_key = WeightsState()  # the weights its vectors were made from
 
     # ------------------------------------------------------------------ the computation
     def encode_tokens(self, ids: torch.Tensor) -> torch.Tensor:
         """Distinct tokens (N, W) -> vectors (N, output_dim); no padding rows expected."""
         if ids.shape[0] == 0:
-            return self.projection.weight.new_zeros(0, self.output_dim)
+            return self._vectors_like.new_zeros(0, self.output_dim)
         word_vectors = (self.word_embedding(ids[:, self.max_chars])
                         if self.word_embedding is not None else None)
         ids = ids[:, :self.max_chars]
@@ -260,8 +263,16 @@ class CharCNN(nn.Module):
         features = self.highway(self._activation(pooled))                      # (N, F)
         if word_vectors is not None:  # the word vector comes first in the projection's input
             features = torch.cat([word_vectors, features], dim=1)
+        if called_as_module(self.projection, nn.Linear):  # hooks, or another module: see hooks.py
+            return self.projection(features)
         # float32: PyTorch's product (oneDNN's ran at MKL's speed here); bf16 autocast: rows rounded
         return linear(features, self.projection.weight, self.projection.bias, float32_in_onednn=False)
+
+    @property
+    def _vectors_like(self) -> torch.Tensor:
+        """A weight with the dtype and device of the token vectors: the character embedding's
+        (the projection may be a module without a weight tensor: see elmo.modules.hooks)."""
+        return self.char_embedding.weight
 
     def require_id_scheme(self):
         """The id scheme; a model built from options alone may lack its dictionaries."""
@@ -279,7 +290,9 @@ class CharCNN(nn.Module):
         """(N, C) char ids -> (N, F) max over positions of every convolution, using the first
         ``keep`` character positions (before the activation)."""
         chars = self.char_embedding(ids[:, :min(ids.shape[1], keep)])   # (N, keep, d)
-        if chars.device.type == "cpu" and CONV_AS_MATMUL:
+        # convolutions with hooks, or other modules in their place, are called (elmo.modules.hooks)
+        if chars.device.type == "cpu" and CONV_AS_MATMUL and \
+                not any(called_as_module(conv, nn.Conv1d) for conv in self.convolutions):
             return torch.cat([conv_max_pool(chars, conv.weight, conv.bias) for conv in self.convolutions],
                              dim=1)
         chars = chars.transpose(1, 2)                                           # (N, d, keep)
@@ -308,16 +321,43 @@ class CharCNN(nn.Module):
                                  f"{what} ids run from 0 (padding) to {rows - 1}: were they made for "
                                  f"another model? Make them with bilm.token_ids(sentences)")
 
+    @property
+    def ids_width(self) -> int:
+        """W, the ids per token: the characters, then the word id of a model with a word
+        embedding."""
+        if self.id_scheme is not None:
+            return self.id_scheme.width
+        return self.max_chars + (1 if self.word_embedding is not None else 0)
+
+    def check_shape(self, char_ids: torch.Tensor) -> None:
+        """TypeError unless ``char_ids`` is a tensor, ValueError unless it is (B, T, W) on this
+        model's device. Another W was read silently: fewer ids cut long words short (other
+        vectors), more were ignored (or, for a model with word ids, read one as the word)."""
+        if not isinstance(char_ids, torch.Tensor):
+            raise TypeError(f"char_ids must be a torch.Tensor of ids, got {type(char_ids).__name__}: "
+                            f"make them with bilm.token_ids(sentences) or elmo.batch_to_ids")
+        if char_ids.dim() != 3 or char_ids.shape[-1] != self.ids_width:
+            raise ValueError(f"char_ids must be (batch, tokens, {self.ids_width}) for this model's "
+                             f"CharCNN, got shape {tuple(char_ids.shape)} (bilm.token_ids(sentences) "
+                             f"makes them; a BiLM also takes any leading shape)")
+        weights = self.char_embedding.weight
+        if char_ids.device != weights.device:  # else an error deep in PyTorch (or the meta backend)
+            raise ValueError(f"char_ids are on {char_ids.device} and the model on {weights.device}: "
+                             f"move them with char_ids.to({str(weights.device)!r})")
+
     @eager_under_compile
     def forward(self, char_ids: torch.Tensor) -> torch.Tensor:
-        """char_ids: (B, T, C) integer ids, zeros at padded positions -> (B, T, output_dim).
-        Ids this model cannot read raise (:meth:`check_ids`)."""
+        """char_ids: (B, T, W) integer ids, zeros at padded positions -> (B, T, output_dim).
+        Ids of another shape (:meth:`check_shape`) or that this model cannot read
+        (:meth:`check_ids`) raise."""
+        refuse_function_transforms("CharCNN")
+        self.check_shape(char_ids)
         self.check_ids(char_ids)
         char_ids = char_ids.long()
         batch, steps, n_chars = char_ids.shape
         flat = char_ids.reshape(-1, n_chars)
         present = (flat > 0).any(dim=1)
-        out = self.projection.weight.new_zeros(batch * steps, self.output_dim)
+        out = self._vectors_like.new_zeros(batch * steps, self.output_dim)
         if not bool(present.any()):
             return out.view(batch, steps, self.output_dim)
         positions = present.nonzero().squeeze(1)
@@ -336,15 +376,18 @@ class CharCNN(nn.Module):
 
     def _encode_with_cache(self, distinct: torch.Tensor) -> torch.Tensor:
         # Gradients for the CNN's weights need the CNN itself: in eval() mode too, where the
-        # cached vectors gave them none
-        if self._token_cache is None or (torch.is_grad_enabled()
-                                         and any(p.requires_grad for p in self.parameters())):
+        # cached vectors gave them none. Weights in shared memory may have been written by
+        # another process, uncounted here (see weight_cache): the vectors could be stale.
+        if self._token_cache is None:
+            return self.encode_tokens(distinct)
+        params = list(self.parameters())
+        if (torch.is_grad_enabled() and any(p.requires_grad for p in params)) or shared_between_processes(params):
             return self.encode_tokens(distinct)
         cache = self._current_token_cache()
         hashes = hash_rows(distinct)
         slot = torch.searchsorted(cache.hashes, hashes).clamp_(max=cache.hashes.shape[0] - 1)
         hit = (cache.ids[slot] == distinct).all(dim=1)  # hash matches are verified exactly
-        vectors = cache.vectors[slot].to(self.projection.weight.dtype)
+        vectors = cache.vectors[slot].to(self._vectors_like.dtype)
         if not bool(hit.all()):
             miss = (~hit).nonzero().squeeze(1)
             # (in the weights' dtype under autocast too: see forward)
@@ -358,8 +401,9 @@ class CharCNN(nn.Module):
         gave the cached words the old weights' vectors and the other words the new ones."""
         cache = self._token_cache
         assert cache is not None
-        key = weights_state(self.parameters())
-        if key != self._token_cache_key:
+        params = list(self.parameters())
+        if not self._token_cache_key.matches(params):
+            key = WeightsState(params)
             cache = cache._replace(vectors=self._encode_in_batches(cache.ids))
             self._token_cache, self._token_cache_key = cache, key
         return cache
@@ -376,7 +420,8 @@ class CharCNN(nn.Module):
         not change, only its cost. The vectors are made again after a change of the weights
         that PyTorch counts (optimizer steps, ``load_state_dict``, ``.to()``; after writing
         through ``param.data``, build the cache again). It is not used where gradients for the
-        CNN's weights are computed.
+        CNN's weights are computed, nor for weights in shared memory (``share_memory()``), which
+        another process may have written uncounted (see :mod:`elmo.modules.weight_cache`).
         """
         if isinstance(words, str):  # its characters would be cached as the words
             raise TypeError("build_token_cache expects a list of words, not a string")
@@ -388,12 +433,12 @@ class CharCNN(nn.Module):
         scheme = self.require_id_scheme()
         rows = torch.tensor([scheme.bos_row, scheme.eos_row], dtype=torch.long)
         ids = torch.cat([rows, scheme.token_rows(list(dict.fromkeys(words)))])
-        ids, _ = unique_rows(ids.to(self.projection.weight.device))
+        ids, _ = unique_rows(ids.to(self._vectors_like.device))
         vectors = self._encode_in_batches(ids, batch_size)
         hashes = hash_rows(ids)
         order = torch.argsort(hashes)
         self._token_cache = TokenCache(ids[order], hashes[order], vectors[order])
-        self._token_cache_key = weights_state(self.parameters())
+        self._token_cache_key = WeightsState(self.parameters())
 
     def clear_token_cache(self) -> None:
         self._token_cache = None
@@ -415,11 +460,10 @@ class CharCNN(nn.Module):
 
     def _apply(self, fn, *args, **kwargs):
         # Keep the cache on the module's device when it moves (.to / .cuda), and make its
-        # vectors again: the new weights may sit at the addresses of the old ones (a
-        # .half().float() round trip), which the key of weights_state could not tell apart.
+        # vectors again (the weights have new values, whatever their addresses).
         result = super()._apply(fn, *args, **kwargs)
         if self._token_cache is not None:
-            dev = self.projection.weight.device
+            dev = self._vectors_like.device
             self._token_cache = TokenCache(*(t.to(dev) for t in self._token_cache))
-            self._token_cache_key = ()
+            self._token_cache_key = WeightsState()
         return result

@@ -1,4 +1,4 @@
-"""The biLM's forwards run eagerly inside ``torch.compile``.
+"""The biLM's forwards run eagerly inside ``torch.compile``, and refuse ``torch.func``'s transforms.
 
 Why: they decide their work from the data (which positions hold tokens, the distinct words of
 a batch, how many rows are still running at each step), call oneDNN's operators directly and
@@ -20,3 +20,16 @@ F = TypeVar("F", bound=Callable)
 def eager_under_compile(forward: F) -> F:
     """``forward``, and everything it calls, skipped by TorchDynamo (run as plain Python)."""
     return torch.compiler.disable(forward)
+
+
+def refuse_function_transforms(module: str) -> None:
+    """RuntimeError inside ``torch.func``'s transforms (``vmap``, ``grad``, ``jacrev``, ...; also
+    ``torch.vmap``): for the same reasons (ids read back to choose the work, oneDNN's operators,
+    autograd functions without the transforms' ``setup_context``) the forwards cannot run there,
+    and failed deep inside PyTorch ("Cannot access data pointer of Tensor that doesn't have
+    storage" under vmap). ``module`` names the module in the message."""
+    peek = getattr(torch._C._functorch, "peek_interpreter_stack", None)
+    if peek is not None and peek() is not None:
+        raise RuntimeError(f"{module} does not run inside torch.func transforms (vmap, grad, jacrev, "
+                           f"...): call it on the whole batch (any leading shape works) and take "
+                           f"gradients with torch.autograd (torch.func.functional_call alone works)")

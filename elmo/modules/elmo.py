@@ -37,7 +37,9 @@ class Elmo(nn.Module):
         num_output_representations: number of independent mixes (e.g. one for the task
             model's input, one for its output).
         requires_grad: fine-tune the biLM too (default frozen). As in AllenNLP this sets the
-            biLM's parameters' ``requires_grad``: two Elmo over one biLM share it, and a
+            biLM's parameters' ``requires_grad``, and their flags decide from then on: a biLM
+            unfrozen later (``elmo.requires_grad_(True)``, ``elmo.bilm.requires_grad_(True)``)
+            is fine-tuned from the next call. Two Elmo over one biLM share the flags, and a
             fine-tuning Elmo whose biLM was frozen since warns once at its next call.
         do_layer_norm: layer-normalise each layer before mixing.
         dropout: dropout on each mixed output, in [0, 1).
@@ -133,6 +135,14 @@ class Elmo(nn.Module):
             self._elmo_lstm.eval()
         return self
 
+    def requires_grad_(self, requires_grad: bool = True) -> "Elmo":
+        """Sets the flag of every parameter, the biLM's too, as for any module; this Elmo then
+        counts as frozen or fine-tuning (:meth:`train`, and no warning about a biLM frozen by
+        another Elmo after ``requires_grad_(False)``)."""
+        super().requires_grad_(requires_grad)
+        self._requires_grad = bool(requires_grad)
+        return self
+
     def penalty(self, lam: float) -> torch.Tensor:
         """lam * sum over mixes of ||s||^2: a 0-dim tensor (zero without mixes)."""
         penalty_weight(lam)  # checked also where there are no mixes
@@ -177,9 +187,12 @@ class Elmo(nn.Module):
         device = next(self._elmo_lstm.parameters()).device
         # (..., T, C) -> (N, T, C), rows in row-major order; each row is an independent sentence
         inputs = inputs.to(device).reshape(math.prod(leading), *inputs.shape[-2:])
-        fine_tune = torch.is_grad_enabled() and self._requires_grad
-        if fine_tune and not getattr(self, "_warned_frozen", False) and \
-                not any(p.requires_grad for p in self._elmo_lstm.parameters()):
+        # The parameters' own flags decide, as for any module: a biLM unfrozen after the
+        # constructor (requires_grad_(True)) ran without autograd and got no gradients.
+        bilm_trains = any(p.requires_grad for p in self._elmo_lstm.parameters())
+        fine_tune = torch.is_grad_enabled() and bilm_trains
+        if torch.is_grad_enabled() and self._requires_grad and not bilm_trains and \
+                not getattr(self, "_warned_frozen", False):
             # requires_grad is the parameters' own flag: a second Elmo(module=bilm,
             # requires_grad=False) over the same biLM cleared it for this one too, and its
             # fine-tuning then left the biLM as it was without a word

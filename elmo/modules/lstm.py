@@ -30,6 +30,7 @@ from .autocast import autocast_on
 from .lstm_autograd import run_lstm_layer_autograd, wants_fast_path
 from .dense import pack_for_onednn, per_direction_mm, recurrent_in_onednn, recurrent_packed
 from .eager import eager_under_compile
+from .hooks import refuse_hooks
 from .lstm_inference import Int8Weights, run_single_sequence
 from .weight_cache import WeightCache
 
@@ -282,6 +283,9 @@ def run_lstm_layer(layer_input: torch.Tensor, weight_ih: torch.Tensor, bias: tor
     step_inputs: List[torch.Tensor] = []
     row_bytes = weight_ih.shape[0] * weight_ih.shape[2] * weight_ih.element_size()  # D x 4H floats
     chunk_stop = dict(input_chunks(batch_sizes, row_bytes, weight_ih.numel() * weight_ih.element_size()))
+    if weight_hh_rows is not None:  # looked up once, at the first one-row step (a form of
+        # weights in shared memory is made again at each lookup: see weight_cache)
+        weight_hh_rows = functools.lru_cache(maxsize=1)(weight_hh_rows)
     packed_hh = packed_proj = None
     if packed_weights is not None:  # looked up once, at the first step that uses them
         packed_once = functools.lru_cache(maxsize=1)(packed_weights)
@@ -368,7 +372,8 @@ class BiLSTMStack(nn.Module):
         change of the weights by themselves (optimizer steps, ``load_state_dict``, in-place
         writes under ``torch.no_grad()``, ``.to()``); call this after writing weights through
         ``param.data``, which PyTorch does not count, or to free their memory (a fused
-        optimizer's step is counted: see :mod:`elmo.modules.weight_cache`)."""
+        optimizer's step is counted, and weights in shared memory, which another process may
+        write, get their forms made at every call: see :mod:`elmo.modules.weight_cache`)."""
         for layer in self.layers:
             for cache in (layer._int8, layer._hh_rows, layer._packed):
                 cache.clear()
@@ -403,6 +408,8 @@ class BiLSTMStack(nn.Module):
             length; and the final state per layer (rows of length 0 keep their state).
         """
         batch, steps, _ = inputs.shape
+        for j, layer in enumerate(self.layers):  # (its weights are read here; it is never called)
+            refuse_hooks(layer, f"LSTM layer {j} (a BiLSTMLayer)")
         if self.int8_enabled and torch.is_grad_enabled():
             raise RuntimeError("int8 LSTM weights are for inference: run under torch.no_grad() "
                                "or call use_int8(False) first")

@@ -13,6 +13,20 @@ bumps the version of the parameters such an optimizer updated (see
 :func:`_count_optimizer_writes`): without it, a validation run after a fused step measured
 the weights of an earlier one, and a fine-tuned model's cached words kept their old vectors.
 
+A weight replaced by another tensor (``torch.func.functional_call``'s parameters,
+``param.data = w``, ``load_state_dict(assign=True)``) is another storage: the key holds a weak
+reference to each weight's storage, so a new tensor that the allocator placed at the address
+of a freed weight, with the same version, is not taken for it (``functional_call`` of a model
+with a new temporary dict of parameters per call got the freed ones' addresses, and the
+one-row steps kept the first dict's W_hh).
+
+Nor can a process count another's writes: weights in shared memory (``module.share_memory()``,
+tensors sent through ``torch.multiprocessing``) may be written by another process (Hogwild
+training) while this one's version counters stay as they were, and its forms and token vectors
+went on giving the old weights' results. For CPU weights in shared memory
+(:func:`shared_between_processes`) a value is therefore made again at every use (the LSTM's
+forms once per layer and call; the token cache is not used).
+
 What it cannot see is a write that PyTorch does not count either: through ``param.data``
 (``param.data.copy_(w)``), which bypasses the version counter as it bypasses autograd's own
 checks. After such a write, call :meth:`elmo.modules.lstm.BiLSTMStack.clear_inference_caches`
@@ -23,15 +37,51 @@ from __future__ import annotations
 from typing import Any, Callable, Generic, Iterable, Optional, Sequence, Tuple, TypeVar
 
 import torch
+from torch.multiprocessing.reductions import StorageWeakRef
 from torch.optim.optimizer import register_optimizer_step_post_hook
 
 T = TypeVar("T")
 
 
-def weights_state(params: Iterable[torch.Tensor]) -> Tuple[Any, ...]:
-    """What identifies the current values of ``params``: each one's address, in-place version,
-    device and dtype (a value made from them is stale once this differs)."""
+def weights_key(params: Iterable[torch.Tensor]) -> Tuple[Any, ...]:
+    """Each tensor's address, in-place version, device and dtype (see :class:`WeightsState`)."""
     return tuple((p.data_ptr(), p._version, p.device, p.dtype) for p in params)
+
+
+def shared_between_processes(params: Iterable[torch.Tensor]) -> bool:
+    """Whether any of ``params`` is a CPU tensor in shared memory, which another process may
+    write without this one counting it (see the module's docstring)."""
+    return any(p.device.type == "cpu" and p.untyped_storage().is_shared() for p in params)
+
+
+class WeightsState:
+    """What identifies the current values of some weights, for a value made from them.
+
+    :meth:`matches` holds while each weight has the address, in-place version, device and
+    dtype it had here and its storage then is still alive (held weakly, so a replaced weight
+    is freed as before). A freed storage's address can be handed to a new tensor, whose version
+    may well be the same: the address alone took such a tensor for the weight it replaced.
+    It never holds for weights in shared memory (:func:`shared_between_processes`).
+
+    A copy or pickle of it is the state of no weights, which matches none (the storages of a
+    copy are others, and a weak reference cannot be copied or saved)."""
+
+    __slots__ = ("_key", "_storages")
+
+    def __init__(self, params: Iterable[torch.Tensor] = ()):
+        params = tuple(params)
+        self._key = weights_key(params)
+        self._storages = tuple(StorageWeakRef(p.untyped_storage()) for p in params)
+
+    def matches(self, params: Iterable[torch.Tensor]) -> bool:
+        """Whether ``params`` are the weights this state was taken from, unchanged since (as
+        far as PyTorch counts changes: see the module's docstring)."""
+        params = tuple(params)
+        return (weights_key(params) == self._key and not any(s.expired() for s in self._storages)
+                and not shared_between_processes(params))
+
+    def __reduce__(self):
+        return WeightsState, ()
 
 
 def _count_optimizer_writes(optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
@@ -60,16 +110,15 @@ class WeightCache(Generic[T]):
     """
 
     def __init__(self) -> None:
-        # (key, value) in one attribute, so that a reader never pairs one key with another value
-        self._entry: Optional[Tuple[Tuple[Any, ...], T]] = None
+        # (state, value) in one attribute, so that a reader never pairs one state with another value
+        self._entry: Optional[Tuple[WeightsState, T]] = None
 
     def get(self, params: Sequence[torch.Tensor], make: Callable[[], T]) -> T:
         """The value made from ``params`` in their current state; ``make()`` runs when there is
-        none yet or a parameter has changed since (address, in-place version, device, dtype)."""
-        key = weights_state(params)
+        none yet or a parameter has changed since (:meth:`WeightsState.matches`)."""
         entry = self._entry
-        if entry is None or entry[0] != key:
-            entry = (key, make())
+        if entry is None or not entry[0].matches(params):
+            entry = (WeightsState(params), make())
             self._entry = entry
         return entry[1]
 
