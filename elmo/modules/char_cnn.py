@@ -416,8 +416,9 @@ class CharCNN(nn.Module):
     def build_token_cache(self, words: Sequence[str], batch_size: int = 4096) -> None:
         """Precompute the vectors of ``words`` (plus the sentence boundaries).
 
-        Cached tokens then skip the CNN; other tokens are still encoded by it, so the output does
-        not change, only its cost. The vectors are made again after a change of the weights
+        Cached tokens then skip the CNN; other tokens are still encoded by it, so the output is
+        the same up to float32 rounding (the cached vectors were computed in other groups of
+        words), only its cost changes. The vectors are made again after a change of the weights
         that PyTorch counts (optimizer steps, ``load_state_dict``, ``.to()``; after writing
         through ``param.data``, build the cache again). It is not used where gradients for the
         CNN's weights are computed, nor for weights in shared memory (``share_memory()``), which
