@@ -46,7 +46,9 @@ def lstm_direction(stack: BiLSTMStack, layer: BiLSTMLayer, d: int, x: torch.Tens
     else:
         c, h = state
     out = x.new_zeros(batch, steps, stack.projection_dim)
-    w_ih, w_hh, w_proj, bias = layer.weight_ih[d], layer.weight_hh[d], layer.weight_proj[d], layer.effective_bias()[d]
+    w_ih, w_hh, w_proj = layer.weight_ih[d], layer.weight_hh[d], layer.weight_proj[d]
+    cells = stack.cell_dim
+    bias = layer.bias[d] + torch.cat([torch.zeros(2 * cells), torch.ones(cells), torch.zeros(cells)]).to(x)  # forget +1
     if right_to_left is None:
         right_to_left = d == 1
     order = range(steps - 1, -1, -1) if right_to_left else range(steps)
@@ -104,7 +106,8 @@ class ReferenceBiLM:
         batch, steps, n_chars = ids.shape
         chars = enc.char_embedding(ids.view(-1, n_chars)).transpose(1, 2)
         pooled = [conv(chars).max(dim=2).values for conv in enc.convolutions]
-        x = enc._activation(torch.cat(pooled, dim=1))
+        activation = torch.tanh if self.bilm.options.char_cnn.activation == "tanh" else F.relu
+        x = activation(torch.cat(pooled, dim=1))
         f = x.shape[1]
         for layer in enc.highway.layers:
             carry = torch.sigmoid(F.linear(x, layer.weight[:f], layer.bias[:f]))

@@ -157,6 +157,13 @@ def check_against_reference(case: Case, keep_sentence_boundaries: bool = False) 
     for k, (g, w) in enumerate(zip(got["activations"], want)):
         assert g.dtype == torch.float32
         assert_scaled_close(g, w, f"{case}: layer {k}", scale)
+    rows = ids.shape[0]
+    if rows % 2 == 0 and not keep_sentence_boundaries:  # (2, B / 2, T, C): each (T, C) a sentence
+        with torch.no_grad():
+            grid = case.bilm(ids.view(2, rows // 2, *ids.shape[1:]))
+        assert torch.equal(grid["mask"], mask.view(2, rows // 2, -1)), case
+        for k, (g, w) in enumerate(zip(grid["activations"], want)):
+            assert_scaled_close(g.reshape(w.shape), w, f"{case}: layer {k} of a (2, B / 2, T, C) batch", scale)
 
 
 #: Switches of the fast paths, each set to reach a path the tiny shapes do not take by default.
