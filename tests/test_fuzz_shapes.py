@@ -33,8 +33,9 @@ from elmo.embedding.embedder import Embedder
 from elmo.modules import char_cnn as char_cnn_module
 from elmo.modules import dense as dense_module
 from elmo.modules import lstm as lstm_module
+from elmo.modules.lstm_inference import int8_supported
 from elmo.training.model import LanguageModel
-from elmo.weights import load_original, save_original
+from elmo.weights import load_original, load_pretrained, save_original, save_pretrained
 
 from reference_bilm import ReferenceBiLM, lstm_direction
 
@@ -223,6 +224,36 @@ def test_sentence_alone_equals_it_in_a_batch(seed, knob, monkeypatch):
     check_alone_equals_in_batch(Case(seed, batch_size=17))
 
 
+#: Bound for the opt-in bfloat16 modes, relative to the activations' scale: one bfloat16
+#: rounding step (8 bits of mantissa) of values of that scale.
+REL_BF16 = 2.0 ** -7
+
+
+@pytest.mark.parametrize("mode", ["int8", "bfloat16"])
+@pytest.mark.parametrize("seed", SEEDS)
+def test_opt_in_modes_give_a_sentence_alone_what_it_gets_in_a_batch(seed, mode):
+    """int8 recurrent weights and a bfloat16 model apply at every batch size (the one-row path
+    included): a sentence alone gets its vectors in the batch, up to bfloat16 rounding."""
+    case = Case(seed, batch_size=17)
+    bilm = case.bilm
+    if mode == "int8":
+        if not int8_supported(torch.device("cpu")):
+            pytest.skip("this PyTorch lacks the int8 weight-only product")
+        bilm.lstm.use_int8(True)
+    else:
+        bilm = bilm.to(torch.bfloat16)
+    with torch.no_grad():
+        batch = bilm(case.ids())["activations"]
+        for b, sentence in enumerate(case.sentences[:6]):
+            alone = bilm(case.ids([sentence]))["activations"]
+            for k, (a, full) in enumerate(zip(alone, batch)):
+                what = f"{case}: {mode}, sentence {b} layer {k}"
+                assert a.dtype == full.dtype == (torch.bfloat16 if mode == "bfloat16" else torch.float32), what
+                got, want = a[0].double(), full[b, :len(sentence)].double()
+                err = float((got - want).abs().max()) if got.numel() else 0.0
+                assert err <= REL_BF16 * scale_of(batch), f"{what}: differs by {err:.3g}"
+
+
 def check_token_cache(case: Case) -> None:
     ids = case.ids()
     with torch.no_grad():
@@ -278,28 +309,33 @@ def test_stateful_calls_equal_reference_carrying_state(seed):
     check_stateful(Case(seed))
 
 
-def reference_lm_loss(model: LanguageModel, batch: LMBatch) -> torch.Tensor:
-    """The language model's loss (dropout 0, full softmax), computed plainly: the backward
-    stack reads its rows left to right, as the library's (they hold the reversed text)."""
+def reference_lm_loss(model: LanguageModel, batch: LMBatch, state):
+    """The language model's loss (dropout 0, full softmax), computed plainly from the initial
+    ``state`` per layer (c (2, B, H), h (2, B, P)): the backward stack reads its rows left to
+    right, as the library's (they hold the reversed text). Returns the loss and the final
+    state per layer."""
     ref = ReferenceBiLM(model.bilm)
     stack = model.bilm.lstm
     mask = batch.fwd_mask
     fwd_in, bwd_in = ref.token_vectors(batch.fwd_chars), ref.token_vectors(batch.bwd_chars)
+    finals = []
     for j, layer in enumerate(stack.layers):
-        fwd = lstm_direction(stack, layer, 0, fwd_in, mask)[0]
-        bwd = lstm_direction(stack, layer, 1, bwd_in, mask, right_to_left=False)[0]
+        c, h = state[j]
+        fwd, (c_f, h_f) = lstm_direction(stack, layer, 0, fwd_in, mask, (c[0], h[0]))
+        bwd, (c_b, h_b) = lstm_direction(stack, layer, 1, bwd_in, mask, (c[1], h[1]), right_to_left=False)
+        finals.append((torch.stack([c_f, c_b]), torch.stack([h_f, h_b])))
         if stack.use_skip_connections and j > 0:
             fwd, bwd = fwd + fwd_in, bwd + bwd_in
         fwd_in, bwd_in = fwd, bwd
     w, b = model.softmax.weight, model.softmax.bias
     nll_f = F.cross_entropy(F.linear(fwd_in[batch.fwd_mask], w, b), batch.fwd_targets[batch.fwd_mask], reduction="none")
     nll_b = F.cross_entropy(F.linear(bwd_in[batch.bwd_mask], w, b), batch.bwd_targets[batch.bwd_mask], reduction="none")
-    return 0.5 * (nll_f.mean() + nll_b.mean())
+    return 0.5 * (nll_f.mean() + nll_b.mean()), finals
 
 
 def random_lm_batch(case: Case, n_vocab: int) -> LMBatch:
     rng = random.Random(case.seed)
-    rows = [s for s in case.sentences if s] or [["a"]]
+    rows = ([s for s in case.sentences if s][:8] or [["a"]]) + [[]]  # a row without tokens keeps its state
     steps = max(len(s) for s in rows)
     lengths = torch.tensor([len(s) for s in rows])
     mask = torch.arange(steps)[None] < lengths[:, None]
@@ -316,12 +352,20 @@ def check_lm_gradients(case: Case) -> None:
     model.bilm.load_state_dict(case.bilm.state_dict())
     model.train()
     batch = random_lm_batch(case, n_vocab)
-    loss = model(batch)["loss"]
+    # a state carried from an earlier batch, as training passes it
+    state = [(torch.rand(2, len(batch.lengths), case.options.lstm.dim) - 0.5,
+              torch.rand(2, len(batch.lengths), case.options.lstm.projection_dim) - 0.5)
+             for _ in range(case.options.lstm.n_layers)]
+    out = model(batch, state)
+    loss = out["loss"]
     loss.backward()
     reference = copy.deepcopy(model).double()
     reference.zero_grad()
-    want = reference_lm_loss(reference, batch)
+    want, want_state = reference_lm_loss(reference, batch, [(c.double(), h.double()) for c, h in state])
     want.backward()
+    for j, ((c, h), (want_c, want_h)) in enumerate(zip(out["state"], want_state)):
+        assert_scaled_close(c, want_c.detach(), f"{case}: final cells of layer {j}")
+        assert_scaled_close(h, want_h.detach(), f"{case}: final outputs of layer {j}")
     err = abs(float(loss.detach()) - float(want.detach()))
     assert err <= REL_GRAD * max(float(want.detach()), 1.0), f"{case}: loss differs by {err:.3g}"
     got_grads = dict(model.named_parameters())
@@ -360,6 +404,13 @@ def check_round_trip(case: Case, tmp_path) -> None:
         before, after = case.bilm(ids), loaded(ids)
     for k, (a, b) in enumerate(zip(after["activations"], before["activations"])):
         assert torch.equal(a, b), f"{case}: layer {k} after save_original / load_original"
+    save_pretrained(case.bilm, tmp_path / "native")
+    native = load_pretrained(tmp_path / "native")
+    assert native.options == case.options, case
+    with torch.no_grad():
+        again = native(ids)
+    for k, (a, b) in enumerate(zip(again["activations"], before["activations"])):
+        assert torch.equal(a, b), f"{case}: layer {k} after save_pretrained / load_pretrained"
 
 
 @pytest.mark.parametrize("seed", SEEDS)
