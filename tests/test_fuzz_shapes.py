@@ -58,7 +58,7 @@ ALPHABET = "abcdefghijklmnopqrstuvwxyzABC0123456789.,'-" + "éüßøñ" + "中�
 
 def draw_options(rng: random.Random) -> Dict:
     """A random legal options.json (as a dict) of a small model."""
-    p = rng.choice([2, 3, 4, 8, 16])
+    p = rng.choice([1, 2, 3, 4, 8, 16])
     max_chars = rng.choice([3, 4, 7, 12, 50, 64])
     filters = [[rng.randint(1, min(max_chars, 9)), rng.randint(1, 6)] for _ in range(rng.randint(1, 4))]
     clip = lambda: rng.choice([None, 0.05, 0.3, 1.0, 3.0])  # noqa: E731  (small ones bind)
@@ -395,6 +395,34 @@ def test_lm_gradients_with_clipping_active():
     check_lm_gradients(case)
 
 
+def check_bilm_gradients(case: Case) -> None:
+    """Fine-tuning (as Elmo(requires_grad=True) does): gradients of a weighted sum of every
+    layer through the BiLM's training path against autograd through the reference."""
+    bilm = case.bilm.train()
+    ids = case.ids()
+    reference = copy.deepcopy(bilm).double()
+    got = bilm(ids)["activations"]
+    want = ReferenceBiLM(reference)(ids)
+    torch.manual_seed(case.seed)
+    weights = [torch.randn(w.shape[-1], dtype=torch.float64) for w in want]
+    sum(((g * w.float()).sum() for g, w in zip(got, weights)), torch.zeros(())).backward()
+    sum(((x * w).sum() for x, w in zip(want, weights)), torch.zeros((), dtype=torch.float64)).backward()
+    grads = {name: p.grad for name, p in reference.named_parameters() if p.grad is not None}
+    got_grads = dict(bilm.named_parameters())
+    if not grads:  # (a batch without tokens)
+        return
+    scale = max(float(g.abs().max()) for g in grads.values())
+    for name, grad in grads.items():
+        got_grad = got_grads[name].grad  # (None where no token reached the weight: zero)
+        err = float(((0 if got_grad is None else got_grad.double()) - grad).abs().max())
+        assert err <= REL_GRAD * scale, f"{case}: gradient of {name} differs by {err:.3g} at scale {scale:.3g}"
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_bilm_gradients_equal_reference(seed):
+    check_bilm_gradients(Case(seed))
+
+
 def check_round_trip(case: Case, tmp_path) -> None:
     save_original(case.bilm, tmp_path / "options.json", tmp_path / "weights.hdf5")
     loaded = load_original(tmp_path / "options.json", tmp_path / "weights.hdf5")
@@ -454,7 +482,7 @@ def test_windows_of_long_sentences_equal_reference(seed):
 
 
 SLOW_CHECKS = {"alone": check_alone_equals_in_batch, "cache": check_token_cache, "stateful": check_stateful,
-               "gradients": check_lm_gradients, "windows": check_windows}
+               "gradients": check_lm_gradients, "windows": check_windows, "bilm_gradients": check_bilm_gradients}
 
 
 @pytest.mark.slow
