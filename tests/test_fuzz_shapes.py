@@ -53,7 +53,9 @@ SEEDS = [0, 1, 2, 3, 4, 5]
 SLOW_SEEDS = list(range(100, 160))
 
 #: Letters the words are drawn from: ASCII, two- three- and four-byte UTF-8.
-ALPHABET = "abcdefghijklmnopqrstuvwxyzABC0123456789.,'-" + "éüßøñ" + "中文字ひらがな" + "\U0001F600\U00010348"
+#: A control character and a lone surrogate (dropped when encoded) too.
+ALPHABET = ("abcdefghijklmnopqrstuvwxyzABC0123456789.,'-" + "éüßøñ" + "中文字ひらがな" + "\U0001F600\U00010348"
+            + "\t\ud800")
 
 
 def draw_options(rng: random.Random) -> Dict:
@@ -85,7 +87,8 @@ def random_model(options: ElmoOptions, seed: int, scale: float, stateful: bool =
 
 
 def draw_word(rng: random.Random) -> str:
-    length = rng.choice([1, 1, 2, 3, 4, 5, 7, 10, 20, 60])
+    """A word of 1 to 60 characters, or now and then the empty token (which has ids of its own)."""
+    length = rng.choice([0, 1, 1, 2, 3, 4, 5, 7, 10, 20, 60])
     return "".join(rng.choice(ALPHABET) for _ in range(length))
 
 
@@ -300,7 +303,9 @@ def check_stateful(case: Case) -> None:
         carried = bilm.get_states()
         assert carried is not None
         for j, ((c, h), (want_c, want_h)) in enumerate(zip(carried, state)):
-            assert_scaled_close(c, want_c, f"{case}: carried cells after call {n}, layer {j}", scale)
+            # (unclipped cells can outgrow the activations: a few dozen steps of +-1 each)
+            assert_scaled_close(c, want_c, f"{case}: carried cells after call {n}, layer {j}",
+                                max(scale, scale_of([want_c])))
             assert_scaled_close(h, want_h, f"{case}: carried outputs after call {n}, layer {j}", scale)
 
 
@@ -363,9 +368,12 @@ def check_lm_gradients(case: Case) -> None:
     reference.zero_grad()
     want, want_state = reference_lm_loss(reference, batch, [(c.double(), h.double()) for c, h in state])
     want.backward()
+    with torch.no_grad():  # the activations' scale: the token vectors'
+        scale = scale_of([ReferenceBiLM(reference.bilm).token_vectors(batch.fwd_chars)])
     for j, ((c, h), (want_c, want_h)) in enumerate(zip(out["state"], want_state)):
-        assert_scaled_close(c, want_c.detach(), f"{case}: final cells of layer {j}")
-        assert_scaled_close(h, want_h.detach(), f"{case}: final outputs of layer {j}")
+        want_c, want_h = want_c.detach(), want_h.detach()
+        assert_scaled_close(c, want_c, f"{case}: final cells of layer {j}", max(scale, scale_of([want_c])))
+        assert_scaled_close(h, want_h, f"{case}: final outputs of layer {j}", max(scale, scale_of([want_h])))
     err = abs(float(loss.detach()) - float(want.detach()))
     assert err <= REL_GRAD * max(float(want.detach()), 1.0), f"{case}: loss differs by {err:.3g}"
     got_grads = dict(model.named_parameters())
