@@ -19,6 +19,7 @@ few dozen such errors. (The same computation in float64 agrees with the referenc
 from __future__ import annotations
 
 import copy
+import json
 import random
 from typing import Dict, List, Sequence
 
@@ -27,7 +28,7 @@ import torch
 import torch.nn.functional as F
 
 from elmo import BiLM, batch_to_ids
-from elmo.config import ElmoOptions
+from elmo.config import ConfigError, ElmoOptions
 from elmo.data.lm_batches import LMBatch
 from elmo.embedding.embedder import Embedder
 from elmo.modules import char_cnn as char_cnn_module
@@ -504,3 +505,23 @@ def test_other_checks_sweep(seed, check):
 @pytest.mark.parametrize("seed", SLOW_SEEDS)
 def test_save_original_round_trip_sweep(seed, tmp_path):
     check_round_trip(Case(seed), tmp_path)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_loading_refuses_options_it_would_ignore(seed, tmp_path):
+    """An options.json whose model section has a key the reader does not know (a misspelt one,
+    which was passed over: another model, no error), or that asks for a forward-only model,
+    is refused when loaded, naming the key."""
+    case = Case(seed)
+    rng = random.Random(seed)
+    save_original(case.bilm, tmp_path / "options.json", tmp_path / "weights.hdf5")
+    saved = json.loads((tmp_path / "options.json").read_text())
+    section = rng.choice(["lstm", "char_cnn"])
+    key = rng.choice(sorted(saved[section]))
+    misspelt = copy.deepcopy(saved)
+    misspelt[section][key + "s"] = misspelt[section].pop(key)
+    forward_only = dict(copy.deepcopy(saved), bidirectional=False)
+    for options, match in ((misspelt, f"{section}.{key}s: unknown key"), (forward_only, "bidirectional")):
+        (tmp_path / "options.json").write_text(json.dumps(options))
+        with pytest.raises(ConfigError, match=match):
+            load_original(tmp_path / "options.json", tmp_path / "weights.hdf5")
