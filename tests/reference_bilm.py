@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 
 from elmo import BiLM
-from elmo.modules.bilm import add_sentence_boundaries
+from elmo.chars import BOS_TOKEN, EOS_TOKEN, word_to_char_ids
 from elmo.modules.lstm import BiLSTMLayer, BiLSTMStack
 
 
@@ -95,6 +95,19 @@ def reference_lstm_stack(stack: BiLSTMStack, x: torch.Tensor, mask: torch.Tensor
     return layers, finals
 
 
+def with_boundaries(char_ids: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    """(B, T, C) byte ids -> (B, T + 2, C): each sentence of n > 0 tokens becomes <S>, its
+    tokens, </S>, then padding; an empty one stays all padding."""
+    batch, steps, n_chars = char_ids.shape
+    out = char_ids.new_zeros(batch, steps + 2, n_chars)
+    for b, n in enumerate(lengths.tolist()):
+        if n > 0:
+            out[b, 0] = torch.tensor(word_to_char_ids(BOS_TOKEN, n_chars))
+            out[b, 1:n + 1] = char_ids[b, :n]
+            out[b, n + 1] = torch.tensor(word_to_char_ids(EOS_TOKEN, n_chars))
+    return out
+
+
 class ReferenceBiLM:
     """Reads the parameters of a BiLM; ``__call__(char_ids)`` gives the L + 1 layers (B, T, 2P)."""
 
@@ -128,7 +141,7 @@ class ReferenceBiLM:
         state per layer, (c (2, B, H), h (2, B, P)), starting from ``state`` (zeros when None):
         what a stateful BiLM carries to its next call."""
         mask = (char_ids > 0).any(-1)
-        ids = add_sentence_boundaries(char_ids, mask.sum(1))  # (byte ids of width C)
+        ids = with_boundaries(char_ids, mask.sum(1))
         mask = (ids > 0).any(-1)
         x = self.token_vectors(ids)
         layers = [torch.cat([x, x], -1)]
