@@ -57,12 +57,26 @@ def _take(section: Mapping[str, Any], key: str, where: str, kind, *, default=...
     return value
 
 
+def _refuse_unknown_keys(section: Mapping[str, Any], known: Tuple[str, ...], where: str) -> None:
+    """ConfigError for a key of ``section`` that is not one of ``known``. A section's keys all
+    shape the model, and one the reader passed over was a silent change of model: a misspelt
+    ``"cel_clip": 3`` gave a model without cell clipping."""
+    for key in section:
+        if key not in known:
+            raise ConfigError(f"{where}.{key}: unknown key (known: {', '.join(known)})")
+
+
 def _optional_clip(d: Mapping[str, Any], key: str) -> float | None:
     """A clip value: absent or null means no clipping (as in the original code)."""
     if d.get(key) is None:
         return None
     return _take(d, key, "lstm", float, check=lambda v: v > 0 and math.isfinite(v),
                  why="must be a positive number or null")
+
+
+#: The keys of the ``lstm`` and ``char_cnn`` sections (the original's; any other is refused).
+LSTM_KEYS = ("dim", "projection_dim", "n_layers", "cell_clip", "proj_clip", "use_skip_connections")
+CHAR_CNN_KEYS = ("embedding", "filters", "n_highway", "n_characters", "max_characters_per_token", "activation")
 
 
 @dataclass(frozen=True)
@@ -80,6 +94,7 @@ class LSTMConfig:
     def from_dict(cls, d: Mapping[str, Any]) -> "LSTMConfig":
         if not isinstance(d, Mapping):
             raise ConfigError(f"lstm: expected an object, got {d!r}")
+        _refuse_unknown_keys(d, LSTM_KEYS, "lstm")
         positive = dict(check=lambda v: v > 0, why="must be positive")
         return cls(
             dim=_take(d, "dim", "lstm", int, **positive),
@@ -120,7 +135,9 @@ class CharCNNConfig:
     def from_dict(cls, d: Mapping[str, Any]) -> "CharCNNConfig":
         if not isinstance(d, Mapping):
             raise ConfigError(f"char_cnn: expected an object, got {d!r}")
+        _refuse_unknown_keys(d, CHAR_CNN_KEYS, "char_cnn")
         emb = _take(d, "embedding", "char_cnn", dict)
+        _refuse_unknown_keys(emb, ("dim",), "char_cnn.embedding")
         emb_dim = _take(emb, "dim", "char_cnn.embedding", int, check=lambda v: v > 0, why="must be positive")
         raw = _take(d, "filters", "char_cnn", list, check=lambda v: len(v) > 0, why="must not be empty")
         filters: List[Tuple[int, int]] = []
@@ -173,6 +190,7 @@ class CharVocabularyConfig:
         if not isinstance(d, Mapping):
             raise ConfigError(f"char_vocabulary: expected an object, got {d!r}")
         where = "char_vocabulary"
+        _refuse_unknown_keys(d, ("format", "n_characters", "word_dim", "n_words"), where)
         word_dim = _take(d, "word_dim", where, int, default=0, check=lambda v: v >= 0, why="must be >= 0")
         return cls(
             n_characters=_take(d, "n_characters", where, int, check=lambda v: v > 0, why="must be positive"),
@@ -215,6 +233,10 @@ class ElmoOptions:
     def from_dict(cls, d: Mapping[str, Any]) -> "ElmoOptions":
         if not isinstance(d, Mapping):
             raise ConfigError(f"options: expected a JSON object, got {type(d).__name__}")
+        # The original trainer's switch for a forward-only model (kept in ``extra``): the biLM
+        # here always has both directions, and ignoring it trained and ran another model.
+        _take(d, "bidirectional", "", bool, default=True, check=lambda v: v,
+              why="only bidirectional models are supported (a forward-only language model is not)")
         lstm = LSTMConfig.from_dict(_take(d, "lstm", "", dict))
         vocab = d.get("char_vocabulary")
         cnn_section = _take(d, "char_cnn", "", dict)

@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 
 from elmo import BiLM
-from elmo.modules.bilm import add_sentence_boundaries
+from elmo.chars import BOS_TOKEN, EOS_TOKEN, word_to_char_ids
 from elmo.modules.lstm import BiLSTMLayer, BiLSTMStack
 
 
@@ -26,12 +26,15 @@ LayerState = Tuple[torch.Tensor, torch.Tensor]
 
 
 def lstm_direction(stack: BiLSTMStack, layer: BiLSTMLayer, d: int, x: torch.Tensor, mask: torch.Tensor,
-                   state: Optional[LayerState] = None) -> Tuple[torch.Tensor, LayerState]:
+                   state: Optional[LayerState] = None, right_to_left: Optional[bool] = None
+                   ) -> Tuple[torch.Tensor, LayerState]:
     """Direction d (0 forward, 1 backward) of one layer of ``stack`` over a padded batch.
 
     Args:
         x: (B, T, I) inputs; mask: (B, T) bool, True on each row's real positions (a prefix).
         state: the initial (c (B, H), h (B, P)); zeros when None.
+        right_to_left: the order the steps are read in; None: right to left for d == 1 (a
+            language model's backward stack reads its reversed text left to right).
 
     Returns:
         outputs (B, T, P), zero where ``mask`` is False, and the final (c, h); a row keeps its
@@ -43,8 +46,12 @@ def lstm_direction(stack: BiLSTMStack, layer: BiLSTMLayer, d: int, x: torch.Tens
     else:
         c, h = state
     out = x.new_zeros(batch, steps, stack.projection_dim)
-    w_ih, w_hh, w_proj, bias = layer.weight_ih[d], layer.weight_hh[d], layer.weight_proj[d], layer.effective_bias()[d]
-    order = range(steps - 1, -1, -1) if d == 1 else range(steps)
+    w_ih, w_hh, w_proj = layer.weight_ih[d], layer.weight_hh[d], layer.weight_proj[d]
+    cells = stack.cell_dim
+    bias = layer.bias[d] + torch.cat([torch.zeros(2 * cells), torch.ones(cells), torch.zeros(cells)]).to(x)  # forget +1
+    if right_to_left is None:
+        right_to_left = d == 1
+    order = range(steps - 1, -1, -1) if right_to_left else range(steps)
     for t in order:
         gates = F.linear(x[:, t], w_ih) + F.linear(h, w_hh) + bias
         i, j, f, o = gates.chunk(4, dim=1)
@@ -88,6 +95,19 @@ def reference_lstm_stack(stack: BiLSTMStack, x: torch.Tensor, mask: torch.Tensor
     return layers, finals
 
 
+def with_boundaries(char_ids: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    """(B, T, C) byte ids -> (B, T + 2, C): each sentence of n > 0 tokens becomes <S>, its
+    tokens, </S>, then padding; an empty one stays all padding."""
+    batch, steps, n_chars = char_ids.shape
+    out = char_ids.new_zeros(batch, steps + 2, n_chars)
+    for b, n in enumerate(lengths.tolist()):
+        if n > 0:
+            out[b, 0] = torch.tensor(word_to_char_ids(BOS_TOKEN, n_chars))
+            out[b, 1:n + 1] = char_ids[b, :n]
+            out[b, n + 1] = torch.tensor(word_to_char_ids(EOS_TOKEN, n_chars))
+    return out
+
+
 class ReferenceBiLM:
     """Reads the parameters of a BiLM; ``__call__(char_ids)`` gives the L + 1 layers (B, T, 2P)."""
 
@@ -99,7 +119,8 @@ class ReferenceBiLM:
         batch, steps, n_chars = ids.shape
         chars = enc.char_embedding(ids.view(-1, n_chars)).transpose(1, 2)
         pooled = [conv(chars).max(dim=2).values for conv in enc.convolutions]
-        x = enc._activation(torch.cat(pooled, dim=1))
+        activation = torch.tanh if self.bilm.options.char_cnn.activation == "tanh" else F.relu
+        x = activation(torch.cat(pooled, dim=1))
         f = x.shape[1]
         for layer in enc.highway.layers:
             carry = torch.sigmoid(F.linear(x, layer.weight[:f], layer.bias[:f]))
@@ -112,11 +133,21 @@ class ReferenceBiLM:
         return lstm_direction(self.bilm.lstm, layer, d, x, mask)[0]
 
     def __call__(self, char_ids: torch.Tensor) -> List[torch.Tensor]:
+        return self.run(char_ids)[0]
+
+    def run(self, char_ids: torch.Tensor, state: Optional[List[LayerState]] = None,
+            keep_sentence_boundaries: bool = False) -> Tuple[List[torch.Tensor], List[LayerState]]:
+        """The L + 1 layers (B, T, 2P), or (B, T + 2, 2P) with the boundaries kept, and the final
+        state per layer, (c (2, B, H), h (2, B, P)), starting from ``state`` (zeros when None):
+        what a stateful BiLM carries to its next call."""
         mask = (char_ids > 0).any(-1)
-        ids = add_sentence_boundaries(char_ids, mask.sum(1))
+        ids = with_boundaries(char_ids, mask.sum(1))
         mask = (ids > 0).any(-1)
         x = self.token_vectors(ids)
         layers = [torch.cat([x, x], -1)]
-        layers += reference_lstm_stack(self.bilm.lstm, x, mask)[0]
+        lstm_layers, finals = reference_lstm_stack(self.bilm.lstm, x, mask, state)
+        layers += lstm_layers
+        if keep_sentence_boundaries:
+            return [layer * mask[..., None] for layer in layers], finals
         real = (char_ids > 0).any(-1, keepdim=True)  # also zeroes each row's </S> position
-        return [layer[:, 1:char_ids.shape[1] + 1] * real for layer in layers]
+        return [layer[:, 1:char_ids.shape[1] + 1] * real for layer in layers], finals

@@ -86,3 +86,30 @@ def test_preset_copies_and_unknown_name():
     assert ElmoOptions.preset("small").lstm.dim == 1024
     with pytest.raises(ConfigError, match="preset 'huge'.*medium"):
         ElmoOptions.preset("huge")
+
+
+@pytest.mark.parametrize("path,value", [(("lstm", "cel_clip"), 3), (("lstm", "projection"), 16),
+                                        (("char_cnn", "n_highways"), 1), (("char_cnn", "embedding", "dimm"), 4),
+                                        (("char_cnn", "activaton"), "tanh")])
+def test_unknown_key_in_a_model_section_is_refused(path, value):
+    """A key the reader would pass over changed the model silently: a misspelt cell_clip gave a
+    model without cell clipping, a misspelt activation relu instead of tanh."""
+    with pytest.raises(ConfigError, match=".".join(path) + ": unknown key"):
+        ElmoOptions.from_dict(broken(path, value))
+
+
+def test_unknown_key_in_char_vocabulary_is_refused():
+    d = copy.deepcopy(BASE)
+    d["char_vocabulary"] = {"n_characters": 10, "word_dim": 4, "n_word": 7}
+    with pytest.raises(ConfigError, match="char_vocabulary.n_word: unknown key"):
+        ElmoOptions.from_dict(d)
+
+
+def test_forward_only_model_is_refused():
+    """The original trainer's ``"bidirectional": false`` (a forward-only language model) was
+    kept as an extra key and a biLM built: another model than the options describe."""
+    with pytest.raises(ConfigError, match="bidirectional: only bidirectional"):
+        ElmoOptions.from_dict(broken(("bidirectional",), False))
+    opts = ElmoOptions.from_dict(broken(("bidirectional",), True))
+    assert opts.extra == {"bidirectional": True}
+    assert ElmoOptions.from_dict(json.loads(opts.to_json())) == opts
