@@ -123,3 +123,13 @@ def test_train_reads_its_config_file_once(tmp_path, capsys, monkeypatch):
     path.write_text(json.dumps({"vocab": "v.txt", "output": str(tmp_path / "run"), "lr": 0.5}))
     assert main(["train", "corpus.txt", "--config", str(path), "--print-config"]) == 0
     assert json.loads(capsys.readouterr().out)["lr"] == 0.5 and reads == [str(path)]
+
+
+def test_train_print_config_shows_the_accumulator_and_clip_the_run_takes(tmp_path, capsys):
+    """(they are unset until a run resolves them: --print-config shows the resolved values)"""
+    argv = ["train", "corpus.txt", "--vocab", "v.txt", "-o", str(tmp_path / "run"), "--unroll-steps", "10"]
+    assert main(argv + ["--print-config"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert (printed["adagrad_init"], printed["clip_norm"]) == (0.01, 1.0)
+    assert main(argv + ["--clip-norm", "3", "--print-config"]) == 0
+    assert json.loads(capsys.readouterr().out)["clip_norm"] == 3.0

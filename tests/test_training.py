@@ -596,7 +596,7 @@ def test_the_logged_training_loss_is_the_mean_over_the_windows_targets(tmp_path)
     its steps' means, which weighed a target of a batch of short sentences more than one of a
     batch of long ones. Now it is the mean over every target of its steps, replayed here."""
     from elmo.training.distributed import Context
-    from elmo.training.trainer import _batches, build_model
+    from elmo.training.trainer import _batches, build_model, with_recipe_defaults
 
     rng = random.Random(0)
     words = [f"w{k}" for k in range(12)]
@@ -615,14 +615,15 @@ def test_the_logged_training_loss_is_the_mean_over_the_windows_targets(tmp_path)
     torch.manual_seed(cfg.seed)
     model = build_model(cfg, vocab)
     model.train()
-    optimizer = torch.optim.Adagrad(model.parameters(), lr=cfg.lr, initial_accumulator_value=cfg.adagrad_init)
+    resolved = with_recipe_defaults(cfg)   # (the accumulator and clip train() took)
+    optimizer = torch.optim.Adagrad(model.parameters(), lr=cfg.lr, initial_accumulator_value=resolved.adagrad_init)
     batches = _batches(cfg, vocab, 50, Context())
     nll = targets = 0.0
     means = []
     for _ in range(steps):
         out = model(batches.next_batch(), None, None)
         out["loss"].backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip_norm)
+        torch.nn.utils.clip_grad_norm_(model.parameters(), resolved.clip_norm)
         optimizer.step()
         optimizer.zero_grad()
         nll += 0.5 * float(out["nll_fwd"] + out["nll_bwd"])   # (both directions have the same targets)
@@ -647,8 +648,9 @@ def test_the_originals_updates_are_the_mean_loss_with_a_scaled_accumulator_and_c
     before its clip (10) and Adagrad (initial accumulator 1.0). For a gradient c g, Adagrad's
     step lr c g / sqrt(a + c^2 sum g^2) is lr g / sqrt(a / c^2 + sum g^2), and clipping c g at
     N is clipping g at N / c: so --adagrad-init 1/T^2 --clip-norm 10/T on our gradient makes
-    the original's updates, as the README says, and the plain defaults do not."""
-    from elmo.training.trainer import adagrad
+    the original's updates, as the README says, and its values taken as they are do not; the
+    defaults a new run takes (:func:`recipe_defaults`) are those."""
+    from elmo.training.trainer import adagrad, recipe_defaults
 
     lines = "the cat sees a dog .\nevery old farmer likes the small quiet green house !\n" * 6
     steps = 5
@@ -674,6 +676,8 @@ def test_the_originals_updates_are_the_mean_loss_with_a_scaled_accumulator_and_c
     original = run(steps, 1.0, 10.0)
     assert gap(run(1.0, 1.0 / steps ** 2, 10.0 / steps), original) < 1e-5
     assert gap(run(1.0, 1.0, 10.0), original) > 1e-3
+    defaults = recipe_defaults("adagrad", steps)
+    assert gap(run(1.0, defaults["adagrad_init"], defaults["clip_norm"]), original) < 1e-5
 
 
 def test_adagrad_without_a_fused_kernel_takes_the_usual_implementation(monkeypatch):

@@ -221,7 +221,7 @@ def train(args) -> int:
     from ..config import ConfigError
     from ..jobconfig import from_args, print_config_and_exit, read_json
     from ..training.export import VOCAB_FILE
-    from ..training.trainer import TrainConfig
+    from ..training.trainer import TrainConfig, with_recipe_defaults
     from ..training.trainer import train as run
 
     _threads(args)
@@ -242,7 +242,7 @@ def train(args) -> int:
     cfg = from_args(TrainConfig, args, defaults=defaults, given={"train": list(args.corpus), "options": options},
                     config_values=from_file)
     _refuse_shape_with_from(cfg)
-    if print_config_and_exit(cfg, args):
+    if print_config_and_exit(with_recipe_defaults(cfg), args):   # (the values the run would take)
         return 0
     return _run_job("train", lambda: run(cfg))
 
@@ -250,7 +250,7 @@ def train(args) -> int:
 def finetune(args) -> int:
     from ..jobconfig import from_args, print_config_and_exit
     from ..training.finetune import finetune as run, heldout_file
-    from ..training.trainer import TrainConfig
+    from ..training.trainer import TrainConfig, with_recipe_defaults
 
     _threads(args)
     if args.heldout == []:   # (it held out every N-th sentence as if --heldout were not given)
@@ -263,7 +263,7 @@ def finetune(args) -> int:
                     given={"train": list(args.text), "vocab": "", "output": args.output, "init_from": args.init_from,
                            "valid": [str(heldout_file(args.output))]})
     _refuse_shape_with_from(cfg)
-    if print_config_and_exit(cfg, args):
+    if print_config_and_exit(with_recipe_defaults(cfg), args):   # (the values the run would take)
         return 0
     return _run_job("finetune", lambda: run(cfg, heldout=args.heldout, heldout_every=args.heldout_every))
 

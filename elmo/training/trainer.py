@@ -1,10 +1,10 @@
 """The training loop: stateful LM batches, shared (sampled) softmax, Adagrad, exact resume.
 
-Recipe defaults are the original's values: Adagrad (lr 0.2, initial accumulator 1.0), global
-gradient-norm clip 10, dropout 0.1, 8192 shared negatives, batch 128 rows x 20 steps per
-process. The gradient is that of the mean loss, where the original's is that of T =
-unroll_steps times it: its updates are ours with the accumulator at 1/T^2 and the clip at
-10/T. One ``step`` is one batch on every process; with data parallelism the gradients are
+Recipe defaults make the original's updates: Adagrad at lr 0.2, dropout 0.1, 8192 shared
+negatives, batch 128 rows x 20 steps per process. The gradient is that of the mean loss, where
+the original's is that of T = unroll_steps times it, so its initial accumulator of 1.0 and
+its clip of 10 are 1/T^2 and 10/T here (:func:`recipe_defaults`; a warm start keeps 1.0 and
+10, and runs begun before keep the values they were started with). One ``step`` is one batch on every process; with data parallelism the gradients are
 averaged over processes (DistributedDataParallel), so W processes of B rows train like one
 process of W x B rows.
 
@@ -16,6 +16,7 @@ with a checkpoint of it (:mod:`elmo.training.stop`).
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import inspect
 import json
@@ -50,8 +51,10 @@ from .schedule import PlateauDecay
 from .stop import StopRequests, TrainingStopped
 
 
-#: Adagrad's initial accumulator value, the original's (``--adagrad-init``).
-ADAGRAD_INIT = 1.0
+#: The original's Adagrad initial accumulator and gradient-norm clip, on its gradient (that of
+#: unroll_steps times the mean loss): :func:`recipe_defaults` turns them into ours.
+ORIGINAL_ADAGRAD_INIT = 1.0
+ORIGINAL_CLIP_NORM = 10.0
 #: The default time steps per batch of the packed layout (``--unroll-steps``).
 UNROLL_STEPS = 20
 #: The default relative improvement that counts as progress for the decay (``--lr-decay-threshold``).
@@ -91,7 +94,10 @@ class TrainConfig:
     optimizer: str = setting("adagrad", choices=["adagrad", "adam"], help="the optimizer")
     lr: Optional[float] = setting(None, show_default=False,
                                   help="learning rate (default 0.2 for adagrad, 0.001 for adam)")
-    adagrad_init: float = setting(ADAGRAD_INIT, help="Adagrad initial accumulator")
+    adagrad_init: Optional[float] = setting(
+        None, show_default=False, help="Adagrad initial accumulator (default 1/unroll-steps^2, 0.0025: the "
+                                       "original's 1.0 on its gradient, which is unroll-steps times ours; "
+                                       "1.0 for a warm start, --from or finetune)")
     lr_decay: float = setting(1.0, help="multiply the learning rate by this at every validation run whose "
                                         "perplexity is not --lr-decay-threshold below the best so far (needs "
                                         "--valid and --eval-every; 1 = never; Kim et al. 2016 halve it: 0.5)")
@@ -101,7 +107,10 @@ class TrainConfig:
                                            "restart), also when --lr is the rate the run started from; "
                                            "once: the same command run again goes on from the restart; "
                                            "without it a resume keeps the decayed rate", show_default=False)
-    clip_norm: float = setting(10.0, help="global gradient-norm clip")
+    clip_norm: Optional[float] = setting(
+        None, show_default=False, help="global gradient-norm clip (default for adagrad 10/unroll-steps, 0.5: "
+                                       "the original's 10 on its gradient, which is unroll-steps times ours; "
+                                       "10 for adam and for a warm start)")
     dropout: float = setting(0.1, help="on LSTM inputs and before the softmax")
     n_negative: int = setting(8192, flag="--negatives",
                               help="shared sampled-softmax negatives per batch; 0 = full softmax")
@@ -152,7 +161,8 @@ class TrainConfig:
         if self.layout == "bucketed" and self.unroll_steps != UNROLL_STEPS:
             raise ValueError(f"--unroll-steps {self.unroll_steps} applies to --layout packed; --layout bucketed "
                              f"reads one whole sentence a row")
-        if self.optimizer != "adagrad" and self.adagrad_init != ADAGRAD_INIT:
+        # (1.0: the default in configs saved before the default followed the gradient's scale)
+        if self.optimizer != "adagrad" and self.adagrad_init not in (None, ORIGINAL_ADAGRAD_INIT):
             raise ValueError(f"--adagrad-init {self.adagrad_init} applies to --optimizer adagrad, not "
                              f"{self.optimizer}")
         if self.eval_every and not self.valid:
@@ -175,7 +185,9 @@ class TrainConfig:
             if value < least:
                 raise ValueError(f"{flag} must be at least {least}, got {value}")
         # positive (inf allowed: no limit, no clipping); NaN fails every comparison
-        positive = {"--epochs": self.epochs, "--clip-norm": self.clip_norm}
+        positive = {"--epochs": self.epochs}
+        if self.clip_norm is not None:
+            positive["--clip-norm"] = self.clip_norm
         if self.max_seconds is not None:
             positive["--max-hours"] = self.max_seconds / 3600.0
         for flag, number in positive.items():
@@ -185,7 +197,7 @@ class TrainConfig:
             raise ValueError("--epochs inf needs --max-steps: the step count of the schedule must be finite")
         if not 0.0 <= self.lr < math.inf:  # (0 keeps the weights as they are)
             raise ValueError(f"--lr must be a finite number of 0 or more, got {self.lr}")
-        if not 0.0 <= self.adagrad_init < math.inf:
+        if self.adagrad_init is not None and not 0.0 <= self.adagrad_init < math.inf:
             raise ValueError(f"--adagrad-init must be a finite number of 0 or more, got {self.adagrad_init}")
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"--dropout must be in [0, 1), got {self.dropout}")
@@ -200,6 +212,59 @@ class TrainConfig:
     @classmethod
     def from_json(cls, text: str) -> "TrainConfig":
         return build(cls, json.loads(text), source="train_config.json")
+
+
+def recipe_defaults(optimizer: str, unroll_steps: int, warm_start: bool = False) -> Dict[str, Optional[float]]:
+    """The initial accumulator and clip a run takes when they are not given.
+
+    From scratch, the original's updates. The original differentiates T = ``unroll_steps``
+    times the mean loss; for a gradient T g, Adagrad's step lr T g / sqrt(a + T^2 sum g^2) is
+    lr g / sqrt(a / T^2 + sum g^2), and a clip of T g at N is a clip of g at N / T. So its
+    accumulator of 1.0 and clip of 10 are 1/T^2 and 10/T on our gradient (the mean loss's,
+    which ``log.jsonl``'s grad_norm shows). Taken as they were, they trained with steps up to
+    T times smaller (experiments/recipe).
+
+    A warm start (``init_from``: ``--from``, ``elmo finetune``) keeps 1.0 and 10 on our
+    gradient. Its optimizer starts afresh on trained weights, and a small accumulator makes
+    the first steps about lr (0.2) for every weight with a gradient, whatever its size: the
+    default model adapted to 100 lines of Brown went from held-out perplexity 176 to 299 with
+    1/T^2, to 162 with 1.0 (experiments/recipe). Adam's steps do not follow the gradient's
+    scale; its clip stays 10."""
+    if optimizer == "adagrad" and not warm_start:
+        return {"adagrad_init": ORIGINAL_ADAGRAD_INIT / unroll_steps ** 2,
+                "clip_norm": ORIGINAL_CLIP_NORM / unroll_steps}
+    return {"adagrad_init": ORIGINAL_ADAGRAD_INIT if optimizer == "adagrad" else None,
+            "clip_norm": ORIGINAL_CLIP_NORM}
+
+
+#: What a run begun before :func:`recipe_defaults` took for an unset setting.
+_EARLIER_DEFAULTS = {"adagrad_init": ORIGINAL_ADAGRAD_INIT, "clip_norm": ORIGINAL_CLIP_NORM}
+
+
+def with_recipe_defaults(cfg: TrainConfig) -> TrainConfig:
+    """``cfg`` with its unset accumulator and clip filled in: a run folder with a checkpoint
+    keeps the values it was trained with (``train_config.json``; the earlier defaults, 1.0 and
+    10, for a run begun before they were written or before the defaults followed the gradient's
+    scale), so the command that began a run still resumes it; a new run takes
+    :func:`recipe_defaults` (those of a warm start where it has ``init_from``). Values given
+    are kept."""
+    unset = [name for name in ("adagrad_init", "clip_norm") if getattr(cfg, name) is None]
+    if not unset:
+        return cfg
+    out = Path(cfg.output)
+    if latest_checkpoint(out / "checkpoints") is not None:
+        try:
+            stored = json.loads((out / "train_config.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):   # (absent or unreadable: resume() names the problem)
+            stored = {}
+        stored = stored if isinstance(stored, dict) else {}
+        fill = {name: _EARLIER_DEFAULTS[name] if stored.get(name) is None else stored[name] for name in unset}
+        if cfg.optimizer != "adagrad" and "adagrad_init" in fill:
+            fill["adagrad_init"] = None    # (without effect; an earlier run's 1.0 is not carried on)
+    else:
+        defaults = recipe_defaults(cfg.optimizer, cfg.unroll_steps, warm_start=bool(cfg.init_from))
+        fill = {name: defaults[name] for name in unset}
+    return dataclasses.replace(cfg, **fill)
 
 
 def _batches(cfg: TrainConfig, vocab: Vocabulary, max_chars: int, ctx: distributed.Context):
@@ -562,6 +627,7 @@ class TrainingRun:
     """
 
     def __init__(self, cfg: TrainConfig, ctx: distributed.Context):
+        cfg = with_recipe_defaults(cfg)   # (a resumed run's own accumulator and clip)
         self.cfg, self.ctx = cfg, ctx
         self.out_dir = Path(cfg.output)
         self.ckpt_dir = self.out_dir / "checkpoints"
