@@ -552,13 +552,17 @@ def _stateful_calls(model, calls, max_tokens, overlap, batch_size) -> List[np.nd
     return out
 
 
-@pytest.mark.parametrize("seed", range(8))
+#: Stateless seeds, and stateful ones with windows in batches of 2 and 4 (9, 14, 30).
+EMBEDDER_SEEDS = [0, 1, 2, 3, 5, 9, 14, 30]
+
+
+@pytest.mark.parametrize("seed", EMBEDDER_SEEDS)
 def test_embedder_equals_each_sentence_alone(seed):
     run_embedder_case(seed)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("seed", range(8, 300))
+@pytest.mark.parametrize("seed", sorted(set(range(300)) - set(EMBEDDER_SEEDS)))
 def test_embedder_equals_each_sentence_alone_sweep(seed):
     run_embedder_case(seed)
 
@@ -636,12 +640,16 @@ def run_allennlp_case(seed: int, tmp_path) -> None:
             assert_close(f[str(i)][()], select(truth, fmt), np.float32, f"embed_file line {i}")
 
 
-@pytest.mark.parametrize("seed", range(8))
+#: Stateless seeds, and stateful ones with lines longer than max_tokens (26: 7, 32: 256).
+ALLENNLP_SEEDS = [0, 1, 2, 3, 4, 5, 26, 32]
+
+
+@pytest.mark.parametrize("seed", ALLENNLP_SEEDS)
 def test_allennlp_embedder_equals_each_sentence_alone(seed, tmp_path):
     run_allennlp_case(seed, tmp_path)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("seed", range(8, 300))
+@pytest.mark.parametrize("seed", sorted(set(range(300)) - set(ALLENNLP_SEEDS)))
 def test_allennlp_embedder_equals_each_sentence_alone_sweep(seed, tmp_path):
     run_allennlp_case(seed, tmp_path)
