@@ -405,13 +405,15 @@ def check_file(case: Case, out, truth_model) -> None:
 
 
 # ---------------------------------------------------------------------- the tests
-N_LAYERS = 3   # random_bilm: 2 LSTM layers + the token layer
+def draw_model(seed: int):
+    """A small random biLM: 1 to 3 LSTM layers, with or without skip connections."""
+    return random_bilm(seed=seed % 7, n_layers=1 + seed % 3, skip=seed % 4 != 1)
 
 
 def run_file_case(seed, tmp_path, monkeypatch):
-    model = random_bilm(seed=seed % 7)
+    model = draw_model(seed)
     truth_model = copy.deepcopy(model)
-    case = draw_case(seed, N_LAYERS)
+    case = draw_case(seed, model.num_layers)
     training = seed % 3 == 0   # a model still being trained: its dropout must not reach the vectors
     model.lstm.dropout = 0.5
     model.train(training)
@@ -486,7 +488,7 @@ def draw_sentences(rng: random.Random) -> List[List[str]]:
 def run_embedder_case(seed: int) -> None:
     """``Embedder.embed_sentences`` (stateless, or stateful over two calls) against the truth."""
     rng = random.Random(seed)
-    model = random_bilm(seed=seed % 5)
+    model = draw_model(seed)
     truth_model = copy.deepcopy(model)
     model.lstm.dropout = 0.5
     model.train(rng.random() < 0.3)
@@ -501,7 +503,7 @@ def run_embedder_case(seed: int) -> None:
     if rng.random() < 0.5:
         embedder.build_token_cache(sentences, min_count=rng.choice([1, 2]))
     kind = rng.choice(["all", "top", "average", "mix"])
-    weights = tuple(round(rng.uniform(-1, 2), 3) for _ in range(N_LAYERS)) if kind == "mix" else None
+    weights = tuple(round(rng.uniform(-1, 2), 3) for _ in range(model.num_layers)) if kind == "mix" else None
     layers = "mix:" + ",".join(map(str, weights)) if kind == "mix" else kind
     dtype = rng.choice(["float32", "float16"])
     calls = [sentences, draw_sentences(rng)] if stateful else [sentences]
@@ -516,6 +518,13 @@ def run_embedder_case(seed: int) -> None:
         for i, (array, truth) in enumerate(zip(got, wanted)):
             assert_close(array, select(truth, kind, weights), dtype, f"sentence {i} ({len(call[i])} tokens)",
                          magnitude(truth, weights))
+    if not stateful:   # Embedder.run: every token of every sentence in exactly one piece
+        covered = [np.zeros(len(x), dtype=int) for x in sentences]
+        for batch in embedder.run(sentences, layers=layers, dtype=dtype):
+            assert 0 < len(batch) <= batch_size
+            for piece in batch:
+                covered[piece.sentence][piece.offset:piece.offset + piece.vectors.shape[1]] += 1
+        assert all((c == 1).all() for c in covered)
     if not stateful and kind != "all":   # one vector a sentence: the pooled truth
         pooling = rng.choice(["mean", "max"])
         got = sentence_vectors(embedder, sentences, layers=layers, pooling=pooling)
@@ -572,7 +581,7 @@ def run_allennlp_case(seed: int, tmp_path) -> None:
     arrays (or a selection in the file) against the truth; stateful, embed_batch runs every
     sentence whole in one call, row b going on from row b of the call before."""
     rng = random.Random(seed)
-    model = random_bilm(seed=seed % 5)
+    model = draw_model(seed)
     truth_model = copy.deepcopy(model)
     model.lstm.dropout = 0.5
     model.train(rng.random() < 0.3)
@@ -602,7 +611,7 @@ def run_allennlp_case(seed: int, tmp_path) -> None:
         batch = [s for s in batches[0] if len(s) <= max_tokens] or [["a"]]
         acts, mask = ee.batch_to_embeddings(batch)
         longest = max(len(s) for s in batch)
-        assert acts.shape == (len(batch), N_LAYERS, longest, model.output_dim) and mask.dtype == torch.long
+        assert acts.shape == (len(batch), model.num_layers, longest, model.output_dim) and mask.dtype == torch.long
         for b, sentence in enumerate(batch):
             assert mask[b].tolist() == [1] * len(sentence) + [0] * (longest - len(sentence))
             assert_close(acts[b, :, :len(sentence)].numpy(), truth_layers(truth_model, sentence), np.float32,
