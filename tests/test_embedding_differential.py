@@ -619,6 +619,10 @@ def run_allennlp_case(seed: int, tmp_path) -> None:
             assert not acts[b, :, len(sentence):].any()
     # embed_file: every line in a file, from the state the model carried before (given back after)
     lines = [" ".join(s) for s in batches[0]]
+    keys = seed % 4 == 3   # sentence keys: lines that can each name a dataset (no "/" groups here)
+    if keys:
+        lines = list(dict.fromkeys(x for x in lines if x and x != "." and "/" not in x and "\0" not in x))
+        lines = lines or ["only one"]
     inp = tmp_path / "in.txt"
     inp.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
     fmt = rng.choice(["all", "top", "average"])
@@ -626,12 +630,14 @@ def run_allennlp_case(seed: int, tmp_path) -> None:
     before = model.get_states()
     out = tmp_path / "out.hdf5"
     forget = rng.random() < 0.3
+    sentences = [line.strip() for line in lines]
+    options = dict(output_format=fmt, batch_size=batch_size, forget_sentences=forget, use_sentence_keys=keys)
     if rng.random() < 0.5:
-        ee.embed_file(str(inp), out, output_format=fmt, batch_size=batch_size, forget_sentences=forget)
+        ee.embed_file(str(inp), out, **options)
     else:
         # (newline="": text mode would end a line at a lone "\r" before embed_file sees the text)
         handle = open(inp, "rb") if rng.random() < 0.5 else open(inp, encoding="utf-8", newline="")
-        ee.embed_file(handle, out, output_format=fmt, batch_size=batch_size, forget_sentences=forget)
+        ee.embed_file(handle, out, **options)
     after = model.get_states()   # the state carried before the file, given back
     assert (before is None) == (after is None)
     for (c0, h0), (c1, h1) in zip(before or [], after or []):
@@ -641,12 +647,13 @@ def run_allennlp_case(seed: int, tmp_path) -> None:
         layers = stateful_truth(truth_model, tokens, whole, 0, batch_size)
     else:
         layers = [stateless_truth(truth_model, t, max_tokens, overlap) for t in tokens]
+    names = sentences if keys else [str(i) for i in range(len(lines))]
     with h5py.File(out, "r") as f:
-        assert sorted(f) == sorted([str(i) for i in range(len(lines))] + ([] if forget else ["sentence_to_index"]))
-        if not forget:
-            assert json.loads(f["sentence_to_index"][0]) == {s.strip(): str(i) for i, s in enumerate(lines)}
-        for i, truth in enumerate(layers):
-            assert_close(f[str(i)][()], select(truth, fmt), np.float32, f"embed_file line {i}")
+        assert sorted(f) == sorted(names + ([] if forget or keys else ["sentence_to_index"]))
+        if not forget and not keys:
+            assert json.loads(f["sentence_to_index"][0]) == {x: str(i) for i, x in enumerate(sentences)}
+        for i, (name, truth) in enumerate(zip(names, layers)):
+            assert_close(f[name][()], select(truth, fmt), np.float32, f"embed_file line {i}")
 
 
 #: Stateless seeds, and stateful ones with lines longer than max_tokens (26: 7, 32: 256).
