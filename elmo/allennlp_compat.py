@@ -199,8 +199,10 @@ class ElmoEmbedder:
         ``top`` / ``average``; the ``sentence_to_index`` JSON dataset unless
         ``forget_sentences``; with ``use_sentence_keys`` datasets are named by sentence (they
         must be unique). ``input_file`` is a path or an open file (closed afterwards, as in
-        AllenNLP). The output is replaced if it exists and written atomically; the run is
-        :func:`elmo.embed_file` (its other features, such as resuming, are there).
+        AllenNLP); lines end at ``"\\n"`` only, so a text-mode file that turned a lone ``"\\r"``
+        into a line end is an InputError (open it with ``newline=""`` or ``"rb"``). The output
+        is replaced if it exists and written atomically; the run is :func:`elmo.embed_file`
+        (its other features, such as resuming, are there).
         """
         if output_format not in OUTPUT_FORMATS:
             raise ValueError(f"output_format must be one of {', '.join(OUTPUT_FORMATS)}; "
@@ -223,7 +225,15 @@ class ElmoEmbedder:
         # An open file: copy its text next to the output, so that embed_file can index it.
         shown = str(getattr(input_file, "name", None) or f"the {type(input_file).__name__} given")
         data = input_file.read()
+        # A file opened in text mode with universal newlines (open()'s default) hands over its
+        # lone "\r" as "\n": every line after one got the next line's number (a dataset "2"
+        # for the file's line 2), where a path ends lines at "\n" only
+        translated = _translated_newlines(input_file, data)
         input_file.close()
+        if "\r" in translated:
+            raise InputError(f"{shown}: opened in text mode, which ends a line at a lone '\\r' "
+                             f"(here lines end at '\\n' only); open it with newline='' or 'rb', "
+                             f"or pass its path")
         if isinstance(data, str):
             data = data.encode("utf-8")
         output = Path(output_file_path)
@@ -266,6 +276,18 @@ def python_spelling(message: str) -> str:
     for cli, python in _PYTHON_SPELLINGS:
         message = message.replace(cli, python)
     return message
+
+
+def _translated_newlines(handle, data) -> Tuple[str, ...]:
+    """The line ends that a text handle turned into ``"\\n"`` while ``data`` was read from it:
+    those it saw (``newlines``: None, one string or a tuple) when no ``"\\r"`` is left in the
+    text (so none for a binary handle, nor with ``newline=""``, which keeps every "\\r")."""
+    seen = getattr(handle, "newlines", None)
+    if not isinstance(data, str) or "\r" in data:
+        return ()
+    if isinstance(seen, str):
+        return (seen,)
+    return tuple(seen) if isinstance(seen, tuple) else ()
 
 
 def _check_batch(batch) -> None:
