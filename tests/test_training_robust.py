@@ -1137,3 +1137,28 @@ def test_finetune_bucketed_batch_counts_the_pieces_of_long_sentences(tmp_path):
     batch = fitted_batch_size(cfg, sentences)
     steps = lambda b: total_steps(dataclasses.replace(cfg, batch_size=b), 1, stats)
     assert MIN_STEPS_PER_EPOCH <= steps(batch) <= MIN_STEPS_PER_EPOCH + 1
+
+
+def test_the_validation_panel_of_many_runs_draws_each_runs_mean_only(tmp_path, monkeypatch):
+    """Three lines a run (forward, backward, mean) for seven runs of a comparison hid the curves
+    under a 21-line legend; for more than two runs the panel draws each run's mean alone."""
+    plt = pytest.importorskip("matplotlib.pyplot")
+    from elmo.training.curves import plot_learning_curve
+
+    logs = []
+    for k in range(3):
+        log = tmp_path / f"run{k}" / "log.jsonl"
+        log.parent.mkdir()
+        log.write_text("".join(json.dumps({"event": "eval", "step": s, "epoch": s / 10, "ppl": 50.0 - s - k,
+                                           "ppl_fwd": 51.0 - s, "ppl_bwd": 49.0 - s}) + "\n" for s in (1, 2)))
+        logs.append(log)
+    drawn = []
+    real = plt.subplots
+    monkeypatch.setattr(plt, "subplots", lambda *a, **k: drawn.append(real(*a, **k)) or drawn[-1])
+    for chosen, lines in ((logs, 3), (logs[:1], 3), (logs[:2], 6)):
+        plot_learning_curve(chosen, tmp_path / "curve.png")
+        valid_panel = drawn[-1][1][1]
+        assert len(valid_panel.lines) == lines
+    assert [line.get_label() for line in valid_panel.lines][:3] == ["run0 ppl_fwd", "run0 ppl_bwd", "run0 ppl"]
+    plot_learning_curve(logs, tmp_path / "curve.png")
+    assert [line.get_label() for line in drawn[-1][1][1].lines] == ["run0 ppl", "run1 ppl", "run2 ppl"]

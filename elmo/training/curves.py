@@ -119,6 +119,9 @@ def plot_learning_curve(logs: Sequence[str | Path], output: str | Path, title: O
         raise ValueError(f"no training or validation records in {', '.join(empty)}")
     fig, (ax_train, ax_valid) = plt.subplots(1, 2, figsize=(11, 4.2))
     kinds = set()
+    # each direction and their mean for one or two runs; for more, three lines a run hid the
+    # curves under their legend: the mean alone
+    valid_keys = (("ppl_fwd", "o-"), ("ppl_bwd", "s--"), ("ppl", "^:")) if len(every) <= 2 else (("ppl", "o-"),)
     for log, records in every.items():
         name = Path(log).parent.name if Path(log).is_file() else Path(log).name
         train = [(r, f) for r in records if r.get("event") == "train" and (f := train_figure(r))]
@@ -128,14 +131,14 @@ def plot_learning_curve(logs: Sequence[str | Path], output: str | Path, title: O
             ax_train.plot([r["tokens"] / 1e6 for r, _ in train], [v for _, (_, v) in train], label=name, lw=1)
         if evals:
             tokens = [r["epoch"] for r in evals]
-            for key, style in (("ppl_fwd", "o-"), ("ppl_bwd", "s--"), ("ppl", "^:")):
+            for key, style in valid_keys:
                 ax_valid.plot(tokens, [_figure(r[key]) for r in evals], style, label=f"{name} {key}", ms=3)
     titles = {"sampled_ppl": "sampled softmax", "train_ppl": "full softmax", "ppl": "sampled or full softmax"}
     ax_train.set(xlabel="tokens seen (millions)", ylabel="exp(training loss)", yscale="log",
                  title="training: " + ", ".join(titles[k] for k in TRAIN_KEYS if k in kinds)
                  + (" (not comparable with validation)" if kinds - {"train_ppl"} else ""))
     ax_valid.set(xlabel="epoch", ylabel="validation perplexity (full softmax)", yscale="log",
-                 title="validation")
+                 title="validation" + ("" if len(every) <= 2 else ": the mean of both directions"))
     for ax in (ax_train, ax_valid):
         ax.grid(True, which="both", alpha=0.3)
         if ax.lines:

@@ -14,7 +14,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-from elmo.training.curves import read_log
+from elmo.training.curves import plot_learning_curve, read_log
 
 
 def read_run(folder: Path) -> dict:
@@ -48,20 +48,9 @@ def main(argv=None) -> int:
         print(f"| {variant} | {len(ppls)} | {'/'.join(map(str, steps))} | "
               f"{', '.join(f'{p:.1f}' for p in ppls)} | {spread} |")
 
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    fig, ax = plt.subplots(figsize=(6.5, 4))
-    for name, r in results.items():
-        ax.plot([e["step"] for e in r["valid"]], [e["ppl"] for e in r["valid"]], marker="o", ms=3, label=name)
-    ax.set_xlabel("training step (128 x 20 tokens)")
-    ax.set_ylabel("Brown dev perplexity (fwd/bwd mean)")
-    ax.set_yscale("log")
-    ax.set_title("Optimizer recipes at equal steps")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(out / "recipe.png", dpi=120)
+    # the curves, drawn as `elmo plot-curve` draws them (validation against epochs: equal steps)
+    plot_learning_curve(sorted(d for d in runs.iterdir() if (d / "log.jsonl").exists()), out / "recipe.png",
+                        title="Optimizer recipes at equal steps (Brown, 128 x 20 tokens a step)")
     return 0
 
 
