@@ -15,7 +15,7 @@ from elmo.data.corpus import CorpusStream
 from elmo.data.lm_batches import LMBatch, PackedLMBatches
 from elmo.training.checkpoint import load_checkpoint
 from elmo.training.evaluate import reset_rows
-from elmo.training.trainer import TrainConfig, build_model
+from elmo.training.trainer import TrainConfig, build_model, recipe_defaults
 from elmo.vocab import Vocabulary
 from training_helpers import tiny_model_options, write_toy_corpus
 
@@ -32,7 +32,8 @@ def _reference(train_txt: Path, vocab_txt: Path, options: dict) -> dict:
     model.train()
     parts = [PackedLMBatches(CorpusStream([train_txt], seed=cfg.seed, rank=r, world_size=2), vocab, ROWS, UNROLL)
              for r in range(2)]
-    optimizer = torch.optim.Adagrad(model.parameters(), lr=0.2, initial_accumulator_value=1.0)
+    recipe = recipe_defaults("adagrad", UNROLL)   # (the run's defaults: the original's updates)
+    optimizer = torch.optim.Adagrad(model.parameters(), lr=0.2, initial_accumulator_value=recipe["adagrad_init"])
     state = None
     for step in range(STEPS):
         if state is not None:
@@ -40,7 +41,7 @@ def _reference(train_txt: Path, vocab_txt: Path, options: dict) -> dict:
         batch = LMBatch.concat([p.next_batch() for p in parts])
         out = model(batch, state, None)
         out["loss"].backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 10.0)
+        torch.nn.utils.clip_grad_norm_(model.parameters(), recipe["clip_norm"])
         optimizer.step()
         optimizer.zero_grad()
         state = out["state"]
@@ -268,14 +269,15 @@ def test_two_gloo_processes_on_bucketed_batches_equal_one_process_on_the_global_
     model.train()
     parts = [BucketedLMBatches(CorpusStream([train_txt], seed=cfg.seed, rank=r, world_size=2), vocab, ROWS,
                                seed=cfg.seed + 7 * r) for r in range(2)]
-    optimizer = torch.optim.Adagrad(model.parameters(), lr=0.2, initial_accumulator_value=1.0)
+    recipe = recipe_defaults("adagrad", cfg.unroll_steps)   # (the run's defaults, at its unroll_steps)
+    optimizer = torch.optim.Adagrad(model.parameters(), lr=0.2, initial_accumulator_value=recipe["adagrad_init"])
     uneven = False
     for _ in range(steps):
         own = [p.next_batch() for p in parts]
         uneven |= own[0].n_tokens != own[1].n_tokens
         longest = max(b.fwd_chars.shape[1] for b in own)
         model(LMBatch.concat([_padded(b, longest) for b in own]), None, None)["loss"].backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 10.0)
+        torch.nn.utils.clip_grad_norm_(model.parameters(), recipe["clip_norm"])
         optimizer.step()
         optimizer.zero_grad()
     assert uneven   # (else the processes' own means would do too)
