@@ -4,9 +4,9 @@ Recipe defaults make the original's updates: Adagrad at lr 0.2, dropout 0.1, 819
 negatives, batch 128 rows x 20 steps per process. The gradient is that of the mean loss, where
 the original's is that of T = unroll_steps times it, so its initial accumulator of 1.0 and
 its clip of 10 are 1/T^2 and 10/T here (:func:`recipe_defaults`; a warm start keeps 1.0 and
-10, and runs begun before keep the values they were started with). One ``step`` is one batch on every process; with data parallelism the gradients are
-averaged over processes (DistributedDataParallel), so W processes of B rows train like one
-process of W x B rows.
+10, and runs begun before keep the values they were started with). One ``step`` is one batch
+on every process; with data parallelism the gradients are averaged over processes
+(DistributedDataParallel), so W processes of B rows train like one process of W x B rows.
 
 Everything a run writes goes under ``output``:
 ``train_config.json``, ``log.jsonl`` (the learning curve), ``checkpoints/`` and, at the end,
