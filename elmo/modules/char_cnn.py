@@ -383,7 +383,7 @@ class CharCNN(nn.Module):
         params = list(self.parameters())
         if (torch.is_grad_enabled() and any(p.requires_grad for p in params)) or shared_between_processes(params):
             return self.encode_tokens(distinct)
-        cache = self._current_token_cache()
+        cache = self._current_token_cache(params)
         hashes = hash_rows(distinct)
         slot = torch.searchsorted(cache.hashes, hashes).clamp_(max=cache.hashes.shape[0] - 1)
         hit = (cache.ids[slot] == distinct).all(dim=1)  # hash matches are verified exactly
@@ -395,13 +395,13 @@ class CharCNN(nn.Module):
         return vectors
 
     # ------------------------------------------------------------------ the token cache
-    def _current_token_cache(self) -> TokenCache:
-        """The token cache, its vectors made again from its ids where a weight has changed
-        since they were made (an optimizer step, ``load_state_dict``, ``.to()``): stale vectors
-        gave the cached words the old weights' vectors and the other words the new ones."""
+    def _current_token_cache(self, params: Sequence[torch.Tensor]) -> TokenCache:
+        """The token cache, its vectors made again from its ids where a weight (``params``, this
+        module's parameters) has changed since they were made (an optimizer step,
+        ``load_state_dict``, ``.to()``): stale vectors gave the cached words the old weights'
+        vectors and the other words the new ones."""
         cache = self._token_cache
         assert cache is not None
-        params = list(self.parameters())
         if not self._token_cache_key.matches(params):
             key = WeightsState(params)
             cache = cache._replace(vectors=self._encode_in_batches(cache.ids))
