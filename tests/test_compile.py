@@ -69,3 +69,52 @@ def test_onednn_is_left_to_inductor_in_a_piece_compiled_on_its_own(monkeypatch):
     want = a @ w.t() + bias
     assert torch.allclose(torch.compile(dense.linear)(a, w, bias), want, atol=1e-5)
     assert torch.allclose(dense.linear(a, w, bias), want, atol=1e-5)
+
+
+
+_FORWARDS = """
+import sys
+import torch
+import elmo
+from elmo.modules.char_cnn import CharCNN
+from elmo.modules.lstm import BiLSTMStack
+from elmo.training.model import LanguageModel
+def disabled():
+    return [getattr(c.forward, "_torchdynamo_disable", False)
+            for c in (elmo.BiLM, CharCNN, BiLSTMStack, LanguageModel)]
+"""
+
+
+def _run(code: str, first: str = "") -> None:
+    """``code`` in a fresh interpreter (nothing of this test run loaded), after ``first`` and
+    the imports of ``_FORWARDS``."""
+    import subprocess
+    import sys
+    done = subprocess.run([sys.executable, "-c", first + _FORWARDS + code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_import_elmo_leaves_torchdynamo_unloaded_until_torch_compile_loads_it():
+    """TorchDynamo's import cost about 0.9 s of every `import elmo` and every command: the
+    forwards are marked for it once it is loaded, before anything is traced."""
+    _run("""
+bilm = elmo.from_pretrained("fixture")
+ids = elmo.batch_to_ids([["The", "bank"], ["Hi"]])
+with torch.no_grad():
+    eager = bilm(ids)["activations"]
+assert "torch._dynamo" not in sys.modules, "import elmo, or a forward, loaded TorchDynamo"
+assert disabled() == [False] * 4
+graphs = []
+def backend(graph, example_inputs):
+    graphs.append(graph)
+    return graph.forward
+compiled = torch.compile(bilm, backend=backend)   # loads TorchDynamo
+assert disabled() == [True] * 4, disabled()
+with torch.no_grad():
+    assert all(torch.equal(a, b) for a, b in zip(compiled(ids)["activations"], eager))
+assert graphs == []   # nothing of the biLM traced
+""")
+
+
+def test_the_forwards_are_marked_from_the_start_where_torchdynamo_was_loaded_before_elmo():
+    _run("assert disabled() == [True] * 4, disabled()\n", first="import torch._dynamo\n")
