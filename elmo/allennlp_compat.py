@@ -30,7 +30,7 @@ from torch import nn
 from .embedding import Embedder, InputError, embed_file
 from .embedding.embedder import DEFAULT_BATCH_SIZE, eval_mode
 from .embedding.output import NonFiniteOutput
-from .embedding.windows import DEFAULT_MAX_TOKENS, DEFAULT_OVERLAP
+from .embedding.windows import DEFAULT_MAX_TOKENS
 from .checks import integer_or_none, require_count
 from .io import check_output_file, no_empty_folder_on_failure, writing
 from .modules import BiLM, Elmo
@@ -105,14 +105,15 @@ class ElmoEmbedder:
             (its vectors then depend on what was embedded before). Default: stateless, so a
             sentence always gets the same vectors; None keeps a given ``model``'s own setting.
         max_tokens, overlap: sentences longer than ``max_tokens`` run as overlapping windows
-            (see :mod:`elmo.embedding.windows`); AllenNLP always ran them whole, as
-            :meth:`embed_batch` and :meth:`embed_file` do in stateful mode.
+            (see :mod:`elmo.embedding.windows`; overlap None is ``min(64, max_tokens // 2)``);
+            AllenNLP always ran them whole, as :meth:`embed_batch` and :meth:`embed_file` do
+            in stateful mode.
     """
 
     def __init__(self, options_file: Optional[str] = None, weight_file: Optional[str] = None,
                  cuda_device: int = -1, *, model: Union[BiLM, str, Path, None] = None,
                  stateful: Optional[bool] = None, max_tokens: int = DEFAULT_MAX_TOKENS,
-                 overlap: int = DEFAULT_OVERLAP):
+                 overlap: Optional[int] = None):
         if integer_or_none(cuda_device) is None:
             raise TypeError(f"cuda_device must be a GPU index or -1 for the CPU, got {cuda_device!r}")
         cuda_device = int(cuda_device)

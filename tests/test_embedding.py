@@ -132,7 +132,9 @@ def test_an_iterator_of_sentences_is_refused_not_taken_as_none(bilm):
 
 
 def test_embedder_settings_of_the_wrong_type_are_named(bilm):
-    for setting, value in (("batch_size", "8"), ("batch_size", 2.5), ("max_tokens", 8.5), ("overlap", None)):
+    # (overlap None is its default, min(64, max_tokens // 2): see test_embedding_overlap_default)
+    for setting, value in (("batch_size", "8"), ("batch_size", 2.5), ("max_tokens", 8.5), ("overlap", "8"),
+                           ("overlap", 2.5)):
         with pytest.raises(TypeError, match=f"{setting} must be an integer, got"):
             Embedder(bilm, **{setting: value})
     with pytest.raises(ValueError, match="dtype must be a floating-point type"):  # not vectors cut to ints

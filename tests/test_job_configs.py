@@ -43,7 +43,11 @@ def test_embed_cli_defaults_and_the_command_line_it_stores():
     changed = dataclasses.replace(cfg, sort_by_length=False, token_cache=False, stateful=True, tokenize="zh",
                                   cache_sample_lines=7, device="cpu", progress=False)
     again = build_parser().parse_args(shlex.split(command_line("in.txt", "o.hdf5", changed))[1:])
-    assert from_args(EmbedConfig, again, defaults=command_defaults()) == dataclasses.replace(changed, progress=True)
+    # (the overlap used is spelled out: the default, min(64, max_tokens // 2), resolved)
+    assert from_args(EmbedConfig, again, defaults=command_defaults()) == dataclasses.replace(
+        changed, progress=True, overlap=64)
+    shorter = command_line("in.txt", "o.hdf5", dataclasses.replace(cfg, max_tokens=50))
+    assert "--max-tokens 50 --overlap 25 " in shorter
 
 
 def test_embed_print_config_feeds_back_as_config(tmp_path, capsys):

@@ -106,8 +106,14 @@ class _AllenNLPOption(argparse.Action):
 def command_line(input_path: str, output_path: str, cfg) -> str:
     """The command, with every option spelled out (defaults included), as it is stored in the
     output's ``command_line`` attribute: running it again resumes or reproduces the run."""
+    from dataclasses import replace
+
+    from ..embedding.windows import default_overlap
     from ..jobconfig import to_options
 
+    if cfg.overlap is None and isinstance(cfg.max_tokens, int) and cfg.max_tokens >= 1:
+        # the overlap used, spelled out like the rest (and as earlier versions stored it)
+        cfg = replace(cfg, overlap=default_overlap(cfg.max_tokens))
     return shlex.join(["elmo", "embed", input_path, output_path, *to_options(cfg, exclude={"progress"})])
 
 

@@ -51,7 +51,9 @@ class EmbedConfig:
     batch_size: int = setting(DEFAULT_BATCH_SIZE, help="sentences per model call")
     max_tokens: int = setting(DEFAULT_MAX_TOKENS, help="longer sentences are cut into overlapping windows "
                                                        "of this many tokens and stitched back")
-    overlap: int = setting(DEFAULT_OVERLAP, help="tokens shared by consecutive windows")
+    overlap: Optional[int] = setting(
+        None, help=f"tokens shared by consecutive windows (default min({DEFAULT_OVERLAP}, max-tokens / 2, "
+                   f"rounded down): {DEFAULT_OVERLAP} with the default --max-tokens)")
     sort_by_length: bool = setting(True, flag="--no-sort", show_default=False,
                                    help="batch sentences in input order instead of by length")
     token_cache: bool = setting(True, flag="--no-token-cache", show_default=False,

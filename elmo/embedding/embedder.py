@@ -23,7 +23,7 @@ from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator, List, Sequence, Union
+from typing import Iterable, Iterator, List, Optional, Sequence, Union
 
 import numpy as np
 import torch
@@ -34,7 +34,7 @@ from ..modules import BiLM
 from ..runtime import resolve_device
 from .layers import LayerSelection
 from .output import NonFiniteOutput
-from .windows import DEFAULT_MAX_TOKENS, DEFAULT_OVERLAP, Window, check_window_args, plan_windows
+from .windows import DEFAULT_MAX_TOKENS, Window, check_window_args, plan_windows
 
 DEFAULT_BATCH_SIZE = 64
 
@@ -72,7 +72,9 @@ class Embedder:
         model: a :class:`~elmo.BiLM`, or a bundled model name or model folder to load.
         batch_size: pieces (sentences or windows) per biLM call.
         max_tokens: sentences longer than this are split into overlapping windows.
-        overlap: tokens shared by consecutive windows.
+        overlap: tokens shared by consecutive windows; None (the default) is
+            ``min(64, max_tokens // 2)``, so 64 with the default ``max_tokens`` (see
+            :func:`~elmo.embedding.windows.default_overlap`). The value used is ``self.overlap``.
         sort_by_length: batch pieces of similar length together (ignored when stateful).
         device: where to run; default: the model's device (or CPU when loading).
 
@@ -81,7 +83,7 @@ class Embedder:
     """
 
     def __init__(self, model: Union[BiLM, str, Path, None] = None, *, batch_size: int = DEFAULT_BATCH_SIZE,
-                 max_tokens: int = DEFAULT_MAX_TOKENS, overlap: int = DEFAULT_OVERLAP,
+                 max_tokens: int = DEFAULT_MAX_TOKENS, overlap: Optional[int] = None,
                  sort_by_length: bool = True, device: Union[str, torch.device, None] = None):
         if not isinstance(model, BiLM):
             from .. import DEFAULT_MODEL, from_pretrained

@@ -17,12 +17,16 @@ gives it the most context on both sides; on a tie, the earlier window. With this
 token keeps at least ``overlap // 2`` tokens of context on each side (or all there is).
 
 A sentence of at most ``max_tokens`` tokens is a single window and is not changed.
+
+An overlap that is not given (None) follows ``max_tokens``: ``min(DEFAULT_OVERLAP,
+max_tokens // 2)`` (:func:`default_overlap`), so a lower ``max_tokens`` works without naming
+an overlap too, and the default ``max_tokens`` keeps the overlap of 64 it always had.
 """
 from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass
-from typing import List, Tuple
+from typing import List, Optional, Tuple
 
 from ..checks import require_count
 
@@ -30,7 +34,17 @@ from ..checks import require_count
 #: tokens), so ordinary text is never split, while a runaway line cannot make a batch huge.
 DEFAULT_MAX_TOKENS = 256
 #: Default overlap of consecutive windows: each token keeps >= 32 tokens of context each side.
+#: It is the most the default overlap can be; a shorter ``max_tokens`` gets half of it
+#: (:func:`default_overlap`).
 DEFAULT_OVERLAP = 64
+
+
+def default_overlap(max_tokens: int) -> int:
+    """The overlap used when none is given: ``min(DEFAULT_OVERLAP, max_tokens // 2)``.
+
+    Half the window at most, so that an overlap the user did not choose is always valid
+    (below ``max_tokens``) and windows still advance by at least half their length."""
+    return min(DEFAULT_OVERLAP, max_tokens // 2)
 
 
 @dataclass(frozen=True)
@@ -46,9 +60,9 @@ class Window:
     keep_stop: int
 
 
-def window_starts(n_tokens: int, max_tokens: int, overlap: int) -> List[int]:
+def window_starts(n_tokens: int, max_tokens: int, overlap: Optional[int] = None) -> List[int]:
     """Start positions of the windows of a sentence of ``n_tokens`` tokens (see the module doc)."""
-    check_window_args(max_tokens, overlap)
+    max_tokens, overlap = check_window_args(max_tokens, overlap)
     if n_tokens <= max_tokens:
         return [0]
     stride = max_tokens - overlap
@@ -57,9 +71,14 @@ def window_starts(n_tokens: int, max_tokens: int, overlap: int) -> List[int]:
     return starts
 
 
-def check_window_args(max_tokens: int, overlap: int) -> Tuple[int, int]:
-    """(max_tokens, overlap) as ints, checked: a count of 1 or more, and 0 <= overlap < max_tokens."""
+def check_window_args(max_tokens: int, overlap: Optional[int] = None) -> Tuple[int, int]:
+    """(max_tokens, overlap) as ints, checked: a count of 1 or more, and 0 <= overlap < max_tokens.
+
+    ``overlap`` None is :func:`default_overlap` of ``max_tokens``; one that is given is
+    checked as it is (one of ``max_tokens`` or more is an error, not lowered)."""
     max_tokens = require_count("max_tokens", max_tokens)
+    if overlap is None:
+        return max_tokens, default_overlap(max_tokens)
     overlap = require_count("overlap", overlap, least=0)
     if not overlap < max_tokens:
         raise ValueError(f"overlap must be in [0, max_tokens), got {overlap} with max_tokens={max_tokens}")
@@ -74,11 +93,13 @@ def context_score(i: int, start: int, stop: int, n_tokens: int) -> float:
 
 
 def plan_windows(n_tokens: int, max_tokens: int = DEFAULT_MAX_TOKENS,
-                 overlap: int = DEFAULT_OVERLAP) -> List[Window]:
+                 overlap: Optional[int] = None) -> List[Window]:
     """The windows of a sentence and the tokens each one supplies.
 
     The kept ranges partition [0, n_tokens) in order. An empty sentence has one empty window.
+    ``overlap`` None: :func:`default_overlap` of ``max_tokens``.
     """
+    max_tokens, overlap = check_window_args(max_tokens, overlap)
     starts = window_starts(n_tokens, max_tokens, overlap)
     if n_tokens == 0:
         return [Window(0, 0, 0, 0)]
