@@ -596,7 +596,8 @@ def test_the_logged_training_loss_is_the_mean_over_the_windows_targets(tmp_path)
     its steps' means, which weighed a target of a batch of short sentences more than one of a
     batch of long ones. Now it is the mean over every target of its steps, replayed here."""
     from elmo.training.distributed import Context
-    from elmo.training.trainer import _batches, build_model, with_recipe_defaults
+    from elmo.training.config import with_recipe_defaults
+    from elmo.training.trainer import _batches, build_model
 
     rng = random.Random(0)
     words = [f"w{k}" for k in range(12)]
@@ -650,7 +651,8 @@ def test_the_originals_updates_are_the_mean_loss_with_a_scaled_accumulator_and_c
     N is clipping g at N / c: so --adagrad-init 1/T^2 --clip-norm 10/T on our gradient makes
     the original's updates, as the README says, and its values taken as they are do not; the
     defaults a new run takes (:func:`recipe_defaults`) are those."""
-    from elmo.training.trainer import adagrad, recipe_defaults
+    from elmo.training.config import recipe_defaults
+    from elmo.training.trainer import adagrad
 
     lines = "the cat sees a dog .\nevery old farmer likes the small quiet green house !\n" * 6
     steps = 5

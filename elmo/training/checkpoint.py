@@ -7,7 +7,7 @@ data only (tensors, dicts, lists, strings and numbers), so it loads with
 * ``format``: :data:`FORMAT` (absent in the first format, which held the same data);
 * ``model``, ``optimizer``: the state dicts (one copy: data parallelism keeps them equal);
 * ``step``, ``tokens``, ``elapsed``: progress;
-* ``config``: the run's :class:`~elmo.training.trainer.TrainConfig` as JSON text;
+* ``config``: the run's :class:`~elmo.training.config.TrainConfig` as JSON text;
 * ``vocab_sha256``: the digest of the vocabulary's words, so a resume refuses a vocabulary
   file rebuilt under the same name (absent in checkpoints written before it was recorded);
 * ``ranks``: for every rank, its batch iterator (stream position and unread tokens of each
