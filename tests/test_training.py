@@ -652,7 +652,7 @@ def test_the_originals_updates_are_the_mean_loss_with_a_scaled_accumulator_and_c
     the original's updates, as the README says, and its values taken as they are do not; the
     defaults a new run takes (:func:`recipe_defaults`) are those."""
     from elmo.training.config import recipe_defaults
-    from elmo.training.trainer import adagrad
+    from elmo.training.optim import adagrad
 
     lines = "the cat sees a dog .\nevery old farmer likes the small quiet green house !\n" * 6
     steps = 5
@@ -684,10 +684,10 @@ def test_the_originals_updates_are_the_mean_loss_with_a_scaled_accumulator_and_c
 
 def test_adagrad_without_a_fused_kernel_takes_the_usual_implementation(monkeypatch):
     """A PyTorch whose Adagrad has no ``fused`` argument (its CPU kernel is recent) refused
-    trainer.adagrad's ``fused=...`` with a TypeError before the first step of every CPU run.
+    optim.adagrad's ``fused=...`` with a TypeError before the first step of every CPU run.
     The argument is now passed only where the constructor takes it: the usual Adagrad, with
     the same update as PyTorch's own without the kernel."""
-    from elmo.training.trainer import adagrad
+    from elmo.training.optim import adagrad
 
     real = torch.optim.Adagrad
 

@@ -18,7 +18,6 @@ with a checkpoint of it (:mod:`elmo.training.stop`).
 from __future__ import annotations
 
 import hashlib
-import inspect
 import json
 import math
 import sys
@@ -47,6 +46,7 @@ from .export import LM_FILES, check_language_model_files, export_model, load_lan
 from .model import LanguageModel
 from .resume import ResumeMismatch, check_allow_change, check_resume
 from .config import TrainConfig, restart_settings, with_recipe_defaults
+from .optim import build_optimizer, load_optimizer_state
 from .stop import StopRequests, TrainingStopped
 
 
@@ -58,38 +58,6 @@ def _batches(cfg: TrainConfig, vocab: Vocabulary, max_chars: int, ctx: distribut
     if cfg.layout == "bucketed":
         return BucketedLMBatches(stream, vocab, cfg.batch_size, max_chars, seed=cfg.seed + 7 * ctx.rank)
     raise ValueError(f"layout must be 'packed' or 'bucketed', got {cfg.layout!r}")
-
-
-def adagrad(params, lr: float, initial_accumulator_value: float) -> torch.optim.Adagrad:
-    """Adagrad; with every parameter on the CPU its fused kernel (one pass over each parameter
-    instead of about five separate operations; the same update up to float rounding) where
-    this PyTorch has one, else its usual implementation."""
-    params = list(params)
-    # The CPU kernel is recent (PyTorch 2.4); an Adagrad without it refuses the argument, even
-    # as None, so it is passed only where the constructor takes it.
-    takes_fused = "fused" in inspect.signature(torch.optim.Adagrad).parameters
-    extra = {"fused": True} if takes_fused and all(p.device.type == "cpu" for p in params) else {}
-    return torch.optim.Adagrad(params, lr=lr, initial_accumulator_value=initial_accumulator_value, **extra)
-
-
-def load_optimizer_state(optimizer: torch.optim.Optimizer, state: dict) -> None:
-    """``optimizer.load_state_dict(state)``, keeping the implementation this run chose for its
-    device. load_state_dict takes every setting of the saved groups, ``fused`` and ``foreach``
-    too: a run started on the CPU (fused Adagrad, see :func:`adagrad`) and resumed on a GPU
-    asked for the fused kernel there, which PyTorch versions without a CUDA one refuse at
-    the first step; a run started on a GPU and resumed on the CPU lost the fused kernel."""
-    chosen = [{k: group[k] for k in ("fused", "foreach") if k in group} for group in optimizer.param_groups]
-    optimizer.load_state_dict(state)
-    for group, own in zip(optimizer.param_groups, chosen):
-        group.update(own)
-
-
-def _optimizer(cfg: TrainConfig, params) -> torch.optim.Optimizer:
-    if cfg.optimizer == "adagrad":
-        return adagrad(params, cfg.lr, cfg.adagrad_init)
-    if cfg.optimizer == "adam":
-        return torch.optim.Adam(params, lr=cfg.lr)
-    raise ValueError(f"optimizer must be 'adagrad' or 'adam', got {cfg.optimizer!r}")
 
 
 def total_steps(cfg: TrainConfig, world_size: int, corpus_stats: Dict[str, int],
@@ -470,7 +438,7 @@ class TrainingRun:
         self.model.train()
         max_chars = self.model.options.char_cnn.max_characters_per_token
         self.batches = _batches(cfg, self.vocab, max_chars, ctx)
-        self.optimizer = _optimizer(cfg, self.model.parameters())
+        self.optimizer = build_optimizer(cfg, self.model.parameters())
         self.softmax_loss = softmax_loss(len(self.vocab), cfg.n_negative, seed=cfg.seed * 1000 + ctx.rank)
         self._warn_vocabulary_order()
         torch.manual_seed(cfg.seed * 1000 + 17 + ctx.rank)  # dropout: a different stream per rank
