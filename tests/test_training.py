@@ -636,12 +636,12 @@ def test_the_logged_training_loss_is_the_mean_over_the_windows_targets(tmp_path)
 
 def test_a_log_window_from_an_older_checkpoint_is_weighed_by_its_packed_batches(tmp_path):
     """(a checkpoint written before the weights held the sum of its steps' means)"""
-    from elmo.training.trainer import _weighted_window
+    from elmo.training.run_log import weighted_window
 
     cfg = tiny_config(tmp_path / "run", tmp_path / "t.txt", tmp_path / "v.txt", batch_size=4, unroll_steps=10)
     old = {"loss": 7.5, "n": 3, "gnorm": 1.0, "skipped": 0}
-    assert _weighted_window(old, cfg) == {**old, "loss": 7.5 * 40, "weight": 3 * 40.0}   # mean 2.5 kept
-    assert _weighted_window({**old, "weight": 9.0}, cfg) == {**old, "weight": 9.0}
+    assert weighted_window(old, cfg) == {**old, "loss": 7.5 * 40, "weight": 3 * 40.0}   # mean 2.5 kept
+    assert weighted_window({**old, "weight": 9.0}, cfg) == {**old, "weight": 9.0}
 
 
 def test_the_originals_updates_are_the_mean_loss_with_a_scaled_accumulator_and_clip(tmp_path):

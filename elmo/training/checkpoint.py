@@ -14,7 +14,7 @@ data only (tensors, dicts, lists, strings and numbers), so it loads with
   row), its carried LSTM state, its random generators as uint8 tensors (torch CPU/CUDA
   for dropout, the negative sampler), and ``log_window``: the sums of the steps since its
   last log line (absent in older checkpoints; ``loss_since_resume`` where its loss leaves out
-  an older checkpoint's steps, see ``trainer._weighted_window``);
+  an older checkpoint's steps, see ``run_log.weighted_window``);
 * ``nonfinite_in_a_row``: the skipped steps the checkpoint's step ends (absent: 0);
 
 Files are written to a temporary name and renamed, so a kill or a full disk at any moment

@@ -36,9 +36,8 @@ from ..data.corpus import CorpusStream, corpus_files, count_tokens, expand_paths
 from ..data.lm_batches import MAX_PIECE_LENGTH, BucketedLMBatches, PackedLMBatches
 from ..modules.softmax import softmax_loss
 from ..vocab import Vocabulary
-from ..io import (OutputError, atomic_write_text, check_output_dir, json_objects, no_empty_folder_on_failure,
+from ..io import (OutputError, atomic_write_text, check_output_dir, no_empty_folder_on_failure,
                   output_lock, same_file)
-from .. import strict_json
 from . import distributed
 from .checkpoint import CheckpointError, checkpoint_path, latest_checkpoint, list_checkpoints, load_checkpoint, rng_state, save_checkpoint, set_rng_state, writing
 from .evaluate import likelihood_sums, perplexity_from_sums, reset_rows, unk_targets
@@ -47,6 +46,7 @@ from .model import LanguageModel
 from .resume import ResumeMismatch, check_allow_change, check_resume
 from .config import TrainConfig, restart_settings, with_recipe_defaults
 from .optim import build_optimizer, load_optimizer_state
+from .run_log import SINCE_RESUME, WINDOW_SUMS, RunLog, weighted_window
 from .stop import StopRequests, TrainingStopped
 
 
@@ -139,77 +139,9 @@ def load_training_vocabulary(path: str | Path, notes: bool = True) -> Vocabulary
     return vocab
 
 
-def _log_records_until(path: Path, step: int) -> List[Dict[str, Any]]:
-    """The records of the log ``path`` up to ``step``. A last line without its newline is a
-    write cut short (a run killed, or its disk full, while it wrote that line): it is dropped,
-    with a note. Any other line that is not a JSON object is an error naming it."""
-    text = path.read_bytes().decode("utf-8", errors="replace")
-    lines = text.split("\n")
-    torn = lines.pop()  # what follows the last newline: "" when the file ends with one
-    if torn.strip("\x00 \t\r"):
-        print(f"note: {path}: its last line was cut short (the run stopped while writing it); it is dropped",
-              file=sys.stderr, flush=True)
-
-    def bad(number: int, what: str) -> ValueError:
-        return ValueError(f"{path}: line {number}: {what}; the learning curve is damaged there: "
-                          f"remove or repair that line to resume")
-
-    return [record for _, record in json_objects(lines, bad) if record.get("step", 0) <= step]
-
-
 def vocabulary_digest(vocab: Vocabulary) -> str:
     """SHA-256 of the vocabulary's words in order (what the softmax rows mean; not the counts)."""
     return hashlib.sha256("\n".join(vocab.words).encode("utf-8")).hexdigest()
-
-
-class _Log:
-    """The JSON-lines learning curve. On resume, lines past the checkpoint's step are dropped
-    (a killed run may have logged steps that will be trained again). ``evals`` holds the
-    (step, sentences, targets) of the validation records kept: the final validation comes
-    after the last checkpoint, so a finished run started again (or killed while exporting)
-    measures the same weights on the same text again, and that is not logged twice."""
-
-    def __init__(self, path: Path, enabled: bool, resume_step: Optional[int]):
-        self.path, self.enabled = path, enabled
-        self.evals: set = set()
-        if enabled and resume_step is not None and path.exists():
-            kept = _log_records_until(path, resume_step)
-            self.evals = {(r.get("step"), r.get("sentences"), r.get("targets"))
-                          for r in kept if r.get("event") == "eval"}
-            with writing(path):
-                atomic_write_text(path, "".join(strict_json.dumps(r, sort_keys=True) + "\n" for r in kept))
-        elif enabled and resume_step is None:
-            with writing(path):
-                atomic_write_text(path, "")
-
-    def write(self, record: Dict[str, Any]) -> None:
-        if self.enabled:
-            with writing(self.path), open(self.path, "a", encoding="utf-8") as f:
-                f.write(strict_json.dumps(record, sort_keys=True) + "\n")
-
-
-#: What a log line averages over its steps, kept in the checkpoint (not the tokens and time
-#: of its speed, which are this session's).
-_WINDOW_SUMS = ("loss", "weight", "n", "gnorm", "skipped")
-
-#: A log window's mark (kept in the checkpoint) that its loss leaves out its steps before a
-#: resume: an older checkpoint's bucketed steps, whose target counts it does not hold.
-_SINCE_RESUME = "loss_since_resume"
-
-
-def _weighted_window(window: Dict[str, Any], cfg: TrainConfig) -> Dict[str, Any]:
-    """A checkpoint's log window in the present form: one written before the losses were
-    weighted by their targets holds the sum of the steps' means. A packed step's mean is over
-    one full batch's targets, which are its weight (exact). A bucketed step's count is lost, so
-    its loss cannot be weighed against the new steps' (one target each made the next log line
-    nearly the new steps' mean alone): the old steps' loss is left out and the window marked
-    :data:`_SINCE_RESUME`, which the log line carries (its grad_norm still covers them)."""
-    if "weight" in window:
-        return window
-    if cfg.layout == "packed":
-        per_step = float(cfg.batch_size * cfg.unroll_steps)
-        return {**window, "loss": window["loss"] * per_step, "weight": window["n"] * per_step}
-    return {**window, "loss": 0.0, "weight": 0.0, _SINCE_RESUME: True}
 
 
 #: Steps in a row whose gradient is not finite after which a run stops (each is skipped).
@@ -395,7 +327,7 @@ class TrainingRun:
                    unit="step", dynamic_ncols=True)
         self._new_window()
         if self.window_resumed:  # the log line due next averages the steps before the checkpoint too
-            self.window.update(_weighted_window(self.window_resumed, self.cfg))
+            self.window.update(weighted_window(self.window_resumed, self.cfg))
         session_steps = 0
         self.t_last = time.perf_counter()
         stopped_by = None
@@ -658,7 +590,7 @@ class TrainingRun:
                 atomic_write_text(self.stats_path, json.dumps({**self.corpus_stats, **kept,
                                                                "files": self.corpus_files}) + "\n")
         resumed = self.resume_from is not None
-        self.log_file = _Log(self.out_dir / "log.jsonl", ctx.is_main, self.step_no if resumed else None)
+        self.log_file = RunLog(self.out_dir / "log.jsonl", ctx.is_main, self.step_no if resumed else None)
         self.n_params = sum(p.numel() for p in self.model.parameters())
         if ctx.is_main and not resumed:
             self.log_file.write({
@@ -779,8 +711,9 @@ class TrainingRun:
     def _new_window(self) -> None:
         """Start averaging loss, gradient norm and speed over the next ``log_every`` steps
         (``n`` of them applied, ``skipped`` not: their gradient was not finite). The sums
-        (:data:`_WINDOW_SUMS`) travel in the checkpoint, so a resumed run's next log line
-        averages the same steps as an uninterrupted run's; its speed counts this session only."""
+        (:data:`~elmo.training.run_log.WINDOW_SUMS`) travel in the checkpoint, so a resumed run's
+        next log line averages the same steps as an uninterrupted run's; its speed counts this
+        session only."""
         self.window = {"loss": 0.0, "weight": 0.0, "n": 0, "tokens": 0, "t0": time.perf_counter(),
                        "gnorm": 0.0, "skipped": 0}
 
@@ -806,11 +739,11 @@ class TrainingRun:
                                   "elapsed_s": round(self.elapsed, 2)}
         if w["n"]:  # (the skipped steps are all ranks' alike, so every rank has the same n)
             record["grad_norm"] = round(w["gnorm"] / w["n"], 4)
-        if weight_sum > 0:  # (0 where an older window's steps are all it has: see _weighted_window)
+        if weight_sum > 0:  # (0 where an older window's steps are all it has: see weighted_window)
             loss = loss_sum / weight_sum   # the mean over the targets of the steps (and ranks)
             record.update({"loss": round(loss, 5), key: round(math.exp(min(loss, 50)), 3)})
-            if w.get(_SINCE_RESUME):
-                record[_SINCE_RESUME] = True
+            if w.get(SINCE_RESUME):
+                record[SINCE_RESUME] = True
             bar.set_postfix({"tok/s": f"{record['tokens_per_s']:.0f}", "loss": f"{loss:.3f}",
                              key.replace("_", "-"): f"{record[key]:.1f}"}, refresh=False)
         if w["skipped"]:
@@ -861,7 +794,7 @@ class TrainingRun:
         self._sync_tokens()
         mine = {"batches": self.batches.state_dict(), "lstm_state": _state_to(self.state, "cpu"),
                 "rng": rng_state(ctx.device), "sampler": self.softmax_loss.state_dict(),
-                "log_window": {k: self.window[k] for k in (*_WINDOW_SUMS, _SINCE_RESUME) if k in self.window}}
+                "log_window": {k: self.window[k] for k in (*WINDOW_SUMS, SINCE_RESUME) if k in self.window}}
         ranks = distributed.gather_objects(ctx, mine)
         if ctx.is_main:
             save_checkpoint(self.ckpt_dir, self.step_no, {
