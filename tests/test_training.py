@@ -262,7 +262,7 @@ def test_vocab_build_refuses_what_would_write_a_wrong_vocabulary_or_lose_a_file(
 def test_vocab_build_says_when_train_will_not_find_the_counts(tmp_path, capsys):
     """--counts OTHER.tsv wrote the counts where elmo train --vocab does not look: the trained
     model came out without them, silently. vocab build now says so, and how to keep them."""
-    from elmo.training.trainer import load_training_vocabulary
+    from elmo.training.training_vocab import load_training_vocabulary
     corpus, out = tmp_path / "c.txt", tmp_path / "v.txt"
     corpus.write_text("the cat sat\nthe dog ran\n", encoding="utf-8")
     assert main(["vocab", "build", str(corpus), "-o", str(out)]) == 0
@@ -286,7 +286,7 @@ def test_a_vocab_build_killed_while_writing_leaves_the_earlier_pair_whole(tmp_pa
     either takes its name, so a kill while writing leaves the earlier pair as it was."""
     from pathlib import Path
 
-    from elmo.training.trainer import load_training_vocabulary
+    from elmo.training.training_vocab import load_training_vocabulary
     first, second, out = tmp_path / "a.txt", tmp_path / "b.txt", tmp_path / "v.txt"
     first.write_text("the cat sat\nthe cat\n", encoding="utf-8")
     second.write_text("a dog ran far\n", encoding="utf-8")
@@ -312,7 +312,7 @@ def test_a_vocab_build_killed_while_writing_leaves_the_earlier_pair_whole(tmp_pa
 def test_train_says_when_the_counts_beside_the_vocabulary_are_of_other_words(tmp_path, capsys):
     """A counts file beside the vocabulary with other words (from another build) was dropped
     without a word, and the trained model came out without its counts; now a note says so."""
-    from elmo.training.trainer import load_training_vocabulary
+    from elmo.training.training_vocab import load_training_vocabulary
     out = tmp_path / "v.txt"
     Vocabulary.from_counts({"the": 2, "cat": 1}).save(out)
     Vocabulary.from_counts({"a": 2, "dog": 1}).save(tmp_path / "v.counts.tsv", with_counts=True)
