@@ -57,7 +57,7 @@ from elmo.data.lm_batches import PackedLMBatches  # noqa: E402
 from elmo.modules import dense  # noqa: E402
 from elmo.modules.softmax import Candidates, LogUniformSampler  # noqa: E402
 from elmo.training.model import LanguageModel  # noqa: E402
-from elmo.training.trainer import adagrad  # noqa: E402
+from elmo.training.optim import adagrad  # noqa: E402
 from elmo.vocab import Vocabulary  # noqa: E402
 
 

@@ -45,7 +45,7 @@ from benchmarks.train import MODELS, build_workload, update  # noqa: E402
 from elmo.allocator import keep_freed_memory  # noqa: E402
 from elmo.modules import dense  # noqa: E402
 from elmo.modules.softmax import Candidates  # noqa: E402
-from elmo.training.trainer import adagrad  # noqa: E402
+from elmo.training.optim import adagrad  # noqa: E402
 
 #: name -> (elmo.modules.dense.BACKEND, ROW_MULTIPLE)
 VARIANTS = {"shipped": ("auto", dense.ROW_MULTIPLE), "onednn-unrounded": ("onednn", 1), "pytorch": ("default", None)}

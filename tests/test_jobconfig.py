@@ -12,7 +12,7 @@ import pytest
 from elmo.cli import main
 from elmo.config import ConfigError
 from elmo.jobconfig import add_arguments, add_config_arguments, build, from_args, load, save, setting, to_dict
-from elmo.training.trainer import TrainConfig
+from elmo.training.config import TrainConfig
 
 
 @dataclass

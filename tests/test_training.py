@@ -262,7 +262,7 @@ def test_vocab_build_refuses_what_would_write_a_wrong_vocabulary_or_lose_a_file(
 def test_vocab_build_says_when_train_will_not_find_the_counts(tmp_path, capsys):
     """--counts OTHER.tsv wrote the counts where elmo train --vocab does not look: the trained
     model came out without them, silently. vocab build now says so, and how to keep them."""
-    from elmo.training.trainer import load_training_vocabulary
+    from elmo.training.training_vocab import load_training_vocabulary
     corpus, out = tmp_path / "c.txt", tmp_path / "v.txt"
     corpus.write_text("the cat sat\nthe dog ran\n", encoding="utf-8")
     assert main(["vocab", "build", str(corpus), "-o", str(out)]) == 0
@@ -286,7 +286,7 @@ def test_a_vocab_build_killed_while_writing_leaves_the_earlier_pair_whole(tmp_pa
     either takes its name, so a kill while writing leaves the earlier pair as it was."""
     from pathlib import Path
 
-    from elmo.training.trainer import load_training_vocabulary
+    from elmo.training.training_vocab import load_training_vocabulary
     first, second, out = tmp_path / "a.txt", tmp_path / "b.txt", tmp_path / "v.txt"
     first.write_text("the cat sat\nthe cat\n", encoding="utf-8")
     second.write_text("a dog ran far\n", encoding="utf-8")
@@ -312,7 +312,7 @@ def test_a_vocab_build_killed_while_writing_leaves_the_earlier_pair_whole(tmp_pa
 def test_train_says_when_the_counts_beside_the_vocabulary_are_of_other_words(tmp_path, capsys):
     """A counts file beside the vocabulary with other words (from another build) was dropped
     without a word, and the trained model came out without its counts; now a note says so."""
-    from elmo.training.trainer import load_training_vocabulary
+    from elmo.training.training_vocab import load_training_vocabulary
     out = tmp_path / "v.txt"
     Vocabulary.from_counts({"the": 2, "cat": 1}).save(out)
     Vocabulary.from_counts({"a": 2, "dog": 1}).save(tmp_path / "v.counts.tsv", with_counts=True)
@@ -596,7 +596,8 @@ def test_the_logged_training_loss_is_the_mean_over_the_windows_targets(tmp_path)
     its steps' means, which weighed a target of a batch of short sentences more than one of a
     batch of long ones. Now it is the mean over every target of its steps, replayed here."""
     from elmo.training.distributed import Context
-    from elmo.training.trainer import _batches, build_model, with_recipe_defaults
+    from elmo.training.config import with_recipe_defaults
+    from elmo.training.trainer import _batches, build_model
 
     rng = random.Random(0)
     words = [f"w{k}" for k in range(12)]
@@ -635,12 +636,12 @@ def test_the_logged_training_loss_is_the_mean_over_the_windows_targets(tmp_path)
 
 def test_a_log_window_from_an_older_checkpoint_is_weighed_by_its_packed_batches(tmp_path):
     """(a checkpoint written before the weights held the sum of its steps' means)"""
-    from elmo.training.trainer import _weighted_window
+    from elmo.training.run_log import weighted_window
 
     cfg = tiny_config(tmp_path / "run", tmp_path / "t.txt", tmp_path / "v.txt", batch_size=4, unroll_steps=10)
     old = {"loss": 7.5, "n": 3, "gnorm": 1.0, "skipped": 0}
-    assert _weighted_window(old, cfg) == {**old, "loss": 7.5 * 40, "weight": 3 * 40.0}   # mean 2.5 kept
-    assert _weighted_window({**old, "weight": 9.0}, cfg) == {**old, "weight": 9.0}
+    assert weighted_window(old, cfg) == {**old, "loss": 7.5 * 40, "weight": 3 * 40.0}   # mean 2.5 kept
+    assert weighted_window({**old, "weight": 9.0}, cfg) == {**old, "weight": 9.0}
 
 
 def test_the_originals_updates_are_the_mean_loss_with_a_scaled_accumulator_and_clip(tmp_path):
@@ -650,7 +651,8 @@ def test_the_originals_updates_are_the_mean_loss_with_a_scaled_accumulator_and_c
     N is clipping g at N / c: so --adagrad-init 1/T^2 --clip-norm 10/T on our gradient makes
     the original's updates, as the README says, and its values taken as they are do not; the
     defaults a new run takes (:func:`recipe_defaults`) are those."""
-    from elmo.training.trainer import adagrad, recipe_defaults
+    from elmo.training.config import recipe_defaults
+    from elmo.training.optim import adagrad
 
     lines = "the cat sees a dog .\nevery old farmer likes the small quiet green house !\n" * 6
     steps = 5
@@ -682,10 +684,10 @@ def test_the_originals_updates_are_the_mean_loss_with_a_scaled_accumulator_and_c
 
 def test_adagrad_without_a_fused_kernel_takes_the_usual_implementation(monkeypatch):
     """A PyTorch whose Adagrad has no ``fused`` argument (its CPU kernel is recent) refused
-    trainer.adagrad's ``fused=...`` with a TypeError before the first step of every CPU run.
+    optim.adagrad's ``fused=...`` with a TypeError before the first step of every CPU run.
     The argument is now passed only where the constructor takes it: the usual Adagrad, with
     the same update as PyTorch's own without the kernel."""
-    from elmo.training.trainer import adagrad
+    from elmo.training.optim import adagrad
 
     real = torch.optim.Adagrad
 

@@ -15,7 +15,8 @@ from elmo.data.corpus import CorpusStream
 from elmo.data.lm_batches import LMBatch, PackedLMBatches
 from elmo.training.checkpoint import load_checkpoint
 from elmo.training.evaluate import reset_rows
-from elmo.training.trainer import TrainConfig, build_model, recipe_defaults
+from elmo.training.config import TrainConfig, recipe_defaults
+from elmo.training.trainer import build_model
 from elmo.vocab import Vocabulary
 from training_helpers import tiny_model_options, write_toy_corpus
 

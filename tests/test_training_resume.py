@@ -279,13 +279,13 @@ def test_an_export_cut_short_leaves_the_earlier_model_folder_whole(tmp_path, mon
 
 
 def test_resume_on_another_device_keeps_that_devices_optimizer_implementation(tmp_path, monkeypatch):
-    """The CPU's Adagrad is fused (trainer.adagrad); a GPU run's is not. load_state_dict took
+    """The CPU's Adagrad is fused (optim.adagrad); a GPU run's is not. load_state_dict took
     ``fused`` from the checkpoint, so a CPU run resumed on a GPU asked for the fused kernel
     there (PyTorch versions without a CUDA one refuse it at the first step). Simulated on the
     CPU: the resumed run builds the optimizer a GPU run builds, and must keep it."""
     import torch
 
-    import elmo.training.trainer as trainer
+    import elmo.training.optim as optim
     train_txt, _, vocab_txt = write_toy_corpus(tmp_path / "toy", n_train=120)
     cfg = tiny_config(tmp_path / "run", train_txt, vocab_txt, max_steps=4, checkpoint_every=2, n_negative=8)
     train(cfg, stop_after=2)
@@ -299,7 +299,7 @@ def test_resume_on_another_device_keeps_that_devices_optimizer_implementation(tm
         seen.append(opt)
         return opt
 
-    monkeypatch.setattr(trainer, "adagrad", gpu_like_adagrad)
+    monkeypatch.setattr(optim, "adagrad", gpu_like_adagrad)   # where build_optimizer looks it up
     real_step = torch.optim.Adagrad.step
 
     def step(self, *args, **kwargs):
@@ -316,7 +316,7 @@ def test_load_optimizer_state_keeps_the_implementation_both_ways():
     """A GPU run's checkpoint (not fused) resumed on the CPU gets the CPU's fused kernel back."""
     import torch
 
-    from elmo.training.trainer import adagrad, load_optimizer_state
+    from elmo.training.optim import adagrad, load_optimizer_state
     params = [torch.nn.Parameter(torch.randn(4))]
     plain = torch.optim.Adagrad(params, lr=0.2, initial_accumulator_value=0.1)
     params[0].grad = torch.ones(4)

@@ -930,13 +930,15 @@ def test_finetune_into_a_run_folder_inside_its_text_folder_is_refused_before_the
 def test_finetune_checks_its_start_model_once(tmp_path, toy, monkeypatch):
     """finetune checked --from before writing its text files, and train() checked it again."""
     from elmo.training import finetune as finetune_mod
+    from elmo.training import run_folder
     from elmo.training import trainer as trainer_mod
 
     train_txt, _, vocab_txt = toy
     train(tiny_config(tmp_path / "base", train_txt, vocab_txt, max_steps=2))
     calls = []
-    check = trainer_mod.check_start_model
+    check = run_folder.check_start_model
     counted = lambda cfg: calls.append(cfg.init_from) or check(cfg)   # noqa: E731
+    # (patched where it is looked up: train() and finetune() call the names they imported)
     monkeypatch.setattr(trainer_mod, "check_start_model", counted)
     monkeypatch.setattr(finetune_mod, "check_start_model", counted)
     cfg = tiny_config(tmp_path / "ft", train_txt, "", init_from=str(tmp_path / "base" / "model"), max_steps=1)

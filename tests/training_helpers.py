@@ -11,7 +11,7 @@ import elmo
 from elmo.data.corpus import CorpusStream
 from elmo.data.lm_batches import LMBatch, PackedLMBatches
 from elmo.training.model import LanguageModel
-from elmo.training.trainer import TrainConfig
+from elmo.training.config import TrainConfig
 from elmo.vocab import Vocabulary
 
 FIXTURE = Path(__file__).parent / "fixtures" / "bilm-tf-train"

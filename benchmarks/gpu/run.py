@@ -398,7 +398,8 @@ def training_run(device, smoke: bool, clock: Clock, minutes: float, corpus: Opti
     from elmo.training.evaluate import perplexity
     from elmo.training.export import load_language_model
     from elmo.training.ship import ship
-    from elmo.training.trainer import TrainConfig, train
+    from elmo.training.config import TrainConfig
+    from elmo.training.trainer import train
     brown = Path.home() / ".cache" / "elmo" / "brown" / "train.txt"   # elmo data get brown
     source = Path(corpus) if corpus else (brown if brown.exists() and not smoke else DEMO_TEXT)
     sentences = sentences_from(source)

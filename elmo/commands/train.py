@@ -43,9 +43,9 @@ def _add_model_args(p: argparse.ArgumentParser) -> None:
 
 
 def _add_run_args(p: argparse.ArgumentParser, *, finetune: bool) -> None:
-    """The options of a training run, made from :class:`~elmo.training.trainer.TrainConfig`."""
+    """The options of a training run, made from :class:`~elmo.training.config.TrainConfig`."""
     from ..jobconfig import add_arguments, add_config_arguments
-    from ..training.trainer import TrainConfig
+    from ..training.config import TrainConfig
 
     if finetune:
         p.add_argument("--from", dest="init_from", required=True,
@@ -221,7 +221,7 @@ def train(args) -> int:
     from ..config import ConfigError
     from ..jobconfig import from_args, print_config_and_exit, read_json
     from ..training.export import VOCAB_FILE
-    from ..training.trainer import TrainConfig, with_recipe_defaults
+    from ..training.config import TrainConfig, with_recipe_defaults
     from ..training.trainer import train as run
 
     _threads(args)
@@ -250,7 +250,7 @@ def train(args) -> int:
 def finetune(args) -> int:
     from ..jobconfig import from_args, print_config_and_exit
     from ..training.finetune import finetune as run, heldout_file
-    from ..training.trainer import TrainConfig, with_recipe_defaults
+    from ..training.config import TrainConfig, with_recipe_defaults
 
     _threads(args)
     if args.heldout == []:   # (it held out every N-th sentence as if --heldout were not given)

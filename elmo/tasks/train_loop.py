@@ -24,7 +24,7 @@ from .models import TaskModel
 @dataclass
 class FitConfig:
     """Optimiser and stopping settings of a task model (the ``train`` block of an experiment
-    config; not the biLM trainer's :class:`~elmo.training.trainer.TrainConfig`)."""
+    config; not the biLM trainer's :class:`~elmo.training.config.TrainConfig`)."""
 
     epochs: int = 20
     patience: int = 3

@@ -7,14 +7,14 @@ data only (tensors, dicts, lists, strings and numbers), so it loads with
 * ``format``: :data:`FORMAT` (absent in the first format, which held the same data);
 * ``model``, ``optimizer``: the state dicts (one copy: data parallelism keeps them equal);
 * ``step``, ``tokens``, ``elapsed``: progress;
-* ``config``: the run's :class:`~elmo.training.trainer.TrainConfig` as JSON text;
+* ``config``: the run's :class:`~elmo.training.config.TrainConfig` as JSON text;
 * ``vocab_sha256``: the digest of the vocabulary's words, so a resume refuses a vocabulary
   file rebuilt under the same name (absent in checkpoints written before it was recorded);
 * ``ranks``: for every rank, its batch iterator (stream position and unread tokens of each
   row), its carried LSTM state, its random generators as uint8 tensors (torch CPU/CUDA
   for dropout, the negative sampler), and ``log_window``: the sums of the steps since its
   last log line (absent in older checkpoints; ``loss_since_resume`` where its loss leaves out
-  an older checkpoint's steps, see ``trainer._weighted_window``);
+  an older checkpoint's steps, see ``run_log.weighted_window``);
 * ``nonfinite_in_a_row``: the skipped steps the checkpoint's step ends (absent: 0);
 
 Files are written to a temporary name and renamed, so a kill or a full disk at any moment

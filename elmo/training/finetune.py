@@ -28,8 +28,9 @@ from .checkpoint import latest_checkpoint, writing
 from .export import VOCAB_FILE, load_language_model, read_metadata
 from .resume import ResumeMismatch
 from .distributed import is_main_process, launched_world_size
-from .trainer import (TrainConfig, check_start_model, check_text_outside_run, check_vocabulary_not_text, run_lock,
-                      train)
+from .config import TrainConfig
+from .run_folder import check_start_model, check_text_outside_run, check_vocabulary_not_text, run_lock
+from .trainer import train
 
 MIN_STEPS_PER_EPOCH = 20
 

@@ -3,268 +3,57 @@
 Recipe defaults make the original's updates: Adagrad at lr 0.2, dropout 0.1, 8192 shared
 negatives, batch 128 rows x 20 steps per process. The gradient is that of the mean loss, where
 the original's is that of T = unroll_steps times it, so its initial accumulator of 1.0 and
-its clip of 10 are 1/T^2 and 10/T here (:func:`recipe_defaults`; a warm start keeps 1.0 and
-10, and runs begun before keep the values they were started with). One ``step`` is one batch
-on every process; with data parallelism the gradients are averaged over processes
-(DistributedDataParallel), so W processes of B rows train like one process of W x B rows.
+its clip of 10 are 1/T^2 and 10/T here (:func:`~elmo.training.config.recipe_defaults`; a warm
+start keeps 1.0 and 10, and runs begun before keep the values they were started with). One
+``step`` is one batch on every process; with data parallelism the gradients are averaged over
+processes (DistributedDataParallel), so W processes of B rows train like one process of W x B
+rows.
 
 Everything a run writes goes under ``output``:
 ``train_config.json``, ``log.jsonl`` (the learning curve), ``checkpoints/`` and, at the end,
 ``model/`` (see :mod:`elmo.training.export`). Starting again with the same ``output``
 resumes from the newest checkpoint. SIGTERM or Ctrl-C ends a run after the step under way,
 with a checkpoint of it (:mod:`elmo.training.stop`).
+
+The run's settings are :mod:`.config`, its optimizer :mod:`.optim`, the checks on its folder
+and text :mod:`.run_folder`, its vocabulary :mod:`.training_vocab` and its learning curve
+:mod:`.run_log`; this module holds the loop (:class:`TrainingRun`) and :func:`train`.
 """
 from __future__ import annotations
 
-import dataclasses
-import hashlib
-import inspect
 import json
 import math
 import sys
 import time
 from contextlib import nullcontext
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 import torch
 from torch.nn.parallel import DistributedDataParallel
 
 from ..allocator import keep_freed_memory
 from ..config import ElmoOptions
-from ..data.corpus import CorpusStream, corpus_files, count_tokens, expand_paths, iter_file_sentences, would_find
+from ..data.corpus import CorpusStream, corpus_files, count_tokens, expand_paths, iter_file_sentences
 from ..data.lm_batches import MAX_PIECE_LENGTH, BucketedLMBatches, PackedLMBatches
 from ..modules.softmax import softmax_loss
 from ..vocab import Vocabulary
-from ..io import (OutputError, atomic_write_text, check_output_dir, json_objects, no_empty_folder_on_failure,
-                  output_lock, same_file)
-from .. import strict_json
-from ..jobconfig import build, setting
+from ..io import atomic_write_text, check_output_dir, no_empty_folder_on_failure
 from . import distributed
-from .checkpoint import CheckpointError, checkpoint_path, latest_checkpoint, list_checkpoints, load_checkpoint, rng_state, save_checkpoint, set_rng_state, writing
+from .checkpoint import (CheckpointError, latest_checkpoint, list_checkpoints, load_checkpoint, rng_state,
+                         save_checkpoint, set_rng_state, writing)
+from .config import TrainConfig, restart_settings, with_recipe_defaults
 from .evaluate import likelihood_sums, perplexity_from_sums, reset_rows, unk_targets
-from .export import LM_FILES, check_language_model_files, export_model, load_language_model, options_with_training_keys, read_metadata
+from .export import export_model, load_language_model, options_with_training_keys
 from .model import LanguageModel
+from .optim import build_optimizer, load_optimizer_state
 from .resume import ResumeMismatch, check_allow_change, check_resume
-from .schedule import PlateauDecay
+from .run_folder import (WARM_START_FILE, check_start_model, check_text_outside_run, check_vocabulary_not_text,
+                         run_lock, warm_start_record)
+from .run_log import SINCE_RESUME, WINDOW_SUMS, RunLog, weighted_window
 from .stop import StopRequests, TrainingStopped
-
-
-#: The original's Adagrad initial accumulator and gradient-norm clip, on its gradient (that of
-#: unroll_steps times the mean loss): :func:`recipe_defaults` turns them into ours.
-ORIGINAL_ADAGRAD_INIT = 1.0
-ORIGINAL_CLIP_NORM = 10.0
-#: The default time steps per batch of the packed layout (``--unroll-steps``).
-UNROLL_STEPS = 20
-#: The default relative improvement that counts as progress for the decay (``--lr-decay-threshold``).
-LR_DECAY_THRESHOLD = 0.01
-
-
-def _setting_list(text: str) -> List[str]:
-    return [x for x in text.split(",") if x]
-
-
-@dataclass
-class TrainConfig:
-    """Everything that defines a training run (saved as ``train_config.json``). The options of
-    ``elmo train`` and ``elmo finetune`` are made from the fields with help text
-    (:mod:`elmo.jobconfig`); the model's shape is ``options``, set by the model flags."""
-
-    train: List[str]                      # files, globs or folders; one tokenized sentence a line
-    vocab: str = setting(help="vocabulary file (words by descending frequency); with --from, the model's")
-    output: str = setting(help="run folder", short="-o")
-    options: Dict[str, Any] = field(default_factory=dict)  # model options (lstm, char_cnn)
-    valid: List[str] = setting(default_factory=list, help="held-out text for perplexity")
-    init_from: Optional[str] = setting(
-        None, flag="--from", help="warm start: continue training this trained model folder (weights and "
-                                  "vocabulary kept, a fresh optimizer)")
-    batch_size: int = setting(128, help="rows per process")
-    unroll_steps: int = setting(UNROLL_STEPS, help="time steps per batch (packed layout)")
-    layout: str = setting("packed", choices=["packed", "bucketed"],
-                          help="packed: sentences end to end, state carried across batches (the original); "
-                               "bucketed: one sentence a row, zero state")
-    state_reset_every: int = setting(0, help="packed layout: zero each row's carried state every K batches, "
-                                             "staggered over the rows (bounds the context age; 0 = carry "
-                                             "forever, as the original)")
-    epochs: float = setting(10.0, help="passes over the text")
-    max_steps: Optional[int] = setting(None, help="stop after this many steps (overrides --epochs)")
-    max_seconds: Optional[float] = setting(None, flag="--max-hours", scale=3600.0,
-                                           help="stop after this much training time, then evaluate and export")
-    optimizer: str = setting("adagrad", choices=["adagrad", "adam"], help="the optimizer")
-    lr: Optional[float] = setting(None, show_default=False,
-                                  help="learning rate (default 0.2 for adagrad, 0.001 for adam)")
-    adagrad_init: Optional[float] = setting(
-        None, show_default=False, help="Adagrad initial accumulator (default 1/unroll-steps^2, 0.0025: the "
-                                       "original's 1.0 on its gradient, which is unroll-steps times ours; "
-                                       "1.0 for a warm start, --from or finetune)")
-    lr_decay: float = setting(1.0, help="multiply the learning rate by this at every validation run whose "
-                                        "perplexity is not --lr-decay-threshold below the best so far (needs "
-                                        "--valid and --eval-every; 1 = never; Kim et al. 2016 halve it: 0.5)")
-    lr_decay_threshold: float = setting(LR_DECAY_THRESHOLD, help="relative improvement of the validation perplexity that "
-                                                   "counts as progress for --lr-decay")
-    lr_restart: bool = setting(False, help="on resume: start the learning rate again at --lr (a warm "
-                                           "restart), also when --lr is the rate the run started from; "
-                                           "once: the same command run again goes on from the restart; "
-                                           "without it a resume keeps the decayed rate", show_default=False)
-    clip_norm: Optional[float] = setting(
-        None, show_default=False, help="global gradient-norm clip (default for adagrad 10/unroll-steps, 0.5: "
-                                       "the original's 10 on its gradient, which is unroll-steps times ours; "
-                                       "10 for adam and for a warm start)")
-    dropout: float = setting(0.1, help="on LSTM inputs and before the softmax")
-    n_negative: int = setting(8192, flag="--negatives",
-                              help="shared sampled-softmax negatives per batch; 0 = full softmax")
-    shuffle: bool = setting(True, help="read shards and sentences in file order", show_default=False)
-    seed: int = setting(0, help="seed of the data order, dropout and sampling")
-    checkpoint_every: int = setting(1000, help="steps between checkpoints")
-    keep_checkpoints: int = setting(3, help="newest checkpoints kept")
-    log_every: int = setting(20, help="steps between log lines")
-    eval_every: int = setting(0, help="steps between validation runs; 0 = at the end")
-    eval_batch_size: int = setting(32, help="sentences per validation batch")
-    device: str = setting("auto", help="cpu, cuda, cuda:N or auto (CUDA when present)")
-    bf16: bool = setting(False, help="bfloat16 autocast (opt-in; default exact fp32)", show_default=False)
-    progress: bool = setting(True, help="no progress bar", show_default=False)
-    export: bool = True
-    metadata: Dict[str, Any] = field(default_factory=dict)  # extra facts for metadata.json
-    allow_change: List[str] = setting(
-        default_factory=list, parse=_setting_list, metavar="SETTING[,SETTING]",
-        help="on resume, let these settings differ from the checkpoint's: lr, lr-decay, lr-decay-threshold, "
-             "state-reset-every, dropout, "
-             "clip-norm, bf16 (e.g. a learning-rate decay between phases). Run length, intervals, validation "
-             "text, device and threads may always change; anything else is refused")
-
-    def __post_init__(self):
-        if self.lr is None:  # the optimizer's usual rate
-            self.lr = 0.2 if self.optimizer == "adagrad" else 0.001
-        self._check_ranges()
-        self.new_schedule()  # checks the decay settings now, not at the first validation run
-        if self.lr_decay < 1.0 and not self.valid:
-            raise ValueError("--lr-decay needs held-out text (--valid) and validation runs (--eval-every STEPS)")
-        if self.lr_decay < 1.0 and not self.eval_every:
-            raise ValueError("--lr-decay needs validation runs (--eval-every STEPS)")
-        self._check_combinations()
-
-    def _check_combinations(self) -> None:
-        """Refuse a setting that the rest of the config leaves without effect (it was ignored
-        without a word), naming it.
-
-        A value is taken as given when it differs from the setting's default: the config does
-        not know where a value came from (an option, ``--config``, ``--set``, a saved
-        ``train_config.json``), and a default there is never a problem, so a saved config
-        (which holds every setting) and ``--print-config`` round trips pass. A default given
-        explicitly (``--unroll-steps 20 --layout bucketed``) is taken, as it changes nothing.
-        A resume compares such settings only where they take effect (:mod:`.resume`)."""
-        if self.layout == "bucketed" and self.state_reset_every:
-            raise ValueError(f"--state-reset-every {self.state_reset_every} applies to --layout packed, whose rows "
-                             f"carry their LSTM state from batch to batch; --layout bucketed starts every row "
-                             f"from a zero state")
-        if self.layout == "bucketed" and self.unroll_steps != UNROLL_STEPS:
-            raise ValueError(f"--unroll-steps {self.unroll_steps} applies to --layout packed; --layout bucketed "
-                             f"reads one whole sentence a row")
-        # (1.0: the default in configs saved before the default followed the gradient's scale)
-        if self.optimizer != "adagrad" and self.adagrad_init not in (None, ORIGINAL_ADAGRAD_INIT):
-            raise ValueError(f"--adagrad-init {self.adagrad_init} applies to --optimizer adagrad, not "
-                             f"{self.optimizer}")
-        if self.eval_every and not self.valid:
-            raise ValueError(f"--eval-every {self.eval_every} needs held-out text (--valid) to validate on")
-        if self.lr_decay >= 1.0 and self.lr_decay_threshold != LR_DECAY_THRESHOLD:
-            raise ValueError(f"--lr-decay-threshold {self.lr_decay_threshold} applies to a decay (--lr-decay below "
-                             f"1); with --lr-decay {self.lr_decay:g} the rate is never decayed")
-
-    def _check_ranges(self) -> None:
-        """Refuse numbers that would crash later, train nothing or corrupt the weights (a NaN
-        clip norm made every gradient NaN), each named by its option."""
-        counts = {"--batch-size": (self.batch_size, 1), "--unroll-steps": (self.unroll_steps, 1),
-                  "--state-reset-every": (self.state_reset_every, 0), "--negatives": (self.n_negative, 0),
-                  "--checkpoint-every": (self.checkpoint_every, 1), "--keep-checkpoints": (self.keep_checkpoints, 1),
-                  "--log-every": (self.log_every, 1), "--eval-every": (self.eval_every, 0),
-                  "--eval-batch-size": (self.eval_batch_size, 1)}
-        if self.max_steps is not None:
-            counts["--max-steps"] = (self.max_steps, 1)
-        for flag, (value, least) in counts.items():
-            if value < least:
-                raise ValueError(f"{flag} must be at least {least}, got {value}")
-        # positive (inf allowed: no limit, no clipping); NaN fails every comparison
-        positive = {"--epochs": self.epochs}
-        if self.clip_norm is not None:
-            positive["--clip-norm"] = self.clip_norm
-        if self.max_seconds is not None:
-            positive["--max-hours"] = self.max_seconds / 3600.0
-        for flag, number in positive.items():
-            if not number > 0:
-                raise ValueError(f"{flag} must be a positive number, got {number}")
-        if self.epochs == math.inf and self.max_steps is None:  # (an OverflowError counting steps)
-            raise ValueError("--epochs inf needs --max-steps: the step count of the schedule must be finite")
-        if not 0.0 <= self.lr < math.inf:  # (0 keeps the weights as they are)
-            raise ValueError(f"--lr must be a finite number of 0 or more, got {self.lr}")
-        if self.adagrad_init is not None and not 0.0 <= self.adagrad_init < math.inf:
-            raise ValueError(f"--adagrad-init must be a finite number of 0 or more, got {self.adagrad_init}")
-        if not 0.0 <= self.dropout < 1.0:
-            raise ValueError(f"--dropout must be in [0, 1), got {self.dropout}")
-
-    def new_schedule(self) -> PlateauDecay:
-        """The learning-rate schedule of this config, at its start."""
-        return PlateauDecay(self.lr_decay, self.lr_decay_threshold, base_lr=self.lr, lr=self.lr)
-
-    def to_json(self) -> str:
-        return json.dumps(asdict(self), indent=2, sort_keys=True)
-
-    @classmethod
-    def from_json(cls, text: str) -> "TrainConfig":
-        return build(cls, json.loads(text), source="train_config.json")
-
-
-def recipe_defaults(optimizer: str, unroll_steps: int, warm_start: bool = False) -> Dict[str, Optional[float]]:
-    """The initial accumulator and clip a run takes when they are not given.
-
-    From scratch, the original's updates. The original differentiates T = ``unroll_steps``
-    times the mean loss; for a gradient T g, Adagrad's step lr T g / sqrt(a + T^2 sum g^2) is
-    lr g / sqrt(a / T^2 + sum g^2), and a clip of T g at N is a clip of g at N / T. So its
-    accumulator of 1.0 and clip of 10 are 1/T^2 and 10/T on our gradient (the mean loss's,
-    which ``log.jsonl``'s grad_norm shows). Taken as they were, they trained with steps up to
-    T times smaller (experiments/recipe).
-
-    A warm start (``init_from``: ``--from``, ``elmo finetune``) keeps 1.0 and 10 on our
-    gradient. Its optimizer starts afresh on trained weights, and a small accumulator makes
-    the first steps about lr (0.2) for every weight with a gradient, whatever its size: the
-    default model adapted to 100 lines of Brown went from held-out perplexity 176 to 299 with
-    1/T^2, to 162 with 1.0 (experiments/recipe). Adam's steps do not follow the gradient's
-    scale; its clip stays 10."""
-    if optimizer == "adagrad" and not warm_start:
-        return {"adagrad_init": ORIGINAL_ADAGRAD_INIT / unroll_steps ** 2,
-                "clip_norm": ORIGINAL_CLIP_NORM / unroll_steps}
-    return {"adagrad_init": ORIGINAL_ADAGRAD_INIT if optimizer == "adagrad" else None,
-            "clip_norm": ORIGINAL_CLIP_NORM}
-
-
-#: What a run begun before :func:`recipe_defaults` took for an unset setting.
-_EARLIER_DEFAULTS = {"adagrad_init": ORIGINAL_ADAGRAD_INIT, "clip_norm": ORIGINAL_CLIP_NORM}
-
-
-def with_recipe_defaults(cfg: TrainConfig) -> TrainConfig:
-    """``cfg`` with its unset accumulator and clip filled in: a run folder with a checkpoint
-    keeps the values it was trained with (``train_config.json``; the earlier defaults, 1.0 and
-    10, for a run begun before they were written or before the defaults followed the gradient's
-    scale), so the command that began a run still resumes it; a new run takes
-    :func:`recipe_defaults` (those of a warm start where it has ``init_from``). Values given
-    are kept."""
-    unset = [name for name in ("adagrad_init", "clip_norm") if getattr(cfg, name) is None]
-    if not unset:
-        return cfg
-    out = Path(cfg.output)
-    if latest_checkpoint(out / "checkpoints") is not None:
-        try:
-            stored = json.loads((out / "train_config.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):   # (absent or unreadable: resume() names the problem)
-            stored = {}
-        stored = stored if isinstance(stored, dict) else {}
-        fill = {name: _EARLIER_DEFAULTS[name] if stored.get(name) is None else stored[name] for name in unset}
-        if cfg.optimizer != "adagrad" and "adagrad_init" in fill:
-            fill["adagrad_init"] = None    # (without effect; an earlier run's 1.0 is not carried on)
-    else:
-        defaults = recipe_defaults(cfg.optimizer, cfg.unroll_steps, warm_start=bool(cfg.init_from))
-        fill = {name: defaults[name] for name in unset}
-    return dataclasses.replace(cfg, **fill)
+from .training_vocab import load_training_vocabulary, vocabulary_digest
 
 
 def _batches(cfg: TrainConfig, vocab: Vocabulary, max_chars: int, ctx: distributed.Context):
@@ -275,38 +64,6 @@ def _batches(cfg: TrainConfig, vocab: Vocabulary, max_chars: int, ctx: distribut
     if cfg.layout == "bucketed":
         return BucketedLMBatches(stream, vocab, cfg.batch_size, max_chars, seed=cfg.seed + 7 * ctx.rank)
     raise ValueError(f"layout must be 'packed' or 'bucketed', got {cfg.layout!r}")
-
-
-def adagrad(params, lr: float, initial_accumulator_value: float) -> torch.optim.Adagrad:
-    """Adagrad; with every parameter on the CPU its fused kernel (one pass over each parameter
-    instead of about five separate operations; the same update up to float rounding) where
-    this PyTorch has one, else its usual implementation."""
-    params = list(params)
-    # The CPU kernel is recent (PyTorch 2.4); an Adagrad without it refuses the argument, even
-    # as None, so it is passed only where the constructor takes it.
-    takes_fused = "fused" in inspect.signature(torch.optim.Adagrad).parameters
-    extra = {"fused": True} if takes_fused and all(p.device.type == "cpu" for p in params) else {}
-    return torch.optim.Adagrad(params, lr=lr, initial_accumulator_value=initial_accumulator_value, **extra)
-
-
-def load_optimizer_state(optimizer: torch.optim.Optimizer, state: dict) -> None:
-    """``optimizer.load_state_dict(state)``, keeping the implementation this run chose for its
-    device. load_state_dict takes every setting of the saved groups, ``fused`` and ``foreach``
-    too: a run started on the CPU (fused Adagrad, see :func:`adagrad`) and resumed on a GPU
-    asked for the fused kernel there, which PyTorch versions without a CUDA one refuse at
-    the first step; a run started on a GPU and resumed on the CPU lost the fused kernel."""
-    chosen = [{k: group[k] for k in ("fused", "foreach") if k in group} for group in optimizer.param_groups]
-    optimizer.load_state_dict(state)
-    for group, own in zip(optimizer.param_groups, chosen):
-        group.update(own)
-
-
-def _optimizer(cfg: TrainConfig, params) -> torch.optim.Optimizer:
-    if cfg.optimizer == "adagrad":
-        return adagrad(params, cfg.lr, cfg.adagrad_init)
-    if cfg.optimizer == "adam":
-        return torch.optim.Adam(params, lr=cfg.lr)
-    raise ValueError(f"optimizer must be 'adagrad' or 'adam', got {cfg.optimizer!r}")
 
 
 def total_steps(cfg: TrainConfig, world_size: int, corpus_stats: Dict[str, int],
@@ -347,135 +104,6 @@ def build_model(cfg: TrainConfig, vocab: Vocabulary) -> LanguageModel:
     return LanguageModel(options, len(vocab), vocab.bos, vocab.eos, cfg.dropout)
 
 
-#: Settings that do not make another training phase (:func:`restart_settings`).
-_NOT_A_PHASE = frozenset({"progress", "device", "log_every", "eval_batch_size", "checkpoint_every",
-                          "keep_checkpoints", "export", "allow_change"})
-
-
-def restart_settings(cfg: TrainConfig) -> str:
-    """A digest of the settings of the command that makes a warm restart (``--lr-restart``),
-    recorded with it in the schedule: a rerun of the same command is recognised by it, while a
-    later phase (another --max-steps or --lr, say) is not. Where it runs and how it is shown
-    and written (--device, --no-progress, --log-every, --eval-batch-size, checkpoints) are left
-    out: a rerun may change them freely (see :mod:`.resume`), and they change nothing trained."""
-    settings = {k: v for k, v in asdict(cfg).items() if k not in _NOT_A_PHASE}
-    return hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode("utf-8")).hexdigest()
-
-
-WARM_START_FILE = "warm_start.json"
-
-
-def warm_start_record(init_from: str) -> Dict[str, Any]:
-    """Where a warm-started run began: the model folder (absolute), its weights' SHA-256, and the
-    tokens and steps it had seen. Taken when the run starts (see :meth:`TrainingRun.record_warm_start`), so it
-    still names the start when that folder is later replaced, e.g. by shipping this run's model."""
-    from ..data.fetch import sha256_file
-
-    base = read_metadata(init_from)
-    weights = Path(init_from) / "weights.hdf5"
-    return {"from": str(Path(init_from).resolve()), "weights_sha256": sha256_file(weights) if weights.exists() else None,
-            "tokens_before": int(base.get("tokens_total", base.get("tokens", 0))),
-            "steps_before": base.get("steps"), "base_train_config": base.get("train_config")}
-
-
-def load_training_vocabulary(path: str | Path, notes: bool = True) -> Vocabulary:
-    """The vocabulary file, with its counts when ``elmo vocab build`` wrote them beside it
-    (``NAME.counts.tsv``) or it is a model folder's ``vocab.txt`` beside its
-    ``vocab_counts.tsv`` (a warm start from the folder), so the exported model keeps them.
-    ``notes``: print the note on counts of other words (False: a process other than rank 0,
-    so that torchrun's processes do not each print it)."""
-    from .export import COUNTS_FILE, VOCAB_FILE
-    from .vocab_build import default_counts_path
-    vocab = Vocabulary.load(path)
-    # (a warm start read only vocab.counts.tsv, and the model it wrote lost its start's counts)
-    beside = [default_counts_path(Path(path))] + ([Path(path).with_name(COUNTS_FILE)]
-                                                  if Path(path).name == VOCAB_FILE else [])
-    for counts_file in beside if vocab.counts is None else []:
-        if counts_file.exists():
-            with_counts = Vocabulary.load(counts_file)
-            if with_counts.words == vocab.words:
-                return with_counts
-            # (they were dropped without a word: the trained model came out without its counts)
-            if notes:
-                print(f"note: {counts_file} holds the counts of other words than {path} (another "
-                      f"build's, or a vocab build stopped half-way); they are not used: run elmo "
-                      f"vocab build again to write the two together", file=sys.stderr, flush=True)
-    return vocab
-
-
-def _log_records_until(path: Path, step: int) -> List[Dict[str, Any]]:
-    """The records of the log ``path`` up to ``step``. A last line without its newline is a
-    write cut short (a run killed, or its disk full, while it wrote that line): it is dropped,
-    with a note. Any other line that is not a JSON object is an error naming it."""
-    text = path.read_bytes().decode("utf-8", errors="replace")
-    lines = text.split("\n")
-    torn = lines.pop()  # what follows the last newline: "" when the file ends with one
-    if torn.strip("\x00 \t\r"):
-        print(f"note: {path}: its last line was cut short (the run stopped while writing it); it is dropped",
-              file=sys.stderr, flush=True)
-
-    def bad(number: int, what: str) -> ValueError:
-        return ValueError(f"{path}: line {number}: {what}; the learning curve is damaged there: "
-                          f"remove or repair that line to resume")
-
-    return [record for _, record in json_objects(lines, bad) if record.get("step", 0) <= step]
-
-
-def vocabulary_digest(vocab: Vocabulary) -> str:
-    """SHA-256 of the vocabulary's words in order (what the softmax rows mean; not the counts)."""
-    return hashlib.sha256("\n".join(vocab.words).encode("utf-8")).hexdigest()
-
-
-class _Log:
-    """The JSON-lines learning curve. On resume, lines past the checkpoint's step are dropped
-    (a killed run may have logged steps that will be trained again). ``evals`` holds the
-    (step, sentences, targets) of the validation records kept: the final validation comes
-    after the last checkpoint, so a finished run started again (or killed while exporting)
-    measures the same weights on the same text again, and that is not logged twice."""
-
-    def __init__(self, path: Path, enabled: bool, resume_step: Optional[int]):
-        self.path, self.enabled = path, enabled
-        self.evals: set = set()
-        if enabled and resume_step is not None and path.exists():
-            kept = _log_records_until(path, resume_step)
-            self.evals = {(r.get("step"), r.get("sentences"), r.get("targets"))
-                          for r in kept if r.get("event") == "eval"}
-            with writing(path):
-                atomic_write_text(path, "".join(strict_json.dumps(r, sort_keys=True) + "\n" for r in kept))
-        elif enabled and resume_step is None:
-            with writing(path):
-                atomic_write_text(path, "")
-
-    def write(self, record: Dict[str, Any]) -> None:
-        if self.enabled:
-            with writing(self.path), open(self.path, "a", encoding="utf-8") as f:
-                f.write(strict_json.dumps(record, sort_keys=True) + "\n")
-
-
-#: What a log line averages over its steps, kept in the checkpoint (not the tokens and time
-#: of its speed, which are this session's).
-_WINDOW_SUMS = ("loss", "weight", "n", "gnorm", "skipped")
-
-#: A log window's mark (kept in the checkpoint) that its loss leaves out its steps before a
-#: resume: an older checkpoint's bucketed steps, whose target counts it does not hold.
-_SINCE_RESUME = "loss_since_resume"
-
-
-def _weighted_window(window: Dict[str, Any], cfg: TrainConfig) -> Dict[str, Any]:
-    """A checkpoint's log window in the present form: one written before the losses were
-    weighted by their targets holds the sum of the steps' means. A packed step's mean is over
-    one full batch's targets, which are its weight (exact). A bucketed step's count is lost, so
-    its loss cannot be weighed against the new steps' (one target each made the next log line
-    nearly the new steps' mean alone): the old steps' loss is left out and the window marked
-    :data:`_SINCE_RESUME`, which the log line carries (its grad_norm still covers them)."""
-    if "weight" in window:
-        return window
-    if cfg.layout == "packed":
-        per_step = float(cfg.batch_size * cfg.unroll_steps)
-        return {**window, "loss": window["loss"] * per_step, "weight": window["n"] * per_step}
-    return {**window, "loss": 0.0, "weight": 0.0, _SINCE_RESUME: True}
-
-
 #: Steps in a row whose gradient is not finite after which a run stops (each is skipped).
 MAX_NONFINITE_STEPS = 5
 
@@ -509,9 +137,10 @@ def train(cfg: TrainConfig, stop_after: Optional[int] = None, lock: bool = True,
 
     ``stop_after``: return after this many steps of this session (the run stays resumable;
     checkpoints are written as configured, plus one at the stopping step).
-    ``lock``: take the run's lock (:func:`run_lock`); False where the caller holds it.
-    ``start_model_checked``: the caller ran :func:`check_start_model` on this ``init_from``
-    and ``output`` already (finetune, before it writes its text files).
+    ``lock``: take the run's lock (:func:`~elmo.training.run_folder.run_lock`); False where the
+    caller holds it.
+    ``start_model_checked``: the caller ran :func:`~elmo.training.run_folder.check_start_model`
+    on this ``init_from`` and ``output`` already (finetune, before it writes its text files).
     """
     out = Path(cfg.output)
     check_output_dir(out, "run folder")   # a file there: named, not "File exists"
@@ -527,91 +156,6 @@ def train(cfg: TrainConfig, stop_after: Optional[int] = None, lock: bool = True,
             return TrainingRun(cfg, ctx).run(stop_after)
     finally:
         distributed.teardown(ctx)
-
-
-def check_start_model(cfg: TrainConfig) -> None:
-    """Refuse, before anything is written, a start model (``--from``) that is not a trained
-    language model's folder (finetune wrote its text files into OUTPUT first, and train failed
-    on the vocabulary), and a run whose export, ``OUTPUT/model``, is the model it starts from
-    (``--from run1/model --output run1``): the export replaced the start model's weights, softmax
-    and metadata with the new ones, and the metadata then named itself as what it was adapted from."""
-    if cfg.init_from:
-        check_language_model_files(Path(cfg.init_from))
-    if cfg.init_from and same_file(Path(cfg.output) / "model", Path(cfg.init_from)):
-        raise OutputError(f"{cfg.output}: its model folder is {cfg.init_from}, the model this run starts "
-                          f"from (--from), which the export would replace; give another --output")
-
-
-def run_files(out: Path) -> List[Path]:
-    """Files that a run writes in its folder ``out`` (one of each kind: the checkpoints and the
-    exported model's files, also in its ``model.partial`` while it is written). The temporary
-    files, whose names start with a dot, are left out: no folder or glob of text finds them."""
-    model = ("options.json", "weights.hdf5", *LM_FILES)
-    return [out / name for name in ("train.lock", "train_config.json", "corpus_stats.json", "log.jsonl",
-                                    WARM_START_FILE)] + [checkpoint_path(out / "checkpoints", 1)] + [
-        out / folder / name for folder in ("model", "model.partial") for name in model]
-
-
-def check_text_outside_run(output: str | Path, texts: Dict[str, Sequence[str]], *, own_names: Sequence[str] = (),
-                           found: Optional[Sequence[Path]] = None) -> None:
-    """Refuse text that would take in the run's own files: ``texts`` maps an option (for the
-    message) to its files, folders or globs. Every file below a folder is read as text, so a
-    folder that holds the run folder ``output`` (``elmo train corpus/ -o corpus``, or ``-o
-    corpus/run``), a glob that matches its files, or one of them named is refused: the first
-    session trained on the lock file, and a resume read the checkpoints and log as text and
-    failed on "not valid UTF-8" or "the training text has changed". A text file of its own
-    inside the run folder, or a folder of text there, is taken. ``own_names`` are the further
-    files the command writes at the top of the run folder (finetune's ``adapt_*.txt``).
-
-    ``found``, the files that ``texts`` lists now, asks for finetune's stricter rule first:
-    any of them inside the run folder is refused unless it was named on its own (and is not
-    one of ``own_names``), a folder or glob of text there included. (That rule came first,
-    for ``elmo finetune texts/ -o texts``; it is kept as it was, since train's rule alone
-    would make finetune take text it refuses.) The rule above applies to finetune too: found
-    files cannot see a run folder not yet written (``elmo finetune texts/ -o texts/run`` was
-    taken, and its rerun then refused)."""
-    out = Path(output)
-    if found is not None:
-        run = out.resolve()
-        named = {Path(p).resolve() for patterns in texts.values() for p in patterns if Path(p).is_file()}
-        for path in found:
-            full = Path(path).resolve()
-            own = full.parent == run and full.name in own_names
-            if full.is_relative_to(run) and (full not in named or own):
-                raise ValueError(f"{path}: in the run folder {out}, where finetune writes its own files (checkpoints, "
-                                 f"{', '.join(own_names)}); name the text files themselves, or give another --output")
-    own_files = run_files(out) + [out / name for name in own_names]
-    for option, patterns in texts.items():
-        for pattern in patterns:
-            hit = next((path for path in own_files if would_find(pattern, path)), None)
-            if hit is not None:
-                raise ValueError(f"{option} {pattern}: would read the files of the run folder {output} "
-                                 f"(its {hit.relative_to(out)}, checkpoints, log) as text; give "
-                                 f"another --output, or name the text files themselves")
-
-
-def check_vocabulary_not_text(patterns: List[str], vocab: str | Path, option: str = "--vocab") -> None:
-    """Refuse a vocabulary file (or the counts file read beside it) that the text ``patterns``
-    take in: ``elmo vocab build corpus/ -o corpus/vocab.txt``, then ``elmo train corpus/``,
-    trained on the vocabulary's lines (and the counts' ``word<TAB>count`` lines) as sentences."""
-    if not vocab or not Path(vocab).is_file():   # (a missing one is named where it is read)
-        return
-    vocab = Path(vocab)
-    for path in (vocab, vocab.with_name(vocab.stem + ".counts.tsv")):
-        within = next((p for p in patterns if path.is_file() and would_find(p, path)), None)
-        if within is not None:
-            raise ValueError(f"{option}: {path} would be read as text too, as a file of {within} (every file "
-                             f"below a folder, or matching a glob, is); move the vocabulary out of the text, "
-                             f"or name the text files themselves")
-
-
-def run_lock(out: Path):
-    """The lock rank 0 holds on ``OUTPUT/train.lock`` while it trains: a second ``elmo train``
-    (or ``finetune``) into the same folder is refused at once, naming the holder. Without it
-    the second resumed from the first's newest checkpoint and both wrote checkpoints and log
-    lines into one run. (Other ranks write nothing there.)"""
-    out.mkdir(parents=True, exist_ok=True)
-    return output_lock(out / "train", name=out)
 
 
 class TrainingRun:
@@ -659,7 +203,7 @@ class TrainingRun:
                    unit="step", dynamic_ncols=True)
         self._new_window()
         if self.window_resumed:  # the log line due next averages the steps before the checkpoint too
-            self.window.update(_weighted_window(self.window_resumed, self.cfg))
+            self.window.update(weighted_window(self.window_resumed, self.cfg))
         session_steps = 0
         self.t_last = time.perf_counter()
         stopped_by = None
@@ -702,7 +246,7 @@ class TrainingRun:
         self.model.train()
         max_chars = self.model.options.char_cnn.max_characters_per_token
         self.batches = _batches(cfg, self.vocab, max_chars, ctx)
-        self.optimizer = _optimizer(cfg, self.model.parameters())
+        self.optimizer = build_optimizer(cfg, self.model.parameters())
         self.softmax_loss = softmax_loss(len(self.vocab), cfg.n_negative, seed=cfg.seed * 1000 + ctx.rank)
         self._warn_vocabulary_order()
         torch.manual_seed(cfg.seed * 1000 + 17 + ctx.rank)  # dropout: a different stream per rank
@@ -866,11 +410,11 @@ class TrainingRun:
         """The learning rate to go on with: the run's lr when it differs (only when allowed:
         --allow-change lr) or on --lr-restart, else the schedule's decayed one.
 
-        A restart is made once: it is recorded in the schedule (:class:`PlateauDecay`'s
-        ``restart``), and a checkpoint that holds the record of this same command's restart
-        was written after it, so the rerun of a killed session goes on with the schedule (the
-        rate decayed since) instead of restarting it again. A later phase with other settings
-        (a longer --max-steps) restarts anew."""
+        A restart is made once: it is recorded in the schedule
+        (:class:`~elmo.training.schedule.PlateauDecay`'s ``restart``), and a checkpoint that
+        holds the record of this same command's restart was written after it, so the rerun of a
+        killed session goes on with the schedule (the rate decayed since) instead of restarting
+        it again. A later phase with other settings (a longer --max-steps) restarts anew."""
         cfg, ctx = self.cfg, self.ctx
         stored = ckpt.get("lr_schedule") or {}
         settings = restart_settings(cfg)
@@ -922,7 +466,7 @@ class TrainingRun:
                 atomic_write_text(self.stats_path, json.dumps({**self.corpus_stats, **kept,
                                                                "files": self.corpus_files}) + "\n")
         resumed = self.resume_from is not None
-        self.log_file = _Log(self.out_dir / "log.jsonl", ctx.is_main, self.step_no if resumed else None)
+        self.log_file = RunLog(self.out_dir / "log.jsonl", ctx.is_main, self.step_no if resumed else None)
         self.n_params = sum(p.numel() for p in self.model.parameters())
         if ctx.is_main and not resumed:
             self.log_file.write({
@@ -1043,8 +587,9 @@ class TrainingRun:
     def _new_window(self) -> None:
         """Start averaging loss, gradient norm and speed over the next ``log_every`` steps
         (``n`` of them applied, ``skipped`` not: their gradient was not finite). The sums
-        (:data:`_WINDOW_SUMS`) travel in the checkpoint, so a resumed run's next log line
-        averages the same steps as an uninterrupted run's; its speed counts this session only."""
+        (:data:`~elmo.training.run_log.WINDOW_SUMS`) travel in the checkpoint, so a resumed run's
+        next log line averages the same steps as an uninterrupted run's; its speed counts this
+        session only."""
         self.window = {"loss": 0.0, "weight": 0.0, "n": 0, "tokens": 0, "t0": time.perf_counter(),
                        "gnorm": 0.0, "skipped": 0}
 
@@ -1070,11 +615,11 @@ class TrainingRun:
                                   "elapsed_s": round(self.elapsed, 2)}
         if w["n"]:  # (the skipped steps are all ranks' alike, so every rank has the same n)
             record["grad_norm"] = round(w["gnorm"] / w["n"], 4)
-        if weight_sum > 0:  # (0 where an older window's steps are all it has: see _weighted_window)
+        if weight_sum > 0:  # (0 where an older window's steps are all it has: see weighted_window)
             loss = loss_sum / weight_sum   # the mean over the targets of the steps (and ranks)
             record.update({"loss": round(loss, 5), key: round(math.exp(min(loss, 50)), 3)})
-            if w.get(_SINCE_RESUME):
-                record[_SINCE_RESUME] = True
+            if w.get(SINCE_RESUME):
+                record[SINCE_RESUME] = True
             bar.set_postfix({"tok/s": f"{record['tokens_per_s']:.0f}", "loss": f"{loss:.3f}",
                              key.replace("_", "-"): f"{record[key]:.1f}"}, refresh=False)
         if w["skipped"]:
@@ -1125,7 +670,7 @@ class TrainingRun:
         self._sync_tokens()
         mine = {"batches": self.batches.state_dict(), "lstm_state": _state_to(self.state, "cpu"),
                 "rng": rng_state(ctx.device), "sampler": self.softmax_loss.state_dict(),
-                "log_window": {k: self.window[k] for k in (*_WINDOW_SUMS, _SINCE_RESUME) if k in self.window}}
+                "log_window": {k: self.window[k] for k in (*WINDOW_SUMS, SINCE_RESUME) if k in self.window}}
         ranks = distributed.gather_objects(ctx, mine)
         if ctx.is_main:
             save_checkpoint(self.ckpt_dir, self.step_no, {

@@ -84,7 +84,7 @@ def _write_pair(vocab: Vocabulary, output: Path, counts_path: Path) -> None:
     were written (a large vocabulary's take a while) left the new vocabulary beside the old
     build's counts. Only a kill between the two renames can now leave the new counts beside
     the old vocabulary; ``elmo train`` compares their words and says so
-    (:func:`elmo.training.trainer.load_training_vocabulary`)."""
+    (:func:`elmo.training.training_vocab.load_training_vocabulary`)."""
     from ..io import _naming, atomic_commit, atomic_target
 
     staged = []
@@ -104,5 +104,5 @@ def _write_pair(vocab: Vocabulary, output: Path, counts_path: Path) -> None:
 
 def default_counts_path(vocab: Path) -> Path:
     """Where ``elmo vocab build`` writes the counts of the vocabulary ``vocab``, and where
-    ``elmo train --vocab`` reads them (see :func:`elmo.training.trainer.load_training_vocabulary`)."""
+    ``elmo train --vocab`` reads them (see :func:`elmo.training.training_vocab.load_training_vocabulary`)."""
     return vocab.with_name(vocab.stem + ".counts.tsv")

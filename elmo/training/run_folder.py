@@ -1,0 +1,115 @@
+"""The run folder and the text a run reads, checked before anything is written: the files a
+run writes there (:func:`run_files`), text that would take them in or the vocabulary, a start
+model that the export would replace; the run's lock; the record of a warm start."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence
+
+from ..data.corpus import would_find
+from ..io import OutputError, output_lock, same_file
+from .checkpoint import checkpoint_path
+from .config import TrainConfig
+from .export import LM_FILES, check_language_model_files, read_metadata
+
+
+WARM_START_FILE = "warm_start.json"
+
+
+def warm_start_record(init_from: str) -> Dict[str, Any]:
+    """Where a warm-started run began: the model folder (absolute), its weights' SHA-256, and the
+    tokens and steps it had seen. Taken when the run starts (see
+    :meth:`~elmo.training.trainer.TrainingRun.record_warm_start`), so it still names the start
+    when that folder is later replaced, e.g. by shipping this run's model."""
+    from ..data.fetch import sha256_file
+
+    base = read_metadata(init_from)
+    weights = Path(init_from) / "weights.hdf5"
+    return {"from": str(Path(init_from).resolve()), "weights_sha256": sha256_file(weights) if weights.exists() else None,
+            "tokens_before": int(base.get("tokens_total", base.get("tokens", 0))),
+            "steps_before": base.get("steps"), "base_train_config": base.get("train_config")}
+
+
+def check_start_model(cfg: TrainConfig) -> None:
+    """Refuse, before anything is written, a start model (``--from``) that is not a trained
+    language model's folder (finetune wrote its text files into OUTPUT first, and train failed
+    on the vocabulary), and a run whose export, ``OUTPUT/model``, is the model it starts from
+    (``--from run1/model --output run1``): the export replaced the start model's weights, softmax
+    and metadata with the new ones, and the metadata then named itself as what it was adapted from."""
+    if cfg.init_from:
+        check_language_model_files(Path(cfg.init_from))
+    if cfg.init_from and same_file(Path(cfg.output) / "model", Path(cfg.init_from)):
+        raise OutputError(f"{cfg.output}: its model folder is {cfg.init_from}, the model this run starts "
+                          f"from (--from), which the export would replace; give another --output")
+
+
+def run_files(out: Path) -> List[Path]:
+    """Files that a run writes in its folder ``out`` (one of each kind: the checkpoints and the
+    exported model's files, also in its ``model.partial`` while it is written). The temporary
+    files, whose names start with a dot, are left out: no folder or glob of text finds them."""
+    model = ("options.json", "weights.hdf5", *LM_FILES)
+    return [out / name for name in ("train.lock", "train_config.json", "corpus_stats.json", "log.jsonl",
+                                    WARM_START_FILE)] + [checkpoint_path(out / "checkpoints", 1)] + [
+        out / folder / name for folder in ("model", "model.partial") for name in model]
+
+
+def check_text_outside_run(output: str | Path, texts: Dict[str, Sequence[str]], *, own_names: Sequence[str] = (),
+                           found: Optional[Sequence[Path]] = None) -> None:
+    """Refuse text that would take in the run's own files: ``texts`` maps an option (for the
+    message) to its files, folders or globs. Every file below a folder is read as text, so a
+    folder that holds the run folder ``output`` (``elmo train corpus/ -o corpus``, or ``-o
+    corpus/run``), a glob that matches its files, or one of them named is refused: the first
+    session trained on the lock file, and a resume read the checkpoints and log as text and
+    failed on "not valid UTF-8" or "the training text has changed". A text file of its own
+    inside the run folder, or a folder of text there, is taken. ``own_names`` are the further
+    files the command writes at the top of the run folder (finetune's ``adapt_*.txt``).
+
+    ``found``, the files that ``texts`` lists now, asks for finetune's stricter rule first:
+    any of them inside the run folder is refused unless it was named on its own (and is not
+    one of ``own_names``), a folder or glob of text there included. (That rule came first,
+    for ``elmo finetune texts/ -o texts``; it is kept as it was, since train's rule alone
+    would make finetune take text it refuses.) The rule above applies to finetune too: found
+    files cannot see a run folder not yet written (``elmo finetune texts/ -o texts/run`` was
+    taken, and its rerun then refused)."""
+    out = Path(output)
+    if found is not None:
+        run = out.resolve()
+        named = {Path(p).resolve() for patterns in texts.values() for p in patterns if Path(p).is_file()}
+        for path in found:
+            full = Path(path).resolve()
+            own = full.parent == run and full.name in own_names
+            if full.is_relative_to(run) and (full not in named or own):
+                raise ValueError(f"{path}: in the run folder {out}, where finetune writes its own files (checkpoints, "
+                                 f"{', '.join(own_names)}); name the text files themselves, or give another --output")
+    own_files = run_files(out) + [out / name for name in own_names]
+    for option, patterns in texts.items():
+        for pattern in patterns:
+            hit = next((path for path in own_files if would_find(pattern, path)), None)
+            if hit is not None:
+                raise ValueError(f"{option} {pattern}: would read the files of the run folder {output} "
+                                 f"(its {hit.relative_to(out)}, checkpoints, log) as text; give "
+                                 f"another --output, or name the text files themselves")
+
+
+def check_vocabulary_not_text(patterns: List[str], vocab: str | Path, option: str = "--vocab") -> None:
+    """Refuse a vocabulary file (or the counts file read beside it) that the text ``patterns``
+    take in: ``elmo vocab build corpus/ -o corpus/vocab.txt``, then ``elmo train corpus/``,
+    trained on the vocabulary's lines (and the counts' ``word<TAB>count`` lines) as sentences."""
+    if not vocab or not Path(vocab).is_file():   # (a missing one is named where it is read)
+        return
+    vocab = Path(vocab)
+    for path in (vocab, vocab.with_name(vocab.stem + ".counts.tsv")):
+        within = next((p for p in patterns if path.is_file() and would_find(p, path)), None)
+        if within is not None:
+            raise ValueError(f"{option}: {path} would be read as text too, as a file of {within} (every file "
+                             f"below a folder, or matching a glob, is); move the vocabulary out of the text, "
+                             f"or name the text files themselves")
+
+
+def run_lock(out: Path):
+    """The lock rank 0 holds on ``OUTPUT/train.lock`` while it trains: a second ``elmo train``
+    (or ``finetune``) into the same folder is refused at once, naming the holder. Without it
+    the second resumed from the first's newest checkpoint and both wrote checkpoints and log
+    lines into one run. (Other ranks write nothing there.)"""
+    out.mkdir(parents=True, exist_ok=True)
+    return output_lock(out / "train", name=out)

@@ -1,0 +1,80 @@
+"""The learning curve, ``log.jsonl``: the file a run appends its records to, cut back to the
+checkpoint's step on resume, and the sums of the log window that a checkpoint keeps."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+from ..io import atomic_write_text, json_objects
+from .. import strict_json
+from .checkpoint import writing
+from .config import TrainConfig
+
+
+def _log_records_until(path: Path, step: int) -> List[Dict[str, Any]]:
+    """The records of the log ``path`` up to ``step``. A last line without its newline is a
+    write cut short (a run killed, or its disk full, while it wrote that line): it is dropped,
+    with a note. Any other line that is not a JSON object is an error naming it."""
+    text = path.read_bytes().decode("utf-8", errors="replace")
+    lines = text.split("\n")
+    torn = lines.pop()  # what follows the last newline: "" when the file ends with one
+    if torn.strip("\x00 \t\r"):
+        print(f"note: {path}: its last line was cut short (the run stopped while writing it); it is dropped",
+              file=sys.stderr, flush=True)
+
+    def bad(number: int, what: str) -> ValueError:
+        return ValueError(f"{path}: line {number}: {what}; the learning curve is damaged there: "
+                          f"remove or repair that line to resume")
+
+    return [record for _, record in json_objects(lines, bad) if record.get("step", 0) <= step]
+
+
+class RunLog:
+    """The JSON-lines learning curve. On resume, lines past the checkpoint's step are dropped
+    (a killed run may have logged steps that will be trained again). ``evals`` holds the
+    (step, sentences, targets) of the validation records kept: the final validation comes
+    after the last checkpoint, so a finished run started again (or killed while exporting)
+    measures the same weights on the same text again, and that is not logged twice."""
+
+    def __init__(self, path: Path, enabled: bool, resume_step: Optional[int]):
+        self.path, self.enabled = path, enabled
+        self.evals: set = set()
+        if enabled and resume_step is not None and path.exists():
+            kept = _log_records_until(path, resume_step)
+            self.evals = {(r.get("step"), r.get("sentences"), r.get("targets"))
+                          for r in kept if r.get("event") == "eval"}
+            with writing(path):
+                atomic_write_text(path, "".join(strict_json.dumps(r, sort_keys=True) + "\n" for r in kept))
+        elif enabled and resume_step is None:
+            with writing(path):
+                atomic_write_text(path, "")
+
+    def write(self, record: Dict[str, Any]) -> None:
+        if self.enabled:
+            with writing(self.path), open(self.path, "a", encoding="utf-8") as f:
+                f.write(strict_json.dumps(record, sort_keys=True) + "\n")
+
+
+#: What a log line averages over its steps, kept in the checkpoint (not the tokens and time
+#: of its speed, which are this session's).
+WINDOW_SUMS = ("loss", "weight", "n", "gnorm", "skipped")
+
+#: A log window's mark (kept in the checkpoint) that its loss leaves out its steps before a
+#: resume: an older checkpoint's bucketed steps, whose target counts it does not hold.
+SINCE_RESUME = "loss_since_resume"
+
+
+def weighted_window(window: Dict[str, Any], cfg: TrainConfig) -> Dict[str, Any]:
+    """A checkpoint's log window in the present form: one written before the losses were
+    weighted by their targets holds the sum of the steps' means. A packed step's mean is over
+    one full batch's targets, which are its weight (exact). A bucketed step's count is lost, so
+    its loss cannot be weighed against the new steps' (one target each made the next log line
+    nearly the new steps' mean alone): the old steps' loss is left out and the window marked
+    :data:`SINCE_RESUME`, which the log line carries (its grad_norm still covers them)."""
+    if "weight" in window:
+        return window
+    if cfg.layout == "packed":
+        per_step = float(cfg.batch_size * cfg.unroll_steps)
+        return {**window, "loss": window["loss"] * per_step, "weight": window["n"] * per_step}
+    return {**window, "loss": 0.0, "weight": 0.0, SINCE_RESUME: True}

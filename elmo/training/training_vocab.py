@@ -1,0 +1,39 @@
+"""The vocabulary a run trains on: read with the counts that ``elmo vocab build`` wrote beside
+it, and the digest a checkpoint keeps of its words."""
+from __future__ import annotations
+
+import hashlib
+import sys
+from pathlib import Path
+
+from ..vocab import Vocabulary
+
+
+def load_training_vocabulary(path: str | Path, notes: bool = True) -> Vocabulary:
+    """The vocabulary file, with its counts when ``elmo vocab build`` wrote them beside it
+    (``NAME.counts.tsv``) or it is a model folder's ``vocab.txt`` beside its
+    ``vocab_counts.tsv`` (a warm start from the folder), so the exported model keeps them.
+    ``notes``: print the note on counts of other words (False: a process other than rank 0,
+    so that torchrun's processes do not each print it)."""
+    from .export import COUNTS_FILE, VOCAB_FILE
+    from .vocab_build import default_counts_path
+    vocab = Vocabulary.load(path)
+    # (a warm start read only vocab.counts.tsv, and the model it wrote lost its start's counts)
+    beside = [default_counts_path(Path(path))] + ([Path(path).with_name(COUNTS_FILE)]
+                                                  if Path(path).name == VOCAB_FILE else [])
+    for counts_file in beside if vocab.counts is None else []:
+        if counts_file.exists():
+            with_counts = Vocabulary.load(counts_file)
+            if with_counts.words == vocab.words:
+                return with_counts
+            # (they were dropped without a word: the trained model came out without its counts)
+            if notes:
+                print(f"note: {counts_file} holds the counts of other words than {path} (another "
+                      f"build's, or a vocab build stopped half-way); they are not used: run elmo "
+                      f"vocab build again to write the two together", file=sys.stderr, flush=True)
+    return vocab
+
+
+def vocabulary_digest(vocab: Vocabulary) -> str:
+    """SHA-256 of the vocabulary's words in order (what the softmax rows mean; not the counts)."""
+    return hashlib.sha256("\n".join(vocab.words).encode("utf-8")).hexdigest()
