@@ -118,3 +118,16 @@ assert graphs == []   # nothing of the biLM traced
 
 def test_the_forwards_are_marked_from_the_start_where_torchdynamo_was_loaded_before_elmo():
     _run("assert disabled() == [True] * 4, disabled()\n", first="import torch._dynamo\n")
+
+
+def test_a_forward_replaced_before_torchdynamo_loads_is_left_as_it_was_set():
+    """Marking the forwards when TorchDynamo loads (DDP loads it too) put the original back over
+    a forward that a test or a user had patched in the meantime."""
+    _run("""
+def patched(self, *args, **kwargs):
+    return "patched"
+elmo.BiLM.forward = patched
+torch.compile(lambda x: x)   # loads TorchDynamo
+assert elmo.BiLM.forward is patched
+assert disabled()[1:] == [True] * 3, disabled()
+""")
