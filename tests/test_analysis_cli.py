@@ -519,3 +519,25 @@ def test_the_report_notes_a_mix_learned_on_another_biLM(tmp_path, capsys):
     results = json.loads((out / "results.json").read_text())
     assert results["given_mix_learned_on"]["spec"] == "mine" and "weights.hdf5" in results["given_mix_note"]
     assert "**Note:** the mix was learned on the biLM 'mine'" in (out / "report.md").read_text()
+
+
+def test_an_interpretation_that_is_not_utf8_is_named_before_any_section_runs(tmp_path, capsys):
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text(_PAIRS + "\n")
+    out = tmp_path / "out"
+    argv = ["analyze", "fixture", "--out", str(out), "--only", "contrast", "--contrast-file", str(pairs),
+            "--no-untrained-control"]
+    assert main(argv) == 0
+    capsys.readouterr()
+    results, report = (out / "results.json").read_text(), (out / "report.md").read_text()
+    (out / "interpretation.md").write_bytes(b"caf\xe9 notes\n")          # saved as Latin-1
+    # --report-only blamed results.json ("not as elmo analyze wrote it")
+    assert main(["analyze", "fixture", "--out", str(out), "--report-only"]) == 1
+    err = capsys.readouterr().err
+    assert "interpretation.md: not UTF-8 text (line 1: byte 0xe9 at byte offset 3)" in err
+    assert "results.json" not in err and err.count("\n") == 1
+    # a run failed after every section with the codec's message alone, and wrote no report
+    assert main(argv) == 1
+    captured = capsys.readouterr()
+    assert "interpretation.md: not UTF-8 text" in captured.err and "contrast ..." not in captured.out
+    assert (out / "results.json").read_text() == results and (out / "report.md").read_text() == report

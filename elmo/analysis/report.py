@@ -333,6 +333,7 @@ def run_analysis(model: str, out: Path, config: Optional[AnalysisConfig] = None,
     # (The folder was made before the model loaded: a model name that is not one left it empty.)
     with no_empty_folder_on_failure(out), output_lock(out / "results.json", name=out):
         check_results_kept(out / "results.json", sections)
+        read_interpretation(out)   # (an unreadable one failed the report after every section had run)
         remove_stale_staging(out)
         return _run_sections(model, out, config, sections, given_mix, log, learned_on)
 
@@ -453,6 +454,7 @@ def rewrite_report(out: Path, model: Optional[str] = None) -> Path:
     # rewritten meanwhile from the results it replaced came after its own, and stayed
     with output_lock(out / "results.json", name=out):
         results = read_results(out / "results.json")
+        read_interpretation(out)   # its own error, before the one below that blames results.json
         recorded = results.get("model")
         if model is not None and isinstance(recorded, str) and _model_key(model) != _model_key(recorded):
             # (the report was rewritten under the recorded model's name without a word)
@@ -692,6 +694,23 @@ def _fixed(x: float, digits: int = 3) -> str:
 INTERPRETATION = "interpretation.md"
 
 
+def read_interpretation(out: Path) -> Optional[str]:
+    """The text of ``out``'s :data:`INTERPRETATION` file, stripped; None when there is none.
+
+    A file that is not UTF-8 (one saved as Latin-1, say) is a ValueError naming it and the
+    first bad byte: the codec's bare message named no file, a full run failed at its very
+    end without a report, and ``--report-only`` blamed ``results.json`` for it."""
+    path = Path(out) / INTERPRETATION
+    if not path.is_file():
+        return None
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8").strip()
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path}: not UTF-8 text ({utf8_error_where(data, e)}); the report shows this "
+                         f"hand-written file, so save it as UTF-8 (or move it away)") from None
+
+
 def render(results: dict, model: str, out: Path, config: AnalysisConfig) -> str:
     """The markdown report for ``results`` (as :func:`run_analysis` returns them), with the
     folder's :data:`INTERPRETATION` file, when there is one, after the findings."""
@@ -723,12 +742,12 @@ def render(results: dict, model: str, out: Path, config: AnalysisConfig) -> str:
     for key, text in results["findings"].items():
         lines.append(f"* **{'POS' if key == 'pos' else 'Word senses'}**: {text}")
     lines.append("")
-    notes = Path(out) / INTERPRETATION
-    if notes.is_file():
+    notes = read_interpretation(out)
+    if notes is not None:
         lines += ["## Interpretation", "",
                   f"*Written by hand after reading the numbers below (`{INTERPRETATION}` in this "
                   "folder; a rerun keeps it and shows it here again, so check it still fits).*",
-                  "", notes.read_text(encoding="utf-8").strip(), ""]
+                  "", notes, ""]
     if "pos" in results:
         lines += _render_pos(results["pos"], command(model, out, config, "pos", threads))
     if "wsd" in results:
