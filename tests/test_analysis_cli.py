@@ -541,3 +541,36 @@ def test_an_interpretation_that_is_not_utf8_is_named_before_any_section_runs(tmp
     captured = capsys.readouterr()
     assert "interpretation.md: not UTF-8 text" in captured.err and "contrast ..." not in captured.out
     assert (out / "results.json").read_text() == results and (out / "report.md").read_text() == report
+
+
+def test_neighbors_of_a_word_the_query_sentence_holds_twice(tmp_path, capsys):
+    import numpy as np
+
+    from elmo.analysis import neighbors
+    from elmo.analysis.vectors import embed_layers
+
+    tokens = "the bank by the river bank".split()
+    # the API: occurrence 2 is the second use (only the first could be asked for)
+    position, vecs = neighbors.query_vectors("fixture", tokens, "bank", occurrence=2)
+    assert position == 5
+    np.testing.assert_array_equal(vecs, embed_layers("fixture", [tokens])[0][:, 5])
+    assert neighbors.query_vectors("fixture", tokens, "bank")[0] == 1
+    with pytest.raises(ValueError, match="occurrence 3 of 'bank': the sentence .* has 2"):
+        neighbors.query_vectors("fixture", tokens, "bank", occurrence=3)
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("the bank raised its rates .\nwe sat on the river bank .\n")
+    base = ["neighbors", " ".join(tokens), "--word", "bank", "--model", "fixture", "--corpus", str(corpus),
+            "--index-dir", str(tmp_path / "ix"), "-k", "1", "--no-glove", "--layer", "1"]
+    assert main(base) == 0                      # the first use, taken without a word before
+    first = capsys.readouterr().out
+    assert first.startswith("'bank' occurs 2 times in the sentence; the query is token 2 (the first;")
+    assert main(base + ["--occurrence", "2"]) == 0
+    second = capsys.readouterr().out
+    assert second.startswith("'bank' occurs 2 times in the sentence; the query is token 6 (occurrence 2)")
+    index = neighbors.cached_index("fixture", corpus, tmp_path / "ix", log=lambda *_: None)
+    best = index.search(vecs[1], 1, 1)[0]
+    assert f"  {best.score:.3f}  {best.word:<15} " in second and second != first
+    assert main(base + ["--occurrence", "3"]) == 1
+    assert capsys.readouterr().err == ("elmo neighbors: error: occurrence 3 of 'bank': the sentence "
+                                       "'the bank by the river bank' has 2\n")

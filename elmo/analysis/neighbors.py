@@ -266,14 +266,26 @@ def cached_index(model, corpus: Path, cache_dir: Path, max_sentences: Optional[i
     return CorpusIndex.load(folder)
 
 
-def query_vectors(model, tokens: Sequence[str], word: str) -> Tuple[int, np.ndarray]:
-    """Position of the first occurrence of ``word`` in ``tokens`` and its vectors (L + 1, D)."""
+def query_vectors(model, tokens: Sequence[str], word: str, occurrence: int = 1) -> Tuple[int, np.ndarray]:
+    """Position of occurrence ``occurrence`` (from 1: the first) of ``word`` in ``tokens`` and
+    its vectors (L + 1, D). An occurrence the sentence does not have is a ValueError (a word
+    that occurs twice could only ever be queried at its first use)."""
     if isinstance(tokens, str):  # `word in tokens` would test for a substring
         raise TypeError(f"tokens must be a list of tokens, not a string; e.g. {tokens!r}.split()")
-    if word not in tokens:
+    occurrence = require_count("occurrence", occurrence)
+    where = [i for i, token in enumerate(tokens) if token == word]
+    if not where:
         raise ValueError(f"{word!r} is not a token of the sentence {' '.join(tokens)!r}")
-    i = list(tokens).index(word)
+    if occurrence > len(where):
+        raise ValueError(f"occurrence {occurrence} of {word!r}: the sentence {' '.join(tokens)!r} has "
+                         f"{len(where)}")
+    i = where[occurrence - 1]
     return i, embed_layers(model, [list(tokens)])[0][:, i]
+
+
+def occurrences_in(tokens: Sequence[str], word: str) -> int:
+    """How many tokens of ``tokens`` are ``word`` (exactly, as :func:`query_vectors` matches)."""
+    return sum(token == word for token in tokens)
 
 
 def context(sentence: Sequence[str], token: int, width: int = 8) -> str:

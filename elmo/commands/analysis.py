@@ -42,6 +42,9 @@ def register(subparsers) -> None:
                     "cached.")
     p.add_argument("sentence", help="a tokenized sentence (tokens separated by spaces)")
     p.add_argument("--word", required=True, help="the word of the sentence to look up")
+    p.add_argument("--occurrence", type=int, default=None,
+                   help="which occurrence of WORD in SENTENCE is the query, from 1 (default: the "
+                        "first; a word that occurs more than once is noted)")
     p.add_argument("--model", default=None,
                    help="bundled model name or model folder (default: the bundled default)")
     p.add_argument("--corpus", required=True,
@@ -129,7 +132,7 @@ def analyze(args: argparse.Namespace) -> int:
 def neighbors(args: argparse.Namespace) -> int:
     import elmo
     from ..analysis import datasets
-    from ..analysis.neighbors import cached_index, context, query_vectors, static_neighbors
+    from ..analysis.neighbors import cached_index, context, occurrences_in, query_vectors, static_neighbors
     from ..analysis.report import index_home, resolve_corpus
     from ..embedding import Embedder
 
@@ -142,7 +145,13 @@ def neighbors(args: argparse.Namespace) -> int:
     for j in args.layer or []:   # before the index is built (minutes) and the first layer printed
         if not 0 <= j < n_layers:
             raise ValueError(f"--layer {j}: the model has layers 0..{n_layers - 1}")
-    position, vecs = query_vectors(embedder, tokens, args.word)   # a word not in the sentence too
+    # a word not in the sentence too, or an occurrence it lacks
+    position, vecs = query_vectors(embedder, tokens, args.word, 1 if args.occurrence is None else args.occurrence)
+    times = occurrences_in(tokens, args.word)
+    if times > 1:   # (the first was taken without a word, and no other could be asked for)
+        which = ("the first; --occurrence N picks another" if args.occurrence is None
+                 else f"occurrence {args.occurrence}")
+        print(f"{args.word!r} occurs {times} times in the sentence; the query is token {position + 1} ({which})")
     corpus = resolve_corpus(args.corpus)
     # GloVe before the index (minutes on a large corpus): offline, it failed after every layer
     glove_dir = None if args.no_glove else datasets.corpus_dir("glove-50d")
