@@ -340,3 +340,13 @@ def test_wsd_takes_the_nearest_sense_centroid_of_the_train_examples(monkeypatch)
                                               [("bank", "n")] * 5)
     assert labels == ["s1-n", "s2-n"] and keys == [("bank", "n")] * 2
     np.testing.assert_allclose(cents, [[1 / 3, 0.75], [1.0, -0.5]])
+
+
+def test_chance_range_stays_within_zero_and_one():
+    assert stats.chance_range(10, level=1.0) == (0.0, 1.0)     # was (0.0, 1.1): 11 of 10 right
+    for n in (1, 7, 64, 500):
+        low, high = stats.chance_range(n, level=1.0)
+        assert low == 0.0 and high == 1.0
+    for level in (1.5, 0.0, -0.1):                             # 1.5 gave a range up to 133%
+        with pytest.raises(ValueError, match="level must be above 0 and at most 1"):
+            stats.chance_range(10, level=level)

@@ -141,6 +141,12 @@ def chance_range(n: int, p: float = 0.5, level: float = 0.95) -> Tuple[float, fl
         raise ValueError("n must be positive")
     if not 0.0 < p < 1.0:
         raise ValueError(f"p must be between 0 and 1 (both excluded), got {p}")
+    if not 0.0 < level <= 1.0:   # (1.5 gave accuracies up to 133%)
+        raise ValueError(f"level must be above 0 and at most 1, got {level}")
+    if level == 1.0:
+        # every accuracy (searched for in the summed pmf, which misses 1 or reaches it early by
+        # rounding, it came out as 0 to 110% for n = 10, and 0 to 93.75% for n = 64)
+        return 0.0, 1.0
     # in logs: comb(n, k) * p ** k overflowed a float from n = 1030 on (a contrast category of
     # that many targets failed after its probes had run)
     k = np.arange(n + 1)
