@@ -350,3 +350,15 @@ def test_chance_range_stays_within_zero_and_one():
     for level in (1.5, 0.0, -0.1):                             # 1.5 gave a range up to 133%
         with pytest.raises(ValueError, match="level must be above 0 and at most 1"):
             stats.chance_range(10, level=level)
+
+
+def test_an_item_correct_without_a_prediction_is_refused_not_scored_above_one():
+    # the F1 was 2 * 2 / (1 + 2) = 1.33, with an interval up to 2
+    with pytest.raises(ValueError, match=r"correct counts 1 item\(s\) correct that predicted says got no "
+                                         r"prediction \(the first: item 0\)"):
+        stats.bootstrap_interval([1, 1], predicted=[0, 1])
+    with pytest.raises(ValueError, match=r"correct_b counts 2 item\(s\) correct .* predicted_b"):
+        stats.paired_bootstrap([1, 0], [1, 1], predicted_a=[1, 1], predicted_b=[0, 0])
+    # a prediction that is wrong, and an item with none, are both fine
+    b = stats.bootstrap_interval([1, 0, 0], predicted=[1, 1, 0])
+    assert b["value"] == pytest.approx(2 * 1 / (2 + 3)) and 0 <= b["low"] <= b["high"] <= 1

@@ -50,6 +50,8 @@ def paired_bootstrap(correct_a: Sequence[float], correct_b: Sequence[float],
                   for p in (predicted_a, predicted_b))
         if pa.shape != a.shape or pb.shape != a.shape:
             raise ValueError("predicted_a and predicted_b must have the shape of correct_a")
+        _check_correct_predicted(a, pa, "correct_a", "predicted_a")
+        _check_correct_predicted(b, pb, "correct_b", "predicted_b")
         sums = [np.bincount(inverse, weights=w, minlength=len(ids)) for w in (a, b, pa, pb)]
         f1 = lambda c, p, n: 2 * c / np.maximum(p + n, 1e-12)
         n = count[picks].sum(axis=1)
@@ -70,6 +72,17 @@ def _groups(groups: Optional[Sequence[int]], n: int) -> np.ndarray:
     if g.shape != (n,):
         raise ValueError(f"groups must give one group id per item: {n} items, groups of shape {g.shape}")
     return g
+
+
+def _check_correct_predicted(correct: np.ndarray, predicted: np.ndarray, name: str, pname: str) -> None:
+    """An item is correct only where it was predicted (``correct <= predicted``, both (N,)):
+    one counted correct without a prediction made F1 = 2 * correct / (predicted + items) come
+    out above 1 (two arrays of the items in different orders, say), with nothing to say so."""
+    wrong = np.flatnonzero(correct > predicted)
+    if len(wrong):
+        raise ValueError(f"{name} counts {len(wrong)} item(s) correct that {pname} says got no prediction "
+                         f"(the first: item {int(wrong[0])}); an item can only be correct where it was "
+                         f"predicted")
 
 
 def _check_resamples(n_resamples: int) -> None:
@@ -123,6 +136,7 @@ def bootstrap_interval(correct: Sequence[float], groups: Optional[Sequence[int]]
         raise ValueError("predicted must have the shape of correct")
     if not (np.isfinite(c).all() and np.isfinite(p).all()):
         raise ValueError("correct and predicted must be finite numbers")
+    _check_correct_predicted(c, p, "correct", "predicted")
     g = _groups(groups, len(c))
     _check_resamples(n_resamples)
     _, inverse = np.unique(g, return_inverse=True)
