@@ -766,3 +766,18 @@ def test_contrast_eval_asks_a_question_written_twice_once():
     embedder = Embedder(random_bilm(), batch_size=8)
     assert contrast.contrast_eval(embedder, items) == contrast.contrast_eval(embedder, once)
     assert contrast.distinct_items(items) == once
+
+
+def test_a_query_of_another_width_layer_or_nan_is_refused_by_the_search():
+    index = _random_index(dim=12)                       # layers 0..2, width 12
+    cases = ((np.ones(16), 1, r"the index's width \(12,\), got shape \(16,\)"),  # (PyTorch's size mismatch)
+             (np.ones((2, 12)), 1, r"got shape \(2, 12\)"),
+             (np.ones(12), 3, r"layer 3: the index holds layers 0..2"),            # (an IndexError)
+             (np.ones(12), -1, r"layer -1: the index holds layers 0..2"),         # (searched layer 2)
+             (np.full(12, np.nan), 1, "NaN or infinite"))                         # (k hits of score NaN)
+    for query, layer, message in cases:
+        with pytest.raises(ValueError, match=message):
+            index.search(query, layer, k=3)
+        with pytest.raises(ValueError, match=message):
+            index.search(query, layer, k=3, word="w1")
+    assert len(index.search(np.ones(12, dtype=np.float16), 2, k=3)) == 3

@@ -76,11 +76,12 @@ class CorpusIndex:
         ``exclude``: token ids that are no candidates (the query's own occurrence,
         :meth:`copies`)."""
         _check_k(k)
+        query = self._check_query(query, layer)
         candidates = None if word is None else self.occurrences(word)
         if candidates is not None and len(candidates) == 0:
             return []
         rows = self.vectors[layer] if candidates is None else self.vectors[layer][candidates]
-        q = torch.from_numpy(unit_rows(np.asarray(query, dtype=np.float32)))
+        q = torch.from_numpy(unit_rows(query))
         # Rows are stored in float16, so their norms are only close to 1: divide them out.
         rows = torch.from_numpy(np.asarray(rows, dtype=np.float32))                  # (N, D)
         scores = (rows @ q) / rows.norm(dim=1).clamp_min(1e-12)                       # (N,)
@@ -95,6 +96,21 @@ class CorpusIndex:
         ids = order if candidates is None else [int(candidates[i]) for i in order]
         return [Hit(float(scores[o]), self.word(i), *map(int, self.positions[i]))
                 for o, i in zip(order, ids)]
+
+    def _check_query(self, query: np.ndarray, layer: int) -> np.ndarray:
+        """``query`` as a float32 (D,) vector of this index's width, and ``layer`` one it holds:
+        another width (a query from another model) was a size mismatch from inside PyTorch, a
+        layer past the last an IndexError, and a NaN query listed k hits of score NaN."""
+        if isinstance(layer, bool) or not isinstance(layer, (int, np.integer)) or not 0 <= layer < self.num_layers:
+            raise ValueError(f"layer {layer!r}: the index holds layers 0..{self.num_layers - 1}")
+        q = np.asarray(query, dtype=np.float32)
+        width = self.vectors.shape[-1]
+        if q.shape != (width,):
+            raise ValueError(f"the query must be one vector of the index's width ({width},), got shape "
+                             f"{q.shape}; was it embedded by another model than the index?")
+        if not np.isfinite(q).all():
+            raise ValueError("the query vector holds NaN or infinite values")
+        return q
 
     def occurrences(self, word: str) -> np.ndarray:
         """Token ids (ascending) whose word equals ``word`` ignoring case."""
