@@ -781,3 +781,39 @@ def test_a_query_of_another_width_layer_or_nan_is_refused_by_the_search():
         with pytest.raises(ValueError, match=message):
             index.search(query, layer, k=3, word="w1")
     assert len(index.search(np.ones(12, dtype=np.float16), 2, k=3)) == 3
+
+
+def test_a_damaged_cached_index_is_built_again_and_a_new_one_reaches_the_disk(tmp_path, monkeypatch):
+    import elmo.io
+
+    synced = []
+    real_fsync = elmo.io._fsync
+    monkeypatch.setattr(elmo.io, "_fsync", lambda path, folder=False: (synced.append(Path(path).name),
+                                                                        real_fsync(path, folder)))
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("the bank raised its rates .\nwe sat on the river bank .\nhello there\n")
+    logged = []
+    index = neighbors.cached_index("fixture", corpus, tmp_path / "ix", log=logged.append)
+    # (renamed into place unsynced: after a power cut the folder could name empty files)
+    assert {"vectors.npy", "positions.npy", "sentences.txt", "index.json"} <= set(synced)
+    folder, = [p for p in (tmp_path / "ix").iterdir() if p.is_dir()]
+    vectors = np.array(index.vectors)
+
+    def damaged_then_rebuilt(damage):
+        damage()
+        logged.clear()
+        again = neighbors.cached_index("fixture", corpus, tmp_path / "ix", log=logged.append)
+        assert any("a damaged neighbour index" in line and "building it again" in line for line in logged)
+        assert again.sentences == index.sentences
+        np.testing.assert_array_equal(again.positions, index.positions)
+        np.testing.assert_array_equal(np.array(again.vectors), vectors)
+
+    data = (folder / "vectors.npy").read_bytes()
+    # a truncated file: "mmap length is greater than file size" on every query
+    damaged_then_rebuilt(lambda: (folder / "vectors.npy").write_bytes(data[:len(data) // 2]))
+    # a sentence line lost: the hits' words and contexts came from the sentences after it
+    damaged_then_rebuilt(lambda: (folder / "sentences.txt").write_text("we sat on the river bank .\nhello there\n"))
+    damaged_then_rebuilt(lambda: (folder / "positions.npy").unlink())
+    with pytest.raises(neighbors.DamagedIndex, match="a damaged neighbour index"):
+        (folder / "sentences.txt").write_text("the bank\n")
+        neighbors.CorpusIndex.load(folder)

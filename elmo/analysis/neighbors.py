@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from ..checks import require_count
-from ..io import OutputError, no_empty_folder_on_failure, writing
+from ..io import atomic_folder, no_empty_folder_on_failure, writing
 from .vectors import as_embedder, embed_layers, unit_rows
 
 INDEX_VERSION = "1"
@@ -151,11 +151,32 @@ class CorpusIndex:
 
     @classmethod
     def load(cls, folder: Path) -> "CorpusIndex":
+        """The index :meth:`save` wrote into ``folder``. A damaged one (a file missing,
+        truncated or not fitting the others) is a :class:`DamagedIndex`: its vectors were an
+        mmap error, or worse, positions past a sentence's end labelled hits with other words."""
         folder = Path(folder)
-        sentences = [ln.split() for ln in
-                     (folder / "sentences.txt").read_text(encoding="utf-8").splitlines()]
-        return cls(sentences, np.load(folder / "positions.npy"),
-                   np.load(folder / "vectors.npy", mmap_mode="r"))
+        try:
+            sentences = [ln.split() for ln in
+                         (folder / "sentences.txt").read_text(encoding="utf-8").splitlines()]
+            positions = np.load(folder / "positions.npy")
+            vectors = np.load(folder / "vectors.npy", mmap_mode="r")
+        except (OSError, ValueError, EOFError) as e:   # (a decoding error is a ValueError)
+            raise DamagedIndex(f"{folder}: a damaged neighbour index ({type(e).__name__}: {e})") from None
+        lengths = np.array([len(s) for s in sentences], dtype=np.int64)
+        n = int(lengths.sum())      # every token of every sentence, in order
+        expected = np.stack([np.repeat(np.arange(len(lengths)), lengths),
+                             np.concatenate([np.arange(k) for k in lengths]) if n else np.zeros(0, np.int64)],
+                            axis=1)
+        if (vectors.ndim != 3 or positions.shape != (n, 2) or vectors.shape[1] != n
+                or not np.array_equal(positions, expected)):
+            raise DamagedIndex(f"{folder}: a damaged neighbour index (vectors of shape {vectors.shape} and "
+                               f"positions of shape {positions.shape} do not fit the {n:,} tokens of "
+                               f"{len(sentences):,} sentences)")
+        return cls(sentences, positions, vectors)
+
+
+class DamagedIndex(ValueError):
+    """A saved index whose files are missing, truncated or do not fit each other."""
 
 
 def _check_k(k: int) -> None:
@@ -252,34 +273,44 @@ def cached_index(model, corpus: Path, cache_dir: Path, max_sentences: Optional[i
                                    file_fingerprint(corpus), max_sentences,
                                    embedder.max_tokens, embedder.overlap]).encode()).hexdigest()[:16]
     folder = Path(cache_dir) / key
-    if (folder / "index.json").exists():
-        return CorpusIndex.load(folder)
+    index = _saved_index(folder)
+    if index is not None:
+        return index
     sentences = read_corpus(corpus, max_sentences)
     if not sentences:
         raise ValueError(f"{corpus}: no sentences")
-    import shutil
-
     from ..data.fetch import cache_entry_lock
 
     # Two processes building one index (two queries on a new corpus) wrote into one temporary
     # folder and the second rename met the first's index ('Directory not empty'); now the
     # second waits and loads the first's. A build that fails leaves no empty index folder.
     with no_empty_folder_on_failure(Path(cache_dir)), cache_entry_lock(folder, log, writable_hint):
-        if (folder / "index.json").exists():
-            return CorpusIndex.load(folder)
+        index = _saved_index(folder, log)
+        if index is not None:
+            return index
         log(f"building the index of {len(sentences):,} sentences of {corpus} (once) ...")
         index = CorpusIndex.build(embedder, sentences, batch_size)
-        tmp = folder.with_name(folder.name + ".partial")
-        shutil.rmtree(tmp, ignore_errors=True)           # a killed build's (we hold the lock)
-        try:
-            with writing(folder, "neighbour index", writable_hint):
-                index.save(tmp)
-                tmp.rename(folder)
-        except OutputError:
-            shutil.rmtree(tmp, ignore_errors=True)       # (a full disk: free what it took)
-            raise
+        # Its files reach the disk before the folder takes its name (they were renamed unsynced:
+        # after a power cut the folder could name empty files, and every later query failed on
+        # them); a failed write (a full disk) leaves no partial folder.
+        with writing(folder, "neighbour index", writable_hint), atomic_folder(folder) as tmp:
+            index.save(tmp)
     log(f"index saved in {folder}")
     return CorpusIndex.load(folder)
+
+
+def _saved_index(folder: Path, log=None) -> Optional[CorpusIndex]:
+    """The index saved in ``folder``, or None where there is none or it is damaged (built
+    again then: it is a cache, and a damaged one failed every query until deleted by hand).
+    ``log``: where to say that a damaged one is rebuilt (only under the entry's lock)."""
+    if not (folder / "index.json").exists():
+        return None
+    try:
+        return CorpusIndex.load(folder)
+    except DamagedIndex as e:
+        if log is not None:
+            log(f"{e}; building it again")
+        return None
 
 
 def query_vectors(model, tokens: Sequence[str], word: str, occurrence: int = 1) -> Tuple[int, np.ndarray]:
