@@ -817,3 +817,29 @@ def test_a_damaged_cached_index_is_built_again_and_a_new_one_reaches_the_disk(tm
     with pytest.raises(neighbors.DamagedIndex, match="a damaged neighbour index"):
         (folder / "sentences.txt").write_text("the bank\n")
         neighbors.CorpusIndex.load(folder)
+
+
+def test_a_results_json_of_another_shape_given_as_mix_weights_is_one_clear_error(tmp_path):
+    def run(mix, **extra):
+        return {"task": "pos", "variant": "elmo", "elmo": {"bilm": "b", "mix_weights": {"input": mix}}, **extra}
+
+    path = tmp_path / "results.json"
+    # each was a TypeError, AttributeError or KeyError from inside the reader (a traceback)
+    for data, message in (({"runs": 5}, "'runs' are a list of runs"),
+                          ({"runs": [5]}, "'runs' are a list of runs"),
+                          ({"runs": {"a": {"task": "pos"}}}, "'runs' are a list of runs"),
+                          ({"runs": [{"task": "pos", "elmo": [1]}]}, "run 1: its 'elmo' entry"),
+                          ({"runs": [{"task": "pos", "elmo": {"mix_weights": [1]}}]}, "run 1: its 'elmo' entry"),
+                          ({"runs": [run({"w": [1.0]})]}, "run 1: the mix at 'input' has no 'weights'"),
+                          ({"runs": [run({"weights": ["x", 0.5]})]}, "finite numbers"),
+                          ({"runs": [run({"weights": [0.5, 0.5]}), run({"weights": [0.2, 0.3, 0.5]})]},
+                           r"learned mixes of \[2, 3\] layers")):
+        path.write_text(json.dumps(data))
+        with pytest.raises(ValueError, match=message) as caught:
+            report.read_mix_weights(path)
+        assert str(caught.value).startswith(f"{path}: ")
+    # what the file says of the biLM, in another shape: nothing to compare, no AttributeError
+    path.write_text(json.dumps({"runs": [run({"weights": [0.2, 0.3, 0.5]})], "bilms": [1]}))
+    assert report.read_mix_weights(path) == pytest.approx([0.2, 0.3, 0.5])
+    assert report.mix_learned_on(path) == {"spec": "b"}
+    assert report.mix_model_note({"spec": "b", "files_sha256": [1]}, "fixture") is None

@@ -229,18 +229,31 @@ def _learned_mix(results: dict, source: str) -> Tuple[List[List[float]], str]:
     """The one learned mix of a trained biLM in an experiment's ``results.json``: each seed's
     weights of one (task, variant, position), random-weight controls left out, and the spec of
     the biLM it was learned on. A file with several such groups is ambiguous and raises."""
+    # (a file of another shape, or hand-edited, was a TypeError, AttributeError or KeyError)
+    unlike = "not the results.json of elmo experiment, whose 'runs' are a list of runs"
+    runs = results.get("runs")
+    if not isinstance(runs, list) or not all(isinstance(run, dict) for run in runs):
+        raise ValueError(f"{source}: {unlike}")
     groups: Dict[tuple, List[List[float]]] = {}
-    for run in results["runs"]:
+    for number, run in enumerate(runs, 1):
         e = run.get("elmo") or {}
+        mixes = e.get("mix_weights") if isinstance(e, dict) else None
+        if not isinstance(e, dict) or not isinstance(mixes or {}, dict):
+            raise ValueError(f"{source}: run {number}: its 'elmo' entry is not that of elmo experiment")
         if str(e.get("bilm", "")).startswith("random:"):
             continue
-        for position, mix in (e.get("mix_weights") or {}).items():
-            groups.setdefault((run["task"], run["variant"], position, str(e.get("bilm"))), []).append(
-                mix["weights"])
+        for position, mix in (mixes or {}).items():
+            if not isinstance(mix, dict) or "weights" not in mix:
+                raise ValueError(f"{source}: run {number}: the mix at {position!r} has no 'weights'")
+            key = (str(run.get("task")), str(run.get("variant")), str(position), str(e.get("bilm")))
+            groups.setdefault(key, []).append([float(w) for w in _numbers(mix["weights"], Path(source))])
     if len(groups) != 1:
         raise ValueError(f"{source}: {len(groups)} learned mixes of a trained biLM "
                          f"({sorted(key[:3] for key in groups)}); give a file with exactly one")
     (key, weights), = groups.items()
+    if len({len(w) for w in weights}) > 1:   # (numpy's "inhomogeneous shape" from the mean)
+        raise ValueError(f"{source}: the runs of {key[:3]} learned mixes of {sorted({len(w) for w in weights})} "
+                         f"layers; give a file with the mixes of one model")
     return weights, key[3]
 
 
@@ -262,7 +275,8 @@ def mix_learned_on(path: Path) -> Optional[dict]:
     if not isinstance(data, dict) or "runs" not in data:
         return None
     _, spec = _learned_mix(data, str(path))
-    entry = (data.get("bilms") or {}).get(spec)
+    bilms = data.get("bilms")
+    entry = bilms.get(spec) if isinstance(bilms, dict) else None
     return {**entry, "spec": spec} if isinstance(entry, dict) else {"spec": spec}
 
 
@@ -273,7 +287,7 @@ def mix_model_note(learned_on: Optional[dict], model: str) -> Optional[str]:
     refusal: a converted copy of the same model has other files (``elmo convert``)."""
     from ..tasks.bilm_checksums import counted_files
     recorded = (learned_on or {}).get("files_sha256")
-    if not recorded:
+    if not recorded or not isinstance(recorded, dict):   # (another shape was an AttributeError)
         return None
     now = counted_files(str(model))           # (None: no folder of it here to compare)
     if now is None or now == recorded:
