@@ -843,3 +843,11 @@ def test_a_results_json_of_another_shape_given_as_mix_weights_is_one_clear_error
     assert report.read_mix_weights(path) == pytest.approx([0.2, 0.3, 0.5])
     assert report.mix_learned_on(path) == {"spec": "b"}
     assert report.mix_model_note({"spec": "b", "files_sha256": [1]}, "fixture") is None
+
+
+def test_a_state_dict_whose_scalar_parameters_are_no_tensor(tmp_path):
+    torch.save({"scalar_parameters": [0.0, 0.0, 0.0]}, tmp_path / "list.pt")    # (an AttributeError)
+    assert report.read_mix_weights(tmp_path / "list.pt") == pytest.approx([1 / 3] * 3)
+    torch.save({"scalar_parameters": "abc"}, tmp_path / "text.pt")
+    with pytest.raises(ValueError, match="text.pt: the mix needs a non-empty list of finite numbers"):
+        report.read_mix_weights(tmp_path / "text.pt")

@@ -208,7 +208,9 @@ def read_mix_weights(path: Path) -> List[float]:
                              f"({', '.join(p + 'scalar_parameters' for p in prefixes)}); give a file "
                              f"with exactly one (e.g. a JSON of its weights)")
         keys.sort(key=lambda k: int(k.rsplit(".", 1)[1]) if k[-1].isdigit() else 0)
-        raw = [float(x) for k in keys for x in state[k].reshape(-1)]
+        # (a value that is no tensor, a list saved as it is, was an AttributeError on .reshape)
+        raw = [x for k in keys for x in (state[k].reshape(-1).tolist() if isinstance(state[k], torch.Tensor)
+                                         else np.ravel(np.asarray(state[k], dtype=object)).tolist())]
     s = _numbers(raw, path)
     e = np.exp(s - s.max())
     return [float(w) for w in e / e.sum()]
