@@ -66,7 +66,9 @@ class AnalysisConfig:
                                                  "with the most examples)")
     mix_weights: Optional[str] = setting(None, help="a task's learned mix to draw as well: the results.json of "
                                                     "`elmo experiment` (one ELMo variant: its mean over seeds), a "
-                                                    "JSON of weights, or a PyTorch state dict with scalar_parameters")
+                                                    "JSON {\"weights\": [...]} of softmax weights (a bare list, or "
+                                                    "{\"scalar_parameters\": [...]}, is of raw scalars, which are "
+                                                    "softmaxed), or a PyTorch state dict with scalar_parameters")
     untrained_control: bool = setting(True, boolean="both",
                                       help="also run the POS probe and WSD on an untrained copy of the model "
                                            "(same architecture, fresh random weights), to tell what training added")
