@@ -203,7 +203,8 @@ def set_vector_hooks(doc: Doc) -> Doc:
     The ``elmo`` component does this for each Doc. spaCy keeps these hooks through ``pickle``
     and ``doc.copy()``, but drops them when it serializes a Doc with ``to_bytes`` (spaCy's
     warning W109), as ``nlp.pipe(..., n_process=2)`` does to send Docs back from its worker
-    processes. ``doc.tensor`` comes back intact, and this puts the hooks back: without them,
+    processes, and ``Doc.from_docs`` leaves them off the Doc it joins. ``doc.tensor`` comes
+    back intact (joined), and this puts the hooks back: without them,
     ``doc.vector`` and ``span.vector`` count the whitespace tokens' zero rows in the mean,
     and with a pipeline of static vectors ``token.vector`` is the static vector instead.
     (A ``DocBin`` keeps no tensor at all: embed such Docs again.)
