@@ -164,14 +164,14 @@ class CorpusIndex:
             raise DamagedIndex(f"{folder}: a damaged neighbour index ({type(e).__name__}: {e})") from None
         lengths = np.array([len(s) for s in sentences], dtype=np.int64)
         n = int(lengths.sum())      # every token of every sentence, in order
+        starts = np.cumsum(lengths) - lengths                           # each sentence's first token
         expected = np.stack([np.repeat(np.arange(len(lengths)), lengths),
-                             np.concatenate([np.arange(k) for k in lengths]) if n else np.zeros(0, np.int64)],
-                            axis=1)
+                             np.arange(n) - np.repeat(starts, lengths)], axis=1)
         if (vectors.ndim != 3 or positions.shape != (n, 2) or vectors.shape[1] != n
                 or not np.array_equal(positions, expected)):
-            raise DamagedIndex(f"{folder}: a damaged neighbour index (vectors of shape {vectors.shape} and "
-                               f"positions of shape {positions.shape} do not fit the {n:,} tokens of "
-                               f"{len(sentences):,} sentences)")
+            raise DamagedIndex(f"{folder}: a damaged neighbour index (its vectors {vectors.shape}, its token "
+                               f"positions {positions.shape} and the {n:,} tokens of its {len(sentences):,} "
+                               f"sentences do not agree)")
         return cls(sentences, positions, vectors)
 
 
