@@ -288,6 +288,21 @@ def test_wsd_section_on_a_tiny_wordnet_and_a_capitalised_pca_word(tmp_path, monk
     assert (out / "sense_pca.png").stat().st_size > 1000 and (out / "wsd.png").is_file()
 
 
+def test_pca_word_takes_a_part_of_speech_as_the_wsd_results_name_lemmas():
+    """--pca-word bank/n was looked up as the lemma 'bank/n' and said it had no examples; with
+    no ambiguous lemma at all the default word was 'min() arg is an empty sequence'."""
+    from elmo.analysis.report import _pca_key
+
+    groups = {("bank", "n"): [1, 2, 3], ("bank", "v"): [1, 2], ("play", "v"): [1, 2, 3, 4]}
+    assert _pca_key(groups, "bank") == ("bank", "n")
+    assert _pca_key(groups, "Bank/V") == ("bank", "v")
+    assert _pca_key(groups, None) == ("play", "v")
+    with pytest.raises(ValueError, match="no WordNet examples in 2\\+ senses as part of speech 'a'"):
+        _pca_key(groups, "bank/a")
+    with pytest.raises(ValueError, match="no WordNet lemma has examples in 2 or more senses"):
+        _pca_key({}, None)
+
+
 def test_a_rerun_leaves_no_picture_of_an_earlier_run_beside_its_results(tmp_path, monkeypatch, capsys):
     """A run without --mix-weights kept the earlier run's mix_weights_given.png beside results that
     hold no given mix; a run that failed midway left the pictures of the sections it had run

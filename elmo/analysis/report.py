@@ -62,7 +62,8 @@ class AnalysisConfig:
     neighbors_corpus: str = setting("brown:dev", help="a text file (a tokenized sentence a line) or CORPUS:SPLIT")
     neighbors_sentences: int = setting(0, help="index at most this many corpus sentences (0: all)")
     neighbors_k: int = setting(5, help="neighbours shown")
-    pca_word: Optional[str] = setting(None, help="lemma for the sense PCA picture (default: the WordNet lemma "
+    pca_word: Optional[str] = setting(None, help="lemma for the sense PCA picture, e.g. bank, or bank/v for one "
+                                                 "part of speech (n, v, a, r) (default: the WordNet lemma "
                                                  "with the most examples)")
     mix_weights: Optional[str] = setting(None, help="a task's learned mix to draw as well: the results.json of "
                                                     "`elmo experiment` (one ELMo variant: its mean over seeds), a "
@@ -585,16 +586,21 @@ def _pca_groups(examples) -> dict:
 
 
 def _pca_key(groups: dict, pca_word: Optional[str]) -> tuple:
-    """The (lemma, pos) the sense PCA picture draws: ``pca_word``'s (its part of speech with the
-    most examples), else the lemma with the most examples in its best-covered senses (ties:
-    alphabetical)."""
+    """The (lemma, pos) the sense PCA picture draws: ``pca_word``'s (``bank``: its part of
+    speech with the most examples; ``bank/v``: that one, as the WSD results name lemmas), else
+    the lemma with the most examples in its best-covered senses (ties: alphabetical)."""
     from . import wsd
 
+    if not groups:   # (min() of nothing: "min() arg is an empty sequence")
+        raise ValueError("no WordNet lemma has examples in 2 or more senses: there is no word for the "
+                         "sense PCA picture")
     if not pca_word:
         return min(groups, key=lambda k: (-len(groups[k]), k))
-    keys = [k for k in groups if k[0] == wsd.clean_lemma(pca_word)]   # lemmas are lower case
-    if not keys:                                                       # ('Bank' found none)
-        raise ValueError(f"--pca-word {pca_word!r}: no WordNet examples in 2+ senses")
+    lemma, _, pos = pca_word.partition("/")   # ('bank/n' was looked up as the lemma 'bank/n')
+    keys = [k for k in groups if k[0] == wsd.clean_lemma(lemma) and (not pos or k[1] == pos.lower())]
+    if not keys:                              # ('Bank' found none: lemmas are lower case)
+        speech = f" as part of speech {pos!r}" if pos else ""
+        raise ValueError(f"--pca-word {pca_word!r}: no WordNet examples in 2+ senses{speech}")
     return max(keys, key=lambda k: len(groups[k]))
 
 
