@@ -606,6 +606,35 @@ def test_predict_input_lines_lose_a_byte_order_mark_and_name_a_broken_line(tmp_p
         _read_lines(str(path))
 
 
+@pytest.mark.parametrize("kind, fmt, data, line", [
+    ("tagging", {"type": "word_tag"}, b"a/x b/y\rc/x d/y\r", 1),          # old Mac line ends
+    ("tagging", {"type": "conll"}, b"a\tB\rb\tO\r\rc\tO\r", 1),
+    ("classification", {"type": "tsv", "text": 0, "label": 1}, b"a cat\tx\r\nthe\rdog\ty\r\n", 2),
+])
+def test_a_carriage_return_inside_a_line_of_a_task_file_is_refused(tmp_path, kind, fmt, data, line):
+    """Lines end at \\n or \\r\\n: a file with lone \\r line ends was one line, so word/TAG made
+    every sentence one sentence and CoNLL kept its first word, without a word; a \\r inside a
+    TSV line was csv's traceback."""
+    from elmo.tasks.files import check_format, read_examples
+    path = tmp_path / "t.txt"
+    path.write_bytes(data)
+    with pytest.raises(TaskDataError, match=rf"t.txt:{line}: a carriage return \(\\r\) inside the line"):
+        read_examples(path, kind, check_format(fmt, kind, "x"))
+
+
+def test_predict_refuses_a_carriage_return_inside_an_input_line(saved_classifier, tmp_path, capsys):
+    """A file with lone \\r line ends was one text (its \\r read as spaces): three lines got one
+    label, exit 0."""
+    text = tmp_path / "in.txt"
+    text.write_bytes(b"the big cat\rsat on\ra mat\r")
+    assert main(["predict", str(saved_classifier), str(text), "--quiet"]) == 1
+    got = capsys.readouterr()
+    assert not got.out and f"{text}:1: a carriage return (\\r) inside the line" in got.err
+    text.write_bytes(b"the big cat\r\nsat on\r\n")                   # CRLF: two texts
+    assert main(["predict", str(saved_classifier), str(text), "--quiet"]) == 0
+    assert [line.split("\t")[0] for line in capsys.readouterr().out.splitlines()] == ["the big cat", "sat on"]
+
+
 def test_predict_refuses_an_output_that_would_replace_what_it_reads(tmp_path, capsys):
     """-o naming the input replaced the text with its predictions; -o naming a file of the
     saved model replaced that; a folder was named by its temporary file."""

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Union
 
 from ..data.fetch import sha256_file
-from ..io import json_objects, utf8_error_where
+from ..io import json_objects, text_lines, utf8_error_where
 from .datasets import Example
 from .kinds import task_kind
 
@@ -234,10 +234,7 @@ class _Reader:
         except UnicodeDecodeError as e:
             raise TaskDataError(f"{self.path}: {utf8_error_where(e.object, e, offset=len(data) - len(e.object))} is not valid UTF-8 "
                                 f"({e.reason})") from None
-        # split on newlines only (str.splitlines would also split on \x85, \u2028, ...)
-        lines = [line[:-1] if line.endswith("\r") else line for line in text.split("\n")]
-        if lines and lines[-1] == "":
-            lines.pop()
+        lines = text_lines(text, self.error)     # (a lone \r is refused, naming its line)
         out = getattr(self, "_" + self.fmt["type"])(lines)
         return [ex for ex in out if ex is not None]
 
