@@ -622,6 +622,21 @@ def test_a_carriage_return_inside_a_line_of_a_task_file_is_refused(tmp_path, kin
         read_examples(path, kind, check_format(fmt, kind, "x"))
 
 
+@pytest.mark.parametrize("label", [1, -1])
+def test_a_conll_line_with_other_columns_than_the_file_is_refused(tmp_path, label):
+    """A word with a space in a CoNLL file separated by spaces made its line one column more:
+    with the label in column 1 the word's second half became its tag ('York', a class of its
+    own), with -1 the word was its first half; neither said a word."""
+    from elmo.tasks.files import check_format, read_examples
+    path = tmp_path / "t.conll"
+    path.write_text("Ada B-per\nlives O\n\nin O\nNew York B-loc\ntoday O\n", encoding="utf-8")
+    fmt = check_format({"type": "conll", "word": 0, "label": label}, "tagging", "x")
+    with pytest.raises(TaskDataError, match=r"t.conll:5: 3 columns, where most word lines have 2"):
+        read_examples(path, "tagging", fmt)
+    path.write_text("Ada\tB-per\nlives\tO\n\nNew York\tB-loc\n", encoding="utf-8")   # tabs: one word
+    assert [ex.tokens for ex in read_examples(path, "tagging", fmt)] == [["Ada", "lives"], ["New York"]]
+
+
 def test_predict_refuses_a_carriage_return_inside_an_input_line(saved_classifier, tmp_path, capsys):
     """A file with lone \\r line ends was one text (its \\r read as spaces): three lines got one
     label, exit 0."""

@@ -9,6 +9,8 @@ task *kind* (:mod:`.kinds`: ``tagging``, ``classification``, ``pair``)::
     {"type": "tsv", "text": "sentence", "label": "label", "text_b": null, "header": true}
     {"type": "jsonl", "text": "tokens", "label": "label", "text_b": "evidence"}
 
+* CoNLL columns are separated by tabs (a line without one: by spaces); every word line has
+  the same number of columns, so a word with a space cannot shift its line's columns.
 * CoNLL-U reads the FORM column and the label column (``upos``, ``xpos``, another column's
   name or number); comment lines, multiword-token ranges (``1-2``) and empty nodes (``8.1``)
   are not words. A plain ``conll`` file that looks like CoNLL-U is refused, as its comments
@@ -32,6 +34,7 @@ from __future__ import annotations
 import csv
 import math
 import re
+from collections import Counter
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Union
 
@@ -244,13 +247,23 @@ class _Reader:
         tags: List[str] = []
         wcol, lcol = int(self.fmt["word"]), int(self.fmt["label"])
         sep = self.fmt.get("separator")
+
+        def columns(line: str) -> List[str]:
+            return line.split(sep) if sep else (line.split("\t") if "\t" in line else line.split())
+
+        # Every word line has the file's columns: a word with a space in a file separated by
+        # spaces ("New York B-LOC") made one more, so column 0 or -1 read another word, column
+        # 1 a word as the tag, and nothing said so.
+        counts = Counter(len(columns(line)) for line in lines
+                         if line.strip() and not line.startswith("-DOCSTART-"))
+        usual = counts.most_common(1)[0][0] if counts else 0
         for i, line in enumerate(lines + [""], start=1):
             if not line.strip() or line.startswith("-DOCSTART-"):
                 if words:
                     out.append(Example(words, tags))
                 words, tags = [], []
                 continue
-            cols = line.split(sep) if sep else (line.split("\t") if "\t" in line else line.split())
+            cols = columns(line)
             if _CONLLU_COMMENT.match(line) or (len(cols) == 10 and _CONLLU_NOT_A_WORD.fullmatch(cols[0])):
                 raise self.error(i, "this looks like CoNLL-U (a sentence comment, or a multiword "
                                     "range or empty node), whose lines would become words: use "
@@ -260,6 +273,10 @@ class _Reader:
             except IndexError:
                 raise self.error(i, f"{len(cols)} columns; the format reads column {wcol} "
                                     f"(word) and {lcol} (label)") from None
+            if len(cols) != usual:
+                raise self.error(i, f"{len(cols)} columns, where most word lines have {usual}: "
+                                    f"every word line needs the same columns (a word with a space "
+                                    f"in a file separated by spaces? separate the columns by tabs)")
             if not word.strip() or not tag.strip():
                 raise self.error(i, f"empty {'word' if not word.strip() else 'label'} column")
             words.append(word.strip())
