@@ -189,6 +189,25 @@ def test_bad_specs_name_the_setting(tmp_path):
                    "format": {"type": "tsv", "text": 0, "label": 1}})
 
 
+@pytest.mark.parametrize("kind, fmt, message", [
+    ("classification", {"type": "tsv", "text": 0, "label": 1, "delimiter": ""}, "format.delimiter must be one character"),
+    ("classification", {"type": "tsv", "text": 0, "label": 1, "delimiter": ", "}, "format.delimiter must be one character"),
+    ("classification", {"type": "tsv", "text": 0, "label": 1, "delimiter": 9}, "format.delimiter must be one character"),
+    ("classification", {"type": "tsv", "text": 0, "label": 1, "header": "false"}, "format.header must be true or false"),
+    ("tagging", {"type": "word_tag", "separator": 5}, "format.separator must be a non-empty string"),
+    ("tagging", {"type": "conll", "separator": 5}, "format.separator must be a non-empty string"),
+    ("tagging", {"type": "conll", "separator": "\n"}, "format.separator must be a non-empty string"),
+])
+def test_format_separators_and_header_of_the_wrong_type_name_the_setting(tmp_path, kind, fmt, message):
+    """A TSV delimiter that is not one character, or a separator that is not a string, was a
+    TypeError traceback from csv or str.split; "header": "false" read the first example as the
+    header line, dropping it without a word."""
+    path = tmp_path / "t.txt"
+    path.write_text("a\tb\nc\td\n", encoding="utf-8")
+    with pytest.raises(TaskDataError, match=f"task 'x': {message}"):
+        load_task({"task": kind, "name": "x", "format": fmt, "files": {"train": str(path), "test": str(path)}})
+
+
 def test_results_are_not_overwritten_without_resume_or_overwrite(tmp_path, capsys):
     config = write_config(tmp_path, [write_task(tmp_path, "tagging")],
                           variants=[{"name": "baseline"}], train={"epochs": 1, "batch_size": 8})

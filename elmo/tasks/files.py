@@ -85,6 +85,8 @@ def check_format(fmt: dict, kind: str, where: str) -> dict:
     if t == "conll":
         out.setdefault("word", 0)
         out.setdefault("label", -1)
+        if out.get("separator") is not None:
+            _check_separator(out["separator"], "separator", where)
         for key in ("word", "label"):
             if not isinstance(out[key], int) or isinstance(out[key], bool):
                 raise TaskDataError(f"{where}: format.{key} must be a column number (0 = the "
@@ -101,8 +103,7 @@ def check_format(fmt: dict, kind: str, where: str) -> dict:
                                     f"{', '.join(CONLLU_COLUMNS[1:])}, or its number 1 to 9, got {value!r}")
     elif t == "word_tag":
         out.setdefault("separator", "/")
-        if not out["separator"]:
-            raise TaskDataError(f"{where}: format.separator must not be empty")
+        _check_separator(out["separator"], "separator", where)
     else:
         for key in ("text", "label"):
             if out.get(key) is None:
@@ -121,10 +122,25 @@ def check_format(fmt: dict, kind: str, where: str) -> dict:
             named = any(isinstance(out.get(k), str) for k in ("text", "label", "text_b"))
             out.setdefault("header", named)
             out.setdefault("delimiter", "\t")
+            if not isinstance(out["header"], bool):   # ("false" read the first row as the header)
+                raise TaskDataError(f"{where}: format.header must be true or false, got "
+                                    f"{out['header']!r}")
+            _check_separator(out["delimiter"], "delimiter", where, one_character=True)
             if named and not out["header"]:
                 raise TaskDataError(f"{where}: TSV columns given by name need a header line "
                                     f"(format.header true), or give column numbers")
     return out
+
+
+def _check_separator(value, key: str, where: str, one_character: bool = False) -> None:
+    """A format's separator or delimiter: a string that is not empty (csv's delimiter: one
+    character) and holds no line end. Else a TaskDataError naming format.KEY (a number or an
+    empty TSV delimiter was a TypeError traceback from str.split or csv)."""
+    if not isinstance(value, str) or not value or (one_character and len(value) != 1) \
+            or "\n" in value or "\r" in value:
+        raise TaskDataError(f"{where}: format.{key} must be "
+                            + ("one character" if one_character else "a non-empty string")
+                            + f" other than a line end, got {value!r}")
 
 
 class _Reader:
