@@ -208,6 +208,31 @@ def test_format_separators_and_header_of_the_wrong_type_name_the_setting(tmp_pat
         load_task({"task": kind, "name": "x", "format": fmt, "files": {"train": str(path), "test": str(path)}})
 
 
+def test_labels_outside_training_are_named_in_the_log_and_results(tmp_path):
+    """A dev or test label that no training example has cannot be predicted, so every example
+    (tagging: token) with it is an error: 'positve' in a test file cost its examples without a
+    word. The log and --plan name such labels with their counts; results.json records them."""
+    from elmo.tasks.runner import plan
+    spec = write_task(tmp_path, "classification")
+    test = tmp_path / spec["files"]["test"]
+    test.write_text(test.read_text() + "positve\tThe cat.\npositve\tA dog.\nbig\tBig.\n", encoding="utf-8")
+    config = write_config(tmp_path, [spec], variants=[{"name": "baseline"}], train={"epochs": 1, "batch_size": 8})
+    assert load_task(load_config(config)["tasks"][0]).unseen_labels() == {"test": {"positve": 2}}
+    said = "my-classification: labels no training example has, which the model cannot predict " \
+           "(each is scored as an error): test 'positve' (2 examples)"
+    assert said in plan(load_config(config))
+    logs = []
+    run_experiment(load_config(config), out=tmp_path / "res", log=logs.append)
+    assert said in logs
+    saved = json.loads((tmp_path / "res" / "results.json").read_text())
+    assert saved["data"]["my-classification"]["unseen_labels"] == {"test": {"positve": 2}}
+    tagging = write_task(tmp_path, "tagging")             # tags: counted per token
+    test = tmp_path / tagging["files"]["test"]
+    test.write_text(test.read_text() + "\ncat\tX\tB-ani\ndog\tX\tI-ani\ncow\tX\tI-ani\n", encoding="utf-8")
+    assert load_task(load_config(write_config(tmp_path, [tagging]))["tasks"][0]).unseen_labels() == \
+        {"test": {"I-ani": 2}}
+
+
 def test_results_are_not_overwritten_without_resume_or_overwrite(tmp_path, capsys):
     config = write_config(tmp_path, [write_task(tmp_path, "tagging")],
                           variants=[{"name": "baseline"}], train={"epochs": 1, "batch_size": 8})
