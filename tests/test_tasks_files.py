@@ -440,6 +440,29 @@ def test_a_changed_bilm_is_refused(tmp_path):
         TaskModel.load(folder, bilm=str(moved))
 
 
+def test_a_saved_models_edited_elmo_settings_are_refused_naming_the_file(tmp_path, capsys):
+    """config.json's elmo block was used unchecked: "dropout": "x" and "finetune": "yes" were
+    TypeError tracebacks from torch, "lambda": "x" float()'s bare message naming no file, and
+    "finetune": true on a frozen model's folder loaded (its biLM was not the one trained)."""
+    import shutil
+    from elmo.tasks.models import TaskModel
+    _, folder = _tagger_on_a_copy_of_the_fixture(tmp_path)
+    config = json.loads((folder / "config.json").read_text())
+    edited = tmp_path / "edited"
+    for key, value, message in [("dropout", "x", "elmo: setting dropout: expected float, got 'x'"),
+                                ("finetune", "yes", "elmo: setting finetune: expected bool, got 'yes'"),
+                                ("lambda", "x", "elmo: setting lambda: expected float, got 'x'"),
+                                ("positions", "input", "elmo: setting positions"),
+                                ("finetune", True, "elmo: finetune true with bilm_weights_saved false")]:
+        shutil.rmtree(edited, ignore_errors=True)
+        shutil.copytree(folder, edited)
+        (edited / "config.json").write_text(json.dumps(dict(config, elmo=dict(config["elmo"], **{key: value}))))
+        with pytest.raises(ValueError, match=re.escape(f"{edited / 'config.json'}: {message}")):
+            TaskModel.load(edited)
+        assert main(["predict", str(edited), "-", "--quiet"]) == 1
+        assert f"error: {edited / 'config.json'}: {message}" in capsys.readouterr().err
+
+
 def test_a_converted_copy_of_the_bilm_is_accepted(tmp_path, capsys):
     """elmo predict --bilm with the biLM converted to the other layout (elmo convert) was refused:
     the checksums are per file name. The same weights, as loaded, now pass; another biLM is

@@ -291,6 +291,16 @@ def load(folder: Union[str, Path], bilm: Optional[str] = None, device=None,
         raise TaskModelError(f"{cfg_path}: a model without ELMo (the baseline) uses no biLM; "
                              f"leave out the biLM given ({bilm})")
     if e is not None:
+        # the settings checked as an experiment's elmo block is (a hand-edited "dropout": "x"
+        # or "finetune": "yes" was a TypeError traceback from torch, "lambda": "x" float()'s
+        # bare message), before the biLM is loaded
+        from .experiment_config import ElmoSettings
+        ElmoSettings.from_dict({k: e[k] for k in ("positions", "layers", "lambda", "finetune",
+                                                  "dropout", "do_layer_norm")}, f"{cfg_path}: ")
+        if e["finetune"] is not e["bilm_weights_saved"]:    # (saved together: see save())
+            raise TaskModelError(f"{cfg_path}: elmo: finetune {json.dumps(e['finetune'])} with "
+                                 f"bilm_weights_saved {json.dumps(e['bilm_weights_saved'])}: a fine-tuned "
+                                 f"biLM's weights are saved with the model, a frozen one's are not")
         bilm_model = _load_bilm(e["bilm"], bilm)
         over = e.get("layer_norm_over", "batch")
         if over not in LAYER_NORM_OVER:
