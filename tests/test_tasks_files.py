@@ -704,6 +704,24 @@ def test_a_conll_line_with_other_columns_than_the_file_is_refused(tmp_path, labe
     assert [ex.tokens for ex in read_examples(path, "tagging", fmt)] == [["Ada", "lives"], ["New York"]]
 
 
+@pytest.mark.parametrize("fmt, text, message", [
+    ({"text": "text", "label": "label"}, "label\ttext\npos\tgreat\tfilm\nneg\tbad\n",
+     ":2: 3 columns, where the header line has 2"),
+    ({"text": 1, "label": 0}, "pos\tgreat\nneg\tbad\tfilm\nneg\tdull\n", ":2: 3 columns, where most rows have 2"),
+    ({"text": "text", "label": "label"}, "text\tlabel\tlabel\ngood\tpos\tneg\n",
+     ":1: 2 columns named 'label' (format.label) in the header"),
+])
+def test_a_tsv_row_with_other_columns_than_the_file_or_an_ambiguous_header_is_refused(tmp_path, fmt, text, message):
+    """A tab inside a text made its row one column more: the text lost its words after the tab
+    ('great' for 'great<TAB>film'), or a label column read a word, without a word; of two
+    header columns with the format's name the first was read."""
+    from elmo.tasks.files import check_format, read_examples
+    path = tmp_path / "t.tsv"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(TaskDataError, match=re.escape(f"t.tsv{message}")):
+        read_examples(path, "classification", check_format(dict(fmt, type="tsv"), "classification", "x"))
+
+
 def test_predict_refuses_a_carriage_return_inside_an_input_line(saved_classifier, tmp_path, capsys):
     """A file with lone \\r line ends was one text (its \\r read as spaces): three lines got one
     label, exit 0."""

@@ -349,6 +349,10 @@ class _Reader:
         if header is None or col not in header:
             raise self.error(1, f"no column {col!r} (format.{key}) in the header "
                                 f"{header if header is not None else ''}")
+        if header.count(col) > 1:       # (the first was read, the others' values ignored)
+            raise self.error(1, f"{header.count(col)} columns named {col!r} (format.{key}) in the "
+                                f"header {header}; name the one to read by its number, with "
+                                f"format.header true")
         return header.index(col)
 
     def _tsv(self, lines: Sequence[str]) -> List[Optional[Example]]:
@@ -360,6 +364,16 @@ class _Reader:
             header, start = rows[0], 1
         cols = {k: self._column(k, header) for k in ("text", "label", "text_b")}
         need = max(c for c in cols.values() if c is not None)
+        # Every row has the header's columns (without one: most rows'): a tab inside a text made
+        # one column more, so the text lost its words after the tab, or a label column read
+        # a word of the text, and nothing said so.
+        if header is not None:
+            usual, of = len(header), "the header line has"
+        else:
+            counts = Counter(len(row) for row in rows if row and "".join(row).strip())
+            usual, of = (counts.most_common(1)[0][0] if counts else 0), "most rows have"
+        delimiter = self.fmt["delimiter"]
+        inside = "a tab" if delimiter == "\t" else f"a {delimiter!r}"
         out: List[Optional[Example]] = []
         for i in range(start, len(rows)):
             row = rows[i]
@@ -367,6 +381,9 @@ class _Reader:
                 continue
             if len(row) <= need:
                 raise self.error(i + 1, f"{len(row)} columns, the format needs {need + 1}")
+            if len(row) != usual:
+                raise self.error(i + 1, f"{len(row)} columns, where {of} {usual}: every row needs "
+                                        f"the same columns ({inside} inside a text?)")
             out.append(self.example(row[cols["text"]], row[cols["label"]],
                                     row[cols["text_b"]] if cols["text_b"] is not None else None,
                                     i + 1))
