@@ -637,6 +637,23 @@ def test_glove_is_fetched_with_a_message_or_read_from_your_file(tmp_path, monkey
         embeddings.build_embeddings([["the"]], [], {"glove": str(tmp_path / "nope.txt")})
 
 
+def test_a_glove_file_with_a_vector_that_is_not_finite_is_refused_naming_the_word(tmp_path, monkeypatch, capsys):
+    """'nan' in a GloVe text file gave its word NaN vectors: each batch with it had a NaN loss,
+    skipped, and a frequent word stopped the run as 'diverged: lower train.lr'; a rare one's
+    test sentences scored NaN, predicted as the first label."""
+    from elmo.tasks import embeddings
+    monkeypatch.setattr(embeddings, "_GLOVE_CACHE", {})
+    text = tmp_path / "mine.txt"
+    text.write_text("the 1 2\ncat nan 4\ndog 1 inf\n")
+    with pytest.raises(ValueError, match=re.escape(f"{text}: the GloVe vector of 'cat' (row 2) is not finite "
+                                                   f"(NaN or inf), as are 1 other rows")):
+        embeddings.build_embeddings([["the"]], [], {"glove": str(text)})
+    spec = write_task(tmp_path, "classification")
+    config = write_config(tmp_path, [spec], variants=[{"name": "baseline"}], embeddings={"glove": str(text)})
+    assert main(["experiment", str(config), "--out", str(tmp_path / "res"), "--quiet"]) == 1
+    assert "error: " + str(text) + ": the GloVe vector of 'cat'" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("kind, fmt, text", [
     ("tagging", {"type": "conll"}, "The\tO\r\ncat\tB-x\r\n\r\n"),
     ("tagging", {"type": "word_tag"}, "The/O cat/B-x\r\n"),
