@@ -739,6 +739,22 @@ def test_a_tsv_row_with_other_columns_than_the_file_or_an_ambiguous_header_is_re
         read_examples(path, "classification", check_format(dict(fmt, type="tsv"), "classification", "x"))
 
 
+@pytest.mark.parametrize("kind, line", [
+    ("classification", '{"text": "a cat", "label": "big\\tcat"}'),
+    ("tagging", '{"text": ["a", "cat"], "label": ["O", "B-\\nani"]}'),
+])
+def test_a_json_label_with_a_tab_or_a_line_end_is_refused(tmp_path, kind, line):
+    """A JSON label or tag may hold a tab or a newline, which a text file's cannot: such a
+    model's predict output had a TSV line of one column more, or a CoNLL block cut in two."""
+    from elmo.tasks.files import check_format, read_examples
+    path = tmp_path / "t.jsonl"
+    first = '{"text": "a dog", "label": "O O"}' if kind == "tagging" else '{"text": "a dog", "label": "x"}'
+    path.write_text(first + "\n" + line + "\n", encoding="utf-8")
+    fmt = check_format({"type": "jsonl", "text": "text", "label": "label"}, kind, "x")
+    with pytest.raises(TaskDataError, match=r"t.jsonl:2: the label .* holds a tab or a line end"):
+        read_examples(path, kind, fmt)
+
+
 def test_predict_refuses_a_carriage_return_inside_an_input_line(saved_classifier, tmp_path, capsys):
     """A file with lone \\r line ends was one text (its \\r read as spaces): three lines got one
     label, exit 0."""

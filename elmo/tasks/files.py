@@ -25,7 +25,8 @@ task *kind* (:mod:`.kinds`: ``tagging``, ``classification``, ``pair``)::
   texts are never re-tokenized: the tags belong to the given tokens.
 * ``max_tokens`` / ``max_tokens_b`` cut texts on purpose; without them nothing is cut.
 * A JSON label or tag that is not a string is spelt as a text file would spell it: ``true``
-  is ``"true"``, ``1`` and ``1.0`` are both ``"1"``; labels and tags lose surrounding space.
+  is ``"true"``, ``1`` and ``1.0`` are both ``"1"``; labels and tags lose surrounding space, and
+  one holding a tab or a line end is refused (predict writes labels into TSV and CoNLL lines).
 
 Every malformed line raises :class:`TaskDataError` naming the file and the line.
 """
@@ -203,7 +204,13 @@ class _Reader:
             if not math.isfinite(value):
                 raise self.error(line, f"a label cannot be {value!r}")
             return str(int(value)) if value.is_integer() else repr(value)
-        return str(value).strip()
+        text = str(value).strip()
+        if any(c in text for c in "\t\n\r"):
+            # (predict writes labels into TSV and CoNLL lines: one with a tab read back as two
+            # columns, one with a line end as two lines)
+            raise self.error(line, f"the label {text!r} holds a tab or a line end, which no "
+                                   f"label may: predict's TSV and CoNLL output could not hold it")
+        return text
 
     def tags(self, value, n: int, line: int) -> List[str]:
         tags = value.split() if isinstance(value, str) else value
