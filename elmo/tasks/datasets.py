@@ -88,7 +88,8 @@ class TaskData:
         unseen = self.unseen_labels()
         if not unseen:
             return None
-        what = "tokens" if self.kind == "tagging" else "examples"
+        from .kinds import task_kind
+        what = "tokens" if task_kind(self.kind).token_labels else "examples"
         parts = [f"{split} " + ", ".join(f"{label!r} ({n} {what})" for label, n in list(counts.items())[:10])
                  + (f" and {len(counts) - 10} more" if len(counts) > 10 else "")
                  for split, counts in unseen.items()]
