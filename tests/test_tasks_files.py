@@ -755,6 +755,21 @@ def test_a_json_label_with_a_tab_or_a_line_end_is_refused(tmp_path, kind, line):
         read_examples(path, kind, fmt)
 
 
+@pytest.mark.parametrize("kind, record, message", [
+    ("tagging", '{"text": ["a", "", "cat"], "label": ["O", "O", "B-ani"]}', "text: token 2 is empty ('')"),
+    ("classification", '{"text": ["a", " "], "label": "x"}', "text: token 2 is only spaces (' ')"),
+])
+def test_an_empty_token_in_a_json_token_list_is_refused(tmp_path, kind, record, message):
+    """A JSON token list could hold '' or ' ', which no text file's line gives and predict
+    cannot be given: the tagger trained and was scored on a word of no characters."""
+    from elmo.tasks.files import check_format, read_examples
+    path = tmp_path / "t.jsonl"
+    path.write_text(record + "\n", encoding="utf-8")
+    fmt = check_format({"type": "jsonl", "text": "text", "label": "label"}, kind, "x")
+    with pytest.raises(TaskDataError, match=re.escape(f"t.jsonl:1: {message}")):
+        read_examples(path, kind, fmt)
+
+
 def test_predict_refuses_a_carriage_return_inside_an_input_line(saved_classifier, tmp_path, capsys):
     """A file with lone \\r line ends was one text (its \\r read as spaces): three lines got one
     label, exit 0."""

@@ -172,6 +172,9 @@ class _Reader:
                 if isinstance(item, list):          # sentences of tokens, joined
                     out += self.tokens(item, line, what)
                 elif isinstance(item, str):
+                    if not item.strip():   # (no text file gives one: predict cannot either)
+                        raise self.error(line, f"{what}: token {len(out) + 1} is "
+                                               f"{'empty' if not item else 'only spaces'} ({item!r})")
                     out.append(item)
                 else:
                     raise self.error(line, f"{what}: tokens must be strings, got {item!r}")
