@@ -829,6 +829,18 @@ def _cut_copy(saved: Path, where: Path, max_tokens: int) -> Path:
     return folder
 
 
+def test_loading_a_saved_model_onto_a_device_that_is_not_there_names_the_device(saved_classifier):
+    """TaskModel.load(device=...) moved the model with module.to(): a CUDA device this machine
+    lacks was torch's AssertionError or RuntimeError, an unknown name torch's list of device
+    types, each after the whole model had loaded; the rest of the API names the device."""
+    from elmo.tasks.models import TaskModel
+    for device, message in [("cuda:99", "device cuda:99: "), ("nope", "device 'nope': expected cpu, cuda"),
+                            ("meta", "device meta: the meta device holds no values")]:
+        with pytest.raises(ValueError, match=re.escape(message)):
+            TaskModel.load(saved_classifier, device=device)
+    assert TaskModel.load(saved_classifier, device="cpu").predict(["the cat"])[0] in ("big", "other")
+
+
 def test_predict_output_says_which_tokens_a_tagger_read(saved_tagger, tmp_path, capsys):
     """A model reads a text's first max_tokens tokens: a tagger's CoNLL output lost the rest
     of the sentence (zip stopped at the tags), and JSON lines did not say what was read."""

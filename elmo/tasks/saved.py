@@ -266,12 +266,18 @@ def load(folder: Union[str, Path], bilm: Optional[str] = None, device=None,
     the GloVe file the model was built with (its words and vectors must match); ``glove=False``
     looks no new word up (they get ``<unk>``, as in models saved before GloVe was recorded). A folder
     with a file missing, damaged or not fitting the others is a :class:`TaskModelError`
-    naming the file."""
+    naming the file; a ``device`` this machine lacks, a ValueError naming it."""
     from .embeddings import WordVocab
     from .features import LAYER_NORM_OVER, ElmoFeatures
     from .experiment_config import ModelSettings
     from .runner import build_model
     folder = Path(folder)
+    if device is not None:
+        # named here, as the rest of the API names it (model.to() raised torch's AssertionError
+        # or RuntimeError, after the whole model and its biLM had loaded); plain "cuda" is
+        # torch's current CUDA device, as module.to("cuda") takes it
+        from ..runtime import resolve_device
+        device = resolve_device(device, local_rank=None, what="device")
     cfg = _read_config(folder)
     cfg_path = folder / "config.json"
     itos = _read_json(folder / "vocab.json")
