@@ -11,6 +11,8 @@
 * :class:`OutputError` and :func:`os_error_reason`: one-line messages for a full disk, a
   read-only or missing folder, a directory where a file belongs.
 * :func:`json_objects`: the records of a JSON-lines file, a bad line named by its number.
+* :func:`text_lines`: a decoded text file's lines, ended by ``\\n`` or ``\\r\\n`` (a lone ``\\r``
+  refused, naming its line).
 """
 from __future__ import annotations
 
@@ -25,7 +27,7 @@ import sys
 import tempfile
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Optional, Tuple
+from typing import Callable, Iterable, Iterator, List, Optional, Tuple
 
 
 class OutputError(OSError):
@@ -598,6 +600,24 @@ def json_objects(lines: Iterable[str], error: Callable[[int, str], Exception]) -
         if not isinstance(record, dict):
             raise error(number, f"a JSON object is needed, got {type(record).__name__}")
         yield number, record
+
+
+def text_lines(text: str, error: Callable[[int, str], Exception]) -> List[str]:
+    """The lines of a decoded text file, numbered from 1 by their index + 1: split at ``"\\n"``
+    only (str.splitlines also splits at ``\\x85``, ``\\u2028``, ...), a ``"\\r"`` before it (CRLF)
+    dropped, no empty last line for a final newline. A ``"\\r"`` anywhere else raises
+    ``error(line number, what is wrong)``: a file with old Mac line ends (``\\r`` alone) was one
+    line, whose ``\\r`` the readers took for a space (every sentence one text, a CoNLL file one
+    word) or csv refused with a traceback."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    lines = [line[:-1] if line.endswith("\r") else line for line in lines]
+    for number, line in enumerate(lines, start=1):
+        if "\r" in line:
+            raise error(number, "a carriage return (\\r) inside the line: lines end at \\n or "
+                                "\\r\\n (for a file with old Mac line ends, convert them to \\n)")
+    return lines
 
 
 def utf8_error_where(data: bytes, error: UnicodeDecodeError, line: Optional[int] = None, offset: int = 0) -> str:

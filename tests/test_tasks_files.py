@@ -189,6 +189,50 @@ def test_bad_specs_name_the_setting(tmp_path):
                    "format": {"type": "tsv", "text": 0, "label": 1}})
 
 
+@pytest.mark.parametrize("kind, fmt, message", [
+    ("classification", {"type": "tsv", "text": 0, "label": 1, "delimiter": ""}, "format.delimiter must be one character"),
+    ("classification", {"type": "tsv", "text": 0, "label": 1, "delimiter": ", "}, "format.delimiter must be one character"),
+    ("classification", {"type": "tsv", "text": 0, "label": 1, "delimiter": 9}, "format.delimiter must be one character"),
+    ("classification", {"type": "tsv", "text": 0, "label": 1, "header": "false"}, "format.header must be true or false"),
+    ("tagging", {"type": "word_tag", "separator": 5}, "format.separator must be a non-empty string"),
+    ("tagging", {"type": "conll", "separator": 5}, "format.separator must be a non-empty string"),
+    ("tagging", {"type": "conll", "separator": "\n"}, "format.separator must be a non-empty string"),
+])
+def test_format_separators_and_header_of_the_wrong_type_name_the_setting(tmp_path, kind, fmt, message):
+    """A TSV delimiter that is not one character, or a separator that is not a string, was a
+    TypeError traceback from csv or str.split; "header": "false" read the first example as the
+    header line, dropping it without a word."""
+    path = tmp_path / "t.txt"
+    path.write_text("a\tb\nc\td\n", encoding="utf-8")
+    with pytest.raises(TaskDataError, match=f"task 'x': {message}"):
+        load_task({"task": kind, "name": "x", "format": fmt, "files": {"train": str(path), "test": str(path)}})
+
+
+def test_labels_outside_training_are_named_in_the_log_and_results(tmp_path):
+    """A dev or test label that no training example has cannot be predicted, so every example
+    (tagging: token) with it is an error: 'positve' in a test file cost its examples without a
+    word. The log and --plan name such labels with their counts; results.json records them."""
+    from elmo.tasks.runner import plan
+    spec = write_task(tmp_path, "classification")
+    test = tmp_path / spec["files"]["test"]
+    test.write_text(test.read_text() + "positve\tThe cat.\npositve\tA dog.\nbig\tBig.\n", encoding="utf-8")
+    config = write_config(tmp_path, [spec], variants=[{"name": "baseline"}], train={"epochs": 1, "batch_size": 8})
+    assert load_task(load_config(config)["tasks"][0]).unseen_labels() == {"test": {"positve": 2}}
+    said = "my-classification: labels no training example has, which the model cannot predict " \
+           "(each is scored as an error): test 'positve' (2 examples)"
+    assert said in plan(load_config(config))
+    logs = []
+    run_experiment(load_config(config), out=tmp_path / "res", log=logs.append)
+    assert said in logs
+    saved = json.loads((tmp_path / "res" / "results.json").read_text())
+    assert saved["data"]["my-classification"]["unseen_labels"] == {"test": {"positve": 2}}
+    tagging = write_task(tmp_path, "tagging")             # tags: counted per token
+    test = tmp_path / tagging["files"]["test"]
+    test.write_text(test.read_text() + "\ncat\tX\tB-ani\ndog\tX\tI-ani\ncow\tX\tI-ani\n", encoding="utf-8")
+    assert load_task(load_config(write_config(tmp_path, [tagging]))["tasks"][0]).unseen_labels() == \
+        {"test": {"I-ani": 2}}
+
+
 def test_results_are_not_overwritten_without_resume_or_overwrite(tmp_path, capsys):
     config = write_config(tmp_path, [write_task(tmp_path, "tagging")],
                           variants=[{"name": "baseline"}], train={"epochs": 1, "batch_size": 8})
@@ -396,6 +440,29 @@ def test_a_changed_bilm_is_refused(tmp_path):
         TaskModel.load(folder, bilm=str(moved))
 
 
+def test_a_saved_models_edited_elmo_settings_are_refused_naming_the_file(tmp_path, capsys):
+    """config.json's elmo block was used unchecked: "dropout": "x" and "finetune": "yes" were
+    TypeError tracebacks from torch, "lambda": "x" float()'s bare message naming no file, and
+    "finetune": true on a frozen model's folder loaded (its biLM was not the one trained)."""
+    import shutil
+    from elmo.tasks.models import TaskModel
+    _, folder = _tagger_on_a_copy_of_the_fixture(tmp_path)
+    config = json.loads((folder / "config.json").read_text())
+    edited = tmp_path / "edited"
+    for key, value, message in [("dropout", "x", "elmo: setting dropout: expected float, got 'x'"),
+                                ("finetune", "yes", "elmo: setting finetune: expected bool, got 'yes'"),
+                                ("lambda", "x", "elmo: setting lambda: expected float, got 'x'"),
+                                ("positions", "input", "elmo: setting positions"),
+                                ("finetune", True, "elmo: finetune true with bilm_weights_saved false")]:
+        shutil.rmtree(edited, ignore_errors=True)
+        shutil.copytree(folder, edited)
+        (edited / "config.json").write_text(json.dumps(dict(config, elmo=dict(config["elmo"], **{key: value}))))
+        with pytest.raises(ValueError, match=re.escape(f"{edited / 'config.json'}: {message}")):
+            TaskModel.load(edited)
+        assert main(["predict", str(edited), "-", "--quiet"]) == 1
+        assert f"error: {edited / 'config.json'}: {message}" in capsys.readouterr().err
+
+
 def test_a_converted_copy_of_the_bilm_is_accepted(tmp_path, capsys):
     """elmo predict --bilm with the biLM converted to the other layout (elmo convert) was refused:
     the checksums are per file name. The same weights, as loaded, now pass; another biLM is
@@ -570,6 +637,23 @@ def test_glove_is_fetched_with_a_message_or_read_from_your_file(tmp_path, monkey
         embeddings.build_embeddings([["the"]], [], {"glove": str(tmp_path / "nope.txt")})
 
 
+def test_a_glove_file_with_a_vector_that_is_not_finite_is_refused_naming_the_word(tmp_path, monkeypatch, capsys):
+    """'nan' in a GloVe text file gave its word NaN vectors: each batch with it had a NaN loss,
+    skipped, and a frequent word stopped the run as 'diverged: lower train.lr'; a rare one's
+    test sentences scored NaN, predicted as the first label."""
+    from elmo.tasks import embeddings
+    monkeypatch.setattr(embeddings, "_GLOVE_CACHE", {})
+    text = tmp_path / "mine.txt"
+    text.write_text("the 1 2\ncat nan 4\ndog 1 inf\n")
+    with pytest.raises(ValueError, match=re.escape(f"{text}: the GloVe vector of 'cat' (row 2) is not finite "
+                                                   f"(NaN or inf), as are 1 other rows")):
+        embeddings.build_embeddings([["the"]], [], {"glove": str(text)})
+    spec = write_task(tmp_path, "classification")
+    config = write_config(tmp_path, [spec], variants=[{"name": "baseline"}], embeddings={"glove": str(text)})
+    assert main(["experiment", str(config), "--out", str(tmp_path / "res"), "--quiet"]) == 1
+    assert "error: " + str(text) + ": the GloVe vector of 'cat'" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("kind, fmt, text", [
     ("tagging", {"type": "conll"}, "The\tO\r\ncat\tB-x\r\n\r\n"),
     ("tagging", {"type": "word_tag"}, "The/O cat/B-x\r\n"),
@@ -604,6 +688,99 @@ def test_predict_input_lines_lose_a_byte_order_mark_and_name_a_broken_line(tmp_p
     path.write_bytes(b"\xef\xbb\xbfthe\n\n\xff\n")
     with pytest.raises(ValueError, match="in.txt: line 3: byte 0xff at byte offset 8 is not valid UTF-8"):
         _read_lines(str(path))
+
+
+@pytest.mark.parametrize("kind, fmt, data, line", [
+    ("tagging", {"type": "word_tag"}, b"a/x b/y\rc/x d/y\r", 1),          # old Mac line ends
+    ("tagging", {"type": "conll"}, b"a\tB\rb\tO\r\rc\tO\r", 1),
+    ("classification", {"type": "tsv", "text": 0, "label": 1}, b"a cat\tx\r\nthe\rdog\ty\r\n", 2),
+])
+def test_a_carriage_return_inside_a_line_of_a_task_file_is_refused(tmp_path, kind, fmt, data, line):
+    """Lines end at \\n or \\r\\n: a file with lone \\r line ends was one line, so word/TAG made
+    every sentence one sentence and CoNLL kept its first word, without a word; a \\r inside a
+    TSV line was csv's traceback."""
+    from elmo.tasks.files import check_format, read_examples
+    path = tmp_path / "t.txt"
+    path.write_bytes(data)
+    with pytest.raises(TaskDataError, match=rf"t.txt:{line}: a carriage return \(\\r\) inside the line"):
+        read_examples(path, kind, check_format(fmt, kind, "x"))
+
+
+@pytest.mark.parametrize("label", [1, -1])
+def test_a_conll_line_with_other_columns_than_the_file_is_refused(tmp_path, label):
+    """A word with a space in a CoNLL file separated by spaces made its line one column more:
+    with the label in column 1 the word's second half became its tag ('York', a class of its
+    own), with -1 the word was its first half; neither said a word."""
+    from elmo.tasks.files import check_format, read_examples
+    path = tmp_path / "t.conll"
+    path.write_text("Ada B-per\nlives O\n\nin O\nNew York B-loc\ntoday O\n", encoding="utf-8")
+    fmt = check_format({"type": "conll", "word": 0, "label": label}, "tagging", "x")
+    with pytest.raises(TaskDataError, match=r"t.conll:5: 3 columns, where most word lines have 2"):
+        read_examples(path, "tagging", fmt)
+    path.write_text("Ada\tB-per\nlives\tO\n\nNew York\tB-loc\n", encoding="utf-8")   # tabs: one word
+    assert [ex.tokens for ex in read_examples(path, "tagging", fmt)] == [["Ada", "lives"], ["New York"]]
+
+
+@pytest.mark.parametrize("fmt, text, message", [
+    ({"text": "text", "label": "label"}, "label\ttext\npos\tgreat\tfilm\nneg\tbad\n",
+     ":2: 3 columns, where the header line has 2"),
+    ({"text": 1, "label": 0}, "pos\tgreat\nneg\tbad\tfilm\nneg\tdull\n", ":2: 3 columns, where most rows have 2"),
+    ({"text": "text", "label": "label"}, "text\tlabel\tlabel\ngood\tpos\tneg\n",
+     ":1: 2 columns named 'label' (format.label) in the header"),
+])
+def test_a_tsv_row_with_other_columns_than_the_file_or_an_ambiguous_header_is_refused(tmp_path, fmt, text, message):
+    """A tab inside a text made its row one column more: the text lost its words after the tab
+    ('great' for 'great<TAB>film'), or a label column read a word, without a word; of two
+    header columns with the format's name the first was read."""
+    from elmo.tasks.files import check_format, read_examples
+    path = tmp_path / "t.tsv"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(TaskDataError, match=re.escape(f"t.tsv{message}")):
+        read_examples(path, "classification", check_format(dict(fmt, type="tsv"), "classification", "x"))
+
+
+@pytest.mark.parametrize("kind, line", [
+    ("classification", '{"text": "a cat", "label": "big\\tcat"}'),
+    ("tagging", '{"text": ["a", "cat"], "label": ["O", "B-\\nani"]}'),
+])
+def test_a_json_label_with_a_tab_or_a_line_end_is_refused(tmp_path, kind, line):
+    """A JSON label or tag may hold a tab or a newline, which a text file's cannot: such a
+    model's predict output had a TSV line of one column more, or a CoNLL block cut in two."""
+    from elmo.tasks.files import check_format, read_examples
+    path = tmp_path / "t.jsonl"
+    first = '{"text": "a dog", "label": "O O"}' if kind == "tagging" else '{"text": "a dog", "label": "x"}'
+    path.write_text(first + "\n" + line + "\n", encoding="utf-8")
+    fmt = check_format({"type": "jsonl", "text": "text", "label": "label"}, kind, "x")
+    with pytest.raises(TaskDataError, match=r"t.jsonl:2: the label .* holds a tab or a line end"):
+        read_examples(path, kind, fmt)
+
+
+@pytest.mark.parametrize("kind, record, message", [
+    ("tagging", '{"text": ["a", "", "cat"], "label": ["O", "O", "B-ani"]}', "text: token 2 is empty ('')"),
+    ("classification", '{"text": ["a", " "], "label": "x"}', "text: token 2 is only spaces (' ')"),
+])
+def test_an_empty_token_in_a_json_token_list_is_refused(tmp_path, kind, record, message):
+    """A JSON token list could hold '' or ' ', which no text file's line gives and predict
+    cannot be given: the tagger trained and was scored on a word of no characters."""
+    from elmo.tasks.files import check_format, read_examples
+    path = tmp_path / "t.jsonl"
+    path.write_text(record + "\n", encoding="utf-8")
+    fmt = check_format({"type": "jsonl", "text": "text", "label": "label"}, kind, "x")
+    with pytest.raises(TaskDataError, match=re.escape(f"t.jsonl:1: {message}")):
+        read_examples(path, kind, fmt)
+
+
+def test_predict_refuses_a_carriage_return_inside_an_input_line(saved_classifier, tmp_path, capsys):
+    """A file with lone \\r line ends was one text (its \\r read as spaces): three lines got one
+    label, exit 0."""
+    text = tmp_path / "in.txt"
+    text.write_bytes(b"the big cat\rsat on\ra mat\r")
+    assert main(["predict", str(saved_classifier), str(text), "--quiet"]) == 1
+    got = capsys.readouterr()
+    assert not got.out and f"{text}:1: a carriage return (\\r) inside the line" in got.err
+    text.write_bytes(b"the big cat\r\nsat on\r\n")                   # CRLF: two texts
+    assert main(["predict", str(saved_classifier), str(text), "--quiet"]) == 0
+    assert [line.split("\t")[0] for line in capsys.readouterr().out.splitlines()] == ["the big cat", "sat on"]
 
 
 def test_predict_refuses_an_output_that_would_replace_what_it_reads(tmp_path, capsys):
@@ -650,6 +827,18 @@ def _cut_copy(saved: Path, where: Path, max_tokens: int) -> Path:
     config = json.loads((folder / "config.json").read_text())
     (folder / "config.json").write_text(json.dumps(dict(config, max_tokens=max_tokens)))
     return folder
+
+
+def test_loading_a_saved_model_onto_a_device_that_is_not_there_names_the_device(saved_classifier):
+    """TaskModel.load(device=...) moved the model with module.to(): a CUDA device this machine
+    lacks was torch's AssertionError or RuntimeError, an unknown name torch's list of device
+    types, each after the whole model had loaded; the rest of the API names the device."""
+    from elmo.tasks.models import TaskModel
+    for device, message in [("cuda:99", "device cuda:99: "), ("nope", "device 'nope': expected cpu, cuda"),
+                            ("meta", "device meta: the meta device holds no values")]:
+        with pytest.raises(ValueError, match=re.escape(message)):
+            TaskModel.load(saved_classifier, device=device)
+    assert TaskModel.load(saved_classifier, device="cpu").predict(["the cat"])[0] in ("big", "other")
 
 
 def test_predict_output_says_which_tokens_a_tagger_read(saved_tagger, tmp_path, capsys):

@@ -73,10 +73,9 @@ def _read_lines(path: str) -> List[str]:
         from ..io import utf8_error_where
         where = utf8_error_where(e.object, e, offset=len(data) - len(e.object))   # (after a byte-order mark)
         raise ValueError(f"{path}: {where} is not valid UTF-8") from None
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    return [line[:-1] if line.endswith("\r") else line for line in lines]
+    from ..io import text_lines
+    # (a lone \r, a file with old Mac line ends: its lines were one text, a \r read as a space)
+    return text_lines(text, lambda line, what: ValueError(f"{path}:{line}: {what}"))
 
 
 def _note_empty(path: str, examples: list, fmt: str, tagger: bool) -> None:

@@ -21,6 +21,7 @@ experiment sees exactly the same examples.
 from __future__ import annotations
 
 import random
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
@@ -65,6 +66,35 @@ class TaskData:
 
     def sizes(self) -> Dict[str, int]:
         return {k: len(v) for k, v in self.splits.items()}
+
+    def unseen_labels(self) -> Dict[str, Dict[str, int]]:
+        """split -> {label: how many examples (for tags: tokens) have it} for the labels of the
+        splits other than train that no training example has (none: ``{}``). The model cannot
+        predict such a label, so each counts as an error when scored."""
+        known = set(self.labels)
+        out: Dict[str, Dict[str, int]] = {}
+        for split, examples in self.splits.items():
+            if split == "train":
+                continue
+            counts = Counter(label for ex in examples
+                             for label in (ex.label if isinstance(ex.label, list) else [ex.label])
+                             if label not in known)
+            if counts:
+                out[split] = dict(sorted(counts.items()))
+        return out
+
+    def describe_unseen(self) -> Optional[str]:
+        """A line naming :meth:`unseen_labels` for the log, or None when there are none."""
+        unseen = self.unseen_labels()
+        if not unseen:
+            return None
+        from .kinds import task_kind
+        what = "tokens" if task_kind(self.kind).token_labels else "examples"
+        parts = [f"{split} " + ", ".join(f"{label!r} ({n} {what})" for label, n in list(counts.items())[:10])
+                 + (f" and {len(counts) - 10} more" if len(counts) > 10 else "")
+                 for split, counts in unseen.items()]
+        return (f"{self.name}: labels no training example has, which the model cannot predict "
+                f"(each is scored as an error): {'; '.join(parts)}")
 
 
 # ----------------------------------------------------------------------------- label rules

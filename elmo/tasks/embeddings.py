@@ -122,7 +122,18 @@ def load_glove(path: Optional[str] = None) -> Tuple[List[str], np.ndarray]:
 
     key = str(path or "glove-50d")
     if key not in _GLOVE_CACHE:
-        _GLOVE_CACHE[key] = readers.read_glove(glove_path(path))
+        where = glove_path(path)
+        words, vectors = readers.read_glove(where)
+        # A NaN or inf ("nan" in a text file) made every batch with its word a non-finite loss:
+        # skipped in training, blamed on the learning rate when frequent ("diverged"), and its
+        # NaN scores predicted as the first label at test time when rare.
+        bad = ~np.isfinite(vectors).all(axis=1)
+        if bad.any():
+            first, more = int(np.argmax(bad)), int(bad.sum()) - 1
+            raise ValueError(f"{where}: the GloVe vector of {words[first]!r} (row {first + 1}) is "
+                             f"not finite (NaN or inf)" + (f", as are {more} other rows" if more else "")
+                             + "; word vectors must be finite numbers")
+        _GLOVE_CACHE[key] = words, vectors
     return _GLOVE_CACHE[key]
 
 

@@ -9,6 +9,8 @@ task *kind* (:mod:`.kinds`: ``tagging``, ``classification``, ``pair``)::
     {"type": "tsv", "text": "sentence", "label": "label", "text_b": null, "header": true}
     {"type": "jsonl", "text": "tokens", "label": "label", "text_b": "evidence"}
 
+* CoNLL columns are separated by tabs (a line without one: by spaces); every word line has
+  the same number of columns, so a word with a space cannot shift its line's columns.
 * CoNLL-U reads the FORM column and the label column (``upos``, ``xpos``, another column's
   name or number); comment lines, multiword-token ranges (``1-2``) and empty nodes (``8.1``)
   are not words. A plain ``conll`` file that looks like CoNLL-U is refused, as its comments
@@ -23,7 +25,8 @@ task *kind* (:mod:`.kinds`: ``tagging``, ``classification``, ``pair``)::
   texts are never re-tokenized: the tags belong to the given tokens.
 * ``max_tokens`` / ``max_tokens_b`` cut texts on purpose; without them nothing is cut.
 * A JSON label or tag that is not a string is spelt as a text file would spell it: ``true``
-  is ``"true"``, ``1`` and ``1.0`` are both ``"1"``; labels and tags lose surrounding space.
+  is ``"true"``, ``1`` and ``1.0`` are both ``"1"``; labels and tags lose surrounding space, and
+  one holding a tab or a line end is refused (predict writes labels into TSV and CoNLL lines).
 
 Every malformed line raises :class:`TaskDataError` naming the file and the line.
 """
@@ -32,11 +35,12 @@ from __future__ import annotations
 import csv
 import math
 import re
+from collections import Counter
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Union
 
 from ..data.fetch import sha256_file
-from ..io import json_objects, utf8_error_where
+from ..io import json_objects, text_lines, utf8_error_where
 from .datasets import Example
 from .kinds import task_kind
 
@@ -82,6 +86,8 @@ def check_format(fmt: dict, kind: str, where: str) -> dict:
     if t == "conll":
         out.setdefault("word", 0)
         out.setdefault("label", -1)
+        if out.get("separator") is not None:
+            _check_separator(out["separator"], "separator", where)
         for key in ("word", "label"):
             if not isinstance(out[key], int) or isinstance(out[key], bool):
                 raise TaskDataError(f"{where}: format.{key} must be a column number (0 = the "
@@ -98,8 +104,7 @@ def check_format(fmt: dict, kind: str, where: str) -> dict:
                                     f"{', '.join(CONLLU_COLUMNS[1:])}, or its number 1 to 9, got {value!r}")
     elif t == "word_tag":
         out.setdefault("separator", "/")
-        if not out["separator"]:
-            raise TaskDataError(f"{where}: format.separator must not be empty")
+        _check_separator(out["separator"], "separator", where)
     else:
         for key in ("text", "label"):
             if out.get(key) is None:
@@ -118,10 +123,25 @@ def check_format(fmt: dict, kind: str, where: str) -> dict:
             named = any(isinstance(out.get(k), str) for k in ("text", "label", "text_b"))
             out.setdefault("header", named)
             out.setdefault("delimiter", "\t")
+            if not isinstance(out["header"], bool):   # ("false" read the first row as the header)
+                raise TaskDataError(f"{where}: format.header must be true or false, got "
+                                    f"{out['header']!r}")
+            _check_separator(out["delimiter"], "delimiter", where, one_character=True)
             if named and not out["header"]:
                 raise TaskDataError(f"{where}: TSV columns given by name need a header line "
                                     f"(format.header true), or give column numbers")
     return out
+
+
+def _check_separator(value, key: str, where: str, one_character: bool = False) -> None:
+    """A format's separator or delimiter: a string that is not empty (csv's delimiter: one
+    character) and holds no line end. Else a TaskDataError naming format.KEY (a number or an
+    empty TSV delimiter was a TypeError traceback from str.split or csv)."""
+    if not isinstance(value, str) or not value or (one_character and len(value) != 1) \
+            or "\n" in value or "\r" in value:
+        raise TaskDataError(f"{where}: format.{key} must be "
+                            + ("one character" if one_character else "a non-empty string")
+                            + f" other than a line end, got {value!r}")
 
 
 class _Reader:
@@ -152,6 +172,9 @@ class _Reader:
                 if isinstance(item, list):          # sentences of tokens, joined
                     out += self.tokens(item, line, what)
                 elif isinstance(item, str):
+                    if not item.strip():   # (no text file gives one: predict cannot either)
+                        raise self.error(line, f"{what}: token {len(out) + 1} is "
+                                               f"{'empty' if not item else 'only spaces'} ({item!r})")
                     out.append(item)
                 else:
                     raise self.error(line, f"{what}: tokens must be strings, got {item!r}")
@@ -184,7 +207,13 @@ class _Reader:
             if not math.isfinite(value):
                 raise self.error(line, f"a label cannot be {value!r}")
             return str(int(value)) if value.is_integer() else repr(value)
-        return str(value).strip()
+        text = str(value).strip()
+        if any(c in text for c in "\t\n\r"):
+            # (predict writes labels into TSV and CoNLL lines: one with a tab read back as two
+            # columns, one with a line end as two lines)
+            raise self.error(line, f"the label {text!r} holds a tab or a line end, which no "
+                                   f"label may: predict's TSV and CoNLL output could not hold it")
+        return text
 
     def tags(self, value, n: int, line: int) -> List[str]:
         tags = value.split() if isinstance(value, str) else value
@@ -234,10 +263,7 @@ class _Reader:
         except UnicodeDecodeError as e:
             raise TaskDataError(f"{self.path}: {utf8_error_where(e.object, e, offset=len(data) - len(e.object))} is not valid UTF-8 "
                                 f"({e.reason})") from None
-        # split on newlines only (str.splitlines would also split on \x85, \u2028, ...)
-        lines = [line[:-1] if line.endswith("\r") else line for line in text.split("\n")]
-        if lines and lines[-1] == "":
-            lines.pop()
+        lines = text_lines(text, self.error)     # (a lone \r is refused, naming its line)
         out = getattr(self, "_" + self.fmt["type"])(lines)
         return [ex for ex in out if ex is not None]
 
@@ -247,13 +273,23 @@ class _Reader:
         tags: List[str] = []
         wcol, lcol = int(self.fmt["word"]), int(self.fmt["label"])
         sep = self.fmt.get("separator")
+
+        def columns(line: str) -> List[str]:
+            return line.split(sep) if sep else (line.split("\t") if "\t" in line else line.split())
+
+        # Every word line has the file's columns: a word with a space in a file separated by
+        # spaces ("New York B-LOC") made one more, so column 0 or -1 read another word, column
+        # 1 a word as the tag, and nothing said so.
+        counts = Counter(len(columns(line)) for line in lines
+                         if line.strip() and not line.startswith("-DOCSTART-"))
+        usual = counts.most_common(1)[0][0] if counts else 0
         for i, line in enumerate(lines + [""], start=1):
             if not line.strip() or line.startswith("-DOCSTART-"):
                 if words:
                     out.append(Example(words, tags))
                 words, tags = [], []
                 continue
-            cols = line.split(sep) if sep else (line.split("\t") if "\t" in line else line.split())
+            cols = columns(line)
             if _CONLLU_COMMENT.match(line) or (len(cols) == 10 and _CONLLU_NOT_A_WORD.fullmatch(cols[0])):
                 raise self.error(i, "this looks like CoNLL-U (a sentence comment, or a multiword "
                                     "range or empty node), whose lines would become words: use "
@@ -263,6 +299,10 @@ class _Reader:
             except IndexError:
                 raise self.error(i, f"{len(cols)} columns; the format reads column {wcol} "
                                     f"(word) and {lcol} (label)") from None
+            if len(cols) != usual:
+                raise self.error(i, f"{len(cols)} columns, where most word lines have {usual}: "
+                                    f"every word line needs the same columns (a word with a space "
+                                    f"in a file separated by spaces? separate the columns by tabs)")
             if not word.strip() or not tag.strip():
                 raise self.error(i, f"empty {'word' if not word.strip() else 'label'} column")
             words.append(word.strip())
@@ -319,6 +359,10 @@ class _Reader:
         if header is None or col not in header:
             raise self.error(1, f"no column {col!r} (format.{key}) in the header "
                                 f"{header if header is not None else ''}")
+        if header.count(col) > 1:       # (the first was read, the others' values ignored)
+            raise self.error(1, f"{header.count(col)} columns named {col!r} (format.{key}) in the "
+                                f"header {header}; name the one to read by its number, with "
+                                f"format.header true")
         return header.index(col)
 
     def _tsv(self, lines: Sequence[str]) -> List[Optional[Example]]:
@@ -330,6 +374,16 @@ class _Reader:
             header, start = rows[0], 1
         cols = {k: self._column(k, header) for k in ("text", "label", "text_b")}
         need = max(c for c in cols.values() if c is not None)
+        # Every row has the header's columns (without one: most rows'): a tab inside a text made
+        # one column more, so the text lost its words after the tab, or a label column read
+        # a word of the text, and nothing said so.
+        if header is not None:
+            usual, of = len(header), "the header line has"
+        else:
+            counts = Counter(len(row) for row in rows if row and "".join(row).strip())
+            usual, of = (counts.most_common(1)[0][0] if counts else 0), "most rows have"
+        delimiter = self.fmt["delimiter"]
+        inside = "a tab" if delimiter == "\t" else f"a {delimiter!r}"
         out: List[Optional[Example]] = []
         for i in range(start, len(rows)):
             row = rows[i]
@@ -337,6 +391,9 @@ class _Reader:
                 continue
             if len(row) <= need:
                 raise self.error(i + 1, f"{len(row)} columns, the format needs {need + 1}")
+            if len(row) != usual:
+                raise self.error(i + 1, f"{len(row)} columns, where {of} {usual}: every row needs "
+                                        f"the same columns ({inside} inside a text?)")
             out.append(self.example(row[cols["text"]], row[cols["label"]],
                                     row[cols["text_b"]] if cols["text_b"] is not None else None,
                                     i + 1))

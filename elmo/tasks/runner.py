@@ -556,6 +556,9 @@ def plan(cfg: ExperimentConfig) -> List[str]:
     for spec in cfg.tasks:
         data = load_task(spec)
         lines.append(f"{data.name} ({data.metric}): {data.sizes()} examples, {len(data.labels)} labels")
+        unseen = data.describe_unseen()
+        if unseen:
+            lines.append(unseen)
     for v in cfg.variants:
         e = v.elmo
         what = "baseline" if e is None else (
@@ -800,8 +803,12 @@ def _run_all(cfg: ExperimentConfig, results: dict, results_path: Path, done: Lis
         name = prep.data.name
         results["data"][name] = {"sizes": prep.data.sizes(), "labels": len(prep.data.labels),
                                  "source": prep.data.source, "embeddings": prep.embedding_info,
-                                 "model": prep.settings.to_dict(), "train": asdict(prep.train)}
+                                 "model": prep.settings.to_dict(), "train": asdict(prep.train),
+                                 "unseen_labels": prep.data.unseen_labels()}
         log(f"{name}: {prep.data.sizes()} examples, {len(prep.data.labels)} labels")
+        unseen = prep.data.describe_unseen()    # (a test label no training example has was not said)
+        if unseen:
+            log(unseen)
         for seed in cfg.seeds:
             for variant in variants:
                 if (name, variant.name, seed) in have:

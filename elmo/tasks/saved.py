@@ -266,12 +266,18 @@ def load(folder: Union[str, Path], bilm: Optional[str] = None, device=None,
     the GloVe file the model was built with (its words and vectors must match); ``glove=False``
     looks no new word up (they get ``<unk>``, as in models saved before GloVe was recorded). A folder
     with a file missing, damaged or not fitting the others is a :class:`TaskModelError`
-    naming the file."""
+    naming the file; a ``device`` this machine lacks, a ValueError naming it."""
     from .embeddings import WordVocab
     from .features import LAYER_NORM_OVER, ElmoFeatures
     from .experiment_config import ModelSettings
     from .runner import build_model
     folder = Path(folder)
+    if device is not None:
+        # named here, as the rest of the API names it (model.to() raised torch's AssertionError
+        # or RuntimeError, after the whole model and its biLM had loaded); plain "cuda" is
+        # torch's current CUDA device, as module.to("cuda") takes it
+        from ..runtime import resolve_device
+        device = resolve_device(device, local_rank=None, what="device")
     cfg = _read_config(folder)
     cfg_path = folder / "config.json"
     itos = _read_json(folder / "vocab.json")
@@ -291,6 +297,16 @@ def load(folder: Union[str, Path], bilm: Optional[str] = None, device=None,
         raise TaskModelError(f"{cfg_path}: a model without ELMo (the baseline) uses no biLM; "
                              f"leave out the biLM given ({bilm})")
     if e is not None:
+        # the settings checked as an experiment's elmo block is (a hand-edited "dropout": "x"
+        # or "finetune": "yes" was a TypeError traceback from torch, "lambda": "x" float()'s
+        # bare message), before the biLM is loaded
+        from .experiment_config import ElmoSettings
+        ElmoSettings.from_dict({k: e[k] for k in ("positions", "layers", "lambda", "finetune",
+                                                  "dropout", "do_layer_norm")}, f"{cfg_path}: ")
+        if e["finetune"] is not e["bilm_weights_saved"]:    # (saved together: see save())
+            raise TaskModelError(f"{cfg_path}: elmo: finetune {json.dumps(e['finetune'])} with "
+                                 f"bilm_weights_saved {json.dumps(e['bilm_weights_saved'])}: a fine-tuned "
+                                 f"biLM's weights are saved with the model, a frozen one's are not")
         bilm_model = _load_bilm(e["bilm"], bilm)
         over = e.get("layer_norm_over", "batch")
         if over not in LAYER_NORM_OVER:
