@@ -233,6 +233,19 @@ def test_glove_text_and_word2vec_header(tmp_path):
         readers.read_glove(write(tmp_path / "bad.txt", "a 1 2\nb 1\n"))
 
 
+def test_glove_words_with_spaces_and_values_that_are_no_numbers(tmp_path):
+    """GloVe 840B holds a few words with spaces (". . ."): they failed the whole file as rows
+    of different widths. A value that is no number was numpy's message, naming no file."""
+    p = write(tmp_path / "glove.840B.2d.txt", "the 0.1 0.2\n. . . 1 2\nat name@domain.com 3 4\n")
+    words, vecs = readers.read_glove(p)
+    assert words == ["the", ". . .", "at name@domain.com"]
+    np.testing.assert_allclose(vecs, [[0.1, 0.2], [1, 2], [3, 4]], rtol=1e-6)
+    with pytest.raises(ValueError, match=r"bad.txt:2: rows of different widths \(3 values after the word here, 2"):
+        readers.read_glove(write(tmp_path / "bad.txt", "a 1 2\nb 1 2 3\n"))
+    with pytest.raises(ValueError, match=r"nan.txt:2: the vector of 'b' holds a value that is not a number"):
+        readers.read_glove(write(tmp_path / "nan.txt", "a 1 2\nb 1 x\n"))
+
+
 def test_glove_standard_folder(tmp_path):
     (tmp_path / "vocab.txt").write_text("a\nb\n", encoding="utf-8")
     np.save(tmp_path / "vectors.npy", np.eye(2, dtype=np.float32))

@@ -380,21 +380,38 @@ def read_glove(path: PathLike):
     import gzip
     opener = gzip.open if path.suffix == ".gz" else open
     words, rows = [], []
+    width = None                                    # the vectors' width, from the first row
     with opener(path, "rt", encoding="utf-8", errors="replace") as f:
-        for line in f:
+        for number, line in enumerate(f, 1):
             parts = line.rstrip("\n").rstrip(" ").split(" ")
             if len(parts) < 2:
                 continue
             if not rows and len(parts) == 2 and all(x.isdigit() for x in parts):
                 continue                            # word2vec-style "V D" header
-            words.append(parts[0])
-            rows.append(np.asarray(parts[1:], dtype=np.float32))
+            width = width or len(parts) - 1
+            # A word may hold spaces (GloVe 840B has a few, such as ". . ."), so the vector is
+            # the row's last `width` fields; they failed the whole file as rows of other widths.
+            word_parts = parts[:len(parts) - width]
+            if not word_parts or any(_is_number(x) for x in word_parts[1:]):
+                raise ValueError(f"{path}:{number}: rows of different widths ({len(parts) - 1} values "
+                                 f"after the word here, {width} in the first row)")
+            try:
+                rows.append(np.asarray(parts[len(parts) - width:], dtype=np.float32))
+            except ValueError:                      # (numpy's message named no file or line)
+                raise ValueError(f"{path}:{number}: the vector of {' '.join(word_parts)!r} holds a value "
+                                 f"that is not a number") from None
+            words.append(" ".join(word_parts))
     if not rows:
         raise ValueError(f"{path}: no vectors")
-    dims = {len(r) for r in rows}
-    if len(dims) != 1:
-        raise ValueError(f"{path}: rows of different widths {sorted(dims)}")
     return words, np.stack(rows)
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def read_word_pairs(path: PathLike) -> Iterator[Tuple[str, str, float]]:
