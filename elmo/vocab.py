@@ -77,9 +77,10 @@ class Vocabulary:
     def load(cls, path: str | Path) -> "Vocabulary":
         """Read a vocabulary file (one word a line; a second tab-separated column is a count).
 
-        A file that is not UTF-8, a count that is not a whole number of 0 or more, or a file
-        without the special entries is a ValueError naming the file (and the line), not a
-        bare codec or ``int()`` message."""
+        A file that is not UTF-8, a count that is not a whole number of 0 or more, a word with a
+        space in it (a count after a space, not a tab) or a file without the special entries is
+        a ValueError naming the file (and the line), not a bare codec or ``int()`` message nor
+        a vocabulary whose words no text ever holds."""
         words: List[str] = []
         counts: List[Optional[int]] = []
         try:
@@ -89,6 +90,11 @@ class Vocabulary:
                     if not line:
                         continue
                     word, _, count = line.partition("\t")
+                    if " " in word:   # (never a token of the text, which is split on whitespace:
+                        # "word 12" lines trained every word as <UNK>, silently)
+                        raise ValueError(f"{path}: line {number}: the word {word!r} holds a space, so no "
+                                         f"token of a text (split on whitespace) is ever it; a vocabulary "
+                                         f"file is word[<TAB>count] per line")
                     if count and not count.strip().isdecimal():
                         raise ValueError(f"{path}: line {number}: the count {count!r} of {word!r} is not "
                                          f"a whole number; a vocabulary file is word[<TAB>count] per line")

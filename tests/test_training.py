@@ -352,9 +352,13 @@ def test_vocab_build_refuses_its_own_corpus_a_folder_and_a_text_without_words(tm
     (b"<S>\t1\n</S>\t1\n<UNK>\t0\nword\tabc\n", "v.txt: line 4: the count 'abc' of 'word' is not a whole number"),
     (b"", "v.txt: a vocabulary must contain <S>, </S>, <UNK>"),
     (b"<S>\n</S>\n<UNK>\na\na\n", "v.txt: the vocabulary lists 'a' twice"),
+    (b"<S>\n</S>\n<UNK>\nthe 40\ncat 3\n", "v.txt: line 4: the word 'the 40' holds a space"),
+    (b"<S>\n</S>\n<UNK>\nthe\ncat \n", "v.txt: line 5: the word 'cat ' holds a space"),
 ])
 def test_a_bad_vocabulary_file_is_named(tmp_path, content, message):
-    """(a bare codec or int() message before, naming no file: `elmo train --vocab BAD`)"""
+    """(a bare codec or int() message before, naming no file: `elmo train --vocab BAD`; a
+    word with a space, such as a count after a space, was taken whole, and training on it
+    made every word of the text an <UNK> target, silently)"""
     (tmp_path / "v.txt").write_bytes(content)
     with pytest.raises(ValueError, match=message):
         Vocabulary.load(tmp_path / "v.txt")
