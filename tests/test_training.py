@@ -247,6 +247,8 @@ def test_command_line_vocab_train_perplexity_plot(tmp_path, toy, capsys):
 @pytest.mark.parametrize("extra, message", [
     (["--min-count", "0"], "--min-count must be at least 1, got 0"),
     (["--max-size", "3"], "--max-size must be more than 3"),
+    # (a vocabulary of the specials alone was written, 0% of the tokens covered)
+    (["--min-count", "3"], "is seen that often (the most frequent, 2 times); the vocabulary would hold only <S>"),
     (["--counts", "{out}"], "v.txt: both the vocabulary and the counts would be written there"),
     (["--counts", "{corpus}"], "c.txt: is a corpus file; write the counts file to another file"),
 ])
