@@ -21,6 +21,7 @@ from elmo.cli import main
 from elmo.training import checkpoint as ckpt_mod
 from elmo.training.checkpoint import (CheckpointError, CheckpointWriteError, latest_checkpoint, list_checkpoints,
                                       load_checkpoint, save_checkpoint)
+from elmo.training.finetune import _refuse_heldout_in_training
 from elmo.training.resume import ResumeMismatch
 from elmo.training.trainer import train
 from training_helpers import tiny_config, write_toy_corpus
@@ -742,6 +743,26 @@ def test_finetune_held_out_text_that_is_training_text_is_refused(tmp_path, toy, 
     assert main(argv) == 1
     assert "--heldout" in capsys.readouterr().err.split("same.txt: is also training text")[0]
     assert not (tmp_path / "ft").exists()
+
+
+def test_finetune_held_out_text_that_is_a_copy_of_the_training_text_is_refused(tmp_path, toy, capsys):
+    """A copy of the training text (here with other line endings), or the training files
+    joined into one, passed the same-file check: the perplexity of trained text was reported
+    as held-out. Held-out text that merely shares some sentences is taken."""
+    train_txt, _, _ = toy
+    lines = train_txt.read_text(encoding="utf-8").splitlines()
+    copy = tmp_path / "copy.txt"
+    copy.write_bytes("".join(line + "\r\n" for line in lines).encode("utf-8"))
+    first, second = tmp_path / "first.txt", tmp_path / "second.txt"
+    first.write_text("".join(line + "\n" for line in lines[:len(lines) // 2]), encoding="utf-8")
+    second.write_text("".join(line + "\n" for line in lines[len(lines) // 2:]), encoding="utf-8")
+    for text, named in (([train_txt], f" {train_txt};"), ([first, second], ";")):
+        argv = ["finetune", *map(str, text), "--heldout", str(copy), "--from", "default", "--device", "cpu",
+                "--max-steps", "1", "-o", str(tmp_path / "ft")]
+        assert main(argv) == 1
+        assert f"--heldout {copy}: holds the same sentences as the training text{named}" in capsys.readouterr().err
+        assert not (tmp_path / "ft").exists()
+    _refuse_heldout_in_training([first], [copy])   # (it holds more than the training text)
 
 
 @pytest.mark.parametrize("negatives", [0, 24])
