@@ -464,6 +464,29 @@ def test_carried_state_perplexity_reads_the_text_as_one_stream(tmp_path, toy):
     assert streamed["loss_bwd"] == pytest.approx(alone["loss_bwd"], rel=1e-5)
 
 
+def test_carried_state_perplexity_reads_the_files_in_the_order_named(tmp_path, toy, capsys):
+    """`elmo perplexity MODEL b.txt a.txt --carry-state` read a.txt first (the files were
+    sorted), so b.txt's sentences had another context than the command asked for, silently."""
+    _, held_txt, vocab_txt = toy
+    vocab = Vocabulary.load(vocab_txt)
+    torch.manual_seed(0)
+    model = LanguageModel(elmo.ElmoOptions.from_dict(tiny_model_options()), len(vocab), vocab.bos, vocab.eos, 0.0)
+    export_model(model, vocab, tmp_path / "model")
+    lines = held_txt.read_text(encoding="utf-8").splitlines(keepends=True)
+    a, b = tmp_path / "a.txt", tmp_path / "b.txt"
+    a.write_text("".join(lines[:6]), encoding="utf-8")
+    b.write_text("".join(lines[6:12]), encoding="utf-8")
+    assert main(["perplexity", str(tmp_path / "model"), str(b), str(a), "--carry-state", "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    named, sorted_ = ([s for f in files for s in iter_file_sentences([f])] for files in ([b, a], [a, b]))
+    want, other = (perplexity(model, text, vocab, carry_state=True) for text in (named, sorted_))
+    # the same weights, text and windows as the CLI's: the same sums, to rounding far below
+    # the orders' difference
+    assert abs(want["loss_fwd"] - other["loss_fwd"]) > 1e-5 * want["loss_fwd"]   # (the order does count)
+    assert got["loss_fwd"] == pytest.approx(want["loss_fwd"], rel=1e-6)
+    assert got["loss_bwd"] == pytest.approx(want["loss_bwd"], rel=1e-6)
+
+
 def test_validation_during_a_run_measures_the_weights_of_that_step(tmp_path, toy):
     """The CPU's fused Adagrad updates the weights without counting the change in their version,
     so the copy of W_hh that the LSTM makes for one-row steps at the first validation run was

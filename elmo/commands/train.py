@@ -270,7 +270,7 @@ def finetune(args) -> int:
 
 def perplexity(args) -> int:
     from ..checks import require_count
-    from ..data.corpus import expand_paths, iter_file_sentences
+    from ..data.corpus import expand_paths_in_order, iter_file_sentences
     from ..runtime import resolve_device
     from ..training.evaluate import perplexity as ppl
     from ..training.export import load_language_model
@@ -279,7 +279,9 @@ def perplexity(args) -> int:
     device = resolve_device(args.device)
     require_count("--batch-size", args.batch_size)   # (named batch_size, as the API calls it)
     model, vocab = load_language_model(_model_folder(args.model), device=device)
-    sentences = list(iter_file_sentences(expand_paths(args.text)))   # (as ppl() lists them anyway)
+    # in the order the files are named (sorted, b.txt a.txt was read as a.txt b.txt: another
+    # context for --carry-state, silently); listed, as ppl() lists them anyway
+    sentences = list(iter_file_sentences(expand_paths_in_order(args.text)))
     if not sentences:  # the files named, not a bare "no text to evaluate"
         raise ValueError(f"{', '.join(args.text)}: no text to evaluate (only empty or blank lines)")
     try:

@@ -58,6 +58,20 @@ def expand_paths(patterns: Sequence[str | os.PathLike]) -> List[Path]:
     return sorted(set(files))
 
 
+def expand_paths_in_order(patterns: Sequence[str | os.PathLike]) -> List[Path]:
+    """The files of :func:`expand_paths`, in the order the patterns are given (a folder's or a
+    glob's own files sorted), a file named again read at its first place only: for a text
+    whose sentences' order counts (a carried-state perplexity), not a corpus of shards."""
+    files: List[Path] = []
+    seen: set = set()
+    for pattern in patterns:
+        for path in expand_paths([pattern]):
+            if path not in seen:
+                seen.add(path)
+                files.append(path)
+    return files
+
+
 def would_find(pattern: str | os.PathLike, path: str | os.PathLike) -> bool:
     """Whether :func:`expand_paths` ``([pattern])`` lists the file ``path`` once it is there
     (it need not be yet): ``pattern`` is a folder above it with no hidden folder between them,
