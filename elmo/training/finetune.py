@@ -72,6 +72,8 @@ def _refuse_heldout_in_training(train_files: Sequence[Path], held_files: Sequenc
         if any(same_file(held, trained) for trained in train_files):
             raise ValueError(f"--heldout {held}: is also training text; a held-out perplexity needs text "
                              f"the model does not train on")
+    if not held_files:   # (the text is read only to compare it with held-out text)
+        return
     trained_digests, trained_all = _sentence_digests(train_files)
     held_digests, held_all = _sentence_digests(held_files)
     for held, digest in zip(held_files, held_digests):
@@ -117,9 +119,9 @@ def finetune(cfg: TrainConfig, heldout: Optional[Sequence[str]] = None, heldout_
     # (before the lock file; finetune's stricter rule, see check_text_outside_run)
     check_text_outside_run(out, {"training text": cfg.train, "--heldout": list(heldout or [])},
                            own_names=OWN_TEXT_FILES, found=text_files + held_files)
-    _refuse_heldout_in_training(text_files, held_files)
     check_vocabulary_not_text([*cfg.train, *(heldout or [])], Path(cfg.init_from) / VOCAB_FILE,
                               f"--from {cfg.init_from}")
+    _refuse_heldout_in_training(text_files, held_files)   # (reads the text: after the checks of its files)
     # The run's lock is taken before the text files are written (train() would take it only
     # after: a second finetune into a busy folder replaced the text the first was training on).
     # A run that fails before it writes a file leaves no empty run folder.
