@@ -356,6 +356,8 @@ def test_vocab_build_refuses_its_own_corpus_a_folder_and_a_text_without_words(tm
     (b"<S>\n</S>\n<UNK>\na\na\n", "v.txt: the vocabulary lists 'a' twice"),
     (b"<S>\n</S>\n<UNK>\nthe 40\ncat 3\n", "v.txt: line 4: the word 'the 40' holds a space"),
     (b"<S>\n</S>\n<UNK>\nthe\ncat \n", "v.txt: line 5: the word 'cat ' holds a space"),
+    # (the counts were all dropped: no order check, and the trained model came out without them)
+    (b"<S>\n</S>\n<UNK>\nthe\t40\ncat\t3\n", "v.txt: line 1: '<S>' has no count, while line 4 has one"),
 ])
 def test_a_bad_vocabulary_file_is_named(tmp_path, content, message):
     """(a bare codec or int() message before, naming no file: `elmo train --vocab BAD`; a
