@@ -812,6 +812,10 @@ def test_finetune_says_which_text_is_missing(tmp_path, capsys):
     assert "--heldout-every must be at least 2" in capsys.readouterr().err
     assert main(base + [str(one), "-o", str(tmp_path / "r4"), "--heldout"]) == 1   # (every 10th, silently)
     assert "--heldout names no file" in capsys.readouterr().err
+    # (--heldout-every was ignored beside --heldout, without a word)
+    assert main(base + [str(one), "--heldout", str(tmp_path / "empty.txt"), "--heldout-every", "5", "-o",
+                        str(tmp_path / "r5")]) == 1
+    assert "--heldout-every 5 applies without --heldout" in capsys.readouterr().err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["empty.txt", "one.txt"]   # (r1 to r3 were left empty)
 
 
