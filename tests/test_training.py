@@ -201,6 +201,20 @@ def test_a_converted_biLM_given_for_a_language_model_is_named_as_such(tmp_path, 
         assert len(err.strip().splitlines()) == 1
 
 
+def test_a_run_folder_given_for_its_model_is_named_as_such(tmp_path, toy, capsys):
+    """`elmo perplexity runs/lm TEXT` (the run folder, not runs/lm/model) said only that
+    runs/lm/options.json was missing."""
+    _, held_txt, vocab_txt = toy
+    vocab = Vocabulary.load(vocab_txt)
+    torch.manual_seed(0)
+    model = LanguageModel(elmo.ElmoOptions.from_dict(tiny_model_options()), len(vocab), vocab.bos, vocab.eos, 0.0)
+    export_model(model, vocab, tmp_path / "run" / "model")
+    assert main(["perplexity", str(tmp_path / "run"), str(held_txt)]) == 1
+    err = capsys.readouterr().err
+    assert f"{tmp_path / 'run'} is a run folder: its trained model is {tmp_path / 'run' / 'model'}" in err
+    assert len(err.strip().splitlines()) == 1
+
+
 def test_a_start_model_that_is_no_language_model_is_refused_before_anything_is_written(tmp_path, toy, capsys):
     """finetune --from a converted biLM wrote adapt_train.txt and adapt_heldout.txt into OUTPUT,
     then failed, leaving the run folder behind; train --from one failed on `vocab.txt: No such
