@@ -167,6 +167,26 @@ def test_corpus_counts_belong_to_the_text_they_were_made_of(tmp_path, toy):
         train(cfg)
 
 
+def test_a_run_begun_reading_a_file_twice_is_told_why_it_cannot_resume(tmp_path, toy):
+    """A file named twice (here through a link beside it) is read once now; a run begun when it
+    was read twice recorded both names, and a resume said the link was "no longer there"."""
+    train_txt, _, vocab_txt = toy
+    text = tmp_path / "text" / "train.txt"
+    text.parent.mkdir()
+    text.write_bytes(train_txt.read_bytes())
+    (text.parent / "link.txt").symlink_to("train.txt")
+    run = tmp_path / "run"
+    cfg = tiny_config(run, text.parent, vocab_txt, max_steps=4)
+    train(cfg, stop_after=2)
+    stats = json.loads((run / "corpus_stats.json").read_text(encoding="utf-8"))
+    assert [name for name, _ in stats["files"]] == [str(text.parent / "link.txt")]   # (read once)
+    stats["files"].append([str(text), text.stat().st_size])   # (as the earlier version recorded it)
+    (run / "corpus_stats.json").write_text(json.dumps(stats), encoding="utf-8")
+    with pytest.raises(ResumeMismatch, match=rf"\({re.escape(str(text))}: the same file as another one named, "
+                                             r"read once now\)"):
+        train(cfg)
+
+
 def test_a_finished_run_started_again_logs_its_final_validation_once(tmp_path, toy):
     """(the final validation comes after the last checkpoint: running a finished run's command
     again, or a run killed while exporting, logged the same figure at the same step twice)"""
