@@ -77,11 +77,14 @@ class Vocabulary:
     def load(cls, path: str | Path) -> "Vocabulary":
         """Read a vocabulary file (one word a line; a second tab-separated column is a count).
 
-        A file that is not UTF-8, a count that is not a whole number of 0 or more, or a file
-        without the special entries is a ValueError naming the file (and the line), not a
-        bare codec or ``int()`` message."""
+        A file that is not UTF-8, a count that is not a whole number of 0 or more, counts on
+        some lines only (they were all dropped), a word with a space in it (a count after a
+        space, not a tab) or a file without the special entries is a ValueError naming the file
+        (and the line), not a bare codec or ``int()`` message nor a vocabulary whose words no
+        text ever holds."""
         words: List[str] = []
         counts: List[Optional[int]] = []
+        numbers: List[int] = []   # (the line of each word, to name one)
         try:
             with open(path, encoding="utf-8-sig") as f:  # a byte-order mark is no part of a word
                 for number, line in enumerate(f, start=1):
@@ -89,11 +92,17 @@ class Vocabulary:
                     if not line:
                         continue
                     word, _, count = line.partition("\t")
+                    if " " in word:   # (never a token of the text, which is split on whitespace:
+                        # "word 12" lines trained every word as <UNK>, silently)
+                        raise ValueError(f"{path}: line {number}: the word {word!r} holds a space, so no "
+                                         f"token of a text (split on whitespace) is ever it; a vocabulary "
+                                         f"file is word[<TAB>count] per line")
                     if count and not count.strip().isdecimal():
                         raise ValueError(f"{path}: line {number}: the count {count!r} of {word!r} is not "
                                          f"a whole number; a vocabulary file is word[<TAB>count] per line")
                     words.append(word)
                     counts.append(int(count) if count else None)
+                    numbers.append(number)
         except UnicodeDecodeError:
             from .io import first_bad_utf8
             with open(path, "rb") as raw:
@@ -101,6 +110,11 @@ class Vocabulary:
             raise ValueError(f"{path}: not UTF-8 text ({where}; a vocabulary file is UTF-8, one word a "
                              f"line)") from None
         has_counts = all(c is not None for c in counts)
+        if not has_counts and any(c is not None for c in counts):   # (all were dropped, silently)
+            bare = counts.index(None)
+            counted = next(i for i, c in enumerate(counts) if c is not None)
+            raise ValueError(f"{path}: line {numbers[bare]}: {words[bare]!r} has no count, while line "
+                             f"{numbers[counted]} has one; give every word a count (word<TAB>count) or none")
         try:
             return cls(words, [c for c in counts if c is not None] if has_counts else None)
         except ValueError as e:

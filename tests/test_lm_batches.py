@@ -2,13 +2,16 @@
 from __future__ import annotations
 
 import gzip
+import os
 from collections import Counter
+from pathlib import Path
 
 import pytest
 import torch
 
 from elmo.chars import word_to_char_ids
-from elmo.data.corpus import CorpusStream, count_tokens, count_words, expand_paths, would_find
+from elmo.data.corpus import (CorpusStream, count_tokens, count_words, expand_paths, expand_paths_in_order,
+                              would_find)
 from elmo.data.lm_batches import BucketedLMBatches, PackedLMBatches, sentence_batches
 from elmo.vocab import Vocabulary
 
@@ -52,6 +55,21 @@ def test_expand_paths_files_globs_folders(tmp_path):
     (tmp_path / "empty" / ".hidden").mkdir(parents=True)       # exists, but nothing to read
     with pytest.raises(FileNotFoundError, match="empty: a folder without files"):
         expand_paths([tmp_path / "empty"])
+
+
+def test_a_file_named_twice_is_read_once(tmp_path, monkeypatch):
+    """By a relative and an absolute path, or beside a link to it in its folder: it was listed
+    (and counted, trained on) twice."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "a.txt").write_text("the cat\n", encoding="utf-8")
+    (tmp_path / "c" / "b.txt").symlink_to("a.txt")
+    os.link(tmp_path / "c" / "a.txt", tmp_path / "c" / "hard.txt")
+    (tmp_path / "c" / "d.txt").write_text("the dog\n", encoding="utf-8")
+    assert expand_paths(["c/a.txt", tmp_path / "c" / "a.txt"]) == [tmp_path / "c" / "a.txt"]
+    assert [p.name for p in expand_paths(["c"])] == ["a.txt", "d.txt"]
+    assert count_words(["c", "c/d.txt", tmp_path / "c" / "a.txt"])["the"] == 2
+    assert expand_paths_in_order(["c/d.txt", "c"]) == [Path("c/d.txt"), Path("c/a.txt")]
 
 
 def test_would_find_agrees_with_expand_paths(tmp_path, monkeypatch):

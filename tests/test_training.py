@@ -201,6 +201,20 @@ def test_a_converted_biLM_given_for_a_language_model_is_named_as_such(tmp_path, 
         assert len(err.strip().splitlines()) == 1
 
 
+def test_a_run_folder_given_for_its_model_is_named_as_such(tmp_path, toy, capsys):
+    """`elmo perplexity runs/lm TEXT` (the run folder, not runs/lm/model) said only that
+    runs/lm/options.json was missing."""
+    _, held_txt, vocab_txt = toy
+    vocab = Vocabulary.load(vocab_txt)
+    torch.manual_seed(0)
+    model = LanguageModel(elmo.ElmoOptions.from_dict(tiny_model_options()), len(vocab), vocab.bos, vocab.eos, 0.0)
+    export_model(model, vocab, tmp_path / "run" / "model")
+    assert main(["perplexity", str(tmp_path / "run"), str(held_txt)]) == 1
+    err = capsys.readouterr().err
+    assert f"{tmp_path / 'run'} is a run folder: its trained model is {tmp_path / 'run' / 'model'}" in err
+    assert len(err.strip().splitlines()) == 1
+
+
 def test_a_start_model_that_is_no_language_model_is_refused_before_anything_is_written(tmp_path, toy, capsys):
     """finetune --from a converted biLM wrote adapt_train.txt and adapt_heldout.txt into OUTPUT,
     then failed, leaving the run folder behind; train --from one failed on `vocab.txt: No such
@@ -247,6 +261,8 @@ def test_command_line_vocab_train_perplexity_plot(tmp_path, toy, capsys):
 @pytest.mark.parametrize("extra, message", [
     (["--min-count", "0"], "--min-count must be at least 1, got 0"),
     (["--max-size", "3"], "--max-size must be more than 3"),
+    # (a vocabulary of the specials alone was written, 0% of the tokens covered)
+    (["--min-count", "3"], "is seen that often (the most frequent, 2 times); the vocabulary would hold only <S>"),
     (["--counts", "{out}"], "v.txt: both the vocabulary and the counts would be written there"),
     (["--counts", "{corpus}"], "c.txt: is a corpus file; write the counts file to another file"),
 ])
@@ -352,9 +368,15 @@ def test_vocab_build_refuses_its_own_corpus_a_folder_and_a_text_without_words(tm
     (b"<S>\t1\n</S>\t1\n<UNK>\t0\nword\tabc\n", "v.txt: line 4: the count 'abc' of 'word' is not a whole number"),
     (b"", "v.txt: a vocabulary must contain <S>, </S>, <UNK>"),
     (b"<S>\n</S>\n<UNK>\na\na\n", "v.txt: the vocabulary lists 'a' twice"),
+    (b"<S>\n</S>\n<UNK>\nthe 40\ncat 3\n", "v.txt: line 4: the word 'the 40' holds a space"),
+    (b"<S>\n</S>\n<UNK>\nthe\ncat \n", "v.txt: line 5: the word 'cat ' holds a space"),
+    # (the counts were all dropped: no order check, and the trained model came out without them)
+    (b"<S>\n</S>\n<UNK>\nthe\t40\ncat\t3\n", "v.txt: line 1: '<S>' has no count, while line 4 has one"),
 ])
 def test_a_bad_vocabulary_file_is_named(tmp_path, content, message):
-    """(a bare codec or int() message before, naming no file: `elmo train --vocab BAD`)"""
+    """(a bare codec or int() message before, naming no file: `elmo train --vocab BAD`; a
+    word with a space, such as a count after a space, was taken whole, and training on it
+    made every word of the text an <UNK> target, silently)"""
     (tmp_path / "v.txt").write_bytes(content)
     with pytest.raises(ValueError, match=message):
         Vocabulary.load(tmp_path / "v.txt")
@@ -456,6 +478,29 @@ def test_carried_state_perplexity_reads_the_text_as_one_stream(tmp_path, toy):
     streamed = perplexity(model, one, vocab, carry_state=True, window=3)
     assert streamed["loss_fwd"] == pytest.approx(alone["loss_fwd"], rel=1e-5)
     assert streamed["loss_bwd"] == pytest.approx(alone["loss_bwd"], rel=1e-5)
+
+
+def test_carried_state_perplexity_reads_the_files_in_the_order_named(tmp_path, toy, capsys):
+    """`elmo perplexity MODEL b.txt a.txt --carry-state` read a.txt first (the files were
+    sorted), so b.txt's sentences had another context than the command asked for, silently."""
+    _, held_txt, vocab_txt = toy
+    vocab = Vocabulary.load(vocab_txt)
+    torch.manual_seed(0)
+    model = LanguageModel(elmo.ElmoOptions.from_dict(tiny_model_options()), len(vocab), vocab.bos, vocab.eos, 0.0)
+    export_model(model, vocab, tmp_path / "model")
+    lines = held_txt.read_text(encoding="utf-8").splitlines(keepends=True)
+    a, b = tmp_path / "a.txt", tmp_path / "b.txt"
+    a.write_text("".join(lines[:6]), encoding="utf-8")
+    b.write_text("".join(lines[6:12]), encoding="utf-8")
+    assert main(["perplexity", str(tmp_path / "model"), str(b), str(a), "--carry-state", "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    named, sorted_ = ([s for f in files for s in iter_file_sentences([f])] for files in ([b, a], [a, b]))
+    want, other = (perplexity(model, text, vocab, carry_state=True) for text in (named, sorted_))
+    # the same weights, text and windows as the CLI's: the same sums, to rounding far below
+    # the orders' difference
+    assert abs(want["loss_fwd"] - other["loss_fwd"]) > 1e-5 * want["loss_fwd"]   # (the order does count)
+    assert got["loss_fwd"] == pytest.approx(want["loss_fwd"], rel=1e-6)
+    assert got["loss_bwd"] == pytest.approx(want["loss_bwd"], rel=1e-6)
 
 
 def test_validation_during_a_run_measures_the_weights_of_that_step(tmp_path, toy):

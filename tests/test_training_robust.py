@@ -21,6 +21,7 @@ from elmo.cli import main
 from elmo.training import checkpoint as ckpt_mod
 from elmo.training.checkpoint import (CheckpointError, CheckpointWriteError, latest_checkpoint, list_checkpoints,
                                       load_checkpoint, save_checkpoint)
+from elmo.training.finetune import _refuse_heldout_in_training
 from elmo.training.resume import ResumeMismatch
 from elmo.training.trainer import train
 from training_helpers import tiny_config, write_toy_corpus
@@ -163,6 +164,26 @@ def test_corpus_counts_belong_to_the_text_they_were_made_of(tmp_path, toy):
         f.write("the cat sees a dog .\n")
     with pytest.raises(ResumeMismatch, match=f"the training text has changed since the run began "
                                              rf"\({re.escape(str(text))}: [\d,]+ bytes then, [\d,]+ now\)"):
+        train(cfg)
+
+
+def test_a_run_begun_reading_a_file_twice_is_told_why_it_cannot_resume(tmp_path, toy):
+    """A file named twice (here through a link beside it) is read once now; a run begun when it
+    was read twice recorded both names, and a resume said the link was "no longer there"."""
+    train_txt, _, vocab_txt = toy
+    text = tmp_path / "text" / "train.txt"
+    text.parent.mkdir()
+    text.write_bytes(train_txt.read_bytes())
+    (text.parent / "link.txt").symlink_to("train.txt")
+    run = tmp_path / "run"
+    cfg = tiny_config(run, text.parent, vocab_txt, max_steps=4)
+    train(cfg, stop_after=2)
+    stats = json.loads((run / "corpus_stats.json").read_text(encoding="utf-8"))
+    assert [name for name, _ in stats["files"]] == [str(text.parent / "link.txt")]   # (read once)
+    stats["files"].append([str(text), text.stat().st_size])   # (as the earlier version recorded it)
+    (run / "corpus_stats.json").write_text(json.dumps(stats), encoding="utf-8")
+    with pytest.raises(ResumeMismatch, match=rf"\({re.escape(str(text))}: the same file as another one named, "
+                                             r"read once now\)"):
         train(cfg)
 
 
@@ -744,6 +765,26 @@ def test_finetune_held_out_text_that_is_training_text_is_refused(tmp_path, toy, 
     assert not (tmp_path / "ft").exists()
 
 
+def test_finetune_held_out_text_that_is_a_copy_of_the_training_text_is_refused(tmp_path, toy, capsys):
+    """A copy of the training text (here with other line endings), or the training files
+    joined into one, passed the same-file check: the perplexity of trained text was reported
+    as held-out. Held-out text that merely shares some sentences is taken."""
+    train_txt, _, _ = toy
+    lines = train_txt.read_text(encoding="utf-8").splitlines()
+    copy = tmp_path / "copy.txt"
+    copy.write_bytes("".join(line + "\r\n" for line in lines).encode("utf-8"))
+    first, second = tmp_path / "first.txt", tmp_path / "second.txt"
+    first.write_text("".join(line + "\n" for line in lines[:len(lines) // 2]), encoding="utf-8")
+    second.write_text("".join(line + "\n" for line in lines[len(lines) // 2:]), encoding="utf-8")
+    for text, named in (([train_txt], f" {train_txt};"), ([first, second], ";")):
+        argv = ["finetune", *map(str, text), "--heldout", str(copy), "--from", "default", "--device", "cpu",
+                "--max-steps", "1", "-o", str(tmp_path / "ft")]
+        assert main(argv) == 1
+        assert f"--heldout {copy}: holds the same sentences as the training text{named}" in capsys.readouterr().err
+        assert not (tmp_path / "ft").exists()
+    _refuse_heldout_in_training([first], [copy])   # (it holds more than the training text)
+
+
 @pytest.mark.parametrize("negatives", [0, 24])
 def test_bf16_training_runs_end_to_end_and_stays_near_float32(tmp_path, toy, negatives):
     """The opt-in --bf16 (autocast) through the whole trainer: the weights stay float32, the
@@ -791,6 +832,10 @@ def test_finetune_says_which_text_is_missing(tmp_path, capsys):
     assert "--heldout-every must be at least 2" in capsys.readouterr().err
     assert main(base + [str(one), "-o", str(tmp_path / "r4"), "--heldout"]) == 1   # (every 10th, silently)
     assert "--heldout names no file" in capsys.readouterr().err
+    # (--heldout-every was ignored beside --heldout, without a word)
+    assert main(base + [str(one), "--heldout", str(tmp_path / "empty.txt"), "--heldout-every", "5", "-o",
+                        str(tmp_path / "r5")]) == 1
+    assert "--heldout-every 5 applies without --heldout" in capsys.readouterr().err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["empty.txt", "one.txt"]   # (r1 to r3 were left empty)
 
 

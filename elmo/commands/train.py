@@ -102,7 +102,8 @@ def register(subparsers) -> None:
     p.add_argument("text", nargs="+", help="the task's text: files, globs or folders")
     p.add_argument("--heldout", nargs="*", default=None,
                    help="held-out text (default: every 10th sentence of TEXT is held out)")
-    p.add_argument("--heldout-every", type=int, default=10, help="hold out every N-th sentence (default 10)")
+    p.add_argument("--heldout-every", type=int, default=None,
+                   help="hold out every N-th sentence (default 10; not with --heldout)")
     _add_run_args(p, finetune=True)
     p.set_defaults(func=finetune)
 
@@ -256,6 +257,10 @@ def finetune(args) -> int:
     if args.heldout == []:   # (it held out every N-th sentence as if --heldout were not given)
         raise ValueError("--heldout names no file: give the held-out text, or leave it out to hold out "
                          "every --heldout-every-th sentence")
+    if args.heldout and args.heldout_every is not None:   # (it was ignored without a word)
+        raise ValueError(f"--heldout-every {args.heldout_every} applies without --heldout: the held-out text "
+                         f"is then every N-th sentence of TEXT, not the files --heldout names")
+    heldout_every = 10 if args.heldout_every is None else args.heldout_every
     args.init_from = _model_folder(args.init_from)
     # validated on the held-out text it writes to OUTPUT, known from the start (--lr-decay was
     # refused as if there were none, asking for --valid, which finetune does not have)
@@ -265,12 +270,12 @@ def finetune(args) -> int:
     _refuse_shape_with_from(cfg)
     if print_config_and_exit(with_recipe_defaults(cfg), args):   # (the values the run would take)
         return 0
-    return _run_job("finetune", lambda: run(cfg, heldout=args.heldout, heldout_every=args.heldout_every))
+    return _run_job("finetune", lambda: run(cfg, heldout=args.heldout, heldout_every=heldout_every))
 
 
 def perplexity(args) -> int:
     from ..checks import require_count
-    from ..data.corpus import expand_paths, iter_file_sentences
+    from ..data.corpus import expand_paths_in_order, iter_file_sentences
     from ..runtime import resolve_device
     from ..training.evaluate import perplexity as ppl
     from ..training.export import load_language_model
@@ -279,7 +284,9 @@ def perplexity(args) -> int:
     device = resolve_device(args.device)
     require_count("--batch-size", args.batch_size)   # (named batch_size, as the API calls it)
     model, vocab = load_language_model(_model_folder(args.model), device=device)
-    sentences = list(iter_file_sentences(expand_paths(args.text)))   # (as ppl() lists them anyway)
+    # in the order the files are named (sorted, b.txt a.txt was read as a.txt b.txt: another
+    # context for --carry-state, silently); listed, as ppl() lists them anyway
+    sentences = list(iter_file_sentences(expand_paths_in_order(args.text)))
     if not sentences:  # the files named, not a bare "no text to evaluate"
         raise ValueError(f"{', '.join(args.text)}: no text to evaluate (only empty or blank lines)")
     try:

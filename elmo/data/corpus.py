@@ -37,7 +37,11 @@ def expand_paths(patterns: Sequence[str | os.PathLike]) -> List[Path]:
     except hidden ones: names starting with a dot, or inside a folder whose name does, such as
     ``.git/``, a temporary ``.NAME.tmp`` file or an editor's swap file).
 
-    The result is sorted and free of duplicates so every process sees the same list.
+    The result is sorted and free of duplicates so every process sees the same list: a file
+    named twice, by another path (relative and absolute) or through a link (symbolic or
+    hard), is listed once, under the first of its names in that order (it was read twice:
+    counted twice by vocab build, trained on twice, and held out by finetune beside its own
+    copy).
     Raises FileNotFoundError when a pattern matches nothing.
     """
     files: List[Path] = []
@@ -55,7 +59,27 @@ def expand_paths(patterns: Sequence[str | os.PathLike]) -> List[Path]:
         if not found:
             raise FileNotFoundError(f"{pattern}: no such file, folder or matching glob")
         files.extend(found)
-    return sorted(set(files))
+    return _once_each(sorted(set(files)))
+
+
+def _once_each(files: Sequence[Path]) -> List[Path]:
+    """``files`` with each file at its first name only (one file: the same device and inode,
+    which a symbolic or a hard link shares)."""
+    seen: set = set()
+    kept = []
+    for path in files:
+        st = os.stat(path)
+        if (st.st_dev, st.st_ino) not in seen:
+            seen.add((st.st_dev, st.st_ino))
+            kept.append(path)
+    return kept
+
+
+def expand_paths_in_order(patterns: Sequence[str | os.PathLike]) -> List[Path]:
+    """The files of :func:`expand_paths`, in the order the patterns are given (a folder's or a
+    glob's own files sorted), a file named again read at its first place only: for a text
+    whose sentences' order counts (a carried-state perplexity), not a corpus of shards."""
+    return _once_each([path for pattern in patterns for path in expand_paths([pattern])])
 
 
 def would_find(pattern: str | os.PathLike, path: str | os.PathLike) -> bool:

@@ -89,6 +89,8 @@ def check_language_model_files(folder: Path) -> None:
             why = (f"; {folder} holds a biLM without a language model's softmax and vocabulary, as "
                    f"elmo convert writes one: give the model folder elmo train or finetune exported"
                    if bilm_only and not (folder / SOFTMAX_FILE).exists() else "")
+            if not why and (folder / "model" / name).exists():   # (a run folder of elmo train)
+                why = f"; {folder} is a run folder: its trained model is {folder / 'model'}"
             raise FileNotFoundError(f"{folder / name}: missing (a trained model folder has options.json, "
                                     f"weights.hdf5, {SOFTMAX_FILE} and {VOCAB_FILE}){why}")
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..data.corpus import expand_paths, file_fingerprint, iter_file_sentences
 from ..data.lm_batches import MAX_PIECE_LENGTH
@@ -64,12 +64,43 @@ def heldout_file(output: str | Path) -> Path:
 
 
 def _refuse_heldout_in_training(train_files: Sequence[Path], held_files: Sequence[Path]) -> None:
-    """Refuse --heldout text that is also training text (the same file by any path or link):
-    its perplexity was reported as held-out though the model had trained on it."""
+    """Refuse --heldout text that is also training text: the same file by any path or link,
+    or the same sentences (a copy, maybe with other line endings or spacing) as a training
+    file or as the training text as a whole. Its perplexity was reported as held-out though
+    the model had trained on it."""
     for held in held_files:
         if any(same_file(held, trained) for trained in train_files):
             raise ValueError(f"--heldout {held}: is also training text; a held-out perplexity needs text "
                              f"the model does not train on")
+    if not held_files:   # (the text is read only to compare it with held-out text)
+        return
+    trained_digests, trained_all = _sentence_digests(train_files)
+    held_digests, held_all = _sentence_digests(held_files)
+    for held, digest in zip(held_files, held_digests):
+        copy = next((t for t, d in zip(train_files, trained_digests) if d is not None and d == digest), None)
+        if copy is not None:
+            raise ValueError(f"--heldout {held}: holds the same sentences as the training text {copy}; a "
+                             f"held-out perplexity needs text the model does not train on")
+    if held_all is not None and held_all == trained_all:
+        raise ValueError(f"--heldout {' '.join(map(str, held_files))}: holds the same sentences as the training "
+                         f"text; a held-out perplexity needs text the model does not train on")
+
+
+def _sentence_digests(files: Sequence[Path]) -> Tuple[List[Optional[str]], Optional[str]]:
+    """SHA-256 of the sentences of each file (as training reads them: tokens, one sentence a
+    line, blank lines left out; None for a file without one) and of all files in order."""
+    import hashlib
+
+    whole, each = hashlib.sha256(), []
+    for path in files:
+        one, n = hashlib.sha256(), 0
+        for sentence in iter_file_sentences([path]):
+            line = (" ".join(sentence) + "\n").encode("utf-8")
+            one.update(line)
+            whole.update(line)
+            n += 1
+        each.append(one.hexdigest() if n else None)
+    return each, whole.hexdigest() if any(d is not None for d in each) else None
 
 
 def finetune(cfg: TrainConfig, heldout: Optional[Sequence[str]] = None, heldout_every: int = 10) -> Dict[str, Any]:
@@ -88,9 +119,9 @@ def finetune(cfg: TrainConfig, heldout: Optional[Sequence[str]] = None, heldout_
     # (before the lock file; finetune's stricter rule, see check_text_outside_run)
     check_text_outside_run(out, {"training text": cfg.train, "--heldout": list(heldout or [])},
                            own_names=OWN_TEXT_FILES, found=text_files + held_files)
-    _refuse_heldout_in_training(text_files, held_files)
     check_vocabulary_not_text([*cfg.train, *(heldout or [])], Path(cfg.init_from) / VOCAB_FILE,
                               f"--from {cfg.init_from}")
+    _refuse_heldout_in_training(text_files, held_files)   # (reads the text: after the checks of its files)
     # The run's lock is taken before the text files are written (train() would take it only
     # after: a second finetune into a busy folder replaced the text the first was training on).
     # A run that fails before it writes a file leaves no empty run folder.

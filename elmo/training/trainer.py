@@ -302,7 +302,10 @@ class TrainingRun:
         now = {path: size for path, size in self.corpus_files}
         path = next(p for p in sorted(set(then) | set(now)) if then.get(p) != now.get(p))
         what = (f"{then[path]:,} bytes then, {now[path]:,} now" if path in then and path in now
-                else "a file added since" if path in now else "no longer there")
+                else "a file added since" if path in now
+                # (a run begun when a file named twice was read twice: it is read once now)
+                else "the same file as another one named, read once now" if Path(path).is_file()
+                else "no longer there")
         raise ResumeMismatch(f"cannot resume {self.out_dir}: the training text has changed since the run "
                              f"began ({path}: {what}); rerun with the text it was started with, or use "
                              f"another --output")

@@ -70,6 +70,10 @@ def _count_and_write(corpus: Sequence[str], output: Path, counts_path: Path, min
     counts = count_words(corpus)
     if not any(w not in SPECIAL for w in counts):
         raise ValueError(f"{', '.join(map(str, corpus))}: no words (empty or blank lines only)")
+    top = max((c for w, c in counts.items() if w not in SPECIAL), default=0)
+    if top < min_count:   # (it wrote <S>, </S>, <UNK> alone: a model of every word as <UNK>)
+        raise ValueError(f"--min-count {min_count}: no word of {', '.join(map(str, corpus))} is seen that often "
+                         f"(the most frequent, {top:,} times); the vocabulary would hold only {', '.join(SPECIAL)}")
     vocab = Vocabulary.from_counts(counts, min_count=min_count, max_size=max_size)
     _write_pair(vocab, output, counts_path)
     return counts, vocab
