@@ -315,6 +315,10 @@ def load_original(options_file: str | Path, weight_file: str | Path, *, stateful
     return bilm.to(resolve_device(device, None, "device")) if device is not None else bilm
 
 
+#: The dtypes the original layout's weights may be written in (``save_original(dtype=...)``).
+STORAGE_DTYPES = ("float32", "float16")
+
+
 def _require_bilm(bilm, caller: str) -> None:
     if not isinstance(bilm, BiLM):  # else an AttributeError half way through writing
         raise TypeError(f"{caller} saves a BiLM (elmo.from_pretrained, or Elmo(...).bilm), "
@@ -339,6 +343,11 @@ def save_original(bilm: BiLM, options_file: str | Path, weight_file: str | Path,
     from .io import check_output_file, no_empty_folder_on_failure, output_lock, same_file
 
     _require_bilm(bilm, "save_original")
+    # (checked before anything is written: "int8" truncated every weight to an integer, a file
+    # that loaded back without a word; "complex64" replaced the old file with one that is refused)
+    if not isinstance(dtype, str) or dtype not in STORAGE_DTYPES:
+        raise ValueError(f"save_original: dtype must be one of {', '.join(STORAGE_DTYPES)} (the original "
+                         f"layout stores floats; the model's own dtype is recorded), got {dtype!r}")
     weight_file, options_file = Path(weight_file), Path(options_file)
     if same_file(weight_file, options_file):   # (the options were written over the weights)
         raise ValueError(f"save_original: options_file and weight_file are one file ({weight_file})")

@@ -49,6 +49,19 @@ def test_float16_weights_load_as_float32(tmp_path):
         assert q.dtype == torch.float32 and torch.allclose(p, q, atol=1e-3)
 
 
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "complex64", "bfloat16", None])
+def test_a_storage_dtype_that_is_not_a_float_is_refused_before_writing(tmp_path, dtype):
+    """save_original(dtype="int8") truncated every weight to an integer in a file that loaded
+    back without a word (a different model); "complex64" replaced the previous file with one
+    that load_original refuses; "bfloat16" was numpy's "data type not understood"."""
+    bilm = random_bilm()
+    save_original(bilm, tmp_path / "options.json", tmp_path / "weights.hdf5")
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    with pytest.raises(ValueError, match="dtype must be one of float32, float16"):
+        save_original(bilm, tmp_path / "options.json", tmp_path / "weights.hdf5", dtype=dtype)
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+
+
 def test_a_bfloat16_model_saves_in_the_original_layout(tmp_path):
     """save_original of a model after .to(torch.bfloat16) failed in numpy ("unsupported
     ScalarType BFloat16"); its weights are written as float32, which holds them exactly."""
