@@ -512,6 +512,17 @@ def _load_native(folder: Path, stateful: bool, dtype: torch.dtype | None = None)
     return bilm.to(target) if model_dtype(bilm) != target else bilm
 
 
+def _refuse_broken_links(folder: Path) -> None:
+    """A model file that is a symbolic link to nothing (a moved or deleted target, a loop) is
+    named: it counted as absent, so the folder was said to lack the file it shows, or loaded
+    from its other layout's files instead."""
+    for name in (NATIVE_CONFIG, NATIVE_WEIGHTS, ORIGINAL_OPTIONS, *ORIGINAL_WEIGHTS):
+        path = folder / name
+        if path.is_symlink() and not path.exists():
+            raise WeightFileError(f"{path}: is a symbolic link to {os.readlink(path)}, which does not "
+                                  f"exist (or links back to itself); restore its target or remove the link")
+
+
 def load_pretrained(path: str | Path, *, stateful: bool = False,
                     device: str | torch.device | None = None, dtype: str | torch.dtype | None = None) -> BiLM:
     """Load a model folder: native safetensors, the original HDF5 layout, or an ELMoForManyLangs
@@ -526,6 +537,7 @@ def load_pretrained(path: str | Path, *, stateful: bool = False,
     folder = require_path("path (the model folder)", path)
     if not folder.is_dir():
         raise WeightFileError(f"{folder}: not a model folder")
+    _refuse_broken_links(folder)
     if (folder / NATIVE_WEIGHTS).exists():
         bilm = _load_native(folder, stateful, target)
     elif not (folder / ORIGINAL_OPTIONS).exists() and is_manylangs_folder(folder):

@@ -264,6 +264,24 @@ def test_string_dataset_is_named(tmp_path):
         elmo.from_pretrained(folder)
 
 
+@pytest.mark.parametrize("name", ["weights.hdf5", "options.json", "model.safetensors"])
+@pytest.mark.parametrize("loop", [False, True])
+def test_a_model_file_that_links_to_nothing_is_named(tmp_path, capsys, name, loop):
+    """A weights or options file that is a symbolic link to a moved target (or to itself)
+    counted as absent: the folder was said to lack the very file it shows, and a folder that
+    holds both layouts loaded its other layout's files without a word."""
+    from elmo.cli import main as cli_main
+    folder = _original_copy(tmp_path / "m")
+    elmo.save_pretrained(elmo.from_pretrained(folder), folder)   # both layouts: one model
+    (folder / name).unlink()
+    (folder / name).symlink_to(name if loop else tmp_path / "moved" / name)
+    with pytest.raises(WeightFileError, match=f"{name}: is a symbolic link to .*, which does not exist"):
+        elmo.from_pretrained(folder)
+    assert cli_main(["info", str(folder)]) == 1
+    err = capsys.readouterr().err.strip()
+    assert f"{name}: is a symbolic link" in err and len(err.splitlines()) == 1
+
+
 def test_directories_where_files_belong(tmp_path):
     folder = _original_copy(tmp_path / "a")
     (folder / "weights.hdf5").unlink()
