@@ -323,6 +323,25 @@ def test_full_disk_while_saving_weights_is_one_line_and_keeps_the_old_file(tmp_p
     assert weights.read_bytes() == before
 
 
+def test_convert_into_the_current_folder_or_its_parent(tmp_path, monkeypatch, capsys):
+    """`elmo convert MODEL .` was pathlib's "PosixPath('.') has an empty name" (the lock file
+    beside OUT had no name to be made from); now the folder is written as by its full path,
+    and the user's own files in it stay."""
+    from elmo.cli import main
+    here = tmp_path / "work" / "sub"
+    here.mkdir(parents=True)
+    (here / "notes.txt").write_text("mine\n")
+    monkeypatch.chdir(here)
+    assert main(["convert", "fixture", "."]) == 0, capsys.readouterr().err
+    assert (here / "notes.txt").read_text() == "mine\n"
+    assert elmo.from_pretrained(here).options == elmo.from_pretrained("fixture").options
+    monkeypatch.chdir(here)   # (the new folder took the place of the one this process was in)
+    assert main(["convert", "fixture", "..", "--to", "original"]) == 0, capsys.readouterr().err
+    assert sorted(p.name for p in (tmp_path / "work").iterdir()) == ["README.md", "options.json", "sub",
+                                                                     "weights.hdf5"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["work"]   # no lock or staging left
+
+
 def test_convert_refuses_to_replace_another_models_files(tmp_path, capsys):
     from elmo.cli import main
     out = tmp_path / "out"
