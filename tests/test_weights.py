@@ -1,4 +1,5 @@
 import json
+import re
 import shutil
 
 import h5py
@@ -481,6 +482,29 @@ def test_info_says_where_the_weights_come_from(tmp_path, capsys):
         "adapted from: /runs/lm/model", "adapted on: /data/tweets.txt", f"converted from: {adapted.resolve()}"]
     assert main(["info", "fixture"]) == 0           # no metadata.json: nothing said
     assert capsys.readouterr().out.splitlines()[-1].startswith("weights.hdf5: ")   # (its file, last)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("not json", "not readable JSON"), ("[1, 2]", "expected a JSON object, got \\[1, 2\\]"),
+    ("null", "expected a JSON object, got null"),
+    ('{"trained_on": "corpus.txt", "steps": 5, "tokens": 10}', "'trained_on' must be a list of files"),
+    ('{"trained_on": ["a"], "steps": "many", "tokens": 10}', "'steps' must be a whole number"),
+    ('{"adapted_on": "x.txt"}', "'adapted_on' must be a list"),
+    ('{"warm_start": "old"}', "'warm_start' must be an object")])
+def test_a_damaged_metadata_file_is_one_error_naming_it(tmp_path, capsys, text, message):
+    """A hand-edited or damaged metadata.json was a traceback in elmo info and convert ('list'
+    object has no attribute 'get'), JSON's message without the file's name, or read wrongly:
+    trained_on "corpus.txt" was listed as the files c, o, r, p, u, s, ..."""
+    import shutil
+    from elmo.cli import main
+    folder = tmp_path / "m"
+    shutil.copytree(elmo.model_path("fixture"), folder)
+    (folder / "metadata.json").write_text(text)
+    for command in (["info", str(folder)], ["convert", str(folder), str(tmp_path / "out")]):
+        assert main(command) == 1
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and re.search(f"metadata.json: {message}", err), err
+    assert not (tmp_path / "out").exists()
 
 
 def test_save_pretrained_names_a_file_where_the_folder_belongs(tmp_path):
