@@ -486,7 +486,11 @@ def new_hdf5(path: Path, what: str) -> Iterator:
 
 # ---------------------------------------------------------------------- the output lock
 def lock_path(path: Path) -> Path:
-    """The lock file of an output: ``OUTPUT.lock`` beside it."""
+    """The lock file of an output: ``OUTPUT.lock`` beside it. An output named ``.`` or ``..``
+    (the current folder, its parent) is locked by its absolute path: it has no name of its own
+    to put ``.lock`` after (``elmo convert MODEL .`` was pathlib's "has an empty name")."""
+    if path.name in ("", ".."):
+        path = Path(os.path.abspath(path))
     return path.with_name(path.name + ".lock")
 
 

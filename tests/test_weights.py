@@ -1,4 +1,5 @@
 import json
+import re
 import shutil
 
 import h5py
@@ -47,6 +48,19 @@ def test_float16_weights_load_as_float32(tmp_path):
     loaded = load_original(tmp_path / "options.json", tmp_path / "weights.hdf5")
     for p, q in zip(bilm.parameters(), loaded.parameters()):
         assert q.dtype == torch.float32 and torch.allclose(p, q, atol=1e-3)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "complex64", "bfloat16", None])
+def test_a_storage_dtype_that_is_not_a_float_is_refused_before_writing(tmp_path, dtype):
+    """save_original(dtype="int8") truncated every weight to an integer in a file that loaded
+    back without a word (a different model); "complex64" replaced the previous file with one
+    that load_original refuses; "bfloat16" was numpy's "data type not understood"."""
+    bilm = random_bilm()
+    save_original(bilm, tmp_path / "options.json", tmp_path / "weights.hdf5")
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    with pytest.raises(ValueError, match="dtype must be one of float32, float16"):
+        save_original(bilm, tmp_path / "options.json", tmp_path / "weights.hdf5", dtype=dtype)
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
 
 
 def test_a_bfloat16_model_saves_in_the_original_layout(tmp_path):
@@ -251,6 +265,24 @@ def test_string_dataset_is_named(tmp_path):
         elmo.from_pretrained(folder)
 
 
+@pytest.mark.parametrize("name", ["weights.hdf5", "options.json", "model.safetensors"])
+@pytest.mark.parametrize("loop", [False, True])
+def test_a_model_file_that_links_to_nothing_is_named(tmp_path, capsys, name, loop):
+    """A weights or options file that is a symbolic link to a moved target (or to itself)
+    counted as absent: the folder was said to lack the very file it shows, and a folder that
+    holds both layouts loaded its other layout's files without a word."""
+    from elmo.cli import main as cli_main
+    folder = _original_copy(tmp_path / "m")
+    elmo.save_pretrained(elmo.from_pretrained(folder), folder)   # both layouts: one model
+    (folder / name).unlink()
+    (folder / name).symlink_to(name if loop else tmp_path / "moved" / name)
+    with pytest.raises(WeightFileError, match=f"{name}: is a symbolic link to .*, which does not exist"):
+        elmo.from_pretrained(folder)
+    assert cli_main(["info", str(folder)]) == 1
+    err = capsys.readouterr().err.strip()
+    assert f"{name}: is a symbolic link" in err and len(err.splitlines()) == 1
+
+
 def test_directories_where_files_belong(tmp_path):
     folder = _original_copy(tmp_path / "a")
     (folder / "weights.hdf5").unlink()
@@ -290,6 +322,25 @@ def test_full_disk_while_saving_weights_is_one_line_and_keeps_the_old_file(tmp_p
     assert message == f"{weights}: cannot write the weights: No space left on device"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["options.json", "weights.hdf5"]
     assert weights.read_bytes() == before
+
+
+def test_convert_into_the_current_folder_or_its_parent(tmp_path, monkeypatch, capsys):
+    """`elmo convert MODEL .` was pathlib's "PosixPath('.') has an empty name" (the lock file
+    beside OUT had no name to be made from); now the folder is written as by its full path,
+    and the user's own files in it stay."""
+    from elmo.cli import main
+    here = tmp_path / "work" / "sub"
+    here.mkdir(parents=True)
+    (here / "notes.txt").write_text("mine\n")
+    monkeypatch.chdir(here)
+    assert main(["convert", "fixture", "."]) == 0, capsys.readouterr().err
+    assert (here / "notes.txt").read_text() == "mine\n"
+    assert elmo.from_pretrained(here).options == elmo.from_pretrained("fixture").options
+    monkeypatch.chdir(here)   # (the new folder took the place of the one this process was in)
+    assert main(["convert", "fixture", "..", "--to", "original"]) == 0, capsys.readouterr().err
+    assert sorted(p.name for p in (tmp_path / "work").iterdir()) == ["README.md", "options.json", "sub",
+                                                                     "weights.hdf5"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["work"]   # no lock or staging left
 
 
 def test_convert_refuses_to_replace_another_models_files(tmp_path, capsys):
@@ -431,6 +482,29 @@ def test_info_says_where_the_weights_come_from(tmp_path, capsys):
         "adapted from: /runs/lm/model", "adapted on: /data/tweets.txt", f"converted from: {adapted.resolve()}"]
     assert main(["info", "fixture"]) == 0           # no metadata.json: nothing said
     assert capsys.readouterr().out.splitlines()[-1].startswith("weights.hdf5: ")   # (its file, last)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("not json", "not readable JSON"), ("[1, 2]", "expected a JSON object, got \\[1, 2\\]"),
+    ("null", "expected a JSON object, got null"),
+    ('{"trained_on": "corpus.txt", "steps": 5, "tokens": 10}', "'trained_on' must be a list of files"),
+    ('{"trained_on": ["a"], "steps": "many", "tokens": 10}', "'steps' must be a whole number"),
+    ('{"adapted_on": "x.txt"}', "'adapted_on' must be a list"),
+    ('{"warm_start": "old"}', "'warm_start' must be an object")])
+def test_a_damaged_metadata_file_is_one_error_naming_it(tmp_path, capsys, text, message):
+    """A hand-edited or damaged metadata.json was a traceback in elmo info and convert ('list'
+    object has no attribute 'get'), JSON's message without the file's name, or read wrongly:
+    trained_on "corpus.txt" was listed as the files c, o, r, p, u, s, ..."""
+    import shutil
+    from elmo.cli import main
+    folder = tmp_path / "m"
+    shutil.copytree(elmo.model_path("fixture"), folder)
+    (folder / "metadata.json").write_text(text)
+    for command in (["info", str(folder)], ["convert", str(folder), str(tmp_path / "out")]):
+        assert main(command) == 1
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and re.search(f"metadata.json: {message}", err), err
+    assert not (tmp_path / "out").exists()
 
 
 def test_save_pretrained_names_a_file_where_the_folder_belongs(tmp_path):

@@ -209,6 +209,7 @@ def build_corpus(home: Optional[Path] = None, out: Optional[Path] = None, seed: 
     be written, or that another build is writing, fails at once rather than after the
     downloads. Each file is written atomically; ``stats.json`` is removed when writing starts
     and written last, so a folder without it holds no finished build."""
+    names = _source_names(sources)   # (before anything is made or fetched)
     home = home or data_home()
     out = out or home / "corpus"
     check_output_dir(out, "corpus folder")
@@ -216,7 +217,28 @@ def build_corpus(home: Optional[Path] = None, out: Optional[Path] = None, seed: 
         with writing(out, "corpus folder"):
             (out / "heldout").mkdir(parents=True, exist_ok=True)
         with output_lock(out / "train.txt", name=out):
-            return _build(home, out, seed, list(sources or LM_SOURCES), log)
+            return _build(home, out, seed, names, log)
+
+
+def _source_names(sources: Optional[Sequence[str]]) -> List[str]:
+    """The sources to build from (None: all of :data:`LM_SOURCES`), each once.
+
+    A name given twice emptied that source (its second pass through the deduplication found
+    every sentence seen); an empty list built every source; a corpus that is not an LM source
+    failed with a KeyError after every download."""
+    if sources is None:
+        return list(LM_SOURCES)
+    if isinstance(sources, str):
+        raise TypeError(f"sources must be a list of source names, got the string {sources!r}")
+    names = list(dict.fromkeys(sources))
+    if not names:
+        raise ValueError("sources is empty: name at least one of " + ", ".join(LM_SOURCES)
+                         + " (or pass None for all)")
+    unknown = [n for n in names if n not in LM_SOURCES]
+    if unknown:
+        raise ValueError(f"{unknown[0]!r} is not a source of the LM corpus; the sources are "
+                         + ", ".join(LM_SOURCES))
+    return names
 
 
 def _build(home: Path, out: Path, seed: int, names: List[str], log) -> dict:

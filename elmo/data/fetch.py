@@ -226,6 +226,10 @@ def _archives(folder: Path) -> List[Path]:
                   if p.is_file() and p.suffix in (".whl", ".gz", ".tgz", ".deb", ".zip"))
 
 
+#: The requirements file :func:`_pinned_requirement` writes for pip (deleted once pip has run).
+_REQUIREMENT = ".requirement.txt"
+
+
 def _pinned_requirement(pkg: Package, folder: Path) -> Path:
     """A requirements file naming ``pkg`` with its pinned hash, for pip's hash-checking mode.
 
@@ -234,7 +238,7 @@ def _pinned_requirement(pkg: Package, folder: Path) -> Path:
     package's own build code (``setup.py`` or its build backend), so a tampered archive must be
     refused before that step, not by our own check afterwards.
     """
-    path = folder / ".requirement.txt"
+    path = folder / _REQUIREMENT
     path.write_text(f"{pkg.spec} --hash=sha256:{pkg.sha256}\n")
     return path
 
@@ -252,6 +256,15 @@ def _client_command(pkg: Package, folder: Path) -> List[str]:
 
 
 def _run_client(pkg: Package, folder: Path) -> None:
+    # (pip's requirements file went on lying there: a fetch that failed left downloads/PACKAGE
+    # holding it alone, a folder that no_empty_folder_on_failure no longer took for empty)
+    try:
+        _run_client_command(pkg, folder)
+    finally:
+        (folder / _REQUIREMENT).unlink(missing_ok=True)
+
+
+def _run_client_command(pkg: Package, folder: Path) -> None:
     cmd = _client_command(pkg, folder)
     try:
         result = subprocess.run(cmd, cwd=folder, capture_output=True, text=True)

@@ -516,5 +516,21 @@ def _write_standard_form(name: str, src: Source, home: Path, out: Path, log) -> 
 
 
 def stats(name: str, home: Optional[Path] = None) -> Optional[dict]:
+    """The ``stats.json`` of corpus ``name`` (None before it is written): ``files`` maps each
+    standard-form file to its counts. A damaged or hand-edited file is a DataError naming it and
+    the command that rewrites it (``elmo data list`` was JSON's message without the file, or a
+    traceback deep in the word sum)."""
     path = source_dir(name, home) / "stats.json"
-    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
+    if not path.exists():
+        return None
+    fix = f"rewrite it with `elmo data get {name} --force`"
+    try:
+        st = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, ValueError) as e:
+        raise DataError(f"{path}: not readable JSON ({e}); {fix}") from None
+    files = st.get("files") if isinstance(st, dict) else None
+    if not isinstance(files, dict) or not all(
+            isinstance(f, dict) and all(type(v) is int for v in f.values()) for f in files.values()):
+        raise DataError(f"{path}: not the statistics `elmo data get` writes ('files': the counts of "
+                        f"each file); {fix}")
+    return st

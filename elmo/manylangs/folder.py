@@ -271,14 +271,16 @@ def load_manylangs(folder: str | Path, *, stateful: bool = False,
     with_words = read_model_config(config_path, len(chars), 1).char_vocabulary.word_dim > 0
     words = read_dictionary(folder / WORD_DIC) if with_words else None
     options = read_model_config(config_path, len(chars), len(words) if words else 0)
-    vocab = CharVocabulary(chars, words, options.char_cnn.max_characters_per_token,
-                           (folder / CHAR_DIC, folder / WORD_DIC))
 
     embedder_path, encoder_path = folder / TOKEN_EMBEDDER, folder / ENCODER
     embedder_state = torch_state_dict(embedder_path)
+    # (before the vocabulary checks its ids: a row count that differs from the dictionary's
+    # is named with the embedding it belongs to)
     _check_rows(embedder_path, embedder_state, "char_emb_layer.embedding.weight", folder / CHAR_DIC, chars)
     if words is not None:
         _check_rows(embedder_path, embedder_state, "word_emb_layer.embedding.weight", folder / WORD_DIC, words)
+    vocab = CharVocabulary(chars, words, options.char_cnn.max_characters_per_token,
+                           (folder / CHAR_DIC, folder / WORD_DIC))
     check_state_dict(embedder_path, embedder_state, expected_token_embedder(options))
     encoder_state = torch_state_dict(encoder_path)
     check_state_dict(encoder_path, encoder_state, expected_encoder(options))

@@ -25,7 +25,7 @@ from typing import Dict, Mapping, Optional, Sequence, Tuple
 import torch
 
 from ..chars import check_tokenized
-from .dictionary import check_specials, read_dictionary, write_dictionary
+from .dictionary import DictionaryError, check_specials, read_dictionary, write_dictionary
 
 CHAR_SPECIALS = ("<bos>", "<eos>", "<oov>", "<pad>", "<bow>", "<eow>")
 WORD_SPECIALS = ("<oov>", "<pad>", "<bos>", "<eos>")
@@ -34,6 +34,16 @@ WORD_DIC = "word.dic"
 
 #: Tokens converted per vocabulary before the conversion cache is emptied.
 _CACHE_LIMIT = 1 << 17
+
+
+def _check_ids_fit(entries: Mapping[str, int], source: str | Path) -> None:
+    """The embedding has one row per distinct token, so every id must be below their number.
+    (A native folder's char.dic with a larger id loaded, and every sentence holding that
+    character was refused later as ids "made for another model".)"""
+    token, value = max(entries.items(), key=lambda kv: kv[1])
+    if value >= len(entries):
+        raise DictionaryError(f"{source}: id {value} of {token!r} is not below the number of "
+                              f"distinct entries ({len(entries)}), the rows of the model's embedding")
 
 
 class CharVocabulary:
@@ -50,8 +60,10 @@ class CharVocabulary:
     def __init__(self, chars: Mapping[str, int], words: Optional[Mapping[str, int]] = None,
                  max_chars: int = 50, sources: Tuple[str | Path, str | Path] = (CHAR_DIC, WORD_DIC)):
         check_specials(chars, sources[0], CHAR_SPECIALS)
+        _check_ids_fit(chars, sources[0])
         if words is not None:
             check_specials(words, sources[1], WORD_SPECIALS)
+            _check_ids_fit(words, sources[1])
         if max_chars < 3:
             raise ValueError("max_chars must be at least 3")
         self.chars: Dict[str, int] = dict(chars)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Tuple
 
 import torch
 
@@ -65,9 +65,37 @@ def write_metadata(folder: Path, meta: Dict[str, Any]) -> None:
     atomic_write_text(folder / METADATA_FILE, strict_json.dumps(meta, indent=2, sort_keys=True) + "\n")
 
 
+#: The types of the metadata.json keys that commands read (how the weights were made).
+_METADATA_TYPES: Dict[str, Tuple[type, str]] = {
+    "trained_on": (list, "a list of files"), "adapted_on": (list, "a list"),
+    "steps": (int, "a whole number"), "tokens": (int, "a whole number"),
+    "tokens_total": (int, "a whole number"), "warm_start": (dict, "an object"),
+    "adapted_from": (str, "a path"), "converted_from": (str, "a path"), "shipped": (dict, "an object")}
+
+
 def read_metadata(folder: str | Path) -> Dict[str, Any]:
+    """A model folder's ``metadata.json`` (``{"adapted_on": []}`` where it has none).
+
+    A file that is not a JSON object, or a key of :data:`_METADATA_TYPES` of another type, is
+    a ValueError naming the file (and the key): a damaged or hand-edited file was a traceback
+    (``'list' object has no attribute 'get'``), JSON's error without the file's name, or read
+    wrongly (``trained_on: "corpus.txt"`` listed as the files c, o, r, p, ...)."""
     path = Path(folder) / METADATA_FILE
-    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {"adapted_on": []}
+    if not path.exists():
+        return {"adapted_on": []}
+    try:
+        meta = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
+    except ValueError as e:
+        raise ValueError(f"{path}: not readable JSON ({e})") from None
+    if not isinstance(meta, dict):
+        raise ValueError(f"{path}: expected a JSON object, got {json.dumps(meta)[:60]}")
+    for key, (kind, what) in _METADATA_TYPES.items():
+        value = meta.get(key)
+        if value is not None and (not isinstance(value, kind) or isinstance(value, bool)):
+            raise ValueError(f"{path}: '{key}' must be {what}, got {value!r}")
+    return meta
 
 
 def load_vocabulary(folder: str | Path) -> Vocabulary:

@@ -30,10 +30,11 @@ from ..data.corpus import file_fingerprint
 from ..io import (atomic_commit, atomic_write_text, check_output_dir, naming_as, new_hdf5,
                   no_empty_folder_on_failure, output_lock, temporary_folder)
 from .. import strict_json
-from ..weights import NATIVE_CONFIG, NATIVE_WEIGHTS, ORIGINAL_WEIGHTS, load_original, narrowed, save_original
+from ..weights import (NATIVE_CONFIG, NATIVE_WEIGHTS, ORIGINAL_WEIGHTS, STORAGE_DTYPES, load_original, narrowed,
+                       save_original)
 from .export import COUNTS_FILE, METADATA_FILE, SOFTMAX_FILE, VOCAB_FILE, read_metadata
 
-DTYPES = ("float32", "float16")
+DTYPES = STORAGE_DTYPES
 SHIPPED_FILES = ("options.json", "weights.hdf5", SOFTMAX_FILE, VOCAB_FILE, METADATA_FILE)
 #: Files of a model folder that shipping does not write: refused in DEST (see :func:`ship`).
 STALE_FILES = (NATIVE_CONFIG, NATIVE_WEIGHTS, *ORIGINAL_WEIGHTS[1:], COUNTS_FILE)
