@@ -144,3 +144,22 @@ def test_a_report_is_refused_while_an_experiment_writes_the_folder(tmp_path, cap
     assert main(["experiment-report", str(tmp_path / "missing" / "results.json")]) == 1
     assert "missing/results.json: cannot read it (No such file or directory)" in capsys.readouterr().err
     assert main(["experiment-report", str(tmp_path)]) == 0 and (tmp_path / "results.md").exists()
+
+
+def test_experiment_table_rows_come_from_the_runs_not_a_stored_summary(tmp_path, capsys):
+    """The table printed the summary stored in results.json: none at all for a file written
+    without one (an empty table), and an older version's or a hand-merged file's rows where
+    they no longer matched its runs. Its rows are computed from the runs, as experiment-report's."""
+    from elmo.cli import main
+    results = _results({("pos", "baseline"): [90.0, 92.0], ("pos", "elmo"): [93.0, 96.0]}, "a" * 64)
+    stale = {"task": "pos", "metric": "token_accuracy", "variant": "elmo", "seeds": [1],
+             "test_mean": 50.0, "test_std": None, "gain_mean": 9.0, "gain_std": None,
+             "elmo": results["runs"][-1]["elmo"]}
+    for summary in (None, [stale]):
+        stored = dict(results) if summary is None else {**results, "summary": summary}
+        (tmp_path / "results.json").write_text(json.dumps(stored), encoding="utf-8")
+        assert main(["experiment-table", str(tmp_path)]) == 0
+        rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| two-tasks |")]
+        assert len(rows) == 2
+        assert "| 2 | 91.00 ± 1.41 | - |" in rows[0]                  # the baseline, seeds 1 and 2
+        assert "| 2 | 94.50 ± 2.12 | +3.50 ± 0.71 |" in rows[1]         # paired: 3 and 4

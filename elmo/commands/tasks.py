@@ -147,7 +147,7 @@ def _absolute_bilm(spec):
 
 def experiment_table(args: argparse.Namespace) -> int:
     from ..io import atomic_write_text, check_output_file, check_replaceable
-    from ..tasks.compare import read_results
+    from ..tasks.compare import read_results, recomputed
     from ..tasks.report import TABLE_HEADER, combined_table
 
     if args.output:  # before reading: -o on one of the results.json replaced the results with the table
@@ -157,7 +157,9 @@ def experiment_table(args: argparse.Namespace) -> int:
             if source.resolve() == Path(args.output).resolve():
                 raise ValueError(f"{args.output}: is one of the results to table; write the table to another file")
         check_replaceable(Path(args.output), TABLE_HEADER.encode(), "table of experiments")
-    table = combined_table([read_results(name, need=("config", "runs")) for name in args.results])
+    # each row from the stored runs, as experiment-report computes it (not the stored summary)
+    table = combined_table([recomputed(read_results(name, need=("config", "runs")), name)
+                            for name in args.results])
     if args.output:
         atomic_write_text(Path(args.output), table)
     else:

@@ -61,6 +61,23 @@ def _check_runs(path: Path, runs: Any) -> None:
                                f"has the test score {test!r}; a score must be a finite number")
 
 
+def recomputed(results: dict, path: str | Path) -> dict:
+    """``results`` with its ``summary`` recomputed from its runs under its own recorded config
+    (:func:`~elmo.tasks.runner.summarise`, as ``experiment-report`` does); a config this
+    version cannot read is an error naming ``path``.
+
+    The stored summary is what the writing version computed: a results.json of an older
+    version held gains without their seed pairing or intervals, a hand-merged one a summary
+    of other runs, and one written without a summary gave no row at all."""
+    from ..config import ConfigError
+    from .runner import normalise_config, summarise
+    try:
+        cfg = normalise_config(results["config"])
+    except ConfigError as e:
+        raise CompareError(f"{path}: its recorded config cannot be read ({e})") from None
+    return {**results, "summary": summarise(results["runs"], cfg)}
+
+
 def summary_rows(results: dict) -> Dict[Tuple[str, str], dict]:
     """(task, variant) -> the summary row of a results.json, recomputed from its runs under
     its own recorded config (so the baseline is that experiment's)."""
