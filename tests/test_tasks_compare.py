@@ -163,3 +163,21 @@ def test_experiment_table_rows_come_from_the_runs_not_a_stored_summary(tmp_path,
         assert len(rows) == 2
         assert "| 2 | 91.00 ± 1.41 | - |" in rows[0]                  # the baseline, seeds 1 and 2
         assert "| 2 | 94.50 ± 2.12 | +3.50 ± 0.71 |" in rows[1]         # paired: 3 and 4
+
+
+def test_experiment_table_tells_apart_two_experiments_of_one_name_and_names_their_biLMs(tmp_path, capsys):
+    """One config run with two versions of a biLM (v1/pos and pos) gave rows that differed in
+    nothing but their numbers: the same experiment name, the same `default`, and no word of
+    which files each `default` was."""
+    from elmo.cli import main
+    for folder, results in (("v1", OLD), ("v3", NEW)):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "results.json").write_text(json.dumps(results), encoding="utf-8")
+    assert main(["experiment-table", str(tmp_path / "v1"), str(tmp_path / "v3")]) == 0
+    out = capsys.readouterr().out
+    elmo_rows = [line for line in out.splitlines() if "| pos | token accuracy % | elmo |" in line]
+    assert len(elmo_rows) == 2
+    assert elmo_rows[0].startswith(f"| two-tasks ({tmp_path / 'v1'}) |") and "+3.00 ± 0.00" in elmo_rows[0]
+    assert elmo_rows[1].startswith(f"| two-tasks ({tmp_path / 'v3'}) |") and "+4.50 ± 0.71" in elmo_rows[1]
+    assert "SHA-256 aaaaaaaaaaaa" in out and "SHA-256 bbbbbbbbbbbb" in out
+    assert out.count("domain-adapted: no") == 2

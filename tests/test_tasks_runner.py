@@ -165,8 +165,9 @@ elmo = {{ positions = ["output"], finetune = true, lambda = 1.0 }}
     assert [r["test"] for r in again["runs"]] == first
     table = tmp_path / "table.md"
     assert main(["experiment-table", str(out), str(out / "results.json"), "-o", str(table)]) == 0
-    rows = [line for line in table.read_text().splitlines() if line.startswith("| ablate | pos |")]
-    assert len(rows) == 6                                  # 3 variants, listed twice
+    rows = [line for line in table.read_text().splitlines() if line.startswith("| ablate (")]
+    assert len(rows) == 6                                  # 3 variants, listed twice, each with its source
+    assert sum(line.startswith(f"| ablate ({out}) | pos |") for line in rows) == 3
     assert any("| output | all | 1 |" in r and "| yes |" in r for r in rows)
     # results written by an older version (no gain intervals) get them from experiment-report,
     # with nothing trained and the recorded runs, machine and start time kept

@@ -159,7 +159,7 @@ def experiment_table(args: argparse.Namespace) -> int:
         check_replaceable(Path(args.output), TABLE_HEADER.encode(), "table of experiments")
     # each row from the stored runs, as experiment-report computes it (not the stored summary)
     table = combined_table([recomputed(read_results(name, need=("config", "runs")), name)
-                            for name in args.results])
+                            for name in args.results], sources=args.results)
     if args.output:
         atomic_write_text(Path(args.output), table)
     else:
