@@ -181,3 +181,19 @@ def test_experiment_table_tells_apart_two_experiments_of_one_name_and_names_thei
     assert elmo_rows[1].startswith(f"| two-tasks ({tmp_path / 'v3'}) |") and "+4.50 ± 0.71" in elmo_rows[1]
     assert "SHA-256 aaaaaaaaaaaa" in out and "SHA-256 bbbbbbbbbbbb" in out
     assert out.count("domain-adapted: no") == 2
+
+
+def test_a_seed_run_twice_is_one_error_not_counted_twice(tmp_path, capsys):
+    """Results merged by hand with one run twice: the row said 3 seeds of 2, its test mean
+    counted the repeated run twice and its gain paired only the later one."""
+    from elmo.cli import main
+    results = _results({("pos", "baseline"): [90.0, 92.0], ("pos", "elmo"): [93.0, 95.0]}, "a" * 64)
+    results["runs"].append({**results["runs"][2], "test": 99.0})     # (pos, elmo, seed 1) again
+    text = json.dumps(results)
+    (tmp_path / "results.json").write_text(text, encoding="utf-8")
+    for command in (["experiment-report"], ["experiment-table"]):
+        assert main(command + [str(tmp_path)]) == 1
+        err = capsys.readouterr().err
+        assert "results.json: run 4 repeats run 2 (pos, elmo, seed 1)" in err and "Traceback" not in err
+    assert (tmp_path / "results.json").read_text(encoding="utf-8") == text
+    assert not (tmp_path / "results.md").exists()

@@ -48,10 +48,12 @@ def read_results(path: str | Path, need: Sequence[str] = ("runs",)) -> dict:
 
 
 def _check_runs(path: Path, runs: Any) -> None:
-    """Each run must name its task, variant and seed and hold a finite test score: the summary
-    is computed from them (a NaN or a string score crashed deep in the statistics)."""
+    """Each run must name its task, variant and seed, hold a finite test score and be the only
+    run of its (task, variant, seed): the summary is computed from them (a NaN or a string
+    score crashed deep in the statistics)."""
     if not isinstance(runs, list):
         raise CompareError(f"{path}: 'runs' must be a list, got {type(runs).__name__}")
+    first: Dict[Tuple[Any, Any, Any], int] = {}
     for i, run in enumerate(runs):
         if not isinstance(run, dict) or any(key not in run for key in ("task", "variant", "seed", "test")):
             raise CompareError(f"{path}: run {i} is not a run (it needs task, variant, seed and test)")
@@ -59,6 +61,14 @@ def _check_runs(path: Path, runs: Any) -> None:
         if isinstance(test, bool) or not isinstance(test, (int, float)) or not math.isfinite(test):
             raise CompareError(f"{path}: run {i} ({run['task']}, {run['variant']}, seed {run['seed']}) "
                                f"has the test score {test!r}; a score must be a finite number")
+        # a seed run twice (results merged by hand) was counted twice in the test mean and
+        # once, the later run, in the gain, so the row's seeds and its gain disagreed
+        key = (run["task"], run["variant"], json.dumps(run["seed"]))
+        if key in first:
+            raise CompareError(f"{path}: run {i} repeats run {first[key]} ({run['task']}, {run['variant']}, "
+                               f"seed {run['seed']}); each seed of a task and variant is run once, so "
+                               f"keep one of them")
+        first[key] = i
 
 
 def recomputed(results: dict, path: str | Path) -> dict:
