@@ -359,3 +359,22 @@ def test_layer_norm_runs_recorded_before_per_sentence_statistics_are_not_reused(
     from elmo.tasks.bilm_checksums import BiLMChecksums
     sha = BiLMChecksums()("fixture")
     assert run_fingerprint(cfg, spec, by_name["norm"]) == _digest(content, sha) != _digest(before, sha)
+
+
+def test_resume_into_another_experiments_folder_keeps_its_results(tmp_path):
+    """--resume with a mistyped --out, the folder of another experiment none of whose runs
+    this config keeps: its results.json was replaced at the first run, all its runs lost."""
+    from elmo.tasks.runner import ResultsExistError
+    folders = write_tiny_tasks(tmp_path)
+    out = tmp_path / "results"
+    first = tiny_config(folders, tasks=[{"task": "pos", "data_dir": str(folders["pos"])}],
+                        variants=[{"name": "baseline"}])
+    run_experiment(normalise_config(first), out=out, log=lambda s: None)
+    text = (out / "results.json").read_text(encoding="utf-8")
+    other = {**first, "name": "other", "train": {**first["train"], "epochs": 1}}
+    with pytest.raises(ResultsExistError, match="holds the results of the experiment 'smoke', none of whose 1 runs"):
+        run_experiment(normalise_config(other), out=out, resume=True, log=lambda s: None)
+    assert (out / "results.json").read_text(encoding="utf-8") == text
+    # the same experiment with changed settings trains again, as asked
+    again = run_experiment(normalise_config({**other, "name": "smoke"}), out=out, resume=True, log=lambda s: None)
+    assert len(again["runs"]) == 1 and again["runs"][0]["epochs"] == 1

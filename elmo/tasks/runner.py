@@ -721,6 +721,13 @@ def _run_locked(cfg: ExperimentConfig, out: Path, results_path: Path, resume: bo
         from .compare import read_results
         old = read_results(results_path)
         done, notes = reusable_runs(cfg, old, bilms)
+        then = (old.get("config") or {}).get("name")
+        if old["runs"] and not done and then != cfg.name:
+            # another experiment's folder (a mistyped --out): its runs were all dropped and its
+            # results.json replaced at this experiment's first run
+            raise ResultsExistError(f"{results_path} holds the results of the experiment {then!r}, "
+                                    f"none of whose {len(old['runs'])} runs this config ({cfg.name!r}) "
+                                    f"keeps: give another --out, or --overwrite to replace them")
         log(f"resuming: {len(done)} of {len(old.get('runs', []))} runs in {results_path} "
             f"match this config and are kept")
         for line in notes:
