@@ -197,3 +197,20 @@ def test_a_seed_run_twice_is_one_error_not_counted_twice(tmp_path, capsys):
         assert "results.json: run 4 repeats run 2 (pos, elmo, seed 1)" in err and "Traceback" not in err
     assert (tmp_path / "results.json").read_text(encoding="utf-8") == text
     assert not (tmp_path / "results.md").exists()
+
+
+def test_a_task_not_run_alike_on_both_sides_is_said():
+    """Two results of a task on other training sizes (or settings, or files) were put side by
+    side as if only the biLM had changed."""
+    def with_data(results, train, sha):
+        data = {"sizes": {"train": train, "dev": 10, "test": 20}, "model": {"hidden": 8},
+                "train": {"epochs": 2}, "embeddings": {"vectors": "glove-50d"},
+                "source": {"files": {"test": {"path": "test.txt", "sha256": sha}}}}
+        return {**results, "data": {"pos": data, "ner": {**data, "source": {}}}}
+
+    same = comparison_markdown(with_data(OLD, 250, "c" * 64), with_data(NEW, 250, "c" * 64))
+    assert "not run alike" not in same
+    text = comparison_markdown(with_data(OLD, 250, "c" * 64), with_data(NEW, 2000, "d" * 64))
+    assert ("* **task pos was not run alike**: its split sizes; test file contents differ, so its "
+            "change is not the biLM's alone") in text
+    assert "* **task ner was not run alike**: its split sizes differ" in text

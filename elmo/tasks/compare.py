@@ -6,7 +6,9 @@ Per task and variant: the test metric's mean ± std over seeds (n seeds) under e
 change of the mean; per ELMo variant: its gain over the baseline of its own results (paired
 by seed, as ``results.md`` computes it) under each, and the change of the gain. Every row is
 in its task's own metric; tasks are never averaged. Each side's rows are recomputed from its
-runs by :func:`~elmo.tasks.runner.summarise`, the function that writes ``results.md``.
+runs by :func:`~elmo.tasks.runner.summarise`, the function that writes ``results.md``. A task
+that the two results did not run alike (split sizes, settings, word vectors, files) is flagged
+(:func:`setup_differences`).
 """
 from __future__ import annotations
 
@@ -136,6 +138,32 @@ def _source_lines(name: str, path: str, results: dict) -> List[str]:
     return lines
 
 
+#: What a task's ``data`` block of results.json records of how it was set up, by label.
+_SETUP = (("sizes", "split sizes"), ("model", "model settings"), ("train", "training settings"),
+          ("embeddings", "word vectors"))
+
+
+def setup_differences(old: dict, new: dict) -> List[str]:
+    """One line per task that both results ran but not alike: other split sizes, model or
+    training settings, word vectors, or other file contents (SHA-256). The columns of such
+    a task measure more than the change of biLM; empty when every shared task matches."""
+    a, b = old.get("data") or {}, new.get("data") or {}
+    lines = []
+    for task in [t for t in a if t in b]:
+        da, db = a[task], b[task]
+        differ = [label for key, label in _SETUP if key in da and key in db and da[key] != db[key]]
+        files_a, files_b = ((d.get("source") or {}).get("files") or {} for d in (da, db))
+        shas = [split for split in files_a if split in files_b
+                and isinstance(files_a[split], dict) and isinstance(files_b[split], dict)
+                and files_a[split].get("sha256") != files_b[split].get("sha256")]
+        if shas:
+            differ.append(f"{', '.join(shas)} file contents")
+        if differ:
+            lines.append(f"* **task {task} was not run alike**: its {'; '.join(differ)} differ, so "
+                         f"its change is not the biLM's alone")
+    return lines
+
+
 def comparison_markdown(old: dict, new: dict, names: Sequence[str] = ("old", "new"),
                         paths: Sequence[str] = ("", "")) -> str:
     """The two tables (test metric per task and variant; gain of each ELMo variant over its
@@ -144,7 +172,8 @@ def comparison_markdown(old: dict, new: dict, names: Sequence[str] = ("old", "ne
     rows = paired_rows(old, new)
     experiments = dict.fromkeys([old["config"]["name"], new["config"]["name"]])
     out = [f"# {' / '.join(f'`{e}`' for e in experiments)}: {n_old} against {n_new}", "",
-           *_source_lines(n_old, paths[0], old), *_source_lines(n_new, paths[1], new), "",
+           *_source_lines(n_old, paths[0], old), *_source_lines(n_new, paths[1], new),
+           *setup_differences(old, new), "",
            "Test mean ± std over seeds (number of seeds), each task in its own metric (never "
            f"averaged); change = {n_new} − {n_old}.", "",
            f"| task | metric | variant | {n_old} | {n_new} | change |", "|---|---|---|---|---|---|"]
