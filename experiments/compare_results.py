@@ -14,7 +14,7 @@ import argparse
 import sys
 
 from elmo.io import atomic_write_text
-from elmo.tasks.compare import CompareError, comparison_markdown, read_results
+from elmo.tasks.compare import CompareError, comparison_markdown, read_results, recomputed
 
 
 def main(argv=None) -> int:
@@ -26,7 +26,10 @@ def main(argv=None) -> int:
     p.add_argument("-o", "--output", default=None, help="also write the markdown here")
     args = p.parse_args(argv)
     try:
-        text = comparison_markdown(read_results(args.old), read_results(args.new), args.names,
+        # each side's config is read (its baseline), checked here: a results file without one
+        # was a KeyError traceback
+        old, new = (recomputed(read_results(path, need=("config", "runs")), path) for path in (args.old, args.new))
+        text = comparison_markdown(old, new, args.names,
                                    (args.old, args.new))
     except CompareError as e:
         print(f"error: {e}", file=sys.stderr)

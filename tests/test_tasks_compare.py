@@ -70,6 +70,9 @@ def test_script_prints_and_writes_markdown(tmp_path, capsys):
     assert out.read_text() == capsys.readouterr().out
     assert script.main([str(tmp_path / "missing.json"), str(tmp_path / "new.json")]) == 1
     assert "missing.json: cannot read it" in capsys.readouterr().err
+    (tmp_path / "runs-only.json").write_text(json.dumps({"runs": OLD["runs"]}))   # (a KeyError traceback)
+    assert script.main([str(tmp_path / "runs-only.json"), str(tmp_path / "new.json")]) == 1
+    assert "runs-only.json: not the results.json of an experiment (it has no 'config')" in capsys.readouterr().err
 
 
 def test_a_file_that_is_not_an_experiments_results_is_one_error(tmp_path, capsys):
