@@ -378,3 +378,23 @@ def test_resume_into_another_experiments_folder_keeps_its_results(tmp_path):
     # the same experiment with changed settings trains again, as asked
     again = run_experiment(normalise_config({**other, "name": "smoke"}), out=out, resume=True, log=lambda s: None)
     assert len(again["runs"]) == 1 and again["runs"][0]["epochs"] == 1
+
+
+def test_resume_trains_again_on_a_changed_glove_file(tmp_path, monkeypatch):
+    """A GloVe file of one's own replaced under its name: --resume kept every run trained with
+    the old vectors (task files are counted, the word vectors were not)."""
+    from elmo.tasks import embeddings
+    folders = write_tiny_tasks(tmp_path)
+    glove = tmp_path / "vectors.txt"
+    out = tmp_path / "results"
+    cfg = tiny_config(folders, tasks=[{"task": "pos", "data_dir": str(folders["pos"])}],
+                      variants=[{"name": "baseline"}], embeddings={"glove": str(glove)})
+    logs: list = []
+    for scale in (1.0, 1.0, -2.0):
+        glove.write_text("".join(f"{w} {scale * i:g} {scale:g} 0.5\n" for i, w in enumerate(WORDS)))
+        monkeypatch.setattr(embeddings, "_GLOVE_CACHE", {})     # (a new process reads the file again)
+        monkeypatch.setattr(embeddings, "_DIGESTS", {})
+        run_experiment(normalise_config(cfg), out=out, resume=True, log=logs.append)
+    kept = [line for line in logs if line.startswith("resuming:")]
+    assert kept[0].startswith("resuming: 1 of 1 runs")          # the same vectors: kept
+    assert kept[1].startswith("resuming: 0 of 1 runs")          # other vectors: trained again

@@ -185,7 +185,8 @@ def run_fingerprint(cfg: ExperimentConfig, spec: dict, variant: Variant,
     shared settings. ``resume`` reuses an earlier run when this matches, so variants can be
     added to an experiment (or its description edited) without training the others again.
     A task read from your files (``files``, or a built-in task's ``data_dir``) also counts
-    their contents, so an edited file is trained on again. A variant with ELMo also counts
+    their contents, and a GloVe file of your own (``embeddings.glove``) its words and vectors,
+    so an edited file is trained on again. A variant with ELMo also counts
     its biLM's SHA-256 (:mod:`.bilm_checksums`: weights, options and vocabulary; a
     ``random:`` control's options only), so a retrained biLM is trained with again; its
     fingerprint is None when that biLM's folder is not there. ``bilms`` shares the checksums
@@ -210,6 +211,11 @@ def _run_content(cfg: ExperimentConfig, spec: dict, variant: Variant) -> dict:
     data = _data_checksums(spec)
     if data:
         content["data"] = data
+    if cfg.embeddings.get("glove"):
+        # a GloVe file of your own, by its words and vectors as read: another file under its
+        # name kept the runs trained with the old vectors (glove-50d is pinned by `elmo data`)
+        from .embeddings import glove_record
+        content["glove"] = glove_record(cfg.embeddings)["digest"]
     return content
 
 
