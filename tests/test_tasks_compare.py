@@ -217,3 +217,16 @@ def test_a_task_not_run_alike_on_both_sides_is_said():
     assert ("* **task pos was not run alike**: its split sizes; test file contents differ, so its "
             "change is not the biLM's alone") in text
     assert "* **task ner was not run alike**: its split sizes differ" in text
+
+
+def test_a_recorded_config_that_cannot_be_read_names_its_file(tmp_path, capsys):
+    """experiment-report said "unknown config keys: ..." of a results.json's config without
+    saying which of the folders given it was."""
+    from elmo.cli import main
+    results = _results({("pos", "baseline"): [90.0, 92.0]}, "a" * 64)
+    results["config"]["retired"] = 1
+    (tmp_path / "results.json").write_text(json.dumps(results), encoding="utf-8")
+    for command in (["experiment-report"], ["experiment-table"]):
+        assert main(command + [str(tmp_path)]) == 1
+        err = capsys.readouterr().err
+        assert f"{tmp_path}" in err and ": its recorded config cannot be read (unknown config keys: retired" in err

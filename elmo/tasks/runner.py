@@ -786,7 +786,7 @@ def rewrite_reports(out: str | Path) -> dict:
     It holds the folder's lock as :func:`run_experiment` does: run beside an experiment into
     the folder, it wrote back the runs it had read over the experiment's newer results.json,
     losing the runs finished meanwhile when the experiment ended before its next write."""
-    from .compare import CompareError, read_results
+    from .compare import CompareError, read_results, recomputed
 
     out = Path(out)
     results_path = out / "results.json" if out.is_dir() else out
@@ -797,8 +797,7 @@ def rewrite_reports(out: str | Path) -> dict:
         results = read_results(results_path, need=("config", "runs"))
         if not results["runs"]:  # (the summary was recomputed as empty and the stored one lost)
             raise CompareError(f"{results_path}: holds no runs to report on; it is kept as it is")
-        cfg = normalise_config(results["config"])
-        results["summary"] = summarise(results["runs"], cfg)
+        results = recomputed(results, results_path)   # (a config it cannot read names the file)
         atomic_write_text(results_path, json.dumps(nonfinite_as_none(results), indent=1, allow_nan=False) + "\n")
         write_reports(results, out)
     return results
