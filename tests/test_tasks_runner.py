@@ -398,3 +398,19 @@ def test_resume_trains_again_on_a_changed_glove_file(tmp_path, monkeypatch):
     kept = [line for line in logs if line.startswith("resuming:")]
     assert kept[0].startswith("resuming: 1 of 1 runs")          # the same vectors: kept
     assert kept[1].startswith("resuming: 0 of 1 runs")          # other vectors: trained again
+
+
+def test_plan_counts_only_the_variants_asked_for(tmp_path, capsys):
+    """--plan --variants baseline listed and counted every variant of the config (and took a
+    variant the config lacks without a word), where the run itself trains only those named."""
+    folders = write_tiny_tasks(tmp_path)
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(tiny_config(folders, seeds=[1, 2], tasks=[{"task": "pos", "data_dir": str(folders["pos"])}])))
+    assert main(["experiment", str(path), "--plan", "--variants", "baseline"]) == 0
+    out = capsys.readouterr().out
+    assert "variant baseline: baseline" in out and "variant elmo-in-out" not in out
+    assert "2 training runs (seeds 1, 2; 1 other variant(s) of the config not now)" in out
+    assert main(["experiment", str(path), "--plan", "--variants", "nosuch"]) == 1
+    assert "unknown variant(s) nosuch; the config has baseline, elmo-in-out" in capsys.readouterr().err
+    assert main(["experiment", str(path), "--plan"]) == 0
+    assert "4 training runs (seeds 1, 2)\n" in capsys.readouterr().out

@@ -89,18 +89,18 @@ def experiment(args: argparse.Namespace) -> int:
     if args.print_config:
         print(json.dumps(_absolute_paths(cfg.to_dict()), indent=2, default=str))
         return 0
-    if args.plan:
-        print("\n".join(plan(cfg)))
-        return 0
-    command = "elmo " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:2] == [
-        "experiment"] else f"elmo experiment {shlex.quote(args.config)}"
-    log = (lambda s: None) if args.quiet else (lambda s: print(s, file=sys.stderr, flush=True))
     only = None
     if args.variants is not None:
         only = [v.strip() for v in args.variants.split(",") if v.strip()]
         if not only:  # '' ran every variant; ',' ran none, and with --overwrite emptied results.json
             raise ValueError(f"--variants {args.variants!r} names no variant; the config has "
                              f"{', '.join(v.name for v in cfg.variants)}")
+    if args.plan:
+        print("\n".join(plan(cfg, only)))
+        return 0
+    command = "elmo " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:2] == [
+        "experiment"] else f"elmo experiment {shlex.quote(args.config)}"
+    log = (lambda s: None) if args.quiet else (lambda s: print(s, file=sys.stderr, flush=True))
     results = run_experiment(cfg, out=args.out, resume=args.resume, command=command, log=log,
                              only_variants=only, overwrite=args.overwrite,
                              save_models=args.save_models)

@@ -555,9 +555,23 @@ def summarise(runs: List[dict], cfg: ExperimentConfig) -> List[dict]:
 
 
 # ----------------------------------------------------------------------------- driver
-def plan(cfg: ExperimentConfig) -> List[str]:
+def selected_variants(cfg: ExperimentConfig, only_variants: Optional[Sequence[str]] = None) -> List[Variant]:
+    """The variants run now: all, or those named in ``only_variants`` (in the config's order);
+    a name the config lacks is an error naming the config's."""
+    names = [v.name for v in cfg.variants]
+    if only_variants is not None:
+        unknown = sorted(set(only_variants) - set(names))
+        if unknown:
+            raise ValueError(f"unknown variant(s) {', '.join(unknown)}; the config has {', '.join(names)}")
+    return [v for v in cfg.variants if only_variants is None or v.name in only_variants]
+
+
+def plan(cfg: ExperimentConfig, only_variants: Optional[Sequence[str]] = None) -> List[str]:
     """What :func:`run_experiment` would do, as lines: each task's split sizes, the variants
-    and the number of training runs. Loads the data (fetching it if needed), trains nothing."""
+    run now (``only_variants``, as ``run_experiment`` takes it) and the number of training
+    runs. Loads the data (fetching it if needed), trains nothing."""
+    # (--plan --variants listed and counted every variant, and took a name the config lacks)
+    selected = selected_variants(cfg, only_variants)
     lines = []
     for spec in cfg.tasks:
         data = load_task(spec)
@@ -565,15 +579,17 @@ def plan(cfg: ExperimentConfig) -> List[str]:
         unseen = data.describe_unseen()
         if unseen:
             lines.append(unseen)
-    for v in cfg.variants:
+    for v in selected:
         e = v.elmo
         what = "baseline" if e is None else (
             f"ELMo at {'+'.join(e.positions)}, layers {e.layers}, lambda {e.lam:g}, "
             f"dropout {e.dropout:g}{', layer norm' if e.do_layer_norm else ''}, "
             f"{'fine-tuned' if e.finetune else 'frozen'} biLM {cfg.bilm_of(v)}")
         lines.append(f"variant {v.name}: {what}")
-    runs = len(cfg.tasks) * len(cfg.variants) * len(cfg.seeds)
-    lines.append(f"{runs} training runs (seeds {', '.join(map(str, cfg.seeds))})")
+    runs = len(cfg.tasks) * len(selected) * len(cfg.seeds)
+    others = "" if len(selected) == len(cfg.variants) else \
+        f"; {len(cfg.variants) - len(selected)} other variant(s) of the config not now"
+    lines.append(f"{runs} training runs (seeds {', '.join(map(str, cfg.seeds))}{others})")
     return lines
 
 
@@ -695,12 +711,7 @@ def run_experiment(cfg: ExperimentConfig | dict, out: Optional[str | Path] = Non
     ``overwrite`` (start again) is given. ``save_models`` keeps every trained model in
     ``OUT/models/<task>/<variant>/seed-<seed>/`` (see :mod:`.saved`)."""
     cfg = normalise_config(cfg)
-    names = [v.name for v in cfg.variants]
-    if only_variants is not None:
-        unknown = sorted(set(only_variants) - set(names))
-        if unknown:
-            raise ValueError(f"unknown variant(s) {', '.join(unknown)}; the config has {', '.join(names)}")
-    selected = [v for v in cfg.variants if only_variants is None or v.name in only_variants]
+    selected = selected_variants(cfg, only_variants)
     out = Path(out or cfg.out or Path("experiments") / "results" / cfg.name)
     results_path = out / "results.json"
     check_output_dir(out, "results folder")
