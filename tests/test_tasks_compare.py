@@ -230,3 +230,25 @@ def test_a_recorded_config_that_cannot_be_read_names_its_file(tmp_path, capsys):
         assert main(command + [str(tmp_path)]) == 1
         err = capsys.readouterr().err
         assert f"{tmp_path}" in err and ": its recorded config cannot be read (unknown config keys: retired" in err
+
+
+def test_script_never_writes_over_the_results_it_compares(tmp_path, capsys):
+    """-o naming one of the two results replaced that results.json with the markdown."""
+    spec = importlib.util.spec_from_file_location("compare_results", SCRIPT)
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    (tmp_path / "old").mkdir()
+    kept = {"old/results.json": json.dumps(OLD), "new.json": json.dumps(NEW), "notes.txt": "mine"}
+    for name, text in kept.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    for output, said in (("old/results.json", "is one of the results compared"),
+                         ("new.json", "is one of the results compared"),
+                         ("old", "is a directory"),
+                         ("notes.txt", "exists and is not a comparison of two results; it is kept")):
+        assert script.main([str(tmp_path / "old"), str(tmp_path / "new.json"), "-o", str(tmp_path / output)]) == 1
+        assert said in capsys.readouterr().err
+    assert all((tmp_path / name).read_text(encoding="utf-8") == text for name, text in kept.items())
+    out = tmp_path / "compare.md"
+    for _ in range(2):             # its own earlier comparison is replaced
+        assert script.main([str(tmp_path / "old"), str(tmp_path / "new.json"), "-o", str(out)]) == 0
+        assert out.read_text(encoding="utf-8") == capsys.readouterr().out

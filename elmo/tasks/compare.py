@@ -20,6 +20,10 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from .report import METRIC_NAMES, bilm_sha256_text, pm
 
 
+#: How :func:`comparison_markdown` begins (``compare_results.py -o`` replaces only such a file).
+COMPARISON_HEADER = "# `"
+
+
 class CompareError(ValueError):
     """Two results files that cannot be compared (the message names the file or task)."""
 
@@ -171,7 +175,7 @@ def comparison_markdown(old: dict, new: dict, names: Sequence[str] = ("old", "ne
     n_old, n_new = names
     rows = paired_rows(old, new)
     experiments = dict.fromkeys([old["config"]["name"], new["config"]["name"]])
-    out = [f"# {' / '.join(f'`{e}`' for e in experiments)}: {n_old} against {n_new}", "",
+    out = [COMPARISON_HEADER[:2] + f"{' / '.join(f'`{e}`' for e in experiments)}: {n_old} against {n_new}", "",
            *_source_lines(n_old, paths[0], old), *_source_lines(n_new, paths[1], new),
            *setup_differences(old, new), "",
            "Test mean ± std over seeds (number of seeds), each task in its own metric (never "
