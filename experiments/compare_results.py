@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
-from elmo.io import atomic_write_text
-from elmo.tasks.compare import CompareError, comparison_markdown, read_results
+from elmo.io import OutputError, atomic_write_text, check_output_file, check_replaceable
+from elmo.tasks.compare import COMPARISON_HEADER, CompareError, comparison_markdown, read_results, recomputed
 
 
 def main(argv=None) -> int:
@@ -26,15 +27,31 @@ def main(argv=None) -> int:
     p.add_argument("-o", "--output", default=None, help="also write the markdown here")
     args = p.parse_args(argv)
     try:
-        text = comparison_markdown(read_results(args.old), read_results(args.new), args.names,
+        if args.output:  # before reading: -o naming one of the results replaced it with the markdown
+            _check_output(Path(args.output), (args.old, args.new))
+        # each side's config is read (its baseline), checked here: a results file without one
+        # was a KeyError traceback
+        old, new = (recomputed(read_results(path, need=("config", "runs")), path) for path in (args.old, args.new))
+        text = comparison_markdown(old, new, args.names,
                                    (args.old, args.new))
-    except CompareError as e:
+    except (CompareError, OutputError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
     print(text, end="")
     if args.output:
         atomic_write_text(args.output, text)
     return 0
+
+
+def _check_output(output: Path, inputs) -> None:
+    """Refuse an output that is one of the results compared, a folder, or a file that is no
+    earlier comparison (a results.json or config given to -o by mistake is kept)."""
+    check_output_file(output, "comparison")
+    for name in inputs:
+        source = Path(name) / "results.json" if Path(name).is_dir() else Path(name)
+        if source.resolve() == output.resolve():
+            raise CompareError(f"{output}: is one of the results compared; write the comparison to another file")
+    check_replaceable(output, COMPARISON_HEADER.encode(), "comparison of two results")
 
 
 if __name__ == "__main__":

@@ -70,6 +70,9 @@ def test_script_prints_and_writes_markdown(tmp_path, capsys):
     assert out.read_text() == capsys.readouterr().out
     assert script.main([str(tmp_path / "missing.json"), str(tmp_path / "new.json")]) == 1
     assert "missing.json: cannot read it" in capsys.readouterr().err
+    (tmp_path / "runs-only.json").write_text(json.dumps({"runs": OLD["runs"]}))   # (a KeyError traceback)
+    assert script.main([str(tmp_path / "runs-only.json"), str(tmp_path / "new.json")]) == 1
+    assert "runs-only.json: not the results.json of an experiment (it has no 'config')" in capsys.readouterr().err
 
 
 def test_a_file_that_is_not_an_experiments_results_is_one_error(tmp_path, capsys):
@@ -144,3 +147,108 @@ def test_a_report_is_refused_while_an_experiment_writes_the_folder(tmp_path, cap
     assert main(["experiment-report", str(tmp_path / "missing" / "results.json")]) == 1
     assert "missing/results.json: cannot read it (No such file or directory)" in capsys.readouterr().err
     assert main(["experiment-report", str(tmp_path)]) == 0 and (tmp_path / "results.md").exists()
+
+
+def test_experiment_table_rows_come_from_the_runs_not_a_stored_summary(tmp_path, capsys):
+    """The table printed the summary stored in results.json: none at all for a file written
+    without one (an empty table), and an older version's or a hand-merged file's rows where
+    they no longer matched its runs. Its rows are computed from the runs, as experiment-report's."""
+    from elmo.cli import main
+    results = _results({("pos", "baseline"): [90.0, 92.0], ("pos", "elmo"): [93.0, 96.0]}, "a" * 64)
+    stale = {"task": "pos", "metric": "token_accuracy", "variant": "elmo", "seeds": [1],
+             "test_mean": 50.0, "test_std": None, "gain_mean": 9.0, "gain_std": None,
+             "elmo": results["runs"][-1]["elmo"]}
+    for summary in (None, [stale]):
+        stored = dict(results) if summary is None else {**results, "summary": summary}
+        (tmp_path / "results.json").write_text(json.dumps(stored), encoding="utf-8")
+        assert main(["experiment-table", str(tmp_path)]) == 0
+        rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| two-tasks |")]
+        assert len(rows) == 2
+        assert "| 2 | 91.00 ± 1.41 | - |" in rows[0]                  # the baseline, seeds 1 and 2
+        assert "| 2 | 94.50 ± 2.12 | +3.50 ± 0.71 |" in rows[1]         # paired: 3 and 4
+
+
+def test_experiment_table_tells_apart_two_experiments_of_one_name_and_names_their_biLMs(tmp_path, capsys):
+    """One config run with two versions of a biLM (v1/pos and pos) gave rows that differed in
+    nothing but their numbers: the same experiment name, the same `default`, and no word of
+    which files each `default` was."""
+    from elmo.cli import main
+    for folder, results in (("v1", OLD), ("v3", NEW)):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "results.json").write_text(json.dumps(results), encoding="utf-8")
+    assert main(["experiment-table", str(tmp_path / "v1"), str(tmp_path / "v3")]) == 0
+    out = capsys.readouterr().out
+    elmo_rows = [line for line in out.splitlines() if "| pos | token accuracy % | elmo |" in line]
+    assert len(elmo_rows) == 2
+    assert elmo_rows[0].startswith(f"| two-tasks ({tmp_path / 'v1'}) |") and "+3.00 ± 0.00" in elmo_rows[0]
+    assert elmo_rows[1].startswith(f"| two-tasks ({tmp_path / 'v3'}) |") and "+4.50 ± 0.71" in elmo_rows[1]
+    assert "SHA-256 aaaaaaaaaaaa" in out and "SHA-256 bbbbbbbbbbbb" in out
+    assert out.count("domain-adapted: no") == 2
+
+
+def test_a_seed_run_twice_is_one_error_not_counted_twice(tmp_path, capsys):
+    """Results merged by hand with one run twice: the row said 3 seeds of 2, its test mean
+    counted the repeated run twice and its gain paired only the later one."""
+    from elmo.cli import main
+    results = _results({("pos", "baseline"): [90.0, 92.0], ("pos", "elmo"): [93.0, 95.0]}, "a" * 64)
+    results["runs"].append({**results["runs"][2], "test": 99.0})     # (pos, elmo, seed 1) again
+    text = json.dumps(results)
+    (tmp_path / "results.json").write_text(text, encoding="utf-8")
+    for command in (["experiment-report"], ["experiment-table"]):
+        assert main(command + [str(tmp_path)]) == 1
+        err = capsys.readouterr().err
+        assert "results.json: run 4 repeats run 2 (pos, elmo, seed 1)" in err and "Traceback" not in err
+    assert (tmp_path / "results.json").read_text(encoding="utf-8") == text
+    assert not (tmp_path / "results.md").exists()
+
+
+def test_a_task_not_run_alike_on_both_sides_is_said():
+    """Two results of a task on other training sizes (or settings, or files) were put side by
+    side as if only the biLM had changed."""
+    def with_data(results, train, sha):
+        data = {"sizes": {"train": train, "dev": 10, "test": 20}, "model": {"hidden": 8},
+                "train": {"epochs": 2}, "embeddings": {"vectors": "glove-50d"},
+                "source": {"files": {"test": {"path": "test.txt", "sha256": sha}}}}
+        return {**results, "data": {"pos": data, "ner": {**data, "source": {}}}}
+
+    same = comparison_markdown(with_data(OLD, 250, "c" * 64), with_data(NEW, 250, "c" * 64))
+    assert "not run alike" not in same
+    text = comparison_markdown(with_data(OLD, 250, "c" * 64), with_data(NEW, 2000, "d" * 64))
+    assert ("* **task pos was not run alike**: its split sizes; test file contents differ, so its "
+            "change is not the biLM's alone") in text
+    assert "* **task ner was not run alike**: its split sizes differ" in text
+
+
+def test_a_recorded_config_that_cannot_be_read_names_its_file(tmp_path, capsys):
+    """experiment-report said "unknown config keys: ..." of a results.json's config without
+    saying which of the folders given it was."""
+    from elmo.cli import main
+    results = _results({("pos", "baseline"): [90.0, 92.0]}, "a" * 64)
+    results["config"]["retired"] = 1
+    (tmp_path / "results.json").write_text(json.dumps(results), encoding="utf-8")
+    for command in (["experiment-report"], ["experiment-table"]):
+        assert main(command + [str(tmp_path)]) == 1
+        err = capsys.readouterr().err
+        assert f"{tmp_path}" in err and ": its recorded config cannot be read (unknown config keys: retired" in err
+
+
+def test_script_never_writes_over_the_results_it_compares(tmp_path, capsys):
+    """-o naming one of the two results replaced that results.json with the markdown."""
+    spec = importlib.util.spec_from_file_location("compare_results", SCRIPT)
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    (tmp_path / "old").mkdir()
+    kept = {"old/results.json": json.dumps(OLD), "new.json": json.dumps(NEW), "notes.txt": "mine"}
+    for name, text in kept.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    for output, said in (("old/results.json", "is one of the results compared"),
+                         ("new.json", "is one of the results compared"),
+                         ("old", "is a directory"),
+                         ("notes.txt", "exists and is not a comparison of two results; it is kept")):
+        assert script.main([str(tmp_path / "old"), str(tmp_path / "new.json"), "-o", str(tmp_path / output)]) == 1
+        assert said in capsys.readouterr().err
+    assert all((tmp_path / name).read_text(encoding="utf-8") == text for name, text in kept.items())
+    out = tmp_path / "compare.md"
+    for _ in range(2):             # its own earlier comparison is replaced
+        assert script.main([str(tmp_path / "old"), str(tmp_path / "new.json"), "-o", str(out)]) == 0
+        assert out.read_text(encoding="utf-8") == capsys.readouterr().out

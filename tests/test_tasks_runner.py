@@ -165,8 +165,9 @@ elmo = {{ positions = ["output"], finetune = true, lambda = 1.0 }}
     assert [r["test"] for r in again["runs"]] == first
     table = tmp_path / "table.md"
     assert main(["experiment-table", str(out), str(out / "results.json"), "-o", str(table)]) == 0
-    rows = [line for line in table.read_text().splitlines() if line.startswith("| ablate | pos |")]
-    assert len(rows) == 6                                  # 3 variants, listed twice
+    rows = [line for line in table.read_text().splitlines() if line.startswith("| ablate (")]
+    assert len(rows) == 6                                  # 3 variants, listed twice, each with its source
+    assert sum(line.startswith(f"| ablate ({out}) | pos |") for line in rows) == 3
     assert any("| output | all | 1 |" in r and "| yes |" in r for r in rows)
     # results written by an older version (no gain intervals) get them from experiment-report,
     # with nothing trained and the recorded runs, machine and start time kept
@@ -358,3 +359,58 @@ def test_layer_norm_runs_recorded_before_per_sentence_statistics_are_not_reused(
     from elmo.tasks.bilm_checksums import BiLMChecksums
     sha = BiLMChecksums()("fixture")
     assert run_fingerprint(cfg, spec, by_name["norm"]) == _digest(content, sha) != _digest(before, sha)
+
+
+def test_resume_into_another_experiments_folder_keeps_its_results(tmp_path):
+    """--resume with a mistyped --out, the folder of another experiment none of whose runs
+    this config keeps: its results.json was replaced at the first run, all its runs lost."""
+    from elmo.tasks.runner import ResultsExistError
+    folders = write_tiny_tasks(tmp_path)
+    out = tmp_path / "results"
+    first = tiny_config(folders, tasks=[{"task": "pos", "data_dir": str(folders["pos"])}],
+                        variants=[{"name": "baseline"}])
+    run_experiment(normalise_config(first), out=out, log=lambda s: None)
+    text = (out / "results.json").read_text(encoding="utf-8")
+    other = {**first, "name": "other", "train": {**first["train"], "epochs": 1}}
+    with pytest.raises(ResultsExistError, match="holds the results of the experiment 'smoke', none of whose 1 runs"):
+        run_experiment(normalise_config(other), out=out, resume=True, log=lambda s: None)
+    assert (out / "results.json").read_text(encoding="utf-8") == text
+    # the same experiment with changed settings trains again, as asked
+    again = run_experiment(normalise_config({**other, "name": "smoke"}), out=out, resume=True, log=lambda s: None)
+    assert len(again["runs"]) == 1 and again["runs"][0]["epochs"] == 1
+
+
+def test_resume_trains_again_on_a_changed_glove_file(tmp_path, monkeypatch):
+    """A GloVe file of one's own replaced under its name: --resume kept every run trained with
+    the old vectors (task files are counted, the word vectors were not)."""
+    from elmo.tasks import embeddings
+    folders = write_tiny_tasks(tmp_path)
+    glove = tmp_path / "vectors.txt"
+    out = tmp_path / "results"
+    cfg = tiny_config(folders, tasks=[{"task": "pos", "data_dir": str(folders["pos"])}],
+                      variants=[{"name": "baseline"}], embeddings={"glove": str(glove)})
+    logs: list = []
+    for scale in (1.0, 1.0, -2.0):
+        glove.write_text("".join(f"{w} {scale * i:g} {scale:g} 0.5\n" for i, w in enumerate(WORDS)))
+        monkeypatch.setattr(embeddings, "_GLOVE_CACHE", {})     # (a new process reads the file again)
+        monkeypatch.setattr(embeddings, "_DIGESTS", {})
+        run_experiment(normalise_config(cfg), out=out, resume=True, log=logs.append)
+    kept = [line for line in logs if line.startswith("resuming:")]
+    assert kept[0].startswith("resuming: 1 of 1 runs")          # the same vectors: kept
+    assert kept[1].startswith("resuming: 0 of 1 runs")          # other vectors: trained again
+
+
+def test_plan_counts_only_the_variants_asked_for(tmp_path, capsys):
+    """--plan --variants baseline listed and counted every variant of the config (and took a
+    variant the config lacks without a word), where the run itself trains only those named."""
+    folders = write_tiny_tasks(tmp_path)
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(tiny_config(folders, seeds=[1, 2], tasks=[{"task": "pos", "data_dir": str(folders["pos"])}])))
+    assert main(["experiment", str(path), "--plan", "--variants", "baseline"]) == 0
+    out = capsys.readouterr().out
+    assert "variant baseline: baseline" in out and "variant elmo-in-out" not in out
+    assert "2 training runs (seeds 1, 2; 1 other variant(s) of the config not now)" in out
+    assert main(["experiment", str(path), "--plan", "--variants", "nosuch"]) == 1
+    assert "unknown variant(s) nosuch; the config has baseline, elmo-in-out" in capsys.readouterr().err
+    assert main(["experiment", str(path), "--plan"]) == 0
+    assert "4 training runs (seeds 1, 2)\n" in capsys.readouterr().out

@@ -89,18 +89,18 @@ def experiment(args: argparse.Namespace) -> int:
     if args.print_config:
         print(json.dumps(_absolute_paths(cfg.to_dict()), indent=2, default=str))
         return 0
-    if args.plan:
-        print("\n".join(plan(cfg)))
-        return 0
-    command = "elmo " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:2] == [
-        "experiment"] else f"elmo experiment {shlex.quote(args.config)}"
-    log = (lambda s: None) if args.quiet else (lambda s: print(s, file=sys.stderr, flush=True))
     only = None
     if args.variants is not None:
         only = [v.strip() for v in args.variants.split(",") if v.strip()]
         if not only:  # '' ran every variant; ',' ran none, and with --overwrite emptied results.json
             raise ValueError(f"--variants {args.variants!r} names no variant; the config has "
                              f"{', '.join(v.name for v in cfg.variants)}")
+    if args.plan:
+        print("\n".join(plan(cfg, only)))
+        return 0
+    command = "elmo " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:2] == [
+        "experiment"] else f"elmo experiment {shlex.quote(args.config)}"
+    log = (lambda s: None) if args.quiet else (lambda s: print(s, file=sys.stderr, flush=True))
     results = run_experiment(cfg, out=args.out, resume=args.resume, command=command, log=log,
                              only_variants=only, overwrite=args.overwrite,
                              save_models=args.save_models)
@@ -147,7 +147,7 @@ def _absolute_bilm(spec):
 
 def experiment_table(args: argparse.Namespace) -> int:
     from ..io import atomic_write_text, check_output_file, check_replaceable
-    from ..tasks.compare import read_results
+    from ..tasks.compare import read_results, recomputed
     from ..tasks.report import TABLE_HEADER, combined_table
 
     if args.output:  # before reading: -o on one of the results.json replaced the results with the table
@@ -157,7 +157,9 @@ def experiment_table(args: argparse.Namespace) -> int:
             if source.resolve() == Path(args.output).resolve():
                 raise ValueError(f"{args.output}: is one of the results to table; write the table to another file")
         check_replaceable(Path(args.output), TABLE_HEADER.encode(), "table of experiments")
-    table = combined_table([read_results(name, need=("config", "runs")) for name in args.results])
+    # each row from the stored runs, as experiment-report computes it (not the stored summary)
+    table = combined_table([recomputed(read_results(name, need=("config", "runs")), name)
+                            for name in args.results], sources=args.results)
     if args.output:
         atomic_write_text(Path(args.output), table)
     else:

@@ -6,7 +6,9 @@ Per task and variant: the test metric's mean ± std over seeds (n seeds) under e
 change of the mean; per ELMo variant: its gain over the baseline of its own results (paired
 by seed, as ``results.md`` computes it) under each, and the change of the gain. Every row is
 in its task's own metric; tasks are never averaged. Each side's rows are recomputed from its
-runs by :func:`~elmo.tasks.runner.summarise`, the function that writes ``results.md``.
+runs by :func:`~elmo.tasks.runner.summarise`, the function that writes ``results.md``. A task
+that the two results did not run alike (split sizes, settings, word vectors, files) is flagged
+(:func:`setup_differences`).
 """
 from __future__ import annotations
 
@@ -16,6 +18,10 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .report import METRIC_NAMES, bilm_sha256_text, pm
+
+
+#: How :func:`comparison_markdown` begins (``compare_results.py -o`` replaces only such a file).
+COMPARISON_HEADER = "# `"
 
 
 class CompareError(ValueError):
@@ -48,10 +54,12 @@ def read_results(path: str | Path, need: Sequence[str] = ("runs",)) -> dict:
 
 
 def _check_runs(path: Path, runs: Any) -> None:
-    """Each run must name its task, variant and seed and hold a finite test score: the summary
-    is computed from them (a NaN or a string score crashed deep in the statistics)."""
+    """Each run must name its task, variant and seed, hold a finite test score and be the only
+    run of its (task, variant, seed): the summary is computed from them (a NaN or a string
+    score crashed deep in the statistics)."""
     if not isinstance(runs, list):
         raise CompareError(f"{path}: 'runs' must be a list, got {type(runs).__name__}")
+    first: Dict[Tuple[Any, Any, Any], int] = {}
     for i, run in enumerate(runs):
         if not isinstance(run, dict) or any(key not in run for key in ("task", "variant", "seed", "test")):
             raise CompareError(f"{path}: run {i} is not a run (it needs task, variant, seed and test)")
@@ -59,6 +67,31 @@ def _check_runs(path: Path, runs: Any) -> None:
         if isinstance(test, bool) or not isinstance(test, (int, float)) or not math.isfinite(test):
             raise CompareError(f"{path}: run {i} ({run['task']}, {run['variant']}, seed {run['seed']}) "
                                f"has the test score {test!r}; a score must be a finite number")
+        # a seed run twice (results merged by hand) was counted twice in the test mean and
+        # once, the later run, in the gain, so the row's seeds and its gain disagreed
+        key = (run["task"], run["variant"], json.dumps(run["seed"]))
+        if key in first:
+            raise CompareError(f"{path}: run {i} repeats run {first[key]} ({run['task']}, {run['variant']}, "
+                               f"seed {run['seed']}); each seed of a task and variant is run once, so "
+                               f"keep one of them")
+        first[key] = i
+
+
+def recomputed(results: dict, path: str | Path) -> dict:
+    """``results`` with its ``summary`` recomputed from its runs under its own recorded config
+    (:func:`~elmo.tasks.runner.summarise`, as ``experiment-report`` does); a config this
+    version cannot read is an error naming ``path``.
+
+    The stored summary is what the writing version computed: a results.json of an older
+    version held gains without their seed pairing or intervals, a hand-merged one a summary
+    of other runs, and one written without a summary gave no row at all."""
+    from ..config import ConfigError
+    from .runner import normalise_config, summarise
+    try:
+        cfg = normalise_config(results["config"])
+    except ConfigError as e:
+        raise CompareError(f"{path}: its recorded config cannot be read ({e})") from None
+    return {**results, "summary": summarise(results["runs"], cfg)}
 
 
 def summary_rows(results: dict) -> Dict[Tuple[str, str], dict]:
@@ -109,6 +142,32 @@ def _source_lines(name: str, path: str, results: dict) -> List[str]:
     return lines
 
 
+#: What a task's ``data`` block of results.json records of how it was set up, by label.
+_SETUP = (("sizes", "split sizes"), ("model", "model settings"), ("train", "training settings"),
+          ("embeddings", "word vectors"))
+
+
+def setup_differences(old: dict, new: dict) -> List[str]:
+    """One line per task that both results ran but not alike: other split sizes, model or
+    training settings, word vectors, or other file contents (SHA-256). The columns of such
+    a task measure more than the change of biLM; empty when every shared task matches."""
+    a, b = old.get("data") or {}, new.get("data") or {}
+    lines = []
+    for task in [t for t in a if t in b]:
+        da, db = a[task], b[task]
+        differ = [label for key, label in _SETUP if key in da and key in db and da[key] != db[key]]
+        files_a, files_b = ((d.get("source") or {}).get("files") or {} for d in (da, db))
+        shas = [split for split in files_a if split in files_b
+                and isinstance(files_a[split], dict) and isinstance(files_b[split], dict)
+                and files_a[split].get("sha256") != files_b[split].get("sha256")]
+        if shas:
+            differ.append(f"{', '.join(shas)} file contents")
+        if differ:
+            lines.append(f"* **task {task} was not run alike**: its {'; '.join(differ)} differ, so "
+                         f"its change is not the biLM's alone")
+    return lines
+
+
 def comparison_markdown(old: dict, new: dict, names: Sequence[str] = ("old", "new"),
                         paths: Sequence[str] = ("", "")) -> str:
     """The two tables (test metric per task and variant; gain of each ELMo variant over its
@@ -116,8 +175,9 @@ def comparison_markdown(old: dict, new: dict, names: Sequence[str] = ("old", "ne
     n_old, n_new = names
     rows = paired_rows(old, new)
     experiments = dict.fromkeys([old["config"]["name"], new["config"]["name"]])
-    out = [f"# {' / '.join(f'`{e}`' for e in experiments)}: {n_old} against {n_new}", "",
-           *_source_lines(n_old, paths[0], old), *_source_lines(n_new, paths[1], new), "",
+    out = [COMPARISON_HEADER[:2] + f"{' / '.join(f'`{e}`' for e in experiments)}: {n_old} against {n_new}", "",
+           *_source_lines(n_old, paths[0], old), *_source_lines(n_new, paths[1], new),
+           *setup_differences(old, new), "",
            "Test mean ± std over seeds (number of seeds), each task in its own metric (never "
            f"averaged); change = {n_new} − {n_old}.", "",
            f"| task | metric | variant | {n_old} | {n_new} | change |", "|---|---|---|---|---|---|"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import statistics
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..io import atomic_commit, atomic_target, atomic_write_text
 from .paired import sample_std
@@ -313,27 +313,36 @@ def elmo_cells(e: Optional[dict]) -> Dict[str, str]:
 TABLE_HEADER = "| experiment |"
 
 
-def combined_table(all_results: List[dict]) -> str:
+def combined_table(all_results: List[dict], sources: Optional[Sequence[str]] = None) -> str:
     """One markdown table of the summary rows of several experiments (e.g. pos, ner and
-    sentiment), each row in its task's own metric, with the experiment it comes from and the
-    command that reproduces it. Rows are listed, never averaged."""
+    sentiment), each row in its task's own metric, with the experiment it comes from, and
+    under it each experiment's command and biLMs (short SHA-256, domain adaptation). Rows are
+    listed, never averaged.
+
+    ``sources`` (where each results file was read) names an experiment whose name another
+    one shares: the same config run with two biLMs (``v1/pos`` and ``pos``) gave rows that
+    differed in nothing but their numbers."""
+    names = [results["config"]["name"] for results in all_results]
+    labels = [name if names.count(name) == 1
+              else f"{name} ({sources[i] if sources else f'#{i + 1}'})" for i, name in enumerate(names)]
     out = [TABLE_HEADER + " task | metric | variant | ELMo at | layers | λ | biLM | biLM tuned | "
            "seeds | test mean ± std | gain ± std | 95% interval | paired t |",
            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     commands = []
-    for results in all_results:
-        name = results["config"]["name"]
-        commands.append(f"* `{name}`: `{results.get('command', '')}`")
+    for label, results in zip(labels, all_results):
+        commands.append(f"* `{label}`: `{results.get('command', '')}`")
+        # which files each biLM was: `default` of one version and of another read the same
+        commands += ["  " + line for line in bilm_lines(results.get("bilms") or {})]
         for row in results.get("summary", []):
             e = row.get("elmo")
             c = elmo_cells(e)
             t = pm(row.get("gain_t"), None) if e else "-"
-            out.append(f"| {name} | {row['task']} | {METRIC_NAMES.get(row['metric'], row['metric'])} "
+            out.append(f"| {label} | {row['task']} | {METRIC_NAMES.get(row['metric'], row['metric'])} "
                        f"| {row['variant']} | {c['at']} | {c['layers']} | {c['lambda']} | "
                        f"{c['bilm']} | {c['tuned']} | {len(row['seeds'])} | "
                        f"{pm(row['test_mean'], row['test_std'])} | {gain(row) if e else '-'} | "
                        f"{interval(row) if e else '-'} | {t} |")
-    return "\n".join(out + ["", "Reproduce:", *commands]) + "\n"
+    return "\n".join(out + ["", "Reproduce (and the biLMs each experiment used):", *commands]) + "\n"
 
 
 def write_reports(results: dict, out: Path) -> None:

@@ -185,7 +185,8 @@ def run_fingerprint(cfg: ExperimentConfig, spec: dict, variant: Variant,
     shared settings. ``resume`` reuses an earlier run when this matches, so variants can be
     added to an experiment (or its description edited) without training the others again.
     A task read from your files (``files``, or a built-in task's ``data_dir``) also counts
-    their contents, so an edited file is trained on again. A variant with ELMo also counts
+    their contents, and a GloVe file of your own (``embeddings.glove``) its words and vectors,
+    so an edited file is trained on again. A variant with ELMo also counts
     its biLM's SHA-256 (:mod:`.bilm_checksums`: weights, options and vocabulary; a
     ``random:`` control's options only), so a retrained biLM is trained with again; its
     fingerprint is None when that biLM's folder is not there. ``bilms`` shares the checksums
@@ -210,6 +211,11 @@ def _run_content(cfg: ExperimentConfig, spec: dict, variant: Variant) -> dict:
     data = _data_checksums(spec)
     if data:
         content["data"] = data
+    if cfg.embeddings.get("glove"):
+        # a GloVe file of your own, by its words and vectors as read: another file under its
+        # name kept the runs trained with the old vectors (glove-50d is pinned by `elmo data`)
+        from .embeddings import glove_record
+        content["glove"] = glove_record(cfg.embeddings)["digest"]
     return content
 
 
@@ -549,9 +555,23 @@ def summarise(runs: List[dict], cfg: ExperimentConfig) -> List[dict]:
 
 
 # ----------------------------------------------------------------------------- driver
-def plan(cfg: ExperimentConfig) -> List[str]:
+def selected_variants(cfg: ExperimentConfig, only_variants: Optional[Sequence[str]] = None) -> List[Variant]:
+    """The variants run now: all, or those named in ``only_variants`` (in the config's order);
+    a name the config lacks is an error naming the config's."""
+    names = [v.name for v in cfg.variants]
+    if only_variants is not None:
+        unknown = sorted(set(only_variants) - set(names))
+        if unknown:
+            raise ValueError(f"unknown variant(s) {', '.join(unknown)}; the config has {', '.join(names)}")
+    return [v for v in cfg.variants if only_variants is None or v.name in only_variants]
+
+
+def plan(cfg: ExperimentConfig, only_variants: Optional[Sequence[str]] = None) -> List[str]:
     """What :func:`run_experiment` would do, as lines: each task's split sizes, the variants
-    and the number of training runs. Loads the data (fetching it if needed), trains nothing."""
+    run now (``only_variants``, as ``run_experiment`` takes it) and the number of training
+    runs. Loads the data (fetching it if needed), trains nothing."""
+    # (--plan --variants listed and counted every variant, and took a name the config lacks)
+    selected = selected_variants(cfg, only_variants)
     lines = []
     for spec in cfg.tasks:
         data = load_task(spec)
@@ -559,15 +579,17 @@ def plan(cfg: ExperimentConfig) -> List[str]:
         unseen = data.describe_unseen()
         if unseen:
             lines.append(unseen)
-    for v in cfg.variants:
+    for v in selected:
         e = v.elmo
         what = "baseline" if e is None else (
             f"ELMo at {'+'.join(e.positions)}, layers {e.layers}, lambda {e.lam:g}, "
             f"dropout {e.dropout:g}{', layer norm' if e.do_layer_norm else ''}, "
             f"{'fine-tuned' if e.finetune else 'frozen'} biLM {cfg.bilm_of(v)}")
         lines.append(f"variant {v.name}: {what}")
-    runs = len(cfg.tasks) * len(cfg.variants) * len(cfg.seeds)
-    lines.append(f"{runs} training runs (seeds {', '.join(map(str, cfg.seeds))})")
+    runs = len(cfg.tasks) * len(selected) * len(cfg.seeds)
+    others = "" if len(selected) == len(cfg.variants) else \
+        f"; {len(cfg.variants) - len(selected)} other variant(s) of the config not now"
+    lines.append(f"{runs} training runs (seeds {', '.join(map(str, cfg.seeds))}{others})")
     return lines
 
 
@@ -689,12 +711,7 @@ def run_experiment(cfg: ExperimentConfig | dict, out: Optional[str | Path] = Non
     ``overwrite`` (start again) is given. ``save_models`` keeps every trained model in
     ``OUT/models/<task>/<variant>/seed-<seed>/`` (see :mod:`.saved`)."""
     cfg = normalise_config(cfg)
-    names = [v.name for v in cfg.variants]
-    if only_variants is not None:
-        unknown = sorted(set(only_variants) - set(names))
-        if unknown:
-            raise ValueError(f"unknown variant(s) {', '.join(unknown)}; the config has {', '.join(names)}")
-    selected = [v for v in cfg.variants if only_variants is None or v.name in only_variants]
+    selected = selected_variants(cfg, only_variants)
     out = Path(out or cfg.out or Path("experiments") / "results" / cfg.name)
     results_path = out / "results.json"
     check_output_dir(out, "results folder")
@@ -721,6 +738,13 @@ def _run_locked(cfg: ExperimentConfig, out: Path, results_path: Path, resume: bo
         from .compare import read_results
         old = read_results(results_path)
         done, notes = reusable_runs(cfg, old, bilms)
+        then = (old.get("config") or {}).get("name")
+        if old["runs"] and not done and then != cfg.name:
+            # another experiment's folder (a mistyped --out): its runs were all dropped and its
+            # results.json replaced at this experiment's first run
+            raise ResultsExistError(f"{results_path} holds the results of the experiment {then!r}, "
+                                    f"none of whose {len(old['runs'])} runs this config ({cfg.name!r}) "
+                                    f"keeps: give another --out, or --overwrite to replace them")
         log(f"resuming: {len(done)} of {len(old.get('runs', []))} runs in {results_path} "
             f"match this config and are kept")
         for line in notes:
@@ -773,7 +797,7 @@ def rewrite_reports(out: str | Path) -> dict:
     It holds the folder's lock as :func:`run_experiment` does: run beside an experiment into
     the folder, it wrote back the runs it had read over the experiment's newer results.json,
     losing the runs finished meanwhile when the experiment ended before its next write."""
-    from .compare import CompareError, read_results
+    from .compare import CompareError, read_results, recomputed
 
     out = Path(out)
     results_path = out / "results.json" if out.is_dir() else out
@@ -784,8 +808,7 @@ def rewrite_reports(out: str | Path) -> dict:
         results = read_results(results_path, need=("config", "runs"))
         if not results["runs"]:  # (the summary was recomputed as empty and the stored one lost)
             raise CompareError(f"{results_path}: holds no runs to report on; it is kept as it is")
-        cfg = normalise_config(results["config"])
-        results["summary"] = summarise(results["runs"], cfg)
+        results = recomputed(results, results_path)   # (a config it cannot read names the file)
         atomic_write_text(results_path, json.dumps(nonfinite_as_none(results), indent=1, allow_nan=False) + "\n")
         write_reports(results, out)
     return results
