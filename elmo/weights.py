@@ -425,10 +425,14 @@ def save_pretrained(bilm: BiLM, folder: str | Path, fmt: str = "safetensors") ->
 
     One writer at a time: it holds ``FOLDER.lock`` beside the folder, as ``elmo convert``
     does, and raises :class:`elmo.io.OutputBusy` (naming the process) while another holds it.
-    Two processes saving into one folder could leave one's weights beside the other's config."""
+    Two processes saving into one folder could leave one's weights beside the other's config.
+
+    ``fmt="original"`` into a folder that holds ``model.safetensors`` is an
+    :class:`elmo.io.OutputError`: loading reads the native weights first, so the new files would
+    never be read."""
     import shutil
 
-    from .io import check_output_dir, no_empty_folder_on_failure, output_lock
+    from .io import OutputError, check_output_dir, no_empty_folder_on_failure, output_lock
 
     _require_bilm(bilm, "save_pretrained")  # before the folder is made
     if fmt not in ("safetensors", "original"):
@@ -438,6 +442,12 @@ def save_pretrained(bilm: BiLM, folder: str | Path, fmt: str = "safetensors") ->
     # (the folders made above it are removed once it is, after the lock file is deleted)
     with no_empty_folder_on_failure(folder), output_lock(folder, name=folder):
         made = not folder.exists()   # (seen under the lock: another writer's folder is not ours to delete)
+        if fmt == "original" and (folder / NATIVE_WEIGHTS).exists():
+            # load_pretrained reads a folder's native weights first: the original-layout files
+            # written beside them were never loaded, and the folder gave back the older model
+            raise OutputError(f"{folder}: holds a model in the native layout ({NATIVE_WEIGHTS}), which "
+                              f"from_pretrained would load instead of the one saved in the original "
+                              f"layout; remove {NATIVE_WEIGHTS} or save to another folder")
         folder.mkdir(parents=True, exist_ok=True)
         try:
             if fmt == "original":

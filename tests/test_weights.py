@@ -42,6 +42,29 @@ def test_random_model_round_trips_both_formats(tmp_path):
         assert all(torch.equal(a, b) for a, b in zip(want, got))
 
 
+def test_saving_in_the_original_layout_over_a_native_model_is_refused(tmp_path):
+    """save_pretrained(fmt="original") into a folder holding model.safetensors wrote
+    options.json + weights.hdf5 beside it, and from_pretrained, which reads the native weights
+    first, gave back the older model without a word. Now it is refused, the folder untouched."""
+    from elmo.io import OutputError
+    folder = tmp_path / "model"
+    old, new = random_bilm(), random_bilm()
+    with torch.no_grad():
+        for p in new.parameters():
+            p.add_(1.0)
+    elmo.save_pretrained(old, folder)
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    with pytest.raises(OutputError, match="model.safetensors.*from_pretrained would load instead"):
+        elmo.save_pretrained(new, folder, fmt="original")
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
+    # (the other way round the new native weights are the ones read)
+    elmo.save_pretrained(old, tmp_path / "original", fmt="original")
+    elmo.save_pretrained(new, tmp_path / "original")
+    loaded = elmo.from_pretrained(tmp_path / "original")
+    for (n, p), (_, q) in zip(new.state_dict().items(), loaded.state_dict().items()):
+        assert torch.equal(p, q), n
+
+
 def test_float16_weights_load_as_float32(tmp_path):
     bilm = random_bilm()
     save_original(bilm, tmp_path / "options.json", tmp_path / "weights.hdf5", dtype="float16")
