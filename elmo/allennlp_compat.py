@@ -32,7 +32,7 @@ from .embedding.embedder import DEFAULT_BATCH_SIZE, eval_mode
 from .embedding.output import NonFiniteOutput
 from .embedding.windows import DEFAULT_MAX_TOKENS
 from .checks import integer_or_none, require_count
-from .io import check_output_file, no_empty_folder_on_failure, writing
+from .io import OutputError, check_output_file, no_empty_folder_on_failure, writing
 from .modules import BiLM, Elmo
 
 #: What ``embed_file``'s ``output_format`` may be, as in AllenNLP.
@@ -202,7 +202,8 @@ class ElmoEmbedder:
         must be unique). ``input_file`` is a path or an open file (closed afterwards, as in
         AllenNLP); lines end at ``"\\n"`` only, so a text-mode file that turned a lone ``"\\r"``
         into a line end is an InputError (open it with ``newline=""`` or ``"rb"``). The output
-        is replaced if it exists and written atomically; the run is :func:`elmo.embed_file`
+        is replaced if it exists (not the input file, path or open file: an OutputError) and
+        written atomically; the run is :func:`elmo.embed_file`
         (its other features, such as resuming, are there).
         """
         if output_format not in OUTPUT_FORMATS:
@@ -225,6 +226,9 @@ class ElmoEmbedder:
             return
         # An open file: copy its text next to the output, so that embed_file can index it.
         shown = str(getattr(input_file, "name", None) or f"the {type(input_file).__name__} given")
+        if _reads_from(input_file, Path(output_file_path)):
+            # (as for a path: the text was read, then replaced by the vectors, and lost)
+            raise OutputError(f"{output_file_path}: is the input file; write the vectors to another file")
         data = input_file.read()
         # A file opened in text mode with universal newlines (open()'s default) hands over its
         # lone "\r" as "\n": every line after one got the next line's number (a dataset "2"
@@ -289,6 +293,17 @@ def _translated_newlines(handle, data) -> Tuple[str, ...]:
     if isinstance(seen, str):
         return (seen,)
     return tuple(seen) if isinstance(seen, tuple) else ()
+
+
+def _reads_from(handle, path: Path) -> bool:
+    """Whether the open file ``handle`` reads the file at ``path`` (by device and inode, so a
+    link or another name for it counts); False for a handle without a file (``io.StringIO``)."""
+    try:
+        opened = os.fstat(handle.fileno())
+        there = os.stat(path)
+    except (AttributeError, OSError, ValueError):  # (no fileno, not a file, no such path)
+        return False
+    return (opened.st_dev, opened.st_ino) == (there.st_dev, there.st_ino)
 
 
 def _check_batch(batch) -> None:

@@ -414,6 +414,28 @@ def test_embed_file_from_an_open_file_checks_the_output_as_for_a_path(fixture_em
     assert (tmp_path / "afile").read_text(encoding="utf-8") == "kept"
 
 
+def test_embed_file_refuses_to_write_over_the_open_file_it_reads(fixture_embedder, tmp_path):
+    """A path given as both input and output is refused; the same file given as an open file
+    was read, then replaced by the vectors: the text was lost."""
+    from elmo.io import OutputError
+    source = tmp_path / "sentences.txt"
+    source.write_text("a b\nc\n", encoding="utf-8")
+    (tmp_path / "link.hdf5").symlink_to(source)
+    for output in (source, tmp_path / "link.hdf5"):
+        for mode in ("rb", "r"):
+            with open(source, mode) as handle, pytest.raises(OutputError, match="is the input file"):
+                fixture_embedder.embed_file(handle, output)
+    assert source.read_text(encoding="utf-8") == "a b\nc\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.hdf5", "sentences.txt"]
+    # another file, or a handle without one, is written as before
+    with open(source, "rb") as handle:
+        fixture_embedder.embed_file(handle, tmp_path / "out.hdf5", output_format="top")
+    fixture_embedder.embed_file(io.BytesIO(b"a b\n"), tmp_path / "out2.hdf5", output_format="top")
+    for name in ("out.hdf5", "out2.hdf5"):
+        with h5py.File(tmp_path / name, "r") as f:
+            assert f["0"].shape == (2, 32)
+
+
 def test_embed_file_errors_name_the_open_file_not_its_copy(fixture_embedder, tmp_path):
     # The line was named in the temporary copy of the text, deleted when the error was seen
     source = tmp_path / "sentences.txt"
