@@ -32,6 +32,7 @@ from .embedding.embedder import DEFAULT_BATCH_SIZE, eval_mode
 from .embedding.output import NonFiniteOutput
 from .embedding.windows import DEFAULT_MAX_TOKENS
 from .checks import integer_or_none, require_count
+from .chars import check_tokenized, tokenized
 from .io import OutputError, check_output_file, no_empty_folder_on_failure, writing
 from .modules import BiLM, Elmo
 
@@ -151,7 +152,7 @@ class ElmoEmbedder:
         The mask is a long tensor of 0 and 1, as AllenNLP 0.9 gave it (code written for it does
         ``1 - mask``, which a bool mask refuses); to select tokens with it, index with
         ``mask.bool()`` (a long mask indexes rows 0 and 1 instead)."""
-        _check_batch(batch)
+        _check_batch(batch, "batch_to_embeddings")
         ids = self.elmo_bilm.token_ids(batch)       # the model's own ids (batch_to_ids for bytes)
         with torch.no_grad(), eval_mode(self.elmo_bilm):
             out = self.elmo_bilm(ids.to(self.device))
@@ -159,6 +160,9 @@ class ElmoEmbedder:
 
     def embed_sentence(self, sentence: List[str]) -> np.ndarray:
         """One tokenized sentence -> float32 (L + 1, n_tokens, D)."""
+        if isinstance(sentence, str):
+            raise TypeError("expected a tokenized sentence (a list of strings), got a string; "
+                            "split it first, e.g. sentence.split()")
         return self.embed_batch([sentence])[0]
 
     def embed_batch(self, batch: List[List[str]]) -> List[np.ndarray]:
@@ -167,8 +171,8 @@ class ElmoEmbedder:
         call sorted by length, sentences longer than ``max_tokens`` as windows. In stateful
         mode it is one biLM call in input order with every sentence whole, so that row b
         carries its state to row b of the next call, as in AllenNLP."""
-        _check_batch(batch)
-        if not batch:
+        _check_batch(batch, "embed_batch")
+        if len(batch) == 0:   # (not "not batch": a numpy array of rows has no truth value)
             return []
         if self.elmo_bilm.stateful:
             # Windows would be rows of their own: a long sentence's pieces moved the sentences
@@ -184,7 +188,8 @@ class ElmoEmbedder:
         """Lazily embed an iterable of tokenized sentences, ``batch_size`` at a time; yields one
         array per sentence, in order."""
         batch_size = require_count("batch_size", batch_size)
-        it = iter(sentences)
+        # (checked here, so that an error counts the sentences from the start, not the batch's)
+        it = tokenized(sentences, "ElmoEmbedder.embed_sentences")
         while True:
             batch = list(islice(it, batch_size))
             if not batch:
@@ -306,8 +311,11 @@ def _reads_from(handle, path: Path) -> bool:
     return (opened.st_dev, opened.st_ino) == (there.st_dev, there.st_ino)
 
 
-def _check_batch(batch) -> None:
-    """A clear error for the usual mistake of passing a string where a token list belongs."""
-    if isinstance(batch, str) or any(isinstance(s, str) for s in batch):
+def _check_batch(batch, caller: str) -> None:
+    """A clear error for what is not a list of token lists: a string (the usual mistake), a
+    generator (used up by a check, then "has no len()"), a dict, None, a sentence that is a
+    string or a set. (A numpy array of rows passes, as a list would.)"""
+    if isinstance(batch, str):
         raise TypeError("expected tokenized sentences (lists of strings), got a string; "
                         "split it first, e.g. sentence.split()")
+    check_tokenized(batch, f"ElmoEmbedder.{caller}")

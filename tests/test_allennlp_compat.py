@@ -298,6 +298,32 @@ def test_embedder_bad_input_is_a_clear_error(fixture_embedder):
         ElmoEmbedder(model="fixture", cuda_device=99)
 
 
+@pytest.mark.parametrize("stateful", [False, True])
+def test_embedder_batches_that_are_not_lists_are_clear_errors_or_work(stateful):
+    """embed_batch of a generator said "object of type 'generator' has no len()" (stateful:
+    "max() arg is an empty sequence"), a dict "got a string", None "'NoneType' object is not
+    iterable", and a numpy array of token rows failed in numpy ("truth value ... ambiguous");
+    embed_sentences counted a bad sentence from the start of its batch, not of the input."""
+    embedder = ElmoEmbedder(model="fixture", stateful=stateful)
+    bad = [((["a"] for _ in range(2)), "embed_batch expects a list of token lists, got generator"),
+           ({"a": 1}, "embed_batch expects a list of token lists, got a dict"),
+           (None, "embed_batch expects a list of token lists, got NoneType")]
+    for batch, message in bad:
+        with pytest.raises(TypeError, match=message):
+            embedder.embed_batch(batch)
+    with pytest.raises(TypeError, match=r"batch_to_embeddings expects a list of token lists, got generator"):
+        embedder.batch_to_embeddings(["a"] for _ in range(2))
+    rows = [["a", "b"], ["c", "d"]]
+    embedder.elmo_bilm.reset_states()
+    want = embedder.embed_batch(rows)
+    embedder.elmo_bilm.reset_states()
+    got = embedder.embed_batch(np.array(rows))
+    assert len(got) == 2 and all(np.array_equal(w, g) for w, g in zip(want, got))
+    sentences = iter([["a"]] * 5 + ["b c"])
+    with pytest.raises(TypeError, match=r"embed_sentences: sentence 5 is a string \('b c'\)"):
+        list(embedder.embed_sentences(sentences, batch_size=2))
+
+
 def test_embedder_stateful_replays_the_allennlp_reference():
     """stateful=True is AllenNLP's behaviour: embed_batch carries each row's state into the next
     call, and replays the reference activations of the conformance fixture."""
