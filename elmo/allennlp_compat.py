@@ -83,10 +83,14 @@ class ElmoTokenEmbedder(nn.Module):
         (checked for shape, values unused: see :meth:`elmo.Elmo.forward`).
 
         Returns (..., T, output_dim): the mix after dropout, projected if ``projection_dim``.
+        The mix has the biLM's dtype; projected, it has the projection's (float32 unless
+        converted), whatever the biLM's: a bfloat16 or float16 biLM feeds a float32 layer.
         """
         vectors = self._elmo(elmo_tokens, word_inputs)["elmo_representations"][0]
         if self._projection is not None:  # nn.Linear acts on the last dim of any shape
-            vectors = self._projection(vectors)
+            # (a biLM loaded in another dtype than the layer's failed inside nn.Linear: "mat1 and
+            # mat2 must have the same dtype"); the layer keeps its own, float32 to be trained
+            vectors = self._projection(vectors.to(self._projection.weight.dtype))
         return vectors
 
 

@@ -209,6 +209,30 @@ def test_token_embedder_from_files_projection_and_4d():
     assert all(p.grad is None and not p.requires_grad for p in emb.elmo.bilm.parameters())
 
 
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float64])
+def test_token_embedder_projects_a_bilm_of_another_dtype(dtype, tmp_path):
+    """A biLM that is not float32 (a weight file saved from a bfloat16 model loads as
+    bfloat16) made the projection fail inside nn.Linear ("mat1 and mat2 must have the same
+    dtype"). The float32 projection now takes the mix in its own dtype and is trained."""
+    from elmo import save_original
+    bilm = random_bilm()
+    ids = batch_to_ids([["a", "b"], ["c"]])
+    save_original(bilm.to(dtype), tmp_path / "options.json", tmp_path / "weights.hdf5")
+    emb = ElmoTokenEmbedder(str(tmp_path / "options.json"), str(tmp_path / "weights.hdf5"),
+                            dropout=0.0, projection_dim=5)
+    assert next(emb.elmo.bilm.parameters()).dtype == dtype      # (as the README says)
+    out = emb(ids)
+    assert out.shape == (2, 2, 5) and out.dtype == torch.float32
+    with torch.no_grad():
+        mixed = emb.elmo(ids)["elmo_representations"][0]
+        assert mixed.dtype == dtype
+        assert torch.equal(out, emb._projection(mixed.float()))
+    out.sum().backward()
+    assert emb._projection.weight.grad is not None
+    # converted as a whole, the layer takes that dtype too
+    assert emb.to(dtype)(ids).dtype == dtype
+
+
 def test_token_embedder_on_raw_ids_of_any_rank():
     """Hand-made ids (not from batch_to_ids), 3-d and 4-d, as AllenNLP's own test feeds them."""
     emb = ElmoTokenEmbedder(module=random_bilm(), projection_dim=5)
