@@ -140,6 +140,24 @@ def test_fixed_scalar_mix_parameters_pick_a_layer_and_are_not_trained():
     assert not any(p.requires_grad for p in elmo.scalar_mixes[0].parameters())
 
 
+def test_allennlps_names_for_the_mixes_reach_them():
+    """AllenNLP's Elmo holds its mixes as scalar_mix_0, scalar_mix_1, ... (and the list
+    _scalar_mixes); code that reads the learned layer weights through them stopped with an
+    AttributeError. They name the same modules now; the state_dict keys stay as they were."""
+    elmo = Elmo(module=random_bilm(), num_output_representations=2, dropout=0.0)
+    keys = list(elmo.state_dict())
+    assert elmo.scalar_mix_0 is elmo.scalar_mixes[0] and elmo.scalar_mix_1 is elmo.scalar_mixes[1]
+    assert elmo._scalar_mixes == list(elmo.scalar_mixes)
+    with torch.no_grad():
+        elmo.scalar_mix_1.scalar_parameters.copy_(torch.tensor([-9e10, 1.0, -9e10]))
+    out = elmo(batch_to_ids([["the", "dog"]]), return_layers=True)
+    assert torch.equal(out["elmo_representations"][1], out["layers"][1])
+    for missing in ("scalar_mix_2", "scalar_mix_01", "scalar_mix_"):
+        with pytest.raises(AttributeError, match=missing):
+            getattr(elmo, missing)
+    assert list(elmo.state_dict()) == keys and not any("scalar_mix_" in k for k in keys)
+
+
 class AllenNLPStyleBiLM(torch.nn.Module):
     """A module on AllenNLP's contract for Elmo(module=...): outputs keep <S> and </S>."""
 

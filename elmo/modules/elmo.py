@@ -14,6 +14,7 @@ pass ``stateful=True`` for the original's carried state.
 from __future__ import annotations
 
 import math
+import re
 import warnings
 from typing import Dict, List, Optional, Sequence, cast
 
@@ -123,6 +124,19 @@ class Elmo(nn.Module):
     @property
     def bilm(self) -> BiLM:
         return self._elmo_lstm
+
+    def __getattr__(self, name: str):
+        """AllenNLP's names for the mixes: ``scalar_mix_K`` is ``scalar_mixes[K]`` and
+        ``_scalar_mixes`` the list (code that reads the learned layer weights uses them). They
+        are not registered under these names, so ``state_dict`` keys stay ``scalar_mixes.K``."""
+        match = re.fullmatch(r"scalar_mix_(0|[1-9][0-9]*)", name)
+        if match is not None or name == "_scalar_mixes":
+            mixes = super().__getattr__("scalar_mixes")
+            if match is None:
+                return list(mixes)
+            if int(match[1]) < len(mixes):
+                return mixes[int(match[1])]
+        return super().__getattr__(name)
 
     def get_output_dim(self) -> int:
         if isinstance(self._elmo_lstm, BiLM):
