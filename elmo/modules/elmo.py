@@ -131,7 +131,7 @@ class Elmo(nn.Module):
         are not registered under these names, so ``state_dict`` keys stay ``scalar_mixes.K``."""
         match = re.fullmatch(r"scalar_mix_(0|[1-9][0-9]*)", name)
         if match is not None or name == "_scalar_mixes":
-            mixes = super().__getattr__("scalar_mixes")
+            mixes = cast("Sequence[ScalarMix]", super().__getattr__("scalar_mixes"))
             if match is None:
                 return list(mixes)
             if int(match[1]) < len(mixes):
