@@ -51,6 +51,25 @@ def test_penalty():
     assert mix.penalty(0.1).item() == pytest.approx(0.1 * (1 + 4 + 0.25))
 
 
+def test_a_fixed_mix_adds_no_penalty():
+    """A mix fixed by scalar_mix_parameters is not learned, yet penalty() added lam * ||s||^2:
+    with AllenNLP's [-9e10, 1, -9e10] (pick layer 1) that was 1.6e19 at lam=0.001, and
+    task_loss + penalty showed nothing of the task loss."""
+    elmo = Elmo(module=random_bilm(), num_output_representations=2, dropout=0.0,
+                scalar_mix_parameters=[-9e10, 1.0, -9e10])
+    task_loss = torch.tensor(0.25)
+    for mix in elmo.scalar_mixes:
+        assert float(mix.penalty(0.001)) == 0.0
+    assert float(task_loss + elmo.penalty(0.001)) == 0.25
+    with pytest.raises(ValueError, match="lam must be 0 or more"):
+        elmo.penalty(-1.0)                         # (lam is still checked)
+    assert float(fixed_mix([0.2, 0.3, 0.5], 1.0).penalty(0.1)) == 0.0
+    # a learned mix is penalised as before, from any start
+    learned = ScalarMix(3, initial_scalar_parameters=[3.0, 0.0, -1.0])
+    assert learned.penalty(0.1).requires_grad
+    assert learned.penalty(0.1).item() == pytest.approx(0.1 * (9 + 0 + 1))
+
+
 def test_layer_norm_uses_only_unmasked_positions():
     torch.manual_seed(0)
     a = torch.randn(2, 3, 4) * 3 + 5

@@ -46,8 +46,8 @@ class Elmo(nn.Module):
         dropout: dropout on each mixed output, in [0, 1).
         vocab_to_cache: words whose token vectors are precomputed (others still use the CNN).
         keep_sentence_boundaries: keep the ``<S>``/``</S>`` positions.
-        scalar_mix_parameters: fixed s for every mix (not learned), e.g. ``[-9e10, 1, -9e10]``
-            to pick one layer.
+        scalar_mix_parameters: fixed s for every mix (not learned, so :meth:`penalty` is zero
+            for them), e.g. ``[-9e10, 1, -9e10]`` to pick one layer.
         stateful: carry LSTM state across calls, as the original. None (the default) keeps a
             given ``module``'s own setting, and is False for a model read from the files.
         device: where to put the model.
@@ -158,7 +158,8 @@ class Elmo(nn.Module):
         return self
 
     def penalty(self, lam: float) -> torch.Tensor:
-        """lam * sum over mixes of ||s||^2: a 0-dim tensor (zero without mixes)."""
+        """lam * sum over mixes of ||s||^2: a 0-dim tensor (zero without mixes, and for mixes
+        fixed by ``scalar_mix_parameters``: they are not learned)."""
         penalty_weight(lam)  # checked also where there are no mixes
         penalties = [mix.penalty(lam) for mix in self.scalar_mixes]
         if not penalties:  # sum() would give the int 0

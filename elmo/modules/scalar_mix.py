@@ -75,7 +75,7 @@ class ScalarMix(nn.Module):
         do_layer_norm: normalise each layer over its unmasked positions first.
         initial_scalar_parameters: starting s (default zeros: equal weights).
         initial_gamma: starting gamma.
-        trainable: learn s and gamma (False keeps them fixed).
+        trainable: learn s and gamma (False keeps them fixed, and the penalty is zero).
     """
 
     def __init__(self, num_layers: int, do_layer_norm: bool = False,
@@ -90,6 +90,7 @@ class ScalarMix(nn.Module):
         gamma = float32_number(initial_gamma, "initial_gamma")
         self.num_layers = num_layers
         self.do_layer_norm = do_layer_norm
+        self.trainable = trainable
         self.scalar_parameters = nn.Parameter(torch.tensor(s, dtype=torch.float32), requires_grad=trainable)
         self.gamma = nn.Parameter(torch.tensor([gamma]), requires_grad=trainable)
 
@@ -98,8 +99,14 @@ class ScalarMix(nn.Module):
         return torch.softmax(self.scalar_parameters, dim=0)
 
     def penalty(self, lam: float) -> torch.Tensor:
-        """lam * ||s||^2, the paper's regulariser that pulls the weights towards an average."""
-        return penalty_weight(lam) * (self.scalar_parameters ** 2).sum()
+        """lam * ||s||^2, the paper's regulariser that pulls the weights towards an average; a
+        0-dim tensor, zero for a fixed mix (``trainable=False``), whose s is not learned: the
+        usual fixed s that picks one layer, [-9e10, 1, -9e10], added 1.6e22 * lam to the task
+        loss, which then showed nothing of the task (float32 keeps 7 digits)."""
+        weight = penalty_weight(lam)
+        if not getattr(self, "trainable", True):   # (a mix pickled before the flag was kept)
+            return no_penalty(self)
+        return weight * (self.scalar_parameters ** 2).sum()
 
     def forward(self, layers: Sequence[torch.Tensor], mask: Optional[torch.Tensor] = None) -> torch.Tensor:
         """layers: num_layers tensors (B, T, D); mask: (B, T), needed for layer norm -> (B, T, D).
