@@ -114,7 +114,11 @@ def command_line(input_path: str, output_path: str, cfg) -> str:
     if cfg.overlap is None and isinstance(cfg.max_tokens, int) and cfg.max_tokens >= 1:
         # the overlap used, spelled out like the rest (and as earlier versions stored it)
         cfg = replace(cfg, overlap=default_overlap(cfg.max_tokens))
-    return shlex.join(["elmo", "embed", input_path, output_path, *to_options(cfg, exclude={"progress"})])
+    options = to_options(cfg, exclude={"progress"})
+    if input_path.startswith("-") or output_path.startswith("-"):
+        # (read as options, such a path stopped the stored command with a usage error)
+        return shlex.join(["elmo", "embed", *options, "--", input_path, output_path])
+    return shlex.join(["elmo", "embed", input_path, output_path, *options])
 
 
 def embed(args: argparse.Namespace) -> int:
