@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shlex
 import sys
 import time
 from contextlib import contextmanager
@@ -43,6 +42,7 @@ from .output import (NonFiniteOutput, SegmentWriter, merge_segments, output_comp
                      segment_ready, value_settings)
 from .reader import index_input, indexed_sentences, read_segment, read_sentences, split_tokens
 from ..runtime import launch_env
+from ..shell import shell_join
 from ..tokenize import get_tokenizer
 
 FORMAT_VERSION = 1
@@ -318,7 +318,9 @@ def _embed_and_merge(embedder: Embedder, index, selection: LayerSelection, input
                        world_size=world_size if overwrite else 0)
     attrs = {
         "model_config": bilm.options.to_json(),
-        "command_line": command_line if command_line is not None else shlex.join(sys.argv),
+        # (a path that is not UTF-8, as sys.argv holds it, stopped the merge in h5py)
+        "command_line": (command_line.encode("utf-8", "backslashreplace").decode("utf-8")
+                         if command_line is not None else shell_join(sys.argv)),
         "layers": str(selection), "stateful": bool(bilm.stateful), "settings": settings_json,
     }
     with writing(output_path, "merged output", hint=resume_hint):
