@@ -4,6 +4,7 @@ from __future__ import annotations
 import h5py
 import numpy as np
 import pytest
+import torch
 
 from elmo.embedding import SettingsMismatch, embed_file
 
@@ -21,3 +22,17 @@ def test_an_hdf5_file_that_embed_did_not_write_is_named_as_such(tmp_path):
     assert "differs in" not in str(e.value)
     with h5py.File(out, "r") as f:   # (left as it was)
         assert list(f) == ["w"]
+
+
+def test_mean_pooling_of_float16_vectors_does_not_overflow():
+    # float16 vectors of 10,000 tokens of 10.0 summed to 100,000, past float16's 65504: the
+    # mean was inf
+    from elmo.embedding import masked_pool
+
+    vectors = torch.full((2, 10_000, 4), 10.0, dtype=torch.float16)
+    vectors[1, ::2] = 0.0
+    mask = torch.ones(2, 10_000, dtype=torch.bool)
+    mask[1, 5_000:] = False
+    pooled = masked_pool(vectors, mask, "mean")
+    assert pooled.dtype == torch.float16
+    assert torch.equal(pooled.float(), torch.tensor([[10.0] * 4, [5.0] * 4]))
