@@ -36,3 +36,22 @@ def test_mean_pooling_of_float16_vectors_does_not_overflow():
     pooled = masked_pool(vectors, mask, "mean")
     assert pooled.dtype == torch.float16
     assert torch.equal(pooled.float(), torch.tensor([[10.0] * 4, [5.0] * 4]))
+
+
+def test_a_layer_selection_made_directly_is_checked_and_keeps_its_gamma(tmp_path):
+    from elmo.embedding import LayerSelection
+
+    inp = tmp_path / "in.txt"
+    inp.write_text("the bank .\n", encoding="utf-8")
+    mix = LayerSelection("mix", (0.2, 0.3, 0.5))
+    # gamma=2.0 beside a LayerSelection was dropped: the file held the gamma-1 mix, recorded as 1.0
+    with pytest.raises(ValueError, match="gamma comes from the LayerSelection"):
+        embed_file(inp, tmp_path / "o.hdf5", "fixture", layers=mix, gamma=2.0)
+    assert not (tmp_path / "o.hdf5").exists()
+    with pytest.raises(ValueError, match="kind must be all, top, average or mix"):
+        LayerSelection("bogus")   # (ran as a mix, and stopped in tensordot)
+    with pytest.raises(ValueError, match="apply to a mix"):
+        LayerSelection("top", gamma=3.0)   # (recorded gamma 3.0, vectors of gamma 1)
+    with pytest.raises(ValueError, match="finite"):
+        LayerSelection("mix", (1.0, 1.0, 1.0), gamma=float("nan"))
+    assert LayerSelection.parse(LayerSelection("mix", (1.0, 1.0, 1.0), 2.0), 2.0).gamma == 2.0
