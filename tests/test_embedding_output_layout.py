@@ -55,3 +55,20 @@ def test_a_layer_selection_made_directly_is_checked_and_keeps_its_gamma(tmp_path
     with pytest.raises(ValueError, match="finite"):
         LayerSelection("mix", (1.0, 1.0, 1.0), gamma=float("nan"))
     assert LayerSelection.parse(LayerSelection("mix", (1.0, 1.0, 1.0), 2.0), 2.0).gamma == 2.0
+
+
+def test_embed_file_takes_the_dtypes_embed_sentences_takes(tmp_path):
+    # numpy's dtype("float16") passed the check and stopped json.dumps of the settings ("Object
+    # of type Float16DType is not JSON serializable"); a torch dtype was refused
+    import numpy as np
+
+    inp = tmp_path / "in.txt"
+    inp.write_text("the bank .\n\nby the river\n", encoding="utf-8")
+    named = embed_file(inp, tmp_path / "named.hdf5", "fixture", dtype="float16", layers="top")
+    for i, dtype in enumerate([np.dtype("float16"), torch.float16]):
+        out = embed_file(inp, tmp_path / f"{i}.hdf5", "fixture", dtype=dtype, layers="top")
+        with h5py.File(out, "r") as f, h5py.File(named, "r") as g:
+            assert f.attrs["settings"] == g.attrs["settings"] and f["0"].dtype == np.float16
+            assert all(np.array_equal(f[k][()], g[k][()]) for k in ("0", "1", "2"))
+    with pytest.raises(ValueError, match="dtype must be float32 or float16"):
+        embed_file(inp, tmp_path / "x.hdf5", "fixture", dtype=np.float64)

@@ -35,7 +35,7 @@ from ..io import (OutputError, atomic_write_text, check_output_dir, check_output
                   output_lock, remove_temporaries, same_file, writing)
 from ..modules import BiLM
 from .config import EmbedConfig
-from .embedder import Embedder
+from .embedder import Embedder, output_dtype
 from .layers import LayerSelection
 from .output import (NonFiniteOutput, SegmentWriter, merge_segments, output_complete, parts_dir,
                      recorded_model_digests, remove_parts, same_settings, segment_done, segment_path,
@@ -111,7 +111,7 @@ def embed_file(input_path: Union[str, Path], output_path: Union[str, Path],
             * layers, gamma: ``all`` | ``top`` | ``average`` | ``mix:w0,w1,...``, or a
               trained :class:`elmo.ScalarMix` (not one with ``do_layer_norm``; see
               :mod:`elmo.embedding.layers`).
-            * dtype: ``float32`` or ``float16`` (half the file).
+            * dtype: ``float32`` or ``float16`` (half the file), by name or as a numpy or torch dtype.
             * batch_size, max_tokens, overlap, sort_by_length: see :class:`Embedder`.
             * stateful: carry LSTM state across batches like the original (reset at each
               segment); None keeps the model's own setting (stateless when loaded by name).
@@ -148,8 +148,13 @@ def embed_file(input_path: Union[str, Path], output_path: Union[str, Path],
     world_size = env_world if world_size is None else world_size
     if not 0 <= rank < world_size:
         raise ValueError(f"rank {rank} is not in [0, {world_size})")
-    if cfg.dtype not in ("float32", "float16"):
+    try:   # (numpy's dtype('float16') passed the check, then stopped json.dumps of the settings)
+        dtype_name = output_dtype(cfg.dtype).name
+    except (TypeError, ValueError):
+        dtype_name = None
+    if dtype_name not in ("float32", "float16"):
         raise ValueError(f"dtype must be float32 or float16, got {cfg.dtype!r}")
+    cfg = replace(cfg, dtype=dtype_name)   # (recorded by name, as the command line gives it)
     if cfg.errors not in ("strict", "replace"):
         raise ValueError(f"errors must be 'strict' or 'replace', got {cfg.errors!r}")
     for name, value in (("cache_min_count", cfg.cache_min_count), ("cache_max_words", cfg.cache_max_words),
