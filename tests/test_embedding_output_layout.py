@@ -1,6 +1,8 @@
 """What ``elmo embed`` finds at OUTPUT before it starts, and what the finished file says."""
 from __future__ import annotations
 
+import json
+
 import h5py
 import numpy as np
 import pytest
@@ -60,7 +62,6 @@ def test_a_layer_selection_made_directly_is_checked_and_keeps_its_gamma(tmp_path
 def test_embed_file_takes_the_dtypes_embed_sentences_takes(tmp_path):
     # numpy's dtype("float16") passed the check and stopped json.dumps of the settings ("Object
     # of type Float16DType is not JSON serializable"); a torch dtype was refused
-    import numpy as np
 
     inp = tmp_path / "in.txt"
     inp.write_text("the bank .\n\nby the river\n", encoding="utf-8")
@@ -72,3 +73,21 @@ def test_embed_file_takes_the_dtypes_embed_sentences_takes(tmp_path):
             assert all(np.array_equal(f[k][()], g[k][()]) for k in ("0", "1", "2"))
     with pytest.raises(ValueError, match="dtype must be float32 or float16"):
         embed_file(inp, tmp_path / "x.hdf5", "fixture", dtype=np.float64)
+
+
+def test_numpy_settings_are_recorded_and_a_string_switch_is_refused(tmp_path):
+    # numpy counts and bools (a config read by numpy or pandas) stopped json.dumps of the
+    # settings once the model was loaded; sentence_keys="false" was true
+
+    inp = tmp_path / "in.txt"
+    inp.write_text("the bank .\nby the river\n", encoding="utf-8")
+    out = embed_file(inp, tmp_path / "o.hdf5", "fixture", cache_min_count=np.int64(1),
+                     cache_sample_lines=np.int64(5), sort_by_length=np.bool_(False),
+                     forget_sentences=np.bool_(True))
+    with h5py.File(out, "r") as f:
+        assert "sentence_to_index" not in f
+        settings = json.loads(f.attrs["settings"])
+    assert settings["token_cache"][0] == 1 and settings["sort_by_length"] is False
+    with pytest.raises(TypeError, match="sentence_keys must be True or False"):
+        embed_file(inp, tmp_path / "s.hdf5", "fixture", sentence_keys="false")
+    assert not (tmp_path / "s.hdf5").exists()

@@ -30,7 +30,7 @@ from typing import Any, Dict, Optional, Union
 import numpy as np
 import torch
 
-from ..checks import require_count, require_path
+from ..checks import require_count, require_path, require_switch
 from ..io import (OutputError, atomic_write_text, check_output_dir, check_output_file, no_empty_folder_on_failure,
                   output_lock, remove_temporaries, same_file, writing)
 from ..modules import BiLM
@@ -157,10 +157,16 @@ def embed_file(input_path: Union[str, Path], output_path: Union[str, Path],
     cfg = replace(cfg, dtype=dtype_name)   # (recorded by name, as the command line gives it)
     if cfg.errors not in ("strict", "replace"):
         raise ValueError(f"errors must be 'strict' or 'replace', got {cfg.errors!r}")
-    for name, value in (("cache_min_count", cfg.cache_min_count), ("cache_max_words", cfg.cache_max_words),
-                        ("cache_sample_lines", cfg.cache_sample_lines)):
-        if cfg.token_cache:  # (a negative sample or limit silently cached nothing)
-            require_count(name, value, hint=" (--no-token-cache turns the cache off)")
+    # Switches as bools and counts as ints: numpy's (a config read by numpy or pandas) stopped
+    # json.dumps of the settings once the model was loaded, and a string such as "false" was true
+    switches = ("sentence_keys", "forget_sentences", "sort_by_length", "token_cache", "overwrite", "progress")
+    cfg = replace(cfg, **{name: require_switch(name, getattr(cfg, name)) for name in switches})
+    if cfg.stateful is not None:
+        cfg = replace(cfg, stateful=require_switch("stateful", cfg.stateful))
+    if cfg.token_cache:  # (a negative sample or limit silently cached nothing)
+        cfg = replace(cfg, **{name: require_count(name, getattr(cfg, name),
+                                                  hint=" (--no-token-cache turns the cache off)")
+                              for name in ("cache_min_count", "cache_max_words", "cache_sample_lines")})
     if not cfg.wait_timeout > 0:  # (NaN too: it would never time out)
         raise ValueError(f"wait_timeout must be a positive number of seconds (inf: wait forever), "
                          f"got {cfg.wait_timeout}")
