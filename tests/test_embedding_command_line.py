@@ -46,3 +46,13 @@ def test_shell_join_gives_bash_the_same_bytes():
     line.encode("utf-8")   # (storable as UTF-8 text)
     got = subprocess.run(["bash", "-c", f"printf '%s\\0' {line}"], capture_output=True, check=True).stdout
     assert got.split(b"\0")[:-1] == [os.fsencode(w) for w in words]
+
+
+def test_a_command_line_given_from_python_is_stored_whatever_it_holds(tmp_path):
+    from elmo.embedding import embed_file
+
+    inp = tmp_path / "in.txt"
+    inp.write_text("the bank .\n", encoding="utf-8")
+    out = embed_file(inp, tmp_path / "o.hdf5", "fixture", command_line="run " + os.fsdecode(b"\xe9"))
+    with h5py.File(out, "r") as f:
+        assert f.attrs["command_line"] == "run \\udce9"

@@ -330,7 +330,7 @@ def _embed_and_merge(embedder: Embedder, index, selection: LayerSelection, input
     attrs = {
         "model_config": bilm.options.to_json(),
         # (a path that is not UTF-8, as sys.argv holds it, stopped the merge in h5py)
-        "command_line": (command_line.encode("utf-8", "backslashreplace").decode("utf-8")
+        "command_line": (str(command_line).encode("utf-8", "backslashreplace").decode("utf-8")
                          if command_line is not None else shell_join(sys.argv)),
         "layers": str(selection), "stateful": bool(bilm.stateful), "settings": settings_json,
     }
