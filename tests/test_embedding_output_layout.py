@@ -91,3 +91,20 @@ def test_numpy_settings_are_recorded_and_a_string_switch_is_refused(tmp_path):
     with pytest.raises(TypeError, match="sentence_keys must be True or False"):
         embed_file(inp, tmp_path / "s.hdf5", "fixture", sentence_keys="false")
     assert not (tmp_path / "s.hdf5").exists()
+
+
+def test_an_output_named_with_glob_characters_deletes_only_its_own_temporary_files(tmp_path):
+    # "out[12].hdf5" was a glob pattern: the run deleted the temporary files of out1.hdf5 and
+    # out2.hdf5 (other runs, under way, whose locks it does not hold) and left its own
+    inp = tmp_path / "in.txt"
+    inp.write_text("the bank .\n", encoding="utf-8")
+    others = [tmp_path / ".out1.hdf5.tmp-4242", tmp_path / ".out2.hdf5.tmp-4243"]
+    for other in others:
+        other.write_bytes(b"another run's file")
+    stale = tmp_path / ".out[12].hdf5.tmp-4244"   # (a killed run's, of this output)
+    stale.write_bytes(b"")
+    out = embed_file(inp, tmp_path / "out[12].hdf5", "fixture")
+    assert all(other.read_bytes() == b"another run's file" for other in others)
+    assert not stale.exists()
+    with h5py.File(out, "r") as f:
+        assert f["0"].shape[1] == 3
