@@ -54,7 +54,8 @@ class LayerSelection:
     @classmethod
     def parse(cls, spec: "str | LayerSelection | ScalarMix", gamma: float = 1.0) -> "LayerSelection":
         if isinstance(spec, LayerSelection):
-            if float(gamma) != 1.0 and float(gamma) != spec.gamma:  # (it was dropped without a word)
+            gamma = float32_number(gamma, "gamma (--gamma)")
+            if gamma != 1.0 and gamma != spec.gamma:  # (it was dropped without a word)
                 raise ValueError(f"gamma comes from the LayerSelection given as layers ({spec.gamma}); "
                                  f"leave gamma out")
             return spec
