@@ -297,8 +297,12 @@ def process_temporary(path: Path) -> Path:
 def remove_temporaries(path: Path) -> None:
     """Delete the temporary files that killed runs left for ``path``. Call it only while holding
     ``path``'s lock (:func:`output_lock`): a live writer's file is then never among them."""
-    for tmp in path.parent.glob(f".{path.name}.tmp-*"):
-        tmp.unlink(missing_ok=True)
+    # (the name escaped: "out[12].h5" matched, and deleted, the live temporary files of
+    # out1.h5 and out2.h5, whose locks it does not hold, and left its own)
+    prefix = f".{path.name}.tmp-"
+    for tmp in path.parent.glob(glob.escape(prefix) + "*"):
+        if tmp.name[len(prefix):].isdigit():   # (a PID: not ".NAME.tmp-1.h5.tmp-2", another's)
+            tmp.unlink(missing_ok=True)
 
 
 # ---------------------------------------------------------------------- output checks

@@ -375,7 +375,10 @@ def to_options(cfg: Any, *, explicit: bool = True, exclude: Iterable[str] = (),
             out += [flag, *map(str, value)]
         else:
             scale = meta.get("scale")
-            out += [flag, str(value / scale if scale and isinstance(value, (int, float)) else value)]
+            text = str(value / scale if scale and isinstance(value, (int, float)) else value)
+            # argparse takes a separate value that starts with "-" for an option ("--gamma
+            # -1e-05", "--model -m"): such a stored command line did not parse back
+            out += [f"{flag}={text}"] if text.startswith("-") else [flag, text]
     return out
 
 

@@ -50,6 +50,17 @@ def test_embed_cli_defaults_and_the_command_line_it_stores():
     assert "--max-tokens 50 --overlap 25 " in shorter
 
 
+@pytest.mark.parametrize("paths", [("-in.txt", "-out.hdf5"), ("in.txt", "-out.hdf5"), ("-in.txt", "out.hdf5")])
+def test_embed_stored_command_line_parses_back_with_values_that_start_with_a_dash(paths):
+    # a path, a model folder or a number in exponent form that starts with "-" was read back as
+    # an option: the stored command stopped with a usage error instead of resuming the run
+    cfg = dataclasses.replace(EmbedConfig(model="default", progress=True), model="-my-model",
+                              layers="mix:1,1,1", gamma=-1e-05, device="cpu")
+    args = build_parser().parse_args(shlex.split(command_line(*paths, cfg))[1:])
+    assert (args.input, args.output) == paths
+    assert from_args(EmbedConfig, args, defaults=command_defaults()) == dataclasses.replace(cfg, overlap=64)
+
+
 def test_embed_print_config_feeds_back_as_config(tmp_path, capsys):
     argv = ["embed", "in.txt", "out.hdf5", "--model", "fixture", "--layers", "top", "--batch-size", "3",
             "--no-sort", "--tokenize", "--cache-sample", "10", "--quiet", "--set", "cache_max_words=7"]

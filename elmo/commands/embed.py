@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import shlex
 import sys
 
 EPILOG = """\
@@ -110,11 +109,16 @@ def command_line(input_path: str, output_path: str, cfg) -> str:
 
     from ..embedding.windows import default_overlap
     from ..jobconfig import to_options
+    from ..shell import shell_join
 
     if cfg.overlap is None and isinstance(cfg.max_tokens, int) and cfg.max_tokens >= 1:
         # the overlap used, spelled out like the rest (and as earlier versions stored it)
         cfg = replace(cfg, overlap=default_overlap(cfg.max_tokens))
-    return shlex.join(["elmo", "embed", input_path, output_path, *to_options(cfg, exclude={"progress"})])
+    options = to_options(cfg, exclude={"progress"})
+    if input_path.startswith("-") or output_path.startswith("-"):
+        # (read as options, such a path stopped the stored command with a usage error)
+        return shell_join(["elmo", "embed", *options, "--", input_path, output_path])
+    return shell_join(["elmo", "embed", input_path, output_path, *options])
 
 
 def embed(args: argparse.Namespace) -> int:

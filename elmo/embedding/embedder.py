@@ -242,7 +242,8 @@ def masked_pool(vectors: torch.Tensor, mask: torch.Tensor, pooling: str = "mean"
         pooling: ``mean`` or ``max``.
 
     Returns:
-        (B, D); a sentence without tokens gets zeros.
+        (B, D) in the dtype of ``vectors`` (a mean is summed in float32 at least); a sentence
+        without tokens gets zeros.
     """
     if pooling not in ("mean", "max"):
         raise ValueError(f"pooling must be 'mean' or 'max', got {pooling!r}")
@@ -256,8 +257,11 @@ def masked_pool(vectors: torch.Tensor, mask: torch.Tensor, pooling: str = "mean"
     keep = mask.unsqueeze(-1)
     counts = keep.sum(dim=1)                                        # (B, 1)
     if pooling == "mean":
-        total = (vectors * keep.to(vectors.dtype)).sum(dim=1)
-        return total / counts.clamp(min=1).to(vectors.dtype)
+        # summed in float32 at least: float16 vectors of 10,000 tokens of 10.0 summed to inf
+        # in float16, so their mean was inf; the mean itself fits the input's type
+        wide = torch.promote_types(vectors.dtype, torch.float32)
+        total = (vectors.to(wide) * keep.to(wide)).sum(dim=1)
+        return (total / counts.clamp(min=1).to(wide)).to(vectors.dtype)
     filled = vectors.masked_fill(~keep, float("-inf")).amax(dim=1)
     return torch.where(counts > 0, filled, torch.zeros_like(filled))
 

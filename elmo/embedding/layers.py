@@ -34,9 +34,30 @@ class LayerSelection:
     weights: Optional[Tuple[float, ...]] = None
     gamma: float = 1.0
 
+    def __post_init__(self) -> None:
+        # One made directly was not checked: an unknown kind ran as a mix and stopped in
+        # tensordot, a NaN gamma blamed the model's weights, and a gamma on "top" was recorded
+        # in the output's settings without changing a vector
+        if self.kind not in ("all", "top", "average", "mix"):
+            raise ValueError(f"LayerSelection kind must be all, top, average or mix; got {self.kind!r}")
+        gamma = float32_number(self.gamma, "gamma")
+        if self.kind != "mix":
+            if self.weights is not None or gamma != 1.0:
+                raise ValueError(f"weights and gamma apply to a mix, not to {self.kind!r}")
+            return
+        if not self.weights:
+            raise ValueError("a mix needs one weight per layer (L + 1, the token layer included)")
+        weights = tuple(float32_number(w, "a mix weight") for w in self.weights)
+        object.__setattr__(self, "weights", weights)   # (a list given: hashable, as the class)
+        object.__setattr__(self, "gamma", gamma)
+
     @classmethod
     def parse(cls, spec: "str | LayerSelection | ScalarMix", gamma: float = 1.0) -> "LayerSelection":
         if isinstance(spec, LayerSelection):
+            gamma = float32_number(gamma, "gamma (--gamma)")
+            if gamma != 1.0 and gamma != spec.gamma:  # (it was dropped without a word)
+                raise ValueError(f"gamma comes from the LayerSelection given as layers ({spec.gamma}); "
+                                 f"leave gamma out")
             return spec
         if isinstance(spec, ScalarMix):
             if float(gamma) != 1.0:

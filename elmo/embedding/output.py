@@ -237,6 +237,9 @@ def output_complete(output: Path, settings: Dict) -> bool:
             found = f.attrs.get("settings")
     except OSError:
         raise SettingsMismatch(f"{output} exists and is not an HDF5 file; pass --overwrite to replace it") from None
+    if found is None:   # (was "written by a different command (it differs in: <every setting>)")
+        raise SettingsMismatch(f"{output} exists and is not an output of elmo embed (it records no settings); "
+                               f"pass --overwrite to replace it, or write to another file")
     compare_settings(found, settings, output)
     return True
 

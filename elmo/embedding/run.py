@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shlex
 import sys
 import time
 from contextlib import contextmanager
@@ -31,18 +30,19 @@ from typing import Any, Dict, Optional, Union
 import numpy as np
 import torch
 
-from ..checks import require_count, require_path
+from ..checks import require_count, require_path, require_switch
 from ..io import (OutputError, atomic_write_text, check_output_dir, check_output_file, no_empty_folder_on_failure,
                   output_lock, remove_temporaries, same_file, writing)
 from ..modules import BiLM
 from .config import EmbedConfig
-from .embedder import Embedder
+from .embedder import Embedder, output_dtype
 from .layers import LayerSelection
 from .output import (NonFiniteOutput, SegmentWriter, merge_segments, output_complete, parts_dir,
                      recorded_model_digests, remove_parts, same_settings, segment_done, segment_path,
                      segment_ready, value_settings)
 from .reader import index_input, indexed_sentences, read_segment, read_sentences, split_tokens
 from ..runtime import launch_env
+from ..shell import shell_join
 from ..tokenize import get_tokenizer
 
 FORMAT_VERSION = 1
@@ -111,7 +111,7 @@ def embed_file(input_path: Union[str, Path], output_path: Union[str, Path],
             * layers, gamma: ``all`` | ``top`` | ``average`` | ``mix:w0,w1,...``, or a
               trained :class:`elmo.ScalarMix` (not one with ``do_layer_norm``; see
               :mod:`elmo.embedding.layers`).
-            * dtype: ``float32`` or ``float16`` (half the file).
+            * dtype: ``float32`` or ``float16`` (half the file), by name or as a numpy or torch dtype.
             * batch_size, max_tokens, overlap, sort_by_length: see :class:`Embedder`.
             * stateful: carry LSTM state across batches like the original (reset at each
               segment); None keeps the model's own setting (stateless when loaded by name).
@@ -148,14 +148,25 @@ def embed_file(input_path: Union[str, Path], output_path: Union[str, Path],
     world_size = env_world if world_size is None else world_size
     if not 0 <= rank < world_size:
         raise ValueError(f"rank {rank} is not in [0, {world_size})")
-    if cfg.dtype not in ("float32", "float16"):
+    try:   # (numpy's dtype('float16') passed the check, then stopped json.dumps of the settings)
+        dtype_name = output_dtype(cfg.dtype).name
+    except (TypeError, ValueError):
+        dtype_name = None
+    if dtype_name not in ("float32", "float16"):
         raise ValueError(f"dtype must be float32 or float16, got {cfg.dtype!r}")
+    cfg = replace(cfg, dtype=dtype_name)   # (recorded by name, as the command line gives it)
     if cfg.errors not in ("strict", "replace"):
         raise ValueError(f"errors must be 'strict' or 'replace', got {cfg.errors!r}")
-    for name, value in (("cache_min_count", cfg.cache_min_count), ("cache_max_words", cfg.cache_max_words),
-                        ("cache_sample_lines", cfg.cache_sample_lines)):
-        if cfg.token_cache:  # (a negative sample or limit silently cached nothing)
-            require_count(name, value, hint=" (--no-token-cache turns the cache off)")
+    # Switches as bools and counts as ints: numpy's (a config read by numpy or pandas) stopped
+    # json.dumps of the settings once the model was loaded, and a string such as "false" was true
+    switches = ("sentence_keys", "forget_sentences", "sort_by_length", "token_cache", "overwrite", "progress")
+    cfg = replace(cfg, **{name: require_switch(name, getattr(cfg, name)) for name in switches})
+    if cfg.stateful is not None:
+        cfg = replace(cfg, stateful=require_switch("stateful", cfg.stateful))
+    if cfg.token_cache:  # (a negative sample or limit silently cached nothing)
+        cfg = replace(cfg, **{name: require_count(name, getattr(cfg, name),
+                                                  hint=" (--no-token-cache turns the cache off)")
+                              for name in ("cache_min_count", "cache_max_words", "cache_sample_lines")})
     if not cfg.wait_timeout > 0:  # (NaN too: it would never time out)
         raise ValueError(f"wait_timeout must be a positive number of seconds (inf: wait forever), "
                          f"got {cfg.wait_timeout}")
@@ -318,7 +329,9 @@ def _embed_and_merge(embedder: Embedder, index, selection: LayerSelection, input
                        world_size=world_size if overwrite else 0)
     attrs = {
         "model_config": bilm.options.to_json(),
-        "command_line": command_line if command_line is not None else shlex.join(sys.argv),
+        # (a path that is not UTF-8, as sys.argv holds it, stopped the merge in h5py)
+        "command_line": (str(command_line).encode("utf-8", "backslashreplace").decode("utf-8")
+                         if command_line is not None else shell_join(sys.argv)),
         "layers": str(selection), "stateful": bool(bilm.stateful), "settings": settings_json,
     }
     with writing(output_path, "merged output", hint=resume_hint):
