@@ -790,3 +790,33 @@ def test_the_note_on_counts_of_other_words_comes_from_the_main_process_only(tmp_
         TrainingRun(cfg, Context(rank=rank, world_size=2, local_rank=rank)).setup()
         notes.append(capsys.readouterr().err.count("holds the counts of other words"))
     assert notes == [0, 1]
+
+
+def test_a_warm_start_from_an_adapted_model_keeps_what_it_was_adapted_on(tmp_path, toy):
+    """`elmo train --from ADAPTED` exported ``adapted_on: []`` without ``extra_data``, so an
+    experiment described a biLM whose weights had seen the task's text as not domain-adapted.
+    Now the start's adapted texts carry over, and a finetune of that model extends the list."""
+    from elmo.tasks.runner import describe_bilm
+    train_txt, _, vocab_txt = toy
+    train(tiny_config(tmp_path / "base", train_txt, vocab_txt, max_steps=2))
+    task = tmp_path / "task.txt"
+    task.write_text("".join(f"the happy farmer {v} the old river .\n" for v in ["sees", "likes", "helps"] * 10))
+    finetune(tiny_config(tmp_path / "adapted", task, "", init_from=str(tmp_path / "base" / "model"), max_steps=2))
+    adapted_on = read_metadata(tmp_path / "adapted" / "model")["adapted_on"]
+    assert len(adapted_on) == 1
+
+    warm = tmp_path / "warm"
+    train(tiny_config(warm, train_txt, tmp_path / "adapted" / "model" / "vocab.txt", max_steps=2,
+                      init_from=str(tmp_path / "adapted" / "model")))
+    meta = read_metadata(warm / "model")
+    assert meta["adapted_on"] == adapted_on and meta["extra_data"] is True
+    assert describe_bilm(str(warm / "model"))["domain_adapted"] is True
+
+    finetune(tiny_config(tmp_path / "again", task, "", init_from=str(warm / "model"), max_steps=2))
+    again = read_metadata(tmp_path / "again" / "model")["adapted_on"]
+    assert again[:1] == adapted_on and len(again) == 2
+
+    # a warm start from a model that was never adapted is not marked as adapted
+    train(tiny_config(tmp_path / "plain", train_txt, vocab_txt, max_steps=2, init_from=str(tmp_path / "base" / "model")))
+    plain = read_metadata(tmp_path / "plain" / "model")
+    assert plain["adapted_on"] == [] and "extra_data" not in plain

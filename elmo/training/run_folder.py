@@ -20,14 +20,21 @@ def warm_start_record(init_from: str) -> Dict[str, Any]:
     """Where a warm-started run began: the model folder (absolute), its weights' SHA-256, and the
     tokens and steps it had seen. Taken when the run starts (see
     :meth:`~elmo.training.trainer.TrainingRun.record_warm_start`), so it still names the start
-    when that folder is later replaced, e.g. by shipping this run's model."""
+    when that folder is later replaced, e.g. by shipping this run's model.
+
+    Also the texts the start model was adapted on (``adapted_on``) and whether it saw extra
+    data (``extra_data``): the new model's weights come from them, so its metadata keeps them
+    (a warm start from an adapted model was exported with ``adapted_on: []``, and an experiment
+    described it as not domain-adapted)."""
     from ..data.fetch import sha256_file
 
     base = read_metadata(init_from)
     weights = Path(init_from) / "weights.hdf5"
+    adapted = list(base.get("adapted_on") or [])
     return {"from": str(Path(init_from).resolve()), "weights_sha256": sha256_file(weights) if weights.exists() else None,
             "tokens_before": int(base.get("tokens_total", base.get("tokens", 0))),
-            "steps_before": base.get("steps"), "base_train_config": base.get("train_config")}
+            "steps_before": base.get("steps"), "base_train_config": base.get("train_config"),
+            "adapted_on": adapted, "extra_data": bool(adapted) or base.get("extra_data") is True}
 
 
 def check_start_model(cfg: TrainConfig) -> None:

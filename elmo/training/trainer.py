@@ -338,11 +338,16 @@ class TrainingRun:
                 atomic_write_text(path, json.dumps(self.warm_start, indent=2) + "\n")
 
     def warm_start_metadata(self) -> Dict[str, Any]:
-        """The exported model's ``warm_start`` and ``tokens_total`` (the tokens of all phases)."""
+        """The exported model's ``warm_start`` and ``tokens_total`` (the tokens of all phases),
+        and the start model's ``adapted_on`` and ``extra_data`` where it was adapted: its
+        weights carry that text on (finetune's own metadata extends the list)."""
         if not self.warm_start:
             return {}
-        return {"warm_start": self.warm_start,
+        meta = {"warm_start": self.warm_start,
                 "tokens_total": int(self.warm_start["tokens_before"]) + self.tokens_done}
+        if self.warm_start.get("adapted_on") or self.warm_start.get("extra_data"):
+            meta.update(adapted_on=list(self.warm_start.get("adapted_on") or []), extra_data=True)
+        return meta
 
     def resume(self) -> None:
         """Restore the newest checkpoint, if there is one: weights, optimizer, position, RNGs."""
