@@ -820,3 +820,29 @@ def test_a_warm_start_from_an_adapted_model_keeps_what_it_was_adapted_on(tmp_pat
     train(tiny_config(tmp_path / "plain", train_txt, vocab_txt, max_steps=2, init_from=str(tmp_path / "base" / "model")))
     plain = read_metadata(tmp_path / "plain" / "model")
     assert plain["adapted_on"] == [] and "extra_data" not in plain
+
+
+def test_a_resumed_finetune_reports_the_start_it_began_from(tmp_path, toy):
+    """A finetune resumed after its --from folder was replaced (a newer model of the same
+    vocabulary) measured "before" on the new model and recorded its metadata as the start,
+    though the weights went on from the checkpoint of the first. Now the start is read back."""
+    train_txt, _, vocab_txt = toy
+    base = tmp_path / "base"
+    train(tiny_config(base, train_txt, vocab_txt, max_steps=2))
+    task = tmp_path / "task.txt"
+    task.write_text("".join(f"the happy farmer {v} the old river .\n" for v in ["sees", "likes", "helps"] * 10))
+    cfg = tiny_config(tmp_path / "adapted", task, "", init_from=str(base / "model"), max_steps=2)
+    first = finetune(cfg)
+    start_meta = read_metadata(base / "model")
+
+    train(tiny_config(tmp_path / "newer", train_txt, vocab_txt, max_steps=4, seed=7))   # other weights
+    shutil.rmtree(base / "model")
+    shutil.copytree(tmp_path / "newer" / "model", base / "model")
+    assert read_metadata(base / "model")["steps"] != start_meta["steps"]
+
+    longer = finetune(tiny_config(tmp_path / "adapted", task, "", init_from=str(base / "model"), max_steps=4))
+    assert longer["steps"] == 4
+    assert longer["before"] == first["before"]
+    meta = read_metadata(tmp_path / "adapted" / "model")
+    assert meta["heldout_ppl_before"] == first["before"]
+    assert meta["base_metadata"]["steps"] == start_meta["steps"] == meta["warm_start"]["steps_before"]

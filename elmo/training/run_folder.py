@@ -14,6 +14,8 @@ from .export import LM_FILES, check_language_model_files, read_metadata
 
 
 WARM_START_FILE = "warm_start.json"
+#: finetune's start: the held-out perplexity before and the start model's metadata
+FINETUNE_START_FILE = "finetune_start.json"
 
 
 def warm_start_record(init_from: str) -> Dict[str, Any]:
@@ -56,7 +58,7 @@ def run_files(out: Path) -> List[Path]:
     files, whose names start with a dot, are left out: no folder or glob of text finds them."""
     model = ("options.json", "weights.hdf5", *LM_FILES)
     return [out / name for name in ("train.lock", "train_config.json", "corpus_stats.json", "log.jsonl",
-                                    WARM_START_FILE)] + [checkpoint_path(out / "checkpoints", 1)] + [
+                                    WARM_START_FILE, FINETUNE_START_FILE)] + [checkpoint_path(out / "checkpoints", 1)] + [
         out / folder / name for folder in ("model", "model.partial") for name in model]
 
 
