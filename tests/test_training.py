@@ -846,3 +846,35 @@ def test_a_resumed_finetune_reports_the_start_it_began_from(tmp_path, toy):
     meta = read_metadata(tmp_path / "adapted" / "model")
     assert meta["heldout_ppl_before"] == first["before"]
     assert meta["base_metadata"]["steps"] == start_meta["steps"] == meta["warm_start"]["steps_before"]
+
+
+@pytest.mark.parametrize("command", ["train", "finetune"])
+def test_a_new_run_does_not_replace_a_model_it_cannot_resume(tmp_path, toy, capsys, command):
+    """A finished run whose checkpoints were deleted (to save space), run again: it started from
+    scratch, emptied log.jsonl at once and replaced model/ at the end without a word. Now it is
+    refused before anything is written; a run killed before its first checkpoint still restarts."""
+    train_txt, _, vocab_txt = toy
+    run = tmp_path / "run"
+    train(tiny_config(run, train_txt, vocab_txt, max_steps=2))
+    shutil.rmtree(run / "checkpoints")
+    before = {p.name: p.read_bytes() for p in [run / "log.jsonl", *(run / "model").iterdir()]}
+    if command == "train":
+        argv = ["train", str(train_txt), "--vocab", str(vocab_txt), "-o", str(run), "--max-steps", "2",
+                "--batch-size", "4", "--dim", "32", "--projection-dim", "16", "--no-progress"]
+    else:
+        argv = ["finetune", str(train_txt), "--from", str(run / "model"), "-o", str(tmp_path / "other"),
+                "--max-steps", "2", "--no-progress"]
+        shutil.copytree(run / "model", tmp_path / "other" / "model")
+        run = tmp_path / "other"
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert f"{run}: holds a trained model" in err and err.count("\n") == 1
+    after = {p.name: p.read_bytes() for p in [run / "log.jsonl", *(run / "model").iterdir()] if p.exists()}
+    assert all(after[name] == data for name, data in before.items() if name in after)
+    assert not (run / "checkpoints").exists()
+
+    # killed before its first checkpoint: nothing exported, the same command starts again
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    (fresh / "log.jsonl").write_text('{"event": "start", "step": 0}\n')
+    assert train(tiny_config(fresh, train_txt, vocab_txt, max_steps=2))["model"] == str(fresh / "model")

@@ -30,7 +30,7 @@ from .export import VOCAB_FILE, load_language_model, read_metadata
 from .resume import ResumeMismatch
 from .distributed import is_main_process, launched_world_size
 from .config import TrainConfig
-from .run_folder import FINETUNE_START_FILE, check_start_model, check_text_outside_run, check_vocabulary_not_text, run_lock
+from .run_folder import FINETUNE_START_FILE, check_no_model_to_replace, check_start_model, check_text_outside_run, check_vocabulary_not_text, run_lock
 from .trainer import train
 
 MIN_STEPS_PER_EPOCH = 20
@@ -135,6 +135,7 @@ def finetune(cfg: TrainConfig, heldout: Optional[Sequence[str]] = None, heldout_
     out = Path(cfg.output)
     check_output_dir(out, "run folder")   # a file there: named, not "File exists"
     check_start_model(cfg)   # before its text files are written there
+    check_no_model_to_replace(out)
     text_files, held_files = expand_paths(cfg.train), expand_paths(heldout) if heldout else []
     # (before the lock file; finetune's stricter rule, see check_text_outside_run)
     check_text_outside_run(out, {"training text": cfg.train, "--heldout": list(heldout or [])},

@@ -8,7 +8,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from ..data.corpus import would_find
 from ..io import OutputError, output_lock, same_file
-from .checkpoint import checkpoint_path
+from .checkpoint import checkpoint_path, latest_checkpoint
 from .config import TrainConfig
 from .export import LM_FILES, check_language_model_files, read_metadata
 
@@ -50,6 +50,20 @@ def check_start_model(cfg: TrainConfig) -> None:
     if cfg.init_from and same_file(Path(cfg.output) / "model", Path(cfg.init_from)):
         raise OutputError(f"{cfg.output}: its model folder is {cfg.init_from}, the model this run starts "
                           f"from (--from), which the export would replace; give another --output")
+
+
+def check_no_model_to_replace(output: str | Path) -> None:
+    """Refuse a run that would start from scratch in a folder holding an exported model and no
+    checkpoint to resume from (a finished run whose checkpoints were deleted to save space, or
+    a model put there): the command emptied the folder's ``log.jsonl`` at once and replaced its
+    ``model/`` with the new one at the end, without a word. A run killed before its first
+    checkpoint has exported nothing, and starts again as before."""
+    out = Path(output)
+    model = out / "model"
+    if model.is_dir() and any(model.iterdir()) and latest_checkpoint(out / "checkpoints") is None:
+        raise OutputError(f"{out}: holds a trained model ({model}) and no checkpoint to resume from; a new run "
+                          f"there would start from scratch and replace that model and its learning curve: "
+                          f"give another --output, or remove {model} to train there again")
 
 
 def run_files(out: Path) -> List[Path]:

@@ -49,8 +49,8 @@ from .export import export_model, load_language_model, options_with_training_key
 from .model import LanguageModel
 from .optim import build_optimizer, load_optimizer_state
 from .resume import ResumeMismatch, check_allow_change, check_resume
-from .run_folder import (WARM_START_FILE, check_start_model, check_text_outside_run, check_vocabulary_not_text,
-                         run_lock, warm_start_record)
+from .run_folder import (WARM_START_FILE, check_no_model_to_replace, check_start_model, check_text_outside_run,
+                         check_vocabulary_not_text, run_lock, warm_start_record)
 from .run_log import SINCE_RESUME, WINDOW_SUMS, RunLog, weighted_window
 from .stop import StopRequests, TrainingStopped
 from .training_vocab import load_training_vocabulary, vocabulary_digest
@@ -146,6 +146,7 @@ def train(cfg: TrainConfig, stop_after: Optional[int] = None, lock: bool = True,
     check_output_dir(out, "run folder")   # a file there: named, not "File exists"
     if not start_model_checked:
         check_start_model(cfg)
+        check_no_model_to_replace(out)
     check_text_outside_run(cfg.output, {"training text": cfg.train, "--valid": cfg.valid})
     check_vocabulary_not_text([*cfg.train, *cfg.valid], cfg.vocab)
     ctx = distributed.setup(cfg.device)
