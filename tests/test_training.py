@@ -878,3 +878,20 @@ def test_a_new_run_does_not_replace_a_model_it_cannot_resume(tmp_path, toy, caps
     fresh.mkdir()
     (fresh / "log.jsonl").write_text('{"event": "start", "step": 0}\n')
     assert train(tiny_config(fresh, train_txt, vocab_txt, max_steps=2))["model"] == str(fresh / "model")
+
+
+def test_a_warm_start_with_another_vocabulary_says_how_it_differs(tmp_path, toy, capsys):
+    """`elmo train --from MODEL --vocab OTHER` said only "OTHER: not the vocabulary of MODEL"
+    (and the README read as if any --vocab were taken): now the line says where the two differ
+    and what to give instead."""
+    train_txt, _, vocab_txt = toy
+    train(tiny_config(tmp_path / "base", train_txt, vocab_txt, max_steps=2))
+    other = tmp_path / "other.txt"
+    other.write_text("<S>\n</S>\n<UNK>\nzebra\n", encoding="utf-8")
+    model = tmp_path / "base" / "model"
+    assert main(["train", str(train_txt), "--from", str(model), "--vocab", str(other), "-o", str(tmp_path / "w"),
+                 "--max-steps", "1", "--no-progress"]) == 1
+    err = capsys.readouterr().err
+    words = Vocabulary.load(vocab_txt).words
+    assert f"(4 words, the model's {len(words)}; word 4 is 'zebra' there, {words[3]!r} in the model)" in err
+    assert "give the model's vocab.txt" in err and err.count("\n") == 1 and not (tmp_path / "w").exists()

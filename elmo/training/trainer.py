@@ -45,7 +45,7 @@ from .checkpoint import (CheckpointError, latest_checkpoint, list_checkpoints, l
                          save_checkpoint, set_rng_state, writing)
 from .config import TrainConfig, restart_settings, with_recipe_defaults
 from .evaluate import likelihood_sums, perplexity_from_sums, reset_rows, unk_targets
-from .export import export_model, load_language_model, options_with_training_keys
+from .export import VOCAB_FILE, export_model, load_language_model, options_with_training_keys
 from .model import LanguageModel
 from .optim import build_optimizer, load_optimizer_state
 from .resume import ResumeMismatch, check_allow_change, check_resume
@@ -96,7 +96,15 @@ def build_model(cfg: TrainConfig, vocab: Vocabulary) -> LanguageModel:
     if cfg.init_from:
         model, model_vocab = load_language_model(cfg.init_from, dropout=cfg.dropout)
         if model_vocab.words != vocab.words:
-            raise ValueError(f"{cfg.vocab}: not the vocabulary of {cfg.init_from}")
+            # (the bare "not the vocabulary of" said neither how nor what to give instead)
+            at = next((i for i, (a, b) in enumerate(zip(vocab.words, model_vocab.words)) if a != b),
+                      min(len(vocab), len(model_vocab)))
+            mine = repr(vocab.words[at]) if at < len(vocab) else "its end"
+            theirs = repr(model_vocab.words[at]) if at < len(model_vocab) else "its end"
+            raise ValueError(f"{cfg.vocab}: not the vocabulary of {cfg.init_from} ({len(vocab):,} words, the "
+                             f"model's {len(model_vocab):,}; word {at + 1} is {mine} there, {theirs} in the "
+                             f"model): a warm start keeps the model's softmax, a row per word of its vocabulary, "
+                             f"so give the model's {VOCAB_FILE} (or leave --vocab out)")
         return model
     options = options_with_training_keys(
         ElmoOptions.from_dict(cfg.options), n_tokens_vocab=len(vocab), unroll_steps=cfg.unroll_steps,
