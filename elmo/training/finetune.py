@@ -113,7 +113,10 @@ def _start_record(out: Path, cfg: TrainConfig, measure) -> Dict[str, Any]:
     from the checkpoint of the first."""
     path = out / FINETUNE_START_FILE
     if path.exists() and latest_checkpoint(out / "checkpoints") is not None:
-        record = json.loads(path.read_text(encoding="utf-8"))
+        try:   # (written atomically; one damaged by hand is measured again, as before the file)
+            record = json.loads(path.read_text(encoding="utf-8"))
+        except ValueError:
+            record = None
         if isinstance(record, dict) and {"before", "base_metadata"} <= set(record):
             return record
     record = {"before": measure(), "base_metadata": read_metadata(cfg.init_from)}
