@@ -895,3 +895,19 @@ def test_a_warm_start_with_another_vocabulary_says_how_it_differs(tmp_path, toy,
     words = Vocabulary.load(vocab_txt).words
     assert f"(4 words, the model's {len(words)}; word 4 is 'zebra' there, {words[3]!r} in the model)" in err
     assert "give the model's vocab.txt" in err and err.count("\n") == 1 and not (tmp_path / "w").exists()
+
+
+def test_a_warm_starts_options_say_how_it_was_trained(tmp_path, toy):
+    """The options.json of a model warm-started (or adapted) from another kept the start's
+    training keys: its negatives, unroll steps and dropout, not those the run trained with."""
+    train_txt, _, vocab_txt = toy
+    train(tiny_config(tmp_path / "base", train_txt, vocab_txt, max_steps=2, n_negative=10, unroll_steps=8,
+                      dropout=0.1))
+    base = json.loads((tmp_path / "base" / "model" / "options.json").read_text())
+    assert (base["n_negative_samples_batch"], base["unroll_steps"], base["dropout"]) == (10, 8, 0.1)
+    train(tiny_config(tmp_path / "warm", train_txt, vocab_txt, max_steps=2, n_negative=0, unroll_steps=5,
+                      dropout=0.2, init_from=str(tmp_path / "base" / "model")))
+    warm = json.loads((tmp_path / "warm" / "model" / "options.json").read_text())
+    assert (warm["unroll_steps"], warm["dropout"]) == (5, 0.2) and "n_negative_samples_batch" not in warm
+    assert warm["lstm"] == base["lstm"] and warm["char_cnn"] == base["char_cnn"]
+    assert warm["n_tokens_vocab"] == base["n_tokens_vocab"] == len(Vocabulary.load(vocab_txt))

@@ -105,11 +105,23 @@ def build_model(cfg: TrainConfig, vocab: Vocabulary) -> LanguageModel:
                              f"model's {len(model_vocab):,}; word {at + 1} is {mine} there, {theirs} in the "
                              f"model): a warm start keeps the model's softmax, a row per word of its vocabulary, "
                              f"so give the model's {VOCAB_FILE} (or leave --vocab out)")
+        # the exported options.json said the start model's training keys (its negatives,
+        # unroll steps and dropout), not those this run trained with
+        model.bilm.options = _with_training_keys(model.bilm.options, cfg, vocab)
         return model
-    options = options_with_training_keys(
-        ElmoOptions.from_dict(cfg.options), n_tokens_vocab=len(vocab), unroll_steps=cfg.unroll_steps,
-        dropout=cfg.dropout, n_negative_samples_batch=cfg.n_negative or None)
+    options = _with_training_keys(ElmoOptions.from_dict(cfg.options), cfg, vocab)
     return LanguageModel(options, len(vocab), vocab.bos, vocab.eos, cfg.dropout)
+
+
+def _with_training_keys(options: ElmoOptions, cfg: TrainConfig, vocab: Vocabulary) -> ElmoOptions:
+    """``options`` with the original's training keys of this run (no ``n_negative_samples_batch``
+    with the full softmax)."""
+    options = options_with_training_keys(
+        options, n_tokens_vocab=len(vocab), unroll_steps=cfg.unroll_steps, dropout=cfg.dropout,
+        n_negative_samples_batch=cfg.n_negative or None)
+    if not cfg.n_negative:
+        options.extra.pop("n_negative_samples_batch", None)
+    return options
 
 
 #: Steps in a row whose gradient is not finite after which a run stops (each is skipped).
