@@ -26,7 +26,7 @@ from ..io import atomic_write_text, check_output_dir, no_empty_folder_on_failure
 from ..runtime import launch_env, resolve_device
 from .. import strict_json
 from .checkpoint import latest_checkpoint, writing
-from .export import VOCAB_FILE, load_language_model, read_metadata
+from .export import VOCAB_FILE, load_language_model, load_vocabulary, read_metadata
 from .resume import ResumeMismatch
 from .distributed import is_main_process, launched_world_size
 from .config import TrainConfig
@@ -185,9 +185,13 @@ def _finetune(cfg: TrainConfig, out: Path, text_files: List[Path], held_files: L
     # the held-out perplexity before and after on the device the adaptation trains on (they ran
     # on the CPU whatever --device said: minutes for a GPU run's held-out text)
     device = resolve_device(cfg.device, launch_env()[2])
-    base, vocab = load_language_model(cfg.init_from, device=device)
-    start = _start_record(out, cfg, lambda: perplexity(base, held, vocab, cfg.eval_batch_size, device=device))
-    del base
+    vocab = load_vocabulary(cfg.init_from)
+
+    def measure() -> Dict[str, float]:   # (the start model is loaded only where it is measured)
+        base, _ = load_language_model(cfg.init_from, device=device)
+        return perplexity(base, held, vocab, cfg.eval_batch_size, device=device)
+
+    start = _start_record(out, cfg, measure)
     before, base_meta = start["before"], start["base_metadata"]
     batch_size = fitted_batch_size(cfg, train_part, launched_world_size())
     # absolute: read from another working folder, a relative path names another file or none
