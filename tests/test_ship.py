@@ -259,3 +259,19 @@ def test_a_full_disk_names_the_shipped_file_not_the_staging_folder(exported, tmp
         ship(exported, dest)
     assert str(info.value) == f"{dest / 'weights.hdf5'}: cannot write the weights: No space left on device"
     assert not any(p.name.startswith(".shipped") for p in tmp_path.iterdir()) and not dest.exists()
+
+
+def test_precision_command_refuses_another_model_in_one_line(exported, tmp_path, capsys):
+    """Comparing with a folder of another shape (same vocabulary) was a RuntimeError deep in
+    load_state_dict, and a missing folder or another vocabulary a traceback: now each is one line."""
+    from elmo.training.precision import main as precision_main
+    held = str(exported.parent / "corpus" / "heldout.txt")
+    vocab = Vocabulary.load(exported / "vocab.txt")
+    wider = LanguageModel(ElmoOptions.from_dict(tiny_model_options(dim=24)), len(vocab), vocab.bos, vocab.eos, 0.0)
+    export_model(wider, vocab, tmp_path / "wider")
+    for candidate, says in ((tmp_path / "wider", "its lstm options are not those of"),
+                            (tmp_path / "none", "options.json: missing")):
+        assert precision_main([str(exported), str(candidate), held]) == 1
+        err = capsys.readouterr().err
+        assert err.startswith("python -m elmo.training.precision: error: ") and says in err
+        assert err.count("\n") == 1

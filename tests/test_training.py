@@ -790,3 +790,124 @@ def test_the_note_on_counts_of_other_words_comes_from_the_main_process_only(tmp_
         TrainingRun(cfg, Context(rank=rank, world_size=2, local_rank=rank)).setup()
         notes.append(capsys.readouterr().err.count("holds the counts of other words"))
     assert notes == [0, 1]
+
+
+def test_a_warm_start_from_an_adapted_model_keeps_what_it_was_adapted_on(tmp_path, toy):
+    """`elmo train --from ADAPTED` exported ``adapted_on: []`` without ``extra_data``, so an
+    experiment described a biLM whose weights had seen the task's text as not domain-adapted.
+    Now the start's adapted texts carry over, and a finetune of that model extends the list."""
+    from elmo.tasks.runner import describe_bilm
+    train_txt, _, vocab_txt = toy
+    train(tiny_config(tmp_path / "base", train_txt, vocab_txt, max_steps=2))
+    task = tmp_path / "task.txt"
+    task.write_text("".join(f"the happy farmer {v} the old river .\n" for v in ["sees", "likes", "helps"] * 10))
+    finetune(tiny_config(tmp_path / "adapted", task, "", init_from=str(tmp_path / "base" / "model"), max_steps=2))
+    adapted_on = read_metadata(tmp_path / "adapted" / "model")["adapted_on"]
+    assert len(adapted_on) == 1
+
+    warm = tmp_path / "warm"
+    train(tiny_config(warm, train_txt, tmp_path / "adapted" / "model" / "vocab.txt", max_steps=2,
+                      init_from=str(tmp_path / "adapted" / "model")))
+    meta = read_metadata(warm / "model")
+    assert meta["adapted_on"] == adapted_on and meta["extra_data"] is True
+    assert describe_bilm(str(warm / "model"))["domain_adapted"] is True
+
+    finetune(tiny_config(tmp_path / "again", task, "", init_from=str(warm / "model"), max_steps=2))
+    again = read_metadata(tmp_path / "again" / "model")["adapted_on"]
+    assert again[:1] == adapted_on and len(again) == 2
+
+    # a warm start from a model that was never adapted is not marked as adapted
+    train(tiny_config(tmp_path / "plain", train_txt, vocab_txt, max_steps=2, init_from=str(tmp_path / "base" / "model")))
+    plain = read_metadata(tmp_path / "plain" / "model")
+    assert plain["adapted_on"] == [] and "extra_data" not in plain
+
+
+def test_a_resumed_finetune_reports_the_start_it_began_from(tmp_path, toy):
+    """A finetune resumed after its --from folder was replaced (a newer model of the same
+    vocabulary) measured "before" on the new model and recorded its metadata as the start,
+    though the weights went on from the checkpoint of the first. Now the start is read back."""
+    train_txt, _, vocab_txt = toy
+    base = tmp_path / "base"
+    train(tiny_config(base, train_txt, vocab_txt, max_steps=2))
+    task = tmp_path / "task.txt"
+    task.write_text("".join(f"the happy farmer {v} the old river .\n" for v in ["sees", "likes", "helps"] * 10))
+    cfg = tiny_config(tmp_path / "adapted", task, "", init_from=str(base / "model"), max_steps=2)
+    first = finetune(cfg)
+    start_meta = read_metadata(base / "model")
+
+    train(tiny_config(tmp_path / "newer", train_txt, vocab_txt, max_steps=4, seed=7))   # other weights
+    shutil.rmtree(base / "model")
+    shutil.copytree(tmp_path / "newer" / "model", base / "model")
+    assert read_metadata(base / "model")["steps"] != start_meta["steps"]
+
+    longer = finetune(tiny_config(tmp_path / "adapted", task, "", init_from=str(base / "model"), max_steps=4))
+    assert longer["steps"] == 4
+    assert longer["before"] == first["before"]
+    meta = read_metadata(tmp_path / "adapted" / "model")
+    assert meta["heldout_ppl_before"] == first["before"]
+    assert meta["base_metadata"]["steps"] == start_meta["steps"] == meta["warm_start"]["steps_before"]
+
+
+@pytest.mark.parametrize("command", ["train", "finetune"])
+def test_a_new_run_does_not_replace_a_model_it_cannot_resume(tmp_path, toy, capsys, command):
+    """A finished run whose checkpoints were deleted (to save space), run again: it started from
+    scratch, emptied log.jsonl at once and replaced model/ at the end without a word. Now it is
+    refused before anything is written; a run killed before its first checkpoint still restarts."""
+    train_txt, _, vocab_txt = toy
+    run = tmp_path / "run"
+    train(tiny_config(run, train_txt, vocab_txt, max_steps=2))
+    shutil.rmtree(run / "checkpoints")
+    before = {p.name: p.read_bytes() for p in [run / "log.jsonl", *(run / "model").iterdir()]}
+    if command == "train":
+        argv = ["train", str(train_txt), "--vocab", str(vocab_txt), "-o", str(run), "--max-steps", "2",
+                "--batch-size", "4", "--dim", "32", "--projection-dim", "16", "--no-progress"]
+    else:
+        argv = ["finetune", str(train_txt), "--from", str(run / "model"), "-o", str(tmp_path / "other"),
+                "--max-steps", "2", "--no-progress"]
+        shutil.copytree(run / "model", tmp_path / "other" / "model")
+        run = tmp_path / "other"
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert f"{run}: holds a trained model" in err and err.count("\n") == 1
+    after = {p.name: p.read_bytes() for p in [run / "log.jsonl", *(run / "model").iterdir()] if p.exists()}
+    assert all(after[name] == data for name, data in before.items() if name in after)
+    assert not (run / "checkpoints").exists()
+
+    # killed before its first checkpoint: nothing exported, the same command starts again
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    (fresh / "log.jsonl").write_text('{"event": "start", "step": 0}\n')
+    assert train(tiny_config(fresh, train_txt, vocab_txt, max_steps=2))["model"] == str(fresh / "model")
+
+
+def test_a_warm_start_with_another_vocabulary_says_how_it_differs(tmp_path, toy, capsys):
+    """`elmo train --from MODEL --vocab OTHER` said only "OTHER: not the vocabulary of MODEL"
+    (and the README read as if any --vocab were taken): now the line says where the two differ
+    and what to give instead."""
+    train_txt, _, vocab_txt = toy
+    train(tiny_config(tmp_path / "base", train_txt, vocab_txt, max_steps=2))
+    other = tmp_path / "other.txt"
+    other.write_text("<S>\n</S>\n<UNK>\nzebra\n", encoding="utf-8")
+    model = tmp_path / "base" / "model"
+    assert main(["train", str(train_txt), "--from", str(model), "--vocab", str(other), "-o", str(tmp_path / "w"),
+                 "--max-steps", "1", "--no-progress"]) == 1
+    err = capsys.readouterr().err
+    words = Vocabulary.load(vocab_txt).words
+    assert f"(4 words, the model's {len(words)}; word 4 is 'zebra' there, {words[3]!r} in the model)" in err
+    assert "give the model's vocab.txt" in err and err.count("\n") == 1 and not (tmp_path / "w").exists()
+
+
+def test_a_warm_starts_options_say_how_it_was_trained(tmp_path, toy):
+    """The options.json of a model warm-started (or adapted) from another kept the start's
+    training keys: its negatives, unroll steps and dropout, not those the run trained with."""
+    train_txt, _, vocab_txt = toy
+    train(tiny_config(tmp_path / "base", train_txt, vocab_txt, max_steps=2, n_negative=10, unroll_steps=8,
+                      dropout=0.1))
+    base = json.loads((tmp_path / "base" / "model" / "options.json").read_text())
+    assert (base["n_negative_samples_batch"], base["unroll_steps"], base["dropout"]) == (10, 8, 0.1)
+    train(tiny_config(tmp_path / "warm", train_txt, vocab_txt, max_steps=2, n_negative=0, unroll_steps=5,
+                      dropout=0.2, init_from=str(tmp_path / "base" / "model")))
+    warm = json.loads((tmp_path / "warm" / "model" / "options.json").read_text())
+    assert (warm["unroll_steps"], warm["dropout"]) == (5, 0.2) and "n_negative_samples_batch" not in warm
+    assert warm["lstm"] == base["lstm"] and warm["char_cnn"] == base["char_cnn"]
+    assert warm["n_tokens_vocab"] == base["n_tokens_vocab"] == len(Vocabulary.load(vocab_txt))

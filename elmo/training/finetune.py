@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -25,11 +26,11 @@ from ..io import atomic_write_text, check_output_dir, no_empty_folder_on_failure
 from ..runtime import launch_env, resolve_device
 from .. import strict_json
 from .checkpoint import latest_checkpoint, writing
-from .export import VOCAB_FILE, load_language_model, read_metadata
+from .export import VOCAB_FILE, load_language_model, load_vocabulary, read_metadata
 from .resume import ResumeMismatch
 from .distributed import is_main_process, launched_world_size
 from .config import TrainConfig
-from .run_folder import check_start_model, check_text_outside_run, check_vocabulary_not_text, run_lock
+from .run_folder import FINETUNE_START_FILE, check_no_model_to_replace, check_start_model, check_text_outside_run, check_vocabulary_not_text, run_lock
 from .trainer import train
 
 MIN_STEPS_PER_EPOCH = 20
@@ -103,6 +104,28 @@ def _sentence_digests(files: Sequence[Path]) -> Tuple[List[Optional[str]], Optio
     return each, whole.hexdigest() if any(d is not None for d in each) else None
 
 
+def _start_record(out: Path, cfg: TrainConfig, measure) -> Dict[str, Any]:
+    """The start model's held-out perplexity (``before``, from ``measure()``) and metadata
+    (``base_metadata``), taken when the adaptation begins and read back from
+    ``OUTPUT/finetune_start.json`` when it resumes from a checkpoint: the ``--from`` folder may
+    have been replaced since (a newer version of the model), and a resumed run reported that
+    model's perplexity as "before" and its metadata as the start's, though its weights go on
+    from the checkpoint of the first."""
+    path = out / FINETUNE_START_FILE
+    if path.exists() and latest_checkpoint(out / "checkpoints") is not None:
+        try:   # (written atomically; one damaged by hand is measured again, as before the file)
+            record = json.loads(path.read_text(encoding="utf-8"))
+        except ValueError:
+            record = None
+        if isinstance(record, dict) and {"before", "base_metadata"} <= set(record):
+            return record
+    record = {"before": measure(), "base_metadata": read_metadata(cfg.init_from)}
+    if is_main_process():
+        with writing(path):
+            atomic_write_text(path, strict_json.dumps(record, indent=2) + "\n")
+    return record
+
+
 def finetune(cfg: TrainConfig, heldout: Optional[Sequence[str]] = None, heldout_every: int = 10) -> Dict[str, Any]:
     """Adapt ``cfg.init_from`` on ``cfg.train``; the result goes to ``cfg.output/model``.
 
@@ -115,6 +138,7 @@ def finetune(cfg: TrainConfig, heldout: Optional[Sequence[str]] = None, heldout_
     out = Path(cfg.output)
     check_output_dir(out, "run folder")   # a file there: named, not "File exists"
     check_start_model(cfg)   # before its text files are written there
+    check_no_model_to_replace(out)
     text_files, held_files = expand_paths(cfg.train), expand_paths(heldout) if heldout else []
     # (before the lock file; finetune's stricter rule, see check_text_outside_run)
     check_text_outside_run(out, {"training text": cfg.train, "--heldout": list(heldout or [])},
@@ -161,11 +185,15 @@ def _finetune(cfg: TrainConfig, out: Path, text_files: List[Path], held_files: L
     # the held-out perplexity before and after on the device the adaptation trains on (they ran
     # on the CPU whatever --device said: minutes for a GPU run's held-out text)
     device = resolve_device(cfg.device, launch_env()[2])
-    base, vocab = load_language_model(cfg.init_from, device=device)
-    before = perplexity(base, held, vocab, cfg.eval_batch_size, device=device)
-    del base
+    vocab = load_vocabulary(cfg.init_from)
+
+    def measure() -> Dict[str, float]:   # (the start model is loaded only where it is measured)
+        base, _ = load_language_model(cfg.init_from, device=device)
+        return perplexity(base, held, vocab, cfg.eval_batch_size, device=device)
+
+    start = _start_record(out, cfg, measure)
+    before, base_meta = start["before"], start["base_metadata"]
     batch_size = fitted_batch_size(cfg, train_part, launched_world_size())
-    base_meta = read_metadata(cfg.init_from)
     # absolute: read from another working folder, a relative path names another file or none
     record = {"files": [str(Path(p).resolve()) for p in text_files], "sha256": [file_fingerprint(p) for p in text_files],
               "sentences_trained": len(train_part), "tokens_trained": sum(len(s) for s in train_part),

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import sys
 from pathlib import Path
 from typing import Dict, List, Sequence
 
@@ -51,7 +52,13 @@ def compare(reference: str | Path, candidate: str | Path, texts: Sequence[str], 
     ref_model, vocab = load_language_model(reference)
     cand_model, cand_vocab = load_language_model(candidate)
     if cand_vocab.words != vocab.words:
-        raise ValueError("the two folders have different vocabularies")
+        raise ValueError(f"{candidate}: its vocabulary is not that of {reference}; compare two copies of one model")
+    # (another shape was a RuntimeError deep in load_state_dict)
+    ref_shape, cand_shape = ref_model.options.to_dict(), cand_model.options.to_dict()
+    for part in ("lstm", "char_cnn"):
+        if ref_shape.get(part) != cand_shape.get(part):
+            raise ValueError(f"{candidate}: its {part} options are not those of {reference}; compare two copies "
+                             f"of one model")
     paths = expand_paths(texts)
     sentences = list(iter_file_sentences(paths))
     settings = {"definition": "stateless"}  # every sentence from a zero state (elmo.training.evaluate)
@@ -86,7 +93,12 @@ def main(argv=None) -> int:
     p.add_argument("--threads", type=int)
     args = p.parse_args(argv)
     set_threads(args.threads)
-    result = compare(args.reference, args.candidate, args.text)
+    try:
+        result = compare(args.reference, args.candidate, args.text)
+    except (ValueError, OSError) as e:   # (a traceback, for a missing folder or another model)
+        from ..cli import _one_line
+        print(f"{p.prog}: error: {_one_line(e)}", file=sys.stderr)
+        return 1
     for row in result["activations"]:
         print(f"layer {row['layer']}: max |diff| {row['max_abs_diff']:.3g} (reference max |x| "
               f"{row['ref_max_abs']:.3g}, rms {row['ref_rms']:.3g}), min cosine {row['min_cosine']:.8f}")

@@ -8,26 +8,35 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from ..data.corpus import would_find
 from ..io import OutputError, output_lock, same_file
-from .checkpoint import checkpoint_path
+from .checkpoint import checkpoint_path, latest_checkpoint
 from .config import TrainConfig
 from .export import LM_FILES, check_language_model_files, read_metadata
 
 
 WARM_START_FILE = "warm_start.json"
+#: finetune's start: the held-out perplexity before and the start model's metadata
+FINETUNE_START_FILE = "finetune_start.json"
 
 
 def warm_start_record(init_from: str) -> Dict[str, Any]:
     """Where a warm-started run began: the model folder (absolute), its weights' SHA-256, and the
     tokens and steps it had seen. Taken when the run starts (see
     :meth:`~elmo.training.trainer.TrainingRun.record_warm_start`), so it still names the start
-    when that folder is later replaced, e.g. by shipping this run's model."""
+    when that folder is later replaced, e.g. by shipping this run's model.
+
+    Also the texts the start model was adapted on (``adapted_on``) and whether it saw extra
+    data (``extra_data``): the new model's weights come from them, so its metadata keeps them
+    (a warm start from an adapted model was exported with ``adapted_on: []``, and an experiment
+    described it as not domain-adapted)."""
     from ..data.fetch import sha256_file
 
     base = read_metadata(init_from)
     weights = Path(init_from) / "weights.hdf5"
+    adapted = list(base.get("adapted_on") or [])
     return {"from": str(Path(init_from).resolve()), "weights_sha256": sha256_file(weights) if weights.exists() else None,
             "tokens_before": int(base.get("tokens_total", base.get("tokens", 0))),
-            "steps_before": base.get("steps"), "base_train_config": base.get("train_config")}
+            "steps_before": base.get("steps"), "base_train_config": base.get("train_config"),
+            "adapted_on": adapted, "extra_data": bool(adapted) or base.get("extra_data") is True}
 
 
 def check_start_model(cfg: TrainConfig) -> None:
@@ -43,13 +52,27 @@ def check_start_model(cfg: TrainConfig) -> None:
                           f"from (--from), which the export would replace; give another --output")
 
 
+def check_no_model_to_replace(output: str | Path) -> None:
+    """Refuse a run that would start from scratch in a folder holding an exported model and no
+    checkpoint to resume from (a finished run whose checkpoints were deleted to save space, or
+    a model put there): the command emptied the folder's ``log.jsonl`` at once and replaced its
+    ``model/`` with the new one at the end, without a word. A run killed before its first
+    checkpoint has exported nothing, and starts again as before."""
+    out = Path(output)
+    model = out / "model"
+    if model.is_dir() and any(model.iterdir()) and latest_checkpoint(out / "checkpoints") is None:
+        raise OutputError(f"{out}: holds a trained model ({model}) and no checkpoint to resume from; a new run "
+                          f"there would start from scratch and replace that model and its learning curve: "
+                          f"give another --output, or remove {model} to train there again")
+
+
 def run_files(out: Path) -> List[Path]:
     """Files that a run writes in its folder ``out`` (one of each kind: the checkpoints and the
     exported model's files, also in its ``model.partial`` while it is written). The temporary
     files, whose names start with a dot, are left out: no folder or glob of text finds them."""
     model = ("options.json", "weights.hdf5", *LM_FILES)
     return [out / name for name in ("train.lock", "train_config.json", "corpus_stats.json", "log.jsonl",
-                                    WARM_START_FILE)] + [checkpoint_path(out / "checkpoints", 1)] + [
+                                    WARM_START_FILE, FINETUNE_START_FILE)] + [checkpoint_path(out / "checkpoints", 1)] + [
         out / folder / name for folder in ("model", "model.partial") for name in model]
 
 

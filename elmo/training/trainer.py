@@ -45,12 +45,12 @@ from .checkpoint import (CheckpointError, latest_checkpoint, list_checkpoints, l
                          save_checkpoint, set_rng_state, writing)
 from .config import TrainConfig, restart_settings, with_recipe_defaults
 from .evaluate import likelihood_sums, perplexity_from_sums, reset_rows, unk_targets
-from .export import export_model, load_language_model, options_with_training_keys
+from .export import VOCAB_FILE, export_model, load_language_model, options_with_training_keys
 from .model import LanguageModel
 from .optim import build_optimizer, load_optimizer_state
 from .resume import ResumeMismatch, check_allow_change, check_resume
-from .run_folder import (WARM_START_FILE, check_start_model, check_text_outside_run, check_vocabulary_not_text,
-                         run_lock, warm_start_record)
+from .run_folder import (WARM_START_FILE, check_no_model_to_replace, check_start_model, check_text_outside_run,
+                         check_vocabulary_not_text, run_lock, warm_start_record)
 from .run_log import SINCE_RESUME, WINDOW_SUMS, RunLog, weighted_window
 from .stop import StopRequests, TrainingStopped
 from .training_vocab import load_training_vocabulary, vocabulary_digest
@@ -96,12 +96,32 @@ def build_model(cfg: TrainConfig, vocab: Vocabulary) -> LanguageModel:
     if cfg.init_from:
         model, model_vocab = load_language_model(cfg.init_from, dropout=cfg.dropout)
         if model_vocab.words != vocab.words:
-            raise ValueError(f"{cfg.vocab}: not the vocabulary of {cfg.init_from}")
+            # (the bare "not the vocabulary of" said neither how nor what to give instead)
+            at = next((i for i, (a, b) in enumerate(zip(vocab.words, model_vocab.words)) if a != b),
+                      min(len(vocab), len(model_vocab)))
+            mine = repr(vocab.words[at]) if at < len(vocab) else "its end"
+            theirs = repr(model_vocab.words[at]) if at < len(model_vocab) else "its end"
+            raise ValueError(f"{cfg.vocab}: not the vocabulary of {cfg.init_from} ({len(vocab):,} words, the "
+                             f"model's {len(model_vocab):,}; word {at + 1} is {mine} there, {theirs} in the "
+                             f"model): a warm start keeps the model's softmax, a row per word of its vocabulary, "
+                             f"so give the model's {VOCAB_FILE} (or leave --vocab out)")
+        # the exported options.json said the start model's training keys (its negatives,
+        # unroll steps and dropout), not those this run trained with
+        model.bilm.options = _with_training_keys(model.bilm.options, cfg, vocab)
         return model
-    options = options_with_training_keys(
-        ElmoOptions.from_dict(cfg.options), n_tokens_vocab=len(vocab), unroll_steps=cfg.unroll_steps,
-        dropout=cfg.dropout, n_negative_samples_batch=cfg.n_negative or None)
+    options = _with_training_keys(ElmoOptions.from_dict(cfg.options), cfg, vocab)
     return LanguageModel(options, len(vocab), vocab.bos, vocab.eos, cfg.dropout)
+
+
+def _with_training_keys(options: ElmoOptions, cfg: TrainConfig, vocab: Vocabulary) -> ElmoOptions:
+    """``options`` with the original's training keys of this run (no ``n_negative_samples_batch``
+    with the full softmax)."""
+    options = options_with_training_keys(
+        options, n_tokens_vocab=len(vocab), unroll_steps=cfg.unroll_steps, dropout=cfg.dropout,
+        n_negative_samples_batch=cfg.n_negative or None)
+    if not cfg.n_negative:
+        options.extra.pop("n_negative_samples_batch", None)
+    return options
 
 
 #: Steps in a row whose gradient is not finite after which a run stops (each is skipped).
@@ -146,6 +166,7 @@ def train(cfg: TrainConfig, stop_after: Optional[int] = None, lock: bool = True,
     check_output_dir(out, "run folder")   # a file there: named, not "File exists"
     if not start_model_checked:
         check_start_model(cfg)
+        check_no_model_to_replace(out)
     check_text_outside_run(cfg.output, {"training text": cfg.train, "--valid": cfg.valid})
     check_vocabulary_not_text([*cfg.train, *cfg.valid], cfg.vocab)
     ctx = distributed.setup(cfg.device)
@@ -338,11 +359,16 @@ class TrainingRun:
                 atomic_write_text(path, json.dumps(self.warm_start, indent=2) + "\n")
 
     def warm_start_metadata(self) -> Dict[str, Any]:
-        """The exported model's ``warm_start`` and ``tokens_total`` (the tokens of all phases)."""
+        """The exported model's ``warm_start`` and ``tokens_total`` (the tokens of all phases),
+        and the start model's ``adapted_on`` and ``extra_data`` where it was adapted: its
+        weights carry that text on (finetune's own metadata extends the list)."""
         if not self.warm_start:
             return {}
-        return {"warm_start": self.warm_start,
+        meta = {"warm_start": self.warm_start,
                 "tokens_total": int(self.warm_start["tokens_before"]) + self.tokens_done}
+        if self.warm_start.get("adapted_on") or self.warm_start.get("extra_data"):
+            meta.update(adapted_on=list(self.warm_start.get("adapted_on") or []), extra_data=True)
+        return meta
 
     def resume(self) -> None:
         """Restore the newest checkpoint, if there is one: weights, optimizer, position, RNGs."""
