@@ -328,10 +328,7 @@ def _embed_and_merge(embedder: Embedder, index, selection: LayerSelection, input
     _wait_for_segments(parts, index.n_segments, settings, progress, cfg.wait_timeout,
                        world_size=world_size if overwrite else 0)
     attrs = {
-        "model_config": bilm.options.to_json(),
-        # (a path that is not UTF-8, as sys.argv holds it, stopped the merge in h5py)
-        "command_line": (str(command_line).encode("utf-8", "backslashreplace").decode("utf-8")
-                         if command_line is not None else shell_join(sys.argv)),
+        "model_config": bilm.options.to_json(), "command_line": _stored_command_line(command_line),
         "layers": str(selection), "stateful": bool(bilm.stateful), "settings": settings_json,
     }
     with writing(output_path, "merged output", hint=resume_hint):
@@ -339,6 +336,14 @@ def _embed_and_merge(embedder: Embedder, index, selection: LayerSelection, input
                        sentence_keys=cfg.sentence_keys, forget_sentences=cfg.forget_sentences, attrs=attrs)
     remove_parts(parts)
     return output_path
+
+
+def _stored_command_line(command_line: Optional[str]) -> str:
+    """The output's ``command_line`` attribute: the one given, or this process's own, as UTF-8
+    text (a path that is not UTF-8, as ``sys.argv`` holds it, stopped the merge in h5py)."""
+    if command_line is not None:
+        return str(command_line).encode("utf-8", "backslashreplace").decode("utf-8")
+    return shell_join(sys.argv)
 
 
 def _overwrite_mark(parts: Path, rank: int, world_size: int) -> Path:
