@@ -17,6 +17,8 @@ opposite gate convention negate it). Loading then saving gives the same bytes fo
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 from contextlib import contextmanager
@@ -459,7 +461,8 @@ def save_pretrained(bilm: BiLM, folder: str | Path, fmt: str = "safetensors") ->
             tmp = atomic_target(folder / NATIVE_WEIGHTS)
             try:
                 with writing(folder / NATIVE_WEIGHTS, "model weights"):
-                    write_safetensors(state, tmp, metadata={"format": "elmo-native-1"})
+                    write_safetensors(state, tmp, metadata={"format": "elmo-native-1",
+                                                            MODEL_OPTIONS_KEY: model_options_digest(bilm.options)})
                 atomic_commit(tmp, folder / NATIVE_WEIGHTS)
             finally:
                 tmp.unlink(missing_ok=True)
@@ -469,6 +472,36 @@ def save_pretrained(bilm: BiLM, folder: str | Path, fmt: str = "safetensors") ->
                 shutil.rmtree(folder, ignore_errors=True)
             raise
     return folder
+
+
+#: The safetensors metadata key of :func:`model_options_digest` (``save_pretrained``).
+MODEL_OPTIONS_KEY = "model_options_sha256"
+
+
+def model_options_digest(options: ElmoOptions) -> str:
+    """SHA-256 of the options that define the computation (the LSTM, the character CNN, a
+    dictionary model's vocabulary sizes), not the training keys kept beside them."""
+    model = {k: v for k, v in options.to_dict().items() if k in ("lstm", "char_cnn", "char_vocabulary")}
+    return hashlib.sha256(json.dumps(model, sort_keys=True).encode("utf-8")).hexdigest()
+
+
+def _check_config_belongs(folder: Path, options: ElmoOptions) -> None:
+    """The weights were saved with the options ``config.json`` holds (where the weights record
+    them: files written before the record was kept are not checked). ``save_pretrained``
+    commits ``model.safetensors``, then ``config.json``: a save killed between the two, over
+    another model of the same shapes but other clips or activation, gave the new weights the old
+    options, silently; so does a hand edit of a clip."""
+    from safetensors import SafetensorError, safe_open
+
+    try:
+        with safe_open(str(folder / NATIVE_WEIGHTS), framework="pt") as f:
+            recorded = (f.metadata() or {}).get(MODEL_OPTIONS_KEY)
+    except (SafetensorError, OSError):
+        return   # (an unreadable file is named by the load that follows)
+    if recorded is not None and recorded != model_options_digest(options):
+        raise WeightFileError(f"{folder / NATIVE_CONFIG}: not the model options {NATIVE_WEIGHTS} was saved with "
+                              f"(a save interrupted between the two files, or an edited LSTM or CNN "
+                              f"setting): save the model again, or restore the config.json saved with it")
 
 
 def _load_native(folder: Path, stateful: bool, dtype: torch.dtype | None = None) -> BiLM:
@@ -509,6 +542,7 @@ def _load_native(folder: Path, stateful: bool, dtype: torch.dtype | None = None)
                               f"model {NATIVE_CONFIG} describes"
                               + (f" (and {len(extra) - 1} more)" if len(extra) > 1 else "")
                               + f"; is {NATIVE_CONFIG} the one saved with these weights?")
+    _check_config_belongs(folder, options)   # (after the shapes: their messages say more)
     # The file holds each tensor in the model's dtype when it was saved; the model was built in
     # float32 (a bfloat16 model loaded back as float32): it gets that dtype back. The weights are
     # read into a model of the saved dtype, then converted: read into float32 first, a float64

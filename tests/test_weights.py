@@ -737,3 +737,37 @@ def test_a_model_folder_through_a_link_takes_the_folder_s_own_lock(tmp_path, cap
             assert main(["convert", "fixture", str(link), "--overwrite"]) == 1
             assert "is already being written" in capsys.readouterr().err
     assert torch.equal(elmo.from_pretrained(link).lstm.layers[0].bias, random_bilm(seed=3).lstm.layers[0].bias)
+
+
+def test_a_config_that_is_not_the_one_saved_with_the_weights_is_refused(tmp_path, monkeypatch):
+    """save_pretrained commits the weights, then config.json: a save killed between the two,
+    over a model of the same shapes but another activation, loaded the new weights with the
+    old options, silently. The weights now record a digest of the options they were saved
+    with; the training keys kept beside them may still change."""
+    folder = tmp_path / "m"
+    elmo.save_pretrained(random_bilm(seed=1, activation="relu"), folder)
+    newer = random_bilm(seed=2, activation="tanh")
+    real = elmo.weights.atomic_write_text
+
+    def killed(path, text):
+        if path.name == "config.json":
+            raise KeyboardInterrupt   # the kill, after model.safetensors was committed
+        return real(path, text)
+
+    monkeypatch.setattr(elmo.weights, "atomic_write_text", killed)
+    with pytest.raises(KeyboardInterrupt):
+        elmo.save_pretrained(newer, folder)
+    monkeypatch.setattr(elmo.weights, "atomic_write_text", real)
+    with pytest.raises(WeightFileError, match="not the model options model.safetensors was saved with"):
+        elmo.from_pretrained(folder)
+
+    elmo.save_pretrained(newer, folder)   # saved whole: loads, and a training key may be added
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**config, "n_tokens_vocab": 7}))
+    ids = batch_to_ids([["a", "bank"]])
+    with torch.no_grad():
+        assert torch.equal(elmo.from_pretrained(folder)(ids)["activations"][-1], newer(ids)["activations"][-1])
+    config["lstm"]["cell_clip"] = 1.5   # an edited LSTM setting is refused too
+    (folder / "config.json").write_text(json.dumps(config))
+    with pytest.raises(WeightFileError, match="not the model options"):
+        elmo.from_pretrained(folder)
