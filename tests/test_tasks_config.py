@@ -242,3 +242,13 @@ def test_print_config_gives_a_bilm_folder_that_reads_back_from_any_folder(tmp_pa
     again = _write(elsewhere / "printed.json", full)
     monkeypatch.chdir(tmp_path)
     assert load_config(again).bilm == mine
+
+
+@pytest.mark.parametrize("variants", [[], {}, "baseline"])
+def test_variants_that_are_no_list_of_variants_are_refused(variants):
+    """An empty list (or an empty mapping) ran the default baseline and ELMo pair, without a
+    word; null still means that pair."""
+    with pytest.raises(ConfigError, match="variants must be a list of variants"):
+        normalise_config({"tasks": [{"task": "pos"}], "variants": variants})
+    assert [v.name for v in normalise_config({"tasks": [{"task": "pos"}], "variants": None}).variants] == \
+        [v.name for v in normalise_config({"tasks": [{"task": "pos"}]}).variants]

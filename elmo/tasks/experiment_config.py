@@ -194,7 +194,11 @@ class ExperimentConfig:
         for key, block in _BLOCKS.items():
             if key in d:
                 setattr(cfg, key, block.from_dict(d[key] if d[key] is not None else {}))
-        if d.get("variants"):
+        if d.get("variants") is not None:   # (null: the default pair, baseline and elmo)
+            if not isinstance(d["variants"], list) or not d["variants"]:
+                # ([] or {} ran the default pair, without a word)
+                raise ConfigError(f"variants must be a list of variants (leave it out for a baseline and "
+                                  f"ELMo at the input), got {d['variants']!r}")
             cfg.variants = [Variant.from_dict(v, f"variants[{i}]: ") for i, v in enumerate(d["variants"])]
         cfg.check()
         cfg.record = _record(d, cfg)
