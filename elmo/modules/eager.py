@@ -40,16 +40,15 @@ class _DisabledWhenDynamoLoads:
         self.forward = forward
 
     def __set_name__(self, owner: type, name: str) -> None:
-        setattr(owner, name, self.forward)
+        forward = self.forward
+        setattr(owner, name, forward)
 
-        def disable_in(owner=owner, name=name, forward=self.forward) -> Callable[[object], None]:
-            def disable(_module) -> None:
-                # (a method replaced meanwhile, say by a test's patch, is left as it was set)
-                if owner.__dict__.get(name) is forward:
-                    setattr(owner, name, torch.compiler.disable(forward))
-            return disable
+        def disable(_module) -> None:
+            # (a method replaced meanwhile, say by a test's patch, is left as it was set)
+            if owner.__dict__.get(name) is forward:
+                setattr(owner, name, torch.compiler.disable(forward))
 
-        wrapt.register_post_import_hook(disable_in(), "torch._dynamo")  # now, if already imported
+        wrapt.register_post_import_hook(disable, "torch._dynamo")  # now, if already imported
 
 
 def refuse_function_transforms(module: str) -> None:
