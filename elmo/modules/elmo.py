@@ -129,7 +129,8 @@ class Elmo(nn.Module):
         """AllenNLP's names for the mixes: ``scalar_mix_K`` is ``scalar_mixes[K]`` and
         ``_scalar_mixes`` the list (code that reads the learned layer weights uses them). They
         are not registered under these names, so ``state_dict`` keys stay ``scalar_mixes.K``."""
-        match = re.fullmatch(r"scalar_mix_(0|[1-9][0-9]*)", name)
+        # (nn.Module looks its submodules up here: every other name goes straight on)
+        match = re.fullmatch(r"scalar_mix_(0|[1-9][0-9]*)", name) if name.startswith("scalar_mix_") else None
         if match is not None or name == "_scalar_mixes":
             mixes = cast("Sequence[ScalarMix]", super().__getattr__("scalar_mixes"))
             if match is None:
