@@ -93,13 +93,54 @@ def test_rounded_rows_give_the_same_values_and_gradients(dtype):
 def test_under_bf16_autocast_the_rows_are_rounded_where_onednn_multiplies_bf16(monkeypatch):
     from elmo.modules import conv_pool, dense
     calls = []
-    original = conv_pool._ConvMaxPool.apply
-    monkeypatch.setattr(conv_pool._ConvMaxPool, "apply",
-                        lambda *args: calls.append(args[-1]) or original(*args))
-    chars, weight, bias = torch.randn(5, 9, 4), torch.randn(6, 4, 3), torch.randn(6)
+    original = conv_pool._convolved
+    monkeypatch.setattr(conv_pool, "_convolved", lambda *args: calls.append(args[-1]) or original(*args))
+    chars, weight, bias = torch.randn(5, 9, 4), torch.randn(6, 4, 3), torch.randn(6, requires_grad=True)
     conv_max_pool(chars, weight, bias)
     with torch.autocast("cpu", dtype=torch.bfloat16):
         conv_max_pool(chars, weight, bias)
         monkeypatch.setattr(dense, "BACKEND", "default")
         conv_max_pool(chars, weight, bias)
     assert calls == [False, dense._onednn_bf16_available(), False]
+
+
+def test_tied_maxima_pass_the_gradient_to_the_first_position_as_max_does():
+    """Identical windows (repeated characters, padding) tie exactly: the gradient goes to the
+    first of them, as autograd through ``max(dim)`` sends it, position by position."""
+    torch.manual_seed(4)
+    a, b = torch.randn(4), torch.randn(4)
+    chars = torch.stack([a, b, a, b, a, b, b, b, b]).repeat(3, 1, 1)   # (3, 9, 4): ties everywhere
+    weight, bias = torch.randn(8, 4, 2), torch.randn(8)
+    ours, plain = _leaves(chars, weight, bias), _leaves(chars, weight, bias)
+    conv_max_pool(*ours).sum().backward()
+    _plain(*plain).sum().backward()
+    assert torch.equal(ours[0].grad != 0, plain[0].grad != 0)
+    for mine, theirs in zip(ours, plain):
+        assert torch.allclose(mine.grad, theirs.grad, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("positions", [1, 7, 300])
+def test_max_with_first_index_equals_max_over_positions(positions):
+    from elmo.modules.conv_pool import max_with_first_index
+    torch.manual_seed(positions)
+    x = torch.randint(-3, 3, (6, positions, 5)).float()   # few distinct values: many ties
+    got, want = max_with_first_index(x), x.max(dim=1)
+    assert torch.equal(got[0], want.values) and torch.equal(got[1], want.indices)
+
+
+def test_a_nan_in_a_map_is_its_maximum_and_position_as_max_gives_them():
+    from elmo.modules.conv_pool import max_with_first_index
+    x = torch.randn(3, 6, 4)
+    x[1, 4, 2] = float("nan")
+    values, where = max_with_first_index(x)
+    assert torch.isnan(values[1, 2]) and int(where[1, 2]) == 4
+    assert torch.equal(where, x.max(dim=1).indices)
+
+
+def test_inference_gives_the_maximum_without_recording_anything():
+    torch.manual_seed(5)
+    chars, weight, bias = torch.randn(4, 9, 4), torch.randn(6, 4, 3), torch.randn(6)
+    with torch.no_grad():
+        got = conv_max_pool(chars, weight.requires_grad_(), bias)
+    assert got.grad_fn is None
+    assert torch.allclose(got, _plain(chars, weight.detach(), bias), atol=1e-5, rtol=1e-5)
