@@ -70,8 +70,7 @@ def test_a_finetune_stopped_by_its_time_limit_records_the_step_it_took(tmp_path,
     finetune(cfg)
     record = read_metadata(tmp_path / "adapted" / "model")["adapted_on"][-1]
     assert record["steps_trained"] == 1 and record["epochs_planned"] == 1.0
-    # (the step's checkpoint holds the trainer's count; the log has no train line for it)
-    checkpoint = latest_checkpoint(tmp_path / "adapted" / "checkpoints")
+    checkpoint = latest_checkpoint(tmp_path / "adapted" / "checkpoints")   # (the trainer's count)
     assert record["tokens_trained"] == load_checkpoint(checkpoint)["tokens"] == record["batch_size"] * 10
     assert record["epochs_trained"] < 1
 
@@ -139,3 +138,18 @@ def test_train_records_the_tokens_and_the_fraction_of_an_epoch_it_trained(tmp_pa
     corpus = count_tokens(cfg.train, piece_length=MAX_PIECE_LENGTH)
     assert meta["steps"] == 3 and meta["tokens"] == summary["tokens"] == 3 * 4 * 10 < corpus["tokens"]
     assert meta["epochs_trained"] == pytest.approx(meta["tokens"] / epoch_positions(cfg, corpus), abs=1e-4)
+
+
+def test_a_run_ended_by_its_time_limit_logs_its_last_step(tmp_path):
+    """The step after which --max-hours is spent becomes the run's last, but whether to log was
+    decided before that was known: the steps since the last log line (here the only one, with
+    --log-every 10) had no train line in log.jsonl, and the learning curve ended before the
+    exported model."""
+    train_txt, _, vocab_txt = write_toy_corpus(tmp_path / "toy")
+    summary = train(tiny_config(tmp_path / "run", train_txt, vocab_txt, max_seconds=1e-9))   # (spent by step 1)
+    assert summary["step"] == summary["steps"] == 1 and summary["finished"]
+    records = [json.loads(line) for line in (tmp_path / "run" / "log.jsonl").read_text().splitlines()]
+    lines = [r for r in records if r.get("event") == "train"]
+    assert [r["step"] for r in lines] == [1] and lines[0]["tokens"] == summary["tokens"] == 4 * 10
+    assert "loss" in lines[0]
+    assert [r["event"] for r in records if r.get("step") == 1][:2] == ["train", "time_limit"]

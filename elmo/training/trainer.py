@@ -253,6 +253,8 @@ class TrainingRun:
                 late, signalled = _stop_flags(cfg, self.ctx, self.elapsed, stops.requested)
                 if late and self.step_no < self.n_steps:
                     self.n_steps = self.step_no  # out of time: this is the last step
+                    if self.step_no % cfg.log_every != 0:   # (not known to be the last above: its
+                        self.log(bar)                        # steps' loss had no line in log.jsonl)
                     self.log_file.write({"event": "time_limit", "step": self.step_no,
                                          "elapsed_s": round(self.elapsed, 1)})
                 if self.step_no % cfg.checkpoint_every == 0 or self.step_no == self.n_steps:
