@@ -42,18 +42,22 @@ def _epoch_positions(run, cfg):
     return epoch_positions(cfg, stats)
 
 
-def test_a_finetune_cut_short_by_max_steps_records_the_steps_and_tokens_it_trained(tmp_path, base):
+@pytest.mark.parametrize("layout", ["packed", "bucketed"])
+def test_a_finetune_cut_short_by_max_steps_records_the_steps_and_tokens_it_trained(tmp_path, base, layout):
     """`elmo finetune --max-steps 3` recorded the text's 54 sentences and every word of them as
     trained, and an epoch: the model had taken 3 steps of a few rows. The record now keeps those
     as the plan and adds what the trainer counted."""
     model, task = base
-    cfg = tiny_config(tmp_path / "adapted", task, "", init_from=str(model), max_steps=3)
+    cfg = tiny_config(tmp_path / "adapted", task, "", init_from=str(model), max_steps=3, layout=layout)
     report = finetune(cfg)
     record = read_metadata(tmp_path / "adapted" / "model")["adapted_on"][-1]
     positions = _epoch_positions(tmp_path / "adapted", cfg)
     assert record["steps_trained"] == report["steps"] == 3
     assert record["tokens_trained"] == _last_logged(tmp_path / "adapted", "tokens") == report["tokens_trained"]
-    assert record["tokens_trained"] == 3 * report["batch_size"] * cfg.unroll_steps   # (packed: full batches)
+    if layout == "packed":   # (full batches; a bucketed row is a sentence's words and <S>)
+        assert record["tokens_trained"] == 3 * report["batch_size"] * cfg.unroll_steps
+    else:
+        assert record["tokens_trained"] == 3 * report["batch_size"] * (8 + 1)
     assert record["tokens_trained"] < positions
     assert record["epochs_trained"] == pytest.approx(record["tokens_trained"] / positions, abs=1e-4)
     assert record["epochs_trained"] < 1
