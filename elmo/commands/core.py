@@ -97,6 +97,7 @@ def provenance(folder: Path) -> list:
     """Lines saying where a model folder's weights come from, read from its ``metadata.json``
     (none without one): the training text, the model a run started from, the texts it was
     adapted on and the folder it was converted from."""
+    from ..training.adaptation import trained_text
     from ..training.export import METADATA_FILE, read_metadata
     if not (folder / METADATA_FILE).is_file():
         return []
@@ -113,7 +114,9 @@ def provenance(folder: Path) -> list:
         lines.append(f"adapted from: {meta['adapted_from']}")
     for record in meta.get("adapted_on") or []:
         files = record.get("files") if isinstance(record, dict) else None
-        lines.append(f"adapted on: {', '.join(map(str, files)) if files else record}")
+        trained = trained_text(record)   # (how much of it: the steps and tokens trained)
+        lines.append(f"adapted on: {', '.join(map(str, files)) if files else record}"
+                     + (f" ({trained})" if trained else ""))
     if meta.get("converted_from"):
         lines.append(f"converted from: {meta['converted_from']}")
     shipped = meta.get("shipped")

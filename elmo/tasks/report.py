@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..io import atomic_commit, atomic_target, atomic_write_text
+from ..training.adaptation import trained_text
 from .paired import sample_std
 
 METRIC_NAMES = {"token_accuracy": "token accuracy %", "span_f1": "span F1 %",
@@ -76,10 +77,12 @@ def mix_weight_rows(runs: List[dict]) -> List[dict]:
 
 
 def _adapted_text(entry) -> str:
-    """One ``adapted_on`` entry of a model's metadata.json, as text (its files)."""
+    """One ``adapted_on`` entry of a model's metadata.json, as text: its files and how much of
+    them was trained (the steps and tokens the run took, not the text's size)."""
     if isinstance(entry, dict):
         files = entry.get("files") or [entry.get("path") or entry.get("name") or entry]
-        return ", ".join(f"`{f}`" for f in files)
+        trained = trained_text(entry)
+        return ", ".join(f"`{f}`" for f in files) + (f" ({trained})" if trained else "")
     return f"`{entry}`"
 
 

@@ -3,8 +3,9 @@
 The model keeps its vocabulary and shape; training runs one epoch by default. The held-out
 part of the text (every N-th sentence, or files given) is not trained on; its perplexity is
 measured before and after. The adapted model's ``metadata.json`` lists every text it was
-adapted on (``adapted_on``, with sha256), and ``extra_data: true``: an experiment that uses
-it must say that the biLM saw this text.
+adapted on (``adapted_on``, with sha256, and how much of it was trained: see
+:mod:`.adaptation`), and ``extra_data: true``: an experiment that uses it must say that the
+biLM saw this text.
 
 A task's text is often small: a batch of 128 rows x 20 steps holds 2,560 tokens, more than a
 100-line text, which would make one epoch a single step. So the batch is cut to what the text
@@ -29,6 +30,7 @@ from .checkpoint import latest_checkpoint, writing
 from .export import VOCAB_FILE, load_language_model, load_vocabulary, read_metadata
 from .resume import ResumeMismatch
 from .distributed import is_main_process, launched_world_size
+from .adaptation import planned_record, with_trained
 from .config import TrainConfig
 from .run_folder import FINETUNE_START_FILE, check_no_model_to_replace, check_start_model, check_text_outside_run, check_vocabulary_not_text, run_lock
 from .trainer import train
@@ -195,20 +197,26 @@ def _finetune(cfg: TrainConfig, out: Path, text_files: List[Path], held_files: L
     before, base_meta = start["before"], start["base_metadata"]
     batch_size = fitted_batch_size(cfg, train_part, launched_world_size())
     # absolute: read from another working folder, a relative path names another file or none
-    record = {"files": [str(Path(p).resolve()) for p in text_files], "sha256": [file_fingerprint(p) for p in text_files],
-              "sentences_trained": len(train_part), "tokens_trained": sum(len(s) for s in train_part),
-              "sentences_heldout": len(held), "epochs": cfg.epochs, "batch_size": batch_size}
+    record = planned_record(
+        {"files": [str(Path(p).resolve()) for p in text_files], "sha256": [file_fingerprint(p) for p in text_files],
+         "sentences_heldout": len(held), "batch_size": batch_size},
+        sentences=len(train_part), words=sum(len(s) for s in train_part), epochs=cfg.epochs, max_steps=cfg.max_steps)
+    earlier = list(base_meta.get("adapted_on", []))
     metadata = {"adapted_from": str(Path(cfg.init_from).resolve()), "extra_data": True,
-                "adapted_on": list(base_meta.get("adapted_on", [])) + [record],
                 "base_metadata": {k: v for k, v in base_meta.items() if k != "adapted_on"},
                 "heldout_ppl_before": before}
     run_cfg = dataclasses.replace(cfg, train=[str(train_file)], valid=[str(held_file)], batch_size=batch_size,
                                   vocab=str(Path(cfg.init_from) / VOCAB_FILE), metadata=metadata)
-    summary = train(run_cfg, lock=False, start_model_checked=True)   # (checked above, with the same --from and -o)
+    # The record says what the run trained, from the trainer's counters at the export (the
+    # figures of the text and settings alone said a whole epoch where --max-steps or
+    # --max-seconds stopped the run after a few steps).
+    summary = train(run_cfg, lock=False, start_model_checked=True,   # (checked above, with the same --from and -o)
+                    export_metadata=lambda trained: {"adapted_on": earlier + [with_trained(record, trained)]})
     adapted, _ = load_language_model(out / "model", device=device)
     after = perplexity(adapted, held, vocab, cfg.eval_batch_size, device=device)
     report = {"model": str(out / "model"), "heldout_sentences": len(held), "before": before, "after": after,
-              "steps": summary["step"], "batch_size": batch_size, "tokens_per_s": summary["tokens_per_s"]}
+              "steps": summary["step"], "tokens_trained": summary["tokens"], "epochs_trained": summary["epochs"],
+              "batch_size": batch_size, "tokens_per_s": summary["tokens_per_s"]}
     with writing(out / "finetune_report.json"):
         atomic_write_text(out / "finetune_report.json", strict_json.dumps(report, indent=2) + "\n")
     return report

@@ -28,7 +28,7 @@ import time
 from contextlib import nullcontext
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, Optional, Tuple
 
 import torch
 from torch.nn.parallel import DistributedDataParallel
@@ -151,8 +151,13 @@ def _stop_flags(cfg: TrainConfig, ctx: distributed.Context, elapsed: float, sign
     return late_sum > 0, signal_sum > 0
 
 
+#: What :func:`train`'s ``export_metadata`` is given: the run's own counters at the export.
+TrainedFigures = Dict[str, Any]
+
+
 def train(cfg: TrainConfig, stop_after: Optional[int] = None, lock: bool = True,
-          start_model_checked: bool = False) -> Dict[str, Any]:
+          start_model_checked: bool = False,
+          export_metadata: Optional[Callable[[TrainedFigures], Dict[str, Any]]] = None) -> Dict[str, Any]:
     """Train (or resume) the run ``cfg.output``. Returns a summary of the run.
 
     ``stop_after``: return after this many steps of this session (the run stays resumable;
@@ -161,6 +166,10 @@ def train(cfg: TrainConfig, stop_after: Optional[int] = None, lock: bool = True,
     caller holds it.
     ``start_model_checked``: the caller ran :func:`~elmo.training.run_folder.check_start_model`
     on this ``init_from`` and ``output`` already (finetune, before it writes its text files).
+    ``export_metadata``: called at the export with what the whole run trained (see
+    :meth:`TrainingRun.trained_figures`, counted across resumes); its keys go into the exported
+    ``metadata.json`` last (finetune's ``adapted_on`` record, which must say what was trained,
+    not what the text and settings planned).
     """
     out = Path(cfg.output)
     check_output_dir(out, "run folder")   # a file there: named, not "File exists"
@@ -174,7 +183,7 @@ def train(cfg: TrainConfig, stop_after: Optional[int] = None, lock: bool = True,
         keep_freed_memory()  # no page-fault storm from re-allocating each step's activations
     try:   # (a run that fails before it writes a file leaves no empty run folder)
         with no_empty_folder_on_failure(out), run_lock(out) if lock and ctx.is_main else nullcontext():
-            return TrainingRun(cfg, ctx).run(stop_after)
+            return TrainingRun(cfg, ctx, export_metadata).run(stop_after)
     finally:
         distributed.teardown(ctx)
 
@@ -191,9 +200,11 @@ class TrainingRun:
     current values and nothing else.
     """
 
-    def __init__(self, cfg: TrainConfig, ctx: distributed.Context):
+    def __init__(self, cfg: TrainConfig, ctx: distributed.Context,
+                 export_metadata: Optional[Callable[[TrainedFigures], Dict[str, Any]]] = None):
         cfg = with_recipe_defaults(cfg)   # (a resumed run's own accumulator and clip)
         self.cfg, self.ctx = cfg, ctx
+        self.export_metadata = export_metadata  # (see train)
         self.out_dir = Path(cfg.output)
         self.ckpt_dir = self.out_dir / "checkpoints"
         self.stats_path = self.out_dir / "corpus_stats.json"
@@ -242,6 +253,8 @@ class TrainingRun:
                 late, signalled = _stop_flags(cfg, self.ctx, self.elapsed, stops.requested)
                 if late and self.step_no < self.n_steps:
                     self.n_steps = self.step_no  # out of time: this is the last step
+                    if self.step_no % cfg.log_every != 0:   # (not known to be the last above: its
+                        self.log(bar)                        # steps' loss had no line in log.jsonl)
                     self.log_file.write({"event": "time_limit", "step": self.step_no,
                                          "elapsed_s": round(self.elapsed, 1)})
                 if self.step_no % cfg.checkpoint_every == 0 or self.step_no == self.n_steps:
@@ -712,6 +725,15 @@ class TrainingRun:
                 # last ones before the update that broke the model (see _diverged_message)
                 keep=0 if self.nonfinite_in_a_row else self.cfg.keep_checkpoints)
 
+    def trained_figures(self) -> TrainedFigures:
+        """What the run has trained on so far, from its own counters (restored by a resume, so
+        they cover every session): ``steps`` taken, ``tokens`` (input positions, as the log
+        counts them; :func:`epoch_positions`) and ``epochs``, those tokens over one pass's
+        (a fraction where ``--max-steps`` or ``--max-seconds`` ended the run early). The
+        bucketed layout's tokens are those of the last sync (:meth:`finish` syncs first)."""
+        return {"steps": self.step_no, "tokens": self.tokens_done,
+                "epochs": round(self.tokens_done / self.epoch_positions, 4)}
+
     def finish(self) -> Dict[str, Any]:
         """The session's summary; at the run's end also the final evaluation and the exported model."""
         cfg, ctx, step = self.cfg, self.ctx, self.step_no
@@ -720,7 +742,8 @@ class TrainingRun:
         if not finished and step % cfg.checkpoint_every != 0:
             self.save()  # stopped early on purpose: keep the exact position
         summary: Dict[str, Any] = {"step": step, "steps": self.n_steps, "finished": finished,
-                                   "tokens": self.tokens_done, "elapsed_s": self.elapsed,
+                                   "tokens": self.tokens_done, "epochs": self.trained_figures()["epochs"],
+                                   "elapsed_s": self.elapsed,
                                    "tokens_per_s": self.tokens_done / max(self.elapsed, 1e-9),
                                    "params": self.n_params, "skipped_steps": self.skipped_steps}
         if not finished:
@@ -731,11 +754,15 @@ class TrainingRun:
         if self.last_valid:
             summary["valid"] = self.last_valid
         if cfg.export and ctx.is_main:
+            trained = self.trained_figures()   # (synced above, on every rank)
             meta = {"trained_on": [str(Path(p).resolve()) for p in expand_paths(cfg.train)], "steps": step,
                     "skipped_steps": self.skipped_steps,
-                    "tokens": self.tokens_done, "elapsed_s": round(self.elapsed, 1), "params": self.n_params,
+                    "tokens": self.tokens_done, "epochs_trained": trained["epochs"],
+                    "elapsed_s": round(self.elapsed, 1), "params": self.n_params,
                     "train_config": asdict(cfg), **self.warm_start_metadata(),
                     **cfg.metadata}
+            if self.export_metadata is not None:
+                meta.update(self.export_metadata(trained))
             with writing(self.out_dir / "model"):
                 export_model(self.model, self.vocab, self.out_dir / "model", meta)
             summary["model"] = str(self.out_dir / "model")
