@@ -215,7 +215,12 @@ def _run_content(cfg: ExperimentConfig, spec: dict, variant: Variant) -> dict:
         # a GloVe file of your own, by its words and vectors as read: another file under its
         # name kept the runs trained with the old vectors (glove-50d is pinned by `elmo data`)
         from .embeddings import glove_record
-        content["glove"] = glove_record(cfg.embeddings)["digest"]
+        record = glove_record(cfg.embeddings)
+        content["glove"] = record["digest"]
+        if "lookup" in record:
+            # a cased file's words are looked up as written first: runs whose vocabulary
+            # lower-cased every word (the old lookup) are trained again, not reused
+            content["glove_lookup"] = record["lookup"]
     return content
 
 
