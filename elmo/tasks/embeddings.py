@@ -114,7 +114,7 @@ class ExtendedVocab:
 
 _GLOVE_CACHE: Dict[str, Tuple[List[str], np.ndarray]] = {}
 _DIGESTS: Dict[str, str] = {}
-_CASED: Dict[str, bool] = {}
+_CASED: Dict[str, Tuple[List[str], bool]] = {}
 
 
 def glove_path(path: Optional[str] = None) -> Path:
@@ -162,10 +162,11 @@ def glove_record(spec: dict) -> dict:
 
 def glove_cased(path: Optional[str] = None) -> bool:
     """Whether the GloVe ``load_glove(path)`` reads is cased (see :func:`is_cased`)."""
+    words = load_glove(path)[0]
     key = str(path or "glove-50d")
-    if key not in _CASED:
-        _CASED[key] = is_cased(load_glove(path)[0])
-    return _CASED[key]
+    if key not in _CASED or _CASED[key][0] is not words:    # (the file read again: look again)
+        _CASED[key] = words, is_cased(words)
+    return _CASED[key][1]
 
 
 def load_glove(path: Optional[str] = None) -> Tuple[List[str], np.ndarray]:
