@@ -52,7 +52,7 @@ def _resolve(name_or_path: str | Path):
                               f"{', '.join(BUNDLED_MODELS)}; or give a folder, e.g. '.'")
     if isinstance(name_or_path, str) and name_or_path in BUNDLED_MODELS:
         if Path(name_or_path).exists():   # the bundled model wins, as documented: say so
-            _warn_name_and_folder(name_or_path, f"the bundled model {name_or_path!r}", chose_folder=False)
+            _warn_name_and_folder(name_or_path, bundled=True)
         return Local(folder=Path(str(resources.files("elmo") / "resources" / name_or_path)))
     if is_url(name_or_path):
         return resolve(name_or_path)
@@ -60,10 +60,7 @@ def _resolve(name_or_path: str | Path):
         if not Path(name_or_path).exists():
             return resolve(name_or_path)
         # a local folder of that name wins over a published model, as documented: say so
-        entry = registry.get(name_or_path)
-        url = entry.urls.get("options") or entry.urls.get("archive")
-        _warn_name_and_folder(name_or_path, f"the published model {name_or_path!r} (its URL: {url})",
-                              chose_folder=True)
+        _warn_name_and_folder(name_or_path, bundled=False)
     folder = Path(name_or_path)
     if isinstance(name_or_path, str) and not folder.exists() and len(folder.parts) == 1:
         # a bare word that names nothing: most likely a mistyped model name, so say which exist
@@ -84,22 +81,27 @@ class ModelNameWarning(UserWarning):
 _NAME_WARNED: set = set()
 
 
-def _warn_name_and_folder(name: str, model: str, *, chose_folder: bool) -> None:
-    """Warn (once per name and folder) that bare ``name`` is both ``model`` and a local path.
+def _warn_name_and_folder(name: str, *, bundled: bool, folder: Path | None = None) -> None:
+    """Warn (once per name and folder) that bare ``name`` is both a bundled (``bundled``) or
+    published model's name and a local path: ``folder``, by default ``name`` in the working
+    folder (an experiment config's: beside the config).
 
     Which one loads follows the documented order (a bundled name first, then a local path,
     then a published name); until this warning the other one was passed over in silence."""
     import warnings
-    here = Path(name).resolve()
+    here = Path(folder if folder is not None else name).resolve()
     if (name, here) in _NAME_WARNED:
         return
     _NAME_WARNED.add((name, here))
-    if chose_folder:
-        text = (f"{name!r} names both {model} and {here} in the working folder: loading the "
-                f"folder; to load the published model give its URL, or run elsewhere")
+    if bundled:
+        text = (f"{name!r} names both the bundled model {name!r} and the local {here}: loading the "
+                f"bundled model; to load the local one, name it with a path: './{name}'")
     else:
-        text = (f"{name!r} names both {model} and {here} in the working folder: loading "
-                f"{model}; to load the folder, name it with a path: './{name}'")
+        from .hub import registry
+        urls = registry.get(name).urls
+        text = (f"{name!r} names both the published model {name!r} and the local {here}: loading the "
+                f"local one; to load the published model, give its URL "
+                f"({urls.get('options') or urls.get('archive')}) or run elsewhere")
     warnings.warn(text, ModelNameWarning, stacklevel=4)   # (the caller of from_pretrained)
 
 

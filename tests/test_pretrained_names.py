@@ -28,7 +28,7 @@ def test_a_folder_named_like_a_bundled_model_is_named_in_a_warning_once(here):
     bundled = elmo.from_pretrained(elmo.model_path("fixture").resolve())   # (no folder yet)
     mine = random_bilm(seed=3)
     elmo.save_pretrained(mine, here / "fixture")
-    with pytest.warns(UserWarning, match=r"'fixture' names both the bundled model 'fixture' and .*"
+    with pytest.warns(UserWarning, match=r"'fixture' names both the bundled model 'fixture' and the local .*"
                                          r"loading the bundled model.*'\./fixture'") as caught:
         loaded = elmo.from_pretrained("fixture")
     assert len(caught) == 1 and str(here / "fixture") in str(caught[0].message)
@@ -50,10 +50,29 @@ def test_a_folder_named_like_a_published_model_loads_and_says_how_to_get_the_pub
     url = registry.get("small").urls["options"]
     with pytest.warns(UserWarning, match="'small' names both the published model 'small'") as caught:
         assert elmo.model_path("small") == elmo.model_path("./small")
-    assert url in str(caught[0].message) and "loading the folder" in str(caught[0].message)
+    assert url in str(caught[0].message) and "loading the local one" in str(caught[0].message)
 
 
 def test_a_model_name_without_a_folder_of_that_name_loads_without_a_warning(here):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         elmo.from_pretrained("fixture")
+
+
+def test_an_experiment_config_beside_a_folder_named_like_a_model_says_which_it_uses(here):
+    """A config's relative biLM is found beside the config: a folder there named like the
+    bundled model was passed over, and one named like a published model taken, in silence."""
+    import json
+    import re
+
+    from elmo.tasks.runner import load_config
+    where = here / "exp"
+    (where / "fixture").mkdir(parents=True)
+    (where / "small").mkdir()
+    for name, says in (("fixture", "loading the bundled model"), ("small", "loading the local one")):
+        path = where / f"{name}.json"
+        path.write_text(json.dumps({"tasks": [{"task": "pos"}], "bilm": name,
+                                    "variants": [{"name": "base"}, {"name": "elmo", "elmo": {}}]}))
+        with pytest.warns(UserWarning, match=f"'{name}' names both .* {re.escape(str(where / name))}: {says}"):
+            cfg = load_config(path)
+        assert cfg.bilm == (name if name == "fixture" else str(where / name))

@@ -156,6 +156,10 @@ def _bilm_from(spec, base: Path, key: str):
     prefix = RANDOM_PREFIX if spec.startswith(RANDOM_PREFIX) else ""
     name = spec[len(prefix):]
     if not name.strip() or name in BUNDLED_MODELS or is_url(name) or Path(name).is_absolute():
+        if name in BUNDLED_MODELS and (base / name).exists() and not same_file(Path(name), base / name):
+            # the bundled model wins, as in loading (which names a folder of the working folder)
+            import elmo
+            elmo._warn_name_and_folder(name, bundled=True, folder=base / name)
         return spec
     here, beside = Path(name), base / name
     if not beside.exists() or same_file(here, beside):
@@ -163,6 +167,10 @@ def _bilm_from(spec, base: Path, key: str):
     if here.exists():
         raise ConfigError(f"{key} {spec!r} names two different folders: {beside} (beside the config) and "
                           f"{here.resolve()} (from the working folder); give an absolute path")
+    from ..hub import registry
+    if name in registry.MODELS:     # (loading it by its path would not say so)
+        import elmo
+        elmo._warn_name_and_folder(name, bundled=False, folder=beside)
     return prefix + str(beside)
 
 
