@@ -76,3 +76,12 @@ def test_an_experiment_config_beside_a_folder_named_like_a_model_says_which_it_u
         with pytest.warns(UserWarning, match=f"'{name}' names both .* {re.escape(str(where / name))}: {says}"):
             cfg = load_config(path)
         assert cfg.bilm == (name if name == "fixture" else str(where / name))
+
+
+def test_the_command_line_says_it_in_one_line(here, capsys):
+    from elmo.cli import main
+    (here / "fixture").mkdir()
+    assert main(["info", "fixture"]) == 0
+    err = capsys.readouterr().err
+    assert "elmo info: warning: 'fixture' names both the bundled model 'fixture'" in err
+    assert "ModelNameWarning" not in err and len(err.strip().splitlines()) == 1
