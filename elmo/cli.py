@@ -42,6 +42,27 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@contextmanager
+def _model_name_warnings_as_lines(command: str) -> Iterator[None]:
+    """Show a :class:`~elmo.ModelNameWarning` (a model name that is also a local folder) as
+    one ``elmo COMMAND: warning: ...`` line, not Python's two lines naming our source file."""
+    import warnings
+
+    from . import ModelNameWarning
+    shown = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if issubclass(category, ModelNameWarning):
+            print(f"elmo {command}: warning: {message}", file=sys.stderr)
+        else:
+            shown(message, category, filename, lineno, file, line)
+    warnings.showwarning = show
+    try:
+        yield
+    finally:
+        warnings.showwarning = shown
+
+
 def _version() -> str:
     from . import __version__
     return __version__
@@ -68,7 +89,7 @@ def _run(argv: Optional[List[str]]) -> int:
     from .weights import WeightFileError
     debug = args.debug or os.environ.get("ELMO_DEBUG", "") not in ("", "0")
     try:
-        with _sigterm_raises():
+        with _sigterm_raises(), _model_name_warnings_as_lines(args.command):
             result = args.func(args)
     except BrokenPipeError:
         raise

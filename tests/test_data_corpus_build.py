@@ -207,3 +207,23 @@ def test_an_empty_or_unknown_source_list_is_refused_before_anything_is_made(tmp_
         with pytest.raises((ValueError, TypeError), match=message):
             C.build_corpus(home, out=tmp_path / "out", sources=sources, log=lambda *a: None)
         assert not (tmp_path / "out").exists()
+
+
+def test_a_rebuild_with_fewer_sources_leaves_only_the_files_of_the_new_build(tmp_path):
+    """Rebuilding into the same folder with fewer sources left heldout/brown.txt of the
+    earlier build, which heldout/*.txt (the perplexity scripts) read as part of the corpus."""
+    home, _ = make_home(tmp_path)
+    C.build_corpus(home, seed=1, sources=["sotu", "brown"], log=lambda *a: None)
+    out = home / "corpus"
+    assert (out / "heldout" / "brown.txt").exists()
+    (out / "heldout" / "mine.txt").write_text("my own text .\n", encoding="utf-8")   # not the builder's
+    logs: list = []
+    stats = C.build_corpus(home, seed=1, sources=["sotu"], log=logs.append)
+    assert sorted(p.name for p in (out / "heldout").iterdir()) == ["mine.txt", "sotu.txt"]
+    assert any("mine.txt" in line and "kept" in line for line in logs)
+    assert list(stats["sources"]) == ["sotu"]
+    on_disk = json.loads((out / "stats.json").read_text(encoding="utf-8"))
+    assert list(on_disk["sources"]) == ["sotu"]
+    train = read_lines(out / "train.txt")
+    assert not any("brown train sentence" in s for s in train)
+    assert on_disk["totals"]["train_sentences"] == len(train)

@@ -208,7 +208,9 @@ def build_corpus(home: Optional[Path] = None, out: Optional[Path] = None, seed: 
     The output folder is made and locked before anything is fetched, so a folder that cannot
     be written, or that another build is writing, fails at once rather than after the
     downloads. Each file is written atomically; ``stats.json`` is removed when writing starts
-    and written last, so a folder without it holds no finished build."""
+    and written last, so a folder without it holds no finished build. A rebuild deletes the
+    held-out files of sources an earlier build had and this one has not, so the folder holds
+    the files of this build only, as ``stats.json`` describes them."""
     names = _source_names(sources)   # (before anything is made or fetched)
     home = home or data_home()
     out = out or home / "corpus"
@@ -300,6 +302,7 @@ def _build(home: Path, out: Path, seed: int, names: List[str], log) -> dict:
             part[name] = unique
 
     (out / "stats.json").unlink(missing_ok=True)
+    _remove_stale_heldout(out / "heldout", names, log)
     for name in names:
         _write(out / "heldout" / f"{name}.txt", (" ".join(s) for s in heldout[name]))
         for which, part in (("train", train), ("heldout", heldout)):
@@ -333,6 +336,23 @@ def _build(home: Path, out: Path, seed: int, names: List[str], log) -> dict:
         f"{totals['train_tokens']:,} tokens, {totals['train_words']:,} words; held out "
         f"{totals['heldout_tokens']:,} tokens in {len(names)} files")
     return stats
+
+
+def _remove_stale_heldout(folder: Path, names: Sequence[str], log) -> None:
+    """Delete the held-out files an earlier build of other sources left in ``folder``.
+
+    A rebuild with fewer sources left them beside the new ones, and whatever reads
+    ``heldout/*.txt`` (the perplexity and sample scripts) took them for part of this build.
+    Only files named after an LM source are this builder's; any other file is kept and named."""
+    for path in sorted(folder.glob("*.txt")):
+        if path.stem in names:
+            continue     # (rewritten below)
+        if path.stem in LM_SOURCES:
+            path.unlink()
+            log(f"  removed {path}: held-out text of an earlier build ({path.stem} is not built now)")
+        else:
+            log(f"  kept {path}: not a file of this builder (no source {path.stem!r}); "
+                f"move it out of heldout/ if it is not held-out text of this corpus")
 
 
 def _write(path: Path, lines: Iterable[str]) -> None:

@@ -1,6 +1,12 @@
 """Word vocabularies of the task models and their static input vectors (GloVe 6B 50d).
 
-GloVe 6B is lower-cased, so words are looked up lower-cased. A task vocabulary holds every
+GloVe 6B is lower-cased, so with it words are looked up lower-cased. GloVe 840B and 42B are
+cased ("Apple" and "apple" are two words with two vectors): with a file that holds any word
+with an upper-case letter (a *cased* file) a word is looked up as written first and
+lower-cased only when the file lacks that form (lower-casing every word used the vector of
+"apple" for "Apple", and missed words the file holds only capitalised). How many words were
+found as written, by the lower-cased fallback or not at all is logged and recorded in the
+results (``found_exact``, ``found_lowercased``, ``not_found``). A task vocabulary holds every
 word of the task's splits that GloVe knows (dev and test words too: their vectors come from
 GloVe's own training, not from the task) plus the training words it does not know, which
 start from small random vectors; any other word maps to ``<unk>``.
@@ -18,6 +24,7 @@ shrink a little, which a word seen first at prediction cannot share).
 """
 from __future__ import annotations
 
+import logging
 from collections import Counter
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
@@ -25,18 +32,46 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 import numpy as np
 import torch
 
+log = logging.getLogger(__name__)
+
 PAD, UNK = "<pad>", "<unk>"
 
 
+#: How a vocabulary built from a cased GloVe file looks words up (recorded in saved models
+#: and run fingerprints; absent: every word lower-cased, as with GloVe 6B).
+CASED_LOOKUP = "exact, then lower-cased"
+
+
 def normalise(word: str) -> str:
-    """The lookup form of a word: lower case (GloVe 6B is lower-cased)."""
+    """The lookup form of a word in a lower-cased vocabulary (GloVe 6B is lower-cased)."""
     return word.lower()
 
 
-class WordVocab:
-    """Word <-> id, with ``<pad>`` = 0 and ``<unk>`` = 1."""
+def is_cased(words: Iterable[str]) -> bool:
+    """Whether a GloVe word list is cased: it holds a word with an upper-case letter."""
+    return any(w != w.lower() for w in words)
 
-    def __init__(self, words: Iterable[str]):
+
+def lookup_key(word: str, index, cased: bool) -> str:
+    """The vocabulary entry of ``word`` given GloVe's ``index`` (word -> row): lower case for
+    a lower-cased file; for a cased one the word as written when the file has it, else its
+    lower case when the file has that, else the word as written (a word GloVe lacks keeps
+    its case, as the file's own words do)."""
+    if not cased:
+        return word.lower()
+    if word in index:
+        return word
+    low = word.lower()
+    return low if low in index else word
+
+
+class WordVocab:
+    """Word <-> id, with ``<pad>`` = 0 and ``<unk>`` = 1. A ``cased`` vocabulary (built from a
+    cased GloVe file) finds a word as written first and lower-cased second; otherwise every
+    word is looked up lower-cased."""
+
+    def __init__(self, words: Iterable[str], cased: bool = False):
+        self.cased = cased
         self.itos: List[str] = [PAD, UNK]
         self.stoi: Dict[str, int] = {PAD: 0, UNK: 1}
         for w in words:
@@ -47,10 +82,14 @@ class WordVocab:
     def __len__(self) -> int:
         return len(self.itos)
 
+    def forms(self, token: str) -> Tuple[str, ...]:
+        """The forms of ``token`` to look up, in order."""
+        return (token, token.lower()) if self.cased else (token.lower(),)
+
     def ids(self, tokens: Sequence[str]) -> List[int]:
         """Word ids; an unknown word is ``<unk>``'s, and so is the text ``<pad>``: id 0 is the
         padding's, whose vector a word of the text must not get."""
-        return [self.stoi.get(normalise(t), 1) or 1 for t in tokens]
+        return [next((i for f in self.forms(t) if (i := self.stoi.get(f))), 1) for t in tokens]
 
 
 class ExtendedVocab:
@@ -68,11 +107,14 @@ class ExtendedVocab:
         return len(self.base) + len(self.extra)
 
     def ids(self, tokens: Sequence[str]) -> List[int]:
-        return [self.base.stoi.get(w) or self.extra.get(w, 1) for w in map(normalise, tokens)]
+        stoi, extra = self.base.stoi, self.extra
+        return [next((i for f in self.base.forms(t) if (i := stoi.get(f) or extra.get(f))), 1)
+                for t in tokens]
 
 
 _GLOVE_CACHE: Dict[str, Tuple[List[str], np.ndarray]] = {}
 _DIGESTS: Dict[str, str] = {}
+_CASED: Dict[str, Tuple[List[str], bool]] = {}
 
 
 def glove_path(path: Optional[str] = None) -> Path:
@@ -103,15 +145,28 @@ def glove_digest(words: Sequence[str], vectors: np.ndarray) -> str:
 
 def glove_record(spec: dict) -> dict:
     """What a saved task model records of its static word vectors: ``{"random_dim": D}``, or
-    ``{"glove": spec's path or None, "path": the file read, "digest", "words", "dim"}``."""
+    ``{"glove": spec's path or None, "path": the file read, "digest", "words", "dim"}``, with
+    ``"lookup": CASED_LOOKUP`` for a cased file (its vocabulary is cased)."""
     if spec.get("random_dim"):
         return {"random_dim": int(spec["random_dim"])}
     words, vectors = load_glove(spec.get("glove"))
     key = str(spec.get("glove") or "glove-50d")
     if key not in _DIGESTS:     # (once per process: every variant and seed saves a model)
         _DIGESTS[key] = glove_digest(words, vectors)
-    return {"glove": spec.get("glove"), "path": str(glove_path(spec.get("glove")).resolve()),
-            "digest": _DIGESTS[key], "words": len(words), "dim": int(vectors.shape[1])}
+    record = {"glove": spec.get("glove"), "path": str(glove_path(spec.get("glove")).resolve()),
+              "digest": _DIGESTS[key], "words": len(words), "dim": int(vectors.shape[1])}
+    if glove_cased(spec.get("glove")):
+        record["lookup"] = CASED_LOOKUP
+    return record
+
+
+def glove_cased(path: Optional[str] = None) -> bool:
+    """Whether the GloVe ``load_glove(path)`` reads is cased (see :func:`is_cased`)."""
+    words = load_glove(path)[0]
+    key = str(path or "glove-50d")
+    if key not in _CASED or _CASED[key][0] is not words:    # (the file read again: look again)
+        _CASED[key] = words, is_cased(words)
+    return _CASED[key][1]
 
 
 def load_glove(path: Optional[str] = None) -> Tuple[List[str], np.ndarray]:
@@ -157,9 +212,8 @@ def build_embeddings(train_tokens: Iterable[Sequence[str]], other_tokens: Iterab
         (vocab, (V, D) float tensor, info) where info counts the words found in GloVe.
     """
     rng = np.random.default_rng(seed)
-    train_counts = Counter(normalise(t) for sent in train_tokens for t in sent)
-    other = {normalise(t) for sent in other_tokens for t in sent}
     if spec.get("random_dim"):
+        train_counts = Counter(normalise(t) for sent in train_tokens for t in sent)
         dim = int(spec["random_dim"])
         vocab = WordVocab(sorted(train_counts))
         matrix = rng.normal(0, 0.1, (len(vocab), dim)).astype(np.float32)
@@ -168,15 +222,30 @@ def build_embeddings(train_tokens: Iterable[Sequence[str]], other_tokens: Iterab
                                                  "vocab": len(vocab)}
     words, vectors = load_glove(spec.get("glove"))
     index = {w: i for i, w in enumerate(words)}
-    known = sorted(w for w in set(train_counts) | other if w in index)
-    unknown_train = sorted(w for w in train_counts if w not in index)
-    vocab = WordVocab(known + unknown_train)
+    cased = glove_cased(spec.get("glove"))
+    train_forms = {t for sent in train_tokens for t in sent}
+    other_forms = {t for sent in other_tokens for t in sent} - train_forms
+    train_keys = {lookup_key(t, index, cased) for t in train_forms}
+    other = {lookup_key(t, index, cased) for t in other_forms}
+    known = sorted(w for w in train_keys | other if w in index)
+    unknown_train = sorted(w for w in train_keys if w not in index)
+    vocab = WordVocab(known + unknown_train, cased=cased)
     dim = vectors.shape[1]
     scale = float(vectors.std())
     matrix = rng.normal(0, scale, (len(vocab), dim)).astype(np.float32)
     matrix[0] = 0
     rows = [index[w] for w in known]
     matrix[2:2 + len(known)] = vectors[rows]
-    info = {"vectors": str(spec.get("glove") or "glove-50d"), "dim": dim, "in_vectors": len(known),
-            "train_words_not_in_vectors": len(unknown_train), "vocab": len(vocab)}
+    # each distinct word form of the task's text: found as written, by lower case, or not
+    found = Counter("exact" if t in index else "lowercased" if t.lower() in index else "missed"
+                    for t in train_forms | other_forms)
+    name = str(spec.get("glove") or "glove-50d")
+    info = {"vectors": name, "dim": dim, "in_vectors": len(known),
+            "train_words_not_in_vectors": len(unknown_train), "vocab": len(vocab),
+            "lookup": CASED_LOOKUP if cased else "lower-cased",
+            "found_exact": found["exact"], "found_lowercased": found["lowercased"],
+            "not_found": found["missed"]}
+    log.info("GloVe %s (%s, looked up %s): of %d word forms %d found as written, %d lower-cased, "
+             "%d not found", name, "cased" if cased else "lower-cased", info["lookup"],
+             sum(found.values()), found["exact"], found["lowercased"], found["missed"])
     return vocab, torch.from_numpy(matrix), info

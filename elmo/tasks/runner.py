@@ -156,6 +156,10 @@ def _bilm_from(spec, base: Path, key: str):
     prefix = RANDOM_PREFIX if spec.startswith(RANDOM_PREFIX) else ""
     name = spec[len(prefix):]
     if not name.strip() or name in BUNDLED_MODELS or is_url(name) or Path(name).is_absolute():
+        if name in BUNDLED_MODELS and (base / name).exists() and not same_file(Path(name), base / name):
+            # the bundled model wins, as in loading (which names a folder of the working folder)
+            import elmo
+            elmo._warn_name_and_folder(name, bundled=True, folder=base / name)
         return spec
     here, beside = Path(name), base / name
     if not beside.exists() or same_file(here, beside):
@@ -163,6 +167,10 @@ def _bilm_from(spec, base: Path, key: str):
     if here.exists():
         raise ConfigError(f"{key} {spec!r} names two different folders: {beside} (beside the config) and "
                           f"{here.resolve()} (from the working folder); give an absolute path")
+    from ..hub import registry
+    if name in registry.MODELS:     # (loading it by its path would not say so)
+        import elmo
+        elmo._warn_name_and_folder(name, bundled=False, folder=beside)
     return prefix + str(beside)
 
 
@@ -215,7 +223,12 @@ def _run_content(cfg: ExperimentConfig, spec: dict, variant: Variant) -> dict:
         # a GloVe file of your own, by its words and vectors as read: another file under its
         # name kept the runs trained with the old vectors (glove-50d is pinned by `elmo data`)
         from .embeddings import glove_record
-        content["glove"] = glove_record(cfg.embeddings)["digest"]
+        record = glove_record(cfg.embeddings)
+        content["glove"] = record["digest"]
+        if "lookup" in record:
+            # a cased file's words are looked up as written first: runs whose vocabulary
+            # lower-cased every word (the old lookup) are trained again, not reused
+            content["glove_lookup"] = record["lookup"]
     return content
 
 

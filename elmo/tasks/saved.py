@@ -267,7 +267,7 @@ def load(folder: Union[str, Path], bilm: Optional[str] = None, device=None,
     looks no new word up (they get ``<unk>``, as in models saved before GloVe was recorded). A folder
     with a file missing, damaged or not fitting the others is a :class:`TaskModelError`
     naming the file; a ``device`` this machine lacks, a ValueError naming it."""
-    from .embeddings import WordVocab
+    from .embeddings import CASED_LOOKUP, WordVocab
     from .features import LAYER_NORM_OVER, ElmoFeatures
     from .experiment_config import ModelSettings
     from .runner import build_model
@@ -284,7 +284,9 @@ def load(folder: Union[str, Path], bilm: Optional[str] = None, device=None,
     labels = _read_json(folder / "labels.json")
     if not isinstance(itos, list) or not all(isinstance(w, str) for w in itos):
         raise TaskModelError(f"{folder / 'vocab.json'}: not a vocabulary written by save()")
-    vocab = WordVocab(itos[2:])
+    emb_rec = cfg.get("embeddings")
+    # a model built from a cased GloVe file looks words up as written first (see embeddings)
+    vocab = WordVocab(itos[2:], cased=isinstance(emb_rec, dict) and emb_rec.get("lookup") == CASED_LOOKUP)
     if vocab.itos != itos or len(itos) != cfg["vocab_size"]:
         raise TaskModelError(f"{folder / 'vocab.json'}: not the vocabulary of config.json "
                              f"({len(itos)} words, config.json says {cfg['vocab_size']})")
@@ -402,10 +404,13 @@ class SavedInfo:
         GloVe) the words of the examples outside it that GloVe knows, with their vectors."""
         if self.glove is None:
             return self.vocab
-        from .embeddings import ExtendedVocab, normalise
+        from .embeddings import ExtendedVocab, lookup_key
         index, vectors = self.glove
-        words = sorted({normalise(t) for ex in examples for text in (ex.tokens, ex.tokens_b or [])
-                        for t in text} - set(self.vocab.stoi))
+        cased = self.vocab.cased
+        # (a cased vocabulary's word as written goes first: one it holds needs nothing new)
+        words = sorted({lookup_key(t, index, cased) for ex in examples
+                        for text in (ex.tokens, ex.tokens_b or []) for t in text
+                        if not (cased and t in self.vocab.stoi)} - set(self.vocab.stoi))
         new = [w for w in words if w in index]
         return ExtendedVocab(self.vocab, new, torch.from_numpy(vectors[[index[w] for w in new]]))
 

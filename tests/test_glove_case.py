@@ -1,0 +1,100 @@
+"""GloVe lookup and case: a cased file (840B, 42B: "Apple" and "apple" are two words) is
+looked up as written first and lower-cased only as a fallback; a lower-cased file (6B) as
+before. The lookup is recorded in saved models and in run fingerprints."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from elmo.tasks import embeddings
+from elmo.tasks.embeddings import ExtendedVocab, WordVocab, build_embeddings
+
+CASED = {"Apple": [1.0, 0.0], "apple": [0.0, 1.0], "paris": [2.0, 2.0], "the": [3.0, 0.0],
+         "The": [0.0, 3.0], "Berlin": [4.0, 4.0], "berlin": [-4.0, 4.0]}
+
+
+@pytest.fixture(autouse=True)
+def _fresh_caches(monkeypatch):
+    """Each test reads its files again (the caches are per process, by path)."""
+    monkeypatch.setattr(embeddings, "_GLOVE_CACHE", {})
+    monkeypatch.setattr(embeddings, "_DIGESTS", {})
+    monkeypatch.setattr(embeddings, "_CASED", {}, raising=False)
+
+
+def _write(path: Path, vectors: dict) -> str:
+    path.write_text("".join(f"{w} {' '.join(f'{x:g}' for x in v)}\n" for w, v in vectors.items()),
+                    encoding="utf-8")
+    return str(path)
+
+
+def _row(vocab, matrix, word):
+    return matrix[vocab.ids([word])[0]].tolist()
+
+
+def test_a_cased_glove_file_gives_each_form_its_own_vector_and_falls_back_to_lower_case(tmp_path):
+    glove = _write(tmp_path / "cased.txt", CASED)
+    vocab, matrix, info = build_embeddings([["Apple", "apple", "APPLE", "Paris", "Zorp"]],
+                                           [["The", "the"]], {"glove": glove})
+    assert _row(vocab, matrix, "Apple") == CASED["Apple"]      # was apple's vector
+    assert _row(vocab, matrix, "apple") == CASED["apple"]
+    assert _row(vocab, matrix, "APPLE") == CASED["apple"]      # no such form: lower-cased
+    assert _row(vocab, matrix, "Paris") == CASED["paris"]
+    assert _row(vocab, matrix, "The") == CASED["The"] and _row(vocab, matrix, "the") == CASED["the"]
+    assert vocab.cased and vocab.ids(["Zorp"])[0] > 1            # a training word GloVe lacks
+    assert info.get("lookup") == getattr(embeddings, "CASED_LOOKUP", "?")
+    assert (info["found_exact"], info["found_lowercased"], info["not_found"]) == (4, 2, 1)
+
+
+def test_a_lower_cased_glove_file_is_looked_up_lower_cased_as_before(tmp_path):
+    glove = _write(tmp_path / "lower.txt", {"apple": [0.0, 1.0], "paris": [2.0, 2.0]})
+    vocab, matrix, info = build_embeddings([["Apple", "apple", "Paris"]], [], {"glove": glove})
+    assert not vocab.cased and vocab.itos == ["<pad>", "<unk>", "apple", "paris"]
+    assert _row(vocab, matrix, "Apple") == _row(vocab, matrix, "apple") == [0.0, 1.0]
+    assert info.get("lookup") == "lower-cased" and "lookup" not in embeddings.glove_record({"glove": glove})
+    assert (info["found_exact"], info["found_lowercased"], info["not_found"]) == (1, 2, 0)
+
+
+def test_words_new_at_prediction_follow_the_same_lookup():
+    base = WordVocab(["Apple", "apple", "zorp"], cased=True)
+    extra = ExtendedVocab(base, ["Berlin", "berlin"], np.zeros((2, 2), dtype=np.float32))
+    n = len(base)
+    assert extra.ids(["Apple", "APPLE", "Berlin", "BERLIN", "Zorp", "Nope", "<pad>"]) == \
+        [2, 3, n, n + 1, 4, 1, 1]
+
+
+def test_a_saved_model_keeps_its_cased_lookup_and_finds_new_words_as_written(tmp_path):
+    from test_tasks_files import WORDS, write_config, write_task
+
+    from elmo.tasks import saved
+    from elmo.tasks.runner import load_config, run_experiment
+    vectors = {w: [float(i), 1.0] for i, w in enumerate(WORDS + [".", "berlin"])}
+    vectors.update({"The": [9.0, 9.0], "Berlin": [7.0, -7.0]})
+    glove = _write(tmp_path / "cased.txt", vectors)
+    task = dict(write_task(tmp_path, "classification", dev=False), dev_fraction=0)
+    config = write_config(tmp_path, [task], variants=[{"name": "baseline"}], embeddings={"glove": glove},
+                          train={"epochs": 1, "batch_size": 8})
+    run_experiment(load_config(config), out=tmp_path / "r", log=lambda s: None, save_models=True)
+    model = saved.load(tmp_path / "r/models/my-classification/baseline/seed-1")
+    info = model.saved
+    assert info.vocab.cased and {"The", "the"} <= set(info.vocab.stoi)
+    from elmo.tasks.datasets import Example
+    vocab = info.vocab_for([Example(tokens=["Berlin", "BERLIN", "The"], label="other")])
+    ids = vocab.ids(["Berlin", "BERLIN", "The"])
+    assert vocab.vectors[ids[0] - len(info.vocab)].tolist() == vectors["Berlin"]
+    assert vocab.vectors[ids[1] - len(info.vocab)].tolist() == vectors["berlin"]
+    assert ids[2] == info.vocab.stoi["The"]
+
+
+def test_a_cased_glove_file_changes_the_run_fingerprint_of_the_old_lower_cased_lookup(tmp_path):
+    """Runs made when every word was lower-cased are not kept by --resume with a cased file;
+    with a lower-cased file nothing changed, and its runs' fingerprints stay as they were."""
+    from elmo.tasks.runner import _digest, _run_content, normalise_config
+    for vectors, cased in ((CASED, True), ({"apple": [0.0, 1.0]}, False)):
+        glove = _write(tmp_path / f"{cased}.txt", vectors)
+        cfg = normalise_config({"tasks": [{"task": "pos"}], "variants": [{"name": "base"}],
+                                "embeddings": {"glove": glove}})
+        content = _run_content(cfg, cfg.tasks[0], cfg.variants[0])
+        before = {k: v for k, v in content.items() if k != "glove_lookup"}   # the old content
+        assert (_digest(content) != _digest(before)) is cased

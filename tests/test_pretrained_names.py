@@ -1,0 +1,87 @@
+"""A bare model name that is also a folder in the working folder: the documented order holds
+(bundled name, then local path, then published name) and a warning says which one loaded,
+once; a path with a separator is always the folder."""
+from __future__ import annotations
+
+import warnings
+
+import pytest
+import torch
+
+import elmo
+from tests.conftest import random_bilm
+
+
+@pytest.fixture
+def here(tmp_path, monkeypatch):
+    """An empty working folder, with no name warned about yet in this process."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(elmo, "_NAME_WARNED", set(), raising=False)
+    return tmp_path
+
+
+def _weights(bilm):
+    return torch.cat([p.detach().flatten() for p in bilm.parameters()])
+
+
+def test_a_folder_named_like_a_bundled_model_is_named_in_a_warning_once(here):
+    bundled = elmo.from_pretrained(elmo.model_path("fixture").resolve())   # (no folder yet)
+    mine = random_bilm(seed=3)
+    elmo.save_pretrained(mine, here / "fixture")
+    with pytest.warns(UserWarning, match=r"'fixture' names both the bundled model 'fixture' and the local .*"
+                                         r"loading the bundled model.*'\./fixture'") as caught:
+        loaded = elmo.from_pretrained("fixture")
+    assert len(caught) == 1 and str(here / "fixture") in str(caught[0].message)
+    assert torch.equal(_weights(loaded), _weights(bundled))          # the documented order holds
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        elmo.from_pretrained("fixture")                               # once, not at every load
+        local = elmo.from_pretrained("./fixture")                     # a path: the folder, no warning
+    assert torch.equal(_weights(local), _weights(mine))
+
+
+def test_a_folder_named_like_a_published_model_loads_and_says_how_to_get_the_published_one(here, monkeypatch):
+    import importlib
+
+    from elmo.hub import registry
+    resolve = importlib.import_module("elmo.hub.resolve")     # (the module; elmo.hub.resolve is its function)
+    monkeypatch.setattr(resolve, "fetch_model", lambda entry: pytest.fail("downloaded the published model"))
+    (here / "small").mkdir()
+    url = registry.get("small").urls["options"]
+    with pytest.warns(UserWarning, match="'small' names both the published model 'small'") as caught:
+        assert elmo.model_path("small") == elmo.model_path("./small")
+    assert url in str(caught[0].message) and "loading the local one" in str(caught[0].message)
+
+
+def test_a_model_name_without_a_folder_of_that_name_loads_without_a_warning(here):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        elmo.from_pretrained("fixture")
+
+
+def test_an_experiment_config_beside_a_folder_named_like_a_model_says_which_it_uses(here):
+    """A config's relative biLM is found beside the config: a folder there named like the
+    bundled model was passed over, and one named like a published model taken, in silence."""
+    import json
+    import re
+
+    from elmo.tasks.runner import load_config
+    where = here / "exp"
+    (where / "fixture").mkdir(parents=True)
+    (where / "small").mkdir()
+    for name, says in (("fixture", "loading the bundled model"), ("small", "loading the local one")):
+        path = where / f"{name}.json"
+        path.write_text(json.dumps({"tasks": [{"task": "pos"}], "bilm": name,
+                                    "variants": [{"name": "base"}, {"name": "elmo", "elmo": {}}]}))
+        with pytest.warns(UserWarning, match=f"'{name}' names both .* {re.escape(str(where / name))}: {says}"):
+            cfg = load_config(path)
+        assert cfg.bilm == (name if name == "fixture" else str(where / name))
+
+
+def test_the_command_line_says_it_in_one_line(here, capsys):
+    from elmo.cli import main
+    (here / "fixture").mkdir()
+    assert main(["info", "fixture"]) == 0
+    err = capsys.readouterr().err
+    assert "elmo info: warning: 'fixture' names both the bundled model 'fixture'" in err
+    assert "ModelNameWarning" not in err and len(err.strip().splitlines()) == 1
