@@ -872,3 +872,31 @@ def test_offline_an_http_url_cached_before_the_schemes_were_told_apart_is_named(
         fetch(url, progress=False)
     assert f"(expected {cache_path(url)})" in str(e.value) and str(old) in str(e.value)
     assert "\n" not in str(e.value)
+
+
+def test_an_unpacked_folder_whose_model_files_were_deleted_is_fetched_again(cache, monkeypatch, capsys):
+    """A cached folder whose config.json was deleted since (by hand, a cleaner) was taken as the
+    model for good: every load failed with "the archive holds no folder with config.json" and
+    `elmo models list` said it was cached. Now it counts as not cached and is fetched again."""
+    import hashlib
+
+    from elmo.hub.resolve import resolve, unpacked_path
+    flat = {k: v.encode() if isinstance(v, str) else v for k, v in _manylangs_folder("144/").items()}
+    archive = _zip(flat)
+    with FileServer({"/repository/11/144.zip": archive}) as server:
+        entry = replace(registry.MODELS["manylangs-en"], urls={"archive": server.url("/repository/11/144.zip")},
+                        sha256={"archive": hashlib.sha256(archive).hexdigest()})
+        monkeypatch.setitem(registry.MODELS, "manylangs-en", entry)
+        folder = resolve("manylangs-en").folder
+        (folder / "config.json").unlink()
+        capsys.readouterr()
+        assert main(["models", "list"]) == 0
+        assert re.search(r"^manylangs-en +no ", capsys.readouterr().out, re.M)
+        monkeypatch.setenv("ELMO_OFFLINE", "1")
+        with pytest.raises(DownloadError, match="damaged folder in the cache"):
+            resolve("manylangs-en")
+        monkeypatch.delenv("ELMO_OFFLINE")
+        assert resolve("manylangs-en").folder == folder
+        assert len(server.gets("/repository/11/144.zip")) == 2
+    assert (folder / "config.json").read_bytes() == flat["144/config.json"]
+    assert unpacked_path(entry.urls["archive"]).is_dir()

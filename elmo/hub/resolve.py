@@ -117,8 +117,12 @@ def fetch_archive(url: str, sha256: Optional[str] = None) -> Path:
     if _unpacked(dest, sha256):
         return find_model_folder(dest)
     if offline():
-        what = ("was unpacked from an archive that does not match the pinned sha256"
-                if dest.is_dir() else "is not in the cache")
+        if not dest.is_dir():
+            what = "is not in the cache"
+        elif _model_folder(dest) is None:
+            what = "has a damaged folder in the cache (its model files are gone)"
+        else:
+            what = "was unpacked from an archive that does not match the pinned sha256"
         raise DownloadError(f"ELMO_OFFLINE is set and {url} {what} "
                             f"(expected {dest}); unset ELMO_OFFLINE to download it")
     make_cache_folder(dest.parent)
@@ -165,10 +169,13 @@ def _archive_digest_file(dest: Path) -> Path:
 
 
 def _unpacked(dest: Path, sha256: Optional[str]) -> bool:
-    """Whether ``dest`` is an unpacked archive; with a pinned ``sha256``, one unpacked from an
-    archive that matched it (the archive itself is deleted once unpacked, so its digest is
-    kept beside the folder)."""
-    if not dest.is_dir():
+    """Whether ``dest`` is an unpacked archive that still holds its model folder; with a pinned
+    ``sha256``, one unpacked from an archive that matched it (the archive itself is deleted
+    once unpacked, so its digest is kept beside the folder)."""
+    if not dest.is_dir() or _model_folder(dest) is None:
+        # (a folder whose model files were deleted since was taken as the model for good: every
+        # load failed with "the archive holds no folder with config.json", and `elmo models
+        # list` said it was cached; now it is fetched and unpacked again)
         return False
     if not sha256:
         return True
@@ -176,6 +183,14 @@ def _unpacked(dest: Path, sha256: Optional[str]) -> bool:
         return _archive_digest_file(dest).read_text().strip() == sha256.lower()
     except OSError:
         return False
+
+
+def _model_folder(dest: Path) -> Optional[Path]:
+    """The model folder in the unpacked ``dest``, or None where there is none (any longer)."""
+    try:
+        return find_model_folder(dest)
+    except (ArchiveError, OSError):
+        return None
 
 
 def _check_archive(path: Path) -> None:
