@@ -900,3 +900,15 @@ def test_an_unpacked_folder_whose_model_files_were_deleted_is_fetched_again(cach
         assert len(server.gets("/repository/11/144.zip")) == 2
     assert (folder / "config.json").read_bytes() == flat["144/config.json"]
     assert unpacked_path(entry.urls["archive"]).is_dir()
+
+
+@pytest.mark.parametrize("kind", ["zip", "tar.gz"])
+def test_an_archive_of_too_many_members_is_refused_before_anything_is_written(tmp_path, kind):
+    """Empty members pass the size check: 64 kB of tar.xz unpacked into 50,000 files (the
+    disk's inodes, and every header held in memory). More than 10,000 is refused."""
+    members = {"model/config.json": b"{}", **{f"model/f{i}": b"" for i in range(10_000)}}
+    archive = tmp_path / f"many.{kind}"
+    archive.write_bytes(_zip(members) if kind == "zip" else _tar(members, "w:gz"))
+    with pytest.raises(ArchiveError, match="more than 10,000 members"):
+        unpack(archive, tmp_path / "out")
+    assert sorted(p.name for p in tmp_path.iterdir()) == [archive.name]

@@ -4,10 +4,10 @@ model folder inside.
 Every member is checked before anything is written: a name that is absolute or contains
 ``..``, a link (zip members that are symlinks, tar symlinks or hard links pointing outside the
 folder), a device or a FIFO makes the whole archive refused, and so does an archive whose
-members would not fit on the disk. Tar files are then extracted with Python's ``"data"``
-filter as a second guard; the checksums of the format (zip's per member, the gzip/xz/bzip2
-stream's at its end) are checked before the folder counts. Nothing is unpickled or executed;
-the archive is only copied out. The result appears atomically: members go to a temporary
+members would not fit on the disk or that holds more than :data:`MAX_MEMBERS` of them. Tar
+files are then extracted with Python's ``"data"`` filter as a second guard; the checksums of
+the format (zip's per member, the gzip/xz/bzip2 stream's at its end) are checked before the
+folder counts. Nothing is unpickled or executed; the archive is only copied out. The result appears atomically: members go to a temporary
 folder beside the target, which is renamed when complete, so a folder that exists is a whole
 archive.
 """
@@ -22,7 +22,7 @@ import tempfile
 import zipfile
 import zlib
 from pathlib import Path, PurePosixPath
-from typing import Iterable, Optional
+from typing import Iterable, List, Optional
 
 from .download import DownloadError, _one_line
 
@@ -76,6 +76,28 @@ def _check_tar(archive: Path, members: Iterable[tarfile.TarInfo]) -> None:
             raise ArchiveError(f"{archive.name}: member {m.name!r} has {why}; refusing to unpack")
 
 
+#: The most members an archive may hold: a model folder has a handful of files, and an archive of
+#: many empty members passes the size check while it fills the disk's inodes (50,000 files from
+#: 64 kB of tar.xz) and, for a tar, holds every member's header in memory.
+MAX_MEMBERS = 10_000
+
+
+def _check_count(archive: Path, count: int) -> None:
+    if count > MAX_MEMBERS:
+        raise ArchiveError(f"{archive.name}: holds more than {MAX_MEMBERS:,} members (a model "
+                           "has a few files); refusing to unpack")
+
+
+def _tar_members(archive: Path, t: tarfile.TarFile) -> List[tarfile.TarInfo]:
+    """The members of ``t``, read one header at a time so that too many are refused before
+    they are all in memory."""
+    members = []
+    for m in t:
+        members.append(m)
+        _check_count(archive, len(members))
+    return members
+
+
 #: Bytes left free after unpacking: an archive that would leave less is refused before anything
 #: is written (a model cache on a nearly full disk, or a decompression bomb).
 FREE_SPACE_RESERVE = 256 << 20
@@ -99,6 +121,7 @@ def unpack(archive: Path, dest: Path) -> Path:
     try:
         if zipfile.is_zipfile(archive):
             with zipfile.ZipFile(archive) as z:
+                _check_count(archive, len(z.infolist()))
                 _check_zip(archive, z)
                 _check_room(archive, dest.parent, sum(i.file_size for i in z.infolist()))
                 bad = z.testzip()
@@ -112,7 +135,7 @@ def unpack(archive: Path, dest: Path) -> Path:
         else:
             try:
                 with tarfile.open(archive, mode="r:*") as t:
-                    members = t.getmembers()
+                    members = _tar_members(archive, t)
                     _check_tar(archive, members)
                     _check_room(archive, dest.parent, sum(m.size for m in members if m.isfile()))
                     t.extractall(tmp, members=members, filter="data")
