@@ -912,3 +912,20 @@ def test_an_archive_of_too_many_members_is_refused_before_anything_is_written(tm
     with pytest.raises(ArchiveError, match="more than 10,000 members"):
         unpack(archive, tmp_path / "out")
     assert sorted(p.name for p in tmp_path.iterdir()) == [archive.name]
+
+
+def test_a_url_with_a_file_name_too_long_for_the_disk_is_cached_under_a_shorter_one(cache):
+    """A URL whose file name is longer than a file system takes (255 bytes with the lock's and
+    the part's suffixes) failed as "the model cache cannot be written ... point ELMO_HOME at a
+    writable folder"; now such a part is cached under its start and end around its digest."""
+    stem = "/m/" + "x" * 250
+    long = {stem + "_options.json": FIXTURE / "options.json", stem + "_weights.hdf5": FIXTURE / "weights.hdf5",
+            "/m/y" + "x" * 249 + "_options.json": b"{}"}
+    with FileServer(long) as server:
+        bilm = elmo.from_pretrained(server.url(stem + "_options.json"))
+        path = cache_path(server.url(stem + "_options.json"))
+        other = cache_path(server.url("/m/y" + "x" * 249 + "_options.json"))
+    for a, b in zip(layers(elmo.from_pretrained("fixture")), layers(bilm)):
+        assert torch.equal(a, b)
+    assert path.is_file() and path.name.endswith("_options.json")
+    assert max(len(part) for part in path.parts) <= 200 and other.name != path.name

@@ -100,7 +100,8 @@ def cache_path(url: str, root: Optional[Path] = None) -> Path:
     path it always had. Fragments are not sent to the server and are ignored; ``.``, ``..``
     and empty parts are dropped, so a URL can never name a file outside the cache.
 
-    The host is taken in lower case, as it has none.
+    The host is taken in lower case, as it has none. A part longer than :data:`MAX_NAME`
+    keeps its start and end around ``+name-<SHA-256 of it>``.
 
     ``http`` and ``https`` of one URL can serve different bytes: they shared one file. The path
     without a mark is https's, unless the URL's http form is a published model's (which then
@@ -132,7 +133,26 @@ def cache_path(url: str, root: Optional[Path] = None) -> Path:
     scheme = parts.scheme.lower()
     if scheme != _unmarked_scheme(parts):
         pieces.insert(-1, "+scheme-" + _SAFE.sub("_", scheme))
-    return (root or elmo_home() / "models" / "files").joinpath(host, *pieces)
+    # A part longer than a file system takes (255 bytes, less the suffixes of the lock, the
+    # part and the unpacking folders) failed as "the model cache cannot be written".
+    return (root or elmo_home() / "models" / "files").joinpath(*(_short(p) for p in [host, *pieces]))
+
+
+#: The longest name a cache path's part may have: 255 bytes (most file systems) less the
+#: longest suffix put after it (``.NAME.partial.XXXXXXXX.tmp``, unpack's temporary folder).
+MAX_NAME = 200
+
+
+def _short(name: str) -> str:
+    """``name`` (a safe, ASCII part) if it is at most :data:`MAX_NAME` long, else its start and
+    end around ``+name-<SHA-256 of it, 16 digits>`` (a ``+`` no safe part holds, so it is no
+    other URL's name; the end keeps the file's suffix)."""
+    if len(name) <= MAX_NAME:
+        return name
+    import hashlib
+    mark = "+name-" + hashlib.sha256(name.encode("utf-8")).hexdigest()[:16]
+    head = (MAX_NAME - len(mark)) // 2
+    return name[:head] + mark + name[-(MAX_NAME - len(mark) - head):]
 
 
 def _unmarked_scheme(parts) -> str:
