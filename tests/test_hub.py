@@ -929,3 +929,35 @@ def test_a_url_with_a_file_name_too_long_for_the_disk_is_cached_under_a_shorter_
         assert torch.equal(a, b)
     assert path.is_file() and path.name.endswith("_options.json")
     assert max(len(part) for part in path.parts) <= 200 and other.name != path.name
+
+
+def test_a_download_killed_midway_leaves_only_its_part_and_the_next_run_resumes(cache):
+    """pooch's temporary file went into the cache's folder, and a run killed while downloading
+    left it there for good (an empty tmpXXXXXXXX each time; the whole file if killed between
+    the part's rename and pooch's move). Now it is in a folder of the file's own, removed by the
+    next run, which resumes from the part."""
+    import os
+    import signal
+    import time
+
+    import elmo.hub.download as download
+
+    weights = (ALLENNLP / "lm_weights.hdf5").read_bytes()
+    env = {**os.environ, "ELMO_HOME": str(cache)}
+    with FileServer(fixture_files(), seconds_per_file=2.0) as server:
+        url = server.url(CONF_WEIGHTS)
+        dest = cache_path(url)
+        part = dest.with_name(dest.name + ".part")
+        cmd = [sys.executable, "-c", _FETCH_IN_A_PROCESS, download.__file__, url]
+        killed = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.time() + 30
+        while not (part.is_file() and part.stat().st_size) and time.time() < deadline:
+            time.sleep(0.01)
+        killed.send_signal(signal.SIGKILL)
+        killed.wait(timeout=30)
+        assert 0 < part.stat().st_size < len(weights)
+        done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        assert server.gets(CONF_WEIGHTS)[-1] is not None        # resumed with a Range
+    assert dest.read_bytes() == weights
+    assert sorted(p.name for p in dest.parent.iterdir()) == sorted([dest.name, dest.name + ".lock"])

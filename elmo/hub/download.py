@@ -19,6 +19,7 @@ Cache layout (``$ELMO_HOME``, default ``~/.cache/elmo``)::
     models/files/<host>/<url path>           a finished, verified download
     models/files/<host>/<url path>.part      bytes received so far (resumed by the next call)
     models/files/<host>/<url path>.lock      the per-file lock
+    models/files/<host>/.<file name>.staging/  the download while it is written and checked
     models/files/<host>/<url folders>/+query-<hash>/<file name>   a URL with a query string
     models/files/<host>/<url folders>/+scheme-http/<file name>    an http URL (https has none)
 """
@@ -27,6 +28,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import sys
 from pathlib import Path
 from typing import Callable, Optional, Type
@@ -235,13 +237,14 @@ def fetch(url: str, *, dest: Optional[Path] = None, sha256: Optional[str] = None
             # stays until the new one replaces it (os.replace below): a failed download kept
             # nothing, where a call without the pin (offline too) could still use it.
             log(f"{dest}: the cached file does not match the pinned sha256; downloading it again")
-        staged = _download(url, dest, sha256, progress, log)
+        staging = _staging_folder(dest)
         try:
+            staged = _download(url, dest, sha256, progress, log)
             if verify is not None:
                 verify(staged)
             os.replace(staged, dest)
         finally:
-            staged.unlink(missing_ok=True)
+            shutil.rmtree(staging, ignore_errors=True)
     finally:
         lock.release()
     return dest
@@ -293,9 +296,16 @@ def _download(url: str, dest: Path, sha256: Optional[str], progress: bool, log) 
     import pooch
     import requests
 
-    staged = dest.with_name(dest.name + ".download")
-    staged.unlink(missing_ok=True)          # left by a run killed between download and verify
-    fetcher = pooch.create(path=dest.parent, base_url="", registry={staged.name: _hash(sha256)},
+    # pooch's temporary file, and the finished download until it is verified, go into a folder
+    # of this file's own: in the cache's folder a killed run left an empty "tmpXXXXXXXX" each
+    # time (the whole download, killed between the part's rename and pooch's move), which no
+    # later run could tell from another URL's file. Under the lock, what is there is a killed
+    # run's and goes.
+    staging = _staging_folder(dest)
+    shutil.rmtree(staging, ignore_errors=True)
+    make_cache_folder(staging)
+    staged = staging / (dest.name + ".download")
+    fetcher = pooch.create(path=staging, base_url="", registry={staged.name: _hash(sha256)},
                            urls={staged.name: url}, retry_if_failed=_retries())
     log(f"downloading {url}")
     quiet = pooch.get_logger()
@@ -328,6 +338,11 @@ def _download(url: str, dest: Path, sha256: Optional[str], progress: bool, log) 
     finally:
         quiet.setLevel(level)
     return staged
+
+
+def _staging_folder(dest: Path) -> Path:
+    """Beside ``dest``: the folder its download is written and checked in."""
+    return dest.with_name(f".{dest.name}.staging")
 
 
 def _hash(sha256: Optional[str]) -> Optional[str]:
