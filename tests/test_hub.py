@@ -961,3 +961,18 @@ def test_a_download_killed_midway_leaves_only_its_part_and_the_next_run_resumes(
         assert server.gets(CONF_WEIGHTS)[-1] is not None        # resumed with a Range
     assert dest.read_bytes() == weights
     assert sorted(p.name for p in dest.parent.iterdir()) == sorted([dest.name, dest.name + ".lock"])
+
+
+def test_an_archive_url_that_serves_no_archive_is_one_line_naming_the_url(cache, capsys):
+    """A login page or an error message served in place of an archive was refused as
+    "m.tar.gz.download: the download is not a zip or tar archive", naming a temporary file
+    the user never asked for (and deleted with the error), not the URL."""
+    page = b"<html><body>Please log in</body></html>"
+    with FileServer({"/b/m.tar.gz": page, "/c/m.zip": page}) as server:
+        for path in ("/b/m.tar.gz", "/c/m.zip"):
+            assert main(["info", server.url(path)]) == 1
+            err = capsys.readouterr().err.strip().splitlines()[-1]
+            err = err[err.index("elmo info: error:"):]          # (after the progress bar)
+            assert err.startswith(f"elmo info: error: {server.url(path)}: the download is not a zip or tar")
+            assert ".download" not in err and "not kept" in err
+    assert sorted(p.suffix for p in cache.rglob("*") if p.is_file()) == [".lock"] * 4

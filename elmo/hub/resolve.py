@@ -137,7 +137,9 @@ def fetch_archive(url: str, sha256: Optional[str] = None) -> Path:
         # A folder unpacked without this pin, or from an archive that does not match it, stays
         # until its replacement is unpacked and checked (it was deleted first: a reader found
         # no model meanwhile, and a refused or interrupted download lost it).
-        archive = fetch(url, sha256=sha256, verify=_check_archive)
+        # (named by the URL: the error named the temporary "NAME.download", a file the user
+        # never asked for and that is deleted with it)
+        archive = fetch(url, sha256=sha256, verify=_naming_the_url(url, _check_archive))
         try:
             digest = sha256_file(archive)
             # What a killed run left: OUT.partial (atomic_folder deletes it) and, half unpacked,
@@ -198,7 +200,8 @@ def _check_archive(path: Path) -> None:
     import zipfile
 
     if not (zipfile.is_zipfile(path) or tarfile.is_tarfile(path)):
-        raise ArchiveError(f"{path.name}: the download is not a zip or tar archive")
+        raise ArchiveError(f"{path}: the download is not a zip or tar archive (a web page, an "
+                           "error message?)")
 
 
 def _check_folder(folder: Path, url: str) -> None:
