@@ -976,3 +976,32 @@ def test_an_archive_url_that_serves_no_archive_is_one_line_naming_the_url(cache,
             assert err.startswith(f"elmo info: error: {server.url(path)}: the download is not a zip or tar")
             assert ".download" not in err and "not kept" in err
     assert sorted(p.suffix for p in cache.rglob("*") if p.is_file()) == [".lock"] * 4
+
+
+def _zip_patched(members: dict, flag_bits: int = 0, method: int = None) -> bytes:
+    """A zip whose members' headers (local and central) claim these flag bits and method."""
+    import struct
+    data = bytearray(_zip(members))
+    for signature, flags_at in ((b"PK\x03\x04", 6), (b"PK\x01\x02", 8)):
+        at = data.find(signature)
+        while at >= 0:
+            struct.pack_into("<H", data, at + flags_at, flag_bits)
+            if method is not None:
+                struct.pack_into("<H", data, at + flags_at + 2, method)
+            at = data.find(signature, at + 4)
+    return bytes(data)
+
+
+@pytest.mark.parametrize("kind", ["encrypted", "deflate64"])
+def test_a_zip_that_python_cannot_read_is_one_line_not_a_traceback(cache, capsys, kind):
+    """An encrypted zip, or one packed with Deflate64 (Windows does for large files), went
+    through as zipfile's RuntimeError / NotImplementedError: a traceback from the CLI."""
+    members = {"model/config.json": b"{}", "model/char.dic": b"a\t0\n"}
+    data = _zip_patched(members, flag_bits=1) if kind == "encrypted" else _zip_patched(members, method=9)
+    with FileServer({"/m/model.zip": data}) as server:
+        assert main(["info", server.url("/m/model.zip")]) == 1
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    err = err[err.index("elmo info: error:"):]              # (after the progress bar)
+    why = "encryption" if kind == "encrypted" else "a compression method this Python cannot read"
+    assert f"member 'model/config.json' has {why}" in err and "refusing to unpack" in err
+    assert not [p for p in cache.rglob("*") if p.is_file() and p.suffix != ".lock"]

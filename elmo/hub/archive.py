@@ -55,9 +55,25 @@ def _check_zip(archive: Path, z: zipfile.ZipFile) -> None:
         why = _unsafe_name(info.filename)
         if why is None and stat.S_ISLNK(info.external_attr >> 16):
             why = "a symbolic link"
+        if why is None:
+            why = _unreadable_zip_member(z, info)
         if why:
             raise ArchiveError(f"{archive.name}: member {info.filename!r} has {why}; "
                                "refusing to unpack")
+
+
+def _unreadable_zip_member(z: zipfile.ZipFile, info: zipfile.ZipInfo) -> Optional[str]:
+    """Why zipfile cannot read a member, or None. Opening it (no data is read) is where zipfile
+    refuses one: its RuntimeError and NotImplementedError went through as a traceback."""
+    try:
+        with z.open(info):
+            pass
+    except NotImplementedError:     # e.g. Deflate64, which Windows uses for large files
+        return (f"a compression method this Python cannot read (zip method {info.compress_type}: "
+                "pack it again with deflate)")
+    except RuntimeError:            # zipfile's "... is encrypted, password required"
+        return "encryption (it needs a password)"
+    return None
 
 
 def _check_tar(archive: Path, members: Iterable[tarfile.TarInfo]) -> None:
