@@ -1005,3 +1005,14 @@ def test_a_zip_that_python_cannot_read_is_one_line_not_a_traceback(cache, capsys
     why = "encryption" if kind == "encrypted" else "a compression method this Python cannot read"
     assert f"member 'model/config.json' has {why}" in err and "refusing to unpack" in err
     assert not [p for p in cache.rglob("*") if p.is_file() and p.suffix != ".lock"]
+
+
+def test_a_tar_whose_last_member_is_a_zip_is_unpacked_as_the_tar(tmp_path):
+    """zipfile finds a zip's end record in the last 64 kB of any file: an uncompressed tar
+    ending with a zip member was unpacked as that inner zip, its files in place of the model's."""
+    inner = _zip({"other/config.json": b'{"inner": 1}'})
+    archive = tmp_path / "model.tar"
+    archive.write_bytes(_tar({"model/config.json": b'{"outer": 1}', "model/extras.zip": inner}, "w"))
+    out = unpack(archive, tmp_path / "out")
+    assert files_under(out) == ["model/config.json", "model/extras.zip"]
+    assert (out / "model" / "extras.zip").read_bytes() == inner

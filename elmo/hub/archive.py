@@ -135,7 +135,11 @@ def unpack(archive: Path, dest: Path) -> Path:
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent))
     try:
-        if zipfile.is_zipfile(archive):
+        # A tar first: is_zipfile finds a zip's end record in the last 64 kB of any file, so an
+        # uncompressed tar whose last member is a zip was unpacked as that inner zip (its files
+        # in place of the model's, without a word). A zip is never a tar (a tar header has a
+        # checksum).
+        if zipfile.is_zipfile(archive) and not tarfile.is_tarfile(archive):
             with zipfile.ZipFile(archive) as z:
                 _check_count(archive, len(z.infolist()))
                 _check_zip(archive, z)
