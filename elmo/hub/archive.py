@@ -3,13 +3,14 @@ model folder inside.
 
 Every member is checked before anything is written: a name that is absolute or contains
 ``..``, a link (zip members that are symlinks, tar symlinks or hard links pointing outside the
-folder), a device or a FIFO makes the whole archive refused, and so does an archive whose
-members would not fit on the disk or that holds more than :data:`MAX_MEMBERS` of them. Tar
-files are then extracted with Python's ``"data"`` filter as a second guard; the checksums of
-the format (zip's per member, the gzip/xz/bzip2 stream's at its end) are checked before the
-folder counts. Nothing is unpickled or executed; the archive is only copied out. The result appears atomically: members go to a temporary
-folder beside the target, which is renamed when complete, so a folder that exists is a whole
-archive.
+folder), a device or a FIFO, or a zip member that is encrypted or packed in a way zipfile
+cannot read makes the whole archive refused, and so does an archive whose members would not
+fit on the disk or that holds more than :data:`MAX_MEMBERS` of them. Tar files are then
+extracted with Python's ``"data"`` filter as a second guard; the checksums of the format
+(zip's per member, the gzip/xz/bzip2 stream's at its end) are checked before the folder
+counts. Nothing is unpickled or executed; the archive is only copied out. The result appears
+atomically: members go to a temporary folder beside the target, which is renamed when
+complete, so a folder that exists is a whole archive.
 """
 from __future__ import annotations
 
