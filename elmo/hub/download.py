@@ -9,7 +9,8 @@ moved into place only when complete. On top of it this module adds what pooch le
   the second waits, then finds the finished file;
 * resume: the bytes received so far are kept in ``<file>.part`` and the next attempt asks for
   the rest with an HTTP ``Range`` header (``If-Range`` makes a changed file start over); a
-  server that ignores ``Range`` sends the whole file and the part is restarted;
+  server that ignores ``Range`` sends the whole file and the part is restarted, and so is an
+  unpinned file from a server that names no version of it (no ``If-Range`` to send);
 * a verification hook (the weight-file shape checks) that runs on the finished download before
   it is renamed to its cached name, so a corrupt file is never cached as good;
 * ``ELMO_OFFLINE=1``: the cache only, and a one-line error naming what is missing.
@@ -312,7 +313,7 @@ def _download(url: str, dest: Path, sha256: Optional[str], progress: bool, log) 
     level = quiet.level
     quiet.setLevel(logging.WARNING)         # our own line above says what is fetched
     try:
-        fetcher.fetch(staged.name, downloader=_ResumingDownloader(dest, progress))
+        fetcher.fetch(staged.name, downloader=_ResumingDownloader(dest, progress, pinned=bool(sha256)))
     except _PermanentHTTPError as e:
         raise DownloadError(f"{url}: HTTP {e.response.status_code} {e.response.reason}") from None
     except requests.exceptions.HTTPError as e:
@@ -320,16 +321,16 @@ def _download(url: str, dest: Path, sha256: Optional[str], progress: bool, log) 
         what = f"HTTP {response.status_code} {response.reason}" if response is not None else _one_line(e)
         raise DownloadError(f"{url}: {what} (after {_retries() + 1} attempts)") from None
     except requests.exceptions.RequestException as e:
+        kept = _kept_part(dest, sha256)
         part = dest.with_name(dest.name + ".part")
-        kept = part.stat().st_size if part.is_file() else 0
         hint = (f"; the {kept:,} bytes that arrived are kept in {part.name} and the next call "
                 "resumes from there" if kept else "")
         raise DownloadError(f"{url}: download failed ({_reason(e)}){hint}") from None
     except ValueError as e:                 # pooch's checksum mismatch
         raise DownloadError(f"{url}: {_one_line(e)}") from None
     except OSError as e:                    # writing the part (a full disk): it read "[Errno 28] ..."
+        kept = _kept_part(dest, sha256)
         part = dest.with_name(dest.name + ".part")
-        kept = part.stat().st_size if part.is_file() else 0
         hint = (f"; the {kept:,} bytes that arrived are kept in {part.name} and the next call resumes "
                 "from there" if kept else "")
         from ..io import os_error_reason
@@ -338,6 +339,18 @@ def _download(url: str, dest: Path, sha256: Optional[str], progress: bool, log) 
     finally:
         quiet.setLevel(level)
     return staged
+
+
+def _kept_part(dest: Path, sha256: Optional[str]) -> int:
+    """The bytes of ``dest``'s part that the next call can resume from (0: none, and a part
+    that cannot be resumed, see :class:`_ResumingDownloader`, is deleted)."""
+    downloader = _ResumingDownloader(dest, progress=False, pinned=bool(sha256))
+    if not downloader.part.is_file():
+        return 0
+    if not downloader.resumable():
+        downloader.part.unlink(missing_ok=True)
+        return 0
+    return downloader.part.stat().st_size
 
 
 def _staging_folder(dest: Path) -> Path:
@@ -380,15 +393,26 @@ class _ResumingDownloader:
     the next one (pooch's retries, or the next call).
     """
 
-    def __init__(self, dest: Path, progress: bool):
+    def __init__(self, dest: Path, progress: bool, pinned: bool = False):
         self.part = dest.with_name(dest.name + ".part")
         self.meta = dest.with_name(dest.name + ".part.json")   # the validator for If-Range
         self.progress = progress
+        self.pinned = pinned
+
+    def resumable(self) -> bool:
+        """Whether the part may be completed with the rest of the file the server has now: it
+        named the version of the file the part began with (a strong ETag or Last-Modified, for
+        ``If-Range``), or a pinned checksum checks the result. Else the file may have changed
+        since, and its rest appended to the old start would make a file that no check need
+        catch (an HDF5 file of the same shapes loads with half of each version's weights)."""
+        return self.pinned or self._validator() is not None
 
     def __call__(self, url: str, output_file: str, pooch_obj) -> None:
         import pooch
         import requests
 
+        if self.part.is_file() and not self.resumable():
+            self.part.unlink()      # (its start may be another version's: the file starts over)
         offset = self.part.stat().st_size if self.part.is_file() else 0
         headers = {}
         validator = self._validator()
