@@ -510,11 +510,10 @@ def _tar(members: dict, mode: str = "w:xz", links: dict = None) -> bytes:
 
 
 def _manylangs_folder(prefix: str) -> dict:
-    """The files of an ELMoForManyLangs model folder (content is not read here)."""
-    config = json.dumps({"config_path": "cnn_50_100_512_4096_sample.json"})
-    return {f"{prefix}config.json": config, f"{prefix}cnn_50_100_512_4096_sample.json": "{}",
-            f"{prefix}char.dic": "a\t0\n", f"{prefix}word.dic": "the\t0\n",
-            f"{prefix}encoder.pkl": b"\x80\x02}q\x00.", f"{prefix}token_embedder.pkl": b"\x80\x02}q\x00."}
+    """The files of an ELMoForManyLangs model folder (the conformance fixture's tiny model: an
+    archive's model is loaded before it is kept)."""
+    folder = Path(__file__).parent / "fixtures" / "elmoformanylangs" / "model"
+    return {f"{prefix}{p.name}": p.read_bytes() for p in sorted(folder.iterdir())}
 
 
 def test_archives_are_unpacked_and_the_model_folder_found(monkeypatch, tmp_path):
@@ -1037,3 +1036,21 @@ def test_a_cut_download_from_a_server_without_validators_starts_over(cache):
         server.files["/m/file.bin"] = new                 # the file changes on the server
         assert download.fetch(url, progress=False).read_bytes() == new
         assert server.gets("/m/file.bin") == [None, None]
+
+
+def test_a_manylangs_archive_with_a_damaged_weight_file_is_refused_and_not_kept(cache, monkeypatch, capsys):
+    """An ELMoForManyLangs folder was checked for a readable config.json only: one whose .pkl
+    is damaged was kept, listed as cached, and failed at every load until deleted by hand. It is
+    now loaded (weights-only reader) before it is kept."""
+    members = _manylangs_folder("144/")
+    members["144/encoder.pkl"] = members["144/encoder.pkl"][: len(members["144/encoder.pkl"]) // 2]
+    with FileServer({"/repository/11/144.zip": _zip(members)}) as server:
+        url = server.url("/repository/11/144.zip")
+        monkeypatch.setitem(registry.MODELS, "manylangs-en",
+                            replace(registry.MODELS["manylangs-en"], urls={"archive": url}))
+        assert main(["models", "get", "manylangs-en"]) == 1
+        err = capsys.readouterr().err.strip().splitlines()[-1]
+        assert "encoder.pkl" in err and "not kept" in err and url in err
+        assert main(["models", "list"]) == 0
+        assert re.search(r"^manylangs-en +no ", capsys.readouterr().out, re.M)
+    assert not [p for p in cache.rglob("*") if p.is_file() and p.suffix != ".lock"]

@@ -107,9 +107,8 @@ def unpacked_path(url: str) -> Path:
 def fetch_archive(url: str, sha256: Optional[str] = None) -> Path:
     """Download and safely unpack the archive at ``url``; return the model folder inside.
 
-    The archive is deleted once unpacked (the folder is what is used). An original-layout or
-    native folder is loaded-checked before it is kept; an ELMoForManyLangs folder must have a
-    readable ``config.json``.
+    The archive is deleted once unpacked (the folder is what is used). The model in it (native,
+    original layout or ELMoForManyLangs) is loaded before it is kept.
     """
     from filelock import FileLock
 
@@ -205,13 +204,17 @@ def _check_archive(path: Path) -> None:
 
 
 def _check_folder(folder: Path, url: str) -> None:
-    """Check an unpacked model before it is kept (shape checks for the formats this package
-    reads; JSON for ELMoForManyLangs, whose loader is elsewhere)."""
+    """Check an unpacked model before it is kept: loaded, as each format this package reads
+    (native, original, ELMoForManyLangs: its .pkl files with the weights-only reader, never
+    unpickled); for another folder with a ``config.json``, that it is readable JSON."""
+    from ..manylangs.folder import is_manylangs_folder
     from ..weights import (NATIVE_WEIGHTS, ORIGINAL_OPTIONS, ORIGINAL_WEIGHTS, WeightFileError,
                            load_pretrained)
 
-    if (folder / NATIVE_WEIGHTS).exists() or ((folder / ORIGINAL_OPTIONS).exists()
-                                              and any((folder / w).exists() for w in ORIGINAL_WEIGHTS)):
+    # (an ELMoForManyLangs folder was checked for readable JSON only: one with a damaged or
+    # missing .pkl or dictionary was kept, listed as cached, and failed at every load)
+    if (folder / NATIVE_WEIGHTS).exists() or is_manylangs_folder(folder) or (
+            (folder / ORIGINAL_OPTIONS).exists() and any((folder / w).exists() for w in ORIGINAL_WEIGHTS)):
         load_pretrained(folder)
         return
     config = folder / "config.json"
