@@ -1054,3 +1054,15 @@ def test_a_manylangs_archive_with_a_damaged_weight_file_is_refused_and_not_kept(
         assert main(["models", "list"]) == 0
         assert re.search(r"^manylangs-en +no ", capsys.readouterr().out, re.M)
     assert not [p for p in cache.rglob("*") if p.is_file() and p.suffix != ".lock"]
+
+
+def test_a_password_in_a_url_is_not_written_into_the_cache_path():
+    """``https://user:password@host/...`` was cached under a folder named
+    ``user_password_host``: the password stood in the cache's folder names for anyone who
+    lists them. Two users, and two hosts whose names differ only in characters made ``_``,
+    still get files of their own."""
+    path = cache_path("https://ann:s3cret-pw@example.com/m/a_options.json")
+    assert "s3cret" not in str(path) and "ann" not in str(path) and path.parts[-3] == "m"
+    assert path != cache_path("https://bob:s3cret-pw@example.com/m/a_options.json")
+    assert path != cache_path("https://example.com/m/a_options.json")
+    assert cache_path("https://bücher.example/m/a.hdf5") != cache_path("https://böcher.example/m/a.hdf5")

@@ -103,8 +103,10 @@ def cache_path(url: str, root: Optional[Path] = None) -> Path:
     path it always had. Fragments are not sent to the server and are ignored; ``.``, ``..``
     and empty parts are dropped, so a URL can never name a file outside the cache.
 
-    The host is taken in lower case, as it has none. A part longer than :data:`MAX_NAME`
-    keeps its start and end around ``+name-<SHA-256 of it>``.
+    The host is taken in lower case, as it has none. A user part (``user:password@host``) is
+    not written into the path: its digest is, as ``+user-<SHA-256>``; a host with characters
+    made ``_`` gets ``+host-<SHA-256>``. A part longer than :data:`MAX_NAME` keeps its start
+    and end around ``+name-<SHA-256 of it>``.
 
     ``http`` and ``https`` of one URL can serve different bytes: they shared one file. The path
     without a mark is https's, unless the URL's http form is a published model's (which then
@@ -121,7 +123,10 @@ def cache_path(url: str, root: Optional[Path] = None) -> Path:
     # published model's URL so spelled another path); the user part before an @ keeps its case
     user, at, host_port = parts.netloc.rpartition("@")
     parts = parts._replace(netloc=user + at + host_port.lower())
-    host = _SAFE.sub("_", parts.netloc) or "_"
+    # The user part (``user:password@``) is no part of the folder's name: a password stood in
+    # the cache's folder names for anyone who lists them. It gets a marked folder of its digest;
+    # so does a host with characters made "_" (bücher.example and böcher.example shared one).
+    host = _SAFE.sub("_", host_port.lower()) or "_"
     raw = [unquote(p) for p in parts.path.split("/")]
     pieces = [p for p in (_SAFE.sub("_", r) for r in raw) if p not in ("", ".", "..")]
     if not pieces:
@@ -133,6 +138,10 @@ def cache_path(url: str, root: Optional[Path] = None) -> Path:
         pieces.insert(-1, "+path-" + digest(unquote(parts.path)))
     if parts.query:
         pieces.insert(-1, "+query-" + digest(parts.query))
+    if re.search(r"[^A-Za-z0-9.:-]", host_port):
+        pieces.insert(-1, "+host-" + digest(host_port.lower()))
+    if at:
+        pieces.insert(-1, "+user-" + digest(user))
     scheme = parts.scheme.lower()
     if scheme != _unmarked_scheme(parts):
         pieces.insert(-1, "+scheme-" + _SAFE.sub("_", scheme))
