@@ -1066,3 +1066,13 @@ def test_a_password_in_a_url_is_not_written_into_the_cache_path():
     assert path != cache_path("https://bob:s3cret-pw@example.com/m/a_options.json")
     assert path != cache_path("https://example.com/m/a_options.json")
     assert cache_path("https://bücher.example/m/a.hdf5") != cache_path("https://böcher.example/m/a.hdf5")
+
+
+def test_a_password_in_a_url_is_not_written_into_a_model_folder_name(cache):
+    """``elmo.model_path(URL)`` names the folder of links after the URL: with
+    ``user:password@`` in it, the password stood in that folder's name."""
+    with FileServer(fixture_files()) as server:
+        url = server.url(OPTIONS).replace("http://", "http://ann:s3cret-pw@")
+        folder = elmo.model_path(url)
+    assert "s3cret" not in str(folder) and (folder / "weights.hdf5").is_file()
+    assert not [p for p in cache.rglob("*") if "s3cret" in p.name or "ann" in p.name]

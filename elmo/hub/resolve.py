@@ -284,6 +284,9 @@ def as_folder(local: Local, key: str) -> Path:
     if local.folder is not None:
         return local.folder
     digest = hashlib.sha256(f"{local.options}\n{local.weights}".encode()).hexdigest()[:12]
+    if is_url(key):     # (not a password of user:password@ in a folder's name; the digest tells users apart)
+        parts = urlsplit(key)
+        key = urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
     safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in key)[:80]
     folder = elmo_home() / "models" / "folders" / f"{safe}-{digest}"
     if folder.is_dir():
