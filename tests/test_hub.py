@@ -1076,3 +1076,26 @@ def test_a_password_in_a_url_is_not_written_into_a_model_folder_name(cache):
         folder = elmo.model_path(url)
     assert "s3cret" not in str(folder) and (folder / "weights.hdf5").is_file()
     assert not [p for p in cache.rglob("*") if "s3cret" in p.name or "ann" in p.name]
+
+
+def test_an_unpack_interrupted_by_ctrl_c_keeps_the_archive_for_the_next_run(cache, monkeypatch):
+    """Ctrl-C (or SIGTERM) while unpacking deleted the whole, verified archive, and the next run
+    downloaded it again; it now stays (as after a kill) and the next run unpacks it from the
+    cache. A refused archive is still deleted."""
+    resolve = sys.modules["elmo.hub.resolve"]
+    files = {"model/options.json": (FIXTURE / "options.json").read_bytes(),
+             "model/weights.hdf5": (FIXTURE / "weights.hdf5").read_bytes()}
+    unpack_as_ever = resolve.unpack
+
+    def interrupted(path, dest):
+        raise KeyboardInterrupt
+    with FileServer({"/models/fixture.tar.gz": _tar(files, "w:gz")}) as server:
+        url = server.url("/models/fixture.tar.gz")
+        monkeypatch.setattr(resolve, "unpack", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            resolve.fetch_archive(url)
+        monkeypatch.setattr(resolve, "unpack", unpack_as_ever)
+        folder = resolve.fetch_archive(url)
+        assert len(server.gets("/models/fixture.tar.gz")) == 1
+    assert files_under(folder) == ["options.json", "weights.hdf5"]
+    assert not cache_path(url).exists()

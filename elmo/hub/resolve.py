@@ -157,8 +157,12 @@ def fetch_archive(url: str, sha256: Optional[str] = None) -> Path:
                 # one folder with the other's digest.
                 _archive_digest_file(dest).unlink(missing_ok=True)
             _archive_digest_file(dest).write_text(digest + "\n")
-        finally:
-            archive.unlink(missing_ok=True)
+        except Exception:
+            archive.unlink(missing_ok=True)     # refused, or it could not be unpacked: not kept
+            raise
+        # (deleted on Ctrl-C or SIGTERM too, a whole verified archive was downloaded again by
+        # the next run; now it stays for that run, as after a kill, and is unpacked from the cache)
+        archive.unlink(missing_ok=True)
     finally:
         lock.release()
     return find_model_folder(dest)
