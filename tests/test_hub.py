@@ -1099,3 +1099,27 @@ def test_an_unpack_interrupted_by_ctrl_c_keeps_the_archive_for_the_next_run(cach
         assert len(server.gets("/models/fixture.tar.gz")) == 1
     assert files_under(folder) == ["options.json", "weights.hdf5"]
     assert not cache_path(url).exists()
+
+
+def test_a_download_stopped_while_it_is_checked_is_checked_by_the_next_run(cache):
+    """Ctrl-C (or SIGTERM) while the finished download was checked (the shape checks read a
+    whole weight file) deleted it, and the next run downloaded the whole file again; now the
+    next run checks the download that was left."""
+    import elmo.hub.download as download
+
+    weights = (FIXTURE / "weights.hdf5").read_bytes()
+    checked = []
+
+    def stopped(path):
+        checked.append(path.read_bytes())
+        if len(checked) == 1:
+            raise KeyboardInterrupt
+    with FileServer(fixture_files()) as server:
+        url = server.url(WEIGHTS)
+        with pytest.raises(KeyboardInterrupt):
+            download.fetch(url, verify=stopped, progress=False)
+        assert not cache_path(url).exists()
+        assert download.fetch(url, verify=stopped, progress=False).read_bytes() == weights
+        assert len(server.gets(WEIGHTS)) == 1 and checked == [weights, weights]
+    dest = cache_path(url)
+    assert sorted(p.name for p in dest.parent.iterdir()) == sorted([dest.name, dest.name + ".lock"])

@@ -253,8 +253,12 @@ def fetch(url: str, *, dest: Optional[Path] = None, sha256: Optional[str] = None
             if verify is not None:
                 verify(staged)
             os.replace(staged, dest)
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
+        except Exception:
+            shutil.rmtree(staging, ignore_errors=True)      # refused or failed: nothing is kept
+            raise
+        # (Ctrl-C or SIGTERM while the finished download was checked deleted it, and the next
+        # run downloaded the whole file again; now it stays, and the next run checks it)
+        shutil.rmtree(staging, ignore_errors=True)
     finally:
         lock.release()
     return dest
@@ -312,9 +316,14 @@ def _download(url: str, dest: Path, sha256: Optional[str], progress: bool, log) 
     # later run could tell from another URL's file. Under the lock, what is there is a killed
     # run's and goes.
     staging = _staging_folder(dest)
+    staged = staging / (dest.name + ".download")
+    if staged.is_file() and (not sha256 or sha256_file(staged) == sha256.lower()):
+        # Only pooch's move names it so: a whole download (its pin checked) that a run stopped
+        # while checking it (Ctrl-C) left; it is checked now instead of downloaded again.
+        log(f"{url}: using the whole download a stopped run left ({staged})")
+        return staged
     shutil.rmtree(staging, ignore_errors=True)
     make_cache_folder(staging)
-    staged = staging / (dest.name + ".download")
     fetcher = pooch.create(path=staging, base_url="", registry={staged.name: _hash(sha256)},
                            urls={staged.name: url}, retry_if_failed=_retries())
     log(f"downloading {url}")
