@@ -21,17 +21,20 @@ class FileServer:
         seconds_per_file: spread each body over about this long (for the concurrency test).
         wrong_ranges: answer ``Range`` with 206 but send the file from its start (a broken
             server or proxy), with a Content-Range that says so.
+        validators: send an ETag (else none, and no Last-Modified: a server that cannot say
+            which version of a file it sends).
         max_seconds: the server shuts itself down after this long whatever happens.
     """
 
     def __init__(self, files: Dict[str, Union[bytes, Path]], *, ranges: bool = True,
                  cut: Optional[Dict[str, int]] = None, seconds_per_file: float = 0.0,
-                 max_seconds: float = 120.0, wrong_ranges: bool = False):
+                 max_seconds: float = 120.0, wrong_ranges: bool = False, validators: bool = True):
         self.files = {p: (v if isinstance(v, bytes) else Path(v).read_bytes()) for p, v in files.items()}
         self.ranges = ranges
         self.cut = dict(cut or {})
         self.seconds_per_file = seconds_per_file
         self.wrong_ranges = wrong_ranges
+        self.validators = validators
         self.max_seconds = max_seconds
         self.log: List[Tuple[str, str, Optional[str]]] = []     # (method, path, Range header)
         self._lock = threading.Lock()
@@ -97,7 +100,8 @@ class FileServer:
                     self.send_response(200)
                 if server.ranges:
                     self.send_header("Accept-Ranges", "bytes")
-                self.send_header("ETag", etag)
+                if server.validators:
+                    self.send_header("ETag", etag)
                 self.send_header("Content-Length", str(len(data) - start))
                 self.end_headers()
                 if not body:

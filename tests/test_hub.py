@@ -337,6 +337,10 @@ def test_a_part_as_long_as_the_file_or_longer_is_downloaded_again(extra):
         dest = cache_path(server.url(WEIGHTS))
         dest.parent.mkdir(parents=True)
         dest.with_name(dest.name + ".part").write_bytes(weights + extra)
+        # (and the version the part began with, as a run saves it: a part without one starts over)
+        import hashlib
+        etag = '"' + hashlib.sha256(weights).hexdigest()[:16] + '"'
+        dest.with_name(dest.name + ".part.json").write_text(json.dumps({"validator": etag}))
         elmo.from_pretrained(server.url(WEIGHTS))
         assert server.gets(WEIGHTS) == [f"bytes={len(weights + extra)}-", None]
     assert dest.read_bytes() == weights
@@ -506,11 +510,10 @@ def _tar(members: dict, mode: str = "w:xz", links: dict = None) -> bytes:
 
 
 def _manylangs_folder(prefix: str) -> dict:
-    """The files of an ELMoForManyLangs model folder (content is not read here)."""
-    config = json.dumps({"config_path": "cnn_50_100_512_4096_sample.json"})
-    return {f"{prefix}config.json": config, f"{prefix}cnn_50_100_512_4096_sample.json": "{}",
-            f"{prefix}char.dic": "a\t0\n", f"{prefix}word.dic": "the\t0\n",
-            f"{prefix}encoder.pkl": b"\x80\x02}q\x00.", f"{prefix}token_embedder.pkl": b"\x80\x02}q\x00."}
+    """The files of an ELMoForManyLangs model folder (the conformance fixture's tiny model: an
+    archive's model is loaded before it is kept)."""
+    folder = Path(__file__).parent / "fixtures" / "elmoformanylangs" / "model"
+    return {f"{prefix}{p.name}": p.read_bytes() for p in sorted(folder.iterdir())}
 
 
 def test_archives_are_unpacked_and_the_model_folder_found(monkeypatch, tmp_path):
@@ -872,3 +875,251 @@ def test_offline_an_http_url_cached_before_the_schemes_were_told_apart_is_named(
         fetch(url, progress=False)
     assert f"(expected {cache_path(url)})" in str(e.value) and str(old) in str(e.value)
     assert "\n" not in str(e.value)
+
+
+def test_an_unpacked_folder_whose_model_files_were_deleted_is_fetched_again(cache, monkeypatch, capsys):
+    """A cached folder whose config.json was deleted since (by hand, a cleaner) was taken as the
+    model for good: every load failed with "the archive holds no folder with config.json" and
+    `elmo models list` said it was cached. Now it counts as not cached and is fetched again."""
+    import hashlib
+
+    from elmo.hub.resolve import resolve, unpacked_path
+    flat = {k: v.encode() if isinstance(v, str) else v for k, v in _manylangs_folder("144/").items()}
+    archive = _zip(flat)
+    with FileServer({"/repository/11/144.zip": archive}) as server:
+        entry = replace(registry.MODELS["manylangs-en"], urls={"archive": server.url("/repository/11/144.zip")},
+                        sha256={"archive": hashlib.sha256(archive).hexdigest()})
+        monkeypatch.setitem(registry.MODELS, "manylangs-en", entry)
+        folder = resolve("manylangs-en").folder
+        (folder / "config.json").unlink()
+        capsys.readouterr()
+        assert main(["models", "list"]) == 0
+        assert re.search(r"^manylangs-en +no ", capsys.readouterr().out, re.M)
+        monkeypatch.setenv("ELMO_OFFLINE", "1")
+        with pytest.raises(DownloadError, match="damaged folder in the cache"):
+            resolve("manylangs-en")
+        monkeypatch.delenv("ELMO_OFFLINE")
+        assert resolve("manylangs-en").folder == folder
+        assert len(server.gets("/repository/11/144.zip")) == 2
+    assert (folder / "config.json").read_bytes() == flat["144/config.json"]
+    assert unpacked_path(entry.urls["archive"]).is_dir()
+
+
+@pytest.mark.parametrize("kind", ["zip", "tar.gz"])
+def test_an_archive_of_too_many_members_is_refused_before_anything_is_written(tmp_path, kind):
+    """Empty members pass the size check: 64 kB of tar.xz unpacked into 50,000 files (the
+    disk's inodes, and every header held in memory). More than 10,000 is refused."""
+    members = {"model/config.json": b"{}", **{f"model/f{i}": b"" for i in range(10_000)}}
+    archive = tmp_path / f"many.{kind}"
+    archive.write_bytes(_zip(members) if kind == "zip" else _tar(members, "w:gz"))
+    with pytest.raises(ArchiveError, match="more than 10,000 members"):
+        unpack(archive, tmp_path / "out")
+    assert sorted(p.name for p in tmp_path.iterdir()) == [archive.name]
+
+
+def test_a_url_with_a_file_name_too_long_for_the_disk_is_cached_under_a_shorter_one(cache):
+    """A URL whose file name is longer than a file system takes (255 bytes with the lock's and
+    the part's suffixes) failed as "the model cache cannot be written ... point ELMO_HOME at a
+    writable folder"; now such a part is cached under its start and end around its digest."""
+    stem = "/m/" + "x" * 250
+    long = {stem + "_options.json": FIXTURE / "options.json", stem + "_weights.hdf5": FIXTURE / "weights.hdf5",
+            "/m/y" + "x" * 249 + "_options.json": b"{}"}
+    with FileServer(long) as server:
+        bilm = elmo.from_pretrained(server.url(stem + "_options.json"))
+        path = cache_path(server.url(stem + "_options.json"))
+        other = cache_path(server.url("/m/y" + "x" * 249 + "_options.json"))
+    for a, b in zip(layers(elmo.from_pretrained("fixture")), layers(bilm)):
+        assert torch.equal(a, b)
+    assert path.is_file() and path.name.endswith("_options.json")
+    assert max(len(part) for part in path.parts) <= 200 and other.name != path.name
+
+
+def test_a_download_killed_midway_leaves_only_its_part_and_the_next_run_resumes(cache):
+    """pooch's temporary file went into the cache's folder, and a run killed while downloading
+    left it there for good (an empty tmpXXXXXXXX each time; the whole file if killed between
+    the part's rename and pooch's move). Now it is in a folder of the file's own, removed by the
+    next run, which resumes from the part."""
+    import os
+    import signal
+    import time
+
+    import elmo.hub.download as download
+
+    weights = (ALLENNLP / "lm_weights.hdf5").read_bytes()
+    env = {**os.environ, "ELMO_HOME": str(cache)}
+    with FileServer(fixture_files(), seconds_per_file=2.0) as server:
+        url = server.url(CONF_WEIGHTS)
+        dest = cache_path(url)
+        part = dest.with_name(dest.name + ".part")
+        cmd = [sys.executable, "-c", _FETCH_IN_A_PROCESS, download.__file__, url]
+        killed = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.time() + 30
+        while not (part.is_file() and part.stat().st_size) and time.time() < deadline:
+            time.sleep(0.01)
+        killed.send_signal(signal.SIGKILL)
+        killed.wait(timeout=30)
+        assert 0 < part.stat().st_size < len(weights)
+        done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        assert server.gets(CONF_WEIGHTS)[-1] is not None        # resumed with a Range
+    assert dest.read_bytes() == weights
+    assert sorted(p.name for p in dest.parent.iterdir()) == sorted([dest.name, dest.name + ".lock"])
+
+
+def test_an_archive_url_that_serves_no_archive_is_one_line_naming_the_url(cache, capsys):
+    """A login page or an error message served in place of an archive was refused as
+    "m.tar.gz.download: the download is not a zip or tar archive", naming a temporary file
+    the user never asked for (and deleted with the error), not the URL."""
+    page = b"<html><body>Please log in</body></html>"
+    with FileServer({"/b/m.tar.gz": page, "/c/m.zip": page}) as server:
+        for path in ("/b/m.tar.gz", "/c/m.zip"):
+            assert main(["info", server.url(path)]) == 1
+            err = capsys.readouterr().err.strip().splitlines()[-1]
+            err = err[err.index("elmo info: error:"):]          # (after the progress bar)
+            assert err.startswith(f"elmo info: error: {server.url(path)}: the download is not a zip or tar")
+            assert ".download" not in err and "not kept" in err
+    assert sorted(p.suffix for p in cache.rglob("*") if p.is_file()) == [".lock"] * 4
+
+
+def _zip_patched(members: dict, flag_bits: int = 0, method: int = None) -> bytes:
+    """A zip whose members' headers (local and central) claim these flag bits and method."""
+    import struct
+    data = bytearray(_zip(members))
+    for signature, flags_at in ((b"PK\x03\x04", 6), (b"PK\x01\x02", 8)):
+        at = data.find(signature)
+        while at >= 0:
+            struct.pack_into("<H", data, at + flags_at, flag_bits)
+            if method is not None:
+                struct.pack_into("<H", data, at + flags_at + 2, method)
+            at = data.find(signature, at + 4)
+    return bytes(data)
+
+
+@pytest.mark.parametrize("kind", ["encrypted", "deflate64"])
+def test_a_zip_that_python_cannot_read_is_one_line_not_a_traceback(cache, capsys, kind):
+    """An encrypted zip, or one packed with Deflate64 (Windows does for large files), went
+    through as zipfile's RuntimeError / NotImplementedError: a traceback from the CLI."""
+    members = {"model/config.json": b"{}", "model/char.dic": b"a\t0\n"}
+    data = _zip_patched(members, flag_bits=1) if kind == "encrypted" else _zip_patched(members, method=9)
+    with FileServer({"/m/model.zip": data}) as server:
+        assert main(["info", server.url("/m/model.zip")]) == 1
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    err = err[err.index("elmo info: error:"):]              # (after the progress bar)
+    why = "encryption" if kind == "encrypted" else "a compression method this Python cannot read"
+    assert f"member 'model/config.json' has {why}" in err and "refusing to unpack" in err
+    assert not [p for p in cache.rglob("*") if p.is_file() and p.suffix != ".lock"]
+
+
+def test_a_tar_whose_last_member_is_a_zip_is_unpacked_as_the_tar(tmp_path):
+    """zipfile finds a zip's end record in the last 64 kB of any file: an uncompressed tar
+    ending with a zip member was unpacked as that inner zip, its files in place of the model's."""
+    inner = _zip({"other/config.json": b'{"inner": 1}'})
+    archive = tmp_path / "model.tar"
+    archive.write_bytes(_tar({"model/config.json": b'{"outer": 1}', "model/extras.zip": inner}, "w"))
+    out = unpack(archive, tmp_path / "out")
+    assert files_under(out) == ["model/config.json", "model/extras.zip"]
+    assert (out / "model" / "extras.zip").read_bytes() == inner
+
+
+def test_a_cut_download_from_a_server_without_validators_starts_over(cache):
+    """A server that names no version of a file (no ETag, no Last-Modified) cannot be asked for
+    "the rest of the same file": the part was completed with a plain Range, and a file changed
+    in between was cached as the old start joined to the new end. Unpinned, it now starts over."""
+    import elmo.hub.download as download
+
+    old, new = bytes(range(256)) * 2000, bytes(reversed(range(256))) * 2000    # same length
+    with FileServer({"/m/file.bin": old}, cut={"/m/file.bin": 1}, validators=False) as server:
+        url = server.url("/m/file.bin")
+        with pytest.raises(DownloadError) as err:
+            download.fetch(url, progress=False)
+        assert "resume" not in str(err.value)
+        server.files["/m/file.bin"] = new                 # the file changes on the server
+        assert download.fetch(url, progress=False).read_bytes() == new
+        assert server.gets("/m/file.bin") == [None, None]
+
+
+def test_a_manylangs_archive_with_a_damaged_weight_file_is_refused_and_not_kept(cache, monkeypatch, capsys):
+    """An ELMoForManyLangs folder was checked for a readable config.json only: one whose .pkl
+    is damaged was kept, listed as cached, and failed at every load until deleted by hand. It is
+    now loaded (weights-only reader) before it is kept."""
+    members = _manylangs_folder("144/")
+    members["144/encoder.pkl"] = members["144/encoder.pkl"][: len(members["144/encoder.pkl"]) // 2]
+    with FileServer({"/repository/11/144.zip": _zip(members)}) as server:
+        url = server.url("/repository/11/144.zip")
+        monkeypatch.setitem(registry.MODELS, "manylangs-en",
+                            replace(registry.MODELS["manylangs-en"], urls={"archive": url}))
+        assert main(["models", "get", "manylangs-en"]) == 1
+        err = capsys.readouterr().err.strip().splitlines()[-1]
+        assert "encoder.pkl" in err and "not kept" in err and url in err
+        assert main(["models", "list"]) == 0
+        assert re.search(r"^manylangs-en +no ", capsys.readouterr().out, re.M)
+    assert not [p for p in cache.rglob("*") if p.is_file() and p.suffix != ".lock"]
+
+
+def test_a_password_in_a_url_is_not_written_into_the_cache_path():
+    """``https://user:password@host/...`` was cached under a folder named
+    ``user_password_host``: the password stood in the cache's folder names for anyone who
+    lists them. Two users, and two hosts whose names differ only in characters made ``_``,
+    still get files of their own."""
+    path = cache_path("https://ann:s3cret-pw@example.com/m/a_options.json")
+    assert "s3cret" not in str(path) and "ann" not in str(path) and path.parts[-3] == "m"
+    assert path != cache_path("https://bob:s3cret-pw@example.com/m/a_options.json")
+    assert path != cache_path("https://example.com/m/a_options.json")
+    assert cache_path("https://bücher.example/m/a.hdf5") != cache_path("https://böcher.example/m/a.hdf5")
+
+
+def test_a_password_in_a_url_is_not_written_into_a_model_folder_name(cache):
+    """``elmo.model_path(URL)`` names the folder of links after the URL: with
+    ``user:password@`` in it, the password stood in that folder's name."""
+    with FileServer(fixture_files()) as server:
+        url = server.url(OPTIONS).replace("http://", "http://ann:s3cret-pw@")
+        folder = elmo.model_path(url)
+    assert "s3cret" not in str(folder) and (folder / "weights.hdf5").is_file()
+    assert not [p for p in cache.rglob("*") if "s3cret" in p.name or "ann" in p.name]
+
+
+def test_an_unpack_interrupted_by_ctrl_c_keeps_the_archive_for_the_next_run(cache, monkeypatch):
+    """Ctrl-C (or SIGTERM) while unpacking deleted the whole, verified archive, and the next run
+    downloaded it again; it now stays (as after a kill) and the next run unpacks it from the
+    cache. A refused archive is still deleted."""
+    resolve = sys.modules["elmo.hub.resolve"]
+    files = {"model/options.json": (FIXTURE / "options.json").read_bytes(),
+             "model/weights.hdf5": (FIXTURE / "weights.hdf5").read_bytes()}
+    unpack_as_ever = resolve.unpack
+
+    def interrupted(path, dest):
+        raise KeyboardInterrupt
+    with FileServer({"/models/fixture.tar.gz": _tar(files, "w:gz")}) as server:
+        url = server.url("/models/fixture.tar.gz")
+        monkeypatch.setattr(resolve, "unpack", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            resolve.fetch_archive(url)
+        monkeypatch.setattr(resolve, "unpack", unpack_as_ever)
+        folder = resolve.fetch_archive(url)
+        assert len(server.gets("/models/fixture.tar.gz")) == 1
+    assert files_under(folder) == ["options.json", "weights.hdf5"]
+    assert not cache_path(url).exists()
+
+
+def test_a_download_stopped_while_it_is_checked_is_checked_by_the_next_run(cache):
+    """Ctrl-C (or SIGTERM) while the finished download was checked (the shape checks read a
+    whole weight file) deleted it, and the next run downloaded the whole file again; now the
+    next run checks the download that was left."""
+    import elmo.hub.download as download
+
+    weights = (FIXTURE / "weights.hdf5").read_bytes()
+    checked = []
+
+    def stopped(path):
+        checked.append(path.read_bytes())
+        if len(checked) == 1:
+            raise KeyboardInterrupt
+    with FileServer(fixture_files()) as server:
+        url = server.url(WEIGHTS)
+        with pytest.raises(KeyboardInterrupt):
+            download.fetch(url, verify=stopped, progress=False)
+        assert not cache_path(url).exists()
+        assert download.fetch(url, verify=stopped, progress=False).read_bytes() == weights
+        assert len(server.gets(WEIGHTS)) == 1 and checked == [weights, weights]
+    dest = cache_path(url)
+    assert sorted(p.name for p in dest.parent.iterdir()) == sorted([dest.name, dest.name + ".lock"])

@@ -3,13 +3,14 @@ model folder inside.
 
 Every member is checked before anything is written: a name that is absolute or contains
 ``..``, a link (zip members that are symlinks, tar symlinks or hard links pointing outside the
-folder), a device or a FIFO makes the whole archive refused, and so does an archive whose
-members would not fit on the disk. Tar files are then extracted with Python's ``"data"``
-filter as a second guard; the checksums of the format (zip's per member, the gzip/xz/bzip2
-stream's at its end) are checked before the folder counts. Nothing is unpickled or executed;
-the archive is only copied out. The result appears atomically: members go to a temporary
-folder beside the target, which is renamed when complete, so a folder that exists is a whole
-archive.
+folder), a device or a FIFO, or a zip member that is encrypted or packed in a way zipfile
+cannot read makes the whole archive refused, and so does an archive whose members would not
+fit on the disk or that holds more than :data:`MAX_MEMBERS` of them. Tar files are then
+extracted with Python's ``"data"`` filter as a second guard; the checksums of the format
+(zip's per member, the gzip/xz/bzip2 stream's at its end) are checked before the folder
+counts. Nothing is unpickled or executed; the archive is only copied out. The result appears
+atomically: members go to a temporary folder beside the target, which is renamed when
+complete, so a folder that exists is a whole archive.
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ import tempfile
 import zipfile
 import zlib
 from pathlib import Path, PurePosixPath
-from typing import Iterable, Optional
+from typing import Iterable, List, Optional
 
 from .download import DownloadError, _one_line
 
@@ -55,9 +56,25 @@ def _check_zip(archive: Path, z: zipfile.ZipFile) -> None:
         why = _unsafe_name(info.filename)
         if why is None and stat.S_ISLNK(info.external_attr >> 16):
             why = "a symbolic link"
+        if why is None:
+            why = _unreadable_zip_member(z, info)
         if why:
             raise ArchiveError(f"{archive.name}: member {info.filename!r} has {why}; "
                                "refusing to unpack")
+
+
+def _unreadable_zip_member(z: zipfile.ZipFile, info: zipfile.ZipInfo) -> Optional[str]:
+    """Why zipfile cannot read a member, or None. Opening it (no data is read) is where zipfile
+    refuses one: its RuntimeError and NotImplementedError went through as a traceback."""
+    try:
+        with z.open(info):
+            pass
+    except NotImplementedError:     # e.g. Deflate64, which Windows uses for large files
+        return (f"a compression method this Python cannot read (zip method {info.compress_type}: "
+                "pack it again with deflate)")
+    except RuntimeError:            # zipfile's "... is encrypted, password required"
+        return "encryption (it needs a password)"
+    return None
 
 
 def _check_tar(archive: Path, members: Iterable[tarfile.TarInfo]) -> None:
@@ -74,6 +91,28 @@ def _check_tar(archive: Path, members: Iterable[tarfile.TarInfo]) -> None:
             why = "a special file type (device or FIFO)"
         if why:
             raise ArchiveError(f"{archive.name}: member {m.name!r} has {why}; refusing to unpack")
+
+
+#: The most members an archive may hold: a model folder has a handful of files, and an archive of
+#: many empty members passes the size check while it fills the disk's inodes (50,000 files from
+#: 64 kB of tar.xz) and, for a tar, holds every member's header in memory.
+MAX_MEMBERS = 10_000
+
+
+def _check_count(archive: Path, count: int) -> None:
+    if count > MAX_MEMBERS:
+        raise ArchiveError(f"{archive.name}: holds more than {MAX_MEMBERS:,} members (a model "
+                           "has a few files); refusing to unpack")
+
+
+def _tar_members(archive: Path, t: tarfile.TarFile) -> List[tarfile.TarInfo]:
+    """The members of ``t``, read one header at a time so that too many are refused before
+    they are all in memory."""
+    members = []
+    for m in t:
+        members.append(m)
+        _check_count(archive, len(members))
+    return members
 
 
 #: Bytes left free after unpacking: an archive that would leave less is refused before anything
@@ -97,8 +136,13 @@ def unpack(archive: Path, dest: Path) -> Path:
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent))
     try:
-        if zipfile.is_zipfile(archive):
+        # A tar first: is_zipfile finds a zip's end record in the last 64 kB of any file, so an
+        # uncompressed tar whose last member is a zip was unpacked as that inner zip (its files
+        # in place of the model's, without a word). A zip is never a tar (a tar header has a
+        # checksum).
+        if zipfile.is_zipfile(archive) and not tarfile.is_tarfile(archive):
             with zipfile.ZipFile(archive) as z:
+                _check_count(archive, len(z.infolist()))
                 _check_zip(archive, z)
                 _check_room(archive, dest.parent, sum(i.file_size for i in z.infolist()))
                 bad = z.testzip()
@@ -112,7 +156,7 @@ def unpack(archive: Path, dest: Path) -> Path:
         else:
             try:
                 with tarfile.open(archive, mode="r:*") as t:
-                    members = t.getmembers()
+                    members = _tar_members(archive, t)
                     _check_tar(archive, members)
                     _check_room(archive, dest.parent, sum(m.size for m in members if m.isfile()))
                     t.extractall(tmp, members=members, filter="data")

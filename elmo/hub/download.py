@@ -9,7 +9,8 @@ moved into place only when complete. On top of it this module adds what pooch le
   the second waits, then finds the finished file;
 * resume: the bytes received so far are kept in ``<file>.part`` and the next attempt asks for
   the rest with an HTTP ``Range`` header (``If-Range`` makes a changed file start over); a
-  server that ignores ``Range`` sends the whole file and the part is restarted;
+  server that ignores ``Range`` sends the whole file and the part is restarted, and so is an
+  unpinned file from a server that names no version of it (no ``If-Range`` to send);
 * a verification hook (the weight-file shape checks) that runs on the finished download before
   it is renamed to its cached name, so a corrupt file is never cached as good;
 * ``ELMO_OFFLINE=1``: the cache only, and a one-line error naming what is missing.
@@ -19,6 +20,7 @@ Cache layout (``$ELMO_HOME``, default ``~/.cache/elmo``)::
     models/files/<host>/<url path>           a finished, verified download
     models/files/<host>/<url path>.part      bytes received so far (resumed by the next call)
     models/files/<host>/<url path>.lock      the per-file lock
+    models/files/<host>/.<file name>.staging/  the download while it is written and checked
     models/files/<host>/<url folders>/+query-<hash>/<file name>   a URL with a query string
     models/files/<host>/<url folders>/+scheme-http/<file name>    an http URL (https has none)
 """
@@ -27,6 +29,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import sys
 from pathlib import Path
 from typing import Callable, Optional, Type
@@ -100,7 +103,10 @@ def cache_path(url: str, root: Optional[Path] = None) -> Path:
     path it always had. Fragments are not sent to the server and are ignored; ``.``, ``..``
     and empty parts are dropped, so a URL can never name a file outside the cache.
 
-    The host is taken in lower case, as it has none.
+    The host is taken in lower case, as it has none. A user part (``user:password@host``) is
+    not written into the path: its digest is, as ``+user-<SHA-256>``; a host with characters
+    made ``_`` gets ``+host-<SHA-256>``. A part longer than :data:`MAX_NAME` keeps its start
+    and end around ``+name-<SHA-256 of it>``.
 
     ``http`` and ``https`` of one URL can serve different bytes: they shared one file. The path
     without a mark is https's, unless the URL's http form is a published model's (which then
@@ -117,7 +123,10 @@ def cache_path(url: str, root: Optional[Path] = None) -> Path:
     # published model's URL so spelled another path); the user part before an @ keeps its case
     user, at, host_port = parts.netloc.rpartition("@")
     parts = parts._replace(netloc=user + at + host_port.lower())
-    host = _SAFE.sub("_", parts.netloc) or "_"
+    # The user part (``user:password@``) is no part of the folder's name: a password stood in
+    # the cache's folder names for anyone who lists them. It gets a marked folder of its digest;
+    # so does a host with characters made "_" (bücher.example and böcher.example shared one).
+    host = _SAFE.sub("_", host_port.lower()) or "_"
     raw = [unquote(p) for p in parts.path.split("/")]
     pieces = [p for p in (_SAFE.sub("_", r) for r in raw) if p not in ("", ".", "..")]
     if not pieces:
@@ -129,10 +138,33 @@ def cache_path(url: str, root: Optional[Path] = None) -> Path:
         pieces.insert(-1, "+path-" + digest(unquote(parts.path)))
     if parts.query:
         pieces.insert(-1, "+query-" + digest(parts.query))
+    if re.search(r"[^A-Za-z0-9.:-]", host_port):
+        pieces.insert(-1, "+host-" + digest(host_port.lower()))
+    if at:
+        pieces.insert(-1, "+user-" + digest(user))
     scheme = parts.scheme.lower()
     if scheme != _unmarked_scheme(parts):
         pieces.insert(-1, "+scheme-" + _SAFE.sub("_", scheme))
-    return (root or elmo_home() / "models" / "files").joinpath(host, *pieces)
+    # A part longer than a file system takes (255 bytes, less the suffixes of the lock, the
+    # part and the unpacking folders) failed as "the model cache cannot be written".
+    return (root or elmo_home() / "models" / "files").joinpath(*(_short(p) for p in [host, *pieces]))
+
+
+#: The longest name a cache path's part may have: 255 bytes (most file systems) less the
+#: longest suffix put after it (``.NAME.partial.XXXXXXXX.tmp``, unpack's temporary folder).
+MAX_NAME = 200
+
+
+def _short(name: str) -> str:
+    """``name`` (a safe, ASCII part) if it is at most :data:`MAX_NAME` long, else its start and
+    end around ``+name-<SHA-256 of it, 16 digits>`` (a ``+`` no safe part holds, so it is no
+    other URL's name; the end keeps the file's suffix)."""
+    if len(name) <= MAX_NAME:
+        return name
+    import hashlib
+    mark = "+name-" + hashlib.sha256(name.encode("utf-8")).hexdigest()[:16]
+    head = (MAX_NAME - len(mark)) // 2
+    return name[:head] + mark + name[-(MAX_NAME - len(mark) - head):]
 
 
 def _unmarked_scheme(parts) -> str:
@@ -215,13 +247,18 @@ def fetch(url: str, *, dest: Optional[Path] = None, sha256: Optional[str] = None
             # stays until the new one replaces it (os.replace below): a failed download kept
             # nothing, where a call without the pin (offline too) could still use it.
             log(f"{dest}: the cached file does not match the pinned sha256; downloading it again")
-        staged = _download(url, dest, sha256, progress, log)
+        staging = _staging_folder(dest)
         try:
+            staged = _download(url, dest, sha256, progress, log)
             if verify is not None:
                 verify(staged)
             os.replace(staged, dest)
-        finally:
-            staged.unlink(missing_ok=True)
+        except Exception:
+            shutil.rmtree(staging, ignore_errors=True)      # refused or failed: nothing is kept
+            raise
+        # (Ctrl-C or SIGTERM while the finished download was checked deleted it, and the next
+        # run downloaded the whole file again; now it stays, and the next run checks it)
+        shutil.rmtree(staging, ignore_errors=True)
     finally:
         lock.release()
     return dest
@@ -273,16 +310,28 @@ def _download(url: str, dest: Path, sha256: Optional[str], progress: bool, log) 
     import pooch
     import requests
 
-    staged = dest.with_name(dest.name + ".download")
-    staged.unlink(missing_ok=True)          # left by a run killed between download and verify
-    fetcher = pooch.create(path=dest.parent, base_url="", registry={staged.name: _hash(sha256)},
+    # pooch's temporary file, and the finished download until it is verified, go into a folder
+    # of this file's own: in the cache's folder a killed run left an empty "tmpXXXXXXXX" each
+    # time (the whole download, killed between the part's rename and pooch's move), which no
+    # later run could tell from another URL's file. Under the lock, what is there is a killed
+    # run's and goes.
+    staging = _staging_folder(dest)
+    staged = staging / (dest.name + ".download")
+    if staged.is_file() and (not sha256 or sha256_file(staged) == sha256.lower()):
+        # Only pooch's move names it so: a whole download (its pin checked) that a run stopped
+        # while checking it (Ctrl-C) left; it is checked now instead of downloaded again.
+        log(f"{url}: using the whole download a stopped run left ({staged})")
+        return staged
+    shutil.rmtree(staging, ignore_errors=True)
+    make_cache_folder(staging)
+    fetcher = pooch.create(path=staging, base_url="", registry={staged.name: _hash(sha256)},
                            urls={staged.name: url}, retry_if_failed=_retries())
     log(f"downloading {url}")
     quiet = pooch.get_logger()
     level = quiet.level
     quiet.setLevel(logging.WARNING)         # our own line above says what is fetched
     try:
-        fetcher.fetch(staged.name, downloader=_ResumingDownloader(dest, progress))
+        fetcher.fetch(staged.name, downloader=_ResumingDownloader(dest, progress, pinned=bool(sha256)))
     except _PermanentHTTPError as e:
         raise DownloadError(f"{url}: HTTP {e.response.status_code} {e.response.reason}") from None
     except requests.exceptions.HTTPError as e:
@@ -290,16 +339,16 @@ def _download(url: str, dest: Path, sha256: Optional[str], progress: bool, log) 
         what = f"HTTP {response.status_code} {response.reason}" if response is not None else _one_line(e)
         raise DownloadError(f"{url}: {what} (after {_retries() + 1} attempts)") from None
     except requests.exceptions.RequestException as e:
+        kept = _kept_part(dest, sha256)
         part = dest.with_name(dest.name + ".part")
-        kept = part.stat().st_size if part.is_file() else 0
         hint = (f"; the {kept:,} bytes that arrived are kept in {part.name} and the next call "
                 "resumes from there" if kept else "")
         raise DownloadError(f"{url}: download failed ({_reason(e)}){hint}") from None
     except ValueError as e:                 # pooch's checksum mismatch
         raise DownloadError(f"{url}: {_one_line(e)}") from None
     except OSError as e:                    # writing the part (a full disk): it read "[Errno 28] ..."
+        kept = _kept_part(dest, sha256)
         part = dest.with_name(dest.name + ".part")
-        kept = part.stat().st_size if part.is_file() else 0
         hint = (f"; the {kept:,} bytes that arrived are kept in {part.name} and the next call resumes "
                 "from there" if kept else "")
         from ..io import os_error_reason
@@ -308,6 +357,23 @@ def _download(url: str, dest: Path, sha256: Optional[str], progress: bool, log) 
     finally:
         quiet.setLevel(level)
     return staged
+
+
+def _kept_part(dest: Path, sha256: Optional[str]) -> int:
+    """The bytes of ``dest``'s part that the next call can resume from (0: none, and a part
+    that cannot be resumed, see :class:`_ResumingDownloader`, is deleted)."""
+    downloader = _ResumingDownloader(dest, progress=False, pinned=bool(sha256))
+    if not downloader.part.is_file():
+        return 0
+    if not downloader.resumable():
+        downloader.part.unlink(missing_ok=True)
+        return 0
+    return downloader.part.stat().st_size
+
+
+def _staging_folder(dest: Path) -> Path:
+    """Beside ``dest``: the folder its download is written and checked in."""
+    return dest.with_name(f".{dest.name}.staging")
 
 
 def _hash(sha256: Optional[str]) -> Optional[str]:
@@ -345,15 +411,26 @@ class _ResumingDownloader:
     the next one (pooch's retries, or the next call).
     """
 
-    def __init__(self, dest: Path, progress: bool):
+    def __init__(self, dest: Path, progress: bool, pinned: bool = False):
         self.part = dest.with_name(dest.name + ".part")
         self.meta = dest.with_name(dest.name + ".part.json")   # the validator for If-Range
         self.progress = progress
+        self.pinned = pinned
+
+    def resumable(self) -> bool:
+        """Whether the part may be completed with the rest of the file the server has now: it
+        named the version of the file the part began with (a strong ETag or Last-Modified, for
+        ``If-Range``), or a pinned checksum checks the result. Else the file may have changed
+        since, and its rest appended to the old start would make a file that no check need
+        catch (an HDF5 file of the same shapes loads with half of each version's weights)."""
+        return self.pinned or self._validator() is not None
 
     def __call__(self, url: str, output_file: str, pooch_obj) -> None:
         import pooch
         import requests
 
+        if self.part.is_file() and not self.resumable():
+            self.part.unlink()      # (its start may be another version's: the file starts over)
         offset = self.part.stat().st_size if self.part.is_file() else 0
         headers = {}
         validator = self._validator()

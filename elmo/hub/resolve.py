@@ -107,9 +107,8 @@ def unpacked_path(url: str) -> Path:
 def fetch_archive(url: str, sha256: Optional[str] = None) -> Path:
     """Download and safely unpack the archive at ``url``; return the model folder inside.
 
-    The archive is deleted once unpacked (the folder is what is used). An original-layout or
-    native folder is loaded-checked before it is kept; an ELMoForManyLangs folder must have a
-    readable ``config.json``.
+    The archive is deleted once unpacked (the folder is what is used). The model in it (native,
+    original layout or ELMoForManyLangs) is loaded before it is kept.
     """
     from filelock import FileLock
 
@@ -117,8 +116,12 @@ def fetch_archive(url: str, sha256: Optional[str] = None) -> Path:
     if _unpacked(dest, sha256):
         return find_model_folder(dest)
     if offline():
-        what = ("was unpacked from an archive that does not match the pinned sha256"
-                if dest.is_dir() else "is not in the cache")
+        if not dest.is_dir():
+            what = "is not in the cache"
+        elif _model_folder(dest) is None:
+            what = "has a damaged folder in the cache (its model files are gone)"
+        else:
+            what = "was unpacked from an archive that does not match the pinned sha256"
         raise DownloadError(f"ELMO_OFFLINE is set and {url} {what} "
                             f"(expected {dest}); unset ELMO_OFFLINE to download it")
     make_cache_folder(dest.parent)
@@ -133,7 +136,9 @@ def fetch_archive(url: str, sha256: Optional[str] = None) -> Path:
         # A folder unpacked without this pin, or from an archive that does not match it, stays
         # until its replacement is unpacked and checked (it was deleted first: a reader found
         # no model meanwhile, and a refused or interrupted download lost it).
-        archive = fetch(url, sha256=sha256, verify=_check_archive)
+        # (named by the URL: the error named the temporary "NAME.download", a file the user
+        # never asked for and that is deleted with it)
+        archive = fetch(url, sha256=sha256, verify=_naming_the_url(url, _check_archive))
         try:
             digest = sha256_file(archive)
             # What a killed run left: OUT.partial (atomic_folder deletes it) and, half unpacked,
@@ -152,8 +157,12 @@ def fetch_archive(url: str, sha256: Optional[str] = None) -> Path:
                 # one folder with the other's digest.
                 _archive_digest_file(dest).unlink(missing_ok=True)
             _archive_digest_file(dest).write_text(digest + "\n")
-        finally:
-            archive.unlink(missing_ok=True)
+        except Exception:
+            archive.unlink(missing_ok=True)     # refused, or it could not be unpacked: not kept
+            raise
+        # (deleted on Ctrl-C or SIGTERM too, a whole verified archive was downloaded again by
+        # the next run; now it stays for that run, as after a kill, and is unpacked from the cache)
+        archive.unlink(missing_ok=True)
     finally:
         lock.release()
     return find_model_folder(dest)
@@ -165,10 +174,13 @@ def _archive_digest_file(dest: Path) -> Path:
 
 
 def _unpacked(dest: Path, sha256: Optional[str]) -> bool:
-    """Whether ``dest`` is an unpacked archive; with a pinned ``sha256``, one unpacked from an
-    archive that matched it (the archive itself is deleted once unpacked, so its digest is
-    kept beside the folder)."""
-    if not dest.is_dir():
+    """Whether ``dest`` is an unpacked archive that still holds its model folder; with a pinned
+    ``sha256``, one unpacked from an archive that matched it (the archive itself is deleted
+    once unpacked, so its digest is kept beside the folder)."""
+    if not dest.is_dir() or _model_folder(dest) is None:
+        # (a folder whose model files were deleted since was taken as the model for good: every
+        # load failed with "the archive holds no folder with config.json", and `elmo models
+        # list` said it was cached; now it is fetched and unpacked again)
         return False
     if not sha256:
         return True
@@ -178,22 +190,35 @@ def _unpacked(dest: Path, sha256: Optional[str]) -> bool:
         return False
 
 
+def _model_folder(dest: Path) -> Optional[Path]:
+    """The model folder in the unpacked ``dest``, or None where there is none (any longer)."""
+    try:
+        return find_model_folder(dest)
+    except (ArchiveError, OSError):
+        return None
+
+
 def _check_archive(path: Path) -> None:
     import tarfile
     import zipfile
 
     if not (zipfile.is_zipfile(path) or tarfile.is_tarfile(path)):
-        raise ArchiveError(f"{path.name}: the download is not a zip or tar archive")
+        raise ArchiveError(f"{path}: the download is not a zip or tar archive (a web page, an "
+                           "error message?)")
 
 
 def _check_folder(folder: Path, url: str) -> None:
-    """Check an unpacked model before it is kept (shape checks for the formats this package
-    reads; JSON for ELMoForManyLangs, whose loader is elsewhere)."""
+    """Check an unpacked model before it is kept: loaded, as each format this package reads
+    (native, original, ELMoForManyLangs: its .pkl files with the weights-only reader, never
+    unpickled); for another folder with a ``config.json``, that it is readable JSON."""
+    from ..manylangs.folder import is_manylangs_folder
     from ..weights import (NATIVE_WEIGHTS, ORIGINAL_OPTIONS, ORIGINAL_WEIGHTS, WeightFileError,
                            load_pretrained)
 
-    if (folder / NATIVE_WEIGHTS).exists() or ((folder / ORIGINAL_OPTIONS).exists()
-                                              and any((folder / w).exists() for w in ORIGINAL_WEIGHTS)):
+    # (an ELMoForManyLangs folder was checked for readable JSON only: one with a damaged or
+    # missing .pkl or dictionary was kept, listed as cached, and failed at every load)
+    if (folder / NATIVE_WEIGHTS).exists() or is_manylangs_folder(folder) or (
+            (folder / ORIGINAL_OPTIONS).exists() and any((folder / w).exists() for w in ORIGINAL_WEIGHTS)):
         load_pretrained(folder)
         return
     config = folder / "config.json"
@@ -263,6 +288,9 @@ def as_folder(local: Local, key: str) -> Path:
     if local.folder is not None:
         return local.folder
     digest = hashlib.sha256(f"{local.options}\n{local.weights}".encode()).hexdigest()[:12]
+    if is_url(key):     # (not a password of user:password@ in a folder's name; the digest tells users apart)
+        parts = urlsplit(key)
+        key = urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
     safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in key)[:80]
     folder = elmo_home() / "models" / "folders" / f"{safe}-{digest}"
     if folder.is_dir():
