@@ -1,0 +1,81 @@
+"""Outputs that must not destroy what a command reads: the model's files, the input text, and
+the file a symbolic link names (written through, the link kept)."""
+from pathlib import Path
+
+import pytest
+
+import elmo
+from elmo import ElmoEmbedder, embed_file, load_pretrained, save_original, save_pretrained
+from elmo.cli import main as cli_main
+from elmo.embedding.output import parts_dir
+from elmo.io import OutputError
+from tests.conftest import random_bilm
+
+
+def snapshot(folder: Path) -> dict:
+    """{name: bytes} of the files of ``folder``."""
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.is_file()}
+
+
+@pytest.fixture
+def models(tmp_path):
+    """A native and an original-layout model folder, and an input text file."""
+    native = save_pretrained(random_bilm(seed=3), tmp_path / "native")
+    original = tmp_path / "original"
+    original.mkdir()
+    save_original(random_bilm(seed=3), original / "options.json", original / "weights.hdf5")
+    text = tmp_path / "in.txt"
+    text.write_text("a b c\nd e\n", encoding="utf-8")
+    return native, original, text
+
+
+@pytest.mark.parametrize("folder, name", [("native", "model.safetensors"), ("native", "config.json"),
+                                          ("original", "weights.hdf5"), ("original", "options.json")])
+@pytest.mark.parametrize("spelling", ["absolute", "relative", "link"])
+def test_embed_refuses_an_output_that_is_a_file_of_the_model(tmp_path, models, monkeypatch, capsys,
+                                                             folder, name, spelling):
+    model = tmp_path / folder
+    before = snapshot(model)
+    out = {"absolute": model / name, "relative": Path(folder) / ".." / folder / name,
+           "link": tmp_path / "vectors.hdf5"}[spelling]
+    if spelling == "link":
+        out.symlink_to(model / name)
+    monkeypatch.chdir(tmp_path)
+    # refused before the model is loaded (a published model would be downloaded first)
+    monkeypatch.setattr(elmo, "from_pretrained", lambda *a, **k: pytest.fail("the model was loaded"))
+    code = cli_main(["embed", "in.txt", str(out), "--model", str(model), "--overwrite", "--quiet"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code != 0 and len(err) == 1 and "error:" in err[0] and "a file of the model" in err[0]
+    assert snapshot(model) == before
+
+
+def test_embed_refuses_the_model_folder_and_an_input_in_the_parts_folder(tmp_path, models):
+    native, _, text = models
+    with pytest.raises(OutputError, match="is the model folder"):
+        embed_file(text, native, str(native), overwrite=True)
+    # OUTPUT.parts is deleted once the output is merged: the input in it went with it
+    out = tmp_path / "out.hdf5"
+    inside = parts_dir(out) / "in.txt"
+    inside.parent.mkdir()
+    inside.write_bytes(text.read_bytes())
+    with pytest.raises(OutputError, match=r"is in .*out\.hdf5\.parts"):
+        embed_file(inside, out, random_bilm(seed=3))
+    assert inside.read_bytes() == text.read_bytes() and not out.exists()
+
+
+def test_python_api_refuses_to_replace_the_files_a_model_was_loaded_from(tmp_path, models):
+    native, original, text = models
+    before = snapshot(original)
+    embedder = ElmoEmbedder(str(original / "options.json"), str(original / "weights.hdf5"))
+    with pytest.raises(OutputError, match="a file of the model"):
+        embedder.embed_file(str(text), str(original / "weights.hdf5"))
+    with pytest.raises(OutputError, match="a file of the model"):   # an open file as the input
+        with open(text, "rb") as f:
+            embedder.embed_file(f, str(original / "options.json"))
+    assert snapshot(original) == before
+    bilm = load_pretrained(native)   # a loaded model: its files are known from the load
+    with pytest.raises(OutputError, match="a file of the model"):
+        embed_file(text, native / "model.safetensors", bilm, overwrite=True)
+    assert load_pretrained(native).state_dict().keys() == bilm.state_dict().keys()
+    embed_file(text, tmp_path / "fine.hdf5", bilm)   # any other path is written
+    assert (tmp_path / "fine.hdf5").is_file()
