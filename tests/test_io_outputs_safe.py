@@ -1,14 +1,16 @@
 """Outputs that must not destroy what a command reads: the model's files, the input text, and
 the file a symbolic link names (written through, the link kept)."""
+import os
 from pathlib import Path
 
+import h5py
 import pytest
 
 import elmo
 from elmo import ElmoEmbedder, embed_file, load_pretrained, save_original, save_pretrained
 from elmo.cli import main as cli_main
 from elmo.embedding.output import parts_dir
-from elmo.io import OutputError
+from elmo.io import OutputBusy, OutputError, atomic_write_text, copy_file, output_lock
 from tests.conftest import random_bilm
 
 
@@ -79,3 +81,42 @@ def test_python_api_refuses_to_replace_the_files_a_model_was_loaded_from(tmp_pat
     assert load_pretrained(native).state_dict().keys() == bilm.state_dict().keys()
     embed_file(text, tmp_path / "fine.hdf5", bilm)   # any other path is written
     assert (tmp_path / "fine.hdf5").is_file()
+
+
+# ---------------------------------------------------------------------- symbolic links
+@pytest.fixture
+def link(tmp_path):
+    """``here/out`` -> ``elsewhere/real`` (a file in another folder), given by a relative path."""
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "here").mkdir()
+    (tmp_path / "elsewhere" / "real").write_text("old", encoding="utf-8")
+    link = tmp_path / "here" / "out"
+    link.symlink_to(Path("..") / "elsewhere" / "real")
+    return link
+
+
+def test_atomic_writes_go_through_a_link_to_the_file_it_names(tmp_path, link):
+    real = tmp_path / "elsewhere" / "real"
+    atomic_write_text(link, "new")
+    assert link.is_symlink() and real.read_text(encoding="utf-8") == "new"
+    source = tmp_path / "source"
+    source.write_text("copied", encoding="utf-8")
+    copy_file(source, link)
+    assert link.is_symlink() and real.read_text(encoding="utf-8") == "copied"
+    # no temporary left in either folder
+    assert sorted(p.name for p in (tmp_path / "here").iterdir()) == ["out"]
+    assert sorted(p.name for p in (tmp_path / "elsewhere").iterdir()) == ["real"]
+
+
+def test_embed_writes_through_a_link_and_locks_the_file_it_names(tmp_path, link, models):
+    real = tmp_path / "elsewhere" / "real"
+    real.unlink()   # (a link to a file not there yet: the file is made)
+    embed_file(models[2], link, random_bilm(seed=3))
+    assert link.is_symlink() and os.readlink(link) == os.path.join("..", "elsewhere", "real")
+    with h5py.File(real, "r") as f:
+        assert sorted(f) == ["0", "1", "sentence_to_index"]
+    # a writer through the link and one by the file's own path write one file: one lock
+    with output_lock(real):
+        with pytest.raises(OutputBusy):
+            with output_lock(link, wait=0.05):
+                pass
