@@ -83,6 +83,19 @@ def test_python_api_refuses_to_replace_the_files_a_model_was_loaded_from(tmp_pat
     assert (tmp_path / "fine.hdf5").is_file()
 
 
+def test_a_folder_named_like_the_parts_keeps_the_files_the_run_did_not_write(tmp_path, models):
+    out = tmp_path / "out.hdf5"
+    parts = parts_dir(out)
+    parts.mkdir()
+    (parts / "notes.txt").write_text("mine", encoding="utf-8")
+    embed_file(models[2], out, random_bilm(seed=3))
+    with h5py.File(out, "r") as f:
+        assert sorted(f) == ["0", "1", "sentence_to_index"]
+    assert [p.name for p in parts.iterdir()] == ["notes.txt"]   # (the run's segments are gone)
+    embed_file(models[2], tmp_path / "other.hdf5", random_bilm(seed=3))
+    assert not parts_dir(tmp_path / "other.hdf5").exists()   # a folder of the run's own: removed
+
+
 # ---------------------------------------------------------------------- symbolic links
 @pytest.fixture
 def link(tmp_path):
