@@ -353,23 +353,13 @@ def same_file(a: Path, b: Path) -> bool:
         return False
 
 
-def refuse_replacing_inputs(path: Path, inputs: Iterable[Tuple[str, Path]], what: str = "output",
-                            scratch: Iterable[Path] = ()) -> None:
+def refuse_replacing_inputs(path: Path, inputs: Iterable[Tuple[str, Path]], what: str = "output") -> None:
     """Refuse an output ``path`` that names one of the command's inputs, given as (what it is,
     its path): the same file through a symbolic link, a relative path or a hard link, or an
-    input folder itself. Written, the output replaced the input, which was lost.
-
-    ``scratch``: folders the command deletes once the output is written (``OUTPUT.parts``);
-    an input inside one of them is refused too (it was deleted with them)."""
-    folders = [Path(os.path.abspath(f)).resolve() for f in scratch]
+    input folder itself. Written, the output replaced the input, which was lost."""
     for name, source in inputs:
         if same_file(path, Path(source)):
             raise OutputError(f"{path}: is {name}; write the {what} to another path")
-        where = Path(os.path.abspath(source)).resolve()
-        for folder in folders:
-            if where == folder or folder in where.parents:
-                raise OutputError(f"{source}: {name} is in {folder}, which is deleted once the {what} "
-                                  f"{path} is written; write the {what} to another path")
 
 
 def check_output_dir(path: Path, what: str = "folder") -> None:

@@ -182,10 +182,9 @@ def embed_file(input_path: Union[str, Path], output_path: Union[str, Path],
         device = f"cuda:{local_rank % torch.cuda.device_count()}"
     # The output must be writable before anything is computed; rank 0 (which merges and cleans
     # up) holds OUTPUT.lock for the whole run, so a second run on the same output stops here.
-    # Nothing the run reads may be what it writes (--overwrite replaced the text, or the model's
-    # weights, with the vectors), nor lie in OUTPUT.parts, deleted once the output is merged
-    refuse_replacing_inputs(output_path, [("the input file", input_path), *_model_inputs(model)], "vectors",
-                            scratch=[parts_dir(output_path)])
+    # Nothing the run reads may be what it writes: --overwrite replaced the text, or the model's
+    # weights, with the vectors
+    refuse_replacing_inputs(output_path, [("the input file", input_path), *_model_inputs(model)], "vectors")
     check_output_file(output_path, "output")
     check_output_dir(parts_dir(output_path), "folder of parts (OUTPUT.parts)")
     # A run that fails before it has a finished segment (a model that is not one, a first
@@ -239,7 +238,7 @@ def _embed_file_locked(input_path: Path, output_path: Path, model, selection: La
                             sort_by_length=cfg.sort_by_length, device=device)
         bilm = embedder.bilm
         # (a published model's files are known once it is loaded: they are in the cache)
-        refuse_replacing_inputs(output_path, _model_inputs(bilm), "vectors", scratch=[parts_dir(output_path)])
+        refuse_replacing_inputs(output_path, _model_inputs(bilm), "vectors")
         model_was_stateful = bilm.stateful
         if cfg.stateful is not None:
             bilm.stateful = cfg.stateful
