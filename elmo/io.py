@@ -143,7 +143,21 @@ def atomic_commit(tmp: Path, path: Path) -> None:
     _fsync(tmp)
     _refuse_special(path)  # (it may have appeared while the file was written)
     path = write_target(path)
-    os.replace(tmp, path)
+    try:
+        os.replace(tmp, path)
+    except OSError as e:
+        if e.errno != errno.EXDEV:
+            raise
+        # A temporary staged in a folder of its own (ship's, a report's) and a link naming a
+        # file on another file system: copied beside that file first, and renamed there.
+        near = atomic_target(path)
+        try:
+            shutil.copyfile(tmp, near)
+            atomic_commit(near, path)
+        finally:
+            near.unlink(missing_ok=True)
+        tmp.unlink()
+        return
     _fsync(path.parent, folder=True)
 
 

@@ -1,5 +1,6 @@
 """Outputs that must not destroy what a command reads: the model's files, the input text, and
 the file a symbolic link names (written through, the link kept)."""
+import errno
 import os
 from pathlib import Path
 
@@ -10,7 +11,7 @@ import elmo
 from elmo import ElmoEmbedder, embed_file, load_pretrained, save_original, save_pretrained
 from elmo.cli import main as cli_main
 from elmo.embedding.output import parts_dir
-from elmo.io import OutputBusy, OutputError, atomic_write_text, copy_file, output_lock
+from elmo.io import OutputBusy, OutputError, atomic_commit, atomic_write_text, copy_file, output_lock
 from tests.conftest import random_bilm
 
 
@@ -132,3 +133,22 @@ def test_embed_writes_through_a_link_and_locks_the_file_it_names(tmp_path, link,
         with pytest.raises(OutputBusy):
             with output_lock(link, wait=0.05):
                 pass
+
+
+def test_a_staged_file_reaches_a_link_to_another_file_system(tmp_path, link, monkeypatch):
+    """A file staged in a folder of its own (ship, the analysis report) committed onto a link
+    whose file is on another file system, where a rename cannot go (EXDEV)."""
+    stage = tmp_path / "stage"
+    stage.mkdir()
+    (stage / "out").write_text("staged", encoding="utf-8")
+    rename = os.replace
+
+    def across_file_systems(source, target):   # (only renames within one folder work)
+        if Path(source).parent != Path(target).parent:
+            raise OSError(errno.EXDEV, os.strerror(errno.EXDEV))
+        rename(source, target)
+
+    monkeypatch.setattr(os, "replace", across_file_systems)
+    atomic_commit(stage / "out", link)
+    assert link.is_symlink() and (tmp_path / "elsewhere" / "real").read_text(encoding="utf-8") == "staged"
+    assert list(stage.iterdir()) == [] and sorted(p.name for p in link.resolve().parent.iterdir()) == ["real"]
