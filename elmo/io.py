@@ -56,13 +56,22 @@ def os_error_reason(e: OSError) -> str:
 _HOST = re.sub(r"[^A-Za-z0-9_-]", "_", socket.gethostname())[:40] or "host"
 
 
+def write_target(path: Path) -> Path:
+    """The file that a write to ``path`` replaces: ``path``, or for a symbolic link the file it
+    names (through every link, relative ones from the link's folder). The link stays and
+    names the new file; replaced itself, it became a plain file and its target was left stale."""
+    return Path(os.path.realpath(path)) if os.path.islink(path) else path
+
+
 def atomic_target(path: Path) -> Path:
-    """A fresh temporary file beside ``path``: write it, then :func:`atomic_commit` it.
+    """A fresh temporary file beside ``path`` (beside the file it names, for a symbolic link:
+    :func:`write_target`): write it, then :func:`atomic_commit` it.
 
     Its name, ``.NAME.HOST-PID-RANDOM.tmp``, says which process writes it: the temporaries
     that killed runs on this host left for ``path`` (a checkpoint's can be hundreds of MB)
     are deleted here, and a live writer's never are."""
     _refuse_special(path)
+    path = write_target(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         remove_dead_temporaries(path)
@@ -121,7 +130,8 @@ def process_alive(pid: int) -> bool:
 
 def atomic_commit(tmp: Path, path: Path) -> None:
     """Move a finished temporary file onto ``path`` in one step, with the permissions an
-    ordinary new file gets (temporary files are created readable by their owner only).
+    ordinary new file gets (temporary files are created readable by their owner only). A
+    symbolic link ``path`` stays: the file it names is replaced (:func:`write_target`).
 
     The file's data reaches the disk before the rename, and the rename before this returns:
     otherwise a power cut soon after could leave ``path`` naming an empty or partial file
@@ -132,7 +142,22 @@ def atomic_commit(tmp: Path, path: Path) -> None:
     os.chmod(tmp, 0o666 & ~umask)
     _fsync(tmp)
     _refuse_special(path)  # (it may have appeared while the file was written)
-    os.replace(tmp, path)
+    path = write_target(path)
+    try:
+        os.replace(tmp, path)
+    except OSError as e:
+        if e.errno != errno.EXDEV:
+            raise
+        # A temporary staged in a folder of its own (ship's, a report's) and a link naming a
+        # file on another file system: copied beside that file first, and renamed there.
+        near = atomic_target(path)
+        try:
+            shutil.copyfile(tmp, near)
+            atomic_commit(near, path)
+        finally:
+            near.unlink(missing_ok=True)
+        tmp.unlink()
+        return
     _fsync(path.parent, folder=True)
 
 
@@ -287,10 +312,12 @@ def _remove_empty_folders(top: Path) -> None:
 
 
 def process_temporary(path: Path) -> Path:
-    """This process's temporary name for ``path``: ``.NAME.tmp-PID`` in the same folder.
+    """This process's temporary name for ``path``: ``.NAME.tmp-PID`` in the same folder (that
+    of the file a symbolic link names: :func:`write_target`).
 
     Only the holder of ``path``'s lock may delete such files (:func:`remove_temporaries`).
     """
+    path = write_target(path)
     return path.with_name(f".{path.name}.tmp-{os.getpid()}")
 
 
@@ -299,6 +326,7 @@ def remove_temporaries(path: Path) -> None:
     ``path``'s lock (:func:`output_lock`): a live writer's file is then never among them."""
     # (the name escaped: "out[12].h5" matched, and deleted, the live temporary files of
     # out1.h5 and out2.h5, whose locks it does not hold, and left its own)
+    path = write_target(path)
     prefix = f".{path.name}.tmp-"
     for tmp in path.parent.glob(glob.escape(prefix) + "*"):
         if tmp.name[len(prefix):].isdigit():   # (a PID: not ".NAME.tmp-1.h5.tmp-2", another's)
@@ -337,6 +365,15 @@ def same_file(a: Path, b: Path) -> bool:
         return a.resolve() == b.resolve() or (a.exists() and b.exists() and os.path.samefile(a, b))
     except OSError:
         return False
+
+
+def refuse_replacing_inputs(path: Path, inputs: Iterable[Tuple[str, Path]], what: str = "output") -> None:
+    """Refuse an output ``path`` that names one of the command's inputs, given as (what it is,
+    its path): the same file through a symbolic link, a relative path or a hard link, or an
+    input folder itself. Written, the output replaced the input, which was lost."""
+    for name, source in inputs:
+        if same_file(path, Path(source)):
+            raise OutputError(f"{path}: is {name}; write the {what} to another path")
 
 
 def check_output_dir(path: Path, what: str = "folder") -> None:
@@ -530,8 +567,8 @@ def output_lock(path: Path, name: Optional[Path] = None, wait: float = 1.0) -> I
     another process holds it.
 
     Args:
-        path: the file the lock is for (its lock file is ``path.lock``; for a symbolic link
-            to a folder, the folder's).
+        path: the file the lock is for (its lock file is ``path.lock``; for a symbolic link,
+            that of the file or folder it names).
         name: the output named in the messages (default ``path``; a segment's lock names the
             whole output).
 
@@ -543,10 +580,10 @@ def output_lock(path: Path, name: Optional[Path] = None, wait: float = 1.0) -> I
     from filelock import FileLock, Timeout
 
     name = path if name is None else name
-    # A folder given through a symbolic link is locked as the folder itself: LINK.lock and
-    # FOLDER.lock let one writer through the link and one by the folder's path write into
-    # the one folder. (A link to a file is what an atomic write replaces: its own lock.)
-    file = lock_path(path.resolve() if path.is_symlink() and path.is_dir() else path)
+    # An output given through a symbolic link is locked as the file or folder it names: LINK.lock
+    # and TARGET.lock let one writer through the link and one by the target's path write the one
+    # output (the atomic writers write through a link to its target: write_target).
+    file = lock_path(write_target(path))
     fds = []
 
     def mark(fd: int) -> None:  # who holds it, for the message a second writer gets

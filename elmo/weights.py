@@ -314,6 +314,7 @@ def load_original(options_file: str | Path, weight_file: str | Path, *, stateful
     if target is not None and target != torch.float32:
         bilm = bilm.to(target)
     bilm.eval()
+    _loaded_from(bilm, (options_file, weight_file))
     return bilm.to(resolve_device(device, None, "device")) if device is not None else bilm
 
 
@@ -400,6 +401,28 @@ NATIVE_CONFIG = "config.json"
 NATIVE_WEIGHTS = "model.safetensors"
 ORIGINAL_OPTIONS = "options.json"
 ORIGINAL_WEIGHTS = ("weights.hdf5", "lm_weights.hdf5")
+
+
+def model_files(folder: str | Path) -> Tuple[Path, ...]:
+    """The files of the model folder ``folder`` that are part of the model and are there: its
+    weights and options in either layout, an ELMoForManyLangs folder's dictionaries and .pkl
+    files, a trained language model's softmax, vocabulary and metadata. An output written over
+    one of them (``elmo embed --model M IN M/model.safetensors``) destroys the model."""
+    from .manylangs.folder import ENCODER, TOKEN_EMBEDDER
+    from .manylangs.vocabulary import CHAR_DIC, WORD_DIC
+    from .training.export import LM_FILES
+
+    folder = Path(folder)
+    names = (NATIVE_CONFIG, NATIVE_WEIGHTS, ORIGINAL_OPTIONS, *ORIGINAL_WEIGHTS, CHAR_DIC, WORD_DIC,
+             TOKEN_EMBEDDER, ENCODER, *LM_FILES)
+    return tuple(folder / name for name in names if os.path.lexists(folder / name))
+
+
+def _loaded_from(bilm: BiLM, files) -> BiLM:
+    """Record on ``bilm`` the files it was read from (:attr:`BiLM.source_files`), resolved when
+    loaded: a later write (``embed_file``'s output) refuses to replace them."""
+    bilm.source_files = tuple(Path(f).resolve() for f in files)
+    return bilm
 
 
 def write_safetensors(state: Dict[str, torch.Tensor], path: Path, metadata: Dict[str, str] | None = None) -> None:
@@ -595,4 +618,5 @@ def load_pretrained(path: str | Path, *, stateful: bool = False,
                                   f"ELMoForManyLangs folder (config.json, char.dic, *.pkl)")
         bilm = load_original(folder / ORIGINAL_OPTIONS, weights, stateful=stateful, dtype=target)
     bilm.eval()
+    _loaded_from(bilm, model_files(folder))
     return bilm.to(resolve_device(device, None, "device")) if device is not None else bilm

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import random
 import re
 import zlib
@@ -796,6 +797,24 @@ def test_predict_refuses_an_output_that_would_replace_what_it_reads(tmp_path, ca
         assert main(["predict", str(model), str(text), "-o", str(output), "--quiet"]) == 1
         assert f"{output}: {message}" in capsys.readouterr().err
     assert text.read_text() == "the cat\n" and (model / "labels.json").read_text() == '["a"]\n'
+
+
+def test_predict_refuses_an_output_that_is_a_link_to_what_it_reads(saved_classifier, tmp_path, capsys):
+    """A link named preds.txt to the saved model's labels.json, or a hard link to the input,
+    passed the checks by name: with --overwrite the predictions replaced the file."""
+    import shutil
+
+    model = Path(shutil.copytree(saved_classifier, tmp_path / "model"))
+    labels = (model / "labels.json").read_text()
+    text = tmp_path / "in.txt"
+    text.write_text("the cat\n")
+    (tmp_path / "preds.txt").symlink_to(model / "labels.json")
+    os.link(text, tmp_path / "hard.txt")
+    for output, message in [(tmp_path / "preds.txt", "is a file of the saved model"),
+                            (tmp_path / "hard.txt", "is the input file")]:
+        code = main(["predict", str(model), str(text), "-o", str(output), "--overwrite", "--quiet"])
+        assert f"{output}: {message}" in capsys.readouterr().err and code == 1
+    assert text.read_text() == "the cat\n" and (model / "labels.json").read_text() == labels
 
 
 def _saved_baseline(root: Path, kind: str) -> Path:

@@ -41,21 +41,29 @@ def register(subparsers) -> None:
     p.set_defaults(func=predict)
 
 
-def _check_output(output: str, input_path: str, model: str, overwrite: bool) -> None:
+def _check_output(output: str, input_path: str, model: str, overwrite: bool,
+                  bilm: Optional[str] = None, glove: Optional[str] = None) -> None:
     """Refuse, before the model is loaded, an output that cannot be a file or would replace
-    what predict reads (the input text, or one of the saved model's files), and without
-    ``overwrite`` any file that holds something: predict's formats have no header by which an
-    earlier output could be told from a data file given to -o by mistake."""
-    from ..io import check_output_file
+    what predict reads (the input text, one of the saved model's files, a biLM folder's or
+    GloVe file given), spelled through a link too, and without ``overwrite`` any file that
+    holds something: predict's formats have no header by which an earlier output could be told
+    from a data file given to -o by mistake."""
+    from ..io import check_output_file, refuse_replacing_inputs
     from ..tasks.saved import SAVED_FILES
+    from ..weights import model_files
     if not output:  # (Path('') is the current folder)
         raise ValueError("-o: an empty path; give a file path, or '-' for stdout")
     out = Path(output)
     check_output_file(out, "predictions")
-    if input_path != "-" and Path(input_path).exists() and Path(input_path).resolve() == out.resolve():
-        raise ValueError(f"{output}: is the input file; write the predictions to another file")
-    if out.name in SAVED_FILES and out.resolve().parent == Path(model).resolve():
-        raise ValueError(f"{output}: is a file of the saved model; write the predictions elsewhere")
+    # (by the file named: a link called preds.txt to the model's labels.json was written
+    # through, and a hard link to the input replaced it)
+    inputs = [("the input file", Path(input_path))] if input_path != "-" else []
+    inputs += [("a file of the saved model", Path(model) / name) for name in SAVED_FILES]
+    if bilm is not None and Path(bilm).is_dir():
+        inputs += [("a file of the biLM", f) for f in model_files(bilm)]
+    if glove is not None:
+        inputs.append(("the GloVe file", Path(glove)))
+    refuse_replacing_inputs(out, inputs, "predictions")
     if not overwrite and out.is_file() and out.stat().st_size > 0:
         raise ValueError(f"{output}: exists; it is kept: pass --overwrite to replace it, or write "
                          f"the predictions to another file")
@@ -124,11 +132,11 @@ def predict(args: argparse.Namespace) -> int:
     output = None if args.output == "-" else args.output
     if output is None:
         return _predict(args, None)
-    _check_output(output, args.input, args.model, args.overwrite)   # (before the lock file is made)
+    _check_output(output, args.input, args.model, args.overwrite, args.bilm, args.glove)   # (before the lock file is made)
     # Two predictions into one new -o both found it free, and the second replaced the first's
     # file without --overwrite: one writer at a time, and the check again once it is ours.
     with no_empty_folder_on_failure(Path(output).parent), output_lock(Path(output)):
-        _check_output(output, args.input, args.model, args.overwrite)
+        _check_output(output, args.input, args.model, args.overwrite, args.bilm, args.glove)
         return _predict(args, output)
 
 

@@ -27,7 +27,8 @@ temporary file; the finished segments stay for a rerun.
 from __future__ import annotations
 
 import json
-import shutil
+import re
+from contextlib import suppress
 from pathlib import Path
 from typing import Dict, Iterable, Optional
 
@@ -244,5 +245,23 @@ def output_complete(output: Path, settings: Dict) -> bool:
     return True
 
 
+#: The names of the files that runs write in OUTPUT.parts: segments, their lock files and
+#: temporaries, --overwrite marks and theirs.
+_RUN_FILE = re.compile(r"\.?(segment-\d+\.hdf5|overwrite-rank-\d+-of-\d+\.json)(\..+)?")
+
+
 def remove_parts(parts: Path) -> None:
-    shutil.rmtree(parts, ignore_errors=True)
+    """Delete the files that runs wrote in ``parts``, then the folder if that empties it.
+
+    Only those: the whole folder was deleted, so a folder of the user's that happened to be
+    named OUTPUT.parts lost every file in it when the output was merged."""
+    try:
+        entries = list(parts.iterdir())
+    except OSError:   # (none: nothing to do)
+        return
+    for path in entries:
+        if _RUN_FILE.fullmatch(path.name) and not path.is_dir():
+            with suppress(OSError):
+                path.unlink()
+    with suppress(OSError):   # (not empty: the other files are kept, and so is the folder)
+        parts.rmdir()

@@ -20,19 +20,20 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sys
 import time
 from contextlib import contextmanager
 from dataclasses import fields, replace
 from pathlib import Path
-from typing import Any, Dict, Optional, Union
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 import numpy as np
 import torch
 
 from ..checks import require_count, require_path, require_switch
-from ..io import (OutputError, atomic_write_text, check_output_dir, check_output_file, no_empty_folder_on_failure,
-                  output_lock, remove_temporaries, same_file, writing)
+from ..io import (atomic_write_text, check_output_dir, check_output_file, no_empty_folder_on_failure,
+                  output_lock, refuse_replacing_inputs, remove_temporaries, writing)
 from ..modules import BiLM
 from .config import EmbedConfig
 from .embedder import Embedder, output_dtype
@@ -181,8 +182,9 @@ def embed_file(input_path: Union[str, Path], output_path: Union[str, Path],
         device = f"cuda:{local_rank % torch.cuda.device_count()}"
     # The output must be writable before anything is computed; rank 0 (which merges and cleans
     # up) holds OUTPUT.lock for the whole run, so a second run on the same output stops here.
-    if same_file(input_path, output_path):  # (--overwrite replaced the text with the vectors)
-        raise OutputError(f"{output_path}: is the input file; write the vectors to another file")
+    # Nothing the run reads may be what it writes: --overwrite replaced the text, or the model's
+    # weights, with the vectors
+    refuse_replacing_inputs(output_path, [("the input file", input_path), *_model_inputs(model)], "vectors")
     check_output_file(output_path, "output")
     check_output_dir(parts_dir(output_path), "folder of parts (OUTPUT.parts)")
     # A run that fails before it has a finished segment (a model that is not one, a first
@@ -191,6 +193,22 @@ def embed_file(input_path: Union[str, Path], output_path: Union[str, Path],
             output_lock(output_path) if rank == 0 else _no_lock():
         return _embed_file_locked(input_path, output_path, model, selection, cfg, rank=rank, world_size=world_size, device=device,
                                   command_line=command_line)
+
+
+def _model_inputs(model: Union[BiLM, str, Path, None]) -> List[Tuple[str, Path]]:
+    """What an output must not replace of the model, as :func:`elmo.io.refuse_replacing_inputs`
+    takes it: a loaded model's files, or a bundled model's or a local folder's folder and files
+    (found before the model loads); a published model's name gives none until it is loaded."""
+    from .. import BUNDLED_MODELS, DEFAULT_MODEL, model_path
+    from ..weights import model_files
+
+    if isinstance(model, BiLM):
+        return [("a file of the model", f) for f in model.source_files]
+    model = DEFAULT_MODEL if model is None else model
+    if not isinstance(model, (str, os.PathLike)) or not (model in BUNDLED_MODELS or Path(model).is_dir()):
+        return []
+    folder = model_path(model)   # (no download: a bundled name or a local folder)
+    return [("the model folder", folder), *(("a file of the model", f) for f in model_files(folder))]
 
 
 def job_config(config: Optional[EmbedConfig], settings: Dict[str, Any]) -> EmbedConfig:
@@ -219,6 +237,8 @@ def _embed_file_locked(input_path: Path, output_path: Path, model, selection: La
         embedder = Embedder(model, batch_size=cfg.batch_size, max_tokens=cfg.max_tokens, overlap=cfg.overlap,
                             sort_by_length=cfg.sort_by_length, device=device)
         bilm = embedder.bilm
+        # (a published model's files are known once it is loaded: they are in the cache)
+        refuse_replacing_inputs(output_path, _model_inputs(bilm), "vectors")
         model_was_stateful = bilm.stateful
         if cfg.stateful is not None:
             bilm.stateful = cfg.stateful

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import contextlib
 import math
-from typing import Iterator, List, Optional, TypedDict
+from pathlib import Path
+from typing import Iterator, List, Optional, Tuple, TypedDict
 
 import torch
 from torch import nn
@@ -85,6 +86,11 @@ class BiLM(nn.Module):
             (its :class:`elmo.manylangs.CharVocabulary`). Without it such a model has its
             weights but cannot convert or run text.
     """
+
+    #: The files the model was loaded from (resolved; empty for one built in memory), set by
+    #: :func:`elmo.load_pretrained` and :func:`elmo.load_original`: ``embed_file`` refuses an
+    #: output that would replace one of them.
+    source_files: Tuple[Path, ...] = ()
 
     def __init__(self, options: ElmoOptions, stateful: bool = False, id_scheme=None):
         super().__init__()
