@@ -35,7 +35,8 @@ def register(subparsers) -> None:
     glove.add_argument("--no-glove", action="store_true",
                        help="look no word up in the model's GloVe: words outside its vocabulary "
                             "get <unk>, as in models saved before the GloVe was recorded")
-    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--batch-size", type=int, default=64,
+                   help="texts per model call (default 64)")
     p.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=predict)

@@ -73,7 +73,8 @@ def register(subparsers) -> None:
     b.add_argument("corpus", nargs="+", help="files, globs or folders; one tokenized sentence a line; .gz ok")
     b.add_argument("--output", "-o", required=True, help="vocabulary file to write")
     b.add_argument("--min-count", type=int, default=1, help="drop words seen fewer times (default 1)")
-    b.add_argument("--max-size", type=int, help="at most this many entries, specials included")
+    b.add_argument("--max-size", type=int,
+                   help="at most this many entries, specials included (default: no limit)")
     b.add_argument("--counts", help="where to write word<TAB>count (default: OUTPUT with .counts.tsv, where "
                                     "elmo train --vocab OUTPUT finds them; elsewhere, give train --vocab COUNTS)")
     b.set_defaults(func=vocab_build)
@@ -124,8 +125,9 @@ def register(subparsers) -> None:
     p.add_argument("--carry-state", action="store_true",
                    help="read the text as one stream, sentence after sentence, the LSTM state carried "
                         "through it (the sentences' order matters) instead of each sentence from a zero state")
-    p.add_argument("--device", default="auto")
-    p.add_argument("--threads", type=int)
+    p.add_argument("--device", default="auto",
+                   help="cpu, cuda, cuda:N or auto (CUDA when present) (default auto)")
+    p.add_argument("--threads", type=int, help="CPU threads for torch (default: torch's choice)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=perplexity)
 
@@ -136,7 +138,7 @@ def register(subparsers) -> None:
                                           "pip install 'elmo-pytorch[plots]').")
     p.add_argument("log", nargs="+", help="log.jsonl files (or run folders)")
     p.add_argument("--output", "-o", required=True, help="PNG file to write")
-    p.add_argument("--title", default=None)
+    p.add_argument("--title", default=None, help="a title above the plots (default: none)")
     p.set_defaults(func=plot_curve)
 
 
