@@ -48,6 +48,11 @@ def _version() -> str:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
+    if sys.stderr is None:
+        # stderr closed (`2>&-`, a daemon): Python has no stream there, and the first progress
+        # bar or note ended the command with an AttributeError that no one saw (exit 1, no
+        # output). What it says is lost, as it would be in /dev/null; the work is done.
+        sys.stderr = open(os.devnull, "w")
     try:
         status = _run(argv)
         sys.stdout.flush()  # output still buffered for a reader that may be gone (`elmo info | head`)

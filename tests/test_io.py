@@ -486,6 +486,16 @@ def test_ctrl_c_while_the_command_line_is_read_is_one_line_and_status_130(monkey
     assert capsys.readouterr().err == "elmo: interrupted\n"
 
 
+def test_a_closed_stderr_does_not_stop_the_command(tmp_path, monkeypatch):
+    """With stderr closed (`elmo embed IN OUT 2>&-`) Python's sys.stderr is None: the progress
+    bar's first write raised AttributeError, and the run ended with status 1, no output and no
+    word said."""
+    inp = write_lines(tmp_path / "in.txt", ["a b", "c"])
+    monkeypatch.setattr(sys, "stderr", None)
+    assert cli_main(["embed", str(inp), str(tmp_path / "out.hdf5"), "--model", "fixture"]) == 0
+    assert (tmp_path / "out.hdf5").is_file()
+
+
 @pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc")
 def test_an_output_in_a_folder_that_takes_no_files_is_not_called_busy(tmp_path, capsys):
     """filelock takes 'no such file' in an existing folder (/proc) for a lock its holder just
