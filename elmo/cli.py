@@ -7,7 +7,9 @@ Subcommands live beside the code they drive: each module in ``COMMAND_MODULES`` 
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
+import io
 import os
 import signal
 import sys
@@ -53,6 +55,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         # bar or note ended the command with an AttributeError that no one saw (exit 1, no
         # output). What it says is lost, as it would be in /dev/null; the work is done.
         sys.stderr = open(os.devnull, "w")
+    if sys.stdout is None:   # stdout closed (`>&-`): a command that prints says so in one line
+        sys.stdout = _ClosedStdout()
     try:
         status = _run(argv)
         sys.stdout.flush()  # output still buffered for a reader that may be gone (`elmo info | head`)
@@ -64,6 +68,16 @@ def main(argv: Optional[List[str]] = None) -> int:
         print("elmo: interrupted", file=sys.stderr)
         return 130
     return status
+
+
+class _ClosedStdout(io.TextIOBase):
+    """sys.stdout where the descriptor is closed: Python has None there, and ``print`` to it
+    was an AttributeError's traceback. Writing is now the OS error a closed descriptor gives
+    (``elmo CMD: error: stdout: Bad file descriptor``, status 1); a command that prints
+    nothing (``elmo embed``) runs as usual."""
+
+    def write(self, text: str) -> int:
+        raise OSError(errno.EBADF, os.strerror(errno.EBADF), "stdout")
 
 
 def _run(argv: Optional[List[str]]) -> int:

@@ -496,6 +496,17 @@ def test_a_closed_stderr_does_not_stop_the_command(tmp_path, monkeypatch):
     assert (tmp_path / "out.hdf5").is_file()
 
 
+def test_a_closed_stdout_is_one_line_for_a_command_that_prints(tmp_path, monkeypatch, capsys):
+    """`elmo info MODEL >&-` (sys.stdout None) ended in an AttributeError's traceback; a
+    command that prints nothing runs as usual."""
+    monkeypatch.setattr(sys, "stdout", None)
+    assert cli_main(["info", "fixture"]) == 1
+    assert capsys.readouterr().err == "elmo info: error: stdout: Bad file descriptor\n"
+    monkeypatch.setattr(sys, "stdout", None)
+    inp = write_lines(tmp_path / "in.txt", ["a b"])
+    assert cli_main(["embed", str(inp), str(tmp_path / "out.hdf5"), "--model", "fixture", "--quiet"]) == 0
+
+
 @pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc")
 def test_an_output_in_a_folder_that_takes_no_files_is_not_called_busy(tmp_path, capsys):
     """filelock takes 'no such file' in an existing folder (/proc) for a lock its holder just
