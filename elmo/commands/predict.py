@@ -169,7 +169,8 @@ def _predict(args: argparse.Namespace, output: Optional[str]) -> int:
         texts = lines
     tokenize = args.tokenize or model.saved.config["tokenize"]
     examples = to_examples(texts, kind, tokenize)
-    labels = predict_examples(model, examples, args.batch_size, progress=not args.quiet)
+    from . import progress_bar_wanted
+    labels = predict_examples(model, examples, args.batch_size, progress=progress_bar_wanted(not args.quiet))
     _note_empty(args.input, examples, fmt, spec.token_labels)
     reads = [model.saved.read(ex) for ex in examples]
     _note_cut(args.input, examples, reads, model.saved, fmt, spec.token_labels)

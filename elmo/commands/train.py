@@ -191,6 +191,15 @@ def vocab_build(args) -> int:
     return 0
 
 
+def _bar_on_a_terminal_only(cfg):
+    """The run's settings with the progress bar off unless stderr is a terminal (see
+    :func:`elmo.commands.progress_bar_wanted`; log.jsonl records the run either way)."""
+    from dataclasses import replace
+
+    from . import progress_bar_wanted
+    return replace(cfg, progress=progress_bar_wanted(cfg.progress))
+
+
 def _run_job(command: str, job) -> int:
     """Run a training job and print its summary as JSON; a failed write is one line, exit 1.
 
@@ -247,6 +256,7 @@ def train(args) -> int:
     _refuse_shape_with_from(cfg)
     if print_config_and_exit(with_recipe_defaults(cfg), args):   # (the values the run would take)
         return 0
+    cfg = _bar_on_a_terminal_only(cfg)
     return _run_job("train", lambda: run(cfg))
 
 
@@ -272,6 +282,7 @@ def finetune(args) -> int:
     _refuse_shape_with_from(cfg)
     if print_config_and_exit(with_recipe_defaults(cfg), args):   # (the values the run would take)
         return 0
+    cfg = _bar_on_a_terminal_only(cfg)
     return _run_job("finetune", lambda: run(cfg, heldout=args.heldout, heldout_every=heldout_every))
 
 
