@@ -7,7 +7,9 @@ Subcommands live beside the code they drive: each module in ``COMMAND_MODULES`` 
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
+import io
 import os
 import signal
 import sys
@@ -69,12 +71,34 @@ def _version() -> str:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
+    if sys.stderr is None:
+        # stderr closed (`2>&-`, a daemon): Python has no stream there, and the first progress
+        # bar or note ended the command with an AttributeError that no one saw (exit 1, no
+        # output). What it says is lost, as it would be in /dev/null; the work is done.
+        sys.stderr = open(os.devnull, "w")
+    if sys.stdout is None:   # stdout closed (`>&-`): a command that prints says so in one line
+        sys.stdout = _ClosedStdout()
     try:
         status = _run(argv)
         sys.stdout.flush()  # output still buffered for a reader that may be gone (`elmo info | head`)
     except BrokenPipeError:
         return _broken_pipe()
+    except KeyboardInterrupt:
+        # Ctrl-C before the command ran (its modules imported, its options parsed): one line,
+        # as during it (the traceback of an import was shown)
+        print("elmo: interrupted", file=sys.stderr)
+        return 130
     return status
+
+
+class _ClosedStdout(io.TextIOBase):
+    """sys.stdout where the descriptor is closed: Python has None there, and ``print`` to it
+    was an AttributeError's traceback. Writing is now the OS error a closed descriptor gives
+    (``elmo CMD: error: stdout: Bad file descriptor``, status 1); a command that prints
+    nothing (``elmo embed``) runs as usual."""
+
+    def write(self, text: str) -> int:
+        raise OSError(errno.EBADF, os.strerror(errno.EBADF), "stdout")
 
 
 def _run(argv: Optional[List[str]]) -> int:
@@ -89,7 +113,7 @@ def _run(argv: Optional[List[str]]) -> int:
     from .weights import WeightFileError
     debug = args.debug or os.environ.get("ELMO_DEBUG", "") not in ("", "0")
     try:
-        with _sigterm_raises(), _model_name_warnings_as_lines(args.command):
+        with _stop_signals_raise(), _model_name_warnings_as_lines(args.command):
             result = args.func(args)
     except BrokenPipeError:
         raise
@@ -128,41 +152,54 @@ def _raise_terminated(_number, _frame) -> None:
 
 
 @contextmanager
-def _sigterm_raises() -> Iterator[None]:
-    """SIGTERM raises :class:`Terminated` inside the block (unless it is ignored, ``nohup``).
+def _stop_signals_raise() -> Iterator[None]:
+    """SIGTERM raises :class:`Terminated` inside the block (unless it is ignored, ``nohup``), as
+    Ctrl-C (SIGINT) raises Python's KeyboardInterrupt; neither is lost in a finalizer.
 
     Python runs a signal's handler at whatever bytecode comes next, which may be a finalizer
     (a ``__del__``, a weakref callback) that the garbage collector started. An exception there
-    is printed as "Exception ignored" and dropped, and the command would run on to its end. So
-    a dropped :class:`Terminated` sends the signal again a moment later, from a timer thread,
-    to be raised in the command's own code; if the block ends first, it is raised on the way out.
+    is printed as "Exception ignored" and dropped, and the command would run on to its end (a
+    Ctrl-C during ``elmo embed`` did so, exit status 0). So a dropped :class:`Terminated` or
+    KeyboardInterrupt sends its signal again a moment later, from a timer thread, to be raised
+    in the command's own code; if the block ends first, it is raised on the way out. A SIGINT
+    whose handler is not Python's own (training installs one while it runs) is left alone.
     """
-    number = getattr(signal, "SIGTERM", None)
-    if (number is None or threading.current_thread() is not threading.main_thread()
-            or signal.getsignal(number) is not signal.SIG_DFL):
+    if threading.current_thread() is not threading.main_thread():
         yield
         return
+    term = getattr(signal, "SIGTERM", None)
+    catch_term = term is not None and signal.getsignal(term) is signal.SIG_DFL
     again: List[threading.Timer] = []
+    dropped: List[KeyboardInterrupt] = []
     previous_hook = sys.unraisablehook
 
     def unraisable(what) -> None:
-        if isinstance(what.exc_value, Terminated):
-            again.append(threading.Timer(0.01, os.kill, (os.getpid(), number)))
-            again[-1].start()
+        error = what.exc_value
+        if isinstance(error, Terminated) and catch_term:
+            number = term
+        elif (type(error) is KeyboardInterrupt
+              and signal.getsignal(signal.SIGINT) is signal.default_int_handler):
+            number = signal.SIGINT
         else:
             previous_hook(what)
+            return
+        dropped.append(error)
+        again.append(threading.Timer(0.01, os.kill, (os.getpid(), number)))
+        again[-1].start()
 
-    signal.signal(number, _raise_terminated)
+    if catch_term:
+        signal.signal(term, _raise_terminated)
     sys.unraisablehook = unraisable
     try:
         yield
     finally:
         for timer in again:
             timer.cancel()
-        signal.signal(number, signal.SIG_DFL)
+        if catch_term:
+            signal.signal(term, signal.SIG_DFL)
         sys.unraisablehook = previous_hook
-    if again:                     # the block ended before the signal came again
-        raise Terminated()
+    if dropped:                   # the block ended before the signal came again
+        raise type(dropped[0])()
 
 
 def _says_why_it_stopped(command: str) -> bool:

@@ -14,7 +14,9 @@ Two English tokenizers follow these rules, for two jobs:
   numbers with inner ``. , : /`` stay whole (``3.14``, ``1,000``, ``12:30``), abbreviations of
   single letters and periods stay whole (``U.S.``), ``...`` and ``--`` are single tokens, any
   other symbol is a token of its own, and an apostrophe that starts no clitic (``O'Neill``)
-  is a token of its own.
+  is a token of its own. A combining mark stays with the character before it (as in spaCy's
+  tokenizer). Nothing is Unicode-normalised: a decomposed ``café`` stays decomposed, other
+  bytes than the composed one and so other character ids (:mod:`elmo.chars`).
 * :class:`Tokenizer` (spaCy's rule-based English tokenizer and sentencizer, no model
   download): splits raw documents into sentences and gives character spans; it builds the LM
   corpus (:mod:`elmo.data`) and task data with answer offsets. spaCy is imported when one is
@@ -28,6 +30,8 @@ tokenizer by name (``elmo embed --tokenize en|zh``).
 from __future__ import annotations
 
 import re
+import unicodedata
+from functools import lru_cache
 from typing import Iterable, Iterator, List, Tuple
 
 #: Characters mapped before tokenization: curly quotes and apostrophes, odd spaces.
@@ -90,16 +94,39 @@ def quote_token(previous: "str | None", space_before: bool) -> str:
 
 # ------------------------------------------------------------------ regex tokenizer (no deps)
 
-_TOKEN = re.compile(r"""
-      (?:[^\W\d_]\.){2,}(?![^\W\d_])         # abbreviations: U.S. e.g.
-    | \d+(?:[.,:/]\d+)+(?!\w)                 # numbers with inner separators: 3.14 1,000 12:30
-    | \w+(?=n't\b)                            # the host of n't: do|n't
-    | n't\b                                   # the clitic itself
-    | (?<=\w)'(?:s|re|ve|ll|d|m)\b            # clitics: 's 're 've 'll 'd 'm
-    | \w+(?:-\w+)*                            # words, hyphenated words, plain numbers
-    | \.{2,} | -{2,}                          # ellipsis, dashes
-    | \S                                      # any other single character
-""", re.VERBOSE | re.IGNORECASE)
+@lru_cache(maxsize=None)
+def _mark_ranges() -> str:
+    r"""A regular-expression class body of every combining mark (Unicode categories Mn, Mc, Me:
+    accents, vowel signs, variation selectors). Python's ``\w`` takes none of them, so an
+    accent written as its own character (``e`` + U+0301, decomposed text) or a Devanagari vowel
+    sign was a token of its own."""
+    ranges: List[Tuple[int, int]] = []
+    # (every mark lies in these planes; scanning them takes milliseconds, all code points not)
+    for code in (*range(0x300, 0x20000), *range(0xE0100, 0xE01F0)):
+        if unicodedata.category(chr(code)).startswith("M"):
+            if ranges and ranges[-1][1] == code - 1:
+                ranges[-1] = (ranges[-1][0], code)
+            else:
+                ranges.append((code, code))
+    return "".join(re.escape(chr(a)) + ("" if a == b else "-" + re.escape(chr(b))) for a, b in ranges)
+
+
+@lru_cache(maxsize=None)
+def _token_pattern() -> "re.Pattern[str]":
+    r"""The tokens of :func:`tokenize`; ``W`` is a word character or a combining mark, which
+    stays with the character before it (``\w`` has no marks), as spaCy's tokenizer keeps it."""
+    W = rf"[\w{_mark_ranges()}]"
+    M = rf"[{_mark_ranges()}]"
+    return re.compile(rf"""
+          (?:[^\W\d_]{M}*\.){{2,}}(?![^\W\d_])        # abbreviations: U.S. e.g.
+        | \d+(?:[.,:/]\d+)+(?!{W})                    # numbers with inner separators: 3.14 1,000 12:30
+        | \w{W}*(?=n't\b)                             # the host of n't: do|n't
+        | n't\b                                       # the clitic itself
+        | (?<={W})'(?:s|re|ve|ll|d|m)\b               # clitics: 's 're 've 'll 'd 'm
+        | \w{W}*(?:-\w{W}*)*                          # words, hyphenated words, plain numbers
+        | \.{{2,}} | -{{2,}}                          # ellipsis, dashes
+        | \S{M}*                                      # any other single character (and its marks)
+    """, re.VERBOSE | re.IGNORECASE)
 
 
 def tokenize(text: str) -> List[str]:
@@ -109,7 +136,7 @@ def tokenize(text: str) -> List[str]:
                         + ("; decode bytes first" if isinstance(text, (bytes, bytearray)) else ""))
     tokens: List[str] = []
     end = 0
-    for match in _TOKEN.finditer(text.translate(TEXT_MAP)):
+    for match in _token_pattern().finditer(text.translate(TEXT_MAP)):
         token = match.group()
         if token == '"':
             token = quote_token(tokens[-1] if tokens else None, match.start() > end)

@@ -279,6 +279,16 @@ def test_parse_pairs_rejects_bad_lines():
     assert items[0].a == ("a", "b") and items[0].label_b == "y"
 
 
+def test_parse_pairs_ends_lines_at_newlines_only():
+    """A form feed, U+2028 or U+0085 in a sentence ended the line there (str.splitlines): a good
+    pair was refused as 'expected 6 tab-separated fields', and later lines were misnumbered."""
+    for odd in ("\x0c", "\u2028", "\x85", "\x1e"):
+        with pytest.raises(ValueError, match=r"^<text>:2: expected 6 tab-separated fields, got 7"):
+            contrast.parse_pairs(f"r\ta{odd}b\tb a\ta\tx\ty\r\nr\tc d\td c\tc\tx\ty\tz\n")
+        items = contrast.parse_pairs(f"r\ta{odd}b\tb a\ta\tx\ty\n")
+        assert items[0].a == ("a", "b") and items[0].b == ("b", "a"), repr(odd)
+
+
 def test_align_matches_occurrences():
     assert contrast.align("the dog saw the cat".split(), "the cat saw the dog".split()) == \
         [(0, 0), (1, 4), (2, 2), (3, 3), (4, 1)]

@@ -22,6 +22,20 @@ def test_long_word_is_cut_at_48_bytes():
     assert ids[0] == 259 and ids[1:49] == (ord("x") + 1,) * 48 and ids[49] == 260
 
 
+def test_a_long_word_is_cut_at_a_byte_even_inside_a_character_as_the_original():
+    """The original cuts the UTF-8 bytes, not the characters (its ids are what the weights
+    know): 'x' and 24 two-byte letters keep the first byte of the 24th letter; a decomposed
+    word keeps a letter without its accent's bytes."""
+    word = "x" + "\u00e9" * 24                       # 49 bytes
+    data = word.encode("utf-8")[:48]
+    assert data[-1] == 0xC3                          # the first byte of the last letter
+    assert word_to_char_ids(word)[1:50] == tuple(b + 1 for b in data) + (260,)
+    decomposed = "e\u0301" * 15 + "xye\u0301"        # 3 bytes a letter and its accent: 50 bytes
+    data = decomposed.encode("utf-8")[:48]
+    assert data.endswith(b"xye")                     # the last letter without its accent
+    assert word_to_char_ids(decomposed)[1:50] == tuple(b + 1 for b in data) + (260,)
+
+
 def test_sentence_markers():
     assert word_to_char_ids("<S>")[:4] == (259, 257, 260, PAD)
     assert word_to_char_ids("</S>")[:4] == (259, 258, 260, PAD)

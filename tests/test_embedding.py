@@ -374,6 +374,26 @@ def test_tokenizer_drops_invisible_joiners_inside_words():
     assert tokenize("a\u200bb") == ["a", "b"]   # the zero-width space still separates words
 
 
+@pytest.mark.parametrize("text", ["caf\u00e9 na\u00efve r\u00e9sum\u00e9's menu", "Vi\u1ec7t Nam, Nguy\u1ec5n-Van",
+                                  "\u0939\u093f\u0928\u094d\u0926\u0940 \u092d\u093e\u0937\u093e",   # Hindi: vowel signs, virama
+                                  "\u0395\u03bb\u03bb\u03b7\u03bd\u03b9\u03ba\u03ac"])
+def test_tokenizer_keeps_combining_marks_with_their_letters(text):
+    """Python's \\w takes no combining mark: a decomposed accent (e + U+0301) or a Devanagari
+    vowel sign was a token of its own, so 'caf\u00e9' written decomposed gave 'cafe' and an
+    invisible accent token, and a Hindi word fell into its letters. Both forms now give the
+    same words, each in the form the text had (no normalisation: the original ELMo's ids are
+    those of the bytes given, see chars.py)."""
+    import unicodedata
+    composed, decomposed = (unicodedata.normalize(form, text) for form in ("NFC", "NFD"))
+    assert tokenize(decomposed) == [unicodedata.normalize("NFD", t) for t in tokenize(composed)]
+    assert tokenize(composed) == composed.replace(",", " ,").replace("'s", " 's").split()
+    assert not any(unicodedata.category(t[0]).startswith("M") for t in tokenize(decomposed))
+
+
+def test_tokenizer_keeps_a_variation_selector_with_its_symbol():
+    assert tokenize("I \u2764\ufe0f it") == ["I", "\u2764\ufe0f", "it"]   # (U+FE0F was a token alone)
+
+
 def test_tokenizer_takes_text_only():
     for wrong, shown in ((None, "NoneType$"), (b"a b", "bytes; decode bytes first"), (["a b"], "list$")):
         with pytest.raises(TypeError, match=f"tokenize takes a string of text, got {shown}"):

@@ -2,9 +2,11 @@
 bytes, and a shell runs it again with the same arguments."""
 from __future__ import annotations
 
+import io
 import os
 import shutil
 import subprocess
+import sys
 
 import h5py
 import pytest
@@ -56,3 +58,28 @@ def test_a_command_line_given_from_python_is_stored_whatever_it_holds(tmp_path):
     out = embed_file(inp, tmp_path / "o.hdf5", "fixture", command_line="run " + os.fsdecode(b"\xe9"))
     with h5py.File(out, "r") as f:
         assert f.attrs["command_line"] == "run \\udce9"
+
+
+class _Terminal(io.StringIO):
+    """A stderr that says it is a terminal."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def test_the_progress_bar_is_drawn_on_a_terminal_only(tmp_path, monkeypatch, capsys):
+    """Written to a log file or a pipe, the bar was a line redrawn ten times a second (megabytes
+    of carriage returns in a long run's log). It is now drawn only where stderr is a terminal;
+    the note of what was written stays, and --quiet silences both."""
+    inp = tmp_path / "in.txt"
+    inp.write_text("a b\nc\n")
+    assert main(["embed", str(inp), str(tmp_path / "a.hdf5"), "--model", "fixture"]) == 0
+    assert capsys.readouterr().err == f"wrote {tmp_path / 'a.hdf5'}\n"     # (capsys: no terminal)
+    terminal = _Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    assert main(["embed", str(inp), str(tmp_path / "b.hdf5"), "--model", "fixture"]) == 0
+    assert "2/2" in terminal.getvalue() and terminal.getvalue().endswith(f"wrote {tmp_path / 'b.hdf5'}\n")
+    terminal = _Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    assert main(["embed", str(inp), str(tmp_path / "c.hdf5"), "--model", "fixture", "--quiet"]) == 0
+    assert terminal.getvalue() == ""

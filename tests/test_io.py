@@ -4,6 +4,7 @@ closed pipe. Every failure must be one line naming the path and leave no tempora
 import errno
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -393,7 +394,7 @@ def test_sigterm_met_inside_a_finalizer_still_stops_the_command():
     import gc
     import signal
 
-    from elmo.cli import Terminated, _sigterm_raises
+    from elmo.cli import Terminated, _stop_signals_raise
 
     class SignalledWhileFinalized:
         def __del__(self):
@@ -403,7 +404,7 @@ def test_sigterm_met_inside_a_finalizer_still_stops_the_command():
     before = signal.getsignal(signal.SIGTERM), sys.unraisablehook
     started = time.monotonic()
     with pytest.raises(Terminated):
-        with _sigterm_raises():
+        with _stop_signals_raise():
             obj = SignalledWhileFinalized()
             del obj
             gc.collect()
@@ -417,7 +418,7 @@ def test_sigterm_dropped_in_a_finalizer_at_the_blocks_end_is_raised_on_the_way_o
     import gc
     import signal
 
-    from elmo.cli import Terminated, _sigterm_raises
+    from elmo.cli import Terminated, _stop_signals_raise
 
     class SignalledWhileFinalized:
         def __del__(self):
@@ -425,11 +426,85 @@ def test_sigterm_dropped_in_a_finalizer_at_the_blocks_end_is_raised_on_the_way_o
             sum(range(1000))
 
     with pytest.raises(Terminated):
-        with _sigterm_raises():
+        with _stop_signals_raise():
             obj = SignalledWhileFinalized()
             del obj
             gc.collect()
     time.sleep(0.1)               # the signal is not sent again after the block (it would kill us)
+
+
+class _InterruptedWhileFinalized:
+    """An object whose finalizer is where Ctrl-C's KeyboardInterrupt is raised."""
+
+    def __del__(self):
+        signal.raise_signal(signal.SIGINT)
+        sum(range(1000))                 # bytecode, where the handler runs and raises
+
+
+def test_ctrl_c_met_inside_a_finalizer_still_stops_the_command():
+    """Raised inside a finalizer (a weakref callback during `elmo embed`), Ctrl-C's
+    KeyboardInterrupt was printed as 'Exception ignored' and dropped: the run went on to its
+    end and exited 0."""
+    import gc
+
+    from elmo.cli import _stop_signals_raise
+
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        with _stop_signals_raise():
+            obj = _InterruptedWhileFinalized()
+            del obj
+            gc.collect()
+            while time.monotonic() - started < 5:   # the command's own work, long
+                time.sleep(0.001)
+    assert time.monotonic() - started < 5       # stopped, not run to the end
+
+
+def test_ctrl_c_dropped_in_a_finalizer_at_the_blocks_end_is_raised_on_the_way_out():
+    import gc
+
+    from elmo.cli import _stop_signals_raise
+
+    with pytest.raises(KeyboardInterrupt):
+        with _stop_signals_raise():
+            obj = _InterruptedWhileFinalized()
+            del obj
+            gc.collect()
+    time.sleep(0.1)               # the signal is not sent again after the block
+
+
+def test_ctrl_c_while_the_command_line_is_read_is_one_line_and_status_130(monkeypatch, capsys):
+    """Ctrl-C while the subcommands' modules were imported (before the command ran) ended
+    in an import's traceback."""
+    import elmo.cli
+
+    def interrupted():
+        raise KeyboardInterrupt
+    monkeypatch.setattr(elmo.cli, "build_parser", interrupted)
+    assert cli_main(["info", "fixture"]) == 130
+    assert capsys.readouterr().err == "elmo: interrupted\n"
+
+
+def test_a_closed_stderr_does_not_stop_the_command(tmp_path, monkeypatch):
+    """With stderr closed (`elmo embed IN OUT 2>&-`) Python's sys.stderr is None: the progress
+    bar's first write raised AttributeError, and the run ended with status 1, no output and no
+    word said."""
+    inp = write_lines(tmp_path / "in.txt", ["a b", "c"])
+    monkeypatch.setattr(sys, "stderr", None)
+    assert cli_main(["embed", str(inp), str(tmp_path / "out.hdf5"), "--model", "fixture"]) == 0
+    assert (tmp_path / "out.hdf5").is_file()
+
+
+def test_a_closed_stdout_is_one_line_for_a_command_that_prints(tmp_path, monkeypatch, capsys):
+    """`elmo info MODEL >&-` (sys.stdout None) ended in an AttributeError's traceback; a
+    command that prints nothing runs as usual."""
+    monkeypatch.setattr(sys, "stdout", None)
+    assert cli_main(["info", "fixture"]) == 1
+    assert capsys.readouterr().err == "elmo info: error: stdout: Bad file descriptor\n"
+    monkeypatch.setattr(sys, "stdout", None)
+    inp = write_lines(tmp_path / "in.txt", ["a b"])
+    assert cli_main(["embed", str(inp), str(tmp_path / "out.hdf5"), "--model", "fixture", "--quiet"]) == 0
 
 
 @pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc")

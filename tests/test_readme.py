@@ -660,3 +660,26 @@ def test_the_command_reader_on_shell_forms():
     ]
     assert [lenient for c in readme_commands(text) for _, lenient in argument_lists(c)] == [
         False, False, False, False, True, True, True]
+
+
+def test_every_option_of_every_command_says_what_it_does_and_its_default():
+    """`elmo perplexity --help` listed --device and --threads, `elmo predict --help`
+    --batch-size and `elmo plot-curve --help` --title with no word on what they do or take
+    by default; `elmo neighbors --help` gave no default batch size, and `elmo
+    experiment-report --help` printed '95%%' (a description is not %-formatted)."""
+    from elmo.cli import build_parser
+    unsaid, no_default, doubled = [], [], []
+    for parser in _each_parser(build_parser()):
+        if "%%" in (parser.description or ""):
+            doubled.append(parser.prog)
+        for action in parser._actions:
+            if isinstance(action, (argparse._HelpAction, argparse._VersionAction, argparse._SubParsersAction)) \
+                    or action.help == argparse.SUPPRESS:
+                continue
+            name = f"{parser.prog} {'/'.join(action.option_strings) or action.dest}"
+            if not action.help:
+                unsaid.append(name)
+            elif (action.option_strings and not isinstance(action, _NO_VALUE)
+                  and action.default not in (None, argparse.SUPPRESS, []) and "default" not in action.help):
+                no_default.append(name)
+    assert unsaid == [] and no_default == [] and doubled == []

@@ -784,6 +784,25 @@ def test_predict_refuses_a_carriage_return_inside_an_input_line(saved_classifier
     assert [line.split("\t")[0] for line in capsys.readouterr().out.splitlines()] == ["the big cat", "sat on"]
 
 
+def test_predict_draws_its_progress_bar_on_a_terminal_only(saved_classifier, tmp_path, monkeypatch, capsys):
+    """Without --quiet, predict's bar was written into a log file or pipe as well."""
+    import io
+    import sys
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    text = tmp_path / "in.txt"
+    text.write_text("the big cat\nsat on\n")
+    assert main(["predict", str(saved_classifier), str(text)]) == 0
+    assert capsys.readouterr().err == ""                          # (capsys: no terminal)
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    assert main(["predict", str(saved_classifier), str(text)]) == 0
+    assert "predict: 100%" in terminal.getvalue()
+
+
 def test_predict_refuses_an_output_that_would_replace_what_it_reads(tmp_path, capsys):
     """-o naming the input replaced the text with its predictions; -o naming a file of the
     saved model replaced that; a folder was named by its temporary file."""

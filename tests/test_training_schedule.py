@@ -96,6 +96,30 @@ def test_finetune_decays_on_a_plateau_of_its_held_out_text(tmp_path, capsys):
     assert json.loads((out / "train_config.json").read_text())["valid"] == [str(out / "adapt_heldout.txt")]
 
 
+def test_the_training_bar_is_drawn_on_a_terminal_only(tmp_path, monkeypatch, capsys):
+    """elmo train and finetune wrote their bar into a log file or pipe as well (an overnight
+    run's log grew by a redrawn bar ten times a second); log.jsonl records the run either way."""
+    import io
+    import sys
+
+    from elmo.cli import main
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    train_txt, _, vocab_txt = write_toy_corpus(tmp_path / "toy", n_train=40, n_heldout=5)
+    train(tiny_config(tmp_path / "base", train_txt, vocab_txt, max_steps=1))
+    argv = ["finetune", str(train_txt), "--from", str(tmp_path / "base" / "model"), "--max-steps", "1",
+            "--device", "cpu"]
+    assert main(argv + ["-o", str(tmp_path / "a")]) == 0
+    assert "step/s" not in capsys.readouterr().err and (tmp_path / "a" / "log.jsonl").is_file()
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    assert main(argv + ["-o", str(tmp_path / "b")]) == 0
+    assert "1/1" in terminal.getvalue()
+
+
 def test_training_decays_on_plateau_and_resume_continues_the_schedule(tmp_path):
     """A threshold no validation run can meet (99% better than the best) decays at every
     validation run after the first; a run stopped between them and resumed ends with the same

@@ -32,7 +32,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..io import utf8_error_where
+from ..io import text_lines, utf8_error_where
 from .probes import train_probe
 from .stats import chance_range
 from .vectors import embed_layers, unit_rows
@@ -53,10 +53,13 @@ class ContrastItem:
 def parse_pairs(text: str, source: str = "<text>") -> List[ContrastItem]:
     """Items of a tab-separated contrast file (see :mod:`.contrast_pairs` for the format)."""
     items = []
-    for n, line in enumerate(text.splitlines(), 1):
+    # lines end at \n only (str.splitlines also ends one at a form feed, U+2028, ...: a
+    # sentence holding one lost its other fields, and the lines after it were misnumbered)
+    lines = text_lines(text, lambda n, what: ValueError(f"{source}:{n}: {what}"))
+    for n, line in enumerate(lines, 1):
         if not line.strip() or line.lstrip().startswith("#"):
             continue
-        parts = line.rstrip("\n").split("\t")
+        parts = line.split("\t")
         if len(parts) != 6:
             raise ValueError(f"{source}:{n}: expected 6 tab-separated fields, got {len(parts)}")
         cat, a, b, target, la, lb = (p.strip() for p in parts)

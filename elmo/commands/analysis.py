@@ -60,7 +60,8 @@ def register(subparsers) -> None:
     p.add_argument("--index-dir", default=None, help="cache folder of the index "
                    "(default: indexes/ in the data cache)")
     p.add_argument("--no-glove", action="store_true", help="skip the GloVe neighbours")
-    p.add_argument("--batch-size", type=int, default=NEIGHBORS_BATCH_SIZE, help="sentences per biLM call")
+    p.add_argument("--batch-size", type=int, default=NEIGHBORS_BATCH_SIZE,
+                   help=f"sentences per biLM call (default {NEIGHBORS_BATCH_SIZE})")
     p.set_defaults(func=neighbors)
 
 

@@ -32,7 +32,7 @@ def register(subparsers) -> None:
 
     q = sub.add_parser("path", help="print the cache folder of a corpus",
                        description="Print the folder of a corpus (fetched or not).")
-    q.add_argument("name", metavar="NAME")
+    q.add_argument("name", metavar="NAME", help="a corpus name (see `elmo data list`)")
     q.set_defaults(func=data_path)
 
     q = sub.add_parser(

@@ -140,7 +140,8 @@ def embed(args: argparse.Namespace) -> int:
     keep_freed_memory()
     # --set tokenize=true/false: spelled as the option writes it in the stored command line
     cfg = replace(cfg, tokenize={True: "en", False: None}.get(cfg.tokenize, cfg.tokenize))
-    output = embed_file(args.input, args.output, config=cfg,
+    from . import progress_bar_wanted
+    output = embed_file(args.input, args.output, config=replace(cfg, progress=progress_bar_wanted(cfg.progress)),
                         command_line=command_line(args.input, args.output, cfg))
     if output is not None and cfg.progress:
         print(f"wrote {output}", file=sys.stderr)

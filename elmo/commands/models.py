@@ -33,7 +33,7 @@ def register(subparsers) -> None:
     q = sub.add_parser("path", help="print the local folder of a model",
                        description="Print the folder of a published model (downloading it first "
                                    "if needed), for tools that take a model folder.")
-    q.add_argument("name", metavar="NAME")
+    q.add_argument("name", metavar="NAME", help="a model name (see `elmo models list`)")
     q.set_defaults(func=models_path)
 
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])

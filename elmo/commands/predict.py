@@ -35,7 +35,8 @@ def register(subparsers) -> None:
     glove.add_argument("--no-glove", action="store_true",
                        help="look no word up in the model's GloVe: words outside its vocabulary "
                             "get <unk>, as in models saved before the GloVe was recorded")
-    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--batch-size", type=int, default=64,
+                   help="texts per model call (default 64)")
     p.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=predict)
@@ -176,7 +177,8 @@ def _predict(args: argparse.Namespace, output: Optional[str]) -> int:
         texts = lines
     tokenize = args.tokenize or model.saved.config["tokenize"]
     examples = to_examples(texts, kind, tokenize)
-    labels = predict_examples(model, examples, args.batch_size, progress=not args.quiet)
+    from . import progress_bar_wanted
+    labels = predict_examples(model, examples, args.batch_size, progress=progress_bar_wanted(not args.quiet))
     _note_empty(args.input, examples, fmt, spec.token_labels)
     reads = [model.saved.read(ex) for ex in examples]
     _note_cut(args.input, examples, reads, model.saved, fmt, spec.token_labels)

@@ -61,7 +61,7 @@ def register(subparsers) -> None:
     r = subparsers.add_parser(
         "experiment-report", help="write an experiment's results.md and plots again from its results.json",
         description="Recompute the summary of stored `elmo experiment` results with this version "
-                    "(e.g. the gains' 95%% intervals) and write results.md and the plots again. "
+                    "(e.g. the gains' 95% intervals) and write results.md and the plots again. "
                     "Nothing is trained; the runs, machine and times stay as recorded.")
     r.add_argument("results", nargs="+", help="results folders (or their results.json)")
     r.set_defaults(func=experiment_report)

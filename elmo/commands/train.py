@@ -73,7 +73,8 @@ def register(subparsers) -> None:
     b.add_argument("corpus", nargs="+", help="files, globs or folders; one tokenized sentence a line; .gz ok")
     b.add_argument("--output", "-o", required=True, help="vocabulary file to write")
     b.add_argument("--min-count", type=int, default=1, help="drop words seen fewer times (default 1)")
-    b.add_argument("--max-size", type=int, help="at most this many entries, specials included")
+    b.add_argument("--max-size", type=int,
+                   help="at most this many entries, specials included (default: no limit)")
     b.add_argument("--counts", help="where to write word<TAB>count (default: OUTPUT with .counts.tsv, where "
                                     "elmo train --vocab OUTPUT finds them; elsewhere, give train --vocab COUNTS)")
     b.set_defaults(func=vocab_build)
@@ -124,8 +125,9 @@ def register(subparsers) -> None:
     p.add_argument("--carry-state", action="store_true",
                    help="read the text as one stream, sentence after sentence, the LSTM state carried "
                         "through it (the sentences' order matters) instead of each sentence from a zero state")
-    p.add_argument("--device", default="auto")
-    p.add_argument("--threads", type=int)
+    p.add_argument("--device", default="auto",
+                   help="cpu, cuda, cuda:N or auto (CUDA when present) (default auto)")
+    p.add_argument("--threads", type=int, help="CPU threads for torch (default: torch's choice)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=perplexity)
 
@@ -136,7 +138,7 @@ def register(subparsers) -> None:
                                           "pip install 'elmo-pytorch[plots]').")
     p.add_argument("log", nargs="+", help="log.jsonl files (or run folders)")
     p.add_argument("--output", "-o", required=True, help="PNG file to write")
-    p.add_argument("--title", default=None)
+    p.add_argument("--title", default=None, help="a title above the plots (default: none)")
     p.set_defaults(func=plot_curve)
 
 
@@ -187,6 +189,15 @@ def vocab_build(args) -> int:
     if "note" in info:
         print(f"note: {info['note']}", file=sys.stderr)
     return 0
+
+
+def _bar_on_a_terminal_only(cfg):
+    """The run's settings with the progress bar off unless stderr is a terminal (see
+    :func:`elmo.commands.progress_bar_wanted`; log.jsonl records the run either way)."""
+    from dataclasses import replace
+
+    from . import progress_bar_wanted
+    return replace(cfg, progress=progress_bar_wanted(cfg.progress))
 
 
 def _run_job(command: str, job) -> int:
@@ -245,6 +256,7 @@ def train(args) -> int:
     _refuse_shape_with_from(cfg)
     if print_config_and_exit(with_recipe_defaults(cfg), args):   # (the values the run would take)
         return 0
+    cfg = _bar_on_a_terminal_only(cfg)
     return _run_job("train", lambda: run(cfg))
 
 
@@ -270,6 +282,7 @@ def finetune(args) -> int:
     _refuse_shape_with_from(cfg)
     if print_config_and_exit(with_recipe_defaults(cfg), args):   # (the values the run would take)
         return 0
+    cfg = _bar_on_a_terminal_only(cfg)
     return _run_job("finetune", lambda: run(cfg, heldout=args.heldout, heldout_every=heldout_every))
 
 
