@@ -238,33 +238,6 @@ def _onednn_packing_available() -> bool:
         return False
 
 
-@_probe
-def _onednn_fused_add_available() -> bool:
-    """Whether this PyTorch's oneDNN adds a matrix to a product with a laid-out weight in the
-    same pass (the internal ``_linear_pointwise.binary`` with "add"), tried once on a small
-    product and compared with ``F.linear`` plus the matrix."""
-    if not _onednn_packing_available() or not hasattr(torch.ops.mkldnn._linear_pointwise, "binary"):
-        return False
-    try:
-        gen = torch.Generator().manual_seed(0)
-        x, w, other = torch.randn(5, 24, generator=gen), torch.randn(7, 24, generator=gen), torch.randn(5, 7, generator=gen)
-        packed = torch.ops.mkldnn._reorder_linear_weight(w, PACK_ROWS)
-        got = torch.ops.mkldnn._linear_pointwise.binary(x, other, packed, None, "add")
-        return got.shape == (5, 7) and bool(torch.allclose(got, F.linear(x, w) + other, rtol=1e-4, atol=1e-5))
-    except (AttributeError, RuntimeError, TypeError, ValueError):
-        return False
-
-
-def onednn_mm_add(a: torch.Tensor, b_t: torch.Tensor, addend: torch.Tensor) -> torch.Tensor:
-    """``addend + a @ b_t.T`` through oneDNN: a (M, K), b_t (N, K) laid out by
-    :func:`pack_for_onednn`, addend (M, N) contiguous -> (M, N). The addition runs in the
-    product's own pass where this PyTorch can (it then costs about 5% of the product, against
-    20% as a separate addition: 32 x 128 -> 4096 on a Zen 4), else after it. No autograd."""
-    if a.shape[0] and a.shape[1] and _onednn_fused_add_available():
-        return torch.ops.mkldnn._linear_pointwise.binary(a, addend, b_t, None, "add")
-    return onednn_mm(a, b_t).add_(addend)
-
-
 def recurrent_packed(x: torch.Tensor) -> bool:
     """Whether per-step products of ``x`` (D, M, K) that :func:`recurrent_in_onednn` sends to
     oneDNN read the weights in oneDNN's layout (:func:`pack_for_onednn`): for float32 and two

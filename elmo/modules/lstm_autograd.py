@@ -35,7 +35,7 @@ import torch.nn.functional as F
 from torch.autograd.function import once_differentiable
 
 from .autocast import autocast_dtype
-from .dense import onednn_mm, onednn_mm_add, pack_for_onednn, rows_rounded, training_products_in_onednn
+from .dense import training_products_in_onednn, onednn_mm, pack_for_onednn, rows_rounded
 
 
 def _clip_mask(x: torch.Tensor, clip: float, out: torch.Tensor) -> None:
@@ -77,7 +77,10 @@ class _LayerProducts:
         h (D, bs, P), u_t the slots' rows of :meth:`input_products`."""
         if not self.onednn:
             return torch.baddbmm(gate_inputs[:, s], h, self.weight_hh)
-        return torch.stack([onednn_mm_add(h[d], packed, gate_inputs[d][s]) for d, packed in enumerate(self.packed_hh)])
+        out = h.new_empty(h.shape[0], h.shape[1], self.weight_hh.shape[2])
+        for d, packed in enumerate(self.packed_hh):
+            torch.add(gate_inputs[d][s], onednn_mm(h[d], packed), out=out[d])
+        return out
 
     def weight_grad(self, a: torch.Tensor, d_gates: torch.Tensor) -> torch.Tensor:
         """a (D, rows, K), d_gates (D, rows, 4H) -> a^T d_gates (D, K, 4H), the gradient of a
