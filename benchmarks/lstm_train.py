@@ -6,7 +6,7 @@ Both directions of one layer of the small configuration (1024 cells, projection 
 128, clips 3), 32 rows x 20 steps: ``elmo.modules.lstm.run_lstm_layer`` with autograd
 recording every step, against ``elmo.modules.lstm_autograd.run_lstm_layer_autograd`` (the
 sequence as one autograd function). Where that runs its products through oneDNN
-(``elmo.modules.dense.training_products_in_onednn``: float32 on AMD's CPUs with AVX-512), the row
+(``elmo.modules.dense.lstm_training_in_onednn``: float32 on AMD's CPUs with AVX-512), the row
 ``fast-mkl`` times it with PyTorch's products instead. Timed in alternating rounds in one
 process (A B C, then C B A); the ratio is of medians. All are checked to give the same
 gradients first.
@@ -41,15 +41,15 @@ def main() -> None:
     sizes = [rows] * steps
 
     def step(name):
-        run, dense.TRAINING_ONEDNN = impls[name]
+        run, dense.LSTM_TRAINING_ONEDNN = impls[name]
         w_ih, bias, w_hh, w_proj = params
         out, _ = run(x, w_ih, bias, sizes, w_hh, w_proj, state, 3.0, 3.0)
         grads = torch.autograd.grad(out.square().sum(), params)
-        dense.TRAINING_ONEDNN = True
+        dense.LSTM_TRAINING_ONEDNN = True
         return grads
 
     impls = {"per-step": (run_lstm_layer, True), "fast": (run_lstm_layer_autograd, True)}
-    if dense.training_products_in_onednn(x):
+    if dense.lstm_training_in_onednn(x):
         impls["fast-mkl"] = (run_lstm_layer_autograd, False)
     reference = step("per-step")
     worst = max(float((a - b).abs().max() / b.abs().max()) for name in list(impls)[1:]

@@ -180,26 +180,23 @@ def recurrent_in_onednn(x: torch.Tensor, weight: torch.Tensor) -> bool:
     return onednn_wanted(x, bf16=True)
 
 
-#: Whether the training products that :func:`training_products_in_onednn` names may go
-#: through oneDNN (benchmarks switch it off to time PyTorch's there).
-TRAINING_ONEDNN = True
+#: Whether the LSTM's training products may go through oneDNN where
+#: :func:`lstm_training_in_onednn` would use it (benchmarks switch it off to time MKL's).
+LSTM_TRAINING_ONEDNN = True
 
 
-def training_products_in_onednn(x: torch.Tensor) -> bool:
-    """Whether the training step's products with ``x`` go through oneDNN: the LSTM's
-    (:mod:`elmo.modules.lstm_autograd`: its input products, the forward's per-step products
-    with W_hh and the two gate weight gradients; ``x`` the (D, N, I) input) and the two
-    gradient products of the sampled softmax (:mod:`elmo.modules.softmax`; ``x`` the hidden
-    states), beside the products that :func:`onednn_wanted` sends there in any case.
+def lstm_training_in_onednn(x: torch.Tensor) -> bool:
+    """Whether a training step of the LSTM (:mod:`elmo.modules.lstm_autograd`) runs its input
+    products, its forward per-step products with W_hh and its two gate weight gradients
+    through oneDNN, for ``x`` its (D, N, I) input.
 
     They do for float32 where :func:`onednn_wanted` says so (by default AMD's CPUs) and the CPU
     has AVX-512. There oneDNN's kernels use it and MKL's generic path does not: on a Zen 4,
-    one layer's training step of the small model ran 1.xx times as fast, and the softmax's
-    gradient products 1.xx (benchmarks/RESULTS.md). On the AVX2-only Zen 3 the LSTM's products
-    ran at about MKL's speed or slower there (weight gradients with small outputs and long
-    sums 0.4 to 0.8 times as fast), so there, and on Intel's CPUs, MKL keeps them.
+    one layer's training step of the small model ran 1.xx times as fast (benchmarks/RESULTS.md).
+    On the AVX2-only Zen 3 these products ran at about MKL's speed or slower (the weight
+    gradients 0.4 to 0.8 times as fast), so there, and on Intel's CPUs, MKL keeps them.
     ``BACKEND = "onednn"`` sends them to oneDNN on any CPU."""
-    if not TRAINING_ONEDNN or x.dtype != torch.float32 or not onednn_wanted(x):
+    if not LSTM_TRAINING_ONEDNN or x.dtype != torch.float32 or not onednn_wanted(x):
         return False
     return BACKEND == "onednn" or "avx512f" in cpu_flags()
 

@@ -19,7 +19,7 @@ h_t and c_t), and then computes each weight's gradient over all time steps as on
 matrix multiply: dW_ih = X^T dG, dW_hh = H_prev^T dG and dW_proj = M^T dH.
 
 The products run in PyTorch's kernels (MKL on x86), or where
-:func:`~elmo.modules.dense.training_products_in_onednn` says so (float32 on AMD's CPUs with
+:func:`~elmo.modules.dense.lstm_training_in_onednn` says so (float32 on AMD's CPUs with
 AVX-512) the input products, the forward's per-step products with W_hh and the two gate
 weight gradients run in oneDNN's (:class:`_LayerProducts`).
 
@@ -35,7 +35,7 @@ import torch.nn.functional as F
 from torch.autograd.function import once_differentiable
 
 from .autocast import autocast_dtype
-from .dense import training_products_in_onednn, onednn_mm, pack_for_onednn, rows_rounded
+from .dense import lstm_training_in_onednn, onednn_mm, pack_for_onednn, rows_rounded
 
 
 def _clip_mask(x: torch.Tensor, clip: float, out: torch.Tensor) -> None:
@@ -55,7 +55,7 @@ class _LayerProducts:
     """
 
     def __init__(self, x: torch.Tensor, weight_ih: torch.Tensor, weight_hh: torch.Tensor):
-        self.onednn = training_products_in_onednn(x)
+        self.onednn = lstm_training_in_onednn(x)
         self.weight_ih, self.weight_hh = weight_ih, weight_hh
         self.rows = rows_rounded(x.shape[1]) if self.onednn else x.shape[1]
         # W_hh of each direction laid out once in oneDNN's format: every forward step reads it

@@ -33,7 +33,7 @@ from torch import nn
 from torch.autograd.function import once_differentiable
 
 from .autocast import autocast_dtype
-from .dense import onednn_mm, onednn_wanted, training_products_in_onednn
+from .dense import onednn_mm, onednn_wanted
 
 
 class LogUniformSampler:
@@ -205,7 +205,6 @@ class _SampledLoss(torch.autograd.Function):
         d_weight = torch.zeros_like(weight)
         d_bias = torch.zeros(weight.shape[0], device=weight.device)
         buffer = None
-        onednn = training_products_in_onednn(hidden)
         for (lo, hi), exp_neg in zip(zip(ctx.bounds[:-1], ctx.bounds[1:]), exps):
             if buffer is None or buffer.shape != exp_neg.shape:
                 buffer = torch.empty_like(exp_neg)
@@ -213,12 +212,8 @@ class _SampledLoss(torch.autograd.Function):
             d_neg = torch.mul(exp_neg, scale[lo:hi, None], out=buffer)       # (c, S) float32
             d_bias += d_neg.sum(dim=0)
             d_neg = d_neg.to(hidden.dtype)          # the products in the forward's dtype
-            if onednn:  # d_weight as (D, S) = hidden^T d_neg^T: oneDNN's faster form of it
-                d_hidden[lo:hi] = onednn_mm(d_neg, weight.t())
-                d_weight += onednn_mm(hidden[lo:hi].t(), d_neg.t()).t()
-            else:
-                torch.mm(d_neg, weight, out=d_hidden[lo:hi])
-                d_weight.addmm_(d_neg.t(), hidden[lo:hi])
+            torch.mm(d_neg, weight, out=d_hidden[lo:hi])
+            d_weight.addmm_(d_neg.t(), hidden[lo:hi])
         d_true = grad * (torch.exp(-loss) - 1)          # p_true = exp(-loss)
         return d_hidden, d_weight, d_bias.to(weight.dtype), d_true, None, None, None
 
