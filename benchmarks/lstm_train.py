@@ -5,11 +5,8 @@
 Both directions of one layer of the small configuration (1024 cells, projection 128, input
 128, clips 3), 32 rows x 20 steps: ``elmo.modules.lstm.run_lstm_layer`` with autograd
 recording every step, against ``elmo.modules.lstm_autograd.run_lstm_layer_autograd`` (the
-sequence as one autograd function). Where that runs its products through oneDNN
-(``elmo.modules.dense.lstm_training_in_onednn``: float32 on AMD's CPUs with AVX-512), the row
-``fast-mkl`` times it with PyTorch's products instead. Timed in alternating rounds in one
-process (A B C, then C B A); the ratio is of medians. All are checked to give the same
-gradients first.
+sequence as one autograd function). Timed in alternating rounds in one process; the ratio is of
+medians. Both are checked to give the same gradients first.
 """
 from __future__ import annotations
 
@@ -22,8 +19,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.common import benchmark_parser, machine_line, parse_args  # noqa: E402
-from elmo.modules import dense  # noqa: E402
+from benchmarks.common import benchmark_parser, parse_args  # noqa: E402
 from elmo.modules.lstm import run_lstm_layer  # noqa: E402
 from elmo.modules.lstm_autograd import run_lstm_layer_autograd  # noqa: E402
 
@@ -40,37 +36,27 @@ def main() -> None:
     state = (torch.zeros(d, rows, hid), torch.zeros(d, rows, proj))
     sizes = [rows] * steps
 
-    def step(name):
-        run, dense.LSTM_TRAINING_ONEDNN = impls[name]
+    def step(run):
         w_ih, bias, w_hh, w_proj = params
         out, _ = run(x, w_ih, bias, sizes, w_hh, w_proj, state, 3.0, 3.0)
-        grads = torch.autograd.grad(out.square().sum(), params)
-        dense.LSTM_TRAINING_ONEDNN = True
-        return grads
+        return torch.autograd.grad(out.square().sum(), params)
 
-    impls = {"per-step": (run_lstm_layer, True), "fast": (run_lstm_layer_autograd, True)}
-    if dense.lstm_training_in_onednn(x):
-        impls["fast-mkl"] = (run_lstm_layer_autograd, False)
-    reference = step("per-step")
-    worst = max(float((a - b).abs().max() / b.abs().max()) for name in list(impls)[1:]
-                for a, b in zip(step(name), reference))
-    print(f"{machine_line()}; layer 2 x {rows} x {steps}, {hid} cells, projection {proj}; "
+    impls = {"per-step": run_lstm_layer, "fast": run_lstm_layer_autograd}
+    worst = max(float((a - b).abs().max() / b.abs().max())
+                for a, b in zip(step(impls["fast"]), step(impls["per-step"])))
+    print(f"{args.threads} threads; layer 2 x {rows} x {steps}, {hid} cells, projection {proj}; "
           f"worst relative gradient difference {worst:.1e}")
-    names = list(impls)
-    times = {name: [] for name in names}
-    for r in range(args.rounds):
-        for name in (names if r % 2 == 0 else names[::-1]):
+    times = {name: [] for name in impls}
+    for _ in range(args.rounds):
+        for name, run in impls.items():
             t = time.perf_counter()
-            step(name)
+            step(run)
             times[name].append(time.perf_counter() - t)
     base = statistics.median(times["per-step"])
-    for name in names:
+    for name in impls:
         med = statistics.median(times[name])
         print(f"{name:>9}: {med * 1e3:8.1f} ms  {base / med:.2f}x")
-    if "fast-mkl" in impls:
-        rounds = sorted(m / o for m, o in zip(times["fast-mkl"], times["fast"]))
-        print(f"fast against fast-mkl: {statistics.median(times['fast-mkl']) / statistics.median(times['fast']):.2f}x "
-              f"(per round {rounds[0]:.2f} to {rounds[-1]:.2f})")
+
 
 if __name__ == "__main__":
     main()

@@ -170,13 +170,6 @@ def cpu_vendor(cpuinfo: Union[str, Path] = "/proc/cpuinfo") -> str:
     return _first_processor(cpuinfo).get("vendor_id") or "unknown"
 
 
-@functools.lru_cache(maxsize=None)
-def cpu_flags(cpuinfo: Union[str, Path] = "/proc/cpuinfo") -> frozenset:
-    """The instruction-set flags of the first processor in ``cpuinfo`` on Linux ("avx2",
-    "avx512f", ...); elsewhere, or when the file lists none, an empty set."""
-    return frozenset(_first_processor(cpuinfo).get("flags", "").split())
-
-
 def machine_description() -> Dict[str, object]:
     """What a measurement ran on, for results files and benchmark headers: the CPU model, the
     vector instructions torch's kernels use on it (``ATEN_CPU_CAPABILITY`` lowers them), the

@@ -8,7 +8,6 @@ import pytest
 import torch
 
 from elmo.config import LSTMConfig
-from elmo.modules import dense, lstm_autograd
 from elmo.modules import lstm as lstm_module
 from elmo.modules.lstm import BiLSTMStack, Packing, run_lstm_layer
 from elmo.modules.lstm_autograd import LSTMSequence, run_lstm_layer_autograd
@@ -61,13 +60,13 @@ def test_fast_path_equals_autograd_through_the_plain_steps(lengths, clip):
 def test_gradcheck_by_finite_differences():
     """Independent of the per-step path: numerical gradients of the function itself."""
     args = _inputs([4, 2, 2], seed=3, scale=0.5)
+    gates = torch.baddbmm(args["bias"], args["layer_input"], args["weight_ih"]).detach().requires_grad_()
     c0, h0 = args["state"]
 
-    def f(x, w_ih, bias, w_hh, w_proj, c0, h0):
-        return LSTMSequence.apply(x, w_ih, bias, w_hh, w_proj, c0, h0, tuple(args["batch_sizes"]), 5.0, 5.0)
+    def f(gates, w_hh, w_proj, c0, h0):
+        return LSTMSequence.apply(gates, w_hh, w_proj, c0, h0, tuple(args["batch_sizes"]), 5.0, 5.0)
 
-    assert torch.autograd.gradcheck(f, (args["layer_input"], args["weight_ih"], args["bias"], args["weight_hh"],
-                                        args["weight_proj"], c0, h0))
+    assert torch.autograd.gradcheck(f, (gates, args["weight_hh"], args["weight_proj"], c0, h0))
 
 
 def _boundary_args():
@@ -177,44 +176,3 @@ def test_under_bf16_autocast_the_fast_path_runs_in_bf16_and_matches(monkeypatch)
         for g, e in zip(grads, exact_grads):
             assert g.dtype == e.dtype == torch.float32  # the parameters' gradients stay float32
             assert float((g - e).norm() / e.norm()) < 0.05, name
-
-
-def _float32(args):
-    return {k: (tuple(t.detach().float().requires_grad_() for t in v) if k == "state" else
-                v if k == "batch_sizes" else v.detach().float().requires_grad_()) for k, v in args.items()}
-
-
-@pytest.mark.skipif(not dense._onednn_linear_available(), reason="this PyTorch has no oneDNN")
-@pytest.mark.parametrize("lengths", [[5, 5, 5], [7, 3, 3, 1, 0]])
-def test_products_through_onednn_equal_autograd_through_the_plain_steps(monkeypatch, lengths):
-    """float32 with oneDNN's products (forced on any CPU): the input products over rows
-    rounded up with zero rows (13 and 15 packed slots here), the per-step products with the
-    laid-out W_hh, the weight gradients; equal to the per-step path up to float32 rounding."""
-    monkeypatch.setattr(dense, "BACKEND", "onednn")
-    calls = []
-    original = lstm_autograd.onednn_mm
-    monkeypatch.setattr(lstm_autograd, "onednn_mm", lambda *a: calls.append(a[0].shape) or original(*a))
-    args = _float32(_inputs(lengths, seed=7, scale=0.8))
-    (ref_out, ref_grads), (out, grads) = _run_both(args, 0.4, 0.4)
-    assert calls and calls[0][0] == 32   # the input products' rows, rounded up
-    for a, b in zip(out, ref_out):
-        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
-    for a, b in zip(grads, ref_grads):
-        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
-
-
-def test_onednn_takes_the_training_products_only_for_float32_on_avx512_or_when_asked(monkeypatch):
-    x32, x64 = torch.zeros(2, 3, 4), torch.zeros(2, 3, 4, dtype=torch.float64)
-    monkeypatch.setattr(dense, "onednn_wanted", lambda x, bf16=False: True)
-    monkeypatch.setattr(dense, "BACKEND", "auto")
-    monkeypatch.setattr(dense, "cpu_flags", lambda: frozenset({"avx2", "avx512f"}))
-    assert dense.lstm_training_in_onednn(x32) and not dense.lstm_training_in_onednn(x64)
-    monkeypatch.setattr(dense, "cpu_flags", lambda: frozenset({"avx2"}))   # as on a Zen 3
-    assert not dense.lstm_training_in_onednn(x32)
-    monkeypatch.setattr(dense, "BACKEND", "onednn")
-    assert dense.lstm_training_in_onednn(x32)
-    monkeypatch.setattr(dense, "LSTM_TRAINING_ONEDNN", False)
-    assert not dense.lstm_training_in_onednn(x32)
-    monkeypatch.setattr(dense, "LSTM_TRAINING_ONEDNN", True)
-    monkeypatch.setattr(dense, "onednn_wanted", lambda x, bf16=False: False)  # e.g. an Intel CPU, or CUDA
-    assert not dense.lstm_training_in_onednn(x32)

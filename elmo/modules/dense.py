@@ -49,7 +49,7 @@ import torch
 import torch.nn.functional as F
 from torch.autograd.function import once_differentiable
 
-from ..runtime import cpu_flags, cpu_vendor
+from ..runtime import cpu_vendor
 from .autocast import autocast_dtype, autocast_on
 
 #: "auto", "onednn" or "default"; see the module's docstring.
@@ -178,27 +178,6 @@ def recurrent_in_onednn(x: torch.Tensor, weight: torch.Tensor) -> bool:
     if torch.is_grad_enabled() and (x.requires_grad or weight.requires_grad):
         return False
     return onednn_wanted(x, bf16=True)
-
-
-#: Whether the LSTM's training products may go through oneDNN where
-#: :func:`lstm_training_in_onednn` would use it (benchmarks switch it off to time MKL's).
-LSTM_TRAINING_ONEDNN = True
-
-
-def lstm_training_in_onednn(x: torch.Tensor) -> bool:
-    """Whether a training step of the LSTM (:mod:`elmo.modules.lstm_autograd`) runs its input
-    products, its forward per-step products with W_hh and its two gate weight gradients
-    through oneDNN, for ``x`` its (D, N, I) input.
-
-    They do for float32 where :func:`onednn_wanted` says so (by default AMD's CPUs) and the CPU
-    has AVX-512. There oneDNN's kernels use it and MKL's generic path does not: on a Zen 4,
-    one layer's training step of the small model ran 1.xx times as fast (benchmarks/RESULTS.md).
-    On the AVX2-only Zen 3 these products ran at about MKL's speed or slower (the weight
-    gradients 0.4 to 0.8 times as fast), so there, and on Intel's CPUs, MKL keeps them.
-    ``BACKEND = "onednn"`` sends them to oneDNN on any CPU."""
-    if not LSTM_TRAINING_ONEDNN or x.dtype != torch.float32 or not onednn_wanted(x):
-        return False
-    return BACKEND == "onednn" or "avx512f" in cpu_flags()
 
 
 def per_direction_mm(a: torch.Tensor, b_t: Union[torch.Tensor, Sequence[torch.Tensor]]) -> torch.Tensor:

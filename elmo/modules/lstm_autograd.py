@@ -7,8 +7,7 @@ The same recurrence as :func:`elmo.modules.lstm.run_lstm_layer`, for D direction
     m_t = a_o * tanh(c_t)
     h_t = clip(m_t W_proj, proj_clip)
 
-where u_t = x_t W_ih + b, the input products and bias, are computed for all steps in one
-multiply before the recurrence.
+where u_t (the input products and bias) is computed outside, for all steps in one multiply.
 
 Why: through autograd, every step of every layer records about 20 small operations, and the
 backward accumulates the weight gradients one step at a time (a small product and an
@@ -16,12 +15,7 @@ addition per step and weight). Here the forward runs without recording and keeps
 backward needs (the activations a_t, c_t, tanh(c_t), m_t and the clip masks); the backward
 runs the recurrence once, step by step, for the gradients that must be sequential (those of
 h_t and c_t), and then computes each weight's gradient over all time steps as one batched
-matrix multiply: dW_ih = X^T dG, dW_hh = H_prev^T dG and dW_proj = M^T dH.
-
-The products run in PyTorch's kernels (MKL on x86), or where
-:func:`~elmo.modules.dense.lstm_training_in_onednn` says so (float32 on AMD's CPUs with
-AVX-512) the input products, the forward's per-step products with W_hh and the two gate
-weight gradients run in oneDNN's (:class:`_LayerProducts`).
+matrix multiply: dW_hh = H_prev^T dG and dW_proj = M^T dH.
 
 Gradient conventions are those of autograd through the plain formula: sigmoid'(x) = y (1 - y),
 tanh'(x) = 1 - y^2, and clamp passes the gradient where lo <= x <= hi (boundaries included).
@@ -31,11 +25,9 @@ from __future__ import annotations
 from typing import List, Optional, Sequence, Tuple
 
 import torch
-import torch.nn.functional as F
 from torch.autograd.function import once_differentiable
 
 from .autocast import autocast_dtype
-from .dense import lstm_training_in_onednn, onednn_mm, pack_for_onednn, rows_rounded
 
 
 def _clip_mask(x: torch.Tensor, clip: float, out: torch.Tensor) -> None:
@@ -44,63 +36,13 @@ def _clip_mask(x: torch.Tensor, clip: float, out: torch.Tensor) -> None:
     torch.le(x.abs(), clip, out=out)
 
 
-class _LayerProducts:
-    """The matrix products of one layer's training step, in PyTorch's kernels or oneDNN's.
-
-    weight_ih (D, I, 4H) and weight_hh (D, P, 4H) are transposed views of the stored
-    (D, 4H, I) and (D, 4H, P) parameters. oneDNN builds a kernel for every shape it meets, so
-    its products over all N packed slots run over N rounded up to ``dense.ROW_MULTIPLE``
-    (:attr:`rows`; zero rows: their outputs are dropped and they add nothing to a gradient);
-    the per-step products have at most the batch's row count anyway.
-    """
-
-    def __init__(self, x: torch.Tensor, weight_ih: torch.Tensor, weight_hh: torch.Tensor):
-        self.onednn = lstm_training_in_onednn(x)
-        self.weight_ih, self.weight_hh = weight_ih, weight_hh
-        self.rows = rows_rounded(x.shape[1]) if self.onednn else x.shape[1]
-        # W_hh of each direction laid out once in oneDNN's format: every forward step reads it
-        self.packed_hh = [pack_for_onednn(w.t()) for w in weight_hh] if self.onednn else []
-
-    def padded(self, t: torch.Tensor) -> torch.Tensor:
-        """t (D, N, .) -> (D, rows, .): t, then zero rows (t itself where none are needed)."""
-        return t if t.shape[1] == self.rows else F.pad(t, (0, 0, 0, self.rows - t.shape[1]))
-
-    def input_products(self, x: torch.Tensor, bias: torch.Tensor):
-        """x (D, rows, I) (see :meth:`padded`), bias (D, 1, 4H) -> x W_ih + b of every packed
-        slot: one (D, rows, 4H) tensor, or with oneDNN a (rows, 4H) tensor per direction."""
-        if not self.onednn:
-            return torch.baddbmm(bias, x, self.weight_ih)
-        return [onednn_mm(x[d], self.weight_ih[d].t(), bias[d, 0]) for d in range(x.shape[0])]
-
-    def gates(self, gate_inputs, s: slice, h: torch.Tensor) -> torch.Tensor:
-        """The gates' pre-activations of the packed slots ``s``: (D, bs, 4H) = u_t + h W_hh,
-        h (D, bs, P), u_t the slots' rows of :meth:`input_products`."""
-        if not self.onednn:
-            return torch.baddbmm(gate_inputs[:, s], h, self.weight_hh)
-        out = h.new_empty(h.shape[0], h.shape[1], self.weight_hh.shape[2])
-        for d, packed in enumerate(self.packed_hh):
-            torch.add(gate_inputs[d][s], onednn_mm(h[d], packed), out=out[d])
-        return out
-
-    def weight_grad(self, a: torch.Tensor, d_gates: torch.Tensor) -> torch.Tensor:
-        """a (D, rows, K), d_gates (D, rows, 4H) -> a^T d_gates (D, K, 4H), the gradient of a
-        weight that multiplies a into the gates (W_ih with the inputs, W_hh with h_{t-1})."""
-        if not self.onednn:
-            # computed transposed and handed back as a transposed view: autograd's transpose
-            # turns it back into a gradient laid out as the parameter (no copy when accumulating)
-            return torch.bmm(d_gates.transpose(1, 2), a).transpose(1, 2)
-        # (K, 4H) = a^T d_gates is oneDNN's fast form here; the other ran 0.6 times as fast
-        return torch.stack([onednn_mm(a[d].t(), d_gates[d].t()) for d in range(a.shape[0])])
-
-
 class LSTMSequence(torch.autograd.Function):
     """D directions of one LSTM-with-projection layer over packed sequences.
 
-    forward(layer_input, weight_ih, bias, weight_hh, weight_proj, c0, h0, batch_sizes, cell_clip,
-    proj_clip):
-        layer_input: (D, N, I), packed time-major (see :class:`elmo.modules.lstm.Packing`).
-        weight_ih: (D, I, 4H). bias: (D, 1, 4H) (forget +1 included). weight_hh: (D, P, 4H).
-        weight_proj: (D, H, P).
+    forward(gate_inputs, weight_hh, weight_proj, c0, h0, batch_sizes, cell_clip, proj_clip):
+        gate_inputs: (D, N, 4H) input products plus bias (forget +1 included), packed
+            time-major (see :class:`elmo.modules.lstm.Packing`).
+        weight_hh: (D, P, 4H). weight_proj: (D, H, P).
         c0: (D, B, H), h0: (D, B, P) initial state in sorted row order.
         batch_sizes: rows running at each step (non-increasing, sums to N, first <= B).
         cell_clip, proj_clip: floats or None.
@@ -110,23 +52,18 @@ class LSTMSequence(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, layer_input, weight_ih, bias, weight_hh, weight_proj, c0, h0,
-                batch_sizes: Sequence[int], cell_clip: Optional[float], proj_clip: Optional[float]):
-        products = _LayerProducts(layer_input, weight_ih, weight_hh)
-        x = products.padded(layer_input)
-        gate_inputs = products.input_products(x, bias)
-        d, n, _ = layer_input.shape
-        four_h = weight_ih.shape[2]
+    def forward(ctx, gate_inputs, weight_hh, weight_proj, c0, h0, batch_sizes: Sequence[int],
+                cell_clip: Optional[float], proj_clip: Optional[float]):
+        d, n, four_h = gate_inputs.shape
         hid = four_h // 4
         proj = weight_proj.shape[2]
-        new = layer_input.new_empty
-        acts = new(d, n, four_h)   # sigmoid(i), tanh(j), sigmoid(f), sigmoid(o)
-        cells = new(d, n, hid)     # c_t after the clip
-        tanh_c = new(d, n, hid)
-        cell_out = new(d, n, hid)  # m_t = sigmoid(o) * tanh(c_t)
-        hs = new(d, n, proj)       # h_t after the clip: the outputs
-        c_mask = new(d, n, hid, dtype=torch.bool) if cell_clip is not None else None
-        h_mask = new(d, n, proj, dtype=torch.bool) if proj_clip is not None else None
+        acts = gate_inputs.new_empty(d, n, four_h)   # sigmoid(i), tanh(j), sigmoid(f), sigmoid(o)
+        cells = gate_inputs.new_empty(d, n, hid)     # c_t after the clip
+        tanh_c = gate_inputs.new_empty(d, n, hid)
+        cell_out = gate_inputs.new_empty(d, n, hid)  # m_t = sigmoid(o) * tanh(c_t)
+        hs = gate_inputs.new_empty(d, n, proj)       # h_t after the clip: the outputs
+        c_mask = gate_inputs.new_empty(d, n, hid, dtype=torch.bool) if cell_clip is not None else None
+        h_mask = gate_inputs.new_empty(d, n, proj, dtype=torch.bool) if proj_clip is not None else None
         c, h = c0, h0
         finished_c: List[torch.Tensor] = []
         finished_h: List[torch.Tensor] = []
@@ -137,7 +74,7 @@ class LSTMSequence(torch.autograd.Function):
                 finished_h.append(h[:, bs:])
                 c, h = c[:, :bs], h[:, :bs]
             s = slice(offset, offset + bs)
-            gates = products.gates(gate_inputs, s, h)                      # (D, bs, 4H)
+            gates = torch.baddbmm(gate_inputs[:, s], h, weight_hh)        # (D, bs, 4H)
             a = acts[:, s]
             torch.sigmoid(gates, out=a)
             torch.tanh(gates[..., hid:2 * hid], out=a[..., hid:2 * hid])
@@ -164,25 +101,20 @@ class LSTMSequence(torch.autograd.Function):
         c_final = torch.cat(finished_c[::-1], dim=1)
         h_final = torch.cat(finished_h[::-1], dim=1)
         ctx.batch_sizes = list(batch_sizes)
-        products.packed_hh = []  # the backward multiplies by the stored W_hh: free the copy now
-        ctx.products = products
-        ctx.save_for_backward(x, weight_ih, weight_hh, weight_proj, c0, h0, acts, cells, tanh_c, cell_out,
-                              hs, c_mask, h_mask)
+        ctx.save_for_backward(weight_hh, weight_proj, c0, h0, acts, cells, tanh_c, cell_out, hs,
+                              c_mask, h_mask)
         return hs, c_final, h_final
 
     @staticmethod
     @once_differentiable  # the backward is written out: a second derivative raises, not lies
     def backward(ctx, grad_out, grad_c_final, grad_h_final):
-        x, weight_ih, weight_hh, weight_proj, c0, h0, acts, cells, tanh_c, cell_out, hs, c_mask, h_mask = \
-            ctx.saved_tensors
-        products: _LayerProducts = ctx.products
+        weight_hh, weight_proj, c0, h0, acts, cells, tanh_c, cell_out, hs, c_mask, h_mask = ctx.saved_tensors
         sizes = ctx.batch_sizes
         d, n, four_h = acts.shape
         offsets = [0]
         for bs in sizes[:-1]:
             offsets.append(offsets[-1] + bs)
-        d_gates = acts.new_empty(d, products.rows, four_h)
-        d_gates[:, n:].zero_()                        # the zero rows of oneDNN's rounding
+        d_gates = acts.new_empty(d, n, four_h)
         d_h_pre = acts.new_empty(d, n, hs.shape[2])   # gradient of h_t before its clip
         w_hh_t = weight_hh.transpose(1, 2)            # (D, 4H, P)
         w_proj_t = weight_proj.transpose(1, 2)        # (D, P, H)
@@ -220,27 +152,22 @@ class LSTMSequence(torch.autograd.Function):
         h_prev = torch.cat([h0[:, :sizes[0]]]
                            + [hs[:, offsets[t - 1]:offsets[t - 1] + sizes[t]] for t in range(1, len(sizes))],
                            dim=1) if sizes else h0[:, :0]
-        needs = ctx.needs_input_grad
-        grad_w_ih = products.weight_grad(x, d_gates) if needs[1] else None                      # (D, I, 4H)
-        grad_w_hh = products.weight_grad(products.padded(h_prev), d_gates) if needs[3] else None  # (D, P, 4H)
-        # computed transposed, as weight_grad's PyTorch path: a gradient laid out as the parameter
-        grad_w_proj = torch.bmm(d_h_pre.transpose(1, 2), cell_out).transpose(1, 2) if needs[4] else None
-        d_gates = d_gates[:, :n]
-        grad_x = torch.bmm(d_gates, weight_ih.transpose(1, 2)) if needs[0] else None          # (D, N, I)
-        grad_bias = d_gates.sum(dim=1, keepdim=True) if needs[2] else None
-        return (grad_x, grad_w_ih, grad_bias, grad_w_hh, grad_w_proj, grad_c0, grad_h0,
-                None, None, None)
+        # Computed transposed and handed back as a transposed view: the weights arrive as
+        # transposed views of the stored (D, 4H, P) and (D, P, H) parameters, so autograd's
+        # transpose turns these back into contiguous gradients (no copy when accumulating).
+        grad_w_hh = torch.bmm(d_gates.transpose(1, 2), h_prev).transpose(1, 2)      # (D, P, 4H)
+        grad_w_proj = torch.bmm(d_h_pre.transpose(1, 2), cell_out).transpose(1, 2)  # (D, H, P)
+        return d_gates, grad_w_hh, grad_w_proj, grad_c0, grad_h0, None, None, None
 
 
-def lstm_sequence(layer_input: torch.Tensor, weight_ih: torch.Tensor, bias: torch.Tensor,
-                  weight_hh: torch.Tensor, weight_proj: torch.Tensor,
+def lstm_sequence(gate_inputs: torch.Tensor, weight_hh: torch.Tensor, weight_proj: torch.Tensor,
                   state: Tuple[torch.Tensor, torch.Tensor], batch_sizes: Sequence[int],
                   cell_clip: Optional[float], proj_clip: Optional[float]
                   ) -> Tuple[torch.Tensor, Tuple[torch.Tensor, torch.Tensor]]:
     """:class:`LSTMSequence` with the state as a pair: returns outputs (D, N, P), (c, h)."""
     c0, h0 = state
-    out, c, h = LSTMSequence.apply(layer_input, weight_ih, bias, weight_hh, weight_proj, c0, h0,
-                                   tuple(batch_sizes), cell_clip, proj_clip)
+    out, c, h = LSTMSequence.apply(gate_inputs, weight_hh, weight_proj, c0, h0, tuple(batch_sizes),
+                                   cell_clip, proj_clip)
     return out, (c, h)
 
 
@@ -256,9 +183,10 @@ def run_lstm_layer_autograd(layer_input: torch.Tensor, weight_ih: torch.Tensor, 
                             state: Tuple[torch.Tensor, torch.Tensor], cell_clip: Optional[float],
                             proj_clip: Optional[float]
                             ) -> Tuple[torch.Tensor, Tuple[torch.Tensor, torch.Tensor]]:
-    """Same arguments and results as :func:`elmo.modules.lstm.run_lstm_layer`, through
-    :class:`LSTMSequence` (the input products of all steps are one batched multiply there:
-    training holds every step's activations anyway).
+    """Same arguments and results as :func:`elmo.modules.lstm.run_lstm_layer`.
+
+    The input products of all steps are one batched multiply (training holds every step's
+    activations anyway), then :class:`LSTMSequence` runs the recurrence.
 
     Under autocast (opt-in bf16 training) the function cannot repeat autocast's casts op by
     op, so the whole layer runs in the autocast dtype: inputs, weights and state are cast once
@@ -273,5 +201,5 @@ def run_lstm_layer_autograd(layer_input: torch.Tensor, weight_ih: torch.Tensor, 
             layer_input, weight_ih, bias, weight_hh, weight_proj, c0, h0 = cast
             return run_lstm_layer_autograd(layer_input, weight_ih, bias, batch_sizes, weight_hh, weight_proj,
                                            (c0, h0), cell_clip, proj_clip)
-    return lstm_sequence(layer_input, weight_ih, bias, weight_hh, weight_proj, state, batch_sizes,
-                         cell_clip, proj_clip)
+    gate_inputs = torch.baddbmm(bias, layer_input, weight_ih)           # (D, N, 4H)
+    return lstm_sequence(gate_inputs, weight_hh, weight_proj, state, batch_sizes, cell_clip, proj_clip)
