@@ -1123,3 +1123,51 @@ def test_a_download_stopped_while_it_is_checked_is_checked_by_the_next_run(cache
         assert len(server.gets(WEIGHTS)) == 1 and checked == [weights, weights]
     dest = cache_path(url)
     assert sorted(p.name for p in dest.parent.iterdir()) == sorted([dest.name, dest.name + ".lock"])
+
+
+# ------------------------------------------------------------------------- credentials
+def _with_password(url: str) -> str:
+    return url.replace("http://", "http://ann:s3cret-pw@")
+
+
+def test_redact_url_hides_the_password_and_a_bare_token():
+    from elmo.hub.download import redact_url
+    assert redact_url("https://ann:s3cret@h.example/m/a.json") == "https://ann:***@h.example/m/a.json"
+    assert redact_url("x HTTP://tok3n@h.example/m y") == "x HTTP://***@h.example/m y"
+    assert redact_url("'https://a:p@ss@h/m' https://h/m?u=a@b") == "'https://a:***@h/m' https://h/m?u=a@b"
+    assert redact_url("https://h.example/m/a.json") == "https://h.example/m/a.json"
+
+
+def test_a_password_in_a_url_is_not_shown_while_downloading_or_in_errors(cache, capsys, monkeypatch):
+    """The 'downloading URL' line, an HTTP error, a refused download and an offline error
+    showed ``user:password@`` in full (on terminals, in logs); now ``user:***@``."""
+    with FileServer({**fixture_files(), "/bad/elmo_options.json": b"{not json"}) as server:
+        assert main(["info", _with_password(server.url(OPTIONS))]) == 0
+        err = capsys.readouterr().err
+        assert f"downloading {server.url(OPTIONS).replace('http://', 'http://ann:***@')}" in err
+        for path in ("/none/elmo_options.json", "/bad/elmo_options.json"):
+            assert main(["info", _with_password(server.url(path))]) == 1
+            err = capsys.readouterr().err
+            assert "ann:***@" in err and "elmo info: error: " in err
+            with pytest.raises((DownloadError, ConfigError)) as caught:
+                elmo.from_pretrained(_with_password(server.url(path)))
+            assert "ann:***@" in str(caught.value)
+            assert "s3cret" not in err + str(caught.value) + capsys.readouterr().err
+    monkeypatch.setenv("ELMO_OFFLINE", "1")
+    with pytest.raises(DownloadError) as caught:
+        elmo.from_pretrained("https://ann:s3cret-pw@127.0.0.1:9/m/elmo_options.json")
+    assert "s3cret" not in str(caught.value) and "https://ann:***@127.0.0.1:9/m/" in str(caught.value)
+
+
+def test_a_password_in_a_model_url_is_not_stored_in_the_embed_output(tmp_path):
+    """``elmo embed --model URL`` stored its command line, ``user:password@`` of the URL in it,
+    in the output's ``command_line`` attribute (a file that is shared)."""
+    text = tmp_path / "in.txt"
+    text.write_text("The bank closed .\n")
+    with FileServer(fixture_files()) as server:
+        url = _with_password(server.url(WEIGHTS))
+        assert main(["embed", str(text), str(tmp_path / "out.hdf5"), "--model", url]) == 0
+    with h5py.File(tmp_path / "out.hdf5") as f:
+        stored = f.attrs["command_line"]
+    stored = stored.decode() if isinstance(stored, bytes) else stored
+    assert "s3cret" not in stored and "ann:***@127.0.0.1" in stored

@@ -45,7 +45,29 @@ CHUNK_SIZE = 1 << 16
 
 
 class DownloadError(RuntimeError):
-    """A model could not be downloaded or unpacked; the message is one line for the user."""
+    """A model could not be downloaded or unpacked; the message is one line for the user.
+
+    A URL's ``user:password@`` in the message is shown as ``user:***@`` (:func:`redact_url`):
+    the message reaches terminals, logs and bug reports."""
+
+    def __init__(self, message: object = "") -> None:
+        super().__init__(redact_url(str(message)))
+
+
+#: The user part of an http(s) URL in any text: up to the last ``@`` before the host's end
+#: (an unescaped ``@`` in a password is taken as urlsplit takes it).
+_USER_PART = re.compile(r"(?i)\b(https?://)([^\s/?#]*)@")
+
+
+def redact_url(text: str) -> str:
+    """``text`` (a URL, a message or a command line) with each http(s) URL's password shown as
+    ``***``: ``https://user:secret@host/m`` -> ``https://user:***@host/m``; a user part
+    without ``:`` (often a token by itself) becomes ``***@``. Everything the package shows
+    or records of a URL goes through this; the URL itself is still what is fetched."""
+    def hide(match: "re.Match[str]") -> str:
+        user, colon, _ = match.group(2).partition(":")
+        return f"{match.group(1)}{user + ':***' if colon else '***'}@"
+    return _USER_PART.sub(hide, text)
 
 
 def is_url(value: object) -> bool:
@@ -320,13 +342,13 @@ def _download(url: str, dest: Path, sha256: Optional[str], progress: bool, log) 
     if staged.is_file() and (not sha256 or sha256_file(staged) == sha256.lower()):
         # Only pooch's move names it so: a whole download (its pin checked) that a run stopped
         # while checking it (Ctrl-C) left; it is checked now instead of downloaded again.
-        log(f"{url}: using the whole download a stopped run left ({staged})")
+        log(f"{redact_url(url)}: using the whole download a stopped run left ({staged})")
         return staged
     shutil.rmtree(staging, ignore_errors=True)
     make_cache_folder(staging)
     fetcher = pooch.create(path=staging, base_url="", registry={staged.name: _hash(sha256)},
                            urls={staged.name: url}, retry_if_failed=_retries())
-    log(f"downloading {url}")
+    log(f"downloading {redact_url(url)}")
     quiet = pooch.get_logger()
     level = quiet.level
     quiet.setLevel(logging.WARNING)         # our own line above says what is fetched

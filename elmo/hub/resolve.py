@@ -27,7 +27,7 @@ from ..io import atomic_folder
 from . import registry
 from .archive import ArchiveError, find_model_folder, is_archive, unpack
 from .download import (DownloadError, _unwritable, cache_path, elmo_home, fetch, is_url,
-                       make_cache_folder, offline, sha256_file)
+                       make_cache_folder, offline, redact_url, sha256_file)
 
 PathOrUrl = Union[str, Path]
 
@@ -86,7 +86,8 @@ def _naming_the_url(url: str, check: Callable[[Path], object]) -> Callable[[Path
         try:
             check(path)
         except (ConfigError, WeightFileError, ArchiveError) as e:
-            message = str(e).replace(str(path), url)
+            # (a password of the URL's user part is not shown: redact_url)
+            message = redact_url(str(e).replace(str(path), url))
             raise type(e)(f"{message} (the download is not kept)") from None
     return verify
 
