@@ -748,16 +748,17 @@ def test_a_cached_file_that_fails_its_pin_stays_until_its_download_replaces_it(c
     from elmo.hub import download
     weights = (FIXTURE / "weights.hdf5").read_bytes()
     good = hashlib.sha256(weights).hexdigest()
+    older = (ALLENNLP / "elmo_token_embeddings.hdf5").read_bytes()   # (whole HDF5: else damaged)
     with FileServer(fixture_files(), cut={WEIGHTS: 1}) as server:
         url = server.url(WEIGHTS)
         path = cache_path(url)
         path.parent.mkdir(parents=True)
-        path.write_bytes(b"an older file")
+        path.write_bytes(older)
         with pytest.raises(DownloadError, match="download failed"):
             download.fetch(url, sha256=good, progress=False)
-        assert path.read_bytes() == b"an older file"
+        assert path.read_bytes() == older
         monkeypatch.setenv("ELMO_OFFLINE", "1")
-        assert download.fetch(url, progress=False).read_bytes() == b"an older file"   # no pin: as cached
+        assert download.fetch(url, progress=False).read_bytes() == older   # no pin: as cached
         monkeypatch.delenv("ELMO_OFFLINE")
         real, seen = download._download, []
 
@@ -766,7 +767,7 @@ def test_a_cached_file_that_fails_its_pin_stays_until_its_download_replaces_it(c
             return real(*args, **kwargs)
         monkeypatch.setattr(download, "_download", download_seen)
         assert download.fetch(url, sha256=good, progress=False).read_bytes() == weights
-    assert seen == [b"an older file"]
+    assert seen == [older]
 
 
 def _refuse_writes_under(monkeypatch, folder: Path):
@@ -1171,3 +1172,50 @@ def test_a_password_in_a_model_url_is_not_stored_in_the_embed_output(tmp_path):
         stored = f.attrs["command_line"]
     stored = stored.decode() if isinstance(stored, bytes) else stored
     assert "s3cret" not in stored and "ann:***@127.0.0.1" in stored
+
+
+# ------------------------------------------------------------------------- damaged cache
+@pytest.mark.parametrize("which,keep", [(WEIGHTS, 1000), (OPTIONS, 20), (WEIGHTS, 0)],
+                         ids=["weights-truncated", "options-truncated", "weights-empty"])
+def test_a_truncated_unpinned_cached_file_is_downloaded_again(cache, capsys, monkeypatch, which, keep):
+    """A truncated (or empty) weights.hdf5 or options.json in the cache of an unpinned URL
+    failed at every load with an error naming the cache path. A load now sees it (HDF5 that
+    does not open, JSON that does not parse, an empty file), says so and downloads it again;
+    offline, the error says it is damaged and how to delete it."""
+    with FileServer(fixture_files()) as server:
+        url = server.url(OPTIONS)
+        expected = layers(elmo.from_pretrained(url))
+        damaged = cache_path(server.url(which))
+        damaged.write_bytes(damaged.read_bytes()[:keep])
+        capsys.readouterr()
+        monkeypatch.setenv("ELMO_OFFLINE", "1")
+        with pytest.raises(DownloadError) as caught:
+            elmo.from_pretrained(url)
+        message = str(caught.value)
+        assert "is damaged" in message and f"rm {damaged}" in message, message
+        monkeypatch.delenv("ELMO_OFFLINE")
+        torch.testing.assert_close(layers(elmo.from_pretrained(url)), expected)
+        assert f"{damaged}: the cached file is damaged" in capsys.readouterr().err
+        assert len(server.gets(which)) == 2
+    assert damaged.read_bytes() == fixture_files()[which].read_bytes()
+
+
+def test_models_list_marks_a_truncated_unpinned_file_damaged(monkeypatch, capsys):
+    """`elmo models list` said 'yes' for a model whose unpinned cached weight file was
+    truncated (every load failed); it now says 'damaged', and `models get` mends it."""
+    with FileServer(fixture_files()) as server:
+        entry = registry.PretrainedModel(
+            name="test-unpinned", format="original", language="English", language_code="en",
+            training_data="none (test weights)", licence="Apache-2.0",
+            urls={"options": server.url(OPTIONS), "weights": server.url(WEIGHTS)})
+        monkeypatch.setitem(registry.MODELS, entry.name, entry)
+        assert main(["models", "get", "test-unpinned"]) == 0
+        weights = cache_path(server.url(WEIGHTS))
+        weights.write_bytes(weights.read_bytes()[:-100])
+        capsys.readouterr()
+        assert main(["models", "list"]) == 0
+        out = capsys.readouterr().out
+        assert re.search(r"^test-unpinned\s+damaged\s", out, re.M) and "downloads it again" in out
+        assert main(["models", "get", "test-unpinned"]) == 0
+        assert main(["models", "list"]) == 0
+        assert re.search(r"^test-unpinned\s+yes\s", capsys.readouterr().out, re.M)

@@ -13,6 +13,9 @@ moved into place only when complete. On top of it this module adds what pooch le
   unpinned file from a server that names no version of it (no ``If-Range`` to send);
 * a verification hook (the weight-file shape checks) that runs on the finished download before
   it is renamed to its cached name, so a corrupt file is never cached as good;
+* a cached file that is not whole (empty, an HDF5 file that does not open, JSON that does not
+  parse: :func:`damage`, cheap enough for every load) and has no pin is downloaded again, in a
+  line that says so (a pinned one is checked by its SHA-256);
 * ``ELMO_OFFLINE=1``: the cache only, and a one-line error naming what is missing.
 
 Cache layout (``$ELMO_HOME``, default ``~/.cache/elmo``)::
@@ -29,6 +32,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 import sys
 from pathlib import Path
@@ -245,9 +249,18 @@ def fetch(url: str, *, dest: Optional[Path] = None, sha256: Optional[str] = None
     from filelock import FileLock, Timeout
 
     dest = Path(dest) if dest is not None else cache_path(url)
-    if _kept(dest, sha256):
+    # An unpinned cached file that a cheap look shows damaged (truncated, empty) failed at every
+    # load with an error naming the cache path, while `elmo models list` said it was cached: it
+    # is downloaded again, as a pinned file that fails its checksum is (said in a line; the old
+    # file stays until the checked download replaces it), and offline the error says to delete it.
+    damaged = None if sha256 else damage(dest)
+    if damaged is None and _kept(dest, sha256):
         return dest
     if offline():
+        if damaged:
+            raise DownloadError(f"ELMO_OFFLINE is set and the cached download of {url} is damaged "
+                                f"({damaged}): delete it (rm {shlex.quote(str(dest))}) and run "
+                                "without ELMO_OFFLINE to download it again")
         what = ("its cached copy does not match the pinned sha256" if dest.is_file()
                 else "is not in the cache")
         raise DownloadError(f"ELMO_OFFLINE is set and {url} {what} "
@@ -262,9 +275,12 @@ def fetch(url: str, *, dest: Optional[Path] = None, sha256: Optional[str] = None
     except OSError as e:
         raise _unwritable(dest.parent, e) from None
     try:
-        if _kept(dest, sha256):     # the other process finished it while we waited
+        damaged = None if sha256 else damage(dest)
+        if damaged is None and _kept(dest, sha256):     # the other process finished it while we waited
             return dest
-        if dest.is_file():
+        if damaged:
+            log(f"{dest}: the cached file is damaged ({damaged}); downloading it again")
+        elif dest.is_file():
             # Cached without this pin, or changed on disk since: the pin decides. The file
             # stays until the new one replaces it (os.replace below): a failed download kept
             # nothing, where a call without the pin (offline too) could still use it.
@@ -294,6 +310,38 @@ def _kept(dest: Path, sha256: Optional[str]) -> bool:
     if not sha256:
         return True
     return sha256_file(dest) == sha256.lower()
+
+
+#: JSON files longer than this are not parsed by :func:`damage` (an options file is ~1 kB).
+_JSON_CHECKED_BYTES = 16 << 20
+
+
+def damage(path: Path) -> Optional[str]:
+    """Why the cached file ``path`` is not a whole download, where a cheap look can tell (it
+    runs at each load and for each file `elmo models list` shows): it is empty, it is an HDF5
+    file that does not open (HDF5 compares the file's length with the length it recorded, so
+    a truncated file fails here in a fraction of a millisecond), or it is a JSON file (up to
+    16 MB) that does not parse. None where it looks whole, or is not there. Not a checksum:
+    a pinned file's SHA-256 is checked by :func:`_kept` instead."""
+    try:
+        size = path.stat().st_size
+    except OSError:
+        return None
+    if size == 0:
+        return "the file is empty"
+    suffix = path.suffix.lower()
+    try:
+        if suffix in (".hdf5", ".h5"):
+            import h5py
+            with h5py.File(path, "r"):
+                pass
+        elif suffix == ".json" and size <= _JSON_CHECKED_BYTES:
+            json.loads(path.read_bytes())
+    except ValueError:          # (UnicodeDecodeError too)
+        return "not readable JSON (truncated?)"
+    except OSError as e:
+        return "not a readable HDF5 file (truncated?)" if suffix in (".hdf5", ".h5") else _one_line(e)
+    return None
 
 
 def sha256_file(path: Path) -> str:

@@ -267,11 +267,22 @@ def fetch_model(entry: registry.PretrainedModel) -> Local:
 def is_cached(entry: registry.PretrainedModel) -> bool:
     """Whether every file of the entry is in the cache (verified): a pinned file only while it
     matches its pin, as an archive's folder (a file changed on disk since was listed as cached,
-    though loading it downloads it again)."""
-    from .download import _kept
+    though loading it downloads it again); an unpinned one while it looks whole
+    (:func:`cache_state`)."""
+    return cache_state(entry) == "yes"
+
+
+def cache_state(entry: registry.PretrainedModel) -> str:
+    """``"yes"`` (every file cached and verified), ``"no"``, or ``"damaged"``: an unpinned
+    cached file that :func:`~elmo.hub.download.damage` shows is not whole (truncated, empty),
+    which the next load downloads again (it was listed as cached, and failed at every load)."""
+    from .download import _kept, damage
     if entry.format == "original":
-        return all(_kept(cache_path(entry.urls[k]), entry.sha256.get(k)) for k in ("options", "weights"))
-    return _unpacked(unpacked_path(entry.urls["archive"]), entry.sha256.get("archive"))
+        paths = {k: cache_path(entry.urls[k]) for k in ("options", "weights")}
+        if any(not entry.sha256.get(k) and damage(p) for k, p in paths.items()):
+            return "damaged"
+        return "yes" if all(_kept(p, entry.sha256.get(k)) for k, p in paths.items()) else "no"
+    return "yes" if _unpacked(unpacked_path(entry.urls["archive"]), entry.sha256.get("archive")) else "no"
 
 
 def resolve(name_or_url: PathOrUrl) -> Local:
