@@ -1219,3 +1219,27 @@ def test_models_list_marks_a_truncated_unpinned_file_damaged(monkeypatch, capsys
         assert main(["models", "get", "test-unpinned"]) == 0
         assert main(["models", "list"]) == 0
         assert re.search(r"^test-unpinned\s+yes\s", capsys.readouterr().out, re.M)
+
+
+# ------------------------------------------------------------------------- tree collisions
+@pytest.mark.parametrize("first", ["file", "folder"])
+def test_a_url_that_is_a_folder_of_another_urls_path_is_cached_aside(cache, monkeypatch, first):
+    """``/m/elmo`` is cached as the file ``m/elmo``, and ``/m/elmo/options.json`` needs
+    ``m/elmo`` to be a folder (or the other way round): the second failed as 'the model cache
+    cannot be written' or a raw IsADirectoryError. The second now goes to a ``+tree-`` folder;
+    the first keeps its path (what was cached before is found without a download)."""
+    from elmo.hub import download
+    from elmo.hub.download import fetch
+    # the paths https has (and a published http URL): the test server's http gets +scheme-http
+    monkeypatch.setattr(download, "_unmarked_scheme", lambda parts: "http")
+    files = {"/m/elmo": b"the file at m/elmo", "/m/elmo/options.json": b'{"inside": true}'}
+    order = ["/m/elmo", "/m/elmo/options.json"][:: 1 if first == "file" else -1]
+    with FileServer(files) as server:
+        plain = cache_path(server.url(order[0]))
+        for path in order:
+            assert fetch(server.url(path), progress=False).read_bytes() == files[path]
+        assert cache_path(server.url(order[0])) == plain and plain.is_file()
+        assert "+tree-" in str(cache_path(server.url(order[1])))
+        for path in order:
+            assert fetch(server.url(path), progress=False).read_bytes() == files[path]
+            assert len(server.gets(path)) == 1

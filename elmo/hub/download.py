@@ -26,6 +26,8 @@ Cache layout (``$ELMO_HOME``, default ``~/.cache/elmo``)::
     models/files/<host>/.<file name>.staging/  the download while it is written and checked
     models/files/<host>/<url folders>/+query-<hash>/<file name>   a URL with a query string
     models/files/<host>/<url folders>/+scheme-http/<file name>    an http URL (https has none)
+    models/files/<host>/+tree-<hash>/<file name>   a file whose path another URL's file or
+                                                   folder is in the way of
 """
 from __future__ import annotations
 
@@ -173,7 +175,32 @@ def cache_path(url: str, root: Optional[Path] = None) -> Path:
         pieces.insert(-1, "+scheme-" + _SAFE.sub("_", scheme))
     # A part longer than a file system takes (255 bytes, less the suffixes of the lock, the
     # part and the unpacking folders) failed as "the model cache cannot be written".
-    return (root or elmo_home() / "models" / "files").joinpath(*(_short(p) for p in [host, *pieces]))
+    path = (root or elmo_home() / "models" / "files").joinpath(*(_short(p) for p in [host, *pieces]))
+    return path if root is not None else _clear_of_other_urls(path, elmo_home() / "models" / "files")
+
+
+def _clear_of_other_urls(path: Path, base: Path) -> Path:
+    """``path`` (a file's place under ``base``), or where another URL's file or folder is in
+    its way, ``<host>/+tree-<SHA-256 of the rest of path, 16 digits>/<file name>``.
+
+    ``https://h/m/elmo`` is cached as the file ``m/elmo``, and ``https://h/m/elmo/options.json``
+    needs ``m/elmo`` to be a folder (or the other way round): the second failed as "the model
+    cache cannot be written" or a raw IsADirectoryError. It now goes to a folder that no URL's
+    path can name (a safe part holds no ``+``). Every other file keeps the path it had, so what
+    is cached is found as before; a file once cached aside is found there first."""
+    import hashlib
+
+    relative = path.relative_to(base)
+    mark = "+tree-" + hashlib.sha256("/".join(relative.parts[1:]).encode("utf-8")).hexdigest()[:16]
+    aside = base / relative.parts[0] / mark / relative.name
+    if aside.is_file() or path.is_dir():
+        return aside
+    folder = base
+    for part in relative.parts[:-1]:
+        folder = folder / part
+        if not folder.is_dir():
+            return aside if folder.exists() else path      # (a file where a folder must be)
+    return path
 
 
 #: The longest name a cache path's part may have: 255 bytes (most file systems) less the
