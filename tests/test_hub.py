@@ -1243,3 +1243,22 @@ def test_a_url_that_is_a_folder_of_another_urls_path_is_cached_aside(cache, monk
         for path in order:
             assert fetch(server.url(path), progress=False).read_bytes() == files[path]
             assert len(server.gets(path)) == 1
+
+
+def test_a_cached_file_damaged_past_a_cheap_look_says_how_to_clear_it(cache):
+    """A cached weight file that opens as HDF5 but is not the model's (damaged, or replaced)
+    failed at every load naming the cache's file only; the error now says to delete it."""
+    with FileServer(fixture_files()) as server:
+        url = server.url(OPTIONS)
+        elmo.from_pretrained(url)
+        weights = cache_path(server.url(WEIGHTS))
+        weights.write_bytes((ALLENNLP / "elmo_token_embeddings.hdf5").read_bytes())
+        with pytest.raises(WeightFileError) as caught:
+            elmo.from_pretrained(url)
+        assert str(caught.value).startswith(f"{weights}: dataset")
+        assert f"delete it (rm {weights})" in str(caught.value)
+        with pytest.raises(WeightFileError, match="delete it"):
+            Elmo(url, server.url(WEIGHTS), 1)
+    with pytest.raises(WeightFileError) as caught:      # (a file outside the cache: as it was)
+        elmo.load_original(FIXTURE / "options.json", ALLENNLP / "elmo_token_embeddings.hdf5")
+    assert "delete" not in str(caught.value)

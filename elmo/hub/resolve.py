@@ -92,6 +92,23 @@ def _naming_the_url(url: str, check: Callable[[Path], object]) -> Callable[[Path
     return verify
 
 
+def with_cache_hint(message: str, *paths: PathOrUrl) -> str:
+    """``message`` of a load that failed, with how to clear the first of ``paths`` that it
+    names and that is a file of the model cache (``$ELMO_HOME/models/files``): deleted, it
+    is downloaded again by the next load. ``message`` as it is where it names none."""
+    import shlex
+
+    try:
+        root = (elmo_home() / "models" / "files").resolve()
+    except DownloadError:
+        return message
+    for path in map(Path, paths):
+        if str(path) in message and path.resolve().is_relative_to(root):
+            return (f"{message}; it is a cached download: delete it (rm {shlex.quote(str(path))}) "
+                    "and load the model again to download it again")
+    return message
+
+
 def local_pair(options_file: PathOrUrl, weight_file: PathOrUrl) -> Tuple[Path, Path]:
     """Local paths for an options/weights pair, downloading whichever is a URL."""
     options = fetch_options(options_file) if is_url(options_file) else Path(options_file)
