@@ -30,7 +30,7 @@ import numpy as np
 import torch
 
 from .checks import require_path
-from .config import ElmoOptions
+from .config import ConfigError, ElmoOptions
 from .io import (atomic_commit, atomic_target, atomic_write_text,  # noqa: F401 (importable from here)
                  HDF5Writer, os_error_reason, writing)
 from .modules.bilm import BiLM
@@ -306,10 +306,19 @@ def load_original(options_file: str | Path, weight_file: str | Path, *, stateful
     if is_url(options_file) or is_url(weight_file):
         from .hub.resolve import local_pair
         options_file, weight_file = local_pair(options_file, weight_file)
-    options = ElmoOptions.from_file(options_file)
     target = requested_dtype(dtype)
-    bilm = BiLM(options, stateful=stateful)
-    _assign_original_arrays(bilm, read_original_arrays(weight_file, options))
+    try:
+        options = ElmoOptions.from_file(options_file)
+        bilm = BiLM(options, stateful=stateful)
+        _assign_original_arrays(bilm, read_original_arrays(weight_file, options))
+    except (ConfigError, WeightFileError) as e:
+        # a cached download damaged past what a cheap look sees failed at every load, the
+        # error naming the cache's file only: it now says how to clear it
+        from .hub.resolve import with_cache_hint
+        hinted = with_cache_hint(str(e), options_file, weight_file)
+        if hinted == str(e):
+            raise
+        raise type(e)(hinted) from None
     target = target or _restored_dtype(_recorded_dtype(Path(weight_file)))
     if target is not None and target != torch.float32:
         bilm = bilm.to(target)

@@ -748,16 +748,17 @@ def test_a_cached_file_that_fails_its_pin_stays_until_its_download_replaces_it(c
     from elmo.hub import download
     weights = (FIXTURE / "weights.hdf5").read_bytes()
     good = hashlib.sha256(weights).hexdigest()
+    older = (ALLENNLP / "elmo_token_embeddings.hdf5").read_bytes()   # (whole HDF5: else damaged)
     with FileServer(fixture_files(), cut={WEIGHTS: 1}) as server:
         url = server.url(WEIGHTS)
         path = cache_path(url)
         path.parent.mkdir(parents=True)
-        path.write_bytes(b"an older file")
+        path.write_bytes(older)
         with pytest.raises(DownloadError, match="download failed"):
             download.fetch(url, sha256=good, progress=False)
-        assert path.read_bytes() == b"an older file"
+        assert path.read_bytes() == older
         monkeypatch.setenv("ELMO_OFFLINE", "1")
-        assert download.fetch(url, progress=False).read_bytes() == b"an older file"   # no pin: as cached
+        assert download.fetch(url, progress=False).read_bytes() == older   # no pin: as cached
         monkeypatch.delenv("ELMO_OFFLINE")
         real, seen = download._download, []
 
@@ -766,7 +767,7 @@ def test_a_cached_file_that_fails_its_pin_stays_until_its_download_replaces_it(c
             return real(*args, **kwargs)
         monkeypatch.setattr(download, "_download", download_seen)
         assert download.fetch(url, sha256=good, progress=False).read_bytes() == weights
-    assert seen == [b"an older file"]
+    assert seen == [older]
 
 
 def _refuse_writes_under(monkeypatch, folder: Path):
@@ -1123,3 +1124,141 @@ def test_a_download_stopped_while_it_is_checked_is_checked_by_the_next_run(cache
         assert len(server.gets(WEIGHTS)) == 1 and checked == [weights, weights]
     dest = cache_path(url)
     assert sorted(p.name for p in dest.parent.iterdir()) == sorted([dest.name, dest.name + ".lock"])
+
+
+# ------------------------------------------------------------------------- credentials
+def _with_password(url: str) -> str:
+    return url.replace("http://", "http://ann:s3cret-pw@")
+
+
+def test_redact_url_hides_the_password_and_a_bare_token():
+    from elmo.hub.download import redact_url
+    assert redact_url("https://ann:s3cret@h.example/m/a.json") == "https://ann:***@h.example/m/a.json"
+    assert redact_url("x HTTP://tok3n@h.example/m y") == "x HTTP://***@h.example/m y"
+    assert redact_url("'https://a:p@ss@h/m' https://h/m?u=a@b") == "'https://a:***@h/m' https://h/m?u=a@b"
+    assert redact_url("https://h.example/m/a.json") == "https://h.example/m/a.json"
+
+
+def test_a_password_in_a_url_is_not_shown_while_downloading_or_in_errors(cache, capsys, monkeypatch):
+    """The 'downloading URL' line, an HTTP error, a refused download and an offline error
+    showed ``user:password@`` in full (on terminals, in logs); now ``user:***@``."""
+    with FileServer({**fixture_files(), "/bad/elmo_options.json": b"{not json"}) as server:
+        assert main(["info", _with_password(server.url(OPTIONS))]) == 0
+        err = capsys.readouterr().err
+        assert f"downloading {server.url(OPTIONS).replace('http://', 'http://ann:***@')}" in err
+        for path in ("/none/elmo_options.json", "/bad/elmo_options.json"):
+            assert main(["info", _with_password(server.url(path))]) == 1
+            err = capsys.readouterr().err
+            assert "ann:***@" in err and "elmo info: error: " in err
+            with pytest.raises((DownloadError, ConfigError)) as caught:
+                elmo.from_pretrained(_with_password(server.url(path)))
+            assert "ann:***@" in str(caught.value)
+            assert "s3cret" not in err + str(caught.value) + capsys.readouterr().err
+    monkeypatch.setenv("ELMO_OFFLINE", "1")
+    with pytest.raises(DownloadError) as caught:
+        elmo.from_pretrained("https://ann:s3cret-pw@127.0.0.1:9/m/elmo_options.json")
+    assert "s3cret" not in str(caught.value) and "https://ann:***@127.0.0.1:9/m/" in str(caught.value)
+
+
+def test_a_password_in_a_model_url_is_not_stored_in_the_embed_output(tmp_path):
+    """``elmo embed --model URL`` stored its command line, ``user:password@`` of the URL in it,
+    in the output's ``command_line`` attribute (a file that is shared)."""
+    text = tmp_path / "in.txt"
+    text.write_text("The bank closed .\n")
+    with FileServer(fixture_files()) as server:
+        url = _with_password(server.url(WEIGHTS))
+        assert main(["embed", str(text), str(tmp_path / "out.hdf5"), "--model", url]) == 0
+    with h5py.File(tmp_path / "out.hdf5") as f:
+        stored = f.attrs["command_line"]
+    stored = stored.decode() if isinstance(stored, bytes) else stored
+    assert "s3cret" not in stored and "ann:***@127.0.0.1" in stored
+
+
+# ------------------------------------------------------------------------- damaged cache
+@pytest.mark.parametrize("which,keep", [(WEIGHTS, 1000), (OPTIONS, 20), (WEIGHTS, 0)],
+                         ids=["weights-truncated", "options-truncated", "weights-empty"])
+def test_a_truncated_unpinned_cached_file_is_downloaded_again(cache, capsys, monkeypatch, which, keep):
+    """A truncated (or empty) weights.hdf5 or options.json in the cache of an unpinned URL
+    failed at every load with an error naming the cache path. A load now sees it (HDF5 that
+    does not open, JSON that does not parse, an empty file), says so and downloads it again;
+    offline, the error says it is damaged and how to delete it."""
+    with FileServer(fixture_files()) as server:
+        url = server.url(OPTIONS)
+        expected = layers(elmo.from_pretrained(url))
+        damaged = cache_path(server.url(which))
+        damaged.write_bytes(damaged.read_bytes()[:keep])
+        capsys.readouterr()
+        monkeypatch.setenv("ELMO_OFFLINE", "1")
+        with pytest.raises(DownloadError) as caught:
+            elmo.from_pretrained(url)
+        message = str(caught.value)
+        assert "is damaged" in message and f"rm {damaged}" in message, message
+        monkeypatch.delenv("ELMO_OFFLINE")
+        torch.testing.assert_close(layers(elmo.from_pretrained(url)), expected)
+        assert f"{damaged}: the cached file is damaged" in capsys.readouterr().err
+        assert len(server.gets(which)) == 2
+    assert damaged.read_bytes() == fixture_files()[which].read_bytes()
+
+
+def test_models_list_marks_a_truncated_unpinned_file_damaged(monkeypatch, capsys):
+    """`elmo models list` said 'yes' for a model whose unpinned cached weight file was
+    truncated (every load failed); it now says 'damaged', and `models get` mends it."""
+    with FileServer(fixture_files()) as server:
+        entry = registry.PretrainedModel(
+            name="test-unpinned", format="original", language="English", language_code="en",
+            training_data="none (test weights)", licence="Apache-2.0",
+            urls={"options": server.url(OPTIONS), "weights": server.url(WEIGHTS)})
+        monkeypatch.setitem(registry.MODELS, entry.name, entry)
+        assert main(["models", "get", "test-unpinned"]) == 0
+        weights = cache_path(server.url(WEIGHTS))
+        weights.write_bytes(weights.read_bytes()[:-100])
+        capsys.readouterr()
+        assert main(["models", "list"]) == 0
+        out = capsys.readouterr().out
+        assert re.search(r"^test-unpinned\s+damaged\s", out, re.M) and "downloads it again" in out
+        assert main(["models", "get", "test-unpinned"]) == 0
+        assert main(["models", "list"]) == 0
+        assert re.search(r"^test-unpinned\s+yes\s", capsys.readouterr().out, re.M)
+
+
+# ------------------------------------------------------------------------- tree collisions
+@pytest.mark.parametrize("first", ["file", "folder"])
+def test_a_url_that_is_a_folder_of_another_urls_path_is_cached_aside(cache, monkeypatch, first):
+    """``/m/elmo`` is cached as the file ``m/elmo``, and ``/m/elmo/options.json`` needs
+    ``m/elmo`` to be a folder (or the other way round): the second failed as 'the model cache
+    cannot be written' or a raw IsADirectoryError. The second now goes to a ``+tree-`` folder;
+    the first keeps its path (what was cached before is found without a download)."""
+    from elmo.hub import download
+    from elmo.hub.download import fetch
+    # the paths https has (and a published http URL): the test server's http gets +scheme-http
+    monkeypatch.setattr(download, "_unmarked_scheme", lambda parts: "http")
+    files = {"/m/elmo": b"the file at m/elmo", "/m/elmo/options.json": b'{"inside": true}'}
+    order = ["/m/elmo", "/m/elmo/options.json"][:: 1 if first == "file" else -1]
+    with FileServer(files) as server:
+        plain = cache_path(server.url(order[0]))
+        for path in order:
+            assert fetch(server.url(path), progress=False).read_bytes() == files[path]
+        assert cache_path(server.url(order[0])) == plain and plain.is_file()
+        assert "+tree-" in str(cache_path(server.url(order[1])))
+        for path in order:
+            assert fetch(server.url(path), progress=False).read_bytes() == files[path]
+            assert len(server.gets(path)) == 1
+
+
+def test_a_cached_file_damaged_past_a_cheap_look_says_how_to_clear_it(cache):
+    """A cached weight file that opens as HDF5 but is not the model's (damaged, or replaced)
+    failed at every load naming the cache's file only; the error now says to delete it."""
+    with FileServer(fixture_files()) as server:
+        url = server.url(OPTIONS)
+        elmo.from_pretrained(url)
+        weights = cache_path(server.url(WEIGHTS))
+        weights.write_bytes((ALLENNLP / "elmo_token_embeddings.hdf5").read_bytes())
+        with pytest.raises(WeightFileError) as caught:
+            elmo.from_pretrained(url)
+        assert str(caught.value).startswith(f"{weights}: dataset")
+        assert f"delete it (rm {weights})" in str(caught.value)
+        with pytest.raises(WeightFileError, match="delete it"):
+            Elmo(url, server.url(WEIGHTS), 1)
+    with pytest.raises(WeightFileError) as caught:      # (a file outside the cache: as it was)
+        elmo.load_original(FIXTURE / "options.json", ALLENNLP / "elmo_token_embeddings.hdf5")
+    assert "delete" not in str(caught.value)

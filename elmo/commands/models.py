@@ -20,7 +20,8 @@ def register(subparsers) -> None:
 
     q = sub.add_parser("list", help="the table of published models, cached ones marked",
                        description="Print every published model: size, dimensions, language, "
-                                   "training data, licence, and whether it is in the cache.")
+                                   "training data, licence, and whether it is in the cache "
+                                   "(yes, no, or damaged: a cached file truncated or empty).")
     q.add_argument("--urls", action="store_true", help="print each model's URLs too")
     q.set_defaults(func=models_list)
 
@@ -54,18 +55,19 @@ def _dims(m) -> str:
 def models_list(args: argparse.Namespace) -> int:
     from ..hub.download import elmo_home
     from ..hub.registry import MODELS
-    from ..hub.resolve import is_cached
+    from ..hub.resolve import cache_state
 
     print(f"cache: {elmo_home() / 'models'}")
-    print(f"{'name':<18} {'cached':<6} {'format':<16} {'MB':>6}  {'dims':<18} language")
+    print(f"{'name':<18} {'cached':<7} {'format':<16} {'MB':>6}  {'dims':<18} language")
     for m in MODELS.values():
-        print(f"{m.name:<18} {'yes' if is_cached(m) else 'no':<6} {m.format:<16} {_size(m):>6}  "
+        print(f"{m.name:<18} {cache_state(m):<7} {m.format:<16} {_size(m):>6}  "
               f"{_dims(m):<18} {m.language}")
         if args.urls:
             for key, url in m.urls.items():
                 print(f"{'':<18} {key}: {url}")
     print("MB: download size (~ computed from the dimensions, ? not known); dims: output width "
-          "(layers x LSTM cells / projection)")
+          "(layers x LSTM cells / projection); cached damaged: a cached file is truncated or empty, "
+          "and `elmo models get NAME` (or the next load) downloads it again")
     # Training data and licence, once per group of models that share them.
     groups: dict = {}
     for m in MODELS.values():

@@ -13,6 +13,9 @@ moved into place only when complete. On top of it this module adds what pooch le
   unpinned file from a server that names no version of it (no ``If-Range`` to send);
 * a verification hook (the weight-file shape checks) that runs on the finished download before
   it is renamed to its cached name, so a corrupt file is never cached as good;
+* a cached file that is not whole (empty, an HDF5 file that does not open, JSON that does not
+  parse: :func:`damage`, cheap enough for every load) and has no pin is downloaded again, in a
+  line that says so (a pinned one is checked by its SHA-256);
 * ``ELMO_OFFLINE=1``: the cache only, and a one-line error naming what is missing.
 
 Cache layout (``$ELMO_HOME``, default ``~/.cache/elmo``)::
@@ -23,12 +26,15 @@ Cache layout (``$ELMO_HOME``, default ``~/.cache/elmo``)::
     models/files/<host>/.<file name>.staging/  the download while it is written and checked
     models/files/<host>/<url folders>/+query-<hash>/<file name>   a URL with a query string
     models/files/<host>/<url folders>/+scheme-http/<file name>    an http URL (https has none)
+    models/files/<host>/+tree-<hash>/<file name>   a file whose path another URL's file or
+                                                   folder is in the way of
 """
 from __future__ import annotations
 
 import json
 import os
 import re
+import shlex
 import shutil
 import sys
 from pathlib import Path
@@ -45,7 +51,29 @@ CHUNK_SIZE = 1 << 16
 
 
 class DownloadError(RuntimeError):
-    """A model could not be downloaded or unpacked; the message is one line for the user."""
+    """A model could not be downloaded or unpacked; the message is one line for the user.
+
+    A URL's ``user:password@`` in the message is shown as ``user:***@`` (:func:`redact_url`):
+    the message reaches terminals, logs and bug reports."""
+
+    def __init__(self, message: object = "") -> None:
+        super().__init__(redact_url(str(message)))
+
+
+#: The user part of an http(s) URL in any text: up to the last ``@`` before the host's end
+#: (an unescaped ``@`` in a password is taken as urlsplit takes it).
+_USER_PART = re.compile(r"(?i)\b(https?://)([^\s/?#]*)@")
+
+
+def redact_url(text: str) -> str:
+    """``text`` (a URL, a message or a command line) with each http(s) URL's password shown as
+    ``***``: ``https://user:secret@host/m`` -> ``https://user:***@host/m``; a user part
+    without ``:`` (often a token by itself) becomes ``***@``. Everything the package shows
+    or records of a URL goes through this; the URL itself is still what is fetched."""
+    def hide(match: "re.Match[str]") -> str:
+        user, colon, _ = match.group(2).partition(":")
+        return f"{match.group(1)}{user + ':***' if colon else '***'}@"
+    return _USER_PART.sub(hide, text)
 
 
 def is_url(value: object) -> bool:
@@ -147,7 +175,32 @@ def cache_path(url: str, root: Optional[Path] = None) -> Path:
         pieces.insert(-1, "+scheme-" + _SAFE.sub("_", scheme))
     # A part longer than a file system takes (255 bytes, less the suffixes of the lock, the
     # part and the unpacking folders) failed as "the model cache cannot be written".
-    return (root or elmo_home() / "models" / "files").joinpath(*(_short(p) for p in [host, *pieces]))
+    path = (root or elmo_home() / "models" / "files").joinpath(*(_short(p) for p in [host, *pieces]))
+    return path if root is not None else _clear_of_other_urls(path, elmo_home() / "models" / "files")
+
+
+def _clear_of_other_urls(path: Path, base: Path) -> Path:
+    """``path`` (a file's place under ``base``), or where another URL's file or folder is in
+    its way, ``<host>/+tree-<SHA-256 of the rest of path, 16 digits>/<file name>``.
+
+    ``https://h/m/elmo`` is cached as the file ``m/elmo``, and ``https://h/m/elmo/options.json``
+    needs ``m/elmo`` to be a folder (or the other way round): the second failed as "the model
+    cache cannot be written" or a raw IsADirectoryError. It now goes to a folder that no URL's
+    path can name (a safe part holds no ``+``). Every other file keeps the path it had, so what
+    is cached is found as before; a file once cached aside is found there first."""
+    import hashlib
+
+    relative = path.relative_to(base)
+    mark = "+tree-" + hashlib.sha256("/".join(relative.parts[1:]).encode("utf-8")).hexdigest()[:16]
+    aside = base / relative.parts[0] / mark / relative.name
+    if aside.is_file() or path.is_dir():
+        return aside
+    folder = base
+    for part in relative.parts[:-1]:
+        folder = folder / part
+        if not folder.is_dir():
+            return aside if folder.exists() else path      # (a file where a folder must be)
+    return path
 
 
 #: The longest name a cache path's part may have: 255 bytes (most file systems) less the
@@ -223,9 +276,18 @@ def fetch(url: str, *, dest: Optional[Path] = None, sha256: Optional[str] = None
     from filelock import FileLock, Timeout
 
     dest = Path(dest) if dest is not None else cache_path(url)
-    if _kept(dest, sha256):
+    # An unpinned cached file that a cheap look shows damaged (truncated, empty) failed at every
+    # load with an error naming the cache path, while `elmo models list` said it was cached: it
+    # is downloaded again, as a pinned file that fails its checksum is (said in a line; the old
+    # file stays until the checked download replaces it), and offline the error says to delete it.
+    damaged = None if sha256 else damage(dest)
+    if damaged is None and _kept(dest, sha256):
         return dest
     if offline():
+        if damaged:
+            raise DownloadError(f"ELMO_OFFLINE is set and the cached download of {url} is damaged "
+                                f"({damaged}): delete it (rm {shlex.quote(str(dest))}) and run "
+                                "without ELMO_OFFLINE to download it again")
         what = ("its cached copy does not match the pinned sha256" if dest.is_file()
                 else "is not in the cache")
         raise DownloadError(f"ELMO_OFFLINE is set and {url} {what} "
@@ -240,9 +302,12 @@ def fetch(url: str, *, dest: Optional[Path] = None, sha256: Optional[str] = None
     except OSError as e:
         raise _unwritable(dest.parent, e) from None
     try:
-        if _kept(dest, sha256):     # the other process finished it while we waited
+        damaged = None if sha256 else damage(dest)
+        if damaged is None and _kept(dest, sha256):     # the other process finished it while we waited
             return dest
-        if dest.is_file():
+        if damaged:
+            log(f"{dest}: the cached file is damaged ({damaged}); downloading it again")
+        elif dest.is_file():
             # Cached without this pin, or changed on disk since: the pin decides. The file
             # stays until the new one replaces it (os.replace below): a failed download kept
             # nothing, where a call without the pin (offline too) could still use it.
@@ -272,6 +337,38 @@ def _kept(dest: Path, sha256: Optional[str]) -> bool:
     if not sha256:
         return True
     return sha256_file(dest) == sha256.lower()
+
+
+#: JSON files longer than this are not parsed by :func:`damage` (an options file is ~1 kB).
+_JSON_CHECKED_BYTES = 16 << 20
+
+
+def damage(path: Path) -> Optional[str]:
+    """Why the cached file ``path`` is not a whole download, where a cheap look can tell (it
+    runs at each load and for each file `elmo models list` shows): it is empty, it is an HDF5
+    file that does not open (HDF5 compares the file's length with the length it recorded, so
+    a truncated file fails here in a fraction of a millisecond), or it is a JSON file (up to
+    16 MB) that does not parse. None where it looks whole, or is not there. Not a checksum:
+    a pinned file's SHA-256 is checked by :func:`_kept` instead."""
+    try:
+        size = path.stat().st_size
+    except OSError:
+        return None
+    if size == 0:
+        return "the file is empty"
+    suffix = path.suffix.lower()
+    try:
+        if suffix in (".hdf5", ".h5"):
+            import h5py
+            with h5py.File(path, "r"):
+                pass
+        elif suffix == ".json" and size <= _JSON_CHECKED_BYTES:
+            json.loads(path.read_bytes())
+    except ValueError:          # (UnicodeDecodeError too)
+        return "not readable JSON (truncated?)"
+    except OSError as e:
+        return "not a readable HDF5 file (truncated?)" if suffix in (".hdf5", ".h5") else _one_line(e)
+    return None
 
 
 def sha256_file(path: Path) -> str:
@@ -320,13 +417,13 @@ def _download(url: str, dest: Path, sha256: Optional[str], progress: bool, log) 
     if staged.is_file() and (not sha256 or sha256_file(staged) == sha256.lower()):
         # Only pooch's move names it so: a whole download (its pin checked) that a run stopped
         # while checking it (Ctrl-C) left; it is checked now instead of downloaded again.
-        log(f"{url}: using the whole download a stopped run left ({staged})")
+        log(f"{redact_url(url)}: using the whole download a stopped run left ({staged})")
         return staged
     shutil.rmtree(staging, ignore_errors=True)
     make_cache_folder(staging)
     fetcher = pooch.create(path=staging, base_url="", registry={staged.name: _hash(sha256)},
                            urls={staged.name: url}, retry_if_failed=_retries())
-    log(f"downloading {url}")
+    log(f"downloading {redact_url(url)}")
     quiet = pooch.get_logger()
     level = quiet.level
     quiet.setLevel(logging.WARNING)         # our own line above says what is fetched

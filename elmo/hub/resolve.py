@@ -27,7 +27,7 @@ from ..io import atomic_folder
 from . import registry
 from .archive import ArchiveError, find_model_folder, is_archive, unpack
 from .download import (DownloadError, _unwritable, cache_path, elmo_home, fetch, is_url,
-                       make_cache_folder, offline, sha256_file)
+                       make_cache_folder, offline, redact_url, sha256_file)
 
 PathOrUrl = Union[str, Path]
 
@@ -86,9 +86,27 @@ def _naming_the_url(url: str, check: Callable[[Path], object]) -> Callable[[Path
         try:
             check(path)
         except (ConfigError, WeightFileError, ArchiveError) as e:
-            message = str(e).replace(str(path), url)
+            # (a password of the URL's user part is not shown: redact_url)
+            message = redact_url(str(e).replace(str(path), url))
             raise type(e)(f"{message} (the download is not kept)") from None
     return verify
+
+
+def with_cache_hint(message: str, *paths: PathOrUrl) -> str:
+    """``message`` of a load that failed, with how to clear the first of ``paths`` that it
+    names and that is a file of the model cache (``$ELMO_HOME/models/files``): deleted, it
+    is downloaded again by the next load. ``message`` as it is where it names none."""
+    import shlex
+
+    try:
+        root = (elmo_home() / "models" / "files").resolve()
+    except DownloadError:
+        return message
+    for path in map(Path, paths):
+        if str(path) in message and path.resolve().is_relative_to(root):
+            return (f"{message}; it is a cached download: delete it (rm {shlex.quote(str(path))}) "
+                    "and load the model again to download it again")
+    return message
 
 
 def local_pair(options_file: PathOrUrl, weight_file: PathOrUrl) -> Tuple[Path, Path]:
@@ -266,11 +284,22 @@ def fetch_model(entry: registry.PretrainedModel) -> Local:
 def is_cached(entry: registry.PretrainedModel) -> bool:
     """Whether every file of the entry is in the cache (verified): a pinned file only while it
     matches its pin, as an archive's folder (a file changed on disk since was listed as cached,
-    though loading it downloads it again)."""
-    from .download import _kept
+    though loading it downloads it again); an unpinned one while it looks whole
+    (:func:`cache_state`)."""
+    return cache_state(entry) == "yes"
+
+
+def cache_state(entry: registry.PretrainedModel) -> str:
+    """``"yes"`` (every file cached and verified), ``"no"``, or ``"damaged"``: an unpinned
+    cached file that :func:`~elmo.hub.download.damage` shows is not whole (truncated, empty),
+    which the next load downloads again (it was listed as cached, and failed at every load)."""
+    from .download import _kept, damage
     if entry.format == "original":
-        return all(_kept(cache_path(entry.urls[k]), entry.sha256.get(k)) for k in ("options", "weights"))
-    return _unpacked(unpacked_path(entry.urls["archive"]), entry.sha256.get("archive"))
+        paths = {k: cache_path(entry.urls[k]) for k in ("options", "weights")}
+        if any(not entry.sha256.get(k) and damage(p) for k, p in paths.items()):
+            return "damaged"
+        return "yes" if all(_kept(p, entry.sha256.get(k)) for k, p in paths.items()) else "no"
+    return "yes" if _unpacked(unpacked_path(entry.urls["archive"]), entry.sha256.get("archive")) else "no"
 
 
 def resolve(name_or_url: PathOrUrl) -> Local:
