@@ -497,10 +497,11 @@ def _model_key(model: str) -> str:
     published model's name, a URL)."""
     import elmo
 
-    if model in elmo.BUNDLED_MODELS:
-        return str(Path(elmo.model_path(model)).resolve())
-    path = Path(model).expanduser()
-    return str(path.resolve()) if path.exists() else model
+    named = elmo.which_model(model, warn=False)         # (loading it warns where a name is both)
+    if named.kind == "bundled" and named.path is not None:
+        return str(named.path.resolve())
+    path = Path(model).expanduser() if named.kind in ("local", "unknown") else None
+    return str(path.resolve()) if path is not None and path.exists() else model
 
 
 def _metadata(folder: Path) -> Optional[dict]:
