@@ -293,6 +293,7 @@ def describe_bilm(spec: str) -> dict:
     ``metadata.json`` (how it was trained; ``adapted_on``, the extra text it was fine-tuned
     on, which makes it a domain-adapted model)."""
     import elmo
+    from ..training.export import METADATA_FILE, read_metadata
     path = resolve_bilm(spec)
     random_weights = spec.startswith(RANDOM_PREFIX)
     base = spec[len(RANDOM_PREFIX):] if random_weights else spec
@@ -309,8 +310,9 @@ def describe_bilm(spec: str) -> dict:
                            f"{shown}: a control, not a trained biLM")
         info["metadata"], info["adapted_on"], info["domain_adapted"] = None, [], False
         return info
-    meta_path = path / "metadata.json"
-    meta = json.loads(meta_path.read_text(encoding="utf-8")) if meta_path.exists() else None
+    # read with its checks: a damaged or hand-edited file was a traceback, JSON's error without
+    # the file's name, or a wrong "adapted" flag
+    meta = read_metadata(path) if (path / METADATA_FILE).exists() else None
     info["metadata"] = meta
     adapted = (meta or {}).get("adapted_on") or []
     info["adapted_on"] = adapted
