@@ -17,7 +17,7 @@ import math
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from .report import METRIC_NAMES, bilm_sha256_text, pm
+from .report import METRIC_NAMES, bilm_sha256_text, domain_adapted_text, pm
 
 
 #: How :func:`comparison_markdown` begins (``compare_results.py -o`` replaces only such a file).
@@ -135,10 +135,12 @@ def _change(a: Optional[float], b: Optional[float]) -> str:
 
 
 def _source_lines(name: str, path: str, results: dict) -> List[str]:
-    """Which results a column comes from: the file, its command and its biLMs' SHA-256."""
+    """Which results a column comes from: the file, its command, its biLMs' SHA-256 and
+    whether each was adapted to the domain (extra data, which a comparison must say)."""
     lines = [f"* **{name}**: `{path}` (`{results.get('command', '')}`)"]
     for spec, info in (results.get("bilms") or {}).items():
-        lines.append(f"  * biLM `{spec}` = `{info.get('path', '')}`, {bilm_sha256_text(info)}")
+        lines.append(f"  * biLM `{spec}` = `{info.get('path', '')}`, {bilm_sha256_text(info)}; "
+                     f"domain-adapted: {domain_adapted_text(info)}")
     return lines
 
 
