@@ -505,12 +505,12 @@ def _model_key(model: str) -> str:
 
 
 def _metadata(folder: Path) -> Optional[dict]:
-    """The model folder's ``metadata.json`` (written by the trainer's export), if any."""
-    path = Path(folder) / "metadata.json"
-    try:
-        return json.loads(path.read_text()) if path.is_file() else None
-    except (OSError, ValueError):
-        return None
+    """The model folder's ``metadata.json`` (written by the trainer's export), if any, read
+    with its checks: a damaged one was left out of the report in silence, as if the model had
+    none (so its report did not say the model was adapted to a domain)."""
+    from ..training.export import METADATA_FILE, read_metadata
+
+    return read_metadata(folder) if (Path(folder) / METADATA_FILE).exists() else None
 
 
 def _run_pos(embedder, config: AnalysisConfig, out: Path) -> dict:
