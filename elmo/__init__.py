@@ -11,8 +11,11 @@
 from __future__ import annotations
 
 import os
+import sys
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from typing import Optional
 
 from .chars import batch_to_ids
 from .config import CharCNNConfig, ConfigError, ElmoOptions, LSTMConfig
@@ -36,40 +39,95 @@ BUNDLED_MODELS = ("default", "fixture")
 DEFAULT_MODEL = "default"
 
 
-def _resolve(name_or_path: str | Path):
-    """A bundled name or local path as a folder; a published model's name or a URL as the
-    verified local files of :func:`elmo.hub.resolve` (downloaded into ``$ELMO_HOME`` once)."""
+@dataclass(frozen=True)
+class ModelName:
+    """What a model name names (:func:`which_model`), decided without loading or fetching.
+
+    ``kind`` is ``"empty"`` (a blank string), ``"bundled"`` (a model inside the package),
+    ``"url"``, ``"published"`` (a published model's name, no local path of that name),
+    ``"local"`` (a path, or a bare name that is one) or ``"unknown"`` (a bare word that names
+    nothing). ``path``: the bundled model's folder or the local path, else None. ``passed_over``:
+    the local path of a bare name that is also a bundled model's name (which wins), or the
+    local path taken over a published model of that name; None where a name is not both."""
+    name: str | Path
+    kind: str
+    path: Optional[Path] = None
+    passed_over: Optional[Path] = None
+
+    @property
+    def folder(self) -> Optional[Path]:
+        """The local folder this names (a bundled model's or an existing local one), else None."""
+        if self.kind == "bundled" or (self.kind == "local" and self.path is not None and self.path.is_dir()):
+            return self.path
+        return None
+
+    def warn(self) -> None:
+        """The :class:`ModelNameWarning` where a bare name is both a model's and a local path's."""
+        if self.passed_over is not None:
+            _warn_name_and_folder(str(self.name), bundled=self.kind == "bundled", folder=self.passed_over)
+
+
+def which_model(name_or_path: str | Path, *, local: Optional[Path] = None, warn: bool = True) -> ModelName:
+    """What ``name_or_path`` names, in the documented order, without loading or fetching: a
+    bundled model's name first, then a URL, then a local path (a :class:`~pathlib.Path` or a
+    string with a separator always is one; a bare name is one where it exists), then a
+    published model's name. ``local`` is where a bare name's local path is (default: the name
+    in the working folder; an experiment config's: beside the config). Where a bare name is
+    both a model's and a local path's, a :class:`ModelNameWarning` says which one wins (once;
+    ``warn=False``: not yet, :meth:`ModelName.warn` does).
+
+    Every place that reads a model name decides through this, so the order and the warning
+    cannot differ between loading, ``elmo info``/``convert``, analysis and experiments."""
     from .hub import registry
     from .hub.download import is_url
-    from .hub.resolve import Local, resolve
 
     if not isinstance(name_or_path, (str, os.PathLike)):
         raise TypeError(f"a model is named by a string or a path, got {type(name_or_path).__name__}: "
                         f"{name_or_path!r}")
-    if isinstance(name_or_path, str) and not name_or_path.strip():
-        # Path("") is the current folder, which would be loaded if it held a model
+    bare = isinstance(name_or_path, str)
+    if bare and not str(name_or_path).strip():
+        # (Path("") is the working folder, which would be loaded if it held a model)
+        return ModelName(name_or_path, "empty")
+    path = Path(name_or_path)
+    here = path if local is None else Path(local)
+    if bare and name_or_path in BUNDLED_MODELS:
+        found = ModelName(name_or_path, "bundled", Path(str(resources.files("elmo") / "resources" / name_or_path)),
+                          passed_over=here if here.exists() else None)
+    elif is_url(name_or_path):
+        found = ModelName(name_or_path, "url")
+    elif bare and name_or_path in registry.MODELS:
+        # a local path of that name wins over the published model
+        found = (ModelName(name_or_path, "local", here, passed_over=here) if here.exists()
+                 else ModelName(name_or_path, "published"))
+    elif bare and not here.exists() and len(path.parts) == 1:
+        found = ModelName(name_or_path, "unknown", here)
+    else:
+        found = ModelName(name_or_path, "local", here)
+    if warn:
+        found.warn()
+    return found
+
+
+def _resolve(name_or_path: str | Path):
+    """A bundled name or local path as a folder; a published model's name or a URL as the
+    verified local files of :func:`elmo.hub.resolve` (downloaded into ``$ELMO_HOME`` once)."""
+    from .hub import registry
+    from .hub.resolve import Local, resolve
+
+    found = which_model(name_or_path)
+    if found.kind == "empty":
         raise WeightFileError(f"the model name is empty ({name_or_path!r}); bundled: "
                               f"{', '.join(BUNDLED_MODELS)}; or give a folder, e.g. '.'")
-    if isinstance(name_or_path, str) and name_or_path in BUNDLED_MODELS:
-        if Path(name_or_path).exists():   # the bundled model wins, as documented: say so
-            _warn_name_and_folder(name_or_path, bundled=True)
-        return Local(folder=Path(str(resources.files("elmo") / "resources" / name_or_path)))
-    if is_url(name_or_path):
+    if found.kind in ("url", "published"):
         return resolve(name_or_path)
-    if isinstance(name_or_path, str) and name_or_path in registry.MODELS:
-        if not Path(name_or_path).exists():
-            return resolve(name_or_path)
-        # a local folder of that name wins over a published model, as documented: say so
-        _warn_name_and_folder(name_or_path, bundled=False)
-    folder = Path(name_or_path)
-    if isinstance(name_or_path, str) and not folder.exists() and len(folder.parts) == 1:
+    if found.kind == "unknown":
         # a bare word that names nothing: most likely a mistyped model name, so say which exist
         import difflib
-        close = difflib.get_close_matches(name_or_path, list(BUNDLED_MODELS) + list(registry.MODELS), n=3)
+        close = difflib.get_close_matches(str(name_or_path), list(BUNDLED_MODELS) + list(registry.MODELS), n=3)
         hint = f"did you mean {', '.join(map(repr, close))}? " if close else ""
         raise WeightFileError(f"{name_or_path!r} is neither a model folder nor a model's name; {hint}"
                               f"bundled: {', '.join(BUNDLED_MODELS)}; published: `elmo models list`")
-    return Local(folder=folder)
+    return Local(folder=found.path)
 
 
 class ModelNameWarning(UserWarning):
@@ -102,7 +160,11 @@ def _warn_name_and_folder(name: str, *, bundled: bool, folder: Path | None = Non
         text = (f"{name!r} names both the published model {name!r} and the local {here}: loading the "
                 f"local one; to load the published model, give its URL "
                 f"({urls.get('options') or urls.get('archive')}) or run elsewhere")
-    warnings.warn(text, ModelNameWarning, stacklevel=4)   # (the caller of from_pretrained)
+    # shown at the first caller outside the package (from_pretrained's, a config loader's ...)
+    level, frame = 2, sys._getframe(1)
+    while frame is not None and frame.f_globals.get("__name__", "").partition(".")[0] == __name__:
+        level, frame = level + 1, frame.f_back
+    warnings.warn(text, ModelNameWarning, stacklevel=level)
 
 
 def model_path(name_or_path: str | Path) -> Path:
@@ -143,6 +205,7 @@ def from_pretrained(name_or_path: str | Path, *, stateful: bool = False, device=
 
 
 __all__ = ["BiLM", "CharCNN", "CharCNNConfig", "ConfigError", "Elmo", "ElmoEmbedder", "ElmoOptions",
-           "ElmoTokenEmbedder", "LSTMConfig", "ModelNameWarning",
+           "ElmoTokenEmbedder", "LSTMConfig", "ModelName", "ModelNameWarning",
            "Embedder", "ScalarMix", "Vocabulary", "WeightFileError", "batch_to_ids", "embed_file", "from_pretrained",
-           "load_original", "load_pretrained", "model_path", "save_original", "save_pretrained", "sentence_vectors"]
+           "load_original", "load_pretrained", "model_path", "save_original", "save_pretrained", "sentence_vectors",
+           "which_model"]

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Mapping, Tuple
 
 from .checks import require_path
-from .io import utf8_error_where
+from .io import read_json
 
 
 class ConfigError(ValueError):
@@ -255,21 +255,8 @@ class ElmoOptions:
     @classmethod
     def from_file(cls, path: str | Path) -> "ElmoOptions":
         path = require_path("options file", path)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise ConfigError(f"{path}: options file not found") from None
-        except IsADirectoryError:
-            raise ConfigError(f"{path}: is a directory, expected the options JSON file") from None
-        except UnicodeDecodeError as e:
-            raise ConfigError(f"{path}: not UTF-8 text ({utf8_error_where(e.object, e)}); expected the "
-                              f"options JSON file") from None
-        except OSError as e:
-            raise ConfigError(f"{path}: cannot read the options file: {e.strerror or e}") from None
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise ConfigError(f"{path}: not valid JSON ({e})") from None
+        data = read_json(path, ConfigError, what="valid JSON", expected="the options JSON file",
+                         missing="options file not found")
         if isinstance(data, dict) and data.get("format") == "elmo-task-model":   # (tasks.saved.FORMAT)
             # a task model's folder given for a biLM was "config.json: lstm: missing"
             raise ConfigError(f"{path}: the config of a task model saved by `elmo experiment "

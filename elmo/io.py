@@ -10,6 +10,7 @@
   removed on release.
 * :class:`OutputError` and :func:`os_error_reason`: one-line messages for a full disk, a
   read-only or missing folder, a directory where a file belongs.
+* :func:`read_json`: the value of a JSON file, each way it can fail one line naming the file.
 * :func:`json_objects`: the records of a JSON-lines file, a bad line named by its number.
 * :func:`text_lines`: a decoded text file's lines, ended by ``\\n`` or ``\\r\\n`` (a lone ``\\r``
   refused, naming its line).
@@ -27,7 +28,7 @@ import sys
 import tempfile
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Iterable, Iterator, List, Optional, Tuple
 
 
 class OutputError(OSError):
@@ -630,6 +631,35 @@ def output_lock(path: Path, name: Optional[Path] = None, wait: float = 1.0) -> I
         if not marked_by_lock and fds:
             os.close(fds[-1])
         lock.release()
+
+
+def read_json(path: str | Path, error: Callable[[str], Exception] = ValueError, *, what: str = "readable JSON",
+              expected: str = "a JSON file", missing: Optional[str] = None, hint: str = "") -> Any:
+    """The JSON value in file ``path``; the caller checks what it holds.
+
+    Each way reading it fails raises ``error(message)``, one line that names the file and says
+    what is wrong: not there (``missing`` where given, else the OS's reason), a directory
+    (``expected`` says what should be there), unreadable (the OS's reason), not UTF-8 (the
+    line, byte and offset), or not JSON (``not {what}`` and JSON's message, with its line and
+    column). ``hint``, where given, ends every message (what to do about it)."""
+    path = Path(path)
+    end = f"; {hint}" if hint else ""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError as e:
+        raise error(f"{path}: {missing or f'cannot read it ({os_error_reason(e)})'}{end}") from None
+    except IsADirectoryError:
+        raise error(f"{path}: is a directory, expected {expected}{end}") from None
+    except OSError as e:
+        raise error(f"{path}: cannot read it ({os_error_reason(e)}){end}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise error(f"{path}: not UTF-8 text ({utf8_error_where(data, e)}); expected {expected}{end}") from None
+    try:
+        return json.loads(text)
+    except ValueError as e:        # (JSONDecodeError; also a number too long to convert)
+        raise error(f"{path}: not {what} ({e}){end}") from None
 
 
 def json_objects(lines: Iterable[str], error: Callable[[int, str], Exception]) -> Iterator[Tuple[int, dict]]:

@@ -589,3 +589,27 @@ def test_neighbors_of_a_word_the_query_sentence_holds_twice(tmp_path, capsys):
     assert main(base + ["--occurrence", "3"]) == 1
     assert capsys.readouterr().err == ("elmo neighbors: error: occurrence 3 of 'bank': the sentence "
                                        "'the bank by the river bank' has 2\n")
+
+
+def test_analyze_a_model_with_a_damaged_metadata_file_is_one_error_naming_it(tmp_path, capsys):
+    """The report's model metadata was left out in silence when metadata.json was damaged (as
+    if the model had none, so it did not say the model was adapted); now it is one error,
+    before any section runs."""
+    import shutil
+
+    import elmo
+    folder = tmp_path / "bilm"
+    shutil.copytree(elmo.model_path("fixture"), folder)
+    (folder / "metadata.json").write_text('["tweets.txt"]', encoding="utf-8")
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text(_PAIRS + "\n")
+    argv = ["analyze", str(folder), "--out", str(tmp_path / "report"), "--only", "contrast",
+            "--contrast-file", str(pairs), "--no-untrained-control"]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert f"error: {folder / 'metadata.json'}: expected a JSON object" in err and "Traceback" not in err
+    assert not (tmp_path / "report" / "results.json").exists()
+    (folder / "metadata.json").write_text('{"adapted_on": ["tweets.txt"]}', encoding="utf-8")
+    assert main(argv) == 0
+    results = json.loads((tmp_path / "report" / "results.json").read_text())
+    assert results["model_metadata"]["adapted_on"] == ["tweets.txt"]

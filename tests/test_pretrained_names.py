@@ -85,3 +85,56 @@ def test_the_command_line_says_it_in_one_line(here, capsys):
     err = capsys.readouterr().err
     assert "elmo info: warning: 'fixture' names both the bundled model 'fixture'" in err
     assert "ModelNameWarning" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_one_function_decides_what_a_name_names_in_the_documented_order(here):
+    """Loading, `elmo info`/`convert`, analysis and experiment configs each decided on their
+    own whether a name was a bundled model, a local folder or a published model; they now all
+    ask elmo.which_model, whose order is the documented one."""
+    (here / "fixture").mkdir()
+    (here / "small").mkdir()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        kinds = {name: elmo.which_model(name) for name in
+                 ("fixture", "default", "small", "original", "./small", "nothing-here", " ",
+                  "https://example.org/options.json")}
+    assert {n: k.kind for n, k in kinds.items()} == {
+        "fixture": "bundled", "default": "bundled", "small": "local", "original": "published",
+        "./small": "local", "nothing-here": "unknown", " ": "empty",
+        "https://example.org/options.json": "url"}
+    def where(path):
+        return None if path is None else path.resolve()
+    assert where(kinds["fixture"].passed_over) == where(here / "fixture") and kinds["default"].passed_over is None
+    assert where(kinds["small"].passed_over) == where(here / "small") and kinds["./small"].passed_over is None
+    assert kinds["fixture"].folder == elmo.model_path("fixture") and where(kinds["small"].folder) == where(here / "small")
+    assert kinds["original"].folder is None
+    # an experiment config's names are looked up beside it
+    assert elmo.which_model("small", local=here / "exp" / "small", warn=False).kind == "published"
+
+
+def test_a_printed_experiment_config_says_a_folder_took_a_published_models_name(here):
+    """`elmo experiment --print-config` made a biLM folder named like a published model
+    absolute without a word; once absolute, loading it could not say it either."""
+    from elmo.commands.tasks import _absolute_bilm
+    (here / "small").mkdir()
+    with pytest.warns(elmo.ModelNameWarning, match="'small' names both the published model 'small'"):
+        assert _absolute_bilm("small") == str((here / "small").resolve())
+    with pytest.warns(elmo.ModelNameWarning, match="'fixture' names both the bundled model"):
+        (here / "fixture").mkdir()
+        assert _absolute_bilm("random:fixture") == "random:fixture"      # the bundled one, kept
+
+
+def test_the_warning_points_at_the_callers_line(here):
+    """The warning named a line inside the package for a config's biLM (its stack level was
+    counted for from_pretrained only); it is now the first line outside the package."""
+    import json
+
+    from elmo.tasks.runner import load_config
+    (here / "exp" / "fixture").mkdir(parents=True)
+    (here / "exp" / "c.json").write_text(json.dumps({"tasks": [{"task": "pos"}], "bilm": "fixture",
+                                                     "variants": [{"name": "b"}, {"name": "e", "elmo": {}}]}))
+    (here / "fixture").mkdir()
+    with pytest.warns(elmo.ModelNameWarning) as caught:
+        load_config(here / "exp" / "c.json")
+        elmo.model_path("fixture")
+    assert len(caught) == 2 and all(w.filename == __file__ for w in caught)

@@ -252,3 +252,19 @@ def test_script_never_writes_over_the_results_it_compares(tmp_path, capsys):
     for _ in range(2):             # its own earlier comparison is replaced
         assert script.main([str(tmp_path / "old"), str(tmp_path / "new.json"), "-o", str(out)]) == 0
         assert out.read_text(encoding="utf-8") == capsys.readouterr().out
+
+
+def test_the_comparison_says_whether_each_bilm_was_adapted_to_the_domain():
+    """The comparison named each biLM's SHA-256 but never whether it had been adapted to the
+    domain (extra data, which results must say); the experiment tables said so, but "no" for a
+    biLM whose metadata said extra_data without naming the text."""
+    from elmo.tasks.report import bilm_lines
+    adapted = json.loads(json.dumps(NEW))
+    adapted["bilms"]["default"].update(adapted_on=["tweets.txt"], domain_adapted=True)
+    text = comparison_markdown(OLD, adapted, ("v1", "v3"))
+    old_line, new_line = (line for line in text.splitlines() if "biLM `default`" in line)
+    assert "SHA-256 aaaaaaaaaaaa" in old_line and old_line.endswith("domain-adapted: no")
+    assert "SHA-256 bbbbbbbbbbbb" in new_line and new_line.endswith("domain-adapted: `tweets.txt`")
+    extra = {**OLD["bilms"]["default"], "adapted_on": [], "domain_adapted": True}
+    assert "domain-adapted: yes (extra data)" in comparison_markdown(OLD, {**NEW, "bilms": {"default": extra}})
+    assert "domain-adapted: yes (extra data)" in bilm_lines({"default": extra})[0]

@@ -414,3 +414,25 @@ def test_plan_counts_only_the_variants_asked_for(tmp_path, capsys):
     assert "unknown variant(s) nosuch; the config has baseline, elmo-in-out" in capsys.readouterr().err
     assert main(["experiment", str(path), "--plan"]) == 0
     assert "4 training runs (seeds 1, 2)\n" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("text, says", [
+    ("not json", "not readable JSON"), ("[1, 2]", "expected a JSON object"),
+    ('{"adapted_on": "tweets.txt"}', "'adapted_on' must be a list"),
+    ('{"adapted_on": [], "steps": "many"}', "'steps' must be a whole number")])
+def test_a_damaged_metadata_file_of_a_bilm_is_one_error_naming_it(tmp_path, text, says):
+    """An experiment read its biLM's metadata.json without the checks elmo info makes: JSON's
+    message without the file's name, a traceback ('list' object has no attribute 'get'), or
+    "tweets.txt" taken for the adapted_on list (its letters listed as the files)."""
+    import re
+    import shutil
+
+    import elmo
+    from elmo.tasks.runner import describe_bilm
+    folder = tmp_path / "bilm"
+    shutil.copytree(elmo.model_path("fixture"), folder)
+    (folder / "metadata.json").write_text(text, encoding="utf-8")
+    with pytest.raises(ValueError, match=re.escape(str(folder / "metadata.json")) + f": {says}"):
+        describe_bilm(str(folder))
+    (folder / "metadata.json").write_text('{"adapted_on": ["tweets.txt"]}', encoding="utf-8")
+    assert describe_bilm(str(folder))["domain_adapted"] is True

@@ -497,19 +497,20 @@ def _model_key(model: str) -> str:
     published model's name, a URL)."""
     import elmo
 
-    if model in elmo.BUNDLED_MODELS:
-        return str(Path(elmo.model_path(model)).resolve())
-    path = Path(model).expanduser()
-    return str(path.resolve()) if path.exists() else model
+    named = elmo.which_model(model, warn=False)         # (loading it warns where a name is both)
+    if named.kind == "bundled" and named.path is not None:
+        return str(named.path.resolve())
+    path = Path(model).expanduser() if named.kind in ("local", "unknown") else None
+    return str(path.resolve()) if path is not None and path.exists() else model
 
 
 def _metadata(folder: Path) -> Optional[dict]:
-    """The model folder's ``metadata.json`` (written by the trainer's export), if any."""
-    path = Path(folder) / "metadata.json"
-    try:
-        return json.loads(path.read_text()) if path.is_file() else None
-    except (OSError, ValueError):
-        return None
+    """The model folder's ``metadata.json`` (written by the trainer's export), if any, read
+    with its checks: a damaged one was left out of the report in silence, as if the model had
+    none (so its report did not say the model was adapted to a domain)."""
+    from ..training.export import METADATA_FILE, read_metadata
+
+    return read_metadata(folder) if (Path(folder) / METADATA_FILE).exists() else None
 
 
 def _run_pos(embedder, config: AnalysisConfig, out: Path) -> dict:

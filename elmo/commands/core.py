@@ -55,7 +55,7 @@ def info(args: argparse.Namespace) -> int:
     # it said nothing of it: a bfloat16 model, or one shipped with float16 weights, read like a
     # float32 one
     print(f"dtype: {str(model_dtype(bilm)).removeprefix('torch.')} (as loaded)")
-    if Path(args.model).is_dir() or args.model in elmo.BUNDLED_MODELS:
+    if elmo.which_model(args.model, warn=False).folder is not None:   # (loading warned)
         folder = elmo.model_path(args.model)
         for line in stored_files(folder) + provenance(folder):
             print(line)
@@ -150,7 +150,8 @@ def _convert(args: argparse.Namespace, out: Path) -> int:
     # How the model was trained and what it was adapted on go with it (they were left behind: an
     # experiment with the converted copy of an adapted biLM reported it as not domain-adapted).
     # Only a local folder has them (a bundled one too); a published model has none.
-    source = elmo.model_path(args.model) if Path(args.model).is_dir() or args.model in elmo.BUNDLED_MODELS else None
+    named = elmo.which_model(args.model, warn=False)     # (loading it warns where a name is both)
+    source = elmo.model_path(args.model) if named.folder is not None else None
     into_itself = same_file(source or Path(args.model), out)
     metadata = source is not None and (source / METADATA_FILE).is_file() and not into_itself
     names += (METADATA_FILE,) if metadata else ()

@@ -133,16 +133,17 @@ def _absolute_paths(cfg: dict) -> dict:
 def _absolute_bilm(spec):
     """A biLM spec with a relative local folder made absolute (``random:`` kept); a bundled or
     published name, a URL, or a name that is no folder here stays as it is."""
-    from .. import BUNDLED_MODELS
-    from ..hub.download import is_url
+    from .. import which_model
     from ..tasks.runner import RANDOM_PREFIX
     if not isinstance(spec, str):
         return spec
     prefix = RANDOM_PREFIX if spec.startswith(RANDOM_PREFIX) else ""
-    name = spec[len(prefix):]
-    if not name.strip() or name in BUNDLED_MODELS or is_url(name) or not Path(name).is_dir():
-        return spec                  # (a local folder wins over a published name, as in loading)
-    return prefix + str(Path(name).resolve())
+    # a local folder wins over a published name, as in loading; made absolute, the name would
+    # no longer warn when loaded, so the warning comes here
+    named = which_model(spec[len(prefix):])
+    if named.kind != "local" or named.folder is None:
+        return spec
+    return prefix + str(named.folder.resolve())
 
 
 def experiment_table(args: argparse.Namespace) -> int:

@@ -34,6 +34,7 @@ from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence,
 from . import readers
 from .fetch import PACKAGES, DataError, cache_entry_lock, data_home, fetch
 from .splits import SPLITS, brown_file_splits, hashed_split
+from ..io import read_json
 from ..tokenize import split_clitics
 
 #: Bumped when a writer's output changes, so that cached standard forms are rebuilt.
@@ -524,10 +525,7 @@ def stats(name: str, home: Optional[Path] = None) -> Optional[dict]:
     if not path.exists():
         return None
     fix = f"rewrite it with `elmo data get {name} --force`"
-    try:
-        st = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, ValueError) as e:
-        raise DataError(f"{path}: not readable JSON ({e}); {fix}") from None
+    st = read_json(path, DataError, expected="the statistics `elmo data get` writes", hint=fix)
     files = st.get("files") if isinstance(st, dict) else None
     if not isinstance(files, dict) or not all(
             isinstance(f, dict) and all(type(v) is int for v in f.values()) for f in files.values()):

@@ -27,7 +27,6 @@ Outputs agree with the original's to float rounding (the conformance fixture, to
 """
 from __future__ import annotations
 
-import json
 from importlib import resources
 from pathlib import Path
 from typing import Any, Dict, Mapping, Tuple
@@ -35,6 +34,7 @@ from typing import Any, Dict, Mapping, Tuple
 import torch
 
 from ..config import ConfigError, ElmoOptions, _take
+from ..io import read_json
 from ..modules.bilm import BiLM
 from ..runtime import resolve_device
 from ..weights import WeightFileError, check_finite
@@ -56,8 +56,8 @@ def is_manylangs_folder(folder: str | Path) -> bool:
     if (folder / TOKEN_EMBEDDER).exists() or (folder / ENCODER).exists():
         return True
     try:
-        data = json.loads((folder / FOLDER_CONFIG).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = read_json(folder / FOLDER_CONFIG)
+    except ValueError:
         return False
     return isinstance(data, dict) and "config_path" in data
 
@@ -67,12 +67,8 @@ def resolve_config_path(folder: str | Path) -> Path:
     """The model configuration file that ``folder/config.json`` names (see the module doc)."""
     folder = Path(folder)
     meta_path = folder / FOLDER_CONFIG
-    try:
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(f"{meta_path}: not found (an ELMoForManyLangs folder needs it)") from None
-    except (OSError, ValueError) as e:
-        raise ConfigError(f"{meta_path}: not readable JSON ({e})") from None
+    meta = read_json(meta_path, ConfigError, missing="not found (an ELMoForManyLangs folder needs it)",
+                     expected="an ELMoForManyLangs folder's config.json")
     if not isinstance(meta, dict):
         raise ConfigError(f"{meta_path}: expected a JSON object")
     try:
@@ -101,10 +97,7 @@ def read_model_config(path: str | Path, n_characters: int, n_words: int) -> Elmo
     """Our options for the model configuration at ``path`` and dictionaries of these sizes.
     Errors name the file and key (e.g. ``encoder.dim: missing``)."""
     path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
-        raise ConfigError(f"{path}: not readable JSON ({e})") from None
+    data = read_json(path, ConfigError, expected="an ELMoForManyLangs model configuration")
     try:
         if not isinstance(data, dict):
             raise ConfigError("expected a JSON object")

@@ -17,7 +17,8 @@ import math
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from .report import METRIC_NAMES, bilm_sha256_text, pm
+from .report import METRIC_NAMES, bilm_sha256_text, domain_adapted_text, pm
+from ..io import read_json
 
 
 #: How :func:`comparison_markdown` begins (``compare_results.py -o`` replaces only such a file).
@@ -34,12 +35,7 @@ def read_results(path: str | Path, need: Sequence[str] = ("runs",)) -> dict:
     path = Path(path)
     if path.is_dir():
         path = path / "results.json"
-    try:
-        results = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as e:
-        raise CompareError(f"{path}: cannot read it ({e.strerror or e})") from None
-    except ValueError as e:
-        raise CompareError(f"{path}: not a results.json ({e})") from None
+    results = read_json(path, CompareError, what="a results.json", expected="an experiment's results.json")
     missing = [key for key in need if not isinstance(results, dict) or key not in results]
     if missing:
         raise CompareError(f"{path}: not the results.json of an experiment (it has no "
@@ -135,10 +131,12 @@ def _change(a: Optional[float], b: Optional[float]) -> str:
 
 
 def _source_lines(name: str, path: str, results: dict) -> List[str]:
-    """Which results a column comes from: the file, its command and its biLMs' SHA-256."""
+    """Which results a column comes from: the file, its command, its biLMs' SHA-256 and
+    whether each was adapted to the domain (extra data, which a comparison must say)."""
     lines = [f"* **{name}**: `{path}` (`{results.get('command', '')}`)"]
     for spec, info in (results.get("bilms") or {}).items():
-        lines.append(f"  * biLM `{spec}` = `{info.get('path', '')}`, {bilm_sha256_text(info)}")
+        lines.append(f"  * biLM `{spec}` = `{info.get('path', '')}`, {bilm_sha256_text(info)}; "
+                     f"domain-adapted: {domain_adapted_text(info)}")
     return lines
 
 

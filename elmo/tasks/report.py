@@ -95,14 +95,23 @@ def bilm_sha256_text(info: dict) -> str:
     return f"SHA-256 {sha[:12]} ({info.get('sha256_of', 'its files')})"
 
 
+def domain_adapted_text(info: dict) -> str:
+    """Whether a biLM (an entry of results.json's ``bilms``, :func:`~.runner.describe_bilm`)
+    was adapted to the domain, which is extra data: the text it was adapted on, ``yes (extra
+    data)`` where its metadata says so without naming the text, else ``no``."""
+    adapted = info.get("adapted_on") or []
+    if adapted:
+        return "; ".join(_adapted_text(a) for a in adapted)
+    return "yes (extra data)" if info.get("domain_adapted") else "no"
+
+
 def bilm_lines(bilms: Dict[str, dict]) -> List[str]:
     """One bullet per biLM: spec, folder, short SHA-256, domain adaptation, training data."""
     lines = []
     for spec, info in bilms.items():
         meta = info.get("metadata") or {}
-        adapted = info.get("adapted_on") or []
-        what = "; ".join(_adapted_text(a) for a in adapted) if adapted else "no"
-        lines.append(f"* `{spec}` = `{info['path']}`, {bilm_sha256_text(info)}; domain-adapted: {what}"
+        lines.append(f"* `{spec}` = `{info['path']}`, {bilm_sha256_text(info)}; "
+                     f"domain-adapted: {domain_adapted_text(info)}"
                      + (f"; trained on: {meta.get('corpus') or meta.get('train_data')}"
                         if meta.get("corpus") or meta.get("train_data") else ""))
         if info.get("warning"):

@@ -148,30 +148,25 @@ def _bilm_from(spec, base: Path, key: str):
     folder's copy still counts where the config's folder has none (the repo's configs name
     ``runs/...`` from the repo's root), and a name that could mean two different folders is
     refused rather than guessed. Names, URLs and absolute paths are kept as they are."""
-    from .. import BUNDLED_MODELS
-    from ..hub.download import is_url
+    from .. import which_model
     from ..io import same_file
     if not isinstance(spec, str):
         return spec                                    # (the typed config says what is wrong)
     prefix = RANDOM_PREFIX if spec.startswith(RANDOM_PREFIX) else ""
     name = spec[len(prefix):]
-    if not name.strip() or name in BUNDLED_MODELS or is_url(name) or Path(name).is_absolute():
-        if name in BUNDLED_MODELS and (base / name).exists() and not same_file(Path(name), base / name):
-            # the bundled model wins, as in loading (which names a folder of the working folder)
-            import elmo
-            elmo._warn_name_and_folder(name, bundled=True, folder=base / name)
-        return spec
     here, beside = Path(name), base / name
-    if not beside.exists() or same_file(here, beside):
-        return spec
-    if here.exists():
-        raise ConfigError(f"{key} {spec!r} names two different folders: {beside} (beside the config) and "
-                          f"{here.resolve()} (from the working folder); give an absolute path")
-    from ..hub import registry
-    if name in registry.MODELS:     # (loading it by its path would not say so)
-        import elmo
-        elmo._warn_name_and_folder(name, bundled=False, folder=beside)
-    return prefix + str(beside)
+    # in loading's order, the bare name's local path beside the config (warned below, once
+    # the two-folders error is ruled out)
+    named = which_model(name, local=beside, warn=False)
+    if named.kind == "local" and beside.exists() and not same_file(here, beside):
+        if here.exists():
+            raise ConfigError(f"{key} {spec!r} names two different folders: {beside} (beside the config) and "
+                              f"{here.resolve()} (from the working folder); give an absolute path")
+        named.warn()                # a published model's name (loading it by its path would not say so)
+        return prefix + str(beside)
+    if named.kind == "bundled":
+        named.warn()                # the bundled model wins over a folder beside the config
+    return spec
 
 
 def normalise_config(cfg: dict | ExperimentConfig) -> ExperimentConfig:
@@ -298,6 +293,7 @@ def describe_bilm(spec: str) -> dict:
     ``metadata.json`` (how it was trained; ``adapted_on``, the extra text it was fine-tuned
     on, which makes it a domain-adapted model)."""
     import elmo
+    from ..training.export import METADATA_FILE, read_metadata
     path = resolve_bilm(spec)
     random_weights = spec.startswith(RANDOM_PREFIX)
     base = spec[len(RANDOM_PREFIX):] if random_weights else spec
@@ -308,14 +304,15 @@ def describe_bilm(spec: str) -> dict:
     except ValueError:
         pass
     info: dict = {"spec": spec, "path": str(shown), "random_weights": random_weights,
-                  "bundled": isinstance(name, str) and name in elmo.BUNDLED_MODELS}
+                  "bundled": elmo.which_model(name, warn=False).kind == "bundled"}
     if random_weights:
         info["warning"] = (f"random weights (seed {RANDOM_BILM_SEED}) in the architecture of "
                            f"{shown}: a control, not a trained biLM")
         info["metadata"], info["adapted_on"], info["domain_adapted"] = None, [], False
         return info
-    meta_path = path / "metadata.json"
-    meta = json.loads(meta_path.read_text(encoding="utf-8")) if meta_path.exists() else None
+    # read with its checks: a damaged or hand-edited file was a traceback, JSON's error without
+    # the file's name, or a wrong "adapted" flag
+    meta = read_metadata(path) if (path / METADATA_FILE).exists() else None
     info["metadata"] = meta
     adapted = (meta or {}).get("adapted_on") or []
     info["adapted_on"] = adapted

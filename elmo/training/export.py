@@ -20,7 +20,7 @@ import torch
 
 from ..config import ElmoOptions
 from ..vocab import Vocabulary
-from ..io import atomic_folder, atomic_write_text, new_hdf5
+from ..io import atomic_folder, atomic_write_text, new_hdf5, read_json
 from .. import strict_json
 from ..weights import WeightFileError, check_finite, load_original, open_hdf5, save_original
 from .model import LanguageModel
@@ -83,12 +83,7 @@ def read_metadata(folder: str | Path) -> Dict[str, Any]:
     path = Path(folder) / METADATA_FILE
     if not path.exists():
         return {"adapted_on": []}
-    try:
-        meta = json.loads(path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError as e:
-        raise ValueError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
-    except ValueError as e:
-        raise ValueError(f"{path}: not readable JSON ({e})") from None
+    meta = read_json(path, expected="a model's metadata")
     if not isinstance(meta, dict):
         raise ValueError(f"{path}: expected a JSON object, got {json.dumps(meta)[:60]}")
     for key, (kind, what) in _METADATA_TYPES.items():

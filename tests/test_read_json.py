@@ -1,0 +1,65 @@
+"""The JSON files the package reads (a model's metadata.json, a corpus's stats.json, an
+experiment's results.json, an ELMoForManyLangs folder's config.json and model configuration,
+an options file) all go through elmo.io.read_json: whatever is wrong with the file, one error
+of the reader's own kind that names the file and says what is wrong."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from elmo.config import ConfigError, ElmoOptions
+from elmo.data.fetch import DataError
+from elmo.data.sources import source_dir, stats
+from elmo.io import read_json
+from elmo.manylangs.folder import read_model_config, resolve_config_path
+from elmo.tasks.compare import CompareError, read_results
+from elmo.training.export import read_metadata
+
+#: reader name -> (the file it reads under a folder, how to read it, the error it raises)
+READERS = {
+    "metadata": ("metadata.json", lambda folder: read_metadata(folder), ValueError),
+    "stats": (str(source_dir("brown", Path("home")) / "stats.json"),
+              lambda folder: stats("brown", folder / "home"), DataError),
+    "results": ("results.json", lambda folder: read_results(folder), CompareError),
+    "manylangs folder": ("config.json", lambda folder: resolve_config_path(folder), ConfigError),
+    "manylangs config": ("cnn_50_100.json", lambda folder: read_model_config(folder / "cnn_50_100.json", 10, 10),
+                         ConfigError),
+    "options": ("options.json", lambda folder: ElmoOptions.from_file(folder / "options.json"), ConfigError),
+}
+
+#: how the file is damaged -> what the message says
+DAMAGES = {
+    "a folder": (None, "is a directory, expected "),
+    "not UTF-8": (b'{"a": "\xff"}', "not UTF-8 text (line 1: byte 0xff at byte offset 7)"),
+    "not JSON": (b'{"a": 1,\n', "line 2 column 1"),
+}
+
+
+@pytest.mark.parametrize("damage", DAMAGES)
+@pytest.mark.parametrize("reader", READERS)
+def test_each_json_file_that_cannot_be_read_is_one_error_naming_it(tmp_path, reader, damage):
+    """A metadata.json or stats.json that was a folder was a raw IsADirectoryError (not the
+    reader's error); a file that was not UTF-8 gave the codec's message without the line and
+    the offset of the bad byte."""
+    name, read, error = READERS[reader]
+    content, says = DAMAGES[damage]
+    path = tmp_path / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if content is None:
+        path.mkdir()
+    else:
+        path.write_bytes(content)
+    with pytest.raises(error, match=re.escape(f"{path}: ") + ".*" + re.escape(says)):
+        read(tmp_path)
+
+
+def test_the_helper_says_what_is_wrong_and_what_to_do(tmp_path):
+    with pytest.raises(KeyError, match=re.escape(f"{tmp_path / 'x.json'}: gone; make it again")):
+        read_json(tmp_path / "x.json", KeyError, missing="gone", hint="make it again")
+    (tmp_path / "x.json").write_text("[1, 2", encoding="utf-8")
+    with pytest.raises(ValueError, match=re.escape(f"{tmp_path / 'x.json'}: not a list (Expecting")):
+        read_json(tmp_path / "x.json", what="a list")
+    (tmp_path / "x.json").write_text('{"a": [1, NaN]}', encoding="utf-8")
+    assert read_json(tmp_path / "x.json")["a"][0] == 1
