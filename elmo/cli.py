@@ -38,7 +38,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     parser.add_argument("--debug", action="store_true",
                         help="show the full traceback of an error (also: ELMO_DEBUG=1)")
-    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    # required: `elmo` alone is a usage error (argparse's usage line and message on stderr,
+    # status 2), as a subcommand's missing argument is; it printed the help to stdout
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(subparsers)
     return parser
@@ -104,9 +106,6 @@ class _ClosedStdout(io.TextIOBase):
 def _run(argv: Optional[List[str]]) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    if not getattr(args, "func", None):
-        parser.print_help()
-        return 2
     from .config import ConfigError
     from .data.fetch import DataError
     from .hub.download import DownloadError
