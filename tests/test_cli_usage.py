@@ -1,13 +1,18 @@
-"""The ``elmo`` command's conventions: usage errors and ``-`` as a path."""
+"""The ``elmo`` command's conventions: usage errors, ``-`` as a path and download bars off
+a terminal."""
 from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 
 import pytest
 
 from elmo.cli import main
+from elmo.hub import download, registry
+from tests.hub_server import FileServer
+from tests.test_hub import OPTIONS, WEIGHTS, fixture_files
 from tests.test_tasks_compare import _results
 
 
@@ -73,3 +78,61 @@ def test_experiment_table_dash_is_stdout(tmp_path, capsys):
         os.chdir(cwd)
     assert capsys.readouterr().out == printed
     assert sorted(p.name for p in tmp_path.iterdir()) == ["results.json"]
+
+
+@pytest.fixture
+def fixture_model(monkeypatch, tmp_path):
+    """A published-model entry served by a local server (started by the test)."""
+    monkeypatch.setenv("ELMO_HOME", str(tmp_path / "elmo-home"))
+    monkeypatch.delenv("ELMO_OFFLINE", raising=False)
+    monkeypatch.setenv("ELMO_DOWNLOAD_RETRIES", "0")
+
+    def entry(server):
+        model = registry.PretrainedModel(
+            name="test-bars", format="original", language="English", language_code="en",
+            training_data="none (test weights)", licence="Apache-2.0",
+            urls={"options": server.url(OPTIONS), "weights": server.url(WEIGHTS)})
+        monkeypatch.setitem(registry.MODELS, model.name, model)
+        return model.name
+    return entry
+
+
+@pytest.mark.parametrize("terminal, argv, drawn", [
+    (False, ["models", "get"], False),
+    (True, ["models", "get"], True),
+    (False, ["info"], False),
+    (True, ["info"], True),
+])
+def test_download_bars_follow_the_terminal_check(terminal, argv, drawn, fixture_model, monkeypatch, capsys):
+    """`elmo models get` (and any command that downloads a model it names) drew its download
+    bars into log files and pipes; the other commands' bars are drawn only on a terminal, and
+    now downloads follow the same check."""
+    asked = []
+    real = download._download
+
+    def spy(url, dest, sha256, progress, log):
+        asked.append(progress)
+        return real(url, dest, sha256, False, log)
+    monkeypatch.setattr(download, "_download", spy)
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: terminal, raising=False)
+    with FileServer(fixture_files()) as server:
+        assert main(argv + [fixture_model(server)]) == 0
+    assert asked and all(shown is drawn for shown in asked)
+
+
+def test_download_bars_follow_quiet(fixture_model, monkeypatch, tmp_path, capsys):
+    """On a terminal, embed's --quiet turned its bar off but not the download's."""
+    asked = []
+    real = download._download
+
+    def spy(url, dest, sha256, progress, log):
+        asked.append(progress)
+        return real(url, dest, sha256, False, log)
+    monkeypatch.setattr(download, "_download", spy)
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
+    text = tmp_path / "in.txt"
+    text.write_text("a b\n", encoding="utf-8")
+    with FileServer(fixture_files()) as server:
+        assert main(["embed", str(text), str(tmp_path / "out.hdf5"), "--quiet",
+                     "--model", fixture_model(server)]) == 0
+    assert asked == [False, False]
