@@ -1,10 +1,12 @@
-"""The ``elmo`` command's conventions: usage errors, ``-`` as a path and download bars off
-a terminal."""
+"""The ``elmo`` command's conventions: usage errors, ``-`` as a path, download bars off a
+terminal, and Ctrl-C while the package loads."""
 from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -14,6 +16,8 @@ from elmo.hub import download, registry
 from tests.hub_server import FileServer
 from tests.test_hub import OPTIONS, WEIGHTS, fixture_files
 from tests.test_tasks_compare import _results
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.parametrize("argv", [[], ["--debug"], ["models"], ["data"], ["vocab"]])
@@ -136,3 +140,34 @@ def test_download_bars_follow_quiet(fixture_model, monkeypatch, tmp_path, capsys
         assert main(["embed", str(text), str(tmp_path / "out.hdf5"), "--quiet",
                      "--model", fixture_model(server)]) == 0
     assert asked == [False, False]
+
+
+def _console_entry_point() -> str:
+    import tomllib
+    with open(ROOT / "pyproject.toml", "rb") as f:
+        return tomllib.load(f)["project"]["scripts"]["elmo"]
+
+
+def test_ctrl_c_while_the_package_loads_is_one_line(tmp_path):
+    """Ctrl-C in the second or so in which `elmo` imports the package and torch printed
+    Python's traceback of an import. The console command's entry point (pyproject.toml) now
+    says `elmo: interrupted` and exits 130, as Ctrl-C during a command. The signal is sent the
+    moment torch's import starts, the way a user's Ctrl-C falls."""
+    module, function = _console_entry_point().split(":")
+    script = textwrap.dedent(f"""
+        import importlib, os, signal, sys
+
+        class CtrlCAtTorch:
+            def find_spec(self, name, path=None, target=None):
+                if name == "torch":
+                    os.kill(os.getpid(), signal.SIGINT)
+                return None
+
+        sys.meta_path.insert(0, CtrlCAtTorch())
+        assert "torch" not in sys.modules
+        sys.exit(getattr(importlib.import_module({module!r}), {function!r})(["--version"]))
+        """)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stderr, done.stdout) == (130, "elmo: interrupted\n", "")
