@@ -38,7 +38,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     parser.add_argument("--debug", action="store_true",
                         help="show the full traceback of an error (also: ELMO_DEBUG=1)")
-    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    # required: `elmo` alone is a usage error (argparse's usage line and message on stderr,
+    # status 2), as a subcommand's missing argument is; it printed the help to stdout
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(subparsers)
     return parser
@@ -104,16 +106,15 @@ class _ClosedStdout(io.TextIOBase):
 def _run(argv: Optional[List[str]]) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    if not getattr(args, "func", None):
-        parser.print_help()
-        return 2
+    from .commands import progress_bar_wanted
     from .config import ConfigError
     from .data.fetch import DataError
-    from .hub.download import DownloadError
+    from .hub.download import DownloadError, download_bars
     from .weights import WeightFileError
     debug = args.debug or os.environ.get("ELMO_DEBUG", "") not in ("", "0")
     try:
-        with _stop_signals_raise(), _model_name_warnings_as_lines(args.command):
+        with _stop_signals_raise(), _model_name_warnings_as_lines(args.command), \
+                download_bars(progress_bar_wanted(_progress_asked(args))):
             result = args.func(args)
     except BrokenPipeError:
         raise
@@ -139,6 +140,12 @@ def _run(argv: Optional[List[str]]) -> int:
         print(f"elmo {args.command}: interrupted", file=sys.stderr)
         return 130
     return int(result or 0)
+
+
+def _progress_asked(args: argparse.Namespace) -> bool:
+    """Whether the command line leaves progress bars on: no ``--quiet`` (predict, experiment),
+    ``--quiet`` of embed or ``--no-progress`` of training (both stored as ``progress``)."""
+    return getattr(args, "progress", True) is not False and not getattr(args, "quiet", False)
 
 
 class Terminated(KeyboardInterrupt):

@@ -12,3 +12,12 @@ def progress_bar_wanted(asked: bool) -> bool:
     settings do not look at the terminal (a notebook's stderr is no terminal)."""
     isatty = getattr(sys.stderr, "isatty", None)
     return bool(asked and isatty is not None and isatty())
+
+
+def refuse_dash(value, name: str, why: str, kind: str = "file") -> None:
+    """Refuse ``-`` (stdin or stdout by the usual convention) where a command needs a file or
+    folder: it was taken as a path and wrote a file or folder named ``-``. ``./-`` still names
+    one. ``why`` says why and what to give instead; ``kind`` is what a path names there
+    (``"file"`` or ``"folder"``)."""
+    if value is not None and str(value) == "-":
+        raise ValueError(f"{name} '-': {why} (./- names a {kind} called '-')")

@@ -114,6 +114,8 @@ def analyze(args: argparse.Namespace) -> int:
     # much as the arithmetic (the mix probe ran in half the time with this).
     keep_freed_memory(mmap_threshold=2 ** 30)
     set_threads(args.threads)
+    from . import refuse_dash
+    refuse_dash(args.out, "--out", "the analysis writes a folder: give its name", "folder")
     out = Path(args.out) if args.out else default_out(args.model)
     if args.report_only:
         from ..analysis.report import rewrite_report

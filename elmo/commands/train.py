@@ -65,7 +65,7 @@ def register(subparsers) -> None:
     # ---------------------------------------------------------------- vocab build
     p = subparsers.add_parser("vocab", help="build a vocabulary file from a corpus",
                               description="Vocabulary files in the original format.")
-    sub = p.add_subparsers(dest="vocab_command", metavar="ACTION")
+    sub = p.add_subparsers(dest="vocab_command", metavar="ACTION", required=True)
     b = sub.add_parser("build", help="count a corpus and write its vocabulary",
                        description="Write <S>, </S>, <UNK>, then the words by descending frequency, one a "
                                    "line (the original format), and word<TAB>count beside it (OUTPUT's name with "
@@ -78,7 +78,6 @@ def register(subparsers) -> None:
     b.add_argument("--counts", help="where to write word<TAB>count (default: OUTPUT with .counts.tsv, where "
                                     "elmo train --vocab OUTPUT finds them; elsewhere, give train --vocab COUNTS)")
     b.set_defaults(func=vocab_build)
-    p.set_defaults(func=lambda args, parser=p: parser.print_help() or 2)
 
     # ---------------------------------------------------------------- train
     p = subparsers.add_parser(
@@ -181,7 +180,12 @@ def _model_options(args, base: Optional[dict] = None) -> dict:
 
 def vocab_build(args) -> int:
     from ..training.vocab_build import build_vocabulary_files
+    from . import refuse_dash
 
+    # (it wrote files named '-' and '-.counts.tsv': the counts cannot go to stdout beside it)
+    refuse_dash(args.output, "-o", "the vocabulary is written to a file and its counts beside it "
+                                   "(where elmo train --vocab finds them), not to stdout: give a file name")
+    refuse_dash(args.counts, "--counts", "the counts are written to a file, not to stdout: give a file name")
     info = build_vocabulary_files(args.corpus, args.output, min_count=args.min_count, max_size=args.max_size,
                                   counts_path=args.counts)
     print(f"wrote {info['vocab']} ({info['size']:,} entries, {info['covered']:.2%} of tokens covered) "
@@ -189,6 +193,13 @@ def vocab_build(args) -> int:
     if "note" in info:
         print(f"note: {info['note']}", file=sys.stderr)
     return 0
+
+
+def _refuse_dash_output(cfg) -> None:
+    from . import refuse_dash
+    # (it trained into a folder named '-')
+    refuse_dash(cfg.output, "--output", "a training run writes a folder (checkpoints, log.jsonl, model/): give its name",
+                "folder")
 
 
 def _bar_on_a_terminal_only(cfg):
@@ -254,6 +265,7 @@ def train(args) -> int:
     cfg = from_args(TrainConfig, args, defaults=defaults, given={"train": list(args.corpus), "options": options},
                     config_values=from_file)
     _refuse_shape_with_from(cfg)
+    _refuse_dash_output(cfg)
     if print_config_and_exit(with_recipe_defaults(cfg), args):   # (the values the run would take)
         return 0
     cfg = _bar_on_a_terminal_only(cfg)
@@ -280,6 +292,7 @@ def finetune(args) -> int:
                     given={"train": list(args.text), "vocab": "", "output": args.output, "init_from": args.init_from,
                            "valid": [str(heldout_file(args.output))]})
     _refuse_shape_with_from(cfg)
+    _refuse_dash_output(cfg)
     if print_config_and_exit(with_recipe_defaults(cfg), args):   # (the values the run would take)
         return 0
     cfg = _bar_on_a_terminal_only(cfg)
@@ -320,6 +333,8 @@ def perplexity(args) -> int:
 def plot_curve(args) -> int:
     from ..training.curves import plot_learning_curve
 
+    from . import refuse_dash
+    refuse_dash(args.output, "-o", "the plot is written to a PNG file, not to stdout: give a file name")
     path = plot_learning_curve(args.log, args.output, title=args.title)
     print(f"wrote {path}")
     return 0

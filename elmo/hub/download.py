@@ -37,8 +37,10 @@ import re
 import shlex
 import shutil
 import sys
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
-from typing import Callable, Optional, Type
+from typing import Callable, Iterator, Optional, Type
 from urllib.parse import unquote, urlsplit
 
 #: Seconds to wait for a connection and between two reads of the body.
@@ -74,6 +76,23 @@ def redact_url(text: str) -> str:
         user, colon, _ = match.group(2).partition(":")
         return f"{match.group(1)}{user + ':***' if colon else '***'}@"
     return _USER_PART.sub(hide, text)
+
+
+#: Whether :func:`fetch` may draw its bar at all; the ``elmo`` command sets it per run
+#: (:func:`download_bars`), since a download starts deep inside a model's load.
+_BARS_SHOWN: ContextVar[bool] = ContextVar("download_bars", default=True)
+
+
+@contextmanager
+def download_bars(shown: bool) -> Iterator[None]:
+    """Inside the block, downloads draw their progress bar only if ``shown``. The ``elmo``
+    command passes its terminal check (and ``--quiet``): a bar in a log file or a pipe was a
+    line redrawn several times a second. Python callers keep ``fetch(progress=True)``'s bar."""
+    token = _BARS_SHOWN.set(shown)
+    try:
+        yield
+    finally:
+        _BARS_SHOWN.reset(token)
 
 
 def is_url(value: object) -> bool:
@@ -267,7 +286,7 @@ def fetch(url: str, *, dest: Optional[Path] = None, sha256: Optional[str] = None
         sha256: the pinned checksum, if any; a mismatch is an error and nothing is kept.
         verify: called with the finished download before it is renamed to ``dest``; it raises
             (e.g. :class:`~elmo.WeightFileError`) to reject the file, which is then deleted.
-        progress: show a tqdm bar.
+        progress: show a tqdm bar (never inside ``download_bars(False)``).
 
     Raises:
         DownloadError: offline with an empty cache, HTTP errors, a cut connection (the part is
@@ -314,7 +333,7 @@ def fetch(url: str, *, dest: Optional[Path] = None, sha256: Optional[str] = None
             log(f"{dest}: the cached file does not match the pinned sha256; downloading it again")
         staging = _staging_folder(dest)
         try:
-            staged = _download(url, dest, sha256, progress, log)
+            staged = _download(url, dest, sha256, progress and _BARS_SHOWN.get(), log)
             if verify is not None:
                 verify(staged)
             os.replace(staged, dest)

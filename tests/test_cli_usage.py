@@ -1,0 +1,173 @@
+"""The ``elmo`` command's conventions: usage errors, ``-`` as a path, download bars off a
+terminal, and Ctrl-C while the package loads."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from elmo.cli import main
+from elmo.hub import download, registry
+from tests.hub_server import FileServer
+from tests.test_hub import OPTIONS, WEIGHTS, fixture_files
+from tests.test_tasks_compare import _results
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize("argv", [[], ["--debug"], ["models"], ["data"], ["vocab"]])
+def test_a_missing_command_is_a_usage_error_on_stderr(argv, capsys):
+    """`elmo` alone (or `elmo models`, `elmo data`, `elmo vocab` without an action) printed the
+    whole help to stdout and exited 2; it is now argparse's usage error, as a subcommand's
+    missing argument is: the usage line and the message on stderr, nothing on stdout, status 2."""
+    with pytest.raises(SystemExit) as stop:
+        main(argv)
+    assert stop.value.code == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.startswith("usage: elmo") and "error: the following arguments are required:" in err
+
+
+def _run_in(folder: Path, argv, capsys):
+    """main(argv) run in ``folder``: its status and its stderr."""
+    cwd = os.getcwd()
+    os.chdir(folder)
+    try:
+        status = main(argv)
+    finally:
+        os.chdir(cwd)
+    return status, capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, option", [
+    (["vocab", "build", "corpus.txt", "-o", "-"], "-o '-'"),
+    (["vocab", "build", "corpus.txt", "-o", "vocab.txt", "--counts", "-"], "--counts '-'"),
+    (["embed", "-", "out.hdf5", "--model", "fixture"], "INPUT '-': elmo embed cannot read stdin"),
+    (["embed", "corpus.txt", "-", "--model", "fixture"], "OUTPUT '-'"),
+    (["convert", "fixture", "-"], "OUTPUT '-'"),
+    (["plot-curve", "log.jsonl", "-o", "-"], "-o '-'"),
+    (["train", "corpus.txt", "--vocab", "missing.txt", "-o", "-"], "--output '-'"),
+    (["finetune", "corpus.txt", "--from", "fixture", "-o", "-"], "--output '-'"),
+    (["analyze", "fixture", "--out", "-"], "--out '-'"),
+])
+def test_a_dash_where_a_file_or_folder_is_written_is_refused(argv, option, tmp_path, capsys):
+    """`elmo vocab build -o -` wrote files named '-' and '-.counts.tsv' (and other commands a
+    file or folder '-'); `elmo embed -` looked for a file '-'. Where '-' cannot be stdin or
+    stdout it is now one line saying why, before any work, and nothing named '-' is made."""
+    (tmp_path / "corpus.txt").write_text("a b c\nb c\n", encoding="utf-8")
+    status, err = _run_in(tmp_path, argv, capsys)
+    assert status == 1
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and option in lines[0] and "./- names a" in lines[0], err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["corpus.txt"]
+
+
+def test_experiment_table_dash_is_stdout(tmp_path, capsys):
+    """experiment-table prints its table without -o; `-o -` wrote a file named '-'. It prints."""
+    text = json.dumps(_results({("pos", "baseline"): [0.9, 0.91], ("pos", "elmo"): [0.95, 0.96]}, "a"))
+    (tmp_path / "results.json").write_text(text, encoding="utf-8")
+    assert main(["experiment-table", str(tmp_path / "results.json")]) == 0
+    printed = capsys.readouterr().out
+    assert printed.count("|") > 4
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        assert main(["experiment-table", "results.json", "-o", "-"]) == 0
+    finally:
+        os.chdir(cwd)
+    assert capsys.readouterr().out == printed
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["results.json"]
+
+
+@pytest.fixture
+def fixture_model(monkeypatch, tmp_path):
+    """A published-model entry served by a local server (started by the test)."""
+    monkeypatch.setenv("ELMO_HOME", str(tmp_path / "elmo-home"))
+    monkeypatch.delenv("ELMO_OFFLINE", raising=False)
+    monkeypatch.setenv("ELMO_DOWNLOAD_RETRIES", "0")
+
+    def entry(server):
+        model = registry.PretrainedModel(
+            name="test-bars", format="original", language="English", language_code="en",
+            training_data="none (test weights)", licence="Apache-2.0",
+            urls={"options": server.url(OPTIONS), "weights": server.url(WEIGHTS)})
+        monkeypatch.setitem(registry.MODELS, model.name, model)
+        return model.name
+    return entry
+
+
+@pytest.mark.parametrize("terminal, argv, drawn", [
+    (False, ["models", "get"], False),
+    (True, ["models", "get"], True),
+    (False, ["info"], False),
+    (True, ["info"], True),
+])
+def test_download_bars_follow_the_terminal_check(terminal, argv, drawn, fixture_model, monkeypatch, capsys):
+    """`elmo models get` (and any command that downloads a model it names) drew its download
+    bars into log files and pipes; the other commands' bars are drawn only on a terminal, and
+    now downloads follow the same check."""
+    asked = []
+    real = download._download
+
+    def spy(url, dest, sha256, progress, log):
+        asked.append(progress)
+        return real(url, dest, sha256, False, log)
+    monkeypatch.setattr(download, "_download", spy)
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: terminal, raising=False)
+    with FileServer(fixture_files()) as server:
+        assert main(argv + [fixture_model(server)]) == 0
+    assert asked and all(shown is drawn for shown in asked)
+
+
+def test_download_bars_follow_quiet(fixture_model, monkeypatch, tmp_path, capsys):
+    """On a terminal, embed's --quiet turned its bar off but not the download's."""
+    asked = []
+    real = download._download
+
+    def spy(url, dest, sha256, progress, log):
+        asked.append(progress)
+        return real(url, dest, sha256, False, log)
+    monkeypatch.setattr(download, "_download", spy)
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
+    text = tmp_path / "in.txt"
+    text.write_text("a b\n", encoding="utf-8")
+    with FileServer(fixture_files()) as server:
+        assert main(["embed", str(text), str(tmp_path / "out.hdf5"), "--quiet",
+                     "--model", fixture_model(server)]) == 0
+    assert asked == [False, False]
+
+
+def _console_entry_point() -> str:
+    import tomllib
+    with open(ROOT / "pyproject.toml", "rb") as f:
+        return tomllib.load(f)["project"]["scripts"]["elmo"]
+
+
+def test_ctrl_c_while_the_package_loads_is_one_line(tmp_path):
+    """Ctrl-C in the second or so in which `elmo` imports the package and torch printed
+    Python's traceback of an import. The console command's entry point (pyproject.toml) now
+    says `elmo: interrupted` and exits 130, as Ctrl-C during a command. The signal is sent the
+    moment torch's import starts, the way a user's Ctrl-C falls."""
+    module, function = _console_entry_point().split(":")
+    script = textwrap.dedent(f"""
+        import importlib, os, signal, sys
+
+        class CtrlCAtTorch:
+            def find_spec(self, name, path=None, target=None):
+                if name == "torch":
+                    os.kill(os.getpid(), signal.SIGINT)
+                return None
+
+        sys.meta_path.insert(0, CtrlCAtTorch())
+        assert "torch" not in sys.modules
+        sys.exit(getattr(importlib.import_module({module!r}), {function!r})(["--version"]))
+        """)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stderr, done.stdout) == (130, "elmo: interrupted\n", "")
