@@ -101,6 +101,18 @@ def fixture_model(monkeypatch, tmp_path):
     return entry
 
 
+def _spy_on_download_bars(monkeypatch) -> list:
+    """Records whether each download was asked to draw its bar (and draws none)."""
+    asked = []
+    real = download._download
+
+    def spy(url, dest, sha256, progress, log):
+        asked.append(progress)
+        return real(url, dest, sha256, False, log)
+    monkeypatch.setattr(download, "_download", spy)
+    return asked
+
+
 @pytest.mark.parametrize("terminal, argv, drawn", [
     (False, ["models", "get"], False),
     (True, ["models", "get"], True),
@@ -111,13 +123,7 @@ def test_download_bars_follow_the_terminal_check(terminal, argv, drawn, fixture_
     """`elmo models get` (and any command that downloads a model it names) drew its download
     bars into log files and pipes; the other commands' bars are drawn only on a terminal, and
     now downloads follow the same check."""
-    asked = []
-    real = download._download
-
-    def spy(url, dest, sha256, progress, log):
-        asked.append(progress)
-        return real(url, dest, sha256, False, log)
-    monkeypatch.setattr(download, "_download", spy)
+    asked = _spy_on_download_bars(monkeypatch)
     monkeypatch.setattr(sys.stderr, "isatty", lambda: terminal, raising=False)
     with FileServer(fixture_files()) as server:
         assert main(argv + [fixture_model(server)]) == 0
@@ -126,13 +132,7 @@ def test_download_bars_follow_the_terminal_check(terminal, argv, drawn, fixture_
 
 def test_download_bars_follow_quiet(fixture_model, monkeypatch, tmp_path, capsys):
     """On a terminal, embed's --quiet turned its bar off but not the download's."""
-    asked = []
-    real = download._download
-
-    def spy(url, dest, sha256, progress, log):
-        asked.append(progress)
-        return real(url, dest, sha256, False, log)
-    monkeypatch.setattr(download, "_download", spy)
+    asked = _spy_on_download_bars(monkeypatch)
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
     text = tmp_path / "in.txt"
     text.write_text("a b\n", encoding="utf-8")
