@@ -286,3 +286,41 @@ def test_two_gloo_processes_on_bucketed_batches_equal_one_process_on_the_global_
     moved = max(float((reference[k] - initial[k]).abs().max()) for k in reference)
     diff = max(float((ddp["model"][k] - reference[k]).abs().max()) for k in reference)
     assert diff <= 1e-5 < 1e-2 < moved, (diff, moved)   # (the tolerance of the packed test above)
+
+
+class _WaitsForRank0(Exception):
+    """Where rank 1 would wait in the process group for rank 0."""
+
+
+def test_only_rank_0_writes_finetunes_text_into_the_run_folder(tmp_path, monkeypatch):
+    """(every rank of a distributed finetune wrote adapt_train.txt and adapt_heldout.txt itself,
+    before it had joined the process group; the run's lock is rank 0's only, so rank 1 of a
+    second job into a folder where a finetune was training replaced that run's text, which its
+    next epoch read, while the lock stopped the second job's rank 0)"""
+    from elmo.training import distributed
+    from elmo.training.finetune import OWN_TEXT_FILES, finetune
+    from elmo.training.trainer import train
+    from training_helpers import tiny_config
+
+    train_txt, _, vocab_txt = write_toy_corpus(tmp_path / "toy", n_train=60)
+    train(tiny_config(tmp_path / "base", train_txt, vocab_txt, max_steps=1))
+    run = tmp_path / "adapted"
+    run.mkdir()
+    first = "the text the running finetune trains on .\n"
+    for name in OWN_TEXT_FILES:
+        (run / name).write_text(first, encoding="utf-8")
+    other = tmp_path / "other.txt"
+    other.write_text("".join(f"the happy farmer {v} the old river .\n" for v in ["sees", "likes"] * 20))
+    # rank 1 of 2, as torchrun starts it
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    monkeypatch.setattr(distributed, "setup", lambda device="auto": distributed.Context(rank=1, world_size=2))
+
+    def barrier(ctx):
+        raise _WaitsForRank0
+
+    monkeypatch.setattr(distributed, "barrier", barrier)
+    with pytest.raises(Exception):   # (rank 1 alone cannot go on: no rank 0 to wait for)
+        finetune(tiny_config(run, other, "", init_from=str(tmp_path / "base" / "model"), max_steps=2))
+    assert [(run / name).read_text(encoding="utf-8") for name in OWN_TEXT_FILES] == [first, first]
