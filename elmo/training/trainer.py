@@ -398,6 +398,15 @@ class TrainingRun:
                 self.schedule.restart = {"step": 0, "lr": self.schedule.lr, "settings": restart_settings(cfg)}
             return
         ckpt = load_checkpoint(self.resume_from)
+        # Before the settings: a run resumed with another number of processes was told that a
+        # setting differed where finetune fits its batch to the processes ("setting batch_size
+        # was 3, now 6"), which no flag of the command it was told to rerun could mend.
+        if len(ckpt["ranks"]) != ctx.world_size:
+            n = len(ckpt["ranks"])
+            raise ResumeMismatch(f"cannot resume {self.out_dir}: {self.resume_from} was written by {n} "
+                                 f"process{'es' if n > 1 else ''}, and this run has {ctx.world_size}; "
+                                 f"resume it with {n} (the number of processes torchrun starts), "
+                                 f"or use another --output")
         stored = ckpt.get("config")
         if stored is None and (self.out_dir / "train_config.json").exists():
             stored = json.loads((self.out_dir / "train_config.json").read_text(encoding="utf-8"))
@@ -407,9 +416,6 @@ class TrainingRun:
         if ctx.is_main:
             print(f"resuming from checkpoint {ckpt['step']} ({self.resume_from})"
                   + "".join(f"; {c}" for c in changed), file=sys.stderr, flush=True)
-        if len(ckpt["ranks"]) != ctx.world_size:
-            raise ValueError(f"{self.resume_from} was written by {len(ckpt['ranks'])} processes; "
-                             f"resume it with the same number")
         try:
             self.model.load_state_dict(ckpt["model"])
         except RuntimeError as e:  # e.g. a vocabulary of another size, in a checkpoint without its digest
