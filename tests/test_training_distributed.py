@@ -16,6 +16,7 @@ from elmo.data.lm_batches import LMBatch, PackedLMBatches
 from elmo.training.checkpoint import load_checkpoint
 from elmo.training.evaluate import reset_rows
 from elmo.training.config import TrainConfig, recipe_defaults
+from elmo.training import distributed
 from elmo.training.trainer import build_model
 from elmo.vocab import Vocabulary
 from training_helpers import tiny_model_options, write_toy_corpus
@@ -297,7 +298,6 @@ def test_only_rank_0_writes_finetunes_text_into_the_run_folder(tmp_path, monkeyp
     before it had joined the process group; the run's lock is rank 0's only, so rank 1 of a
     second job into a folder where a finetune was training replaced that run's text, which its
     next epoch read, while the lock stopped the second job's rank 0)"""
-    from elmo.training import distributed
     from elmo.training.finetune import OWN_TEXT_FILES, finetune
     from elmo.training.trainer import train
     from training_helpers import tiny_config
@@ -324,3 +324,27 @@ def test_only_rank_0_writes_finetunes_text_into_the_run_folder(tmp_path, monkeyp
     with pytest.raises(Exception):   # (rank 1 alone cannot go on: no rank 0 to wait for)
         finetune(tiny_config(run, other, "", init_from=str(tmp_path / "base" / "model"), max_steps=2))
     assert [(run / name).read_text(encoding="utf-8") for name in OWN_TEXT_FILES] == [first, first]
+
+
+@pytest.mark.parametrize("n_files, warned", [(3, True), (2, False), (1, False)])
+def test_processes_given_unequal_parts_of_an_epoch_are_told(tmp_path, capsys, n_files, warned):
+    """(3 files of equal size on 2 processes: rank 0 reads two of them an epoch, rank 1 one, at
+    the same rows a step, so rank 1 read its file one and a half times while rank 0 left half of
+    its second unread: an epoch read a sixth of the text twice and another sixth never, without
+    a word; 2 equal files, or one file whose lines are shared out, make even parts)"""
+    from elmo.training.trainer import TrainingRun
+    from training_helpers import tiny_config, toy_sentences
+
+    _, _, vocab_txt = write_toy_corpus(tmp_path / "toy", n_train=60)
+    text = tmp_path / "text"
+    text.mkdir()
+    lines = [" ".join(s) + "\n" for s in toy_sentences(60, 0)]
+    for i in range(n_files):   # (files of equal size: the same lines in each)
+        (text / f"part-{i}.txt").write_text("".join(lines), encoding="utf-8")
+    cfg = tiny_config(tmp_path / "run", text, vocab_txt, max_steps=2, shuffle=False)
+    capsys.readouterr()
+    TrainingRun(cfg, distributed.Context(rank=0, world_size=2)).setup()   # (no process group needed)
+    err = capsys.readouterr().err
+    assert ("an epoch reads some text twice and some not at all" in err) == warned, err
+    TrainingRun(cfg, distributed.Context(rank=1, world_size=2)).setup()   # (rank 0 says it, once)
+    assert "warning" not in capsys.readouterr().err

@@ -35,7 +35,7 @@ from torch.nn.parallel import DistributedDataParallel
 
 from ..allocator import keep_freed_memory
 from ..config import ElmoOptions
-from ..data.corpus import CorpusStream, corpus_files, count_tokens, expand_paths, iter_file_sentences
+from ..data.corpus import CorpusStream, corpus_files, count_tokens, expand_paths, iter_file_sentences, shard_shares
 from ..data.lm_batches import MAX_PIECE_LENGTH, BucketedLMBatches, PackedLMBatches
 from ..modules.softmax import softmax_loss
 from ..vocab import Vocabulary
@@ -283,6 +283,7 @@ class TrainingRun:
         self.optimizer = build_optimizer(cfg, self.model.parameters())
         self.softmax_loss = softmax_loss(len(self.vocab), cfg.n_negative, seed=cfg.seed * 1000 + ctx.rank)
         self._warn_vocabulary_order()
+        self._warn_uneven_shards()
         torch.manual_seed(cfg.seed * 1000 + 17 + ctx.rank)  # dropout: a different stream per rank
         self.read_corpus_stats()
         self.n_steps = total_steps(cfg, ctx.world_size, self.corpus_stats)
@@ -290,6 +291,30 @@ class TrainingRun:
         # exp(training loss): with sampled negatives it is not a perplexity of the model (the sampled
         # softmax normalises over a few thousand words), so it is never labelled like the validation one
         self.train_ppl_key = self.softmax_loss.train_ppl_key
+
+    #: How much larger than the smallest a process's part of an epoch may be before it is said.
+    UNEVEN_SHARDS = 1.05
+
+    def _warn_uneven_shards(self) -> None:
+        """Say so when the processes read whole shards (at least as many files as processes)
+        and their parts of an epoch differ in size: every process reads as many rows a step as
+        the others, so the one with the smaller part goes through it again while the others are
+        still in theirs, and an epoch (the steps of one pass over the text) reads some text twice
+        and some not at all (3 equal files on 2 processes, not shuffled: a sixth of the text
+        twice, another sixth never). Nothing said it; the run is left as it is (a resumed run's
+        position depends on the split)."""
+        cfg, ctx = self.cfg, self.ctx
+        if not (ctx.is_main and ctx.distributed):
+            return
+        shares = shard_shares(cfg.train, ctx.world_size, seed=cfg.seed, shuffle=cfg.shuffle)
+        if shares is None or max(shares) <= self.UNEVEN_SHARDS * max(1, min(shares)):
+            return
+        n = len(expand_paths(cfg.train))
+        print(f"warning: the training text's {n} files are shared out whole among the {ctx.world_size} processes, "
+              f"and their parts of an epoch differ in size ({min(shares):,} to {max(shares):,} bytes): each "
+              f"reads as much a step as the others, so an epoch reads some text twice and some not at all; "
+              f"give files of equal size in a number that {ctx.world_size} divides, or one file (whose lines "
+              f"are shared out evenly)", file=sys.stderr, flush=True)
 
     def _warn_vocabulary_order(self) -> None:
         """Say so when the sampled softmax trains on a vocabulary whose counts show it is not
