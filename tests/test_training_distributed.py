@@ -348,3 +348,32 @@ def test_processes_given_unequal_parts_of_an_epoch_are_told(tmp_path, capsys, n_
     assert ("an epoch reads some text twice and some not at all" in err) == warned, err
     TrainingRun(cfg, distributed.Context(rank=1, world_size=2)).setup()   # (rank 0 says it, once)
     assert "warning" not in capsys.readouterr().err
+
+
+def test_processes_started_with_other_settings_are_refused_at_once(tmp_path, monkeypatch):
+    """(torchrun on two machines, the second given --lr 0.1: DistributedDataParallel checks
+    only the weights' shapes, so the job trained on, each process stepping its weights at its
+    own rate and rank 0's alone saved; another --max-steps left the others waiting in a
+    collective until the group's timeout)"""
+    from elmo.training.trainer import TrainingRun
+    from training_helpers import tiny_config
+
+    train_txt, _, vocab_txt = write_toy_corpus(tmp_path / "toy", n_train=60)
+    cfg = tiny_config(tmp_path / "run", train_txt, vocab_txt, max_steps=2, lr=0.2)
+
+    def gather(ctx, obj):   # rank 1's settings, as its own command line made them
+        return [obj, {**obj, "lr": 0.1}]
+
+    monkeypatch.setattr(distributed, "gather_objects", gather)
+    with pytest.raises(ValueError, match=r"started with other settings \(lr: 0.2 on rank 0, 0.1 on rank 1\); "
+                                         r"start every process with the same command"):
+        TrainingRun(cfg, distributed.Context(rank=0, world_size=2)).run()
+    assert not (tmp_path / "run" / "log.jsonl").exists()   # (refused before a file of the run is written)
+
+    def same(ctx, obj):   # the same command: no refusal there (the run goes on to the process group)
+        return [obj, dict(obj)]
+
+    monkeypatch.setattr(distributed, "gather_objects", same)
+    run = TrainingRun(cfg, distributed.Context(rank=0, world_size=2))
+    run.setup()
+    run.check_same_settings()

@@ -225,6 +225,7 @@ class TrainingRun:
         """Train until the run's last step (or ``stop_after`` steps of this session)."""
         cfg = self.cfg
         self.setup()
+        self.check_same_settings()
         self.resume()
         self.record_warm_start()
         self.open_log()
@@ -315,6 +316,32 @@ class TrainingRun:
               f"reads as much a step as the others, so an epoch reads some text twice and some not at all; "
               f"give files of equal size in a number that {ctx.world_size} divides, or one file (whose lines "
               f"are shared out evenly)", file=sys.stderr, flush=True)
+
+    #: Settings each process may have its own value of: ``auto`` picks each one's GPU, and only
+    #: rank 0 shows progress and writes the export's metadata (finetune's holds the perplexity
+    #: each process measured before, which rounding may tell apart).
+    PER_PROCESS = frozenset({"device", "progress", "metadata"})
+
+    def check_same_settings(self) -> None:
+        """Refuse, on every process at once, a job whose processes were started with other
+        settings than rank 0's (torchrun on several machines, each given its own command
+        line). DistributedDataParallel checks only the weights' shapes: another --lr, --seed,
+        --dropout, --batch-size or text on one machine trained on without a word, its weights
+        drifting from rank 0's, which alone are saved; another --max-steps, --eval-every or
+        --checkpoint-every left the others waiting for it in a collective until the group's
+        timeout."""
+        ctx = self.ctx
+        if not ctx.distributed:
+            return
+        mine = {k: v for k, v in asdict(self.cfg).items() if k not in self.PER_PROCESS}
+        ranks = distributed.gather_objects(ctx, json.loads(json.dumps(mine)))   # (as plain JSON values)
+        for rank, theirs in enumerate(ranks):
+            differ = sorted(k for k in set(ranks[0]) | set(theirs) if ranks[0].get(k) != theirs.get(k))
+            if differ:
+                shown = "; ".join(f"{k}: {json.dumps(ranks[0].get(k))} on rank 0, {json.dumps(theirs.get(k))} "
+                                  f"on rank {rank}" for k in differ)
+                raise ValueError(f"the processes of this job were started with other settings ({shown}); "
+                                 f"start every process with the same command")
 
     def _warn_vocabulary_order(self) -> None:
         """Say so when the sampled softmax trains on a vocabulary whose counts show it is not
