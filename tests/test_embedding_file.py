@@ -632,3 +632,23 @@ def test_segments_and_a_file_of_the_older_digest_resume_and_count_as_done(tmp_pa
     assert not parts_dir(reference).exists()
     embed_file(inp, reference, bilm, overwrite=True, **kw)
     assert json.loads(h5py.File(reference, "r").attrs["settings"])["model_digest"] == model_digest(bilm)
+
+
+def test_rank0_refuses_at_once_a_segment_another_rank_wrote_with_other_settings(tmp_path, bilm, lines):
+    """(rank 1 started with another --batch-size, or another model on a second machine, wrote
+    its segments with its settings and finished; rank 0 waited its whole --wait-timeout, 30
+    minutes by default, for segments of its own settings that no rank would write, then asked
+    "Did a rank stop?")"""
+    inp = write_lines(tmp_path / "in.txt", lines)
+    out = tmp_path / "sharded.hdf5"
+    assert embed_file(inp, out, bilm, segment_lines=7, rank=1, world_size=2, batch_size=3) is None
+    started = time.monotonic()
+    with pytest.raises(SettingsMismatch, match=r"segment-00000001\.hdf5 was written by a different command "
+                                               r"\(it differs in: batch_size\)"):
+        embed_file(inp, out, bilm, segment_lines=7, rank=0, world_size=2, wait_timeout=20)
+    assert time.monotonic() - started < 15
+    assert not out.exists()
+    # rank 1 run again with rank 0's command refuses its segments in turn; --overwrite mends them
+    assert embed_file(inp, out, bilm, segment_lines=7, rank=1, world_size=2, overwrite=True) is None
+    assert embed_file(inp, out, bilm, segment_lines=7, rank=0, world_size=2) == out
+    assert_same_datasets(out, embed_file(inp, tmp_path / "one.hdf5", bilm, segment_lines=7))

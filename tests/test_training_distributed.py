@@ -16,6 +16,7 @@ from elmo.data.lm_batches import LMBatch, PackedLMBatches
 from elmo.training.checkpoint import load_checkpoint
 from elmo.training.evaluate import reset_rows
 from elmo.training.config import TrainConfig, recipe_defaults
+from elmo.training import distributed
 from elmo.training.trainer import build_model
 from elmo.vocab import Vocabulary
 from training_helpers import tiny_model_options, write_toy_corpus
@@ -286,3 +287,93 @@ def test_two_gloo_processes_on_bucketed_batches_equal_one_process_on_the_global_
     moved = max(float((reference[k] - initial[k]).abs().max()) for k in reference)
     diff = max(float((ddp["model"][k] - reference[k]).abs().max()) for k in reference)
     assert diff <= 1e-5 < 1e-2 < moved, (diff, moved)   # (the tolerance of the packed test above)
+
+
+class _WaitsForRank0(Exception):
+    """Where rank 1 would wait in the process group for rank 0."""
+
+
+def test_only_rank_0_writes_finetunes_text_into_the_run_folder(tmp_path, monkeypatch):
+    """(every rank of a distributed finetune wrote adapt_train.txt and adapt_heldout.txt itself,
+    before it had joined the process group; the run's lock is rank 0's only, so rank 1 of a
+    second job into a folder where a finetune was training replaced that run's text, which its
+    next epoch read, while the lock stopped the second job's rank 0)"""
+    from elmo.training.finetune import OWN_TEXT_FILES, finetune
+    from elmo.training.trainer import train
+    from training_helpers import tiny_config
+
+    train_txt, _, vocab_txt = write_toy_corpus(tmp_path / "toy", n_train=60)
+    train(tiny_config(tmp_path / "base", train_txt, vocab_txt, max_steps=1))
+    run = tmp_path / "adapted"
+    run.mkdir()
+    first = "the text the running finetune trains on .\n"
+    for name in OWN_TEXT_FILES:
+        (run / name).write_text(first, encoding="utf-8")
+    other = tmp_path / "other.txt"
+    other.write_text("".join(f"the happy farmer {v} the old river .\n" for v in ["sees", "likes"] * 20))
+    # rank 1 of 2, as torchrun starts it
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    monkeypatch.setattr(distributed, "setup", lambda device="auto": distributed.Context(rank=1, world_size=2))
+
+    def barrier(ctx):
+        raise _WaitsForRank0
+
+    monkeypatch.setattr(distributed, "barrier", barrier)
+    with pytest.raises(Exception):   # (rank 1 alone cannot go on: no rank 0 to wait for)
+        finetune(tiny_config(run, other, "", init_from=str(tmp_path / "base" / "model"), max_steps=2))
+    assert [(run / name).read_text(encoding="utf-8") for name in OWN_TEXT_FILES] == [first, first]
+
+
+@pytest.mark.parametrize("n_files, warned", [(3, True), (2, False), (1, False)])
+def test_processes_given_unequal_parts_of_an_epoch_are_told(tmp_path, capsys, n_files, warned):
+    """(3 files of equal size on 2 processes: rank 0 reads two of them an epoch, rank 1 one, at
+    the same rows a step, so rank 1 read its file one and a half times while rank 0 left half of
+    its second unread: an epoch read a sixth of the text twice and another sixth never, without
+    a word; 2 equal files, or one file whose lines are shared out, make even parts)"""
+    from elmo.training.trainer import TrainingRun
+    from training_helpers import tiny_config, toy_sentences
+
+    _, _, vocab_txt = write_toy_corpus(tmp_path / "toy", n_train=60)
+    text = tmp_path / "text"
+    text.mkdir()
+    lines = [" ".join(s) + "\n" for s in toy_sentences(60, 0)]
+    for i in range(n_files):   # (files of equal size: the same lines in each)
+        (text / f"part-{i}.txt").write_text("".join(lines), encoding="utf-8")
+    cfg = tiny_config(tmp_path / "run", text, vocab_txt, max_steps=2, shuffle=False)
+    capsys.readouterr()
+    TrainingRun(cfg, distributed.Context(rank=0, world_size=2)).setup()   # (no process group needed)
+    err = capsys.readouterr().err
+    assert ("an epoch reads some text twice and some not at all" in err) == warned, err
+    TrainingRun(cfg, distributed.Context(rank=1, world_size=2)).setup()   # (rank 0 says it, once)
+    assert "warning" not in capsys.readouterr().err
+
+
+def test_processes_started_with_other_settings_are_refused_at_once(tmp_path, monkeypatch):
+    """(torchrun on two machines, the second given --lr 0.1: DistributedDataParallel checks
+    only the weights' shapes, so the job trained on, each process stepping its weights at its
+    own rate and rank 0's alone saved; another --max-steps left the others waiting in a
+    collective until the group's timeout)"""
+    from elmo.training.trainer import TrainingRun
+    from training_helpers import tiny_config
+
+    train_txt, _, vocab_txt = write_toy_corpus(tmp_path / "toy", n_train=60)
+    cfg = tiny_config(tmp_path / "run", train_txt, vocab_txt, max_steps=2, lr=0.2)
+
+    def gather(ctx, obj):   # rank 1's settings, as its own command line made them
+        return [obj, {**obj, "lr": 0.1}]
+
+    monkeypatch.setattr(distributed, "gather_objects", gather)
+    with pytest.raises(ValueError, match=r"started with other settings \(lr: 0.2 on rank 0, 0.1 on rank 1\); "
+                                         r"start every process with the same command"):
+        TrainingRun(cfg, distributed.Context(rank=0, world_size=2)).run()
+    assert not (tmp_path / "run" / "log.jsonl").exists()   # (refused before a file of the run is written)
+
+    def same(ctx, obj):   # the same command: no refusal there (the run goes on to the process group)
+        return [obj, dict(obj)]
+
+    monkeypatch.setattr(distributed, "gather_objects", same)
+    run = TrainingRun(cfg, distributed.Context(rank=0, world_size=2))
+    run.setup()
+    run.check_same_settings()

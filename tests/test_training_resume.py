@@ -414,3 +414,35 @@ def test_a_warm_start_keeps_the_gentler_accumulator_and_clip(tmp_path, given, ex
     train(tiny_config(tmp_path / "warm", train_txt, base / "vocab.txt", init_from=str(base), max_steps=2, **given),
           stop_after=1)
     assert _stored_recipe(tmp_path / "warm") == expected
+
+
+def test_a_finetune_resumed_with_another_number_of_processes_is_told_so(tmp_path, capsys):
+    """(a finetune begun by 2 processes and resumed by 1 was refused with "setting batch_size
+    was 3, now 6. Rerun with the settings it was started with": finetune fits its batch to the
+    processes, so no flag mends that; the number of processes, the real cause, was not said)"""
+    import torch
+    from elmo.cli import main
+    from elmo.training.finetune import fitted_batch_size
+    from elmo.training.config import TrainConfig
+
+    train_txt, _, vocab_txt = write_toy_corpus(tmp_path / "toy", n_train=300)
+    train(tiny_config(tmp_path / "base", train_txt, vocab_txt, max_steps=1))
+    run = tmp_path / "adapted"
+    command = ["finetune", str(train_txt), "--from", str(tmp_path / "base" / "model"), "-o", str(run),
+               "--max-steps", "2", "--no-progress", "--device", "cpu"]
+    assert main(command) == 0
+    # the checkpoint as two processes would have written it: a position per rank, and the
+    # batch finetune fits to two
+    path = latest_checkpoint(run / "checkpoints")
+    ckpt = torch.load(path, weights_only=True)
+    config = json.loads(ckpt["config"])
+    sentences = [line.split() for line in train_txt.read_text().splitlines()]
+    sentences = [s for i, s in enumerate(sentences) if (i + 1) % 10 != 0]   # (every 10th held out)
+    two = fitted_batch_size(TrainConfig(**{**config, "batch_size": 128}), sentences, world_size=2)
+    assert two != config["batch_size"]   # (else this test would not tell the messages apart)
+    ckpt.update(ranks=ckpt["ranks"] * 2, config=json.dumps({**config, "batch_size": two}))
+    torch.save(ckpt, path)
+    capsys.readouterr()
+    assert main([*command[:-5], "--max-steps", "4", "--no-progress", "--device", "cpu"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "written by 2 processes, and this run has 1; resume it with 2" in err[0], err

@@ -291,6 +291,19 @@ class CorpusStream:
         self.position = StreamPosition(**state)
 
 
+def shard_shares(paths: Sequence[str | os.PathLike], world_size: int, seed: int = 0, shuffle: bool = True,
+                 epoch: int = 0) -> Optional[List[int]]:
+    """Bytes of text (of the files as stored) that each of ``world_size`` processes reads in
+    ``epoch`` where :class:`CorpusStream` gives them whole shards (at least as many files as
+    processes); None where it splits every file's lines among them, which makes even parts."""
+    files = expand_paths(paths)
+    streams = [CorpusStream(files, seed=seed, shuffle=shuffle, rank=r, world_size=world_size)
+               for r in range(world_size)]
+    if world_size < 2 or not streams[0].split_by_shard:
+        return None
+    return [sum(path.stat().st_size for path in stream.shard_order(epoch)) for stream in streams]
+
+
 def count_tokens(paths: Sequence[str | os.PathLike], boundaries: bool = True,
                  piece_length: Optional[int] = None) -> Dict[str, int]:
     """Sentences and tokens of a corpus in one streaming pass.

@@ -175,13 +175,21 @@ def segment_done(path: Path, first: int, stop: int, settings: Dict) -> bool:
     return True
 
 
-def segment_ready(path: Path, settings: Dict) -> bool:
-    """True if ``path`` exists and was written with these settings (no side effects)."""
+def segment_ready(path: Path, settings: Dict, refuse_other: bool = False) -> bool:
+    """True if ``path`` exists and was written with these settings (no side effects).
+
+    ``refuse_other``: a complete segment written with other settings raises SettingsMismatch
+    (another rank's command or model differs, or its rank will refuse that segment itself:
+    it will not be written again with these settings, and the wait for it ran out its whole
+    timeout, then asked whether a rank had stopped)."""
     try:
         with h5py.File(path, "r") as f:
-            return bool(f.attrs.get("complete", False)) and same_settings(f.attrs.get("settings"), settings)
-    except (OSError, FileNotFoundError):
+            complete, found = bool(f.attrs.get("complete", False)), f.attrs.get("settings")
+    except OSError:   # (none yet)
         return False
+    if complete and refuse_other:
+        compare_settings(found, settings, path)
+    return complete and same_settings(found, settings)
 
 
 def merge_segments(parts: Path, n_segments: int, output: Path, sentences: Iterable[str], *,

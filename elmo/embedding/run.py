@@ -417,8 +417,9 @@ def _wait_for_segments(parts: Path, n_segments: int, settings: Dict, progress: b
     last_progress = time.monotonic()
     while True:
         started = {r for r in range(world_size) if _overwrite_under_way(_overwrite_mark(parts, r, world_size), settings)}
+        # (under --overwrite a rank's earlier segments, of other settings, wait for it to delete them)
         still = {k for k in missing if (world_size and k % world_size not in started)
-                 or not segment_ready(segment_path(parts, k), settings)}
+                 or not segment_ready(segment_path(parts, k), settings, refuse_other=not world_size)}
         if len(still) < len(missing):
             last_progress = time.monotonic()
         missing = still

@@ -29,6 +29,7 @@ from .. import strict_json
 from .checkpoint import latest_checkpoint, writing
 from .export import VOCAB_FILE, load_language_model, load_vocabulary, read_metadata
 from .resume import ResumeMismatch
+from . import distributed
 from .distributed import is_main_process, launched_world_size
 from .adaptation import planned_record, with_trained
 from .config import TrainConfig
@@ -128,6 +129,18 @@ def _start_record(out: Path, cfg: TrainConfig, measure) -> Dict[str, Any]:
     return record
 
 
+def _write_own_text(out: Path, path: Path, text: str) -> None:
+    """Write finetune's text file ``path`` of the run folder ``out`` unless it holds ``text``;
+    refuse other text there once the run has a checkpoint (a resume would train on it)."""
+    if path.exists() and path.read_text(encoding="utf-8") != text:
+        if latest_checkpoint(out / "checkpoints") is not None:
+            raise ResumeMismatch(f"cannot resume {out}: it was started on another text or held-out split "
+                                 f"({path} differs); rerun with the same text, or use another --output")
+    if not path.exists() or path.read_text(encoding="utf-8") != text:
+        with writing(path):
+            atomic_write_text(path, text)
+
+
 def finetune(cfg: TrainConfig, heldout: Optional[Sequence[str]] = None, heldout_every: int = 10) -> Dict[str, Any]:
     """Adapt ``cfg.init_from`` on ``cfg.train``; the result goes to ``cfg.output/model``.
 
@@ -150,13 +163,20 @@ def finetune(cfg: TrainConfig, heldout: Optional[Sequence[str]] = None, heldout_
     _refuse_heldout_in_training(text_files, held_files)   # (reads the text: after the checks of its files)
     # The run's lock is taken before the text files are written (train() would take it only
     # after: a second finetune into a busy folder replaced the text the first was training on).
-    # A run that fails before it writes a file leaves no empty run folder.
-    with no_empty_folder_on_failure(out), run_lock(out) if is_main_process() else contextlib.nullcontext():
-        return _finetune(cfg, out, text_files, held_files, heldout, heldout_every)
+    # Only rank 0, holding it, writes them; the other ranks wait in the process group (joined
+    # here, before train() would) until they are written: each rank wrote them itself, and the
+    # other ranks of a second job into a busy folder, whose rank 0 the lock stopped, replaced
+    # the running job's text. A run that fails before it writes a file leaves no empty run folder.
+    ctx = distributed.setup(cfg.device)
+    try:
+        with no_empty_folder_on_failure(out), run_lock(out) if ctx.is_main else contextlib.nullcontext():
+            return _finetune(cfg, out, ctx, text_files, held_files, heldout, heldout_every)
+    finally:
+        distributed.teardown(ctx)   # (train() has left the group already where it ran)
 
 
-def _finetune(cfg: TrainConfig, out: Path, text_files: List[Path], held_files: List[Path],
-              heldout: Optional[Sequence[str]], heldout_every: int) -> Dict[str, Any]:
+def _finetune(cfg: TrainConfig, out: Path, ctx: distributed.Context, text_files: List[Path],
+              held_files: List[Path], heldout: Optional[Sequence[str]], heldout_every: int) -> Dict[str, Any]:
     sentences = list(iter_file_sentences(text_files))
     if heldout:
         train_part, held = sentences, list(iter_file_sentences(held_files))
@@ -174,15 +194,10 @@ def _finetune(cfg: TrainConfig, out: Path, text_files: List[Path], held_files: L
     # The training part is written out so training streams it like any corpus. A rerun into the
     # same folder resumes on that file, so a different text (or split) there must be refused.
     train_file, held_file = out / OWN_TEXT_FILES[0], heldout_file(out)
-    for path, part in ((train_file, train_part), (held_file, held)):
-        text = _text(part)
-        if path.exists() and path.read_text(encoding="utf-8") != text:
-            if latest_checkpoint(out / "checkpoints") is not None:
-                raise ResumeMismatch(f"cannot resume {out}: it was started on another text or held-out split "
-                                     f"({path} differs); rerun with the same text, or use another --output")
-        if not path.exists() or path.read_text(encoding="utf-8") != text:
-            with writing(path):
-                atomic_write_text(path, text)
+    if ctx.is_main:   # (holding the run's lock)
+        for path, part in ((train_file, train_part), (held_file, held)):
+            _write_own_text(out, path, _text(part))
+    distributed.barrier(ctx)   # every rank trains on the files rank 0 has written
 
     # the held-out perplexity before and after on the device the adaptation trains on (they ran
     # on the CPU whatever --device said: minutes for a GPU run's held-out text)
@@ -217,6 +232,7 @@ def _finetune(cfg: TrainConfig, out: Path, text_files: List[Path], held_files: L
     report = {"model": str(out / "model"), "heldout_sentences": len(held), "before": before, "after": after,
               "steps": summary["step"], "tokens_trained": summary["tokens"], "epochs_trained": summary["epochs"],
               "batch_size": batch_size, "tokens_per_s": summary["tokens_per_s"]}
-    with writing(out / "finetune_report.json"):
-        atomic_write_text(out / "finetune_report.json", strict_json.dumps(report, indent=2) + "\n")
+    if ctx.is_main:
+        with writing(out / "finetune_report.json"):
+            atomic_write_text(out / "finetune_report.json", strict_json.dumps(report, indent=2) + "\n")
     return report

@@ -35,7 +35,7 @@ from torch.nn.parallel import DistributedDataParallel
 
 from ..allocator import keep_freed_memory
 from ..config import ElmoOptions
-from ..data.corpus import CorpusStream, corpus_files, count_tokens, expand_paths, iter_file_sentences
+from ..data.corpus import CorpusStream, corpus_files, count_tokens, expand_paths, iter_file_sentences, shard_shares
 from ..data.lm_batches import MAX_PIECE_LENGTH, BucketedLMBatches, PackedLMBatches
 from ..modules.softmax import softmax_loss
 from ..vocab import Vocabulary
@@ -225,6 +225,7 @@ class TrainingRun:
         """Train until the run's last step (or ``stop_after`` steps of this session)."""
         cfg = self.cfg
         self.setup()
+        self.check_same_settings()
         self.resume()
         self.record_warm_start()
         self.open_log()
@@ -283,6 +284,7 @@ class TrainingRun:
         self.optimizer = build_optimizer(cfg, self.model.parameters())
         self.softmax_loss = softmax_loss(len(self.vocab), cfg.n_negative, seed=cfg.seed * 1000 + ctx.rank)
         self._warn_vocabulary_order()
+        self._warn_uneven_shards()
         torch.manual_seed(cfg.seed * 1000 + 17 + ctx.rank)  # dropout: a different stream per rank
         self.read_corpus_stats()
         self.n_steps = total_steps(cfg, ctx.world_size, self.corpus_stats)
@@ -290,6 +292,56 @@ class TrainingRun:
         # exp(training loss): with sampled negatives it is not a perplexity of the model (the sampled
         # softmax normalises over a few thousand words), so it is never labelled like the validation one
         self.train_ppl_key = self.softmax_loss.train_ppl_key
+
+    #: How much larger than the smallest a process's part of an epoch may be before it is said.
+    UNEVEN_SHARDS = 1.05
+
+    def _warn_uneven_shards(self) -> None:
+        """Say so when the processes read whole shards (at least as many files as processes)
+        and their parts of an epoch differ in size: every process reads as many rows a step as
+        the others, so the one with the smaller part goes through it again while the others are
+        still in theirs, and an epoch (the steps of one pass over the text) reads some text twice
+        and some not at all (3 equal files on 2 processes, not shuffled: a sixth of the text
+        twice, another sixth never). Nothing said it; the run is left as it is (a resumed run's
+        position depends on the split)."""
+        cfg, ctx = self.cfg, self.ctx
+        if not (ctx.is_main and ctx.distributed):
+            return
+        shares = shard_shares(cfg.train, ctx.world_size, seed=cfg.seed, shuffle=cfg.shuffle)
+        if shares is None or max(shares) <= self.UNEVEN_SHARDS * max(1, min(shares)):
+            return
+        n = len(expand_paths(cfg.train))
+        print(f"warning: the training text's {n} files are shared out whole among the {ctx.world_size} processes, "
+              f"and their parts of an epoch differ in size ({min(shares):,} to {max(shares):,} bytes): each "
+              f"reads as much a step as the others, so an epoch reads some text twice and some not at all; "
+              f"give files of equal size in a number that {ctx.world_size} divides, or one file (whose lines "
+              f"are shared out evenly)", file=sys.stderr, flush=True)
+
+    #: Settings each process may have its own value of: ``auto`` picks each one's GPU, and only
+    #: rank 0 shows progress and writes the export's metadata (finetune's holds the perplexity
+    #: each process measured before, which rounding may tell apart).
+    PER_PROCESS = frozenset({"device", "progress", "metadata"})
+
+    def check_same_settings(self) -> None:
+        """Refuse, on every process at once, a job whose processes were started with other
+        settings than rank 0's (torchrun on several machines, each given its own command
+        line). DistributedDataParallel checks only the weights' shapes: another --lr, --seed,
+        --dropout, --batch-size or text on one machine trained on without a word, its weights
+        drifting from rank 0's, which alone are saved; another --max-steps, --eval-every or
+        --checkpoint-every left the others waiting for it in a collective until the group's
+        timeout."""
+        ctx = self.ctx
+        if not ctx.distributed:
+            return
+        mine = {k: v for k, v in asdict(self.cfg).items() if k not in self.PER_PROCESS}
+        ranks = distributed.gather_objects(ctx, json.loads(json.dumps(mine)))   # (as plain JSON values)
+        for rank, theirs in enumerate(ranks):
+            differ = sorted(k for k in set(ranks[0]) | set(theirs) if ranks[0].get(k) != theirs.get(k))
+            if differ:
+                shown = "; ".join(f"{k}: {json.dumps(ranks[0].get(k))} on rank 0, {json.dumps(theirs.get(k))} "
+                                  f"on rank {rank}" for k in differ)
+                raise ValueError(f"the processes of this job were started with other settings ({shown}); "
+                                 f"start every process with the same command")
 
     def _warn_vocabulary_order(self) -> None:
         """Say so when the sampled softmax trains on a vocabulary whose counts show it is not
@@ -398,6 +450,15 @@ class TrainingRun:
                 self.schedule.restart = {"step": 0, "lr": self.schedule.lr, "settings": restart_settings(cfg)}
             return
         ckpt = load_checkpoint(self.resume_from)
+        # Before the settings: a run resumed with another number of processes was told that a
+        # setting differed where finetune fits its batch to the processes ("setting batch_size
+        # was 3, now 6"), which no flag of the command it was told to rerun could mend.
+        if len(ckpt["ranks"]) != ctx.world_size:
+            n = len(ckpt["ranks"])
+            raise ResumeMismatch(f"cannot resume {self.out_dir}: {self.resume_from} was written by {n} "
+                                 f"process{'es' if n > 1 else ''}, and this run has {ctx.world_size}; "
+                                 f"resume it with {n} (the number of processes torchrun starts), "
+                                 f"or use another --output")
         stored = ckpt.get("config")
         if stored is None and (self.out_dir / "train_config.json").exists():
             stored = json.loads((self.out_dir / "train_config.json").read_text(encoding="utf-8"))
@@ -407,9 +468,6 @@ class TrainingRun:
         if ctx.is_main:
             print(f"resuming from checkpoint {ckpt['step']} ({self.resume_from})"
                   + "".join(f"; {c}" for c in changed), file=sys.stderr, flush=True)
-        if len(ckpt["ranks"]) != ctx.world_size:
-            raise ValueError(f"{self.resume_from} was written by {len(ckpt['ranks'])} processes; "
-                             f"resume it with the same number")
         try:
             self.model.load_state_dict(ckpt["model"])
         except RuntimeError as e:  # e.g. a vocabulary of another size, in a checkpoint without its digest
