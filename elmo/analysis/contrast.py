@@ -115,10 +115,10 @@ def align(a: Sequence[str], b: Sequence[str]) -> List[Tuple[int, int]]:
     seen.clear()
     out = []
     for i, w in enumerate(a):
-        k = where.get((w, seen[w]))
+        match = where.get((w, seen[w]))
         seen[w] += 1
-        if k is not None:
-            out.append((i, k))
+        if match is not None:
+            out.append((i, match))
     return out
 
 

@@ -53,12 +53,12 @@ class CorpusIndex:
 
     @classmethod
     def build(cls, model, sentences: Sequence[Sequence[str]], batch_size: int = 32) -> "CorpusIndex":
-        sentences = [list(s) for s in sentences if len(s) > 0]
-        arrays = embed_layers(model, sentences, batch_size)
+        rows = [list(s) for s in sentences if len(s) > 0]
+        arrays = embed_layers(model, rows, batch_size)
         positions = np.array([(s, t) for s, a in enumerate(arrays) for t in range(a.shape[1])],
                              dtype=np.int64).reshape(-1, 2)
         vectors = unit_rows(np.concatenate(arrays, axis=1)).astype(np.float16)
-        return cls(sentences, positions, vectors)
+        return cls(rows, positions, vectors)
 
     @property
     def num_layers(self) -> int:

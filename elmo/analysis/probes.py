@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import torch
@@ -64,7 +64,7 @@ def _features(x: torch.Tensor, mean, std, mix: Optional[ScalarMix]) -> torch.Ten
 SMALL_PROBLEM = 2e7
 
 
-def train_probe(x: np.ndarray, y: Sequence[int], n_classes: int, l2: float = 1e-3,
+def train_probe(x: np.ndarray, y: Union[Sequence[int], np.ndarray], n_classes: int, l2: float = 1e-3,
                 max_iter: int = 100, mix: bool = False, seed: int = 0) -> LinearProbe:
     """Fit a linear probe.
 
@@ -81,7 +81,7 @@ def train_probe(x: np.ndarray, y: Sequence[int], n_classes: int, l2: float = 1e-
     return _fit(x, y, n_classes, l2, max_iter, mix, seed)
 
 
-def _fit(x: np.ndarray, y: Sequence[int], n_classes: int, l2: float, max_iter: int,
+def _fit(x: np.ndarray, y: Union[Sequence[int], np.ndarray], n_classes: int, l2: float, max_iter: int,
          mix: bool, seed: int) -> LinearProbe:
     torch.manual_seed(seed)
     x_t = torch.as_tensor(x, dtype=torch.float32)
@@ -107,7 +107,7 @@ def _fit(x: np.ndarray, y: Sequence[int], n_classes: int, l2: float, max_iter: i
     weight = torch.zeros(n_classes, dim, requires_grad=True)
     bias = torch.zeros(n_classes, requires_grad=True)
     scalar_mix = ScalarMix(x_t.shape[0]) if mix else None
-    params = [weight, bias] + (list(scalar_mix.parameters()) if mix else [])
+    params = [weight, bias] + (list(scalar_mix.parameters()) if scalar_mix is not None else [])
     # Stops after max_iter, or earlier once the loss changes by less than 1e-7 (ample for a
     # probe's accuracy, and many times faster than the default 1e-9 on separable data).
     opt = torch.optim.LBFGS(params, lr=1.0, max_iter=max_iter, history_size=20,
@@ -179,7 +179,7 @@ def pos_probe(model, train: Sequence[Tagged], test: Sequence[Tagged], l2: float 
         correct.append(probe.predict(x_test[j]) == y_test)
     mix_probe = train_probe(x_train, y_train, len(tags), l2, max_iter, mix=True, seed=seed)
     mix_correct = mix_probe.predict(x_test) == y_test
-    result = {
+    result: Dict[str, Any] = {
         "layers": [float(c.mean()) for c in correct],
         "mix": float(mix_correct.mean()),
         "mix_weights": mix_probe.mix_weights(),

@@ -17,7 +17,7 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -215,8 +215,8 @@ def read_mix_weights(path: Path) -> List[float]:
         raw = [x for k in keys for x in (state[k].reshape(-1).tolist() if isinstance(state[k], torch.Tensor)
                                          else np.ravel(np.asarray(state[k], dtype=object)).tolist())]
     s = _numbers(raw, path)
-    e = np.exp(s - s.max())
-    return [float(w) for w in e / e.sum()]
+    exps = np.exp(s - s.max())      # (the softmax, shifted so that no exp overflows)
+    return [float(w) for w in exps / exps.sum()]
 
 
 def _numbers(values, path: Path) -> np.ndarray:
@@ -297,6 +297,7 @@ def mix_model_note(learned_on: Optional[dict], model: str) -> Optional[str]:
     now = counted_files(str(model))           # (None: no folder of it here to compare)
     if now is None or now == recorded:
         return None
+    assert learned_on is not None       # (it recorded files_sha256)
     return (f"the mix was learned on the biLM {learned_on['spec']!r}, whose options, weights or vocabulary "
             f"({', '.join(sorted(k for k in set(now) | set(recorded) if now.get(k) != recorded.get(k)))}) "
             f"differ from {model}'s: unless {model} is a converted copy of it, the mix belongs to another model")
@@ -634,8 +635,8 @@ def _run_neighbors(embedder, config: AnalysisConfig, out: Path) -> dict:
         tokens = sentence.split()
         pos, vecs = query_vectors(embedder, tokens, word)
         own = index.copies(tokens, pos)      # the query itself is no neighbour of its own
-        row = {"sentence": sentence, "word": word, "layers": [], "same_word": [],
-               "occurrences": len(index.occurrences(word)) - len(own), "query_copies": len(own)}
+        row: Dict[str, Any] = {"sentence": sentence, "word": word, "layers": [], "same_word": [],
+                               "occurrences": len(index.occurrences(word)) - len(own), "query_copies": len(own)}
         hit = lambda h: {"word": h.word, "score": h.score,
                          "context": context(index.sentences[h.sentence], h.token, 5)}
         for j in range(1, index.num_layers):

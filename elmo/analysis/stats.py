@@ -4,15 +4,20 @@ of accuracies that chance alone gives on a small test set."""
 from __future__ import annotations
 
 import math
-from typing import Dict, Optional, Sequence, Tuple
+from typing import Dict, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
+#: Per-item numbers (0/1 or scores), as a list or a NumPy array (each is read with np.asarray).
+Values = Union[Sequence[float], np.ndarray]
+#: Per-item group ids, as a list or a NumPy array.
+GroupIds = Union[Sequence[int], np.ndarray]
 
-def paired_bootstrap(correct_a: Sequence[float], correct_b: Sequence[float],
-                     groups: Optional[Sequence[int]] = None, n_resamples: int = 1000,
-                     seed: int = 0, predicted_a: Optional[Sequence[float]] = None,
-                     predicted_b: Optional[Sequence[float]] = None) -> Dict[str, float]:
+
+def paired_bootstrap(correct_a: Values, correct_b: Values,
+                     groups: Optional[GroupIds] = None, n_resamples: int = 1000,
+                     seed: int = 0, predicted_a: Optional[Values] = None,
+                     predicted_b: Optional[Values] = None) -> Dict[str, float]:
     """Difference of mean accuracy ``a - b`` (or of F1) with a 95% percentile interval.
 
     Args:
@@ -63,7 +68,7 @@ def paired_bootstrap(correct_a: Sequence[float], correct_b: Sequence[float],
             "n_groups": int(len(ids))}
 
 
-def _groups(groups: Optional[Sequence[int]], n: int) -> np.ndarray:
+def _groups(groups: Optional[GroupIds], n: int) -> np.ndarray:
     """The per-item group ids (default: one group per item); another length than the items'
     is a ValueError (numpy's bincount said only that "the weights and list" differ)."""
     if groups is None:
@@ -113,8 +118,8 @@ def verdict(better: str, worse: str, boot: Dict[str, float]) -> str:
     return f"not shown: the difference between {better} and {worse} is within noise ({span})"
 
 
-def bootstrap_interval(correct: Sequence[float], groups: Optional[Sequence[int]] = None,
-                       predicted: Optional[Sequence[float]] = None, n_resamples: int = 1000,
+def bootstrap_interval(correct: Values, groups: Optional[GroupIds] = None,
+                       predicted: Optional[Values] = None, n_resamples: int = 1000,
                        seed: int = 0) -> Dict[str, float]:
     """A score with a 95% percentile interval from resampling whole groups.
 

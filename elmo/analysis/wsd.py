@@ -123,7 +123,8 @@ def split_by_lemma(groups: Dict[LemmaKey, List[Instance]], test_fraction: float 
     generator seeded by the seed and the lemma, so one lemma's split never depends on
     which other lemmas are included. Examples of a lemma with the same sentence (WordNet
     repeats some) all go to the side of the first."""
-    train, test = [], []
+    train: List[Instance] = []
+    test: List[Instance] = []
     for (lemma, pos), items in groups.items():
         rng = random.Random(f"{seed}:{lemma}/{pos}")
         side: Dict[Tuple[str, ...], bool] = {}      # sentence -> goes to test

@@ -22,7 +22,7 @@ import argparse
 import json
 import random
 from pathlib import Path
-from typing import Iterator, List, Sequence, Tuple
+from typing import Dict, Iterator, List, Sequence, Tuple
 
 import numpy as np
 
@@ -75,7 +75,7 @@ def build(corpus: Path, glove: Path, vocab: Path, out: Path, n_sentences: int = 
     found = list(sentences_with(corpus_files(corpus), D.WORD))
     chosen = sorted(random.Random(seed).sample(range(len(found)), min(n_sentences, len(found))))
     lines = [found[i][1] for i in chosen]
-    by_file = {}
+    by_file: Dict[str, int] = {}
     for i in chosen:
         by_file[found[i][0]] = by_file.get(found[i][0], 0) + 1
 

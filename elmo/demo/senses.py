@@ -39,7 +39,8 @@ def sense_similarity(bilm, word: str = "bank", groups: Optional[Dict[str, Sequen
     labelled = [(name, v) for name, sents in groups.items() for v in word_vectors(bilm, sents, word)]
     results = []
     for layer in range(bilm.num_layers):
-        within, across = [], []
+        within: List[float] = []
+        across: List[float] = []
         for (na, va), (nb, vb) in combinations(labelled, 2):
             cos = float(torch.nn.functional.cosine_similarity(va[layer], vb[layer], dim=0))
             (within if na == nb else across).append(cos)
