@@ -98,6 +98,13 @@ def summary_rows(results: dict) -> Dict[Tuple[str, str], dict]:
     return {(row["task"], row["variant"]): row for row in rows}
 
 
+def _either(old_row: Optional[dict], new_row: Optional[dict]) -> dict:
+    """The old row, else the new one: a paired row is missing on one side at most."""
+    row = old_row or new_row
+    assert row is not None, "a paired row is missing on both sides"
+    return row
+
+
 def paired_rows(old: dict, new: dict) -> List[Tuple[str, str, str, Optional[dict], Optional[dict]]]:
     """(task, metric, variant, old row, new row) for every (task, variant) in either results,
     in the old results' order then the new ones'; a row missing on one side is None. A task
@@ -109,7 +116,7 @@ def paired_rows(old: dict, new: dict) -> List[Tuple[str, str, str, Optional[dict
         if ra and rb and ra["metric"] != rb["metric"]:
             raise CompareError(f"task {key[0]!r}: metric {ra['metric']} in the first results, "
                                f"{rb['metric']} in the second")
-        out.append((key[0], (ra or rb)["metric"], key[1], ra, rb))
+        out.append((key[0], _either(ra, rb)["metric"], key[1], ra, rb))
     return out
 
 
@@ -181,8 +188,8 @@ def comparison_markdown(old: dict, new: dict, names: Sequence[str] = ("old", "ne
            f"| task | metric | variant | {n_old} | {n_new} | change |", "|---|---|---|---|---|---|"]
     for task, metric, variant, a, b in rows:
         out.append(f"| {task} | {METRIC_NAMES.get(metric, metric)} | {variant} | {_test_cell(a)} | "
-                   f"{_test_cell(b)} | {_change(a and a['test_mean'], b and b['test_mean'])} |")
-    gains = [r for r in rows if (r[3] or r[4]).get("elmo")]
+                   f"{_test_cell(b)} | {_change(a['test_mean'] if a else None, b['test_mean'] if b else None)} |")
+    gains = [r for r in rows if _either(r[3], r[4]).get("elmo")]
     if gains:
         out += ["", "Gain of each ELMo variant over the baseline of the same results, paired by "
                 "seed: mean ± std (paired seeds).", "",

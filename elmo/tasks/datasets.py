@@ -211,6 +211,7 @@ def load_task(spec: dict) -> TaskData:
     if problem:
         raise TaskDataError(problem)
     name = spec.get("task")
+    assert isinstance(name, str)    # task_entry_problem refused a missing or unknown task
     if name in TASKS:
         splits, source, kind, metric = _load_preset(spec)
     else:
@@ -348,11 +349,14 @@ def _load_files(spec: dict):
     for split, path in paths.items():
         if not path.is_file():
             raise TaskDataError(f"{where}: {split} file {path} does not exist")
-    options = {"tokenize": bool(spec.get("tokenize", False)),
-               "max_tokens": spec.get("max_tokens"), "max_tokens_b": spec.get("max_tokens_b")}
-    if metric == "span_f1":      # else its scoring fails after the first epoch, naming no file
-        options["label_map"] = _bio_tag_for_span_f1
-    splits = {split: read_examples(path, kind, fmt, **options) for split, path in paths.items()}
+    # span_f1 needs BIO tags: checked when read, else its scoring fails after the first epoch,
+    # naming no file
+    label_map = _bio_tag_for_span_f1 if metric == "span_f1" else None
+    tokenize = bool(spec.get("tokenize", False))
+    splits = {split: read_examples(path, kind, fmt, tokenize=tokenize,
+                                   max_tokens=spec.get("max_tokens"),
+                                   max_tokens_b=spec.get("max_tokens_b"), label_map=label_map)
+              for split, path in paths.items()}
     for split, examples in splits.items():
         if not examples:
             raise TaskDataError(f"{paths[split]}: no examples in the {split} file")
@@ -384,5 +388,5 @@ def _load_files(spec: dict):
     order = ["train", "dev", "test"] + [k for k in splits if k not in ("train", "dev", "test")]
     splits = {k: splits[k] for k in order}
     source = {"preset": None, "corpus": None, "kind": kind, "format": fmt,
-              "tokenize": options["tokenize"], "files": describe_files(paths), "dev": dev}
+              "tokenize": tokenize, "files": describe_files(paths), "dev": dev}
     return splits, source, kind, metric

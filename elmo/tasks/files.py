@@ -69,8 +69,9 @@ class TaskDataError(ValueError):
 file_sha256 = sha256_file
 
 
-def check_format(fmt: dict, kind: str, where: str) -> dict:
-    """``fmt`` with its defaults, or a :class:`TaskDataError` naming the bad setting."""
+def check_format(fmt: object, kind: str, where: str) -> dict:
+    """``fmt`` (as read from a config: anything) with its defaults, or a
+    :class:`TaskDataError` naming the bad setting."""
     if not isinstance(fmt, dict) or fmt.get("type") not in FORMATS:
         raise TaskDataError(f"{where}: format.type must be one of {', '.join(FORMATS)}, "
                             f"got {fmt.get('type') if isinstance(fmt, dict) else fmt!r}")
@@ -267,7 +268,7 @@ class _Reader:
         out = getattr(self, "_" + self.fmt["type"])(lines)
         return [ex for ex in out if ex is not None]
 
-    def _conll(self, lines: Sequence[str]) -> List[Optional[Example]]:
+    def _conll(self, lines: List[str]) -> List[Optional[Example]]:
         out: List[Optional[Example]] = []
         words: List[str] = []
         tags: List[str] = []
@@ -309,7 +310,7 @@ class _Reader:
             tags.append(self.tag(tag.strip(), i))
         return out
 
-    def _conllu(self, lines: Sequence[str]) -> List[Optional[Example]]:
+    def _conllu(self, lines: List[str]) -> List[Optional[Example]]:
         out: List[Optional[Example]] = []
         words: List[str] = []
         tags: List[str] = []
@@ -374,6 +375,8 @@ class _Reader:
             header, start = rows[0], 1
         cols = {k: self._column(k, header) for k in ("text", "label", "text_b")}
         need = max(c for c in cols.values() if c is not None)
+        text_col, label_col, b_col = cols["text"], cols["label"], cols["text_b"]
+        assert text_col is not None and label_col is not None    # check_format requires both
         # Every row has the header's columns (without one: most rows'): a tab inside a text made
         # one column more, so the text lost its words after the tab, or a label column read
         # a word of the text, and nothing said so.
@@ -394,9 +397,8 @@ class _Reader:
             if len(row) != usual:
                 raise self.error(i + 1, f"{len(row)} columns, where {of} {usual}: every row needs "
                                         f"the same columns ({inside} inside a text?)")
-            out.append(self.example(row[cols["text"]], row[cols["label"]],
-                                    row[cols["text_b"]] if cols["text_b"] is not None else None,
-                                    i + 1))
+            out.append(self.example(row[text_col], row[label_col],
+                                    row[b_col] if b_col is not None else None, i + 1))
         return out
 
     def _field(self, rec: dict, name, line: int):

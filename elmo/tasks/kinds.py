@@ -20,7 +20,7 @@ A new kind is one subclass plus one entry in that table.
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple, cast
 
 import torch
 
@@ -42,13 +42,15 @@ class TaskKind:
 
     def label_set(self, examples: Sequence[Example]) -> List[str]:
         """The sorted labels seen in ``examples``."""
-        return sorted({ex.label for ex in examples})
+        # One label per example here: Example.label is a str (a list only for tagging).
+        return sorted({cast(str, ex.label) for ex in examples})
 
     def label_tensor(self, examples: Sequence[Example], label_index: Dict[str, int],
                      shape: torch.Size) -> torch.Tensor:
         """(B,) class ids; a label missing from ``label_index`` gets -1. ``shape`` is the
         (B, T) shape of the first text's word ids."""
-        return torch.tensor([label_index.get(ex.label, -1) for ex in examples], dtype=torch.long)
+        return torch.tensor([label_index.get(cast(str, ex.label), -1) for ex in examples],
+                            dtype=torch.long)
 
     def unlabelled(self, tokens: List[str], tokens_b: Optional[List[str]] = None) -> Example:
         """An example to predict: the text(s) with an empty label."""

@@ -50,7 +50,7 @@ import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Protocol, Sequence, Tuple
 
 import torch
 
@@ -400,7 +400,15 @@ class BiLMPool:
 
 
 # ----------------------------------------------------------------------------- one run
-def build_model(task: TaskData, embeddings: torch.Tensor, settings: ModelSettings,
+class TaskShape(Protocol):
+    """What :func:`build_model` reads of a task: a :class:`TaskData`, or a saved model's
+    kind and labels (:func:`.saved.load`)."""
+
+    kind: str
+    labels: List[str]
+
+
+def build_model(task: TaskShape, embeddings: torch.Tensor, settings: ModelSettings,
                 elmo_features: Optional[ElmoFeatures], lam: float) -> TaskModel:
     """The task model of ``task.kind`` with the given settings (``model`` block)."""
     words = WordFeatures(embeddings, trainable=settings.trainable_embeddings,
@@ -526,8 +534,13 @@ def _gain_over(runs: List[dict], task: str, variant: str, base: str) -> Dict[str
     except ValueError:  # the baseline has not run (yet) on this task, or shares no seed
         return {"gain_mean": nan, "gain_std": nan, "gain_seeds": 0, "gain_t": nan,
                 "gain_low": nan, "gain_high": nan}
-    return {"gain_mean": d["mean"], "gain_seeds": d["seeds"],
-            **{f"gain_{k}": nan if d[k] is None else d[k] for k in ("std", "t", "low", "high")}}
+    mean, seeds = d["mean"], d["seeds"]
+    assert mean is not None and seeds is not None     # (paired_difference always sets both)
+    out: Dict[str, float] = {"gain_mean": mean, "gain_seeds": seeds}
+    for k in ("std", "t", "low", "high"):
+        v = d[k]
+        out[f"gain_{k}"] = nan if v is None else v
+    return out
 
 
 def summarise(runs: List[dict], cfg: ExperimentConfig) -> List[dict]:
@@ -620,6 +633,7 @@ def reusable_runs(cfg: ExperimentConfig, old: dict, bilms: BiLMChecksums) -> Tup
     same = old.get("config") == cfg.recorded()
     kept: List[dict] = []
     stale: Dict[str, List[Optional[str]]] = {}           # biLM spec -> the SHA-256 each run recorded
+    current: Dict[str, str] = {}                         # biLM spec -> its SHA-256 now
     unchecked: Dict[str, int] = {}
     batch_norm = 0
     for r in runs:
@@ -642,7 +656,8 @@ def reusable_runs(cfg: ExperimentConfig, old: dict, bilms: BiLMChecksums) -> Tup
             kept.append(r)
         else:
             stale.setdefault(spec, []).append(r.get("bilm_sha256"))
-    lines = [_changed_bilm_line(spec, then, bilms(spec)) for spec, then in stale.items()]
+            current[spec] = now
+    lines = [_changed_bilm_line(spec, then, current[spec]) for spec, then in stale.items()]
     lines += [f"resuming: {n} run(s) with the biLM {spec!r} kept unchecked: it is not there now to "
               f"compare its SHA-256 (checked when their variant runs)" for spec, n in unchecked.items()]
     if batch_norm:
@@ -765,7 +780,7 @@ def _run_locked(cfg: ExperimentConfig, out: Path, results_path: Path, resume: bo
     for spec in sorted(specs):
         if not resolve_bilm(spec).is_dir():
             raise FileNotFoundError(f"biLM {spec!r}: no model folder at {resolve_bilm(spec)}")
-    results = {
+    results: Dict[str, Any] = {
         "config": cfg.recorded(),
         "command": command or "run_experiment(config)",
         "machine": machine_description(),  # this invocation's; each run records its own "cpu"

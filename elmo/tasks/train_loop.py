@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Mapping, Sequence
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 import torch
 
@@ -55,7 +55,7 @@ MAX_NONFINITE_BATCHES = 5
 
 
 def batches(examples: Sequence[Example], size: int, make: BatchMaker,
-            rng: random.Random = None) -> List[Batch]:
+            rng: Optional[random.Random] = None) -> List[Batch]:
     """Batches of ``size`` examples: shuffled with ``rng`` when given, else in order.
     Examples of similar length are batched together (sorted within chunks of 50 batches)
     so that little padding is computed."""
