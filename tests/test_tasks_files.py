@@ -1013,6 +1013,27 @@ def test_a_word_glove_knows_but_no_task_file_held_gets_its_glove_vector(tmp_path
     assert "is not the one this task model was built with" in capsys.readouterr().err
 
 
+def test_glove_true_is_refused_in_one_line_before_the_model_loads(tmp_path):
+    """TaskModel.load(folder, glove=True) (glove takes a path, None or False) reached
+    Path(True) inside the GloVe reader of a model built over GloVe: a TypeError about
+    os.PathLike, after the whole model had loaded. It is now refused first, saying what
+    glove takes."""
+    import numpy as np
+    from elmo.tasks.models import TaskModel
+    vectors = np.random.default_rng(0).normal(0, 1, (len(WORDS), 4))
+    glove = tmp_path / "glove.txt"
+    glove.write_text("".join(w + " " + " ".join(f"{x:.6f}" for x in v) + "\n" for w, v in zip(WORDS, vectors)))
+    task = dict(write_task(tmp_path, "classification", dev=False), dev_fraction=0)
+    config = write_config(tmp_path, [task], variants=[{"name": "baseline"}], embeddings={"glove": str(glove)},
+                          train={"epochs": 1, "batch_size": 8})
+    run_experiment(load_config(config), out=tmp_path / "r", log=lambda s: None, save_models=True)
+    folder = tmp_path / "r/models/my-classification/baseline/seed-1"
+    assert TaskModel.load(folder, glove=str(glove)).saved.glove is not None    # (a GloVe model)
+    with pytest.raises(TypeError, match=r"^glove must be the path of the GloVe file the model was "
+                                        r"built with, None for the one it records, or False"):
+        TaskModel.load(folder, glove=True)
+
+
 def test_an_overwritten_experiment_names_the_saved_models_it_does_not_list(tmp_path):
     """--overwrite with fewer seeds left the dropped seed's saved model beside the new results
     without a word; it is kept (a whole trained model) and named."""

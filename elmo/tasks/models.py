@@ -15,7 +15,7 @@ Where ELMo goes (``elmo.positions``), following the paper:
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional
+from typing import TYPE_CHECKING, Dict, List, Optional
 
 import torch
 from torch import nn
@@ -25,6 +25,9 @@ from ..modules.scalar_mix import no_penalty
 from .batching import Batch, TextBatch
 from .crf import CRF
 from .features import ElmoFeatures, WordFeatures
+
+if TYPE_CHECKING:
+    from .saved import SavedInfo
 
 
 class BiLSTM(nn.Module):
@@ -66,10 +69,11 @@ class Encoder(nn.Module):
         positions = elmo.positions if elmo is not None else []
         self.elmo_in = "input" in positions
         self.elmo_out = "output" in positions
-        in_dim = words.output_dim + (elmo.output_dim if self.elmo_in else 0)
+        elmo_dim = elmo.output_dim if elmo is not None else 0    # (positions are empty without elmo)
+        in_dim = words.output_dim + (elmo_dim if self.elmo_in else 0)
         self.dropout = nn.Dropout(dropout)
         self.lstm = BiLSTM(in_dim, hidden, num_layers)
-        self.output_dim = self.lstm.output_dim + (elmo.output_dim if self.elmo_out else 0)
+        self.output_dim = self.lstm.output_dim + (elmo_dim if self.elmo_out else 0)
 
     def forward(self, text: TextBatch) -> torch.Tensor:
         x = self.dropout(self.words(text.words, text.chars, text.extra))
@@ -92,6 +96,9 @@ class TaskModel(nn.Module):
 
     encoder: Encoder
     lam: float = 0.0
+    #: what a model from :meth:`load` was saved with (set by :func:`.saved.load`; absent on a
+    #: model being trained, hence no default here)
+    saved: SavedInfo
 
     def loss(self, batch: Batch) -> torch.Tensor:
         raise NotImplementedError

@@ -31,7 +31,7 @@ import functools
 import json
 from pathlib import Path
 from types import SimpleNamespace
-from typing import List, Optional, Sequence, Tuple, Union
+from typing import List, Literal, Optional, Sequence, Tuple, Union
 
 import torch
 
@@ -272,6 +272,9 @@ def load(folder: Union[str, Path], bilm: Optional[str] = None, device=None,
     from .experiment_config import ModelSettings
     from .runner import build_model
     folder = Path(folder)
+    if glove is True:   # (Path(True) failed deep in the GloVe reader, after the biLM had loaded)
+        raise TypeError("glove must be the path of the GloVe file the model was built with, "
+                        "None for the one it records, or False to look no new word up; got True")
     if device is not None:
         # named here, as the rest of the API names it (model.to() raised torch's AssertionError
         # or RuntimeError, after the whole model and its biLM had loaded); plain "cuda" is
@@ -355,7 +358,7 @@ _NO_GLOVE = ("; or glove=False (elmo predict --no-glove) to leave the words outs
              "vocabulary <unk>, as models saved before the GloVe was recorded do")
 
 
-def _load_glove(cfg: dict, cfg_path: Path, override: Union[str, bool, None]):
+def _load_glove(cfg: dict, cfg_path: Path, override: Union[str, Literal[False], None]):
     """(word -> row, (V, E) vectors) of the GloVe a saved model was built with, checked
     against its recorded digest; None for a model with random vectors, or saved before the
     GloVe was recorded (its words outside the vocabulary stay ``<unk>``, as they were)."""
@@ -478,7 +481,10 @@ def predict_examples(model, examples: Sequence, batch_size: int = 64, progress: 
         # read whole, and labelled otherwise than evaluation labelled the same test example
         chunk = [info.cut(ex) for ex in examples[start:start + batch_size]]
         # a fresh cache per batch: the float16 rounding of evaluation, bounded memory
-        cache = LayerCache(bilm) if info.cached else None
+        cache = None
+        if info.cached:
+            assert bilm is not None     # only a model with ELMo caches its biLM's layers
+            cache = LayerCache(bilm)
         batch = make_batch(chunk, info.kind, info.vocab_for(chunk), label_index,
                            info.config["max_chars"], cache).to(device)
         decoded = [spec.decode(p, info.labels) for p in model.predict_batch(batch)]
