@@ -54,6 +54,16 @@ def test_labels_unseen_in_training_get_the_kinds_fallback_id():
     assert pairs.labels.tolist() == [1] and pairs.texts[1].words.tolist() == [[3, 2]]
 
 
+def test_a_pair_example_without_its_second_text_is_one_clear_error():
+    """make_batch for a pair task read ``tokens_b`` of every example: one without it (an
+    Example built by hand, given to predict_examples) failed in list(None) with "'NoneType'
+    object is not iterable", naming nothing. It now says which example lacks what."""
+    vocab = WordVocab(["a", "b"])
+    with pytest.raises(ValueError, match=r"^a pair task's example has no second text \(tokens_b\): "
+                                         r"\['b'\]$"):
+        make_batch([Example(["a"], "yes", ["b"]), Example(["b"], "yes")], "pair", vocab, {"yes": 1}, 50)
+
+
 def test_predictions_are_decoded_and_written_per_kind():
     labels = ["A", "B"]
     assert TASK_KINDS["tagging"].decode([1, 0], labels) == ["B", "A"]

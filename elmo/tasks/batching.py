@@ -55,18 +55,18 @@ class Batch:
 def text_batch(sentences: Sequence[Sequence[str]], vocab: Union[WordVocab, ExtendedVocab], max_chars: int,
                layer_cache=None) -> TextBatch:
     """Pad B token lists into a :class:`TextBatch` (see the module docstring)."""
-    sentences = [list(s) for s in sentences]
-    longest = max((len(s) for s in sentences), default=0)
-    words = torch.zeros(len(sentences), longest, dtype=torch.long)
-    for i, s in enumerate(sentences):
+    rows = [list(s) for s in sentences]
+    longest = max((len(s) for s in rows), default=0)
+    words = torch.zeros(len(rows), longest, dtype=torch.long)
+    for i, s in enumerate(rows):
         words[i, :len(s)] = torch.tensor(vocab.ids(s), dtype=torch.long)
-    chars = batch_to_ids(sentences, max_chars)
+    chars = batch_to_ids(rows, max_chars)
     mask = words.new_zeros(words.shape, dtype=torch.bool)
-    for i, s in enumerate(sentences):
+    for i, s in enumerate(rows):
         mask[i, :len(s)] = True
-    layers = layer_cache.layers(sentences) if layer_cache is not None else None
+    layers = layer_cache.layers(rows) if layer_cache is not None else None
     extra = vocab.vectors if isinstance(vocab, ExtendedVocab) else None
-    return TextBatch(sentences, words, chars, mask, layers, extra)
+    return TextBatch(rows, words, chars, mask, layers, extra)
 
 
 def make_batch(examples: Sequence[Example], kind: str, vocab: Union[WordVocab, ExtendedVocab],
@@ -79,5 +79,16 @@ def make_batch(examples: Sequence[Example], kind: str, vocab: Union[WordVocab, E
     first = text_batch([ex.tokens for ex in examples], vocab, max_chars, layer_cache)
     texts = [first]
     if spec.pair:
-        texts.append(text_batch([ex.tokens_b for ex in examples], vocab, max_chars, layer_cache))
+        texts.append(text_batch(_second_texts(examples), vocab, max_chars, layer_cache))
     return Batch(texts, spec.label_tensor(examples, label_index, first.words.shape))
+
+
+def _second_texts(examples: Sequence[Example]) -> List[List[str]]:
+    """The second texts of pair examples; the readers and ``to_examples`` always give a pair
+    task's examples one, so a missing one is a caller's mistake, said in one line."""
+    out = []
+    for ex in examples:
+        if ex.tokens_b is None:
+            raise ValueError(f"a pair task's example has no second text (tokens_b): {ex.tokens!r}")
+        out.append(ex.tokens_b)
+    return out
