@@ -21,7 +21,7 @@ import os
 import tempfile
 from itertools import islice
 from pathlib import Path
-from typing import IO, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import IO, Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union, cast
 
 import numpy as np
 import torch
@@ -169,7 +169,7 @@ class ElmoEmbedder:
                             "split it first, e.g. sentence.split()")
         return self.embed_batch([sentence])[0]
 
-    def embed_batch(self, batch: List[List[str]]) -> List[np.ndarray]:
+    def embed_batch(self, batch: Sequence[Sequence[str]]) -> List[np.ndarray]:
         """Tokenized sentences -> one float32 (L + 1, n_tokens, D) each, in input order (an
         empty sentence gives (L + 1, 0, D)). Stateless (the default), the batch is one biLM
         call sorted by length, sentences longer than ``max_tokens`` as windows. In stateful
@@ -187,7 +187,7 @@ class ElmoEmbedder:
         self._embedder.batch_size = len(batch)
         return self._embedder.embed_sentences(batch, layers="all")
 
-    def embed_sentences(self, sentences: Iterable[List[str]],
+    def embed_sentences(self, sentences: Iterable[Sequence[str]],
                         batch_size: int = DEFAULT_BATCH_SIZE) -> Iterator[np.ndarray]:
         """Lazily embed an iterable of tokenized sentences, ``batch_size`` at a time; yields one
         array per sentence, in order."""
@@ -222,14 +222,17 @@ class ElmoEmbedder:
         # Stateful, every line runs whole, as in embed_batch: a long line's windows took rows
         # of their own and moved the lines after it to other rows
         max_tokens = WHOLE_SENTENCES if self.elmo_bilm.stateful else self._embedder.max_tokens
-        kwargs = dict(layers=output_format, batch_size=batch_size, forget_sentences=forget_sentences,
+        kwargs: Dict[str, Any] = dict(layers=output_format, batch_size=batch_size, forget_sentences=forget_sentences,
                       sentence_keys=use_sentence_keys, max_tokens=max_tokens,
                       overlap=self._embedder.overlap, stateful=self.elmo_bilm.stateful,
                       device=self.device, overwrite=True,
                       command_line="ElmoEmbedder.embed_file")
         if isinstance(input_file, (str, os.PathLike)):
             try:
-                embed_file(input_file, output_file_path, self.elmo_bilm, **kwargs)
+                # (embed_file takes any str or os.PathLike, through require_path; its
+                # annotation names only str and Path)
+                embed_file(cast(Union[str, Path], input_file), cast(Union[str, Path], output_file_path),
+                           self.elmo_bilm, **kwargs)
             except InputError as e:
                 raise type(e)(python_spelling(str(e))) from None
             return
@@ -264,7 +267,7 @@ class ElmoEmbedder:
             try:
                 with writing(output, "copy of the input text (beside the output)"), os.fdopen(fd, "wb") as f:
                     f.write(data)
-                embed_file(tmp, output_file_path, self.elmo_bilm, **kwargs)
+                embed_file(tmp, cast(Union[str, Path], output_file_path), self.elmo_bilm, **kwargs)
             except (InputError, NonFiniteOutput) as e:
                 # (they named the line in the temporary copy, deleted by now)
                 raise type(e)(python_spelling(str(e).replace(tmp, shown))) from None

@@ -241,13 +241,17 @@ class ElmoTaskAnnotator(_BatchedComponent):
                  glove: Union[str, bool, None] = None):
         from .tasks.kinds import task_kind
         from .tasks.models import TaskModel
+        from .tasks.saved import SavedInfo
         self.name = name
         self.model = TaskModel.load(model, bilm=bilm, glove=glove)
-        self.kind = self.model.saved.kind
+        saved = self.model.saved
+        assert isinstance(saved, SavedInfo)     # set by load() (mypy sees a Module attribute)
+        self.saved = saved
+        self.kind = saved.kind
         self.task_kind = task_kind(self.kind)
         if self.task_kind.pair:
             raise ValueError(f"{model}: a pair model labels two texts, not one Doc")
-        self.metric = self.model.saved.config["metric"]
+        self.metric = saved.config["metric"]
         self.batch_size = batch_size
 
     def _set(self, docs: List[Doc]) -> None:
@@ -257,7 +261,7 @@ class ElmoTaskAnnotator(_BatchedComponent):
                                        self.batch_size)
         for doc, rows, pred in zip(docs, words, predicted):
             if not self.task_kind.token_labels:
-                doc.cats = {label: float(label == pred) for label in self.model.saved.labels}
+                doc.cats = {label: float(label == pred) for label in self.saved.labels}
                 continue
             tags = [t for t in pred if t is not None]       # words past max_tokens: not read
             for i, tag in zip(rows, tags):                  # whitespace tokens keep no tag

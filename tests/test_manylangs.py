@@ -331,6 +331,14 @@ def test_released_configuration_gives_the_released_shapes(tmp_path):
     assert options.output_dim == 1024 and options.lstm.proj_clip == 3.0
 
 
+def test_expected_token_embedder_refuses_options_without_dictionaries():
+    """Options of a byte model have no char_vocabulary: one clear error, not a None crash."""
+    from elmo.manylangs.folder import expected_token_embedder
+    from tests.conftest import tiny_options
+    with pytest.raises(ConfigError, match="no char_vocabulary"):
+        expected_token_embedder(tiny_options())
+
+
 def test_a_sentence_that_is_a_string_is_refused_by_the_dictionaries(case):
     """As for byte models: each character of "the bank" would have become a token."""
     _, bilm, _ = case

@@ -182,7 +182,7 @@ def neighbors(args: argparse.Namespace) -> int:
     print("layer 0 (static), nearest corpus words:")
     print("  " + ", ".join(f"{h.word} {h.score:.2f}"
                            for h in static_neighbors(words, layer0, args.word, args.k, query=vecs[0])))
-    if not args.no_glove:
+    if glove_dir is not None:                         # (None with --no-glove)
         glove_words, glove_vecs = datasets.glove(glove_dir)
         hits = static_neighbors(glove_words, glove_vecs, args.word.lower(), args.k)
         print("GloVe 50d (static):")

@@ -5,7 +5,7 @@ import argparse
 import shutil
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, cast
+from typing import Iterator, Tuple, cast
 
 #: Files that describe a model folder's weights and go with them when it is converted: its card,
 #: README and licence (``metadata.json``, how it was trained, is rewritten with ``converted_from``).
@@ -148,7 +148,7 @@ def _convert(args: argparse.Namespace, out: Path) -> int:
     from ..weights import NATIVE_CONFIG, NATIVE_WEIGHTS, ORIGINAL_OPTIONS, ORIGINAL_WEIGHTS
 
     # another model's files there would be replaced without a trace: only when asked
-    names = (ORIGINAL_OPTIONS, ORIGINAL_WEIGHTS[0]) if args.to == "original" else (NATIVE_CONFIG, NATIVE_WEIGHTS)
+    names: Tuple[str, ...] = (ORIGINAL_OPTIONS, ORIGINAL_WEIGHTS[0]) if args.to == "original" else (NATIVE_CONFIG, NATIVE_WEIGHTS)
     # How the model was trained and what it was adapted on go with it (they were left behind: an
     # experiment with the converted copy of an adapted biLM reported it as not domain-adapted).
     # Only a local folder has them (a bundled one too); a published model has none.

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Dict, Optional
 
 EPILOG = """\
 output layout (that of the original ELMo command):
@@ -145,7 +146,8 @@ def embed(args: argparse.Namespace) -> int:
     # about 25,000 page faults (up to a tenth of its time in the kernel) on the small configuration.
     keep_freed_memory()
     # --set tokenize=true/false: spelled as the option writes it in the stored command line
-    cfg = replace(cfg, tokenize={True: "en", False: None}.get(cfg.tokenize, cfg.tokenize))
+    spelled: Dict[object, Optional[str]] = {True: "en", False: None}
+    cfg = replace(cfg, tokenize=spelled.get(cfg.tokenize, cfg.tokenize))
     from . import progress_bar_wanted
     output = embed_file(args.input, args.output, config=replace(cfg, progress=progress_bar_wanted(cfg.progress)),
                         command_line=command_line(args.input, args.output, cfg))

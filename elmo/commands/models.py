@@ -92,7 +92,11 @@ def models_get(args: argparse.Namespace) -> int:
     entries = [get(name) for name in args.names]     # every name checked before any download
     for entry in entries:
         local = fetch_model(entry)
-        where = local.folder if local.folder is not None else f"{local.options} + {local.weights.name}"
+        if local.folder is not None:
+            where = str(local.folder)
+        else:
+            assert local.weights is not None    # fetch_model gives a folder or both files
+            where = f"{local.options} + {local.weights.name}"
         print(f"{entry.name}: {where}")
     return 0
 

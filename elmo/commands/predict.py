@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import List, Optional
+from typing import List, Optional, Sequence, Tuple, Union
 
 
 def register(subparsers) -> None:
@@ -144,13 +144,15 @@ def predict(args: argparse.Namespace) -> int:
 def _predict(args: argparse.Namespace, output: Optional[str]) -> int:
     from ..tasks.kinds import UNREAD_TAG, task_kind
     from ..tasks.models import TaskModel
-    from ..tasks.saved import predict_examples, to_examples
+    from ..tasks.saved import SavedInfo, predict_examples, to_examples
     from ..io import atomic_write_text
     from ..runtime import set_threads
 
     set_threads(max(1, args.threads))
     model = TaskModel.load(args.model, bilm=args.bilm, glove=False if args.no_glove else args.glove)
-    kind = model.saved.kind
+    saved = model.saved
+    assert isinstance(saved, SavedInfo)     # set by load() (mypy sees a Module attribute)
+    kind = saved.kind
     spec = task_kind(kind)
     fmt = args.format or ("conll" if spec.token_labels else "tsv")
     if fmt == "conll" and not spec.token_labels:
@@ -159,14 +161,16 @@ def _predict(args: argparse.Namespace, output: Optional[str]) -> int:
         raise ValueError("--tokenize is not for tagging models (their tags belong to the "
                          "tokens as given: separate tokens by spaces)")
     lines = _read_lines(args.input)
+    texts: Sequence[Union[str, Tuple[str, str]]]
     if spec.pair:
-        texts = []
+        pairs: List[Tuple[str, str]] = []
         for i, line in enumerate(lines, start=1):
             parts = line.split("\t")
             if len(parts) != 2:
                 raise ValueError(f"{args.input}:{i}: a pair model needs text_a<TAB>text_b, "
                                  f"found {len(parts)} column(s)")
-            texts.append((parts[0], parts[1]))
+            pairs.append((parts[0], parts[1]))
+        texts = pairs
     else:
         # a TSV or CoNLL file given by mistake: its other columns (a gold label, a tag) were
         # read as words of the text, and every line got a prediction
@@ -175,13 +179,13 @@ def _predict(args: argparse.Namespace, output: Optional[str]) -> int:
             raise ValueError(f"{args.input}:{tabbed}: a tab; a {kind} model reads one text a line, "
                              f"tokens separated by spaces (is this a TSV or CoNLL file?)")
         texts = lines
-    tokenize = args.tokenize or model.saved.config["tokenize"]
+    tokenize = args.tokenize or saved.config["tokenize"]
     examples = to_examples(texts, kind, tokenize)
     from . import progress_bar_wanted
     labels = predict_examples(model, examples, args.batch_size, progress=progress_bar_wanted(not args.quiet))
     _note_empty(args.input, examples, fmt, spec.token_labels)
-    reads = [model.saved.read(ex) for ex in examples]
-    _note_cut(args.input, examples, reads, model.saved, fmt, spec.token_labels)
+    reads = [saved.read(ex) for ex in examples]
+    _note_cut(args.input, examples, reads, saved, fmt, spec.token_labels)
     out = []
     for text, ex, label, read in zip(texts, examples, labels, reads):
         if fmt == "conll":

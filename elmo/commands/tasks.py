@@ -73,17 +73,17 @@ def experiment(args: argparse.Namespace) -> int:
     from ..tasks.report import markdown
     from ..tasks.runner import normalise_config, plan, read_config, run_experiment
 
-    cfg = read_config(args.config)
+    settings = read_config(args.config)
     if args.seeds is not None:
-        cfg["seeds"] = args.seeds
+        settings["seeds"] = args.seeds
     if args.threads is not None:
-        cfg["threads"] = args.threads
+        settings["threads"] = args.threads
     if args.bilm is not None:
-        cfg["bilm"] = args.bilm
+        settings["bilm"] = args.bilm
     if args.glove is not None:
-        cfg["embeddings"] = {"glove": args.glove}
+        settings["embeddings"] = {"glove": args.glove}
     try:
-        cfg = normalise_config(apply_assignments(cfg, args.config_set))
+        cfg = normalise_config(apply_assignments(settings, args.config_set))
     except ConfigError as e:
         raise ConfigError(f"{args.config}{' with --set' if args.config_set else ''}: {e}") from None
     if args.print_config:

@@ -7,7 +7,7 @@ import argparse
 import copy
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import Optional, overload
 
 from .. import strict_json
 
@@ -20,6 +20,10 @@ def _filters(text: str):
         raise argparse.ArgumentTypeError(f"expected width:count pairs like 1:32,2:64, got {text!r}") from None
 
 
+@overload
+def _model_folder(name_or_path: str) -> str: ...
+@overload
+def _model_folder(name_or_path: None) -> None: ...
 def _model_folder(name_or_path: Optional[str]) -> Optional[str]:
     """A trained model's folder: the path as given, else the folder of a bundled or published
     model of that name (``elmo perplexity default TEXT``, ``--from default``)."""
@@ -253,6 +257,7 @@ def train(args) -> int:
     if getattr(args, "init_from", None):
         args.init_from = _model_folder(args.init_from)
     init_from = getattr(args, "init_from", None) or from_file.get("init_from")
+    options: Optional[dict]
     if init_from:  # the model brings its own shape
         if _model_flags_given(args):
             raise ConfigError("the model flags (--options, --dim, ...) do not apply with --from: "

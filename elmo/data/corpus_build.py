@@ -260,8 +260,8 @@ def _build(home: Path, out: Path, seed: int, names: List[str], log) -> dict:
     train: Dict[str, List[List[str]]] = {}
     for name in names:
         docs = []
-        st = {"files": list(LM_SOURCES[name]), "raw_sentences": 0, "raw_tokens": 0,
-              "raw_words": 0, "dropped_cleaning": 0, "dropped_task_overlap": 0}
+        st = {"raw_sentences": 0, "raw_tokens": 0, "raw_words": 0, "dropped_cleaning": 0,
+              "dropped_task_overlap": 0}
         for f in LM_SOURCES[name]:
             for doc in readers.read_documents(source_dir(name, home) / f):
                 kept = []
@@ -282,7 +282,7 @@ def _build(home: Path, out: Path, seed: int, names: List[str], log) -> dict:
                          if (d, i) in held]
         train[name] = [s for d, doc in enumerate(docs) for i, s in enumerate(doc)
                        if (d, i) not in held]
-        per_source[name] = st
+        per_source[name] = {"files": list(LM_SOURCES[name]), **st}
         log(f"  {name}: {st['raw_words']:,} words read, {st['dropped_cleaning']:,} sentences "
             f"cleaned away, {st['dropped_task_overlap']:,} overlapping task text")
 

@@ -33,7 +33,7 @@ import zipfile
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import IO, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from ..hub.download import offline, sha256_file
 
@@ -356,17 +356,25 @@ def extract_members(archive: Path, patterns: Sequence[str], out: Path) -> int:
         with tarfile.open(fileobj=io.BytesIO(_deb_data_tar(archive)), mode="r:*") as t:
             for m in t:
                 if m.isfile() and wanted(m.name):
-                    with t.extractfile(m) as src, open(target(m.name), "wb") as dst:
+                    with _member(t, m) as src, open(target(m.name), "wb") as dst:
                         shutil.copyfileobj(src, dst)
                     count += 1
         return count
     with tarfile.open(archive, mode="r|*") as t:   # a stream: one pass, nothing buffered
         for m in t:
             if m.isfile() and wanted(m.name):
-                with t.extractfile(m) as src, open(target(m.name), "wb") as dst:
+                with _member(t, m) as src, open(target(m.name), "wb") as dst:
                     shutil.copyfileobj(src, dst)
                 count += 1
     return count
+
+
+def _member(t: tarfile.TarFile, m: tarfile.TarInfo) -> IO[bytes]:
+    """The bytes of ``m``, a regular file of ``t`` (``extractfile`` gives None only for other
+    kinds of member, which the callers skip)."""
+    src = t.extractfile(m)
+    assert src is not None, m.name
+    return src
 
 
 def _deb_data_tar(archive: Path) -> bytes:

@@ -379,7 +379,8 @@ def read_glove(path: PathLike):
                          "*.parquet)")
     import gzip
     opener = gzip.open if path.suffix == ".gz" else open
-    words, rows = [], []
+    words = []
+    rows: List[np.ndarray] = []
     width = None                                    # the vectors' width, from the first row
     with opener(path, "rt", encoding="utf-8", errors="replace") as f:
         for number, line in enumerate(f, 1):

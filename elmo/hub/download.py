@@ -40,8 +40,11 @@ import sys
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Callable, Iterator, Optional, Type
+from typing import TYPE_CHECKING, Callable, Iterator, Literal, Optional, Type, TypeGuard, Union
 from urllib.parse import unquote, urlsplit
+
+if TYPE_CHECKING:
+    from tqdm import tqdm
 
 #: Seconds to wait for a connection and between two reads of the body.
 DEFAULT_TIMEOUT = (15.0, 60.0)
@@ -95,8 +98,8 @@ def download_bars(shown: bool) -> Iterator[None]:
         _BARS_SHOWN.reset(token)
 
 
-def is_url(value: object) -> bool:
-    """True for an ``http://`` or ``https://`` string."""
+def is_url(value: object) -> TypeGuard[str]:
+    """True for an ``http://`` or ``https://`` string (so mypy knows a URL is a str)."""
     return isinstance(value, str) and value.lower().startswith(("http://", "https://"))
 
 
@@ -584,7 +587,8 @@ class _ResumingDownloader:
                 return response
 
             done = out.tell()
-            bar = False
+            # pooch takes False for no bar, or a tqdm to drive.
+            bar: Union[Literal[False], "tqdm"] = False
             if self.progress:
                 bar = _bar_class()(total=None, unit="B", unit_scale=True, unit_divisor=1024,
                                    miniters=1, file=sys.stderr, delay=0.5,
@@ -631,7 +635,7 @@ def _range_start(response) -> Optional[int]:
     return int(match.group(1)) if match else None
 
 
-def _bar_class():
+def _bar_class() -> Type["tqdm"]:
     """tqdm with a truth value: pooch tests ``if progressbar:`` before setting the total, and a
     plain tqdm without a total refuses to be a boolean."""
     from tqdm.auto import tqdm

@@ -13,7 +13,7 @@ archives are not known here.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, Optional, Tuple
+from typing import Dict, Optional, Tuple, TypedDict
 
 #: The formats an entry can have: ``original`` (options.json + weights.hdf5, AllenNLP and
 #: bilm-tf) and ``elmoformanylangs`` (HIT-SCIR's model folder, shipped as an archive).
@@ -131,8 +131,18 @@ _MANYLANGS = [
 ]
 #: Architecture shared by every ELMoForManyLangs model (Che et al. 2018): the same biLM as the
 #: original ELMo, plus a 100-dim word embedding beside the character CNN.
-_MANYLANGS_DIMS = dict(output_dim=1024, projection_dim=512, lstm_dim=4096, n_layers=2,
-                       n_filters=2048)
+class _Dims(TypedDict):
+    """The architecture fields of :class:`PretrainedModel` that a family of models shares."""
+
+    output_dim: int
+    projection_dim: int
+    lstm_dim: int
+    n_layers: int
+    n_filters: int
+
+
+_MANYLANGS_DIMS = _Dims(output_dim=1024, projection_dim=512, lstm_dim=4096, n_layers=2,
+                        n_filters=2048)
 _MANYLANGS_DATA = ("about 20M words sampled from the CoNLL 2018 shared task raw text "
                    "(Wikipedia and Common Crawl)")
 _MANYLANGS_LICENCE = "code MIT; the weights: see the NLPL repository terms"

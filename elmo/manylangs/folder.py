@@ -33,7 +33,7 @@ from typing import Any, Dict, Mapping, Tuple
 
 import torch
 
-from ..config import ConfigError, ElmoOptions, _take
+from ..config import CharVocabularyConfig, ConfigError, ElmoOptions, _take
 from ..io import read_json
 from ..modules.bilm import BiLM
 from ..runtime import resolve_device
@@ -173,9 +173,18 @@ def check_state_dict(path: Path, state: Mapping[str, torch.Tensor],
                               + (f" and {len(extra) - 1} more" if len(extra) > 1 else ""))
 
 
+def _vocabulary(options: ElmoOptions) -> CharVocabularyConfig:
+    """The dictionary sizes of ELMoForManyLangs options; options of another model (which read
+    UTF-8 bytes and have none) are refused in one line rather than failing on None."""
+    if options.char_vocabulary is None:
+        raise ConfigError("these options have no char_vocabulary: they are not an "
+                          "ELMoForManyLangs model's")
+    return options.char_vocabulary
+
+
 def expected_token_embedder(options: ElmoOptions) -> Dict[str, Tuple[int, ...]]:
     """token_embedder.pkl's keys and shapes for these options."""
-    cnn, vocab = options.char_cnn, options.char_vocabulary
+    cnn, vocab = options.char_cnn, _vocabulary(options)
     f, p = cnn.n_filters, options.lstm.projection_dim
     shapes: Dict[str, Tuple[int, ...]] = {}
     if vocab.word_dim:
@@ -238,15 +247,17 @@ def assign_weights(bilm: BiLM, embedder: Mapping[str, torch.Tensor],
     put(enc.projection.weight, embedder["projection.weight"])
     put(enc.projection.bias, embedder["projection.bias"])
     c = bilm.options.lstm.dim
-    for j, layer in enumerate(bilm.lstm.layers):
+    for j, lstm_layer in enumerate(bilm.lstm.layers):
         for d, name in enumerate(("forward", "backward")):
             prefix = f"{name}_layer_{j}"
-            put(layer.weight_ih[d], _gates_to_ours(encoder[f"{prefix}.input_linearity.weight"], c))
-            put(layer.weight_hh[d], _gates_to_ours(encoder[f"{prefix}.state_linearity.weight"], c))
+            put(lstm_layer.weight_ih[d],
+                _gates_to_ours(encoder[f"{prefix}.input_linearity.weight"], c))
+            put(lstm_layer.weight_hh[d],
+                _gates_to_ours(encoder[f"{prefix}.state_linearity.weight"], c))
             bias = _gates_to_ours(encoder[f"{prefix}.state_linearity.bias"], c).clone()
             bias[2 * c:3 * c] -= 1.0  # ours adds 1 to the forget gate when it runs
-            put(layer.bias[d], bias)
-            put(layer.weight_proj[d], encoder[f"{prefix}.state_projection.weight"])
+            put(lstm_layer.bias[d], bias)
+            put(lstm_layer.weight_proj[d], encoder[f"{prefix}.state_projection.weight"])
 
 
 # ---------------------------------------------------------------------- the folder
@@ -261,7 +272,7 @@ def load_manylangs(folder: str | Path, *, stateful: bool = False,
     config_path = resolve_config_path(folder)
     chars = read_dictionary(folder / CHAR_DIC)
     # Read the configuration once for word_dim, then again with the dictionary sizes.
-    with_words = read_model_config(config_path, len(chars), 1).char_vocabulary.word_dim > 0
+    with_words = _vocabulary(read_model_config(config_path, len(chars), 1)).word_dim > 0
     words = read_dictionary(folder / WORD_DIC) if with_words else None
     options = read_model_config(config_path, len(chars), len(words) if words else 0)
 

@@ -71,7 +71,7 @@ class CharVocabulary:
         self.max_chars = max_chars
         self.width = max_chars + (0 if words is None else 1)
         self.n_char_rows = len(self.chars) + 1
-        self.n_word_rows = 0 if words is None else len(self.words) + 1
+        self.n_word_rows = 0 if words is None else len(words) + 1
         shifted = {name: self.chars[name] + 1 for name in CHAR_SPECIALS}
         self.pad_id = shifted["<pad>"]
         self._oov, self._bow, self._eow = shifted["<oov>"], shifted["<bow>"], shifted["<eow>"]
