@@ -15,7 +15,7 @@ import sys
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from .chars import batch_to_ids
 from .config import CharCNNConfig, ConfigError, ElmoOptions, LSTMConfig
@@ -26,6 +26,9 @@ from .weights import (WeightFileError, load_original, load_pretrained, save_orig
                       save_pretrained)
 from .allennlp_compat import ElmoEmbedder, ElmoTokenEmbedder
 from .runtime import guard_forked_children
+
+if TYPE_CHECKING:
+    from types import FrameType
 
 guard_forked_children()
 
@@ -161,7 +164,8 @@ def _warn_name_and_folder(name: str, *, bundled: bool, folder: Path | None = Non
                 f"local one; to load the published model, give its URL "
                 f"({urls.get('options') or urls.get('archive')}) or run elsewhere")
     # shown at the first caller outside the package (from_pretrained's, a config loader's ...)
-    level, frame = 2, sys._getframe(1)
+    level = 2
+    frame: Optional[FrameType] = sys._getframe(1)
     while frame is not None and frame.f_globals.get("__name__", "").partition(".")[0] == __name__:
         level, frame = level + 1, frame.f_back
     warnings.warn(text, ModelNameWarning, stacklevel=level)

@@ -194,7 +194,7 @@ def _stop_signals_raise() -> Iterator[None]:
         again.append(threading.Timer(0.01, os.kill, (os.getpid(), number)))
         again[-1].start()
 
-    if catch_term:
+    if catch_term and term is not None:   # (catch_term implies a SIGTERM; mypy does not follow)
         signal.signal(term, _raise_terminated)
     sys.unraisablehook = unraisable
     try:
@@ -202,7 +202,7 @@ def _stop_signals_raise() -> Iterator[None]:
     finally:
         for timer in again:
             timer.cancel()
-        if catch_term:
+        if catch_term and term is not None:
             signal.signal(term, signal.SIG_DFL)
         sys.unraisablehook = previous_hook
     if dropped:                   # the block ended before the signal came again

@@ -32,7 +32,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from functools import lru_cache
-from typing import Iterable, Iterator, List, Tuple
+from typing import Iterable, Iterator, List, Sequence, Tuple, cast
 
 #: Characters mapped before tokenization: curly quotes and apostrophes, odd spaces.
 CHAR_MAP = str.maketrans({
@@ -158,12 +158,15 @@ class Tokenizer:
     def __init__(self) -> None:
         try:
             import spacy
+            from spacy.tokenizer import Tokenizer as SpacyTokenizer
             from spacy.util import compile_infix_regex
         except ImportError as e:  # pragma: no cover - depends on the environment
             raise ImportError("tokenizing raw text needs spaCy: pip install 'elmo-pytorch[data]' "
                               "(or pip install spacy)") from e
         nlp = spacy.blank("en")
-        infixes = [p.replace(_HYPHEN_INFIX, _DASH_INFIX) for p in nlp.Defaults.infixes]
+        # (English gives its infixes as regex strings, and a blank pipeline spaCy's own tokenizer)
+        infixes = [p.replace(_HYPHEN_INFIX, _DASH_INFIX) for p in cast(Sequence[str], nlp.Defaults.infixes)]
+        assert isinstance(nlp.tokenizer, SpacyTokenizer)
         nlp.tokenizer.infix_finditer = compile_infix_regex(infixes).finditer
         nlp.add_pipe("sentencizer")
         nlp.max_length = 5_000_000

@@ -18,8 +18,11 @@ class Vocabulary:
         if missing:
             raise ValueError(f"a vocabulary must contain {', '.join(SPECIAL)}; missing {', '.join(missing)}")
         if len(set(words)) != len(words):
-            seen: set = set()   # (a set: scanning the list for each word is quadratic)
-            dup = next(w for w in words if w in seen or seen.add(w))
+            seen: set[str] = set()   # (a set: scanning the list for each word is quadratic)
+            for dup in words:
+                if dup in seen:
+                    break
+                seen.add(dup)
             raise ValueError(f"the vocabulary lists {dup!r} twice")
         if counts is not None and len(counts) != len(words):  # save(with_counts) would drop words
             raise ValueError(f"{len(counts)} counts for {len(words)} words")
@@ -128,7 +131,9 @@ class Vocabulary:
 
     def text(self, with_counts: bool = False) -> str:
         """What :meth:`save` writes: one word a line (with a tab and its count)."""
-        if with_counts and self.counts is None:
-            raise ValueError("this vocabulary has no counts")
-        lines = ([f"{w}\t{c}" for w, c in zip(self.words, self.counts)] if with_counts else self.words)
+        lines = self.words
+        if with_counts:
+            if self.counts is None:
+                raise ValueError("this vocabulary has no counts")
+            lines = [f"{w}\t{c}" for w, c in zip(self.words, self.counts)]
         return "\n".join(lines) + "\n"

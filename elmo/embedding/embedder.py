@@ -37,6 +37,8 @@ from .output import NonFiniteOutput
 from .windows import DEFAULT_MAX_TOKENS, Window, check_window_args, plan_windows
 
 DEFAULT_BATCH_SIZE = 64
+#: What :func:`output_dtype` takes: a numpy floating type, its name or dtype, or a torch dtype.
+DTypeSpec = Union[str, np.dtype, "type[np.floating]", torch.dtype]
 
 Sentence = Sequence[str]
 
@@ -141,7 +143,7 @@ class Embedder:
         return [pieces[i:i + self.batch_size] for i in range(0, len(pieces), self.batch_size)]
 
     def run(self, sentences: Sequence[Sentence], layers: Union[str, LayerSelection] = "all",
-            dtype: Union[str, np.dtype] = np.float32) -> Iterator[List[PieceOutput]]:
+            dtype: DTypeSpec = np.float32) -> Iterator[List[PieceOutput]]:
         """Embed ``sentences`` batch by batch; yields, per batch, the outputs of its pieces.
 
         Every token of every sentence is covered by exactly one :class:`PieceOutput`.
@@ -179,7 +181,7 @@ class Embedder:
         return outputs
 
     def embed_sentences(self, sentences: Sequence[Sentence], layers: Union[str, LayerSelection] = "all",
-                        dtype: Union[str, np.dtype] = np.float32) -> List[np.ndarray]:
+                        dtype: DTypeSpec = np.float32) -> List[np.ndarray]:
         """One array per sentence, in input order.
 
         ``layers="all"`` gives (L + 1, n_tokens, D); ``top``, ``average`` and ``mix:...``

@@ -100,11 +100,15 @@ class LayerSelection:
     def __str__(self) -> str:
         if self.kind != "mix":
             return self.kind
+        assert self.weights is not None, "__post_init__ refuses a mix without weights"
         return "mix:" + ",".join(repr(w) for w in self.weights)
 
     def check(self, num_layers: int) -> None:
         """Raise ValueError if a mix does not have one weight per layer of the model."""
-        if self.kind == "mix" and len(self.weights) != num_layers:
+        if self.kind != "mix":
+            return
+        assert self.weights is not None, "__post_init__ refuses a mix without weights"
+        if len(self.weights) != num_layers:
             raise ValueError(f"layers={self}: {len(self.weights)} weights for a model with "
                              f"{num_layers} layers (L + 1, the token layer included)")
 

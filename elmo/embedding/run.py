@@ -71,7 +71,7 @@ def model_digest(bilm: BiLM, stride: int = 1) -> str:
         if flat.dtype == torch.bfloat16:  # numpy has none (embed_file of such a model raised
             flat = flat.view(torch.int16)  # "unsupported ScalarType BFloat16"): its exact bits
         h.update(f"{name}{tuple(tensor.shape)}".encode())
-        h.update(memoryview(np.ascontiguousarray(flat[::stride].cpu().numpy())))
+        h.update(np.ascontiguousarray(flat[::stride].cpu().numpy()).data)   # (its bytes, uncopied)
     return h.hexdigest()
 
 
@@ -161,20 +161,22 @@ def embed_file(input_path: Union[str, Path], output_path: Union[str, Path],
     # Switches as bools and counts as ints: numpy's (a config read by numpy or pandas) stopped
     # json.dumps of the settings once the model was loaded, and a string such as "false" was true
     switches = ("sentence_keys", "forget_sentences", "sort_by_length", "token_cache", "overwrite", "progress")
-    cfg = replace(cfg, **{name: require_switch(name, getattr(cfg, name)) for name in switches})
+    as_bools: Dict[str, Any] = {name: require_switch(name, getattr(cfg, name)) for name in switches}
+    cfg = replace(cfg, **as_bools)
     if cfg.stateful is not None:
         cfg = replace(cfg, stateful=require_switch("stateful", cfg.stateful))
     if cfg.token_cache:  # (a negative sample or limit silently cached nothing)
-        cfg = replace(cfg, **{name: require_count(name, getattr(cfg, name),
-                                                  hint=" (--no-token-cache turns the cache off)")
-                              for name in ("cache_min_count", "cache_max_words", "cache_sample_lines")})
+        as_counts: Dict[str, Any] = {name: require_count(name, getattr(cfg, name),
+                                                         hint=" (--no-token-cache turns the cache off)")
+                                     for name in ("cache_min_count", "cache_max_words", "cache_sample_lines")}
+        cfg = replace(cfg, **as_counts)
     if not cfg.wait_timeout > 0:  # (NaN too: it would never time out)
         raise ValueError(f"wait_timeout must be a positive number of seconds (inf: wait forever), "
                          f"got {cfg.wait_timeout}")
     selection = LayerSelection.parse(cfg.layers, cfg.gamma)
     get_tokenizer(cfg.tokenize)  # an unknown name or a missing package: stop before any work
     # settings store True for the English tokenizer, as earlier versions did (runs still resume)
-    cfg = replace(cfg, tokenize={None: False, "en": True}.get(cfg.tokenize, cfg.tokenize))
+    cfg = replace(cfg, tokenize=False if cfg.tokenize is None else True if cfg.tokenize == "en" else cfg.tokenize)
     device = cfg.device
     model = model if model is not None else cfg.model
     # (not a caller's BiLM: moved to the GPU in place, it stayed there after the call)
@@ -295,9 +297,10 @@ def _embed_and_merge(embedder: Embedder, index, selection: LayerSelection, input
     todo = []
     for k in range(rank, index.n_segments, world_size):
         path = segment_path(parts, k)
+        first, stop = index.segment_range(k)
         if restart:
             path.unlink(missing_ok=True)
-        elif segment_done(path, *index.segment_range(k), settings):
+        elif segment_done(path, first, stop, settings):
             continue
         todo.append(k)
     if restart:

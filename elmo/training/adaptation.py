@@ -16,7 +16,7 @@ trained is unknown.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, Mapping, Optional
+from typing import Any, Dict, Mapping, Optional, TypeGuard
 
 
 def planned_record(record: Mapping[str, Any], *, sentences: int, words: int, epochs: float,
@@ -69,7 +69,7 @@ def trained_text(record: Any) -> str:
     return text
 
 
-def _is_number(value: Any) -> bool:
+def _is_number(value: Any) -> TypeGuard[int | float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 

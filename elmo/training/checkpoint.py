@@ -31,7 +31,7 @@ import pickle
 import re
 import zipfile
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import IO, Any, Dict, List, Optional, cast
 
 import torch
 
@@ -139,7 +139,8 @@ def save_checkpoint(folder: str | Path, step: int, payload: Dict[str, Any], keep
         tmp = atomic_target(target)
         with _open_for_writing(tmp) as f:
             recorder = _RecordingFile(f)
-            torch.save({"format": FORMAT, **payload}, recorder)
+            # (torch.save needs only write and flush of its file, which the recorder has)
+            torch.save({"format": FORMAT, **payload}, cast(IO[bytes], recorder))
             recorder.flush()
             os.fsync(f.fileno())
         atomic_commit(tmp, target)

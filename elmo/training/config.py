@@ -161,6 +161,7 @@ class TrainConfig:
                 raise ValueError(f"{flag} must be a positive number, got {number}")
         if self.epochs == math.inf and self.max_steps is None:  # (an OverflowError counting steps)
             raise ValueError("--epochs inf needs --max-steps: the step count of the schedule must be finite")
+        assert self.lr is not None, "__post_init__ sets the optimizer's usual rate"
         if not 0.0 <= self.lr < math.inf:  # (0 keeps the weights as they are)
             raise ValueError(f"--lr must be a finite number of 0 or more, got {self.lr}")
         if self.adagrad_init is not None and not 0.0 <= self.adagrad_init < math.inf:
@@ -170,6 +171,7 @@ class TrainConfig:
 
     def new_schedule(self) -> PlateauDecay:
         """The learning-rate schedule of this config, at its start."""
+        assert self.lr is not None, "__post_init__ sets the optimizer's usual rate"
         return PlateauDecay(self.lr_decay, self.lr_decay_threshold, base_lr=self.lr, lr=self.lr)
 
     def to_json(self) -> str:
@@ -217,6 +219,7 @@ def with_recipe_defaults(cfg: TrainConfig) -> TrainConfig:
     unset = [name for name in ("adagrad_init", "clip_norm") if getattr(cfg, name) is None]
     if not unset:
         return cfg
+    fill: Dict[str, Any]   # (values of the Optional[float] fields named in ``unset``)
     out = Path(cfg.output)
     if latest_checkpoint(out / "checkpoints") is not None:
         try:

@@ -39,8 +39,10 @@ def read_log(path: str | Path) -> List[Dict]:
     with open(path, encoding="utf-8") as f:
         try:
             for number, record in json_objects(_without_a_torn_end(f, path), bad):
-                drawn = record.get("event") == "eval" or train_figure(record) is not None
-                for key in _NEEDED.get(record.get("event"), ()) if drawn else ():
+                event = record.get("event")
+                drawn = event == "eval" or train_figure(record) is not None
+                # (an event that is no string, e.g. a list, is no train or eval record: not drawn)
+                for key in _NEEDED.get(event, ()) if drawn and isinstance(event, str) else ():
                     if not _is_number(record.get(key)) and record.get(key) not in _NON_FINITE:
                         raise bad(number, f"{record['event']!r} record without a number {key!r}")
                 records.append(record)
@@ -118,7 +120,7 @@ def plot_learning_curve(logs: Sequence[str | Path], output: str | Path, title: O
     if empty:  # else a picture without a curve
         raise ValueError(f"no training or validation records in {', '.join(empty)}")
     fig, (ax_train, ax_valid) = plt.subplots(1, 2, figsize=(11, 4.2))
-    kinds = set()
+    kinds: set[str] = set()
     # each direction and their mean for one or two runs; for more, three lines a run hid the
     # curves under their legend: the mean alone
     valid_keys = (("ppl_fwd", "o-"), ("ppl_bwd", "s--"), ("ppl", "^:")) if len(every) <= 2 else (("ppl", "o-"),)

@@ -122,6 +122,7 @@ def _start_record(out: Path, cfg: TrainConfig, measure) -> Dict[str, Any]:
             record = None
         if isinstance(record, dict) and {"before", "base_metadata"} <= set(record):
             return record
+    assert cfg.init_from is not None   # (finetune() refuses a config without one)
     record = {"before": measure(), "base_metadata": read_metadata(cfg.init_from)}
     if is_main_process():
         with writing(path):
@@ -177,6 +178,8 @@ def finetune(cfg: TrainConfig, heldout: Optional[Sequence[str]] = None, heldout_
 
 def _finetune(cfg: TrainConfig, out: Path, ctx: distributed.Context, text_files: List[Path],
               held_files: List[Path], heldout: Optional[Sequence[str]], heldout_every: int) -> Dict[str, Any]:
+    start_model = cfg.init_from
+    assert start_model is not None   # (finetune() refuses a config without one)
     sentences = list(iter_file_sentences(text_files))
     if heldout:
         train_part, held = sentences, list(iter_file_sentences(held_files))
@@ -202,10 +205,10 @@ def _finetune(cfg: TrainConfig, out: Path, ctx: distributed.Context, text_files:
     # the held-out perplexity before and after on the device the adaptation trains on (they ran
     # on the CPU whatever --device said: minutes for a GPU run's held-out text)
     device = resolve_device(cfg.device, launch_env()[2])
-    vocab = load_vocabulary(cfg.init_from)
+    vocab = load_vocabulary(start_model)
 
     def measure() -> Dict[str, float]:   # (the start model is loaded only where it is measured)
-        base, _ = load_language_model(cfg.init_from, device=device)
+        base, _ = load_language_model(start_model, device=device)
         return perplexity(base, held, vocab, cfg.eval_batch_size, device=device)
 
     start = _start_record(out, cfg, measure)
@@ -217,11 +220,11 @@ def _finetune(cfg: TrainConfig, out: Path, ctx: distributed.Context, text_files:
          "sentences_heldout": len(held), "batch_size": batch_size},
         sentences=len(train_part), words=sum(len(s) for s in train_part), epochs=cfg.epochs, max_steps=cfg.max_steps)
     earlier = list(base_meta.get("adapted_on", []))
-    metadata = {"adapted_from": str(Path(cfg.init_from).resolve()), "extra_data": True,
+    metadata = {"adapted_from": str(Path(start_model).resolve()), "extra_data": True,
                 "base_metadata": {k: v for k, v in base_meta.items() if k != "adapted_on"},
                 "heldout_ppl_before": before}
     run_cfg = dataclasses.replace(cfg, train=[str(train_file)], valid=[str(held_file)], batch_size=batch_size,
-                                  vocab=str(Path(cfg.init_from) / VOCAB_FILE), metadata=metadata)
+                                  vocab=str(Path(start_model) / VOCAB_FILE), metadata=metadata)
     # The record says what the run trained, from the trainer's counters at the export (the
     # figures of the text and settings alone said a whole epoch where --max-steps or
     # --max-seconds stopped the run after a few steps).

@@ -27,14 +27,17 @@ def load_optimizer_state(optimizer: torch.optim.Optimizer, state: dict) -> None:
     too: a run started on the CPU (fused Adagrad, see :func:`adagrad`) and resumed on a GPU
     asked for the fused kernel there, which PyTorch versions without a CUDA one refuse at
     the first step; a run started on a GPU and resumed on the CPU lost the fused kernel."""
-    chosen = [{k: group[k] for k in ("fused", "foreach") if k in group} for group in optimizer.param_groups]
+    chosen: list[dict[str, object]] = [{k: group[k] for k in ("fused", "foreach") if k in group} for group in optimizer.param_groups]
     optimizer.load_state_dict(state)
     for group, own in zip(optimizer.param_groups, chosen):
         group.update(own)
 
 
 def build_optimizer(cfg: TrainConfig, params) -> torch.optim.Optimizer:
+    # (__post_init__ sets the rate; with_recipe_defaults, which the trainer applies first, the accumulator)
+    assert cfg.lr is not None
     if cfg.optimizer == "adagrad":
+        assert cfg.adagrad_init is not None
         return adagrad(params, cfg.lr, cfg.adagrad_init)
     if cfg.optimizer == "adam":
         return torch.optim.Adam(params, lr=cfg.lr)

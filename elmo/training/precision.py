@@ -20,7 +20,7 @@ import argparse
 import copy
 import sys
 from pathlib import Path
-from typing import Dict, List, Sequence
+from typing import Any, Dict, List, Sequence
 
 import numpy as np
 import torch
@@ -71,7 +71,7 @@ def compare(reference: str | Path, candidate: str | Path, texts: Sequence[str], 
 
     variants = {"reference": ref_model, "candidate_bilm": mixed(cand_model, ref_model),
                 "candidate_softmax": mixed(ref_model, cand_model), "candidate": cand_model}
-    ppl = {}
+    ppl: Dict[str, Dict[str, Any]] = {}
     for name, model in variants.items():
         result = perplexity(model, sentences, vocab, batch_size, torch.device("cpu"))
         ppl[name] = {k: result[k] for k in ("ppl_fwd", "ppl_bwd", "ppl", "targets")}

@@ -200,6 +200,8 @@ class TrainingRun:
     current values and nothing else.
     """
 
+    n_steps: int   # the run's last step: set by setup, lowered by a time limit
+
     def __init__(self, cfg: TrainConfig, ctx: distributed.Context,
                  export_metadata: Optional[Callable[[TrainedFigures], Dict[str, Any]]] = None):
         cfg = with_recipe_defaults(cfg)   # (a resumed run's own accumulator and clip)
@@ -288,7 +290,7 @@ class TrainingRun:
         torch.manual_seed(cfg.seed * 1000 + 17 + ctx.rank)  # dropout: a different stream per rank
         self.read_corpus_stats()
         self.n_steps = total_steps(cfg, ctx.world_size, self.corpus_stats)
-        self.autocast = dict(device_type=ctx.device.type, dtype=torch.bfloat16, enabled=cfg.bf16)
+        self.autocast: Dict[str, Any] = dict(device_type=ctx.device.type, dtype=torch.bfloat16, enabled=cfg.bf16)
         # exp(training loss): with sampled negatives it is not a perplexity of the model (the sampled
         # softmax normalises over a few thousand words), so it is never labelled like the validation one
         self.train_ppl_key = self.softmax_loss.train_ppl_key
@@ -531,6 +533,7 @@ class TrainingRun:
             print(f"learning rate restarted at {self.schedule.lr:g} (it was {self.lr_before:g})",
                   file=sys.stderr, flush=True)
         elif again and ctx.is_main:
+            assert self.resume_from is not None   # (resume() found the checkpoint read here)
             print(f"learning rate not restarted again: {self.resume_from.name} was written after this command's "
                   f"restart at step {made['step']} (to {made['lr']:g}); the schedule goes on at "
                   f"{self.schedule.lr:g}", file=sys.stderr, flush=True)
@@ -575,6 +578,7 @@ class TrainingRun:
                 "world_size": ctx.world_size, "corpus": self.corpus_stats, "device": str(ctx.device),
                 "threads": torch.get_num_threads()})
         elif ctx.is_main:
+            assert self.resume_from is not None   # (resumed)
             self.log_file.write({"event": "resume", "step": self.step_no, "from": self.resume_from.name,
                                  "lr": self.schedule.lr, "lr_before": self.lr_before,
                                  "lr_restart": self.lr_restarted, "state_reset_every": cfg.state_reset_every})
@@ -592,6 +596,7 @@ class TrainingRun:
         with torch.autocast(**self.autocast):
             out = self.net(batch, self.state, negatives, mean_over=mean_over)
         out["loss"].backward()
+        assert cfg.clip_norm is not None   # (filled in by with_recipe_defaults in __init__)
         gnorm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.clip_norm)
         # The same norm on every rank (DDP has averaged the gradients), so all skip together.
         finite = bool(torch.isfinite(gnorm))  # a NaN or infinite loss makes it non-finite too
