@@ -446,3 +446,16 @@ def test_a_finetune_resumed_with_another_number_of_processes_is_told_so(tmp_path
     assert main([*command[:-5], "--max-steps", "4", "--no-progress", "--device", "cpu"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "written by 2 processes, and this run has 1; resume it with 2" in err[0], err
+
+
+def test_a_hand_edited_recipe_value_that_is_no_number_is_one_error_naming_the_file(tmp_path):
+    """A resumed run fills its unset accumulator and clip from train_config.json: a value there
+    that is no number ("x") failed deep in the config's checks ('>' between str and int)."""
+    train_txt, _, vocab_txt = write_toy_corpus(tmp_path / "toy", n_train=60)
+    train(tiny_config(tmp_path / "run", train_txt, vocab_txt, max_steps=4), stop_after=2)
+    stored_file = tmp_path / "run" / "train_config.json"
+    stored = json.loads(stored_file.read_text(encoding="utf-8"))
+    stored["clip_norm"] = "x"
+    stored_file.write_text(json.dumps(stored), encoding="utf-8")
+    with pytest.raises(ValueError, match=r"train_config.json: clip_norm is \"x\", not a number; give --clip-norm"):
+        train(tiny_config(tmp_path / "run", train_txt, vocab_txt, max_steps=4))
