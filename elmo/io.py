@@ -254,6 +254,28 @@ def atomic_folder(folder: Path) -> Iterator[Path]:
     _fsync(folder.parent, folder=True)
 
 
+def keep_other_entries(old: Path, new: Path) -> None:
+    """Give ``new`` (a folder about to replace ``old``: :func:`atomic_folder`) each entry of
+    ``old`` it lacks: files as hard links (copies where the file system has none), folders
+    likewise file by file, symbolic links as links."""
+    def link_or_copy(source: str, target: str) -> None:
+        try:
+            os.link(source, target)
+        except OSError:
+            shutil.copy2(source, target)
+
+    for entry in old.iterdir():
+        target = new / entry.name
+        if os.path.lexists(target):
+            continue   # written by the caller
+        if entry.is_symlink():
+            os.symlink(os.readlink(entry), target)
+        elif entry.is_dir():
+            shutil.copytree(entry, target, symlinks=True, copy_function=link_or_copy)
+        else:
+            link_or_copy(str(entry), str(target))
+
+
 def _exchange(a: Path, b: Path) -> bool:
     """Swap two existing paths in one step (Linux's ``renameat2`` with ``RENAME_EXCHANGE``);
     False where the system or file system cannot, and nothing was changed."""

@@ -204,17 +204,18 @@ def test_a_second_ship_into_the_same_folder_is_refused_while_the_first_moves_its
     import elmo.training.ship as shipping
     from elmo.io import OutputBusy
 
-    dest, commit, started, refused = tmp_path / "shipped", shipping.atomic_commit, [], []
+    dest, write, started, refused = tmp_path / "shipped", shipping._write_shipped, [], []
 
-    def commit_then_start_another(tmp, path):
-        commit(tmp, path)
-        if not started:   # the first has moved one file in
+    def write_then_start_another(*args, **kwargs):
+        sizes = write(*args, **kwargs)
+        if not started:   # the first has written its files, not yet moved in
             started.append(True)
             try:
                 ship(exported, dest, bilm_dtype="float16", softmax_dtype="float16")
             except OutputBusy as e:
                 refused.append(str(e))
-    monkeypatch.setattr(shipping, "atomic_commit", commit_then_start_another)
+        return sizes
+    monkeypatch.setattr(shipping, "_write_shipped", write_then_start_another)
     ship(exported, dest)
     assert len(refused) == 1 and f"{dest} is already being written by PID" in refused[0]
     meta = json.loads((dest / "metadata.json").read_text())
@@ -223,7 +224,7 @@ def test_a_second_ship_into_the_same_folder_is_refused_while_the_first_moves_its
         dtypes = set()
         f.visititems(lambda _, d: dtypes.add(d.dtype) if isinstance(d, h5py.Dataset) else None)
     assert np.dtype("float16") not in dtypes
-    assert not (dest / "ship.lock").exists()
+    assert not (dest / "ship.lock").exists() and not (tmp_path / "shipped.lock").exists()
 
 
 def test_a_killed_ships_staging_folder_is_removed_by_the_next(exported, tmp_path):
@@ -275,3 +276,65 @@ def test_precision_command_refuses_another_model_in_one_line(exported, tmp_path,
         err = capsys.readouterr().err
         assert err.startswith("python -m elmo.training.precision: error: ") and says in err
         assert err.count("\n") == 1
+
+
+def test_a_ship_stopped_at_any_point_leaves_the_old_folder_or_the_new_one_whole(exported, tmp_path, monkeypatch):
+    """The shipped files replaced DEST's one at a time: a ship killed between two of them (and
+    a reader loading DEST meanwhile) found new weights beside the old metadata and vocabulary,
+    a folder that loaded as a model that never existed. Now the new folder is written whole
+    beside DEST and swapped in: stopped at any of its disk syncs, DEST is the old folder,
+    unchanged and loadable, or the whole new one; a normal ship leaves exactly the new files
+    (and the model card that was there), with nothing beside them."""
+    import elmo
+    import elmo.io
+
+    model, vocab = load_language_model(exported)
+    with torch.no_grad():
+        model.softmax.bias.add_(1.0)
+        model.bilm.token_encoder.projection.bias.add_(1.0)
+    other = export_model(model, vocab, tmp_path / "other", metadata={"tokens": 7})
+    dest = tmp_path / "shipped"
+    ship(other, dest)
+    (dest / "MODEL_CARD.md").write_text("the card\n", encoding="utf-8")
+    old = {p.name: p.read_bytes() for p in dest.iterdir()}
+    new_names = set(old)
+
+    def is_new() -> bool:
+        meta = json.loads((dest / "metadata.json").read_text())
+        with h5py.File(dest / "softmax.hdf5", "r") as h5:
+            half = h5["softmax/b"].dtype == np.float16
+        return ({p.name for p in dest.iterdir()} == new_names and meta["tokens"] == 123 and half
+                and meta["shipped"]["softmax_dtype"] == "float16"
+                and (dest / "MODEL_CARD.md").read_text(encoding="utf-8") == "the card\n")
+
+    fsync, stopped_at = elmo.io._fsync, []
+
+    def stop_at(n):
+        calls = []
+
+        def fsync_or_stop(path, folder=False):
+            calls.append(path)
+            if len(calls) == n:
+                raise KeyboardInterrupt
+            fsync(path, folder)
+        return fsync_or_stop
+
+    for n in range(1, 200):
+        monkeypatch.setattr(elmo.io, "_fsync", stop_at(n))
+        try:
+            ship(exported, dest, softmax_dtype="float16")
+        except KeyboardInterrupt:
+            stopped_at.append(n)
+        else:
+            break
+        finally:
+            monkeypatch.setattr(elmo.io, "_fsync", fsync)
+        if {p.name: p.read_bytes() for p in dest.iterdir()} != old:
+            assert is_new(), f"stopped at disk sync {n}: {sorted(p.name for p in dest.iterdir())}"
+            elmo.from_pretrained(dest)
+            break
+        elmo.from_pretrained(dest)   # the old one, whole
+    assert len(stopped_at) > 3   # (the ship was stopped at several points before it was done)
+    ship(exported, dest, softmax_dtype="float16")
+    assert is_new()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["corpus", "model", "other", "shipped"]

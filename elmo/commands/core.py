@@ -208,13 +208,13 @@ def _new_folder_whole(out: Path) -> Iterator[Path]:
     that gets, after the block, links to (or copies of) OUT's other files and folders, which
     convert kept before: then the two folders swap in one step. It wrote the files into OUT one
     by one, and a kill between them left the new weights beside the old model's config."""
-    from ..io import atomic_folder, naming_as, no_empty_folder_on_failure, temporary_folder
+    from ..io import atomic_folder, keep_other_entries, naming_as, no_empty_folder_on_failure, temporary_folder
 
     if out.exists():
         folder = out.resolve()   # (a link to a folder: the folder is swapped, the link stays)
         with atomic_folder(folder) as stage:
             yield stage
-            _keep_other_entries(folder, stage)
+            keep_other_entries(folder, stage)
         return
     with no_empty_folder_on_failure(out.parent):
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -225,29 +225,6 @@ def _new_folder_whole(out: Path) -> Iterator[Path]:
             stage.rename(out)
         finally:
             shutil.rmtree(stage, ignore_errors=True)
-
-
-def _keep_other_entries(old: Path, new: Path) -> None:
-    """Give ``new`` each entry of ``old`` it lacks: files as hard links (copies where the file
-    system has none), folders likewise file by file, symbolic links as links."""
-    import os
-
-    def link_or_copy(source: str, target: str) -> None:
-        try:
-            os.link(source, target)
-        except OSError:
-            shutil.copy2(source, target)
-
-    for entry in old.iterdir():
-        target = new / entry.name
-        if os.path.lexists(target):
-            continue   # written by this convert
-        if entry.is_symlink():
-            os.symlink(os.readlink(entry), target)
-        elif entry.is_dir():
-            shutil.copytree(entry, target, symlinks=True, copy_function=link_or_copy)
-        else:
-            link_or_copy(str(entry), str(target))
 
 
 def _check_dictionaries(bilm, out: Path, to: str, overwrite: bool) -> None:

@@ -3,14 +3,16 @@
     python -m elmo.training.ship runs/default/run/model elmo/resources/default \\
         --bilm-dtype float32 --softmax-dtype float16
 
-Writes, each file atomically: ``options.json`` + ``weights.hdf5`` (the original layout, in
+Writes, as one folder that replaces DEST whole: ``options.json`` + ``weights.hdf5`` (the original layout, in
 ``--bilm-dtype``), ``softmax.hdf5`` (``softmax/W`` and ``softmax/b`` in ``--softmax-dtype``),
 ``vocab.txt`` (and ``vocab_counts.tsv`` when the model has
 it) and ``metadata.json`` (the training metadata, home folder written as ``~``,
 plus a ``shipped`` entry: the dtypes and the SHA-256 of every source file). Loading converts
 float16 back to float32, so a float16 file costs only its rounding, which
 :mod:`elmo.training.precision` measures. Refuses to write more than ``--max-mb`` in all: the
-files are written beside DEST first, and DEST's are replaced only once all are written and allowed.
+files are written in a folder beside DEST first (``DEST.partial``), which takes DEST's place in one
+step once all are written and allowed: a reader or a killed ship finds the old folder or the new one.
+Other files of DEST (a model card) go into the new folder (hard links, or copies).
 A DEST holding model files that shipping does not write (``model.safetensors``, ``config.json``,
 ``lm_weights.hdf5``, another model's ``vocab_counts.tsv``) is refused before any work.
 """
@@ -18,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import shutil
 import sys
 from pathlib import Path
 from typing import Dict, Tuple
@@ -27,8 +28,8 @@ import h5py
 import torch
 
 from ..data.corpus import file_fingerprint
-from ..io import (atomic_commit, atomic_write_text, check_output_dir, naming_as, new_hdf5,
-                  no_empty_folder_on_failure, output_lock, temporary_folder)
+from ..io import (atomic_folder, atomic_write_text, check_output_dir, keep_other_entries, new_hdf5,
+                  no_empty_folder_on_failure, output_lock, remove_dead_temporaries)
 from .. import strict_json
 from ..weights import (NATIVE_CONFIG, NATIVE_WEIGHTS, ORIGINAL_WEIGHTS, STORAGE_DTYPES, load_original, narrowed,
                        save_original)
@@ -38,6 +39,8 @@ DTYPES = STORAGE_DTYPES
 SHIPPED_FILES = ("options.json", "weights.hdf5", SOFTMAX_FILE, VOCAB_FILE, METADATA_FILE)
 #: Files of a model folder that shipping does not write: refused in DEST (see :func:`ship`).
 STALE_FILES = (NATIVE_CONFIG, NATIVE_WEIGHTS, *ORIGINAL_WEIGHTS[1:], COUNTS_FILE)
+#: The lock file earlier versions held inside DEST (a killed one's is not carried over).
+OLD_LOCK = "ship.lock"
 
 
 def _home_as_tilde(value):
@@ -74,8 +77,9 @@ def ship(src: str | Path, dest: str | Path, bilm_dtype: str = "float32", softmax
     names = SHIPPED_FILES + ((COUNTS_FILE,) if (src / COUNTS_FILE).is_file() else ())
     check_output_dir(dest, "shipped folder")   # (before the lock file is made in it)
     # One copy at a time writes DEST: two at once moved their files in side by side, and the
-    # folder held one source's weights beside the other's softmax.
-    with no_empty_folder_on_failure(dest), output_lock(dest / "ship", name=dest):
+    # folder held one source's weights beside the other's softmax. The lock file is beside DEST
+    # (DEST.lock), not in it: the folder is replaced whole, and its lock file with it.
+    with no_empty_folder_on_failure(dest), output_lock(dest):
         return _ship_locked(src, dest, bilm_dtype, softmax_dtype, max_mb, sources, names)
 
 
@@ -90,24 +94,22 @@ def _ship_locked(src: Path, dest: Path, bilm_dtype: str, softmax_dtype: str, max
         raise ValueError(f"{dest} also holds {', '.join(stale)} of the model there, which would stay beside "
                          f"the shipped files ({NATIVE_WEIGHTS} is loaded before weights.hdf5): remove "
                          f"them or choose another folder; nothing was written")
-    # Written beside DEST, then moved in once all is written and the size allowed: written in
-    # place, the files of a copy refused for its size (or stopped by an error half-way) had
-    # already replaced the bundled model's.
+    # The new folder is written whole beside DEST (DEST.partial) and takes its place in one step
+    # (atomic_folder): moved in one file at a time, a reader loading DEST meanwhile saw new
+    # weights beside the old vocabulary and options, and a ship killed between two moves left
+    # a folder of two models that loaded as one that never existed. Refused for its size (or
+    # stopped by an error half-way), the new folder is deleted and DEST stays as it was.
     # (the caller holds no_empty_folder_on_failure(dest) and DEST's lock)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    stage = temporary_folder(dest, ".shipping")   # (a killed run's is deleted here)
-    try:
-        with naming_as(stage, dest):
-            sizes = _write_shipped(src, stage, bilm_dtype, softmax_dtype, sources, names)
+    remove_dead_temporaries(dest, ".shipping")   # (staging folders of killed earlier versions)
+    with atomic_folder(dest) as stage:
+        sizes = _write_shipped(src, stage, bilm_dtype, softmax_dtype, sources, names)
         total = sum(sizes.values())
         if total > max_mb * 1e6:
             raise ValueError(f"{dest}: {total / 1e6:.1f} MB to write, more than the {max_mb} MB allowed; "
                              f"nothing was written")
-        dest.mkdir(exist_ok=True)
-        for name in names:
-            atomic_commit(stage / name, dest / name)
-    finally:
-        shutil.rmtree(stage, ignore_errors=True)
+        if dest.is_dir():   # DEST's files that shipping does not write (a model card) stay in it
+            keep_other_entries(dest, stage)
+            (stage / OLD_LOCK).unlink(missing_ok=True)   # (a killed earlier version's, no file of the model)
     return sizes
 
 
