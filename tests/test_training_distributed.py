@@ -377,3 +377,87 @@ def test_processes_started_with_other_settings_are_refused_at_once(tmp_path, mon
     run = TrainingRun(cfg, distributed.Context(rank=0, world_size=2))
     run.setup()
     run.check_same_settings()
+
+
+_COUNTED_FINETUNE = '''
+import os, sys
+from pathlib import Path
+sys.path.insert(0, {tests!r})
+import elmo.training.finetune as ft
+from training_helpers import tiny_config
+
+measure = ft.perplexity
+
+def counted(*args, **kwargs):   # one line per measurement, in this rank's file
+    with open(Path({marks!r}) / ("rank" + os.environ["RANK"]), "a") as f:
+        f.write("measured\\n")
+    return measure(*args, **kwargs)
+
+ft.perplexity = counted
+ft.finetune(tiny_config({run!r}, {text!r}, "", init_from={base!r}, max_steps=2, batch_size=3), heldout_every=5)
+'''
+
+
+@pytest.mark.slow
+def test_a_distributed_finetune_measures_the_held_out_text_on_rank_0_alone(tmp_path):
+    """Every rank of a distributed finetune measured the whole held-out perplexity before and
+    after training (the same figures, N times the time); only rank 0 writes them. Now rank 0
+    alone measures, the others take its 'before' (the run's metadata, which every rank must
+    agree on), and the report is what the two models' perplexities are."""
+    from elmo.training.evaluate import perplexity
+    from elmo.training.export import load_language_model
+    from elmo.training.trainer import train
+    from training_helpers import tiny_config
+
+    train_txt, _, vocab_txt = write_toy_corpus(tmp_path / "toy", n_train=60)
+    train(tiny_config(tmp_path / "base", train_txt, vocab_txt, max_steps=1))
+    run, marks = tmp_path / "adapted", tmp_path / "marks"
+    marks.mkdir()
+    script = tmp_path / "counted_finetune.py"
+    script.write_text(_COUNTED_FINETUNE.format(tests=str(ROOT / "tests"), marks=str(marks), run=str(run),
+                                               text=str(train_txt), base=str(tmp_path / "base" / "model")))
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", str(script)]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+    done = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    counts = {p.name: len(p.read_text().splitlines()) for p in marks.iterdir()}
+    assert counts == {"rank0": 2}, counts   # before and after, on rank 0 only
+    report = json.loads((run / "finetune_report.json").read_text())
+    held = [line.split() for line in (run / "adapt_heldout.txt").read_text().splitlines()]
+    meta = json.loads((run / "model" / "metadata.json").read_text())
+    assert meta["heldout_ppl_before"] == report["before"]
+    for model, key in ((tmp_path / "base" / "model", "before"), (run / "model", "after")):
+        lm, vocab = load_language_model(model)
+        want = perplexity(lm, held, vocab, tiny_config(run, train_txt, "").eval_batch_size, device="cpu")
+        # (measured here with this process's threads: sums in another order, hence the tolerance)
+        assert report[key]["ppl"] == pytest.approx(want["ppl"], rel=1e-5), key
+
+
+def test_rank_1_of_a_finetune_measures_nothing_and_takes_rank_0s_start_figures(tmp_path, monkeypatch):
+    """(the quick form of the test above: rank 1 of 2, its process group and training stood in
+    for) Rank 1 measured the held-out perplexity before and after training like rank 0; it now
+    measures nothing and trains with rank 0's 'before' in the run's metadata."""
+    import elmo.training.finetune as ft
+    from elmo.training.trainer import train
+    from training_helpers import tiny_config
+
+    train_txt, _, vocab_txt = write_toy_corpus(tmp_path / "toy", n_train=60)
+    train(tiny_config(tmp_path / "base", train_txt, vocab_txt, max_steps=1))
+    rank0 = {"before": {"ppl": 12.5, "loss": 2.5, "tokens": 10}, "base_metadata": {}}
+    measured, trained_with = [], []
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    monkeypatch.setattr(distributed, "setup", lambda device="auto": distributed.Context(rank=1, world_size=2))
+    monkeypatch.setattr(distributed, "barrier", lambda ctx: None)
+    monkeypatch.setattr(distributed, "broadcast_object", lambda ctx, obj: rank0)
+    monkeypatch.setattr(ft, "perplexity", lambda *args, **kwargs: measured.append(1))
+
+    def trained(cfg, **kwargs):
+        trained_with.append(cfg.metadata["heldout_ppl_before"])
+        return {"step": 2, "tokens": 20, "epochs": 0.1, "tokens_per_s": 1.0}
+    monkeypatch.setattr(ft, "train", trained)
+    report = ft.finetune(tiny_config(tmp_path / "adapted", train_txt, "", init_from=str(tmp_path / "base" / "model"),
+                                     max_steps=2), heldout_every=5)
+    assert measured == [] and trained_with == [rank0["before"]]
+    assert report["before"] == rank0["before"] and report["after"] is None

@@ -67,6 +67,15 @@ def gather_objects(ctx: Context, obj: Any) -> List[Any]:
     return out
 
 
+def broadcast_object(ctx: Context, obj: Any) -> Any:
+    """Rank 0's ``obj`` on every rank (what the others pass is ignored; None will do)."""
+    if not ctx.distributed:
+        return obj
+    box = [obj if ctx.is_main else None]
+    dist.broadcast_object_list(box, src=0)
+    return box[0]
+
+
 def all_reduce_sum(ctx: Context, values: List[float]) -> List[float]:
     """Sum floats over ranks (for logging)."""
     if not ctx.distributed:

@@ -148,6 +148,8 @@ def finetune(cfg: TrainConfig, heldout: Optional[Sequence[str]] = None, heldout_
     Returns held-out perplexity ``before`` and ``after`` (dicts as
     :func:`elmo.training.evaluate.perplexity` gives: stateless, independent of the batch size),
     the model folder, the steps taken and the batch size used (see :func:`fitted_batch_size`).
+    In a distributed job rank 0 alone measures them: the other ranks return rank 0's ``before``
+    and ``after`` None (rank 0 writes ``finetune_report.json`` and prints the report).
     """
     if not cfg.init_from:
         raise ValueError("finetune needs a trained model folder (init_from / --from)")
@@ -211,7 +213,10 @@ def _finetune(cfg: TrainConfig, out: Path, ctx: distributed.Context, text_files:
         base, _ = load_language_model(start_model, device=device)
         return perplexity(base, held, vocab, cfg.eval_batch_size, device=device)
 
-    start = _start_record(out, cfg, measure)
+    # Rank 0 alone measures the start model (every rank measured the whole held-out text, each
+    # the same figures: the job's time spent N times) and gives the others its record: they need
+    # it, as the run's metadata must be the same on every rank (train() compares settings).
+    start = distributed.broadcast_object(ctx, _start_record(out, cfg, measure) if ctx.is_main else None)
     before, base_meta = start["before"], start["base_metadata"]
     batch_size = fitted_batch_size(cfg, train_part, launched_world_size())
     # absolute: read from another working folder, a relative path names another file or none
@@ -230,8 +235,10 @@ def _finetune(cfg: TrainConfig, out: Path, ctx: distributed.Context, text_files:
     # --max-seconds stopped the run after a few steps).
     summary = train(run_cfg, lock=False, start_model_checked=True,   # (checked above, with the same --from and -o)
                     export_metadata=lambda trained: {"adapted_on": earlier + [with_trained(record, trained)]})
-    adapted, _ = load_language_model(out / "model", device=device)
-    after = perplexity(adapted, held, vocab, cfg.eval_batch_size, device=device)
+    after: Optional[Dict[str, float]] = None   # (measured by rank 0 alone, which writes the report: train() has left the group)
+    if ctx.is_main:
+        adapted, _ = load_language_model(out / "model", device=device)
+        after = perplexity(adapted, held, vocab, cfg.eval_batch_size, device=device)
     report = {"model": str(out / "model"), "heldout_sentences": len(held), "before": before, "after": after,
               "steps": summary["step"], "tokens_trained": summary["tokens"], "epochs_trained": summary["epochs"],
               "batch_size": batch_size, "tokens_per_s": summary["tokens_per_s"]}
