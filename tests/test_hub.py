@@ -166,7 +166,7 @@ def test_a_name_from_the_table_downloads_checks_and_gets_a_folder(monkeypatch, c
             elmo.from_pretrained("test-wrong")
         assert cache_path(server.url(CONF_OPTIONS)).parent.exists()
         assert files_under(cache_path(server.url(CONF_OPTIONS)).parent) == [
-            "elmo_conformance_options.json.lock"]
+            "elmo_conformance_options.json+.lock"]
     assert sorted(p.name for p in folder.iterdir()) == ["options.json", "weights.hdf5"]
     for a, b in zip(layers(elmo.from_pretrained("fixture")), layers(elmo.from_pretrained(folder))):
         assert torch.equal(a, b)
@@ -299,13 +299,13 @@ def test_a_cut_download_is_an_error_and_the_next_call_resumes(cache):
         message = str(err.value)
         assert "\n" not in message and server.url(CONF_WEIGHTS) in message and "resume" in message
         dest = cache_path(server.url(CONF_WEIGHTS))
-        part = dest.with_name(dest.name + ".part")
+        part = dest.with_name(dest.name + "+.part")
         kept = part.stat().st_size           # what arrived, less the chunk being read
         assert not dest.exists() and 0 < kept <= len(weights) // 2
         elmo.load_original(server.url(CONF_OPTIONS), server.url(CONF_WEIGHTS))
         assert server.gets(CONF_WEIGHTS) == [None, f"bytes={kept}-"]
     assert dest.read_bytes() == weights
-    assert [f for f in files_under(dest.parent) if "weights" in f] == [dest.name, dest.name + ".lock"]
+    assert [f for f in files_under(dest.parent) if "weights" in f] == [dest.name, dest.name + "+.lock"]
 
 
 def test_without_range_support_the_next_call_starts_over(cache):
@@ -336,11 +336,11 @@ def test_a_part_as_long_as_the_file_or_longer_is_downloaded_again(extra):
     with FileServer(fixture_files()) as server:
         dest = cache_path(server.url(WEIGHTS))
         dest.parent.mkdir(parents=True)
-        dest.with_name(dest.name + ".part").write_bytes(weights + extra)
+        dest.with_name(dest.name + "+.part").write_bytes(weights + extra)
         # (and the version the part began with, as a run saves it: a part without one starts over)
         import hashlib
         etag = '"' + hashlib.sha256(weights).hexdigest()[:16] + '"'
-        dest.with_name(dest.name + ".part.json").write_text(json.dumps({"validator": etag}))
+        dest.with_name(dest.name + "+.part.json").write_text(json.dumps({"validator": etag}))
         elmo.from_pretrained(server.url(WEIGHTS))
         assert server.gets(WEIGHTS) == [f"bytes={len(weights + extra)}-", None]
     assert dest.read_bytes() == weights
@@ -482,7 +482,7 @@ def test_two_processes_fetching_the_same_file_both_succeed_with_one_copy(cache):
     dest = cache_path(url)
     assert outs[0][0].strip() == outs[1][0].strip() == str(dest)
     assert dest.read_bytes() == weights
-    assert files_under(dest.parent) == sorted([dest.name, dest.name + ".lock"])
+    assert files_under(dest.parent) == sorted([dest.name, dest.name + "+.lock"])
 
 
 # ------------------------------------------------------------------------- archives
@@ -854,7 +854,7 @@ def test_a_full_disk_while_downloading_is_one_line_and_the_next_call_resumes(cac
         message = str(err.value)
         assert "\n" not in message and message.startswith(f"{dest}: cannot write the download")
         assert "(No space left on device)" in message and "the next call resumes" in message
-        kept = dest.with_name(dest.name + ".part").stat().st_size
+        kept = dest.with_name(dest.name + "+.part").stat().st_size
         assert not dest.exists() and 0 < kept <= 200_000
         monkeypatch.delattr(download, "open")   # (room again)
         elmo.load_original(server.url(CONF_OPTIONS), server.url(CONF_WEIGHTS))
@@ -951,7 +951,7 @@ def test_a_download_killed_midway_leaves_only_its_part_and_the_next_run_resumes(
     with FileServer(fixture_files(), seconds_per_file=2.0) as server:
         url = server.url(CONF_WEIGHTS)
         dest = cache_path(url)
-        part = dest.with_name(dest.name + ".part")
+        part = dest.with_name(dest.name + "+.part")
         cmd = [sys.executable, "-c", _FETCH_IN_A_PROCESS, download.__file__, url]
         killed = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.time() + 30
@@ -964,7 +964,7 @@ def test_a_download_killed_midway_leaves_only_its_part_and_the_next_run_resumes(
         assert done.returncode == 0, done.stderr
         assert server.gets(CONF_WEIGHTS)[-1] is not None        # resumed with a Range
     assert dest.read_bytes() == weights
-    assert sorted(p.name for p in dest.parent.iterdir()) == sorted([dest.name, dest.name + ".lock"])
+    assert sorted(p.name for p in dest.parent.iterdir()) == sorted([dest.name, dest.name + "+.lock"])
 
 
 def test_an_archive_url_that_serves_no_archive_is_one_line_naming_the_url(cache, capsys):
@@ -1123,7 +1123,7 @@ def test_a_download_stopped_while_it_is_checked_is_checked_by_the_next_run(cache
         assert download.fetch(url, verify=stopped, progress=False).read_bytes() == weights
         assert len(server.gets(WEIGHTS)) == 1 and checked == [weights, weights]
     dest = cache_path(url)
-    assert sorted(p.name for p in dest.parent.iterdir()) == sorted([dest.name, dest.name + ".lock"])
+    assert sorted(p.name for p in dest.parent.iterdir()) == sorted([dest.name, dest.name + "+.lock"])
 
 
 # ------------------------------------------------------------------------- credentials
@@ -1262,3 +1262,23 @@ def test_a_cached_file_damaged_past_a_cheap_look_says_how_to_clear_it(cache):
     with pytest.raises(WeightFileError) as caught:      # (a file outside the cache: as it was)
         elmo.load_original(FIXTURE / "options.json", ALLENNLP / "elmo_token_embeddings.hdf5")
     assert "delete" not in str(caught.value)
+
+
+def test_urls_named_like_the_caches_own_files_get_files_of_their_own(cache):
+    """The lock, part, part.json and staging files of a cached /m/elmo were /m/elmo.lock,
+    /m/elmo.part, ...: the cached names of the URLs /m/elmo.lock and /m/elmo.part. /m/elmo.lock
+    was handed /m/elmo's empty lock file, and fetching /m/elmo took /m/elmo.part's cached file
+    for its bytes so far (deleted, or resumed from). The cache's own files are now named so no
+    URL's file is, and each URL gets its own bytes."""
+    from elmo.hub import download
+    names = ["elmo", "elmo.lock", "elmo.part", "elmo.part.json", ".elmo.staging"]
+    served = {f"/{folder}/{name}": json.dumps({"file": name}).encode()   # (JSON: .part.json is checked)
+              for folder in "ab" for name in names}
+    with FileServer(served) as server:
+        for folder, order in (("a", names), ("b", names[::-1])):   # the model's file first, or last
+            urls = [server.url(f"/{folder}/{name}") for name in order]
+            for url in urls:
+                assert download.fetch(url, progress=False).read_bytes() == served[url[url.index("/", 8):]], url
+            for url in urls:   # (none replaced by another's fetch)
+                assert cache_path(url).read_bytes() == served[url[url.index("/", 8):]], url
+        assert all(len(server.gets(path)) == 1 for path in served)

@@ -7,7 +7,7 @@ moved into place only when complete. On top of it this module adds what pooch le
 
 * a lock per file (``filelock``), so two processes asking for the same URL end with one copy:
   the second waits, then finds the finished file;
-* resume: the bytes received so far are kept in ``<file>.part`` and the next attempt asks for
+* resume: the bytes received so far are kept in ``<file>+.part`` and the next attempt asks for
   the rest with an HTTP ``Range`` header (``If-Range`` makes a changed file start over); a
   server that ignores ``Range`` sends the whole file and the part is restarted, and so is an
   unpinned file from a server that names no version of it (no ``If-Range`` to send);
@@ -21,13 +21,17 @@ moved into place only when complete. On top of it this module adds what pooch le
 Cache layout (``$ELMO_HOME``, default ``~/.cache/elmo``)::
 
     models/files/<host>/<url path>           a finished, verified download
-    models/files/<host>/<url path>.part      bytes received so far (resumed by the next call)
-    models/files/<host>/<url path>.lock      the per-file lock
-    models/files/<host>/.<file name>.staging/  the download while it is written and checked
+    models/files/<host>/<url path>+.part     bytes received so far (resumed by the next call)
+    models/files/<host>/<url path>+.part.json  the version of the file they are of
+    models/files/<host>/<url path>+.lock     the per-file lock
+    models/files/<host>/.<file name>+.staging/  the download while it is written and checked
     models/files/<host>/<url folders>/+query-<hash>/<file name>   a URL with a query string
     models/files/<host>/<url folders>/+scheme-http/<file name>    an http URL (https has none)
     models/files/<host>/+tree-<hash>/<file name>   a file whose path another URL's file or
                                                    folder is in the way of
+
+The cache's own files for a file (``+.lock``, ``+.part``, ``+.part.json``, ``+.staging``) hold
+a ``+`` that no URL's cached file name has before a dot (:func:`helper_file`).
 """
 from __future__ import annotations
 
@@ -315,7 +319,7 @@ def fetch(url: str, *, dest: Optional[Path] = None, sha256: Optional[str] = None
         raise DownloadError(f"ELMO_OFFLINE is set and {url} {what} "
                             f"(expected {dest}){_twin_note(url, dest)}; unset ELMO_OFFLINE to download it")
     make_cache_folder(dest.parent)
-    lock = FileLock(str(dest) + ".lock")
+    lock = FileLock(str(helper_file(dest, ".lock")))
     try:
         lock.acquire(timeout=0.2)
     except Timeout:
@@ -459,7 +463,7 @@ def _download(url: str, dest: Path, sha256: Optional[str], progress: bool, log) 
         raise DownloadError(f"{url}: {what} (after {_retries() + 1} attempts)") from None
     except requests.exceptions.RequestException as e:
         kept = _kept_part(dest, sha256)
-        part = dest.with_name(dest.name + ".part")
+        part = helper_file(dest, ".part")
         hint = (f"; the {kept:,} bytes that arrived are kept in {part.name} and the next call "
                 "resumes from there" if kept else "")
         raise DownloadError(f"{url}: download failed ({_reason(e)}){hint}") from None
@@ -467,7 +471,7 @@ def _download(url: str, dest: Path, sha256: Optional[str], progress: bool, log) 
         raise DownloadError(f"{url}: {_one_line(e)}") from None
     except OSError as e:                    # writing the part (a full disk): it read "[Errno 28] ..."
         kept = _kept_part(dest, sha256)
-        part = dest.with_name(dest.name + ".part")
+        part = helper_file(dest, ".part")
         hint = (f"; the {kept:,} bytes that arrived are kept in {part.name} and the next call resumes "
                 "from there" if kept else "")
         from ..io import os_error_reason
@@ -492,7 +496,16 @@ def _kept_part(dest: Path, sha256: Optional[str]) -> int:
 
 def _staging_folder(dest: Path) -> Path:
     """Beside ``dest``: the folder its download is written and checked in."""
-    return dest.with_name(f".{dest.name}.staging")
+    return dest.with_name("." + helper_file(dest, ".staging").name)
+
+
+def helper_file(dest: Path, suffix: str) -> Path:
+    """The cache's own file ``suffix`` (``.lock``, ``.part``, ...) for the cached file ``dest``:
+    ``NAME+SUFFIX``. They were ``NAME.lock``, ``NAME.part``, ``NAME.part.json`` and
+    ``.NAME.staging``, the cached names of URLs ending so: ``/m/elmo.lock`` was handed ``/m/elmo``'s
+    empty lock file, and a download of ``/m/elmo`` resumed from ``/m/elmo.part``'s file. A URL's
+    cached name holds a ``+`` only in :func:`_short`'s ``+name-``, never before a dot."""
+    return dest.with_name(f"{dest.name}+{suffix}")
 
 
 def _hash(sha256: Optional[str]) -> Optional[str]:
@@ -523,7 +536,7 @@ def _one_line(error: BaseException) -> str:
 
 
 class _ResumingDownloader:
-    """A pooch downloader that appends to ``<dest>.part`` and asks only for the missing bytes.
+    """A pooch downloader that appends to ``<dest>+.part`` and asks only for the missing bytes.
 
     pooch calls it with a temporary file name; when the part is complete it is moved onto that
     name, and pooch checks the checksum and moves it on. A failed attempt leaves the part for
@@ -531,8 +544,8 @@ class _ResumingDownloader:
     """
 
     def __init__(self, dest: Path, progress: bool, pinned: bool = False):
-        self.part = dest.with_name(dest.name + ".part")
-        self.meta = dest.with_name(dest.name + ".part.json")   # the validator for If-Range
+        self.part = helper_file(dest, ".part")
+        self.meta = helper_file(dest, ".part.json")   # the validator for If-Range
         self.progress = progress
         self.pinned = pinned
 
