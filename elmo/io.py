@@ -656,14 +656,16 @@ def output_lock(path: Path, name: Optional[Path] = None, wait: float = 1.0) -> I
 
 
 def read_json(path: str | Path, error: Callable[[str], Exception] = ValueError, *, what: str = "readable JSON",
-              expected: str = "a JSON file", missing: Optional[str] = None, hint: str = "") -> Any:
+              expected: str = "a JSON file", missing: Optional[str] = None, hint: str = "",
+              object_pairs_hook: Optional[Callable[[List[Tuple[str, Any]]], Any]] = None) -> Any:
     """The JSON value in file ``path``; the caller checks what it holds.
 
     Each way reading it fails raises ``error(message)``, one line that names the file and says
     what is wrong: not there (``missing`` where given, else the OS's reason), a directory
     (``expected`` says what should be there), unreadable (the OS's reason), not UTF-8 (the
     line, byte and offset), or not JSON (``not {what}`` and JSON's message, with its line and
-    column). ``hint``, where given, ends every message (what to do about it)."""
+    column; also a ValueError of ``object_pairs_hook``, which builds each object as
+    ``json.loads``'s does). ``hint``, where given, ends every message (what to do about it)."""
     path = Path(path)
     end = f"; {hint}" if hint else ""
     try:
@@ -679,8 +681,8 @@ def read_json(path: str | Path, error: Callable[[str], Exception] = ValueError, 
     except UnicodeDecodeError as e:
         raise error(f"{path}: not UTF-8 text ({utf8_error_where(data, e)}); expected {expected}{end}") from None
     try:
-        return json.loads(text)
-    except ValueError as e:        # (JSONDecodeError; also a number too long to convert)
+        return json.loads(text, object_pairs_hook=object_pairs_hook)
+    except ValueError as e:        # (JSONDecodeError; a number too long to convert; the hook's)
         raise error(f"{path}: not {what} ({e}){end}") from None
 
 

@@ -31,7 +31,8 @@ from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Mapping,
                     Type, TypeVar, Union)
 
 from .config import ConfigError
-from .io import atomic_write_text, utf8_error_where
+from .io import atomic_write_text
+from .io import read_json as read_json_file
 
 if TYPE_CHECKING:  # the type checker's protocol of "a dataclass"; no run-time counterpart
     from _typeshed import DataclassInstance
@@ -222,14 +223,8 @@ def distinct_keys(pairs: List[Tuple[str, Any]]) -> Dict[str, Any]:
 
 def read_json(path: str | Path) -> Dict[str, Any]:
     """The JSON object in ``path`` (a clear error when it is missing or not an object)."""
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"), object_pairs_hook=distinct_keys)
-    except OSError as e:
-        raise ConfigError(f"{path}: cannot read the config ({e.strerror or e})") from None
-    except UnicodeDecodeError as e:
-        raise ConfigError(f"{path}: not a JSON config: not UTF-8 text ({utf8_error_where(e.object, e)})") from None
-    except ValueError as e:                  # JSONDecodeError and a repeated key
-        raise ConfigError(f"{path}: not a JSON config ({e})") from None
+    data = read_json_file(path, ConfigError, what="a JSON config", expected="a JSON config",
+                        object_pairs_hook=distinct_keys)      # (a repeated key: "not a JSON config")
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: a config is a JSON object of settings")
     return data

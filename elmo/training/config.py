@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
+from ..io import read_json
 from ..jobconfig import build, setting
 from .checkpoint import latest_checkpoint
 from .schedule import PlateauDecay
@@ -222,11 +223,14 @@ def with_recipe_defaults(cfg: TrainConfig) -> TrainConfig:
     fill: Dict[str, Any]   # (values of the Optional[float] fields named in ``unset``)
     out = Path(cfg.output)
     if latest_checkpoint(out / "checkpoints") is not None:
-        try:
-            stored = json.loads((out / "train_config.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):   # (absent or unreadable: resume() names the problem)
-            stored = {}
-        stored = stored if isinstance(stored, dict) else {}
+        path = out / "train_config.json"
+        # (absent: a run begun before it was written, which took the earlier defaults; damaged,
+        # it is one error naming it: taken as absent, the run resumed with the earlier defaults)
+        stored = read_json(path, hint="correct the file, or give --adagrad-init and --clip-norm") \
+            if path.exists() or path.is_symlink() else {}
+        if not isinstance(stored, dict):
+            raise ValueError(f"{path}: holds no training settings (a JSON object is needed, got "
+                             f"{type(stored).__name__}); correct the file, or give --adagrad-init and --clip-norm")
         fill = {name: _EARLIER_DEFAULTS[name] if stored.get(name) is None else stored[name] for name in unset}
         for name, value in fill.items():   # (a hand-edited file: checked here, where it is named)
             if isinstance(value, bool) or not isinstance(value, (int, float)):

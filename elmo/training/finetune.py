@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..data.corpus import expand_paths, file_fingerprint, iter_file_sentences
 from ..data.lm_batches import MAX_PIECE_LENGTH
 from ..training.evaluate import perplexity
-from ..io import atomic_write_text, check_output_dir, no_empty_folder_on_failure, same_file
+from ..io import atomic_write_text, check_output_dir, no_empty_folder_on_failure, read_json, same_file
 from ..runtime import launch_env, resolve_device
 from .. import strict_json
 from .checkpoint import latest_checkpoint, writing
@@ -116,8 +115,10 @@ def _start_record(out: Path, cfg: TrainConfig, measure) -> Dict[str, Any]:
     from the checkpoint of the first."""
     path = out / FINETUNE_START_FILE
     if path.exists() and latest_checkpoint(out / "checkpoints") is not None:
-        try:   # (written atomically; one damaged by hand is measured again, as before the file)
-            record = json.loads(path.read_text(encoding="utf-8"))
+        # (a record, tolerated: written atomically; one damaged by hand, not UTF-8 or not JSON,
+        # is measured again, as before the file existed)
+        try:
+            record = read_json(path)
         except ValueError:
             record = None
         if isinstance(record, dict) and {"before", "base_metadata"} <= set(record):

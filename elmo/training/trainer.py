@@ -39,7 +39,7 @@ from ..data.corpus import CorpusStream, corpus_files, count_tokens, expand_paths
 from ..data.lm_batches import MAX_PIECE_LENGTH, BucketedLMBatches, PackedLMBatches
 from ..modules.softmax import softmax_loss
 from ..vocab import Vocabulary
-from ..io import atomic_write_text, check_output_dir, no_empty_folder_on_failure
+from ..io import atomic_write_text, check_output_dir, no_empty_folder_on_failure, read_json
 from . import distributed
 from .checkpoint import (CheckpointError, latest_checkpoint, list_checkpoints, load_checkpoint, rng_state,
                          save_checkpoint, set_rng_state, writing)
@@ -363,9 +363,9 @@ class TrainingRun:
         these very files (paths and sizes, :func:`corpus_files`), else counted again. (A stale
         file, left by an earlier attempt on another text, set the epochs' step count.)"""
         self.corpus_files = corpus_files(self.cfg.train)
-        try:
-            recorded = json.loads(self.stats_path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):  # none yet, or not ours: counted again, and rewritten
+        try:   # (a cache, tolerated: absent, a folder, damaged or another tool's, it is counted again)
+            recorded = read_json(self.stats_path)
+        except ValueError:  # none yet, or not ours: counted again, and rewritten
             recorded = {}
         self.recorded_files = recorded.get("files") if isinstance(recorded, dict) else None
         # A run begun before the pieces were counted planned its bucketed epochs in sentences:
@@ -408,7 +408,12 @@ class TrainingRun:
             return
         path = self.out_dir / WARM_START_FILE
         if self.resume_from is not None and path.exists():
-            self.warm_start = json.loads(path.read_text(encoding="utf-8"))
+            record = read_json(path, ResumeMismatch, what="JSON", expected="the record of the run's start",
+                               hint="put it back, or use another --output")
+            if not isinstance(record, dict):
+                raise ResumeMismatch(f"{path}: not the record of the run's start (a JSON object is needed, got "
+                                     f"{type(record).__name__}); put it back, or use another --output")
+            self.warm_start = record
             now = warm_start_record(cfg.init_from)["weights_sha256"]
             then = self.warm_start.get("weights_sha256")
             if ctx.is_main and then and now != then:
@@ -462,8 +467,13 @@ class TrainingRun:
                                  f"resume it with {n} (the number of processes torchrun starts), "
                                  f"or use another --output")
         stored = ckpt.get("config")
-        if stored is None and (self.out_dir / "train_config.json").exists():
-            stored = json.loads((self.out_dir / "train_config.json").read_text(encoding="utf-8"))
+        path = self.out_dir / "train_config.json"
+        if stored is None and path.exists():
+            stored = read_json(path, ResumeMismatch, what="JSON", expected="the run's settings",
+                               hint="correct it, or use another --output")
+            if not isinstance(stored, dict):
+                raise ResumeMismatch(f"{path}: holds no training settings (a JSON object is needed, got "
+                                     f"{type(stored).__name__}); correct it, or use another --output")
         changed = check_resume(stored or {}, asdict(cfg), str(self.out_dir))
         self._check_corpus()
         self._check_vocabulary(ckpt.get("vocab_sha256"))
