@@ -234,7 +234,7 @@ def with_recipe_defaults(cfg: TrainConfig) -> TrainConfig:
         fill = {name: _EARLIER_DEFAULTS[name] if stored.get(name) is None else stored[name] for name in unset}
         for name, value in fill.items():   # (a hand-edited file: checked here, where it is named)
             if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise ValueError(f"{out / 'train_config.json'}: {name} is {json.dumps(value)}, not a number; "
+                raise ValueError(f"{path}: {name} is {json.dumps(value)}, not a number; "
                                  f"give --{name.replace('_', '-')} or correct the file")
         if cfg.optimizer != "adagrad" and "adagrad_init" in fill:
             fill["adagrad_init"] = None    # (without effect; an earlier run's 1.0 is not carried on)
