@@ -1,8 +1,9 @@
 """A local HTTP server for the download tests: serves given bytes under given URL paths on
 127.0.0.1, with HTTP Range (optional), a connection cut midway (optional), a slow mode, and a
-log of the requests. It runs in a daemon thread and stops itself after ``max_seconds``."""
+log of the requests, and an HTTP Basic login to require (optional). It runs in a daemon thread and stops itself after ``max_seconds``."""
 from __future__ import annotations
 
+import base64
 import hashlib
 import threading
 import time
@@ -24,11 +25,13 @@ class FileServer:
         validators: send an ETag (else none, and no Last-Modified: a server that cannot say
             which version of a file it sends).
         max_seconds: the server shuts itself down after this long whatever happens.
+        login: (user, password): every request must carry that HTTP Basic login, else 401.
     """
 
     def __init__(self, files: Dict[str, Union[bytes, Path]], *, ranges: bool = True,
                  cut: Optional[Dict[str, int]] = None, seconds_per_file: float = 0.0,
-                 max_seconds: float = 120.0, wrong_ranges: bool = False, validators: bool = True):
+                 max_seconds: float = 120.0, wrong_ranges: bool = False, validators: bool = True,
+                 login: Optional[Tuple[str, str]] = None):
         self.files = {p: (v if isinstance(v, bytes) else Path(v).read_bytes()) for p, v in files.items()}
         self.ranges = ranges
         self.cut = dict(cut or {})
@@ -36,6 +39,7 @@ class FileServer:
         self.wrong_ranges = wrong_ranges
         self.validators = validators
         self.max_seconds = max_seconds
+        self.login = login
         self.log: List[Tuple[str, str, Optional[str]]] = []     # (method, path, Range header)
         self._lock = threading.Lock()
         self._server: Optional[ThreadingHTTPServer] = None
@@ -63,6 +67,15 @@ class FileServer:
             def do_HEAD(self):
                 self._answer(body=False)
 
+            def _refuse(self, status: int, payload: bytes, body: bool, headers: Dict[str, str]):
+                self.send_response(status)
+                for k, v in headers.items():
+                    self.send_header(k, v)
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                if body:
+                    self.wfile.write(payload)
+
             def _answer(self, body: bool):
                 path = self.path.split("?")[0]
                 range_header = self.headers.get("Range")
@@ -72,6 +85,9 @@ class FileServer:
                     if cut:
                         server.cut[path] -= 1
                 data = server.files.get(self.path, server.files.get(path))   # (a file of a path and query)
+                if server.login is not None and self.headers.get("Authorization") != _basic(server.login):
+                    self._refuse(401, b"login needed", body, {"WWW-Authenticate": 'Basic realm="test"'})
+                    return
                 if data is None:
                     payload = b"not found"
                     self.send_response(404)
@@ -141,6 +157,11 @@ class FileServer:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+def _basic(login: Tuple[str, str]) -> str:
+    """The ``Authorization`` header value of an HTTP Basic login."""
+    return "Basic " + base64.b64encode(f"{login[0]}:{login[1]}".encode()).decode()
 
 
 class _QuietServer(ThreadingHTTPServer):

@@ -243,6 +243,26 @@ def test_http_and_https_of_one_url_are_cached_apart(cache):
         assert cached(url) is not None and cached("https://" + url[len("http://"):]) is None
 
 
+def test_a_login_comes_from_netrc_so_the_url_need_not_hold_it(tmp_path, monkeypatch):
+    """A server that wants a login is reached with the $NETRC file's login for its host (the
+    way to keep a password out of URLs that experiments record); without one it is a 401."""
+    from elmo.hub.download import fetch
+    monkeypatch.setenv("NETRC", str(tmp_path / "no-netrc"))
+    with FileServer({"/m/w.bin": b"behind a login"}, login=("ann", "s3cret")) as server:
+        with pytest.raises(DownloadError, match="401"):
+            fetch(server.url("/m/w.bin"), progress=False)
+        netrc = tmp_path / "netrc"
+        netrc.write_text("machine 127.0.0.1 login ann password s3cret\n")
+        netrc.chmod(0o600)
+        monkeypatch.setenv("NETRC", str(netrc))
+        assert fetch(server.url("/m/w.bin"), progress=False).read_bytes() == b"behind a login"
+        # a login in the URL itself still works where nothing records it
+        with_password = server.url("/m/v.bin").replace("://", "://ann:s3cret@")
+        server.files["/m/v.bin"] = b"by the URL's login"
+        monkeypatch.setenv("NETRC", str(tmp_path / "no-netrc"))
+        assert fetch(with_password, progress=False).read_bytes() == b"by the URL's login"
+
+
 def test_the_published_models_are_cached_where_they_were(cache):
     """Every published URL keeps the cache path it had before schemes were told apart:
     ``models/files/HOST/PATH`` (``models/unpacked/...`` for an archive), whatever its scheme;
