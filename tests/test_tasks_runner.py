@@ -220,6 +220,29 @@ def test_missing_bilm_folder_fails_before_training(tmp_path):
     assert (tmp_path / "there").is_dir()   # a folder made before is kept
 
 
+def test_a_bilm_url_with_a_password_is_refused_before_training(tmp_path, capsys):
+    """results.json and the saved models record the biLM spec whole (--resume and predict load
+    it again from there): a URL with a login in it is refused at once, in one line that does not
+    show the password and says to use ~/.netrc, and nothing is written."""
+    folders = write_tiny_tasks(tmp_path)
+    url = "http://ann:s3cret@127.0.0.1:9/m/weights.hdf5"
+    for extra in ({"bilm": url},
+                  {"variants": [{"name": "b"}, {"name": "e", "elmo": {"bilm": "random:" + url}}]},
+                  {"bilm": "http://tok3n@127.0.0.1:9/m/weights.hdf5"}):
+        path = tmp_path / "c.json"
+        path.write_text(json.dumps(tiny_config(folders, **extra)))
+        out = tmp_path / "res"
+        assert main(["experiment", str(path), "--out", str(out), "--save-models", "--quiet"]) == 1
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and "password" in err and ".netrc" in err, err
+        assert "s3cret" not in err and "tok3n" not in err
+        assert not out.exists()
+    with pytest.raises(ValueError, match="netrc"):
+        run_experiment(tiny_config(folders, bilm=url), out=tmp_path / "r", log=lambda s: None)
+    # the recorded config of a results.json written before this check still reads
+    assert normalise_config(tiny_config(folders, bilm=url)).bilm == url
+
+
 def test_sentiment_bins_follow_sst_cut_points():
     from elmo.tasks.datasets import sentiment_class
     # rating r in -4..4 -> x = (r + 4) / 8; bins (.., 0.2], (0.2, 0.4], (0.4, 0.6], (0.6, 0.8], (0.8, ..)

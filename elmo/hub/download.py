@@ -85,6 +85,12 @@ def redact_url(text: str) -> str:
     return _USER_PART.sub(hide, text)
 
 
+def holds_login(text: str) -> bool:
+    """Whether ``text`` holds an http(s) URL with a user part (a password or a token): what
+    :func:`redact_url` hides, and what must not be written into a record that reloads it."""
+    return redact_url(text) != text
+
+
 #: Whether :func:`fetch` may draw its bar at all; the ``elmo`` command sets it per run
 #: (:func:`download_bars`), since a download starts deep inside a model's load.
 _BARS_SHOWN: ContextVar[bool] = ContextVar("download_bars", default=True)

@@ -319,6 +319,22 @@ def _check_task_entry(t: Mapping[str, Any]) -> None:
         raise ConfigError(f"task {name}: tokenize must be true or false, got {t['tokenize']!r}")
 
 
+def check_bilm_logins(cfg: "ExperimentConfig") -> None:
+    """Refuse a biLM URL with a login in it (``user:password@``, ``token@``) before a run: the
+    spec is written whole into results.json and each saved task model, since ``--resume`` and
+    ``elmo predict`` load the biLM again from it, so hiding it there is no answer. The
+    download reads a host's login from ~/.netrc ($NETRC) instead. (Not part of :meth:`check`:
+    reading an older results.json that recorded such a URL still works.)"""
+    from ..hub.download import holds_login, redact_url
+    keys = [("bilm", cfg.bilm)] + [(f"variant {v.name!r}: elmo.bilm", v.elmo.bilm)
+                                   for v in cfg.variants if v.elmo is not None]
+    for key, spec in keys:
+        if isinstance(spec, str) and holds_login(spec):
+            raise ConfigError(f"{key} {redact_url(spec)!r}: the URL holds a password, which would be "
+                              f"written into results.json and the saved models; put the login in "
+                              f"~/.netrc (or $NETRC) and give the URL without it")
+
+
 def _check_embeddings(spec: Mapping[str, Any]) -> None:
     """``{"glove": null or PATH}`` or ``{"random_dim": D}``, checked before any run: a misspelt
     key or ``random_dim`` 0 fetched GloVe without a word, ``random_dim`` true gave 1-d vectors,

@@ -64,7 +64,7 @@ from .layer_cache import LayerCache
 from .models import Encoder, TaskModel
 from .paired import paired_difference, sample_std
 from .report import write_reports
-from .experiment_config import ExperimentConfig, ModelSettings, Variant
+from .experiment_config import ExperimentConfig, ModelSettings, Variant, check_bilm_logins
 from .train_loop import FitConfig, fit, score
 from ..config import ConfigError
 from ..io import atomic_write_text, check_output_dir, no_empty_folder_on_failure, output_lock, utf8_error_where
@@ -736,6 +736,7 @@ def run_experiment(cfg: ExperimentConfig | dict, out: Optional[str | Path] = Non
     ``overwrite`` (start again) is given. ``save_models`` keeps every trained model in
     ``OUT/models/<task>/<variant>/seed-<seed>/`` (see :mod:`.saved`)."""
     cfg = normalise_config(cfg)
+    check_bilm_logins(cfg)      # (before the results folder is made)
     selected = selected_variants(cfg, only_variants)
     out = Path(out or cfg.out or Path("experiments") / "results" / cfg.name)
     results_path = out / "results.json"
