@@ -134,13 +134,14 @@ def _start_record(out: Path, cfg: TrainConfig, measure) -> Dict[str, Any]:
 def _write_own_text(out: Path, path: Path, text: str) -> None:
     """Write finetune's text file ``path`` of the run folder ``out`` unless it holds ``text``;
     refuse other text there once the run has a checkpoint (a resume would train on it)."""
-    if path.exists() and path.read_text(encoding="utf-8") != text:
-        if latest_checkpoint(out / "checkpoints") is not None:
-            raise ResumeMismatch(f"cannot resume {out}: it was started on another text or held-out split "
-                                 f"({path} differs); rerun with the same text, or use another --output")
-    if not path.exists() or path.read_text(encoding="utf-8") != text:
-        with writing(path):
-            atomic_write_text(path, text)
+    current = path.read_text(encoding="utf-8") if path.exists() else None
+    if current == text:
+        return
+    if current is not None and latest_checkpoint(out / "checkpoints") is not None:
+        raise ResumeMismatch(f"cannot resume {out}: it was started on another text or held-out split "
+                             f"({path} differs); rerun with the same text, or use another --output")
+    with writing(path):
+        atomic_write_text(path, text)
 
 
 def finetune(cfg: TrainConfig, heldout: Optional[Sequence[str]] = None, heldout_every: int = 10) -> Dict[str, Any]:
