@@ -200,18 +200,25 @@ class _SampledLoss(torch.autograd.Function):
     @once_differentiable
     def backward(ctx, grad):
         hidden, weight, loss, total, *exps = ctx.saved_tensors
+        # d neg = exp_neg * scale per row: the softmax of the negatives times grad. A row's
+        # factor commutes with both products, so in float32 it is applied to their (c, D)
+        # sides instead of the (c, S) exponential: one pass over the chunk fewer.
         scale = grad / total                                                # (N,) float32
         d_hidden = torch.empty_like(hidden)
         d_weight = torch.zeros_like(weight)
         d_bias = torch.zeros(weight.shape[0], device=weight.device)
         buffer = None
         for (lo, hi), exp_neg in zip(zip(ctx.bounds[:-1], ctx.bounds[1:]), exps):
+            row_scale = scale[lo:hi, None]                                  # (c, 1)
+            d_bias.addmv_(exp_neg.t(), scale[lo:hi])
+            if hidden.dtype == exp_neg.dtype:
+                torch.mm(exp_neg, weight, out=d_hidden[lo:hi]).mul_(row_scale)
+                d_weight.addmm_(exp_neg.t(), hidden[lo:hi] * row_scale)
+                continue
+            # lower-precision products (autocast): scale while casting, as one pass anyway
             if buffer is None or buffer.shape != exp_neg.shape:
-                buffer = torch.empty_like(exp_neg)
-            # d neg: the softmax of the negatives times grad (the saved exponential is kept)
-            d_neg = torch.mul(exp_neg, scale[lo:hi, None], out=buffer)       # (c, S) float32
-            d_bias += d_neg.sum(dim=0)
-            d_neg = d_neg.to(hidden.dtype)          # the products in the forward's dtype
+                buffer = torch.empty(exp_neg.shape, dtype=hidden.dtype, device=exp_neg.device)
+            d_neg = torch.mul(exp_neg, row_scale, out=buffer)                # (c, S)
             torch.mm(d_neg, weight, out=d_hidden[lo:hi])
             d_weight.addmm_(d_neg.t(), hidden[lo:hi])
         d_true = grad * (torch.exp(-loss) - 1)          # p_true = exp(-loss)
