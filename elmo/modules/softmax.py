@@ -158,8 +158,8 @@ class _SampledLoss(torch.autograd.Function):
     it (see :mod:`elmo.allocator`). So a chunk's logits are written once by its matrix
     multiply into a buffer that stays in cache, then exponentiated in place (the hits
     zeroed) and summed. Only that exponential is kept, one chunk per tensor; the backward
-    scales it, chunk by chunk, and runs the two products of the gradient on it while it is
-    in cache. The logits are never concatenated with the true column, masked by copying or
+    runs the two products of the gradient on it, chunk by chunk, with each row's factor
+    applied to the products' (c, D) sides. The logits are never concatenated with the true column, masked by copying or
     turned into a dense log-softmax.
     """
 
