@@ -6,7 +6,14 @@ a model's metadata.json, analysis results) still hold such URLs; every display o
 the secret."""
 from __future__ import annotations
 
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
 from elmo.cli import main
+from tests.test_tasks_files import write_config, write_task
 
 #: The secret each URL holds: as a password, and as a token alone.
 SECRET = "secret"
@@ -31,3 +38,68 @@ def test_error_and_warning_lines_of_the_command_hide_a_password(tmp_path, capsys
     err = capsys.readouterr().err
     assert SECRET not in err and err.startswith("elmo x: warning: https://***@host.invalid")
     assert [str(w.message) for w in caught] == [f"fetched {URLS[0].replace(SECRET, '***')}"]
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """An experiment's results folder with a saved tagger trained with the fixture biLM."""
+    from elmo.tasks.runner import load_config, run_experiment
+    root = tmp_path_factory.mktemp("trained")
+    config = write_config(root, [write_task(root, "tagging")], train={"epochs": 1, "batch_size": 8})
+    run_experiment(load_config(config), out=root / "res", log=lambda s: None, save_models=True)
+    return root / "res"
+
+
+def _as_recorded_before(trained: Path, url: str, into: Path) -> Path:
+    """A copy of ``trained`` as an experiment with ``url`` for its biLM wrote it before such
+    URLs were refused: results.json and the saved model name the URL whole."""
+    shutil.copytree(trained, into)
+    path = into / "results.json"
+    results = json.loads(path.read_text())
+    results["config"]["bilm"] = url
+    for run in results["runs"]:
+        if run.get("elmo"):
+            run["elmo"]["bilm"] = url
+    for row in results["summary"]:
+        if row.get("elmo"):
+            row["elmo"]["bilm"] = url
+    (entry,) = results["bilms"].values()
+    results["bilms"] = {url: {**entry, "spec": url}}
+    results["command"] = f"elmo experiment config.json --bilm {url} --save-models"
+    path.write_text(json.dumps(results, indent=1))
+    model = into / "models/my-tagging/elmo/seed-1/config.json"
+    cfg = json.loads(model.read_text())
+    cfg["elmo"]["bilm"].update(spec=url, bundled=False)
+    model.write_text(json.dumps(cfg, indent=1))
+    assert SECRET in path.read_text() and SECRET in model.read_text()
+    return into
+
+
+@pytest.mark.parametrize("url", URLS)
+def test_tables_reports_and_comparisons_of_recorded_results_hide_the_password(trained, tmp_path, url, capsys):
+    from elmo.tasks.compare import comparison_markdown, read_results
+    out = _as_recorded_before(trained, url, tmp_path / "old")
+    shown = url.replace(SECRET, "***")
+
+    assert main(["experiment-table", str(out)]) == 0
+    table = capsys.readouterr().out
+    assert SECRET not in table and shown in table
+    assert main(["experiment-table", str(out), "-o", str(tmp_path / "table.md")]) == 0
+    written = (tmp_path / "table.md").read_text()
+    assert SECRET not in written and shown in written
+
+    results = read_results(out)
+    compared = comparison_markdown(results, results)
+    assert SECRET not in compared and shown in compared
+
+    # experiment-report writes results.json again: the new copy is redacted, and says so once
+    assert main(["experiment-report", str(out)]) == 0
+    captured = capsys.readouterr()
+    assert SECRET not in captured.out + captured.err
+    warnings = [line for line in captured.err.splitlines() if "warning" in line]
+    assert len(warnings) == 1 and "***" in warnings[0] and ".netrc" in warnings[0], captured.err
+    for name in ("results.md", "results.json"):
+        text = (out / name).read_text()
+        assert SECRET not in text and shown in text, name
+    assert main(["experiment-report", str(out)]) == 0     # (nothing left to redact: no warning)
+    assert "warning" not in capsys.readouterr().err

@@ -177,6 +177,6 @@ def experiment_report(args: argparse.Namespace) -> int:
     from ..tasks.runner import rewrite_reports
 
     for name in args.results:
-        results = rewrite_reports(name)
+        results = rewrite_reports(name, log=lambda s: print(f"elmo experiment-report: {s}", file=sys.stderr))
         print(f"{name}: {len(results['runs'])} runs, {len(results['summary'])} summary rows")
     return 0

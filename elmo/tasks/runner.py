@@ -814,7 +814,8 @@ def _note_other_models(models: Path, runs: Sequence[dict], log: Callable[[str], 
             f"are kept: {shown}")
 
 
-def rewrite_reports(out: str | Path) -> dict:
+def rewrite_reports(out: str | Path,
+                    log: Callable[[str], None] = lambda s: print(s, file=sys.stderr, flush=True)) -> dict:
     """Write ``results.md`` and the plots of a results folder again from its ``results.json``,
     with the summary recomputed from the stored runs by this version's code (e.g. the gains'
     95% intervals, which older folders lack). Nothing is trained; the runs, the machine block
@@ -822,8 +823,13 @@ def rewrite_reports(out: str | Path) -> dict:
 
     It holds the folder's lock as :func:`run_experiment` does: run beside an experiment into
     the folder, it wrote back the runs it had read over the experiment's newer results.json,
-    losing the runs finished meanwhile when the experiment ended before its next write."""
+    losing the runs finished meanwhile when the experiment ended before its next write.
+
+    A URL with a login (``user:password@``, ``token@``) that results written before logins were
+    refused still hold is written again with ``***`` for its password (:mod:`elmo.redact`),
+    and ``log`` says so in one line."""
     from .compare import CompareError, read_results, recomputed
+    from ..redact import REDACTED_NOTE, redact_record
 
     out = Path(out)
     results_path = out / "results.json" if out.is_dir() else out
@@ -835,6 +841,9 @@ def rewrite_reports(out: str | Path) -> dict:
         if not results["runs"]:  # (the summary was recomputed as empty and the stored one lost)
             raise CompareError(f"{results_path}: holds no runs to report on; it is kept as it is")
         results = recomputed(results, results_path)   # (a config it cannot read names the file)
+        results, redacted = redact_record(results)
+        if redacted:
+            log(f"warning: {results_path}: {REDACTED_NOTE}")
         atomic_write_text(results_path, json.dumps(nonfinite_as_none(results), indent=1, allow_nan=False) + "\n")
         write_reports(results, out)
     return results
