@@ -103,3 +103,62 @@ def test_tables_reports_and_comparisons_of_recorded_results_hide_the_password(tr
         assert SECRET not in text and shown in text, name
     assert main(["experiment-report", str(out)]) == 0     # (nothing left to redact: no warning)
     assert "warning" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("url", URLS)
+def test_loading_and_predicting_with_a_recorded_or_given_url_hide_the_password(trained, tmp_path, url, capsys):
+    from elmo.hub.download import DownloadError
+    from elmo.tasks.models import TaskModel
+    from elmo.tasks.saved import TaskModelError
+    out = _as_recorded_before(trained, url, tmp_path / "old")
+    model = out / "models/my-tagging/elmo/seed-1"
+    text = tmp_path / "new.txt"
+    text.write_text("the cat sat\n", encoding="utf-8")
+    for bilm in (None, "random:fixture"):   # (the URL names no model file; a control is not it)
+        with pytest.raises((TaskModelError, DownloadError)) as error:
+            TaskModel.load(model, bilm=bilm)
+        assert SECRET not in str(error.value) and "host.invalid" in str(error.value)
+    given = trained / "models/my-tagging/elmo/seed-1"  # (records the bundled fixture)
+    for folder, extra in ((model, []), (model, ["--bilm", "random:fixture"]), (given, ["--bilm", url])):
+        target = tmp_path / "pred.txt"
+        assert main(["predict", str(folder), str(text), "-o", str(target), "--quiet", *extra]) == 1
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "error: " in err and "host.invalid" in err, err
+        assert SECRET not in err
+        assert not target.exists()
+
+
+def test_predict_with_a_password_in_the_bilm_url_writes_it_nowhere(trained, tmp_path, monkeypatch, capsys):
+    """``elmo predict --bilm URL`` with a login in the URL is allowed (nothing records it): the
+    download uses it, and neither the predictions, the messages nor the model cache hold it."""
+    import elmo
+    from tests.hub_server import FileServer
+    home = tmp_path / "elmo-home"
+    monkeypatch.setenv("ELMO_HOME", str(home))
+    monkeypatch.delenv("ELMO_OFFLINE", raising=False)
+    monkeypatch.setenv("ELMO_DOWNLOAD_RETRIES", "0")
+    monkeypatch.setenv("NETRC", str(tmp_path / "no-netrc"))
+    fixture = elmo.model_path("fixture")
+    files = {"/m/options.json": fixture / "options.json", "/m/weights.hdf5": fixture / "weights.hdf5"}
+    text = tmp_path / "new.txt"
+    text.write_text("the cat sat\na dog ran\n", encoding="utf-8")
+    model = trained / "models/my-tagging/elmo/seed-1"
+    expected = tmp_path / "expected.txt"
+    assert main(["predict", str(model), str(text), "-o", str(expected), "--quiet"]) == 0
+    with FileServer(files, login=("ann", SECRET)) as server:
+        url = server.url("/m/weights.hdf5").replace("://", f"://ann:{SECRET}@")
+        target = tmp_path / "pred.txt"
+        capsys.readouterr()
+        assert main(["predict", str(model), str(text), "-o", str(target), "--bilm", url]) == 0
+        captured = capsys.readouterr()
+        assert SECRET not in captured.out + captured.err
+        assert target.read_text() == expected.read_text()
+        # the wrong login: one error line, without the password given
+        wrong = url.replace(f"ann:{SECRET}@", f"ann:{SECRET}2@").replace("/m/", "/other/")
+        assert main(["predict", str(model), str(text), "-o", str(tmp_path / "p2.txt"), "--bilm", wrong]) == 1
+        err = capsys.readouterr().err
+        assert SECRET not in err and "elmo predict: error: http://ann:***@127.0.0.1:" in err, err
+    for path in home.rglob("*"):
+        assert SECRET not in path.name
+        if path.is_file() and not path.is_symlink() and path.suffix != ".hdf5":
+            assert SECRET not in path.read_text(errors="replace"), path
