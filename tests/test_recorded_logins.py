@@ -162,3 +162,28 @@ def test_predict_with_a_password_in_the_bilm_url_writes_it_nowhere(trained, tmp_
         assert SECRET not in path.name
         if path.is_file() and not path.is_symlink() and path.suffix != ".hdf5":
             assert SECRET not in path.read_text(errors="replace"), path
+
+
+def test_info_describe_and_convert_hide_a_password_in_model_metadata(tmp_path, capsys):
+    """A model folder's metadata.json holding a URL with a login: `elmo info` shows it with
+    ***, an experiment's description of the biLM copies it so, and `elmo convert` writes the
+    copy so and says it once; the source's metadata.json is kept as it is."""
+    import elmo
+    from elmo.tasks.runner import describe_bilm
+    url = URLS[0]
+    folder = tmp_path / "bilm"
+    shutil.copytree(elmo.model_path("fixture"), folder)
+    meta = {"adapted_from": url, "adapted_on": [{"files": [URLS[1]]}], "extra_data": True}
+    (folder / "metadata.json").write_text(json.dumps(meta))
+    assert main(["info", str(folder)]) == 0
+    shown = capsys.readouterr().out
+    assert SECRET not in shown and f"adapted from: {url.replace(SECRET, '***')}" in shown
+    described = json.dumps(describe_bilm(str(folder)))
+    assert SECRET not in described and "host.invalid" in described
+    assert main(["convert", str(folder), str(tmp_path / "copy")]) == 0
+    captured = capsys.readouterr()
+    warnings = [line for line in captured.err.splitlines() if "warning" in line]
+    assert len(warnings) == 1 and SECRET not in captured.out + captured.err
+    copied = (tmp_path / "copy/metadata.json").read_text()
+    assert SECRET not in copied and "host.invalid" in copied
+    assert json.loads((folder / "metadata.json").read_text()) == meta

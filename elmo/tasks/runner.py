@@ -313,6 +313,9 @@ def describe_bilm(spec: str) -> dict:
     # read with its checks: a damaged or hand-edited file was a traceback, JSON's error without
     # the file's name, or a wrong "adapted" flag
     meta = read_metadata(path) if (path / METADATA_FILE).exists() else None
+    # copied into a new record: a URL with a login that the biLM's metadata holds is not
+    from ..redact import redact_record
+    meta = redact_record(meta)[0]
     info["metadata"] = meta
     adapted = (meta or {}).get("adapted_on") or []
     info["adapted_on"] = adapted
