@@ -187,3 +187,35 @@ def test_info_describe_and_convert_hide_a_password_in_model_metadata(tmp_path, c
     copied = (tmp_path / "copy/metadata.json").read_text()
     assert SECRET not in copied and "host.invalid" in copied
     assert json.loads((folder / "metadata.json").read_text()) == meta
+
+
+def test_analysis_hides_a_password_of_a_mix_record_and_of_a_recorded_model(tmp_path, capsys):
+    """A mix read from an experiment's results.json that names its biLM by a URL with a login,
+    and analysis results that recorded their model so: the run's note, results.json and the
+    report (also rewritten with --report-only) show the password as ***."""
+    from tests.test_analysis_cli import _PAIRS
+    from elmo.tasks.bilm_checksums import counted_files
+    url = URLS[0]
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text(_PAIRS + "\n")
+    files = {**counted_files("fixture"), "weights.hdf5": "0" * 64}
+    run = {"task": "pos", "variant": "elmo", "seed": 1,
+           "elmo": {"bilm": url, "mix_weights": {"input": {"weights": [0.2, 0.3, 0.5], "gamma": 1.0}}}}
+    (tmp_path / "results.json").write_text(json.dumps({"runs": [run], "bilms": {url: {"files_sha256": files}}}))
+    out = tmp_path / "out"
+    assert main(["analyze", "fixture", "--out", str(out), "--only", "contrast", "--contrast-file", str(pairs),
+                 "--no-untrained-control", "--mix-weights", str(tmp_path / "results.json")]) == 0
+    captured = capsys.readouterr()
+    assert "the mix was learned on the biLM 'https://user:***@host.invalid" in captured.out
+    assert SECRET not in captured.out + captured.err
+    for name in ("results.json", "report.md"):
+        text = (out / name).read_text()
+        assert SECRET not in text and "host.invalid" in text, name
+    # results that recorded the model by its URL whole (before): the rewritten report hides it,
+    # and the same URL given again is the recorded model
+    results = json.loads((out / "results.json").read_text())
+    (out / "results.json").write_text(json.dumps({**results, "model": url}))
+    assert main(["analyze", url, "--out", str(out), "--report-only"]) == 0
+    captured = capsys.readouterr()
+    report = (out / "report.md").read_text()
+    assert SECRET not in report + captured.out + captured.err and "host.invalid" in report
