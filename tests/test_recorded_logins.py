@@ -128,9 +128,9 @@ def test_loading_and_predicting_with_a_recorded_or_given_url_hide_the_password(t
         assert not target.exists()
 
 
-def test_predict_with_a_password_in_the_bilm_url_writes_it_nowhere(trained, tmp_path, monkeypatch, capsys):
-    """``elmo predict --bilm URL`` with a login in the URL is allowed (nothing records it): the
-    download uses it, and neither the predictions, the messages nor the model cache hold it."""
+def _fixture_behind_a_login(tmp_path, monkeypatch):
+    """A local server of the fixture biLM's files at /m/ that wants the login ann:SECRET, and a
+    fresh model cache (returned with the server)."""
     import elmo
     from tests.hub_server import FileServer
     home = tmp_path / "elmo-home"
@@ -140,12 +140,27 @@ def test_predict_with_a_password_in_the_bilm_url_writes_it_nowhere(trained, tmp_
     monkeypatch.setenv("NETRC", str(tmp_path / "no-netrc"))
     fixture = elmo.model_path("fixture")
     files = {"/m/options.json": fixture / "options.json", "/m/weights.hdf5": fixture / "weights.hdf5"}
+    return FileServer(files, login=("ann", SECRET)), home
+
+
+def _nothing_in(home: Path) -> None:
+    """No name in the model cache, and no file there but the weights, holds SECRET."""
+    for path in home.rglob("*"):
+        assert SECRET not in path.name
+        if path.is_file() and not path.is_symlink() and path.suffix != ".hdf5":
+            assert SECRET not in path.read_text(errors="replace"), path
+
+
+def test_predict_with_a_password_in_the_bilm_url_writes_it_nowhere(trained, tmp_path, monkeypatch, capsys):
+    """``elmo predict --bilm URL`` with a login in the URL is allowed (nothing records it): the
+    download uses it, and neither the predictions, the messages nor the model cache hold it."""
+    server, home = _fixture_behind_a_login(tmp_path, monkeypatch)
     text = tmp_path / "new.txt"
     text.write_text("the cat sat\na dog ran\n", encoding="utf-8")
     model = trained / "models/my-tagging/elmo/seed-1"
     expected = tmp_path / "expected.txt"
     assert main(["predict", str(model), str(text), "-o", str(expected), "--quiet"]) == 0
-    with FileServer(files, login=("ann", SECRET)) as server:
+    with server:
         url = server.url("/m/weights.hdf5").replace("://", f"://ann:{SECRET}@")
         target = tmp_path / "pred.txt"
         capsys.readouterr()
@@ -158,10 +173,17 @@ def test_predict_with_a_password_in_the_bilm_url_writes_it_nowhere(trained, tmp_
         assert main(["predict", str(model), str(text), "-o", str(tmp_path / "p2.txt"), "--bilm", wrong]) == 1
         err = capsys.readouterr().err
         assert SECRET not in err and "elmo predict: error: http://ann:***@127.0.0.1:" in err, err
-    for path in home.rglob("*"):
-        assert SECRET not in path.name
-        if path.is_file() and not path.is_symlink() and path.suffix != ".hdf5":
-            assert SECRET not in path.read_text(errors="replace"), path
+    _nothing_in(home)
+
+
+def test_the_demo_names_a_model_url_given_without_its_password(tmp_path, monkeypatch, capsys):
+    server, home = _fixture_behind_a_login(tmp_path, monkeypatch)
+    with server:
+        url = server.url("/m/weights.hdf5").replace("://", f"://ann:{SECRET}@")
+        assert main(["demo", "--model", url]) == 0
+    captured = capsys.readouterr()
+    assert SECRET not in captured.out + captured.err and "model: http://ann:***@127.0.0.1:" in captured.out
+    _nothing_in(home)
 
 
 def test_info_describe_and_convert_hide_a_password_in_model_metadata(tmp_path, capsys):
