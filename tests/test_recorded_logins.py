@@ -241,3 +241,13 @@ def test_analysis_hides_a_password_of_a_mix_record_and_of_a_recorded_model(tmp_p
     captured = capsys.readouterr()
     report = (out / "report.md").read_text()
     assert SECRET not in report + captured.out + captured.err and "host.invalid" in report
+
+
+@pytest.mark.parametrize("url", URLS)
+def test_print_config_shows_a_model_url_without_its_password(tmp_path, url, capsys):
+    config = write_config(tmp_path, [write_task(tmp_path, "tagging")])
+    for argv in (["embed", "in.txt", "out.h5", "--model", url, "--print-config"],
+                 ["experiment", str(config), "--bilm", url, "--print-config"]):
+        assert main(argv) == 0
+        captured = capsys.readouterr()
+        assert SECRET not in captured.out + captured.err and "host.invalid" in captured.out, argv

@@ -87,7 +87,9 @@ def experiment(args: argparse.Namespace) -> int:
     except ConfigError as e:
         raise ConfigError(f"{args.config}{' with --set' if args.config_set else ''}: {e}") from None
     if args.print_config:
-        print(json.dumps(_absolute_paths(cfg.to_dict()), indent=2, default=str))
+        from ..redact import redact_record
+        # (a biLM URL with a login, which the run refuses, is printed without its password)
+        print(json.dumps(redact_record(_absolute_paths(cfg.to_dict()))[0], indent=2, default=str))
         return 0
     only = None
     if args.variants is not None:
