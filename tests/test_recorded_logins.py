@@ -244,10 +244,11 @@ def test_analysis_hides_a_password_of_a_mix_record_and_of_a_recorded_model(tmp_p
 
 
 @pytest.mark.parametrize("url", URLS)
-def test_print_config_shows_a_model_url_without_its_password(tmp_path, url, capsys):
+def test_print_config_and_plan_show_a_model_url_without_its_password(tmp_path, url, capsys):
     config = write_config(tmp_path, [write_task(tmp_path, "tagging")])
     for argv in (["embed", "in.txt", "out.h5", "--model", url, "--print-config"],
-                 ["experiment", str(config), "--bilm", url, "--print-config"]):
+                 ["experiment", str(config), "--bilm", url, "--print-config"],
+                 ["experiment", str(config), "--bilm", url, "--plan"]):
         assert main(argv) == 0
         captured = capsys.readouterr()
         assert SECRET not in captured.out + captured.err and "host.invalid" in captured.out, argv

@@ -595,7 +595,9 @@ def selected_variants(cfg: ExperimentConfig, only_variants: Optional[Sequence[st
 def plan(cfg: ExperimentConfig, only_variants: Optional[Sequence[str]] = None) -> List[str]:
     """What :func:`run_experiment` would do, as lines: each task's split sizes, the variants
     run now (``only_variants``, as ``run_experiment`` takes it) and the number of training
-    runs. Loads the data (fetching it if needed), trains nothing."""
+    runs. Loads the data (fetching it if needed), trains nothing. A biLM URL's password is
+    shown as ``***``."""
+    from ..redact import redact_url
     # (--plan --variants listed and counted every variant, and took a name the config lacks)
     selected = selected_variants(cfg, only_variants)
     lines = []
@@ -610,7 +612,7 @@ def plan(cfg: ExperimentConfig, only_variants: Optional[Sequence[str]] = None) -
         what = "baseline" if e is None else (
             f"ELMo at {'+'.join(e.positions)}, layers {e.layers}, lambda {e.lam:g}, "
             f"dropout {e.dropout:g}{', layer norm' if e.do_layer_norm else ''}, "
-            f"{'fine-tuned' if e.finetune else 'frozen'} biLM {cfg.bilm_of(v)}")
+            f"{'fine-tuned' if e.finetune else 'frozen'} biLM {redact_url(cfg.bilm_of(v))}")
         lines.append(f"variant {v.name}: {what}")
     runs = len(cfg.tasks) * len(selected) * len(cfg.seeds)
     others = "" if len(selected) == len(cfg.variants) else \
