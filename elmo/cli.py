@@ -49,17 +49,20 @@ def build_parser() -> argparse.ArgumentParser:
 @contextmanager
 def _model_name_warnings_as_lines(command: str) -> Iterator[None]:
     """Show a :class:`~elmo.ModelNameWarning` (a model name that is also a local folder) as
-    one ``elmo COMMAND: warning: ...`` line, not Python's two lines naming our source file."""
+    one ``elmo COMMAND: warning: ...`` line, not Python's two lines naming our source file.
+    Every warning's URLs are shown without their password (:func:`~elmo.redact.redact_url`)."""
     import warnings
 
     from . import ModelNameWarning
     shown = warnings.showwarning
 
     def show(message, category, filename, lineno, file=None, line=None):
+        from .redact import redact_url
+        # (a URL a warning names may hold a login: its password is not shown)
         if issubclass(category, ModelNameWarning):
-            print(f"elmo {command}: warning: {message}", file=sys.stderr)
+            print(f"elmo {command}: warning: {redact_url(str(message))}", file=sys.stderr)
         else:
-            shown(message, category, filename, lineno, file, line)
+            shown(redact_url(str(message)), category, filename, lineno, file, line)
     warnings.showwarning = show
     try:
         yield
@@ -223,12 +226,14 @@ def _says_why_it_stopped(command: str) -> bool:
 
 
 def _one_line(e: BaseException) -> str:
-    """The message of an error on one line; a plain OS error about a file reads 'path: reason'."""
+    """The message of an error on one line; a plain OS error about a file reads 'path: reason'.
+    A URL's password in it is shown as ``***`` (a URL given or read from a record may hold one)."""
+    from .redact import redact_url
     if isinstance(e, OSError) and e.errno and e.filename and type(e).__module__ == "builtins":
         text = f"{e.filename}: {os.strerror(e.errno)}"
     else:
         text = str(e) or type(e).__name__
-    return " ".join(text.split())
+    return redact_url(" ".join(text.split()))
 
 
 def _broken_pipe() -> int:

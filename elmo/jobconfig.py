@@ -425,9 +425,11 @@ def from_args(cls: Type[C], args: argparse.Namespace, *, defaults: Optional[Mapp
 
 
 def print_config_and_exit(cfg: Any, args: argparse.Namespace) -> bool:
-    """With ``--print-config``: print ``cfg`` as JSON and return True (the command stops)."""
+    """With ``--print-config``: print ``cfg`` as JSON and return True (the command stops).
+    A URL's password (or token) in it is printed as ``***``: a login belongs in ~/.netrc."""
     if getattr(args, "print_config", False):
-        json.dump(to_dict(cfg), sys.stdout, indent=2, sort_keys=True, default=str)
+        from .redact import redact_record
+        json.dump(redact_record(to_dict(cfg))[0], sys.stdout, indent=2, sort_keys=True, default=str)
         sys.stdout.write("\n")
         return True
     return False

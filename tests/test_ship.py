@@ -50,6 +50,21 @@ def test_float32_ship_is_exact(exported, tmp_path):
     assert meta["shipped"]["bilm_dtype"] == "float32" and len(meta["shipped"]["source_sha256"]) == 4
 
 
+def test_a_url_login_in_the_metadata_is_not_shipped(exported, tmp_path, capsys):
+    """The source's metadata.json naming a URL with a password (a hand-edited or older record):
+    the shipped copy holds it as ***, one warning line says so, and the source is kept as it is."""
+    source = exported / "metadata.json"
+    meta = json.loads(source.read_text())
+    meta["train_config"]["train"].append("https://user:secret@host.invalid/c.txt")
+    source.write_text(json.dumps(meta))
+    ship(exported, tmp_path / "shipped")
+    err = capsys.readouterr().err
+    assert err.count("warning") == 1 and "secret" not in err
+    shipped = json.loads((tmp_path / "shipped" / "metadata.json").read_text())
+    assert shipped["train_config"]["train"][-1] == "https://user:***@host.invalid/c.txt"
+    assert json.loads(source.read_text()) == meta
+
+
 def test_float16_ship_rounds_exactly_the_chosen_parts(exported, tmp_path):
     ship(exported, tmp_path / "half", bilm_dtype="float32", softmax_dtype="float16")
     with h5py.File(tmp_path / "half" / "softmax.hdf5") as h5:

@@ -23,6 +23,7 @@ import numpy as np
 
 from ..config import ConfigError
 from ..io import read_json, utf8_error_where
+from ..redact import redact_record, redact_url
 from ..jobconfig import check_numbers, setting
 
 SECTIONS = ("pos", "wsd", "neighbors", "contrast")
@@ -408,13 +409,16 @@ def _run_sections(model: str, out: Path, config: AnalysisConfig, sections: List[
     if given_mix is not None and len(given_mix) != bilm.num_layers:
         raise ValueError(f"{config.mix_weights}: a mix of {len(given_mix)} layers, but {model} has "
                          f"{bilm.num_layers} (layer 0 and its LSTM layers); was it learned on another model?")
+    # (a model URL given, or a biLM spec an experiment recorded, may hold a login: what this
+    # run says and writes shows its password as ***)
     note = mix_model_note(learned_on, model) if given_mix is not None else None
+    note = None if note is None else redact_url(note)
     if note:
         log(f"analyze: note: {config.mix_weights}: {note}")
     embedder = Embedder(bilm, batch_size=config.batch_size)
-    results: dict = {"model": str(model), "num_layers": bilm.num_layers,
+    results: dict = {"model": redact_url(str(model)), "num_layers": bilm.num_layers,
                      "width": bilm.output_dim, "config": asdict(config), "sections": sections,
-                     "model_metadata": _metadata(elmo.model_path(model)),
+                     "model_metadata": redact_record(_metadata(elmo.model_path(model)))[0],
                      "model_fingerprint": model_fingerprint(bilm),
                      "torch": {"version": torch.__version__, "threads": torch.get_num_threads()},
                      "seconds": {}}
@@ -431,7 +435,7 @@ def _run_sections(model: str, out: Path, config: AnalysisConfig, sections: List[
             results["seconds"][name] = round(time.time() - t, 1)
         if config.mix_weights:
             results["given_mix_weights"] = given_mix
-            results["given_mix_learned_on"] = learned_on
+            results["given_mix_learned_on"] = redact_record(learned_on)[0]
             if note:
                 results["given_mix_note"] = note
             plots.mix_weights(results["given_mix_weights"], stage / "mix_weights_given.png",
@@ -470,7 +474,9 @@ def rewrite_report(out: Path, model: Optional[str] = None) -> Path:
         results = read_results(out / "results.json")
         read_interpretation(out)   # its own error, before the one below that blames results.json
         recorded = results.get("model")
-        if model is not None and isinstance(recorded, str) and _model_key(model) != _model_key(recorded):
+        # (a URL's password is not recorded since: the one given is compared without it too)
+        if model is not None and isinstance(recorded, str) \
+                and _model_key(redact_url(model)) != _model_key(redact_url(recorded)):
             # (the report was rewritten under the recorded model's name without a word)
             raise ValueError(f"{out / 'results.json'} holds the results of model {recorded}, not of {model}; "
                              f"--report-only rewrites the report of the model that was run")
@@ -733,7 +739,8 @@ def read_interpretation(out: Path) -> Optional[str]:
 
 def render(results: dict, model: str, out: Path, config: AnalysisConfig) -> str:
     """The markdown report for ``results`` (as :func:`run_analysis` returns them), with the
-    folder's :data:`INTERPRETATION` file, when there is one, after the findings."""
+    folder's :data:`INTERPRETATION` file, when there is one, after the findings. A URL's
+    password in it (the model's, in its name and commands) is shown as ``***``."""
     n_lstm = results["num_layers"] - 1
     threads = results["torch"]["threads"]
     lstm = ("layer 1 is the biLSTM" if n_lstm == 1 else f"layers 1..{n_lstm} are the biLSTM")
@@ -786,7 +793,8 @@ def render(results: dict, model: str, out: Path, config: AnalysisConfig) -> str:
             lines += [f"**Note:** {results['given_mix_note']}.", ""]
         lines += ["![given mix weights](mix_weights_given.png)", ""]
     lines += ["## Time", "", ", ".join(f"{k} {v} s" for k, v in results["seconds"].items()), ""]
-    return "\n".join(lines)
+    # (a model URL, in its name and the commands, may hold a login: its password is not shown)
+    return redact_url("\n".join(lines))
 
 
 def _render_pos(r: dict, cmd: str) -> List[str]:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import shutil
+import sys
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator, Tuple, cast
@@ -96,7 +97,7 @@ def stored_files(folder: Path) -> list:
 def provenance(folder: Path) -> list:
     """Lines saying where a model folder's weights come from, read from its ``metadata.json``
     (none without one): the training text, the model a run started from, the texts it was
-    adapted on and the folder it was converted from."""
+    adapted on and the folder it was converted from. A URL's password in them is shown as ``***``."""
     from ..training.adaptation import trained_text
     from ..training.export import METADATA_FILE, read_metadata
     if not (folder / METADATA_FILE).is_file():
@@ -122,7 +123,8 @@ def provenance(folder: Path) -> list:
     shipped = meta.get("shipped")
     if isinstance(shipped, dict):
         lines.append(f"shipped: biLM {shipped.get('bilm_dtype')}, softmax {shipped.get('softmax_dtype')}")
-    return lines
+    from ..redact import redact_url
+    return [redact_url(line) for line in lines]     # (a URL it records may hold a login)
 
 
 def convert(args: argparse.Namespace) -> int:
@@ -144,6 +146,7 @@ def _convert(args: argparse.Namespace, out: Path) -> int:
     import elmo
 
     from ..io import copy_file, same_file
+    from ..redact import REDACTED_NOTE, redact_record
     from ..training.export import LM_FILES, METADATA_FILE, read_metadata, write_metadata
     from ..weights import NATIVE_CONFIG, NATIVE_WEIGHTS, ORIGINAL_OPTIONS, ORIGINAL_WEIGHTS
 
@@ -190,6 +193,10 @@ def _convert(args: argparse.Namespace, out: Path) -> int:
             # (not "shipped": how the source's files were stored, its softmax's too, is not how
             # this copy's are; elmo info showed a float16 softmax for a folder that has none)
             kept_meta = {k: v for k, v in read_metadata(source).items() if k != "shipped"}
+            # (a URL with a login that it records is not copied whole: see elmo.redact)
+            kept_meta, redacted = redact_record(kept_meta)
+            if redacted:
+                print(f"elmo convert: warning: {source / METADATA_FILE}: {REDACTED_NOTE}", file=sys.stderr)
             write_metadata(target, {**kept_meta, "converted_from": str(source.resolve())})
         for name in cards:
             copy_file(cast(Path, source) / name, target / name)

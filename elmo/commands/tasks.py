@@ -87,7 +87,9 @@ def experiment(args: argparse.Namespace) -> int:
     except ConfigError as e:
         raise ConfigError(f"{args.config}{' with --set' if args.config_set else ''}: {e}") from None
     if args.print_config:
-        print(json.dumps(_absolute_paths(cfg.to_dict()), indent=2, default=str))
+        from ..redact import redact_record
+        # (a biLM URL with a login, which the run refuses, is printed without its password)
+        print(json.dumps(redact_record(_absolute_paths(cfg.to_dict()))[0], indent=2, default=str))
         return 0
     only = None
     if args.variants is not None:
@@ -177,6 +179,6 @@ def experiment_report(args: argparse.Namespace) -> int:
     from ..tasks.runner import rewrite_reports
 
     for name in args.results:
-        results = rewrite_reports(name)
+        results = rewrite_reports(name, log=lambda s: print(f"elmo experiment-report: {s}", file=sys.stderr))
         print(f"{name}: {len(results['runs'])} runs, {len(results['summary'])} summary rows")
     return 0

@@ -23,7 +23,9 @@ def run_demo(model: Optional[str] = None, threads: Optional[int] = 1) -> None:
     name = model or DEFAULT_MODEL
     bilm = from_pretrained(name)
     embedder = Embedder(bilm, batch_size=64)
-    print(f"model: {name} ({sum(p.numel() for p in bilm.parameters()):,} parameters, "
+    from ..redact import redact_url
+    # (a model URL given with a login: its password is not shown)
+    print(f"model: {redact_url(name)} ({sum(p.numel() for p in bilm.parameters()):,} parameters, "
           f"{bilm.num_layers} layers of width {bilm.output_dim})")
     if name == "fixture":
         print("(the fixture's weights are untrained test weights: the numbers show the mechanics only)")

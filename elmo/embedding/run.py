@@ -365,7 +365,7 @@ def _stored_command_line(command_line: Optional[str]) -> str:
     """The output's ``command_line`` attribute: the one given, or this process's own, as UTF-8
     text (a path that is not UTF-8, as ``sys.argv`` holds it, stopped the merge in h5py). A
     model URL's password is stored as ``***`` (the file is shared; it was stored as given)."""
-    from ..hub.download import redact_url
+    from ..redact import redact_url
     if command_line is not None:
         return redact_url(str(command_line).encode("utf-8", "backslashreplace").decode("utf-8"))
     return redact_url(shell_join(sys.argv))

@@ -70,15 +70,18 @@ class DownloadError(RuntimeError):
 
 
 #: The user part of an http(s) URL in any text: up to the last ``@`` before the host's end
-#: (an unescaped ``@`` in a password is taken as urlsplit takes it).
-_USER_PART = re.compile(r"(?i)\b(https?://)([^\s/?#]*)@")
+#: (an unescaped ``@`` in a password is taken as urlsplit takes it). ``https:/`` too: a URL
+#: taken for a path (``Path(url)``, a resolved folder) has lost a slash, not its login.
+_USER_PART = re.compile(r"(?i)\b(https?:/{1,2})([^\s/?#]*)@")
 
 
 def redact_url(text: str) -> str:
     """``text`` (a URL, a message or a command line) with each http(s) URL's password shown as
     ``***``: ``https://user:secret@host/m`` -> ``https://user:***@host/m``; a user part
     without ``:`` (often a token by itself) becomes ``***@``. Everything the package shows
-    or records of a URL goes through this; the URL itself is still what is fetched."""
+    or records of a URL goes through this (imported from :mod:`elmo.redact`, the shared place;
+    it is defined here since this module runs without the package); the URL itself is still
+    what is fetched."""
     def hide(match: "re.Match[str]") -> str:
         user, colon, _ = match.group(2).partition(":")
         return f"{match.group(1)}{user + ':***' if colon else '***'}@"

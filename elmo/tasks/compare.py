@@ -19,6 +19,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .report import METRIC_NAMES, bilm_sha256_text, domain_adapted_text, pm
 from ..io import read_json
+from ..redact import redact_url
 
 
 #: How :func:`comparison_markdown` begins (``compare_results.py -o`` replaces only such a file).
@@ -200,4 +201,5 @@ def comparison_markdown(old: dict, new: dict, names: Sequence[str] = ("old", "ne
             gb = b.get("gain_mean") if b and b.get("gain_seeds") else None
             out.append(f"| {task} | {METRIC_NAMES.get(metric, metric)} | {variant} | "
                        f"{_gain_cell(a)} | {_gain_cell(b)} | {_change(ga, gb)} |")
-    return "\n".join(out) + "\n"
+    # (a biLM URL or command of results recorded before logins were refused: no password shown)
+    return redact_url("\n".join(out) + "\n")

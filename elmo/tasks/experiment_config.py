@@ -325,7 +325,7 @@ def check_bilm_logins(cfg: "ExperimentConfig") -> None:
     ``elmo predict`` load the biLM again from it, so hiding it there is no answer. The
     download reads a host's login from ~/.netrc ($NETRC) instead. (Not part of :meth:`check`:
     reading an older results.json that recorded such a URL still works.)"""
-    from ..hub.download import holds_login, redact_url
+    from ..redact import holds_login, redact_url
     keys = [("bilm", cfg.bilm)] + [(f"variant {v.name!r}: elmo.bilm", v.elmo.bilm)
                                    for v in cfg.variants if v.elmo is not None]
     for key, spec in keys:

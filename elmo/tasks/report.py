@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..io import atomic_commit, atomic_target, atomic_write_text
+from ..redact import redact_url
 from ..training.adaptation import trained_text
 from .paired import sample_std
 
@@ -124,6 +125,12 @@ def bilm_lines(bilms: Dict[str, dict]) -> List[str]:
 
 
 def markdown(results: dict) -> str:
+    """``results.md`` of an experiment's results. A URL's password in it (a biLM spec or a
+    command of results recorded before logins were refused) is shown as ``***``."""
+    return redact_url(_markdown(results))
+
+
+def _markdown(results: dict) -> str:
     cfg = results["config"]
     out = [f"# Experiment `{cfg['name']}`", ""]
     if cfg.get("description"):
@@ -358,7 +365,8 @@ def combined_table(all_results: List[dict], sources: Optional[Sequence[str]] = N
                        f"{c['bilm']} | {c['tuned']} | {len(row['seeds'])} | "
                        f"{pm(row['test_mean'], row['test_std'])} | {gain(row) if e else '-'} | "
                        f"{interval(row) if e else '-'} | {t} |")
-    return "\n".join(out + ["", "Reproduce (and the biLMs each experiment used):", *commands]) + "\n"
+    # (a biLM URL or command of results recorded before logins were refused: no password shown)
+    return redact_url("\n".join(out + ["", "Reproduce (and the biLMs each experiment used):", *commands]) + "\n")
 
 
 def write_reports(results: dict, out: Path) -> None:

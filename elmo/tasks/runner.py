@@ -313,6 +313,9 @@ def describe_bilm(spec: str) -> dict:
     # read with its checks: a damaged or hand-edited file was a traceback, JSON's error without
     # the file's name, or a wrong "adapted" flag
     meta = read_metadata(path) if (path / METADATA_FILE).exists() else None
+    # copied into a new record: a URL with a login that the biLM's metadata holds is not
+    from ..redact import redact_record
+    meta = redact_record(meta)[0]
     info["metadata"] = meta
     adapted = (meta or {}).get("adapted_on") or []
     info["adapted_on"] = adapted
@@ -592,7 +595,9 @@ def selected_variants(cfg: ExperimentConfig, only_variants: Optional[Sequence[st
 def plan(cfg: ExperimentConfig, only_variants: Optional[Sequence[str]] = None) -> List[str]:
     """What :func:`run_experiment` would do, as lines: each task's split sizes, the variants
     run now (``only_variants``, as ``run_experiment`` takes it) and the number of training
-    runs. Loads the data (fetching it if needed), trains nothing."""
+    runs. Loads the data (fetching it if needed), trains nothing. A biLM URL's password is
+    shown as ``***``."""
+    from ..redact import redact_url
     # (--plan --variants listed and counted every variant, and took a name the config lacks)
     selected = selected_variants(cfg, only_variants)
     lines = []
@@ -607,7 +612,7 @@ def plan(cfg: ExperimentConfig, only_variants: Optional[Sequence[str]] = None) -
         what = "baseline" if e is None else (
             f"ELMo at {'+'.join(e.positions)}, layers {e.layers}, lambda {e.lam:g}, "
             f"dropout {e.dropout:g}{', layer norm' if e.do_layer_norm else ''}, "
-            f"{'fine-tuned' if e.finetune else 'frozen'} biLM {cfg.bilm_of(v)}")
+            f"{'fine-tuned' if e.finetune else 'frozen'} biLM {redact_url(cfg.bilm_of(v))}")
         lines.append(f"variant {v.name}: {what}")
     runs = len(cfg.tasks) * len(selected) * len(cfg.seeds)
     others = "" if len(selected) == len(cfg.variants) else \
@@ -814,7 +819,8 @@ def _note_other_models(models: Path, runs: Sequence[dict], log: Callable[[str], 
             f"are kept: {shown}")
 
 
-def rewrite_reports(out: str | Path) -> dict:
+def rewrite_reports(out: str | Path,
+                    log: Callable[[str], None] = lambda s: print(s, file=sys.stderr, flush=True)) -> dict:
     """Write ``results.md`` and the plots of a results folder again from its ``results.json``,
     with the summary recomputed from the stored runs by this version's code (e.g. the gains'
     95% intervals, which older folders lack). Nothing is trained; the runs, the machine block
@@ -822,8 +828,13 @@ def rewrite_reports(out: str | Path) -> dict:
 
     It holds the folder's lock as :func:`run_experiment` does: run beside an experiment into
     the folder, it wrote back the runs it had read over the experiment's newer results.json,
-    losing the runs finished meanwhile when the experiment ended before its next write."""
+    losing the runs finished meanwhile when the experiment ended before its next write.
+
+    A URL with a login (``user:password@``, ``token@``) that results written before logins were
+    refused still hold is written again with ``***`` for its password (:mod:`elmo.redact`),
+    and ``log`` says so in one line."""
     from .compare import CompareError, read_results, recomputed
+    from ..redact import REDACTED_NOTE, redact_record
 
     out = Path(out)
     results_path = out / "results.json" if out.is_dir() else out
@@ -835,6 +846,9 @@ def rewrite_reports(out: str | Path) -> dict:
         if not results["runs"]:  # (the summary was recomputed as empty and the stored one lost)
             raise CompareError(f"{results_path}: holds no runs to report on; it is kept as it is")
         results = recomputed(results, results_path)   # (a config it cannot read names the file)
+        results, redacted = redact_record(results)
+        if redacted:
+            log(f"warning: {results_path}: {REDACTED_NOTE}")
         atomic_write_text(results_path, json.dumps(nonfinite_as_none(results), indent=1, allow_nan=False) + "\n")
         write_reports(results, out)
     return results

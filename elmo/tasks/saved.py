@@ -47,7 +47,14 @@ SAVED_FILES = ("config.json", "vocab.json", "labels.json", "model.safetensors")
 
 
 class TaskModelError(ValueError):
-    """A saved task model folder that cannot be loaded as saved (the message says why)."""
+    """A saved task model folder that cannot be loaded as saved (the message says why).
+
+    A URL in the message is shown without its password (:func:`~elmo.redact.redact_url`): a
+    biLM URL given (``bilm=``) or recorded by a model saved before logins were refused."""
+
+    def __init__(self, message: object = "") -> None:
+        from ..redact import redact_url
+        super().__init__(redact_url(str(message)))
 
 
 def bilm_reference(spec: str) -> dict:

@@ -124,6 +124,11 @@ def _write_shipped(src: Path, dest: Path, bilm_dtype: str, softmax_dtype: str,
         if name in names:
             atomic_write_text(dest / name, (src / name).read_text(encoding="utf-8"))
     meta = _home_as_tilde(read_metadata(src))
+    # a URL with a login that the metadata records is not copied whole (see elmo.redact)
+    from ..redact import REDACTED_NOTE, redact_record
+    meta, redacted = redact_record(meta)
+    if redacted:
+        print(f"ship: warning: {src / METADATA_FILE}: {REDACTED_NOTE}", file=sys.stderr)
     meta["shipped"] = {"bilm_dtype": bilm_dtype, "softmax_dtype": softmax_dtype,
                        "source_sha256": sources}
     atomic_write_text(dest / METADATA_FILE, strict_json.dumps(meta, indent=2, sort_keys=True) + "\n")
