@@ -12,7 +12,6 @@ Local paths are returned as they are.
 """
 from __future__ import annotations
 
-import glob
 import hashlib
 import json
 import os
@@ -24,10 +23,10 @@ from typing import Callable, Optional, Tuple, Union, cast
 from urllib.parse import urlsplit, urlunsplit
 
 from ..io import atomic_folder
-from . import registry
+from . import old_names, registry
 from .archive import ArchiveError, find_model_folder, is_archive, unpack
-from .download import (DownloadError, _unwritable, cache_path, elmo_home, fetch, is_url,
-                       make_cache_folder, offline, redact_url, sha256_file)
+from .download import (DownloadError, _unwritable, cache_path, elmo_home, fetch, helper_file,
+                       is_url, make_cache_folder, offline, redact_url, sha256_file)
 
 PathOrUrl = Union[str, Path]
 
@@ -131,9 +130,10 @@ def fetch_archive(url: str, sha256: Optional[str] = None) -> Path:
     from filelock import FileLock
 
     dest = unpacked_path(url)
-    if _unpacked(dest, sha256):
+    unpacked = _unpacked(dest, sha256)
+    if unpacked and not old_names.left_beside(dest):     # (else tidied under the lock first)
         return find_model_folder(dest)
-    if offline():
+    if offline() and not unpacked:
         if not dest.is_dir():
             what = "is not in the cache"
         elif _model_folder(dest) is None:
@@ -142,13 +142,19 @@ def fetch_archive(url: str, sha256: Optional[str] = None) -> Path:
             what = "was unpacked from an archive that does not match the pinned sha256"
         raise DownloadError(f"ELMO_OFFLINE is set and {url} {what} "
                             f"(expected {dest}); unset ELMO_OFFLINE to download it")
-    make_cache_folder(dest.parent)
-    lock = FileLock(str(dest) + ".lock")
+    # The cache's own names beside DEST hold a "+" before the dot (helper_file), as in the file
+    # cache: DEST.lock, DEST.sha256 and DEST.partial are also the folders of archive URLs ending
+    # so, and DEST.partial's unpack temporaries matched a pattern of another URL's live ones.
+    lock = FileLock(str(helper_file(dest, ".lock")))
     try:
+        make_cache_folder(dest.parent)
         lock.acquire()
-    except OSError as e:
-        raise _unwritable(dest.parent, e) from None
+    except (OSError, DownloadError) as e:
+        if unpacked:            # (a read-only cache: its folders are served, old files stay)
+            return find_model_folder(dest)
+        raise e if isinstance(e, DownloadError) else _unwritable(dest.parent, e) from None
     try:
+        old_names.tidy_folder(dest, _archive_digest_file(dest))   # (what versions before left)
         if _unpacked(dest, sha256):     # another process unpacked it while we waited
             return find_model_folder(dest)
         # A folder unpacked without this pin, or from an archive that does not match it, stays
@@ -159,14 +165,11 @@ def fetch_archive(url: str, sha256: Optional[str] = None) -> Path:
         archive = fetch(url, sha256=sha256, verify=_naming_the_url(url, _check_archive))
         try:
             digest = sha256_file(archive)
-            # What a killed run left: OUT.partial (atomic_folder deletes it) and, half unpacked,
-            # unpack's temporary folders (also those of the earlier ".unpacking" name): under
-            # the lock no other process is writing them, and nothing else would remove them.
-            shutil.rmtree(dest.with_name(dest.name + ".unpacking"), ignore_errors=True)
-            for suffix in (".partial", ".unpacking"):
-                for stale in dest.parent.glob(f".{glob.escape(dest.name + suffix)}.*.tmp"):
-                    shutil.rmtree(stale, ignore_errors=True)
-            with atomic_folder(dest) as staging:
+            # What a killed run left: DEST+.partial (atomic_folder deletes it) and, half
+            # unpacked, unpack's temporary folders: under the lock no other process is writing
+            # them, and nothing else would remove them.
+            old_names.remove_unpack_temporaries(dest, "+.partial")
+            with atomic_folder(dest, staging=helper_file(dest, ".partial")) as staging:
                 staging.rmdir()   # (unpack writes a folder of its own and gives it this name)
                 unpack(archive, staging)
                 _naming_the_url(url, lambda p: _check_folder(find_model_folder(p), url))(staging)
@@ -188,7 +191,7 @@ def fetch_archive(url: str, sha256: Optional[str] = None) -> Path:
 
 def _archive_digest_file(dest: Path) -> Path:
     """Beside an unpacked folder: the SHA-256 of the archive it came from."""
-    return dest.with_name(dest.name + ".sha256")
+    return helper_file(dest, ".sha256")
 
 
 def _unpacked(dest: Path, sha256: Optional[str]) -> bool:
@@ -202,8 +205,11 @@ def _unpacked(dest: Path, sha256: Optional[str]) -> bool:
         return False
     if not sha256:
         return True
+    digest = _archive_digest_file(dest)
+    if not digest.exists() and old_names.is_old_digest(old_names.old_digest(dest)):
+        digest = old_names.old_digest(dest)     # (unpacked by a version before the "+" names)
     try:
-        return _archive_digest_file(dest).read_text().strip() == sha256.lower()
+        return digest.read_text().strip() == sha256.lower()
     except OSError:
         return False
 
