@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import json
 import zipfile
 from pathlib import Path
 
@@ -12,9 +13,11 @@ import pytest
 
 import elmo
 from elmo.hub import download
+from elmo.hub.download import cache_path, fetch
 from tests.hub_server import FileServer
 
 FIXTURE = Path(elmo.__file__).parent / "resources" / "fixture"
+WEIGHTS = "/m/elmo_weights.hdf5"
 
 
 @pytest.fixture(autouse=True)
@@ -30,6 +33,111 @@ def cache(tmp_path, monkeypatch):
 def beside(dest: Path):
     """The names in ``dest``'s folder."""
     return sorted(p.name for p in dest.parent.iterdir())
+
+
+def etag(data: bytes) -> str:
+    """The version the test server names a file by (its ETag)."""
+    return '"' + hashlib.sha256(data).hexdigest()[:16] + '"'
+
+
+def old_download(dest: Path, part: bytes, validator=None) -> None:
+    """What a version before the '+' names left of a cut download of ``dest``: its lock
+    NAME.lock (empty), NAME.part and NAME.part.json."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    dest.with_name(dest.name + ".lock").touch()
+    dest.with_name(dest.name + ".part").write_bytes(part)
+    if validator is not None:
+        dest.with_name(dest.name + ".part.json").write_text(json.dumps({"validator": validator}))
+
+
+# ------------------------------------------------------------------ the old names of a file's helpers
+def test_a_part_an_earlier_version_left_is_resumed_and_its_old_files_go():
+    """A download cut under the old names restarted from zero, and NAME.part, NAME.part.json
+    and NAME.lock stayed in the cache for good. The part is now resumed (the server's If-Range
+    answer confirms it is still that file) and the old files are gone."""
+    weights = (FIXTURE / "weights.hdf5").read_bytes()
+    half = len(weights) // 2
+    with FileServer({WEIGHTS: weights}) as server:
+        url = server.url(WEIGHTS)
+        dest = cache_path(url)
+        old_download(dest, weights[:half], etag(weights))
+        assert fetch(url, progress=False).read_bytes() == weights
+        assert server.gets(WEIGHTS) == [f"bytes={half}-"]
+    assert beside(dest) == [dest.name, dest.name + "+.lock"]
+
+
+def test_a_pinned_old_part_is_resumed_and_one_of_another_version_starts_over():
+    """Without a recorded version a pin checks the result; a part whose recorded version is no
+    longer the server's is answered with the whole file (If-Range) and the part starts over."""
+    weights = (FIXTURE / "weights.hdf5").read_bytes()
+    half = len(weights) // 2
+    pin = hashlib.sha256(weights).hexdigest()
+    with FileServer({WEIGHTS: weights, "/n/w.hdf5": weights}) as server:
+        pinned, changed = cache_path(server.url(WEIGHTS)), cache_path(server.url("/n/w.hdf5"))
+        old_download(pinned, weights[:half])
+        old_download(changed, b"x" * half, '"another version"')
+        assert fetch(server.url(WEIGHTS), sha256=pin, progress=False).read_bytes() == weights
+        assert fetch(server.url("/n/w.hdf5"), progress=False).read_bytes() == weights
+        assert server.gets(WEIGHTS) == [f"bytes={half}-"]
+        assert server.gets("/n/w.hdf5") == [f"bytes={half}-"]   # (answered with all of it: 200)
+    for dest in (pinned, changed):
+        assert beside(dest) == [dest.name, dest.name + "+.lock"]
+
+
+def test_an_old_part_that_cannot_be_resumed_is_removed_and_a_cached_files_leftovers_too():
+    """An old part without a recorded version (and no pin) cannot be resumed, and the old files
+    beside an already cached file (its lock, a part, the staging folder a killed run left)
+    stayed for good: they are removed, by the download or by the next load."""
+    weights = (FIXTURE / "weights.hdf5").read_bytes()
+    with FileServer({WEIGHTS: weights, "/n/w.hdf5": weights}) as server:
+        unresumable = cache_path(server.url(WEIGHTS))
+        old_download(unresumable, b"x" * 100)
+        assert fetch(server.url(WEIGHTS), progress=False).read_bytes() == weights
+        assert server.gets(WEIGHTS) == [None]
+        done = fetch(server.url("/n/w.hdf5"), progress=False)
+        old_download(done, weights[:100], etag(weights))
+        staging = done.with_name(f".{done.name}.staging")
+        staging.mkdir()
+        (staging / (done.name + ".download")).write_bytes(weights)
+        (staging / "tmpab12cd_3").write_bytes(weights[:10])
+        assert fetch(server.url("/n/w.hdf5"), progress=False).read_bytes() == weights
+        assert len(server.gets("/n/w.hdf5")) == 1
+    for dest in (unresumable, done):
+        assert beside(dest) == [dest.name, dest.name + "+.lock"]
+
+
+def test_old_names_that_are_other_urls_files_or_held_by_a_running_old_version_stay():
+    """NAME.part is also the cached name of the URL NAME.part: a file the cache fetched as a
+    URL's own (a lock of its own beside it) is never taken for an old part, nor is a part
+    without the old lock that every old download took; and while an older version holds
+    NAME.lock (it is downloading NAME) its files are left to it."""
+    from filelock import FileLock
+
+    weights = (FIXTURE / "weights.hdf5").read_bytes()
+    served = {"/a/w": weights, "/a/w.part": b'{"a": "url"}', "/a/w.part.json": b'{"validator": "\\"x\\""}',
+              "/b/w": weights, "/c/w": weights}
+    with FileServer(served) as server:
+        a = cache_path(server.url("/a/w"))
+        fetch(server.url("/a/w.part"), progress=False)
+        fetch(server.url("/a/w.part.json"), progress=False)
+        a.with_name("w.lock").touch()
+        assert fetch(server.url("/a/w"), progress=False).read_bytes() == weights
+        assert server.gets("/a/w") == [None]      # (not resumed from another URL's file)
+        for path in ("/a/w.part", "/a/w.part.json"):
+            assert cache_path(server.url(path)).read_bytes() == served[path]
+        b = cache_path(server.url("/b/w"))
+        old_download(b, weights[:100], etag(weights))
+        b.with_name("w.lock").unlink()      # (no old lock: not provably an old download's part)
+        fetch(server.url("/b/w"), progress=False)
+        assert b.with_name("w.part").read_bytes() == weights[:100]
+        c = cache_path(server.url("/c/w"))
+        old_download(c, weights[:100], etag(weights))
+        with FileLock(str(c.with_name("w.lock"))).acquire(timeout=1):
+            fetch(server.url("/c/w"), progress=False)
+            assert server.gets("/c/w") == [None]
+            assert c.with_name("w.part").read_bytes() == weights[:100]
+        fetch(server.url("/c/w"), progress=False)     # (released: the next load tidies)
+        assert beside(c) == [c.name, c.name + "+.lock"]
 
 
 # ------------------------------------------------------------------ the unpacked-archive cache
@@ -84,4 +192,35 @@ def test_a_folder_unpacked_by_an_earlier_version_keeps_its_pin_and_its_old_files
             fetch_archive(url, sha256="0" * 64)
         assert fetch_archive(url, sha256=pin) == folder     # (the digest adopted, not lost)
         assert len(server.gets("/m/model.zip")) == 2
+    assert beside(dest) == [dest.name, dest.name + "+.lock", dest.name + "+.sha256"]
+
+
+def test_old_locks_beside_cached_models_go_at_the_next_load_and_a_read_only_cache_still_serves(monkeypatch):
+    """Every download of an older version left NAME.lock (and DEST.lock beside an unpacked
+    folder) for good. The next load removes it; where the cache cannot be written (shared,
+    mounted read-only) the model is still served from it, offline too, and the old lock stays."""
+    import errno
+
+    import filelock
+
+    from elmo.hub.resolve import fetch_archive, unpacked_path
+    weights = (FIXTURE / "weights.hdf5").read_bytes()
+    with FileServer({WEIGHTS: weights, "/m/model.zip": model_zip("one")}) as server:
+        url, archive = server.url(WEIGHTS), server.url("/m/model.zip")
+        cached, folder = fetch(url, progress=False), fetch_archive(archive)
+    monkeypatch.setenv("ELMO_OFFLINE", "1")
+    olds = [cached.with_name(cached.name + ".lock"), unpacked_path(archive).with_name("model.zip.lock")]
+    for old in olds:
+        old.touch()
+    real = filelock.FileLock.acquire
+
+    def read_only(self, *args, **kwargs):
+        raise PermissionError(errno.EROFS, "Read-only file system", self.lock_file)
+    monkeypatch.setattr(filelock.FileLock, "acquire", read_only)
+    assert fetch(url, progress=False) == cached and fetch_archive(archive) == folder
+    assert all(old.exists() for old in olds)
+    monkeypatch.setattr(filelock.FileLock, "acquire", real)
+    assert fetch(url, progress=False) == cached and fetch_archive(archive) == folder
+    assert [n for n in beside(cached) if n.startswith("elmo")] == [cached.name, cached.name + "+.lock"]
+    dest = unpacked_path(archive)
     assert beside(dest) == [dest.name, dest.name + "+.lock", dest.name + "+.sha256"]

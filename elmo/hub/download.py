@@ -31,7 +31,9 @@ Cache layout (``$ELMO_HOME``, default ``~/.cache/elmo``)::
                                                    folder is in the way of
 
 The cache's own files for a file (``+.lock``, ``+.part``, ``+.part.json``, ``+.staging``) hold
-a ``+`` that no URL's cached file name has before a dot (:func:`helper_file`).
+a ``+`` that no URL's cached file name has before a dot (:func:`helper_file`). What versions
+before that left under the old names (``NAME.part`` and so on) is resumed or removed under the
+lock, with care for URLs cached under those names (:mod:`elmo.hub.old_names`).
 """
 from __future__ import annotations
 
@@ -305,17 +307,27 @@ def fetch(url: str, *, dest: Optional[Path] = None, sha256: Optional[str] = None
         DownloadError: offline with an empty cache, HTTP errors, a cut connection (the part is
             kept and the next call resumes), a checksum mismatch.
     """
+    dest = Path(dest) if dest is not None else cache_path(url)
+    return _fetch_to(url, dest, sha256, verify, progress, log)
+
+
+def _fetch_to(url: str, dest: Path, sha256: Optional[str], verify: Optional[Callable[[Path], None]],
+              progress: bool, log: Callable[[str], None]) -> Path:
+    """:func:`fetch` into ``dest``."""
     from filelock import FileLock, Timeout
 
-    dest = Path(dest) if dest is not None else cache_path(url)
+    old = _old_names()
     # An unpinned cached file that a cheap look shows damaged (truncated, empty) failed at every
     # load with an error naming the cache path, while `elmo models list` said it was cached: it
     # is downloaded again, as a pinned file that fails its checksum is (said in a line; the old
     # file stays until the checked download replaces it), and offline the error says to delete it.
     damaged = None if sha256 else damage(dest)
-    if damaged is None and _kept(dest, sha256):
+    kept = damaged is None and _kept(dest, sha256)
+    # (what a version before the "+" names left beside it is tidied under the lock)
+    leftovers = old is not None and old.left_beside(dest)
+    if kept and not leftovers:
         return dest
-    if offline():
+    if offline() and not kept:
         if damaged:
             raise DownloadError(f"ELMO_OFFLINE is set and the cached download of {url} is damaged "
                                 f"({damaged}): delete it (rm {shlex.quote(str(dest))}) and run "
@@ -324,16 +336,21 @@ def fetch(url: str, *, dest: Optional[Path] = None, sha256: Optional[str] = None
                 else "is not in the cache")
         raise DownloadError(f"ELMO_OFFLINE is set and {url} {what} "
                             f"(expected {dest}){_twin_note(url, dest)}; unset ELMO_OFFLINE to download it")
-    make_cache_folder(dest.parent)
     lock = FileLock(str(helper_file(dest, ".lock")))
     try:
-        lock.acquire(timeout=0.2)
-    except Timeout:
-        log(f"waiting for another process that is downloading {dest.name} ...")
-        lock.acquire()
-    except OSError as e:
-        raise _unwritable(dest.parent, e) from None
+        make_cache_folder(dest.parent)
+        try:
+            lock.acquire(timeout=0.2)
+        except Timeout:
+            log(f"waiting for another process that is downloading {dest.name} ...")
+            lock.acquire()
+    except (OSError, DownloadError) as e:
+        if kept:                # (a read-only cache: its files are served, its leftovers stay)
+            return dest
+        raise e if isinstance(e, DownloadError) else _unwritable(dest.parent, e) from None
     try:
+        if old is not None:
+            old.tidy_file(dest, bool(sha256), log)
         damaged = None if sha256 else damage(dest)
         if damaged is None and _kept(dest, sha256):     # the other process finished it while we waited
             return dest
@@ -359,6 +376,16 @@ def fetch(url: str, *, dest: Optional[Path] = None, sha256: Optional[str] = None
     finally:
         lock.release()
     return dest
+
+
+def _old_names():
+    """The module that tidies what versions before the ``+`` names left (None where this file
+    is loaded alone, without its package)."""
+    try:
+        from . import old_names
+    except ImportError:
+        return None
+    return old_names
 
 
 def _kept(dest: Path, sha256: Optional[str]) -> bool:
