@@ -224,3 +224,67 @@ def test_old_locks_beside_cached_models_go_at_the_next_load_and_a_read_only_cach
     assert [n for n in beside(cached) if n.startswith("elmo")] == [cached.name, cached.name + "+.lock"]
     dest = unpacked_path(archive)
     assert beside(dest) == [dest.name, dest.name + "+.lock", dest.name + "+.sha256"]
+
+
+# ------------------------------------------------------------------ colliding URLs at the same instant
+@pytest.fixture
+def unmarked_http(monkeypatch):
+    """The paths https has (the test server's http otherwise gets a +scheme-http folder)."""
+    monkeypatch.setattr(download, "_unmarked_scheme", lambda parts: "http")
+
+
+def test_a_folder_made_at_the_path_while_it_downloads_puts_the_file_aside(unmarked_http, monkeypatch):
+    """Another process caches /m/elmo/options.json (the folder m/elmo) after this one chose
+    m/elmo for /m/elmo's file: the rename onto the folder was a raw IsADirectoryError. The
+    finished download now goes to the +tree- folder, as without the race, not downloaded again."""
+    files = {"/m/elmo": b"the file at m/elmo", "/m/elmo/options.json": b'{"inside": true}'}
+    with FileServer(files) as server:
+        url, inner = server.url("/m/elmo"), server.url("/m/elmo/options.json")
+        plain = cache_path(url)
+        real = download._download
+
+        def meanwhile(url_, dest, *args):
+            staged = real(url_, dest, *args)
+            if url_ == url:     # the other process, between the look and the rename
+                assert fetch(inner, progress=False) == plain / "options.json"
+            return staged
+        monkeypatch.setattr(download, "_download", meanwhile)
+        got = fetch(url, progress=False)
+        assert "+tree-" in str(got) and got.read_bytes() == files["/m/elmo"]
+        assert (plain / "options.json").read_bytes() == files["/m/elmo/options.json"]
+        assert fetch(url, progress=False) == got and fetch(inner, progress=False) == plain / "options.json"
+        assert len(server.gets("/m/elmo")) == 1
+    assert not [p for p in plain.parent.rglob("*staging*")]
+
+
+def test_a_file_made_where_the_folder_must_be_puts_the_file_aside(unmarked_http, monkeypatch):
+    """Another process caches /m/elmo (the file m/elmo) after this one chose
+    m/elmo/options.json: making the folder failed as 'the model cache cannot be written (File
+    exists)', which it can. The file now goes to the +tree- folder, as without the race."""
+    files = {"/m/elmo": b"the file at m/elmo", "/m/elmo/options.json": b'{"inside": true}'}
+    with FileServer(files) as server:
+        url, inner = server.url("/m/elmo"), server.url("/m/elmo/options.json")
+        plain = cache_path(url)
+        real, calls = download.make_cache_folder, []
+
+        def meanwhile(*args):
+            if not calls:
+                calls.append(1)    # the other process, between the look and the write
+                assert fetch(url, progress=False) == plain
+            return real(*args)
+        monkeypatch.setattr(download, "make_cache_folder", meanwhile)
+        got = fetch(inner, progress=False)
+        assert "+tree-" in str(got) and got.read_bytes() == files["/m/elmo/options.json"]
+        assert plain.read_bytes() == files["/m/elmo"]
+        assert fetch(inner, progress=False) == got and len(server.gets("/m/elmo/options.json")) == 1
+
+
+def test_a_folder_at_a_path_given_to_fetch_is_one_line(tmp_path):
+    """fetch(url, dest=FOLDER) ended in a raw IsADirectoryError after the whole download."""
+    with FileServer({"/m/elmo": b"data"}) as server:
+        folder = tmp_path / "here"
+        (folder / "inside").mkdir(parents=True)
+        with pytest.raises(download.DownloadError, match=r"^[^\n]*here: a folder, or a file where a "
+                                                         r"folder must be, is in the way[^\n]*$"):
+            fetch(server.url("/m/elmo"), dest=folder, progress=False)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["here", "here+.lock"]

@@ -33,7 +33,10 @@ Cache layout (``$ELMO_HOME``, default ``~/.cache/elmo``)::
 The cache's own files for a file (``+.lock``, ``+.part``, ``+.part.json``, ``+.staging``) hold
 a ``+`` that no URL's cached file name has before a dot (:func:`helper_file`). What versions
 before that left under the old names (``NAME.part`` and so on) is resumed or removed under the
-lock, with care for URLs cached under those names (:mod:`elmo.hub.old_names`).
+lock, with care for URLs cached under those names (:mod:`elmo.hub.old_names`). Two processes
+whose URLs collide (``/m/elmo`` and ``/m/elmo/options.json``) at the same instant both succeed:
+the one whose path the other took after :func:`cache_path` looked asks it again and puts its
+file aside (:class:`_InTheWay`).
 """
 from __future__ import annotations
 
@@ -305,15 +308,74 @@ def fetch(url: str, *, dest: Optional[Path] = None, sha256: Optional[str] = None
 
     Raises:
         DownloadError: offline with an empty cache, HTTP errors, a cut connection (the part is
-            kept and the next call resumes), a checksum mismatch.
+            kept and the next call resumes), a checksum mismatch, a folder at ``dest``.
     """
-    dest = Path(dest) if dest is not None else cache_path(url)
-    return _fetch_to(url, dest, sha256, verify, progress, log)
+    if dest is not None:
+        try:
+            return _fetch_to(url, Path(dest), sha256, verify, progress, log, None)
+        except _InTheWay:
+            _remove_staging(Path(dest))
+            raise DownloadError(f"{dest}: a folder, or a file where a folder must be, is in the "
+                                f"way of the download of {url}; choose another path") from None
+    ready: Optional[Path] = None
+    ready_for: Optional[Path] = None    # (the path whose staging folder holds ready)
+    try:
+        for attempt in range(3):
+            path = cache_path(url)
+            try:
+                return _fetch_to(url, path, sha256, verify, progress, log, ready)
+            except _InTheWay as e:
+                # Another process cached another URL's file or folder where this one's path
+                # goes, after cache_path looked (``/m/elmo`` and ``/m/elmo/options.json``
+                # fetched at once): the path is asked again, and now puts this file aside (its
+                # finished download, if any, is moved there rather than downloaded again).
+                if e.ready is not None:
+                    ready, ready_for = e.ready, path
+                if cache_path(url) == path or attempt == 2:
+                    raise DownloadError(f"{path}: another URL's file or folder is in the way of "
+                                        f"the cached file of {url}; run again") from None
+        raise AssertionError("unreachable")
+    finally:
+        if ready_for is not None:
+            _remove_staging(ready_for)
+
+
+def _remove_staging(dest: Path) -> None:
+    """Remove ``dest``'s staging folder if no process holds ``dest``'s lock (one that is
+    downloading ``dest`` now writes in it)."""
+    from filelock import FileLock, Timeout
+
+    lock = FileLock(str(helper_file(dest, ".lock")))
+    try:
+        lock.acquire(timeout=0)
+    except (Timeout, OSError):
+        return
+    try:
+        shutil.rmtree(_staging_folder(dest), ignore_errors=True)
+    finally:
+        lock.release()
+
+
+class _InTheWay(Exception):
+    """Another URL's file or folder took ``dest``'s path, or a folder above it, after
+    :func:`cache_path` chose it. ``ready``: the finished, checked download, if there is one."""
+
+    def __init__(self, ready: Optional[Path] = None):
+        super().__init__("in the way")
+        self.ready = ready
+
+
+def _in_the_way(dest: Path) -> bool:
+    """Whether a folder stands at ``dest`` or a file where a folder above it must be."""
+    if dest.is_dir():
+        return True
+    return any(p.exists() and not p.is_dir() for p in dest.parents)
 
 
 def _fetch_to(url: str, dest: Path, sha256: Optional[str], verify: Optional[Callable[[Path], None]],
-              progress: bool, log: Callable[[str], None]) -> Path:
-    """:func:`fetch` into ``dest``."""
+              progress: bool, log: Callable[[str], None], ready: Optional[Path]) -> Path:
+    """:func:`fetch` into ``dest``; ``ready``: a finished, checked download of ``url`` to use
+    instead of downloading (what an attempt whose path another URL took left)."""
     from filelock import FileLock, Timeout
 
     old = _old_names()
@@ -347,8 +409,12 @@ def _fetch_to(url: str, dest: Path, sha256: Optional[str], verify: Optional[Call
     except (OSError, DownloadError) as e:
         if kept:                # (a read-only cache: its files are served, its leftovers stay)
             return dest
+        if _in_the_way(dest):
+            raise _InTheWay(ready) from None
         raise e if isinstance(e, DownloadError) else _unwritable(dest.parent, e) from None
     try:
+        if _in_the_way(dest):       # (before a download that could not be kept there)
+            raise _InTheWay(ready)
         if old is not None:
             old.tidy_file(dest, bool(sha256), log)
         damaged = None if sha256 else damage(dest)
@@ -363,10 +429,22 @@ def _fetch_to(url: str, dest: Path, sha256: Optional[str], verify: Optional[Call
             log(f"{dest}: the cached file does not match the pinned sha256; downloading it again")
         staging = _staging_folder(dest)
         try:
-            staged = _download(url, dest, sha256, progress and _BARS_SHOWN.get(), log)
-            if verify is not None:
-                verify(staged)
-            os.replace(staged, dest)
+            if ready is not None and ready.is_file():
+                staged = ready
+            else:
+                staged = _download(url, dest, sha256, progress and _BARS_SHOWN.get(), log)
+                if verify is not None:
+                    verify(staged)
+            if _in_the_way(dest):
+                raise _InTheWay(staged)
+            try:
+                os.replace(staged, dest)
+            except OSError:
+                if _in_the_way(dest):   # (taken between the look and the rename)
+                    raise _InTheWay(staged) from None
+                raise
+        except _InTheWay:
+            raise                           # the finished download stays for the next path
         except Exception:
             shutil.rmtree(staging, ignore_errors=True)      # refused or failed: nothing is kept
             raise
