@@ -141,13 +141,14 @@ def test_old_names_that_are_other_urls_files_or_held_by_a_running_old_version_st
 
 
 # ------------------------------------------------------------------ the unpacked-archive cache
-def model_zip(which: str) -> bytes:
-    """A zip of the fixture model, with a file that tells it apart."""
+def model_zip(which: str, top: str = "model/") -> bytes:
+    """A zip of the fixture model in the folder ``top`` (or at its top level: ``""``), with a
+    file that tells it apart."""
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as z:
         for name in ("options.json", "weights.hdf5"):
-            z.writestr(f"model/{name}", (FIXTURE / name).read_bytes())
-        z.writestr("model/which.txt", which)
+            z.writestr(f"{top}{name}", (FIXTURE / name).read_bytes())
+        z.writestr(f"{top}which.txt", which)
     return buffer.getvalue()
 
 
@@ -288,3 +289,44 @@ def test_a_folder_at_a_path_given_to_fetch_is_one_line(tmp_path):
                                                          r"folder must be, is in the way[^\n]*$"):
             fetch(server.url("/m/elmo"), dest=folder, progress=False)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["here", "here+.lock"]
+
+
+@pytest.mark.parametrize("first", ["inner", "outer"])
+def test_an_archive_url_inside_another_archive_urls_path_is_unpacked_aside(unmarked_http, first):
+    """/m/a.zip is unpacked into the folder m/a.zip, and /m/a.zip/b.zip went into m/a.zip/b.zip,
+    inside it: unpacked first, its model (files at the archive's top) was taken for /m/a.zip's,
+    the one model folder one level down, without a download or a word. The second now goes
+    to a +tree- folder, and each URL gets its own model."""
+    from elmo.hub.resolve import fetch_archive
+    served = {"/m/a.zip": model_zip("outer", top=""), "/m/a.zip/b.zip": model_zip("inner", top="")}
+    order = ["/m/a.zip/b.zip", "/m/a.zip"] if first == "inner" else ["/m/a.zip", "/m/a.zip/b.zip"]
+    with FileServer(served) as server:
+        for _ in range(2):
+            for path in order:
+                folder = fetch_archive(server.url(path))
+                assert (folder / "which.txt").read_text() == ("inner" if "b.zip" in path else "outer")
+                assert not (folder / "b.zip").exists()
+        assert all(len(server.gets(path)) == 1 for path in served)
+        assert "+tree-" in str(fetch_archive(server.url(order[1])))
+
+
+def test_an_archive_url_unpacked_inside_the_folder_meanwhile_puts_this_one_aside(unmarked_http, monkeypatch):
+    """Another process unpacks /m/a.zip/b.zip (making the folder m/a.zip) after this one chose
+    m/a.zip for /m/a.zip: this one took b.zip's model for its own. Asked again under the lock,
+    the place is now aside."""
+    resolve = __import__("sys").modules["elmo.hub.resolve"]
+    served = {"/m/a.zip": model_zip("outer", top=""), "/m/a.zip/b.zip": model_zip("inner", top="")}
+    with FileServer(served) as server:
+        real, calls = resolve.make_cache_folder, []
+
+        def meanwhile(*args):
+            if not calls:
+                calls.append(1)     # the other process, between the look and the lock
+                assert (resolve.fetch_archive(server.url("/m/a.zip/b.zip")) / "which.txt").read_text() == "inner"
+            return real(*args)
+        monkeypatch.setattr(resolve, "make_cache_folder", meanwhile)
+        folder = resolve.fetch_archive(server.url("/m/a.zip"))
+        assert (folder / "which.txt").read_text() == "outer" and "+tree-" in str(folder)
+        inner = resolve.fetch_archive(server.url("/m/a.zip/b.zip"))
+        assert (inner / "which.txt").read_text() == "inner"
+        assert all(len(server.gets(path)) == 1 for path in served)

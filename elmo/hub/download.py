@@ -225,11 +225,8 @@ def _clear_of_other_urls(path: Path, base: Path) -> Path:
     cache cannot be written" or a raw IsADirectoryError. It now goes to a folder that no URL's
     path can name (a safe part holds no ``+``). Every other file keeps the path it had, so what
     is cached is found as before; a file once cached aside is found there first."""
-    import hashlib
-
     relative = path.relative_to(base)
-    mark = "+tree-" + hashlib.sha256("/".join(relative.parts[1:]).encode("utf-8")).hexdigest()[:16]
-    aside = base / relative.parts[0] / mark / relative.name
+    aside = tree_aside(path, base)
     if aside.is_file() or path.is_dir():
         return aside
     folder = base
@@ -240,8 +237,18 @@ def _clear_of_other_urls(path: Path, base: Path) -> Path:
     return path
 
 
+def tree_aside(path: Path, base: Path) -> Path:
+    """Where ``path`` (under ``base``) goes when another URL's file or folder is in its way:
+    ``<host>/+tree-<SHA-256 of the rest of path, 16 digits>/<file name>``."""
+    import hashlib
+
+    relative = path.relative_to(base)
+    mark = "+tree-" + hashlib.sha256("/".join(relative.parts[1:]).encode("utf-8")).hexdigest()[:16]
+    return base / relative.parts[0] / mark / relative.name
+
+
 #: The longest name a cache path's part may have: 255 bytes (most file systems) less the
-#: longest suffix put after it (``.NAME.partial.XXXXXXXX.tmp``, unpack's temporary folder).
+#: longest suffix put after it (``.NAME+.partial.XXXXXXXX.tmp``, unpack's temporary folder).
 MAX_NAME = 200
 
 

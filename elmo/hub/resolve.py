@@ -26,7 +26,7 @@ from ..io import atomic_folder
 from . import old_names, registry
 from .archive import ArchiveError, find_model_folder, is_archive, unpack
 from .download import (DownloadError, _unwritable, cache_path, elmo_home, fetch, helper_file,
-                       is_url, make_cache_folder, offline, redact_url, sha256_file)
+                       is_url, make_cache_folder, offline, redact_url, sha256_file, tree_aside)
 
 PathOrUrl = Union[str, Path]
 
@@ -117,8 +117,44 @@ def local_pair(options_file: PathOrUrl, weight_file: PathOrUrl) -> Tuple[Path, P
 
 # ------------------------------------------------------------------ archives
 def unpacked_path(url: str) -> Path:
-    """Where the archive at ``url`` is unpacked."""
-    return cache_path(url, root=elmo_home() / "models" / "unpacked")
+    """Where the archive at ``url`` is unpacked: ``models/unpacked/<host>/<url path>``, or, where
+    another URL's unpacked folder is in the way, ``<host>/+tree-<hash>/<file name>`` (as the
+    file cache does, :func:`~.download.tree_aside`).
+
+    ``https://h/m/a.zip`` is unpacked into the folder ``m/a.zip``, and ``https://h/m/a.zip/b.zip``
+    went into ``m/a.zip/b.zip``, inside the other's model folder: unpacked first, its model was
+    taken for ``/m/a.zip``'s (the one model folder one level down), without a word; second, it
+    was deleted whenever ``/m/a.zip`` was unpacked again. A folder that is an unpacked URL's has
+    its lock beside it (``DEST+.lock``, or ``DEST.lock`` of older versions); one that holds
+    another URL's entries has that URL's lock inside. Every other folder keeps its path; one
+    once unpacked aside is found there first."""
+    base = elmo_home() / "models" / "unpacked"
+    path = cache_path(url, root=base)
+    aside = tree_aside(path, base)
+    if aside.is_dir() or helper_file(aside, ".lock").exists():
+        return aside
+    folder = base / path.relative_to(base).parts[0]
+    for part in path.relative_to(folder).parts[:-1]:
+        folder = folder / part
+        if not folder.exists():
+            return path
+        if not folder.is_dir() or _an_unpacked_url(folder):
+            return aside
+    return aside if path.exists() and (not path.is_dir() or _holds_other_urls(path)) else path
+
+
+def _an_unpacked_url(folder: Path) -> bool:
+    """Whether ``folder`` is an archive URL's unpacked folder: its lock lies beside it."""
+    return helper_file(folder, ".lock").exists() or old_names.old_file(folder, ".lock").exists()
+
+
+def _holds_other_urls(folder: Path) -> bool:
+    """Whether ``folder`` holds other URLs' unpacked folders: their locks (``NAME+.lock``) are
+    in it. (A model's files named so would put the URL aside: harmless, it is still found.)"""
+    try:
+        return any(p.name.endswith("+.lock") for p in folder.iterdir())
+    except OSError:
+        return False
 
 
 def fetch_archive(url: str, sha256: Optional[str] = None) -> Path:
@@ -127,9 +163,20 @@ def fetch_archive(url: str, sha256: Optional[str] = None) -> Path:
     The archive is deleted once unpacked (the folder is what is used). The model in it (native,
     original layout or ELMoForManyLangs) is loaded before it is kept.
     """
+    for _ in range(3):
+        folder = _fetch_archive_at(url, unpacked_path(url), sha256)
+        if folder is not None:
+            return folder
+    raise DownloadError(f"{url}: another URL's unpacked folder keeps taking this archive's "
+                        "place in the cache; run again")
+
+
+def _fetch_archive_at(url: str, dest: Path, sha256: Optional[str]) -> Optional[Path]:
+    """:func:`fetch_archive` into ``dest``; None where, once its lock is held, ``dest`` is no
+    longer the URL's place (another process unpacked a colliding URL meanwhile: asked again,
+    :func:`unpacked_path` puts it aside)."""
     from filelock import FileLock
 
-    dest = unpacked_path(url)
     unpacked = _unpacked(dest, sha256)
     if unpacked and not old_names.left_beside(dest):     # (else tidied under the lock first)
         return find_model_folder(dest)
@@ -154,6 +201,11 @@ def fetch_archive(url: str, sha256: Optional[str] = None) -> Path:
             return find_model_folder(dest)
         raise e if isinstance(e, DownloadError) else _unwritable(dest.parent, e) from None
     try:
+        if unpacked_path(url) != dest:
+            if not (_archive_digest_file(dest).exists() or old_names.old_digest(dest).exists()):
+                # (never unpacked here: its lock is no mark that DEST is this URL's folder)
+                helper_file(dest, ".lock").unlink(missing_ok=True)
+            return None
         old_names.tidy_folder(dest, _archive_digest_file(dest))   # (what versions before left)
         if _unpacked(dest, sha256):     # another process unpacked it while we waited
             return find_model_folder(dest)
