@@ -330,3 +330,23 @@ def test_an_archive_url_unpacked_inside_the_folder_meanwhile_puts_this_one_aside
         inner = resolve.fetch_archive(server.url("/m/a.zip/b.zip"))
         assert (inner / "which.txt").read_text() == "inner"
         assert all(len(server.gets(path)) == 1 for path in served)
+
+
+# ------------------------------------------------------------------ resumes
+def test_a_pinned_resume_from_a_part_of_an_earlier_version_starts_over_in_the_same_call(capsys):
+    """From a server that names no version of its files, a pinned download resumes its part
+    (the pin checks the result). A part of an earlier version of the file (the file changed,
+    and so did its pin) made a mix that failed the pin: the call failed, though the server's
+    file matched it, and the next call downloaded it whole. The call now starts over itself."""
+    old, new = bytes(range(256)) * 2000, bytes(reversed(range(256))) * 2000    # same length
+    with FileServer({"/m/file.bin": old}, cut={"/m/file.bin": 1}, validators=False) as server:
+        url = server.url("/m/file.bin")
+        with pytest.raises(download.DownloadError, match="resumes"):
+            fetch(url, sha256=hashlib.sha256(old).hexdigest(), progress=False)
+        server.files["/m/file.bin"] = new
+        capsys.readouterr()
+        assert fetch(url, sha256=hashlib.sha256(new).hexdigest(), progress=False).read_bytes() == new
+        assert [r is None for r in server.gets("/m/file.bin")] == [True, False, True]
+    assert "does not match the pinned sha256; downloading the whole file again" in capsys.readouterr().err
+    dest = cache_path(url)
+    assert beside(dest) == [dest.name, dest.name + "+.lock"]

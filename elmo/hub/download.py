@@ -572,7 +572,20 @@ def _download(url: str, dest: Path, sha256: Optional[str], progress: bool, log) 
     level = quiet.level
     quiet.setLevel(logging.WARNING)         # our own line above says what is fetched
     try:
-        fetcher.fetch(staged.name, downloader=_ResumingDownloader(dest, progress, pinned=bool(sha256)))
+        downloader = _ResumingDownloader(dest, progress, pinned=bool(sha256))
+        try:
+            fetcher.fetch(staged.name, downloader=downloader)
+        except ValueError:
+            if not downloader.resumed:
+                raise
+            # A pinned part resumed from a server that names no version of its file may be
+            # another version's start (the file changed, and its pin with it): the mix failed the
+            # pin, where the whole file matches it. pooch deleted it; the file starts over once.
+            log(f"{redact_url(url)}: the download resumed from bytes kept earlier does not match "
+                "the pinned sha256; downloading the whole file again")
+            downloader = _ResumingDownloader(dest, progress, pinned=bool(sha256))
+            downloader.part.unlink(missing_ok=True)
+            fetcher.fetch(staged.name, downloader=downloader)
     except _PermanentHTTPError as e:
         raise DownloadError(f"{url}: HTTP {e.response.status_code} {e.response.reason}") from None
     except requests.exceptions.HTTPError as e:
@@ -666,6 +679,9 @@ class _ResumingDownloader:
         self.meta = helper_file(dest, ".part.json")   # the validator for If-Range
         self.progress = progress
         self.pinned = pinned
+        #: Whether the last answer continued the part (206): a checksum mismatch may then be
+        #: the part's, not the server's file's.
+        self.resumed = False
 
     def resumable(self) -> bool:
         """Whether the part may be completed with the rest of the file the server has now: it
@@ -708,6 +724,7 @@ class _ResumingDownloader:
                         + ("an unstated range" if start is None else f"bytes from {start:,}")
                         + "; the part is dropped and the next attempt starts over")
                 if response.status_code in (200, 206):
+                    self.resumed = response.status_code == 206
                     self._save_validator(response)
                 elif response.status_code == 416:
                     out.seek(0)   # the part is useless (longer than the file): drop it
