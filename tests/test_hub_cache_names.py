@@ -140,6 +140,26 @@ def test_old_names_that_are_other_urls_files_or_held_by_a_running_old_version_st
         assert beside(c) == [c.name, c.name + "+.lock"]
 
 
+def test_old_files_that_cannot_be_moved_or_removed_do_not_fail_the_download(monkeypatch):
+    """Tidying is best effort: an old file the process may not move or delete (another user's,
+    in a shared cache) stays, and the download goes on, where it failed with a raw OSError."""
+    import errno
+    weights = (FIXTURE / "weights.hdf5").read_bytes()
+    with FileServer({WEIGHTS: weights}) as server:
+        url = server.url(WEIGHTS)
+        dest = cache_path(url)
+        old_download(dest, weights[:100], etag(weights))
+        real = Path.replace
+
+        def refused(self, target):
+            if self.name.endswith((".part", ".part.json")):
+                raise PermissionError(errno.EACCES, "Permission denied", str(self))
+            return real(self, target)
+        monkeypatch.setattr(Path, "replace", refused)
+        assert fetch(url, progress=False).read_bytes() == weights
+        assert server.gets(WEIGHTS) == [None]
+
+
 # ------------------------------------------------------------------ the unpacked-archive cache
 def model_zip(which: str, top: str = "model/") -> bytes:
     """A zip of the fixture model in the folder ``top`` (or at its top level: ``""``), with a

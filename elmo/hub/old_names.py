@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Callable, Iterator, List
 
@@ -86,7 +86,8 @@ def _holding_old_lock(dest: Path) -> Iterator[bool]:
         return
     try:
         yield True
-        path.unlink(missing_ok=True)
+        with suppress(OSError):     # (a system that cannot delete an open file keeps it)
+            path.unlink(missing_ok=True)
     finally:
         lock.release()
 
@@ -107,6 +108,11 @@ def tidy_file(dest: Path, pinned: bool, log: Callable[[str], None]) -> None:
     with) where no new part exists, ``dest`` is not cached yet, and the part can be resumed:
     its version is recorded, or ``pinned`` (the SHA-256 checks the result); the server's
     ``If-Range`` answer then confirms it is still that file. Otherwise it is removed."""
+    with suppress(OSError):     # (best effort: what cannot be tidied stays, as it was)
+        _tidy_file(dest, pinned, log)
+
+
+def _tidy_file(dest: Path, pinned: bool, log: Callable[[str], None]) -> None:
     part, meta, staging = old_file(dest, ".part"), old_file(dest, ".part.json"), _old_staging(dest)
     with _holding_old_lock(dest) as held:
         if not held:
@@ -176,6 +182,11 @@ def tidy_folder(dest: Path, digest: Path) -> None:
     """Adopt or remove the old helper files of the unpacked folder ``dest`` (its new lock held):
     ``DEST.sha256`` becomes ``digest`` where that is missing; the old lock and what a killed
     run of the old code left (``DEST.partial``, ``DEST.unpacking`` and their temporaries) go."""
+    with suppress(OSError):     # (best effort: what cannot be tidied stays, as it was)
+        _tidy_folder(dest, digest)
+
+
+def _tidy_folder(dest: Path, digest: Path) -> None:
     with _holding_old_lock(dest) as held:
         if not held:
             return

@@ -17,6 +17,7 @@ import json
 import os
 import shutil
 import tempfile
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional, Tuple, Union, cast
@@ -204,7 +205,8 @@ def _fetch_archive_at(url: str, dest: Path, sha256: Optional[str]) -> Optional[P
         if unpacked_path(url) != dest:
             if not (_archive_digest_file(dest).exists() or old_names.old_digest(dest).exists()):
                 # (never unpacked here: its lock is no mark that DEST is this URL's folder)
-                helper_file(dest, ".lock").unlink(missing_ok=True)
+                with suppress(OSError):
+                    helper_file(dest, ".lock").unlink(missing_ok=True)
             return None
         old_names.tidy_folder(dest, _archive_digest_file(dest))   # (what versions before left)
         if _unpacked(dest, sha256):     # another process unpacked it while we waited
