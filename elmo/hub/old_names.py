@@ -26,11 +26,6 @@ from typing import Callable, Iterator, List
 
 from .download import helper_file
 
-#: The suffixes of the old helper files of a cached file, and of an unpacked folder.
-FILE_SUFFIXES = (".lock", ".part", ".part.json")
-FOLDER_SUFFIXES = (".lock", ".sha256", ".partial", ".unpacking")
-
-
 def old_file(dest: Path, suffix: str) -> Path:
     """``NAME.SUFFIX``, the old name of ``dest``'s helper file ``suffix``."""
     return dest.with_name(dest.name + suffix)
@@ -71,17 +66,15 @@ def _holding_old_lock(dest: Path) -> Iterator[bool]:
     from filelock import FileLock, Timeout
 
     path = old_file(dest, ".lock")
-    try:
-        if not _own(path) or path.stat().st_size:
-            yield False
-            return
-    except OSError:
-        yield False
-        return
     lock = FileLock(str(path))
     try:
-        lock.acquire(timeout=0)
+        # (an old lock is empty: truncating it, as taking it does, loses nothing)
+        held = _own(path) and path.stat().st_size == 0
+        if held:
+            lock.acquire(timeout=0)
     except (Timeout, OSError):
+        held = False
+    if not held:
         yield False
         return
     try:
