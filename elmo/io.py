@@ -216,9 +216,10 @@ def _naming(path: Path) -> Iterator[None]:
 
 
 @contextmanager
-def atomic_folder(folder: Path) -> Iterator[Path]:
+def atomic_folder(folder: Path, staging: Optional[Path] = None) -> Iterator[Path]:
     """Write a folder whole or not at all: the block writes its files into the yielded
-    ``FOLDER.partial``, which then replaces ``folder``. A kill while writing leaves the earlier
+    ``FOLDER.partial`` (or ``staging``, a path beside the folder that the caller names, where
+    ``FOLDER.partial`` may be another's: the model cache's), which then replaces ``folder``. A kill while writing leaves the earlier
     ``folder`` as it was (files of two versions side by side would load as one model); the next
     writer deletes the partial folder. On Linux the two folders swap in one step, so a reader
     finds the old folder or the new one, never none or a half-deleted one; elsewhere the old
@@ -229,7 +230,7 @@ def atomic_folder(folder: Path) -> Iterator[Path]:
         # (the link could be neither swapped nor deleted with rmtree: the write ended in a bare
         # "Cannot call rmtree on a symbolic link", the new files left in LINK.partial)
         folder = folder.resolve()
-    tmp = folder.with_name(folder.name + ".partial")
+    tmp = staging if staging is not None else folder.with_name(folder.name + ".partial")
     shutil.rmtree(tmp, ignore_errors=True)   # what a killed writer left
     try:
         tmp.mkdir(parents=True)

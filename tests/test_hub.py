@@ -671,14 +671,18 @@ def test_what_a_killed_unpack_left_is_removed_by_the_next_one(cache):
     with FileServer({"/models/fixture.tar.gz": _tar(files, "w:gz")}) as server:
         url = server.url("/models/fixture.tar.gz")
         dest = unpacked_path(url)
-        stale = dest.parent / f".{dest.name}.unpacking.k1ll3d.tmp"
-        (stale / "model").mkdir(parents=True)
-        (stale / "model" / "options.json").write_bytes(files["model/options.json"])
+        # (this version's temporary folder, and one of a version before the "+" names, which
+        # also left its lock DEST.lock)
+        for stale in (dest.parent / f".{dest.name}+.partial.k1ll3d00.tmp",
+                      dest.parent / f".{dest.name}.unpacking.k1ll3d00.tmp"):
+            (stale / "model").mkdir(parents=True)
+            (stale / "model" / "options.json").write_bytes(files["model/options.json"])
+        dest.with_name(dest.name + ".lock").touch()
         with pytest.raises(WeightFileError):     # not a model yet: nothing mistaken for one
             elmo.load_pretrained(dest)
         elmo.from_pretrained(url)
-    assert sorted(p.name for p in dest.parent.iterdir()) == [dest.name, dest.name + ".lock",
-                                                              dest.name + ".sha256"]
+    assert sorted(p.name for p in dest.parent.iterdir()) == [dest.name, dest.name + "+.lock",
+                                                              dest.name + "+.sha256"]
 
 
 def test_a_pinned_archive_is_not_taken_from_a_folder_unpacked_without_that_pin(cache):
@@ -733,7 +737,7 @@ def test_an_unpacked_folder_stays_while_its_replacement_is_fetched_and_after_a_f
     assert seen == [["options.json", "weights.hdf5"]]
     assert digest.read_text().strip() == hashlib.sha256(archive).hexdigest()
     assert sorted(p.name for p in folder.parent.parent.iterdir()) == sorted(
-        [folder.parent.name, folder.parent.name + ".lock", digest.name])
+        [folder.parent.name, folder.parent.name + "+.lock", digest.name])
 
 
 # ------------------------------------------------------------------------- the cache on disk

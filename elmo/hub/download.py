@@ -31,7 +31,12 @@ Cache layout (``$ELMO_HOME``, default ``~/.cache/elmo``)::
                                                    folder is in the way of
 
 The cache's own files for a file (``+.lock``, ``+.part``, ``+.part.json``, ``+.staging``) hold
-a ``+`` that no URL's cached file name has before a dot (:func:`helper_file`).
+a ``+`` that no URL's cached file name has before a dot (:func:`helper_file`). What versions
+before that left under the old names (``NAME.part`` and so on) is resumed or removed under the
+lock, with care for URLs cached under those names (:mod:`elmo.hub.old_names`). Two processes
+whose URLs collide (``/m/elmo`` and ``/m/elmo/options.json``) at the same instant both succeed:
+the one whose path the other took after :func:`cache_path` looked asks it again and puts its
+file aside (:class:`_InTheWay`).
 """
 from __future__ import annotations
 
@@ -223,11 +228,8 @@ def _clear_of_other_urls(path: Path, base: Path) -> Path:
     cache cannot be written" or a raw IsADirectoryError. It now goes to a folder that no URL's
     path can name (a safe part holds no ``+``). Every other file keeps the path it had, so what
     is cached is found as before; a file once cached aside is found there first."""
-    import hashlib
-
     relative = path.relative_to(base)
-    mark = "+tree-" + hashlib.sha256("/".join(relative.parts[1:]).encode("utf-8")).hexdigest()[:16]
-    aside = base / relative.parts[0] / mark / relative.name
+    aside = tree_aside(path, base)
     if aside.is_file() or path.is_dir():
         return aside
     folder = base
@@ -238,8 +240,18 @@ def _clear_of_other_urls(path: Path, base: Path) -> Path:
     return path
 
 
+def tree_aside(path: Path, base: Path) -> Path:
+    """Where ``path`` (under ``base``) goes when another URL's file or folder is in its way:
+    ``<host>/+tree-<SHA-256 of the rest of path, 16 digits>/<file name>``."""
+    import hashlib
+
+    relative = path.relative_to(base)
+    mark = "+tree-" + hashlib.sha256("/".join(relative.parts[1:]).encode("utf-8")).hexdigest()[:16]
+    return base / relative.parts[0] / mark / relative.name
+
+
 #: The longest name a cache path's part may have: 255 bytes (most file systems) less the
-#: longest suffix put after it (``.NAME.partial.XXXXXXXX.tmp``, unpack's temporary folder).
+#: longest suffix put after it (``.NAME+.partial.XXXXXXXX.tmp``, unpack's temporary folder).
 MAX_NAME = 200
 
 
@@ -306,19 +318,88 @@ def fetch(url: str, *, dest: Optional[Path] = None, sha256: Optional[str] = None
 
     Raises:
         DownloadError: offline with an empty cache, HTTP errors, a cut connection (the part is
-            kept and the next call resumes), a checksum mismatch.
+            kept and the next call resumes), a checksum mismatch, a folder at ``dest``.
     """
+    if dest is not None:
+        try:
+            return _fetch_to(url, Path(dest), sha256, verify, progress, log, None)
+        except _InTheWay:
+            _remove_staging(Path(dest))
+            raise DownloadError(f"{dest}: a folder, or a file where a folder must be, is in the "
+                                f"way of the download of {url}; choose another path") from None
+    ready: Optional[Path] = None
+    ready_for: Optional[Path] = None    # (the path whose staging folder holds ready)
+    try:
+        for attempt in range(3):
+            path = cache_path(url)
+            try:
+                return _fetch_to(url, path, sha256, verify, progress, log, ready)
+            except _InTheWay as e:
+                # Another process cached another URL's file or folder where this one's path
+                # goes, after cache_path looked (``/m/elmo`` and ``/m/elmo/options.json``
+                # fetched at once): the path is asked again, and now puts this file aside (its
+                # finished download, if any, is moved there rather than downloaded again).
+                if e.ready is not None:
+                    ready, ready_for = e.ready, path
+                if cache_path(url) == path or attempt == 2:
+                    raise DownloadError(f"{path}: another URL's file or folder is in the way of "
+                                        f"the cached file of {url}; run again") from None
+        raise AssertionError("unreachable")
+    finally:
+        if ready_for is not None:
+            _remove_staging(ready_for)
+
+
+def _remove_staging(dest: Path) -> None:
+    """Remove ``dest``'s staging folder if no process holds ``dest``'s lock (one that is
+    downloading ``dest`` now writes in it)."""
     from filelock import FileLock, Timeout
 
-    dest = Path(dest) if dest is not None else cache_path(url)
+    lock = FileLock(str(helper_file(dest, ".lock")))
+    try:
+        lock.acquire(timeout=0)
+    except (Timeout, OSError):
+        return
+    try:
+        shutil.rmtree(_staging_folder(dest), ignore_errors=True)
+    finally:
+        lock.release()
+
+
+class _InTheWay(Exception):
+    """Another URL's file or folder took ``dest``'s path, or a folder above it, after
+    :func:`cache_path` chose it. ``ready``: the finished, checked download, if there is one."""
+
+    def __init__(self, ready: Optional[Path] = None):
+        super().__init__("in the way")
+        self.ready = ready
+
+
+def _in_the_way(dest: Path) -> bool:
+    """Whether a folder stands at ``dest`` or a file where a folder above it must be."""
+    if dest.is_dir():
+        return True
+    return any(p.exists() and not p.is_dir() for p in dest.parents)
+
+
+def _fetch_to(url: str, dest: Path, sha256: Optional[str], verify: Optional[Callable[[Path], None]],
+              progress: bool, log: Callable[[str], None], ready: Optional[Path]) -> Path:
+    """:func:`fetch` into ``dest``; ``ready``: a finished, checked download of ``url`` to use
+    instead of downloading (what an attempt whose path another URL took left)."""
+    from filelock import FileLock, Timeout
+
+    old = _old_names()
     # An unpinned cached file that a cheap look shows damaged (truncated, empty) failed at every
     # load with an error naming the cache path, while `elmo models list` said it was cached: it
     # is downloaded again, as a pinned file that fails its checksum is (said in a line; the old
     # file stays until the checked download replaces it), and offline the error says to delete it.
     damaged = None if sha256 else damage(dest)
-    if damaged is None and _kept(dest, sha256):
+    kept = damaged is None and _kept(dest, sha256)
+    # (what a version before the "+" names left beside it is tidied under the lock)
+    leftovers = old is not None and old.left_beside(dest)
+    if kept and not leftovers:
         return dest
-    if offline():
+    if offline() and not kept:
         if damaged:
             raise DownloadError(f"ELMO_OFFLINE is set and the cached download of {url} is damaged "
                                 f"({damaged}): delete it (rm {shlex.quote(str(dest))}) and run "
@@ -327,16 +408,25 @@ def fetch(url: str, *, dest: Optional[Path] = None, sha256: Optional[str] = None
                 else "is not in the cache")
         raise DownloadError(f"ELMO_OFFLINE is set and {url} {what} "
                             f"(expected {dest}){_twin_note(url, dest)}; unset ELMO_OFFLINE to download it")
-    make_cache_folder(dest.parent)
     lock = FileLock(str(helper_file(dest, ".lock")))
     try:
-        lock.acquire(timeout=0.2)
-    except Timeout:
-        log(f"waiting for another process that is downloading {dest.name} ...")
-        lock.acquire()
-    except OSError as e:
-        raise _unwritable(dest.parent, e) from None
+        make_cache_folder(dest.parent)
+        try:
+            lock.acquire(timeout=0.2)
+        except Timeout:
+            log(f"waiting for another process that is downloading {dest.name} ...")
+            lock.acquire()
+    except (OSError, DownloadError) as e:
+        if kept:                # (a read-only cache: its files are served, its leftovers stay)
+            return dest
+        if _in_the_way(dest):
+            raise _InTheWay(ready) from None
+        raise e if isinstance(e, DownloadError) else _unwritable(dest.parent, e) from None
     try:
+        if _in_the_way(dest):       # (before a download that could not be kept there)
+            raise _InTheWay(ready)
+        if old is not None:
+            old.tidy_file(dest, bool(sha256), log)
         damaged = None if sha256 else damage(dest)
         if damaged is None and _kept(dest, sha256):     # the other process finished it while we waited
             return dest
@@ -349,10 +439,22 @@ def fetch(url: str, *, dest: Optional[Path] = None, sha256: Optional[str] = None
             log(f"{dest}: the cached file does not match the pinned sha256; downloading it again")
         staging = _staging_folder(dest)
         try:
-            staged = _download(url, dest, sha256, progress and _BARS_SHOWN.get(), log)
-            if verify is not None:
-                verify(staged)
-            os.replace(staged, dest)
+            if ready is not None and ready.is_file():
+                staged = ready
+            else:
+                staged = _download(url, dest, sha256, progress and _BARS_SHOWN.get(), log)
+                if verify is not None:
+                    verify(staged)
+            if _in_the_way(dest):
+                raise _InTheWay(staged)
+            try:
+                os.replace(staged, dest)
+            except OSError:
+                if _in_the_way(dest):   # (taken between the look and the rename)
+                    raise _InTheWay(staged) from None
+                raise
+        except _InTheWay:
+            raise                           # the finished download stays for the next path
         except Exception:
             shutil.rmtree(staging, ignore_errors=True)      # refused or failed: nothing is kept
             raise
@@ -362,6 +464,16 @@ def fetch(url: str, *, dest: Optional[Path] = None, sha256: Optional[str] = None
     finally:
         lock.release()
     return dest
+
+
+def _old_names():
+    """The module that tidies what versions before the ``+`` names left (None where this file
+    is loaded alone, without its package)."""
+    try:
+        from . import old_names
+    except ImportError:
+        return None
+    return old_names
 
 
 def _kept(dest: Path, sha256: Optional[str]) -> bool:
@@ -463,7 +575,20 @@ def _download(url: str, dest: Path, sha256: Optional[str], progress: bool, log) 
     level = quiet.level
     quiet.setLevel(logging.WARNING)         # our own line above says what is fetched
     try:
-        fetcher.fetch(staged.name, downloader=_ResumingDownloader(dest, progress, pinned=bool(sha256)))
+        downloader = _ResumingDownloader(dest, progress, pinned=bool(sha256))
+        try:
+            fetcher.fetch(staged.name, downloader=downloader)
+        except ValueError:
+            if not downloader.resumed:
+                raise
+            # A pinned part resumed from a server that names no version of its file may be
+            # another version's start (the file changed, and its pin with it): the mix failed the
+            # pin, where the whole file matches it. pooch deleted it; the file starts over once.
+            log(f"{redact_url(url)}: the download resumed from bytes kept earlier does not match "
+                "the pinned sha256; downloading the whole file again")
+            downloader = _ResumingDownloader(dest, progress, pinned=bool(sha256))
+            downloader.part.unlink(missing_ok=True)
+            fetcher.fetch(staged.name, downloader=downloader)
     except _PermanentHTTPError as e:
         raise DownloadError(f"{url}: HTTP {e.response.status_code} {e.response.reason}") from None
     except requests.exceptions.HTTPError as e:
@@ -557,6 +682,9 @@ class _ResumingDownloader:
         self.meta = helper_file(dest, ".part.json")   # the validator for If-Range
         self.progress = progress
         self.pinned = pinned
+        #: Whether the last answer continued the part (206): a checksum mismatch may then be
+        #: the part's, not the server's file's.
+        self.resumed = False
 
     def resumable(self) -> bool:
         """Whether the part may be completed with the rest of the file the server has now: it
@@ -599,6 +727,7 @@ class _ResumingDownloader:
                         + ("an unstated range" if start is None else f"bytes from {start:,}")
                         + "; the part is dropped and the next attempt starts over")
                 if response.status_code in (200, 206):
+                    self.resumed = response.status_code == 206
                     self._save_validator(response)
                 elif response.status_code == 416:
                     out.seek(0)   # the part is useless (longer than the file): drop it

@@ -12,22 +12,22 @@ Local paths are returned as they are.
 """
 from __future__ import annotations
 
-import glob
 import hashlib
 import json
 import os
 import shutil
 import tempfile
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional, Tuple, Union, cast
 from urllib.parse import urlsplit, urlunsplit
 
 from ..io import atomic_folder
-from . import registry
+from . import old_names, registry
 from .archive import ArchiveError, find_model_folder, is_archive, unpack
-from .download import (DownloadError, _unwritable, cache_path, elmo_home, fetch, is_url,
-                       make_cache_folder, offline, redact_url, sha256_file)
+from .download import (DownloadError, _unwritable, cache_path, elmo_home, fetch, helper_file,
+                       is_url, make_cache_folder, offline, redact_url, sha256_file, tree_aside)
 
 PathOrUrl = Union[str, Path]
 
@@ -118,8 +118,44 @@ def local_pair(options_file: PathOrUrl, weight_file: PathOrUrl) -> Tuple[Path, P
 
 # ------------------------------------------------------------------ archives
 def unpacked_path(url: str) -> Path:
-    """Where the archive at ``url`` is unpacked."""
-    return cache_path(url, root=elmo_home() / "models" / "unpacked")
+    """Where the archive at ``url`` is unpacked: ``models/unpacked/<host>/<url path>``, or, where
+    another URL's unpacked folder is in the way, ``<host>/+tree-<hash>/<file name>`` (as the
+    file cache does, :func:`~.download.tree_aside`).
+
+    ``https://h/m/a.zip`` is unpacked into the folder ``m/a.zip``, and ``https://h/m/a.zip/b.zip``
+    went into ``m/a.zip/b.zip``, inside the other's model folder: unpacked first, its model was
+    taken for ``/m/a.zip``'s (the one model folder one level down), without a word; second, it
+    was deleted whenever ``/m/a.zip`` was unpacked again. A folder that is an unpacked URL's has
+    its lock beside it (``DEST+.lock``, or ``DEST.lock`` of older versions); one that holds
+    another URL's entries has that URL's lock inside. Every other folder keeps its path; one
+    once unpacked aside is found there first."""
+    base = elmo_home() / "models" / "unpacked"
+    path = cache_path(url, root=base)
+    aside = tree_aside(path, base)
+    if aside.is_dir() or helper_file(aside, ".lock").exists():
+        return aside
+    folder = base / path.relative_to(base).parts[0]
+    for part in path.relative_to(folder).parts[:-1]:
+        folder = folder / part
+        if not folder.exists():
+            return path
+        if not folder.is_dir() or _an_unpacked_url(folder):
+            return aside
+    return aside if path.exists() and (not path.is_dir() or _holds_other_urls(path)) else path
+
+
+def _an_unpacked_url(folder: Path) -> bool:
+    """Whether ``folder`` is an archive URL's unpacked folder: its lock lies beside it."""
+    return helper_file(folder, ".lock").exists() or old_names.old_file(folder, ".lock").exists()
+
+
+def _holds_other_urls(folder: Path) -> bool:
+    """Whether ``folder`` holds other URLs' unpacked folders: their locks (``NAME+.lock``) are
+    in it. (A model's files named so would put the URL aside: harmless, it is still found.)"""
+    try:
+        return any(p.name.endswith("+.lock") for p in folder.iterdir())
+    except OSError:
+        return False
 
 
 def fetch_archive(url: str, sha256: Optional[str] = None) -> Path:
@@ -128,12 +164,24 @@ def fetch_archive(url: str, sha256: Optional[str] = None) -> Path:
     The archive is deleted once unpacked (the folder is what is used). The model in it (native,
     original layout or ELMoForManyLangs) is loaded before it is kept.
     """
+    for _ in range(3):
+        folder = _fetch_archive_at(url, unpacked_path(url), sha256)
+        if folder is not None:
+            return folder
+    raise DownloadError(f"{url}: another URL's unpacked folder keeps taking this archive's "
+                        "place in the cache; run again")
+
+
+def _fetch_archive_at(url: str, dest: Path, sha256: Optional[str]) -> Optional[Path]:
+    """:func:`fetch_archive` into ``dest``; None where, once its lock is held, ``dest`` is no
+    longer the URL's place (another process unpacked a colliding URL meanwhile: asked again,
+    :func:`unpacked_path` puts it aside)."""
     from filelock import FileLock
 
-    dest = unpacked_path(url)
-    if _unpacked(dest, sha256):
+    unpacked = _unpacked(dest, sha256)
+    if unpacked and not old_names.left_beside(dest):     # (else tidied under the lock first)
         return find_model_folder(dest)
-    if offline():
+    if offline() and not unpacked:
         if not dest.is_dir():
             what = "is not in the cache"
         elif _model_folder(dest) is None:
@@ -142,13 +190,25 @@ def fetch_archive(url: str, sha256: Optional[str] = None) -> Path:
             what = "was unpacked from an archive that does not match the pinned sha256"
         raise DownloadError(f"ELMO_OFFLINE is set and {url} {what} "
                             f"(expected {dest}); unset ELMO_OFFLINE to download it")
-    make_cache_folder(dest.parent)
-    lock = FileLock(str(dest) + ".lock")
+    # The cache's own names beside DEST hold a "+" before the dot (helper_file), as in the file
+    # cache: DEST.lock, DEST.sha256 and DEST.partial are also the folders of archive URLs ending
+    # so, and DEST.partial's unpack temporaries matched a pattern of another URL's live ones.
+    lock = FileLock(str(helper_file(dest, ".lock")))
     try:
+        make_cache_folder(dest.parent)
         lock.acquire()
-    except OSError as e:
-        raise _unwritable(dest.parent, e) from None
+    except (OSError, DownloadError) as e:
+        if unpacked:            # (a read-only cache: its folders are served, old files stay)
+            return find_model_folder(dest)
+        raise e if isinstance(e, DownloadError) else _unwritable(dest.parent, e) from None
     try:
+        if unpacked_path(url) != dest:
+            if not (_archive_digest_file(dest).exists() or old_names.old_digest(dest).exists()):
+                # (never unpacked here: its lock is no mark that DEST is this URL's folder)
+                with suppress(OSError):
+                    helper_file(dest, ".lock").unlink(missing_ok=True)
+            return None
+        old_names.tidy_folder(dest, _archive_digest_file(dest))   # (what versions before left)
         if _unpacked(dest, sha256):     # another process unpacked it while we waited
             return find_model_folder(dest)
         # A folder unpacked without this pin, or from an archive that does not match it, stays
@@ -159,14 +219,11 @@ def fetch_archive(url: str, sha256: Optional[str] = None) -> Path:
         archive = fetch(url, sha256=sha256, verify=_naming_the_url(url, _check_archive))
         try:
             digest = sha256_file(archive)
-            # What a killed run left: OUT.partial (atomic_folder deletes it) and, half unpacked,
-            # unpack's temporary folders (also those of the earlier ".unpacking" name): under
-            # the lock no other process is writing them, and nothing else would remove them.
-            shutil.rmtree(dest.with_name(dest.name + ".unpacking"), ignore_errors=True)
-            for suffix in (".partial", ".unpacking"):
-                for stale in dest.parent.glob(f".{glob.escape(dest.name + suffix)}.*.tmp"):
-                    shutil.rmtree(stale, ignore_errors=True)
-            with atomic_folder(dest) as staging:
+            # What a killed run left: DEST+.partial (atomic_folder deletes it) and, half
+            # unpacked, unpack's temporary folders: under the lock no other process is writing
+            # them, and nothing else would remove them.
+            old_names.remove_unpack_temporaries(dest, "+.partial")
+            with atomic_folder(dest, staging=helper_file(dest, ".partial")) as staging:
                 staging.rmdir()   # (unpack writes a folder of its own and gives it this name)
                 unpack(archive, staging)
                 _naming_the_url(url, lambda p: _check_folder(find_model_folder(p), url))(staging)
@@ -188,7 +245,7 @@ def fetch_archive(url: str, sha256: Optional[str] = None) -> Path:
 
 def _archive_digest_file(dest: Path) -> Path:
     """Beside an unpacked folder: the SHA-256 of the archive it came from."""
-    return dest.with_name(dest.name + ".sha256")
+    return helper_file(dest, ".sha256")
 
 
 def _unpacked(dest: Path, sha256: Optional[str]) -> bool:
@@ -202,8 +259,11 @@ def _unpacked(dest: Path, sha256: Optional[str]) -> bool:
         return False
     if not sha256:
         return True
+    digest = _archive_digest_file(dest)
+    if not digest.exists() and old_names.is_old_digest(old_names.old_digest(dest)):
+        digest = old_names.old_digest(dest)     # (unpacked by a version before the "+" names)
     try:
-        return _archive_digest_file(dest).read_text().strip() == sha256.lower()
+        return digest.read_text().strip() == sha256.lower()
     except OSError:
         return False
 
