@@ -266,8 +266,7 @@ def _embed_file_locked(input_path: Path, output_path: Path, model, selection: La
 def _embed_and_merge(embedder: Embedder, index, selection: LayerSelection, input_path: Path,
                      output_path: Path, cfg: EmbedConfig, *, rank: int, world_size: int,
                      command_line: Optional[str], marks_before: Optional[Dict[int, Any]] = None) -> Optional[Path]:
-    """Steps 2-6 of the module doc, once the input is indexed and the model loaded.
-    ``marks_before``: see :func:`_marks_found` (rank 0 of an --overwrite run)."""
+    """Steps 2-6 of the module doc, once the input is indexed and the model loaded (``marks_before``: :func:`_marks_found`)."""
     bilm = embedder.bilm
     dtype, tokenize, errors, overwrite, progress = cfg.dtype, cfg.tokenize, cfg.errors, cfg.overwrite, cfg.progress
     token_cache, cache = cfg.token_cache, (cfg.cache_min_count, cfg.cache_max_words, cfg.cache_sample_lines)
@@ -295,9 +294,8 @@ def _embed_and_merge(embedder: Embedder, index, selection: LayerSelection, input
     resume_hint = ("the finished segments are kept: fix it (free space, permissions) and run the "
                    "same command again to resume")
 
-    # --overwrite deletes this rank's earlier segments, then marks its share of the parts as
-    # started afresh; the same command run again after a kill finds the mark and resumes (and
-    # writes it again: a mark written since rank 0 started tells it that the rank is of its run).
+    # --overwrite deletes this rank's earlier segments, then marks its share of the parts as started
+    # afresh; run again after a kill it finds the mark, resumes and marks again (rank 0 knows it new).
     mark = _overwrite_mark(parts, rank, world_size)
     restart = overwrite and not _overwrite_under_way(mark, settings)
     todo = []
