@@ -17,9 +17,9 @@ def _one_thread_in_a_forked_child() -> None:
     thread in each child is what PyTorch's own DataLoader workers use; a child may set more
     with :func:`elmo.runtime.set_threads` where its parent never ran parallel work. A parent
     that had not imported torch ran nothing on its threads: its child starts torch afresh."""
-    torch = sys.modules.get("torch")
-    if torch is not None:
-        torch.set_num_threads(1)
+    if "torch" in sys.modules:
+        from .runtime import set_threads   # (torch's thread count is set there only)
+        set_threads(1)
 
 
 @functools.lru_cache(maxsize=None)
