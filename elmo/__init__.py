@@ -10,27 +10,60 @@
 """
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import os
 import sys
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Any, List, Optional
 
-from .chars import batch_to_ids
-from .config import CharCNNConfig, ConfigError, ElmoOptions, LSTMConfig
-from .modules import BiLM, CharCNN, Elmo, ScalarMix
-from .vocab import Vocabulary
-from .embedding import Embedder, embed_file, sentence_vectors
-from .weights import (WeightFileError, load_original, load_pretrained, save_original,
-                      save_pretrained)
-from .allennlp_compat import ElmoEmbedder, ElmoTokenEmbedder
-from .runtime import guard_forked_children
+from .fork_guard import guard_forked_children
 
 if TYPE_CHECKING:
     from types import FrameType
 
+    from .allennlp_compat import ElmoEmbedder, ElmoTokenEmbedder
+    from .chars import batch_to_ids
+    from .config import CharCNNConfig, ConfigError, ElmoOptions, LSTMConfig
+    from .embedding import Embedder, embed_file, sentence_vectors
+    from .modules import BiLM, CharCNN, Elmo, ScalarMix
+    from .vocab import Vocabulary
+    from .weights import WeightFileError, load_original, load_pretrained, save_original, save_pretrained
+
 guard_forked_children()
+
+#: The package's names that live in its modules, by the module they load from when first
+#: used. ``import elmo`` imports no torch: `python -m elmo` imports the package before its
+#: ``__main__``, and a Ctrl-C while torch loaded was Python's traceback of an import there.
+_LAZY = {
+    **dict.fromkeys(["ElmoEmbedder", "ElmoTokenEmbedder"], "allennlp_compat"),
+    "batch_to_ids": "chars",
+    **dict.fromkeys(["CharCNNConfig", "ConfigError", "ElmoOptions", "LSTMConfig"], "config"),
+    **dict.fromkeys(["Embedder", "embed_file", "sentence_vectors"], "embedding"),
+    **dict.fromkeys(["BiLM", "CharCNN", "Elmo", "ScalarMix"], "modules"),
+    "Vocabulary": "vocab",
+    **dict.fromkeys(["WeightFileError", "load_original", "load_pretrained", "save_original", "save_pretrained"],
+                    "weights"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    """``elmo.NAME`` of :data:`_LAZY`, loaded from its module the first time (then kept here),
+    or a submodule, ``elmo.weights`` say, imported as ``import elmo`` did before it loaded lazily."""
+    if name in _LAZY:
+        value = getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+        globals()[name] = value
+        return value
+    if not name.startswith("__") and importlib.util.find_spec(f"{__name__}.{name}") is not None:
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> List[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __version__ = "0.1.0"
 
@@ -116,6 +149,7 @@ def _resolve(name_or_path: str | Path):
     verified local files of :func:`elmo.hub.resolve` (downloaded into ``$ELMO_HOME`` once)."""
     from .hub import registry
     from .hub.resolve import Local, resolve
+    from .weights import WeightFileError
 
     found = which_model(name_or_path)
     if found.kind == "empty":
@@ -196,7 +230,7 @@ def from_pretrained(name_or_path: str | Path, *, stateful: bool = False, device=
     have was refused only after a published model had been downloaded."""
     from .checks import require_switch
     from .runtime import resolve_device
-    from .weights import requested_dtype
+    from .weights import load_original, load_pretrained, requested_dtype
 
     stateful = require_switch("stateful", stateful)
     if device is not None:

@@ -28,7 +28,7 @@ import sys
 import tempfile
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple
 
 
 class OutputError(OSError):
@@ -666,8 +666,25 @@ def read_json(path: str | Path, error: Callable[[str], Exception] = ValueError, 
     (``expected`` says what should be there), unreadable (the OS's reason), not UTF-8 (the
     line, byte and offset), or not JSON (``not {what}`` and JSON's message, with its line and
     column; also a ValueError of ``object_pairs_hook``, which builds each object as
-    ``json.loads``'s does). ``hint``, where given, ends every message (what to do about it)."""
-    path = Path(path)
+    ``json.loads``'s does, and nesting too deep for Python's parser). ``hint``, where given,
+    ends every message (what to do about it)."""
+    text = _read_utf8(Path(path), error, expected, missing, hint)
+    return _parsed(lambda: json.loads(text, object_pairs_hook=object_pairs_hook), path, error, what, hint)
+
+
+def read_toml(path: str | Path, error: Callable[[str], Exception] = ValueError, *, what: str = "readable TOML",
+              expected: str = "a TOML file", missing: Optional[str] = None, hint: str = "") -> Dict[str, Any]:
+    """The table in TOML file ``path`` (TOML's top level always is one); each way reading it
+    fails raises ``error(message)`` in one line, as :func:`read_json`'s do."""
+    import tomllib
+
+    text = _read_utf8(Path(path), error, expected, missing, hint)
+    return _parsed(lambda: tomllib.loads(text), path, error, what, hint)
+
+
+def _read_utf8(path: Path, error: Callable[[str], Exception], expected: str, missing: Optional[str],
+               hint: str) -> str:
+    """The text of ``path`` for :func:`read_json` and :func:`read_toml`, or their one-line error."""
     end = f"; {hint}" if hint else ""
     try:
         data = path.read_bytes()
@@ -678,13 +695,23 @@ def read_json(path: str | Path, error: Callable[[str], Exception] = ValueError, 
     except OSError as e:
         raise error(f"{path}: cannot read it ({os_error_reason(e)}){end}") from None
     try:
-        text = data.decode("utf-8")
+        return data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise error(f"{path}: not UTF-8 text ({utf8_error_where(data, e)}); expected {expected}{end}") from None
+
+
+def _parsed(parse: Callable[[], Any], path: str | Path, error: Callable[[str], Exception], what: str,
+            hint: str) -> Any:
+    """``parse()``, its ValueError (JSONDecodeError, TOMLDecodeError, a number too long to
+    convert, an object hook's) and RecursionError (brackets nested thousands deep, which both
+    parsers descend into recursively) as ``error``'s one line naming ``path``."""
+    end = f"; {hint}" if hint else ""
     try:
-        return json.loads(text, object_pairs_hook=object_pairs_hook)
-    except ValueError as e:        # (JSONDecodeError; a number too long to convert; the hook's)
+        return parse()
+    except ValueError as e:
         raise error(f"{path}: not {what} ({e}){end}") from None
+    except RecursionError:
+        raise error(f"{path}: not {what} (values nested too deeply to read){end}") from None
 
 
 def json_objects(lines: Iterable[str], error: Callable[[int, str], Exception]) -> Iterator[Tuple[int, dict]]:

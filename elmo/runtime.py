@@ -78,26 +78,6 @@ def launch_env() -> Tuple[int, int, int]:
     return rank, world, local
 
 
-def _one_thread_in_a_forked_child() -> None:
-    """After ``fork``, torch runs on one thread in the child.
-
-    PyTorch's CPU build runs its parallel operations on GNU OpenMP, whose thread pool does not
-    survive ``fork``: once the parent has run a parallel operation, the child's first one waits
-    forever for threads it does not have. A ``multiprocessing`` pool (fork is Linux's default
-    start method) or spaCy's ``nlp.pipe(n_process=2)`` over a loaded model hung that way. One
-    thread in each child is what PyTorch's own DataLoader workers use; a child may set more
-    with :func:`set_threads` where its parent never ran parallel work."""
-    torch.set_num_threads(1)
-
-
-@functools.lru_cache(maxsize=None)
-def guard_forked_children() -> None:
-    """Register :func:`_one_thread_in_a_forked_child` to run in every forked child (once a
-    process; ``import elmo`` does it)."""
-    if hasattr(os, "register_at_fork"):                 # (not on Windows, which does not fork)
-        os.register_at_fork(after_in_child=_one_thread_in_a_forked_child)
-
-
 def resolve_device(device: "str | torch.device" = "auto", local_rank: Optional[int] = 0,
                    what: str = "--device") -> torch.device:
     """``auto``: this rank's GPU when CUDA is present, else the CPU. ``device`` may also be a

@@ -171,3 +171,52 @@ def test_ctrl_c_while_the_package_loads_is_one_line(tmp_path):
     done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=60)
     assert (done.returncode, done.stderr, done.stdout) == (130, "elmo: interrupted\n", "")
+
+
+def test_ctrl_c_while_python_m_elmo_loads_is_one_line(tmp_path):
+    """The same under `python -m elmo`, which imports the package before its __main__: the
+    package imported torch and every model module eagerly, so a Ctrl-C there was Python's
+    traceback. `import elmo` now loads them when first used; the signal still falls the moment
+    torch's import starts (a sitecustomize module, which Python imports at its start, puts the
+    finder in place), in the real `python -m`."""
+    (tmp_path / "sitecustomize.py").write_text(textwrap.dedent("""
+        import os, signal, sys
+
+        class CtrlCAtTorch:
+            def find_spec(self, name, path=None, target=None):
+                if name == "torch":
+                    os.kill(os.getpid(), signal.SIGINT)
+                return None
+
+        sys.meta_path.insert(0, CtrlCAtTorch())
+        """))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
+    done = subprocess.run([sys.executable, "-m", "elmo", "info", "fixture"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stderr, done.stdout) == (130, "elmo: interrupted\n", "")
+
+
+def test_import_elmo_loads_no_torch_and_every_name_loads_when_used():
+    """What the test above relies on, and that the names still resolve: each of ``__all__``
+    (and a submodule, as `import elmo` gave them before) loads on first use, is then kept, and
+    is the object of the module that defines it."""
+    script = textwrap.dedent("""
+        import importlib, sys
+        import elmo
+        assert "torch" not in sys.modules, sorted(m for m in sys.modules if m.startswith("elmo"))
+        for name in elmo.__all__:
+            value = getattr(elmo, name)
+            assert name in dir(elmo) and vars(elmo)[name] is value, name
+            home = importlib.import_module(getattr(value, "__module__", "elmo"))
+            assert getattr(home, name) is value, name
+        assert elmo.weights is sys.modules["elmo.weights"] and elmo.hub.registry.MODELS
+        try:
+            elmo.no_such_name
+        except AttributeError as e:
+            assert str(e) == "module 'elmo' has no attribute 'no_such_name'", e
+        else:
+            raise AssertionError("no AttributeError")
+        """)
+    done = subprocess.run([sys.executable, "-c", script], env={**os.environ, "PYTHONPATH": str(ROOT)},
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr[-2000:]

@@ -406,6 +406,59 @@ def test_overwrite_rank0_does_not_merge_what_a_slower_rank_is_about_to_delete(tm
     assert_same_datasets(out, embed_file(inp, tmp_path / "one.hdf5", bilm, segment_lines=7))
 
 
+def _rank1_runs_while_rank0_waits(monkeypatch, inp, out, bilm, **kw):
+    """While rank 0 waits for the other rank's segments, rank 1 runs once with ``kw``; returns
+    the list that receives what it returned."""
+    from elmo.embedding import run as run_module
+    arrived = []
+
+    def rank1_starts(seconds):
+        if not arrived:
+            arrived.append(embed_file(inp, out, bilm, rank=1, world_size=2, segment_lines=7, **kw))
+        time.sleep(min(seconds, 0.01))
+
+    monkeypatch.setattr(run_module, "time", type("Time", (), dict(
+        monotonic=staticmethod(time.monotonic), perf_counter=staticmethod(time.perf_counter),
+        sleep=staticmethod(rank1_starts))))
+    return arrived
+
+
+@pytest.mark.parametrize("earlier", [False, True])
+def test_overwrite_rank0_refuses_at_once_a_rank_started_with_other_settings(tmp_path, bilm, lines, monkeypatch,
+                                                                            earlier):
+    """Under --overwrite, rank 1 started with another --batch-size marked its share with its
+    settings and wrote its segments; rank 0, waiting for a mark of its own settings, waited its
+    whole --wait-timeout (30 minutes by default), then asked whether a rank had stopped. Now the
+    mark, written since rank 0 started, is refused at once, naming the settings that differ.
+    (``earlier``: rank 1's mark of those settings was already there, a killed run's that rank 1
+    resumes; it writes the mark again, so rank 0 tells it from a stale one.)"""
+    inp = write_lines(tmp_path / "in.txt", lines)
+    out = tmp_path / "sharded.hdf5"
+    if earlier:
+        assert embed_file(inp, out, bilm, segment_lines=7, rank=1, world_size=2, overwrite=True, batch_size=3) is None
+    arrived = _rank1_runs_while_rank0_waits(monkeypatch, inp, out, bilm, overwrite=True, batch_size=3)
+    started = time.monotonic()
+    with pytest.raises(SettingsMismatch, match=r"overwrite-rank-1-of-2\.json: rank 1 of this run was started with "
+                                               r"other settings than rank 0 \(it differs in: batch_size\)"):
+        embed_file(inp, out, bilm, segment_lines=7, rank=0, world_size=2, overwrite=True, wait_timeout=5)
+    assert arrived == [None] and time.monotonic() - started < 4
+    assert not out.exists()
+
+
+def test_overwrite_rank0_waits_for_a_rank_whose_mark_of_other_settings_is_a_killed_runs(
+        tmp_path, bilm, lines, monkeypatch):
+    """A killed --overwrite run with another --batch-size left rank 1's mark and segments. A
+    new run's rank 0 does not take that mark for its own rank 1's: it waits until rank 1
+    starts, replaces them and finishes, then merges."""
+    inp = write_lines(tmp_path / "in.txt", lines)
+    out = tmp_path / "sharded.hdf5"
+    assert embed_file(inp, out, bilm, segment_lines=7, rank=1, world_size=2, overwrite=True, batch_size=3) is None
+    arrived = _rank1_runs_while_rank0_waits(monkeypatch, inp, out, bilm, overwrite=True)
+    assert embed_file(inp, out, bilm, segment_lines=7, rank=0, world_size=2, overwrite=True, wait_timeout=30) == out
+    assert arrived == [None] and not parts_dir(out).exists()
+    assert_same_datasets(out, embed_file(inp, tmp_path / "one.hdf5", bilm, segment_lines=7))
+
+
 def _run_cli(args, **kwargs):
     env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
     return subprocess.Popen([sys.executable, "-m", "elmo", "embed", *args], cwd=ROOT, env=env,

@@ -845,3 +845,19 @@ def test_a_folder_output_that_is_a_dangling_link_is_one_line(tmp_path, capsys):
     err = capsys.readouterr().err
     assert f"{link}: is a symbolic link to" in err and ".converting" not in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model"]
+
+
+@pytest.mark.parametrize("reader, name, text", [
+    ("read_json", "job.json", "[" * 100_000),
+    ("read_json", "job.json", '{"a": ' * 100_000),
+    ("read_toml", "job.toml", "a = " + "[" * 100_000),
+    ("read_toml", "job.toml", "a = " + "{b = " * 100_000),
+])
+def test_the_shared_readers_refuse_nesting_too_deep_in_one_line(tmp_path, reader, name, text):
+    """Brackets nested thousands deep ended json.loads and tomllib in a RecursionError, whose
+    traceback every command that reads a JSON or TOML file showed; now the reader's one line."""
+    import elmo.io
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ValueError, match=f"^{re.escape(str(path))}: not .* \\(values nested too deeply to read\\)$"):
+        getattr(elmo.io, reader)(path)

@@ -4,6 +4,7 @@ unknown or wrongly typed key."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -196,6 +197,44 @@ def test_a_config_in_broken_utf8_is_named(tmp_path):
     path.write_bytes(b'{"name": "x\xff"}')
     with pytest.raises(ConfigError, match="c.json: not UTF-8 text"):  # a bare codec message before
         load_config(path)
+
+
+def _config_file(tmp_path, name, content):
+    """``content`` written to ``tmp_path/name``: bytes as they are, None for no file, "dir" for a folder."""
+    path = tmp_path / name
+    if content == "dir":
+        path.mkdir()
+    elif content is not None:
+        path.write_bytes(content)
+    return path
+
+
+@pytest.mark.parametrize("name, content, said", [
+    ("c.json", None, r"cannot read it \(No such file or directory\)"),
+    ("c.toml", None, r"cannot read it \(No such file or directory\)"),
+    ("c.json", "dir", r"is a directory, expected an experiment config"),
+    ("c.toml", "dir", r"is a directory, expected an experiment config"),
+    ("c.json", b'{"name": "x\xff"}', r"not UTF-8 text \(line 1: byte 0xff at byte offset 11\)"),
+    ("c.toml", b'name = "x\xff"\n', r"not UTF-8 text \(line 1: byte 0xff at byte offset 9\)"),
+    ("c.json", b'{"tasks": [}', r"not a JSON config \(Expecting value: line 1 column 12"),
+    ("c.toml", b"tasks = =\n", r"not a TOML config \(Invalid value \(at line 1, column 9\)\)"),
+    ("c.json", b"[1, 2]", r"an experiment config is an object of settings, got list"),
+    ("c.json", b'"tasks"', r"an experiment config is an object of settings, got str"),
+    # brackets nested deeper than Python's parsers recurse: a RecursionError's traceback before
+    ("c.json", b"[" * 100_000, r"not a JSON config \(values nested too deeply to read\)"),
+    ("c.toml", b"tasks = " + b"[" * 100_000, r"not a TOML config \(values nested too deeply to read\)"),
+])
+def test_an_unreadable_config_is_one_line_that_names_it(tmp_path, capsys, name, content, said):
+    """The experiment config is read by the package's shared readers (elmo.io.read_json and
+    read_toml), so each way the file fails is one line that names it, as for every other file."""
+    path = _config_file(tmp_path, name, content)
+    with pytest.raises(ConfigError, match=f"^{re.escape(str(path))}: {said}") as err:
+        load_config(path)
+    assert "\n" not in str(err.value)
+    assert main(["experiment", str(path), "--print-config"]) == 1
+    captured = capsys.readouterr()
+    assert captured.err.startswith(f"elmo experiment: error: {path}: ") and captured.err.count("\n") == 1
+    assert not captured.out
 
 
 def test_a_key_repeated_in_a_json_config_is_named(tmp_path):

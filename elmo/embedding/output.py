@@ -30,7 +30,7 @@ import json
 import re
 from contextlib import suppress
 from pathlib import Path
-from typing import Dict, Iterable, Optional
+from typing import Dict, Iterable, List, Optional
 
 import h5py
 import numpy as np
@@ -96,11 +96,17 @@ def same_settings(found: Optional[str], settings: Dict) -> bool:
     return isinstance(old, dict) and value_settings(old) == value_settings(settings)
 
 
+def differing_settings(old: Dict, settings: Dict) -> List[str]:
+    """The names of the settings that count (:func:`value_settings`) whose values differ
+    between the recorded ``old`` and ``settings``, sorted."""
+    old, settings = value_settings(old), value_settings(settings)
+    return sorted(k for k in set(old) | set(settings) if old.get(k) != settings.get(k))
+
+
 def compare_settings(found: Optional[str], settings: Dict, where: Path) -> None:
     """Raise SettingsMismatch unless ``found`` (JSON) records the values of ``settings`` that
     count (see :func:`value_settings`)."""
-    old, settings = value_settings(json.loads(found) if found else {}), value_settings(settings)
-    differing = sorted(k for k in set(old) | set(settings) if old.get(k) != settings.get(k))
+    differing = differing_settings(json.loads(found) if found else {}, settings)
     if differing:
         raise SettingsMismatch(f"{where} was written by a different command (it differs in: "
                                f"{', '.join(differing)}); rerun the same command to resume, or "

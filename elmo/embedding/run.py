@@ -38,9 +38,9 @@ from ..modules import BiLM
 from .config import EmbedConfig
 from .embedder import Embedder, output_dtype
 from .layers import LayerSelection
-from .output import (NonFiniteOutput, SegmentWriter, merge_segments, output_complete, parts_dir,
-                     recorded_model_digests, remove_parts, same_settings, segment_done, segment_path,
-                     segment_ready, value_settings)
+from .output import (NonFiniteOutput, SegmentWriter, SettingsMismatch, differing_settings, merge_segments,
+                     output_complete, parts_dir, recorded_model_digests, remove_parts, same_settings,
+                     segment_done, segment_path, segment_ready, value_settings)
 from .reader import index_input, indexed_sentences, read_segment, read_sentences, split_tokens
 from ..runtime import launch_env
 from ..shell import shell_join
@@ -232,6 +232,9 @@ def _embed_file_locked(input_path: Path, output_path: Path, model, selection: La
                        cfg: EmbedConfig, *, rank: int, world_size: int, device,
                        command_line: Optional[str]) -> Optional[Path]:
     """:func:`embed_file` once the arguments are checked and the output is ours to write."""
+    # Rank 0 of an --overwrite run notes the other ranks' marks before it (or they) load the
+    # model: a mark of other settings that is not one of these was written by a rank of this run
+    marks_before = _marks_found(parts_dir(output_path), world_size) if rank == 0 and cfg.overwrite else {}
     index = index_input(input_path, cfg.segment_lines, cfg.errors, check_unique=cfg.sentence_keys)
     # A model passed in goes back where it was (Embedder moves it to ``device`` in place)
     home = next(model.parameters()).device if isinstance(model, BiLM) else None
@@ -251,7 +254,8 @@ def _embed_file_locked(input_path: Path, output_path: Path, model, selection: La
         try:
             with bilm.token_encoder.token_cache_kept(), bilm.states_kept():
                 return _embed_and_merge(embedder, index, selection, input_path, output_path, cfg, rank=rank,
-                                        world_size=world_size, command_line=command_line)
+                                        world_size=world_size, command_line=command_line,
+                                        marks_before=marks_before)
         finally:
             bilm.stateful = model_was_stateful
     finally:
@@ -261,8 +265,8 @@ def _embed_file_locked(input_path: Path, output_path: Path, model, selection: La
 
 def _embed_and_merge(embedder: Embedder, index, selection: LayerSelection, input_path: Path,
                      output_path: Path, cfg: EmbedConfig, *, rank: int, world_size: int,
-                     command_line: Optional[str]) -> Optional[Path]:
-    """Steps 2-6 of the module doc, once the input is indexed and the model loaded."""
+                     command_line: Optional[str], marks_before: Optional[Dict[int, Any]] = None) -> Optional[Path]:
+    """Steps 2-6 of the module doc, once the input is indexed and the model loaded (``marks_before``: :func:`_marks_found`)."""
     bilm = embedder.bilm
     dtype, tokenize, errors, overwrite, progress = cfg.dtype, cfg.tokenize, cfg.errors, cfg.overwrite, cfg.progress
     token_cache, cache = cfg.token_cache, (cfg.cache_min_count, cfg.cache_max_words, cfg.cache_sample_lines)
@@ -290,8 +294,8 @@ def _embed_and_merge(embedder: Embedder, index, selection: LayerSelection, input
     resume_hint = ("the finished segments are kept: fix it (free space, permissions) and run the "
                    "same command again to resume")
 
-    # --overwrite deletes this rank's earlier segments, then marks its share of the parts as
-    # started afresh; the same command run again after a kill finds the mark and resumes.
+    # --overwrite deletes this rank's earlier segments, then marks its share of the parts as started
+    # afresh; run again after a kill it finds the mark, resumes and marks again (rank 0 knows it new).
     mark = _overwrite_mark(parts, rank, world_size)
     restart = overwrite and not _overwrite_under_way(mark, settings)
     todo = []
@@ -303,7 +307,7 @@ def _embed_and_merge(embedder: Embedder, index, selection: LayerSelection, input
         elif segment_done(path, first, stop, settings):
             continue
         todo.append(k)
-    if restart:
+    if overwrite:
         with writing(output_path, f"mark of an --overwrite run {mark}", hint=resume_hint):
             atomic_write_text(mark, settings_json)
 
@@ -349,7 +353,7 @@ def _embed_and_merge(embedder: Embedder, index, selection: LayerSelection, input
     if rank != 0:
         return None
     _wait_for_segments(parts, index.n_segments, settings, progress, cfg.wait_timeout,
-                       world_size=world_size if overwrite else 0)
+                       world_size=world_size if overwrite else 0, marks_before=marks_before)
     attrs = {
         "model_config": bilm.options.to_json(), "command_line": _stored_command_line(command_line),
         "layers": str(selection), "stateful": bool(bilm.stateful), "settings": settings_json,
@@ -376,6 +380,46 @@ def _overwrite_mark(parts: Path, rank: int, world_size: int) -> Path:
     own (the earlier ones deleted). It goes with the parts folder when the output is merged, so
     an --overwrite run that finished leaves nothing to resume."""
     return parts / f"overwrite-rank-{rank}-of-{world_size}.json"
+
+
+def _file_state(path: Path) -> Optional[Tuple[int, int, int, int]]:
+    """(device, inode, mtime in ns, size) of ``path``, None where there is none: a file
+    replaced atomically (a new inode) or written again has another."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size
+
+
+def _marks_found(parts: Path, world_size: int) -> Dict[int, Any]:
+    """The :func:`_file_state` of each other rank's --overwrite mark in ``parts``, by rank, as
+    rank 0 finds them when it starts (see :func:`_refuse_a_rank_of_other_settings`)."""
+    return {r: _file_state(_overwrite_mark(parts, r, world_size)) for r in range(1, world_size)}
+
+
+def _refuse_a_rank_of_other_settings(parts: Path, rank: int, world_size: int, settings: Dict,
+                                     marks_before: Dict[int, Any]) -> None:
+    """Raise SettingsMismatch where ``rank``'s --overwrite mark records other settings than
+    rank 0's and is not the one rank 0 found when it started (``marks_before``, from
+    :func:`_marks_found`): every rank writes its mark at its start, so that rank is of this run,
+    started with other options or another model, and none of its segments will ever count.
+
+    A mark that rank 0 found may be a killed earlier run's, which its rank replaces when it
+    starts: that one is waited for, as before."""
+    mark = _overwrite_mark(parts, rank, world_size)
+    state = _file_state(mark)
+    if state is None or state == marks_before.get(rank):
+        return
+    try:
+        found = json.loads(mark.read_text(encoding="utf-8"))
+    except (OSError, ValueError):   # (replaced meanwhile, or not a mark of ours: wait on)
+        return
+    differing = differing_settings(found, settings) if isinstance(found, dict) else []
+    if differing:
+        raise SettingsMismatch(f"{mark}: rank {rank} of this run was started with other settings than rank 0 "
+                               f"(it differs in: {', '.join(differing)}), so its segments cannot be merged; "
+                               f"start every rank with the same command")
 
 
 def _overwrite_under_way(mark: Path, settings: Dict) -> bool:
@@ -408,18 +452,23 @@ def _progress_bar(total: int, enabled: bool, rank: int):
 
 
 def _wait_for_segments(parts: Path, n_segments: int, settings: Dict, progress: bool,
-                       timeout_s: float, poll_s: float = 0.5, *, world_size: int = 0) -> None:
+                       timeout_s: float, poll_s: float = 0.5, *, world_size: int = 0,
+                       marks_before: Optional[Dict[int, Any]] = None) -> None:
     """Block until every segment is on disk with this run's settings (other ranks write theirs).
     Raises TimeoutError when ``timeout_s`` pass without a new segment.
 
     Under --overwrite (``world_size`` ranks; 0 otherwise), a rank's segments count only once
     its mark is there: until then they may be an earlier run's, which that rank is about to
     delete. Merged before, that rank would delete them under the merge, or make OUTPUT.parts
-    again after it and leave it behind."""
+    again after it and leave it behind. A rank whose mark says that it runs with other
+    settings is refused at once (:func:`_refuse_a_rank_of_other_settings`; ``marks_before``):
+    its segments would never count, and the wait ran out its whole timeout."""
     missing, said = set(range(n_segments)), False
     last_progress = time.monotonic()
     while True:
         started = {r for r in range(world_size) if _overwrite_under_way(_overwrite_mark(parts, r, world_size), settings)}
+        for r in set(range(1, min(world_size, n_segments))) - started:   # (ranks with segments)
+            _refuse_a_rank_of_other_settings(parts, r, world_size, settings, marks_before or {})
         # (under --overwrite a rank's earlier segments, of other settings, wait for it to delete them)
         still = {k for k in missing if (world_size and k % world_size not in started)
                  or not segment_ready(segment_path(parts, k), settings, refuse_other=not world_size)}

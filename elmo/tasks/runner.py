@@ -67,7 +67,8 @@ from .report import write_reports
 from .experiment_config import ExperimentConfig, ModelSettings, Variant, check_bilm_logins
 from .train_loop import FitConfig, fit, score
 from ..config import ConfigError
-from ..io import atomic_write_text, check_output_dir, no_empty_folder_on_failure, output_lock, utf8_error_where
+from ..io import (atomic_write_text, check_output_dir, no_empty_folder_on_failure, output_lock, read_json,
+                  read_toml)
 from ..jobconfig import distinct_keys
 from ..strict_json import nonfinite_as_none
 from ..runtime import cpu_model, machine_description, threads
@@ -83,23 +84,15 @@ def read_config(path: str | Path) -> dict:
     to the file's stem and relative data paths made relative to the file's folder (not yet
     checked: :func:`normalise_config` does that)."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as e:
-        raise ConfigError(f"{path}: cannot read the config ({e.strerror or e})") from None
-    except UnicodeDecodeError as e:
-        raise ConfigError(f"{path}: not UTF-8 text ({utf8_error_where(e.object, e)}; an experiment config is a "
-                          f"UTF-8 JSON or TOML file)") from None
-    try:
-        if path.suffix == ".toml":
-            import tomllib
-            cfg = tomllib.loads(text)
-        else:
-            cfg = json.loads(text, object_pairs_hook=distinct_keys)
-    except ValueError as e:                   # JSONDecodeError and TOMLDecodeError
-        raise ConfigError(f"{path}: not a {'TOML' if path.suffix == '.toml' else 'JSON'} config ({e})") from None
+    # (the package's readers: each way the file fails is one line naming it, and brackets
+    # nested thousands deep are one too, not a RecursionError's traceback)
+    expected = "an experiment config (a UTF-8 JSON or TOML file)"
+    if path.suffix == ".toml":
+        cfg = read_toml(path, ConfigError, what="a TOML config", expected=expected)
+    else:
+        cfg = read_json(path, ConfigError, what="a JSON config", expected=expected, object_pairs_hook=distinct_keys)
     if not isinstance(cfg, dict):
-        raise ConfigError(f"{path}: an experiment config is an object of settings")
+        raise ConfigError(f"{path}: an experiment config is an object of settings, got {type(cfg).__name__}")
     cfg.setdefault("name", path.stem)
     return resolve_paths(cfg, path.parent)
 
