@@ -171,3 +171,29 @@ def test_ctrl_c_while_the_package_loads_is_one_line(tmp_path):
     done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=60)
     assert (done.returncode, done.stderr, done.stdout) == (130, "elmo: interrupted\n", "")
+
+
+@pytest.mark.parametrize("argv", [
+    ["embed", "in.txt", "out.hdf5"],
+    ["analyze", "fixture"],
+    ["train", "corpus.txt", "--vocab", "vocab.txt", "-o", "run"],
+    ["finetune", "corpus.txt", "--from", "default", "-o", "run"],
+])
+def test_the_set_example_of_each_commands_help_is_one_of_its_settings(argv, tmp_path, monkeypatch, capsys):
+    """`elmo embed --help` and `elmo analyze --help` showed `--set lr=0.01`, which both refuse
+    as an unknown setting; each command's example now sets one of its own settings."""
+    import re
+
+    from elmo.cli import build_parser
+    with pytest.raises(SystemExit):
+        build_parser().parse_args([argv[0], "--help"])
+    found = re.search(r"e\.g\. --set (\w+)=(\S+?)\)", " ".join(capsys.readouterr().out.split()))
+    assert found, "no --set example in the help"
+    key, value = found.groups()
+    monkeypatch.chdir(tmp_path)
+    assert main(argv + ["--print-config"]) == 0
+    settings = json.loads(capsys.readouterr().out)
+    assert key in settings, f"the help's --set {key}=... is not a setting of elmo {argv[0]}"
+    default = settings[key]
+    assert main(argv + ["--set", f"{key}={value}", "--print-config"]) == 0, capsys.readouterr().err
+    assert json.loads(capsys.readouterr().out)[key] == json.loads(value) != default

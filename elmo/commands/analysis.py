@@ -31,7 +31,7 @@ def register(subparsers) -> None:
     p.add_argument("--threads", type=int, default=None,
                    help="torch CPU threads (default: torch's choice; on a busy shared machine "
                         "1 can be much faster)")
-    add_config_arguments(p)
+    add_config_arguments(p, example="pos_l2=0.001")
     p.set_defaults(func=analyze)
 
     p = subparsers.add_parser(

@@ -59,7 +59,7 @@ def _add_run_args(p: argparse.ArgumentParser, *, finetune: bool) -> None:
     add_arguments(g, TrainConfig, exclude={"vocab", "output", "valid", "init_from"} if finetune else set(),
                   defaults=_FINETUNE_DEFAULTS if finetune else None)
     g.add_argument("--threads", type=int, help="CPU threads for torch (default: torch's choice)")
-    add_config_arguments(p)
+    add_config_arguments(p, example="lr=0.01")
 
 
 _FINETUNE_DEFAULTS = {"epochs": 1.0}
