@@ -603,6 +603,29 @@ def test_readme_elmo_commands_parse(parsers):
     assert not failures, "README commands that elmo's parser refuses:\n" + "\n".join(failures)
 
 
+def test_a_blocks_embed_commands_write_one_output_with_one_set_of_settings(parsers):
+    """The Embedding block's three `elmo embed` commands all wrote vectors.hdf5 with other
+    settings: run in order, the second and third were refused ("written by a different
+    command"). Commands of one block that write the same OUTPUT must ask for the same job."""
+    problems = []
+    for block in fenced_blocks(readme_text()):
+        if block.lang not in _SHELL_LANGS:
+            continue
+        jobs: Dict[str, Tuple[int, dict]] = {}
+        for line, text in shell_lines(block):
+            for args, lenient in argument_lists(Command(line, text, False)):
+                if lenient or args[:1] != ["embed"]:
+                    continue
+                job = vars(parsers[False].parse_args(args))
+                output = job.pop("output")
+                job.pop("overwrite", None)
+                first = jobs.setdefault(output, (line, job))
+                if first[1] != job:
+                    problems.append(f"README.md:{line} writes {output} with other settings than "
+                                    f"line {first[0]}: run after it, it is refused")
+    assert not problems, "\n".join(problems)
+
+
 # ---------------------------------------------------------------------------------------------
 # 3. The experiment config of "Your own data"
 # ---------------------------------------------------------------------------------------------
