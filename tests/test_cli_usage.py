@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -182,8 +183,6 @@ def test_ctrl_c_while_the_package_loads_is_one_line(tmp_path):
 def test_the_set_example_of_each_commands_help_is_one_of_its_settings(argv, tmp_path, monkeypatch, capsys):
     """`elmo embed --help` and `elmo analyze --help` showed `--set lr=0.01`, which both refuse
     as an unknown setting; each command's example now sets one of its own settings."""
-    import re
-
     from elmo.cli import build_parser
     with pytest.raises(SystemExit):
         build_parser().parse_args([argv[0], "--help"])
@@ -197,3 +196,30 @@ def test_the_set_example_of_each_commands_help_is_one_of_its_settings(argv, tmp_
     default = settings[key]
     assert main(argv + ["--set", f"{key}={value}", "--print-config"]) == 0, capsys.readouterr().err
     assert json.loads(capsys.readouterr().out)[key] == json.loads(value) != default
+
+
+@pytest.mark.parametrize("argv", [
+    ["info", "small"],
+    ["convert", "small", "out"],
+    ["demo", "--model", "small"],
+    ["embed", "in.txt", "out.hdf5", "--model", "small"],
+    ["analyze", "small", "--only", "contrast", "--out", "report"],
+    ["neighbors", "the bank", "--word", "bank", "--corpus", "in.txt", "--no-glove", "--model", "small"],
+])
+def test_every_model_argument_takes_a_published_name_and_says_so(argv, tmp_path, monkeypatch, capsys):
+    """The README: every CLI model argument takes a bundled or published name, a folder or a
+    URL. They all do (offline, a published name is looked up in the download cache), but
+    `elmo demo --help`, `elmo analyze --help` and `elmo neighbors --help` said a bundled name
+    or a folder only."""
+    from elmo.cli import build_parser
+    with pytest.raises(SystemExit):
+        build_parser().parse_args([argv[0], "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    model_help = re.search(r"(?:^| )(?:--model MODEL|model) +(bundled .*?)(?: --| positional| options:|$)", text)
+    assert model_help, f"elmo {argv[0]} --help names no model argument"
+    assert "published" in model_help.group(1) and "URL" in model_help.group(1), model_help.group(1)
+    monkeypatch.setenv("ELMO_OFFLINE", "1")
+    monkeypatch.setenv("ELMO_HOME", str(tmp_path / "home"))
+    (tmp_path / "in.txt").write_text("the bank closed .\n", encoding="utf-8")
+    status, err = _run_in(tmp_path, argv, capsys)
+    assert status == 1 and "ELMO_OFFLINE is set" in err, err     # it went to the published model
