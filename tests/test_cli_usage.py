@@ -223,3 +223,23 @@ def test_every_model_argument_takes_a_published_name_and_says_so(argv, tmp_path,
     (tmp_path / "in.txt").write_text("the bank closed .\n", encoding="utf-8")
     status, err = _run_in(tmp_path, argv, capsys)
     assert status == 1 and "ELMO_OFFLINE is set" in err, err     # it went to the published model
+
+
+def test_train_reads_its_text_back_from_the_config_it_printed(tmp_path, monkeypatch, capsys):
+    """README: `elmo train ... --print-config` prints the settings and `--config FILE` reads them
+    back; the file holds the training text ("train"), yet `elmo train --config FILE` stopped
+    with "the following arguments are required: corpus". The text is now the file's when
+    CORPUS is left out, and CORPUS given wins over it."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["train", "corpus.txt", "--vocab", "vocab.txt", "-o", "run", "--print-config"]) == 0
+    (tmp_path / "run.json").write_text(capsys.readouterr().out, encoding="utf-8")
+    assert main(["train", "--config", "run.json", "--print-config"]) == 0
+    assert json.loads(capsys.readouterr().out)["train"] == ["corpus.txt"]
+    assert main(["train", "other.txt", "--config", "run.json", "--print-config"]) == 0
+    assert json.loads(capsys.readouterr().out)["train"] == ["other.txt"]
+    (tmp_path / "empty.json").write_text('{"train": []}', encoding="utf-8")
+    for argv in (["train"], ["train", "--config", "empty.json"]):     # no text anywhere: usage error
+        with pytest.raises(SystemExit) as stop:
+            main(argv)
+        assert stop.value.code == 2
+        assert "the following arguments are required: corpus" in capsys.readouterr().err
