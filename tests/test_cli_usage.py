@@ -34,6 +34,23 @@ def test_a_missing_command_is_a_usage_error_on_stderr(argv, capsys):
     assert err.startswith("usage: elmo") and "error: the following arguments are required:" in err
 
 
+@pytest.mark.parametrize("argv, command", [
+    (["train", "corpus.txt", "--min-count", "3"], "elmo train"),
+    (["models", "list", "--bogus"], "elmo models list"),
+    (["embed", "in.txt", "out.hdf5", "--no-such-option", "--model", "fixture"], "elmo embed"),
+])
+def test_an_unknown_option_is_the_commands_usage_error(argv, command, capsys):
+    """An unknown option of a command was reported by the top parser: "usage: elmo [-h]
+    [--version] [--debug] COMMAND ..." and "elmo: error: unrecognized arguments", which shows
+    none of the command's options. It is now the command's usage line and name, status 2."""
+    with pytest.raises(SystemExit) as stop:
+        main(argv)
+    assert stop.value.code == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.startswith(f"usage: {command} ") and f"{command}: error: unrecognized arguments: " in err
+
+
 def _run_in(folder: Path, argv, capsys):
     """main(argv) run in ``folder``: its status and its stderr."""
     cwd = os.getcwd()
