@@ -106,9 +106,29 @@ class _ClosedStdout(io.TextIOBase):
         raise OSError(errno.EBADF, os.strerror(errno.EBADF), "stdout")
 
 
+def _command_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The (sub)parser of the command ``args`` ran: ``elmo models list``'s for ``models list``."""
+    while True:
+        chosen = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+        name = getattr(args, chosen.dest, None) if chosen is not None else None
+        if chosen is None or name not in chosen.choices:
+            return parser
+        parser = chosen.choices[name]
+
+
+def _parse(parser: argparse.ArgumentParser, argv: Optional[List[str]]) -> argparse.Namespace:
+    """``parser.parse_args``, but an unknown option is the command's usage error: argparse
+    reports it from the top parser ("usage: elmo [-h] ... COMMAND ...", "elmo: error:
+    unrecognized arguments"), which shows none of the command's own options."""
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        _command_parser(parser, args).error(f"unrecognized arguments: {' '.join(extra)}")
+    return args
+
+
 def _run(argv: Optional[List[str]]) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = _parse(parser, argv)
     from .commands import progress_bar_wanted
     from .config import ConfigError
     from .data.fetch import DataError

@@ -385,13 +385,15 @@ def _field_default(f: dataclasses.Field) -> Any:
     return None
 
 
-def add_config_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--config FILE``, ``--set KEY=VALUE`` and ``--print-config`` (see the module docstring)."""
+def add_config_arguments(parser: argparse.ArgumentParser, *, example: str) -> None:
+    """``--config FILE``, ``--set KEY=VALUE`` and ``--print-config`` (see the module docstring).
+    ``example`` is a ``KEY=VALUE`` of this command's own settings for ``--set``'s help (the
+    shared ``lr=0.01`` was an unknown setting of ``elmo embed`` and ``elmo analyze``)."""
     g = parser.add_argument_group("configuration")
     g.add_argument("--config", dest="config_file", metavar="FILE",
                    help="a JSON file of settings (as --print-config writes); options given here override it")
     g.add_argument("--set", dest="config_set", action="append", default=[], metavar="KEY=VALUE",
-                   help="set a setting by its dotted name, last of all (e.g. --set lr=0.01); repeatable")
+                   help=f"set a setting by its dotted name, last of all (e.g. --set {example}); repeatable")
     g.add_argument("--print-config", action="store_true",
                    help="print the resolved configuration as JSON and stop")
 

@@ -11,7 +11,8 @@ Two English tokenizers follow these rules, for two jobs:
 
 * :func:`tokenize` (no dependency, one regular expression): one line in, one sentence of
   tokens out. ``elmo embed --tokenize en`` and task files use it. Besides the rules above,
-  numbers with inner ``. , : /`` stay whole (``3.14``, ``1,000``, ``12:30``), abbreviations of
+  numbers with inner ``. , : /`` stay whole (``3.14``, ``1,000``, ``12:30``, also with letters
+  attached: ``3.14pm``, ``v2.0``, as in spaCy's tokenizer), abbreviations of
   single letters and periods stay whole (``U.S.``), ``...`` and ``--`` are single tokens, any
   other symbol is a token of its own, and an apostrophe that starts no clitic (``O'Neill``)
   is a token of its own. A combining mark stays with the character before it (as in spaCy's
@@ -119,7 +120,8 @@ def _token_pattern() -> "re.Pattern[str]":
     M = rf"[{_mark_ranges()}]"
     return re.compile(rf"""
           (?:[^\W\d_]{M}*\.){{2,}}(?![^\W\d_])        # abbreviations: U.S. e.g.
-        | \d+(?:[.,:/]\d+)+(?!{W})                    # numbers with inner separators: 3.14 1,000 12:30
+        | {W}*?\d(?:[.,:/]\d+)+{W}*                   # numbers with inner separators: 3.14 1,000 12:30,
+                                                      # letters attached too: 3.14pm v2.0 (not 3 . 14pm)
         | \w{W}*(?=n't\b)                             # the host of n't: do|n't
         | n't\b                                       # the clitic itself
         | (?<={W})'(?:s|re|ve|ll|d|m)\b               # clitics: 's 're 've 'll 'd 'm

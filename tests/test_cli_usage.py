@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -31,6 +32,23 @@ def test_a_missing_command_is_a_usage_error_on_stderr(argv, capsys):
     out, err = capsys.readouterr()
     assert out == ""
     assert err.startswith("usage: elmo") and "error: the following arguments are required:" in err
+
+
+@pytest.mark.parametrize("argv, command", [
+    (["train", "corpus.txt", "--min-count", "3"], "elmo train"),
+    (["models", "list", "--bogus"], "elmo models list"),
+    (["embed", "in.txt", "out.hdf5", "--no-such-option", "--model", "fixture"], "elmo embed"),
+])
+def test_an_unknown_option_is_the_commands_usage_error(argv, command, capsys):
+    """An unknown option of a command was reported by the top parser: "usage: elmo [-h]
+    [--version] [--debug] COMMAND ..." and "elmo: error: unrecognized arguments", which shows
+    none of the command's options. It is now the command's usage line and name, status 2."""
+    with pytest.raises(SystemExit) as stop:
+        main(argv)
+    assert stop.value.code == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.startswith(f"usage: {command} ") and f"{command}: error: unrecognized arguments: " in err
 
 
 def _run_in(folder: Path, argv, capsys):
@@ -220,3 +238,74 @@ def test_import_elmo_loads_no_torch_and_every_name_loads_when_used():
     done = subprocess.run([sys.executable, "-c", script], env={**os.environ, "PYTHONPATH": str(ROOT)},
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+@pytest.mark.parametrize("argv", [
+    ["embed", "in.txt", "out.hdf5"],
+    ["analyze", "fixture"],
+    ["train", "corpus.txt", "--vocab", "vocab.txt", "-o", "run"],
+    ["finetune", "corpus.txt", "--from", "default", "-o", "run"],
+])
+def test_the_set_example_of_each_commands_help_is_one_of_its_settings(argv, tmp_path, monkeypatch, capsys):
+    """`elmo embed --help` and `elmo analyze --help` showed `--set lr=0.01`, which both refuse
+    as an unknown setting; each command's example now sets one of its own settings."""
+    from elmo.cli import build_parser
+    with pytest.raises(SystemExit):
+        build_parser().parse_args([argv[0], "--help"])
+    found = re.search(r"e\.g\. --set (\w+)=(\S+?)\)", " ".join(capsys.readouterr().out.split()))
+    assert found, "no --set example in the help"
+    key, value = found.groups()
+    monkeypatch.chdir(tmp_path)
+    assert main(argv + ["--print-config"]) == 0
+    settings = json.loads(capsys.readouterr().out)
+    assert key in settings, f"the help's --set {key}=... is not a setting of elmo {argv[0]}"
+    default = settings[key]
+    assert main(argv + ["--set", f"{key}={value}", "--print-config"]) == 0, capsys.readouterr().err
+    assert json.loads(capsys.readouterr().out)[key] == json.loads(value) != default
+
+
+@pytest.mark.parametrize("argv", [
+    ["info", "small"],
+    ["convert", "small", "out"],
+    ["demo", "--model", "small"],
+    ["embed", "in.txt", "out.hdf5", "--model", "small"],
+    ["analyze", "small", "--only", "contrast", "--out", "report"],
+    ["neighbors", "the bank", "--word", "bank", "--corpus", "in.txt", "--no-glove", "--model", "small"],
+])
+def test_every_model_argument_takes_a_published_name_and_says_so(argv, tmp_path, monkeypatch, capsys):
+    """The README: every CLI model argument takes a bundled or published name, a folder or a
+    URL. They all do (offline, a published name is looked up in the download cache), but
+    `elmo demo --help`, `elmo analyze --help` and `elmo neighbors --help` said a bundled name
+    or a folder only."""
+    from elmo.cli import build_parser
+    with pytest.raises(SystemExit):
+        build_parser().parse_args([argv[0], "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    model_help = re.search(r"(?:^| )(?:--model MODEL|model) +(bundled .*?)(?: --| positional| options:|$)", text)
+    assert model_help, f"elmo {argv[0]} --help names no model argument"
+    assert "published" in model_help.group(1) and "URL" in model_help.group(1), model_help.group(1)
+    monkeypatch.setenv("ELMO_OFFLINE", "1")
+    monkeypatch.setenv("ELMO_HOME", str(tmp_path / "home"))
+    (tmp_path / "in.txt").write_text("the bank closed .\n", encoding="utf-8")
+    status, err = _run_in(tmp_path, argv, capsys)
+    assert status == 1 and "ELMO_OFFLINE is set" in err, err     # it went to the published model
+
+
+def test_train_reads_its_text_back_from_the_config_it_printed(tmp_path, monkeypatch, capsys):
+    """README: `elmo train ... --print-config` prints the settings and `--config FILE` reads them
+    back; the file holds the training text ("train"), yet `elmo train --config FILE` stopped
+    with "the following arguments are required: corpus". The text is now the file's when
+    CORPUS is left out, and CORPUS given wins over it."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["train", "corpus.txt", "--vocab", "vocab.txt", "-o", "run", "--print-config"]) == 0
+    (tmp_path / "run.json").write_text(capsys.readouterr().out, encoding="utf-8")
+    assert main(["train", "--config", "run.json", "--print-config"]) == 0
+    assert json.loads(capsys.readouterr().out)["train"] == ["corpus.txt"]
+    assert main(["train", "other.txt", "--config", "run.json", "--print-config"]) == 0
+    assert json.loads(capsys.readouterr().out)["train"] == ["other.txt"]
+    (tmp_path / "empty.json").write_text('{"train": []}', encoding="utf-8")
+    for argv in (["train"], ["train", "--config", "empty.json"]):     # no text anywhere: usage error
+        with pytest.raises(SystemExit) as stop:
+            main(argv)
+        assert stop.value.code == 2
+        assert "the following arguments are required: corpus" in capsys.readouterr().err

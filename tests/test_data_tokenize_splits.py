@@ -89,6 +89,14 @@ def test_the_embed_tokenizer_agrees_with_the_corpus_tokenizer_on_quotes(tok):
     assert tokenize(text) == tok.tokens(text)
 
 
+@pytest.mark.parametrize("text", ["at 3.14pm", "v2.0 of python3.11", "a 2.5x speedup, 12:30pm."])
+def test_the_embed_tokenizer_agrees_with_the_corpus_tokenizer_on_numbers_with_letters(tok, text):
+    """`elmo embed --tokenize` split `3.14pm` into `3 . 14pm` (and `v2.0` into `v2 . 0`), where
+    the training corpus (spaCy) keeps them whole."""
+    from elmo.tokenize import tokenize
+    assert tokenize(text) == tok.tokens(text)
+
+
 def test_spans_drop_invisible_joiners_as_tokens_does(tok):
     """spans gave 'co\\xadoperate' and 'with\\u200d' (and a lone mark a token of its own) where
     tokens() gives 'cooperate' and 'with': a SQuAD context then held other words than its

@@ -278,3 +278,29 @@ def test_a_given_bilm_keeps_its_own_stateful_setting():
     assert bilm.stateful is False
     Elmo(module=bilm, stateful=True)
     assert bilm.stateful is True
+
+
+def test_reset_states_on_elmo_clears_a_stateful_bilms_carried_state():
+    """The README says `stateful=True` (on Elmo, ...) carries the state and `reset_states()`
+    clears it; Elmo had no reset_states (AttributeError)."""
+    mixer = Elmo(module=random_bilm(), num_output_representations=1, dropout=0.0, stateful=True)
+    first, second = batch_to_ids([["the", "dog", "ran"]]), batch_to_ids([["a", "cat"]])
+    fresh = mixer(second)["elmo_representations"][0]        # from a zero state
+    mixer.reset_states()
+    mixer(first)
+    carried = mixer(second)["elmo_representations"][0]
+    assert not torch.allclose(carried, fresh)               # the state was carried
+    mixer.reset_states()
+    assert torch.equal(mixer(second)["elmo_representations"][0], fresh)
+
+
+def test_reset_states_on_a_module_without_one_is_a_clear_error():
+    class NoState(torch.nn.Module):           # AllenNLP's module= contract has no reset_states
+        num_layers = 1
+
+        def get_output_dim(self):
+            return 4
+
+    mixer = Elmo(module=NoState(), num_output_representations=1, dropout=0.0)
+    with pytest.raises(TypeError, match="NoState has no reset_states"):
+        mixer.reset_states()

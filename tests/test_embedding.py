@@ -363,6 +363,19 @@ def test_tokenizer(text, tokens):
     assert tokenize(text) == tokens
 
 
+@pytest.mark.parametrize("text, tokens", [
+    ("at 3.14pm", ["at", "3.14pm"]),                    # was 3 . 14pm
+    ("v2.0 of python3.11", ["v2.0", "of", "python3.11"]),  # was v2 . 0 ... python3 . 11
+    ("a 2.5x speedup, 12:30pm.", ["a", "2.5x", "speedup", ",", "12:30pm", "."]),
+    ("it ran 3.5km", ["it", "ran", "3.5km"]),
+    ("pi is 3.14. 4.5% of 1,000.", ["pi", "is", "3.14", ".", "4.5", "%", "of", "1,000", "."]),
+])
+def test_tokenizer_never_splits_a_number_at_its_inner_separator(text, tokens):
+    """README: `--tokenize` keeps `3.14` whole, splitting like the training data (spaCy). With a
+    letter beside it, `3.14pm` became `3 . 14pm` and `v2.0` `v2 . 0`, which spaCy keeps whole."""
+    assert tokenize(text) == tokens
+
+
 def test_tokenizer_drops_invisible_joiners_inside_words():
     """A soft hyphen, zero-width (non-)joiner, word joiner or direction mark was a token of its
     own in the middle of the word it sits in: three tokens, one invisible."""

@@ -66,3 +66,16 @@ def test_a_training_step_reads_the_device_as_often_for_any_unroll_and_rows(tmp_p
               f"{dict(small.counts)}")
         assert small.total > 0
         assert large.counts == small.counts, (sampled, small.counts, large.counts)
+
+
+def test_the_readmes_counts_are_the_counts(tmp_path):
+    """The README quoted 23 to 25 reads for a training step long after they had become 29 and
+    31; its figures are now read from it and compared with what is counted here."""
+    import re
+    from pathlib import Path
+    text = " ".join((Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8").split())
+    quoted = re.search(r"a fixed number of times \((\d+), and (\d+) (?:or|to) (\d+)", text)
+    assert quoted, "the README's count of host reads (section GPU) is gone or reworded: update this test"
+    forward = _forward_reads(random_bilm(), [["a", "b", "c"], ["d"]]).total
+    full, sampled = (_training_reads(tmp_path, 2, 4, s).total for s in (False, True))
+    assert tuple(map(int, quoted.groups())) == (forward, full, sampled)

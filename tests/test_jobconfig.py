@@ -30,7 +30,7 @@ class Job:
 def parse(argv):
     p = argparse.ArgumentParser()
     add_arguments(p, Job)
-    add_config_arguments(p)
+    add_config_arguments(p, example="lr=0.01")
     return p.parse_args(argv)
 
 

@@ -15,6 +15,8 @@
    option values, but everything they do write must exist. ``...`` in a command stands for
    arguments left out and is read the same way. Flags must be spelled in full (no argparse
    abbreviations), so a renamed flag is caught even where the old name is a prefix of the new.
+3. The experiment config of "Your own data" loads.
+4. The pages of docs/: their Python blocks run (``DOCS_RUN``) and their `elmo` commands parse.
 """
 from __future__ import annotations
 
@@ -603,6 +605,29 @@ def test_readme_elmo_commands_parse(parsers):
     assert not failures, "README commands that elmo's parser refuses:\n" + "\n".join(failures)
 
 
+def test_a_blocks_embed_commands_write_one_output_with_one_set_of_settings(parsers):
+    """The Embedding block's three `elmo embed` commands all wrote vectors.hdf5 with other
+    settings: run in order, the second and third were refused ("written by a different
+    command"). Commands of one block that write the same OUTPUT must ask for the same job."""
+    problems = []
+    for block in fenced_blocks(readme_text()):
+        if block.lang not in _SHELL_LANGS:
+            continue
+        jobs: Dict[str, Tuple[int, dict]] = {}
+        for line, text in shell_lines(block):
+            for args, lenient in argument_lists(Command(line, text, False)):
+                if lenient or args[:1] != ["embed"]:
+                    continue
+                job = vars(parsers[False].parse_args(args))
+                output = job.pop("output")
+                job.pop("overwrite", None)
+                first = jobs.setdefault(output, (line, job))
+                if first[1] != job:
+                    problems.append(f"README.md:{line} writes {output} with other settings than "
+                                    f"line {first[0]}: run after it, it is refused")
+    assert not problems, "\n".join(problems)
+
+
 # ---------------------------------------------------------------------------------------------
 # 3. The experiment config of "Your own data"
 # ---------------------------------------------------------------------------------------------
@@ -683,3 +708,108 @@ def test_every_option_of_every_command_says_what_it_does_and_its_default():
                   and action.default not in (None, argparse.SUPPRESS, []) and "default" not in action.help):
                 no_default.append(name)
     assert unsaid == [] and no_default == [] and doubled == []
+
+
+# ---------------------------------------------------------------------------------------------
+# 4. docs/: the same for its pages
+# ---------------------------------------------------------------------------------------------
+
+DOCS = sorted((ROOT / "docs").glob("*.md"))
+
+
+def _readers_files(ctx) -> dict:
+    """The files docs/DATA.md's reader calls name, a few lines each in their formats."""
+    import json
+    files = {
+        "nltk_data/corpora/brown/ca01": "\n\n\tThe/at Fulton/np-tl said/vbd ./.\n\n\n\tIt/pps was/bedz 1/2/cd ./.\n",
+        "nltk_data/corpora/brown/cats.txt": "ca01 news\n",
+        "ptb.train.txt": " the cat sat on the <unk> \n a dog ran \n",
+        "glove.6B.50d.txt": "the 0.1 0.2\ncat 0.3 0.4\n",
+        "dev-v1.1.json": json.dumps({"data": [{"title": "T", "paragraphs": [{"context": "A b c.", "qas": [
+            {"id": "1", "question": "b?", "answers": [{"text": "b", "answer_start": 2}]}]}]}]}),
+        "wnut16.train": "Ada\tB-person\nlives\tO\n\nHi\tO\n",
+        "data.noun": "  1 a licence header line\n00001740 03 n 01 entity 0 000 | that which exists; "
+                     "\"the entity was there\"  \n",
+        "wordsim353.tsv": "Word 1\tWord 2\tHuman (mean)\ncat\tdog\t7.35\n",
+        "any-standard-form.txt": "a b .\nc d .\n\ne f .\n",
+    }
+    for name, text in files.items():
+        (ctx.tmp / name).parent.mkdir(parents=True, exist_ok=True)
+        (ctx.tmp / name).write_text(text, encoding="utf-8")
+    return {}
+
+
+def _readers_check(values: list, ctx) -> None:
+    import numpy as np
+    brown, cats, ptb, glove, squad, conll, wordnet, pairs, documents = values
+    assert list(brown)[0][:2] == [("The", "at"), ("Fulton", "np-tl")]          # [(word, tag), ...]
+    assert cats == {"ca01": "news"}
+    assert list(ptb) == [["the", "cat", "sat", "on", "the", "<unk>"], ["a", "dog", "ran"]]   # token lists
+    words, vectors = glove                                                     # (words, float32 array)
+    assert words == ["the", "cat"] and vectors.dtype == np.float32 and vectors.shape == (2, 2)
+    assert [p["context"] for p in squad] == ["A b c."]
+    assert list(conll)[0] == [["Ada", "B-person"], ["lives", "O"]]
+    assert [(s.lemmas, s.examples) for s in wordnet] == [(["entity"], ["the entity was there"])]
+    assert list(pairs) == [("cat", "dog", 7.35)]
+    assert list(documents) == [[["a", "b", "."], ["c", "d", "."]], [["e", "f", "."]]]
+
+
+#: The Python blocks of docs/*.md that run, by a line of each: (setup, replacements of
+#: placeholders, check of the values of the block's expression lines, in order).
+DOCS_RUN: Dict[str, Tuple[Callable, Tuple[Tuple[str, str], ...], Callable]] = {
+    "from elmo.data import readers": (
+        _readers_files,
+        (('".../brown/cats.txt"', '"nltk_data/corpora/brown/cats.txt"'),
+         ('"/usr/share/wordnet/data.noun"', '"data.noun"')),
+        _readers_check),
+}
+
+
+def _docs_python_blocks() -> List[Tuple[Path, Block]]:
+    return [(page, b) for page in DOCS for b in python_blocks(page.read_text(encoding="utf-8"))]
+
+
+def test_every_docs_python_block_runs(tmp_path, monkeypatch):
+    """docs/DATA.md's reader calls were run by no test: each block of docs/ is run here in a
+    fresh folder, and the value of each of its expression lines is kept for the check."""
+    import ast
+    blocks = _docs_python_blocks()
+    assert blocks, "docs/ has no python block any more: is the extraction broken?"
+    for page, block in blocks:
+        keys = [k for k in DOCS_RUN if blocks_named(k, [block])]
+        assert len(keys) == 1, f"{page.name}:{block.line}: a python block of docs/ must be in DOCS_RUN, once"
+        setup, replace, check = DOCS_RUN[keys[0]]
+        code = block.code
+        for old, new in replace:
+            assert old in code, f"{page.name}:{block.line} no longer has {old!r}: update DOCS_RUN"
+            code = code.replace(old, new)
+        folder = tmp_path / f"{page.stem}-{block.line}"
+        folder.mkdir()
+        monkeypatch.chdir(folder)
+        ctx = Context(folder, code)
+        namespace = {"__name__": "docs_block", **setup(ctx)}
+        tree = ast.parse("\n" * (block.line - 1) + code, str(page))
+        for i, node in enumerate(tree.body):         # `expr` -> `_values.append(expr)`
+            if isinstance(node, ast.Expr):
+                call = ast.parse("_values.append(None)", mode="eval").body
+                assert isinstance(call, ast.Call)
+                call.args = [node.value]
+                tree.body[i] = ast.copy_location(ast.Expr(call), node)
+        namespace["_values"] = values = []
+        exec(compile(ast.fix_missing_locations(tree), str(page), "exec"), namespace)
+        check(values, ctx)
+
+
+def test_docs_elmo_commands_parse(parsers):
+    failures, found = [], 0
+    for page in DOCS:
+        for command in readme_commands(page.read_text(encoding="utf-8")):
+            if re.match(r"elmo [\w-]+: ", command.text):     # a message it prints, not a command
+                continue
+            for args, lenient in argument_lists(command):
+                found += 1
+                error = parse_error(parsers[lenient], args)
+                if error:
+                    failures.append(f"{page.name}:{command.line}: {command.text!r} -> {error}")
+    assert found >= 5, "docs/'s elmo commands were not found: is the extraction broken?"
+    assert not failures, "\n".join(failures)

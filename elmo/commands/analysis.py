@@ -17,7 +17,7 @@ def register(subparsers) -> None:
                     "contrast pairs on one model; writes report.md, results.json and PNG "
                     "pictures. Needs the corpora of `elmo data get brown-pos wordnet brown "
                     "glove-50d` (fetched when missing).")
-    p.add_argument("model", help="bundled model name (fixture) or a model folder")
+    p.add_argument("model", help="bundled or published model name, model folder or http(s) URL")
     p.add_argument("--out", default=None, help="output folder (default: experiments/analysis/<model name>)")
     p.add_argument("--only", action="append", choices=SECTIONS,
                    help="run only this section (repeatable; default: all)")
@@ -31,7 +31,7 @@ def register(subparsers) -> None:
     p.add_argument("--threads", type=int, default=None,
                    help="torch CPU threads (default: torch's choice; on a busy shared machine "
                         "1 can be much faster)")
-    add_config_arguments(p)
+    add_config_arguments(p, example="pos_l2=0.001")
     p.set_defaults(func=analyze)
 
     p = subparsers.add_parser(
@@ -46,7 +46,8 @@ def register(subparsers) -> None:
                    help="which occurrence of WORD in SENTENCE is the query, from 1 (default: the "
                         "first; a word that occurs more than once is noted)")
     p.add_argument("--model", default=None,
-                   help="bundled model name or model folder (default: the bundled default)")
+                   help="bundled or published model name, model folder or http(s) URL "
+                        "(default: the bundled default)")
     p.add_argument("--corpus", required=True,
                    help="a text file (a tokenized sentence a line) or CORPUS:SPLIT, e.g. brown:dev")
     p.add_argument("--layer", type=int, action="append",

@@ -35,7 +35,9 @@ def register(subparsers) -> None:
         "demo", help="embed a few sentences and show how context changes the vectors",
         description="Embed example sentences with a model and print, per layer, how similar the "
                     "vectors of the same word are across contexts.")
-    p.add_argument("--model", default=None, help="bundled model name or folder (default: the bundled default)")
+    p.add_argument("--model", default=None,
+                   help="bundled or published model name, model folder or http(s) URL "
+                        "(default: the bundled default)")
     p.add_argument("--threads", type=int, default=1,
                    help="torch threads (default 1: the demo's batches are small, and on a busy machine "
                         "more threads mostly wait for each other)")

@@ -72,7 +72,7 @@ def register(subparsers) -> None:
              "changes the rounding of the new segments (about 1e-7); keep it for bit-identical files")
     for option, nargs, instead in ALLENNLP_OPTIONS:
         p.add_argument(option, nargs=nargs, action=_AllenNLPOption, instead=instead)
-    add_config_arguments(p)
+    add_config_arguments(p, example="segment_lines=512")
     p.set_defaults(func=embed)
 
 

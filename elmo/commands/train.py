@@ -59,7 +59,7 @@ def _add_run_args(p: argparse.ArgumentParser, *, finetune: bool) -> None:
     add_arguments(g, TrainConfig, exclude={"vocab", "output", "valid", "init_from"} if finetune else set(),
                   defaults=_FINETUNE_DEFAULTS if finetune else None)
     g.add_argument("--threads", type=int, help="CPU threads for torch (default: torch's choice)")
-    add_config_arguments(p)
+    add_config_arguments(p, example="lr=0.01")
 
 
 _FINETUNE_DEFAULTS = {"epochs": 1.0}
@@ -92,10 +92,12 @@ def register(subparsers) -> None:
                     "OUTPUT to resume exactly. Under torchrun it trains data-parallel.",
         epilog="example: elmo vocab build corpus/ -o vocab.txt && "
                "elmo train corpus/ --vocab vocab.txt --output run1 --valid heldout.txt")
-    p.add_argument("corpus", nargs="+", help="training text: files, globs or folders of shards; .gz ok")
+    # (left out, the text is the --config file's "train", as --print-config wrote it)
+    p.add_argument("corpus", nargs="*", help="training text: files, globs or folders of shards; .gz ok "
+                                             "(with --config FILE: the file's when left out)")
     _add_model_args(p)
     _add_run_args(p, finetune=False)
-    p.set_defaults(func=train)
+    p.set_defaults(func=train, usage_error=p.error)
 
     # ---------------------------------------------------------------- finetune
     p = subparsers.add_parser(
@@ -251,8 +253,10 @@ def train(args) -> int:
     from ..training.config import TrainConfig, with_recipe_defaults
     from ..training.trainer import train as run
 
-    _threads(args)
     from_file = read_json(args.config_file) if args.config_file else {}
+    if not args.corpus and not from_file.get("train"):   # (a usage error, as a missing argument is)
+        args.usage_error("the following arguments are required: corpus (or --config FILE that names it)")
+    _threads(args)
     file_options = from_file.get("options")
     if getattr(args, "init_from", None):
         args.init_from = _model_folder(args.init_from)
@@ -267,7 +271,7 @@ def train(args) -> int:
         options = None if file_options and not _model_flags_given(args) else _model_options(args, file_options)
     # a warm start keeps the model's vocabulary unless one is named
     defaults = {"vocab": str(Path(init_from) / VOCAB_FILE)} if init_from else None
-    cfg = from_args(TrainConfig, args, defaults=defaults, given={"train": list(args.corpus), "options": options},
+    cfg = from_args(TrainConfig, args, defaults=defaults, given={"train": list(args.corpus) or None, "options": options},
                     config_values=from_file)
     _refuse_shape_with_from(cfg)
     _refuse_dash_output(cfg)

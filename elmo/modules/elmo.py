@@ -158,6 +158,17 @@ class Elmo(nn.Module):
         self._requires_grad = bool(requires_grad)
         return self
 
+    def reset_states(self) -> None:
+        """Forget the LSTM state a stateful biLM carries between calls: the next call starts
+        from zeros (a stateless biLM carries none, so nothing changes). The README promised it
+        on ``Elmo``, where it was an ``AttributeError``; it is the biLM's
+        :meth:`BiLM.reset_states`."""
+        reset = getattr(self._elmo_lstm, "reset_states", None)
+        if not callable(reset):  # a module= on AllenNLP's contract need not have one
+            raise TypeError(f"module= {type(self._elmo_lstm).__name__} has no reset_states(): "
+                            f"reset its state through the module itself")
+        reset()
+
     def penalty(self, lam: float) -> torch.Tensor:
         """lam * sum over mixes of ||s||^2: a 0-dim tensor (zero without mixes, and for mixes
         fixed by ``scalar_mix_parameters``: they are not learned)."""
