@@ -18,7 +18,9 @@ task *kind* (:mod:`.kinds`: ``tagging``, ``classification``, ``pair``)::
 * CoNLL, CoNLL-U and ``word/TAG`` are for tagging. TSV and JSON lines are for any kind; for tagging
   their label is one tag per token (a list, or a string of tags separated by spaces).
 * TSV columns are named (with a header line, the default when a name is given) or counted
-  from 0; JSON fields are named. A text is a list of tokens, a string, or for JSON a list of
+  from 0; JSON fields are named. ``delimiter`` (a tab) may be another character; ``quoting``
+  ``csv`` (the default for any delimiter but a tab) reads double-quoted fields as csv does,
+  ``none`` (a tab's default) keeps every quote as a character of the text. A text is a list of tokens, a string, or for JSON a list of
   lists (sentences, joined); a list of field names joins their texts (``["title", "body"]``).
 * A string is split on whitespace, or with ``"tokenize": true`` (a key of the task spec) by
   the project's tokenizer (:func:`elmo.tokenize.tokenize`); never into characters. Tagging
@@ -37,7 +39,7 @@ import math
 import re
 from collections import Counter
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence, Union
+from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from ..data.fetch import sha256_file
 from ..io import json_objects, text_lines, utf8_error_where
@@ -48,8 +50,11 @@ FORMATS = ("conll", "conllu", "word_tag", "tsv", "jsonl")
 FORMAT_KEYS = {"conll": {"word", "label", "separator"},
                "conllu": {"word", "label"},
                "word_tag": {"separator"},
-               "tsv": {"text", "label", "text_b", "header", "delimiter"},
+               "tsv": {"text", "label", "text_b", "header", "delimiter", "quoting"},
                "jsonl": {"text", "label", "text_b"}}
+
+#: How a TSV format reads double quotes: ``none`` as text, ``csv`` as csv's quoting.
+TSV_QUOTING = ("none", "csv")
 
 LabelMap = Callable[[str], Optional[str]]       # a preset's label rule; None drops the example
 
@@ -128,6 +133,13 @@ def check_format(fmt: object, kind: str, where: str) -> dict:
                 raise TaskDataError(f"{where}: format.header must be true or false, got "
                                     f"{out['header']!r}")
             _check_separator(out["delimiter"], "delimiter", where, one_character=True)
+            # A comma-separated file quotes every text holding a comma (csv's convention), so its
+            # quotes are csv quoting; a tab-separated one's are mostly the text's own ("Hi," he
+            # said), which csv quoting would strip or run across lines.
+            out.setdefault("quoting", "none" if out["delimiter"] == "\t" else "csv")
+            if out["quoting"] not in TSV_QUOTING:
+                raise TaskDataError(f"{where}: format.quoting must be one of "
+                                    f"{', '.join(TSV_QUOTING)}, got {out['quoting']!r}")
             if named and not out["header"]:
                 raise TaskDataError(f"{where}: TSV columns given by name need a header line "
                                     f"(format.header true), or give column numbers")
@@ -366,8 +378,38 @@ class _Reader:
                                 f"format.header true")
         return header.index(col)
 
+    def _rows(self, lines: Sequence[str]) -> List[Tuple[int, List[str]]]:
+        """(line number, fields) of each row; an empty line is a row without fields.
+
+        ``quoting`` ``none`` splits each line at the delimiter (a quote is a character of its
+        text); ``csv`` reads double-quoted fields as csv does (a delimiter or line end inside
+        quotes, ``""`` for a quote), its rows numbered by the line they start on."""
+        delimiter = self.fmt["delimiter"]
+        if self.fmt["quoting"] == "none":
+            # (csv.reader with QUOTE_NONE did the same, but stopped on a field of 128 KiB, a
+            # long document, with a traceback: "field larger than field limit")
+            return [(i, line.split(delimiter) if line else [])
+                    for i, line in enumerate(lines, start=1)]
+        rows: List[Tuple[int, List[str]]] = []
+        start = 1
+        limit = csv.field_size_limit()
+        # csv's field limit is the module's: raised to this file's size for this read only
+        csv.field_size_limit(max(limit, sum(len(line) + 1 for line in lines)))
+        reader = csv.reader((line + "\n" for line in lines), delimiter=delimiter, strict=True)
+        try:
+            for row in reader:
+                rows.append((start, row))
+                start = reader.line_num + 1
+        except csv.Error as e:
+            raise self.error(start, f"{e} (format.quoting csv reads double quotes as csv "
+                                    f"quoting; \"quoting\": \"none\" reads them as text)") from None
+        finally:
+            csv.field_size_limit(limit)
+        return rows
+
     def _tsv(self, lines: Sequence[str]) -> List[Optional[Example]]:
-        rows = list(csv.reader(lines, delimiter=self.fmt["delimiter"], quoting=csv.QUOTE_NONE))
+        numbered = self._rows(lines)
+        rows = [row for _, row in numbered]
         start, header = 0, None
         if self.fmt["header"]:
             if not rows:
@@ -388,17 +430,16 @@ class _Reader:
         delimiter = self.fmt["delimiter"]
         inside = "a tab" if delimiter == "\t" else f"a {delimiter!r}"
         out: List[Optional[Example]] = []
-        for i in range(start, len(rows)):
-            row = rows[i]
+        for line, row in numbered[start:]:
             if not row or not "".join(row).strip():
                 continue
             if len(row) <= need:
-                raise self.error(i + 1, f"{len(row)} columns, the format needs {need + 1}")
+                raise self.error(line, f"{len(row)} columns, the format needs {need + 1}")
             if len(row) != usual:
-                raise self.error(i + 1, f"{len(row)} columns, where {of} {usual}: every row needs "
-                                        f"the same columns ({inside} inside a text?)")
+                raise self.error(line, f"{len(row)} columns, where {of} {usual}: every row needs "
+                                       f"the same columns ({inside} inside a text?)")
             out.append(self.example(row[text_col], row[label_col],
-                                    row[b_col] if b_col is not None else None, i + 1))
+                                    row[b_col] if b_col is not None else None, line))
         return out
 
     def _field(self, rec: dict, name, line: int):

@@ -207,6 +207,12 @@ def _run_content(cfg: ExperimentConfig, spec: dict, variant: Variant) -> dict:
     data = _data_checksums(spec)
     if data:
         content["data"] = data
+    fmt = spec.get("format")
+    if isinstance(fmt, dict) and fmt.get("type") == "tsv" and "quoting" not in fmt \
+            and fmt.get("delimiter", "\t") != "\t":
+        # such a file's double quotes became csv quoting (they were read as text): runs
+        # recorded before are trained again, not reused
+        content["tsv_quoting"] = "csv"
     if cfg.embeddings.get("glove"):
         # a GloVe file of your own, by its words and vectors as read: another file under its
         # name kept the runs trained with the old vectors (glove-50d is pinned by `elmo data`)
