@@ -29,6 +29,8 @@ task *kind* (:mod:`.kinds`: ``tagging``, ``classification``, ``pair``)::
 * A JSON label or tag that is not a string is spelt as a text file would spell it: ``true``
   is ``"true"``, ``1`` and ``1.0`` are both ``"1"``; labels and tags lose surrounding space, and
   one holding a tab or a line end is refused (predict writes labels into TSV and CoNLL lines).
+  A class label that is a whole number with a decimal point, written (``"1.0"``) or JSON's
+  (``1.0``), is the whole number (``"1"``), in every format.
 
 Every malformed line raises :class:`TaskDataError` naming the file and the line.
 """
@@ -64,6 +66,8 @@ CONLLU_COLUMNS = ("id", "form", "lemma", "upos", "xpos", "feats", "head", "depre
 #: and a multiword-token range or empty node as the first of ten tab-separated columns.
 _CONLLU_COMMENT = re.compile(r"#\s*(sent_id|text|newdoc|newpar|global\.columns)\b")
 _CONLLU_NOT_A_WORD = re.compile(r"\d+[-.]\d+")
+#: A label that is a whole number written with a decimal point: ``1.0``, ``-2.00``, ``3.``.
+_WHOLE_NUMBER = re.compile(r"([+-]?\d+)\.0*")
 
 
 class TaskDataError(ValueError):
@@ -206,7 +210,11 @@ class _Reader:
                 raise self.error(line, f"label {text!r}: {e}") from None
         if not text:
             raise self.error(line, "empty label")
-        return text
+        # "1.0" is the class "1", as JSON's 1.0 is: a column of whole numbers written as floats
+        # (pandas does, where a value is missing) made "1.0" a class of its own beside "1", or a
+        # test label no training example had
+        whole = _WHOLE_NUMBER.fullmatch(text)
+        return whole.group(1) if whole else text
 
     def label_text(self, value, line: int) -> str:
         """A JSON label value as the label's text, spelt as a text file would give it.
