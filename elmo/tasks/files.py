@@ -348,8 +348,12 @@ class _Reader:
                 raise self.error(i, f"{len(cols)} tab-separated columns; a CoNLL-U word line has 10")
             if _CONLLU_NOT_A_WORD.fullmatch(cols[0]):
                 continue        # a multiword token's range (its words follow) or an empty node
-            word, tag = cols[wcol], cols[lcol]
-            if tag == "_" or not tag.strip():
+            # (as plain CoNLL's: a space around a tag made 'NOUN ' a tag of its own beside
+            # 'NOUN', and an empty FORM an empty word)
+            word, tag = cols[wcol].strip(), cols[lcol].strip()
+            if not word:
+                raise self.error(i, f"empty {CONLLU_COLUMNS[wcol]} column ({cols[wcol]!r})")
+            if tag == "_" or not tag:
                 raise self.error(i, f"no {CONLLU_COLUMNS[lcol]} label ('{tag}') for {word!r}; "
                                     f"choose another format.label column")
             words.append(word)
