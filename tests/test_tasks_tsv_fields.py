@@ -97,3 +97,10 @@ def test_runs_of_a_comma_separated_file_read_before_csv_quoting_are_not_reused(t
     assert now == before
     now, before = fingerprints(TSV)                             # a tab's quotes are still text
     assert now == before
+
+
+def test_a_header_name_with_spaces_around_it_names_its_column(tmp_path):
+    data = b"text \t label\r\na b\t pos \nc\tneg\n"
+    assert _read(tmp_path / "h.tsv", data, TSV) == [(["a", "b"], "pos"), (["c"], "neg")]
+    with pytest.raises(TaskDataError, match=r"2 columns named 'label'"):
+        _read(tmp_path / "h.tsv", b"text\tlabel\t label \nx\ty\tz\n", TSV)

@@ -426,7 +426,9 @@ class _Reader:
         if self.fmt["header"]:
             if not rows:
                 raise self.error(1, "no header line")
-            header, start = rows[0], 1
+            # (a header name is matched without its surrounding spaces: " label " was no column
+            # "label", though the values of the column lose theirs)
+            header, start = [name.strip() for name in rows[0]], 1
         cols = {k: self._column(k, header) for k in ("text", "label", "text_b")}
         need = max(c for c in cols.values() if c is not None)
         text_col, label_col, b_col = cols["text"], cols["label"], cols["text_b"]
