@@ -7,6 +7,7 @@ task *kind* (:mod:`.kinds`: ``tagging``, ``classification``, ``pair``)::
     {"type": "conllu", "label": "upos"}               # Universal Dependencies' CoNLL-U
     {"type": "word_tag", "separator": "/"}            # one sentence a line: The/at dog/nn
     {"type": "tsv", "text": "sentence", "label": "label", "text_b": null, "header": true}
+    {"type": "tsv", "text": 0, "label": 1, "header": false, "delimiter": ","}   # CSV, quoted
     {"type": "jsonl", "text": "tokens", "label": "label", "text_b": "evidence"}
 
 * CoNLL columns are separated by tabs (a line without one: by spaces); every word line has
