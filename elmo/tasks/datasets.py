@@ -83,6 +83,30 @@ class TaskData:
                 out[split] = dict(sorted(counts.items()))
         return out
 
+    def in_train(self) -> Dict[str, int]:
+        """split -> how many of its examples have a text (a pair: both texts) that a training
+        example has, for the splits other than train where there are any (none: ``{}``).
+
+        A dev or test file that is the training file, or holds its texts, scores what the
+        model was trained on: its numbers were shown as any other split's, and nothing said so."""
+        def text(ex: Example):
+            return tuple(ex.tokens), None if ex.tokens_b is None else tuple(ex.tokens_b)
+        seen = {text(ex) for ex in self.splits.get("train", [])}
+        out = {split: sum(text(ex) in seen for ex in examples)
+               for split, examples in self.splits.items() if split != "train"}
+        return {split: n for split, n in out.items() if n}
+
+    def describe_in_train(self) -> Optional[str]:
+        """A line naming :meth:`in_train` for the log, or None when no split shares a text."""
+        shared = self.in_train()
+        if not shared:
+            return None
+        sizes = self.sizes()
+        parts = [f"{split} {'all ' if n == sizes[split] else ''}{n} of {sizes[split]}"
+                 for split, n in shared.items()]
+        return (f"{self.name}: examples whose text is also a training text (their scores "
+                f"measure what the model was trained on): {'; '.join(parts)}")
+
     def describe_unseen(self) -> Optional[str]:
         """A line naming :meth:`unseen_labels` for the log, or None when there are none."""
         unseen = self.unseen_labels()

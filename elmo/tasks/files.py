@@ -7,6 +7,7 @@ task *kind* (:mod:`.kinds`: ``tagging``, ``classification``, ``pair``)::
     {"type": "conllu", "label": "upos"}               # Universal Dependencies' CoNLL-U
     {"type": "word_tag", "separator": "/"}            # one sentence a line: The/at dog/nn
     {"type": "tsv", "text": "sentence", "label": "label", "text_b": null, "header": true}
+    {"type": "tsv", "text": 0, "label": 1, "header": false, "delimiter": ","}   # CSV, quoted
     {"type": "jsonl", "text": "tokens", "label": "label", "text_b": "evidence"}
 
 * CoNLL columns are separated by tabs (a line without one: by spaces); every word line has
@@ -18,7 +19,9 @@ task *kind* (:mod:`.kinds`: ``tagging``, ``classification``, ``pair``)::
 * CoNLL, CoNLL-U and ``word/TAG`` are for tagging. TSV and JSON lines are for any kind; for tagging
   their label is one tag per token (a list, or a string of tags separated by spaces).
 * TSV columns are named (with a header line, the default when a name is given) or counted
-  from 0; JSON fields are named. A text is a list of tokens, a string, or for JSON a list of
+  from 0; JSON fields are named. ``delimiter`` (a tab) may be another character; ``quoting``
+  ``csv`` (the default for any delimiter but a tab) reads double-quoted fields as csv does,
+  ``none`` (a tab's default) keeps every quote as a character of the text. A text is a list of tokens, a string, or for JSON a list of
   lists (sentences, joined); a list of field names joins their texts (``["title", "body"]``).
 * A string is split on whitespace, or with ``"tokenize": true`` (a key of the task spec) by
   the project's tokenizer (:func:`elmo.tokenize.tokenize`); never into characters. Tagging
@@ -27,6 +30,8 @@ task *kind* (:mod:`.kinds`: ``tagging``, ``classification``, ``pair``)::
 * A JSON label or tag that is not a string is spelt as a text file would spell it: ``true``
   is ``"true"``, ``1`` and ``1.0`` are both ``"1"``; labels and tags lose surrounding space, and
   one holding a tab or a line end is refused (predict writes labels into TSV and CoNLL lines).
+  A class label that is a whole number with a decimal point, written (``"1.0"``) or JSON's
+  (``1.0``), is the whole number (``"1"``), in every format.
 
 Every malformed line raises :class:`TaskDataError` naming the file and the line.
 """
@@ -37,7 +42,7 @@ import math
 import re
 from collections import Counter
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence, Union
+from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from ..data.fetch import sha256_file
 from ..io import json_objects, text_lines, utf8_error_where
@@ -48,8 +53,11 @@ FORMATS = ("conll", "conllu", "word_tag", "tsv", "jsonl")
 FORMAT_KEYS = {"conll": {"word", "label", "separator"},
                "conllu": {"word", "label"},
                "word_tag": {"separator"},
-               "tsv": {"text", "label", "text_b", "header", "delimiter"},
+               "tsv": {"text", "label", "text_b", "header", "delimiter", "quoting"},
                "jsonl": {"text", "label", "text_b"}}
+
+#: How a TSV format reads double quotes: ``none`` as text, ``csv`` as csv's quoting.
+TSV_QUOTING = ("none", "csv")
 
 LabelMap = Callable[[str], Optional[str]]       # a preset's label rule; None drops the example
 
@@ -59,6 +67,8 @@ CONLLU_COLUMNS = ("id", "form", "lemma", "upos", "xpos", "feats", "head", "depre
 #: and a multiword-token range or empty node as the first of ten tab-separated columns.
 _CONLLU_COMMENT = re.compile(r"#\s*(sent_id|text|newdoc|newpar|global\.columns)\b")
 _CONLLU_NOT_A_WORD = re.compile(r"\d+[-.]\d+")
+#: A label that is a whole number written with a decimal point: ``1.0``, ``-2.00``, ``3.``.
+_WHOLE_NUMBER = re.compile(r"([+-]?\d+)\.0*")
 
 
 class TaskDataError(ValueError):
@@ -128,6 +138,13 @@ def check_format(fmt: object, kind: str, where: str) -> dict:
                 raise TaskDataError(f"{where}: format.header must be true or false, got "
                                     f"{out['header']!r}")
             _check_separator(out["delimiter"], "delimiter", where, one_character=True)
+            # A comma-separated file quotes every text holding a comma (csv's convention), so its
+            # quotes are csv quoting; a tab-separated one's are mostly the text's own ("Hi," he
+            # said), which csv quoting would strip or run across lines.
+            out.setdefault("quoting", "none" if out["delimiter"] == "\t" else "csv")
+            if out["quoting"] not in TSV_QUOTING:
+                raise TaskDataError(f"{where}: format.quoting must be one of "
+                                    f"{', '.join(TSV_QUOTING)}, got {out['quoting']!r}")
             if named and not out["header"]:
                 raise TaskDataError(f"{where}: TSV columns given by name need a header line "
                                     f"(format.header true), or give column numbers")
@@ -194,7 +211,11 @@ class _Reader:
                 raise self.error(line, f"label {text!r}: {e}") from None
         if not text:
             raise self.error(line, "empty label")
-        return text
+        # "1.0" is the class "1", as JSON's 1.0 is: a column of whole numbers written as floats
+        # (pandas does, where a value is missing) made "1.0" a class of its own beside "1", or a
+        # test label no training example had
+        whole = _WHOLE_NUMBER.fullmatch(text)
+        return whole.group(1) if whole else text
 
     def label_text(self, value, line: int) -> str:
         """A JSON label value as the label's text, spelt as a text file would give it.
@@ -328,8 +349,12 @@ class _Reader:
                 raise self.error(i, f"{len(cols)} tab-separated columns; a CoNLL-U word line has 10")
             if _CONLLU_NOT_A_WORD.fullmatch(cols[0]):
                 continue        # a multiword token's range (its words follow) or an empty node
-            word, tag = cols[wcol], cols[lcol]
-            if tag == "_" or not tag.strip():
+            # (as plain CoNLL's: a space around a tag made 'NOUN ' a tag of its own beside
+            # 'NOUN', and an empty FORM an empty word)
+            word, tag = cols[wcol].strip(), cols[lcol].strip()
+            if not word:
+                raise self.error(i, f"empty {CONLLU_COLUMNS[wcol]} column ({cols[wcol]!r})")
+            if tag == "_" or not tag:
                 raise self.error(i, f"no {CONLLU_COLUMNS[lcol]} label ('{tag}') for {word!r}; "
                                     f"choose another format.label column")
             words.append(word)
@@ -366,13 +391,45 @@ class _Reader:
                                 f"format.header true")
         return header.index(col)
 
+    def _rows(self, lines: Sequence[str]) -> List[Tuple[int, List[str]]]:
+        """(line number, fields) of each row; an empty line is a row without fields.
+
+        ``quoting`` ``none`` splits each line at the delimiter (a quote is a character of its
+        text); ``csv`` reads double-quoted fields as csv does (a delimiter or line end inside
+        quotes, ``""`` for a quote), its rows numbered by the line they start on."""
+        delimiter = self.fmt["delimiter"]
+        if self.fmt["quoting"] == "none":
+            # (csv.reader with QUOTE_NONE did the same, but stopped on a field of 128 KiB, a
+            # long document, with a traceback: "field larger than field limit")
+            return [(i, line.split(delimiter) if line else [])
+                    for i, line in enumerate(lines, start=1)]
+        rows: List[Tuple[int, List[str]]] = []
+        start = 1
+        limit = csv.field_size_limit()
+        # csv's field limit is the module's: raised to this file's size for this read only
+        csv.field_size_limit(max(limit, sum(len(line) + 1 for line in lines)))
+        reader = csv.reader((line + "\n" for line in lines), delimiter=delimiter, strict=True)
+        try:
+            for row in reader:
+                rows.append((start, row))
+                start = reader.line_num + 1
+        except csv.Error as e:
+            raise self.error(start, f"{e} (format.quoting csv reads double quotes as csv "
+                                    f"quoting; \"quoting\": \"none\" reads them as text)") from None
+        finally:
+            csv.field_size_limit(limit)
+        return rows
+
     def _tsv(self, lines: Sequence[str]) -> List[Optional[Example]]:
-        rows = list(csv.reader(lines, delimiter=self.fmt["delimiter"], quoting=csv.QUOTE_NONE))
+        numbered = self._rows(lines)
+        rows = [row for _, row in numbered]
         start, header = 0, None
         if self.fmt["header"]:
             if not rows:
                 raise self.error(1, "no header line")
-            header, start = rows[0], 1
+            # (a header name is matched without its surrounding spaces: " label " was no column
+            # "label", though the values of the column lose theirs)
+            header, start = [name.strip() for name in rows[0]], 1
         cols = {k: self._column(k, header) for k in ("text", "label", "text_b")}
         need = max(c for c in cols.values() if c is not None)
         text_col, label_col, b_col = cols["text"], cols["label"], cols["text_b"]
@@ -388,17 +445,16 @@ class _Reader:
         delimiter = self.fmt["delimiter"]
         inside = "a tab" if delimiter == "\t" else f"a {delimiter!r}"
         out: List[Optional[Example]] = []
-        for i in range(start, len(rows)):
-            row = rows[i]
+        for line, row in numbered[start:]:
             if not row or not "".join(row).strip():
                 continue
             if len(row) <= need:
-                raise self.error(i + 1, f"{len(row)} columns, the format needs {need + 1}")
+                raise self.error(line, f"{len(row)} columns, the format needs {need + 1}")
             if len(row) != usual:
-                raise self.error(i + 1, f"{len(row)} columns, where {of} {usual}: every row needs "
-                                        f"the same columns ({inside} inside a text?)")
+                raise self.error(line, f"{len(row)} columns, where {of} {usual}: every row needs "
+                                       f"the same columns ({inside} inside a text?)")
             out.append(self.example(row[text_col], row[label_col],
-                                    row[b_col] if b_col is not None else None, i + 1))
+                                    row[b_col] if b_col is not None else None, line))
         return out
 
     def _field(self, rec: dict, name, line: int):

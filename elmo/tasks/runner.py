@@ -207,6 +207,12 @@ def _run_content(cfg: ExperimentConfig, spec: dict, variant: Variant) -> dict:
     data = _data_checksums(spec)
     if data:
         content["data"] = data
+    fmt = spec.get("format")
+    if isinstance(fmt, dict) and fmt.get("type") == "tsv" and "quoting" not in fmt \
+            and fmt.get("delimiter", "\t") != "\t":
+        # such a file's double quotes became csv quoting (they were read as text): runs
+        # recorded before are trained again, not reused
+        content["tsv_quoting"] = "csv"
     if cfg.embeddings.get("glove"):
         # a GloVe file of your own, by its words and vectors as read: another file under its
         # name kept the runs trained with the old vectors (glove-50d is pinned by `elmo data`)
@@ -597,9 +603,9 @@ def plan(cfg: ExperimentConfig, only_variants: Optional[Sequence[str]] = None) -
     for spec in cfg.tasks:
         data = load_task(spec)
         lines.append(f"{data.name} ({data.metric}): {data.sizes()} examples, {len(data.labels)} labels")
-        unseen = data.describe_unseen()
-        if unseen:
-            lines.append(unseen)
+        for line in (data.describe_unseen(), data.describe_in_train()):
+            if line:
+                lines.append(line)
     for v in selected:
         e = v.elmo
         what = "baseline" if e is None else (
@@ -860,11 +866,14 @@ def _run_all(cfg: ExperimentConfig, results: dict, results_path: Path, done: Lis
         results["data"][name] = {"sizes": prep.data.sizes(), "labels": len(prep.data.labels),
                                  "source": prep.data.source, "embeddings": prep.embedding_info,
                                  "model": prep.settings.to_dict(), "train": asdict(prep.train),
-                                 "unseen_labels": prep.data.unseen_labels()}
+                                 "unseen_labels": prep.data.unseen_labels(),
+                                 "in_train": prep.data.in_train()}
         log(f"{name}: {prep.data.sizes()} examples, {len(prep.data.labels)} labels")
-        unseen = prep.data.describe_unseen()    # (a test label no training example has was not said)
-        if unseen:
-            log(unseen)
+        # (a test label no training example has was not said; nor a dev or test file that is
+        # the training file)
+        for line in (prep.data.describe_unseen(), prep.data.describe_in_train()):
+            if line:
+                log(line)
         for seed in cfg.seeds:
             for variant in variants:
                 if (name, variant.name, seed) in have:
