@@ -315,11 +315,17 @@ def no_empty_folder_on_failure(folder: Path) -> Iterator[None]:
     """Run a block that writes into ``folder`` and may create it (and the folders above it).
     If the block fails, the folders it created that hold no file are removed again: a failed
     command left an empty output or run folder behind, to be taken for one that had begun.
-    A folder that existed before the block is kept, and so is every file."""
+    A folder that existed before the block is kept, and so is every file; and nothing is
+    removed when the block is refused as :class:`OutputBusy` (the folders are another's)."""
     folder = Path(folder)
     new = [p for p in (folder, *folder.parents) if not os.path.lexists(p)]   # (deepest first)
     try:
         yield
+    except OutputBusy:
+        # Another process writes there: it made the folders since (between this block's start
+        # and its lock), and its empty ones are its work in progress (an analysis's picture
+        # folder, an embedding's OUTPUT.parts), which the refused second writer deleted under it.
+        raise
     except BaseException:
         if new:
             _remove_empty_folders(new[-1])

@@ -1,0 +1,66 @@
+"""Two processes on one output: the second is refused in one line and leaves the first's work alone.
+
+The first writer is played by the test: at the moment the second reaches its lock (a hook on
+:func:`elmo.io.output_lock`), the test makes what the first has made by then and holds the lock,
+so each interleaving is exact and no test waits on another process's timing."""
+from __future__ import annotations
+
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+import elmo.io
+from elmo.io import OutputBusy
+
+
+def first_writer_at_the_lock(monkeypatch, stack: ExitStack, before: Callable[[Path], None],
+                             module=elmo.io) -> None:
+    """Make ``module.output_lock`` behave as if another process had started just before this one's lock:
+    ``before(path)`` makes what that process has written by then, and the test holds the lock."""
+    real = elmo.io.output_lock
+
+    def hooked(path: Path, name=None, wait: float = 1.0):
+        before(path)
+        stack.enter_context(real(path))                # the first writer's lock, held on
+        return real(path, name=name, wait=0.05)        # (refused at once: OutputBusy)
+
+    monkeypatch.setattr(module, "output_lock", hooked)
+
+
+def test_a_refused_analysis_leaves_the_running_ones_picture_folder(tmp_path, monkeypatch):
+    """Two `elmo analyze --out OUT` started together on a new OUT: the first locked OUT and drew
+    into OUT/.pictures-*, still empty while its first section ran; the refused second deleted
+    the folders made since it started that held no file, that one among them, and the first run
+    failed after its sections had run."""
+    from elmo.analysis.report import STAGING_PREFIX, AnalysisConfig, run_analysis
+
+    out = tmp_path / "analysis"
+    stage = out / f"{STAGING_PREFIX}first"
+    with ExitStack() as first:
+        first_writer_at_the_lock(monkeypatch, first, lambda path: stage.mkdir(parents=True))
+        with pytest.raises(OutputBusy, match=f"{out} is already being written by PID"):
+            run_analysis("fixture", out, AnalysisConfig(untrained_control=False), only=["contrast"], log=lambda s: None)
+        assert stage.is_dir(), "the refused run deleted the running one's folder"
+
+
+def test_a_refused_embed_leaves_the_running_ones_folder_of_parts(tmp_path, monkeypatch):
+    """The same for `elmo embed IN OUT` twice: the first's OUT.parts, empty until its first
+    segment is written, was deleted by the second, and the first's segment had nowhere to go."""
+    import elmo.embedding.run
+    from elmo.embedding import embed_file
+    from elmo.embedding.output import parts_dir
+
+    inp = tmp_path / "in.txt"
+    inp.write_text("a b c\nd e\n")
+    out = tmp_path / "new" / "out.hdf5"
+
+    def first_has_begun(path: Path) -> None:
+        parts_dir(out).mkdir(parents=True)
+
+    with ExitStack() as first:
+        first_writer_at_the_lock(monkeypatch, first, first_has_begun, elmo.embedding.run)
+        with pytest.raises(OutputBusy, match=f"{out} is already being written by PID"):
+            embed_file(inp, out, "fixture", token_cache=False)
+        assert parts_dir(out).is_dir(), "the refused run deleted the running one's folder of parts"
