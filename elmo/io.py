@@ -630,7 +630,7 @@ def output_lock(path: Path, name: Optional[Path] = None, wait: float = 1.0) -> I
     except TypeError:  # a filelock before 4.3 (an older environment, a GPU image): no hook
         lock, marked_by_lock = FileLock(file, timeout=wait), False
     try:
-        lock.acquire()
+        _acquire(lock, file)
         if not marked_by_lock:  # the same record, through a descriptor of our own
             try:
                 mark(os.open(file, os.O_WRONLY))
@@ -660,6 +660,22 @@ def output_lock(path: Path, name: Optional[Path] = None, wait: float = 1.0) -> I
         if not marked_by_lock and fds:
             os.close(fds[-1])
         lock.release()
+
+
+def _acquire(lock: Any, file: Path, tries: int = 3) -> None:
+    """``lock.acquire()``, again (each try making the lock file's folder anew) where the folder
+    was removed while this process waited: a writer that failed removes the empty folders it
+    made once it has let go of the lock (:func:`no_empty_folder_on_failure`), the lock's folder
+    among them, and the second writer, about to write there, stopped with "cannot write in
+    FOLDER: No such file or directory"."""
+    for _ in range(tries - 1):
+        try:
+            lock.acquire()
+            return
+        except FileNotFoundError:
+            if file.parent.exists():
+                raise
+    lock.acquire()
 
 
 def read_json(path: str | Path, error: Callable[[str], Exception] = ValueError, *, what: str = "readable JSON",

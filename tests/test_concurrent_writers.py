@@ -64,3 +64,40 @@ def test_a_refused_embed_leaves_the_running_ones_folder_of_parts(tmp_path, monke
         with pytest.raises(OutputBusy, match=f"{out} is already being written by PID"):
             embed_file(inp, out, "fixture", token_cache=False)
         assert parts_dir(out).is_dir(), "the refused run deleted the running one's folder of parts"
+
+
+def first_writer_fails_while_waited_for(monkeypatch, first: ExitStack, folder: Path) -> None:
+    """At the second writer's first try for a lock in ``folder`` (held by the first writer),
+    the first writer fails: it lets go of its lock and removes the empty folder it had made
+    (:func:`elmo.io.no_empty_folder_on_failure`), as it does once it has let go."""
+    import filelock
+
+    real = filelock.FileLock._acquire
+    done = []
+
+    def first_fails_meanwhile(lock) -> None:
+        if not done and Path(lock.lock_file).parent == folder:
+            done.append(True)
+            first.close()
+            folder.rmdir()
+        real(lock)
+
+    monkeypatch.setattr(filelock.FileLock, "_acquire", first_fails_meanwhile)
+
+
+def test_a_writer_waiting_for_a_lock_whose_folder_is_removed_gets_it(tmp_path, monkeypatch):
+    """Two `elmo vocab build -o NEW/vocab.txt` (or train, experiment, data build-corpus into a
+    new folder) a moment apart: the first, failing, removed NEW while the second waited for its
+    lock there, and the second stopped with "NEW/vocab.txt: cannot write in NEW: No such file
+    or directory" (nothing wrong with NEW). Now the second writes NEW/vocab.txt."""
+    from elmo.cli import main
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("the cat sat\nthe dog ran\n")
+    out = tmp_path / "new"
+    out.mkdir()
+    with ExitStack() as first:
+        first.enter_context(elmo.io.output_lock(out / "vocab.txt"))
+        first_writer_fails_while_waited_for(monkeypatch, first, out)
+        assert main(["vocab", "build", str(corpus), "--output", str(out / "vocab.txt")]) == 0
+    assert (out / "vocab.txt").read_text().split("\n")[3:5] == ["the", "cat"]
