@@ -7,7 +7,7 @@
 * :func:`output_lock`: while a process writes an output it holds ``OUTPUT.lock`` (a ``flock``
   through the ``filelock`` package, held by the kernel: a killed process releases it). The lock
   file holds the writer's PID and host, so a second writer is told who has it. The file is
-  removed on release.
+  removed on release. :func:`writer_of` tells a reader who writes an output now.
 * :class:`OutputError` and :func:`os_error_reason`: one-line messages for a full disk, a
   read-only or missing folder, a directory where a file belongs.
 * :func:`read_json`: the value of a JSON file, each way it can fail one line naming the file.
@@ -574,6 +574,20 @@ def _holder(lock_file: Path) -> Optional[str]:
     if len(text) >= 1 and text[0].isdigit():
         return f"PID {text[0]}" + (f" on {text[1]}" if len(text) > 1 else "")
     return None
+
+
+def writer_of(path: Path) -> Optional[str]:
+    """Who is writing ``path`` now ('PID 123 on host h', from its lock file: :func:`output_lock`),
+    or None. For readers, which take no lock: a lock file of a process of this host that has
+    ended (killed with SIGKILL, which leaves it) names no writer."""
+    file = lock_path(write_target(path))
+    try:
+        pid, host = (file.read_text(encoding="utf-8").split() + [""])[:2]
+    except (OSError, ValueError):
+        return None
+    if not pid.isdigit() or (host == socket.gethostname() and not process_alive(int(pid))):
+        return None
+    return _holder(file)
 
 
 def _cannot_create_in(folder: Path) -> Optional[str]:

@@ -5,6 +5,7 @@ The first writer is played by the test: at the moment the second reaches its loc
 so each interleaving is exact and no test waits on another process's timing."""
 from __future__ import annotations
 
+import socket
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Callable
@@ -101,3 +102,28 @@ def test_a_writer_waiting_for_a_lock_whose_folder_is_removed_gets_it(tmp_path, m
         first_writer_fails_while_waited_for(monkeypatch, first, out)
         assert main(["vocab", "build", str(corpus), "--output", str(out / "vocab.txt")]) == 0
     assert (out / "vocab.txt").read_text().split("\n")[3:5] == ["the", "cat"]
+
+
+def test_experiment_table_of_a_folder_an_experiment_writes_says_so(tmp_path, capsys):
+    """`elmo experiment-table RES` while `elmo experiment --out RES` runs: the experiment
+    rewrites RES/results.json after each run, and the table was of the runs finished so far
+    (13 of 40 seeds, say) without a word. It says so now, naming the writer; a lock file that
+    a killed experiment left names none."""
+    import json
+    import os
+
+    from elmo.cli import main
+    from test_tasks_compare import OLD
+
+    results = tmp_path / "res" / "results.json"
+    results.parent.mkdir()
+    results.write_text(json.dumps(OLD))
+    with elmo.io.output_lock(results, name=results.parent):    # the experiment's, while it runs
+        assert main(["experiment-table", str(results.parent)]) == 0
+    captured = capsys.readouterr()
+    assert "| two-tasks | pos |" in captured.out
+    assert (f"elmo experiment-table: warning: {results} is being written by PID {os.getpid()}"
+            f" on {socket.gethostname()} (an experiment runs there)") in captured.err
+    elmo.io.lock_path(results).write_text(f"{2 ** 22 + 1} {socket.gethostname()}\n")   # (no such process)
+    assert main(["experiment-table", str(results)]) == 0
+    assert capsys.readouterr().err == ""
