@@ -127,3 +127,38 @@ def test_experiment_table_of_a_folder_an_experiment_writes_says_so(tmp_path, cap
     elmo.io.lock_path(results).write_text(f"{2 ** 22 + 1} {socket.gethostname()}\n")   # (no such process)
     assert main(["experiment-table", str(results)]) == 0
     assert capsys.readouterr().err == ""
+
+
+def test_a_convert_of_a_runs_model_while_the_run_exports_it_is_refused(tmp_path, monkeypatch, capsys):
+    """`elmo convert RUN/model RUN/model --to safetensors` while `elmo train -o RUN` exported
+    RUN/model: both staged in RUN/model.partial, the convert deleted the export's files there,
+    and the export then put in place a folder of its metadata.json alone. The convert is now
+    refused (the export holds RUN/model.lock, as convert does) and the export is whole."""
+    import torch
+
+    import elmo.training.export as export
+    from elmo.cli import main
+    from elmo.config import ElmoOptions
+    from elmo.training.export import export_model, load_language_model
+    from elmo.training.model import LanguageModel
+    from elmo.vocab import Vocabulary
+    from training_helpers import tiny_model_options, write_toy_corpus
+
+    _, _, vocab_path = write_toy_corpus(tmp_path / "corpus", n_train=50, n_heldout=5)
+    vocab = Vocabulary.load(vocab_path)
+    torch.manual_seed(0)
+    model = LanguageModel(ElmoOptions.from_dict(tiny_model_options()), len(vocab), vocab.bos, vocab.eos, 0.0)
+    folder = export_model(model, vocab, tmp_path / "run" / "model")   # an earlier export (a resumed run)
+    real, codes = export.write_metadata, []
+
+    def convert_meanwhile(target: Path, meta) -> None:   # the export's last file
+        codes.append(main(["convert", str(folder), str(folder), "--to", "safetensors"]))
+        real(target, meta)
+
+    monkeypatch.setattr(export, "write_metadata", convert_meanwhile)
+    export_model(model, vocab, folder)
+    assert codes == [1]
+    assert f"{folder} is already being written by PID" in capsys.readouterr().err
+    assert sorted(p.name for p in folder.iterdir()) == ["metadata.json", "options.json", "softmax.hdf5",
+                                                         "vocab.txt", "weights.hdf5"]
+    load_language_model(folder)
