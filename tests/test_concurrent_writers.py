@@ -162,3 +162,29 @@ def test_a_convert_of_a_runs_model_while_the_run_exports_it_is_refused(tmp_path,
     assert sorted(p.name for p in folder.iterdir()) == ["metadata.json", "options.json", "softmax.hdf5",
                                                          "vocab.txt", "weights.hdf5"]
     load_language_model(folder)
+
+
+@pytest.mark.parametrize("command", ["plot-curve", "experiment-table"])
+def test_a_picture_or_table_onto_an_output_another_command_writes_is_refused(tmp_path, capsys, command):
+    """`elmo plot-curve LOG -o OUT` (or `experiment-table RES -o OUT`) while another command
+    wrote OUT (an `elmo embed`, holding OUT.lock): they took no lock, checked OUT before the
+    other had put its file there, and replaced that file with the picture. They hold the lock
+    now, as every writer of a file does, and are refused while another holds it."""
+    import json
+
+    from elmo.cli import main
+    from test_tasks_compare import OLD
+
+    if command == "plot-curve":
+        pytest.importorskip("matplotlib")
+        source = tmp_path / "log.jsonl"
+        source.write_text(json.dumps({"event": "train", "step": 2, "tokens": 160, "loss": 4.0,
+                                      "train_ppl": 54.6}) + "\n", encoding="utf-8")
+    else:
+        source = tmp_path / "results.json"
+        source.write_text(json.dumps(OLD), encoding="utf-8")
+    out = tmp_path / "vectors.hdf5"
+    with elmo.io.output_lock(out):     # the other command's, until its file is in place
+        assert main([command, str(source), "-o", str(out)]) == 1
+    assert f"{out} is already being written by PID" in capsys.readouterr().err
+    assert not out.exists()

@@ -152,7 +152,7 @@ def _absolute_bilm(spec):
 
 
 def experiment_table(args: argparse.Namespace) -> int:
-    from ..io import atomic_write_text, check_output_file, check_replaceable, writer_of
+    from ..io import atomic_write_text, check_output_file, check_replaceable, output_lock, writer_of
     from ..tasks.compare import read_results, recomputed
     from ..tasks.report import TABLE_HEADER, combined_table
 
@@ -177,7 +177,10 @@ def experiment_table(args: argparse.Namespace) -> int:
     table = combined_table([recomputed(read_results(name, need=("config", "runs")), name)
                             for name in args.results], sources=args.results)
     if args.output:
-        atomic_write_text(Path(args.output), table)
+        # (under TABLE.lock, checked again: a file another command wrote there meanwhile was replaced)
+        with output_lock(Path(args.output)):
+            check_replaceable(Path(args.output), TABLE_HEADER.encode(), "table of experiments")
+            atomic_write_text(Path(args.output), table)
     else:
         print(table, end="")
     return 0
