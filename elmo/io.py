@@ -7,7 +7,7 @@
 * :func:`output_lock`: while a process writes an output it holds ``OUTPUT.lock`` (a ``flock``
   through the ``filelock`` package, held by the kernel: a killed process releases it). The lock
   file holds the writer's PID and host, so a second writer is told who has it. The file is
-  removed on release.
+  removed on release. :func:`writer_of` tells a reader who writes an output now.
 * :class:`OutputError` and :func:`os_error_reason`: one-line messages for a full disk, a
   read-only or missing folder, a directory where a file belongs.
 * :func:`read_json`: the value of a JSON file, each way it can fail one line naming the file.
@@ -315,11 +315,17 @@ def no_empty_folder_on_failure(folder: Path) -> Iterator[None]:
     """Run a block that writes into ``folder`` and may create it (and the folders above it).
     If the block fails, the folders it created that hold no file are removed again: a failed
     command left an empty output or run folder behind, to be taken for one that had begun.
-    A folder that existed before the block is kept, and so is every file."""
+    A folder that existed before the block is kept, and so is every file; and nothing is
+    removed when the block is refused as :class:`OutputBusy` (the folders are another's)."""
     folder = Path(folder)
     new = [p for p in (folder, *folder.parents) if not os.path.lexists(p)]   # (deepest first)
     try:
         yield
+    except OutputBusy:
+        # Another process writes there: it made the folders since (between this block's start
+        # and its lock), and its empty ones are its work in progress (an analysis's picture
+        # folder, an embedding's OUTPUT.parts), which the refused second writer deleted under it.
+        raise
     except BaseException:
         if new:
             _remove_empty_folders(new[-1])
@@ -570,6 +576,20 @@ def _holder(lock_file: Path) -> Optional[str]:
     return None
 
 
+def writer_of(path: Path) -> Optional[str]:
+    """Who is writing ``path`` now ('PID 123 on host h', from its lock file: :func:`output_lock`),
+    or None. For readers, which take no lock: a lock file of a process of this host that has
+    ended (killed with SIGKILL, which leaves it) names no writer."""
+    file = lock_path(write_target(path))
+    try:
+        pid, host = (file.read_text(encoding="utf-8").split() + [""])[:2]
+    except (OSError, ValueError):
+        return None
+    if not pid.isdigit() or (host == socket.gethostname() and not process_alive(int(pid))):
+        return None
+    return _holder(file)
+
+
 def _cannot_create_in(folder: Path) -> Optional[str]:
     """Why no file can be created in ``folder``, or None when one can (made and deleted).
 
@@ -624,7 +644,7 @@ def output_lock(path: Path, name: Optional[Path] = None, wait: float = 1.0) -> I
     except TypeError:  # a filelock before 4.3 (an older environment, a GPU image): no hook
         lock, marked_by_lock = FileLock(file, timeout=wait), False
     try:
-        lock.acquire()
+        _acquire(lock, file)
         if not marked_by_lock:  # the same record, through a descriptor of our own
             try:
                 mark(os.open(file, os.O_WRONLY))
@@ -654,6 +674,22 @@ def output_lock(path: Path, name: Optional[Path] = None, wait: float = 1.0) -> I
         if not marked_by_lock and fds:
             os.close(fds[-1])
         lock.release()
+
+
+def _acquire(lock: Any, file: Path, tries: int = 3) -> None:
+    """``lock.acquire()``, again (each try making the lock file's folder anew) where the folder
+    was removed while this process waited: a writer that failed removes the empty folders it
+    made once it has let go of the lock (:func:`no_empty_folder_on_failure`), the lock's folder
+    among them, and the second writer, about to write there, stopped with "cannot write in
+    FOLDER: No such file or directory"."""
+    for _ in range(tries - 1):
+        try:
+            lock.acquire()
+            return
+        except FileNotFoundError:
+            if file.parent.exists():
+                raise
+    lock.acquire()
 
 
 def read_json(path: str | Path, error: Callable[[str], Exception] = ValueError, *, what: str = "readable JSON",

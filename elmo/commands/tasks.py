@@ -152,7 +152,7 @@ def _absolute_bilm(spec):
 
 
 def experiment_table(args: argparse.Namespace) -> int:
-    from ..io import atomic_write_text, check_output_file, check_replaceable
+    from ..io import atomic_write_text, check_output_file, check_replaceable, output_lock, writer_of
     from ..tasks.compare import read_results, recomputed
     from ..tasks.report import TABLE_HEADER, combined_table
 
@@ -165,11 +165,22 @@ def experiment_table(args: argparse.Namespace) -> int:
             if source.resolve() == Path(args.output).resolve():
                 raise ValueError(f"{args.output}: is one of the results to table; write the table to another file")
         check_replaceable(Path(args.output), TABLE_HEADER.encode(), "table of experiments")
+    # An experiment writing a folder rewrites its results.json after each run: a table of it
+    # was of the runs finished so far, without a word (experiment-report is refused then).
+    for name in args.results:
+        source = Path(name) / "results.json" if Path(name).is_dir() else Path(name)
+        writer = writer_of(source)
+        if writer is not None:
+            print(f"elmo experiment-table: warning: {source} is being written by {writer} (an experiment "
+                  f"runs there): its rows hold the runs finished so far", file=sys.stderr)
     # each row from the stored runs, as experiment-report computes it (not the stored summary)
     table = combined_table([recomputed(read_results(name, need=("config", "runs")), name)
                             for name in args.results], sources=args.results)
     if args.output:
-        atomic_write_text(Path(args.output), table)
+        # (under TABLE.lock, checked again: a file another command wrote there meanwhile was replaced)
+        with output_lock(Path(args.output)):
+            check_replaceable(Path(args.output), TABLE_HEADER.encode(), "table of experiments")
+            atomic_write_text(Path(args.output), table)
     else:
         print(table, end="")
     return 0

@@ -13,7 +13,8 @@ import sys
 from pathlib import Path
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence
 
-from ..io import atomic_commit, atomic_target, check_output_file, check_replaceable, first_bad_utf8, json_objects
+from ..io import (atomic_commit, atomic_target, check_output_file, check_replaceable, first_bad_utf8, json_objects,
+                  output_lock)
 
 #: The numbers each kind of record that is drawn must hold (a train record is drawn when it
 #: has a training figure: one logged before any step finished has none).
@@ -113,7 +114,7 @@ def plot_learning_curve(logs: Sequence[str | Path], output: str | Path, title: O
     for log in logs:  # the PNG would replace the training log it was drawn from
         if log_file(log).resolve() == output.resolve():
             raise ValueError(f"{output}: is one of the logs to draw; write the picture to another file")
-    check_replaceable(output, b"\x89PNG\r\n\x1a\n", "PNG picture")
+    check_replaceable(output, b"\x89PNG\r\n\x1a\n", "PNG picture")   # (before the logs are read; again below)
     every = {log: read_log(log) for log in logs}
     empty = [str(log) for log, records in every.items()
              if not any(r.get("event") in ("train", "eval") for r in records)]
@@ -148,12 +149,18 @@ def plot_learning_curve(logs: Sequence[str | Path], output: str | Path, title: O
     if title:
         fig.suptitle(title)
     fig.tight_layout()
-    # a fresh temporary name per process: two runs drawing the same OUTPUT do not write one file
-    tmp = atomic_target(output)
+    # Checked and replaced under OUTPUT.lock, which every command writing a file holds: a file
+    # another command wrote there meanwhile (an elmo embed output, say) was replaced by the picture.
     try:
-        fig.savefig(tmp, dpi=120, format="png")
-        plt.close(fig)
-        atomic_commit(tmp, output)
+        with output_lock(output):
+            check_replaceable(output, b"\x89PNG\r\n\x1a\n", "PNG picture")
+            # a fresh temporary name per process: two runs drawing the same OUTPUT do not write one file
+            tmp = atomic_target(output)
+            try:
+                fig.savefig(tmp, dpi=120, format="png")
+                atomic_commit(tmp, output)
+            finally:
+                tmp.unlink(missing_ok=True)
     finally:
-        tmp.unlink(missing_ok=True)
+        plt.close(fig)
     return output

@@ -20,7 +20,7 @@ import torch
 
 from ..config import ElmoOptions
 from ..vocab import Vocabulary
-from ..io import atomic_folder, atomic_write_text, new_hdf5, read_json
+from ..io import atomic_folder, atomic_write_text, new_hdf5, output_lock, read_json
 from .. import strict_json
 from ..weights import WeightFileError, check_finite, load_original, open_hdf5, save_original
 from .model import LanguageModel
@@ -33,15 +33,24 @@ METADATA_FILE = "metadata.json"
 LM_FILES = (SOFTMAX_FILE, VOCAB_FILE, COUNTS_FILE, METADATA_FILE)
 
 
+#: Seconds an export waits for another writer of the model folder (a convert) to finish.
+EXPORT_LOCK_WAIT = 300.0
+
+
 def export_model(model: LanguageModel, vocab: Vocabulary, folder: str | Path,
                  metadata: Optional[Dict[str, Any]] = None) -> Path:
     """Write ``model`` (and ``vocab``) as a model folder, complete or not at all.
 
     A run killed while exporting left ``folder`` holding some new files and some of an earlier
     export (the weights of the last step beside the softmax and metadata of the step before),
-    which loaded as a model; see :func:`elmo.io.atomic_folder`."""
+    which loaded as a model; see :func:`elmo.io.atomic_folder`.
+
+    It holds ``FOLDER.lock`` (:func:`elmo.io.output_lock`), as ``elmo convert`` and ``ship``
+    into the folder do: a convert of RUN/model into itself while the run exported it staged its
+    files in the export's own FOLDER.partial, deleting the export's, and the folder was left
+    holding a part of either. A writer there is waited for (a convert takes seconds)."""
     folder = Path(folder)
-    with atomic_folder(folder) as tmp:
+    with output_lock(folder, wait=EXPORT_LOCK_WAIT), atomic_folder(folder) as tmp:
         _write_model_files(model, vocab, tmp, metadata)
     return folder
 
