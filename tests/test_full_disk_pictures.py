@@ -1,0 +1,79 @@
+"""A full disk while a picture or a report is written: one line naming the file, and the earlier
+output kept whole. The disk is made full for a child process with ``RLIMIT_FSIZE`` (a write past
+the limit fails with EFBIG, as one on a full disk fails with ENOSPC), which needs no root."""
+from __future__ import annotations
+
+import errno
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from elmo.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_FSIZE as a full disk")
+
+
+def _run_with_file_limit(code: str, limit: int) -> subprocess.CompletedProcess:
+    """Run Python ``code`` in a child whose files cannot grow past ``limit`` bytes."""
+    def small_disk() -> None:
+        import resource
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)   # (the write fails instead of killing)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+    env = dict(os.environ, PYTHONPATH=str(ROOT), MPLBACKEND="Agg")
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], preexec_fn=small_disk, env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def _log(path: Path) -> Path:
+    records = [{"event": "train", "step": s, "epoch": s / 4, "tokens": 100 * s, "train_ppl": 50.0 / s,
+                "lr": 0.2} for s in range(1, 9)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return path
+
+
+def test_plot_curve_on_a_full_disk_names_the_picture_and_keeps_the_old_one(tmp_path):
+    log, png = _log(tmp_path / "log.jsonl"), tmp_path / "curve.png"
+    assert main(["plot-curve", str(log), "-o", str(png)]) == 0
+    before = png.read_bytes()
+    done = _run_with_file_limit(f"""
+        import sys
+        from elmo.cli import main
+        sys.exit(main(["plot-curve", {str(log)!r}, "-o", {str(png)!r}]))""", limit=1000)
+    # It read "elmo plot-curve: error: [Errno 27] File too large", naming no file.
+    assert done.returncode == 1, done.stderr
+    err = done.stderr.strip()
+    assert len(err.splitlines()) == 1 and err.startswith(f"elmo plot-curve: error: {png}: cannot write"), err
+    assert os.strerror(errno.EFBIG) in err
+    assert png.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["curve.png", "log.jsonl"]
+
+
+@pytest.mark.parametrize("writer", ["elmo.tasks.report", "elmo.analysis.plots"])
+def test_a_picture_that_meets_a_full_disk_is_named(tmp_path, writer):
+    """The experiment's layer_weights.png and analyze's pictures: the error named no file."""
+    png = tmp_path / "picture.png"
+    save = "_save_png(fig, path)" if writer == "elmo.tasks.report" else "_save(fig, path)"
+    done = _run_with_file_limit(f"""
+        from pathlib import Path
+        import matplotlib.pyplot as plt
+        from elmo.io import OutputError
+        from {writer} import {save.split("(")[0]}
+        fig, ax = plt.subplots()
+        ax.plot(range(100))
+        path = Path({str(png)!r})
+        try:
+            {save}
+        except OutputError as e:
+            print(e)
+        else:
+            print("written")""", limit=1000)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"{png}: cannot write the {'plot' if 'tasks' in writer else 'picture'}: " \
+                                  f"{os.strerror(errno.EFBIG)}"
