@@ -77,3 +77,39 @@ def test_a_picture_that_meets_a_full_disk_is_named(tmp_path, writer):
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == f"{png}: cannot write the {'plot' if 'tasks' in writer else 'picture'}: " \
                                   f"{os.strerror(errno.EFBIG)}"
+
+
+_PAIRS = "\n".join(f"role\tthe {a} saw the {b} .\tthe {b} saw the {a} .\t{a}\tagent\tpatient"
+                   for a, b in [("dog", "cat"), ("boy", "girl"), ("king", "queen")]) + "\n"
+
+
+def test_analyze_whose_results_meet_a_full_disk_keeps_the_earlier_pictures_and_results(tmp_path, monkeypatch, capsys):
+    """The pictures moved in before results.json was written: a full disk there left this
+    run's pictures beside the earlier run's results.json and report.md."""
+    pairs, out = tmp_path / "pairs.tsv", tmp_path / "report"
+    pairs.write_text(_PAIRS)
+    (tmp_path / "a.json").write_text('{"weights": [0.2, 0.3, 0.5]}')
+    (tmp_path / "b.json").write_text('{"weights": [0.6, 0.3, 0.1]}')
+    args = ["analyze", "fixture", "--only", "contrast", "--contrast-file", str(pairs), "--out", str(out),
+            "--no-untrained-control", "--mix-weights"]
+    assert main(args + [str(tmp_path / "a.json")]) == 0
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    assert "mix_weights_given.png" in before
+
+    real_write = Path.write_text
+
+    def full_at_results(self, *a, **k):
+        if "results.json" in self.name:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real_write(self, *a, **k)
+    monkeypatch.setattr(Path, "write_text", full_at_results)
+    capsys.readouterr()
+    assert main(args + [str(tmp_path / "b.json")]) == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and str(out / "results.json") in err and "No space left" in err, err
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before   # nothing of the failed run
+    monkeypatch.undo()
+    assert main(args + [str(tmp_path / "b.json")]) == 0   # space again: the run completes
+    after = {p.name: p.read_bytes() for p in out.iterdir()}
+    assert after["mix_weights_given.png"] != before["mix_weights_given.png"]
+    assert json.loads(after["results.json"])["given_mix_weights"] == [0.6, 0.3, 0.1]
