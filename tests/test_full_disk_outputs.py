@@ -1,4 +1,4 @@
-"""A full disk while a picture or a report is written: one line naming the file, and the earlier
+"""A full disk while a picture, a report or a run's file is written: one line naming the file, and the earlier
 output kept whole. The disk is made full for a child process with ``RLIMIT_FSIZE`` (a write past
 the limit fails with EFBIG, as one on a full disk fails with ENOSPC), which needs no root."""
 from __future__ import annotations
@@ -113,3 +113,23 @@ def test_analyze_whose_results_meet_a_full_disk_keeps_the_earlier_pictures_and_r
     after = {p.name: p.read_bytes() for p in out.iterdir()}
     assert after["mix_weights_given.png"] != before["mix_weights_given.png"]
     assert json.loads(after["results.json"])["given_mix_weights"] == [0.6, 0.3, 0.1]
+
+
+def test_train_on_a_full_disk_says_which_file_without_an_errno(tmp_path):
+    """A run folder's file that cannot be written: the line read "elmo train: error: [Errno 27]
+    cannot write RUN/train_config.json: File too large"."""
+    text, vocab, run = tmp_path / "train.txt", tmp_path / "vocab.txt", tmp_path / "run"
+    text.write_text("the cat sat .\na dog ran .\n" * 20)
+    vocab.write_text("<S>\n</S>\n<UNK>\nthe\ncat\nsat\n.\na\ndog\nran\n")
+    args = ["train", str(text), "--vocab", str(vocab), "-o", str(run), "--dim", "8", "--projection-dim", "4",
+            "--filters", "1:4", "--char-dim", "4", "--batch-size", "2", "--unroll-steps", "4", "--negatives", "0",
+            "--max-steps", "2", "--no-progress", "--threads", "1", "--device", "cpu"]
+    done = _run_with_file_limit(f"""
+        import sys
+        from elmo.cli import main
+        sys.exit(main({args!r}))""", limit=200)
+    assert done.returncode == 1, done.stderr
+    err = done.stderr.strip()
+    assert len(err.splitlines()) == 1, err
+    assert err == f"elmo train: error: cannot write {run / 'train_config.json'}: {os.strerror(errno.EFBIG)}"
+    assert not run.exists()   # (nothing of a run that never began)
