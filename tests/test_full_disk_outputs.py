@@ -133,3 +133,24 @@ def test_train_on_a_full_disk_says_which_file_without_an_errno(tmp_path):
     assert len(err.splitlines()) == 1, err
     assert err == f"elmo train: error: cannot write {run / 'train_config.json'}: {os.strerror(errno.EFBIG)}"
     assert not run.exists()   # (nothing of a run that never began)
+
+
+def test_a_full_temporary_folder_is_said_as_such(tmp_path):
+    """torch makes itself a temporary folder when an optimizer is built; on a full /tmp the
+    command stopped with "[Errno 2] No usable temporary directory found in [...]" (as if no
+    such folder existed), naming neither the full disk nor TMPDIR."""
+    text, vocab, run = tmp_path / "train.txt", tmp_path / "vocab.txt", tmp_path / "run"
+    text.write_text("the cat sat .\n" * 10)
+    vocab.write_text("<S>\n</S>\n<UNK>\nthe\ncat\nsat\n.\n")
+    done = _run_with_file_limit(f"""
+        import sys
+        from elmo.cli import main
+        sys.exit(main(["train", {str(text)!r}, "--vocab", {str(vocab)!r}, "-o", {str(run)!r}, "--dim", "8",
+                       "--projection-dim", "4", "--filters", "1:4", "--max-steps", "1", "--no-progress",
+                       "--device", "cpu"]))""", limit=0)
+    assert done.returncode == 1, done.stderr
+    err = done.stderr.strip()
+    assert len(err.splitlines()) == 1, err
+    assert err.startswith("elmo train: error: no folder for temporary files can be written (is the disk full?): "
+                          "tried /"), err
+    assert err.endswith("set TMPDIR to a folder that has it") and "[Errno" not in err
