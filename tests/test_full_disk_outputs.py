@@ -28,6 +28,8 @@ def _run_with_file_limit(code: str, limit: int) -> subprocess.CompletedProcess:
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)   # (the write fails instead of killing)
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
     env = dict(os.environ, PYTHONPATH=str(ROOT), MPLBACKEND="Agg")
+    # (torch sets it in this process once its compiler is imported; a fresh shell has none)
+    env.pop("TORCHINDUCTOR_CACHE_DIR", None)
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], preexec_fn=small_disk, env=env,
                           capture_output=True, text=True, timeout=120)
 
