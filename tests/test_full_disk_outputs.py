@@ -156,3 +156,35 @@ def test_a_full_temporary_folder_is_said_as_such(tmp_path):
     assert err.startswith("elmo train: error: no folder for temporary files can be written (is the disk full?): "
                           "tried /"), err
     assert err.endswith("set TMPDIR to a folder that has it") and "[Errno" not in err
+
+
+def _full_at_flush(monkeypatch) -> None:
+    """A file system that finds the disk full only when the data is flushed (NFS, quotas,
+    delayed allocation): ``fsync`` fails with ENOSPC."""
+    def fsync(fd):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    monkeypatch.setattr(os, "fsync", fsync)
+
+
+def test_convert_whose_weights_meet_a_full_disk_at_the_flush_names_them(tmp_path, monkeypatch, capsys):
+    """It read "elmo convert: error: [Errno 28] No space left on device", naming no file."""
+    out = tmp_path / "converted"
+    _full_at_flush(monkeypatch)
+    assert main(["convert", "fixture", str(out)]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err == (f"elmo convert: error: {out / 'model.safetensors'}: cannot write the model weights: "
+                   f"{os.strerror(errno.ENOSPC)}")
+    assert not out.exists() and sorted(p.name for p in tmp_path.iterdir()) == []   # nothing half-made left
+
+
+def test_a_folder_whose_file_meets_a_full_disk_at_the_flush_names_the_file_where_it_was_going(tmp_path, monkeypatch):
+    from elmo.io import atomic_folder
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "config.json").write_text("old\n")
+    _full_at_flush(monkeypatch)
+    with pytest.raises(OSError) as info:
+        with atomic_folder(folder) as stage:
+            (stage / "config.json").write_text("new\n")
+    assert info.value.errno == errno.ENOSPC and info.value.filename == str(folder / "config.json")
+    assert (folder / "config.json").read_text() == "old\n" and sorted(p.name for p in tmp_path.iterdir()) == ["model"]
