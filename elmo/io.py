@@ -151,7 +151,11 @@ def atomic_commit(tmp: Path, path: Path) -> None:
         os.replace(tmp, path)
     except OSError as e:
         if e.errno != errno.EXDEV:
-            raise
+            if not e.errno:
+                raise
+            # (a folder that must grow on a full disk: ENOSPC, which named the temporary; the
+            # file meant is ``path``)
+            raise OSError(e.errno, os.strerror(e.errno), str(path)) from None
         # A temporary staged in a folder of its own (ship's, a report's) and a link naming a
         # file on another file system: copied beside that file first, and renamed there.
         near = atomic_target(path)

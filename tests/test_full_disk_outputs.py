@@ -188,3 +188,25 @@ def test_a_folder_whose_file_meets_a_full_disk_at_the_flush_names_the_file_where
             (stage / "config.json").write_text("new\n")
     assert info.value.errno == errno.ENOSPC and info.value.filename == str(folder / "config.json")
     assert (folder / "config.json").read_text() == "old\n" and sorted(p.name for p in tmp_path.iterdir()) == ["model"]
+
+
+def test_a_rename_that_meets_a_full_disk_names_the_file_not_its_temporary(tmp_path, monkeypatch, capsys):
+    """A folder that must grow to take a new name fails with ENOSPC on a full disk: the error
+    named the temporary (".vocab.txt.HOST-PID-RANDOM.tmp"), which is deleted anyway."""
+    text, out = tmp_path / "corpus.txt", tmp_path / "vocab.txt"
+    text.write_text("the cat sat\n")
+    assert main(["vocab", "build", str(text), "-o", str(out)]) == 0
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    real_replace = os.replace
+
+    def replace(src, dst, **kwargs):
+        if Path(dst) == out:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(src), None, str(dst))
+        return real_replace(src, dst, **kwargs)
+    monkeypatch.setattr(os, "replace", replace)
+    text.write_text("a dog ran\n")
+    capsys.readouterr()
+    assert main(["vocab", "build", str(text), "-o", str(out)]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err == f"elmo vocab: error: {out}: {os.strerror(errno.ENOSPC)}"
+    assert out.read_bytes() == before["vocab.txt"] and sorted(p.name for p in tmp_path.iterdir()) == sorted(before)
