@@ -11,6 +11,7 @@ import errno
 import importlib
 import io
 import os
+import re
 import signal
 import sys
 import threading
@@ -245,12 +246,23 @@ def _says_why_it_stopped(command: str) -> bool:
         return True
 
 
+#: The message of Python's ``tempfile`` when it can create a file in none of its folders.
+_NO_TEMP_FOLDER = re.compile(r"\[Errno \d+\] No usable temporary directory found in \[(.*)\]$")
+
+
 def _one_line(e: BaseException) -> str:
     """The message of an error on one line; a plain OS error about a file reads 'path: reason'.
     A URL's password in it is shown as ``***`` (a URL given or read from a record may hold one)."""
     from .redact import redact_url
+    no_temp = _NO_TEMP_FOLDER.match(str(e)) if isinstance(e, FileNotFoundError) else None
     if isinstance(e, OSError) and e.errno and e.filename and type(e).__module__ == "builtins":
         text = f"{e.filename}: {os.strerror(e.errno)}"
+    elif no_temp:
+        # Python's tempfile (which torch calls) when no candidate folder takes a file: a full
+        # /tmp read "[Errno 2] No usable temporary directory found in [...]", as if none existed
+        tried = no_temp[1].replace("'", "")
+        text = (f"no folder for temporary files can be written (is the disk full?): tried {tried}; "
+                f"free space there or set TMPDIR to a folder that has it")
     else:
         text = str(e) or type(e).__name__
     return redact_url(" ".join(text.split()))

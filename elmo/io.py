@@ -141,14 +141,21 @@ def atomic_commit(tmp: Path, path: Path) -> None:
     umask = os.umask(0)
     os.umask(umask)
     os.chmod(tmp, 0o666 & ~umask)
-    _fsync(tmp)
+    # (a file system that finds the disk full only when the data is flushed fails here; the
+    # bare "[Errno 28] No space left on device" named no file)
+    with _naming(path):
+        _fsync(tmp)
     _refuse_special(path)  # (it may have appeared while the file was written)
     path = write_target(path)
     try:
         os.replace(tmp, path)
     except OSError as e:
         if e.errno != errno.EXDEV:
-            raise
+            if not e.errno:
+                raise
+            # (a folder that must grow on a full disk: ENOSPC, which named the temporary; the
+            # file meant is ``path``)
+            raise OSError(e.errno, os.strerror(e.errno), str(path)) from None
         # A temporary staged in a folder of its own (ship's, a report's) and a link naming a
         # file on another file system: copied beside that file first, and renamed there.
         near = atomic_target(path)
@@ -238,8 +245,10 @@ def atomic_folder(folder: Path, staging: Optional[Path] = None) -> Iterator[Path
             yield tmp
         for path in tmp.iterdir():   # on the disk before the folder takes the name (atomic_commit)
             if path.is_file():
-                _fsync(path)
-        _fsync(tmp, folder=True)
+                with _naming(named / path.name):   # (a failed flush named no file)
+                    _fsync(path)
+        with _naming(named):
+            _fsync(tmp, folder=True)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)   # (a full disk: free what it took; the old folder stays)
         raise

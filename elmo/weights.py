@@ -495,7 +495,7 @@ def save_pretrained(bilm: BiLM, folder: str | Path, fmt: str = "safetensors") ->
                 with writing(folder / NATIVE_WEIGHTS, "model weights"):
                     write_safetensors(state, tmp, metadata={"format": "elmo-native-1",
                                                             MODEL_OPTIONS_KEY: model_options_digest(bilm.options)})
-                atomic_commit(tmp, folder / NATIVE_WEIGHTS)
+                    atomic_commit(tmp, folder / NATIVE_WEIGHTS)   # (its flush may find the disk full)
             finally:
                 tmp.unlink(missing_ok=True)
             atomic_write_text(folder / NATIVE_CONFIG, bilm.options.to_json() + "\n")

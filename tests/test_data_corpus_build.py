@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from pathlib import Path
 
 from elmo.data import corpus_build as C
 from elmo.data.sources import FORMAT_VERSION
@@ -169,21 +170,56 @@ def test_a_failed_rebuild_keeps_the_old_files_and_marks_itself_unfinished(tmp_pa
     out = home / "corpus"
     before = (out / "train.txt").read_text(encoding="utf-8")
     assert (out / "stats.json").exists()
-    write = C._write
+    stage = C._stage
 
     def full_disk(path, lines):
         if path.name == "train.txt":
             def broken():
                 yield from list(lines)[:3]
                 raise OSError(28, "No space left on device")
-            return write(path, broken())
-        return write(path, lines)
-    monkeypatch.setattr(C, "_write", full_disk)
+            return stage(path, broken())
+        return stage(path, lines)
+    monkeypatch.setattr(C, "_stage", full_disk)
     with pytest.raises(OSError, match="No space left on device"):
         C.build_corpus(home, seed=2, sources=["sotu"], log=lambda *a: None)
     assert (out / "train.txt").read_text(encoding="utf-8") == before   # not a part of the new one
-    assert not (out / "stats.json").exists()                           # no finished build here
-    assert not [p.name for p in out.iterdir() if p.name.endswith(".tmp")]
+    assert (out / "stats.json").exists()         # the earlier build, whole, is still the folder's
+    assert not [p.name for p in out.rglob("*") if p.name.endswith(".tmp")]
+
+
+def test_a_rebuild_that_fills_the_disk_leaves_the_earlier_build_whole(tmp_path, monkeypatch):
+    """The held-out files moved in before train.txt was written: a full disk there left this
+    build's held-out text beside the earlier build's train.txt (which may hold its sentences)."""
+    import errno
+    import pytest
+    home, _ = make_home(tmp_path)
+    C.build_corpus(home, seed=1, sources=["sotu"], log=lambda *a: None)
+    out = home / "corpus"
+    before = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+
+    class FullFile:
+        def __init__(self, f):
+            self.f = f
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.f.close()
+
+        def write(self, text):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    def full_for_train(path, mode="r", **kwargs):
+        f = open(path, mode, **kwargs)
+        return FullFile(f) if Path(path).name.startswith(".train.txt.") and "w" in mode else f
+    monkeypatch.setattr(C, "open", full_for_train, raising=False)
+    with pytest.raises(OSError, match=r"train\.txt: cannot write the corpus file: No space left on device"):
+        C.build_corpus(home, seed=2, sources=["sotu", "brown"], log=lambda *a: None)
+    assert {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+    monkeypatch.undo()
+    stats = C.build_corpus(home, seed=2, sources=["sotu", "brown"], log=lambda *a: None)   # space again
+    assert sorted(stats["sources"]) == ["brown", "sotu"] and (out / "heldout" / "brown.txt").is_file()
 
 
 def test_a_source_named_twice_is_built_once(tmp_path):

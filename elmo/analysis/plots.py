@@ -103,8 +103,14 @@ def mix_weights(weights: Sequence[float], path: Path, title: str = "learned mix 
 
 def _save(fig, path: Path) -> Path:
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100)
     import matplotlib.pyplot as plt
-    plt.close(fig)
+
+    from ..io import writing
+    try:
+        # (matplotlib's failed write, a full disk, named no file: "[Errno 28] No space left")
+        with writing(path, "picture"):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fig.savefig(path, dpi=100)
+    finally:
+        plt.close(fig)
     return path

@@ -401,7 +401,7 @@ def _run_sections(model: str, out: Path, config: AnalysisConfig, sections: List[
 
     import elmo
     from ..embedding import Embedder
-    from ..io import atomic_commit, atomic_write_text
+    from ..io import atomic_commit, naming_as, writing
     from . import plots
     from .neighbors import model_fingerprint
 
@@ -428,28 +428,36 @@ def _run_sections(model: str, out: Path, config: AnalysisConfig, sections: List[
     # left an earlier run's picture of a given mix beside results that hold none.
     stage = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=out))
     try:
-        for name in sections:
-            t = time.time()
-            log(f"analyze: {name} ...")
-            results[name] = _SECTION_RUNNERS[name](embedder, config, stage)
-            results["seconds"][name] = round(time.time() - t, 1)
-        if config.mix_weights:
-            results["given_mix_weights"] = given_mix
-            results["given_mix_learned_on"] = redact_record(learned_on)[0]
-            if note:
-                results["given_mix_note"] = note
-            plots.mix_weights(results["given_mix_weights"], stage / "mix_weights_given.png",
-                              f"mix weights of {Path(config.mix_weights).name}")
-        results["findings"] = paper_findings(results)
+        with naming_as(stage, out):   # (an error names the picture's place in OUT, not the stage)
+            for name in sections:
+                t = time.time()
+                log(f"analyze: {name} ...")
+                results[name] = _SECTION_RUNNERS[name](embedder, config, stage)
+                results["seconds"][name] = round(time.time() - t, 1)
+            if config.mix_weights:
+                results["given_mix_weights"] = given_mix
+                results["given_mix_learned_on"] = redact_record(learned_on)[0]
+                if note:
+                    results["given_mix_note"] = note
+                plots.mix_weights(results["given_mix_weights"], stage / "mix_weights_given.png",
+                                  f"mix weights of {Path(config.mix_weights).name}")
+            results["findings"] = paper_findings(results)
+            # results.json and the report are written in the stage too, and everything then
+            # moves in by renames (which take no space): a full disk at results.json left the
+            # new pictures beside the earlier run's results and report
+            for name, text in (("results.json", json.dumps(results, indent=2) + "\n"),
+                               ("report.md", render(results, model, out, config))):
+                with writing(out / name, "report"):
+                    (stage / name).write_text(text, encoding="utf-8")
         for picture in PICTURES:
             if (stage / picture).is_file():
                 atomic_commit(stage / picture, out / picture)
             else:   # an earlier run's, of something this run does not hold
                 (out / picture).unlink(missing_ok=True)
+        atomic_commit(stage / "results.json", out / "results.json")
+        atomic_commit(stage / "report.md", out / "report.md")
     finally:
         shutil.rmtree(stage, ignore_errors=True)
-    atomic_write_text(out / "results.json", json.dumps(results, indent=2) + "\n")
-    atomic_write_text(out / "report.md", render(results, model, out, config))
     log(f"analyze: wrote {out / 'report.md'}")
     return results
 

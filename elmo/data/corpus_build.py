@@ -207,8 +207,9 @@ def build_corpus(home: Optional[Path] = None, out: Optional[Path] = None, seed: 
 
     The output folder is made and locked before anything is fetched, so a folder that cannot
     be written, or that another build is writing, fails at once rather than after the
-    downloads. Each file is written atomically; ``stats.json`` is removed when writing starts
-    and written last, so a folder without it holds no finished build. A rebuild deletes the
+    downloads. Every file is written under a temporary name first, so a failed write (a full
+    disk) leaves the earlier build whole; ``stats.json`` is then removed, the files renamed into
+    place, and ``stats.json`` written last, so a folder without it holds no finished build. A rebuild deletes the
     held-out files of sources an earlier build had and this one has not, so the folder holds
     the files of this build only, as ``stats.json`` describes them."""
     names = _source_names(sources)   # (before anything is made or fetched)
@@ -301,18 +302,12 @@ def _build(home: Path, out: Path, seed: int, names: List[str], log) -> dict:
             per_source[name][f"dropped_duplicates_{which}"] = dropped
             part[name] = unique
 
-    (out / "stats.json").unlink(missing_ok=True)
-    _remove_stale_heldout(out / "heldout", names, log)
+    _write_build(out, names, heldout, train, seed, log)
     for name in names:
-        _write(out / "heldout" / f"{name}.txt", (" ".join(s) for s in heldout[name]))
         for which, part in (("train", train), ("heldout", heldout)):
             per_source[name][f"{which}_sentences"] = len(part[name])
             per_source[name][f"{which}_tokens"] = sum(len(s) for s in part[name])
             per_source[name][f"{which}_words"] = sum(count_words(s) for s in part[name])
-
-    lines = [" ".join(s) for name in names for s in train[name]]
-    random.Random(seed).shuffle(lines)
-    _write(out / "train.txt", lines)
 
     totals = {k: sum(st[k] for st in per_source.values())
               for k in ("raw_words", "train_sentences", "train_tokens", "train_words",
@@ -338,6 +333,33 @@ def _build(home: Path, out: Path, seed: int, names: List[str], log) -> dict:
     return stats
 
 
+def _write_build(out: Path, names: Sequence[str], heldout: Dict[str, List[List[str]]],
+                 train: Dict[str, List[List[str]]], seed: int, log) -> None:
+    """Write ``heldout/<source>.txt`` for each of ``names`` and the shuffled ``train.txt`` into
+    ``out``, and remove ``stats.json`` (rewritten by the caller when the build is complete).
+
+    Every file is written in full under a temporary name before any replaces the earlier
+    build's: a full disk while writing (train.txt is the largest) left this build's held-out
+    files beside the earlier build's train.txt, which may hold their sentences."""
+    staged: List[Tuple[Path, Path]] = []
+    try:
+        for name in names:
+            staged.append(_stage(out / "heldout" / f"{name}.txt", (" ".join(s) for s in heldout[name])))
+        lines = [" ".join(s) for name in names for s in train[name]]
+        random.Random(seed).shuffle(lines)
+        staged.append(_stage(out / "train.txt", lines))
+        # From here until stats.json is written the folder holds no finished build (the renames
+        # take no space, but a kill may come between them).
+        (out / "stats.json").unlink(missing_ok=True)
+        _remove_stale_heldout(out / "heldout", names, log)
+        for tmp, path in staged:
+            with writing(path, "corpus file"):
+                atomic_commit(tmp, path)
+    finally:
+        for tmp, _ in staged:
+            tmp.unlink(missing_ok=True)
+
+
 def _remove_stale_heldout(folder: Path, names: Sequence[str], log) -> None:
     """Delete the held-out files an earlier build of other sources left in ``folder``.
 
@@ -355,14 +377,16 @@ def _remove_stale_heldout(folder: Path, names: Sequence[str], log) -> None:
                 f"move it out of heldout/ if it is not held-out text of this corpus")
 
 
-def _write(path: Path, lines: Iterable[str]) -> None:
-    """One line each, atomically: a killed build leaves the old file or the new one."""
+def _stage(path: Path, lines: Iterable[str]) -> Tuple[Path, Path]:
+    """Write ``lines``, one a line, to a temporary file beside ``path``; returns (the
+    temporary, ``path``) for :func:`elmo.io.atomic_commit`. A failed write deletes it."""
     tmp = atomic_target(path)
     try:
         with writing(path, "corpus file"):
             with open(tmp, "w", encoding="utf-8") as f:
                 for line in lines:
                     f.write(line + "\n")
-            atomic_commit(tmp, path)
-    finally:
+    except BaseException:
         tmp.unlink(missing_ok=True)
+        raise
+    return tmp, path

@@ -14,7 +14,7 @@ import statistics
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from ..io import atomic_commit, atomic_target, atomic_write_text
+from ..io import atomic_commit, atomic_target, atomic_write_text, writing
 from ..redact import redact_url
 from ..training.adaptation import trained_text
 from .paired import sample_std
@@ -210,8 +210,10 @@ def _save_png(fig, path: Path) -> None:
     import matplotlib.pyplot as plt
     tmp = atomic_target(path)
     try:
-        fig.savefig(tmp, dpi=100, format="png")
-        atomic_commit(tmp, path)
+        # (matplotlib's failed write, a full disk, named no file: "[Errno 28] No space left")
+        with writing(path, "plot"):
+            fig.savefig(tmp, dpi=100, format="png")
+            atomic_commit(tmp, path)
     finally:
         plt.close(fig)
         tmp.unlink(missing_ok=True)

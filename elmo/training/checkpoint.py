@@ -49,6 +49,10 @@ class CheckpointError(ValueError):
 class RunWriteError(OSError):
     """Writing a file of a run folder failed (e.g. no space left); the message names the file."""
 
+    def __str__(self) -> str:
+        # (OSError's own began "[Errno 28] cannot write ...", a number that tells a user nothing)
+        return self.strerror or super().__str__()
+
 
 class CheckpointWriteError(RunWriteError):
     """Writing a checkpoint failed (e.g. no space left); the previous checkpoints are intact."""

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence
 
 from ..io import (atomic_commit, atomic_target, check_output_file, check_replaceable, first_bad_utf8, json_objects,
-                  output_lock)
+                  output_lock, writing)
 
 #: The numbers each kind of record that is drawn must hold (a train record is drawn when it
 #: has a training figure: one logged before any step finished has none).
@@ -157,8 +157,9 @@ def plot_learning_curve(logs: Sequence[str | Path], output: str | Path, title: O
             # a fresh temporary name per process: two runs drawing the same OUTPUT do not write one file
             tmp = atomic_target(output)
             try:
-                fig.savefig(tmp, dpi=120, format="png")
-                atomic_commit(tmp, output)
+                with writing(output, "learning curve"):   # (matplotlib's failed write named no file)
+                    fig.savefig(tmp, dpi=120, format="png")
+                    atomic_commit(tmp, output)
             finally:
                 tmp.unlink(missing_ok=True)
     finally:
