@@ -498,3 +498,15 @@ def test_the_cnn_alone_refuses_ids_of_another_shape_or_device():
     with pytest.raises(ValueError, match="on meta"):
         encoder(ids.to("meta"))
     assert encoder(ids).shape == (1, 2, encoder.output_dim)
+
+
+def test_char_cnn_built_directly_checks_its_arguments():
+    # elmo.CharCNN is public: options as a dict failed with an AttributeError inside it, and a
+    # width of 0 built a model whose token vectors had no values
+    import elmo
+    config = elmo.from_pretrained("fixture").options.char_cnn
+    with pytest.raises(TypeError, match="CharCNN takes a CharCNNConfig"):
+        elmo.CharCNN(config.to_dict(), 16)
+    with pytest.raises(ValueError, match="output_dim must be at least 1, got 0"):
+        elmo.CharCNN(config, 0)
+    assert elmo.CharCNN(config, 16)(batch_to_ids([["a", "bc"]])).shape == (1, 2, 16)

@@ -29,6 +29,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..chars import ByteCharIds
+from ..checks import require_count
 from ..config import CharCNNConfig
 from .conv_pool import conv_max_pool
 from .dense import linear
@@ -216,6 +217,11 @@ class CharCNN(nn.Module):
                  n_char_rows: Optional[int] = None, n_word_rows: Optional[int] = None,
                  word_dim: int = 0):
         super().__init__()
+        # (elmo.CharCNN is public: a dict of options failed with an AttributeError, and a width
+        # of 0 made a model whose token vectors were empty)
+        if not isinstance(config, CharCNNConfig):
+            raise TypeError(f"CharCNN takes a CharCNNConfig (ElmoOptions.char_cnn), got {type(config).__name__}")
+        output_dim = require_count("output_dim", output_dim)
         self.config = config
         self.output_dim = output_dim
         if id_scheme is None and n_char_rows is None:
