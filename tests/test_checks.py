@@ -104,3 +104,24 @@ def test_paths_and_option_sizes():
     options["lstm"]["dim"] = 1e30  # an integral float: it was taken as 10**30, which torch overflowed on
     with pytest.raises(ConfigError, match=r"lstm.dim: 1e\+30 is beyond any model's size"):
         ElmoOptions.from_dict(options)
+
+
+def test_a_module_or_tensor_given_for_an_argument_is_named_in_one_line():
+    # a whole model's or tensor's repr followed the message: dozens of lines of layers
+    mixer = elmo.Elmo(module=elmo.from_pretrained("fixture"), dropout=0.0)
+    calls = [lambda: elmo.from_pretrained(mixer),
+             lambda: elmo.from_pretrained("fixture", stateful=torch.ones(40, 40, dtype=torch.bool)),
+             lambda: elmo.batch_to_ids([[torch.zeros(200)]]),
+             lambda: elmo.ScalarMix(3, initial_gamma=mixer)]
+    for call in calls:
+        with pytest.raises(TypeError) as caught:
+            call()
+        assert "\n" not in str(caught.value) and len(str(caught.value)) < 200, str(caught.value)
+
+
+def test_embedder_given_an_elmo_names_its_bilm():
+    mixer = elmo.Elmo(module=elmo.from_pretrained("fixture"), dropout=0.0)
+    for call in (lambda: elmo.Embedder(mixer), lambda: elmo.sentence_vectors(mixer, [["a"]])):
+        with pytest.raises(TypeError, match=r"^Embedder takes a BiLM, .* got Elmo \(an Elmo's biLM is its \.bilm\)$"):
+            call()
+    assert elmo.Embedder(mixer.bilm).dim == mixer.get_output_dim()

@@ -87,6 +87,10 @@ class Embedder:
     def __init__(self, model: Union[BiLM, str, Path, None] = None, *, batch_size: int = DEFAULT_BATCH_SIZE,
                  max_tokens: int = DEFAULT_MAX_TOKENS, overlap: Optional[int] = None,
                  sort_by_length: bool = True, device: Union[str, torch.device, None] = None):
+        if isinstance(model, torch.nn.Module) and not isinstance(model, BiLM):
+            # (an Elmo is the usual one: it was "a model is named by a string" and its repr)
+            inner = " (an Elmo's biLM is its .bilm)" if isinstance(getattr(model, "bilm", None), BiLM) else ""
+            raise TypeError(f"Embedder takes a BiLM, a model's name or a folder, got {type(model).__name__}{inner}")
         if not isinstance(model, BiLM):
             from .. import DEFAULT_MODEL, from_pretrained
             model = from_pretrained(model if model is not None else DEFAULT_MODEL, device=device)

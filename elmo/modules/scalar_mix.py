@@ -15,7 +15,7 @@ from typing import List, Optional, Sequence
 import torch
 from torch import nn
 
-from ..checks import require_count, require_switch
+from ..checks import require_count, require_switch, shown
 
 
 #: The largest float32; a larger finite Python float becomes inf in the model (its output NaN).
@@ -26,11 +26,11 @@ def float32_number(value, name: str) -> float:
     """``value`` as a float that float32 holds as a finite number (the mix's parameters are
     float32); TypeError for what is not a number, ValueError for NaN, inf or |value| > 3.4e38."""
     if isinstance(value, (str, bytes, bool)) or value is None:
-        raise TypeError(f"{name} must be a number, got {type(value).__name__}: {value!r}")
+        raise TypeError(f"{name} must be a number, got {type(value).__name__}: {shown(value)}")
     try:
         number = float(value)  # (numpy's and 0-dim torch numbers too)
     except (TypeError, ValueError):
-        raise TypeError(f"{name} must be a number, got {type(value).__name__}: {value!r}") from None
+        raise TypeError(f"{name} must be a number, got {type(value).__name__}: {shown(value)}") from None
     if not abs(number) <= FLOAT32_MAX:  # (NaN fails it too)
         raise ValueError(f"{name} must be a finite number that float32 holds (|x| <= 3.4e38), got {value!r}")
     return number
