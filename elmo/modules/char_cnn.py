@@ -35,7 +35,7 @@ from .conv_pool import conv_max_pool
 from .dense import linear
 from .eager import eager_under_compile, refuse_function_transforms
 from .hooks import called_as_module
-from .weight_cache import WeightsState, shared_between_processes
+from .weight_cache import WeightsState, writes_uncounted
 
 # Row hashes used to find duplicate tokens and cached tokens. Any collision is caught by an
 # exact comparison afterwards, so these only need to be "usually distinct".
@@ -383,11 +383,12 @@ class CharCNN(nn.Module):
     def _encode_with_cache(self, distinct: torch.Tensor) -> torch.Tensor:
         # Gradients for the CNN's weights need the CNN itself: in eval() mode too, where the
         # cached vectors gave them none. Weights in shared memory may have been written by
-        # another process, uncounted here (see weight_cache): the vectors could be stale.
+        # another process, and inference tensors count no writes (see weight_cache): the
+        # vectors could be stale.
         if self._token_cache is None:
             return self.encode_tokens(distinct)
         params = list(self.parameters())
-        if (torch.is_grad_enabled() and any(p.requires_grad for p in params)) or shared_between_processes(params):
+        if (torch.is_grad_enabled() and any(p.requires_grad for p in params)) or writes_uncounted(params):
             return self.encode_tokens(distinct)
         cache = self._current_token_cache(params)
         hashes = hash_rows(distinct)
