@@ -49,6 +49,17 @@ def require_integer(name: str, value: Any) -> int:
     return number
 
 
+def require_seed(value: Any, name: str = "seed") -> int:
+    """``value`` as a random seed that Python's, numpy's and torch's generators all take, 0 to
+    2**64 - 1: numpy takes no negative seed (a bootstrap failed after every vector of an
+    analysis was computed), torch no larger one, and ``random.Random(-1)`` draws as
+    ``Random(1)`` does."""
+    seed = require_integer(name, value)
+    if not 0 <= seed < 2**64:
+        raise ValueError(f"{name} must be a whole number from 0 to 2**64 - 1, got {seed}")
+    return seed
+
+
 def require_path(name: str, value: Any) -> Path:
     """``value`` (a string or an ``os.PathLike``) as a Path; anything else, None included, is a
     TypeError naming ``name`` (pathlib's own message does not say which argument it was)."""

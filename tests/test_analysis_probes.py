@@ -385,3 +385,16 @@ def test_probe_settings_are_checked_before_any_vector(kwargs, error, message):
 def test_contrast_eval_refuses_what_is_not_contrast_pairs():
     with pytest.raises(TypeError, match="contrast_eval takes ContrastItem pairs"):
         contrast.contrast_eval("fixture", "a b\tc d")   # (AttributeError: 'str' object has no attribute 'a')
+
+
+@pytest.mark.parametrize("kwargs, error, message", [
+    ({"test_fraction": 1.0}, ValueError, "test_fraction must be a number between 0 and 1"),
+    ({"test_fraction": float("nan")}, ValueError, "test_fraction must be a number between 0 and 1"),
+    ({"seed": -1}, ValueError, "seed must be a whole number from 0 to 2"),
+    ({"max_lemmas": -1}, ValueError, "max_lemmas must be at least 0")])
+def test_wsd_settings_are_checked_before_any_vector(kwargs, error, message):
+    # a test_fraction of 1 put every example in the test set, where each layer scored what the
+    # most frequent sense does, without a word; a negative seed failed in the bootstrap after
+    # every vector was computed, a negative max_lemmas inside random.sample
+    with pytest.raises(error, match=message):
+        wsd.wsd_eval("no-such-model", [], [], **kwargs)

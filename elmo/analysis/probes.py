@@ -18,7 +18,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 import numpy as np
 import torch
 
-from ..checks import require_count, require_integer, shown
+from ..checks import require_count, require_seed, shown
 from ..modules import ScalarMix
 from ..runtime import threads as _threads
 from .stats import bootstrap_interval, paired_bootstrap, verdict
@@ -75,10 +75,7 @@ def check_probe_settings(l2: Any, seed: Any, max_iter: Any = 1) -> Tuple[float, 
         raise TypeError(f"l2 must be a number, got {type(l2).__name__}: {shown(l2)}")
     if not 0.0 <= float(l2) < math.inf:
         raise ValueError(f"l2 must be a finite number of 0 or more, got {l2!r}")
-    seed = require_integer("seed", seed)
-    if not 0 <= seed < 2**64:
-        raise ValueError(f"seed must be a whole number from 0 to 2**64 - 1, got {seed}")
-    return float(l2), seed, require_count("max_iter", max_iter)
+    return float(l2), require_seed(seed), require_count("max_iter", max_iter)
 
 
 def train_probe(x: np.ndarray, y: Union[Sequence[int], np.ndarray], n_classes: int, l2: float = 1e-3,
