@@ -771,3 +771,25 @@ def test_a_config_that_is_not_the_one_saved_with_the_weights_is_refused(tmp_path
     (folder / "config.json").write_text(json.dumps(config))
     with pytest.raises(WeightFileError, match="not the model options"):
         elmo.from_pretrained(folder)
+
+
+def test_saving_into_a_bundled_models_folder_is_refused(tmp_path):
+    # save_pretrained(bilm, elmo.model_path("default")) wrote config.json + model.safetensors into
+    # the package, beside the bundled original layout: from_pretrained("default") loaded the
+    # saved model from then on, in every program of the installation, without a word
+    from elmo.io import OutputError
+    bilm = random_bilm()
+    fixture, default = elmo.model_path("fixture"), elmo.model_path("default")
+    files = lambda: {p: p.stat().st_mtime_ns for folder in (fixture, default) for p in folder.rglob("*")}
+    before = files()
+    try:
+        with pytest.raises(OutputError, match=r"inside the folder of the bundled model 'fixture'"):
+            elmo.save_pretrained(bilm, fixture)
+        with pytest.raises(OutputError, match=r"inside the folder of the bundled model 'fixture'"):
+            elmo.save_pretrained(bilm, fixture / "copy", fmt="original")
+        with pytest.raises(OutputError, match=r"inside the folder of the bundled model 'default'"):
+            save_original(bilm, default / "new-options.json", tmp_path / "weights.hdf5")
+    finally:   # (without the check new files were written: leave the package as it was)
+        for path in sorted(set(files()) - set(before), reverse=True):
+            path.rmdir() if path.is_dir() else path.unlink()
+    assert files() == before
