@@ -540,3 +540,19 @@ def test_a_sentence_in_a_batch_is_within_this_machines_own_rounding_of_it_alone(
                     assert float((tw[row, :n] - e).abs().max()) <= 1e-10 * scale
                     # float32: no further from the float64 vectors than rounding puts a sentence alone
                     assert float((t[row, :n].double() - e).abs().max()) <= 4 * own_rounding
+
+
+def test_a_model_on_the_meta_device_says_it_holds_no_weights():
+    # the device check said to move the ids to meta too, and then the call failed inside
+    # PyTorch ("Cannot copy out of meta tensor; no data!"), through Elmo and Embedder as well
+    bilm = random_bilm().to("meta")
+    ids = batch_to_ids([["the", "dog"]])
+    calls = [lambda: bilm(ids), lambda: bilm(ids.to("meta")), lambda: bilm.token_encoder(ids.to("meta")),
+             lambda: elmo.Elmo(module=bilm, dropout=0.0)(ids), lambda: elmo.Embedder(bilm).embed_sentences([["a"]])]
+    for call in calls:
+        with pytest.raises(ValueError, match=r"on the meta device, which holds no weights: load them first"):
+            call()
+    filled = bilm.to_empty(device="cpu")
+    filled.load_state_dict(random_bilm().state_dict())
+    assert torch.equal(layers_of(filled, [["the", "dog"]])["activations"][-1],
+                       layers_of(random_bilm(), [["the", "dog"]])["activations"][-1])

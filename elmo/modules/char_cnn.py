@@ -201,6 +201,16 @@ def require_integer_ids(char_ids: torch.Tensor, start_id: Optional[int] = None) 
                         f"wrapped around: keep them torch.long (or int32)")
 
 
+def require_weights_with_values(weight: torch.Tensor, module: str) -> None:
+    """ValueError for a model on the meta device (``.to("meta")``, or built under
+    ``torch.device("meta")`` to be filled later): it holds no weights. The device check then
+    said to move the ids to the meta device too, and the call failed inside PyTorch with
+    "Cannot copy out of meta tensor; no data!"."""
+    if weight.is_meta:
+        raise ValueError(f"this {module} is on the meta device, which holds no weights: load them first "
+                         f"(elmo.from_pretrained, or module.to_empty(device='cpu') and load_state_dict)")
+
+
 class CharCNN(nn.Module):
     """Token ids (B, T, W) -> token vectors (B, T, output_dim), zeros where there is no token.
 
@@ -347,6 +357,7 @@ class CharCNN(nn.Module):
                              f"CharCNN, got shape {tuple(char_ids.shape)} (bilm.token_ids(sentences) "
                              f"makes them; a BiLM also takes any leading shape)")
         weights = self.char_embedding.weight
+        require_weights_with_values(weights, "CharCNN")
         if char_ids.device != weights.device:  # else an error deep in PyTorch (or the meta backend)
             raise ValueError(f"char_ids are on {char_ids.device} and the model on {weights.device}: "
                              f"move them with char_ids.to({str(weights.device)!r})")
