@@ -125,3 +125,12 @@ def test_embedder_given_an_elmo_names_its_bilm():
         with pytest.raises(TypeError, match=r"^Embedder takes a BiLM, .* got Elmo \(an Elmo's biLM is its \.bilm\)$"):
             call()
     assert elmo.Embedder(mixer.bilm).dim == mixer.get_output_dim()
+
+
+def test_embedder_checks_its_settings_before_loading_a_model():
+    # sort_by_length="no" sorted (a non-empty string is true), where embed_file refused it;
+    # and a bad batch_size was found only after the model had been loaded (a download)
+    with pytest.raises(TypeError, match="sort_by_length must be True or False, got str: 'no'"):
+        Embedder("fixture", sort_by_length="no")
+    with pytest.raises(ValueError, match="batch_size must be at least 1, got 0"):
+        Embedder("no-such-model", batch_size=0)
