@@ -134,3 +134,11 @@ def test_embedder_checks_its_settings_before_loading_a_model():
         Embedder("fixture", sort_by_length="no")
     with pytest.raises(ValueError, match="batch_size must be at least 1, got 0"):
         Embedder("no-such-model", batch_size=0)
+
+
+def test_sentence_vectors_checks_pooling_and_layers_before_any_model():
+    # pooling="sum" failed in masked_pool only after the model was loaded and every sentence embedded
+    with pytest.raises(ValueError, match="pooling must be 'mean' or 'max', got 'sum'"):
+        elmo.sentence_vectors("no-such-model", [["a"]], pooling="sum")
+    with pytest.raises(ValueError, match="sentence_vectors needs one vector per token"):
+        elmo.sentence_vectors("no-such-model", [["a"]], layers="all")

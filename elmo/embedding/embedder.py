@@ -290,10 +290,14 @@ def sentence_vectors(model: Union[Embedder, BiLM, str, Path, None], sentences: S
         float32 array (N, D).
     """
     check_tokenized(sentences, "sentence_vectors")
-    embedder = model if isinstance(model, Embedder) else Embedder(model, batch_size=batch_size)
+    # (checked before a model is loaded and every sentence embedded: a wrong pooling failed
+    # only in masked_pool, after all of it)
+    if pooling not in ("mean", "max"):
+        raise ValueError(f"pooling must be 'mean' or 'max', got {pooling!r}")
     selection = LayerSelection.parse(layers)
     if selection.keeps_all:
         raise ValueError("sentence_vectors needs one vector per token: layers='top', 'average' or 'mix:...'")
+    embedder = model if isinstance(model, Embedder) else Embedder(model, batch_size=batch_size)
     out = np.zeros((len(sentences), embedder.dim), dtype=np.float32)
     arrays = embedder.embed_sentences(sentences, selection)
     for i, array in enumerate(arrays):
