@@ -335,6 +335,14 @@ def _require_bilm(bilm, caller: str) -> None:
     if not isinstance(bilm, BiLM):  # else an AttributeError half way through writing
         raise TypeError(f"{caller} saves a BiLM (elmo.from_pretrained, or Elmo(...).bilm), "
                         f"got {type(bilm).__name__}")
+    # Loading refuses NaN and inf (WeightFileError): written, such weights replaced the model
+    # saved there before with one that no load gives back, found only at the next load
+    for name, tensor in bilm.state_dict().items():
+        if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+            count = int((~torch.isfinite(tensor)).sum())
+            raise ValueError(f"{caller}: the model's {name} holds {count} non-finite values (NaN or inf), "
+                             f"which no load accepts; nothing was written (torch.save(bilm.state_dict(), "
+                             f"path) keeps them for a look)")
 
 
 def _refuse_bundled(path: Path, what: str) -> None:

@@ -269,12 +269,37 @@ def test_non_finite_weights_name_the_dataset(tmp_path, value):
         f["CNN_proj/b_proj"][3] = value
     with pytest.raises(WeightFileError, match=r"dataset 'CNN_proj/b_proj' holds 1 non-finite .*\(3,\)"):
         elmo.from_pretrained(folder)
-    bilm = random_bilm()
-    with torch.no_grad():
-        bilm.lstm.layers[0].bias[1][5] = value
-    elmo.save_pretrained(bilm, tmp_path / "native")
+    from safetensors import safe_open
+    from safetensors.torch import load_file, save_file
+    elmo.save_pretrained(random_bilm(), tmp_path / "native")   # (save_pretrained refuses such weights)
+    path = tmp_path / "native" / "model.safetensors"
+    with safe_open(str(path), "pt") as f:
+        metadata = f.metadata()
+    tensors = load_file(str(path))
+    tensors["lstm.layers.0.bias"][1][5] = value
+    save_file(tensors, str(path), metadata=metadata)
     with pytest.raises(WeightFileError, match=r"model.safetensors: tensor 'lstm.layers.0.bias' holds 1 non-finite"):
         elmo.from_pretrained(tmp_path / "native")
+
+
+@pytest.mark.parametrize("fmt", ["safetensors", "original"])
+def test_a_model_with_non_finite_weights_is_not_saved_over_a_good_one(tmp_path, fmt):
+    # written, a diverged model's NaN replaced the model saved there before with files that no
+    # load accepts, found only at the next load
+    folder = tmp_path / "model"
+    elmo.save_pretrained(random_bilm(), folder, fmt=fmt)
+    files = {p.name: p.read_bytes() for p in folder.iterdir()}
+    bilm = random_bilm(seed=1)
+    with torch.no_grad():
+        bilm.lstm.layers[1].weight_proj[0, 0, 0] = float("nan")
+    with pytest.raises(ValueError, match=r"^save_pretrained: the model's lstm.layers.1.weight_proj holds 1 "
+                                         r"non-finite values .* nothing was written"):
+        elmo.save_pretrained(bilm, folder, fmt=fmt)
+    with pytest.raises(ValueError, match=r"^save_original: the model's lstm.layers.1.weight_proj"):
+        save_original(bilm, tmp_path / "o.json", tmp_path / "w.hdf5")
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == files
+    assert not (tmp_path / "o.json").exists() and not (tmp_path / "w.hdf5").exists()
+    elmo.from_pretrained(folder)
 
 
 def test_string_dataset_is_named(tmp_path):
