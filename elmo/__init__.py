@@ -118,8 +118,9 @@ def which_model(name_or_path: str | Path, *, local: Optional[Path] = None, warn:
     from .hub.download import is_url
 
     if not isinstance(name_or_path, (str, os.PathLike)):
+        from .checks import shown
         raise TypeError(f"a model is named by a string or a path, got {type(name_or_path).__name__}: "
-                        f"{name_or_path!r}")
+                        f"{shown(name_or_path)}")
     bare = isinstance(name_or_path, str)
     if bare and not str(name_or_path).strip():
         # (Path("") is the working folder, which would be loaded if it held a model)

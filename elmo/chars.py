@@ -17,7 +17,7 @@ from typing import Iterable, Iterator, Sequence
 
 import torch
 
-from .checks import require_count
+from .checks import require_count, shown
 
 BOS_CHAR = 256  #: beginning of sentence
 EOS_CHAR = 257  #: end of sentence
@@ -128,7 +128,7 @@ def batch_to_ids(sentences: Sequence[Sequence[str]], max_characters_per_token: i
     for sentence in sentences:
         for token in sentence:
             if not isinstance(token, str):
-                raise TypeError(f"tokens must be strings, got {type(token).__name__}: {token!r}")
+                raise TypeError(f"tokens must be strings, got {type(token).__name__}: {shown(token)}")
             rows.append(word_to_char_ids(token, max_characters_per_token))
     if rows:
         mask = torch.arange(longest)[None, :] < torch.tensor(lengths)[:, None]

@@ -21,6 +21,15 @@ from typing import Any, Optional
 import numpy as np
 
 
+def shown(value: Any, limit: int = 60) -> str:
+    """``repr(value)`` for an error line: its first line, cut to ``limit`` characters. A module's
+    or a tensor's repr runs over many lines (a whole model's layers), which buried the line
+    that said what was wrong."""
+    text = repr(value)
+    first = text.split("\n", 1)[0]
+    return first if first == text and len(text) <= limit else first[:limit - 3] + "..."
+
+
 def integer_or_none(value: Any) -> Optional[int]:
     """``value`` as an int where it is an integer of any type, else None (2.5, 50.0, "4",
     True: a bool is a switch, not a count)."""
@@ -36,8 +45,19 @@ def require_integer(name: str, value: Any) -> int:
     """``value`` as an int; anything else is a TypeError naming ``name``."""
     number = integer_or_none(value)
     if number is None:
-        raise TypeError(f"{name} must be an integer, got {type(value).__name__}: {value!r}")
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__}: {shown(value)}")
     return number
+
+
+def require_seed(value: Any, name: str = "seed") -> int:
+    """``value`` as a random seed that Python's, numpy's and torch's generators all take, 0 to
+    2**64 - 1: numpy takes no negative seed (a bootstrap failed after every vector of an
+    analysis was computed), torch no larger one, and ``random.Random(-1)`` draws as
+    ``Random(1)`` does."""
+    seed = require_integer(name, value)
+    if not 0 <= seed < 2**64:
+        raise ValueError(f"{name} must be a whole number from 0 to 2**64 - 1, got {seed}")
+    return seed
 
 
 def require_path(name: str, value: Any) -> Path:
@@ -45,7 +65,7 @@ def require_path(name: str, value: Any) -> Path:
     TypeError naming ``name`` (pathlib's own message does not say which argument it was)."""
     if not isinstance(value, (str, os.PathLike)):
         raise TypeError(f"{name} must be a path (a string or os.PathLike), got {type(value).__name__}: "
-                        f"{value!r}")
+                        f"{shown(value)}")
     return Path(value)
 
 
@@ -54,7 +74,7 @@ def require_switch(name: str, value: Any) -> bool:
     string "false" is true to Python, and 0 or 1 is more likely a misplaced count."""
     if isinstance(value, (bool, np.bool_)):
         return bool(value)
-    raise TypeError(f"{name} must be True or False, got {type(value).__name__}: {value!r}")
+    raise TypeError(f"{name} must be True or False, got {type(value).__name__}: {shown(value)}")
 
 
 def require_count(name: str, value: Any, least: int = 1, hint: str = "") -> int:

@@ -74,9 +74,35 @@ def _optional_clip(d: Mapping[str, Any], key: str) -> float | None:
                  why="must be a positive number or null")
 
 
+#: Why an options file's ``"bidirectional": false`` is refused.
+BIDIRECTIONAL_ONLY = "only bidirectional models are supported (a forward-only language model is not)"
+
 #: The keys of the ``lstm`` and ``char_cnn`` sections (the original's; any other is refused).
 LSTM_KEYS = ("dim", "projection_dim", "n_layers", "cell_clip", "proj_clip", "use_skip_connections")
 CHAR_CNN_KEYS = ("embedding", "filters", "n_highway", "n_characters", "max_characters_per_token", "activation")
+
+
+def _set_fields(config: Any, fields: Mapping[str, Any]) -> None:
+    """Put the checked (and normalised: ``3`` -> ``3.0``, lists -> tuples) ``fields`` on a
+    frozen dataclass from its ``__post_init__``."""
+    for name, value in fields.items():
+        object.__setattr__(config, name, value)
+
+
+def _lstm_fields(d: Mapping[str, Any]) -> Dict[str, Any]:
+    """The checked :class:`LSTMConfig` fields of an options file's ``lstm`` section."""
+    if not isinstance(d, Mapping):
+        raise ConfigError(f"lstm: expected an object, got {d!r}")
+    _refuse_unknown_keys(d, LSTM_KEYS, "lstm")
+    positive = dict(check=lambda v: v > 0, why="must be positive")
+    return dict(
+        dim=_take(d, "dim", "lstm", int, **positive),
+        projection_dim=_take(d, "projection_dim", "lstm", int, **positive),
+        n_layers=_take(d, "n_layers", "lstm", int, **positive),
+        cell_clip=_optional_clip(d, "cell_clip"),
+        proj_clip=_optional_clip(d, "proj_clip"),
+        use_skip_connections=_take(d, "use_skip_connections", "lstm", bool),
+    )
 
 
 @dataclass(frozen=True)
@@ -90,25 +116,52 @@ class LSTMConfig:
     proj_clip: float | None = 3.0
     use_skip_connections: bool = True
 
+    def __post_init__(self) -> None:
+        # Built directly (elmo.LSTMConfig(...)) the fields were never checked: a NaN or negative
+        # clip ran and gave NaN or constant vectors without an error, a string clip or a zero
+        # n_layers failed deep in torch. The same checks as for an options file, naming the field.
+        _set_fields(self, _lstm_fields(self.to_dict()))
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "LSTMConfig":
-        if not isinstance(d, Mapping):
-            raise ConfigError(f"lstm: expected an object, got {d!r}")
-        _refuse_unknown_keys(d, LSTM_KEYS, "lstm")
-        positive = dict(check=lambda v: v > 0, why="must be positive")
-        return cls(
-            dim=_take(d, "dim", "lstm", int, **positive),
-            projection_dim=_take(d, "projection_dim", "lstm", int, **positive),
-            n_layers=_take(d, "n_layers", "lstm", int, **positive),
-            cell_clip=_optional_clip(d, "cell_clip"),
-            proj_clip=_optional_clip(d, "proj_clip"),
-            use_skip_connections=_take(d, "use_skip_connections", "lstm", bool),
-        )
+        return cls(**_lstm_fields(d))
 
     def to_dict(self) -> Dict[str, Any]:
         return {"dim": self.dim, "projection_dim": self.projection_dim, "n_layers": self.n_layers,
                 "cell_clip": self.cell_clip, "proj_clip": self.proj_clip,
                 "use_skip_connections": self.use_skip_connections}
+
+
+def _char_cnn_fields(d: Mapping[str, Any]) -> Dict[str, Any]:
+    """The checked :class:`CharCNNConfig` fields of an options file's ``char_cnn`` section."""
+    if not isinstance(d, Mapping):
+        raise ConfigError(f"char_cnn: expected an object, got {d!r}")
+    _refuse_unknown_keys(d, CHAR_CNN_KEYS, "char_cnn")
+    emb = _take(d, "embedding", "char_cnn", dict)
+    _refuse_unknown_keys(emb, ("dim",), "char_cnn.embedding")
+    emb_dim = _take(emb, "dim", "char_cnn.embedding", int, check=lambda v: v > 0, why="must be positive")
+    raw = _take(d, "filters", "char_cnn", list, check=lambda v: len(v) > 0, why="must not be empty")
+    filters: List[Tuple[int, int]] = []
+    for i, f in enumerate(raw):
+        ok = (isinstance(f, (list, tuple)) and len(f) == 2
+              and all(isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in f))
+        if not ok:
+            raise ConfigError(f"char_cnn.filters[{i}]: expected [width, count] of positive ints, got {f!r}")
+        filters.append((int(f[0]), int(f[1])))
+    max_chars = _take(d, "max_characters_per_token", "char_cnn", int,
+                      check=lambda v: v >= 3, why="must be at least 3 (begin, end and one byte)")
+    if max(w for w, _ in filters) > max_chars:
+        raise ConfigError(f"char_cnn.filters: a width exceeds max_characters_per_token={max_chars}")
+    return dict(
+        embedding_dim=emb_dim,
+        filters=tuple(filters),
+        n_highway=_take(d, "n_highway", "char_cnn", int, check=lambda v: v >= 0, why="must be >= 0"),
+        n_characters=_take(d, "n_characters", "char_cnn", int, default=262,
+                           check=lambda v: v in (261, 262), why="must be 261 or 262"),
+        max_characters_per_token=max_chars,
+        activation=_take(d, "activation", "char_cnn", str, default="relu",
+                         check=lambda v: v in ("relu", "tanh"), why="must be 'relu' or 'tanh'"),
+    )
 
 
 @dataclass(frozen=True)
@@ -131,41 +184,40 @@ class CharCNNConfig:
     def max_width(self) -> int:
         return max(w for w, _ in self.filters)
 
+    def __post_init__(self) -> None:
+        # Built directly, as LSTMConfig: a max_characters_per_token of 2 or a negative
+        # n_highway failed deep in the model or was taken as 0, an unknown activation as relu.
+        filters = list(self.filters) if isinstance(self.filters, (list, tuple)) else self.filters
+        _set_fields(self, _char_cnn_fields({
+            "embedding": {"dim": self.embedding_dim}, "filters": filters, "n_highway": self.n_highway,
+            "n_characters": self.n_characters, "max_characters_per_token": self.max_characters_per_token,
+            "activation": self.activation}))
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "CharCNNConfig":
-        if not isinstance(d, Mapping):
-            raise ConfigError(f"char_cnn: expected an object, got {d!r}")
-        _refuse_unknown_keys(d, CHAR_CNN_KEYS, "char_cnn")
-        emb = _take(d, "embedding", "char_cnn", dict)
-        _refuse_unknown_keys(emb, ("dim",), "char_cnn.embedding")
-        emb_dim = _take(emb, "dim", "char_cnn.embedding", int, check=lambda v: v > 0, why="must be positive")
-        raw = _take(d, "filters", "char_cnn", list, check=lambda v: len(v) > 0, why="must not be empty")
-        filters: List[Tuple[int, int]] = []
-        for i, f in enumerate(raw):
-            ok = (isinstance(f, (list, tuple)) and len(f) == 2
-                  and all(isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in f))
-            if not ok:
-                raise ConfigError(f"char_cnn.filters[{i}]: expected [width, count] of positive ints, got {f!r}")
-            filters.append((int(f[0]), int(f[1])))
-        max_chars = _take(d, "max_characters_per_token", "char_cnn", int,
-                          check=lambda v: v >= 3, why="must be at least 3 (begin, end and one byte)")
-        if max(w for w, _ in filters) > max_chars:
-            raise ConfigError(f"char_cnn.filters: a width exceeds max_characters_per_token={max_chars}")
-        return cls(
-            embedding_dim=emb_dim,
-            filters=tuple(filters),
-            n_highway=_take(d, "n_highway", "char_cnn", int, check=lambda v: v >= 0, why="must be >= 0"),
-            n_characters=_take(d, "n_characters", "char_cnn", int, default=262,
-                               check=lambda v: v in (261, 262), why="must be 261 or 262"),
-            max_characters_per_token=max_chars,
-            activation=_take(d, "activation", "char_cnn", str, default="relu",
-                             check=lambda v: v in ("relu", "tanh"), why="must be 'relu' or 'tanh'"),
-        )
+        return cls(**_char_cnn_fields(d))
 
     def to_dict(self) -> Dict[str, Any]:
         return {"embedding": {"dim": self.embedding_dim}, "filters": [list(f) for f in self.filters],
                 "n_highway": self.n_highway, "n_characters": self.n_characters,
                 "max_characters_per_token": self.max_characters_per_token, "activation": self.activation}
+
+
+def _char_vocabulary_fields(d: Mapping[str, Any]) -> Dict[str, Any]:
+    """The checked :class:`CharVocabularyConfig` fields of an options file's ``char_vocabulary``."""
+    if not isinstance(d, Mapping):
+        raise ConfigError(f"char_vocabulary: expected an object, got {d!r}")
+    where = "char_vocabulary"
+    _refuse_unknown_keys(d, ("format", "n_characters", "word_dim", "n_words"), where)
+    word_dim = _take(d, "word_dim", where, int, default=0, check=lambda v: v >= 0, why="must be >= 0")
+    return dict(
+        n_characters=_take(d, "n_characters", where, int, check=lambda v: v > 0, why="must be positive"),
+        word_dim=word_dim,
+        n_words=_take(d, "n_words", where, int, default=0,
+                      check=lambda v: v > 0 or word_dim == 0, why="must be positive when word_dim > 0"),
+        format=_take(d, "format", where, str, default="elmoformanylangs",
+                     check=lambda v: v == "elmoformanylangs", why="must be 'elmoformanylangs'"),
+    )
 
 
 @dataclass(frozen=True)
@@ -185,21 +237,12 @@ class CharVocabularyConfig:
     n_words: int = 0
     format: str = "elmoformanylangs"
 
+    def __post_init__(self) -> None:
+        _set_fields(self, _char_vocabulary_fields(self.to_dict()))  # (built directly: see LSTMConfig)
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "CharVocabularyConfig":
-        if not isinstance(d, Mapping):
-            raise ConfigError(f"char_vocabulary: expected an object, got {d!r}")
-        where = "char_vocabulary"
-        _refuse_unknown_keys(d, ("format", "n_characters", "word_dim", "n_words"), where)
-        word_dim = _take(d, "word_dim", where, int, default=0, check=lambda v: v >= 0, why="must be >= 0")
-        return cls(
-            n_characters=_take(d, "n_characters", where, int, check=lambda v: v > 0, why="must be positive"),
-            word_dim=word_dim,
-            n_words=_take(d, "n_words", where, int, default=0,
-                          check=lambda v: v > 0 or word_dim == 0, why="must be positive when word_dim > 0"),
-            format=_take(d, "format", where, str, default="elmoformanylangs",
-                         check=lambda v: v == "elmoformanylangs", why="must be 'elmoformanylangs'"),
-        )
+        return cls(**_char_vocabulary_fields(d))
 
     def to_dict(self) -> Dict[str, Any]:
         return {"format": self.format, "n_characters": self.n_characters, "word_dim": self.word_dim,
@@ -219,6 +262,21 @@ class ElmoOptions:
     extra: Dict[str, Any] = field(default_factory=dict)
     char_vocabulary: CharVocabularyConfig | None = None
 
+    def __post_init__(self) -> None:
+        # Built directly: a dict or None for a section failed later with an AttributeError
+        # inside the model (BiLM reads options.lstm.dim ...); the sections are checked objects.
+        for name, kind in (("lstm", LSTMConfig), ("char_cnn", CharCNNConfig)):
+            if not isinstance(getattr(self, name), kind):
+                raise ConfigError(f"{name}: expected {kind.__name__} (or ElmoOptions.from_dict), got "
+                                  f"{type(getattr(self, name)).__name__}")
+        if not isinstance(self.char_vocabulary, (CharVocabularyConfig, type(None))):
+            raise ConfigError(f"char_vocabulary: expected CharVocabularyConfig or None, got "
+                              f"{type(self.char_vocabulary).__name__}")
+        if not isinstance(self.extra, Mapping):
+            raise ConfigError(f"extra: expected a dict of the options file's other keys, got "
+                              f"{type(self.extra).__name__}")
+        _take(self.extra, "bidirectional", "", bool, default=True, check=lambda v: v, why=BIDIRECTIONAL_ONLY)
+
     @property
     def output_dim(self) -> int:
         """Width of every biLM layer: forward and backward concatenated."""
@@ -235,8 +293,7 @@ class ElmoOptions:
             raise ConfigError(f"options: expected a JSON object, got {type(d).__name__}")
         # The original trainer's switch for a forward-only model (kept in ``extra``): the biLM
         # here always has both directions, and ignoring it trained and ran another model.
-        _take(d, "bidirectional", "", bool, default=True, check=lambda v: v,
-              why="only bidirectional models are supported (a forward-only language model is not)")
+        _take(d, "bidirectional", "", bool, default=True, check=lambda v: v, why=BIDIRECTIONAL_ONLY)
         lstm = LSTMConfig.from_dict(_take(d, "lstm", "", dict))
         vocab = d.get("char_vocabulary")
         cnn_section = _take(d, "char_cnn", "", dict)

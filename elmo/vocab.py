@@ -5,15 +5,35 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Dict, Iterable, List, Mapping, Optional, Sequence
 
+from .checks import require_count, shown
+
 BOS, EOS, UNK = "<S>", "</S>", "<UNK>"
 SPECIAL = (BOS, EOS, UNK)
+
+
+def _check_word(i: int, word) -> None:
+    """Refuse word ``i`` where the file :meth:`Vocabulary.save` writes would not give it back
+    at its id: an empty word was skipped by :meth:`Vocabulary.load` and a line break split a
+    word in two, so every later word came back one id off (the softmax rows of a trained model
+    then belonged to other words); a tab or a space is refused by ``load``."""
+    if not isinstance(word, str):
+        raise TypeError(f"a vocabulary's words are strings; word {i} is {type(word).__name__}: {shown(word)}")
+    bad = next((ch for ch in word if ch in "\n\r\t "), None) if word else ""
+    if bad is not None:
+        what = "is empty" if not word else f"holds {bad!r}"
+        raise ValueError(f"word {i} of the vocabulary ({word!r}) {what}: a vocabulary file is one word "
+                         f"a line, split from the text on whitespace, so no token is ever it")
 
 
 class Vocabulary:
     """Words and their ids. Unknown words map to ``<UNK>``."""
 
     def __init__(self, words: Sequence[str], counts: Optional[Sequence[int]] = None):
+        if isinstance(words, str):  # its characters would be the words
+            raise TypeError("Vocabulary expects a list of words, not a string")
         words = list(words)
+        for i, word in enumerate(words):
+            _check_word(i, word)
         missing = [w for w in SPECIAL if w not in words]
         if missing:
             raise ValueError(f"a vocabulary must contain {', '.join(SPECIAL)}; missing {', '.join(missing)}")
@@ -26,6 +46,8 @@ class Vocabulary:
             raise ValueError(f"the vocabulary lists {dup!r} twice")
         if counts is not None and len(counts) != len(words):  # save(with_counts) would drop words
             raise ValueError(f"{len(counts)} counts for {len(words)} words")
+        if counts is not None:  # (-4 or 2.5 was saved, and the file then refused by load)
+            counts = [require_count(f"the count of {w!r}", c, least=0) for w, c in zip(words, counts)]
         self.words: List[str] = words
         self.counts: Optional[List[int]] = list(counts) if counts is not None else None
         self.index: Dict[str, int] = {w: i for i, w in enumerate(words)}

@@ -335,6 +335,30 @@ def _require_bilm(bilm, caller: str) -> None:
     if not isinstance(bilm, BiLM):  # else an AttributeError half way through writing
         raise TypeError(f"{caller} saves a BiLM (elmo.from_pretrained, or Elmo(...).bilm), "
                         f"got {type(bilm).__name__}")
+    # Loading refuses NaN and inf (WeightFileError): written, such weights replaced the model
+    # saved there before with one that no load gives back, found only at the next load
+    for name, tensor in bilm.state_dict().items():
+        if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+            count = int((~torch.isfinite(tensor)).sum())
+            raise ValueError(f"{caller}: the model's {name} holds {count} non-finite values (NaN or inf), "
+                             f"which no load accepts; nothing was written (torch.save(bilm.state_dict(), "
+                             f"path) keeps them for a look)")
+
+
+def _refuse_bundled(path: Path, what: str) -> None:
+    """OutputError where ``path`` lies in the folder of a model bundled with the package
+    (``from_pretrained("default")``): saved there, it replaced (or, native beside the original
+    layout, shadowed) the bundled model for every later load by every program of this
+    installation, without a word."""
+    from . import BUNDLED_MODELS, which_model
+    from .io import OutputError
+
+    where = path.resolve()
+    for name in BUNDLED_MODELS:
+        bundled = which_model(name, warn=False).path
+        if bundled is not None and where.is_relative_to(bundled.resolve()):
+            raise OutputError(f"{path}: is inside the folder of the bundled model {name!r} (in the package, "
+                              f"read by from_pretrained({name!r})); save the {what} to another folder")
 
 
 def save_original(bilm: BiLM, options_file: str | Path, weight_file: str | Path,
@@ -360,7 +384,9 @@ def save_original(bilm: BiLM, options_file: str | Path, weight_file: str | Path,
     if not isinstance(dtype, str) or dtype not in STORAGE_DTYPES:
         raise ValueError(f"save_original: dtype must be one of {', '.join(STORAGE_DTYPES)} (the original "
                          f"layout stores floats; the model's own dtype is recorded), got {dtype!r}")
-    weight_file, options_file = Path(weight_file), Path(options_file)
+    weight_file, options_file = require_path("weight_file", weight_file), require_path("options_file", options_file)
+    _refuse_bundled(weight_file, "weights")
+    _refuse_bundled(options_file, "options")
     if same_file(weight_file, options_file):   # (the options were written over the weights)
         raise ValueError(f"save_original: options_file and weight_file are one file ({weight_file})")
     with ExitStack() as locks:
@@ -471,7 +497,8 @@ def save_pretrained(bilm: BiLM, folder: str | Path, fmt: str = "safetensors") ->
     _require_bilm(bilm, "save_pretrained")  # before the folder is made
     if fmt not in ("safetensors", "original"):
         raise ValueError(f"fmt must be 'safetensors' or 'original', got {fmt!r}")
-    folder = Path(folder)
+    folder = require_path("folder", folder)
+    _refuse_bundled(folder, "model")
     check_output_dir(folder, "model folder")   # a file there: named, not "File exists"
     # (the folders made above it are removed once it is, after the lock file is deleted)
     with no_empty_folder_on_failure(folder), output_lock(folder, name=folder):

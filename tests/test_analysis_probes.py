@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from elmo.analysis import probes, stats, wsd
+from elmo.analysis import contrast, probes, stats, wsd
 from elmo.analysis.datasets import Sense, SenseExample
 
 
@@ -362,3 +362,39 @@ def test_an_item_correct_without_a_prediction_is_refused_not_scored_above_one():
     # a prediction that is wrong, and an item with none, are both fine
     b = stats.bootstrap_interval([1, 0, 0], predicted=[1, 1, 0])
     assert b["value"] == pytest.approx(2 * 1 / (2 + 3)) and 0 <= b["low"] <= b["high"] <= 1
+
+
+@pytest.mark.parametrize("kwargs, error, message", [
+    ({"l2": -1.0}, ValueError, "l2 must be a finite number of 0 or more, got -1.0"),
+    ({"l2": float("nan")}, ValueError, "l2 must be a finite number of 0 or more"),
+    ({"l2": "0.1"}, TypeError, "l2 must be a number"),
+    ({"seed": -1}, ValueError, "seed must be a whole number from 0 to 2"),
+    ({"seed": "1"}, TypeError, "seed must be an integer")])
+def test_probe_settings_are_checked_before_any_vector(kwargs, error, message):
+    # a negative or NaN l2 failed inside L-BFGS (IndexError; "cannot be converted to type float"),
+    # after every vector had been computed; the model named here does not exist, so the check
+    # must come first
+    with pytest.raises(error, match=message):
+        contrast.contrast_eval("no-such-model", contrast.load_pairs(), **kwargs)
+    with pytest.raises(error, match=message):
+        probes.pos_probe("no-such-model", [[("a", "X")]], [[("a", "X")]], **kwargs)
+    with pytest.raises(error, match=message):
+        probes.train_probe(np.ones((2, 3)), [0, 1], 2, **kwargs)
+
+
+def test_contrast_eval_refuses_what_is_not_contrast_pairs():
+    with pytest.raises(TypeError, match="contrast_eval takes ContrastItem pairs"):
+        contrast.contrast_eval("fixture", "a b\tc d")   # (AttributeError: 'str' object has no attribute 'a')
+
+
+@pytest.mark.parametrize("kwargs, error, message", [
+    ({"test_fraction": 1.0}, ValueError, "test_fraction must be a number between 0 and 1"),
+    ({"test_fraction": float("nan")}, ValueError, "test_fraction must be a number between 0 and 1"),
+    ({"seed": -1}, ValueError, "seed must be a whole number from 0 to 2"),
+    ({"max_lemmas": -1}, ValueError, "max_lemmas must be at least 0")])
+def test_wsd_settings_are_checked_before_any_vector(kwargs, error, message):
+    # a test_fraction of 1 put every example in the test set, where each layer scored what the
+    # most frequent sense does, without a word; a negative seed failed in the bootstrap after
+    # every vector was computed, a negative max_lemmas inside random.sample
+    with pytest.raises(error, match=message):
+        wsd.wsd_eval("no-such-model", [], [], **kwargs)

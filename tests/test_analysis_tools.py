@@ -153,6 +153,16 @@ def test_static_neighbors_exclude_the_word_and_handle_unknown_words():
     assert neighbors.static_neighbors(words, vecs, "zebra") == []
 
 
+def test_static_neighbors_refuse_vectors_that_do_not_fit_the_words():
+    # fewer words than rows (or more) was an IndexError from inside; NaN rows ranked NaN scores
+    words = ["cat", "dog", "car"]
+    vecs = np.array([[1, 0.1], [0.5, 0.5], [0, 1], [1, 0]], dtype=np.float32)
+    with pytest.raises(ValueError, match=r"one vector row per word: 3 words, vectors of shape \(4, 2\)"):
+        neighbors.static_neighbors(words, vecs, "cat")
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        neighbors.static_neighbors(words, np.full((3, 2), np.nan), "cat")
+
+
 @pytest.mark.parametrize("k", [0, -2])  # -2 would slice off the last two hits, not give two
 def test_a_k_below_one_is_refused(k):
     with pytest.raises(ValueError, match="must be at least 1"):

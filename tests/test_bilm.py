@@ -1,9 +1,11 @@
+import copy
 import random
 
 import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 
+import elmo
 from elmo import BiLM, batch_to_ids
 from tests.conftest import random_bilm
 
@@ -498,3 +500,59 @@ def test_the_cnn_alone_refuses_ids_of_another_shape_or_device():
     with pytest.raises(ValueError, match="on meta"):
         encoder(ids.to("meta"))
     assert encoder(ids).shape == (1, 2, encoder.output_dim)
+
+
+def test_char_cnn_built_directly_checks_its_arguments():
+    # elmo.CharCNN is public: options as a dict failed with an AttributeError inside it, and a
+    # width of 0 built a model whose token vectors had no values
+    config = elmo.from_pretrained("fixture").options.char_cnn
+    with pytest.raises(TypeError, match="CharCNN takes a CharCNNConfig"):
+        elmo.CharCNN(config.to_dict(), 16)
+    with pytest.raises(ValueError, match="output_dim must be at least 1, got 0"):
+        elmo.CharCNN(config, 0)
+    assert elmo.CharCNN(config, 16)(batch_to_ids([["a", "bc"]])).shape == (1, 2, 16)
+
+
+def test_a_sentence_in_a_batch_is_within_this_machines_own_rounding_of_it_alone():
+    """Alone and in batches of other sentences (one-row and batched paths, other lengths), a
+    sentence of the bundled default model gets its vectors up to float32 rounding; the bound is
+    measured, not a number fitted to one CPU: the float32 error of the sentences run alone,
+    against the same model in float64 (where batching changes only the 16th digit)."""
+    bilm = elmo.from_pretrained("default")
+    wide = copy.deepcopy(bilm).double()
+    rng = random.Random(1)
+    sentences = [[rng.choice(WORDS) for _ in range(rng.randint(1, 14))] for _ in range(7)]
+    with torch.no_grad():
+        alone = [[a[0] for a in bilm(batch_to_ids([s]))["activations"]] for s in sentences]
+        exact = [[a[0] for a in wide(batch_to_ids([s]))["activations"]] for s in sentences]
+        own_rounding = max(float((a.double() - e).abs().max()) for al, ex in zip(alone, exact)
+                           for a, e in zip(al, ex))
+        scale = max(float(e.abs().max()) for ex in exact for e in ex)
+        for size in (2, 3, 7):
+            order = rng.sample(range(len(sentences)), size)
+            batch = [sentences[i] for i in order] + [[]]            # (and an empty sentence)
+            together = bilm(batch_to_ids(batch))["activations"]
+            together_wide = wide(batch_to_ids(batch))["activations"]
+            for row, i in enumerate(order):
+                n = len(sentences[i])
+                for t, tw, e in zip(together, together_wide, exact[i]):
+                    # float64: batching is invisible (margin of 1e6 over its rounding)
+                    assert float((tw[row, :n] - e).abs().max()) <= 1e-10 * scale
+                    # float32: no further from the float64 vectors than rounding puts a sentence alone
+                    assert float((t[row, :n].double() - e).abs().max()) <= 4 * own_rounding
+
+
+def test_a_model_on_the_meta_device_says_it_holds_no_weights():
+    # the device check said to move the ids to meta too, and then the call failed inside
+    # PyTorch ("Cannot copy out of meta tensor; no data!"), through Elmo and Embedder as well
+    bilm = random_bilm().to("meta")
+    ids = batch_to_ids([["the", "dog"]])
+    calls = [lambda: bilm(ids), lambda: bilm(ids.to("meta")), lambda: bilm.token_encoder(ids.to("meta")),
+             lambda: elmo.Elmo(module=bilm, dropout=0.0)(ids), lambda: elmo.Embedder(bilm).embed_sentences([["a"]])]
+    for call in calls:
+        with pytest.raises(ValueError, match=r"on the meta device, which holds no weights: load them first"):
+            call()
+    filled = bilm.to_empty(device="cpu")
+    filled.load_state_dict(random_bilm().state_dict())
+    assert torch.equal(layers_of(filled, [["the", "dog"]])["activations"][-1],
+                       layers_of(random_bilm(), [["the", "dog"]])["activations"][-1])

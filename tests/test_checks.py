@@ -104,3 +104,41 @@ def test_paths_and_option_sizes():
     options["lstm"]["dim"] = 1e30  # an integral float: it was taken as 10**30, which torch overflowed on
     with pytest.raises(ConfigError, match=r"lstm.dim: 1e\+30 is beyond any model's size"):
         ElmoOptions.from_dict(options)
+
+
+def test_a_module_or_tensor_given_for_an_argument_is_named_in_one_line():
+    # a whole model's or tensor's repr followed the message: dozens of lines of layers
+    mixer = elmo.Elmo(module=elmo.from_pretrained("fixture"), dropout=0.0)
+    calls = [lambda: elmo.from_pretrained(mixer),
+             lambda: elmo.from_pretrained("fixture", stateful=torch.ones(40, 40, dtype=torch.bool)),
+             lambda: elmo.batch_to_ids([[torch.zeros(200)]]),
+             lambda: elmo.ScalarMix(3, initial_gamma=mixer)]
+    for call in calls:
+        with pytest.raises(TypeError) as caught:
+            call()
+        assert "\n" not in str(caught.value) and len(str(caught.value)) < 200, str(caught.value)
+
+
+def test_embedder_given_an_elmo_names_its_bilm():
+    mixer = elmo.Elmo(module=elmo.from_pretrained("fixture"), dropout=0.0)
+    for call in (lambda: elmo.Embedder(mixer), lambda: elmo.sentence_vectors(mixer, [["a"]])):
+        with pytest.raises(TypeError, match=r"^Embedder takes a BiLM, .* got Elmo \(an Elmo's biLM is its \.bilm\)$"):
+            call()
+    assert elmo.Embedder(mixer.bilm).dim == mixer.get_output_dim()
+
+
+def test_embedder_checks_its_settings_before_loading_a_model():
+    # sort_by_length="no" sorted (a non-empty string is true), where embed_file refused it;
+    # and a bad batch_size was found only after the model had been loaded (a download)
+    with pytest.raises(TypeError, match="sort_by_length must be True or False, got str: 'no'"):
+        Embedder("fixture", sort_by_length="no")
+    with pytest.raises(ValueError, match="batch_size must be at least 1, got 0"):
+        Embedder("no-such-model", batch_size=0)
+
+
+def test_sentence_vectors_checks_pooling_and_layers_before_any_model():
+    # pooling="sum" failed in masked_pool only after the model was loaded and every sentence embedded
+    with pytest.raises(ValueError, match="pooling must be 'mean' or 'max', got 'sum'"):
+        elmo.sentence_vectors("no-such-model", [["a"]], pooling="sum")
+    with pytest.raises(ValueError, match="sentence_vectors needs one vector per token"):
+        elmo.sentence_vectors("no-such-model", [["a"]], layers="all")

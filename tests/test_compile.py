@@ -131,3 +131,13 @@ torch.compile(lambda x: x)   # loads TorchDynamo
 assert elmo.BiLM.forward is patched
 assert disabled()[1:] == [True] * 3, disabled()
 """)
+
+
+def test_fullgraph_says_why_the_bilm_is_not_traced():
+    # TorchDynamo stopped with "(reason: None)" and a hint to remove the disable call
+    torch._dynamo.reset()
+    compiled = torch.compile(random_bilm(), backend="eager", fullgraph=True)
+    with pytest.raises(Exception, match=r"BiLM\.forward: elmo's biLM forwards run eagerly.*compile without "
+                                        r"fullgraph=True"):
+        with torch.no_grad():
+            compiled(elmo.batch_to_ids([["a", "b"]]))

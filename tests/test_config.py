@@ -3,6 +3,7 @@ import json
 
 import pytest
 
+import elmo
 from elmo import ConfigError, ElmoOptions
 from tests.conftest import ALLENNLP
 
@@ -113,3 +114,43 @@ def test_forward_only_model_is_refused():
     opts = ElmoOptions.from_dict(broken(("bidirectional",), True))
     assert opts.extra == {"bidirectional": True}
     assert ElmoOptions.from_dict(json.loads(opts.to_json())) == opts
+
+
+LSTM_OK = dict(dim=8, projection_dim=4, n_layers=1)
+CNN_OK = dict(embedding_dim=4, filters=((1, 4), (2, 4)), n_highway=1)
+
+
+@pytest.mark.parametrize("field, value", [
+    ("cell_clip", float("nan")), ("proj_clip", -1.0), ("cell_clip", "3"), ("n_layers", 0),
+    ("dim", -8), ("projection_dim", 2.5), ("use_skip_connections", "no")])
+def test_lstm_config_built_directly_is_checked(field, value):
+    # elmo.LSTMConfig(...) took any value: a NaN clip gave NaN vectors and a negative one
+    # constant vectors without an error; a string clip or no layers failed deep in torch
+    with pytest.raises(ConfigError, match=rf"^lstm\.{field}: "):
+        elmo.LSTMConfig(**{**LSTM_OK, field: value})
+
+
+@pytest.mark.parametrize("field, value, key", [
+    ("activation", "gelu", "activation"), ("max_characters_per_token", 2, "max_characters_per_token"),
+    ("n_highway", -1, "n_highway"), ("filters", (), "filters"), ("filters", ((60, 4),), "filters"),
+    ("filters", ((1, 0),), r"filters\[0\]"), ("embedding_dim", 0, r"embedding\.dim"),
+    ("n_characters", 100, "n_characters")])
+def test_char_cnn_config_built_directly_is_checked(field, value, key):
+    # an unknown activation ran as relu and a negative n_highway as none; a token width of 2
+    # failed with an IndexError inside the model
+    with pytest.raises(ConfigError, match=rf"^char_cnn\.{key}: "):
+        elmo.CharCNNConfig(**{**CNN_OK, field: value})
+
+
+def test_config_built_directly_equals_the_files():
+    # the checks normalise as the reader does: an int clip is a float, lists of filters are tuples
+    built = elmo.ElmoOptions(elmo.LSTMConfig(**LSTM_OK, cell_clip=3),
+                             elmo.CharCNNConfig(**{**CNN_OK, "filters": [[1, 4], [2, 4]]}))
+    assert ElmoOptions.from_dict(built.to_dict()) == built
+    assert built.lstm.cell_clip == 3.0 and isinstance(built.lstm.cell_clip, float)
+    assert built.char_cnn.filters == ((1, 4), (2, 4))
+    assert hash(built.char_cnn)  # (a list of lists was unhashable)
+    with pytest.raises(ConfigError, match="^lstm: expected LSTMConfig"):
+        elmo.ElmoOptions(LSTM_OK, built.char_cnn)  # a dict: an AttributeError inside BiLM
+    with pytest.raises(ConfigError, match="^bidirectional: "):
+        elmo.ElmoOptions(built.lstm, built.char_cnn, extra={"bidirectional": False})

@@ -1,7 +1,9 @@
+import copy
+
 import pytest
 import torch
 
-from elmo import Elmo, ScalarMix, batch_to_ids
+from elmo import Elmo, ElmoTokenEmbedder, ScalarMix, batch_to_ids
 from tests.conftest import ALLENNLP, random_bilm
 
 
@@ -304,3 +306,26 @@ def test_reset_states_on_a_module_without_one_is_a_clear_error():
     mixer = Elmo(module=NoState(), num_output_representations=1, dropout=0.0)
     with pytest.raises(TypeError, match="NoState has no reset_states"):
         mixer.reset_states()
+
+
+def test_a_fixed_mix_stays_fixed_when_everything_is_unfrozen():
+    # elmo.requires_grad_(True), the README's way to fine-tune the biLM later, set the fixed
+    # mix's parameters trainable too: one step moved gamma from 1 to about -95 and the fixed s,
+    # with a penalty of zero, without a word
+    bilm = random_bilm()
+    mixer = Elmo(module=bilm, dropout=0.0, scalar_mix_parameters=[-9e10, 1.0, -9e10])
+    embedder = ElmoTokenEmbedder(module=copy.deepcopy(bilm), dropout=0.0, scalar_mix_parameters=[0.0, 1.0, 2.0])
+    ids = batch_to_ids([["the", "dog"], ["a"]])
+    for model, elmo in ((mixer, mixer), (embedder, embedder.elmo)):
+        mix = elmo.scalar_mixes[0]
+        fixed = {k: v.clone() for k, v in mix.state_dict().items()}
+        assert set(fixed) == {"scalar_parameters", "gamma"}          # (the same state_dict keys)
+        model.requires_grad_(True)
+        optimizer = torch.optim.SGD(model.parameters(), lr=1.0)
+        out = model(ids)
+        vectors = out["elmo_representations"][0] if isinstance(out, dict) else out
+        vectors.pow(2).sum().backward()
+        optimizer.step()
+        assert all(torch.equal(fixed[k], v) for k, v in mix.state_dict().items())
+        assert all(p.grad is not None for p in elmo.bilm.parameters())   # (the biLM does train)
+        assert elmo.penalty(1.0).item() == 0.0

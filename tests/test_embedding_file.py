@@ -705,3 +705,11 @@ def test_rank0_refuses_at_once_a_segment_another_rank_wrote_with_other_settings(
     assert embed_file(inp, out, bilm, segment_lines=7, rank=1, world_size=2, overwrite=True) is None
     assert embed_file(inp, out, bilm, segment_lines=7, rank=0, world_size=2) == out
     assert_same_datasets(out, embed_file(inp, tmp_path / "one.hdf5", bilm, segment_lines=7))
+
+
+def test_embed_file_names_a_config_that_is_not_an_embed_config(tmp_path):
+    # a dict of settings was "replace() should be called on dataclass instances"
+    (tmp_path / "in.txt").write_text("a b\n", encoding="utf-8")
+    with pytest.raises(TypeError, match=r"^config must be an EmbedConfig .* got dict; pass settings as keywords"):
+        embed_file(tmp_path / "in.txt", tmp_path / "out.hdf5", config={"model": "fixture"})
+    assert not (tmp_path / "out.hdf5").exists()

@@ -395,6 +395,23 @@ def test_vocabulary_refuses_counts_that_do_not_fit_and_a_string_of_tokens():
         Vocabulary.from_counts({"ab": 3}).ids("ab")
 
 
+@pytest.mark.parametrize("word", ["", "a\nb", "a\rb", "a\tb", "a b"])
+def test_vocabulary_refuses_a_word_its_file_cannot_give_back(tmp_path, word):
+    # built in Python, "" was saved as an empty line that load skipped and "a\nb" as two words,
+    # so every later word came back one id off; a tab or a space wrote a file load refused
+    words = ["<S>", "</S>", "<UNK>", word, "z"]
+    with pytest.raises(ValueError, match=r"^word 3 of the vocabulary .* (is empty|holds)"):
+        Vocabulary(words)
+    with pytest.raises(TypeError, match="word 3 is int"):
+        Vocabulary(["<S>", "</S>", "<UNK>", 5])
+    with pytest.raises(ValueError, match="count of 'a' must be at least 0, got -4"):
+        Vocabulary(["<S>", "</S>", "<UNK>", "a"], [1, 2, 3, -4])   # (a file load refused)
+    kept = Vocabulary(["<S>", "</S>", "<UNK>", "a", "z"], [1, 2, 3, 4, 5])
+    kept.save(tmp_path / "v.txt", with_counts=True)
+    again = Vocabulary.load(tmp_path / "v.txt")
+    assert (again.words, again.counts) == (kept.words, kept.counts)
+
+
 def test_command_line_train_warm_start_continues_a_model(tmp_path, toy, capsys):
     """`elmo train --from MODEL` starts from MODEL's weights and vocabulary (no --vocab needed)
     and records the phases' tokens; without either --vocab or --from it is one clear error."""

@@ -8,6 +8,7 @@ import torch
 from torch import nn
 from torch.func import functional_call
 
+import elmo
 from elmo import batch_to_ids
 from elmo.modules import dense
 from elmo.modules.weight_cache import WeightCache
@@ -178,3 +179,25 @@ def test_weights_another_process_wrote_in_shared_memory_are_not_read_from_the_ca
             got, want = bilm(ids)["activations"], fresh(ids)["activations"]
             for g, w in zip(got, want):
                 assert float((g - w).abs().max()) <= 1e-5 * float(w.abs().max())
+
+
+def test_a_model_loaded_under_inference_mode_runs_and_follows_its_weights():
+    # its weights are inference tensors, which count no versions: the first call failed with
+    # "Inference tensors do not track version counter" (a plain torch module runs there), and
+    # a write under inference_mode (load_state_dict) is not counted, so nothing may be kept
+    # (float32 tolerances: the cached token vectors were computed in other groups of words)
+    ids = elmo.batch_to_ids([["The", "bank", "closed", "."], ["Hi"], []])
+    plain = elmo.from_pretrained("fixture")
+    plain.token_encoder.build_token_cache(["The", "bank"])
+    with torch.inference_mode():
+        model = elmo.from_pretrained("fixture")
+        model.token_encoder.build_token_cache(["The", "bank"])
+        for rows in (ids, ids[:1]):  # (a batch, and the one-row path's own forms)
+            torch.testing.assert_close(model(rows)["activations"], plain(rows)["activations"])
+        halved = {k: v * 0.5 for k, v in model.state_dict().items()}
+        model.load_state_dict(halved)
+        plain.load_state_dict(halved)
+        for rows in (ids, ids[:1]):
+            torch.testing.assert_close(model(rows)["activations"], plain(rows)["activations"])
+    with torch.no_grad():
+        torch.testing.assert_close(model(ids)["activations"], plain(ids)["activations"])

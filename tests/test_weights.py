@@ -269,12 +269,37 @@ def test_non_finite_weights_name_the_dataset(tmp_path, value):
         f["CNN_proj/b_proj"][3] = value
     with pytest.raises(WeightFileError, match=r"dataset 'CNN_proj/b_proj' holds 1 non-finite .*\(3,\)"):
         elmo.from_pretrained(folder)
-    bilm = random_bilm()
-    with torch.no_grad():
-        bilm.lstm.layers[0].bias[1][5] = value
-    elmo.save_pretrained(bilm, tmp_path / "native")
+    from safetensors import safe_open
+    from safetensors.torch import load_file, save_file
+    elmo.save_pretrained(random_bilm(), tmp_path / "native")   # (save_pretrained refuses such weights)
+    path = tmp_path / "native" / "model.safetensors"
+    with safe_open(str(path), "pt") as f:
+        metadata = f.metadata()
+    tensors = load_file(str(path))
+    tensors["lstm.layers.0.bias"][1][5] = value
+    save_file(tensors, str(path), metadata=metadata)
     with pytest.raises(WeightFileError, match=r"model.safetensors: tensor 'lstm.layers.0.bias' holds 1 non-finite"):
         elmo.from_pretrained(tmp_path / "native")
+
+
+@pytest.mark.parametrize("fmt", ["safetensors", "original"])
+def test_a_model_with_non_finite_weights_is_not_saved_over_a_good_one(tmp_path, fmt):
+    # written, a diverged model's NaN replaced the model saved there before with files that no
+    # load accepts, found only at the next load
+    folder = tmp_path / "model"
+    elmo.save_pretrained(random_bilm(), folder, fmt=fmt)
+    files = {p.name: p.read_bytes() for p in folder.iterdir()}
+    bilm = random_bilm(seed=1)
+    with torch.no_grad():
+        bilm.lstm.layers[1].weight_proj[0, 0, 0] = float("nan")
+    with pytest.raises(ValueError, match=r"^save_pretrained: the model's lstm.layers.1.weight_proj holds 1 "
+                                         r"non-finite values .* nothing was written"):
+        elmo.save_pretrained(bilm, folder, fmt=fmt)
+    with pytest.raises(ValueError, match=r"^save_original: the model's lstm.layers.1.weight_proj"):
+        save_original(bilm, tmp_path / "o.json", tmp_path / "w.hdf5")
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == files
+    assert not (tmp_path / "o.json").exists() and not (tmp_path / "w.hdf5").exists()
+    elmo.from_pretrained(folder)
 
 
 def test_string_dataset_is_named(tmp_path):
@@ -771,3 +796,25 @@ def test_a_config_that_is_not_the_one_saved_with_the_weights_is_refused(tmp_path
     (folder / "config.json").write_text(json.dumps(config))
     with pytest.raises(WeightFileError, match="not the model options"):
         elmo.from_pretrained(folder)
+
+
+def test_saving_into_a_bundled_models_folder_is_refused(tmp_path):
+    # save_pretrained(bilm, elmo.model_path("default")) wrote config.json + model.safetensors into
+    # the package, beside the bundled original layout: from_pretrained("default") loaded the
+    # saved model from then on, in every program of the installation, without a word
+    from elmo.io import OutputError
+    bilm = random_bilm()
+    fixture, default = elmo.model_path("fixture"), elmo.model_path("default")
+    files = lambda: {p: p.stat().st_mtime_ns for folder in (fixture, default) for p in folder.rglob("*")}
+    before = files()
+    try:
+        with pytest.raises(OutputError, match=r"inside the folder of the bundled model 'fixture'"):
+            elmo.save_pretrained(bilm, fixture)
+        with pytest.raises(OutputError, match=r"inside the folder of the bundled model 'fixture'"):
+            elmo.save_pretrained(bilm, fixture / "copy", fmt="original")
+        with pytest.raises(OutputError, match=r"inside the folder of the bundled model 'default'"):
+            save_original(bilm, default / "new-options.json", tmp_path / "weights.hdf5")
+    finally:   # (without the check new files were written: leave the package as it was)
+        for path in sorted(set(files()) - set(before), reverse=True):
+            path.rmdir() if path.is_dir() else path.unlink()
+    assert files() == before

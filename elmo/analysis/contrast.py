@@ -33,7 +33,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ..io import text_lines, utf8_error_where
-from .probes import train_probe
+from .probes import check_probe_settings, train_probe
 from .stats import chance_range
 from .vectors import embed_layers, unit_rows
 
@@ -274,6 +274,11 @@ def contrast_eval(model, items: Sequence[ContrastItem], seed: int = 0, l2: float
     repeats an earlier one, or is it with the sentences swapped, is left out (``n_items``
     counts the rest).
     """
+    check_probe_settings(l2, seed)   # (before the vectors are computed)
+    if isinstance(items, (str, bytes)) or not all(isinstance(it, ContrastItem) for it in items):
+        # (else an AttributeError from deep inside: "'str' object has no attribute 'a'")
+        raise TypeError("contrast_eval takes ContrastItem pairs: contrast.load_pairs(path) or "
+                        "contrast.parse_pairs(text)")
     if not items:  # (else an IndexError below)
         raise ValueError("contrast_eval needs contrast pairs; got none")
     # an item written again with its sentences swapped (or twice) asks the same question of

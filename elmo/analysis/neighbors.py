@@ -200,6 +200,13 @@ def static_neighbors(words: Sequence[str], vectors: np.ndarray, word: str, k: in
     """Nearest other words to ``word`` in a static table (V, D); the word's own row is the
     query unless ``query`` is given. Empty when the word is unknown and no query is given."""
     _check_k(k)
+    vectors = np.asarray(vectors)
+    # (else an IndexError from inside, or NaN scores ranked as if they were scores)
+    if vectors.ndim != 2 or vectors.shape[0] != len(words):
+        raise ValueError(f"static_neighbors takes one vector row per word: {len(words)} words, vectors of "
+                         f"shape {vectors.shape}")
+    if not np.isfinite(vectors).all() or (query is not None and not np.isfinite(np.asarray(query)).all()):
+        raise ValueError("static_neighbors: the vectors hold NaN or infinite values")
     lookup = {w: i for i, w in enumerate(words)}
     if query is None:
         if word not in lookup:

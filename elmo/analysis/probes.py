@@ -10,6 +10,7 @@ linear map, as a task model would; its softmax weights say which layers the prob
 """
 from __future__ import annotations
 
+import math
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
@@ -17,6 +18,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 import numpy as np
 import torch
 
+from ..checks import require_count, require_seed, shown
 from ..modules import ScalarMix
 from ..runtime import threads as _threads
 from .stats import bootstrap_interval, paired_bootstrap, verdict
@@ -64,6 +66,18 @@ def _features(x: torch.Tensor, mean, std, mix: Optional[ScalarMix]) -> torch.Ten
 SMALL_PROBLEM = 2e7
 
 
+def check_probe_settings(l2: Any, seed: Any, max_iter: Any = 1) -> Tuple[float, int, int]:
+    """``l2``, ``seed`` and ``max_iter`` checked, as ``elmo analyze`` checks its options: a
+    negative or NaN ``l2`` failed inside L-BFGS (an IndexError, or "value cannot be converted
+    to type float without overflow"), a seed out of numpy's and torch's range after every
+    vector was computed. Called before the vectors are, where a function computes them."""
+    if isinstance(l2, (bool, str, bytes)) or not isinstance(l2, (int, float, np.number)):
+        raise TypeError(f"l2 must be a number, got {type(l2).__name__}: {shown(l2)}")
+    if not 0.0 <= float(l2) < math.inf:
+        raise ValueError(f"l2 must be a finite number of 0 or more, got {l2!r}")
+    return float(l2), require_seed(seed), require_count("max_iter", max_iter)
+
+
 def train_probe(x: np.ndarray, y: Union[Sequence[int], np.ndarray], n_classes: int, l2: float = 1e-3,
                 max_iter: int = 100, mix: bool = False, seed: int = 0) -> LinearProbe:
     """Fit a linear probe.
@@ -71,9 +85,11 @@ def train_probe(x: np.ndarray, y: Union[Sequence[int], np.ndarray], n_classes: i
     Args:
         x: features (N, D); with ``mix=True``, the layers (K, N, D) to mix.
         y: class ids (N,) in ``[0, n_classes)``.
-        l2: weight of ``||W||^2``, added to the mean cross-entropy.
+        l2: weight of ``||W||^2``, added to the mean cross-entropy (finite, 0 or more).
         max_iter: L-BFGS iterations (full batch).
+        seed: from 0 to 2**64 - 1.
     """
+    l2, seed, max_iter = check_probe_settings(l2, seed, max_iter)
     size = float(np.prod(np.shape(x))) * n_classes
     if size < SMALL_PROBLEM:
         with _threads(1):
@@ -162,6 +178,7 @@ def pos_probe(model, train: Sequence[Tagged], test: Sequence[Tagged], l2: float 
         sentences, ``[low, high]``), the baselines (``majority_tag``, ``word_majority_tag``, ``layer0``), counts, and
         ``finding`` (layer 1 vs layer 2, by a paired bootstrap over test sentences).
     """
+    check_probe_settings(l2, seed, max_iter)   # (before the vectors are computed)
     n_train, n_test = sum(len(s) for s in train), sum(len(s) for s in test)
     if not n_train or not n_test:  # (else numpy's "need at least one array to concatenate")
         raise ValueError(f"pos_probe needs tagged tokens to train and to test on; got {n_train} "

@@ -34,6 +34,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from ..checks import require_count, require_seed, shown
 from .datasets import Sense, SenseExample
 from .stats import bootstrap_interval, paired_bootstrap, verdict
 from .vectors import embed_layers, gather, unit_rows
@@ -238,6 +239,16 @@ def wsd_eval(model, examples: Sequence[SenseExample], senses: Sequence[Sense],
     ``layers_seen_senses`` / ``mfs_seen_senses``: accuracy on the test items whose sense
     has a train example (the only ones a sense centroid can get right), and ``method``.
     """
+    # (checked before any vector: a negative seed failed in the bootstrap after all of them, a
+    # negative max_lemmas in random.sample, and a test_fraction of 1 or more put every example
+    # in the test set, where each layer then scored what the most frequent sense does)
+    seed = require_seed(seed)
+    if max_lemmas is not None:
+        max_lemmas = require_count("max_lemmas", max_lemmas, least=0)
+    if isinstance(test_fraction, (bool, str, bytes)) or not isinstance(test_fraction, (int, float, np.number)) \
+            or not 0.0 < float(test_fraction) < 1.0:
+        raise ValueError(f"test_fraction must be a number between 0 and 1 (both excluded: both sides of "
+                         f"the split need examples), got {shown(test_fraction)}")
     groups = ambiguous(instances(examples))
     if max_lemmas is not None and len(groups) > max_lemmas:
         keys = sorted(random.Random(seed).sample(sorted(groups), max_lemmas))

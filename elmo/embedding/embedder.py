@@ -29,7 +29,7 @@ import numpy as np
 import torch
 
 from ..chars import check_tokenized, tokenized
-from ..checks import require_count
+from ..checks import require_count, require_switch
 from ..modules import BiLM
 from ..runtime import resolve_device
 from .layers import LayerSelection
@@ -87,13 +87,20 @@ class Embedder:
     def __init__(self, model: Union[BiLM, str, Path, None] = None, *, batch_size: int = DEFAULT_BATCH_SIZE,
                  max_tokens: int = DEFAULT_MAX_TOKENS, overlap: Optional[int] = None,
                  sort_by_length: bool = True, device: Union[str, torch.device, None] = None):
+        if isinstance(model, torch.nn.Module) and not isinstance(model, BiLM):
+            # (an Elmo is the usual one: it was "a model is named by a string" and its repr)
+            inner = " (an Elmo's biLM is its .bilm)" if isinstance(getattr(model, "bilm", None), BiLM) else ""
+            raise TypeError(f"Embedder takes a BiLM, a model's name or a folder, got {type(model).__name__}{inner}")
+        # (checked before a model is loaded, which may be a download)
+        batch_size = require_count("batch_size", batch_size)
+        max_tokens, overlap = check_window_args(max_tokens, overlap)
+        # ("no" is true to Python: it sorted; embed_file's config refused it, this did not)
+        sort_by_length = require_switch("sort_by_length", sort_by_length)
         if not isinstance(model, BiLM):
             from .. import DEFAULT_MODEL, from_pretrained
             model = from_pretrained(model if model is not None else DEFAULT_MODEL, device=device)
         elif device is not None:
             model = model.to(resolve_device(device, None, "device"))
-        batch_size = require_count("batch_size", batch_size)
-        max_tokens, overlap = check_window_args(max_tokens, overlap)
         # not model.eval(): that switched the caller's model for good (a model still being
         # trained lost its LSTM dropout); each batch runs in eval mode instead (eval_mode)
         self.bilm = model
@@ -283,10 +290,14 @@ def sentence_vectors(model: Union[Embedder, BiLM, str, Path, None], sentences: S
         float32 array (N, D).
     """
     check_tokenized(sentences, "sentence_vectors")
-    embedder = model if isinstance(model, Embedder) else Embedder(model, batch_size=batch_size)
+    # (checked before a model is loaded and every sentence embedded: a wrong pooling failed
+    # only in masked_pool, after all of it)
+    if pooling not in ("mean", "max"):
+        raise ValueError(f"pooling must be 'mean' or 'max', got {pooling!r}")
     selection = LayerSelection.parse(layers)
     if selection.keeps_all:
         raise ValueError("sentence_vectors needs one vector per token: layers='top', 'average' or 'mix:...'")
+    embedder = model if isinstance(model, Embedder) else Embedder(model, batch_size=batch_size)
     out = np.zeros((len(sentences), embedder.dim), dtype=np.float32)
     arrays = embedder.embed_sentences(sentences, selection)
     for i, array in enumerate(arrays):

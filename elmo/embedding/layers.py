@@ -21,6 +21,7 @@ from typing import Optional, Tuple
 
 import torch
 
+from ..checks import shown
 from ..modules.scalar_mix import FLOAT32_MAX, ScalarMix, float32_number
 
 CHOICES = ("all", "top", "average", "mix:w0,w1,...")
@@ -65,7 +66,7 @@ class LayerSelection:
             return cls.from_scalar_mix(spec)
         if not isinstance(spec, str):  # (else an AttributeError from .strip())
             raise TypeError(f"layers must be a string ({', '.join(CHOICES)}), a ScalarMix or a "
-                            f"LayerSelection, got {type(spec).__name__}: {spec!r}")
+                            f"LayerSelection, got {type(spec).__name__}: {shown(spec)}")
         # float32 must hold them: 1e39 became inf in the mix, which blamed the model's weights
         gamma = float32_number(gamma, "gamma (--gamma)")
         spec = spec.strip()

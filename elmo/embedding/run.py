@@ -216,6 +216,10 @@ def _model_inputs(model: Union[BiLM, str, Path, None]) -> List[Tuple[str, Path]]
 def job_config(config: Optional[EmbedConfig], settings: Dict[str, Any]) -> EmbedConfig:
     """``config`` (default: every default) with ``settings`` set, as :func:`embed_file` takes
     them; an unknown name is a TypeError, as for any keyword argument."""
+    if config is not None and not isinstance(config, EmbedConfig):
+        # (a dict of settings was "replace() should be called on dataclass instances")
+        raise TypeError(f"config must be an EmbedConfig (elmo.embedding.EmbedConfig), got "
+                        f"{type(config).__name__}; pass settings as keywords: embed_file(..., batch_size=32)")
     known = {f.name for f in fields(EmbedConfig)}
     for name in settings:
         if name not in known:

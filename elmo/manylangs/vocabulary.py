@@ -25,6 +25,7 @@ from typing import Dict, Mapping, Optional, Sequence, Tuple
 import torch
 
 from ..chars import check_tokenized
+from ..checks import shown
 from .dictionary import DictionaryError, check_specials, read_dictionary, write_dictionary
 
 CHAR_SPECIALS = ("<bos>", "<eos>", "<oov>", "<pad>", "<bow>", "<eow>")
@@ -148,7 +149,7 @@ class CharVocabulary:
         for sentence in sentences:
             for token in sentence:
                 if not isinstance(token, str):
-                    raise TypeError(f"tokens must be strings, got {type(token).__name__}: {token!r}")
+                    raise TypeError(f"tokens must be strings, got {type(token).__name__}: {shown(token)}")
                 rows.append(self.row(token))
         if rows:
             mask = torch.arange(longest)[None, :] < torch.tensor(lengths)[:, None]

@@ -28,7 +28,7 @@ from torch import nn
 from ..checks import require_switch
 from ..chars import BOS_TOKEN, EOS_TOKEN, word_to_char_ids
 from ..config import ElmoOptions
-from .char_cnn import CharCNN, require_integer_ids
+from .char_cnn import CharCNN, require_integer_ids, require_weights_with_values
 from .eager import eager_under_compile, refuse_function_transforms
 from .lstm import BiLSTMStack, LayerState
 
@@ -231,6 +231,7 @@ class BiLM(nn.Module):
             raise ValueError(f"char_ids must be (batch, tokens, chars) or (..., tokens, chars), "
                              f"got shape {tuple(char_ids.shape)}")
         weights = self.token_encoder.char_embedding.weight
+        require_weights_with_values(weights, "BiLM")
         if char_ids.device != weights.device:  # else an error deep in the embedding (or the meta backend)
             raise ValueError(f"char_ids are on {char_ids.device} and the model on {weights.device}: "
                              f"move them with char_ids.to({str(weights.device)!r})")

@@ -29,12 +29,13 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..chars import ByteCharIds
+from ..checks import require_count
 from ..config import CharCNNConfig
 from .conv_pool import conv_max_pool
 from .dense import linear
 from .eager import eager_under_compile, refuse_function_transforms
 from .hooks import called_as_module
-from .weight_cache import WeightsState, shared_between_processes
+from .weight_cache import WeightsState, writes_uncounted
 
 # Row hashes used to find duplicate tokens and cached tokens. Any collision is caught by an
 # exact comparison afterwards, so these only need to be "usually distinct".
@@ -200,6 +201,16 @@ def require_integer_ids(char_ids: torch.Tensor, start_id: Optional[int] = None) 
                         f"wrapped around: keep them torch.long (or int32)")
 
 
+def require_weights_with_values(weight: torch.Tensor, module: str) -> None:
+    """ValueError for a model on the meta device (``.to("meta")``, or built under
+    ``torch.device("meta")`` to be filled later): it holds no weights. The device check then
+    said to move the ids to the meta device too, and the call failed inside PyTorch with
+    "Cannot copy out of meta tensor; no data!"."""
+    if weight.is_meta:
+        raise ValueError(f"this {module} is on the meta device, which holds no weights: load them first "
+                         f"(elmo.from_pretrained, or module.to_empty(device='cpu') and load_state_dict)")
+
+
 class CharCNN(nn.Module):
     """Token ids (B, T, W) -> token vectors (B, T, output_dim), zeros where there is no token.
 
@@ -216,6 +227,11 @@ class CharCNN(nn.Module):
                  n_char_rows: Optional[int] = None, n_word_rows: Optional[int] = None,
                  word_dim: int = 0):
         super().__init__()
+        # (elmo.CharCNN is public: a dict of options failed with an AttributeError, and a width
+        # of 0 made a model whose token vectors were empty)
+        if not isinstance(config, CharCNNConfig):
+            raise TypeError(f"CharCNN takes a CharCNNConfig (ElmoOptions.char_cnn), got {type(config).__name__}")
+        output_dim = require_count("output_dim", output_dim)
         self.config = config
         self.output_dim = output_dim
         if id_scheme is None and n_char_rows is None:
@@ -341,6 +357,7 @@ class CharCNN(nn.Module):
                              f"CharCNN, got shape {tuple(char_ids.shape)} (bilm.token_ids(sentences) "
                              f"makes them; a BiLM also takes any leading shape)")
         weights = self.char_embedding.weight
+        require_weights_with_values(weights, "CharCNN")
         if char_ids.device != weights.device:  # else an error deep in PyTorch (or the meta backend)
             raise ValueError(f"char_ids are on {char_ids.device} and the model on {weights.device}: "
                              f"move them with char_ids.to({str(weights.device)!r})")
@@ -377,11 +394,12 @@ class CharCNN(nn.Module):
     def _encode_with_cache(self, distinct: torch.Tensor) -> torch.Tensor:
         # Gradients for the CNN's weights need the CNN itself: in eval() mode too, where the
         # cached vectors gave them none. Weights in shared memory may have been written by
-        # another process, uncounted here (see weight_cache): the vectors could be stale.
+        # another process, and inference tensors count no writes (see weight_cache): the
+        # vectors could be stale.
         if self._token_cache is None:
             return self.encode_tokens(distinct)
         params = list(self.parameters())
-        if (torch.is_grad_enabled() and any(p.requires_grad for p in params)) or shared_between_processes(params):
+        if (torch.is_grad_enabled() and any(p.requires_grad for p in params)) or writes_uncounted(params):
             return self.encode_tokens(distinct)
         cache = self._current_token_cache(params)
         hashes = hash_rows(distinct)

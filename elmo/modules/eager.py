@@ -46,9 +46,25 @@ class _DisabledWhenDynamoLoads:
         def disable(_module) -> None:
             # (a method replaced meanwhile, say by a test's patch, is left as it was set)
             if owner.__dict__.get(name) is forward:
-                setattr(owner, name, torch.compiler.disable(forward))
+                setattr(owner, name, _disabled(forward, f"{owner.__name__}.{name}"))
 
         wrapt.register_post_import_hook(disable, "torch._dynamo")  # now, if already imported
+
+
+#: Why the forwards are not traced: TorchDynamo shows it where it cannot go on without them,
+#: ``torch.compile(model, fullgraph=True)``, whose error said only "reason: None" and hinted to
+#: remove the ``torch.compiler.disable`` call.
+EAGER_REASON = ("elmo's biLM forwards run eagerly: they choose their work from the data; "
+                "compile without fullgraph=True, and the task's own layers are compiled around them")
+
+
+def _disabled(forward: Callable, name: str) -> Callable:
+    """``torch.compiler.disable(forward)``, with :data:`EAGER_REASON` where this PyTorch takes
+    a reason (2.7 on)."""
+    import inspect
+    if "reason" in inspect.signature(torch.compiler.disable).parameters:
+        return torch.compiler.disable(forward, reason=f"{name}: {EAGER_REASON}")
+    return torch.compiler.disable(forward)
 
 
 def refuse_function_transforms(module: str) -> None:

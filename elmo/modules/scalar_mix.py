@@ -9,13 +9,14 @@ regulariser lam * ||s||^2 to add to the task loss.
 """
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Mapping
 from typing import List, Optional, Sequence
 
 import torch
 from torch import nn
 
-from ..checks import require_count, require_switch
+from ..checks import require_count, require_switch, shown
 
 
 #: The largest float32; a larger finite Python float becomes inf in the model (its output NaN).
@@ -26,11 +27,11 @@ def float32_number(value, name: str) -> float:
     """``value`` as a float that float32 holds as a finite number (the mix's parameters are
     float32); TypeError for what is not a number, ValueError for NaN, inf or |value| > 3.4e38."""
     if isinstance(value, (str, bytes, bool)) or value is None:
-        raise TypeError(f"{name} must be a number, got {type(value).__name__}: {value!r}")
+        raise TypeError(f"{name} must be a number, got {type(value).__name__}: {shown(value)}")
     try:
         number = float(value)  # (numpy's and 0-dim torch numbers too)
     except (TypeError, ValueError):
-        raise TypeError(f"{name} must be a number, got {type(value).__name__}: {value!r}") from None
+        raise TypeError(f"{name} must be a number, got {type(value).__name__}: {shown(value)}") from None
     if not abs(number) <= FLOAT32_MAX:  # (NaN fails it too)
         raise ValueError(f"{name} must be a finite number that float32 holds (|x| <= 3.4e38), got {value!r}")
     return number
@@ -59,9 +60,10 @@ def penalty_weight(lam) -> float:
 
 def no_penalty(module: nn.Module) -> torch.Tensor:
     """A 0-dim zero penalty on the device and in the dtype of ``module``'s first floating
-    parameter (torch's default on the CPU if it has none): a CPU zero added to a loss on the
+    parameter or buffer (a fixed mix's values are buffers; torch's default on the CPU if it has
+    none): a CPU zero added to a loss on the
     GPU failed, and a float32 one left a float64 model's loss float32 where it had no mixes."""
-    like = next((p for p in module.parameters() if p.is_floating_point()), None)
+    like = next((p for p in itertools.chain(module.parameters(), module.buffers()) if p.is_floating_point()), None)
     if like is None:
         return torch.zeros(())
     return torch.zeros((), device=like.device, dtype=like.dtype)
@@ -75,7 +77,8 @@ class ScalarMix(nn.Module):
         do_layer_norm: normalise each layer over its unmasked positions first.
         initial_scalar_parameters: starting s (default zeros: equal weights).
         initial_gamma: starting gamma.
-        trainable: learn s and gamma (False keeps them fixed, and the penalty is zero).
+        trainable: learn s and gamma (False keeps them fixed, as buffers that no
+            ``requires_grad_`` or optimizer reaches, and the penalty is zero).
     """
 
     def __init__(self, num_layers: int, do_layer_norm: bool = False,
@@ -91,8 +94,17 @@ class ScalarMix(nn.Module):
         self.num_layers = num_layers
         self.do_layer_norm = do_layer_norm
         self.trainable = trainable
-        self.scalar_parameters = nn.Parameter(torch.tensor(s, dtype=torch.float32), requires_grad=trainable)
-        self.gamma = nn.Parameter(torch.tensor([gamma]), requires_grad=trainable)
+        self.scalar_parameters: torch.Tensor
+        self.gamma: torch.Tensor
+        values = {"scalar_parameters": torch.tensor(s, dtype=torch.float32), "gamma": torch.tensor([gamma])}
+        for name, value in values.items():
+            if trainable:
+                setattr(self, name, nn.Parameter(value))
+            else:
+                # A fixed mix holds buffers (the same state_dict keys): as parameters with
+                # requires_grad False, module.requires_grad_(True), the README's way to unfreeze
+                # a biLM, made them trainable too, and the next step moved the "fixed" gamma and s
+                self.register_buffer(name, value)
 
     def weights(self) -> torch.Tensor:
         """softmax(s): (num_layers,)."""

@@ -25,7 +25,9 @@ tensors sent through ``torch.multiprocessing``) may be written by another proces
 training) while this one's version counters stay as they were, and its forms and token vectors
 went on giving the old weights' results. For CPU weights in shared memory
 (:func:`shared_between_processes`) a value is therefore made again at every use (the LSTM's
-forms once per layer and call; the token cache is not used).
+forms once per layer and call; the token cache is not used). So are those of inference
+tensors (weights made or loaded under ``torch.inference_mode()``), which count no writes at
+all (:func:`writes_uncounted`).
 
 What it cannot see is a write that PyTorch does not count either: through ``param.data``
 (``param.data.copy_(w)``), which bypasses the version counter as it bypasses autograd's own
@@ -44,14 +46,26 @@ T = TypeVar("T")
 
 
 def weights_key(params: Iterable[torch.Tensor]) -> Tuple[Any, ...]:
-    """Each tensor's address, in-place version, device and dtype (see :class:`WeightsState`)."""
-    return tuple((p.data_ptr(), p._version, p.device, p.dtype) for p in params)
+    """Each tensor's address, in-place version, device and dtype (see :class:`WeightsState`);
+    an inference tensor has no version (reading it raised), so its place holds None."""
+    return tuple((p.data_ptr(), None if p.is_inference() else p._version, p.device, p.dtype) for p in params)
 
 
 def shared_between_processes(params: Iterable[torch.Tensor]) -> bool:
     """Whether any of ``params`` is a CPU tensor in shared memory, which another process may
     write without this one counting it (see the module's docstring)."""
     return any(p.device.type == "cpu" and p.untyped_storage().is_shared() for p in params)
+
+
+def writes_uncounted(params: Iterable[torch.Tensor]) -> bool:
+    """Whether a write to any of ``params`` may go uncounted: weights in shared memory
+    (:func:`shared_between_processes`), or inference tensors (a model loaded or moved under
+    ``torch.inference_mode()``), which count no versions at all. Reading an inference tensor's
+    version was a RuntimeError ("Inference tensors do not track version counter") at the first
+    call of such a model, and writes to it under ``inference_mode`` (``load_state_dict``) go
+    unseen; so values made from them are made again at each use, as for shared weights."""
+    params = tuple(params)
+    return any(p.is_inference() for p in params) or shared_between_processes(params)
 
 
 class WeightsState:
@@ -61,7 +75,7 @@ class WeightsState:
     dtype it had here and its storage then is still alive (held weakly, so a replaced weight
     is freed as before). A freed storage's address can be handed to a new tensor, whose version
     may well be the same: the address alone took such a tensor for the weight it replaced.
-    It never holds for weights in shared memory (:func:`shared_between_processes`).
+    It never holds for weights whose writes may go uncounted (:func:`writes_uncounted`).
 
     A copy or pickle of it is the state of no weights, which matches none (the storages of a
     copy are others, and a weak reference cannot be copied or saved)."""
@@ -78,7 +92,7 @@ class WeightsState:
         far as PyTorch counts changes: see the module's docstring)."""
         params = tuple(params)
         return (weights_key(params) == self._key and not any(s.expired() for s in self._storages)
-                and not shared_between_processes(params))
+                and not writes_uncounted(params))
 
     def __reduce__(self):
         return WeightsState, ()
