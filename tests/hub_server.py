@@ -12,6 +12,16 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple, Union
 
 
+def fresh_model_cache(tmp_path: Path, monkeypatch) -> Path:
+    """A fresh, empty $ELMO_HOME; online; no retries (a test that wants them sets them). The
+    hub test modules make it their autouse fixture ``cache``."""
+    home = tmp_path / "elmo-home"
+    monkeypatch.setenv("ELMO_HOME", str(home))
+    monkeypatch.delenv("ELMO_OFFLINE", raising=False)
+    monkeypatch.setenv("ELMO_DOWNLOAD_RETRIES", "0")
+    return home
+
+
 class FileServer:
     """Serve ``files`` ({url path: bytes or local file}) at ``http://127.0.0.1:PORT/path``.
 

@@ -160,6 +160,21 @@ def test_download_bars_follow_quiet(fixture_model, monkeypatch, tmp_path, capsys
     assert asked == [False, False]
 
 
+#: Python source that sends this process SIGINT the moment torch's import starts, the way a
+#: user's Ctrl-C falls while a command loads (an import finder put first in line).
+CTRL_C_AT_TORCH = textwrap.dedent("""
+    import os, signal, sys
+
+    class CtrlCAtTorch:
+        def find_spec(self, name, path=None, target=None):
+            if name == "torch":
+                os.kill(os.getpid(), signal.SIGINT)
+            return None
+
+    sys.meta_path.insert(0, CtrlCAtTorch())
+    """)
+
+
 def _console_entry_point() -> str:
     import tomllib
     with open(ROOT / "pyproject.toml", "rb") as f:
@@ -172,16 +187,8 @@ def test_ctrl_c_while_the_package_loads_is_one_line(tmp_path):
     says `elmo: interrupted` and exits 130, as Ctrl-C during a command. The signal is sent the
     moment torch's import starts, the way a user's Ctrl-C falls."""
     module, function = _console_entry_point().split(":")
-    script = textwrap.dedent(f"""
-        import importlib, os, signal, sys
-
-        class CtrlCAtTorch:
-            def find_spec(self, name, path=None, target=None):
-                if name == "torch":
-                    os.kill(os.getpid(), signal.SIGINT)
-                return None
-
-        sys.meta_path.insert(0, CtrlCAtTorch())
+    script = CTRL_C_AT_TORCH + textwrap.dedent(f"""
+        import importlib
         assert "torch" not in sys.modules
         sys.exit(getattr(importlib.import_module({module!r}), {function!r})(["--version"]))
         """)
@@ -197,17 +204,7 @@ def test_ctrl_c_while_python_m_elmo_loads_is_one_line(tmp_path):
     traceback. `import elmo` now loads them when first used; the signal still falls the moment
     torch's import starts (a sitecustomize module, which Python imports at its start, puts the
     finder in place), in the real `python -m`."""
-    (tmp_path / "sitecustomize.py").write_text(textwrap.dedent("""
-        import os, signal, sys
-
-        class CtrlCAtTorch:
-            def find_spec(self, name, path=None, target=None):
-                if name == "torch":
-                    os.kill(os.getpid(), signal.SIGINT)
-                return None
-
-        sys.meta_path.insert(0, CtrlCAtTorch())
-        """))
+    (tmp_path / "sitecustomize.py").write_text(CTRL_C_AT_TORCH)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
     done = subprocess.run([sys.executable, "-m", "elmo", "info", "fixture"], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=60)

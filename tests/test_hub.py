@@ -23,7 +23,7 @@ from elmo.hub import registry
 from elmo.hub.archive import ArchiveError, unpack
 from elmo.hub.download import DownloadError, cache_path
 from tests.conftest import ALLENNLP
-from tests.hub_server import FileServer
+from tests.hub_server import FileServer, fresh_model_cache
 
 FIXTURE = Path(elmo.__file__).parent / "resources" / "fixture"
 # URL paths shaped like the real ones.
@@ -35,14 +35,7 @@ CONF_WEIGHTS = "/allennlp/models/elmo/contributed/conformance/elmo_conformance_w
 SENTENCES = [["The", "bank", "closed", "."], ["Hi"]]
 
 
-@pytest.fixture(autouse=True)
-def cache(tmp_path, monkeypatch):
-    """A fresh, empty $ELMO_HOME; online; no retries (a test that wants them sets them)."""
-    home = tmp_path / "elmo-home"
-    monkeypatch.setenv("ELMO_HOME", str(home))
-    monkeypatch.delenv("ELMO_OFFLINE", raising=False)
-    monkeypatch.setenv("ELMO_DOWNLOAD_RETRIES", "0")
-    return home
+cache = pytest.fixture(autouse=True, name="cache")(fresh_model_cache)
 
 
 def fixture_files():

@@ -14,20 +14,13 @@ import pytest
 import elmo
 from elmo.hub import download
 from elmo.hub.download import cache_path, fetch
-from tests.hub_server import FileServer
+from tests.hub_server import FileServer, fresh_model_cache
 
 FIXTURE = Path(elmo.__file__).parent / "resources" / "fixture"
 WEIGHTS = "/m/elmo_weights.hdf5"
 
 
-@pytest.fixture(autouse=True)
-def cache(tmp_path, monkeypatch):
-    """A fresh, empty $ELMO_HOME; online; no retries."""
-    home = tmp_path / "elmo-home"
-    monkeypatch.setenv("ELMO_HOME", str(home))
-    monkeypatch.delenv("ELMO_OFFLINE", raising=False)
-    monkeypatch.setenv("ELMO_DOWNLOAD_RETRIES", "0")
-    return home
+cache = pytest.fixture(autouse=True, name="cache")(fresh_model_cache)
 
 
 def beside(dest: Path):
