@@ -27,6 +27,7 @@ from torch import nn
 from ..checks import require_switch
 from ..config import LSTMConfig
 from .autocast import autocast_on
+from .dropout_off import dropout_active
 from .lstm_autograd import run_lstm_layer_autograd, wants_fast_path
 from .dense import pack_for_onednn, per_direction_mm, recurrent_in_onednn, recurrent_packed
 from .eager import eager_under_compile
@@ -427,7 +428,7 @@ class BiLSTMStack(nn.Module):
         unsort[order] = torch.arange(order.numel(), device=order.device)
         outputs, final_states = [], []
         for j, layer in enumerate(self.layers):
-            layer_input = F.dropout(x, self.dropout, self.training) if self.dropout > 0 else x
+            layer_input = F.dropout(x, self.dropout, dropout_active(self)) if self.dropout > 0 else x
             c0, h0 = state[j]
             # training: the whole sequence as one autograd function (lstm_autograd.py)
             args = (layer_input, layer.weight_ih.transpose(1, 2), layer.effective_bias()[:, None],
