@@ -28,13 +28,14 @@ import torch
 from torch import nn
 
 from .embedding import Embedder, InputError, embed_file
-from .embedding.embedder import DEFAULT_BATCH_SIZE, eval_mode
+from .embedding.embedder import DEFAULT_BATCH_SIZE, stateful_calls
 from .embedding.output import NonFiniteOutput
 from .embedding.windows import DEFAULT_MAX_TOKENS
 from .checks import integer_or_none, require_count
 from .chars import check_tokenized, tokenized
 from .io import OutputError, check_output_file, no_empty_folder_on_failure, writing
 from .modules import BiLM, Elmo
+from .modules.dropout_off import dropout_off
 
 #: What ``embed_file``'s ``output_format`` may be, as in AllenNLP.
 OUTPUT_FORMATS = ("all", "top", "average")
@@ -140,7 +141,7 @@ class ElmoEmbedder:
             model = from_pretrained(model if model is not None else DEFAULT_MODEL)
         if stateful is not None:  # None: a given BiLM keeps its own setting (a loaded one is stateless)
             model.stateful = stateful
-        # not .eval(): a given model keeps its mode (each call runs in eval mode, as Embedder's)
+        # not .eval(): a given model keeps its mode (each call runs without dropout, as Embedder's)
         self.elmo_bilm: BiLM = model.to(device)
         self.cuda_device = cuda_device
         # One biLM call per batch (batch_size is set per call), as AllenNLP's embed_batch.
@@ -158,7 +159,7 @@ class ElmoEmbedder:
         ``mask.bool()`` (a long mask indexes rows 0 and 1 instead)."""
         _check_batch(batch, "batch_to_embeddings")
         ids = self.elmo_bilm.token_ids(batch)       # the model's own ids (batch_to_ids for bytes)
-        with torch.no_grad(), eval_mode(self.elmo_bilm):
+        with torch.no_grad(), stateful_calls(self.elmo_bilm), dropout_off():
             out = self.elmo_bilm(ids.to(self.device))
         return torch.stack(out["activations"], dim=1), out["mask"].long()
 

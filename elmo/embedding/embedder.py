@@ -19,6 +19,8 @@ so the results equal embedding each sentence alone, up to float rounding.
 """
 from __future__ import annotations
 
+import threading
+import weakref
 from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -31,6 +33,7 @@ import torch
 from ..chars import check_tokenized, tokenized
 from ..checks import require_count, require_switch
 from ..modules import BiLM
+from ..modules.dropout_off import dropout_off
 from ..runtime import resolve_device
 from .layers import LayerSelection
 from .output import NonFiniteOutput
@@ -80,8 +83,10 @@ class Embedder:
         sort_by_length: batch pieces of similar length together (ignored when stateful).
         device: where to run; default: the model's device (or CPU when loading).
 
-    The model runs in eval mode (no dropout) for each batch and is given back its own mode
-    after it, so a model still being trained keeps training with its dropout.
+    Each batch runs without dropout, but no module's ``training`` flag is switched (that flag
+    is shared by all threads): a model still being trained keeps training with its dropout, and
+    several threads may embed with one model at the same time. A stateful model serves one call
+    at a time (:func:`stateful_calls`).
     """
 
     def __init__(self, model: Union[BiLM, str, Path, None] = None, *, batch_size: int = DEFAULT_BATCH_SIZE,
@@ -102,7 +107,7 @@ class Embedder:
         elif device is not None:
             model = model.to(resolve_device(device, None, "device"))
         # not model.eval(): that switched the caller's model for good (a model still being
-        # trained lost its LSTM dropout); each batch runs in eval mode instead (eval_mode)
+        # trained lost its LSTM dropout); each batch runs with dropout off instead (dropout_off)
         self.bilm = model
         self.batch_size = batch_size
         self.max_tokens = max_tokens
@@ -154,17 +159,20 @@ class Embedder:
         """Embed ``sentences`` batch by batch; yields, per batch, the outputs of its pieces.
 
         Every token of every sentence is covered by exactly one :class:`PieceOutput`.
+        A stateful model is held by this call from its first batch to its last (or until the
+        generator is closed): another thread's call on the model waits (:func:`stateful_calls`).
         """
         selection = LayerSelection.parse(layers)
         selection.check(self.num_layers)
         dtype = output_dtype(dtype)
-        for batch in self.plan(sentences):
-            yield self._run_batch(sentences, batch, selection, dtype)
+        with stateful_calls(self.bilm):
+            for batch in self.plan(sentences):
+                yield self._run_batch(sentences, batch, selection, dtype)
 
     @torch.inference_mode()
     def _run_batch(self, sentences: Sequence[Sentence], batch: List[Piece],
                    selection: LayerSelection, dtype: np.dtype) -> List[PieceOutput]:
-        with eval_mode(self.bilm):
+        with dropout_off():  # (not eval(): a flag shared by every thread using the model)
             return self._run_batch_eval(sentences, batch, selection, dtype)
 
     def _run_batch_eval(self, sentences: Sequence[Sentence], batch: List[Piece],
@@ -308,16 +316,27 @@ def sentence_vectors(model: Union[Embedder, BiLM, str, Path, None], sentences: S
 
 
 @contextmanager
-def eval_mode(model: torch.nn.Module) -> Iterator[None]:
-    """Run the block with ``model`` in eval mode (no dropout), then give every submodule back
-    the mode it had: the model may be the caller's, e.g. one still being trained."""
-    modes = [(module, module.training) for module in model.modules()]
-    model.eval()
-    try:
+def stateful_calls(model: BiLM) -> Iterator[None]:
+    """Hold ``model``'s lock for the block when it is stateful (nothing to hold when not).
+
+    Each batch row's carried state follows the batches of one call, in order: two threads
+    embedding with one stateful model interleaved their batches, so each started from the
+    other's state and a lost update dropped some. Whole calls are serialised instead; each one
+    then equals a sequential call, but which state it starts from depends on which thread came
+    first. Re-entrant: one thread may nest calls (its own order)."""
+    if not model.stateful:
         yield
-    finally:
-        for module, training in modes:
-            module.training = training
+        return
+    with _LOCKS_GUARD:
+        lock = _STATEFUL_LOCKS.setdefault(model, threading.RLock())
+    with lock:
+        yield
+
+
+# one lock per model, not per Embedder: several embedders may share a model; weak, so a
+# model is freed as before (and the lock is not an attribute that deepcopy or pickle refuse)
+_STATEFUL_LOCKS: "weakref.WeakKeyDictionary[BiLM, threading.RLock]" = weakref.WeakKeyDictionary()
+_LOCKS_GUARD = threading.Lock()
 
 
 def _to_device(ids: torch.Tensor, device: torch.device) -> torch.Tensor:
