@@ -35,7 +35,7 @@ from typing import IO, Any, Dict, List, Optional, cast
 
 import torch
 
-from ..io import OutputError, atomic_commit, atomic_target
+from ..io import NO_ROOM, OutputError, atomic_commit, atomic_target
 
 FORMAT = 2
 _NAME = re.compile(r"^checkpoint-(\d{8})\.pt$")
@@ -117,10 +117,6 @@ class _RecordingFile:
 def _open_for_writing(path: Path):
     """The file a checkpoint is written to (a seam for fault-injection tests)."""
     return open(path, "wb")
-
-
-#: The errnos of a disk (or quota, or file-size limit) with no room for the checkpoint.
-NO_ROOM = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 
 
 def _write_error(target: Path, cause: BaseException, recorded: Optional[OSError],
