@@ -40,6 +40,10 @@ class OutputBusy(OutputError):
     """Another live process is writing the same output (it holds the output's lock file)."""
 
 
+#: The errnos of a write that found no room: a full disk, a full quota, a file-size limit.
+NO_ROOM = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+
+
 def os_error_reason(e: OSError) -> str:
     """The short reason of an OSError, one line: ``No space left on device`` rather than h5py's
     multi-line report with buffer addresses."""
@@ -436,14 +440,18 @@ def _check_parents(path: Path) -> None:
 
 
 @contextmanager
-def writing(path: Path, what: str = "output", hint: str = "") -> Iterator[None]:
+def writing(path: Path, what: str = "output", hint: str = "", full_hint: Optional[str] = None) -> Iterator[None]:
     """Turn an OSError raised while writing ``path`` (a full disk, a read-only folder) into a
-    one-line :class:`OutputError` naming ``path``, ``what`` was being written and the reason."""
+    one-line :class:`OutputError` naming ``path``, ``what`` was being written and the reason.
+    ``hint`` ends the line; ``full_hint`` instead where the disk (or quota) had no room
+    (:data:`NO_ROOM`): "a writable folder" points the wrong way for a full one."""
     try:
         yield
     except OutputError:
         raise
     except OSError as e:
+        if full_hint is not None and e.errno in NO_ROOM:
+            hint = full_hint
         error = OutputError(f"{path}: cannot write the {what}: {os_error_reason(e)}"
                             + (f"; {hint}" if hint else ""))
         error.errno = e.errno   # (a full disk stays ENOSPC for the callers that tell it apart)

@@ -21,6 +21,7 @@ import hashlib
 import json
 import os
 import re
+import struct
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Dict, Iterator, Tuple, cast
@@ -472,6 +473,28 @@ def write_safetensors(state: Dict[str, torch.Tensor], path: Path, metadata: Dict
         if code is None:
             raise
         raise OSError(int(code[1]), os.strerror(int(code[1])), str(path)) from e
+    _sort_metadata_in_place(path)
+
+
+def _sort_metadata_in_place(path: Path) -> None:
+    """Rewrite the JSON header of the safetensors file ``path`` with its ``__metadata__`` keys
+    sorted. safetensors keeps the metadata in a hash map whose order changes from one save to
+    the next, so two saves of one model differed in bytes (and SHA-256) with equal content.
+
+    The header is ``<u64 little-endian length><JSON, padded with spaces>``; the sorted JSON
+    holds the same keys and values, so it fits the same length and the tensor data, whose
+    offsets count from the header's end, is not moved."""
+    with open(path, "r+b") as f:
+        (length,) = struct.unpack("<Q", f.read(8))
+        header = json.loads(f.read(length))
+        if not isinstance(header.get("__metadata__"), dict):
+            return
+        header["__metadata__"] = dict(sorted(header["__metadata__"].items()))
+        text = json.dumps(header, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+        if len(text) > length:   # (not expected: same content, same compact form)
+            raise RuntimeError(f"{path}: safetensors header grew when its metadata was sorted")
+        f.seek(8)
+        f.write(text.ljust(length))   # (spaces: the padding safetensors itself uses)
 
 
 def save_pretrained(bilm: BiLM, folder: str | Path, fmt: str = "safetensors") -> Path:

@@ -1,7 +1,9 @@
 """The analysis commands end to end on the bundled fixture model."""
 from __future__ import annotations
 
+import errno
 import json
+import os
 
 import pytest
 
@@ -60,6 +62,26 @@ def test_neighbors_whose_index_cannot_be_saved_leaves_no_index_folder(tmp_path, 
                  "--index-dir", str(tmp_path / "new" / "ix"), "--no-glove"]) == 1
     assert "No space left on device" in capsys.readouterr().err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["corpus.txt"]
+
+
+@pytest.mark.parametrize("code, hint", [(errno.ENOSPC, "free space or give --index-dir on another disk"),
+                                        (errno.EDQUOT, "free space or give --index-dir on another disk"),
+                                        (errno.EFBIG, "free space or give --index-dir on another disk"),
+                                        (errno.EACCES, "give a writable --index-dir")],
+                         ids=["ENOSPC", "EDQUOT", "EFBIG", "EACCES"])
+def test_neighbors_index_that_finds_no_room_says_free_space(tmp_path, capsys, monkeypatch, code, hint):
+    """(a full disk ended with "give a writable --index-dir", which the folder already was)"""
+    from elmo.analysis.neighbors import CorpusIndex
+
+    def fail(self, folder):
+        raise OSError(code, os.strerror(code))
+    monkeypatch.setattr(CorpusIndex, "save", fail)
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("a b c\n")
+    assert main(["neighbors", "x a", "--word", "a", "--model", "fixture", "--corpus", str(corpus),
+                 "--index-dir", str(tmp_path / "ix"), "--no-glove"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.rstrip().endswith(hint) and os.strerror(code) in err
 
 
 def test_an_index_dir_that_cannot_be_made_names_index_dir_not_elmo_data(tmp_path, capsys):

@@ -281,6 +281,36 @@ def test_full_disk_during_training_keeps_the_previous_checkpoint(tmp_path, toy, 
     assert train(cfg)["finished"]  # space again: the run resumes from the kept checkpoint
 
 
+@pytest.mark.parametrize("code", [errno.ENOSPC, errno.EDQUOT, errno.EFBIG], ids=["ENOSPC", "EDQUOT", "EFBIG"])
+def test_full_disk_says_how_many_checkpoints_must_fit(tmp_path, monkeypatch, code):
+    """The oldest checkpoint is deleted only after the new one is written, so K + 1 must fit:
+    the error line says so and suggests a lower --keep-checkpoints (it only said the disk was full)."""
+    folder = tmp_path / "checkpoints"
+    kept = [save_checkpoint(folder, step, {"step": step}, keep=2) for step in (1, 2)]
+
+    def failing(error: int):
+        def open_for_writing(path):
+            raise OSError(error, os.strerror(error))
+        return open_for_writing
+
+    monkeypatch.setattr(ckpt_mod, "_open_for_writing", failing(code))
+    with pytest.raises(CheckpointWriteError) as info:
+        save_checkpoint(folder, 3, {"step": 3}, keep=2)
+    message = str(info.value)
+    assert info.value.errno == code and len(message.splitlines()) == 1
+    assert "with --keep-checkpoints 2, 3 checkpoints must fit" in message
+    assert "lower --keep-checkpoints" in message
+    assert list_checkpoints(folder) == kept   # (the safe order stays: nothing was deleted)
+    # keeping one, there is nothing lower to suggest; another error is not about room at all
+    with pytest.raises(CheckpointWriteError) as info:
+        save_checkpoint(folder, 3, {"step": 3}, keep=1)
+    assert "2 checkpoints must fit" in str(info.value) and "lower" not in str(info.value)
+    monkeypatch.setattr(ckpt_mod, "_open_for_writing", failing(errno.EACCES))
+    with pytest.raises(CheckpointWriteError) as info:
+        save_checkpoint(folder, 3, {"step": 3}, keep=2)
+    assert "must fit" not in str(info.value)
+
+
 def _mount_tmpfs(where: Path, size: str) -> bool:
     where.mkdir()
     try:

@@ -260,11 +260,13 @@ def read_corpus(path: Path, max_sentences: Optional[int] = None) -> List[List[st
 
 def cached_index(model, corpus: Path, cache_dir: Path, max_sentences: Optional[int] = None,
                  batch_size: int = 32, log=print,
-                 writable_hint: str = "give a writable folder for the index (--index-dir)") -> CorpusIndex:
+                 writable_hint: str = "give a writable folder for the index (--index-dir)",
+                 full_disk_hint: Optional[str] = None) -> CorpusIndex:
     """The index of ``corpus`` for ``model``: loaded from ``cache_dir`` when it was built
     before with the same weights, corpus text, cap and windows (the embedder's ``max_tokens``
     and ``overlap``); else built and saved. ``writable_hint``:
-    what the error of a ``cache_dir`` that cannot be written (or a full disk) suggests."""
+    what the error of a ``cache_dir`` that cannot be written suggests; ``full_disk_hint``:
+    what it suggests where the disk (or quota) is full, when that differs."""
     embedder = as_embedder(model, batch_size)
     corpus = Path(corpus)
     if max_sentences is not None and max_sentences < 0:   # before the key: an index is not looked up
@@ -291,7 +293,7 @@ def cached_index(model, corpus: Path, cache_dir: Path, max_sentences: Optional[i
     # Two processes building one index (two queries on a new corpus) wrote into one temporary
     # folder and the second rename met the first's index ('Directory not empty'); now the
     # second waits and loads the first's. A build that fails leaves no empty index folder.
-    with no_empty_folder_on_failure(Path(cache_dir)), cache_entry_lock(folder, log, writable_hint):
+    with no_empty_folder_on_failure(Path(cache_dir)), cache_entry_lock(folder, log, writable_hint, full_disk_hint):
         index = _saved_index(folder, log)
         if index is not None:
             return index
@@ -300,7 +302,7 @@ def cached_index(model, corpus: Path, cache_dir: Path, max_sentences: Optional[i
         # Its files reach the disk before the folder takes its name (they were renamed unsynced:
         # after a power cut the folder could name empty files, and every later query failed on
         # them); a failed write (a full disk) leaves no partial folder.
-        with writing(folder, "neighbour index", writable_hint), atomic_folder(folder) as tmp:
+        with writing(folder, "neighbour index", writable_hint, full_disk_hint), atomic_folder(folder) as tmp:
             index.save(tmp)
     log(f"index saved in {folder}")
     return CorpusIndex.load(folder)

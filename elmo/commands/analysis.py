@@ -162,7 +162,9 @@ def neighbors(args: argparse.Namespace) -> int:
     from ..data.fetch import DATA_CACHE_HINT
     hint = "give a writable --index-dir" if args.index_dir else f"{DATA_CACHE_HINT}, or give a writable --index-dir"
     index = cached_index(embedder, corpus, Path(args.index_dir) if args.index_dir else index_home(),
-                         args.max_sentences or None, args.batch_size, writable_hint=hint)
+                         args.max_sentences or None, args.batch_size, writable_hint=hint,
+                         # (a full disk is not fixed by a writable folder: by room, here or elsewhere)
+                         full_disk_hint="free space or give --index-dir on another disk")
     own = index.copies(tokens, position)   # the query itself, where the corpus holds its sentence
     layers = list(dict.fromkeys(args.layer or range(1, index.num_layers)))   # (--layer 2 --layer 2 ran it twice)
     occurrences = len(index.occurrences(args.word)) - len(own)

@@ -156,14 +156,16 @@ DATA_CACHE_HINT = "point ELMO_DATA at a writable folder (what is already cached 
 
 
 @contextmanager
-def cache_entry_lock(entry: Path, log=print, hint: str = DATA_CACHE_HINT) -> Iterator[None]:
+def cache_entry_lock(entry: Path, log=print, hint: str = DATA_CACHE_HINT,
+                     full_hint: Optional[str] = None) -> Iterator[None]:
     """Hold the lock of cache entry ``entry`` (``ENTRY.lock`` beside it) while the body fills
     it. Where another process holds it, say so and wait up to :data:`CACHE_WAIT_SECONDS`: two
     processes fetching one package (two experiments, a corpus build and an experiment) would
     otherwise delete each other's half-written files. The body should check again whether the
     entry is complete: the other process may have finished it. ``hint``: what the error of a
-    folder that cannot be written suggests (the cache is not always in ``ELMO_DATA``)."""
-    from ..io import OutputBusy, OutputError, output_lock
+    folder that cannot be written suggests (the cache is not always in ``ELMO_DATA``);
+    ``full_hint``: what it suggests instead where the disk has no room (see :func:`elmo.io.writing`)."""
+    from ..io import NO_ROOM, OutputBusy, OutputError, output_lock
     if hint == DATA_CACHE_HINT:
         make_data_folder(entry.parent)
     else:   # a folder the caller named (neighbors --index-dir): its hint, not ELMO_DATA's
@@ -171,7 +173,8 @@ def cache_entry_lock(entry: Path, log=print, hint: str = DATA_CACHE_HINT) -> Ite
             entry.parent.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             reason = os.strerror(e.errno) if e.errno else str(e)
-            raise DataError(f"{entry.parent}: cannot be written ({reason}); {hint}") from None
+            advice = full_hint if full_hint is not None and e.errno in NO_ROOM else hint
+            raise DataError(f"{entry.parent}: cannot be written ({reason}); {advice}") from None
     with ExitStack() as stack:
         try:
             try:

@@ -35,7 +35,7 @@ from typing import IO, Any, Dict, List, Optional, cast
 
 import torch
 
-from ..io import OutputError, atomic_commit, atomic_target
+from ..io import NO_ROOM, OutputError, atomic_commit, atomic_target
 
 FORMAT = 2
 _NAME = re.compile(r"^checkpoint-(\d{8})\.pt$")
@@ -119,13 +119,21 @@ def _open_for_writing(path: Path):
     return open(path, "wb")
 
 
-def _write_error(target: Path, cause: BaseException, recorded: Optional[OSError]) -> CheckpointWriteError:
+def _write_error(target: Path, cause: BaseException, recorded: Optional[OSError],
+                 keep: int = 0) -> CheckpointWriteError:
     err = recorded if recorded is not None else (cause if isinstance(cause, OSError) else None)
     code = getattr(err, "errno", None) or errno.EIO
     reason = "no space left on device" if code == errno.ENOSPC else (
         os.strerror(code) if err is not None else str(cause).splitlines()[0])
+    advice = ""
+    if code in NO_ROOM and keep > 0:
+        # The oldest is deleted only once the new one is whole (a failed write keeps every one),
+        # so a disk with room for exactly K checkpoints fails at the next: say how many must fit.
+        advice = (f"; with --keep-checkpoints {keep}, {keep + 1} checkpoints must fit (the oldest is "
+                  f"deleted after the new one is written): free space"
+                  + (" or lower --keep-checkpoints" if keep > 1 else ""))
     return CheckpointWriteError(code, f"cannot write checkpoint {target}: {reason} "
-                                      f"(the previous checkpoints are intact)")
+                                      f"(the previous checkpoints are intact){advice}")
 
 
 def save_checkpoint(folder: str | Path, step: int, payload: Dict[str, Any], keep: int = 3) -> Path:
@@ -149,7 +157,7 @@ def save_checkpoint(folder: str | Path, step: int, payload: Dict[str, Any], keep
             os.fsync(f.fileno())
         atomic_commit(tmp, target)
     except (OSError, RuntimeError) as e:
-        raise _write_error(target, e, recorder.error if recorder else None) from e
+        raise _write_error(target, e, recorder.error if recorder else None, keep) from e
     finally:
         if tmp is not None:
             Path(tmp).unlink(missing_ok=True)
