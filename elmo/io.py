@@ -4,6 +4,10 @@
   to a temporary name beside it and renamed over it when complete, so readers (and a killed
   run) see the old file or the new one, never a part. The temporary's name holds its writer's
   host and PID, so the next write of the same file deletes those that killed runs left.
+* :func:`refuse_bundled`: no output inside the folder of a model bundled with the package
+  (``from_pretrained("default")`` for every program of the installation); every checker,
+  lock and atomic writer here applies it, so each command's outputs get it. Only
+  :func:`shipping_into` (``python -m elmo.training.ship``) writes such a folder.
 * :func:`output_lock`: while a process writes an output it holds ``OUTPUT.lock`` (a ``flock``
   through the ``filelock`` package, held by the kernel: a killed process releases it). The lock
   file holds the writer's PID and host, so a second writer is told who has it. The file is
@@ -27,6 +31,7 @@ import socket
 import sys
 import tempfile
 from contextlib import contextmanager, suppress
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple
 
@@ -75,6 +80,7 @@ def atomic_target(path: Path) -> Path:
     Its name, ``.NAME.HOST-PID-RANDOM.tmp``, says which process writes it: the temporaries
     that killed runs on this host left for ``path`` (a checkpoint's can be hundreds of MB)
     are deleted here, and a live writer's never are."""
+    refuse_bundled(path)
     _refuse_special(path)
     path = write_target(path)
     try:
@@ -116,6 +122,7 @@ def remove_dead_temporaries(path: Path, suffix: str = ".tmp") -> None:
 def temporary_folder(path: Path, suffix: str) -> Path:
     """A fresh folder beside ``path`` (``.NAME.HOST-PID-RANDOM{suffix}``) to write files in
     before they move to ``path``; those that killed runs left for ``path`` are deleted here."""
+    refuse_bundled(path)
     remove_dead_temporaries(path, suffix)
     return Path(tempfile.mkdtemp(prefix=f".{path.name}.{_HOST}-{os.getpid()}-", suffix=suffix, dir=path.parent))
 
@@ -236,6 +243,7 @@ def atomic_folder(folder: Path, staging: Optional[Path] = None) -> Iterator[Path
     finds the old folder or the new one, never none or a half-deleted one; elsewhere the old
     folder is deleted just before the new one is renamed. A symbolic link to a folder stays:
     the folder it names is replaced. The caller must be the folder's only writer."""
+    refuse_bundled(folder, "folder", replaces=True)
     named = folder
     if folder.is_symlink() and folder.is_dir():
         # (the link could be neither swapped nor deleted with rmtree: the write ended in a bare
@@ -377,9 +385,55 @@ def remove_temporaries(path: Path) -> None:
 
 
 # ---------------------------------------------------------------------- output checks
+#: The bundled model's folder (resolved) that the running ship may write: :func:`shipping_into`.
+_SHIPPING: ContextVar[Optional[str]] = ContextVar("elmo_io_shipping", default=None)
+
+
+def bundled_folders() -> Dict[str, Path]:
+    """The folder of each model bundled with the package (``elmo.BUNDLED_MODELS``), by name."""
+    from . import BUNDLED_MODELS, which_model
+
+    named = {name: which_model(name, warn=False).path for name in BUNDLED_MODELS}
+    return {name: path for name, path in named.items() if path is not None}
+
+
+def refuse_bundled(path: Path, what: str = "output", *, replaces: bool = False) -> None:
+    """Refuse an output ``path`` in (or that is) the folder of a model bundled with the package;
+    with ``replaces`` (a folder written whole, replacing what was there) also one that holds it.
+
+    Written there, a file replaced or shadowed ``from_pretrained("default")`` for every program
+    of the installation, without a word (a vocabulary, an embedding file, a converted model).
+    Paths are compared as the files they name (through links and ``..``). Shipping the bundled
+    model itself (:func:`shipping_into`) is the one writer let through."""
+    where = os.path.realpath(path)
+    for name, folder in bundled_folders().items():
+        bundled = os.path.realpath(folder)
+        if bundled == _SHIPPING.get():
+            continue
+        inside = os.path.commonpath([where, bundled]) == bundled
+        if inside or (replaces and os.path.commonpath([where, bundled]) == where):
+            how = "is inside the folder of" if inside else "holds the folder of"
+            raise OutputError(f"{path}: {how} the bundled model {name!r} (in the package, read by "
+                              f"from_pretrained({name!r})); write the {what} elsewhere")
+
+
+@contextmanager
+def shipping_into(folder: Path) -> Iterator[None]:
+    """Let the block write ``folder`` where it is a bundled model's folder: how a maintainer ships
+    that model (``python -m elmo.training.ship SRC elmo/resources/default``). For ship's own code
+    path only; no command offers it. Another bundled model's folder stays refused, and so does a
+    folder inside one."""
+    token = _SHIPPING.set(os.path.realpath(folder))
+    try:
+        yield
+    finally:
+        _SHIPPING.reset(token)
+
+
 def check_output_file(path: Path, what: str = "output") -> None:
     """Refuse, before any work, an output path that cannot become a file: a directory, or a
-    folder that is a file. (Write permission is found out by taking the lock.)"""
+    folder that is a file, or a bundled model's file. (Write permission is found out by taking the lock.)"""
+    refuse_bundled(path, what)
     if path.is_dir():
         raise OutputError(f"{path}: is a directory; the {what} must be a file path")
     _refuse_special(path)
@@ -421,7 +475,9 @@ def refuse_replacing_inputs(path: Path, inputs: Iterable[Tuple[str, Path]], what
 
 def check_output_dir(path: Path, what: str = "folder") -> None:
     """Refuse, before any work, a folder path that is taken by a file, or that is a symbolic
-    link to nothing (its mkdir raised a bare 'File exists', or a rename named a temporary)."""
+    link to nothing (its mkdir raised a bare 'File exists', or a rename named a temporary), or
+    that is (or is in) a bundled model's folder."""
+    refuse_bundled(path, what)
     if path.exists() and not path.is_dir():
         raise OutputError(f"{path}: is a file, but the {what} must be a folder; move it away")
     if path.is_symlink() and not path.exists():
@@ -641,6 +697,7 @@ def output_lock(path: Path, name: Optional[Path] = None, wait: float = 1.0) -> I
     from filelock import FileLock, Timeout
 
     name = path if name is None else name
+    refuse_bundled(path)
     # An output given through a symbolic link is locked as the file or folder it names: LINK.lock
     # and TARGET.lock let one writer through the link and one by the target's path write the one
     # output (the atomic writers write through a link to its target: write_target).

@@ -350,16 +350,10 @@ def _refuse_bundled(path: Path, what: str) -> None:
     """OutputError where ``path`` lies in the folder of a model bundled with the package
     (``from_pretrained("default")``): saved there, it replaced (or, native beside the original
     layout, shadowed) the bundled model for every later load by every program of this
-    installation, without a word."""
-    from . import BUNDLED_MODELS, which_model
-    from .io import OutputError
+    installation, without a word. The check is every writer's: :func:`elmo.io.refuse_bundled`."""
+    from .io import refuse_bundled
 
-    where = path.resolve()
-    for name in BUNDLED_MODELS:
-        bundled = which_model(name, warn=False).path
-        if bundled is not None and where.is_relative_to(bundled.resolve()):
-            raise OutputError(f"{path}: is inside the folder of the bundled model {name!r} (in the package, "
-                              f"read by from_pretrained({name!r})); save the {what} to another folder")
+    refuse_bundled(path, what)
 
 
 def save_original(bilm: BiLM, options_file: str | Path, weight_file: str | Path,

@@ -353,3 +353,24 @@ def test_a_ship_stopped_at_any_point_leaves_the_old_folder_or_the_new_one_whole(
     ship(exported, dest, softmax_dtype="float16")
     assert is_new()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["corpus", "model", "other", "shipped"]
+
+
+def test_shipping_writes_a_bundled_models_folder_that_other_writers_may_not(exported, tmp_path, monkeypatch):
+    # every writer refuses a bundled model's folder (elmo.io.refuse_bundled); ship, the way a
+    # maintainer writes elmo/resources/default, must still get through (here a stand-in folder)
+    import elmo.io
+    from elmo.io import OutputError, atomic_write_text
+
+    bundled = tmp_path / "resources" / "default"
+    bundled.mkdir(parents=True)
+    (bundled / "MODEL_CARD.md").write_text("card\n")
+    monkeypatch.setattr(elmo.io, "bundled_folders", lambda: {"default": bundled})
+    with pytest.raises(OutputError, match="inside the folder of the bundled model 'default'"):
+        atomic_write_text(bundled / "vocab.txt", "x\n")
+    with pytest.raises(OutputError, match="inside the folder of the bundled model 'default'"):
+        ship(exported, bundled / "inner")   # (only the bundled folder itself is shipped into)
+    sizes = ship(exported, bundled)
+    assert sorted(p.name for p in bundled.iterdir()) == sorted([*sizes, "MODEL_CARD.md"])
+    assert _state(bundled)[1].words == _state(exported)[1].words
+    with pytest.raises(OutputError, match="inside the folder of the bundled model 'default'"):
+        atomic_write_text(bundled / "vocab.txt", "x\n")   # (the permission ended with the ship)

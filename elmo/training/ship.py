@@ -29,7 +29,7 @@ import torch
 
 from ..data.corpus import file_fingerprint
 from ..io import (atomic_folder, atomic_write_text, check_output_dir, keep_other_entries, new_hdf5,
-                  no_empty_folder_on_failure, output_lock, remove_dead_temporaries)
+                  no_empty_folder_on_failure, output_lock, remove_dead_temporaries, shipping_into)
 from .. import strict_json
 from ..weights import (NATIVE_CONFIG, NATIVE_WEIGHTS, ORIGINAL_WEIGHTS, STORAGE_DTYPES, load_original, narrowed,
                        save_original)
@@ -75,12 +75,15 @@ def ship(src: str | Path, dest: str | Path, bilm_dtype: str = "float32", softmax
                for name in ("options.json", "weights.hdf5", SOFTMAX_FILE, VOCAB_FILE)}
     # the vocabulary's counts go with it when the model has them (they were left behind)
     names = SHIPPED_FILES + ((COUNTS_FILE,) if (src / COUNTS_FILE).is_file() else ())
-    check_output_dir(dest, "shipped folder")   # (before the lock file is made in it)
-    # One copy at a time writes DEST: two at once moved their files in side by side, and the
-    # folder held one source's weights beside the other's softmax. The lock file is beside DEST
-    # (DEST.lock), not in it: the folder is replaced whole, and its lock file with it.
-    with no_empty_folder_on_failure(dest), output_lock(dest):
-        return _ship_locked(src, dest, bilm_dtype, softmax_dtype, max_mb, sources, names)
+    # Shipping is how a bundled model's folder (elmo/resources/default) is written: the one
+    # writer the package lets into it (every other output there is refused: elmo.io.refuse_bundled)
+    with shipping_into(dest):
+        check_output_dir(dest, "shipped folder")   # (before the lock file is made in it)
+        # One copy at a time writes DEST: two at once moved their files in side by side, and the
+        # folder held one source's weights beside the other's softmax. The lock file is beside DEST
+        # (DEST.lock), not in it: the folder is replaced whole, and its lock file with it.
+        with no_empty_folder_on_failure(dest), output_lock(dest):
+            return _ship_locked(src, dest, bilm_dtype, softmax_dtype, max_mb, sources, names)
 
 
 def _ship_locked(src: Path, dest: Path, bilm_dtype: str, softmax_dtype: str, max_mb: float,
