@@ -19,14 +19,22 @@ from elmo.io import OutputBusy
 def first_writer_at_the_lock(monkeypatch, stack: ExitStack, before: Callable[[Path], None],
                              module=elmo.io) -> None:
     """Make ``module.output_lock`` behave as if another process had started just before this one's lock:
-    ``before(path)`` makes what that process has written by then, and the test holds the lock."""
-    real = elmo.io.output_lock
+    ``before(path)`` makes what that process has written by then, and the test holds the lock.
 
-    def hooked(path: Path, name=None, wait: float = 1.0):
+    A module first imported while the hook is in place binds it for good (``from ..io import
+    output_lock`` at its top), so once ``stack`` closes the hook passes every call on to the
+    real lock: later tests in the same process get the real behaviour whatever they import."""
+    real = elmo.io.output_lock
+    active = [True]
+
+    def hooked(path: Path, *args, **kwargs):
+        if not active[0]:
+            return real(path, *args, **kwargs)
         before(path)
         stack.enter_context(real(path))                # the first writer's lock, held on
-        return real(path, name=name, wait=0.05)        # (refused at once: OutputBusy)
+        return real(path, *args, **{**kwargs, "wait": 0.05})   # (refused at once: OutputBusy)
 
+    stack.callback(active.__setitem__, 0, False)
     monkeypatch.setattr(module, "output_lock", hooked)
 
 
