@@ -485,8 +485,8 @@ def _sort_metadata_in_place(path: Path) -> None:
             return
         header["__metadata__"] = dict(sorted(header["__metadata__"].items()))
         text = json.dumps(header, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
-        if len(text) > length:   # (not expected: same content, same compact form)
-            raise RuntimeError(f"{path}: safetensors header grew when its metadata was sorted")
+        if len(text) > length:   # (not expected: same content, same compact form; the file as
+            return               # safetensors wrote it is valid, only its bytes not repeatable)
         f.seek(8)
         f.write(text.ljust(length))   # (spaces: the padding safetensors itself uses)
 
