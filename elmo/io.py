@@ -22,6 +22,7 @@
 from __future__ import annotations
 
 import errno
+import functools
 import glob
 import json
 import os
@@ -389,8 +390,10 @@ def remove_temporaries(path: Path) -> None:
 _SHIPPING: ContextVar[Optional[str]] = ContextVar("elmo_io_shipping", default=None)
 
 
+@functools.lru_cache(maxsize=1)
 def bundled_folders() -> Dict[str, Path]:
-    """The folder of each model bundled with the package (``elmo.BUNDLED_MODELS``), by name."""
+    """The folder of each model bundled with the package (``elmo.BUNDLED_MODELS``), by name.
+    Found once: every output check, lock and atomic write asks (the package does not move)."""
     from . import BUNDLED_MODELS, which_model
 
     named = {name: which_model(name, warn=False).path for name in BUNDLED_MODELS}
