@@ -3,7 +3,8 @@
 * :func:`sense_pca`: one word's contextual vectors across sentences, projected to 2-d with
   PCA (per layer), coloured by sense;
 * :func:`layer_bars`: a score per layer (and the mix) with baselines as horizontal lines;
-* :func:`mix_weights`: the softmax weights of a learned scalar mix.
+* :func:`mix_weights`: the softmax weights of a learned scalar mix;
+* :func:`similarity_layers`: Spearman's rho per layer per word pair set, GloVe as a line.
 """
 from __future__ import annotations
 
@@ -97,6 +98,37 @@ def mix_weights(weights: Sequence[float], path: Path, title: str = "learned mix 
     ax.set_ylim(0, 1)
     ax.set_ylabel("softmax(s)")
     ax.set_title(title)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def similarity_layers(res: dict, path: Path) -> Path:
+    """Spearman's rho per layer (x) of each pair set in ``res`` (what
+    :func:`elmo.analysis.similarity.similarity_eval` returns), with its 95% interval as error
+    bars, and each set's GloVe rho (on the pairs GloVe covers) as a dashed line of its colour.
+    An undefined rho is left out."""
+    plt = _pyplot()
+    sets = res["sets"]
+    n_layers = len(next(iter(sets.values()))["layers"])
+    fig, ax = plt.subplots(figsize=(1.0 * n_layers + 4, 3.5))
+    colours = plt.get_cmap("tab10")
+    for c, (name, s) in enumerate(sets.items()):
+        keep = [j for j, x in enumerate(s["layers"]) if x is not None]
+        rho = np.array([s["layers"][j] for j in keep], dtype=np.float64)
+        spans = [s["layers_interval"][j] or (s["layers"][j],) * 2 for j in keep]
+        errors = [rho - [lo for lo, _ in spans], [hi for _, hi in spans] - rho]
+        ax.errorbar(keep, rho, yerr=np.maximum(errors, 0), marker="o", capsize=4, color=colours(c % 10),
+                    label=f"{name} ({s['n_pairs']} pairs)")
+        glove = s.get("glove")
+        if glove and glove.get("rho") is not None:
+            ax.axhline(glove["rho"], color=colours(c % 10), linestyle="--",
+                       label=f"{name}: GloVe on its {glove['n_pairs']} pairs {glove['rho']:.3f}")
+    ax.set_xticks(range(n_layers), [f"layer {j}" for j in range(n_layers)])
+    ax.set_ylim(-1.05, 1.05)      # (an interval's cap at 1 stays in sight)
+    ax.axhline(0, color="grey", linewidth=0.5)
+    ax.set_ylabel("Spearman's rho")
+    ax.set_title("Word similarity, each word alone, 95% intervals")
+    ax.legend(fontsize=7, loc="lower right")
     fig.tight_layout()
     return _save(fig, path)
 

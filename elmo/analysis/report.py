@@ -26,7 +26,7 @@ from ..io import read_json, utf8_error_where
 from ..redact import redact_record, redact_url
 from ..jobconfig import check_numbers, setting
 
-SECTIONS = ("pos", "wsd", "neighbors", "contrast")
+SECTIONS = ("pos", "wsd", "neighbors", "contrast", "similarity")
 
 #: Query sentences for the neighbour section (one word each, two senses per word).
 NEIGHBOR_QUERIES = [
@@ -71,9 +71,13 @@ class AnalysisConfig:
                                                     "JSON {\"weights\": [...]} of softmax weights (a bare list, or "
                                                     "{\"scalar_parameters\": [...]}, is of raw scalars, which are "
                                                     "softmaxed), or a PyTorch state dict with scalar_parameters")
+    similarity_sets: str = setting("wordsim353,simlex999",
+                                   help="word similarity pair sets, comma separated: `elmo data` pair corpora "
+                                        "(wordsim353, simlex999) or files of word1, word2, score (tab separated)")
     untrained_control: bool = setting(True, boolean="both",
-                                      help="also run the POS probe and WSD on an untrained copy of the model "
-                                           "(same architecture, fresh random weights), to tell what training added")
+                                      help="also run the POS probe, WSD, contrast pairs and word similarity on "
+                                           "an untrained copy of the model (same architecture, fresh random "
+                                           "weights), to tell what training added")
     batch_size: int = setting(32, help="sentences per biLM call")
 
     def __post_init__(self) -> None:
@@ -146,6 +150,32 @@ def resolve_corpus(spec: str) -> Path:
     if not path.is_file():
         raise FileNotFoundError(f"{spec}: no file {path}")
     return path
+
+
+def similarity_sets(spec: str) -> Dict[str, list]:
+    """The word pair sets of ``--similarity-sets`` (comma separated), read: name -> scored
+    pairs (:func:`elmo.analysis.similarity.read_pairs`). Each is a pair file, or the name of a
+    pair corpus of ``elmo data`` (``wordsim353`` -> ``wordsim353/pairs.tsv``, fetched when
+    missing)."""
+    from ..data.sources import SOURCES
+    from .datasets import corpus_dir
+    from .similarity import read_pairs
+
+    pair_corpora = sorted(n for n, src in SOURCES.items() if src.kind == "pairs")
+    names = [n.strip() for n in spec.split(",")]
+    if not all(names) or len(set(names)) != len(names):
+        raise ValueError(f"--similarity-sets {spec!r}: give distinct pair corpora or files, comma separated, "
+                         f"e.g. wordsim353,simlex999")
+    sets = {}
+    for name in names:
+        if Path(name).exists():
+            sets[name] = read_pairs(Path(name))
+        elif name in pair_corpora:
+            sets[name] = read_pairs(corpus_dir(name) / "pairs.tsv")
+        else:   # (a corpus of another kind, brown say, was fetched before it failed)
+            raise FileNotFoundError(f"--similarity-sets {name}: no such file, nor a corpus of word pairs "
+                                    f"({', '.join(pair_corpora)})")
+    return sets
 
 
 def index_home() -> Path:
@@ -342,6 +372,8 @@ def run_analysis(model: str, out: Path, config: Optional[AnalysisConfig] = None,
         corpus = resolve_corpus(config.neighbors_corpus)
         if not read_corpus(corpus, config.neighbors_sentences or None):
             raise ValueError(f"--neighbors-corpus {config.neighbors_corpus}: {corpus} holds no sentences")
+    if "similarity" in sections:   # (pair files fetched and read before any section runs)
+        similarity_sets(config.similarity_sets)
     if config.pca_word and "wsd" in sections:   # (it failed after both WSD evaluations)
         _pca_key(_pca_groups(datasets.wordnet_examples(datasets.corpus_dir("wordnet"))), config.pca_word)
     # one writer at a time: two runs into one folder mixed one's pictures into the other's report.
@@ -463,7 +495,8 @@ def _run_sections(model: str, out: Path, config: AnalysisConfig, sections: List[
 
 
 #: Every picture :func:`run_analysis` draws (into the output folder).
-PICTURES = ("pos.png", "mix_weights_pos.png", "wsd.png", "sense_pca.png", "mix_weights_given.png")
+PICTURES = ("pos.png", "mix_weights_pos.png", "wsd.png", "sense_pca.png", "mix_weights_given.png",
+            "similarity.png")
 
 
 def rewrite_report(out: Path, model: Optional[str] = None) -> Path:
@@ -676,8 +709,31 @@ def _run_contrast(embedder, config: AnalysisConfig, out: Path) -> dict:
     return res
 
 
+def _run_similarity(embedder, config: AnalysisConfig, out: Path) -> dict:
+    from . import datasets, plots
+    from .similarity import similarity_eval
+    from ..tasks.embeddings import glove_cased, load_glove
+
+    sets = similarity_sets(config.similarity_sets)
+    glove, glove_error = None, None
+    try:
+        where = str(datasets.corpus_dir("glove-50d"))
+        glove = (*load_glove(where), glove_cased(where))
+    except Exception as e:                               # optional, as in the neighbours: say why
+        glove_error = str(e)
+    res = similarity_eval(embedder, sets, glove, config.seed, config.batch_size)
+    res["glove_missing"] = glove_error
+    if config.untrained_control:
+        from .vectors import untrained_copy
+        control = similarity_eval(untrained_copy(embedder.bilm, config.seed), sets, None, config.seed,
+                                  config.batch_size, n_resamples=0)
+        res["control_untrained"] = {name: c["layers"] for name, c in control["sets"].items()}
+    plots.similarity_layers(res, out / "similarity.png")
+    return res
+
+
 _SECTION_RUNNERS = {"pos": _run_pos, "wsd": _run_wsd, "neighbors": _run_neighbors,
-                    "contrast": _run_contrast}
+                    "contrast": _run_contrast, "similarity": _run_similarity}
 
 
 # ----------------------------------------------------------------------------- findings
@@ -792,6 +848,8 @@ def render(results: dict, model: str, out: Path, config: AnalysisConfig) -> str:
                                    model, config)
     if "contrast" in results:
         lines += _render_contrast(results["contrast"], command(model, out, config, "contrast", threads))
+    if "similarity" in results:
+        lines += _render_similarity(results["similarity"], command(model, out, config, "similarity", threads))
     if "given_mix_weights" in results:
         w = results["given_mix_weights"]
         lines += ["## Mix weights given", "",
@@ -988,4 +1046,55 @@ def _render_contrast(r: dict, cmd: str) -> List[str]:
               "in both orders counts once), from the binomial; the "
               "targets of one pair are not independent, so the true range is somewhat wider, "
               "and a score inside it is no evidence at all.", "", f"Reproduce: `{cmd}`", ""]
+    return lines
+
+
+def _rho(x: Optional[float]) -> str:
+    """A correlation with three decimals; ``-`` where it is undefined."""
+    return "-" if x is None else _fixed(x)
+
+
+def _rho_span(interval: Optional[Sequence[float]]) -> str:
+    return "" if not interval else f"{_fixed(interval[0])} to {_fixed(interval[1])}"
+
+
+def _render_similarity(r: dict, cmd: str) -> List[str]:
+    sets, control = r["sets"], r.get("control_untrained") or {}
+    names = list(sets)
+    head = "| representation | " + " | ".join(f"{n} ({s['n_pairs']} pairs)" for n, s in sets.items()) + " |"
+    n_layers = len(next(iter(sets.values()))["layers"])
+    lines = ["## Word similarity: Spearman's rho per layer", "",
+             "Each word embedded alone (a one-token sentence), cosine of the two words' vectors "
+             "against the human scores. Layer 0 is the character CNN's context-free vector; layers "
+             "1 and up are the LSTM's vectors of the word read with nothing around it, a function "
+             "of the word type too, but of a context that no use of it in text has. Intervals: 95%, "
+             "resampling pairs.", "", head, "|---" * (len(names) + 1) + "|"]
+    for j in range(n_layers):
+        lines.append(f"| layer {j} | " + " | ".join(
+            f"{_rho(s['layers'][j])} ({_rho_span(s['layers_interval'][j])})" for s in sets.values()) + " |")
+    for j in range(n_layers if control else 0):
+        lines.append(f"| control: layer {j} of an untrained copy | "
+                     + " | ".join(_rho(control[n][j]) for n in names) + " |")
+    lines.append("")
+    if r.get("glove_missing"):
+        lines += [f"GloVe baseline: not available ({r['glove_missing']}).", ""]
+    for name, s in sets.items():
+        g = s.get("glove")
+        if g is None:
+            continue
+        missing = (": " + ", ".join(g["missing_words"])
+                   + (", ..." if g["n_missing_words"] > len(g["missing_words"]) else "")
+                   if g["missing_words"] else "")
+        lines += [f"**{name}**: GloVe 50d covers {g['n_pairs']} of {s['n_pairs']} pairs "
+                  f"({_count(g['n_missing_words'], 'word')} missing{missing}). On those pairs: GloVe "
+                  f"{_rho(g['rho'])} ({_rho_span(g['interval'])}); "
+                  + ", ".join(f"layer {j} {_rho(x)}" for j, x in enumerate(g["layers"])) + ".", ""]
+    undefined = {u for s in sets.values() for u in s["layers_undefined"] if u}
+    if undefined:
+        lines += ["A `-` is undefined: " + "; ".join(sorted(undefined)) + ".", ""]
+    if control:
+        lines += ["The untrained copy's character CNN already reads spelling: words that share "
+                  "letters get close vectors without any training, so only the margin over it is "
+                  "learned.", ""]
+    lines += [f"Reproduce: `{cmd}`", "", "![word similarity](similarity.png)", ""]
     return lines

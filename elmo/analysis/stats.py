@@ -1,10 +1,11 @@
 """Uncertainty of the analysis numbers: a paired bootstrap over groups (sentences, lemmas) for
 "is one layer really above another", a grouped bootstrap interval of one score, and the range
-of accuracies that chance alone gives on a small test set."""
+of accuracies that chance alone gives on a small test set, and a percentile interval of any
+statistic over resampled items (a correlation over word pairs)."""
 from __future__ import annotations
 
 import math
-from typing import Dict, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -177,3 +178,29 @@ def chance_range(n: int, p: float = 0.5, level: float = 0.95) -> Tuple[float, fl
     low = int(np.searchsorted(cdf, tail, side="right"))           # P(X < low) <= tail
     high = int(np.searchsorted(cdf, 1 - tail, side="left"))       # P(X <= high) >= 1 - tail
     return low / n, high / n
+
+
+def resampled_interval(statistic: Callable[[np.ndarray], float], n_items: int,
+                       n_resamples: int = 1000, seed: int = 0) -> Dict[str, Any]:
+    """A 95% percentile interval of ``statistic`` over items resampled with replacement.
+
+    Args:
+        statistic: takes (n_items,) int indices of the items drawn and gives a number (NaN
+            where it is undefined for that draw, e.g. a correlation of a constant side).
+        n_items: N; each resample draws N of them. The same ``seed`` draws the same indices,
+            so statistics of one item set (one per layer) are resampled alike.
+
+    Returns:
+        ``{"low", "high", "n_undefined"}``: the interval over the resamples where the
+        statistic is defined (None, None when it is in none), and how many were not.
+    """
+    if isinstance(n_items, bool) or not isinstance(n_items, (int, np.integer)) or n_items < 1:
+        raise ValueError(f"n_items must be a whole number of at least 1, got {n_items!r}")
+    _check_resamples(n_resamples)
+    picks = np.random.default_rng(seed).integers(0, n_items, size=(n_resamples, n_items))
+    values = np.array([statistic(p) for p in picks], dtype=np.float64)
+    defined = values[np.isfinite(values)]
+    if len(defined) == 0:
+        return {"low": None, "high": None, "n_undefined": int(n_resamples)}
+    return {"low": float(np.percentile(defined, 2.5)), "high": float(np.percentile(defined, 97.5)),
+            "n_undefined": int(n_resamples - len(defined))}

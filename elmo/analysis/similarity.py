@@ -1,0 +1,159 @@
+"""Word similarity per layer: Spearman's rho between the cosine of two words' vectors and
+human similarity scores (WordSim-353, SimLex-999, or any file of scored word pairs).
+
+    pairs = read_pairs("pairs.tsv")
+    res = similarity_eval("fixture", {"mine": pairs})
+    res["sets"]["mine"]["layers"]        # rho per layer, layer 0 first
+
+Each word is embedded *alone*, as a one-token sentence. Layer 0 is then exactly the character
+CNN's context-free token vector of the word. Layers 1..L are the biLSTM's vectors of the word
+read between the sentence boundary tokens only: a fixed function of the word type too, but
+one of a context that no real use of the word has, so they say what the LSTM layers make of a
+word in isolation, not what they hold of its uses in text.
+
+Uncertainty: a 95% percentile interval from resampling pairs (1000 times, one seed; every
+layer on the same draws). GloVe, when given, is a baseline on the pairs it covers (both of
+whose words it has); ELMo's character CNN has no unknown words, so its rho is on every pair,
+and again on GloVe's pairs for the comparison.
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from ..correlation import spearman, undefined_reason
+from .stats import resampled_interval
+from .vectors import as_embedder, gather, unit_rows
+
+#: (word 1, word 2, human score).
+Pair = Tuple[str, str, float]
+#: GloVe as :func:`elmo.tasks.embeddings.load_glove` gives it, and whether it is cased.
+Glove = Tuple[Sequence[str], np.ndarray, bool]
+
+#: Resamples of the bootstrap intervals.
+N_RESAMPLES = 1000
+
+
+def read_pairs(path: Union[str, Path]) -> List[Pair]:
+    """The scored word pairs of a file (tab or comma separated ``word1 word2 score``, ``#``
+    comments, a header row skipped; :func:`elmo.data.readers.read_word_pairs`). A file with no
+    pair, an empty word or a score that is not a finite number is a ValueError naming it."""
+    from ..data.readers import read_word_pairs
+
+    path = Path(path)
+    if path.is_dir():
+        raise IsADirectoryError(f"{path}: is a directory; word pairs are a file (word1, word2, score)")
+    pairs = []
+    for number, (a, b, score) in enumerate(read_word_pairs(path), 1):
+        a, b = a.strip(), b.strip()
+        if not a or not b:
+            raise ValueError(f"{path}: pair {number} has an empty word")
+        if not math.isfinite(score):
+            raise ValueError(f"{path}: pair {number} ({a}, {b}) has the score {score}; scores must be "
+                             f"finite numbers")
+        pairs.append((a, b, float(score)))
+    if len(pairs) < 2:
+        raise ValueError(f"{path}: {len(pairs)} word pair(s) (lines of word1, word2, score); a correlation "
+                         f"needs at least 2")
+    return pairs
+
+
+def words_alone(model, words: Sequence[str], batch_size: int = 32) -> np.ndarray:
+    """Every layer's vector of each word embedded as a one-token sentence: (L + 1, W, D)
+    float32, in the order of ``words``."""
+    embedder = as_embedder(model, batch_size)
+    arrays = embedder.embed_sentences([[w] for w in words], layers="all")
+    return gather(arrays, [(i, 0) for i in range(len(words))])
+
+
+def pair_cosines(vectors: np.ndarray, index: Mapping[str, int], pairs: Sequence[Pair]) -> np.ndarray:
+    """Cosine of each pair's two word vectors per layer, in float64: (L + 1, N) from
+    ``vectors`` (L + 1, W, D) whose column ``index[word]`` is the word's. A zero vector has
+    cosine 0 with everything."""
+    unit = unit_rows(np.asarray(vectors, dtype=np.float64))
+    first = unit[:, [index[a] for a, _, _ in pairs]]
+    second = unit[:, [index[b] for _, b, _ in pairs]]
+    return np.einsum("lnd,lnd->ln", first, second)
+
+
+def rho_with_interval(cosines: np.ndarray, scores: np.ndarray, seed: int,
+                      n_resamples: int = N_RESAMPLES) -> Dict[str, Any]:
+    """Spearman's rho of ``cosines`` (N,) against ``scores`` (N,), its 95% interval from
+    resampling pairs (none with ``n_resamples`` 0), and why rho is undefined where it is (a
+    constant side, under 2 pairs)."""
+    if len(scores) == 0:
+        return {"rho": None, "interval": None, "undefined": "no pairs"}
+    reason = undefined_reason(cosines, scores)
+    if reason:
+        return {"rho": None, "interval": None, "undefined": reason}
+    interval = None
+    if n_resamples:
+        boot = resampled_interval(lambda i: spearman(cosines[i], scores[i]), len(scores), n_resamples, seed)
+        interval = None if boot["low"] is None else [boot["low"], boot["high"]]
+    return {"rho": spearman(cosines, scores), "interval": interval, "undefined": None}
+
+
+def glove_coverage(glove: Glove, pairs: Sequence[Pair]) -> Tuple[List[int], np.ndarray, List[str]]:
+    """Which pairs GloVe covers (both words found, looked up as the task models look words
+    up: :func:`elmo.tasks.embeddings.lookup_key`), their cosines (n_covered,), and the
+    distinct missing words, sorted."""
+    from ..tasks.embeddings import lookup_key
+
+    words, vectors, cased = glove
+    index = {w: i for i, w in enumerate(words)}
+    keys = {w: lookup_key(w, index, cased) for a, b, _ in pairs for w in (a, b)}
+    missing = sorted(w for w, k in keys.items() if k not in index)
+    covered = [i for i, (a, b, _) in enumerate(pairs) if keys[a] in index and keys[b] in index]
+    found = {w: index[k] for w, k in keys.items() if k in index}
+    cos = pair_cosines(np.asarray(vectors)[None], found, [pairs[i] for i in covered])[0]
+    return covered, cos, missing
+
+
+def evaluate_set(vectors: np.ndarray, index: Mapping[str, int], pairs: Sequence[Pair],
+                 glove: Optional[Glove], seed: int, n_resamples: int = N_RESAMPLES) -> Dict[str, Any]:
+    """One pair set: rho per layer on every pair (with intervals), and with ``glove`` GloVe's
+    rho and each layer's on the pairs GloVe covers, with its coverage."""
+    scores = np.array([s for _, _, s in pairs], dtype=np.float64)
+    cos = pair_cosines(vectors, index, pairs)
+    layers = [rho_with_interval(c, scores, seed, n_resamples) for c in cos]
+    res: Dict[str, Any] = {"n_pairs": len(pairs), "n_words": len({w for a, b, _ in pairs for w in (a, b)}),
+                           "layers": [r["rho"] for r in layers],
+                           "layers_interval": [r["interval"] for r in layers],
+                           "layers_undefined": [r["undefined"] for r in layers]}
+    if glove is not None:
+        covered, glove_cos, missing = glove_coverage(glove, pairs)
+        on = rho_with_interval(glove_cos, scores[covered], seed, n_resamples)
+        res["glove"] = {"n_pairs": len(covered), "n_missing_words": len(missing),
+                        "missing_words": missing[:20], "rho": on["rho"], "interval": on["interval"],
+                        "undefined": on["undefined"],
+                        "layers": [rho_with_interval(c[covered], scores[covered], seed, n_resamples)["rho"]
+                                   for c in cos]}
+    return res
+
+
+def similarity_eval(model, sets: Mapping[str, Sequence[Pair]], glove: Optional[Glove] = None,
+                    seed: int = 0, batch_size: int = 32, n_resamples: int = N_RESAMPLES) -> Dict[str, Any]:
+    """Word similarity per layer on each named pair set, every word embedded alone.
+
+    Args:
+        model: anything :func:`elmo.analysis.vectors.as_embedder` takes.
+        sets: name -> scored pairs (:func:`read_pairs`).
+        glove: ``(words, (V, D) vectors, cased)`` for the GloVe baseline, or None.
+        seed: of the bootstrap's draws; ``n_resamples``: their number (0: no intervals).
+
+    Returns:
+        ``{"method": "alone", "sets": {name: {"n_pairs", "n_words", "layers", "layers_interval",
+        "layers_undefined", ["glove"]}}}``; a rho is None where it is undefined (the reason in
+        ``layers_undefined``).
+    """
+    if not sets:
+        raise ValueError("no word pair sets to evaluate")
+    words = sorted({w for pairs in sets.values() for a, b, _ in pairs for w in (a, b)})
+    vectors = words_alone(model, words, batch_size)     # each distinct word once, batched
+    index = {w: i for i, w in enumerate(words)}
+    return {"method": "alone",
+            "sets": {name: evaluate_set(vectors, index, pairs, glove, seed, n_resamples)
+                     for name, pairs in sets.items()}}
