@@ -275,6 +275,8 @@ def _spacy_check(ns, ctx):
 def _contrast_check(ns, ctx):
     accuracy = ns["res"]["categories"]["role"]["probe"][2]["accuracy"]
     assert 0.0 <= accuracy <= 1.0
+    rho = ns["sim"]["sets"]["mine"]["layers"]           # layer 0 and the fixture's 2 LSTM layers
+    assert len(rho) == 3 and all(-1.0 <= r <= 1.0 for r in rho)
 
 
 #: The Python blocks that run, by a line of each (its code, comment left out).

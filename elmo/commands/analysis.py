@@ -13,10 +13,10 @@ def register(subparsers) -> None:
 
     p = subparsers.add_parser(
         "analyze", help="probe what each layer holds and write a report",
-        description="POS probe per layer, word-sense nearest centroid per layer, contextual neighbours and "
-                    "contrast pairs on one model; writes report.md, results.json and PNG "
-                    "pictures. Needs the corpora of `elmo data get brown-pos wordnet brown "
-                    "glove-50d` (fetched when missing).")
+        description="POS probe per layer, word-sense nearest centroid per layer, contextual neighbours, "
+                    "contrast pairs and word similarity on one model; writes report.md, results.json "
+                    "and PNG pictures. Needs the corpora of `elmo data get brown-pos wordnet brown "
+                    "glove-50d wordsim353 simlex999` (fetched when missing).")
     p.add_argument("model", help="bundled or published model name, model folder or http(s) URL")
     p.add_argument("--out", default=None, help="output folder (default: experiments/analysis/<model name>)")
     p.add_argument("--only", action="append", choices=SECTIONS,
