@@ -186,3 +186,46 @@ def test_the_section_without_glove_says_why_and_bad_sets_are_refused_before_any_
         captured = capsys.readouterr()
         assert message in captured.err and captured.err.count("\n") == 1 and "contrast ..." not in captured.out
         assert not (tmp_path / "no").exists()
+
+
+def test_type_averages_are_the_mean_of_each_words_vectors_over_its_occurrences():
+    embedder = Embedder(random_bilm(), batch_size=2)
+    corpus = [["the", "cat", "sat", "."], ["a", "dog", "and", "a", "cat"], ["no", "pair", "word"],
+              ["the", "king", "."]]
+    words = ["cat", "dog", "king", "queen"]
+    means, counts = similarity.type_averages(embedder, corpus, words)
+    assert counts.tolist() == [2, 1, 1, 0] and means.shape == (3, 4, embedder.dim)
+    # the same sentences in the same batches: only the float64 summation order can differ
+    held = [s for s in corpus if s != ["no", "pair", "word"]]
+    arrays = embedder.embed_sentences(held, layers="all")
+    cat = (arrays[0][:, 1].astype(np.float64) + arrays[1][:, 4]) / 2
+    assert np.abs(means[:, 0] - cat).max() <= 8 * np.finfo(np.float64).eps * np.abs(cat).max()
+    assert np.array_equal(means[:, 1], arrays[1][:, 1].astype(np.float64)) and not means[:, 3].any()
+    pairs = [("cat", "dog", 3.0), ("king", "cat", 1.0), ("dog", "king", 2.0), ("queen", "cat", 4.0)]
+    res = similarity.similarity_eval(embedder, {"t": pairs}, corpus=corpus, n_resamples=20)
+    typed = res["type_average"]["t"]
+    assert typed["n_pairs"] == 3 and typed["missing_words"] == ["queen"] and len(typed["alone_layers"]) == 3
+    unit = means[:, :3] / np.linalg.norm(means[:, :3], axis=-1, keepdims=True)   # (queen: no occurrence)
+    index = {w: i for i, w in enumerate(words)}
+    for j in range(3):
+        cos = [unit[j, index[a]] @ unit[j, index[b]] for a, b, _ in pairs[:3]]
+        assert typed["layers"][j] == pytest.approx(_reference_rho(np.array(cos), [3.0, 1.0, 2.0]), abs=1e-12)
+
+
+def test_the_section_with_a_corpus_reports_type_averages_and_refuses_an_empty_corpus(tmp_path, monkeypatch, capsys):
+    path = _fake_data(tmp_path, monkeypatch)
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("the cat and the dog .\nthe king and the queen .\nthe sun , the moon .\n")
+    out = tmp_path / "out"
+    assert main(["analyze", "fixture", "--out", str(out), "--only", "similarity", "--similarity-sets", str(path),
+                 "--similarity-corpus", str(corpus), "--no-untrained-control"]) == 0
+    typed = json.loads((out / "results.json").read_text())["similarity"]["type_average"][str(path)]
+    assert typed["n_pairs"] == 3 and "zyxwv" in typed["missing_words"]
+    text = (out / "report.md").read_text()
+    assert f"Type averages over `{corpus}`" in text and f"--similarity-corpus {corpus}" in text
+    corpus.write_text("\n\n")
+    capsys.readouterr()
+    assert main(["analyze", "fixture", "--out", str(tmp_path / "no"), "--only", "similarity",
+                 "--similarity-sets", "wordsim353", "--similarity-corpus", str(corpus)]) == 1
+    assert f"--similarity-corpus {corpus}: {corpus} holds no sentences" in capsys.readouterr().err
+    assert not (tmp_path / "no").exists()

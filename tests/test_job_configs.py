@@ -123,7 +123,7 @@ def test_analysis_options_parse_back_to_the_config(explicit):
                              pos_iterations=9, wsd_max_lemmas=20, wsd_test_fraction=0.25,
                              contrast_file="my pairs.tsv", contrast_l2=0.5, neighbors_corpus="brown:test",
                              neighbors_sentences=11, neighbors_k=2, pca_word="bank", mix_weights="w.json",
-                             similarity_sets="my pairs.tsv,simlex999",
+                             similarity_sets="my pairs.tsv,simlex999", similarity_corpus="brown:test",
                              untrained_control=False, batch_size=4)
     assert all(getattr(changed, f.name) != f.default for f in dataclasses.fields(AnalysisConfig))
     for cfg in (AnalysisConfig(), changed, AnalysisConfig(untrained_control=True, pos_l2=1e-3)):

@@ -74,6 +74,9 @@ class AnalysisConfig:
     similarity_sets: str = setting("wordsim353,simlex999",
                                    help="word similarity pair sets, comma separated: `elmo data` pair corpora "
                                         "(wordsim353, simlex999) or files of word1, word2, score (tab separated)")
+    similarity_corpus: Optional[str] = setting(None, help="also score each word by the mean of its contextual "
+                                                          "vectors over this corpus (a text file or CORPUS:SPLIT, "
+                                                          "e.g. brown:dev; default: no type averages)")
     untrained_control: bool = setting(True, boolean="both",
                                       help="also run the POS probe, WSD, contrast pairs and word similarity on "
                                            "an untrained copy of the model (same architecture, fresh random "
@@ -374,6 +377,8 @@ def run_analysis(model: str, out: Path, config: Optional[AnalysisConfig] = None,
             raise ValueError(f"--neighbors-corpus {config.neighbors_corpus}: {corpus} holds no sentences")
     if "similarity" in sections:   # (pair files fetched and read before any section runs)
         similarity_sets(config.similarity_sets)
+        if config.similarity_corpus:
+            _similarity_corpus(config)
     if config.pca_word and "wsd" in sections:   # (it failed after both WSD evaluations)
         _pca_key(_pca_groups(datasets.wordnet_examples(datasets.corpus_dir("wordnet"))), config.pca_word)
     # one writer at a time: two runs into one folder mixed one's pictures into the other's report.
@@ -709,6 +714,17 @@ def _run_contrast(embedder, config: AnalysisConfig, out: Path) -> dict:
     return res
 
 
+def _similarity_corpus(config: AnalysisConfig) -> List[List[str]]:
+    """The sentences of ``--similarity-corpus``; none is a ValueError naming it."""
+    from .neighbors import read_corpus
+
+    path = resolve_corpus(str(config.similarity_corpus))
+    sentences = read_corpus(path)
+    if not sentences:
+        raise ValueError(f"--similarity-corpus {config.similarity_corpus}: {path} holds no sentences")
+    return sentences
+
+
 def _run_similarity(embedder, config: AnalysisConfig, out: Path) -> dict:
     from . import datasets, plots
     from .similarity import similarity_eval
@@ -721,7 +737,8 @@ def _run_similarity(embedder, config: AnalysisConfig, out: Path) -> dict:
         glove = (*load_glove(where), glove_cased(where))
     except Exception as e:                               # optional, as in the neighbours: say why
         glove_error = str(e)
-    res = similarity_eval(embedder, sets, glove, config.seed, config.batch_size)
+    corpus = _similarity_corpus(config) if config.similarity_corpus else None
+    res = similarity_eval(embedder, sets, glove, config.seed, config.batch_size, corpus=corpus)
     res["glove_missing"] = glove_error
     if config.untrained_control:
         from .vectors import untrained_copy
@@ -849,7 +866,8 @@ def render(results: dict, model: str, out: Path, config: AnalysisConfig) -> str:
     if "contrast" in results:
         lines += _render_contrast(results["contrast"], command(model, out, config, "contrast", threads))
     if "similarity" in results:
-        lines += _render_similarity(results["similarity"], command(model, out, config, "similarity", threads))
+        lines += _render_similarity(results["similarity"], command(model, out, config, "similarity", threads),
+                                    config.similarity_corpus)
     if "given_mix_weights" in results:
         w = results["given_mix_weights"]
         lines += ["## Mix weights given", "",
@@ -1058,7 +1076,7 @@ def _rho_span(interval: Optional[Sequence[float]]) -> str:
     return "" if not interval else f"{_fixed(interval[0])} to {_fixed(interval[1])}"
 
 
-def _render_similarity(r: dict, cmd: str) -> List[str]:
+def _render_similarity(r: dict, cmd: str, config_corpus: Optional[str] = None) -> List[str]:
     sets, control = r["sets"], r.get("control_untrained") or {}
     names = list(sets)
     head = "| representation | " + " | ".join(f"{n} ({s['n_pairs']} pairs)" for n, s in sets.items()) + " |"
@@ -1096,5 +1114,30 @@ def _render_similarity(r: dict, cmd: str) -> List[str]:
         lines += ["The untrained copy's character CNN already reads spelling: words that share "
                   "letters get close vectors without any training, so only the margin over it is "
                   "learned.", ""]
+    lines += _render_type_average(r.get("type_average"), config_corpus)
     lines += [f"Reproduce: `{cmd}`", "", "![word similarity](similarity.png)", ""]
+    return lines
+
+
+def _render_type_average(sets: Optional[dict], corpus: Optional[str]) -> List[str]:
+    """The table of the type averages over ``corpus``, when they were computed."""
+    if not sets:
+        return []
+    names = list(sets)
+    n_layers = len(next(iter(sets.values()))["layers"])
+    lines = [f"Type averages over `{corpus}`: each word the mean of its contextual vectors over its "
+             "occurrences there (exact tokens), on the pairs both of whose words occur; the lone "
+             "word's rho on those same pairs beside it:", "",
+             "| representation | " + " | ".join(f"{n} ({s['n_pairs']} pairs)" for n, s in sets.items()) + " |",
+             "|---" * (len(names) + 1) + "|"]
+    for j in range(n_layers):
+        lines.append(f"| layer {j}, type average | " + " | ".join(
+            f"{_rho(s['layers'][j])} ({_rho_span(s['layers_interval'][j])})" for s in sets.values()) + " |")
+        lines.append(f"| layer {j}, alone | " + " | ".join(_rho(s["alone_layers"][j]) for s in sets.values()) + " |")
+    lines.append("")
+    for name, s in sets.items():
+        if s["n_missing_words"]:
+            lines += [f"**{name}**: {_count(s['n_missing_words'], 'word')} of its pairs do not occur in the "
+                      "corpus: " + ", ".join(s["missing_words"])
+                      + (", ..." if s["n_missing_words"] > len(s["missing_words"]) else "") + ".", ""]
     return lines

@@ -11,6 +11,11 @@ read between the sentence boundary tokens only: a fixed function of the word typ
 one of a context that no real use of the word has, so they say what the LSTM layers make of a
 word in isolation, not what they hold of its uses in text.
 
+With a corpus, each word is also the *type average* of its contextual vectors: the mean of
+its vectors over every occurrence in the corpus (tokens matched exactly, case included). Only
+pairs both of whose words occur can be scored that way; how many is reported, with the
+lone-word rho on those same pairs beside it.
+
 Uncertainty: a 95% percentile interval from resampling pairs (1000 times, one seed; every
 layer on the same draws). GloVe, when given, is a baseline on the pairs it covers (both of
 whose words it has); ELMo's character CNN has no unknown words, so its rho is on every pair,
@@ -67,6 +72,31 @@ def words_alone(model, words: Sequence[str], batch_size: int = 32) -> np.ndarray
     embedder = as_embedder(model, batch_size)
     arrays = embedder.embed_sentences([[w] for w in words], layers="all")
     return gather(arrays, [(i, 0) for i in range(len(words))])
+
+
+#: Sentences embedded at a time for the type averages (bounds the memory of their vectors).
+CHUNK_SENTENCES = 1000
+
+
+def type_averages(model, sentences: Sequence[Sequence[str]], words: Sequence[str],
+                  batch_size: int = 32) -> Tuple[np.ndarray, np.ndarray]:
+    """The mean vector per layer of each word over its occurrences in ``sentences``:
+    ((L + 1, W, D) float64 means, (W,) occurrence counts). A word that does not occur gets a
+    zero vector and count 0. Only sentences holding one of the words are embedded."""
+    embedder = as_embedder(model, batch_size)
+    index = {w: i for i, w in enumerate(words)}
+    keep = [list(s) for s in sentences if any(t in index for t in s)]
+    sums = np.zeros((embedder.num_layers, len(words), embedder.dim))
+    counts = np.zeros(len(words), dtype=np.int64)
+    for start in range(0, len(keep), CHUNK_SENTENCES):
+        chunk = keep[start:start + CHUNK_SENTENCES]
+        for sentence, array in zip(chunk, embedder.embed_sentences(chunk, layers="all")):
+            for t, token in enumerate(sentence):
+                i = index.get(token)
+                if i is not None:
+                    sums[:, i] += array[:, t]
+                    counts[i] += 1
+    return sums / np.maximum(counts, 1)[None, :, None], counts
 
 
 def pair_cosines(vectors: np.ndarray, index: Mapping[str, int], pairs: Sequence[Pair]) -> np.ndarray:
@@ -134,8 +164,24 @@ def evaluate_set(vectors: np.ndarray, index: Mapping[str, int], pairs: Sequence[
     return res
 
 
+def evaluate_type_average(averages: np.ndarray, counts: np.ndarray, alone: np.ndarray,
+                          index: Mapping[str, int], pairs: Sequence[Pair], seed: int,
+                          n_resamples: int = N_RESAMPLES) -> Dict[str, Any]:
+    """One pair set scored with type averages (L + 1, W, D) on the pairs both of whose words
+    occur (``counts`` (W,) > 0), with the lone-word vectors' rho on those pairs beside it."""
+    covered = [p for p in pairs if counts[index[p[0]]] and counts[index[p[1]]]]
+    absent = sorted({w for a, b, _ in pairs for w in (a, b) if not counts[index[w]]})
+    res = evaluate_set(averages, index, covered, None, seed, n_resamples)
+    scores = np.array([s for _, _, s in covered], dtype=np.float64)
+    res.update(n_missing_words=len(absent), missing_words=absent[:20],
+               alone_layers=[rho_with_interval(c, scores, seed, 0)["rho"]
+                             for c in pair_cosines(alone, index, covered)])
+    return res
+
+
 def similarity_eval(model, sets: Mapping[str, Sequence[Pair]], glove: Optional[Glove] = None,
-                    seed: int = 0, batch_size: int = 32, n_resamples: int = N_RESAMPLES) -> Dict[str, Any]:
+                    seed: int = 0, batch_size: int = 32, n_resamples: int = N_RESAMPLES,
+                    corpus: Optional[Sequence[Sequence[str]]] = None) -> Dict[str, Any]:
     """Word similarity per layer on each named pair set, every word embedded alone.
 
     Args:
@@ -143,17 +189,26 @@ def similarity_eval(model, sets: Mapping[str, Sequence[Pair]], glove: Optional[G
         sets: name -> scored pairs (:func:`read_pairs`).
         glove: ``(words, (V, D) vectors, cased)`` for the GloVe baseline, or None.
         seed: of the bootstrap's draws; ``n_resamples``: their number (0: no intervals).
+        corpus: tokenized sentences; given, each set is scored with type averages too.
 
     Returns:
         ``{"method": "alone", "sets": {name: {"n_pairs", "n_words", "layers", "layers_interval",
         "layers_undefined", ["glove"]}}}``; a rho is None where it is undefined (the reason in
-        ``layers_undefined``).
+        ``layers_undefined``); with a corpus, ``"type_average"``: {name: the same keys on the
+        pairs whose words occur, ``n_missing_words``, ``missing_words``, ``alone_layers``}.
     """
     if not sets:
         raise ValueError("no word pair sets to evaluate")
+    model = as_embedder(model, batch_size)              # (a model name: loaded once)
     words = sorted({w for pairs in sets.values() for a, b, _ in pairs for w in (a, b)})
     vectors = words_alone(model, words, batch_size)     # each distinct word once, batched
     index = {w: i for i, w in enumerate(words)}
-    return {"method": "alone",
-            "sets": {name: evaluate_set(vectors, index, pairs, glove, seed, n_resamples)
-                     for name, pairs in sets.items()}}
+    res: Dict[str, Any] = {"method": "alone",
+                           "sets": {name: evaluate_set(vectors, index, pairs, glove, seed, n_resamples)
+                                    for name, pairs in sets.items()}}
+    if corpus is not None:
+        averages, counts = type_averages(model, corpus, words, batch_size)
+        res["type_average"] = {name: evaluate_type_average(averages, counts, vectors, index, pairs, seed,
+                                                           n_resamples)
+                               for name, pairs in sets.items()}
+    return res
