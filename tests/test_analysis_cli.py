@@ -166,7 +166,7 @@ def test_analyze_contrast_section_writes_a_report(tmp_path, capsys):
 def test_analyze_everything_on_the_fixture(tmp_path):
     from elmo.data import sources
 
-    for name in ("brown-pos", "wordnet", "brown", "glove-50d"):
+    for name in ("brown-pos", "wordnet", "brown", "glove-50d", "wordsim353", "simlex999"):
         if not sources.is_ready(name):
             pytest.skip(f"corpus {name} not fetched (elmo data get {name})")
     out = tmp_path / "fixture"
@@ -175,7 +175,8 @@ def test_analyze_everything_on_the_fixture(tmp_path):
                  "--neighbors-sentences", "200"]) == 0
     text = (out / "report.md").read_text()
     assert "control: layer 2 of an untrained copy" in text
-    for section in ("## POS", "## Word senses", "## Contextual neighbours", "## Contrast pairs"):
+    for section in ("## POS", "## Word senses", "## Contextual neighbours", "## Contrast pairs",
+                    "## Word similarity"):
         assert section in text
     for png in ("pos.png", "wsd.png", "sense_pca.png", "mix_weights_pos.png"):
         assert (out / png).stat().st_size > 1000
