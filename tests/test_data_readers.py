@@ -273,6 +273,14 @@ def test_word_pairs(tmp_path):
     assert list(readers.read_word_pairs(q)) == [("old", "new", 1.58)]
 
 
+@pytest.mark.parametrize("bad", ["tiger\tcat\n", "tiger\tcat\tvery\n"])
+def test_word_pairs_bad_row_past_the_header_is_an_error(tmp_path, bad):
+    # a broken row in the middle was skipped as if it were a header: fewer pairs, no word said
+    p = write(tmp_path / "pairs.tsv", "word1\tword2\tscore\nlove\tsex\t6.77\n" + bad + "a\tb\t1\n")
+    with pytest.raises(ValueError, match=r"pairs.tsv, line 3: not a word pair"):
+        list(readers.read_word_pairs(p))
+
+
 # ----------------------------------------------------------------------------- standard form
 def test_read_documents(tmp_path):
     p = write(tmp_path / "s.txt", "a b .\nc .\n\n\nd e .\n")

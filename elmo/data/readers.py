@@ -425,18 +425,27 @@ def _is_number(text: str) -> bool:
 
 def read_word_pairs(path: PathLike) -> Iterator[Tuple[str, str, float]]:
     """(word 1, word 2, score) of a word-similarity file (WordSim-353, SimLex-999 in
-    gensim's test data: tab separated, ``#`` comments; a header row is skipped)."""
+    gensim's test data: tab separated, ``#`` comments; a header row is skipped). Only the
+    first row may be a header: a later row without two words and a number is a ValueError
+    naming the file and line (it was dropped without a word, scoring on fewer pairs)."""
+    first = True
     with open(path, encoding="utf-8", errors="replace") as f:
-        for line in f:
+        for number, line in enumerate(f, 1):
             if not line.strip() or line.startswith("#"):
                 continue
             parts = re.split(r"\t|,", line.strip())
             if len(parts) < 3:
                 parts = line.split()
             try:
-                yield parts[0], parts[1], float(parts[2])
+                pair = parts[0], parts[1], float(parts[2])
             except (ValueError, IndexError):
-                continue                                   # a header row
+                if first:
+                    first = False
+                    continue                               # a header row
+                raise ValueError(f"{path}, line {number}: not a word pair with a score "
+                                 f"(word1, word2, number): {line.strip()[:80]!r}") from None
+            first = False
+            yield pair
 
 
 # ----------------------------------------------------------------------------- standard form
