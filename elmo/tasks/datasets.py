@@ -247,7 +247,8 @@ def load_task(spec: dict) -> TaskData:
     optional ints, "subset_seed": 0, "name": optional}``. Without ``data_dir`` the corpus is
     taken from the cache, fetched first if needed (``elmo data get``).
 
-    Your own files: ``{"task": "tagging" | "classification" | "pair", "name": ...,
+    Your own files: ``{"task": "tagging" | "classification" | "pair" | "regression" |
+    "pair_regression", "name": ...,
     "metric": optional, "format": {...}, "files": {"train": path, "dev": optional path,
     "test": path, "<other name>": another test set}, "tokenize": false, "dev_fraction": 0.1}``
     (formats: :mod:`.files`). Without a dev file, ``dev_fraction`` of the training file is
