@@ -312,7 +312,10 @@ class Regressor(Classifier):
 
     @torch.no_grad()
     def predict_batch(self, batch: Batch) -> List[float]:
-        return (self.logits(batch).squeeze(-1) * self.target_std + self.target_mean).tolist()
+        """(B,) predictions in the targets' units, each the shortest decimal of its float32
+        value: what ``elmo predict`` writes is what evaluation scored (0.25, not 0.2500000037)."""
+        out = (self.logits(batch).squeeze(-1) * self.target_std + self.target_mean).float()
+        return [float(str(v)) for v in out.cpu().numpy()]
 
 
 class SentenceRegressor(Regressor, SentenceClassifier):
