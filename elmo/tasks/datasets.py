@@ -25,7 +25,7 @@ import random
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union, cast
 
 from ..data import readers
 
@@ -85,7 +85,7 @@ class TaskData:
             if split == "train":
                 continue
             counts = Counter(label for ex in examples
-                             for label in (ex.label if isinstance(ex.label, list) else [ex.label])
+                             for label in (ex.label if isinstance(ex.label, list) else [cast(str, ex.label)])
                              if label not in known)
             if counts:
                 out[split] = dict(sorted(counts.items()))
@@ -97,7 +97,7 @@ class TaskData:
         from .kinds import target_scale, task_kind
         if not task_kind(self.kind).graded:
             return None
-        values = [float(ex.label) for ex in self.splits["train"]]    # type: ignore[arg-type]
+        values = [cast(float, ex.label) for ex in self.splits["train"]]
         mean, std = target_scale(self.splits["train"])
         return {"mean": mean, "std": std, "min": min(values), "max": max(values)}
 
@@ -313,7 +313,7 @@ def _check_spans_to_score(spec: dict, splits: Dict[str, List[Example]], source: 
     was reported as 0.00, and such a dev set kept the first epoch. Refused, naming the file."""
     from .files import TaskDataError
     for split, examples in splits.items():
-        if split == "train" or not examples or any(t != "O" for ex in examples for t in ex.label):
+        if split == "train" or not examples or any(t != "O" for ex in examples for t in cast(List[str], ex.label)):
             continue
         files = source.get("files") or {}
         where = files[split]["path"] if split in files else \

@@ -92,7 +92,7 @@ class TaggingKind(TaskKind):
     token_labels = True
 
     def label_set(self, examples: Sequence[Example]) -> List[str]:
-        return sorted({t for ex in examples for t in ex.label})
+        return sorted({t for ex in examples for t in cast(List[str], ex.label)})
 
     def label_tensor(self, examples, label_index, shape):
         """(B, T) tag ids, 0 where masked; an unknown tag gets id 0 (it still counts as an

@@ -311,8 +311,8 @@ class Regressor(Classifier):
         return nn.functional.mse_loss(out, target) + self.encoder.penalty(self.lam)
 
     @torch.no_grad()
-    def predict_batch(self, batch: Batch) -> List[float]:
-        """(B,) predictions in the targets' units, each the shortest decimal of its float32
+    def predict_batch(self, batch: Batch) -> list:
+        """(B,) float predictions in the targets' units, each the shortest decimal of its float32
         value: what ``elmo predict`` writes is what evaluation scored (0.25, not 0.2500000037)."""
         out = (self.logits(batch).squeeze(-1) * self.target_std + self.target_mean).float()
         return [float(str(v)) for v in out.cpu().numpy()]
