@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import statistics
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..io import atomic_commit, atomic_target, atomic_write_text, writing
 from ..redact import redact_url
@@ -125,18 +125,26 @@ def bilm_lines(bilms: Dict[str, dict]) -> List[str]:
     return lines
 
 
+def _means_table(results: dict, key: str, column: str, title: str,
+                 shown: Callable[[str], str] = str) -> List[str]:
+    """A table of the summary rows' ``key`` (name -> test mean), one line per task, variant
+    and name (``shown`` as ``column``); nothing when no row has one."""
+    rows = [row for row in results.get("summary", []) if row.get(key)]
+    if not rows:
+        return []
+    out = ["", title, "", f"| task | variant | {column} | test mean |", "|---|---|---|---|"]
+    for row in rows:
+        for name, mean in row[key].items():
+            out.append(f"| {row['task']} | {row['variant']} | {shown(name)} | {pm(mean, None)} |")
+    return out
+
+
 def _graded_lines(results: dict) -> List[str]:
     """A graded task's other correlation on test (each row's own task, never averaged with
     its metric or another task), and the runs whose test correlation is undefined, with why."""
-    out: List[str] = []
-    rows = [row for row in results.get("summary", []) if row.get("other_metrics_mean")]
-    if rows:
-        out += ["", "Graded tasks' other correlation on test, mean over seeds:", "",
-                "| task | variant | metric | test mean |", "|---|---|---|---|"]
-        for row in rows:
-            for name, mean in row["other_metrics_mean"].items():
-                out.append(f"| {row['task']} | {row['variant']} | {METRIC_NAMES.get(name, name)} | "
-                           f"{pm(mean, None)} |")
+    out = _means_table(results, "other_metrics_mean", "metric",
+                       "Graded tasks' other correlation on test, mean over seeds:",
+                       lambda name: METRIC_NAMES.get(name, name))
     undefined = [r for r in results.get("runs", []) if r.get("undefined")]
     if undefined:
         out += ["", "Runs whose test correlation is undefined (n/a above):", ""]
@@ -178,13 +186,8 @@ def _markdown(results: dict) -> str:
                    f"{interval(row) if e else '-'} | {pm(row.get('gain_t'), None) if e else '-'} | "
                    f"{pm(row['dev_mean'], None)} | {row['seconds']:.0f} |")
     out += _graded_lines(results)
-    extra = [row for row in results.get("summary", []) if row.get("extra_tests_mean")]
-    if extra:
-        out += ["", "Further test sets (each task's other `files`), test mean over seeds:", "",
-                "| task | variant | test set | test mean |", "|---|---|---|---|"]
-        for row in extra:
-            for name, mean in row["extra_tests_mean"].items():
-                out.append(f"| {row['task']} | {row['variant']} | {name} | {pm(mean, None)} |")
+    out += _means_table(results, "extra_tests_mean", "test set",
+                        "Further test sets (each task's other `files`), test mean over seeds:")
     cache = results.get("bilm_cache_seconds") or {}
     if cache:
         out += ["", "The frozen biLMs' layers were computed once per sentence and shared by all "
