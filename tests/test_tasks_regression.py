@@ -152,7 +152,7 @@ def test_regression_tasks_from_files_train_correlate_and_predict_in_their_units(
     assert [r["label"] for r in recs] == expect and recs[1]["text"] == "small dog"
 
 
-def test_a_saved_models_edited_target_scale_is_refused(tmp_path):
+def test_a_saved_models_edited_target_scale_and_the_spacy_component_are_refused(tmp_path):
     from elmo.tasks.models import TaskModel
     from elmo.tasks.saved import TaskModelError
     specs = _write_data(tmp_path)[:1]
@@ -162,6 +162,9 @@ def test_a_saved_models_edited_target_scale_is_refused(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps(cfg))
     run = run_experiment(load_config(tmp_path / "config.json"), out=out, log=lambda s: None,
                          save_models=True)["runs"][0]
+    spacy = pytest.importorskip("spacy")
+    with pytest.raises(ValueError, match="a regression model predicts a number, which has no place"):
+        spacy.blank("en").add_pipe("elmo_task", config={"model": run["saved_model"]})
     cfg_path = Path(run["saved_model"]) / "config.json"
     saved = json.loads(cfg_path.read_text())
     saved["target"]["std"] *= 2
