@@ -283,7 +283,7 @@ def load_task(spec: dict) -> TaskData:
         _check_spans_to_score(spec, splits, source, full)
     labels = task_kind(kind).label_set(splits["train"])
     if task_kind(kind).graded:
-        _check_targets_vary(spec, splits["train"], source, full["train"], seed)
+        _check_targets_vary(spec, kind, splits["train"], source, full["train"], seed)
     lost = sorted(set(full_labels) - set(labels))
     if len(labels) < 2 and lost:
         # the whole training set had two or more (a file task's is checked when read): a
@@ -326,7 +326,7 @@ def _check_spans_to_score(spec: dict, splits: Dict[str, List[Example]], source: 
                             f"metric token_accuracy")
 
 
-def _check_targets_vary(spec: dict, train: List[Example], source: dict, full: int,
+def _check_targets_vary(spec: dict, kind: str, train: List[Example], source: dict, full: int,
                         seed: int) -> None:
     """A graded task's training targets must differ: a constant one has no spread to
     standardise by, and a model trained on it predicts one number whatever it reads (each
@@ -339,14 +339,8 @@ def _check_targets_vary(spec: dict, train: List[Example], source: dict, full: in
     sample = (f" (the {len(train)} of {full} kept by max_train {limit}, subset_seed {seed})"
               if limit is not None and limit < full else "")
     raise TaskDataError(f"{source['files']['train']['path']}: every training target{sample} is "
-                        f"{next(iter(values))!r}; a {task_kind_name(spec)} task needs targets that "
+                        f"{next(iter(values))!r}; a {kind} task needs targets that "
                         f"differ (is format.label the right column or field?)")
-
-
-def task_kind_name(spec: Mapping[str, Any]) -> str:
-    """The kind of a task spec: a built-in task's, or the task key of one from files."""
-    name = spec.get("task")
-    return TASKS[name].kind if name in TASKS else str(name)
 
 
 def task_entry_problem(spec: Mapping[str, Any]) -> Optional[str]:
@@ -458,7 +452,9 @@ def _load_files(spec: dict):
         dev = (f"{n_dev} of {len(train)} training examples held out (dev_fraction {fraction:g}, "
                f"seed {seed})" if n_dev else "none: no early stopping, the last epoch is kept")
     labels = spec_kind.label_set(splits["train"])
-    if len(labels) < 2 and not spec_kind.graded:      # a model that can only answer one thing, scored as if it learnt
+    # a model that can only answer one thing, scored as if it learnt (a graded task's targets
+    # are checked in load_task, after any max_train sample)
+    if len(labels) < 2 and not spec_kind.graded:
         what = "every training token has the tag" if spec_kind.token_labels else \
             "every training example has the label"
         raise TaskDataError(f"{paths['train']}: {what} {labels[0]!r}; a {kind} task needs two "

@@ -5,8 +5,9 @@ Each takes :class:`~elmo.tasks.batching.Batch` objects and has
 
 * ``loss(batch)``: the training loss (mean over examples, plus the ELMo penalty);
 * ``predict(batch)``: class ids (B,) as a list, one list of tag ids per sentence, or
-  (regression) one float per example in the targets' units (``predict_batch``); a model loaded with ``TaskModel.load(folder)`` also takes texts and
-  returns labels (see :mod:`.saved`).
+  (regression) one float per example in the targets' units (``predict_batch``); a model
+  loaded with ``TaskModel.load(folder)`` also takes texts and returns labels (see
+  :mod:`.saved`).
 
 Where ELMo goes (``elmo.positions``), following the paper:
 
