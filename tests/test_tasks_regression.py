@@ -229,3 +229,34 @@ def test_sentiment_rating_reads_the_mean_rating_as_a_number(tmp_path):
     assert data.kind == "regression" and data.metric == "pearson" and data.labels == []
     assert [ex.label for ex in data.splits["train"]] == [-3.5, 0.25, 2.0]   # empty text skipped
     assert data.splits["test"][1].tokens == ["ok", "film"]
+
+
+def test_an_undefined_test_correlation_is_nan_with_its_reason_in_the_log_and_results_md():
+    """A model that predicts one number for every text has no correlation with anything: the
+    record holds NaN and why, the log says it, and results.md shows n/a and the reason."""
+    import torch
+    from elmo.tasks.datasets import Example, TaskData
+    from elmo.tasks.report import markdown
+    from elmo.tasks.runner import _test_metrics
+
+    class Constant(torch.nn.Module):
+        def predict(self, examples):
+            return [0.5] * len(examples)
+
+    test = [Example(["a"], 1.0), Example(["b"], 2.0), Example(["c"], 4.0)]
+    data = TaskData("graded", "regression", "pearson", [], {"train": test, "dev": [], "test": test})
+    logs: list = []
+    out = _test_metrics(Constant(), data, lambda examples: examples, logs.append)
+    assert math.isnan(out["pearson"]) and math.isnan(out["other_metrics"]["spearman"])
+    assert "constant" in out["undefined"] and logs == [f"graded: the test correlation is "
+                                                       f"undefined (NaN): {out['undefined']}"]
+    run = {"task": "graded", "variant": "baseline", "seed": 1, "metric": "pearson",
+           "test": out["pearson"], "undefined": out["undefined"]}
+    summary = [{"task": "graded", "metric": "pearson", "variant": "baseline", "elmo": None,
+                "seeds": [1], "test_mean": float("nan"), "test_std": float("nan"),
+                "dev_mean": float("nan"), "seconds": 1.0,
+                "other_metrics_mean": {"spearman": float("nan")}}]
+    md = markdown({"config": {"name": "g", "seeds": [1]}, "runs": [run], "summary": summary})
+    assert "| graded | Pearson r ×100 | baseline |" in md
+    assert f"* graded / baseline / seed 1: {out['undefined']}" in md
+    assert "| graded | baseline | Spearman ρ ×100 | n/a |" in md
