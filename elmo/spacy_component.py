@@ -251,6 +251,9 @@ class ElmoTaskAnnotator(_BatchedComponent):
         self.task_kind = task_kind(self.kind)
         if self.task_kind.pair:
             raise ValueError(f"{model}: a pair model labels two texts, not one Doc")
+        if self.task_kind.graded:     # (doc.cats was left empty: no classes to score)
+            raise ValueError(f"{model}: a {self.kind} model predicts a number, which has no "
+                             f"place in a Doc's tags or cats; use TaskModel.load(folder).predict")
         self.metric = saved.config["metric"]
         self.batch_size = batch_size
 

@@ -2,6 +2,7 @@
 kinds fail with a one-line error, and a new kind is one subclass plus one table entry."""
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 
@@ -18,11 +19,13 @@ from elmo.tasks.saved import to_examples
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_table_names_the_three_kinds_with_their_metrics():
-    assert list(TASK_KINDS) == ["tagging", "classification", "pair"]
+def test_table_names_the_kinds_with_their_metrics():
+    assert list(TASK_KINDS) == ["tagging", "classification", "pair", "regression", "pair_regression"]
     assert TASK_KINDS["tagging"].metrics == ("token_accuracy", "span_f1")
-    assert [k.pair for k in TASK_KINDS.values()] == [False, False, True]
-    assert [k.token_labels for k in TASK_KINDS.values()] == [True, False, False]
+    assert TASK_KINDS["regression"].metrics == TASK_KINDS["pair_regression"].metrics == ("pearson", "spearman")
+    assert [k.pair for k in TASK_KINDS.values()] == [False, False, True, False, True]
+    assert [k.token_labels for k in TASK_KINDS.values()] == [True, False, False, False, False]
+    assert [k.graded for k in TASK_KINDS.values()] == [False, False, False, True, True]
 
 
 def test_unknown_kind_is_one_clear_error_everywhere():
@@ -76,6 +79,13 @@ def test_predictions_are_decoded_and_written_per_kind():
     assert TASK_KINDS["pair"].json_record(("x", "y z"), ["x"], "B", (1, 1)) == {
         "text_a": "x", "text_b": "y z", "label": "B", "tokens_read_a": 1, "tokens_read_b": 1}
     assert to_examples([["x", "y"]], "tagging")[0].label == ["", ""]
+    assert TASK_KINDS["regression"].decode(0.25, []) == 0.25
+    assert TASK_KINDS["regression"].tsv_line("x y", ["x", "y"], -1.5) == "x y\t-1.5"
+    assert TASK_KINDS["pair_regression"].json_record(("x", "y"), ["x"], 3.0, (1, 1))["label"] == 3.0
+    graded = make_batch(to_examples([("x", "y")], "pair_regression") + [Example(["x"], 2.5, ["y"])],
+                        "pair_regression", WordVocab(["x", "y"]), {}, 50)
+    assert graded.labels.dtype == torch.float32 and graded.labels[1] == 2.5
+    assert math.isnan(graded.labels[0])      # (an example to predict has no target)
 
 
 def test_a_new_kind_is_one_subclass_and_one_entry(tmp_path, monkeypatch):
@@ -96,7 +106,7 @@ def test_a_new_kind_is_one_subclass_and_one_entry(tmp_path, monkeypatch):
 
 def test_no_kind_name_is_compared_outside_the_table():
     """Kind-specific behaviour lives in elmo/tasks/kinds.py, not in string if-chains."""
-    pattern = re.compile(r"""[!=]= ?["'](tagging|classification|pair)["']""")
+    pattern = re.compile(r"""[!=]= ?["'](tagging|classification|pair|regression|pair_regression)["']""")
     found = [f"{p.relative_to(ROOT)}:{i}" for p in sorted((ROOT / "elmo").rglob("*.py"))
              if p.name != "kinds.py"
              for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), start=1)

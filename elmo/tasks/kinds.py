@@ -1,10 +1,13 @@
-"""Task kinds: what differs between tagging, classification and pair tasks, in one place.
+"""Task kinds: what differs between tagging, classification, pair and regression tasks, in
+one place.
 
 A :class:`TaskKind` says, for one kind:
 
 * ``name`` and ``metrics`` (the first is the default);
 * ``token_labels``: one label per token (tags) instead of one per example;
 * ``pair``: two texts per example (``text_b`` in files, ``(a, b)`` pairs to predict);
+* ``graded``: one number per example instead of a class (``regression``,
+  ``pair_regression``): no label set, a float target, a correlation as the metric;
 * how labels become a tensor for a batch (:meth:`TaskKind.label_tensor`), how the model is
   built from the ``model`` settings (:meth:`TaskKind.build_model`), how predicted ids become
   labels (:meth:`TaskKind.decode`) and how a prediction is written (:meth:`TaskKind.tsv_line`,
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional, Sequence, Tuple, cast
 
+import numpy as np
 import torch
 
 from .datasets import Example
@@ -39,6 +43,7 @@ class TaskKind:
     metrics: Tuple[str, ...] = ("accuracy",)
     token_labels: bool = False
     pair: bool = False
+    graded: bool = False
 
     def label_set(self, examples: Sequence[Example]) -> List[str]:
         """The sorted labels seen in ``examples``."""
@@ -65,6 +70,10 @@ class TaskKind:
         :class:`~elmo.tasks.experiment_config.ModelSettings` of the ``model`` block)."""
         raise NotImplementedError
 
+    def fit_targets(self, model, train: Sequence[Example]) -> None:
+        """Set what ``model`` needs to know of the training targets before training (a graded
+        kind's mean and standard deviation); nothing for classes and tags."""
+
     def tsv_line(self, text, tokens: List[str], label) -> str:
         """One prediction as a TSV line (``elmo predict --format tsv``)."""
         return f"{text}\t{label}"
@@ -83,7 +92,7 @@ class TaggingKind(TaskKind):
     token_labels = True
 
     def label_set(self, examples: Sequence[Example]) -> List[str]:
-        return sorted({t for ex in examples for t in ex.label})
+        return sorted({t for ex in examples for t in cast(List[str], ex.label)})
 
     def label_tensor(self, examples, label_index, shape):
         """(B, T) tag ids, 0 where masked; an unknown tag gets id 0 (it still counts as an
@@ -142,9 +151,65 @@ class PairKind(TaskKind):
                 "tokens_read_a": read[0], "tokens_read_b": read[1]}
 
 
+class GradedKind(TaskKind):
+    """What the graded kinds share: an example's label is a float target (no label set), the
+    model predicts a float in the targets' units, scored by correlation (Pearson's r first)."""
+
+    metrics = ("pearson", "spearman")
+    graded = True
+
+    def label_set(self, examples: Sequence[Example]) -> List[str]:
+        return []     # no classes: nothing to index, to miss in training, or to warn about
+
+    def label_tensor(self, examples, label_index, shape):
+        """(B,) float32 targets (NaN for an unlabelled example to predict)."""
+        return torch.tensor([float(cast(float, ex.label)) for ex in examples], dtype=torch.float32)
+
+    def unlabelled(self, tokens, tokens_b=None):
+        return Example(tokens, float("nan"), tokens_b)
+
+    def decode(self, pred, labels):
+        return float(pred)      # (the model's number, already in the targets' units)
+
+    def fit_targets(self, model, train):
+        model.set_target_scale(*target_scale(train))
+
+
+def target_scale(examples: Sequence[Example]) -> Tuple[float, float]:
+    """(mean, population standard deviation) of graded examples' targets, in float64; a
+    constant set gets std 1 (nothing to scale; load_task refuses one for training)."""
+    values = np.asarray([cast(float, ex.label) for ex in examples], dtype=np.float64)
+    std = float(values.std()) if len(values) else 0.0
+    return (float(values.mean()) if len(values) else 0.0), (std if std > 0 else 1.0)
+
+
+class RegressionKind(GradedKind, ClassificationKind):
+    """One number per text (:class:`~elmo.tasks.models.SentenceRegressor`)."""
+
+    name = "regression"
+
+    def build_model(self, encoder, n_labels, settings, lam):
+        from .models import SentenceRegressor
+        return SentenceRegressor(encoder, pooling=settings.pooling, hidden=settings.classifier_hidden,
+                                 dropout=settings.dropout, lam=lam)
+
+
+class PairRegressionKind(GradedKind, PairKind):
+    """One number per pair of texts, e.g. their similarity (STS-B)
+    (:class:`~elmo.tasks.models.PairRegressor`)."""
+
+    name = "pair_regression"
+
+    def build_model(self, encoder, n_labels, settings, lam):
+        from .models import PairRegressor
+        return PairRegressor(encoder, hidden=settings.classifier_hidden, dropout=settings.dropout,
+                             lam=lam)
+
+
 #: The task kinds by name (the order is the one error messages list them in).
 TASK_KINDS: Dict[str, TaskKind] = {k.name: k for k in (TaggingKind(), ClassificationKind(),
-                                                       PairKind())}
+                                                       PairKind(), RegressionKind(),
+                                                       PairRegressionKind())}
 
 
 def task_kind(name: str) -> TaskKind:

@@ -1,4 +1,5 @@
-"""Task metrics: accuracy, and entity-span F1 for BIO tags.
+"""Task metrics: accuracy, entity-span F1 for BIO tags, and Pearson / Spearman correlation
+for graded (regression) tasks.
 
 Span F1 follows the CoNLL evaluation script (``conlleval``), which is also what ``seqeval``
 computes in its default mode:
@@ -9,10 +10,17 @@ computes in its default mode:
 * a predicted span counts as correct only when its type, start and end all equal a gold span.
 
 Precision, recall and F1 are micro-averaged over all spans of all sentences.
+
+The correlations wrap :mod:`elmo.correlation` (float64; Spearman with average ranks for
+ties). Either is NaN where undefined (fewer than two items, a constant side, or a prediction
+that is not finite); :func:`correlation_undefined` says why, for the log and the results.
 """
 from __future__ import annotations
 
-from typing import Dict, Sequence, Set, Tuple
+import math
+from typing import Dict, Optional, Sequence, Set, Tuple
+
+from .. import correlation
 
 Span = Tuple[str, int, int]          # (type, start, end) with end exclusive
 
@@ -97,5 +105,33 @@ def span_f1(gold: Sequence[Sequence[str]], predicted: Sequence[Sequence[str]]) -
     return span_prf(gold, predicted)["f1"]
 
 
+#: The metrics of graded tasks: gold and predicted values are numbers, not labels.
+CORRELATIONS = ("pearson", "spearman")
+
+
+def correlation_undefined(gold: Sequence[float], predicted: Sequence[float]) -> Optional[str]:
+    """Why a correlation of ``gold`` and ``predicted`` is undefined (NaN), or None."""
+    if len(gold) != len(predicted):
+        raise ValueError(f"{len(gold)} gold values but {len(predicted)} predictions")
+    if not all(math.isfinite(v) for v in predicted):
+        return "a prediction is not finite (NaN or inf)"
+    return correlation.undefined_reason(gold, predicted)
+
+
+def pearson(gold: Sequence[float], predicted: Sequence[float]) -> float:
+    """Pearson's r of gold and predicted values; NaN where :func:`correlation_undefined`."""
+    if correlation_undefined(gold, predicted):
+        return float("nan")
+    return correlation.pearson(gold, predicted)
+
+
+def spearman(gold: Sequence[float], predicted: Sequence[float]) -> float:
+    """Spearman's rho (average ranks for ties); NaN where :func:`correlation_undefined`."""
+    if correlation_undefined(gold, predicted):
+        return float("nan")
+    return correlation.spearman(gold, predicted)
+
+
 #: Metric name -> function of (gold, predicted) for each task kind's outputs.
-METRICS = {"accuracy": accuracy, "token_accuracy": token_accuracy, "span_f1": span_f1}
+METRICS = {"accuracy": accuracy, "token_accuracy": token_accuracy, "span_f1": span_f1,
+           "pearson": pearson, "spearman": spearman}

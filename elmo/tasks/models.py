@@ -1,11 +1,13 @@
-"""The task models: a sequence tagger, a sentence classifier and an ESIM-style pair classifier.
+"""The task models: a sequence tagger, a sentence classifier, an ESIM-style pair classifier,
+and their one-output regression variants for graded tasks.
 
 Each takes :class:`~elmo.tasks.batching.Batch` objects and has
 
 * ``loss(batch)``: the training loss (mean over examples, plus the ELMo penalty);
-* ``predict(batch)``: class ids (B,) as a list, or one list of tag ids per sentence
-  (``predict_batch``); a model loaded with ``TaskModel.load(folder)`` also takes texts and
-  returns labels (see :mod:`.saved`).
+* ``predict(batch)``: class ids (B,) as a list, one list of tag ids per sentence, or
+  (regression) one float per example in the targets' units (``predict_batch``); a model
+  loaded with ``TaskModel.load(folder)`` also takes texts and returns labels (see
+  :mod:`.saved`).
 
 Where ELMo goes (``elmo.positions``), following the paper:
 
@@ -281,3 +283,56 @@ class PairClassifier(Classifier):
         va = self.compose(self.dropout(ma), ta.mask)
         vb = self.compose(self.dropout(mb), tb.mask)
         return self.classify(torch.cat([self._pool(va, ta.mask), self._pool(vb, tb.mask)], dim=-1))
+
+
+class Regressor(Classifier):
+    """A graded task's model: a classifier's network with one output, the standardised
+    target. The loss is the mean squared error against (target - mean) / std, with the mean
+    and std of the training targets (buffers: saved and loaded with the weights), and a
+    prediction is output * std + mean, in the targets' units. Subclasses list this class
+    first, before the classifier whose network they reuse."""
+
+    target_mean: torch.Tensor
+    target_std: torch.Tensor
+
+    def _scale_buffers(self) -> None:
+        self.register_buffer("target_mean", torch.zeros(()))
+        self.register_buffer("target_std", torch.ones(()))
+
+    def set_target_scale(self, mean: float, std: float) -> None:
+        """Standardise targets with the training split's ``mean`` and ``std`` (std > 0)."""
+        if not std > 0:
+            raise ValueError(f"the targets' standard deviation must be positive, got {std}")
+        self.target_mean.fill_(mean)
+        self.target_std.fill_(std)
+
+    def loss(self, batch: Batch) -> torch.Tensor:
+        target = (batch.labels - self.target_mean) / self.target_std         # (B,)
+        out = self.logits(batch).squeeze(-1)                                  # (B,)
+        return nn.functional.mse_loss(out, target) + self.encoder.penalty(self.lam)
+
+    @torch.no_grad()
+    def predict_batch(self, batch: Batch) -> list:
+        """(B,) float predictions in the targets' units, each the shortest decimal of its float32
+        value: what ``elmo predict`` writes is what evaluation scored (0.25, not 0.2500000037)."""
+        out = (self.logits(batch).squeeze(-1) * self.target_std + self.target_mean).float()
+        return [float(str(v)) for v in out.cpu().numpy()]
+
+
+class SentenceRegressor(Regressor, SentenceClassifier):
+    """:class:`SentenceClassifier`'s network with one output (see :class:`Regressor`)."""
+
+    def __init__(self, encoder: Encoder, pooling: str = "max", hidden: int = 100,
+                 dropout: float = 0.5, lam: float = 0.0):
+        SentenceClassifier.__init__(self, encoder, 1, pooling=pooling, hidden=hidden,
+                                    dropout=dropout, lam=lam)
+        self._scale_buffers()
+
+
+class PairRegressor(Regressor, PairClassifier):
+    """:class:`PairClassifier`'s ESIM network with one output (see :class:`Regressor`)."""
+
+    def __init__(self, encoder: Encoder, hidden: int = 100, dropout: float = 0.5,
+                 lam: float = 0.0):
+        PairClassifier.__init__(self, encoder, 1, hidden=hidden, dropout=dropout, lam=lam)
+        self._scale_buffers()

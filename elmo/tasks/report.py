@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import statistics
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..io import atomic_commit, atomic_target, atomic_write_text, writing
 from ..redact import redact_url
@@ -20,7 +20,8 @@ from ..training.adaptation import trained_text
 from .paired import sample_std
 
 METRIC_NAMES = {"token_accuracy": "token accuracy %", "span_f1": "span F1 %",
-                "accuracy": "accuracy %"}
+                "accuracy": "accuracy %", "pearson": "Pearson r ×100",
+                "spearman": "Spearman ρ ×100"}
 
 
 def _num(x) -> Optional[float]:
@@ -124,6 +125,34 @@ def bilm_lines(bilms: Dict[str, dict]) -> List[str]:
     return lines
 
 
+def _means_table(results: dict, key: str, column: str, title: str,
+                 shown: Callable[[str], str] = str) -> List[str]:
+    """A table of the summary rows' ``key`` (name -> test mean), one line per task, variant
+    and name (``shown`` as ``column``); nothing when no row has one."""
+    rows = [row for row in results.get("summary", []) if row.get(key)]
+    if not rows:
+        return []
+    out = ["", title, "", f"| task | variant | {column} | test mean |", "|---|---|---|---|"]
+    for row in rows:
+        for name, mean in row[key].items():
+            out.append(f"| {row['task']} | {row['variant']} | {shown(name)} | {pm(mean, None)} |")
+    return out
+
+
+def _graded_lines(results: dict) -> List[str]:
+    """A graded task's other correlation on test (each row's own task, never averaged with
+    its metric or another task), and the runs whose test correlation is undefined, with why."""
+    out = _means_table(results, "other_metrics_mean", "metric",
+                       "Graded tasks' other correlation on test, mean over seeds:",
+                       lambda name: METRIC_NAMES.get(name, name))
+    undefined = [r for r in results.get("runs", []) if r.get("undefined")]
+    if undefined:
+        out += ["", "Runs whose test correlation is undefined (n/a above):", ""]
+        out += [f"* {r['task']} / {r['variant']} / seed {r['seed']}: {r['undefined']}"
+                for r in undefined]
+    return out
+
+
 def markdown(results: dict) -> str:
     """``results.md`` of an experiment's results. A URL's password in it (a biLM spec or a
     command of results recorded before logins were refused) is shown as ``***``."""
@@ -156,13 +185,9 @@ def _markdown(results: dict) -> str:
                    f"{gain(row) if e else '-'} | "
                    f"{interval(row) if e else '-'} | {pm(row.get('gain_t'), None) if e else '-'} | "
                    f"{pm(row['dev_mean'], None)} | {row['seconds']:.0f} |")
-    extra = [row for row in results.get("summary", []) if row.get("extra_tests_mean")]
-    if extra:
-        out += ["", "Further test sets (each task's other `files`), test mean over seeds:", "",
-                "| task | variant | test set | test mean |", "|---|---|---|---|"]
-        for row in extra:
-            for name, mean in row["extra_tests_mean"].items():
-                out.append(f"| {row['task']} | {row['variant']} | {name} | {pm(mean, None)} |")
+    out += _graded_lines(results)
+    out += _means_table(results, "extra_tests_mean", "test set",
+                        "Further test sets (each task's other `files`), test mean over seeds:")
     cache = results.get("bilm_cache_seconds") or {}
     if cache:
         out += ["", "The frozen biLMs' layers were computed once per sentence and shared by all "
@@ -191,7 +216,8 @@ def _markdown(results: dict) -> str:
         for task, d in data.items():
             s = d["sizes"]
             emb = d.get("embeddings", {})
-            out.append(f"| {task} | {s['train']} | {s['dev']} | {s['test']} | {d['labels']} | "
+            labels = d["labels"] if not d.get("targets") else "numeric"
+            out.append(f"| {task} | {s['train']} | {s['dev']} | {s['test']} | {labels} | "
                        f"{emb.get('vectors', '')} |")
         own = {t: d["source"] for t, d in data.items()
                if isinstance(d.get("source"), dict) and d["source"].get("files")

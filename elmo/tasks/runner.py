@@ -50,7 +50,7 @@ import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Protocol, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Protocol, Sequence, Tuple, cast
 
 import torch
 
@@ -65,7 +65,7 @@ from .models import Encoder, TaskModel
 from .paired import paired_difference, sample_std
 from .report import write_reports
 from .experiment_config import ExperimentConfig, ModelSettings, Variant, check_bilm_logins
-from .train_loop import FitConfig, fit, score
+from .train_loop import FitConfig, fit, predict, score
 from ..config import ConfigError
 from ..io import (atomic_write_text, check_output_dir, no_empty_folder_on_failure, output_lock, read_json,
                   read_toml)
@@ -469,6 +469,7 @@ def run_one(prep: PreparedTask, variant: Variant, seed: int, cfg: ExperimentConf
         lam = e.lam
     torch.manual_seed(seed)
     model = build_model(data, prep.embeddings, prep.settings, elmo_features, lam)
+    task_kind(data.kind).fit_targets(model, data.splits["train"])   # (a graded task's scale)
     device = resolve_device(cfg.device or "cpu", what="device")   # "auto" too, as the check allows
     model.to(device)
     label_index = {label: i for i, label in enumerate(data.labels)}
@@ -481,7 +482,8 @@ def run_one(prep: PreparedTask, variant: Variant, seed: int, cfg: ExperimentConf
     result = fit(model, data.splits["train"], data.splits["dev"], make, data.metric, data.labels,
                  prep.train, seed, log, early_stopping=bool(data.splits["dev"])
                  or not str(data.source.get("dev", "")).startswith("none"))
-    test = score(model, data.splits["test"], make, data.metric, data.labels)
+    test_metrics = _test_metrics(model, data, make, log)
+    test = test_metrics.pop(data.metric)
     # further test sets named in the task's files, scored by the same model
     extra = {k: score(model, data.splits[k], make, data.metric, data.labels)
              for k in data.splits if k not in ("train", "dev", "test")}
@@ -500,6 +502,7 @@ def run_one(prep: PreparedTask, variant: Variant, seed: int, cfg: ExperimentConf
     }
     if extra:
         record["extra_tests"] = extra
+    record.update(test_metrics)
     if save_to is not None:
         from .saved import save
         save(save_to, model, kind=data.kind, metric=data.metric, labels=data.labels,
@@ -513,6 +516,30 @@ def run_one(prep: PreparedTask, variant: Variant, seed: int, cfg: ExperimentConf
                      "best_epoch": result["best_epoch"], "data": data.source})
         record["saved_model"] = str(save_to)
     return record
+
+
+def _test_metrics(model: TaskModel, data: TaskData, make, log: Callable[[str], None]) -> dict:
+    """The task metric on test (``{data.metric: value}``); a graded task's record also gets
+    ``other_metrics`` (its kind's other correlation on test) and, where the test correlation
+    is undefined (NaN), ``undefined``: why, which is logged too."""
+    kind = task_kind(data.kind)
+    if not kind.graded:
+        return {data.metric: score(model, data.splits["test"], make, data.metric, data.labels)}
+    from .metrics import METRICS, correlation_undefined
+    examples = data.splits["test"]
+    if not examples:
+        return {data.metric: float("nan")}
+    gold = [cast(float, ex.label) for ex in examples]        # (graded: numbers, see kinds)
+    pred = predict(model, examples, make)
+    # in percent, as score() gives the metric
+    out: Dict[str, Any] = {data.metric: 100.0 * METRICS[data.metric](gold, pred),
+                           "other_metrics": {m: 100.0 * METRICS[m](gold, pred)
+                                             for m in kind.metrics if m != data.metric}}
+    why = correlation_undefined(gold, pred)
+    if why:
+        out["undefined"] = why
+        log(f"{data.name}: the test correlation is undefined (NaN): {why}")
+    return out
 
 
 # ----------------------------------------------------------------------------- summary
@@ -569,6 +596,11 @@ def summarise(runs: List[dict], cfg: ExperimentConfig) -> List[dict]:
                    "dev_mean": _stats([r["dev"] for r in rs])["mean"],
                    "seconds": sum(r["seconds"] for r in rs)}
             extra = sorted({k for r in rs for k in r.get("extra_tests", {})})
+            others = sorted({k for r in rs for k in r.get("other_metrics", {})})
+            if others:     # a graded task's other correlation, never mixed with its metric
+                row["other_metrics_mean"] = {k: _stats([r["other_metrics"][k] for r in rs
+                                                        if k in r.get("other_metrics", {})])["mean"]
+                                             for k in others}
             if extra:
                 row["extra_tests_mean"] = {k: _stats([r["extra_tests"][k] for r in rs
                                                       if k in r.get("extra_tests", {})])["mean"]
@@ -602,7 +634,7 @@ def plan(cfg: ExperimentConfig, only_variants: Optional[Sequence[str]] = None) -
     lines = []
     for spec in cfg.tasks:
         data = load_task(spec)
-        lines.append(f"{data.name} ({data.metric}): {data.sizes()} examples, {len(data.labels)} labels")
+        lines.append(f"{data.name} ({data.metric}): {data.sizes()} examples, {data.describe_labels()}")
         for line in (data.describe_unseen(), data.describe_in_train()):
             if line:
                 lines.append(line)
@@ -863,12 +895,14 @@ def _run_all(cfg: ExperimentConfig, results: dict, results_path: Path, done: Lis
     pool.check(variants, cfg)
     for spec, prep in zip(cfg.tasks, preps):
         name = prep.data.name
+        targets = prep.data.targets()      # (a graded task's, instead of its 0 labels)
         results["data"][name] = {"sizes": prep.data.sizes(), "labels": len(prep.data.labels),
+                                 **({"targets": targets} if targets else {}),
                                  "source": prep.data.source, "embeddings": prep.embedding_info,
                                  "model": prep.settings.to_dict(), "train": asdict(prep.train),
                                  "unseen_labels": prep.data.unseen_labels(),
                                  "in_train": prep.data.in_train()}
-        log(f"{name}: {prep.data.sizes()} examples, {len(prep.data.labels)} labels")
+        log(f"{name}: {prep.data.sizes()} examples, {prep.data.describe_labels()}")
         # (a test label no training example has was not said; nor a dev or test file that is
         # the training file)
         for line in (prep.data.describe_unseen(), prep.data.describe_in_train()):

@@ -3,7 +3,9 @@
 A saved task model is a folder::
 
     model.safetensors   the task model's weights (without a frozen biLM's: see config.json)
-    vocab.json          the word vocabulary (id order), labels.json the label set (id order)
+    vocab.json          the word vocabulary (id order), labels.json the label set (id order;
+                        empty for a graded kind, whose config.json records the training
+                        targets' mean and std in ``target``, also saved with the weights)
     config.json         kind, metric, model and ELMo settings, how text is tokenized and
                         how many tokens of a text are kept (max_tokens, max_tokens_b), and the
                         biLM reference: its spec (a bundled name, a path or a URL) with the
@@ -16,7 +18,7 @@ A saved task model is a folder::
     model = TaskModel.load("experiments/results/my-pos/models/my-pos/elmo/seed-1")
     model.predict([["The", "dog", "barked", "."], "A raw sentence, split like the training data."])
     # tagging: one tag list per text; classification: one label per text;
-    # pair: texts are (text_a, text_b) pairs
+    # pair: texts are (text_a, text_b) pairs; regression: one number per text
 
 Predictions are computed as at evaluation: the same batches, and a frozen biLM's layers
 rounded to float16 as the experiment's layer cache stores them, so a saved model scores a
@@ -115,6 +117,9 @@ def save(folder: Union[str, Path], model, *, kind: str, metric: str, labels: Seq
             "layer_cache": "float16" if (frozen and layer_cache) else None},
         "trained": record or {},
     }
+    from .kinds import task_kind
+    if task_kind(kind).graded:     # (the model's own buffers: what its predictions unscale by)
+        config["target"] = {"mean": float(model.target_mean), "std": float(model.target_std)}
     with writing(folder, "task model"), atomic_folder(folder) as tmp:
         write_safetensors(state, tmp / "model.safetensors")
         (tmp / "vocab.json").write_text(json.dumps(vocab.itos, ensure_ascii=False) + "\n", encoding="utf-8")
@@ -295,9 +300,13 @@ def load(folder: Union[str, Path], bilm: Optional[str] = None, device=None,
     if vocab.itos != itos or len(itos) != cfg["vocab_size"]:
         raise TaskModelError(f"{folder / 'vocab.json'}: not the vocabulary of config.json "
                              f"({len(itos)} words, config.json says {cfg['vocab_size']})")
-    if not isinstance(labels, list) or not labels or not all(isinstance(x, str) for x in labels) \
-            or len(set(labels)) != len(labels):
-        raise TaskModelError(f"{folder / 'labels.json'}: not a list of distinct label strings")
+    from .kinds import task_kind
+    graded = task_kind(cfg["kind"]).graded
+    if not isinstance(labels, list) or not (labels or graded) or (labels and graded) \
+            or not all(isinstance(x, str) for x in labels) or len(set(labels)) != len(labels):
+        raise TaskModelError(f"{folder / 'labels.json'}: not "
+                             + ("[], a graded model's (it has no classes)" if graded else
+                                "a list of distinct label strings"))
     e = cfg["elmo"]
     elmo_features, lam = None, 0.0
     if e is None and bilm is not None:   # (it was ignored without a word)
@@ -348,11 +357,24 @@ def load(folder: Union[str, Path], bilm: Optional[str] = None, device=None,
     if missing or unexpected:
         raise TaskModelError(f"{weights}: does not fit config.json "
                              f"(missing {missing[:3]}, unexpected {unexpected[:3]})")
+    if graded:
+        _check_target_record(cfg, cfg_path, model)
     if device is not None:
         model.to(device)
     model.eval()
     model.saved = SavedInfo(folder, cfg, vocab, labels, _load_glove(cfg, cfg_path, glove))
     return model
+
+
+def _check_target_record(cfg: dict, cfg_path: Path, model) -> None:
+    """A graded model's config.json ``target`` is the mean and std saved with its weights
+    (the ones its predictions are unscaled by): an edited one would be a silent lie."""
+    rec = cfg.get("target")
+    saved = {"mean": float(model.target_mean), "std": float(model.target_std)}
+    if rec != saved:
+        raise TaskModelError(f"{cfg_path}: 'target' is {rec!r}, but the weights hold the "
+                             f"training targets' mean and std {saved}: the folder's files do "
+                             f"not belong together")
 
 
 #: How to use a saved model without its GloVe, said where the GloVe cannot be read.

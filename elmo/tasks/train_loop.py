@@ -17,7 +17,7 @@ import torch
 from ..jobconfig import build, check_numbers
 from .batching import Batch
 from .datasets import Example
-from .metrics import METRICS
+from .metrics import CORRELATIONS, METRICS
 from .models import TaskModel
 
 
@@ -85,12 +85,14 @@ def predict(model: TaskModel, examples: Sequence[Example], make: BatchMaker,
 def score(model: TaskModel, examples: Sequence[Example], make: BatchMaker, metric: str,
           labels: Sequence[str], batch_size: int = 64) -> float:
     """The task metric (see :mod:`.metrics`) of the model's predictions on examples, in
-    percent."""
+    percent (a correlation times 100, as GLUE reports STS-B's)."""
     if not examples:
         return float("nan")
     pred = predict(model, examples, make, batch_size)
     if metric in ("token_accuracy", "span_f1"):            # one tag id list per sentence
         guess = [[labels[i] for i in p] for p in pred]
+    elif metric in CORRELATIONS:                           # numbers already
+        guess = pred
     else:
         guess = [labels[i] for i in pred]
     return 100.0 * METRICS[metric]([ex.label for ex in examples], guess)
