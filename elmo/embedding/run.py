@@ -23,6 +23,7 @@ import json
 import os
 import sys
 import time
+import warnings
 from contextlib import contextmanager
 from dataclasses import fields, replace
 from pathlib import Path
@@ -39,11 +40,12 @@ from .config import EmbedConfig
 from .embedder import Embedder, output_dtype
 from .layers import LayerSelection
 from .output import (NonFiniteOutput, SegmentWriter, SettingsMismatch, differing_settings, merge_segments,
-                     output_complete, parts_dir, recorded_model_digests, remove_parts, same_settings,
+                     output_complete, parts_dir, recorded_model_digests, recorded_settings, remove_parts, same_settings,
                      segment_done, segment_path, segment_ready, value_settings)
 from .reader import index_input, indexed_sentences, read_segment, read_sentences, split_tokens
 from ..runtime import launch_env
 from ..shell import shell_join
+from .. import tokenize as tokenizer
 from ..tokenize import get_tokenizer
 
 FORMAT_VERSION = 1
@@ -93,6 +95,24 @@ def _digest_to_record(bilm: BiLM, output_path: Path, overwrite: bool) -> str:
         return digest
     legacy = model_digest(bilm, LEGACY_DIGEST_STRIDE)
     return legacy if legacy in recorded else digest
+
+
+def _revision_to_record(output_path: Path, tokenize: Union[bool, str], overwrite: bool, rank: int) -> Optional[int]:
+    """The tokenizer revision of this run (:data:`elmo.tokenize.TOKENIZER_REVISION`), for the
+    English tokenizer only (None: none recorded). OUTPUT or its segments written with it before
+    revisions were recorded keep none, with one warning: their tokens are of an unknown
+    revision, and every such output was refused if a resume required one."""
+    if tokenize is not True:
+        return None
+    if not overwrite and any(r.get("tokenize") is True and "tokenizer_revision" not in r
+                             for r in recorded_settings(output_path)):
+        if rank == 0:
+            warnings.warn(f"{output_path} was begun before the tokenizer revision was recorded: resuming "
+                          f"it, though its earlier lines may be split otherwise than this version's "
+                          f"--tokenize en splits them (revision {tokenizer.TOKENIZER_REVISION}); pass --overwrite "
+                          f"to embed every line again", stacklevel=2)
+        return None
+    return tokenizer.TOKENIZER_REVISION
 
 
 def embed_file(input_path: Union[str, Path], output_path: Union[str, Path],
@@ -284,6 +304,9 @@ def _embed_and_merge(embedder: Embedder, index, selection: LayerSelection, input
         "tokenize": tokenize, "errors": errors, "sentence_keys": cfg.sentence_keys,
         "forget_sentences": cfg.forget_sentences, "segment_lines": index.segment_lines,
     }
+    revision = _revision_to_record(output_path, tokenize, overwrite, rank)
+    if revision is not None:   # (not with another tokenizer: what tokenize-off runs recorded is unchanged)
+        settings["tokenizer_revision"] = revision
     settings = value_settings(settings)   # (a stateful run records no sort_by_length)
     settings_json = json.dumps(settings, sort_keys=True)
 
