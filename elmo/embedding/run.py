@@ -97,7 +97,7 @@ def _digest_to_record(bilm: BiLM, output_path: Path, overwrite: bool) -> str:
     return legacy if legacy in recorded else digest
 
 
-def _revision_to_record(output_path: Path, tokenize: Union[bool, str], overwrite: bool, rank: int) -> Optional[int]:
+def _revision_to_record(output_path: Path, tokenize: Union[bool, str, None], overwrite: bool, rank: int) -> Optional[int]:
     """The tokenizer revision of this run (:data:`elmo.tokenize.TOKENIZER_REVISION`), for the
     English tokenizer only (None: none recorded). OUTPUT or its segments written with it before
     revisions were recorded keep none, with one warning: their tokens are of an unknown

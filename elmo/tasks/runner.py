@@ -273,7 +273,7 @@ def _whole_number_labels(spec: dict, checksums: Dict[str, Optional[str]]) -> boo
     from .files import TaskDataError, check_format
     name = spec.get("task")
     preset = TASKS.get(name) if isinstance(name, str) else None
-    kind, fmt = (preset.kind, preset.format) if preset else (name, spec.get("format"))
+    kind, fmt = (preset.kind, preset.format) if preset else (str(name), spec.get("format"))
     try:
         if (preset and preset.label_map) or task_kind(kind).token_labels:   # (tags: kept as written)
             return False
