@@ -287,6 +287,26 @@ def _embed_file_locked(input_path: Path, output_path: Path, model, selection: La
             model.to(home)
 
 
+def _run_settings(embedder: Embedder, index, selection: LayerSelection, output_path: Path,
+                  cfg: EmbedConfig, rank: int) -> Dict[str, Any]:
+    """What this run records and compares (:func:`~elmo.embedding.output.value_settings`):
+    everything that determines the vectors under the run's mode."""
+    bilm, cache = embedder.bilm, (cfg.cache_min_count, cfg.cache_max_words, cfg.cache_sample_lines)
+    settings = {
+        "format": FORMAT_VERSION, "input_digest": index.digest, "input_lines": index.n_lines,
+        "model_digest": _digest_to_record(bilm, output_path, cfg.overwrite), "layers": str(selection),
+        "gamma": selection.gamma, "dtype": cfg.dtype, "stateful": bool(bilm.stateful),
+        "batch_size": embedder.batch_size, "max_tokens": embedder.max_tokens, "overlap": embedder.overlap,
+        "sort_by_length": embedder.sort_by_length, "token_cache": list(cache) if cfg.token_cache else None,
+        "tokenize": cfg.tokenize, "errors": cfg.errors, "sentence_keys": cfg.sentence_keys,
+        "forget_sentences": cfg.forget_sentences, "segment_lines": index.segment_lines,
+    }
+    revision = _revision_to_record(output_path, cfg.tokenize, cfg.overwrite, rank)
+    if revision is not None:   # (not with another tokenizer: what tokenize-off runs recorded is unchanged)
+        settings["tokenizer_revision"] = revision
+    return value_settings(settings)   # (a stateful run records no sort_by_length)
+
+
 def _embed_and_merge(embedder: Embedder, index, selection: LayerSelection, input_path: Path,
                      output_path: Path, cfg: EmbedConfig, *, rank: int, world_size: int,
                      command_line: Optional[str], marks_before: Optional[Dict[int, Any]] = None) -> Optional[Path]:
@@ -295,19 +315,7 @@ def _embed_and_merge(embedder: Embedder, index, selection: LayerSelection, input
     dtype, tokenize, errors, overwrite, progress = cfg.dtype, cfg.tokenize, cfg.errors, cfg.overwrite, cfg.progress
     token_cache, cache = cfg.token_cache, (cfg.cache_min_count, cfg.cache_max_words, cfg.cache_sample_lines)
     selection.check(bilm.num_layers)
-    settings = {
-        "format": FORMAT_VERSION, "input_digest": index.digest, "input_lines": index.n_lines,
-        "model_digest": _digest_to_record(bilm, output_path, overwrite), "layers": str(selection), "gamma": selection.gamma,
-        "dtype": dtype, "stateful": bool(bilm.stateful), "batch_size": embedder.batch_size,
-        "max_tokens": embedder.max_tokens, "overlap": embedder.overlap,
-        "sort_by_length": embedder.sort_by_length, "token_cache": list(cache) if token_cache else None,
-        "tokenize": tokenize, "errors": errors, "sentence_keys": cfg.sentence_keys,
-        "forget_sentences": cfg.forget_sentences, "segment_lines": index.segment_lines,
-    }
-    revision = _revision_to_record(output_path, tokenize, overwrite, rank)
-    if revision is not None:   # (not with another tokenizer: what tokenize-off runs recorded is unchanged)
-        settings["tokenizer_revision"] = revision
-    settings = value_settings(settings)   # (a stateful run records no sort_by_length)
+    settings = _run_settings(embedder, index, selection, output_path, cfg, rank)
     settings_json = json.dumps(settings, sort_keys=True)
 
     if not overwrite and output_complete(output_path, settings):
