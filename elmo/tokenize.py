@@ -50,6 +50,11 @@ from typing import Iterable, Iterator, List, Sequence, Tuple, cast
 #: Outputs written before revisions were recorded record none: any of revisions 1 to 5.
 TOKENIZER_REVISION = 5
 
+
+class TokenizerRevisionWarning(UserWarning):
+    """What is resumed or loaded was tokenized by another (or an unrecorded) revision of
+    :func:`tokenize` (:data:`TOKENIZER_REVISION`); the command line shows it as one line."""
+
 #: Characters mapped before tokenization: curly quotes and apostrophes, odd spaces.
 CHAR_MAP = str.maketrans({
     "\u201c": '"', "\u201d": '"', "\u201e": '"', "\u00ab": '"', "\u00bb": '"',

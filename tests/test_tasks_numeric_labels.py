@@ -88,3 +88,27 @@ def test_resume_trains_again_only_the_runs_whose_labels_canonicalisation_changed
     fresh = {"task": "floats", "variant": "baseline", "seed": 1, "elmo": None,
              "fingerprint": run_fingerprint(cfg, cfg["tasks"][0], cfg.variants[0])}
     assert reusable_runs(cfg, {**old, "runs": [fresh]}, BiLMChecksums())[0] == [fresh]   # recorded now: kept
+
+
+def test_a_built_in_tasks_own_data_dir_with_whole_number_labels_counts_too(tmp_path):
+    """A built-in task read from your folder (data_dir) canonicalises its labels as your files
+    do: there too a "1.0" in the data gets the fingerprint key; names keep it out, and a task
+    whose rule maps its labels (sentiment's ratings) never has it."""
+    from elmo.tasks.runner import _run_content
+    folders = {}
+    for name, labels in (("floats", ["1.0", "2.0"]), ("names", ["tech", "sport"])):
+        folder = folders[name] = tmp_path / name
+        folder.mkdir()
+        for split in ("train", "dev", "test"):
+            (folder / f"{split}.jsonl").write_text("".join(
+                f'{{"label": "{lab}", "title": ["a"], "sentences": [["b", "c"]]}}\n' for lab in labels))
+    ratings = tmp_path / "ratings"
+    ratings.mkdir()
+    for split in ("train", "dev", "test"):
+        (ratings / f"{split}.tsv").write_text("a\t1.0\tgood film\nb\t-2.0\tbad film\n")
+    cfg = normalise_config({"name": "x", "embeddings": {"random_dim": 4}, "variants": [{"name": "b"}],
+                            "tasks": [{"task": "topic", "name": "floats", "data_dir": str(folders["floats"])},
+                                      {"task": "topic", "name": "names", "data_dir": str(folders["names"])},
+                                      {"task": "sentiment5", "data_dir": str(ratings)}]})
+    has_key = ["whole_number_labels" in _run_content(cfg, spec, cfg.variants[0]) for spec in cfg["tasks"]]
+    assert has_key == [True, False, False]

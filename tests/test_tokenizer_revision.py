@@ -12,6 +12,7 @@ import h5py
 import pytest
 
 import elmo.tokenize
+from elmo.tokenize import TokenizerRevisionWarning
 from elmo import embed_file
 from elmo.embedding import SettingsMismatch
 from elmo.embedding.output import parts_dir
@@ -68,15 +69,26 @@ def test_embed_resume_of_an_output_begun_before_revisions_warns_and_goes_on(tmp_
     assert embed_file(inp, out, bilm, tokenize=True, rank=1, world_size=2, **KW) is None
     for segment in parts_dir(out).glob("segment-*.hdf5"):
         _drop_revision(segment)
-    with pytest.warns(UserWarning, match=r"out\.hdf5 was begun before the tokenizer revision was "
+    with pytest.warns(TokenizerRevisionWarning, match=r"out\.hdf5 was begun before the tokenizer revision was "
                                          r"recorded: resuming it.*--overwrite") as seen:
         assert embed_file(inp, out, bilm, tokenize=True, rank=0, world_size=2, wait_timeout=10, **KW) == out
     assert len(seen) == 1
     assert_same_datasets(out, reference)
     assert "tokenizer_revision" not in _settings(out)     # its revision stays unknown
     _drop_revision(reference)                             # a finished output of then: done
-    with pytest.warns(UserWarning, match="before the tokenizer revision was recorded"):
+    with pytest.warns(TokenizerRevisionWarning, match="before the tokenizer revision was recorded"):
         assert embed_file(inp, reference, bilm, tokenize=True, **KW) == reference
+
+
+def test_elmo_embed_says_so_in_one_line(tmp_path, inp, capsys):
+    from elmo.cli import main as cli_main
+    command = ["embed", str(inp), str(tmp_path / "o.hdf5"), "--model", "fixture", "--tokenize", "en", "--quiet"]
+    assert cli_main(command) == 0
+    _drop_revision(tmp_path / "o.hdf5")
+    capsys.readouterr()
+    assert cli_main(command) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith("elmo embed: warning: ") and "--overwrite" in err[0]
 
 
 def _config(tmp_path, tokenize: bool):
@@ -128,13 +140,13 @@ def test_a_saved_model_that_tokenizes_warns_at_load_under_another_revision(tmp_p
         load(tokenizes)
         load(plain)
     monkeypatch.setattr(elmo.tokenize, "TOKENIZER_REVISION", elmo.tokenize.TOKENIZER_REVISION + 1)
-    with pytest.warns(UserWarning, match=r"tok/config\.json: this model was trained on texts split by "
+    with pytest.warns(TokenizerRevisionWarning, match=r"tok/config\.json: this model was trained on texts split by "
                                          r"tokenizer revision \d+; predict splits texts with revision"):
         load(tokenizes)
     config = json.loads((tokenizes / "config.json").read_text())
     del config["tokenizer_revision"]                       # saved before revisions were recorded
     (tokenizes / "config.json").write_text(json.dumps(config))
-    with pytest.warns(UserWarning, match="an unrecorded revision"):
+    with pytest.warns(TokenizerRevisionWarning, match="an unrecorded revision"):
         load(tokenizes)
     with warnings.catch_warnings():
         warnings.simplefilter("error")

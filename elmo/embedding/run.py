@@ -110,7 +110,7 @@ def _revision_to_record(output_path: Path, tokenize: Union[bool, str, None], ove
             warnings.warn(f"{output_path} was begun before the tokenizer revision was recorded: resuming "
                           f"it, though its earlier lines may be split otherwise than this version's "
                           f"--tokenize en splits them (revision {tokenizer.TOKENIZER_REVISION}); pass --overwrite "
-                          f"to embed every line again", stacklevel=2)
+                          f"to embed every line again", tokenizer.TokenizerRevisionWarning, stacklevel=2)
         return None
     return tokenizer.TOKENIZER_REVISION
 

@@ -255,7 +255,7 @@ def _warn_other_tokenizer(cfg: dict, cfg_path: Path) -> None:
         warnings.warn(f"{cfg_path}: this model was trained on texts split by tokenizer {which}; "
                       f"predict splits texts with revision {now}, which splits some of them "
                       f"otherwise (its predictions there may be worse): train it again to match",
-                      stacklevel=3)
+                      tokenizer.TokenizerRevisionWarning, stacklevel=3)
 
 
 def _read_weights(path: Path) -> dict:
