@@ -49,18 +49,21 @@ def build_parser() -> argparse.ArgumentParser:
 
 @contextmanager
 def _model_name_warnings_as_lines(command: str) -> Iterator[None]:
-    """Show a :class:`~elmo.ModelNameWarning` (a model name that is also a local folder) as
-    one ``elmo COMMAND: warning: ...`` line, not Python's two lines naming our source file.
+    """Show a :class:`~elmo.ModelNameWarning` (a model name that is also a local folder) or a
+    :class:`~elmo.tokenize.TokenizerRevisionWarning` (a resumed output or a loaded task model
+    of another tokenizer revision) as one ``elmo COMMAND: warning: ...`` line, not Python's two
+    lines naming our source file.
     Every warning's URLs are shown without their password (:func:`~elmo.redact.redact_url`)."""
     import warnings
 
     from . import ModelNameWarning
+    from .tokenize import TokenizerRevisionWarning
     shown = warnings.showwarning
 
     def show(message, category, filename, lineno, file=None, line=None):
         from .redact import redact_url
         # (a URL a warning names may hold a login: its password is not shown)
-        if issubclass(category, ModelNameWarning):
+        if issubclass(category, (ModelNameWarning, TokenizerRevisionWarning)):
             print(f"elmo {command}: warning: {redact_url(str(message))}", file=sys.stderr)
         else:
             shown(redact_url(str(message)), category, filename, lineno, file, line)

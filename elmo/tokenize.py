@@ -35,6 +35,26 @@ import unicodedata
 from functools import lru_cache
 from typing import Iterable, Iterator, List, Sequence, Tuple, cast
 
+#: The revision of what :func:`tokenize` gives (``--tokenize en``, task files with
+#: ``"tokenize": true``), recorded with what it produced: an embed output's settings, a task
+#: run's record and fingerprint, a saved task model's config. BUMP IT whenever the tokens of
+#: any text change (not for a change that keeps every token, such as a clearer error), and
+#: add a line here; a resume then refuses or trains again what the older tokens produced.
+#:
+#: 1. the first (embed --tokenize): PTB rules, clitics split, ``"`` kept as written;
+#: 2. straight double quotes written ```` `` ```` / ``''``, curly quotes mapped (d7b06fa);
+#: 3. soft hyphen, zero-width (non-)joiner, word joiner, direction marks dropped (8c14501);
+#: 4. a combining mark stays with the character before it (702ad7c);
+#: 5. a number with inner separators stays whole with letters attached: ``3.14pm`` (56a66c6).
+#:
+#: Outputs written before revisions were recorded record none: any of revisions 1 to 5.
+TOKENIZER_REVISION = 5
+
+
+class TokenizerRevisionWarning(UserWarning):
+    """What is resumed or loaded was tokenized by another (or an unrecorded) revision of
+    :func:`tokenize` (:data:`TOKENIZER_REVISION`); the command line shows it as one line."""
+
 #: Characters mapped before tokenization: curly quotes and apostrophes, odd spaces.
 CHAR_MAP = str.maketrans({
     "\u201c": '"', "\u201d": '"', "\u201e": '"', "\u00ab": '"', "\u00bb": '"',

@@ -6,7 +6,9 @@ from __future__ import annotations
 import pytest
 
 from elmo.tasks.datasets import load_task
+from elmo.tasks.bilm_checksums import BiLMChecksums
 from elmo.tasks.files import check_format, read_examples
+from elmo.tasks.runner import normalise_config, reusable_runs, run_fingerprint
 
 TSV = {"type": "tsv", "text": "text", "label": "label"}
 
@@ -47,3 +49,66 @@ def test_a_test_file_of_floats_scores_the_classes_trained_on(tmp_path):
     assert data.labels == ["0", "1"] and data.unseen_labels() == {}
     spec["files"]["train"] = str(tmp_path / "mixed.tsv")     # "1" and "1.0" in one file
     assert load_task(spec).labels == ["0", "1"]
+
+
+def _resume_config(tmp_path):
+    """Three tasks of one experiment: class labels written "1.0", labels written "1", and tags
+    written "1.0" (kept as written); the spec's paths are relative (the fingerprint holds them)."""
+    files = {"floats.tsv": "text\tlabel\n" + "".join(f"w{i} x\t{lab}\n" for i, lab in enumerate(["0.0", "1.0", "1", "0"])),
+             "ints.tsv": "text\tlabel\n" + "".join(f"w{i} x\t{lab}\n" for i, lab in enumerate(["0", "1", "1", "0"])),
+             "tags.tsv": "text\ttags\n" + "".join(f"w{i} x\t{i % 2}.0 O\n" for i in range(4))}
+    for name, text in files.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+
+    def task(name, file, kind="classification", label="label"):
+        return {"task": kind, "name": name, "dev_fraction": 0, "files": {"train": file, "test": file},
+                "format": {"type": "tsv", "text": "text", "label": label}}
+    return normalise_config({"name": "x", "embeddings": {"random_dim": 4}, "seeds": 1,
+                             "variants": [{"name": "baseline"}],
+                             "tasks": [task("floats", "floats.tsv"), task("ints", "ints.tsv"),
+                                       task("tags", "tags.tsv", "tagging", "tags")]})
+
+
+#: The fingerprints the code before this rule (1e7a8f0, labels already canonical, fingerprints
+#: blind to it) gave the runs of :func:`_resume_config`, printed by ``run_fingerprint`` there.
+RECORDED_BEFORE = {"floats": "ccba1fcdb5199511", "ints": "cc13b736f188399a", "tags": "6a1fad620d26da42"}
+
+
+def test_resume_trains_again_only_the_runs_whose_labels_canonicalisation_changed(tmp_path, monkeypatch):
+    """Runs recorded before "1.0" became the class "1" were kept by --resume, their fingerprints
+    blind to labels. Now a task whose files hold such a label is trained again; one whose
+    labels are unchanged, or whose "1.0" is a tag (kept as written), keeps its runs."""
+    monkeypatch.chdir(tmp_path)
+    cfg = _resume_config(tmp_path)
+    old = {"config": cfg.recorded(),
+           "runs": [{"task": name, "variant": "baseline", "seed": 1, "elmo": None, "fingerprint": fp}
+                    for name, fp in RECORDED_BEFORE.items()]}
+    kept, _ = reusable_runs(cfg, old, BiLMChecksums())
+    assert sorted(r["task"] for r in kept) == ["ints", "tags"]
+    fresh = {"task": "floats", "variant": "baseline", "seed": 1, "elmo": None,
+             "fingerprint": run_fingerprint(cfg, cfg["tasks"][0], cfg.variants[0])}
+    assert reusable_runs(cfg, {**old, "runs": [fresh]}, BiLMChecksums())[0] == [fresh]   # recorded now: kept
+
+
+def test_a_built_in_tasks_own_data_dir_with_whole_number_labels_counts_too(tmp_path):
+    """A built-in task read from your folder (data_dir) canonicalises its labels as your files
+    do: there too a "1.0" in the data gets the fingerprint key; names keep it out, and a task
+    whose rule maps its labels (sentiment's ratings) never has it."""
+    from elmo.tasks.runner import _run_content
+    folders = {}
+    for name, labels in (("floats", ["1.0", "2.0"]), ("names", ["tech", "sport"])):
+        folder = folders[name] = tmp_path / name
+        folder.mkdir()
+        for split in ("train", "dev", "test"):
+            (folder / f"{split}.jsonl").write_text("".join(
+                f'{{"label": "{lab}", "title": ["a"], "sentences": [["b", "c"]]}}\n' for lab in labels))
+    ratings = tmp_path / "ratings"
+    ratings.mkdir()
+    for split in ("train", "dev", "test"):
+        (ratings / f"{split}.tsv").write_text("a\t1.0\tgood film\nb\t-2.0\tbad film\n")
+    cfg = normalise_config({"name": "x", "embeddings": {"random_dim": 4}, "variants": [{"name": "b"}],
+                            "tasks": [{"task": "topic", "name": "floats", "data_dir": str(folders["floats"])},
+                                      {"task": "topic", "name": "names", "data_dir": str(folders["names"])},
+                                      {"task": "sentiment5", "data_dir": str(ratings)}]})
+    has_key = ["whole_number_labels" in _run_content(cfg, spec, cfg.variants[0]) for spec in cfg["tasks"]]
+    assert has_key == [True, False, False]

@@ -13,7 +13,9 @@ The merged file has the layout of the original ELMo command (AllenNLP ``elmo``):
 
 Root attributes added here: ``model_config`` (options JSON), ``command_line``, ``layers``,
 ``stateful`` and ``settings`` (JSON of everything that determines the values under the run's
-mode, :func:`value_settings`; a resumed run must match it).
+mode, :func:`value_settings`; a resumed run must match it). With ``--tokenize en`` the settings
+hold ``tokenizer_revision`` (:data:`elmo.tokenize.TOKENIZER_REVISION`): a resume under another
+revision is refused.
 
 Crash safety: nothing is ever written in place. Each segment (a block of consecutive lines) is
 written to a temporary file in ``OUTPUT.parts/`` and renamed when complete; the merged file is
@@ -54,10 +56,10 @@ def segment_path(parts: Path, k: int) -> Path:
     return parts / f"segment-{k:08d}.hdf5"
 
 
-def recorded_model_digests(output: Path) -> set:
-    """The ``model_digest`` values recorded by ``output`` and by the segments in its parts
-    folder (files that cannot be read, or record none, are passed over)."""
-    found = set()
+def recorded_settings(output: Path) -> List[Dict]:
+    """The ``settings`` records of ``output`` and of the segments in its parts folder (files
+    that cannot be read, or record none, are passed over)."""
+    found = []
     parts = parts_dir(output)
     for path in [output, *(sorted(parts.glob("segment-*.hdf5")) if parts.is_dir() else [])]:
         if not path.is_file():
@@ -67,9 +69,15 @@ def recorded_model_digests(output: Path) -> set:
                 record = json.loads(f.attrs.get("settings") or "{}")
         except (OSError, ValueError):
             continue
-        if isinstance(record, dict) and isinstance(record.get("model_digest"), str):
-            found.add(record["model_digest"])
+        if isinstance(record, dict):
+            found.append(record)
     return found
+
+
+def recorded_model_digests(output: Path) -> set:
+    """The ``model_digest`` values recorded by ``output`` and by the segments in its parts
+    folder (:func:`recorded_settings`)."""
+    return {r["model_digest"] for r in recorded_settings(output) if isinstance(r.get("model_digest"), str)}
 
 
 class NonFiniteOutput(ValueError):
@@ -106,7 +114,14 @@ def differing_settings(old: Dict, settings: Dict) -> List[str]:
 def compare_settings(found: Optional[str], settings: Dict, where: Path) -> None:
     """Raise SettingsMismatch unless ``found`` (JSON) records the values of ``settings`` that
     count (see :func:`value_settings`)."""
-    differing = differing_settings(json.loads(found) if found else {}, settings)
+    old = json.loads(found) if found else {}
+    differing = differing_settings(old, settings)
+    if "tokenizer_revision" in differing and old.get("tokenize") == settings.get("tokenize"):
+        # the same command cannot resume it: this version's tokenizer splits some texts otherwise
+        raise SettingsMismatch(f"{where} holds tokens of tokenizer revision {old.get('tokenizer_revision')}, "
+                               f"this version's --tokenize gives revision {settings.get('tokenizer_revision')} "
+                               f"(elmo.tokenize.TOKENIZER_REVISION), whose tokens of some lines differ; "
+                               f"pass --overwrite to start again with this one")
     if differing:
         raise SettingsMismatch(f"{where} was written by a different command (it differs in: "
                                f"{', '.join(differing)}); rerun the same command to resume, or "

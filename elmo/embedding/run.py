@@ -23,6 +23,7 @@ import json
 import os
 import sys
 import time
+import warnings
 from contextlib import contextmanager
 from dataclasses import fields, replace
 from pathlib import Path
@@ -39,11 +40,12 @@ from .config import EmbedConfig
 from .embedder import Embedder, output_dtype
 from .layers import LayerSelection
 from .output import (NonFiniteOutput, SegmentWriter, SettingsMismatch, differing_settings, merge_segments,
-                     output_complete, parts_dir, recorded_model_digests, remove_parts, same_settings,
+                     output_complete, parts_dir, recorded_model_digests, recorded_settings, remove_parts, same_settings,
                      segment_done, segment_path, segment_ready, value_settings)
 from .reader import index_input, indexed_sentences, read_segment, read_sentences, split_tokens
 from ..runtime import launch_env
 from ..shell import shell_join
+from .. import tokenize as tokenizer
 from ..tokenize import get_tokenizer
 
 FORMAT_VERSION = 1
@@ -93,6 +95,24 @@ def _digest_to_record(bilm: BiLM, output_path: Path, overwrite: bool) -> str:
         return digest
     legacy = model_digest(bilm, LEGACY_DIGEST_STRIDE)
     return legacy if legacy in recorded else digest
+
+
+def _revision_to_record(output_path: Path, tokenize: Union[bool, str, None], overwrite: bool, rank: int) -> Optional[int]:
+    """The tokenizer revision of this run (:data:`elmo.tokenize.TOKENIZER_REVISION`), for the
+    English tokenizer only (None: none recorded). OUTPUT or its segments written with it before
+    revisions were recorded keep none, with one warning: their tokens are of an unknown
+    revision, and every such output was refused if a resume required one."""
+    if tokenize is not True:
+        return None
+    if not overwrite and any(r.get("tokenize") is True and "tokenizer_revision" not in r
+                             for r in recorded_settings(output_path)):
+        if rank == 0:
+            warnings.warn(f"{output_path} was begun before the tokenizer revision was recorded: resuming "
+                          f"it, though its earlier lines may be split otherwise than this version's "
+                          f"--tokenize en splits them (revision {tokenizer.TOKENIZER_REVISION}); pass --overwrite "
+                          f"to embed every line again", tokenizer.TokenizerRevisionWarning, stacklevel=2)
+        return None
+    return tokenizer.TOKENIZER_REVISION
 
 
 def embed_file(input_path: Union[str, Path], output_path: Union[str, Path],
@@ -267,6 +287,26 @@ def _embed_file_locked(input_path: Path, output_path: Path, model, selection: La
             model.to(home)
 
 
+def _run_settings(embedder: Embedder, index, selection: LayerSelection, output_path: Path,
+                  cfg: EmbedConfig, rank: int) -> Dict[str, Any]:
+    """What this run records and compares (:func:`~elmo.embedding.output.value_settings`):
+    everything that determines the vectors under the run's mode."""
+    bilm, cache = embedder.bilm, (cfg.cache_min_count, cfg.cache_max_words, cfg.cache_sample_lines)
+    settings = {
+        "format": FORMAT_VERSION, "input_digest": index.digest, "input_lines": index.n_lines,
+        "model_digest": _digest_to_record(bilm, output_path, cfg.overwrite), "layers": str(selection),
+        "gamma": selection.gamma, "dtype": cfg.dtype, "stateful": bool(bilm.stateful),
+        "batch_size": embedder.batch_size, "max_tokens": embedder.max_tokens, "overlap": embedder.overlap,
+        "sort_by_length": embedder.sort_by_length, "token_cache": list(cache) if cfg.token_cache else None,
+        "tokenize": cfg.tokenize, "errors": cfg.errors, "sentence_keys": cfg.sentence_keys,
+        "forget_sentences": cfg.forget_sentences, "segment_lines": index.segment_lines,
+    }
+    revision = _revision_to_record(output_path, cfg.tokenize, cfg.overwrite, rank)
+    if revision is not None:   # (not with another tokenizer: what tokenize-off runs recorded is unchanged)
+        settings["tokenizer_revision"] = revision
+    return value_settings(settings)   # (a stateful run records no sort_by_length)
+
+
 def _embed_and_merge(embedder: Embedder, index, selection: LayerSelection, input_path: Path,
                      output_path: Path, cfg: EmbedConfig, *, rank: int, world_size: int,
                      command_line: Optional[str], marks_before: Optional[Dict[int, Any]] = None) -> Optional[Path]:
@@ -275,16 +315,7 @@ def _embed_and_merge(embedder: Embedder, index, selection: LayerSelection, input
     dtype, tokenize, errors, overwrite, progress = cfg.dtype, cfg.tokenize, cfg.errors, cfg.overwrite, cfg.progress
     token_cache, cache = cfg.token_cache, (cfg.cache_min_count, cfg.cache_max_words, cfg.cache_sample_lines)
     selection.check(bilm.num_layers)
-    settings = {
-        "format": FORMAT_VERSION, "input_digest": index.digest, "input_lines": index.n_lines,
-        "model_digest": _digest_to_record(bilm, output_path, overwrite), "layers": str(selection), "gamma": selection.gamma,
-        "dtype": dtype, "stateful": bool(bilm.stateful), "batch_size": embedder.batch_size,
-        "max_tokens": embedder.max_tokens, "overlap": embedder.overlap,
-        "sort_by_length": embedder.sort_by_length, "token_cache": list(cache) if token_cache else None,
-        "tokenize": tokenize, "errors": errors, "sentence_keys": cfg.sentence_keys,
-        "forget_sentences": cfg.forget_sentences, "segment_lines": index.segment_lines,
-    }
-    settings = value_settings(settings)   # (a stateful run records no sort_by_length)
+    settings = _run_settings(embedder, index, selection, output_path, cfg, rank)
     settings_json = json.dumps(settings, sort_keys=True)
 
     if not overwrite and output_complete(output_path, settings):

@@ -46,7 +46,7 @@ import math
 import re
 from collections import Counter
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple, Union
 
 from ..data.fetch import sha256_file
 from ..io import json_objects, text_lines, utf8_error_where
@@ -175,6 +175,7 @@ class _Reader:
         self.path, self.kind, self.fmt = path, task_kind(kind), fmt
         self.tokenize, self.max_tokens, self.max_tokens_b = tokenize, max_tokens, max_tokens_b
         self.label_map, self.skip_empty = label_map, skip_empty
+        self.whole_numbers: Set[str] = set()    # labels read as the whole number ("1.0" -> "1")
 
     def error(self, line: int, message: str) -> TaskDataError:
         return TaskDataError(f"{self.path}:{line}: {message}")
@@ -219,6 +220,8 @@ class _Reader:
         # (pandas does, where a value is missing) made "1.0" a class of its own beside "1", or a
         # test label no training example had
         whole = _WHOLE_NUMBER.fullmatch(text)
+        if whole:
+            self.whole_numbers.add(text)
         return whole.group(1) if whole else text
 
     def target(self, value, line: int) -> float:
@@ -513,6 +516,16 @@ def read_examples(path: Union[str, Path], kind: str, fmt: dict, *, tokenize: boo
         raise TaskDataError(f"{path}: no such task file")
     return _Reader(path, kind, fmt, tokenize, max_tokens, max_tokens_b, label_map,
                    skip_empty).read()
+
+
+def whole_number_labels(path: Union[str, Path], kind: str, fmt: dict) -> List[str]:
+    """The class labels of a task file that are whole numbers written with a decimal point
+    (``1.0``), which are read as the whole number (``1``; they were classes of their own), as
+    written, sorted: whether runs recorded before that were trained on other labels. Examples
+    with an empty text are passed over; a malformed file raises :class:`TaskDataError`."""
+    reader = _Reader(Path(path), kind, fmt, skip_empty=True)
+    reader.read()
+    return sorted(reader.whole_numbers)
 
 
 def describe_files(files: Dict[str, Path]) -> Dict[str, dict]:

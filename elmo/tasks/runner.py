@@ -43,6 +43,7 @@ whose biLM files (weights, options, vocabulary) have the SHA-256 they were run w
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
 import json
 import statistics
@@ -66,6 +67,7 @@ from .paired import paired_difference, sample_std
 from .report import write_reports
 from .experiment_config import ExperimentConfig, ModelSettings, Variant, check_bilm_logins
 from .train_loop import FitConfig, fit, predict, score
+from .. import tokenize as tokenizer
 from ..config import ConfigError
 from ..io import (atomic_write_text, check_output_dir, no_empty_folder_on_failure, output_lock, read_json,
                   read_toml)
@@ -204,9 +206,17 @@ def _run_content(cfg: ExperimentConfig, spec: dict, variant: Variant) -> dict:
         # its layer norm's statistics became each sentence's own (they were the batch's):
         # runs computed the old way are not reused (see _batch_layer_norm_run)
         content["layer_norm_over"] = "sentence"
+    if spec.get("tokenize"):
+        # texts split by elmo.tokenize: runs on the tokens of an older revision are trained
+        # again (a spec without tokenize, its texts split on spaces, keeps its fingerprint)
+        content["tokenizer_revision"] = tokenizer.TOKENIZER_REVISION
     data = _data_checksums(spec)
     if data:
         content["data"] = data
+        if _whole_number_labels(spec, data):
+            # a label such as "1.0" became the class "1" (it was a class of its own): runs
+            # recorded before are trained again; those of files without one keep matching
+            content["whole_number_labels"] = "as whole numbers"
     fmt = spec.get("format")
     if isinstance(fmt, dict) and fmt.get("type") == "tsv" and "quoting" not in fmt \
             and fmt.get("delimiter", "\t") != "\t":
@@ -235,17 +245,55 @@ def _digest(content: dict, bilm_sha256: Optional[str] = None) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
-def _data_checksums(spec: dict) -> Dict[str, Optional[str]]:
-    """split -> SHA-256 of the user-supplied files a task spec reads (None when missing);
-    empty for a built-in task read from the cache, whose files are pinned by `elmo data`."""
+def _data_paths(spec: dict) -> Dict[str, Path]:
+    """split -> the user-supplied files a task spec reads; empty for a built-in task read from
+    the cache, whose files are pinned by `elmo data`."""
     from .datasets import TASKS
-    from .files import file_sha256
-    paths: Dict[str, Path] = {}
     if isinstance(spec.get("files"), dict):
-        paths = {k: Path(v) for k, v in spec["files"].items() if v}
-    elif spec.get("data_dir") and spec.get("task") in TASKS:
-        paths = {k: Path(spec["data_dir"]) / f for k, f in TASKS[spec["task"]].files.items()}
-    return {k: file_sha256(p) if p.is_file() else None for k, p in sorted(paths.items())}
+        return {k: Path(v) for k, v in spec["files"].items() if v}
+    if spec.get("data_dir") and spec.get("task") in TASKS:
+        return {k: Path(spec["data_dir"]) / f for k, f in TASKS[spec["task"]].files.items()}
+    return {}
+
+
+def _data_checksums(spec: dict) -> Dict[str, Optional[str]]:
+    """split -> SHA-256 of the user-supplied files a task spec reads (None when missing;
+    :func:`_data_paths`)."""
+    from .files import file_sha256
+    return {k: file_sha256(p) if p.is_file() else None for k, p in sorted(_data_paths(spec).items())}
+
+
+def _whole_number_labels(spec: dict, checksums: Dict[str, Optional[str]]) -> bool:
+    """Whether a file of the task holds a class label that is a whole number with a decimal
+    point (``1.0``), which task files read as the whole number since they canonicalise labels.
+    (No built-in task's pinned files do: sentiment's ratings go through its rule, topic's and
+    vitaminc's labels are names, pos and ner have tags, kept as written.) A file that cannot be
+    read counts none here: reading the task names its error."""
+    from .datasets import TASKS
+    from .files import TaskDataError, check_format
+    name = spec.get("task")
+    preset = TASKS.get(name) if isinstance(name, str) else None
+    kind, fmt = (preset.kind, preset.format) if preset else (str(name), spec.get("format"))
+    try:
+        if (preset and preset.label_map) or task_kind(kind).token_labels:   # (tags: kept as written)
+            return False
+        fmt = check_format(fmt, kind, f"task {name}")
+    except (TaskDataError, ValueError):
+        return False
+    fmt_json = json.dumps(fmt, sort_keys=True)
+    return any(checksums.get(split) and _file_whole_number_labels(str(path), checksums[split], kind, fmt_json)
+               for split, path in _data_paths(spec).items())
+
+
+@functools.lru_cache(maxsize=64)
+def _file_whole_number_labels(path: str, sha256: str, kind: str, fmt: str) -> bool:
+    """:func:`_whole_number_labels` of one file, read once per content (``sha256``): the
+    fingerprint is taken for every run of every variant."""
+    from .files import TaskDataError, whole_number_labels
+    try:
+        return bool(whole_number_labels(Path(path), kind, json.loads(fmt)))
+    except (TaskDataError, OSError):
+        return False
 
 
 def baseline_name(cfg: ExperimentConfig) -> str:
@@ -503,6 +551,8 @@ def run_one(prep: PreparedTask, variant: Variant, seed: int, cfg: ExperimentConf
     if extra:
         record["extra_tests"] = extra
     record.update(test_metrics)
+    if prep.spec.get("tokenize"):   # which elmo.tokenize split its texts (see _run_content)
+        record["tokenizer_revision"] = tokenizer.TOKENIZER_REVISION
     if save_to is not None:
         from .saved import save
         save(save_to, model, kind=data.kind, metric=data.metric, labels=data.labels,

@@ -6,7 +6,8 @@ A saved task model is a folder::
     vocab.json          the word vocabulary (id order), labels.json the label set (id order;
                         empty for a graded kind, whose config.json records the training
                         targets' mean and std in ``target``, also saved with the weights)
-    config.json         kind, metric, model and ELMo settings, how text is tokenized and
+    config.json         kind, metric, model and ELMo settings, how text is tokenized (and
+                        by which tokenizer revision: load() warns when this version's differs) and
                         how many tokens of a text are kept (max_tokens, max_tokens_b), and the
                         biLM reference: its spec (a bundled name, a path or a URL) with the
                         SHA-256 of its weight, option and dictionary files, checked (a copy in
@@ -31,12 +32,14 @@ from __future__ import annotations
 
 import functools
 import json
+import warnings
 from pathlib import Path
 from types import SimpleNamespace
 from typing import List, Literal, Optional, Sequence, Tuple, Union
 
 import torch
 
+from .. import tokenize as tokenizer
 from ..checks import require_count
 from ..strict_json import nonfinite_as_none
 
@@ -106,6 +109,8 @@ def save(folder: Union[str, Path], model, *, kind: str, metric: str, labels: Seq
         "format": FORMAT, "version": VERSION, "kind": kind, "metric": metric,
         "model": settings, "vocab_size": len(vocab), "embedding_dim": int(model.encoder.words.embed.weight.shape[1]),
         "max_chars": max_chars, "tokenize": bool(tokenize),
+        # (predict splits new texts with this version's tokenizer: load() warns under another)
+        "tokenizer_revision": tokenizer.TOKENIZER_REVISION if tokenize else None,
         "max_tokens": max_tokens, "max_tokens_b": max_tokens_b, "embeddings": embeddings,
         "elmo": None if elmo is None else {
             **{k: elmo[k] for k in ("positions", "layers", "lambda", "finetune", "dropout",
@@ -242,6 +247,22 @@ def _read_config(folder: Path) -> dict:
     return cfg
 
 
+def _warn_other_tokenizer(cfg: dict, cfg_path: Path) -> None:
+    """Warn (one line) when a model that tokenizes the texts it is given was trained on the
+    tokens of another tokenizer revision (:data:`elmo.tokenize.TOKENIZER_REVISION`), or of one
+    not recorded (saved before revisions were): predict splits some texts otherwise."""
+    if not cfg["tokenize"]:
+        return
+    then, now = cfg.get("tokenizer_revision"), tokenizer.TOKENIZER_REVISION
+    if then != now:
+        which = "an unrecorded revision (saved before revisions were recorded)" if then is None \
+            else f"revision {then}"
+        warnings.warn(f"{cfg_path}: this model was trained on texts split by tokenizer {which}; "
+                      f"predict splits texts with revision {now}, which splits some of them "
+                      f"otherwise (its predictions there may be worse): train it again to match",
+                      tokenizer.TokenizerRevisionWarning, stacklevel=3)
+
+
 def _read_weights(path: Path) -> dict:
     """model.safetensors (never unpickled), each tensor finite."""
     from safetensors import SafetensorError
@@ -290,6 +311,7 @@ def load(folder: Union[str, Path], bilm: Optional[str] = None, device=None,
         device = resolve_device(device, local_rank=None, what="device")
     cfg = _read_config(folder)
     cfg_path = folder / "config.json"
+    _warn_other_tokenizer(cfg, cfg_path)
     itos = _read_json(folder / "vocab.json")
     labels = _read_json(folder / "labels.json")
     if not isinstance(itos, list) or not all(isinstance(w, str) for w in itos):
