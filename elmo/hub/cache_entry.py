@@ -33,9 +33,9 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Generic, Optional, Type, TypeVar
+from typing import Callable, Optional, Protocol, Type, TypeVar
 
-Served = TypeVar("Served")
+Served = TypeVar("Served", covariant=True)
 
 
 def offline() -> bool:
@@ -62,59 +62,57 @@ class InTheWay(Exception):
         self.ready = ready
 
 
-class CacheEntry(Generic[Served]):
-    """What a cache supplies to :func:`make` for its entry at ``dest``. Subclasses fill in
-    every method below that raises NotImplementedError."""
+class CacheEntry(Protocol[Served]):
+    """What a cache supplies to :func:`make` for its entry at ``dest`` (a subclass defines
+    every method but :meth:`waiting`)."""
 
     dest: Path
-    #: The cache's one-line error: what :meth:`make_folder` raises, and what an OSError taking
-    #: the lock is turned into (:meth:`unwritable`).
+    #: The cache's one-line error: what :meth:`make_folder` raises.
     error: Type[Exception] = Exception
     #: What an earlier attempt left ready (see :class:`InTheWay`), for :meth:`produce` to use.
     ready: Optional[Path] = None
 
     def kept(self) -> bool:
         """Whether ``dest`` holds a valid copy: whole, and matching its pin, if any."""
-        raise NotImplementedError
+        ...
 
     def served(self) -> Served:
         """What the caller gets for the valid copy at ``dest``."""
-        raise NotImplementedError
+        ...
 
     def leftovers(self) -> bool:
-        """Whether what versions before the ``+`` names left may lie beside ``dest`` (a cheap
-        look; :meth:`tidy` deals with them under the lock)."""
-        raise NotImplementedError
+        """Whether old names may lie beside ``dest`` (a cheap look; :meth:`tidy` sees to them)."""
+        ...
 
     def offline_error(self) -> Exception:
         """The one-line error for ``ELMO_OFFLINE`` without a valid copy."""
-        raise NotImplementedError
+        ...
 
     def make_folder(self) -> None:
         """Create the folder ``dest`` goes in (raising :attr:`error` where it cannot be)."""
-        raise NotImplementedError
+        ...
 
-    def unwritable(self, error: OSError) -> Exception:
-        """The one-line error for a lock that cannot be taken (a read-only cache)."""
-        raise NotImplementedError
+    #: The :attr:`error` for a lock that cannot be taken in a folder (a read-only cache).
+    unwritable: Callable[[Path, OSError], Exception]
 
     def waiting(self) -> None:
         """Called once where another process holds the lock (it is making the entry)."""
+        return None
 
     def in_the_way(self, locked: bool) -> bool:
         """Whether another URL's file or folder is in ``dest``'s way: asked under the lock
         (``locked``), and where the lock could not be taken (not ``locked``)."""
-        raise NotImplementedError
+        ...
 
     def tidy(self) -> None:
         """Adopt or remove what versions before the ``+`` names left (the lock held)."""
-        raise NotImplementedError
+        ...
 
     def produce(self) -> None:
         """Make the copy (the lock held, no valid copy there): in a staging place of its own,
         checked there and moved onto ``dest`` only when whole and checked; a refused or
         failed one raises, and what was staged goes unless it is :class:`InTheWay`'s ready."""
-        raise NotImplementedError
+        ...
 
 
 def make(entry: CacheEntry[Served]) -> Served:
@@ -147,7 +145,7 @@ def make(entry: CacheEntry[Served]) -> Served:
             raise InTheWay(entry.ready) from None
         if isinstance(e, entry.error) or not isinstance(e, OSError):
             raise e from None
-        raise entry.unwritable(e) from None
+        raise entry.unwritable(entry.dest.parent, e) from None
     try:
         if entry.in_the_way(locked=True):       # (before making a copy that could not go there)
             raise InTheWay(entry.ready)

@@ -163,6 +163,25 @@ def elmo_home() -> Path:
     return cache_folder("ELMO_HOME", DownloadError)
 
 
+def make_cache_folder(folder: Path, variable: str = "ELMO_HOME",
+                      error: Type[Exception] = DownloadError) -> None:
+    """Create ``folder`` inside the cache that ``$variable`` names (the models' by default);
+    one line naming the variable where the cache cannot be written (a read-only or shared
+    cache), raised as ``error``."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise _unwritable(folder, e, variable, error) from None
+
+
+def _unwritable(folder: Path, e: OSError, variable: str = "ELMO_HOME",
+                error: Type[Exception] = DownloadError) -> Exception:
+    reason = os.strerror(e.errno) if e.errno else _one_line(e)
+    what = "model" if variable == "ELMO_HOME" else "data"
+    return error(f"{folder}: the {what} cache cannot be written ({reason}); point {variable} at "
+                 "a writable folder (what is already cached there loads without writing)")
+
+
 def _retries() -> int:
     value = os.environ.get("ELMO_DOWNLOAD_RETRIES", "")
     try:
@@ -396,6 +415,7 @@ class _CachedFile(cache_entry.CacheEntry[Path]):
     dataclass: those need their module in ``sys.modules``, and this file also runs alone.)"""
 
     error = DownloadError
+    unwritable = staticmethod(_unwritable)
 
     def __init__(self, dest: Path, url: str, sha256: Optional[str],
                  verify: Optional[Callable[[Path], None]], progress: bool,
@@ -434,9 +454,6 @@ class _CachedFile(cache_entry.CacheEntry[Path]):
 
     def make_folder(self) -> None:
         make_cache_folder(self.dest.parent)
-
-    def unwritable(self, error: OSError) -> Exception:
-        return _unwritable(self.dest.parent, error)
 
     def waiting(self) -> None:
         self.log(f"waiting for another process that is downloading {self.dest.name} ...")
@@ -547,25 +564,6 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
-def make_cache_folder(folder: Path, variable: str = "ELMO_HOME",
-                      error: Type[Exception] = DownloadError) -> None:
-    """Create ``folder`` inside the cache that ``$variable`` names (the models' by default);
-    one line naming the variable where the cache cannot be written (a read-only or shared
-    cache), raised as ``error``."""
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise _unwritable(folder, e, variable, error) from None
-
-
-def _unwritable(folder: Path, e: OSError, variable: str = "ELMO_HOME",
-                error: Type[Exception] = DownloadError) -> Exception:
-    reason = os.strerror(e.errno) if e.errno else _one_line(e)
-    what = "model" if variable == "ELMO_HOME" else "data"
-    return error(f"{folder}: the {what} cache cannot be written ({reason}); point {variable} at "
-                 "a writable folder (what is already cached there loads without writing)")
-
-
 def _download(url: str, dest: Path, sha256: Optional[str], progress: bool, log) -> Path:
     """Download ``url`` through pooch into ``<dest>.download`` (complete, checksum checked)."""
     import logging
@@ -615,24 +613,24 @@ def _download(url: str, dest: Path, sha256: Optional[str], progress: bool, log) 
         what = f"HTTP {response.status_code} {response.reason}" if response is not None else _one_line(e)
         raise DownloadError(f"{url}: {what} (after {_retries() + 1} attempts)") from None
     except requests.exceptions.RequestException as e:
-        kept = _kept_part(dest, sha256)
-        part = helper_file(dest, ".part")
-        hint = (f"; the {kept:,} bytes that arrived are kept in {part.name} and the next call "
-                "resumes from there" if kept else "")
-        raise DownloadError(f"{url}: download failed ({_reason(e)}){hint}") from None
+        raise DownloadError(f"{url}: download failed ({_reason(e)}){_resume_hint(dest, sha256)}") from None
     except ValueError as e:                 # pooch's checksum mismatch
         raise DownloadError(f"{url}: {_one_line(e)}") from None
     except OSError as e:                    # writing the part (a full disk): it read "[Errno 28] ..."
-        kept = _kept_part(dest, sha256)
-        part = helper_file(dest, ".part")
-        hint = (f"; the {kept:,} bytes that arrived are kept in {part.name} and the next call resumes "
-                "from there" if kept else "")
         from ..io import os_error_reason
-        raise DownloadError(f"{dest}: cannot write the download of {url} ({os_error_reason(e)}){hint}; free "
-                            f"space there or point ELMO_HOME at another disk") from None
+        raise DownloadError(f"{dest}: cannot write the download of {url} ({os_error_reason(e)})"
+                            f"{_resume_hint(dest, sha256)}; free space there or point ELMO_HOME at "
+                            "another disk") from None
     finally:
         quiet.setLevel(level)
     return staged
+
+
+def _resume_hint(dest: Path, sha256: Optional[str]) -> str:
+    """The end of a failed download's message: where the bytes that arrived are kept, if any."""
+    kept = _kept_part(dest, sha256)
+    return (f"; the {kept:,} bytes that arrived are kept in {helper_file(dest, '.part').name} and "
+            "the next call resumes from there" if kept else "")
 
 
 def _kept_part(dest: Path, sha256: Optional[str]) -> int:

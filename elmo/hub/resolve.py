@@ -186,6 +186,7 @@ class _UnpackedArchive(CacheEntry[Path]):
     url: str
     sha256: Optional[str]
     error = DownloadError
+    unwritable = staticmethod(_unwritable)
 
     def kept(self) -> bool:
         return _unpacked(self.dest, self.sha256)
@@ -208,9 +209,6 @@ class _UnpackedArchive(CacheEntry[Path]):
 
     def make_folder(self) -> None:
         make_cache_folder(self.dest.parent)
-
-    def unwritable(self, error: OSError) -> Exception:
-        return _unwritable(self.dest.parent, error)
 
     def in_the_way(self, locked: bool) -> bool:
         if not locked or unpacked_path(self.url) == self.dest:
