@@ -9,6 +9,24 @@ Every download is verified before it is cached: an options file must parse (Conf
 for a table entry, agree with the table's dimensions; a weight file must pass the shape checks
 of :func:`elmo.weights.read_original_arrays` (WeightFileError); an archive must unpack safely.
 Local paths are returned as they are.
+
+Single files are the file cache's (:mod:`elmo.hub.download`). An archive is unpacked into the
+unpacked cache, whose entries are made in the steps of :mod:`elmo.hub.cache_entry`, shared with
+the file cache; :class:`_UnpackedArchive` supplies what differs. Its layout::
+
+    models/unpacked/<host>/<url path>/            the unpacked archive (DEST), its model
+                                                  folder in it (or DEST itself)
+    models/unpacked/<host>/<url path>+.lock       the per-folder lock
+    models/unpacked/<host>/<url path>+.sha256     the SHA-256 of the archive it came from
+    models/unpacked/<host>/<url path>+.partial/   the archive while it is unpacked and checked
+    models/unpacked/<host>/.<name>+.partial.XXXXXXXX.tmp/   unpack's own temporary folder
+    models/unpacked/<host>/+tree-<hash>/<name>/   a folder whose path another URL's folder is
+                                                  in the way of (:func:`unpacked_path`)
+    DEST.lock, DEST.sha256, DEST.partial/, DEST.unpacking/ (and their .tmp folders)
+                                                  the same under the names of versions before
+                                                  the "+" names (:mod:`elmo.hub.old_names`)
+
+The archive itself is downloaded into the file cache and deleted once unpacked.
 """
 from __future__ import annotations
 
