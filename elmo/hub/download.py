@@ -784,8 +784,15 @@ class _ResumingDownloader:
         # A strong ETag or Last-Modified lets the server tell us the file changed since the part.
         etag = response.headers.get("ETag", "")
         validator = etag if etag and not etag.startswith("W/") else response.headers.get("Last-Modified")
-        if validator and response.status_code == 200:
+        if response.status_code != 200:
+            return
+        if validator:
             self.meta.write_text(json.dumps({"validator": validator}))
+        else:
+            # (the part restarts as a version the server does not name: the record of the
+            # version it began as stayed, and a later If-Range of it resumed the new start with
+            # that version's rest, a file of neither)
+            self.meta.unlink(missing_ok=True)
 
 
 def _range_start(response) -> Optional[int]:
