@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Callable, Optional, Protocol, Type, TypeVar
+from typing import Any, Callable, Optional, Protocol, Type, TypeVar
 
 Served = TypeVar("Served", covariant=True)
 
@@ -80,10 +80,6 @@ class CacheEntry(Protocol[Served]):
         """What the caller gets for the valid copy at ``dest``."""
         ...
 
-    def leftovers(self) -> bool:
-        """Whether old names may lie beside ``dest`` (a cheap look; :meth:`tidy` sees to them)."""
-        ...
-
     def offline_error(self) -> Exception:
         """The one-line error for ``ELMO_OFFLINE`` without a valid copy."""
         ...
@@ -104,8 +100,9 @@ class CacheEntry(Protocol[Served]):
         (``locked``), and where the lock could not be taken (not ``locked``)."""
         ...
 
-    def tidy(self) -> None:
-        """Adopt or remove what versions before the ``+`` names left (the lock held)."""
+    def tidy(self, old_names: Any) -> None:
+        """Adopt or remove what versions before the ``+`` names left beside ``dest``, with the
+        module :mod:`elmo.hub.old_names` (the lock held)."""
         ...
 
     def produce(self) -> None:
@@ -125,8 +122,9 @@ def make(entry: CacheEntry[Served]) -> Served:
     """
     from filelock import FileLock, Timeout
 
+    old = _old_names()
     kept = entry.kept()
-    if kept and not entry.leftovers():
+    if kept and not (old is not None and old.left_beside(entry.dest)):   # (else tidied first)
         return entry.served()
     if offline() and not kept:
         raise entry.offline_error()
@@ -149,10 +147,21 @@ def make(entry: CacheEntry[Served]) -> Served:
     try:
         if entry.in_the_way(locked=True):       # (before making a copy that could not go there)
             raise InTheWay(entry.ready)
-        entry.tidy()
+        if old is not None:
+            entry.tidy(old)
         if entry.kept():        # another process made it while this one waited
             return entry.served()
         entry.produce()
     finally:
         lock.release()
     return entry.served()
+
+
+def _old_names() -> Any:
+    """The module that tidies what versions before the ``+`` names left (None where this file
+    is loaded alone, without its package, as :mod:`elmo.hub.download` may be)."""
+    try:
+        from . import old_names
+    except ImportError:
+        return None
+    return old_names

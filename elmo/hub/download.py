@@ -56,7 +56,7 @@ import sys
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterator, Literal, Optional, Type, TypeGuard, Union
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Literal, Optional, Type, TypeGuard, Union
 from urllib.parse import unquote, urlsplit
 
 if TYPE_CHECKING:
@@ -437,10 +437,6 @@ class _CachedFile(cache_entry.CacheEntry[Path]):
     def served(self) -> Path:
         return self.dest
 
-    def leftovers(self) -> bool:
-        old = _old_names()
-        return old is not None and old.left_beside(self.dest)
-
     def offline_error(self) -> Exception:
         url, dest = self.url, self.dest
         if self.damaged:
@@ -461,10 +457,8 @@ class _CachedFile(cache_entry.CacheEntry[Path]):
     def in_the_way(self, locked: bool) -> bool:
         return _in_the_way(self.dest)
 
-    def tidy(self) -> None:
-        old = _old_names()
-        if old is not None:
-            old.tidy_file(self.dest, bool(self.sha256), self.log)
+    def tidy(self, old_names: Any) -> None:
+        old_names.tidy_file(self.dest, bool(self.sha256), self.log)
 
     def produce(self) -> None:
         dest = self.dest
@@ -500,16 +494,6 @@ class _CachedFile(cache_entry.CacheEntry[Path]):
         # (Ctrl-C or SIGTERM while the finished download was checked deleted it, and the next
         # run downloaded the whole file again; now it stays, and the next run checks it)
         shutil.rmtree(staging, ignore_errors=True)
-
-
-def _old_names():
-    """The module that tidies what versions before the ``+`` names left (None where this file
-    is loaded alone, without its package)."""
-    try:
-        from . import old_names
-    except ImportError:
-        return None
-    return old_names
 
 
 def _kept(dest: Path, sha256: Optional[str]) -> bool:

@@ -38,7 +38,7 @@ import tempfile
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Optional, Tuple, Union, cast
+from typing import Any, Callable, Optional, Tuple, Union, cast
 from urllib.parse import urlsplit, urlunsplit
 
 from ..io import atomic_folder
@@ -212,9 +212,6 @@ class _UnpackedArchive(CacheEntry[Path]):
     def served(self) -> Path:
         return find_model_folder(self.dest)
 
-    def leftovers(self) -> bool:
-        return old_names.left_beside(self.dest)
-
     def offline_error(self) -> Exception:
         if not self.dest.is_dir():
             what = "is not in the cache"
@@ -237,8 +234,8 @@ class _UnpackedArchive(CacheEntry[Path]):
                 helper_file(self.dest, ".lock").unlink(missing_ok=True)
         return True
 
-    def tidy(self) -> None:
-        old_names.tidy_folder(self.dest, _archive_digest_file(self.dest))
+    def tidy(self, old: Any) -> None:
+        old.tidy_folder(self.dest, _archive_digest_file(self.dest))
 
     def produce(self) -> None:
         # A folder unpacked without this pin, or from an archive that does not match it, stays
