@@ -26,8 +26,9 @@ Cache layout, the names every entry may have (each cache's module lists its own)
     DEST+.lock        its lock; never deleted, so it also marks DEST as a URL's own
     DEST.lock         the lock of versions before the "+" names (old_names tidies it away)
 
-The cache's own names beside ``DEST`` hold a ``+`` before their dot (:func:`helper_file`). This
-module imports nothing of the package, as :mod:`elmo.hub.download` (which runs without it).
+The cache's own names beside ``DEST`` hold a ``+`` before their dot (:func:`helper_file`). Like
+:mod:`elmo.hub.download`, which a process may load alone to fetch a file, this module needs
+nothing of the package (old names are looked for only where it is there).
 """
 from __future__ import annotations
 
