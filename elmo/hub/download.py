@@ -18,25 +18,32 @@ moved into place only when complete. On top of it this module adds what pooch le
   line that says so (a pinned one is checked by its SHA-256);
 * ``ELMO_OFFLINE=1``: the cache only, and a one-line error naming what is missing.
 
+The steps a cache entry is made in (the lock, old names, another URL in the way, the kept
+copy, staging, moving into place) are :mod:`elmo.hub.cache_entry`'s, shared with the unpacked
+cache; this module supplies the file's own (:class:`_CachedFile`).
+
 Cache layout (``$ELMO_HOME``, default ``~/.cache/elmo``)::
 
-    models/files/<host>/<url path>           a finished, verified download
+    models/files/<host>/<url path>           a finished, verified download (DEST)
     models/files/<host>/<url path>+.part     bytes received so far (resumed by the next call)
     models/files/<host>/<url path>+.part.json  the version of the file they are of
     models/files/<host>/<url path>+.lock     the per-file lock
     models/files/<host>/.<file name>+.staging/  the download while it is written and checked
+                                                (``<file name>.download`` in it once whole)
     models/files/<host>/<url folders>/+query-<hash>/<file name>   a URL with a query string
     models/files/<host>/<url folders>/+scheme-http/<file name>    an http URL (https has none)
     models/files/<host>/+tree-<hash>/<file name>   a file whose path another URL's file or
                                                    folder is in the way of
+    DEST.lock, DEST.part, DEST.part.json, .<file name>.staging/   the same under the names
+                                                   of versions before the "+" names
 
 The cache's own files for a file (``+.lock``, ``+.part``, ``+.part.json``, ``+.staging``) hold
 a ``+`` that no URL's cached file name has before a dot (:func:`helper_file`). What versions
-before that left under the old names (``NAME.part`` and so on) is resumed or removed under the
-lock, with care for URLs cached under those names (:mod:`elmo.hub.old_names`). Two processes
-whose URLs collide (``/m/elmo`` and ``/m/elmo/options.json``) at the same instant both succeed:
-the one whose path the other took after :func:`cache_path` looked asks it again and puts its
-file aside (:class:`_InTheWay`).
+before that left under the old names is resumed or removed under the lock, with care for URLs
+cached under those names (:mod:`elmo.hub.old_names`). Two processes whose URLs collide
+(``/m/elmo`` and ``/m/elmo/options.json``) at the same instant both succeed: the one whose
+path the other took after :func:`cache_path` looked asks it again and puts its file aside
+(:class:`~elmo.hub.cache_entry.InTheWay`).
 """
 from __future__ import annotations
 
@@ -49,11 +56,25 @@ import sys
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterator, Literal, Optional, Type, TypeGuard, Union
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Literal, Optional, Type, TypeGuard, Union
 from urllib.parse import unquote, urlsplit
 
 if TYPE_CHECKING:
     from tqdm import tqdm
+
+try:
+    from . import cache_entry
+except ImportError:     # (this file loaded alone, by its path: a process that only fetches)
+    def _beside(name: str):
+        import importlib.util
+        spec = importlib.util.spec_from_file_location(f"hub_{name}", Path(__file__).with_name(f"{name}.py"))
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    cache_entry = _beside("cache_entry")
+helper_file = cache_entry.helper_file
+offline = cache_entry.offline
 
 #: Seconds to wait for a connection and between two reads of the body.
 DEFAULT_TIMEOUT = (15.0, 60.0)
@@ -142,9 +163,23 @@ def elmo_home() -> Path:
     return cache_folder("ELMO_HOME", DownloadError)
 
 
-def offline() -> bool:
-    """``ELMO_OFFLINE`` set to anything but ``""``/``0``/``false``: use the cache only."""
-    return os.environ.get("ELMO_OFFLINE", "").strip().lower() not in ("", "0", "false", "no")
+def make_cache_folder(folder: Path, variable: str = "ELMO_HOME",
+                      error: Type[Exception] = DownloadError) -> None:
+    """Create ``folder`` inside the cache that ``$variable`` names (the models' by default);
+    one line naming the variable where the cache cannot be written (a read-only or shared
+    cache), raised as ``error``."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise _unwritable(folder, e, variable, error) from None
+
+
+def _unwritable(folder: Path, e: OSError, variable: str = "ELMO_HOME",
+                error: Type[Exception] = DownloadError) -> Exception:
+    reason = os.strerror(e.errno) if e.errno else _one_line(e)
+    what = "model" if variable == "ELMO_HOME" else "data"
+    return error(f"{folder}: the {what} cache cannot be written ({reason}); point {variable} at "
+                 "a writable folder (what is already cached there loads without writing)")
 
 
 def _retries() -> int:
@@ -322,8 +357,8 @@ def fetch(url: str, *, dest: Optional[Path] = None, sha256: Optional[str] = None
     """
     if dest is not None:
         try:
-            return _fetch_to(url, Path(dest), sha256, verify, progress, log, None)
-        except _InTheWay:
+            return cache_entry.make(_CachedFile(Path(dest), url, sha256, verify, progress, log))
+        except cache_entry.InTheWay:
             _remove_staging(Path(dest))
             raise DownloadError(f"{dest}: a folder, or a file where a folder must be, is in the "
                                 f"way of the download of {url}; choose another path") from None
@@ -333,8 +368,8 @@ def fetch(url: str, *, dest: Optional[Path] = None, sha256: Optional[str] = None
         for attempt in range(3):
             path = cache_path(url)
             try:
-                return _fetch_to(url, path, sha256, verify, progress, log, ready)
-            except _InTheWay as e:
+                return cache_entry.make(_CachedFile(path, url, sha256, verify, progress, log, ready))
+            except cache_entry.InTheWay as e:
                 # Another process cached another URL's file or folder where this one's path
                 # goes, after cache_path looked (``/m/elmo`` and ``/m/elmo/options.json``
                 # fetched at once): the path is asked again, and now puts this file aside (its
@@ -366,15 +401,6 @@ def _remove_staging(dest: Path) -> None:
         lock.release()
 
 
-class _InTheWay(Exception):
-    """Another URL's file or folder took ``dest``'s path, or a folder above it, after
-    :func:`cache_path` chose it. ``ready``: the finished, checked download, if there is one."""
-
-    def __init__(self, ready: Optional[Path] = None):
-        super().__init__("in the way")
-        self.ready = ready
-
-
 def _in_the_way(dest: Path) -> bool:
     """Whether a folder stands at ``dest`` or a file where a folder above it must be."""
     if dest.is_dir():
@@ -382,78 +408,85 @@ def _in_the_way(dest: Path) -> bool:
     return any(p.exists() and not p.is_dir() for p in dest.parents)
 
 
-def _fetch_to(url: str, dest: Path, sha256: Optional[str], verify: Optional[Callable[[Path], None]],
-              progress: bool, log: Callable[[str], None], ready: Optional[Path]) -> Path:
-    """:func:`fetch` into ``dest``; ``ready``: a finished, checked download of ``url`` to use
-    instead of downloading (what an attempt whose path another URL took left)."""
-    from filelock import FileLock, Timeout
+class _CachedFile(cache_entry.CacheEntry[Path]):
+    """The file cache's entry: ``url``'s download at ``dest``, made by :func:`cache_entry.make`
+    (:func:`fetch`'s arguments; ``ready``: a finished, checked download of ``url`` to use
+    instead of downloading, what an attempt whose path another URL took left). (Not a
+    dataclass: those need their module in ``sys.modules``, and this file also runs alone.)"""
 
-    old = _old_names()
-    # An unpinned cached file that a cheap look shows damaged (truncated, empty) failed at every
-    # load with an error naming the cache path, while `elmo models list` said it was cached: it
-    # is downloaded again, as a pinned file that fails its checksum is (said in a line; the old
-    # file stays until the checked download replaces it), and offline the error says to delete it.
-    damaged = None if sha256 else damage(dest)
-    kept = damaged is None and _kept(dest, sha256)
-    # (what a version before the "+" names left beside it is tidied under the lock)
-    leftovers = old is not None and old.left_beside(dest)
-    if kept and not leftovers:
-        return dest
-    if offline() and not kept:
-        if damaged:
-            raise DownloadError(f"ELMO_OFFLINE is set and the cached download of {url} is damaged "
-                                f"({damaged}): delete it (rm {shlex.quote(str(dest))}) and run "
-                                "without ELMO_OFFLINE to download it again")
+    error = DownloadError
+    unwritable = staticmethod(_unwritable)
+
+    def __init__(self, dest: Path, url: str, sha256: Optional[str],
+                 verify: Optional[Callable[[Path], None]], progress: bool,
+                 log: Callable[[str], None], ready: Optional[Path] = None):
+        self.dest, self.url, self.sha256, self.verify = dest, url, sha256, verify
+        self.progress, self.log, self.ready = progress, log, ready
+        #: Why the unpinned cached file is not whole, as :meth:`kept` last found (:func:`damage`).
+        self.damaged: Optional[str] = None
+
+    def kept(self) -> bool:
+        # An unpinned cached file that a cheap look shows damaged (truncated, empty) failed at
+        # every load with an error naming the cache path, while `elmo models list` said it was
+        # cached: it is downloaded again, as a pinned file that fails its checksum is (said in a
+        # line; the old file stays until the checked download replaces it), and offline the
+        # error says to delete it.
+        self.damaged = None if self.sha256 else damage(self.dest)
+        return self.damaged is None and _kept(self.dest, self.sha256)
+
+    def served(self) -> Path:
+        return self.dest
+
+    def offline_error(self) -> Exception:
+        url, dest = self.url, self.dest
+        if self.damaged:
+            return DownloadError(f"ELMO_OFFLINE is set and the cached download of {url} is damaged "
+                                 f"({self.damaged}): delete it (rm {shlex.quote(str(dest))}) and run "
+                                 "without ELMO_OFFLINE to download it again")
         what = ("its cached copy does not match the pinned sha256" if dest.is_file()
                 else "is not in the cache")
-        raise DownloadError(f"ELMO_OFFLINE is set and {url} {what} "
-                            f"(expected {dest}){_twin_note(url, dest)}; unset ELMO_OFFLINE to download it")
-    lock = FileLock(str(helper_file(dest, ".lock")))
-    try:
-        make_cache_folder(dest.parent)
-        try:
-            lock.acquire(timeout=0.2)
-        except Timeout:
-            log(f"waiting for another process that is downloading {dest.name} ...")
-            lock.acquire()
-    except (OSError, DownloadError) as e:
-        if kept:                # (a read-only cache: its files are served, its leftovers stay)
-            return dest
-        if _in_the_way(dest):
-            raise _InTheWay(ready) from None
-        raise e if isinstance(e, DownloadError) else _unwritable(dest.parent, e) from None
-    try:
-        if _in_the_way(dest):       # (before a download that could not be kept there)
-            raise _InTheWay(ready)
-        if old is not None:
-            old.tidy_file(dest, bool(sha256), log)
-        damaged = None if sha256 else damage(dest)
-        if damaged is None and _kept(dest, sha256):     # the other process finished it while we waited
-            return dest
-        if damaged:
-            log(f"{dest}: the cached file is damaged ({damaged}); downloading it again")
+        return DownloadError(f"ELMO_OFFLINE is set and {url} {what} "
+                             f"(expected {dest}){_twin_note(url, dest)}; unset ELMO_OFFLINE to download it")
+
+    def make_folder(self) -> None:
+        make_cache_folder(self.dest.parent)
+
+    def waiting(self) -> None:
+        self.log(f"waiting for another process that is downloading {self.dest.name} ...")
+
+    def in_the_way(self, locked: bool) -> bool:
+        return _in_the_way(self.dest)
+
+    def tidy(self, old_names: Any) -> None:
+        old_names.tidy_file(self.dest, bool(self.sha256), self.log)
+
+    def produce(self) -> None:
+        dest = self.dest
+        if self.damaged:
+            self.log(f"{dest}: the cached file is damaged ({self.damaged}); downloading it again")
         elif dest.is_file():
             # Cached without this pin, or changed on disk since: the pin decides. The file
             # stays until the new one replaces it (os.replace below): a failed download kept
             # nothing, where a call without the pin (offline too) could still use it.
-            log(f"{dest}: the cached file does not match the pinned sha256; downloading it again")
+            self.log(f"{dest}: the cached file does not match the pinned sha256; downloading it again")
         staging = _staging_folder(dest)
         try:
-            if ready is not None and ready.is_file():
-                staged = ready
+            if self.ready is not None and self.ready.is_file():
+                staged = self.ready
             else:
-                staged = _download(url, dest, sha256, progress and _BARS_SHOWN.get(), log)
-                if verify is not None:
-                    verify(staged)
+                staged = _download(self.url, dest, self.sha256, self.progress and _BARS_SHOWN.get(),
+                                   self.log)
+                if self.verify is not None:
+                    self.verify(staged)
             if _in_the_way(dest):
-                raise _InTheWay(staged)
+                raise cache_entry.InTheWay(staged)
             try:
                 os.replace(staged, dest)
             except OSError:
                 if _in_the_way(dest):   # (taken between the look and the rename)
-                    raise _InTheWay(staged) from None
+                    raise cache_entry.InTheWay(staged) from None
                 raise
-        except _InTheWay:
+        except cache_entry.InTheWay:
             raise                           # the finished download stays for the next path
         except Exception:
             shutil.rmtree(staging, ignore_errors=True)      # refused or failed: nothing is kept
@@ -461,19 +494,6 @@ def _fetch_to(url: str, dest: Path, sha256: Optional[str], verify: Optional[Call
         # (Ctrl-C or SIGTERM while the finished download was checked deleted it, and the next
         # run downloaded the whole file again; now it stays, and the next run checks it)
         shutil.rmtree(staging, ignore_errors=True)
-    finally:
-        lock.release()
-    return dest
-
-
-def _old_names():
-    """The module that tidies what versions before the ``+`` names left (None where this file
-    is loaded alone, without its package)."""
-    try:
-        from . import old_names
-    except ImportError:
-        return None
-    return old_names
 
 
 def _kept(dest: Path, sha256: Optional[str]) -> bool:
@@ -528,25 +548,6 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
-def make_cache_folder(folder: Path, variable: str = "ELMO_HOME",
-                      error: Type[Exception] = DownloadError) -> None:
-    """Create ``folder`` inside the cache that ``$variable`` names (the models' by default);
-    one line naming the variable where the cache cannot be written (a read-only or shared
-    cache), raised as ``error``."""
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise _unwritable(folder, e, variable, error) from None
-
-
-def _unwritable(folder: Path, e: OSError, variable: str = "ELMO_HOME",
-                error: Type[Exception] = DownloadError) -> Exception:
-    reason = os.strerror(e.errno) if e.errno else _one_line(e)
-    what = "model" if variable == "ELMO_HOME" else "data"
-    return error(f"{folder}: the {what} cache cannot be written ({reason}); point {variable} at "
-                 "a writable folder (what is already cached there loads without writing)")
-
-
 def _download(url: str, dest: Path, sha256: Optional[str], progress: bool, log) -> Path:
     """Download ``url`` through pooch into ``<dest>.download`` (complete, checksum checked)."""
     import logging
@@ -596,24 +597,24 @@ def _download(url: str, dest: Path, sha256: Optional[str], progress: bool, log) 
         what = f"HTTP {response.status_code} {response.reason}" if response is not None else _one_line(e)
         raise DownloadError(f"{url}: {what} (after {_retries() + 1} attempts)") from None
     except requests.exceptions.RequestException as e:
-        kept = _kept_part(dest, sha256)
-        part = helper_file(dest, ".part")
-        hint = (f"; the {kept:,} bytes that arrived are kept in {part.name} and the next call "
-                "resumes from there" if kept else "")
-        raise DownloadError(f"{url}: download failed ({_reason(e)}){hint}") from None
+        raise DownloadError(f"{url}: download failed ({_reason(e)}){_resume_hint(dest, sha256)}") from None
     except ValueError as e:                 # pooch's checksum mismatch
         raise DownloadError(f"{url}: {_one_line(e)}") from None
     except OSError as e:                    # writing the part (a full disk): it read "[Errno 28] ..."
-        kept = _kept_part(dest, sha256)
-        part = helper_file(dest, ".part")
-        hint = (f"; the {kept:,} bytes that arrived are kept in {part.name} and the next call resumes "
-                "from there" if kept else "")
         from ..io import os_error_reason
-        raise DownloadError(f"{dest}: cannot write the download of {url} ({os_error_reason(e)}){hint}; free "
-                            f"space there or point ELMO_HOME at another disk") from None
+        raise DownloadError(f"{dest}: cannot write the download of {url} ({os_error_reason(e)})"
+                            f"{_resume_hint(dest, sha256)}; free space there or point ELMO_HOME at "
+                            "another disk") from None
     finally:
         quiet.setLevel(level)
     return staged
+
+
+def _resume_hint(dest: Path, sha256: Optional[str]) -> str:
+    """The end of a failed download's message: where the bytes that arrived are kept, if any."""
+    kept = _kept_part(dest, sha256)
+    return (f"; the {kept:,} bytes that arrived are kept in {helper_file(dest, '.part').name} and "
+            "the next call resumes from there" if kept else "")
 
 
 def _kept_part(dest: Path, sha256: Optional[str]) -> int:
@@ -631,15 +632,6 @@ def _kept_part(dest: Path, sha256: Optional[str]) -> int:
 def _staging_folder(dest: Path) -> Path:
     """Beside ``dest``: the folder its download is written and checked in."""
     return dest.with_name("." + helper_file(dest, ".staging").name)
-
-
-def helper_file(dest: Path, suffix: str) -> Path:
-    """The cache's own file ``suffix`` (``.lock``, ``.part``, ...) for the cached file ``dest``:
-    ``NAME+SUFFIX``. They were ``NAME.lock``, ``NAME.part``, ``NAME.part.json`` and
-    ``.NAME.staging``, the cached names of URLs ending so: ``/m/elmo.lock`` was handed ``/m/elmo``'s
-    empty lock file, and a download of ``/m/elmo`` resumed from ``/m/elmo.part``'s file. A URL's
-    cached name holds a ``+`` only in :func:`_short`'s ``+name-``, never before a dot."""
-    return dest.with_name(f"{dest.name}+{suffix}")
 
 
 def _hash(sha256: Optional[str]) -> Optional[str]:
@@ -776,8 +768,15 @@ class _ResumingDownloader:
         # A strong ETag or Last-Modified lets the server tell us the file changed since the part.
         etag = response.headers.get("ETag", "")
         validator = etag if etag and not etag.startswith("W/") else response.headers.get("Last-Modified")
-        if validator and response.status_code == 200:
+        if response.status_code != 200:
+            return
+        if validator:
             self.meta.write_text(json.dumps({"validator": validator}))
+        else:
+            # (the part restarts as a version the server does not name: the record of the
+            # version it began as stayed, and a later If-Range of it resumed the new start with
+            # that version's rest, a file of neither)
+            self.meta.unlink(missing_ok=True)
 
 
 def _range_start(response) -> Optional[int]:

@@ -3,7 +3,7 @@
 Beside a cached file ``NAME`` the cache kept ``NAME.lock``, ``NAME.part``, ``NAME.part.json``
 and ``.NAME.staging/``; beside an unpacked folder ``DEST``: ``DEST.lock``, ``DEST.sha256``,
 ``DEST.partial/`` (with unpack's ``.DEST.partial.XXXXXXXX.tmp/``) and, older still,
-``DEST.unpacking``. They are now ``NAME+.lock`` and so on (:func:`~.download.helper_file`), and
+``DEST.unpacking``. They are now ``NAME+.lock`` and so on (:func:`~.cache_entry.helper_file`), and
 the old ones were orphaned: a download cut under the old names started over from zero, and its
 bytes stayed in the cache for good.
 
@@ -24,7 +24,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Callable, Iterator, List
 
-from .download import helper_file
+from .cache_entry import helper_file
 
 def old_file(dest: Path, suffix: str) -> Path:
     """``NAME.SUFFIX``, the old name of ``dest``'s helper file ``suffix``."""

@@ -9,6 +9,24 @@ Every download is verified before it is cached: an options file must parse (Conf
 for a table entry, agree with the table's dimensions; a weight file must pass the shape checks
 of :func:`elmo.weights.read_original_arrays` (WeightFileError); an archive must unpack safely.
 Local paths are returned as they are.
+
+Single files are the file cache's (:mod:`elmo.hub.download`). An archive is unpacked into the
+unpacked cache, whose entries are made in the steps of :mod:`elmo.hub.cache_entry`, shared with
+the file cache; :class:`_UnpackedArchive` supplies what differs. Its layout::
+
+    models/unpacked/<host>/<url path>/            the unpacked archive (DEST), its model
+                                                  folder in it (or DEST itself)
+    models/unpacked/<host>/<url path>+.lock       the per-folder lock
+    models/unpacked/<host>/<url path>+.sha256     the SHA-256 of the archive it came from
+    models/unpacked/<host>/<url path>+.partial/   the archive while it is unpacked and checked
+    models/unpacked/<host>/.<name>+.partial.XXXXXXXX.tmp/   unpack's own temporary folder
+    models/unpacked/<host>/+tree-<hash>/<name>/   a folder whose path another URL's folder is
+                                                  in the way of (:func:`unpacked_path`)
+    DEST.lock, DEST.sha256, DEST.partial/, DEST.unpacking/ (and their .tmp folders)
+                                                  the same under the names of versions before
+                                                  the "+" names (:mod:`elmo.hub.old_names`)
+
+The archive itself is downloaded into the file cache and deleted once unpacked.
 """
 from __future__ import annotations
 
@@ -20,14 +38,15 @@ import tempfile
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Optional, Tuple, Union, cast
+from typing import Any, Callable, Optional, Tuple, Union, cast
 from urllib.parse import urlsplit, urlunsplit
 
 from ..io import atomic_folder
 from . import old_names, registry
 from .archive import ArchiveError, find_model_folder, is_archive, unpack
-from .download import (DownloadError, _unwritable, cache_path, elmo_home, fetch, helper_file,
-                       is_url, make_cache_folder, offline, redact_url, sha256_file, tree_aside)
+from .cache_entry import CacheEntry, InTheWay, helper_file, make
+from .download import (DownloadError, _unwritable, cache_path, elmo_home, fetch, is_url,
+                       make_cache_folder, redact_url, sha256_file, tree_aside)
 
 PathOrUrl = Union[str, Path]
 
@@ -165,58 +184,67 @@ def fetch_archive(url: str, sha256: Optional[str] = None) -> Path:
     original layout or ELMoForManyLangs) is loaded before it is kept.
     """
     for _ in range(3):
-        folder = _fetch_archive_at(url, unpacked_path(url), sha256)
-        if folder is not None:
-            return folder
+        try:
+            return make(_UnpackedArchive(unpacked_path(url), url, sha256))
+        except InTheWay:
+            # Once its lock was held, the place was no longer the URL's (another process
+            # unpacked a colliding URL meanwhile): asked again, unpacked_path puts it aside.
+            continue
     raise DownloadError(f"{url}: another URL's unpacked folder keeps taking this archive's "
                         "place in the cache; run again")
 
 
-def _fetch_archive_at(url: str, dest: Path, sha256: Optional[str]) -> Optional[Path]:
-    """:func:`fetch_archive` into ``dest``; None where, once its lock is held, ``dest`` is no
-    longer the URL's place (another process unpacked a colliding URL meanwhile: asked again,
-    :func:`unpacked_path` puts it aside)."""
-    from filelock import FileLock
+@dataclass
+class _UnpackedArchive(CacheEntry[Path]):
+    """The unpacked cache's entry: the archive at ``url`` unpacked into the folder ``dest``
+    (:func:`unpacked_path`), made by :func:`~.cache_entry.make`; it serves the model folder in
+    it. With a pinned ``sha256`` the folder counts only where its archive matched it."""
 
-    unpacked = _unpacked(dest, sha256)
-    if unpacked and not old_names.left_beside(dest):     # (else tidied under the lock first)
-        return find_model_folder(dest)
-    if offline() and not unpacked:
-        if not dest.is_dir():
+    dest: Path
+    url: str
+    sha256: Optional[str]
+    error = DownloadError
+    unwritable = staticmethod(_unwritable)
+
+    def kept(self) -> bool:
+        return _unpacked(self.dest, self.sha256)
+
+    def served(self) -> Path:
+        return find_model_folder(self.dest)
+
+    def offline_error(self) -> Exception:
+        if not self.dest.is_dir():
             what = "is not in the cache"
-        elif _model_folder(dest) is None:
+        elif _model_folder(self.dest) is None:
             what = "has a damaged folder in the cache (its model files are gone)"
         else:
             what = "was unpacked from an archive that does not match the pinned sha256"
-        raise DownloadError(f"ELMO_OFFLINE is set and {url} {what} "
-                            f"(expected {dest}); unset ELMO_OFFLINE to download it")
-    # The cache's own names beside DEST hold a "+" before the dot (helper_file), as in the file
-    # cache: DEST.lock, DEST.sha256 and DEST.partial are also the folders of archive URLs ending
-    # so, and DEST.partial's unpack temporaries matched a pattern of another URL's live ones.
-    lock = FileLock(str(helper_file(dest, ".lock")))
-    try:
-        make_cache_folder(dest.parent)
-        lock.acquire()
-    except (OSError, DownloadError) as e:
-        if unpacked:            # (a read-only cache: its folders are served, old files stay)
-            return find_model_folder(dest)
-        raise e if isinstance(e, DownloadError) else _unwritable(dest.parent, e) from None
-    try:
-        if unpacked_path(url) != dest:
-            if not (_archive_digest_file(dest).exists() or old_names.old_digest(dest).exists()):
-                # (never unpacked here: its lock is no mark that DEST is this URL's folder)
-                with suppress(OSError):
-                    helper_file(dest, ".lock").unlink(missing_ok=True)
-            return None
-        old_names.tidy_folder(dest, _archive_digest_file(dest))   # (what versions before left)
-        if _unpacked(dest, sha256):     # another process unpacked it while we waited
-            return find_model_folder(dest)
+        return DownloadError(f"ELMO_OFFLINE is set and {self.url} {what} "
+                             f"(expected {self.dest}); unset ELMO_OFFLINE to download it")
+
+    def make_folder(self) -> None:
+        make_cache_folder(self.dest.parent)
+
+    def in_the_way(self, locked: bool) -> bool:
+        if not locked or unpacked_path(self.url) == self.dest:
+            return False
+        if not (_archive_digest_file(self.dest).exists() or old_names.old_digest(self.dest).exists()):
+            # (never unpacked here: its lock is no mark that DEST is this URL's folder)
+            with suppress(OSError):
+                helper_file(self.dest, ".lock").unlink(missing_ok=True)
+        return True
+
+    def tidy(self, old: Any) -> None:
+        old.tidy_folder(self.dest, _archive_digest_file(self.dest))
+
+    def produce(self) -> None:
         # A folder unpacked without this pin, or from an archive that does not match it, stays
         # until its replacement is unpacked and checked (it was deleted first: a reader found
         # no model meanwhile, and a refused or interrupted download lost it).
         # (named by the URL: the error named the temporary "NAME.download", a file the user
         # never asked for and that is deleted with it)
-        archive = fetch(url, sha256=sha256, verify=_naming_the_url(url, _check_archive))
+        url, dest = self.url, self.dest
+        archive = fetch(url, sha256=self.sha256, verify=_naming_the_url(url, _check_archive))
         try:
             digest = sha256_file(archive)
             # What a killed run left: DEST+.partial (atomic_folder deletes it) and, half
@@ -238,9 +266,6 @@ def _fetch_archive_at(url: str, dest: Path, sha256: Optional[str]) -> Optional[P
         # (deleted on Ctrl-C or SIGTERM too, a whole verified archive was downloaded again by
         # the next run; now it stays for that run, as after a kill, and is unpacked from the cache)
         archive.unlink(missing_ok=True)
-    finally:
-        lock.release()
-    return find_model_folder(dest)
 
 
 def _archive_digest_file(dest: Path) -> Path:
