@@ -14,8 +14,8 @@ import elmo.modules.char_cnn as char_cnn_module
 from elmo import Elmo, batch_to_ids
 from elmo.modules.weight_cache import WeightsState
 from tests.conftest import random_bilm, tiny_options
+from tests.test_embedding_threads import WAIT, finished, in_thread
 
-WAIT = 30  # seconds: only a hang (a broken test) ever waits this long
 EPS = torch.finfo(torch.float32).eps
 
 SENTENCES = {
@@ -28,24 +28,10 @@ CALLS = 6  # per thread
 
 def run_threads(bodies):
     """Run ``{name: body}`` each in a thread named ``name``, without autograd (its switch is
-    per thread); their results (an exception raised)."""
+    per thread); their results (an exception raised is raised here)."""
     results = {}
-
-    def wrap(name, body):
-        try:
-            with torch.no_grad():
-                results[name] = body()
-        except BaseException as error:  # (raised in the test's thread below)
-            results[name] = error
-    threads = [threading.Thread(target=wrap, args=item, name=item[0], daemon=True) for item in bodies.items()]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(WAIT)
-        assert not thread.is_alive(), f"{thread.name} hung"
-        if isinstance(results[thread.name], BaseException):
-            raise results[thread.name]
-    return results
+    started = [in_thread(name, torch.no_grad()(body), results) for name, body in bodies.items()]
+    return finished(results, *started)
 
 
 def bilm_tolerance(steps: int) -> float:

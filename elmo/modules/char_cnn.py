@@ -441,7 +441,7 @@ class CharCNN(nn.Module):
         self._swap_token_cache(remade, expected=entry)
         return remade.cache
 
-    def _swap_token_cache(self, entry: Optional[_CacheEntry], expected=...) -> None:
+    def _swap_token_cache(self, entry: Optional[_CacheEntry], expected: object = ...) -> None:
         """Set the cache entry (all writes go through here), only if it is still ``expected``
         when one is given."""
         with _SWAP_LOCK:
