@@ -28,13 +28,14 @@ import torch
 from torch import nn
 
 from .embedding import Embedder, InputError, embed_file
-from .embedding.embedder import DEFAULT_BATCH_SIZE, stateful_calls
+from .embedding.embedder import DEFAULT_BATCH_SIZE
 from .embedding.output import NonFiniteOutput
 from .embedding.windows import DEFAULT_MAX_TOKENS
 from .checks import integer_or_none, require_count
 from .chars import check_tokenized, tokenized
 from .io import OutputError, check_output_file, no_empty_folder_on_failure, writing
 from .modules import BiLM, Elmo
+from .modules.bilm import stateful_calls
 from .modules.dropout_off import dropout_off
 
 #: What ``embed_file``'s ``output_format`` may be, as in AllenNLP.

@@ -7,7 +7,7 @@ import threading
 import numpy as np
 import pytest
 
-import elmo.embedding.embedder as embedder_module
+import elmo.modules.bilm as bilm_module
 from elmo import ElmoEmbedder, Embedder
 from tests.conftest import random_bilm
 
@@ -97,19 +97,23 @@ def test_two_threads_on_a_model_in_training_get_no_dropout_and_leave_its_mode(ca
 
 
 class _Signalling:
-    """A re-entrant lock that sets ``waiting`` when a thread other than its holder asks for it."""
+    """A re-entrant lock that sets ``waiting`` when a thread other than its holder asks for it
+    (the holder holds it until its outermost block ends: the model's own calls nest in it)."""
 
     def __init__(self, waiting):
-        self.lock, self.waiting, self.holder = threading.RLock(), waiting, None
+        self.lock, self.waiting, self.holder, self.depth = threading.RLock(), waiting, None, 0
 
     def __enter__(self):
         if self.holder not in (None, threading.get_ident()):
             self.waiting.set()
         self.lock.acquire()
         self.holder = threading.get_ident()
+        self.depth += 1
 
     def __exit__(self, *exc):
-        self.holder = None
+        self.depth -= 1
+        if self.depth == 0:
+            self.holder = None
         self.lock.release()
 
 
@@ -136,7 +140,7 @@ def test_a_shared_stateful_model_serves_whole_calls_one_at_a_time(monkeypatch):
     # B is out of A's way once it has finished its call (it ran between A's batches) or once
     # it waits for the model (the lock's wait is what tells)
     b_out_of_the_way, a_inside = threading.Event(), threading.Event()
-    monkeypatch.setattr(embedder_module, "_STATEFUL_LOCKS", _Locks(b_out_of_the_way), raising=False)
+    monkeypatch.setattr(bilm_module, "_STATEFUL_LOCKS", _Locks(b_out_of_the_way))
     calls = {"A": 0}
 
     def before(name):

@@ -19,10 +19,7 @@ so the results equal embedding each sentence alone, up to float rounding.
 """
 from __future__ import annotations
 
-import threading
-import weakref
 from collections import Counter
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator, List, Optional, Sequence, Union
@@ -33,6 +30,7 @@ import torch
 from ..chars import check_tokenized, tokenized
 from ..checks import require_count, require_switch
 from ..modules import BiLM
+from ..modules.bilm import stateful_calls
 from ..modules.dropout_off import dropout_off
 from ..runtime import resolve_device
 from .layers import LayerSelection
@@ -313,30 +311,6 @@ def sentence_vectors(model: Union[Embedder, BiLM, str, Path, None], sentences: S
         mask = torch.ones(1, t.shape[1], dtype=torch.bool)
         out[i] = masked_pool(t, mask, pooling)[0].numpy()
     return out
-
-
-@contextmanager
-def stateful_calls(model: BiLM) -> Iterator[None]:
-    """Hold ``model``'s lock for the block when it is stateful (nothing to hold when not).
-
-    Each batch row's carried state follows the batches of one call, in order: two threads
-    embedding with one stateful model interleaved their batches, so each started from the
-    other's state and a lost update dropped some. Whole calls are serialised instead; each one
-    then equals a sequential call, but which state it starts from depends on which thread came
-    first. Re-entrant: one thread may nest calls (its own order)."""
-    if not model.stateful:
-        yield
-        return
-    with _LOCKS_GUARD:
-        lock = _STATEFUL_LOCKS.setdefault(model, threading.RLock())
-    with lock:
-        yield
-
-
-# one lock per model, not per Embedder: several embedders may share a model; weak, so a
-# model is freed as before (and the lock is not an attribute that deepcopy or pickle refuse)
-_STATEFUL_LOCKS: "weakref.WeakKeyDictionary[BiLM, threading.RLock]" = weakref.WeakKeyDictionary()
-_LOCKS_GUARD = threading.Lock()
 
 
 def _to_device(ids: torch.Tensor, device: torch.device) -> torch.Tensor:

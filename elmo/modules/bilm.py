@@ -14,11 +14,19 @@ Two state modes:
   * stateful: reproduces the original ELMo, where row b's final (c, h) state of each call is
     the initial state of row b in the next call (detached). Call :meth:`BiLM.reset_states`
     to start over; loading weights (``load_state_dict``) starts over too.
+
+Threads: a stateless model holds nothing between calls, and any number of threads may call it
+at once, without a lock. A stateful model's calls take turns (:func:`stateful_calls`): two
+threads that read the carried state, ran the LSTMs and stored their final states interleaved
+started from the same state and each overwrote the other's (vectors of no order of the calls,
+no error).
 """
 from __future__ import annotations
 
 import contextlib
 import math
+import threading
+import weakref
 from pathlib import Path
 from typing import Iterator, List, Optional, Tuple, TypedDict
 
@@ -165,8 +173,10 @@ class BiLM(nn.Module):
 
     # ------------------------------------------------------------------ state handling
     def reset_states(self) -> None:
-        """Forget the carried state (stateful mode): the next call starts from zeros."""
-        self._states = None
+        """Forget the carried state (stateful mode): the next call starts from zeros. (A call
+        in progress in another thread ends first: else it stored its state after the reset.)"""
+        with stateful_calls(self):
+            self._states = None
 
     def get_states(self) -> Optional[List[LayerState]]:
         """The carried state per layer, (c (2, rows, H), h (2, rows, P)), or None."""
@@ -177,12 +187,14 @@ class BiLM(nn.Module):
         """Run a block that may carry, reset or replace the LSTM state (stateful mode), then put
         back the state there was before it: a caller's model is not left conditioned on the
         block's text. The block must not move the module (``.to()``): the state put back is
-        where it was."""
-        saved = self._states
-        try:
-            yield
-        finally:
-            self._states = saved
+        where it was. Another thread's stateful calls wait for the block (the state put back
+        would have undone theirs)."""
+        with stateful_calls(self):
+            saved = self._states
+            try:
+                yield
+            finally:
+                self._states = saved
 
     def _initial_state(self, batch: int, like: torch.Tensor) -> Optional[List[LayerState]]:
         if not self.stateful or self._states is None:
@@ -272,11 +284,40 @@ class BiLM(nn.Module):
     def layers_of(self, char_ids: torch.Tensor, lengths: torch.Tensor) -> List[torch.Tensor]:
         """The L + 1 layers for exactly these tokens (no boundaries added): each (B, T, 2P).
 
-        Uses and updates the carried state in stateful mode.
+        Uses and updates the carried state in stateful mode, one thread at a time
+        (:func:`stateful_calls`); a stateless call takes no lock.
         """
         tokens = self.token_encoder(char_ids)  # (B, T, P), zero where there is no token
-        state = self._initial_state(char_ids.shape[0], tokens)
-        lstm_layers, final = self.lstm(tokens, lengths, state)
-        if self.stateful:
-            self._store_state(final, char_ids.shape[0])
+        if not self.stateful:
+            lstm_layers, _ = self.lstm(tokens, lengths, None)
+        else:
+            with stateful_calls(self):  # from reading the state to storing the next one
+                state = self._initial_state(char_ids.shape[0], tokens)
+                lstm_layers, final = self.lstm(tokens, lengths, state)
+                self._store_state(final, char_ids.shape[0])
         return [torch.cat([tokens, tokens], dim=-1)] + lstm_layers
+
+
+@contextlib.contextmanager
+def stateful_calls(model: BiLM) -> Iterator[None]:
+    """Hold ``model``'s lock for the block when it is stateful (nothing to hold when not).
+
+    Each batch row's carried state follows the calls in order: two threads calling one stateful
+    model at once each started from the state before both calls, and one's final state was
+    lost. :meth:`BiLM.layers_of` holds the lock from reading the state to storing the next
+    one, and an :class:`elmo.Embedder` call for all of its batches. Each call then equals a
+    sequential call, but which state it starts from depends on which thread came first.
+    Re-entrant: one thread may nest calls (its own order)."""
+    if not model.stateful:
+        yield
+        return
+    with _LOCKS_GUARD:
+        lock = _STATEFUL_LOCKS.setdefault(model, threading.RLock())
+    with lock:
+        yield
+
+
+# one lock per model, not per caller: several embedders may share a model; weak, so a model is
+# freed as before (and the lock is not an attribute that deepcopy or pickle refuse)
+_STATEFUL_LOCKS: "weakref.WeakKeyDictionary[BiLM, threading.RLock]" = weakref.WeakKeyDictionary()
+_LOCKS_GUARD = threading.Lock()

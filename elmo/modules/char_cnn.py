@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import threading
 from typing import NamedTuple, Optional, Sequence, cast
 
 import torch
@@ -128,6 +129,20 @@ class TokenCache(NamedTuple):
     ids: torch.Tensor
     hashes: torch.Tensor
     vectors: torch.Tensor
+
+
+class _CacheEntry(NamedTuple):
+    """A token cache and the state of the weights its vectors were made from: one object,
+    never changed, replaced whole (a reader never pairs one build's cache with another's key)."""
+
+    cache: TokenCache
+    key: WeightsState
+
+
+# Held only to swap a CharCNN's cache entry (never while vectors are computed): a remade entry
+# replaces only the one it was made from (see CharCNN._current_token_cache). One for all
+# modules, so that none holds a lock that deepcopy or pickle would refuse.
+_SWAP_LOCK = threading.Lock()
 
 
 @contextlib.contextmanager
@@ -252,8 +267,7 @@ class CharCNN(nn.Module):
         self.highway = Highway(config.n_filters, config.n_highway)
         self.projection = nn.Linear(word_dim + config.n_filters, output_dim)
         self._activation = torch.tanh if config.activation == "tanh" else F.relu
-        self._token_cache: Optional[TokenCache] = None
-        self._token_cache_key = WeightsState()  # the weights its vectors were made from
+        self._token_cache_entry: Optional[_CacheEntry] = None  # see build_token_cache
 
     # ------------------------------------------------------------------ the computation
     def encode_tokens(self, ids: torch.Tensor) -> torch.Tensor:
@@ -396,12 +410,13 @@ class CharCNN(nn.Module):
         # cached vectors gave them none. Weights in shared memory may have been written by
         # another process, and inference tensors count no writes (see weight_cache): the
         # vectors could be stale.
-        if self._token_cache is None:
+        entry = self._token_cache_entry  # read once: this call's one snapshot (build_token_cache)
+        if entry is None:
             return self.encode_tokens(distinct)
         params = list(self.parameters())
         if (torch.is_grad_enabled() and any(p.requires_grad for p in params)) or writes_uncounted(params):
             return self.encode_tokens(distinct)
-        cache = self._current_token_cache(params)
+        cache = self._current_token_cache(entry, params)
         hashes = hash_rows(distinct)
         slot = torch.searchsorted(cache.hashes, hashes).clamp_(max=cache.hashes.shape[0] - 1)
         hit = (cache.ids[slot] == distinct).all(dim=1)  # hash matches are verified exactly
@@ -413,18 +428,25 @@ class CharCNN(nn.Module):
         return vectors
 
     # ------------------------------------------------------------------ the token cache
-    def _current_token_cache(self, params: Sequence[torch.Tensor]) -> TokenCache:
-        """The token cache, its vectors made again from its ids where a weight (``params``, this
-        module's parameters) has changed since they were made (an optimizer step,
+    def _current_token_cache(self, entry: _CacheEntry, params: Sequence[torch.Tensor]) -> TokenCache:
+        """``entry``'s cache, its vectors made again from its ids where a weight (``params``,
+        this module's parameters) has changed since they were made (an optimizer step,
         ``load_state_dict``, ``.to()``): stale vectors gave the cached words the old weights'
-        vectors and the other words the new ones."""
-        cache = self._token_cache
-        assert cache is not None
-        if not self._token_cache_key.matches(params):
-            key = WeightsState(params)
-            cache = cache._replace(vectors=self._encode_in_batches(cache.ids))
-            self._token_cache, self._token_cache_key = cache, key
-        return cache
+        vectors and the other words the new ones. The remade entry is kept only in place of
+        ``entry``: a cache built or cleared meanwhile by another thread stays."""
+        if entry.key.matches(params):
+            return entry.cache
+        key = WeightsState(params)  # before the vectors: see build_token_cache
+        remade = _CacheEntry(entry.cache._replace(vectors=self._encode_in_batches(entry.cache.ids)), key)
+        self._swap_token_cache(remade, expected=entry)
+        return remade.cache
+
+    def _swap_token_cache(self, entry: Optional[_CacheEntry], expected: object = ...) -> None:
+        """Set the cache entry (all writes go through here), only if it is still ``expected``
+        when one is given."""
+        with _SWAP_LOCK:
+            if expected is ... or self._token_cache_entry is expected:
+                self._token_cache_entry = entry
 
     @torch.no_grad()
     def _encode_in_batches(self, ids: torch.Tensor, batch_size: int = 4096) -> torch.Tensor:
@@ -441,6 +463,13 @@ class CharCNN(nn.Module):
         through ``param.data``, build the cache again). It is not used where gradients for the
         CNN's weights are computed, nor for weights in shared memory (``share_memory()``), which
         another process may have written uncounted (see :mod:`elmo.modules.weight_cache`).
+
+        Threads: each call of the CNN reads the cache once and uses that one (cache, weights
+        state) pair throughout, whatever other threads build, clear or remake meanwhile, so it
+        never sees a half-replaced cache or fails on one cleared under it. The weights' state is
+        taken before the vectors are computed: a weight written during a build or remake makes
+        the vectors remade at the next use, never taken for the new weights' own. A remake
+        replaces only the entry it was made from (a newer build or a clear stays).
         """
         if isinstance(words, str):  # its characters would be cached as the words
             raise TypeError("build_token_cache expects a list of words, not a string")
@@ -453,36 +482,53 @@ class CharCNN(nn.Module):
         rows = torch.tensor([scheme.bos_row, scheme.eos_row], dtype=torch.long)
         ids = torch.cat([rows, scheme.token_rows(list(dict.fromkeys(words)))])
         ids, _ = unique_rows(ids.to(self._vectors_like.device))
+        # (the state before the vectors: taken after them, a weight written meanwhile by another
+        # thread was taken for the one they were made from, and they were never remade)
+        key = WeightsState(self.parameters())
         vectors = self._encode_in_batches(ids, batch_size)
         hashes = hash_rows(ids)
         order = torch.argsort(hashes)
-        self._token_cache = TokenCache(ids[order], hashes[order], vectors[order])
-        self._token_cache_key = WeightsState(self.parameters())
+        self._swap_token_cache(_CacheEntry(TokenCache(ids[order], hashes[order], vectors[order]), key))
 
     def clear_token_cache(self) -> None:
-        self._token_cache = None
+        """Drop the cache (a call already running goes on with the one it read)."""
+        self._swap_token_cache(None)
+
+    @property
+    def _token_cache(self) -> Optional[TokenCache]:
+        """The current cache, or None."""
+        entry = self._token_cache_entry
+        return None if entry is None else entry.cache
+
+    @property
+    def _token_cache_key(self) -> WeightsState:
+        """The state of the weights the current cache's vectors were made from (that of no
+        weights without a cache)."""
+        entry = self._token_cache_entry
+        return WeightsState() if entry is None else entry.key
 
     @contextlib.contextmanager
     def token_cache_kept(self):
         """Run a block that may build or clear the token cache, then put back the cache there
         was before it (a caller's, such as ``Elmo(vocab_to_cache=...)``'s over the same model).
         The block must not move the module (``.to()``): the cache put back is where it was."""
-        saved = (self._token_cache, self._token_cache_key)
+        saved = self._token_cache_entry
         try:
             yield
         finally:
-            self._token_cache, self._token_cache_key = saved
+            self._swap_token_cache(saved)
 
     @property
     def token_cache_size(self) -> int:
-        return 0 if self._token_cache is None else int(self._token_cache.ids.shape[0])
+        cache = self._token_cache
+        return 0 if cache is None else int(cache.ids.shape[0])
 
     def _apply(self, fn, *args, **kwargs):
         # Keep the cache on the module's device when it moves (.to / .cuda), and make its
         # vectors again (the weights have new values, whatever their addresses).
         result = super()._apply(fn, *args, **kwargs)
-        if self._token_cache is not None:
+        entry = self._token_cache_entry
+        if entry is not None:
             dev = self._vectors_like.device
-            self._token_cache = TokenCache(*(t.to(dev) for t in self._token_cache))
-            self._token_cache_key = WeightsState()
+            self._swap_token_cache(_CacheEntry(TokenCache(*(t.to(dev) for t in entry.cache)), WeightsState()))
         return result
