@@ -229,3 +229,47 @@ def test_the_section_with_a_corpus_reports_type_averages_and_refuses_an_empty_co
                  "--similarity-sets", "wordsim353", "--similarity-corpus", str(corpus)]) == 1
     assert f"--similarity-corpus {corpus}: {corpus} holds no sentences" in capsys.readouterr().err
     assert not (tmp_path / "no").exists()
+
+
+def test_the_undefined_draws_are_counted_and_a_small_set_is_warned_about_in_the_report():
+    """3 pairs: a ninth of the draws repeat one pair (rho undefined); their count is in the
+    results, as resampled_interval counts them, and the report warns below MIN_PAIRS pairs
+    (on GloVe's share of a set too), but not at it."""
+    from elmo.analysis.report import _render_similarity
+    rng = np.random.default_rng(0)
+    few = _PAIRS[:3]
+    words = sorted({w for a, b, _ in _PAIRS for w in (a, b)})
+    glove = (words, rng.normal(size=(len(words), 7)).astype(np.float32), False)
+    many = _PAIRS + [("cat", "sun", 0.3), ("tree", "moon", 4.1)]
+    assert len(many) == similarity.MIN_PAIRS
+    res = similarity.similarity_eval(Embedder(random_bilm(), batch_size=4), {"few": few, "many": many},
+                                     glove, seed=2, n_resamples=300)
+    cos = similarity.pair_cosines(similarity.words_alone(Embedder(random_bilm(), batch_size=4), words),
+                                  {w: i for i, w in enumerate(words)}, few)
+    scores = np.array([s for _, _, s in few])
+    drawn = res["sets"]["few"]["layers_undefined_draws"]
+    for j, n in enumerate(drawn):
+        expect = stats.resampled_interval(lambda i: similarity.spearman(cos[j][i], scores[i]), 3, 300, seed=2)
+        assert n == expect["n_undefined"] > 0
+    assert res["sets"]["few"]["glove"]["undefined_draws"] > 0
+    text = "\n".join(_render_similarity(res, "cmd"))
+    assert "**Warning: few has only 3 pairs**" in text and "**Warning: few, GloVe's pairs has only 3 pairs**" in text
+    assert "Warning: many" not in text
+    assert f"few layer 0: {drawn[0]}" in text
+
+
+def test_the_picture_shows_the_type_averages_when_they_were_computed(monkeypatch):
+    from elmo.analysis import plots
+    corpus = [["the", "cat", "and", "the", "dog"], ["king", "and", "queen"], ["sun", "or", "moon"],
+              ["the", "car", "by", "a", "tree"]]
+    res = similarity.similarity_eval(Embedder(random_bilm(), batch_size=4), {"t": _PAIRS},
+                                     corpus=corpus, n_resamples=20)
+    shown = []
+    monkeypatch.setattr(plots, "_save", lambda fig, path: shown.append(
+        {line.get_label(): list(line.get_ydata()) for line in fig.axes[0].get_lines()}) or path)
+    plots.similarity_layers(res, "unused.png")
+    typed = res.pop("type_average")["t"]
+    plots.similarity_layers(res, "unused.png")
+    assert typed["n_pairs"] == 4 and None not in typed["layers"]
+    assert shown[0]["t: type averages on 4 pairs"] == typed["layers"]
+    assert not any("type averages" in label for label in shown[1])

@@ -1110,6 +1110,7 @@ def _render_similarity(r: dict, cmd: str, config_corpus: Optional[str] = None) -
     undefined = {u for s in sets.values() for u in s["layers_undefined"] if u}
     if undefined:
         lines += ["A `-` is undefined: " + "; ".join(sorted(undefined)) + ".", ""]
+    lines += _few_pairs_lines(r)
     if control:
         lines += ["The untrained copy's character CNN already reads spelling: words that share "
                   "letters get close vectors without any training, so only the margin over it is "
@@ -1117,6 +1118,29 @@ def _render_similarity(r: dict, cmd: str, config_corpus: Optional[str] = None) -
     lines += _render_type_average(r.get("type_average"), config_corpus)
     lines += [f"Reproduce: `{cmd}`", "", "![word similarity](similarity.png)", ""]
     return lines
+
+
+def _few_pairs_lines(r: dict) -> List[str]:
+    """A warning for each rho with an interval on fewer than
+    :data:`~elmo.analysis.similarity.MIN_PAIRS` pairs (a set, GloVe's share of it, the pairs
+    the corpus covers), and the count of bootstrap draws left out as undefined where any was
+    (results written before those counts have none)."""
+    from .similarity import MIN_PAIRS
+    few = []
+    for name, s in r["sets"].items():
+        few.append((f"{name}", s["n_pairs"]))
+        if s.get("glove") and s["glove"]["interval"]:
+            few.append((f"{name}, GloVe's pairs", s["glove"]["n_pairs"]))
+    few += [(f"{name}, type averages", s["n_pairs"]) for name, s in (r.get("type_average") or {}).items()]
+    lines = [f"**Warning: {name} has only {_count(n, 'pair')}**: below {MIN_PAIRS} pairs its intervals say "
+             f"little, since resampling so few pairs draws the same few again and again (an interval can "
+             f"collapse to one value, e.g. 1.000 to 1.000)." for name, n in few if 0 < n < MIN_PAIRS]
+    skipped = [f"{name} layer {j}: {n}" for name, s in r["sets"].items()
+               for j, n in enumerate(s.get("layers_undefined_draws") or []) if n]
+    if skipped:
+        lines.append("Intervals are over the resamples where rho is defined; left out as undefined (a "
+                     "constant side): " + "; ".join(skipped) + ".")
+    return [x for line in lines for x in (line, "")]
 
 
 def _render_type_average(sets: Optional[dict], corpus: Optional[str]) -> List[str]:
