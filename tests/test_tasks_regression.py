@@ -338,3 +338,28 @@ def test_a_dev_score_undefined_in_every_epoch_keeps_the_last_epoch_and_says_why(
     assert kept == weights[-1] and kept != 1.0             # trained, not the start's 1.0
     said = [line for line in logs if "undefined (NaN) in every epoch" in line]
     assert len(said) == 1 and "kept the last epoch's parameters (epoch 2)" in said[0]
+
+
+@pytest.mark.parametrize("rows, problem", [
+    # past float32's range: became inf in the label tensor, then a torch overflow traceback
+    (["1e300\ta", "2\tb"], r"t.tsv:1: the target '1e300' is beyond ±1.7e\+38, the float32 range"),
+    (["1\ta", "-3.4e38\tb"], r"t.tsv:2: the target '-3.4e38' is beyond ±1.7e\+38"),
+    # one number in float32: a spread of 1e-46 failed as a "diverged" model, one of 2 on 1e8
+    # trained a model that predicts one number (every correlation undefined)
+    (["0\ta", "1e-46\tb", "2e-46\tc"], r"t.tsv: the training targets \(0.0 to 2e-46\) are all one number in float32"),
+    (["100000001\ta", "100000002\tb"], r"training targets \(100000001.0 to 100000002.0\) are all one number"),
+])
+def test_targets_the_float32_model_cannot_hold_apart_are_refused_naming_the_file(tmp_path, rows, problem):
+    path = tmp_path / "t.tsv"
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    spec = {"task": "regression", "name": "r", "dev_fraction": 0,
+            "format": {"type": "tsv", "text": 1, "label": 0, "header": False},
+            "files": {"train": str(path), "test": str(path)}}
+    with pytest.raises(TaskDataError, match=problem):
+        load_task(spec)
+
+
+def test_a_small_spread_that_float32_holds_apart_still_trains():
+    from elmo.tasks.kinds import MAX_TARGET, float32_distinct
+    assert float32_distinct([1e-30, 2e-30, 0.0]) == 3 and float32_distinct([1e8, 1e8 + 1]) == 1
+    assert float32_distinct([MAX_TARGET, -MAX_TARGET]) == 2
