@@ -363,3 +363,38 @@ def test_a_small_spread_that_float32_holds_apart_still_trains():
     from elmo.tasks.kinds import MAX_TARGET, float32_distinct
     assert float32_distinct([1e-30, 2e-30, 0.0]) == 3 and float32_distinct([1e8, 1e8 + 1]) == 1
     assert float32_distinct([MAX_TARGET, -MAX_TARGET]) == 2
+
+
+def test_an_experiment_whose_graded_test_is_undefined_finishes_resumes_and_is_tabled(tmp_path, capsys):
+    """A constant test target: every run's test correlation is NaN (None in results.json). With
+    two seeds the +ELMo gain's spread was statistics.stdev of NaNs (an AttributeError that
+    stopped the experiment), and the None read back was refused by --resume,
+    experiment-report and experiment-table. A classification task beside it keeps its own
+    metric and gain."""
+    from elmo.tasks.paired import difference_text, paired_difference
+    specs = _write_data(tmp_path)[:1]
+    const = tmp_path / "data" / "count-test.tsv"
+    const.write_text("score\tsentence\n" + "".join(f"2\t{w} cat\n" for w in WORDS), encoding="utf-8")
+    cls = tmp_path / "data" / "cls.tsv"
+    cls.write_text("".join(f"{'yes' if 'big' in s else 'no'}\t{' '.join(s)}\n" for s in _sentences(40, 5)))
+    specs.append({"task": "classification", "name": "cls", "format": {"type": "tsv", "text": 1, "label": 0,
+                                                                        "header": False},
+                  "files": {"train": "data/cls.tsv", "dev": "data/cls.tsv", "test": "data/cls.tsv"}})
+    cfg = json.loads(_config(tmp_path, specs).read_text())
+    cfg.update(seeds=2, variants=[{"name": "baseline"}, {"name": "elmo", "elmo": {"positions": ["input"]}}])
+    cfg["train"]["epochs"] = 1
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    out = tmp_path / "res"
+    results = run_experiment(load_config(tmp_path / "config.json"), out=out, log=lambda s: None)
+    rows = {(r["task"], r["variant"]): r for r in results["summary"]}
+    assert math.isnan(rows["count", "elmo"]["gain_mean"]) and math.isnan(rows["count", "elmo"]["gain_std"])
+    assert rows["cls", "elmo"]["metric"] == "accuracy" and math.isfinite(rows["cls", "elmo"]["gain_mean"])
+    saved = json.loads((out / "results.json").read_text())
+    assert all(r["test"] is None and r["undefined"] for r in saved["runs"] if r["task"] == "count")
+    assert "undefined: a test score of the 2 paired seed(s)" in difference_text(
+        paired_difference(saved, "count", "elmo", "baseline"))
+    assert main(["experiment", str(tmp_path / "config.json"), "--out", str(out), "--resume", "--quiet"]) == 0
+    assert main(["experiment-report", str(out)]) == 0
+    assert main(["experiment-table", str(out)]) == 0
+    table = capsys.readouterr().out
+    assert "| count | Pearson r ×100 | baseline |" in table and "| cls | accuracy % | baseline |" in table
