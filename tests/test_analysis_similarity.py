@@ -273,3 +273,31 @@ def test_the_picture_shows_the_type_averages_when_they_were_computed(monkeypatch
     assert typed["n_pairs"] == 4 and None not in typed["layers"]
     assert shown[0]["t: type averages on 4 pairs"] == typed["layers"]
     assert not any("type averages" in label for label in shown[1])
+
+
+def test_pair_lines_split_at_tabs_only_and_a_word_with_a_space_is_refused(tmp_path):
+    """A tab-separated line's comma is no column break: "3,5" was read as the score 3 (and a
+    comma in a word split it); a comma-separated file still reads. A side with a space was
+    embedded as one token holding a space."""
+    path = tmp_path / "p.tsv"
+    path.write_text("w1\tw2\tscore\ncat\tdog\t8\nfoo\tbar\t3,5\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"line 3: not a word pair with a score .*'foo\\tbar\\t3,5'"):
+        similarity.read_pairs(path)
+    path.write_text("cat\tdog\t8\nrock,n\troll\t2\n", encoding="utf-8")
+    assert similarity.read_pairs(path)[1] == ("rock,n", "roll", 2.0)
+    path.write_text("w1,w2,score\ncat,dog,8\nsun,moon,6\n", encoding="utf-8")
+    assert similarity.read_pairs(path) == [("cat", "dog", 8.0), ("sun", "moon", 6.0)]
+    path.write_text("cat\tdog\t8\nice cream\tdessert\t7.5\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"p.tsv: pair 2 has 'ice cream', which holds a space"):
+        similarity.read_pairs(path)
+
+
+def test_repeated_pairs_are_listed_and_named_in_the_report():
+    from elmo.analysis.report import _render_similarity
+    pairs = _PAIRS + [("dog", "cat", 8.1), ("sun", "moon", 1.0), ("cat", "dog", 8.1)]
+    res = similarity.similarity_eval(Embedder(random_bilm(), batch_size=4), {"s": pairs}, n_resamples=0)
+    assert res["sets"]["s"]["repeated_pairs"] == [["dog", "cat"], ["sun", "moon"], ["cat", "dog"]]
+    assert res["sets"]["s"]["n_pairs"] == 11      # (each still counts: the file is what is scored)
+    text = "\n".join(_render_similarity(res, "cmd"))
+    assert "**s**: 3 pairs repeat an earlier pair (the same two words, in either order)" in text
+    assert "dog/cat, sun/moon, cat/dog." in text

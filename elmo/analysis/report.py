@@ -1110,7 +1110,7 @@ def _render_similarity(r: dict, cmd: str, config_corpus: Optional[str] = None) -
     undefined = {u for s in sets.values() for u in s["layers_undefined"] if u}
     if undefined:
         lines += ["A `-` is undefined: " + "; ".join(sorted(undefined)) + ".", ""]
-    lines += _few_pairs_lines(r)
+    lines += _sample_lines(r)
     if control:
         lines += ["The untrained copy's character CNN already reads spelling: words that share "
                   "letters get close vectors without any training, so only the margin over it is "
@@ -1120,11 +1120,11 @@ def _render_similarity(r: dict, cmd: str, config_corpus: Optional[str] = None) -
     return lines
 
 
-def _few_pairs_lines(r: dict) -> List[str]:
-    """A warning for each rho with an interval on fewer than
+def _sample_lines(r: dict) -> List[str]:
+    """What to know of the pairs behind the rhos: a warning for each interval on fewer than
     :data:`~elmo.analysis.similarity.MIN_PAIRS` pairs (a set, GloVe's share of it, the pairs
-    the corpus covers), and the count of bootstrap draws left out as undefined where any was
-    (results written before those counts have none)."""
+    the corpus covers), a set's repeated pairs, and the count of bootstrap draws left out as
+    undefined where any was (results written before these counts have none)."""
     from .similarity import MIN_PAIRS
     few = []
     for name, s in r["sets"].items():
@@ -1135,6 +1135,12 @@ def _few_pairs_lines(r: dict) -> List[str]:
     lines = [f"**Warning: {name} has only {_count(n, 'pair')}**: below {MIN_PAIRS} pairs its intervals say "
              f"little, since resampling so few pairs draws the same few again and again (an interval can "
              f"collapse to one value, e.g. 1.000 to 1.000)." for name, n in few if 0 < n < MIN_PAIRS]
+    for name, s in r["sets"].items():
+        again = s.get("repeated_pairs") or []
+        if again:
+            shown = ", ".join(f"{a}/{b}" for a, b in again[:10]) + (", ..." if len(again) > 10 else "")
+            lines.append(f"**{name}**: {_count(len(again), 'pair')} repeat an earlier pair (the same two words, "
+                         f"in either order), each counted in rho as often as listed: {shown}.")
     skipped = [f"{name} layer {j}: {n}" for name, s in r["sets"].items()
                for j, n in enumerate(s.get("layers_undefined_draws") or []) if n]
     if skipped:

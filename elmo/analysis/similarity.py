@@ -60,6 +60,12 @@ def read_pairs(path: Union[str, Path]) -> List[Pair]:
         a, b = a.strip(), b.strip()
         if not a or not b:
             raise ValueError(f"{path}: pair {number} has an empty word")
+        spaced = next((w for w in (a, b) if any(c.isspace() for c in w)), None)
+        if spaced is not None:
+            # (embedded as one token with a space in it, a thing no text holds, and never
+            # found in a corpus's tokens)
+            raise ValueError(f"{path}: pair {number} has {spaced!r}, which holds a space; each side of a "
+                             f"pair is one word, embedded alone as one token")
         if not math.isfinite(score):
             raise ValueError(f"{path}: pair {number} ({a}, {b}) has the score {score}; scores must be "
                              f"finite numbers")
@@ -149,6 +155,18 @@ def glove_coverage(glove: Glove, pairs: Sequence[Pair]) -> Tuple[List[int], np.n
     return covered, cos, missing
 
 
+def repeated_pairs(pairs: Sequence[Pair]) -> List[List[str]]:
+    """The pairs that repeat an earlier one (the same two words, in either order), in file
+    order: each counts in rho as often as it is listed."""
+    seen, out = set(), []
+    for a, b, _ in pairs:
+        key = frozenset((a, b))
+        if key in seen:
+            out.append([a, b])
+        seen.add(key)
+    return out
+
+
 def evaluate_set(vectors: np.ndarray, index: Mapping[str, int], pairs: Sequence[Pair],
                  glove: Optional[Glove], seed: int, n_resamples: int = N_RESAMPLES) -> Dict[str, Any]:
     """One pair set: rho per layer on every pair (with intervals), and with ``glove`` GloVe's
@@ -157,6 +175,7 @@ def evaluate_set(vectors: np.ndarray, index: Mapping[str, int], pairs: Sequence[
     cos = pair_cosines(vectors, index, pairs)
     layers = [rho_with_interval(c, scores, seed, n_resamples) for c in cos]
     res: Dict[str, Any] = {"n_pairs": len(pairs), "n_words": len({w for a, b, _ in pairs for w in (a, b)}),
+                           "repeated_pairs": repeated_pairs(pairs),
                            "layers": [r["rho"] for r in layers],
                            "layers_interval": [r["interval"] for r in layers],
                            "layers_undefined_draws": [r["undefined_draws"] for r in layers],
@@ -200,7 +219,7 @@ def similarity_eval(model, sets: Mapping[str, Sequence[Pair]], glove: Optional[G
         corpus: tokenized sentences; given, each set is scored with type averages too.
 
     Returns:
-        ``{"method": "alone", "sets": {name: {"n_pairs", "n_words", "layers", "layers_interval",
+        ``{"method": "alone", "sets": {name: {"n_pairs", "n_words", "repeated_pairs", "layers", "layers_interval",
         "layers_undefined_draws", "layers_undefined", ["glove"]}}}``; a rho is None where it is
         undefined (the reason in ``layers_undefined``); ``layers_undefined_draws``: how many of
         the bootstrap's draws left rho undefined (their interval is over the rest); with a corpus, ``"type_average"``: {name: the same keys on the

@@ -433,7 +433,10 @@ def read_word_pairs(path: PathLike) -> Iterator[Tuple[str, str, float]]:
         for number, line in enumerate(f, 1):
             if not line.strip() or line.startswith("#"):
                 continue
-            parts = re.split(r"\t|,", line.strip())
+            # a line with a tab is split at tabs only: a decimal comma ("3,5") or a comma in a
+            # word was a column break too, the score read as 3 without a word
+            text = line.strip()
+            parts = text.split("\t") if "\t" in text else text.split(",")
             if len(parts) < 3:
                 parts = line.split()
             try:
