@@ -301,3 +301,13 @@ def test_repeated_pairs_are_listed_and_named_in_the_report():
     text = "\n".join(_render_similarity(res, "cmd"))
     assert "**s**: 3 pairs repeat an earlier pair (the same two words, in either order)" in text
     assert "dog/cat, sun/moon, cat/dog." in text
+
+
+def test_a_pair_file_that_is_not_utf8_is_refused_naming_the_byte(tmp_path):
+    """A Latin-1 "café" was read with U+FFFD for its é: another word, scored without a word."""
+    path = tmp_path / "p.tsv"
+    path.write_bytes("cat\tdog\t8\ncafé\tcoffee\t6\n".encode("latin-1"))
+    with pytest.raises(ValueError, match=r"p.tsv: not UTF-8 text \(line 2: byte 0xe9 at byte offset 13\)"):
+        similarity.read_pairs(path)
+    path.write_bytes("cat\tdog\t8\ncafé\tcoffee\t6\n".encode("utf-8"))
+    assert similarity.read_pairs(path)[1] == ("café", "coffee", 6.0)
