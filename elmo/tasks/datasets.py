@@ -333,7 +333,7 @@ def _check_targets_vary(spec: dict, kind: str, train: List[Example], source: dic
     correlation is then undefined). Refused, naming the file (and the max_train sample)."""
     from .files import TaskDataError
     from .kinds import float32_distinct
-    values = {ex.label for ex in train}
+    values = {cast(float, ex.label) for ex in train}        # (graded: numbers, see kinds)
     limit = spec.get("max_train")
     sample = (f" (the {len(train)} of {full} kept by max_train {limit}, subset_seed {seed})"
               if limit is not None and limit < full else "")
@@ -341,7 +341,7 @@ def _check_targets_vary(spec: dict, kind: str, train: List[Example], source: dic
     if len(values) < 2:
         raise TaskDataError(f"{where}: every training target{sample} is {next(iter(values))!r}; a {kind} "
                             f"task needs targets that differ (is format.label the right column or field?)")
-    if float32_distinct(list(values)) < 2:
+    if float32_distinct(sorted(values)) < 2:
         # (the model learnt nothing and every correlation was undefined; a spread of 1e-46
         # failed as a diverged model, "lower train.lr")
         raise TaskDataError(f"{where}: the training targets{sample} ({min(values)!r} to {max(values)!r}) "
