@@ -255,7 +255,7 @@ def test_the_undefined_draws_are_counted_and_a_small_set_is_warned_about_in_the_
     text = "\n".join(_render_similarity(res, "cmd"))
     assert "**Warning: few has only 3 pairs**" in text and "**Warning: few, GloVe's pairs has only 3 pairs**" in text
     assert "Warning: many" not in text
-    assert f"few layer 0: {drawn[0]}" in text
+    assert f"few layer 0: {drawn[0]}" in text and f"few, GloVe: {res['sets']['few']['glove']['undefined_draws']}" in text
 
 
 def test_the_picture_shows_the_type_averages_when_they_were_computed(monkeypatch):
@@ -311,3 +311,12 @@ def test_a_pair_file_that_is_not_utf8_is_refused_naming_the_byte(tmp_path):
         similarity.read_pairs(path)
     path.write_bytes("cat\tdog\t8\ncafé\tcoffee\t6\n".encode("utf-8"))
     assert similarity.read_pairs(path)[1] == ("café", "coffee", 6.0)
+
+
+def test_the_type_averages_few_pairs_and_undefined_draws_are_reported_too():
+    from elmo.analysis.report import _sample_lines
+    r = {"sets": {"s": {"n_pairs": 20, "layers_undefined_draws": [0, 0]}},
+         "type_average": {"s": {"n_pairs": 4, "layers_undefined_draws": [3, 0]}}}
+    text = "\n".join(_sample_lines(r))
+    assert "**Warning: s, type averages has only 4 pairs**" in text and "Warning: s has" not in text
+    assert "left out as undefined (a constant side): s, type averages layer 0: 3." in text

@@ -1141,8 +1141,11 @@ def _sample_lines(r: dict) -> List[str]:
             shown = ", ".join(f"{a}/{b}" for a, b in again[:10]) + (", ..." if len(again) > 10 else "")
             lines.append(f"**{name}**: {_count(len(again), 'pair')} repeat an earlier pair (the same two words, "
                          f"in either order), each counted in rho as often as listed: {shown}.")
-    skipped = [f"{name} layer {j}: {n}" for name, s in r["sets"].items()
-               for j, n in enumerate(s.get("layers_undefined_draws") or []) if n]
+    skipped = [f"{name}{how} layer {j}: {n}" for how, sets in (("", r["sets"]),
+                                                              (", type averages", r.get("type_average") or {}))
+               for name, s in sets.items() for j, n in enumerate(s.get("layers_undefined_draws") or []) if n]
+    skipped += [f"{name}, GloVe: {s['glove']['undefined_draws']}" for name, s in r["sets"].items()
+                if (s.get("glove") or {}).get("undefined_draws")]
     if skipped:
         lines.append("Intervals are over the resamples where rho is defined; left out as undefined (a "
                      "constant side): " + "; ".join(skipped) + ".")
