@@ -320,3 +320,14 @@ def test_the_type_averages_few_pairs_and_undefined_draws_are_reported_too():
     text = "\n".join(_sample_lines(r))
     assert "**Warning: s, type averages has only 4 pairs**" in text and "Warning: s has" not in text
     assert "left out as undefined (a constant side): s, type averages layer 0: 3." in text
+
+
+def test_a_long_missing_word_is_cut_in_the_report():
+    from elmo.analysis.report import _render_similarity
+    long_word = "x" * 300
+    words = sorted({w for a, b, _ in _PAIRS for w in (a, b)})
+    glove = (words, np.random.default_rng(0).normal(size=(len(words), 5)).astype(np.float32), False)
+    res = similarity.similarity_eval(Embedder(random_bilm(), batch_size=4), {"s": _PAIRS + [(long_word, "cat", 2.0)]},
+                                     glove, n_resamples=0)
+    line = next(x for x in _render_similarity(res, "cmd") if "GloVe 50d covers" in x)
+    assert f"{'x' * 40}… (300 characters)" in line and long_word not in line

@@ -1100,9 +1100,7 @@ def _render_similarity(r: dict, cmd: str, config_corpus: Optional[str] = None) -
         g = s.get("glove")
         if g is None:
             continue
-        missing = (": " + ", ".join(g["missing_words"])
-                   + (", ..." if g["n_missing_words"] > len(g["missing_words"]) else "")
-                   if g["missing_words"] else "")
+        missing = ": " + _word_list(g["missing_words"], g["n_missing_words"]) if g["missing_words"] else ""
         lines += [f"**{name}**: GloVe 50d covers {g['n_pairs']} of {s['n_pairs']} pairs "
                   f"({_count(g['n_missing_words'], 'word')} missing{missing}). On those pairs: GloVe "
                   f"{_rho(g['rho'])} ({_rho_span(g['interval'])}); "
@@ -1118,6 +1116,17 @@ def _render_similarity(r: dict, cmd: str, config_corpus: Optional[str] = None) -
     lines += _render_type_average(r.get("type_average"), config_corpus)
     lines += [f"Reproduce: `{cmd}`", "", "![word similarity](similarity.png)", ""]
     return lines
+
+
+#: Characters of a word that a report's list of words shows (a pair file's word may be long).
+SHOWN_WORD = 40
+
+
+def _word_list(words: Sequence[str], total: int) -> str:
+    """``words`` (the first of ``total``) comma separated, ``...`` for the rest; a word past
+    :data:`SHOWN_WORD` characters is cut, with its length (a 300-letter word filled the line)."""
+    shown = [w if len(w) <= SHOWN_WORD else f"{w[:SHOWN_WORD]}… ({len(w)} characters)" for w in words]
+    return ", ".join(shown) + (", ..." if total > len(words) else "")
 
 
 def _sample_lines(r: dict) -> List[str]:
@@ -1171,6 +1180,5 @@ def _render_type_average(sets: Optional[dict], corpus: Optional[str]) -> List[st
     for name, s in sets.items():
         if s["n_missing_words"]:
             lines += [f"**{name}**: {_count(s['n_missing_words'], 'word')} of its pairs do not occur in the "
-                      "corpus: " + ", ".join(s["missing_words"])
-                      + (", ..." if s["n_missing_words"] > len(s["missing_words"]) else "") + ".", ""]
+                      "corpus: " + _word_list(s["missing_words"], s["n_missing_words"]) + ".", ""]
     return lines
