@@ -229,3 +229,105 @@ def test_the_section_with_a_corpus_reports_type_averages_and_refuses_an_empty_co
                  "--similarity-sets", "wordsim353", "--similarity-corpus", str(corpus)]) == 1
     assert f"--similarity-corpus {corpus}: {corpus} holds no sentences" in capsys.readouterr().err
     assert not (tmp_path / "no").exists()
+
+
+def test_the_undefined_draws_are_counted_and_a_small_set_is_warned_about_in_the_report():
+    """3 pairs: a ninth of the draws repeat one pair (rho undefined); their count is in the
+    results, as resampled_interval counts them, and the report warns below MIN_PAIRS pairs
+    (on GloVe's share of a set too), but not at it."""
+    from elmo.analysis.report import _render_similarity
+    rng = np.random.default_rng(0)
+    few = _PAIRS[:3]
+    words = sorted({w for a, b, _ in _PAIRS for w in (a, b)})
+    glove = (words, rng.normal(size=(len(words), 7)).astype(np.float32), False)
+    many = _PAIRS + [("cat", "sun", 0.3), ("tree", "moon", 4.1)]
+    assert len(many) == similarity.MIN_PAIRS
+    res = similarity.similarity_eval(Embedder(random_bilm(), batch_size=4), {"few": few, "many": many},
+                                     glove, seed=2, n_resamples=300)
+    cos = similarity.pair_cosines(similarity.words_alone(Embedder(random_bilm(), batch_size=4), words),
+                                  {w: i for i, w in enumerate(words)}, few)
+    scores = np.array([s for _, _, s in few])
+    drawn = res["sets"]["few"]["layers_undefined_draws"]
+    for j, n in enumerate(drawn):
+        expect = stats.resampled_interval(lambda i: similarity.spearman(cos[j][i], scores[i]), 3, 300, seed=2)
+        assert n == expect["n_undefined"] > 0
+    assert res["sets"]["few"]["glove"]["undefined_draws"] > 0
+    text = "\n".join(_render_similarity(res, "cmd"))
+    assert "**Warning: few has only 3 pairs**" in text and "**Warning: few, GloVe's pairs has only 3 pairs**" in text
+    assert "Warning: many" not in text
+    assert f"few layer 0: {drawn[0]}" in text and f"few, GloVe: {res['sets']['few']['glove']['undefined_draws']}" in text
+
+
+def test_the_picture_shows_the_type_averages_when_they_were_computed(monkeypatch):
+    from elmo.analysis import plots
+    corpus = [["the", "cat", "and", "the", "dog"], ["king", "and", "queen"], ["sun", "or", "moon"],
+              ["the", "car", "by", "a", "tree"]]
+    res = similarity.similarity_eval(Embedder(random_bilm(), batch_size=4), {"t": _PAIRS},
+                                     corpus=corpus, n_resamples=20)
+    shown = []
+    monkeypatch.setattr(plots, "_save", lambda fig, path: shown.append(
+        {line.get_label(): list(line.get_ydata()) for line in fig.axes[0].get_lines()}) or path)
+    plots.similarity_layers(res, "unused.png")
+    typed = res.pop("type_average")["t"]
+    plots.similarity_layers(res, "unused.png")
+    assert typed["n_pairs"] == 4 and None not in typed["layers"]
+    assert shown[0]["t: type averages on 4 pairs"] == typed["layers"]
+    assert not any("type averages" in label for label in shown[1])
+
+
+def test_pair_lines_split_at_tabs_only_and_a_word_with_a_space_is_refused(tmp_path):
+    """A tab-separated line's comma is no column break: "3,5" was read as the score 3 (and a
+    comma in a word split it); a comma-separated file still reads. A side with a space was
+    embedded as one token holding a space."""
+    path = tmp_path / "p.tsv"
+    path.write_text("w1\tw2\tscore\ncat\tdog\t8\nfoo\tbar\t3,5\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"line 3: not a word pair with a score .*'foo\\tbar\\t3,5'"):
+        similarity.read_pairs(path)
+    path.write_text("cat\tdog\t8\nrock,n\troll\t2\n", encoding="utf-8")
+    assert similarity.read_pairs(path)[1] == ("rock,n", "roll", 2.0)
+    path.write_text("w1,w2,score\ncat,dog,8\nsun,moon,6\n", encoding="utf-8")
+    assert similarity.read_pairs(path) == [("cat", "dog", 8.0), ("sun", "moon", 6.0)]
+    path.write_text("cat\tdog\t8\nice cream\tdessert\t7.5\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"p.tsv: pair 2 has 'ice cream', which holds a space"):
+        similarity.read_pairs(path)
+
+
+def test_repeated_pairs_are_listed_and_named_in_the_report():
+    from elmo.analysis.report import _render_similarity
+    pairs = _PAIRS + [("dog", "cat", 8.1), ("sun", "moon", 1.0), ("cat", "dog", 8.1)]
+    res = similarity.similarity_eval(Embedder(random_bilm(), batch_size=4), {"s": pairs}, n_resamples=0)
+    assert res["sets"]["s"]["repeated_pairs"] == [["dog", "cat"], ["sun", "moon"], ["cat", "dog"]]
+    assert res["sets"]["s"]["n_pairs"] == 11      # (each still counts: the file is what is scored)
+    text = "\n".join(_render_similarity(res, "cmd"))
+    assert "**s**: 3 pairs repeat an earlier pair (the same two words, in either order)" in text
+    assert "dog/cat, sun/moon, cat/dog." in text
+
+
+def test_a_pair_file_that_is_not_utf8_is_refused_naming_the_byte(tmp_path):
+    """A Latin-1 "café" was read with U+FFFD for its é: another word, scored without a word."""
+    path = tmp_path / "p.tsv"
+    path.write_bytes("cat\tdog\t8\ncafé\tcoffee\t6\n".encode("latin-1"))
+    with pytest.raises(ValueError, match=r"p.tsv: not UTF-8 text \(line 2: byte 0xe9 at byte offset 13\)"):
+        similarity.read_pairs(path)
+    path.write_bytes("cat\tdog\t8\ncafé\tcoffee\t6\n".encode("utf-8"))
+    assert similarity.read_pairs(path)[1] == ("café", "coffee", 6.0)
+
+
+def test_the_type_averages_few_pairs_and_undefined_draws_are_reported_too():
+    from elmo.analysis.report import _sample_lines
+    r = {"sets": {"s": {"n_pairs": 20, "layers_undefined_draws": [0, 0]}},
+         "type_average": {"s": {"n_pairs": 4, "layers_undefined_draws": [3, 0]}}}
+    text = "\n".join(_sample_lines(r))
+    assert "**Warning: s, type averages has only 4 pairs**" in text and "Warning: s has" not in text
+    assert "left out as undefined (a constant side): s, type averages layer 0: 3." in text
+
+
+def test_a_long_missing_word_is_cut_in_the_report():
+    from elmo.analysis.report import _render_similarity
+    long_word = "x" * 300
+    words = sorted({w for a, b, _ in _PAIRS for w in (a, b)})
+    glove = (words, np.random.default_rng(0).normal(size=(len(words), 5)).astype(np.float32), False)
+    res = similarity.similarity_eval(Embedder(random_bilm(), batch_size=4), {"s": _PAIRS + [(long_word, "cat", 2.0)]},
+                                     glove, n_resamples=0)
+    line = next(x for x in _render_similarity(res, "cmd") if "GloVe 50d covers" in x)
+    assert f"{'x' * 40}… (300 characters)" in line and long_word not in line

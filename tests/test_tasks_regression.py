@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 from elmo.cli import main
 from elmo.tasks.datasets import load_task
@@ -260,3 +261,140 @@ def test_an_undefined_test_correlation_is_nan_with_its_reason_in_the_log_and_res
     assert "| graded | Pearson r ×100 | baseline |" in md
     assert f"* graded / baseline / seed 1: {out['undefined']}" in md
     assert "| graded | baseline | Spearman ρ ×100 | n/a |" in md
+
+
+def test_further_test_sets_of_a_graded_task_record_the_other_correlation_and_why_undefined(tmp_path):
+    """A further test set (a task's other ``files``) gets what test gets: the other
+    correlation in the record, the summary and results.md, and why its correlation is
+    undefined (a constant target) in the record, the log and results.md."""
+    spec = _write_data(tmp_path)[0]
+    const = tmp_path / "data" / "const.tsv"
+    const.write_text("score\tsentence\n2\tbig cat\n2\tsmall dog\n2\tthe mat\n", encoding="utf-8")
+    spec["files"].update(again="data/count-test.tsv", const="data/const.tsv")
+    cfg = json.loads(_config(tmp_path, [spec]).read_text())
+    cfg["train"]["epochs"] = 2
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    logs: list = []
+    out = tmp_path / "res"
+    run = run_experiment(load_config(tmp_path / "config.json"), out=out, log=logs.append)["runs"][0]
+    assert set(run["extra_tests"]) == {"again", "const"} and run["extra_tests"]["again"] == run["test"]
+    others = run["extra_tests_other_metrics"]
+    assert others["again"] == run["other_metrics"] and math.isnan(others["const"]["spearman"])
+    assert set(run["extra_tests_undefined"]) == {"const"}
+    why = run["extra_tests_undefined"]["const"]
+    assert "constant" in why and f"count: the const correlation is undefined (NaN): {why}" in logs
+    saved = json.loads((out / "results.json").read_text())
+    assert saved["runs"][0]["extra_tests_other_metrics"]["const"] == {"spearman": None}
+    row = saved["summary"][0]["extra_tests_other_metrics_mean"]
+    assert row["again: spearman"] == pytest.approx(run["other_metrics"]["spearman"], abs=1e-12)
+    md = (out / "results.md").read_text()
+    assert f"* count / baseline / seed 1 (test set `const`): {why}" in md
+    assert "| count | baseline | again: Spearman ρ ×100 |" in md
+    assert "| count | baseline | const: Spearman ρ ×100 | n/a |" in md
+
+
+class _Weights(torch.nn.Module):
+    """The least a fit() needs of a task model: one weight, a loss, no biLM."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.tensor([1.0]))
+        self.encoder = type("NoElmo", (), {"elmo": None})()
+
+    def loss(self, batch):
+        return (self.w - 3.0).pow(2).sum()
+
+
+def _fit_with_dev_scores(monkeypatch, dev_scores, epochs, patience):
+    """fit() on a one-weight model whose dev score per epoch is ``dev_scores``; returns the
+    result, the log and the weight after each epoch."""
+    from elmo.tasks import train_loop
+    from elmo.tasks.datasets import Example
+    model, weights, logs = _Weights(), [], []
+
+    def fake_score(m, dev, make, metric, labels):
+        weights.append(m.w.item())
+        return dev_scores[len(weights) - 1]
+
+    monkeypatch.setattr(train_loop, "score", fake_score)
+    cfg = train_loop.FitConfig(epochs=epochs, patience=patience, lr=0.1, batch_size=1)
+    result = train_loop.fit(model, [Example(["a"], 1.0)], [Example(["b"], 2.0)], lambda ex: ex,
+                            "pearson", [], cfg, seed=1, log=logs.append)
+    return result, logs, weights, model.w.item()
+
+
+def test_early_stopping_ranks_a_nan_dev_score_below_any_finite_one(monkeypatch):
+    nan = float("nan")
+    result, logs, weights, kept = _fit_with_dev_scores(monkeypatch, [nan, 40.0, nan, 30.0, nan], 5, 3)
+    assert result["best_epoch"] == 2 and result["best_dev"] == 40.0 and kept == weights[1]
+    assert result["epochs"] == 5 and not any("every epoch" in line for line in logs)
+
+
+def test_a_dev_score_undefined_in_every_epoch_keeps_the_last_epoch_and_says_why(monkeypatch):
+    """Nothing to compare: the parameters kept are the last epoch's (not the untrained start),
+    and one log line says why."""
+    result, logs, weights, kept = _fit_with_dev_scores(monkeypatch, [float("nan")] * 5, 5, 2)
+    assert result["epochs"] == 2 and result["best_epoch"] == 2 and math.isnan(result["best_dev"])
+    assert kept == weights[-1] and kept != 1.0             # trained, not the start's 1.0
+    said = [line for line in logs if "undefined (NaN) in every epoch" in line]
+    assert len(said) == 1 and "kept the last epoch's parameters (epoch 2)" in said[0]
+
+
+@pytest.mark.parametrize("rows, problem", [
+    # past float32's range: became inf in the label tensor, then a torch overflow traceback
+    (["1e300\ta", "2\tb"], r"t.tsv:1: the target '1e300' is beyond ±1.7e\+38, the float32 range"),
+    (["1\ta", "-3.4e38\tb"], r"t.tsv:2: the target '-3.4e38' is beyond ±1.7e\+38"),
+    # one number in float32: a spread of 1e-46 failed as a "diverged" model, one of 2 on 1e8
+    # trained a model that predicts one number (every correlation undefined)
+    (["0\ta", "1e-46\tb", "2e-46\tc"], r"t.tsv: the training targets \(0.0 to 2e-46\) are all one number in float32"),
+    (["100000001\ta", "100000002\tb"], r"training targets \(100000001.0 to 100000002.0\) are all one number"),
+])
+def test_targets_the_float32_model_cannot_hold_apart_are_refused_naming_the_file(tmp_path, rows, problem):
+    path = tmp_path / "t.tsv"
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    spec = {"task": "regression", "name": "r", "dev_fraction": 0,
+            "format": {"type": "tsv", "text": 1, "label": 0, "header": False},
+            "files": {"train": str(path), "test": str(path)}}
+    with pytest.raises(TaskDataError, match=problem):
+        load_task(spec)
+
+
+def test_a_small_spread_that_float32_holds_apart_still_trains():
+    from elmo.tasks.kinds import MAX_TARGET, float32_distinct
+    assert float32_distinct([1e-30, 2e-30, 0.0]) == 3 and float32_distinct([1e8, 1e8 + 1]) == 1
+    assert float32_distinct([MAX_TARGET, -MAX_TARGET]) == 2
+
+
+def test_an_experiment_whose_graded_test_is_undefined_finishes_resumes_and_is_tabled(tmp_path, capsys):
+    """A constant test target: every run's test correlation is NaN (None in results.json). With
+    two seeds the +ELMo gain's spread was statistics.stdev of NaNs (an AttributeError that
+    stopped the experiment), and the None read back was refused by --resume,
+    experiment-report and experiment-table. A classification task beside it keeps its own
+    metric and gain."""
+    from elmo.tasks.paired import difference_text, paired_difference
+    specs = _write_data(tmp_path)[:1]
+    const = tmp_path / "data" / "count-test.tsv"
+    const.write_text("score\tsentence\n" + "".join(f"2\t{w} cat\n" for w in WORDS), encoding="utf-8")
+    cls = tmp_path / "data" / "cls.tsv"
+    cls.write_text("".join(f"{'yes' if 'big' in s else 'no'}\t{' '.join(s)}\n" for s in _sentences(40, 5)))
+    specs.append({"task": "classification", "name": "cls", "format": {"type": "tsv", "text": 1, "label": 0,
+                                                                        "header": False},
+                  "files": {"train": "data/cls.tsv", "dev": "data/cls.tsv", "test": "data/cls.tsv"}})
+    cfg = json.loads(_config(tmp_path, specs).read_text())
+    cfg.update(seeds=2, variants=[{"name": "baseline"}, {"name": "elmo", "elmo": {"positions": ["input"]}}])
+    cfg["train"]["epochs"] = 1
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    out = tmp_path / "res"
+    results = run_experiment(load_config(tmp_path / "config.json"), out=out, log=lambda s: None)
+    rows = {(r["task"], r["variant"]): r for r in results["summary"]}
+    assert math.isnan(rows["count", "elmo"]["gain_mean"]) and math.isnan(rows["count", "elmo"]["gain_std"])
+    assert rows["cls", "elmo"]["metric"] == "accuracy" and math.isfinite(rows["cls", "elmo"]["gain_mean"])
+    saved = json.loads((out / "results.json").read_text())
+    assert all(r["test"] is None and r["undefined"] for r in saved["runs"] if r["task"] == "count")
+    assert "undefined: a test score of the 2 paired seed(s)" in difference_text(
+        paired_difference(saved, "count", "elmo", "baseline"))
+    assert main(["experiment", str(tmp_path / "config.json"), "--out", str(out), "--resume", "--quiet"]) == 0
+    assert main(["experiment-report", str(out)]) == 0
+    assert main(["experiment-table", str(out)]) == 0
+    table = capsys.readouterr().out
+    assert "| count | Pearson r ×100 | baseline |" in table and "| cls | accuracy % | baseline |" in table

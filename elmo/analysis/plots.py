@@ -105,8 +105,9 @@ def mix_weights(weights: Sequence[float], path: Path, title: str = "learned mix 
 def similarity_layers(res: dict, path: Path) -> Path:
     """Spearman's rho per layer (x) of each pair set in ``res`` (what
     :func:`elmo.analysis.similarity.similarity_eval` returns), with its 95% interval as error
-    bars, and each set's GloVe rho (on the pairs GloVe covers) as a dashed line of its colour.
-    An undefined rho is left out."""
+    bars, each set's type averages' rho per layer (when ``res`` has them, on the pairs the
+    corpus covers) as a dotted line of its colour, and its GloVe rho (on the pairs GloVe
+    covers) as a dashed line. An undefined rho is left out."""
     plt = _pyplot()
     sets = res["sets"]
     n_layers = len(next(iter(sets.values()))["layers"])
@@ -119,6 +120,11 @@ def similarity_layers(res: dict, path: Path) -> Path:
         errors = [rho - [lo for lo, _ in spans], [hi for _, hi in spans] - rho]
         ax.errorbar(keep, rho, yerr=np.maximum(errors, 0), marker="o", capsize=4, color=colours(c % 10),
                     label=f"{name} ({s['n_pairs']} pairs)")
+        averaged = (res.get("type_average") or {}).get(name)
+        if averaged:          # (on the pairs whose words the corpus has, no error bars)
+            kept = [j for j, x in enumerate(averaged["layers"]) if x is not None]
+            ax.plot(kept, [averaged["layers"][j] for j in kept], marker="s", linestyle=":",
+                    color=colours(c % 10), label=f"{name}: type averages on {averaged['n_pairs']} pairs")
         glove = s.get("glove")
         if glove and glove.get("rho") is not None:
             ax.axhline(glove["rho"], color=colours(c % 10), linestyle="--",

@@ -1100,9 +1100,7 @@ def _render_similarity(r: dict, cmd: str, config_corpus: Optional[str] = None) -
         g = s.get("glove")
         if g is None:
             continue
-        missing = (": " + ", ".join(g["missing_words"])
-                   + (", ..." if g["n_missing_words"] > len(g["missing_words"]) else "")
-                   if g["missing_words"] else "")
+        missing = ": " + _word_list(g["missing_words"], g["n_missing_words"]) if g["missing_words"] else ""
         lines += [f"**{name}**: GloVe 50d covers {g['n_pairs']} of {s['n_pairs']} pairs "
                   f"({_count(g['n_missing_words'], 'word')} missing{missing}). On those pairs: GloVe "
                   f"{_rho(g['rho'])} ({_rho_span(g['interval'])}); "
@@ -1110,6 +1108,7 @@ def _render_similarity(r: dict, cmd: str, config_corpus: Optional[str] = None) -
     undefined = {u for s in sets.values() for u in s["layers_undefined"] if u}
     if undefined:
         lines += ["A `-` is undefined: " + "; ".join(sorted(undefined)) + ".", ""]
+    lines += _sample_lines(r)
     if control:
         lines += ["The untrained copy's character CNN already reads spelling: words that share "
                   "letters get close vectors without any training, so only the margin over it is "
@@ -1117,6 +1116,49 @@ def _render_similarity(r: dict, cmd: str, config_corpus: Optional[str] = None) -
     lines += _render_type_average(r.get("type_average"), config_corpus)
     lines += [f"Reproduce: `{cmd}`", "", "![word similarity](similarity.png)", ""]
     return lines
+
+
+#: Characters of a word that a report's list of words shows (a pair file's word may be long).
+SHOWN_WORD = 40
+
+
+def _word_list(words: Sequence[str], total: int) -> str:
+    """``words`` (the first of ``total``) comma separated, ``...`` for the rest; a word past
+    :data:`SHOWN_WORD` characters is cut, with its length (a 300-letter word filled the line)."""
+    shown = [w if len(w) <= SHOWN_WORD else f"{w[:SHOWN_WORD]}… ({len(w)} characters)" for w in words]
+    return ", ".join(shown) + (", ..." if total > len(words) else "")
+
+
+def _sample_lines(r: dict) -> List[str]:
+    """What to know of the pairs behind the rhos: a warning for each interval on fewer than
+    :data:`~elmo.analysis.similarity.MIN_PAIRS` pairs (a set, GloVe's share of it, the pairs
+    the corpus covers), a set's repeated pairs, and the count of bootstrap draws left out as
+    undefined where any was (results written before these counts have none)."""
+    from .similarity import MIN_PAIRS
+    few = []
+    for name, s in r["sets"].items():
+        few.append((f"{name}", s["n_pairs"]))
+        if s.get("glove") and s["glove"]["interval"]:
+            few.append((f"{name}, GloVe's pairs", s["glove"]["n_pairs"]))
+    few += [(f"{name}, type averages", s["n_pairs"]) for name, s in (r.get("type_average") or {}).items()]
+    lines = [f"**Warning: {name} has only {_count(n, 'pair')}**: below {MIN_PAIRS} pairs its intervals say "
+             f"little, since resampling so few pairs draws the same few again and again (an interval can "
+             f"collapse to one value, e.g. 1.000 to 1.000)." for name, n in few if 0 < n < MIN_PAIRS]
+    for name, s in r["sets"].items():
+        again = s.get("repeated_pairs") or []
+        if again:
+            shown = ", ".join(f"{a}/{b}" for a, b in again[:10]) + (", ..." if len(again) > 10 else "")
+            lines.append(f"**{name}**: {_count(len(again), 'pair')} repeat an earlier pair (the same two words, "
+                         f"in either order), each counted in rho as often as listed: {shown}.")
+    skipped = [f"{name}{how} layer {j}: {n}" for how, sets in (("", r["sets"]),
+                                                              (", type averages", r.get("type_average") or {}))
+               for name, s in sets.items() for j, n in enumerate(s.get("layers_undefined_draws") or []) if n]
+    skipped += [f"{name}, GloVe: {s['glove']['undefined_draws']}" for name, s in r["sets"].items()
+                if (s.get("glove") or {}).get("undefined_draws")]
+    if skipped:
+        lines.append("Intervals are over the resamples where rho is defined; left out as undefined (a "
+                     "constant side): " + "; ".join(skipped) + ".")
+    return [x for line in lines for x in (line, "")]
 
 
 def _render_type_average(sets: Optional[dict], corpus: Optional[str]) -> List[str]:
@@ -1138,6 +1180,5 @@ def _render_type_average(sets: Optional[dict], corpus: Optional[str]) -> List[st
     for name, s in sets.items():
         if s["n_missing_words"]:
             lines += [f"**{name}**: {_count(s['n_missing_words'], 'word')} of its pairs do not occur in the "
-                      "corpus: " + ", ".join(s["missing_words"])
-                      + (", ..." if s["n_missing_words"] > len(s["missing_words"]) else "") + ".", ""]
+                      "corpus: " + _word_list(s["missing_words"], s["n_missing_words"]) + ".", ""]
     return lines

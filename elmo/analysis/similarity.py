@@ -41,6 +41,10 @@ Glove = Tuple[Sequence[str], np.ndarray, bool]
 #: Resamples of the bootstrap intervals.
 N_RESAMPLES = 1000
 
+#: Below this many pairs the report warns that an interval says little: resampling so few
+#: pairs draws the same few again and again (3 pairs can give the interval [1, 1]).
+MIN_PAIRS = 10
+
 
 def read_pairs(path: Union[str, Path]) -> List[Pair]:
     """The scored word pairs of a file (tab or comma separated ``word1 word2 score``, ``#``
@@ -56,6 +60,12 @@ def read_pairs(path: Union[str, Path]) -> List[Pair]:
         a, b = a.strip(), b.strip()
         if not a or not b:
             raise ValueError(f"{path}: pair {number} has an empty word")
+        spaced = next((w for w in (a, b) if any(c.isspace() for c in w)), None)
+        if spaced is not None:
+            # (embedded as one token with a space in it, a thing no text holds, and never
+            # found in a corpus's tokens)
+            raise ValueError(f"{path}: pair {number} has {spaced!r}, which holds a space; each side of a "
+                             f"pair is one word, embedded alone as one token")
         if not math.isfinite(score):
             raise ValueError(f"{path}: pair {number} ({a}, {b}) has the score {score}; scores must be "
                              f"finite numbers")
@@ -112,18 +122,21 @@ def pair_cosines(vectors: np.ndarray, index: Mapping[str, int], pairs: Sequence[
 def rho_with_interval(cosines: np.ndarray, scores: np.ndarray, seed: int,
                       n_resamples: int = N_RESAMPLES) -> Dict[str, Any]:
     """Spearman's rho of ``cosines`` (N,) against ``scores`` (N,), its 95% interval from
-    resampling pairs (none with ``n_resamples`` 0), and why rho is undefined where it is (a
-    constant side, under 2 pairs)."""
+    resampling pairs (none with ``n_resamples`` 0), how many of those draws left rho undefined
+    (the interval is over the others; None without draws), and why rho is undefined where it
+    is (a constant side, under 2 pairs)."""
     if len(scores) == 0:
-        return {"rho": None, "interval": None, "undefined": "no pairs"}
+        return {"rho": None, "interval": None, "undefined_draws": None, "undefined": "no pairs"}
     reason = undefined_reason(cosines, scores)
     if reason:
-        return {"rho": None, "interval": None, "undefined": reason}
-    interval = None
+        return {"rho": None, "interval": None, "undefined_draws": None, "undefined": reason}
+    interval, undefined_draws = None, None
     if n_resamples:
         boot = resampled_interval(lambda i: spearman(cosines[i], scores[i]), len(scores), n_resamples, seed)
         interval = None if boot["low"] is None else [boot["low"], boot["high"]]
-    return {"rho": spearman(cosines, scores), "interval": interval, "undefined": None}
+        undefined_draws = boot["n_undefined"]
+    return {"rho": spearman(cosines, scores), "interval": interval, "undefined_draws": undefined_draws,
+            "undefined": None}
 
 
 def glove_coverage(glove: Glove, pairs: Sequence[Pair]) -> Tuple[List[int], np.ndarray, List[str]]:
@@ -142,6 +155,18 @@ def glove_coverage(glove: Glove, pairs: Sequence[Pair]) -> Tuple[List[int], np.n
     return covered, cos, missing
 
 
+def repeated_pairs(pairs: Sequence[Pair]) -> List[List[str]]:
+    """The pairs that repeat an earlier one (the same two words, in either order), in file
+    order: each counts in rho as often as it is listed."""
+    seen, out = set(), []
+    for a, b, _ in pairs:
+        key = frozenset((a, b))
+        if key in seen:
+            out.append([a, b])
+        seen.add(key)
+    return out
+
+
 def evaluate_set(vectors: np.ndarray, index: Mapping[str, int], pairs: Sequence[Pair],
                  glove: Optional[Glove], seed: int, n_resamples: int = N_RESAMPLES) -> Dict[str, Any]:
     """One pair set: rho per layer on every pair (with intervals), and with ``glove`` GloVe's
@@ -150,15 +175,17 @@ def evaluate_set(vectors: np.ndarray, index: Mapping[str, int], pairs: Sequence[
     cos = pair_cosines(vectors, index, pairs)
     layers = [rho_with_interval(c, scores, seed, n_resamples) for c in cos]
     res: Dict[str, Any] = {"n_pairs": len(pairs), "n_words": len({w for a, b, _ in pairs for w in (a, b)}),
+                           "repeated_pairs": repeated_pairs(pairs),
                            "layers": [r["rho"] for r in layers],
                            "layers_interval": [r["interval"] for r in layers],
+                           "layers_undefined_draws": [r["undefined_draws"] for r in layers],
                            "layers_undefined": [r["undefined"] for r in layers]}
     if glove is not None:
         covered, glove_cos, missing = glove_coverage(glove, pairs)
         on = rho_with_interval(glove_cos, scores[covered], seed, n_resamples)
         res["glove"] = {"n_pairs": len(covered), "n_missing_words": len(missing),
                         "missing_words": missing[:20], "rho": on["rho"], "interval": on["interval"],
-                        "undefined": on["undefined"],
+                        "undefined_draws": on["undefined_draws"], "undefined": on["undefined"],
                         "layers": [rho_with_interval(c[covered], scores[covered], seed, 0)["rho"]
                                    for c in cos]}
     return res
@@ -192,9 +219,10 @@ def similarity_eval(model, sets: Mapping[str, Sequence[Pair]], glove: Optional[G
         corpus: tokenized sentences; given, each set is scored with type averages too.
 
     Returns:
-        ``{"method": "alone", "sets": {name: {"n_pairs", "n_words", "layers", "layers_interval",
-        "layers_undefined", ["glove"]}}}``; a rho is None where it is undefined (the reason in
-        ``layers_undefined``); with a corpus, ``"type_average"``: {name: the same keys on the
+        ``{"method": "alone", "sets": {name: {"n_pairs", "n_words", "repeated_pairs", "layers", "layers_interval",
+        "layers_undefined_draws", "layers_undefined", ["glove"]}}}``; a rho is None where it is
+        undefined (the reason in ``layers_undefined``); ``layers_undefined_draws``: how many of
+        the bootstrap's draws left rho undefined (their interval is over the rest); with a corpus, ``"type_average"``: {name: the same keys on the
         pairs whose words occur, ``n_missing_words``, ``missing_words``, ``alone_layers``}.
     """
     if not sets:

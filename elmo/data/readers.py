@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, Iterator, List, Tuple, Union
 
-from ..io import read_json
+from ..io import first_bad_utf8, read_json
 
 PathLike = Union[str, Path]
 Tagged = List[Tuple[str, str]]
@@ -428,12 +428,26 @@ def read_word_pairs(path: PathLike) -> Iterator[Tuple[str, str, float]]:
     gensim's test data: tab separated, ``#`` comments; a header row is skipped). Only the
     first row may be a header: a later row without two words and a number is a ValueError
     naming the file and line (it was dropped without a word, scoring on fewer pairs)."""
+    try:
+        yield from _word_pair_rows(path)
+    except UnicodeDecodeError:
+        # (bytes that are not UTF-8 became U+FFFD: "caf\xe9" in Latin-1 was scored as another word)
+        with open(path, "rb") as raw:
+            where = first_bad_utf8(raw)
+        raise ValueError(f"{path}: not UTF-8 text ({where}); save the word pairs as UTF-8") from None
+
+
+def _word_pair_rows(path: PathLike) -> Iterator[Tuple[str, str, float]]:
+    """:func:`read_word_pairs` of a file read as UTF-8 (an undecodable byte raises)."""
     first = True
-    with open(path, encoding="utf-8", errors="replace") as f:
+    with open(path, encoding="utf-8") as f:
         for number, line in enumerate(f, 1):
             if not line.strip() or line.startswith("#"):
                 continue
-            parts = re.split(r"\t|,", line.strip())
+            # a line with a tab is split at tabs only: a decimal comma ("3,5") or a comma in a
+            # word was a column break too, the score read as 3 without a word
+            text = line.strip()
+            parts = text.split("\t") if "\t" in text else text.split(",")
             if len(parts) < 3:
                 parts = line.split()
             try:

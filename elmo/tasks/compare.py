@@ -51,9 +51,10 @@ def read_results(path: str | Path, need: Sequence[str] = ("runs",)) -> dict:
 
 
 def _check_runs(path: Path, runs: Any) -> None:
-    """Each run must name its task, variant and seed, hold a finite test score and be the only
-    run of its (task, variant, seed): the summary is computed from them (a NaN or a string
-    score crashed deep in the statistics)."""
+    """Each run must name its task, variant and seed, hold a finite test score (or None with
+    the reason it is ``undefined``, a graded run's) and be the only run of its (task, variant,
+    seed): the summary is computed from them (a NaN or a string score crashed deep in the
+    statistics)."""
     if not isinstance(runs, list):
         raise CompareError(f"{path}: 'runs' must be a list, got {type(runs).__name__}")
     first: Dict[Tuple[Any, Any, Any], int] = {}
@@ -61,7 +62,11 @@ def _check_runs(path: Path, runs: Any) -> None:
         if not isinstance(run, dict) or any(key not in run for key in ("task", "variant", "seed", "test")):
             raise CompareError(f"{path}: run {i} is not a run (it needs task, variant, seed and test)")
         test = run["test"]
-        if isinstance(test, bool) or not isinstance(test, (int, float)) or not math.isfinite(test):
+        # (a graded run whose test correlation is undefined holds None, strict JSON's NaN, and
+        # says why: the experiment could not be resumed, tabled or reported again)
+        undefined = test is None and isinstance(run.get("undefined"), str)
+        if not undefined and (isinstance(test, bool) or not isinstance(test, (int, float))
+                              or not math.isfinite(test)):
             raise CompareError(f"{path}: run {i} ({run['task']}, {run['variant']}, seed {run['seed']}) "
                                f"has the test score {test!r}; a score must be a finite number")
         # a seed run twice (results merged by hand) was counted twice in the test mean and

@@ -332,15 +332,21 @@ def _check_targets_vary(spec: dict, kind: str, train: List[Example], source: dic
     standardise by, and a model trained on it predicts one number whatever it reads (each
     correlation is then undefined). Refused, naming the file (and the max_train sample)."""
     from .files import TaskDataError
-    values = {ex.label for ex in train}
-    if len(values) > 1:
-        return
+    from .kinds import float32_distinct
+    values = {cast(float, ex.label) for ex in train}        # (graded: numbers, see kinds)
     limit = spec.get("max_train")
     sample = (f" (the {len(train)} of {full} kept by max_train {limit}, subset_seed {seed})"
               if limit is not None and limit < full else "")
-    raise TaskDataError(f"{source['files']['train']['path']}: every training target{sample} is "
-                        f"{next(iter(values))!r}; a {kind} task needs targets that "
-                        f"differ (is format.label the right column or field?)")
+    where = source['files']['train']['path']
+    if len(values) < 2:
+        raise TaskDataError(f"{where}: every training target{sample} is {next(iter(values))!r}; a {kind} "
+                            f"task needs targets that differ (is format.label the right column or field?)")
+    if float32_distinct(sorted(values)) < 2:
+        # (the model learnt nothing and every correlation was undefined; a spread of 1e-46
+        # failed as a diverged model, "lower train.lr")
+        raise TaskDataError(f"{where}: the training targets{sample} ({min(values)!r} to {max(values)!r}) "
+                            f"are all one number in float32, the precision the model computes in; "
+                            f"subtract a constant from them or rescale them")
 
 
 def task_entry_problem(spec: Mapping[str, Any]) -> Optional[str]:

@@ -51,7 +51,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple, Union
 from ..data.fetch import sha256_file
 from ..io import json_objects, text_lines, utf8_error_where
 from .datasets import Example
-from .kinds import task_kind
+from .kinds import MAX_TARGET, task_kind
 
 FORMATS = ("conll", "conllu", "word_tag", "tsv", "jsonl")
 FORMAT_KEYS = {"conll": {"word", "label", "separator"},
@@ -237,6 +237,9 @@ class _Reader:
         if number is None or not math.isfinite(number):
             raise self.error(line, f"the target {value!r} is not a finite number, which a "
                                    f"{self.kind.name} task's label must be")
+        if abs(number) > MAX_TARGET:
+            raise self.error(line, f"the target {value!r} is beyond ±{MAX_TARGET:.3g}, the float32 range "
+                                   f"the model computes in (with room to subtract the mean); rescale the column")
         return number
 
     def label_text(self, value, line: int) -> str:

@@ -175,6 +175,17 @@ class GradedKind(TaskKind):
         model.set_target_scale(*target_scale(train))
 
 
+#: The largest target magnitude a graded task takes: the model computes in float32, and half
+#: its range keeps a target minus the mean finite (1e300 became inf, then a deep torch error).
+MAX_TARGET = float(np.finfo(np.float32).max) / 2
+
+
+def float32_distinct(values: Sequence[float]) -> int:
+    """How many distinct values ``values`` has once in float32, the precision a graded model
+    computes in (100000001 and 100000002 are one there, as are 1e-46 and 0)."""
+    return len(set(np.asarray(values, dtype=np.float64).astype(np.float32).tolist()))
+
+
 def target_scale(examples: Sequence[Example]) -> Tuple[float, float]:
     """(mean, population standard deviation) of graded examples' targets, in float64; a
     constant set gets std 1 (nothing to scale; load_task refuses one for training)."""

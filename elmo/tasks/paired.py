@@ -63,7 +63,9 @@ def t_critical(df: int, level: float = 0.95) -> float:
 
 
 def _test_by_seed(runs: List[dict], task: str, variant: str) -> Dict[int, float]:
-    return {r["seed"]: float(r["test"]) for r in runs if r["task"] == task and r["variant"] == variant}
+    # (None: a graded run's undefined correlation, NaN as JSON holds it; its gain is NaN too)
+    return {r["seed"]: float("nan") if r["test"] is None else float(r["test"])
+            for r in runs if r["task"] == task and r["variant"] == variant}
 
 
 def paired_difference(results: dict, task: str, variant_a: str, variant_b: str,
@@ -91,8 +93,10 @@ def paired_difference(results: dict, task: str, variant_a: str, variant_b: str,
     out: Dict[str, Optional[float]] = {
         "mean": mean, "std": None, "seeds": len(seeds), "t": None, "low": None, "high": None,
         "a_mean": statistics.fmean(a[s] for s in seeds), "b_mean": statistics.fmean(b[s] for s in seeds)}
-    if len(seeds) > 1:
-        std = statistics.stdev(diffs)
+    if len(seeds) > 1 and not any(math.isnan(d) for d in diffs):
+        # (a NaN test, a graded run's undefined correlation, leaves the spread undefined:
+        # statistics.stdev raised an AttributeError on it, stopping the experiment)
+        std = sample_std(diffs)
         half = t_critical(len(seeds) - 1, level) * std / math.sqrt(len(seeds))
         out.update(std=std, low=mean - half, high=mean + half,
                    t=mean / (std / math.sqrt(len(seeds))) if std > 0 else None)
@@ -101,7 +105,11 @@ def paired_difference(results: dict, task: str, variant_a: str, variant_b: str,
 
 def difference_text(diff: Dict[str, Optional[float]], level: float = 0.95) -> str:
     """One line: ``+0.21 ± 0.05 (3 seeds), 95% interval +0.09 to +0.33, paired t 7.1``."""
-    text = f"{diff['mean']:+.2f}"
+    mean = diff["mean"]
+    if mean is None or math.isnan(mean):
+        return (f"undefined: a test score of the {diff['seeds']} paired seed(s) is undefined (NaN, a "
+                f"graded run's correlation: see its run's 'undefined')")
+    text = f"{mean:+.2f}"
     if diff["std"] is None:
         return f"{text} (1 seed, no interval)"
     # the level as given: '.0%' rounded 0.975 to "98%", naming another interval than computed

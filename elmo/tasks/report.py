@@ -139,17 +139,25 @@ def _means_table(results: dict, key: str, column: str, title: str,
     return out
 
 
+def _set_metric_name(name: str) -> str:
+    """``"extra: spearman"`` -> ``"extra: Spearman ρ ×100"``."""
+    split, _, metric = name.rpartition(": ")
+    return f"{split}: {METRIC_NAMES.get(metric, metric)}"
+
+
 def _graded_lines(results: dict) -> List[str]:
     """A graded task's other correlation on test (each row's own task, never averaged with
     its metric or another task), and the runs whose test correlation is undefined, with why."""
     out = _means_table(results, "other_metrics_mean", "metric",
                        "Graded tasks' other correlation on test, mean over seeds:",
                        lambda name: METRIC_NAMES.get(name, name))
-    undefined = [r for r in results.get("runs", []) if r.get("undefined")]
+    undefined = [(r, "", r["undefined"]) for r in results.get("runs", []) if r.get("undefined")]
+    undefined += [(r, f" (test set `{k}`)", why) for r in results.get("runs", [])
+                  for k, why in (r.get("extra_tests_undefined") or {}).items()]
     if undefined:
         out += ["", "Runs whose test correlation is undefined (n/a above):", ""]
-        out += [f"* {r['task']} / {r['variant']} / seed {r['seed']}: {r['undefined']}"
-                for r in undefined]
+        out += [f"* {r['task']} / {r['variant']} / seed {r['seed']}{where}: {why}"
+                for r, where, why in undefined]
     return out
 
 
@@ -188,6 +196,9 @@ def _markdown(results: dict) -> str:
     out += _graded_lines(results)
     out += _means_table(results, "extra_tests_mean", "test set",
                         "Further test sets (each task's other `files`), test mean over seeds:")
+    out += _means_table(results, "extra_tests_other_metrics_mean", "test set: metric",
+                        "Graded tasks' other correlation on the further test sets, mean over seeds:",
+                        _set_metric_name)
     cache = results.get("bilm_cache_seconds") or {}
     if cache:
         out += ["", "The frozen biLMs' layers were computed once per sentence and shared by all "

@@ -532,9 +532,11 @@ def run_one(prep: PreparedTask, variant: Variant, seed: int, cfg: ExperimentConf
                  or not str(data.source.get("dev", "")).startswith("none"))
     test_metrics = _test_metrics(model, data, make, log)
     test = test_metrics.pop(data.metric)
-    # further test sets named in the task's files, scored by the same model
-    extra = {k: score(model, data.splits[k], make, data.metric, data.labels)
-             for k in data.splits if k not in ("train", "dev", "test")}
+    # further test sets named in the task's files, scored by the same model (a graded task's
+    # with its other correlation and why one is undefined, as test)
+    extras = {k: _test_metrics(model, data, make, log, split=k)
+              for k in data.splits if k not in ("train", "dev", "test")}
+    extra = {k: m.pop(data.metric) for k, m in extras.items()}
     record = {
         "task": data.name, "metric": data.metric, "variant": variant.name, "seed": seed,
         "test": test, "dev": result["best_dev"], "best_epoch": result["best_epoch"],
@@ -550,6 +552,10 @@ def run_one(prep: PreparedTask, variant: Variant, seed: int, cfg: ExperimentConf
     }
     if extra:
         record["extra_tests"] = extra
+    for key in ("other_metrics", "undefined"):   # (a graded task's, per further test set)
+        per_set = {k: m[key] for k, m in extras.items() if key in m}
+        if per_set:
+            record[f"extra_tests_{key}"] = per_set
     record.update(test_metrics)
     if prep.spec.get("tokenize"):   # which elmo.tokenize split its texts (see _run_content)
         record["tokenizer_revision"] = tokenizer.TOKENIZER_REVISION
@@ -568,15 +574,16 @@ def run_one(prep: PreparedTask, variant: Variant, seed: int, cfg: ExperimentConf
     return record
 
 
-def _test_metrics(model: TaskModel, data: TaskData, make, log: Callable[[str], None]) -> dict:
-    """The task metric on test (``{data.metric: value}``); a graded task's record also gets
-    ``other_metrics`` (its kind's other correlation on test) and, where the test correlation
-    is undefined (NaN), ``undefined``: why, which is logged too."""
+def _test_metrics(model: TaskModel, data: TaskData, make, log: Callable[[str], None],
+                  split: str = "test") -> dict:
+    """The task metric on ``split`` (``{data.metric: value}``); a graded task's also gets
+    ``other_metrics`` (its kind's other correlation there) and, where the correlation is
+    undefined (NaN), ``undefined``: why, which is logged too."""
     kind = task_kind(data.kind)
+    examples = data.splits[split]
     if not kind.graded:
-        return {data.metric: score(model, data.splits["test"], make, data.metric, data.labels)}
+        return {data.metric: score(model, examples, make, data.metric, data.labels)}
     from .metrics import METRICS, correlation_undefined
-    examples = data.splits["test"]
     if not examples:
         return {data.metric: float("nan")}
     gold = [cast(float, ex.label) for ex in examples]        # (graded: numbers, see kinds)
@@ -588,7 +595,7 @@ def _test_metrics(model: TaskModel, data: TaskData, make, log: Callable[[str], N
     why = correlation_undefined(gold, pred)
     if why:
         out["undefined"] = why
-        log(f"{data.name}: the test correlation is undefined (NaN): {why}")
+        log(f"{data.name}: the {split} correlation is undefined (NaN): {why}")
     return out
 
 
@@ -600,6 +607,13 @@ def _stats(values: List[Optional[float]]) -> Dict[str, float]:
     numbers = [float("nan") if v is None else v for v in values]
     mean = statistics.fmean(numbers) if numbers else float("nan")
     return {"n": len(numbers), "mean": mean, "std": sample_std(numbers)}
+
+
+def _means(values: Sequence[Dict[str, float]]) -> Dict[str, float]:
+    """name -> the mean over runs of each name's value in ``values`` (one dict per run; a
+    run without the name does not count)."""
+    names = sorted({k for v in values for k in v})
+    return {k: _stats([v[k] for v in values if k in v])["mean"] for k in names}
 
 
 def _gain_over(runs: List[dict], task: str, variant: str, base: str) -> Dict[str, float]:
@@ -645,16 +659,16 @@ def summarise(runs: List[dict], cfg: ExperimentConfig) -> List[dict]:
                    "test_mean": test["mean"], "test_std": test["std"],
                    "dev_mean": _stats([r["dev"] for r in rs])["mean"],
                    "seconds": sum(r["seconds"] for r in rs)}
-            extra = sorted({k for r in rs for k in r.get("extra_tests", {})})
-            others = sorted({k for r in rs for k in r.get("other_metrics", {})})
-            if others:     # a graded task's other correlation, never mixed with its metric
-                row["other_metrics_mean"] = {k: _stats([r["other_metrics"][k] for r in rs
-                                                        if k in r.get("other_metrics", {})])["mean"]
-                                             for k in others}
-            if extra:
-                row["extra_tests_mean"] = {k: _stats([r["extra_tests"][k] for r in rs
-                                                      if k in r.get("extra_tests", {})])["mean"]
-                                           for k in extra}
+            # a graded task's other correlation, never mixed with its metric; further test
+            # sets' metric, and a graded task's other correlation there ("set: metric")
+            flat = [{f"{k}: {m}": v for k, ms in r.get("extra_tests_other_metrics", {}).items()
+                     for m, v in ms.items()} for r in rs]
+            for key, values in (("other_metrics", [r.get("other_metrics", {}) for r in rs]),
+                                ("extra_tests", [r.get("extra_tests", {}) for r in rs]),
+                                ("extra_tests_other_metrics", flat)):
+                means = _means(values)
+                if means:
+                    row[f"{key}_mean"] = means
             if v.name != base:
                 row.update(_gain_over(runs, task, v.name, base))
             rows.append(row)

@@ -172,6 +172,8 @@ def fit(model: TaskModel, train: Sequence[Example], dev: Sequence[Example], make
             dev_score = score(model, dev, make, metric, labels)
             history.append({"epoch": epoch, "loss": total / max(n, 1), "dev": dev_score})
             log(f"epoch {epoch}: loss {total / max(n, 1):.4f} dev {dev_score:.2f}")
+            # (a NaN dev score, an undefined correlation, is no improvement: NaN > x is False,
+            # and a later finite score still beats the -inf start)
             if dev_score > best_dev:
                 best_dev, best_epoch, best_state = dev_score, epoch, _trainable_state(model)
             elif epoch - best_epoch >= cfg.patience:
@@ -179,6 +181,12 @@ def fit(model: TaskModel, train: Sequence[Example], dev: Sequence[Example], make
         if cfg.max_seconds and time.time() - start > cfg.max_seconds:
             log(f"stopping: time limit of {cfg.max_seconds:g} s reached")
             break
+    if dev and best_epoch == 0:
+        # no epoch had a defined dev score: the untrained start would be kept without a word
+        best_dev, best_epoch, best_state = float("nan"), len(history), _trainable_state(model)
+        log(f"the dev {metric} was undefined (NaN) in every epoch (for a correlation: the model "
+            f"predicted one value for all of dev, or dev's targets are all equal), so early "
+            f"stopping had nothing to compare: kept the last epoch's parameters (epoch {best_epoch})")
     with torch.no_grad():
         named = dict(model.named_parameters())
         for name, value in best_state.items():
