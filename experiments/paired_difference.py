@@ -7,7 +7,8 @@
         elmo-input elmo-output                 # input against output (Table 3)
 
 Prints ``A - B: mean ± std (n seeds), 95% interval LOW to HIGH, paired t T`` in the task's own
-metric. Several pairs at once: repeat ``--pair A B``.
+metric (``--metric spearman``: a regression task's Spearman rho instead of its Pearson r).
+Several pairs at once: repeat ``--pair A B``.
 """
 from __future__ import annotations
 
@@ -26,6 +27,9 @@ def main(argv=None) -> int:
     p.add_argument("--pair", nargs=2, action="append", default=[], metavar=("A", "B"),
                    help="one more pair of variants (repeatable)")
     p.add_argument("--level", type=float, default=0.95, help="the interval's level (default 0.95)")
+    p.add_argument("--metric", default=None,
+                   help="another test metric the runs record (e.g. spearman of a regression task; "
+                        "default: the task's own)")
     args = p.parse_args(argv)
     pairs = list(args.pair)
     if args.variants:
@@ -37,8 +41,9 @@ def main(argv=None) -> int:
     try:
         results = read_results(args.results)
         for a, b in pairs:
-            diff = paired_difference(results, args.task, a, b, level=args.level)
-            print(f"{args.task}: {a} - {b}: {difference_text(diff, args.level)}")
+            diff = paired_difference(results, args.task, a, b, level=args.level, metric=args.metric)
+            on = f" ({args.metric})" if args.metric else ""
+            print(f"{args.task}{on}: {a} - {b}: {difference_text(diff, args.level)}")
     except (CompareError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

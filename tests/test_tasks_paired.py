@@ -87,3 +87,36 @@ def test_the_interval_is_named_by_the_level_it_was_computed_at(level, named):
     res = _results([("t", "a", 1, 2.0), ("t", "b", 1, 1.0), ("t", "a", 2, 4.0), ("t", "b", 2, 1.0)])
     text = difference_text(paired_difference(res, "t", "a", "b", level=level), level)
     assert f"(2 seeds), {named} " in text
+
+
+def _regression_results():
+    """Runs of a regression task: Pearson's r as ``test``, Spearman's rho in ``other_metrics``."""
+    rows = [("a", 1, 70.0, 71.0), ("a", 2, 72.0, 74.0), ("b", 1, 69.0, 70.5), ("b", 2, 70.0, 70.0)]
+    return {"runs": [{"task": "r", "metric": "pearson", "variant": v, "seed": s, "test": p,
+                      "other_metrics": {"spearman": rho}} for v, s, p, rho in rows]}
+
+
+def test_another_recorded_metric_is_paired_by_seed_and_an_unrecorded_one_is_named():
+    res = _regression_results()
+    pearson = paired_difference(res, "r", "a", "b")
+    assert pearson["mean"] == pytest.approx(1.5) and pearson["std"] == pytest.approx(math.sqrt(0.5))
+    assert paired_difference(res, "r", "a", "b", metric="pearson")["mean"] == pytest.approx(1.5)
+    rho = paired_difference(res, "r", "a", "b", metric="spearman")
+    assert rho["mean"] == pytest.approx(2.25)                    # (0.5 + 4.0) / 2
+    assert rho["a_mean"] == pytest.approx(72.5) and rho["b_mean"] == pytest.approx(70.25)
+    with pytest.raises(ValueError, match=r"record no metric 'kendall' \(they have: pearson, spearman\)"):
+        paired_difference(res, "r", "a", "b", metric="kendall")
+
+
+def test_script_takes_the_metric_by_name(tmp_path):
+    import json
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(_regression_results()))
+    ok = subprocess.run([sys.executable, str(SCRIPT), str(path), "r", "a", "b", "--metric", "spearman"],
+                        capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stderr
+    assert ok.stdout.startswith("r (spearman): a - b: +2.25 ± 2.47 (2 seeds)")
+    bad = subprocess.run([sys.executable, str(SCRIPT), str(path), "r", "a", "b", "--metric", "kendall"],
+                         capture_output=True, text=True)
+    assert bad.returncode == 1 and bad.stderr.startswith("error: the runs of 'a' on task 'r' record no metric")
+    assert "Traceback" not in bad.stderr

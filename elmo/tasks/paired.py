@@ -62,15 +62,34 @@ def t_critical(df: int, level: float = 0.95) -> float:
     return 0.5 * (low + high)
 
 
-def _test_by_seed(runs: List[dict], task: str, variant: str) -> Dict[int, float]:
+def _value(value) -> float:
     # (None: a graded run's undefined correlation, NaN as JSON holds it; its gain is NaN too)
-    return {r["seed"]: float("nan") if r["test"] is None else float(r["test"])
-            for r in runs if r["task"] == task and r["variant"] == variant}
+    return float("nan") if value is None else float(value)
+
+
+def _test_by_seed(runs: List[dict], task: str, variant: str, metric: Optional[str] = None) -> Dict[int, float]:
+    """Each seed's test score of ``variant`` on ``task``: the task's own metric (``test``), or
+    with ``metric`` the one of that name (the run's own, or one of its ``other_metrics``, as a
+    regression task records Spearman's rho beside Pearson's r)."""
+    found = {}
+    for r in runs:
+        if r["task"] != task or r["variant"] != variant:
+            continue
+        if metric is None or metric == r.get("metric"):
+            found[r["seed"]] = _value(r["test"])
+        elif metric in (r.get("other_metrics") or {}):
+            found[r["seed"]] = _value(r["other_metrics"][metric])
+        else:
+            known = [r.get("metric"), *(r.get("other_metrics") or {})]
+            raise ValueError(f"the runs of {variant!r} on task {task!r} record no metric {metric!r} "
+                             f"(they have: {', '.join(str(k) for k in known if k)})")
+    return found
 
 
 def paired_difference(results: dict, task: str, variant_a: str, variant_b: str,
-                      level: float = 0.95) -> Dict[str, Optional[float]]:
-    """``variant_a - variant_b`` on ``task``'s test metric, paired by seed.
+                      level: float = 0.95, metric: Optional[str] = None) -> Dict[str, Optional[float]]:
+    """``variant_a - variant_b`` on ``task``'s test metric (or the test metric named
+    ``metric``, e.g. ``spearman`` of a regression task), paired by seed.
 
     Returns ``{"mean", "std", "seeds", "t", "low", "high", "a_mean", "b_mean"}``: the mean
     difference, its standard deviation over the paired seeds, their number, the paired t
@@ -80,7 +99,7 @@ def paired_difference(results: dict, task: str, variant_a: str, variant_b: str,
     share no seed.
     """
     runs = results.get("runs", [])
-    a, b = _test_by_seed(runs, task, variant_a), _test_by_seed(runs, task, variant_b)
+    a, b = _test_by_seed(runs, task, variant_a, metric), _test_by_seed(runs, task, variant_b, metric)
     for name, found in ((variant_a, a), (variant_b, b)):
         if not found:
             known = sorted({r["variant"] for r in runs if r["task"] == task})
