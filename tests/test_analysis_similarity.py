@@ -163,6 +163,9 @@ def test_the_similarity_section_runs_alone_and_renders(tmp_path, monkeypatch):
     assert "| control: layer 2 of an untrained copy |" in text
     assert "GloVe 50d covers 8 of 9 pairs (1 word missing: zyxwv)" in text
     assert "--similarity-sets wordsim353" in text and "--only similarity" in text
+    # what the intervals resample: the sections present only (it named POS sentences and WSD lemmas)
+    assert "Bootstrap intervals resample word pairs (word similarity), 1000 times." in text
+    assert "sentences" not in next(line for line in text.splitlines() if "Numbers are from" in line)
     assert (out / "similarity.png").stat().st_size > 1000
     assert main(["analyze", "fixture", "--out", str(out), "--report-only"]) == 0
     assert (out / "report.md").read_text() == text

@@ -842,8 +842,7 @@ def render(results: dict, model: str, out: Path, config: AnalysisConfig) -> str:
     lines += [f"Everything below: `{command(model, out, config, threads=threads, sections=results['sections'])}`",
               "",
              "Numbers are from `results.json`; each table is followed by the command that "
-             "recomputes it. Paired bootstrap intervals resample test sentences "
-             "(POS) or lemmas (WSD), 1000 times. Computed with torch "
+             f"recomputes it.{_resampled_units(results)} Computed with torch "
              f"{results['torch']['version']} on {results['torch']['threads']} CPU thread(s); "
              "another thread count can change the last digit.", "",
              "## The paper's two layer findings", ""]
@@ -879,6 +878,20 @@ def render(results: dict, model: str, out: Path, config: AnalysisConfig) -> str:
     lines += ["## Time", "", ", ".join(f"{k} {v} s" for k, v in results["seconds"].items()), ""]
     # (a model URL, in its name and the commands, may hold a login: its password is not shown)
     return redact_url("\n".join(lines))
+
+
+#: What each section's bootstrap intervals resample.
+_RESAMPLED = {"pos": "test sentences (POS)", "wsd": "lemmas (WSD)",
+              "similarity": "word pairs (word similarity)"}
+
+
+def _resampled_units(results: dict) -> str:
+    """The sentence saying what the bootstrap intervals of the sections present resample
+    ("" when none of them has intervals)."""
+    units = [unit for key, unit in _RESAMPLED.items() if key in results]
+    if not units:
+        return ""
+    return f" Bootstrap intervals resample {', '.join(units[:-1])}{' or ' if len(units) > 1 else ''}{units[-1]}, 1000 times."
 
 
 def _render_pos(r: dict, cmd: str) -> List[str]:
