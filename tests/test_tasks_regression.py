@@ -182,6 +182,10 @@ def test_a_saved_models_edited_target_scale_and_the_spacy_component_are_refused(
     ({"type": "jsonl", "text": "t", "label": "y"}, '{"t": "a", "y": "x1"}\n', 1, "'x1'"),
     ({"type": "jsonl", "text": "t", "label": "y"}, '{"t": "a", "y": null}\n', 1, "None"),
     ({"type": "jsonl", "text": "t", "label": "y"}, '{"t": "a", "y": 1e999}\n', 1, "inf"),
+    # float() reads these as numbers: a typo "1_5" as 15, Arabic-Indic digits, hexadecimal
+    ({"type": "tsv", "text": 1, "label": 0, "header": False}, "0.5\ta\n1_5\tb\n", 2, "'1_5'"),
+    ({"type": "tsv", "text": 1, "label": 0, "header": False}, "\u0663\ta\n", 1, "'\u0663'"),
+    ({"type": "jsonl", "text": "t", "label": "y"}, '{"t": "a", "y": "infinity"}\n', 1, "'infinity'"),
 ])
 def test_a_target_that_is_not_a_finite_number_names_file_and_line(tmp_path, fmt, text, line, shows):
     path = tmp_path / "train.txt"

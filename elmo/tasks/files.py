@@ -73,6 +73,9 @@ _CONLLU_COMMENT = re.compile(r"#\s*(sent_id|text|newdoc|newpar|global\.columns)\
 _CONLLU_NOT_A_WORD = re.compile(r"\d+[-.]\d+")
 #: A label that is a whole number written with a decimal point: ``1.0``, ``-2.00``, ``3.``.
 _WHOLE_NUMBER = re.compile(r"([+-]?\d+)\.0*")
+#: A graded target written as text: ASCII decimal or scientific notation. Python's float()
+#: also takes "1_5" (15: a typo read as a number), other scripts' digits and "nan"/"inf".
+_TARGET_TEXT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 
 
 class TaskDataError(ValueError):
@@ -228,7 +231,7 @@ class _Reader:
         """A graded task's label: a finite number (JSON's number, or its text in any format)."""
         number = None
         try:
-            if isinstance(value, str):
+            if isinstance(value, str) and _TARGET_TEXT.fullmatch(value.strip()):
                 number = float(value.strip())
             elif isinstance(value, (int, float)) and not isinstance(value, bool):
                 number = float(value)
