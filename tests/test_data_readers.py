@@ -279,6 +279,10 @@ def test_word_pairs_bad_row_past_the_header_is_an_error(tmp_path, bad):
     p = write(tmp_path / "pairs.tsv", "word1\tword2\tscore\nlove\tsex\t6.77\n" + bad + "a\tb\t1\n")
     with pytest.raises(ValueError, match=r"pairs.tsv, line 3: not a word pair"):
         list(readers.read_word_pairs(p))
+    # a first row of two fields is a pair without its score, not a header: it was skipped
+    q = write(tmp_path / "headless.tsv", "tiger\tcat\nlove\tsex\t6.77\na\tb\t1\n")
+    with pytest.raises(ValueError, match=r"headless.tsv, line 1: not a word pair"):
+        list(readers.read_word_pairs(q))
 
 
 # ----------------------------------------------------------------------------- standard form

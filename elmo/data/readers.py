@@ -425,8 +425,8 @@ def _is_number(text: str) -> bool:
 
 def read_word_pairs(path: PathLike) -> Iterator[Tuple[str, str, float]]:
     """(word 1, word 2, score) of a word-similarity file (WordSim-353, SimLex-999 in
-    gensim's test data: tab separated, ``#`` comments; a header row is skipped). Only the
-    first row may be a header: a later row without two words and a number is a ValueError
+    gensim's test data: tab separated, ``#`` comments; a header row of three names is
+    skipped). Only the first row may be a header: a first row of fewer fields, or a later row without two words and a number is a ValueError
     naming the file and line (it was dropped without a word, scoring on fewer pairs)."""
     try:
         yield from _word_pair_rows(path)
@@ -453,9 +453,9 @@ def _word_pair_rows(path: PathLike) -> Iterator[Tuple[str, str, float]]:
             try:
                 pair = parts[0], parts[1], float(parts[2])
             except (ValueError, IndexError):
-                if first:
+                if first and len(parts) >= 3:
                     first = False
-                    continue                               # a header row
+                    continue                               # a header row (three names)
                 raise ValueError(f"{path}, line {number}: not a word pair with a score "
                                  f"(word1, word2, number): {line.strip()[:80]!r}") from None
             first = False
