@@ -3,7 +3,7 @@
 # version they were run with, for an old-and-new comparison. Run from the repository root:
 #
 #   OLD=v1 bash experiments/rerun_evidence.sh [CONFIG ...]   # default: ner, pos, pos_sample_efficiency,
-#                                                              # sentiment, topic
+#                                                              # sentiment, sentiment_rating, topic
 # For each config:
 #   1. its results folder is copied, once, to experiments/results/$OLD/<name>;
 #   2. `elmo experiment CONFIG --resume` keeps the baseline runs (they use no biLM) and trains
@@ -16,7 +16,7 @@
 set -euo pipefail
 old=${OLD:?name the version the current results come from, e.g. OLD=v1}
 configs=("$@")
-[ ${#configs[@]} -gt 0 ] || configs=(experiments/configs/{ner,pos,pos_sample_efficiency,sentiment,topic}.json)
+[ ${#configs[@]} -gt 0 ] || configs=(experiments/configs/{ner,pos,pos_sample_efficiency,sentiment,sentiment_rating,topic}.json)
 name_of() { python -c 'import json, sys; print(json.load(open(sys.argv[1]))["name"])' "$1"; }
 mkdir -p runs/rerun "experiments/results/$old"
 for config in "${configs[@]}"; do
