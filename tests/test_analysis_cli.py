@@ -286,6 +286,13 @@ def test_only_adds_a_section_to_a_report_of_the_same_model_and_keeps_the_others(
         assert named in captured.err and captured.err.count("\n") == 1 and "similarity ..." not in captured.out
         assert json.loads((out / "results.json").read_text()) == results
     # a setting that only the recomputed section reads may change
+    # a hand-edited kept section would fail the merged report after the new section had run
+    (out / "results.json").write_text(json.dumps({**results, "wsd": 5}))
+    assert main(run + ["--only", "similarity"]) == 1
+    captured = capsys.readouterr()
+    assert "results.json: not as elmo analyze wrote it (AttributeError" in captured.err and "its sections cannot be kept" \
+        in captured.err and "similarity ..." not in captured.out
+    (out / "results.json").write_text(json.dumps(results))
     (tmp_path / "sim2.tsv").write_text((tmp_path / "sim.tsv").read_text())
     assert main(run + ["--only", "similarity", "--similarity-sets", str(tmp_path / "sim2.tsv")]) == 0
     again = json.loads((out / "results.json").read_text())

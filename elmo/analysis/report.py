@@ -386,8 +386,8 @@ def run_analysis(model: str, out: Path, config: Optional[AnalysisConfig] = None,
     # one writer at a time: two runs into one folder mixed one's pictures into the other's report.
     # (The folder was made before the model loaded: a model name that is not one left it empty.)
     with no_empty_folder_on_failure(out), output_lock(out / "results.json", name=out):
-        earlier = check_results_kept(out / "results.json", sections, config)
         read_interpretation(out)   # (an unreadable one failed the report after every section had run)
+        earlier = check_results_kept(out / "results.json", sections, config)
         remove_stale_staging(out)
         return _run_sections(model, out, config, sections, given_mix, log, learned_on, earlier)
 
@@ -448,7 +448,16 @@ def check_results_kept(path: Path, sections: Sequence[str], config: AnalysisConf
     if changed:
         raise ValueError(f"{where} would keep, but they were computed with other settings: {'; '.join(changed)}; "
                          f"give their settings, rerun them too (--only) or give another --out")
+    try:   # (a hand-edited section failed the merged report after the new ones had run)
+        render(earlier, str(earlier.get("model")), path.parent, config)
+    except HAND_EDITED as e:
+        raise ValueError(f"{path}: not as elmo analyze wrote it ({type(e).__name__}: {e}); its sections cannot "
+                         f"be kept: run them all, or give another --out") from None
     return earlier
+
+
+#: What rendering a hand-edited ``results.json`` raises (a section replaced by a number, say).
+HAND_EDITED = (KeyError, TypeError, ValueError, IndexError, AttributeError)
 
 
 def check_same_model(path: Path, earlier: dict, model: str, fingerprint: str) -> None:
@@ -597,7 +606,7 @@ def rewrite_report(out: Path, model: Optional[str] = None) -> Path:
         try:
             config = AnalysisConfig(**results["config"])
             text = render(results, results["model"], out, config)
-        except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
+        except HAND_EDITED as e:
             # a hand-edited file (a section replaced by a number, "findings" removed) was a traceback
             raise ValueError(f"{out / 'results.json'}: not as elmo analyze wrote it ({type(e).__name__}: {e}); "
                              f"run the analysis again without --report-only") from None
