@@ -223,7 +223,7 @@ def test_analyze_only_one_section_keeps_a_fuller_report_and_other_results(tmp_pa
     assert main(run + [str(out)]) == 1
     err = capsys.readouterr().err
     assert "results.json: holds the sections pos, wsd, neighbors, which this run (--only contrast) " \
-           "would drop; give another --out" in err
+           "would keep, but it records no weights fingerprint" in err and err.count("\n") == 1
     assert (out / "results.json").read_text() == full and not (out / "report.md").exists()
     experiment = tmp_path / "experiment"
     experiment.mkdir()
@@ -236,6 +236,102 @@ def test_analyze_only_one_section_keeps_a_fuller_report_and_other_results(tmp_pa
     assert main(run + [str(out)]) == 0
     assert json.loads((out / "results.json").read_text())["sections"] == ["contrast"]
     assert not list(out.glob("*.lock"))
+
+
+def _merge_inputs(tmp_path, monkeypatch) -> list:
+    """The options of a seconds-long report on the fixture model: contrast pairs, a tiny
+    WordNet and a pair file of 12 scored word pairs (nothing fetched)."""
+    _tiny_wordnet(tmp_path, monkeypatch)
+    (tmp_path / "pairs.tsv").write_text(_PAIRS + "\n")
+    words = "cat dog car bus tree leaf king queen river bank sun moon".split()
+    (tmp_path / "sim.tsv").write_text("".join(f"{a}\t{b}\t{(7 * i) % 10}\n" for i, (a, b)
+                                              in enumerate(zip(words, words[1:] + words[:1]))))
+    return ["--contrast-file", str(tmp_path / "pairs.tsv"), "--no-untrained-control",
+            "--similarity-sets", str(tmp_path / "sim.tsv")]
+
+
+def test_only_adds_a_section_to_a_report_of_the_same_model_and_keeps_the_others(tmp_path, monkeypatch, capsys):
+    """--only similarity into a report's folder was refused (it would drop the other sections), so
+    a new section meant recomputing them all. Now it joins them: their results, pictures and report
+    text stay as they were, and the report's first command reruns them all."""
+    options = _merge_inputs(tmp_path, monkeypatch)
+    out = tmp_path / "out"
+    run = ["analyze", "fixture", "--out", str(out), *options]
+    assert main(run + ["--only", "wsd", "--only", "contrast"]) == 0
+    before = json.loads((out / "results.json").read_text())
+    text = (out / "report.md").read_text()
+    pictures = {name: (out / name).read_bytes() for name in ("wsd.png", "sense_pca.png")}
+    assert main(run + ["--only", "similarity"]) == 0
+    capsys.readouterr()
+    results = json.loads((out / "results.json").read_text())
+    assert results["sections"] == ["wsd", "contrast", "similarity"] and results["similarity"]["sets"]
+    for key in ("wsd", "contrast", "findings", "model_fingerprint"):
+        assert results[key] == before[key]
+    assert list(results["seconds"])[:2] == ["wsd", "contrast"] and results["seconds"]["wsd"] == before["seconds"]["wsd"]
+    assert {name: (out / name).read_bytes() for name in pictures} == pictures and (out / "similarity.png").is_file()
+    merged = (out / "report.md").read_text()
+    kept = text[text.index("## Word senses"):text.index("## Time")]
+    assert merged[merged.index("## Word senses"):merged.index("## Word similarity")] == kept
+    everything = next(line for line in merged.splitlines() if line.startswith("Everything below"))
+    assert "--only wsd --only contrast --only similarity" in everything and str(tmp_path / "sim.tsv") in everything
+    # another model's weights, or another setting of a kept section, are refused before any work
+    other = os.path.join(os.path.dirname(__file__), "fixtures", "elmoformanylangs", "model")
+    for argv, named in ((["analyze", other, "--out", str(out), *options, "--only", "similarity"],
+                         f"holds the results of model fixture (weights fingerprint {before['model_fingerprint']}), "
+                         f"not of {other} ("),
+                        (run + ["--only", "similarity", "--seed", "1"],
+                         "computed with other settings: --seed (wsd, contrast: 0 there, 1 here)")):
+        assert main(argv) == 1
+        captured = capsys.readouterr()
+        assert named in captured.err and captured.err.count("\n") == 1 and "similarity ..." not in captured.out
+        assert json.loads((out / "results.json").read_text()) == results
+    # a setting that only the recomputed section reads may change
+    # a hand-edited kept section would fail the merged report after the new section had run
+    (out / "results.json").write_text(json.dumps({**results, "wsd": 5}))
+    assert main(run + ["--only", "similarity"]) == 1
+    captured = capsys.readouterr()
+    assert "results.json: not as elmo analyze wrote it (AttributeError" in captured.err and "its sections cannot be kept" \
+        in captured.err and "similarity ..." not in captured.out
+    (out / "results.json").write_text(json.dumps(results))
+    (tmp_path / "sim2.tsv").write_text((tmp_path / "sim.tsv").read_text())
+    assert main(run + ["--only", "similarity", "--similarity-sets", str(tmp_path / "sim2.tsv")]) == 0
+    again = json.loads((out / "results.json").read_text())
+    assert list(again["similarity"]["sets"]) == [str(tmp_path / "sim2.tsv")] and again["wsd"] == before["wsd"]
+
+
+def test_every_setting_names_the_sections_it_changes():
+    """A setting missing from the table would be checked for no kept section: a merge would then
+    keep sections computed with another value of it, under a report that states this run's."""
+    from dataclasses import fields
+
+    from elmo.analysis.report import SECTIONS, SETTING_SECTIONS, AnalysisConfig
+
+    assert set(SETTING_SECTIONS) == {f.name for f in fields(AnalysisConfig)}
+    assert all(names and set(names) <= set(SECTIONS) for names in SETTING_SECTIONS.values())
+
+
+@pytest.mark.slow
+def test_only_similarity_joins_a_full_report_on_the_fixture(tmp_path):
+    """The default model's report got its similarity section in a folder of its own: --only
+    similarity into the full report was refused. Merged, the report's command runs everything."""
+    from elmo.data import sources
+
+    for name in ("brown-pos", "wordnet", "brown", "glove-50d", "wordsim353", "simlex999"):
+        if not sources.is_ready(name):
+            pytest.skip(f"corpus {name} not fetched (elmo data get {name})")
+    out = tmp_path / "fixture"
+    run = ["analyze", "fixture", "--out", str(out), "--pos-train-sentences", "20", "--pos-test-sentences", "10",
+           "--pos-iterations", "5", "--wsd-max-lemmas", "10", "--neighbors-sentences", "20"]
+    assert main(run + [arg for s in ("pos", "wsd", "neighbors", "contrast") for arg in ("--only", s)]) == 0
+    before, text = json.loads((out / "results.json").read_text()), (out / "report.md").read_text()
+    assert main(run + ["--only", "similarity"]) == 0
+    results, merged = json.loads((out / "results.json").read_text()), (out / "report.md").read_text()
+    assert all(results[s] == before[s] for s in ("pos", "wsd", "neighbors", "contrast", "findings"))
+    assert merged[merged.index("## POS"):merged.index("## Word similarity")] == text[text.index("## POS"):
+                                                                                    text.index("## Time")]
+    everything = next(line for line in merged.splitlines() if line.startswith("Everything below"))
+    assert "--only" not in everything and "--similarity-sets wordsim353,simlex999" in everything
+    assert results["sections"] == ["pos", "wsd", "neighbors", "contrast", "similarity"]
 
 
 def test_analyze_refuses_a_folder_another_analysis_is_writing(tmp_path, capsys):

@@ -336,9 +336,11 @@ def run_analysis(model: str, out: Path, config: Optional[AnalysisConfig] = None,
                  only: Optional[Sequence[str]] = None, log=print) -> dict:
     """Run the chosen sections (default: all), write results, pictures and the report.
 
-    ``out`` may hold an earlier report; one with sections this run leaves out, or another
-    tool's ``results.json``, is refused before any work (:func:`check_results_kept`), as is a
-    second run into the folder while one runs.
+    ``out`` may hold an earlier report. Its sections that this run leaves out are kept, and
+    the report written with them and the new ones, where they are of the same weights
+    (:func:`check_same_model`) and settings; otherwise, or for another tool's
+    ``results.json``, the run is refused before any section runs (:func:`check_results_kept`),
+    as is a second run into the folder while one runs.
 
     ``model`` is a model name or folder, since the report's commands name it; a BiLM or an
     :class:`~elmo.embedding.Embedder` is refused in one line (the error printed the whole
@@ -384,10 +386,10 @@ def run_analysis(model: str, out: Path, config: Optional[AnalysisConfig] = None,
     # one writer at a time: two runs into one folder mixed one's pictures into the other's report.
     # (The folder was made before the model loaded: a model name that is not one left it empty.)
     with no_empty_folder_on_failure(out), output_lock(out / "results.json", name=out):
-        check_results_kept(out / "results.json", sections)
         read_interpretation(out)   # (an unreadable one failed the report after every section had run)
+        earlier = check_results_kept(out / "results.json", sections, config)
         remove_stale_staging(out)
-        return _run_sections(model, out, config, sections, given_mix, log, learned_on)
+        return _run_sections(model, out, config, sections, given_mix, log, learned_on, earlier)
 
 
 #: The prefix of the folder a run draws its pictures into (see :func:`_run_sections`).
@@ -403,19 +405,68 @@ def remove_stale_staging(out: Path) -> None:
             shutil.rmtree(stale, ignore_errors=True)
 
 
-def check_results_kept(path: Path, sections: Sequence[str]) -> None:
-    """Refuse to replace a ``results.json`` that holds more than this run computes: another
-    tool's (an experiment's runs) or an analysis with sections this run leaves out (``--only
-    contrast`` into a full report's folder replaced its POS, WSD and neighbour results and
-    their report with the contrast section alone)."""
+#: The sections whose numbers each setting of :class:`AnalysisConfig` changes: ``--only`` into
+#: a report keeps its other sections only where those sections' settings are the recorded
+#: ones. ``mix_weights`` is read by no section but drawn in the report beside them all.
+SETTING_SECTIONS: Dict[str, Tuple[str, ...]] = {
+    "seed": ("pos", "wsd", "contrast", "similarity"),
+    "pos_train_sentences": ("pos",), "pos_test_sentences": ("pos",), "pos_l2": ("pos",),
+    "pos_iterations": ("pos",),
+    "wsd_max_lemmas": ("wsd",), "wsd_test_fraction": ("wsd",), "pca_word": ("wsd",),
+    "contrast_file": ("contrast",), "contrast_l2": ("contrast",),
+    "neighbors_corpus": ("neighbors",), "neighbors_sentences": ("neighbors",), "neighbors_k": ("neighbors",),
+    "similarity_sets": ("similarity",), "similarity_corpus": ("similarity",),
+    "untrained_control": ("pos", "wsd", "contrast", "similarity"),
+    "batch_size": SECTIONS, "mix_weights": SECTIONS,
+}
+
+
+def check_results_kept(path: Path, sections: Sequence[str], config: AnalysisConfig) -> Optional[dict]:
+    """The earlier results in ``path`` whose sections this run leaves out, to be kept beside
+    the ones it computes (None when there are none to keep). Refused before any work: another
+    tool's ``results.json`` (an experiment's runs), results that record no weights fingerprint
+    (:func:`check_same_model` could not tell their model), and results whose kept sections
+    were computed with other settings than ``config`` (:data:`SETTING_SECTIONS`): the report
+    and its "Everything below" command state one set of settings for every section. (``--only
+    contrast`` into a full report's folder once replaced its other sections with it alone.)"""
     if not path.is_file():
-        return
+        return None
     earlier = read_results(path)
-    dropped = [s for s in earlier["sections"] if s not in sections]
-    if dropped:
-        raise ValueError(f"{path}: holds the sections {', '.join(map(str, dropped))}, which this run "
-                         f"(--only {' --only '.join(sections)}) would drop; give another --out "
-                         f"(the report's commands use OUT/reproduce/SECTION) or run them all")
+    kept = [s for s in earlier["sections"] if s not in sections]
+    if not kept:
+        return None
+    where = f"{path}: holds the sections {', '.join(map(str, kept))}, which this run (--only {' --only '.join(sections)})"
+    if not earlier.get("model_fingerprint"):
+        raise ValueError(f"{where} would keep, but it records no weights fingerprint to tell that they are "
+                         f"of the same model; give another --out or run them all")
+    recorded = {**asdict(AnalysisConfig()), **earlier["config"]}   # (a setting added since: its default)
+    given = asdict(config)
+    changed = [f"--{name.replace('_', '-')} ({', '.join(s for s in SETTING_SECTIONS[name] if s in kept)}: "
+               f"{recorded.get(name)!r} there, {value!r} here)"
+               for name, value in given.items()
+               if recorded.get(name) != value and set(SETTING_SECTIONS[name]) & set(kept)]
+    if changed:
+        raise ValueError(f"{where} would keep, but they were computed with other settings: {'; '.join(changed)}; "
+                         f"give their settings, rerun them too (--only) or give another --out")
+    try:   # (a hand-edited section failed the merged report after the new ones had run)
+        render(earlier, str(earlier.get("model")), path.parent, config)
+    except HAND_EDITED as e:
+        raise ValueError(f"{path}: not as elmo analyze wrote it ({type(e).__name__}: {e}); its sections cannot "
+                         f"be kept: run them all, or give another --out") from None
+    return earlier
+
+
+#: What rendering a hand-edited ``results.json`` raises (a section replaced by a number, say).
+HAND_EDITED = (KeyError, TypeError, ValueError, IndexError, AttributeError)
+
+
+def check_same_model(path: Path, earlier: dict, model: str, fingerprint: str) -> None:
+    """Refuse to keep ``earlier`` results (of ``path``) beside sections of a model with other
+    weights: a report must be of one model, whatever the names say."""
+    if earlier["model_fingerprint"] != fingerprint:
+        raise ValueError(f"{path}: holds the results of model {earlier.get('model')} (weights fingerprint "
+                         f"{earlier['model_fingerprint']}), not of {redact_url(str(model))} ({fingerprint}); "
+                         f"a report is of one model: give another --out or run every section")
 
 
 def read_results(path: Path) -> dict:
@@ -433,7 +484,8 @@ def read_results(path: Path) -> dict:
 
 
 def _run_sections(model: str, out: Path, config: AnalysisConfig, sections: List[str],
-                  given_mix: Optional[List[float]], log, learned_on: Optional[dict] = None) -> dict:
+                  given_mix: Optional[List[float]], log, learned_on: Optional[dict] = None,
+                  earlier: Optional[dict] = None) -> dict:
     import torch
 
     import elmo
@@ -459,6 +511,8 @@ def _run_sections(model: str, out: Path, config: AnalysisConfig, sections: List[
                      "model_fingerprint": model_fingerprint(bilm),
                      "torch": {"version": torch.__version__, "threads": torch.get_num_threads()},
                      "seconds": {}}
+    if earlier is not None:   # (before any section runs: minutes, on another model's folder)
+        check_same_model(out / "results.json", earlier, model, results["model_fingerprint"])
     # The sections draw into a folder of their own, whose pictures replace the folder's only
     # once every section has run: a run that failed (or was stopped) midway left its new
     # pictures beside the earlier run's results.json and report, and one without --mix-weights
@@ -471,6 +525,8 @@ def _run_sections(model: str, out: Path, config: AnalysisConfig, sections: List[
                 log(f"analyze: {name} ...")
                 results[name] = _SECTION_RUNNERS[name](embedder, config, stage)
                 results["seconds"][name] = round(time.time() - t, 1)
+            if earlier is not None:
+                results = merge_kept(results, earlier)
             if config.mix_weights:
                 results["given_mix_weights"] = given_mix
                 results["given_mix_learned_on"] = redact_record(learned_on)[0]
@@ -486,11 +542,11 @@ def _run_sections(model: str, out: Path, config: AnalysisConfig, sections: List[
                                ("report.md", render(results, model, out, config))):
                 with writing(out / name, "report"):
                     (stage / name).write_text(text, encoding="utf-8")
-        for picture in PICTURES:
+        for picture, section in PICTURES.items():
             if (stage / picture).is_file():
                 atomic_commit(stage / picture, out / picture)
-            else:   # an earlier run's, of something this run does not hold
-                (out / picture).unlink(missing_ok=True)
+            elif section not in results["sections"] or section in sections:
+                (out / picture).unlink(missing_ok=True)   # an earlier run's, of something this run does not hold
         atomic_commit(stage / "results.json", out / "results.json")
         atomic_commit(stage / "report.md", out / "report.md")
     finally:
@@ -499,9 +555,30 @@ def _run_sections(model: str, out: Path, config: AnalysisConfig, sections: List[
     return results
 
 
-#: Every picture :func:`run_analysis` draws (into the output folder).
-PICTURES = ("pos.png", "mix_weights_pos.png", "wsd.png", "sense_pca.png", "mix_weights_given.png",
-            "similarity.png")
+#: Every picture :func:`run_analysis` draws (into the output folder), and the section it is of
+#: (None: of the given mix, which every run draws anew or removes).
+PICTURES: Dict[str, Optional[str]] = {
+    "pos.png": "pos", "mix_weights_pos.png": "pos", "wsd.png": "wsd", "sense_pca.png": "wsd",
+    "mix_weights_given.png": None, "similarity.png": "similarity"}
+
+
+def merge_kept(results: dict, earlier: dict) -> dict:
+    """``results`` of this run's sections with ``earlier``'s other sections as they were
+    (their numbers, seconds, and the torch that computed them, which
+    ``torch_sections`` records per section where it differs from ``torch``). The sections
+    follow :data:`SECTIONS`' order."""
+    computed = results["sections"]
+    names = [s for s in SECTIONS if s in computed or s in earlier["sections"]]
+    merged = {**{k: v for k, v in results.items() if k not in SECTIONS}, "sections": names, "torch": earlier["torch"],
+              "seconds": {s: (results if s in computed else earlier)["seconds"].get(s) for s in names}}
+    torch_sections = {s: t for s, t in (earlier.get("torch_sections") or {}).items() if s not in computed}
+    if results["torch"] != earlier["torch"]:
+        torch_sections.update({s: results["torch"] for s in computed})
+    if torch_sections:
+        merged["torch_sections"] = torch_sections
+    for name in names:
+        merged[name] = (results if name in computed else earlier)[name]
+    return merged
 
 
 def rewrite_report(out: Path, model: Optional[str] = None) -> Path:
@@ -529,7 +606,7 @@ def rewrite_report(out: Path, model: Optional[str] = None) -> Path:
         try:
             config = AnalysisConfig(**results["config"])
             text = render(results, results["model"], out, config)
-        except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
+        except HAND_EDITED as e:
             # a hand-edited file (a section replaced by a number, "findings" removed) was a traceback
             raise ValueError(f"{out / 'results.json'}: not as elmo analyze wrote it ({type(e).__name__}: {e}); "
                              f"run the analysis again without --report-only") from None
@@ -843,8 +920,8 @@ def render(results: dict, model: str, out: Path, config: AnalysisConfig) -> str:
               "",
              "Numbers are from `results.json`; each table is followed by the command that "
              f"recomputes it.{_resampled_units(results)} Computed with torch "
-             f"{results['torch']['version']} on {results['torch']['threads']} CPU thread(s); "
-             "another thread count can change the last digit.", "",
+             f"{results['torch']['version']} on {results['torch']['threads']} CPU thread(s)"
+             f"{_torch_sections(results)}; another thread count can change the last digit.", "",
              "## The paper's two layer findings", ""]
     for key, text in results["findings"].items():
         lines.append(f"* **{'POS' if key == 'pos' else 'Word senses'}**: {text}")
@@ -855,18 +932,19 @@ def render(results: dict, model: str, out: Path, config: AnalysisConfig) -> str:
                   f"*Written by hand after reading the numbers below (`{INTERPRETATION}` in this "
                   "folder; a rerun keeps it and shows it here again, so check it still fits).*",
                   "", notes, ""]
+    # (a section added to the report later may have run on another thread count)
+    cmd = {name: command(model, out, config, name, (results.get("torch_sections") or {}).get(name, {})
+                         .get("threads", threads)) for name in SECTIONS}
     if "pos" in results:
-        lines += _render_pos(results["pos"], command(model, out, config, "pos", threads))
+        lines += _render_pos(results["pos"], cmd["pos"])
     if "wsd" in results:
-        lines += _render_wsd(results["wsd"], command(model, out, config, "wsd", threads))
+        lines += _render_wsd(results["wsd"], cmd["wsd"])
     if "neighbors" in results:
-        lines += _render_neighbors(results["neighbors"], command(model, out, config, "neighbors", threads),
-                                   model, config)
+        lines += _render_neighbors(results["neighbors"], cmd["neighbors"], model, config)
     if "contrast" in results:
-        lines += _render_contrast(results["contrast"], command(model, out, config, "contrast", threads))
+        lines += _render_contrast(results["contrast"], cmd["contrast"])
     if "similarity" in results:
-        lines += _render_similarity(results["similarity"], command(model, out, config, "similarity", threads),
-                                    config.similarity_corpus)
+        lines += _render_similarity(results["similarity"], cmd["similarity"], config.similarity_corpus)
     if "given_mix_weights" in results:
         w = results["given_mix_weights"]
         lines += ["## Mix weights given", "",
@@ -878,6 +956,15 @@ def render(results: dict, model: str, out: Path, config: AnalysisConfig) -> str:
     lines += ["## Time", "", ", ".join(f"{k} {v} s" for k, v in results["seconds"].items()), ""]
     # (a model URL, in its name and the commands, may hold a login: its password is not shown)
     return redact_url("\n".join(lines))
+
+
+def _torch_sections(results: dict) -> str:
+    """The sections that a later ``--only`` run computed with another torch or thread count,
+    e.g. `` (similarity: torch 2.13.0+cpu on 1)`` ("" when there are none)."""
+    other = results.get("torch_sections") or {}
+    if not other:
+        return ""
+    return " (" + "; ".join(f"{name}: torch {t['version']} on {t['threads']}" for name, t in other.items()) + ")"
 
 
 #: What each section's bootstrap intervals resample.

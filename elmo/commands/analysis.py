@@ -20,7 +20,8 @@ def register(subparsers) -> None:
     p.add_argument("model", help="bundled or published model name, model folder or http(s) URL")
     p.add_argument("--out", default=None, help="output folder (default: experiments/analysis/<model name>)")
     p.add_argument("--only", action="append", choices=SECTIONS,
-                   help="run only this section (repeatable; default: all)")
+                   help="run only this section (repeatable; default: all); into the folder of a report "
+                        "of the same model and settings, it adds or redoes the section and keeps the others")
     add_arguments(p, AnalysisConfig)
     # a setting whose default is None reads as None when not given (code and tests read
     # args.pca_word); analyze() hands from_args only the options that carry a value
