@@ -304,6 +304,9 @@ def test_repeated_pairs_are_listed_and_named_in_the_report():
     text = "\n".join(_render_similarity(res, "cmd"))
     assert "**s**: 3 pairs repeat an earlier pair (the same two words, in either order)" in text
     assert "dog/cat, sun/moon, cat/dog." in text
+    one = similarity.similarity_eval(Embedder(random_bilm(), batch_size=4), {"s": _PAIRS + [_PAIRS[0]]},
+                                     n_resamples=0)
+    assert "**s**: 1 pair repeats an earlier pair" in "\n".join(_render_similarity(one, "cmd"))
 
 
 def test_a_pair_file_that_is_not_utf8_is_refused_naming_the_byte(tmp_path):

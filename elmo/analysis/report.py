@@ -1248,7 +1248,7 @@ def _sample_lines(r: dict) -> List[str]:
         again = s.get("repeated_pairs") or []
         if again:
             shown = ", ".join(f"{a}/{b}" for a, b in again[:10]) + (", ..." if len(again) > 10 else "")
-            lines.append(f"**{name}**: {_count(len(again), 'pair')} repeat an earlier pair (the same two words, "
+            lines.append(f"**{name}**: {_count(len(again), 'pair')} {'repeats' if len(again) == 1 else 'repeat'} an earlier pair (the same two words, "
                          f"in either order), each counted in rho as often as listed: {shown}.")
     skipped = [f"{name}{how} layer {j}: {n}" for how, sets in (("", r["sets"]),
                                                               (", type averages", r.get("type_average") or {}))
