@@ -20,12 +20,16 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_table_names_the_kinds_with_their_metrics():
-    assert list(TASK_KINDS) == ["tagging", "classification", "pair", "regression", "pair_regression"]
+    assert list(TASK_KINDS) == ["tagging", "classification", "pair", "regression", "pair_regression",
+                                "span_qa"]
     assert TASK_KINDS["tagging"].metrics == ("token_accuracy", "span_f1")
     assert TASK_KINDS["regression"].metrics == TASK_KINDS["pair_regression"].metrics == ("pearson", "spearman")
-    assert [k.pair for k in TASK_KINDS.values()] == [False, False, True, False, True]
-    assert [k.token_labels for k in TASK_KINDS.values()] == [True, False, False, False, False]
-    assert [k.graded for k in TASK_KINDS.values()] == [False, False, False, True, True]
+    assert TASK_KINDS["span_qa"].metrics == ("f1", "exact_match")
+    assert [k.pair for k in TASK_KINDS.values()] == [False, False, True, False, True, True]
+    assert [k.token_labels for k in TASK_KINDS.values()] == [True, False, False, False, False, False]
+    assert [k.graded for k in TASK_KINDS.values()] == [False, False, False, True, True, False]
+    assert [k.classes for k in TASK_KINDS.values()] == [True, True, True, False, False, False]
+    assert [k.span_answers for k in TASK_KINDS.values()] == [False] * 5 + [True]
 
 
 def test_unknown_kind_is_one_clear_error_everywhere():

@@ -18,6 +18,7 @@ experiment sees exactly the same examples.
 | ``sentiment_rating`` | movie-sentiment | regression | the mean rating itself, -4 to +4 | Pearson r (and Spearman rho) |
 | ``topic`` | bbc-topic | classification | 5 BBC sections | accuracy |
 | ``vitaminc`` | vitaminc | pair | True / False / Neither | accuracy |
+| ``squad`` | squad-dev | span_qa | the answers' token spans in the context | F1 (and exact match), SQuAD v1.1 |
 """
 from __future__ import annotations
 
@@ -25,20 +26,36 @@ import random
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union, cast
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union, cast
 
 from ..data import readers
 
-Label = Union[str, List[str], float]
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One gold answer of a ``span_qa`` example: its original ``text`` and the token span
+    ``[start, end)`` of the context (``tokens_b``) it covers, counted in the whole context
+    (before any ``max_tokens_b`` cut)."""
+
+    text: str
+    start: int
+    end: int
+
+
+#: A class name, one tag per token, a graded target, or a span_qa example's gold answers (a
+#: tuple, never a list: a list is tags).
+Label = Union[str, List[str], float, Tuple[Answer, ...]]
 
 
 @dataclass
 class Example:
     """One task example.
 
-    ``tokens`` is the sentence (the claim for pairs), ``tokens_b`` the second text of a pair
-    (the evidence) or None; ``label`` is a class name, one tag per token for tagging, or
-    a float target for a graded kind (``regression``, ``pair_regression``).
+    ``tokens`` is the sentence (the claim for pairs, the question for ``span_qa``),
+    ``tokens_b`` the second text of a pair (the evidence, the context) or None; ``label`` is a
+    class name, one tag per token for tagging, a float target for a graded kind
+    (``regression``, ``pair_regression``), or a tuple of :class:`Answer` for ``span_qa``.
     """
 
     tokens: List[str]
@@ -75,9 +92,10 @@ class TaskData:
         """split -> {label: how many examples (for tags: tokens) have it} for the labels of the
         splits other than train that no training example has (none: ``{}``). The model cannot
         predict such a label, so each counts as an error when scored. A graded task's targets
-        are numbers, not labels: none is unseen."""
+        are numbers, not labels, and a span_qa task's answers spans of their context: none is
+        unseen."""
         from .kinds import task_kind
-        if task_kind(self.kind).graded:
+        if not task_kind(self.kind).classes:
             return {}
         known = set(self.labels)
         out: Dict[str, Dict[str, int]] = {}
@@ -102,7 +120,11 @@ class TaskData:
         return {"mean": mean, "std": std, "min": min(values), "max": max(values)}
 
     def describe_labels(self) -> str:
-        """``5 labels``, or for a graded task its training targets' range, mean and std."""
+        """``5 labels``, or for a graded task its training targets' range, mean and std, or
+        for a span_qa task what its answers are."""
+        from .kinds import task_kind
+        if task_kind(self.kind).span_answers:
+            return "answers as token spans of the context"
         t = self.targets()
         if t is None:
             return f"{len(self.labels)} labels"
@@ -220,6 +242,12 @@ TASKS: Dict[str, TaskInfo] = {
                          {"type": "jsonl", "text": "claim", "text_b": "evidence", "label": "label"},
                          options=lambda spec: {"max_tokens_b": int(spec.get("max_tokens", 80)),
                                                "skip_empty": True}),
+    # Question and context, the context cut at max_tokens (default 300, past 95% of SQuAD's
+    # paragraphs): training drops a question whose answers all lie past the cut, and dev and
+    # test keep it, scored as any question (see _drop_answers_past_cut).
+    "squad": TaskInfo("squad-dev", "span_qa", "f1", _splits("jsonl"),
+                      {"type": "jsonl", "text": "question", "text_b": "context", "label": "answers"},
+                      options=lambda spec: {"max_tokens_b": int(spec.get("max_tokens", 300))}),
 }
 
 #: Keys of a task spec read from your own files (see :func:`load_task`).
@@ -248,7 +276,7 @@ def load_task(spec: dict) -> TaskData:
     taken from the cache, fetched first if needed (``elmo data get``).
 
     Your own files: ``{"task": "tagging" | "classification" | "pair" | "regression" |
-    "pair_regression", "name": ...,
+    "pair_regression" | "span_qa", "name": ...,
     "metric": optional, "format": {...}, "files": {"train": path, "dev": optional path,
     "test": path, "<other name>": another test set}, "tokenize": false, "dev_fraction": 0.1}``
     (formats: :mod:`.files`). Without a dev file, ``dev_fraction`` of the training file is
@@ -270,9 +298,11 @@ def load_task(spec: dict) -> TaskData:
         splits, source, kind, metric = _load_preset(spec)
     else:
         splits, source, kind, metric = _load_files(spec)
+    from .kinds import task_kind
+    if task_kind(kind).span_answers:
+        _drop_answers_past_cut(splits, source)
     seed = int(spec.get("subset_seed", 0))
     full = {k: len(v) for k, v in splits.items()}
-    from .kinds import task_kind
     full_labels = task_kind(kind).label_set(splits["train"])
     for split in splits:
         splits[split] = subsample(splits[split], spec.get(f"max_{split}"), seed)
@@ -304,6 +334,19 @@ def text_limits(spec: Mapping[str, Any]) -> Dict[str, Optional[int]]:
     name = spec.get("task")
     options = TASKS[name].options(dict(spec)) if name in TASKS else spec
     return {k: int(options[k]) if options.get(k) else None for k in ("max_tokens", "max_tokens_b")}
+
+
+def _drop_answers_past_cut(splits: Dict[str, List[Example]], source: dict) -> None:
+    """A span_qa task's questions none of whose answers lies inside the context as read (cut at
+    ``max_tokens_b``): dropped from training (the model cannot point at the answer, so the
+    loss has nothing to learn from) and counted, per split, in ``source["answers_past_cut"]``.
+    Dev and test keep them: they are scored as any question (the model's span, which lies
+    inside what it read, rarely matches), so the scores stay those of the whole split."""
+    from .kinds import first_answer_inside
+    counts = {split: sum(first_answer_inside(ex) is None for ex in examples)
+              for split, examples in splits.items()}
+    splits["train"] = [ex for ex in splits["train"] if first_answer_inside(ex) is not None]
+    source["answers_past_cut"] = {**counts, "dropped_from_train": counts["train"]}
 
 
 def _check_spans_to_score(spec: dict, splits: Dict[str, List[Example]], source: dict,
@@ -460,7 +503,7 @@ def _load_files(spec: dict):
     labels = spec_kind.label_set(splits["train"])
     # a model that can only answer one thing, scored as if it learnt (a graded task's targets
     # are checked in load_task, after any max_train sample)
-    if len(labels) < 2 and not spec_kind.graded:
+    if len(labels) < 2 and spec_kind.classes:
         what = "every training token has the tag" if spec_kind.token_labels else \
             "every training example has the label"
         raise TaskDataError(f"{paths['train']}: {what} {labels[0]!r}; a {kind} task needs two "

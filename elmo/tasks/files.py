@@ -28,6 +28,15 @@ task *kind* (:mod:`.kinds`: ``tagging``, ``classification``, ``pair``, ``regress
   the project's tokenizer (:func:`elmo.tokenize.tokenize`); never into characters. Tagging
   texts are never re-tokenized: the tags belong to the given tokens.
 * ``max_tokens`` / ``max_tokens_b`` cut texts on purpose; without them nothing is cut.
+* A ``span_qa`` task (extractive question answering) is read from JSON lines: ``text`` names
+  the question, ``text_b`` the context, ``label`` the answers, a non-empty list of
+  ``{"text": "the original answer", "start": 3, "end": 5}``, the token span ``[start, end)``
+  of the context (counted from 0 in the whole context, before ``max_tokens_b`` cuts it)::
+
+      {"type": "jsonl", "text": "question", "text_b": "context", "label": "answers"}
+
+  A span outside the context, one with ``start >= end``, or an answer without its three
+  fields is refused naming the file and line.
 * A ``regression`` or ``pair_regression`` label is a number (a JSON number, or its text in
   TSV and JSON): one that is not, or is NaN or infinite, is refused naming its line; the class
   rules below do not apply to it.
@@ -50,7 +59,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple, Union
 
 from ..data.fetch import sha256_file
 from ..io import json_objects, text_lines, utf8_error_where
-from .datasets import Example
+from .datasets import Answer, Example, Label
 from .kinds import MAX_TARGET, task_kind
 
 FORMATS = ("conll", "conllu", "word_tag", "tsv", "jsonl")
@@ -100,6 +109,9 @@ def check_format(fmt: object, kind: str, where: str) -> dict:
     spec = task_kind(kind)
     if t in ("conll", "conllu", "word_tag") and not spec.token_labels:
         raise TaskDataError(f"{where}: format {t} is for tagging tasks, not {kind}")
+    if spec.span_answers and t != "jsonl":   # (an answer is a list of objects: no TSV column holds one)
+        raise TaskDataError(f"{where}: a {kind} task is read from JSON lines (format.type jsonl), "
+                            f"not {t}")
     out = dict(fmt)
     if t == "conll":
         out.setdefault("word", 0)
@@ -265,6 +277,28 @@ class _Reader:
                                    f"label may: predict's TSV and CoNLL output could not hold it")
         return text
 
+    def answers(self, value, n: int, line: int) -> Tuple[Answer, ...]:
+        """A span_qa label: a non-empty list of ``{"text", "start", "end"}``, each a token span
+        ``[start, end)`` of a context of ``n`` tokens (the whole context, before any cut)."""
+        if not isinstance(value, list) or not value:
+            raise self.error(line, f"the answers must be a non-empty list of {{\"text\", \"start\", "
+                                   f"\"end\"}} objects, got {value!r}"[:300])
+        out = []
+        for k, a in enumerate(value, start=1):
+            if not isinstance(a, dict) or not {"text", "start", "end"} <= set(a):
+                raise self.error(line, f"answer {k}: needs the fields text, start and end, got {a!r}"[:300])
+            text, start, end = a["text"], a["start"], a["end"]
+            if not isinstance(text, str) or not text.strip():
+                raise self.error(line, f"answer {k}: text must be a non-empty string, got {text!r}")
+            if not all(isinstance(v, int) and not isinstance(v, bool) for v in (start, end)):
+                raise self.error(line, f"answer {k}: start and end must be token positions "
+                                       f"(whole numbers), got {start!r} and {end!r}")
+            if not 0 <= start < end <= n:
+                raise self.error(line, f"answer {k}: the span [{start}, {end}) is not inside the "
+                                       f"context's {n} tokens with start < end (end is exclusive)")
+            out.append(Answer(text, start, end))
+        return tuple(out)
+
     def tags(self, value, n: int, line: int) -> List[str]:
         tags = value.split() if isinstance(value, str) else value
         if isinstance(tags, list) and all(isinstance(t, (str, int, float)) for t in tags):
@@ -296,8 +330,11 @@ class _Reader:
             raise self.error(line, "empty text" if not toks else "empty text_b")
         if self.kind.token_labels:
             return Example(toks, self.tags(label, len(toks), line))
-        lab: Optional[Union[str, float]] = self.target(label, line) if self.kind.graded \
-            else self.label(label, line)
+        lab: Optional[Label]
+        if self.kind.span_answers:
+            lab = self.answers(label, len(toks_b or []), line)
+        else:
+            lab = self.target(label, line) if self.kind.graded else self.label(label, line)
         if lab is None:
             return None
         if self.max_tokens:

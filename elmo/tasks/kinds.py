@@ -8,6 +8,10 @@ A :class:`TaskKind` says, for one kind:
 * ``pair``: two texts per example (``text_b`` in files, ``(a, b)`` pairs to predict);
 * ``graded``: one number per example instead of a class (``regression``,
   ``pair_regression``): no label set, a float target, a correlation as the metric;
+* ``classes``: whether the kind has a label set (not the graded kinds, nor ``span_qa``);
+* ``span_answers``: the label is the gold answers to a question as token spans of a context
+  (``span_qa``, extractive reading comprehension as SQuAD): the example's first text is the
+  question, its second the context, and a prediction is a span of the context;
 * how labels become a tensor for a batch (:meth:`TaskKind.label_tensor`), how the model is
   built from the ``model`` settings (:meth:`TaskKind.build_model`), how predicted ids become
   labels (:meth:`TaskKind.decode`) and how a prediction is written (:meth:`TaskKind.tsv_line`,
@@ -28,7 +32,7 @@ from typing import Dict, List, Optional, Sequence, Tuple, cast
 import numpy as np
 import torch
 
-from .datasets import Example
+from .datasets import Answer, Example
 
 #: What ``elmo predict`` writes in CoNLL and TSV for a token the model did not read (past
 #: ``max_tokens``): it has no tag (``null`` in JSON lines, None from ``predict``).
@@ -44,6 +48,8 @@ class TaskKind:
     token_labels: bool = False
     pair: bool = False
     graded: bool = False
+    classes: bool = True
+    span_answers: bool = False
 
     def label_set(self, examples: Sequence[Example]) -> List[str]:
         """The sorted labels seen in ``examples``."""
@@ -157,6 +163,7 @@ class GradedKind(TaskKind):
 
     metrics = ("pearson", "spearman")
     graded = True
+    classes = False
 
     def label_set(self, examples: Sequence[Example]) -> List[str]:
         return []     # no classes: nothing to index, to miss in training, or to warn about
@@ -217,10 +224,70 @@ class PairRegressionKind(GradedKind, PairKind):
                              lam=lam)
 
 
+class SpanQAKind(PairKind):
+    """Extractive question answering (SQuAD): a question (the first text) and a context (the
+    second), labelled with the gold answers as token spans of the context
+    (:class:`~elmo.tasks.datasets.Answer`); the model (:class:`~elmo.tasks.models.SpanExtractor`)
+    points at the answer's first and last token, and the prediction is that span with its text,
+    the context tokens joined by spaces, scored by SQuAD v1.1's F1 and exact match
+    (:mod:`.metrics`). A context is read up to ``max_tokens_b`` tokens: a prediction is a span of
+    what was read, and a training example none of whose answers lies inside it is dropped
+    (:func:`~elmo.tasks.datasets.load_task` counts them)."""
+
+    name = "span_qa"
+    metrics = ("f1", "exact_match")
+    classes = False
+    span_answers = True
+
+    def label_set(self, examples: Sequence[Example]) -> List[str]:
+        return []     # the answers are spans of each context, not classes
+
+    def label_tensor(self, examples, label_index, shape):
+        """(B, 2) long: the [start, end) of each example's first answer that lies inside its
+        context as read (``tokens_b``, cut); -1, -1 for an example without one (unlabelled, or
+        every answer past the cut), which the loss leaves out."""
+        return torch.tensor([first_answer_inside(ex) or (-1, -1) for ex in examples],
+                            dtype=torch.long).reshape(len(examples), 2)
+
+    def unlabelled(self, tokens, tokens_b=None):
+        return Example(tokens, (), tokens_b)
+
+    def decode(self, pred, labels):
+        return pred       # the span's {"text", "start", "end"}, as the model gives it
+
+    def build_model(self, encoder, n_labels, settings, lam):
+        from .models import SpanExtractor
+        return SpanExtractor(encoder, hidden=settings.classifier_hidden, dropout=settings.dropout,
+                             lam=lam)
+
+    def tsv_line(self, text, tokens, label):
+        return f"{text[0]}\t{text[1]}\t{label['text']}\t{label['start']}\t{label['end']}"
+
+    def json_record(self, text, tokens, label, read):
+        return {"question": text[0], "context": text[1], "answer": label["text"],
+                "start": label["start"], "end": label["end"],
+                "tokens_read_question": read[0], "tokens_read_context": read[1]}
+
+
+def first_answer_inside(example: Example) -> Optional[Tuple[int, int]]:
+    """(start, end) of the first gold answer of a ``span_qa`` example that lies inside its
+    context as read (``end <= len(tokens_b)``), or None: the answer training learns to point at."""
+    n = len(example.tokens_b or [])
+    answers = cast(Tuple[Answer, ...], example.label)
+    return next(((a.start, a.end) for a in answers if a.end <= n), None)
+
+
+def answer_texts(examples: Sequence[Example], pred: Sequence[dict]) -> Tuple[List[List[str]], List[str]]:
+    """What SQuAD's metrics compare for ``span_qa`` examples and their predicted spans: each
+    question's gold answer texts, and each predicted span's text."""
+    return ([[a.text for a in cast(Tuple[Answer, ...], ex.label)] for ex in examples],
+            [str(p["text"]) for p in pred])
+
+
 #: The task kinds by name (the order is the one error messages list them in).
 TASK_KINDS: Dict[str, TaskKind] = {k.name: k for k in (TaggingKind(), ClassificationKind(),
                                                        PairKind(), RegressionKind(),
-                                                       PairRegressionKind())}
+                                                       PairRegressionKind(), SpanQAKind())}
 
 
 def task_kind(name: str) -> TaskKind:

@@ -1,5 +1,6 @@
-"""Task metrics: accuracy, entity-span F1 for BIO tags, and Pearson / Spearman correlation
-for graded (regression) tasks.
+"""Task metrics: accuracy, entity-span F1 for BIO tags, Pearson / Spearman correlation
+for graded (regression) tasks, and SQuAD v1.1's exact match and F1 for extractive question
+answering (``span_qa``).
 
 Span F1 follows the CoNLL evaluation script (``conlleval``), which is also what ``seqeval``
 computes in its default mode:
@@ -14,10 +15,23 @@ Precision, recall and F1 are micro-averaged over all spans of all sentences.
 The correlations wrap :mod:`elmo.correlation` (float64; Spearman with average ranks for
 ties). Either is NaN where undefined (fewer than two items, a constant side, or a prediction
 that is not finite); :func:`correlation_undefined` says why, for the log and the results.
+
+Question answering compares answer texts after SQuAD v1.1's normalisation
+(:func:`normalize_answer`: lower case, punctuation removed, the articles a/an/the removed,
+whitespace collapsed): ``exact_match`` is whether the normalised texts are equal, ``f1`` the
+harmonic mean of precision and recall of their words (as multisets); each question scores
+the best over its gold answers, and the metric is the mean over questions (NaN for none).
+The predicted text is the context tokens of the span joined by spaces while the gold texts
+are the original strings, so a gold answer whose punctuation was split off a word inside it
+("U.S." vs "U.S ." is fine, "3-1" vs "3 - 1" is not: removing the hyphen leaves "31" vs
+"3 1") can score below 1 even for the right span.
 """
 from __future__ import annotations
 
 import math
+import re
+import string
+from collections import Counter
 from typing import Dict, Optional, Sequence, Set, Tuple
 
 from .. import correlation
@@ -132,6 +146,62 @@ def spearman(gold: Sequence[float], predicted: Sequence[float]) -> float:
     return correlation.spearman(gold, predicted)
 
 
+#: The metrics of span_qa tasks: gold is each question's answer texts, predicted one text.
+ANSWER_METRICS = ("f1", "exact_match")
+
+_PUNCTUATION = set(string.punctuation)
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+
+
+def normalize_answer(text: str) -> str:
+    """SQuAD v1.1's answer normalisation: lower case, ASCII punctuation removed, the words
+    a, an and the removed, runs of whitespace made one space (none at either end)."""
+    text = "".join(c for c in text.lower() if c not in _PUNCTUATION)
+    return " ".join(_ARTICLES.sub(" ", text).split())
+
+
+def answer_f1(gold: str, predicted: str) -> float:
+    """Word-overlap F1 of one predicted and one gold answer, normalised; the overlap counts a
+    word as often as both have it. Two answers with no word after normalisation score 1 (they
+    are equal), one empty against one that is not 0."""
+    g, p = normalize_answer(gold).split(), normalize_answer(predicted).split()
+    if not g or not p:
+        return float(g == p)
+    common = sum((Counter(g) & Counter(p)).values())
+    if common == 0:
+        return 0.0
+    precision, recall = common / len(p), common / len(g)
+    return 2 * precision * recall / (precision + recall)
+
+
+def answer_exact(gold: str, predicted: str) -> float:
+    """1.0 when the normalised answers are equal, else 0.0."""
+    return float(normalize_answer(gold) == normalize_answer(predicted))
+
+
+def _best_over_gold(score, gold: Sequence[Sequence[str]], predicted: Sequence[str]) -> float:
+    """Mean over questions of the best ``score(gold_text, predicted)`` over each question's gold
+    answers; NaN for no question. A question without a gold answer is refused (SQuAD v1.1's
+    always have one, and task files are checked for one)."""
+    if len(gold) != len(predicted):
+        raise ValueError(f"{len(gold)} questions but {len(predicted)} predicted answers")
+    if not gold:
+        return float("nan")
+    if any(not answers for answers in gold):
+        raise ValueError("a question without a gold answer cannot be scored")
+    return sum(max(score(g, p) for g in answers) for answers, p in zip(gold, predicted)) / len(gold)
+
+
+def squad_f1(gold: Sequence[Sequence[str]], predicted: Sequence[str]) -> float:
+    """SQuAD v1.1 F1: the mean over questions of the best word-overlap F1 over the gold answers."""
+    return _best_over_gold(answer_f1, gold, predicted)
+
+
+def exact_match(gold: Sequence[Sequence[str]], predicted: Sequence[str]) -> float:
+    """SQuAD v1.1 exact match: the share of questions whose answer equals a gold one, normalised."""
+    return _best_over_gold(answer_exact, gold, predicted)
+
+
 #: Metric name -> function of (gold, predicted) for each task kind's outputs.
 METRICS = {"accuracy": accuracy, "token_accuracy": token_accuracy, "span_f1": span_f1,
-           "pearson": pearson, "spearman": spearman}
+           "pearson": pearson, "spearman": spearman, "f1": squad_f1, "exact_match": exact_match}

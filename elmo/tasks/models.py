@@ -1,11 +1,13 @@
 """The task models: a sequence tagger, a sentence classifier, an ESIM-style pair classifier,
-and their one-output regression variants for graded tasks.
+their one-output regression variants for graded tasks, and a BiDAF-style span extractor for
+extractive question answering.
 
 Each takes :class:`~elmo.tasks.batching.Batch` objects and has
 
 * ``loss(batch)``: the training loss (mean over examples, plus the ELMo penalty);
-* ``predict(batch)``: class ids (B,) as a list, one list of tag ids per sentence, or
-  (regression) one float per example in the targets' units (``predict_batch``); a model
+* ``predict(batch)``: class ids (B,) as a list, one list of tag ids per sentence,
+  (regression) one float per example in the targets' units, or (span_qa) one answer span
+  ``{"text", "start", "end"}`` per question (``predict_batch``); a model
   loaded with ``TaskModel.load(folder)`` also takes texts and returns labels (see
   :mod:`.saved`).
 
@@ -336,3 +338,135 @@ class PairRegressor(Regressor, PairClassifier):
                  lam: float = 0.0):
         PairClassifier.__init__(self, encoder, 1, hidden=hidden, dropout=dropout, lam=lam)
         self._scale_buffers()
+
+
+#: The longest answer, in tokens, a span_qa model predicts (SQuAD's answers are short: the
+#: usual limit of BiDAF-style decoders).
+MAX_ANSWER_TOKENS = 30
+
+
+def best_spans(start: torch.Tensor, end: torch.Tensor, mask: torch.Tensor,
+               max_len: int = MAX_ANSWER_TOKENS):
+    """The best answer span of each row: the [i, j + 1) with i <= j < i + ``max_len``, both
+    real positions (``mask``), maximising ``start[i] + end[j]`` (log-scores).
+
+    Args:
+        start, end: (B, T) scores of a span starting / ending (inclusive) at each position.
+        mask: (B, T) bool, the real context positions (a prefix of each row).
+        max_len: the most tokens a span may have (>= 1).
+
+    Returns (spans (B, 2) long, [start, end) with end exclusive, (0, 0) for a row without a
+    real position; scores (B,), -inf for such a row). O(B * T * max_len): one shift of the end
+    scores per span length, never the (T, T) table of every pair.
+    """
+    if max_len < 1:
+        raise ValueError(f"the longest answer must be at least 1 token, got {max_len}")
+    b, t = start.shape
+    neg = torch.tensor(float("-inf"), dtype=start.dtype, device=start.device)
+    s = start.masked_fill(~mask, neg)
+    e = end.masked_fill(~mask, neg)
+    best = s.new_full((b,), float("-inf"))
+    best_i = torch.zeros(b, dtype=torch.long, device=start.device)
+    best_k = torch.zeros(b, dtype=torch.long, device=start.device)
+    for k in range(min(max_len, t)):          # k = j - i, the span's length minus one
+        total = s[:, :t - k] + e[:, k:]        # (B, T - k): spans [i, i + k]
+        value, where = total.max(1)
+        better = value > best
+        best = torch.where(better, value, best)
+        best_i = torch.where(better, where, best_i)
+        best_k = torch.where(better, torch.full_like(best_k, k), best_k)
+    found = torch.isfinite(best)
+    spans = torch.stack([best_i, best_i + best_k + 1], 1)
+    return spans.masked_fill(~found.unsqueeze(1), 0), best
+
+
+class SpanExtractor(TaskModel):
+    """A BiDAF-lite reader for extractive question answering (``span_qa``): question q and
+    context c, each (B, T) tokens.
+
+    1. encode both with the shared :class:`Encoder` (ELMo at its input and/or output):
+       q (B, Tq, d), c (B, Tc, d);
+    2. similarity S_ij = w . [c_i; q_j; c_i * q_j] (B, Tc, Tq);
+    3. context-to-query attention a_i = softmax_j(S_ij) q; query-to-context attention
+       b = softmax_i(max_j S_ij) c, the same vector for every position;
+    4. G = [c; a; c * a; c * b] (B, Tc, 4d) -> dropout -> modelling BiLSTM -> M (B, Tc, 2h);
+    5. start scores from [G; M], end scores from [G; M2] with M2 a second BiLSTM over M
+       (the end conditioned on what the start saw, as BiDAF does).
+
+    The loss is the negative log-likelihood of the first gold answer inside the context read
+    (its start and its last token, softmax over real context positions), the two terms summed
+    and averaged over the examples that have such an answer, plus the ELMo penalty. A
+    prediction is the span decoded by :func:`best_spans` (at most ``max_answer_tokens``), with
+    its text: the context's tokens joined by spaces.
+    """
+
+    def __init__(self, encoder: Encoder, hidden: int = 100, dropout: float = 0.5,
+                 lam: float = 0.0, max_answer_tokens: int = MAX_ANSWER_TOKENS):
+        super().__init__()
+        self.encoder = encoder
+        d = encoder.output_dim
+        self.similarity = nn.Linear(3 * d, 1)
+        self.dropout = nn.Dropout(dropout)
+        self.model_lstm = BiLSTM(4 * d, hidden)
+        self.end_lstm = BiLSTM(2 * hidden, hidden)
+        self.start_score = nn.Linear(4 * d + 2 * hidden, 1)
+        self.end_score = nn.Linear(4 * d + 2 * hidden, 1)
+        self.lam = lam
+        self.max_answer_tokens = max_answer_tokens
+
+    def _similarity(self, c: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
+        """(B, Tc, d), (B, Tq, d) -> S (B, Tc, Tq), w split in three so that the
+        (B, Tc, Tq, 3d) concatenation is never built."""
+        d = c.shape[-1]
+        w = self.similarity.weight.squeeze(0)
+        w_c, w_q, w_cq = w[:d], w[d:2 * d], w[2 * d:]
+        return ((c @ w_c).unsqueeze(2) + (q @ w_q).unsqueeze(1)
+                + torch.bmm(c * w_cq, q.transpose(1, 2)) + self.similarity.bias)
+
+    def scores(self, batch: Batch):
+        """(B, Tc) log-probabilities of each context position starting and ending the answer,
+        -inf at padding."""
+        tq, tc = batch.texts
+        q, c = self.encoder(tq), self.encoder(tc)
+        neg = torch.finfo(c.dtype).min
+        sim = self._similarity(c, q)                                       # (B, Tc, Tq)
+        a = torch.bmm(torch.softmax(sim.masked_fill(~tq.mask.unsqueeze(1), neg), dim=2), q)
+        if sim.shape[2]:
+            top = sim.masked_fill(~tq.mask.unsqueeze(1), neg).max(2).values  # (B, Tc)
+        else:                                    # (every question of the batch empty)
+            top = sim.new_zeros(sim.shape[:2])
+        weights = torch.softmax(top.masked_fill(~tc.mask, neg), dim=1)     # (B, Tc)
+        b = torch.bmm(weights.unsqueeze(1), c)                             # (B, 1, d)
+        g = torch.cat([c, a, c * a, c * b.expand_as(c)], dim=-1)           # (B, Tc, 4d)
+        m = self.model_lstm(self.dropout(g), tc.mask)
+        m2 = self.end_lstm(self.dropout(m), tc.mask)
+        start = self.start_score(self.dropout(torch.cat([g, m], -1))).squeeze(-1)
+        end = self.end_score(self.dropout(torch.cat([g, m2], -1))).squeeze(-1)
+        # (a row with no real position keeps finite scores: an all -inf row's log-softmax is
+        # NaN, and its backward NaN even where the loss leaves the row out)
+        pad = ~tc.mask & tc.mask.any(1, keepdim=True)
+        return (torch.log_softmax(start.masked_fill(pad, float("-inf")), dim=1),
+                torch.log_softmax(end.masked_fill(pad, float("-inf")), dim=1))
+
+    def loss(self, batch: Batch) -> torch.Tensor:
+        """NLL of the gold start and last token; ``batch.labels`` (B, 2) [start, end), -1 for
+        an example without an answer in its context (left out)."""
+        start, end = self.scores(batch)
+        has = batch.labels[:, 0] >= 0
+        if not bool(has.any()):       # nothing to learn from: a zero that still has a graph
+            return 0.0 * self.start_score.weight.sum() + self.encoder.penalty(self.lam)
+        rows = has.nonzero().squeeze(1)
+        gold = batch.labels[rows]
+        nll = -(start[rows, gold[:, 0]] + end[rows, gold[:, 1] - 1])
+        return nll.mean() + self.encoder.penalty(self.lam)
+
+    @torch.no_grad()
+    def predict_batch(self, batch: Batch) -> List[Dict[str, object]]:
+        """One ``{"text", "start", "end"}`` per example: the best span [start, end) of its
+        context (``end`` exclusive) and its tokens joined by spaces ("" for an empty context)."""
+        start, end = self.scores(batch)
+        spans, _ = best_spans(start, end, batch.texts[1].mask, self.max_answer_tokens)
+        out: List[Dict[str, object]] = []
+        for (i, j), tokens in zip(spans.tolist(), batch.texts[1].tokens):
+            out.append({"text": " ".join(tokens[i:j]), "start": i, "end": j})
+        return out

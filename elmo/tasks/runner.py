@@ -578,21 +578,25 @@ def _test_metrics(model: TaskModel, data: TaskData, make, log: Callable[[str], N
                   split: str = "test") -> dict:
     """The task metric on ``split`` (``{data.metric: value}``); a graded task's also gets
     ``other_metrics`` (its kind's other correlation there) and, where the correlation is
-    undefined (NaN), ``undefined``: why, which is logged too."""
+    undefined (NaN), ``undefined``: why, which is logged too. A span_qa task's gets its other
+    metric too (F1 and exact match), from the same predictions."""
     kind = task_kind(data.kind)
     examples = data.splits[split]
-    if not kind.graded:
+    if not (kind.graded or kind.span_answers):
         return {data.metric: score(model, examples, make, data.metric, data.labels)}
+    from .kinds import answer_texts
     from .metrics import METRICS, correlation_undefined
     if not examples:
         return {data.metric: float("nan")}
-    gold = [cast(float, ex.label) for ex in examples]        # (graded: numbers, see kinds)
     pred = predict(model, examples, make)
+    gold: Sequence = [cast(float, ex.label) for ex in examples] if kind.graded else []
+    if kind.span_answers:          # each question's gold answer texts, each span's text
+        gold, pred = answer_texts(examples, pred)
     # in percent, as score() gives the metric
     out: Dict[str, Any] = {data.metric: 100.0 * METRICS[data.metric](gold, pred),
                            "other_metrics": {m: 100.0 * METRICS[m](gold, pred)
                                              for m in kind.metrics if m != data.metric}}
-    why = correlation_undefined(gold, pred)
+    why = correlation_undefined(gold, pred) if kind.graded else None
     if why:
         out["undefined"] = why
         log(f"{data.name}: the {split} correlation is undefined (NaN): {why}")

@@ -4,7 +4,7 @@ A saved task model is a folder::
 
     model.safetensors   the task model's weights (without a frozen biLM's: see config.json)
     vocab.json          the word vocabulary (id order), labels.json the label set (id order;
-                        empty for a graded kind, whose config.json records the training
+                        empty for span_qa and a graded kind, whose config.json records the training
                         targets' mean and std in ``target``, also saved with the weights)
     config.json         kind, metric, model and ELMo settings, how text is tokenized (and
                         by which tokenizer revision: load() warns when this version's differs) and
@@ -19,7 +19,8 @@ A saved task model is a folder::
     model = TaskModel.load("experiments/results/my-pos/models/my-pos/elmo/seed-1")
     model.predict([["The", "dog", "barked", "."], "A raw sentence, split like the training data."])
     # tagging: one tag list per text; classification: one label per text;
-    # pair: texts are (text_a, text_b) pairs; regression: one number per text
+    # pair: texts are (text_a, text_b) pairs; regression: one number per text;
+    # span_qa: (question, context) pairs, one {"text", "start", "end"} answer span each
 
 Predictions are computed as at evaluation: the same batches, and a frozen biLM's layers
 rounded to float16 as the experiment's layer cache stores them, so a saved model scores a
@@ -324,10 +325,11 @@ def load(folder: Union[str, Path], bilm: Optional[str] = None, device=None,
                              f"({len(itos)} words, config.json says {cfg['vocab_size']})")
     from .kinds import task_kind
     graded = task_kind(cfg["kind"]).graded
-    if not isinstance(labels, list) or not (labels or graded) or (labels and graded) \
+    classes = task_kind(cfg["kind"]).classes
+    if not isinstance(labels, list) or not (labels or not classes) or (labels and not classes) \
             or not all(isinstance(x, str) for x in labels) or len(set(labels)) != len(labels):
         raise TaskModelError(f"{folder / 'labels.json'}: not "
-                             + ("[], a graded model's (it has no classes)" if graded else
+                             + (f"[], a {cfg['kind']} model's (it has no classes)" if not classes else
                                 "a list of distinct label strings"))
     e = cfg["elmo"]
     elmo_features, lam = None, 0.0

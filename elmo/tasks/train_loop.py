@@ -17,7 +17,8 @@ import torch
 from ..jobconfig import build, check_numbers
 from .batching import Batch
 from .datasets import Example
-from .metrics import CORRELATIONS, METRICS
+from .kinds import answer_texts
+from .metrics import ANSWER_METRICS, CORRELATIONS, METRICS
 from .models import TaskModel
 
 
@@ -89,13 +90,17 @@ def score(model: TaskModel, examples: Sequence[Example], make: BatchMaker, metri
     if not examples:
         return float("nan")
     pred = predict(model, examples, make, batch_size)
+    gold: Sequence = [ex.label for ex in examples]
+    guess: Sequence
     if metric in ("token_accuracy", "span_f1"):            # one tag id list per sentence
         guess = [[labels[i] for i in p] for p in pred]
     elif metric in CORRELATIONS:                           # numbers already
         guess = pred
+    elif metric in ANSWER_METRICS:                         # answer spans: their texts
+        gold, guess = answer_texts(examples, pred)
     else:
         guess = [labels[i] for i in pred]
-    return 100.0 * METRICS[metric]([ex.label for ex in examples], guess)
+    return 100.0 * METRICS[metric](gold, guess)
 
 
 def _optimizer(model: TaskModel, cfg: FitConfig) -> torch.optim.Optimizer:

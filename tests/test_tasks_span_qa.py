@@ -1,0 +1,226 @@
+"""Extractive question answering: the ``span_qa`` kind (a question and a context, the gold
+answers as token spans), SQuAD v1.1's exact match and F1, span decoding against a brute-force
+search, a BiDAF-lite model that learns a toy task from files end to end, a saved model's
+predictions, answers read with file:line errors, and the ``squad`` preset."""
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+import torch
+
+from elmo.cli import main
+from elmo.tasks.datasets import Answer, load_task
+from elmo.tasks.files import TaskDataError
+from elmo.tasks.metrics import METRICS, answer_f1, normalize_answer
+from elmo.tasks.models import best_spans
+from elmo.tasks.runner import load_config, run_experiment
+
+
+# ----------------------------------------------------------------------------- metrics
+@pytest.mark.parametrize("text, normal", [
+    ("The Cat", "cat"),
+    ("  an  apple,  a pear!  ", "apple pear"),
+    ("Theatre and THE end.", "theatre and end"),      # "the" inside a word stays
+    ("U.S.", "us"),
+    ("a", ""),
+])
+def test_answers_are_normalised_as_squad_does(text, normal):
+    assert normalize_answer(text) == normal
+
+
+def test_exact_match_and_f1_on_hand_made_cases():
+    em, f1 = METRICS["exact_match"], METRICS["f1"]
+    # the article and punctuation go: an exact match
+    assert em([["the Eiffel Tower"]], ["Eiffel Tower ."]) == 1.0
+    # gold "big red dog" (3 words), predicted "red dog barked" (3): 2 in common,
+    # P = R = 2/3, F1 = 2/3
+    assert f1([["big red dog"]], ["red dog barked"]) == pytest.approx(2 / 3)
+    assert em([["big red dog"]], ["red dog barked"]) == 0.0
+    # gold "cat" against predicted "cat cat dog": 1 common (counted as often as both have it),
+    # P = 1/3, R = 1, F1 = 2 * (1/3) / (4/3) = 1/2
+    assert answer_f1("cat", "cat cat dog") == pytest.approx(0.5)
+    # the best over several gold answers: "Paris" matches the second exactly
+    assert em([["the capital", "Paris"]], ["paris"]) == 1.0
+    # question 1: best of F1("new york city", "york") = 2*(1)(1/3)/(4/3) = 1/2 and
+    # F1("york", "york") = 1 -> 1; question 2: 0. Mean 1/2; EM likewise 1/2.
+    gold = [["New York City", "York"], ["blue"]]
+    assert f1(gold, ["york", "red"]) == pytest.approx(0.5)
+    assert em(gold, ["york", "red"]) == pytest.approx(0.5)
+    # an empty prediction scores 0 against a real answer, 1 against one that normalises to
+    # nothing (both empty)
+    assert f1([["blue sky"]], [""]) == 0.0 and em([["blue sky"]], [""]) == 0.0
+    assert f1([["the"]], [""]) == 1.0 and em([["a"]], ["."]) == 1.0
+    assert str(f1([], [])) == "nan"
+    with pytest.raises(ValueError, match="2 questions but 1"):
+        f1(gold, ["york"])
+    with pytest.raises(ValueError, match="without a gold answer"):
+        em([[]], ["x"])
+
+
+# ----------------------------------------------------------------------------- decoding
+def _brute_force(start, end, n, max_len):
+    best, where = float("-inf"), (0, 0)
+    for i in range(n):
+        for j in range(i, min(n, i + max_len)):
+            if start[i] + end[j] > best:
+                best, where = start[i] + end[j], (i, j + 1)
+    return where, best
+
+
+def test_best_spans_match_a_brute_force_search_with_the_length_limit():
+    gen = torch.Generator().manual_seed(0)
+    for max_len in (1, 2, 3, 30):
+        b, t = 7, 12
+        start = torch.randn(b, t, generator=gen, dtype=torch.float64)
+        end = torch.randn(b, t, generator=gen, dtype=torch.float64)
+        lengths = [12, 11, 5, 1, 3, 0, 8]
+        mask = torch.arange(t).unsqueeze(0) < torch.tensor(lengths).unsqueeze(1)
+        spans, scores = best_spans(start, end, mask, max_len)
+        for row, n in enumerate(lengths):
+            if n == 0:
+                assert spans[row].tolist() == [0, 0] and scores[row] == float("-inf")
+                continue
+            where, best = _brute_force(start[row].tolist(), end[row].tolist(), n, max_len)
+            # (random float64 scores: no two spans tie, so the best span is unique)
+            assert tuple(spans[row].tolist()) == where and float(scores[row]) == best
+            assert spans[row, 1] - spans[row, 0] <= max_len
+    with pytest.raises(ValueError, match="at least 1 token"):
+        best_spans(start, end, mask, 0)
+
+
+# ----------------------------------------------------------------------------- end to end
+FILLER = "red blue green cat dog sun moon tree rock fish".split()
+
+
+def _toy(n: int, seed: int) -> list:
+    """A context of filler words with the marker "xx" somewhere before its end; the question
+    asks what follows it, and the answer is that word (its gold text upper-cased with a full
+    stop, which normalisation forgives)."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        words = [rng.choice(FILLER) for _ in range(rng.randint(8, 14))]
+        at = rng.randrange(len(words) - 1) + 1
+        words[at - 1] = "xx"
+        out.append({"question": "what follows xx ?", "context": " ".join(words),
+                    "answers": [{"text": words[at].upper() + ".", "start": at, "end": at + 1}]})
+    return out
+
+
+def _write_toy(root: Path) -> dict:
+    data = root / "data"
+    data.mkdir()
+    for split, n, seed in (("train", 160, 1), ("dev", 40, 2), ("test", 60, 3)):
+        (data / f"qa-{split}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in _toy(n, seed)),
+                                                encoding="utf-8")
+    return {"task": "span_qa", "name": "qa",
+            "format": {"type": "jsonl", "text": "question", "text_b": "context", "label": "answers"},
+            "files": {k: f"data/qa-{k}.jsonl" for k in ("train", "dev", "test")}}
+
+
+def _config(root: Path, task: dict) -> Path:
+    cfg = {"name": "qa", "seeds": 1, "threads": 1, "bilm": "fixture",
+           "embeddings": {"random_dim": 8},
+           "train": {"epochs": 12, "patience": 4, "batch_size": 8, "lr": 0.02},
+           "model": {"hidden": 8, "classifier_hidden": 8, "dropout": 0.0},
+           "tasks": [task], "variants": [{"name": "baseline"}]}
+    path = root / "config.json"
+    path.write_text(json.dumps(cfg), encoding="utf-8")
+    return path
+
+
+def test_a_toy_qa_task_from_files_trains_and_its_saved_model_predicts(tmp_path, capsys):
+    """The answer is the word after the marker: F1 far above a random span of a context of
+    ~11 words; exact match is recorded beside F1; the saved model loads and
+    gives, in Python and on the command line, the spans evaluation scored."""
+    from elmo.tasks.kinds import answer_texts
+    from elmo.tasks.models import TaskModel
+    config = _config(tmp_path, _write_toy(tmp_path))
+    out = tmp_path / "res"
+    logs: list = []
+    results = run_experiment(load_config(config), out=out, log=logs.append, save_models=True)
+    run = results["runs"][0]
+    assert run["metric"] == "f1" and set(run["other_metrics"]) == {"exact_match"}
+    # (a random span of at most 30 tokens in ~11 finds a one-word answer a few % of the time)
+    assert run["test"] > 80.0 and run["other_metrics"]["exact_match"] > 80.0, logs
+    assert results["data"]["qa"]["labels"] == 0
+    assert results["data"]["qa"]["source"]["answers_past_cut"]["dropped_from_train"] == 0
+
+    model = TaskModel.load(run["saved_model"])
+    data = load_task(load_config(config)["tasks"][0])
+    assert model.saved.kind == "span_qa" and model.saved.labels == []
+    examples = data.splits["test"]
+    guess = model.predict([(ex.tokens, ex.tokens_b) for ex in examples])
+    assert all(0 <= g["start"] < g["end"] <= len(ex.tokens_b) and
+               g["text"] == " ".join(ex.tokens_b[g["start"]:g["end"]]) for g, ex in zip(guess, examples))
+    gold, texts = answer_texts(examples, guess)
+    assert 100.0 * METRICS["f1"](gold, texts) == pytest.approx(run["test"], abs=1e-9)
+
+    text = tmp_path / "new.txt"
+    rows = [("what follows xx ?", "sun xx fish red dog tree moon"),
+            ("what follows xx ?", "sun moon fish red dog xx tree")]
+    text.write_text("".join(f"{q}\t{c}\n" for q, c in rows), encoding="utf-8")
+    expect = model.predict(rows)
+    assert main(["predict", run["saved_model"], str(text), "--quiet"]) == 0
+    lines = [line.split("\t") for line in capsys.readouterr().out.splitlines()]
+    assert [(x[2], int(x[3]), int(x[4])) for x in lines] == [(e["text"], e["start"], e["end"]) for e in expect]
+    assert main(["predict", run["saved_model"], str(text), "--quiet", "--format", "jsonl"]) == 0
+    recs = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [(r["answer"], r["start"], r["end"]) for r in recs] == [(e["text"], e["start"], e["end"]) for e in expect]
+    assert recs[0]["question"] == rows[0][0] and recs[0]["tokens_read_context"] == 7
+
+
+# ----------------------------------------------------------------------------- bad answers
+@pytest.mark.parametrize("answers, problem", [
+    ([{"text": "x", "start": 2, "end": 9}], r"answer 1: the span \[2, 9\) is not inside the context's 4 tokens"),
+    ([{"text": "x", "start": 0, "end": 1}, {"text": "y", "start": 2, "end": 2}], r"answer 2: the span \[2, 2\)"),
+    ([{"text": "x", "start": -1, "end": 1}], r"answer 1: the span \[-1, 1\)"),
+    ([{"text": "x", "start": 0}], "answer 1: needs the fields text, start and end"),
+    ([{"text": "x", "start": "0", "end": 1}], "answer 1: start and end must be token positions"),
+    ([{"text": "", "start": 0, "end": 1}], "answer 1: text must be a non-empty string"),
+    ([], "the answers must be a non-empty list"),
+    ("blue", "the answers must be a non-empty list"),
+])
+def test_a_bad_answer_is_one_line_naming_file_and_line(tmp_path, answers, problem):
+    good = {"q": "what ?", "c": "a b c d", "a": [{"text": "b", "start": 1, "end": 2}]}
+    path = tmp_path / "train.jsonl"
+    path.write_text(json.dumps(good) + "\n" + json.dumps({**good, "a": answers}) + "\n", encoding="utf-8")
+    task = {"task": "span_qa", "format": {"type": "jsonl", "text": "q", "text_b": "c", "label": "a"},
+            "files": {"train": str(path), "test": str(path)}, "dev_fraction": 0}
+    with pytest.raises(TaskDataError, match=rf"^{path}:2: {problem}") as info:
+        load_task(task)
+    assert "\n" not in str(info.value)
+    path.write_text(json.dumps({"q": "what ?", "c": "a b"}) + "\n", encoding="utf-8")
+    with pytest.raises(TaskDataError, match=rf"^{path}:1: no field 'a'"):
+        load_task(task)
+    with pytest.raises(TaskDataError, match="read from JSON lines"):
+        load_task({**task, "format": {"type": "tsv", "text": 0, "text_b": 1, "label": 2}})
+
+
+# ----------------------------------------------------------------------------- the preset
+def test_the_squad_preset_cuts_contexts_and_drops_training_answers_past_the_cut(tmp_path):
+    """SQuAD's standard form (`elmo data get squad-dev`): a question whose answers all lie past
+    max_tokens is dropped from training and counted; dev and test keep theirs."""
+    def rec(qid, context_len, spans):
+        context = [f"w{i}" for i in range(context_len)]
+        return {"id": qid, "title": "T", "context": context, "question": ["where", "?"],
+                "answers": [{"text": " ".join(context[s:e]), "start": s, "end": e} for s, e in spans]}
+    rows = {"train": [rec("a", 10, [(1, 2)]), rec("b", 10, [(6, 8)]), rec("c", 10, [(7, 9), (2, 3)]),
+                      rec("d", 10, [(0, 1)])],
+            "dev": [rec("e", 10, [(8, 9)]), rec("f", 4, [(0, 1)])],
+            "test": [rec("g", 10, [(1, 3)])]}
+    for split, recs in rows.items():
+        (tmp_path / f"{split}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs), encoding="utf-8")
+    data = load_task({"task": "squad", "data_dir": str(tmp_path), "max_tokens": 5})
+    assert data.kind == "span_qa" and data.metric == "f1" and data.labels == []
+    train = data.splits["train"]
+    # "b" (answer [6, 8) past 5 tokens) is dropped; "c" keeps its second answer, inside
+    assert [ex.label[0].text for ex in train] == ["w1", "w7 w8", "w0"]
+    assert all(len(ex.tokens_b) == 5 for ex in train) and train[0].tokens == ["where", "?"]
+    assert train[1].label == (Answer("w7 w8", 7, 9), Answer("w2", 2, 3))
+    assert len(data.splits["dev"]) == 2
+    assert data.source["answers_past_cut"] == {"train": 1, "dev": 1, "test": 0, "dropped_from_train": 1}
+    assert data.unseen_labels() == {} and "token spans" in data.describe_labels()
