@@ -4,8 +4,9 @@ A saved task model is a folder::
 
     model.safetensors   the task model's weights (without a frozen biLM's: see config.json)
     vocab.json          the word vocabulary (id order), labels.json the label set (id order;
-                        empty for span_qa and a graded kind, whose config.json records the training
-                        targets' mean and std in ``target``, also saved with the weights)
+                        empty for span_qa and for a graded kind, whose config.json records
+                        the training targets' mean and std in ``target``, also saved with
+                        the weights)
     config.json         kind, metric, model and ELMo settings, how text is tokenized (and
                         by which tokenizer revision: load() warns when this version's differs) and
                         how many tokens of a text are kept (max_tokens, max_tokens_b), and the
@@ -324,12 +325,11 @@ def load(folder: Union[str, Path], bilm: Optional[str] = None, device=None,
         raise TaskModelError(f"{folder / 'vocab.json'}: not the vocabulary of config.json "
                              f"({len(itos)} words, config.json says {cfg['vocab_size']})")
     from .kinds import task_kind
-    graded = task_kind(cfg["kind"]).graded
-    classes = task_kind(cfg["kind"]).classes
-    if not isinstance(labels, list) or not (labels or not classes) or (labels and not classes) \
+    kind = task_kind(cfg["kind"])
+    if not isinstance(labels, list) or bool(labels) != kind.classes \
             or not all(isinstance(x, str) for x in labels) or len(set(labels)) != len(labels):
         raise TaskModelError(f"{folder / 'labels.json'}: not "
-                             + (f"[], a {cfg['kind']} model's (it has no classes)" if not classes else
+                             + (f"[], a {cfg['kind']} model's (it has no classes)" if not kind.classes else
                                 "a list of distinct label strings"))
     e = cfg["elmo"]
     elmo_features, lam = None, 0.0
@@ -381,7 +381,7 @@ def load(folder: Union[str, Path], bilm: Optional[str] = None, device=None,
     if missing or unexpected:
         raise TaskModelError(f"{weights}: does not fit config.json "
                              f"(missing {missing[:3]}, unexpected {unexpected[:3]})")
-    if graded:
+    if kind.graded:
         _check_target_record(cfg, cfg_path, model)
     if device is not None:
         model.to(device)
