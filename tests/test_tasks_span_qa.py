@@ -148,6 +148,8 @@ def test_a_toy_qa_task_from_files_trains_and_its_saved_model_predicts(tmp_path, 
     assert run["test"] > 80.0 and run["other_metrics"]["exact_match"] > 80.0, logs
     assert results["data"]["qa"]["labels"] == 0
     assert results["data"]["qa"]["source"]["answers_past_cut"]["dropped_from_train"] == 0
+    md = (out / "results.md").read_text()
+    assert "| qa | F1 % | baseline |" in md and "| qa | baseline | exact match % |" in md
 
     model = TaskModel.load(run["saved_model"])
     data = load_task(load_config(config)["tasks"][0])
@@ -171,6 +173,9 @@ def test_a_toy_qa_task_from_files_trains_and_its_saved_model_predicts(tmp_path, 
     recs = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [(r["answer"], r["start"], r["end"]) for r in recs] == [(e["text"], e["start"], e["end"]) for e in expect]
     assert recs[0]["question"] == rows[0][0] and recs[0]["tokens_read_context"] == 7
+    text.write_text("what follows xx ?\n", encoding="utf-8")
+    assert main(["predict", run["saved_model"], str(text), "--quiet"]) == 1
+    assert f"{text}:1: a question answering model needs question<TAB>context" in capsys.readouterr().err
 
 
 # ----------------------------------------------------------------------------- bad answers

@@ -15,7 +15,9 @@ def register(subparsers) -> None:
         description="Run a task model saved by `elmo experiment --save-models` on new text: one "
                     "text a line (a pair model: text_a<TAB>text_b), from a file or stdin. "
                     "Tokens are separated by spaces, or split by the project's tokenizer when "
-                    "the model was trained with \"tokenize\": true (or with --tokenize).")
+                    "the model was trained with \"tokenize\": true (or with --tokenize). A question "
+                    "answering model (span_qa) reads question<TAB>context and writes the answer "
+                    "with its token span.")
     p.add_argument("model", help="the saved model's folder (OUT/models/<task>/<variant>/seed-<n>)")
     p.add_argument("input", nargs="?", default="-", help="input text file (default: stdin)")
     p.add_argument("-o", "--output", default=None,
@@ -167,8 +169,9 @@ def _predict(args: argparse.Namespace, output: Optional[str]) -> int:
         for i, line in enumerate(lines, start=1):
             parts = line.split("\t")
             if len(parts) != 2:
-                raise ValueError(f"{args.input}:{i}: a pair model needs text_a<TAB>text_b, "
-                                 f"found {len(parts)} column(s)")
+                columns = "question<TAB>context" if spec.span_answers else "text_a<TAB>text_b"
+                raise ValueError(f"{args.input}:{i}: a {'question answering' if spec.span_answers else 'pair'} "
+                                 f"model needs {columns}, found {len(parts)} column(s)")
             pairs.append((parts[0], parts[1]))
         texts = pairs
     else:

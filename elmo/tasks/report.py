@@ -21,7 +21,7 @@ from .paired import sample_std
 
 METRIC_NAMES = {"token_accuracy": "token accuracy %", "span_f1": "span F1 %",
                 "accuracy": "accuracy %", "pearson": "Pearson r ×100",
-                "spearman": "Spearman ρ ×100"}
+                "spearman": "Spearman ρ ×100", "f1": "F1 %", "exact_match": "exact match %"}
 
 
 def _num(x) -> Optional[float]:
@@ -146,10 +146,12 @@ def _set_metric_name(name: str) -> str:
 
 
 def _graded_lines(results: dict) -> List[str]:
-    """A graded task's other correlation on test (each row's own task, never averaged with
-    its metric or another task), and the runs whose test correlation is undefined, with why."""
+    """A graded task's other correlation on test, a span_qa task's exact match or F1 (each
+    row's own task, never averaged with its metric or another task), and the runs whose test
+    correlation is undefined, with why."""
     out = _means_table(results, "other_metrics_mean", "metric",
-                       "Graded tasks' other correlation on test, mean over seeds:",
+                       "Other metrics on test (a graded task's other correlation, a question "
+                       "answering task's exact match), mean over seeds:",
                        lambda name: METRIC_NAMES.get(name, name))
     undefined = [(r, "", r["undefined"]) for r in results.get("runs", []) if r.get("undefined")]
     undefined += [(r, f" (test set `{k}`)", why) for r in results.get("runs", [])
