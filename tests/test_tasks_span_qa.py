@@ -214,7 +214,7 @@ def test_the_squad_preset_cuts_contexts_and_drops_training_answers_past_the_cut(
         return {"id": qid, "title": "T", "context": context, "question": ["where", "?"],
                 "answers": [{"text": " ".join(context[s:e]), "start": s, "end": e} for s, e in spans]}
     rows = {"train": [rec("a", 10, [(1, 2)]), rec("b", 10, [(6, 8)]), rec("c", 10, [(7, 9), (2, 3)]),
-                      rec("d", 10, [(0, 1)])],
+                      rec("d", 10, [(4, 5)])],
             "dev": [rec("e", 10, [(8, 9)]), rec("f", 4, [(0, 1)])],
             "test": [rec("g", 10, [(1, 3)])]}
     for split, recs in rows.items():
@@ -223,9 +223,11 @@ def test_the_squad_preset_cuts_contexts_and_drops_training_answers_past_the_cut(
     assert data.kind == "span_qa" and data.metric == "f1" and data.labels == []
     train = data.splits["train"]
     # "b" (answer [6, 8) past 5 tokens) is dropped; "c" keeps its second answer, inside
-    assert [ex.label[0].text for ex in train] == ["w1", "w7 w8", "w0"]
+    assert [ex.label[0].text for ex in train] == ["w1", "w7 w8", "w4"]
     assert all(len(ex.tokens_b) == 5 for ex in train) and train[0].tokens == ["where", "?"]
     assert train[1].label == (Answer("w7 w8", 7, 9), Answer("w2", 2, 3))
     assert len(data.splits["dev"]) == 2
     assert data.source["answers_past_cut"] == {"train": 1, "dev": 1, "test": 0, "dropped_from_train": 1}
     assert data.unseen_labels() == {} and "token spans" in data.describe_labels()
+    with pytest.raises(TaskDataError, match=r"train.jsonl: every training question's answers lie past"):
+        load_task({"task": "squad", "data_dir": str(tmp_path), "max_tokens": 1})

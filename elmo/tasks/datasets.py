@@ -345,6 +345,11 @@ def _drop_answers_past_cut(splits: Dict[str, List[Example]], source: dict) -> No
     from .kinds import first_answer_inside
     counts = {split: sum(first_answer_inside(ex) is None for ex in examples)
               for split, examples in splits.items()}
+    if splits["train"] and counts["train"] == len(splits["train"]):
+        from .files import TaskDataError
+        raise TaskDataError(f"{source['files']['train']['path']}: every training question's answers lie "
+                            f"past the context's cut (a built-in task's max_tokens, max_tokens_b of your "
+                            f"own files); raise it")
     splits["train"] = [ex for ex in splits["train"] if first_answer_inside(ex) is not None]
     source["answers_past_cut"] = {**counts, "dropped_from_train": counts["train"]}
 
