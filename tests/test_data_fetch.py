@@ -111,6 +111,21 @@ def test_unreachable_registry_gives_a_clear_message(tmp_path, monkeypatch):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_pinned_version_the_registry_no_longer_offers_is_named_as_such(tmp_path, monkeypatch):
+    # the registry answered with other versions: "offline, or unreachable?" sent users the wrong way
+    import subprocess
+
+    stderr = ("ERROR: Could not find a version that satisfies the requirement bigbench==1.0.0 "
+              "(from versions: 0.0.1)\nERROR: No matching distribution found for bigbench==1.0.0\n")
+    monkeypatch.setattr(F.subprocess, "run", lambda cmd, **kw: subprocess.CompletedProcess(cmd, 1, "", stderr))
+    pkg = F.PACKAGES["bigbench"]
+    with pytest.raises(F.DataError) as err:
+        F.download(pkg, tmp_path, log=lambda *a: None)
+    message = str(err.value)
+    assert "the registry has no bigbench==1.0.0, only version(s) 0.0.1 of bigbench" in message
+    assert "offline" not in message and pkg.sha256 in message and "\n" not in message
+
+
 def test_cli_errors_are_one_line(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("ELMO_DATA", str(tmp_path))
     assert main(["data", "get", "no-such-corpus"]) == 1

