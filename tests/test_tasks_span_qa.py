@@ -132,6 +132,26 @@ def _config(root: Path, task: dict) -> Path:
     return path
 
 
+def test_qa_training_batches_group_contexts_of_similar_length(tmp_path, monkeypatch):
+    """A QA batch is padded to its longest context: batches grouped by the question's length
+    mixed contexts of every length. The experiment hands fit the kind's grouping."""
+    from elmo.tasks import train_loop
+    from elmo.tasks.datasets import Example
+    from elmo.tasks.kinds import task_kind
+
+    rng = random.Random(0)
+    examples = [Example(["q"] * rng.randint(3, 12), (), ["c"] * rng.randint(10, 300)) for _ in range(64)]
+    grouped = train_loop.batches(examples, 8, list, length=task_kind("span_qa").batch_length)
+    spread = max(max(len(e.tokens_b) for e in b) - min(len(e.tokens_b) for e in b) for b in grouped)
+    ordered = sorted(len(e.tokens_b) for e in examples)
+    assert spread <= max(ordered[i + 7] - ordered[i] for i in range(0, 64, 8))   # sorted runs of 8
+    seen = []
+    real = train_loop.batches
+    monkeypatch.setattr(train_loop, "batches", lambda *a, **k: seen.append(a[4:] or k) or real(*a, **k))
+    run_experiment(load_config(_config(tmp_path, _write_toy(tmp_path))), out=tmp_path / "res", log=lambda s: None)
+    assert seen and all(getattr(a[-1], "__func__", None) is type(task_kind("span_qa")).batch_length for a in seen)
+
+
 def test_a_toy_qa_task_from_files_trains_and_its_saved_model_predicts(tmp_path, capsys):
     """The answer is the word after the marker: F1 far above a random span of a context of
     ~11 words; exact match is recorded beside F1; the saved model loads and

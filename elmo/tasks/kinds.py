@@ -76,6 +76,11 @@ class TaskKind:
         :class:`~elmo.tasks.experiment_config.ModelSettings` of the ``model`` block)."""
         raise NotImplementedError
 
+    def batch_length(self, example: Example) -> int:
+        """The length that training batches group examples by (examples of similar length
+        share a batch, so little padding is computed): the first text's tokens."""
+        return len(example.tokens)
+
     def fit_targets(self, model, train: Sequence[Example]) -> None:
         """Set what ``model`` needs to know of the training targets before training (a graded
         kind's mean and standard deviation); nothing for classes and tags."""
@@ -251,6 +256,11 @@ class SpanQAKind(PairKind):
 
     def unlabelled(self, tokens, tokens_b=None):
         return Example(tokens, (), tokens_b)
+
+    def batch_length(self, example):
+        """The context's tokens: it is the long text (a question's length left contexts of every
+        length in one batch, each padded to the longest)."""
+        return len(example.tokens_b or ())
 
     def decode(self, pred, labels):
         return pred       # the span's {"text", "start", "end"}, as the model gives it

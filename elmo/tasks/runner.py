@@ -529,7 +529,8 @@ def run_one(prep: PreparedTask, variant: Variant, seed: int, cfg: ExperimentConf
     # only a task from files with dev_fraction 0 trains without dev (and early stopping)
     result = fit(model, data.splits["train"], data.splits["dev"], make, data.metric, data.labels,
                  prep.train, seed, log, early_stopping=bool(data.splits["dev"])
-                 or not str(data.source.get("dev", "")).startswith("none"))
+                 or not str(data.source.get("dev", "")).startswith("none"),
+                 length=task_kind(data.kind).batch_length)
     test_metrics = _test_metrics(model, data, make, log)
     test = test_metrics.pop(data.metric)
     # further test sets named in the task's files, scored by the same model (a graded task's

@@ -56,17 +56,19 @@ MAX_NONFINITE_BATCHES = 5
 
 
 def batches(examples: Sequence[Example], size: int, make: BatchMaker,
-            rng: Optional[random.Random] = None) -> List[Batch]:
+            rng: Optional[random.Random] = None,
+            length: Callable[[Example], int] = lambda ex: len(ex.tokens)) -> List[Batch]:
     """Batches of ``size`` examples: shuffled with ``rng`` when given, else in order.
-    Examples of similar length are batched together (sorted within chunks of 50 batches)
-    so that little padding is computed."""
+    Examples of similar ``length`` (default: the first text's tokens; a kind's
+    ``batch_length``) are batched together (sorted within chunks of 50 batches) so that little
+    padding is computed."""
     order = list(range(len(examples)))
     if rng is not None:
         rng.shuffle(order)
     chunk = size * 50
     groups = []
     for start in range(0, len(order), chunk):
-        part = sorted(order[start:start + chunk], key=lambda i: len(examples[i].tokens))
+        part = sorted(order[start:start + chunk], key=lambda i: length(examples[i]))
         groups += [part[k:k + size] for k in range(0, len(part), size)]
     if rng is not None:
         rng.shuffle(groups)
@@ -123,10 +125,11 @@ def _trainable_state(model: TaskModel) -> Dict[str, torch.Tensor]:
 def fit(model: TaskModel, train: Sequence[Example], dev: Sequence[Example], make: BatchMaker,
         metric: str, labels: Sequence[str], cfg: FitConfig, seed: int,
         log: Callable[[str], None] = lambda s: None,
-        early_stopping: bool = True) -> Dict[str, object]:
+        early_stopping: bool = True,
+        length: Callable[[Example], int] = lambda ex: len(ex.tokens)) -> Dict[str, object]:
     """Train with early stopping on dev; the model ends with its best epoch's parameters.
     With ``early_stopping=False`` dev must be empty: every epoch runs and the last one is
-    kept (``best_dev`` is NaN).
+    kept (``best_dev`` is NaN). ``length``: what batches group examples by (:func:`batches`).
 
     Returns ``{"best_dev", "best_epoch", "epochs", "history": [{"epoch", "loss", "dev"}],
     "seconds"}``. A batch whose loss or gradient is not finite is skipped (logged per epoch);
@@ -147,7 +150,7 @@ def fit(model: TaskModel, train: Sequence[Example], dev: Sequence[Example], make
         model.train()
         total, n = 0.0, 0
         skipped = 0
-        for batch in batches(train, cfg.batch_size, make, rng):
+        for batch in batches(train, cfg.batch_size, make, rng, length):
             opt.zero_grad()
             loss = model.loss(batch)
             finite = bool(torch.isfinite(loss))
