@@ -251,3 +251,25 @@ def test_the_squad_preset_cuts_contexts_and_drops_training_answers_past_the_cut(
     assert data.unseen_labels() == {} and "token spans" in data.describe_labels()
     with pytest.raises(TaskDataError, match=r"train.jsonl: every training question's answers lie past"):
         load_task({"task": "squad", "data_dir": str(tmp_path), "max_tokens": 1})
+
+
+def test_questions_scored_past_the_cut_are_counted_in_the_log_and_results_md(tmp_path):
+    """A dev or test question whose answers all lie past max_tokens_b is scored (a miss, for a
+    model that points inside what it read): the log, results.json and results.md say how many
+    of the questions scored (after max_test), not of the whole file."""
+    from elmo.tasks.kinds import first_answer_inside
+    task = {**_write_toy(tmp_path), "max_tokens_b": 6, "max_test": 30}
+    config = json.loads(_config(tmp_path, task).read_text())
+    config["train"]["epochs"] = 1
+    (tmp_path / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    data = load_task(load_config(tmp_path / "config.json")["tasks"][0])
+    expect = {split: sum(first_answer_inside(ex) is None for ex in data.splits[split]) for split in ("dev", "test")}
+    assert all(expect.values()) and len(data.splits["test"]) == 30   # (the toy's answers: anywhere in 8-14 words)
+    assert expect["test"] != data.source["answers_past_cut"]["test"]   # the whole file's count differs
+    logs: list = []
+    results = run_experiment(load_config(tmp_path / "config.json"), out=tmp_path / "res", log=logs.append)
+    assert results["data"]["qa"]["answers_past_cut"] == expect
+    line = f"dev {expect['dev']} of 40; test {expect['test']} of 30"
+    assert any("past the context's cut" in s and s.endswith(line) for s in logs), logs
+    md = (tmp_path / "res" / "results.md").read_text()
+    assert f"* qa: {line}" in md

@@ -155,6 +155,29 @@ class TaskData:
         return (f"{self.name}: examples whose text is also a training text (their scores "
                 f"measure what the model was trained on): {'; '.join(parts)}")
 
+    def answers_past_cut(self) -> Dict[str, int]:
+        """A span_qa task's splits other than train -> how many of the questions scored there
+        (after ``max_dev`` / ``max_test``) have no gold answer inside the context as read (cut
+        at ``max_tokens_b``), where there are any; ``{}`` for none or another kind. The model's
+        span lies inside what it read, so such a question rarely scores: it pulls the split's
+        F1 and exact match down, and nothing in the scores says so."""
+        from .kinds import first_answer_inside, task_kind
+        if not task_kind(self.kind).span_answers:
+            return {}
+        out = {split: sum(first_answer_inside(ex) is None for ex in examples)
+               for split, examples in self.splits.items() if split != "train"}
+        return {split: n for split, n in out.items() if n}
+
+    def describe_answers_past_cut(self) -> Optional[str]:
+        """A line naming :meth:`answers_past_cut` for the log, or None when there are none."""
+        past = self.answers_past_cut()
+        if not past:
+            return None
+        sizes = self.sizes()
+        parts = [f"{split} {n} of {sizes[split]}" for split, n in past.items()]
+        return (f"{self.name}: questions whose every gold answer lies past the context's cut "
+                f"(max_tokens_b), scored though the model cannot point at them: {'; '.join(parts)}")
+
     def describe_unseen(self) -> Optional[str]:
         """A line naming :meth:`unseen_labels` for the log, or None when there are none."""
         unseen = self.unseen_labels()

@@ -704,7 +704,7 @@ def plan(cfg: ExperimentConfig, only_variants: Optional[Sequence[str]] = None) -
     for spec in cfg.tasks:
         data = load_task(spec)
         lines.append(f"{data.name} ({data.metric}): {data.sizes()} examples, {data.describe_labels()}")
-        for line in (data.describe_unseen(), data.describe_in_train()):
+        for line in (data.describe_unseen(), data.describe_in_train(), data.describe_answers_past_cut()):
             if line:
                 lines.append(line)
     for v in selected:
@@ -970,11 +970,13 @@ def _run_all(cfg: ExperimentConfig, results: dict, results_path: Path, done: Lis
                                  "source": prep.data.source, "embeddings": prep.embedding_info,
                                  "model": prep.settings.to_dict(), "train": asdict(prep.train),
                                  "unseen_labels": prep.data.unseen_labels(),
+                                 "answers_past_cut": prep.data.answers_past_cut(),
                                  "in_train": prep.data.in_train()}
         log(f"{name}: {prep.data.sizes()} examples, {prep.data.describe_labels()}")
         # (a test label no training example has was not said; nor a dev or test file that is
         # the training file)
-        for line in (prep.data.describe_unseen(), prep.data.describe_in_train()):
+        for line in (prep.data.describe_unseen(), prep.data.describe_in_train(),
+                     prep.data.describe_answers_past_cut()):
             if line:
                 log(line)
         for seed in cfg.seeds:
