@@ -273,3 +273,35 @@ def test_questions_scored_past_the_cut_are_counted_in_the_log_and_results_md(tmp
     assert any("past the context's cut" in s and s.endswith(line) for s in logs), logs
     md = (tmp_path / "res" / "results.md").read_text()
     assert f"* qa: {line}" in md
+
+
+def test_answers_whose_text_is_not_their_span_are_counted_and_all_of_them_refused(tmp_path):
+    """Training points at the span and the scores compare the text: spans counted in other
+    tokens than the ones read (a file's own words under "tokenize": true) trained the model on
+    other words without a word. The tokenizer's respellings (split punctuation, `` for a curly
+    quote, case) are not counted; every training answer off its span is refused."""
+    def row(context, text, start, end):
+        return {"q": "what ?", "c": context, "a": [{"text": text, "start": start, "end": end}]}
+    train = [row("the score was 3 - 1 today", "3-1", 3, 6),
+             row("he said “ stop ” loudly", "“Stop”", 2, 5),
+             row("she did n't stop", "STOP.", 3, 4),
+             row("a b c d", "c d", 1, 3)]                            # reads "b c": off by one
+    test = [row("x y z", "x", 1, 2), row("x y z", "y", 1, 2)]
+    paths = {}
+    for split, rows in (("train", train), ("test", test)):
+        paths[split] = tmp_path / f"{split}.jsonl"
+        paths[split].write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    task = {"task": "span_qa", "name": "qa", "format": {"type": "jsonl", "text": "q", "text_b": "c", "label": "a"},
+            "files": {k: str(p) for k, p in paths.items()}, "dev_fraction": 0}
+    data = load_task(task)
+    assert data.source["answers_off_span"] == {"train": [1, 4], "test": [1, 2],
+                                               "example": "train: 'c d' at [1, 3) reads 'b c'"}
+    assert data.describe_answers_off_span() == (
+        "qa: gold answers whose text is not that of the context tokens at their span (training points at "
+        "the span, the scores compare the text): train 1 of 4; test 1 of 2; e.g. train: 'c d' at [1, 3) reads 'b c'")
+    paths["train"].write_text(json.dumps(row("a b c d", "c d", 1, 3)) + "\n", encoding="utf-8")
+    with pytest.raises(TaskDataError, match=rf"^{paths['train'].resolve()}: no training answer's text is that of"):
+        load_task(task)
+    paths["train"].write_text(json.dumps(row("a b c d", "b c", 1, 3)) + "\n", encoding="utf-8")
+    paths["test"].write_text(json.dumps(row("x y z", "y", 1, 2)) + "\n", encoding="utf-8")
+    assert "answers_off_span" not in load_task(task).source and load_task(task).describe_answers_off_span() is None

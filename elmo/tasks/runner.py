@@ -704,7 +704,8 @@ def plan(cfg: ExperimentConfig, only_variants: Optional[Sequence[str]] = None) -
     for spec in cfg.tasks:
         data = load_task(spec)
         lines.append(f"{data.name} ({data.metric}): {data.sizes()} examples, {data.describe_labels()}")
-        for line in (data.describe_unseen(), data.describe_in_train(), data.describe_answers_past_cut()):
+        for line in (data.describe_unseen(), data.describe_in_train(), data.describe_answers_past_cut(),
+                     data.describe_answers_off_span()):
             if line:
                 lines.append(line)
     for v in selected:
@@ -976,7 +977,7 @@ def _run_all(cfg: ExperimentConfig, results: dict, results_path: Path, done: Lis
         # (a test label no training example has was not said; nor a dev or test file that is
         # the training file)
         for line in (prep.data.describe_unseen(), prep.data.describe_in_train(),
-                     prep.data.describe_answers_past_cut()):
+                     prep.data.describe_answers_past_cut(), prep.data.describe_answers_off_span()):
             if line:
                 log(line)
         for seed in cfg.seeds:
