@@ -196,6 +196,14 @@ def test_a_toy_qa_task_from_files_trains_and_its_saved_model_predicts(tmp_path, 
     text.write_text("what follows xx ?\n", encoding="utf-8")
     assert main(["predict", run["saved_model"], str(text), "--quiet"]) == 1
     assert f"{text}:1: a question answering model needs question<TAB>context" in capsys.readouterr().err
+    # an empty question or context: a defined answer, and a note that says what it is (it
+    # spoke of the label of a pooled vector)
+    text.write_text("\tsun xx fish\nwhat follows xx ?\t\n", encoding="utf-8")
+    assert main(["predict", run["saved_model"], str(text), "--quiet"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.splitlines()[1].split("\t")[2:] == ["", "0", "0"]
+    assert f"{text}: lines 1, 2 without tokens: an empty context gets the empty answer at 0 0; an empty " \
+           "question, the span the model points at without one" in captured.err and "label" not in captured.err
 
 
 # ----------------------------------------------------------------------------- bad answers
