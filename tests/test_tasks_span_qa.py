@@ -313,3 +313,29 @@ def test_answers_whose_text_is_not_their_span_are_counted_and_all_of_them_refuse
     paths["train"].write_text(json.dumps(row("a b c d", "b c", 1, 3)) + "\n", encoding="utf-8")
     paths["test"].write_text(json.dumps(row("x y z", "y", 1, 2)) + "\n", encoding="utf-8")
     assert "answers_off_span" not in load_task(task).source and load_task(task).describe_answers_off_span() is None
+
+
+@pytest.mark.parametrize("error", [torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 20.00 GiB"),
+                                   RuntimeError("[enforce fail at alloc_cpu.cpp:117] DefaultCPUAllocator: "
+                                                "can't allocate memory: you tried to allocate 21474836480 bytes")])
+def test_a_run_out_of_memory_is_one_line_naming_the_longest_context(tmp_path, monkeypatch, capsys, error):
+    """Contexts of thousands of tokens fill memory (the model's tensors grow with the context
+    times the question): that was torch's traceback from deep in a batch. It is one line naming
+    the run, the longest texts and what bounds them; a RuntimeError of another cause is not."""
+    from elmo.tasks.models import SpanExtractor
+    config = _config(tmp_path, _write_toy(tmp_path))
+
+    def fail(self, batch):
+        raise error
+    monkeypatch.setattr(SpanExtractor, "loss", fail)
+    assert main(["experiment", str(config), "--out", str(tmp_path / "res"), "--quiet"]) == 1
+    err = capsys.readouterr().err
+    longest = max(len(r["context"].split()) for split in ("train", "dev", "test")
+                  for r in map(json.loads, (tmp_path / "data" / f"qa-{split}.jsonl").read_text().splitlines()))
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert (f"qa / baseline / seed 1: out of memory (its longest text has 4 tokens, its longest second text "
+            f"(context) {longest}, and a batch of 8 is padded to its longest); lower train.batch_size, or cut "
+            f"the texts (max_tokens, max_tokens_b)") in err
+    monkeypatch.setattr(SpanExtractor, "loss", lambda self, batch: (_ for _ in ()).throw(RuntimeError("other")))
+    with pytest.raises(RuntimeError, match="^other$"):
+        main(["experiment", str(config), "--out", str(tmp_path / "res2"), "--quiet"])
