@@ -142,8 +142,11 @@ class TaskData:
         def text(ex: Example):
             return tuple(ex.tokens), None if ex.tokens_b is None else tuple(ex.tokens_b)
         seen = {text(ex) for ex in self.splits.get("train", [])}
-        out = {split: sum(text(ex) in seen for ex in examples)
-               for split, examples in self.splits.items() if split != "train"}
+        return self._count_beside_train(lambda ex: text(ex) in seen)
+
+    def _count_beside_train(self, counts: Callable[[Example], bool]) -> Dict[str, int]:
+        """split other than train -> how many of its examples ``counts`` holds for, where any."""
+        out = {split: sum(map(counts, examples)) for split, examples in self.splits.items() if split != "train"}
         return {split: n for split, n in out.items() if n}
 
     def describe_in_train(self) -> Optional[str]:
@@ -166,9 +169,7 @@ class TaskData:
         from .kinds import first_answer_inside, task_kind
         if not task_kind(self.kind).span_answers:
             return {}
-        out = {split: sum(first_answer_inside(ex) is None for ex in examples)
-               for split, examples in self.splits.items() if split != "train"}
-        return {split: n for split, n in out.items() if n}
+        return self._count_beside_train(lambda ex: first_answer_inside(ex) is None)
 
     def describe_answers_past_cut(self) -> Optional[str]:
         """A line naming :meth:`answers_past_cut` for the log, or None when there are none."""
