@@ -196,6 +196,14 @@ def test_a_toy_qa_task_from_files_trains_and_its_saved_model_predicts(tmp_path, 
     text.write_text("what follows xx ?\n", encoding="utf-8")
     assert main(["predict", run["saved_model"], str(text), "--quiet"]) == 1
     assert f"{text}:1: a question answering model needs question<TAB>context" in capsys.readouterr().err
+    # an empty question or context: a defined answer, and a note that says what it is (it
+    # spoke of the label of a pooled vector)
+    text.write_text("\tsun xx fish\nwhat follows xx ?\t\n", encoding="utf-8")
+    assert main(["predict", run["saved_model"], str(text), "--quiet"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.splitlines()[1].split("\t")[2:] == ["", "0", "0"]
+    assert f"{text}: lines 1, 2 without tokens: an empty context gets the empty answer at 0 0; an empty " \
+           "question, the span the model points at without one" in captured.err and "label" not in captured.err
 
 
 # ----------------------------------------------------------------------------- bad answers
@@ -251,3 +259,83 @@ def test_the_squad_preset_cuts_contexts_and_drops_training_answers_past_the_cut(
     assert data.unseen_labels() == {} and "token spans" in data.describe_labels()
     with pytest.raises(TaskDataError, match=r"train.jsonl: every training question's answers lie past"):
         load_task({"task": "squad", "data_dir": str(tmp_path), "max_tokens": 1})
+
+
+def test_questions_scored_past_the_cut_are_counted_in_the_log_and_results_md(tmp_path):
+    """A dev or test question whose answers all lie past max_tokens_b is scored (a miss, for a
+    model that points inside what it read): the log, results.json and results.md say how many
+    of the questions scored (after max_test), not of the whole file."""
+    from elmo.tasks.kinds import first_answer_inside
+    task = {**_write_toy(tmp_path), "max_tokens_b": 6, "max_test": 30}
+    config = json.loads(_config(tmp_path, task).read_text())
+    config["train"]["epochs"] = 1
+    (tmp_path / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    data = load_task(load_config(tmp_path / "config.json")["tasks"][0])
+    expect = {split: sum(first_answer_inside(ex) is None for ex in data.splits[split]) for split in ("dev", "test")}
+    assert all(expect.values()) and len(data.splits["test"]) == 30   # (the toy's answers: anywhere in 8-14 words)
+    assert expect["test"] != data.source["answers_past_cut"]["test"]   # the whole file's count differs
+    logs: list = []
+    results = run_experiment(load_config(tmp_path / "config.json"), out=tmp_path / "res", log=logs.append)
+    assert results["data"]["qa"]["answers_past_cut"] == expect
+    line = f"dev {expect['dev']} of 40; test {expect['test']} of 30"
+    assert any("past the context's cut" in s and s.endswith(line) for s in logs), logs
+    md = (tmp_path / "res" / "results.md").read_text()
+    assert f"* qa: {line}" in md
+
+
+def test_answers_whose_text_is_not_their_span_are_counted_and_all_of_them_refused(tmp_path):
+    """Training points at the span and the scores compare the text: spans counted in other
+    tokens than the ones read (a file's own words under "tokenize": true) trained the model on
+    other words without a word. The tokenizer's respellings (split punctuation, `` for a curly
+    quote, case) are not counted; every training answer off its span is refused."""
+    def row(context, text, start, end):
+        return {"q": "what ?", "c": context, "a": [{"text": text, "start": start, "end": end}]}
+    train = [row("the score was 3 - 1 today", "3-1", 3, 6),
+             row("he said “ stop ” loudly", "“Stop”", 2, 5),
+             row("she did n't stop", "STOP.", 3, 4),
+             row("a b c d", "c d", 1, 3)]                            # reads "b c": off by one
+    test = [row("x y z", "x", 1, 2), row("x y z", "y", 1, 2)]
+    paths = {}
+    for split, rows in (("train", train), ("test", test)):
+        paths[split] = tmp_path / f"{split}.jsonl"
+        paths[split].write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    task = {"task": "span_qa", "name": "qa", "format": {"type": "jsonl", "text": "q", "text_b": "c", "label": "a"},
+            "files": {k: str(p) for k, p in paths.items()}, "dev_fraction": 0}
+    data = load_task(task)
+    assert data.source["answers_off_span"] == {"train": [1, 4], "test": [1, 2],
+                                               "example": "train: 'c d' at [1, 3) reads 'b c'"}
+    assert data.describe_answers_off_span() == (
+        "qa: gold answers whose text is not that of the context tokens at their span (training points at "
+        "the span, the scores compare the text): train 1 of 4; test 1 of 2; e.g. train: 'c d' at [1, 3) reads 'b c'")
+    paths["train"].write_text(json.dumps(row("a b c d", "c d", 1, 3)) + "\n", encoding="utf-8")
+    with pytest.raises(TaskDataError, match=rf"^{paths['train'].resolve()}: no training answer's text is that of"):
+        load_task(task)
+    paths["train"].write_text(json.dumps(row("a b c d", "b c", 1, 3)) + "\n", encoding="utf-8")
+    paths["test"].write_text(json.dumps(row("x y z", "y", 1, 2)) + "\n", encoding="utf-8")
+    assert "answers_off_span" not in load_task(task).source and load_task(task).describe_answers_off_span() is None
+
+
+@pytest.mark.parametrize("error", [torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 20.00 GiB"),
+                                   RuntimeError("[enforce fail at alloc_cpu.cpp:117] DefaultCPUAllocator: "
+                                                "can't allocate memory: you tried to allocate 21474836480 bytes")])
+def test_a_run_out_of_memory_is_one_line_naming_the_longest_context(tmp_path, monkeypatch, capsys, error):
+    """Contexts of thousands of tokens fill memory (the model's tensors grow with the context
+    times the question): that was torch's traceback from deep in a batch. It is one line naming
+    the run, the longest texts and what bounds them; a RuntimeError of another cause is not."""
+    from elmo.tasks.models import SpanExtractor
+    config = _config(tmp_path, _write_toy(tmp_path))
+
+    def fail(self, batch):
+        raise error
+    monkeypatch.setattr(SpanExtractor, "loss", fail)
+    assert main(["experiment", str(config), "--out", str(tmp_path / "res"), "--quiet"]) == 1
+    err = capsys.readouterr().err
+    longest = max(len(r["context"].split()) for split in ("train", "dev", "test")
+                  for r in map(json.loads, (tmp_path / "data" / f"qa-{split}.jsonl").read_text().splitlines()))
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert (f"qa / baseline / seed 1: out of memory (its longest text has 4 tokens, its longest second text "
+            f"(context) {longest}, and a batch of 8 is padded to its longest); lower train.batch_size, or cut "
+            f"the texts (max_tokens, max_tokens_b)") in err
+    monkeypatch.setattr(SpanExtractor, "loss", lambda self, batch: (_ for _ in ()).throw(RuntimeError("other")))
+    with pytest.raises(RuntimeError, match="^other$"):
+        main(["experiment", str(config), "--out", str(tmp_path / "res2"), "--quiet"])

@@ -89,8 +89,9 @@ def _read_lines(path: str) -> List[str]:
     return text_lines(text, lambda line, what: ValueError(f"{path}:{line}: {what}"))
 
 
-def _note_empty(path: str, examples: list, fmt: str, tagger: bool) -> None:
-    """Say on stderr which input lines had no tokens (a pair: either text), and what they got."""
+def _note_empty(path: str, examples: list, fmt: str, tagger: bool, qa: bool = False) -> None:
+    """Say on stderr which input lines had no tokens (a pair: either text), and what they got
+    (``qa``: a question answering model's, which pools nothing and gives no label)."""
     empty = [i for i, ex in enumerate(examples, start=1)
              if not ex.tokens or (ex.tokens_b is not None and not ex.tokens_b)]
     if not empty:
@@ -101,6 +102,9 @@ def _note_empty(path: str, examples: list, fmt: str, tagger: bool) -> None:
         what = "no block in the CoNLL output (--format jsonl keeps one record per line)"
     elif tagger:
         what = "no tags"
+    elif qa:   # (it said "the label the model gives an empty text (its pooled vector is zero)")
+        what = ("an empty context gets the empty answer at 0 0; an empty question, the span the model "
+                "points at without one")
     else:
         what = "the label the model gives an empty text (its pooled vector is zero)"
     print(f"elmo predict: {where}: {what}", file=sys.stderr)
@@ -186,7 +190,7 @@ def _predict(args: argparse.Namespace, output: Optional[str]) -> int:
     examples = to_examples(texts, kind, tokenize)
     from . import progress_bar_wanted
     labels = predict_examples(model, examples, args.batch_size, progress=progress_bar_wanted(not args.quiet))
-    _note_empty(args.input, examples, fmt, spec.token_labels)
+    _note_empty(args.input, examples, fmt, spec.token_labels, spec.span_answers)
     reads = [saved.read(ex) for ex in examples]
     _note_cut(args.input, examples, reads, saved, fmt, spec.token_labels)
     out = []

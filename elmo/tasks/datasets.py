@@ -23,6 +23,8 @@ experiment sees exactly the same examples.
 from __future__ import annotations
 
 import random
+import string
+import unicodedata
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -140,8 +142,11 @@ class TaskData:
         def text(ex: Example):
             return tuple(ex.tokens), None if ex.tokens_b is None else tuple(ex.tokens_b)
         seen = {text(ex) for ex in self.splits.get("train", [])}
-        out = {split: sum(text(ex) in seen for ex in examples)
-               for split, examples in self.splits.items() if split != "train"}
+        return self._count_beside_train(lambda ex: text(ex) in seen)
+
+    def _count_beside_train(self, counts: Callable[[Example], bool]) -> Dict[str, int]:
+        """split other than train -> how many of its examples ``counts`` holds for, where any."""
+        out = {split: sum(map(counts, examples)) for split, examples in self.splits.items() if split != "train"}
         return {split: n for split, n in out.items() if n}
 
     def describe_in_train(self) -> Optional[str]:
@@ -154,6 +159,39 @@ class TaskData:
                  for split, n in shared.items()]
         return (f"{self.name}: examples whose text is also a training text (their scores "
                 f"measure what the model was trained on): {'; '.join(parts)}")
+
+    def answers_past_cut(self) -> Dict[str, int]:
+        """A span_qa task's splits other than train -> how many of the questions scored there
+        (after ``max_dev`` / ``max_test``) have no gold answer inside the context as read (cut
+        at ``max_tokens_b``), where there are any; ``{}`` for none or another kind. The model's
+        span lies inside what it read, so such a question rarely scores: it pulls the split's
+        F1 and exact match down, and nothing in the scores says so."""
+        from .kinds import first_answer_inside, task_kind
+        if not task_kind(self.kind).span_answers:
+            return {}
+        return self._count_beside_train(lambda ex: first_answer_inside(ex) is None)
+
+    def describe_answers_past_cut(self) -> Optional[str]:
+        """A line naming :meth:`answers_past_cut` for the log, or None when there are none."""
+        past = self.answers_past_cut()
+        if not past:
+            return None
+        sizes = self.sizes()
+        parts = [f"{split} {n} of {sizes[split]}" for split, n in past.items()]
+        return (f"{self.name}: questions whose every gold answer lies past the context's cut "
+                f"(max_tokens_b), scored though the model cannot point at them: {'; '.join(parts)}")
+
+    def describe_answers_off_span(self) -> Optional[str]:
+        """A line naming the gold answers whose text is not their span's tokens (counted by
+        :func:`_count_answers_off_span` in the whole files), or None when there are none."""
+        off = cast(Dict[str, Any], self.source.get("answers_off_span") or {})
+        if not off:
+            return None
+        parts = [f"{split} {n} of {inside}" for split, (n, inside) in
+                 ((k, v) for k, v in off.items() if k != "example")]
+        return (f"{self.name}: gold answers whose text is not that of the context tokens at their span "
+                f"(training points at the span, the scores compare the text): {'; '.join(parts)}; "
+                f"e.g. {off['example']}")
 
     def describe_unseen(self) -> Optional[str]:
         """A line naming :meth:`unseen_labels` for the log, or None when there are none."""
@@ -300,6 +338,7 @@ def load_task(spec: dict) -> TaskData:
         splits, source, kind, metric = _load_files(spec)
     from .kinds import task_kind
     if task_kind(kind).span_answers:
+        _count_answers_off_span(splits, source)
         _drop_answers_past_cut(splits, source)
     seed = int(spec.get("subset_seed", 0))
     full = {k: len(v) for k, v in splits.items()}
@@ -352,6 +391,46 @@ def _drop_answers_past_cut(splits: Dict[str, List[Example]], source: dict) -> No
                             f"own files); raise it")
     splits["train"] = [ex for ex in splits["train"] if first_answer_inside(ex) is not None]
     source["answers_past_cut"] = {**counts, "dropped_from_train": counts["train"]}
+
+
+def _span_key(text: str) -> str:
+    """``text`` lower-cased without spaces or punctuation (ASCII or any Unicode P* category):
+    an answer's original text and its span's tokens agree when their keys do, whatever the
+    tokenizer split or respelled (``3-1`` / ``3 - 1``, curly quotes / ``\u0060\u0060``)."""
+    return "".join(c for c in text.lower() if not (c.isspace() or c in string.punctuation
+                                                   or unicodedata.category(c).startswith("P")))
+
+
+def _count_answers_off_span(splits: Dict[str, List[Example]], source: dict) -> None:
+    """Count, per split, the gold answers inside the context as read whose text is not that of
+    the tokens at their span, in ``source["answers_off_span"]`` (``{split: [off, inside]}`` and
+    ``example``, the first one), where there are any: training points at the span while the
+    scores compare the text, so a span counted in other tokens than the ones read (a file's
+    own words under ``"tokenize": true``, an inclusive end) trained the model on other words
+    without a word. Every training answer off its span is refused naming the file."""
+    counts: Dict[str, List[int]] = {}
+    first = None
+    for split, examples in splits.items():
+        off = inside = 0
+        for ex in examples:
+            context = ex.tokens_b or []
+            for a in cast(Tuple[Answer, ...], ex.label):
+                if a.end > len(context):
+                    continue
+                inside += 1
+                span = " ".join(context[a.start:a.end])
+                if _span_key(a.text) != _span_key(span):
+                    off += 1
+                    first = first or f"{split}: {a.text!r} at [{a.start}, {a.end}) reads {span!r}"[:200]
+        if off:
+            counts[split] = [off, inside]
+    if "train" in counts and counts["train"][0] == counts["train"][1]:
+        from .files import TaskDataError
+        raise TaskDataError(f"{source['files']['train']['path']}: no training answer's text is that of "
+                            f"the context tokens at its span ({first}); start and end count the context's "
+                            f"tokens as read (after \"tokenize\"), from 0, end exclusive")
+    if counts:
+        source["answers_off_span"] = {**counts, "example": first}
 
 
 def _check_spans_to_score(spec: dict, splits: Dict[str, List[Example]], source: dict,

@@ -232,6 +232,14 @@ def _markdown(results: dict) -> str:
             labels = d["labels"] if not d.get("targets") else "numeric"
             out.append(f"| {task} | {s['train']} | {s['dev']} | {s['test']} | {labels} | "
                        f"{emb.get('vectors', '')} |")
+        past = {t: d["answers_past_cut"] for t, d in data.items() if d.get("answers_past_cut")}
+        if past:
+            out += ["", "Questions scored whose every gold answer lies past the context's cut "
+                    "(max_tokens_b; the model, which points inside what it read, cannot answer "
+                    "them, and they count in F1 and exact match):", ""]
+            out += [f"* {task}: " + "; ".join(f"{split} {n} of {data[task]['sizes'][split]}"
+                                              for split, n in counts.items())
+                    for task, counts in past.items()]
         own = {t: d["source"] for t, d in data.items()
                if isinstance(d.get("source"), dict) and d["source"].get("files")
                and not d["source"].get("corpus")}

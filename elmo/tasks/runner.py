@@ -704,7 +704,8 @@ def plan(cfg: ExperimentConfig, only_variants: Optional[Sequence[str]] = None) -
     for spec in cfg.tasks:
         data = load_task(spec)
         lines.append(f"{data.name} ({data.metric}): {data.sizes()} examples, {data.describe_labels()}")
-        for line in (data.describe_unseen(), data.describe_in_train()):
+        for line in (data.describe_unseen(), data.describe_in_train(), data.describe_answers_past_cut(),
+                     data.describe_answers_off_span()):
             if line:
                 lines.append(line)
     for v in selected:
@@ -954,6 +955,28 @@ def rewrite_reports(out: str | Path,
     return results
 
 
+def _out_of_memory(err: BaseException) -> bool:
+    """Whether ``err`` is torch running out of memory: a GPU's OutOfMemoryError, or the CPU
+    allocator's RuntimeError."""
+    return isinstance(err, torch.OutOfMemoryError) or "can't allocate memory" in str(err)
+
+
+def _memory_error(data: TaskData, variant: str, seed: int, batch_size: int) -> ConfigError:
+    """One line for a run that ran out of memory: a batch is padded to its longest text, so
+    it names the task's longest texts (a span_qa context of thousands of tokens: its model's
+    tensors grow with the context times the question) and the settings that bound them."""
+    def longest(attr: str) -> int:
+        return max((len(getattr(ex, attr) or ()) for examples in data.splits.values() for ex in examples),
+                   default=0)
+    texts = f"its longest text has {longest('tokens')} tokens"
+    if task_kind(data.kind).pair:
+        texts += f", its longest second text ({'context' if task_kind(data.kind).span_answers else 'text_b'}) " \
+                 f"{longest('tokens_b')}"
+    return ConfigError(f"{data.name} / {variant} / seed {seed}: out of memory ({texts}, and a batch of "
+                       f"{batch_size} is padded to its longest); lower train.batch_size, or cut the texts "
+                       f"(max_tokens, max_tokens_b); the runs that finished are kept for --resume")
+
+
 def _run_all(cfg: ExperimentConfig, results: dict, results_path: Path, done: List[dict],
              log: Callable[[str], None], variants: Sequence[Variant], bilms: BiLMChecksums,
              models: Optional[Path] = None) -> None:
@@ -970,11 +993,13 @@ def _run_all(cfg: ExperimentConfig, results: dict, results_path: Path, done: Lis
                                  "source": prep.data.source, "embeddings": prep.embedding_info,
                                  "model": prep.settings.to_dict(), "train": asdict(prep.train),
                                  "unseen_labels": prep.data.unseen_labels(),
+                                 "answers_past_cut": prep.data.answers_past_cut(),
                                  "in_train": prep.data.in_train()}
         log(f"{name}: {prep.data.sizes()} examples, {prep.data.describe_labels()}")
         # (a test label no training example has was not said; nor a dev or test file that is
         # the training file)
-        for line in (prep.data.describe_unseen(), prep.data.describe_in_train()):
+        for line in (prep.data.describe_unseen(), prep.data.describe_in_train(),
+                     prep.data.describe_answers_past_cut(), prep.data.describe_answers_off_span()):
             if line:
                 log(line)
         for seed in cfg.seeds:
@@ -983,7 +1008,12 @@ def _run_all(cfg: ExperimentConfig, results: dict, results_path: Path, done: Lis
                     continue
                 log(f"{name} / {variant.name} / seed {seed}")
                 save_to = None if models is None else models / name / variant.name / f"seed-{seed}"
-                record = run_one(prep, variant, seed, cfg, pool, log, save_to)
+                try:
+                    record = run_one(prep, variant, seed, cfg, pool, log, save_to)
+                except RuntimeError as err:   # (a torch traceback from deep in a batch)
+                    if not _out_of_memory(err):
+                        raise
+                    raise _memory_error(prep.data, variant.name, seed, prep.train.batch_size) from err
                 record["fingerprint"] = run_fingerprint(cfg, spec, variant, bilms)
                 if variant.elmo is not None:
                     record["bilm_sha256"] = bilms(cfg.bilm_of(variant))
