@@ -49,10 +49,10 @@ def test_exact_match_and_f1_on_hand_made_cases():
     gold = [["New York City", "York"], ["blue"]]
     assert f1(gold, ["york", "red"]) == pytest.approx(0.5)
     assert em(gold, ["york", "red"]) == pytest.approx(0.5)
-    # an empty prediction scores 0 against a real answer, 1 against one that normalises to
-    # nothing (both empty)
+    # an empty prediction scores 0 against a real answer; against one that normalises to
+    # nothing too, SQuAD v1.1's F1 is 0 (no word in common) while its exact match is 1
     assert f1([["blue sky"]], [""]) == 0.0 and em([["blue sky"]], [""]) == 0.0
-    assert f1([["the"]], [""]) == 1.0 and em([["a"]], ["."]) == 1.0
+    assert f1([["the"]], [""]) == 0.0 and em([["a"]], ["."]) == 1.0
     assert str(f1([], [])) == "nan"
     with pytest.raises(ValueError, match="2 questions but 1"):
         f1(gold, ["york"])

@@ -162,11 +162,10 @@ def normalize_answer(text: str) -> str:
 
 def answer_f1(gold: str, predicted: str) -> float:
     """Word-overlap F1 of one predicted and one gold answer, normalised; the overlap counts a
-    word as often as both have it. Two answers with no word after normalisation score 1 (they
-    are equal), one empty against one that is not 0."""
+    word as often as both have it. No word in common is 0, also where both answers normalise to
+    nothing (as SQuAD v1.1's evaluation scores it, though their exact match is then 1; v2.0's
+    counts it 1, for its unanswerable questions, which v1.1 has none of)."""
     g, p = normalize_answer(gold).split(), normalize_answer(predicted).split()
-    if not g or not p:
-        return float(g == p)
     common = sum((Counter(g) & Counter(p)).values())
     if common == 0:
         return 0.0
