@@ -958,7 +958,9 @@ def rewrite_reports(out: str | Path,
 def _out_of_memory(err: BaseException) -> bool:
     """Whether ``err`` is torch running out of memory: a GPU's OutOfMemoryError, or the CPU
     allocator's RuntimeError."""
-    return isinstance(err, torch.OutOfMemoryError) or "can't allocate memory" in str(err)
+    # (torch.OutOfMemoryError is 2.5's name; 2.4, which the package allows, has only CUDA's)
+    gpu_oom = getattr(torch, "OutOfMemoryError", None) or torch.cuda.OutOfMemoryError
+    return isinstance(err, gpu_oom) or "can't allocate memory" in str(err)
 
 
 def _memory_error(data: TaskData, variant: str, seed: int, batch_size: int) -> ConfigError:
