@@ -263,3 +263,95 @@ def test_a_rebuild_with_fewer_sources_leaves_only_the_files_of_the_new_build(tmp
     train = read_lines(out / "train.txt")
     assert not any("brown train sentence" in s for s in train)
     assert on_disk["totals"]["train_sentences"] == len(train)
+
+
+WITHDRAWN = ("the registry has no bigbench==1.0.0, only version(s) 0.0.1 of bigbench: the pinned "
+             "release is no longer offered there")
+
+
+def fetch_failing(failing, error):
+    """``get`` as in the cache, except that each of ``failing`` raises ``error(message)``."""
+    from elmo.data.sources import get
+
+    def fake(name, home, log=None):
+        if name in failing:
+            raise error(WITHDRAWN if error.__name__ == "PackageWithdrawn" else f"pip could not fetch {name} (offline?)")
+        return get(name, home, log=log)
+    return fake
+
+
+def test_skip_unavailable_leaves_out_withdrawn_corpora_and_records_them(tmp_path, monkeypatch):
+    """bigbench==1.0.0 is no longer offered: a build needing wikipedia (raw text) or vitaminc
+    (task text) failed outright, so no corpus could be built any more."""
+    from elmo.data.fetch import PackageWithdrawn
+    home, sotu = make_home(tmp_path)
+    claim = sotu[4][0]    # a task sentence also in sotu: excluded only while vitaminc is there
+    vc = {"id": 0, "label": "True", "title": "X", "claim": claim.split(), "evidence": ["y"]}
+    ready(home, "vitaminc", {f"{s}.jsonl": json.dumps(vc) + "\n" for s in ("train", "dev", "test")})
+    full = C.build_corpus(home, out=tmp_path / "full", sources=["sotu"], log=lambda *a: None)
+    assert claim not in read_lines(tmp_path / "full" / "train.txt") + read_lines(tmp_path / "full" / "heldout" / "sotu.txt")
+    assert full["left_out"] == {} and full["task_text_not_excluded"] == {}
+
+    monkeypatch.setattr(C, "get", fetch_failing({"wikipedia", "vitaminc"}, PackageWithdrawn))
+    logs: list = []
+    stats = C.build_corpus(home, sources=["sotu", "wikipedia"], log=logs.append, skip_unavailable=True)
+    out = home / "corpus"
+    assert claim in read_lines(out / "train.txt") + read_lines(out / "heldout" / "sotu.txt")
+    assert list(stats["sources"]) == ["sotu"] and sorted(p.name for p in (out / "heldout").iterdir()) == ["sotu.txt"]
+    assert list(stats["left_out"]) == ["wikipedia"] and WITHDRAWN in stats["left_out"]["wikipedia"]
+    assert list(stats["task_text_not_excluded"]) == ["vitaminc"]
+    assert "vitaminc" not in stats["excluded_task_text"] and "squad-dev" in stats["excluded_task_text"]
+    assert json.loads((out / "stats.json").read_text()) == stats
+    warnings = [line for line in logs if line.startswith("warning:")]
+    assert len(warnings) == 2 and all("\n" not in w for w in warnings)
+    left, task = sorted(warnings, key=lambda w: "task vitaminc" in w)
+    assert "wikipedia is left out" in left and "vitaminc" not in left
+    assert "task vitaminc" in task and "contaminated" in task
+    summary = logs[-1]
+    assert summary.startswith("wrote ") and "left out" in summary and "wikipedia" in summary
+    assert "vitaminc" in summary and "NOT excluded" in summary
+
+
+def test_without_skip_unavailable_a_withdrawn_corpus_fails_naming_the_option(tmp_path, monkeypatch):
+    import pytest
+    from elmo.data.fetch import PackageWithdrawn
+    home, _ = make_home(tmp_path)
+    monkeypatch.setattr(C, "get", fetch_failing({"squad-dev"}, PackageWithdrawn))
+    with pytest.raises(PackageWithdrawn, match=r"^squad-dev: .*no longer offered.*--skip-unavailable"):
+        C.build_corpus(home, sources=["sotu"], log=lambda *a: None)
+    assert not (home / "corpus" / "stats.json").exists()
+
+
+def test_skip_unavailable_does_not_skip_an_offline_failure(tmp_path, monkeypatch):
+    """An offline or unreachable registry may answer on a rerun: skipping would build a corpus
+    without that source (or with its task text) for no lasting reason."""
+    import pytest
+    from elmo.data.fetch import DataError
+    home, _ = make_home(tmp_path)
+    C.build_corpus(home, sources=["sotu"], log=lambda *a: None, skip_unavailable=True)   # all there: builds
+    (home / "corpus" / "stats.json").unlink()
+    for failing in ("vitaminc", "sotu"):
+        monkeypatch.setattr(C, "get", fetch_failing({failing}, DataError))
+        with pytest.raises(DataError, match=f"could not fetch {failing} .offline"):
+            C.build_corpus(home, sources=["sotu"], log=lambda *a: None, skip_unavailable=True)
+        assert not (home / "corpus" / "stats.json").exists()
+
+
+def test_cli_sources_and_skip_unavailable(tmp_path, monkeypatch, capsys):
+    from elmo.cli import main
+    from elmo.data.fetch import PackageWithdrawn
+    home, _ = make_home(tmp_path)
+    monkeypatch.setenv("ELMO_DATA", str(home))
+    monkeypatch.setattr(C, "get", fetch_failing({"vitaminc"}, PackageWithdrawn))
+    assert main(["data", "build-corpus", "--sources", "sotu,brown"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "vitaminc" in err and "--skip-unavailable" in err
+    assert main(["data", "build-corpus", "--sources", "sotu,brown", "--skip-unavailable", "--seed", "7"]) == 0
+    assert "warning: the text of task vitaminc" in capsys.readouterr().out
+    stats = json.loads((home / "corpus" / "stats.json").read_text())
+    assert list(stats["sources"]) == ["sotu", "brown"] and stats["seed"] == 7
+    assert list(stats["task_text_not_excluded"]) == ["vitaminc"]
+    import pytest
+    with pytest.raises(SystemExit) as exit_:
+        main(["data", "build-corpus", "--sources", "sotu,ptb"])
+    assert exit_.value.code == 2 and "'ptb' is not a source of the LM corpus" in capsys.readouterr().err

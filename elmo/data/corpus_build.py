@@ -34,35 +34,9 @@ import numpy as np
 from ..io import (atomic_commit, atomic_target, atomic_write_text, check_output_dir, no_empty_folder_on_failure,
                   output_lock, writing)
 from . import readers
-from .fetch import data_home
+from .corpus_sources import LM_SOURCES, TASK_SOURCES, source_names
+from .fetch import DataError, PackageWithdrawn, data_home
 from .sources import count_words, get, source_dir
-
-#: Raw-text sources of the LM corpus and the standard-form files used from each.
-LM_SOURCES: Dict[str, Tuple[str, ...]] = {
-    "brown": ("train.txt",),
-    "sotu": ("sentences.txt",),
-    "moby-dick": ("sentences.txt",),
-    "shakespeare": ("sentences.txt",),
-    "milton": ("sentences.txt",),
-    "kjv": ("sentences.txt",),
-    "wikipedia": ("sentences.txt",),
-    "wiki-summaries": ("sentences.txt",),
-    "xsum": ("sentences.txt",),
-    "wikihow": ("sentences.txt",),
-    "movie-dialog": ("sentences.txt",),
-    "wordnet": ("glosses.txt",),
-}
-
-#: Labelled text that must never be in the LM corpus: source -> files.
-TASK_SOURCES: Dict[str, Tuple[str, ...]] = {
-    "brown": ("dev.txt", "test.txt"),
-    "twitter-ner": ("train.conll", "dev.conll", "test.conll"),
-    "movie-sentiment": ("train.tsv", "dev.tsv", "test.tsv"),
-    "bbc-topic": ("train.jsonl", "dev.jsonl", "test.jsonl"),
-    "vitaminc": ("train.jsonl", "dev.jsonl", "test.jsonl"),
-    "squad-dev": ("train.jsonl", "dev.jsonl", "test.jsonl"),
-    "wordnet": ("examples.tsv",),
-}
 
 NGRAM = 13
 BLOCK = 20
@@ -202,7 +176,8 @@ def choose_heldout(source: str, docs: Sequence[Sequence[Sequence[str]]],
 
 # ----------------------------------------------------------------------------- build
 def build_corpus(home: Optional[Path] = None, out: Optional[Path] = None, seed: int = 1234,
-                 sources: Optional[Sequence[str]] = None, log=print) -> dict:
+                 sources: Optional[Sequence[str]] = None, log=print,
+                 skip_unavailable: bool = False) -> dict:
     """Build the corpus (fetching every needed source first) and return its statistics.
 
     The output folder is made and locked before anything is fetched, so a folder that cannot
@@ -211,8 +186,14 @@ def build_corpus(home: Optional[Path] = None, out: Optional[Path] = None, seed: 
     disk) leaves the earlier build whole; ``stats.json`` is then removed, the files renamed into
     place, and ``stats.json`` written last, so a folder without it holds no finished build. A rebuild deletes the
     held-out files of sources an earlier build had and this one has not, so the folder holds
-    the files of this build only, as ``stats.json`` describes them."""
-    names = _source_names(sources)   # (before anything is made or fetched)
+    the files of this build only, as ``stats.json`` describes them.
+
+    ``skip_unavailable``: a corpus whose pinned package the registry no longer offers
+    (:class:`~.fetch.PackageWithdrawn`) is left out, with a warning line, instead of failing
+    the build: a raw-text source is not built, and a task corpus's text cannot be excluded.
+    ``stats.json`` records both (``left_out``, ``task_text_not_excluded``: name -> reason). Any
+    other fetch failure (offline, unreachable registry) still fails, since a rerun may work."""
+    names = source_names(sources)   # (before anything is made or fetched)
     home = home or data_home()
     out = out or home / "corpus"
     check_output_dir(out, "corpus folder")
@@ -220,38 +201,68 @@ def build_corpus(home: Optional[Path] = None, out: Optional[Path] = None, seed: 
         with writing(out, "corpus folder"):
             (out / "heldout").mkdir(parents=True, exist_ok=True)
         with output_lock(out / "train.txt", name=out):
-            return _build(home, out, seed, names, log)
+            return _build(home, out, seed, names, log, skip_unavailable)
 
 
-def _source_names(sources: Optional[Sequence[str]]) -> List[str]:
-    """The sources to build from (None: all of :data:`LM_SOURCES`), each once.
-
-    A name given twice emptied that source (its second pass through the deduplication found
-    every sentence seen); an empty list built every source; a corpus that is not an LM source
-    failed with a KeyError after every download."""
-    if sources is None:
-        return list(LM_SOURCES)
-    if isinstance(sources, str):
-        raise TypeError(f"sources must be a list of source names, got the string {sources!r}")
-    names = list(dict.fromkeys(sources))
-    if not names:
-        raise ValueError("sources is empty: name at least one of " + ", ".join(LM_SOURCES)
-                         + " (or pass None for all)")
-    unknown = [n for n in names if n not in LM_SOURCES]
-    if unknown:
-        raise ValueError(f"{unknown[0]!r} is not a source of the LM corpus; the sources are "
-                         + ", ".join(LM_SOURCES))
-    return names
-
-
-def _build(home: Path, out: Path, seed: int, names: List[str], log) -> dict:
-    started = time.time()
+def _fetch_sources(home: Path, names: Sequence[str], skip_unavailable: bool, log) -> Dict[str, str]:
+    """Fetch the LM sources ``names`` and every task corpus; return those whose package the
+    registry no longer offers (name -> why), each announced in one warning line. Without
+    ``skip_unavailable`` the first of them is an error that names the option."""
+    unavailable: Dict[str, str] = {}
     for name in sorted(set(names) | set(TASK_SOURCES)):
-        get(name, home, log=log)
+        try:
+            get(name, home, log=log)
+        except PackageWithdrawn as e:
+            if not skip_unavailable:
+                raise PackageWithdrawn(
+                    f"{name}: {e}; --skip-unavailable (skip_unavailable=True in Python) builds the "
+                    f"corpus without the corpora that can no longer be fetched") from None
+            unavailable[name] = str(e)
+    if all(name in unavailable for name in names):
+        raise DataError("none of the sources " + ", ".join(names) + " can be fetched: no corpus to build")
+    for name, why in unavailable.items():
+        if name in names:
+            log(f"warning: {name} is left out of the corpus: {why}")
+        if name in TASK_SOURCES:
+            log(f"warning: the text of task {name} is not excluded, so it may be in this corpus; "
+                f"experiments on {name} would be contaminated if its data is obtained later by "
+                f"hand ({why})")
+    return unavailable
+
+
+def _read_source(name: str, home: Path, task_filter: TaskFilter) -> Tuple[List[List[List[str]]], dict]:
+    """Steps 1 and 2 for one source: its documents (lists of kept sentences) and counts."""
+    docs = []
+    st = {"raw_sentences": 0, "raw_tokens": 0, "raw_words": 0, "dropped_cleaning": 0,
+          "dropped_task_overlap": 0}
+    for f in LM_SOURCES[name]:
+        for doc in readers.read_documents(source_dir(name, home) / f):
+            kept = []
+            for sent in doc:
+                st["raw_sentences"] += 1
+                st["raw_tokens"] += len(sent)
+                st["raw_words"] += count_words(sent)
+                if not keep_sentence(sent):
+                    st["dropped_cleaning"] += 1
+                elif task_filter.overlaps(sent):
+                    st["dropped_task_overlap"] += 1
+                else:
+                    kept.append(sent)
+            if kept:
+                docs.append(kept)
+    return docs, st
+
+
+def _build(home: Path, out: Path, seed: int, names: List[str], log, skip_unavailable: bool) -> dict:
+    started = time.time()
+    unavailable = _fetch_sources(home, names, skip_unavailable, log)
+    left_out = {n: unavailable[n] for n in names if n in unavailable}
+    not_excluded = {n: unavailable[n] for n in TASK_SOURCES if n in unavailable}
+    names = [n for n in names if n not in unavailable]
+    excluded = {k: list(v) for k, v in TASK_SOURCES.items() if k not in unavailable}
 
     log("collecting task text to exclude ...")
-    task_files = [(name, source_dir(name, home) / f)
-                  for name, files in TASK_SOURCES.items() for f in files]
+    task_files = [(name, source_dir(name, home) / f) for name, files in excluded.items() for f in files]
     task_filter = TaskFilter(s for name, p in task_files for s in task_sentences(name, p))
     log(f"  {task_filter.sentences:,} task sentences, {len(task_filter.grams):,} distinct "
         f"{NGRAM}-grams")
@@ -260,24 +271,7 @@ def _build(home: Path, out: Path, seed: int, names: List[str], log) -> dict:
     heldout: Dict[str, List[List[str]]] = {}
     train: Dict[str, List[List[str]]] = {}
     for name in names:
-        docs = []
-        st = {"raw_sentences": 0, "raw_tokens": 0, "raw_words": 0, "dropped_cleaning": 0,
-              "dropped_task_overlap": 0}
-        for f in LM_SOURCES[name]:
-            for doc in readers.read_documents(source_dir(name, home) / f):
-                kept = []
-                for sent in doc:
-                    st["raw_sentences"] += 1
-                    st["raw_tokens"] += len(sent)
-                    st["raw_words"] += count_words(sent)
-                    if not keep_sentence(sent):
-                        st["dropped_cleaning"] += 1
-                    elif task_filter.overlaps(sent):
-                        st["dropped_task_overlap"] += 1
-                    else:
-                        kept.append(sent)
-                if kept:
-                    docs.append(kept)
+        docs, st = _read_source(name, home, task_filter)
         held = choose_heldout(name, docs)
         heldout[name] = [s for d, doc in enumerate(docs) for i, s in enumerate(doc)
                          if (d, i) in held]
@@ -319,8 +313,10 @@ def _build(home: Path, out: Path, seed: int, names: List[str], log) -> dict:
                   "block": BLOCK, "heldout_fraction": HELDOUT_FRACTION,
                   "heldout_max_tokens": HELDOUT_MAX_TOKENS,
                   "word": "a token containing a letter or a digit"},
-        "excluded_task_text": {k: list(v) for k, v in TASK_SOURCES.items()},
+        "excluded_task_text": excluded,
         "task_sentences": task_filter.sentences,
+        "left_out": left_out,
+        "task_text_not_excluded": not_excluded,
         "totals": totals,
         "sources": per_source,
         "seconds": round(time.time() - started, 1),
@@ -329,8 +325,18 @@ def _build(home: Path, out: Path, seed: int, names: List[str], log) -> dict:
         atomic_write_text(out / "stats.json", json.dumps(stats, indent=2) + "\n")
     log(f"wrote {out}/train.txt: {totals['train_sentences']:,} sentences, "
         f"{totals['train_tokens']:,} tokens, {totals['train_words']:,} words; held out "
-        f"{totals['heldout_tokens']:,} tokens in {len(names)} files")
+        f"{totals['heldout_tokens']:,} tokens in {len(names)} files{_gaps(left_out, not_excluded)}")
     return stats
+
+
+def _gaps(left_out: Dict[str, str], not_excluded: Dict[str, str]) -> str:
+    """What the summary line adds about corpora that could not be fetched ("" where none)."""
+    parts = []
+    if left_out:
+        parts.append("left out (cannot be fetched): " + ", ".join(left_out))
+    if not_excluded:
+        parts.append("task text NOT excluded (cannot be fetched): " + ", ".join(not_excluded))
+    return "".join("; " + p for p in parts)
 
 
 def _write_build(out: Path, names: Sequence[str], heldout: Dict[str, List[List[str]]],

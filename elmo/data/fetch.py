@@ -43,6 +43,11 @@ class DataError(RuntimeError):
     """A corpus could not be fetched or read; the message is meant for the user as is."""
 
 
+class PackageWithdrawn(DataError):
+    """The registry answered, but no longer offers the pinned version: unlike an offline or
+    unreachable registry, trying again will not help (a caller may build without it)."""
+
+
 @dataclass(frozen=True)
 class Package:
     """One archive from a package registry.
@@ -292,7 +297,7 @@ def _run_client_command(pkg: Package, folder: Path) -> None:
         offered = _VERSIONS_OFFERED.search(result.stderr or "") if pkg.client == "pip" else None
         if offered and offered.group(1).strip() != "none":
             # the registry answered, without this version: "offline?" sent users the wrong way
-            raise DataError(f"the registry has no {pkg.spec}, only version(s) {offered.group(1).strip()} "
+            raise PackageWithdrawn(f"the registry has no {pkg.spec}, only version(s) {offered.group(1).strip()} "
                             f"of {pkg.spec.split('==')[0]}: the pinned release is no longer offered there, so "
                             f"this corpus cannot be fetched this way; put the archive into {folder} by hand "
                             f"(its SHA-256 must be {pkg.sha256})")
