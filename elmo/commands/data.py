@@ -65,7 +65,6 @@ def _source_list(text: str) -> List[str]:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
-
 def _guard(fn):
     """Turn a DataError (offline, missing client, bad checksum) into one line and status 1."""
     def wrapper(args: argparse.Namespace) -> int:

@@ -33,7 +33,6 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 from ..data import readers
 
 
-
 @dataclass(frozen=True)
 class Answer:
     """One gold answer of a ``span_qa`` example: its original ``text`` and the token span

@@ -429,10 +429,10 @@ class SpanExtractor(TaskModel):
         tq, tc = batch.texts
         q, c = self.encoder(tq), self.encoder(tc)
         neg = torch.finfo(c.dtype).min
-        sim = self._similarity(c, q)                                       # (B, Tc, Tq)
-        a = torch.bmm(torch.softmax(sim.masked_fill(~tq.mask.unsqueeze(1), neg), dim=2), q)
+        sim = self._similarity(c, q).masked_fill(~tq.mask.unsqueeze(1), neg)   # (B, Tc, Tq)
+        a = torch.bmm(torch.softmax(sim, dim=2), q)
         if sim.shape[2]:
-            top = sim.masked_fill(~tq.mask.unsqueeze(1), neg).max(2).values  # (B, Tc)
+            top = sim.max(2).values                                        # (B, Tc)
         else:                                    # (every question of the batch empty)
             top = sim.new_zeros(sim.shape[:2])
         weights = torch.softmax(top.masked_fill(~tc.mask, neg), dim=1)     # (B, Tc)

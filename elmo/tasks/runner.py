@@ -66,7 +66,7 @@ from .models import Encoder, TaskModel
 from .paired import paired_difference, sample_std
 from .report import write_reports
 from .experiment_config import ExperimentConfig, ModelSettings, Variant, check_bilm_logins
-from .train_loop import FitConfig, fit, predict, score
+from .train_loop import FitConfig, fit, metric_value, predict, score
 from .. import tokenize as tokenizer
 from ..config import ConfigError
 from ..io import (atomic_write_text, check_output_dir, no_empty_folder_on_failure, output_lock, read_json,
@@ -585,19 +585,14 @@ def _test_metrics(model: TaskModel, data: TaskData, make, log: Callable[[str], N
     examples = data.splits[split]
     if not (kind.graded or kind.span_answers):
         return {data.metric: score(model, examples, make, data.metric, data.labels)}
-    from .kinds import answer_texts
-    from .metrics import METRICS, correlation_undefined
+    from .metrics import correlation_undefined
     if not examples:
         return {data.metric: float("nan")}
     pred = predict(model, examples, make)
-    gold: Sequence = [cast(float, ex.label) for ex in examples] if kind.graded else []
-    if kind.span_answers:          # each question's gold answer texts, each span's text
-        gold, pred = answer_texts(examples, pred)
-    # in percent, as score() gives the metric
-    out: Dict[str, Any] = {data.metric: 100.0 * METRICS[data.metric](gold, pred),
-                           "other_metrics": {m: 100.0 * METRICS[m](gold, pred)
+    out: Dict[str, Any] = {data.metric: metric_value(data.metric, examples, pred, data.labels),
+                           "other_metrics": {m: metric_value(m, examples, pred, data.labels)
                                              for m in kind.metrics if m != data.metric}}
-    why = correlation_undefined(gold, pred) if kind.graded else None
+    why = correlation_undefined([cast(float, ex.label) for ex in examples], pred) if kind.graded else None
     if why:
         out["undefined"] = why
         log(f"{data.name}: the {split} correlation is undefined (NaN): {why}")

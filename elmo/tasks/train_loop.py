@@ -91,7 +91,11 @@ def score(model: TaskModel, examples: Sequence[Example], make: BatchMaker, metri
     percent (a correlation times 100, as GLUE reports STS-B's)."""
     if not examples:
         return float("nan")
-    pred = predict(model, examples, make, batch_size)
+    return metric_value(metric, examples, predict(model, examples, make, batch_size), labels)
+
+
+def metric_value(metric: str, examples: Sequence[Example], pred: list, labels: Sequence[str]) -> float:
+    """``metric`` of the predictions ``pred`` (:func:`predict`'s, for ``examples``), in percent."""
     gold: Sequence = [ex.label for ex in examples]
     guess: Sequence
     if metric in ("token_accuracy", "span_f1"):            # one tag id list per sentence
