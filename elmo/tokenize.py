@@ -151,20 +151,53 @@ def _token_pattern() -> "re.Pattern[str]":
     """, re.VERBOSE | re.IGNORECASE)
 
 
-def tokenize(text: str) -> List[str]:
-    """Split raw text into tokens (see the module doc). Whitespace only separates tokens."""
+def _check_text(text) -> None:
     if not isinstance(text, str):  # (else an AttributeError from .translate, or bytes' own error)
         raise TypeError(f"tokenize takes a string of text, got {type(text).__name__}"
                         + ("; decode bytes first" if isinstance(text, (bytes, bytearray)) else ""))
-    tokens: List[str] = []
+
+
+def _matches(mapped: str) -> Iterator[Tuple[str, int, int]]:
+    """``(token, start, end)`` of :func:`tokenize` in ``mapped``, a text already passed
+    through :data:`TEXT_MAP`; offsets into ``mapped``."""
+    previous: "str | None" = None
     end = 0
-    for match in _token_pattern().finditer(text.translate(TEXT_MAP)):
+    for match in _token_pattern().finditer(mapped):
         token = match.group()
         if token == '"':
-            token = quote_token(tokens[-1] if tokens else None, match.start() > end)
-        tokens.append(token)
-        end = match.end()
-    return tokens
+            token = quote_token(previous, match.start() > end)
+        yield token, match.start(), match.end()
+        previous, end = token, match.end()
+
+
+def tokenize(text: str) -> List[str]:
+    """Split raw text into tokens (see the module doc). Whitespace only separates tokens."""
+    _check_text(text)
+    return [token for token, _, _ in _matches(text.translate(TEXT_MAP))]
+
+
+def token_spans(text: str) -> List[Tuple[str, int, int]]:
+    """:func:`tokenize`'s tokens with their character spans ``[start, end)`` in ``text`` as
+    given: a span covers the characters the token was read from (the curly quote a ```` `` ````
+    came from, an invisible joiner inside a word), so ``text[start:end]`` is what a reader saw.
+    (:meth:`Tokenizer.spans` is the same for the spaCy tokenizer.)"""
+    _check_text(text)
+    # TEXT_MAP maps characters one to one except the invisible ones, which it deletes: the
+    # positions in ``text`` of the characters kept map offsets back
+    kept = [i for i, ch in enumerate(text) if ch not in INVISIBLE]
+    return [(token, kept[start], kept[end - 1] + 1)
+            for token, start, end in _matches(text.translate(TEXT_MAP))]
+
+
+def whitespace_spans(text: str) -> List[Tuple[str, int, int]]:
+    """``text.split()``'s tokens with their character spans ``[start, end)`` in ``text``."""
+    out: List[Tuple[str, int, int]] = []
+    position = 0
+    for token in text.split():
+        start = text.index(token, position)
+        position = start + len(token)
+        out.append((token, start, position))
+    return out
 
 
 # ------------------------------------------------------- spaCy tokenizer (sentences, spans)

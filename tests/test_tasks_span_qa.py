@@ -183,7 +183,8 @@ def test_a_toy_qa_task_from_files_trains_and_its_saved_model_predicts(tmp_path, 
 
     text = tmp_path / "new.txt"
     rows = [("what follows xx ?", "sun xx fish red dog tree moon"),
-            ("what follows xx ?", "sun moon fish red dog xx tree")]
+            ("what follows xx ?", "sun moon fish red dog xx tree"),
+            ("what follows xx ?", "  sun  xx   fish  red ")]
     text.write_text("".join(f"{q}\t{c}\n" for q, c in rows), encoding="utf-8")
     expect = model.predict(rows)
     assert main(["predict", run["saved_model"], str(text), "--quiet"]) == 0
@@ -193,6 +194,9 @@ def test_a_toy_qa_task_from_files_trains_and_its_saved_model_predicts(tmp_path, 
     recs = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [(r["answer"], r["start"], r["end"]) for r in recs] == [(e["text"], e["start"], e["end"]) for e in expect]
     assert recs[0]["question"] == rows[0][0] and recs[0]["tokens_read_context"] == 7
+    # the answer as the context wrote it, with its characters' place there
+    assert all(r["answer"] == c[r["char_start"]:r["char_end"]] and r["answer"].split() ==
+               c.split()[r["start"]:r["end"]] for r, (_, c) in zip(recs, rows))
     text.write_text("what follows xx ?\n", encoding="utf-8")
     assert main(["predict", run["saved_model"], str(text), "--quiet"]) == 1
     assert f"{text}:1: a question answering model needs question<TAB>context" in capsys.readouterr().err

@@ -49,6 +49,32 @@ class Answer:
 Label = Union[str, List[str], float, Tuple[Answer, ...]]
 
 
+@dataclass(frozen=True)
+class SourceText:
+    """A text as written and the character span ``[start, end)`` in it of each of its tokens:
+    a ``span_qa`` answer is read back from the context as written, not from its tokens."""
+
+    text: str
+    offsets: Tuple[Tuple[int, int], ...]
+
+    @classmethod
+    def split(cls, text: str, tokenize: bool) -> Tuple[List[str], "SourceText"]:
+        """``text``'s tokens (split on whitespace, or by :func:`elmo.tokenize.tokenize`) and
+        where each lies in it."""
+        from ..tokenize import token_spans, whitespace_spans
+        spans = token_spans(text) if tokenize else whitespace_spans(text)
+        return [t for t, _, _ in spans], cls(text, tuple((a, b) for _, a, b in spans))
+
+    def span(self, start: int, end: int) -> Tuple[str, int, int]:
+        """The text from token ``start``'s first character to token ``end - 1``'s last, and
+        those character offsets (``""`` and the position there for an empty span)."""
+        if end <= start:
+            at = self.offsets[start][0] if start < len(self.offsets) else len(self.text)
+            return "", at, at
+        a, b = self.offsets[start][0], self.offsets[end - 1][1]
+        return self.text[a:b], a, b
+
+
 @dataclass
 class Example:
     """One task example.
@@ -57,11 +83,14 @@ class Example:
     ``tokens_b`` the second text of a pair (the evidence, the context) or None; ``label`` is a
     class name, one tag per token for tagging, a float target for a graded kind
     (``regression``, ``pair_regression``), or a tuple of :class:`Answer` for ``span_qa``.
+    ``source_b`` is a ``span_qa`` context given as a string, as written (None for one given as
+    tokens): a predicted span's text is read from it.
     """
 
     tokens: List[str]
     label: Label
     tokens_b: Optional[List[str]] = None
+    source_b: Optional[SourceText] = None
 
 
 @dataclass

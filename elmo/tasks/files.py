@@ -59,7 +59,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple, Union
 
 from ..data.fetch import sha256_file
 from ..io import json_objects, text_lines, utf8_error_where
-from .datasets import Answer, Example, Label
+from .datasets import Answer, Example, Label, SourceText
 from .kinds import MAX_TARGET, task_kind
 
 FORMATS = ("conll", "conllu", "word_tag", "tsv", "jsonl")
@@ -323,7 +323,12 @@ class _Reader:
 
     def example(self, text, label, text_b, line: int) -> Optional[Example]:
         toks = self.tokens(text, line, "text")
-        toks_b = self.tokens(text_b, line, "text_b") if self.kind.pair else None
+        source_b: Optional[SourceText] = None
+        toks_b: Optional[List[str]]
+        if self.kind.span_answers and isinstance(text_b, str):    # answers are read back from it
+            toks_b, source_b = SourceText.split(text_b, self.tokenize)
+        else:
+            toks_b = self.tokens(text_b, line, "text_b") if self.kind.pair else None
         if not toks or (toks_b is not None and not toks_b):
             if self.skip_empty:
                 return None
@@ -341,7 +346,7 @@ class _Reader:
             toks = toks[:self.max_tokens]
         if toks_b is not None and self.max_tokens_b:
             toks_b = toks_b[:self.max_tokens_b]
-        return Example(toks, lab, toks_b)
+        return Example(toks, lab, toks_b, source_b)
 
     # ------------------------------------------------------------------ formats
     def read(self) -> List[Example]:

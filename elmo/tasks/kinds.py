@@ -234,7 +234,8 @@ class SpanQAKind(PairKind):
     second), labelled with the gold answers as token spans of the context
     (:class:`~elmo.tasks.datasets.Answer`); the model (:class:`~elmo.tasks.models.SpanExtractor`)
     points at the answer's first and last token, and the prediction is that span with its text,
-    the context tokens joined by spaces, scored by SQuAD v1.1's F1 and exact match
+    read from the context as written (:func:`located_answer`; the tokens joined by spaces for
+    a context given as tokens), scored by SQuAD v1.1's F1 and exact match
     (:mod:`.metrics`). A context is read up to ``max_tokens_b`` tokens: a prediction is a span of
     what was read, and a training example none of whose answers lies inside it is dropped
     (:func:`~elmo.tasks.datasets.load_task` counts them)."""
@@ -276,6 +277,7 @@ class SpanQAKind(PairKind):
     def json_record(self, text, tokens, label, read):
         return {"question": text[0], "context": text[1], "answer": label["text"],
                 "start": label["start"], "end": label["end"],
+                "char_start": label.get("char_start"), "char_end": label.get("char_end"),
                 "tokens_read_question": read[0], "tokens_read_context": read[1]}
 
 
@@ -287,11 +289,22 @@ def first_answer_inside(example: Example) -> Optional[Tuple[int, int]]:
     return next(((a.start, a.end) for a in answers if a.end <= n), None)
 
 
+def located_answer(example: Example, pred: dict) -> dict:
+    """A predicted span ``{"text", "start", "end"}`` of ``example``'s context with its text as
+    the context wrote it, ``context[char_start:char_end]``: ``"3-1"`` where the tokens read
+    ``3 - 1``, the curly quotes of a quotation. A context given as tokens keeps its tokens
+    joined by spaces, and ``char_start`` and ``char_end`` are None."""
+    if example.source_b is None:
+        return {**pred, "char_start": None, "char_end": None}
+    text, start, end = example.source_b.span(int(pred["start"]), int(pred["end"]))
+    return {**pred, "text": text, "char_start": start, "char_end": end}
+
+
 def answer_texts(examples: Sequence[Example], pred: Sequence[dict]) -> Tuple[List[List[str]], List[str]]:
     """What SQuAD's metrics compare for ``span_qa`` examples and their predicted spans: each
-    question's gold answer texts, and each predicted span's text."""
+    question's gold answer texts, and each predicted span's text as its context wrote it."""
     return ([[a.text for a in cast(Tuple[Answer, ...], ex.label)] for ex in examples],
-            [str(p["text"]) for p in pred])
+            [str(located_answer(ex, p)["text"]) for ex, p in zip(examples, pred)])
 
 
 #: The task kinds by name (the order is the one error messages list them in).

@@ -21,10 +21,12 @@ Question answering compares answer texts after SQuAD v1.1's normalisation
 whitespace collapsed): ``exact_match`` is whether the normalised texts are equal, ``f1`` the
 harmonic mean of precision and recall of their words (as multisets); each question scores
 the best over its gold answers, and the metric is the mean over questions (NaN for none).
-The predicted text is the context tokens of the span joined by spaces while the gold texts
-are the original strings, so a gold answer whose punctuation was split off a word inside it
-("U.S." vs "U.S ." is fine, "3-1" vs "3 - 1" is not: removing the hyphen leaves "31" vs
-"3 1") can score below 1 even for the right span.
+The predicted text is read from the context as written, from the span's first token to its
+last (:func:`~elmo.tasks.kinds.located_answer`), as the gold texts are: "3-1" stays "3-1"
+where the tokens read "3 - 1". Only a context given as tokens has no text but its tokens
+joined by spaces, so there a gold answer whose punctuation was split off a word inside it
+("3-1" against "3 - 1": removing the hyphen leaves "31" against "3 1") can score below 1
+even for the right span.
 """
 from __future__ import annotations
 

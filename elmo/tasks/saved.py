@@ -35,6 +35,7 @@ from __future__ import annotations
 import functools
 import json
 import warnings
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 from typing import List, Literal, Optional, Sequence, Tuple, Union
@@ -475,7 +476,7 @@ class SavedInfo:
                 label = label[:self.max_tokens]
         if b is not None and self.max_tokens_b:
             b = b[:self.max_tokens_b]
-        return Example(a, label, b)
+        return Example(a, label, b, example.source_b)
 
 
 def _tokens(text, tokenize: bool, kind) -> List[str]:
@@ -503,7 +504,13 @@ def to_examples(texts: Sequence, kind: str, tokenize: bool = False) -> list:
             if not (isinstance(t, (list, tuple)) and len(t) == 2):
                 raise TypeError(f"a pair model takes (text_a, text_b) pairs, got {t!r}; for one "
                                 f"pair pass [(text_a, text_b)]")
-            out.append(spec.unlabelled(_tokens(t[0], tokenize, spec), _tokens(t[1], tokenize, spec)))
+            if spec.span_answers and isinstance(t[1], str):   # the answer is read back from it
+                from .datasets import SourceText
+                tokens_b, source_b = SourceText.split(t[1], tokenize)
+                out.append(replace(spec.unlabelled(_tokens(t[0], tokenize, spec), tokens_b),
+                                   source_b=source_b))
+            else:
+                out.append(spec.unlabelled(_tokens(t[0], tokenize, spec), _tokens(t[1], tokenize, spec)))
         else:
             out.append(spec.unlabelled(_tokens(t, tokenize, spec)))
     return out
@@ -514,7 +521,7 @@ def predict_examples(model, examples: Sequence, batch_size: int = 64, progress: 
     batch_size = require_count("batch_size", batch_size)
     from tqdm import tqdm
     from .batching import make_batch
-    from .kinds import task_kind
+    from .kinds import located_answer, task_kind
     from .layer_cache import LayerCache
     info: SavedInfo = model.saved
     spec = task_kind(info.kind)
@@ -536,6 +543,8 @@ def predict_examples(model, examples: Sequence, batch_size: int = 64, progress: 
         batch = make_batch(chunk, info.kind, info.vocab_for(chunk), label_index,
                            info.config["max_chars"], cache).to(device)
         decoded = [spec.decode(p, info.labels) for p in model.predict_batch(batch)]
+        if spec.span_answers:     # the answer's text as its context wrote it, where known
+            decoded = [located_answer(ex, p) for ex, p in zip(chunk, decoded)]
         if spec.token_labels:   # a tag per input token: None for those past the cut
             decoded = [tags + [None] * (len(ex.tokens) - len(tags))
                        for tags, ex in zip(decoded, examples[start:start + batch_size])]
