@@ -815,3 +815,40 @@ def test_docs_elmo_commands_parse(parsers):
                     failures.append(f"{page.name}:{command.line}: {command.text!r} -> {error}")
     assert found >= 5, "docs/'s elmo commands were not found: is the extraction broken?"
     assert not failures, "\n".join(failures)
+
+
+#: The pages a reader of the repository follows: the README, docs/ and the experiments' page.
+PAGES = [README, *DOCS, ROOT / "experiments" / "README.md"]
+
+
+def relative_references(text: str) -> List[Tuple[int, str]]:
+    """(line, path) of each markdown link or image to a relative path, and of each code span
+    naming a path that leaves its page's folder (`../x.md`): the references a reader follows
+    from the page's own folder."""
+    found = []
+    for number, line in enumerate(text.splitlines(), 1):
+        for target in re.findall(r"\]\(([^)\s]+)\)", line):
+            if not re.match(r"[a-z][\w+.-]*:|#", target):
+                found.append((number, target.split("#")[0]))
+    found += [(n, span) for n, span in inline_spans(text) if re.fullmatch(r"(?:\.\./)+[\w./-]+", span)]
+    return found
+
+
+def test_the_pages_relative_references_lead_to_files_of_the_repository():
+    """docs/DATA.md sent the reader to `../shared/DATA.md` for the data sets that are not
+    available, a file outside the repository (it resolved only in the workspace it was written
+    in): every relative link of a page, and every `../` path it gives, must name a file of the
+    repository, from the page's own folder."""
+    missing = []
+    for page in PAGES:
+        for number, target in relative_references(page.read_text(encoding="utf-8")):
+            path = (page.parent / target).resolve()
+            if not path.exists() or ROOT not in path.parents:
+                missing.append(f"{page.relative_to(ROOT)}:{number}: {target}")
+    assert not missing, "\n".join(missing)
+
+
+def test_relative_references_are_found_in_links_images_and_parent_paths():
+    text = ("See [the data](docs/DATA.md#cache) and ![a plot](results/p.png), `../up/x.md`,\n"
+            "not [a site](https://example.org/a), [an anchor](#speed), `docs/DATA.md` or `a/../b`.\n")
+    assert relative_references(text) == [(1, "docs/DATA.md"), (1, "results/p.png"), (1, "../up/x.md")]
