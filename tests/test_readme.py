@@ -17,6 +17,9 @@
    abbreviations), so a renamed flag is caught even where the old name is a prefix of the new.
 3. The experiment config of "Your own data" loads.
 4. The pages of docs/: their Python blocks run (``DOCS_RUN``) and their `elmo` commands parse.
+5. The relative links and `../` paths of these pages and experiments/README.md lead to files of
+   the repository, and the `elmo experiment-table ... -o` commands of experiments/README.md
+   write the committed summaries.
 """
 from __future__ import annotations
 
@@ -815,3 +818,76 @@ def test_docs_elmo_commands_parse(parsers):
                     failures.append(f"{page.name}:{command.line}: {command.text!r} -> {error}")
     assert found >= 5, "docs/'s elmo commands were not found: is the extraction broken?"
     assert not failures, "\n".join(failures)
+
+
+#: The pages a reader of the repository follows: the README, docs/ and the experiments' page.
+PAGES = [README, *DOCS, ROOT / "experiments" / "README.md"]
+
+
+def relative_references(text: str) -> List[Tuple[int, str]]:
+    """(line, path) of each markdown link or image to a relative path, and of each code span
+    naming a path that leaves its page's folder (`../x.md`): the references a reader follows
+    from the page's own folder."""
+    found = []
+    for number, line in enumerate(text.splitlines(), 1):
+        for target in re.findall(r"\]\(([^)\s]+)\)", line):
+            if not re.match(r"[a-z][\w+.-]*:|#", target):
+                found.append((number, target.split("#")[0]))
+    found += [(n, span) for n, span in inline_spans(text) if re.fullmatch(r"(?:\.\./)+[\w./-]+", span)]
+    return found
+
+
+def test_the_pages_relative_references_lead_to_files_of_the_repository():
+    """docs/DATA.md sent the reader to `../shared/DATA.md` for the data sets that are not
+    available, a file outside the repository (it resolved only in the workspace it was written
+    in): every relative link of a page, and every `../` path it gives, must name a file of the
+    repository, from the page's own folder."""
+    missing = []
+    for page in PAGES:
+        for number, target in relative_references(page.read_text(encoding="utf-8")):
+            path = (page.parent / target).resolve()
+            if not path.exists() or ROOT not in path.parents:
+                missing.append(f"{page.relative_to(ROOT)}:{number}: {target}")
+    assert not missing, "\n".join(missing)
+
+
+def test_relative_references_are_found_in_links_images_and_parent_paths():
+    text = ("See [the data](docs/DATA.md#cache) and ![a plot](results/p.png), `../up/x.md`,\n"
+            "not [a site](https://example.org/a), [an anchor](#speed), `docs/DATA.md` or `a/../b`.\n")
+    assert relative_references(text) == [(1, "docs/DATA.md"), (1, "results/p.png"), (1, "../up/x.md")]
+
+
+def brace_expanded(word: str) -> List[str]:
+    """A shell word with bash's `{a,b}` expansion (no nesting), as the pages' commands use it."""
+    m = re.search(r"\{([^{}]*,[^{}]*)\}", word)
+    if not m:
+        return [word]
+    return [out for choice in m.group(1).split(",")
+            for out in brace_expanded(word[:m.start()] + choice + word[m.end():])]
+
+
+def test_brace_expansion_reads_as_bash_does():
+    assert brace_expanded("r/{a,b-c}/x{1,2}") == ["r/a/x1", "r/a/x2", "r/b-c/x1", "r/b-c/x2"]
+    assert brace_expanded("r/{a}") == ["r/{a}"] and brace_expanded("--set seeds=[1]") == ["--set seeds=[1]"]
+
+
+def test_the_committed_summaries_are_what_their_experiment_table_commands_write(tmp_path, monkeypatch, capsys):
+    """experiments/README.md names the `elmo experiment-table ... -o experiments/results/.../
+    summary.md` command of each committed summary; version 1's had been written by an earlier
+    version (no amount trained for the adapted biLM): each command, run into another file from
+    the repository's root, must write the committed file byte for byte."""
+    from elmo.cli import main
+    page = ROOT / "experiments" / "README.md"
+    writes = []
+    for command in readme_commands(page.read_text(encoding="utf-8")):
+        for segment in shell_segments(command.text):
+            args = elmo_arguments(segment)
+            if args and args[0] == "experiment-table" and "-o" in args:
+                writes.append([word for arg in args for word in brace_expanded(arg)])
+    assert len(writes) >= 2, "experiments/README.md's summary commands were not found"
+    monkeypatch.chdir(ROOT)            # (the table names each experiment by its path as given)
+    for args in writes:
+        at = args.index("-o") + 1
+        committed, args[at] = ROOT / args[at], str(tmp_path / "summary.md")
+        assert main(args) == 0, capsys.readouterr().err
+        assert (tmp_path / "summary.md").read_bytes() == committed.read_bytes(), f"{committed} differs"

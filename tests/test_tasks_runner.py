@@ -208,6 +208,31 @@ def test_committed_configs_are_valid():
         assert all(t["task"] in TASKS for t in cfg["tasks"]), path
 
 
+COMMITTED_RESULTS = Path(__file__).resolve().parent.parent / "experiments" / "results"
+
+
+@pytest.mark.parametrize("folder", sorted(str(p.parent.relative_to(COMMITTED_RESULTS))
+                                          for p in COMMITTED_RESULTS.rglob("results.json")))
+def test_committed_results_md_is_what_experiment_report_writes_from_results_json(folder, tmp_path, monkeypatch):
+    """experiments/README.md says each committed results.md is written from its results.json by
+    `elmo experiment-report`; three of them (ner, v1/ner, sentiment-rating) had been written by
+    an earlier version of the report (no amount trained for an adapted biLM, the other-metrics
+    heading): the report of a copy of the folder must be the committed one, byte for byte."""
+    import shutil
+    from elmo.tasks import report
+    from elmo.tasks.runner import rewrite_reports
+    for plot in ("plot_weights", "plot_training_sizes"):       # (the pictures are not compared)
+        monkeypatch.setattr(report, plot, lambda *args: None)
+    committed = COMMITTED_RESULTS / folder
+    copy = tmp_path / "results"
+    copy.mkdir()
+    for name in ("results.json", "results.md"):
+        shutil.copyfile(committed / name, copy / name)
+    rewrite_reports(copy, log=lambda s: None)
+    assert (copy / "results.md").read_text(encoding="utf-8") == (committed / "results.md").read_text(encoding="utf-8")
+    assert (copy / "results.json").read_bytes() == (committed / "results.json").read_bytes()
+
+
 def test_missing_bilm_folder_fails_before_training(tmp_path):
     folders = write_tiny_tasks(tmp_path)
     cfg = tiny_config(folders, variants=[{"name": "b"}, {"name": "e", "elmo": {"bilm": str(tmp_path / "nope")}}])
