@@ -235,7 +235,9 @@ def set_vector_hooks(doc: Doc) -> Doc:
 class ElmoTaskAnnotator(_BatchedComponent):
     """Runs a saved task model (``elmo experiment --save-models``) on Docs: tags into
     ``token.tag_`` (a ``span_f1`` model's BIO tags also into ``doc.ents``), class labels into
-    ``doc.cats`` (1.0 for the predicted label, 0.0 for the others)."""
+    ``doc.cats`` (1.0 for the predicted label, 0.0 for the others; the cats an earlier
+    component set are kept). A token it gives no tag (whitespace, a word past the model's
+    ``max_tokens``) is left with none (``tag_`` ""), not with an earlier component's tag."""
 
     def __init__(self, name: str, model: str, bilm: Optional[str] = None, batch_size: int = 64,
                  glove: Union[str, bool, None] = None):
@@ -264,10 +266,16 @@ class ElmoTaskAnnotator(_BatchedComponent):
                                        self.batch_size)
         for doc, rows, pred in zip(docs, words, predicted):
             if not self.task_kind.token_labels:
-                doc.cats = {label: float(label == pred) for label in self.saved.labels}
+                # added to the Doc's cats, as spaCy's textcat adds its own: replaced, they lost
+                # the labels of a component before this one (another elmo_task classifier's)
+                doc.cats.update({label: float(label == pred) for label in self.saved.labels})
                 continue
             tags = [t for t in pred if t is not None]       # words past max_tokens: not read
-            for i, tag in zip(rows, tags):                  # whitespace tokens keep no tag
+            # whitespace tokens and words not read get no tag: they kept the tag a component
+            # before this one gave them, one model's tags mixed with another's
+            for token in doc:
+                token.tag_ = ""
+            for i, tag in zip(rows, tags):
                 doc[i].tag_ = tag
             if self.metric == "span_f1":                    # word positions -> Doc positions
                 doc.ents = [Span(doc, rows[start], rows[end - 1] + 1, label=kind)

@@ -244,22 +244,24 @@ def test_several_processes_give_the_vectors_of_one(tmp_path):
     assert done.returncode == 0 and "same 14" in done.stdout, done.stderr[-2000:]
 
 
-def test_task_tags_and_entities_skip_whitespace_tokens(monkeypatch):
+def _stand_in_annotator(kind: str, labels, predict, metric: str = "accuracy"):
+    """An ElmoTaskAnnotator whose model is ``predict(texts, batch_size)`` (no training)."""
     from elmo.spacy_component import ElmoTaskAnnotator
-    annotator = ElmoTaskAnnotator.__new__(ElmoTaskAnnotator)   # a stand-in model: tags by word
+    from elmo.tasks.kinds import task_kind
+    annotator = ElmoTaskAnnotator.__new__(ElmoTaskAnnotator)
+    model = type("Model", (), {"predict": staticmethod(predict)})
+    annotator.model, annotator.saved = model, type("Saved", (), {"labels": labels})
+    annotator.task_kind, annotator.metric, annotator.batch_size = task_kind(kind), metric, 8
+    return annotator
+
+
+def test_task_tags_and_entities_skip_whitespace_tokens():
     seen = []
 
-    class Model:
-        saved = type("Saved", (), {"labels": ["O", "B-x", "I-x"]})
-
-        @staticmethod
-        def predict(texts, batch_size):
-            seen.extend(texts)
-            return [["I-x" if w == "York" else "B-x" if w[0].isupper() else "O" for w in t]
-                    for t in texts]
-    from elmo.tasks.kinds import task_kind
-    annotator.model, annotator.task_kind, annotator.metric, annotator.batch_size = \
-        Model, task_kind("tagging"), "span_f1", 8
+    def predict(texts, batch_size):     # a stand-in model: tags by word
+        seen.extend(texts)
+        return [["I-x" if w == "York" else "B-x" if w[0].isupper() else "O" for w in t] for t in texts]
+    annotator = _stand_in_annotator("tagging", ["O", "B-x", "I-x"], predict, metric="span_f1")
     nlp = spacy.blank("en")
     doc = annotator(nlp.make_doc("in  New\nYork , Ada \n"))
     assert seen == [["in", "New", "York", ",", "Ada"]]
@@ -282,3 +284,26 @@ def test_invisible_joiners_are_dropped_as_the_tokenizer_drops_them():
     mark = next(t for t in marked if t.text == "\u200e")
     assert not mark.has_vector and not mark.vector.any()
     np.testing.assert_allclose(marked.vector, plain.vector, rtol=0, atol=1e-6)
+
+
+def test_tokens_the_task_model_does_not_tag_lose_an_earlier_components_tag():
+    """Whitespace tokens and the words past a model's max_tokens kept the tag a component
+    before elmo_task gave them: one Doc held two models' tags, though the docs say such
+    tokens get no tag."""
+    annotator = _stand_in_annotator("tagging", ["N", "V"],
+                                    lambda texts, batch_size: [["N", "V"] + [None] * (len(t) - 2) for t in texts])
+    doc = spacy.blank("en").make_doc("the cat  sat on")
+    for token in doc:
+        token.tag_ = "OLD"
+    annotator(doc)
+    assert [(t.text, t.tag_) for t in doc] == [("the", "N"), ("cat", "V"), (" ", ""), ("sat", ""), ("on", "")]
+
+
+def test_task_labels_are_added_to_the_cats_of_earlier_components():
+    """doc.cats was replaced: a second elmo_task classifier (or spaCy's textcat) before this
+    one lost its labels; spaCy's own textcat adds its labels to the Doc's."""
+    nlp = spacy.blank("en")
+    first = _stand_in_annotator("classification", ["pos", "neg"], lambda texts, batch_size: ["neg"] * len(texts))
+    second = _stand_in_annotator("classification", ["sport", "news"], lambda texts, batch_size: ["sport"] * len(texts))
+    docs = list(second.pipe(first.pipe(nlp.pipe(["a b", "c"]))))
+    assert [d.cats for d in docs] == [{"pos": 0.0, "neg": 1.0, "sport": 1.0, "news": 0.0}] * 2
