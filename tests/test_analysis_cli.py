@@ -361,13 +361,18 @@ def test_neighbors_of_a_corpus_sentence_leave_out_the_query_itself(tmp_path, cap
             "--layer", "2", "--same-word"]
     assert main(argv) == 0
     out = capsys.readouterr().out
-    assert "(1 occurrences of 'bank'; the query's own sentence, 3 time(s) in the corpus, " \
-           "left out)" in out
+    assert "(1 occurrences of 'bank'; the query itself, in the 3 corpus copies of its " \
+           "sentence, left out)" in out
     assert "we sat on the river [bank] ." in out and "the [bank] raised" not in out.split("layer 0")[0]
     assert main(argv[:-1]) == 0                       # any word: the copies' other tokens stay
     out = capsys.readouterr().out
-    assert "(22 corpus tokens; the query's own sentence, 3 time(s)" in out
+    assert "(22 corpus tokens; the query itself, in the 3 corpus copies of its sentence, left out)" in out
     assert "[bank] raised" not in out.split("layer 0")[0]
+    # the query's word occurs nowhere else: the message said its whole sentence was left out
+    river = ["neighbors", "we sat on the river bank .", "--word", "river", *argv[4:]]
+    assert main(river) == 0
+    assert "'river' occurs in the corpus only as the query itself (its sentence is a corpus sentence), " \
+           "which is left out" in capsys.readouterr().out
 
 
 def test_report_only_on_a_folder_without_analysis_results_is_one_line(tmp_path, capsys):

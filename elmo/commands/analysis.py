@@ -171,13 +171,16 @@ def neighbors(args: argparse.Namespace) -> int:
     occurrences = len(index.occurrences(args.word)) - len(own)
     if args.same_word and occurrences == 0:   # (each layer's header was printed with nothing under it)
         print(f"{args.word!r} does not occur in the corpus" if not own else
-              f"{args.word!r} occurs in the corpus only in the query's own sentence, which is left out")
+              f"{args.word!r} occurs in the corpus only as the query itself (its sentence is a corpus "
+              f"sentence), which is left out")
         layers = []
     for j in layers:
         pool = (f"{occurrences:,} occurrences of {args.word!r}"
                 if args.same_word else f"{len(index.positions) - len(own):,} corpus tokens")
         if own:
-            pool += f"; the query's own sentence, {len(own)} time(s) in the corpus, left out"
+            # (it said the sentence was left out, above hits of its other tokens: only the
+            # query token is, in each corpus copy of its sentence)
+            pool += f"; the query itself, in the {len(own)} corpus copies of its sentence, left out"
         print(f"layer {j}, nearest in context ({pool}):")
         for h in index.search(vecs[j], j, args.k, word=args.word if args.same_word else None,
                               exclude=own):
