@@ -241,9 +241,12 @@ class ElmoTaskAnnotator(_BatchedComponent):
 
     def __init__(self, name: str, model: str, bilm: Optional[str] = None, batch_size: int = 64,
                  glove: Union[str, bool, None] = None):
+        from .checks import require_count
         from .tasks.kinds import task_kind
         from .tasks.models import TaskModel
         from .tasks.saved import SavedInfo
+        # (checked when the first Doc came, after the pipeline had been built and loaded)
+        batch_size = require_count("batch_size", batch_size)
         self.name = name
         self.model = TaskModel.load(model, bilm=bilm, glove=glove)
         saved = self.model.saved

@@ -55,6 +55,14 @@ def test_a_task_component_without_a_model_says_what_to_pass():
         spacy.blank("en").add_pipe("elmo_task")
 
 
+@pytest.mark.parametrize("batch_size", [0, -2])
+def test_a_task_component_refuses_a_batch_size_below_one_when_it_is_added(batch_size):
+    """It was taken, and the first Doc the pipeline met raised (the elmo component checks it
+    as it is added)."""
+    with pytest.raises(ValueError, match=f"batch_size must be at least 1, got {batch_size}"):
+        spacy.blank("en").add_pipe("elmo_task", config={"model": "no-such-folder", "batch_size": batch_size})
+
+
 def test_task_models_label_docs(tmp_path):
     from elmo.tasks.models import TaskModel
     from elmo.tasks.runner import load_config, run_experiment
