@@ -315,3 +315,21 @@ def test_task_labels_are_added_to_the_cats_of_earlier_components():
     second = _stand_in_annotator("classification", ["sport", "news"], lambda texts, batch_size: ["sport"] * len(texts))
     docs = list(second.pipe(first.pipe(nlp.pipe(["a b", "c"]))))
     assert [d.cats for d in docs] == [{"pos": 0.0, "neg": 1.0, "sport": 1.0, "news": 0.0}] * 2
+
+
+def test_a_merged_token_with_a_space_inside_is_one_word():
+    """What the README says of tokens: a token spaCy holds with a space inside (merged by
+    doc.retokenize, as merge_entities does) is one word to the biLM, space included (the
+    README said the component never gave the model such a token)."""
+    from elmo.embedding import Embedder
+    from elmo.embedding.layers import LayerSelection
+    nlp = spacy.blank("en")
+    nlp.add_pipe("elmo", config={"model": "fixture"})
+    doc = nlp.make_doc("I love New York today")
+    with doc.retokenize() as retokenizer:
+        retokenizer.merge(doc[2:4])
+    doc = nlp(doc)
+    words = ["I", "love", "New York", "today"]
+    assert [t.text for t in doc] == words and doc[2].has_vector
+    expected = Embedder("fixture").embed_sentences([words], LayerSelection.parse("average"))[0]
+    np.testing.assert_allclose(doc.tensor, expected, rtol=0, atol=1e-6)
