@@ -237,7 +237,8 @@ class ElmoTaskAnnotator(_BatchedComponent):
     ``token.tag_`` (a ``span_f1`` model's BIO tags also into ``doc.ents``), class labels into
     ``doc.cats`` (1.0 for the predicted label, 0.0 for the others; the cats an earlier
     component set are kept). A token it gives no tag (whitespace, a word past the model's
-    ``max_tokens``) is left with none (``tag_`` ""), not with an earlier component's tag."""
+    ``max_tokens``) is left with none (``tag_`` ""), not with an earlier component's tag; a
+    word past ``max_tokens`` has no entity annotation either (``ent_iob_`` "", not "O")."""
 
     def __init__(self, name: str, model: str, bilm: Optional[str] = None, batch_size: int = 64,
                  glove: Union[str, bool, None] = None):
@@ -281,8 +282,11 @@ class ElmoTaskAnnotator(_BatchedComponent):
             for i, tag in zip(rows, tags):
                 doc[i].tag_ = tag
             if self.metric == "span_f1":                    # word positions -> Doc positions
-                doc.ents = [Span(doc, rows[start], rows[end - 1] + 1, label=kind)
-                            for kind, start, end in sorted(bio_spans(tags), key=lambda s: s[1])]
+                ents = [Span(doc, rows[start], rows[end - 1] + 1, label=kind)
+                        for kind, start, end in sorted(bio_spans(tags), key=lambda s: s[1])]
+                # words past max_tokens were not read: no entity is known there (missing, "");
+                # doc.ents made them outside one ("O"), as if the model had read them
+                doc.set_ents(ents, missing=[Span(doc, i, i + 1) for i in rows[len(tags):]])
 
 
 

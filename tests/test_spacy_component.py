@@ -307,6 +307,17 @@ def test_tokens_the_task_model_does_not_tag_lose_an_earlier_components_tag():
     assert [(t.text, t.tag_) for t in doc] == [("the", "N"), ("cat", "V"), (" ", ""), ("sat", ""), ("on", "")]
 
 
+def test_words_a_tagger_did_not_read_are_no_entity_decision():
+    """A span_f1 model's words past its max_tokens were marked outside any entity ("O"), a
+    decision the model never made; their entity is now missing ("")."""
+    annotator = _stand_in_annotator("tagging", ["O", "B-x", "I-x"], metric="span_f1", predict=lambda texts, batch_size: [
+        ["B-x", "O", "B-x"] + [None] * (len(t) - 3) for t in texts])
+    doc = annotator(spacy.blank("en").make_doc("Ada met Bo  in Rome"))
+    assert [(t.text, t.ent_iob_) for t in doc] == [("Ada", "B"), ("met", "O"), ("Bo", "B"), (" ", "O"),
+                                                   ("in", ""), ("Rome", "")]
+    assert [(e.text, e.label_) for e in doc.ents] == [("Ada", "x"), ("Bo", "x")]
+
+
 def test_task_labels_are_added_to_the_cats_of_earlier_components():
     """doc.cats was replaced: a second elmo_task classifier (or spaCy's textcat) before this
     one lost its labels; spaCy's own textcat adds its labels to the Doc's."""
