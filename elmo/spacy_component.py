@@ -141,6 +141,13 @@ def _similarity(obj, other) -> float:
     spaCy's own similarity answers 1.0 for two tokens (or spans) of the same text before it
     looks at a vector: right for static vectors, wrong for ELMo's, where "bank" by a river and
     "bank" of a loan are two vectors. It also warned that no vectors were loaded."""
+    doc = other if isinstance(other, Doc) else getattr(other, "doc", None)
+    if doc is None or _WIDTH_KEY not in doc.user_data:
+        # (its vector, spaCy's static one or none, was compared: "vectors of 256 and 0 values
+        # (another model or layers choice)", or a cosine of unrelated vectors of one width)
+        fix = ("it has no context: compare a Token" if doc is None else
+               f"run the 'elmo' component on {'it' if doc is other else 'its Doc'} first")
+        raise ValueError(f"similarity: the other {type(other).__name__} has no ELMo vectors: {fix}")
     a, b = np.asarray(obj.vector, dtype="float64"), np.asarray(other.vector, dtype="float64")
     if a.shape != b.shape:
         raise ValueError(f"similarity: vectors of {a.shape[0]} and {b.shape[0]} values "

@@ -2,6 +2,7 @@
 nlp.pipe batches; a saved task model's tags, entities and class labels on Docs."""
 from __future__ import annotations
 
+import re
 import tomllib
 from pathlib import Path
 
@@ -157,6 +158,20 @@ def test_similarity_is_the_cosine_of_the_elmo_vectors():
         assert river[5:6].similarity(money[1:2]) == pytest.approx(cosine(a.vector, b.vector), abs=1e-6)
         assert river.similarity(money) == pytest.approx(cosine(river.vector, money.vector), abs=1e-6)
         assert river.similarity(empty) == 0.0
+
+
+def test_similarity_with_something_without_elmo_vectors_says_so():
+    """A Doc, span or token that never went through 'elmo' has spaCy's vector (none in a blank
+    pipeline): the error spoke of another model or layers choice ("vectors of 32 and 0 values")."""
+    nlp = spacy.blank("en")
+    nlp.add_pipe("elmo", config={"model": "fixture"})
+    doc, plain = nlp("the bank closed"), spacy.blank("en")("the river bank")
+    run = "run the 'elmo' component on {} first"
+    for a, b, name, fix in [(doc, plain, "Doc", run.format("it")), (doc[1], plain[2], "Token", run.format("its Doc")),
+                            (doc[0:2], plain[0:2], "Span", run.format("its Doc")),
+                            (doc[1], plain.vocab["bank"], "Lexeme", "it has no context: compare a Token")]:
+        with pytest.raises(ValueError, match=re.escape(f"similarity: the other {name} has no ELMo vectors: {fix}")):
+            a.similarity(b)
 
 
 def test_a_tensor_replaced_by_a_later_component_is_an_error():
