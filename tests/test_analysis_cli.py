@@ -375,6 +375,22 @@ def test_neighbors_of_a_corpus_sentence_leave_out_the_query_itself(tmp_path, cap
            "which is left out" in capsys.readouterr().out
 
 
+def test_neighbors_in_a_corpus_of_the_query_alone_say_there_is_none(tmp_path, capsys):
+    """A corpus whose only token is the query printed each layer's header with nothing under
+    it, and a blank line for the static neighbours."""
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("bank\n\nbank\n")
+    assert main(["neighbors", "bank", "--word", "bank", "--model", "fixture", "--corpus", str(corpus),
+                 "--index-dir", str(tmp_path / "ix"), "--no-glove"]) == 0
+    out = capsys.readouterr().out
+    assert "the corpus holds no token but the query itself, which is left out" in out
+    assert "layer 1" not in out and "layer 0 (static), nearest corpus words:\n  the corpus has no word but 'bank'\n" in out
+    corpus.write_text("the bank\n")
+    assert main(["neighbors", "the bank", "--word", "bank", "--model", "fixture", "--corpus", str(corpus),
+                 "--index-dir", str(tmp_path / "ix"), "--no-glove", "--layer", "1"]) == 0
+    assert "(1 corpus tokens; the query itself, in the corpus copy of its sentence, left out)" in capsys.readouterr().out
+
+
 def test_report_only_on_a_folder_without_analysis_results_is_one_line(tmp_path, capsys):
     (tmp_path / "results.json").write_text('{"runs": []}\n')        # an experiment's: KeyError
     assert main(["analyze", "fixture", "--out", str(tmp_path), "--report-only"]) == 1
