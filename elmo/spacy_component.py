@@ -23,7 +23,8 @@ invisible marks only (a lone direction mark), and the invisible joiners inside a
 hyphen) are dropped from the word, as :func:`elmo.tokenize.tokenize` drops them.
 
 The vectors live in ``doc.tensor``, which spaCy's ``tok2vec`` also sets: add ``elmo`` after it
-(a Doc whose tensor a later component replaced makes the vector hooks raise a ValueError).
+(a Doc whose tensor a later component replaced, or whose tokens one merged or split, as
+``merge_entities`` does, makes the vector hooks raise a ValueError: run ``elmo`` after it).
 """
 from __future__ import annotations
 
@@ -82,6 +83,9 @@ def _fingerprint(tensor: np.ndarray) -> str:
     return digest.hexdigest()
 
 
+#: ``doc.user_data`` key: how many tokens the Doc had when the hooks were set.
+_TOKENS_KEY = "elmo.vector_tokens"
+
 #: The end of the error for a tensor that is no longer the ELMo rows.
 _REPLACED = "a component after 'elmo' replaced it (tok2vec does); add the 'elmo' component after that one"
 
@@ -91,7 +95,13 @@ def _elmo_rows(doc):
     ``elmo`` that sets ``doc.tensor`` (spaCy's ``tok2vec``) replaced them, and the vectors were
     then its vectors without a word. The shape tells most apart; the digest of the rows kept in
     ``doc.user_data`` tells a tensor of the same width."""
-    tensor, width = doc.tensor, doc.user_data.get(_WIDTH_KEY)
+    tensor, width, tokens = doc.tensor, doc.user_data.get(_WIDTH_KEY), doc.user_data.get(_TOKENS_KEY)
+    if tokens is not None and tokens != len(doc):
+        # (spaCy merges or splits the tensor's rows with the tokens: the error blamed a
+        # component that replaced the tensor, as tok2vec does)
+        raise ValueError(f"the Doc has {len(doc)} tokens, not the {tokens} its ELMo vectors were set for: "
+                         f"its tokens were merged or split after 'elmo' (doc.retokenize, merge_entities, "
+                         f"merge_noun_chunks); run the 'elmo' component on it again, or add it after them")
     if width is not None and (getattr(tensor, "ndim", 0) != 2 or tensor.shape != (len(doc), width)):
         raise ValueError(f"the Doc's tensor has shape {getattr(tensor, 'shape', None)}, not the "
                          f"({len(doc)}, {width}) of its ELMo vectors: {_REPLACED}")
@@ -220,7 +230,7 @@ def set_vector_hooks(doc: Doc) -> Doc:
     if getattr(tensor, "ndim", 0) != 2 or tensor.shape[0] != len(doc) or not tensor.shape[1]:
         raise ValueError(f"set_vector_hooks: the Doc's tensor has shape {getattr(tensor, 'shape', None)}, not "
                          f"one row per token ({len(doc)}); run the 'elmo' component on it first")
-    doc.user_data[_WIDTH_KEY] = tensor.shape[1]
+    doc.user_data[_WIDTH_KEY], doc.user_data[_TOKENS_KEY] = tensor.shape[1], len(doc)
     if isinstance(tensor, np.ndarray):
         doc.user_data[_FINGERPRINT_KEY] = _fingerprint(tensor)
         _checked[(id(tensor), doc.user_data[_FINGERPRINT_KEY])] = tensor

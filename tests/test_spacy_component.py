@@ -189,6 +189,25 @@ def test_a_tensor_replaced_by_a_later_component_is_an_error():
             get()
 
 
+def test_tokens_merged_or_split_after_elmo_are_named_as_the_cause():
+    """spaCy merges or splits doc.tensor's rows with the tokens (merge_entities after 'elmo'):
+    the error blamed a component that replaced the tensor, as tok2vec does. Running 'elmo'
+    on the retokenized Doc gives its tokens their vectors."""
+    nlp = spacy.blank("en")
+    nlp.add_pipe("elmo", config={"model": "fixture"})
+    merged, split = nlp("I love New York today"), nlp("I love NewYork today")
+    with merged.retokenize() as retokenizer:
+        retokenizer.merge(merged[2:4])
+    with split.retokenize() as retokenizer:
+        retokenizer.split(split[2], ["New", "York"], heads=[(split[2], 1), split[1]])
+    for doc, before in [(merged, 5), (split, 4)]:
+        with pytest.raises(ValueError, match=f"the Doc has {len(doc)} tokens, not the {before} its ELMo vectors "
+                                             "were set for: its tokens were merged or split after 'elmo'"):
+            doc[0].vector
+    again = nlp.get_pipe("elmo")(merged)
+    assert again[2].text == "New York" and again[2].has_vector and again[2].vector.any()
+
+
 def test_a_tensor_of_the_elmo_width_replaced_by_a_later_component_is_an_error():
     """A later component writing a doc.tensor of ELMo's own width passed the shape check: the
     token, span and Doc vectors silently became its rows. Copies and pickles keep working."""
