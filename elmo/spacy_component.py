@@ -23,7 +23,8 @@ invisible marks only (a lone direction mark), and the invisible joiners inside a
 hyphen) are dropped from the word, as :func:`elmo.tokenize.tokenize` drops them.
 
 The vectors live in ``doc.tensor``, which spaCy's ``tok2vec`` also sets: add ``elmo`` after it
-(a Doc whose tensor a later component replaced makes the vector hooks raise a ValueError).
+(a Doc whose tensor a later component replaced, or whose tokens one merged or split, as
+``merge_entities`` does, makes the vector hooks raise a ValueError: run ``elmo`` after it).
 """
 from __future__ import annotations
 
@@ -82,6 +83,9 @@ def _fingerprint(tensor: np.ndarray) -> str:
     return digest.hexdigest()
 
 
+#: ``doc.user_data`` key: how many tokens the Doc had when the hooks were set.
+_TOKENS_KEY = "elmo.vector_tokens"
+
 #: The end of the error for a tensor that is no longer the ELMo rows.
 _REPLACED = "a component after 'elmo' replaced it (tok2vec does); add the 'elmo' component after that one"
 
@@ -91,7 +95,13 @@ def _elmo_rows(doc):
     ``elmo`` that sets ``doc.tensor`` (spaCy's ``tok2vec``) replaced them, and the vectors were
     then its vectors without a word. The shape tells most apart; the digest of the rows kept in
     ``doc.user_data`` tells a tensor of the same width."""
-    tensor, width = doc.tensor, doc.user_data.get(_WIDTH_KEY)
+    tensor, width, tokens = doc.tensor, doc.user_data.get(_WIDTH_KEY), doc.user_data.get(_TOKENS_KEY)
+    if tokens is not None and tokens != len(doc):
+        # (spaCy merges or splits the tensor's rows with the tokens: the error blamed a
+        # component that replaced the tensor, as tok2vec does)
+        raise ValueError(f"the Doc has {len(doc)} tokens, not the {tokens} its ELMo vectors were set for: "
+                         f"its tokens were merged or split after 'elmo' (doc.retokenize, merge_entities, "
+                         f"merge_noun_chunks); run the 'elmo' component on it again, or add it after them")
     if width is not None and (getattr(tensor, "ndim", 0) != 2 or tensor.shape != (len(doc), width)):
         raise ValueError(f"the Doc's tensor has shape {getattr(tensor, 'shape', None)}, not the "
                          f"({len(doc)}, {width}) of its ELMo vectors: {_REPLACED}")
@@ -141,6 +151,13 @@ def _similarity(obj, other) -> float:
     spaCy's own similarity answers 1.0 for two tokens (or spans) of the same text before it
     looks at a vector: right for static vectors, wrong for ELMo's, where "bank" by a river and
     "bank" of a loan are two vectors. It also warned that no vectors were loaded."""
+    doc = other if isinstance(other, Doc) else getattr(other, "doc", None)
+    if doc is None or _WIDTH_KEY not in doc.user_data:
+        # (its vector, spaCy's static one or none, was compared: "vectors of 256 and 0 values
+        # (another model or layers choice)", or a cosine of unrelated vectors of one width)
+        fix = ("it has no context: compare a Token" if doc is None else
+               f"run the 'elmo' component on {'it' if doc is other else 'its Doc'} first")
+        raise ValueError(f"similarity: the other {type(other).__name__} has no ELMo vectors: {fix}")
     a, b = np.asarray(obj.vector, dtype="float64"), np.asarray(other.vector, dtype="float64")
     if a.shape != b.shape:
         raise ValueError(f"similarity: vectors of {a.shape[0]} and {b.shape[0]} values "
@@ -213,7 +230,7 @@ def set_vector_hooks(doc: Doc) -> Doc:
     if getattr(tensor, "ndim", 0) != 2 or tensor.shape[0] != len(doc) or not tensor.shape[1]:
         raise ValueError(f"set_vector_hooks: the Doc's tensor has shape {getattr(tensor, 'shape', None)}, not "
                          f"one row per token ({len(doc)}); run the 'elmo' component on it first")
-    doc.user_data[_WIDTH_KEY] = tensor.shape[1]
+    doc.user_data[_WIDTH_KEY], doc.user_data[_TOKENS_KEY] = tensor.shape[1], len(doc)
     if isinstance(tensor, np.ndarray):
         doc.user_data[_FINGERPRINT_KEY] = _fingerprint(tensor)
         _checked[(id(tensor), doc.user_data[_FINGERPRINT_KEY])] = tensor
@@ -235,13 +252,19 @@ def set_vector_hooks(doc: Doc) -> Doc:
 class ElmoTaskAnnotator(_BatchedComponent):
     """Runs a saved task model (``elmo experiment --save-models``) on Docs: tags into
     ``token.tag_`` (a ``span_f1`` model's BIO tags also into ``doc.ents``), class labels into
-    ``doc.cats`` (1.0 for the predicted label, 0.0 for the others)."""
+    ``doc.cats`` (1.0 for the predicted label, 0.0 for the others; the cats an earlier
+    component set are kept). A token it gives no tag (whitespace, a word past the model's
+    ``max_tokens``) is left with none (``tag_`` ""), not with an earlier component's tag; a
+    word past ``max_tokens`` has no entity annotation either (``ent_iob_`` "", not "O")."""
 
     def __init__(self, name: str, model: str, bilm: Optional[str] = None, batch_size: int = 64,
                  glove: Union[str, bool, None] = None):
+        from .checks import require_count
         from .tasks.kinds import task_kind
         from .tasks.models import TaskModel
         from .tasks.saved import SavedInfo
+        # (checked when the first Doc came, after the pipeline had been built and loaded)
+        batch_size = require_count("batch_size", batch_size)
         self.name = name
         self.model = TaskModel.load(model, bilm=bilm, glove=glove)
         saved = self.model.saved
@@ -264,14 +287,23 @@ class ElmoTaskAnnotator(_BatchedComponent):
                                        self.batch_size)
         for doc, rows, pred in zip(docs, words, predicted):
             if not self.task_kind.token_labels:
-                doc.cats = {label: float(label == pred) for label in self.saved.labels}
+                # added to the Doc's cats, as spaCy's textcat adds its own: replaced, they lost
+                # the labels of a component before this one (another elmo_task classifier's)
+                doc.cats.update({label: float(label == pred) for label in self.saved.labels})
                 continue
             tags = [t for t in pred if t is not None]       # words past max_tokens: not read
-            for i, tag in zip(rows, tags):                  # whitespace tokens keep no tag
+            # whitespace tokens and words not read get no tag: they kept the tag a component
+            # before this one gave them, one model's tags mixed with another's
+            for token in doc:
+                token.tag_ = ""
+            for i, tag in zip(rows, tags):
                 doc[i].tag_ = tag
             if self.metric == "span_f1":                    # word positions -> Doc positions
-                doc.ents = [Span(doc, rows[start], rows[end - 1] + 1, label=kind)
-                            for kind, start, end in sorted(bio_spans(tags), key=lambda s: s[1])]
+                ents = [Span(doc, rows[start], rows[end - 1] + 1, label=kind)
+                        for kind, start, end in sorted(bio_spans(tags), key=lambda s: s[1])]
+                # words past max_tokens were not read: no entity is known there (missing, "");
+                # doc.ents made them outside one ("O"), as if the model had read them
+                doc.set_ents(ents, missing=[Span(doc, i, i + 1) for i in rows[len(tags):]])
 
 
 

@@ -361,13 +361,34 @@ def test_neighbors_of_a_corpus_sentence_leave_out_the_query_itself(tmp_path, cap
             "--layer", "2", "--same-word"]
     assert main(argv) == 0
     out = capsys.readouterr().out
-    assert "(1 occurrences of 'bank'; the query's own sentence, 3 time(s) in the corpus, " \
-           "left out)" in out
+    assert "(1 occurrences of 'bank'; the query itself, in the 3 corpus copies of its " \
+           "sentence, left out)" in out
     assert "we sat on the river [bank] ." in out and "the [bank] raised" not in out.split("layer 0")[0]
     assert main(argv[:-1]) == 0                       # any word: the copies' other tokens stay
     out = capsys.readouterr().out
-    assert "(22 corpus tokens; the query's own sentence, 3 time(s)" in out
+    assert "(22 corpus tokens; the query itself, in the 3 corpus copies of its sentence, left out)" in out
     assert "[bank] raised" not in out.split("layer 0")[0]
+    # the query's word occurs nowhere else: the message said its whole sentence was left out
+    river = ["neighbors", "we sat on the river bank .", "--word", "river", *argv[4:]]
+    assert main(river) == 0
+    assert "'river' occurs in the corpus only as the query itself (its sentence is a corpus sentence), " \
+           "which is left out" in capsys.readouterr().out
+
+
+def test_neighbors_in_a_corpus_of_the_query_alone_say_there_is_none(tmp_path, capsys):
+    """A corpus whose only token is the query printed each layer's header with nothing under
+    it, and a blank line for the static neighbours."""
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("bank\n\nbank\n")
+    assert main(["neighbors", "bank", "--word", "bank", "--model", "fixture", "--corpus", str(corpus),
+                 "--index-dir", str(tmp_path / "ix"), "--no-glove"]) == 0
+    out = capsys.readouterr().out
+    assert "the corpus holds no token but the query itself, which is left out" in out
+    assert "layer 1" not in out and "layer 0 (static), nearest corpus words:\n  the corpus has no word but 'bank'\n" in out
+    corpus.write_text("the bank\n")
+    assert main(["neighbors", "the bank", "--word", "bank", "--model", "fixture", "--corpus", str(corpus),
+                 "--index-dir", str(tmp_path / "ix"), "--no-glove", "--layer", "1"]) == 0
+    assert "(1 corpus tokens; the query itself, in the corpus copy of its sentence, left out)" in capsys.readouterr().out
 
 
 def test_report_only_on_a_folder_without_analysis_results_is_one_line(tmp_path, capsys):

@@ -2,6 +2,7 @@
 nlp.pipe batches; a saved task model's tags, entities and class labels on Docs."""
 from __future__ import annotations
 
+import re
 import tomllib
 from pathlib import Path
 
@@ -53,6 +54,14 @@ def test_a_task_component_without_a_model_says_what_to_pass():
     that did not say what the component needs)"""
     with pytest.raises(ValueError, match=r"^the elmo_task component needs config=\{'model': SAVED_MODEL_FOLDER\}$"):
         spacy.blank("en").add_pipe("elmo_task")
+
+
+@pytest.mark.parametrize("batch_size", [0, -2])
+def test_a_task_component_refuses_a_batch_size_below_one_when_it_is_added(batch_size):
+    """It was taken, and the first Doc the pipeline met raised (the elmo component checks it
+    as it is added)."""
+    with pytest.raises(ValueError, match=f"batch_size must be at least 1, got {batch_size}"):
+        spacy.blank("en").add_pipe("elmo_task", config={"model": "no-such-folder", "batch_size": batch_size})
 
 
 def test_task_models_label_docs(tmp_path):
@@ -151,6 +160,20 @@ def test_similarity_is_the_cosine_of_the_elmo_vectors():
         assert river.similarity(empty) == 0.0
 
 
+def test_similarity_with_something_without_elmo_vectors_says_so():
+    """A Doc, span or token that never went through 'elmo' has spaCy's vector (none in a blank
+    pipeline): the error spoke of another model or layers choice ("vectors of 32 and 0 values")."""
+    nlp = spacy.blank("en")
+    nlp.add_pipe("elmo", config={"model": "fixture"})
+    doc, plain = nlp("the bank closed"), spacy.blank("en")("the river bank")
+    run = "run the 'elmo' component on {} first"
+    for a, b, name, fix in [(doc, plain, "Doc", run.format("it")), (doc[1], plain[2], "Token", run.format("its Doc")),
+                            (doc[0:2], plain[0:2], "Span", run.format("its Doc")),
+                            (doc[1], plain.vocab["bank"], "Lexeme", "it has no context: compare a Token")]:
+        with pytest.raises(ValueError, match=re.escape(f"similarity: the other {name} has no ELMo vectors: {fix}")):
+            a.similarity(b)
+
+
 def test_a_tensor_replaced_by_a_later_component_is_an_error():
     """A tok2vec after 'elmo' sets doc.tensor to its own rows: token.vector and doc.vector
     silently became tok2vec's vectors; now they are one clear error."""
@@ -164,6 +187,25 @@ def test_a_tensor_replaced_by_a_later_component_is_an_error():
     for get in (lambda: doc[1].vector, lambda: doc.vector, lambda: doc[0:2].vector):
         with pytest.raises(ValueError, match="a component after 'elmo' replaced it"):
             get()
+
+
+def test_tokens_merged_or_split_after_elmo_are_named_as_the_cause():
+    """spaCy merges or splits doc.tensor's rows with the tokens (merge_entities after 'elmo'):
+    the error blamed a component that replaced the tensor, as tok2vec does. Running 'elmo'
+    on the retokenized Doc gives its tokens their vectors."""
+    nlp = spacy.blank("en")
+    nlp.add_pipe("elmo", config={"model": "fixture"})
+    merged, split = nlp("I love New York today"), nlp("I love NewYork today")
+    with merged.retokenize() as retokenizer:
+        retokenizer.merge(merged[2:4])
+    with split.retokenize() as retokenizer:
+        retokenizer.split(split[2], ["New", "York"], heads=[(split[2], 1), split[1]])
+    for doc, before in [(merged, 5), (split, 4)]:
+        with pytest.raises(ValueError, match=f"the Doc has {len(doc)} tokens, not the {before} its ELMo vectors "
+                                             "were set for: its tokens were merged or split after 'elmo'"):
+            doc[0].vector
+    again = nlp.get_pipe("elmo")(merged)
+    assert again[2].text == "New York" and again[2].has_vector and again[2].vector.any()
 
 
 def test_a_tensor_of_the_elmo_width_replaced_by_a_later_component_is_an_error():
@@ -244,22 +286,24 @@ def test_several_processes_give_the_vectors_of_one(tmp_path):
     assert done.returncode == 0 and "same 14" in done.stdout, done.stderr[-2000:]
 
 
-def test_task_tags_and_entities_skip_whitespace_tokens(monkeypatch):
+def _stand_in_annotator(kind: str, labels, predict, metric: str = "accuracy"):
+    """An ElmoTaskAnnotator whose model is ``predict(texts, batch_size)`` (no training)."""
     from elmo.spacy_component import ElmoTaskAnnotator
-    annotator = ElmoTaskAnnotator.__new__(ElmoTaskAnnotator)   # a stand-in model: tags by word
+    from elmo.tasks.kinds import task_kind
+    annotator = ElmoTaskAnnotator.__new__(ElmoTaskAnnotator)
+    model = type("Model", (), {"predict": staticmethod(predict)})
+    annotator.model, annotator.saved = model, type("Saved", (), {"labels": labels})
+    annotator.task_kind, annotator.metric, annotator.batch_size = task_kind(kind), metric, 8
+    return annotator
+
+
+def test_task_tags_and_entities_skip_whitespace_tokens():
     seen = []
 
-    class Model:
-        saved = type("Saved", (), {"labels": ["O", "B-x", "I-x"]})
-
-        @staticmethod
-        def predict(texts, batch_size):
-            seen.extend(texts)
-            return [["I-x" if w == "York" else "B-x" if w[0].isupper() else "O" for w in t]
-                    for t in texts]
-    from elmo.tasks.kinds import task_kind
-    annotator.model, annotator.task_kind, annotator.metric, annotator.batch_size = \
-        Model, task_kind("tagging"), "span_f1", 8
+    def predict(texts, batch_size):     # a stand-in model: tags by word
+        seen.extend(texts)
+        return [["I-x" if w == "York" else "B-x" if w[0].isupper() else "O" for w in t] for t in texts]
+    annotator = _stand_in_annotator("tagging", ["O", "B-x", "I-x"], predict, metric="span_f1")
     nlp = spacy.blank("en")
     doc = annotator(nlp.make_doc("in  New\nYork , Ada \n"))
     assert seen == [["in", "New", "York", ",", "Ada"]]
@@ -282,3 +326,55 @@ def test_invisible_joiners_are_dropped_as_the_tokenizer_drops_them():
     mark = next(t for t in marked if t.text == "\u200e")
     assert not mark.has_vector and not mark.vector.any()
     np.testing.assert_allclose(marked.vector, plain.vector, rtol=0, atol=1e-6)
+
+
+def test_tokens_the_task_model_does_not_tag_lose_an_earlier_components_tag():
+    """Whitespace tokens and the words past a model's max_tokens kept the tag a component
+    before elmo_task gave them: one Doc held two models' tags, though the docs say such
+    tokens get no tag."""
+    annotator = _stand_in_annotator("tagging", ["N", "V"],
+                                    lambda texts, batch_size: [["N", "V"] + [None] * (len(t) - 2) for t in texts])
+    doc = spacy.blank("en").make_doc("the cat  sat on")
+    for token in doc:
+        token.tag_ = "OLD"
+    annotator(doc)
+    assert [(t.text, t.tag_) for t in doc] == [("the", "N"), ("cat", "V"), (" ", ""), ("sat", ""), ("on", "")]
+
+
+def test_words_a_tagger_did_not_read_are_no_entity_decision():
+    """A span_f1 model's words past its max_tokens were marked outside any entity ("O"), a
+    decision the model never made; their entity is now missing ("")."""
+    annotator = _stand_in_annotator("tagging", ["O", "B-x", "I-x"], metric="span_f1", predict=lambda texts, batch_size: [
+        ["B-x", "O", "B-x"] + [None] * (len(t) - 3) for t in texts])
+    doc = annotator(spacy.blank("en").make_doc("Ada met Bo  in Rome"))
+    assert [(t.text, t.ent_iob_) for t in doc] == [("Ada", "B"), ("met", "O"), ("Bo", "B"), (" ", "O"),
+                                                   ("in", ""), ("Rome", "")]
+    assert [(e.text, e.label_) for e in doc.ents] == [("Ada", "x"), ("Bo", "x")]
+
+
+def test_task_labels_are_added_to_the_cats_of_earlier_components():
+    """doc.cats was replaced: a second elmo_task classifier (or spaCy's textcat) before this
+    one lost its labels; spaCy's own textcat adds its labels to the Doc's."""
+    nlp = spacy.blank("en")
+    first = _stand_in_annotator("classification", ["pos", "neg"], lambda texts, batch_size: ["neg"] * len(texts))
+    second = _stand_in_annotator("classification", ["sport", "news"], lambda texts, batch_size: ["sport"] * len(texts))
+    docs = list(second.pipe(first.pipe(nlp.pipe(["a b", "c"]))))
+    assert [d.cats for d in docs] == [{"pos": 0.0, "neg": 1.0, "sport": 1.0, "news": 0.0}] * 2
+
+
+def test_a_merged_token_with_a_space_inside_is_one_word():
+    """What the README says of tokens: a token spaCy holds with a space inside (merged by
+    doc.retokenize, as merge_entities does) is one word to the biLM, space included (the
+    README said the component never gave the model such a token)."""
+    from elmo.embedding import Embedder
+    from elmo.embedding.layers import LayerSelection
+    nlp = spacy.blank("en")
+    nlp.add_pipe("elmo", config={"model": "fixture"})
+    doc = nlp.make_doc("I love New York today")
+    with doc.retokenize() as retokenizer:
+        retokenizer.merge(doc[2:4])
+    doc = nlp(doc)
+    words = ["I", "love", "New York", "today"]
+    assert [t.text for t in doc] == words and doc[2].has_vector
+    expected = Embedder("fixture").embed_sentences([words], LayerSelection.parse("average"))[0]
+    np.testing.assert_allclose(doc.tensor, expected, rtol=0, atol=1e-6)

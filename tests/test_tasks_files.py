@@ -784,6 +784,21 @@ def test_predict_refuses_a_carriage_return_inside_an_input_line(saved_classifier
     assert [line.split("\t")[0] for line in capsys.readouterr().out.splitlines()] == ["the big cat", "sat on"]
 
 
+@pytest.mark.parametrize("data, message", [
+    (b"the cat\na\xffb\n", "stdin: line 2: byte 0xff at byte offset 9 is not valid UTF-8"),
+    (b"the cat\rsat\n", "stdin:1: a carriage return (\\r) inside the line"),
+    (b"the cat\n\tbig\n", "stdin:2: a tab; a classification model reads one text a line"),
+])
+def test_predict_names_stdin_in_the_errors_of_its_input(saved_classifier, monkeypatch, capsys, data, message):
+    """An error in text read from stdin began '-:1:' or '-: line 1:', where predict's notes
+    (lines without tokens, lines cut) say 'stdin'."""
+    import io
+    import sys
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
+    assert main(["predict", str(saved_classifier), "--quiet"]) == 1
+    assert f"elmo predict: error: {message}" in capsys.readouterr().err
+
+
 def test_predict_draws_its_progress_bar_on_a_terminal_only(saved_classifier, tmp_path, monkeypatch, capsys):
     """Without --quiet, predict's bar was written into a log file or pipe as well."""
     import io

@@ -171,21 +171,29 @@ def neighbors(args: argparse.Namespace) -> int:
     occurrences = len(index.occurrences(args.word)) - len(own)
     if args.same_word and occurrences == 0:   # (each layer's header was printed with nothing under it)
         print(f"{args.word!r} does not occur in the corpus" if not own else
-              f"{args.word!r} occurs in the corpus only in the query's own sentence, which is left out")
+              f"{args.word!r} occurs in the corpus only as the query itself (its sentence is a corpus "
+              f"sentence), which is left out")
+        layers = []
+    elif len(index.positions) == len(own):   # (each layer's header, with nothing under it)
+        print("the corpus holds no token but the query itself, which is left out")
         layers = []
     for j in layers:
         pool = (f"{occurrences:,} occurrences of {args.word!r}"
                 if args.same_word else f"{len(index.positions) - len(own):,} corpus tokens")
         if own:
-            pool += f"; the query's own sentence, {len(own)} time(s) in the corpus, left out"
+            # (it said the sentence was left out, above hits of its other tokens: only the
+            # query token is, in each corpus copy of its sentence)
+            copies = "the corpus copy" if len(own) == 1 else f"the {len(own)} corpus copies"
+            pool += f"; the query itself, in {copies} of its sentence, left out"
         print(f"layer {j}, nearest in context ({pool}):")
         for h in index.search(vecs[j], j, args.k, word=args.word if args.same_word else None,
                               exclude=own):
             print(f"  {h.score:.3f}  {h.word:<15} {context(index.sentences[h.sentence], h.token)}")
     words, layer0 = index.word_types()
     print("layer 0 (static), nearest corpus words:")
-    print("  " + ", ".join(f"{h.word} {h.score:.2f}"
-                           for h in static_neighbors(words, layer0, args.word, args.k, query=vecs[0])))
+    hits = static_neighbors(words, layer0, args.word, args.k, query=vecs[0])
+    print("  " + (", ".join(f"{h.word} {h.score:.2f}" for h in hits) if hits   # (it was a blank line)
+                  else f"the corpus has no word but {args.word!r}"))
     if glove_dir is not None:                         # (None with --no-glove)
         glove_words, glove_vecs = datasets.glove(glove_dir)
         hits = static_neighbors(glove_words, glove_vecs, args.word.lower(), args.k)

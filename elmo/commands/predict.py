@@ -72,6 +72,11 @@ def _check_output(output: str, input_path: str, model: str, overwrite: bool,
                          f"the predictions to another file")
 
 
+def _source(path: str) -> str:
+    """INPUT as the messages name it: ``stdin`` for ``-`` (a message began "-:1:")."""
+    return "stdin" if path == "-" else path
+
+
 def _read_lines(path: str) -> List[str]:
     try:
         if path == "-":
@@ -83,10 +88,10 @@ def _read_lines(path: str) -> List[str]:
     except UnicodeDecodeError as e:
         from ..io import utf8_error_where
         where = utf8_error_where(e.object, e, offset=len(data) - len(e.object))   # (after a byte-order mark)
-        raise ValueError(f"{path}: {where} is not valid UTF-8") from None
+        raise ValueError(f"{_source(path)}: {where} is not valid UTF-8") from None
     from ..io import text_lines
     # (a lone \r, a file with old Mac line ends: its lines were one text, a \r read as a space)
-    return text_lines(text, lambda line, what: ValueError(f"{path}:{line}: {what}"))
+    return text_lines(text, lambda line, what: ValueError(f"{_source(path)}:{line}: {what}"))
 
 
 def _note_empty(path: str, examples: list, fmt: str, tagger: bool, qa: bool = False) -> None:
@@ -97,7 +102,7 @@ def _note_empty(path: str, examples: list, fmt: str, tagger: bool, qa: bool = Fa
     if not empty:
         return
     shown = ", ".join(map(str, empty[:10])) + (f" and {len(empty) - 10} more" if len(empty) > 10 else "")
-    where = f"{'stdin' if path == '-' else path}: {'line' if len(empty) == 1 else 'lines'} {shown} without tokens"
+    where = f"{_source(path)}: {'line' if len(empty) == 1 else 'lines'} {shown} without tokens"
     if fmt == "conll":
         what = "no block in the CoNLL output (--format jsonl keeps one record per line)"
     elif tagger:
@@ -127,7 +132,7 @@ def _note_cut(path: str, examples: list, reads: list, info, fmt: str, tagger: bo
         where = f"the tokens past them have the tag {UNREAD_TAG!r} (not read)"
     else:
         where = "the label is of those tokens (--format jsonl records how many: tokens_read)"
-    print(f"elmo predict: {'stdin' if path == '-' else path}: {'line' if len(cut) == 1 else 'lines'} "
+    print(f"elmo predict: {_source(path)}: {'line' if len(cut) == 1 else 'lines'} "
           f"{shown} longer than the model reads ({limits}, as its training and test texts were "
           f"cut): it read their first tokens only; {where}", file=sys.stderr)
 
@@ -174,7 +179,7 @@ def _predict(args: argparse.Namespace, output: Optional[str]) -> int:
             parts = line.split("\t")
             if len(parts) != 2:
                 columns = "question<TAB>context" if spec.span_answers else "text_a<TAB>text_b"
-                raise ValueError(f"{args.input}:{i}: a {'question answering' if spec.span_answers else 'pair'} "
+                raise ValueError(f"{_source(args.input)}:{i}: a {'question answering' if spec.span_answers else 'pair'} "
                                  f"model needs {columns}, found {len(parts)} column(s)")
             pairs.append((parts[0], parts[1]))
         texts = pairs
@@ -183,7 +188,7 @@ def _predict(args: argparse.Namespace, output: Optional[str]) -> int:
         # read as words of the text, and every line got a prediction
         tabbed = next((i for i, line in enumerate(lines, start=1) if "\t" in line), None)
         if tabbed is not None:
-            raise ValueError(f"{args.input}:{tabbed}: a tab; a {kind} model reads one text a line, "
+            raise ValueError(f"{_source(args.input)}:{tabbed}: a tab; a {kind} model reads one text a line, "
                              f"tokens separated by spaces (is this a TSV or CoNLL file?)")
         texts = lines
     tokenize = args.tokenize or saved.config["tokenize"]
