@@ -304,6 +304,29 @@ def test_unreadable_pkl_and_missing_special(tmp_path, capsys):
     assert "char.dic: special token(s) <bow> missing" in one_line_error(folder, capsys)
 
 
+def test_a_changed_byte_in_a_zip_format_pkl_is_refused(tmp_path, capsys):
+    """torch.load does not check the CRC-32 of a zip-format state dict's records: a flipped byte
+    in a weight loaded as another value (the model ran with it, without a word)."""
+    import struct
+    import zipfile
+    folder = copy_model(tmp_path, "model")
+    state = torch.load(folder / "encoder.pkl", map_location="cpu", weights_only=True)
+    torch.save(state, folder / "encoder.pkl")   # (the zip format; the fixture's is the legacy one)
+    elmo.from_pretrained(folder)                 # (whole, it loads)
+    with zipfile.ZipFile(folder / "encoder.pkl") as archive:
+        record = max((i for i in archive.infolist() if "/data/" in i.filename), key=lambda i: i.file_size)
+    data = bytearray((folder / "encoder.pkl").read_bytes())
+    # the record's data follows its 30-byte local header, which ends with the lengths of its
+    # name and extra field
+    name_length, extra_length = struct.unpack("<HH", data[record.header_offset + 26:record.header_offset + 30])
+    start = record.header_offset + 30 + name_length + extra_length
+    data[start + record.file_size // 8 * 4] ^= 0x01   # (the lowest mantissa bit of a float32: still finite)
+    (folder / "encoder.pkl").write_bytes(bytes(data))
+    with pytest.raises(WeightFileError, match=f"encoder.pkl: record '{record.filename}' fails its CRC-32 check"):
+        elmo.from_pretrained(folder)
+    assert "encoder.pkl" in one_line_error(folder, capsys)
+
+
 def test_byte_models_ids_are_batch_to_ids(fixture_model):
     sentences = [["The", "bank", "."], [], ["naïve", "x" * 70]]
     assert torch.equal(fixture_model.token_ids(sentences), elmo.batch_to_ids(sentences))
