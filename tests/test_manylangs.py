@@ -5,6 +5,7 @@ without (model/) and with (model_word/) a word embedding, and the outputs the or
 computed for 40 sentences. Its stated tolerance: numpy.allclose(rtol=1e-5, atol=1e-5).
 """
 import json
+import re
 import shutil
 
 import h5py
@@ -225,6 +226,26 @@ def test_dictionary_reading_rules(tmp_path):
     path.write_text("a\t0\nb\tx\n", encoding="utf-8")
     with pytest.raises(WeightFileError, match="char.dic: line 2"):
         read_dictionary(path)
+
+
+@pytest.mark.parametrize("token, reason", [
+    (" b", "read back as 'b'"), ("\xa0", r"read back as '\\u3000'"), ("", r"read back as '\\u3000'"),
+    ("x\u2028y", "holds a line break"), ("x\ty", "holds a TAB"),
+])
+def test_a_token_that_would_not_read_back_is_not_written(tmp_path, token, reason):
+    """write_dictionary wrote such a token as it is, and the file read back as another
+    dictionary (the token stripped, or read as U+3000) or not at all; a model saved with it
+    gave other ids for that token than the one in memory."""
+    entries = {"a": 0, token: 1, "b ": 2}   # ("b ": surrounding space at the end reads back)
+    with pytest.raises(WeightFileError, match=f"w.dic: token {re.escape(repr(token))} cannot be written: .*{reason}"):
+        write_dictionary(entries, tmp_path / "w.dic")
+    assert not (tmp_path / "w.dic").exists()
+    # the vocabulary's save checks both dictionaries before writing either
+    chars = {s: i for i, s in enumerate(["<bos>", "<eos>", "<oov>", "<pad>", "<bow>", "<eow>", "a"])}
+    words = {"<oov>": 0, "<pad>": 1, "<bos>": 2, "<eos>": 3, token: 4}
+    with pytest.raises(WeightFileError, match="word.dic: token"):
+        CharVocabulary(chars, words, max_chars=5).save(tmp_path)
+    assert not (tmp_path / "char.dic").exists()
 
 
 def test_truncation_applies_to_the_word_lookup():
