@@ -310,8 +310,12 @@ def load_original(options_file: str | Path, weight_file: str | Path, *, stateful
     target = requested_dtype(dtype)
     try:
         options = ElmoOptions.from_file(options_file)
+        # the file's shapes are checked before the model is built: options that disagree with
+        # them by far (an lstm.dim of 2**30) had torch allocate hundreds of GB for it first, and
+        # the load ended in a traceback from torch's allocator instead of naming the shape
+        arrays = read_original_arrays(weight_file, options)
         bilm = BiLM(options, stateful=stateful)
-        _assign_original_arrays(bilm, read_original_arrays(weight_file, options))
+        _assign_original_arrays(bilm, arrays)
     except (ConfigError, WeightFileError) as e:
         # a cached download damaged past what a cheap look sees failed at every load, the
         # error naming the cache's file only: it now says how to clear it

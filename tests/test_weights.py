@@ -179,6 +179,22 @@ def test_options_that_do_not_fit_the_weights(tmp_path):
         load_original(tmp_path / "options.json", ALLENNLP / "lm_weights.hdf5")
 
 
+@pytest.mark.parametrize("section, key, value", [("lstm", "dim", 2**30), ("char_cnn", "filters", [[1, 2**30]])])
+def test_options_far_larger_than_the_weights_are_named_before_the_model_is_built(tmp_path, capsys, section, key, value):
+    """The model was built from the options before the file's shapes were checked: torch was
+    asked for hundreds of GB and `elmo info` ended in a traceback from its allocator."""
+    options = json.loads((ALLENNLP / "options.json").read_text())
+    options[section][key] = value
+    (tmp_path / "options.json").write_text(json.dumps(options))
+    shutil.copy(ALLENNLP / "lm_weights.hdf5", tmp_path / "weights.hdf5")
+    with pytest.raises(WeightFileError, match=r"weights.hdf5: dataset '.*' has shape .* from the options"):
+        load_original(tmp_path / "options.json", tmp_path / "weights.hdf5")
+    from elmo.cli import main
+    assert main(["info", str(tmp_path)]) == 1
+    err = capsys.readouterr().err.strip()
+    assert "Traceback" not in err and len(err.splitlines()) == 1 and "weights.hdf5: dataset" in err
+
+
 def test_options_missing_a_key(tmp_path):
     options = json.loads((ALLENNLP / "options.json").read_text())
     del options["lstm"]["projection_dim"]
