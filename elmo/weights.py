@@ -584,11 +584,40 @@ def _check_config_belongs(folder: Path, options: ElmoOptions) -> None:
                               f"setting): save the model again, or restore the config.json saved with it")
 
 
+def layer_weight_count(options: ElmoOptions) -> int:
+    """The weights of the character CNN's filters, highway and projection and of the LSTM that
+    these options call for (every layout and model kind holds them; the character and word
+    embeddings, whose rows depend on the kind, are left out): ``expected_shapes`` summed
+    without ``char_embed``, counted without building a tensor."""
+    cnn, lstm = options.char_cnn, options.lstm
+    f, p, h, d = cnn.n_filters, lstm.projection_dim, lstm.dim, cnn.embedding_dim
+    filters = sum(width * d * n + n for width, n in cnn.filters)
+    highway = cnn.n_highway * 2 * (f * f + f)
+    per_direction_layer = 2 * p * 4 * h + 4 * h + h * p
+    return filters + highway + f * p + p + 2 * lstm.n_layers * per_direction_layer
+
+
+def _check_weights_fit_the_file(folder: Path, options: ElmoOptions) -> None:
+    """Options that call for more weights than ``model.safetensors`` can hold (2 bytes each at
+    the least) are refused before the model is built: an edited config.json (an lstm.dim of
+    2**30) had torch allocate hundreds of GB first, and the load ended in a traceback from
+    torch's allocator instead of naming the file."""
+    weights = folder / NATIVE_WEIGHTS
+    if not weights.is_file():
+        return   # (named by the load that follows)
+    needed, size = layer_weight_count(options), weights.stat().st_size
+    if 2 * needed > size:
+        raise WeightFileError(f"{folder / NATIVE_CONFIG}: describes a model of at least {needed:,} weights, more "
+                              f"than {NATIVE_WEIGHTS} ({size:,} bytes) holds; is {NATIVE_CONFIG} the one saved "
+                              f"with these weights?")
+
+
 def _load_native(folder: Path, stateful: bool, dtype: torch.dtype | None = None) -> BiLM:
     from safetensors import SafetensorError
     from safetensors.torch import load_file
 
     options = ElmoOptions.from_file(folder / NATIVE_CONFIG)
+    _check_weights_fit_the_file(folder, options)
     id_scheme = None
     if options.char_vocabulary is not None:
         from .manylangs import CharVocabulary

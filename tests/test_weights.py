@@ -195,6 +195,33 @@ def test_options_far_larger_than_the_weights_are_named_before_the_model_is_built
     assert "Traceback" not in err and len(err.splitlines()) == 1 and "weights.hdf5: dataset" in err
 
 
+@pytest.mark.parametrize("folder", [ALLENNLP, NOSKIP])
+def test_layer_weight_count_is_the_layouts_datasets_without_the_embedding(folder):
+    from elmo.weights import expected_shapes, layer_weight_count
+    options = elmo.ElmoOptions.from_file(folder / "options.json")
+    shapes = expected_shapes(options)
+    assert layer_weight_count(options) == sum(int(np.prod(s)) for n, s in shapes.items() if n != "char_embed")
+
+
+@pytest.mark.parametrize("section, key, value", [("lstm", "dim", 2**30), ("char_cnn", "filters", [[1, 2**30]])])
+def test_a_native_config_far_larger_than_the_weights_is_named_before_the_model_is_built(tmp_path, capsys, section,
+                                                                                       key, value):
+    """As in the original layout: an edited config.json had torch asked for hundreds of GB,
+    and `elmo info` ended in a traceback from its allocator."""
+    elmo.save_pretrained(load_original(ALLENNLP / "options.json", ALLENNLP / "lm_weights.hdf5"), tmp_path / "m",
+                         fmt="safetensors")
+    config = json.loads((tmp_path / "m" / "config.json").read_text())
+    config[section][key] = value
+    (tmp_path / "m" / "config.json").write_text(json.dumps(config))
+    with pytest.raises(WeightFileError, match=r"m/config.json: describes a model of at least [\d,]+ weights, more "
+                                              r"than model.safetensors \([\d,]+ bytes\) holds"):
+        elmo.from_pretrained(tmp_path / "m")
+    from elmo.cli import main
+    assert main(["info", str(tmp_path / "m")]) == 1
+    err = capsys.readouterr().err.strip()
+    assert "Traceback" not in err and len(err.splitlines()) == 1 and "config.json: describes" in err
+
+
 def test_options_missing_a_key(tmp_path):
     options = json.loads((ALLENNLP / "options.json").read_text())
     del options["lstm"]["projection_dim"]
