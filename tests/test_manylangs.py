@@ -461,6 +461,26 @@ def test_convert_counts_the_dictionaries_as_files_of_the_model(tmp_path, capsys)
     assert "also holds word.dic" in capsys.readouterr().err
 
 
+def test_convert_over_an_elmoformanylangs_folder_keeps_its_files(tmp_path, capsys):
+    """Converted into itself with --overwrite (which the refusal without it asked for), an
+    ELMoForManyLangs folder's config.json, the file naming its model configuration, was
+    replaced by the native one; converted over another such folder, that folder's .pkl state
+    dicts stayed beside the new weights. Both are refused now, the folder left as it was."""
+    folder = copy_model(tmp_path, "model_word")
+    other = copy_model(tmp_path, "model")
+    for source, target, message in (
+            (folder, folder, "its config.json is the ELMoForManyLangs folder's"),
+            (MANYLANGS / "model_word", other, "also holds token_embedder.pkl, encoder.pkl of the model there")):
+        before = {p.name: p.read_bytes() for p in target.iterdir()}
+        assert cli_main(["convert", str(source), str(target), "--overwrite"]) == 1
+        err = capsys.readouterr().err.strip()
+        assert message in err and len(err.splitlines()) == 1
+        assert {p.name: p.read_bytes() for p in target.iterdir()} == before
+    # without --overwrite, converting into itself is not sent to it
+    assert cli_main(["convert", str(folder), str(folder)]) == 1
+    assert "its config.json is the ELMoForManyLangs folder's" in capsys.readouterr().err
+
+
 def test_info_gives_the_size_and_dtype_of_the_pkl_files(capsys):
     """`elmo info` of an ELMoForManyLangs folder named none of its weight files."""
     assert cli_main(["info", str(MANYLANGS / "model_word")]) == 0

@@ -57,8 +57,14 @@ def is_manylangs_folder(folder: str | Path) -> bool:
     folder = Path(folder)
     if (folder / TOKEN_EMBEDDER).exists() or (folder / ENCODER).exists():
         return True
+    return holds_manylangs_config(folder)
+
+
+def holds_manylangs_config(folder: str | Path) -> bool:
+    """Whether ``folder/config.json`` is an ELMoForManyLangs folder's (it names the model
+    configuration), not the native layout's file of the same name."""
     try:
-        data = read_json(folder / FOLDER_CONFIG)
+        data = read_json(Path(folder) / FOLDER_CONFIG)
     except ValueError:
         return False
     return isinstance(data, dict) and "config_path" in data
