@@ -546,7 +546,8 @@ def save_pretrained(bilm: BiLM, folder: str | Path, fmt: str = "safetensors") ->
                     atomic_commit(tmp, folder / NATIVE_WEIGHTS)   # (its flush may find the disk full)
             finally:
                 tmp.unlink(missing_ok=True)
-            atomic_write_text(folder / NATIVE_CONFIG, bilm.options.to_json() + "\n")
+            with writing(folder / NATIVE_CONFIG, "model options"):   # (as the weights: named where it was going)
+                atomic_write_text(folder / NATIVE_CONFIG, bilm.options.to_json() + "\n")
         except BaseException:
             if made:   # (a full disk, say): no half-written folder of this call left, to be taken for a model
                 shutil.rmtree(folder, ignore_errors=True)

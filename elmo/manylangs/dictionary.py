@@ -19,7 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Dict, Mapping
 
-from ..io import atomic_write_text, utf8_error_where
+from ..io import atomic_write_text, utf8_error_where, writing
 from ..weights import WeightFileError
 
 #: The token a whitespace-only entry is read as.
@@ -108,4 +108,6 @@ def write_dictionary(entries: Mapping[str, int], path: str | Path) -> None:
     is written (:func:`check_writable`)."""
     check_writable(entries, path)
     lines = [f"{token}\t{value}\n" for token, value in sorted(entries.items(), key=lambda kv: kv[1])]
-    atomic_write_text(path, "".join(lines))
+    # (an OutputError naming the file: a folder written whole renames it to where it was going)
+    with writing(Path(path), "dictionary"):
+        atomic_write_text(path, "".join(lines))
