@@ -27,6 +27,30 @@ def test_original_round_trip_is_bit_exact(folder, tmp_path):
         assert torch.equal(p, q), n
 
 
+@pytest.mark.parametrize("folder", [ALLENNLP, NOSKIP])
+def test_convert_to_safetensors_and_back_gives_the_same_datasets_and_activations(folder, tmp_path):
+    """`elmo convert` HDF5 -> safetensors -> HDF5: every dataset of the layout bit-identical
+    (dtype included), the options equal, and the activations of the three models equal."""
+    from elmo.cli import main
+    native, back = tmp_path / "native", tmp_path / "back"
+    assert main(["convert", str(folder), str(native)]) == 0
+    assert main(["convert", str(native), str(back), "--to", "original"]) == 0
+    with h5py.File(folder / "lm_weights.hdf5", "r") as a, h5py.File(back / "weights.hdf5", "r") as b:
+        names: list = []
+        a.visititems(lambda n, o: names.append(n) if isinstance(o, h5py.Dataset) else None)
+        kept: list = []
+        b.visititems(lambda n, o: kept.append(n) if isinstance(o, h5py.Dataset) else None)
+        assert sorted(names) == sorted(kept)
+        for n in names:
+            assert a[n].dtype == b[n].dtype and np.array_equal(a[n][...], b[n][...]), n
+    assert elmo.ElmoOptions.from_file(back / "options.json") == elmo.ElmoOptions.from_file(folder / "options.json")
+    ids = batch_to_ids([["The", "bank", "x" * 60], ["."]])
+    with torch.no_grad():
+        outputs = [elmo.from_pretrained(f)(ids)["activations"] for f in (folder, native, back)]
+    for layers in outputs[1:]:
+        assert all(torch.equal(p, q) for p, q in zip(outputs[0], layers))
+
+
 def test_random_model_round_trips_both_formats(tmp_path):
     bilm = random_bilm(skip=False)
     ids = batch_to_ids([["the", "dog"], ["bit"]])
