@@ -669,8 +669,13 @@ def _load_native(folder: Path, stateful: bool, dtype: torch.dtype | None = None)
 def _refuse_broken_links(folder: Path) -> None:
     """A model file that is a symbolic link to nothing (a moved or deleted target, a loop) is
     named: it counted as absent, so the folder was said to lack the file it shows, or loaded
-    from its other layout's files instead."""
-    for name in (NATIVE_CONFIG, NATIVE_WEIGHTS, ORIGINAL_OPTIONS, *ORIGINAL_WEIGHTS):
+    from its other layout's files instead. An ELMoForManyLangs folder's dictionaries and
+    .pkl state dicts too (each was said to be "not found")."""
+    from .manylangs.folder import ENCODER, TOKEN_EMBEDDER
+    from .manylangs.vocabulary import CHAR_DIC, WORD_DIC
+
+    for name in (NATIVE_CONFIG, NATIVE_WEIGHTS, ORIGINAL_OPTIONS, *ORIGINAL_WEIGHTS, CHAR_DIC, WORD_DIC,
+                 TOKEN_EMBEDDER, ENCODER):
         path = folder / name
         if path.is_symlink() and not path.exists():
             raise WeightFileError(f"{path}: is a symbolic link to {os.readlink(path)}, which does not "

@@ -348,6 +348,18 @@ def test_a_changed_byte_in_a_zip_format_pkl_is_refused(tmp_path, capsys):
     assert "encoder.pkl" in one_line_error(folder, capsys)
 
 
+@pytest.mark.parametrize("name", ["char.dic", "word.dic", "token_embedder.pkl", "encoder.pkl"])
+def test_a_folder_file_that_links_to_nothing_is_named(tmp_path, capsys, name):
+    """A dictionary or .pkl that is a symbolic link to a moved target was said to be "not
+    found", though the folder shows it (as the other layouts' files, see test_weights)."""
+    folder = copy_model(tmp_path)
+    (folder / name).unlink()
+    (folder / name).symlink_to(tmp_path / "moved" / name)
+    with pytest.raises(WeightFileError, match=f"{name}: is a symbolic link to .*, which does not exist"):
+        elmo.from_pretrained(folder)
+    assert f"{name}: is a symbolic link" in one_line_error(folder, capsys)
+
+
 def test_byte_models_ids_are_batch_to_ids(fixture_model):
     sentences = [["The", "bank", "."], [], ["naïve", "x" * 70]]
     assert torch.equal(fixture_model.token_ids(sentences), elmo.batch_to_ids(sentences))
