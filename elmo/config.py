@@ -147,6 +147,8 @@ def _char_cnn_fields(d: Mapping[str, Any]) -> Dict[str, Any]:
               and all(isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in f))
         if not ok:
             raise ConfigError(f"char_cnn.filters[{i}]: expected [width, count] of positive ints, got {f!r}")
+        if max(f) > MAX_SIZE:   # (as every other size: a count of 10**12 failed in torch's allocator)
+            raise ConfigError(f"char_cnn.filters[{i}]: {f!r} is beyond any model's size (at most {MAX_SIZE})")
         filters.append((int(f[0]), int(f[1])))
     max_chars = _take(d, "max_characters_per_token", "char_cnn", int,
                       check=lambda v: v >= 3, why="must be at least 3 (begin, end and one byte)")

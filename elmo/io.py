@@ -321,7 +321,9 @@ def _exchange(a: Path, b: Path) -> bool:
 @contextmanager
 def naming_as(stage: Path, final: Path) -> Iterator[None]:
     """A one-line :class:`OutputError` of the block that names a file in the temporary folder
-    ``stage`` names it in ``final``, where it was going (the temporary folder is deleted)."""
+    ``stage`` names it in ``final``, where it was going (the temporary folder is deleted); so
+    does an OSError whose file is in ``stage`` (a copied model card that met a full disk
+    named the deleted folder)."""
     try:
         yield
     except OutputError as e:
@@ -330,6 +332,10 @@ def naming_as(stage: Path, final: Path) -> Iterator[None]:
         error = OutputError(str(e).replace(str(stage), str(final)))
         error.errno = e.errno
         raise error from e
+    except OSError as e:
+        if not isinstance(e.filename, str) or not Path(e.filename).is_relative_to(stage):
+            raise
+        raise OSError(e.errno, e.strerror, str(final / Path(e.filename).relative_to(stage))) from e
 
 
 @contextmanager

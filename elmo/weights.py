@@ -310,8 +310,12 @@ def load_original(options_file: str | Path, weight_file: str | Path, *, stateful
     target = requested_dtype(dtype)
     try:
         options = ElmoOptions.from_file(options_file)
+        # the file's shapes are checked before the model is built: options that disagree with
+        # them by far (an lstm.dim of 2**30) had torch allocate hundreds of GB for it first, and
+        # the load ended in a traceback from torch's allocator instead of naming the shape
+        arrays = read_original_arrays(weight_file, options)
         bilm = BiLM(options, stateful=stateful)
-        _assign_original_arrays(bilm, read_original_arrays(weight_file, options))
+        _assign_original_arrays(bilm, arrays)
     except (ConfigError, WeightFileError) as e:
         # a cached download damaged past what a cheap look sees failed at every load, the
         # error naming the cache's file only: it now says how to clear it
@@ -542,7 +546,8 @@ def save_pretrained(bilm: BiLM, folder: str | Path, fmt: str = "safetensors") ->
                     atomic_commit(tmp, folder / NATIVE_WEIGHTS)   # (its flush may find the disk full)
             finally:
                 tmp.unlink(missing_ok=True)
-            atomic_write_text(folder / NATIVE_CONFIG, bilm.options.to_json() + "\n")
+            with writing(folder / NATIVE_CONFIG, "model options"):   # (as the weights: named where it was going)
+                atomic_write_text(folder / NATIVE_CONFIG, bilm.options.to_json() + "\n")
         except BaseException:
             if made:   # (a full disk, say): no half-written folder of this call left, to be taken for a model
                 shutil.rmtree(folder, ignore_errors=True)
@@ -580,11 +585,40 @@ def _check_config_belongs(folder: Path, options: ElmoOptions) -> None:
                               f"setting): save the model again, or restore the config.json saved with it")
 
 
+def layer_weight_count(options: ElmoOptions) -> int:
+    """The weights of the character CNN's filters, highway and projection and of the LSTM that
+    these options call for (every layout and model kind holds them; the character and word
+    embeddings, whose rows depend on the kind, are left out): ``expected_shapes`` summed
+    without ``char_embed``, counted without building a tensor."""
+    cnn, lstm = options.char_cnn, options.lstm
+    f, p, h, d = cnn.n_filters, lstm.projection_dim, lstm.dim, cnn.embedding_dim
+    filters = sum(width * d * n + n for width, n in cnn.filters)
+    highway = cnn.n_highway * 2 * (f * f + f)
+    per_direction_layer = 2 * p * 4 * h + 4 * h + h * p
+    return filters + highway + f * p + p + 2 * lstm.n_layers * per_direction_layer
+
+
+def _check_weights_fit_the_file(folder: Path, options: ElmoOptions) -> None:
+    """Options that call for more weights than ``model.safetensors`` can hold (2 bytes each at
+    the least) are refused before the model is built: an edited config.json (an lstm.dim of
+    2**30) had torch allocate hundreds of GB first, and the load ended in a traceback from
+    torch's allocator instead of naming the file."""
+    weights = folder / NATIVE_WEIGHTS
+    if not weights.is_file():
+        return   # (named by the load that follows)
+    needed, size = layer_weight_count(options), weights.stat().st_size
+    if 2 * needed > size:
+        raise WeightFileError(f"{folder / NATIVE_CONFIG}: describes a model of at least {needed:,} weights, more "
+                              f"than {NATIVE_WEIGHTS} ({size:,} bytes) holds; is {NATIVE_CONFIG} the one saved "
+                              f"with these weights?")
+
+
 def _load_native(folder: Path, stateful: bool, dtype: torch.dtype | None = None) -> BiLM:
     from safetensors import SafetensorError
     from safetensors.torch import load_file
 
     options = ElmoOptions.from_file(folder / NATIVE_CONFIG)
+    _check_weights_fit_the_file(folder, options)
     id_scheme = None
     if options.char_vocabulary is not None:
         from .manylangs import CharVocabulary
@@ -635,8 +669,13 @@ def _load_native(folder: Path, stateful: bool, dtype: torch.dtype | None = None)
 def _refuse_broken_links(folder: Path) -> None:
     """A model file that is a symbolic link to nothing (a moved or deleted target, a loop) is
     named: it counted as absent, so the folder was said to lack the file it shows, or loaded
-    from its other layout's files instead."""
-    for name in (NATIVE_CONFIG, NATIVE_WEIGHTS, ORIGINAL_OPTIONS, *ORIGINAL_WEIGHTS):
+    from its other layout's files instead. An ELMoForManyLangs folder's dictionaries and
+    .pkl state dicts too (each was said to be "not found")."""
+    from .manylangs.folder import ENCODER, TOKEN_EMBEDDER
+    from .manylangs.vocabulary import CHAR_DIC, WORD_DIC
+
+    for name in (NATIVE_CONFIG, NATIVE_WEIGHTS, ORIGINAL_OPTIONS, *ORIGINAL_WEIGHTS, CHAR_DIC, WORD_DIC,
+                 TOKEN_EMBEDDER, ENCODER):
         path = folder / name
         if path.is_symlink() and not path.exists():
             raise WeightFileError(f"{path}: is a symbolic link to {os.readlink(path)}, which does not "

@@ -49,6 +49,14 @@ def test_wrong_value_is_named(path, value):
         ElmoOptions.from_dict(broken(path, value))
 
 
+@pytest.mark.parametrize("filters", [[[1, 10**12]], [[1, 4], [10**30, 4]]])
+def test_a_filter_beyond_any_models_size_is_named(filters):
+    """Every other size is checked against MAX_SIZE; a filter count of 10**12 was taken and
+    failed in torch's allocator (10**30 overflowed inside torch)."""
+    with pytest.raises(ConfigError, match=r"^char_cnn\.filters\[\d\]: .* is beyond any model's size"):
+        ElmoOptions.from_dict(broken(("char_cnn", "filters"), filters))
+
+
 def test_optional_clips_and_extra_keys_round_trip():
     d = broken(("lstm", "cell_clip"), delete=True)
     d["n_tokens_vocab"] = 793471

@@ -177,6 +177,48 @@ def test_convert_whose_weights_meet_a_full_disk_at_the_flush_names_them(tmp_path
     assert not out.exists() and sorted(p.name for p in tmp_path.iterdir()) == []   # nothing half-made left
 
 
+def test_convert_whose_dictionaries_or_options_meet_a_full_disk_names_them_where_they_were_going(
+        tmp_path, monkeypatch, capsys):
+    """A dictionary model's char.dic (the first file it writes) and the options' config.json
+    named the deleted temporary folder (``.OUT.HOST-PID-RANDOM.converting/char.dic``), not
+    where they were going; the weights' message did."""
+    from elmo import weights
+    from tests.conftest import FIXTURES
+    out = tmp_path / "converted"
+    with monkeypatch.context() as patch:
+        _full_at_flush(patch)
+        assert main(["convert", str(FIXTURES / "elmoformanylangs" / "model_word"), str(out)]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err == f"elmo convert: error: {out / 'char.dic'}: cannot write the dictionary: {os.strerror(errno.ENOSPC)}"
+    assert sorted(tmp_path.iterdir()) == []
+
+    def full(path, text):   # (as atomic_write_text raises it: naming the file it wrote)
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+    monkeypatch.setattr(weights, "atomic_write_text", full)
+    assert main(["convert", "fixture", str(out)]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err == f"elmo convert: error: {out / 'config.json'}: cannot write the model options: {os.strerror(errno.ENOSPC)}"
+    assert sorted(tmp_path.iterdir()) == []
+
+
+def test_convert_whose_model_card_meets_a_full_disk_names_it_where_it_was_going(tmp_path, monkeypatch, capsys):
+    """The copied card (and metadata.json) raised a plain OSError naming the deleted temporary
+    folder: "error: .../.OUT.HOST-PID-RANDOM.converting/README.md: No space left on device"."""
+    import elmo
+    from elmo import io
+    source, out = tmp_path / "source", tmp_path / "converted"
+    elmo.save_pretrained(elmo.from_pretrained("fixture"), source)
+    (source / "README.md").write_text("the card\n")
+
+    def full(origin, path):   # (as copy_file raises it: naming the file it wrote)
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+    monkeypatch.setattr(io, "copy_file", full)
+    assert main(["convert", str(source), str(out), "--to", "original"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err == f"elmo convert: error: {out / 'README.md'}: {os.strerror(errno.ENOSPC)}"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["source"]
+
+
 def test_a_folder_whose_file_meets_a_full_disk_at_the_flush_names_the_file_where_it_was_going(tmp_path, monkeypatch):
     from elmo.io import atomic_folder
     folder = tmp_path / "model"

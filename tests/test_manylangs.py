@@ -5,6 +5,7 @@ without (model/) and with (model_word/) a word embedding, and the outputs the or
 computed for 40 sentences. Its stated tolerance: numpy.allclose(rtol=1e-5, atol=1e-5).
 """
 import json
+import re
 import shutil
 
 import h5py
@@ -227,6 +228,26 @@ def test_dictionary_reading_rules(tmp_path):
         read_dictionary(path)
 
 
+@pytest.mark.parametrize("token, reason", [
+    (" b", "read back as 'b'"), ("\xa0", r"read back as '\\u3000'"), ("", r"read back as '\\u3000'"),
+    ("x\u2028y", "holds a line break"), ("x\ty", "holds a TAB"),
+])
+def test_a_token_that_would_not_read_back_is_not_written(tmp_path, token, reason):
+    """write_dictionary wrote such a token as it is, and the file read back as another
+    dictionary (the token stripped, or read as U+3000) or not at all; a model saved with it
+    gave other ids for that token than the one in memory."""
+    entries = {"a": 0, token: 1, "b ": 2}   # ("b ": surrounding space at the end reads back)
+    with pytest.raises(WeightFileError, match=f"w.dic: token {re.escape(repr(token))} cannot be written: .*{reason}"):
+        write_dictionary(entries, tmp_path / "w.dic")
+    assert not (tmp_path / "w.dic").exists()
+    # the vocabulary's save checks both dictionaries before writing either
+    chars = {s: i for i, s in enumerate(["<bos>", "<eos>", "<oov>", "<pad>", "<bow>", "<eow>", "a"])}
+    words = {"<oov>": 0, "<pad>": 1, "<bos>": 2, "<eos>": 3, token: 4}
+    with pytest.raises(WeightFileError, match="word.dic: token"):
+        CharVocabulary(chars, words, max_chars=5).save(tmp_path)
+    assert not (tmp_path / "char.dic").exists()
+
+
 def test_truncation_applies_to_the_word_lookup():
     chars = {s: i for i, s in enumerate(["<bos>", "<eos>", "<oov>", "<pad>", "<bow>", "<eow>", "a"])}
     words = {"<oov>": 0, "<pad>": 1, "<bos>": 2, "<eos>": 3, "aaa": 4}
@@ -302,6 +323,41 @@ def test_unreadable_pkl_and_missing_special(tmp_path, capsys):
     text = (folder / "char.dic").read_text(encoding="utf-8").replace("<bow>\t", "<bxw>\t")
     (folder / "char.dic").write_text(text, encoding="utf-8")
     assert "char.dic: special token(s) <bow> missing" in one_line_error(folder, capsys)
+
+
+def test_a_changed_byte_in_a_zip_format_pkl_is_refused(tmp_path, capsys):
+    """torch.load does not check the CRC-32 of a zip-format state dict's records: a flipped byte
+    in a weight loaded as another value (the model ran with it, without a word)."""
+    import struct
+    import zipfile
+    folder = copy_model(tmp_path, "model")
+    state = torch.load(folder / "encoder.pkl", map_location="cpu", weights_only=True)
+    torch.save(state, folder / "encoder.pkl")   # (the zip format; the fixture's is the legacy one)
+    elmo.from_pretrained(folder)                 # (whole, it loads)
+    with zipfile.ZipFile(folder / "encoder.pkl") as archive:
+        record = max((i for i in archive.infolist() if "/data/" in i.filename), key=lambda i: i.file_size)
+    data = bytearray((folder / "encoder.pkl").read_bytes())
+    # the record's data follows its 30-byte local header, which ends with the lengths of its
+    # name and extra field
+    name_length, extra_length = struct.unpack("<HH", data[record.header_offset + 26:record.header_offset + 30])
+    start = record.header_offset + 30 + name_length + extra_length
+    data[start + record.file_size // 8 * 4] ^= 0x01   # (the lowest mantissa bit of a float32: still finite)
+    (folder / "encoder.pkl").write_bytes(bytes(data))
+    with pytest.raises(WeightFileError, match=f"encoder.pkl: record '{record.filename}' fails its CRC-32 check"):
+        elmo.from_pretrained(folder)
+    assert "encoder.pkl" in one_line_error(folder, capsys)
+
+
+@pytest.mark.parametrize("name", ["char.dic", "word.dic", "token_embedder.pkl", "encoder.pkl"])
+def test_a_folder_file_that_links_to_nothing_is_named(tmp_path, capsys, name):
+    """A dictionary or .pkl that is a symbolic link to a moved target was said to be "not
+    found", though the folder shows it (as the other layouts' files, see test_weights)."""
+    folder = copy_model(tmp_path)
+    (folder / name).unlink()
+    (folder / name).symlink_to(tmp_path / "moved" / name)
+    with pytest.raises(WeightFileError, match=f"{name}: is a symbolic link to .*, which does not exist"):
+        elmo.from_pretrained(folder)
+    assert f"{name}: is a symbolic link" in one_line_error(folder, capsys)
 
 
 def test_byte_models_ids_are_batch_to_ids(fixture_model):
@@ -415,6 +471,26 @@ def test_convert_counts_the_dictionaries_as_files_of_the_model(tmp_path, capsys)
     assert cli_main(["convert", str(MANYLANGS / "model_word"), str(native), "--overwrite"]) == 0
     assert cli_main(["convert", str(MANYLANGS / "model"), str(native), "--overwrite"]) == 1
     assert "also holds word.dic" in capsys.readouterr().err
+
+
+def test_convert_over_an_elmoformanylangs_folder_keeps_its_files(tmp_path, capsys):
+    """Converted into itself with --overwrite (which the refusal without it asked for), an
+    ELMoForManyLangs folder's config.json, the file naming its model configuration, was
+    replaced by the native one; converted over another such folder, that folder's .pkl state
+    dicts stayed beside the new weights. Both are refused now, the folder left as it was."""
+    folder = copy_model(tmp_path, "model_word")
+    other = copy_model(tmp_path, "model")
+    for source, target, message in (
+            (folder, folder, "its config.json is the ELMoForManyLangs folder's"),
+            (MANYLANGS / "model_word", other, "also holds token_embedder.pkl, encoder.pkl of the model there")):
+        before = {p.name: p.read_bytes() for p in target.iterdir()}
+        assert cli_main(["convert", str(source), str(target), "--overwrite"]) == 1
+        err = capsys.readouterr().err.strip()
+        assert message in err and len(err.splitlines()) == 1
+        assert {p.name: p.read_bytes() for p in target.iterdir()} == before
+    # without --overwrite, converting into itself is not sent to it
+    assert cli_main(["convert", str(folder), str(folder)]) == 1
+    assert "its config.json is the ELMoForManyLangs folder's" in capsys.readouterr().err
 
 
 def test_info_gives_the_size_and_dtype_of_the_pkl_files(capsys):

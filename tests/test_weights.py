@@ -27,6 +27,30 @@ def test_original_round_trip_is_bit_exact(folder, tmp_path):
         assert torch.equal(p, q), n
 
 
+@pytest.mark.parametrize("folder", [ALLENNLP, NOSKIP])
+def test_convert_to_safetensors_and_back_gives_the_same_datasets_and_activations(folder, tmp_path):
+    """`elmo convert` HDF5 -> safetensors -> HDF5: every dataset of the layout bit-identical
+    (dtype included), the options equal, and the activations of the three models equal."""
+    from elmo.cli import main
+    native, back = tmp_path / "native", tmp_path / "back"
+    assert main(["convert", str(folder), str(native)]) == 0
+    assert main(["convert", str(native), str(back), "--to", "original"]) == 0
+    with h5py.File(folder / "lm_weights.hdf5", "r") as a, h5py.File(back / "weights.hdf5", "r") as b:
+        names: list = []
+        a.visititems(lambda n, o: names.append(n) if isinstance(o, h5py.Dataset) else None)
+        kept: list = []
+        b.visititems(lambda n, o: kept.append(n) if isinstance(o, h5py.Dataset) else None)
+        assert sorted(names) == sorted(kept)
+        for n in names:
+            assert a[n].dtype == b[n].dtype and np.array_equal(a[n][...], b[n][...]), n
+    assert elmo.ElmoOptions.from_file(back / "options.json") == elmo.ElmoOptions.from_file(folder / "options.json")
+    ids = batch_to_ids([["The", "bank", "x" * 60], ["."]])
+    with torch.no_grad():
+        outputs = [elmo.from_pretrained(f)(ids)["activations"] for f in (folder, native, back)]
+    for layers in outputs[1:]:
+        assert all(torch.equal(p, q) for p, q in zip(outputs[0], layers))
+
+
 def test_random_model_round_trips_both_formats(tmp_path):
     bilm = random_bilm(skip=False)
     ids = batch_to_ids([["the", "dog"], ["bit"]])
@@ -177,6 +201,49 @@ def test_options_that_do_not_fit_the_weights(tmp_path):
     (tmp_path / "options.json").write_text(json.dumps(options))
     with pytest.raises(WeightFileError, match=r"W_0.*\(32, 256\).*\(32, 128\)"):
         load_original(tmp_path / "options.json", ALLENNLP / "lm_weights.hdf5")
+
+
+@pytest.mark.parametrize("section, key, value", [("lstm", "dim", 2**30), ("char_cnn", "filters", [[1, 2**30]])])
+def test_options_far_larger_than_the_weights_are_named_before_the_model_is_built(tmp_path, capsys, section, key, value):
+    """The model was built from the options before the file's shapes were checked: torch was
+    asked for hundreds of GB and `elmo info` ended in a traceback from its allocator."""
+    options = json.loads((ALLENNLP / "options.json").read_text())
+    options[section][key] = value
+    (tmp_path / "options.json").write_text(json.dumps(options))
+    shutil.copy(ALLENNLP / "lm_weights.hdf5", tmp_path / "weights.hdf5")
+    with pytest.raises(WeightFileError, match=r"weights.hdf5: dataset '.*' has shape .* from the options"):
+        load_original(tmp_path / "options.json", tmp_path / "weights.hdf5")
+    from elmo.cli import main
+    assert main(["info", str(tmp_path)]) == 1
+    err = capsys.readouterr().err.strip()
+    assert "Traceback" not in err and len(err.splitlines()) == 1 and "weights.hdf5: dataset" in err
+
+
+@pytest.mark.parametrize("folder", [ALLENNLP, NOSKIP])
+def test_layer_weight_count_is_the_layouts_datasets_without_the_embedding(folder):
+    from elmo.weights import expected_shapes, layer_weight_count
+    options = elmo.ElmoOptions.from_file(folder / "options.json")
+    shapes = expected_shapes(options)
+    assert layer_weight_count(options) == sum(int(np.prod(s)) for n, s in shapes.items() if n != "char_embed")
+
+
+@pytest.mark.parametrize("section, key, value", [("lstm", "dim", 2**30), ("char_cnn", "filters", [[1, 2**30]])])
+def test_a_native_config_far_larger_than_the_weights_is_named_before_the_model_is_built(tmp_path, capsys, section,
+                                                                                       key, value):
+    """As in the original layout: an edited config.json had torch asked for hundreds of GB,
+    and `elmo info` ended in a traceback from its allocator."""
+    elmo.save_pretrained(load_original(ALLENNLP / "options.json", ALLENNLP / "lm_weights.hdf5"), tmp_path / "m",
+                         fmt="safetensors")
+    config = json.loads((tmp_path / "m" / "config.json").read_text())
+    config[section][key] = value
+    (tmp_path / "m" / "config.json").write_text(json.dumps(config))
+    with pytest.raises(WeightFileError, match=r"m/config.json: describes a model of at least [\d,]+ weights, more "
+                                              r"than model.safetensors \([\d,]+ bytes\) holds"):
+        elmo.from_pretrained(tmp_path / "m")
+    from elmo.cli import main
+    assert main(["info", str(tmp_path / "m")]) == 1
+    err = capsys.readouterr().err.strip()
+    assert "Traceback" not in err and len(err.splitlines()) == 1 and "config.json: describes" in err
 
 
 def test_options_missing_a_key(tmp_path):

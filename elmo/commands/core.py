@@ -148,6 +148,7 @@ def _convert(args: argparse.Namespace, out: Path) -> int:
     import elmo
 
     from ..io import copy_file, same_file
+    from ..manylangs.folder import ENCODER, TOKEN_EMBEDDER, holds_manylangs_config
     from ..redact import REDACTED_NOTE, redact_record
     from ..training.export import LM_FILES, METADATA_FILE, read_metadata, write_metadata
     from ..weights import NATIVE_CONFIG, NATIVE_WEIGHTS, ORIGINAL_OPTIONS, ORIGINAL_WEIGHTS
@@ -166,6 +167,11 @@ def _convert(args: argparse.Namespace, out: Path) -> int:
     # its data and licence): a converted copy lost them. They go with it as they are.
     cards = tuple(n for n in CARD_FILES if source is not None and (source / n).is_file()) if not into_itself else ()
     names += cards
+    if into_itself and args.to == "safetensors" and holds_manylangs_config(out):
+        # (--overwrite replaced it: the folder lost the file that names its model configuration)
+        raise ValueError(f"{args.output}: its config.json is the ELMoForManyLangs folder's (it names the model "
+                         f"configuration), which the safetensors layout's config.json would replace: "
+                         f"convert into another folder")
     present = [n for n in names if (out / n).exists()]
     if present and not args.overwrite:
         raise ValueError(f"{args.output} already holds {' and '.join(present)}: pass --overwrite to replace "
@@ -174,7 +180,8 @@ def _convert(args: argparse.Namespace, out: Path) -> int:
     # language model's softmax and vocabulary) would stay beside another model's weights: the
     # folder loaded as a mix of two models (perplexity with one's biLM and the other's softmax).
     # Converting a folder into itself keeps one model, so it may add the other layout.
-    model_files = (ORIGINAL_OPTIONS, *ORIGINAL_WEIGHTS, NATIVE_CONFIG, NATIVE_WEIGHTS, *LM_FILES)
+    # (an ELMoForManyLangs folder's state dicts too: they stayed beside the new weights)
+    model_files = (ORIGINAL_OPTIONS, *ORIGINAL_WEIGHTS, NATIVE_CONFIG, NATIVE_WEIGHTS, *LM_FILES, TOKEN_EMBEDDER, ENCODER)
     # A card, README or licence is another model's only beside that model's files: in a folder
     # without them it is the user's own (a project's README.md), which the convert leaves alone.
     holds_model = any((out / n).exists() for n in model_files)

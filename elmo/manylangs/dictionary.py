@@ -11,14 +11,15 @@ so that a folder gives the same ids here as there:
 * the embedding has one row per distinct token read (checked against the weights elsewhere).
 
 Blank lines are skipped (the original stops on them). Writing goes the other way: one line per
-token in id order, which reads back to the same mapping.
+token in id order, which reads back to the same mapping; a token that these rules would read
+as another (surrounding whitespace, a TAB or line break in it) is refused before writing.
 """
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Dict, Mapping
 
-from ..io import atomic_write_text, utf8_error_where
+from ..io import atomic_write_text, utf8_error_where, writing
 from ..weights import WeightFileError
 
 #: The token a whitespace-only entry is read as.
@@ -74,9 +75,39 @@ def check_specials(entries: Mapping[str, int], path: str | Path, names) -> None:
         raise DictionaryError(f"{path}: special token(s) {', '.join(missing)} missing")
 
 
+def _read_back_as(token: str) -> str:
+    """The token that :func:`read_dictionary` reads from the line ``token<TAB>id``: ``token``
+    itself, or another one (ValueError where the line does not read back as one entry)."""
+    line = f"{token}\t0"
+    if len(line.splitlines()) != 1:
+        raise ValueError("it holds a line break, which splits its line")
+    fields = line.strip().split("\t")
+    if len(fields) > 2:
+        raise ValueError("it holds a TAB, which separates a token from its id")
+    return WHITESPACE_TOKEN if len(fields) == 1 else fields[0]
+
+
+def check_writable(entries: Mapping[str, int], path: str | Path) -> None:
+    """Raise :class:`DictionaryError` naming ``path`` and the token if a line of ``entries``
+    would not read back as written: a token with a line break or TAB, surrounding whitespace
+    (stripped when read) or of whitespace only other than U+3000 (read as U+3000)."""
+    for token in entries:
+        try:
+            read = _read_back_as(token)
+        except ValueError as e:
+            raise DictionaryError(f"{path}: token {token!r} cannot be written: {e}") from None
+        if read != token:
+            raise DictionaryError(f"{path}: token {token!r} cannot be written: it would be read back as "
+                                  f"{read!r} (each line is stripped of surrounding whitespace)")
+
+
 def write_dictionary(entries: Mapping[str, int], path: str | Path) -> None:
     """Write ``token<TAB>id`` lines in id order, atomically; :func:`read_dictionary` gives the
     same mapping back (the U+3000 entry is written as it is read: a line with the id alone
-    after stripping)."""
+    after stripping). A token that would be read back as another is refused before anything
+    is written (:func:`check_writable`)."""
+    check_writable(entries, path)
     lines = [f"{token}\t{value}\n" for token, value in sorted(entries.items(), key=lambda kv: kv[1])]
-    atomic_write_text(path, "".join(lines))
+    # (an OutputError naming the file: a folder written whole renames it to where it was going)
+    with writing(Path(path), "dictionary"):
+        atomic_write_text(path, "".join(lines))

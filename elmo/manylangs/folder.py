@@ -13,7 +13,8 @@ in the folder, and as its basename among the configurations bundled in
 ``elmo/resources/elmoformanylangs`` (released folders name a path of the authors' machine).
 
 The .pkl files are read with ``torch.load(weights_only=True)`` only (no code is unpickled),
-and must hold exactly the expected keys and shapes. Their parameters map exactly onto ours:
+and must hold exactly the expected keys and shapes. One in the zip format of PyTorch 1.6 on
+must pass the CRC-32 check of every record, which torch.load skips. Their parameters map exactly onto ours:
 
 * highway: theirs is ``x <- g * x + (1 - g) * relu(h)`` with the gate ``g`` in the second half
   of each layer; ours gates the non-linear branch, so the gate's weights and bias are negated
@@ -27,6 +28,7 @@ Outputs agree with the original's to float rounding (the conformance fixture, to
 """
 from __future__ import annotations
 
+import zipfile
 from importlib import resources
 from pathlib import Path
 from typing import Any, Dict, Mapping, Tuple
@@ -55,8 +57,14 @@ def is_manylangs_folder(folder: str | Path) -> bool:
     folder = Path(folder)
     if (folder / TOKEN_EMBEDDER).exists() or (folder / ENCODER).exists():
         return True
+    return holds_manylangs_config(folder)
+
+
+def holds_manylangs_config(folder: str | Path) -> bool:
+    """Whether ``folder/config.json`` is an ELMoForManyLangs folder's (it names the model
+    configuration), not the native layout's file of the same name."""
     try:
-        data = read_json(folder / FOLDER_CONFIG)
+        data = read_json(Path(folder) / FOLDER_CONFIG)
     except ValueError:
         return False
     return isinstance(data, dict) and "config_path" in data
@@ -144,6 +152,10 @@ def torch_state_dict(path: Path) -> Mapping[str, torch.Tensor]:
     """A torch.save state dict, read without unpickling code (``weights_only=True``)."""
     if not path.is_file():
         raise WeightFileError(f"{path}: weight file not found")
+    damaged = _zip_member_failing_crc(path)
+    if damaged is not None:
+        raise WeightFileError(f"{path}: record '{damaged}' fails its CRC-32 check, the file is corrupt "
+                              f"(changed since it was saved: a damaged copy or download?)")
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:  # noqa: BLE001 - any unreadable file: one line naming it
@@ -152,6 +164,22 @@ def torch_state_dict(path: Path) -> Mapping[str, torch.Tensor]:
     if not isinstance(state, Mapping):
         raise WeightFileError(f"{path}: expected a state dict, got {type(state).__name__}")
     return state
+
+
+def _zip_member_failing_crc(path: Path) -> str | None:
+    """The first record of a torch.save zip archive whose data does not match its CRC-32, or
+    None. torch.load does not check them: a flipped byte in a weight loaded as another value,
+    without a word. A file in the legacy format (PyTorch before 1.6, which the released models
+    were saved with) holds no checksums, and one that is not a readable zip is left to
+    torch.load to name."""
+    with open(path, "rb") as f:
+        if f.read(4) != b"PK\x03\x04":
+            return None
+    try:
+        with zipfile.ZipFile(path) as archive:
+            return archive.testzip()
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError):
+        return None
 
 
 def check_state_dict(path: Path, state: Mapping[str, torch.Tensor],

@@ -26,7 +26,7 @@ import torch
 
 from ..chars import check_tokenized
 from ..checks import shown
-from .dictionary import DictionaryError, check_specials, read_dictionary, write_dictionary
+from .dictionary import DictionaryError, check_specials, check_writable, read_dictionary, write_dictionary
 
 CHAR_SPECIALS = ("<bos>", "<eos>", "<oov>", "<pad>", "<bow>", "<eow>")
 WORD_SPECIALS = ("<oov>", "<pad>", "<bos>", "<eos>")
@@ -94,7 +94,11 @@ class CharVocabulary:
         return cls(chars, words, max_chars, (folder / CHAR_DIC, folder / WORD_DIC))
 
     def save(self, folder: str | Path) -> None:
-        """Write ``char.dic`` (and ``word.dic``) into ``folder``, atomically."""
+        """Write ``char.dic`` (and ``word.dic``) into ``folder``, atomically; a token that would
+        not read back is refused before either is written."""
+        check_writable(self.chars, Path(folder) / CHAR_DIC)
+        if self.words is not None:
+            check_writable(self.words, Path(folder) / WORD_DIC)
         write_dictionary(self.chars, Path(folder) / CHAR_DIC)
         if self.words is not None:
             write_dictionary(self.words, Path(folder) / WORD_DIC)
