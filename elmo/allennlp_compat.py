@@ -212,7 +212,8 @@ class ElmoEmbedder:
         ``forget_sentences``; with ``use_sentence_keys`` datasets are named by sentence (they
         must be unique). ``input_file`` is a path or an open file (closed afterwards, as in
         AllenNLP); lines end at ``"\\n"`` only, so a text-mode file that turned a lone ``"\\r"``
-        into a line end is an InputError (open it with ``newline=""`` or ``"rb"``). The output
+        into a line end is an InputError (open it with ``newline=""`` or ``"rb"``), and so are
+        the bytes a handle with ``errors="surrogateescape"`` could not decode. The output
         is replaced if it exists (not the input file, path or open file: an OutputError) and
         written atomically; the run is :func:`elmo.embed_file`
         (its other features, such as resuming, are there).
@@ -254,7 +255,7 @@ class ElmoEmbedder:
                              f"(here lines end at '\\n' only); open it with newline='' or 'rb', "
                              f"or pass its path")
         if isinstance(data, str):
-            data = data.encode("utf-8")
+            data = _text_bytes(data, shown)
         output = Path(output_file_path)
         # The output's checks come first, as for a path (a folder that is a file was a bare
         # FileExistsError), and the folder is made, as embed_file makes it for a path (mkstemp
@@ -307,6 +308,22 @@ def _translated_newlines(handle, data) -> Tuple[str, ...]:
     if isinstance(seen, str):
         return (seen,)
     return tuple(seen) if isinstance(seen, tuple) else ()
+
+
+def _text_bytes(text: str, shown: str) -> bytes:
+    """The UTF-8 bytes of ``text``, read from the text handle ``shown``.
+
+    A handle opened with ``errors="surrogateescape"`` (``sys.stdin``'s under a POSIX locale)
+    holds each byte it could not decode as a lone surrogate: they become those bytes again,
+    so the run names them as for a path (line, byte offset). Any other lone surrogate has no
+    UTF-8 encoding (it was a bare UnicodeEncodeError): an InputError naming its line."""
+    try:
+        return text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError as e:
+        line = text.count("\n", 0, e.start) + 1
+        raise InputError(f"{shown}: line {line}: character U+{ord(text[e.start]):04X} is a lone "
+                         f"surrogate, which UTF-8 cannot encode; fix the text or pass the "
+                         f"file's path") from None
 
 
 def _reads_from(handle, path: Path) -> bool:

@@ -517,6 +517,25 @@ def test_embed_file_errors_name_the_open_file_not_its_copy(fixture_embedder, tmp
     assert sorted(p.name for p in tmp_path.iterdir()) == ["sentences.txt"]
 
 
+def test_embed_file_from_a_text_handle_with_lone_surrogates(fixture_embedder, tmp_path):
+    """A text handle's lone surrogates were a bare UnicodeEncodeError. Those of
+    errors="surrogateescape" (sys.stdin under a POSIX locale) are the bytes it could not
+    decode: the error names them as for the path; any other one is named with its line."""
+    from elmo.embedding import InputError
+    source = tmp_path / "latin1.txt"
+    source.write_bytes(b"a b\ncaf\xe9 au lait\n")
+    out = tmp_path / "out.hdf5"
+    expected = r"latin1\.txt: line 2: byte 0xe9 at byte offset 7 is not valid UTF-8"
+    with pytest.raises(InputError, match=expected):
+        fixture_embedder.embed_file(source, out)
+    with open(source, encoding="utf-8", errors="surrogateescape") as handle, \
+            pytest.raises(InputError, match=expected):
+        fixture_embedder.embed_file(handle, out)
+    with pytest.raises(InputError, match=r"^the StringIO given: line 3: character U\+D800 is a lone surrogate"):
+        fixture_embedder.embed_file(io.StringIO("a\nb\nc \ud800 d\n"), out)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["latin1.txt"]
+
+
 def test_embed_file_from_an_open_file_with_sentence_keys(fixture_embedder, tmp_path):
     handle = io.StringIO("a b\nc\n")
     out = tmp_path / "keys.hdf5"
