@@ -31,7 +31,7 @@ from .embedding import Embedder, InputError, embed_file
 from .embedding.embedder import DEFAULT_BATCH_SIZE
 from .embedding.output import NonFiniteOutput
 from .embedding.windows import DEFAULT_MAX_TOKENS
-from .checks import integer_or_none, require_count
+from .checks import integer_or_none, require_count, require_path, shown
 from .chars import check_tokenized, tokenized
 from .io import OutputError, check_output_file, no_empty_folder_on_failure, writing
 from .modules import BiLM, Elmo
@@ -222,6 +222,10 @@ class ElmoEmbedder:
             raise ValueError(f"output_format must be one of {', '.join(OUTPUT_FORMATS)}; "
                              f"got {output_format!r}")
         batch_size = require_count("batch_size", batch_size)
+        # (both before a handle is read: a wrong one was a bare AttributeError or pathlib's
+        # TypeError, and a wrong output named embed_file's output_path)
+        output_file_path = require_path("output_file_path", output_file_path)
+        _require_input(input_file)
         # Stateful, every line runs whole, as in embed_batch: a long line's windows took rows
         # of their own and moved the lines after it to other rows
         max_tokens = WHOLE_SENTENCES if self.elmo_bilm.stateful else self._embedder.max_tokens
@@ -240,7 +244,7 @@ class ElmoEmbedder:
                 raise type(e)(python_spelling(str(e))) from None
             return
         # An open file: copy its text next to the output, so that embed_file can index it.
-        shown = str(getattr(input_file, "name", None) or f"the {type(input_file).__name__} given")
+        source = str(getattr(input_file, "name", None) or f"the {type(input_file).__name__} given")
         if _reads_from(input_file, Path(output_file_path)):
             # (as for a path: the text was read, then replaced by the vectors, and lost)
             raise OutputError(f"{output_file_path}: is the input file; write the vectors to another file")
@@ -251,11 +255,11 @@ class ElmoEmbedder:
         translated = _translated_newlines(input_file, data)
         input_file.close()
         if "\r" in translated:
-            raise InputError(f"{shown}: opened in text mode, which ends a line at a lone '\\r' "
+            raise InputError(f"{source}: opened in text mode, which ends a line at a lone '\\r' "
                              f"(here lines end at '\\n' only); open it with newline='' or 'rb', "
                              f"or pass its path")
         if isinstance(data, str):
-            data = _text_bytes(data, shown)
+            data = _text_bytes(data, source)
         output = Path(output_file_path)
         # The output's checks come first, as for a path (a folder that is a file was a bare
         # FileExistsError), and the folder is made, as embed_file makes it for a path (mkstemp
@@ -273,7 +277,7 @@ class ElmoEmbedder:
                 embed_file(tmp, cast(Union[str, Path], output_file_path), self.elmo_bilm, **kwargs)
             except (InputError, NonFiniteOutput) as e:
                 # (they named the line in the temporary copy, deleted by now)
-                raise type(e)(python_spelling(str(e).replace(tmp, shown))) from None
+                raise type(e)(python_spelling(str(e).replace(tmp, source))) from None
             finally:
                 os.unlink(tmp)
 
@@ -310,8 +314,17 @@ def _translated_newlines(handle, data) -> Tuple[str, ...]:
     return tuple(seen) if isinstance(seen, tuple) else ()
 
 
-def _text_bytes(text: str, shown: str) -> bytes:
-    """The UTF-8 bytes of ``text``, read from the text handle ``shown``.
+def _require_input(input_file) -> None:
+    """Refuse an ``input_file`` of :meth:`ElmoEmbedder.embed_file` that is neither a path
+    nor a file open for reading (a list of lines, bytes, None ...), naming it."""
+    if isinstance(input_file, (str, os.PathLike)) or callable(getattr(input_file, "read", None)):
+        return
+    raise TypeError(f"input_file must be a path (a string or os.PathLike) or a file open for "
+                    f"reading, got {type(input_file).__name__}: {shown(input_file)}")
+
+
+def _text_bytes(text: str, source: str) -> bytes:
+    """The UTF-8 bytes of ``text``, read from the text handle ``source``.
 
     A handle opened with ``errors="surrogateescape"`` (``sys.stdin``'s under a POSIX locale)
     holds each byte it could not decode as a lone surrogate: they become those bytes again,
@@ -321,7 +334,7 @@ def _text_bytes(text: str, shown: str) -> bytes:
         return text.encode("utf-8", "surrogateescape")
     except UnicodeEncodeError as e:
         line = text.count("\n", 0, e.start) + 1
-        raise InputError(f"{shown}: line {line}: character U+{ord(text[e.start]):04X} is a lone "
+        raise InputError(f"{source}: line {line}: character U+{ord(text[e.start]):04X} is a lone "
                          f"surrogate, which UTF-8 cannot encode; fix the text or pass the "
                          f"file's path") from None
 

@@ -536,6 +536,25 @@ def test_embed_file_from_a_text_handle_with_lone_surrogates(fixture_embedder, tm
     assert sorted(p.name for p in tmp_path.iterdir()) == ["latin1.txt"]
 
 
+def test_embed_file_arguments_that_are_neither_paths_nor_open_files(fixture_embedder, tmp_path):
+    """A list of lines, bytes or None as ``input_file`` was a bare AttributeError (no
+    ``read``); a wrong output was pathlib's TypeError for an open file and named
+    ``output_path`` for a path. Both name the parameter now, before any handle is read."""
+    source = tmp_path / "in.txt"
+    source.write_text("a b\n", encoding="utf-8")
+    for bad in (["a b", "c"], str(source).encode(), None, 3):
+        with pytest.raises(TypeError, match=rf"^input_file must be a path .* got {type(bad).__name__}: "):
+            fixture_embedder.embed_file(bad, tmp_path / "out.hdf5")
+    for bad in (None, str(tmp_path / "out.hdf5").encode(), io.BytesIO()):
+        for make_input in (lambda: str(source), lambda: io.StringIO("a b\n")):
+            handle = make_input()
+            with pytest.raises(TypeError, match=rf"^output_file_path must be a path .* got {type(bad).__name__}: "):
+                fixture_embedder.embed_file(handle, bad)
+            if isinstance(handle, io.StringIO):
+                assert not handle.closed and handle.read() == "a b\n"  # not used up
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt"]
+
+
 def test_embed_file_from_an_open_file_with_sentence_keys(fixture_embedder, tmp_path):
     handle = io.StringIO("a b\nc\n")
     out = tmp_path / "keys.hdf5"
