@@ -32,7 +32,7 @@ from .embedding.embedder import DEFAULT_BATCH_SIZE
 from .embedding.output import NonFiniteOutput
 from .embedding.windows import DEFAULT_MAX_TOKENS
 from .checks import integer_or_none, require_count, require_path, shown
-from .chars import check_tokenized, tokenized
+from .chars import check_sentence, check_tokenized, tokenized
 from .io import OutputError, check_output_file, no_empty_folder_on_failure, writing
 from .modules import BiLM, Elmo
 from .modules.bilm import stateful_calls
@@ -169,6 +169,8 @@ class ElmoEmbedder:
         if isinstance(sentence, str):
             raise TypeError("expected a tokenized sentence (a list of strings), got a string; "
                             "split it first, e.g. sentence.split()")
+        # (its errors named embed_batch and a "sentence 0")
+        check_sentence(sentence, "ElmoEmbedder.embed_sentence", "embed_batch")
         return self.embed_batch([sentence])[0]
 
     def embed_batch(self, batch: Sequence[Sequence[str]]) -> List[np.ndarray]:
