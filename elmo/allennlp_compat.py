@@ -18,7 +18,7 @@ in the README ("Differences from AllenNLP"). Nothing here is new computation:
 from __future__ import annotations
 
 import os
-import tempfile
+import shutil
 from itertools import islice
 from pathlib import Path
 from typing import IO, Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union, cast
@@ -33,7 +33,7 @@ from .embedding.output import NonFiniteOutput
 from .embedding.windows import DEFAULT_MAX_TOKENS
 from .checks import integer_or_none, require_count, require_path, shown
 from .chars import check_sentence, check_tokenized, tokenized
-from .io import OutputError, check_output_file, no_empty_folder_on_failure, writing
+from .io import OutputError, check_output_file, no_empty_folder_on_failure, temporary_folder, writing
 from .modules import BiLM, Elmo
 from .modules.bilm import stateful_calls
 from .modules.dropout_off import dropout_off
@@ -272,16 +272,19 @@ class ElmoEmbedder:
         with no_empty_folder_on_failure(out_dir):
             with writing(output, "copy of the input text (beside the output)"):
                 out_dir.mkdir(parents=True, exist_ok=True)
-                fd, tmp = tempfile.mkstemp(prefix=".elmo-input-", suffix=".txt", dir=out_dir)
+                # named for this process and output: a killed run's copy (the whole text) was
+                # left for ever; the next run for this output deletes it
+                folder = temporary_folder(out_dir / output.name, ".input")
+            tmp = str(folder / "input.txt")
             try:
-                with writing(output, "copy of the input text (beside the output)"), os.fdopen(fd, "wb") as f:
+                with writing(output, "copy of the input text (beside the output)"), open(tmp, "wb") as f:
                     f.write(data)
                 embed_file(tmp, cast(Union[str, Path], output_file_path), self.elmo_bilm, **kwargs)
             except (InputError, NonFiniteOutput) as e:
                 # (they named the line in the temporary copy, deleted by now)
                 raise type(e)(python_spelling(str(e).replace(tmp, source))) from None
             finally:
-                os.unlink(tmp)
+                shutil.rmtree(folder, ignore_errors=True)
 
 
 #: The command-line spellings in :func:`elmo.embed_file`'s input errors, and what a caller of
