@@ -91,6 +91,9 @@ def tokenized(sentences: Iterable[Sequence[str]], caller: str) -> Iterator[Seque
     """:func:`check_tokenized` for a stream: yields the sentences, refusing a string one."""
     if isinstance(sentences, str):
         check_tokenized(sentences, caller)
+    if not hasattr(sentences, "__iter__"):  # (None was "'NoneType' object is not iterable")
+        raise TypeError(f"{caller} expects an iterable of token lists, got {type(sentences).__name__}: "
+                        f"{shown(sentences)}")
     for i, sentence in enumerate(sentences):
         _check_sentence(caller, f"sentence {i}", sentence)
         yield sentence

@@ -112,3 +112,19 @@ def test_embed_sentence_names_itself_and_its_one_sentence():
                                         r"\['a', 'b'\]; for several sentences use embed_batch$"):
         embedder.embed_sentence([["a", "b"], ["c"]])
     assert embedder.embed_sentence(("a", "b")).shape[1] == 2
+
+
+def test_a_stream_of_sentences_that_is_no_iterable_is_named():
+    """embed_sentences and build_token_cache take any iterable; None or a number was Python's
+    "'NoneType' object is not iterable", which named neither the call nor the argument."""
+    import pytest
+
+    from elmo import ElmoEmbedder, Embedder
+    from tests.conftest import random_bilm
+    bilm = random_bilm(seed=0)
+    for bad in (None, 3):
+        with pytest.raises(TypeError, match=rf"^ElmoEmbedder\.embed_sentences expects an iterable of token "
+                                            rf"lists, got {type(bad).__name__}: {bad}$"):
+            list(ElmoEmbedder(model=bilm).embed_sentences(bad))
+        with pytest.raises(TypeError, match=r"^build_token_cache expects an iterable of token lists"):
+            Embedder(bilm).build_token_cache(bad)
