@@ -31,7 +31,7 @@ from .embedding import Embedder, InputError, embed_file
 from .embedding.embedder import DEFAULT_BATCH_SIZE
 from .embedding.output import NonFiniteOutput
 from .embedding.windows import DEFAULT_MAX_TOKENS
-from .checks import integer_or_none, require_count, require_path, shown
+from .checks import integer_or_none, require_count, require_path, require_switch, shown
 from .chars import check_sentence, check_tokenized, tokenized
 from .io import OutputError, check_output_file, no_empty_folder_on_failure, temporary_folder, writing
 from .modules import BiLM, Elmo
@@ -228,6 +228,9 @@ class ElmoEmbedder:
         # TypeError, and a wrong output named embed_file's output_path)
         output_file_path = require_path("output_file_path", output_file_path)
         _require_input(input_file)
+        # (embed_file's own check came after an open file was read and closed, naming sentence_keys)
+        forget_sentences = require_switch("forget_sentences", forget_sentences)
+        use_sentence_keys = require_switch("use_sentence_keys", use_sentence_keys)
         # Stateful, every line runs whole, as in embed_batch: a long line's windows took rows
         # of their own and moved the lines after it to other rows
         max_tokens = WHOLE_SENTENCES if self.elmo_bilm.stateful else self._embedder.max_tokens

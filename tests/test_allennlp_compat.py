@@ -552,6 +552,13 @@ def test_embed_file_arguments_that_are_neither_paths_nor_open_files(fixture_embe
                 fixture_embedder.embed_file(handle, bad)
             if isinstance(handle, io.StringIO):
                 assert not handle.closed and handle.read() == "a b\n"  # not used up
+    # (the switches were checked by embed_file, after the handle was read and closed, and
+    # use_sentence_keys was called sentence_keys)
+    for name in ("use_sentence_keys", "forget_sentences"):
+        handle = io.StringIO("a b\n")
+        with pytest.raises(TypeError, match=rf"^{name} must be True or False, got int: 1$"):
+            fixture_embedder.embed_file(handle, tmp_path / "out.hdf5", **{name: 1})
+        assert not handle.closed and handle.read() == "a b\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt"]
 
 
