@@ -56,7 +56,10 @@ def __getattr__(name: str) -> Any:
         value = getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
         globals()[name] = value
         return value
-    if not name.startswith("__") and importlib.util.find_spec(f"{__name__}.{name}") is not None:
+    # (a dotted name is no attribute: find_spec imported "elmo.a" for "a.b" and raised
+    # ModuleNotFoundError, out of hasattr too, and "modules.bilm" gave that module)
+    if name.isidentifier() and not name.startswith("__") and \
+            importlib.util.find_spec(f"{__name__}.{name}") is not None:
         return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 

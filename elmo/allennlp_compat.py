@@ -18,7 +18,7 @@ in the README ("Differences from AllenNLP"). Nothing here is new computation:
 from __future__ import annotations
 
 import os
-import tempfile
+import shutil
 from itertools import islice
 from pathlib import Path
 from typing import IO, Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union, cast
@@ -31,9 +31,9 @@ from .embedding import Embedder, InputError, embed_file
 from .embedding.embedder import DEFAULT_BATCH_SIZE
 from .embedding.output import NonFiniteOutput
 from .embedding.windows import DEFAULT_MAX_TOKENS
-from .checks import integer_or_none, require_count
-from .chars import check_tokenized, tokenized
-from .io import OutputError, check_output_file, no_empty_folder_on_failure, writing
+from .checks import integer_or_none, require_count, require_path, require_switch, shown
+from .chars import check_sentence, check_tokenized, tokenized
+from .io import OutputError, check_output_file, no_empty_folder_on_failure, temporary_folder, writing
 from .modules import BiLM, Elmo
 from .modules.bilm import stateful_calls
 from .modules.dropout_off import dropout_off
@@ -169,6 +169,8 @@ class ElmoEmbedder:
         if isinstance(sentence, str):
             raise TypeError("expected a tokenized sentence (a list of strings), got a string; "
                             "split it first, e.g. sentence.split()")
+        # (its errors named embed_batch and a "sentence 0")
+        check_sentence(sentence, "ElmoEmbedder.embed_sentence", "embed_batch")
         return self.embed_batch([sentence])[0]
 
     def embed_batch(self, batch: Sequence[Sequence[str]]) -> List[np.ndarray]:
@@ -212,7 +214,8 @@ class ElmoEmbedder:
         ``forget_sentences``; with ``use_sentence_keys`` datasets are named by sentence (they
         must be unique). ``input_file`` is a path or an open file (closed afterwards, as in
         AllenNLP); lines end at ``"\\n"`` only, so a text-mode file that turned a lone ``"\\r"``
-        into a line end is an InputError (open it with ``newline=""`` or ``"rb"``). The output
+        into a line end is an InputError (open it with ``newline=""`` or ``"rb"``), and so are
+        the bytes a handle with ``errors="surrogateescape"`` could not decode. The output
         is replaced if it exists (not the input file, path or open file: an OutputError) and
         written atomically; the run is :func:`elmo.embed_file`
         (its other features, such as resuming, are there).
@@ -221,6 +224,13 @@ class ElmoEmbedder:
             raise ValueError(f"output_format must be one of {', '.join(OUTPUT_FORMATS)}; "
                              f"got {output_format!r}")
         batch_size = require_count("batch_size", batch_size)
+        # (both before a handle is read: a wrong one was a bare AttributeError or pathlib's
+        # TypeError, and a wrong output named embed_file's output_path)
+        output_file_path = require_path("output_file_path", output_file_path)
+        _require_input(input_file)
+        # (embed_file's own check came after an open file was read and closed, naming sentence_keys)
+        forget_sentences = require_switch("forget_sentences", forget_sentences)
+        use_sentence_keys = require_switch("use_sentence_keys", use_sentence_keys)
         # Stateful, every line runs whole, as in embed_batch: a long line's windows took rows
         # of their own and moved the lines after it to other rows
         max_tokens = WHOLE_SENTENCES if self.elmo_bilm.stateful else self._embedder.max_tokens
@@ -239,7 +249,7 @@ class ElmoEmbedder:
                 raise type(e)(python_spelling(str(e))) from None
             return
         # An open file: copy its text next to the output, so that embed_file can index it.
-        shown = str(getattr(input_file, "name", None) or f"the {type(input_file).__name__} given")
+        source = str(getattr(input_file, "name", None) or f"the {type(input_file).__name__} given")
         if _reads_from(input_file, Path(output_file_path)):
             # (as for a path: the text was read, then replaced by the vectors, and lost)
             raise OutputError(f"{output_file_path}: is the input file; write the vectors to another file")
@@ -250,11 +260,11 @@ class ElmoEmbedder:
         translated = _translated_newlines(input_file, data)
         input_file.close()
         if "\r" in translated:
-            raise InputError(f"{shown}: opened in text mode, which ends a line at a lone '\\r' "
+            raise InputError(f"{source}: opened in text mode, which ends a line at a lone '\\r' "
                              f"(here lines end at '\\n' only); open it with newline='' or 'rb', "
                              f"or pass its path")
         if isinstance(data, str):
-            data = data.encode("utf-8")
+            data = _text_bytes(data, source)
         output = Path(output_file_path)
         # The output's checks come first, as for a path (a folder that is a file was a bare
         # FileExistsError), and the folder is made, as embed_file makes it for a path (mkstemp
@@ -265,16 +275,19 @@ class ElmoEmbedder:
         with no_empty_folder_on_failure(out_dir):
             with writing(output, "copy of the input text (beside the output)"):
                 out_dir.mkdir(parents=True, exist_ok=True)
-                fd, tmp = tempfile.mkstemp(prefix=".elmo-input-", suffix=".txt", dir=out_dir)
+                # named for this process and output: a killed run's copy (the whole text) was
+                # left for ever; the next run for this output deletes it
+                folder = temporary_folder(out_dir / output.name, ".input")
+            tmp = str(folder / "input.txt")
             try:
-                with writing(output, "copy of the input text (beside the output)"), os.fdopen(fd, "wb") as f:
+                with writing(output, "copy of the input text (beside the output)"), open(tmp, "wb") as f:
                     f.write(data)
                 embed_file(tmp, cast(Union[str, Path], output_file_path), self.elmo_bilm, **kwargs)
             except (InputError, NonFiniteOutput) as e:
                 # (they named the line in the temporary copy, deleted by now)
-                raise type(e)(python_spelling(str(e).replace(tmp, shown))) from None
+                raise type(e)(python_spelling(str(e).replace(tmp, source))) from None
             finally:
-                os.unlink(tmp)
+                shutil.rmtree(folder, ignore_errors=True)
 
 
 #: The command-line spellings in :func:`elmo.embed_file`'s input errors, and what a caller of
@@ -307,6 +320,31 @@ def _translated_newlines(handle, data) -> Tuple[str, ...]:
     if isinstance(seen, str):
         return (seen,)
     return tuple(seen) if isinstance(seen, tuple) else ()
+
+
+def _require_input(input_file) -> None:
+    """Refuse an ``input_file`` of :meth:`ElmoEmbedder.embed_file` that is neither a path
+    nor a file open for reading (a list of lines, bytes, None ...), naming it."""
+    if isinstance(input_file, (str, os.PathLike)) or callable(getattr(input_file, "read", None)):
+        return
+    raise TypeError(f"input_file must be a path (a string or os.PathLike) or a file open for "
+                    f"reading, got {type(input_file).__name__}: {shown(input_file)}")
+
+
+def _text_bytes(text: str, source: str) -> bytes:
+    """The UTF-8 bytes of ``text``, read from the text handle ``source``.
+
+    A handle opened with ``errors="surrogateescape"`` (``sys.stdin``'s under a POSIX locale)
+    holds each byte it could not decode as a lone surrogate: they become those bytes again,
+    so the run names them as for a path (line, byte offset). Any other lone surrogate has no
+    UTF-8 encoding (it was a bare UnicodeEncodeError): an InputError naming its line."""
+    try:
+        return text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError as e:
+        line = text.count("\n", 0, e.start) + 1
+        raise InputError(f"{source}: line {line}: character U+{ord(text[e.start]):04X} is a lone "
+                         f"surrogate, which UTF-8 cannot encode; fix the text or pass the "
+                         f"file's path") from None
 
 
 def _reads_from(handle, path: Path) -> bool:

@@ -29,6 +29,8 @@ DEFAULT_MAX_CHARS = 50
 BOS_TOKEN = "<S>"
 EOS_TOKEN = "</S>"
 
+_STR = frozenset([str])
+
 
 def _marker_ids(marker: int, max_chars: int) -> tuple[int, ...]:
     ids = [PAD_CHAR + 1] * max_chars
@@ -56,14 +58,14 @@ def word_to_char_ids(word: str, max_chars: int = DEFAULT_MAX_CHARS) -> tuple[int
     return tuple(ids)
 
 
-def _string_sentence(caller: str, i: int, sentence: str) -> TypeError:
+def _string_sentence(caller: str, which: str, sentence: str) -> TypeError:
     shown = sentence if len(sentence) <= 40 else sentence[:37] + "..."
-    return TypeError(f"{caller}: sentence {i} is a string ({shown!r}), not a list of tokens; "
+    return TypeError(f"{caller}: {which} is a string ({shown!r}), not a list of tokens; "
                      f"tokenize it first, e.g. sentence.split() or elmo.tokenize.tokenize(sentence)")
 
 
-def _not_tokens(caller: str, i: int, sentence) -> TypeError:
-    return TypeError(f"{caller}: sentence {i} is {type(sentence).__name__}, not a list of tokens "
+def _not_tokens(caller: str, which: str, sentence) -> TypeError:
+    return TypeError(f"{caller}: {which} is {type(sentence).__name__}, not a list of tokens "
                      f"(strings)")
 
 
@@ -82,26 +84,45 @@ def check_tokenized(sentences: Sequence[Sequence[str]], caller: str) -> None:
         raise TypeError(f"{caller} expects a list of token lists, got a {type(sentences).__name__}, "
                         f"which has no order of its own")
     for i, sentence in enumerate(sentences):
-        _check_sentence(caller, i, sentence)
+        _check_sentence(caller, f"sentence {i}", sentence)
 
 
 def tokenized(sentences: Iterable[Sequence[str]], caller: str) -> Iterator[Sequence[str]]:
     """:func:`check_tokenized` for a stream: yields the sentences, refusing a string one."""
     if isinstance(sentences, str):
         check_tokenized(sentences, caller)
+    if not hasattr(sentences, "__iter__"):  # (None was "'NoneType' object is not iterable")
+        raise TypeError(f"{caller} expects an iterable of token lists, got {type(sentences).__name__}: "
+                        f"{shown(sentences)}")
     for i, sentence in enumerate(sentences):
-        _check_sentence(caller, i, sentence)
+        _check_sentence(caller, f"sentence {i}", sentence)
         yield sentence
 
 
-def _check_sentence(caller: str, i: int, sentence) -> None:
-    """Refuse sentence ``i`` unless it is an ordered sequence: a string's characters, bytes'
-    values, a dict's keys or a set's hash order would silently become its tokens."""
+def check_sentence(sentence: Sequence[str], caller: str, batch_method: str) -> None:
+    """:func:`check_tokenized` for the one sentence that ``caller`` takes; a token that is a
+    list (several sentences given) is told of ``batch_method``, which takes them."""
+    _check_sentence(caller, "the sentence", sentence, f"; for several sentences use {batch_method}")
+
+
+def _check_sentence(caller: str, which: str, sentence, nested_hint: str = "") -> None:
+    """Refuse ``which`` sentence unless it is an ordered sequence of strings: a string's
+    characters, bytes' values, a dict's keys or a set's hash order would silently become its
+    tokens. A token that is no string is named by its place in the caller's input (the ids'
+    own check saw a sorted batch, or a window of a long sentence); ``nested_hint`` ends the
+    message where that token is a list or tuple."""
     if isinstance(sentence, str):
-        raise _string_sentence(caller, i, sentence)
+        raise _string_sentence(caller, which, sentence)
     if (isinstance(sentence, (bytes, bytearray, Mapping, Set))
             or not hasattr(sentence, "__len__") or not hasattr(sentence, "__getitem__")):
-        raise _not_tokens(caller, i, sentence)
+        raise _not_tokens(caller, which, sentence)
+    if _STR.issuperset(map(type, sentence)):  # (the usual case, at C speed: checked every call)
+        return
+    for j, token in enumerate(sentence):
+        if not isinstance(token, str):
+            hint = nested_hint if isinstance(token, (list, tuple)) else ""
+            raise TypeError(f"{caller}: {which}, token {j}: tokens must be strings, got "
+                            f"{type(token).__name__}: {shown(token)}{hint}")
 
 
 def batch_to_ids(sentences: Sequence[Sequence[str]], max_characters_per_token: int = DEFAULT_MAX_CHARS

@@ -511,10 +511,77 @@ def test_embed_file_errors_name_the_open_file_not_its_copy(fixture_embedder, tmp
     with open(source, encoding="utf-8") as handle, \
             pytest.raises(ValueError, match=r"sentences\.txt: line 3 repeats line 1") as caught:
         fixture_embedder.embed_file(handle, tmp_path / "out.hdf5", use_sentence_keys=True)
-    assert ".elmo-input-" not in str(caught.value)
+    assert "input.txt" not in str(caught.value)
     with pytest.raises(ValueError, match="^the BytesIO given: line 2: byte 0xff") as caught:
         fixture_embedder.embed_file(io.BytesIO(b"a\n\xff\n"), tmp_path / "out.hdf5")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["sentences.txt"]
+
+
+def test_embed_file_from_a_text_handle_with_lone_surrogates(fixture_embedder, tmp_path):
+    """A text handle's lone surrogates were a bare UnicodeEncodeError. Those of
+    errors="surrogateescape" (sys.stdin under a POSIX locale) are the bytes it could not
+    decode: the error names them as for the path; any other one is named with its line."""
+    from elmo.embedding import InputError
+    source = tmp_path / "latin1.txt"
+    source.write_bytes(b"a b\ncaf\xe9 au lait\n")
+    out = tmp_path / "out.hdf5"
+    expected = r"latin1\.txt: line 2: byte 0xe9 at byte offset 7 is not valid UTF-8"
+    with pytest.raises(InputError, match=expected):
+        fixture_embedder.embed_file(source, out)
+    with open(source, encoding="utf-8", errors="surrogateescape") as handle, \
+            pytest.raises(InputError, match=expected):
+        fixture_embedder.embed_file(handle, out)
+    with pytest.raises(InputError, match=r"^the StringIO given: line 3: character U\+D800 is a lone surrogate"):
+        fixture_embedder.embed_file(io.StringIO("a\nb\nc \ud800 d\n"), out)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["latin1.txt"]
+
+
+def test_embed_file_arguments_that_are_neither_paths_nor_open_files(fixture_embedder, tmp_path):
+    """A list of lines, bytes or None as ``input_file`` was a bare AttributeError (no
+    ``read``); a wrong output was pathlib's TypeError for an open file and named
+    ``output_path`` for a path. Both name the parameter now, before any handle is read."""
+    source = tmp_path / "in.txt"
+    source.write_text("a b\n", encoding="utf-8")
+    for bad in (["a b", "c"], str(source).encode(), None, 3):
+        with pytest.raises(TypeError, match=rf"^input_file must be a path .* got {type(bad).__name__}: "):
+            fixture_embedder.embed_file(bad, tmp_path / "out.hdf5")
+    for bad in (None, str(tmp_path / "out.hdf5").encode(), io.BytesIO()):
+        for make_input in (lambda: str(source), lambda: io.StringIO("a b\n")):
+            handle = make_input()
+            with pytest.raises(TypeError, match=rf"^output_file_path must be a path .* got {type(bad).__name__}: "):
+                fixture_embedder.embed_file(handle, bad)
+            if isinstance(handle, io.StringIO):
+                assert not handle.closed and handle.read() == "a b\n"  # not used up
+    # (the switches were checked by embed_file, after the handle was read and closed, and
+    # use_sentence_keys was called sentence_keys)
+    for name in ("use_sentence_keys", "forget_sentences"):
+        handle = io.StringIO("a b\n")
+        with pytest.raises(TypeError, match=rf"^{name} must be True or False, got int: 1$"):
+            fixture_embedder.embed_file(handle, tmp_path / "out.hdf5", **{name: 1})
+        assert not handle.closed and handle.read() == "a b\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt"]
+
+
+def test_embed_file_from_an_open_file_deletes_the_copy_a_killed_run_left(fixture_embedder, tmp_path):
+    """The copy of an open file's text beside the output had a random name: a run killed
+    before its end left the whole text there for ever. A run for the same output deletes the
+    copy of one whose process has ended (and not one of a live process)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    out = tmp_path / "out.hdf5"
+    from elmo.io import temporary_folder
+    live = temporary_folder(out, ".input")   # this process's: a run under way
+    make_copy = ("import sys; from pathlib import Path; from elmo.io import temporary_folder; "
+                 "f = temporary_folder(Path(sys.argv[1]), '.input'); (f / 'input.txt').write_text('a b')")
+    subprocess.run([sys.executable, "-c", make_copy, str(out)], check=True, timeout=60,
+                   env={**os.environ, "PYTHONPATH": str(root)})
+    dead = [p for p in tmp_path.iterdir() if p != live]
+    assert len(dead) == 1 and dead[0].name.startswith(".out.hdf5.") and (dead[0] / "input.txt").exists()
+    fixture_embedder.embed_file(io.BytesIO(b"a b\n"), out, output_format="top")
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([live.name, "out.hdf5"])
 
 
 def test_embed_file_from_an_open_file_with_sentence_keys(fixture_embedder, tmp_path):

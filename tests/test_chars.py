@@ -76,3 +76,55 @@ def test_max_characters_per_token_must_be_an_integer():
         with pytest.raises(TypeError, match="max_characters_per_token must be an integer, got"):
             batch_to_ids([["a"]], wrong)
     assert batch_to_ids([["a"]], np.int64(12)).shape == (1, 1, 12)
+
+
+def test_a_token_that_is_no_string_is_named_where_the_caller_gave_it():
+    """"tokens must be strings, got NoneType: None" said nothing of where: one None in a
+    corpus was hard to find. Embedder's batches are sorted by length (and long sentences cut
+    into windows), so the place is the one in the caller's input, not in a batch."""
+    import pytest
+
+    from elmo import ElmoEmbedder, Embedder
+    from tests.conftest import random_bilm
+    sentences = [["a"], ["b", "c", "d", "e"], ["f", None]]
+    with pytest.raises(TypeError, match=r"^batch_to_ids: sentence 2, token 1: tokens must be strings, "
+                                        r"got NoneType: None$"):
+        batch_to_ids(sentences)
+    bilm = random_bilm(seed=0)
+    with pytest.raises(TypeError, match=r"^embed_sentences: sentence 2, token 1: "):
+        Embedder(bilm, batch_size=1, max_tokens=2, overlap=0).embed_sentences(sentences)
+    embedder = ElmoEmbedder(model=bilm)
+    with pytest.raises(TypeError, match=r"^ElmoEmbedder\.embed_sentences: sentence 2, token 1: "):
+        list(embedder.embed_sentences(iter(sentences), batch_size=2))
+
+
+def test_embed_sentence_names_itself_and_its_one_sentence():
+    """ElmoEmbedder.embed_sentence's errors named embed_batch and a "sentence 0", and a batch
+    given to it was "tokens must be strings, got list"."""
+    import pytest
+
+    from elmo import ElmoEmbedder
+    from tests.conftest import random_bilm
+    embedder = ElmoEmbedder(model=random_bilm(seed=0))
+    with pytest.raises(TypeError, match=r"^ElmoEmbedder\.embed_sentence: the sentence is NoneType, not a list"):
+        embedder.embed_sentence(None)
+    with pytest.raises(TypeError, match=r"^ElmoEmbedder\.embed_sentence: the sentence, token 0: .* got list: "
+                                        r"\['a', 'b'\]; for several sentences use embed_batch$"):
+        embedder.embed_sentence([["a", "b"], ["c"]])
+    assert embedder.embed_sentence(("a", "b")).shape[1] == 2
+
+
+def test_a_stream_of_sentences_that_is_no_iterable_is_named():
+    """embed_sentences and build_token_cache take any iterable; None or a number was Python's
+    "'NoneType' object is not iterable", which named neither the call nor the argument."""
+    import pytest
+
+    from elmo import ElmoEmbedder, Embedder
+    from tests.conftest import random_bilm
+    bilm = random_bilm(seed=0)
+    for bad in (None, 3):
+        with pytest.raises(TypeError, match=rf"^ElmoEmbedder\.embed_sentences expects an iterable of token "
+                                            rf"lists, got {type(bad).__name__}: {bad}$"):
+            list(ElmoEmbedder(model=bilm).embed_sentences(bad))
+        with pytest.raises(TypeError, match=r"^build_token_cache expects an iterable of token lists"):
+            Embedder(bilm).build_token_cache(bad)

@@ -237,6 +237,17 @@ def test_import_elmo_loads_no_torch_and_every_name_loads_when_used():
     assert done.returncode == 0, done.stderr[-2000:]
 
 
+def test_a_name_that_is_no_attribute_of_elmo_is_an_attribute_error():
+    """A dotted name was looked up as a submodule path: "a.b" raised ModuleNotFoundError (so
+    hasattr raised too) and "modules.bilm" gave that module."""
+    import elmo
+    for name in ("a.b", ".x", "x.", "modules.bilm", "no such name"):
+        assert not hasattr(elmo, name), name
+        with pytest.raises(AttributeError, match=f"^module 'elmo' has no attribute {re.escape(repr(name))}$"):
+            getattr(elmo, name)
+    assert hasattr(elmo, "modules") and hasattr(elmo, "Elmo")
+
+
 @pytest.mark.parametrize("argv", [
     ["embed", "in.txt", "out.hdf5"],
     ["analyze", "fixture"],

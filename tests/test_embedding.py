@@ -131,6 +131,40 @@ def test_an_iterator_of_sentences_is_refused_not_taken_as_none(bilm):
     assert len(embedder.embed_sentences(list(iter([["The", "bank", "."]])))) == 1
 
 
+class LabelIndexed:
+    """A sequence read as a pandas Series with an index of labels reads: iterated by position,
+    indexed by label (a filtered or sorted DataFrame's column)."""
+
+    def __init__(self, values, labels):
+        self.values, self.labels = list(values), list(labels)
+
+    def __len__(self):
+        return len(self.values)
+
+    def __iter__(self):
+        return iter(self.values)
+
+    def __getitem__(self, label):
+        return self.values[self.labels.index(label)]
+
+
+def test_sentences_indexed_by_label_get_their_own_vectors(bilm):
+    """The sentences were counted and planned by position but their tokens taken by
+    ``sentences[i]``, which a pandas Series reads as a label: a sorted or filtered one gave
+    each sentence another's vectors (cut to its own length), without an error."""
+    from elmo import ElmoEmbedder
+    sentences = random_sentences(7, seed=5)
+    labelled = LabelIndexed(sentences, [3, 6, 0, 5, 1, 4, 2])
+    embedder = Embedder(bilm, batch_size=3)
+    expected = embedder.embed_sentences(sentences)
+    got = embedder.embed_sentences(labelled)
+    assert all(np.array_equal(g, e) for g, e in zip(got, expected, strict=True))
+    assert np.array_equal(sentence_vectors(embedder, labelled), sentence_vectors(embedder, sentences))
+    compat = ElmoEmbedder(model=bilm)   # (one batch of all 7: not the batches above)
+    assert all(np.array_equal(g, e) for g, e in zip(compat.embed_batch(labelled), compat.embed_batch(sentences),
+                                                     strict=True))
+
+
 def test_embedder_settings_of_the_wrong_type_are_named(bilm):
     # (overlap None is its default, min(64, max_tokens // 2): see test_embedding_overlap_default)
     for setting, value in (("batch_size", "8"), ("batch_size", 2.5), ("max_tokens", 8.5), ("overlap", "8"),

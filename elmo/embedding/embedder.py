@@ -163,6 +163,10 @@ class Embedder:
         selection = LayerSelection.parse(layers)
         selection.check(self.num_layers)
         dtype = output_dtype(dtype)
+        check_tokenized(sentences, "Embedder")
+        # Taken by position, as they are counted and planned: sentences[i] of a pandas Series
+        # is by label, so a filtered or sorted one gave its sentences each other's vectors
+        sentences = list(sentences)
         with stateful_calls(self.bilm):
             for batch in self.plan(sentences):
                 yield self._run_batch(sentences, batch, selection, dtype)
