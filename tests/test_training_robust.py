@@ -1239,3 +1239,28 @@ def test_the_validation_panel_of_many_runs_draws_each_runs_mean_only(tmp_path, m
     assert [line.get_label() for line in valid_panel.lines][:3] == ["run0 ppl_fwd", "run0 ppl_bwd", "run0 ppl"]
     plot_learning_curve(logs, tmp_path / "curve.png")
     assert [line.get_label() for line in drawn[-1][1][1].lines] == ["run0 ppl", "run1 ppl", "run2 ppl"]
+
+
+def test_a_model_folder_whose_vocabulary_and_counts_list_other_words_is_refused(tmp_path, toy, capsys):
+    """vocab.txt edited (two words swapped: the softmax rows then belong to other words) beside
+    the vocab_counts.tsv it was exported with: perplexity read the counts file alone and printed
+    a figure, and finetune wrote its text files, then said the model's own vocab.txt was not its
+    vocabulary. Now both refuse the folder before anything is written, naming the two files."""
+    train_txt, held_txt, _ = toy
+    assert main(["vocab", "build", str(train_txt), "-o", str(tmp_path / "v.txt")]) == 0   # (with its counts)
+    train(tiny_config(tmp_path / "base", train_txt, tmp_path / "v.txt", max_steps=2))
+    model = tmp_path / "base" / "model"
+    assert main(["perplexity", str(model), str(held_txt), "--device", "cpu"]) == 0   # (the files agree)
+    words = (model / "vocab.txt").read_text(encoding="utf-8").splitlines()
+    words[3], words[4] = words[4], words[3]
+    (model / "vocab.txt").write_text("\n".join(words) + "\n", encoding="utf-8")
+    capsys.readouterr()
+    says = (f"{model}: vocab.txt ({len(words)} words) and vocab_counts.tsv ({len(words)}) list other words "
+            f"(word 4 is {words[3]!r} in vocab.txt, {words[4]!r} in vocab_counts.tsv)")
+    assert main(["perplexity", str(model), str(held_txt), "--device", "cpu"]) == 1
+    captured = capsys.readouterr()
+    assert says in captured.err and not captured.out
+    out = tmp_path / "ft"
+    assert main(["finetune", str(train_txt), "--from", str(model), "-o", str(out), "--no-progress"]) == 1
+    assert says in capsys.readouterr().err
+    assert not out.exists()
