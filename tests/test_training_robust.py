@@ -1264,3 +1264,35 @@ def test_a_model_folder_whose_vocabulary_and_counts_list_other_words_is_refused(
     assert main(["finetune", str(train_txt), "--from", str(model), "-o", str(out), "--no-progress"]) == 1
     assert says in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_each_curve_of_plot_curve_has_a_name_of_its_own(tmp_path, monkeypatch):
+    """Every log file was named by its folder: logs/a.jsonl and logs/b.jsonl drew two curves both
+    named "logs", and the log.jsonl of the working folder ("elmo plot-curve log.jsonl") one named
+    "", which the legend left out (with a matplotlib warning)."""
+    plt = pytest.importorskip("matplotlib.pyplot")
+    from elmo.training.curves import plot_learning_curve
+
+    def write(log: Path, k: int) -> str:
+        log.parent.mkdir(parents=True, exist_ok=True)
+        log.write_text("".join(json.dumps(record) + "\n" for record in (
+            {"event": "train", "step": 1, "tokens": 100, "train_ppl": 40.0 + k},
+            {"event": "eval", "step": 1, "epoch": 0.5, "ppl": 30.0 + k, "ppl_fwd": 31.0, "ppl_bwd": 29.0})))
+        return str(log)
+
+    drawn = []
+    real = plt.subplots
+    monkeypatch.setattr(plt, "subplots", lambda *a, **k: drawn.append(real(*a, **k)) or drawn[-1])
+
+    def names(logs):
+        plot_learning_curve(logs, tmp_path / "curve.png")
+        train_panel, valid_panel = drawn[-1][1]
+        return [line.get_label() for line in train_panel.lines], [line.get_label() for line in valid_panel.lines]
+
+    logs = [write(tmp_path / "logs" / "a.jsonl", 0), write(tmp_path / "logs" / "b.jsonl", 1)]
+    assert names(logs) == (["a", "b"], ["a ppl_fwd", "a ppl_bwd", "a ppl", "b ppl_fwd", "b ppl_bwd", "b ppl"])
+    runs = [write(tmp_path / where / "run" / "log.jsonl", 0) for where in ("x", "y")]   # (two run folders "run")
+    assert names(runs)[0] == runs
+    assert names([str(tmp_path / "x" / "run"), logs[0]])[0] == ["run", "a"]   # (a run folder named)
+    monkeypatch.chdir(tmp_path / "x" / "run")
+    assert names(["log.jsonl"])[0] == ["run"]
