@@ -1296,3 +1296,40 @@ def test_each_curve_of_plot_curve_has_a_name_of_its_own(tmp_path, monkeypatch):
     assert names([str(tmp_path / "x" / "run"), logs[0]])[0] == ["run", "a"]   # (a run folder named)
     monkeypatch.chdir(tmp_path / "x" / "run")
     assert names(["log.jsonl"])[0] == ["run"]
+
+
+def test_a_boundary_token_written_in_the_text_is_a_target_in_both_directions(tmp_path):
+    """The targets left out in evaluation were found by their ids: a "<S>" word of the text was
+    no target forward and a "</S>" word none backward, so the two directions scored other
+    targets than the words plus one boundary a sentence that the count reports. Now only the
+    boundary of a join between two sentences (read after the other marker) is left out."""
+    from elmo.chars import batch_to_ids
+    from elmo.training.evaluate import likelihood_sums, perplexity
+    from training_helpers import tiny_lm_and_batch
+    model, vocab, _ = tiny_lm_and_batch(tmp_path / "t.txt", "a b c d\n", 1, 2)
+    model = model.double().eval()
+    sentences = [["a", "<S>", "b", "c"], ["d", "</S>", "a"], ["b"]]
+    expected = sum(len(s) + 1 for s in sentences)
+    for carry, window in ((False, 100), (True, 1), (True, 3), (True, 100)):
+        sums = likelihood_sums(model, sentences, vocab, carry_state=carry, window=window)
+        assert sums[2:] == [expected, expected], (carry, window)
+    # every target scored, in float64: each sentence read alone through the biLM, the softmax applied
+    p = model.options.lstm.projection_dim
+    nll, largest = [0.0, 0.0], 0.0
+    with torch.no_grad():
+        for s in sentences:
+            top = model.bilm(batch_to_ids([s]), keep_sentence_boundaries=True)["activations"][-1][0]
+            ids = [vocab.bos, *vocab.ids(s), vocab.eos]
+            for d, half, pairs in ((0, top[:, :p], zip(range(len(ids) - 1), ids[1:])),
+                                   (1, top[:, p:], zip(range(1, len(ids)), ids[:-1]))):
+                logits = half @ model.softmax.weight.t() + model.softmax.bias
+                largest = max(largest, float(logits.abs().max()))
+                log_p = torch.log_softmax(logits, dim=-1)
+                nll[d] -= sum(float(log_p[i, t]) for i, t in pairs)
+    result = perplexity(model, sentences, vocab)
+    # The model takes the softmax's cross-entropy in float32 (logits.float()): rounding a logit
+    # moves it by eps * |logit|, and a log-softmax term by at most twice the largest such move
+    # (plus the rounding of its own few operations); a left-out target moves a mean by ~1/11.
+    tolerance = 8 * torch.finfo(torch.float32).eps * (1 + largest)
+    assert result["loss_fwd"] == pytest.approx(nll[0] / expected, abs=tolerance)
+    assert result["loss_bwd"] == pytest.approx(nll[1] / expected, abs=tolerance)
