@@ -294,14 +294,17 @@ def _default_text(f: dataclasses.Field, default: Any) -> Optional[str]:
 
 
 def add_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGroup, cls: Type[DataclassInstance], *,
-                  exclude: Iterable[str] = (), defaults: Optional[Mapping[str, Any]] = None) -> None:
+                  exclude: Iterable[str] = (), defaults: Optional[Mapping[str, Any]] = None,
+                  helps: Optional[Mapping[str, str]] = None) -> None:
     """Add an option for every field of ``cls`` made with :func:`setting` (less ``exclude``).
 
     The options leave nothing in the namespace unless given (``argparse.SUPPRESS``), so that
     :func:`from_args` can tell a given option from a default. ``defaults`` replaces some of the
-    dataclass's defaults (e.g. one epoch for fine-tuning)."""
+    dataclass's defaults (e.g. one epoch for fine-tuning), ``helps`` some of their help texts
+    (one naming an option the command does not have)."""
     exclude = set(exclude)
     defaults = dict(defaults or {})
+    helps = dict(helps or {})
     hints = _field_types(cls)
     for f in dataclasses.fields(cls):
         if f.name in exclude or "help" not in f.metadata:
@@ -311,7 +314,7 @@ def add_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGroup, cls
         names = [_flag(f)] + ([meta["short"]] if meta.get("short") else [])
         kwargs: Dict[str, Any] = {"dest": f.name, "default": argparse.SUPPRESS}
         shown = _default_text(f, default)
-        kwargs["help"] = meta["help"] + (f" (default {shown})" if shown is not None else "")
+        kwargs["help"] = helps.get(f.name, meta["help"]) + (f" (default {shown})" if shown is not None else "")
         base = _base_type(hints[f.name])
         if base is bool and meta.get("parse") is None:
             style = _bool_style(f, default)

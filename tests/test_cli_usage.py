@@ -317,3 +317,30 @@ def test_train_reads_its_text_back_from_the_config_it_printed(tmp_path, monkeypa
             main(argv)
         assert stop.value.code == 2
         assert "the following arguments are required: corpus" in capsys.readouterr().err
+
+
+def _command_parsers(parser, name="elmo"):
+    """(``elmo CMD [ACTION]``, its parser) for every command and sub-command."""
+    import argparse
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub, sub_parser in action.choices.items():
+                yield from _command_parsers(sub_parser, f"{name} {sub}")
+    yield name, parser
+
+
+def test_every_option_an_options_help_names_is_one_of_that_commands():
+    """`elmo finetune --help` said --lr-decay "needs --valid", an option finetune does not have
+    (it validates on its held-out text). An option named after another command's name
+    ("elmo train --vocab", "give train --vocab") is that command's, and left aside."""
+    from elmo.cli import build_parser
+    parser = build_parser()
+    commands = {name.split()[-1] for name, _ in _command_parsers(parser)}
+    wrong = []
+    for name, command in _command_parsers(parser):
+        options = {flag for action in command._actions for flag in action.option_strings}
+        for action in command._actions:
+            for before, flag in re.findall(r"(\S+)?\s*(?<![\w-])(--[a-z][a-z0-9-]*)", action.help or ""):
+                if flag not in options and before not in commands:
+                    wrong.append(f"{name} {'/'.join(action.option_strings) or action.dest}: {flag}")
+    assert not wrong

@@ -928,3 +928,22 @@ def test_a_warm_starts_options_say_how_it_was_trained(tmp_path, toy):
     assert (warm["unroll_steps"], warm["dropout"]) == (5, 0.2) and "n_negative_samples_batch" not in warm
     assert warm["lstm"] == base["lstm"] and warm["char_cnn"] == base["char_cnn"]
     assert warm["n_tokens_vocab"] == base["n_tokens_vocab"] == len(Vocabulary.load(vocab_txt))
+
+
+def test_vocab_build_refuses_to_replace_a_trained_models_vocabulary(tmp_path, capsys):
+    """`elmo vocab build other.txt -o run/model/vocab.txt` replaced the vocabulary a trained
+    model's softmax rows belong to, without a word; its counts file likewise."""
+    corpus, model = tmp_path / "c.txt", tmp_path / "run" / "model"
+    corpus.write_text("the dog sees a cat .\n", encoding="utf-8")
+    model.mkdir(parents=True)
+    (model / "softmax.hdf5").write_bytes(b"\x89HDF\r\n\x1a\n")   # (only its presence matters here)
+    Vocabulary(["<S>", "</S>", "<UNK>", "bird"], [1, 1, 0, 1]).save(model / "vocab.txt")
+    Vocabulary(["<S>", "</S>", "<UNK>", "bird"], [1, 1, 0, 1]).save(model / "vocab_counts.tsv", with_counts=True)
+    before = {p.name: p.read_bytes() for p in model.iterdir()}
+    for extra, target in ((["-o", str(model / "vocab.txt")], "vocab.txt"),
+                          (["-o", str(tmp_path / "v.txt"), "--counts", str(model / "vocab_counts.tsv")],
+                           "vocab_counts.tsv")):
+        assert main(["vocab", "build", str(corpus), *extra]) == 1
+        assert f"{model / target}: is the vocabulary of the trained model in {model}" in capsys.readouterr().err
+    assert {p.name: p.read_bytes() for p in model.iterdir()} == before
+    assert main(["vocab", "build", str(corpus), "-o", str(tmp_path / "v.txt")]) == 0   # (elsewhere: written)

@@ -1239,3 +1239,97 @@ def test_the_validation_panel_of_many_runs_draws_each_runs_mean_only(tmp_path, m
     assert [line.get_label() for line in valid_panel.lines][:3] == ["run0 ppl_fwd", "run0 ppl_bwd", "run0 ppl"]
     plot_learning_curve(logs, tmp_path / "curve.png")
     assert [line.get_label() for line in drawn[-1][1][1].lines] == ["run0 ppl", "run1 ppl", "run2 ppl"]
+
+
+def test_a_model_folder_whose_vocabulary_and_counts_list_other_words_is_refused(tmp_path, toy, capsys):
+    """vocab.txt edited (two words swapped: the softmax rows then belong to other words) beside
+    the vocab_counts.tsv it was exported with: perplexity read the counts file alone and printed
+    a figure, and finetune wrote its text files, then said the model's own vocab.txt was not its
+    vocabulary. Now both refuse the folder before anything is written, naming the two files."""
+    train_txt, held_txt, _ = toy
+    assert main(["vocab", "build", str(train_txt), "-o", str(tmp_path / "v.txt")]) == 0   # (with its counts)
+    train(tiny_config(tmp_path / "base", train_txt, tmp_path / "v.txt", max_steps=2))
+    model = tmp_path / "base" / "model"
+    assert main(["perplexity", str(model), str(held_txt), "--device", "cpu"]) == 0   # (the files agree)
+    words = (model / "vocab.txt").read_text(encoding="utf-8").splitlines()
+    words[3], words[4] = words[4], words[3]
+    (model / "vocab.txt").write_text("\n".join(words) + "\n", encoding="utf-8")
+    capsys.readouterr()
+    says = (f"{model}: vocab.txt ({len(words)} words) and vocab_counts.tsv ({len(words)}) list other words "
+            f"(word 4 is {words[3]!r} in vocab.txt, {words[4]!r} in vocab_counts.tsv)")
+    assert main(["perplexity", str(model), str(held_txt), "--device", "cpu"]) == 1
+    captured = capsys.readouterr()
+    assert says in captured.err and not captured.out
+    out = tmp_path / "ft"
+    assert main(["finetune", str(train_txt), "--from", str(model), "-o", str(out), "--no-progress"]) == 1
+    assert says in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_each_curve_of_plot_curve_has_a_name_of_its_own(tmp_path, monkeypatch):
+    """Every log file was named by its folder: logs/a.jsonl and logs/b.jsonl drew two curves both
+    named "logs", and the log.jsonl of the working folder ("elmo plot-curve log.jsonl") one named
+    "", which the legend left out (with a matplotlib warning)."""
+    plt = pytest.importorskip("matplotlib.pyplot")
+    from elmo.training.curves import plot_learning_curve
+
+    def write(log: Path, k: int) -> str:
+        log.parent.mkdir(parents=True, exist_ok=True)
+        log.write_text("".join(json.dumps(record) + "\n" for record in (
+            {"event": "train", "step": 1, "tokens": 100, "train_ppl": 40.0 + k},
+            {"event": "eval", "step": 1, "epoch": 0.5, "ppl": 30.0 + k, "ppl_fwd": 31.0, "ppl_bwd": 29.0})))
+        return str(log)
+
+    drawn = []
+    real = plt.subplots
+    monkeypatch.setattr(plt, "subplots", lambda *a, **k: drawn.append(real(*a, **k)) or drawn[-1])
+
+    def names(logs):
+        plot_learning_curve(logs, tmp_path / "curve.png")
+        train_panel, valid_panel = drawn[-1][1]
+        return [line.get_label() for line in train_panel.lines], [line.get_label() for line in valid_panel.lines]
+
+    logs = [write(tmp_path / "logs" / "a.jsonl", 0), write(tmp_path / "logs" / "b.jsonl", 1)]
+    assert names(logs) == (["a", "b"], ["a ppl_fwd", "a ppl_bwd", "a ppl", "b ppl_fwd", "b ppl_bwd", "b ppl"])
+    runs = [write(tmp_path / where / "run" / "log.jsonl", 0) for where in ("x", "y")]   # (two run folders "run")
+    assert names(runs)[0] == runs
+    assert names([str(tmp_path / "x" / "run"), logs[0]])[0] == ["run", "a"]   # (a run folder named)
+    monkeypatch.chdir(tmp_path / "x" / "run")
+    assert names(["log.jsonl"])[0] == ["run"]
+
+
+def test_a_boundary_token_written_in_the_text_is_a_target_in_both_directions(tmp_path):
+    """The targets left out in evaluation were found by their ids: a "<S>" word of the text was
+    no target forward and a "</S>" word none backward, so the two directions scored other
+    targets than the words plus one boundary a sentence that the count reports. Now only the
+    boundary of a join between two sentences (read after the other marker) is left out."""
+    from elmo.chars import batch_to_ids
+    from elmo.training.evaluate import likelihood_sums, perplexity
+    from training_helpers import tiny_lm_and_batch
+    model, vocab, _ = tiny_lm_and_batch(tmp_path / "t.txt", "a b c d\n", 1, 2)
+    model = model.double().eval()
+    sentences = [["a", "<S>", "b", "c"], ["d", "</S>", "a"], ["b"]]
+    expected = sum(len(s) + 1 for s in sentences)
+    for carry, window in ((False, 100), (True, 1), (True, 3), (True, 100)):
+        sums = likelihood_sums(model, sentences, vocab, carry_state=carry, window=window)
+        assert sums[2:] == [expected, expected], (carry, window)
+    # every target scored, in float64: each sentence read alone through the biLM, the softmax applied
+    p = model.options.lstm.projection_dim
+    nll, largest = [0.0, 0.0], 0.0
+    with torch.no_grad():
+        for s in sentences:
+            top = model.bilm(batch_to_ids([s]), keep_sentence_boundaries=True)["activations"][-1][0]
+            ids = [vocab.bos, *vocab.ids(s), vocab.eos]
+            for d, half, pairs in ((0, top[:, :p], zip(range(len(ids) - 1), ids[1:])),
+                                   (1, top[:, p:], zip(range(1, len(ids)), ids[:-1]))):
+                logits = half @ model.softmax.weight.t() + model.softmax.bias
+                largest = max(largest, float(logits.abs().max()))
+                log_p = torch.log_softmax(logits, dim=-1)
+                nll[d] -= sum(float(log_p[i, t]) for i, t in pairs)
+    result = perplexity(model, sentences, vocab)
+    # The model takes the softmax's cross-entropy in float32 (logits.float()): rounding a logit
+    # moves it by eps * |logit|, and a log-softmax term by at most twice the largest such move
+    # (plus the rounding of its own few operations); a left-out target moves a mean by ~1/11.
+    tolerance = 8 * torch.finfo(torch.float32).eps * (1 + largest)
+    assert result["loss_fwd"] == pytest.approx(nll[0] / expected, abs=tolerance)
+    assert result["loss_bwd"] == pytest.approx(nll[1] / expected, abs=tolerance)

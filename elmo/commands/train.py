@@ -57,12 +57,16 @@ def _add_run_args(p: argparse.ArgumentParser, *, finetune: bool) -> None:
         p.add_argument("--output", "-o", required=True, help="run folder; the adapted model goes to OUTPUT/model")
     g = p.add_argument_group("training")
     add_arguments(g, TrainConfig, exclude={"vocab", "output", "valid", "init_from"} if finetune else set(),
-                  defaults=_FINETUNE_DEFAULTS if finetune else None)
+                  defaults=_FINETUNE_DEFAULTS if finetune else None, helps=_FINETUNE_HELPS if finetune else None)
     g.add_argument("--threads", type=int, help="CPU threads for torch (default: torch's choice)")
     add_config_arguments(p, example="lr=0.01")
 
 
 _FINETUNE_DEFAULTS = {"epochs": 1.0}
+#: finetune validates on its held-out text and has no --valid, which train's help asks for
+_FINETUNE_HELPS = {"lr_decay": "multiply the learning rate by this at every validation run whose perplexity on the "
+                               "held-out text is not --lr-decay-threshold below the best so far (needs "
+                               "--eval-every; 1 = never; Kim et al. 2016 halve it: 0.5)"}
 
 
 def register(subparsers) -> None:

@@ -101,6 +101,22 @@ def train_figure(record: Dict) -> Optional[tuple]:
     return None
 
 
+def curve_names(logs: Sequence[str | Path]) -> List[str]:
+    """The legend's name of each log: its run folder's for a ``log.jsonl`` (or a run folder
+    named), else the file's name less ``.jsonl``; the paths as given where two would be the
+    same or one empty. (Every file was named by its folder: ``logs/a.jsonl logs/b.jsonl`` drew
+    two curves both named "logs", and a ``log.jsonl`` of the working folder one named "",
+    which the legend left out with a matplotlib warning.)"""
+    names = []
+    for log in logs:
+        path = Path(log).resolve()
+        names.append(path.parent.name if path.is_file() and path.name == "log.jsonl" else
+                     path.name if path.is_dir() else path.name.removesuffix(".jsonl"))
+    if len(set(names)) < len(names) or "" in names:
+        return [str(log) for log in logs]
+    return names
+
+
 def plot_learning_curve(logs: Sequence[str | Path], output: str | Path, title: Optional[str] = None) -> Path:
     """Write a PNG of the curves in ``logs`` to ``output`` (atomically)."""
     try:
@@ -125,8 +141,7 @@ def plot_learning_curve(logs: Sequence[str | Path], output: str | Path, title: O
     # each direction and their mean for one or two runs; for more, three lines a run hid the
     # curves under their legend: the mean alone
     valid_keys = (("ppl_fwd", "o-"), ("ppl_bwd", "s--"), ("ppl", "^:")) if len(every) <= 2 else (("ppl", "o-"),)
-    for log, records in every.items():
-        name = Path(log).parent.name if Path(log).is_file() else Path(log).name
+    for (log, records), name in zip(every.items(), curve_names(list(every))):
         train = [(r, f) for r in records if r.get("event") == "train" and (f := train_figure(r))]
         evals = [r for r in records if r.get("event") == "eval"]
         if train:

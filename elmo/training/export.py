@@ -103,11 +103,28 @@ def read_metadata(folder: str | Path) -> Dict[str, Any]:
 
 
 def load_vocabulary(folder: str | Path) -> Vocabulary:
-    """The folder's vocabulary, with counts when ``vocab_counts.tsv`` is there."""
+    """The folder's vocabulary (``vocab.txt``), with counts when ``vocab_counts.tsv`` is there.
+
+    The two files must list the same words in the same order: the softmax has a row per word
+    of the vocabulary it was exported with, and which of two different lists that was cannot be
+    told. (The counts file alone was read: perplexity went on with its words and printed a
+    figure for a ``vocab.txt`` edited or replaced by another model's, and a warm start, which
+    reads ``vocab.txt``, was told that the model's own ``vocab.txt`` was not its vocabulary.)"""
     folder = Path(folder)
-    if (folder / COUNTS_FILE).exists():
-        return Vocabulary.load(folder / COUNTS_FILE)
-    return Vocabulary.load(folder / VOCAB_FILE)
+    vocab = Vocabulary.load(folder / VOCAB_FILE)
+    if not (folder / COUNTS_FILE).exists():
+        return vocab
+    counted = Vocabulary.load(folder / COUNTS_FILE)
+    if counted.words != vocab.words:
+        at = next((i for i, (a, b) in enumerate(zip(vocab.words, counted.words)) if a != b),
+                  min(len(vocab), len(counted)))
+        word = {name: repr(v.words[at]) if at < len(v) else "its end"
+                for name, v in ((VOCAB_FILE, vocab), (COUNTS_FILE, counted))}
+        raise ValueError(f"{folder}: {VOCAB_FILE} ({len(vocab):,} words) and {COUNTS_FILE} ({len(counted):,}) "
+                         f"list other words (word {at + 1} is {word[VOCAB_FILE]} in {VOCAB_FILE}, "
+                         f"{word[COUNTS_FILE]} in {COUNTS_FILE}); the softmax has a row per word of one of "
+                         f"them: put back the files the model was exported with")
+    return counted
 
 
 def check_language_model_files(folder: Path) -> None:

@@ -18,6 +18,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..chars import BOS_TOKEN, EOS_TOKEN, word_to_char_ids
 from ..config import ElmoOptions
 from ..data.lm_batches import LMBatch
 from ..modules.bilm import BiLM
@@ -65,7 +66,10 @@ class LanguageModel(nn.Module):
                 None for zeros.
             negatives: the batch's softmax loss (:class:`~elmo.modules.softmax.Candidates`
                 shared sampled negatives, or the full softmax); None for the full softmax.
-            skip_given_targets: leave out targets that carry no information (evaluation).
+            skip_given_targets: leave out targets that carry no information (evaluation):
+                ``<S>`` read after ``</S>`` forward, ``</S>`` after ``<S>`` backward, where
+                one sentence follows another in a row (a ``<S>`` or ``</S>`` word of the
+                text is a target like any other word).
             mean_over: the forward and backward target counts each direction's summed loss
                 is divided by; None for this batch's own. Data parallelism passes the global
                 batch's counts over the processes, so that the gradients DDP averages are
@@ -84,8 +88,8 @@ class LanguageModel(nn.Module):
         p = self.options.lstm.projection_dim
         fwd_mask, bwd_mask = batch.fwd_mask, batch.bwd_mask
         if skip_given_targets:
-            fwd_mask = fwd_mask & (batch.fwd_targets != self.bos_id)
-            bwd_mask = bwd_mask & (batch.bwd_targets != self.eos_id)
+            fwd_mask = fwd_mask & ~_given(batch.fwd_targets, self.bos_id, batch.fwd_chars, EOS_TOKEN)
+            bwd_mask = bwd_mask & ~_given(batch.bwd_targets, self.eos_id, batch.bwd_chars, BOS_TOKEN)
         hidden_f, hidden_b = self._dropout(top[..., :p][fwd_mask]), self._dropout(top[..., p:][bwd_mask])
         targets_f, targets_b = batch.fwd_targets[fwd_mask], batch.bwd_targets[bwd_mask]
         nll_f, nll_b = self._nll(hidden_f, targets_f, hidden_b, targets_b, negatives or FULL_SOFTMAX)
@@ -107,3 +111,13 @@ class LanguageModel(nn.Module):
         """hidden (N, P) after dropout and targets (N,) per direction -> (N,) negative
         log-likelihoods per direction, by ``loss`` (full or sampled)."""
         return loss.nll(self.softmax, hidden_f, targets_f, hidden_b, targets_b)
+
+
+def _given(targets: torch.Tensor, target_id: int, input_chars: torch.Tensor, input_token: str) -> torch.Tensor:
+    """(B, T) bool: the positions whose target is ``target_id`` read right after
+    ``input_token`` (input_chars (B, T, C)), the boundary a packed row's join gives away.
+    By the ids alone, a ``<S>`` word of the text was left out forward (and ``</S>``
+    backward): the two directions counted other targets than the words plus one boundary a
+    sentence that perplexity reports."""
+    marker = torch.tensor(word_to_char_ids(input_token, input_chars.shape[-1]), device=input_chars.device)
+    return (targets == target_id) & (input_chars == marker).all(dim=-1)

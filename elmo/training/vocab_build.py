@@ -58,6 +58,7 @@ def _count_and_write(corpus: Sequence[str], output: Path, counts_path: Path, min
     for path, what, starts in ((output, "vocabulary", f"{SPECIAL[0]}\n"),
                                (counts_path, "counts file", f"{SPECIAL[0]}\t")):
         check_output_file(path, what)
+        _refuse_a_models_vocabulary(path, what)
         if path.resolve() in files:
             raise ValueError(f"{path}: is a corpus file; write the {what} to another file")
         # (written into the corpus folder, it was read as text by the training run on that
@@ -77,6 +78,17 @@ def _count_and_write(corpus: Sequence[str], output: Path, counts_path: Path, min
     vocab = Vocabulary.from_counts(counts, min_count=min_count, max_size=max_size)
     _write_pair(vocab, output, counts_path)
     return counts, vocab
+
+
+def _refuse_a_models_vocabulary(path: Path, what: str) -> None:
+    """Refuse to replace the vocabulary (or counts) file of a trained model's folder: its
+    softmax has a row per word of that file, so another corpus's words there made the model
+    predict the wrong words (the file was replaced without a word)."""
+    from .export import COUNTS_FILE, SOFTMAX_FILE, VOCAB_FILE
+
+    if path.name in (VOCAB_FILE, COUNTS_FILE) and (path.parent / SOFTMAX_FILE).exists():
+        raise ValueError(f"{path}: is the vocabulary of the trained model in {path.parent} (its "
+                         f"{SOFTMAX_FILE} has a row per word of it); write the {what} to another file")
 
 
 def _write_pair(vocab: Vocabulary, output: Path, counts_path: Path) -> None:
