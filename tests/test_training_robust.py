@@ -21,6 +21,7 @@ from elmo.cli import main
 from elmo.training import checkpoint as ckpt_mod
 from elmo.training.checkpoint import (CheckpointError, CheckpointWriteError, latest_checkpoint, list_checkpoints,
                                       load_checkpoint, save_checkpoint)
+from elmo.training.config import MAX_SEED
 from elmo.training.finetune import _refuse_heldout_in_training
 from elmo.training.resume import ResumeMismatch
 from elmo.training.trainer import train
@@ -701,12 +702,26 @@ def test_a_diverged_run_names_the_checkpoint_from_before_the_update_that_broke_i
     ("keep_checkpoints", 0, "--keep-checkpoints must be at least 1"),
     ("n_negative", -1, "--negatives must be at least 0"),
     ("epochs", float("inf"), "--epochs inf needs --max-steps"),  # (an OverflowError counting the steps)
+    # ("Overflow when unpacking long long" from torch at the start, naming no option)
+    ("seed", 2 ** 62, r"--seed must be a whole number from -2\*\*53 to 2\*\*53"),
+    ("seed", -(10 ** 20), r"--seed must be a whole number from -2\*\*53 to 2\*\*53"),
 ])
 def test_numbers_that_would_crash_or_corrupt_a_run_are_refused(tmp_path, toy, setting, value, message):
     train_txt, _, vocab_txt = toy
     with pytest.raises(ValueError, match=message):
         tiny_config(tmp_path / "run", train_txt, vocab_txt, **{setting: value})
     assert tiny_config(tmp_path / "run", train_txt, vocab_txt, clip_norm=float("inf")).clip_norm == float("inf")
+
+
+@pytest.mark.parametrize("seed", [MAX_SEED, -MAX_SEED])
+def test_the_largest_seeds_allowed_train(tmp_path, toy, seed):
+    """The bound on --seed is one that every generator the run seeds from it accepts."""
+    train_txt, _, vocab_txt = toy
+    summary = train(tiny_config(tmp_path / "run", train_txt, vocab_txt, seed=seed, max_steps=1, n_negative=8,
+                                layout="bucketed"))
+    assert summary["finished"]
+    summary = train(tiny_config(tmp_path / "packed", train_txt, vocab_txt, seed=seed, max_steps=1, n_negative=8))
+    assert summary["finished"]
 
 
 @pytest.mark.parametrize("flags, message", [

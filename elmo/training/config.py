@@ -26,6 +26,10 @@ ORIGINAL_CLIP_NORM = 10.0
 UNROLL_STEPS = 20
 #: The default relative improvement that counts as progress for the decay (``--lr-decay-threshold``).
 LR_DECAY_THRESHOLD = 0.01
+#: The largest ``--seed`` (in size): the run seeds torch's generators with ``seed * 1000 + 17 +
+#: rank``, and torch takes 64-bit seeds only (a larger one failed at the start as "Overflow when
+#: unpacking long long", naming no option); 2**53 times 1000 plus any rank stays below 2**63.
+MAX_SEED = 2 ** 53
 
 
 def _setting_list(text: str) -> List[str]:
@@ -169,6 +173,9 @@ class TrainConfig:
             raise ValueError(f"--adagrad-init must be a finite number of 0 or more, got {self.adagrad_init}")
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"--dropout must be in [0, 1), got {self.dropout}")
+        if not -MAX_SEED <= self.seed <= MAX_SEED:
+            raise ValueError(f"--seed must be a whole number from -2**53 to 2**53 (the generators' seeds are "
+                             f"made from it and must fit in 64 bits), got {self.seed}")
 
     def new_schedule(self) -> PlateauDecay:
         """The learning-rate schedule of this config, at its start."""
