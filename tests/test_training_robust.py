@@ -9,6 +9,7 @@ import json
 import os
 import pickle
 import re
+import signal
 import subprocess
 import sys
 import uuid
@@ -280,6 +281,44 @@ def test_full_disk_during_training_keeps_the_previous_checkpoint(tmp_path, toy, 
     assert len(err.splitlines()) == 1 and "no space left on device" in err and "checkpoint-00000002.pt" in err
     monkeypatch.undo()
     assert train(cfg)["finished"]  # space again: the run resumes from the kept checkpoint
+
+
+class _CtrlCTwice(_FullDisk):
+    """A checkpoint's file that gets Ctrl-C twice after ``room`` bytes: the first asks the run to
+    stop after its step, the second (a user who will not wait for the write) interrupts at once."""
+
+    def write(self, data) -> int:
+        if len(memoryview(data).cast("B")) > self.room:
+            signal.raise_signal(signal.SIGINT)
+            signal.raise_signal(signal.SIGINT)
+        return super().write(data)
+
+
+def test_ctrl_c_twice_while_a_checkpoint_is_written_interrupts_and_keeps_the_previous_one(
+        tmp_path, toy, monkeypatch, capsys):
+    """(torch.save turned the interrupt raised in its write into "cannot write checkpoint ...:
+    [enforce fail at inline_container.cc] unexpected pos", and the command exited 1, not 130)"""
+    train_txt, _, vocab_txt = toy
+    run = tmp_path / "run"
+    cfg = tiny_config(run, train_txt, vocab_txt, max_steps=6, checkpoint_every=2, keep_checkpoints=1)
+    train(cfg, stop_after=2)
+    first = run / "checkpoints" / "checkpoint-00000002.pt"
+    saved = first.read_bytes()
+    monkeypatch.setattr(ckpt_mod, "_open_for_writing", lambda path: _CtrlCTwice(path, room=20_000))
+    with pytest.raises(KeyboardInterrupt) as info:
+        train(cfg)
+    assert type(info.value) is KeyboardInterrupt   # (not a write error, nor a stop after a checkpoint)
+    assert list_checkpoints(run / "checkpoints") == [first] and first.read_bytes() == saved
+    assert sorted(p.name for p in (run / "checkpoints").iterdir()) == [first.name]   # no temporary left
+    # The command line says it was interrupted and exits as Ctrl-C does.
+    args = ["train", str(train_txt), "--vocab", str(vocab_txt), "-o", str(tmp_path / "cli"), "--dim", "16",
+            "--projection-dim", "8", "--filters", "1:4", "--batch-size", "4", "--max-steps", "2",
+            "--negatives", "0", "--no-progress", "--device", "cpu"]
+    capsys.readouterr()
+    assert main(args) == 130
+    assert capsys.readouterr().err.strip() == "elmo train: interrupted"
+    monkeypatch.undo()
+    assert train(cfg)["finished"]   # the run resumes from the kept checkpoint
 
 
 @pytest.mark.parametrize("code", [errno.ENOSPC, errno.EDQUOT, errno.EFBIG], ids=["ENOSPC", "EDQUOT", "EFBIG"])
