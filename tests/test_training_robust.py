@@ -695,6 +695,37 @@ def test_a_run_that_ends_on_non_finite_steps_is_not_exported(tmp_path, toy, monk
     assert summary["finished"] and summary["skipped_steps"] == 2 and (tmp_path / "run" / "model").is_dir()
 
 
+@pytest.mark.parametrize("earlier", [False, True], ids=["first-step", "after-a-checkpoint"])
+def test_a_last_update_that_breaks_the_weights_is_not_exported(tmp_path, toy, capsys, earlier):
+    """--lr 1e30 over one step: the step's loss is that of the weights before its update, so it
+    was finite; the run finished (exit 0) and exported weights near 1e29 whose every loss is NaN."""
+    train_txt, _, vocab_txt = toy
+    run = tmp_path / "run"
+    if earlier:   # a first phase at a sane rate, then one step at a huge one
+        train(tiny_config(run, train_txt, vocab_txt, max_steps=2, checkpoint_every=2))
+        (run / "model").rename(tmp_path / "first-model")   # (the one a resume would replace)
+    cfg = tiny_config(run, train_txt, vocab_txt, max_steps=3 if earlier else 1, lr=1e30, allow_change=["lr"])
+    with pytest.raises(FloatingPointError) as info:
+        train(cfg)
+    message = str(info.value)
+    step = 3 if earlier else 1
+    assert message.startswith(f"training diverged: after the last step ({step}) the model's loss is NaN")
+    assert len(message.splitlines()) == 1 and not (run / "model").exists()
+    if earlier:
+        assert "resume from checkpoint-00000002.pt with a lower --lr" in message
+    else:
+        assert "start again in another --output with a lower --lr" in message
+    # the command line: one line, exit 1, nothing exported
+    args = ["train", str(train_txt), "--vocab", str(vocab_txt), "-o", str(tmp_path / "cli"), "--dim", "16",
+            "--projection-dim", "8", "--filters", "1:4,2:4", "--char-dim", "4", "--batch-size", "4",
+            "--max-steps", "1", "--lr", "1e30", "--negatives", "0", "--no-progress", "--device", "cpu"]
+    capsys.readouterr()
+    assert main(args) == 1
+    err = capsys.readouterr().err
+    assert "elmo train: error: training diverged: after the last step (1)" in err and "Traceback" not in err
+    assert not (tmp_path / "cli" / "model").exists()
+
+
 def test_a_huge_learning_rate_over_two_steps_does_not_finish(tmp_path, toy):
     train_txt, _, vocab_txt = toy
     cfg = tiny_config(tmp_path / "run", train_txt, vocab_txt, max_steps=2, lr=1e30)
