@@ -783,6 +783,21 @@ def test_numbers_that_would_crash_or_corrupt_a_run_are_refused(tmp_path, toy, se
     assert tiny_config(tmp_path / "run", train_txt, vocab_txt, clip_norm=float("inf")).clip_norm == float("inf")
 
 
+@pytest.mark.parametrize("optimizer, largest", [("adam", "3.403e+37"), ("adagrad", "3.403e+38")])
+def test_a_learning_rate_whose_step_is_no_float32_number_is_refused(tmp_path, toy, optimizer, largest):
+    """(Adam at --lr 4e37 stopped at its first step with PyTorch's traceback "value cannot be
+    converted to type float without overflow": its first step size is 10 times --lr)"""
+    train_txt, _, vocab_txt = toy
+    too_large = {"adam": 4e37, "adagrad": 1e300}[optimizer]
+    with pytest.raises(ValueError, match=re.escape(f"--lr must be at most {largest} with --optimizer {optimizer}")):
+        tiny_config(tmp_path / "run", train_txt, vocab_txt, optimizer=optimizer, lr=too_large)
+    # the largest rate allowed takes its first step (a finite loss, then weights that diverge)
+    cfg = tiny_config(tmp_path / "run", train_txt, vocab_txt, optimizer=optimizer, lr=float(largest) * 0.999,
+                      max_steps=1)
+    with pytest.raises(FloatingPointError, match="training diverged"):
+        train(cfg)
+
+
 @pytest.mark.parametrize("seed", [MAX_SEED, -MAX_SEED])
 def test_the_largest_seeds_allowed_train(tmp_path, toy, seed):
     """The bound on --seed is one that every generator the run seeds from it accepts."""
