@@ -254,29 +254,41 @@ class _FullDisk:
         self.f.close()
 
 
-def test_full_disk_during_training_keeps_the_previous_checkpoint(tmp_path, toy, monkeypatch, capsys):
+def _fail_a_checkpoint(tmp_path, toy, monkeypatch, writer, expected):
+    """A run checkpointed at step 2 that trains on with ``writer(path, room=...)`` as its
+    checkpoints' file: the error raised (``expected``) and the run's config, once it is checked
+    that the checkpoint of step 2 is untouched and still the newest, and no temporary file is left."""
     train_txt, _, vocab_txt = toy
     run = tmp_path / "run"
     cfg = tiny_config(run, train_txt, vocab_txt, max_steps=6, checkpoint_every=2, keep_checkpoints=1)
     train(cfg, stop_after=2)
     first = run / "checkpoints" / "checkpoint-00000002.pt"
     saved = first.read_bytes()
-    monkeypatch.setattr(ckpt_mod, "_open_for_writing", lambda path: _FullDisk(path, room=20_000))
-    with pytest.raises(CheckpointWriteError) as info:
+    monkeypatch.setattr(ckpt_mod, "_open_for_writing", lambda path: writer(path, room=20_000))
+    with pytest.raises(expected) as info:
         train(cfg)
-    message = str(info.value)
-    assert info.value.errno == errno.ENOSPC and len(message.splitlines()) == 1
-    assert f"cannot write checkpoint {run / 'checkpoints' / 'checkpoint-00000004.pt'}: no space left" in message
-    assert "enforce fail" not in message
-    # The previous checkpoint is untouched and still the one a resume takes; no temporary file is left.
     assert list_checkpoints(run / "checkpoints") == [first] and first.read_bytes() == saved
     assert sorted(p.name for p in (run / "checkpoints").iterdir()) == [first.name]
-    # The command line says it in one line.
-    args = ["train", str(train_txt), "--vocab", str(vocab_txt), "-o", str(tmp_path / "cli"), "--dim", "16",
+    return info.value, cfg
+
+
+def _small_train_args(toy, output) -> list:
+    train_txt, _, vocab_txt = toy
+    return ["train", str(train_txt), "--vocab", str(vocab_txt), "-o", str(output), "--dim", "16",
             "--projection-dim", "8", "--filters", "1:4", "--batch-size", "4", "--max-steps", "2",
             "--negatives", "0", "--no-progress", "--device", "cpu"]
+
+
+def test_full_disk_during_training_keeps_the_previous_checkpoint(tmp_path, toy, monkeypatch, capsys):
+    error, cfg = _fail_a_checkpoint(tmp_path, toy, monkeypatch, _FullDisk, CheckpointWriteError)
+    message = str(error)
+    assert error.errno == errno.ENOSPC and len(message.splitlines()) == 1
+    assert f"cannot write checkpoint {tmp_path / 'run' / 'checkpoints' / 'checkpoint-00000004.pt'}: no space left" \
+        in message
+    assert "enforce fail" not in message
+    # The command line says it in one line.
     capsys.readouterr()
-    assert main(args) == 1
+    assert main(_small_train_args(toy, tmp_path / "cli")) == 1
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "no space left on device" in err and "checkpoint-00000002.pt" in err
     monkeypatch.undo()
@@ -298,24 +310,11 @@ def test_ctrl_c_twice_while_a_checkpoint_is_written_interrupts_and_keeps_the_pre
         tmp_path, toy, monkeypatch, capsys):
     """(torch.save turned the interrupt raised in its write into "cannot write checkpoint ...:
     [enforce fail at inline_container.cc] unexpected pos", and the command exited 1, not 130)"""
-    train_txt, _, vocab_txt = toy
-    run = tmp_path / "run"
-    cfg = tiny_config(run, train_txt, vocab_txt, max_steps=6, checkpoint_every=2, keep_checkpoints=1)
-    train(cfg, stop_after=2)
-    first = run / "checkpoints" / "checkpoint-00000002.pt"
-    saved = first.read_bytes()
-    monkeypatch.setattr(ckpt_mod, "_open_for_writing", lambda path: _CtrlCTwice(path, room=20_000))
-    with pytest.raises(KeyboardInterrupt) as info:
-        train(cfg)
-    assert type(info.value) is KeyboardInterrupt   # (not a write error, nor a stop after a checkpoint)
-    assert list_checkpoints(run / "checkpoints") == [first] and first.read_bytes() == saved
-    assert sorted(p.name for p in (run / "checkpoints").iterdir()) == [first.name]   # no temporary left
+    error, cfg = _fail_a_checkpoint(tmp_path, toy, monkeypatch, _CtrlCTwice, KeyboardInterrupt)
+    assert type(error) is KeyboardInterrupt   # (not a write error, nor a stop after a checkpoint)
     # The command line says it was interrupted and exits as Ctrl-C does.
-    args = ["train", str(train_txt), "--vocab", str(vocab_txt), "-o", str(tmp_path / "cli"), "--dim", "16",
-            "--projection-dim", "8", "--filters", "1:4", "--batch-size", "4", "--max-steps", "2",
-            "--negatives", "0", "--no-progress", "--device", "cpu"]
     capsys.readouterr()
-    assert main(args) == 130
+    assert main(_small_train_args(toy, tmp_path / "cli")) == 130
     assert capsys.readouterr().err.strip() == "elmo train: interrupted"
     monkeypatch.undo()
     assert train(cfg)["finished"]   # the run resumes from the kept checkpoint
