@@ -698,12 +698,15 @@ def test_a_run_that_ends_on_non_finite_steps_is_not_exported(tmp_path, toy, monk
 def test_a_last_update_that_breaks_the_weights_is_not_exported(tmp_path, toy, capsys, earlier):
     """--lr 1e30 over one step: the step's loss is that of the weights before its update, so it
     was finite; the run finished (exit 0) and exported weights near 1e29 whose every loss is NaN."""
-    train_txt, _, vocab_txt = toy
+    train_txt, held_txt, vocab_txt = toy
     run = tmp_path / "run"
+    # after a checkpoint, with held-out text: the final validation's NaN loss tells
+    valid = [str(held_txt)] if earlier else []
     if earlier:   # a first phase at a sane rate, then one step at a huge one
-        train(tiny_config(run, train_txt, vocab_txt, max_steps=2, checkpoint_every=2))
+        train(tiny_config(run, train_txt, vocab_txt, max_steps=2, checkpoint_every=2, valid=valid))
         (run / "model").rename(tmp_path / "first-model")   # (the one a resume would replace)
-    cfg = tiny_config(run, train_txt, vocab_txt, max_steps=3 if earlier else 1, lr=1e30, allow_change=["lr"])
+    cfg = tiny_config(run, train_txt, vocab_txt, max_steps=3 if earlier else 1, lr=1e30, allow_change=["lr"],
+                      valid=valid)
     with pytest.raises(FloatingPointError) as info:
         train(cfg)
     message = str(info.value)
