@@ -100,7 +100,7 @@ class _RecordingFile:
     as "cannot write checkpoint ...: [enforce fail ...] unexpected pos", exit status 1, where
     the interrupt's own is due (130, 143). It is remembered too, and raised again."""
 
-    def __init__(self, f):
+    def __init__(self, f) -> None:
         self.f = f
         self.error: Optional[BaseException] = None
 
