@@ -9,6 +9,7 @@ import json
 import os
 import pickle
 import re
+import signal
 import subprocess
 import sys
 import uuid
@@ -21,6 +22,7 @@ from elmo.cli import main
 from elmo.training import checkpoint as ckpt_mod
 from elmo.training.checkpoint import (CheckpointError, CheckpointWriteError, latest_checkpoint, list_checkpoints,
                                       load_checkpoint, save_checkpoint)
+from elmo.training.config import MAX_SEED
 from elmo.training.finetune import _refuse_heldout_in_training
 from elmo.training.resume import ResumeMismatch
 from elmo.training.trainer import train
@@ -252,33 +254,70 @@ class _FullDisk:
         self.f.close()
 
 
-def test_full_disk_during_training_keeps_the_previous_checkpoint(tmp_path, toy, monkeypatch, capsys):
+def _fail_a_checkpoint(tmp_path, toy, monkeypatch, writer, expected):
+    """A run checkpointed at step 2 that trains on with ``writer(path, room=...)`` as its
+    checkpoints' file: the error raised (``expected``) and the run's config, once it is checked
+    that the checkpoint of step 2 is untouched and still the newest, and no temporary file is left."""
     train_txt, _, vocab_txt = toy
     run = tmp_path / "run"
     cfg = tiny_config(run, train_txt, vocab_txt, max_steps=6, checkpoint_every=2, keep_checkpoints=1)
     train(cfg, stop_after=2)
     first = run / "checkpoints" / "checkpoint-00000002.pt"
     saved = first.read_bytes()
-    monkeypatch.setattr(ckpt_mod, "_open_for_writing", lambda path: _FullDisk(path, room=20_000))
-    with pytest.raises(CheckpointWriteError) as info:
+    monkeypatch.setattr(ckpt_mod, "_open_for_writing", lambda path: writer(path, room=20_000))
+    with pytest.raises(expected) as info:
         train(cfg)
-    message = str(info.value)
-    assert info.value.errno == errno.ENOSPC and len(message.splitlines()) == 1
-    assert f"cannot write checkpoint {run / 'checkpoints' / 'checkpoint-00000004.pt'}: no space left" in message
-    assert "enforce fail" not in message
-    # The previous checkpoint is untouched and still the one a resume takes; no temporary file is left.
     assert list_checkpoints(run / "checkpoints") == [first] and first.read_bytes() == saved
     assert sorted(p.name for p in (run / "checkpoints").iterdir()) == [first.name]
-    # The command line says it in one line.
-    args = ["train", str(train_txt), "--vocab", str(vocab_txt), "-o", str(tmp_path / "cli"), "--dim", "16",
+    return info.value, cfg
+
+
+def _small_train_args(toy, output) -> list:
+    train_txt, _, vocab_txt = toy
+    return ["train", str(train_txt), "--vocab", str(vocab_txt), "-o", str(output), "--dim", "16",
             "--projection-dim", "8", "--filters", "1:4", "--batch-size", "4", "--max-steps", "2",
             "--negatives", "0", "--no-progress", "--device", "cpu"]
+
+
+def test_full_disk_during_training_keeps_the_previous_checkpoint(tmp_path, toy, monkeypatch, capsys):
+    error, cfg = _fail_a_checkpoint(tmp_path, toy, monkeypatch, _FullDisk, CheckpointWriteError)
+    message = str(error)
+    assert error.errno == errno.ENOSPC and len(message.splitlines()) == 1
+    assert f"cannot write checkpoint {tmp_path / 'run' / 'checkpoints' / 'checkpoint-00000004.pt'}: no space left" \
+        in message
+    assert "enforce fail" not in message
+    # The command line says it in one line.
     capsys.readouterr()
-    assert main(args) == 1
+    assert main(_small_train_args(toy, tmp_path / "cli")) == 1
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "no space left on device" in err and "checkpoint-00000002.pt" in err
     monkeypatch.undo()
     assert train(cfg)["finished"]  # space again: the run resumes from the kept checkpoint
+
+
+class _CtrlCTwice(_FullDisk):
+    """A checkpoint's file that gets Ctrl-C twice after ``room`` bytes: the first asks the run to
+    stop after its step, the second (a user who will not wait for the write) interrupts at once."""
+
+    def write(self, data) -> int:
+        if len(memoryview(data).cast("B")) > self.room:
+            signal.raise_signal(signal.SIGINT)
+            signal.raise_signal(signal.SIGINT)
+        return super().write(data)
+
+
+def test_ctrl_c_twice_while_a_checkpoint_is_written_interrupts_and_keeps_the_previous_one(
+        tmp_path, toy, monkeypatch, capsys):
+    """(torch.save turned the interrupt raised in its write into "cannot write checkpoint ...:
+    [enforce fail at inline_container.cc] unexpected pos", and the command exited 1, not 130)"""
+    error, cfg = _fail_a_checkpoint(tmp_path, toy, monkeypatch, _CtrlCTwice, KeyboardInterrupt)
+    assert type(error) is KeyboardInterrupt   # (not a write error, nor a stop after a checkpoint)
+    # The command line says it was interrupted and exits as Ctrl-C does.
+    capsys.readouterr()
+    assert main(_small_train_args(toy, tmp_path / "cli")) == 130
+    assert capsys.readouterr().err.strip() == "elmo train: interrupted"
+    monkeypatch.undo()
+    assert train(cfg)["finished"]   # the run resumes from the kept checkpoint
 
 
 @pytest.mark.parametrize("code", [errno.ENOSPC, errno.EDQUOT, errno.EFBIG], ids=["ENOSPC", "EDQUOT", "EFBIG"])
@@ -655,6 +694,40 @@ def test_a_run_that_ends_on_non_finite_steps_is_not_exported(tmp_path, toy, monk
     assert summary["finished"] and summary["skipped_steps"] == 2 and (tmp_path / "run" / "model").is_dir()
 
 
+@pytest.mark.parametrize("earlier", [False, True], ids=["first-step", "after-a-checkpoint"])
+def test_a_last_update_that_breaks_the_weights_is_not_exported(tmp_path, toy, capsys, earlier):
+    """--lr 1e30 over one step: the step's loss is that of the weights before its update, so it
+    was finite; the run finished (exit 0) and exported weights near 1e29 whose every loss is NaN."""
+    train_txt, held_txt, vocab_txt = toy
+    run = tmp_path / "run"
+    # after a checkpoint, with held-out text: the final validation's NaN loss tells
+    valid = [str(held_txt)] if earlier else []
+    if earlier:   # a first phase at a sane rate, then one step at a huge one
+        train(tiny_config(run, train_txt, vocab_txt, max_steps=2, checkpoint_every=2, valid=valid))
+        (run / "model").rename(tmp_path / "first-model")   # (the one a resume would replace)
+    cfg = tiny_config(run, train_txt, vocab_txt, max_steps=3 if earlier else 1, lr=1e30, allow_change=["lr"],
+                      valid=valid)
+    with pytest.raises(FloatingPointError) as info:
+        train(cfg)
+    message = str(info.value)
+    step = 3 if earlier else 1
+    assert message.startswith(f"training diverged: after the last step ({step}) the model's loss is NaN")
+    assert len(message.splitlines()) == 1 and not (run / "model").exists()
+    if earlier:
+        assert "resume from checkpoint-00000002.pt with a lower --lr" in message
+    else:
+        assert "start again in another --output with a lower --lr" in message
+    # the command line: one line, exit 1, nothing exported
+    args = ["train", str(train_txt), "--vocab", str(vocab_txt), "-o", str(tmp_path / "cli"), "--dim", "16",
+            "--projection-dim", "8", "--filters", "1:4,2:4", "--char-dim", "4", "--batch-size", "4",
+            "--max-steps", "1", "--lr", "1e30", "--negatives", "0", "--no-progress", "--device", "cpu"]
+    capsys.readouterr()
+    assert main(args) == 1
+    err = capsys.readouterr().err
+    assert "elmo train: error: training diverged: after the last step (1)" in err and "Traceback" not in err
+    assert not (tmp_path / "cli" / "model").exists()
+
+
 def test_a_huge_learning_rate_over_two_steps_does_not_finish(tmp_path, toy):
     train_txt, _, vocab_txt = toy
     cfg = tiny_config(tmp_path / "run", train_txt, vocab_txt, max_steps=2, lr=1e30)
@@ -701,12 +774,41 @@ def test_a_diverged_run_names_the_checkpoint_from_before_the_update_that_broke_i
     ("keep_checkpoints", 0, "--keep-checkpoints must be at least 1"),
     ("n_negative", -1, "--negatives must be at least 0"),
     ("epochs", float("inf"), "--epochs inf needs --max-steps"),  # (an OverflowError counting the steps)
+    # ("Overflow when unpacking long long" from torch at the start, naming no option)
+    ("seed", 2 ** 62, r"--seed must be a whole number from -2\*\*53 to 2\*\*53"),
+    ("seed", -(10 ** 20), r"--seed must be a whole number from -2\*\*53 to 2\*\*53"),
 ])
 def test_numbers_that_would_crash_or_corrupt_a_run_are_refused(tmp_path, toy, setting, value, message):
     train_txt, _, vocab_txt = toy
     with pytest.raises(ValueError, match=message):
         tiny_config(tmp_path / "run", train_txt, vocab_txt, **{setting: value})
     assert tiny_config(tmp_path / "run", train_txt, vocab_txt, clip_norm=float("inf")).clip_norm == float("inf")
+
+
+@pytest.mark.parametrize("optimizer, largest", [("adam", "3.403e+37"), ("adagrad", "3.403e+38")])
+def test_a_learning_rate_whose_step_is_no_float32_number_is_refused(tmp_path, toy, optimizer, largest):
+    """(Adam at --lr 4e37 stopped at its first step with PyTorch's traceback "value cannot be
+    converted to type float without overflow": its first step size is 10 times --lr)"""
+    train_txt, _, vocab_txt = toy
+    too_large = {"adam": 4e37, "adagrad": 1e300}[optimizer]
+    with pytest.raises(ValueError, match=re.escape(f"--lr must be at most {largest} with --optimizer {optimizer}")):
+        tiny_config(tmp_path / "run", train_txt, vocab_txt, optimizer=optimizer, lr=too_large)
+    # the largest rate allowed takes its first step (a finite loss, then weights that diverge)
+    cfg = tiny_config(tmp_path / "run", train_txt, vocab_txt, optimizer=optimizer, lr=float(largest) * 0.999,
+                      max_steps=1)
+    with pytest.raises(FloatingPointError, match="training diverged"):
+        train(cfg)
+
+
+@pytest.mark.parametrize("seed", [MAX_SEED, -MAX_SEED])
+def test_the_largest_seeds_allowed_train(tmp_path, toy, seed):
+    """The bound on --seed is one that every generator the run seeds from it accepts."""
+    train_txt, _, vocab_txt = toy
+    summary = train(tiny_config(tmp_path / "run", train_txt, vocab_txt, seed=seed, max_steps=1, n_negative=8,
+                                layout="bucketed"))
+    assert summary["finished"]
+    summary = train(tiny_config(tmp_path / "packed", train_txt, vocab_txt, seed=seed, max_steps=1, n_negative=8))
+    assert summary["finished"]
 
 
 @pytest.mark.parametrize("flags, message", [

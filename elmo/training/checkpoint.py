@@ -94,22 +94,27 @@ def latest_checkpoint(folder: str | Path) -> Optional[Path]:
 
 class _RecordingFile:
     """A binary file whose write errors are remembered: torch.save reports a failed write of
-    its own as an opaque RuntimeError ("enforce fail at inline_container.cc"), losing errno."""
+    its own as an opaque RuntimeError ("enforce fail at inline_container.cc"), losing errno.
+    So it does with an interrupt raised in a write (a second Ctrl-C or SIGTERM while a stopping
+    run writes its checkpoint, which a large model spends most of its time in): that came out
+    as "cannot write checkpoint ...: [enforce fail ...] unexpected pos", exit status 1, where
+    the interrupt's own is due (130, 143). It is remembered too, and raised again."""
 
-    def __init__(self, f):
-        self.f, self.error = f, None
+    def __init__(self, f) -> None:
+        self.f = f
+        self.error: Optional[BaseException] = None
 
     def write(self, data) -> int:
         try:
             return self.f.write(data)
-        except OSError as e:
+        except BaseException as e:
             self.error = e
             raise
 
     def flush(self) -> None:
         try:
             self.f.flush()
-        except OSError as e:
+        except BaseException as e:
             self.error = e
             raise
 
@@ -157,7 +162,10 @@ def save_checkpoint(folder: str | Path, step: int, payload: Dict[str, Any], keep
             os.fsync(f.fileno())
         atomic_commit(tmp, target)
     except (OSError, RuntimeError) as e:
-        raise _write_error(target, e, recorder.error if recorder else None, keep) from e
+        recorded = recorder.error if recorder else None
+        if recorded is not None and not isinstance(recorded, Exception):   # an interrupt: itself
+            raise recorded from None
+        raise _write_error(target, e, recorded if isinstance(recorded, OSError) else None, keep) from e
     finally:
         if tmp is not None:
             Path(tmp).unlink(missing_ok=True)

@@ -26,6 +26,15 @@ ORIGINAL_CLIP_NORM = 10.0
 UNROLL_STEPS = 20
 #: The default relative improvement that counts as progress for the decay (``--lr-decay-threshold``).
 LR_DECAY_THRESHOLD = 0.01
+#: The largest float32 number: the weights' type, and that of the step sizes PyTorch's updates take.
+FLOAT32_MAX = (2 - 2 ** -23) * 2 ** 127
+#: How much larger than --lr an optimizer's first step size is: Adam's is lr / (1 - beta1), with
+#: PyTorch's beta1 of 0.9 (which build_optimizer keeps); Adagrad's at most lr.
+FIRST_STEP_FACTOR = {"adagrad": 1.0, "adam": 1 / (1 - 0.9)}
+#: The largest ``--seed`` (in size): the run seeds torch's generators with ``seed * 1000 + 17 +
+#: rank``, and torch takes 64-bit seeds only (a larger one failed at the start as "Overflow when
+#: unpacking long long", naming no option); 2**53 times 1000 plus any rank stays below 2**63.
+MAX_SEED = 2 ** 53
 
 
 def _setting_list(text: str) -> List[str]:
@@ -165,10 +174,19 @@ class TrainConfig:
         assert self.lr is not None, "__post_init__ sets the optimizer's usual rate"
         if not 0.0 <= self.lr < math.inf:  # (0 keeps the weights as they are)
             raise ValueError(f"--lr must be a finite number of 0 or more, got {self.lr}")
+        # (a step size that is no float32 number stopped the run at its first step with a traceback,
+        # "value cannot be converted to type float without overflow")
+        factor = FIRST_STEP_FACTOR.get(self.optimizer, 1.0)
+        if self.lr * factor > FLOAT32_MAX:
+            raise ValueError(f"--lr must be at most {FLOAT32_MAX / factor:.4g} with --optimizer {self.optimizer} (its "
+                             f"step size, up to {factor:g} times --lr, must be a float32 number), got {self.lr:g}")
         if self.adagrad_init is not None and not 0.0 <= self.adagrad_init < math.inf:
             raise ValueError(f"--adagrad-init must be a finite number of 0 or more, got {self.adagrad_init}")
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"--dropout must be in [0, 1), got {self.dropout}")
+        if not -MAX_SEED <= self.seed <= MAX_SEED:
+            raise ValueError(f"--seed must be a whole number from -2**53 to 2**53 (the generators' seeds are "
+                             f"made from it and must fit in 64 bits), got {self.seed}")
 
     def new_schedule(self) -> PlateauDecay:
         """The learning-rate schedule of this config, at its start."""

@@ -26,6 +26,7 @@ import math
 import sys
 import time
 from contextlib import nullcontext
+from itertools import islice
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Callable, Dict, Optional, Tuple
@@ -217,6 +218,7 @@ class TrainingRun:
         self.lr_before: Optional[float] = None
         self.lr_restarted = False  # whether this session's resume restarted the learning rate
         self.last_valid: Optional[Dict[str, float]] = None
+        self.valid_losses: Tuple[float, float] = (0.0, 0.0)   # the latest validation's, on every rank
         self.schedule = cfg.new_schedule()
         self.warm_start: Optional[Dict[str, Any]] = None  # where a warm-started run began
         self.skipped_steps = 0        # steps whose gradient was not finite (no update), in all
@@ -699,6 +701,34 @@ class TrainingRun:
                 f"and changed nothing; {weights}. Resume with a lower --lr (and --allow-change lr), or in float32 "
                 f"if --bf16 was on; if it diverges again, {fallback}")
 
+    #: Training sentences scored at the end to see that the model's outputs are finite.
+    FINAL_CHECK_SENTENCES = 8
+
+    def _check_outputs_finite(self) -> None:
+        """Refuse to export a model whose outputs are NaN. A step's loss is that of the weights
+        before its update, so an update that breaks them shows only in the next step's: the
+        last one's never did (--lr 1e30 over one step exported finite weights near 1e29 whose
+        every loss is NaN, a finished run, exit status 0). The final validation tells, where there
+        is held-out text (its sums are every rank's); else a few training sentences are scored,
+        by every rank, whose weights are the same: all of them stop together."""
+        if self.valid_sentences:
+            nll_f, nll_b = self.valid_losses
+        else:
+            sentences = list(islice(iter_file_sentences(expand_paths(self.cfg.train)), self.FINAL_CHECK_SENTENCES))
+            nll_f, nll_b, _, _ = likelihood_sums(self.model, sentences, self.vocab, self.cfg.eval_batch_size,
+                                                 self.ctx.device)
+        if not (math.isnan(nll_f) or math.isnan(nll_b)):   # (inf is a defined result: next to no probability)
+            return
+        step = self.step_no
+        older = [p.name for p in list_checkpoints(self.ckpt_dir) if int(p.stem.split("-")[1]) < step]
+        instead = (f"delete the checkpoints from step {step} on in {self.ckpt_dir} and resume from {older[-1]} "
+                   f"with a lower --lr (and --allow-change lr)" if older else
+                   f"start again in another --output with a lower --lr (no checkpoint in {self.ckpt_dir} is "
+                   f"older than step {step})")
+        raise FloatingPointError(f"training diverged: after the last step ({step}) the model's loss is NaN (its "
+                                 f"outputs are not finite: that step's update broke the weights, as a --lr too "
+                                 f"large does), so the model was not exported; {instead}")
+
     def _new_window(self) -> None:
         """Start averaging loss, gradient norm and speed over the next ``log_every`` steps
         (``n`` of them applied, ``skipped`` not: their gradient was not finite). The sums
@@ -759,6 +789,7 @@ class TrainingRun:
         sums = likelihood_sums(self.model, mine, self.vocab, cfg.eval_batch_size, ctx.device)
         result = {**perplexity_from_sums(distributed.all_reduce_sum(ctx, sums), len(self.valid_sentences)),
                   "unk_targets": unk_targets(self.valid_sentences, self.vocab)}
+        self.valid_losses = (result["loss_fwd"], result["loss_bwd"])   # (every rank's: see finish)
         if not ctx.is_main:
             return None
         if (self.step_no, result["sentences"], result["targets"]) not in self.log_file.evals:
@@ -824,6 +855,8 @@ class TrainingRun:
         if self.nonfinite_in_a_row:  # (the same count on every rank: they all stop here)
             raise FloatingPointError(self._diverged_message(at_end=True))
         self.last_valid = self.evaluate()
+        if cfg.export:
+            self._check_outputs_finite()
         if self.last_valid:
             summary["valid"] = self.last_valid
         if cfg.export and ctx.is_main:
