@@ -140,9 +140,10 @@ def test_empty_files_in_a_corpus_are_read_past_for_every_epoch(tmp_path):
     with pytest.raises(ValueError, match="holds no sentence for rank 1"):
         CorpusStream([tmp_path], shuffle=False, rank=1, world_size=4).next_sentence()  # empty-2.txt only
     (tmp_path / "full.txt").write_text("", encoding="utf-8")
-    with pytest.raises(ValueError, match="holds no sentence for rank 0"):
+    # (one process has no rank to speak of)
+    with pytest.raises(ValueError, match="holds no sentence$"):
         CorpusStream([tmp_path]).next_sentence()
-    with pytest.raises(ValueError, match="holds no sentence for rank 1"):
+    with pytest.raises(ValueError, match="holds no sentence for rank 1 of 2"):
         CorpusStream([tmp_path], rank=1, world_size=2).next_sentence()
 
 

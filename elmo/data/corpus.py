@@ -274,7 +274,8 @@ class CorpusStream:
                 continue
             self.position = StreamPosition(pos.epoch, pos.shard, pos.sentence + 1)
             return sentences[pos.sentence]
-        raise ValueError(f"the corpus {', '.join(map(str, self.files))} holds no sentence for rank {self.rank}")
+        part = f" for rank {self.rank} of {self.world_size}" if self.world_size > 1 else ""
+        raise ValueError(f"the corpus {', '.join(map(str, self.files))} holds no sentence{part}")
 
     def __iter__(self) -> Iterator[Sentence]:
         while True:
