@@ -1,5 +1,6 @@
 import copy
 import random
+import threading
 
 import pytest
 import torch
@@ -7,6 +8,7 @@ from hypothesis import given, settings, strategies as st
 
 import elmo
 from elmo import BiLM, batch_to_ids
+from elmo.modules.cudnn_precision import full_precision_convolutions
 from tests.conftest import random_bilm
 
 WORDS = ["the", "dog", "bit", "man", "a", "bank", "river", "money", ".", ",", "Über", "naïve", "x" * 30]
@@ -339,7 +341,6 @@ def test_full_precision_convolutions_under_either_tf32_api(cudnn_flags_restored,
     ``cudnn.allow_tf32`` raises, which had made every float32 forward on CUDA fail. The flags
     are global, so this runs without a GPU: the context only looks at the input's device type."""
     from types import SimpleNamespace
-    from elmo.modules.char_cnn import _full_precision_convolutions
     cudnn = cudnn_flags_restored
     if new_api:
         cudnn.conv.fp32_precision = "tf32"
@@ -348,9 +349,53 @@ def test_full_precision_convolutions_under_either_tf32_api(cudnn_flags_restored,
             cudnn.allow_tf32
     before = (cudnn.conv.fp32_precision, cudnn.rnn.fp32_precision)
     assert before[0] == "tf32"
-    with _full_precision_convolutions(SimpleNamespace(device=torch.device("cuda"), dtype=torch.float32)):
+    with full_precision_convolutions(SimpleNamespace(device=torch.device("cuda"), dtype=torch.float32)):
         assert cudnn.conv.fp32_precision != "tf32"
     assert (cudnn.conv.fp32_precision, cudnn.rnn.fp32_precision) == before
+
+
+@pytest.mark.skipif(not hasattr(getattr(torch.backends.cudnn, "conv", None), "fp32_precision"),
+                    reason="PyTorch before 2.9 has no per-operator TF32 flags")
+@pytest.mark.parametrize("new_api", [False, True])
+def test_full_precision_convolutions_hold_while_another_thread_is_inside(cudnn_flags_restored, new_api):
+    """The TF32 flags are process-wide and several threads may run one model: thread A's
+    block ending while thread B's block runs put TF32 back under B's convolutions (each
+    block restored what it found on entry), so B's vectors silently came out in TF32. The
+    flags come back only when the last block ends."""
+    from types import SimpleNamespace
+    cudnn = cudnn_flags_restored
+    if new_api:
+        cudnn.conv.fp32_precision = "tf32"
+        cudnn.rnn.fp32_precision = "ieee"  # set apart: the legacy read now raises
+    else:
+        cudnn.allow_tf32 = True
+    before = (cudnn.conv.fp32_precision, cudnn.rnn.fp32_precision)
+    x = SimpleNamespace(device=torch.device("cuda"), dtype=torch.float32)
+    a_in, b_in, a_out = threading.Event(), threading.Event(), threading.Event()
+    seen = {}
+
+    def thread_a():
+        with full_precision_convolutions(x):
+            a_in.set()
+            b_in.wait(10)
+        a_out.set()
+
+    def thread_b():
+        a_in.wait(10)
+        with full_precision_convolutions(x):
+            b_in.set()
+            a_out.wait(10)
+            seen["inside b after a ended"] = cudnn.conv.fp32_precision
+        seen["after both"] = (cudnn.conv.fp32_precision, cudnn.rnn.fp32_precision)
+
+    threads = [threading.Thread(target=thread_a), threading.Thread(target=thread_b)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(20)
+    assert a_out.is_set() and len(seen) == 2, "the threads did not interleave as planned"
+    assert seen["inside b after a ended"] != "tf32"
+    assert seen["after both"] == before
 
 
 def test_the_carried_state_moves_and_casts_with_the_model():

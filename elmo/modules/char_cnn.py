@@ -33,6 +33,7 @@ from ..chars import ByteCharIds
 from ..checks import require_count
 from ..config import CharCNNConfig
 from .conv_pool import conv_max_pool
+from .cudnn_precision import full_precision_convolutions
 from .dense import linear
 from .eager import eager_under_compile, refuse_function_transforms
 from .hooks import called_as_module
@@ -143,38 +144,6 @@ class _CacheEntry(NamedTuple):
 # replaces only the one it was made from (see CharCNN._current_token_cache). One for all
 # modules, so that none holds a lock that deepcopy or pickle would refuse.
 _SWAP_LOCK = threading.Lock()
-
-
-@contextlib.contextmanager
-def _full_precision_convolutions(x: torch.Tensor):
-    """On CUDA, float32 convolutions in full float32: cuDNN uses TF32 by default (10-bit
-    mantissas), which moves the token vectors far beyond the conformance tolerance. The
-    setting is restored afterwards; other devices and dtypes are left alone.
-
-    From PyTorch 2.9 on, cuDNN's convolutions and RNNs have flags of their own
-    (``torch.backends.cudnn.conv.fp32_precision``); once a program sets them apart from the
-    old flag, reading ``torch.backends.cudnn.allow_tf32`` raises a RuntimeError. Then only
-    the convolutions' own flag is set (and restored): otherwise every float32 forward on CUDA
-    would fail."""
-    if x.device.type != "cuda" or x.dtype != torch.float32:
-        yield
-        return
-    try:
-        before = torch.backends.cudnn.allow_tf32
-    except RuntimeError:  # the per-operator flags were set apart from the old one
-        conv = torch.backends.cudnn.conv  # type: ignore[attr-defined]  # (set at import by torch)
-        before_conv = conv.fp32_precision
-        conv.fp32_precision = "ieee"
-        try:
-            yield
-        finally:
-            conv.fp32_precision = before_conv
-        return
-    torch.backends.cudnn.allow_tf32 = False
-    try:
-        yield
-    finally:
-        torch.backends.cudnn.allow_tf32 = before
 
 
 class Highway(nn.Module):
@@ -328,7 +297,7 @@ class CharCNN(nn.Module):
         chars = chars.transpose(1, 2)                                           # (N, d, keep)
         # max with indices, not amax: its backward scatters into one position per filter
         # instead of comparing the whole (N, n_w, width) map with the maximum again
-        with _full_precision_convolutions(chars):
+        with full_precision_convolutions(chars):
             return torch.cat([conv(chars).max(dim=2).values for conv in self.convolutions], dim=1)
 
     def check_ids(self, char_ids: torch.Tensor) -> None:
