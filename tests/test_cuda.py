@@ -117,6 +117,20 @@ def test_bf16_model_runs_on_device_close_to_fp32():
         assert float((a.float() - b).abs().max()) < 0.05 * float(b.abs().max()) + 1e-3
 
 
+def test_threads_sharing_a_model_get_the_single_thread_vectors():
+    """Several threads embedding with one model (as elmo.Embedder allows) get the vectors of
+    one thread alone: cuDNN's TF32 flag is process-wide, and a thread whose convolutions
+    ended put TF32 back under another thread's (about 1e-3 off)."""
+    from concurrent.futures import ThreadPoolExecutor
+    bilm = random_bilm(seed=5).to(DEVICE)
+    batches = [[WORDS[k:k + 6], WORDS[:k + 2]] for k in range(8)]
+    alone = [embed(bilm, b) for b in batches]
+    with ThreadPoolExecutor(4) as pool:
+        shared = list(pool.map(lambda k: embed(bilm, batches[k % 8]), range(32)))
+    for k, layers in enumerate(shared):
+        assert all(torch.allclose(a, b, atol=1e-6) for a, b in zip(layers, alone[k % 8])), f"call {k}"
+
+
 def test_repeated_inference_does_not_grow_device_memory():
     bilm = random_bilm(seed=4).to(DEVICE)
     ids = batch_to_ids([WORDS, WORDS[:5], WORDS[3:9]]).to(DEVICE)
