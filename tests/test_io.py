@@ -153,6 +153,39 @@ def test_output_lock_with_a_filelock_that_has_no_on_acquired_hook(tmp_path, monk
     assert not file.exists()
 
 
+
+def test_a_reentrant_output_lock_passes_the_same_files_lock_in_its_body_only(tmp_path):
+    """``reentrant=True`` lets the holder's own nested lock of the file through (by another
+    spelling of its path too), and nothing else: another file's lock is taken, a thread's
+    lock of the file is refused, and after the block the file locks as before."""
+    import threading
+    target = tmp_path / "x.hdf5"
+    refused = []
+
+    def other_thread():
+        try:
+            with output_lock(target, wait=0.1):
+                pass
+        except OutputBusy:
+            refused.append(True)
+
+    with output_lock(target, reentrant=True) as file:
+        with output_lock(tmp_path / "." / "x.hdf5", wait=0.1) as inner:
+            assert os.path.samefile(inner, file)
+        assert file.exists()   # (the nested lock did not delete the holder's lock file)
+        with output_lock(tmp_path / "y.hdf5") as other:
+            assert other.exists()
+        thread = threading.Thread(target=other_thread)
+        thread.start()
+        thread.join()
+        assert refused == [True]
+    assert not file.exists()
+    with output_lock(target):
+        with pytest.raises(OutputBusy):
+            with output_lock(target, wait=0.1):
+                pass
+
+
 # ---------------------------------------------------------------------- a full disk
 def _mount_tmpfs(folder: Path, options: str) -> None:
     folder.mkdir()
