@@ -508,6 +508,20 @@ def test_a_closed_stdout_is_one_line_for_a_command_that_prints(tmp_path, monkeyp
     assert cli_main(["embed", str(inp), str(tmp_path / "out.hdf5"), "--model", "fixture", "--quiet"]) == 0
 
 
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+@pytest.mark.parametrize("unbuffered", ["", "1"])
+def test_a_full_stdout_is_one_line_that_names_stdout(unbuffered):
+    """`elmo info MODEL > /dev/full` read "[Errno 28] No space left on device", as if an output
+    file were full; with Python's buffered stdout it was a traceback from the final flush and
+    a second error from Python's own flush at exit (status 120); `elmo --version`, unbuffered,
+    printed nothing and exited 0."""
+    for args, command in ((["info", "fixture"], "elmo info"), (["--version"], "elmo")):
+        with open("/dev/full", "w") as full:
+            done = subprocess.run([sys.executable, "-m", "elmo", *args], env=dict(env(), PYTHONUNBUFFERED=unbuffered),
+                                  cwd=ROOT, stdout=full, stderr=subprocess.PIPE, text=True, timeout=120)
+        assert (done.returncode, done.stderr) == (1, f"{command}: error: stdout: No space left on device\n")
+
+
 @pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc")
 def test_an_output_in_a_folder_that_takes_no_files_is_not_called_busy(tmp_path, capsys):
     """filelock takes 'no such file' in an existing folder (/proc) for a lock its holder just
