@@ -213,7 +213,8 @@ class ElmoEmbedder:
         ``top`` / ``average``; the ``sentence_to_index`` JSON dataset unless
         ``forget_sentences``; with ``use_sentence_keys`` datasets are named by sentence (they
         must be unique). ``input_file`` is a path or an open file (closed afterwards, as in
-        AllenNLP); lines end at ``"\\n"`` only, so a text-mode file that turned a lone ``"\\r"``
+        AllenNLP; an output another process is writing is refused, :class:`elmo.io.OutputBusy`,
+        before the file is read, so a stream such as stdin is still whole); lines end at ``"\\n"`` only, so a text-mode file that turned a lone ``"\\r"``
         into a line end is an InputError (open it with ``newline=""`` or ``"rb"``), and so are
         the bytes a handle with ``errors="surrogateescape"`` could not decode. The output
         is replaced if it exists (not the input file, path or open file: an OutputError) and
