@@ -33,7 +33,7 @@ from .embedding.output import NonFiniteOutput
 from .embedding.windows import DEFAULT_MAX_TOKENS
 from .checks import integer_or_none, require_count, require_path, require_switch, shown
 from .chars import check_sentence, check_tokenized, tokenized
-from .io import OutputError, check_output_file, no_empty_folder_on_failure, temporary_folder, writing
+from .io import OutputError, check_output_file, no_empty_folder_on_failure, output_lock, temporary_folder, writing
 from .modules import BiLM, Elmo
 from .modules.bilm import stateful_calls
 from .modules.dropout_off import dropout_off
@@ -213,7 +213,8 @@ class ElmoEmbedder:
         ``top`` / ``average``; the ``sentence_to_index`` JSON dataset unless
         ``forget_sentences``; with ``use_sentence_keys`` datasets are named by sentence (they
         must be unique). ``input_file`` is a path or an open file (closed afterwards, as in
-        AllenNLP); lines end at ``"\\n"`` only, so a text-mode file that turned a lone ``"\\r"``
+        AllenNLP; an output another process is writing is refused, :class:`elmo.io.OutputBusy`,
+        before the file is read, so a stream such as stdin is still whole); lines end at ``"\\n"`` only, so a text-mode file that turned a lone ``"\\r"``
         into a line end is an InputError (open it with ``newline=""`` or ``"rb"``), and so are
         the bytes a handle with ``errors="surrogateescape"`` could not decode. The output
         is replaced if it exists (not the input file, path or open file: an OutputError) and
@@ -248,11 +249,45 @@ class ElmoEmbedder:
             except InputError as e:
                 raise type(e)(python_spelling(str(e))) from None
             return
-        # An open file: copy its text next to the output, so that embed_file can index it.
+        self._embed_handle(input_file, Path(output_file_path), kwargs)
+
+    def _embed_handle(self, input_file: IO, output: Path, kwargs: Dict[str, Any]) -> None:
+        """:meth:`embed_file` of an open file: its text is copied next to the output, so that
+        :func:`elmo.embed_file` can index it."""
         source = str(getattr(input_file, "name", None) or f"the {type(input_file).__name__} given")
-        if _reads_from(input_file, Path(output_file_path)):
+        if _reads_from(input_file, output):
             # (as for a path: the text was read, then replaced by the vectors, and lost)
-            raise OutputError(f"{output_file_path}: is the input file; write the vectors to another file")
+            raise OutputError(f"{output}: is the input file; write the vectors to another file")
+        # The output's checks come first, as for a path (a folder that is a file was a bare
+        # FileExistsError), and the folder is made, as embed_file makes it for a path (mkstemp
+        # into a folder not there yet raised FileNotFoundError naming the temporary file); it
+        # is removed again if the run fails and it holds nothing.
+        check_output_file(output, "output")
+        out_dir = output.resolve().parent
+        # The output's lock is taken before the handle is read: an output another process
+        # writes was refused (OutputBusy) only after a stream such as stdin was read and closed,
+        # and its text was lost. embed_file's own lock of the output is this one (reentrant).
+        with no_empty_folder_on_failure(out_dir), output_lock(output, reentrant=True):
+            data = self._read_handle(input_file, source)
+            with writing(output, "copy of the input text (beside the output)"):
+                out_dir.mkdir(parents=True, exist_ok=True)
+                # named for this process and output: a killed run's copy (the whole text) was
+                # left for ever; the next run for this output deletes it
+                folder = temporary_folder(out_dir / output.name, ".input")
+            tmp = str(folder / "input.txt")
+            try:
+                with writing(output, "copy of the input text (beside the output)"), open(tmp, "wb") as f:
+                    f.write(data)
+                embed_file(tmp, output, self.elmo_bilm, **kwargs)
+            except (InputError, NonFiniteOutput) as e:
+                # (they named the line in the temporary copy, deleted by now)
+                raise type(e)(python_spelling(str(e).replace(tmp, source))) from None
+            finally:
+                shutil.rmtree(folder, ignore_errors=True)
+
+    @staticmethod
+    def _read_handle(input_file: IO, source: str) -> bytes:
+        """The bytes of open file ``input_file`` (``source`` in messages), which is closed."""
         data = input_file.read()
         # A file opened in text mode with universal newlines (open()'s default) hands over its
         # lone "\r" as "\n": every line after one got the next line's number (a dataset "2"
@@ -263,31 +298,7 @@ class ElmoEmbedder:
             raise InputError(f"{source}: opened in text mode, which ends a line at a lone '\\r' "
                              f"(here lines end at '\\n' only); open it with newline='' or 'rb', "
                              f"or pass its path")
-        if isinstance(data, str):
-            data = _text_bytes(data, source)
-        output = Path(output_file_path)
-        # The output's checks come first, as for a path (a folder that is a file was a bare
-        # FileExistsError), and the folder is made, as embed_file makes it for a path (mkstemp
-        # into a folder not there yet raised FileNotFoundError naming the temporary file); it
-        # is removed again if the run fails and it holds nothing.
-        check_output_file(output, "output")
-        out_dir = output.resolve().parent
-        with no_empty_folder_on_failure(out_dir):
-            with writing(output, "copy of the input text (beside the output)"):
-                out_dir.mkdir(parents=True, exist_ok=True)
-                # named for this process and output: a killed run's copy (the whole text) was
-                # left for ever; the next run for this output deletes it
-                folder = temporary_folder(out_dir / output.name, ".input")
-            tmp = str(folder / "input.txt")
-            try:
-                with writing(output, "copy of the input text (beside the output)"), open(tmp, "wb") as f:
-                    f.write(data)
-                embed_file(tmp, cast(Union[str, Path], output_file_path), self.elmo_bilm, **kwargs)
-            except (InputError, NonFiniteOutput) as e:
-                # (they named the line in the temporary copy, deleted by now)
-                raise type(e)(python_spelling(str(e).replace(tmp, source))) from None
-            finally:
-                shutil.rmtree(folder, ignore_errors=True)
+        return _text_bytes(data, source) if isinstance(data, str) else data
 
 
 #: The command-line spellings in :func:`elmo.embed_file`'s input errors, and what a caller of

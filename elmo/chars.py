@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Set
 from functools import lru_cache
-from typing import Iterable, Iterator, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 
 import torch
 
@@ -142,15 +142,19 @@ def batch_to_ids(sentences: Sequence[Sequence[str]], max_characters_per_token: i
     # not 50.0: else torch.zeros fails on it
     max_characters_per_token = require_count("max_characters_per_token", max_characters_per_token, least=3,
                                              hint=" (begin, end and one byte)")
+    return padded_rows(sentences, max_characters_per_token,
+                       lambda token: word_to_char_ids(token, max_characters_per_token))
+
+
+def padded_rows(sentences: Sequence[Sequence[str]], width: int,
+                row: Callable[[str], Sequence[int]]) -> torch.Tensor:
+    """(B, T, width) long: ``row(token)`` (``width`` ids) at each token of B sentences that
+    :func:`check_tokenized` has passed (every token a string), T the longest; zeros at padded
+    positions. The layout of every id scheme's ``batch_to_ids``."""
     lengths = [len(s) for s in sentences]
     longest = max(lengths, default=0)
-    out = torch.zeros(len(sentences), longest, max_characters_per_token, dtype=torch.long)
-    rows = []
-    for sentence in sentences:
-        for token in sentence:
-            if not isinstance(token, str):
-                raise TypeError(f"tokens must be strings, got {type(token).__name__}: {shown(token)}")
-            rows.append(word_to_char_ids(token, max_characters_per_token))
+    out = torch.zeros(len(sentences), longest, width, dtype=torch.long)
+    rows = [row(token) for sentence in sentences for token in sentence]
     if rows:
         mask = torch.arange(longest)[None, :] < torch.tensor(lengths)[:, None]
         out[mask] = torch.tensor(rows, dtype=torch.long)

@@ -15,7 +15,7 @@ import re
 import signal
 import sys
 import threading
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Iterator, List, Optional
 
 #: Modules that add subcommands, in the order they appear in ``elmo --help``.
@@ -87,9 +87,18 @@ def main(argv: Optional[List[str]] = None) -> int:
         sys.stderr = open(os.devnull, "w")
     if sys.stdout is None:   # stdout closed (`>&-`): a command that prints says so in one line
         sys.stdout = _ClosedStdout()
+    stdout = sys.stdout
+    sys.stdout = _NamedStdout(stdout)
+    flushed = True
     try:
-        status = _run(argv)
-        sys.stdout.flush()  # output still buffered for a reader that may be gone (`elmo info | head`)
+        try:
+            status = _run(argv)
+        finally:   # (also after argparse's --help and --version, which exit: SystemExit)
+            flushed = _stdout_flushed()
+    except SystemExit:
+        if flushed:
+            raise
+        return 1
     except BrokenPipeError:
         return _broken_pipe()
     except KeyboardInterrupt:
@@ -97,7 +106,25 @@ def main(argv: Optional[List[str]] = None) -> int:
         # as during it (the traceback of an import was shown)
         print("elmo: interrupted", file=sys.stderr)
         return 130
-    return status
+    finally:
+        if isinstance(sys.stdout, _NamedStdout):   # (a caller's own stream back, as it gave it)
+            sys.stdout = stdout
+    return status if flushed else 1
+
+
+def _stdout_flushed() -> bool:
+    """Flush stdout (output still buffered for a reader that may be gone: `elmo info | head`);
+    False once a write to it that failed and was not reported yet is said on stderr: this
+    flush's, or one that argparse ignored (``elmo --version > /dev/full``, unbuffered, exited 0
+    having printed nothing). A closed pipe is a BrokenPipeError."""
+    with suppress(StdoutError):   # (kept as the stream's unreported error)
+        sys.stdout.flush()
+    error = getattr(sys.stdout, "unreported", None)
+    if error is None:
+        return True
+    print(f"elmo: error: {_one_line(error)}", file=sys.stderr)
+    _stdout_dropped(1)
+    return False
 
 
 class _ClosedStdout(io.TextIOBase):
@@ -108,6 +135,68 @@ class _ClosedStdout(io.TextIOBase):
 
     def write(self, text: str) -> int:
         raise OSError(errno.EBADF, os.strerror(errno.EBADF), "stdout")
+
+
+class StdoutError(OSError):
+    """Writing the command's standard output failed (its filename is ``"stdout"``)."""
+
+
+class _NamedStdout:
+    """sys.stdout while a command runs: the OS error of a write or flush is a
+    :class:`StdoutError`, so that its line names stdout (``elmo demo > /dev/full`` read
+    ``[Errno 28] No space left on device``, as if an output file were full). A closed pipe
+    stays a BrokenPipeError (a reader that went away: no error). Everything else is the
+    stream's own."""
+
+    def __init__(self, stream) -> None:
+        self._stream = stream
+        #: the last failed write's error until it is said on stderr (:func:`_stdout_dropped`)
+        self.unreported: Optional[OSError] = None
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except OSError as e:
+            raise self._failed(e) from None
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except OSError as e:
+            raise self._failed(e) from None
+
+    def _failed(self, e: OSError) -> OSError:
+        error = _named_stdout_error(e)
+        if isinstance(error, StdoutError):
+            self.unreported = error
+        return error
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
+def _named_stdout_error(e: OSError) -> OSError:
+    """``e``, from a write to stdout, as a :class:`StdoutError` (a closed pipe, and an error
+    without an errno, as they are)."""
+    if isinstance(e, BrokenPipeError) or not e.errno:
+        return e
+    return StdoutError(e.errno, os.strerror(e.errno), "stdout")
+
+
+def _stdout_dropped(status: int) -> int:
+    """``status``, once stdout points at devnull: what is still buffered for it (which cannot be
+    written) then goes nowhere when Python flushes it at exit, which printed a second error
+    ("Exception ignored in: <_io.TextIOWrapper name='<stdout>'>") and made the status 120."""
+    if isinstance(sys.stdout, _NamedStdout):   # (its error is said by now)
+        sys.stdout.unreported = None
+    try:
+        fd = sys.stdout.fileno()
+    except (OSError, ValueError):   # (a stream without a descriptor: io.StringIO, a test's capture)
+        return status
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
+    return status
 
 
 def _command_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
@@ -143,6 +232,7 @@ def _run(argv: Optional[List[str]]) -> int:
         with _stop_signals_raise(), _model_name_warnings_as_lines(args.command), \
                 download_bars(progress_bar_wanted(_progress_asked(args))):
             result = args.func(args)
+            sys.stdout.flush()   # (a full disk behind `> FILE` is this command's error)
     except BrokenPipeError:
         raise
     except (ConfigError, WeightFileError, DownloadError, DataError, ValueError, OSError,
@@ -151,9 +241,11 @@ def _run(argv: Optional[List[str]]) -> int:
         # disk, a corpus that is unknown or cannot be fetched, e.g. `--corpus nope:dev`):
         # one clear line, no traceback; --debug or ELMO_DEBUG=1 shows it.
         if debug:
+            if isinstance(e, StdoutError):   # (the traceback says it: no line at exit too)
+                _stdout_dropped(1)
             raise
         print(f"elmo {args.command}: error: {_one_line(e)}", file=sys.stderr)
-        return 1
+        return _stdout_dropped(1) if isinstance(e, StdoutError) else 1
     except KeyboardInterrupt as e:
         from .training.stop import TrainingStopped
         if isinstance(e, TrainingStopped):   # a training run that checkpointed, then stopped
@@ -258,7 +350,8 @@ def _one_line(e: BaseException) -> str:
     A URL's password in it is shown as ``***`` (a URL given or read from a record may hold one)."""
     from .redact import redact_url
     no_temp = _NO_TEMP_FOLDER.match(str(e)) if isinstance(e, FileNotFoundError) else None
-    if isinstance(e, OSError) and e.errno and e.filename and type(e).__module__ == "builtins":
+    if isinstance(e, OSError) and e.errno and e.filename and (type(e).__module__ == "builtins"
+                                                              or isinstance(e, StdoutError)):
         text = f"{e.filename}: {os.strerror(e.errno)}"
     elif no_temp:
         # Python's tempfile (which torch calls) when no candidate folder takes a file: a full
@@ -275,9 +368,7 @@ def _broken_pipe() -> int:
     """The reader of our output went away (`elmo info | head`): stop quietly, as the Python
     documentation recommends, pointing stdout at devnull so that the flush at exit cannot fail
     again; the exit status is that of a process ended by SIGPIPE."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
-    return 128 + getattr(signal, "SIGPIPE", 13)
+    return _stdout_dropped(128 + getattr(signal, "SIGPIPE", 13))
 
 
 if __name__ == "__main__":

@@ -687,8 +687,14 @@ def _cannot_create_in(folder: Path) -> Optional[str]:
         return os_error_reason(e)
 
 
+#: The lock files (real paths) held by an ``output_lock(..., reentrant=True)`` of this thread
+#: or task: an :func:`output_lock` of one of them in its body is that lock, not a second writer.
+_REENTRANT: ContextVar[frozenset] = ContextVar("elmo_io_reentrant_locks", default=frozenset())
+
+
 @contextmanager
-def output_lock(path: Path, name: Optional[Path] = None, wait: float = 1.0) -> Iterator[Path]:
+def output_lock(path: Path, name: Optional[Path] = None, wait: float = 1.0,
+                reentrant: bool = False) -> Iterator[Path]:
     """Hold ``path``'s lock file while the body runs; raise :class:`OutputBusy` at once if
     another process holds it.
 
@@ -697,6 +703,11 @@ def output_lock(path: Path, name: Optional[Path] = None, wait: float = 1.0) -> I
             that of the file or folder it names).
         name: the output named in the messages (default ``path``; a segment's lock names the
             whole output).
+        reentrant: an ``output_lock`` of the same file in the body (this thread or task) is
+            this lock and passes: for a caller that must know the output is its own before it
+            consumes something (a stream read once), and then hands the output to a function
+            that locks it itself. Without it, a second lock of the same file in one process is
+            refused as another writer's (the tests rely on that to stand for another process).
 
     The lock is a kernel ``flock`` (released when the process dies, even by SIGKILL, so a
     killed run leaves no stale lock). The lock file is deleted before the lock is released; a
@@ -711,6 +722,10 @@ def output_lock(path: Path, name: Optional[Path] = None, wait: float = 1.0) -> I
     # and TARGET.lock let one writer through the link and one by the target's path write the one
     # output (the atomic writers write through a link to its target: write_target).
     file = lock_path(write_target(path))
+    key = os.path.realpath(file)
+    if key in _REENTRANT.get():
+        yield file
+        return
     fds = []
 
     def mark(fd: int) -> None:  # who holds it, for the message a second writer gets
@@ -746,9 +761,12 @@ def output_lock(path: Path, name: Optional[Path] = None, wait: float = 1.0) -> I
             raise OutputError(f"{file}: the file system does not support locks (flock); "
                               f"write the output to another file system") from None
         raise OutputError(f"{name}: cannot write in {file.parent}: {os_error_reason(e)}") from None
+    token = _REENTRANT.set(_REENTRANT.get() | {key}) if reentrant else None
     try:
         yield file
     finally:
+        if token is not None:
+            _REENTRANT.reset(token)
         try:  # delete while still holding it: a process waiting on this inode then retries
             if fds and os.path.samestat(os.stat(file), os.fstat(fds[-1])):
                 file.unlink()

@@ -29,6 +29,7 @@ The vectors live in ``doc.tensor``, which spaCy's ``tok2vec`` also sets: add ``e
 from __future__ import annotations
 
 import hashlib
+import warnings
 import weakref
 from typing import Iterable, Iterator, List, Optional, Tuple, Union
 
@@ -39,6 +40,11 @@ from spacy.util import minibatch
 
 from .tokenize import INVISIBLE
 
+
+#: The Doc extension where each ``elmo_task`` component records how many words its model read.
+TOKENS_READ = "elmo_tokens_read"
+if not Doc.has_extension(TOKENS_READ):
+    Doc.set_extension(TOKENS_READ, default=None)
 
 #: The invisible joiners and marks (:data:`elmo.tokenize.INVISIBLE`) deleted from a token.
 _DROP_INVISIBLE = str.maketrans(dict.fromkeys(INVISIBLE))
@@ -255,7 +261,13 @@ class ElmoTaskAnnotator(_BatchedComponent):
     ``doc.cats`` (1.0 for the predicted label, 0.0 for the others; the cats an earlier
     component set are kept). A token it gives no tag (whitespace, a word past the model's
     ``max_tokens``) is left with none (``tag_`` ""), not with an earlier component's tag; a
-    word past ``max_tokens`` has no entity annotation either (``ent_iob_`` "", not "O")."""
+    word past ``max_tokens`` has no entity annotation either (``ent_iob_`` "", not "O").
+
+    ``doc._.elmo_tokens_read`` maps each such component's name to the number of the Doc's
+    words (its tokens but whitespace) that its model read: fewer than the words for a Doc
+    longer than ``max_tokens``, whose tags or label then come from its first words only (as
+    the model's training and test texts were cut). The first such Doc is also a warning,
+    once per component, as ``elmo predict`` notes its cut lines on stderr."""
 
     def __init__(self, name: str, model: str, bilm: Optional[str] = None, batch_size: int = 64,
                  glove: Union[str, bool, None] = None):
@@ -279,12 +291,15 @@ class ElmoTaskAnnotator(_BatchedComponent):
                              f"place in a Doc's tags or cats; use TaskModel.load(folder).predict")
         self.metric = saved.config["metric"]
         self.batch_size = batch_size
+        self.max_tokens: Optional[int] = saved.max_tokens
+        self.cut_noted = False      # (the warning of a Doc longer than max_tokens: once)
 
     def _set(self, docs: List[Doc]) -> None:
         from .tasks.metrics import bio_spans
         words = [_words(d) for d in docs]
         predicted = self.model.predict([[_word_text(d[i]) for i in w] for d, w in zip(docs, words)],
                                        self.batch_size)
+        self._record_read(docs, words, predicted)
         for doc, rows, pred in zip(docs, words, predicted):
             if not self.task_kind.token_labels:
                 # added to the Doc's cats, as spaCy's textcat adds its own: replaced, they lost
@@ -304,6 +319,33 @@ class ElmoTaskAnnotator(_BatchedComponent):
                 # words past max_tokens were not read: no entity is known there (missing, "");
                 # doc.ents made them outside one ("O"), as if the model had read them
                 doc.set_ents(ents, missing=[Span(doc, i, i + 1) for i in rows[len(tags):]])
+
+    def _record_read(self, docs: List[Doc], words: List[List[int]], predicted: list) -> None:
+        """Set ``doc._.elmo_tokens_read[name]`` for each Doc, and warn of the first Docs longer
+        than the model reads: they were labelled from their first words without a word said."""
+        cut = []
+        for doc, rows, pred in zip(docs, words, predicted):
+            if self.task_kind.token_labels:   # (None: a word past max_tokens, not read)
+                read = sum(t is not None for t in pred)
+            else:
+                read = len(rows) if not self.max_tokens else min(len(rows), self.max_tokens)
+            # (a dict per Doc: the extension's default would be one dict shared by all)
+            doc._.set(TOKENS_READ, {**(doc._.get(TOKENS_READ) or {}), self.name: read})
+            if read < len(rows):
+                cut.append(read)
+        if not cut or self.cut_noted:
+            return
+        self.cut_noted = True
+        if self.task_kind.token_labels:
+            what = "the words past them have no tag" + (" and no entity annotation" if self.metric == "span_f1" else "")
+        else:
+            what = "the labels in doc.cats are of those words"
+        limit = f"its max_tokens {self.max_tokens}" if self.max_tokens else "its max_tokens"
+        docs_, its = ("Doc", "its") if len(cut) == 1 else ("Docs", "their")
+        warnings.warn(f"elmo_task {self.name!r}: {len(cut)} {docs_} of this batch longer than the model reads "
+                      f"({limit}, as its training and test texts were cut): it read {its} first {min(cut)} words "
+                      f"only; {what}; doc._.{TOKENS_READ}[{self.name!r}] says how many words of each Doc it read "
+                      f"(this is said once)", UserWarning, stacklevel=2)
 
 
 

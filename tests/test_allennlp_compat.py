@@ -628,3 +628,21 @@ def test_embed_file_errors_name_the_parameters_of_embed_file_not_the_cli_options
     with pytest.raises(ValueError, match=r"line 2: .*errors='replace'") as caught:
         fixture_embedder.embed_file(given(), tmp_path / "out.hdf5")
     assert "--" not in str(caught.value)
+
+
+def test_embed_file_refuses_a_busy_output_before_it_reads_the_open_file(fixture_embedder, tmp_path):
+    """An output another process writes (it holds OUTPUT.lock) was refused as OutputBusy only
+    after the open file was read and closed: a stream such as stdin was lost. It is refused
+    with the handle unread and open; once the output is free the same handle is embedded."""
+    from elmo.io import OutputBusy, output_lock
+    out = tmp_path / "new" / "out.hdf5"
+    handle = io.BytesIO(b"a b\nc\n")
+    with output_lock(out):   # (a second lock of one file in a process stands for another process's)
+        with pytest.raises(OutputBusy, match=r"out\.hdf5 is already being written by PID"):
+            fixture_embedder.embed_file(handle, out, output_format="top")
+        assert not handle.closed and handle.tell() == 0
+    fixture_embedder.embed_file(handle, out, output_format="top")
+    assert handle.closed
+    with h5py.File(out, "r") as f:
+        assert f["0"].shape == (2, 32) and f["1"].shape == (1, 32)
+    assert sorted(p.name for p in out.parent.iterdir()) == ["out.hdf5"]   # no lock file nor copy left

@@ -153,6 +153,39 @@ def test_output_lock_with_a_filelock_that_has_no_on_acquired_hook(tmp_path, monk
     assert not file.exists()
 
 
+
+def test_a_reentrant_output_lock_passes_the_same_files_lock_in_its_body_only(tmp_path):
+    """``reentrant=True`` lets the holder's own nested lock of the file through (by another
+    spelling of its path too), and nothing else: another file's lock is taken, a thread's
+    lock of the file is refused, and after the block the file locks as before."""
+    import threading
+    target = tmp_path / "x.hdf5"
+    refused = []
+
+    def other_thread():
+        try:
+            with output_lock(target, wait=0.1):
+                pass
+        except OutputBusy:
+            refused.append(True)
+
+    with output_lock(target, reentrant=True) as file:
+        with output_lock(tmp_path / "." / "x.hdf5", wait=0.1) as inner:
+            assert os.path.samefile(inner, file)
+        assert file.exists()   # (the nested lock did not delete the holder's lock file)
+        with output_lock(tmp_path / "y.hdf5") as other:
+            assert other.exists()
+        thread = threading.Thread(target=other_thread)
+        thread.start()
+        thread.join()
+        assert refused == [True]
+    assert not file.exists()
+    with output_lock(target):
+        with pytest.raises(OutputBusy):
+            with output_lock(target, wait=0.1):
+                pass
+
+
 # ---------------------------------------------------------------------- a full disk
 def _mount_tmpfs(folder: Path, options: str) -> None:
     folder.mkdir()
@@ -473,6 +506,20 @@ def test_a_closed_stdout_is_one_line_for_a_command_that_prints(tmp_path, monkeyp
     monkeypatch.setattr(sys, "stdout", None)
     inp = write_lines(tmp_path / "in.txt", ["a b"])
     assert cli_main(["embed", str(inp), str(tmp_path / "out.hdf5"), "--model", "fixture", "--quiet"]) == 0
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+@pytest.mark.parametrize("unbuffered", ["", "1"])
+def test_a_full_stdout_is_one_line_that_names_stdout(unbuffered):
+    """`elmo info MODEL > /dev/full` read "[Errno 28] No space left on device", as if an output
+    file were full; with Python's buffered stdout it was a traceback from the final flush and
+    a second error from Python's own flush at exit (status 120); `elmo --version`, unbuffered,
+    printed nothing and exited 0."""
+    for args, command in ((["info", "fixture"], "elmo info"), (["--version"], "elmo")):
+        with open("/dev/full", "w") as full:
+            done = subprocess.run([sys.executable, "-m", "elmo", *args], env=dict(env(), PYTHONUNBUFFERED=unbuffered),
+                                  cwd=ROOT, stdout=full, stderr=subprocess.PIPE, text=True, timeout=120)
+        assert (done.returncode, done.stderr) == (1, f"{command}: error: stdout: No space left on device\n")
 
 
 @pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc")

@@ -257,6 +257,23 @@ def test_truncation_applies_to_the_word_lookup():
     assert vocab.bos_row == (6, 1, 5, 4, 4, 3) and vocab.eos_row == (6, 2, 5, 4, 4, 4)
 
 
+
+def test_dictionary_batch_to_ids_pads_and_checks_tokens_as_byte_ids_do():
+    """CharVocabulary.batch_to_ids shares the byte ids' layout and token check (it kept a copy
+    of both, its own message unreachable): rows in place, zeros past each sentence's end,
+    an empty batch (0, 0, width), and a token that is no string named by its place."""
+    chars = {s: i for i, s in enumerate(["<bos>", "<eos>", "<oov>", "<pad>", "<bow>", "<eow>", "a"])}
+    words = {"<oov>": 0, "<pad>": 1, "<bos>": 2, "<eos>": 3, "aaa": 4}
+    vocab = CharVocabulary(chars, words, max_chars=5)
+    ids = vocab.batch_to_ids([["aaa"], [], ["a", "b"]])
+    assert ids.shape == (3, 2, 6) and ids.dtype == torch.long
+    assert ids[0, 0].tolist() == list(vocab.row("aaa")) and ids[2, 1].tolist() == list(vocab.row("b"))
+    assert not ids[0, 1].any() and not ids[1].any()
+    assert vocab.batch_to_ids([]).shape == (0, 0, 6)
+    with pytest.raises(TypeError, match=r"^batch_to_ids: sentence 1, token 0: tokens must be strings, got int"):
+        vocab.batch_to_ids([["a"], [3]])
+
+
 def copy_model(tmp_path, name="model_word"):
     folder = tmp_path / name
     shutil.copytree(MANYLANGS / name, folder)

@@ -271,6 +271,7 @@ def _spacy_check(ns, ctx):
     assert [len(d) for d in ns["docs"]] == [4, 1, 4]
     tagged = nlp("the cat sat on a mat")                   # elmo_task: token.tag_, BIO spans -> ents
     assert all(t.tag_ for t in tagged)
+    assert ns["read"] == {"elmo_task": 3}                  # {"elmo_task": 3}
 
 
 # --- "Analysis" -------------------------------------------------------------------------------

@@ -93,9 +93,12 @@ def test_task_models_label_docs(tmp_path):
     nlp = spacy.blank("en")
     nlp.add_pipe("elmo_task", config={"model": str(cut)})
     read = TaskModel.load(tagger).predict([t.split()[:2] for t in texts])
-    for doc, tags in zip(nlp.pipe(texts), read):
+    with pytest.warns(UserWarning, match=r"^elmo_task 'elmo_task': 2 Docs .*max_tokens 2.*first 2 words only"):
+        cut_docs = list(nlp.pipe(texts))
+    for doc, tags in zip(cut_docs, read):
         assert [t.tag_ for t in doc] == tags + [""] * (len(doc) - len(tags))
         assert {(e.label_, e.start, e.end) for e in doc.ents} == bio_spans(tags)
+        assert doc._.elmo_tokens_read == {"elmo_task": len(tags)}
     classifier = tmp_path / "r/models/my-classification/baseline/seed-1"
     nlp = spacy.blank("en")
     nlp.add_pipe("elmo_task", config={"model": str(classifier)})
@@ -286,7 +289,7 @@ def test_several_processes_give_the_vectors_of_one(tmp_path):
     assert done.returncode == 0 and "same 14" in done.stdout, done.stderr[-2000:]
 
 
-def _stand_in_annotator(kind: str, labels, predict, metric: str = "accuracy"):
+def _stand_in_annotator(kind: str, labels, predict, metric: str = "accuracy", max_tokens=None):
     """An ElmoTaskAnnotator whose model is ``predict(texts, batch_size)`` (no training)."""
     from elmo.spacy_component import ElmoTaskAnnotator
     from elmo.tasks.kinds import task_kind
@@ -294,6 +297,7 @@ def _stand_in_annotator(kind: str, labels, predict, metric: str = "accuracy"):
     model = type("Model", (), {"predict": staticmethod(predict)})
     annotator.model, annotator.saved = model, type("Saved", (), {"labels": labels})
     annotator.task_kind, annotator.metric, annotator.batch_size = task_kind(kind), metric, 8
+    annotator.name, annotator.max_tokens, annotator.cut_noted = f"my-{kind}", max_tokens, False
     return annotator
 
 
@@ -332,24 +336,62 @@ def test_tokens_the_task_model_does_not_tag_lose_an_earlier_components_tag():
     """Whitespace tokens and the words past a model's max_tokens kept the tag a component
     before elmo_task gave them: one Doc held two models' tags, though the docs say such
     tokens get no tag."""
-    annotator = _stand_in_annotator("tagging", ["N", "V"],
-                                    lambda texts, batch_size: [["N", "V"] + [None] * (len(t) - 2) for t in texts])
+    annotator = _stand_in_annotator("tagging", ["N", "V"], max_tokens=2,
+                                    predict=lambda texts, batch_size: [["N", "V"] + [None] * (len(t) - 2) for t in texts])
     doc = spacy.blank("en").make_doc("the cat  sat on")
     for token in doc:
         token.tag_ = "OLD"
-    annotator(doc)
+    with pytest.warns(UserWarning, match="1 Doc of this batch longer than the model reads"):
+        annotator(doc)
     assert [(t.text, t.tag_) for t in doc] == [("the", "N"), ("cat", "V"), (" ", ""), ("sat", ""), ("on", "")]
 
 
 def test_words_a_tagger_did_not_read_are_no_entity_decision():
     """A span_f1 model's words past its max_tokens were marked outside any entity ("O"), a
     decision the model never made; their entity is now missing ("")."""
-    annotator = _stand_in_annotator("tagging", ["O", "B-x", "I-x"], metric="span_f1", predict=lambda texts, batch_size: [
+    annotator = _stand_in_annotator("tagging", ["O", "B-x", "I-x"], metric="span_f1", max_tokens=3, predict=lambda texts, batch_size: [
         ["B-x", "O", "B-x"] + [None] * (len(t) - 3) for t in texts])
-    doc = annotator(spacy.blank("en").make_doc("Ada met Bo  in Rome"))
+    with pytest.warns(UserWarning, match="no tag and no entity annotation"):
+        doc = annotator(spacy.blank("en").make_doc("Ada met Bo  in Rome"))
     assert [(t.text, t.ent_iob_) for t in doc] == [("Ada", "B"), ("met", "O"), ("Bo", "B"), (" ", "O"),
                                                    ("in", ""), ("Rome", "")]
     assert [(e.text, e.label_) for e in doc.ents] == [("Ada", "x"), ("Bo", "x")]
+
+
+def test_docs_longer_than_the_model_reads_are_said_and_recorded():
+    """A Doc longer than the task model's max_tokens was tagged or classified from its first
+    words without a word said (`elmo predict` notes such lines on stderr). Each component now
+    records the words its model read in doc._.elmo_tokens_read and warns once, with the count."""
+    import warnings
+    texts = ["a b c d", "x y", "p  q r"]    # 4, 2 and 3 words (and a whitespace token)
+    tagger = _stand_in_annotator("tagging", ["N", "V"], max_tokens=2, predict=lambda texts, batch_size: [
+        ["N", "V"][:len(t)] + [None] * (len(t) - 2) for t in texts])
+    classifier = _stand_in_annotator("classification", ["pos", "neg"], max_tokens=2,
+                                     predict=lambda texts, batch_size: ["neg"] * len(texts))
+    nlp = spacy.blank("en")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        docs = list(classifier.pipe(tagger.pipe(nlp.pipe(texts), batch_size=1), batch_size=3))
+        list(tagger.pipe(nlp.pipe(texts)))   # (said once per component)
+    assert [d._.elmo_tokens_read for d in docs] == [{"my-tagging": 2, "my-classification": 2},
+                                                    {"my-tagging": 2, "my-classification": 2},
+                                                    {"my-tagging": 2, "my-classification": 2}]
+    assert [str(w.message) for w in caught] == [
+        "elmo_task 'my-tagging': 1 Doc of this batch longer than the model reads (its max_tokens 2, as its "
+        "training and test texts were cut): it read its first 2 words only; the words past them have no "
+        "tag; doc._.elmo_tokens_read['my-tagging'] says how many words of each Doc it read (this is said once)",
+        "elmo_task 'my-classification': 2 Docs of this batch longer than the model reads (its max_tokens 2, "
+        "as its training and test texts were cut): it read their first 2 words only; the labels in doc.cats "
+        "are of those words; doc._.elmo_tokens_read['my-classification'] says how many words of each Doc it "
+        "read (this is said once)"]
+    assert [t.tag_ for t in docs[2]] == ["N", "", "V", ""]
+    assert all(issubclass(w.category, UserWarning) for w in caught)
+    # a Doc the model reads whole: its count, and nothing said
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fresh = _stand_in_annotator("classification", ["pos", "neg"], max_tokens=5,
+                                    predict=lambda texts, batch_size: ["pos"] * len(texts))
+        assert fresh(nlp.make_doc("p  q r"))._.elmo_tokens_read == {"my-classification": 3}
 
 
 def test_task_labels_are_added_to_the_cats_of_earlier_components():

@@ -24,8 +24,7 @@ from typing import Dict, Mapping, Optional, Sequence, Tuple
 
 import torch
 
-from ..chars import check_tokenized
-from ..checks import shown
+from ..chars import check_tokenized, padded_rows
 from .dictionary import DictionaryError, check_specials, check_writable, read_dictionary, write_dictionary
 
 CHAR_SPECIALS = ("<bos>", "<eos>", "<oov>", "<pad>", "<bow>", "<eow>")
@@ -146,19 +145,7 @@ class CharVocabulary:
         """
         # a sentence that is a string would silently become one token per character
         check_tokenized(sentences, "batch_to_ids")
-        lengths = [len(s) for s in sentences]
-        longest = max(lengths, default=0)
-        out = torch.zeros(len(sentences), longest, self.width, dtype=torch.long)
-        rows = []
-        for sentence in sentences:
-            for token in sentence:
-                if not isinstance(token, str):
-                    raise TypeError(f"tokens must be strings, got {type(token).__name__}: {shown(token)}")
-                rows.append(self.row(token))
-        if rows:
-            mask = torch.arange(longest)[None, :] < torch.tensor(lengths)[:, None]
-            out[mask] = torch.tensor(rows, dtype=torch.long)
-        return out
+        return padded_rows(sentences, self.width, self.row)
 
     def __getstate__(self):  # the conversion cache is not worth copying or pickling
         state = dict(self.__dict__)
