@@ -98,6 +98,17 @@ def test_a_bfloat16_source_ships_as_the_dtypes_asked(exported, tmp_path):
     for (n, p), (_, q) in zip(bilm.state_dict().items(), shipped.state_dict().items()):
         assert torch.equal(p.float(), q), n
 
+def test_ship_refuses_a_vocabulary_whose_counts_list_other_words(exported, tmp_path):
+    """(vocab.txt and vocab_counts.tsv were copied as they were: the shipped folder was then
+    refused where it was loaded)"""
+    words = (exported / "vocab.txt").read_text(encoding="utf-8").splitlines()
+    words[3], words[4] = words[4], words[3]
+    (exported / "vocab_counts.tsv").write_text("".join(f"{w}\t1\n" for w in words), encoding="utf-8")
+    with pytest.raises(ValueError, match="vocab.txt .* and vocab_counts.tsv .* list other words"):
+        ship(exported, tmp_path / "there")
+    assert not (tmp_path / "there").exists()
+
+
 def test_ship_refuses_more_than_the_size_limit(exported, tmp_path):
     """(the files were written over DEST's first and refused after: the bundled model was
     replaced by the copy the error said was refused)"""

@@ -33,7 +33,7 @@ from ..io import (atomic_folder, atomic_write_text, check_output_dir, keep_other
 from .. import strict_json
 from ..weights import (NATIVE_CONFIG, NATIVE_WEIGHTS, ORIGINAL_WEIGHTS, STORAGE_DTYPES, load_original, narrowed,
                        save_original)
-from .export import COUNTS_FILE, METADATA_FILE, SOFTMAX_FILE, VOCAB_FILE, read_metadata
+from .export import COUNTS_FILE, METADATA_FILE, SOFTMAX_FILE, VOCAB_FILE, load_vocabulary, read_metadata
 
 DTYPES = STORAGE_DTYPES
 SHIPPED_FILES = ("options.json", "weights.hdf5", SOFTMAX_FILE, VOCAB_FILE, METADATA_FILE)
@@ -75,6 +75,9 @@ def ship(src: str | Path, dest: str | Path, bilm_dtype: str = "float32", softmax
                for name in ("options.json", "weights.hdf5", SOFTMAX_FILE, VOCAB_FILE)}
     # the vocabulary's counts go with it when the model has them (they were left behind)
     names = SHIPPED_FILES + ((COUNTS_FILE,) if (src / COUNTS_FILE).is_file() else ())
+    # and must list vocab.txt's words: loading refuses a folder where they differ, so it was
+    # shipped, and then refused where it was bundled
+    load_vocabulary(src)
     # Shipping is how a bundled model's folder (elmo/resources/default) is written: the one
     # writer the package lets into it (every other output there is refused: elmo.io.refuse_bundled)
     with shipping_into(dest):
