@@ -484,3 +484,34 @@ def test_a_damaged_metadata_file_of_a_bilm_is_one_error_naming_it(tmp_path, text
         describe_bilm(str(folder))
     (folder / "metadata.json").write_text('{"adapted_on": ["tweets.txt"]}', encoding="utf-8")
     assert describe_bilm(str(folder))["domain_adapted"] is True
+
+
+def test_a_diverged_run_is_one_line_naming_its_task_variant_and_seed(tmp_path, monkeypatch, capsys):
+    """A model whose loss stays NaN stopped the experiment with 'the task model diverged' alone
+    (which of the task's runs was only in the log, not at all with --quiet), and its hint 'or
+    set train.grad_clip' named a setting that is on by default. The finished runs are kept."""
+    import elmo.tasks.runner as runner
+    folders = write_tiny_tasks(tmp_path)
+    real_build = runner.build_model
+
+    def nan_with_elmo(task, embeddings, settings, elmo_features, lam):
+        model = real_build(task, embeddings, settings, elmo_features, lam)
+        if elmo_features is not None:              # the ELMo variant's loss is NaN, from batch 1
+            loss = model.loss
+            model.loss = lambda batch: loss(batch) * float("nan")
+        return model
+
+    monkeypatch.setattr(runner, "build_model", nan_with_elmo)
+    cfg = tiny_config(folders, tasks=[{"task": "pos", "data_dir": str(folders["pos"])}],
+                      train={"epochs": 3, "patience": 3, "batch_size": 8})
+    path = tmp_path / "cfg.json"
+    path.write_text(json.dumps(cfg))
+    out = tmp_path / "out"
+    assert main(["experiment", str(path), "--out", str(out), "--quiet"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("elmo experiment: error: pos / elmo-in-out / seed 1: the task model diverged: "
+                          "5 batches in a row"), err
+    assert "(train.grad_clip 5 is on)" in err and "set train.grad_clip" not in err
+    assert err.endswith("the runs that finished are kept for --resume") and "\n" not in err
+    runs = json.loads((out / "results.json").read_text())["runs"]
+    assert [(r["variant"], r["seed"]) for r in runs] == [("baseline", 1)]

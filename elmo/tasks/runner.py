@@ -1011,6 +1011,11 @@ def _run_all(cfg: ExperimentConfig, results: dict, results_path: Path, done: Lis
                     if not _out_of_memory(err):
                         raise
                     raise _memory_error(prep.data, variant.name, seed, prep.train.batch_size) from err
+                except FloatingPointError as err:
+                    # a diverged model: the one line named neither the task, the variant nor the
+                    # seed (the log said it lines before, and --quiet not at all)
+                    raise FloatingPointError(f"{name} / {variant.name} / seed {seed}: {err}; the runs "
+                                             f"that finished are kept for --resume") from err
                 record["fingerprint"] = run_fingerprint(cfg, spec, variant, bilms)
                 if variant.elmo is not None:
                     record["bilm_sha256"] = bilms(cfg.bilm_of(variant))

@@ -14,6 +14,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 import torch
 
+from ..config import ConfigError
 from ..jobconfig import build, check_numbers
 from .batching import Batch
 from .datasets import Example
@@ -46,7 +47,28 @@ class FitConfig:
                       lr=(cfg.lr, "rate"), bilm_lr=(cfg.bilm_lr, "rate"), batch_size=(cfg.batch_size, "count"),
                       grad_clip=(cfg.grad_clip, "rate"), weight_decay=(cfg.weight_decay, "rate"),
                       max_seconds=(cfg.max_seconds, "seconds"))
+        _check_adam_scalars(cfg, where)
         return cfg
+
+
+#: Adam's default beta1 (what :func:`_optimizer` uses): its first step is lr / (1 - beta1).
+ADAM_BETA1 = 0.9
+FLOAT32_MAX = torch.finfo(torch.float32).max
+
+
+def _check_adam_scalars(cfg: FitConfig, where: str) -> None:
+    """Refuse a learning rate or weight decay that Adam cannot pass to float32 weights: torch
+    turns its first step, ``lr / (1 - beta1)``, and ``weight_decay`` into float32 scalars, and
+    one past float32's largest number (``lr`` 1e38, finite, so allowed) stopped the first run
+    with a RuntimeError from deep in torch.optim (a finite lr below it diverges instead, which
+    :func:`fit` names)."""
+    steps = {"lr": (cfg.lr / (1 - ADAM_BETA1), f"its first step, lr / (1 - {ADAM_BETA1:g}),"),
+             "bilm_lr": (cfg.bilm_lr / (1 - ADAM_BETA1), f"its first step, bilm_lr / (1 - {ADAM_BETA1:g}),"),
+             "weight_decay": (cfg.weight_decay, "it")}
+    for name, (scalar, what) in steps.items():
+        if scalar > FLOAT32_MAX:
+            raise ConfigError(f"{where}train: {name} {getattr(cfg, name):g} is too large for Adam: {what} "
+                              f"must be a float32 number (at most {FLOAT32_MAX:.5g}), got {scalar:.5g}")
 
 
 BatchMaker = Callable[[Sequence[Example]], Batch]
@@ -118,7 +140,7 @@ def _optimizer(model: TaskModel, cfg: FitConfig) -> torch.optim.Optimizer:
     groups = [{"params": rest, "lr": cfg.lr}]
     if bilm_params:
         groups.append({"params": bilm_params, "lr": cfg.bilm_lr})
-    return torch.optim.Adam(groups, weight_decay=cfg.weight_decay)
+    return torch.optim.Adam(groups, weight_decay=cfg.weight_decay, betas=(ADAM_BETA1, 0.999))
 
 
 def _trainable_state(model: TaskModel) -> Dict[str, torch.Tensor]:
@@ -166,9 +188,13 @@ def fit(model: TaskModel, train: Sequence[Example], dev: Sequence[Example], make
                 skipped += 1
                 in_a_row += 1
                 if in_a_row >= MAX_NONFINITE_BATCHES:
+                    # (grad_clip is on by default: "or set train.grad_clip" sent users to a setting
+                    # they already had)
+                    clip = " or set train.grad_clip" if not cfg.grad_clip else \
+                        f" (train.grad_clip {cfg.grad_clip:g} is on)"
                     raise FloatingPointError(
                         f"the task model diverged: {in_a_row} batches in a row (epoch {epoch}) had a non-finite "
-                        f"loss or gradient; lower train.lr (it is {cfg.lr:g}) or set train.grad_clip")
+                        f"loss or gradient; lower train.lr (it is {cfg.lr:g}){clip}")
                 continue
             in_a_row = 0
             opt.step()
