@@ -376,3 +376,26 @@ def test_a_gain_over_fewer_seeds_than_its_row_says_so():
     runs.append({**runs[0], "seed": 3, "test": 92.0})
     results["summary"] = summarise(runs, cfg)
     assert "| 3 | 92.00 ± 1.00 | +1.00 ± 0.00 | +1.00 to +1.00 |" in markdown(results)
+
+
+def test_equal_dev_scores_keep_the_earliest_epoch_and_count_towards_patience(monkeypatch):
+    """Early stopping on ties (a dev split every epoch scores the same on, e.g. a model that
+    predicts one tag for all of dev): a later equal score is no improvement, so the first
+    epoch with the best score is kept and ``patience`` epochs of ties stop training."""
+    import elmo.tasks.train_loop as train_loop
+    task = _tiny_task("tagging")
+    emb, make = _embeddings_and_batches(task, "tagging")
+    torch.manual_seed(1)
+    model = build_model(task, emb, _settings(dropout=0.0), None, 0.0)
+    after_epoch = []
+
+    def same_score(model, examples, make, metric, labels, batch_size=64):
+        after_epoch.append({k: p.detach().clone() for k, p in model.named_parameters()})
+        return 50.0
+
+    monkeypatch.setattr(train_loop, "score", same_score)
+    result = fit(model, task.splits["train"][:40], task.splits["dev"], make, task.metric, task.labels,
+                 TrainConfig(epochs=6, patience=2, lr=0.05, batch_size=8), 1)
+    assert (result["best_epoch"], result["epochs"], result["best_dev"]) == (1, 3, 50.0)
+    assert not all(torch.equal(after_epoch[0][k], p) for k, p in after_epoch[2].items())   # it trained
+    assert all(torch.equal(after_epoch[0][k], p) for k, p in model.named_parameters())

@@ -2,8 +2,11 @@
 
 :func:`fit` trains a :class:`~elmo.tasks.models.TaskModel` with Adam, one pass over the
 shuffled training batches per epoch, scores dev after each epoch, keeps the trainable
-parameters of the best epoch and stops after ``patience`` epochs without improvement. The
-biLM, when fine-tuned, may get its own learning rate (``bilm_lr``).
+parameters of the best epoch and stops after ``patience`` epochs without improvement. Only a
+strictly higher dev score is an improvement: among epochs with equal scores (a model that
+predicts one label for all of dev scores the same every epoch) the earliest is kept, and the
+ties count towards ``patience``. The biLM, when fine-tuned, may get its own learning rate
+(``bilm_lr``).
 """
 from __future__ import annotations
 
@@ -153,7 +156,8 @@ def fit(model: TaskModel, train: Sequence[Example], dev: Sequence[Example], make
         log: Callable[[str], None] = lambda s: None,
         early_stopping: bool = True,
         length: Callable[[Example], int] = lambda ex: len(ex.tokens)) -> Dict[str, object]:
-    """Train with early stopping on dev; the model ends with its best epoch's parameters.
+    """Train with early stopping on dev; the model ends with its best epoch's parameters (the
+    earliest of equal best scores; see the module docstring).
     With ``early_stopping=False`` dev must be empty: every epoch runs and the last one is
     kept (``best_dev`` is NaN). ``length``: what batches group examples by (:func:`batches`).
 
