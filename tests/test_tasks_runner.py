@@ -515,3 +515,28 @@ def test_a_diverged_run_is_one_line_naming_its_task_variant_and_seed(tmp_path, m
     assert err.endswith("the runs that finished are kept for --resume") and "\n" not in err
     runs = json.loads((out / "results.json").read_text())["runs"]
     assert [(r["variant"], r["seed"]) for r in runs] == [("baseline", 1)]
+
+
+def test_a_task_file_edited_during_the_experiment_is_trained_on_again_on_resume(tmp_path, monkeypatch):
+    """A run's fingerprint hashed the task's files after the run: one edited while the
+    experiment ran gave the runs trained on the old contents the new file's fingerprint, and
+    --resume kept them as results of the edited file."""
+    import elmo.tasks.runner as runner
+    folders = write_tiny_tasks(tmp_path)
+    real_run_one = runner.run_one
+
+    def edit_then_run(*args, **kwargs):           # (the data is read: the run trains on it)
+        with open(folders["pos"] / "train.txt", "a") as f:
+            f.write("the/at dog/nn ran/vbd\n")
+        return real_run_one(*args, **kwargs)
+
+    cfg = tiny_config(folders, tasks=[{"task": "pos", "data_dir": str(folders["pos"])}],
+                      variants=[{"name": "baseline"}])
+    monkeypatch.setattr(runner, "run_one", edit_then_run)
+    run_experiment(cfg, out=tmp_path / "out", log=lambda s: None)
+    monkeypatch.setattr(runner, "run_one", real_run_one)
+    logged = []
+    results = run_experiment(cfg, out=tmp_path / "out", resume=True, log=logged.append)
+    assert "resuming: 0 of 1 runs in" in logged[0]
+    assert "pos / baseline / seed 1" in logged
+    assert len(results["runs"]) == 1

@@ -979,10 +979,15 @@ def _run_all(cfg: ExperimentConfig, results: dict, results_path: Path, done: Lis
              models: Optional[Path] = None) -> None:
     pool = BiLMPool(cfg.cache_layers, log)
     have = {(r["task"], r["variant"], r["seed"]) for r in done}
+    # Each run's fingerprint hashes the task's files (and GloVe's) before they are read: taken
+    # after its run, a file edited meanwhile gave runs trained on the old contents the new one's
+    # fingerprint, and --resume kept them as runs of the edited file. Hashed first, an edit at
+    # any point gives a fingerprint the files no longer match, and the run is trained again.
+    fingerprints = [{v.name: run_fingerprint(cfg, spec, v, bilms) for v in variants} for spec in cfg.tasks]
     # every task's files are read (and checked) before the first model trains
     preps = [prepare_task(spec, cfg) for spec in cfg.tasks]
     pool.check(variants, cfg)
-    for spec, prep in zip(cfg.tasks, preps):
+    for spec, prep, fingerprint in zip(cfg.tasks, preps, fingerprints):
         name = prep.data.name
         targets = prep.data.targets()      # (a graded task's, instead of its 0 labels)
         results["data"][name] = {"sizes": prep.data.sizes(), "labels": len(prep.data.labels),
@@ -1016,7 +1021,7 @@ def _run_all(cfg: ExperimentConfig, results: dict, results_path: Path, done: Lis
                     # seed (the log said it lines before, and --quiet not at all)
                     raise FloatingPointError(f"{name} / {variant.name} / seed {seed}: {err}; the runs "
                                              f"that finished are kept for --resume") from err
-                record["fingerprint"] = run_fingerprint(cfg, spec, variant, bilms)
+                record["fingerprint"] = fingerprint[variant.name]
                 if variant.elmo is not None:
                     record["bilm_sha256"] = bilms(cfg.bilm_of(variant))
                 log(f"{name} / {variant.name} / seed {seed}: test {record['test']:.2f} "
