@@ -540,3 +540,24 @@ def test_a_task_file_edited_during_the_experiment_is_trained_on_again_on_resume(
     assert "resuming: 0 of 1 runs in" in logged[0]
     assert "pos / baseline / seed 1" in logged
     assert len(results["runs"]) == 1
+
+
+def test_resume_with_fewer_seeds_says_which_finished_runs_it_drops(tmp_path):
+    """`--resume --seeds 1` on a folder of seeds 1 and 2 dropped seed 2's finished runs from
+    results.json with only "1 of 2 runs ... are kept" said; it now names them. A run dropped
+    because its settings changed is not counted as one of another seed."""
+    folders = write_tiny_tasks(tmp_path)
+    base = dict(tasks=[{"task": "pos", "data_dir": str(folders["pos"]), "max_train": 10}],
+                train={"epochs": 1, "batch_size": 8}, variants=[{"name": "baseline"}])
+    out = tmp_path / "res"
+    run_experiment(normalise_config(tiny_config(folders, seeds=[1, 2, 3], **base)), out=out, log=lambda s: None)
+    logs = []
+    run_experiment(normalise_config(tiny_config(folders, seeds=[1], **base)), out=out, resume=True, log=logs.append)
+    assert logs[:2] == [f"resuming: 1 of 3 runs in {out / 'results.json'} match this config and are kept",
+                        "resuming: 2 finished run(s) of seed(s) 2, 3, which this config does not run (seeds 1), "
+                        "are dropped from results.json; give those seeds too to keep them"]
+    assert [r["seed"] for r in json.loads((out / "results.json").read_text())["runs"]] == [1]
+    changed = dict(base, train={"epochs": 1, "batch_size": 4})       # seed 1's run: other settings now
+    run_experiment(normalise_config(tiny_config(folders, seeds=[2], **changed)), out=out, resume=True,
+                   log=logs.append)
+    assert not any("finished run(s) of seed(s) 1" in line for line in logs)

@@ -737,8 +737,11 @@ def reusable_runs(cfg: ExperimentConfig, old: dict, bilms: BiLMChecksums) -> Tup
     current: Dict[str, str] = {}                         # biLM spec -> its SHA-256 now
     unchecked: Dict[str, int] = {}
     batch_norm = 0
+    other_seeds: List[int] = []                          # seeds of matching runs not run now
     for r in runs:
         if r["seed"] not in cfg.seeds:
+            if r.get("fingerprint") in planned:
+                other_seeds.append(r["seed"])
             continue
         if r.get("fingerprint") in planned or (same and "fingerprint" not in r and not r.get("elmo")):
             kept.append(r)
@@ -761,6 +764,12 @@ def reusable_runs(cfg: ExperimentConfig, old: dict, bilms: BiLMChecksums) -> Tup
     lines = [_changed_bilm_line(spec, then, current[spec]) for spec, then in stale.items()]
     lines += [f"resuming: {n} run(s) with the biLM {spec!r} kept unchecked: it is not there now to "
               f"compare its SHA-256 (checked when their variant runs)" for spec, n in unchecked.items()]
+    if other_seeds:
+        # (they went without a word: "4 of 8 runs ... are kept", and results.json lost them)
+        seeds = ", ".join(map(str, sorted(set(other_seeds))))
+        lines.append(f"resuming: {len(other_seeds)} finished run(s) of seed(s) {seeds}, which this config "
+                     f"does not run (seeds {', '.join(map(str, cfg.seeds))}), are dropped from results.json; "
+                     f"give those seeds too to keep them")
     if batch_norm:
         lines.append(f"resuming: {batch_norm} run(s) with do_layer_norm dropped and trained again: "
                      f"their layer norm took its statistics over each batch (a sentence's scores "
