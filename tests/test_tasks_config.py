@@ -316,3 +316,12 @@ def test_the_largest_learning_rates_allowed_are_ones_adam_steps_with():
         opt = torch.optim.Adam([p], lr=lr, betas=(ADAM_BETA1, 0.999), weight_decay=decay)
         p.sum().backward()
         opt.step()                     # (no RuntimeError; the weights may well be inf)
+
+
+def test_negative_threads_are_refused_with_the_config(tmp_path, capsys):
+    """threads -1 passed --plan and --print-config and stopped only the run, naming no file."""
+    path = _write(tmp_path / "cfg.json", {"tasks": [{"task": "pos"}], "threads": -1})
+    assert main(["experiment", str(path), "--print-config"]) == 1
+    assert capsys.readouterr().err.strip() == (f"elmo experiment: error: {path}: threads must be a whole "
+                                               f"number of 0 or more (0: torch's default), got -1")
+    assert normalise_config({"tasks": [{"task": "pos"}], "threads": 0}).threads == 0
