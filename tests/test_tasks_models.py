@@ -399,3 +399,36 @@ def test_equal_dev_scores_keep_the_earliest_epoch_and_count_towards_patience(mon
     assert (result["best_epoch"], result["epochs"], result["best_dev"]) == (1, 3, 50.0)
     assert not all(torch.equal(after_epoch[0][k], p) for k, p in after_epoch[2].items())   # it trained
     assert all(torch.equal(after_epoch[0][k], p) for k, p in model.named_parameters())
+
+
+@pytest.mark.parametrize("with_dev", [True, False])
+def test_an_epoch_ending_on_a_non_finite_batch_is_not_kept(monkeypatch, with_dev):
+    """Fewer than MAX_NONFINITE_BATCHES skipped batches at an epoch's end left the parameters
+    that gave them a NaN loss (no step since): the run scored dev and test with them (label 0
+    everywhere) and reported that as its result. Such an epoch is not kept; with none other,
+    the run is the diverged error."""
+    task = _tiny_task("tagging")
+    emb, make = _embeddings_and_batches(task, "tagging")
+    torch.manual_seed(1)
+    model = build_model(task, emb, _settings(dropout=0.0), None, 0.0)
+    real, calls = type(model).loss, []
+
+    def loss(self, batch, good):
+        calls.append(1)
+        out = real(self, batch)
+        return out if len(calls) in good else out * float("nan")
+
+    train, dev = task.splits["train"][:40], task.splits["dev"] if with_dev else []
+    cfg = TrainConfig(epochs=1, patience=2, lr=0.05, batch_size=8)   # 5 batches: 1 good, 4 NaN
+    monkeypatch.setattr(type(model), "loss", lambda self, batch: loss(self, batch, {1}))
+    with pytest.raises(FloatingPointError, match="the task model diverged: epoch 1, the last, ended on a batch"):
+        fit(model, train, dev, make, task.metric, task.labels, cfg, 1, early_stopping=with_dev)
+    calls.clear()                       # epoch 1 ends well, epoch 2 on NaN: epoch 1 is kept
+    monkeypatch.setattr(type(model), "loss", lambda self, batch: loss(self, batch, {1, 2, 3, 4, 5, 6}))
+    logged = []
+    result = fit(model, train, dev, make, task.metric, task.labels,
+                 TrainConfig(epochs=2, patience=2, lr=0.05, batch_size=8), 1, log=logged.append,
+                 early_stopping=with_dev)
+    assert result["best_epoch"] == 1 and result["epochs"] == 2
+    assert "epoch 2: 4 batches skipped (non-finite loss or gradient); the last one was, so this epoch's " \
+           "parameters are not kept" in logged

@@ -5,7 +5,8 @@ shuffled training batches per epoch, scores dev after each epoch, keeps the trai
 parameters of the best epoch and stops after ``patience`` epochs without improvement. Only a
 strictly higher dev score is an improvement: among epochs with equal scores (a model that
 predicts one label for all of dev scores the same every epoch) the earliest is kept, and the
-ties count towards ``patience``. The biLM, when fine-tuned, may get its own learning rate
+ties count towards ``patience``. A batch whose loss or gradient is not finite is skipped; an
+epoch that ends on one is not kept (its parameters are those that gave it). The biLM, when fine-tuned, may get its own learning rate
 (``bilm_lr``).
 """
 from __future__ import annotations
@@ -151,6 +152,13 @@ def _trainable_state(model: TaskModel) -> Dict[str, torch.Tensor]:
     return {name: p.detach().clone() for name, p in model.named_parameters() if p.requires_grad}
 
 
+def _diverged(what: str, cfg: FitConfig) -> FloatingPointError:
+    """The error of a task model whose loss or gradient stayed non-finite (``what``: how)."""
+    # (grad_clip is on by default: "or set train.grad_clip" sent users to a setting they had)
+    clip = " or set train.grad_clip" if not cfg.grad_clip else f" (train.grad_clip {cfg.grad_clip:g} is on)"
+    return FloatingPointError(f"the task model diverged: {what}; lower train.lr (it is {cfg.lr:g}){clip}")
+
+
 def fit(model: TaskModel, train: Sequence[Example], dev: Sequence[Example], make: BatchMaker,
         metric: str, labels: Sequence[str], cfg: FitConfig, seed: int,
         log: Callable[[str], None] = lambda s: None,
@@ -192,26 +200,26 @@ def fit(model: TaskModel, train: Sequence[Example], dev: Sequence[Example], make
                 skipped += 1
                 in_a_row += 1
                 if in_a_row >= MAX_NONFINITE_BATCHES:
-                    # (grad_clip is on by default: "or set train.grad_clip" sent users to a setting
-                    # they already had)
-                    clip = " or set train.grad_clip" if not cfg.grad_clip else \
-                        f" (train.grad_clip {cfg.grad_clip:g} is on)"
-                    raise FloatingPointError(
-                        f"the task model diverged: {in_a_row} batches in a row (epoch {epoch}) had a non-finite "
-                        f"loss or gradient; lower train.lr (it is {cfg.lr:g}){clip}")
+                    raise _diverged(f"{in_a_row} batches in a row (epoch {epoch}) had a non-finite loss or "
+                                    f"gradient", cfg)
                 continue
             in_a_row = 0
             opt.step()
             total += float(loss.detach())
             n += 1
+        # Its last batch skipped, the epoch ends with the parameters that gave that batch a
+        # non-finite loss (no step since): their scores were kept as a result (label 0 for NaN).
+        broken = in_a_row > 0
         if skipped:
-            log(f"epoch {epoch}: {skipped} batches skipped (non-finite loss or gradient)")
+            log(f"epoch {epoch}: {skipped} batches skipped (non-finite loss or gradient)"
+                + ("; the last one was, so this epoch's parameters are not kept" if broken else ""))
         if not dev:                      # no early stopping: the last epoch is the one kept
             history.append({"epoch": epoch, "loss": total / max(n, 1), "dev": float("nan")})
             log(f"epoch {epoch}: loss {total / max(n, 1):.4f} (no dev)")
-            best_dev, best_epoch, best_state = float("nan"), epoch, _trainable_state(model)
+            if not broken:
+                best_dev, best_epoch, best_state = float("nan"), epoch, _trainable_state(model)
         else:
-            dev_score = score(model, dev, make, metric, labels)
+            dev_score = float("nan") if broken else score(model, dev, make, metric, labels)
             history.append({"epoch": epoch, "loss": total / max(n, 1), "dev": dev_score})
             log(f"epoch {epoch}: loss {total / max(n, 1):.4f} dev {dev_score:.2f}")
             # (a NaN dev score, an undefined correlation, is no improvement: NaN > x is False,
@@ -223,6 +231,9 @@ def fit(model: TaskModel, train: Sequence[Example], dev: Sequence[Example], make
         if cfg.max_seconds and time.time() - start > cfg.max_seconds:
             log(f"stopping: time limit of {cfg.max_seconds:g} s reached")
             break
+    if best_epoch == 0 and broken:
+        raise _diverged(f"epoch {len(history)}, the last, ended on a batch whose loss or gradient was "
+                        f"non-finite with its parameters, and no earlier epoch can be kept instead", cfg)
     if dev and best_epoch == 0:
         # no epoch had a defined dev score: the untrained start would be kept without a word
         best_dev, best_epoch, best_state = float("nan"), len(history), _trainable_state(model)
