@@ -235,26 +235,36 @@ def test_fit_refuses_an_empty_dev_split():
             TrainConfig(epochs=1), 0)
 
 
-def test_fit_skips_non_finite_batches_and_stops_when_they_keep_coming(monkeypatch):
+def _tagger_with_nan_losses(monkeypatch):
+    """A tagging task, its batch maker, a tagger and ``nan_at(bad)``: from then on the
+    tagger's loss is NaN at the calls numbered in ``bad`` (counted from 1 at each call)."""
     task = _tiny_task("tagging")
     emb, make = _embeddings_and_batches(task, "tagging")
     torch.manual_seed(1)
     model = build_model(task, emb, _settings(dropout=0.0), None, 0.0)
-    real, calls = type(model).loss, []
+    real = type(model).loss
 
-    def loss(self, batch, bad):
-        calls.append(1)
-        out = real(self, batch)
-        return out * float("nan") if len(calls) in bad else out
+    def nan_at(bad):
+        calls = []
 
-    monkeypatch.setattr(type(model), "loss", lambda self, batch: loss(self, batch, {2, 3}))
+        def loss(self, batch):
+            calls.append(1)
+            out = real(self, batch)
+            return out * float("nan") if len(calls) in bad else out
+        monkeypatch.setattr(type(model), "loss", loss)
+
+    return task, make, model, nan_at
+
+
+def test_fit_skips_non_finite_batches_and_stops_when_they_keep_coming(monkeypatch):
+    task, make, model, nan_at = _tagger_with_nan_losses(monkeypatch)
+    nan_at({2, 3})
     logged = []
     fit(model, task.splits["train"][:40], task.splits["dev"], make, task.metric, task.labels,
         TrainConfig(epochs=2, patience=2, lr=0.05, batch_size=8), 1, log=logged.append)
     assert all(torch.isfinite(p).all() for p in model.parameters())
     assert "epoch 1: 2 batches skipped (non-finite loss or gradient)" in logged
-    calls.clear()
-    monkeypatch.setattr(type(model), "loss", lambda self, batch: loss(self, batch, set(range(1, 99))))
+    nan_at(set(range(1, 99)))
     with pytest.raises(FloatingPointError, match="the task model diverged: 5 batches in a row"):
         fit(model, task.splits["train"][:40], task.splits["dev"], make, task.metric, task.labels,
             TrainConfig(epochs=2, patience=2, lr=0.05, batch_size=8), 1)
@@ -407,24 +417,13 @@ def test_an_epoch_ending_on_a_non_finite_batch_is_not_kept(monkeypatch, with_dev
     that gave them a NaN loss (no step since): the run scored dev and test with them (label 0
     everywhere) and reported that as its result. Such an epoch is not kept; with none other,
     the run is the diverged error."""
-    task = _tiny_task("tagging")
-    emb, make = _embeddings_and_batches(task, "tagging")
-    torch.manual_seed(1)
-    model = build_model(task, emb, _settings(dropout=0.0), None, 0.0)
-    real, calls = type(model).loss, []
-
-    def loss(self, batch, good):
-        calls.append(1)
-        out = real(self, batch)
-        return out if len(calls) in good else out * float("nan")
-
+    task, make, model, nan_at = _tagger_with_nan_losses(monkeypatch)
     train, dev = task.splits["train"][:40], task.splits["dev"] if with_dev else []
     cfg = TrainConfig(epochs=1, patience=2, lr=0.05, batch_size=8)   # 5 batches: 1 good, 4 NaN
-    monkeypatch.setattr(type(model), "loss", lambda self, batch: loss(self, batch, {1}))
+    nan_at(set(range(2, 99)))
     with pytest.raises(FloatingPointError, match="the task model diverged: epoch 1, the last, ended on a batch"):
         fit(model, train, dev, make, task.metric, task.labels, cfg, 1, early_stopping=with_dev)
-    calls.clear()                       # epoch 1 ends well, epoch 2 on NaN: epoch 1 is kept
-    monkeypatch.setattr(type(model), "loss", lambda self, batch: loss(self, batch, {1, 2, 3, 4, 5, 6}))
+    nan_at(set(range(7, 99)))           # epoch 1 ends well, epoch 2 on NaN: epoch 1 is kept
     logged = []
     result = fit(model, train, dev, make, task.metric, task.labels,
                  TrainConfig(epochs=2, patience=2, lr=0.05, batch_size=8), 1, log=logged.append,
