@@ -291,3 +291,37 @@ def test_variants_that_are_no_list_of_variants_are_refused(variants):
         normalise_config({"tasks": [{"task": "pos"}], "variants": variants})
     assert [v.name for v in normalise_config({"tasks": [{"task": "pos"}], "variants": None}).variants] == \
         [v.name for v in normalise_config({"tasks": [{"task": "pos"}]}).variants]
+
+
+@pytest.mark.parametrize("train,says", [
+    ({"lr": 1e38}, "train: lr 1e+38 is too large for Adam: its first step, lr / (1 - 0.9), must be a float32"),
+    ({"lr": 3.41e37}, "train: lr 3.41e+37 is too large for Adam"),
+    ({"bilm_lr": 1e38}, "train: bilm_lr 1e+38 is too large for Adam"),
+    ({"weight_decay": 1e39}, "train: weight_decay 1e+39 is too large for Adam: it must be a float32"),
+])
+def test_a_learning_rate_adam_cannot_step_with_is_refused_before_any_run(train, says):
+    """lr 1e38 is finite, so it was allowed, and the first run stopped with torch.optim's
+    RuntimeError 'value cannot be converted to type float without overflow'."""
+    with pytest.raises(ConfigError, match=re.escape(says)):
+        normalise_config({"tasks": [{"task": "pos", "train": train}]})
+
+
+def test_the_largest_learning_rates_allowed_are_ones_adam_steps_with():
+    """The bound is the float32 one, not tighter: the largest round values it allows step."""
+    import torch
+    from elmo.tasks.train_loop import ADAM_BETA1, FLOAT32_MAX
+    for lr, decay in ((3.4e37, 0.0), (1e-3, FLOAT32_MAX)):
+        FitConfig.from_dict({"lr": lr, "bilm_lr": lr, "weight_decay": decay})
+        p = torch.nn.Parameter(torch.ones(3))
+        opt = torch.optim.Adam([p], lr=lr, betas=(ADAM_BETA1, 0.999), weight_decay=decay)
+        p.sum().backward()
+        opt.step()                     # (no RuntimeError; the weights may well be inf)
+
+
+def test_negative_threads_are_refused_with_the_config(tmp_path, capsys):
+    """threads -1 passed --plan and --print-config and stopped only the run, naming no file."""
+    path = _write(tmp_path / "cfg.json", {"tasks": [{"task": "pos"}], "threads": -1})
+    assert main(["experiment", str(path), "--print-config"]) == 1
+    assert capsys.readouterr().err.strip() == (f"elmo experiment: error: {path}: threads must be a whole "
+                                               f"number of 0 or more (0: torch's default), got -1")
+    assert normalise_config({"tasks": [{"task": "pos"}], "threads": 0}).threads == 0

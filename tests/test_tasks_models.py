@@ -235,26 +235,36 @@ def test_fit_refuses_an_empty_dev_split():
             TrainConfig(epochs=1), 0)
 
 
-def test_fit_skips_non_finite_batches_and_stops_when_they_keep_coming(monkeypatch):
+def _tagger_with_nan_losses(monkeypatch):
+    """A tagging task, its batch maker, a tagger and ``nan_at(bad)``: from then on the
+    tagger's loss is NaN at the calls numbered in ``bad`` (counted from 1 at each call)."""
     task = _tiny_task("tagging")
     emb, make = _embeddings_and_batches(task, "tagging")
     torch.manual_seed(1)
     model = build_model(task, emb, _settings(dropout=0.0), None, 0.0)
-    real, calls = type(model).loss, []
+    real = type(model).loss
 
-    def loss(self, batch, bad):
-        calls.append(1)
-        out = real(self, batch)
-        return out * float("nan") if len(calls) in bad else out
+    def nan_at(bad):
+        calls = []
 
-    monkeypatch.setattr(type(model), "loss", lambda self, batch: loss(self, batch, {2, 3}))
+        def loss(self, batch):
+            calls.append(1)
+            out = real(self, batch)
+            return out * float("nan") if len(calls) in bad else out
+        monkeypatch.setattr(type(model), "loss", loss)
+
+    return task, make, model, nan_at
+
+
+def test_fit_skips_non_finite_batches_and_stops_when_they_keep_coming(monkeypatch):
+    task, make, model, nan_at = _tagger_with_nan_losses(monkeypatch)
+    nan_at({2, 3})
     logged = []
     fit(model, task.splits["train"][:40], task.splits["dev"], make, task.metric, task.labels,
         TrainConfig(epochs=2, patience=2, lr=0.05, batch_size=8), 1, log=logged.append)
     assert all(torch.isfinite(p).all() for p in model.parameters())
     assert "epoch 1: 2 batches skipped (non-finite loss or gradient)" in logged
-    calls.clear()
-    monkeypatch.setattr(type(model), "loss", lambda self, batch: loss(self, batch, set(range(1, 99))))
+    nan_at(set(range(1, 99)))
     with pytest.raises(FloatingPointError, match="the task model diverged: 5 batches in a row"):
         fit(model, task.splits["train"][:40], task.splits["dev"], make, task.metric, task.labels,
             TrainConfig(epochs=2, patience=2, lr=0.05, batch_size=8), 1)
@@ -376,3 +386,48 @@ def test_a_gain_over_fewer_seeds_than_its_row_says_so():
     runs.append({**runs[0], "seed": 3, "test": 92.0})
     results["summary"] = summarise(runs, cfg)
     assert "| 3 | 92.00 ± 1.00 | +1.00 ± 0.00 | +1.00 to +1.00 |" in markdown(results)
+
+
+def test_equal_dev_scores_keep_the_earliest_epoch_and_count_towards_patience(monkeypatch):
+    """Early stopping on ties (a dev split every epoch scores the same on, e.g. a model that
+    predicts one tag for all of dev): a later equal score is no improvement, so the first
+    epoch with the best score is kept and ``patience`` epochs of ties stop training."""
+    import elmo.tasks.train_loop as train_loop
+    task = _tiny_task("tagging")
+    emb, make = _embeddings_and_batches(task, "tagging")
+    torch.manual_seed(1)
+    model = build_model(task, emb, _settings(dropout=0.0), None, 0.0)
+    after_epoch = []
+
+    def same_score(model, examples, make, metric, labels, batch_size=64):
+        after_epoch.append({k: p.detach().clone() for k, p in model.named_parameters()})
+        return 50.0
+
+    monkeypatch.setattr(train_loop, "score", same_score)
+    result = fit(model, task.splits["train"][:40], task.splits["dev"], make, task.metric, task.labels,
+                 TrainConfig(epochs=6, patience=2, lr=0.05, batch_size=8), 1)
+    assert (result["best_epoch"], result["epochs"], result["best_dev"]) == (1, 3, 50.0)
+    assert not all(torch.equal(after_epoch[0][k], p) for k, p in after_epoch[2].items())   # it trained
+    assert all(torch.equal(after_epoch[0][k], p) for k, p in model.named_parameters())
+
+
+@pytest.mark.parametrize("with_dev", [True, False])
+def test_an_epoch_ending_on_a_non_finite_batch_is_not_kept(monkeypatch, with_dev):
+    """Fewer than MAX_NONFINITE_BATCHES skipped batches at an epoch's end left the parameters
+    that gave them a NaN loss (no step since): the run scored dev and test with them (label 0
+    everywhere) and reported that as its result. Such an epoch is not kept; with none other,
+    the run is the diverged error."""
+    task, make, model, nan_at = _tagger_with_nan_losses(monkeypatch)
+    train, dev = task.splits["train"][:40], task.splits["dev"] if with_dev else []
+    cfg = TrainConfig(epochs=1, patience=2, lr=0.05, batch_size=8)   # 5 batches: 1 good, 4 NaN
+    nan_at(set(range(2, 99)))
+    with pytest.raises(FloatingPointError, match="the task model diverged: epoch 1, the last, ended on a batch"):
+        fit(model, train, dev, make, task.metric, task.labels, cfg, 1, early_stopping=with_dev)
+    nan_at(set(range(7, 99)))           # epoch 1 ends well, epoch 2 on NaN: epoch 1 is kept
+    logged = []
+    result = fit(model, train, dev, make, task.metric, task.labels,
+                 TrainConfig(epochs=2, patience=2, lr=0.05, batch_size=8), 1, log=logged.append,
+                 early_stopping=with_dev)
+    assert result["best_epoch"] == 1 and result["epochs"] == 2
+    assert "epoch 2: 4 batches skipped (non-finite loss or gradient); the last one was, so this epoch's " \
+           "parameters are not kept" in logged

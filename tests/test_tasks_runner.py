@@ -484,3 +484,80 @@ def test_a_damaged_metadata_file_of_a_bilm_is_one_error_naming_it(tmp_path, text
         describe_bilm(str(folder))
     (folder / "metadata.json").write_text('{"adapted_on": ["tweets.txt"]}', encoding="utf-8")
     assert describe_bilm(str(folder))["domain_adapted"] is True
+
+
+def test_a_diverged_run_is_one_line_naming_its_task_variant_and_seed(tmp_path, monkeypatch, capsys):
+    """A model whose loss stays NaN stopped the experiment with 'the task model diverged' alone
+    (which of the task's runs was only in the log, not at all with --quiet), and its hint 'or
+    set train.grad_clip' named a setting that is on by default. The finished runs are kept."""
+    import elmo.tasks.runner as runner
+    folders = write_tiny_tasks(tmp_path)
+    real_build = runner.build_model
+
+    def nan_with_elmo(task, embeddings, settings, elmo_features, lam):
+        model = real_build(task, embeddings, settings, elmo_features, lam)
+        if elmo_features is not None:              # the ELMo variant's loss is NaN, from batch 1
+            loss = model.loss
+            model.loss = lambda batch: loss(batch) * float("nan")
+        return model
+
+    monkeypatch.setattr(runner, "build_model", nan_with_elmo)
+    cfg = tiny_config(folders, tasks=[{"task": "pos", "data_dir": str(folders["pos"])}],
+                      train={"epochs": 3, "patience": 3, "batch_size": 8})
+    path = tmp_path / "cfg.json"
+    path.write_text(json.dumps(cfg))
+    out = tmp_path / "out"
+    assert main(["experiment", str(path), "--out", str(out), "--quiet"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("elmo experiment: error: pos / elmo-in-out / seed 1: the task model diverged: "
+                          "5 batches in a row"), err
+    assert "(train.grad_clip 5 is on)" in err and "set train.grad_clip" not in err
+    assert err.endswith("the runs that finished are kept for --resume") and "\n" not in err
+    runs = json.loads((out / "results.json").read_text())["runs"]
+    assert [(r["variant"], r["seed"]) for r in runs] == [("baseline", 1)]
+
+
+def test_a_task_file_edited_during_the_experiment_is_trained_on_again_on_resume(tmp_path, monkeypatch):
+    """A run's fingerprint hashed the task's files after the run: one edited while the
+    experiment ran gave the runs trained on the old contents the new file's fingerprint, and
+    --resume kept them as results of the edited file."""
+    import elmo.tasks.runner as runner
+    folders = write_tiny_tasks(tmp_path)
+    real_run_one = runner.run_one
+
+    def edit_then_run(*args, **kwargs):           # (the data is read: the run trains on it)
+        with open(folders["pos"] / "train.txt", "a") as f:
+            f.write("the/at dog/nn ran/vbd\n")
+        return real_run_one(*args, **kwargs)
+
+    cfg = tiny_config(folders, tasks=[{"task": "pos", "data_dir": str(folders["pos"])}],
+                      variants=[{"name": "baseline"}])
+    monkeypatch.setattr(runner, "run_one", edit_then_run)
+    run_experiment(cfg, out=tmp_path / "out", log=lambda s: None)
+    monkeypatch.setattr(runner, "run_one", real_run_one)
+    logged = []
+    results = run_experiment(cfg, out=tmp_path / "out", resume=True, log=logged.append)
+    assert "resuming: 0 of 1 runs in" in logged[0]
+    assert "pos / baseline / seed 1" in logged
+    assert len(results["runs"]) == 1
+
+
+def test_resume_with_fewer_seeds_says_which_finished_runs_it_drops(tmp_path):
+    """`--resume --seeds 1` on a folder of seeds 1 and 2 dropped seed 2's finished runs from
+    results.json with only "1 of 2 runs ... are kept" said; it now names them. A run dropped
+    because its settings changed is not counted as one of another seed."""
+    folders = write_tiny_tasks(tmp_path)
+    base = dict(tasks=[{"task": "pos", "data_dir": str(folders["pos"]), "max_train": 10}],
+                train={"epochs": 1, "batch_size": 8}, variants=[{"name": "baseline"}])
+    out = tmp_path / "res"
+    run_experiment(normalise_config(tiny_config(folders, seeds=[1, 2, 3], **base)), out=out, log=lambda s: None)
+    logs = []
+    run_experiment(normalise_config(tiny_config(folders, seeds=[1], **base)), out=out, resume=True, log=logs.append)
+    assert logs[:2] == [f"resuming: 1 of 3 runs in {out / 'results.json'} match this config and are kept",
+                        "resuming: 2 finished run(s) of seed(s) 2, 3, which this config does not run (seeds 1), "
+                        "are dropped from results.json; give those seeds too to keep them"]
+    assert [r["seed"] for r in json.loads((out / "results.json").read_text())["runs"]] == [1]
+    changed = dict(base, train={"epochs": 1, "batch_size": 4})       # seed 1's run: other settings now
+    run_experiment(normalise_config(tiny_config(folders, seeds=[2], **changed)), out=out, resume=True,
+                   log=logs.append)
+    assert not any("finished run(s) of seed(s) 1" in line for line in logs)

@@ -228,6 +228,10 @@ class ExperimentConfig:
             self.model_for(t)
             self.train_for(t)
         _check_embeddings(self.embeddings)
+        if self.threads is not None and self.threads < 0:
+            # (accepted by --plan and --print-config; the run stopped on it, naming no file)
+            raise ConfigError(f"threads must be a whole number of 0 or more (0: torch's default), "
+                              f"got {self.threads}")
         if self.device is not None:           # not a RuntimeError from torch once the first model is built
             from ..runtime import resolve_device
             try:

@@ -737,8 +737,11 @@ def reusable_runs(cfg: ExperimentConfig, old: dict, bilms: BiLMChecksums) -> Tup
     current: Dict[str, str] = {}                         # biLM spec -> its SHA-256 now
     unchecked: Dict[str, int] = {}
     batch_norm = 0
+    other_seeds: List[int] = []                          # seeds of matching runs not run now
     for r in runs:
         if r["seed"] not in cfg.seeds:
+            if r.get("fingerprint") in planned:
+                other_seeds.append(r["seed"])
             continue
         if r.get("fingerprint") in planned or (same and "fingerprint" not in r and not r.get("elmo")):
             kept.append(r)
@@ -761,6 +764,12 @@ def reusable_runs(cfg: ExperimentConfig, old: dict, bilms: BiLMChecksums) -> Tup
     lines = [_changed_bilm_line(spec, then, current[spec]) for spec, then in stale.items()]
     lines += [f"resuming: {n} run(s) with the biLM {spec!r} kept unchecked: it is not there now to "
               f"compare its SHA-256 (checked when their variant runs)" for spec, n in unchecked.items()]
+    if other_seeds:
+        # (they went without a word: "4 of 8 runs ... are kept", and results.json lost them)
+        seeds = ", ".join(map(str, sorted(set(other_seeds))))
+        lines.append(f"resuming: {len(other_seeds)} finished run(s) of seed(s) {seeds}, which this config "
+                     f"does not run (seeds {', '.join(map(str, cfg.seeds))}), are dropped from results.json; "
+                     f"give those seeds too to keep them")
     if batch_norm:
         lines.append(f"resuming: {batch_norm} run(s) with do_layer_norm dropped and trained again: "
                      f"their layer norm took its statistics over each batch (a sentence's scores "
@@ -979,10 +988,15 @@ def _run_all(cfg: ExperimentConfig, results: dict, results_path: Path, done: Lis
              models: Optional[Path] = None) -> None:
     pool = BiLMPool(cfg.cache_layers, log)
     have = {(r["task"], r["variant"], r["seed"]) for r in done}
+    # Each run's fingerprint hashes the task's files (and GloVe's) before they are read: taken
+    # after its run, a file edited meanwhile gave runs trained on the old contents the new one's
+    # fingerprint, and --resume kept them as runs of the edited file. Hashed first, an edit at
+    # any point gives a fingerprint the files no longer match, and the run is trained again.
+    fingerprints = [{v.name: run_fingerprint(cfg, spec, v, bilms) for v in variants} for spec in cfg.tasks]
     # every task's files are read (and checked) before the first model trains
     preps = [prepare_task(spec, cfg) for spec in cfg.tasks]
     pool.check(variants, cfg)
-    for spec, prep in zip(cfg.tasks, preps):
+    for spec, prep, fingerprint in zip(cfg.tasks, preps, fingerprints):
         name = prep.data.name
         targets = prep.data.targets()      # (a graded task's, instead of its 0 labels)
         results["data"][name] = {"sizes": prep.data.sizes(), "labels": len(prep.data.labels),
@@ -1011,7 +1025,12 @@ def _run_all(cfg: ExperimentConfig, results: dict, results_path: Path, done: Lis
                     if not _out_of_memory(err):
                         raise
                     raise _memory_error(prep.data, variant.name, seed, prep.train.batch_size) from err
-                record["fingerprint"] = run_fingerprint(cfg, spec, variant, bilms)
+                except FloatingPointError as err:
+                    # a diverged model: the one line named neither the task, the variant nor the
+                    # seed (the log said it lines before, and --quiet not at all)
+                    raise FloatingPointError(f"{name} / {variant.name} / seed {seed}: {err}; the runs "
+                                             f"that finished are kept for --resume") from err
+                record["fingerprint"] = fingerprint[variant.name]
                 if variant.elmo is not None:
                     record["bilm_sha256"] = bilms(cfg.bilm_of(variant))
                 log(f"{name} / {variant.name} / seed {seed}: test {record['test']:.2f} "

@@ -2,8 +2,12 @@
 
 :func:`fit` trains a :class:`~elmo.tasks.models.TaskModel` with Adam, one pass over the
 shuffled training batches per epoch, scores dev after each epoch, keeps the trainable
-parameters of the best epoch and stops after ``patience`` epochs without improvement. The
-biLM, when fine-tuned, may get its own learning rate (``bilm_lr``).
+parameters of the best epoch and stops after ``patience`` epochs without improvement. Only a
+strictly higher dev score is an improvement: among epochs with equal scores (a model that
+predicts one label for all of dev scores the same every epoch) the earliest is kept, and the
+ties count towards ``patience``. A batch whose loss or gradient is not finite is skipped; an
+epoch that ends on one is not kept (its parameters are those that gave it). The biLM, when fine-tuned, may get its own learning rate
+(``bilm_lr``).
 """
 from __future__ import annotations
 
@@ -14,6 +18,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 import torch
 
+from ..config import ConfigError
 from ..jobconfig import build, check_numbers
 from .batching import Batch
 from .datasets import Example
@@ -46,7 +51,28 @@ class FitConfig:
                       lr=(cfg.lr, "rate"), bilm_lr=(cfg.bilm_lr, "rate"), batch_size=(cfg.batch_size, "count"),
                       grad_clip=(cfg.grad_clip, "rate"), weight_decay=(cfg.weight_decay, "rate"),
                       max_seconds=(cfg.max_seconds, "seconds"))
+        _check_adam_scalars(cfg, where)
         return cfg
+
+
+#: Adam's default beta1 (what :func:`_optimizer` uses): its first step is lr / (1 - beta1).
+ADAM_BETA1 = 0.9
+FLOAT32_MAX = torch.finfo(torch.float32).max
+
+
+def _check_adam_scalars(cfg: FitConfig, where: str) -> None:
+    """Refuse a learning rate or weight decay that Adam cannot pass to float32 weights: torch
+    turns its first step, ``lr / (1 - beta1)``, and ``weight_decay`` into float32 scalars, and
+    one past float32's largest number (``lr`` 1e38, finite, so allowed) stopped the first run
+    with a RuntimeError from deep in torch.optim (a finite lr below it diverges instead, which
+    :func:`fit` names)."""
+    steps = {"lr": (cfg.lr / (1 - ADAM_BETA1), f"its first step, lr / (1 - {ADAM_BETA1:g}),"),
+             "bilm_lr": (cfg.bilm_lr / (1 - ADAM_BETA1), f"its first step, bilm_lr / (1 - {ADAM_BETA1:g}),"),
+             "weight_decay": (cfg.weight_decay, "it")}
+    for name, (scalar, what) in steps.items():
+        if scalar > FLOAT32_MAX:
+            raise ConfigError(f"{where}train: {name} {getattr(cfg, name):g} is too large for Adam: {what} "
+                              f"must be a float32 number (at most {FLOAT32_MAX:.5g}), got {scalar:.5g}")
 
 
 BatchMaker = Callable[[Sequence[Example]], Batch]
@@ -118,7 +144,7 @@ def _optimizer(model: TaskModel, cfg: FitConfig) -> torch.optim.Optimizer:
     groups = [{"params": rest, "lr": cfg.lr}]
     if bilm_params:
         groups.append({"params": bilm_params, "lr": cfg.bilm_lr})
-    return torch.optim.Adam(groups, weight_decay=cfg.weight_decay)
+    return torch.optim.Adam(groups, weight_decay=cfg.weight_decay, betas=(ADAM_BETA1, 0.999))
 
 
 def _trainable_state(model: TaskModel) -> Dict[str, torch.Tensor]:
@@ -126,12 +152,20 @@ def _trainable_state(model: TaskModel) -> Dict[str, torch.Tensor]:
     return {name: p.detach().clone() for name, p in model.named_parameters() if p.requires_grad}
 
 
+def _diverged(what: str, cfg: FitConfig) -> FloatingPointError:
+    """The error of a task model whose loss or gradient stayed non-finite (``what``: how)."""
+    # (grad_clip is on by default: "or set train.grad_clip" sent users to a setting they had)
+    clip = " or set train.grad_clip" if not cfg.grad_clip else f" (train.grad_clip {cfg.grad_clip:g} is on)"
+    return FloatingPointError(f"the task model diverged: {what}; lower train.lr (it is {cfg.lr:g}){clip}")
+
+
 def fit(model: TaskModel, train: Sequence[Example], dev: Sequence[Example], make: BatchMaker,
         metric: str, labels: Sequence[str], cfg: FitConfig, seed: int,
         log: Callable[[str], None] = lambda s: None,
         early_stopping: bool = True,
         length: Callable[[Example], int] = lambda ex: len(ex.tokens)) -> Dict[str, object]:
-    """Train with early stopping on dev; the model ends with its best epoch's parameters.
+    """Train with early stopping on dev; the model ends with its best epoch's parameters (the
+    earliest of equal best scores; see the module docstring).
     With ``early_stopping=False`` dev must be empty: every epoch runs and the last one is
     kept (``best_dev`` is NaN). ``length``: what batches group examples by (:func:`batches`).
 
@@ -166,22 +200,26 @@ def fit(model: TaskModel, train: Sequence[Example], dev: Sequence[Example], make
                 skipped += 1
                 in_a_row += 1
                 if in_a_row >= MAX_NONFINITE_BATCHES:
-                    raise FloatingPointError(
-                        f"the task model diverged: {in_a_row} batches in a row (epoch {epoch}) had a non-finite "
-                        f"loss or gradient; lower train.lr (it is {cfg.lr:g}) or set train.grad_clip")
+                    raise _diverged(f"{in_a_row} batches in a row (epoch {epoch}) had a non-finite loss or "
+                                    f"gradient", cfg)
                 continue
             in_a_row = 0
             opt.step()
             total += float(loss.detach())
             n += 1
+        # Its last batch skipped, the epoch ends with the parameters that gave that batch a
+        # non-finite loss (no step since): their scores were kept as a result (label 0 for NaN).
+        broken = in_a_row > 0
         if skipped:
-            log(f"epoch {epoch}: {skipped} batches skipped (non-finite loss or gradient)")
+            log(f"epoch {epoch}: {skipped} batches skipped (non-finite loss or gradient)"
+                + ("; the last one was, so this epoch's parameters are not kept" if broken else ""))
         if not dev:                      # no early stopping: the last epoch is the one kept
             history.append({"epoch": epoch, "loss": total / max(n, 1), "dev": float("nan")})
             log(f"epoch {epoch}: loss {total / max(n, 1):.4f} (no dev)")
-            best_dev, best_epoch, best_state = float("nan"), epoch, _trainable_state(model)
+            if not broken:
+                best_dev, best_epoch, best_state = float("nan"), epoch, _trainable_state(model)
         else:
-            dev_score = score(model, dev, make, metric, labels)
+            dev_score = float("nan") if broken else score(model, dev, make, metric, labels)
             history.append({"epoch": epoch, "loss": total / max(n, 1), "dev": dev_score})
             log(f"epoch {epoch}: loss {total / max(n, 1):.4f} dev {dev_score:.2f}")
             # (a NaN dev score, an undefined correlation, is no improvement: NaN > x is False,
@@ -193,6 +231,9 @@ def fit(model: TaskModel, train: Sequence[Example], dev: Sequence[Example], make
         if cfg.max_seconds and time.time() - start > cfg.max_seconds:
             log(f"stopping: time limit of {cfg.max_seconds:g} s reached")
             break
+    if best_epoch == 0 and broken:
+        raise _diverged(f"epoch {len(history)}, the last, ended on a batch whose loss or gradient was "
+                        f"non-finite with its parameters, and no earlier epoch can be kept instead", cfg)
     if dev and best_epoch == 0:
         # no epoch had a defined dev score: the untrained start would be kept without a word
         best_dev, best_epoch, best_state = float("nan"), len(history), _trainable_state(model)
