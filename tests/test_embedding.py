@@ -165,6 +165,47 @@ def test_sentences_indexed_by_label_get_their_own_vectors(bilm):
                                                      strict=True))
 
 
+def test_a_sentence_whose_tokens_are_indexed_by_label_or_not_sliceable_gets_its_own_vectors(bilm):
+    """A sentence's tokens were taken as ``sentence[a:b]`` (its window): a sequence that reads
+    a slice by label, as a pandas Series does, ran other tokens than its own (or stopped with a
+    bare error), and a deque, which has no slices, stopped with "sequence index must be
+    integer". Whole or cut into windows, each now equals the plain run of its tokens."""
+    from collections import deque
+
+    tokens = "the bank of the river was muddy this morning .".split()
+
+    class SlicedByLabel(LabelIndexed):
+        def __getitem__(self, key):   # (a label slice: the tokens whose labels are in it)
+            if isinstance(key, slice):
+                return [v for v, label in zip(self.values, self.labels) if key.start <= label < key.stop]
+            return super().__getitem__(key)
+
+    labels = list(range(len(tokens)))[::-1]
+    for sentence in (deque(tokens), SlicedByLabel(tokens, labels)):
+        for max_tokens in (256, 4):   # (whole, and windows of 4 with an overlap of 2)
+            got = Embedder(bilm, max_tokens=max_tokens).embed_sentences([sentence, ["a"]])[0]
+            want = Embedder(bilm, max_tokens=max_tokens).embed_sentences([tokens, ["a"]])[0]
+            assert np.array_equal(got, want), (type(sentence).__name__, max_tokens)
+    np.testing.assert_allclose(Embedder(bilm).embed_sentences([deque(tokens)])[0], alone(bilm, tokens),
+                               rtol=1e-5, atol=1e-6)
+
+
+class MiscountedSentences(LabelIndexed):
+    """Sentences whose ``len()`` says two more than they hold."""
+
+    def __len__(self):
+        return len(self.values) + 2
+
+
+def test_sentence_vectors_has_one_row_per_sentence_whatever_len_says(bilm):
+    """Its rows were ``len(sentences)``, its vectors one per sentence iterated: two rows of
+    zeros (an empty sentence's vector) were added at the end without an error."""
+    sentences = random_sentences(5, seed=9)
+    embedder = Embedder(bilm, batch_size=2)
+    got = sentence_vectors(embedder, MiscountedSentences(sentences, range(5)))
+    assert np.array_equal(got, sentence_vectors(embedder, sentences))
+
+
 def test_embedder_settings_of_the_wrong_type_are_named(bilm):
     # (overlap None is its default, min(64, max_tokens // 2): see test_embedding_overlap_default)
     for setting, value in (("batch_size", "8"), ("batch_size", 2.5), ("max_tokens", 8.5), ("overlap", "8"),

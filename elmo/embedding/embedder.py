@@ -164,9 +164,7 @@ class Embedder:
         selection.check(self.num_layers)
         dtype = output_dtype(dtype)
         check_tokenized(sentences, "Embedder")
-        # Taken by position, as they are counted and planned: sentences[i] of a pandas Series
-        # is by label, so a filtered or sorted one gave its sentences each other's vectors
-        sentences = list(sentences)
+        sentences = token_lists(sentences)
         with stateful_calls(self.bilm):
             for batch in self.plan(sentences):
                 yield self._run_batch(sentences, batch, selection, dtype)
@@ -211,6 +209,7 @@ class Embedder:
         as ``embed_file`` refuses them.
         """
         check_tokenized(sentences, "embed_sentences")
+        sentences = token_lists(sentences)   # (the arrays' lengths are those of the tokens run)
         dtype = output_dtype(dtype)
         selection = LayerSelection.parse(layers)
         shape = lambda n: (selection.shape(n, self.num_layers, self.dim) if selection.keeps_all
@@ -226,6 +225,15 @@ class Embedder:
                 raise NonFiniteOutput(f"sentence {i}: the model gave non-finite values (NaN or "
                                       f"inf){hint}")
         return results if selection.keeps_all else [r[0] for r in results]
+
+
+def token_lists(sentences: Sequence[Sentence]) -> List[List[str]]:
+    """The sentences and their tokens as lists, taken by iteration, as the plain reference
+    ``batch_to_ids`` takes them. By position, not by ``sentences[i]`` or a window's
+    ``sentence[a:b]``: a pandas Series reads both by label, so a sorted or filtered one gave
+    its sentences each other's vectors, and a sentence of such tokens (or a deque, which has
+    no slices) was run with other tokens than its own, or stopped with a bare TypeError."""
+    return [list(sentence) for sentence in sentences]
 
 
 def output_dtype(dtype) -> np.dtype:
@@ -308,8 +316,10 @@ def sentence_vectors(model: Union[Embedder, BiLM, str, Path, None], sentences: S
     if selection.keeps_all:
         raise ValueError("sentence_vectors needs one vector per token: layers='top', 'average' or 'mix:...'")
     embedder = model if isinstance(model, Embedder) else Embedder(model, batch_size=batch_size)
-    out = np.zeros((len(sentences), embedder.dim), dtype=np.float32)
     arrays = embedder.embed_sentences(sentences, selection)
+    # one row per sentence embedded: a len() that disagreed with the sentences left rows of
+    # zeros that looked like empty sentences, or stopped with numpy's IndexError
+    out = np.zeros((len(arrays), embedder.dim), dtype=np.float32)
     for i, array in enumerate(arrays):
         t = torch.from_numpy(array).unsqueeze(0)                      # (1, n, D)
         mask = torch.ones(1, t.shape[1], dtype=torch.bool)
