@@ -151,6 +151,9 @@ def padded_rows(sentences: Sequence[Sequence[str]], width: int,
     """(B, T, width) long: ``row(token)`` (``width`` ids) at each token of B sentences that
     :func:`check_tokenized` has passed (every token a string), T the longest; zeros at padded
     positions. The layout of every id scheme's ``batch_to_ids``."""
+    # Counted as iterated: a len() that disagreed with the tokens (or sentences) iterated gave
+    # torch's "shape of the mask does not match" or "shape mismatch" from the assignment below
+    sentences = [list(sentence) for sentence in sentences]
     lengths = [len(s) for s in sentences]
     longest = max(lengths, default=0)
     out = torch.zeros(len(sentences), longest, width, dtype=torch.long)

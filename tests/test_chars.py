@@ -128,3 +128,20 @@ def test_a_stream_of_sentences_that_is_no_iterable_is_named():
             list(ElmoEmbedder(model=bilm).embed_sentences(bad))
         with pytest.raises(TypeError, match=r"^build_token_cache expects an iterable of token lists"):
             Embedder(bilm).build_token_cache(bad)
+
+
+class _OverCounted(list):
+    """A list whose ``len()`` says one more than it holds."""
+
+    def __len__(self):
+        return super().__len__() + 1
+
+
+def test_ids_follow_the_tokens_iterated_whatever_len_says():
+    """The rows were sized by ``len()`` and filled by iteration: a sentence, or a list of
+    sentences, whose len() said more stopped deep in torch ("shape mismatch", "the shape of
+    the mask ... does not match"), not naming anything."""
+    sentences = [["The", "bank", "."], [], ["a", "river", "bank", "closed"]]
+    want = batch_to_ids(sentences)
+    assert torch.equal(batch_to_ids([_OverCounted(s) for s in sentences]), want)
+    assert torch.equal(batch_to_ids(_OverCounted(sentences)), want)
