@@ -29,7 +29,9 @@ and each variant is compared with the baseline run of the same seed::
     }
 
 Everything but ``tasks`` has a default (variants: the baseline and ELMo at the input, all
-layers, lambda 0.001, frozen). The first variant without ``elmo`` is the baseline. The config
+layers, lambda 0.001, frozen). The one variant without ``elmo`` is the baseline (a second one
+would repeat its runs under another name, as would a variant with an earlier one's ELMo
+settings: both are refused, :func:`~elmo.tasks.experiment_config.check_variants_differ`). The config
 is read into a typed :class:`~elmo.tasks.experiment_config.ExperimentConfig` (every key and
 value checked; ``elmo experiment --print-config`` shows it with the defaults filled in).
 
@@ -65,7 +67,7 @@ from .layer_cache import LayerCache
 from .models import Encoder, TaskModel
 from .paired import paired_difference, sample_std
 from .report import write_reports
-from .experiment_config import ExperimentConfig, ModelSettings, Variant, check_bilm_logins
+from .experiment_config import ExperimentConfig, ModelSettings, Variant, check_bilm_logins, check_variants_differ
 from .train_loop import FitConfig, fit, metric_value, predict, score
 from .. import tokenize as tokenizer
 from ..config import ConfigError
@@ -854,6 +856,7 @@ def run_experiment(cfg: ExperimentConfig | dict, out: Optional[str | Path] = Non
     ``OUT/models/<task>/<variant>/seed-<seed>/`` (see :mod:`.saved`)."""
     cfg = normalise_config(cfg)
     check_bilm_logins(cfg)      # (before the results folder is made)
+    check_variants_differ(cfg)
     selected = selected_variants(cfg, only_variants)
     out = Path(out or cfg.out or Path("experiments") / "results" / cfg.name)
     results_path = out / "results.json"
