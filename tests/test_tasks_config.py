@@ -325,3 +325,36 @@ def test_negative_threads_are_refused_with_the_config(tmp_path, capsys):
     assert capsys.readouterr().err.strip() == (f"elmo experiment: error: {path}: threads must be a whole "
                                                f"number of 0 or more (0: torch's default), got -1")
     assert normalise_config({"tasks": [{"task": "pos"}], "threads": 0}).threads == 0
+
+
+@pytest.mark.parametrize("variants, says", [
+    ([{"name": "b"}, {"name": "b2", "elmo": None}, {"name": "e", "elmo": {}}],
+     "variants[1] (b2): without 'elmo' it is a second baseline, the same model as 'b'"),
+    ([{"name": "b"}, {"name": "e", "elmo": {}}, {"name": "b2"}],
+     "variants[2] (b2): without 'elmo' it is a second baseline, the same model as 'b'"),
+    # a copy-paste: the defaults written out, the config's biLM named again, 0 as 0.0
+    ([{"name": "b"}, {"name": "e", "elmo": {"lambda": 0}},
+      {"name": "e2", "elmo": {"positions": ["input"], "layers": "all", "lambda": 0.0, "bilm": "fixture"}}],
+     "variants[2] (e2): its elmo settings (and biLM) are those of 'e'"),
+])
+def test_a_variant_that_repeats_an_earlier_one_is_refused_before_any_run(tmp_path, capsys, variants, says):
+    """"elmo": null made a second baseline, and a copied variant a second ELMo variant of the
+    same settings: each was trained under its own name, every run a repeat of the other's,
+    and reported as if it were another result."""
+    from elmo.tasks.runner import run_experiment
+    folders = write_tiny_tasks(tmp_path)
+    cfg = tiny_config(folders, tasks=[{"task": "pos", "data_dir": str(folders["pos"])}], variants=variants)
+    path = _write(tmp_path / "cfg.json", cfg)
+    for flag in ("--plan", "--print-config"):
+        assert main(["experiment", str(path), flag]) == 1
+        err = capsys.readouterr().err.strip()
+        assert err.startswith(f"elmo experiment: error: {path}: {says}, so each of its runs would repeat "
+                              f"the run of ") and "\n" not in err
+    with pytest.raises(ConfigError, match=re.escape(says)):
+        run_experiment(cfg, out=tmp_path / "out", log=lambda s: None)
+    assert not (tmp_path / "out").exists()
+    # results written before still read (experiment-report), and variants that differ run
+    assert [v.name for v in normalise_config(cfg).variants] == [v["name"] for v in variants]
+    differ = [{"name": "b"}, {"name": "e", "elmo": {}}, {"name": "r", "elmo": {"bilm": "random:fixture"}},
+              {"name": "io", "elmo": {"positions": ["input", "output"]}}]
+    assert main(["experiment", str(_write(path, {**cfg, "variants": differ})), "--plan"]) == 0

@@ -388,6 +388,31 @@ def test_a_gain_over_fewer_seeds_than_its_row_says_so():
     assert "| 3 | 92.00 ± 1.00 | +1.00 ± 0.00 | +1.00 to +1.00 |" in markdown(results)
 
 
+@pytest.mark.parametrize("seeds", [[7], [1, 2, 3]])
+def test_the_note_on_spread_is_true_of_a_report_whose_rows_have_one_seed(seeds):
+    """results.md said "± is the sample standard deviation over seeds" and defined paired t
+    where every row had one seed (a config of one seed, or the first seed of three under
+    way), whose rows show no ± and no interval or paired t."""
+    from elmo.tasks.report import markdown
+    cfg = normalise_config({"tasks": [{"task": "pos"}], "seeds": seeds,
+                            "variants": [{"name": "b"}, {"name": "e", "elmo": {}}]})
+    runs = [{"task": "pos", "metric": "m", "variant": v, "seed": seeds[0], "test": test, "dev": test,
+             "seconds": 1.0, "elmo": e} for v, test, e in (
+                ("b", 90.0, None), ("e", 91.5, {"positions": ["input"], "layers": "all", "lambda": 0.001,
+                                                "bilm": "fixture", "finetune": False}))]
+    results = {"config": {"name": "x", "seeds": seeds}, "runs": runs, "summary": summarise(runs, cfg)}
+    text = markdown(results)
+    rows = [line for line in text.splitlines() if line.startswith("| pos |")]
+    assert len(rows) == 2 and not any("±" in row for row in rows)
+    assert "| 1 | 91.50 | +1.50 | n/a | n/a |" in rows[1]
+    assert "± is the sample standard deviation" not in text and "paired t = mean gain" not in text
+    assert f"Seeds: {', '.join(map(str, seeds))}. Each row is one seed's run, and a single seed has " \
+           f"no spread: no ± (the sample standard deviation over seeds) is shown" in text
+    runs += [{**r, "seed": 8, "test": r["test"] + 1} for r in runs]      # a second seed: its spread
+    results["summary"] = summarise(runs, cfg)
+    assert "± is the sample standard deviation over seeds." in markdown(results)
+
+
 def test_equal_dev_scores_keep_the_earliest_epoch_and_count_towards_patience(monkeypatch):
     """Early stopping on ties (a dev split every epoch scores the same on, e.g. a model that
     predicts one tag for all of dev): a later equal score is no improvement, so the first

@@ -561,3 +561,29 @@ def test_resume_with_fewer_seeds_says_which_finished_runs_it_drops(tmp_path):
     run_experiment(normalise_config(tiny_config(folders, seeds=[2], **changed)), out=out, resume=True,
                    log=logs.append)
     assert not any("finished run(s) of seed(s) 1" in line for line in logs)
+
+
+def test_the_data_block_records_the_task_files_hash_the_runs_fingerprints_count(tmp_path, monkeypatch):
+    """results.json's data block hashed a task's files after they were read, each run's
+    fingerprint before: a file edited between the two was recorded with a SHA-256 its runs'
+    fingerprints disagreed with. Both now come from one hash, taken before the read."""
+    import hashlib
+    import elmo.tasks.runner as runner
+    folders = write_tiny_tasks(tmp_path)
+    train = folders["pos"] / "train.txt"
+    before = train.read_bytes()
+    real_load_task = runner.load_task
+
+    def edit_then_read(*args, **kwargs):          # (after the hash, before the read)
+        with open(train, "a") as f:
+            f.write("the/at dog/nn ran/vbd\n")
+        return real_load_task(*args, **kwargs)
+
+    cfg = normalise_config(tiny_config(folders, tasks=[{"task": "pos", "data_dir": str(folders["pos"])}],
+                                       variants=[{"name": "baseline"}]))
+    monkeypatch.setattr(runner, "load_task", edit_then_read)
+    results = run_experiment(cfg, out=tmp_path / "out", log=lambda s: None)
+    recorded = results["data"]["pos"]["source"]["files"]["train"]["sha256"]
+    assert recorded == hashlib.sha256(before).hexdigest()         # the contents it hashed first
+    train.write_bytes(before)                     # the fingerprint of the contents recorded
+    assert results["runs"][0]["fingerprint"] == runner.run_fingerprint(cfg, cfg.tasks[0], cfg.variants[0])

@@ -71,6 +71,7 @@ def experiment(args: argparse.Namespace) -> int:
     from ..config import ConfigError
     from ..jobconfig import apply_assignments
     from ..tasks.report import markdown
+    from ..tasks.experiment_config import check_variants_differ
     from ..tasks.runner import normalise_config, plan, read_config, run_experiment
 
     settings = read_config(args.config)
@@ -84,6 +85,7 @@ def experiment(args: argparse.Namespace) -> int:
         settings["embeddings"] = {"glove": args.glove}
     try:
         cfg = normalise_config(apply_assignments(settings, args.config_set))
+        check_variants_differ(cfg)      # (also for --plan and --print-config)
     except ConfigError as e:
         raise ConfigError(f"{args.config}{' with --set' if args.config_set else ''}: {e}") from None
     if args.print_config:

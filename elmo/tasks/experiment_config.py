@@ -24,7 +24,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Type, TypeVar, Union
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Tuple, Type, TypeVar, Union
 
 from ..config import ConfigError
 from ..jobconfig import build, check_numbers, coerce, to_dict
@@ -37,7 +37,7 @@ if TYPE_CHECKING:  # the type checker's protocol of "a dataclass"; no run-time c
 C = TypeVar("C", bound="DataclassInstance")
 
 __all__ = ["ConfigError", "ElmoSettings", "ExperimentConfig", "FitConfig", "ModelSettings",
-           "Variant", "from_block", "to_block"]
+           "Variant", "check_variants_differ", "from_block", "to_block"]
 
 
 def from_block(cls: Type[C], values: Any, block: str, where: str = "") -> C:
@@ -338,6 +338,27 @@ def check_bilm_logins(cfg: "ExperimentConfig") -> None:
             raise ConfigError(f"{key} {redact_url(spec)!r}: the URL holds a password, which would be "
                               f"written into results.json and the saved models; put the login in "
                               f"~/.netrc (or $NETRC) and give the URL without it")
+
+
+def check_variants_differ(cfg: "ExperimentConfig") -> None:
+    """Refuse a variant that is the same model as an earlier one, before a run: a second
+    variant without ELMo (``"elmo": null`` or none; a variant's only setting is its ELMo, so
+    it is the baseline again), or one whose ELMo settings (defaults filled in, with the biLM
+    each one uses) are an earlier variant's. Each was trained and reported under its own name,
+    its every run a repeat of the other's, read as a second result. (Not part of
+    :meth:`ExperimentConfig.check`: results written before this still read.)"""
+    seen: List[Tuple[Optional[ElmoSettings], str]] = []
+    for i, v in enumerate(cfg.variants):
+        settings = None if v.elmo is None else dataclasses.replace(v.elmo, bilm=cfg.bilm_of(v))
+        first = next((name for earlier, name in seen if earlier == settings), None)
+        if first is not None:
+            what = ("without 'elmo' it is a second baseline, the same model as" if v.elmo is None
+                    else "its elmo settings (and biLM) are those of")
+            raise ConfigError(f"variants[{i}] ({v.name}): {what} {first!r}, so each of its runs would "
+                              f"repeat the run of {first!r} with the same seed; "
+                              f"{'give it an elmo block' if v.elmo is None else 'change a setting'} "
+                              f"or remove it")
+        seen.append((settings, v.name))
 
 
 def _check_embeddings(spec: Mapping[str, Any]) -> None:

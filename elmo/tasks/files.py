@@ -55,7 +55,7 @@ import math
 import re
 from collections import Counter
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple, Union
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple, Union
 
 from ..data.fetch import sha256_file
 from ..io import json_objects, text_lines, utf8_error_where
@@ -576,8 +576,13 @@ def whole_number_labels(path: Union[str, Path], kind: str, fmt: dict) -> List[st
     return sorted(reader.whole_numbers)
 
 
-def describe_files(files: Dict[str, Path]) -> Dict[str, dict]:
-    """split -> {"path", "bytes", "sha256"}: what results.json records of the data read."""
+def describe_files(files: Dict[str, Path],
+                   checksums: Optional[Mapping[str, Optional[str]]] = None) -> Dict[str, dict]:
+    """split -> {"path", "bytes", "sha256"}: what results.json records of the data read.
+    ``checksums`` (split -> SHA-256) are the files' hashes taken before they were read, which
+    the runs' fingerprints count: hashed again here, after the read, a file edited meanwhile
+    was recorded with a SHA-256 its runs' fingerprints disagreed with."""
+    checksums = checksums or {}
     return {split: {"path": str(Path(p).resolve()), "bytes": Path(p).stat().st_size,
-                    "sha256": file_sha256(Path(p))}
+                    "sha256": checksums.get(split) or file_sha256(Path(p))}
             for split, p in files.items()}

@@ -169,18 +169,32 @@ def markdown(results: dict) -> str:
     return redact_url(_markdown(results))
 
 
+def _seeds_note(seeds: Sequence[int], summary: Sequence[dict]) -> str:
+    """The paragraph under the command: the seeds, and what ± (the sample std), the gain, its
+    interval and paired t are. Where no row has two seeds (one seed, or results whose every
+    row has run one so far) there is no spread to show: the note says so, since rows of one
+    seed show no ± and the interval and paired t are n/a."""
+    listed = f"Seeds: {', '.join(map(str, seeds))}."
+    spread = any(len(row["seeds"]) > 1 for row in summary) if summary else len(seeds) > 1
+    if not spread:
+        return (f"{listed} Each row is one seed's run, and a single seed has no spread: no ± (the "
+                "sample standard deviation over seeds) is shown, and each +ELMo row's 95% interval "
+                "and paired t are n/a. Each +ELMo row's gain is its test score minus the baseline's "
+                "with the same seed. Each task is reported in its own metric; tasks are never averaged.")
+    return (f"{listed} ± is the sample standard deviation over "
+            "seeds. Each +ELMo row's gain is its test score "
+            "minus the baseline's with the same seed, averaged over seeds (± the std of those "
+            "differences), with its 95% Student-t interval; paired t = mean gain / (its std / "
+            "sqrt(seeds)), e.g. above 4.30 for a two-sided 5% test with 3 seeds. Each task is "
+            "reported in its own metric; tasks are never averaged.")
+
+
 def _markdown(results: dict) -> str:
     cfg = results["config"]
     out = [f"# Experiment `{cfg['name']}`", ""]
     if cfg.get("description"):
         out += [cfg["description"], ""]
-    out += [f"Reproduce: `{results.get('command', '')}`", "",
-            f"Seeds: {', '.join(map(str, cfg['seeds']))}. ± is the sample standard deviation over "
-            "seeds. Each +ELMo row's gain is its test score "
-            "minus the baseline's with the same seed, averaged over seeds (± the std of those "
-            "differences), with its 95% Student-t interval; paired t = mean gain / (its std / "
-            "sqrt(seeds)), e.g. above 4.30 for a two-sided 5% test with 3 seeds. Each task is "
-            "reported in its own metric; tasks are never averaged.",
+    out += [f"Reproduce: `{results.get('command', '')}`", "", _seeds_note(cfg["seeds"], results.get("summary", [])),
             "", "biLMs:", *bilm_lines(results.get("bilms", {})), ""]
     out += ["| task | metric | variant | ELMo at | layers | λ | biLM | biLM tuned | seeds | "
             "test mean ± std | gain ± std | 95% interval | paired t | dev mean | time s |",

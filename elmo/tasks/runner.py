@@ -29,7 +29,9 @@ and each variant is compared with the baseline run of the same seed::
     }
 
 Everything but ``tasks`` has a default (variants: the baseline and ELMo at the input, all
-layers, lambda 0.001, frozen). The first variant without ``elmo`` is the baseline. The config
+layers, lambda 0.001, frozen). The one variant without ``elmo`` is the baseline (a second one
+would repeat its runs under another name, as would a variant with an earlier one's ELMo
+settings: both are refused, :func:`~elmo.tasks.experiment_config.check_variants_differ`). The config
 is read into a typed :class:`~elmo.tasks.experiment_config.ExperimentConfig` (every key and
 value checked; ``elmo experiment --print-config`` shows it with the defaults filled in).
 
@@ -65,7 +67,7 @@ from .layer_cache import LayerCache
 from .models import Encoder, TaskModel
 from .paired import paired_difference, sample_std
 from .report import write_reports
-from .experiment_config import ExperimentConfig, ModelSettings, Variant, check_bilm_logins
+from .experiment_config import ExperimentConfig, ModelSettings, Variant, check_bilm_logins, check_variants_differ
 from .train_loop import FitConfig, fit, metric_value, predict, score
 from .. import tokenize as tokenizer
 from ..config import ConfigError
@@ -178,7 +180,8 @@ _NOT_RESULT_KEYS = {"name", "description", "variants", "tasks", "seeds", "out", 
 
 
 def run_fingerprint(cfg: ExperimentConfig, spec: dict, variant: Variant,
-                    bilms: Optional[BiLMChecksums] = None) -> Optional[str]:
+                    bilms: Optional[BiLMChecksums] = None,
+                    data: Optional[Dict[str, Optional[str]]] = None) -> Optional[str]:
     """What decides one run's result besides its seed: the task entry, the variant and the
     shared settings. ``resume`` reuses an earlier run when this matches, so variants can be
     added to an experiment (or its description edited) without training the others again.
@@ -188,16 +191,19 @@ def run_fingerprint(cfg: ExperimentConfig, spec: dict, variant: Variant,
     its biLM's SHA-256 (:mod:`.bilm_checksums`: weights, options and vocabulary; a
     ``random:`` control's options only), so a retrained biLM is trained with again; its
     fingerprint is None when that biLM's folder is not there. ``bilms`` shares the checksums
-    between calls (each biLM is hashed once per experiment)."""
-    content = _run_content(cfg, spec, variant)
+    between calls (each biLM is hashed once per experiment); ``data`` is the task's
+    :func:`_data_checksums` when taken already (the files are hashed now without it)."""
+    content = _run_content(cfg, spec, variant, data)
     if variant.elmo is None:
         return _digest(content)     # unchanged since biLMs are counted: old baselines still match
     sha = (bilms or BiLMChecksums())(cfg.bilm_of(variant))
     return None if sha is None else _digest(content, sha)
 
 
-def _run_content(cfg: ExperimentConfig, spec: dict, variant: Variant) -> dict:
-    """The settings and data checksums a run's fingerprint hashes (all but the biLM)."""
+def _run_content(cfg: ExperimentConfig, spec: dict, variant: Variant,
+                 data: Optional[Dict[str, Optional[str]]] = None) -> dict:
+    """The settings and data checksums (``data``, else hashed now) a run's fingerprint hashes
+    (all but the biLM)."""
     recorded = cfg.recorded()             # the settings as written: earlier runs keep matching
     common = {k: v for k, v in recorded.items() if k not in _NOT_RESULT_KEYS}
     written = next(v for v in recorded["variants"] if v["name"] == variant.name)
@@ -210,7 +216,7 @@ def _run_content(cfg: ExperimentConfig, spec: dict, variant: Variant) -> dict:
         # texts split by elmo.tokenize: runs on the tokens of an older revision are trained
         # again (a spec without tokenize, its texts split on spaces, keeps its fingerprint)
         content["tokenizer_revision"] = tokenizer.TOKENIZER_REVISION
-    data = _data_checksums(spec)
+    data = _data_checksums(spec) if data is None else data
     if data:
         content["data"] = data
         if _whole_number_labels(spec, data):
@@ -488,8 +494,11 @@ class PreparedTask:
     train: FitConfig
 
 
-def prepare_task(spec: dict, cfg: ExperimentConfig) -> PreparedTask:
-    data = load_task(spec)
+def prepare_task(spec: dict, cfg: ExperimentConfig,
+                 checksums: Optional[Dict[str, Optional[str]]] = None) -> PreparedTask:
+    """A task's data, vocabulary, embeddings and settings; ``checksums`` (its files' SHA-256,
+    taken before they are read) are what results.json's data block records of its files."""
+    data = load_task(spec, checksums)
     train_tokens = [s for ex in data.splits["train"] for s in (ex.tokens, ex.tokens_b) if s]
     other_tokens = [s for k in data.splits if k != "train" for ex in data.splits[k]
                     for s in (ex.tokens, ex.tokens_b) if s]
@@ -847,6 +856,7 @@ def run_experiment(cfg: ExperimentConfig | dict, out: Optional[str | Path] = Non
     ``OUT/models/<task>/<variant>/seed-<seed>/`` (see :mod:`.saved`)."""
     cfg = normalise_config(cfg)
     check_bilm_logins(cfg)      # (before the results folder is made)
+    check_variants_differ(cfg)
     selected = selected_variants(cfg, only_variants)
     out = Path(out or cfg.out or Path("experiments") / "results" / cfg.name)
     results_path = out / "results.json"
@@ -992,9 +1002,14 @@ def _run_all(cfg: ExperimentConfig, results: dict, results_path: Path, done: Lis
     # after its run, a file edited meanwhile gave runs trained on the old contents the new one's
     # fingerprint, and --resume kept them as runs of the edited file. Hashed first, an edit at
     # any point gives a fingerprint the files no longer match, and the run is trained again.
-    fingerprints = [{v.name: run_fingerprint(cfg, spec, v, bilms) for v in variants} for spec in cfg.tasks]
+    # Each file is hashed once: results.json's data block records that same SHA-256 (hashed
+    # again after the read, a file edited meanwhile was recorded with one its runs'
+    # fingerprints disagreed with; and each variant's fingerprint hashed the files anew).
+    checksums = [_data_checksums(spec) for spec in cfg.tasks]
+    fingerprints = [{v.name: run_fingerprint(cfg, spec, v, bilms, data) for v in variants}
+                    for spec, data in zip(cfg.tasks, checksums)]
     # every task's files are read (and checked) before the first model trains
-    preps = [prepare_task(spec, cfg) for spec in cfg.tasks]
+    preps = [prepare_task(spec, cfg, data) for spec, data in zip(cfg.tasks, checksums)]
     pool.check(variants, cfg)
     for spec, prep, fingerprint in zip(cfg.tasks, preps, fingerprints):
         name = prep.data.name
