@@ -265,6 +265,24 @@ def test_duplicate_tokens_are_encoded_once_with_the_same_result():
     assert torch.allclose(fast[1, :2], one_by_one[1, :2], atol=1e-6) and fast[1, 2].abs().sum() == 0
 
 
+@pytest.mark.parametrize("rows", [2, 3])  # fewer rows than carried, and more
+def test_a_state_carried_from_a_bf16_autocast_step_is_in_the_weights_dtype(rows):
+    """A stateful biLM fine-tuned under bf16 autocast carried its final state in bfloat16 (the
+    LSTM's training path runs in bf16), and the next call without autocast, say on a validation
+    batch, failed inside PyTorch ("Input dtypes must be the same"). The state is carried in the
+    weights' float32 (bfloat16 values are exact in it), and the next call trains."""
+    bilm = random_bilm().train()
+    bilm.stateful = True
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        bilm(batch_to_ids([["the", "dog", "bit"], ["a"], ["man"]]))["activations"][-1].float().sum().backward()
+    assert all(c.dtype == h.dtype == torch.float32 for c, h in bilm.get_states())
+    bilm.zero_grad()
+    out = bilm(batch_to_ids([["the", "dog"], ["a", "man", "."], ["x"]][:rows]))["activations"][-1]
+    assert out.dtype == torch.float32
+    out.sum().backward()
+    assert all(p.grad is not None and bool(torch.isfinite(p.grad).all()) for p in bilm.lstm.parameters())
+
+
 def test_gradients_flow_when_training():
     bilm = random_bilm().train()
     out = bilm(batch_to_ids([["the", "dog"], ["a"]]))

@@ -206,7 +206,11 @@ class BiLM(nn.Module):
         return [(torch.cat([c, zc], 1), torch.cat([h, zh], 1)) for (c, h), (zc, zh) in zip(self._states, zeros)]
 
     def _store_state(self, final: List[LayerState], batch: int) -> None:
-        final = [(c.detach(), h.detach()) for c, h in final]
+        # Carried in the LSTM weights' dtype: a fine-tuning call under bf16 autocast ends in a
+        # bfloat16 state, and the next call without autocast (say, validation) failed deep in
+        # PyTorch on the mixed dtypes. (bfloat16 to float32 is exact; autocast casts it back.)
+        dtype = self.lstm.layers[0].weight_hh.dtype
+        final = [(c.detach().to(dtype), h.detach().to(dtype)) for c, h in final]
         if self._states is None or self._states[0][0].shape[1] <= batch:
             self._states = final
         else:  # rows beyond this batch keep what they had
