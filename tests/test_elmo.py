@@ -178,6 +178,35 @@ def test_token_cache_follows_fine_tuning_and_loaded_weights(make_optimizer):
     assert_the_cache_gives_what_the_cnn_gives()
 
 
+@pytest.mark.parametrize("made", ["remade", "built"])
+def test_token_cache_made_under_bf16_autocast_keeps_float32_vectors(made):
+    """The cache's vectors, remade under bf16 autocast (a validation pass after a fine-tuning
+    step) or built there, were kept rounded to bfloat16: later float32 calls gave the cached
+    words vectors 4e-3 (relative) off the CNN's, the other words exact ones, without a word.
+    They are made in the weights' float32 whatever the caller's autocast."""
+    ids = batch_to_ids([["the", "dog", "zebra"], ["dog", "ran"]])
+    elmo = Elmo(module=random_bilm(), dropout=0.0, requires_grad=True, vocab_to_cache=["the", "dog"])
+    encoder = elmo.bilm.token_encoder
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        if made == "remade":  # a step changes the weights; the next no-grad call remakes the vectors
+            optimizer = torch.optim.SGD(elmo.parameters(), lr=0.1)
+            elmo(ids)["elmo_representations"][0].float().sum().backward()
+            optimizer.step()
+            with torch.no_grad():
+                elmo(ids)
+        else:
+            encoder.build_token_cache(["the", "dog"])
+    assert encoder._token_cache.vectors.dtype == torch.float32
+    with torch.no_grad():
+        cached = elmo(ids, return_layers=True)["layers"][0]
+        encoder.clear_token_cache()
+        plain = elmo(ids, return_layers=True)["layers"][0]
+    # float32 rounding of the CNN over other groupings of the tokens (eps 1.2e-7 times a few
+    # dozen terms per sum), far below bfloat16's 2 ** -8 = 3.9e-3
+    eps = torch.finfo(torch.float32).eps
+    assert torch.allclose(cached, plain, rtol=100 * eps, atol=100 * eps * float(plain.abs().max()))
+
+
 def test_token_cache_leaves_the_cnn_its_gradients_in_eval_mode():
     """Gradients in eval() mode (no dropout) of a fine-tuned biLM: with a token cache the
     cached words' vectors were constants and the CNN got no gradient from them."""

@@ -7,7 +7,8 @@ the oldest version the package allows.)
 """
 from __future__ import annotations
 
-from typing import Optional
+import contextlib
+from typing import ContextManager, Optional
 
 import torch
 
@@ -20,3 +21,11 @@ def autocast_on(device_type: str) -> bool:
 def autocast_dtype(device_type: str) -> Optional[torch.dtype]:
     """The autocast dtype on ``device_type``, or None where autocast is off."""
     return torch.get_autocast_dtype(device_type) if autocast_on(device_type) else None
+
+
+def autocast_off(device_type: str) -> ContextManager[object]:
+    """A block with autocast off on ``device_type``; nothing to turn off on the meta device,
+    where ``torch.autocast`` itself raises."""
+    if device_type == "meta":
+        return contextlib.nullcontext()
+    return torch.autocast(device_type, enabled=False)

@@ -32,6 +32,7 @@ from torch import nn
 from ..chars import ByteCharIds
 from ..checks import require_count
 from ..config import CharCNNConfig
+from .autocast import autocast_off
 from .conv_pool import conv_max_pool
 from .cudnn_precision import full_precision_convolutions
 from .dense import linear
@@ -419,7 +420,12 @@ class CharCNN(nn.Module):
 
     @torch.no_grad()
     def _encode_in_batches(self, ids: torch.Tensor, batch_size: int = 4096) -> torch.Tensor:
-        return torch.cat([self.encode_tokens(ids[i:i + batch_size]) for i in range(0, ids.shape[0], batch_size)])
+        """The cache's vectors (V, output_dim) of distinct tokens ``ids`` (V, W), in the weights'
+        precision: kept for later calls with autocast or without, they are made outside it
+        (built or remade under bf16 autocast, they stayed rounded to bfloat16, and float32
+        calls gave the cached words vectors 4e-3 off the CNN's while other words got exact ones)."""
+        with autocast_off(ids.device.type):
+            return torch.cat([self.encode_tokens(ids[i:i + batch_size]) for i in range(0, ids.shape[0], batch_size)])
 
     @torch.no_grad()
     def build_token_cache(self, words: Sequence[str], batch_size: int = 4096) -> None:
