@@ -12,8 +12,9 @@ Two state modes:
   * stateless (default): every sentence starts from a zero state, so its vectors never depend
     on the other sentences of its batch or on earlier calls;
   * stateful: reproduces the original ELMo, where row b's final (c, h) state of each call is
-    the initial state of row b in the next call (detached). Call :meth:`BiLM.reset_states`
-    to start over; loading weights (``load_state_dict``) starts over too.
+    the initial state of row b in the next call (detached, in the weights' dtype). Call
+    :meth:`BiLM.reset_states` to start over; loading weights (``load_state_dict``) starts
+    over too.
 
 Threads: a stateless model holds nothing between calls, and any number of threads may call it
 at once, without a lock. A stateful model's calls take turns (:func:`stateful_calls`): two
