@@ -354,3 +354,28 @@ def test_glove_package_folder_index_must_pair_up_with_the_vectors(tmp_path):
     pq.write_table(pa.table({"index": ["the", ","]}), tmp_path / "glove_6B_index.parquet")
     with pytest.raises(ValueError, match=r"glove_6B_index.parquet: 2 words for vectors of shape \(3, 2\)"):
         readers.read_glove(tmp_path)
+
+
+@pytest.mark.parametrize("article", [{"title": "x"}, {"title": "x", "paragraphs": [{"qas": []}]}, "x"])
+def test_squad_article_without_paragraphs_or_context_names_the_file(tmp_path, article):
+    # (a KeyError 'paragraphs' or 'context', or a TypeError, naming neither file nor article)
+    good = {"title": "t", "paragraphs": [{"context": "c", "qas": []}]}
+    p = write(tmp_path / "dev.json", json.dumps({"data": [good, article]}))
+    with pytest.raises(ValueError, match=r'dev.json: article 2 of "data" is not a SQuAD article'):
+        list(readers.read_squad(p))
+
+
+def test_wordnet_data_line_that_is_broken_names_the_file_and_line(tmp_path):
+    p = write(tmp_path / "data.noun", "  1 This software and database is being provided\n"
+                                      "00001740 03 n 01 entity 0 003 | that which is perceived\n"
+                                      "00001930 03 n zz physical_entity 0 | broken count\n")
+    with pytest.raises(ValueError, match=r"data.noun, line 3: not a WordNet data line"):
+        list(readers.read_wordnet_data(p))
+
+
+@pytest.mark.parametrize("rating", ["x", "nan", "inf"])
+def test_vader_rating_that_is_no_finite_number_names_the_file_and_line(tmp_path, rating):
+    # (float's own message, naming no file; a NaN rating was taken and split as any other)
+    p = write(tmp_path / "movie_GroundTruth.txt", f"1\t1.5\tgood film\n2\t{rating}\tbad film\n")
+    with pytest.raises(ValueError, match=r"movie_GroundTruth.txt, line 2: the rating .* is not a finite number"):
+        list(readers.read_vader_ratings(p))

@@ -9,6 +9,7 @@ not tokenize raw prose; :mod:`elmo.data.sources` passes the text through
 from __future__ import annotations
 
 import ast
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -106,9 +107,12 @@ def read_vader_ratings(path: PathLike) -> Iterator[Tuple[str, float, str]]:
     """(id, mean rating, text) from a VADER ``*_GroundTruth.txt`` file (tab separated;
     ratings run from -4 to +4)."""
     with open(path, encoding="utf-8", errors="replace", newline="") as f:
-        for line in f:
+        for number, line in enumerate(f, 1):
             parts = line.rstrip("\r\n").split("\t")
             if len(parts) >= 3 and parts[2].strip():
+                if not (_is_number(parts[1]) and math.isfinite(float(parts[1]))):  # (float's message: no file)
+                    raise ValueError(f"{path}, line {number}: the rating {parts[1][:20]!r} is not a finite number "
+                                     f"(id<TAB>mean rating<TAB>text)")
                 yield parts[0], float(parts[1]), "\t".join(parts[2:]).strip()
 
 
@@ -296,8 +300,14 @@ def read_squad(path: PathLike) -> Iterator[dict]:
     data = read_json(path, expected="a SQuAD JSON file")
     if not isinstance(data, dict) or not isinstance(data.get("data"), list):
         raise ValueError(f"{path}: not a SQuAD JSON file (no list of articles under \"data\")")
-    for article in data["data"]:
-        for para in article["paragraphs"]:
+    for number, article in enumerate(data["data"], 1):
+        paragraphs = article.get("paragraphs") if isinstance(article, dict) else None
+        # (a KeyError 'paragraphs' or 'context', naming neither the file nor the article)
+        if not isinstance(paragraphs, list) or not all(
+                isinstance(p, dict) and isinstance(p.get("context"), str) for p in paragraphs):
+            raise ValueError(f"{path}: article {number} of \"data\" is not a SQuAD article "
+                             f"(title, paragraphs: a list of {{context, qas}})")
+        for para in paragraphs:
             yield {"title": article.get("title", ""), "context": para["context"],
                    "qas": para.get("qas", [])}
 
@@ -321,13 +331,17 @@ def read_wordnet_data(path: PathLike) -> Iterator[Synset]:
     """Synsets of a WordNet ``data.noun``/``data.verb``/... file: lemmas, the definitions of
     the gloss, and its example sentences (the quoted parts of the gloss)."""
     with open(path, encoding="utf-8", errors="replace") as f:
-        for line in f:
+        for number, line in enumerate(f, 1):
             if line.startswith("  ") or "|" not in line:
                 continue                                    # licence header
             head, _, gloss = line.partition("|")
             fields = head.split()
-            offset, pos, n_words = fields[0], fields[2], int(fields[3], 16)
-            lemmas = [fields[4 + 2 * k] for k in range(n_words)]
+            try:
+                offset, pos, n_words = fields[0], fields[2], int(fields[3], 16)
+                lemmas = [fields[4 + 2 * k] for k in range(n_words)]
+            except (IndexError, ValueError):               # (an IndexError naming no file)
+                raise ValueError(f"{path}, line {number}: not a WordNet data line (offset, lex file, "
+                                 f"pos, word count in hex, words, ... | gloss)") from None
             examples = [e.strip() for e in re.findall(r'"([^"]+)"', gloss)]
             rest = re.sub(r'"[^"]*"', "", gloss)
             definitions = [" ".join(d.split()) for d in rest.split(";") if d.strip()]
