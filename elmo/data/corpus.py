@@ -153,9 +153,9 @@ def _undecodable(path: Path) -> CorpusError:
     return CorpusError(f"{path}: {where}{of} is not valid UTF-8 (text must be UTF-8)")
 
 
-def text_lines(path: str | Path) -> Iterator[str]:
-    """The lines of one file as text (``.gz`` decompressed, a byte-order mark dropped, any
-    line ending); undecodable bytes or a broken ``.gz`` raise :class:`CorpusError` naming the
+def file_lines(path: str | Path) -> Iterator[str]:
+    """The lines of one file as text (``.gz`` decompressed, a byte-order mark dropped; a line
+    ends at ``\n``, ``\r\n`` or a lone ``\r``, unlike :func:`elmo.io.text_lines`); undecodable bytes or a broken ``.gz`` raise :class:`CorpusError` naming the
     file (and the line and byte offset for bad UTF-8)."""
     path = Path(path)
     try:
@@ -169,13 +169,13 @@ def text_lines(path: str | Path) -> Iterator[str]:
 
 def read_sentences(path: str | Path) -> List[Sentence]:
     """All non-empty lines of one shard, split on whitespace."""
-    return [line.split() for line in text_lines(path) if line.strip()]
+    return [line.split() for line in file_lines(path) if line.strip()]
 
 
 def iter_file_sentences(paths: Sequence[str | Path]) -> Iterator[Sentence]:
     """Every sentence of the files in order, one line at a time (constant memory)."""
     for path in paths:
-        for line in text_lines(path):
+        for line in file_lines(path):
             tokens = line.split()
             if tokens:
                 yield tokens

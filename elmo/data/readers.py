@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Dict, Iterator, List, Tuple, Union
 
 from ..io import first_bad_utf8, read_json
-from .corpus import text_lines
+from .corpus import file_lines
 
 PathLike = Union[str, Path]
 Tagged = List[Tuple[str, str]]
@@ -26,7 +26,7 @@ Tagged = List[Tuple[str, str]]
 def read_brown(path: PathLike) -> Iterator[Tagged]:
     """Tagged sentences of one NLTK-format Brown file (``ca01``: ``word/tag`` tokens, one
     sentence a line, blank lines between). The tag is what follows the last ``/``."""
-    for line in text_lines(path):
+    for line in file_lines(path):
         toks = line.split()
         if toks:
             yield [_split_tagged(t) for t in toks]
@@ -42,7 +42,7 @@ def _split_tagged(token: str) -> Tuple[str, str]:
 def read_brown_categories(path: PathLike) -> Dict[str, str]:
     """``cats.txt`` of the Brown corpus: file id -> genre (``ca01 news``)."""
     cats = {}
-    for line in text_lines(path):
+    for line in file_lines(path):
         parts = line.split()
         if len(parts) >= 2:
             cats[parts[0]] = parts[1]
@@ -61,7 +61,7 @@ def reduce_brown_tag(tag: str) -> str:
 def read_ptb_lm(path: PathLike) -> Iterator[List[str]]:
     """Sentences of a PTB language-model file (``ptb.train.txt``: one sentence a line,
     tokens separated by spaces, ``<unk>`` and ``N`` already in place)."""
-    for line in text_lines(path):
+    for line in file_lines(path):
         toks = line.split()
         if toks:
             yield toks
@@ -90,7 +90,7 @@ def read_conll(path: PathLike) -> Iterator[List[List[str]]]:
     """Sentences of a CoNLL-style file: one token a line, columns separated by tabs (or
     spaces), a blank line between sentences. Each sentence is a list of column lists."""
     sent: List[List[str]] = []
-    for line in text_lines(path):
+    for line in file_lines(path):
         if not line.strip() or line.startswith("-DOCSTART-"):
             if sent:
                 yield sent
@@ -350,7 +350,7 @@ def read_wordnet_data(path: PathLike) -> Iterator[Synset]:
 
 def read_cntlist(path: PathLike) -> Iterator[Tuple[int, str, int]]:
     """(SemCor count, sense key, sense number) lines of WordNet's ``cntlist``."""
-    for line in text_lines(path):
+    for line in file_lines(path):
         parts = line.split()
         if len(parts) == 3:
             yield int(parts[0]), parts[1], int(parts[2])
@@ -358,7 +358,7 @@ def read_cntlist(path: PathLike) -> Iterator[Tuple[int, str, int]]:
 
 def read_index_sense(path: PathLike) -> Iterator[Tuple[str, str, int, int]]:
     """(sense key, synset offset, sense number, tag count) lines of ``index.sense``."""
-    for line in text_lines(path):
+    for line in file_lines(path):
         parts = line.split()
         if len(parts) == 4:
             yield parts[0], parts[1], int(parts[2]), int(parts[3])
@@ -378,7 +378,7 @@ def read_glove(path: PathLike):
     path = Path(path)
     if path.is_dir():
         if (path / "vocab.txt").exists() and (path / "vectors.npy").exists():
-            words = [line.rstrip("\n") for line in text_lines(path / "vocab.txt")]
+            words = [line.rstrip("\n") for line in file_lines(path / "vocab.txt")]
             while words and not words[-1]:          # (blank lines closing the file)
                 words.pop()
             return _matched(path / "vocab.txt", words, np.load(path / "vectors.npy"))
@@ -492,7 +492,7 @@ def read_documents(path: PathLike) -> Iterator[List[List[str]]]:
     between documents), each a list of token lists. Also reads a file without blank lines
     (then it is one document) such as ``ptb.train.txt``."""
     doc: List[List[str]] = []
-    for line in text_lines(path):
+    for line in file_lines(path):
         toks = line.split()
         if toks:
             doc.append(toks)
