@@ -155,8 +155,9 @@ def _undecodable(path: Path) -> CorpusError:
 
 def file_lines(path: str | Path) -> Iterator[str]:
     """The lines of one file as text (``.gz`` decompressed, a byte-order mark dropped; a line
-    ends at ``\n``, ``\r\n`` or a lone ``\r``, unlike :func:`elmo.io.text_lines`); undecodable bytes or a broken ``.gz`` raise :class:`CorpusError` naming the
-    file (and the line and byte offset for bad UTF-8)."""
+    ends at ``\n``, ``\r\n`` or a lone ``\r``, unlike :func:`elmo.io.text_lines`);
+    undecodable bytes or a broken ``.gz`` raise :class:`CorpusError` naming the file (and the
+    line and byte offset for bad UTF-8)."""
     path = Path(path)
     try:
         with open_text(path) as f:
