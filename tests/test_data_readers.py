@@ -379,3 +379,9 @@ def test_vader_rating_that_is_no_finite_number_names_the_file_and_line(tmp_path,
     p = write(tmp_path / "movie_GroundTruth.txt", f"1\t1.5\tgood film\n2\t{rating}\tbad film\n")
     with pytest.raises(ValueError, match=r"movie_GroundTruth.txt, line 2: the rating .* is not a finite number"):
         list(readers.read_vader_ratings(p))
+
+
+@pytest.mark.parametrize("text", ["", "\n\n", "the\t0.1\t0.2\ncat\t0.3\t0.4\n"])
+def test_glove_text_without_vectors_says_what_a_line_must_hold(tmp_path, text):
+    with pytest.raises(ValueError, match=r"g.txt: no vectors: no line holds a word and its values separated by spaces"):
+        readers.read_glove(write(tmp_path / "g.txt", text))

@@ -421,7 +421,9 @@ def read_glove(path: PathLike):
                                  f"that is not a number") from None
             words.append(" ".join(word_parts))
     if not rows:
-        raise ValueError(f"{path}: no vectors")
+        # ("no vectors" alone, for a file of tab-separated values, sent users looking for an empty file)
+        raise ValueError(f"{path}: no vectors: no line holds a word and its values separated by "
+                         f"spaces (GloVe or word2vec text)")
     return words, np.stack(rows)
 
 
