@@ -404,3 +404,27 @@ def test_a_fetch_that_fails_before_extracting_leaves_no_folder(tmp_path, monkeyp
         assert main(["data", "get", "brown"]) == 1
         assert capsys.readouterr().err.count("\n") == 1
         assert not (tmp_path / "new").exists() and list((tmp_path / "empty").iterdir()) == []
+
+
+def test_an_archive_put_there_by_hand_with_another_checksum_is_named_and_kept(tmp_path, monkeypatch):
+    """A copy of a withdrawn package put into downloads/NAME/ by hand (as docs/DATA.md says to)
+    that did not match was deleted before the client ran, and the client's failure then said to
+    put the archive there; offline, it was "not in the cache", though a file lay there."""
+    pkg = F.Package("p", "pip", "p==1", "0" * 64, ("*",))
+    folder = tmp_path / "downloads" / "p"
+    folder.mkdir(parents=True)
+    (folder / "p-1.tar.gz").write_bytes(b"a copy made by hand")
+    digest = hashlib.sha256(b"a copy made by hand").hexdigest()
+    monkeypatch.setenv("ELMO_OFFLINE", "1")
+    with pytest.raises(F.DataError, match=f"p-1.tar.gz there has sha256 {digest}, not the pinned 0000"):
+        F.download(pkg, tmp_path, log=lambda *a: None)
+    monkeypatch.delenv("ELMO_OFFLINE")
+
+    def withdrawn(pkg, folder):
+        raise F.PackageWithdrawn("the registry has no p==1")
+    monkeypatch.setattr(F, "_run_client", withdrawn)
+    logged = []
+    with pytest.raises(F.PackageWithdrawn):
+        F.download(pkg, tmp_path, log=logged.append)
+    assert (folder / "p-1.tar.gz.mismatched").read_bytes() == b"a copy made by hand"
+    assert "renamed p-1.tar.gz.mismatched" in logged[0]

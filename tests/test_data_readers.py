@@ -289,3 +289,99 @@ def test_word_pairs_bad_row_past_the_header_is_an_error(tmp_path, bad):
 def test_read_documents(tmp_path):
     p = write(tmp_path / "s.txt", "a b .\nc .\n\n\nd e .\n")
     assert list(readers.read_documents(p)) == [[["a", "b", "."], ["c", "."]], [["d", "e", "."]]]
+
+
+# ----------------------------------------------------------------------------- text as editors save it
+_BOM = "\ufeff"
+
+
+@pytest.mark.parametrize("first_word, text", [
+    (lambda p: next(readers.read_brown(p))[0][0], "The/at cat/nn\n"),
+    (lambda p: next(readers.read_tagged(p))[0][0], "The/at cat/nn\n"),
+    (lambda p: next(readers.read_ptb_lm(p))[0], "The cat\n"),
+    (lambda p: next(readers.read_documents(p))[0][0], "The cat .\n"),
+    (lambda p: next(readers.read_conll(p))[0][0], "The\tO\ncat\tO\n"),
+    (lambda p: next(readers.read_word_pairs(p))[0], "The\tcat\t1.5\n"),
+    (lambda p: readers.read_glove(p)[0][0], "The 1 2\n"),
+    (lambda p: next(iter(readers.read_brown_categories(p))), "The news\n"),
+])
+def test_a_byte_order_mark_is_no_part_of_the_first_word(tmp_path, first_word, text):
+    """A UTF-8 byte-order mark (as Windows editors save) stayed on the first word: the GloVe
+    vector of "\\ufeffthe" was never found for "the", a word pair scored as unknown words."""
+    assert first_word(write(tmp_path / "f.txt", _BOM + text)) == "The"
+
+
+def test_conll_docstart_after_a_bom_crlf_and_spaces_around_columns(tmp_path):
+    """``-DOCSTART-`` behind a byte-order mark was read as a token of its own sentence, and a
+    space before the line end stayed on a tab-separated tag (``O `` is not ``O``)."""
+    p = tmp_path / "wnut.conll"
+    p.write_bytes((_BOM + "-DOCSTART- -X- O O\r\n\r\nEU\tB-ORG\r\nrejects\tO \r\n\r\n"
+                   "\nGerman \tB-MISC\rcall\tO").encode("utf-8"))
+    assert list(readers.read_conll(p)) == [[["EU", "B-ORG"], ["rejects", "O"]],
+                                           [["German", "B-MISC"], ["call", "O"]]]
+
+
+@pytest.mark.parametrize("reader", [readers.read_brown, readers.read_ptb_lm, readers.read_documents,
+                                    readers.read_conll, readers.read_cntlist])
+def test_text_that_is_not_utf8_names_the_file_and_line(tmp_path, reader):
+    # (it was Python's UnicodeDecodeError, naming neither the file nor the line)
+    p = tmp_path / "latin1.txt"
+    p.write_bytes("the cat\ncaf\xe9 x\n".encode("latin-1"))
+    with pytest.raises(ValueError, match=r"latin1.txt: line 2: byte 0xe9 at byte offset 11 is not valid UTF-8"):
+        list(reader(p))
+
+
+def test_glove_folder_words_and_vectors_must_pair_up(tmp_path):
+    """A blank line in ``vocab.txt`` was dropped and a vocabulary of another length accepted:
+    every word past it was given its neighbour's vector, without a word said."""
+    np.save(tmp_path / "vectors.npy", np.arange(8, dtype=np.float32).reshape(4, 2))
+    (tmp_path / "vocab.txt").write_text("a\n\nc\nd\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"vocab.txt: line 2 is empty"):
+        readers.read_glove(tmp_path)
+    (tmp_path / "vocab.txt").write_text("a\nb\nc\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"vocab.txt: 3 words for vectors of shape \(4, 2\)"):
+        readers.read_glove(tmp_path)
+    # line endings, a byte-order mark and blank lines closing the file are no words
+    (tmp_path / "vocab.txt").write_text(_BOM + "a\r\nb\r\nc\r\nd\r\n\n", encoding="utf-8")
+    words, vecs = readers.read_glove(tmp_path)
+    assert words == ["a", "b", "c", "d"] and vecs[3].tolist() == [6.0, 7.0]
+
+
+def test_glove_package_folder_index_must_pair_up_with_the_vectors(tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+    np.save(tmp_path / "glove_6B_50d_emb.npy", np.zeros((3, 2), dtype=np.float32))
+    pq.write_table(pa.table({"index": ["the", ","]}), tmp_path / "glove_6B_index.parquet")
+    with pytest.raises(ValueError, match=r"glove_6B_index.parquet: 2 words for vectors of shape \(3, 2\)"):
+        readers.read_glove(tmp_path)
+
+
+@pytest.mark.parametrize("article", [{"title": "x"}, {"title": "x", "paragraphs": [{"qas": []}]}, "x"])
+def test_squad_article_without_paragraphs_or_context_names_the_file(tmp_path, article):
+    # (a KeyError 'paragraphs' or 'context', or a TypeError, naming neither file nor article)
+    good = {"title": "t", "paragraphs": [{"context": "c", "qas": []}]}
+    p = write(tmp_path / "dev.json", json.dumps({"data": [good, article]}))
+    with pytest.raises(ValueError, match=r'dev.json: article 2 of "data" is not a SQuAD article'):
+        list(readers.read_squad(p))
+
+
+def test_wordnet_data_line_that_is_broken_names_the_file_and_line(tmp_path):
+    p = write(tmp_path / "data.noun", "  1 This software and database is being provided\n"
+                                      "00001740 03 n 01 entity 0 003 | that which is perceived\n"
+                                      "00001930 03 n zz physical_entity 0 | broken count\n")
+    with pytest.raises(ValueError, match=r"data.noun, line 3: not a WordNet data line"):
+        list(readers.read_wordnet_data(p))
+
+
+@pytest.mark.parametrize("rating", ["x", "nan", "inf"])
+def test_vader_rating_that_is_no_finite_number_names_the_file_and_line(tmp_path, rating):
+    # (float's own message, naming no file; a NaN rating was taken and split as any other)
+    p = write(tmp_path / "movie_GroundTruth.txt", f"1\t1.5\tgood film\n2\t{rating}\tbad film\n")
+    with pytest.raises(ValueError, match=r"movie_GroundTruth.txt, line 2: the rating .* is not a finite number"):
+        list(readers.read_vader_ratings(p))
+
+
+@pytest.mark.parametrize("text", ["", "\n\n", "the\t0.1\t0.2\ncat\t0.3\t0.4\n"])
+def test_glove_text_without_vectors_says_what_a_line_must_hold(tmp_path, text):
+    with pytest.raises(ValueError, match=r"g.txt: no vectors: no line holds a word and its values separated by spaces"):
+        readers.read_glove(write(tmp_path / "g.txt", text))

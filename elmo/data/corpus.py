@@ -148,14 +148,16 @@ def _undecodable(path: Path) -> CorpusError:
     with _open_bytes(path) as f:
         where = first_bad_utf8(f)
     if where is None:
-        return CorpusError(f"{path}: not valid UTF-8 (corpora must be UTF-8 text)")
+        return CorpusError(f"{path}: not valid UTF-8 (text must be UTF-8)")
     of = " of the decompressed text" if path.suffix == ".gz" else ""
-    return CorpusError(f"{path}: {where}{of} is not valid UTF-8 (corpora must be UTF-8 text)")
+    return CorpusError(f"{path}: {where}{of} is not valid UTF-8 (text must be UTF-8)")
 
 
-def _text_lines(path: str | Path) -> Iterator[str]:
-    """The lines of one file as text; undecodable bytes or a broken ``.gz`` raise
-    :class:`CorpusError` naming the file (and the line and byte offset for bad UTF-8)."""
+def file_lines(path: str | Path) -> Iterator[str]:
+    """The lines of one file as text (``.gz`` decompressed, a byte-order mark dropped; a line
+    ends at ``\n``, ``\r\n`` or a lone ``\r``, unlike :func:`elmo.io.text_lines`);
+    undecodable bytes or a broken ``.gz`` raise :class:`CorpusError` naming the file (and the
+    line and byte offset for bad UTF-8)."""
     path = Path(path)
     try:
         with open_text(path) as f:
@@ -168,13 +170,13 @@ def _text_lines(path: str | Path) -> Iterator[str]:
 
 def read_sentences(path: str | Path) -> List[Sentence]:
     """All non-empty lines of one shard, split on whitespace."""
-    return [line.split() for line in _text_lines(path) if line.strip()]
+    return [line.split() for line in file_lines(path) if line.strip()]
 
 
 def iter_file_sentences(paths: Sequence[str | Path]) -> Iterator[Sentence]:
     """Every sentence of the files in order, one line at a time (constant memory)."""
     for path in paths:
-        for line in _text_lines(path):
+        for line in file_lines(path):
             tokens = line.split()
             if tokens:
                 yield tokens

