@@ -33,7 +33,7 @@ def undefined_reason(x: Values, y: Values) -> Optional[str]:
     a, b = _pair(x, y)
     if len(a) < 2:
         return f"{len(a)} item{'' if len(a) == 1 else 's'}: a correlation needs at least 2"
-    if np.ptp(a) == 0 or np.ptp(b) == 0:
+    if a.min() == a.max() or b.min() == b.max():      # (np.ptp overflowed past 1.8e308)
         return "one side is constant: a correlation needs variation on both"
     return None
 
@@ -43,13 +43,17 @@ def pearson(x: Values, y: Values) -> float:
     a, b = _pair(x, y)
     if undefined_reason(a, b):
         return float("nan")
+    # Scale before centring, by a power of two (exact): the sum behind the mean of values
+    # near the float64 maximum overflowed to inf, and r became NaN, then +1 (the clamp below).
+    a = np.ldexp(a, -np.frexp(np.abs(a).max())[1])
+    b = np.ldexp(b, -np.frexp(np.abs(b).max())[1])
     a = a - a.mean()
     b = b - b.mean()
-    # Scale first: products of large values would overflow before the division.
+    # and again after: products of tiny differences would underflow before the division
     a /= np.abs(a).max()
     b /= np.abs(b).max()
     r = float(np.dot(a, b) / math.sqrt(float(np.dot(a, a)) * float(np.dot(b, b))))
-    return max(-1.0, min(1.0, r))   # rounding can step a hair past +-1
+    return float(np.clip(r, -1.0, 1.0))   # rounding can step a hair past +-1 (NaN stays NaN)
 
 
 def average_ranks(x: Values) -> np.ndarray:

@@ -209,6 +209,24 @@ def test_a_seed_run_twice_is_one_error_not_counted_twice(tmp_path, capsys):
     assert not (tmp_path / "results.md").exists()
 
 
+def test_a_task_scored_in_two_metrics_is_one_error_not_one_mean(tmp_path, capsys):
+    """Results merged by hand from a run of ner in span F1 and one in token accuracy: the
+    row averaged 95 (token accuracy) with 40 (span F1) as span F1 67.5, and the gain compared
+    the ELMo runs in one metric with the baseline in the other."""
+    from elmo.cli import main
+    results = _results({("ner", "baseline"): [40.0, 44.0], ("ner", "elmo"): [41.0, 45.0]}, "a" * 64)
+    results["runs"][3] = {**results["runs"][3], "metric": "token_accuracy", "test": 95.0}
+    text = json.dumps(results)
+    (tmp_path / "results.json").write_text(text, encoding="utf-8")
+    for command in (["experiment-report"], ["experiment-table"]):
+        assert main(command + [str(tmp_path)]) == 1
+        err = capsys.readouterr().err
+        assert ("results.json: run 3 (ner, elmo, seed 2) is scored in 'token_accuracy' but run 0 "
+                "of task 'ner' in 'span_f1'") in err and "Traceback" not in err
+    assert (tmp_path / "results.json").read_text(encoding="utf-8") == text
+    assert not (tmp_path / "results.md").exists()
+
+
 def test_a_task_not_run_alike_on_both_sides_is_said():
     """Two results of a task on other training sizes (or settings, or files) were put side by
     side as if only the biLM had changed."""

@@ -138,3 +138,45 @@ def test_viterbi_reads_the_paths_from_the_device_once():
     assert reads.total == 1, reads.counts
     for b, n in enumerate(lengths):
         assert paths[b] == (_brute_force(crf, emissions[b], n)[1] if n else [])
+
+
+def _conlleval_chunks(tags):
+    """Spans by conlleval's streaming tests, written apart from bio_spans: a chunk ends when
+    the previous tag was B or I and this one is B or O, or its type changes; one starts at B,
+    at I after O, or at a change of type. Tags past the end count as O."""
+    chunks, start = set(), None
+    prev, prev_type = "O", ""
+    for i, tag in enumerate(list(tags) + ["O"]):
+        now, now_type = (tag[0], tag[2:]) if tag != "O" else ("O", "")
+        ends = prev != "O" and (now in "BO" or prev_type != now_type)
+        starts = now == "B" or (now != "O" and (prev == "O" or prev_type != now_type))
+        if ends and start is not None:
+            chunks.add((prev_type, start, i))
+            start = None
+        if starts:
+            start = i
+        prev, prev_type = now, now_type
+    return chunks
+
+
+def test_span_f1_equals_conlleval_rules_and_a_direct_set_count_on_random_tags():
+    """Runs without seqeval (the test above skips where it is missing): random BIO tags with
+    stray I- tags, type changes inside runs and types with a hyphen, against the reference
+    above and precision / recall / F1 counted from the sets of (sentence, type, start, end)."""
+    import random
+    rng = random.Random(0)
+    tags = ["O", "B-A", "I-A", "B-B", "I-B", "B-A-x", "I-A-x"]
+    for _ in range(500):
+        gold = [[rng.choice(tags) for _ in range(rng.randint(0, 6))] for _ in range(rng.randint(1, 4))]
+        pred = [[rng.choice(tags) for _ in sent] for sent in gold]
+        for sent in gold:
+            assert bio_spans(sent) == _conlleval_chunks(sent), sent
+        g = {(i, *span) for i, sent in enumerate(gold) for span in _conlleval_chunks(sent)}
+        p = {(i, *span) for i, sent in enumerate(pred) for span in _conlleval_chunks(sent)}
+        precision = len(g & p) / len(p) if p else 0.0
+        recall = len(g & p) / len(g) if g else 0.0
+        r = span_prf(gold, pred)
+        assert (r["gold"], r["predicted"], r["correct"]) == (len(g), len(p), len(g & p))
+        assert r["precision"] == pytest.approx(precision) and r["recall"] == pytest.approx(recall)
+        f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+        assert r["f1"] == pytest.approx(f1)

@@ -60,6 +60,23 @@ def test_exact_match_and_f1_on_hand_made_cases():
         em([[]], ["x"])
 
 
+def test_results_md_names_the_other_metric_of_a_task_scored_in_exact_match():
+    """A span_qa task scored in exact match records its F1 beside it; results.md's table of
+    it was titled as holding "a question answering task's exact match", over a row of F1."""
+    from elmo.tasks.report import markdown
+    from elmo.tasks.runner import normalise_config, summarise
+    cfg = normalise_config({"tasks": [{"task": "pos"}], "variants": [{"name": "b"}]})
+    runs = [{"task": "qa", "metric": "exact_match", "variant": "b", "seed": seed, "test": em,
+             "other_metrics": {"f1": f1}, "dev": em, "seconds": 1.0, "elmo": None}
+            for seed, em, f1 in ((1, 50.0, 60.0), (2, 52.0, 64.0))]
+    text = markdown({"config": {"name": "x", "seeds": [1, 2]}, "runs": runs,
+                     "summary": summarise(runs, cfg)})
+    lines = text.splitlines()
+    row = lines.index("| qa | b | F1 % | 62.00 |")
+    title = lines[row - 4]
+    assert title.startswith("Other metrics on test") and "its F1 where it is scored in exact match" in title
+
+
 # ----------------------------------------------------------------------------- decoding
 def _brute_force(start, end, n, max_len):
     best, where = float("-inf"), (0, 0)

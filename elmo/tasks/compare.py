@@ -53,11 +53,12 @@ def read_results(path: str | Path, need: Sequence[str] = ("runs",)) -> dict:
 def _check_runs(path: Path, runs: Any) -> None:
     """Each run must name its task, variant and seed, hold a finite test score (or None with
     the reason it is ``undefined``, a graded run's) and be the only run of its (task, variant,
-    seed): the summary is computed from them (a NaN or a string score crashed deep in the
-    statistics)."""
+    seed), and a task's runs must share one metric: the summary is computed from them (a NaN
+    or a string score crashed deep in the statistics)."""
     if not isinstance(runs, list):
         raise CompareError(f"{path}: 'runs' must be a list, got {type(runs).__name__}")
     first: Dict[Tuple[Any, Any, Any], int] = {}
+    metric_of: Dict[str, Tuple[int, Any]] = {}          # task -> (first run, its metric)
     for i, run in enumerate(runs):
         if not isinstance(run, dict) or any(key not in run for key in ("task", "variant", "seed", "test")):
             raise CompareError(f"{path}: run {i} is not a run (it needs task, variant, seed and test)")
@@ -77,6 +78,14 @@ def _check_runs(path: Path, runs: Any) -> None:
                                f"seed {run['seed']}); each seed of a task and variant is run once, so "
                                f"keep one of them")
         first[key] = i
+        # a task's runs in two metrics (results merged by hand) were averaged into one mean,
+        # token accuracy with span F1, and the gain compared one metric with the other
+        scored = metric_of.setdefault(json.dumps(run["task"]), (i, run.get("metric")))
+        if scored[1] != run.get("metric"):
+            raise CompareError(f"{path}: run {i} ({run['task']}, {run['variant']}, seed {run['seed']}) "
+                               f"is scored in {run.get('metric')!r} but run {scored[0]} of task "
+                               f"{run['task']!r} in {scored[1]!r}; a task's runs are averaged and "
+                               f"compared in one metric, so keep the runs of one")
 
 
 def recomputed(results: dict, path: str | Path) -> dict:

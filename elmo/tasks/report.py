@@ -150,8 +150,9 @@ def _graded_lines(results: dict) -> List[str]:
     row's own task, never averaged with its metric or another task), and the runs whose test
     correlation is undefined, with why."""
     out = _means_table(results, "other_metrics_mean", "metric",
-                       "Other metrics on test (a graded task's other correlation, a question "
-                       "answering task's exact match), mean over seeds:",
+                       "Other metrics on test, from the same predictions (a graded task's other "
+                       "correlation, a question answering task's exact match, or its F1 where it is "
+                       "scored in exact match), mean over seeds:",
                        lambda name: METRIC_NAMES.get(name, name))
     undefined = [(r, "", r["undefined"]) for r in results.get("runs", []) if r.get("undefined")]
     undefined += [(r, f" (test set `{k}`)", why) for r in results.get("runs", [])
