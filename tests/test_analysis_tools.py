@@ -70,6 +70,22 @@ def test_search_leaves_out_the_excluded_tokens_and_copies_finds_the_query_senten
     assert len(same) == len(index.occurrences(word)) - 2 and all(h.word == word for h in same)
 
 
+def test_search_takes_each_excluded_token_once_and_refuses_ids_it_does_not_hold():
+    """An id listed twice cut one hit too many from the k asked for; -1 left out the last
+    token, 1.5 token 1 (both in silence); an id past the end was torch's IndexError."""
+    index = _random_index(seed=5)
+    n = len(index.positions)
+    query = np.random.default_rng(6).normal(size=index.vectors.shape[-1])
+    once = index.search(query, 1, k=n, exclude=[3])
+    assert len(once) == n - 1
+    assert [(h.sentence, h.token) for h in index.search(query, 1, k=n, exclude=[3, 3])] == \
+        [(h.sentence, h.token) for h in once]
+    assert len(index.search(query, 1, k=n, exclude=np.array([], dtype=np.int64))) == n
+    for bad in ([-1], [n], [1.5], [True]):
+        with pytest.raises(ValueError, match="exclude"):
+            index.search(query, 1, k=n, exclude=bad)
+
+
 def test_read_corpus_cap(tmp_path):
     (tmp_path / "c.txt").write_text("a b\n\nc\nd e f\n")
     assert neighbors.read_corpus(tmp_path / "c.txt", 2) == [["a", "b"], ["c"]]
