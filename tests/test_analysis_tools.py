@@ -457,6 +457,55 @@ def test_plots_write_png(tmp_path):
     np.testing.assert_allclose(xy[:, 1], 0, atol=1e-9)
 
 
+def test_a_picture_that_fails_midway_leaves_the_earlier_one_whole(tmp_path, monkeypatch):
+    """(it was drawn straight onto its path: a full disk left a truncated PNG there)"""
+    pytest.importorskip("matplotlib")
+    import errno
+
+    from matplotlib.figure import Figure
+
+    from elmo.analysis import plots
+    from elmo.io import OutputError
+
+    path = plots.mix_weights([0.2, 0.3, 0.5], tmp_path / "m.png")
+    before = path.read_bytes()
+
+    def full_disk(self, target, **kwargs):
+        Path(target).write_bytes(before[:20])
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(Figure, "savefig", full_disk)
+    with pytest.raises(OutputError, match="m.png"):
+        plots.mix_weights([0.6, 0.4], path)
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.png"]     # no temporary left
+
+
+@pytest.mark.parametrize("draw, message", [
+    (lambda p: plots_module().layer_bars({}, {}, "t", "acc", p), "nothing to draw"),
+    (lambda p: plots_module().layer_bars({"layer 0": None}, {}, "t", "acc", p), "None is not a finite"),
+    (lambda p: plots_module().mix_weights([], p), "nothing to draw"),
+    (lambda p: plots_module().similarity_layers({"sets": {}}, p), "no word pair set"),
+    (lambda p: plots_module().sense_pca(np.zeros((2, 0, 4)), [], "w", p), "none of them 0"),
+    (lambda p: plots_module().sense_pca(np.ones((2, 3, 4)), ["a"], "w", p), "1 sense labels for 3"),
+    (lambda p: plots_module().sense_pca(np.ones((2, 2, 4)), ["a", "b"], "w", p, ["layer 0"]), "1 layer names"),
+    (lambda p: plots_module().sense_pca(np.full((1, 2, 4), np.nan), ["a", "b"], "w", p), "NaN"),
+])
+def test_pictures_of_nothing_or_of_mismatched_data_are_refused_in_one_line(tmp_path, draw, message):
+    """(an empty PNG, a StopIteration, matplotlib's "Number of columns must be a positive
+    integer", numpy's "SVD did not converge", and a PCA of 3 occurrences with 1 label drew
+    one point with no word about the other two)"""
+    pytest.importorskip("matplotlib")
+    with pytest.raises(ValueError, match=message) as caught:
+        draw(tmp_path / "x.png")
+    assert "\n" not in str(caught.value) and not (tmp_path / "x.png").exists()
+
+
+def plots_module():
+    from elmo.analysis import plots
+    return plots
+
+
 # ----------------------------------------------------------------------------- report
 def _boot(diff, low, high):
     return {"diff": diff, "low": low, "high": high, "p_b_ge_a": 0.0}
