@@ -65,6 +65,20 @@ def test_probe_refuses_labels_out_of_range_and_features_that_are_not_finite():
         probes.train_probe(x, [0, 1, 0, 1, 0], 2)
 
 
+@pytest.mark.parametrize("labels, message", [
+    ([0.5, 1.0, 0.0, 1.0, 0.0], "got 0.5"),                  # (trained as class 0, in silence)
+    ([0.0, 1.0, 0.0, 1.0, np.nan], "got nan"),               # (read as -9223372036854775808)
+    (["0", "1", "0", "1", "0"], "such as '0'"),              # (torch's list of the dtypes it takes)
+    ([[0, 1]] * 5, r"one class id per feature row \(N,\), got shape \(5, 2\)"),
+])
+def test_probe_labels_must_be_whole_class_ids(labels, message):
+    x = np.random.default_rng(0).normal(size=(5, 4)).astype(np.float32)
+    with pytest.raises(ValueError, match=message):
+        probes.train_probe(x, labels, 2)
+    whole = probes.train_probe(x, [0.0, 1.0, 0.0, 1.0, 0.0], 2)    # whole numbers as floats are ids
+    assert np.array_equal(whole.weight, probes.train_probe(x, [0, 1, 0, 1, 0], 2).weight)
+
+
 def test_majority_baselines():
     train = [[("the", "at"), ("dog", "nn"), ("runs", "vbz")], [("the", "at"), ("run", "nn")]]
     test = [[("the", "at"), ("run", "nn"), ("cat", "nn")]]
