@@ -412,3 +412,43 @@ def test_wsd_settings_are_checked_before_any_vector(kwargs, error, message):
     # every vector was computed, a negative max_lemmas inside random.sample
     with pytest.raises(error, match=message):
         wsd.wsd_eval("no-such-model", [], [], **kwargs)
+
+
+_SENSES_HEADER = "sense_key\tsynset_offset\tsense_number\ttag_count\tsemcor_count\n"
+
+
+@pytest.mark.parametrize("name, text, message", [
+    ("examples.tsv", "", "examples.tsv: empty, not even its header line"),          # (a bare StopIteration)
+    ("senses.tsv", "", "senses.tsv: empty, not even its header line"),
+    ("senses.tsv", _SENSES_HEADER + "bank%1:14:00::\t09213565\t1\n", r"senses.tsv:2: 3 tab-separated fields"),
+    ("senses.tsv", _SENSES_HEADER + "bank%9:14:00::\t09213565\t1\t0\t5\n", "senses.tsv:2: 'bank%9:14:00::' is not"),
+    ("senses.tsv", _SENSES_HEADER + "bank%1:14:00::\t09213565\tx\t0\t5\n", "senses.tsv:2: the sense number 'x'"),
+    ("senses.tsv", _SENSES_HEADER.encode() + b"b\xffnk%1:14:00::\t09213565\t1\t0\t5\n",
+     r"senses.tsv: not UTF-8 text \(line 2: byte 0xff"),
+    ("examples.tsv", "synset\tlemmas\texample\n09213565-n\tbank\n", "examples.tsv:2: not a row of synset-pos"),
+])
+def test_a_damaged_wordnet_file_is_named_with_its_line_and_the_fix(tmp_path, name, text, message):
+    """(a short row was "not enough values to unpack", an unknown synset type KeyError '9', a
+    bad byte the codec's message: none named the file, nor how to rewrite it)"""
+    from elmo.analysis import datasets
+    from elmo.data.fetch import DataError
+
+    (tmp_path / name).write_bytes(text if isinstance(text, bytes) else text.encode())
+    read = datasets.wordnet_senses if name == "senses.tsv" else datasets.wordnet_examples
+    with pytest.raises(DataError, match=message) as caught:
+        read(tmp_path)
+    assert str(caught.value).endswith("rewrite it with `elmo data get wordnet --force`")
+    assert "\n" not in str(caught.value)
+
+
+def test_wordnet_files_as_elmo_data_get_writes_them_are_read(tmp_path):
+    from elmo.analysis import datasets
+
+    (tmp_path / "senses.tsv").write_text(_SENSES_HEADER + "bank%1:17:01::\t09213565\t1\t25\t25\r\n")
+    (tmp_path / "examples.tsv").write_text("synset\tlemmas\texample\n09213565-n\tbank,riverbank\tthe bank\n"
+                                           "09213566-n\tbank\t \n")
+    (tmp_path / "synsets.tsv").write_text("synset\tlemmas\tdefinition\n09213565-n\tbank\tsloping land\n")
+    assert datasets.wordnet_senses(tmp_path) == [datasets.Sense("bank", "n", "09213565-n", 1, 25)]
+    assert datasets.wordnet_examples(tmp_path) == [datasets.SenseExample("09213565-n", ("bank", "riverbank"),
+                                                                         ("the", "bank"))]
+    assert datasets.wordnet_definitions(tmp_path, {"09213565-n", "x"}) == {"09213565-n": "sloping land"}
