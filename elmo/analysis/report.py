@@ -381,8 +381,11 @@ def run_analysis(model: str, out: Path, config: Optional[AnalysisConfig] = None,
         similarity_sets(config.similarity_sets)
         if config.similarity_corpus:
             _similarity_corpus(config)
-    if config.pca_word and "wsd" in sections:   # (it failed after both WSD evaluations)
-        _pca_key(_pca_groups(datasets.wordnet_examples(datasets.corpus_dir("wordnet"))), config.pca_word)
+    if "wsd" in sections:   # (a damaged file, or a --pca-word without examples, failed after the POS section)
+        examples = datasets.wordnet_examples(datasets.corpus_dir("wordnet"))
+        datasets.wordnet_senses(datasets.corpus_dir("wordnet"))
+        if config.pca_word:   # (it failed after both WSD evaluations)
+            _pca_key(_pca_groups(examples), config.pca_word)
     # one writer at a time: two runs into one folder mixed one's pictures into the other's report.
     # (The folder was made before the model loaded: a model name that is not one left it empty.)
     with no_empty_folder_on_failure(out), output_lock(out / "results.json", name=out):
