@@ -452,3 +452,15 @@ def test_wordnet_files_as_elmo_data_get_writes_them_are_read(tmp_path):
     assert datasets.wordnet_examples(tmp_path) == [datasets.SenseExample("09213565-n", ("bank", "riverbank"),
                                                                          ("the", "bank"))]
     assert datasets.wordnet_definitions(tmp_path, {"09213565-n", "x"}) == {"09213565-n": "sloping land"}
+
+
+def test_wsd_without_test_examples_says_why_not_a_setting_it_refuses():
+    """(it blamed "test_fraction 0", which wsd_eval refuses before this point)"""
+    from elmo.analysis.datasets import SenseExample
+
+    examples = [SenseExample("00000001-n", ("bank",), ("the", "bank", "of", "the", "river")),
+                SenseExample("00000002-n", ("bank",), ("money", "in", "the", "bank"))]
+    with pytest.raises(ValueError, match="no test examples") as caught:
+        wsd.wsd_eval("no-such-model", examples, [], max_lemmas=0)
+    assert "test_fraction 0" not in str(caught.value)
+    assert "all 0 examples of the 0 lemma(s)" in str(caught.value)
