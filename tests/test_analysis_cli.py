@@ -753,3 +753,20 @@ def test_analyze_a_model_with_a_damaged_metadata_file_is_one_error_naming_it(tmp
     assert main(argv) == 0
     results = json.loads((tmp_path / "report" / "results.json").read_text())
     assert results["model_metadata"]["adapted_on"] == ["tweets.txt"]
+
+
+def test_a_damaged_wordnet_file_is_refused_before_any_section_runs(tmp_path, monkeypatch, capsys):
+    """(a damaged senses.tsv failed the WSD section after the POS section had run, minutes)"""
+    from elmo.analysis import report
+
+    _tiny_wordnet(tmp_path, monkeypatch)
+    senses = tmp_path / "wordnet" / "senses.tsv"
+    senses.write_text(senses.read_text() + "bank%1:14:00::\t00000003\n")
+    ran = []
+    monkeypatch.setitem(report._SECTION_RUNNERS, "contrast", lambda *args: ran.append("contrast") or {})
+    out = tmp_path / "out"
+    assert main(["analyze", "fixture", "--out", str(out), "--only", "contrast", "--only", "wsd",
+                 "--no-untrained-control"]) == 1
+    err = capsys.readouterr().err
+    assert f"{senses}:4: 2 tab-separated fields, a sense row has 5" in err and "Traceback" not in err
+    assert ran == [] and not out.exists()

@@ -65,6 +65,20 @@ def test_probe_refuses_labels_out_of_range_and_features_that_are_not_finite():
         probes.train_probe(x, [0, 1, 0, 1, 0], 2)
 
 
+@pytest.mark.parametrize("labels, message", [
+    ([0.5, 1.0, 0.0, 1.0, 0.0], "got 0.5"),                  # (trained as class 0, in silence)
+    ([0.0, 1.0, 0.0, 1.0, np.nan], "got nan"),               # (read as -9223372036854775808)
+    (["0", "1", "0", "1", "0"], "such as '0'"),              # (torch's list of the dtypes it takes)
+    ([[0, 1]] * 5, r"one class id per feature row \(N,\), got shape \(5, 2\)"),
+])
+def test_probe_labels_must_be_whole_class_ids(labels, message):
+    x = np.random.default_rng(0).normal(size=(5, 4)).astype(np.float32)
+    with pytest.raises(ValueError, match=message):
+        probes.train_probe(x, labels, 2)
+    whole = probes.train_probe(x, [0.0, 1.0, 0.0, 1.0, 0.0], 2)    # whole numbers as floats are ids
+    assert np.array_equal(whole.weight, probes.train_probe(x, [0, 1, 0, 1, 0], 2).weight)
+
+
 def test_majority_baselines():
     train = [[("the", "at"), ("dog", "nn"), ("runs", "vbz")], [("the", "at"), ("run", "nn")]]
     test = [[("the", "at"), ("run", "nn"), ("cat", "nn")]]
@@ -398,3 +412,55 @@ def test_wsd_settings_are_checked_before_any_vector(kwargs, error, message):
     # every vector was computed, a negative max_lemmas inside random.sample
     with pytest.raises(error, match=message):
         wsd.wsd_eval("no-such-model", [], [], **kwargs)
+
+
+_SENSES_HEADER = "sense_key\tsynset_offset\tsense_number\ttag_count\tsemcor_count\n"
+
+
+@pytest.mark.parametrize("name, text, message", [
+    ("examples.tsv", "", "examples.tsv: empty, not even its header line"),          # (a bare StopIteration)
+    ("senses.tsv", "", "senses.tsv: empty, not even its header line"),
+    ("senses.tsv", _SENSES_HEADER + "bank%1:14:00::\t09213565\t1\n", r"senses.tsv:2: 3 tab-separated fields"),
+    ("senses.tsv", _SENSES_HEADER + "bank%9:14:00::\t09213565\t1\t0\t5\n", "senses.tsv:2: 'bank%9:14:00::' is not"),
+    ("senses.tsv", _SENSES_HEADER + "bank%1:14:00::\t09213565\tx\t0\t5\n", "senses.tsv:2: the sense number 'x'"),
+    ("senses.tsv", _SENSES_HEADER.encode() + b"b\xffnk%1:14:00::\t09213565\t1\t0\t5\n",
+     r"senses.tsv: not UTF-8 text \(line 2: byte 0xff"),
+    ("examples.tsv", "synset\tlemmas\texample\n09213565-n\tbank\n", "examples.tsv:2: not a row of synset-pos"),
+])
+def test_a_damaged_wordnet_file_is_named_with_its_line_and_the_fix(tmp_path, name, text, message):
+    """(a short row was "not enough values to unpack", an unknown synset type KeyError '9', a
+    bad byte the codec's message: none named the file, nor how to rewrite it)"""
+    from elmo.analysis import datasets
+    from elmo.data.fetch import DataError
+
+    (tmp_path / name).write_bytes(text if isinstance(text, bytes) else text.encode())
+    read = datasets.wordnet_senses if name == "senses.tsv" else datasets.wordnet_examples
+    with pytest.raises(DataError, match=message) as caught:
+        read(tmp_path)
+    assert str(caught.value).endswith("rewrite it with `elmo data get wordnet --force`")
+    assert "\n" not in str(caught.value)
+
+
+def test_wordnet_files_as_elmo_data_get_writes_them_are_read(tmp_path):
+    from elmo.analysis import datasets
+
+    (tmp_path / "senses.tsv").write_text(_SENSES_HEADER + "bank%1:17:01::\t09213565\t1\t25\t25\r\n")
+    (tmp_path / "examples.tsv").write_text("synset\tlemmas\texample\n09213565-n\tbank,riverbank\tthe bank\n"
+                                           "09213566-n\tbank\t \n")
+    (tmp_path / "synsets.tsv").write_text("synset\tlemmas\tdefinition\n09213565-n\tbank\tsloping land\n")
+    assert datasets.wordnet_senses(tmp_path) == [datasets.Sense("bank", "n", "09213565-n", 1, 25)]
+    assert datasets.wordnet_examples(tmp_path) == [datasets.SenseExample("09213565-n", ("bank", "riverbank"),
+                                                                         ("the", "bank"))]
+    assert datasets.wordnet_definitions(tmp_path, {"09213565-n", "x"}) == {"09213565-n": "sloping land"}
+
+
+def test_wsd_without_test_examples_says_why_not_a_setting_it_refuses():
+    """(it blamed "test_fraction 0", which wsd_eval refuses before this point)"""
+    from elmo.analysis.datasets import SenseExample
+
+    examples = [SenseExample("00000001-n", ("bank",), ("the", "bank", "of", "the", "river")),
+                SenseExample("00000002-n", ("bank",), ("money", "in", "the", "bank"))]
+    with pytest.raises(ValueError, match="no test examples") as caught:
+        wsd.wsd_eval("no-such-model", examples, [], max_lemmas=0)
+    assert "test_fraction 0" not in str(caught.value)
+    assert "all 0 examples of the 0 lemma(s)" in str(caught.value)

@@ -337,3 +337,21 @@ def test_a_long_missing_word_is_cut_in_the_report():
                                      glove, n_resamples=0)
     line = next(x for x in _render_similarity(res, "cmd") if "GloVe 50d covers" in x)
     assert f"{'x' * 40}… (300 characters)" in line and long_word not in line
+
+
+def test_every_undefined_rho_of_the_report_is_explained_and_none_shows_empty_parentheses():
+    """GloVe on 1 pair was printed ``GloVe - ()``, and its dashes, those of the layers on its
+    pairs and of type averages on no pair had no reason beside them; a rho without an interval
+    (``n_resamples`` 0) was followed by ``()``."""
+    from elmo.analysis.report import _render_similarity
+    glove = (["cat", "dog"], np.eye(2, dtype=np.float32), False)       # covers the first pair only
+    corpus = [["nothing", "of", "the", "pairs"]]
+    res = similarity.similarity_eval(Embedder(random_bilm(), batch_size=4), {"s": _PAIRS}, glove,
+                                     n_resamples=0, corpus=corpus)
+    g, averaged = res["sets"]["s"]["glove"], res["type_average"]["s"]
+    assert g["rho"] is None and g["layers"] == [None] * len(res["sets"]["s"]["layers"])
+    assert set(g["layers_undefined"]) == {g["undefined"]} and g["undefined"].startswith("1 item")
+    assert set(averaged["alone_layers_undefined"]) == {"no pairs"}
+    text = "\n".join(_render_similarity(res, "cmd", "corpus.txt"))
+    assert "On those pairs: GloVe -; layer 0 -" in text and "()" not in text
+    assert f"A `-` is undefined: {g['undefined']}; no pairs." in text

@@ -70,6 +70,22 @@ def test_search_leaves_out_the_excluded_tokens_and_copies_finds_the_query_senten
     assert len(same) == len(index.occurrences(word)) - 2 and all(h.word == word for h in same)
 
 
+def test_search_takes_each_excluded_token_once_and_refuses_ids_it_does_not_hold():
+    """An id listed twice cut one hit too many from the k asked for; -1 left out the last
+    token, 1.5 token 1 (both in silence); an id past the end was torch's IndexError."""
+    index = _random_index(seed=5)
+    n = len(index.positions)
+    query = np.random.default_rng(6).normal(size=index.vectors.shape[-1])
+    once = index.search(query, 1, k=n, exclude=[3])
+    assert len(once) == n - 1
+    assert [(h.sentence, h.token) for h in index.search(query, 1, k=n, exclude=[3, 3])] == \
+        [(h.sentence, h.token) for h in once]
+    assert len(index.search(query, 1, k=n, exclude=np.array([], dtype=np.int64))) == n
+    for bad in ([-1], [n], [1.5], [True]):
+        with pytest.raises(ValueError, match="exclude"):
+            index.search(query, 1, k=n, exclude=bad)
+
+
 def test_read_corpus_cap(tmp_path):
     (tmp_path / "c.txt").write_text("a b\n\nc\nd e f\n")
     assert neighbors.read_corpus(tmp_path / "c.txt", 2) == [["a", "b"], ["c"]]
@@ -439,6 +455,55 @@ def test_plots_write_png(tmp_path):
     xy = plots.pca_2d(np.array([[1.0, 0, 0], [3.0, 0, 0], [2.0, 0, 0]]))
     np.testing.assert_allclose(np.abs(xy[:, 0]), [1, 1, 0], atol=1e-9)
     np.testing.assert_allclose(xy[:, 1], 0, atol=1e-9)
+
+
+def test_a_picture_that_fails_midway_leaves_the_earlier_one_whole(tmp_path, monkeypatch):
+    """(it was drawn straight onto its path: a full disk left a truncated PNG there)"""
+    pytest.importorskip("matplotlib")
+    import errno
+
+    from matplotlib.figure import Figure
+
+    from elmo.analysis import plots
+    from elmo.io import OutputError
+
+    path = plots.mix_weights([0.2, 0.3, 0.5], tmp_path / "m.png")
+    before = path.read_bytes()
+
+    def full_disk(self, target, **kwargs):
+        Path(target).write_bytes(before[:20])
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(Figure, "savefig", full_disk)
+    with pytest.raises(OutputError, match="m.png"):
+        plots.mix_weights([0.6, 0.4], path)
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.png"]     # no temporary left
+
+
+@pytest.mark.parametrize("draw, message", [
+    (lambda p: plots_module().layer_bars({}, {}, "t", "acc", p), "nothing to draw"),
+    (lambda p: plots_module().layer_bars({"layer 0": None}, {}, "t", "acc", p), "None is not a finite"),
+    (lambda p: plots_module().mix_weights([], p), "nothing to draw"),
+    (lambda p: plots_module().similarity_layers({"sets": {}}, p), "no word pair set"),
+    (lambda p: plots_module().sense_pca(np.zeros((2, 0, 4)), [], "w", p), "none of them 0"),
+    (lambda p: plots_module().sense_pca(np.ones((2, 3, 4)), ["a"], "w", p), "1 sense labels for 3"),
+    (lambda p: plots_module().sense_pca(np.ones((2, 2, 4)), ["a", "b"], "w", p, ["layer 0"]), "1 layer names"),
+    (lambda p: plots_module().sense_pca(np.full((1, 2, 4), np.nan), ["a", "b"], "w", p), "NaN"),
+])
+def test_pictures_of_nothing_or_of_mismatched_data_are_refused_in_one_line(tmp_path, draw, message):
+    """(an empty PNG, a StopIteration, matplotlib's "Number of columns must be a positive
+    integer", numpy's "SVD did not converge", and a PCA of 3 occurrences with 1 label drew
+    one point with no word about the other two)"""
+    pytest.importorskip("matplotlib")
+    with pytest.raises(ValueError, match=message) as caught:
+        draw(tmp_path / "x.png")
+    assert "\n" not in str(caught.value) and not (tmp_path / "x.png").exists()
+
+
+def plots_module():
+    from elmo.analysis import plots
+    return plots
 
 
 # ----------------------------------------------------------------------------- report

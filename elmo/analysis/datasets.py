@@ -14,7 +14,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 from ..data import readers
 
@@ -63,16 +63,47 @@ class SenseExample:
         return self.synset.rsplit("-", 1)[1]
 
 
+#: What the error of a damaged WordNet file suggests.
+WORDNET_FIX = "rewrite it with `elmo data get wordnet --force`"
+
+
+def _tsv_rows(path: Path, header: bool = True) -> Iterator[Tuple[int, List[str]]]:
+    """(line number, tab-separated fields) of each line of a standard-form WordNet file, after
+    its header line where it has one (``header``). A file that is not UTF-8 or has no header is
+    a DataError naming it (they were the codec's message naming no file, and a bare
+    StopIteration)."""
+    from ..data.fetch import DataError
+    from ..io import text_lines, utf8_error_where
+
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise DataError(f"{path}: not UTF-8 text ({utf8_error_where(data, e)}); {WORDNET_FIX}") from None
+    lines = text_lines(text, lambda n, what: DataError(f"{path}:{n}: {what}; {WORDNET_FIX}"))
+    if header and not lines:
+        raise DataError(f"{path}: empty, not even its header line; {WORDNET_FIX}")
+    for number, line in enumerate(lines[1:] if header else lines, start=2 if header else 1):
+        yield number, line.split("\t")
+
+
+def _damaged(path: Path, number: int, what: str) -> Exception:
+    """The error of line ``number`` of a standard-form WordNet file, naming it and the fix."""
+    from ..data.fetch import DataError
+
+    return DataError(f"{path}:{number}: {what}; {WORDNET_FIX}")
+
+
 def wordnet_examples(folder: Path) -> List[SenseExample]:
-    """All rows of ``examples.tsv``."""
+    """All rows of ``examples.tsv`` (synset, comma-separated lemmas, tokenized example); a row
+    with no example is skipped."""
     out = []
-    with open(Path(folder) / "examples.tsv", encoding="utf-8") as f:
-        next(f)                                                 # header
-        for line in f:
-            parts = line.rstrip("\n").split("\t")
-            if len(parts) == 3 and parts[2].strip():
-                out.append(SenseExample(parts[0], tuple(parts[1].split(",")),
-                                        tuple(parts[2].split())))
+    path = Path(folder) / "examples.tsv"
+    for number, parts in _tsv_rows(path):
+        if len(parts) != 3 or "-" not in parts[0]:   # (a synset without its "-pos": an IndexError later)
+            raise _damaged(path, number, "not a row of synset-pos, lemmas and example (3 tab-separated fields)")
+        if parts[2].strip():
+            out.append(SenseExample(parts[0], tuple(parts[1].split(",")), tuple(parts[2].split())))
     return out
 
 
@@ -91,24 +122,30 @@ def wordnet_senses(folder: Path) -> List[Sense]:
     """All rows of ``senses.tsv``, with the lemma and part of speech parsed from the sense key
     (``bank%1:14:00::`` -> ``bank``, ``n``)."""
     out = []
-    with open(Path(folder) / "senses.tsv", encoding="utf-8") as f:
-        next(f)
-        for line in f:
-            key, offset, number, _tags, count = line.rstrip("\n").split("\t")
-            lemma, _, rest = key.partition("%")
-            pos = SS_TYPE[rest[0]]
-            out.append(Sense(lemma, pos, f"{offset}-{pos}", int(number), int(count)))
+    path = Path(folder) / "senses.tsv"
+    for line, parts in _tsv_rows(path):
+        # (a short row was "not enough values to unpack", a sense key of no known synset type a
+        # KeyError, a count that is no number int()'s message: none named the file)
+        if len(parts) != 5:
+            raise _damaged(path, line, f"{len(parts)} tab-separated fields, a sense row has 5")
+        key, offset, number, _tags, count = parts
+        lemma, _, rest = key.partition("%")
+        if not lemma or rest[:1] not in SS_TYPE:
+            raise _damaged(path, line, f"{key!r} is not a sense key (lemma%type:...; type 1 to 5)")
+        if not (number.isdigit() and count.isdigit()):
+            raise _damaged(path, line, f"the sense number {number!r} and SemCor count {count!r} must be "
+                                       f"whole numbers")
+        pos = SS_TYPE[rest[0]]
+        out.append(Sense(lemma, pos, f"{offset}-{pos}", int(number), int(count)))
     return out
 
 
 def wordnet_definitions(folder: Path, synsets) -> Dict[str, str]:
     """Definitions of the given synset ids, from ``synsets.tsv``."""
     wanted, out = set(synsets), {}
-    with open(Path(folder) / "synsets.tsv", encoding="utf-8") as f:
-        for line in f:
-            sid, _, rest = line.partition("\t")
-            if sid in wanted:
-                out[sid] = rest.rstrip("\n").split("\t")[-1]
+    for _, parts in _tsv_rows(Path(folder) / "synsets.tsv", header=False):   # (a header matches no id)
+        if parts[0] in wanted:
+            out[parts[0]] = parts[-1] if len(parts) > 1 else ""
     return out
 
 

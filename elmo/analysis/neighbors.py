@@ -85,7 +85,7 @@ class CorpusIndex:
         # Rows are stored in float16, so their norms are only close to 1: divide them out.
         rows = torch.from_numpy(np.asarray(rows, dtype=np.float32))                  # (N, D)
         scores = (rows @ q) / rows.norm(dim=1).clamp_min(1e-12)                       # (N,)
-        left_out = np.asarray(exclude, dtype=np.int64)
+        left_out = self._excluded(exclude)
         if len(left_out):   # (masked, not removed: a copy of the rows would double the memory)
             where = left_out if candidates is None else np.flatnonzero(np.isin(candidates, left_out))
             scores[torch.from_numpy(where)] = -float("inf")
@@ -111,6 +111,21 @@ class CorpusIndex:
         if not np.isfinite(q).all():
             raise ValueError("the query vector holds NaN or infinite values")
         return q
+
+    def _excluded(self, exclude: Sequence[int]) -> np.ndarray:
+        """``exclude`` as distinct token ids (ascending int64). An id listed twice cut a hit from
+        the k listed, a negative one left out a token counted from the end, a fraction the
+        token it truncates to (all in silence), and one past the last was torch's IndexError."""
+        ids = np.asarray(exclude).reshape(-1)
+        if len(ids) == 0:
+            return np.zeros(0, dtype=np.int64)
+        n = len(self.positions)
+        if ids.dtype == bool or not np.issubdtype(ids.dtype, np.integer):
+            raise ValueError(f"exclude takes token ids (whole numbers from 0 to {n - 1}), got {ids[:3].tolist()}")
+        if ids.min() < 0 or ids.max() >= n:
+            raise ValueError(f"exclude: token id {int(ids.min() if ids.min() < 0 else ids.max())} is not one of "
+                             f"the index's {n:,} tokens (0 to {n - 1})")
+        return np.unique(ids).astype(np.int64)
 
     def occurrences(self, word: str) -> np.ndarray:
         """Token ids (ascending) whose word equals ``word`` ignoring case."""

@@ -40,6 +40,7 @@ def sense_pca(vectors: np.ndarray, senses: Sequence[str], word: str, path: Path,
     Args:
         vectors: (K, N, D): K layers, N occurrences; senses: N labels.
     """
+    vectors = _check_pca_input(vectors, senses, layer_names)
     plt = _pyplot()
     k = vectors.shape[0]
     names = list(layer_names or [f"layer {j}" for j in range(k)])
@@ -60,12 +61,42 @@ def sense_pca(vectors: np.ndarray, senses: Sequence[str], word: str, path: Path,
     return _save(fig, path)
 
 
+def _check_pca_input(vectors: np.ndarray, senses: Sequence[str],
+                     layer_names: Optional[Sequence[str]]) -> np.ndarray:
+    """``vectors`` (K, N, D) as an array, checked against its N ``senses`` and K names: N
+    labels short of the occurrences drew only the first few points (no word of the rest), no
+    occurrence was matplotlib's "Number of columns must be a positive integer", and a NaN
+    numpy's "SVD did not converge"."""
+    x = np.asarray(vectors)
+    if x.ndim != 3 or 0 in x.shape:
+        raise ValueError(f"sense_pca needs vectors (layers, occurrences, width), none of them 0; got shape {x.shape}")
+    if len(senses) != x.shape[1]:
+        raise ValueError(f"sense_pca: {len(senses)} sense labels for {x.shape[1]} occurrences; give one per occurrence")
+    if layer_names is not None and len(layer_names) != x.shape[0]:
+        raise ValueError(f"sense_pca: {len(layer_names)} layer names for {x.shape[0]} layers")
+    if not np.isfinite(x).all():
+        raise ValueError("sense_pca: the vectors hold NaN or infinite values")
+    return x
+
+
+def _check_values(values: Sequence, what: str) -> None:
+    """A picture of nothing (it was an empty PNG, or a StopIteration) or of a value that is no
+    finite number (None was a TypeError from inside) is refused, naming what was drawn."""
+    if len(values) == 0:
+        raise ValueError(f"{what}: nothing to draw")
+    bad = [v for v in values if isinstance(v, bool) or not isinstance(v, (int, float, np.number))
+           or not np.isfinite(v)]
+    if bad:
+        raise ValueError(f"{what}: {bad[0]!r} is not a finite number to draw")
+
+
 def layer_bars(scores: Dict[str, float], baselines: Dict[str, float], title: str,
                ylabel: str, path: Path,
                intervals: Optional[Dict[str, Sequence[float]]] = None) -> Path:
     """Bars for ``scores`` (e.g. ``{"layer 0": 0.9, ..., "mix": 0.95}``) and a dashed line per
     baseline; values are fractions, drawn as percentages. ``intervals``: ``[low, high]`` per
     score name, drawn as error bars."""
+    _check_values(list(scores.values()), f"layer_bars ({title})")
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(1.2 * len(scores) + 3, 3.5))
     names = list(scores)
@@ -92,6 +123,7 @@ def layer_bars(scores: Dict[str, float], baselines: Dict[str, float], title: str
 
 def mix_weights(weights: Sequence[float], path: Path, title: str = "learned mix weights") -> Path:
     """Bars of softmax(s), one per layer."""
+    _check_values(list(weights), f"mix_weights ({title})")
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(1.0 * len(weights) + 2, 3))
     ax.bar([f"layer {j}" for j in range(len(weights))], list(weights), color="tab:orange")
@@ -108,8 +140,10 @@ def similarity_layers(res: dict, path: Path) -> Path:
     bars, each set's type averages' rho per layer (when ``res`` has them, on the pairs the
     corpus covers) as a dotted line of its colour, and its GloVe rho (on the pairs GloVe
     covers) as a dashed line. An undefined rho is left out."""
-    plt = _pyplot()
     sets = res["sets"]
+    if not sets:   # (next() of no set was a bare StopIteration)
+        raise ValueError("similarity_layers: no word pair set to draw")
+    plt = _pyplot()
     n_layers = len(next(iter(sets.values()))["layers"])
     fig, ax = plt.subplots(figsize=(1.0 * n_layers + 4, 3.5))
     colours = plt.get_cmap("tab10")
@@ -140,15 +174,22 @@ def similarity_layers(res: dict, path: Path) -> Path:
 
 
 def _save(fig, path: Path) -> Path:
+    """Write ``fig`` to ``path`` as a PNG, whole or not at all, and close it. (It was drawn
+    straight onto ``path``: a run stopped or a disk filled midway left a truncated picture in
+    place of the earlier one.)"""
     path = Path(path)
     import matplotlib.pyplot as plt
 
-    from ..io import writing
+    from ..io import atomic_commit, atomic_target, writing
     try:
         # (matplotlib's failed write, a full disk, named no file: "[Errno 28] No space left")
         with writing(path, "picture"):
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fig.savefig(path, dpi=100)
+            tmp = atomic_target(path)
+            try:
+                fig.savefig(tmp, dpi=100, format="png")
+                atomic_commit(tmp, path)
+            finally:
+                tmp.unlink(missing_ok=True)
     finally:
         plt.close(fig)
     return path

@@ -97,11 +97,28 @@ def train_probe(x: np.ndarray, y: Union[Sequence[int], np.ndarray], n_classes: i
     return _fit(x, y, n_classes, l2, max_iter, mix, seed)
 
 
+def _class_ids(y: Union[Sequence[int], np.ndarray]) -> np.ndarray:
+    """The labels as (N,) int64 class ids. A fraction was cut to the id below it (0.5 trained
+    as class 0, in silence), NaN was read as -9223372036854775808, a word was torch's list of
+    the dtypes it takes, and (N, 2) labels were counted as N."""
+    labels = np.asarray(y)
+    if labels.ndim != 1:
+        raise ValueError(f"the labels must be one class id per feature row (N,), got shape {labels.shape}")
+    if not (labels.dtype == bool or np.issubdtype(labels.dtype, np.integer)
+            or np.issubdtype(labels.dtype, np.floating)):
+        raise ValueError(f"the labels must be whole-number class ids, got values such as {shown(labels[0].item())}")
+    if np.issubdtype(labels.dtype, np.floating):
+        bad = labels[~np.isfinite(labels) | (labels != np.round(labels))]
+        if len(bad):
+            raise ValueError(f"the labels must be whole-number class ids, got {bad[0].item()!r}")
+    return labels.astype(np.int64)
+
+
 def _fit(x: np.ndarray, y: Union[Sequence[int], np.ndarray], n_classes: int, l2: float, max_iter: int,
          mix: bool, seed: int) -> LinearProbe:
     torch.manual_seed(seed)
     x_t = torch.as_tensor(x, dtype=torch.float32)
-    y_t = torch.as_tensor(np.asarray(y), dtype=torch.long)
+    y_t = torch.from_numpy(_class_ids(y))
     if mix and x_t.dim() != 3:
         raise ValueError("a mix probe needs features (K, N, D)")
     if not mix and x_t.dim() != 2:

@@ -381,8 +381,11 @@ def run_analysis(model: str, out: Path, config: Optional[AnalysisConfig] = None,
         similarity_sets(config.similarity_sets)
         if config.similarity_corpus:
             _similarity_corpus(config)
-    if config.pca_word and "wsd" in sections:   # (it failed after both WSD evaluations)
-        _pca_key(_pca_groups(datasets.wordnet_examples(datasets.corpus_dir("wordnet"))), config.pca_word)
+    if "wsd" in sections:   # (a damaged file, or a --pca-word without examples, failed after the POS section)
+        examples = datasets.wordnet_examples(datasets.corpus_dir("wordnet"))
+        datasets.wordnet_senses(datasets.corpus_dir("wordnet"))
+        if config.pca_word:   # (it failed after both WSD evaluations)
+            _pca_key(_pca_groups(examples), config.pca_word)
     # one writer at a time: two runs into one folder mixed one's pictures into the other's report.
     # (The folder was made before the model loaded: a model name that is not one left it empty.)
     with no_empty_folder_on_failure(out), output_lock(out / "results.json", name=out):
@@ -1189,7 +1192,7 @@ def _render_similarity(r: dict, cmd: str, config_corpus: Optional[str] = None) -
              "resampling pairs.", "", head, "|---" * (len(names) + 1) + "|"]
     for j in range(n_layers):
         lines.append(f"| layer {j} | " + " | ".join(
-            f"{_rho(s['layers'][j])} ({_rho_span(s['layers_interval'][j])})" for s in sets.values()) + " |")
+            f"{_rho(s['layers'][j])}{_in_parentheses(_rho_span(s['layers_interval'][j]))}" for s in sets.values()) + " |")
     for j in range(n_layers if control else 0):
         lines.append(f"| control: layer {j} of an untrained copy | "
                      + " | ".join(_rho(control[n][j]) for n in names) + " |")
@@ -1203,11 +1206,10 @@ def _render_similarity(r: dict, cmd: str, config_corpus: Optional[str] = None) -
         missing = ": " + _word_list(g["missing_words"], g["n_missing_words"]) if g["missing_words"] else ""
         lines += [f"**{name}**: GloVe 50d covers {g['n_pairs']} of {s['n_pairs']} pairs "
                   f"({_count(g['n_missing_words'], 'word')} missing{missing}). On those pairs: GloVe "
-                  f"{_rho(g['rho'])} ({_rho_span(g['interval'])}); "
+                  f"{_rho(g['rho'])}{_in_parentheses(_rho_span(g['interval']))}; "
                   + ", ".join(f"layer {j} {_rho(x)}" for j, x in enumerate(g["layers"])) + ".", ""]
-    undefined = {u for s in sets.values() for u in s["layers_undefined"] if u}
-    if undefined:
-        lines += ["A `-` is undefined: " + "; ".join(sorted(undefined)) + ".", ""]
+    if _undefined_reasons(r):
+        lines += ["A `-` is undefined: " + "; ".join(_undefined_reasons(r)) + ".", ""]
     lines += _sample_lines(r)
     if control:
         lines += ["The untrained copy's character CNN already reads spelling: words that share "
@@ -1216,6 +1218,24 @@ def _render_similarity(r: dict, cmd: str, config_corpus: Optional[str] = None) -
     lines += _render_type_average(r.get("type_average"), config_corpus)
     lines += [f"Reproduce: `{cmd}`", "", "![word similarity](similarity.png)", ""]
     return lines
+
+
+def _in_parentheses(text: str) -> str:
+    """`` (text)``, or nothing for no text (an undefined rho has no interval: it read ``- ()``)."""
+    return f" ({text})" if text else ""
+
+
+def _undefined_reasons(r: dict) -> List[str]:
+    """Why the rhos shown as ``-`` are undefined, sorted: those of each set's layers, and those
+    of GloVe, of the layers on GloVe's pairs and of the type averages (whose dashes were
+    explained by nothing, and GloVe's rho on 1 pair was printed ``- ()``)."""
+    reasons = {u for s in r["sets"].values() for u in s["layers_undefined"] if u}
+    for s in r["sets"].values():
+        g = s.get("glove") or {}
+        reasons |= {g.get("undefined"), *(g.get("layers_undefined") or [])}
+    for s in (r.get("type_average") or {}).values():
+        reasons |= {*s["layers_undefined"], *(s.get("alone_layers_undefined") or [])}
+    return sorted(u for u in reasons if u)
 
 
 #: Characters of a word that a report's list of words shows (a pair file's word may be long).
@@ -1274,7 +1294,7 @@ def _render_type_average(sets: Optional[dict], corpus: Optional[str]) -> List[st
              "|---" * (len(names) + 1) + "|"]
     for j in range(n_layers):
         lines.append(f"| layer {j}, type average | " + " | ".join(
-            f"{_rho(s['layers'][j])} ({_rho_span(s['layers_interval'][j])})" for s in sets.values()) + " |")
+            f"{_rho(s['layers'][j])}{_in_parentheses(_rho_span(s['layers_interval'][j]))}" for s in sets.values()) + " |")
         lines.append(f"| layer {j}, alone | " + " | ".join(_rho(s["alone_layers"][j]) for s in sets.values()) + " |")
     lines.append("")
     for name, s in sets.items():

@@ -186,8 +186,8 @@ def evaluate_set(vectors: np.ndarray, index: Mapping[str, int], pairs: Sequence[
         res["glove"] = {"n_pairs": len(covered), "n_missing_words": len(missing),
                         "missing_words": missing[:20], "rho": on["rho"], "interval": on["interval"],
                         "undefined_draws": on["undefined_draws"], "undefined": on["undefined"],
-                        "layers": [rho_with_interval(c[covered], scores[covered], seed, 0)["rho"]
-                                   for c in cos]}
+                        **_rhos("layers", [rho_with_interval(c[covered], scores[covered], seed, 0)
+                                           for c in cos])}
     return res
 
 
@@ -201,9 +201,15 @@ def evaluate_type_average(averages: np.ndarray, counts: np.ndarray, alone: np.nd
     res = evaluate_set(averages, index, covered, None, seed, n_resamples)
     scores = np.array([s for _, _, s in covered], dtype=np.float64)
     res.update(n_missing_words=len(absent), missing_words=absent[:20],
-               alone_layers=[rho_with_interval(c, scores, seed, 0)["rho"]
-                             for c in pair_cosines(alone, index, covered)])
+               **_rhos("alone_layers", [rho_with_interval(c, scores, seed, 0)
+                                        for c in pair_cosines(alone, index, covered)]))
     return res
+
+
+def _rhos(name: str, results: Sequence[Dict[str, Any]]) -> Dict[str, List[Any]]:
+    """``{name: the rhos, name + "_undefined": why each is undefined (None where defined)}`` of
+    :func:`rho_with_interval` results, one per layer (a report showed their ``-`` unexplained)."""
+    return {name: [r["rho"] for r in results], f"{name}_undefined": [r["undefined"] for r in results]}
 
 
 def similarity_eval(model, sets: Mapping[str, Sequence[Pair]], glove: Optional[Glove] = None,
@@ -223,7 +229,9 @@ def similarity_eval(model, sets: Mapping[str, Sequence[Pair]], glove: Optional[G
         "layers_undefined_draws", "layers_undefined", ["glove"]}}}``; a rho is None where it is
         undefined (the reason in ``layers_undefined``); ``layers_undefined_draws``: how many of
         the bootstrap's draws left rho undefined (their interval is over the rest); with a corpus, ``"type_average"``: {name: the same keys on the
-        pairs whose words occur, ``n_missing_words``, ``missing_words``, ``alone_layers``}.
+        pairs whose words occur, ``n_missing_words``, ``missing_words``, ``alone_layers``,
+        ``alone_layers_undefined``}. ``"glove"``'s ``layers`` (each layer on GloVe's pairs) have
+        their reasons in its ``layers_undefined`` as well.
     """
     if not sets:
         raise ValueError("no word pair sets to evaluate")

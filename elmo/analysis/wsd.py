@@ -255,7 +255,10 @@ def wsd_eval(model, examples: Sequence[SenseExample], senses: Sequence[Sense],
         groups = {k: groups[k] for k in keys}
     train, test = split_by_lemma(groups, test_fraction, seed)
     if not test:
-        raise ValueError("no test examples: too few lemmas or test_fraction 0")
+        # (it blamed "test_fraction 0", which is refused above)
+        raise ValueError(f"no test examples: the split put all {len(train)} examples of the {len(groups)} "
+                         f"lemma(s) with examples in 2 or more senses on the train side; give more "
+                         f"examples or lemmas (max_lemmas), or a larger test_fraction")
     mfs = most_frequent_senses(senses)
     items = train + test
     arrays = embed_layers(model, [list(it.tokens) for it in items], batch_size)
