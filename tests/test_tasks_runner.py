@@ -587,3 +587,43 @@ def test_the_data_block_records_the_task_files_hash_the_runs_fingerprints_count(
     assert recorded == hashlib.sha256(before).hexdigest()         # the contents it hashed first
     train.write_bytes(before)                     # the fingerprint of the contents recorded
     assert results["runs"][0]["fingerprint"] == runner.run_fingerprint(cfg, cfg.tasks[0], cfg.variants[0])
+
+
+def test_the_data_block_records_the_size_of_the_contents_it_hashed(tmp_path, monkeypatch):
+    """results.json's data block took a task file's SHA-256 before the read and its size in
+    bytes after it: a file edited between the two was recorded with a size that disagreed with
+    its hash. Both now come from one reading."""
+    import hashlib
+    import elmo.tasks.runner as runner
+    folders = write_tiny_tasks(tmp_path)
+    train = folders["pos"] / "train.txt"
+    before = train.read_bytes()
+    real_load_task = runner.load_task
+
+    def edit_then_read(*args, **kwargs):          # (after the hash, before the read)
+        with open(train, "a") as f:
+            f.write("the/at dog/nn ran/vbd\n")
+        return real_load_task(*args, **kwargs)
+
+    cfg = normalise_config(tiny_config(folders, tasks=[{"task": "pos", "data_dir": str(folders["pos"])}],
+                                       variants=[{"name": "baseline"}]))
+    monkeypatch.setattr(runner, "load_task", edit_then_read)
+    results = run_experiment(cfg, out=tmp_path / "out", log=lambda s: None)
+    recorded = results["data"]["pos"]["source"]["files"]["train"]
+    assert recorded["sha256"] == hashlib.sha256(before).hexdigest()
+    assert recorded["bytes"] == len(before) != train.stat().st_size
+    dev = results["data"]["pos"]["source"]["files"]["dev"]       # (not edited: as it is on disk)
+    assert dev["bytes"] == (folders["pos"] / "dev.txt").stat().st_size
+
+
+def test_describe_files_takes_size_and_hash_of_one_reading(tmp_path):
+    """Without digests, each file is hashed and counted in the same pass."""
+    import hashlib
+    from elmo.tasks.files import FileDigest, describe_files, file_digest
+    path = tmp_path / "t.txt"
+    path.write_bytes(b"a b\n" * 300_000)              # (more than one block of the read)
+    assert file_digest(path) == FileDigest(hashlib.sha256(path.read_bytes()).hexdigest(), 1_200_000)
+    described = describe_files({"train": path})["train"]
+    assert (described["bytes"], described["sha256"]) == tuple(file_digest(path)[::-1])
+    given = describe_files({"train": path}, {"train": FileDigest("0" * 64, 7)})["train"]
+    assert (given["bytes"], given["sha256"]) == (7, "0" * 64)      # the reading taken before

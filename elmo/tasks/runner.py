@@ -68,6 +68,7 @@ from .models import Encoder, TaskModel
 from .paired import paired_difference, sample_std
 from .report import write_reports
 from .experiment_config import ExperimentConfig, ModelSettings, Variant, check_bilm_logins, check_variants_differ
+from .files import FileDigest, file_digest
 from .train_loop import FitConfig, fit, metric_value, predict, score
 from .. import tokenize as tokenizer
 from ..config import ConfigError
@@ -265,8 +266,18 @@ def _data_paths(spec: dict) -> Dict[str, Path]:
 def _data_checksums(spec: dict) -> Dict[str, Optional[str]]:
     """split -> SHA-256 of the user-supplied files a task spec reads (None when missing;
     :func:`_data_paths`)."""
-    from .files import file_sha256
-    return {k: file_sha256(p) if p.is_file() else None for k, p in sorted(_data_paths(spec).items())}
+    return _checksums_of(_data_digests(spec))
+
+
+def _data_digests(spec: dict) -> Dict[str, Optional[FileDigest]]:
+    """split -> SHA-256 and size (one reading) of the user-supplied files a task spec reads
+    (None when missing; :func:`_data_paths`)."""
+    return {k: file_digest(p) if p.is_file() else None for k, p in sorted(_data_paths(spec).items())}
+
+
+def _checksums_of(digests: Dict[str, Optional[FileDigest]]) -> Dict[str, Optional[str]]:
+    """split -> SHA-256 of :func:`_data_digests`: what a run's fingerprint counts."""
+    return {k: d.sha256 if d else None for k, d in digests.items()}
 
 
 def _whole_number_labels(spec: dict, checksums: Dict[str, Optional[str]]) -> bool:
@@ -495,10 +506,11 @@ class PreparedTask:
 
 
 def prepare_task(spec: dict, cfg: ExperimentConfig,
-                 checksums: Optional[Dict[str, Optional[str]]] = None) -> PreparedTask:
-    """A task's data, vocabulary, embeddings and settings; ``checksums`` (its files' SHA-256,
-    taken before they are read) are what results.json's data block records of its files."""
-    data = load_task(spec, checksums)
+                 digests: Optional[Dict[str, Optional[FileDigest]]] = None) -> PreparedTask:
+    """A task's data, vocabulary, embeddings and settings; ``digests`` (its files' SHA-256
+    and sizes, taken before they are read) are what results.json's data block records of its
+    files."""
+    data = load_task(spec, digests)
     train_tokens = [s for ex in data.splits["train"] for s in (ex.tokens, ex.tokens_b) if s]
     other_tokens = [s for k in data.splits if k != "train" for ex in data.splits[k]
                     for s in (ex.tokens, ex.tokens_b) if s]
@@ -1005,11 +1017,13 @@ def _run_all(cfg: ExperimentConfig, results: dict, results_path: Path, done: Lis
     # Each file is hashed once: results.json's data block records that same SHA-256 (hashed
     # again after the read, a file edited meanwhile was recorded with one its runs'
     # fingerprints disagreed with; and each variant's fingerprint hashed the files anew).
-    checksums = [_data_checksums(spec) for spec in cfg.tasks]
-    fingerprints = [{v.name: run_fingerprint(cfg, spec, v, bilms, data) for v in variants}
-                    for spec, data in zip(cfg.tasks, checksums)]
+    # (and its size, of that same reading: a size taken after the read described no version of
+    # a file edited meanwhile).
+    digests = [_data_digests(spec) for spec in cfg.tasks]
+    fingerprints = [{v.name: run_fingerprint(cfg, spec, v, bilms, _checksums_of(data)) for v in variants}
+                    for spec, data in zip(cfg.tasks, digests)]
     # every task's files are read (and checked) before the first model trains
-    preps = [prepare_task(spec, cfg, data) for spec, data in zip(cfg.tasks, checksums)]
+    preps = [prepare_task(spec, cfg, data) for spec, data in zip(cfg.tasks, digests)]
     pool.check(variants, cfg)
     for spec, prep, fingerprint in zip(cfg.tasks, preps, fingerprints):
         name = prep.data.name
