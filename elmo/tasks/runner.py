@@ -714,6 +714,7 @@ def plan(cfg: ExperimentConfig, only_variants: Optional[Sequence[str]] = None) -
     runs. Loads the data (fetching it if needed), trains nothing. A biLM URL's password is
     shown as ``***``."""
     from ..redact import redact_url
+    check_variants_differ(cfg)      # (as run_experiment and the command do: a plan they refuse)
     # (--plan --variants listed and counted every variant, and took a name the config lacks)
     selected = selected_variants(cfg, only_variants)
     lines = []
