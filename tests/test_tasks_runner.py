@@ -512,9 +512,35 @@ def test_a_diverged_run_is_one_line_naming_its_task_variant_and_seed(tmp_path, m
     assert err.startswith("elmo experiment: error: pos / elmo-in-out / seed 1: the task model diverged: "
                           "5 batches in a row"), err
     assert "(train.grad_clip 5 is on)" in err and "set train.grad_clip" not in err
-    assert err.endswith("the runs that finished are kept for --resume") and "\n" not in err
+    assert err.endswith("the 1 run(s) that finished are kept for --resume, where their settings are unchanged "
+                        "(train.lr lowered for this task alone, in its entry's \"train\", keeps the other tasks' "
+                        "runs; in the train block, none)") and "\n" not in err
     runs = json.loads((out / "results.json").read_text())["runs"]
     assert [(r["variant"], r["seed"]) for r in runs] == [("baseline", 1)]
+
+
+def test_a_diverged_first_run_says_there_is_nothing_to_resume(tmp_path, monkeypatch, capsys):
+    """The first run of an experiment diverged, and the line said the runs that finished are
+    kept for --resume: none had."""
+    import elmo.tasks.runner as runner
+    folders = write_tiny_tasks(tmp_path)
+    real_build = runner.build_model
+
+    def nan_loss(*args, **kwargs):
+        model = real_build(*args, **kwargs)
+        loss = model.loss
+        model.loss = lambda batch: loss(batch) * float("nan")
+        return model
+
+    monkeypatch.setattr(runner, "build_model", nan_loss)
+    cfg = tiny_config(folders, tasks=[{"task": "pos", "data_dir": str(folders["pos"])}])
+    path = tmp_path / "cfg.json"
+    path.write_text(json.dumps(cfg))
+    assert main(["experiment", str(path), "--out", str(tmp_path / "out"), "--quiet"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("elmo experiment: error: pos / baseline / seed 1: the task model diverged: ")
+    assert err.endswith("; no run has finished, so there is nothing to resume: run the experiment again")
+    assert "kept for --resume" not in err and "\n" not in err
 
 
 def test_a_task_file_edited_during_the_experiment_is_trained_on_again_on_resume(tmp_path, monkeypatch):

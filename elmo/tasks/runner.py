@@ -1006,6 +1006,19 @@ def _memory_error(data: TaskData, variant: str, seed: int, batch_size: int) -> C
                        f"(max_tokens, max_tokens_b); the runs that finished are kept for --resume")
 
 
+def _diverged_error(run: str, err: FloatingPointError, finished: int) -> FloatingPointError:
+    """The one line of a ``run`` whose model diverged (``err``), with ``finished`` runs in
+    results.json: what --resume keeps of them, or that there is none to keep."""
+    if not finished:
+        # ("the runs that finished are kept for --resume" where none had)
+        return FloatingPointError(f"{run}: {err}; no run has finished, so there is nothing to resume: "
+                                  f"run the experiment again")
+    # (a lower train.lr is in every run's fingerprint: --resume would keep none of them)
+    return FloatingPointError(f"{run}: {err}; the {finished} run(s) that finished are kept for --resume, "
+                              f"where their settings are unchanged (train.lr lowered for this task alone, in "
+                              f"its entry's \"train\", keeps the other tasks' runs; in the train block, none)")
+
+
 def _run_all(cfg: ExperimentConfig, results: dict, results_path: Path, done: List[dict],
              log: Callable[[str], None], variants: Sequence[Variant], bilms: BiLMChecksums,
              models: Optional[Path] = None) -> None:
@@ -1058,8 +1071,8 @@ def _run_all(cfg: ExperimentConfig, results: dict, results_path: Path, done: Lis
                 except FloatingPointError as err:
                     # a diverged model: the one line named neither the task, the variant nor the
                     # seed (the log said it lines before, and --quiet not at all)
-                    raise FloatingPointError(f"{name} / {variant.name} / seed {seed}: {err}; the runs "
-                                             f"that finished are kept for --resume") from err
+                    raise _diverged_error(f"{name} / {variant.name} / seed {seed}", err,
+                                          len(results["runs"])) from err
                 record["fingerprint"] = fingerprint[variant.name]
                 if variant.elmo is not None:
                     record["bilm_sha256"] = bilms(cfg.bilm_of(variant))
