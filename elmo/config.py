@@ -132,6 +132,25 @@ class LSTMConfig:
                 "use_skip_connections": self.use_skip_connections}
 
 
+#: The most values the character CNN may compute for one token: at each of its
+#: ``max_characters_per_token`` positions the character embedding and every filter's output
+#: (about 10**5 in the released models, 50 positions of 16 + 2048). Beyond it a batch of tokens
+#: cannot be held: 10**9 positions passed, and the first batch failed with a MemoryError naming
+#: no file.
+MAX_VALUES_PER_TOKEN = 2**24
+
+
+def _check_values_per_token(max_chars: int, emb_dim: int, n_filters: int) -> None:
+    """Refuse a ``max_characters_per_token`` whose one token needs more than
+    :data:`MAX_VALUES_PER_TOKEN` values, given the embedding and filter sizes."""
+    per_position = emb_dim + n_filters
+    if max_chars * per_position > MAX_VALUES_PER_TOKEN:
+        raise ConfigError(f"char_cnn.max_characters_per_token: {max_chars} positions of {per_position} values "
+                          f"each (char_cnn.embedding.dim {emb_dim} + {n_filters} filters) are "
+                          f"{max_chars * per_position} values for every token, more than a batch can hold; "
+                          f"at most {MAX_VALUES_PER_TOKEN // per_position} with these sizes (released models: 50)")
+
+
 def _char_cnn_fields(d: Mapping[str, Any]) -> Dict[str, Any]:
     """The checked :class:`CharCNNConfig` fields of an options file's ``char_cnn`` section."""
     if not isinstance(d, Mapping):
@@ -154,6 +173,7 @@ def _char_cnn_fields(d: Mapping[str, Any]) -> Dict[str, Any]:
                       check=lambda v: v >= 3, why="must be at least 3 (begin, end and one byte)")
     if max(w for w, _ in filters) > max_chars:
         raise ConfigError(f"char_cnn.filters: a width exceeds max_characters_per_token={max_chars}")
+    _check_values_per_token(max_chars, emb_dim, sum(n for _, n in filters))
     return dict(
         embedding_dim=emb_dim,
         filters=tuple(filters),

@@ -25,7 +25,8 @@ Two English tokenizers follow these rules, for two jobs:
 
 :func:`split_clitics` splits clitics off corpora that keep them attached (Brown). For Chinese
 (ELMoForManyLangs' models), :func:`tokenize_zh` segments words with jieba, an optional package
-(``pip install 'elmo-pytorch[zh]'``) imported on first use. :func:`get_tokenizer` picks a
+(``pip install 'elmo-pytorch[zh]'``) imported on first use, whose version
+(:func:`jieba_version`) ``elmo embed`` records. :func:`get_tokenizer` picks a
 tokenizer by name (``elmo embed --tokenize en|zh``).
 """
 from __future__ import annotations
@@ -53,7 +54,8 @@ TOKENIZER_REVISION = 5
 
 class TokenizerRevisionWarning(UserWarning):
     """What is resumed or loaded was tokenized by another (or an unrecorded) revision of
-    :func:`tokenize` (:data:`TOKENIZER_REVISION`); the command line shows it as one line."""
+    :func:`tokenize` (:data:`TOKENIZER_REVISION`), or segmented by an unrecorded jieba version;
+    the command line shows it as one line."""
 
 #: Characters mapped before tokenization: curly quotes and apostrophes, odd spaces.
 CHAR_MAP = str.maketrans({
@@ -298,6 +300,19 @@ def tokenize_zh(text: str) -> List[str]:
     Text that is already segmented needs no tokenizer: split it on whitespace.
     """
     return [t for t in _jieba().lcut(text) if not t.isspace()]
+
+
+def jieba_version() -> str:
+    """The installed jieba's version (``"unknown"`` where it gives none): another version can
+    segment a text otherwise (its dictionary and rules change), so ``elmo embed`` records it."""
+    version = getattr(_jieba(), "__version__", None)
+    if not version:
+        from importlib import metadata
+        try:
+            version = metadata.version("jieba")
+        except metadata.PackageNotFoundError:
+            version = "unknown"
+    return str(version)
 
 
 def get_tokenizer(name):

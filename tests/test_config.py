@@ -162,3 +162,25 @@ def test_config_built_directly_equals_the_files():
         elmo.ElmoOptions(LSTM_OK, built.char_cnn)  # a dict: an AttributeError inside BiLM
     with pytest.raises(ConfigError, match="^bidirectional: "):
         elmo.ElmoOptions(built.lstm, built.char_cnn, extra={"bidirectional": False})
+
+
+def test_a_token_width_no_batch_can_hold_is_refused_naming_the_file(tmp_path):
+    """max_characters_per_token 10**9 passed the checks, and the first batch failed with a
+    MemoryError naming no file: one token's character CNN values (each position's embedding
+    and every filter's output) are now bounded, by the sizes the file gives."""
+    d = broken(("char_cnn", "max_characters_per_token"), 10**9)
+    emb = d["char_cnn"]["embedding"]["dim"]
+    per_position = emb + sum(n for _, n in d["char_cnn"]["filters"])
+    path = tmp_path / "options.json"
+    path.write_text(json.dumps(d))
+    with pytest.raises(ConfigError, match=rf"^{path}: char_cnn\.max_characters_per_token: 1000000000 positions of "
+                                          rf"{per_position} values each \(char_cnn\.embedding\.dim {emb} \+ "):
+        ElmoOptions.from_file(path)
+    from elmo.config import MAX_VALUES_PER_TOKEN
+    most = MAX_VALUES_PER_TOKEN // per_position
+    assert ElmoOptions.from_dict(broken(("char_cnn", "max_characters_per_token"), most)).char_cnn \
+        .max_characters_per_token == most
+    with pytest.raises(ConfigError, match=rf"at most {most} with these sizes"):
+        ElmoOptions.from_dict(broken(("char_cnn", "max_characters_per_token"), most + 1))
+    with pytest.raises(ConfigError, match=r"^char_cnn\.max_characters_per_token: "):       # built directly too
+        elmo.CharCNNConfig(**{**CNN_OK, "max_characters_per_token": 10**9})

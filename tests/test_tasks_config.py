@@ -358,3 +358,47 @@ def test_a_variant_that_repeats_an_earlier_one_is_refused_before_any_run(tmp_pat
     differ = [{"name": "b"}, {"name": "e", "elmo": {}}, {"name": "r", "elmo": {"bilm": "random:fixture"}},
               {"name": "io", "elmo": {"positions": ["input", "output"]}}]
     assert main(["experiment", str(_write(path, {**cfg, "variants": differ})), "--plan"]) == 0
+
+
+def test_variants_naming_one_bilm_by_two_names_are_refused(tmp_path, monkeypatch):
+    """The check compared the biLM specs as written: "fixture" and its folder's absolute path,
+    "./m" and "m", a published model's name and its folder in the cache, were two biLMs, and
+    each run of the second variant repeated the first's. Nothing is fetched to tell."""
+    import shutil
+
+    import elmo
+    from elmo.hub import registry
+    from elmo.hub.download import cache_path
+    from elmo.hub.resolve import as_folder, Local
+    from elmo.tasks.experiment_config import check_variants_differ
+    monkeypatch.setenv("ELMO_HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    shutil.copytree(elmo.model_path("fixture"), tmp_path / "m")
+    small = registry.get("small")
+    pair = [cache_path(small.urls[k]) for k in ("options", "weights")]
+    cached = as_folder(Local(options=pair[0], weights=pair[1]), "small")   # (links; no file needed)
+    same = [("fixture", str(elmo.model_path("fixture").resolve())), ("./m", "m"), ("m", str(tmp_path / "m")),
+            ("random:fixture", "random:" + str(elmo.model_path("fixture"))), ("small", str(cached)),
+            ("default", str(elmo.model_path("default")))]
+    for first, second in same:
+        cfg = normalise_config({"tasks": [{"task": "pos"}], "bilm": first, "variants": [
+            {"name": "b"}, {"name": "e", "elmo": {}}, {"name": "e2", "elmo": {"bilm": second}}]})
+        with pytest.raises(ConfigError, match=re.escape("variants[2] (e2): its elmo settings (and biLM) "
+                                                        "are those of 'e'")):
+            check_variants_differ(cfg)
+    assert not any(p.exists() for p in pair)                       # (nothing was downloaded)
+    differ = [("fixture", "m"), ("fixture", "random:fixture"), ("small", "medium"), ("m", str(cached))]
+    for first, second in differ:
+        check_variants_differ(normalise_config({"tasks": [{"task": "pos"}], "bilm": first, "variants": [
+            {"name": "b"}, {"name": "e", "elmo": {}}, {"name": "e2", "elmo": {"bilm": second}}]}))
+
+
+def test_plan_from_python_refuses_a_repeated_variant(tmp_path):
+    """runner.plan() listed a config whose variants repeat one another; only the command
+    refused it."""
+    from elmo.tasks.runner import plan
+    folders = write_tiny_tasks(tmp_path)
+    cfg = normalise_config(tiny_config(folders, tasks=[{"task": "pos", "data_dir": str(folders["pos"])}],
+                                       variants=[{"name": "b"}, {"name": "b2"}]))
+    with pytest.raises(ConfigError, match=re.escape("variants[1] (b2): without 'elmo' it is a second baseline")):
+        plan(cfg)

@@ -512,9 +512,35 @@ def test_a_diverged_run_is_one_line_naming_its_task_variant_and_seed(tmp_path, m
     assert err.startswith("elmo experiment: error: pos / elmo-in-out / seed 1: the task model diverged: "
                           "5 batches in a row"), err
     assert "(train.grad_clip 5 is on)" in err and "set train.grad_clip" not in err
-    assert err.endswith("the runs that finished are kept for --resume") and "\n" not in err
+    assert err.endswith("the 1 run(s) that finished are kept for --resume, where their settings are unchanged "
+                        "(train.lr lowered for this task alone, in its entry's \"train\", keeps the other tasks' "
+                        "runs; in the train block, none)") and "\n" not in err
     runs = json.loads((out / "results.json").read_text())["runs"]
     assert [(r["variant"], r["seed"]) for r in runs] == [("baseline", 1)]
+
+
+def test_a_diverged_first_run_says_there_is_nothing_to_resume(tmp_path, monkeypatch, capsys):
+    """The first run of an experiment diverged, and the line said the runs that finished are
+    kept for --resume: none had."""
+    import elmo.tasks.runner as runner
+    folders = write_tiny_tasks(tmp_path)
+    real_build = runner.build_model
+
+    def nan_loss(*args, **kwargs):
+        model = real_build(*args, **kwargs)
+        loss = model.loss
+        model.loss = lambda batch: loss(batch) * float("nan")
+        return model
+
+    monkeypatch.setattr(runner, "build_model", nan_loss)
+    cfg = tiny_config(folders, tasks=[{"task": "pos", "data_dir": str(folders["pos"])}])
+    path = tmp_path / "cfg.json"
+    path.write_text(json.dumps(cfg))
+    assert main(["experiment", str(path), "--out", str(tmp_path / "out"), "--quiet"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("elmo experiment: error: pos / baseline / seed 1: the task model diverged: ")
+    assert err.endswith("; no run has finished, so there is nothing to resume: run the experiment again")
+    assert "kept for --resume" not in err and "\n" not in err
 
 
 def test_a_task_file_edited_during_the_experiment_is_trained_on_again_on_resume(tmp_path, monkeypatch):
@@ -566,7 +592,8 @@ def test_resume_with_fewer_seeds_says_which_finished_runs_it_drops(tmp_path):
 def test_the_data_block_records_the_task_files_hash_the_runs_fingerprints_count(tmp_path, monkeypatch):
     """results.json's data block hashed a task's files after they were read, each run's
     fingerprint before: a file edited between the two was recorded with a SHA-256 its runs'
-    fingerprints disagreed with. Both now come from one hash, taken before the read."""
+    fingerprints disagreed with. Both now come from one hash, taken before the read; and the
+    file's size in bytes, taken after the read, from that same reading."""
     import hashlib
     import elmo.tasks.runner as runner
     folders = write_tiny_tasks(tmp_path)
@@ -585,5 +612,20 @@ def test_the_data_block_records_the_task_files_hash_the_runs_fingerprints_count(
     results = run_experiment(cfg, out=tmp_path / "out", log=lambda s: None)
     recorded = results["data"]["pos"]["source"]["files"]["train"]["sha256"]
     assert recorded == hashlib.sha256(before).hexdigest()         # the contents it hashed first
+    size = results["data"]["pos"]["source"]["files"]["train"]["bytes"]
+    assert size == len(before) != train.stat().st_size              # (of those contents too)
     train.write_bytes(before)                     # the fingerprint of the contents recorded
     assert results["runs"][0]["fingerprint"] == runner.run_fingerprint(cfg, cfg.tasks[0], cfg.variants[0])
+
+
+def test_describe_files_takes_size_and_hash_of_one_reading(tmp_path):
+    """Without digests, each file is hashed and counted in the same pass."""
+    import hashlib
+    from elmo.tasks.files import FileDigest, describe_files, file_digest
+    path = tmp_path / "t.txt"
+    path.write_bytes(b"a b\n" * 300_000)              # (more than one block of the read)
+    assert file_digest(path) == FileDigest(hashlib.sha256(path.read_bytes()).hexdigest(), 1_200_000)
+    described = describe_files({"train": path})["train"]
+    assert (described["bytes"], described["sha256"]) == tuple(file_digest(path)[::-1])
+    given = describe_files({"train": path}, {"train": FileDigest("0" * 64, 7)})["train"]
+    assert (given["bytes"], given["sha256"]) == (7, "0" * 64)      # the reading taken before

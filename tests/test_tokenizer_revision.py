@@ -151,3 +151,52 @@ def test_a_saved_model_that_tokenizes_warns_at_load_under_another_revision(tmp_p
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         load(plain)
+
+
+def _fake_jieba(monkeypatch, version):
+    """A jieba module (the package is optional) of ``version`` that splits on spaces and
+    then between characters of words longer than 3 (another version could split otherwise)."""
+    import sys
+    import types
+    fake = types.ModuleType("jieba")
+    fake.__version__ = version
+    fake.setLogLevel = lambda level: None
+    fake.lcut = lambda text: [w for word in text.split(" ") for w in ([word] if len(word) <= 3 else list(word))]
+    monkeypatch.setitem(sys.modules, "jieba", fake)
+
+
+def test_embed_resume_under_another_jieba_version_is_refused(tmp_path, inp, monkeypatch):
+    """--tokenize zh recorded no jieba version: a resume under another jieba went on, and one
+    output held lines of two segmentations. The version is recorded, and a resume under
+    another is refused naming both."""
+    bilm = random_bilm(seed=11)
+    _fake_jieba(monkeypatch, "0.42.1")
+    out = tmp_path / "out.hdf5"
+    assert embed_file(inp, out, bilm, tokenize="zh", rank=1, world_size=2, **KW) is None   # half done
+    done = embed_file(inp, tmp_path / "done.hdf5", bilm, tokenize="zh", **KW)
+    assert _settings(done)["jieba_version"] == "0.42.1"
+    assert "jieba_version" not in _settings(embed_file(inp, tmp_path / "en.hdf5", bilm, tokenize=True, **KW))
+    _fake_jieba(monkeypatch, "0.43")
+    for target in (out, done):
+        with pytest.raises(SettingsMismatch, match=r"holds text segmented by jieba 0\.42\.1, this run's jieba is "
+                                                   r"0\.43, which may segment some lines otherwise; install jieba "
+                                                   r"0\.42\.1 to resume, or pass --overwrite"):
+            embed_file(inp, target, bilm, tokenize="zh", **KW)
+    embed_file(inp, done, bilm, tokenize="zh", overwrite=True, **KW)
+    assert _settings(done)["jieba_version"] == "0.43"
+    _fake_jieba(monkeypatch, "0.42.1")                    # the version it was begun with resumes it
+    assert embed_file(inp, out, bilm, tokenize="zh", rank=0, world_size=2, wait_timeout=10, **KW) == out
+
+
+def test_embed_resume_of_a_zh_output_begun_before_jieba_versions_warns_and_goes_on(tmp_path, inp, monkeypatch):
+    bilm = random_bilm(seed=11)
+    _fake_jieba(monkeypatch, "0.42.1")
+    out = embed_file(inp, tmp_path / "out.hdf5", bilm, tokenize="zh", **KW)
+    with h5py.File(out, "r+") as f:                       # as an earlier version wrote it
+        record = json.loads(f.attrs["settings"])
+        del record["jieba_version"]
+        f.attrs["settings"] = json.dumps(record, sort_keys=True)
+    with pytest.warns(TokenizerRevisionWarning, match=r"out\.hdf5 was begun before jieba's version was recorded: "
+                                                      r"resuming it, .* than jieba 0\.42\.1 segments them; pass "
+                                                      r"--overwrite"):
+        assert embed_file(inp, out, bilm, tokenize="zh", **KW) == out

@@ -672,6 +672,24 @@ def test_steps_that_keep_diverging_stop_the_run_before_saving(tmp_path, toy, mon
     assert "elmo train: error: training diverged: the last 5 steps (up to step 5)" in err and "Traceback" not in err
 
 
+def test_a_run_that_diverges_before_its_first_checkpoint_is_not_told_to_resume(tmp_path, toy, monkeypatch):
+    """NaN from the first step: the line said "Resume with a lower --lr" where no checkpoint
+    had been written. It says to run again, which (in the same --output) starts afresh."""
+    train_txt, _, vocab_txt = toy
+    cfg = tiny_config(tmp_path / "run", train_txt, vocab_txt, max_steps=12, checkpoint_every=10)
+    _nan_loss_at(monkeypatch, set(range(1, 100)))
+    with pytest.raises(FloatingPointError) as info:
+        train(cfg)
+    message = str(info.value)
+    assert message == ("training diverged: the last 5 steps (up to step 5) had a non-finite loss or gradient and "
+                       "changed nothing, before the first checkpoint, so there is nothing to resume from; run again "
+                       "(in this --output it starts afresh) with a lower --lr, or in float32 if --bf16 was on")
+    assert not list_checkpoints(tmp_path / "run" / "checkpoints")
+    monkeypatch.undo()
+    cfg = tiny_config(tmp_path / "run", train_txt, vocab_txt, max_steps=12, checkpoint_every=10, lr=0.1)
+    assert train(cfg)["finished"]                       # as it says
+
+
 def test_a_run_that_ends_on_non_finite_steps_is_not_exported(tmp_path, toy, monkeypatch):
     """--lr 1e30 over 2 steps: the first update gives weights near 1e28, the second loss is NaN
     and skipped, and the run ended there, "finished", exporting a model whose every loss is NaN.

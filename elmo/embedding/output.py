@@ -14,8 +14,9 @@ The merged file has the layout of the original ELMo command (AllenNLP ``elmo``):
 Root attributes added here: ``model_config`` (options JSON), ``command_line``, ``layers``,
 ``stateful`` and ``settings`` (JSON of everything that determines the values under the run's
 mode, :func:`value_settings`; a resumed run must match it). With ``--tokenize en`` the settings
-hold ``tokenizer_revision`` (:data:`elmo.tokenize.TOKENIZER_REVISION`): a resume under another
-revision is refused.
+hold ``tokenizer_revision`` (:data:`elmo.tokenize.TOKENIZER_REVISION`), with ``--tokenize zh``
+``jieba_version`` (:func:`elmo.tokenize.jieba_version`): a resume under another revision or
+jieba version is refused.
 
 Crash safety: nothing is ever written in place. Each segment (a block of consecutive lines) is
 written to a temporary file in ``OUTPUT.parts/`` and renamed when complete; the merged file is
@@ -116,12 +117,18 @@ def compare_settings(found: Optional[str], settings: Dict, where: Path) -> None:
     count (see :func:`value_settings`)."""
     old = json.loads(found) if found else {}
     differing = differing_settings(old, settings)
-    if "tokenizer_revision" in differing and old.get("tokenize") == settings.get("tokenize"):
+    if old.get("tokenize") == settings.get("tokenize"):
         # the same command cannot resume it: this version's tokenizer splits some texts otherwise
-        raise SettingsMismatch(f"{where} holds tokens of tokenizer revision {old.get('tokenizer_revision')}, "
-                               f"this version's --tokenize gives revision {settings.get('tokenizer_revision')} "
-                               f"(elmo.tokenize.TOKENIZER_REVISION), whose tokens of some lines differ; "
-                               f"pass --overwrite to start again with this one")
+        if "tokenizer_revision" in differing:
+            raise SettingsMismatch(f"{where} holds tokens of tokenizer revision {old.get('tokenizer_revision')}, "
+                                   f"this version's --tokenize gives revision {settings.get('tokenizer_revision')} "
+                                   f"(elmo.tokenize.TOKENIZER_REVISION), whose tokens of some lines differ; "
+                                   f"pass --overwrite to start again with this one")
+        if "jieba_version" in differing:
+            raise SettingsMismatch(f"{where} holds text segmented by jieba {old.get('jieba_version')}, this run's "
+                                   f"jieba is {settings.get('jieba_version')}, which may segment some lines "
+                                   f"otherwise; install jieba {old.get('jieba_version')} to resume, or pass "
+                                   f"--overwrite to start again with this one")
     if differing:
         raise SettingsMismatch(f"{where} was written by a different command (it differs in: "
                                f"{', '.join(differing)}); rerun the same command to resume, or "

@@ -97,22 +97,31 @@ def _digest_to_record(bilm: BiLM, output_path: Path, overwrite: bool) -> str:
     return legacy if legacy in recorded else digest
 
 
-def _revision_to_record(output_path: Path, tokenize: Union[bool, str, None], overwrite: bool, rank: int) -> Optional[int]:
-    """The tokenizer revision of this run (:data:`elmo.tokenize.TOKENIZER_REVISION`), for the
-    English tokenizer only (None: none recorded). OUTPUT or its segments written with it before
-    revisions were recorded keep none, with one warning: their tokens are of an unknown
-    revision, and every such output was refused if a resume required one."""
-    if tokenize is not True:
-        return None
-    if not overwrite and any(r.get("tokenize") is True and "tokenizer_revision" not in r
+def _tokenizer_record(output_path: Path, tokenize: Union[bool, str, None], overwrite: bool,
+                      rank: int) -> Dict[str, Any]:
+    """What this run records of its tokenizer's version: the English tokenizer's revision
+    (``tokenizer_revision``, :data:`elmo.tokenize.TOKENIZER_REVISION`), jieba's version with
+    ``--tokenize zh`` (``jieba_version``; another version can segment a line otherwise, and a
+    resume under it mixed two segmentations in one output); nothing without a tokenizer. OUTPUT
+    or its segments written before it was recorded keep none, with one warning: their tokens
+    are of an unknown version, and every such output was refused if a resume required one."""
+    value: Union[int, str]
+    if tokenize is True:
+        key, value = "tokenizer_revision", tokenizer.TOKENIZER_REVISION
+        what, now = "the tokenizer revision", f"this version's --tokenize en splits them (revision {value})"
+    elif tokenize == "zh":
+        key, value = "jieba_version", tokenizer.jieba_version()
+        what, now = "jieba's version", f"jieba {value} segments them"
+    else:
+        return {}
+    if not overwrite and any(r.get("tokenize") == tokenize and key not in r
                              for r in recorded_settings(output_path)):
         if rank == 0:
-            warnings.warn(f"{output_path} was begun before the tokenizer revision was recorded: resuming "
-                          f"it, though its earlier lines may be split otherwise than this version's "
-                          f"--tokenize en splits them (revision {tokenizer.TOKENIZER_REVISION}); pass --overwrite "
-                          f"to embed every line again", tokenizer.TokenizerRevisionWarning, stacklevel=2)
-        return None
-    return tokenizer.TOKENIZER_REVISION
+            warnings.warn(f"{output_path} was begun before {what} was recorded: resuming it, though its "
+                          f"earlier lines may be split otherwise than {now}; pass --overwrite to embed every "
+                          f"line again", tokenizer.TokenizerRevisionWarning, stacklevel=2)
+        return {}
+    return {key: value}
 
 
 def embed_file(input_path: Union[str, Path], output_path: Union[str, Path],
@@ -301,9 +310,8 @@ def _run_settings(embedder: Embedder, index, selection: LayerSelection, output_p
         "tokenize": cfg.tokenize, "errors": cfg.errors, "sentence_keys": cfg.sentence_keys,
         "forget_sentences": cfg.forget_sentences, "segment_lines": index.segment_lines,
     }
-    revision = _revision_to_record(output_path, cfg.tokenize, cfg.overwrite, rank)
-    if revision is not None:   # (not with another tokenizer: what tokenize-off runs recorded is unchanged)
-        settings["tokenizer_revision"] = revision
+    # (not without a tokenizer: what tokenize-off runs recorded is unchanged)
+    settings.update(_tokenizer_record(output_path, cfg.tokenize, cfg.overwrite, rank))
     return value_settings(settings)   # (a stateful run records no sort_by_length)
 
 

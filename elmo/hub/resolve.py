@@ -430,3 +430,39 @@ def as_folder(local: Local, key: str) -> Path:
 def _link_pair(folder: Path, local: Local) -> None:
     (folder / "options.json").symlink_to(Path(cast(Path, local.options)).resolve())
     (folder / "weights.hdf5").symlink_to(Path(cast(Path, local.weights)).resolve())
+
+
+# ------------------------------------------------------------------ identity
+def model_identity(name_or_path: PathOrUrl) -> Tuple[str, ...]:
+    """What a model name, URL or path stands for on disk, without fetching anything: two
+    names of one model (``fixture`` and its folder's absolute path, ``./m`` and ``m``, a
+    published model's name and its folder in the cache) give one identity. A folder is its
+    resolved path; a folder of just ``options.json`` and ``weights.hdf5`` links (what
+    :func:`as_folder` makes of a pair) is the pair of files they link to, as is a published
+    pair (its files' places in the cache); a published archive is its unpacked folder, while
+    there is one, else its name; a URL is itself."""
+    from .. import which_model
+    found = which_model(name_or_path, warn=False)
+    if found.kind in ("bundled", "local", "unknown"):
+        return _folder_identity(Path(found.path if found.path is not None else name_or_path))
+    if found.kind != "published":
+        return (found.kind, str(name_or_path))
+    # (where its files are or will be, fixed by their URLs: nothing is hashed or verified)
+    entry = registry.get(str(name_or_path))
+    if entry.format == "original":
+        return ("pair", str(cache_path(entry.urls["options"]).resolve()),
+                str(cache_path(entry.urls["weights"]).resolve()))
+    folder = _model_folder(unpacked_path(entry.urls["archive"]))
+    return ("published", str(name_or_path)) if folder is None else _folder_identity(folder)
+
+
+def _folder_identity(path: Path) -> Tuple[str, ...]:
+    """:func:`model_identity` of a local path."""
+    folder = path.resolve()
+    links = [folder / "options.json", folder / "weights.hdf5"]
+    try:
+        if all(p.is_symlink() for p in links) and len(list(folder.iterdir())) == len(links):
+            return ("pair", str(links[0].resolve()), str(links[1].resolve()))
+    except OSError:
+        pass
+    return ("path", str(folder))

@@ -28,9 +28,12 @@ import unicodedata
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union, cast
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union, cast
 
 from ..data import readers
+
+if TYPE_CHECKING:
+    from .files import FileDigest
 
 
 @dataclass(frozen=True)
@@ -334,7 +337,7 @@ def subsample(examples: Sequence[Example], limit: Optional[int], seed: int) -> L
     return [examples[i] for i in keep]
 
 
-def load_task(spec: dict, checksums: Optional[Mapping[str, Optional[str]]] = None) -> TaskData:
+def load_task(spec: dict, digests: Optional[Mapping[str, Optional[FileDigest]]] = None) -> TaskData:
     """The data of one task spec: a built-in task (a preset) or your own files.
 
     Built-in: ``{"task": "pos", "data_dir": optional folder, "max_train"/"max_dev"/"max_test":
@@ -352,8 +355,8 @@ def load_task(spec: dict, checksums: Optional[Mapping[str, Optional[str]]] = Non
     ``name`` (default the task) is what results are reported under, so that one experiment
     can hold the same task at several training-set sizes (``"name": "pos-500"``).
     Paths are used as given (:func:`elmo.tasks.runner.load_config` makes them relative to
-    the config file). ``checksums`` (split -> SHA-256 of its file, taken before the read) are
-    recorded as the files' in ``source``, rather than hashing them again after the read (see
+    the config file). ``digests`` (split -> SHA-256 and size of its file, taken before the read)
+    are recorded as the files' in ``source``, rather than hashing them again after the read (see
     :func:`.files.describe_files`).
     """
     from .files import TaskDataError
@@ -363,9 +366,9 @@ def load_task(spec: dict, checksums: Optional[Mapping[str, Optional[str]]] = Non
     name = spec.get("task")
     assert isinstance(name, str)    # task_entry_problem refused a missing or unknown task
     if name in TASKS:
-        splits, source, kind, metric = _load_preset(spec, checksums)
+        splits, source, kind, metric = _load_preset(spec, digests)
     else:
-        splits, source, kind, metric = _load_files(spec, checksums)
+        splits, source, kind, metric = _load_files(spec, digests)
     from .kinds import task_kind
     if task_kind(kind).span_answers:
         _count_answers_off_span(splits, source)
@@ -527,7 +530,7 @@ def task_entry_problem(spec: Mapping[str, Any]) -> Optional[str]:
     return None
 
 
-def _load_preset(spec: dict, checksums: Optional[Mapping[str, Optional[str]]] = None):
+def _load_preset(spec: dict, digests: Optional[Mapping[str, Optional[FileDigest]]] = None):
     from .files import TaskDataError, check_format, describe_files, read_examples
     name = spec["task"]
     info = TASKS[name]
@@ -546,7 +549,7 @@ def _load_preset(spec: dict, checksums: Optional[Mapping[str, Optional[str]]] = 
                                    **options)
               for split, path in paths.items()}
     source = {"preset": name, "corpus": corpus, "folder": str(folder), "format": info.format,
-              "files": describe_files(paths, checksums), "dev": "file"}
+              "files": describe_files(paths, digests), "dev": "file"}
     return splits, source, info.kind, info.metric
 
 
@@ -559,7 +562,7 @@ def _bio_tag_for_span_f1(tag: str) -> str:
                          "metric token_accuracy for other tags") from None
 
 
-def _load_files(spec: dict, checksums: Optional[Mapping[str, Optional[str]]] = None):
+def _load_files(spec: dict, digests: Optional[Mapping[str, Optional[FileDigest]]] = None):
     from .files import TaskDataError, check_format, describe_files, read_examples
     from .kinds import task_kind
     kind = spec["task"]
@@ -626,5 +629,5 @@ def _load_files(spec: dict, checksums: Optional[Mapping[str, Optional[str]]] = N
     order = ["train", "dev", "test"] + [k for k in splits if k not in ("train", "dev", "test")]
     splits = {k: splits[k] for k in order}
     source = {"preset": None, "corpus": None, "kind": kind, "format": fmt,
-              "tokenize": tokenize, "files": describe_files(paths, checksums), "dev": dev}
+              "tokenize": tokenize, "files": describe_files(paths, digests), "dev": dev}
     return splits, source, kind, metric

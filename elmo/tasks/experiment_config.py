@@ -340,16 +340,31 @@ def check_bilm_logins(cfg: "ExperimentConfig") -> None:
                               f"~/.netrc (or $NETRC) and give the URL without it")
 
 
+def bilm_identity(spec: str) -> Tuple[str, ...]:
+    """The biLM a spec names, one value for each of its names (see
+    :func:`elmo.hub.resolve.model_identity`; nothing is fetched). ``random:SPEC`` is a biLM of
+    its own, ``default`` the package's default model."""
+    import elmo
+    from ..hub.resolve import model_identity
+    from .runner import RANDOM_PREFIX
+    if spec.startswith(RANDOM_PREFIX):
+        return (RANDOM_PREFIX,) + bilm_identity(spec[len(RANDOM_PREFIX):])
+    return model_identity(elmo.DEFAULT_MODEL if spec == "default" else spec)
+
+
 def check_variants_differ(cfg: "ExperimentConfig") -> None:
     """Refuse a variant that is the same model as an earlier one, before a run: a second
     variant without ELMo (``"elmo": null`` or none; a variant's only setting is its ELMo, so
     it is the baseline again), or one whose ELMo settings (defaults filled in, with the biLM
     each one uses) are an earlier variant's. Each was trained and reported under its own name,
-    its every run a repeat of the other's, read as a second result. (Not part of
-    :meth:`ExperimentConfig.check`: results written before this still read.)"""
+    its every run a repeat of the other's, read as a second result. biLMs are compared by what
+    they name (:func:`bilm_identity`): ``fixture`` and its folder's absolute path, ``./m`` and
+    ``m``, are one biLM. (Not part of :meth:`ExperimentConfig.check`: results written before
+    this still read.)"""
     seen: List[Tuple[Optional[ElmoSettings], str]] = []
     for i, v in enumerate(cfg.variants):
-        settings = None if v.elmo is None else dataclasses.replace(v.elmo, bilm=cfg.bilm_of(v))
+        settings = None if v.elmo is None else dataclasses.replace(
+            v.elmo, bilm=repr(bilm_identity(cfg.bilm_of(v))))
         first = next((name for earlier, name in seen if earlier == settings), None)
         if first is not None:
             what = ("without 'elmo' it is a second baseline, the same model as" if v.elmo is None

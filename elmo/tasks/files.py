@@ -55,7 +55,7 @@ import math
 import re
 from collections import Counter
 from pathlib import Path
-from typing import Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple, Union
+from typing import Callable, Dict, List, Mapping, NamedTuple, Optional, Sequence, Set, Tuple, Union
 
 from ..data.fetch import sha256_file
 from ..io import json_objects, text_lines, utf8_error_where
@@ -93,6 +93,24 @@ class TaskDataError(ValueError):
 
 #: A file's SHA-256 (hex): the one the corpus fetcher checks archives with.
 file_sha256 = sha256_file
+
+
+class FileDigest(NamedTuple):
+    """A file's SHA-256 (hex) and its size in bytes, both of one reading."""
+    sha256: str
+    size: int
+
+
+def file_digest(path: Path) -> FileDigest:
+    """:class:`FileDigest` of ``path``: the bytes hashed are the bytes counted (a size taken
+    by ``stat`` apart from the hash could be another version's, the file edited between)."""
+    import hashlib
+    digest, size = hashlib.sha256(), 0
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+            size += len(block)
+    return FileDigest(digest.hexdigest(), size)
 
 
 def check_format(fmt: object, kind: str, where: str) -> dict:
@@ -577,12 +595,17 @@ def whole_number_labels(path: Union[str, Path], kind: str, fmt: dict) -> List[st
 
 
 def describe_files(files: Dict[str, Path],
-                   checksums: Optional[Mapping[str, Optional[str]]] = None) -> Dict[str, dict]:
+                   digests: Optional[Mapping[str, Optional[FileDigest]]] = None) -> Dict[str, dict]:
     """split -> {"path", "bytes", "sha256"}: what results.json records of the data read.
-    ``checksums`` (split -> SHA-256) are the files' hashes taken before they were read, which
-    the runs' fingerprints count: hashed again here, after the read, a file edited meanwhile
-    was recorded with a SHA-256 its runs' fingerprints disagreed with."""
-    checksums = checksums or {}
-    return {split: {"path": str(Path(p).resolve()), "bytes": Path(p).stat().st_size,
-                    "sha256": checksums.get(split) or file_sha256(Path(p))}
-            for split, p in files.items()}
+    ``digests`` (split -> :class:`FileDigest`) are the files' hashes and sizes taken before
+    they were read, which the runs' fingerprints count: hashed again here, after the read, a
+    file edited meanwhile was recorded with a SHA-256 its runs' fingerprints disagreed with.
+    Size and hash are always of one reading (a size taken after the read, with the hash of
+    before it, described no version of an edited file)."""
+    digests = digests or {}
+    described = {}
+    for split, p in files.items():
+        digest = digests.get(split) or file_digest(Path(p))
+        described[split] = {"path": str(Path(p).resolve()), "bytes": digest.size,
+                            "sha256": digest.sha256}
+    return described

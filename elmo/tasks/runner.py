@@ -68,6 +68,7 @@ from .models import Encoder, TaskModel
 from .paired import paired_difference, sample_std
 from .report import write_reports
 from .experiment_config import ExperimentConfig, ModelSettings, Variant, check_bilm_logins, check_variants_differ
+from .files import FileDigest, file_digest
 from .train_loop import FitConfig, fit, metric_value, predict, score
 from .. import tokenize as tokenizer
 from ..config import ConfigError
@@ -265,8 +266,18 @@ def _data_paths(spec: dict) -> Dict[str, Path]:
 def _data_checksums(spec: dict) -> Dict[str, Optional[str]]:
     """split -> SHA-256 of the user-supplied files a task spec reads (None when missing;
     :func:`_data_paths`)."""
-    from .files import file_sha256
-    return {k: file_sha256(p) if p.is_file() else None for k, p in sorted(_data_paths(spec).items())}
+    return _checksums_of(_data_digests(spec))
+
+
+def _data_digests(spec: dict) -> Dict[str, Optional[FileDigest]]:
+    """split -> SHA-256 and size (one reading) of the user-supplied files a task spec reads
+    (None when missing; :func:`_data_paths`)."""
+    return {k: file_digest(p) if p.is_file() else None for k, p in sorted(_data_paths(spec).items())}
+
+
+def _checksums_of(digests: Dict[str, Optional[FileDigest]]) -> Dict[str, Optional[str]]:
+    """split -> SHA-256 of :func:`_data_digests`: what a run's fingerprint counts."""
+    return {k: d.sha256 if d else None for k, d in digests.items()}
 
 
 def _whole_number_labels(spec: dict, checksums: Dict[str, Optional[str]]) -> bool:
@@ -495,10 +506,11 @@ class PreparedTask:
 
 
 def prepare_task(spec: dict, cfg: ExperimentConfig,
-                 checksums: Optional[Dict[str, Optional[str]]] = None) -> PreparedTask:
-    """A task's data, vocabulary, embeddings and settings; ``checksums`` (its files' SHA-256,
-    taken before they are read) are what results.json's data block records of its files."""
-    data = load_task(spec, checksums)
+                 digests: Optional[Dict[str, Optional[FileDigest]]] = None) -> PreparedTask:
+    """A task's data, vocabulary, embeddings and settings; ``digests`` (its files' SHA-256
+    and sizes, taken before they are read) are what results.json's data block records of its
+    files."""
+    data = load_task(spec, digests)
     train_tokens = [s for ex in data.splits["train"] for s in (ex.tokens, ex.tokens_b) if s]
     other_tokens = [s for k in data.splits if k != "train" for ex in data.splits[k]
                     for s in (ex.tokens, ex.tokens_b) if s]
@@ -702,6 +714,7 @@ def plan(cfg: ExperimentConfig, only_variants: Optional[Sequence[str]] = None) -
     runs. Loads the data (fetching it if needed), trains nothing. A biLM URL's password is
     shown as ``***``."""
     from ..redact import redact_url
+    check_variants_differ(cfg)      # (as run_experiment and the command do: a plan they refuse)
     # (--plan --variants listed and counted every variant, and took a name the config lacks)
     selected = selected_variants(cfg, only_variants)
     lines = []
@@ -993,6 +1006,19 @@ def _memory_error(data: TaskData, variant: str, seed: int, batch_size: int) -> C
                        f"(max_tokens, max_tokens_b); the runs that finished are kept for --resume")
 
 
+def _diverged_error(run: str, err: FloatingPointError, finished: int) -> FloatingPointError:
+    """The one line of a ``run`` whose model diverged (``err``), with ``finished`` runs in
+    results.json: what --resume keeps of them, or that there is none to keep."""
+    if not finished:
+        # ("the runs that finished are kept for --resume" where none had)
+        return FloatingPointError(f"{run}: {err}; no run has finished, so there is nothing to resume: "
+                                  f"run the experiment again")
+    # (a lower train.lr is in every run's fingerprint: --resume would keep none of them)
+    return FloatingPointError(f"{run}: {err}; the {finished} run(s) that finished are kept for --resume, "
+                              f"where their settings are unchanged (train.lr lowered for this task alone, in "
+                              f"its entry's \"train\", keeps the other tasks' runs; in the train block, none)")
+
+
 def _run_all(cfg: ExperimentConfig, results: dict, results_path: Path, done: List[dict],
              log: Callable[[str], None], variants: Sequence[Variant], bilms: BiLMChecksums,
              models: Optional[Path] = None) -> None:
@@ -1005,11 +1031,13 @@ def _run_all(cfg: ExperimentConfig, results: dict, results_path: Path, done: Lis
     # Each file is hashed once: results.json's data block records that same SHA-256 (hashed
     # again after the read, a file edited meanwhile was recorded with one its runs'
     # fingerprints disagreed with; and each variant's fingerprint hashed the files anew).
-    checksums = [_data_checksums(spec) for spec in cfg.tasks]
-    fingerprints = [{v.name: run_fingerprint(cfg, spec, v, bilms, data) for v in variants}
-                    for spec, data in zip(cfg.tasks, checksums)]
+    # (and its size, of that same reading: a size taken after the read described no version of
+    # a file edited meanwhile).
+    digests = [_data_digests(spec) for spec in cfg.tasks]
+    fingerprints = [{v.name: run_fingerprint(cfg, spec, v, bilms, _checksums_of(data)) for v in variants}
+                    for spec, data in zip(cfg.tasks, digests)]
     # every task's files are read (and checked) before the first model trains
-    preps = [prepare_task(spec, cfg, data) for spec, data in zip(cfg.tasks, checksums)]
+    preps = [prepare_task(spec, cfg, data) for spec, data in zip(cfg.tasks, digests)]
     pool.check(variants, cfg)
     for spec, prep, fingerprint in zip(cfg.tasks, preps, fingerprints):
         name = prep.data.name
@@ -1043,8 +1071,8 @@ def _run_all(cfg: ExperimentConfig, results: dict, results_path: Path, done: Lis
                 except FloatingPointError as err:
                     # a diverged model: the one line named neither the task, the variant nor the
                     # seed (the log said it lines before, and --quiet not at all)
-                    raise FloatingPointError(f"{name} / {variant.name} / seed {seed}: {err}; the runs "
-                                             f"that finished are kept for --resume") from err
+                    raise _diverged_error(f"{name} / {variant.name} / seed {seed}", err,
+                                          len(results["runs"])) from err
                 record["fingerprint"] = fingerprint[variant.name]
                 if variant.elmo is not None:
                     record["bilm_sha256"] = bilms(cfg.bilm_of(variant))

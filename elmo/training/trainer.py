@@ -697,8 +697,13 @@ class TrainingRun:
                     f"{last}) with a non-finite loss or gradient, so the model was not exported; {weights}. To "
                     f"train on from them, resume with a larger --max-steps (a finite step ends the streak); "
                     f"otherwise {instead}")
-        return (f"training diverged: the last {n} steps (up to step {last}) had a non-finite loss or gradient "
-                f"and changed nothing; {weights}. Resume with a lower --lr (and --allow-change lr), or in float32 "
+        stopped = (f"training diverged: the last {n} steps (up to step {last}) had a non-finite loss or gradient "
+                   f"and changed nothing")
+        if not found:
+            # (before the first checkpoint: "Resume with a lower --lr" named nothing to resume from)
+            return (f"{stopped}, before the first checkpoint, so there is nothing to resume from; run again "
+                    f"(in this --output it starts afresh) with a lower --lr, or in float32 if --bf16 was on")
+        return (f"{stopped}; {weights}. Resume with a lower --lr (and --allow-change lr), or in float32 "
                 f"if --bf16 was on; if it diverges again, {fallback}")
 
     #: Training sentences scored at the end to see that the model's outputs are finite.
