@@ -150,6 +150,18 @@ def cpu_vendor(cpuinfo: Union[str, Path] = "/proc/cpuinfo") -> str:
     return _first_processor(cpuinfo).get("vendor_id") or "unknown"
 
 
+def cpu_multiplies_bfloat16() -> Optional[bool]:
+    """Whether this CPU multiplies bfloat16 natively for PyTorch: it has AVX512-BF16 or AMX,
+    and oneDNN (which runs bfloat16 products on the CPU) may use them (``ONEDNN_MAX_CPU_ISA``
+    below AVX512 turns them off). Without that, bfloat16 products are converted to float32
+    and back, and run slower than float32's. None where this PyTorch cannot tell."""
+    try:
+        hardware = torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported()
+        return bool(hardware and torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):   # (private probes: absent or failing in some builds)
+        return None
+
+
 def machine_description() -> Dict[str, object]:
     """What a measurement ran on, for results files and benchmark headers: the CPU model, the
     vector instructions torch's kernels use on it (``ATEN_CPU_CAPABILITY`` lowers them), the

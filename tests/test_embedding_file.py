@@ -580,6 +580,40 @@ def test_a_bfloat16_model_embeds_a_file(tmp_path, lines):
     assert model_digest(bilm) != model_digest(random_bilm(seed=11).to(torch.bfloat16).float())
 
 
+def test_the_output_names_its_precision_and_another_precision_does_not_resume_it(tmp_path, lines):
+    """int8 recurrent weights and autocast change the vectors, but not the weights the model
+    digest hashes: an int8 run, or one under bfloat16 autocast, took a float32 run's finished
+    output (or its segments) as its own, and no output said which precision made it."""
+    import copy
+
+    from elmo.modules.lstm_inference import int8_supported
+
+    bilm = random_bilm(seed=11)
+    inp = write_lines(tmp_path / "in.txt", lines)
+    kw = dict(batch_size=4, segment_lines=4)
+    out = embed_file(inp, tmp_path / "out.hdf5", bilm, **kw)
+    plain = read_all(out)[1]
+    assert plain["precision"] == "float32" and "precision" not in json.loads(plain["settings"])
+    low = [("bfloat16 autocast", bilm, torch.autocast("cpu", dtype=torch.bfloat16))]
+    if int8_supported(torch.device("cpu")):
+        int8 = copy.deepcopy(bilm)
+        int8.lstm.use_int8()
+        low.append(("int8 recurrent weights", int8, torch.no_grad()))
+    for name, model, mode in low:
+        with mode:
+            with pytest.raises(SettingsMismatch, match=r"differs in: precision\)"):
+                embed_file(inp, out, model, **kw)
+            other = tmp_path / f"{name}.hdf5"
+            assert embed_file(inp, other, model, rank=1, world_size=2, **kw) is None   # segments only
+        with pytest.raises(SettingsMismatch, match=r"differs in: precision\)"):
+            embed_file(inp, other, bilm, rank=0, world_size=2, **kw)   # not mixed with float32's
+        with mode:   # (that float32 rank wrote its own segments before it met the other's)
+            attrs = read_all(embed_file(inp, other, model, overwrite=True, **kw))[1]
+        assert attrs["precision"] == f"float32, {name}" == json.loads(attrs["settings"])["precision"]
+    bf16 = read_all(embed_file(inp, tmp_path / "bf16.hdf5", copy.deepcopy(bilm).to(torch.bfloat16), **kw))[1]
+    assert bf16["precision"] == "bfloat16"
+
+
 def test_the_model_digest_sees_a_change_of_one_weight():
     """The digest hashed every 97th value of each tensor: a model that differed from another in
     a few weights (one character's embedding) resumed the other's segments as its own."""

@@ -117,6 +117,30 @@ def test_int8_weights_follow_weight_changes_and_refuse_autograd():
         bilm(batch_to_ids([SENTENCE]))
 
 
+@needs_int8
+@pytest.mark.parametrize("switch_to", [True, False])
+def test_a_mode_switch_during_a_call_reaches_only_later_calls(switch_to, monkeypatch):
+    """Another thread's use_int8() (or use_int8(False)) while a call runs: the call read each
+    layer's mode as it came to it, so its first layer ran in one mode and the others in the
+    other, vectors of neither mode. Simulated here by switching right after the first layer."""
+    bilm = random_bilm(seed=7)
+    bilm.lstm.use_int8(not switch_to)
+    before = run(bilm, [SENTENCE])
+    original = lstm_module.run_lstm_layer
+
+    def switching(*args, **kwargs):
+        result = original(*args, **kwargs)
+        bilm.lstm.use_int8(switch_to)   # as another thread would, between two layers
+        return result
+    monkeypatch.setattr(lstm_module, "run_lstm_layer", switching)
+    during = run(bilm, [SENTENCE])
+    assert bilm.lstm.int8_enabled == switch_to
+    assert all(torch.equal(a, b) for a, b in zip(during, before))   # the mode the call began in
+    monkeypatch.setattr(lstm_module, "run_lstm_layer", original)
+    bilm.lstm.use_int8(not switch_to)
+    assert all(torch.equal(a, b) for a, b in zip(run(bilm, [SENTENCE]), before))
+
+
 def test_recurrent_weight_rows_match_the_stored_layout_and_follow_weight_changes(monkeypatch):
     """One-row steps multiply by a re-laid copy of W_hh: the same products as the stored layout
     (float rounding apart), and a copy made again after the weights change, never a stale one."""

@@ -112,3 +112,34 @@ def test_torchruns_variables_that_make_no_launch_name_themselves(monkeypatch, en
     for read in (launch_env, is_main_process, launched_world_size):
         with pytest.raises(ValueError, match=re.escape(named)):
             read()
+
+
+@pytest.mark.parametrize("bf16, amx, onednn, native", [
+    (False, False, True, False),   # no bfloat16 instructions (Zen 3, older Xeons)
+    (True, False, False, False),   # the CPU has them, oneDNN may not use them (ONEDNN_MAX_CPU_ISA)
+    (True, False, True, True), (False, True, True, True)])
+def test_native_bfloat16_needs_the_instructions_and_onednn_allowed_to_use_them(monkeypatch, bf16, amx, onednn, native):
+    from elmo.runtime import cpu_multiplies_bfloat16
+
+    monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: bf16)
+    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: amx)
+    monkeypatch.setattr(torch.ops.mkldnn, "_is_mkldnn_bf16_supported", lambda: onednn)
+    assert cpu_multiplies_bfloat16() is native
+    monkeypatch.delattr(torch.cpu, "_is_avx512_bf16_supported")
+    assert cpu_multiplies_bfloat16() is None   # a PyTorch without the probe: not known
+
+
+def test_onednn_held_below_avx512_does_not_multiply_bfloat16_natively():
+    """ONEDNN_MAX_CPU_ISA=SSE41 (and ATEN_CPU_CAPABILITY=default) simulate a CPU without
+    native bfloat16 on any x86 machine; on others oneDNN's variable does nothing."""
+    import platform
+    import subprocess
+    import sys
+
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        pytest.skip("ONEDNN_MAX_CPU_ISA names x86 instruction sets")
+    env = dict(os.environ, ONEDNN_MAX_CPU_ISA="SSE41", ATEN_CPU_CAPABILITY="default")
+    done = subprocess.run([sys.executable, "-c", "from elmo.runtime import cpu_multiplies_bfloat16 as f; "
+                           "print(f())"], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() in ("False", "None")

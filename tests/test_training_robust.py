@@ -956,6 +956,21 @@ def test_bf16_training_runs_end_to_end_and_stays_near_float32(tmp_path, toy, neg
         assert abs(low - exact) <= 2e-3 * exact, losses  # measured about 5e-5 apart
 
 
+@pytest.mark.parametrize("native", [False, True, None])
+def test_bf16_on_a_cpu_without_native_bfloat16_is_said(tmp_path, toy, capsys, monkeypatch, native):
+    """--bf16 where the CPU does not multiply bfloat16 natively ran slower than float32 without
+    a word; now a warning says so (the run goes on: its results are as correct as anywhere).
+    Nothing is said where the CPU does, where PyTorch cannot tell, or without --bf16."""
+    from elmo import runtime
+    train_txt, _, vocab_txt = toy
+    monkeypatch.setattr(runtime, "cpu_multiplies_bfloat16", lambda: native)
+    for bf16 in (True, False):
+        summary = train(tiny_config(tmp_path / f"run-{bf16}", train_txt, vocab_txt, max_steps=1, bf16=bf16))
+        assert summary["finished"]
+        said = "--bf16: this CPU does not multiply bfloat16 natively" in capsys.readouterr().err
+        assert said == (bf16 and native is False)
+
+
 def test_a_file_where_the_run_folder_belongs_is_named(tmp_path, capsys):
     """(it was "c.txt: File exists", which says neither which folder nor what to do)"""
     taken = tmp_path / "run"

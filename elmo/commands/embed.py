@@ -10,7 +10,7 @@ output layout (that of the original ELMo command):
   "0", "1", ...        one dataset per input line: (layers, tokens, dim) with --layers all,
                        (tokens, dim) otherwise; an empty line gives zero tokens
   sentence_to_index    JSON {sentence: line number}, unless --sentence-keys/--forget-sentences
-  attributes           model_config, command_line, layers, stateful, settings
+  attributes           model_config, command_line, layers, stateful, precision, settings
 
 long words: the model reads a word's first 48 UTF-8 bytes (the original's limit of 50
   characters, begin and end marks included); words that share them get the same vectors.

@@ -36,6 +36,7 @@ from ..checks import require_count, require_path, require_switch
 from ..io import (atomic_write_text, check_output_dir, check_output_file, no_empty_folder_on_failure,
                   output_lock, refuse_replacing_inputs, remove_temporaries, writing)
 from ..modules import BiLM
+from ..modules.autocast import autocast_dtype
 from .config import EmbedConfig
 from .embedder import Embedder, output_dtype
 from .layers import LayerSelection
@@ -75,6 +76,24 @@ def model_digest(bilm: BiLM, stride: int = 1) -> str:
         h.update(f"{name}{tuple(tensor.shape)}".encode())
         h.update(np.ascontiguousarray(flat[::stride].cpu().numpy()).data)   # (its bytes, uncopied)
     return h.hexdigest()
+
+
+def model_precision(bilm: BiLM) -> str:
+    """The precision the model computes its vectors in, as the output records it: its weights'
+    dtype ("float32", "bfloat16", ...), then ", int8 recurrent weights" where
+    :meth:`~elmo.modules.lstm.BiLSTMStack.use_int8` is on and ", bfloat16 autocast" (the
+    autocast dtype) where this thread runs under autocast on the model's device.
+
+    The model digest sees the weights' dtype but neither of the others: an int8 run, or one
+    under autocast, finished or resumed a float32 run's output (or segments) as its own."""
+    weights = next(bilm.parameters())
+    parts = [str(weights.dtype).replace("torch.", "")]
+    if bilm.lstm.int8_enabled:
+        parts.append("int8 recurrent weights")
+    cast = autocast_dtype(weights.device.type)
+    if cast is not None:
+        parts.append(f"{str(cast).replace('torch.', '')} autocast")
+    return ", ".join(parts)
 
 
 #: The stride of the sampled digest that embed recorded before it hashed every weight.
@@ -310,6 +329,9 @@ def _run_settings(embedder: Embedder, index, selection: LayerSelection, output_p
         "tokenize": cfg.tokenize, "errors": cfg.errors, "sentence_keys": cfg.sentence_keys,
         "forget_sentences": cfg.forget_sentences, "segment_lines": index.segment_lines,
     }
+    precision = model_precision(bilm)
+    if "," in precision:   # int8 or autocast, which the model digest cannot see (a plain run records
+        settings["precision"] = precision   # none, as earlier versions did: their runs still resume)
     # (not without a tokenizer: what tokenize-off runs recorded is unchanged)
     settings.update(_tokenizer_record(output_path, cfg.tokenize, cfg.overwrite, rank))
     return value_settings(settings)   # (a stateful run records no sort_by_length)
@@ -399,7 +421,8 @@ def _embed_and_merge(embedder: Embedder, index, selection: LayerSelection, input
                        world_size=world_size if overwrite else 0, marks_before=marks_before)
     attrs = {
         "model_config": bilm.options.to_json(), "command_line": _stored_command_line(command_line),
-        "layers": str(selection), "stateful": bool(bilm.stateful), "settings": settings_json,
+        "layers": str(selection), "stateful": bool(bilm.stateful), "precision": model_precision(bilm),
+        "settings": settings_json,
     }
     with writing(output_path, "merged output", hint=resume_hint):
         merge_segments(parts, index.n_segments, output_path, indexed_sentences(index, errors),

@@ -84,11 +84,13 @@ class BiLSTMLayer(nn.Module):
             cache.clear()
         return result
 
-    def int8_weights(self) -> Optional[Tuple[Int8Weights, Int8Weights]]:
+    def int8_weights(self, enabled: Optional[bool] = None) -> Optional[Tuple[Int8Weights, Int8Weights]]:
         """The opt-in int8 (W_hh, W_proj) when enabled with :meth:`BiLSTMStack.use_int8`, else None.
 
-        Quantized again whenever a weight has changed since (so they never go stale)."""
-        if not self._int8_enabled:
+        Quantized again whenever a weight has changed since (so they never go stale).
+        ``enabled``: the mode the stack's call read once at its start (None: this layer's now),
+        so that a switch made by another thread during a call does not reach its later layers."""
+        if not (self._int8_enabled if enabled is None else enabled):
             return None
         hh, proj = self.weight_hh, self.weight_proj
         return self._int8.get((hh, proj), lambda: (Int8Weights(hh), Int8Weights(proj)))
@@ -411,7 +413,10 @@ class BiLSTMStack(nn.Module):
         batch, steps, _ = inputs.shape
         for j, layer in enumerate(self.layers):  # (its weights are read here; it is never called)
             refuse_hooks(layer, f"LSTM layer {j} (a BiLSTMLayer)")
-        if self.int8_enabled and torch.is_grad_enabled():
+        # the mode is read once: another thread's use_int8() during this call gave its first
+        # layers one mode and the rest the other, vectors of neither mode, without a word
+        int8 = self.int8_enabled
+        if int8 and torch.is_grad_enabled():
             raise RuntimeError("int8 LSTM weights are for inference: run under torch.no_grad() "
                                "or call use_int8(False) first")
         if state is None:
@@ -438,7 +443,7 @@ class BiLSTMStack(nn.Module):
             if wants_fast_path(layer_input, layer.weight_hh):
                 packed, (c, h) = run_lstm_layer_autograd(*args)
             else:  # inference (also under autocast): int8 weights when opted in
-                packed, (c, h) = run_lstm_layer(*args, int8=layer.int8_weights(),
+                packed, (c, h) = run_lstm_layer(*args, int8=layer.int8_weights(int8),
                                                 weight_hh_rows=layer.recurrent_weight_rows if one_row_relaid(layer) else None,
                                                 packed_weights=layer.onednn_packed_weights)
             if self.use_skip_connections and j > 0:

@@ -34,6 +34,7 @@ from typing import Any, Callable, Dict, Optional, Tuple
 import torch
 from torch.nn.parallel import DistributedDataParallel
 
+from .. import runtime
 from ..allocator import keep_freed_memory
 from ..config import ElmoOptions
 from ..data.corpus import CorpusStream, corpus_files, count_tokens, expand_paths, iter_file_sentences, shard_shares
@@ -289,6 +290,7 @@ class TrainingRun:
         self.softmax_loss = softmax_loss(len(self.vocab), cfg.n_negative, seed=cfg.seed * 1000 + ctx.rank)
         self._warn_vocabulary_order()
         self._warn_uneven_shards()
+        self._warn_bf16_not_native()
         torch.manual_seed(cfg.seed * 1000 + 17 + ctx.rank)  # dropout: a different stream per rank
         self.read_corpus_stats()
         self.n_steps = total_steps(cfg, ctx.world_size, self.corpus_stats)
@@ -346,6 +348,19 @@ class TrainingRun:
                                   f"on rank {rank}" for k in differ)
                 raise ValueError(f"the processes of this job were started with other settings ({shown}); "
                                  f"start every process with the same command")
+
+    def _warn_bf16_not_native(self) -> None:
+        """Say so when --bf16 runs on a CPU that does not multiply bfloat16 natively
+        (:func:`elmo.runtime.cpu_multiplies_bfloat16`): the run is as correct as anywhere,
+        but its products are converted to float32 and back, slower than the float32 run it was
+        asked to speed up, and nothing said why."""
+        if not (self.cfg.bf16 and self.ctx.device.type == "cpu" and self.ctx.is_main):
+            return
+        if runtime.cpu_multiplies_bfloat16() is False:
+            print("warning: --bf16: this CPU does not multiply bfloat16 natively (no AVX512-BF16 or "
+                  "AMX, or ONEDNN_MAX_CPU_ISA turns them off), so bfloat16 autocast runs slower than "
+                  "float32 here, and its results are no better; leave --bf16 out on this machine",
+                  file=sys.stderr, flush=True)
 
     def _warn_vocabulary_order(self) -> None:
         """Say so when the sampled softmax trains on a vocabulary whose counts show it is not
