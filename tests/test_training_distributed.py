@@ -451,6 +451,7 @@ def test_rank_1_of_a_finetune_measures_nothing_and_takes_rank_0s_start_figures(t
     monkeypatch.setattr(distributed, "setup", lambda device="auto": distributed.Context(rank=1, world_size=2))
     monkeypatch.setattr(distributed, "barrier", lambda ctx: None)
     monkeypatch.setattr(distributed, "broadcast_object", lambda ctx, obj: rank0)
+    monkeypatch.setattr(distributed, "gather_objects", lambda ctx, obj: [None, obj])   # (rank 0 took the lock)
     monkeypatch.setattr(ft, "perplexity", lambda *args, **kwargs: measured.append(1))
 
     def trained(cfg, **kwargs):
@@ -461,3 +462,75 @@ def test_rank_1_of_a_finetune_measures_nothing_and_takes_rank_0s_start_figures(t
                                      max_steps=2), heldout_every=5)
     assert measured == [] and trained_with == [rank0["before"]]
     assert report["before"] == rank0["before"] and report["after"] is None
+
+
+def _torchrun_train(tmp_path: Path, text: Path, vocab: Path, run: Path, steps: int = 2):
+    """``elmo train`` of a tiny model on two gloo processes; the finished process."""
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "-m", "elmo",
+           "train", str(text), "--vocab", str(vocab), "-o", str(run), "--dim", "20", "--projection-dim", "10",
+           "--filters", "1:8,2:8", "--char-dim", "4", "--batch-size", "2", "--unroll-steps", "4",
+           "--max-steps", str(steps), "--negatives", "0", "--no-progress", "--threads", "1", "--device", "cpu"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+    return subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
+
+
+def _error_lines(stderr: str) -> list:
+    return [line for line in stderr.splitlines() if line.startswith("elmo train: error: ")]
+
+
+def test_a_second_job_into_a_busy_run_folder_stops_on_every_process_with_one_line(tmp_path):
+    """(rank 0 of a second torchrun job into a folder whose run holds the lock said so in one
+    line and left; its rank 1, which takes no lock, went on into the process group and ended
+    with gloo's "Connection closed by peer" traceback, or was killed by torchrun first,
+    saying nothing) Every process now stops with the lock's line."""
+    from elmo.training.run_folder import run_lock
+
+    train_txt, _, vocab_txt = write_toy_corpus(tmp_path / "toy", n_train=60)
+    run = tmp_path / "run"
+    with run_lock(run):   # (this process is the run training there)
+        done = _torchrun_train(tmp_path, train_txt, vocab_txt, run)
+        written = sorted(p.name for p in run.iterdir())
+    assert written == ["train.lock"]   # (the holder's: the job wrote nothing)
+    assert done.returncode != 0
+    lines = _error_lines(done.stderr)
+    busy = f"{run} is already being written by PID {os.getpid()}"
+    assert len(lines) == 2 and all(busy in line for line in lines), done.stderr[-3000:]
+    assert sum("(the process of rank 0 stopped on it, and with it the job)" in line for line in lines) == 1
+    assert "[rank" not in done.stderr and "Connection closed" not in done.stderr, done.stderr[-3000:]
+
+
+def test_a_corpus_with_fewer_sentences_than_processes_is_refused_on_every_process(tmp_path):
+    """(one sentence on 2 processes: rank 1 stopped at its first batch, "holds no sentence for
+    rank 1 of 2"; rank 0, in the step's all-reduce, ended with gloo's "Connection closed by
+    peer" traceback, and the run folder kept a config and a log as if the run had begun) Now
+    every process stops before the run writes a file, with a line that says how the text is
+    shared out and what to do."""
+    _, _, vocab_txt = write_toy_corpus(tmp_path / "toy", n_train=60)
+    one = tmp_path / "one.txt"
+    one.write_text("the old dog sees a cat .\n", encoding="utf-8")
+    run = tmp_path / "run"
+    done = _torchrun_train(tmp_path, one, vocab_txt, run)
+    assert done.returncode != 0
+    lines = _error_lines(done.stderr)
+    said = (f"the corpus {one} holds no sentence for rank 1 of 2 (each process reads each file's sentences in "
+            f"turn, and no file has 2); give more text, or start fewer processes")
+    assert len(lines) == 2 and all(said in line for line in lines), done.stderr[-3000:]
+    assert "[rank" not in done.stderr and "Connection closed" not in done.stderr, done.stderr[-3000:]
+    assert not run.exists()
+
+
+def test_a_rank_told_of_another_ranks_error_raises_it_too(monkeypatch):
+    """raise_together: the failing rank raises its own error, the others a JobFailed naming the
+    lowest failing rank; nothing is raised where no rank failed."""
+    ctx = distributed.Context(rank=1, world_size=3)
+    monkeypatch.setattr(distributed, "gather_objects", lambda ctx, obj: [None, obj, "rank 2's trouble"])
+    with pytest.raises(distributed.JobFailed, match=r"^rank 2's trouble \(the process of rank 2 stopped on it"):
+        distributed.raise_together(ctx, None)
+    own = OSError("mine")
+    with pytest.raises(OSError) as raised:
+        distributed.raise_together(ctx, own)
+    assert raised.value is own
+    monkeypatch.setattr(distributed, "gather_objects", lambda ctx, obj: [None, obj, None])
+    distributed.raise_together(ctx, None)
+    with pytest.raises(ValueError, match="^alone$"):
+        distributed.raise_together(distributed.Context(), ValueError("alone"))

@@ -25,7 +25,6 @@ import json
 import math
 import sys
 import time
-from contextlib import nullcontext
 from itertools import islice
 from dataclasses import asdict
 from pathlib import Path
@@ -51,7 +50,7 @@ from .model import LanguageModel
 from .optim import build_optimizer, load_optimizer_state
 from .resume import ResumeMismatch, check_allow_change, check_resume
 from .run_folder import (WARM_START_FILE, check_no_model_to_replace, check_start_model, check_text_outside_run,
-                         check_vocabulary_not_text, run_lock, warm_start_record)
+                         check_vocabulary_not_text, job_lock, warm_start_record)
 from .run_log import SINCE_RESUME, WINDOW_SUMS, RunLog, weighted_window
 from .stop import StopRequests, TrainingStopped
 from .training_vocab import load_training_vocabulary, vocabulary_digest
@@ -183,7 +182,7 @@ def train(cfg: TrainConfig, stop_after: Optional[int] = None, lock: bool = True,
     if ctx.device.type == "cpu":
         keep_freed_memory()  # no page-fault storm from re-allocating each step's activations
     try:   # (a run that fails before it writes a file leaves no empty run folder)
-        with no_empty_folder_on_failure(out), run_lock(out) if lock and ctx.is_main else nullcontext():
+        with no_empty_folder_on_failure(out), job_lock(out, ctx, take=lock):
             return TrainingRun(cfg, ctx, export_metadata).run(stop_after)
     finally:
         distributed.teardown(ctx)
@@ -231,6 +230,7 @@ class TrainingRun:
         self.setup()
         self.check_same_settings()
         self.resume()
+        self.check_every_rank_has_text()
         self.record_warm_start()
         self.open_log()
         # wrapped after resume: DDP broadcasts rank 0's (restored) weights when it is built
@@ -346,6 +346,25 @@ class TrainingRun:
                                   f"on rank {rank}" for k in differ)
                 raise ValueError(f"the processes of this job were started with other settings ({shown}); "
                                  f"start every process with the same command")
+
+    def check_every_rank_has_text(self) -> None:
+        """Refuse, on every process and before the run writes a file, a job in which a process's
+        part of the training text holds no sentence (one sentence on 2 processes, or whole files
+        shared out and one process given only empty ones). That process stopped at its first
+        batch with its own line; the others, left in the step's all-reduce, ended with the
+        process group's traceback, and the run folder held a config and a log as if it had
+        begun. The next sentence is read where the run stands (the file it loads is the one the
+        first batch reads), and the stream is put back."""
+        stream = self.batches.stream
+        where = stream.state_dict()
+        error: Optional[ValueError] = None
+        try:
+            stream.next_sentence()
+        except ValueError as e:
+            error = e
+        finally:
+            stream.load_state_dict(where)
+        distributed.raise_together(self.ctx, error)
 
     def _warn_vocabulary_order(self) -> None:
         """Say so when the sampled softmax trains on a vocabulary whose counts show it is not
