@@ -534,3 +534,30 @@ def test_a_rank_told_of_another_ranks_error_raises_it_too(monkeypatch):
     distributed.raise_together(ctx, None)
     with pytest.raises(ValueError, match="^alone$"):
         distributed.raise_together(distributed.Context(), ValueError("alone"))
+
+
+def test_rank_1_of_a_finetune_stops_with_rank_0s_refusal_of_the_run_folders_text(tmp_path, monkeypatch):
+    """(rank 0 refused a rerun into a folder trained on other text, "cannot resume ...", and
+    left; rank 1 waited for the text files in the barrier and ended in the process group's
+    traceback) Rank 1 now stops with rank 0's line, before it measures or trains anything."""
+    import elmo.training.finetune as ft
+    from elmo.training.trainer import train
+    from training_helpers import tiny_config
+
+    train_txt, _, vocab_txt = write_toy_corpus(tmp_path / "toy", n_train=60)
+    train(tiny_config(tmp_path / "base", train_txt, vocab_txt, max_steps=1))
+    refusal = "cannot resume adapted: it was started on another text or held-out split"
+    said = iter([[None, None], [refusal, None]])   # rank 0 took the lock, then refused the text
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    monkeypatch.setattr(distributed, "setup", lambda device="auto": distributed.Context(rank=1, world_size=2))
+    monkeypatch.setattr(distributed, "gather_objects", lambda ctx, obj: next(said))
+    monkeypatch.setattr(distributed, "barrier", lambda ctx: None)
+    went_on = []
+    monkeypatch.setattr(distributed, "broadcast_object", lambda ctx, obj: went_on.append(1))
+    monkeypatch.setattr(ft, "train", lambda cfg, **kwargs: went_on.append(2))
+    with pytest.raises(distributed.JobFailed, match=f"^{refusal} \\(the process of rank 0 stopped on it"):
+        ft.finetune(tiny_config(tmp_path / "adapted", train_txt, "", init_from=str(tmp_path / "base" / "model"),
+                                max_steps=2), heldout_every=5)
+    assert went_on == []
