@@ -561,3 +561,52 @@ def test_rank_1_of_a_finetune_stops_with_rank_0s_refusal_of_the_run_folders_text
         ft.finetune(tiny_config(tmp_path / "adapted", train_txt, "", init_from=str(tmp_path / "base" / "model"),
                                 max_steps=2), heldout_every=5)
     assert went_on == []
+
+
+_DISK_FULL_ON_RANK_0 = '''
+import errno, sys
+from elmo.training import checkpoint, trainer
+
+def open_for_writing(path):   # the disk fills at the second checkpoint (rank 0's: it alone writes)
+    if "checkpoint-00000002" in str(path):
+        raise OSError(errno.ENOSPC, "No space left on device")
+    return real_open(path)
+
+def export_model(*args, **kwargs):   # or at the export
+    raise OSError(errno.ENOSPC, "No space left on device")
+
+real_open = checkpoint._open_for_writing
+if sys.argv[1] == "checkpoint":
+    checkpoint._open_for_writing = open_for_writing
+else:
+    trainer.export_model = export_model
+from elmo.cli import main
+sys.exit(main(sys.argv[2:]))
+'''
+
+
+@pytest.mark.parametrize("full_at", ["checkpoint", "export"])
+def test_a_file_rank_0_cannot_write_stops_every_process_with_its_line(tmp_path, full_at):
+    """(rank 0 stopped on a full disk with one line; rank 1 went on, to the next step's
+    all-reduce after a checkpoint or to the barrier after the export, and ended there with
+    gloo's "Connection closed by peer" traceback) Every process now says the line; the
+    checkpoint before stays the run's newest."""
+    train_txt, _, vocab_txt = write_toy_corpus(tmp_path / "toy", n_train=60)
+    launcher = tmp_path / "launch.py"
+    launcher.write_text(_DISK_FULL_ON_RANK_0, encoding="utf-8")
+    run = tmp_path / "run"
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", str(launcher),
+           full_at, "train", str(train_txt), "--vocab", str(vocab_txt), "-o", str(run), "--dim", "20",
+           "--projection-dim", "10", "--filters", "1:8,2:8", "--char-dim", "4", "--batch-size", "2",
+           "--unroll-steps", "4", "--max-steps", "4", "--checkpoint-every", "1", "--negatives", "0",
+           "--no-progress", "--threads", "1", "--device", "cpu"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+    done = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode != 0
+    full = (f"cannot write checkpoint {run / 'checkpoints' / 'checkpoint-00000002.pt'}: no space left on device"
+            if full_at == "checkpoint" else f"cannot write {run / 'model'}: no space left on device")
+    lines = _error_lines(done.stderr)
+    assert len(lines) == 2 and all(full in line for line in lines), done.stderr[-3000:]
+    assert "[rank" not in done.stderr and "Connection closed" not in done.stderr, done.stderr[-3000:]
+    newest = 1 if full_at == "checkpoint" else 4
+    assert sorted(p.name for p in (run / "checkpoints").iterdir())[-1] == f"checkpoint-{newest:08d}.pt"

@@ -837,16 +837,25 @@ class TrainingRun:
                 "rng": rng_state(ctx.device), "sampler": self.softmax_loss.state_dict(),
                 "log_window": {k: self.window[k] for k in (*WINDOW_SUMS, SINCE_RESUME) if k in self.window}}
         ranks = distributed.gather_objects(ctx, mine)
-        if ctx.is_main:
-            save_checkpoint(self.ckpt_dir, self.step_no, {
-                "step": self.step_no, "tokens": self.tokens_done, "elapsed": self.elapsed,
-                "skipped_steps": self.skipped_steps, "nonfinite_in_a_row": self.nonfinite_in_a_row,
-                "vocab_sha256": self.vocab_sha256,
-                "model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(), "ranks": ranks,
-                "lr_schedule": self.schedule.state_dict(), "config": self.cfg.to_json()},
-                # during a run of non-finite steps, prune nothing: the older checkpoints may be the
-                # last ones before the update that broke the model (see _diverged_message)
-                keep=0 if self.nonfinite_in_a_row else self.cfg.keep_checkpoints)
+        failed: Optional[OSError] = None
+        try:
+            if ctx.is_main:
+                self._save_checkpoint(ranks)
+        except OSError as e:   # (a full disk: the others, gone on to the next step's all-reduce,
+            failed = e         # ended in the process group's traceback; now each says this line)
+        distributed.raise_together(ctx, failed)
+
+    def _save_checkpoint(self, ranks) -> None:
+        """Rank 0's part of :meth:`save`: the checkpoint file, and the older ones pruned."""
+        save_checkpoint(self.ckpt_dir, self.step_no, {
+            "step": self.step_no, "tokens": self.tokens_done, "elapsed": self.elapsed,
+            "skipped_steps": self.skipped_steps, "nonfinite_in_a_row": self.nonfinite_in_a_row,
+            "vocab_sha256": self.vocab_sha256,
+            "model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(), "ranks": ranks,
+            "lr_schedule": self.schedule.state_dict(), "config": self.cfg.to_json()},
+            # during a run of non-finite steps, prune nothing: the older checkpoints may be the
+            # last ones before the update that broke the model (see _diverged_message)
+            keep=0 if self.nonfinite_in_a_row else self.cfg.keep_checkpoints)
 
     def trained_figures(self) -> TrainedFigures:
         """What the run has trained on so far, from its own counters (restored by a resume, so
@@ -878,18 +887,27 @@ class TrainingRun:
             self._check_outputs_finite()
         if self.last_valid:
             summary["valid"] = self.last_valid
-        if cfg.export and ctx.is_main:
-            trained = self.trained_figures()   # (synced above, on every rank)
-            meta = {"trained_on": [str(Path(p).resolve()) for p in expand_paths(cfg.train)], "steps": step,
-                    "skipped_steps": self.skipped_steps,
-                    "tokens": self.tokens_done, "epochs_trained": trained["epochs"],
-                    "elapsed_s": round(self.elapsed, 1), "params": self.n_params,
-                    "train_config": asdict(cfg), **self.warm_start_metadata(),
-                    **cfg.metadata}
-            if self.export_metadata is not None:
-                meta.update(self.export_metadata(trained))
-            with writing(self.out_dir / "model"):
-                export_model(self.model, self.vocab, self.out_dir / "model", meta)
-            summary["model"] = str(self.out_dir / "model")
-        distributed.barrier(ctx)
+        failed: Optional[OSError] = None
+        try:
+            if cfg.export and ctx.is_main:
+                summary["model"] = self._export()
+        except OSError as e:   # (a full disk: the others waited in a barrier and ended in its traceback)
+            failed = e
+        distributed.raise_together(ctx, failed)   # (the barrier: every rank returns once the model is written)
         return summary
+
+    def _export(self) -> str:
+        """Rank 0's export of the finished model to ``OUTPUT/model``, with its metadata; the folder."""
+        cfg, step = self.cfg, self.step_no
+        trained = self.trained_figures()   # (synced in finish, on every rank)
+        meta = {"trained_on": [str(Path(p).resolve()) for p in expand_paths(cfg.train)], "steps": step,
+                "skipped_steps": self.skipped_steps,
+                "tokens": self.tokens_done, "epochs_trained": trained["epochs"],
+                "elapsed_s": round(self.elapsed, 1), "params": self.n_params,
+                "train_config": asdict(cfg), **self.warm_start_metadata(),
+                **cfg.metadata}
+        if self.export_metadata is not None:
+            meta.update(self.export_metadata(trained))
+        with writing(self.out_dir / "model"):
+            export_model(self.model, self.vocab, self.out_dir / "model", meta)
+        return str(self.out_dir / "model")
