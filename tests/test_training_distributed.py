@@ -451,6 +451,7 @@ def test_rank_1_of_a_finetune_measures_nothing_and_takes_rank_0s_start_figures(t
     monkeypatch.setattr(distributed, "setup", lambda device="auto": distributed.Context(rank=1, world_size=2))
     monkeypatch.setattr(distributed, "barrier", lambda ctx: None)
     monkeypatch.setattr(distributed, "broadcast_object", lambda ctx, obj: rank0)
+    monkeypatch.setattr(distributed, "gather_objects", lambda ctx, obj: [None, obj])   # (rank 0 took the lock)
     monkeypatch.setattr(ft, "perplexity", lambda *args, **kwargs: measured.append(1))
 
     def trained(cfg, **kwargs):
@@ -461,3 +462,151 @@ def test_rank_1_of_a_finetune_measures_nothing_and_takes_rank_0s_start_figures(t
                                      max_steps=2), heldout_every=5)
     assert measured == [] and trained_with == [rank0["before"]]
     assert report["before"] == rank0["before"] and report["after"] is None
+
+
+def _torchrun_train(tmp_path: Path, text: Path, vocab: Path, run: Path, steps: int = 2):
+    """``elmo train`` of a tiny model on two gloo processes; the finished process."""
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "-m", "elmo",
+           "train", str(text), "--vocab", str(vocab), "-o", str(run), "--dim", "20", "--projection-dim", "10",
+           "--filters", "1:8,2:8", "--char-dim", "4", "--batch-size", "2", "--unroll-steps", "4",
+           "--max-steps", str(steps), "--negatives", "0", "--no-progress", "--threads", "1", "--device", "cpu"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+    return subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
+
+
+def _error_lines(stderr: str) -> list:
+    return [line for line in stderr.splitlines() if line.startswith("elmo train: error: ")]
+
+
+def test_a_second_job_into_a_busy_run_folder_stops_on_every_process_with_one_line(tmp_path):
+    """(rank 0 of a second torchrun job into a folder whose run holds the lock said so in one
+    line and left; its rank 1, which takes no lock, went on into the process group and ended
+    with gloo's "Connection closed by peer" traceback, or was killed by torchrun first,
+    saying nothing) Every process now stops with the lock's line."""
+    from elmo.training.run_folder import run_lock
+
+    train_txt, _, vocab_txt = write_toy_corpus(tmp_path / "toy", n_train=60)
+    run = tmp_path / "run"
+    with run_lock(run):   # (this process is the run training there)
+        done = _torchrun_train(tmp_path, train_txt, vocab_txt, run)
+        written = sorted(p.name for p in run.iterdir())
+    assert written == ["train.lock"]   # (the holder's: the job wrote nothing)
+    assert done.returncode != 0
+    lines = _error_lines(done.stderr)
+    busy = f"{run} is already being written by PID {os.getpid()}"
+    assert len(lines) == 2 and all(busy in line for line in lines), done.stderr[-3000:]
+    assert sum("(the process of rank 0 stopped on it, and with it the job)" in line for line in lines) == 1
+    assert "[rank" not in done.stderr and "Connection closed" not in done.stderr, done.stderr[-3000:]
+
+
+def test_a_corpus_with_fewer_sentences_than_processes_is_refused_on_every_process(tmp_path):
+    """(one sentence on 2 processes: rank 1 stopped at its first batch, "holds no sentence for
+    rank 1 of 2"; rank 0, in the step's all-reduce, ended with gloo's "Connection closed by
+    peer" traceback, and the run folder kept a config and a log as if the run had begun) Now
+    every process stops before the run writes a file, with a line that says how the text is
+    shared out and what to do."""
+    _, _, vocab_txt = write_toy_corpus(tmp_path / "toy", n_train=60)
+    one = tmp_path / "one.txt"
+    one.write_text("the old dog sees a cat .\n", encoding="utf-8")
+    run = tmp_path / "run"
+    done = _torchrun_train(tmp_path, one, vocab_txt, run)
+    assert done.returncode != 0
+    lines = _error_lines(done.stderr)
+    said = (f"the corpus {one} holds no sentence for rank 1 of 2 (each process reads each file's sentences in "
+            f"turn, and no file has 2); give more text, or start fewer processes")
+    assert len(lines) == 2 and all(said in line for line in lines), done.stderr[-3000:]
+    assert "[rank" not in done.stderr and "Connection closed" not in done.stderr, done.stderr[-3000:]
+    assert not run.exists()
+
+
+def test_a_rank_told_of_another_ranks_error_raises_it_too(monkeypatch):
+    """raise_together: the failing rank raises its own error, the others a JobFailed naming the
+    lowest failing rank; nothing is raised where no rank failed."""
+    ctx = distributed.Context(rank=1, world_size=3)
+    monkeypatch.setattr(distributed, "gather_objects", lambda ctx, obj: [None, obj, "rank 2's trouble"])
+    with pytest.raises(distributed.JobFailed, match=r"^rank 2's trouble \(the process of rank 2 stopped on it"):
+        distributed.raise_together(ctx, None)
+    own = OSError("mine")
+    with pytest.raises(OSError) as raised:
+        distributed.raise_together(ctx, own)
+    assert raised.value is own
+    monkeypatch.setattr(distributed, "gather_objects", lambda ctx, obj: [None, obj, None])
+    distributed.raise_together(ctx, None)
+    with pytest.raises(ValueError, match="^alone$"):
+        distributed.raise_together(distributed.Context(), ValueError("alone"))
+
+
+def test_rank_1_of_a_finetune_stops_with_rank_0s_refusal_of_the_run_folders_text(tmp_path, monkeypatch):
+    """(rank 0 refused a rerun into a folder trained on other text, "cannot resume ...", and
+    left; rank 1 waited for the text files in the barrier and ended in the process group's
+    traceback) Rank 1 now stops with rank 0's line, before it measures or trains anything."""
+    import elmo.training.finetune as ft
+    from elmo.training.trainer import train
+    from training_helpers import tiny_config
+
+    train_txt, _, vocab_txt = write_toy_corpus(tmp_path / "toy", n_train=60)
+    train(tiny_config(tmp_path / "base", train_txt, vocab_txt, max_steps=1))
+    refusal = "cannot resume adapted: it was started on another text or held-out split"
+    said = iter([[None, None], [refusal, None]])   # rank 0 took the lock, then refused the text
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    monkeypatch.setattr(distributed, "setup", lambda device="auto": distributed.Context(rank=1, world_size=2))
+    monkeypatch.setattr(distributed, "gather_objects", lambda ctx, obj: next(said))
+    monkeypatch.setattr(distributed, "barrier", lambda ctx: None)
+    went_on = []
+    monkeypatch.setattr(distributed, "broadcast_object", lambda ctx, obj: went_on.append(1))
+    monkeypatch.setattr(ft, "train", lambda cfg, **kwargs: went_on.append(2))
+    with pytest.raises(distributed.JobFailed, match=f"^{refusal} \\(the process of rank 0 stopped on it"):
+        ft.finetune(tiny_config(tmp_path / "adapted", train_txt, "", init_from=str(tmp_path / "base" / "model"),
+                                max_steps=2), heldout_every=5)
+    assert went_on == []
+
+
+_DISK_FULL_ON_RANK_0 = '''
+import errno, sys
+from elmo.training import checkpoint, trainer
+
+def open_for_writing(path):   # the disk fills at the second checkpoint (rank 0's: it alone writes)
+    if "checkpoint-00000002" in str(path):
+        raise OSError(errno.ENOSPC, "No space left on device")
+    return real_open(path)
+
+def export_model(*args, **kwargs):   # or at the export
+    raise OSError(errno.ENOSPC, "No space left on device")
+
+real_open = checkpoint._open_for_writing
+if sys.argv[1] == "checkpoint":
+    checkpoint._open_for_writing = open_for_writing
+else:
+    trainer.export_model = export_model
+from elmo.cli import main
+sys.exit(main(sys.argv[2:]))
+'''
+
+
+@pytest.mark.parametrize("full_at", ["checkpoint", "export"])
+def test_a_file_rank_0_cannot_write_stops_every_process_with_its_line(tmp_path, full_at):
+    """(rank 0 stopped on a full disk with one line; rank 1 went on, to the next step's
+    all-reduce after a checkpoint or to the barrier after the export, and ended there with
+    gloo's "Connection closed by peer" traceback) Every process now says the line; the
+    checkpoint before stays the run's newest."""
+    train_txt, _, vocab_txt = write_toy_corpus(tmp_path / "toy", n_train=60)
+    launcher = tmp_path / "launch.py"
+    launcher.write_text(_DISK_FULL_ON_RANK_0, encoding="utf-8")
+    run = tmp_path / "run"
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", str(launcher),
+           full_at, "train", str(train_txt), "--vocab", str(vocab_txt), "-o", str(run), "--dim", "20",
+           "--projection-dim", "10", "--filters", "1:8,2:8", "--char-dim", "4", "--batch-size", "2",
+           "--unroll-steps", "4", "--max-steps", "4", "--checkpoint-every", "1", "--negatives", "0",
+           "--no-progress", "--threads", "1", "--device", "cpu"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+    done = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode != 0
+    full = (f"cannot write checkpoint {run / 'checkpoints' / 'checkpoint-00000002.pt'}: no space left on device"
+            if full_at == "checkpoint" else f"cannot write {run / 'model'}: no space left on device")
+    lines = _error_lines(done.stderr)
+    assert len(lines) == 2 and all(full in line for line in lines), done.stderr[-3000:]
+    assert "[rank" not in done.stderr and "Connection closed" not in done.stderr, done.stderr[-3000:]
+    newest = 1 if full_at == "checkpoint" else 4
+    assert sorted(p.name for p in (run / "checkpoints").iterdir())[-1] == f"checkpoint-{newest:08d}.pt"

@@ -276,7 +276,12 @@ class CorpusStream:
                 continue
             self.position = StreamPosition(pos.epoch, pos.shard, pos.sentence + 1)
             return sentences[pos.sentence]
-        part = f" for rank {self.rank} of {self.world_size}" if self.world_size > 1 else ""
+        part = ""
+        if self.world_size > 1:   # (how the parts are made, so that the fix is plain)
+            shared = ("whole files, and those it is given hold none" if self.split_by_shard
+                      else f"each file's sentences in turn, and no file has {self.rank + 1}")
+            part = (f" for rank {self.rank} of {self.world_size} (each process reads {shared}); give more "
+                    f"text, or start fewer processes")
         raise ValueError(f"the corpus {', '.join(map(str, self.files))} holds no sentence{part}")
 
     def __iter__(self) -> Iterator[Sentence]:

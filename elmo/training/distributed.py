@@ -6,7 +6,7 @@ CPU and nccl on CUDA. Without those variables everything runs in one process.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, List
+from typing import Any, List, Optional
 
 import torch
 import torch.distributed as dist
@@ -74,6 +74,29 @@ def broadcast_object(ctx: Context, obj: Any) -> Any:
     box = [obj if ctx.is_main else None]
     dist.broadcast_object_list(box, src=0)
     return box[0]
+
+
+class JobFailed(ValueError):
+    """Another process of the job met an error (its message, naming its rank): this one stops too."""
+
+
+def raise_together(ctx: Context, error: Optional[Exception]) -> None:
+    """Raise on every process of the job the error that one of them met, if any did; call it
+    where every process comes. A process that raised alone (rank 0 refused by the run's lock,
+    a rank whose part of the corpus holds no sentence) left the others in their next
+    collective, which ended them with the process group's traceback ("Connection closed by
+    peer") or, on GPUs, held them until torchrun stopped them. This process's own ``error`` is
+    raised as it is; the others raise :class:`JobFailed` with the lowest failing rank's message."""
+    if not ctx.distributed:
+        if error is not None:
+            raise error
+        return
+    said = gather_objects(ctx, None if error is None else str(error))
+    if error is not None:
+        raise error
+    rank, message = next(((r, m) for r, m in enumerate(said) if m is not None), (None, None))
+    if message is not None:
+        raise JobFailed(f"{message} (the process of rank {rank} stopped on it, and with it the job)")
 
 
 def all_reduce_sum(ctx: Context, values: List[float]) -> List[float]:

@@ -14,7 +14,6 @@ fills: at most ``batch_size`` rows, and few enough that one epoch is at least
 """
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
@@ -32,7 +31,7 @@ from . import distributed
 from .distributed import is_main_process, launched_world_size
 from .adaptation import planned_record, with_trained
 from .config import TrainConfig
-from .run_folder import FINETUNE_START_FILE, check_no_model_to_replace, check_start_model, check_text_outside_run, check_vocabulary_not_text, run_lock
+from .run_folder import FINETUNE_START_FILE, check_no_model_to_replace, check_start_model, check_text_outside_run, check_vocabulary_not_text, job_lock
 from .trainer import train
 
 MIN_STEPS_PER_EPOCH = 20
@@ -174,7 +173,7 @@ def finetune(cfg: TrainConfig, heldout: Optional[Sequence[str]] = None, heldout_
     # the running job's text. A run that fails before it writes a file leaves no empty run folder.
     ctx = distributed.setup(cfg.device)
     try:
-        with no_empty_folder_on_failure(out), run_lock(out) if ctx.is_main else contextlib.nullcontext():
+        with no_empty_folder_on_failure(out), job_lock(out, ctx):
             return _finetune(cfg, out, ctx, text_files, held_files, heldout, heldout_every)
     finally:
         distributed.teardown(ctx)   # (train() has left the group already where it ran)
@@ -201,10 +200,14 @@ def _finetune(cfg: TrainConfig, out: Path, ctx: distributed.Context, text_files:
     # The training part is written out so training streams it like any corpus. A rerun into the
     # same folder resumes on that file, so a different text (or split) there must be refused.
     train_file, held_file = out / OWN_TEXT_FILES[0], heldout_file(out)
+    refused: Optional[Exception] = None
     if ctx.is_main:   # (holding the run's lock)
-        for path, part in ((train_file, train_part), (held_file, held)):
-            _write_own_text(out, path, _text(part))
-    distributed.barrier(ctx)   # every rank trains on the files rank 0 has written
+        try:
+            for path, part in ((train_file, train_part), (held_file, held)):
+                _write_own_text(out, path, _text(part))
+        except (ResumeMismatch, OSError) as e:   # (the others waited for the files, then died with the group)
+            refused = e
+    distributed.raise_together(ctx, refused)   # every rank trains on the files rank 0 has written
 
     # the held-out perplexity before and after on the device the adaptation trains on (they ran
     # on the CPU whatever --device said: minutes for a GPU run's held-out text)

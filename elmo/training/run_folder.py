@@ -3,11 +3,13 @@ run writes there (:func:`run_files`), text that would take them in or the vocabu
 model that the export would replace; the run's lock; the record of a warm start."""
 from __future__ import annotations
 
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, Iterator, List, Optional, Sequence
 
 from ..data.corpus import would_find
 from ..io import OutputError, output_lock, same_file
+from . import distributed
 from .checkpoint import checkpoint_path, latest_checkpoint
 from .config import TrainConfig
 from .export import LM_FILES, check_language_model_files, load_vocabulary, read_metadata
@@ -138,3 +140,24 @@ def run_lock(out: Path):
     lines into one run. (Other ranks write nothing there.)"""
     out.mkdir(parents=True, exist_ok=True)
     return output_lock(out / "train", name=out)
+
+
+@contextmanager
+def job_lock(out: Path, ctx: distributed.Context, take: bool = True) -> Iterator[None]:
+    """:func:`run_lock`, taken by rank 0 for the whole job (``take`` False: the caller holds
+    it), its outcome known to every process: a second job into a busy folder stops on each
+    of its processes with the lock's one line. Its other ranks, which take no lock, went on
+    into the process group that rank 0 had left, and ended in its traceback ("Connection
+    closed by peer")."""
+    if not take:
+        yield
+        return
+    with ExitStack() as held:
+        error: Optional[OSError] = None
+        if ctx.is_main:
+            try:
+                held.enter_context(run_lock(out))
+            except OSError as e:   # (busy, or no folder or lock file can be made there)
+                error = e
+        distributed.raise_together(ctx, error)
+        yield

@@ -25,7 +25,6 @@ import json
 import math
 import sys
 import time
-from contextlib import nullcontext
 from itertools import islice
 from dataclasses import asdict
 from pathlib import Path
@@ -52,7 +51,7 @@ from .model import LanguageModel
 from .optim import build_optimizer, load_optimizer_state
 from .resume import ResumeMismatch, check_allow_change, check_resume
 from .run_folder import (WARM_START_FILE, check_no_model_to_replace, check_start_model, check_text_outside_run,
-                         check_vocabulary_not_text, run_lock, warm_start_record)
+                         check_vocabulary_not_text, job_lock, warm_start_record)
 from .run_log import SINCE_RESUME, WINDOW_SUMS, RunLog, weighted_window
 from .stop import StopRequests, TrainingStopped
 from .training_vocab import load_training_vocabulary, vocabulary_digest
@@ -184,7 +183,7 @@ def train(cfg: TrainConfig, stop_after: Optional[int] = None, lock: bool = True,
     if ctx.device.type == "cpu":
         keep_freed_memory()  # no page-fault storm from re-allocating each step's activations
     try:   # (a run that fails before it writes a file leaves no empty run folder)
-        with no_empty_folder_on_failure(out), run_lock(out) if lock and ctx.is_main else nullcontext():
+        with no_empty_folder_on_failure(out), job_lock(out, ctx, take=lock):
             return TrainingRun(cfg, ctx, export_metadata).run(stop_after)
     finally:
         distributed.teardown(ctx)
@@ -232,6 +231,7 @@ class TrainingRun:
         self.setup()
         self.check_same_settings()
         self.resume()
+        self.check_every_rank_has_text()
         self.record_warm_start()
         self.open_log()
         # wrapped after resume: DDP broadcasts rank 0's (restored) weights when it is built
@@ -361,6 +361,25 @@ class TrainingRun:
                   "AMX, or ONEDNN_MAX_CPU_ISA turns them off), so bfloat16 autocast runs slower than "
                   "float32 here, and its results are no better; leave --bf16 out on this machine",
                   file=sys.stderr, flush=True)
+
+    def check_every_rank_has_text(self) -> None:
+        """Refuse, on every process and before the run writes a file, a job in which a process's
+        part of the training text holds no sentence (one sentence on 2 processes, or whole files
+        shared out and one process given only empty ones). That process stopped at its first
+        batch with its own line; the others, left in the step's all-reduce, ended with the
+        process group's traceback, and the run folder held a config and a log as if it had
+        begun. The next sentence is read where the run stands (the file it loads is the one the
+        first batch reads), and the stream is put back."""
+        stream = self.batches.stream
+        where = stream.state_dict()
+        error: Optional[ValueError] = None
+        try:
+            stream.next_sentence()
+        except ValueError as e:
+            error = e
+        finally:
+            stream.load_state_dict(where)
+        distributed.raise_together(self.ctx, error)
 
     def _warn_vocabulary_order(self) -> None:
         """Say so when the sampled softmax trains on a vocabulary whose counts show it is not
@@ -838,16 +857,25 @@ class TrainingRun:
                 "rng": rng_state(ctx.device), "sampler": self.softmax_loss.state_dict(),
                 "log_window": {k: self.window[k] for k in (*WINDOW_SUMS, SINCE_RESUME) if k in self.window}}
         ranks = distributed.gather_objects(ctx, mine)
-        if ctx.is_main:
-            save_checkpoint(self.ckpt_dir, self.step_no, {
-                "step": self.step_no, "tokens": self.tokens_done, "elapsed": self.elapsed,
-                "skipped_steps": self.skipped_steps, "nonfinite_in_a_row": self.nonfinite_in_a_row,
-                "vocab_sha256": self.vocab_sha256,
-                "model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(), "ranks": ranks,
-                "lr_schedule": self.schedule.state_dict(), "config": self.cfg.to_json()},
-                # during a run of non-finite steps, prune nothing: the older checkpoints may be the
-                # last ones before the update that broke the model (see _diverged_message)
-                keep=0 if self.nonfinite_in_a_row else self.cfg.keep_checkpoints)
+        failed: Optional[OSError] = None
+        try:
+            if ctx.is_main:
+                self._save_checkpoint(ranks)
+        except OSError as e:   # (a full disk: the others, gone on to the next step's all-reduce,
+            failed = e         # ended in the process group's traceback; now each says this line)
+        distributed.raise_together(ctx, failed)
+
+    def _save_checkpoint(self, ranks) -> None:
+        """Rank 0's part of :meth:`save`: the checkpoint file, and the older ones pruned."""
+        save_checkpoint(self.ckpt_dir, self.step_no, {
+            "step": self.step_no, "tokens": self.tokens_done, "elapsed": self.elapsed,
+            "skipped_steps": self.skipped_steps, "nonfinite_in_a_row": self.nonfinite_in_a_row,
+            "vocab_sha256": self.vocab_sha256,
+            "model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(), "ranks": ranks,
+            "lr_schedule": self.schedule.state_dict(), "config": self.cfg.to_json()},
+            # during a run of non-finite steps, prune nothing: the older checkpoints may be the
+            # last ones before the update that broke the model (see _diverged_message)
+            keep=0 if self.nonfinite_in_a_row else self.cfg.keep_checkpoints)
 
     def trained_figures(self) -> TrainedFigures:
         """What the run has trained on so far, from its own counters (restored by a resume, so
@@ -879,18 +907,27 @@ class TrainingRun:
             self._check_outputs_finite()
         if self.last_valid:
             summary["valid"] = self.last_valid
-        if cfg.export and ctx.is_main:
-            trained = self.trained_figures()   # (synced above, on every rank)
-            meta = {"trained_on": [str(Path(p).resolve()) for p in expand_paths(cfg.train)], "steps": step,
-                    "skipped_steps": self.skipped_steps,
-                    "tokens": self.tokens_done, "epochs_trained": trained["epochs"],
-                    "elapsed_s": round(self.elapsed, 1), "params": self.n_params,
-                    "train_config": asdict(cfg), **self.warm_start_metadata(),
-                    **cfg.metadata}
-            if self.export_metadata is not None:
-                meta.update(self.export_metadata(trained))
-            with writing(self.out_dir / "model"):
-                export_model(self.model, self.vocab, self.out_dir / "model", meta)
-            summary["model"] = str(self.out_dir / "model")
-        distributed.barrier(ctx)
+        failed: Optional[OSError] = None
+        try:
+            if cfg.export and ctx.is_main:
+                summary["model"] = self._export()
+        except OSError as e:   # (a full disk: the others waited in a barrier and ended in its traceback)
+            failed = e
+        distributed.raise_together(ctx, failed)   # (the barrier: every rank returns once the model is written)
         return summary
+
+    def _export(self) -> str:
+        """Rank 0's export of the finished model to ``OUTPUT/model``, with its metadata; the folder."""
+        cfg, step = self.cfg, self.step_no
+        trained = self.trained_figures()   # (synced in finish, on every rank)
+        meta = {"trained_on": [str(Path(p).resolve()) for p in expand_paths(cfg.train)], "steps": step,
+                "skipped_steps": self.skipped_steps,
+                "tokens": self.tokens_done, "epochs_trained": trained["epochs"],
+                "elapsed_s": round(self.elapsed, 1), "params": self.n_params,
+                "train_config": asdict(cfg), **self.warm_start_metadata(),
+                **cfg.metadata}
+        if self.export_metadata is not None:
+            meta.update(self.export_metadata(trained))
+        with writing(self.out_dir / "model"):
+            export_model(self.model, self.vocab, self.out_dir / "model", meta)
+        return str(self.out_dir / "model")
