@@ -201,7 +201,9 @@ def test_a_finished_run_started_again_logs_its_final_validation_once(tmp_path, t
     assert [(r["event"], r["step"]) for r in log if r["event"] in ("eval", "resume")] == [
         ("eval", 2), ("eval", 4), ("resume", 4)]
     # other held-out text is another measurement: logged
-    cfg.valid = [str(held_txt), str(train_txt)]
+    more = tmp_path / "more.txt"
+    more.write_text("the cat sees a dog .\n", encoding="utf-8")
+    cfg.valid = [str(held_txt), str(more)]
     train(cfg)
     log = [json.loads(line) for line in (tmp_path / "run" / "log.jsonl").read_text().splitlines()]
     assert [r["step"] for r in log if r["event"] == "eval"] == [2, 4, 4]
@@ -885,8 +887,7 @@ def test_held_out_text_without_a_sentence_is_refused(tmp_path, toy):
 
 def test_finetune_held_out_text_that_is_training_text_is_refused(tmp_path, toy, capsys):
     """--heldout naming a training file, by any path or a hard link, reported the perplexity of
-    trained text as held-out, before and after. (train --valid may be the training text: the
-    original trainer's own test measures the fit that way.)"""
+    trained text as held-out, before and after. (train --valid: tests/test_text_choice.py)"""
     train_txt, _, _ = toy
     link = tmp_path / "same.txt"
     os.link(train_txt, link)

@@ -51,7 +51,7 @@ from .model import LanguageModel
 from .optim import build_optimizer, load_optimizer_state
 from .resume import ResumeMismatch, check_allow_change, check_resume
 from .run_folder import (WARM_START_FILE, check_no_model_to_replace, check_start_model, check_text_outside_run,
-                         check_vocabulary_not_text, run_lock, warm_start_record)
+                         check_text_choice, check_vocabulary_not_text, run_lock, warm_start_record)
 from .run_log import SINCE_RESUME, WINDOW_SUMS, RunLog, weighted_window
 from .stop import StopRequests, TrainingStopped
 from .training_vocab import load_training_vocabulary, vocabulary_digest
@@ -179,6 +179,7 @@ def train(cfg: TrainConfig, stop_after: Optional[int] = None, lock: bool = True,
         check_no_model_to_replace(out)
     check_text_outside_run(cfg.output, {"training text": cfg.train, "--valid": cfg.valid})
     check_vocabulary_not_text([*cfg.train, *cfg.valid], cfg.vocab)
+    check_text_choice(cfg.train, {"--valid": cfg.valid})
     ctx = distributed.setup(cfg.device)
     if ctx.device.type == "cpu":
         keep_freed_memory()  # no page-fault storm from re-allocating each step's activations
