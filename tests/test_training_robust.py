@@ -169,6 +169,39 @@ def test_corpus_counts_belong_to_the_text_they_were_made_of(tmp_path, toy):
         train(cfg)
 
 
+def test_resuming_on_training_text_rewritten_with_the_same_size_is_refused(tmp_path, toy):
+    """(the record held each file's size only: the text reshuffled, or a corpus rebuilt with
+    another seed, has the same size, and the run went on at its old position in other text)"""
+    train_txt, _, vocab_txt = toy
+    text = tmp_path / "train.txt"
+    lines = train_txt.read_text(encoding="utf-8").splitlines(keepends=True)
+    text.write_text("".join(lines), encoding="utf-8")
+    cfg = tiny_config(tmp_path / "run", text, vocab_txt, max_steps=4)
+    train(cfg, stop_after=2)
+    text.write_text("".join(lines[1:] + lines[:1]), encoding="utf-8")   # (the same bytes, in another order)
+    with pytest.raises(ResumeMismatch, match=rf"the training text has changed since the run began "
+                                             rf"\({re.escape(str(text))}: the same size, other bytes: rewritten "
+                                             rf"or reshuffled\)"):
+        train(cfg)
+    text.write_text("".join(lines), encoding="utf-8")   # the text it began with: resumed
+    assert train(cfg)["steps"] == 4
+
+
+def test_a_run_recorded_with_the_sizes_alone_still_resumes(tmp_path, toy):
+    """A run begun before the sampled bytes were recorded ([path, size] per file) resumes on the
+    same files, and its counts are taken from the record."""
+    train_txt, _, vocab_txt = toy
+    run = tmp_path / "run"
+    cfg = tiny_config(run, train_txt, vocab_txt, max_steps=4)
+    train(cfg, stop_after=2)
+    stats = json.loads((run / "corpus_stats.json").read_text(encoding="utf-8"))
+    stats["files"] = [entry[:2] for entry in stats["files"]]
+    stats["tokens"] += 2   # (recognisable: taken from the record, not counted again)
+    (run / "corpus_stats.json").write_text(json.dumps(stats), encoding="utf-8")
+    assert train(cfg)["steps"] == 4
+    assert json.loads((run / "corpus_stats.json").read_text(encoding="utf-8"))["tokens"] == stats["tokens"]
+
+
 def test_a_run_begun_reading_a_file_twice_is_told_why_it_cannot_resume(tmp_path, toy):
     """A file named twice (here through a link beside it) is read once now; a run begun when it
     was read twice recorded both names, and a resume said the link was "no longer there"."""
@@ -181,7 +214,7 @@ def test_a_run_begun_reading_a_file_twice_is_told_why_it_cannot_resume(tmp_path,
     cfg = tiny_config(run, text.parent, vocab_txt, max_steps=4)
     train(cfg, stop_after=2)
     stats = json.loads((run / "corpus_stats.json").read_text(encoding="utf-8"))
-    assert [name for name, _ in stats["files"]] == [str(text.parent / "link.txt")]   # (read once)
+    assert [entry[0] for entry in stats["files"]] == [str(text.parent / "link.txt")]   # (read once)
     stats["files"].append([str(text), text.stat().st_size])   # (as the earlier version recorded it)
     (run / "corpus_stats.json").write_text(json.dumps(stats), encoding="utf-8")
     with pytest.raises(ResumeMismatch, match=rf"\({re.escape(str(text))}: the same file as another one named, "
