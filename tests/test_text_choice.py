@@ -3,6 +3,7 @@
 text are refused by every command that reads text (:mod:`elmo.data.text_choice`)."""
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 
@@ -115,3 +116,16 @@ def test_perplexity_on_the_models_own_training_text_says_so(tmp_path, toy, capsy
     assert main(["perplexity", str(model), str(held_txt), "--json", "--device", "cpu"]) == 0
     out, err = capsys.readouterr()
     assert json.loads(out)["training_text"] == [] and err == ""
+
+
+def test_training_text_without_a_sentence_is_refused_before_the_run_is_written(tmp_path, toy):
+    """(refused at the first batch, it left a config, the corpus counts and a log with a start
+    event in the run folder, as if the run had begun)"""
+    (tmp_path / "empty.txt").write_text("", encoding="utf-8")
+    (tmp_path / "blank.txt").write_text("\n  \n\t\n", encoding="utf-8")
+    texts = [str(tmp_path / "empty.txt"), str(tmp_path / "blank.txt")]
+    cfg = dataclasses.replace(tiny_config(tmp_path / "run", "", toy[2], max_steps=1), train=texts)
+    with pytest.raises(ValueError, match=rf"^training text {re.escape(' '.join(texts))}: holds no sentence to "
+                                         rf"train on \(only empty or blank lines\)$"):
+        train(cfg)
+    assert not (tmp_path / "run").exists()

@@ -384,6 +384,9 @@ class TrainingRun:
             self.corpus_stats = {k: recorded[k] for k in ("sentences", "tokens", "pieces")}
         else:
             self.corpus_stats = count_tokens(self.cfg.train, piece_length=MAX_PIECE_LENGTH)
+        if not self.corpus_stats["sentences"]:   # (found at the first batch: after a config and a log were written)
+            raise ValueError(f"training text {' '.join(self.cfg.train)}: holds no sentence to train on (only empty "
+                             f"or blank lines)")
         self.epoch_positions = max(1, epoch_positions(self.cfg, self.corpus_stats))
 
     def _check_corpus(self) -> None:
