@@ -1257,7 +1257,10 @@ def test_training_text_that_would_read_the_runs_own_files_is_refused(tmp_path, t
         (out / "text").mkdir(parents=True)
         (out / "text" / "a.txt").write_text(text, encoding="utf-8")
         (out / "b.txt").write_text(text, encoding="utf-8")
-        cfg = tiny_config(out, corpus if inside else out / given, vocab_txt, max_steps=1, valid=[str(out / "b.txt")])
+        (out / "valid").mkdir()   # (held-out text that is not training text, in the run folder too)
+        (out / "valid" / "v.txt").write_text(text, encoding="utf-8")
+        cfg = tiny_config(out, corpus if inside else out / given, vocab_txt, max_steps=1,
+                          valid=[str(out / "valid" / "v.txt")])
         assert train(cfg)["finished"]
 
 
