@@ -68,13 +68,14 @@ def test_bucketed_stateless_training_learns_and_validates_like_perplexity(tmp_pa
 @pytest.mark.parametrize("skip", [True, False])
 def test_original_smoke_bar_on_data_txt(tmp_path, skip):
     """The original trainer's own test: 16 cells, projection 8, batch 2, unroll 10, 50 epochs,
-    16 negatives, clip 1, evaluated on the training file; it requires perplexity below 20."""
+    16 negatives, clip 1, evaluated on the training file; it requires perplexity below 20. (The
+    fit is measured on the exported model: train refuses --valid text that it trains on.)"""
     data = FIXTURE / "data.txt"
-    cfg = tiny_config(tmp_path / "run", data, FIXTURE / "vocab.txt", valid=[str(data)],
+    cfg = tiny_config(tmp_path / "run", data, FIXTURE / "vocab.txt",
                       options=tiny_model_options(skip=skip, dim=16, proj=8), batch_size=2, unroll_steps=10,
                       epochs=50.0, n_negative=16, clip_norm=1.0, log_every=100)
-    summary = train(cfg)
-    assert summary["valid"]["ppl"] < 20  # uniform guessing: 32, the vocabulary size
+    train(cfg)
+    assert _heldout_ppl(tmp_path / "run" / "model", data)["ppl"] < 20  # uniform guessing: 32, the vocabulary size
 
 
 def test_few_negatives_train_about_as_well_as_the_full_softmax(tmp_path, toy):

@@ -169,6 +169,39 @@ def test_corpus_counts_belong_to_the_text_they_were_made_of(tmp_path, toy):
         train(cfg)
 
 
+def test_resuming_on_training_text_rewritten_with_the_same_size_is_refused(tmp_path, toy):
+    """(the record held each file's size only: the text reshuffled, or a corpus rebuilt with
+    another seed, has the same size, and the run went on at its old position in other text)"""
+    train_txt, _, vocab_txt = toy
+    text = tmp_path / "train.txt"
+    lines = train_txt.read_text(encoding="utf-8").splitlines(keepends=True)
+    text.write_text("".join(lines), encoding="utf-8")
+    cfg = tiny_config(tmp_path / "run", text, vocab_txt, max_steps=4)
+    train(cfg, stop_after=2)
+    text.write_text("".join(lines[1:] + lines[:1]), encoding="utf-8")   # (the same bytes, in another order)
+    with pytest.raises(ResumeMismatch, match=rf"the training text has changed since the run began "
+                                             rf"\({re.escape(str(text))}: the same size, other bytes: rewritten "
+                                             rf"or reshuffled\)"):
+        train(cfg)
+    text.write_text("".join(lines), encoding="utf-8")   # the text it began with: resumed
+    assert train(cfg)["steps"] == 4
+
+
+def test_a_run_recorded_with_the_sizes_alone_still_resumes(tmp_path, toy):
+    """A run begun before the sampled bytes were recorded ([path, size] per file) resumes on the
+    same files, and its counts are taken from the record."""
+    train_txt, _, vocab_txt = toy
+    run = tmp_path / "run"
+    cfg = tiny_config(run, train_txt, vocab_txt, max_steps=4)
+    train(cfg, stop_after=2)
+    stats = json.loads((run / "corpus_stats.json").read_text(encoding="utf-8"))
+    stats["files"] = [entry[:2] for entry in stats["files"]]
+    stats["tokens"] += 2   # (recognisable: taken from the record, not counted again)
+    (run / "corpus_stats.json").write_text(json.dumps(stats), encoding="utf-8")
+    assert train(cfg)["steps"] == 4
+    assert json.loads((run / "corpus_stats.json").read_text(encoding="utf-8"))["tokens"] == stats["tokens"]
+
+
 def test_a_run_begun_reading_a_file_twice_is_told_why_it_cannot_resume(tmp_path, toy):
     """A file named twice (here through a link beside it) is read once now; a run begun when it
     was read twice recorded both names, and a resume said the link was "no longer there"."""
@@ -181,7 +214,7 @@ def test_a_run_begun_reading_a_file_twice_is_told_why_it_cannot_resume(tmp_path,
     cfg = tiny_config(run, text.parent, vocab_txt, max_steps=4)
     train(cfg, stop_after=2)
     stats = json.loads((run / "corpus_stats.json").read_text(encoding="utf-8"))
-    assert [name for name, _ in stats["files"]] == [str(text.parent / "link.txt")]   # (read once)
+    assert [entry[0] for entry in stats["files"]] == [str(text.parent / "link.txt")]   # (read once)
     stats["files"].append([str(text), text.stat().st_size])   # (as the earlier version recorded it)
     (run / "corpus_stats.json").write_text(json.dumps(stats), encoding="utf-8")
     with pytest.raises(ResumeMismatch, match=rf"\({re.escape(str(text))}: the same file as another one named, "
@@ -201,7 +234,9 @@ def test_a_finished_run_started_again_logs_its_final_validation_once(tmp_path, t
     assert [(r["event"], r["step"]) for r in log if r["event"] in ("eval", "resume")] == [
         ("eval", 2), ("eval", 4), ("resume", 4)]
     # other held-out text is another measurement: logged
-    cfg.valid = [str(held_txt), str(train_txt)]
+    more = tmp_path / "more.txt"
+    more.write_text("the cat sees a dog .\n", encoding="utf-8")
+    cfg.valid = [str(held_txt), str(more)]
     train(cfg)
     log = [json.loads(line) for line in (tmp_path / "run" / "log.jsonl").read_text().splitlines()]
     assert [r["step"] for r in log if r["event"] == "eval"] == [2, 4, 4]
@@ -903,8 +938,7 @@ def test_held_out_text_without_a_sentence_is_refused(tmp_path, toy):
 
 def test_finetune_held_out_text_that_is_training_text_is_refused(tmp_path, toy, capsys):
     """--heldout naming a training file, by any path or a hard link, reported the perplexity of
-    trained text as held-out, before and after. (train --valid may be the training text: the
-    original trainer's own test measures the fit that way.)"""
+    trained text as held-out, before and after. (train --valid: tests/test_text_choice.py)"""
     train_txt, _, _ = toy
     link = tmp_path / "same.txt"
     os.link(train_txt, link)
@@ -1256,7 +1290,10 @@ def test_training_text_that_would_read_the_runs_own_files_is_refused(tmp_path, t
         (out / "text").mkdir(parents=True)
         (out / "text" / "a.txt").write_text(text, encoding="utf-8")
         (out / "b.txt").write_text(text, encoding="utf-8")
-        cfg = tiny_config(out, corpus if inside else out / given, vocab_txt, max_steps=1, valid=[str(out / "b.txt")])
+        (out / "valid").mkdir()   # (held-out text that is not training text, in the run folder too)
+        (out / "valid" / "v.txt").write_text(text, encoding="utf-8")
+        cfg = tiny_config(out, corpus if inside else out / given, vocab_txt, max_steps=1,
+                          valid=[str(out / "valid" / "v.txt")])
         assert train(cfg)["finished"]
 
 

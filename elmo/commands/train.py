@@ -94,8 +94,8 @@ def register(subparsers) -> None:
                     "Writes OUTPUT/log.jsonl, OUTPUT/checkpoints/ and, at the end, OUTPUT/model/ (options.json + "
                     "weights.hdf5 in the original layout, softmax and vocabulary). Run it again with the same "
                     "OUTPUT to resume exactly. Under torchrun it trains data-parallel.",
-        epilog="example: elmo vocab build corpus/ -o vocab.txt && "
-               "elmo train corpus/ --vocab vocab.txt --output run1 --valid heldout.txt")
+        epilog="example: elmo vocab build shards/ -o vocab.txt && "
+               "elmo train shards/ --vocab vocab.txt --output run1 --valid heldout.txt")
     # (left out, the text is the --config file's "train", as --print-config wrote it)
     p.add_argument("corpus", nargs="*", help="training text: files, globs or folders of shards; .gz ok "
                                              "(with --config FILE: the file's when left out)")
@@ -315,17 +315,21 @@ def finetune(args) -> int:
 def perplexity(args) -> int:
     from ..checks import require_count
     from ..data.corpus import expand_paths_in_order, iter_file_sentences
+    from ..data.text_choice import HELDOUT_HINT, check_not_whole_corpus, trained_files
     from ..runtime import resolve_device
     from ..training.evaluate import perplexity as ppl
-    from ..training.export import load_language_model
+    from ..training.export import load_language_model, read_metadata
 
     _threads(args)
     device = resolve_device(args.device)
     require_count("--batch-size", args.batch_size)   # (named batch_size, as the API calls it)
-    model, vocab = load_language_model(_model_folder(args.model), device=device)
+    check_not_whole_corpus("text", args.text, HELDOUT_HINT)   # (its train.txt measured as if held out)
+    folder = _model_folder(args.model)
+    model, vocab = load_language_model(folder, device=device)
     # in the order the files are named (sorted, b.txt a.txt was read as a.txt b.txt: another
     # context for --carry-state, silently); listed, as ppl() lists them anyway
-    sentences = list(iter_file_sentences(expand_paths_in_order(args.text)))
+    files = expand_paths_in_order(args.text)
+    sentences = list(iter_file_sentences(files))
     if not sentences:  # the files named, not a bare "no text to evaluate"
         raise ValueError(f"{', '.join(args.text)}: no text to evaluate (only empty or blank lines)")
     try:
@@ -333,8 +337,13 @@ def perplexity(args) -> int:
     except FloatingPointError as e:
         raise FloatingPointError(f"{args.model}: {e}") from e
     definition = "carried state" if args.carry_state else "stateless"
+    # (a figure on the model's own training text was shown as any other, read as held-out)
+    trained = [str(p) for p in trained_files(files, read_metadata(folder))]
+    if trained:
+        print(f"note: {', '.join(trained)}: text this model was trained on (its metadata.json says so); this "
+              f"is not a held-out perplexity", file=sys.stderr)
     if args.json:
-        print(strict_json.dumps({**result, "definition": definition}))
+        print(strict_json.dumps({**result, "definition": definition, "training_text": trained}))
     else:
         unknown = (f", {result['unk_targets']:,} of them <UNK> (words outside the vocabulary, predicted as one "
                    f"class)" if result["unk_targets"] else "")

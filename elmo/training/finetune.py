@@ -21,7 +21,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from ..data.corpus import expand_paths, file_fingerprint, iter_file_sentences
 from ..data.lm_batches import MAX_PIECE_LENGTH
 from ..training.evaluate import perplexity
-from ..io import atomic_write_text, check_output_dir, no_empty_folder_on_failure, read_json, same_file
+from ..io import atomic_write_text, check_output_dir, no_empty_folder_on_failure, read_json
 from ..runtime import launch_env, resolve_device
 from .. import strict_json
 from .checkpoint import latest_checkpoint, writing
@@ -31,7 +31,8 @@ from . import distributed
 from .distributed import is_main_process, launched_world_size
 from .adaptation import planned_record, with_trained
 from .config import TrainConfig
-from .run_folder import FINETUNE_START_FILE, check_no_model_to_replace, check_start_model, check_text_outside_run, check_vocabulary_not_text, job_lock
+from .run_folder import (FINETUNE_START_FILE, check_no_model_to_replace, check_start_model, check_text_choice,
+                         check_text_outside_run, check_vocabulary_not_text, job_lock)
 from .trainer import train
 
 MIN_STEPS_PER_EPOCH = 20
@@ -66,14 +67,10 @@ def heldout_file(output: str | Path) -> Path:
 
 
 def _refuse_heldout_in_training(train_files: Sequence[Path], held_files: Sequence[Path]) -> None:
-    """Refuse --heldout text that is also training text: the same file by any path or link,
-    or the same sentences (a copy, maybe with other line endings or spacing) as a training
-    file or as the training text as a whole. Its perplexity was reported as held-out though
-    the model had trained on it."""
-    for held in held_files:
-        if any(same_file(held, trained) for trained in train_files):
-            raise ValueError(f"--heldout {held}: is also training text; a held-out perplexity needs text "
-                             f"the model does not train on")
+    """Refuse --heldout text that holds the same sentences (a copy, maybe with other line
+    endings or spacing) as a training file or as the training text as a whole: its perplexity
+    was reported as held-out though the model had trained on it. (The same file by another
+    path or a link is refused before, by :func:`.run_folder.check_text_choice`.)"""
     if not held_files:   # (the text is read only to compare it with held-out text)
         return
     trained_digests, trained_all = _sentence_digests(train_files)
@@ -164,6 +161,7 @@ def finetune(cfg: TrainConfig, heldout: Optional[Sequence[str]] = None, heldout_
                            own_names=OWN_TEXT_FILES, found=text_files + held_files)
     check_vocabulary_not_text([*cfg.train, *(heldout or [])], Path(cfg.init_from) / VOCAB_FILE,
                               f"--from {cfg.init_from}")
+    check_text_choice(cfg.train, {"--heldout": list(heldout or [])})
     _refuse_heldout_in_training(text_files, held_files)   # (reads the text: after the checks of its files)
     # The run's lock is taken before the text files are written (train() would take it only
     # after: a second finetune into a busy folder replaced the text the first was training on).

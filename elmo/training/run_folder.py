@@ -7,7 +7,8 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Sequence
 
-from ..data.corpus import would_find
+from ..data.corpus import expand_paths, would_find
+from ..data.text_choice import HELDOUT_HINT, check_heldout_not_training, check_not_whole_corpus
 from ..io import OutputError, output_lock, same_file
 from . import distributed
 from .checkpoint import checkpoint_path, latest_checkpoint
@@ -131,6 +132,19 @@ def check_vocabulary_not_text(patterns: List[str], vocab: str | Path, option: st
             raise ValueError(f"{option}: {path} would be read as text too, as a file of {within} (every file "
                              f"below a folder, or matching a glob, is); move the vocabulary out of the text, "
                              f"or name the text files themselves")
+
+
+def check_text_choice(train: Sequence[str], heldout: Dict[str, Sequence[str]]) -> None:
+    """Refuse training text that takes in a whole corpus folder (its held-out text and
+    ``stats.json`` with its ``train.txt``), held-out text (``heldout``: option -> its files,
+    folders or globs) that takes in a corpus folder's training text, and held-out files that
+    are training files too (see :mod:`elmo.data.text_choice`)."""
+    check_not_whole_corpus("training text", train)
+    train_files = expand_paths(train)
+    for option, patterns in heldout.items():
+        if patterns:
+            check_not_whole_corpus(option, patterns, HELDOUT_HINT)
+            check_heldout_not_training(option, train_files, expand_paths(patterns))
 
 
 def run_lock(out: Path):

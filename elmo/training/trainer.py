@@ -36,7 +36,8 @@ from torch.nn.parallel import DistributedDataParallel
 from .. import runtime
 from ..allocator import keep_freed_memory
 from ..config import ElmoOptions
-from ..data.corpus import CorpusStream, corpus_files, count_tokens, expand_paths, iter_file_sentences, shard_shares
+from ..data.corpus import (CorpusStream, corpus_files, count_tokens, expand_paths, iter_file_sentences,
+                           same_corpus_files, shard_shares)
 from ..data.lm_batches import MAX_PIECE_LENGTH, BucketedLMBatches, PackedLMBatches
 from ..modules.softmax import softmax_loss
 from ..vocab import Vocabulary
@@ -51,7 +52,7 @@ from .model import LanguageModel
 from .optim import build_optimizer, load_optimizer_state
 from .resume import ResumeMismatch, check_allow_change, check_resume
 from .run_folder import (WARM_START_FILE, check_no_model_to_replace, check_start_model, check_text_outside_run,
-                         check_vocabulary_not_text, job_lock, warm_start_record)
+                         check_text_choice, check_vocabulary_not_text, job_lock, warm_start_record)
 from .run_log import SINCE_RESUME, WINDOW_SUMS, RunLog, weighted_window
 from .stop import StopRequests, TrainingStopped
 from .training_vocab import load_training_vocabulary, vocabulary_digest
@@ -179,6 +180,7 @@ def train(cfg: TrainConfig, stop_after: Optional[int] = None, lock: bool = True,
         check_no_model_to_replace(out)
     check_text_outside_run(cfg.output, {"training text": cfg.train, "--valid": cfg.valid})
     check_vocabulary_not_text([*cfg.train, *cfg.valid], cfg.vocab)
+    check_text_choice(cfg.train, {"--valid": cfg.valid})
     ctx = distributed.setup(cfg.device)
     if ctx.device.type == "cpu":
         keep_freed_memory()  # no page-fault storm from re-allocating each step's activations
@@ -396,7 +398,7 @@ class TrainingRun:
 
     def read_corpus_stats(self) -> None:
         """The corpus's sentences and tokens: from ``corpus_stats.json`` when it was counted on
-        these very files (paths and sizes, :func:`corpus_files`), else counted again. (A stale
+        these very files (paths, sizes and sampled bytes, :func:`corpus_files`), else counted again. (A stale
         file, left by an earlier attempt on another text, set the epochs' step count.)"""
         self.corpus_files = corpus_files(self.cfg.train)
         try:   # (a cache, tolerated: absent, a folder, damaged or another tool's, it is counted again)
@@ -408,24 +410,30 @@ class TrainingRun:
         # resumed, it keeps that step count (see _keep_epoch_rows), recorded here as
         # epoch_rows so that its later sessions keep it too.
         self.epoch_rows = "pieces"
-        self.begun_counting_sentences = self.recorded_files == self.corpus_files and (
+        same_files = same_corpus_files(self.recorded_files, self.corpus_files)
+        self.begun_counting_sentences = same_files and (
             "pieces" not in recorded or recorded.get("epoch_rows") == "sentences")
         # (a file of an earlier version, without the bucketed layout's pieces, is counted again)
-        if self.recorded_files == self.corpus_files and "pieces" in recorded:
+        if same_files and "pieces" in recorded:
             self.corpus_stats = {k: recorded[k] for k in ("sentences", "tokens", "pieces")}
         else:
             self.corpus_stats = count_tokens(self.cfg.train, piece_length=MAX_PIECE_LENGTH)
+        if not self.corpus_stats["sentences"]:   # (found at the first batch: after a config and a log were written)
+            raise ValueError(f"training text {' '.join(self.cfg.train)}: holds no sentence to train on (only empty "
+                             f"or blank lines)")
         self.epoch_positions = max(1, epoch_positions(self.cfg, self.corpus_stats))
 
     def _check_corpus(self) -> None:
         """Refuse to resume on training text that changed since the run recorded it: the
         stream's position (shard, sentence) would point into other text, silently."""
-        if self.recorded_files is None or self.recorded_files == self.corpus_files:
+        if self.recorded_files is None or same_corpus_files(self.recorded_files, self.corpus_files):
             return  # (a run begun before the files were recorded: not known)
-        then = {path: size for path, size in self.recorded_files}
-        now = {path: size for path, size in self.corpus_files}
+        then = {entry[0]: entry[1:] for entry in self.recorded_files}
+        now = {path: rest[:len(then.get(path, rest))] for path, *rest in self.corpus_files}
         path = next(p for p in sorted(set(then) | set(now)) if then.get(p) != now.get(p))
-        what = (f"{then[path]:,} bytes then, {now[path]:,} now" if path in then and path in now
+        what = (f"{then[path][0]:,} bytes then, {now[path][0]:,} now" if path in then and path in now
+                and then[path][0] != now[path][0]
+                else "the same size, other bytes: rewritten or reshuffled" if path in then and path in now
                 else "a file added since" if path in now
                 # (a run begun when a file named twice was read twice: it is read once now)
                 else "the same file as another one named, read once now" if Path(path).is_file()

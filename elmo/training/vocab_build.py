@@ -7,6 +7,7 @@ from typing import Dict, Optional, Sequence
 
 from ..checks import require_count, require_integer
 from ..data.corpus import count_words, expand_paths, would_find
+from ..data.text_choice import check_not_whole_corpus
 from ..io import check_output_file, check_replaceable, no_empty_folder_on_failure, output_lock
 from ..vocab import SPECIAL, Vocabulary
 
@@ -17,13 +18,15 @@ def build_vocabulary_files(corpus: Sequence[str], output: str | Path, min_count:
 
     Refused before counting (a ValueError naming the problem): ``min_count`` below 1,
     ``max_size`` with no room for a word beside the specials, the two outputs on one path (the
-    counts would replace the vocabulary) or on a corpus file (the text would be lost), and a
+    counts would replace the vocabulary) or on a corpus file (the text would be lost), a folder
+    or glob that takes in a whole corpus folder (:func:`~elmo.data.text_choice.check_not_whole_corpus`), and a
     corpus without a word (the vocabulary would hold only the specials).
     """
     min_count = require_count("--min-count", min_count)
     if max_size is not None and require_integer("--max-size", max_size) <= len(SPECIAL):
         raise ValueError(f"--max-size must be more than {len(SPECIAL)} (the entries {', '.join(SPECIAL)} "
                          f"come first), got {max_size}")
+    check_not_whole_corpus("corpus", corpus)   # (its held-out words and stats.json's keys were counted)
     output = Path(output)
     counts_path = Path(counts_path) if counts_path else default_counts_path(output)
     if output.resolve() == counts_path.resolve():
