@@ -177,6 +177,11 @@ def test_unshuffled_processes_read_blocks_of_about_equal_tokens(tmp_path, world_
     by_lines = [CorpusStream([tmp_path / "t.txt"], shuffle=False, rank=r, world_size=world_size,
                              balance="lines") for r in range(world_size)]
     assert max(len(_epoch_part(s, 0)) for s in by_lines) - min(len(_epoch_part(s, 0)) for s in by_lines) <= 1
+    # a process whose block is empty is told so, as it reads its part
+    (tmp_path / "t.txt").write_text("a b c\nd e f g h i j k l m n o p\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"holds no sentence for rank 2 of 3 \(each process reads a block of each "
+                                         r"file's lines, cut where the blocks hold about the same tokens"):
+        CorpusStream([tmp_path / "t.txt"], shuffle=False, rank=2, world_size=3).next_sentence()
 
 
 def test_shuffled_processes_read_every_line_once_an_epoch_in_new_parts(tmp_path):
