@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from elmo.chars import word_to_char_ids
-from elmo.data.corpus import (CorpusStream, count_tokens, count_words, expand_paths, expand_paths_in_order,
-                              would_find)
+from elmo.data.corpus import (CorpusStream, balanced_cuts, count_tokens, count_words, expand_paths,
+                              expand_paths_in_order, line_shares, would_find)
 from elmo.data.lm_batches import BucketedLMBatches, PackedLMBatches, sentence_batches
 from elmo.vocab import Vocabulary
 
@@ -120,6 +120,99 @@ def test_ranks_split_the_corpus(tmp_path, n_files):
         seen.append(part)
     assert not set(seen[0]) & set(seen[1])
     assert sorted(seen[0] + seen[1]) == sorted(tuple(x) for x in sentences)
+
+
+def _epoch_part(stream: CorpusStream, epoch: int):
+    """The sentences ``stream`` reads in ``epoch``, in order."""
+    stream.load_state_dict({"epoch": epoch, "shard": 0, "sentence": 0})
+    part = []
+    while True:
+        sentence = stream.next_sentence()
+        if stream.epoch != epoch:
+            return part
+        part.append(tuple(sentence))
+
+
+def test_balanced_cuts_make_consecutive_blocks_of_about_equal_weight():
+    """Each block is within the heaviest item of an equal share: a cut is the boundary nearest
+    its quantile, at most half an item away, and a block lies between two cuts."""
+    import random
+
+    assert balanced_cuts([3, 18] * 4, 2) == [0, 4, 8]
+    assert balanced_cuts([5], 2) == [0, 1, 1]            # (a tie goes to the later boundary)
+    assert balanced_cuts([], 3) == [0, 0, 0, 0]
+    assert balanced_cuts([1, 1, 1, 100], 2) == [0, 3, 4]
+    rng = random.Random(0)
+    for _ in range(300):
+        weights = [rng.randint(1, 40) for _ in range(rng.randint(1, 60))]
+        parts = rng.randint(1, 9)
+        cuts = balanced_cuts(weights, parts)
+        assert len(cuts) == parts + 1 and cuts[0] == 0 and cuts[-1] == len(weights)
+        assert all(a <= b for a, b in zip(cuts, cuts[1:]))
+        for a, b in zip(cuts, cuts[1:]):
+            assert abs(sum(weights[a:b]) * parts - sum(weights)) <= max(weights) * parts
+
+
+@pytest.mark.parametrize("world_size", [2, 3])
+def test_unshuffled_processes_read_blocks_of_about_equal_tokens(tmp_path, world_size):
+    """(every world_size-th line: on a file alternating 3- and 18-word sentences, 2 processes'
+    parts held 250 and 1,000 tokens, so an epoch read one part 2.4 times and the other's 63%)
+    Now each reads one block of consecutive lines, the blocks within a sentence's tokens of an
+    equal share, the same every epoch; the bucketed layout's blocks hold equal lines instead."""
+    lines = [[f"l{i}"] + ["w"] * (2 if i % 2 == 0 else 17) for i in range(100)]
+    (tmp_path / "t.txt").write_text("".join(" ".join(s) + "\n" for s in lines), encoding="utf-8")
+    for balance, weigh in (("tokens", lambda s: len(s) + 2), ("lines", lambda s: 1)):
+        streams = [CorpusStream([tmp_path / "t.txt"], shuffle=False, rank=r, world_size=world_size,
+                                balance=balance) for r in range(world_size)]
+        parts = [_epoch_part(stream, 0) for stream in streams]
+        assert [s for part in parts for s in part] == [tuple(s) for s in lines]   # blocks, in the file's order
+        amounts = [sum(weigh(s) for s in part) for part in parts]
+        total, heaviest = sum(weigh(s) for s in lines), max(weigh(s) for s in lines)
+        assert all(abs(a * world_size - total) <= heaviest * world_size for a in amounts), amounts
+        assert [_epoch_part(stream, 2) for stream in streams] == parts
+        assert line_shares([tmp_path / "t.txt"], world_size, shuffle=False, balance=balance) == amounts
+    # a file sorted by length: equal tokens are unequal lines, which the bucketed layout's rows are
+    ordered = sorted(lines, key=len)
+    (tmp_path / "t.txt").write_text("".join(" ".join(s) + "\n" for s in ordered), encoding="utf-8")
+    by_lines = [CorpusStream([tmp_path / "t.txt"], shuffle=False, rank=r, world_size=world_size,
+                             balance="lines") for r in range(world_size)]
+    assert max(len(_epoch_part(s, 0)) for s in by_lines) - min(len(_epoch_part(s, 0)) for s in by_lines) <= 1
+    # a process whose block is empty is told so, as it reads its part
+    (tmp_path / "t.txt").write_text("a b c\nd e f g h i j k l m n o p\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"holds no sentence for rank 2 of 3 \(each process reads a block of each "
+                                         r"file's lines, cut where the blocks hold about the same tokens"):
+        CorpusStream([tmp_path / "t.txt"], shuffle=False, rank=2, world_size=3).next_sentence()
+
+
+def test_shuffled_processes_read_every_line_once_an_epoch_in_new_parts(tmp_path):
+    """Shuffled, each file's lines are dealt in turn from a new order each epoch: every line
+    once an epoch over the processes, and parts that differ from epoch to epoch."""
+    lines = [(f"l{i}",) + ("w",) * (2 if i % 2 == 0 else 17) for i in range(60)]
+    (tmp_path / "t.txt").write_text("".join(" ".join(s) + "\n" for s in lines), encoding="utf-8")
+    streams = [CorpusStream([tmp_path / "t.txt"], seed=4, rank=r, world_size=3) for r in range(3)]
+    epochs = [[_epoch_part(stream, e) for stream in streams] for e in range(3)]
+    for parts in epochs:
+        assert sorted(s for part in parts for s in part) == sorted(lines)
+        assert [len(part) for part in parts] == [20, 20, 20]
+    assert epochs[0][0] != epochs[1][0] and set(epochs[0][0]) != set(epochs[1][0])
+    assert streams[0].line_split == "turns"
+    assert line_shares([tmp_path / "t.txt"], 3) is None       # (no fixed parts to measure)
+
+
+def test_an_unshuffled_block_split_resumes_exactly(tmp_path):
+    lines = [[f"l{i}"] + ["w"] * (i % 7) for i in range(40)]
+    (tmp_path / "t.txt").write_text("".join(" ".join(s) + "\n" for s in lines), encoding="utf-8")
+    vocab = _vocab(lines)
+    make = lambda: PackedLMBatches(CorpusStream([tmp_path / "t.txt"], shuffle=False, rank=1,  # noqa: E731
+                                                world_size=2), vocab, 2, 5)
+    a = make()
+    straight = [a.next_batch().fwd_chars for _ in range(20)]   # (over 3 epochs of rank 1's block)
+    b = make()
+    for _ in range(7):
+        b.next_batch()
+    c = make()
+    c.load_state_dict(b.state_dict())
+    assert all(torch.equal(x, c.next_batch().fwd_chars) for x in straight[7:])
 
 
 def test_empty_files_in_a_corpus_are_read_past_for_every_epoch(tmp_path):

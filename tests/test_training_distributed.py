@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -348,6 +349,67 @@ def test_processes_given_unequal_parts_of_an_epoch_are_told(tmp_path, capsys, n_
     assert ("an epoch reads some text twice and some not at all" in err) == warned, err
     TrainingRun(cfg, distributed.Context(rank=1, world_size=2)).setup()   # (rank 0 says it, once)
     assert "warning" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("lines, warned", [([3, 18] * 30, False), ([3, 60, 3, 3], True)])
+def test_unshuffled_blocks_of_lines_that_cannot_hold_equal_tokens_are_told(tmp_path, capsys, lines, warned):
+    """(one file on 2 processes, unshuffled: its lines are cut into a block for each, of about
+    equal tokens; a few long lines keep them apart, 67 and 10 tokens here, and an epoch then
+    reads one block almost seven times as often as the other, which was not said)"""
+    from elmo.training.trainer import TrainingRun
+    from training_helpers import tiny_config
+
+    _, _, vocab_txt = write_toy_corpus(tmp_path / "toy", n_train=60)
+    text = tmp_path / "text.txt"
+    text.write_text("".join(" ".join(["the"] * n) + "\n" for n in lines), encoding="utf-8")
+    for layout in ("packed", "bucketed"):
+        cfg = tiny_config(tmp_path / "run", text, vocab_txt, max_steps=2, shuffle=False, layout=layout)
+        capsys.readouterr()
+        TrainingRun(cfg, distributed.Context(rank=0, world_size=2)).setup()
+        err = capsys.readouterr().err
+        unit = "tokens" if layout == "packed" else "lines"
+        assert ("cannot hold about the same " + unit in err) == (warned and layout == "packed"), err
+        if warned and layout == "packed":   # (rank 0's block: 5 + 62 tokens; rank 1's: 5 + 5)
+            assert "(a few lines, or long ones: 10 to 67 tokens an epoch)" in err, err
+
+
+def test_a_run_whose_processes_shared_lines_otherwise_is_not_resumed_into_other_parts(tmp_path):
+    """(a run begun when each unshuffled file's lines were dealt to the processes in turn,
+    resumed by the version that cuts them into blocks, would have gone on from its positions
+    in other lines, silently) Its checkpoint without the record of the split is refused, as is
+    one of another split; one of the same split resumes."""
+    from elmo.training.checkpoint import latest_checkpoint, save_checkpoint
+    from elmo.training.resume import ResumeMismatch
+    from elmo.training.trainer import TrainingRun, train
+    from training_helpers import tiny_config
+
+    train_txt, _, vocab_txt = write_toy_corpus(tmp_path / "toy", n_train=60)
+    cfg = tiny_config(tmp_path / "run", train_txt, vocab_txt, max_steps=4, checkpoint_every=2, shuffle=False)
+    train(cfg, stop_after=2)
+    path = latest_checkpoint(tmp_path / "run" / "checkpoints")
+    ckpt = load_checkpoint(path)
+    assert ckpt["line_split"] is None            # (one process reads whole files)
+    ckpt.update(config=json.dumps(ckpt["config"]), ranks=ckpt["ranks"] * 2)   # (as if 2 processes wrote it)
+    for recorded, refused in ((None, "every N-th line (as versions before the blocks did)"),
+                              ("turns", "every N-th of the shuffled lines"), ("tokens", None)):
+        ckpt.pop("line_split", None)
+        if recorded:
+            ckpt["line_split"] = recorded
+        save_checkpoint(path.parent, ckpt["step"], ckpt)
+        run = TrainingRun(cfg, distributed.Context(rank=0, world_size=2))
+        run.setup()
+        if refused is None:
+            run.resume()
+            assert run.step_no == 2
+            continue
+        with pytest.raises(ResumeMismatch, match=f"each of its processes read {re.escape(refused)}, and this "
+                                                 f"version gives each a block of consecutive lines of about equal "
+                                                 f"tokens"):
+            run.resume()
+    shuffled = TrainingRun(tiny_config(tmp_path / "run", train_txt, vocab_txt, max_steps=4, checkpoint_every=2),
+                           distributed.Context(rank=0, world_size=2))
+    shuffled.setup()
+    shuffled._check_line_split("(unrecorded)")   # (shuffled lines were dealt in turn before, and are now)
 
 
 def test_processes_started_with_other_settings_are_refused_at_once(tmp_path, monkeypatch):

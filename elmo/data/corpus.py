@@ -11,7 +11,9 @@ checkpoint and resume exactly.
 
 With several processes (``rank``/``world_size``) each reads its own part: whole shards
 (``shards[rank::world_size]`` of the epoch's order) when there are at least as many shards as
-processes, otherwise every ``world_size``-th sentence of each shard.
+processes, otherwise a part of each shard's sentences: shuffled, every ``world_size``-th one
+(a new draw each epoch); in the files' order, one block of consecutive lines each, the blocks
+cut where they hold about the same tokens (or lines, see :data:`LINE_WEIGHTS`).
 """
 from __future__ import annotations
 
@@ -23,9 +25,10 @@ import io
 import os
 import random
 import zlib
+from bisect import bisect_left
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional, Sequence
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
 
 from ..io import first_bad_utf8
 
@@ -197,6 +200,33 @@ def _seeded(*parts) -> random.Random:
     return random.Random(":".join(str(p) for p in parts))
 
 
+#: What the blocks of a file's lines that unshuffled processes read hold about equal amounts of:
+#: ``tokens``, the positions of the packed layout (a sentence's words and its ``<S>`` and
+#: ``</S>``), which reads as many a step on every process; ``lines``, the rows of the bucketed one.
+#: (Every ``world_size``-th line held equal lines but not tokens: a file alternating 3- and
+#: 18-word sentences gave one process 250 tokens and the other 1,000, so that an epoch read one
+#: part 2.4 times and the other's 63%.)
+LINE_WEIGHTS: Dict[str, Callable[[Sentence], int]] = {"tokens": lambda s: len(s) + 2, "lines": lambda s: 1}
+
+
+def balanced_cuts(weights: Sequence[int], parts: int) -> List[int]:
+    """Where to cut items of non-negative ``weights`` into ``parts`` consecutive blocks of
+    about equal weight: ``parts + 1`` indices from 0 to ``len(weights)``, block r being
+    ``[cuts[r], cuts[r + 1])``. Each inner cut is the boundary nearest the r-th ``parts``-quantile of
+    the total (a tie goes to the later one); integer arithmetic, the same on every machine."""
+    cum = [0]
+    for w in weights:
+        cum.append(cum[-1] + w)
+    total, cuts = cum[-1], [0]
+    for r in range(1, parts):
+        goal = r * total   # (the quantile times parts: cum[i] * parts is compared with it)
+        i = bisect_left(cum, -(-goal // parts), lo=cuts[-1])
+        if i > cuts[-1] and goal - cum[i - 1] * parts < cum[i] * parts - goal:
+            i -= 1
+        cuts.append(i)
+    return cuts + [len(weights)]
+
+
 @dataclass
 class StreamPosition:
     """Where a stream stands: the next sentence is sentence ``sentence`` of the shard at
@@ -215,12 +245,17 @@ class CorpusStream:
         seed: the shuffling seed.
         shuffle: shuffle shards and sentences each epoch (off: the files' own order).
         rank, world_size: this process's part of the corpus.
+        balance: where processes share a file's lines unshuffled, what their blocks hold about
+            equal amounts of (a key of :data:`LINE_WEIGHTS`).
     """
 
     def __init__(self, paths: Sequence[str | os.PathLike], seed: int = 0, shuffle: bool = True,
-                 rank: int = 0, world_size: int = 1):
+                 rank: int = 0, world_size: int = 1, balance: str = "tokens"):
         if not 0 <= rank < world_size:
             raise ValueError(f"rank {rank} is not in [0, {world_size})")
+        if balance not in LINE_WEIGHTS:
+            raise ValueError(f"balance must be one of {', '.join(LINE_WEIGHTS)}, got {balance!r}")
+        self.balance = balance
         self.files = expand_paths(paths)
         self.seed, self.shuffle = seed, shuffle
         self.rank, self.world_size = rank, world_size
@@ -245,10 +280,28 @@ class CorpusStream:
             sentences = read_sentences(path)
             if self.shuffle:
                 _seeded(self.seed, epoch, "sentences", path.name, index).shuffle(sentences)
-            if not self.split_by_shard and self.world_size > 1:
-                sentences = sentences[self.rank::self.world_size]
+            if self.line_split is not None:
+                sentences = self.my_lines(sentences)
             self._loaded = (key, sentences)
         return self._loaded[1]
+
+    @property
+    def line_split(self) -> Optional[str]:
+        """How this stream's processes share each file's lines: ``turns`` (every
+        ``world_size``-th of the shuffled lines), or blocks of about equal ``tokens`` or
+        ``lines`` (unshuffled); None where they read whole files, or there is one process."""
+        if self.split_by_shard or self.world_size == 1:
+            return None
+        return "turns" if self.shuffle else self.balance
+
+    def my_lines(self, sentences: List[Sentence]) -> List[Sentence]:
+        """This rank's part of one file's ``sentences`` (every process's parts: all of them,
+        once each), where the processes share each file's lines (:attr:`line_split`)."""
+        if self.line_split == "turns":
+            return sentences[self.rank::self.world_size]
+        weigh = LINE_WEIGHTS[self.balance]
+        cuts = balanced_cuts([weigh(s) for s in sentences], self.world_size)
+        return sentences[cuts[self.rank]:cuts[self.rank + 1]]
 
     # ------------------------------------------------------------------ reading
     #: Whole epochs in a row without a sentence for this rank after which it gives up, where its
@@ -279,7 +332,10 @@ class CorpusStream:
         part = ""
         if self.world_size > 1:   # (how the parts are made, so that the fix is plain)
             shared = ("whole files, and those it is given hold none" if self.split_by_shard
-                      else f"each file's sentences in turn, and no file has {self.rank + 1}")
+                      else f"each file's sentences in turn, and no file has {self.rank + 1}"
+                      if self.line_split == "turns" else
+                      f"a block of each file's lines, cut where the blocks hold about the same {self.balance}, "
+                      f"and its blocks hold none")
             part = (f" for rank {self.rank} of {self.world_size} (each process reads {shared}); give more "
                     f"text, or start fewer processes")
         raise ValueError(f"the corpus {', '.join(map(str, self.files))} holds no sentence{part}")
@@ -303,13 +359,31 @@ def shard_shares(paths: Sequence[str | os.PathLike], world_size: int, seed: int 
                  epoch: int = 0) -> Optional[List[int]]:
     """Bytes of text (of the files as stored) that each of ``world_size`` processes reads in
     ``epoch`` where :class:`CorpusStream` gives them whole shards (at least as many files as
-    processes); None where it splits every file's lines among them, which makes even parts."""
+    processes); None where it splits every file's lines among them (:func:`line_shares`)."""
     files = expand_paths(paths)
     streams = [CorpusStream(files, seed=seed, shuffle=shuffle, rank=r, world_size=world_size)
                for r in range(world_size)]
     if world_size < 2 or not streams[0].split_by_shard:
         return None
     return [sum(path.stat().st_size for path in stream.shard_order(epoch)) for stream in streams]
+
+
+def line_shares(paths: Sequence[str | os.PathLike], world_size: int, shuffle: bool = True,
+                balance: str = "tokens") -> Optional[List[int]]:
+    """Tokens (or lines: ``balance``) of each of ``world_size`` processes' part of an epoch
+    where :class:`CorpusStream` cuts every file's unshuffled lines into blocks for them (fewer
+    files than processes), each file read once; None elsewhere (whole shards:
+    :func:`shard_shares`; shuffled lines are dealt anew each epoch, even on average)."""
+    stream = CorpusStream(paths, shuffle=shuffle, world_size=world_size, balance=balance)
+    if stream.line_split not in LINE_WEIGHTS:
+        return None
+    weigh, shares = LINE_WEIGHTS[balance], [0] * world_size
+    for path in stream.files:
+        weights = [weigh(s) for s in read_sentences(path)]
+        cuts = balanced_cuts(weights, world_size)
+        for rank in range(world_size):
+            shares[rank] += sum(weights[cuts[rank]:cuts[rank + 1]])
+    return shares
 
 
 def count_tokens(paths: Sequence[str | os.PathLike], boundaries: bool = True,

@@ -36,7 +36,7 @@ from torch.nn.parallel import DistributedDataParallel
 from .. import runtime
 from ..allocator import keep_freed_memory
 from ..config import ElmoOptions
-from ..data.corpus import (CorpusStream, corpus_files, count_tokens, expand_paths, iter_file_sentences,
+from ..data.corpus import (CorpusStream, corpus_files, count_tokens, expand_paths, iter_file_sentences, line_shares,
                            same_corpus_files, shard_shares)
 from ..data.lm_batches import MAX_PIECE_LENGTH, BucketedLMBatches, PackedLMBatches
 from ..modules.softmax import softmax_loss
@@ -60,12 +60,18 @@ from .training_vocab import load_training_vocabulary, vocabulary_digest
 
 def _batches(cfg: TrainConfig, vocab: Vocabulary, max_chars: int, ctx: distributed.Context):
     stream = CorpusStream(cfg.train, seed=cfg.seed, shuffle=cfg.shuffle, rank=ctx.rank,
-                          world_size=ctx.world_size)
+                          world_size=ctx.world_size, balance=line_balance(cfg))
     if cfg.layout == "packed":
         return PackedLMBatches(stream, vocab, cfg.batch_size, cfg.unroll_steps, max_chars)
     if cfg.layout == "bucketed":
         return BucketedLMBatches(stream, vocab, cfg.batch_size, max_chars, seed=cfg.seed + 7 * ctx.rank)
     raise ValueError(f"layout must be 'packed' or 'bucketed', got {cfg.layout!r}")
+
+
+def line_balance(cfg: TrainConfig) -> str:
+    """What the processes' blocks of a file's unshuffled lines hold about equal amounts of: what
+    the layout reads as much of a step on every process (packed: tokens; bucketed: rows)."""
+    return "lines" if cfg.layout == "bucketed" else "tokens"
 
 
 def total_steps(cfg: TrainConfig, world_size: int, corpus_stats: Dict[str, int],
@@ -311,19 +317,26 @@ class TrainingRun:
         still in theirs, and an epoch (the steps of one pass over the text) reads some text twice
         and some not at all (3 equal files on 2 processes, not shuffled: a sixth of the text
         twice, another sixth never). Nothing said it; the run is left as it is (a resumed run's
-        position depends on the split)."""
+        position depends on the split). Likewise where unshuffled lines are cut into blocks of
+        about equal tokens (or rows) that a few or long lines keep apart."""
         cfg, ctx = self.cfg, self.ctx
         if not (ctx.is_main and ctx.distributed):
             return
+        uneven = "each reads as much a step as the others, so an epoch reads some text twice and some not at all"
         shares = shard_shares(cfg.train, ctx.world_size, seed=cfg.seed, shuffle=cfg.shuffle)
-        if shares is None or max(shares) <= self.UNEVEN_SHARDS * max(1, min(shares)):
-            return
-        n = len(expand_paths(cfg.train))
-        print(f"warning: the training text's {n} files are shared out whole among the {ctx.world_size} processes, "
-              f"and their parts of an epoch differ in size ({min(shares):,} to {max(shares):,} bytes): each "
-              f"reads as much a step as the others, so an epoch reads some text twice and some not at all; "
-              f"give files of equal size in a number that {ctx.world_size} divides, or one file (whose lines "
-              f"are shared out evenly)", file=sys.stderr, flush=True)
+        if shares is not None and max(shares) > self.UNEVEN_SHARDS * max(1, min(shares)):
+            n = len(expand_paths(cfg.train))
+            print(f"warning: the training text's {n} files are shared out whole among the {ctx.world_size} "
+                  f"processes, and their parts of an epoch differ in size ({min(shares):,} to {max(shares):,} "
+                  f"bytes): {uneven}; give files of equal size in a number that {ctx.world_size} divides, or "
+                  f"one file (whose lines are shared out in even parts)", file=sys.stderr, flush=True)
+        unit = line_balance(cfg)
+        shares = line_shares(cfg.train, ctx.world_size, shuffle=cfg.shuffle, balance=unit)
+        if shares is not None and max(shares) > self.UNEVEN_SHARDS * max(1, min(shares)):
+            print(f"warning: the training text's lines are cut into a block of consecutive lines for each of the "
+                  f"{ctx.world_size} processes, and the blocks cannot hold about the same {unit} (a few lines, "
+                  f"or long ones: {min(shares):,} to {max(shares):,} {unit} an epoch): {uneven}; give more text, "
+                  f"start fewer processes, or shuffle", file=sys.stderr, flush=True)
 
     #: Settings each process may have its own value of: ``auto`` picks each one's GPU, and only
     #: rank 0 shows progress and writes the export's metadata (finetune's holds the perplexity
@@ -442,6 +455,27 @@ class TrainingRun:
                              f"began ({path}: {what}); rerun with the text it was started with, or use "
                              f"another --output")
 
+    #: How the processes share each file's lines (:attr:`CorpusStream.line_split`), in words.
+    LINE_SPLITS = {"turns": "every N-th of the shuffled lines",
+                   "tokens": "a block of consecutive lines of about equal tokens",
+                   "lines": "a block of about equal consecutive lines",
+                   "strided": "every N-th line (as versions before the blocks did)"}
+
+    def _check_line_split(self, then: Optional[str]) -> None:
+        """Refuse to resume a run whose processes shared each file's lines otherwise than this
+        run's do (``then``: the checkpoint's record): its positions count the lines of other
+        parts. A checkpoint from before the record dealt the lines in turn, shuffled or not."""
+        now = self.batches.stream.line_split
+        if then == "(unrecorded)":
+            then = None if now is None else "turns" if now == "turns" else "strided"
+        if then == now:
+            return
+        said = {"whole": "whole files", **self.LINE_SPLITS}
+        raise ResumeMismatch(f"cannot resume {self.out_dir}: each of its processes read {said.get(then or 'whole', then)}, "
+                             f"and this version gives each {said[now or 'whole']}, so its position would point into "
+                             f"other text; resume it with the version of elmo that began it, or use another "
+                             f"--output")
+
     def record_warm_start(self) -> None:
         """A warm-started run's start, written once to ``OUTPUT/warm_start.json`` and read back
         on every resume: the start folder may have changed since (a run that continues the
@@ -520,6 +554,7 @@ class TrainingRun:
                                      f"{type(stored).__name__}); correct it, or use another --output")
         changed = check_resume(stored or {}, asdict(cfg), str(self.out_dir))
         self._check_corpus()
+        self._check_line_split(ckpt.get("line_split", "(unrecorded)"))
         self._check_vocabulary(ckpt.get("vocab_sha256"))
         if ctx.is_main:
             print(f"resuming from checkpoint {ckpt['step']} ({self.resume_from})"
@@ -880,7 +915,8 @@ class TrainingRun:
             "skipped_steps": self.skipped_steps, "nonfinite_in_a_row": self.nonfinite_in_a_row,
             "vocab_sha256": self.vocab_sha256,
             "model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(), "ranks": ranks,
-            "lr_schedule": self.schedule.state_dict(), "config": self.cfg.to_json()},
+            "lr_schedule": self.schedule.state_dict(), "config": self.cfg.to_json(),
+            "line_split": self.batches.stream.line_split},
             # during a run of non-finite steps, prune nothing: the older checkpoints may be the
             # last ones before the update that broke the model (see _diverged_message)
             keep=0 if self.nonfinite_in_a_row else self.cfg.keep_checkpoints)
