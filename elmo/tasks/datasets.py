@@ -492,7 +492,7 @@ def _check_targets_vary(spec: dict, kind: str, train: List[Example], source: dic
     standardise by, and a model trained on it predicts one number whatever it reads (each
     correlation is then undefined). Refused, naming the file (and the max_train sample)."""
     from .files import TaskDataError
-    from .kinds import float32_distinct
+    from .kinds import standardised_distinct
     values = {cast(float, ex.label) for ex in train}        # (graded: numbers, see kinds)
     limit = spec.get("max_train")
     sample = (f" (the {len(train)} of {full} kept by max_train {limit}, subset_seed {seed})"
@@ -501,12 +501,12 @@ def _check_targets_vary(spec: dict, kind: str, train: List[Example], source: dic
     if len(values) < 2:
         raise TaskDataError(f"{where}: every training target{sample} is {next(iter(values))!r}; a {kind} "
                             f"task needs targets that differ (is format.label the right column or field?)")
-    if float32_distinct(sorted(values)) < 2:
-        # (the model learnt nothing and every correlation was undefined; a spread of 1e-46
-        # failed as a diverged model, "lower train.lr")
+    if standardised_distinct([cast(float, ex.label) for ex in train]) < 2:
+        # (the model learnt nothing and every correlation was undefined: 0 and 5e-324 have no
+        # spread that float64 can divide by)
         raise TaskDataError(f"{where}: the training targets{sample} ({min(values)!r} to {max(values)!r}) "
-                            f"are all one number in float32, the precision the model computes in; "
-                            f"subtract a constant from them or rescale them")
+                            f"are all one number once standardised by their mean and std and "
+                            f"rounded to float32, as the model trains on them; rescale them")
 
 
 def task_entry_problem(spec: Mapping[str, Any]) -> Optional[str]:
