@@ -171,3 +171,16 @@ def test_a_model_saved_with_float32_scale_buffers_still_loads(tmp_path):
     # z recovered from p_new within a few float64 roundings of numbers up to ~3e6)
     z = (p_new - m64) / s64
     assert np.abs(p_old - (z * s32 + m32)).max() <= 8 * EPS64 * np.abs(p_new).max() * max(1.0, s32 / s64)
+
+
+def test_the_log_shows_targets_far_from_zero_to_their_spread():
+    """Targets 3e6 +- 3 were described "from 3e+06 to 3e+06 (training mean 3e+06 ...)", as if
+    constant: each number is shown to 4 digits at the size of the std."""
+    from elmo.tasks.datasets import TaskData
+    train = [Example(["a"], v) for v in (2999997.25, 3000000.5, 3000003.75)]
+    text = TaskData("t", "regression", "pearson", [], {"train": train, "dev": [], "test": train}).describe_labels()
+    std = float(np.std([2999997.25, 3000000.5, 3000003.75]))
+    assert text == f"numeric targets from 2999997.25 to 3000003.75 (training mean 3000000.5, std {std:.4g})"
+    train = [Example(["a"], v) for v in (-0.3, 1.0, 2.5)]          # (the common case unchanged)
+    text = TaskData("t", "regression", "pearson", [], {"train": train, "dev": [], "test": train}).describe_labels()
+    assert text.startswith("numeric targets from -0.3 to 2.5 (training mean 1.067, std ")

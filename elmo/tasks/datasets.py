@@ -22,6 +22,7 @@ experiment sees exactly the same examples.
 """
 from __future__ import annotations
 
+import math
 import random
 import string
 import unicodedata
@@ -161,8 +162,9 @@ class TaskData:
         t = self.targets()
         if t is None:
             return f"{len(self.labels)} labels"
-        return (f"numeric targets from {t['min']:g} to {t['max']:g} (training mean {t['mean']:.4g}, "
-                f"std {t['std']:.4g})")
+        std = t["std"]
+        return (f"numeric targets from {_to_spread(t['min'], std)} to {_to_spread(t['max'], std)} "
+                f"(training mean {_to_spread(t['mean'], std)}, std {std:.4g})")
 
     def in_train(self) -> Dict[str, int]:
         """split -> how many of its examples have a text (a pair: both texts) that a training
@@ -484,6 +486,15 @@ def _check_spans_to_score(spec: dict, splits: Dict[str, List[Example]], source: 
         raise TaskDataError(f"{where}: no entity in the {split} examples{sample}: span F1 is 0 "
                             f"whatever the model tags; give a {split} set with entities, or use "
                             f"metric token_accuracy")
+
+
+def _to_spread(value: float, spread: float) -> str:
+    """``value`` with 4 significant digits at the size of ``spread`` (> 0): targets 3e6 + N(0, 1)
+    ranged "from 3e+06 to 3e+06" with ":g", as if constant; now from 2999997.3 to 3000003.2."""
+    if value == 0 or not spread > 0:
+        return f"{value:.4g}"
+    digits = 4 + max(0, math.floor(math.log10(abs(value))) - math.floor(math.log10(spread)))
+    return f"{value:.{min(digits, 17)}g}"
 
 
 def _check_targets_vary(spec: dict, kind: str, train: List[Example], source: dict, full: int,
