@@ -272,7 +272,7 @@ class _Reader:
                                    f"{self.kind.name} task's label must be")
         if abs(number) > MAX_TARGET:
             raise self.error(line, f"the target {value!r} is beyond ±{MAX_TARGET:.3g}, the range a graded "
-                                   f"task takes (its mean, std and correlations square targets); rescale the column")
+                                   f"task takes (its std and correlations square targets); rescale the column")
         return number
 
     def label_text(self, value, line: int) -> str:
