@@ -361,7 +361,7 @@ def test_neighbors_of_a_corpus_sentence_leave_out_the_query_itself(tmp_path, cap
             "--layer", "2", "--same-word"]
     assert main(argv) == 0
     out = capsys.readouterr().out
-    assert "(1 occurrences of 'bank'; the query itself, in the 3 corpus copies of its " \
+    assert "(1 occurrence of 'bank'; the query itself, in the 3 corpus copies of its " \
            "sentence, left out)" in out
     assert "we sat on the river [bank] ." in out and "the [bank] raised" not in out.split("layer 0")[0]
     assert main(argv[:-1]) == 0                       # any word: the copies' other tokens stay
@@ -388,7 +388,7 @@ def test_neighbors_in_a_corpus_of_the_query_alone_say_there_is_none(tmp_path, ca
     corpus.write_text("the bank\n")
     assert main(["neighbors", "the bank", "--word", "bank", "--model", "fixture", "--corpus", str(corpus),
                  "--index-dir", str(tmp_path / "ix"), "--no-glove", "--layer", "1"]) == 0
-    assert "(1 corpus tokens; the query itself, in the corpus copy of its sentence, left out)" in capsys.readouterr().out
+    assert "(1 corpus token; the query itself, in the corpus copy of its sentence, left out)" in capsys.readouterr().out
 
 
 def test_report_only_on_a_folder_without_analysis_results_is_one_line(tmp_path, capsys):

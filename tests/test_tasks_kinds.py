@@ -86,9 +86,10 @@ def test_predictions_are_decoded_and_written_per_kind():
     assert TASK_KINDS["regression"].decode(0.25, []) == 0.25
     assert TASK_KINDS["regression"].tsv_line("x y", ["x", "y"], -1.5) == "x y\t-1.5"
     assert TASK_KINDS["pair_regression"].json_record(("x", "y"), ["x"], 3.0, (1, 1))["label"] == 3.0
-    graded = make_batch(to_examples([("x", "y")], "pair_regression") + [Example(["x"], 2.5, ["y"])],
+    graded = make_batch(to_examples([("x", "y")], "pair_regression") + [Example(["x"], 3e6 + 0.1, ["y"])],
                         "pair_regression", WordVocab(["x", "y"]), {}, 50)
-    assert graded.labels.dtype == torch.float32 and graded.labels[1] == 2.5
+    # float64: float32 held 3e6 + 0.1 as 3e6 (its spacing there is 0.25)
+    assert graded.labels.dtype == torch.float64 and graded.labels[1] == 3e6 + 0.1
     assert math.isnan(graded.labels[0])      # (an example to predict has no target)
 
 

@@ -130,8 +130,9 @@ def test_regression_tasks_from_files_train_correlate_and_predict_in_their_units(
         data = load_task(load_config(config)["tasks"][spec])
         assert model.saved.kind == data.kind and model.saved.labels == []
         scale = data.targets()
-        assert float(model.target_mean) == float(np.float32(scale["mean"]))
-        assert float(model.target_std) == float(np.float32(scale["std"]))
+        # the float64 scale exactly (float32 kept 0.25 steps of a mean of 3e6)
+        assert model.target_mean.dtype == model.target_std.dtype == torch.float64
+        assert float(model.target_mean) == scale["mean"] and float(model.target_std) == scale["std"]
         examples = data.splits["test"]
         texts = [(ex.tokens, ex.tokens_b) if data.kind == "pair_regression" else ex.tokens
                  for ex in examples]
@@ -345,15 +346,15 @@ def test_a_dev_score_undefined_in_every_epoch_keeps_the_last_epoch_and_says_why(
 
 
 @pytest.mark.parametrize("rows, problem", [
-    # past float32's range: became inf in the label tensor, then a torch overflow traceback
-    (["1e300\ta", "2\tb"], r"t.tsv:1: the target '1e300' is beyond ±1.7e\+38, the float32 range"),
+    # past the range a graded task takes: became inf in the label tensor, then a torch
+    # overflow traceback
+    (["1e300\ta", "2\tb"], r"t.tsv:1: the target '1e300' is beyond ±1.7e\+38, the range a graded task takes"),
     (["1\ta", "-3.4e38\tb"], r"t.tsv:2: the target '-3.4e38' is beyond ±1.7e\+38"),
-    # one number in float32: a spread of 1e-46 failed as a "diverged" model, one of 2 on 1e8
-    # trained a model that predicts one number (every correlation undefined)
-    (["0\ta", "1e-46\tb", "2e-46\tc"], r"t.tsv: the training targets \(0.0 to 2e-46\) are all one number in float32"),
-    (["100000001\ta", "100000002\tb"], r"training targets \(100000001.0 to 100000002.0\) are all one number"),
+    # no spread float64 can divide by: the model would train on one standardised number
+    (["0\ta", "5e-324\tb", "5e-324\tc"],
+     r"t.tsv: the training targets \(0.0 to 5e-324\) are all one number once standardised"),
 ])
-def test_targets_the_float32_model_cannot_hold_apart_are_refused_naming_the_file(tmp_path, rows, problem):
+def test_targets_the_model_cannot_hold_apart_are_refused_naming_the_file(tmp_path, rows, problem):
     path = tmp_path / "t.tsv"
     path.write_text("\n".join(rows) + "\n", encoding="utf-8")
     spec = {"task": "regression", "name": "r", "dev_fraction": 0,
@@ -363,10 +364,20 @@ def test_targets_the_float32_model_cannot_hold_apart_are_refused_naming_the_file
         load_task(spec)
 
 
-def test_a_small_spread_that_float32_holds_apart_still_trains():
-    from elmo.tasks.kinds import MAX_TARGET, float32_distinct
-    assert float32_distinct([1e-30, 2e-30, 0.0]) == 3 and float32_distinct([1e8, 1e8 + 1]) == 1
-    assert float32_distinct([MAX_TARGET, -MAX_TARGET]) == 2
+@pytest.mark.parametrize("rows", [["100000001\ta", "100000002\tb"], ["0\ta", "1e-46\tb", "2e-46\tc"]])
+def test_a_small_spread_the_float64_standardising_holds_apart_is_taken(tmp_path, rows):
+    """Targets standardised in float64 differ as the model trains on them: 1e8 + 1 and 1e8 + 2
+    (one number in float32, refused before) are -1 and 1."""
+    from elmo.tasks.kinds import MAX_TARGET, standardised_distinct
+    path = tmp_path / "t.tsv"
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    spec = {"task": "regression", "name": "r", "dev_fraction": 0,
+            "format": {"type": "tsv", "text": 1, "label": 0, "header": False},
+            "files": {"train": str(path), "test": str(path)}}
+    assert len(load_task(spec).splits["train"]) == len(rows)
+    assert standardised_distinct([1e-30, 2e-30, 0.0]) == 3 and standardised_distinct([1e8 + 1, 1e8 + 2]) == 2
+    assert standardised_distinct([MAX_TARGET, -MAX_TARGET]) == 2
+    assert standardised_distinct([0.0, 5e-324]) == 1
 
 
 def test_an_experiment_whose_graded_test_is_undefined_finishes_resumes_and_is_tabled(tmp_path, capsys):

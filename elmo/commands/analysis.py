@@ -178,8 +178,9 @@ def neighbors(args: argparse.Namespace) -> int:
         print("the corpus holds no token but the query itself, which is left out")
         layers = []
     for j in layers:
-        pool = (f"{occurrences:,} occurrences of {args.word!r}"
-                if args.same_word else f"{len(index.positions) - len(own):,} corpus tokens")
+        others = len(index.positions) - len(own)      # ("1 occurrences", "1 corpus tokens")
+        pool = (f"{occurrences:,} occurrence{'' if occurrences == 1 else 's'} of {args.word!r}"
+                if args.same_word else f"{others:,} corpus token{'' if others == 1 else 's'}")
         if own:
             # (it said the sentence was left out, above hits of its other tokens: only the
             # query token is, in each corpus copy of its sentence)

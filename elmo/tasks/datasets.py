@@ -22,6 +22,7 @@ experiment sees exactly the same examples.
 """
 from __future__ import annotations
 
+import math
 import random
 import string
 import unicodedata
@@ -161,8 +162,9 @@ class TaskData:
         t = self.targets()
         if t is None:
             return f"{len(self.labels)} labels"
-        return (f"numeric targets from {t['min']:g} to {t['max']:g} (training mean {t['mean']:.4g}, "
-                f"std {t['std']:.4g})")
+        std = t["std"]
+        return (f"numeric targets from {_to_spread(t['min'], std)} to {_to_spread(t['max'], std)} "
+                f"(training mean {_to_spread(t['mean'], std)}, std {std:.4g})")
 
     def in_train(self) -> Dict[str, int]:
         """split -> how many of its examples have a text (a pair: both texts) that a training
@@ -486,13 +488,22 @@ def _check_spans_to_score(spec: dict, splits: Dict[str, List[Example]], source: 
                             f"metric token_accuracy")
 
 
+def _to_spread(value: float, spread: float) -> str:
+    """``value`` with 4 significant digits at the size of ``spread`` (> 0): targets 3e6 + N(0, 1)
+    ranged "from 3e+06 to 3e+06" with ":g", as if constant; now from 2999997.3 to 3000003.2."""
+    if value == 0 or not spread > 0:
+        return f"{value:.4g}"
+    digits = 4 + max(0, math.floor(math.log10(abs(value))) - math.floor(math.log10(spread)))
+    return f"{value:.{min(digits, 17)}g}"
+
+
 def _check_targets_vary(spec: dict, kind: str, train: List[Example], source: dict, full: int,
                         seed: int) -> None:
     """A graded task's training targets must differ: a constant one has no spread to
     standardise by, and a model trained on it predicts one number whatever it reads (each
     correlation is then undefined). Refused, naming the file (and the max_train sample)."""
     from .files import TaskDataError
-    from .kinds import float32_distinct
+    from .kinds import standardised_distinct
     values = {cast(float, ex.label) for ex in train}        # (graded: numbers, see kinds)
     limit = spec.get("max_train")
     sample = (f" (the {len(train)} of {full} kept by max_train {limit}, subset_seed {seed})"
@@ -501,12 +512,12 @@ def _check_targets_vary(spec: dict, kind: str, train: List[Example], source: dic
     if len(values) < 2:
         raise TaskDataError(f"{where}: every training target{sample} is {next(iter(values))!r}; a {kind} "
                             f"task needs targets that differ (is format.label the right column or field?)")
-    if float32_distinct(sorted(values)) < 2:
-        # (the model learnt nothing and every correlation was undefined; a spread of 1e-46
-        # failed as a diverged model, "lower train.lr")
+    if standardised_distinct([cast(float, ex.label) for ex in train]) < 2:
+        # (the model learnt nothing and every correlation was undefined: 0 and 5e-324 have no
+        # spread that float64 can divide by)
         raise TaskDataError(f"{where}: the training targets{sample} ({min(values)!r} to {max(values)!r}) "
-                            f"are all one number in float32, the precision the model computes in; "
-                            f"subtract a constant from them or rescale them")
+                            f"are all one number once standardised by their mean and std and "
+                            f"rounded to float32, as the model trains on them; rescale them")
 
 
 def task_entry_problem(spec: Mapping[str, Any]) -> Optional[str]:

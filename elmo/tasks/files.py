@@ -271,8 +271,8 @@ class _Reader:
             raise self.error(line, f"the target {value!r} is not a finite number, which a "
                                    f"{self.kind.name} task's label must be")
         if abs(number) > MAX_TARGET:
-            raise self.error(line, f"the target {value!r} is beyond ±{MAX_TARGET:.3g}, the float32 range "
-                                   f"the model computes in (with room to subtract the mean); rescale the column")
+            raise self.error(line, f"the target {value!r} is beyond ±{MAX_TARGET:.3g}, the range a graded "
+                                   f"task takes (its std and correlations square targets); rescale the column")
         return number
 
     def label_text(self, value, line: int) -> str:

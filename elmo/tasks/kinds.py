@@ -174,8 +174,9 @@ class GradedKind(TaskKind):
         return []     # no classes: nothing to index, to miss in training, or to warn about
 
     def label_tensor(self, examples, label_index, shape):
-        """(B,) float32 targets (NaN for an unlabelled example to predict)."""
-        return torch.tensor([float(cast(float, ex.label)) for ex in examples], dtype=torch.float32)
+        """(B,) float64 targets (NaN for an unlabelled example to predict): float32 kept only
+        the 0.25 steps of a target near 3e6, before the model standardised it (in float64)."""
+        return torch.tensor([float(cast(float, ex.label)) for ex in examples], dtype=torch.float64)
 
     def unlabelled(self, tokens, tokens_b=None):
         return Example(tokens, float("nan"), tokens_b)
@@ -187,23 +188,32 @@ class GradedKind(TaskKind):
         model.set_target_scale(*target_scale(train))
 
 
-#: The largest target magnitude a graded task takes: the model computes in float32, and half
-#: its range keeps a target minus the mean finite (1e300 became inf, then a deep torch error).
+#: The largest target magnitude a graded task takes (float32's range, halved): the mean, the
+#: std and the correlations square targets in float64, which 1e300 overflowed (then a deep
+#: torch error); this bound keeps them well inside it.
 MAX_TARGET = float(np.finfo(np.float32).max) / 2
 
 
-def float32_distinct(values: Sequence[float]) -> int:
-    """How many distinct values ``values`` has once in float32, the precision a graded model
-    computes in (100000001 and 100000002 are one there, as are 1e-46 and 0)."""
-    return len(set(np.asarray(values, dtype=np.float64).astype(np.float32).tolist()))
+def standardised_distinct(values: Sequence[float]) -> int:
+    """How many distinct values ``values`` has once standardised by their own mean and std
+    (:func:`target_scale`, in float64) and rounded to float32, as a graded model trains on
+    them: 100000001 and 100000002 are two (-1 and 1), 0 and 5e-324 one (no spread float64
+    can divide by)."""
+    x = np.asarray(values, dtype=np.float64)
+    mean, std = _scale(x)
+    return len(set(((x - mean) / std).astype(np.float32).tolist()))
+
+
+def _scale(values: np.ndarray) -> Tuple[float, float]:
+    """(mean, population std) of float64 ``values``; std 1 where it is 0 (or there are none)."""
+    std = float(values.std()) if len(values) else 0.0
+    return (float(values.mean()) if len(values) else 0.0), (std if std > 0 else 1.0)
 
 
 def target_scale(examples: Sequence[Example]) -> Tuple[float, float]:
     """(mean, population standard deviation) of graded examples' targets, in float64; a
     constant set gets std 1 (nothing to scale; load_task refuses one for training)."""
-    values = np.asarray([cast(float, ex.label) for ex in examples], dtype=np.float64)
-    std = float(values.std()) if len(values) else 0.0
-    return (float(values.mean()) if len(values) else 0.0), (std if std > 0 else 1.0)
+    return _scale(np.asarray([cast(float, ex.label) for ex in examples], dtype=np.float64))
 
 
 class RegressionKind(GradedKind, ClassificationKind):

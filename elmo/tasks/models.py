@@ -292,14 +292,32 @@ class Regressor(Classifier):
     target. The loss is the mean squared error against (target - mean) / std, with the mean
     and std of the training targets (buffers: saved and loaded with the weights), and a
     prediction is output * std + mean, in the targets' units. Subclasses list this class
-    first, before the classifier whose network they reuse."""
+    first, before the classifier whose network they reuse.
+
+    The mean and std are float64, and so is the standardising and unscaling: a target far
+    from 0 for its spread (3e6 + N(0, 1): float32's spacing at 3e6 is 0.25) kept only the
+    float32 steps of its offset, in training targets and in predictions. Only the
+    standardised values, of order 1, are float32. A dtype cast of the model
+    (``model.half()``, ``.to(torch.float32)``) leaves the two buffers float64 (float16 made a
+    mean of 3e6 inf); a device move moves them."""
 
     target_mean: torch.Tensor
     target_std: torch.Tensor
+    #: the float64 buffers a dtype cast must not round
+    SCALE_BUFFERS = ("target_mean", "target_std")
 
     def _scale_buffers(self) -> None:
-        self.register_buffer("target_mean", torch.zeros(()))
-        self.register_buffer("target_std", torch.ones(()))
+        self.register_buffer("target_mean", torch.zeros((), dtype=torch.float64))
+        self.register_buffer("target_std", torch.ones((), dtype=torch.float64))
+
+    def _apply(self, fn, recurse=True):
+        kept = {name: self._buffers.get(name) for name in self.SCALE_BUFFERS}
+        out = super()._apply(fn, recurse)
+        for name, value in kept.items():      # on fn's device, still the float64 value
+            moved = self._buffers[name]
+            if value is not None and moved is not None:
+                self._buffers[name] = value.to(moved.device)
+        return out
 
     def set_target_scale(self, mean: float, std: float) -> None:
         """Standardise targets with the training split's ``mean`` and ``std`` (std > 0)."""
@@ -308,17 +326,21 @@ class Regressor(Classifier):
         self.target_mean.fill_(mean)
         self.target_std.fill_(std)
 
+    def standardised(self, labels: torch.Tensor) -> torch.Tensor:
+        """(B,) targets -> (B,) float64 (target - mean) / std, computed in float64."""
+        return (labels.to(torch.float64) - self.target_mean) / self.target_std
+
     def loss(self, batch: Batch) -> torch.Tensor:
-        target = (batch.labels - self.target_mean) / self.target_std         # (B,)
         out = self.logits(batch).squeeze(-1)                                  # (B,)
+        target = self.standardised(batch.labels).to(out.dtype)               # (B,)
         return nn.functional.mse_loss(out, target) + self.encoder.penalty(self.lam)
 
     @torch.no_grad()
     def predict_batch(self, batch: Batch) -> list:
-        """(B,) float predictions in the targets' units, each the shortest decimal of its float32
-        value: what ``elmo predict`` writes is what evaluation scored (0.25, not 0.2500000037)."""
-        out = (self.logits(batch).squeeze(-1) * self.target_std + self.target_mean).float()
-        return [float(str(v)) for v in out.cpu().numpy()]
+        """(B,) float predictions in the targets' units: the output unscaled in float64 (what
+        ``elmo predict`` writes is this float64 value, as evaluation scored it)."""
+        out = self.logits(batch).squeeze(-1).to(torch.float64) * self.target_std + self.target_mean
+        return out.cpu().tolist()
 
 
 class SentenceRegressor(Regressor, SentenceClassifier):
