@@ -871,3 +871,31 @@ def test_a_state_dict_whose_scalar_parameters_are_no_tensor(tmp_path):
     torch.save({"scalar_parameters": "abc"}, tmp_path / "text.pt")
     with pytest.raises(ValueError, match="text.pt: the mix needs a non-empty list of finite numbers"):
         report.read_mix_weights(tmp_path / "text.pt")
+
+
+def test_an_index_is_built_a_chunk_of_tokens_at_a_time(monkeypatch):
+    """CorpusIndex.build embedded the whole corpus in float32, concatenated it and scaled its
+    rows before casting to float16: about six times the index's memory at the peak (tens of GB
+    for a few million tokens). It now embeds BUILD_CHUNK_TOKENS tokens at a time (a longer
+    sentence alone) into the float16 array, with the vectors and positions of one whole pass."""
+    bilm = random_bilm()
+    sentences = [["w%d" % (7 * i + j) for j in range(n)] for i, n in enumerate([3, 4, 2, 9, 1, 5, 0, 2])]
+    whole = CorpusIndex.build(bilm, sentences)        # the default chunk holds all 26 tokens
+    calls: list = []
+    embed = neighbors.embed_layers
+
+    def counted(model, rows, batch_size=32):
+        calls.append(sum(len(r) for r in rows))
+        return embed(model, rows, batch_size)
+
+    monkeypatch.setattr(neighbors, "embed_layers", counted)
+    monkeypatch.setattr(neighbors, "BUILD_CHUNK_TOKENS", 7, raising=False)
+    chunked = CorpusIndex.build(bilm, sentences)
+    assert calls == [7, 2, 9, 6, 2]                   # [3, 4], [2], [9], [1, 5], [2]
+    assert chunked.sentences == whole.sentences and chunked.vectors.dtype == np.float16
+    np.testing.assert_array_equal(chunked.positions, whole.positions)
+    assert chunked.vectors.shape == whole.vectors.shape == (bilm.num_layers, 26, bilm.output_dim)
+    # unit rows (entries within [-1, 1]) rounded to float16: one ulp is at most 2**-11; other
+    # batches may move a float32 value across a rounding boundary, by one ulp
+    np.testing.assert_allclose(chunked.vectors.astype(np.float32), whole.vectors.astype(np.float32),
+                               rtol=0, atol=2.0 ** -11)
