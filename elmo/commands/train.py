@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import itertools
 import sys
 from pathlib import Path
 from typing import Optional, overload
@@ -324,10 +325,13 @@ def perplexity(args) -> int:
     require_count("--batch-size", args.batch_size)   # (named batch_size, as the API calls it)
     model, vocab = load_language_model(_model_folder(args.model), device=device)
     # in the order the files are named (sorted, b.txt a.txt was read as a.txt b.txt: another
-    # context for --carry-state, silently); listed, as ppl() lists them anyway
-    sentences = list(iter_file_sentences(expand_paths_in_order(args.text)))
-    if not sentences:  # the files named, not a bare "no text to evaluate"
+    # context for --carry-state, silently); read as ppl() goes, never listed (a large text was
+    # held in memory whole)
+    sentences = iter_file_sentences(expand_paths_in_order(args.text))
+    first = next(sentences, None)
+    if first is None:  # the files named, not a bare "no text to evaluate"
         raise ValueError(f"{', '.join(args.text)}: no text to evaluate (only empty or blank lines)")
+    sentences = itertools.chain([first], sentences)
     try:
         result = ppl(model, sentences, vocab, args.batch_size, device, carry_state=args.carry_state)
     except FloatingPointError as e:
