@@ -191,10 +191,10 @@ class CorpusIndex:
 def token_positions(lengths: Sequence[int]) -> np.ndarray:
     """(sentence, token) of every token of sentences of ``lengths`` tokens, in order: (N, 2)
     int64 (made by numpy: a tuple per token took more memory than the index's vectors)."""
-    lengths = np.asarray(lengths, dtype=np.int64).reshape(-1)
-    starts = np.cumsum(lengths) - lengths                           # each sentence's first token
-    return np.stack([np.repeat(np.arange(len(lengths)), lengths),
-                     np.arange(int(lengths.sum())) - np.repeat(starts, lengths)], axis=1)
+    counts = np.asarray(lengths, dtype=np.int64).reshape(-1)
+    starts = np.cumsum(counts) - counts                             # each sentence's first token
+    return np.stack([np.repeat(np.arange(len(counts)), counts),
+                     np.arange(int(counts.sum())) - np.repeat(starts, counts)], axis=1)
 
 
 class DamagedIndex(ValueError):
