@@ -41,6 +41,9 @@ from .modules.dropout_off import dropout_off
 #: What ``embed_file``'s ``output_format`` may be, as in AllenNLP.
 OUTPUT_FORMATS = ("all", "top", "average")
 
+#: Characters (or bytes) of an open file read at a time by :meth:`ElmoEmbedder.embed_file`.
+COPY_CHUNK = 1 << 20
+
 #: The ``max_tokens`` of a stateful :meth:`ElmoEmbedder.embed_file`: no line is cut into windows.
 WHOLE_SENTENCES = 2 ** 31 - 1
 
@@ -268,16 +271,19 @@ class ElmoEmbedder:
         # writes was refused (OutputBusy) only after a stream such as stdin was read and closed,
         # and its text was lost. embed_file's own lock of the output is this one (reentrant).
         with no_empty_folder_on_failure(out_dir), output_lock(output, reentrant=True):
-            data = self._read_handle(input_file, source)
-            with writing(output, "copy of the input text (beside the output)"):
-                out_dir.mkdir(parents=True, exist_ok=True)
-                # named for this process and output: a killed run's copy (the whole text) was
-                # left for ever; the next run for this output deletes it
-                folder = temporary_folder(out_dir / output.name, ".input")
+            try:
+                with writing(output, "copy of the input text (beside the output)"):
+                    out_dir.mkdir(parents=True, exist_ok=True)
+                    # named for this process and output: a killed run's copy (the whole text) was
+                    # left for ever; the next run for this output deletes it
+                    folder = temporary_folder(out_dir / output.name, ".input")
+            except BaseException:
+                input_file.close()   # (as AllenNLP closes it, read or not)
+                raise
             tmp = str(folder / "input.txt")
             try:
                 with writing(output, "copy of the input text (beside the output)"), open(tmp, "wb") as f:
-                    f.write(data)
+                    self._copy_handle(input_file, source, f)
                 embed_file(tmp, output, self.elmo_bilm, **kwargs)
             except (InputError, NonFiniteOutput) as e:
                 # (they named the line in the temporary copy, deleted by now)
@@ -286,19 +292,31 @@ class ElmoEmbedder:
                 shutil.rmtree(folder, ignore_errors=True)
 
     @staticmethod
-    def _read_handle(input_file: IO, source: str) -> bytes:
-        """The bytes of open file ``input_file`` (``source`` in messages), which is closed."""
-        data = input_file.read()
-        # A file opened in text mode with universal newlines (open()'s default) hands over its
-        # lone "\r" as "\n": every line after one got the next line's number (a dataset "2"
-        # for the file's line 2), where a path ends lines at "\n" only
-        translated = _translated_newlines(input_file, data)
-        input_file.close()
+    def _copy_handle(input_file: IO, source: str, out: IO[bytes]) -> None:
+        """Copy the open file ``input_file`` (``source`` in messages) into ``out`` as UTF-8,
+        :data:`COPY_CHUNK` characters or bytes at a time, and close it. (It was read whole
+        into memory first, and a text handle's str encoded whole beside it: a large stdin
+        took several times its size.)"""
+        text = kept_cr = False
+        lines = 0
+        try:
+            while chunk := input_file.read(COPY_CHUNK):
+                if isinstance(chunk, str):
+                    text, kept_cr = True, kept_cr or "\r" in chunk
+                    out.write(_text_bytes(chunk, source, lines))
+                    lines += chunk.count("\n")
+                else:
+                    out.write(chunk)
+            # A file opened in text mode with universal newlines (open()'s default) hands over
+            # its lone "\r" as "\n": every line after one got the next line's number (a
+            # dataset "2" for the file's line 2), where a path ends lines at "\n" only
+            translated = _translated_newlines(input_file) if text and not kept_cr else ()
+        finally:
+            input_file.close()
         if "\r" in translated:
             raise InputError(f"{source}: opened in text mode, which ends a line at a lone '\\r' "
                              f"(here lines end at '\\n' only); open it with newline='' or 'rb', "
                              f"or pass its path")
-        return _text_bytes(data, source) if isinstance(data, str) else data
 
 
 #: The command-line spellings in :func:`elmo.embed_file`'s input errors, and what a caller of
@@ -321,13 +339,11 @@ def python_spelling(message: str) -> str:
     return message
 
 
-def _translated_newlines(handle, data) -> Tuple[str, ...]:
-    """The line ends that a text handle turned into ``"\\n"`` while ``data`` was read from it:
-    those it saw (``newlines``: None, one string or a tuple) when no ``"\\r"`` is left in the
-    text (so none for a binary handle, nor with ``newline=""``, which keeps every "\\r")."""
+def _translated_newlines(handle) -> Tuple[str, ...]:
+    """The line ends that text handle ``handle`` turned into ``"\\n"`` while it was read,
+    which kept no ``"\\r"`` in its text (so none with ``newline=""``, which keeps every one):
+    those it saw (``newlines``: None, one string or a tuple)."""
     seen = getattr(handle, "newlines", None)
-    if not isinstance(data, str) or "\r" in data:
-        return ()
     if isinstance(seen, str):
         return (seen,)
     return tuple(seen) if isinstance(seen, tuple) else ()
@@ -342,8 +358,9 @@ def _require_input(input_file) -> None:
                     f"reading, got {type(input_file).__name__}: {shown(input_file)}")
 
 
-def _text_bytes(text: str, source: str) -> bytes:
-    """The UTF-8 bytes of ``text``, read from the text handle ``source``.
+def _text_bytes(text: str, source: str, lines_before: int = 0) -> bytes:
+    """The UTF-8 bytes of ``text``, read from the text handle ``source`` after
+    ``lines_before`` line ends.
 
     A handle opened with ``errors="surrogateescape"`` (``sys.stdin``'s under a POSIX locale)
     holds each byte it could not decode as a lone surrogate: they become those bytes again,
@@ -352,7 +369,7 @@ def _text_bytes(text: str, source: str) -> bytes:
     try:
         return text.encode("utf-8", "surrogateescape")
     except UnicodeEncodeError as e:
-        line = text.count("\n", 0, e.start) + 1
+        line = lines_before + text.count("\n", 0, e.start) + 1
         raise InputError(f"{source}: line {line}: character U+{ord(text[e.start]):04X} is a lone "
                          f"surrogate, which UTF-8 cannot encode; fix the text or pass the "
                          f"file's path") from None

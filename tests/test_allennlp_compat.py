@@ -646,3 +646,32 @@ def test_embed_file_refuses_a_busy_output_before_it_reads_the_open_file(fixture_
     with h5py.File(out, "r") as f:
         assert f["0"].shape == (2, 32) and f["1"].shape == (1, 32)
     assert sorted(p.name for p in out.parent.iterdir()) == ["out.hdf5"]   # no lock file nor copy left
+
+
+@pytest.mark.parametrize("text", [True, False])
+def test_embed_file_copies_an_open_file_a_chunk_at_a_time(fixture_embedder, tmp_path, monkeypatch, text):
+    """An open file's text was read whole into memory (a text handle's str encoded whole beside
+    it) before being copied beside the output: a large stdin took several times its size. It is
+    copied COPY_CHUNK characters or bytes at a time, with the same vectors, and a lone surrogate
+    in a later chunk is named with its line in the whole text."""
+    import elmo.allennlp_compat as compat
+    from elmo.embedding import InputError
+    lines = "a b\nc d e\nf\ng h\n"
+    sizes = []
+
+    class Recorded(io.StringIO if text else io.BytesIO):   # type: ignore[misc]
+        def read(self, size=-1):
+            sizes.append(size)
+            return super().read(size)
+
+    monkeypatch.setattr(compat, "COPY_CHUNK", 5, raising=False)
+    (tmp_path / "path.txt").write_text(lines, encoding="utf-8")
+    fixture_embedder.embed_file(tmp_path / "path.txt", tmp_path / "expected.hdf5")
+    handle = Recorded(lines if text else lines.encode())
+    fixture_embedder.embed_file(handle, tmp_path / "out.hdf5")
+    assert handle.closed and len(sizes) >= 3 and all(0 < size <= 5 for size in sizes)
+    with h5py.File(tmp_path / "expected.hdf5", "r") as a, h5py.File(tmp_path / "out.hdf5", "r") as b:
+        assert sorted(a) == sorted(b) and all(np.array_equal(a[k][()], b[k][()]) for k in a)
+    if text:
+        with pytest.raises(InputError, match=r"^the Recorded given: line 4: character U\+D800"):
+            fixture_embedder.embed_file(Recorded("a b\nc d e\nf\ng \ud800 h\n"), tmp_path / "bad.hdf5")

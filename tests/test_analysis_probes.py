@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from elmo.analysis import contrast, probes, stats, wsd
+from elmo.analysis import contrast, probes, stats, vectors, wsd
 from elmo.analysis.datasets import Sense, SenseExample
 
 
@@ -330,7 +330,7 @@ def _fixed_vectors_wsd(monkeypatch, vector_of):
         items = [it for v in groups.values() for it in v]
         return ([it for it in items if it.tokens[0] == "train"],
                 [it for it in items if it.tokens[0] != "train"])
-    monkeypatch.setattr(wsd, "embed_layers", embed)
+    monkeypatch.setattr(vectors, "embed_layers", embed)   # (wsd embeds through gathered_layers)
     monkeypatch.setattr(wsd, "split_by_lemma", split)
 
 

@@ -936,3 +936,80 @@ def test_a_state_dict_whose_scalar_parameters_are_no_tensor(tmp_path):
     torch.save({"scalar_parameters": "abc"}, tmp_path / "text.pt")
     with pytest.raises(ValueError, match="text.pt: the mix needs a non-empty list of finite numbers"):
         report.read_mix_weights(tmp_path / "text.pt")
+
+
+def test_an_index_is_built_a_chunk_of_tokens_at_a_time(monkeypatch):
+    """CorpusIndex.build embedded the whole corpus in float32, concatenated it and scaled its
+    rows before casting to float16: about six times the index's memory at the peak (tens of GB
+    for a few million tokens). It now embeds BUILD_CHUNK_TOKENS tokens at a time (a longer
+    sentence alone) into the float16 array, with the vectors and positions of one whole pass."""
+    bilm = random_bilm()
+    sentences = [["w%d" % (7 * i + j) for j in range(n)] for i, n in enumerate([3, 4, 2, 9, 1, 5, 0, 2])]
+    whole = CorpusIndex.build(bilm, sentences)        # the default chunk holds all 26 tokens
+    calls: list = []
+    embed = neighbors.embed_layers
+
+    def counted(model, rows, batch_size=32):
+        calls.append(sum(len(r) for r in rows))
+        return embed(model, rows, batch_size)
+
+    monkeypatch.setattr(neighbors, "embed_layers", counted)
+    monkeypatch.setattr(neighbors, "BUILD_CHUNK_TOKENS", 7, raising=False)
+    chunked = CorpusIndex.build(bilm, sentences)
+    assert calls == [7, 2, 9, 6, 2]                   # [3, 4], [2], [9], [1, 5], [2]
+    assert chunked.sentences == whole.sentences and chunked.vectors.dtype == np.float16
+    np.testing.assert_array_equal(chunked.positions, whole.positions)
+    assert chunked.vectors.shape == whole.vectors.shape == (bilm.num_layers, 26, bilm.output_dim)
+    # unit rows (entries within [-1, 1]) rounded to float16: one ulp is at most 2**-11; other
+    # batches may move a float32 value across a rounding boundary, by one ulp
+    np.testing.assert_allclose(chunked.vectors.astype(np.float32), whole.vectors.astype(np.float32),
+                               rtol=0, atol=2.0 ** -11)
+
+
+def test_gathered_layers_embed_a_chunk_of_sentences_at_a_time(monkeypatch):
+    """The WSD and PCA sections embedded all their sentences and held every token's float32
+    layers at once, to keep one token a sentence (sentence-length times the memory needed).
+    gathered_layers embeds GATHER_CHUNK_SENTENCES at a time, with gather's vectors."""
+    from elmo.analysis import vectors
+    bilm = random_bilm()
+    sentences = [["w%d" % (5 * i + j) for j in range(2 + i % 4)] for i in range(7)]
+    tokens = [i % len(s) for i, s in enumerate(sentences)]
+    expected = vectors.gather(vectors.embed_layers(bilm, sentences), list(enumerate(tokens)))
+    calls: list = []
+    embed = vectors.embed_layers
+
+    def counted(model, rows, batch_size=32):
+        calls.append(len(rows))
+        return embed(model, rows, batch_size)
+
+    monkeypatch.setattr(vectors, "embed_layers", counted)
+    monkeypatch.setattr(vectors, "GATHER_CHUNK_SENTENCES", 3, raising=False)
+    got = vectors.gathered_layers(bilm, sentences, tokens)
+    assert calls == [3, 3, 1] and got.shape == expected.shape == (bilm.num_layers, 7, bilm.output_dim)
+    # a sentence's vectors do not depend on the others batched with it, to float32 rounding of
+    # sums over a few hundred terms (float32 eps 1.2e-7)
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="2 token positions for 7 sentences"):
+        vectors.gathered_layers(bilm, sentences, tokens[:2])
+
+
+def test_wsd_embeds_its_sentences_a_chunk_at_a_time(monkeypatch):
+    """wsd_eval held the float32 layers of every token of all its sentences at once (one
+    token a sentence is used): it now embeds them GATHER_CHUNK_SENTENCES at a time."""
+    from elmo.analysis import vectors, wsd
+    from elmo.analysis.datasets import Sense, SenseExample
+    examples = [SenseExample(f"s{s}-n", ("bank",), tuple(f"w{s} the bank {i} x{s}".split()))
+                for s in (1, 2) for i in range(5)]
+    senses = [Sense("bank", "n", "s1-n", 1, 3), Sense("bank", "n", "s2-n", 2, 9)]
+    calls: list = []
+    embed = vectors.embed_layers
+
+    def counted(model, rows, batch_size=32):
+        calls.append(len(rows))
+        return embed(model, rows, batch_size)
+
+    for module in (vectors, wsd):   # (the old wsd imported embed_layers into its namespace)
+        monkeypatch.setattr(module, "embed_layers", counted, raising=False)
+    monkeypatch.setattr(vectors, "GATHER_CHUNK_SENTENCES", 4, raising=False)
+    res = wsd.wsd_eval(random_bilm(), examples, senses, test_fraction=0.5, seed=0)
+    assert res["n_train"] + res["n_test"] == 10 and calls == [4, 4, 2]

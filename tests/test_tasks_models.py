@@ -53,6 +53,25 @@ def test_cached_layers_equal_running_the_bilm():
         assert float(direct[pos][1, 1:].abs().sum()) == 0.0                         # padding
 
 
+def test_an_experiments_layer_cache_holds_one_tasks_sentences():
+    """The pool's cache kept the layers of every task of an experiment to its end (memory the
+    sum of all its tasks, where one task's are read); it now keeps the current task's, and
+    the estimate it logs before filling is the memory the fill takes."""
+    from elmo.tasks.runner import BiLMPool
+    lines: list = []
+    pool = BiLMPool(cache_layers=True, log=lines.append)
+    first, second = SENTS[:2], [SENTS[2], ["Another", "sentence"], SENTS[1]]
+    cache = pool.cache("fixture", first)
+    assert cache is not None and len(cache) == 2
+    assert pool.cache("fixture", second) is cache
+    assert len(cache) == 3 and ("The", "bank", "closed", ".") not in cache._store
+    shared = cache._store[("Hi",)]
+    assert pool.cache("fixture", second) is cache and cache._store[("Hi",)] is shared  # kept, not remade
+    estimate = LayerCache(cache.bilm).estimate_nbytes(second)
+    assert estimate == cache.nbytes() > 0
+    assert f"about {estimate / 2**20:.0f} MiB more" in lines[0]
+
+
 def _tiny_task(kind: str) -> TaskData:
     rng = random.Random(0)
     words = "cat dog sat ran big small on the".split()

@@ -948,3 +948,58 @@ def test_vocab_build_refuses_to_replace_a_trained_models_vocabulary(tmp_path, ca
         assert f"{model / target}: is the vocabulary of the trained model in {model}" in capsys.readouterr().err
     assert {p.name: p.read_bytes() for p in model.iterdir()} == before
     assert main(["vocab", "build", str(corpus), "-o", str(tmp_path / "v.txt")]) == 0   # (elsewhere: written)
+
+
+@pytest.mark.parametrize("carry_state", [False, True])
+def test_perplexity_reads_a_text_as_it_goes_not_whole(toy, monkeypatch, carry_state):
+    """perplexity() listed its sentences first (and `elmo perplexity` listed the files' too),
+    so a large held-out text was in memory whole. It now reads them as the sums are made, a
+    part of PART_SENTENCES at a time without --carry-state, with the same figures."""
+    from elmo.training import evaluate
+    _, held_txt, vocab_txt = toy
+    vocab = Vocabulary.load(vocab_txt)
+    torch.manual_seed(0)
+    model = LanguageModel(elmo.ElmoOptions.from_dict(tiny_model_options()), len(vocab))
+    sentences = list(iter_file_sentences([held_txt]))
+    assert len(sentences) > 4
+    whole = perplexity(model, sentences, vocab, batch_size=2, carry_state=carry_state, window=5)
+    read, seen_at_first_call = [0], []
+    forward = model.forward
+
+    def first_calls_count(*args, **kwargs):
+        seen_at_first_call.append(read[0])
+        return forward(*args, **kwargs)
+
+    def lazily():
+        for s in sentences:
+            read[0] += 1
+            yield s
+
+    monkeypatch.setattr(model, "forward", first_calls_count)
+    monkeypatch.setattr(evaluate, "PART_SENTENCES", 3, raising=False)
+    parted = perplexity(model, lazily(), vocab, batch_size=2, carry_state=carry_state, window=5)
+    assert seen_at_first_call[0] <= 3 < len(sentences) == read[0]
+    for key in ("targets", "sentences", "unk_targets"):
+        assert parted[key] == whole[key]
+    # float32 sums of other batches: float32 rounding, far below 1e-5 relative
+    for key in ("loss_fwd", "loss_bwd"):
+        assert parted[key] == pytest.approx(whole[key], rel=1e-5)
+
+
+def test_perplexity_command_hands_the_text_over_unlisted(toy, monkeypatch, capsys):
+    """`elmo perplexity` listed every sentence of its files before measuring (a large text was
+    held whole); it now hands them over as they are read, its empty-text check kept."""
+    from elmo.training import evaluate
+    _, held_txt, _ = toy
+    given = []
+    measure = evaluate.perplexity
+
+    def recorded(model, sentences, *args, **kwargs):
+        given.append(type(sentences))
+        return measure(model, sentences, *args, **kwargs)
+
+    monkeypatch.setattr(evaluate, "perplexity", recorded)
+    assert main(["perplexity", "default", str(held_txt), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["sentences"] == len(list(iter_file_sentences([held_txt])))
+    assert len(given) == 1 and not issubclass(given[0], (list, tuple))

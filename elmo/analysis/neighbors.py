@@ -26,6 +26,9 @@ from ..io import atomic_folder, no_empty_folder_on_failure, writing
 from .vectors import as_embedder, embed_layers, unit_rows
 
 INDEX_VERSION = "1"
+#: Tokens embedded at a time while an index is built (float32, all layers: 3 KiB a token for the
+#: default model, so about 50 MiB); the index's memory is its float16 vectors and this.
+BUILD_CHUNK_TOKENS = 16_384
 
 
 @dataclass
@@ -53,11 +56,24 @@ class CorpusIndex:
 
     @classmethod
     def build(cls, model, sentences: Sequence[Sequence[str]], batch_size: int = 32) -> "CorpusIndex":
+        """The index of the non-empty ``sentences``, embedded :data:`BUILD_CHUNK_TOKENS` tokens
+        at a time, each chunk's unit rows written as float16 into the index's array.
+
+        All float32 layers at once, then their concatenation and its unit rows, took about six
+        times the index's own memory at the peak (for a few million tokens of the default
+        model, tens of GB); a chunk's float32 arrays are all that is held beside it now."""
         rows = [list(s) for s in sentences if len(s) > 0]
-        arrays = embed_layers(model, rows, batch_size)
-        positions = np.array([(s, t) for s, a in enumerate(arrays) for t in range(a.shape[1])],
-                             dtype=np.int64).reshape(-1, 2)
-        vectors = unit_rows(np.concatenate(arrays, axis=1)).astype(np.float16)
+        embedder = as_embedder(model, batch_size)
+        positions = token_positions([len(r) for r in rows])
+        vectors = np.empty((embedder.num_layers, len(positions), embedder.dim), dtype=np.float16)
+        done = first = 0
+        while first < len(rows):
+            stop, tokens = first, 0
+            while stop < len(rows) and (stop == first or tokens + len(rows[stop]) <= BUILD_CHUNK_TOKENS):
+                tokens, stop = tokens + len(rows[stop]), stop + 1
+            arrays = embed_layers(embedder, rows[first:stop], batch_size)
+            vectors[:, done:done + tokens] = unit_rows(np.concatenate(arrays, axis=1))
+            done, first = done + tokens, stop
         return cls(rows, positions, vectors)
 
     @property
@@ -177,17 +193,23 @@ class CorpusIndex:
             vectors = np.load(folder / "vectors.npy", mmap_mode="r")
         except (OSError, ValueError, EOFError) as e:   # (a decoding error is a ValueError)
             raise DamagedIndex(f"{folder}: a damaged neighbour index ({type(e).__name__}: {e})") from None
-        lengths = np.array([len(s) for s in sentences], dtype=np.int64)
-        n = int(lengths.sum())      # every token of every sentence, in order
-        starts = np.cumsum(lengths) - lengths                           # each sentence's first token
-        expected = np.stack([np.repeat(np.arange(len(lengths)), lengths),
-                             np.arange(n) - np.repeat(starts, lengths)], axis=1)
+        expected = token_positions([len(s) for s in sentences])
+        n = len(expected)
         if (vectors.ndim != 3 or positions.shape != (n, 2) or vectors.shape[1] != n
                 or not np.array_equal(positions, expected)):
             raise DamagedIndex(f"{folder}: a damaged neighbour index (its vectors {vectors.shape}, its token "
                                f"positions {positions.shape} and the {n:,} tokens of its {len(sentences):,} "
                                f"sentences do not agree)")
         return cls(sentences, positions, vectors)
+
+
+def token_positions(lengths: Sequence[int]) -> np.ndarray:
+    """(sentence, token) of every token of sentences of ``lengths`` tokens, in order: (N, 2)
+    int64 (made by numpy: a tuple per token took more memory than the index's vectors)."""
+    counts = np.asarray(lengths, dtype=np.int64).reshape(-1)
+    starts = np.cumsum(counts) - counts                             # each sentence's first token
+    return np.stack([np.repeat(np.arange(len(counts)), counts),
+                     np.arange(int(counts.sum())) - np.repeat(starts, counts)], axis=1)
 
 
 class DamagedIndex(ValueError):

@@ -690,9 +690,9 @@ def _run_wsd(embedder, config: AnalysisConfig, out: Path) -> dict:
     groups = _pca_groups(examples)
     key = _pca_key(groups, config.pca_word)
     items = groups[key]
-    from .vectors import embed_layers, gather
-    arrays = embed_layers(embedder, [list(it.tokens) for it in items], config.batch_size)
-    vecs = gather(arrays, [(i, it.index) for i, it in enumerate(items)])
+    from .vectors import gathered_layers
+    vecs = gathered_layers(embedder, [list(it.tokens) for it in items], [it.index for it in items],
+                           config.batch_size)
     defs = datasets.wordnet_definitions(folder, {it.synset for it in items})
     names = [f"{it.synset}: {defs.get(it.synset, '')[:40]}" for it in items]
     plots.sense_pca(vecs, names, key[0], out / "sense_pca.png")

@@ -48,6 +48,32 @@ def gather(arrays: Sequence[np.ndarray], positions: Sequence[Tuple[int, int]]) -
     return np.stack([arrays[s][:, t] for s, t in positions], axis=1)
 
 
+#: Sentences embedded at a time by :func:`gathered_layers` (their float32 layers are dropped
+#: once their gathered tokens are copied out).
+GATHER_CHUNK_SENTENCES = 1024
+
+
+def gathered_layers(model: Union[Embedder, BiLM, str], sentences: Sequence[Sentence],
+                    tokens: Sequence[int], batch_size: int = 32) -> np.ndarray:
+    """Every layer's vector of token ``tokens[i]`` of ``sentences[i]``: (L + 1, N, D) float32.
+
+    :func:`gather` of :func:`embed_layers`, :data:`GATHER_CHUNK_SENTENCES` sentences at a
+    time: the layers of all the sentences (every token, where one a sentence is wanted) were
+    held at once, about sentence-length times the result (gigabytes for a WSD run over all
+    lemmas)."""
+    if len(tokens) != len(sentences):
+        raise ValueError(f"{len(tokens)} token positions for {len(sentences)} sentences")
+    embedder = as_embedder(model, batch_size)
+    parts = []
+    for start in range(0, len(sentences), GATHER_CHUNK_SENTENCES):
+        stop = start + GATHER_CHUNK_SENTENCES
+        arrays = embed_layers(embedder, sentences[start:stop], batch_size)
+        parts.append(gather(arrays, [(i, t) for i, t in enumerate(tokens[start:stop])]))
+    if not parts:
+        raise ValueError("no positions to gather")
+    return np.concatenate(parts, axis=1)
+
+
 def unit_rows(x: np.ndarray, eps: float = 1e-12) -> np.ndarray:
     """Rows of ``x`` (..., D) scaled to unit length (a zero row stays zero)."""
     norms = np.linalg.norm(x, axis=-1, keepdims=True)

@@ -37,7 +37,7 @@ import numpy as np
 from ..checks import require_count, require_seed, shown
 from .datasets import Sense, SenseExample
 from .stats import bootstrap_interval, paired_bootstrap, verdict
-from .vectors import embed_layers, gather, unit_rows
+from .vectors import gathered_layers, unit_rows
 
 LemmaKey = Tuple[str, str]                                          # (lemma, pos)
 
@@ -261,8 +261,8 @@ def wsd_eval(model, examples: Sequence[SenseExample], senses: Sequence[Sense],
                          f"examples or lemmas (max_lemmas), or a larger test_fraction")
     mfs = most_frequent_senses(senses)
     items = train + test
-    arrays = embed_layers(model, [list(it.tokens) for it in items], batch_size)
-    vecs = gather(arrays, [(i, it.index) for i, it in enumerate(items)])   # (L+1, N, D)
+    vecs = gathered_layers(model, [list(it.tokens) for it in items], [it.index for it in items],
+                           batch_size)   # (L+1, N, D)
     tr, te = vecs[:, :len(train)], vecs[:, len(train):]
     gold = [it.synset for it in test]
     keys_tr, keys_te = [it.key for it in train], [it.key for it in test]

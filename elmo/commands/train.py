@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import itertools
 import sys
 from pathlib import Path
 from typing import Optional, overload
@@ -327,11 +328,14 @@ def perplexity(args) -> int:
     folder = _model_folder(args.model)
     model, vocab = load_language_model(folder, device=device)
     # in the order the files are named (sorted, b.txt a.txt was read as a.txt b.txt: another
-    # context for --carry-state, silently); listed, as ppl() lists them anyway
+    # context for --carry-state, silently); read as ppl() goes, never listed (a large text was
+    # held in memory whole)
     files = expand_paths_in_order(args.text)
-    sentences = list(iter_file_sentences(files))
-    if not sentences:  # the files named, not a bare "no text to evaluate"
+    sentences = iter_file_sentences(files)
+    first = next(sentences, None)
+    if first is None:  # the files named, not a bare "no text to evaluate"
         raise ValueError(f"{', '.join(args.text)}: no text to evaluate (only empty or blank lines)")
+    sentences = itertools.chain([first], sentences)
     try:
         result = ppl(model, sentences, vocab, args.batch_size, device, carry_state=args.carry_state)
     except FloatingPointError as e:

@@ -6,7 +6,10 @@ token sequence (in length-sorted batches) and stores the layers at half precisio
 model then only mixes them. It is used only when the biLM is frozen; a fine-tuned biLM runs
 inside the task model.
 
-Memory: sentences x tokens x (L + 1) x D x 2 bytes; :meth:`LayerCache.nbytes` reports it.
+Memory: sentences x tokens x (L + 1) x D x 2 bytes; :meth:`LayerCache.nbytes` reports it and
+:meth:`LayerCache.estimate_nbytes` says it before a fill. An experiment keeps only the current
+task's sentences (:meth:`LayerCache.retain`), so its memory is that of its largest task, not
+of all its tasks together.
 """
 from __future__ import annotations
 
@@ -38,6 +41,24 @@ class LayerCache:
 
     def nbytes(self) -> int:
         return sum(t.numel() * t.element_size() for t in self._store.values())
+
+    def estimate_nbytes(self, sentences: Iterable[Sequence[str]]) -> int:
+        """The bytes that :meth:`fill` would add for ``sentences`` (those not cached yet)."""
+        todo = {tuple(s) for s in sentences if s} - set(self._store)
+        per_token = (self.bilm.num_layers * self.bilm.output_dim
+                     * torch.empty((), dtype=self.dtype).element_size())
+        return per_token * sum(len(s) for s in todo)
+
+    def retain(self, sentences: Iterable[Sequence[str]]) -> int:
+        """Drop every cached sentence not among ``sentences``; returns how many were dropped.
+
+        An experiment's runs go task after task: without it the layers of every finished
+        task stayed in memory to the end (the sum of all tasks, where one is needed)."""
+        keep = {tuple(s) for s in sentences}
+        gone = [key for key in self._store if key not in keep]
+        for key in gone:
+            del self._store[key]
+        return len(gone)
 
     @torch.no_grad()
     def fill(self, sentences: Iterable[Sequence[str]]) -> None:

@@ -455,6 +455,12 @@ class BiLMPool:
         if spec not in self._caches:
             self._caches[spec] = LayerCache(self.frozen(spec))
         cache = self._caches[spec]
+        # one task's sentences at a time: the finished tasks' layers are not read again
+        cache.retain(sentences)
+        adding = cache.estimate_nbytes(sentences)
+        if adding:   # said before the memory is taken, where a machine short of it would swap
+            self.log(f"caching biLM layers: about {adding / 2**20:.0f} MiB more "
+                     f"(cache_layers false computes them in every batch instead)")
         start = time.time()
         before = len(cache)
         cache.fill(sentences)

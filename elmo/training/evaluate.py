@@ -4,7 +4,9 @@ The definition is **stateless**: every sentence is wrapped in ``<S>`` ... ``</S>
 from a zero LSTM state, alone in its batch row, the way ELMo embeds it (stateless by default).
 So the figure depends on the model and the text only, not on the batch size (to float
 rounding: batches change the order of the sums, about 1e-6 relative) nor on the order of the
-sentences. Sentences are sorted by length before batching, which only saves padding.
+sentences. Sentences are sorted by length before batching, which only saves padding; a long
+text is read :data:`PART_SENTENCES` sentences at a time (each part sorted), so its memory stays
+that of a part, whatever the text's size.
 
 Each direction predicts every word plus one sentence boundary per sentence (``</S>``
 forward, ``<S>`` backward); the targets that are given (``<S>`` after ``</S>`` forward and
@@ -35,7 +37,8 @@ and so did the figure (506.8 at batch 32 against 315.6 at batch 1 on 10 sentence
 from __future__ import annotations
 
 import math
-from typing import Dict, Iterable, List
+from itertools import islice
+from typing import Dict, Iterable, Iterator, List
 
 import torch
 
@@ -45,6 +48,10 @@ from ..data.lm_batches import sentence_batches, stream_batches
 from ..vocab import Vocabulary
 from ..modules.lstm import LayerState
 from .model import LanguageModel
+
+#: Sentences read (and length-sorted) at a time by a stateless :func:`perplexity`: the whole
+#: text was listed first, and a large held-out text was held in memory as Python lists.
+PART_SENTENCES = 50_000
 
 
 def reset_rows(state: List[LayerState], step: int, every: int, first_row: int = 0) -> List[LayerState]:
@@ -79,13 +86,37 @@ def perplexity(model: LanguageModel, sentences: Iterable[Sentence], vocab: Vocab
     of them are ``<UNK>``: words outside the vocabulary) and ``sentences``.
     Raises FloatingPointError where the model's outputs give a NaN log-likelihood.
     """
-    ordered = list(sentences)
-    sums = likelihood_sums(model, ordered, vocab, batch_size, device, autocast_dtype, carry_state, window)
+    seen = _Seen(sentences, vocab)      # read once, as the sums are made (a generator too)
+    if carry_state:   # one stream: the state runs through the whole text
+        sums = likelihood_sums(model, seen, vocab, batch_size, device, autocast_dtype, carry_state, window)
+    else:
+        sums = [0.0, 0.0, 0.0, 0.0]
+        while part := list(islice(seen, PART_SENTENCES)):
+            sums = [a + b for a, b in zip(sums, likelihood_sums(model, part, vocab, batch_size, device,
+                                                                 autocast_dtype, False, window))]
     if math.isnan(sums[0]) or math.isnan(sums[1]):
         # (an infinite loss is a defined result, an infinite perplexity; NaN is none at all)
         raise FloatingPointError("the model's log-likelihood of the text is NaN: its outputs are not finite "
                                  "(weights from a diverged run?)")
-    return {**perplexity_from_sums(sums, len(ordered)), "unk_targets": unk_targets(ordered, vocab)}
+    return {**perplexity_from_sums(sums, seen.sentences), "unk_targets": seen.unk_targets}
+
+
+class _Seen:
+    """The sentences of an iterable, passed on one by one while counting them and their
+    ``<UNK>`` targets (:func:`unk_targets`), so that the text is read once and never listed."""
+
+    def __init__(self, sentences: Iterable[Sentence], vocab: Vocabulary):
+        self._it, self._vocab = iter(sentences), vocab
+        self.sentences = self.unk_targets = 0
+
+    def __iter__(self) -> Iterator[Sentence]:
+        return self
+
+    def __next__(self) -> Sentence:
+        sentence = next(self._it)
+        self.sentences += 1
+        self.unk_targets += unk_targets([sentence], self._vocab)
+        return sentence
 
 
 def unk_targets(sentences: Iterable[Sentence], vocab: Vocabulary) -> int:
@@ -117,11 +148,12 @@ def _exp(loss: float) -> float:
 
 
 @torch.no_grad()
-def likelihood_sums(model: LanguageModel, sentences: List[Sentence], vocab: Vocabulary, batch_size: int = 32,
+def likelihood_sums(model: LanguageModel, sentences: Iterable[Sentence], vocab: Vocabulary, batch_size: int = 32,
                     device=None, autocast_dtype=None, carry_state: bool = False,
                     window: int = 100) -> List[float]:
     """[forward NLL, backward NLL (nats), forward targets, backward targets] of ``sentences``,
-    summed, as :func:`perplexity` reads them (the arguments are its own); zeros for none."""
+    summed, as :func:`perplexity` reads them (the arguments are its own); zeros for none.
+    With ``carry_state`` they are read one by one as the stream goes (an iterator is not listed)."""
     batch_size = require_count("batch_size", batch_size)
     was_training = model.training
     model.eval()
