@@ -7,6 +7,7 @@ Subcommands live beside the code they drive: each module in ``COMMAND_MODULES`` 
 from __future__ import annotations
 
 import argparse
+import difflib
 import errno
 import importlib
 import io
@@ -16,7 +17,7 @@ import signal
 import sys
 import threading
 from contextlib import contextmanager, suppress
-from typing import Iterator, List, Optional
+from typing import Dict, FrozenSet, Iterator, List, Optional
 
 #: Modules that add subcommands, in the order they appear in ``elmo --help``.
 COMMAND_MODULES = [
@@ -31,8 +32,49 @@ COMMAND_MODULES = [
 ]
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, except that an abbreviation which is another command's whole option is
+    not taken for this command's longer one: ``elmo experiment --seed 3`` (the --seed of train
+    and analyze: one seed) ran seeds 1 to 3 as ``--seeds 3``, and ``elmo predict --to X``
+    (convert's --to) was --tokenize. Such an option is unknown here, a usage error that names
+    the close options (see :func:`_parse`). Other abbreviations work as in argparse."""
+
+    #: each long option of every command -> the spellings of its action(s), itself included:
+    #: an abbreviation to one of those is the same option by another name (``--out``, ``--output``)
+    spellings: Dict[str, FrozenSet[str]] = {}
+
+    def _get_option_tuples(self, option_string):
+        found = super()._get_option_tuples(option_string)
+        aliases = self.spellings.get(option_string.split("=", 1)[0])
+        if aliases is None:
+            return found
+        return [match for match in found if match[1] in aliases]   # (match[1]: the option matched)
+
+
+def _parsers(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentParser]:
+    """``parser`` and every (sub)command parser under it."""
+    yield parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                yield from _parsers(sub)
+
+
+def _share_spellings(parser: argparse.ArgumentParser) -> None:
+    """Tell every parser under ``parser`` the long options of all commands (:class:`_Parser`)."""
+    parsers = list(_parsers(parser))
+    table: Dict[str, FrozenSet[str]] = {}
+    for p in parsers:
+        for action in p._actions:
+            for option in action.option_strings:
+                if option.startswith("--"):
+                    table[option] = table.get(option, frozenset()) | frozenset(action.option_strings)
+    for p in parsers:
+        p.spellings = table   # type: ignore[attr-defined]
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="elmo",
         description="ELMo: deep contextualised word representations. Load the original weights, "
                     "embed text, train and adapt biLMs, and measure what the layers hold.")
@@ -44,6 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(subparsers)
+    _share_spellings(parser)
     return parser
 
 
@@ -215,8 +258,28 @@ def _parse(parser: argparse.ArgumentParser, argv: Optional[List[str]]) -> argpar
     unrecognized arguments"), which shows none of the command's own options."""
     args, extra = parser.parse_known_args(argv)
     if extra:
-        _command_parser(parser, args).error(f"unrecognized arguments: {' '.join(extra)}")
+        command = _command_parser(parser, args)
+        close = _close_options(command, extra)
+        command.error(f"unrecognized arguments: {' '.join(extra)}"
+                      + (f" (did you mean {' or '.join(close)}?)" if close else ""))
     return args
+
+
+def _close_options(parser: argparse.ArgumentParser, extra: List[str]) -> List[str]:
+    """The options of ``parser`` that an unknown long option of ``extra`` may have meant, at
+    most three: those it begins (``--seed`` for ``--seeds``), then the nearest spellings
+    (``--learning-rate`` for ``--lr-decay-threshold``... as :mod:`difflib` ranks them)."""
+    options = [o for action in parser._actions if action.help != argparse.SUPPRESS
+               for o in action.option_strings if o.startswith("--")]
+    close: List[str] = []
+    for arg in extra:
+        typed = arg.split("=", 1)[0]
+        if not typed.startswith("--") or typed == "--":
+            continue
+        for option in [o for o in options if o.startswith(typed)] + difflib.get_close_matches(typed, options, n=3):
+            if option not in close:
+                close.append(option)
+    return close[:3]
 
 
 def _run(argv: Optional[List[str]]) -> int:
