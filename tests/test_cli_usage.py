@@ -2,6 +2,7 @@
 terminal, and Ctrl-C while the package loads."""
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -437,3 +438,33 @@ def test_quiet_and_no_progress_turn_the_bar_off_in_every_command(argv, capsys):
     `elmo embed --no-progress` too (embed spelled it --quiet only)."""
     assert main([*argv, "--print-config"]) == 0
     assert json.loads(capsys.readouterr().out)["progress"] is False
+
+
+class _Terminal(io.StringIO):
+    """A stderr that says it is a terminal."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize("carry", [[], ["--carry-state"]])
+def test_perplexity_shows_its_progress_on_a_terminal_only(carry, tmp_path, monkeypatch, capsys):
+    """`elmo perplexity` said nothing until its full softmax had read the whole text (minutes
+    for a large vocabulary). It draws a bar over the forward targets on a terminal (words plus
+    one boundary a sentence: 7 + 5 here), none in a log file or pipe, none with --quiet."""
+    from elmo.training.export import export_model
+    from training_helpers import tiny_lm_and_batch
+    text = tmp_path / "t.txt"
+    model, vocab, _ = tiny_lm_and_batch(text, "a b c d e f\ng h a b\n", 2, 5)
+    folder = str(export_model(model, vocab, tmp_path / "lm", {}))
+    argv = ["perplexity", folder, str(text), "--device", "cpu", *carry]
+    assert main(argv) == 0
+    printed = capsys.readouterr()
+    assert printed.err == "" and "average" in printed.out      # (capsys: no terminal)
+    for quiet, drawn in (([], True), (["--quiet"], False), (["--no-progress"], False)):
+        terminal = _Terminal()
+        monkeypatch.setattr(sys, "stderr", terminal)
+        assert main([*argv, *quiet]) == 0
+        assert ("perplexity" in terminal.getvalue() and "12/12" in terminal.getvalue()) is drawn
+        assert (terminal.getvalue() == "") is not drawn
+        assert capsys.readouterr().out == printed.out

@@ -138,6 +138,7 @@ def register(subparsers) -> None:
                    help="cpu, cuda, cuda:N or auto (CUDA when present) (default auto)")
     p.add_argument("--threads", type=int, help="CPU threads for torch (default: torch's choice)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--quiet", "--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=perplexity)
 
     # ---------------------------------------------------------------- plot-curve
@@ -319,6 +320,7 @@ def perplexity(args) -> int:
     from ..training.evaluate import perplexity as ppl
     from ..training.export import load_language_model
 
+    from . import progress_bar_wanted
     _threads(args)
     device = resolve_device(args.device)
     require_count("--batch-size", args.batch_size)   # (named batch_size, as the API calls it)
@@ -329,7 +331,8 @@ def perplexity(args) -> int:
     if not sentences:  # the files named, not a bare "no text to evaluate"
         raise ValueError(f"{', '.join(args.text)}: no text to evaluate (only empty or blank lines)")
     try:
-        result = ppl(model, sentences, vocab, args.batch_size, device, carry_state=args.carry_state)
+        result = ppl(model, sentences, vocab, args.batch_size, device, carry_state=args.carry_state,
+                     progress=progress_bar_wanted(not args.quiet))
     except FloatingPointError as e:
         raise FloatingPointError(f"{args.model}: {e}") from e
     definition = "carried state" if args.carry_state else "stateless"

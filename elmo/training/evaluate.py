@@ -66,13 +66,15 @@ def reset_rows(state: List[LayerState], step: int, every: int, first_row: int = 
 
 def perplexity(model: LanguageModel, sentences: Iterable[Sentence], vocab: Vocabulary,
                batch_size: int = 32, device=None, autocast_dtype=None, carry_state: bool = False,
-               window: int = 100) -> Dict[str, float]:
+               window: int = 100, progress: bool = False) -> Dict[str, float]:
     """Full-softmax perplexity of ``sentences``, each from a zero state, or with
     ``carry_state`` as one stream with the state carried through it (see the module).
 
     ``batch_size``: sentences per batch (stateless only); it changes the speed, not the result.
     ``window``: positions per forward call of the carried-state stream (speed only).
     ``autocast_dtype``: e.g. ``torch.bfloat16`` to evaluate under autocast (None: exact).
+    ``progress``: a tqdm bar on stderr over the forward targets (words plus one boundary a
+    sentence); ``elmo perplexity`` draws it on a terminal only.
 
     Returns ``ppl_fwd``, ``ppl_bwd``, ``ppl`` (average), ``loss_fwd``, ``loss_bwd`` (mean
     negative log-likelihoods in nats), ``targets`` (per direction), ``unk_targets`` (how many
@@ -80,7 +82,8 @@ def perplexity(model: LanguageModel, sentences: Iterable[Sentence], vocab: Vocab
     Raises FloatingPointError where the model's outputs give a NaN log-likelihood.
     """
     ordered = list(sentences)
-    sums = likelihood_sums(model, ordered, vocab, batch_size, device, autocast_dtype, carry_state, window)
+    sums = likelihood_sums(model, ordered, vocab, batch_size, device, autocast_dtype, carry_state, window,
+                           progress)
     if math.isnan(sums[0]) or math.isnan(sums[1]):
         # (an infinite loss is a defined result, an infinite perplexity; NaN is none at all)
         raise FloatingPointError("the model's log-likelihood of the text is NaN: its outputs are not finite "
@@ -119,9 +122,11 @@ def _exp(loss: float) -> float:
 @torch.no_grad()
 def likelihood_sums(model: LanguageModel, sentences: List[Sentence], vocab: Vocabulary, batch_size: int = 32,
                     device=None, autocast_dtype=None, carry_state: bool = False,
-                    window: int = 100) -> List[float]:
+                    window: int = 100, progress: bool = False) -> List[float]:
     """[forward NLL, backward NLL (nats), forward targets, backward targets] of ``sentences``,
     summed, as :func:`perplexity` reads them (the arguments are its own); zeros for none."""
+    from tqdm import tqdm
+
     batch_size = require_count("batch_size", batch_size)
     was_training = model.training
     model.eval()
@@ -135,6 +140,8 @@ def likelihood_sums(model: LanguageModel, sentences: List[Sentence], vocab: Voca
         ordered = sorted(sentences, key=len)  # less padding; a stateless result does not depend on order
         batches = sentence_batches(ordered, vocab, batch_size, max_chars)
     state = None
+    # (a full softmax over a large vocabulary takes minutes a million words: it said nothing until the end)
+    bar = tqdm(total=sum(len(s) + 1 for s in sentences), unit="tok", desc="perplexity", disable=not progress)
     try:
         for batch in batches:
             with torch.autocast(torch.device(device).type, dtype=autocast_dtype or torch.bfloat16,
@@ -146,6 +153,8 @@ def likelihood_sums(model: LanguageModel, sentences: List[Sentence], vocab: Voca
             nll_b += float(out["nll_bwd"])
             n_f += out["n_fwd"]
             n_b += out["n_bwd"]
+            bar.update(int(out["n_fwd"]))
     finally:
+        bar.close()
         model.train(was_training)
     return [nll_f, nll_b, float(n_f), float(n_b)]
