@@ -32,6 +32,9 @@ COMMAND_MODULES = [
 ]
 
 
+DEBUG_HELP = "show the full traceback of an error (also: ELMO_DEBUG=1)"
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse's parser, except that an abbreviation which is another command's whole option is
     not taken for this command's longer one: ``elmo experiment --seed 3`` (the --seed of train
@@ -79,13 +82,17 @@ def build_parser() -> argparse.ArgumentParser:
         description="ELMo: deep contextualised word representations. Load the original weights, "
                     "embed text, train and adapt biLMs, and measure what the layers hold.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
-    parser.add_argument("--debug", action="store_true",
-                        help="show the full traceback of an error (also: ELMO_DEBUG=1)")
+    parser.add_argument("--debug", action="store_true", help=DEBUG_HELP)
     # required: `elmo` alone is a usage error (argparse's usage line and message on stderr,
     # status 2), as a subcommand's missing argument is; it printed the help to stdout
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(subparsers)
+    for command in _parsers(parser):
+        if command is not parser and not any(isinstance(a, argparse._SubParsersAction) for a in command._actions):
+            # after the command too: `elmo info X --debug` was "unrecognized arguments: --debug"
+            # (given there, it is the same; left out, it keeps the value of `elmo --debug CMD`)
+            command.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=DEBUG_HELP)
     _share_spellings(parser)
     return parser
 

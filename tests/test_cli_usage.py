@@ -468,3 +468,19 @@ def test_perplexity_shows_its_progress_on_a_terminal_only(carry, tmp_path, monke
         assert ("perplexity" in terminal.getvalue() and "12/12" in terminal.getvalue()) is drawn
         assert (terminal.getvalue() == "") is not drawn
         assert capsys.readouterr().out == printed.out
+
+
+@pytest.mark.parametrize("argv", [["--debug", "info", "no-such-model"], ["info", "no-such-model", "--debug"],
+                                  ["models", "path", "no-such-model", "--debug"]])
+def test_debug_shows_the_traceback_before_or_after_the_command(argv, monkeypatch, capsys):
+    """`elmo info X --debug` (the usual place to add a flag to a command that failed) was
+    "unrecognized arguments: --debug", status 2: only `elmo --debug info X` showed the error
+    itself. Either place now lets the error through with its traceback."""
+    monkeypatch.delenv("ELMO_DEBUG", raising=False)
+    with pytest.raises((ValueError, OSError, LookupError)) as raised:
+        main(argv)
+    assert "no-such-model" in str(raised.value)
+    capsys.readouterr()
+    assert main([a for a in argv if a != "--debug"]) == 1      # (without it: one line)
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("elmo ") and "no-such-model" in lines[0]
