@@ -484,3 +484,20 @@ def test_debug_shows_the_traceback_before_or_after_the_command(argv, monkeypatch
     assert main([a for a in argv if a != "--debug"]) == 1      # (without it: one line)
     lines = capsys.readouterr().err.splitlines()
     assert len(lines) == 1 and lines[0].startswith("elmo ") and "no-such-model" in lines[0]
+
+
+def test_vocab_build_counts_on_a_terminal_only(tmp_path, monkeypatch, capsys):
+    """`elmo vocab build` read a corpus of a billion words (minutes) without a sign of life.
+    It counts the sentences read on a terminal; in a log file or a pipe, and with --quiet or
+    --no-progress, nothing but its notes goes to stderr."""
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("a b c\nb c\nc\n", encoding="utf-8")
+    for n, (terminal, quiet) in enumerate([(False, []), (True, []), (True, ["--quiet"]), (True, ["--no-progress"])]):
+        err = _Terminal() if terminal else io.StringIO()
+        monkeypatch.setattr(sys, "stderr", err)
+        assert main(["vocab", "build", str(corpus), "-o", str(tmp_path / f"v{n}.txt"), *quiet]) == 0
+        drawn = terminal and not quiet
+        assert ("counting" in err.getvalue() and "3" in err.getvalue()) is drawn
+        assert (err.getvalue() == "") is not drawn
+        assert (tmp_path / f"v{n}.txt").read_text() == "<S>\n</S>\n<UNK>\nc\nb\na\n"
+    capsys.readouterr()

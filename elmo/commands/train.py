@@ -85,6 +85,7 @@ def register(subparsers) -> None:
                    help="at most this many entries, specials included (default: no limit)")
     b.add_argument("--counts", help="where to write word<TAB>count (default: OUTPUT with .counts.tsv, where "
                                     "elmo train --vocab OUTPUT finds them; elsewhere, give train --vocab COUNTS)")
+    b.add_argument("--quiet", "--no-progress", action="store_true", help="no progress counter")
     b.set_defaults(func=vocab_build)
 
     # ---------------------------------------------------------------- train
@@ -191,13 +192,14 @@ def _model_options(args, base: Optional[dict] = None) -> dict:
 
 def vocab_build(args) -> int:
     from ..training.vocab_build import build_vocabulary_files
-    from . import refuse_dash
+    from . import progress_bar_wanted, refuse_dash
 
     # (it wrote files named '-' and '-.counts.tsv': the counts cannot go to stdout beside it)
     refuse_dash(args.output, "-o", "the vocabulary is written to a file and its counts beside it "
                                    "(where elmo train --vocab finds them), not to stdout: give a file name")
     refuse_dash(args.counts, "--counts", "the counts are written to a file, not to stdout: give a file name")
     info = build_vocabulary_files(args.corpus, args.output, min_count=args.min_count, max_size=args.max_size,
+                                  progress=progress_bar_wanted(not args.quiet),
                                   counts_path=args.counts)
     print(f"wrote {info['vocab']} ({info['size']:,} entries, {info['covered']:.2%} of tokens covered) "
           f"and {info['counts']}")
