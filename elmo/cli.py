@@ -274,8 +274,9 @@ def _parse(parser: argparse.ArgumentParser, argv: Optional[List[str]]) -> argpar
 
 def _close_options(parser: argparse.ArgumentParser, extra: List[str]) -> List[str]:
     """The options of ``parser`` that an unknown long option of ``extra`` may have meant, at
-    most three: those it begins (``--seed`` for ``--seeds``), then the nearest spellings
-    (``--learning-rate`` for ``--lr-decay-threshold``... as :mod:`difflib` ranks them)."""
+    most three: those it begins (``--seeds`` for ``--seed``), then the nearest spellings as
+    :mod:`difflib` ranks them (``--lr-decay-threshold`` for ``--lr-decay-treshold``). Hidden
+    options (embed's AllenNLP spellings) are never named."""
     options = [o for action in parser._actions if action.help != argparse.SUPPRESS
                for o in action.option_strings if o.startswith("--")]
     close: List[str] = []
