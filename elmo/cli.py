@@ -7,6 +7,7 @@ Subcommands live beside the code they drive: each module in ``COMMAND_MODULES`` 
 from __future__ import annotations
 
 import argparse
+import difflib
 import errno
 import importlib
 import io
@@ -16,7 +17,7 @@ import signal
 import sys
 import threading
 from contextlib import contextmanager, suppress
-from typing import Iterator, List, Optional
+from typing import Dict, FrozenSet, Iterator, List, Optional
 
 #: Modules that add subcommands, in the order they appear in ``elmo --help``.
 COMMAND_MODULES = [
@@ -31,19 +32,68 @@ COMMAND_MODULES = [
 ]
 
 
+DEBUG_HELP = "show the full traceback of an error (also: ELMO_DEBUG=1)"
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, except that an abbreviation which is another command's whole option is
+    not taken for this command's longer one: ``elmo experiment --seed 3`` (the --seed of train
+    and analyze: one seed) ran seeds 1 to 3 as ``--seeds 3``, and ``elmo predict --to X``
+    (convert's --to) was --tokenize. Such an option is unknown here, a usage error that names
+    the close options (see :func:`_parse`). Other abbreviations work as in argparse."""
+
+    #: each long option of every command -> the spellings of its action(s), itself included:
+    #: an abbreviation to one of those is the same option by another name (``--out``, ``--output``)
+    spellings: Dict[str, FrozenSet[str]] = {}
+
+    def _get_option_tuples(self, option_string):
+        found = super()._get_option_tuples(option_string)
+        aliases = self.spellings.get(option_string.split("=", 1)[0])
+        if aliases is None:
+            return found
+        return [match for match in found if match[1] in aliases]   # (match[1]: the option matched)
+
+
+def _parsers(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentParser]:
+    """``parser`` and every (sub)command parser under it."""
+    yield parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                yield from _parsers(sub)
+
+
+def _share_spellings(parser: argparse.ArgumentParser) -> None:
+    """Tell every parser under ``parser`` the long options of all commands (:class:`_Parser`)."""
+    parsers = list(_parsers(parser))
+    table: Dict[str, FrozenSet[str]] = {}
+    for p in parsers:
+        for action in p._actions:
+            for option in action.option_strings:
+                if option.startswith("--"):
+                    table[option] = table.get(option, frozenset()) | frozenset(action.option_strings)
+    for p in parsers:
+        p.spellings = table   # type: ignore[attr-defined]
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="elmo",
         description="ELMo: deep contextualised word representations. Load the original weights, "
                     "embed text, train and adapt biLMs, and measure what the layers hold.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
-    parser.add_argument("--debug", action="store_true",
-                        help="show the full traceback of an error (also: ELMO_DEBUG=1)")
+    parser.add_argument("--debug", action="store_true", help=DEBUG_HELP)
     # required: `elmo` alone is a usage error (argparse's usage line and message on stderr,
     # status 2), as a subcommand's missing argument is; it printed the help to stdout
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(subparsers)
+    for command in _parsers(parser):
+        if command is not parser and not any(isinstance(a, argparse._SubParsersAction) for a in command._actions):
+            # after the command too: `elmo info X --debug` was "unrecognized arguments: --debug"
+            # (given there, it is the same; left out, it keeps the value of `elmo --debug CMD`)
+            command.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=DEBUG_HELP)
+    _share_spellings(parser)
     return parser
 
 
@@ -215,8 +265,29 @@ def _parse(parser: argparse.ArgumentParser, argv: Optional[List[str]]) -> argpar
     unrecognized arguments"), which shows none of the command's own options."""
     args, extra = parser.parse_known_args(argv)
     if extra:
-        _command_parser(parser, args).error(f"unrecognized arguments: {' '.join(extra)}")
+        command = _command_parser(parser, args)
+        close = _close_options(command, extra)
+        command.error(f"unrecognized arguments: {' '.join(extra)}"
+                      + (f" (did you mean {' or '.join(close)}?)" if close else ""))
     return args
+
+
+def _close_options(parser: argparse.ArgumentParser, extra: List[str]) -> List[str]:
+    """The options of ``parser`` that an unknown long option of ``extra`` may have meant, at
+    most three: those it begins (``--seeds`` for ``--seed``), then the nearest spellings as
+    :mod:`difflib` ranks them (``--lr-decay-threshold`` for ``--lr-decay-treshold``). Hidden
+    options (embed's AllenNLP spellings) are never named."""
+    options = [o for action in parser._actions if action.help != argparse.SUPPRESS
+               for o in action.option_strings if o.startswith("--")]
+    close: List[str] = []
+    for arg in extra:
+        typed = arg.split("=", 1)[0]
+        if not typed.startswith("--") or typed == "--":
+            continue
+        for option in [o for o in options if o.startswith(typed)] + difflib.get_close_matches(typed, options, n=3):
+            if option not in close:
+                close.append(option)
+    return close[:3]
 
 
 def _run(argv: Optional[List[str]]) -> int:

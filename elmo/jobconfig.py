@@ -47,7 +47,7 @@ def setting(default: Any = dataclasses.MISSING, *, help: str, flag: Optional[str
             default_factory: Any = dataclasses.MISSING, choices: Optional[Sequence[Any]] = None,
             metavar: Optional[str] = None, parse: Optional[Callable[[str], Any]] = None,
             scale: Optional[float] = None, short: Optional[str] = None, boolean: Optional[str] = None,
-            show_default: bool = True) -> Any:
+            show_default: bool = True, aliases: Sequence[str] = ()) -> Any:
     """A dataclass field that the command line sets.
 
     Args:
@@ -61,9 +61,12 @@ def setting(default: Any = dataclasses.MISSING, *, help: str, flag: Optional[str
             sets False) or ``"both"`` (``--x`` and ``--no-x``); default: ``flag`` when the
             default is False, ``negated`` when it is True.
         show_default: add " (default X)" to the help.
+        aliases: other long spellings of the option, e.g. ``--no-progress`` of ``--quiet``
+            (the name another command gives the same option).
     """
     meta = {"help": help, "flag": flag, "choices": choices, "metavar": metavar, "parse": parse,
-            "scale": scale, "short": short, "boolean": boolean, "show_default": show_default}
+            "scale": scale, "short": short, "boolean": boolean, "show_default": show_default,
+            "aliases": tuple(aliases)}
     if default_factory is not dataclasses.MISSING:
         return dataclasses.field(default_factory=default_factory, metadata=meta)
     return dataclasses.field(default=default, metadata=meta)
@@ -338,7 +341,7 @@ def add_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGroup, cls
                 kwargs["choices"] = meta["choices"]
             if meta.get("choices") is None:  # named after the option, not the field
                 kwargs["metavar"] = meta.get("metavar") or names[0].lstrip("-").replace("-", "_").upper()
-        parser.add_argument(*names, **kwargs)
+        parser.add_argument(*names, *meta.get("aliases", ()), **kwargs)
 
 
 def _bool_style(f: dataclasses.Field, default: Any) -> str:

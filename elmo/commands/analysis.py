@@ -18,7 +18,7 @@ def register(subparsers) -> None:
                     "and PNG pictures. Needs the corpora of `elmo data get brown-pos wordnet brown "
                     "glove-50d wordsim353 simlex999` (fetched when missing).")
     p.add_argument("model", help="bundled or published model name, model folder or http(s) URL")
-    p.add_argument("--out", default=None, help="output folder (default: experiments/analysis/<model name>)")
+    p.add_argument("--out", "--output", "-o", dest="out", default=None, help="output folder (default: experiments/analysis/<model name>)")
     p.add_argument("--only", action="append", choices=SECTIONS,
                    help="run only this section (repeatable; default: all); into the folder of a report "
                         "of the same model and settings, it adds or redoes the section and keeps the others")

@@ -31,7 +31,7 @@ def register(subparsers) -> None:
     q.add_argument("names", nargs="*", metavar="NAME", help="corpus names (see `elmo data list`)")
     q.add_argument("--all", action="store_true", help="every corpus")
     q.add_argument("--force", action="store_true", help="rewrite the standard form")
-    q.set_defaults(func=data_get)
+    q.set_defaults(func=data_get, usage_error=q.error)
 
     q = sub.add_parser("path", help="print the cache folder of a corpus",
                        description="Print the folder of a corpus (fetched or not).")
@@ -43,7 +43,7 @@ def register(subparsers) -> None:
         description="Fetch the raw-text and task corpora, clean, exclude task text, hold out "
                     "a part of each source, deduplicate and shuffle: writes "
                     "$ELMO_DATA/corpus/{train.txt,heldout/<source>.txt,stats.json}.")
-    q.add_argument("--out", default=None, help="output folder (default: $ELMO_DATA/corpus)")
+    q.add_argument("--out", "--output", "-o", dest="out", default=None, help="output folder (default: $ELMO_DATA/corpus)")
     q.add_argument("--seed", type=int, default=1234, help="shuffle seed (default 1234)")
     from ..data.corpus_sources import LM_SOURCES
     q.add_argument("--sources", type=_source_list, default=None, metavar="NAME[,NAME...]",
@@ -99,12 +99,12 @@ def data_list(args: argparse.Namespace) -> int:
 
 @_guard
 def data_get(args: argparse.Namespace) -> int:
-    from ..data.fetch import DataError
     from ..data.sources import SOURCES, get
 
     names = list(SOURCES) if args.all else args.names
     if not names:
-        raise DataError("name a corpus (see `elmo data list`) or pass --all")
+        # a missing argument, as argparse says one (usage line, status 2); it was status 1
+        args.usage_error("the following arguments are required: NAME (see `elmo data list`) or --all")
     for name in names:
         path = get(name, force=args.force)
         print(f"{name}: {path}")

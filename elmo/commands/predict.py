@@ -40,7 +40,7 @@ def register(subparsers) -> None:
     p.add_argument("--batch-size", type=int, default=64,
                    help="texts per model call (default 64)")
     p.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--quiet", "--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=predict)
 
 

@@ -16,7 +16,7 @@ def register(subparsers) -> None:
                     "identical splits over several seeds; write results.json, results.md and "
                     "layer_weights.png.")
     p.add_argument("config", help="experiment config file (.json or .toml)")
-    p.add_argument("--out", default=None,
+    p.add_argument("--out", "--output", "-o", dest="out", default=None,
                    help="results folder (default: the config's 'out', else "
                         "experiments/results/<name>)")
     p.add_argument("--seeds", type=int, default=None, help="override: use seeds 1..N")
@@ -40,7 +40,7 @@ def register(subparsers) -> None:
                         "while the biLM is still training); --resume later runs the rest")
     p.add_argument("--plan", action="store_true",
                    help="print the tasks' sizes, the variants and the number of runs; train nothing")
-    p.add_argument("--quiet", action="store_true", help="no progress lines")
+    p.add_argument("--quiet", "--no-progress", action="store_true", help="no progress lines")
     p.add_argument("--set", dest="config_set", action="append", default=[], metavar="KEY=VALUE",
                    help="set a setting of the config by its dotted name, after the options above "
                         "(e.g. --set train.lr=0.01, --set seeds=[1,2], --set variants.1.elmo.lambda=1); "

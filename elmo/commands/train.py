@@ -86,6 +86,7 @@ def register(subparsers) -> None:
                    help="at most this many entries, specials included (default: no limit)")
     b.add_argument("--counts", help="where to write word<TAB>count (default: OUTPUT with .counts.tsv, where "
                                     "elmo train --vocab OUTPUT finds them; elsewhere, give train --vocab COUNTS)")
+    b.add_argument("--quiet", "--no-progress", action="store_true", help="no progress counter")
     b.set_defaults(func=vocab_build)
 
     # ---------------------------------------------------------------- train
@@ -139,6 +140,7 @@ def register(subparsers) -> None:
                    help="cpu, cuda, cuda:N or auto (CUDA when present) (default auto)")
     p.add_argument("--threads", type=int, help="CPU threads for torch (default: torch's choice)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--quiet", "--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=perplexity)
 
     # ---------------------------------------------------------------- plot-curve
@@ -191,13 +193,14 @@ def _model_options(args, base: Optional[dict] = None) -> dict:
 
 def vocab_build(args) -> int:
     from ..training.vocab_build import build_vocabulary_files
-    from . import refuse_dash
+    from . import progress_bar_wanted, refuse_dash
 
     # (it wrote files named '-' and '-.counts.tsv': the counts cannot go to stdout beside it)
     refuse_dash(args.output, "-o", "the vocabulary is written to a file and its counts beside it "
                                    "(where elmo train --vocab finds them), not to stdout: give a file name")
     refuse_dash(args.counts, "--counts", "the counts are written to a file, not to stdout: give a file name")
     info = build_vocabulary_files(args.corpus, args.output, min_count=args.min_count, max_size=args.max_size,
+                                  progress=progress_bar_wanted(not args.quiet),
                                   counts_path=args.counts)
     print(f"wrote {info['vocab']} ({info['size']:,} entries, {info['covered']:.2%} of tokens covered) "
           f"and {info['counts']}")
@@ -315,12 +318,13 @@ def finetune(args) -> int:
 
 def perplexity(args) -> int:
     from ..checks import require_count
-    from ..data.corpus import expand_paths_in_order, iter_file_sentences
+    from ..data.corpus import count_tokens, expand_paths_in_order, iter_file_sentences
     from ..data.text_choice import HELDOUT_HINT, check_not_whole_corpus, trained_files
     from ..runtime import resolve_device
     from ..training.evaluate import perplexity as ppl
     from ..training.export import load_language_model, read_metadata
 
+    from . import progress_bar_wanted
     _threads(args)
     device = resolve_device(args.device)
     require_count("--batch-size", args.batch_size)   # (named batch_size, as the API calls it)
@@ -336,8 +340,14 @@ def perplexity(args) -> int:
     if first is None:  # the files named, not a bare "no text to evaluate"
         raise ValueError(f"{', '.join(args.text)}: no text to evaluate (only empty or blank lines)")
     sentences = itertools.chain([first], sentences)
+    progress = progress_bar_wanted(not args.quiet)
+    total = None
+    if progress:   # (the text is read as it goes: a second streaming pass counts its targets for the bar)
+        counted = count_tokens(files, boundaries=False)
+        total = counted["tokens"] + counted["sentences"]   # the forward targets: words and each </S>
     try:
-        result = ppl(model, sentences, vocab, args.batch_size, device, carry_state=args.carry_state)
+        result = ppl(model, sentences, vocab, args.batch_size, device, carry_state=args.carry_state,
+                     progress=progress, progress_total=total)
     except FloatingPointError as e:
         raise FloatingPointError(f"{args.model}: {e}") from e
     definition = "carried state" if args.carry_state else "stateless"

@@ -441,14 +441,18 @@ def same_corpus_files(recorded: Any, now: Sequence[Sequence[Any]]) -> bool:
         for then, current in zip(recorded, now))
 
 
-def count_words(paths: Sequence[str | os.PathLike]) -> Dict[str, int]:
+def count_words(paths: Sequence[str | os.PathLike], progress: bool = False) -> Dict[str, int]:
     """Word counts of a corpus in one streaming pass, with ``<S>`` and ``</S>`` counted once
-    per sentence (the counts a vocabulary file keeps)."""
+    per sentence (the counts a vocabulary file keeps). ``progress``: a tqdm counter of the
+    sentences read on stderr (the total is not known before the pass)."""
     from collections import Counter
+
+    from tqdm import tqdm
 
     counts: Counter = Counter()
     n_sentences = 0
-    for sentence in iter_file_sentences(expand_paths(paths)):
+    sentences = iter_file_sentences(expand_paths(paths))
+    for sentence in tqdm(sentences, unit="sent", unit_scale=True, desc="counting", disable=not progress):
         counts.update(sentence)
         n_sentences += 1
     counts["<S>"] += n_sentences

@@ -77,4 +77,5 @@ class EmbedConfig:
                                   help="under torchrun: rank 0 stops with an error when no other rank has "
                                        "finished a segment for S seconds")
     # a progress bar by default on the command line only (``elmo embed`` sets it True)
-    progress: bool = setting(False, flag="--quiet", boolean="negated", show_default=False, help="no progress bar")
+    progress: bool = setting(False, flag="--quiet", boolean="negated", show_default=False, help="no progress bar",
+                             aliases=("--no-progress",))

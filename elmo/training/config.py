@@ -99,7 +99,7 @@ class TrainConfig:
     eval_batch_size: int = setting(32, help="sentences per validation batch")
     device: str = setting("auto", help="cpu, cuda, cuda:N or auto (CUDA when present)")
     bf16: bool = setting(False, help="bfloat16 autocast (opt-in; default exact fp32)", show_default=False)
-    progress: bool = setting(True, help="no progress bar", show_default=False)
+    progress: bool = setting(True, help="no progress bar", show_default=False, aliases=("--quiet",))
     export: bool = True
     metadata: Dict[str, Any] = field(default_factory=dict)  # extra facts for metadata.json
     allow_change: List[str] = setting(

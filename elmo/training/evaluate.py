@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import math
 from itertools import islice
-from typing import Dict, Iterable, Iterator, List
+from typing import Any, Dict, Iterable, Iterator, List, Optional
 
 import torch
 
@@ -73,27 +73,34 @@ def reset_rows(state: List[LayerState], step: int, every: int, first_row: int = 
 
 def perplexity(model: LanguageModel, sentences: Iterable[Sentence], vocab: Vocabulary,
                batch_size: int = 32, device=None, autocast_dtype=None, carry_state: bool = False,
-               window: int = 100) -> Dict[str, float]:
+               window: int = 100, progress: bool = False, progress_total: Optional[int] = None) -> Dict[str, float]:
     """Full-softmax perplexity of ``sentences``, each from a zero state, or with
     ``carry_state`` as one stream with the state carried through it (see the module).
 
     ``batch_size``: sentences per batch (stateless only); it changes the speed, not the result.
     ``window``: positions per forward call of the carried-state stream (speed only).
     ``autocast_dtype``: e.g. ``torch.bfloat16`` to evaluate under autocast (None: exact).
+    ``progress``: a tqdm bar on stderr over the forward targets (words plus one boundary a
+    sentence), out of ``progress_total`` where the caller knows it (the text is read as it
+    goes, so it cannot count them first); ``elmo perplexity`` draws it on a terminal only.
 
     Returns ``ppl_fwd``, ``ppl_bwd``, ``ppl`` (average), ``loss_fwd``, ``loss_bwd`` (mean
     negative log-likelihoods in nats), ``targets`` (per direction), ``unk_targets`` (how many
     of them are ``<UNK>``: words outside the vocabulary) and ``sentences``.
     Raises FloatingPointError where the model's outputs give a NaN log-likelihood.
     """
+    from tqdm import tqdm
+
     seen = _Seen(sentences, vocab)      # read once, as the sums are made (a generator too)
-    if carry_state:   # one stream: the state runs through the whole text
-        sums = likelihood_sums(model, seen, vocab, batch_size, device, autocast_dtype, carry_state, window)
-    else:
-        sums = [0.0, 0.0, 0.0, 0.0]
-        while part := list(islice(seen, PART_SENTENCES)):
-            sums = [a + b for a, b in zip(sums, likelihood_sums(model, part, vocab, batch_size, device,
-                                                                 autocast_dtype, False, window))]
+    # (a full softmax over a large vocabulary takes minutes a million words: it said nothing until the end)
+    with tqdm(total=progress_total, unit="tok", desc="perplexity", disable=not progress) as bar:
+        if carry_state:   # one stream: the state runs through the whole text
+            sums = likelihood_sums(model, seen, vocab, batch_size, device, autocast_dtype, carry_state, window, bar)
+        else:
+            sums = [0.0, 0.0, 0.0, 0.0]
+            while part := list(islice(seen, PART_SENTENCES)):
+                sums = [a + b for a, b in zip(sums, likelihood_sums(model, part, vocab, batch_size, device,
+                                                                     autocast_dtype, False, window, bar))]
     if math.isnan(sums[0]) or math.isnan(sums[1]):
         # (an infinite loss is a defined result, an infinite perplexity; NaN is none at all)
         raise FloatingPointError("the model's log-likelihood of the text is NaN: its outputs are not finite "
@@ -150,10 +157,11 @@ def _exp(loss: float) -> float:
 @torch.no_grad()
 def likelihood_sums(model: LanguageModel, sentences: Iterable[Sentence], vocab: Vocabulary, batch_size: int = 32,
                     device=None, autocast_dtype=None, carry_state: bool = False,
-                    window: int = 100) -> List[float]:
+                    window: int = 100, bar: Optional[Any] = None) -> List[float]:
     """[forward NLL, backward NLL (nats), forward targets, backward targets] of ``sentences``,
     summed, as :func:`perplexity` reads them (the arguments are its own); zeros for none.
-    With ``carry_state`` they are read one by one as the stream goes (an iterator is not listed)."""
+    With ``carry_state`` they are read one by one as the stream goes (an iterator is not listed).
+    ``bar``: a tqdm bar advanced by each batch's forward targets."""
     batch_size = require_count("batch_size", batch_size)
     was_training = model.training
     model.eval()
@@ -178,6 +186,8 @@ def likelihood_sums(model: LanguageModel, sentences: Iterable[Sentence], vocab: 
             nll_b += float(out["nll_bwd"])
             n_f += out["n_fwd"]
             n_b += out["n_bwd"]
+            if bar is not None:
+                bar.update(int(out["n_fwd"]))
     finally:
         model.train(was_training)
     return [nll_f, nll_b, float(n_f), float(n_b)]

@@ -13,14 +13,16 @@ from ..vocab import SPECIAL, Vocabulary
 
 
 def build_vocabulary_files(corpus: Sequence[str], output: str | Path, min_count: int = 1,
-                           max_size: Optional[int] = None, counts_path: Optional[str | Path] = None) -> Dict:
+                           max_size: Optional[int] = None, counts_path: Optional[str | Path] = None,
+                           progress: bool = False) -> Dict:
     """Write ``output`` (one word a line) and the word<TAB>count file; return a summary.
 
     Refused before counting (a ValueError naming the problem): ``min_count`` below 1,
     ``max_size`` with no room for a word beside the specials, the two outputs on one path (the
     counts would replace the vocabulary) or on a corpus file (the text would be lost), a folder
     or glob that takes in a whole corpus folder (:func:`~elmo.data.text_choice.check_not_whole_corpus`), and a
-    corpus without a word (the vocabulary would hold only the specials).
+    corpus without a word (the vocabulary would hold only the specials). ``progress``: count
+    the sentences read on stderr (:func:`~elmo.data.corpus.count_words`).
     """
     min_count = require_count("--min-count", min_count)
     if max_size is not None and require_integer("--max-size", max_size) <= len(SPECIAL):
@@ -39,7 +41,7 @@ def build_vocabulary_files(corpus: Sequence[str], output: str | Path, min_count:
             check_output_file(path, what)   # (before its lock file is made beside it)
             locks.enter_context(no_empty_folder_on_failure(path.parent))   # (made for the lock file)
             locks.enter_context(output_lock(path))
-        counts, vocab = _count_and_write(corpus, output, counts_path, min_count, max_size)
+        counts, vocab = _count_and_write(corpus, output, counts_path, min_count, max_size, progress)
     words_total = sum(c for w, c in counts.items() if w not in SPECIAL)
     covered = sum(c for w, c in zip(vocab.words, vocab.counts) if w not in SPECIAL)
     info = {"vocab": str(output), "counts": str(counts_path), "size": len(vocab),
@@ -55,7 +57,7 @@ def build_vocabulary_files(corpus: Sequence[str], output: str | Path, min_count:
 
 
 def _count_and_write(corpus: Sequence[str], output: Path, counts_path: Path, min_count: int,
-                     max_size: Optional[int]):
+                     max_size: Optional[int], progress: bool):
     """Check the outputs, count ``corpus`` and write both files (the caller holds their locks)."""
     files = {f.resolve() for f in expand_paths(corpus)}
     for path, what, starts in ((output, "vocabulary", f"{SPECIAL[0]}\n"),
@@ -71,7 +73,7 @@ def _count_and_write(corpus: Sequence[str], output: Path, counts_path: Path, min
             raise ValueError(f"{path}: would be a file of the corpus {within} (every file below a folder, or "
                              f"matching a glob, is read as text); write the {what} outside it")
         check_replaceable(path, starts.encode(), what)
-    counts = count_words(corpus)
+    counts = count_words(corpus, progress)
     if not any(w not in SPECIAL for w in counts):
         raise ValueError(f"{', '.join(map(str, corpus))}: no words (empty or blank lines only)")
     top = max((c for w, c in counts.items() if w not in SPECIAL), default=0)
