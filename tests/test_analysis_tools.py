@@ -1013,3 +1013,61 @@ def test_wsd_embeds_its_sentences_a_chunk_at_a_time(monkeypatch):
     monkeypatch.setattr(vectors, "GATHER_CHUNK_SENTENCES", 4, raising=False)
     res = wsd.wsd_eval(random_bilm(), examples, senses, test_fraction=0.5, seed=0)
     assert res["n_train"] + res["n_test"] == 10 and calls == [4, 4, 2]
+
+
+def test_stacked_layers_fill_one_array_a_chunk_of_sentences_at_a_time(monkeypatch):
+    """The POS probe concatenated the arrays of all its sentences, holding both at once (twice
+    the memory of the result over all of Brown); stacked_layers writes them into one array
+    made beforehand, GATHER_CHUNK_SENTENCES sentences at a time, with their vectors in order."""
+    from elmo.analysis import vectors
+    bilm = random_bilm()
+    sentences = [["w%d" % (5 * i + j) for j in range(i % 4)] for i in range(7)]   # (one empty)
+    expected = np.concatenate(vectors.embed_layers(bilm, sentences), axis=1)
+    calls: list = []
+    embed = vectors.embed_layers
+
+    def counted(model, rows, batch_size=32):
+        calls.append(len(rows))
+        return embed(model, rows, batch_size)
+
+    monkeypatch.setattr(vectors, "embed_layers", counted)
+    monkeypatch.setattr(vectors, "GATHER_CHUNK_SENTENCES", 3, raising=False)
+    got = vectors.stacked_layers(bilm, sentences)
+    assert calls == [3, 3, 1] and got.dtype == np.float32
+    assert got.shape == expected.shape == (bilm.num_layers, sum(map(len, sentences)), bilm.output_dim)
+    # (as in gathered_layers' test: other batch neighbours, float32 rounding of short sums)
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+
+
+def _tagged(n, seed):
+    rng = np.random.default_rng(seed)
+    words = [("the", "DET"), ("dog", "NOUN"), ("runs", "VERB"), ("a", "DET"), ("cat", "NOUN"), ("sat", "VERB")]
+    return [[words[k] for k in rng.integers(len(words), size=rng.integers(1, 6))] for _ in range(n)]
+
+
+def test_pos_probe_embeds_a_chunk_of_sentences_at_a_time_with_the_same_results(monkeypatch):
+    """pos_probe held every sentence's float32 layers and their concatenation at once: it now
+    fills its train and test arrays GATHER_CHUNK_SENTENCES sentences at a time. Vectors that
+    depend on a sentence alone give the very same results, whatever the chunk."""
+    import zlib
+
+    from elmo.analysis import probes, vectors
+    bilm = random_bilm()
+    calls: list = []
+
+    def fixed(model, rows, batch_size=32):   # (each token's layers a function of its sentence and place)
+        calls.append(len(rows))
+        rngs = [np.random.default_rng(zlib.crc32(" ".join(s).encode())) for s in rows]
+        return [r.normal(size=(bilm.num_layers, len(s), bilm.output_dim)).astype(np.float32)
+                for r, s in zip(rngs, rows)]
+
+    for module in (vectors, probes):   # (the old probes imported embed_layers into its namespace)
+        monkeypatch.setattr(module, "embed_layers", fixed, raising=False)
+    train, test = _tagged(9, 0), _tagged(5, 1)
+    whole = probes.pos_probe(bilm, train, test, max_iter=5)
+    assert calls == [9, 5]
+    calls.clear()
+    monkeypatch.setattr(vectors, "GATHER_CHUNK_SENTENCES", 4, raising=False)
+    chunked = probes.pos_probe(bilm, train, test, max_iter=5)
+    assert calls == [4, 4, 1, 4, 1]
+    assert chunked == whole

@@ -22,7 +22,7 @@ from ..checks import require_count, require_seed, shown
 from ..modules import ScalarMix
 from ..runtime import threads as _threads
 from .stats import bootstrap_interval, paired_bootstrap, verdict
-from .vectors import embed_layers
+from . import vectors
 
 Tagged = List[Tuple[str, str]]
 
@@ -202,8 +202,11 @@ def pos_probe(model, train: Sequence[Tagged], test: Sequence[Tagged], l2: float 
                          f"train and {n_test} test tokens")
     tags = sorted({t for s in train for _, t in s})
     tag_id = {t: i for i, t in enumerate(tags)}
-    x_train = _stack(embed_layers(model, [[w for w, _ in s] for s in train], batch_size))
-    x_test = _stack(embed_layers(model, [[w for w, _ in s] for s in test], batch_size))
+    # (into arrays made beforehand, a chunk of sentences at a time: every sentence's array
+    # and their concatenation were held at once, twice the memory, for all of Brown)
+    embedder = vectors.as_embedder(model, batch_size)
+    x_train = vectors.stacked_layers(embedder, [[w for w, _ in s] for s in train], batch_size)
+    x_test = vectors.stacked_layers(embedder, [[w for w, _ in s] for s in test], batch_size)
     y_train = np.array([tag_id[t] for s in train for _, t in s])
     y_test = np.array([tag_id.get(t, -1) for s in test for _, t in s])   # unseen tag: wrong
     groups = np.array([i for i, s in enumerate(test) for _ in s])
@@ -236,8 +239,3 @@ def pos_probe(model, train: Sequence[Tagged], test: Sequence[Tagged], l2: float 
 def _interval(correct: np.ndarray, groups: np.ndarray, seed: int) -> List[float]:
     b = bootstrap_interval(correct, groups, seed=seed)
     return [b["low"], b["high"]]
-
-
-def _stack(arrays: List[np.ndarray]) -> np.ndarray:
-    """Concatenate per-sentence (L + 1, n, D) arrays into (L + 1, N, D)."""
-    return np.concatenate(arrays, axis=1)
