@@ -490,6 +490,19 @@ def test_a_picture_that_fails_midway_leaves_the_earlier_one_whole(tmp_path, monk
     (lambda p: plots_module().sense_pca(np.ones((2, 3, 4)), ["a"], "w", p), "1 sense labels for 3"),
     (lambda p: plots_module().sense_pca(np.ones((2, 2, 4)), ["a", "b"], "w", p, ["layer 0"]), "1 layer names"),
     (lambda p: plots_module().sense_pca(np.full((1, 2, 4), np.nan), ["a", "b"], "w", p), "NaN"),
+    # a NaN baseline was drawn as no line, labelled "nan"; a list was a TypeError from its label
+    (lambda p: plots_module().layer_bars({"layer 0": 0.5}, {"mfs": np.nan}, "t", "acc", p),
+     "baseline 'mfs': nan is not a finite"),
+    (lambda p: plots_module().layer_bars({"layer 0": 0.5}, {"mfs": [0.4, 0.5]}, "t", "acc", p),
+     r"baseline 'mfs': \[0.4, 0.5\] is not a finite"),
+    # an interval of one number was "not enough values to unpack", one of NaN drawn in silence,
+    # and one of a name with no bar left out in silence
+    (lambda p: plots_module().layer_bars({"layer 0": 0.5}, {}, "t", "acc", p, {"layer 0": [0.4]}),
+     r"interval of 'layer 0' must be \[low, high\]"),
+    (lambda p: plots_module().layer_bars({"layer 0": 0.5}, {}, "t", "acc", p, {"layer 0": [np.nan, 0.6]}),
+     "interval of 'layer 0': nan is not a finite"),
+    (lambda p: plots_module().layer_bars({"layer 0": 0.5}, {}, "t", "acc", p, {"mix": [0.4, 0.6]}),
+     "an interval for 'mix', which has no score"),
 ])
 def test_pictures_of_nothing_or_of_mismatched_data_are_refused_in_one_line(tmp_path, draw, message):
     """(an empty PNG, a StopIteration, matplotlib's "Number of columns must be a positive
@@ -499,6 +512,18 @@ def test_pictures_of_nothing_or_of_mismatched_data_are_refused_in_one_line(tmp_p
     with pytest.raises(ValueError, match=message) as caught:
         draw(tmp_path / "x.png")
     assert "\n" not in str(caught.value) and not (tmp_path / "x.png").exists()
+
+
+@pytest.mark.parametrize("rows, message", [
+    (np.array([[np.nan, 1.0], [1.0, 2.0]]), "NaN or infinite"),   # (numpy's "SVD did not converge")
+    (np.array([[np.inf, 1.0], [1.0, 2.0]]), "NaN or infinite"),
+    (np.zeros(3), r"needs rows \(N, D\), got shape \(3,\)"),
+])
+def test_pca_2d_refuses_rows_it_cannot_project_in_one_line(rows, message):
+    pytest.importorskip("matplotlib")
+    with pytest.raises(ValueError, match=message) as caught:
+        plots_module().pca_2d(rows)
+    assert "\n" not in str(caught.value)
 
 
 def plots_module():

@@ -23,8 +23,14 @@ def _pyplot():
 
 def pca_2d(x: np.ndarray) -> np.ndarray:
     """The first two principal components of the rows of ``x`` (N, D): (N, 2), centred.
-    Fewer than two components (N < 2 or constant rows) are padded with zeros."""
+    Fewer than two components (N < 2 or constant rows) are padded with zeros. A NaN or an
+    infinity is a ValueError (it was numpy's "SVD did not converge"), as rows that are no
+    (N, D) matrix are (numpy's "Array must be at least two-dimensional")."""
     x = np.asarray(x, dtype=np.float64)
+    if x.ndim != 2:
+        raise ValueError(f"pca_2d needs rows (N, D), got shape {x.shape}")
+    if not np.isfinite(x).all():
+        raise ValueError("pca_2d: the rows hold NaN or infinite values")
     centred = x - x.mean(axis=0, keepdims=True)
     u, s, _ = np.linalg.svd(centred, full_matrices=False)
     out = np.zeros((len(x), 2))
@@ -90,13 +96,32 @@ def _check_values(values: Sequence, what: str) -> None:
         raise ValueError(f"{what}: {bad[0]!r} is not a finite number to draw")
 
 
+def _check_bars_input(scores: Dict[str, float], baselines: Dict[str, float],
+                      intervals: Optional[Dict[str, Sequence[float]]], what: str) -> None:
+    """The scores, baselines and intervals of :func:`layer_bars`, checked: a NaN baseline was
+    drawn as a line nowhere, labelled "nan", a list as a baseline was a TypeError from inside
+    its label, an interval of one number numpy's "not enough values to unpack", and an
+    interval of a name that has no bar was left out in silence."""
+    _check_values(list(scores.values()), what)
+    for name, value in baselines.items():
+        _check_values([value], f"{what}: baseline {name!r}")
+    for name, span in (intervals or {}).items():
+        if name not in scores:
+            raise ValueError(f"{what}: an interval for {name!r}, which has no score; scores: {', '.join(scores)}")
+        if span is None:      # (no interval for this score: drawn without error bars)
+            continue
+        if not isinstance(span, (list, tuple, np.ndarray)) or len(span) != 2:
+            raise ValueError(f"{what}: the interval of {name!r} must be [low, high], got {span!r}")
+        _check_values(list(span), f"{what}: the interval of {name!r}")
+
+
 def layer_bars(scores: Dict[str, float], baselines: Dict[str, float], title: str,
                ylabel: str, path: Path,
                intervals: Optional[Dict[str, Sequence[float]]] = None) -> Path:
     """Bars for ``scores`` (e.g. ``{"layer 0": 0.9, ..., "mix": 0.95}``) and a dashed line per
     baseline; values are fractions, drawn as percentages. ``intervals``: ``[low, high]`` per
     score name, drawn as error bars."""
-    _check_values(list(scores.values()), f"layer_bars ({title})")
+    _check_bars_input(scores, baselines, intervals, f"layer_bars ({title})")
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(1.2 * len(scores) + 3, 3.5))
     names = list(scores)
