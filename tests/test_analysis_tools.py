@@ -526,6 +526,44 @@ def test_pca_2d_refuses_rows_it_cannot_project_in_one_line(rows, message):
     assert "\n" not in str(caught.value)
 
 
+def _drawn(monkeypatch) -> list:
+    """The (figure texts, axes titles, bar heights) of every picture saved from now on."""
+    from matplotlib.figure import Figure
+    seen: list = []
+    save = Figure.savefig
+
+    def recorded(self, *args, **kwargs):
+        seen.append(([t.get_text() for t in self.texts], [a.get_title() for a in self.axes],
+                     [b.get_height() for a in self.axes for b in a.patches if hasattr(b, "get_height")]))
+        return save(self, *args, **kwargs)
+    monkeypatch.setattr(Figure, "savefig", recorded)
+    return seen
+
+
+def test_signed_pictures_name_the_model_in_a_footer_and_draw_the_same_data(tmp_path, monkeypatch):
+    """A picture copied out of its folder did not say which model (and weights) drew it."""
+    pytest.importorskip("matplotlib")
+    plots = plots_module()
+    rng = np.random.default_rng(0)
+    draws = [lambda p: plots.sense_pca(rng.normal(size=(2, 6, 4)), ["a"] * 3 + ["b"] * 3, "w", p),
+             lambda p: plots.layer_bars({"layer 0": 0.5, "mix": 0.9}, {"mfs": 0.4}, "t", "acc", p),
+             lambda p: plots.mix_weights([0.2, 0.3, 0.5], p)]
+    seen = _drawn(monkeypatch)
+    for draw in draws:
+        draw(tmp_path / "plain.png")
+    footer = "model fixture, weights fingerprint 0123456789abcdef"
+    with plots.signed(footer):
+        for draw in draws:
+            draw(tmp_path / "signed.png")
+    for draw in draws:   # (the footer is gone once the block ends)
+        draw(tmp_path / "plain.png")
+    plain, signed, after = seen[:3], seen[3:6], seen[6:]
+    for (texts, titles, heights), (texts_s, titles_s, heights_s) in zip(plain, signed):
+        assert footer not in texts and texts_s == texts + [footer]
+        assert titles_s == titles and heights_s == heights
+    assert after == plain
+
+
 def plots_module():
     from elmo.analysis import plots
     return plots
@@ -991,6 +1029,23 @@ def test_an_index_is_built_a_chunk_of_tokens_at_a_time(monkeypatch):
                                rtol=0, atol=2.0 ** -11)
 
 
+def _count_embedding(monkeypatch, chunk: int, *also) -> list:
+    """Sets GATHER_CHUNK_SENTENCES to ``chunk`` and counts the sentences of each embed_layers
+    call (through vectors, and ``also`` these modules' own imports of it); the counts."""
+    from elmo.analysis import vectors
+    calls: list = []
+    embed = vectors.embed_layers
+
+    def counted(model, rows, batch_size=32):
+        calls.append(len(rows))
+        return embed(model, rows, batch_size)
+
+    for module in (vectors, *also):
+        monkeypatch.setattr(module, "embed_layers", counted, raising=False)
+    monkeypatch.setattr(vectors, "GATHER_CHUNK_SENTENCES", chunk, raising=False)
+    return calls
+
+
 def test_gathered_layers_embed_a_chunk_of_sentences_at_a_time(monkeypatch):
     """The WSD and PCA sections embedded all their sentences and held every token's float32
     layers at once, to keep one token a sentence (sentence-length times the memory needed).
@@ -1000,15 +1055,7 @@ def test_gathered_layers_embed_a_chunk_of_sentences_at_a_time(monkeypatch):
     sentences = [["w%d" % (5 * i + j) for j in range(2 + i % 4)] for i in range(7)]
     tokens = [i % len(s) for i, s in enumerate(sentences)]
     expected = vectors.gather(vectors.embed_layers(bilm, sentences), list(enumerate(tokens)))
-    calls: list = []
-    embed = vectors.embed_layers
-
-    def counted(model, rows, batch_size=32):
-        calls.append(len(rows))
-        return embed(model, rows, batch_size)
-
-    monkeypatch.setattr(vectors, "embed_layers", counted)
-    monkeypatch.setattr(vectors, "GATHER_CHUNK_SENTENCES", 3, raising=False)
+    calls = _count_embedding(monkeypatch, 3)
     got = vectors.gathered_layers(bilm, sentences, tokens)
     assert calls == [3, 3, 1] and got.shape == expected.shape == (bilm.num_layers, 7, bilm.output_dim)
     # a sentence's vectors do not depend on the others batched with it, to float32 rounding of
@@ -1021,21 +1068,12 @@ def test_gathered_layers_embed_a_chunk_of_sentences_at_a_time(monkeypatch):
 def test_wsd_embeds_its_sentences_a_chunk_at_a_time(monkeypatch):
     """wsd_eval held the float32 layers of every token of all its sentences at once (one
     token a sentence is used): it now embeds them GATHER_CHUNK_SENTENCES at a time."""
-    from elmo.analysis import vectors, wsd
+    from elmo.analysis import wsd
     from elmo.analysis.datasets import Sense, SenseExample
     examples = [SenseExample(f"s{s}-n", ("bank",), tuple(f"w{s} the bank {i} x{s}".split()))
                 for s in (1, 2) for i in range(5)]
     senses = [Sense("bank", "n", "s1-n", 1, 3), Sense("bank", "n", "s2-n", 2, 9)]
-    calls: list = []
-    embed = vectors.embed_layers
-
-    def counted(model, rows, batch_size=32):
-        calls.append(len(rows))
-        return embed(model, rows, batch_size)
-
-    for module in (vectors, wsd):   # (the old wsd imported embed_layers into its namespace)
-        monkeypatch.setattr(module, "embed_layers", counted, raising=False)
-    monkeypatch.setattr(vectors, "GATHER_CHUNK_SENTENCES", 4, raising=False)
+    calls = _count_embedding(monkeypatch, 4, wsd)   # (the old wsd imported embed_layers into its namespace)
     res = wsd.wsd_eval(random_bilm(), examples, senses, test_fraction=0.5, seed=0)
     assert res["n_train"] + res["n_test"] == 10 and calls == [4, 4, 2]
 
@@ -1048,15 +1086,7 @@ def test_stacked_layers_fill_one_array_a_chunk_of_sentences_at_a_time(monkeypatc
     bilm = random_bilm()
     sentences = [["w%d" % (5 * i + j) for j in range(i % 4)] for i in range(7)]   # (one empty)
     expected = np.concatenate(vectors.embed_layers(bilm, sentences), axis=1)
-    calls: list = []
-    embed = vectors.embed_layers
-
-    def counted(model, rows, batch_size=32):
-        calls.append(len(rows))
-        return embed(model, rows, batch_size)
-
-    monkeypatch.setattr(vectors, "embed_layers", counted)
-    monkeypatch.setattr(vectors, "GATHER_CHUNK_SENTENCES", 3, raising=False)
+    calls = _count_embedding(monkeypatch, 3)
     got = vectors.stacked_layers(bilm, sentences)
     assert calls == [3, 3, 1] and got.dtype == np.float32
     assert got.shape == expected.shape == (bilm.num_layers, sum(map(len, sentences)), bilm.output_dim)

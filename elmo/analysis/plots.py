@@ -8,10 +8,37 @@
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
-from typing import Dict, Optional, Sequence
+from typing import Dict, Iterator, Optional, Sequence
 
 import numpy as np
+
+
+#: The footer of the pictures drawn now (see :func:`signed`); None: no footer.
+_FOOTER: ContextVar[Optional[str]] = ContextVar("elmo_analysis_picture_footer", default=None)
+
+
+@contextmanager
+def signed(footer: str) -> Iterator[None]:
+    """Every picture drawn inside names ``footer`` (the model and its weights fingerprint) in
+    small print at its bottom, the data drawn as without: a picture copied out of its folder
+    said nothing of the model that made it, which only the report beside it named."""
+    token = _FOOTER.set(footer)
+    try:
+        yield
+    finally:
+        _FOOTER.reset(token)
+
+
+#: The footer's font size, and the height (inches) the layout leaves for it.
+FOOTER_POINTS, FOOTER_INCHES = 7, 0.2
+
+
+def _footer_room(fig) -> float:
+    """The fraction of ``fig``'s height at its bottom that the footer takes (0 with none)."""
+    return 0.0 if _FOOTER.get() is None else FOOTER_INCHES / fig.get_size_inches()[1]
 
 
 def _pyplot():
@@ -61,9 +88,11 @@ def sense_pca(vectors: np.ndarray, senses: Sequence[str], word: str, path: Path,
         ax.set_title(names[j])
         ax.set_xticks([]), ax.set_yticks([])
     handles, names_ = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, names_, fontsize=7, loc="lower center", ncol=2)
+    room = _footer_room(fig)      # (the legend stands on the footer, not over it)
+    fig.legend(handles, names_, fontsize=7, loc="lower center", ncol=2,
+               **({"bbox_to_anchor": (0.5, room)} if room else {}))
     fig.suptitle(f'"{word}" in {vectors.shape[1]} sentences, PCA per layer, coloured by sense')
-    fig.tight_layout(rect=(0, 0.06 * ((len(labels) + 1) // 2), 1, 1))
+    fig.tight_layout(rect=(0, room + 0.06 * ((len(labels) + 1) // 2), 1, 1))
     return _save(fig, path)
 
 
@@ -142,7 +171,7 @@ def layer_bars(scores: Dict[str, float], baselines: Dict[str, float], title: str
     ax.set_title(title)
     if baselines:
         ax.legend(fontsize=7, loc="lower right")
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, _footer_room(fig), 1, 1))
     return _save(fig, path)
 
 
@@ -155,7 +184,7 @@ def mix_weights(weights: Sequence[float], path: Path, title: str = "learned mix 
     ax.set_ylim(0, 1)
     ax.set_ylabel("softmax(s)")
     ax.set_title(title)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, _footer_room(fig), 1, 1))
     return _save(fig, path)
 
 
@@ -194,14 +223,14 @@ def similarity_layers(res: dict, path: Path) -> Path:
     ax.set_ylabel("Spearman's rho")
     ax.set_title("Word similarity, each word alone, 95% intervals")
     ax.legend(fontsize=7, loc="lower right")
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, _footer_room(fig), 1, 1))
     return _save(fig, path)
 
 
 def _save(fig, path: Path) -> Path:
-    """Write ``fig`` to ``path`` as a PNG, whole or not at all, and close it. (It was drawn
-    straight onto ``path``: a run stopped or a disk filled midway left a truncated picture in
-    place of the earlier one.)"""
+    """Write ``fig`` to ``path`` as a PNG, with the footer of :func:`signed` where one is set,
+    whole or not at all, and close it. (It was drawn straight onto ``path``: a run stopped or
+    a disk filled midway left a truncated picture in place of the earlier one.)"""
     path = Path(path)
     import matplotlib.pyplot as plt
 
@@ -211,6 +240,10 @@ def _save(fig, path: Path) -> Path:
         with writing(path, "picture"):
             tmp = atomic_target(path)
             try:
+                footer = _FOOTER.get()
+                if footer:   # (in the room the layout left for it at the bottom)
+                    fig.text(0.5, 0.02 / fig.get_size_inches()[1], footer, ha="center", va="bottom",
+                             fontsize=FOOTER_POINTS, color="dimgrey")
                 fig.savefig(tmp, dpi=100, format="png")
                 atomic_commit(tmp, path)
             finally:
