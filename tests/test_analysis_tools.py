@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -1100,17 +1101,15 @@ def _tagged(n, seed):
     return [[words[k] for k in rng.integers(len(words), size=rng.integers(1, 6))] for _ in range(n)]
 
 
-def test_pos_probe_embeds_a_chunk_of_sentences_at_a_time_with_the_same_results(monkeypatch):
-    """pos_probe held every sentence's float32 layers and their concatenation at once: it now
-    fills its train and test arrays GATHER_CHUNK_SENTENCES sentences at a time. Vectors that
-    depend on a sentence alone give the very same results, whatever the chunk."""
+def _fixed_layers(monkeypatch, bilm) -> list:
+    """embed_layers replaced by layers of ``bilm``'s shape that depend on each sentence alone
+    (the same whatever is embedded beside it); the sentences of each call."""
     import zlib
 
     from elmo.analysis import probes, vectors
-    bilm = random_bilm()
     calls: list = []
 
-    def fixed(model, rows, batch_size=32):   # (each token's layers a function of its sentence and place)
+    def fixed(model, rows, batch_size=32):
         calls.append(len(rows))
         rngs = [np.random.default_rng(zlib.crc32(" ".join(s).encode())) for s in rows]
         return [r.normal(size=(bilm.num_layers, len(s), bilm.output_dim)).astype(np.float32)
@@ -1118,6 +1117,16 @@ def test_pos_probe_embeds_a_chunk_of_sentences_at_a_time_with_the_same_results(m
 
     for module in (vectors, probes):   # (the old probes imported embed_layers into its namespace)
         monkeypatch.setattr(module, "embed_layers", fixed, raising=False)
+    return calls
+
+
+def test_pos_probe_embeds_a_chunk_of_sentences_at_a_time_with_the_same_results(monkeypatch):
+    """pos_probe held every sentence's float32 layers and their concatenation at once: it now
+    fills its train and test arrays GATHER_CHUNK_SENTENCES sentences at a time. Vectors that
+    depend on a sentence alone give the very same results, whatever the chunk."""
+    from elmo.analysis import probes, vectors
+    bilm = random_bilm()
+    calls = _fixed_layers(monkeypatch, bilm)
     train, test = _tagged(9, 0), _tagged(5, 1)
     whole = probes.pos_probe(bilm, train, test, max_iter=5)
     assert calls == [9, 5]
@@ -1126,3 +1135,56 @@ def test_pos_probe_embeds_a_chunk_of_sentences_at_a_time_with_the_same_results(m
     chunked = probes.pos_probe(bilm, train, test, max_iter=5)
     assert calls == [4, 4, 1, 4, 1]
     assert chunked == whole
+
+
+def test_train_probe_in_place_standardises_the_features_in_their_memory_to_the_same_probe():
+    """in_place=True (the POS mix probe's: its layers over all of Brown and their standardised
+    copy were held at once) uses the features' own memory, with the same numbers, and so the
+    same probe; a read-only array is not written."""
+    from elmo.analysis import probes
+    rng = np.random.default_rng(0)
+    x = (rng.normal(size=(3, 40, 5)) * [1.0, 3.0, 0.5, 2.0, 1.5] + 2.0).astype(np.float32)
+    y = rng.integers(0, 3, size=40)
+    copied = probes.train_probe(x, y, 3, max_iter=5, mix=True)
+    given = x.copy()
+    in_place = probes.train_probe(given, y, 3, max_iter=5, mix=True, in_place=True)
+    for name in ("mean", "std", "weight", "bias"):
+        assert torch.equal(getattr(copied, name), getattr(in_place, name)), name
+    assert copied.mix_weights() == in_place.mix_weights()
+    # the array given now holds the standardised features, computed as the copy computes them
+    x_t = torch.from_numpy(x)
+    assert torch.equal(torch.from_numpy(given), (x_t - copied.mean.unsqueeze(-2)) / copied.std.unsqueeze(-2))
+    frozen = x.copy()
+    frozen.flags.writeable = False
+    with warnings.catch_warnings():   # (torch's, of sharing a read-only array)
+        warnings.simplefilter("ignore", UserWarning)
+        probes.train_probe(frozen, y, 3, max_iter=5, mix=True, in_place=True)
+    np.testing.assert_array_equal(frozen, x)
+
+
+def test_pos_probe_standardises_its_train_layers_for_the_mix_probe_in_place(monkeypatch):
+    """pos_probe's mix probe copied the train layers of every token to standardise them: it
+    now does so in their own memory (their last use), with the very same results."""
+    from elmo.analysis import probes
+    bilm = random_bilm()
+    _fixed_layers(monkeypatch, bilm)
+    train, test = _tagged(9, 0), _tagged(5, 1)
+    train_probe, mixed = probes.train_probe, []
+
+    def recorded(x, *args, **kwargs):
+        before = x.copy()
+        probe = train_probe(x, *args, **kwargs)
+        if kwargs.get("mix"):
+            mixed.append((x, before, probe))
+        return probe
+    monkeypatch.setattr(probes, "train_probe", recorded)
+    result = probes.pos_probe(bilm, train, test, max_iter=5)
+    (given, before, probe), = mixed   # (the array given now holds them standardised)
+    standardised = (torch.from_numpy(before) - probe.mean.unsqueeze(-2)) / probe.std.unsqueeze(-2)
+    assert torch.equal(torch.from_numpy(given), standardised)
+
+    def copying(x, *args, **kwargs):
+        kwargs.pop("in_place", None)
+        return train_probe(x, *args, **kwargs)
+    monkeypatch.setattr(probes, "train_probe", copying)
+    assert probes.pos_probe(bilm, train, test, max_iter=5) == result
