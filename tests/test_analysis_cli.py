@@ -4,6 +4,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+from pathlib import Path
 
 import pytest
 
@@ -426,6 +427,29 @@ def test_wsd_section_on_a_tiny_wordnet_and_a_capitalised_pca_word(tmp_path, monk
     results = json.loads((out / "results.json").read_text())
     assert results["wsd"]["pca_word"] == {"lemma": "bank", "pos": "n", "n": 8, "senses": 2}
     assert (out / "sense_pca.png").stat().st_size > 1000 and (out / "wsd.png").is_file()
+
+
+def test_every_picture_of_a_run_names_the_model_and_its_weights_fingerprint(tmp_path, monkeypatch):
+    """The report named the model and its weights fingerprint, but a picture copied out of its
+    folder said neither: each now says both in a footer (checked in the figure, as drawn)."""
+    from matplotlib.figure import Figure
+    _tiny_wordnet(tmp_path, monkeypatch)
+    footers: dict = {}
+    save = Figure.savefig
+
+    def recorded(self, target, *args, **kwargs):
+        footers[Path(target).name] = [t.get_text() for t in self.texts if "fingerprint" in t.get_text()]
+        return save(self, target, *args, **kwargs)
+    monkeypatch.setattr(Figure, "savefig", recorded)
+    (tmp_path / "w.json").write_text('{"weights": [0.2, 0.3, 0.5]}')
+    out = tmp_path / "out"
+    assert main(["analyze", "fixture", "--out", str(out), "--only", "wsd", "--no-untrained-control",
+                 "--mix-weights", str(tmp_path / "w.json")]) == 0
+    fingerprint = json.loads((out / "results.json").read_text())["model_fingerprint"]
+    assert f"`{fingerprint}`" in (out / "report.md").read_text()
+    assert len(footers) == 3 == len(list(out.glob("*.png")))   # (saved under temporary names)
+    for texts in footers.values():
+        assert texts == [f"model fixture, weights fingerprint {fingerprint}"]
 
 
 def test_pca_word_takes_a_part_of_speech_as_the_wsd_results_name_lemmas():

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -490,6 +491,19 @@ def test_a_picture_that_fails_midway_leaves_the_earlier_one_whole(tmp_path, monk
     (lambda p: plots_module().sense_pca(np.ones((2, 3, 4)), ["a"], "w", p), "1 sense labels for 3"),
     (lambda p: plots_module().sense_pca(np.ones((2, 2, 4)), ["a", "b"], "w", p, ["layer 0"]), "1 layer names"),
     (lambda p: plots_module().sense_pca(np.full((1, 2, 4), np.nan), ["a", "b"], "w", p), "NaN"),
+    # a NaN baseline was drawn as no line, labelled "nan"; a list was a TypeError from its label
+    (lambda p: plots_module().layer_bars({"layer 0": 0.5}, {"mfs": np.nan}, "t", "acc", p),
+     "baseline 'mfs': nan is not a finite"),
+    (lambda p: plots_module().layer_bars({"layer 0": 0.5}, {"mfs": [0.4, 0.5]}, "t", "acc", p),
+     r"baseline 'mfs': \[0.4, 0.5\] is not a finite"),
+    # an interval of one number was "not enough values to unpack", one of NaN drawn in silence,
+    # and one of a name with no bar left out in silence
+    (lambda p: plots_module().layer_bars({"layer 0": 0.5}, {}, "t", "acc", p, {"layer 0": [0.4]}),
+     r"interval of 'layer 0' must be \[low, high\]"),
+    (lambda p: plots_module().layer_bars({"layer 0": 0.5}, {}, "t", "acc", p, {"layer 0": [np.nan, 0.6]}),
+     "interval of 'layer 0': nan is not a finite"),
+    (lambda p: plots_module().layer_bars({"layer 0": 0.5}, {}, "t", "acc", p, {"mix": [0.4, 0.6]}),
+     "an interval for 'mix', which has no score"),
 ])
 def test_pictures_of_nothing_or_of_mismatched_data_are_refused_in_one_line(tmp_path, draw, message):
     """(an empty PNG, a StopIteration, matplotlib's "Number of columns must be a positive
@@ -499,6 +513,56 @@ def test_pictures_of_nothing_or_of_mismatched_data_are_refused_in_one_line(tmp_p
     with pytest.raises(ValueError, match=message) as caught:
         draw(tmp_path / "x.png")
     assert "\n" not in str(caught.value) and not (tmp_path / "x.png").exists()
+
+
+@pytest.mark.parametrize("rows, message", [
+    (np.array([[np.nan, 1.0], [1.0, 2.0]]), "NaN or infinite"),   # (numpy's "SVD did not converge")
+    (np.array([[np.inf, 1.0], [1.0, 2.0]]), "NaN or infinite"),
+    (np.zeros(3), r"needs rows \(N, D\), got shape \(3,\)"),
+])
+def test_pca_2d_refuses_rows_it_cannot_project_in_one_line(rows, message):
+    pytest.importorskip("matplotlib")
+    with pytest.raises(ValueError, match=message) as caught:
+        plots_module().pca_2d(rows)
+    assert "\n" not in str(caught.value)
+
+
+def _drawn(monkeypatch) -> list:
+    """The (figure texts, axes titles, bar heights) of every picture saved from now on."""
+    from matplotlib.figure import Figure
+    seen: list = []
+    save = Figure.savefig
+
+    def recorded(self, *args, **kwargs):
+        seen.append(([t.get_text() for t in self.texts], [a.get_title() for a in self.axes],
+                     [b.get_height() for a in self.axes for b in a.patches if hasattr(b, "get_height")]))
+        return save(self, *args, **kwargs)
+    monkeypatch.setattr(Figure, "savefig", recorded)
+    return seen
+
+
+def test_signed_pictures_name_the_model_in_a_footer_and_draw_the_same_data(tmp_path, monkeypatch):
+    """A picture copied out of its folder did not say which model (and weights) drew it."""
+    pytest.importorskip("matplotlib")
+    plots = plots_module()
+    rng = np.random.default_rng(0)
+    draws = [lambda p: plots.sense_pca(rng.normal(size=(2, 6, 4)), ["a"] * 3 + ["b"] * 3, "w", p),
+             lambda p: plots.layer_bars({"layer 0": 0.5, "mix": 0.9}, {"mfs": 0.4}, "t", "acc", p),
+             lambda p: plots.mix_weights([0.2, 0.3, 0.5], p)]
+    seen = _drawn(monkeypatch)
+    for draw in draws:
+        draw(tmp_path / "plain.png")
+    footer = "model fixture, weights fingerprint 0123456789abcdef"
+    with plots.signed(footer):
+        for draw in draws:
+            draw(tmp_path / "signed.png")
+    for draw in draws:   # (the footer is gone once the block ends)
+        draw(tmp_path / "plain.png")
+    plain, signed, after = seen[:3], seen[3:6], seen[6:]
+    for (texts, titles, heights), (texts_s, titles_s, heights_s) in zip(plain, signed):
+        assert footer not in texts and texts_s == texts + [footer]
+        assert titles_s == titles and heights_s == heights
+    assert after == plain
 
 
 def plots_module():
@@ -966,6 +1030,23 @@ def test_an_index_is_built_a_chunk_of_tokens_at_a_time(monkeypatch):
                                rtol=0, atol=2.0 ** -11)
 
 
+def _count_embedding(monkeypatch, chunk: int, *also) -> list:
+    """Sets GATHER_CHUNK_SENTENCES to ``chunk`` and counts the sentences of each embed_layers
+    call (through vectors, and ``also`` these modules' own imports of it); the counts."""
+    from elmo.analysis import vectors
+    calls: list = []
+    embed = vectors.embed_layers
+
+    def counted(model, rows, batch_size=32):
+        calls.append(len(rows))
+        return embed(model, rows, batch_size)
+
+    for module in (vectors, *also):
+        monkeypatch.setattr(module, "embed_layers", counted, raising=False)
+    monkeypatch.setattr(vectors, "GATHER_CHUNK_SENTENCES", chunk, raising=False)
+    return calls
+
+
 def test_gathered_layers_embed_a_chunk_of_sentences_at_a_time(monkeypatch):
     """The WSD and PCA sections embedded all their sentences and held every token's float32
     layers at once, to keep one token a sentence (sentence-length times the memory needed).
@@ -975,15 +1056,7 @@ def test_gathered_layers_embed_a_chunk_of_sentences_at_a_time(monkeypatch):
     sentences = [["w%d" % (5 * i + j) for j in range(2 + i % 4)] for i in range(7)]
     tokens = [i % len(s) for i, s in enumerate(sentences)]
     expected = vectors.gather(vectors.embed_layers(bilm, sentences), list(enumerate(tokens)))
-    calls: list = []
-    embed = vectors.embed_layers
-
-    def counted(model, rows, batch_size=32):
-        calls.append(len(rows))
-        return embed(model, rows, batch_size)
-
-    monkeypatch.setattr(vectors, "embed_layers", counted)
-    monkeypatch.setattr(vectors, "GATHER_CHUNK_SENTENCES", 3, raising=False)
+    calls = _count_embedding(monkeypatch, 3)
     got = vectors.gathered_layers(bilm, sentences, tokens)
     assert calls == [3, 3, 1] and got.shape == expected.shape == (bilm.num_layers, 7, bilm.output_dim)
     # a sentence's vectors do not depend on the others batched with it, to float32 rounding of
@@ -996,20 +1069,122 @@ def test_gathered_layers_embed_a_chunk_of_sentences_at_a_time(monkeypatch):
 def test_wsd_embeds_its_sentences_a_chunk_at_a_time(monkeypatch):
     """wsd_eval held the float32 layers of every token of all its sentences at once (one
     token a sentence is used): it now embeds them GATHER_CHUNK_SENTENCES at a time."""
-    from elmo.analysis import vectors, wsd
+    from elmo.analysis import wsd
     from elmo.analysis.datasets import Sense, SenseExample
     examples = [SenseExample(f"s{s}-n", ("bank",), tuple(f"w{s} the bank {i} x{s}".split()))
                 for s in (1, 2) for i in range(5)]
     senses = [Sense("bank", "n", "s1-n", 1, 3), Sense("bank", "n", "s2-n", 2, 9)]
-    calls: list = []
-    embed = vectors.embed_layers
-
-    def counted(model, rows, batch_size=32):
-        calls.append(len(rows))
-        return embed(model, rows, batch_size)
-
-    for module in (vectors, wsd):   # (the old wsd imported embed_layers into its namespace)
-        monkeypatch.setattr(module, "embed_layers", counted, raising=False)
-    monkeypatch.setattr(vectors, "GATHER_CHUNK_SENTENCES", 4, raising=False)
+    calls = _count_embedding(monkeypatch, 4, wsd)   # (the old wsd imported embed_layers into its namespace)
     res = wsd.wsd_eval(random_bilm(), examples, senses, test_fraction=0.5, seed=0)
     assert res["n_train"] + res["n_test"] == 10 and calls == [4, 4, 2]
+
+
+def test_stacked_layers_fill_one_array_a_chunk_of_sentences_at_a_time(monkeypatch):
+    """The POS probe concatenated the arrays of all its sentences, holding both at once (twice
+    the memory of the result over all of Brown); stacked_layers writes them into one array
+    made beforehand, GATHER_CHUNK_SENTENCES sentences at a time, with their vectors in order."""
+    from elmo.analysis import vectors
+    bilm = random_bilm()
+    sentences = [["w%d" % (5 * i + j) for j in range(i % 4)] for i in range(7)]   # (one empty)
+    expected = np.concatenate(vectors.embed_layers(bilm, sentences), axis=1)
+    calls = _count_embedding(monkeypatch, 3)
+    got = vectors.stacked_layers(bilm, sentences)
+    assert calls == [3, 3, 1] and got.dtype == np.float32
+    assert got.shape == expected.shape == (bilm.num_layers, sum(map(len, sentences)), bilm.output_dim)
+    # (as in gathered_layers' test: other batch neighbours, float32 rounding of short sums)
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+
+
+def _tagged(n, seed):
+    rng = np.random.default_rng(seed)
+    words = [("the", "DET"), ("dog", "NOUN"), ("runs", "VERB"), ("a", "DET"), ("cat", "NOUN"), ("sat", "VERB")]
+    return [[words[k] for k in rng.integers(len(words), size=rng.integers(1, 6))] for _ in range(n)]
+
+
+def _fixed_layers(monkeypatch, bilm) -> list:
+    """embed_layers replaced by layers of ``bilm``'s shape that depend on each sentence alone
+    (the same whatever is embedded beside it); the sentences of each call."""
+    import zlib
+
+    from elmo.analysis import probes, vectors
+    calls: list = []
+
+    def fixed(model, rows, batch_size=32):
+        calls.append(len(rows))
+        rngs = [np.random.default_rng(zlib.crc32(" ".join(s).encode())) for s in rows]
+        return [r.normal(size=(bilm.num_layers, len(s), bilm.output_dim)).astype(np.float32)
+                for r, s in zip(rngs, rows)]
+
+    for module in (vectors, probes):   # (the old probes imported embed_layers into its namespace)
+        monkeypatch.setattr(module, "embed_layers", fixed, raising=False)
+    return calls
+
+
+def test_pos_probe_embeds_a_chunk_of_sentences_at_a_time_with_the_same_results(monkeypatch):
+    """pos_probe held every sentence's float32 layers and their concatenation at once: it now
+    fills its train and test arrays GATHER_CHUNK_SENTENCES sentences at a time. Vectors that
+    depend on a sentence alone give the very same results, whatever the chunk."""
+    from elmo.analysis import probes, vectors
+    bilm = random_bilm()
+    calls = _fixed_layers(monkeypatch, bilm)
+    train, test = _tagged(9, 0), _tagged(5, 1)
+    whole = probes.pos_probe(bilm, train, test, max_iter=5)
+    assert calls == [9, 5]
+    calls.clear()
+    monkeypatch.setattr(vectors, "GATHER_CHUNK_SENTENCES", 4, raising=False)
+    chunked = probes.pos_probe(bilm, train, test, max_iter=5)
+    assert calls == [4, 4, 1, 4, 1]
+    assert chunked == whole
+
+
+def test_train_probe_in_place_standardises_the_features_in_their_memory_to_the_same_probe():
+    """in_place=True (the POS mix probe's: its layers over all of Brown and their standardised
+    copy were held at once) uses the features' own memory, with the same numbers, and so the
+    same probe; a read-only array is not written."""
+    from elmo.analysis import probes
+    rng = np.random.default_rng(0)
+    x = (rng.normal(size=(3, 40, 5)) * [1.0, 3.0, 0.5, 2.0, 1.5] + 2.0).astype(np.float32)
+    y = rng.integers(0, 3, size=40)
+    copied = probes.train_probe(x, y, 3, max_iter=5, mix=True)
+    given = x.copy()
+    in_place = probes.train_probe(given, y, 3, max_iter=5, mix=True, in_place=True)
+    for name in ("mean", "std", "weight", "bias"):
+        assert torch.equal(getattr(copied, name), getattr(in_place, name)), name
+    assert copied.mix_weights() == in_place.mix_weights()
+    # the array given now holds the standardised features, computed as the copy computes them
+    x_t = torch.from_numpy(x)
+    assert torch.equal(torch.from_numpy(given), (x_t - copied.mean.unsqueeze(-2)) / copied.std.unsqueeze(-2))
+    frozen = x.copy()
+    frozen.flags.writeable = False
+    with warnings.catch_warnings():   # (torch's, of sharing a read-only array)
+        warnings.simplefilter("ignore", UserWarning)
+        probes.train_probe(frozen, y, 3, max_iter=5, mix=True, in_place=True)
+    np.testing.assert_array_equal(frozen, x)
+
+
+def test_pos_probe_standardises_its_train_layers_for_the_mix_probe_in_place(monkeypatch):
+    """pos_probe's mix probe copied the train layers of every token to standardise them: it
+    now does so in their own memory (their last use), with the very same results."""
+    from elmo.analysis import probes
+    bilm = random_bilm()
+    _fixed_layers(monkeypatch, bilm)
+    train, test = _tagged(9, 0), _tagged(5, 1)
+    train_probe, mixed = probes.train_probe, []
+
+    def recorded(x, *args, **kwargs):
+        before = x.copy()
+        probe = train_probe(x, *args, **kwargs)
+        if kwargs.get("mix"):
+            mixed.append((x, before, probe))
+        return probe
+    monkeypatch.setattr(probes, "train_probe", recorded)
+    result = probes.pos_probe(bilm, train, test, max_iter=5)
+    (given, before, probe), = mixed   # (the array given now holds them standardised)
+    standardised = (torch.from_numpy(before) - probe.mean.unsqueeze(-2)) / probe.std.unsqueeze(-2)
+    assert torch.equal(torch.from_numpy(given), standardised)
+
+    def copying(x, *args, **kwargs):
+        kwargs.pop("in_place", None)
+        return train_probe(x, *args, **kwargs)
+    monkeypatch.setattr(probes, "train_probe", copying)
+    assert probes.pos_probe(bilm, train, test, max_iter=5) == result

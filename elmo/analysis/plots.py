@@ -8,10 +8,37 @@
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
-from typing import Dict, Optional, Sequence
+from typing import Dict, Iterator, Optional, Sequence
 
 import numpy as np
+
+
+#: The footer of the pictures drawn now (see :func:`signed`); None: no footer.
+_FOOTER: ContextVar[Optional[str]] = ContextVar("elmo_analysis_picture_footer", default=None)
+
+
+@contextmanager
+def signed(footer: str) -> Iterator[None]:
+    """Every picture drawn inside names ``footer`` (the model and its weights fingerprint) in
+    small print at its bottom, the data drawn as without: a picture copied out of its folder
+    said nothing of the model that made it, which only the report beside it named."""
+    token = _FOOTER.set(footer)
+    try:
+        yield
+    finally:
+        _FOOTER.reset(token)
+
+
+#: The footer's font size, and the height (inches) the layout leaves for it.
+FOOTER_POINTS, FOOTER_INCHES = 7, 0.2
+
+
+def _footer_room(fig) -> float:
+    """The fraction of ``fig``'s height at its bottom that the footer takes (0 with none)."""
+    return 0.0 if _FOOTER.get() is None else FOOTER_INCHES / fig.get_size_inches()[1]
 
 
 def _pyplot():
@@ -23,8 +50,14 @@ def _pyplot():
 
 def pca_2d(x: np.ndarray) -> np.ndarray:
     """The first two principal components of the rows of ``x`` (N, D): (N, 2), centred.
-    Fewer than two components (N < 2 or constant rows) are padded with zeros."""
+    Fewer than two components (N < 2 or constant rows) are padded with zeros. A NaN or an
+    infinity is a ValueError (it was numpy's "SVD did not converge"), as rows that are no
+    (N, D) matrix are (numpy's "Array must be at least two-dimensional")."""
     x = np.asarray(x, dtype=np.float64)
+    if x.ndim != 2:
+        raise ValueError(f"pca_2d needs rows (N, D), got shape {x.shape}")
+    if not np.isfinite(x).all():
+        raise ValueError("pca_2d: the rows hold NaN or infinite values")
     centred = x - x.mean(axis=0, keepdims=True)
     u, s, _ = np.linalg.svd(centred, full_matrices=False)
     out = np.zeros((len(x), 2))
@@ -55,9 +88,11 @@ def sense_pca(vectors: np.ndarray, senses: Sequence[str], word: str, path: Path,
         ax.set_title(names[j])
         ax.set_xticks([]), ax.set_yticks([])
     handles, names_ = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, names_, fontsize=7, loc="lower center", ncol=2)
+    room = _footer_room(fig)      # (the legend stands on the footer, not over it)
+    fig.legend(handles, names_, fontsize=7, loc="lower center", ncol=2,
+               **({"bbox_to_anchor": (0.5, room)} if room else {}))
     fig.suptitle(f'"{word}" in {vectors.shape[1]} sentences, PCA per layer, coloured by sense')
-    fig.tight_layout(rect=(0, 0.06 * ((len(labels) + 1) // 2), 1, 1))
+    fig.tight_layout(rect=(0, room + 0.06 * ((len(labels) + 1) // 2), 1, 1))
     return _save(fig, path)
 
 
@@ -90,13 +125,32 @@ def _check_values(values: Sequence, what: str) -> None:
         raise ValueError(f"{what}: {bad[0]!r} is not a finite number to draw")
 
 
+def _check_bars_input(scores: Dict[str, float], baselines: Dict[str, float],
+                      intervals: Optional[Dict[str, Sequence[float]]], what: str) -> None:
+    """The scores, baselines and intervals of :func:`layer_bars`, checked: a NaN baseline was
+    drawn as a line nowhere, labelled "nan", a list as a baseline was a TypeError from inside
+    its label, an interval of one number numpy's "not enough values to unpack", and an
+    interval of a name that has no bar was left out in silence."""
+    _check_values(list(scores.values()), what)
+    for name, value in baselines.items():
+        _check_values([value], f"{what}: baseline {name!r}")
+    for name, span in (intervals or {}).items():
+        if name not in scores:
+            raise ValueError(f"{what}: an interval for {name!r}, which has no score; scores: {', '.join(scores)}")
+        if span is None:      # (no interval for this score: drawn without error bars)
+            continue
+        if not isinstance(span, (list, tuple, np.ndarray)) or len(span) != 2:
+            raise ValueError(f"{what}: the interval of {name!r} must be [low, high], got {span!r}")
+        _check_values(list(span), f"{what}: the interval of {name!r}")
+
+
 def layer_bars(scores: Dict[str, float], baselines: Dict[str, float], title: str,
                ylabel: str, path: Path,
                intervals: Optional[Dict[str, Sequence[float]]] = None) -> Path:
     """Bars for ``scores`` (e.g. ``{"layer 0": 0.9, ..., "mix": 0.95}``) and a dashed line per
     baseline; values are fractions, drawn as percentages. ``intervals``: ``[low, high]`` per
     score name, drawn as error bars."""
-    _check_values(list(scores.values()), f"layer_bars ({title})")
+    _check_bars_input(scores, baselines, intervals, f"layer_bars ({title})")
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(1.2 * len(scores) + 3, 3.5))
     names = list(scores)
@@ -117,7 +171,7 @@ def layer_bars(scores: Dict[str, float], baselines: Dict[str, float], title: str
     ax.set_title(title)
     if baselines:
         ax.legend(fontsize=7, loc="lower right")
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, _footer_room(fig), 1, 1))
     return _save(fig, path)
 
 
@@ -130,7 +184,7 @@ def mix_weights(weights: Sequence[float], path: Path, title: str = "learned mix 
     ax.set_ylim(0, 1)
     ax.set_ylabel("softmax(s)")
     ax.set_title(title)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, _footer_room(fig), 1, 1))
     return _save(fig, path)
 
 
@@ -169,14 +223,14 @@ def similarity_layers(res: dict, path: Path) -> Path:
     ax.set_ylabel("Spearman's rho")
     ax.set_title("Word similarity, each word alone, 95% intervals")
     ax.legend(fontsize=7, loc="lower right")
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, _footer_room(fig), 1, 1))
     return _save(fig, path)
 
 
 def _save(fig, path: Path) -> Path:
-    """Write ``fig`` to ``path`` as a PNG, whole or not at all, and close it. (It was drawn
-    straight onto ``path``: a run stopped or a disk filled midway left a truncated picture in
-    place of the earlier one.)"""
+    """Write ``fig`` to ``path`` as a PNG, with the footer of :func:`signed` where one is set,
+    whole or not at all, and close it. (It was drawn straight onto ``path``: a run stopped or
+    a disk filled midway left a truncated picture in place of the earlier one.)"""
     path = Path(path)
     import matplotlib.pyplot as plt
 
@@ -186,6 +240,10 @@ def _save(fig, path: Path) -> Path:
         with writing(path, "picture"):
             tmp = atomic_target(path)
             try:
+                footer = _FOOTER.get()
+                if footer:   # (in the room the layout left for it at the bottom)
+                    fig.text(0.5, 0.02 / fig.get_size_inches()[1], footer, ha="center", va="bottom",
+                             fontsize=FOOTER_POINTS, color="dimgrey")
                 fig.savefig(tmp, dpi=100, format="png")
                 atomic_commit(tmp, path)
             finally:

@@ -22,7 +22,7 @@ from ..checks import require_count, require_seed, shown
 from ..modules import ScalarMix
 from ..runtime import threads as _threads
 from .stats import bootstrap_interval, paired_bootstrap, verdict
-from .vectors import embed_layers
+from . import vectors
 
 Tagged = List[Tuple[str, str]]
 
@@ -79,7 +79,7 @@ def check_probe_settings(l2: Any, seed: Any, max_iter: Any = 1) -> Tuple[float, 
 
 
 def train_probe(x: np.ndarray, y: Union[Sequence[int], np.ndarray], n_classes: int, l2: float = 1e-3,
-                max_iter: int = 100, mix: bool = False, seed: int = 0) -> LinearProbe:
+                max_iter: int = 100, mix: bool = False, seed: int = 0, in_place: bool = False) -> LinearProbe:
     """Fit a linear probe.
 
     Args:
@@ -88,13 +88,16 @@ def train_probe(x: np.ndarray, y: Union[Sequence[int], np.ndarray], n_classes: i
         l2: weight of ``||W||^2``, added to the mean cross-entropy (finite, 0 or more).
         max_iter: L-BFGS iterations (full batch).
         seed: from 0 to 2**64 - 1.
+        in_place: standardise the features in ``x``'s own memory where it is a float32 array
+            (it is left standardised; the probe is the same): the mix probe over all of Brown
+            held the layers and their standardised copy at once.
     """
     l2, seed, max_iter = check_probe_settings(l2, seed, max_iter)
     size = float(np.prod(np.shape(x))) * n_classes
     if size < SMALL_PROBLEM:
         with _threads(1):
-            return _fit(x, y, n_classes, l2, max_iter, mix, seed)
-    return _fit(x, y, n_classes, l2, max_iter, mix, seed)
+            return _fit(x, y, n_classes, l2, max_iter, mix, seed, in_place)
+    return _fit(x, y, n_classes, l2, max_iter, mix, seed, in_place)
 
 
 def _class_ids(y: Union[Sequence[int], np.ndarray]) -> np.ndarray:
@@ -115,8 +118,10 @@ def _class_ids(y: Union[Sequence[int], np.ndarray]) -> np.ndarray:
 
 
 def _fit(x: np.ndarray, y: Union[Sequence[int], np.ndarray], n_classes: int, l2: float, max_iter: int,
-         mix: bool, seed: int) -> LinearProbe:
+         mix: bool, seed: int, in_place: bool = False) -> LinearProbe:
     torch.manual_seed(seed)
+    if isinstance(x, np.ndarray) and not x.flags.writeable:   # (a read-only array is not written)
+        in_place = False
     x_t = torch.as_tensor(x, dtype=torch.float32)
     y_t = torch.from_numpy(_class_ids(y))
     if mix and x_t.dim() != 3:
@@ -135,7 +140,9 @@ def _fit(x: np.ndarray, y: Union[Sequence[int], np.ndarray], n_classes: int, l2:
         raise ValueError("the probe's features hold NaN or infinite values")
     mean = x_t.mean(dim=-2)
     std = x_t.std(dim=-2, unbiased=False).clamp_min(1e-6)
-    z = (x_t - mean.unsqueeze(-2)) / std.unsqueeze(-2)          # standardised once
+    # standardised once (the same operations, and so the same numbers, in place)
+    z = (x_t.sub_(mean.unsqueeze(-2)).div_(std.unsqueeze(-2)) if in_place
+         else (x_t - mean.unsqueeze(-2)) / std.unsqueeze(-2))
     dim = x_t.shape[-1]
     weight = torch.zeros(n_classes, dim, requires_grad=True)
     bias = torch.zeros(n_classes, requires_grad=True)
@@ -202,8 +209,11 @@ def pos_probe(model, train: Sequence[Tagged], test: Sequence[Tagged], l2: float 
                          f"train and {n_test} test tokens")
     tags = sorted({t for s in train for _, t in s})
     tag_id = {t: i for i, t in enumerate(tags)}
-    x_train = _stack(embed_layers(model, [[w for w, _ in s] for s in train], batch_size))
-    x_test = _stack(embed_layers(model, [[w for w, _ in s] for s in test], batch_size))
+    # (into arrays made beforehand, a chunk of sentences at a time: every sentence's array
+    # and their concatenation were held at once, twice the memory, for all of Brown)
+    embedder = vectors.as_embedder(model, batch_size)
+    x_train = vectors.stacked_layers(embedder, [[w for w, _ in s] for s in train], batch_size)
+    x_test = vectors.stacked_layers(embedder, [[w for w, _ in s] for s in test], batch_size)
     y_train = np.array([tag_id[t] for s in train for _, t in s])
     y_test = np.array([tag_id.get(t, -1) for s in test for _, t in s])   # unseen tag: wrong
     groups = np.array([i for i, s in enumerate(test) for _ in s])
@@ -211,7 +221,8 @@ def pos_probe(model, train: Sequence[Tagged], test: Sequence[Tagged], l2: float 
     for j in range(x_train.shape[0]):
         probe = train_probe(x_train[j], y_train, len(tags), l2, max_iter, seed=seed)
         correct.append(probe.predict(x_test[j]) == y_test)
-    mix_probe = train_probe(x_train, y_train, len(tags), l2, max_iter, mix=True, seed=seed)
+    # (x_train's last use: standardised in its own memory, not in a copy as large)
+    mix_probe = train_probe(x_train, y_train, len(tags), l2, max_iter, mix=True, seed=seed, in_place=True)
     mix_correct = mix_probe.predict(x_test) == y_test
     result: Dict[str, Any] = {
         "layers": [float(c.mean()) for c in correct],
@@ -236,8 +247,3 @@ def pos_probe(model, train: Sequence[Tagged], test: Sequence[Tagged], l2: float 
 def _interval(correct: np.ndarray, groups: np.ndarray, seed: int) -> List[float]:
     b = bootstrap_interval(correct, groups, seed=seed)
     return [b["low"], b["high"]]
-
-
-def _stack(arrays: List[np.ndarray]) -> np.ndarray:
-    """Concatenate per-sentence (L + 1, n, D) arrays into (L + 1, N, D)."""
-    return np.concatenate(arrays, axis=1)

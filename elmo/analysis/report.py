@@ -522,7 +522,8 @@ def _run_sections(model: str, out: Path, config: AnalysisConfig, sections: List[
     # left an earlier run's picture of a given mix beside results that hold none.
     stage = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=out))
     try:
-        with naming_as(stage, out):   # (an error names the picture's place in OUT, not the stage)
+        # (an error names the picture's place in OUT, not the stage; each picture names the model)
+        with naming_as(stage, out), plots.signed(picture_footer(results)):
             for name in sections:
                 t = time.time()
                 log(f"analyze: {name} ...")
@@ -556,6 +557,12 @@ def _run_sections(model: str, out: Path, config: AnalysisConfig, sections: List[
         shutil.rmtree(stage, ignore_errors=True)
     log(f"analyze: wrote {out / 'report.md'}")
     return results
+
+
+def picture_footer(results: dict) -> str:
+    """What each picture of ``results``' run says of the model that made it: its name (a URL
+    without its password) and its weights fingerprint, as the report names them."""
+    return f"model {results['model']}, weights fingerprint {results['model_fingerprint']}"
 
 
 #: Every picture :func:`run_analysis` draws (into the output folder), and the section it is of

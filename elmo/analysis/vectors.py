@@ -1,7 +1,7 @@
 """Token vectors of every layer, computed once per sentence list and gathered by position."""
 from __future__ import annotations
 
-from typing import List, Sequence, Tuple, Union
+from typing import Iterator, List, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -48,9 +48,17 @@ def gather(arrays: Sequence[np.ndarray], positions: Sequence[Tuple[int, int]]) -
     return np.stack([arrays[s][:, t] for s, t in positions], axis=1)
 
 
-#: Sentences embedded at a time by :func:`gathered_layers` (their float32 layers are dropped
-#: once their gathered tokens are copied out).
+#: Sentences embedded at a time by :func:`gathered_layers` and :func:`stacked_layers` (their
+#: float32 layers are dropped once their tokens are copied out).
 GATHER_CHUNK_SENTENCES = 1024
+
+
+def _chunks(embedder: Embedder, sentences: Sequence[Sentence],
+            batch_size: int) -> Iterator[Tuple[int, List[np.ndarray]]]:
+    """``(start, layers)`` of :data:`GATHER_CHUNK_SENTENCES` sentences at a time from
+    ``start``: :func:`embed_layers` of ``sentences[start:start + GATHER_CHUNK_SENTENCES]``."""
+    for start in range(0, len(sentences), GATHER_CHUNK_SENTENCES):
+        yield start, embed_layers(embedder, sentences[start:start + GATHER_CHUNK_SENTENCES], batch_size)
 
 
 def gathered_layers(model: Union[Embedder, BiLM, str], sentences: Sequence[Sentence],
@@ -63,15 +71,32 @@ def gathered_layers(model: Union[Embedder, BiLM, str], sentences: Sequence[Sente
     lemmas)."""
     if len(tokens) != len(sentences):
         raise ValueError(f"{len(tokens)} token positions for {len(sentences)} sentences")
-    embedder = as_embedder(model, batch_size)
-    parts = []
-    for start in range(0, len(sentences), GATHER_CHUNK_SENTENCES):
-        stop = start + GATHER_CHUNK_SENTENCES
-        arrays = embed_layers(embedder, sentences[start:stop], batch_size)
-        parts.append(gather(arrays, [(i, t) for i, t in enumerate(tokens[start:stop])]))
+    parts = [gather(arrays, [(i, t) for i, t in enumerate(tokens[start:start + len(arrays)])])
+             for start, arrays in _chunks(as_embedder(model, batch_size), sentences, batch_size)]
     if not parts:
         raise ValueError("no positions to gather")
     return np.concatenate(parts, axis=1)
+
+
+def stacked_layers(model: Union[Embedder, BiLM, str], sentences: Sequence[Sentence],
+                   batch_size: int = 32) -> np.ndarray:
+    """Every layer's vector of every token of ``sentences``, in order: (L + 1, N, D) float32,
+    N the tokens of them all (the concatenation of :func:`embed_layers`' arrays).
+
+    Written into one array made beforehand, :data:`GATHER_CHUNK_SENTENCES` sentences at a
+    time: the POS probe over all of Brown held every sentence's array and their concatenation
+    at once, twice the memory of the result."""
+    embedder = as_embedder(model, batch_size)
+    n_tokens = sum(len(s) for s in sentences)
+    out = np.empty((embedder.num_layers, n_tokens, embedder.dim), dtype=np.float32)
+    at = 0
+    for _, arrays in _chunks(embedder, sentences, batch_size):
+        for array in arrays:
+            out[:, at:at + array.shape[1]] = array
+            at += array.shape[1]
+    if at != n_tokens:   # (embed_sentences gives one vector a token: a broken promise, not bad input)
+        raise RuntimeError(f"embedded {at} tokens of {n_tokens}")
+    return out
 
 
 def unit_rows(x: np.ndarray, eps: float = 1e-12) -> np.ndarray:
