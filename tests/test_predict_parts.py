@@ -155,3 +155,33 @@ def test_a_bad_line_of_a_file_is_found_before_any_is_labelled(saved_models, tmp_
     assert main(["predict", str(saved_models["classifier"]), str(text), "--quiet"]) == 1
     assert f"{text}: line {len(LINES) + 1}: byte 0xff at byte offset" in capsys.readouterr().err
     assert spy.sizes == []
+
+
+def test_a_named_pipe_input_is_read_once(saved_models, tmp_path, capsys):
+    """A pipe (a FIFO, ``<(command)``) cannot be read twice: reading it through first for its bad
+    lines would leave no line to label (an empty output, exit 0)."""
+    import os
+    import threading
+    pipe = tmp_path / "in.fifo"
+    os.mkfifo(pipe)
+    data = ("\n".join(LINES) + "\n").encode()
+
+    done = threading.Event()
+
+    def feed():
+        with open(pipe, "wb") as f:
+            f.write(data)
+        while not done.is_set():    # (a second reader gets an end of file, not a hang)
+            try:
+                os.close(os.open(pipe, os.O_WRONLY | os.O_NONBLOCK))
+            except OSError:         # (no reader now)
+                pass
+            done.wait(0.01)
+    writer = threading.Thread(target=feed)
+    writer.start()
+    try:
+        assert main(["predict", str(saved_models["classifier"]), str(pipe), "--quiet"]) == 0
+    finally:
+        done.set()
+        writer.join(timeout=60)
+    assert [line.split("\t")[0] for line in capsys.readouterr().out.splitlines()] == LINES

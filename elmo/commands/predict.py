@@ -6,7 +6,9 @@ import argparse
 import contextlib
 import itertools
 import json
+import os
 import shutil
+import stat
 import sys
 import tempfile
 from pathlib import Path
@@ -94,6 +96,15 @@ def _input_lines(path: str) -> Iterator[str]:
         # (a lone \r, a file with old Mac line ends: its lines were one text, a \r read as a space)
         yield from utf8_lines(raw, lambda line, what: ValueError(f"{source}:{line}: {what}"),
                               lambda where: ValueError(f"{source}: {where} is not valid UTF-8"))
+
+
+def _rereadable(path: str) -> bool:
+    """Whether INPUT can be read twice: a regular file, not stdin nor a named pipe or a
+    ``<(command)`` (whose lines a first reading would take, leaving none to label)."""
+    try:
+        return path != "-" and stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:     # (opening it says why, naming it)
+        return False
 
 
 def _texts(lines: Iterable[str], spec, source: str) -> Iterator[Union[str, Tuple[str, str]]]:
@@ -208,9 +219,10 @@ def _predict(args: argparse.Namespace, output: Optional[str]) -> int:
     batch_size = require_count("batch_size", args.batch_size)
     source = _source(args.input)
     batches = None
-    if args.input != "-":
+    if _rereadable(args.input):
         # read once to find a bad line before the model labels any, and the bar's length (stdin
-        # cannot be read twice: its bad line fails the run where it comes, and no output is made)
+        # or a pipe cannot be read twice: its bad line fails the run where it comes, and no
+        # output is made)
         batches = -(-sum(1 for _ in _texts(_input_lines(args.input), spec, source)) // batch_size)
     from tqdm import tqdm
     from . import progress_bar_wanted
