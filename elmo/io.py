@@ -211,7 +211,8 @@ def atomic_write_text(path: str | Path, text: str) -> None:
 def atomic_text_file(path: str | Path) -> Iterator[TextIO]:
     """A text file (UTF-8) to write ``path`` in parts: the block writes into a temporary beside
     ``path``, committed (:func:`atomic_commit`) when the block ends without an error; an error
-    deletes it, so readers see the old file or the whole new one, never a part."""
+    deletes it, so readers see the old file or the whole new one, never a part. An OSError in
+    the block that names no file (a full disk) is given ``path``'s name."""
     path = Path(path)
     tmp = atomic_target(path)
     try:

@@ -185,3 +185,47 @@ def test_a_named_pipe_input_is_read_once(saved_models, tmp_path, capsys):
         done.set()
         writer.join(timeout=60)
     assert [line.split("\t")[0] for line in capsys.readouterr().out.splitlines()] == LINES
+
+
+class _FullDisk(io.RawIOBase):
+    """A file on a full disk: every write fails with ENOSPC, naming no file (as the OS says it)."""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data) -> int:
+        import errno
+        import os
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+
+def _full(*args, **kwargs):
+    return io.TextIOWrapper(io.BufferedWriter(_FullDisk()), encoding="utf-8")
+
+
+@pytest.mark.parametrize("output", ["file", "stdout"])
+def test_a_full_disk_under_the_output_is_named_and_loses_nothing(saved_models, tmp_path, monkeypatch, capsys, output):
+    """The output written in parts fills the disk: -o's file is named and its earlier content
+    kept; for stdout, the temporary folder that holds its output until the end is named, and
+    stdout gets nothing."""
+    import tempfile
+
+    import elmo.io as io_module
+    text = tmp_path / "in.txt"
+    text.write_text("\n".join(LINES) + "\n", encoding="utf-8")
+    target = tmp_path / "out" / "pred.tsv"
+    target.parent.mkdir()
+    target.write_text("earlier predictions\n")
+    argv = ["predict", str(saved_models["classifier"]), str(text), "--quiet"]
+    if output == "file":
+        monkeypatch.setattr(io_module, "open", _full, raising=False)
+        argv += ["-o", str(target), "--overwrite"]
+        named = str(target)
+    else:
+        monkeypatch.setattr(tempfile, "TemporaryFile", _full)
+        named = tempfile.gettempdir()
+    assert main(argv) == 1
+    got = capsys.readouterr()
+    assert f"elmo predict: error: {named}: No space left on device\n" in got.err and got.out == ""
+    assert [p.name for p in target.parent.iterdir()] == ["pred.tsv"]
+    assert target.read_text() == "earlier predictions\n"

@@ -291,9 +291,18 @@ def _output_file(output: Optional[str]) -> Iterator[TextIO]:
         with atomic_text_file(output) as f:
             yield f
         return
-    # (a full disk named no file: the folder that is full, TMPDIR, is named)
-    with _naming(Path(tempfile.gettempdir())):
-        with tempfile.TemporaryFile("w+", encoding="utf-8") as spool:
+    # (a full disk named no file: the folder that is full, TMPDIR, is named; not stdout's errors)
+    spool_dir = Path(tempfile.gettempdir())
+    with _naming(spool_dir):
+        spool = tempfile.TemporaryFile("w+", encoding="utf-8")
+    try:
+        with _naming(spool_dir):
             yield spool
+            spool.flush()     # (a full disk fails here, if not before)
             spool.seek(0)
-            shutil.copyfileobj(spool, sys.stdout)
+        shutil.copyfileobj(spool, sys.stdout)
+    finally:
+        # (closing flushes what a full disk left in the buffer again, and its error, naming
+        # no file, took the place of the one raised)
+        with contextlib.suppress(OSError):
+            spool.close()
