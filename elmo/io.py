@@ -18,9 +18,11 @@
 * :func:`json_objects`: the records of a JSON-lines file, a bad line named by its number.
 * :func:`text_lines`: a decoded text file's lines, ended by ``\\n`` or ``\\r\\n`` (a lone ``\\r``
   refused, naming its line).
+* :func:`utf8_lines`: the same lines of a binary file read one at a time, decoded as they come.
 """
 from __future__ import annotations
 
+import codecs
 import errno
 import functools
 import glob
@@ -34,7 +36,7 @@ import tempfile
 from contextlib import contextmanager, suppress
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, TextIO, Tuple
 
 
 class OutputError(OSError):
@@ -201,11 +203,22 @@ def _fsync(path: Path, folder: bool = False) -> None:
 
 def atomic_write_text(path: str | Path, text: str) -> None:
     """Write a text file so that readers see the old or the new content, never a part."""
+    with atomic_text_file(path) as f:
+        f.write(text)
+
+
+@contextmanager
+def atomic_text_file(path: str | Path) -> Iterator[TextIO]:
+    """A text file (UTF-8) to write ``path`` in parts: the block writes into a temporary beside
+    ``path``, committed (:func:`atomic_commit`) when the block ends without an error; an error
+    deletes it, so readers see the old file or the whole new one, never a part. An OSError in
+    the block that names no file (a full disk) is given ``path``'s name."""
     path = Path(path)
     tmp = atomic_target(path)
     try:
         with _naming(path):
-            tmp.write_text(text, encoding="utf-8")
+            with open(tmp, "w", encoding="utf-8") as f:
+                yield f
             atomic_commit(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
@@ -876,12 +889,35 @@ def text_lines(text: str, error: Callable[[int, str], Exception]) -> List[str]:
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
-    lines = [line[:-1] if line.endswith("\r") else line for line in lines]
-    for number, line in enumerate(lines, start=1):
-        if "\r" in line:
-            raise error(number, "a carriage return (\\r) inside the line: lines end at \\n or "
-                                "\\r\\n (for a file with old Mac line ends, convert them to \\n)")
-    return lines
+    return [_line_end(line, number, error) for number, line in enumerate(lines, start=1)]
+
+
+def _line_end(line: str, number: int, error: Callable[[int, str], Exception]) -> str:
+    """Line ``number`` of a file without the ``"\\r"`` of a ``"\\r\\n"`` end; a ``"\\r"``
+    anywhere else raises ``error`` (:func:`text_lines`)."""
+    if line.endswith("\r"):
+        line = line[:-1]
+    if "\r" in line:
+        raise error(number, "a carriage return (\\r) inside the line: lines end at \\n or "
+                            "\\r\\n (for a file with old Mac line ends, convert them to \\n)")
+    return line
+
+
+def utf8_lines(raw: Iterable[bytes], error: Callable[[int, str], Exception],
+               bad_utf8: Callable[[str], Exception]) -> Iterator[str]:
+    """:func:`text_lines` of a file read a line at a time (``raw``: its lines as a binary file
+    yields them), decoded as they come, so that only one is held: a byte-order mark before
+    the first is no part of it, and a line that is not UTF-8 raises ``bad_utf8(where)``
+    (:func:`utf8_error_where`, its offset counted in the file as read)."""
+    offset = 0
+    for number, data in enumerate(raw, start=1):
+        skip = len(codecs.BOM_UTF8) if number == 1 and data.startswith(codecs.BOM_UTF8) else 0
+        try:
+            text = data[skip:].decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise bad_utf8(utf8_error_where(data[skip:], e, number, offset + skip)) from None
+        offset += len(data)
+        yield _line_end(text[:-1] if text.endswith("\n") else text, number, error)
 
 
 def utf8_error_where(data: bytes, error: UnicodeDecodeError, line: Optional[int] = None, offset: int = 0) -> str:

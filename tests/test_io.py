@@ -908,3 +908,55 @@ def test_the_shared_readers_refuse_nesting_too_deep_in_one_line(tmp_path, reader
     path.write_text(text, encoding="utf-8")
     with pytest.raises(ValueError, match=f"^{re.escape(str(path))}: not .* \\(values nested too deeply to read\\)$"):
         getattr(elmo.io, reader)(path)
+
+
+def test_an_atomic_text_file_written_in_parts_appears_whole_or_not_at_all(tmp_path):
+    """``atomic_text_file``: a file written a part at a time (elmo predict's output) is the old
+    one until the block ends; an error in the block keeps it and leaves no temporary."""
+    from elmo.io import atomic_text_file
+    target = tmp_path / "out.txt"
+    target.write_text("earlier\n")
+    with pytest.raises(ValueError, match="bad line"):
+        with atomic_text_file(target) as f:
+            f.write("part 1\n")
+            f.flush()
+            assert target.read_text() == "earlier\n"
+            raise ValueError("bad line")
+    assert target.read_text() == "earlier\n" and [p.name for p in tmp_path.iterdir()] == ["out.txt"]
+    with atomic_text_file(target) as f:
+        for part in ("part 1\n", "part 2 é\n"):
+            f.write(part)
+        assert target.read_text() == "earlier\n"
+    assert target.read_text(encoding="utf-8") == "part 1\npart 2 é\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["out.txt"]
+
+
+@pytest.mark.parametrize("data", [b"", b"\n", b"a\nb", b"a\r\nb\r\n", b"\xef\xbb\xbfx y\n\nz", b"a\r",
+                                  b"\n\n\n", b"a\rb\n", b"ok\na\r\rb\n", b"\xef\xbb\xbf\xc3\xa9\n\xc3\n",
+                                  b"a\n\xef\xbb\xbfb\n", b"\xef\xbb\xbf\xff"])
+def test_utf8_lines_read_a_line_at_a_time_are_the_lines_of_the_whole_text(tmp_path, data):
+    """``utf8_lines`` (a file read a line at a time) gives the lines, the errors and the byte
+    offsets that decoding the whole file (utf-8-sig) and ``text_lines`` give."""
+    from elmo.io import text_lines, utf8_error_where, utf8_lines
+
+    def error(number, what):
+        return ValueError(f"{number}: {what}")
+
+    def whole():
+        try:
+            text = data.decode("utf-8-sig")
+        except UnicodeDecodeError as e:
+            raise ValueError(utf8_error_where(e.object, e, offset=len(data) - len(e.object))) from None
+        return text_lines(text, error)
+
+    path = tmp_path / "in.txt"
+    path.write_bytes(data)
+    with open(path, "rb") as f:
+        lines = utf8_lines(f, error, ValueError)
+        try:
+            expected = whole()
+        except ValueError as e:
+            with pytest.raises(ValueError, match=f"^{re.escape(str(e))}$"):
+                list(lines)
+        else:
+            assert list(lines) == expected

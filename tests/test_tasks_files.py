@@ -682,13 +682,16 @@ def test_broken_utf8_in_a_task_file_names_the_line(tmp_path):
 
 
 def test_predict_input_lines_lose_a_byte_order_mark_and_name_a_broken_line(tmp_path):
-    from elmo.commands.predict import _read_lines
+    from elmo.commands.predict import _input_lines
     path = tmp_path / "in.txt"
     path.write_bytes(b"\xef\xbb\xbfthe cat\r\n\r\nsat")
-    assert _read_lines(str(path)) == ["the cat", "", "sat"]
+    assert list(_input_lines(str(path))) == ["the cat", "", "sat"]
     path.write_bytes(b"\xef\xbb\xbfthe\n\n\xff\n")
     with pytest.raises(ValueError, match="in.txt: line 3: byte 0xff at byte offset 8 is not valid UTF-8"):
-        _read_lines(str(path))
+        list(_input_lines(str(path)))
+    path.write_bytes(b"\xef\xbb\xbfa\xffb\n")      # (counted from the file's first byte)
+    with pytest.raises(ValueError, match="in.txt: line 1: byte 0xff at byte offset 4 is not valid UTF-8"):
+        list(_input_lines(str(path)))
 
 
 @pytest.mark.parametrize("kind, fmt, data, line", [

@@ -3,10 +3,20 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import itertools
 import json
+import os
+import shutil
+import stat
 import sys
+import tempfile
 from pathlib import Path
-from typing import List, Optional, Sequence, Tuple, Union
+from typing import Iterable, Iterator, List, Optional, TextIO, Tuple, Union
+
+#: Input lines labelled at a time (rounded down to whole batches, at least one): the input,
+#: its examples and their output lines are held for one part only.
+PART_LINES = 4096
 
 
 def register(subparsers) -> None:
@@ -77,32 +87,70 @@ def _source(path: str) -> str:
     return "stdin" if path == "-" else path
 
 
-def _read_lines(path: str) -> List[str]:
+def _input_lines(path: str) -> Iterator[str]:
+    """INPUT's lines (:func:`elmo.io.utf8_lines`), read and decoded one at a time."""
+    from ..io import utf8_lines
+    source = _source(path)
+    with contextlib.ExitStack() as stack:
+        raw = sys.stdin.buffer if path == "-" else stack.enter_context(open(path, "rb"))
+        # (a lone \r, a file with old Mac line ends: its lines were one text, a \r read as a space)
+        yield from utf8_lines(raw, lambda line, what: ValueError(f"{source}:{line}: {what}"),
+                              lambda where: ValueError(f"{source}: {where} is not valid UTF-8"))
+
+
+def _rereadable(path: str) -> bool:
+    """Whether INPUT can be read twice: a regular file, not stdin nor a named pipe or a
+    ``<(command)`` (whose lines a first reading would take, leaving none to label)."""
     try:
-        if path == "-":
-            data = sys.stdin.buffer.read()
+        return path != "-" and stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:     # (opening it says why, naming it)
+        return False
+
+
+def _texts(lines: Iterable[str], spec, source: str) -> Iterator[Union[str, Tuple[str, str]]]:
+    """The texts of INPUT's lines (a pair model's: pairs), one a line; a line that cannot be one
+    raises a ValueError naming it."""
+    for i, line in enumerate(lines, start=1):
+        if spec.pair:
+            parts = line.split("\t")
+            if len(parts) != 2:
+                columns = "question<TAB>context" if spec.span_answers else "text_a<TAB>text_b"
+                raise ValueError(f"{source}:{i}: a {'question answering' if spec.span_answers else 'pair'} "
+                                 f"model needs {columns}, found {len(parts)} column(s)")
+            yield parts[0], parts[1]
+        elif "\t" in line:
+            # a TSV or CoNLL file given by mistake: its other columns (a gold label, a tag) were
+            # read as words of the text, and every line got a prediction
+            raise ValueError(f"{source}:{i}: a tab; a {spec.name} model reads one text a line, "
+                             f"tokens separated by spaces (is this a TSV or CoNLL file?)")
         else:
-            with open(path, "rb") as f:
-                data = f.read()
-        text = data.decode("utf-8-sig")  # a byte-order mark is no part of the first word
-    except UnicodeDecodeError as e:
-        from ..io import utf8_error_where
-        where = utf8_error_where(e.object, e, offset=len(data) - len(e.object))   # (after a byte-order mark)
-        raise ValueError(f"{_source(path)}: {where} is not valid UTF-8") from None
-    from ..io import text_lines
-    # (a lone \r, a file with old Mac line ends: its lines were one text, a \r read as a space)
-    return text_lines(text, lambda line, what: ValueError(f"{_source(path)}:{line}: {what}"))
+            yield line
 
 
-def _note_empty(path: str, examples: list, fmt: str, tagger: bool, qa: bool = False) -> None:
+class _Lines:
+    """The numbers of the input lines a note names: the first ten, and how many there are
+    (a note names ten; the numbers of a file's every line need not be held)."""
+
+    def __init__(self) -> None:
+        self.first: List[int] = []
+        self.count = 0
+
+    def add(self, number: int) -> None:
+        self.count += 1
+        if len(self.first) < 10:
+            self.first.append(number)
+
+    def shown(self) -> str:
+        more = self.count - len(self.first)
+        return ", ".join(map(str, self.first)) + (f" and {more} more" if more else "")
+
+
+def _note_empty(path: str, empty: _Lines, fmt: str, tagger: bool, qa: bool = False) -> None:
     """Say on stderr which input lines had no tokens (a pair: either text), and what they got
     (``qa``: a question answering model's, which pools nothing and gives no label)."""
-    empty = [i for i, ex in enumerate(examples, start=1)
-             if not ex.tokens or (ex.tokens_b is not None and not ex.tokens_b)]
-    if not empty:
+    if not empty.count:
         return
-    shown = ", ".join(map(str, empty[:10])) + (f" and {len(empty) - 10} more" if len(empty) > 10 else "")
-    where = f"{_source(path)}: {'line' if len(empty) == 1 else 'lines'} {shown} without tokens"
+    where = f"{_source(path)}: {'line' if empty.count == 1 else 'lines'} {empty.shown()} without tokens"
     if fmt == "conll":
         what = "no block in the CoNLL output (--format jsonl keeps one record per line)"
     elif tagger:
@@ -115,15 +163,12 @@ def _note_empty(path: str, examples: list, fmt: str, tagger: bool, qa: bool = Fa
     print(f"elmo predict: {where}: {what}", file=sys.stderr)
 
 
-def _note_cut(path: str, examples: list, reads: list, info, fmt: str, tagger: bool) -> None:
+def _note_cut(path: str, cut: _Lines, info, fmt: str, tagger: bool) -> None:
     """Say on stderr which input lines were longer than the model reads (its ``max_tokens``,
     ``max_tokens_b``: its training and test texts were cut so), and where the output says it."""
     from ..tasks.kinds import UNREAD_TAG
-    cut = [i for i, (ex, (a, b)) in enumerate(zip(examples, reads), start=1)
-           if a < len(ex.tokens) or (b is not None and b < len(ex.tokens_b))]
-    if not cut:
+    if not cut.count:
         return
-    shown = ", ".join(map(str, cut[:10])) + (f" and {len(cut) - 10} more" if len(cut) > 10 else "")
     limits = " and ".join(f"{k} {v}" for k, v in (("max_tokens", info.max_tokens),
                                                    ("max_tokens_b", info.max_tokens_b)) if v)
     if fmt == "jsonl":
@@ -132,8 +177,8 @@ def _note_cut(path: str, examples: list, reads: list, info, fmt: str, tagger: bo
         where = f"the tokens past them have the tag {UNREAD_TAG!r} (not read)"
     else:
         where = "the label is of those tokens (--format jsonl records how many: tokens_read)"
-    print(f"elmo predict: {_source(path)}: {'line' if len(cut) == 1 else 'lines'} "
-          f"{shown} longer than the model reads ({limits}, as its training and test texts were "
+    print(f"elmo predict: {_source(path)}: {'line' if cut.count == 1 else 'lines'} "
+          f"{cut.shown()} longer than the model reads ({limits}, as its training and test texts were "
           f"cut): it read their first tokens only; {where}", file=sys.stderr)
 
 
@@ -153,10 +198,10 @@ def predict(args: argparse.Namespace) -> int:
 
 
 def _predict(args: argparse.Namespace, output: Optional[str]) -> int:
-    from ..tasks.kinds import UNREAD_TAG, task_kind
+    from ..tasks.kinds import task_kind
     from ..tasks.models import TaskModel
-    from ..tasks.saved import SavedInfo, predict_examples, to_examples
-    from ..io import atomic_write_text
+    from ..tasks.saved import SavedInfo
+    from ..checks import require_count
     from ..runtime import set_threads
 
     set_threads(max(1, args.threads))
@@ -171,45 +216,93 @@ def _predict(args: argparse.Namespace, output: Optional[str]) -> int:
     if args.tokenize and spec.token_labels:
         raise ValueError("--tokenize is not for tagging models (their tags belong to the "
                          "tokens as given: separate tokens by spaces)")
-    lines = _read_lines(args.input)
-    texts: Sequence[Union[str, Tuple[str, str]]]
-    if spec.pair:
-        pairs: List[Tuple[str, str]] = []
-        for i, line in enumerate(lines, start=1):
-            parts = line.split("\t")
-            if len(parts) != 2:
-                columns = "question<TAB>context" if spec.span_answers else "text_a<TAB>text_b"
-                raise ValueError(f"{_source(args.input)}:{i}: a {'question answering' if spec.span_answers else 'pair'} "
-                                 f"model needs {columns}, found {len(parts)} column(s)")
-            pairs.append((parts[0], parts[1]))
-        texts = pairs
-    else:
-        # a TSV or CoNLL file given by mistake: its other columns (a gold label, a tag) were
-        # read as words of the text, and every line got a prediction
-        tabbed = next((i for i, line in enumerate(lines, start=1) if "\t" in line), None)
-        if tabbed is not None:
-            raise ValueError(f"{_source(args.input)}:{tabbed}: a tab; a {kind} model reads one text a line, "
-                             f"tokens separated by spaces (is this a TSV or CoNLL file?)")
-        texts = lines
-    tokenize = args.tokenize or saved.config["tokenize"]
-    examples = to_examples(texts, kind, tokenize)
+    batch_size = require_count("batch_size", args.batch_size)
+    source = _source(args.input)
+    batches = None
+    if _rereadable(args.input):
+        # read once to find a bad line before the model labels any, and the bar's length (stdin
+        # or a pipe cannot be read twice: its bad line fails the run where it comes, and no
+        # output is made)
+        batches = -(-sum(1 for _ in _texts(_input_lines(args.input), spec, source)) // batch_size)
+    from tqdm import tqdm
     from . import progress_bar_wanted
-    labels = predict_examples(model, examples, args.batch_size, progress=progress_bar_wanted(not args.quiet))
-    _note_empty(args.input, examples, fmt, spec.token_labels, spec.span_answers)
-    reads = [saved.read(ex) for ex in examples]
-    _note_cut(args.input, examples, reads, saved, fmt, spec.token_labels)
-    out = []
-    for text, ex, label, read in zip(texts, examples, labels, reads):
+    with _output_file(output) as out:
+        with tqdm(total=batches, disable=not progress_bar_wanted(not args.quiet), unit="batch",
+                  desc="predict") as bar:
+            empty, cut = _write_predictions(model, _texts(_input_lines(args.input), spec, source), out,
+                                            fmt, batch_size, args.tokenize or saved.config["tokenize"], bar)
+        _note_empty(args.input, empty, fmt, spec.token_labels, spec.span_answers)
+        _note_cut(args.input, cut, saved, fmt, spec.token_labels)
+    return 0
+
+
+def _write_predictions(model, texts: Iterable, out: TextIO, fmt: str, batch_size: int,
+                       tokenize: bool, bar) -> Tuple[_Lines, _Lines]:
+    """Label ``texts`` a part (:data:`PART_LINES`) at a time and write each part's output
+    lines to ``out`` before reading the next: a file of any length is labelled in the memory
+    of one part. Parts are whole batches, so every batch (and every result, to the bit) is the
+    one a whole-file run makes. Returns the input lines without tokens and those cut."""
+    part_size = max(1, PART_LINES // batch_size) * batch_size
+    empty, cut = _Lines(), _Lines()
+    done = 0
+    while part := list(itertools.islice(texts, part_size)):
+        out.write(_part_output(model, part, done, fmt, batch_size, tokenize, bar, empty, cut))
+        done += len(part)
+        del part    # (before the next part is read)
+    return empty, cut
+
+
+def _part_output(model, part: list, done: int, fmt: str, batch_size: int, tokenize: bool, bar,
+                 empty: _Lines, cut: _Lines) -> str:
+    """The output lines of the texts ``part``, which follow ``done`` input lines; its lines
+    without tokens and those cut are added to ``empty`` and ``cut``."""
+    from ..tasks.kinds import UNREAD_TAG, task_kind
+    from ..tasks.saved import predict_examples, to_examples
+    info = model.saved
+    spec = task_kind(info.kind)
+    examples = to_examples(part, info.kind, tokenize)
+    labels = predict_examples(model, examples, batch_size, bar=bar)
+    lines = []
+    for number, (text, ex, label) in enumerate(zip(part, examples, labels), start=done + 1):
+        read = info.read(ex)
+        if not ex.tokens or (ex.tokens_b is not None and not ex.tokens_b):
+            empty.add(number)
+        if read[0] < len(ex.tokens) or (read[1] is not None and read[1] < len(ex.tokens_b)):
+            cut.add(number)
         if fmt == "conll":
             if ex.tokens:  # an empty sentence has no block (a blank line more would merge blocks)
-                out += [f"{w}\t{UNREAD_TAG if t is None else t}" for w, t in zip(ex.tokens, label)] + [""]
+                lines += [f"{w}\t{UNREAD_TAG if t is None else t}" for w, t in zip(ex.tokens, label)] + [""]
         elif fmt == "tsv":
-            out.append(spec.tsv_line(text, ex.tokens, label))
+            lines.append(spec.tsv_line(text, ex.tokens, label))
         else:
-            out.append(json.dumps(spec.json_record(text, ex.tokens, label, read), ensure_ascii=False))
-    result = "".join(line + "\n" for line in out)
+            lines.append(json.dumps(spec.json_record(text, ex.tokens, label, read), ensure_ascii=False))
+    return "".join(line + "\n" for line in lines)
+
+
+@contextlib.contextmanager
+def _output_file(output: Optional[str]) -> Iterator[TextIO]:
+    """Where predict writes its output lines as it makes them: ``-o``'s temporary
+    (:func:`elmo.io.atomic_text_file`), which becomes the file once the whole input is
+    labelled; for stdout, an unnamed temporary file copied to stdout then. stdout gets the
+    whole output after the run or, when it fails, nothing, as when predict held the output in
+    memory; the copy takes room in the temporary folder (TMPDIR) instead."""
+    from ..io import _naming, atomic_text_file
     if output is not None:
-        atomic_write_text(output, result)
-    else:
-        sys.stdout.write(result)
-    return 0
+        with atomic_text_file(output) as f:
+            yield f
+        return
+    # (a full disk named no file: the folder that is full, TMPDIR, is named; not stdout's errors)
+    spool_dir = Path(tempfile.gettempdir())
+    with _naming(spool_dir):
+        spool = tempfile.TemporaryFile("w+", encoding="utf-8")
+    try:
+        with _naming(spool_dir):
+            yield spool
+            spool.flush()     # (a full disk fails here, if not before)
+            spool.seek(0)
+        shutil.copyfileobj(spool, sys.stdout)
+    finally:
+        # (closing flushes what a full disk left in the buffer again, and its error, naming
+        # no file, took the place of the one raised)
+        with contextlib.suppress(OSError):
+            spool.close()

@@ -516,8 +516,11 @@ def to_examples(texts: Sequence, kind: str, tokenize: bool = False) -> list:
     return out
 
 
-def predict_examples(model, examples: Sequence, batch_size: int = 64, progress: bool = False) -> list:
-    """Label ids -> labels for examples, batched as evaluation batches them (see module doc)."""
+def predict_examples(model, examples: Sequence, batch_size: int = 64, progress: bool = False,
+                     bar=None) -> list:
+    """Label ids -> labels for examples, batched as evaluation batches them (see module doc).
+    ``bar``: a tqdm bar to advance a step a batch instead of drawing one of its own (``elmo
+    predict`` labels a file in parts, under one bar)."""
     batch_size = require_count("batch_size", batch_size)
     from tqdm import tqdm
     from .batching import make_batch
@@ -531,7 +534,7 @@ def predict_examples(model, examples: Sequence, batch_size: int = 64, progress: 
     model.eval()
     out = []
     starts = range(0, len(examples), batch_size)
-    for start in tqdm(starts, disable=not progress, unit="batch", desc="predict"):
+    for start in tqdm(starts, disable=not progress or bar is not None, unit="batch", desc="predict"):
         # texts cut as the training and test examples were (max_tokens): a longer text was
         # read whole, and labelled otherwise than evaluation labelled the same test example
         chunk = [info.cut(ex) for ex in examples[start:start + batch_size]]
@@ -549,6 +552,8 @@ def predict_examples(model, examples: Sequence, batch_size: int = 64, progress: 
             decoded = [tags + [None] * (len(ex.tokens) - len(tags))
                        for tags, ex in zip(decoded, examples[start:start + batch_size])]
         out += decoded
+        if bar is not None:
+            bar.update(1)
     return out
 
 
