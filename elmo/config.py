@@ -140,10 +140,15 @@ class LSTMConfig:
 MAX_VALUES_PER_TOKEN = 2**24
 
 
-def _check_values_per_token(max_chars: int, emb_dim: int, n_filters: int) -> None:
+def _check_values_per_token(max_chars: int, emb_dim: int, n_filters: int, widest: int) -> None:
     """Refuse a ``max_characters_per_token`` whose one token needs more than
-    :data:`MAX_VALUES_PER_TOKEN` values, given the embedding and filter sizes."""
+    :data:`MAX_VALUES_PER_TOKEN` values, given the embedding and filter sizes. Only the
+    positions are judged: where not even the ``widest`` filter's width of positions would fit,
+    the filters are what is too large (named by the weights' shapes, or :data:`MAX_SIZE`), and
+    blaming the positions would point at the wrong key."""
     per_position = emb_dim + n_filters
+    if MAX_VALUES_PER_TOKEN // per_position < widest:
+        return
     if max_chars * per_position > MAX_VALUES_PER_TOKEN:
         raise ConfigError(f"char_cnn.max_characters_per_token: {max_chars} positions of {per_position} values "
                           f"each (char_cnn.embedding.dim {emb_dim} + {n_filters} filters) are "
@@ -173,7 +178,7 @@ def _char_cnn_fields(d: Mapping[str, Any]) -> Dict[str, Any]:
                       check=lambda v: v >= 3, why="must be at least 3 (begin, end and one byte)")
     if max(w for w, _ in filters) > max_chars:
         raise ConfigError(f"char_cnn.filters: a width exceeds max_characters_per_token={max_chars}")
-    _check_values_per_token(max_chars, emb_dim, sum(n for _, n in filters))
+    _check_values_per_token(max_chars, emb_dim, sum(n for _, n in filters), max(w for w, _ in filters))
     return dict(
         embedding_dim=emb_dim,
         filters=tuple(filters),
