@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 from typing import List, Optional, Sequence, Tuple, Union
 
+from . import DEVICE_HELP, threads_help
+
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
@@ -39,7 +41,8 @@ def register(subparsers) -> None:
                             "get <unk>, as in models saved before the GloVe was recorded")
     p.add_argument("--batch-size", type=int, default=64,
                    help="texts per model call (default 64)")
-    p.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
+    p.add_argument("--device", default="auto", help=DEVICE_HELP)
+    p.add_argument("--threads", type=int, default=1, help=threads_help("1"))
     p.add_argument("--quiet", "--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=predict)
 
@@ -153,14 +156,18 @@ def predict(args: argparse.Namespace) -> int:
 
 
 def _predict(args: argparse.Namespace, output: Optional[str]) -> int:
+    from ..checks import require_count
     from ..tasks.kinds import UNREAD_TAG, task_kind
     from ..tasks.models import TaskModel
     from ..tasks.saved import SavedInfo, predict_examples, to_examples
     from ..io import atomic_write_text
-    from ..runtime import set_threads
 
-    set_threads(max(1, args.threads))
-    model = TaskModel.load(args.model, bilm=args.bilm, glove=False if args.no_glove else args.glove)
+    from . import cli_device, set_cli_threads
+    # (0 was taken as 1, a negative count too: 0 is torch's choice, as in every command)
+    set_cli_threads(args.threads)
+    device = cli_device(args.device)   # (before the model loads)
+    model = TaskModel.load(args.model, bilm=args.bilm, device=device,
+                           glove=False if args.no_glove else args.glove)
     saved = model.saved
     assert isinstance(saved, SavedInfo)     # set by load() (mypy sees a Module attribute)
     kind = saved.kind
@@ -194,7 +201,8 @@ def _predict(args: argparse.Namespace, output: Optional[str]) -> int:
     tokenize = args.tokenize or saved.config["tokenize"]
     examples = to_examples(texts, kind, tokenize)
     from . import progress_bar_wanted
-    labels = predict_examples(model, examples, args.batch_size, progress=progress_bar_wanted(not args.quiet))
+    labels = predict_examples(model, examples, require_count("--batch-size", args.batch_size),
+                              progress=progress_bar_wanted(not args.quiet))
     _note_empty(args.input, examples, fmt, spec.token_labels, spec.span_answers)
     reads = [saved.read(ex) for ex in examples]
     _note_cut(args.input, examples, reads, saved, fmt, spec.token_labels)
