@@ -251,12 +251,19 @@ def _stdout_dropped(status: int) -> int:
 
 def _command_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
     """The (sub)parser of the command ``args`` ran: ``elmo models list``'s for ``models list``."""
+    return _command_path(parser, args)[-1][1]
+
+
+def _command_path(parser: argparse.ArgumentParser, args: argparse.Namespace) -> List[tuple]:
+    """(name, parser) of each (sub)command ``args`` ran, the top parser's first (name "")."""
+    path = [("", parser)]
     while True:
         chosen = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
         name = getattr(args, chosen.dest, None) if chosen is not None else None
         if chosen is None or name not in chosen.choices:
-            return parser
+            return path
         parser = chosen.choices[name]
+        path.append((name, parser))
 
 
 def _parse(parser: argparse.ArgumentParser, argv: Optional[List[str]]) -> argparse.Namespace:
@@ -300,7 +307,7 @@ def _run(argv: Optional[List[str]]) -> int:
     from .weights import WeightFileError
     debug = args.debug or os.environ.get("ELMO_DEBUG", "") not in ("", "0")
     # the whole command, as typed: "elmo vocab: error" did not say which vocab action failed
-    command = _command_parser(parser, args).prog.removeprefix("elmo ")
+    command = " ".join(name for name, _ in _command_path(parser, args)[1:])
     try:
         with _stop_signals_raise(), _model_name_warnings_as_lines(command), \
                 download_bars(progress_bar_wanted(_progress_asked(args))):

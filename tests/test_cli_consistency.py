@@ -190,6 +190,14 @@ def test_a_negative_thread_count_names_threads(command, tmp_path, capsys):
     assert _error_line(capsys) == f"elmo {command}: error: --threads must be at least 0, got -1"
 
 
+@pytest.mark.parametrize("seeds", ["0", "10001"])
+def test_experiments_seeds_are_named_as_typed(seeds, tmp_path, capsys):
+    """(it read "CONFIG: seeds must be a count ...", the config file's key, which the user had
+    not written)"""
+    assert main(_argv("experiment", tmp_path) + ["--seeds", seeds]) == 1
+    assert _error_line(capsys) == f"elmo experiment: error: --seeds must be a count from 1 to 10000; got {seeds}"
+
+
 @pytest.mark.parametrize("option, says", [
     (["--occurrence", "0"], "--occurrence must be at least 1, got 0"),
     (["--batch-size", "0"], "--batch-size must be at least 1, got 0"),

@@ -76,14 +76,17 @@ def experiment(args: argparse.Namespace) -> int:
     from ..config import ConfigError
     from ..jobconfig import apply_assignments
     from ..tasks.report import markdown
-    from ..tasks.experiment_config import check_variants_differ
+    from ..tasks.experiment_config import MAX_SEEDS, check_variants_differ
     from ..tasks.runner import normalise_config, plan, read_config, run_experiment
 
     from ..checks import require_count
 
     from . import cli_device
-    if args.threads is not None:   # (it was named as the config's key: "CONFIG: threads must be ...")
+    # (named as the config's keys: "CONFIG: threads must be ...", "CONFIG: seeds must be ...")
+    if args.threads is not None:
         require_count("--threads", args.threads, least=0)
+    if args.seeds is not None and not 1 <= args.seeds <= MAX_SEEDS:
+        raise ValueError(f"--seeds must be a count from 1 to {MAX_SEEDS}; got {args.seeds}")
     if args.device is not None:    # (one line naming --device, before the config is read)
         cli_device(args.device)
     settings = read_config(args.config)
