@@ -251,12 +251,19 @@ def _stdout_dropped(status: int) -> int:
 
 def _command_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
     """The (sub)parser of the command ``args`` ran: ``elmo models list``'s for ``models list``."""
+    return _command_path(parser, args)[-1][1]
+
+
+def _command_path(parser: argparse.ArgumentParser, args: argparse.Namespace) -> List[tuple]:
+    """(name, parser) of each (sub)command ``args`` ran, the top parser's first (name "")."""
+    path = [("", parser)]
     while True:
         chosen = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
         name = getattr(args, chosen.dest, None) if chosen is not None else None
         if chosen is None or name not in chosen.choices:
-            return parser
+            return path
         parser = chosen.choices[name]
+        path.append((name, parser))
 
 
 def _parse(parser: argparse.ArgumentParser, argv: Optional[List[str]]) -> argparse.Namespace:
@@ -299,8 +306,10 @@ def _run(argv: Optional[List[str]]) -> int:
     from .hub.download import DownloadError, download_bars
     from .weights import WeightFileError
     debug = args.debug or os.environ.get("ELMO_DEBUG", "") not in ("", "0")
+    # the whole command, as typed: "elmo vocab: error" did not say which vocab action failed
+    command = " ".join(name for name, _ in _command_path(parser, args)[1:])
     try:
-        with _stop_signals_raise(), _model_name_warnings_as_lines(args.command), \
+        with _stop_signals_raise(), _model_name_warnings_as_lines(command), \
                 download_bars(progress_bar_wanted(_progress_asked(args))):
             result = args.func(args)
             sys.stdout.flush()   # (a full disk behind `> FILE` is this command's error)
@@ -315,19 +324,19 @@ def _run(argv: Optional[List[str]]) -> int:
             if isinstance(e, StdoutError):   # (the traceback says it: no line at exit too)
                 _stdout_dropped(1)
             raise
-        print(f"elmo {args.command}: error: {_one_line(e)}", file=sys.stderr)
+        print(f"elmo {command}: error: {_one_line(e)}", file=sys.stderr)
         return _stdout_dropped(1) if isinstance(e, StdoutError) else 1
     except KeyboardInterrupt as e:
         from .training.stop import TrainingStopped
         if isinstance(e, TrainingStopped):   # a training run that checkpointed, then stopped
-            if _says_why_it_stopped(args.command):   # (once for a torchrun job)
-                print(f"elmo {args.command}: {e}", file=sys.stderr)
+            if _says_why_it_stopped(command):   # (once for a torchrun job)
+                print(f"elmo {command}: {e}", file=sys.stderr)
             return e.exit_status
         if isinstance(e, Terminated):
-            if _says_why_it_stopped(args.command):
-                print(f"elmo {args.command}: stopped by SIGTERM", file=sys.stderr)
+            if _says_why_it_stopped(command):
+                print(f"elmo {command}: stopped by SIGTERM", file=sys.stderr)
             return 128 + signal.SIGTERM
-        print(f"elmo {args.command}: interrupted", file=sys.stderr)
+        print(f"elmo {command}: interrupted", file=sys.stderr)
         return 130
     return int(result or 0)
 

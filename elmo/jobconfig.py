@@ -283,6 +283,30 @@ def _flag(f: dataclasses.Field) -> str:
     return f.metadata.get("flag") or "--" + f.name.replace("_", "-")
 
 
+def in_option_terms(cls: Type[DataclassInstance], message: str) -> str:
+    """A library error ``message`` about settings of ``cls``, with the settings named by their
+    command-line options (``--batch-size must be at least 1``): the library names its
+    parameters (``batch_size``), which a command's user never typed.
+
+    Renamed: a field whose option takes its value as is (not a switch such as ``--no-sort``,
+    not one scaled such as ``--max-hours``), wherever an underscore name stands as a word of its
+    own (not inside a path: ``runs/batch_size/out.h5`` is left); a one-word name (``overlap``,
+    ``device``) only where it begins the message as its subject (``overlap must ...``,
+    ``device 'x': ...``), since elsewhere it may be an ordinary word."""
+    import re
+
+    types = _field_types(cls)
+    for f in dataclasses.fields(cls):
+        if f.metadata.get("scale") or _base_type(types[f.name]) is bool:
+            continue
+        if "_" in f.name:
+            pattern = rf"(?<![\w./\\-]){f.name}(?![\w/\\-]|\.\w)"
+        else:
+            pattern = rf"^{f.name}(?= must | ')"
+        message = re.sub(pattern, _flag(f), message)
+    return message
+
+
 def _default_text(f: dataclasses.Field, default: Any) -> Optional[str]:
     if not f.metadata.get("show_default", True) or default is None or default == [] or default == {}:
         return None

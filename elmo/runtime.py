@@ -24,17 +24,17 @@ from .checks import require_count
 MAX_THREADS_PER_CPU = 8
 
 
-def set_threads(n: Optional[int]) -> int:
+def set_threads(n: Optional[int], what: str = "threads") -> int:
     """Use ``n`` torch threads from now on; None or 0 keeps torch's current setting.
 
     Returns the number of threads in use afterwards. A negative ``n``, or more than
     :data:`MAX_THREADS_PER_CPU` times this machine's CPUs, is a ValueError; one that is not an
-    integer a TypeError.
+    integer a TypeError. ``what`` names the setting in the message (the CLI's ``--threads``).
     """
-    if n is not None and require_count("threads", n, least=0):
+    if n is not None and require_count(what, n, least=0):
         cpus = os.cpu_count() or 1
         if n > MAX_THREADS_PER_CPU * cpus:  # (a million aborted the process in OpenMP, or segfaulted)
-            raise ValueError(f"threads: {n} is more than {MAX_THREADS_PER_CPU} per CPU of this machine's "
+            raise ValueError(f"{what}: {n} is more than {MAX_THREADS_PER_CPU} per CPU of this machine's "
                              f"{cpus}; more threads than CPUs only wait for each other")
         torch.set_num_threads(n)
     return torch.get_num_threads()

@@ -250,5 +250,5 @@ def test_a_rename_that_meets_a_full_disk_names_the_file_not_its_temporary(tmp_pa
     capsys.readouterr()
     assert main(["vocab", "build", str(text), "-o", str(out)]) == 1
     err = capsys.readouterr().err.strip()
-    assert err == f"elmo vocab: error: {out}: {os.strerror(errno.ENOSPC)}"
+    assert err == f"elmo vocab build: error: {out}: {os.strerror(errno.ENOSPC)}"
     assert out.read_bytes() == before["vocab.txt"] and sorted(p.name for p in tmp_path.iterdir()) == sorted(before)

@@ -854,7 +854,7 @@ def test_full_disk_in_a_text_file_names_the_file(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(Path, "write_text", no_space)
     vocab = tmp_path / "out" / "vocab.txt"
     assert cli_main(["vocab", "build", str(corpus), "-o", str(vocab)]) == 1
-    assert one_error_line(capsys.readouterr().err).strip() == f"elmo vocab: error: {vocab}: No space left on device"
+    assert one_error_line(capsys.readouterr().err).strip() == f"elmo vocab build: error: {vocab}: No space left on device"
     assert not (tmp_path / "out").exists()    # (no temporary, and no folder made for it: see vocab build)
 
 

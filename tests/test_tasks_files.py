@@ -381,7 +381,7 @@ def test_saved_models_predict_what_evaluation_scored(tmp_path, capsys):
         assert f"{data}:1: a tab; a " in captured.err and "(is this a TSV or CoNLL file?)" in captured.err
         assert not captured.out
     assert main(["predict", str(model_dir), str(text), "--quiet", "--batch-size", "0"]) == 1
-    assert "batch_size must be at least 1, got 0" in capsys.readouterr().err
+    assert "elmo predict: error: --batch-size must be at least 1, got 0" in capsys.readouterr().err
 
     # lines without tokens: a defined result and a note saying what they got
     text.write_text("the cat\n\nsat on\n", encoding="utf-8")

@@ -333,7 +333,7 @@ def mix_model_note(learned_on: Optional[dict], model: str) -> Optional[str]:
 
 # ----------------------------------------------------------------------------- run
 def run_analysis(model: str, out: Path, config: Optional[AnalysisConfig] = None,
-                 only: Optional[Sequence[str]] = None, log=print) -> dict:
+                 only: Optional[Sequence[str]] = None, log=print, device=None) -> dict:
     """Run the chosen sections (default: all), write results, pictures and the report.
 
     ``out`` may hold an earlier report. Its sections that this run leaves out are kept, and
@@ -344,7 +344,10 @@ def run_analysis(model: str, out: Path, config: Optional[AnalysisConfig] = None,
 
     ``model`` is a model name or folder, since the report's commands name it; a BiLM or an
     :class:`~elmo.embedding.Embedder` is refused in one line (the error printed the whole
-    module), and each section's function takes those."""
+    module), and each section's function takes those.
+
+    ``device``: where the biLM and its untrained control run (default: the CPU; see
+    :func:`elmo.from_pretrained`); the probes and the results are on the CPU either way."""
     import os
 
     if not isinstance(model, (str, os.PathLike)):
@@ -392,7 +395,7 @@ def run_analysis(model: str, out: Path, config: Optional[AnalysisConfig] = None,
         read_interpretation(out)   # (an unreadable one failed the report after every section had run)
         earlier = check_results_kept(out / "results.json", sections, config)
         remove_stale_staging(out)
-        return _run_sections(model, out, config, sections, given_mix, log, learned_on, earlier)
+        return _run_sections(model, out, config, sections, given_mix, log, learned_on, earlier, device)
 
 
 #: The prefix of the folder a run draws its pictures into (see :func:`_run_sections`).
@@ -488,7 +491,7 @@ def read_results(path: Path) -> dict:
 
 def _run_sections(model: str, out: Path, config: AnalysisConfig, sections: List[str],
                   given_mix: Optional[List[float]], log, learned_on: Optional[dict] = None,
-                  earlier: Optional[dict] = None) -> dict:
+                  earlier: Optional[dict] = None, device=None) -> dict:
     import torch
 
     import elmo
@@ -497,7 +500,7 @@ def _run_sections(model: str, out: Path, config: AnalysisConfig, sections: List[
     from . import plots
     from .neighbors import model_fingerprint
 
-    bilm = elmo.from_pretrained(model)
+    bilm = elmo.from_pretrained(model, device=device)
     if given_mix is not None and len(given_mix) != bilm.num_layers:
         raise ValueError(f"{config.mix_weights}: a mix of {len(given_mix)} layers, but {model} has "
                          f"{bilm.num_layers} (layer 0 and its LSTM layers); was it learned on another model?")

@@ -27,12 +27,14 @@ def as_embedder(model: Union[Embedder, BiLM, str], batch_size: int = 32) -> Embe
 
 def untrained_copy(bilm: BiLM, seed: int = 0) -> BiLM:
     """A model of the same architecture with freshly initialised (untrained) weights: the
-    control that tells what the architecture gives for free from what training learned."""
+    control that tells what the architecture gives for free from what training learned.
+    It runs on ``bilm``'s device, initialised on the CPU (the same weights for a seed on any)."""
     import torch
 
     torch.manual_seed(seed)
     own_ids = bilm.options.char_vocabulary is not None  # a dictionary model keeps its dictionaries
-    return BiLM(bilm.options, id_scheme=bilm.id_scheme if own_ids else None).eval()
+    control = BiLM(bilm.options, id_scheme=bilm.id_scheme if own_ids else None).eval()
+    return control.to(next(bilm.parameters()).device)
 
 
 def embed_layers(model: Union[Embedder, BiLM, str], sentences: Sequence[Sentence],

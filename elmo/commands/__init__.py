@@ -21,3 +21,33 @@ def refuse_dash(value, name: str, why: str, kind: str = "file") -> None:
     (``"file"`` or ``"folder"``)."""
     if value is not None and str(value) == "-":
         raise ValueError(f"{name} '-': {why} (./- names a {kind} called '-')")
+
+
+#: What ``--device`` takes, as every command that has it says (embed's comes from EmbedConfig).
+DEVICE_HELP = "cpu, cuda, cuda:N or auto (CUDA when present) (default auto)"
+
+
+#: ``default`` of :func:`threads_help` where the command leaves the count to torch
+TORCH_CHOICE = "torch's choice"
+
+
+def threads_help(default: str, why: str = "") -> str:
+    """The help of a command's ``--threads``: every command reads 0 as torch's choice (its
+    default thread count), which no help said, and the defaults differ (``default``)."""
+    if default == TORCH_CHOICE:
+        return f"torch CPU threads (default and 0: {TORCH_CHOICE}){why}"
+    return f"torch CPU threads (default {default}; 0: {TORCH_CHOICE}){why}"
+
+
+def set_cli_threads(threads) -> None:
+    """Use ``--threads`` torch threads (None or 0: torch's choice); a bad count is an error
+    naming ``--threads`` (the library's names the parameter, ``threads``)."""
+    from ..runtime import set_threads
+    set_threads(threads, "--threads")
+
+
+def cli_device(device: str):
+    """``--device`` as a torch device (:func:`elmo.runtime.resolve_device`): a name torch does
+    not know, or a device this machine lacks, is one line naming ``--device``."""
+    from ..runtime import resolve_device
+    return resolve_device(device, what="--device")

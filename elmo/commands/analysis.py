@@ -4,6 +4,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from . import DEVICE_HELP, TORCH_CHOICE, cli_device, set_cli_threads, threads_help
+
 
 def register(subparsers) -> None:
     from dataclasses import fields
@@ -30,8 +32,8 @@ def register(subparsers) -> None:
                    help="only write report.md again from OUT/results.json (e.g. after editing "
                         "OUT/interpretation.md, which the report shows); computes nothing")
     p.add_argument("--threads", type=int, default=None,
-                   help="torch CPU threads (default: torch's choice; on a busy shared machine "
-                        "1 can be much faster)")
+                   help=threads_help(TORCH_CHOICE, "; on a busy shared machine 1 can be much faster"))
+    p.add_argument("--device", default="auto", help=DEVICE_HELP + "; the probes run on the CPU")
     add_config_arguments(p, example="pos_l2=0.001")
     p.set_defaults(func=analyze)
 
@@ -64,6 +66,7 @@ def register(subparsers) -> None:
     p.add_argument("--no-glove", action="store_true", help="skip the GloVe neighbours")
     p.add_argument("--batch-size", type=int, default=NEIGHBORS_BATCH_SIZE,
                    help=f"sentences per biLM call (default {NEIGHBORS_BATCH_SIZE})")
+    p.add_argument("--device", default="auto", help=DEVICE_HELP)
     p.set_defaults(func=neighbors)
 
 
@@ -106,7 +109,6 @@ def analyze(args: argparse.Namespace) -> int:
     from ..allocator import keep_freed_memory
     from ..analysis.report import run_analysis
     from ..jobconfig import print_config_and_exit
-    from ..runtime import set_threads
 
     config = analysis_config(args)
     if print_config_and_exit(config, args):
@@ -115,7 +117,8 @@ def analyze(args: argparse.Namespace) -> int:
     # more, at every step; handed back to the system each time, their page faults cost as
     # much as the arithmetic (the mix probe ran in half the time with this).
     keep_freed_memory(mmap_threshold=2 ** 30)
-    set_threads(args.threads)
+    set_cli_threads(args.threads)
+    device = cli_device(args.device)   # (before any corpus is read or the model loaded)
     from . import refuse_dash
     refuse_dash(args.out, "--out", "the analysis writes a folder: give its name", "folder")
     out = Path(args.out) if args.out else default_out(args.model)
@@ -128,7 +131,7 @@ def analyze(args: argparse.Namespace) -> int:
                              f"or run the analysis again without --report-only")
         print(f"analyze: wrote {rewrite_report(out, args.model)}")
         return 0
-    results = run_analysis(args.model, out, config, args.only)
+    results = run_analysis(args.model, out, config, args.only, device=device)
     for text in results["findings"].values():
         print(text)
     return 0
@@ -139,12 +142,18 @@ def neighbors(args: argparse.Namespace) -> int:
     from ..analysis import datasets
     from ..analysis.neighbors import cached_index, context, occurrences_in, query_vectors, static_neighbors
     from ..analysis.report import index_home, resolve_corpus
+    from ..checks import require_count
     from ..embedding import Embedder
 
     if args.k < 1:  # before the index is built, not after its first layer is printed
         raise ValueError(f"-k must be at least 1, got {args.k}")
-    embedder = Embedder(elmo.from_pretrained(args.model or elmo.DEFAULT_MODEL),
-                        batch_size=args.batch_size)
+    # named as typed (the library's messages name its parameters: batch_size, occurrence)
+    batch_size = require_count("--batch-size", args.batch_size)
+    if args.occurrence is not None:
+        require_count("--occurrence", args.occurrence)
+    device = cli_device(args.device)
+    embedder = Embedder(elmo.from_pretrained(args.model or elmo.DEFAULT_MODEL, device=device),
+                        batch_size=batch_size)
     tokens = args.sentence.split()
     n_layers = embedder.bilm.num_layers          # layer 0 included, as the index holds them
     for j in args.layer or []:   # before the index is built (minutes) and the first layer printed

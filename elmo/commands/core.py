@@ -8,6 +8,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator, Tuple, cast
 
+from . import threads_help
+
 #: Files that describe a model folder's weights and go with them when it is converted: its card,
 #: README and licence (``metadata.json``, how it was trained, is rewritten with ``converted_from``).
 CARD_FILES = ("MODEL_CARD.md", "README.md", "LICENSE", "LICENSE.txt", "LICENSE.md")
@@ -39,8 +41,8 @@ def register(subparsers) -> None:
                    help="bundled or published model name, model folder or http(s) URL "
                         "(default: the bundled default)")
     p.add_argument("--threads", type=int, default=1,
-                   help="torch threads (default 1: the demo's batches are small, and on a busy machine "
-                        "more threads mostly wait for each other)")
+                   help=threads_help("1", "; the demo's batches are small, and on a busy machine "
+                                          "more threads mostly wait for each other"))
     p.set_defaults(func=demo)
 
 
@@ -266,5 +268,7 @@ def _check_dictionaries(bilm, out: Path, to: str, overwrite: bool) -> None:
 def demo(args: argparse.Namespace) -> int:
     from ..demo import run_demo
 
+    from . import set_cli_threads
+    set_cli_threads(args.threads)   # (a bad count named the library's parameter, threads)
     run_demo(args.model, args.threads)
     return 0

@@ -72,7 +72,7 @@ def _guard(fn):
         try:
             return fn(args)
         except DataError as e:
-            print(f"elmo data: error: {e}", file=sys.stderr)
+            print(f"elmo data {args.data_command}: error: {e}", file=sys.stderr)
             return 1
     wrapper.__doc__ = fn.__doc__
     return wrapper

@@ -5,6 +5,8 @@ import argparse
 import sys
 from typing import Dict, Optional
 
+from . import TORCH_CHOICE, threads_help
+
 EPILOG = """\
 output layout (that of the original ELMo command):
   "0", "1", ...        one dataset per input line: (layers, tokens, dim) with --layers all,
@@ -67,9 +69,9 @@ def register(subparsers) -> None:
         add_arguments(group, EmbedConfig, exclude=every - set(names), defaults=command_defaults())
     group.add_argument(  # in "how to run"
         "--threads", type=int, default=None,
-        help="CPU threads for torch (default: torch's choice); on a busy machine fewer threads than "
-             "cores is often faster. Not part of the recorded settings: a resume with another count "
-             "changes the rounding of the new segments (about 1e-7); keep it for bit-identical files")
+        help=threads_help(TORCH_CHOICE, "; on a busy machine fewer threads than "
+                          "cores is often faster. Not part of the recorded settings: a resume with another count "
+             "changes the rounding of the new segments (about 1e-7); keep it for bit-identical files"))
     for option, nargs, instead in ALLENNLP_OPTIONS:
         p.add_argument(option, nargs=nargs, action=_AllenNLPOption, instead=instead)
     add_config_arguments(p, example="segment_lines=512")
@@ -128,10 +130,9 @@ def embed(args: argparse.Namespace) -> int:
     from ..allocator import keep_freed_memory
     from ..embedding import EmbedConfig, embed_file
     from ..embedding.run import distributed_rank
-    from ..jobconfig import from_args, print_config_and_exit
-    from ..runtime import set_threads
+    from ..jobconfig import from_args, in_option_terms, print_config_and_exit
 
-    from . import refuse_dash
+    from . import refuse_dash, set_cli_threads
     # (a file named '-' was looked for: "no such input file", or a file '-' was written)
     refuse_dash(args.input, "INPUT", "elmo embed cannot read stdin: it reads the input twice (to index it, "
                                      "then to embed it) and resumes a killed run from byte offsets; save "
@@ -140,7 +141,7 @@ def embed(args: argparse.Namespace) -> int:
     cfg = from_args(EmbedConfig, args, defaults=command_defaults())
     if print_config_and_exit(cfg, args):
         return 0
-    set_threads(args.threads)
+    set_cli_threads(args.threads)
     # Each batch allocates and frees the same tens of megabytes (character maps, highway
     # activations, gate chunks); handed back to the system each time, a batch of 128 paid
     # about 25,000 page faults (up to a tenth of its time in the kernel) on the small configuration.
@@ -149,8 +150,14 @@ def embed(args: argparse.Namespace) -> int:
     spelled: Dict[object, Optional[str]] = {True: "en", False: None}
     cfg = replace(cfg, tokenize=spelled.get(cfg.tokenize, cfg.tokenize))
     from . import progress_bar_wanted
-    output = embed_file(args.input, args.output, config=replace(cfg, progress=progress_bar_wanted(cfg.progress)),
-                        command_line=command_line(args.input, args.output, cfg))
+    try:
+        output = embed_file(args.input, args.output, config=replace(cfg, progress=progress_bar_wanted(cfg.progress)),
+                            command_line=command_line(args.input, args.output, cfg))
+    except ValueError as e:   # ("batch_size must be at least 1": the option is --batch-size)
+        renamed = in_option_terms(EmbedConfig, str(e))
+        if renamed == str(e):
+            raise
+        raise ValueError(renamed) from e
     if output is not None and cfg.progress:
         print(f"wrote {output}", file=sys.stderr)
     elif output is None and cfg.progress:

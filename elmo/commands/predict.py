@@ -14,6 +14,8 @@ import tempfile
 from pathlib import Path
 from typing import Iterable, Iterator, List, Optional, TextIO, Tuple, Union
 
+from . import DEVICE_HELP, threads_help
+
 #: Input lines labelled at a time (rounded down to whole batches, at least one): the input,
 #: its examples and their output lines are held for one part only.
 PART_LINES = 4096
@@ -49,7 +51,8 @@ def register(subparsers) -> None:
                             "get <unk>, as in models saved before the GloVe was recorded")
     p.add_argument("--batch-size", type=int, default=64,
                    help="texts per model call (default 64)")
-    p.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
+    p.add_argument("--device", default="auto", help=DEVICE_HELP)
+    p.add_argument("--threads", type=int, default=1, help=threads_help("1"))
     p.add_argument("--quiet", "--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=predict)
 
@@ -202,10 +205,13 @@ def _predict(args: argparse.Namespace, output: Optional[str]) -> int:
     from ..tasks.models import TaskModel
     from ..tasks.saved import SavedInfo
     from ..checks import require_count
-    from ..runtime import set_threads
 
-    set_threads(max(1, args.threads))
-    model = TaskModel.load(args.model, bilm=args.bilm, glove=False if args.no_glove else args.glove)
+    from . import cli_device, set_cli_threads
+    # (0 was taken as 1, a negative count too: 0 is torch's choice, as in every command)
+    set_cli_threads(args.threads)
+    device = cli_device(args.device)   # (before the model loads)
+    model = TaskModel.load(args.model, bilm=args.bilm, device=device,
+                           glove=False if args.no_glove else args.glove)
     saved = model.saved
     assert isinstance(saved, SavedInfo)     # set by load() (mypy sees a Module attribute)
     kind = saved.kind
@@ -216,7 +222,7 @@ def _predict(args: argparse.Namespace, output: Optional[str]) -> int:
     if args.tokenize and spec.token_labels:
         raise ValueError("--tokenize is not for tagging models (their tags belong to the "
                          "tokens as given: separate tokens by spaces)")
-    batch_size = require_count("batch_size", args.batch_size)
+    batch_size = require_count("--batch-size", args.batch_size)
     source = _source(args.input)
     batches = None
     if _rereadable(args.input):

@@ -8,6 +8,8 @@ import shlex
 import sys
 from pathlib import Path
 
+from . import threads_help
+
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
@@ -22,7 +24,10 @@ def register(subparsers) -> None:
     p.add_argument("--seeds", type=int, default=None, help="override: use seeds 1..N")
     p.add_argument("--bilm", default=None, help="override the config's default biLM")
     p.add_argument("--threads", type=int, default=None,
-                   help="torch CPU threads (default: the config's 'threads', else torch's)")
+                   help=threads_help("the config's 'threads', else torch's choice"))
+    p.add_argument("--device", default=None,
+                   help="cpu, cuda, cuda:N or auto (CUDA when present) for the task models "
+                        "(default: the config's 'device', else cpu)")
     p.add_argument("--resume", action="store_true",
                    help="keep the runs already in results.json whose settings (and, with ELMo, "
                         "biLM files' SHA-256) match, and do the rest")
@@ -71,9 +76,19 @@ def experiment(args: argparse.Namespace) -> int:
     from ..config import ConfigError
     from ..jobconfig import apply_assignments
     from ..tasks.report import markdown
-    from ..tasks.experiment_config import check_variants_differ
+    from ..tasks.experiment_config import MAX_SEEDS, check_variants_differ
     from ..tasks.runner import normalise_config, plan, read_config, run_experiment
 
+    from ..checks import require_count
+
+    from . import cli_device
+    # (named as the config's keys: "CONFIG: threads must be ...", "CONFIG: seeds must be ...")
+    if args.threads is not None:
+        require_count("--threads", args.threads, least=0)
+    if args.seeds is not None and not 1 <= args.seeds <= MAX_SEEDS:
+        raise ValueError(f"--seeds must be a count from 1 to {MAX_SEEDS}; got {args.seeds}")
+    if args.device is not None:    # (one line naming --device, before the config is read)
+        cli_device(args.device)
     settings = read_config(args.config)
     if args.seeds is not None:
         settings["seeds"] = args.seeds
@@ -81,6 +96,8 @@ def experiment(args: argparse.Namespace) -> int:
         settings["threads"] = args.threads
     if args.bilm is not None:
         settings["bilm"] = args.bilm
+    if args.device is not None:
+        settings["device"] = args.device
     if args.glove is not None:
         settings["embeddings"] = {"glove": args.glove}
     try:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Optional, overload
 
 from .. import strict_json
+from . import DEVICE_HELP, TORCH_CHOICE, cli_device, set_cli_threads, threads_help
 
 
 def _filters(text: str):
@@ -59,7 +60,7 @@ def _add_run_args(p: argparse.ArgumentParser, *, finetune: bool) -> None:
     g = p.add_argument_group("training")
     add_arguments(g, TrainConfig, exclude={"vocab", "output", "valid", "init_from"} if finetune else set(),
                   defaults=_FINETUNE_DEFAULTS if finetune else None, helps=_FINETUNE_HELPS if finetune else None)
-    g.add_argument("--threads", type=int, help="CPU threads for torch (default: torch's choice)")
+    g.add_argument("--threads", type=int, help=threads_help(TORCH_CHOICE))
     add_config_arguments(p, example="lr=0.01")
 
 
@@ -136,9 +137,8 @@ def register(subparsers) -> None:
     p.add_argument("--carry-state", action="store_true",
                    help="read the text as one stream, sentence after sentence, the LSTM state carried "
                         "through it (the sentences' order matters) instead of each sentence from a zero state")
-    p.add_argument("--device", default="auto",
-                   help="cpu, cuda, cuda:N or auto (CUDA when present) (default auto)")
-    p.add_argument("--threads", type=int, help="CPU threads for torch (default: torch's choice)")
+    p.add_argument("--device", default="auto", help=DEVICE_HELP)
+    p.add_argument("--threads", type=int, help=threads_help(TORCH_CHOICE))
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--quiet", "--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=perplexity)
@@ -155,9 +155,7 @@ def register(subparsers) -> None:
 
 
 def _threads(args) -> None:
-    from ..runtime import set_threads
-
-    set_threads(getattr(args, "threads", None))
+    set_cli_threads(getattr(args, "threads", None))
 
 
 _MODEL_FLAGS = ("options", "dim", "projection_dim", "n_layers", "filters", "n_highway", "char_dim")
@@ -320,13 +318,12 @@ def perplexity(args) -> int:
     from ..checks import require_count
     from ..data.corpus import count_tokens, expand_paths_in_order, iter_file_sentences
     from ..data.text_choice import HELDOUT_HINT, check_not_whole_corpus, trained_files
-    from ..runtime import resolve_device
     from ..training.evaluate import perplexity as ppl
     from ..training.export import load_language_model, read_metadata
 
     from . import progress_bar_wanted
     _threads(args)
-    device = resolve_device(args.device)
+    device = cli_device(args.device)
     require_count("--batch-size", args.batch_size)   # (named batch_size, as the API calls it)
     check_not_whole_corpus("text", args.text, HELDOUT_HINT)   # (its train.txt measured as if held out)
     folder = _model_folder(args.model)
