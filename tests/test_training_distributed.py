@@ -676,3 +676,101 @@ def test_a_file_rank_0_cannot_write_stops_every_process_with_its_line(tmp_path, 
     assert "[rank" not in done.stderr and "Connection closed" not in done.stderr, done.stderr[-3000:]
     newest = 1 if full_at == "checkpoint" else 4
     assert sorted(p.name for p in (run / "checkpoints").iterdir())[-1] == f"checkpoint-{newest:08d}.pt"
+
+
+_RANK_1_TEXT_BREAKS = '''
+import sys
+from elmo.data import corpus
+
+real_shard_sentences = corpus.CorpusStream._shard_sentences
+
+def shard_sentences(self, epoch, index):   # rank 1's second file is damaged on disk as it comes to it
+    if self.rank == 1 and index == 1:
+        with open(self.shard_order(epoch)[index], "ab") as f:
+            f.write(b"the old \\xff\\xfe dog .\\n")
+    return real_shard_sentences(self, epoch, index)
+
+corpus.CorpusStream._shard_sentences = shard_sentences
+from elmo.cli import main
+sys.exit(main(sys.argv[1:]))
+'''
+
+
+def test_a_process_failing_mid_epoch_stops_every_process_with_its_line(tmp_path):
+    """(rank 1 stopped mid-epoch on its text's broken UTF-8 with one line; rank 0, in the step's
+    gradient all-reduce, ended with gloo's "Connection closed by peer" traceback, burying it)
+    Every process now says rank 1's line: rank 0 reads it from the job's store."""
+    from training_helpers import toy_sentences
+
+    _, _, vocab_txt = write_toy_corpus(tmp_path / "toy", n_train=60)
+    text = tmp_path / "text"
+    text.mkdir()
+    for i in range(4):   # whole files for each process: rank 1 reads its second one a few steps in
+        (text / f"part-{i}.txt").write_text("".join(" ".join(s) + "\n" for s in toy_sentences(8, i)))
+    launcher = tmp_path / "launch.py"
+    launcher.write_text(_RANK_1_TEXT_BREAKS, encoding="utf-8")
+    run = tmp_path / "run"
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", str(launcher),
+           "train", str(text), "--vocab", str(vocab_txt), "-o", str(run), "--dim", "20", "--projection-dim", "10",
+           "--filters", "1:8,2:8", "--char-dim", "4", "--batch-size", "2", "--unroll-steps", "4", "--max-steps",
+           "40", "--negatives", "0", "--no-progress", "--threads", "1", "--device", "cpu"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+    done = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode != 0
+    lines = _error_lines(done.stderr)
+    broken = re.compile(r"part-\d\.txt: line 9: byte 0xff at byte offset \d+ is not valid UTF-8")
+    assert all(broken.search(line) for line in lines), done.stderr[-3000:]
+    assert sum("(the process of rank 1 stopped on it, and with it the job)" in line for line in lines) <= 1
+    assert "[rank" not in done.stderr and "Connection closed" not in done.stderr, done.stderr[-3000:]
+
+
+class _Failing:
+    """What a process of a job meets inside :func:`distributed.failures_told`."""
+
+    gloo = RuntimeError("[third_party/gloo/gloo/transport/tcp/pair.cc:553] Connection closed by peer")
+
+
+@pytest.fixture
+def job_store(monkeypatch):
+    """The job's store, in this process (the one torchrun's processes share)."""
+    import torch.distributed as dist
+
+    store = dist.HashStore()
+    monkeypatch.setattr(distributed, "_job_store", lambda: store)
+    monkeypatch.setattr(distributed, "TOLD_WAIT_S", 0.1)
+    return store
+
+
+def test_a_process_that_fails_alone_tells_the_others_through_the_jobs_store(job_store):
+    """The failing process's own error is raised as it is, its line left in the store; another
+    process whose collective then broke raises JobFailed with that line and rank; the first
+    failure told stays."""
+    own = ValueError("part-3.txt: line 9: byte 0xff is not valid UTF-8")
+    with pytest.raises(ValueError) as raised, distributed.failures_told(distributed.Context(rank=1, world_size=3)):
+        raise own
+    assert raised.value is own
+    with pytest.raises(OSError), distributed.failures_told(distributed.Context(rank=2, world_size=3)):
+        raise OSError("a later one")
+    with pytest.raises(distributed.JobFailed, match=r"^part-3.txt: line 9: byte 0xff is not valid UTF-8 \(the "
+                                                    r"process of rank 1 stopped on it, and with it the job\)$"):
+        with distributed.failures_told(distributed.Context(rank=0, world_size=3)):
+            raise _Failing.gloo
+
+
+def test_a_broken_collective_without_a_told_line_is_one_line_too(job_store):
+    """(a process killed without a word: no line in the store) A broken collective says that
+    another process stopped; an error of this process's own that is not the process group's
+    (a RuntimeError too) is raised as it is, as is every error of a process alone."""
+    with pytest.raises(distributed.JobFailed, match=r"^another process of the job stopped \(rank 0's exchange"):
+        with distributed.failures_told(distributed.Context(rank=0, world_size=2)):
+            raise _Failing.gloo
+    with pytest.raises(distributed.JobFailed, match="another process of the job stopped"):
+        with distributed.failures_told(distributed.Context(rank=0, world_size=2)):
+            raise torch.distributed.DistBackendError("NCCL communicator was aborted")
+    mine = RuntimeError("mat1 and mat2 shapes cannot be multiplied")
+    with pytest.raises(RuntimeError) as raised, distributed.failures_told(distributed.Context(rank=0, world_size=2)):
+        raise mine
+    assert raised.value is mine
+    with pytest.raises(RuntimeError) as raised, distributed.failures_told(distributed.Context()):
+        raise _Failing.gloo
+    assert raised.value is _Failing.gloo

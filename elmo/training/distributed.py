@@ -5,8 +5,12 @@ CPU and nccl on CUDA. Without those variables everything runs in one process.
 """
 from __future__ import annotations
 
+import json
+import os
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, List, Optional
+from datetime import timedelta
+from typing import Any, Iterator, List, Optional, Tuple
 
 import torch
 import torch.distributed as dist
@@ -97,6 +101,103 @@ def raise_together(ctx: Context, error: Optional[Exception]) -> None:
     rank, message = next(((r, m) for r, m in enumerate(said) if m is not None), (None, None))
     if message is not None:
         raise JobFailed(f"{message} (the process of rank {rank} stopped on it, and with it the job)")
+
+
+#: Seconds a process whose collective broke waits for the failed process's line in the job's
+#: store. That process wrote it before it left (and so before the collective broke): it is
+#: there at once; the wait only bounds the look for one from a process killed without a word.
+TOLD_WAIT_S = 3.0
+
+
+@contextmanager
+def failures_told(ctx: Context) -> Iterator[None]:
+    """Where one process of the job fails between the meeting points of :func:`raise_together`
+    (its part of the corpus not UTF-8, an error in its batch), every process stops with that
+    process's line. It left the others in a collective (the step's gradient all-reduce), which
+    ended them with gloo's "Connection closed by peer" traceback, burying the error.
+
+    The failing process writes its line to the job's key-value store before it leaves; the
+    others, their collective broken, read it there and raise :class:`JobFailed` with it (or,
+    where none was written, say that another process stopped). Nothing is added to a step:
+    the store is written and read only on the way out."""
+    if not ctx.distributed:
+        yield
+        return
+    try:
+        yield
+    except JobFailed:   # (every process was told already, by raise_together)
+        raise
+    except Exception as e:
+        if not _collective_broke(e):
+            _tell_job(ctx, e)   # this process's own error: the others learn it from the store
+            raise
+        told = _told_failure()
+        if told is None:
+            raise JobFailed(f"another process of the job stopped (rank {ctx.rank}'s exchange with it broke "
+                            f"off); its own output, or torchrun's, says why") from None
+        rank, message = told
+        raise JobFailed(f"{message} (the process of rank {rank} stopped on it, and with it the job)") from None
+
+
+def _collective_broke(error: Exception) -> bool:
+    """Whether ``error`` is the process group's, a collective that another process left: a
+    :class:`torch.distributed.DistError`, or the RuntimeError that DDP's backward raises with
+    gloo's (or NCCL's) message."""
+    if isinstance(error, dist.DistError):
+        return True
+    text = str(error)
+    return isinstance(error, RuntimeError) and any(
+        mark in text for mark in ("Connection closed by peer", "Connection reset by peer", "gloo", "NCCL"))
+
+
+def _failure_key() -> str:
+    # (torchrun's store outlives an attempt of the job: a restarted one, --max-restarts, has its own key)
+    return f"elmo/failed/attempt_{os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}"
+
+
+def _job_store() -> Optional[dist.Store]:
+    """The job's key-value store: the default process group's (torchrun's store, connected
+    already, so nothing is opened on the way out). torch names no public accessor for it; a
+    torch without this private one gives a client of the store at torchrun's MASTER_ADDR and
+    MASTER_PORT. None where neither is there."""
+    try:
+        from torch.distributed.distributed_c10d import _get_default_store
+        return _get_default_store()
+    except (ImportError, RuntimeError, ValueError):
+        pass
+    host, port = os.environ.get("MASTER_ADDR"), os.environ.get("MASTER_PORT")
+    if not (host and port and port.isdigit()):
+        return None
+    try:
+        return dist.TCPStore(host, int(port), is_master=False, timeout=timedelta(seconds=TOLD_WAIT_S))
+    except RuntimeError:   # (gone: DistNetworkError is a RuntimeError)
+        return None
+
+
+def _tell_job(ctx: Context, error: Exception) -> None:
+    """Write ``error``'s line and this process's rank to the job's store (the first failing
+    process's stays: the others' may be what followed from it)."""
+    store = _job_store()
+    if store is None:
+        return
+    try:
+        store.compare_set(_failure_key(), "", json.dumps({"rank": ctx.rank, "message": str(error)}))
+    except RuntimeError:   # (the store is gone too: the others say that a process stopped)
+        pass
+
+
+def _told_failure() -> Optional[Tuple[int, str]]:
+    """(rank, line) of the process that failed, from the job's store; None where none came
+    within :data:`TOLD_WAIT_S`."""
+    store = _job_store()
+    if store is None:
+        return None
+    try:
+        store.wait([_failure_key()], timedelta(seconds=TOLD_WAIT_S))
+        said = json.loads(store.get(_failure_key()))
+        return int(said["rank"]), str(said["message"])
+    except (RuntimeError, ValueError, KeyError, TypeError):   # (none came, or not ours)
+        return None
 
 
 def all_reduce_sum(ctx: Context, values: List[float]) -> List[float]:

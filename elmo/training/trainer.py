@@ -190,8 +190,9 @@ def train(cfg: TrainConfig, stop_after: Optional[int] = None, lock: bool = True,
     ctx = distributed.setup(cfg.device)
     if ctx.device.type == "cpu":
         keep_freed_memory()  # no page-fault storm from re-allocating each step's activations
-    try:   # (a run that fails before it writes a file leaves no empty run folder)
-        with no_empty_folder_on_failure(out), job_lock(out, ctx, take=lock):
+    try:   # (a run that fails before it writes a file leaves no empty run folder; a process that fails
+        # alone, mid-run, has every other one stop with its line, not the process group's traceback)
+        with distributed.failures_told(ctx), no_empty_folder_on_failure(out), job_lock(out, ctx, take=lock):
             return TrainingRun(cfg, ctx, export_metadata).run(stop_after)
     finally:
         distributed.teardown(ctx)
