@@ -18,6 +18,7 @@ from typing import Callable, Iterable, Iterator, Sequence
 import torch
 
 from .checks import require_count, shown
+from .config import too_many_characters
 
 BOS_CHAR = 256  #: beginning of sentence
 EOS_CHAR = 257  #: end of sentence
@@ -142,6 +143,8 @@ def batch_to_ids(sentences: Sequence[Sequence[str]], max_characters_per_token: i
     # not 50.0: else torch.zeros fails on it
     max_characters_per_token = require_count("max_characters_per_token", max_characters_per_token, least=3,
                                              hint=" (begin, end and one byte)")
+    if too_many_characters(max_characters_per_token):  # (else an 8 GB allocation failed for 10**9)
+        raise ValueError(f"max_characters_per_token: {too_many_characters(max_characters_per_token)}")
     return padded_rows(sentences, max_characters_per_token,
                        lambda token: word_to_char_ids(token, max_characters_per_token))
 

@@ -138,6 +138,20 @@ class LSTMConfig:
 #: cannot be held: 10**9 positions passed, and the first batch failed with a MemoryError naming
 #: no file.
 MAX_VALUES_PER_TOKEN = 2**24
+#: The most positions any model's token can have, whatever its sizes: each position holds at
+#: least a 1-dim character embedding and one filter's output. ``batch_to_ids``, which knows no
+#: model, refuses more with the options file's words (:func:`too_many_characters`).
+MAX_CHARACTERS_PER_TOKEN = MAX_VALUES_PER_TOKEN // 2
+
+
+def too_many_characters(max_chars: int) -> str:
+    """Why ``max_chars`` positions per token are more than any model takes ("" when they are
+    not): the one message of the options file's key and of ``batch_to_ids``'s argument."""
+    if max_chars <= MAX_CHARACTERS_PER_TOKEN:
+        return ""
+    return (f"{max_chars} positions are more than any model's token can have (at most "
+            f"{MAX_CHARACTERS_PER_TOKEN}: each holds a character embedding and the filters' "
+            f"outputs; released models: 50)")
 
 
 def _check_values_per_token(max_chars: int, emb_dim: int, n_filters: int, widest: int) -> None:
@@ -179,6 +193,10 @@ def _char_cnn_fields(d: Mapping[str, Any]) -> Dict[str, Any]:
     if max(w for w, _ in filters) > max_chars:
         raise ConfigError(f"char_cnn.filters: a width exceeds max_characters_per_token={max_chars}")
     _check_values_per_token(max_chars, emb_dim, sum(n for _, n in filters), max(w for w, _ in filters))
+    # (what the sizes leave unjudged, a filter as wide as the positions: a file then took
+    # widths batch_to_ids refuses)
+    if too_many_characters(max_chars):
+        raise ConfigError(f"char_cnn.max_characters_per_token: {too_many_characters(max_chars)}")
     return dict(
         embedding_dim=emb_dim,
         filters=tuple(filters),

@@ -78,6 +78,27 @@ def test_max_characters_per_token_must_be_an_integer():
     assert batch_to_ids([["a"]], np.int64(12)).shape == (1, 1, 12)
 
 
+def test_a_token_width_no_model_takes_is_refused_before_allocating_with_the_options_files_words():
+    """batch_to_ids([["a"]], 10**9) tried to allocate 8 GB and died in torch's allocator (a
+    RuntimeError or MemoryError); the options file refused such a width, the API did not. Both
+    now refuse past one bound, with one message; at it, both take the width."""
+    import pytest
+
+    from elmo.config import MAX_CHARACTERS_PER_TOKEN, CharCNNConfig, ConfigError
+    most = MAX_CHARACTERS_PER_TOKEN
+    for wide in (10**9, most + 1):
+        with pytest.raises(ValueError, match=rf"^max_characters_per_token: {wide} positions are more than "
+                                             rf"any model's token can have \(at most {most}: "):
+            batch_to_ids([["a"]], wide)
+        # a file's filter as wide as the positions left them unjudged: it took 2**23 + 1
+        with pytest.raises(ConfigError, match=rf"^char_cnn\.max_characters_per_token: {wide} positions are more "
+                                              rf"than any model's token can have \(at most {most}: "):
+            CharCNNConfig(embedding_dim=1, filters=((wide, 1),), n_highway=0, max_characters_per_token=wide)
+    assert batch_to_ids([], most).shape == (0, 0, most)     # (an empty batch: nothing to allocate)
+    assert CharCNNConfig(embedding_dim=1, filters=((most, 1),), n_highway=0,
+                         max_characters_per_token=most).max_characters_per_token == most
+
+
 def test_a_token_that_is_no_string_is_named_where_the_caller_gave_it():
     """"tokens must be strings, got NoneType: None" said nothing of where: one None in a
     corpus was hard to find. Embedder's batches are sorted by length (and long sentences cut

@@ -246,6 +246,24 @@ def test_glove_words_with_spaces_and_values_that_are_no_numbers(tmp_path):
         readers.read_glove(write(tmp_path / "nan.txt", "a 1 2\nb 1 x\n"))
 
 
+def test_glove_text_that_is_not_utf8_names_the_file_and_line(tmp_path):
+    """Bytes that are not UTF-8 became U+FFFD words in silence (a Latin-1 "café" a word of its
+    own, never found in the text); now the error names the file, line and byte, as the other
+    readers' does, for gzip-compressed vectors too."""
+    import gzip
+    data = "the 0.1 0.2\n".encode() + "caf\xe9 1 2\n".encode("latin-1")
+    plain = tmp_path / "glove.txt"
+    plain.write_bytes(data)
+    with pytest.raises(ValueError, match=r"glove.txt: line 2: byte 0xe9 at byte offset 15 is not valid UTF-8"):
+        readers.read_glove(plain)
+    packed = tmp_path / "glove.txt.gz"
+    packed.write_bytes(gzip.compress(data))
+    with pytest.raises(ValueError, match=r"glove.txt.gz: line 2: byte 0xe9 .* of the decompressed text is not valid"):
+        readers.read_glove(packed)
+    crlf = write(tmp_path / "crlf.txt", "\ufeffthe 0.1 0.2\r\ncafé 1 2\r\n")   # (a BOM and CRLF still read)
+    assert readers.read_glove(crlf)[0] == ["the", "café"]
+
+
 def test_glove_standard_folder(tmp_path):
     (tmp_path / "vocab.txt").write_text("a\nb\n", encoding="utf-8")
     np.save(tmp_path / "vectors.npy", np.eye(2, dtype=np.float32))

@@ -184,3 +184,18 @@ def test_the_log_shows_targets_far_from_zero_to_their_spread():
     train = [Example(["a"], v) for v in (-0.3, 1.0, 2.5)]          # (the common case unchanged)
     text = TaskData("t", "regression", "pearson", [], {"train": train, "dev": [], "test": train}).describe_labels()
     assert text.startswith("numeric targets from -0.3 to 2.5 (training mean 1.067, std ")
+
+
+@pytest.mark.parametrize("mean, std, named", [
+    (float("nan"), 1.0, "mean"), (float("inf"), 1.0, "mean"), (-float("inf"), 1.0, "mean"),
+    (0.0, float("inf"), "standard deviation"), (0.0, float("nan"), "standard deviation"),
+    (0.0, 0.0, "standard deviation"),
+])
+def test_a_target_scale_that_is_not_finite_is_refused(mean, std, named):
+    """A NaN or infinite mean or std made every standardised target NaN (a NaN loss in
+    training, no error); the buffers keep their former values."""
+    model, _, _ = _model_and_batch(10)
+    before = (float(model.target_mean), float(model.target_std))
+    with pytest.raises(ValueError, match=f"the targets' {named} must be a finite"):
+        model.set_target_scale(mean, std)
+    assert (float(model.target_mean), float(model.target_std)) == before

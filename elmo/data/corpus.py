@@ -227,6 +227,15 @@ def balanced_cuts(weights: Sequence[int], parts: int) -> List[int]:
     return cuts + [len(weights)]
 
 
+def line_blocks(sentences: List[Sentence], parts: int, balance: str) -> List[List[Sentence]]:
+    """One file's ``sentences`` cut into ``parts`` consecutive blocks of about the same
+    ``balance`` (a key of :data:`LINE_WEIGHTS`): block r is rank r's part. The one cut both
+    :meth:`CorpusStream.my_lines` and :func:`line_shares` make, so that they cannot differ."""
+    weigh = LINE_WEIGHTS[balance]
+    cuts = balanced_cuts([weigh(s) for s in sentences], parts)
+    return [sentences[cuts[r]:cuts[r + 1]] for r in range(parts)]
+
+
 @dataclass
 class StreamPosition:
     """Where a stream stands: the next sentence is sentence ``sentence`` of the shard at
@@ -299,9 +308,7 @@ class CorpusStream:
         once each), where the processes share each file's lines (:attr:`line_split`)."""
         if self.line_split == "turns":
             return sentences[self.rank::self.world_size]
-        weigh = LINE_WEIGHTS[self.balance]
-        cuts = balanced_cuts([weigh(s) for s in sentences], self.world_size)
-        return sentences[cuts[self.rank]:cuts[self.rank + 1]]
+        return line_blocks(sentences, self.world_size, self.balance)[self.rank]
 
     # ------------------------------------------------------------------ reading
     #: Whole epochs in a row without a sentence for this rank after which it gives up, where its
@@ -379,10 +386,8 @@ def line_shares(paths: Sequence[str | os.PathLike], world_size: int, shuffle: bo
         return None
     weigh, shares = LINE_WEIGHTS[balance], [0] * world_size
     for path in stream.files:
-        weights = [weigh(s) for s in read_sentences(path)]
-        cuts = balanced_cuts(weights, world_size)
-        for rank in range(world_size):
-            shares[rank] += sum(weights[cuts[rank]:cuts[rank + 1]])
+        for rank, block in enumerate(line_blocks(read_sentences(path), world_size, balance)):
+            shares[rank] += sum(weigh(s) for s in block)
     return shares
 
 

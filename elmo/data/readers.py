@@ -395,31 +395,30 @@ def read_glove(path: PathLike):
             return _matched(parquets[0], words, np.load(npys[0]).astype(np.float32, copy=False))
         raise ValueError(f"{path}: no GloVe files (vocab.txt + vectors.npy, or *_emb.npy + "
                          "*.parquet)")
-    import gzip
-    opener = gzip.open if path.suffix == ".gz" else open
     words = []
     rows: List[np.ndarray] = []
     width = None                                    # the vectors' width, from the first row
-    with opener(path, "rt", encoding="utf-8-sig", errors="replace") as f:   # (no BOM on the first word)
-        for number, line in enumerate(f, 1):
-            parts = line.rstrip("\n").rstrip(" ").split(" ")
-            if len(parts) < 2:
-                continue
-            if not rows and len(parts) == 2 and all(x.isdigit() for x in parts):
-                continue                            # word2vec-style "V D" header
-            width = width or len(parts) - 1
-            # A word may hold spaces (GloVe 840B has a few, such as ". . ."), so the vector is
-            # the row's last `width` fields; they failed the whole file as rows of other widths.
-            word_parts = parts[:len(parts) - width]
-            if not word_parts or any(_is_number(x) for x in word_parts[1:]):
-                raise ValueError(f"{path}:{number}: rows of different widths ({len(parts) - 1} values "
-                                 f"after the word here, {width} in the first row)")
-            try:
-                rows.append(np.asarray(parts[len(parts) - width:], dtype=np.float32))
-            except ValueError:                      # (numpy's message named no file or line)
-                raise ValueError(f"{path}:{number}: the vector of {' '.join(word_parts)!r} holds a value "
-                                 f"that is not a number") from None
-            words.append(" ".join(word_parts))
+    # (file_lines: bytes that are not UTF-8 are an error naming the file and line; they became
+    # U+FFFD, a Latin-1 "café" then a word of its own, never found in the text)
+    for number, line in enumerate(file_lines(path), 1):
+        parts = line.rstrip("\n").rstrip(" ").split(" ")
+        if len(parts) < 2:
+            continue
+        if not rows and len(parts) == 2 and all(x.isdigit() for x in parts):
+            continue                            # word2vec-style "V D" header
+        width = width or len(parts) - 1
+        # A word may hold spaces (GloVe 840B has a few, such as ". . ."), so the vector is
+        # the row's last `width` fields; they failed the whole file as rows of other widths.
+        word_parts = parts[:len(parts) - width]
+        if not word_parts or any(_is_number(x) for x in word_parts[1:]):
+            raise ValueError(f"{path}:{number}: rows of different widths ({len(parts) - 1} values "
+                             f"after the word here, {width} in the first row)")
+        try:
+            rows.append(np.asarray(parts[len(parts) - width:], dtype=np.float32))
+        except ValueError:                      # (numpy's message named no file or line)
+            raise ValueError(f"{path}:{number}: the vector of {' '.join(word_parts)!r} holds a value "
+                             f"that is not a number") from None
+        words.append(" ".join(word_parts))
     if not rows:
         # ("no vectors" alone, for a file of tab-separated values, sent users looking for an empty file)
         raise ValueError(f"{path}: no vectors: no line holds a word and its values separated by "

@@ -453,6 +453,9 @@ class CharCNN(nn.Module):
             if not isinstance(word, str):
                 raise TypeError(f"build_token_cache: words must be strings, got "
                                 f"{type(word).__name__}: {word!r}")
+        # (on the meta device there are no weights to make vectors with: torch.unique failed
+        # there with a NotImplementedError about fake kernels)
+        require_weights_with_values(self.char_embedding.weight, "CharCNN")
         scheme = self.require_id_scheme()
         rows = torch.tensor([scheme.bos_row, scheme.eos_row], dtype=torch.long)
         ids = torch.cat([rows, scheme.token_rows(list(dict.fromkeys(words)))])

@@ -19,6 +19,7 @@ Where ELMo goes (``elmo.positions``), following the paper:
 """
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Dict, List, Optional
 
 import torch
@@ -320,9 +321,14 @@ class Regressor(Classifier):
         return out
 
     def set_target_scale(self, mean: float, std: float) -> None:
-        """Standardise targets with the training split's ``mean`` and ``std`` (std > 0)."""
-        if not std > 0:
-            raise ValueError(f"the targets' standard deviation must be positive, got {std}")
+        """Standardise targets with the training split's ``mean`` and ``std`` (finite, std > 0).
+
+        A NaN or infinite scale made every standardised target and prediction NaN, found
+        only as a NaN loss in training; task files refuse such targets line by line."""
+        if not math.isfinite(mean):
+            raise ValueError(f"the targets' mean must be a finite number, got {mean}")
+        if not (math.isfinite(std) and std > 0):
+            raise ValueError(f"the targets' standard deviation must be a finite positive number, got {std}")
         self.target_mean.fill_(mean)
         self.target_std.fill_(std)
 
