@@ -131,6 +131,20 @@ def test_neighbors_bad_numbers_broken_utf8_and_unknown_corpora_are_one_line(tmp_
     assert capsys.readouterr().err.startswith("elmo neighbors: error: unknown corpus 'no-such-corpus'")
 
 
+@pytest.mark.parametrize("given, said", [
+    (["--pos-l2", "-1"], "--pos-l2 must be a finite number of 0 or more, got -1.0"),
+    (["--set", "batch_size=0"], "--batch-size must be an integer of 1 or more, got 0"),
+    (["--seed", "-1"], "--seed must be a whole number from 0 to 2**64 - 1, got -1"),
+    (["--wsd-test-fraction", "1"], "--wsd-test-fraction must be between 0 and 1 (both excluded), got 1.0"),
+])
+def test_analyze_settings_out_of_range_are_one_line_with_one_prefix(tmp_path, capsys, given, said):
+    # (it read "elmo analyze: error: analyze: --pos-l2 ...")
+    assert main(["analyze", "fixture", "--out", str(tmp_path / "out"), *given]) == 1
+    captured = capsys.readouterr()
+    assert captured.err == f"elmo analyze: error: {said}\n" and captured.out == ""
+    assert not (tmp_path / "out").exists()
+
+
 def test_analyze_contrast_section_writes_a_report(tmp_path, capsys):
     pairs = tmp_path / "pairs.tsv"
     pairs.write_text(_PAIRS + "\n")

@@ -84,8 +84,9 @@ class AnalysisConfig:
     batch_size: int = setting(32, help="sentences per biLM call")
 
     def __post_init__(self) -> None:
-        # a sample size below 0 or a NaN weight would give numbers that look like results
-        check_numbers("", "analyze", **{
+        # a sample size below 0 or a NaN weight would give numbers that look like results.
+        # No "analyze:" before the option: the CLI's "elmo analyze: error:" says it already
+        check_numbers("", "", **{
             "--pos-train-sentences": (self.pos_train_sentences, "count0"),
             "--pos-test-sentences": (self.pos_test_sentences, "count0"),
             "--wsd-max-lemmas": (self.wsd_max_lemmas, "count0"),
@@ -96,9 +97,9 @@ class AnalysisConfig:
         # numpy's generators take no negative seed (the bootstrap failed after every vector was
         # computed), torch no larger one, and random.Random(-1) draws as Random(1) does
         if not 0 <= self.seed < 2**64:
-            raise ConfigError(f"analyze: --seed must be a whole number from 0 to 2**64 - 1, got {self.seed}")
+            raise ConfigError(f"--seed must be a whole number from 0 to 2**64 - 1, got {self.seed}")
         if not 0.0 < self.wsd_test_fraction < 1.0:  # both sides of the WSD split need examples
-            raise ConfigError(f"analyze: --wsd-test-fraction must be between 0 and 1 (both excluded), "
+            raise ConfigError(f"--wsd-test-fraction must be between 0 and 1 (both excluded), "
                               f"got {self.wsd_test_fraction}")
 
     def options(self, explicit: bool = False) -> List[str]:
