@@ -39,8 +39,12 @@ if TYPE_CHECKING:  # the type checker's protocol of "a dataclass"; no run-time c
 
 C = TypeVar("C", bound="DataclassInstance")
 
-__all__ = ["ConfigError", "add_arguments", "add_config_arguments", "build", "file_key", "from_args", "load",
-           "print_config_and_exit", "save", "setting", "to_dict", "to_options"]
+__all__ = ["DEVICE_CHOICES", "ConfigError", "add_arguments", "add_config_arguments", "build", "file_key",
+           "from_args", "load", "print_config_and_exit", "save", "setting", "to_dict", "to_options"]
+
+#: What a ``--device`` takes (:func:`elmo.runtime.resolve_device`), as every command's help
+#: says it; here, not in the torch-importing runtime, so that ``elmo --help`` needs no torch
+DEVICE_CHOICES = "cpu, cuda, cuda:N or auto (CUDA when present)"
 
 
 def setting(default: Any = dataclasses.MISSING, *, help: str, flag: Optional[str] = None,

@@ -8,7 +8,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from . import threads_help
+from . import DEVICE_CHOICES, threads_help
 
 
 def register(subparsers) -> None:
@@ -26,8 +26,7 @@ def register(subparsers) -> None:
     p.add_argument("--threads", type=int, default=None,
                    help=threads_help("the config's 'threads', else torch's choice"))
     p.add_argument("--device", default=None,
-                   help="cpu, cuda, cuda:N or auto (CUDA when present) for the task models "
-                        "(default: the config's 'device', else cpu)")
+                   help=f"{DEVICE_CHOICES} for the task models (default: the config's 'device', else cpu)")
     p.add_argument("--resume", action="store_true",
                    help="keep the runs already in results.json whose settings (and, with ELMo, "
                         "biLM files' SHA-256) match, and do the rest")
