@@ -25,6 +25,7 @@ from ..config import ConfigError
 from ..io import read_json, utf8_error_where
 from ..redact import redact_record, redact_url
 from ..jobconfig import check_numbers, setting
+from ..tasks.paired import signed
 
 SECTIONS = ("pos", "wsd", "neighbors", "contrast", "similarity")
 
@@ -1012,7 +1013,7 @@ def _render_pos(r: dict, cmd: str) -> List[str]:
              + ", ".join(f"layer {j} {w:.3f}" for j, w in enumerate(r["mix_weights"])), ""]
     if "layer1_minus_layer2" in r:
         b = r["layer1_minus_layer2"]
-        lines += [f"Layer 1 minus layer 2: {100 * b['diff']:+.2f} points "
+        lines += [f"Layer 1 minus layer 2: {signed(100 * b['diff'])} points "
                   f"(95% interval {100 * b['low']:+.2f} to {100 * b['high']:+.2f}).", ""]
     lines += [f"Reproduce: `{cmd}`", "", "![POS probe](pos.png) ![mix weights](mix_weights_pos.png)", ""]
     return lines
@@ -1072,12 +1073,12 @@ def _render_wsd(r: dict, cmd: str) -> List[str]:
         # a results.json written before the difference was of F1 holds one of accuracy
         # (``--report-only`` of it printed that as F1 points)
         unit = "F1 points" if b.get("metric") == "f1" else "points of accuracy"
-        lines += [f"Layer 2 minus layer 1: {100 * b['diff']:+.2f} {unit} "
+        lines += [f"Layer 2 minus layer 1: {signed(100 * b['diff'])} {unit} "
                   f"(95% interval {100 * b['low']:+.2f} to {100 * b['high']:+.2f})"]
         s = r.get("layer2_minus_layer1_seen_senses")
         if s:
             lines[-1] += (f"; on the occurrences whose sense has a train example "
-                          f"{100 * s['diff']:+.2f} points ({100 * s['low']:+.2f} to "
+                          f"{signed(100 * s['diff'])} points ({100 * s['low']:+.2f} to "
                           f"{100 * s['high']:+.2f}). Only those can differ between layers")
         lines += [lines.pop() + ".", ""]
     p = r.get("pca_word")
