@@ -335,7 +335,7 @@ def mix_model_note(learned_on: Optional[dict], model: str) -> Optional[str]:
 
 # ----------------------------------------------------------------------------- run
 def run_analysis(model: str, out: Path, config: Optional[AnalysisConfig] = None,
-                 only: Optional[Sequence[str]] = None, log=print, device=None) -> dict:
+                 only: Optional[Sequence[str]] = None, log=print, device=None, progress: bool = False) -> dict:
     """Run the chosen sections (default: all), write results, pictures and the report.
 
     ``out`` may hold an earlier report. Its sections that this run leaves out are kept, and
@@ -349,7 +349,8 @@ def run_analysis(model: str, out: Path, config: Optional[AnalysisConfig] = None,
     module), and each section's function takes those.
 
     ``device``: where the biLM and its untrained control run (default: the CPU; see
-    :func:`elmo.from_pretrained`); the probes and the results are on the CPU either way."""
+    :func:`elmo.from_pretrained`); the probes and the results are on the CPU either way.
+    ``progress``: a bar on stderr while the neighbours' corpus index is built."""
     import os
 
     if not isinstance(model, (str, os.PathLike)):
@@ -397,7 +398,7 @@ def run_analysis(model: str, out: Path, config: Optional[AnalysisConfig] = None,
         read_interpretation(out)   # (an unreadable one failed the report after every section had run)
         earlier = check_results_kept(out / "results.json", sections, config)
         remove_stale_staging(out)
-        return _run_sections(model, out, config, sections, given_mix, log, learned_on, earlier, device)
+        return _run_sections(model, out, config, sections, given_mix, log, learned_on, earlier, device, progress)
 
 
 #: The prefix of the folder a run draws its pictures into (see :func:`_run_sections`).
@@ -493,7 +494,7 @@ def read_results(path: Path) -> dict:
 
 def _run_sections(model: str, out: Path, config: AnalysisConfig, sections: List[str],
                   given_mix: Optional[List[float]], log, learned_on: Optional[dict] = None,
-                  earlier: Optional[dict] = None, device=None) -> dict:
+                  earlier: Optional[dict] = None, device=None, progress: bool = False) -> dict:
     import torch
 
     import elmo
@@ -532,7 +533,9 @@ def _run_sections(model: str, out: Path, config: AnalysisConfig, sections: List[
             for name in sections:
                 t = time.time()
                 log(f"analyze: {name} ...")
-                results[name] = _SECTION_RUNNERS[name](embedder, config, stage)
+                # (the neighbours' corpus index: minutes without a word, unless a bar says how far)
+                bar = {"progress": progress} if name == "neighbors" else {}
+                results[name] = _SECTION_RUNNERS[name](embedder, config, stage, **bar)
                 results["seconds"][name] = round(time.time() - t, 1)
             if earlier is not None:
                 results = merge_kept(results, earlier)
@@ -753,14 +756,14 @@ def _top_senses(items: list, n: int) -> list:
     return [it for it in items if it.synset in keep]
 
 
-def _run_neighbors(embedder, config: AnalysisConfig, out: Path) -> dict:
+def _run_neighbors(embedder, config: AnalysisConfig, out: Path, progress: bool = False) -> dict:
     from . import datasets
     from .neighbors import cached_index, context, query_vectors, static_neighbors
 
     corpus = resolve_corpus(config.neighbors_corpus)
     from ..data.fetch import DATA_CACHE_HINT
     index = cached_index(embedder, corpus, index_home(), config.neighbors_sentences or None,
-                         config.batch_size, writable_hint=DATA_CACHE_HINT)
+                         config.batch_size, writable_hint=DATA_CACHE_HINT, progress=progress)
     words, layer0 = index.word_types()
     glove_error = None
     try:
