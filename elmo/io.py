@@ -14,6 +14,8 @@
   removed on release. :func:`writer_of` tells a reader who writes an output now.
 * :class:`OutputError` and :func:`os_error_reason`: one-line messages for a full disk, a
   read-only or missing folder, a directory where a file belongs.
+* :func:`os_errors_naming`: an OSError that names no file (a full disk met by a temporary
+  file) names the file or folder given.
 * :func:`read_json`: the value of a JSON file, each way it can fail one line naming the file.
 * :func:`json_objects`: the records of a JSON-lines file, a bad line named by its number.
 * :func:`text_lines`: a decoded text file's lines, ended by ``\\n`` or ``\\r\\n`` (a lone ``\\r``
@@ -157,7 +159,7 @@ def atomic_commit(tmp: Path, path: Path) -> None:
     os.chmod(tmp, 0o666 & ~umask)
     # (a file system that finds the disk full only when the data is flushed fails here; the
     # bare "[Errno 28] No space left on device" named no file)
-    with _naming(path):
+    with os_errors_naming(path):
         _fsync(tmp)
     _refuse_special(path)  # (it may have appeared while the file was written)
     path = write_target(path)
@@ -216,7 +218,7 @@ def atomic_text_file(path: str | Path) -> Iterator[TextIO]:
     path = Path(path)
     tmp = atomic_target(path)
     try:
-        with _naming(path):
+        with os_errors_naming(path):
             with open(tmp, "w", encoding="utf-8") as f:
                 yield f
             atomic_commit(tmp, path)
@@ -228,7 +230,7 @@ def copy_file(source: Path, path: Path) -> None:
     """Copy ``source`` onto ``path`` atomically (readers see the old or the whole new file)."""
     tmp = atomic_target(path)
     try:
-        with _naming(path):
+        with os_errors_naming(path):
             shutil.copyfile(source, tmp)
             atomic_commit(tmp, path)
     finally:
@@ -236,9 +238,16 @@ def copy_file(source: Path, path: Path) -> None:
 
 
 @contextmanager
-def _naming(path: Path) -> Iterator[None]:
-    """Give an OSError of a write to ``path``'s temporary the path itself: a full disk read
-    "[Errno 28] No space left on device", naming no file (the temporary is deleted anyway)."""
+def os_errors_naming(path: str | Path) -> Iterator[None]:
+    """Give a plain OSError of the block that names no file (``e.filename`` None) ``path``:
+    a write to a temporary file (whose name the user never saw, and which is deleted anyway)
+    that met a full disk read "[Errno 28] No space left on device", naming no file. Give the
+    file (or folder) the user would know: the output, or the folder that is full::
+
+        with os_errors_naming(output):
+            tmp.write(text)      # OSError: [Errno 28] No space left on device: 'OUTPUT'
+
+    An OSError subclass (FileNotFoundError, ...) or one that names its file passes as is."""
     try:
         yield
     except OSError as e:
@@ -271,9 +280,9 @@ def atomic_folder(folder: Path, staging: Optional[Path] = None) -> Iterator[Path
             yield tmp
         for path in tmp.iterdir():   # on the disk before the folder takes the name (atomic_commit)
             if path.is_file():
-                with _naming(named / path.name):   # (a failed flush named no file)
+                with os_errors_naming(named / path.name):   # (a failed flush named no file)
                     _fsync(path)
-        with _naming(named):
+        with os_errors_naming(named):
             _fsync(tmp, folder=True)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)   # (a full disk: free what it took; the old folder stays)

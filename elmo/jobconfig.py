@@ -39,8 +39,12 @@ if TYPE_CHECKING:  # the type checker's protocol of "a dataclass"; no run-time c
 
 C = TypeVar("C", bound="DataclassInstance")
 
-__all__ = ["ConfigError", "add_arguments", "add_config_arguments", "build", "file_key", "from_args", "load",
-           "print_config_and_exit", "save", "setting", "to_dict", "to_options"]
+__all__ = ["DEVICE_CHOICES", "ConfigError", "add_arguments", "add_config_arguments", "build", "file_key",
+           "from_args", "load", "print_config_and_exit", "save", "setting", "to_dict", "to_options"]
+
+#: What a ``--device`` takes (:func:`elmo.runtime.resolve_device`), as every command's help
+#: says it; here, not in the torch-importing runtime, so that ``elmo --help`` needs no torch
+DEVICE_CHOICES = "cpu, cuda, cuda:N or auto (CUDA when present)"
 
 
 def setting(default: Any = dataclasses.MISSING, *, help: str, flag: Optional[str] = None,
@@ -76,7 +80,8 @@ def check_numbers(where: str, block: str, **rules: Tuple[float, str]) -> None:
     """ConfigError for the first setting of ``block`` outside its range: each rule is
     ``name=(value, kind)`` with kind "count" (an integer of 1 or more), "count0" (0 or more),
     "rate" (a finite number of 0 or more), "probability" (0 or more, below 1) or "seconds" (0
-    or more, infinity included). NaN fails every kind: it compares false."""
+    or more, infinity included). NaN fails every kind: it compares false. ``where`` and
+    ``block`` ("" for none) begin the message: ``task pos: train: lr must be ...``."""
     tests = {"count": (lambda v: v >= 1, "an integer of 1 or more"),
              "count0": (lambda v: v >= 0, "an integer of 0 or more"),
              "rate": (lambda v: 0 <= v < math.inf, "a finite number of 0 or more"),
@@ -85,7 +90,7 @@ def check_numbers(where: str, block: str, **rules: Tuple[float, str]) -> None:
     for name, (value, kind) in rules.items():
         ok, wanted = tests[kind]
         if not ok(value):
-            raise ConfigError(f"{where}{block}: {name} must be {wanted}, got {value}")
+            raise ConfigError(f"{where}{_at(block)}{name} must be {wanted}, got {value}")
 
 
 # ------------------------------------------------------------------------------------ types

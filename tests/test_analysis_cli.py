@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 import errno
+import io
 import json
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -129,6 +131,20 @@ def test_neighbors_bad_numbers_broken_utf8_and_unknown_corpora_are_one_line(tmp_
     assert "corpus.txt: line 1: byte 0xff" in capsys.readouterr().err
     assert main(base + ["--corpus", "no-such-corpus:dev"]) == 1          # a DataError traceback
     assert capsys.readouterr().err.startswith("elmo neighbors: error: unknown corpus 'no-such-corpus'")
+
+
+@pytest.mark.parametrize("given, said", [
+    (["--pos-l2", "-1"], "--pos-l2 must be a finite number of 0 or more, got -1.0"),
+    (["--set", "batch_size=0"], "--batch-size must be an integer of 1 or more, got 0"),
+    (["--seed", "-1"], "--seed must be a whole number from 0 to 2**64 - 1, got -1"),
+    (["--wsd-test-fraction", "1"], "--wsd-test-fraction must be between 0 and 1 (both excluded), got 1.0"),
+])
+def test_analyze_settings_out_of_range_are_one_line_with_one_prefix(tmp_path, capsys, given, said):
+    # (it read "elmo analyze: error: analyze: --pos-l2 ...")
+    assert main(["analyze", "fixture", "--out", str(tmp_path / "out"), *given]) == 1
+    captured = capsys.readouterr()
+    assert captured.err == f"elmo analyze: error: {said}\n" and captured.out == ""
+    assert not (tmp_path / "out").exists()
 
 
 def test_analyze_contrast_section_writes_a_report(tmp_path, capsys):
@@ -794,3 +810,45 @@ def test_a_damaged_wordnet_file_is_refused_before_any_section_runs(tmp_path, mon
     err = capsys.readouterr().err
     assert f"{senses}:4: 2 tab-separated fields, a sense row has 5" in err and "Traceback" not in err
     assert ran == [] and not out.exists()
+
+
+class _Terminal(io.StringIO):
+    """A stderr that says it is a terminal."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def test_neighbors_draws_a_bar_while_it_builds_its_index_on_a_terminal_only(tmp_path, monkeypatch, capsys):
+    """(the index of a large corpus was minutes without a word); not into a log file or pipe,
+    nor with --quiet, as embed's and predict's bars"""
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("the bank raised its rates .\nwe sat on the river bank .\n")
+    argv = ["neighbors", "the bank .", "--word", "bank", "--model", "fixture", "--corpus", str(corpus),
+            "--no-glove", "-k", "2"]
+    assert main(argv + ["--index-dir", str(tmp_path / "a")]) == 0
+    assert capsys.readouterr().err == ""                                   # (capsys: no terminal)
+    for quiet, index in (([], "b"), (["--quiet"], "c"), (["--no-progress"], "d")):
+        terminal = _Terminal()
+        monkeypatch.setattr(sys, "stderr", terminal)
+        assert main(argv + ["--index-dir", str(tmp_path / index), *quiet]) == 0
+        assert ("index: 100%" in terminal.getvalue() and "13/13" in terminal.getvalue()) == (not quiet)
+
+
+def test_analyze_asks_for_the_index_bar_on_a_terminal_only(tmp_path, monkeypatch, capsys):
+    from elmo.analysis import report
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("the bank raised its rates .\n")
+    seen = []
+
+    def section(embedder, config, out, progress):
+        seen.append(progress)
+        raise ValueError("stopped here")    # (the rest of the run is not this test's)
+    monkeypatch.setitem(report._SECTION_RUNNERS, "neighbors", section)
+    argv = ["analyze", "fixture", "--only", "neighbors", "--neighbors-corpus", str(corpus), "--no-untrained-control"]
+    assert main(argv + ["--out", str(tmp_path / "a")]) == 1
+    monkeypatch.setattr(sys, "stderr", _Terminal())
+    assert main(argv + ["--out", str(tmp_path / "b")]) == 1
+    assert main(argv + ["--out", str(tmp_path / "c"), "--quiet"]) == 1
+    assert seen == [False, True, False]

@@ -101,6 +101,12 @@ def test_bootstrap_and_verdict():
     assert stats.verdict("x", "y", same).startswith("not shown")
 
 
+def test_a_verdicts_difference_that_rounds_to_zero_has_no_minus():
+    # (-0.0004 read "-0.0 points"); the interval's bounds keep their signs
+    boot = {"diff": -0.000_04, "low": -0.02, "high": 0.02, "n_groups": 50}
+    assert "(+0.0 points, 95% interval -2.0 to +2.0)" in stats.verdict("x", "y", boot)
+
+
 def test_verdict_on_too_few_test_groups_is_not_shown():
     # one test sentence resamples to itself: an interval of width 0 around any difference,
     # and one token of difference "held"

@@ -79,7 +79,7 @@ def test_analyzes_device_reaches_run_analysis(tmp_path, capsys, monkeypatch):
     from elmo.analysis import report
     seen = []
 
-    def run_analysis(model, out, config, only, device=None):
+    def run_analysis(model, out, config, only, device=None, progress=False):
         seen.append(device)
         return {"findings": {}}
     monkeypatch.setattr(report, "run_analysis", run_analysis)
@@ -247,3 +247,33 @@ def test_predicts_threads_0_is_torchs_choice(tmp_path, capsys, monkeypatch):
     assert main(argv + ["--threads", "0"]) == 1 and main(argv) == 1
     capsys.readouterr()
     assert seen == [0, 1]
+
+
+# ------------------------------------------------------------------------- --device
+
+def test_every_device_option_says_what_it_takes_and_its_default():
+    """(embed's said "torch device (default: cuda:LOCAL_RANK if available, else cpu)", where
+    every other command listed cpu, cuda, cuda:N or auto)"""
+    from elmo.cli import _parsers, build_parser
+    from elmo.jobconfig import DEVICE_CHOICES
+    found = [(parser.prog, action.help or "") for parser in _parsers(build_parser())
+             for action in parser._actions if "--device" in action.option_strings]
+    assert {"elmo embed", "elmo train", "elmo analyze", "elmo experiment"} <= {prog for prog, _ in found}
+    assert [prog for prog, text in found if not text.startswith(DEVICE_CHOICES) or "default" not in text] == []
+
+
+def test_embeds_device_auto_is_each_ranks_own_gpu_as_its_default(tmp_path, monkeypatch):
+    """auto went to resolve_device, whose auto is cuda:0: every rank of a torchrun job on the
+    first GPU, where the default (and the help) give each rank cuda:LOCAL_RANK. CUDA is
+    simulated: only the device handed on counts."""
+    from elmo import embed_file
+    from elmo.embedding import run
+    from elmo.runtime import resolve_device
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    seen = []
+    monkeypatch.setattr(run, "_embed_file_locked", lambda *a, device, **k: seen.append(device))
+    for device in (None, "auto"):
+        embed_file(_corpus(tmp_path), tmp_path / "out.hdf5", "fixture", layers="top", device=device)
+    assert [resolve_device(d, None) for d in seen] == [torch.device("cuda:1")] * 2

@@ -960,3 +960,27 @@ def test_utf8_lines_read_a_line_at_a_time_are_the_lines_of_the_whole_text(tmp_pa
                 list(lines)
         else:
             assert list(lines) == expected
+
+
+def test_os_errors_naming_names_the_path_where_the_error_names_no_file(tmp_path):
+    """The public name of the helper that predict imported by its private name (_naming)."""
+    from elmo.io import os_errors_naming
+    with pytest.raises(OSError) as caught:
+        with os_errors_naming(tmp_path / "out.txt"):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    assert caught.value.errno == errno.ENOSPC and caught.value.filename == str(tmp_path / "out.txt")
+    named = OSError(errno.EACCES, os.strerror(errno.EACCES), "/elsewhere")
+    for kept in (named, FileNotFoundError(errno.ENOENT, "gone")):   # (its own file, or a subclass)
+        with pytest.raises(OSError) as caught:
+            with os_errors_naming(tmp_path / "out.txt"):
+                raise kept
+        assert caught.value is kept
+
+
+def test_no_command_imports_a_private_name_of_elmo_io():
+    from pathlib import Path
+    commands = Path(__file__).resolve().parent.parent / "elmo" / "commands"
+    private = [f"{path.name}: {line.strip()}" for path in sorted(commands.glob("*.py"))
+               for line in path.read_text(encoding="utf-8").splitlines()
+               if re.search(r"from \.\.io import .*\b_\w", line)]
+    assert private == []

@@ -48,6 +48,18 @@ def test_tables_keep_each_tasks_metric_and_show_the_changes():
     assert len(rows) == 6 and {row.split(" | ")[0][2:] for row in rows} == {"pos", "ner"}  # no average
 
 
+def test_a_gain_that_rounds_to_zero_is_shown_without_a_minus():
+    """(a gain of -0.001 read "-0.00 ± 0.00", a loss that the table does not hold; gains are
+    signed, so zero is "+0.00" as an unchanged score's change is)"""
+    tiny_loss = _results({("pos", "baseline"): [90.0, 92.0], ("pos", "elmo"): [89.999, 91.999],
+                          ("ner", "baseline"): [40.0, 44.0], ("ner", "elmo"): [41.0, 45.0]}, "c" * 64)
+    text = comparison_markdown(OLD, tiny_loss)
+    assert "| pos | token accuracy % | elmo | +3.00 ± 0.00 (2) | +0.00 ± 0.00 (2) | -3.00 |" in text
+    assert "| pos | token accuracy % | elmo | 94.00 ± 1.41 (2) | 91.00 ± 1.41 (2) | -3.00 |" in text
+    assert "-0.00" not in text
+    assert "-0.00" not in comparison_markdown(tiny_loss, tiny_loss)   # (a change of 0 too)
+
+
 def test_a_task_in_two_metrics_is_refused():
     other = json.loads(json.dumps(NEW))
     for r in other["runs"]:

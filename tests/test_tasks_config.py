@@ -393,6 +393,34 @@ def test_variants_naming_one_bilm_by_two_names_are_refused(tmp_path, monkeypatch
             {"name": "b"}, {"name": "e", "elmo": {}}, {"name": "e2", "elmo": {"bilm": second}}]}))
 
 
+def test_the_command_checks_its_variants_once_and_names_its_config(tmp_path, capsys, monkeypatch):
+    """(the command checked them, and plan() or run_experiment() again: each biLM named was
+    resolved twice); a repeat found by the run's check names the config as the command's did"""
+    from elmo.tasks import experiment_config, runner
+    calls = []
+    check = experiment_config.check_variants_differ
+
+    def counted(cfg):
+        calls.append(cfg)
+        check(cfg)
+    monkeypatch.setattr(experiment_config, "check_variants_differ", counted)
+    monkeypatch.setattr(runner, "check_variants_differ", counted)
+    folders = write_tiny_tasks(tmp_path)
+    cfg = tiny_config(folders, tasks=[{"task": "pos", "data_dir": str(folders["pos"])}],
+                      variants=[{"name": "b"}, {"name": "e", "elmo": {}}])
+    path = _write(tmp_path / "cfg.json", cfg)
+    for flag in ("--plan", "--print-config"):
+        calls.clear()
+        assert main(["experiment", str(path), flag]) == 0 and len(calls) == 1, flag
+    capsys.readouterr()
+    _write(path, {**cfg, "variants": [{"name": "b"}, {"name": "b2"}]})
+    calls.clear()
+    assert main(["experiment", str(path), "--out", str(tmp_path / "out"), "--quiet"]) == 1
+    assert capsys.readouterr().err.startswith(f"elmo experiment: error: {path}: variants[1] (b2): without "
+                                              f"'elmo' it is a second baseline")
+    assert len(calls) == 1 and not (tmp_path / "out").exists()
+
+
 def test_plan_from_python_refuses_a_repeated_variant(tmp_path):
     """runner.plan() listed a config whose variants repeat one another; only the command
     refused it."""

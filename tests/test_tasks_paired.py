@@ -120,3 +120,11 @@ def test_script_takes_the_metric_by_name(tmp_path):
                          capture_output=True, text=True)
     assert bad.returncode == 1 and bad.stderr.startswith("error: the runs of 'a' on task 'r' record no metric")
     assert "Traceback" not in bad.stderr
+
+
+def test_a_difference_that_rounds_to_zero_is_shown_without_a_minus():
+    # (-0.001 read "-0.00": a loss the numbers do not show); its interval's bounds keep theirs
+    one = {"mean": -0.001, "std": None, "seeds": 1, "low": None, "high": None, "t": None}
+    assert difference_text(one) == "+0.00 (1 seed, no interval)"
+    three = {"mean": -0.001, "std": 0.02, "seeds": 3, "low": -0.05, "high": 0.048, "t": -0.09}
+    assert difference_text(three).startswith("+0.00 ± 0.02 (3 seeds), 95% interval -0.05 to +0.05")

@@ -55,9 +55,11 @@ class CorpusIndex:
     _by_word: Optional[Dict[str, List[int]]] = field(default=None, init=False, repr=False)
 
     @classmethod
-    def build(cls, model, sentences: Sequence[Sequence[str]], batch_size: int = 32) -> "CorpusIndex":
+    def build(cls, model, sentences: Sequence[Sequence[str]], batch_size: int = 32,
+              progress: bool = False) -> "CorpusIndex":
         """The index of the non-empty ``sentences``, embedded :data:`BUILD_CHUNK_TOKENS` tokens
         at a time, each chunk's unit rows written as float16 into the index's array.
+        ``progress``: a tqdm bar on stderr over the tokens (minutes on a large corpus).
 
         All float32 layers at once, then their concatenation and its unit rows, took about six
         times the index's own memory at the peak (for a few million tokens of the default
@@ -67,13 +69,16 @@ class CorpusIndex:
         positions = token_positions([len(r) for r in rows])
         vectors = np.empty((embedder.num_layers, len(positions), embedder.dim), dtype=np.float16)
         done = first = 0
-        while first < len(rows):
-            stop, tokens = first, 0
-            while stop < len(rows) and (stop == first or tokens + len(rows[stop]) <= BUILD_CHUNK_TOKENS):
-                tokens, stop = tokens + len(rows[stop]), stop + 1
-            arrays = embed_layers(embedder, rows[first:stop], batch_size)
-            vectors[:, done:done + tokens] = unit_rows(np.concatenate(arrays, axis=1))
-            done, first = done + tokens, stop
+        from tqdm import tqdm
+        with tqdm(total=len(positions), unit="tok", desc="index", disable=not progress) as bar:
+            while first < len(rows):
+                stop, tokens = first, 0
+                while stop < len(rows) and (stop == first or tokens + len(rows[stop]) <= BUILD_CHUNK_TOKENS):
+                    tokens, stop = tokens + len(rows[stop]), stop + 1
+                arrays = embed_layers(embedder, rows[first:stop], batch_size)
+                vectors[:, done:done + tokens] = unit_rows(np.concatenate(arrays, axis=1))
+                done, first = done + tokens, stop
+                bar.update(tokens)
         return cls(rows, positions, vectors)
 
     @property
@@ -298,12 +303,13 @@ def read_corpus(path: Path, max_sentences: Optional[int] = None) -> List[List[st
 def cached_index(model, corpus: Path, cache_dir: Path, max_sentences: Optional[int] = None,
                  batch_size: int = 32, log=print,
                  writable_hint: str = "give a writable folder for the index (--index-dir)",
-                 full_disk_hint: Optional[str] = None) -> CorpusIndex:
+                 full_disk_hint: Optional[str] = None, progress: bool = False) -> CorpusIndex:
     """The index of ``corpus`` for ``model``: loaded from ``cache_dir`` when it was built
     before with the same weights, corpus text, cap and windows (the embedder's ``max_tokens``
     and ``overlap``); else built and saved. ``writable_hint``:
     what the error of a ``cache_dir`` that cannot be written suggests; ``full_disk_hint``:
-    what it suggests where the disk (or quota) is full, when that differs."""
+    what it suggests where the disk (or quota) is full, when that differs. ``progress``: a
+    bar while the index is built (:meth:`CorpusIndex.build`)."""
     embedder = as_embedder(model, batch_size)
     corpus = Path(corpus)
     if max_sentences is not None and max_sentences < 0:   # before the key: an index is not looked up
@@ -335,7 +341,7 @@ def cached_index(model, corpus: Path, cache_dir: Path, max_sentences: Optional[i
         if index is not None:
             return index
         log(f"building the index of {len(sentences):,} sentences of {corpus} (once) ...")
-        index = CorpusIndex.build(embedder, sentences, batch_size)
+        index = CorpusIndex.build(embedder, sentences, batch_size, progress=progress)
         # Its files reach the disk before the folder takes its name (they were renamed unsynced:
         # after a power cut the folder could name empty files, and every later query failed on
         # them); a failed write (a full disk) leaves no partial folder.

@@ -25,6 +25,7 @@ from ..config import ConfigError
 from ..io import read_json, utf8_error_where
 from ..redact import redact_record, redact_url
 from ..jobconfig import check_numbers, setting
+from ..tasks.paired import signed
 
 SECTIONS = ("pos", "wsd", "neighbors", "contrast", "similarity")
 
@@ -84,8 +85,9 @@ class AnalysisConfig:
     batch_size: int = setting(32, help="sentences per biLM call")
 
     def __post_init__(self) -> None:
-        # a sample size below 0 or a NaN weight would give numbers that look like results
-        check_numbers("", "analyze", **{
+        # a sample size below 0 or a NaN weight would give numbers that look like results.
+        # No "analyze:" before the option: the CLI's "elmo analyze: error:" says it already
+        check_numbers("", "", **{
             "--pos-train-sentences": (self.pos_train_sentences, "count0"),
             "--pos-test-sentences": (self.pos_test_sentences, "count0"),
             "--wsd-max-lemmas": (self.wsd_max_lemmas, "count0"),
@@ -96,9 +98,9 @@ class AnalysisConfig:
         # numpy's generators take no negative seed (the bootstrap failed after every vector was
         # computed), torch no larger one, and random.Random(-1) draws as Random(1) does
         if not 0 <= self.seed < 2**64:
-            raise ConfigError(f"analyze: --seed must be a whole number from 0 to 2**64 - 1, got {self.seed}")
+            raise ConfigError(f"--seed must be a whole number from 0 to 2**64 - 1, got {self.seed}")
         if not 0.0 < self.wsd_test_fraction < 1.0:  # both sides of the WSD split need examples
-            raise ConfigError(f"analyze: --wsd-test-fraction must be between 0 and 1 (both excluded), "
+            raise ConfigError(f"--wsd-test-fraction must be between 0 and 1 (both excluded), "
                               f"got {self.wsd_test_fraction}")
 
     def options(self, explicit: bool = False) -> List[str]:
@@ -333,7 +335,7 @@ def mix_model_note(learned_on: Optional[dict], model: str) -> Optional[str]:
 
 # ----------------------------------------------------------------------------- run
 def run_analysis(model: str, out: Path, config: Optional[AnalysisConfig] = None,
-                 only: Optional[Sequence[str]] = None, log=print, device=None) -> dict:
+                 only: Optional[Sequence[str]] = None, log=print, device=None, progress: bool = False) -> dict:
     """Run the chosen sections (default: all), write results, pictures and the report.
 
     ``out`` may hold an earlier report. Its sections that this run leaves out are kept, and
@@ -347,7 +349,8 @@ def run_analysis(model: str, out: Path, config: Optional[AnalysisConfig] = None,
     module), and each section's function takes those.
 
     ``device``: where the biLM and its untrained control run (default: the CPU; see
-    :func:`elmo.from_pretrained`); the probes and the results are on the CPU either way."""
+    :func:`elmo.from_pretrained`); the probes and the results are on the CPU either way.
+    ``progress``: a bar on stderr while the neighbours' corpus index is built."""
     import os
 
     if not isinstance(model, (str, os.PathLike)):
@@ -395,7 +398,7 @@ def run_analysis(model: str, out: Path, config: Optional[AnalysisConfig] = None,
         read_interpretation(out)   # (an unreadable one failed the report after every section had run)
         earlier = check_results_kept(out / "results.json", sections, config)
         remove_stale_staging(out)
-        return _run_sections(model, out, config, sections, given_mix, log, learned_on, earlier, device)
+        return _run_sections(model, out, config, sections, given_mix, log, learned_on, earlier, device, progress)
 
 
 #: The prefix of the folder a run draws its pictures into (see :func:`_run_sections`).
@@ -491,7 +494,7 @@ def read_results(path: Path) -> dict:
 
 def _run_sections(model: str, out: Path, config: AnalysisConfig, sections: List[str],
                   given_mix: Optional[List[float]], log, learned_on: Optional[dict] = None,
-                  earlier: Optional[dict] = None, device=None) -> dict:
+                  earlier: Optional[dict] = None, device=None, progress: bool = False) -> dict:
     import torch
 
     import elmo
@@ -530,7 +533,9 @@ def _run_sections(model: str, out: Path, config: AnalysisConfig, sections: List[
             for name in sections:
                 t = time.time()
                 log(f"analyze: {name} ...")
-                results[name] = _SECTION_RUNNERS[name](embedder, config, stage)
+                # (the neighbours' corpus index: minutes without a word, unless a bar says how far)
+                bar = {"progress": progress} if name == "neighbors" else {}
+                results[name] = _SECTION_RUNNERS[name](embedder, config, stage, **bar)
                 results["seconds"][name] = round(time.time() - t, 1)
             if earlier is not None:
                 results = merge_kept(results, earlier)
@@ -751,14 +756,14 @@ def _top_senses(items: list, n: int) -> list:
     return [it for it in items if it.synset in keep]
 
 
-def _run_neighbors(embedder, config: AnalysisConfig, out: Path) -> dict:
+def _run_neighbors(embedder, config: AnalysisConfig, out: Path, progress: bool = False) -> dict:
     from . import datasets
     from .neighbors import cached_index, context, query_vectors, static_neighbors
 
     corpus = resolve_corpus(config.neighbors_corpus)
     from ..data.fetch import DATA_CACHE_HINT
     index = cached_index(embedder, corpus, index_home(), config.neighbors_sentences or None,
-                         config.batch_size, writable_hint=DATA_CACHE_HINT)
+                         config.batch_size, writable_hint=DATA_CACHE_HINT, progress=progress)
     words, layer0 = index.word_types()
     glove_error = None
     try:
@@ -1011,7 +1016,7 @@ def _render_pos(r: dict, cmd: str) -> List[str]:
              + ", ".join(f"layer {j} {w:.3f}" for j, w in enumerate(r["mix_weights"])), ""]
     if "layer1_minus_layer2" in r:
         b = r["layer1_minus_layer2"]
-        lines += [f"Layer 1 minus layer 2: {100 * b['diff']:+.2f} points "
+        lines += [f"Layer 1 minus layer 2: {signed(100 * b['diff'])} points "
                   f"(95% interval {100 * b['low']:+.2f} to {100 * b['high']:+.2f}).", ""]
     lines += [f"Reproduce: `{cmd}`", "", "![POS probe](pos.png) ![mix weights](mix_weights_pos.png)", ""]
     return lines
@@ -1071,12 +1076,12 @@ def _render_wsd(r: dict, cmd: str) -> List[str]:
         # a results.json written before the difference was of F1 holds one of accuracy
         # (``--report-only`` of it printed that as F1 points)
         unit = "F1 points" if b.get("metric") == "f1" else "points of accuracy"
-        lines += [f"Layer 2 minus layer 1: {100 * b['diff']:+.2f} {unit} "
+        lines += [f"Layer 2 minus layer 1: {signed(100 * b['diff'])} {unit} "
                   f"(95% interval {100 * b['low']:+.2f} to {100 * b['high']:+.2f})"]
         s = r.get("layer2_minus_layer1_seen_senses")
         if s:
             lines[-1] += (f"; on the occurrences whose sense has a train example "
-                          f"{100 * s['diff']:+.2f} points ({100 * s['low']:+.2f} to "
+                          f"{signed(100 * s['diff'])} points ({100 * s['low']:+.2f} to "
                           f"{100 * s['high']:+.2f}). Only those can differ between layers")
         lines += [lines.pop() + ".", ""]
     p = r.get("pca_word")

@@ -9,6 +9,8 @@ from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
+from ..tasks.paired import signed
+
 #: Per-item numbers (0/1 or scores), as a list or a NumPy array (each is read with np.asarray).
 Values = Union[Sequence[float], np.ndarray]
 #: Per-item group ids, as a list or a NumPy array.
@@ -107,7 +109,7 @@ def verdict(better: str, worse: str, boot: Dict[str, float]) -> str:
     """A plain sentence: does ``better`` beat ``worse`` (the difference's interval above 0)?
     Below :data:`MIN_GROUPS` groups (test sentences, lemmas) it says the sample is too small."""
     d = 100 * boot["diff"]
-    span = f"{d:+.1f} points, 95% interval {100 * boot['low']:+.1f} to {100 * boot['high']:+.1f}"
+    span = f"{signed(d, 1)} points, 95% interval {100 * boot['low']:+.1f} to {100 * boot['high']:+.1f}"
     groups = boot.get("n_groups")
     if groups is not None and groups < MIN_GROUPS:
         return (f"not shown: {int(groups)} test group(s) (sentences or lemmas) are too few for the "

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import sys
 
+from ..jobconfig import DEVICE_CHOICES
+
 
 def progress_bar_wanted(asked: bool) -> bool:
     """Whether a command shows its progress bar: asked for (no --quiet / --no-progress) and
@@ -23,8 +25,9 @@ def refuse_dash(value, name: str, why: str, kind: str = "file") -> None:
         raise ValueError(f"{name} '-': {why} (./- names a {kind} called '-')")
 
 
-#: What ``--device`` takes, as every command that has it says (embed's comes from EmbedConfig).
-DEVICE_HELP = "cpu, cuda, cuda:N or auto (CUDA when present) (default auto)"
+#: What ``--device`` takes, as every command that has it says (embed's help comes from
+#: EmbedConfig and experiment's adds its own default: all from the one DEVICE_CHOICES)
+DEVICE_HELP = f"{DEVICE_CHOICES} (default auto)"
 
 
 #: ``default`` of :func:`threads_help` where the command leaves the count to torch

@@ -4,7 +4,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from . import DEVICE_HELP, TORCH_CHOICE, cli_device, set_cli_threads, threads_help
+from . import DEVICE_HELP, TORCH_CHOICE, cli_device, progress_bar_wanted, set_cli_threads, threads_help
+
+#: (the corpus index of the neighbours was minutes of silence on a large corpus)
+QUIET_HELP = "no progress bars (the corpus index of the neighbours, downloads)"
 
 
 def register(subparsers) -> None:
@@ -34,6 +37,7 @@ def register(subparsers) -> None:
     p.add_argument("--threads", type=int, default=None,
                    help=threads_help(TORCH_CHOICE, "; on a busy shared machine 1 can be much faster"))
     p.add_argument("--device", default="auto", help=DEVICE_HELP + "; the probes run on the CPU")
+    p.add_argument("--quiet", "--no-progress", action="store_true", help=QUIET_HELP)
     add_config_arguments(p, example="pos_l2=0.001")
     p.set_defaults(func=analyze)
 
@@ -67,6 +71,7 @@ def register(subparsers) -> None:
     p.add_argument("--batch-size", type=int, default=NEIGHBORS_BATCH_SIZE,
                    help=f"sentences per biLM call (default {NEIGHBORS_BATCH_SIZE})")
     p.add_argument("--device", default="auto", help=DEVICE_HELP)
+    p.add_argument("--quiet", "--no-progress", action="store_true", help=QUIET_HELP)
     p.set_defaults(func=neighbors)
 
 
@@ -131,7 +136,8 @@ def analyze(args: argparse.Namespace) -> int:
                              f"or run the analysis again without --report-only")
         print(f"analyze: wrote {rewrite_report(out, args.model)}")
         return 0
-    results = run_analysis(args.model, out, config, args.only, device=device)
+    results = run_analysis(args.model, out, config, args.only, device=device,
+                           progress=progress_bar_wanted(not args.quiet))
     for text in results["findings"].values():
         print(text)
     return 0
@@ -174,7 +180,8 @@ def neighbors(args: argparse.Namespace) -> int:
     index = cached_index(embedder, corpus, Path(args.index_dir) if args.index_dir else index_home(),
                          args.max_sentences or None, args.batch_size, writable_hint=hint,
                          # (a full disk is not fixed by a writable folder: by room, here or elsewhere)
-                         full_disk_hint="free space or give --index-dir on another disk")
+                         full_disk_hint="free space or give --index-dir on another disk",
+                         progress=progress_bar_wanted(not args.quiet))
     own = index.copies(tokens, position)   # the query itself, where the corpus holds its sentence
     layers = list(dict.fromkeys(args.layer or range(1, index.num_layers)))   # (--layer 2 --layer 2 ran it twice)
     occurrences = len(index.occurrences(args.word)) - len(own)

@@ -292,17 +292,17 @@ def _output_file(output: Optional[str]) -> Iterator[TextIO]:
     labelled; for stdout, an unnamed temporary file copied to stdout then. stdout gets the
     whole output after the run or, when it fails, nothing, as when predict held the output in
     memory; the copy takes room in the temporary folder (TMPDIR) instead."""
-    from ..io import _naming, atomic_text_file
+    from ..io import atomic_text_file, os_errors_naming
     if output is not None:
         with atomic_text_file(output) as f:
             yield f
         return
     # (a full disk named no file: the folder that is full, TMPDIR, is named; not stdout's errors)
     spool_dir = Path(tempfile.gettempdir())
-    with _naming(spool_dir):
+    with os_errors_naming(spool_dir):
         spool = tempfile.TemporaryFile("w+", encoding="utf-8")
     try:
-        with _naming(spool_dir):
+        with os_errors_naming(spool_dir):
             yield spool
             spool.flush()     # (a full disk fails here, if not before)
             spool.seek(0)

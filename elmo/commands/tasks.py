@@ -8,7 +8,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from . import threads_help
+from . import DEVICE_CHOICES, threads_help
 
 
 def register(subparsers) -> None:
@@ -26,8 +26,7 @@ def register(subparsers) -> None:
     p.add_argument("--threads", type=int, default=None,
                    help=threads_help("the config's 'threads', else torch's choice"))
     p.add_argument("--device", default=None,
-                   help="cpu, cuda, cuda:N or auto (CUDA when present) for the task models "
-                        "(default: the config's 'device', else cpu)")
+                   help=f"{DEVICE_CHOICES} for the task models (default: the config's 'device', else cpu)")
     p.add_argument("--resume", action="store_true",
                    help="keep the runs already in results.json whose settings (and, with ELMo, "
                         "biLM files' SHA-256) match, and do the rest")
@@ -75,9 +74,8 @@ def register(subparsers) -> None:
 def experiment(args: argparse.Namespace) -> int:
     from ..config import ConfigError
     from ..jobconfig import apply_assignments
-    from ..tasks.report import markdown
-    from ..tasks.experiment_config import MAX_SEEDS, check_variants_differ
-    from ..tasks.runner import normalise_config, plan, read_config, run_experiment
+    from ..tasks.experiment_config import MAX_SEEDS, RepeatedVariantError, check_variants_differ
+    from ..tasks.runner import normalise_config, read_config
 
     from ..checks import require_count
 
@@ -100,11 +98,13 @@ def experiment(args: argparse.Namespace) -> int:
         settings["device"] = args.device
     if args.glove is not None:
         settings["embeddings"] = {"glove": args.glove}
+    source = f"{args.config}{' with --set' if args.config_set else ''}"
     try:
         cfg = normalise_config(apply_assignments(settings, args.config_set))
-        check_variants_differ(cfg)      # (also for --plan and --print-config)
+        if args.print_config:   # (plan and run_experiment check it themselves: once, not twice)
+            check_variants_differ(cfg)
     except ConfigError as e:
-        raise ConfigError(f"{args.config}{' with --set' if args.config_set else ''}: {e}") from None
+        raise ConfigError(f"{source}: {e}") from None
     if args.print_config:
         from ..redact import redact_record
         # (a biLM URL with a login, which the run refuses, is printed without its password)
@@ -116,6 +116,17 @@ def experiment(args: argparse.Namespace) -> int:
         if not only:  # '' ran every variant; ',' ran none, and with --overwrite emptied results.json
             raise ValueError(f"--variants {args.variants!r} names no variant; the config has "
                              f"{', '.join(v.name for v in cfg.variants)}")
+    try:
+        return _plan_or_run(args, cfg, only)
+    except RepeatedVariantError as e:   # (their check's, of the config: named as the others are)
+        raise ConfigError(f"{source}: {e}") from None
+
+
+def _plan_or_run(args: argparse.Namespace, cfg, only) -> int:
+    """``elmo experiment``'s plan (``--plan``) or its run of ``cfg``, whose results it prints."""
+    from ..tasks.report import markdown
+    from ..tasks.runner import plan, run_experiment
+
     if args.plan:
         print("\n".join(plan(cfg, only)))
         return 0

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional, Union
 
-from ..jobconfig import setting
+from ..jobconfig import DEVICE_CHOICES, setting
 from .embedder import DEFAULT_BATCH_SIZE
 from .reader import DEFAULT_SEGMENT_LINES
 from .windows import DEFAULT_MAX_TOKENS, DEFAULT_OVERLAP
@@ -69,7 +69,9 @@ class EmbedConfig:
     segment_lines: int = setting(DEFAULT_SEGMENT_LINES,
                                  help="lines per segment: the unit that is length-sorted, saved for resuming "
                                       "and given to a rank")
-    device: Optional[str] = setting(None, help="torch device (default: cuda:LOCAL_RANK if available, else cpu)")
+    # (the command line's default is auto: it names a model, which a default None loads as auto)
+    device: Optional[str] = setting(None, help=f"{DEVICE_CHOICES} (default auto; under torchrun "
+                                               f"each rank's own GPU, cuda:LOCAL_RANK)")
     overwrite: bool = setting(False, show_default=False,
                               help="start again, ignoring an existing OUTPUT and OUTPUT.parts/ (the same "
                                    "--overwrite command run again after a stop resumes it)")

@@ -177,8 +177,8 @@ def embed_file(input_path: Union[str, Path], output_path: Union[str, Path],
             * segment_lines: lines per segment (the unit of sorting, resuming and sharding).
             * overwrite: ignore and replace earlier output and parts instead of resuming them;
               the same call again after an --overwrite run was stopped resumes that run.
-            * device: a torch device. Default: a BiLM passed in runs where it is; a model
-              loaded by name on ``cuda:LOCAL_RANK`` when CUDA is present, else the CPU. A
+            * device: a torch device, or ``auto``: ``cuda:LOCAL_RANK`` when CUDA is present,
+              else the CPU. Default: a BiLM passed in runs where it is; a model by name as auto. A
               BiLM passed in and run on another device is moved back when the call returns.
             * progress: show a tqdm bar (sentences/s and tokens/s).
             * wait_timeout: rank 0, once done with its own segments, gives up with an error
@@ -227,8 +227,8 @@ def embed_file(input_path: Union[str, Path], output_path: Union[str, Path],
     cfg = replace(cfg, tokenize=False if cfg.tokenize is None else True if cfg.tokenize == "en" else cfg.tokenize)
     device = cfg.device
     model = model if model is not None else cfg.model
-    # (not a caller's BiLM: moved to the GPU in place, it stayed there after the call)
-    if device is None and not isinstance(model, BiLM) and torch.cuda.is_available():
+    # (not a caller's BiLM by default: it stayed on the GPU after the call); auto: this rank's GPU
+    if (device == "auto" or device is None and not isinstance(model, BiLM)) and torch.cuda.is_available():
         device = f"cuda:{local_rank % torch.cuda.device_count()}"
     # The output must be writable before anything is computed; rank 0 (which merges and cleans
     # up) holds OUTPUT.lock for the whole run, so a second run on the same output stops here.

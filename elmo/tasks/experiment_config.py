@@ -37,7 +37,13 @@ if TYPE_CHECKING:  # the type checker's protocol of "a dataclass"; no run-time c
 C = TypeVar("C", bound="DataclassInstance")
 
 __all__ = ["ConfigError", "ElmoSettings", "ExperimentConfig", "FitConfig", "ModelSettings",
-           "Variant", "check_variants_differ", "from_block", "to_block"]
+           "RepeatedVariantError", "Variant", "check_variants_differ", "from_block", "to_block"]
+
+
+class RepeatedVariantError(ConfigError):
+    """A variant that is the same model as an earlier one (:func:`check_variants_differ`);
+    its own type, so that ``elmo experiment`` can name its config file in the message of the
+    check that ``plan`` and ``run_experiment`` make (and make it only once)."""
 
 
 def from_block(cls: Type[C], values: Any, block: str, where: str = "") -> C:
@@ -369,7 +375,7 @@ def check_variants_differ(cfg: "ExperimentConfig") -> None:
         if first is not None:
             what = ("without 'elmo' it is a second baseline, the same model as" if v.elmo is None
                     else "its elmo settings (and biLM) are those of")
-            raise ConfigError(f"variants[{i}] ({v.name}): {what} {first!r}, so each of its runs would "
+            raise RepeatedVariantError(f"variants[{i}] ({v.name}): {what} {first!r}, so each of its runs would "
                               f"repeat the run of {first!r} with the same seed; "
                               f"{'give it an elmo block' if v.elmo is None else 'change a setting'} "
                               f"or remove it")

@@ -122,13 +122,21 @@ def paired_difference(results: dict, task: str, variant_a: str, variant_b: str,
     return out
 
 
+def signed(x: float, digits: int = 2) -> str:
+    """``x`` with its sign to ``digits`` places, ``+1.17``; a value that rounds to zero is
+    ``+0.00`` (a gain of -0.001 was shown as ``-0.00``, a loss that the table did not hold).
+    Interval bounds keep their own format: a bound's sign says which side of 0 it is on."""
+    text = f"{x:+.{digits}f}"
+    return "+" + text[1:] if float(text) == 0 else text
+
+
 def difference_text(diff: Dict[str, Optional[float]], level: float = 0.95) -> str:
     """One line: ``+0.21 ± 0.05 (3 seeds), 95% interval +0.09 to +0.33, paired t 7.1``."""
     mean = diff["mean"]
     if mean is None or math.isnan(mean):
         return (f"undefined: a test score of the {diff['seeds']} paired seed(s) is undefined (NaN, a "
                 f"graded run's correlation: see its run's 'undefined')")
-    text = f"{mean:+.2f}"
+    text = signed(mean)
     if diff["std"] is None:
         return f"{text} (1 seed, no interval)"
     # the level as given: '.0%' rounded 0.975 to "98%", naming another interval than computed

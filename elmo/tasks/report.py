@@ -18,6 +18,7 @@ from ..io import atomic_commit, atomic_target, atomic_write_text, writing
 from ..redact import redact_url
 from ..training.adaptation import trained_text
 from .paired import sample_std
+from .paired import signed as signed_text
 
 METRIC_NAMES = {"token_accuracy": "token accuracy %", "span_f1": "span F1 %",
                 "accuracy": "accuracy %", "pearson": "Pearson r ×100",
@@ -33,7 +34,7 @@ def pm(mean, std, digits: int = 2, signed: bool = False) -> str:
     m, s = _num(mean), _num(std)
     if m is None:
         return "n/a"
-    text = f"{m:+.{digits}f}" if signed else f"{m:.{digits}f}"
+    text = signed_text(m, digits) if signed else f"{m:.{digits}f}"
     return text if s is None else f"{text} ± {s:.{digits}f}"
 
 

@@ -106,17 +106,17 @@ def _write_pair(vocab: Vocabulary, output: Path, counts_path: Path) -> None:
     build's counts. Only a kill between the two renames can now leave the new counts beside
     the old vocabulary; ``elmo train`` compares their words and says so
     (:func:`elmo.training.training_vocab.load_training_vocabulary`)."""
-    from ..io import _naming, atomic_commit, atomic_target
+    from ..io import atomic_commit, atomic_target, os_errors_naming
 
     staged = []
     try:
         for path, with_counts in ((output, False), (counts_path, True)):
             tmp = atomic_target(path)
             staged.append((tmp, path))
-            with _naming(path):   # (an error names the file, not its temporary)
+            with os_errors_naming(path):   # (an error names the file, not its temporary)
                 tmp.write_text(vocab.text(with_counts), encoding="utf-8")
         for tmp, path in reversed(staged):
-            with _naming(path):
+            with os_errors_naming(path):
                 atomic_commit(tmp, path)
     finally:
         for tmp, _ in staged:
