@@ -25,13 +25,20 @@ hyphen) are dropped from the word, as :func:`elmo.tokenize.tokenize` drops them.
 The vectors live in ``doc.tensor``, which spaCy's ``tok2vec`` also sets: add ``elmo`` after it
 (a Doc whose tensor a later component replaced, or whose tokens one merged or split, as
 ``merge_entities`` does, makes the vector hooks raise a ValueError: run ``elmo`` after it).
+
+A saved pipeline (``nlp.to_disk``, ``nlp.to_bytes``) keeps each component's ``model`` as its
+config names it, and a digest of the weights it loaded (``elmo_model.json``); loading it where
+that name gives other weights (a relative path read from another working folder, a model
+changed since) is a ValueError, not other vectors or tags.
 """
 from __future__ import annotations
 
 import hashlib
+import json
 import warnings
 import weakref
-from typing import Iterable, Iterator, List, Optional, Tuple, Union
+from pathlib import Path
+from typing import Any, Iterable, Iterator, List, Optional, Tuple, Union
 
 import numpy as np
 from spacy.language import Language
@@ -45,6 +52,9 @@ from .tokenize import INVISIBLE
 TOKENS_READ = "elmo_tokens_read"
 if not Doc.has_extension(TOKENS_READ):
     Doc.set_extension(TOKENS_READ, default=None)
+
+#: The file of a saved pipeline's ``elmo`` or ``elmo_task`` component folder: its model and weights digest.
+SAVED_RECORD = "elmo_model.json"
 
 #: The invisible joiners and marks (:data:`elmo.tokenize.INVISIBLE`) deleted from a token.
 _DROP_INVISIBLE = str.maketrans(dict.fromkeys(INVISIBLE))
@@ -177,6 +187,7 @@ class _BatchedComponent:
     each subclass sets its annotations on a list of Docs at once in ``_set``."""
 
     batch_size: int
+    name: str
 
     def _set(self, docs: List[Doc]) -> None:
         raise NotImplementedError
@@ -189,6 +200,60 @@ class _BatchedComponent:
         for batch in minibatch(docs, size=batch_size or self.batch_size):
             self._set(list(batch))
             yield from batch
+
+    # spaCy keeps a component's config (its model's name or path) with a saved pipeline, not
+    # its model: a relative path read from another working folder, or a model changed since,
+    # loaded other weights, whose vectors or labels replaced the saved pipeline's without a word.
+    #: The model as the config names it; the module whose weights it loaded.
+    model_spec: str
+    weights: Any
+    _digest: Optional[str] = None
+
+    def _record(self) -> dict:
+        """What a saved pipeline keeps of this component: its model and a digest of its weights."""
+        if self._digest is None:        # (hashing every weight: once)
+            self._digest = weights_digest(self.weights)
+        return {"model": self.model_spec, "weights_digest": self._digest}
+
+    def _check_record(self, record: object) -> None:
+        """Refuse a saved pipeline whose record names other weights than the model loaded now."""
+        saved = record.get("weights_digest") if isinstance(record, dict) else None
+        if saved is not None and saved != self._record()["weights_digest"]:
+            raise ValueError(f"component {self.name!r}: its model {self.model_spec!r} now loads other weights than "
+                             f"the pipeline was saved with (a relative path read from another working folder, or "
+                             f"a model changed since); load it where {self.model_spec!r} names that model, or give "
+                             f"its place: spacy.load(..., config={{'components.{self.name}.model': PATH}})")
+
+    def to_bytes(self, *, exclude: Iterable[str] = ()) -> bytes:
+        return json.dumps(self._record()).encode()
+
+    def from_bytes(self, data: bytes, *, exclude: Iterable[str] = ()) -> "_BatchedComponent":
+        self._check_record(json.loads(data))
+        return self
+
+    def to_disk(self, path: Union[str, Path], *, exclude: Iterable[str] = ()) -> None:
+        from .io import atomic_write_text
+        Path(path).mkdir(parents=True, exist_ok=True)
+        atomic_write_text(Path(path) / SAVED_RECORD, json.dumps(self._record()))
+
+    def from_disk(self, path: Union[str, Path], *, exclude: Iterable[str] = ()) -> "_BatchedComponent":
+        from .io import read_json
+        file = Path(path) / SAVED_RECORD
+        if file.exists():       # (a pipeline saved before the record was kept has none)
+            self._check_record(read_json(file))
+        return self
+
+
+def weights_digest(module) -> str:
+    """A digest of ``module``'s weights: each tensor's name, shape, dtype and bytes (a hex string)."""
+    import torch
+    digest = hashlib.blake2b(digest_size=16)
+    for name, tensor in sorted(module.state_dict().items()):
+        flat = tensor.detach().reshape(-1).cpu()
+        digest.update(f"{name}{tuple(tensor.shape)}{tensor.dtype}".encode())
+        # (numpy has no bfloat16: its exact bits, as int16)
+        digest.update((flat.view(torch.int16) if flat.dtype == torch.bfloat16 else flat).numpy().tobytes())
+    return digest.hexdigest()
 
 
 class ElmoVectors(_BatchedComponent):
@@ -205,6 +270,8 @@ class ElmoVectors(_BatchedComponent):
         self.selection = LayerSelection.parse(layers)
         self.selection.check(self.embedder.num_layers)
         self.batch_size = batch_size
+        self.model_spec = model
+        self.weights: Any = self.embedder.bilm
 
     def _set(self, docs: List[Doc]) -> None:
         words = [_words(d) for d in docs]
@@ -217,7 +284,6 @@ class ElmoVectors(_BatchedComponent):
             tensor[rows] = arr
             doc.tensor = tensor
             set_vector_hooks(doc)
-
 
 def set_vector_hooks(doc: Doc) -> Doc:
     """Make ``token.vector``, ``span.vector`` and ``doc.vector`` read the ELMo rows in
@@ -279,6 +345,7 @@ class ElmoTaskAnnotator(_BatchedComponent):
         batch_size = require_count("batch_size", batch_size)
         self.name = name
         self.model = TaskModel.load(model, bilm=bilm, glove=glove)
+        self.model_spec, self.weights = model, self.model
         saved = self.model.saved
         assert isinstance(saved, SavedInfo)     # set by load() (mypy sees a Module attribute)
         self.saved = saved
