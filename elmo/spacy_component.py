@@ -207,13 +207,11 @@ class _BatchedComponent:
     #: The model as the config names it; the module whose weights it loaded.
     model_spec: str
     weights: Any
-    _digest: Optional[str] = None
 
     def _record(self) -> dict:
-        """What a saved pipeline keeps of this component: its model and a digest of its weights."""
-        if self._digest is None:        # (hashing every weight: once)
-            self._digest = weights_digest(self.weights)
-        return {"model": self.model_spec, "weights_digest": self._digest}
+        """What a saved pipeline keeps of this component: its model and a digest of its weights
+        (hashed at each save and load: a model changed in place since is told apart)."""
+        return {"model": self.model_spec, "weights_digest": weights_digest(self.weights)}
 
     def _check_record(self, record: object) -> None:
         """Refuse a saved pipeline whose record names other weights than the model loaded now."""

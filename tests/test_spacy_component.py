@@ -474,3 +474,5 @@ def test_a_saved_pipeline_refuses_other_weights_than_it_was_saved_with(tmp_path,
         spacy.load(tmp_path / "pipeline")
     with pytest.raises(ValueError, match=f"^{other}"):
         spacy.blank("en").from_config(nlp.config).from_bytes(data)
+    moved = spacy.load(tmp_path / "pipeline", config={"components.elmo.model": str(tmp_path / "a" / "m")})
+    np.testing.assert_array_equal(moved("The bank closed .").tensor, saved)   # (as the error says)
