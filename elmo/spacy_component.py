@@ -20,7 +20,9 @@ installed package needs no import::
 Doc's tokens as spaCy split them, but its whitespace tokens (``token.is_space``), which get a
 zero row, no vector (``has_vector`` False) and no tag, and count in no mean; so do tokens of
 invisible marks only (a lone direction mark), and the invisible joiners inside a token (a soft
-hyphen) are dropped from the word, as :func:`elmo.tokenize.tokenize` drops them.
+hyphen) are dropped from the word, as :func:`elmo.tokenize.tokenize` drops them. (A
+classifier reads the Doc's text as it reads any text, split by its tokenizer under
+``"tokenize": true``, else at spaces: its label is ``elmo predict``'s for that text.)
 
 The vectors live in ``doc.tensor``, which spaCy's ``tok2vec`` also sets: add ``elmo`` after it
 (a Doc whose tensor a later component replaced, or whose tokens one merged or split, as
@@ -328,7 +330,8 @@ class ElmoTaskAnnotator(_BatchedComponent):
     word past ``max_tokens`` has no entity annotation either (``ent_iob_`` "", not "O").
 
     ``doc._.elmo_tokens_read`` maps each such component's name to the number of the Doc's
-    words (its tokens but whitespace) that its model read: fewer than the words for a Doc
+    words (its tokens but whitespace; a classifier's: its text's words as the model splits
+    them) that its model read: fewer than the words for a Doc
     longer than ``max_tokens``, whose tags or label then come from its first words only (as
     the model's training and test texts were cut). The first such Doc is also a warning,
     once per component, as ``elmo predict`` notes its cut lines on stderr."""
@@ -359,12 +362,22 @@ class ElmoTaskAnnotator(_BatchedComponent):
         self.max_tokens: Optional[int] = saved.max_tokens
         self.cut_noted = False      # (the warning of a Doc longer than max_tokens: once)
 
+    def _texts(self, docs: List[Doc], words: List[List[int]]) -> List[List[str]]:
+        """The words the model reads of each Doc: a tagger's are the Doc's words (a tag for each
+        token); a classifier's are its text split as the model splits a text in training and in
+        ``elmo predict`` (its tokenizer under ``"tokenize": true``, else at spaces): given
+        spaCy's tokens (``e - mail``, ``do n't``), the same text could get another label."""
+        if self.task_kind.token_labels:
+            return [[_word_text(d[i]) for i in w] for d, w in zip(docs, words)]
+        from .tasks.saved import to_examples
+        return [ex.tokens for ex in to_examples([d.text for d in docs], self.kind, self.saved.config["tokenize"])]
+
     def _set(self, docs: List[Doc]) -> None:
         from .tasks.metrics import bio_spans
         words = [_words(d) for d in docs]
-        predicted = self.model.predict([[_word_text(d[i]) for i in w] for d, w in zip(docs, words)],
-                                       self.batch_size)
-        self._record_read(docs, words, predicted)
+        texts = self._texts(docs, words)
+        predicted = self.model.predict(texts, self.batch_size)
+        self._record_read(docs, texts, predicted)
         for doc, rows, pred in zip(docs, words, predicted):
             if not self.task_kind.token_labels:
                 # added to the Doc's cats, as spaCy's textcat adds its own: replaced, they lost
@@ -385,11 +398,11 @@ class ElmoTaskAnnotator(_BatchedComponent):
                 # doc.ents made them outside one ("O"), as if the model had read them
                 doc.set_ents(ents, missing=[Span(doc, i, i + 1) for i in rows[len(tags):]])
 
-    def _record_read(self, docs: List[Doc], words: List[List[int]], predicted: list) -> None:
+    def _record_read(self, docs: List[Doc], texts: List[List[str]], predicted: list) -> None:
         """Set ``doc._.elmo_tokens_read[name]`` for each Doc, and warn of the first Docs longer
         than the model reads: they were labelled from their first words without a word said."""
         cut = []
-        for doc, rows, pred in zip(docs, words, predicted):
+        for doc, rows, pred in zip(docs, texts, predicted):
             if self.task_kind.token_labels:   # (None: a word past max_tokens, not read)
                 read = sum(t is not None for t in pred)
             else:

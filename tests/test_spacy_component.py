@@ -318,8 +318,8 @@ def _stand_in_annotator(kind: str, labels, predict, metric: str = "accuracy", ma
     from elmo.tasks.kinds import task_kind
     annotator = ElmoTaskAnnotator.__new__(ElmoTaskAnnotator)
     model = type("Model", (), {"predict": staticmethod(predict)})
-    annotator.model, annotator.saved = model, type("Saved", (), {"labels": labels})
-    annotator.task_kind, annotator.metric, annotator.batch_size = task_kind(kind), metric, 8
+    annotator.model, annotator.saved = model, type("Saved", (), {"labels": labels, "config": {"tokenize": False}})
+    annotator.kind, annotator.task_kind, annotator.metric, annotator.batch_size = kind, task_kind(kind), metric, 8
     annotator.name, annotator.max_tokens, annotator.cut_noted = f"my-{kind}", max_tokens, False
     return annotator
 
@@ -476,3 +476,25 @@ def test_a_saved_pipeline_refuses_other_weights_than_it_was_saved_with(tmp_path,
         spacy.blank("en").from_config(nlp.config).from_bytes(data)
     moved = spacy.load(tmp_path / "pipeline", config={"components.elmo.model": str(tmp_path / "a" / "m")})
     np.testing.assert_array_equal(moved("The bank closed .").tensor, saved)   # (as the error says)
+
+
+@pytest.mark.parametrize("tokenize", [True, False])
+def test_a_classifier_reads_a_doc_as_it_reads_the_same_text_elsewhere(tokenize):
+    """A classifier was given spaCy's tokens ('e - mail', 'do n't'), which neither of the ways
+    it splits a text in training and in `elmo predict` gives (its tokenizer with "tokenize":
+    true, else spaces): the same text got another label in a pipeline, without a word."""
+    from elmo.tokenize import tokenize as split
+    seen = []
+
+    def predict(texts, batch_size):
+        seen.extend(texts)
+        return ["pos"] * len(texts)
+    annotator = _stand_in_annotator("classification", ["pos", "neg"], predict, max_tokens=4)
+    annotator.saved.config = {"tokenize": tokenize}
+    text = "Mail  me at a@b.com: I don't\nknow."
+    with pytest.warns(UserWarning, match="first 4 words only"):
+        doc = annotator(spacy.blank("en").make_doc(text))
+    words = split(text) if tokenize else text.split()
+    assert [t.text for t in doc if not t.is_space] != words       # (spaCy splits it otherwise)
+    assert seen == [words]
+    assert doc._.elmo_tokens_read == {"my-classification": 4} and doc.cats == {"pos": 1.0, "neg": 0.0}
