@@ -21,8 +21,8 @@ Doc's tokens as spaCy split them, but its whitespace tokens (``token.is_space``)
 zero row, no vector (``has_vector`` False) and no tag, and count in no mean; so do tokens of
 invisible marks only (a lone direction mark), and the invisible joiners inside a token (a soft
 hyphen) are dropped from the word, as :func:`elmo.tokenize.tokenize` drops them. (A
-classifier reads the Doc's text as it reads any text, split by its tokenizer under
-``"tokenize": true``, else at spaces: its label is ``elmo predict``'s for that text.)
+classifier trained with ``"tokenize": true`` reads the Doc's text split by its tokenizer, as
+``elmo predict`` does: it gives the text ``elmo predict``'s label.)
 
 The vectors live in ``doc.tensor``, which spaCy's ``tok2vec`` also sets: add ``elmo`` after it
 (a Doc whose tensor a later component replaced, or whose tokens one merged or split, as
@@ -330,8 +330,8 @@ class ElmoTaskAnnotator(_BatchedComponent):
     word past ``max_tokens`` has no entity annotation either (``ent_iob_`` "", not "O").
 
     ``doc._.elmo_tokens_read`` maps each such component's name to the number of the Doc's
-    words (its tokens but whitespace; a classifier's: its text's words as the model splits
-    them) that its model read: fewer than the words for a Doc
+    words (its tokens but whitespace; a ``"tokenize": true`` classifier's: its text's words as
+    the model splits them) that its model read: fewer than the words for a Doc
     longer than ``max_tokens``, whose tags or label then come from its first words only (as
     the model's training and test texts were cut). The first such Doc is also a warning,
     once per component, as ``elmo predict`` notes its cut lines on stderr."""
@@ -363,14 +363,15 @@ class ElmoTaskAnnotator(_BatchedComponent):
         self.cut_noted = False      # (the warning of a Doc longer than max_tokens: once)
 
     def _texts(self, docs: List[Doc], words: List[List[int]]) -> List[List[str]]:
-        """The words the model reads of each Doc: a tagger's are the Doc's words (a tag for each
-        token); a classifier's are its text split as the model splits a text in training and in
-        ``elmo predict`` (its tokenizer under ``"tokenize": true``, else at spaces): given
-        spaCy's tokens (``e - mail``, ``do n't``), the same text could get another label."""
-        if self.task_kind.token_labels:
+        """The words the model reads of each Doc: the Doc's words (a tagger's: a tag for each
+        token), but for a classifier trained with ``"tokenize": true``, its text split by the
+        project's tokenizer, as in training and ``elmo predict``: given spaCy's tokens (``e - mail``,
+        ``a@b.com``), the same text could get another label. (A classifier trained on texts split
+        at spaces keeps spaCy's tokens: whether its texts were tokenized before is not known.)"""
+        if self.task_kind.token_labels or not self.saved.config["tokenize"]:
             return [[_word_text(d[i]) for i in w] for d, w in zip(docs, words)]
         from .tasks.saved import to_examples
-        return [ex.tokens for ex in to_examples([d.text for d in docs], self.kind, self.saved.config["tokenize"])]
+        return [ex.tokens for ex in to_examples([d.text for d in docs], self.kind, True)]
 
     def _set(self, docs: List[Doc]) -> None:
         from .tasks.metrics import bio_spans

@@ -479,10 +479,11 @@ def test_a_saved_pipeline_refuses_other_weights_than_it_was_saved_with(tmp_path,
 
 
 @pytest.mark.parametrize("tokenize", [True, False])
-def test_a_classifier_reads_a_doc_as_it_reads_the_same_text_elsewhere(tokenize):
-    """A classifier was given spaCy's tokens ('e - mail', 'do n't'), which neither of the ways
-    it splits a text in training and in `elmo predict` gives (its tokenizer with "tokenize":
-    true, else spaces): the same text got another label in a pipeline, without a word."""
+def test_a_tokenizing_classifier_reads_a_doc_as_it_reads_the_same_text_elsewhere(tokenize):
+    """A classifier trained with "tokenize": true was given spaCy's tokens ('e - mail',
+    'a@b.com'), not its tokenizer's, as in training and `elmo predict`: the same text got
+    another label in a pipeline, without a word. One trained on texts split at spaces keeps
+    spaCy's tokens (its texts may have been tokenized before)."""
     from elmo.tokenize import tokenize as split
     seen = []
 
@@ -494,7 +495,7 @@ def test_a_classifier_reads_a_doc_as_it_reads_the_same_text_elsewhere(tokenize):
     text = "Mail  me at a@b.com: I don't\nknow."
     with pytest.warns(UserWarning, match="first 4 words only"):
         doc = annotator(spacy.blank("en").make_doc(text))
-    words = split(text) if tokenize else text.split()
-    assert [t.text for t in doc if not t.is_space] != words       # (spaCy splits it otherwise)
-    assert seen == [words]
+    spacy_words = [t.text for t in doc if not t.is_space]
+    assert spacy_words != split(text)                        # (spaCy splits it otherwise)
+    assert seen == [split(text) if tokenize else spacy_words]
     assert doc._.elmo_tokens_read == {"my-classification": 4} and doc.cats == {"pos": 1.0, "neg": 0.0}
