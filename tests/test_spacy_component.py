@@ -121,6 +121,7 @@ def _saved_task_pipeline_keeps_its_model(tmp_path, tagger, other, texts, expecte
         os.chdir(tmp_path / "here")
         nlp = spacy.blank("en")
         nlp.add_pipe("elmo_task", config={"model": "tagger"})
+        assert [[t.tag_ for t in d] for d in nlp.pipe(texts)] == expected    # (then saved: the same digest)
         nlp.to_disk(tmp_path / "pipeline")
         assert [[t.tag_ for t in d] for d in spacy.load(tmp_path / "pipeline").pipe(texts)] == expected
         os.chdir(tmp_path / "there")
