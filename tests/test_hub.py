@@ -115,6 +115,21 @@ def test_unknown_name_is_one_clear_error(capsys):
     assert len(err.splitlines()) == 1 and "no-such-model" in err
 
 
+@pytest.mark.parametrize("typed, meant", [("manylangs-EN", "manylangs-en"), ("SMALL", "small"),
+                                           ("FIXTURE", "fixture"), (" Original ", "original")])
+def test_a_name_in_other_capitals_is_offered_first(typed, meant, tmp_path, monkeypatch):
+    """difflib tells capitals apart: 'manylangs-EN' was offered manylangs-vi, -ur and -uk, and
+    'SMALL' nothing."""
+    from elmo import from_pretrained
+    from elmo.weights import WeightFileError
+    monkeypatch.chdir(tmp_path)                     # (no folder of that name here)
+    with pytest.raises(WeightFileError, match=f"did you mean '{meant}'[,?]"):
+        from_pretrained(typed)
+    if meant != "fixture":
+        with pytest.raises(ValueError, match=f"did you mean {meant}[,?]"):
+            registry.get(typed)
+
+
 # ------------------------------------------------------------------------- URLs as paths
 def test_urls_load_like_local_files_and_are_cached():
     local = Elmo(str(ALLENNLP / "options.json"), str(ALLENNLP / "lm_weights.hdf5"), 2, dropout=0)
