@@ -1314,3 +1314,32 @@ def test_urls_named_like_the_caches_own_files_get_files_of_their_own(cache):
             for url in urls:   # (none replaced by another's fetch)
                 assert cache_path(url).read_bytes() == served[url[url.index("/", 8):]], url
         assert all(len(server.gets(path)) == 1 for path in served)
+
+
+@pytest.mark.parametrize("layout", ["original", "native"])
+def test_an_unpacked_model_damaged_since_says_how_to_clear_it(cache, tmp_path, layout):
+    """A model file of an unpacked archive truncated since (a full disk, a cleaner) failed at
+    every load naming the file only, where a damaged cached file says how to clear it."""
+    import shutil
+
+    from elmo.weights import save_pretrained
+    folder = tmp_path / "model"
+    if layout == "native":
+        save_pretrained(elmo.from_pretrained("fixture"), folder)
+    else:
+        shutil.copytree(FIXTURE, folder)
+    files = {f"model/{p.name}": p.read_bytes() for p in sorted(folder.iterdir())}
+    with FileServer({"/models/m.tar.gz": _tar(files, "w:gz")}) as server:
+        url = server.url("/models/m.tar.gz")
+        bilm = elmo.from_pretrained(url)
+        weights = next(p for p in cache.rglob("*") if p.name in ("weights.hdf5", "model.safetensors"))
+        weights.write_bytes(weights.read_bytes()[:1000])
+        with pytest.raises(WeightFileError) as caught:
+            elmo.from_pretrained(url)
+        entry = weights.parent.parent       # (the archive's folder: its model folder in it)
+        assert str(caught.value).startswith(str(weights.parent)), str(caught.value)
+        assert str(caught.value).endswith(f"it is in a model unpacked from a download: delete its folder "
+                                          f"(rm -r {entry.resolve()}) and load the model again to download it again")
+        shutil.rmtree(entry.resolve())
+        for a, b in zip(layers(bilm), layers(elmo.from_pretrained(url))):    # (as the error says)
+            assert torch.equal(a, b)
