@@ -163,8 +163,7 @@ def _resolve(name_or_path: str | Path):
         return resolve(name_or_path)
     if found.kind == "unknown":
         # a bare word that names nothing: most likely a mistyped model name, so say which exist
-        import difflib
-        close = difflib.get_close_matches(str(name_or_path), list(BUNDLED_MODELS) + list(registry.MODELS), n=3)
+        close = registry.close_names(str(name_or_path), list(BUNDLED_MODELS) + list(registry.MODELS))
         hint = f"did you mean {', '.join(map(repr, close))}? " if close else ""
         raise WeightFileError(f"{name_or_path!r} is neither a model folder nor a model's name; {hint}"
                               f"bundled: {', '.join(BUNDLED_MODELS)}; published: `elmo models list`")

@@ -20,18 +20,27 @@ installed package needs no import::
 Doc's tokens as spaCy split them, but its whitespace tokens (``token.is_space``), which get a
 zero row, no vector (``has_vector`` False) and no tag, and count in no mean; so do tokens of
 invisible marks only (a lone direction mark), and the invisible joiners inside a token (a soft
-hyphen) are dropped from the word, as :func:`elmo.tokenize.tokenize` drops them.
+hyphen) are dropped from the word, as :func:`elmo.tokenize.tokenize` drops them. (A
+classifier trained with ``"tokenize": true`` reads the Doc's text split by its tokenizer, as
+``elmo predict`` does: it gives the text ``elmo predict``'s label.)
 
 The vectors live in ``doc.tensor``, which spaCy's ``tok2vec`` also sets: add ``elmo`` after it
 (a Doc whose tensor a later component replaced, or whose tokens one merged or split, as
 ``merge_entities`` does, makes the vector hooks raise a ValueError: run ``elmo`` after it).
+
+A saved pipeline (``nlp.to_disk``, ``nlp.to_bytes``) keeps each component's ``model`` as its
+config names it, and a digest of the weights it loaded (``elmo_model.json``); loading it where
+that name gives other weights (a relative path read from another working folder, a model
+changed since) is a ValueError, not other vectors or tags.
 """
 from __future__ import annotations
 
 import hashlib
+import json
 import warnings
 import weakref
-from typing import Iterable, Iterator, List, Optional, Tuple, Union
+from pathlib import Path
+from typing import Any, Iterable, Iterator, List, Optional, Tuple, Union
 
 import numpy as np
 from spacy.language import Language
@@ -45,6 +54,9 @@ from .tokenize import INVISIBLE
 TOKENS_READ = "elmo_tokens_read"
 if not Doc.has_extension(TOKENS_READ):
     Doc.set_extension(TOKENS_READ, default=None)
+
+#: The file of a saved pipeline's ``elmo`` or ``elmo_task`` component folder: its model and weights digest.
+SAVED_RECORD = "elmo_model.json"
 
 #: The invisible joiners and marks (:data:`elmo.tokenize.INVISIBLE`) deleted from a token.
 _DROP_INVISIBLE = str.maketrans(dict.fromkeys(INVISIBLE))
@@ -177,6 +189,7 @@ class _BatchedComponent:
     each subclass sets its annotations on a list of Docs at once in ``_set``."""
 
     batch_size: int
+    name: str
 
     def _set(self, docs: List[Doc]) -> None:
         raise NotImplementedError
@@ -189,6 +202,58 @@ class _BatchedComponent:
         for batch in minibatch(docs, size=batch_size or self.batch_size):
             self._set(list(batch))
             yield from batch
+
+    # spaCy keeps a component's config (its model's name or path) with a saved pipeline, not
+    # its model: a relative path read from another working folder, or a model changed since,
+    # loaded other weights, whose vectors or labels replaced the saved pipeline's without a word.
+    #: The model as the config names it; the module whose weights it loaded.
+    model_spec: str
+    weights: Any
+
+    def _record(self) -> dict:
+        """What a saved pipeline keeps of this component: its model and a digest of its weights
+        (hashed at each save and load: a model changed in place since is told apart)."""
+        return {"model": self.model_spec, "weights_digest": weights_digest(self.weights)}
+
+    def _check_record(self, record: object) -> None:
+        """Refuse a saved pipeline whose record names other weights than the model loaded now."""
+        saved = record.get("weights_digest") if isinstance(record, dict) else None
+        if saved is not None and saved != self._record()["weights_digest"]:
+            raise ValueError(f"component {self.name!r}: its model {self.model_spec!r} now loads other weights than "
+                             f"the pipeline was saved with (a relative path read from another working folder, or "
+                             f"a model changed since); load it where {self.model_spec!r} names that model, or give "
+                             f"its place: spacy.load(..., config={{'components.{self.name}.model': PATH}})")
+
+    def to_bytes(self, *, exclude: Iterable[str] = ()) -> bytes:
+        return json.dumps(self._record()).encode()
+
+    def from_bytes(self, data: bytes, *, exclude: Iterable[str] = ()) -> "_BatchedComponent":
+        self._check_record(json.loads(data))
+        return self
+
+    def to_disk(self, path: Union[str, Path], *, exclude: Iterable[str] = ()) -> None:
+        from .io import atomic_write_text
+        Path(path).mkdir(parents=True, exist_ok=True)
+        atomic_write_text(Path(path) / SAVED_RECORD, json.dumps(self._record()))
+
+    def from_disk(self, path: Union[str, Path], *, exclude: Iterable[str] = ()) -> "_BatchedComponent":
+        from .io import read_json
+        file = Path(path) / SAVED_RECORD
+        if file.exists():       # (a pipeline saved before the record was kept has none)
+            self._check_record(read_json(file))
+        return self
+
+
+def weights_digest(module) -> str:
+    """A digest of ``module``'s weights: each tensor's name, shape, dtype and bytes (a hex string)."""
+    import torch
+    digest = hashlib.blake2b(digest_size=16)
+    for name, tensor in sorted(module.state_dict().items()):
+        flat = tensor.detach().reshape(-1).cpu()
+        digest.update(f"{name}{tuple(tensor.shape)}{tensor.dtype}".encode())
+        # (numpy has no bfloat16: its exact bits, as int16)
+        digest.update((flat.view(torch.int16) if flat.dtype == torch.bfloat16 else flat).numpy().tobytes())
+    return digest.hexdigest()
 
 
 class ElmoVectors(_BatchedComponent):
@@ -205,6 +270,8 @@ class ElmoVectors(_BatchedComponent):
         self.selection = LayerSelection.parse(layers)
         self.selection.check(self.embedder.num_layers)
         self.batch_size = batch_size
+        self.model_spec = model
+        self.weights: Any = self.embedder.bilm
 
     def _set(self, docs: List[Doc]) -> None:
         words = [_words(d) for d in docs]
@@ -217,7 +284,6 @@ class ElmoVectors(_BatchedComponent):
             tensor[rows] = arr
             doc.tensor = tensor
             set_vector_hooks(doc)
-
 
 def set_vector_hooks(doc: Doc) -> Doc:
     """Make ``token.vector``, ``span.vector`` and ``doc.vector`` read the ELMo rows in
@@ -264,7 +330,8 @@ class ElmoTaskAnnotator(_BatchedComponent):
     word past ``max_tokens`` has no entity annotation either (``ent_iob_`` "", not "O").
 
     ``doc._.elmo_tokens_read`` maps each such component's name to the number of the Doc's
-    words (its tokens but whitespace) that its model read: fewer than the words for a Doc
+    words (its tokens but whitespace; a ``"tokenize": true`` classifier's: its text's words as
+    the model splits them) that its model read: fewer than the words for a Doc
     longer than ``max_tokens``, whose tags or label then come from its first words only (as
     the model's training and test texts were cut). The first such Doc is also a warning,
     once per component, as ``elmo predict`` notes its cut lines on stderr."""
@@ -279,6 +346,7 @@ class ElmoTaskAnnotator(_BatchedComponent):
         batch_size = require_count("batch_size", batch_size)
         self.name = name
         self.model = TaskModel.load(model, bilm=bilm, glove=glove)
+        self.model_spec, self.weights = model, self.model
         saved = self.model.saved
         assert isinstance(saved, SavedInfo)     # set by load() (mypy sees a Module attribute)
         self.saved = saved
@@ -294,12 +362,23 @@ class ElmoTaskAnnotator(_BatchedComponent):
         self.max_tokens: Optional[int] = saved.max_tokens
         self.cut_noted = False      # (the warning of a Doc longer than max_tokens: once)
 
+    def _texts(self, docs: List[Doc], words: List[List[int]]) -> List[List[str]]:
+        """The words the model reads of each Doc: the Doc's words (a tagger's: a tag for each
+        token), but for a classifier trained with ``"tokenize": true``, its text split by the
+        project's tokenizer, as in training and ``elmo predict``: given spaCy's tokens (``e - mail``,
+        ``a@b.com``), the same text could get another label. (A classifier trained on texts split
+        at spaces keeps spaCy's tokens: whether its texts were tokenized before is not known.)"""
+        if self.task_kind.token_labels or not self.saved.config["tokenize"]:
+            return [[_word_text(d[i]) for i in w] for d, w in zip(docs, words)]
+        from .tasks.saved import to_examples
+        return [ex.tokens for ex in to_examples([d.text for d in docs], self.kind, True)]
+
     def _set(self, docs: List[Doc]) -> None:
         from .tasks.metrics import bio_spans
         words = [_words(d) for d in docs]
-        predicted = self.model.predict([[_word_text(d[i]) for i in w] for d, w in zip(docs, words)],
-                                       self.batch_size)
-        self._record_read(docs, words, predicted)
+        texts = self._texts(docs, words)
+        predicted = self.model.predict(texts, self.batch_size)
+        self._record_read(docs, texts, predicted)
         for doc, rows, pred in zip(docs, words, predicted):
             if not self.task_kind.token_labels:
                 # added to the Doc's cats, as spaCy's textcat adds its own: replaced, they lost
@@ -320,11 +399,11 @@ class ElmoTaskAnnotator(_BatchedComponent):
                 # doc.ents made them outside one ("O"), as if the model had read them
                 doc.set_ents(ents, missing=[Span(doc, i, i + 1) for i in rows[len(tags):]])
 
-    def _record_read(self, docs: List[Doc], words: List[List[int]], predicted: list) -> None:
+    def _record_read(self, docs: List[Doc], texts: List[List[str]], predicted: list) -> None:
         """Set ``doc._.elmo_tokens_read[name]`` for each Doc, and warn of the first Docs longer
         than the model reads: they were labelled from their first words without a word said."""
         cut = []
-        for doc, rows, pred in zip(docs, words, predicted):
+        for doc, rows, pred in zip(docs, texts, predicted):
             if self.task_kind.token_labels:   # (None: a word past max_tokens, not read)
                 read = sum(t is not None for t in pred)
             else:

@@ -308,7 +308,9 @@ def load_original(options_file: str | Path, weight_file: str | Path, *, stateful
         from .hub.resolve import local_pair
         options_file, weight_file = local_pair(options_file, weight_file)
     target = requested_dtype(dtype)
-    try:
+    # a cached download damaged past what a cheap look sees failed at every load, the
+    # error naming the cache's file only: it now says how to clear it
+    with _cache_hint(options_file, weight_file):
         options = ElmoOptions.from_file(options_file)
         # the file's shapes are checked before the model is built: options that disagree with
         # them by far (an lstm.dim of 2**30) had torch allocate hundreds of GB for it first, and
@@ -316,14 +318,6 @@ def load_original(options_file: str | Path, weight_file: str | Path, *, stateful
         arrays = read_original_arrays(weight_file, options)
         bilm = BiLM(options, stateful=stateful)
         _assign_original_arrays(bilm, arrays)
-    except (ConfigError, WeightFileError) as e:
-        # a cached download damaged past what a cheap look sees failed at every load, the
-        # error naming the cache's file only: it now says how to clear it
-        from .hub.resolve import with_cache_hint
-        hinted = with_cache_hint(str(e), options_file, weight_file)
-        if hinted == str(e):
-            raise
-        raise type(e)(hinted) from None
     target = target or _restored_dtype(_recorded_dtype(Path(weight_file)))
     if target is not None and target != torch.float32:
         bilm = bilm.to(target)
@@ -682,6 +676,20 @@ def _refuse_broken_links(folder: Path) -> None:
                                   f"exist (or links back to itself); restore its target or remove the link")
 
 
+@contextmanager
+def _cache_hint(*paths) -> Iterator[None]:
+    """A ConfigError or WeightFileError in the block that names one of ``paths`` in the model
+    cache says how to clear it (:func:`elmo.hub.resolve.with_cache_hint`)."""
+    try:
+        yield
+    except (ConfigError, WeightFileError) as e:
+        from .hub.resolve import with_cache_hint
+        hinted = with_cache_hint(str(e), *paths)
+        if hinted == str(e):
+            raise
+        raise type(e)(hinted) from None
+
+
 def load_pretrained(path: str | Path, *, stateful: bool = False,
                     device: str | torch.device | None = None, dtype: str | torch.dtype | None = None) -> BiLM:
     """Load a model folder: native safetensors, the original HDF5 layout, or an ELMoForManyLangs
@@ -697,11 +705,16 @@ def load_pretrained(path: str | Path, *, stateful: bool = False,
     if not folder.is_dir():
         raise WeightFileError(f"{folder}: not a model folder")
     _refuse_broken_links(folder)
-    if (folder / NATIVE_WEIGHTS).exists():
-        bilm = _load_native(folder, stateful, target)
-    elif not (folder / ORIGINAL_OPTIONS).exists() and is_manylangs_folder(folder):
-        bilm = load_manylangs(folder, stateful=stateful)
-        bilm = bilm.to(target) if target is not None else bilm
+    if (folder / NATIVE_WEIGHTS).exists() or (not (folder / ORIGINAL_OPTIONS).exists()
+                                             and is_manylangs_folder(folder)):
+        # (a model unpacked into the cache and damaged since failed at every load: how to
+        # clear it, as load_original says of its files)
+        with _cache_hint(folder):
+            if (folder / NATIVE_WEIGHTS).exists():
+                bilm = _load_native(folder, stateful, target)
+            else:
+                bilm = load_manylangs(folder, stateful=stateful)
+                bilm = bilm.to(target) if target is not None else bilm
     else:
         weights = next((folder / n for n in ORIGINAL_WEIGHTS if (folder / n).exists()), None)
         if weights is None or not (folder / ORIGINAL_OPTIONS).exists():

@@ -115,6 +115,21 @@ def test_unknown_name_is_one_clear_error(capsys):
     assert len(err.splitlines()) == 1 and "no-such-model" in err
 
 
+@pytest.mark.parametrize("typed, meant", [("manylangs-EN", "manylangs-en"), ("SMALL", "small"),
+                                           ("FIXTURE", "fixture"), (" Original ", "original")])
+def test_a_name_in_other_capitals_is_offered_first(typed, meant, tmp_path, monkeypatch):
+    """difflib tells capitals apart: 'manylangs-EN' was offered manylangs-vi, -ur and -uk, and
+    'SMALL' nothing."""
+    from elmo import from_pretrained
+    from elmo.weights import WeightFileError
+    monkeypatch.chdir(tmp_path)                     # (no folder of that name here)
+    with pytest.raises(WeightFileError, match=f"did you mean '{meant}'[,?]"):
+        from_pretrained(typed)
+    if meant != "fixture":
+        with pytest.raises(ValueError, match=f"did you mean {meant}[,?]"):
+            registry.get(typed)
+
+
 # ------------------------------------------------------------------------- URLs as paths
 def test_urls_load_like_local_files_and_are_cached():
     local = Elmo(str(ALLENNLP / "options.json"), str(ALLENNLP / "lm_weights.hdf5"), 2, dropout=0)
@@ -1299,3 +1314,32 @@ def test_urls_named_like_the_caches_own_files_get_files_of_their_own(cache):
             for url in urls:   # (none replaced by another's fetch)
                 assert cache_path(url).read_bytes() == served[url[url.index("/", 8):]], url
         assert all(len(server.gets(path)) == 1 for path in served)
+
+
+@pytest.mark.parametrize("layout", ["original", "native"])
+def test_an_unpacked_model_damaged_since_says_how_to_clear_it(cache, tmp_path, layout):
+    """A model file of an unpacked archive truncated since (a full disk, a cleaner) failed at
+    every load naming the file only, where a damaged cached file says how to clear it."""
+    import shutil
+
+    from elmo.weights import save_pretrained
+    folder = tmp_path / "model"
+    if layout == "native":
+        save_pretrained(elmo.from_pretrained("fixture"), folder)
+    else:
+        shutil.copytree(FIXTURE, folder)
+    files = {f"model/{p.name}": p.read_bytes() for p in sorted(folder.iterdir())}
+    with FileServer({"/models/m.tar.gz": _tar(files, "w:gz")}) as server:
+        url = server.url("/models/m.tar.gz")
+        bilm = elmo.from_pretrained(url)
+        weights = next(p for p in cache.rglob("*") if p.name in ("weights.hdf5", "model.safetensors"))
+        weights.write_bytes(weights.read_bytes()[:1000])
+        with pytest.raises(WeightFileError) as caught:
+            elmo.from_pretrained(url)
+        entry = weights.parent.parent       # (the archive's folder: its model folder in it)
+        assert str(caught.value).startswith(str(weights.parent)), str(caught.value)
+        assert str(caught.value).endswith(f"it is in a model unpacked from a download: delete its folder "
+                                          f"(rm -r {entry.resolve()}) and load the model again to download it again")
+        shutil.rmtree(entry.resolve())
+        for a, b in zip(layers(bilm), layers(elmo.from_pretrained(url))):    # (as the error says)
+            assert torch.equal(a, b)

@@ -82,6 +82,8 @@ def test_task_models_label_docs(tmp_path):
     for doc, tags in zip(docs, expected):
         assert [t.tag_ for t in doc] == tags
         assert {(e.label_, e.start, e.end) for e in doc.ents} == bio_spans(tags)
+    _saved_task_pipeline_keeps_its_model(tmp_path, tagger, tmp_path / "r/models/my-tagging/baseline/seed-1",
+                                         texts, expected)
     # a model that reads a text's first 2 tokens: those are tagged, the rest keep no tag (it
     # crashed building the batch: a tag slot for every token, a word id for the 2 read)
     import json
@@ -105,6 +107,28 @@ def test_task_models_label_docs(tmp_path):
     labels = TaskModel.load(classifier).predict([[t.text for t in nlp.make_doc(x)] for x in texts])
     for doc, label in zip(nlp.pipe(texts), labels):
         assert doc.cats[label] == 1.0 and sum(doc.cats.values()) == 1.0
+
+
+def _saved_task_pipeline_keeps_its_model(tmp_path, tagger, other, texts, expected):
+    """A saved pipeline whose elmo_task model (a relative path) is read from another working
+    folder, where that path is another tagger, is refused: it tagged with the other model."""
+    import os
+    import shutil
+    for where, model in (("here", tagger), ("there", other)):
+        shutil.copytree(model, tmp_path / where / "tagger")
+    before = Path.cwd()
+    try:
+        os.chdir(tmp_path / "here")
+        nlp = spacy.blank("en")
+        nlp.add_pipe("elmo_task", config={"model": "tagger"})
+        assert [[t.tag_ for t in d] for d in nlp.pipe(texts)] == expected    # (then saved: the same digest)
+        nlp.to_disk(tmp_path / "pipeline")
+        assert [[t.tag_ for t in d] for d in spacy.load(tmp_path / "pipeline").pipe(texts)] == expected
+        os.chdir(tmp_path / "there")
+        with pytest.raises(ValueError, match="^component 'elmo_task': its model 'tagger' now loads other weights"):
+            spacy.load(tmp_path / "pipeline")
+    finally:
+        os.chdir(before)
 
 
 def test_whitespace_tokens_are_not_words():
@@ -295,8 +319,8 @@ def _stand_in_annotator(kind: str, labels, predict, metric: str = "accuracy", ma
     from elmo.tasks.kinds import task_kind
     annotator = ElmoTaskAnnotator.__new__(ElmoTaskAnnotator)
     model = type("Model", (), {"predict": staticmethod(predict)})
-    annotator.model, annotator.saved = model, type("Saved", (), {"labels": labels})
-    annotator.task_kind, annotator.metric, annotator.batch_size = task_kind(kind), metric, 8
+    annotator.model, annotator.saved = model, type("Saved", (), {"labels": labels, "config": {"tokenize": False}})
+    annotator.kind, annotator.task_kind, annotator.metric, annotator.batch_size = kind, task_kind(kind), metric, 8
     annotator.name, annotator.max_tokens, annotator.cut_noted = f"my-{kind}", max_tokens, False
     return annotator
 
@@ -420,3 +444,59 @@ def test_a_merged_token_with_a_space_inside_is_one_word():
     assert [t.text for t in doc] == words and doc[2].has_vector
     expected = Embedder("fixture").embed_sentences([words], LayerSelection.parse("average"))[0]
     np.testing.assert_allclose(doc.tensor, expected, rtol=0, atol=1e-6)
+
+
+def test_a_saved_pipeline_refuses_other_weights_than_it_was_saved_with(tmp_path, monkeypatch):
+    """nlp.to_disk keeps the component's config, not its model: a model folder named by a
+    relative path, loaded from another working folder (or a model changed since), gave other
+    weights' vectors without a word. The component now keeps a digest of its weights."""
+    import torch
+    from elmo import from_pretrained
+    from elmo.weights import save_pretrained
+    bilm = from_pretrained("fixture")
+    for where in ("a", "b"):
+        (tmp_path / where).mkdir()
+    save_pretrained(bilm, tmp_path / "a" / "m")
+    with torch.no_grad():
+        next(iter(bilm.parameters())).add_(0.5)     # another model of the same shape
+    save_pretrained(bilm, tmp_path / "b" / "m")
+    monkeypatch.chdir(tmp_path / "a")
+    nlp = spacy.blank("en")
+    nlp.add_pipe("elmo", config={"model": "m"})
+    saved = nlp("The bank closed .").tensor
+    nlp.to_disk(tmp_path / "pipeline")
+    data = nlp.to_bytes()
+    np.testing.assert_array_equal(spacy.load(tmp_path / "pipeline")("The bank closed .").tensor, saved)
+    np.testing.assert_array_equal(spacy.blank("en").from_config(nlp.config).from_bytes(data)(
+        "The bank closed .").tensor, saved)
+    monkeypatch.chdir(tmp_path / "b")
+    other = re.escape("component 'elmo': its model 'm' now loads other weights than the pipeline was saved with")
+    with pytest.raises(ValueError, match=f"^{other}"):
+        spacy.load(tmp_path / "pipeline")
+    with pytest.raises(ValueError, match=f"^{other}"):
+        spacy.blank("en").from_config(nlp.config).from_bytes(data)
+    moved = spacy.load(tmp_path / "pipeline", config={"components.elmo.model": str(tmp_path / "a" / "m")})
+    np.testing.assert_array_equal(moved("The bank closed .").tensor, saved)   # (as the error says)
+
+
+@pytest.mark.parametrize("tokenize", [True, False])
+def test_a_tokenizing_classifier_reads_a_doc_as_it_reads_the_same_text_elsewhere(tokenize):
+    """A classifier trained with "tokenize": true was given spaCy's tokens ('e - mail',
+    'a@b.com'), not its tokenizer's, as in training and `elmo predict`: the same text got
+    another label in a pipeline, without a word. One trained on texts split at spaces keeps
+    spaCy's tokens (its texts may have been tokenized before)."""
+    from elmo.tokenize import tokenize as split
+    seen = []
+
+    def predict(texts, batch_size):
+        seen.extend(texts)
+        return ["pos"] * len(texts)
+    annotator = _stand_in_annotator("classification", ["pos", "neg"], predict, max_tokens=4)
+    annotator.saved.config = {"tokenize": tokenize}
+    text = "Mail  me at a@b.com: I don't\nknow."
+    with pytest.warns(UserWarning, match="first 4 words only"):
+        doc = annotator(spacy.blank("en").make_doc(text))
+    spacy_words = [t.text for t in doc if not t.is_space]
+    assert spacy_words != split(text)                        # (spaCy splits it otherwise)
+    assert seen == [split(text) if tokenize else spacy_words]
+    assert doc._.elmo_tokens_read == {"my-classification": 4} and doc.cats == {"pos": 1.0, "neg": 0.0}

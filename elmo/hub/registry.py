@@ -13,7 +13,7 @@ archives are not known here.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, Optional, Tuple, TypedDict
+from typing import Dict, Iterable, List, Optional, Tuple, TypedDict
 
 #: The formats an entry can have: ``original`` (options.json + weights.hdf5, AllenNLP and
 #: bilm-tf) and ``elmoformanylangs`` (HIT-SCIR's model folder, shipped as an archive).
@@ -168,13 +168,25 @@ _ENTRIES.append(PretrainedModel(
 MODELS: Dict[str, PretrainedModel] = {m.name: m for m in _ENTRIES}
 
 
+def close_names(name: str, names: Iterable[str], n: int = 3) -> List[str]:
+    """Up to ``n`` of ``names`` closest to the mistyped model name ``name``: one equal to it but
+    for capitals and surrounding spaces first, then difflib's closest in lower case. (difflib
+    tells capitals apart: ``manylangs-EN`` was offered ``manylangs-vi``, and ``SMALL`` nothing.)"""
+    import difflib
+    by_lower: Dict[str, str] = {}
+    for known in names:
+        by_lower.setdefault(known.lower(), known)
+    typed = name.strip().lower()
+    close = difflib.get_close_matches(typed, list(by_lower), n=n)
+    return [by_lower[k] for k in dict.fromkeys(([typed] if typed in by_lower else []) + close)][:n]
+
+
 def get(name: str) -> PretrainedModel:
     """The entry for ``name``; an unknown name raises a ValueError naming close ones."""
     try:
         return MODELS[name]
     except KeyError:
-        import difflib
-        close = difflib.get_close_matches(name, MODELS, n=3)
+        close = close_names(name, MODELS)
         hint = f" (did you mean {', '.join(close)}?)" if close else ""
         raise ValueError(f"no published model named {name!r}{hint}; `elmo models list` shows them") from None
 

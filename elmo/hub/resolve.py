@@ -113,19 +113,42 @@ def _naming_the_url(url: str, check: Callable[[Path], object]) -> Callable[[Path
 
 def with_cache_hint(message: str, *paths: PathOrUrl) -> str:
     """``message`` of a load that failed, with how to clear the first of ``paths`` that it
-    names and that is a file of the model cache (``$ELMO_HOME/models/files``): deleted, it
-    is downloaded again by the next load. ``message`` as it is where it names none."""
+    names and that is in the model cache: a cached download (``$ELMO_HOME/models/files``) is
+    deleted, an archive's unpacked folder (``models/unpacked``) removed, and the next load
+    downloads it again. ``message`` as it is where it names none."""
     import shlex
 
     try:
-        root = (elmo_home() / "models" / "files").resolve()
+        models = elmo_home() / "models"
+        files, unpacked = (models / "files").resolve(), (models / "unpacked").resolve()
     except DownloadError:
         return message
     for path in map(Path, paths):
-        if str(path) in message and path.resolve().is_relative_to(root):
+        if str(path) not in message:
+            continue
+        where = path.resolve()
+        if where.is_relative_to(files):
             return (f"{message}; it is a cached download: delete it (rm {shlex.quote(str(path))}) "
                     "and load the model again to download it again")
+        entry = _unpacked_entry(where, unpacked)
+        if entry is not None:
+            # (a model file damaged since it was unpacked failed at every load, naming the file only)
+            return (f"{message}; it is in a model unpacked from a download: delete its folder "
+                    f"(rm -r {shlex.quote(str(entry))}) and load the model again to download it again")
     return message
+
+
+def _unpacked_entry(path: Path, root: Path) -> Optional[Path]:
+    """The archive's unpacked folder under ``root`` that holds ``path`` (the cache entry, with
+    its lock beside it), or None."""
+    if not path.is_relative_to(root):
+        return None
+    for folder in (path, *path.parents):
+        if folder == root:
+            return None
+        if _an_unpacked_url(folder):
+            return folder
+    return None
 
 
 def local_pair(options_file: PathOrUrl, weight_file: PathOrUrl) -> Tuple[Path, Path]:
