@@ -536,10 +536,10 @@ def _torchrun_train(tmp_path: Path, text: Path, vocab: Path, run: Path, steps: i
     return subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
 
 
-def _error_lines(stderr: str) -> list:
+def _error_lines(stderr: str, command: str = "train") -> list:
     """The processes' error lines: one or two, since torchrun stops the other process when the
     first one exits, which may come before that one has printed its own line."""
-    lines = [line for line in stderr.splitlines() if line.startswith("elmo train: error: ")]
+    lines = [line for line in stderr.splitlines() if line.startswith(f"elmo {command}: error: ")]
     assert 1 <= len(lines) <= 2, stderr[-3000:]
     return lines
 
@@ -724,6 +724,59 @@ def test_a_process_failing_mid_epoch_stops_every_process_with_its_line(tmp_path)
     assert "[rank" not in done.stderr and "Connection closed" not in done.stderr, done.stderr[-3000:]
 
 
+_FINETUNE_FAILS_ALONE = '''
+import errno, os, sys
+import elmo.training.finetune as ft
+
+real_write, real_read = ft.atomic_write_text, ft.iter_file_sentences
+
+def atomic_write_text(path, *args, **kwargs):   # rank 0 (which alone writes it) finds the disk full
+    if sys.argv[1] == "start" and str(path).endswith("finetune_start.json"):
+        raise OSError(errno.ENOSPC, "No space left on device")
+    return real_write(path, *args, **kwargs)
+
+def iter_file_sentences(files):   # rank 1 meets broken text where rank 0 read it whole
+    if sys.argv[1] == "text" and os.environ["RANK"] == "1":
+        raise ValueError(f"{{files[0]}}: line 9: byte 0xff at byte offset 40 is not valid UTF-8")
+    return real_read(files)
+
+ft.atomic_write_text, ft.iter_file_sentences = atomic_write_text, iter_file_sentences
+from elmo.cli import main
+sys.exit(main(sys.argv[2:]))
+'''
+
+
+@pytest.mark.parametrize("fails_at", ["start", "text"])
+def test_a_finetune_process_failing_alone_before_training_stops_every_process_with_its_line(tmp_path, fails_at):
+    """(rank 0 of a torchrun finetune stopped on a full disk as it wrote the start model's
+    record, with one line; rank 1, waiting for that record in a broadcast, ended with gloo's
+    "Connection closed by peer" traceback. Likewise rank 0, waiting for the others at the text
+    files, where rank 1 could not read the text) finetune's collectives outside train() now
+    have every process stop with the failing one's line."""
+    from elmo.training.trainer import train
+    from training_helpers import tiny_config
+
+    train_txt, _, vocab_txt = write_toy_corpus(tmp_path / "toy", n_train=60)
+    train(tiny_config(tmp_path / "base", train_txt, vocab_txt, max_steps=1))
+    launcher = tmp_path / "launch.py"
+    launcher.write_text(_FINETUNE_FAILS_ALONE.format(), encoding="utf-8")
+    run = tmp_path / "adapted"
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", str(launcher),
+           fails_at, "finetune", str(train_txt), "--from", str(tmp_path / "base" / "model"), "-o", str(run),
+           "--max-steps", "2", "--batch-size", "3", "--heldout-every", "5", "--no-progress", "--threads", "1",
+           "--device", "cpu"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+    done = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode != 0
+    said, failing = ((f"cannot write {run / 'finetune_start.json'}: no space left on device", 0) if fails_at == "start"
+                     else (f"{train_txt}: line 9: byte 0xff at byte offset 40 is not valid UTF-8", 1))
+    lines = _error_lines(done.stderr, "finetune")
+    assert all(said in line for line in lines), done.stderr[-3000:]
+    told = f"(the process of rank {failing} stopped on it, and with it the job)"
+    assert sum(told in line for line in lines) <= 1
+    assert "[rank" not in done.stderr and "Connection closed" not in done.stderr, done.stderr[-3000:]
+
+
 class _Failing:
     """What a process of a job meets inside :func:`distributed.failures_told`."""
 
@@ -774,3 +827,16 @@ def test_a_broken_collective_without_a_told_line_is_one_line_too(job_store):
     with pytest.raises(RuntimeError) as raised, distributed.failures_told(distributed.Context()):
         raise _Failing.gloo
     assert raised.value is _Failing.gloo
+
+
+def test_an_error_told_in_an_inner_block_is_not_told_again(job_store, monkeypatch):
+    """(finetune's block holds train()'s: the error train() told was written again on the way
+    out of finetune's, after train() had left the process group, through a new connection to
+    the job's store) An error is told once, by the innermost block."""
+    told = []
+    monkeypatch.setattr(distributed, "_tell_job", lambda ctx, error: told.append((ctx.rank, str(error))))
+    ctx = distributed.Context(rank=1, world_size=2)
+    with pytest.raises(OSError, match="^disk full$"):
+        with distributed.failures_told(ctx), distributed.failures_told(ctx):
+            raise OSError("disk full")
+    assert told == [(1, "disk full")]

@@ -129,7 +129,9 @@ def failures_told(ctx: Context) -> Iterator[None]:
         raise
     except Exception as e:
         if not _collective_broke(e):
-            _tell_job(ctx, e)   # this process's own error: the others learn it from the store
+            if not getattr(e, "_told_job", False):   # (told already by an inner block: finetune's holds train()'s)
+                _tell_job(ctx, e)   # this process's own error: the others learn it from the store
+                e._told_job = True  # type: ignore[attr-defined]
             raise
         told = _told_failure()
         if told is None:

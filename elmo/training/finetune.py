@@ -169,9 +169,12 @@ def finetune(cfg: TrainConfig, heldout: Optional[Sequence[str]] = None, heldout_
     # here, before train() would) until they are written: each rank wrote them itself, and the
     # other ranks of a second job into a busy folder, whose rank 0 the lock stopped, replaced
     # the running job's text. A run that fails before it writes a file leaves no empty run folder.
+    # A process that fails alone before train() (rank 0 measuring the start model or writing its
+    # record, a rank that cannot read the text) has the others, waiting in a broadcast or at the
+    # text files, stop with its line, not with the process group's traceback.
     ctx = distributed.setup(cfg.device)
     try:
-        with no_empty_folder_on_failure(out), job_lock(out, ctx):
+        with distributed.failures_told(ctx), no_empty_folder_on_failure(out), job_lock(out, ctx):
             return _finetune(cfg, out, ctx, text_files, held_files, heldout, heldout_every)
     finally:
         distributed.teardown(ctx)   # (train() has left the group already where it ran)
