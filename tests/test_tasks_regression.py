@@ -175,6 +175,58 @@ def test_a_saved_models_edited_target_scale_and_the_spacy_component_are_refused(
         TaskModel.load(run["saved_model"])
 
 
+def _saved_regression_model(tmp_path) -> Path:
+    """The folder of a regression model trained for one epoch and saved."""
+    specs = _write_data(tmp_path)[:1]
+    cfg = json.loads(_config(tmp_path, specs).read_text())
+    cfg["train"]["epochs"] = 1
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    run = run_experiment(load_config(tmp_path / "config.json"), out=tmp_path / "res", log=lambda s: None,
+                         save_models=True)["runs"][0]
+    return Path(run["saved_model"])
+
+
+def test_a_saved_models_invalid_target_scale_names_the_damaged_file(tmp_path):
+    """A target scale that is not a finite mean and a positive std, in config.json or in the
+    weights, is a damaged file, said as such: a NaN or inf in config.json read as "the folder's
+    files do not belong together" (NaN != NaN), and a std of 0 or below in the weights loaded
+    when config.json said the same (every prediction the mean, or of the wrong sign)."""
+    from safetensors.torch import load_file, save_file
+
+    from elmo.tasks.models import TaskModel
+    from elmo.tasks.saved import TaskModelError
+    folder = _saved_regression_model(tmp_path)
+    weights, cfg_path = folder / "model.safetensors", folder / "config.json"
+    original_weights, original_cfg = weights.read_bytes(), cfg_path.read_text()
+
+    def refused(target=None, **buffers) -> str:
+        if target is not None:
+            cfg_path.write_text(json.dumps({**json.loads(original_cfg), "target": target}))
+        state = load_file(str(weights))
+        state.update({k: torch.tensor(v, dtype=torch.float64) for k, v in buffers.items()})
+        save_file(state, str(weights))
+        try:
+            with pytest.raises(TaskModelError) as err:
+                TaskModel.load(folder)
+        finally:
+            weights.write_bytes(original_weights)
+            cfg_path.write_text(original_cfg)
+        assert "do not belong together" not in str(err.value)
+        return str(err.value)
+
+    good = json.loads(original_cfg)["target"]
+    for bad in (math.nan, math.inf):
+        message = refused({**good, "mean": bad})
+        assert message.startswith(f"{cfg_path}: 'target' is ") and "not a finite mean and a positive std" in message
+    for std in (0.0, -1.0):
+        for target in ({**good, "std": std}, None):       # config.json saying the same, or not
+            message = refused(target, target_std=std)
+            assert message.startswith(f"{weights}: the saved target scale") and "damaged" in message
+    # a NaN in the weights is refused as they are read, naming the tensor
+    assert "tensor 'target_mean' holds 1 non-finite values" in refused({**good, "mean": math.nan}, target_mean=math.nan)
+    TaskModel.load(folder)                                    # (restored: loads)
+
+
 @pytest.mark.parametrize("fmt, text, line, shows", [
     ({"type": "tsv", "text": 1, "label": 0, "header": False}, "0.5\tthe cat\nabc\tthe dog\n", 2, "'abc'"),
     ({"type": "tsv", "text": 1, "label": 0, "header": False}, "nan\tthe cat\n", 1, "'nan'"),

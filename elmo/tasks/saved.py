@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import warnings
 from dataclasses import replace
 from pathlib import Path
@@ -383,7 +384,7 @@ def load(folder: Union[str, Path], bilm: Optional[str] = None, device=None,
         raise TaskModelError(f"{weights}: does not fit config.json "
                              f"(missing {missing[:3]}, unexpected {unexpected[:3]})")
     if kind.graded:
-        _check_target_record(cfg, cfg_path, model)
+        _check_target_record(cfg, cfg_path, weights, model)
     if device is not None:
         model.to(device)
     model.eval()
@@ -391,11 +392,27 @@ def load(folder: Union[str, Path], bilm: Optional[str] = None, device=None,
     return model
 
 
-def _check_target_record(cfg: dict, cfg_path: Path, model) -> None:
+def _valid_scale(mean, std) -> bool:
+    """Whether (mean, std) is a target scale training can set: finite numbers, std > 0."""
+    numbers = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (mean, std))
+    return numbers and math.isfinite(mean) and math.isfinite(std) and std > 0
+
+
+def _check_target_record(cfg: dict, cfg_path: Path, weights: Path, model) -> None:
     """A graded model's config.json ``target`` is the mean and std saved with its weights
-    (the ones its predictions are unscaled by): an edited one would be a silent lie."""
+    (the ones its predictions are unscaled by): an edited one would be a silent lie. A scale
+    that training cannot set (not finite, std 0 or below) is a damaged file, said as such: it
+    read as files not belonging together (NaN != NaN), or loaded when both said the same."""
     rec = cfg.get("target")
     saved = {"mean": float(model.target_mean), "std": float(model.target_std)}
+    if not _valid_scale(saved["mean"], saved["std"]):
+        raise TaskModelError(f"{weights}: the saved target scale (mean {saved['mean']}, std "
+                             f"{saved['std']}) is not a finite mean and a positive std, as "
+                             f"training sets it: the file is damaged; save the model again")
+    if not (isinstance(rec, dict) and _valid_scale(rec.get("mean"), rec.get("std"))):
+        raise TaskModelError(f"{cfg_path}: 'target' is {rec!r}, not a finite mean and a positive "
+                             f"std ({{\"mean\": ..., \"std\": ...}}, as saving writes them): the "
+                             f"file is damaged or was edited; save the model again")
     if rec != saved:
         raise TaskModelError(f"{cfg_path}: 'target' is {rec!r}, but the weights hold the "
                              f"training targets' mean and std {saved}: the folder's files do "
