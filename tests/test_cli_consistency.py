@@ -218,6 +218,17 @@ def test_in_option_terms_renames_settings_only_where_they_stand_as_names():
                  "the overlap must be small",                 # (a plain word, not the subject)
                  "my_batch_size must be 1"):                  # (another name)
         assert in_option_terms(EmbedConfig, kept) == kept
+    # (the library's device errors name the device unquoted: "device cuda:1: ...")
+    assert in_option_terms(EmbedConfig, "device cuda:1: no such GPU") == "--device cuda:1: no such GPU"
+    assert in_option_terms(EmbedConfig, "the device cuda: x") == "the device cuda: x"
+
+
+def test_embeds_device_errors_name_the_option(tmp_path, capsys):
+    """elmo embed --device meta (or cuda without CUDA) said "device meta: ...", the library's
+    parameter, where every other command said "--device" as typed."""
+    argv = ["embed", str(_corpus(tmp_path)), str(tmp_path / "out.hdf5"), "--model", "fixture"]
+    assert main(argv + ["--device", "meta"]) == 1
+    assert _error_line(capsys).startswith("elmo embed: error: --device meta: the meta device holds no values")
 
 
 # ------------------------------------------------------------------------ --threads
