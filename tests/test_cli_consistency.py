@@ -258,3 +258,13 @@ def test_predicts_threads_0_is_torchs_choice(tmp_path, capsys, monkeypatch):
     assert main(argv + ["--threads", "0"]) == 1 and main(argv) == 1
     capsys.readouterr()
     assert seen == [0, 1]
+
+
+def test_the_cache_folders_default_is_said_as_the_code_takes_it():
+    """`elmo data --help` and `elmo models --help` said "default ~/.cache/elmo", where the code
+    (and the README) take $XDG_CACHE_HOME/elmo first."""
+    from elmo.cli import _parsers, build_parser
+    found = {p.prog: p.description for p in _parsers(build_parser()) if p.prog in ("elmo data", "elmo models")}
+    assert len(found) == 2
+    for prog, description in found.items():
+        assert "default $XDG_CACHE_HOME/elmo, else ~/.cache/elmo" in " ".join(description.split()), prog
