@@ -297,7 +297,7 @@ def in_option_terms(cls: Type[DataclassInstance], message: str) -> str:
     not one scaled such as ``--max-hours``), wherever an underscore name stands as a word of its
     own (not inside a path: ``runs/batch_size/out.h5`` is left); a one-word name (``overlap``,
     ``device``) only where it begins the message as its subject (``overlap must ...``,
-    ``device 'x': ...``), since elsewhere it may be an ordinary word."""
+    ``device 'x': ...``, ``device cuda: ...``), since elsewhere it may be an ordinary word."""
     import re
 
     types = _field_types(cls)
@@ -307,7 +307,7 @@ def in_option_terms(cls: Type[DataclassInstance], message: str) -> str:
         if "_" in f.name:
             pattern = rf"(?<![\w./\\-]){f.name}(?![\w/\\-]|\.\w)"
         else:
-            pattern = rf"^{f.name}(?= must | ')"
+            pattern = rf"^{f.name}(?= must | '| \S+: )"
         message = re.sub(pattern, _flag(f), message)
     return message
 

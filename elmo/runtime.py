@@ -101,8 +101,14 @@ def resolve_device(device: "str | torch.device" = "auto", local_rank: Optional[i
     if dev.type == "cuda":
         count = torch.cuda.device_count() if torch.cuda.is_available() else 0
         if (dev.index or 0) >= count:
-            where = f"this machine has {count} CUDA device(s)" if count else "CUDA is not available here"
-            raise ValueError(f"{what} {device}: {where}; use cpu or auto")
+            if count:
+                where = f"this machine has {count} CUDA device(s); use cpu or auto"
+            elif torch.version.cuda is None:   # (a GPU user with the CPU wheel: say what to change)
+                where = (f"this PyTorch ({torch.__version__}) is built without CUDA; use cpu or "
+                         f"auto, or install a CUDA build of torch")
+            else:
+                where = "CUDA is not available here; use cpu or auto"
+            raise ValueError(f"{what} {device}: {where}")
     elif dev.type == "meta":
         raise ValueError(f"{what} {device}: the meta device holds no values (a model moved there "
                          f"loses its weights); use cpu, cuda or auto")

@@ -218,6 +218,17 @@ def test_in_option_terms_renames_settings_only_where_they_stand_as_names():
                  "the overlap must be small",                 # (a plain word, not the subject)
                  "my_batch_size must be 1"):                  # (another name)
         assert in_option_terms(EmbedConfig, kept) == kept
+    # (the library's device errors name the device unquoted: "device cuda:1: ...")
+    assert in_option_terms(EmbedConfig, "device cuda:1: no such GPU") == "--device cuda:1: no such GPU"
+    assert in_option_terms(EmbedConfig, "the device cuda: x") == "the device cuda: x"
+
+
+def test_embeds_device_errors_name_the_option(tmp_path, capsys):
+    """elmo embed --device meta (or cuda without CUDA) said "device meta: ...", the library's
+    parameter, where every other command said "--device" as typed."""
+    argv = ["embed", str(_corpus(tmp_path)), str(tmp_path / "out.hdf5"), "--model", "fixture"]
+    assert main(argv + ["--device", "meta"]) == 1
+    assert _error_line(capsys).startswith("elmo embed: error: --device meta: the meta device holds no values")
 
 
 # ------------------------------------------------------------------------ --threads
@@ -277,3 +288,13 @@ def test_embeds_device_auto_is_each_ranks_own_gpu_as_its_default(tmp_path, monke
     for device in (None, "auto"):
         embed_file(_corpus(tmp_path), tmp_path / "out.hdf5", "fixture", layers="top", device=device)
     assert [resolve_device(d, None) for d in seen] == [torch.device("cuda:1")] * 2
+
+
+def test_the_cache_folders_default_is_said_as_the_code_takes_it():
+    """`elmo data --help` and `elmo models --help` said "default ~/.cache/elmo", where the code
+    (and the README) take $XDG_CACHE_HOME/elmo first."""
+    from elmo.cli import _parsers, build_parser
+    found = {p.prog: p.description for p in _parsers(build_parser()) if p.prog in ("elmo data", "elmo models")}
+    assert len(found) == 2
+    for prog, description in found.items():
+        assert "default $XDG_CACHE_HOME/elmo, else ~/.cache/elmo" in " ".join(description.split()), prog

@@ -87,6 +87,7 @@ def test_a_device_that_is_not_there_is_one_clear_error(monkeypatch, capsys):
     with pytest.raises(ValueError, match="--device 'foo': expected cpu, cuda, cuda:N or auto"):
         resolve_device("foo")
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.version, "cuda", "12.4")   # (a CUDA build on a machine without a GPU)
     with pytest.raises(ValueError, match="--device cuda: CUDA is not available here; use cpu or auto"):
         resolve_device("cuda")
     assert resolve_device("auto") == torch.device("cpu") == resolve_device("cpu")
@@ -99,6 +100,18 @@ def test_a_device_that_is_not_there_is_one_clear_error(monkeypatch, capsys):
     assert capsys.readouterr().err == "elmo perplexity: error: --device 'foo': expected cpu, cuda, cuda:N or auto\n"
 
 
+def test_cuda_with_a_cpu_only_torch_says_to_install_a_cuda_build(monkeypatch):
+    """A GPU user whose setup installed the CPU wheel read "CUDA is not available here", as on
+    a machine without a GPU; the error now says that this PyTorch has no CUDA."""
+    from elmo.runtime import resolve_device
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.version, "cuda", None)
+    with pytest.raises(ValueError, match=r"^--device cuda: this PyTorch \(.+\) is built without CUDA; "
+                                         r"use cpu or auto, or install a CUDA build of torch$"):
+        resolve_device("cuda")
+
+
 def test_the_python_api_names_a_device_that_is_not_there(monkeypatch):
     """from_pretrained, Elmo and Embedder with device="cuda" on a machine without CUDA (or
     cuda:N past its devices) raise one ValueError naming the device; it was torch's
@@ -108,6 +121,7 @@ def test_the_python_api_names_a_device_that_is_not_there(monkeypatch):
 
     bilm = elmo.from_pretrained("fixture")
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.version, "cuda", "12.4")
     for make in (lambda: elmo.from_pretrained("fixture", device="cuda"),
                  lambda: elmo.Elmo(module=bilm, num_output_representations=1, device="cuda:0"),
                  lambda: elmo.Embedder(bilm, device=torch.device("cuda"))):

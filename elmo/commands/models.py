@@ -14,8 +14,9 @@ def register(subparsers) -> None:
         "models", help="list and download the published ELMo models",
         description="The published ELMo models (AllenNLP's English models, contributed models and "
                     "HIT-SCIR's ELMoForManyLangs) by name. Files are cached in $ELMO_HOME "
-                    "(default ~/.cache/elmo); ELMO_OFFLINE=1 uses the cache only. Any command "
-                    "that takes a model also takes these names or an http(s) URL.")
+                    "(default $XDG_CACHE_HOME/elmo, else ~/.cache/elmo); ELMO_OFFLINE=1 uses the "
+                    "cache only. Any command that takes a model also takes these names or an "
+                    "http(s) URL.")
     sub = p.add_subparsers(dest="models_command", metavar="ACTION", required=True)
 
     q = sub.add_parser("list", help="the table of published models, cached ones marked",

@@ -6,7 +6,7 @@ SHA-256 of the archive the client returns, and the members to unpack. Nothing el
 extracted: the 358 MB BIG-bench source archive is streamed once and only the few task files
 needed are written.
 
-Cache layout (``$ELMO_DATA``, default ``~/.cache/elmo``)::
+Cache layout (``$ELMO_DATA``, default ``$XDG_CACHE_HOME/elmo``, else ``~/.cache/elmo``)::
 
     downloads/<package>/<archive>      the archive as the client returned it
     extracted/<package>/<members...>   only the listed members, at their archive paths

@@ -4,8 +4,8 @@
     elmo.from_pretrained("https://.../elmo_x_options.json")
     elmo.Elmo(options_url, weights_url, 1)                # URLs wherever a path is taken
 
-Files are cached under ``$ELMO_HOME`` (default ``~/.cache/elmo``); ``ELMO_OFFLINE=1`` uses the
-cache only. See :mod:`elmo.hub.download` for how a download is made safe.
+Files are cached under ``$ELMO_HOME`` (default ``$XDG_CACHE_HOME/elmo``, else ``~/.cache/elmo``);
+``ELMO_OFFLINE=1`` uses the cache only. See :mod:`elmo.hub.download` for how a download is made safe.
 """
 from .archive import ArchiveError
 from .download import DownloadError, elmo_home, is_url

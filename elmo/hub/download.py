@@ -22,7 +22,7 @@ The steps a cache entry is made in (the lock, old names, another URL in the way,
 copy, staging, moving into place) are :mod:`elmo.hub.cache_entry`'s, shared with the unpacked
 cache; this module supplies the file's own (:class:`_CachedFile`).
 
-Cache layout (``$ELMO_HOME``, default ``~/.cache/elmo``)::
+Cache layout (``$ELMO_HOME``, default ``$XDG_CACHE_HOME/elmo``, else ``~/.cache/elmo``)::
 
     models/files/<host>/<url path>           a finished, verified download (DEST)
     models/files/<host>/<url path>+.part     bytes received so far (resumed by the next call)
