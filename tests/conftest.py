@@ -1,6 +1,7 @@
 """Shared fixtures: the conformance data in tests/fixtures and small random models."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,11 @@ from elmo.runtime import threads
 FIXTURES = Path(__file__).parent / "fixtures"
 ALLENNLP = FIXTURES / "allennlp-elmo"
 NOSKIP = FIXTURES / "bilm-tf-noskip"
+
+# A test's subprocess that dies of a fatal signal (a torchrun process's rare SIGABRT as the
+# job ends, seen about once in 200 runs) prints its threads' Python stacks in its stderr,
+# which the failing assertion shows: where it died, not only that it did.
+os.environ.setdefault("PYTHONFAULTHANDLER", "1")
 
 
 @pytest.fixture(autouse=True)
