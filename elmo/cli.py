@@ -172,7 +172,7 @@ def _stdout_flushed() -> bool:
     error = getattr(sys.stdout, "unreported", None)
     if error is None:
         return True
-    print(f"elmo: error: {_one_line(error)}", file=sys.stderr)
+    print(f"elmo: error: {one_line(error)}", file=sys.stderr)
     _stdout_dropped(1)
     return False
 
@@ -324,7 +324,7 @@ def _run(argv: Optional[List[str]]) -> int:
             if isinstance(e, StdoutError):   # (the traceback says it: no line at exit too)
                 _stdout_dropped(1)
             raise
-        print(f"elmo {command}: error: {_one_line(e)}", file=sys.stderr)
+        print(f"elmo {command}: error: {one_line(e)}", file=sys.stderr)
         return _stdout_dropped(1) if isinstance(e, StdoutError) else 1
     except KeyboardInterrupt as e:
         from .training.stop import TrainingStopped
@@ -417,7 +417,7 @@ def _says_why_it_stopped(command: str) -> bool:
     try:
         return launch_env()[0] == 0
     except ValueError as e:
-        print(f"elmo {command}: error: {_one_line(e)}", file=sys.stderr)
+        print(f"elmo {command}: error: {one_line(e)}", file=sys.stderr)
         return True
 
 
@@ -425,9 +425,10 @@ def _says_why_it_stopped(command: str) -> bool:
 _NO_TEMP_FOLDER = re.compile(r"\[Errno \d+\] No usable temporary directory found in \[(.*)\]$")
 
 
-def _one_line(e: BaseException) -> str:
+def one_line(e: BaseException) -> str:
     """The message of an error on one line; a plain OS error about a file reads 'path: reason'.
-    A URL's password in it is shown as ``***`` (a URL given or read from a record may hold one)."""
+    A URL's password in it is shown as ``***`` (a URL given or read from a record may hold one).
+    Public: the scripts run as ``python -m elmo.training.<x>`` print their errors with it too."""
     from .redact import redact_url
     no_temp = _NO_TEMP_FOLDER.match(str(e)) if isinstance(e, FileNotFoundError) else None
     if isinstance(e, OSError) and e.errno and e.filename and (type(e).__module__ == "builtins"

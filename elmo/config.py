@@ -36,8 +36,9 @@ class ConfigError(ValueError):
 MAX_SIZE = 2**31 - 1
 
 
-def _take(section: Mapping[str, Any], key: str, where: str, kind, *, default=..., check=None, why=""):
-    """Read ``section[key]``, check its type and an optional predicate, or raise ConfigError."""
+def take_key(section: Mapping[str, Any], key: str, where: str, kind, *, default=..., check=None, why=""):
+    """Read ``section[key]``, check its type and an optional predicate, or raise ConfigError
+    naming ``where.key``. Public: the reader of ELMoForManyLangs folders checks its files with it."""
     name = f"{where}.{key}" if where else key
     if key not in section:
         if default is ...:
@@ -70,7 +71,7 @@ def _optional_clip(d: Mapping[str, Any], key: str) -> float | None:
     """A clip value: absent or null means no clipping (as in the original code)."""
     if d.get(key) is None:
         return None
-    return _take(d, key, "lstm", float, check=lambda v: v > 0 and math.isfinite(v),
+    return take_key(d, key, "lstm", float, check=lambda v: v > 0 and math.isfinite(v),
                  why="must be a positive number or null")
 
 
@@ -96,12 +97,12 @@ def _lstm_fields(d: Mapping[str, Any]) -> Dict[str, Any]:
     _refuse_unknown_keys(d, LSTM_KEYS, "lstm")
     positive = dict(check=lambda v: v > 0, why="must be positive")
     return dict(
-        dim=_take(d, "dim", "lstm", int, **positive),
-        projection_dim=_take(d, "projection_dim", "lstm", int, **positive),
-        n_layers=_take(d, "n_layers", "lstm", int, **positive),
+        dim=take_key(d, "dim", "lstm", int, **positive),
+        projection_dim=take_key(d, "projection_dim", "lstm", int, **positive),
+        n_layers=take_key(d, "n_layers", "lstm", int, **positive),
         cell_clip=_optional_clip(d, "cell_clip"),
         proj_clip=_optional_clip(d, "proj_clip"),
-        use_skip_connections=_take(d, "use_skip_connections", "lstm", bool),
+        use_skip_connections=take_key(d, "use_skip_connections", "lstm", bool),
     )
 
 
@@ -175,10 +176,10 @@ def _char_cnn_fields(d: Mapping[str, Any]) -> Dict[str, Any]:
     if not isinstance(d, Mapping):
         raise ConfigError(f"char_cnn: expected an object, got {d!r}")
     _refuse_unknown_keys(d, CHAR_CNN_KEYS, "char_cnn")
-    emb = _take(d, "embedding", "char_cnn", dict)
+    emb = take_key(d, "embedding", "char_cnn", dict)
     _refuse_unknown_keys(emb, ("dim",), "char_cnn.embedding")
-    emb_dim = _take(emb, "dim", "char_cnn.embedding", int, check=lambda v: v > 0, why="must be positive")
-    raw = _take(d, "filters", "char_cnn", list, check=lambda v: len(v) > 0, why="must not be empty")
+    emb_dim = take_key(emb, "dim", "char_cnn.embedding", int, check=lambda v: v > 0, why="must be positive")
+    raw = take_key(d, "filters", "char_cnn", list, check=lambda v: len(v) > 0, why="must not be empty")
     filters: List[Tuple[int, int]] = []
     for i, f in enumerate(raw):
         ok = (isinstance(f, (list, tuple)) and len(f) == 2
@@ -188,7 +189,7 @@ def _char_cnn_fields(d: Mapping[str, Any]) -> Dict[str, Any]:
         if max(f) > MAX_SIZE:   # (as every other size: a count of 10**12 failed in torch's allocator)
             raise ConfigError(f"char_cnn.filters[{i}]: {f!r} is beyond any model's size (at most {MAX_SIZE})")
         filters.append((int(f[0]), int(f[1])))
-    max_chars = _take(d, "max_characters_per_token", "char_cnn", int,
+    max_chars = take_key(d, "max_characters_per_token", "char_cnn", int,
                       check=lambda v: v >= 3, why="must be at least 3 (begin, end and one byte)")
     if max(w for w, _ in filters) > max_chars:
         raise ConfigError(f"char_cnn.filters: a width exceeds max_characters_per_token={max_chars}")
@@ -200,11 +201,11 @@ def _char_cnn_fields(d: Mapping[str, Any]) -> Dict[str, Any]:
     return dict(
         embedding_dim=emb_dim,
         filters=tuple(filters),
-        n_highway=_take(d, "n_highway", "char_cnn", int, check=lambda v: v >= 0, why="must be >= 0"),
-        n_characters=_take(d, "n_characters", "char_cnn", int, default=262,
+        n_highway=take_key(d, "n_highway", "char_cnn", int, check=lambda v: v >= 0, why="must be >= 0"),
+        n_characters=take_key(d, "n_characters", "char_cnn", int, default=262,
                            check=lambda v: v in (261, 262), why="must be 261 or 262"),
         max_characters_per_token=max_chars,
-        activation=_take(d, "activation", "char_cnn", str, default="relu",
+        activation=take_key(d, "activation", "char_cnn", str, default="relu",
                          check=lambda v: v in ("relu", "tanh"), why="must be 'relu' or 'tanh'"),
     )
 
@@ -254,13 +255,13 @@ def _char_vocabulary_fields(d: Mapping[str, Any]) -> Dict[str, Any]:
         raise ConfigError(f"char_vocabulary: expected an object, got {d!r}")
     where = "char_vocabulary"
     _refuse_unknown_keys(d, ("format", "n_characters", "word_dim", "n_words"), where)
-    word_dim = _take(d, "word_dim", where, int, default=0, check=lambda v: v >= 0, why="must be >= 0")
+    word_dim = take_key(d, "word_dim", where, int, default=0, check=lambda v: v >= 0, why="must be >= 0")
     return dict(
-        n_characters=_take(d, "n_characters", where, int, check=lambda v: v > 0, why="must be positive"),
+        n_characters=take_key(d, "n_characters", where, int, check=lambda v: v > 0, why="must be positive"),
         word_dim=word_dim,
-        n_words=_take(d, "n_words", where, int, default=0,
+        n_words=take_key(d, "n_words", where, int, default=0,
                       check=lambda v: v > 0 or word_dim == 0, why="must be positive when word_dim > 0"),
-        format=_take(d, "format", where, str, default="elmoformanylangs",
+        format=take_key(d, "format", where, str, default="elmoformanylangs",
                      check=lambda v: v == "elmoformanylangs", why="must be 'elmoformanylangs'"),
     )
 
@@ -320,7 +321,7 @@ class ElmoOptions:
         if not isinstance(self.extra, Mapping):
             raise ConfigError(f"extra: expected a dict of the options file's other keys, got "
                               f"{type(self.extra).__name__}")
-        _take(self.extra, "bidirectional", "", bool, default=True, check=lambda v: v, why=BIDIRECTIONAL_ONLY)
+        take_key(self.extra, "bidirectional", "", bool, default=True, check=lambda v: v, why=BIDIRECTIONAL_ONLY)
 
     @property
     def output_dim(self) -> int:
@@ -338,10 +339,10 @@ class ElmoOptions:
             raise ConfigError(f"options: expected a JSON object, got {type(d).__name__}")
         # The original trainer's switch for a forward-only model (kept in ``extra``): the biLM
         # here always has both directions, and ignoring it trained and ran another model.
-        _take(d, "bidirectional", "", bool, default=True, check=lambda v: v, why=BIDIRECTIONAL_ONLY)
-        lstm = LSTMConfig.from_dict(_take(d, "lstm", "", dict))
+        take_key(d, "bidirectional", "", bool, default=True, check=lambda v: v, why=BIDIRECTIONAL_ONLY)
+        lstm = LSTMConfig.from_dict(take_key(d, "lstm", "", dict))
         vocab = d.get("char_vocabulary")
-        cnn_section = _take(d, "char_cnn", "", dict)
+        cnn_section = take_key(d, "char_cnn", "", dict)
         if vocab is not None:  # char_cnn.n_characters counts byte ids; not used with a dictionary
             cnn_section = {k: v for k, v in cnn_section.items() if k != "n_characters"}
         cnn = CharCNNConfig.from_dict(cnn_section)

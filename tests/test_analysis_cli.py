@@ -503,7 +503,7 @@ def test_a_rerun_leaves_no_picture_of_an_earlier_run_beside_its_results(tmp_path
     assert sorted(p.name for p in out.glob("*.png")) == ["sense_pca.png", "wsd.png"]
     before = {p.name: p.read_bytes() for p in out.iterdir()}
 
-    def fail(*args):
+    def fail(*args, **kwargs):
         raise ValueError("the contrast section failed")
     monkeypatch.setitem(report._SECTION_RUNNERS, "contrast", fail)
     assert main(run + ["--wsd-test-fraction", "0.3", "--mix-weights", str(tmp_path / "w.json")]) == 1
@@ -803,7 +803,7 @@ def test_a_damaged_wordnet_file_is_refused_before_any_section_runs(tmp_path, mon
     senses = tmp_path / "wordnet" / "senses.tsv"
     senses.write_text(senses.read_text() + "bank%1:14:00::\t00000003\n")
     ran = []
-    monkeypatch.setitem(report._SECTION_RUNNERS, "contrast", lambda *args: ran.append("contrast") or {})
+    monkeypatch.setitem(report._SECTION_RUNNERS, "contrast", lambda *args, **kwargs: ran.append("contrast") or {})
     out = tmp_path / "out"
     assert main(["analyze", "fixture", "--out", str(out), "--only", "contrast", "--only", "wsd",
                  "--no-untrained-control"]) == 1
@@ -852,3 +852,29 @@ def test_analyze_asks_for_the_index_bar_on_a_terminal_only(tmp_path, monkeypatch
     assert main(argv + ["--out", str(tmp_path / "b")]) == 1
     assert main(argv + ["--out", str(tmp_path / "c"), "--quiet"]) == 1
     assert seen == [False, True, False]
+
+
+def test_analyze_draws_a_bar_while_each_section_embeds_on_a_terminal_only(tmp_path, monkeypatch, capsys):
+    """Only the neighbours' index had a bar: the POS probe, WSD, contrast and similarity
+    sections embedded (and trained) for minutes without a word. Each now draws its bars on a
+    terminal, as the index does, and none into a log file or pipe, nor with --quiet."""
+    from elmo.analysis import datasets
+
+    options = _merge_inputs(tmp_path, monkeypatch)
+    wordnet = datasets.corpus_dir("wordnet")
+    brown = tmp_path / "brown-pos"
+    monkeypatch.setattr(datasets, "corpus_dir", lambda name, fetch=True: brown if name == "brown-pos" else wordnet)
+    tagged = [[("the", "DET"), ("bank", "NOUN"), ("rose", "VERB")], [("we", "PRON"), ("sat", "VERB")]]
+    monkeypatch.setattr(datasets, "brown_pos", lambda folder, split, limit, seed: tagged)
+    (tmp_path / "corpus.txt").write_text("the cat saw a dog .\nthe king met the queen .\n")
+    run = ["analyze", "fixture", *options, "--only", "pos", "--only", "wsd", "--only", "contrast",
+           "--only", "similarity", "--pos-iterations", "2", "--similarity-corpus", str(tmp_path / "corpus.txt")]
+    bars = ("pos: train tokens: 100%", "pos: probes: 100%", "wsd: example tokens: 100%",
+            "contrast: tokens: 100%", "similarity: words: 100%", "similarity: corpus tokens: 100%")
+    assert main(run + ["--out", str(tmp_path / "a")]) == 0
+    assert capsys.readouterr().err == ""                                   # (capsys: no terminal)
+    for quiet, out in (([], "b"), (["--quiet"], "c"), (["--no-progress"], "d")):
+        terminal = _Terminal()
+        monkeypatch.setattr(sys, "stderr", terminal)
+        assert main(run + ["--out", str(tmp_path / out), *quiet]) == 0
+        assert [bar for bar in bars if bar in terminal.getvalue()] == ([] if quiet else list(bars))

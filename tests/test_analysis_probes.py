@@ -324,7 +324,7 @@ def _fixed_vectors_wsd(monkeypatch, vector_of):
     """Make :func:`wsd.wsd_eval` see, at every target token, the vector ``vector_of(tokens)``
     (the other tokens zero), and put the examples whose sentence starts with ``train`` on the
     train side, the others on the test side."""
-    def embed(model, sentences, batch_size=32):
+    def embed(model, sentences, batch_size=32, bar=None):
         out = []
         for s in sentences:
             a = np.zeros((3, len(s), 2), dtype=np.float32)

@@ -1013,9 +1013,9 @@ def test_an_index_is_built_a_chunk_of_tokens_at_a_time(monkeypatch):
     calls: list = []
     embed = neighbors.embed_layers
 
-    def counted(model, rows, batch_size=32):
+    def counted(model, rows, batch_size=32, bar=None):
         calls.append(sum(len(r) for r in rows))
-        return embed(model, rows, batch_size)
+        return embed(model, rows, batch_size, bar)
 
     monkeypatch.setattr(neighbors, "embed_layers", counted)
     monkeypatch.setattr(neighbors, "BUILD_CHUNK_TOKENS", 7, raising=False)
@@ -1037,9 +1037,9 @@ def _count_embedding(monkeypatch, chunk: int, *also) -> list:
     calls: list = []
     embed = vectors.embed_layers
 
-    def counted(model, rows, batch_size=32):
+    def counted(model, rows, batch_size=32, bar=None):
         calls.append(len(rows))
-        return embed(model, rows, batch_size)
+        return embed(model, rows, batch_size, bar)
 
     for module in (vectors, *also):
         monkeypatch.setattr(module, "embed_layers", counted, raising=False)
@@ -1109,7 +1109,7 @@ def _fixed_layers(monkeypatch, bilm) -> list:
     from elmo.analysis import probes, vectors
     calls: list = []
 
-    def fixed(model, rows, batch_size=32):
+    def fixed(model, rows, batch_size=32, bar=None):
         calls.append(len(rows))
         rngs = [np.random.default_rng(zlib.crc32(" ".join(s).encode())) for s in rows]
         return [r.normal(size=(bilm.num_layers, len(s), bilm.output_dim)).astype(np.float32)

@@ -298,3 +298,21 @@ def test_the_cache_folders_default_is_said_as_the_code_takes_it():
     assert len(found) == 2
     for prog, description in found.items():
         assert "default $XDG_CACHE_HOME/elmo, else ~/.cache/elmo" in " ".join(description.split()), prog
+
+
+def test_embeds_device_cuda_is_each_ranks_own_gpu_as_trains_is(tmp_path, monkeypatch):
+    """``--device cuda`` under torchrun was torch's current GPU, the same for every rank, where
+    train (and embed's auto) take it as cuda:LOCAL_RANK. CUDA is simulated: only the device
+    handed on counts; cuda:N stays cuda:N."""
+    from elmo import embed_file
+    from elmo.embedding import run
+    from elmo.runtime import resolve_device
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    seen = []
+    monkeypatch.setattr(run, "_embed_file_locked", lambda *a, device, **k: seen.append(device))
+    for device in ("cuda", torch.device("cuda"), "cuda:0"):
+        embed_file(_corpus(tmp_path), tmp_path / "out.hdf5", "fixture", layers="top", device=device)
+    trains = resolve_device("cuda", local_rank=1)
+    assert [resolve_device(d, None) for d in seen] == [trains, trains, torch.device("cuda:0")]

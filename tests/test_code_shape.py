@@ -25,3 +25,38 @@ def test_torch_threads_are_set_in_one_place():
     callers = [str(p.relative_to(ROOT)) for p in sorted((ROOT / "elmo").rglob("*.py"))
                if "set_num_threads" in p.read_text(encoding="utf-8")]
     assert callers == ["elmo/runtime.py"], callers
+
+
+def _elmo_imports(tree: ast.AST, path: Path):
+    """(line, module, names) of each import of an elmo module in ``tree``; a relative import is
+    resolved against ``path``'s package. ``names`` are the names imported from it (module = the
+    imported module itself for a plain ``import elmo.x``)."""
+    package = list(path.relative_to(ROOT).parent.parts)   # (an __init__.py's too: its folder)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            base = package[:len(package) - node.level + 1] if node.level else []
+            module = ".".join(base + ([node.module] if node.module else []))
+            if module == "elmo" or module.startswith("elmo."):
+                yield node.lineno, module, [a.name for a in node.names]
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("elmo."):
+                    yield node.lineno, alias.name, []
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def test_no_module_imports_a_private_name_of_another():
+    """A module of elmo imports only the public names of another (``_one_line`` from elmo.cli
+    was a private helper that three packages relied on): what another module needs is made
+    public and documented, or moved where it belongs. A module's own names are its business."""
+    private = []
+    for path in sorted((ROOT / "elmo").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for line, module, names in _elmo_imports(tree, path):
+            wanted = [n for n in names if _private(n)] + [p for p in module.split(".") if _private(p)]
+            if wanted:
+                private.append(f"{path.relative_to(ROOT)}:{line} {module}: {', '.join(wanted)}")
+    assert not private, private

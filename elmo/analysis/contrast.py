@@ -35,7 +35,7 @@ import numpy as np
 from ..io import text_lines, utf8_error_where
 from .probes import check_probe_settings, train_probe
 from .stats import chance_range
-from .vectors import embed_layers, unit_rows
+from .vectors import embed_layers, progress_bar, unit_rows
 
 
 @dataclass(frozen=True)
@@ -265,8 +265,9 @@ def probe_halves(vecs: Dict[Tuple[str, ...], np.ndarray], items: Sequence[Contra
 
 
 def contrast_eval(model, items: Sequence[ContrastItem], seed: int = 0, l2: float = 1e-2,
-                  batch_size: int = 32) -> dict:
-    """Movement and probe accuracy per layer, per category and overall.
+                  batch_size: int = 32, progress: bool = False) -> dict:
+    """Movement and probe accuracy per layer, per category and overall; ``progress``: a bar on
+    stderr over the tokens of the sentences embedded.
 
     Returns ``{"categories": {name: {"movement": {...}, "probe": [per layer], "n_pairs",
     "chance", "chance_range"}}, "movement": {...} over all items, "n_items", "different_words"}``
@@ -285,7 +286,8 @@ def contrast_eval(model, items: Sequence[ContrastItem], seed: int = 0, l2: float
     # the same vectors: kept, it was trained on and scored twice, and weighed double
     items = distinct_items(items)
     sentences = sorted({it.a for it in items} | {it.b for it in items})
-    arrays = embed_layers(model, [list(s) for s in sentences], batch_size)
+    with progress_bar(sum(len(s) for s in sentences), "contrast: tokens", progress) as bar:
+        arrays = embed_layers(model, [list(s) for s in sentences], batch_size, bar)
     vecs = dict(zip(sentences, arrays))
     n_layers = arrays[0].shape[0]
     by_cat: Dict[str, List[ContrastItem]] = defaultdict(list)

@@ -23,7 +23,7 @@ import torch
 
 from ..checks import require_count
 from ..io import atomic_folder, no_empty_folder_on_failure, writing
-from .vectors import as_embedder, embed_layers, unit_rows
+from .vectors import as_embedder, embed_layers, progress_bar, unit_rows
 
 INDEX_VERSION = "1"
 #: Tokens embedded at a time while an index is built (float32, all layers: 3 KiB a token for the
@@ -69,16 +69,14 @@ class CorpusIndex:
         positions = token_positions([len(r) for r in rows])
         vectors = np.empty((embedder.num_layers, len(positions), embedder.dim), dtype=np.float16)
         done = first = 0
-        from tqdm import tqdm
-        with tqdm(total=len(positions), unit="tok", desc="index", disable=not progress) as bar:
+        with progress_bar(len(positions), "index", progress) as bar:
             while first < len(rows):
                 stop, tokens = first, 0
                 while stop < len(rows) and (stop == first or tokens + len(rows[stop]) <= BUILD_CHUNK_TOKENS):
                     tokens, stop = tokens + len(rows[stop]), stop + 1
-                arrays = embed_layers(embedder, rows[first:stop], batch_size)
+                arrays = embed_layers(embedder, rows[first:stop], batch_size, bar)
                 vectors[:, done:done + tokens] = unit_rows(np.concatenate(arrays, axis=1))
                 done, first = done + tokens, stop
-                bar.update(tokens)
         return cls(rows, positions, vectors)
 
     @property

@@ -189,12 +189,14 @@ def majority_baselines(train: Sequence[Tagged], test: Sequence[Tagged]) -> Dict[
 
 
 def pos_probe(model, train: Sequence[Tagged], test: Sequence[Tagged], l2: float = 1e-3,
-              max_iter: int = 100, seed: int = 0, batch_size: int = 32) -> dict:
+              max_iter: int = 100, seed: int = 0, batch_size: int = 32, progress: bool = False) -> dict:
     """POS accuracy of a linear probe on each layer and on a learned mix.
 
     Args:
         model: an :class:`~elmo.embedding.Embedder`, a BiLM, or a model name or folder.
         train, test: tagged sentences (tags already reduced).
+        progress: bars on stderr over the tokens embedded and the probes trained (minutes
+            each on all of Brown).
 
     Returns:
         a dict: ``layers`` (accuracy per layer 0..L), ``mix``, ``mix_weights``,
@@ -212,18 +214,24 @@ def pos_probe(model, train: Sequence[Tagged], test: Sequence[Tagged], l2: float 
     # (into arrays made beforehand, a chunk of sentences at a time: every sentence's array
     # and their concatenation were held at once, twice the memory, for all of Brown)
     embedder = vectors.as_embedder(model, batch_size)
-    x_train = vectors.stacked_layers(embedder, [[w for w, _ in s] for s in train], batch_size)
-    x_test = vectors.stacked_layers(embedder, [[w for w, _ in s] for s in test], batch_size)
+    with vectors.progress_bar(n_train, "pos: train tokens", progress) as bar:
+        x_train = vectors.stacked_layers(embedder, [[w for w, _ in s] for s in train], batch_size, bar)
+    with vectors.progress_bar(n_test, "pos: test tokens", progress) as bar:
+        x_test = vectors.stacked_layers(embedder, [[w for w, _ in s] for s in test], batch_size, bar)
     y_train = np.array([tag_id[t] for s in train for _, t in s])
     y_test = np.array([tag_id.get(t, -1) for s in test for _, t in s])   # unseen tag: wrong
     groups = np.array([i for i, s in enumerate(test) for _ in s])
     correct = []
-    for j in range(x_train.shape[0]):
-        probe = train_probe(x_train[j], y_train, len(tags), l2, max_iter, seed=seed)
-        correct.append(probe.predict(x_test[j]) == y_test)
-    # (x_train's last use: standardised in its own memory, not in a copy as large)
-    mix_probe = train_probe(x_train, y_train, len(tags), l2, max_iter, mix=True, seed=seed, in_place=True)
-    mix_correct = mix_probe.predict(x_test) == y_test
+    # (a probe per layer and the mix probe, each an L-BFGS fit)
+    with vectors.progress_bar(x_train.shape[0] + 1, "pos: probes", progress, unit="probe") as bar:
+        for j in range(x_train.shape[0]):
+            probe = train_probe(x_train[j], y_train, len(tags), l2, max_iter, seed=seed)
+            correct.append(probe.predict(x_test[j]) == y_test)
+            bar.update(1)
+        # (x_train's last use: standardised in its own memory, not in a copy as large)
+        mix_probe = train_probe(x_train, y_train, len(tags), l2, max_iter, mix=True, seed=seed, in_place=True)
+        mix_correct = mix_probe.predict(x_test) == y_test
+        bar.update(1)
     result: Dict[str, Any] = {
         "layers": [float(c.mean()) for c in correct],
         "mix": float(mix_correct.mean()),

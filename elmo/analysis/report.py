@@ -350,7 +350,8 @@ def run_analysis(model: str, out: Path, config: Optional[AnalysisConfig] = None,
 
     ``device``: where the biLM and its untrained control run (default: the CPU; see
     :func:`elmo.from_pretrained`); the probes and the results are on the CPU either way.
-    ``progress``: a bar on stderr while the neighbours' corpus index is built."""
+    ``progress``: bars on stderr while a section embeds, trains its probes or builds the
+    neighbours' corpus index."""
     import os
 
     if not isinstance(model, (str, os.PathLike)):
@@ -533,9 +534,9 @@ def _run_sections(model: str, out: Path, config: AnalysisConfig, sections: List[
             for name in sections:
                 t = time.time()
                 log(f"analyze: {name} ...")
-                # (the neighbours' corpus index: minutes without a word, unless a bar says how far)
-                bar = {"progress": progress} if name == "neighbors" else {}
-                results[name] = _SECTION_RUNNERS[name](embedder, config, stage, **bar)
+                # (a section's embedding, probes or corpus index: minutes without a word, unless
+                # a bar says how far)
+                results[name] = _SECTION_RUNNERS[name](embedder, config, stage, progress=progress)
                 results["seconds"][name] = round(time.time() - t, 1)
             if earlier is not None:
                 results = merge_kept(results, earlier)
@@ -655,7 +656,7 @@ def _metadata(folder: Path) -> Optional[dict]:
     return read_metadata(folder) if (Path(folder) / METADATA_FILE).exists() else None
 
 
-def _run_pos(embedder, config: AnalysisConfig, out: Path) -> dict:
+def _run_pos(embedder, config: AnalysisConfig, out: Path, progress: bool = False) -> dict:
     from . import datasets, plots
     from .probes import pos_probe
 
@@ -663,11 +664,11 @@ def _run_pos(embedder, config: AnalysisConfig, out: Path) -> dict:
     train = datasets.brown_pos(folder, "train", config.pos_train_sentences or None, config.seed)
     test = datasets.brown_pos(folder, "test", config.pos_test_sentences or None, config.seed)
     res = pos_probe(embedder, train, test, config.pos_l2, config.pos_iterations, config.seed,
-                    config.batch_size)
+                    config.batch_size, progress)
     if config.untrained_control:
         from .vectors import untrained_copy
         control = pos_probe(untrained_copy(embedder.bilm, config.seed), train, test, config.pos_l2,
-                            config.pos_iterations, config.seed, config.batch_size)
+                            config.pos_iterations, config.seed, config.batch_size, progress)
         res["control_untrained"] = {k: control[k] for k in ("layers", "mix", "finding") if k in control}
     scores = {f"layer {j}": a for j, a in enumerate(res["layers"])}
     scores["mix"] = res["mix"]
@@ -682,19 +683,19 @@ def _run_pos(embedder, config: AnalysisConfig, out: Path) -> dict:
     return res
 
 
-def _run_wsd(embedder, config: AnalysisConfig, out: Path) -> dict:
+def _run_wsd(embedder, config: AnalysisConfig, out: Path, progress: bool = False) -> dict:
     from . import datasets, plots, wsd
 
     folder = datasets.corpus_dir("wordnet")
     examples = datasets.wordnet_examples(folder)
     senses = datasets.wordnet_senses(folder)
     res = wsd.wsd_eval(embedder, examples, senses, config.wsd_test_fraction, config.seed,
-                       config.wsd_max_lemmas or None, config.batch_size)
+                       config.wsd_max_lemmas or None, config.batch_size, progress)
     if config.untrained_control:
         from .vectors import untrained_copy
         control = wsd.wsd_eval(untrained_copy(embedder.bilm, config.seed), examples, senses,
                                config.wsd_test_fraction, config.seed,
-                               config.wsd_max_lemmas or None, config.batch_size)
+                               config.wsd_max_lemmas or None, config.batch_size, progress)
         res["control_untrained"] = {k: control[k] for k in
                                     ("layers", "layers_seen_senses", "finding") if k in control}
     plots.layer_bars({f"layer {j}": f for j, f in enumerate(res["layers"])},
@@ -795,16 +796,16 @@ def _run_neighbors(embedder, config: AnalysisConfig, out: Path, progress: bool =
             "n_tokens": int(index.positions.shape[0]), "queries": queries}
 
 
-def _run_contrast(embedder, config: AnalysisConfig, out: Path) -> dict:
+def _run_contrast(embedder, config: AnalysisConfig, out: Path, progress: bool = False) -> dict:
     from .contrast import contrast_eval, load_pairs
 
     from .vectors import untrained_copy
 
     items = load_pairs(Path(config.contrast_file) if config.contrast_file else None)
-    res = contrast_eval(embedder, items, config.seed, config.contrast_l2, config.batch_size)
+    res = contrast_eval(embedder, items, config.seed, config.contrast_l2, config.batch_size, progress)
     if config.untrained_control:
         control = contrast_eval(untrained_copy(embedder.bilm, config.seed), items, config.seed,
-                                config.contrast_l2, config.batch_size)
+                                config.contrast_l2, config.batch_size, progress)
         res["control_untrained"] = {name: c["probe"] for name, c in control["categories"].items()}
     return res
 
@@ -820,7 +821,7 @@ def _similarity_corpus(config: AnalysisConfig) -> List[List[str]]:
     return sentences
 
 
-def _run_similarity(embedder, config: AnalysisConfig, out: Path) -> dict:
+def _run_similarity(embedder, config: AnalysisConfig, out: Path, progress: bool = False) -> dict:
     from . import datasets, plots
     from .similarity import similarity_eval
     from ..tasks.embeddings import glove_cased, load_glove
@@ -833,12 +834,13 @@ def _run_similarity(embedder, config: AnalysisConfig, out: Path) -> dict:
     except Exception as e:                               # optional, as in the neighbours: say why
         glove_error = str(e)
     corpus = _similarity_corpus(config) if config.similarity_corpus else None
-    res = similarity_eval(embedder, sets, glove, config.seed, config.batch_size, corpus=corpus)
+    res = similarity_eval(embedder, sets, glove, config.seed, config.batch_size, corpus=corpus,
+                          progress=progress)
     res["glove_missing"] = glove_error
     if config.untrained_control:
         from .vectors import untrained_copy
         control = similarity_eval(untrained_copy(embedder.bilm, config.seed), sets, None, config.seed,
-                                  config.batch_size, n_resamples=0)
+                                  config.batch_size, n_resamples=0, progress=progress)
         res["control_untrained"] = {name: c["layers"] for name, c in control["sets"].items()}
     plots.similarity_layers(res, out / "similarity.png")
     return res

@@ -31,7 +31,7 @@ import numpy as np
 
 from ..correlation import spearman, undefined_reason
 from .stats import resampled_interval
-from .vectors import as_embedder, gather, unit_rows
+from .vectors import as_embedder, embed_layers, gather, progress_bar, unit_rows
 
 #: (word 1, word 2, human score).
 Pair = Tuple[str, str, float]
@@ -76,11 +76,11 @@ def read_pairs(path: Union[str, Path]) -> List[Pair]:
     return pairs
 
 
-def words_alone(model, words: Sequence[str], batch_size: int = 32) -> np.ndarray:
+def words_alone(model, words: Sequence[str], batch_size: int = 32, progress: bool = False) -> np.ndarray:
     """Every layer's vector of each word embedded as a one-token sentence: (L + 1, W, D)
-    float32, in the order of ``words``."""
-    embedder = as_embedder(model, batch_size)
-    arrays = embedder.embed_sentences([[w] for w in words], layers="all")
+    float32, in the order of ``words``. ``progress``: a bar on stderr over the words."""
+    with progress_bar(len(words), "similarity: words", progress, unit="word") as bar:
+        arrays = embed_layers(model, [[w] for w in words], batch_size, bar)
     return gather(arrays, [(i, 0) for i in range(len(words))])
 
 
@@ -89,23 +89,25 @@ CHUNK_SENTENCES = 1000
 
 
 def type_averages(model, sentences: Sequence[Sequence[str]], words: Sequence[str],
-                  batch_size: int = 32) -> Tuple[np.ndarray, np.ndarray]:
+                  batch_size: int = 32, progress: bool = False) -> Tuple[np.ndarray, np.ndarray]:
     """The mean vector per layer of each word over its occurrences in ``sentences``:
     ((L + 1, W, D) float64 means, (W,) occurrence counts). A word that does not occur gets a
-    zero vector and count 0. Only sentences holding one of the words are embedded."""
+    zero vector and count 0. Only sentences holding one of the words are embedded;
+    ``progress``: a bar on stderr over their tokens."""
     embedder = as_embedder(model, batch_size)
     index = {w: i for i, w in enumerate(words)}
     keep = [list(s) for s in sentences if any(t in index for t in s)]
     sums = np.zeros((embedder.num_layers, len(words), embedder.dim))
     counts = np.zeros(len(words), dtype=np.int64)
-    for start in range(0, len(keep), CHUNK_SENTENCES):
-        chunk = keep[start:start + CHUNK_SENTENCES]
-        for sentence, array in zip(chunk, embedder.embed_sentences(chunk, layers="all")):
-            for t, token in enumerate(sentence):
-                i = index.get(token)
-                if i is not None:
-                    sums[:, i] += array[:, t]
-                    counts[i] += 1
+    with progress_bar(sum(len(s) for s in keep), "similarity: corpus tokens", progress) as bar:
+        for start in range(0, len(keep), CHUNK_SENTENCES):
+            chunk = keep[start:start + CHUNK_SENTENCES]
+            for sentence, array in zip(chunk, embed_layers(embedder, chunk, batch_size, bar)):
+                for t, token in enumerate(sentence):
+                    i = index.get(token)
+                    if i is not None:
+                        sums[:, i] += array[:, t]
+                        counts[i] += 1
     return sums / np.maximum(counts, 1)[None, :, None], counts
 
 
@@ -214,7 +216,7 @@ def _rhos(name: str, results: Sequence[Dict[str, Any]]) -> Dict[str, List[Any]]:
 
 def similarity_eval(model, sets: Mapping[str, Sequence[Pair]], glove: Optional[Glove] = None,
                     seed: int = 0, batch_size: int = 32, n_resamples: int = N_RESAMPLES,
-                    corpus: Optional[Sequence[Sequence[str]]] = None) -> Dict[str, Any]:
+                    corpus: Optional[Sequence[Sequence[str]]] = None, progress: bool = False) -> Dict[str, Any]:
     """Word similarity per layer on each named pair set, every word embedded alone.
 
     Args:
@@ -223,6 +225,7 @@ def similarity_eval(model, sets: Mapping[str, Sequence[Pair]], glove: Optional[G
         glove: ``(words, (V, D) vectors, cased)`` for the GloVe baseline, or None.
         seed: of the bootstrap's draws; ``n_resamples``: their number (0: no intervals).
         corpus: tokenized sentences; given, each set is scored with type averages too.
+        progress: bars on stderr over the words and the corpus's tokens embedded.
 
     Returns:
         ``{"method": "alone", "sets": {name: {"n_pairs", "n_words", "repeated_pairs", "layers", "layers_interval",
@@ -237,13 +240,13 @@ def similarity_eval(model, sets: Mapping[str, Sequence[Pair]], glove: Optional[G
         raise ValueError("no word pair sets to evaluate")
     model = as_embedder(model, batch_size)              # (a model name: loaded once)
     words = sorted({w for pairs in sets.values() for a, b, _ in pairs for w in (a, b)})
-    vectors = words_alone(model, words, batch_size)     # each distinct word once, batched
+    vectors = words_alone(model, words, batch_size, progress)   # each distinct word once, batched
     index = {w: i for i, w in enumerate(words)}
     res: Dict[str, Any] = {"method": "alone",
                            "sets": {name: evaluate_set(vectors, index, pairs, glove, seed, n_resamples)
                                     for name, pairs in sets.items()}}
     if corpus is not None:
-        averages, counts = type_averages(model, corpus, words, batch_size)
+        averages, counts = type_averages(model, corpus, words, batch_size, progress)
         res["type_average"] = {name: evaluate_type_average(averages, counts, vectors, index, pairs, seed,
                                                            n_resamples)
                                for name, pairs in sets.items()}

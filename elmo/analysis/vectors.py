@@ -1,7 +1,7 @@
 """Token vectors of every layer, computed once per sentence list and gathered by position."""
 from __future__ import annotations
 
-from typing import Iterator, List, Sequence, Tuple, Union
+from typing import Any, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -37,10 +37,21 @@ def untrained_copy(bilm: BiLM, seed: int = 0) -> BiLM:
     return control.to(next(bilm.parameters()).device)
 
 
+def progress_bar(total: int, desc: str, progress: bool, unit: str = "tok") -> Any:
+    """A tqdm bar on stderr over ``total`` units (tokens embedded, by default) named ``desc``,
+    drawn only where ``progress`` (``elmo analyze`` asks for it where stderr is a terminal,
+    without --quiet: a section's embedding and probes were minutes without a word)."""
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit=unit, desc=desc, disable=not progress)
+
+
 def embed_layers(model: Union[Embedder, BiLM, str], sentences: Sequence[Sentence],
-                 batch_size: int = 32) -> List[np.ndarray]:
-    """All layers of every sentence: a list of float32 arrays (L + 1, n_tokens, D)."""
-    return as_embedder(model, batch_size).embed_sentences(list(sentences), layers="all")
+                 batch_size: int = 32, bar: Optional[Any] = None) -> List[np.ndarray]:
+    """All layers of every sentence: a list of float32 arrays (L + 1, n_tokens, D).
+    ``bar`` (:func:`progress_bar`) counts their tokens, batch by batch."""
+    on_batch = None if bar is None else bar.update
+    return as_embedder(model, batch_size).embed_sentences(list(sentences), layers="all", on_batch=on_batch)
 
 
 def gather(arrays: Sequence[np.ndarray], positions: Sequence[Tuple[int, int]]) -> np.ndarray:
@@ -55,44 +66,44 @@ def gather(arrays: Sequence[np.ndarray], positions: Sequence[Tuple[int, int]]) -
 GATHER_CHUNK_SENTENCES = 1024
 
 
-def _chunks(embedder: Embedder, sentences: Sequence[Sentence],
-            batch_size: int) -> Iterator[Tuple[int, List[np.ndarray]]]:
+def _chunks(embedder: Embedder, sentences: Sequence[Sentence], batch_size: int,
+            bar: Optional[Any] = None) -> Iterator[Tuple[int, List[np.ndarray]]]:
     """``(start, layers)`` of :data:`GATHER_CHUNK_SENTENCES` sentences at a time from
     ``start``: :func:`embed_layers` of ``sentences[start:start + GATHER_CHUNK_SENTENCES]``."""
     for start in range(0, len(sentences), GATHER_CHUNK_SENTENCES):
-        yield start, embed_layers(embedder, sentences[start:start + GATHER_CHUNK_SENTENCES], batch_size)
+        yield start, embed_layers(embedder, sentences[start:start + GATHER_CHUNK_SENTENCES], batch_size, bar)
 
 
 def gathered_layers(model: Union[Embedder, BiLM, str], sentences: Sequence[Sentence],
-                    tokens: Sequence[int], batch_size: int = 32) -> np.ndarray:
+                    tokens: Sequence[int], batch_size: int = 32, bar: Optional[Any] = None) -> np.ndarray:
     """Every layer's vector of token ``tokens[i]`` of ``sentences[i]``: (L + 1, N, D) float32.
 
     :func:`gather` of :func:`embed_layers`, :data:`GATHER_CHUNK_SENTENCES` sentences at a
     time: the layers of all the sentences (every token, where one a sentence is wanted) were
     held at once, about sentence-length times the result (gigabytes for a WSD run over all
-    lemmas)."""
+    lemmas). ``bar`` (:func:`progress_bar`) counts the tokens of the sentences embedded."""
     if len(tokens) != len(sentences):
         raise ValueError(f"{len(tokens)} token positions for {len(sentences)} sentences")
     parts = [gather(arrays, [(i, t) for i, t in enumerate(tokens[start:start + len(arrays)])])
-             for start, arrays in _chunks(as_embedder(model, batch_size), sentences, batch_size)]
+             for start, arrays in _chunks(as_embedder(model, batch_size), sentences, batch_size, bar)]
     if not parts:
         raise ValueError("no positions to gather")
     return np.concatenate(parts, axis=1)
 
 
 def stacked_layers(model: Union[Embedder, BiLM, str], sentences: Sequence[Sentence],
-                   batch_size: int = 32) -> np.ndarray:
+                   batch_size: int = 32, bar: Optional[Any] = None) -> np.ndarray:
     """Every layer's vector of every token of ``sentences``, in order: (L + 1, N, D) float32,
     N the tokens of them all (the concatenation of :func:`embed_layers`' arrays).
 
     Written into one array made beforehand, :data:`GATHER_CHUNK_SENTENCES` sentences at a
     time: the POS probe over all of Brown held every sentence's array and their concatenation
-    at once, twice the memory of the result."""
+    at once, twice the memory of the result. ``bar`` (:func:`progress_bar`) counts the tokens."""
     embedder = as_embedder(model, batch_size)
     n_tokens = sum(len(s) for s in sentences)
     out = np.empty((embedder.num_layers, n_tokens, embedder.dim), dtype=np.float32)
     at = 0
-    for _, arrays in _chunks(embedder, sentences, batch_size):
+    for _, arrays in _chunks(embedder, sentences, batch_size, bar):
         for array in arrays:
             out[:, at:at + array.shape[1]] = array
             at += array.shape[1]

@@ -37,7 +37,7 @@ import numpy as np
 from ..checks import require_count, require_seed, shown
 from .datasets import Sense, SenseExample
 from .stats import bootstrap_interval, paired_bootstrap, verdict
-from .vectors import gathered_layers, unit_rows
+from .vectors import gathered_layers, progress_bar, unit_rows
 
 LemmaKey = Tuple[str, str]                                          # (lemma, pos)
 
@@ -228,7 +228,7 @@ def f1_score(predictions: Sequence[Optional[str]], gold: Sequence[str]) -> Dict[
 
 def wsd_eval(model, examples: Sequence[SenseExample], senses: Sequence[Sense],
              test_fraction: float = 0.5, seed: int = 0, max_lemmas: Optional[int] = None,
-             batch_size: int = 32) -> dict:
+             batch_size: int = 32, progress: bool = False) -> dict:
     """F1 of the nearest sense centroid per layer and of the most frequent sense on WordNet
     examples.
 
@@ -238,6 +238,8 @@ def wsd_eval(model, examples: Sequence[SenseExample], senses: Sequence[Sense],
     a paired bootstrap that resamples lemmas, since one lemma's test items are related),
     ``layers_seen_senses`` / ``mfs_seen_senses``: accuracy on the test items whose sense
     has a train example (the only ones a sense centroid can get right), and ``method``.
+    ``progress``: a bar on stderr over the tokens of the examples embedded (minutes for all
+    lemmas).
     """
     # (checked before any vector: a negative seed failed in the bootstrap after all of them, a
     # negative max_lemmas in random.sample, and a test_fraction of 1 or more put every example
@@ -261,8 +263,9 @@ def wsd_eval(model, examples: Sequence[SenseExample], senses: Sequence[Sense],
                          f"examples or lemmas (max_lemmas), or a larger test_fraction")
     mfs = most_frequent_senses(senses)
     items = train + test
-    vecs = gathered_layers(model, [list(it.tokens) for it in items], [it.index for it in items],
-                           batch_size)   # (L+1, N, D)
+    with progress_bar(sum(len(it.tokens) for it in items), "wsd: example tokens", progress) as bar:
+        vecs = gathered_layers(model, [list(it.tokens) for it in items], [it.index for it in items],
+                               batch_size, bar)   # (L+1, N, D)
     tr, te = vecs[:, :len(train)], vecs[:, len(train):]
     gold = [it.synset for it in test]
     keys_tr, keys_te = [it.key for it in train], [it.key for it in test]

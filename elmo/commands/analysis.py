@@ -6,8 +6,8 @@ from pathlib import Path
 
 from . import DEVICE_HELP, TORCH_CHOICE, cli_device, progress_bar_wanted, set_cli_threads, threads_help
 
-#: (the corpus index of the neighbours was minutes of silence on a large corpus)
-QUIET_HELP = "no progress bars (the corpus index of the neighbours, downloads)"
+#: (the corpus index of the neighbours, a section's embedding and its probes: minutes of silence)
+QUIET_HELP = "no progress bars (the sections' embedding and probes, the neighbours' corpus index, downloads)"
 
 
 def register(subparsers) -> None:

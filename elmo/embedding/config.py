@@ -70,8 +70,8 @@ class EmbedConfig:
                                  help="lines per segment: the unit that is length-sorted, saved for resuming "
                                       "and given to a rank")
     # (the command line's default is auto: it names a model, which a default None loads as auto)
-    device: Optional[str] = setting(None, help=f"{DEVICE_CHOICES} (default auto; under torchrun "
-                                               f"each rank's own GPU, cuda:LOCAL_RANK)")
+    device: Optional[str] = setting(None, help=f"{DEVICE_CHOICES} (default auto; auto and cuda under "
+                                               f"torchrun: each rank's own GPU, cuda:LOCAL_RANK)")
     overwrite: bool = setting(False, show_default=False,
                               help="start again, ignoring an existing OUTPUT and OUTPUT.parts/ (the same "
                                    "--overwrite command run again after a stop resumes it)")

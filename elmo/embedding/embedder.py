@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator, List, Optional, Sequence, Union
+from typing import Callable, Iterable, Iterator, List, Optional, Sequence, Union
 
 import numpy as np
 import torch
@@ -196,7 +196,8 @@ class Embedder:
         return outputs
 
     def embed_sentences(self, sentences: Sequence[Sentence], layers: Union[str, LayerSelection] = "all",
-                        dtype: DTypeSpec = np.float32) -> List[np.ndarray]:
+                        dtype: DTypeSpec = np.float32,
+                        on_batch: Optional[Callable[[int], object]] = None) -> List[np.ndarray]:
         """One array per sentence, in input order.
 
         ``layers="all"`` gives (L + 1, n_tokens, D); ``top``, ``average`` and ``mix:...``
@@ -206,7 +207,8 @@ class Embedder:
         input order); call ``embedder.bilm.reset_states()`` to start over.
         NaN or inf in a sentence's vectors (float16 overflow past 65504, a broken model) is a
         :class:`~elmo.embedding.output.NonFiniteOutput` (a ValueError) naming the sentence,
-        as ``embed_file`` refuses them.
+        as ``embed_file`` refuses them. ``on_batch``: called with the number of tokens of each
+        batch once it is computed (a progress bar's ``update``).
         """
         check_tokenized(sentences, "embed_sentences")
         sentences = token_lists(sentences)   # (the arrays' lengths are those of the tokens run)
@@ -218,6 +220,8 @@ class Embedder:
         for batch in self.run(sentences, selection, dtype):
             for out in batch:
                 results[out.sentence][:, out.offset:out.offset + out.vectors.shape[1]] = out.vectors
+            if on_batch is not None:
+                on_batch(sum(out.vectors.shape[1] for out in batch))
         for i, array in enumerate(results):  # (one pass over the output: cheap beside the model)
             if not np.isfinite(array).all():
                 hint = (" (float16 holds at most 65504 in magnitude: use dtype float32)"

@@ -225,11 +225,8 @@ def embed_file(input_path: Union[str, Path], output_path: Union[str, Path],
     get_tokenizer(cfg.tokenize)  # an unknown name or a missing package: stop before any work
     # settings store True for the English tokenizer, as earlier versions did (runs still resume)
     cfg = replace(cfg, tokenize=False if cfg.tokenize is None else True if cfg.tokenize == "en" else cfg.tokenize)
-    device = cfg.device
     model = model if model is not None else cfg.model
-    # (not a caller's BiLM by default: it stayed on the GPU after the call); auto: this rank's GPU
-    if (device == "auto" or device is None and not isinstance(model, BiLM)) and torch.cuda.is_available():
-        device = f"cuda:{local_rank % torch.cuda.device_count()}"
+    device = _ranks_device(cfg.device, model, local_rank)
     # The output must be writable before anything is computed; rank 0 (which merges and cleans
     # up) holds OUTPUT.lock for the whole run, so a second run on the same output stops here.
     # Nothing the run reads may be what it writes: --overwrite replaced the text, or the model's
@@ -243,6 +240,20 @@ def embed_file(input_path: Union[str, Path], output_path: Union[str, Path],
             output_lock(output_path) if rank == 0 else _no_lock():
         return _embed_file_locked(input_path, output_path, model, selection, cfg, rank=rank, world_size=world_size, device=device,
                                   command_line=command_line)
+
+
+def _ranks_device(device: Union[str, torch.device, None], model: Union[BiLM, str, Path, None],
+                  local_rank: int) -> Union[str, torch.device, None]:
+    """The device this rank embeds on: ``auto``, a bare ``cuda`` and the default (None, except
+    for a caller's BiLM, which stays where it is: it stayed on the GPU after the call) are this
+    rank's own GPU, ``cuda:LOCAL_RANK`` (wrapping round the GPUs there are), as train takes
+    them; a bare ``cuda`` was torch's current GPU, the same one for every rank of a torchrun
+    job. Other devices, and all without CUDA, are handed on as given (checked where used)."""
+    bare_cuda = isinstance(device, (str, torch.device)) and str(device) == "cuda"
+    if (device == "auto" or bare_cuda or device is None and not isinstance(model, BiLM)) \
+            and torch.cuda.is_available():
+        return f"cuda:{local_rank % torch.cuda.device_count()}"
+    return device
 
 
 def _model_inputs(model: Union[BiLM, str, Path, None]) -> List[Tuple[str, Path]]:

@@ -25,7 +25,7 @@ import zlib
 from pathlib import Path, PurePosixPath
 from typing import Iterable, List, Optional
 
-from .download import DownloadError, _one_line
+from .download import DownloadError, brief_message
 
 #: Suffixes understood as archives.
 ARCHIVE_SUFFIXES = (".zip", ".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz")
@@ -167,13 +167,13 @@ def unpack(archive: Path, dest: Path) -> Path:
                 if e.errno:     # the file system's (a full disk), not the archive's
                     raise _write_error(archive, dest, e) from None
                 raise ArchiveError(f"{archive.name}: not a readable zip or tar archive "
-                                   f"(truncated or corrupt?): {_one_line(e)}") from None
+                                   f"(truncated or corrupt?): {brief_message(e)}") from None
             except (tarfile.TarError, EOFError, lzma.LZMAError, zlib.error) as e:
                 raise ArchiveError(f"{archive.name}: not a readable zip or tar archive "
-                                   f"(truncated or corrupt?): {_one_line(e)}") from None
+                                   f"(truncated or corrupt?): {brief_message(e)}") from None
         os.replace(tmp, dest)
     except (zipfile.BadZipFile, zlib.error) as e:   # zlib's: a damaged deflate stream
-        raise ArchiveError(f"{archive.name}: not a readable zip archive: {_one_line(e)}") from None
+        raise ArchiveError(f"{archive.name}: not a readable zip archive: {brief_message(e)}") from None
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)

@@ -171,12 +171,15 @@ def make_cache_folder(folder: Path, variable: str = "ELMO_HOME",
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as e:
-        raise _unwritable(folder, e, variable, error) from None
+        raise unwritable_cache(folder, e, variable, error) from None
 
 
-def _unwritable(folder: Path, e: OSError, variable: str = "ELMO_HOME",
-                error: Type[Exception] = DownloadError) -> Exception:
-    reason = os.strerror(e.errno) if e.errno else _one_line(e)
+def unwritable_cache(folder: Path, e: OSError, variable: str = "ELMO_HOME",
+                     error: Type[Exception] = DownloadError) -> Exception:
+    """The one-line error (of type ``error``) for a cache ``folder`` that cannot be written,
+    naming the environment ``variable`` that points it elsewhere; shared with the unpacked
+    cache (:mod:`elmo.hub.resolve`)."""
+    reason = os.strerror(e.errno) if e.errno else brief_message(e)
     what = "model" if variable == "ELMO_HOME" else "data"
     return error(f"{folder}: the {what} cache cannot be written ({reason}); point {variable} at "
                  "a writable folder (what is already cached there loads without writing)")
@@ -415,7 +418,7 @@ class _CachedFile(cache_entry.CacheEntry[Path]):
     dataclass: those need their module in ``sys.modules``, and this file also runs alone.)"""
 
     error = DownloadError
-    unwritable = staticmethod(_unwritable)
+    unwritable = staticmethod(unwritable_cache)
 
     def __init__(self, dest: Path, url: str, sha256: Optional[str],
                  verify: Optional[Callable[[Path], None]], progress: bool,
@@ -432,7 +435,7 @@ class _CachedFile(cache_entry.CacheEntry[Path]):
         # line; the old file stays until the checked download replaces it), and offline the
         # error says to delete it.
         self.damaged = None if self.sha256 else damage(self.dest)
-        return self.damaged is None and _kept(self.dest, self.sha256)
+        return self.damaged is None and finished_download(self.dest, self.sha256)
 
     def served(self) -> Path:
         return self.dest
@@ -496,7 +499,7 @@ class _CachedFile(cache_entry.CacheEntry[Path]):
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def _kept(dest: Path, sha256: Optional[str]) -> bool:
+def finished_download(dest: Path, sha256: Optional[str]) -> bool:
     """Whether ``dest`` is a finished download; with a pinned ``sha256``, one that matches it
     (checked each time, as pooch does: a file cached before the pin, or damaged since)."""
     if not dest.is_file():
@@ -516,7 +519,7 @@ def damage(path: Path) -> Optional[str]:
     file that does not open (HDF5 compares the file's length with the length it recorded, so
     a truncated file fails here in a fraction of a millisecond), or it is a JSON file (up to
     16 MB) that does not parse. None where it looks whole, or is not there. Not a checksum:
-    a pinned file's SHA-256 is checked by :func:`_kept` instead."""
+    a pinned file's SHA-256 is checked by :func:`finished_download` instead."""
     try:
         size = path.stat().st_size
     except OSError:
@@ -534,7 +537,7 @@ def damage(path: Path) -> Optional[str]:
     except ValueError:          # (UnicodeDecodeError too)
         return "not readable JSON (truncated?)"
     except OSError as e:
-        return "not a readable HDF5 file (truncated?)" if suffix in (".hdf5", ".h5") else _one_line(e)
+        return "not a readable HDF5 file (truncated?)" if suffix in (".hdf5", ".h5") else brief_message(e)
     return None
 
 
@@ -594,12 +597,12 @@ def _download(url: str, dest: Path, sha256: Optional[str], progress: bool, log) 
         raise DownloadError(f"{url}: HTTP {e.response.status_code} {e.response.reason}") from None
     except requests.exceptions.HTTPError as e:
         response = e.response
-        what = f"HTTP {response.status_code} {response.reason}" if response is not None else _one_line(e)
+        what = f"HTTP {response.status_code} {response.reason}" if response is not None else brief_message(e)
         raise DownloadError(f"{url}: {what} (after {_retries() + 1} attempts)") from None
     except requests.exceptions.RequestException as e:
         raise DownloadError(f"{url}: download failed ({_reason(e)}){_resume_hint(dest, sha256)}") from None
     except ValueError as e:                 # pooch's checksum mismatch
-        raise DownloadError(f"{url}: {_one_line(e)}") from None
+        raise DownloadError(f"{url}: {brief_message(e)}") from None
     except OSError as e:                    # writing the part (a full disk): it read "[Errno 28] ..."
         from ..io import os_error_reason
         raise DownloadError(f"{dest}: cannot write the download of {url} ({os_error_reason(e)})"
@@ -653,10 +656,12 @@ def _reason(error: BaseException) -> str:
                            ("SSLError", "TLS error")):
         if marker in text:
             return reason
-    return _one_line(error)
+    return brief_message(error)
 
 
-def _one_line(error: BaseException) -> str:
+def brief_message(error: BaseException) -> str:
+    """``error``'s message on one line, cut to 300 characters (a requests or zip error can
+    nest long ones); also used for an archive's errors (:mod:`elmo.hub.archive`)."""
     text = " ".join(str(error).split())
     return text if len(text) <= 300 else text[:297] + "..."
 

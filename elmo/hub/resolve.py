@@ -45,8 +45,8 @@ from ..io import atomic_folder
 from . import old_names, registry
 from .archive import ArchiveError, find_model_folder, is_archive, unpack
 from .cache_entry import CacheEntry, InTheWay, helper_file, make
-from .download import (DownloadError, _unwritable, cache_path, elmo_home, fetch, is_url,
-                       make_cache_folder, redact_url, sha256_file, tree_aside)
+from .download import (DownloadError, cache_path, elmo_home, fetch, is_url, make_cache_folder,
+                       redact_url, sha256_file, tree_aside, unwritable_cache)
 
 PathOrUrl = Union[str, Path]
 
@@ -227,7 +227,7 @@ class _UnpackedArchive(CacheEntry[Path]):
     url: str
     sha256: Optional[str]
     error = DownloadError
-    unwritable = staticmethod(_unwritable)
+    unwritable = staticmethod(unwritable_cache)
 
     def kept(self) -> bool:
         return _unpacked(self.dest, self.sha256)
@@ -401,12 +401,12 @@ def cache_state(entry: registry.PretrainedModel) -> str:
     """``"yes"`` (every file cached and verified), ``"no"``, or ``"damaged"``: an unpinned
     cached file that :func:`~elmo.hub.download.damage` shows is not whole (truncated, empty),
     which the next load downloads again (it was listed as cached, and failed at every load)."""
-    from .download import _kept, damage
+    from .download import damage, finished_download
     if entry.format == "original":
         paths = {k: cache_path(entry.urls[k]) for k in ("options", "weights")}
         if any(not entry.sha256.get(k) and damage(p) for k, p in paths.items()):
             return "damaged"
-        return "yes" if all(_kept(p, entry.sha256.get(k)) for k, p in paths.items()) else "no"
+        return "yes" if all(finished_download(p, entry.sha256.get(k)) for k, p in paths.items()) else "no"
     return "yes" if _unpacked(unpacked_path(entry.urls["archive"]), entry.sha256.get("archive")) else "no"
 
 

@@ -35,7 +35,7 @@ from typing import Any, Dict, Mapping, Tuple
 
 import torch
 
-from ..config import CharVocabularyConfig, ConfigError, ElmoOptions, _take
+from ..config import CharVocabularyConfig, ConfigError, ElmoOptions, take_key
 from ..io import read_json
 from ..modules.bilm import BiLM
 from ..runtime import resolve_device
@@ -80,7 +80,7 @@ def resolve_config_path(folder: str | Path) -> Path:
     if not isinstance(meta, dict):
         raise ConfigError(f"{meta_path}: expected a JSON object")
     try:
-        named = _take(meta, "config_path", "", str)
+        named = take_key(meta, "config_path", "", str)
     except ConfigError as e:
         raise ConfigError(f"{meta_path}: {e}") from None
     name = Path(named.replace("\\", "/")).name
@@ -96,7 +96,7 @@ def resolve_config_path(folder: str | Path) -> Path:
 
 
 def _clip(section: Mapping[str, Any], key: str, where: str):
-    value = _take(section, key, where, float, default=0.0,
+    value = take_key(section, key, where, float, default=0.0,
                   check=lambda v: v >= 0, why="must be >= 0 (0: no clipping)")
     return value or None  # the original tests the value's truth: 0 means no clipping
 
@@ -109,28 +109,28 @@ def read_model_config(path: str | Path, n_characters: int, n_words: int) -> Elmo
     try:
         if not isinstance(data, dict):
             raise ConfigError("expected a JSON object")
-        enc = _take(data, "encoder", "", dict)
-        emb = _take(data, "token_embedder", "", dict)
-        _take(enc, "name", "encoder", str, check=lambda v: v == "elmo",
+        enc = take_key(data, "encoder", "", dict)
+        emb = take_key(data, "token_embedder", "", dict)
+        take_key(enc, "name", "encoder", str, check=lambda v: v == "elmo",
               why="only the 'elmo' encoder (the released models') is supported")
-        _take(emb, "name", "token_embedder", str, check=lambda v: v == "cnn",
+        take_key(emb, "name", "token_embedder", str, check=lambda v: v == "cnn",
               why="only the 'cnn' token embedder is supported")
         positive = dict(check=lambda v: v > 0, why="must be positive")
-        word_dim = _take(emb, "word_dim", "token_embedder", int, default=0,
+        word_dim = take_key(emb, "word_dim", "token_embedder", int, default=0,
                          check=lambda v: v >= 0, why="must be >= 0")
         options = {
-            "lstm": {"dim": _take(enc, "dim", "encoder", int, **positive),
-                     "projection_dim": _take(enc, "projection_dim", "encoder", int, **positive),
-                     "n_layers": _take(enc, "n_layers", "encoder", int, **positive),
+            "lstm": {"dim": take_key(enc, "dim", "encoder", int, **positive),
+                     "projection_dim": take_key(enc, "projection_dim", "encoder", int, **positive),
+                     "n_layers": take_key(enc, "n_layers", "encoder", int, **positive),
                      "cell_clip": _clip(enc, "cell_clip", "encoder"),
                      "proj_clip": _clip(enc, "proj_clip", "encoder"),
                      "use_skip_connections": True},
-            "char_cnn": {"embedding": {"dim": _take(emb, "char_dim", "token_embedder", int, **positive)},
-                         "filters": _take(emb, "filters", "token_embedder", list),
-                         "n_highway": _take(emb, "n_highway", "token_embedder", int),
-                         "max_characters_per_token": _take(emb, "max_characters_per_token",
+            "char_cnn": {"embedding": {"dim": take_key(emb, "char_dim", "token_embedder", int, **positive)},
+                         "filters": take_key(emb, "filters", "token_embedder", list),
+                         "n_highway": take_key(emb, "n_highway", "token_embedder", int),
+                         "max_characters_per_token": take_key(emb, "max_characters_per_token",
                                                            "token_embedder", int),
-                         "activation": _take(emb, "activation", "token_embedder", str)},
+                         "activation": take_key(emb, "activation", "token_embedder", str)},
             "char_vocabulary": {"format": "elmoformanylangs", "n_characters": n_characters,
                                 "word_dim": word_dim, "n_words": n_words if word_dim else 0},
         }

@@ -96,8 +96,8 @@ def main(argv=None) -> int:
     try:
         result = compare(args.reference, args.candidate, args.text)
     except (ValueError, OSError) as e:   # (a traceback, for a missing folder or another model)
-        from ..cli import _one_line
-        print(f"{p.prog}: error: {_one_line(e)}", file=sys.stderr)
+        from ..cli import one_line
+        print(f"{p.prog}: error: {one_line(e)}", file=sys.stderr)
         return 1
     for row in result["activations"]:
         print(f"layer {row['layer']}: max |diff| {row['max_abs_diff']:.3g} (reference max |x| "

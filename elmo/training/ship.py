@@ -152,8 +152,8 @@ def main(argv=None) -> int:
     try:
         sizes = ship(args.src, args.dest, args.bilm_dtype, args.softmax_dtype, args.max_mb)
     except (ValueError, OSError) as e:   # (a traceback, for a refused size or a missing file)
-        from ..cli import _one_line
-        print(f"{p.prog}: error: {_one_line(e)}", file=sys.stderr)
+        from ..cli import one_line
+        print(f"{p.prog}: error: {one_line(e)}", file=sys.stderr)
         return 1
     for name, size in sizes.items():
         print(f"{args.dest / name}: {size / 1e6:.2f} MB")
