@@ -448,6 +448,35 @@ def test_a_404_is_one_line_naming_the_url(capsys):
         assert err == [f"downloading {missing}", f"elmo info: error: {missing}: HTTP 404 Not Found"]
 
 
+@pytest.mark.parametrize("value", ["off", "0", "false", "No", " ", ""])
+def test_elmo_offline_switched_off_downloads(value, monkeypatch):
+    """ELMO_OFFLINE=off (anything but "", 0, false, no) was read as on: the cache only."""
+    monkeypatch.setenv("ELMO_OFFLINE", value)
+    with FileServer(fixture_files()) as server:
+        elmo.from_pretrained(server.url(OPTIONS))      # downloaded, not "ELMO_OFFLINE is set"
+
+
+@pytest.mark.parametrize("value", ["1", "on", "TRUE", "yes"])
+def test_elmo_offline_switched_on_uses_the_cache_only(value, monkeypatch):
+    monkeypatch.setenv("ELMO_OFFLINE", value)
+    with pytest.raises(DownloadError, match="ELMO_OFFLINE is set"):
+        elmo.from_pretrained("http://127.0.0.1:9/allennlp/models/elmo/x/elmo_x_options.json")
+
+
+@pytest.mark.parametrize("variable, argv", [("ELMO_OFFLINE", ["models", "get", "small"]),
+                                            ("ELMO_DEBUG", ["info", "no-such-model"])])
+def test_an_unknown_switch_value_is_one_line_naming_the_variable(variable, argv, monkeypatch, capsys):
+    """ELMO_OFFLINE=maybe was on, ELMO_DEBUG=false was on (a traceback for each error)."""
+    monkeypatch.setenv(variable, "maybe")
+    assert main(argv) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"{variable}='maybe' in the environment: expected 1, true, yes, on" in err[0], err
+    if variable == "ELMO_DEBUG":
+        monkeypatch.setenv(variable, "false")               # off: one line, no traceback
+        assert main(argv) == 1
+        assert len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
 def test_offline_with_an_empty_cache_is_one_clear_line(monkeypatch, capsys):
     monkeypatch.setenv("ELMO_OFFLINE", "1")
     url = "http://127.0.0.1:9/allennlp/models/elmo/x/elmo_x_options.json"   # never contacted
