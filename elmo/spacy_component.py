@@ -26,7 +26,9 @@ classifier trained with ``"tokenize": true`` reads the Doc's text split by its t
 
 The vectors live in ``doc.tensor``, which spaCy's ``tok2vec`` also sets: add ``elmo`` after it
 (a Doc whose tensor a later component replaced, or whose tokens one merged or split, as
-``merge_entities`` does, makes the vector hooks raise a ValueError: run ``elmo`` after it).
+``merge_entities`` does, makes the vector hooks raise a ValueError: run ``elmo`` after it; a
+part of a Doc made with ``span.as_doc(copy_user_data=True)`` too: :func:`set_vector_hooks` on
+it gives it its rows).
 
 A saved pipeline (``nlp.to_disk``, ``nlp.to_bytes``) keeps each component's ``model`` as its
 config names it, and a digest of the weights it loaded (``elmo_model.json``); loading it where
@@ -103,6 +105,9 @@ def _fingerprint(tensor: np.ndarray) -> str:
 
 #: ``doc.user_data`` key: how many tokens the Doc had when the hooks were set.
 _TOKENS_KEY = "elmo.vector_tokens"
+#: ``doc.user_data`` key: the length of the Doc's text then. Merging or splitting tokens keeps
+#: the text; a Doc of a part of another (``span.as_doc(copy_user_data=True)``) has less of it.
+_TEXT_KEY = "elmo.vector_text_length"
 
 #: The end of the error for a tensor that is no longer the ELMo rows.
 _REPLACED = "a component after 'elmo' replaced it (tok2vec does); add the 'elmo' component after that one"
@@ -115,6 +120,12 @@ def _elmo_rows(doc):
     ``doc.user_data`` tells a tensor of the same width."""
     tensor, width, tokens = doc.tensor, doc.user_data.get(_WIDTH_KEY), doc.user_data.get(_TOKENS_KEY)
     if tokens is not None and tokens != len(doc):
+        text = doc.user_data.get(_TEXT_KEY)
+        if text is not None and text != len(doc.text):     # (it named merged or split tokens)
+            raise ValueError(f"the Doc has {len(doc)} tokens, not the {tokens} its ELMo vectors were set for: "
+                             f"it is a part of another Doc (span.as_doc(copy_user_data=True) copied the user "
+                             f"data of the whole Doc's vectors); call elmo.spacy_component.set_vector_hooks(doc) "
+                             f"on it to use its rows of them, or run the 'elmo' component on it")
         # (spaCy merges or splits the tensor's rows with the tokens: the error blamed a
         # component that replaced the tensor, as tok2vec does)
         raise ValueError(f"the Doc has {len(doc)} tokens, not the {tokens} its ELMo vectors were set for: "
@@ -303,6 +314,7 @@ def set_vector_hooks(doc: Doc) -> Doc:
         raise ValueError(f"set_vector_hooks: the Doc's tensor has shape {getattr(tensor, 'shape', None)}, not "
                          f"one row per token ({len(doc)}); run the 'elmo' component on it first")
     doc.user_data[_WIDTH_KEY], doc.user_data[_TOKENS_KEY] = tensor.shape[1], len(doc)
+    doc.user_data[_TEXT_KEY] = len(doc.text)
     if isinstance(tensor, np.ndarray):
         doc.user_data[_FINGERPRINT_KEY] = _fingerprint(tensor)
         _checked[(id(tensor), doc.user_data[_FINGERPRINT_KEY])] = tensor

@@ -235,6 +235,23 @@ def test_tokens_merged_or_split_after_elmo_are_named_as_the_cause():
     assert again[2].text == "New York" and again[2].has_vector and again[2].vector.any()
 
 
+def test_a_part_of_a_doc_with_its_user_data_is_not_called_retokenized():
+    """span.as_doc(copy_user_data=True) copies the whole Doc's record of its vectors: the error
+    said that tokens were merged or split. It names the copy now, and set_vector_hooks gives
+    the part its rows, as the Doc's own vectors."""
+    from elmo.spacy_component import set_vector_hooks
+    nlp = spacy.blank("en")
+    nlp.add_pipe("elmo", config={"model": "fixture"})
+    doc = nlp("The bank closed early today")
+    part = doc[1:3].as_doc(copy_user_data=True)
+    with pytest.raises(ValueError, match=r"the Doc has 2 tokens, not the 5 its ELMo vectors were set for: it is "
+                                         r"a part of another Doc \(span.as_doc\(copy_user_data=True\)"):
+        part[0].vector
+    assert set_vector_hooks(part) is part
+    np.testing.assert_array_equal(np.stack([t.vector for t in part]), doc.tensor[1:3])
+    assert part[0].similarity(doc[1]) == pytest.approx(1.0) and part[0].similarity(doc[2]) < 1.0
+
+
 def test_a_tensor_of_the_elmo_width_replaced_by_a_later_component_is_an_error():
     """A later component writing a doc.tensor of ELMo's own width passed the shape check: the
     token, span and Doc vectors silently became its rows. Copies and pickles keep working."""
