@@ -30,6 +30,11 @@ The vectors live in ``doc.tensor``, which spaCy's ``tok2vec`` also sets: add ``e
 part of a Doc made with ``span.as_doc(copy_user_data=True)`` too: :func:`set_vector_hooks` on
 it gives it its rows).
 
+A Doc read back from bytes (``nlp.pipe(texts, n_process=2)``, ``Doc.from_bytes``) has lost its
+vector hooks, and its tokens' ``similarity`` is spaCy's: 1.0 against any token of the same text,
+whatever the contexts. Call :func:`set_vector_hooks` on each such Doc (compared with from a Doc
+that has the hooks, it gets them back itself).
+
 A saved pipeline (``nlp.to_disk``, ``nlp.to_bytes``) keeps each component's ``model`` as its
 config names it, and a digest of the weights it loaded (``elmo_model.json``); loading it where
 that name gives other weights (a relative path read from another working folder, a model
@@ -187,12 +192,23 @@ def _similarity(obj, other) -> float:
         fix = ("it has no context: compare a Token" if doc is None else
                f"run the 'elmo' component on {'it' if doc is other else 'its Doc'} first")
         raise ValueError(f"similarity: the other {type(other).__name__} has no ELMo vectors: {fix}")
+    _hooks_back(doc)
     a, b = np.asarray(obj.vector, dtype="float64"), np.asarray(other.vector, dtype="float64")
     if a.shape != b.shape:
         raise ValueError(f"similarity: vectors of {a.shape[0]} and {b.shape[0]} values "
                          "(another model or layers choice) cannot be compared")
     norm = float(np.linalg.norm(a) * np.linalg.norm(b))
     return float(a @ b) / norm if norm else 0.0
+
+
+def _hooks_back(doc: Doc) -> None:
+    """Put the vector hooks back on a Doc that has ELMo rows but lost its hooks (``to_bytes``,
+    ``nlp.pipe(n_process=2)``), once they are checked to be its rows still: its own similarity
+    then took spaCy's, which is 1.0 for two tokens of the same text whatever their contexts.
+    (A similarity called on such a Doc's token is spaCy's: nothing here runs to refuse it.)"""
+    if doc.user_hooks.get("similarity") is not _similarity:
+        _elmo_rows(doc)         # (else the error of a tensor replaced, or tokens retokenized)
+        _install_hooks(doc)
 
 
 class _BatchedComponent:
@@ -320,6 +336,12 @@ def set_vector_hooks(doc: Doc) -> Doc:
         _checked[(id(tensor), doc.user_data[_FINGERPRINT_KEY])] = tensor
     else:  # (not rows this component set: no digest to compare later)
         doc.user_data.pop(_FINGERPRINT_KEY, None)
+    _install_hooks(doc)
+    return doc
+
+
+def _install_hooks(doc: Doc) -> None:
+    """Set the Doc's token, span and Doc hooks for ``vector``, ``has_vector`` and ``similarity``."""
     doc.user_token_hooks["vector"] = _token_vector
     doc.user_token_hooks["has_vector"] = _token_has_vector
     doc.user_token_hooks["similarity"] = _similarity
@@ -329,7 +351,6 @@ def set_vector_hooks(doc: Doc) -> Doc:
     doc.user_hooks["vector"] = _doc_vector
     doc.user_hooks["has_vector"] = _doc_has_vector
     doc.user_hooks["similarity"] = _similarity
-    return doc
 
 
 

@@ -302,6 +302,27 @@ def test_serialized_docs_get_their_vectors_back():
             set_vector_hooks(lost)
 
 
+def test_a_doc_that_lost_its_hooks_gets_them_back_when_compared_with():
+    """A Doc read back from bytes (nlp.pipe(n_process=2)) has no hooks: its token's similarity
+    was spaCy's, 1.0 for "bank" by a river against "bank" of a loan. Compared with from a Doc
+    that has them, it gets them back (once its rows are checked); the other way round spaCy's
+    similarity runs, and nothing of the component does: set_vector_hooks is the way (README)."""
+    from spacy.tokens import Doc
+    nlp = spacy.blank("en")
+    nlp.add_pipe("elmo", config={"model": "fixture"})
+    doc = nlp("The bank of the river and the bank of the loan")
+    with pytest.warns(UserWarning, match="W109"):
+        back = Doc(nlp.vocab).from_bytes(doc.to_bytes())
+    cosine = doc[7].similarity(back[1])
+    assert cosine < 1.0 and back[1].similarity(doc[7]) == pytest.approx(cosine)
+    assert back.vector == pytest.approx(doc.vector)
+    with pytest.warns(UserWarning, match="W109"):
+        replaced = Doc(nlp.vocab).from_bytes(doc.to_bytes())
+    replaced.tensor = replaced.tensor + 1.0                     # (not its ELMo rows any more)
+    with pytest.raises(ValueError, match="holds other values than its ELMo vectors"):
+        doc[7].similarity(replaced[1])
+
+
 def test_several_processes_give_the_vectors_of_one(tmp_path):
     """nlp.pipe(n_process=2) hung for ever once the parent had embedded (torch's OpenMP
     threads do not survive fork: see elmo.runtime); its Docs' tensors equal one process's."""
