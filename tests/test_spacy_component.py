@@ -456,6 +456,20 @@ def test_docs_longer_than_the_model_reads_are_said_and_recorded():
         assert fresh(nlp.make_doc("p  q r"))._.elmo_tokens_read == {"my-classification": 3}
 
 
+def test_a_renamed_task_component_records_under_its_new_name():
+    """After nlp.rename_pipe a component that kept its old name would record the words read
+    under it; spaCy (3.7+) sets the component's name at a rename, and it is used."""
+    from spacy.language import Language
+    if not Language.has_factory("elmo_task_stand_in"):
+        Language.factory("elmo_task_stand_in")(lambda nlp, name: _stand_in_annotator(
+            "classification", ["pos", "neg"], lambda texts, batch_size: ["neg"] * len(texts)))
+    nlp = spacy.blank("en")
+    nlp.add_pipe("elmo_task_stand_in", name="sentiment")
+    nlp.rename_pipe("sentiment", "mood")
+    assert nlp.get_pipe("mood").name == "mood"
+    assert nlp("a b")._.elmo_tokens_read == {"mood": 2}
+
+
 def test_task_labels_are_added_to_the_cats_of_earlier_components():
     """doc.cats was replaced: a second elmo_task classifier (or spaCy's textcat) before this
     one lost its labels; spaCy's own textcat adds its labels to the Doc's."""
