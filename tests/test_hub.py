@@ -178,32 +178,6 @@ def test_a_name_from_the_table_downloads_checks_and_gets_a_folder(monkeypatch, c
     assert sorted(p.name for p in folder.iterdir()) == ["options.json", "weights.hdf5"]
     for a, b in zip(layers(elmo.from_pretrained("fixture")), layers(elmo.from_pretrained(folder))):
         assert torch.equal(a, b)
-
-
-def test_a_read_only_cache_gives_one_private_folder_per_pair_removed_at_exit(cache, monkeypatch, tmp_path):
-    """Each model_path of a pair in a read-only cache left a new temporary folder of links
-    behind, for good; it is made once, reused, and removed when the process ends."""
-    import atexit
-    import importlib
-    resolve = importlib.import_module("elmo.hub.resolve")        # (elmo.hub.resolve: the function)
-    temp = tmp_path / "tmp"
-    temp.mkdir()
-    monkeypatch.setattr("tempfile.tempdir", str(temp))
-    exit_hooks = []
-    monkeypatch.setattr(atexit, "register", exit_hooks.append)
-    monkeypatch.setattr(resolve, "_PRIVATE_FOLDERS", {}, raising=False)
-    monkeypatch.setattr(resolve, "_PRIVATE_OWNER", [], raising=False)
-    with FileServer(fixture_files()) as server:
-        url = server.url(OPTIONS)
-        elmo.from_pretrained(url)
-    _refuse_writes_under(monkeypatch, cache)
-    folders = {elmo.model_path(url) for _ in range(3)}
-    assert len(folders) == 1 and list(temp.iterdir()) == list(folders)
-    assert exit_hooks.count(resolve.remove_private_folders) == 1
-    resolve.remove_private_folders()                             # the process ends
-    assert list(temp.iterdir()) == []
-    assert (elmo.model_path(url) / "weights.hdf5").exists()     # (made again when needed)
-    resolve.remove_private_folders()
     capsys.readouterr()
     assert main(["models", "list"]) == 0
     out = capsys.readouterr().out
