@@ -303,11 +303,16 @@ def _run(argv: Optional[List[str]]) -> int:
     from .commands import progress_bar_wanted
     from .config import ConfigError
     from .data.fetch import DataError
+    from .env_switch import env_switch
     from .hub.download import DownloadError, download_bars
     from .weights import WeightFileError
-    debug = args.debug or os.environ.get("ELMO_DEBUG", "") not in ("", "0")
     # the whole command, as typed: "elmo vocab: error" did not say which vocab action failed
     command = " ".join(name for name, _ in _command_path(parser, args)[1:])
+    try:    # ("false" and "off" were on: anything but "" and "0")
+        debug = args.debug or env_switch("ELMO_DEBUG")
+    except ValueError as e:
+        print(f"elmo {command}: error: {e}", file=sys.stderr)
+        return 1
     try:
         with _stop_signals_raise(), _model_name_warnings_as_lines(command), \
                 download_bars(progress_bar_wanted(_progress_asked(args))):

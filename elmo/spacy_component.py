@@ -26,7 +26,14 @@ classifier trained with ``"tokenize": true`` reads the Doc's text split by its t
 
 The vectors live in ``doc.tensor``, which spaCy's ``tok2vec`` also sets: add ``elmo`` after it
 (a Doc whose tensor a later component replaced, or whose tokens one merged or split, as
-``merge_entities`` does, makes the vector hooks raise a ValueError: run ``elmo`` after it).
+``merge_entities`` does, makes the vector hooks raise a ValueError: run ``elmo`` after it; a
+part of a Doc made with ``span.as_doc(copy_user_data=True)`` too: :func:`set_vector_hooks` on
+it gives it its rows).
+
+A Doc read back from bytes (``nlp.pipe(texts, n_process=2)``, ``Doc.from_bytes``) has lost its
+vector hooks, and its tokens' ``similarity`` is spaCy's: 1.0 against any token of the same text,
+whatever the contexts. Call :func:`set_vector_hooks` on each such Doc (compared with from a Doc
+that has the hooks, it gets them back itself).
 
 A saved pipeline (``nlp.to_disk``, ``nlp.to_bytes``) keeps each component's ``model`` as its
 config names it, and a digest of the weights it loaded (``elmo_model.json``); loading it where
@@ -103,6 +110,9 @@ def _fingerprint(tensor: np.ndarray) -> str:
 
 #: ``doc.user_data`` key: how many tokens the Doc had when the hooks were set.
 _TOKENS_KEY = "elmo.vector_tokens"
+#: ``doc.user_data`` key: the length of the Doc's text then. Merging or splitting tokens keeps
+#: the text; a Doc of a part of another (``span.as_doc(copy_user_data=True)``) has less of it.
+_TEXT_KEY = "elmo.vector_text_length"
 
 #: The end of the error for a tensor that is no longer the ELMo rows.
 _REPLACED = "a component after 'elmo' replaced it (tok2vec does); add the 'elmo' component after that one"
@@ -115,6 +125,12 @@ def _elmo_rows(doc):
     ``doc.user_data`` tells a tensor of the same width."""
     tensor, width, tokens = doc.tensor, doc.user_data.get(_WIDTH_KEY), doc.user_data.get(_TOKENS_KEY)
     if tokens is not None and tokens != len(doc):
+        text = doc.user_data.get(_TEXT_KEY)
+        if text is not None and text != len(doc.text):     # (it named merged or split tokens)
+            raise ValueError(f"the Doc has {len(doc)} tokens, not the {tokens} its ELMo vectors were set for: "
+                             f"it is a part of another Doc (span.as_doc(copy_user_data=True) copied the user "
+                             f"data of the whole Doc's vectors); call elmo.spacy_component.set_vector_hooks(doc) "
+                             f"on it to use its rows of them, or run the 'elmo' component on it")
         # (spaCy merges or splits the tensor's rows with the tokens: the error blamed a
         # component that replaced the tensor, as tok2vec does)
         raise ValueError(f"the Doc has {len(doc)} tokens, not the {tokens} its ELMo vectors were set for: "
@@ -176,12 +192,23 @@ def _similarity(obj, other) -> float:
         fix = ("it has no context: compare a Token" if doc is None else
                f"run the 'elmo' component on {'it' if doc is other else 'its Doc'} first")
         raise ValueError(f"similarity: the other {type(other).__name__} has no ELMo vectors: {fix}")
+    _hooks_back(doc)
     a, b = np.asarray(obj.vector, dtype="float64"), np.asarray(other.vector, dtype="float64")
     if a.shape != b.shape:
         raise ValueError(f"similarity: vectors of {a.shape[0]} and {b.shape[0]} values "
                          "(another model or layers choice) cannot be compared")
     norm = float(np.linalg.norm(a) * np.linalg.norm(b))
     return float(a @ b) / norm if norm else 0.0
+
+
+def _hooks_back(doc: Doc) -> None:
+    """Put the vector hooks back on a Doc that has ELMo rows but lost its hooks (``to_bytes``,
+    ``nlp.pipe(n_process=2)``), once they are checked to be its rows still: its own similarity
+    then took spaCy's, which is 1.0 for two tokens of the same text whatever their contexts.
+    (A similarity called on such a Doc's token is spaCy's: nothing here runs to refuse it.)"""
+    if doc.user_hooks.get("similarity") is not _similarity:
+        _elmo_rows(doc)         # (else the error of a tensor replaced, or tokens retokenized)
+        _install_hooks(doc)
 
 
 class _BatchedComponent:
@@ -303,11 +330,18 @@ def set_vector_hooks(doc: Doc) -> Doc:
         raise ValueError(f"set_vector_hooks: the Doc's tensor has shape {getattr(tensor, 'shape', None)}, not "
                          f"one row per token ({len(doc)}); run the 'elmo' component on it first")
     doc.user_data[_WIDTH_KEY], doc.user_data[_TOKENS_KEY] = tensor.shape[1], len(doc)
+    doc.user_data[_TEXT_KEY] = len(doc.text)
     if isinstance(tensor, np.ndarray):
         doc.user_data[_FINGERPRINT_KEY] = _fingerprint(tensor)
         _checked[(id(tensor), doc.user_data[_FINGERPRINT_KEY])] = tensor
     else:  # (not rows this component set: no digest to compare later)
         doc.user_data.pop(_FINGERPRINT_KEY, None)
+    _install_hooks(doc)
+    return doc
+
+
+def _install_hooks(doc: Doc) -> None:
+    """Set the Doc's token, span and Doc hooks for ``vector``, ``has_vector`` and ``similarity``."""
     doc.user_token_hooks["vector"] = _token_vector
     doc.user_token_hooks["has_vector"] = _token_has_vector
     doc.user_token_hooks["similarity"] = _similarity
@@ -317,7 +351,6 @@ def set_vector_hooks(doc: Doc) -> Doc:
     doc.user_hooks["vector"] = _doc_vector
     doc.user_hooks["has_vector"] = _doc_has_vector
     doc.user_hooks["similarity"] = _similarity
-    return doc
 
 
 

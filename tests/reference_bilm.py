@@ -95,13 +95,14 @@ def reference_lstm_stack(stack: BiLSTMStack, x: torch.Tensor, mask: torch.Tensor
     return layers, finals
 
 
-def with_boundaries(char_ids: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+def with_boundaries(char_ids: torch.Tensor, lengths: torch.Tensor, empty_rows: bool = False) -> torch.Tensor:
     """(B, T, C) byte ids -> (B, T + 2, C): each sentence of n > 0 tokens becomes <S>, its
-    tokens, </S>, then padding; an empty one stays all padding."""
+    tokens, </S>, then padding; an empty one stays all padding, or with ``empty_rows`` (the
+    boundaries kept, as AllenNLP) becomes <S> </S>."""
     batch, steps, n_chars = char_ids.shape
     out = char_ids.new_zeros(batch, steps + 2, n_chars)
     for b, n in enumerate(lengths.tolist()):
-        if n > 0:
+        if n > 0 or empty_rows:
             out[b, 0] = torch.tensor(word_to_char_ids(BOS_TOKEN, n_chars))
             out[b, 1:n + 1] = char_ids[b, :n]
             out[b, n + 1] = torch.tensor(word_to_char_ids(EOS_TOKEN, n_chars))
@@ -141,7 +142,7 @@ class ReferenceBiLM:
         state per layer, (c (2, B, H), h (2, B, P)), starting from ``state`` (zeros when None):
         what a stateful BiLM carries to its next call."""
         mask = (char_ids > 0).any(-1)
-        ids = with_boundaries(char_ids, mask.sum(1))
+        ids = with_boundaries(char_ids, mask.sum(1), empty_rows=keep_sentence_boundaries)
         mask = (ids > 0).any(-1)
         x = self.token_vectors(ids)
         layers = [torch.cat([x, x], -1)]

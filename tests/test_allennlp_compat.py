@@ -59,7 +59,43 @@ def test_bilm_5d_input_and_boundaries():
     with torch.no_grad():
         out = bilm(ids, keep_sentence_boundaries=True)
     assert out["mask"].shape == (1, 2, 3, 6) and out["activations"][0].shape == (1, 2, 3, 6, 12)
-    assert out["mask"][0, 1, 1].all() and not out["mask"][0, 0, 2].any()
+    assert out["mask"][0, 1, 1].all()
+    assert out["mask"][0, 0, 2].tolist() == [True, True] + [False] * 4      # empty: <S> </S>
+
+
+def test_kept_boundaries_of_an_empty_sentence_are_run_as_in_allennlp():
+    """AllenNLP's add_sentence_boundary_token_ids gives every row <S> and </S>, an empty one
+    too: two positions of mask 1 with the LSTMs' vectors there. They were padding here (mask 0,
+    zero vectors). The forward LSTM at <S> has seen only <S>, the backward one at </S> only </S>:
+    what they give at those positions in any sentence."""
+    bilm = random_bilm()
+    for module in (bilm, Elmo(module=bilm, dropout=0.0, keep_sentence_boundaries=True)):
+        with torch.no_grad():
+            out = (module(batch_to_ids([["the", "dog"], []]), keep_sentence_boundaries=True)
+                   if module is bilm else module(batch_to_ids([["the", "dog"], []]), return_layers=True))
+        assert out["mask"].long().tolist() == [[1, 1, 1, 1], [1, 1, 0, 0]]
+        for layer in out["activations" if module is bilm else "layers"]:
+            half = layer.shape[-1] // 2
+            assert torch.allclose(layer[1, 0, :half], layer[0, 0, :half], atol=1e-6)      # forward at <S>
+            assert torch.allclose(layer[1, 1, half:], layer[0, 3, half:], atol=1e-6)      # backward at </S>
+            assert layer[1, 2:].abs().sum() == 0 and layer[1, :2].abs().sum() > 0
+
+
+def test_kept_boundaries_move_an_empty_sentences_state_on_as_in_allennlp():
+    """Stateful, AllenNLP's row of an empty sentence moved on by <S> </S> with the boundaries
+    kept; here it kept its state (as it still does without them: a row that is not run)."""
+    from reference_bilm import ReferenceBiLM
+    bilm = random_bilm()
+    first, second = batch_to_ids([["the", "dog"], []]), batch_to_ids([["x"], ["y"]])
+    reference = ReferenceBiLM(copy.deepcopy(bilm))
+    bilm.stateful = True
+    with torch.no_grad():
+        bilm(first, keep_sentence_boundaries=True)
+        got = bilm(second)["activations"]
+        _, state = reference.run(first, keep_sentence_boundaries=True)
+        want, _ = reference.run(second, state)
+    for g, w in zip(got, want):
+        assert torch.allclose(g, w, atol=1e-5)
 
 
 def test_bilm_rejects_input_without_a_batch_dimension():
@@ -185,7 +221,8 @@ def test_module_on_allennlps_contract_gives_what_the_bilm_gives():
         b = ours(ids)
     assert wrapped.seen == [(6, 4)]                               # word ids reach it, flattened
     assert torch.equal(a["mask"], b["mask"])
-    assert all(torch.equal(x, y) for x, y in zip(a["elmo_representations"], b["elmo_representations"]))
+    # (up to rounding: with the boundaries kept, the empty sentences are run too, in one batch)
+    assert all(torch.allclose(x, y, atol=1e-6) for x, y in zip(a["elmo_representations"], b["elmo_representations"]))
     kept = Elmo(module=wrapped, dropout=0.0, keep_sentence_boundaries=True)
     with torch.no_grad():
         assert kept(ids)["elmo_representations"][0].shape == (2, 3, 6, 12)

@@ -153,9 +153,8 @@ def check_against_reference(case: Case, keep_sentence_boundaries: bool = False) 
         got = case.bilm(ids, keep_sentence_boundaries=keep_sentence_boundaries)
         want, _ = reference_of(case.bilm).run(ids, keep_sentence_boundaries=keep_sentence_boundaries)
     mask = (ids > 0).any(-1)
-    if keep_sentence_boundaries:  # <S> and </S> around each sentence that has tokens
-        lengths = mask.sum(1)
-        mask = torch.arange(ids.shape[1] + 2)[None] < torch.where(lengths > 0, lengths + 2, 0)[:, None]
+    if keep_sentence_boundaries:  # <S> and </S> around each sentence, an empty one too (AllenNLP)
+        mask = torch.arange(ids.shape[1] + 2)[None] < (mask.sum(1) + 2)[:, None]
     assert torch.equal(got["mask"], mask), case
     assert len(got["activations"]) == len(want) == case.options.num_layers
     scale = scale_of(want)

@@ -448,6 +448,35 @@ def test_a_404_is_one_line_naming_the_url(capsys):
         assert err == [f"downloading {missing}", f"elmo info: error: {missing}: HTTP 404 Not Found"]
 
 
+@pytest.mark.parametrize("value", ["off", "0", "false", "No", " ", ""])
+def test_elmo_offline_switched_off_downloads(value, monkeypatch):
+    """ELMO_OFFLINE=off (anything but "", 0, false, no) was read as on: the cache only."""
+    monkeypatch.setenv("ELMO_OFFLINE", value)
+    with FileServer(fixture_files()) as server:
+        elmo.from_pretrained(server.url(OPTIONS))      # downloaded, not "ELMO_OFFLINE is set"
+
+
+@pytest.mark.parametrize("value", ["1", "on", "TRUE", "yes"])
+def test_elmo_offline_switched_on_uses_the_cache_only(value, monkeypatch):
+    monkeypatch.setenv("ELMO_OFFLINE", value)
+    with pytest.raises(DownloadError, match="ELMO_OFFLINE is set"):
+        elmo.from_pretrained("http://127.0.0.1:9/allennlp/models/elmo/x/elmo_x_options.json")
+
+
+@pytest.mark.parametrize("variable, argv", [("ELMO_OFFLINE", ["models", "get", "small"]),
+                                            ("ELMO_DEBUG", ["info", "no-such-model"])])
+def test_an_unknown_switch_value_is_one_line_naming_the_variable(variable, argv, monkeypatch, capsys):
+    """ELMO_OFFLINE=maybe was on, ELMO_DEBUG=false was on (a traceback for each error)."""
+    monkeypatch.setenv(variable, "maybe")
+    assert main(argv) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"{variable}='maybe' in the environment: expected 1, true, yes, on" in err[0], err
+    if variable == "ELMO_DEBUG":
+        monkeypatch.setenv(variable, "false")               # off: one line, no traceback
+        assert main(argv) == 1
+        assert len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
 def test_offline_with_an_empty_cache_is_one_clear_line(monkeypatch, capsys):
     monkeypatch.setenv("ELMO_OFFLINE", "1")
     url = "http://127.0.0.1:9/allennlp/models/elmo/x/elmo_x_options.json"   # never contacted
@@ -845,6 +874,32 @@ def test_a_read_only_cache_still_serves_its_models_as_folders(cache, monkeypatch
     assert (folder / "weights.hdf5").resolve() == cache_path(url.replace("options.json", "weights.hdf5"))
     for a, b in zip(layers(elmo.from_pretrained("fixture")), layers(elmo.from_pretrained(folder))):
         assert torch.equal(a, b)
+
+
+def test_a_read_only_cache_gives_one_private_folder_per_pair_removed_at_exit(cache, monkeypatch, tmp_path):
+    """Each model_path of a pair in a read-only cache left a new temporary folder of links
+    behind, for good; it is made once, reused, and removed when the process ends."""
+    import atexit
+    import importlib
+    resolve = importlib.import_module("elmo.hub.resolve")        # (elmo.hub.resolve: the function)
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    monkeypatch.setattr("tempfile.tempdir", str(temp))
+    exit_hooks = []
+    monkeypatch.setattr(atexit, "register", exit_hooks.append)
+    monkeypatch.setattr(resolve, "_PRIVATE_FOLDERS", {}, raising=False)
+    monkeypatch.setattr(resolve, "_PRIVATE_OWNER", [], raising=False)
+    with FileServer(fixture_files()) as server:
+        url = server.url(OPTIONS)
+        elmo.from_pretrained(url)
+    _refuse_writes_under(monkeypatch, cache)
+    folders = {elmo.model_path(url) for _ in range(3)}
+    assert len(folders) == 1 and list(temp.iterdir()) == list(folders)
+    assert exit_hooks.count(resolve.remove_private_folders) == 1
+    resolve.remove_private_folders()                             # the process ends
+    assert list(temp.iterdir()) == []
+    assert (elmo.model_path(url) / "weights.hdf5").exists()     # (made again when needed)
+    resolve.remove_private_folders()
 
 
 class _FillsUp:

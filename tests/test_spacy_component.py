@@ -235,6 +235,23 @@ def test_tokens_merged_or_split_after_elmo_are_named_as_the_cause():
     assert again[2].text == "New York" and again[2].has_vector and again[2].vector.any()
 
 
+def test_a_part_of_a_doc_with_its_user_data_is_not_called_retokenized():
+    """span.as_doc(copy_user_data=True) copies the whole Doc's record of its vectors: the error
+    said that tokens were merged or split. It names the copy now, and set_vector_hooks gives
+    the part its rows, as the Doc's own vectors."""
+    from elmo.spacy_component import set_vector_hooks
+    nlp = spacy.blank("en")
+    nlp.add_pipe("elmo", config={"model": "fixture"})
+    doc = nlp("The bank closed early today")
+    part = doc[1:3].as_doc(copy_user_data=True)
+    with pytest.raises(ValueError, match=r"the Doc has 2 tokens, not the 5 its ELMo vectors were set for: it is "
+                                         r"a part of another Doc \(span.as_doc\(copy_user_data=True\)"):
+        part[0].vector
+    assert set_vector_hooks(part) is part
+    np.testing.assert_array_equal(np.stack([t.vector for t in part]), doc.tensor[1:3])
+    assert part[0].similarity(doc[1]) == pytest.approx(1.0) and part[0].similarity(doc[2]) < 1.0
+
+
 def test_a_tensor_of_the_elmo_width_replaced_by_a_later_component_is_an_error():
     """A later component writing a doc.tensor of ELMo's own width passed the shape check: the
     token, span and Doc vectors silently became its rows. Copies and pickles keep working."""
@@ -283,6 +300,27 @@ def test_serialized_docs_get_their_vectors_back():
     for lost in (again, spacy.blank("en")("not embedded")):  # (a DocBin keeps no tensor)
         with pytest.raises(ValueError, match="run the 'elmo' component"):
             set_vector_hooks(lost)
+
+
+def test_a_doc_that_lost_its_hooks_gets_them_back_when_compared_with():
+    """A Doc read back from bytes (nlp.pipe(n_process=2)) has no hooks: its token's similarity
+    was spaCy's, 1.0 for "bank" by a river against "bank" of a loan. Compared with from a Doc
+    that has them, it gets them back (once its rows are checked); the other way round spaCy's
+    similarity runs, and nothing of the component does: set_vector_hooks is the way (README)."""
+    from spacy.tokens import Doc
+    nlp = spacy.blank("en")
+    nlp.add_pipe("elmo", config={"model": "fixture"})
+    doc = nlp("The bank of the river and the bank of the loan")
+    with pytest.warns(UserWarning, match="W109"):
+        back = Doc(nlp.vocab).from_bytes(doc.to_bytes())
+    cosine = doc[7].similarity(back[1])
+    assert cosine < 1.0 and back[1].similarity(doc[7]) == pytest.approx(cosine)
+    assert back.vector == pytest.approx(doc.vector)
+    with pytest.warns(UserWarning, match="W109"):
+        replaced = Doc(nlp.vocab).from_bytes(doc.to_bytes())
+    replaced.tensor = replaced.tensor + 1.0                     # (not its ELMo rows any more)
+    with pytest.raises(ValueError, match="holds other values than its ELMo vectors"):
+        doc[7].similarity(replaced[1])
 
 
 def test_several_processes_give_the_vectors_of_one(tmp_path):
@@ -416,6 +454,20 @@ def test_docs_longer_than_the_model_reads_are_said_and_recorded():
         fresh = _stand_in_annotator("classification", ["pos", "neg"], max_tokens=5,
                                     predict=lambda texts, batch_size: ["pos"] * len(texts))
         assert fresh(nlp.make_doc("p  q r"))._.elmo_tokens_read == {"my-classification": 3}
+
+
+def test_a_renamed_task_component_records_under_its_new_name():
+    """After nlp.rename_pipe a component that kept its old name would record the words read
+    under it; spaCy (3.7+) sets the component's name at a rename, and it is used."""
+    from spacy.language import Language
+    if not Language.has_factory("elmo_task_stand_in"):
+        Language.factory("elmo_task_stand_in")(lambda nlp, name: _stand_in_annotator(
+            "classification", ["pos", "neg"], lambda texts, batch_size: ["neg"] * len(texts)))
+    nlp = spacy.blank("en")
+    nlp.add_pipe("elmo_task_stand_in", name="sentiment")
+    nlp.rename_pipe("sentiment", "mood")
+    assert nlp.get_pipe("mood").name == "mood"
+    assert nlp("a b")._.elmo_tokens_read == {"mood": 2}
 
 
 def test_task_labels_are_added_to_the_cats_of_earlier_components():

@@ -28,20 +28,33 @@ Cache layout, the names every entry may have (each cache's module lists its own)
 
 The cache's own names beside ``DEST`` hold a ``+`` before their dot (:func:`helper_file`). Like
 :mod:`elmo.hub.download`, which a process may load alone to fetch a file, this module needs
-nothing of the package (old names are looked for only where it is there).
+nothing of the package but :mod:`elmo.env_switch`, loaded by its path when alone (old names are
+looked for only where the package is there).
 """
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any, Callable, Optional, Protocol, Type, TypeVar
+
+try:
+    from ..env_switch import env_switch
+except ImportError:     # (this file loaded alone, by its path: see elmo.hub.download)
+    def _env_switch_module():
+        import importlib.util
+        spec = importlib.util.spec_from_file_location("elmo_env_switch", Path(__file__).parents[1] / "env_switch.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    env_switch = _env_switch_module().env_switch
 
 Served = TypeVar("Served", covariant=True)
 
 
 def offline() -> bool:
-    """``ELMO_OFFLINE`` set to anything but ``""``/``0``/``false``: use the cache only."""
-    return os.environ.get("ELMO_OFFLINE", "").strip().lower() not in ("", "0", "false", "no")
+    """``ELMO_OFFLINE`` switched on (``1``, ``true``, ``yes``, ``on``: :mod:`elmo.env_switch`): use
+    the cache only. A value that is neither on nor off is a ValueError naming the variable."""
+    return env_switch("ELMO_OFFLINE")
 
 
 def helper_file(dest: Path, suffix: str) -> Path:

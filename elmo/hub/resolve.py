@@ -30,15 +30,17 @@ The archive itself is downloaded into the file cache and deleted once unpacked.
 """
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
 import os
 import shutil
 import tempfile
+import threading
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Optional, Tuple, Union, cast
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union, cast
 from urllib.parse import urlsplit, urlunsplit
 
 from ..io import atomic_folder
@@ -421,7 +423,8 @@ def as_folder(local: Local, key: str) -> Path:
     """A model folder for ``local``: the folder itself, or for a pair a folder under
     ``models/folders/`` with ``options.json`` and ``weights.hdf5`` linking to the cached files
     (so code that takes a model folder works with any pair). Where the cache cannot be written
-    (read-only, shared), the links go to a fresh private temporary folder instead."""
+    (read-only, shared), the links go to a private temporary folder instead
+    (:func:`_private_folder`: one per pair, removed when the process ends)."""
     if local.folder is not None:
         return local.folder
     digest = hashlib.sha256(f"{local.options}\n{local.weights}".encode()).hexdigest()[:12]
@@ -438,16 +441,48 @@ def as_folder(local: Local, key: str) -> Path:
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir()
     except OSError:
-        # Not a shared temporary path of a fixed name: another user could have put links there.
-        private = Path(tempfile.mkdtemp(prefix=f"elmo-{safe[:40]}-"))
-        _link_pair(private, local)
-        return private
+        return _private_folder(folder.name, local)
     _link_pair(tmp, local)
     try:
         os.replace(tmp, folder)
     except OSError:          # another process made it first
         shutil.rmtree(tmp, ignore_errors=True)
     return folder
+
+
+#: This process's private link folders (a read-only cache), by their name in the cache, and the
+#: process that made them (a forked child that exits normally runs the exit hook too).
+_PRIVATE_FOLDERS: Dict[str, Path] = {}
+_PRIVATE_OWNER: List[int] = []
+_PRIVATE_LOCK = threading.Lock()
+
+
+def _private_folder(name: str, local: Local) -> Path:
+    """The private temporary folder of links to ``local``'s pair for the cache folder ``name``:
+    made at the first call and reused (each call left a new one in the temporary folder, for
+    good), removed when the process ends. Not a shared path of a fixed name: another user could
+    have put links there."""
+    with _PRIVATE_LOCK:
+        folder = _PRIVATE_FOLDERS.get(name)
+        if folder is not None and all((folder / f).exists() for f in ("options.json", "weights.hdf5")):
+            return folder
+        if not _PRIVATE_OWNER:
+            _PRIVATE_OWNER.append(os.getpid())
+            atexit.register(remove_private_folders)
+        folder = Path(tempfile.mkdtemp(prefix=f"elmo-{name[:40]}-"))
+        _link_pair(folder, local)
+        _PRIVATE_FOLDERS[name] = folder
+        return folder
+
+
+def remove_private_folders() -> None:
+    """Remove the private link folders this process made (:func:`_private_folder`); at exit."""
+    if _PRIVATE_OWNER and _PRIVATE_OWNER[0] != os.getpid():
+        return      # (a forked child's exit: they are its parent's)
+    with _PRIVATE_LOCK:
+        for folder in _PRIVATE_FOLDERS.values():
+            shutil.rmtree(folder, ignore_errors=True)
+        _PRIVATE_FOLDERS.clear()
 
 
 def _link_pair(folder: Path, local: Local) -> None:

@@ -6,7 +6,8 @@ layer 0 is [x_k; x_k] (the token vector twice), layer j is [forward_j; backward_
 ``<S>`` and ``</S>`` are added around every sentence before the LSTMs and removed from the
 outputs (unless ``keep_sentence_boundaries``). An empty sentence (a row of the batch that is
 all padding) is not run at all: it gets zero-length output and, in stateful mode, keeps its
-state.
+state. With ``keep_sentence_boundaries`` it is ``<S> </S>``, run (and its state moved on) as
+AllenNLP runs it: two positions of mask True.
 
 Two state modes:
   * stateless (default): every sentence starts from a zero state, so its vectors never depend
@@ -43,11 +44,12 @@ from .lstm import BiLSTMStack, LayerState
 
 
 def add_sentence_boundaries(char_ids: torch.Tensor, lengths: torch.Tensor, bos_row=None,
-                            eos_row=None) -> torch.Tensor:
+                            eos_row=None, empty_rows: bool = False) -> torch.Tensor:
     """(B, T, C) ids -> (B, T + 2, C) with ``<S>`` first and ``</S>`` after the last token.
 
     ``bos_row`` / ``eos_row``: the C ids of the boundaries (default: byte ids). Rows of length 0
-    stay all padding.
+    stay all padding, unless ``empty_rows``: then they get ``<S> </S>`` too (as in AllenNLP's
+    ``add_sentence_boundary_token_ids``).
     """
     batch, steps, n_chars = char_ids.shape
     if bos_row is None:
@@ -56,7 +58,7 @@ def add_sentence_boundaries(char_ids: torch.Tensor, lengths: torch.Tensor, bos_r
     eos = torch.tensor(eos_row, device=char_ids.device)
     out = char_ids.new_zeros(batch, steps + 2, n_chars)
     out[:, 1:-1] = char_ids
-    nonempty = (lengths > 0).nonzero().squeeze(1)
+    nonempty = (lengths >= 0 if empty_rows else lengths > 0).nonzero().squeeze(1)
     out[nonempty, 0] = bos
     out[nonempty, lengths[nonempty] + 1] = eos
     return out
@@ -277,8 +279,11 @@ class BiLM(nn.Module):
         mask = (char_ids > 0).any(dim=-1)
         lengths = mask.sum(dim=1)
         check_padding_at_end(mask)
-        with_bounds = add_sentence_boundaries(char_ids, lengths, scheme.bos_row, scheme.eos_row)
-        bounded_lengths = torch.where(lengths > 0, lengths + 2, lengths)
+        # kept, an empty sentence is <S> </S>, run and masked in as AllenNLP does (its two
+        # positions were padding: mask False, zero vectors); else it is not run at all
+        with_bounds = add_sentence_boundaries(char_ids, lengths, scheme.bos_row, scheme.eos_row,
+                                              empty_rows=keep_sentence_boundaries)
+        bounded_lengths = torch.where((lengths > 0) | keep_sentence_boundaries, lengths + 2, lengths)
         layers = self.layers_of(with_bounds, bounded_lengths)
         if keep_sentence_boundaries:
             bounded_mask = (with_bounds > 0).any(dim=-1)

@@ -190,7 +190,8 @@ class Elmo(nn.Module):
 
         Returns ``elmo_representations`` (list of (..., T, 2P), zero where ``mask`` is False),
         ``mask`` (..., T), and with ``return_layers`` also ``layers`` (L + 1 tensors
-        (..., T, 2P), before mixing). With ``keep_sentence_boundaries`` T becomes T + 2.
+        (..., T, 2P), before mixing). With ``keep_sentence_boundaries`` T becomes T + 2, and an
+        empty sentence is ``<S> </S>`` (two positions of mask True, as in AllenNLP).
 
         With ``do_layer_norm`` each layer's mean and variance are over the sentences' tokens,
         without the ``<S>``/``</S>`` positions (as bilm-tf; AllenNLP includes them) unless
