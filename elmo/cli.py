@@ -395,8 +395,18 @@ def _stop_signals_raise() -> Iterator[None]:
             previous_hook(what)
             return
         dropped.append(error)
-        again.append(threading.Timer(0.01, os.kill, (os.getpid(), number)))
-        again[-1].start()
+        while True:
+            # (the copy may come while this hook still runs, the timer's thread started and
+            # this one not yet back from start() on a loaded machine: raised here, it was
+            # dropped as the hook's own "Exception ignored", and the stop lost; caught, it is
+            # sent again. Nothing after start() returns checks for a signal before the hook
+            # has returned.)
+            try:
+                again.append(threading.Timer(0.01, os.kill, (os.getpid(), number)))
+                again[-1].start()
+                return
+            except KeyboardInterrupt:   # (Terminated is one too)
+                continue
 
     if catch_term and term is not None:   # (catch_term implies a SIGTERM; mypy does not follow)
         signal.signal(term, _raise_terminated)
