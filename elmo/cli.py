@@ -130,6 +130,14 @@ def _version() -> str:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
+    status = _main(argv)
+    training = sys.modules.get("elmo.training.distributed")
+    if training is not None:   # (a torchrun job's process ends here: see end_process_after_a_group)
+        training.end_process_after_a_group(status)
+    return status
+
+
+def _main(argv: Optional[List[str]]) -> int:
     if sys.stderr is None:
         # stderr closed (`2>&-`, a daemon): Python has no stream there, and the first progress
         # bar or note ended the command with an AttributeError that no one saw (exit 1, no

@@ -854,3 +854,59 @@ def test_an_error_told_in_an_inner_block_is_not_told_again(job_store, monkeypatc
         with distributed.failures_told(ctx), distributed.failures_told(ctx):
             raise OSError("disk full")
     assert told == [(1, "disk full")]
+
+
+def test_a_command_whose_process_joined_a_group_ends_without_the_interpreters_teardown(monkeypatch, capsys):
+    """DDP keeps the process group, and gloo's threads, alive past destroy_process_group (torch's
+    leak); at exit they raced the C++ teardown, and about one torchrun job in fifty ended in
+    SIGABRT with its work done. A command whose process joined a group runs the exit handlers,
+    flushes what it printed and ends there; one that joined none returns as before."""
+    import atexit
+
+    from elmo.cli import main
+
+    class Ended(Exception):
+        pass
+
+    def os_exit(status):
+        raise Ended(status)
+
+    handlers = []
+    monkeypatch.setattr(distributed.os, "_exit", os_exit)
+    monkeypatch.setattr(atexit, "_run_exitfuncs", lambda: handlers.append("ran"))
+    assert main(["info", "fixture"]) == 0            # no group joined: the caller's process goes on
+    assert handlers == [] and "parameters:" in capsys.readouterr().out
+    monkeypatch.setattr(distributed, "_joined_a_group", True)
+    with pytest.raises(Ended) as ended:
+        main(["info", "fixture"])
+    assert ended.value.args == (0,) and handlers == ["ran"]
+    assert "parameters:" in capsys.readouterr().out   # printed before the end
+    with pytest.raises(Ended) as ended:
+        main(["info", "no-such-model"])
+    assert ended.value.args == (1,)
+
+
+def test_ddp_keeps_its_process_group_alive_past_destroy(tmp_path):
+    """Why the command ends its process itself: after a DDP model is made and deleted, and the
+    group destroyed, gloo's threads still run (in torch 2.13). If a torch frees the group, this
+    test fails, and end_process_after_a_group may go."""
+    script = tmp_path / "leak.py"
+    script.write_text(
+        "import gc, os, sys\n"
+        "from pathlib import Path\n"
+        "import torch, torch.distributed as dist\n"
+        "dist.init_process_group('gloo')\n"
+        "model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(3, 3))\n"
+        "del model\n"
+        "dist.destroy_process_group()\n"
+        "gc.collect()\n"
+        "names = [(Path(t) / 'comm').read_text().strip() for t in Path('/proc/self/task').iterdir()]\n"
+        "print(os.environ['RANK'], sum(n.startswith(('gloo', 'pt_gloo')) for n in names), flush=True)\n")
+    if not Path("/proc/self/task").is_dir():
+        pytest.skip("no /proc to count threads in")
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", str(script)]
+    done = subprocess.run(cmd, env={**os.environ, "OMP_NUM_THREADS": "1"}, capture_output=True, text=True,
+                          timeout=300)
+    counts = dict(line.split() for line in done.stdout.split("\n") if line.strip())
+    assert set(counts) == {"0", "1"}, done.stderr[-2000:]
+    assert all(int(n) > 0 for n in counts.values()), counts
