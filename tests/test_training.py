@@ -231,6 +231,39 @@ def test_a_start_model_that_is_no_language_model_is_refused_before_anything_is_w
         assert not (tmp_path / "out").exists()
 
 
+def _damaged_copies(model, where) -> dict:
+    """Copies of the language model folder ``model``, each damaged in one file."""
+    copies = {name: where / name for name in ("truncated weights", "NaN softmax", "options without a key")}
+    for folder in copies.values():
+        shutil.copytree(model, folder)
+    weights = copies["truncated weights"] / "weights.hdf5"
+    weights.write_bytes(weights.read_bytes()[:weights.stat().st_size // 2])
+    with h5py.File(copies["NaN softmax"] / "softmax.hdf5", "r+") as h5:   # (the writers refuse NaN)
+        h5["softmax/W"][0, 0] = np.nan
+    options = json.loads((copies["options without a key"] / "options.json").read_text())
+    del options["lstm"]["projection_dim"]
+    (copies["options without a key"] / "options.json").write_text(json.dumps(options))
+    return copies
+
+
+def test_a_damaged_start_model_is_refused_before_anything_is_written(tmp_path, toy, capsys):
+    """finetune --from a model whose weights were truncated, whose softmax held a NaN or whose
+    options lacked a key wrote adapt_train.txt and adapt_heldout.txt into OUTPUT before it
+    loaded the model, then failed, leaving the run folder behind."""
+    train_txt, held_txt, vocab_txt = toy
+    vocab = Vocabulary.load(vocab_txt)
+    torch.manual_seed(0)
+    model = LanguageModel(elmo.ElmoOptions.from_dict(tiny_model_options()), len(vocab), vocab.bos, vocab.eos, 0.0)
+    export_model(model, vocab, tmp_path / "lm")
+    for damage, folder in _damaged_copies(tmp_path / "lm", tmp_path).items():
+        out = tmp_path / f"out {damage}"
+        assert main(["finetune", str(train_txt), "--heldout", str(held_txt), "--from", str(folder),
+                     "-o", str(out), "--max-steps", "1", "--no-progress"]) == 1, damage
+        err = capsys.readouterr().err
+        assert f"elmo finetune: error: {folder}" in err and len(err.strip().splitlines()) == 1, err
+        assert not out.exists(), damage
+
+
 def test_command_line_vocab_train_perplexity_plot(tmp_path, toy, capsys):
     train_txt, held_txt, _ = toy
     assert main(["vocab", "build", str(train_txt), "-o", str(tmp_path / "v.txt"), "--min-count", "2"]) == 0

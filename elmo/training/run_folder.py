@@ -13,7 +13,7 @@ from ..io import OutputError, output_lock, same_file
 from . import distributed
 from .checkpoint import checkpoint_path, latest_checkpoint
 from .config import TrainConfig
-from .export import LM_FILES, check_language_model_files, load_vocabulary, read_metadata
+from .export import LM_FILES, load_language_model, read_metadata
 
 
 WARM_START_FILE = "warm_start.json"
@@ -44,14 +44,16 @@ def warm_start_record(init_from: str) -> Dict[str, Any]:
 
 def check_start_model(cfg: TrainConfig) -> None:
     """Refuse, before anything is written, a start model (``--from``) that is not a trained
-    language model's folder or whose vocabulary does not load (finetune wrote its text files
-    into OUTPUT first, and train failed on the vocabulary), and a run whose export,
+    language model's folder or that does not load: a vocabulary, options, weights or softmax
+    that is damaged (finetune wrote its text files into OUTPUT first, then failed on the
+    model, leaving the run folder behind), and a run whose export,
     ``OUTPUT/model``, is the model it starts from (``--from run1/model --output run1``): the
     export replaced the start model's weights, softmax and metadata with the new ones, and the
     metadata then named itself as what it was adapted from."""
     if cfg.init_from:
-        check_language_model_files(Path(cfg.init_from))
-        load_vocabulary(cfg.init_from)   # (a vocabulary that does not load failed after the text was written)
+        # loaded once here, on the CPU, and dropped: the files' checks (truncated, NaN, a key
+        # missing) run where the model is used, after finetune has written its text files
+        load_language_model(cfg.init_from)
     if cfg.init_from and same_file(Path(cfg.output) / "model", Path(cfg.init_from)):
         raise OutputError(f"{cfg.output}: its model folder is {cfg.init_from}, the model this run starts "
                           f"from (--from), which the export would replace; give another --output")
