@@ -495,7 +495,7 @@ def test_a_stop_signals_copy_that_comes_while_it_is_sent_again_is_not_lost(case,
             while time.monotonic() - started < 5:   # the command's own work, long
                 time.sleep(0.001)
     assert time.monotonic() - started < 5      # stopped, not run to the end
-    assert _CopyComesInStart.started == 2      # the copy lost in start() was sent again
+    assert _CopyComesInStart.started >= 2      # the copy lost in start() was sent again
 
 
 @pytest.mark.parametrize("case", range(2), ids=["sigterm", "ctrl-c"])
