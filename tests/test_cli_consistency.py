@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import signal
 
 import pytest
@@ -316,3 +317,36 @@ def test_embeds_device_cuda_is_each_ranks_own_gpu_as_trains_is(tmp_path, monkeyp
         embed_file(_corpus(tmp_path), tmp_path / "out.hdf5", "fixture", layers="top", device=device)
     trains = resolve_device("cuda", local_rank=1)
     assert [resolve_device(d, None) for d in seen] == [trains, trains, torch.device("cuda:0")]
+
+
+@pytest.mark.parametrize("device", ["auto", "cuda", None])
+def test_a_local_rank_past_the_gpus_is_refused_by_embed_as_by_train(device, tmp_path, monkeypatch):
+    """Under torchrun with more processes than GPUs, embed wrapped LOCAL_RANK round the GPUs
+    (two ranks silently sharing one) where train refused it. Both refuse it now, in one line
+    naming the local rank and the GPUs there are. CUDA is simulated: nothing reaches a GPU."""
+    from elmo import embed_file
+    from elmo.embedding import run
+    from elmo.training import distributed
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    monkeypatch.setenv("LOCAL_RANK", "2")
+    monkeypatch.setattr(run, "_embed_file_locked", lambda *a, **k: pytest.fail("embedded on a shared GPU"))
+    says = "local rank 2 (LOCAL_RANK) but this machine has 2 CUDA device(s)"
+    with pytest.raises(ValueError, match=r"^device (auto|cuda): " + re.escape(says)):
+        embed_file(_corpus(tmp_path), tmp_path / "out.hdf5", "fixture", layers="top", device=device)
+    for given in ("auto", "cuda"):
+        with pytest.raises(ValueError, match=f"^--device {given}: " + re.escape(says)):
+            distributed.setup(given)
+    # a GPU named by its number is the user's choice, shared or not
+    assert run._ranks_device("cuda:1", "fixture", 2) == "cuda:1"
+
+
+def test_embeds_local_rank_past_the_gpus_is_one_line_naming_device(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    argv = ["embed", str(_corpus(tmp_path)), str(tmp_path / "out.hdf5"), "--model", "fixture", "--quiet"]
+    assert main(argv) == 1
+    assert _error_line(capsys).startswith("elmo embed: error: --device auto: local rank 1 (LOCAL_RANK) but "
+                                          "this machine has 1 CUDA device(s)")
+    assert not (tmp_path / "out.hdf5").exists()
