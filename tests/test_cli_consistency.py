@@ -350,3 +350,17 @@ def test_embeds_local_rank_past_the_gpus_is_one_line_naming_device(tmp_path, cap
     assert _error_line(capsys).startswith("elmo embed: error: --device auto: local rank 1 (LOCAL_RANK) but "
                                           "this machine has 1 CUDA device(s)")
     assert not (tmp_path / "out.hdf5").exists()
+
+
+def test_print_config_shows_the_device_the_run_takes(tmp_path, capsys):
+    """`elmo embed --print-config` said "device": null where its help (and train's
+    --print-config) say auto: the configuration printed is the one the run takes."""
+    corpus = str(_corpus(tmp_path))
+    printed = {}
+    for argv in (["embed", corpus, str(tmp_path / "out.hdf5")],
+                 ["train", corpus, "--vocab", corpus, "--output", str(tmp_path / "run")]):
+        assert main(argv + ["--print-config"]) == 0
+        printed[argv[0]] = json.loads(capsys.readouterr().out)["device"]
+    assert printed == {"embed": "auto", "train": "auto"}
+    assert main(["embed", corpus, str(tmp_path / "out.hdf5"), "--device", "cpu", "--print-config"]) == 0
+    assert json.loads(capsys.readouterr().out)["device"] == "cpu"

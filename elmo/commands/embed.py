@@ -35,10 +35,12 @@ _GROUPS = {
 
 def command_defaults() -> dict:
     """Where ``elmo embed``'s defaults differ from :class:`EmbedConfig`'s (those of
-    :func:`embed_file`): the model is named, and a progress bar is shown unless --quiet."""
+    :func:`embed_file`): the model is named, the device is ``auto`` (what the library's None
+    gives a named model; ``--print-config`` shows it, as train's does), and a progress bar is
+    shown unless --quiet."""
     from .. import DEFAULT_MODEL
 
-    return {"model": DEFAULT_MODEL, "progress": True}
+    return {"model": DEFAULT_MODEL, "device": "auto", "progress": True}
 
 
 def register(subparsers) -> None:
