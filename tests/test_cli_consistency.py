@@ -364,3 +364,32 @@ def test_print_config_shows_the_device_the_run_takes(tmp_path, capsys):
     assert printed == {"embed": "auto", "train": "auto"}
     assert main(["embed", corpus, str(tmp_path / "out.hdf5"), "--device", "cpu", "--print-config"]) == 0
     assert json.loads(capsys.readouterr().out)["device"] == "cpu"
+
+
+@pytest.mark.parametrize("command", ["embed", "train"])
+def test_a_bad_value_from_the_config_file_is_named_as_the_file_spells_it(command, tmp_path, capsys):
+    """A number out of range in the --config file was named by its option ("--batch-size must
+    be at least 1"), which the user had not typed; it names the file and its key now. Given
+    as an option (over the file's value) it is still named by the option."""
+    corpus = str(_corpus(tmp_path))
+    config = tmp_path / "settings.json"
+    config.write_text(json.dumps({"batch_size": 0}), encoding="utf-8")
+    argv = {"embed": ["embed", corpus, str(tmp_path / "out.hdf5"), "--model", "fixture", "--quiet"],
+            "train": ["train", corpus, "--vocab", corpus, "--output", str(tmp_path / "run")]}[command]
+    assert main(argv + ["--config", str(config)]) == 1
+    assert _error_line(capsys) == f"elmo {command}: error: --config {config}: batch_size must be at least 1, got 0"
+    assert main(argv + ["--config", str(config), "--batch-size", "-2"]) == 1
+    assert _error_line(capsys) == f"elmo {command}: error: --batch-size must be at least 1, got -2"
+    assert main(argv + ["--config", str(config), "--set", "batch_size=-2"]) == 1
+    assert _error_line(capsys) == f"elmo {command}: error: --batch-size must be at least 1, got -2"
+    assert not (tmp_path / "out.hdf5").exists() and not (tmp_path / "run").exists()
+
+
+def test_in_config_terms_renames_only_the_subject_that_came_from_the_file():
+    from elmo.jobconfig import in_config_terms
+    args = argparse.Namespace(config_file="my.json")
+    settings = {"--overlap": "overlap", "--max-tokens": "max_tokens"}
+    assert (in_config_terms("--overlap must be in [0, --max-tokens), got 4", args, settings)
+            == "--config my.json: overlap must be in [0, --max-tokens), got 4")
+    assert in_config_terms("--overlap-x must be 1", args, settings) == "--overlap-x must be 1"
+    assert in_config_terms("--batch-size must be at least 1", args, settings) == "--batch-size must be at least 1"
