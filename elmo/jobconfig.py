@@ -40,7 +40,7 @@ if TYPE_CHECKING:  # the type checker's protocol of "a dataclass"; no run-time c
 C = TypeVar("C", bound="DataclassInstance")
 
 __all__ = ["DEVICE_CHOICES", "ConfigError", "add_arguments", "add_config_arguments", "build", "file_key",
-           "from_args", "load", "print_config_and_exit", "save", "setting", "to_dict", "to_options"]
+           "file_settings", "from_args", "in_config_terms", "load", "print_config_and_exit", "save", "setting", "to_dict", "to_options"]
 
 #: What a ``--device`` takes (:func:`elmo.runtime.resolve_device`), as every command's help
 #: says it; here, not in the torch-importing runtime, so that ``elmo --help`` needs no torch
@@ -457,8 +457,46 @@ def from_args(cls: Type[C], args: argparse.Namespace, *, defaults: Optional[Mapp
         values[key[name]] = value * scale if scale and value is not None else value
     values.update({key.get(k, k): v for k, v in (given or {}).items() if v is not None})
     values = apply_assignments(values, getattr(args, "config_set", None) or [])
-    return build(cls, values, source="--config/--set" if config_file or getattr(args, "config_set", None)
-                 else "command line")
+    try:
+        return build(cls, values, source="--config/--set" if config_file or getattr(args, "config_set", None)
+                     else "command line")
+    except ConfigError:   # (names the key as written, and where)
+        raise
+    except ValueError as e:   # the config's own checks name the option: the value may be the file's
+        renamed = in_config_terms(str(e), args, file_settings(cls, args, file_values if config_file else None))
+        if renamed == str(e):
+            raise
+        raise ValueError(renamed) from e
+
+
+def file_settings(cls: Type[DataclassInstance], args: argparse.Namespace,
+                  config_values: Optional[Mapping[str, Any]] = None) -> Dict[str, str]:
+    """{option: key in the file} of the settings of ``cls`` whose value the run takes from the
+    ``--config`` file: set there, and given neither as an option nor by ``--set``. A scaled
+    option (``--max-hours``) is left out: the file holds its value in other units. Empty
+    without ``--config``; ``config_values`` is the file's contents when read already."""
+    config_file = getattr(args, "config_file", None)
+    if not config_file:
+        return {}
+    in_file = read_json(config_file) if config_values is None else config_values
+    by_set = {text.partition("=")[0].strip().split(".")[0] for text in getattr(args, "config_set", None) or []}
+    given = vars(args)
+    return {_flag(f): file_key(f) for f in dataclasses.fields(cls)
+            if "help" in f.metadata and not f.metadata.get("scale") and file_key(f) in in_file
+            and f.name not in given and file_key(f) not in by_set}
+
+
+def in_config_terms(message: str, args: argparse.Namespace, settings: Mapping[str, str]) -> str:
+    """An error ``message`` whose subject is an option (``--batch-size must be at least 1``),
+    about a value that came from the ``--config`` file (``settings``, :func:`file_settings`),
+    named as the file spells it: ``--config FILE: batch_size must be at least 1`` (the user
+    typed no --batch-size). Any other message is returned as it is."""
+    import re
+
+    for flag, key in settings.items():
+        if re.match(rf"{re.escape(flag)}(?![\w-])", message):
+            return f"--config {args.config_file}: {key}{message[len(flag):]}"
+    return message
 
 
 def print_config_and_exit(cfg: Any, args: argparse.Namespace) -> bool:

@@ -88,20 +88,30 @@ def resolve_device(device: "str | torch.device" = "auto", local_rank: Optional[i
     this PyTorch cannot use here (``mps``, ``xpu``, ``xla``, ...) or ``meta`` (which holds no
     values: a model moved there loses its weights) is a ValueError naming it, here rather than
     as a RuntimeError, AssertionError or ModuleNotFoundError from deep in torch at the first
-    tensor moved there. ``what`` names the setting in the message.
+    tensor moved there. So is a local rank at or past the GPUs for ``auto`` or a bare ``cuda``
+    (more processes than GPUs under torchrun), rather than two ranks sharing one GPU. ``what``
+    names the setting in the message.
     """
-    if isinstance(device, str) and device == "auto":
-        return torch.device(f"cuda:{local_rank or 0}") if torch.cuda.is_available() else torch.device("cpu")
+    auto = isinstance(device, str) and device == "auto"
+    if auto and not torch.cuda.is_available():
+        return torch.device("cpu")
     try:
-        dev = torch.device(device)
+        dev = torch.device(f"cuda:{local_rank or 0}" if auto else device)
     except (RuntimeError, TypeError):
         raise ValueError(f"{what} {device!r}: expected cpu, cuda, cuda:N or auto") from None
-    if dev.type == "cuda" and dev.index is None and local_rank is not None:
+    ranks = auto or (dev.type == "cuda" and dev.index is None and local_rank is not None)
+    if ranks and not auto:
         dev = torch.device(f"cuda:{local_rank}")
     if dev.type == "cuda":
         count = torch.cuda.device_count() if torch.cuda.is_available() else 0
         if (dev.index or 0) >= count:
-            if count:
+            if count and ranks and local_rank:
+                # (more processes than GPUs: two ranks on one GPU, silently, halve each one's
+                # memory and speed; a GPU named cuda:N is the user's choice, shared or not)
+                where = (f"local rank {local_rank} (LOCAL_RANK) but this machine has {count} CUDA "
+                         f"device(s): start at most {count} processes on it (torchrun --nproc_per_node "
+                         f"{count}), or name a device (cuda:N or cpu)")
+            elif count:
                 where = f"this machine has {count} CUDA device(s); use cpu or auto"
             elif torch.version.cuda is None:   # (a GPU user with the CPU wheel: say what to change)
                 where = (f"this PyTorch ({torch.__version__}) is built without CUDA; use cpu or "

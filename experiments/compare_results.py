@@ -3,7 +3,8 @@
     python experiments/compare_results.py experiments/results/pos-v1/results.json \
         experiments/results/pos/results.json --names v1 v3 -o experiments/results/pos/compare.md
 
-Prints (and with ``-o`` also writes) a markdown report: per task and variant the test metric's
+Prints (or with ``-o FILE`` writes there, as ``elmo experiment-table -o`` does; ``-o -``
+prints) a markdown report: per task and variant the test metric's
 mean ± std (number of seeds) under each and the change; per ELMo variant its gain over the
 baseline under each and the change of the gain. Each task keeps its own metric. The tables
 are made by ``elmo.tasks.compare``.
@@ -14,7 +15,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from elmo.io import OutputError, atomic_write_text, check_output_file, check_replaceable
+from elmo.io import OutputError, atomic_write_text, check_output_file, check_replaceable, output_lock
 from elmo.tasks.compare import COMPARISON_HEADER, CompareError, comparison_markdown, read_results, recomputed
 
 
@@ -24,8 +25,10 @@ def main(argv=None) -> int:
     p.add_argument("new", help="the second results.json (or its folder)")
     p.add_argument("--names", nargs=2, default=("old", "new"), metavar=("OLD", "NEW"),
                    help="column names of the two results (default: old new)")
-    p.add_argument("-o", "--output", default=None, help="also write the markdown here")
+    p.add_argument("-o", "--output", default=None, help="write the markdown here (default, or '-': print)")
     args = p.parse_args(argv)
+    if args.output == "-":   # stdout, as without -o (as elmo experiment-table -o - does)
+        args.output = None
     try:
         if args.output:  # before reading: -o naming one of the results replaced it with the markdown
             _check_output(Path(args.output), (args.old, args.new))
@@ -34,12 +37,16 @@ def main(argv=None) -> int:
         old, new = (recomputed(read_results(path, need=("config", "runs")), path) for path in (args.old, args.new))
         text = comparison_markdown(old, new, args.names,
                                    (args.old, args.new))
+        if args.output:
+            # (under FILE.lock, checked again: a file another command wrote there meanwhile was replaced)
+            with output_lock(Path(args.output)):
+                check_replaceable(Path(args.output), COMPARISON_HEADER.encode(), "comparison of two results")
+                atomic_write_text(args.output, text)
+        else:
+            print(text, end="")
     except (CompareError, OutputError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
-    print(text, end="")
-    if args.output:
-        atomic_write_text(args.output, text)
     return 0
 
 

@@ -878,3 +878,25 @@ def test_analyze_draws_a_bar_while_each_section_embeds_on_a_terminal_only(tmp_pa
         monkeypatch.setattr(sys, "stderr", terminal)
         assert main(run + ["--out", str(tmp_path / out), *quiet]) == 0
         assert [bar for bar in bars if bar in terminal.getvalue()] == ([] if quiet else list(bars))
+
+
+def test_the_readme_says_which_sections_draw_which_pictures():
+    """The README said `elmo analyze` writes PNG pictures, but `--only contrast` (and `--only
+    neighbors`) writes none: it says now which picture each section draws (report.PICTURES,
+    the list the run draws and replaces from) and which sections draw none."""
+    import re
+
+    from elmo.analysis.report import PICTURES, SECTIONS
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    analysis = " ".join(readme.split("\n## Analysis\n", 1)[1].split("\n## ", 1)[0].split())
+    said = re.search(r"Pictures: (.*?); (.*?) draw no picture", analysis)
+    assert said, "the Analysis section does not say which sections draw which pictures"
+    drawn, none = said.group(1), said.group(2)
+    for section in SECTIONS:
+        pictures = [p for p, s in PICTURES.items() if s == section]
+        if pictures:
+            assert re.search(rf"`{section}` (draws )?" + " and ".join(f"`{p}`" for p in pictures), drawn), section
+        else:
+            assert f"`{section}`" in none, section
+    given = [p for p, s in PICTURES.items() if s is None]
+    assert all(f"`{p}`" in drawn for p in given)

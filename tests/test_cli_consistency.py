@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import signal
 
 import pytest
@@ -316,3 +317,79 @@ def test_embeds_device_cuda_is_each_ranks_own_gpu_as_trains_is(tmp_path, monkeyp
         embed_file(_corpus(tmp_path), tmp_path / "out.hdf5", "fixture", layers="top", device=device)
     trains = resolve_device("cuda", local_rank=1)
     assert [resolve_device(d, None) for d in seen] == [trains, trains, torch.device("cuda:0")]
+
+
+@pytest.mark.parametrize("device", ["auto", "cuda", None])
+def test_a_local_rank_past_the_gpus_is_refused_by_embed_as_by_train(device, tmp_path, monkeypatch):
+    """Under torchrun with more processes than GPUs, embed wrapped LOCAL_RANK round the GPUs
+    (two ranks silently sharing one) where train refused it. Both refuse it now, in one line
+    naming the local rank and the GPUs there are. CUDA is simulated: nothing reaches a GPU."""
+    from elmo import embed_file
+    from elmo.embedding import run
+    from elmo.training import distributed
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    monkeypatch.setenv("LOCAL_RANK", "2")
+    monkeypatch.setattr(run, "_embed_file_locked", lambda *a, **k: pytest.fail("embedded on a shared GPU"))
+    says = "local rank 2 (LOCAL_RANK) but this machine has 2 CUDA device(s)"
+    with pytest.raises(ValueError, match=r"^device (auto|cuda): " + re.escape(says)):
+        embed_file(_corpus(tmp_path), tmp_path / "out.hdf5", "fixture", layers="top", device=device)
+    for given in ("auto", "cuda"):
+        with pytest.raises(ValueError, match=f"^--device {given}: " + re.escape(says)):
+            distributed.setup(given)
+    # a GPU named by its number is the user's choice, shared or not
+    assert run._ranks_device("cuda:1", "fixture", 2) == "cuda:1"
+
+
+def test_embeds_local_rank_past_the_gpus_is_one_line_naming_device(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    argv = ["embed", str(_corpus(tmp_path)), str(tmp_path / "out.hdf5"), "--model", "fixture", "--quiet"]
+    assert main(argv) == 1
+    assert _error_line(capsys).startswith("elmo embed: error: --device auto: local rank 1 (LOCAL_RANK) but "
+                                          "this machine has 1 CUDA device(s)")
+    assert not (tmp_path / "out.hdf5").exists()
+
+
+def test_print_config_shows_the_device_the_run_takes(tmp_path, capsys):
+    """`elmo embed --print-config` said "device": null where its help (and train's
+    --print-config) say auto: the configuration printed is the one the run takes."""
+    corpus = str(_corpus(tmp_path))
+    printed = {}
+    for argv in (["embed", corpus, str(tmp_path / "out.hdf5")],
+                 ["train", corpus, "--vocab", corpus, "--output", str(tmp_path / "run")]):
+        assert main(argv + ["--print-config"]) == 0
+        printed[argv[0]] = json.loads(capsys.readouterr().out)["device"]
+    assert printed == {"embed": "auto", "train": "auto"}
+    assert main(["embed", corpus, str(tmp_path / "out.hdf5"), "--device", "cpu", "--print-config"]) == 0
+    assert json.loads(capsys.readouterr().out)["device"] == "cpu"
+
+
+@pytest.mark.parametrize("command", ["embed", "train"])
+def test_a_bad_value_from_the_config_file_is_named_as_the_file_spells_it(command, tmp_path, capsys):
+    """A number out of range in the --config file was named by its option ("--batch-size must
+    be at least 1"), which the user had not typed; it names the file and its key now. Given
+    as an option (over the file's value) it is still named by the option."""
+    corpus = str(_corpus(tmp_path))
+    config = tmp_path / "settings.json"
+    config.write_text(json.dumps({"batch_size": 0}), encoding="utf-8")
+    argv = {"embed": ["embed", corpus, str(tmp_path / "out.hdf5"), "--model", "fixture", "--quiet"],
+            "train": ["train", corpus, "--vocab", corpus, "--output", str(tmp_path / "run")]}[command]
+    assert main(argv + ["--config", str(config)]) == 1
+    assert _error_line(capsys) == f"elmo {command}: error: --config {config}: batch_size must be at least 1, got 0"
+    assert main(argv + ["--config", str(config), "--batch-size", "-2"]) == 1
+    assert _error_line(capsys) == f"elmo {command}: error: --batch-size must be at least 1, got -2"
+    assert main(argv + ["--config", str(config), "--set", "batch_size=-2"]) == 1
+    assert _error_line(capsys) == f"elmo {command}: error: --batch-size must be at least 1, got -2"
+    assert not (tmp_path / "out.hdf5").exists() and not (tmp_path / "run").exists()
+
+
+def test_in_config_terms_renames_only_the_subject_that_came_from_the_file():
+    from elmo.jobconfig import in_config_terms
+    args = argparse.Namespace(config_file="my.json")
+    settings = {"--overlap": "overlap", "--max-tokens": "max_tokens"}
+    assert (in_config_terms("--overlap must be in [0, --max-tokens), got 4", args, settings)
+            == "--config my.json: overlap must be in [0, --max-tokens), got 4")
+    assert in_config_terms("--overlap-x must be 1", args, settings) == "--overlap-x must be 1"
+    assert in_config_terms("--batch-size must be at least 1", args, settings) == "--batch-size must be at least 1"

@@ -34,12 +34,12 @@ def _settings(path):
 def test_embed_cli_defaults_and_the_command_line_it_stores():
     args = build_parser().parse_args(["embed", "in.txt", "out.hdf5"])
     cfg = from_args(EmbedConfig, args, defaults=command_defaults())
-    assert cfg == EmbedConfig(model="default", progress=True)
+    assert cfg == EmbedConfig(model="default", progress=True, device="auto")
     # every option spelled out, in the form earlier versions stored (and still parse)
     assert command_line("in.txt", "out.hdf5", cfg) == (
         "elmo embed in.txt out.hdf5 --model default --layers all --gamma 1.0 --dtype float32 --errors strict "
         "--batch-size 64 --max-tokens 256 --overlap 64 --cache-min-count 2 --cache-max-words 50000 "
-        "--cache-sample 100000 --segment-lines 4096 --wait-timeout 1800.0")
+        "--cache-sample 100000 --segment-lines 4096 --device auto --wait-timeout 1800.0")
     changed = dataclasses.replace(cfg, sort_by_length=False, token_cache=False, stateful=True, tokenize="zh",
                                   cache_sample_lines=7, device="cpu", progress=False)
     again = build_parser().parse_args(shlex.split(command_line("in.txt", "o.hdf5", changed))[1:])
@@ -68,7 +68,7 @@ def test_embed_print_config_feeds_back_as_config(tmp_path, capsys):
     printed = json.loads(capsys.readouterr().out)
     assert printed == dataclasses.asdict(EmbedConfig(
         model="fixture", layers="top", batch_size=3, sort_by_length=False, tokenize="en", cache_sample_lines=10,
-        progress=False, cache_max_words=7))
+        progress=False, cache_max_words=7, device="auto"))
     (tmp_path / "embed.json").write_text(json.dumps(printed))
     again = ["embed", "in.txt", "out.hdf5", "--config", str(tmp_path / "embed.json"), "--print-config"]
     assert main(again) == 0

@@ -78,15 +78,22 @@ def load_script():
     return script
 
 
-def test_script_prints_and_writes_markdown(tmp_path, capsys):
+def test_script_prints_or_writes_markdown(tmp_path, capsys):
+    """Without -o (or with -o -) the report is printed; -o FILE writes it there and prints
+    nothing, as `elmo experiment-table -o` does (it printed the report and wrote it too)."""
     script = load_script()
     (tmp_path / "old").mkdir()
     (tmp_path / "old" / "results.json").write_text(json.dumps(OLD))
     (tmp_path / "new.json").write_text(json.dumps(NEW))
     out = tmp_path / "compare.md"
-    assert script.main([str(tmp_path / "old"), str(tmp_path / "new.json"), "--names", "v1", "v3",
-                        "-o", str(out)]) == 0
-    assert out.read_text() == capsys.readouterr().out
+    sides = [str(tmp_path / "old"), str(tmp_path / "new.json"), "--names", "v1", "v3"]
+    assert script.main(sides + ["-o", str(out)]) == 0
+    assert capsys.readouterr().out == ""
+    assert script.main(sides) == 0
+    printed = capsys.readouterr().out
+    assert out.read_text() == printed and printed.startswith(script.COMPARISON_HEADER)
+    assert script.main(sides + ["-o", "-"]) == 0
+    assert capsys.readouterr().out == printed and not (tmp_path / "-").exists()
     assert script.main([str(tmp_path / "missing.json"), str(tmp_path / "new.json")]) == 1
     assert "missing.json: cannot read it" in capsys.readouterr().err
     (tmp_path / "runs-only.json").write_text(json.dumps({"runs": OLD["runs"]}))   # (a KeyError traceback)
@@ -284,9 +291,11 @@ def test_script_never_writes_over_the_results_it_compares(tmp_path, capsys):
         assert said in capsys.readouterr().err
     assert all((tmp_path / name).read_text(encoding="utf-8") == text for name, text in kept.items())
     out = tmp_path / "compare.md"
+    assert script.main([str(tmp_path / "old"), str(tmp_path / "new.json")]) == 0
+    printed = capsys.readouterr().out
     for _ in range(2):             # its own earlier comparison is replaced
         assert script.main([str(tmp_path / "old"), str(tmp_path / "new.json"), "-o", str(out)]) == 0
-        assert out.read_text(encoding="utf-8") == capsys.readouterr().out
+        assert out.read_text(encoding="utf-8") == printed
 
 
 def test_the_comparison_says_whether_each_bilm_was_adapted_to_the_domain():

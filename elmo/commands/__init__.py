@@ -51,6 +51,11 @@ def set_cli_threads(threads) -> None:
 
 def cli_device(device: str):
     """``--device`` as a torch device (:func:`elmo.runtime.resolve_device`): a name torch does
-    not know, or a device this machine lacks, is one line naming ``--device``."""
+    not know, or a device this machine lacks, is one line naming ``--device``.
+
+    For the single-process commands (predict, analyze, neighbors, perplexity, experiment): a
+    bare ``cuda`` and ``auto`` are ``cuda:0`` (local rank 0), the first GPU that
+    ``CUDA_VISIBLE_DEVICES`` leaves, which is also torch's current GPU in a fresh process.
+    LOCAL_RANK is not read: these commands do not shard their work across torchrun's ranks."""
     from ..runtime import resolve_device
-    return resolve_device(device, what="--device")
+    return resolve_device(device, what="--device")   # (local_rank 0: see above)

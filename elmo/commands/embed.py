@@ -35,10 +35,12 @@ _GROUPS = {
 
 def command_defaults() -> dict:
     """Where ``elmo embed``'s defaults differ from :class:`EmbedConfig`'s (those of
-    :func:`embed_file`): the model is named, and a progress bar is shown unless --quiet."""
+    :func:`embed_file`): the model is named, the device is ``auto`` (what the library's None
+    gives a named model; ``--print-config`` shows it, as train's does), and a progress bar is
+    shown unless --quiet."""
     from .. import DEFAULT_MODEL
 
-    return {"model": DEFAULT_MODEL, "progress": True}
+    return {"model": DEFAULT_MODEL, "device": "auto", "progress": True}
 
 
 def register(subparsers) -> None:
@@ -130,7 +132,7 @@ def embed(args: argparse.Namespace) -> int:
     from ..allocator import keep_freed_memory
     from ..embedding import EmbedConfig, embed_file
     from ..embedding.run import distributed_rank
-    from ..jobconfig import from_args, in_option_terms, print_config_and_exit
+    from ..jobconfig import file_settings, from_args, in_config_terms, in_option_terms, print_config_and_exit
 
     from . import refuse_dash, set_cli_threads
     # (a file named '-' was looked for: "no such input file", or a file '-' was written)
@@ -153,8 +155,9 @@ def embed(args: argparse.Namespace) -> int:
     try:
         output = embed_file(args.input, args.output, config=replace(cfg, progress=progress_bar_wanted(cfg.progress)),
                             command_line=command_line(args.input, args.output, cfg))
-    except ValueError as e:   # ("batch_size must be at least 1": the option is --batch-size)
-        renamed = in_option_terms(EmbedConfig, str(e))
+    except ValueError as e:   # ("batch_size must be at least 1": the option is --batch-size,
+        # or, when the value is the --config file's, "--config FILE: batch_size must be ...")
+        renamed = in_config_terms(in_option_terms(EmbedConfig, str(e)), args, file_settings(EmbedConfig, args))
         if renamed == str(e):
             raise
         raise ValueError(renamed) from e

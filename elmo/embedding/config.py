@@ -69,9 +69,10 @@ class EmbedConfig:
     segment_lines: int = setting(DEFAULT_SEGMENT_LINES,
                                  help="lines per segment: the unit that is length-sorted, saved for resuming "
                                       "and given to a rank")
-    # (the command line's default is auto: it names a model, which a default None loads as auto)
-    device: Optional[str] = setting(None, help=f"{DEVICE_CHOICES} (default auto; auto and cuda under "
-                                               f"torchrun: each rank's own GPU, cuda:LOCAL_RANK)")
+    # (the command line's default is auto, elmo.commands.embed.command_defaults: None loads a
+    # named model as auto, and leaves a BiLM passed in where it is)
+    device: Optional[str] = setting(None, help=f"{DEVICE_CHOICES}; auto and cuda under torchrun: each "
+                                               f"rank's own GPU, cuda:LOCAL_RANK")
     overwrite: bool = setting(False, show_default=False,
                               help="start again, ignoring an existing OUTPUT and OUTPUT.parts/ (the same "
                                    "--overwrite command run again after a stop resumes it)")

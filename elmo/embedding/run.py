@@ -44,7 +44,7 @@ from .output import (NonFiniteOutput, SegmentWriter, SettingsMismatch, differing
                      output_complete, parts_dir, recorded_model_digests, recorded_settings, remove_parts, same_settings,
                      segment_done, segment_path, segment_ready, value_settings)
 from .reader import index_input, indexed_sentences, read_segment, read_sentences, split_tokens
-from ..runtime import launch_env
+from ..runtime import launch_env, resolve_device
 from ..shell import shell_join
 from .. import tokenize as tokenizer
 from ..tokenize import get_tokenizer
@@ -246,13 +246,14 @@ def _ranks_device(device: Union[str, torch.device, None], model: Union[BiLM, str
                   local_rank: int) -> Union[str, torch.device, None]:
     """The device this rank embeds on: ``auto``, a bare ``cuda`` and the default (None, except
     for a caller's BiLM, which stays where it is: it stayed on the GPU after the call) are this
-    rank's own GPU, ``cuda:LOCAL_RANK`` (wrapping round the GPUs there are), as train takes
-    them; a bare ``cuda`` was torch's current GPU, the same one for every rank of a torchrun
-    job. Other devices, and all without CUDA, are handed on as given (checked where used)."""
+    rank's own GPU, ``cuda:LOCAL_RANK``, as train takes them (a bare ``cuda`` was torch's
+    current GPU, the same one for every rank of a torchrun job). A local rank past the GPUs is
+    a ValueError, as in train (it wrapped round them: two ranks shared a GPU without a word).
+    Other devices, and all without CUDA, are handed on as given (checked where used)."""
     bare_cuda = isinstance(device, (str, torch.device)) and str(device) == "cuda"
     if (device == "auto" or bare_cuda or device is None and not isinstance(model, BiLM)) \
             and torch.cuda.is_available():
-        return f"cuda:{local_rank % torch.cuda.device_count()}"
+        return resolve_device("auto" if device is None else device, local_rank, "device")
     return device
 
 
