@@ -545,6 +545,18 @@ def writing(path: Path, what: str = "output", hint: str = "", full_hint: Optiona
         raise error from e
 
 
+def make_folder(path: Path) -> None:
+    """``path`` and the folders above it that are missing made, an OSError as the one line the
+    atomic writers give: ``PATH: cannot write in FOLDER: reason``, FOLDER the one in which a
+    folder could not be made (a training run's folder said only ``PATH: Operation not
+    permitted``, where every other command named the folder it could not write in)."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        where = Path(e.filename).parent if e.filename else path.parent
+        raise OutputError(f"{path}: cannot write in {where}: {os_error_reason(e)}") from None
+
+
 # ---------------------------------------------------------------------- HDF5 that survives a full disk
 class GuardedFile:
     """A file for h5py's file-object driver that records the first OS error of a write
