@@ -21,6 +21,8 @@
 * :func:`text_lines`: a decoded text file's lines, ended by ``\\n`` or ``\\r\\n`` (a lone ``\\r``
   refused, naming its line).
 * :func:`utf8_lines`: the same lines of a binary file read one at a time, decoded as they come.
+* :func:`utf8_error_where` / :func:`nul_byte_where`: where a text file's bytes are not text
+  (not UTF-8, or a NUL byte), with a hint where the file looks like UTF-16.
 """
 from __future__ import annotations
 
@@ -545,6 +547,18 @@ def writing(path: Path, what: str = "output", hint: str = "", full_hint: Optiona
         raise error from e
 
 
+def make_folder(path: Path) -> None:
+    """``path`` and the folders above it that are missing made, an OSError as the one line the
+    atomic writers give: ``PATH: cannot write in FOLDER: reason``, FOLDER the one in which a
+    folder could not be made (a training run's folder said only ``PATH: Operation not
+    permitted``, where every other command named the folder it could not write in)."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        where = Path(e.filename).parent if e.filename else path.parent
+        raise OutputError(f"{path}: cannot write in {where}: {os_error_reason(e)}") from None
+
+
 # ---------------------------------------------------------------------- HDF5 that survives a full disk
 class GuardedFile:
     """A file for h5py's file-object driver that records the first OS error of a write
@@ -925,8 +939,16 @@ def utf8_lines(raw: Iterable[bytes], error: Callable[[int, str], Exception],
             text = data[skip:].decode("utf-8")
         except UnicodeDecodeError as e:
             raise bad_utf8(utf8_error_where(data[skip:], e, number, offset + skip)) from None
+        nul = nul_byte(data, offset)
+        if nul is not None:     # (UTF-16 text without a byte-order mark decodes as UTF-8)
+            raise error(number, nul)
         offset += len(data)
         yield _line_end(text[:-1] if text.endswith("\n") else text, number, error)
+
+
+#: What to do with a text file in UTF-16, which every reader of text refuses (as not UTF-8, or
+#: for its NUL bytes).
+UTF16_HINT = "the file looks like UTF-16: convert it to UTF-8, e.g. iconv -f UTF-16 -t UTF-8"
 
 
 def utf8_error_where(data: bytes, error: UnicodeDecodeError, line: Optional[int] = None, offset: int = 0) -> str:
@@ -934,10 +956,52 @@ def utf8_error_where(data: bytes, error: UnicodeDecodeError, line: Optional[int]
 
     ``data`` is what was decoded: a whole file (``line`` None: counted from its newlines), or
     line ``line`` (from 1) of a file, starting at byte ``offset`` of the file. Every message of
-    the package counts the offset from 0 in the file, as ``xxd -s`` and ``dd skip=`` do."""
+    the package counts the offset from 0 in the file, as ``xxd -s`` and ``dd skip=`` do. A
+    UTF-16 byte-order mark opening the file adds :data:`UTF16_HINT` (the message said only
+    that byte 0xff was not UTF-8)."""
     if line is None:
         line = data.count(b"\n", 0, error.start) + 1
-    return f"line {line}: byte 0x{data[error.start]:02x} at byte offset {offset + error.start}"
+    where = f"line {line}: byte 0x{data[error.start]:02x} at byte offset {offset + error.start}"
+    if offset + error.start == 0 and data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        where += f" (a UTF-16 byte-order mark; {UTF16_HINT})"
+    return where
+
+
+def nul_byte_where(data: bytes, line: int, offset: int = 0) -> Optional[str]:
+    """Where line ``line`` (from 1) holds its first NUL byte, for a message:
+    ``line L:`` and :func:`nul_byte`; None if it holds none."""
+    what = nul_byte(data, offset)
+    return None if what is None else f"line {line}: {what}"
+
+
+def nul_byte(data: bytes, offset: int = 0) -> Optional[str]:
+    """Where the line ``data`` (its bytes, starting at byte ``offset`` of the file) holds its
+    first NUL byte, for a message, and what to do; None if it holds none.
+
+    No text holds a NUL, a control character that splitting at whitespace keeps inside a word
+    (``"the\\x00dog"`` was one token). It is what UTF-16 text without a byte-order mark
+    decodes to as UTF-8: ASCII letters with a NUL byte between them, every one valid UTF-8,
+    read as words of nonsense.
+    Where half the bytes at even or at odd positions are NUL, :data:`UTF16_HINT` says so."""
+    at = data.find(b"\0")
+    if at < 0:
+        return None
+    looks_utf16 = any(half and 2 * half.count(0) >= len(half) for half in (data[0::2], data[1::2]))
+    why = UTF16_HINT if looks_utf16 else "text holds none; is it a binary file?"
+    return f"a NUL byte (0x00) at byte offset {offset + at} ({why})"
+
+
+def first_nul_byte(lines: Iterable[bytes]) -> Optional[str]:
+    """:func:`nul_byte_where` of the first of raw ``lines`` (as a binary file yields them) that
+    holds a NUL byte; None if none does. For readers that check decoded text, called only once
+    it has found one, so the common case pays nothing."""
+    offset = 0
+    for number, raw in enumerate(lines, start=1):
+        where = nul_byte_where(raw, number, offset)
+        if where is not None:
+            return where
+        offset += len(raw)
+    return None
 
 
 def first_bad_utf8(lines: Iterable[bytes]) -> Optional[str]:

@@ -271,6 +271,58 @@ def test_read_only_file_system(tmp_path, tmpfs, lines, capsys):
     assert f"{disk / 'out.hdf5'}: cannot write in {disk}: Read-only file system" in err
 
 
+def _train_argv(text: Path, out: Path, start: list) -> list:
+    """The argv of a one-step ``elmo train`` (``start``: its vocabulary) or ``finetune``
+    (``start``: ``--from MODEL``) of a tiny model on ``text``."""
+    tiny = ["--dim", "16", "--projection-dim", "8", "--filters", "1:4"] if start[0] == "--vocab" else []
+    return ["train" if start[0] == "--vocab" else "finetune", str(text), *start, "-o", str(out), *tiny,
+            "--batch-size", "2", "--max-steps", "1", "--negatives", "0", "--no-progress", "--device", "cpu"]
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """(training text, its vocabulary, a model trained one step on it)."""
+    from tests.training_helpers import write_toy_corpus
+
+    folder = tmp_path_factory.mktemp("trained")
+    text, _, vocab = write_toy_corpus(folder, n_train=40, n_heldout=10)
+    assert cli_main(_train_argv(text, folder / "run", ["--vocab", str(vocab)])) == 0
+    return text, vocab, folder / "run" / "model"
+
+
+def test_training_into_a_read_only_file_system(trained, tmpfs, capsys):
+    """train and finetune said "ro/run: Read-only file system" (or "Operation not
+    permitted"), where every other command names the folder it cannot write in."""
+    text, vocab, model = trained
+    capsys.readouterr()
+    disk = tmpfs("ro,size=1m")
+    for start in (["--vocab", str(vocab)], ["--from", str(model)]):
+        for out in (disk / "run", disk / "new" / "run"):
+            assert cli_main(_train_argv(text, out, start)) == 1
+            err = one_error_line(capsys.readouterr().err)
+            assert f"{out}: cannot write in {disk}: Read-only file system" in err, err
+
+
+def test_training_into_a_folder_it_may_not_write(trained, tmp_path, monkeypatch, capsys):
+    """The same line where making the run's folder is not permitted (EPERM, as a folder of
+    another user's, or one that cannot change, gives), as root or not."""
+    text, vocab, model = trained
+    capsys.readouterr()
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    make = Path.mkdir
+
+    def refused(self, *args, **kwargs):
+        if self.parent == folder:
+            raise PermissionError(errno.EPERM, os.strerror(errno.EPERM), str(self))
+        return make(self, *args, **kwargs)
+    monkeypatch.setattr(Path, "mkdir", refused)
+    for start in (["--vocab", str(vocab)], ["--from", str(model)]):
+        assert cli_main(_train_argv(text, folder / "run", start)) == 1
+        err = one_error_line(capsys.readouterr().err)
+        assert f"{folder / 'run'}: cannot write in {folder}: {os.strerror(errno.EPERM)}" in err, err
+
+
 @pytest.mark.skipif(hasattr(os, "geteuid") and os.geteuid() == 0,
                     reason="root may write to a read-only folder (the tmpfs test covers it)")
 def test_read_only_folder(tmp_path, lines, capsys):

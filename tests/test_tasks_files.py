@@ -681,6 +681,23 @@ def test_broken_utf8_in_a_task_file_names_the_line(tmp_path):
         read_examples(path, "tagging", check_format({"type": "conll"}, "tagging", "x"))
 
 
+def test_a_nul_byte_or_utf16_in_a_task_file_names_the_line(tmp_path):
+    """UTF-16 text without a byte-order mark is valid UTF-8 (a NUL between its letters), and
+    was read as tokens such as "a\\x00"."""
+    from elmo.io import UTF16_HINT
+    from elmo.tasks.files import check_format, read_examples
+    path, fmt = tmp_path / "t.conll", check_format({"type": "conll"}, "tagging", "x")
+    path.write_bytes(b"a\tO\n\nb\0c\tO\n")
+    with pytest.raises(TaskDataError, match=re.escape(f"{path}: line 3: a NUL byte (0x00) at byte offset 6 (")):
+        read_examples(path, "tagging", fmt)
+    path.write_bytes("a\tO\n\nb\tO\n".encode("utf-16-le"))
+    with pytest.raises(TaskDataError, match=re.escape(f"{path}: line 1: a NUL byte (0x00) at byte offset 1 ({UTF16_HINT})")):
+        read_examples(path, "tagging", fmt)
+    path.write_bytes("a\tO\n".encode("utf-16"))      # with a byte-order mark: not UTF-8, and why
+    with pytest.raises(TaskDataError, match=re.escape(f"line 1: byte 0xff at byte offset 0 (a UTF-16 byte-order mark; {UTF16_HINT})")):
+        read_examples(path, "tagging", fmt)
+
+
 def test_predict_input_lines_lose_a_byte_order_mark_and_name_a_broken_line(tmp_path):
     from elmo.commands.predict import _input_lines
     path = tmp_path / "in.txt"

@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
 
-from ..io import first_bad_utf8
+from ..io import first_bad_utf8, first_nul_byte
 
 Sentence = List[str]
 
@@ -156,15 +156,27 @@ def _undecodable(path: Path) -> CorpusError:
     return CorpusError(f"{path}: {where}{of} is not valid UTF-8 (text must be UTF-8)")
 
 
+def _nul_byte(path: Path) -> CorpusError:
+    """Where the first NUL byte of ``path`` is (called only once a line held one)."""
+    with _open_bytes(path) as f:
+        where = first_nul_byte(f)
+    of = "; the line and offset are the decompressed text's" if path.suffix == ".gz" else ""
+    return CorpusError(f"{path}: {where or 'a NUL byte (0x00)'}{of}")
+
+
 def file_lines(path: str | Path) -> Iterator[str]:
     """The lines of one file as text (``.gz`` decompressed, a byte-order mark dropped; a line
     ends at ``\n``, ``\r\n`` or a lone ``\r``, unlike :func:`elmo.io.text_lines`);
     undecodable bytes or a broken ``.gz`` raise :class:`CorpusError` naming the file (and the
-    line and byte offset for bad UTF-8)."""
+    line and byte offset for bad UTF-8), as does a NUL byte (:func:`elmo.io.nul_byte`: UTF-16
+    text without a byte-order mark is valid UTF-8, a NUL between its letters)."""
     path = Path(path)
     try:
         with open_text(path) as f:
-            yield from f
+            for line in f:
+                if "\0" in line:   # (about 5 ms in 400,000 lines)
+                    raise _nul_byte(path)
+                yield line
     except UnicodeDecodeError:
         raise _undecodable(path) from None
     except (EOFError, gzip.BadGzipFile, zlib.error) as e:

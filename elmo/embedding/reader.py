@@ -23,7 +23,7 @@ from typing import Iterator, List, Optional, Tuple
 
 from ..tokenize import get_tokenizer
 from ..checks import require_count
-from ..io import utf8_error_where
+from ..io import nul_byte_where, utf8_error_where
 
 DEFAULT_SEGMENT_LINES = 4096
 
@@ -68,7 +68,9 @@ def decode_line(raw: bytes, line_no: int, path: Path, errors: str = "strict", of
     and ``offset`` is the line's byte offset in the file (for the message on bad UTF-8).
 
     A UTF-8 byte-order mark opening the file (as some Windows editors save) is dropped: it
-    would otherwise stay on the first word, which str.strip() keeps, and change its vector."""
+    would otherwise stay on the first word, which str.strip() keeps, and change its vector.
+    A NUL byte raises InputError with either ``errors`` (:func:`elmo.io.nul_byte`: UTF-16
+    text without a byte-order mark is valid UTF-8, a NUL between its letters)."""
     if line_no == 0 and raw.startswith(b"\xef\xbb\xbf"):
         raw, offset = raw[3:], offset + 3
     try:
@@ -76,6 +78,9 @@ def decode_line(raw: bytes, line_no: int, path: Path, errors: str = "strict", of
     except UnicodeDecodeError as e:
         raise InputError(f"{path}: {utf8_error_where(raw, e, line_no + 1, offset)} is not valid UTF-8 "
                          f"(pass --errors replace to replace such bytes with U+FFFD)") from None
+    nul = nul_byte_where(raw, line_no + 1, offset)
+    if nul is not None:
+        raise InputError(f"{path}: {nul}")
     return text.strip()
 
 
@@ -149,9 +154,8 @@ class SentenceKeys:
     HDF5 reads a name as a path: ``/`` separates groups (so ``and/or`` becomes a group ``and``
     holding ``or``, as in the original command), empty parts are ignored and ``.`` is the group
     itself. A sentence is refused (InputError naming its line) if it is empty, has a ``.``
-    part or a NUL character (HDF5 ends a name there: the dataset was named by the text before
-    it, and a second such sentence stopped the merge with h5py's traceback), or names the same
-    dataset as an earlier sentence, or a group of one.
+    part, or names the same dataset as an earlier sentence, or a group of one. (A NUL
+    character, where HDF5 ends a name, never gets here: :func:`decode_line` refuses it.)
     """
 
     def __init__(self, path: Path):
@@ -166,9 +170,6 @@ class SentenceKeys:
         if not parts:   # ("/" was called empty too)
             what = " is empty" if not sentence else f": {sentence!r} names no HDF5 dataset (only '/')"
             raise InputError(f"{where}{what}; --sentence-keys needs a sentence to name each dataset")
-        if "\0" in sentence:
-            raise InputError(f"{where}: {sentence!r} cannot name an HDF5 dataset (a NUL character); "
-                             f"use line-number keys (drop --sentence-keys)")
         if "." in parts:
             raise InputError(f"{where}: {sentence!r} cannot name an HDF5 dataset (a '.' part); "
                              f"use line-number keys (drop --sentence-keys)")

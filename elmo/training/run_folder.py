@@ -9,7 +9,7 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence
 
 from ..data.corpus import expand_paths, would_find
 from ..data.text_choice import HELDOUT_HINT, check_heldout_not_training, check_not_whole_corpus
-from ..io import OutputError, output_lock, same_file
+from ..io import OutputError, make_folder, output_lock, same_file
 from . import distributed
 from .checkpoint import checkpoint_path, latest_checkpoint
 from .config import TrainConfig
@@ -154,7 +154,7 @@ def run_lock(out: Path):
     (or ``finetune``) into the same folder is refused at once, naming the holder. Without it
     the second resumed from the first's newest checkpoint and both wrote checkpoints and log
     lines into one run. (Other ranks write nothing there.)"""
-    out.mkdir(parents=True, exist_ok=True)
+    make_folder(out)
     return output_lock(out / "train", name=out)
 
 
