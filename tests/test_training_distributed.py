@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+from collections import namedtuple
 from pathlib import Path
 
 import pytest
@@ -49,33 +50,6 @@ def _reference(train_txt: Path, vocab_txt: Path, options: dict) -> dict:
         optimizer.zero_grad()
         state = out["state"]
     return model.state_dict()
-
-
-def test_two_gloo_processes_equal_one_process_on_the_global_batch(tmp_path):
-    train_txt, _, vocab_txt = write_toy_corpus(tmp_path / "toy", n_train=200)
-    options = tiny_model_options(dim=20, proj=10)
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "-m", "elmo",
-           "train", str(train_txt), "--vocab", str(vocab_txt), "-o", str(tmp_path / "ddp"),
-           "--dim", "20", "--projection-dim", "10", "--filters", "1:8,2:8,3:16", "--char-dim", "4",
-           "--n-highway", "1", "--batch-size", str(ROWS), "--unroll-steps", str(UNROLL), "--max-steps", str(STEPS),
-           "--negatives", "0", "--dropout", "0", "--state-reset-every", str(RESET), "--checkpoint-every", str(STEPS), "--no-progress", "--threads", "1",
-           "--device", "cpu"]
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
-    done = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    summary = json.loads(done.stdout)  # one summary, from rank 0, not one per process
-    assert summary["steps"] == STEPS, summary
-    ddp = load_checkpoint(tmp_path / "ddp" / "checkpoints" / f"checkpoint-{STEPS:08d}.pt")
-    assert len(ddp["ranks"]) == 2
-    reference = _reference(train_txt, vocab_txt, options)
-    torch.manual_seed(0)  # the seed both runs start from
-    initial = build_model(TrainConfig(train=[], vocab="", output="", options=options, dropout=0.0),
-                          Vocabulary.load(vocab_txt)).state_dict()
-    moved = max(float((reference[k] - initial[k]).abs().max()) for k in reference)
-    diff = max(float((ddp["model"][k] - reference[k]).abs().max()) for k in reference)
-    # Stated tolerance: 1e-5 absolute (the all-reduce sums in another order); training moved
-    # the weights by far more than that.
-    assert diff <= 1e-5 < 1e-2 < moved, (diff, moved)
 
 
 def test_a_device_that_is_not_there_is_one_clear_error(monkeypatch, capsys):
@@ -183,63 +157,110 @@ from elmo.cli import main
 sys.exit(main(sys.argv[2:]))
 '''
 
+#: What the tests of a torchrun job read: the finished torchrun, its text and run folder.
+TorchrunJob = namedtuple("TorchrunJob", "done folder train held vocab run")
 
-def test_every_process_scores_its_share_of_the_held_out_text(tmp_path):
+
+def _torchrun(*args: str, timeout: int = 300) -> subprocess.CompletedProcess:
+    """``args`` (a script or ``-m elmo``, then its arguments) on two gloo processes of torchrun."""
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", *args]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+    return subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def packed_job(tmp_path_factory) -> TorchrunJob:
+    """One torchrun training job of the packed layout, which the tests below read (a job is most
+    of their time): STEPS steps without dropout, its state reset every RESET steps, held-out
+    text of 41 sentences scored at steps 3 and 6, each rank's scored sentences counted in
+    ``folder/scored-RANK`` by a launcher around ``elmo train``."""
+    folder = tmp_path_factory.mktemp("packed")
+    train_txt, held_txt, vocab_txt = write_toy_corpus(folder / "toy", n_train=200, n_heldout=41)
+    launcher = folder / "launch.py"
+    launcher.write_text(_COUNTING_LAUNCHER, encoding="utf-8")
+    run = folder / "ddp"
+    done = _torchrun(str(launcher), str(folder), "train", str(train_txt), "--vocab", str(vocab_txt), "-o", str(run),
+                     "--valid", str(held_txt), "--dim", "20", "--projection-dim", "10", "--filters", "1:8,2:8,3:16",
+                     "--char-dim", "4", "--n-highway", "1", "--batch-size", str(ROWS), "--unroll-steps", str(UNROLL),
+                     "--max-steps", str(STEPS), "--eval-every", "3", "--checkpoint-every", "3",
+                     "--eval-batch-size", "8", "--negatives", "0", "--dropout", "0",
+                     "--state-reset-every", str(RESET), "--no-progress", "--threads", "1", "--device", "cpu",
+                     timeout=600)
+    return TorchrunJob(done, folder, train_txt, held_txt, vocab_txt, run)
+
+
+def test_two_gloo_processes_equal_one_process_on_the_global_batch(packed_job):
+    done = packed_job.done
+    assert done.returncode == 0, done.stderr[-3000:]
+    summary = json.loads(done.stdout)  # one summary, from rank 0, not one per process
+    assert summary["steps"] == STEPS, summary
+    ddp = load_checkpoint(packed_job.run / "checkpoints" / f"checkpoint-{STEPS:08d}.pt")
+    assert len(ddp["ranks"]) == 2
+    options = tiny_model_options(dim=20, proj=10)
+    reference = _reference(packed_job.train, packed_job.vocab, options)
+    torch.manual_seed(0)  # the seed both runs start from
+    initial = build_model(TrainConfig(train=[], vocab="", output="", options=options, dropout=0.0),
+                          Vocabulary.load(packed_job.vocab)).state_dict()
+    moved = max(float((reference[k] - initial[k]).abs().max()) for k in reference)
+    diff = max(float((ddp["model"][k] - reference[k]).abs().max()) for k in reference)
+    # Stated tolerance: 1e-5 absolute (the all-reduce sums in another order); training moved
+    # the weights by far more than that. (The held-out scoring at step 3 changes no weight.)
+    assert diff <= 1e-5 < 1e-2 < moved, (diff, moved)
+
+
+def test_every_process_scores_its_share_of_the_held_out_text(packed_job):
     """Rank 0 scored all the held-out text while the others waited in a barrier: W - 1 devices
     idle, and a validation longer than the process group's timeout (NCCL: 10 minutes) ended
     the job. Now each scores every W-th sentence and the sums are added: the same figure."""
     from elmo.training.evaluate import perplexity
     from elmo.data.corpus import iter_file_sentences
 
-    train_txt, held_txt, vocab_txt = write_toy_corpus(tmp_path / "toy", n_train=200, n_heldout=41)
-    launcher = tmp_path / "launch.py"
-    launcher.write_text(_COUNTING_LAUNCHER, encoding="utf-8")
-    run = tmp_path / "ddp"
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", str(launcher),
-           str(tmp_path), "train", str(train_txt), "--vocab", str(vocab_txt), "-o", str(run), "--valid", str(held_txt),
-           "--dim", "20", "--projection-dim", "10", "--filters", "1:8,2:8,3:16", "--char-dim", "4",
-           "--batch-size", str(ROWS), "--unroll-steps", str(UNROLL), "--max-steps", "6", "--eval-every", "3",
-           "--checkpoint-every", "3", "--eval-batch-size", "8", "--negatives", "0", "--no-progress",
-           "--threads", "1", "--device", "cpu"]
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
-    done = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert STEPS == 6   # (the job's evaluations, at steps 3 and 6)
+    done, run = packed_job.done, packed_job.run
     assert done.returncode == 0, done.stderr[-3000:]
-    scored = {rank: sum(map(int, (tmp_path / f"scored-{rank}").read_text().split())) for rank in (0, 1)}
+    scored = {rank: sum(map(int, (packed_job.folder / f"scored-{rank}").read_text().split())) for rank in (0, 1)}
     assert scored == {0: 2 * 21, 1: 2 * 20}   # two validation runs (steps 3 and 6) of 41 sentences
     evals = [json.loads(line) for line in (run / "log.jsonl").read_text().splitlines()
              if json.loads(line)["event"] == "eval"]
     assert [e["step"] for e in evals] == [3, 6]
-    vocab = Vocabulary.load(vocab_txt)
-    sentences = list(iter_file_sentences([held_txt]))
+    vocab = Vocabulary.load(packed_job.vocab)
+    sentences = list(iter_file_sentences([packed_job.held]))
     for record in evals:
         model = build_model(TrainConfig(train=[], vocab="", output="", options=tiny_model_options(dim=20, proj=10),
-                                        dropout=0.1), vocab)
+                                        dropout=0.0), vocab)
         model.load_state_dict(load_checkpoint(run / "checkpoints" / f"checkpoint-{record['step']:08d}.pt")["model"])
         alone = perplexity(model, sentences, vocab)
         assert record["targets"] == alone["targets"] and record["sentences"] == 41
         assert record["ppl"] == pytest.approx(alone["ppl"], rel=1e-5, abs=1e-4)  # (logged to 4 decimals)
 
 
-def test_bucketed_tokens_are_every_process_rows(tmp_path):
+@pytest.fixture(scope="module")
+def bucketed_job(tmp_path_factory) -> TorchrunJob:
+    """One torchrun training job of the bucketed layout, which the tests below read: 5 steps
+    without dropout, logged every 2 steps and at the end (an odd step), a checkpoint at the end."""
+    folder = tmp_path_factory.mktemp("bucketed")
+    train_txt, held_txt, vocab_txt = write_toy_corpus(folder / "toy", n_train=200)
+    run = folder / "ddp"
+    done = _torchrun("-m", "elmo", "train", str(train_txt), "--vocab", str(vocab_txt), "-o", str(run),
+                     "--layout", "bucketed", "--dim", "20", "--projection-dim", "10", "--filters", "1:8,2:8,3:16",
+                     "--char-dim", "4", "--n-highway", "1", "--batch-size", str(ROWS), "--max-steps", "5",
+                     "--log-every", "2", "--checkpoint-every", "5", "--negatives", "0", "--dropout", "0",
+                     "--no-progress", "--threads", "1", "--device", "cpu", timeout=600)
+    return TorchrunJob(done, folder, train_txt, held_txt, vocab_txt, run)
+
+
+def test_bucketed_tokens_are_every_process_rows(bucketed_job):
     """Bucketed batches have each process's own lengths; the run counted its tokens as rank 0's
     times the processes (the logged tokens and epochs, the checkpoint and the model's metadata).
     Now they are the ranks' tokens added up."""
     from elmo.data.lm_batches import BucketedLMBatches
 
-    train_txt, _, vocab_txt = write_toy_corpus(tmp_path / "toy", n_train=200)
-    run = tmp_path / "ddp"
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "-m", "elmo",
-           "train", str(train_txt), "--vocab", str(vocab_txt), "-o", str(run), "--layout", "bucketed",
-           "--dim", "20", "--projection-dim", "10", "--filters", "1:8,2:8", "--char-dim", "4",
-           "--batch-size", str(ROWS), "--max-steps", "5", "--log-every", "2", "--checkpoint-every", "5",
-           "--negatives", "0", "--no-progress", "--threads", "1", "--device", "cpu"]
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
-    done = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    done, run = bucketed_job.done, bucketed_job.run
     assert done.returncode == 0, done.stderr[-3000:]
-    vocab = Vocabulary.load(vocab_txt)
+    vocab = Vocabulary.load(bucketed_job.vocab)
     per_step = [[b.n_tokens for b in (parts.next_batch() for _ in range(5))]
-                for parts in (BucketedLMBatches(CorpusStream([train_txt], seed=0, rank=r, world_size=2), vocab, ROWS,
-                                                seed=7 * r) for r in range(2))]
+                for parts in (BucketedLMBatches(CorpusStream([bucketed_job.train], seed=0, rank=r, world_size=2),
+                                                vocab, ROWS, seed=7 * r) for r in range(2))]
     assert per_step[0] != per_step[1]   # (else the old count would be right too)
     assert load_checkpoint(run / "checkpoints" / "checkpoint-00000005.pt")["tokens"] == sum(map(sum, per_step))
     logged = [json.loads(line) for line in (run / "log.jsonl").read_text().splitlines()]
@@ -257,7 +278,7 @@ def _padded(batch: LMBatch, steps: int) -> LMBatch:
     return LMBatch(*(pad(getattr(batch, f)) if f != "lengths" else batch.lengths for f in LMBatch.__dataclass_fields__))
 
 
-def test_two_gloo_processes_on_bucketed_batches_equal_one_process_on_the_global_batch(tmp_path):
+def test_two_gloo_processes_on_bucketed_batches_equal_one_process_on_the_global_batch(bucketed_job):
     """The processes' bucketed batches hold different numbers of tokens. Each process's loss
     was the mean over its own tokens and DDP averaged those gradients: a token of the process
     with shorter sentences weighed more, and the run did not train like one process on the
@@ -265,21 +286,13 @@ def test_two_gloo_processes_on_bucketed_batches_equal_one_process_on_the_global_
     (per process), and it does."""
     from elmo.data.lm_batches import BucketedLMBatches
 
-    train_txt, _, vocab_txt = write_toy_corpus(tmp_path / "toy", n_train=200)
-    options = tiny_model_options(dim=20, proj=10)
-    steps = 4
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "-m", "elmo",
-           "train", str(train_txt), "--vocab", str(vocab_txt), "-o", str(tmp_path / "ddp"), "--layout", "bucketed",
-           "--dim", "20", "--projection-dim", "10", "--filters", "1:8,2:8,3:16", "--char-dim", "4",
-           "--n-highway", "1", "--batch-size", str(ROWS), "--max-steps", str(steps), "--negatives", "0",
-           "--dropout", "0", "--checkpoint-every", str(steps), "--no-progress", "--threads", "1", "--device", "cpu"]
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
-    done = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    done, train_txt = bucketed_job.done, bucketed_job.train
     assert done.returncode == 0, done.stderr[-3000:]
-    ddp = load_checkpoint(tmp_path / "ddp" / "checkpoints" / f"checkpoint-{steps:08d}.pt")
+    options, steps = tiny_model_options(dim=20, proj=10), 5
+    ddp = load_checkpoint(bucketed_job.run / "checkpoints" / f"checkpoint-{steps:08d}.pt")
 
-    vocab = Vocabulary.load(vocab_txt)
-    cfg = TrainConfig(train=[str(train_txt)], vocab=str(vocab_txt), output="", options=options, dropout=0.0)
+    vocab = Vocabulary.load(bucketed_job.vocab)
+    cfg = TrainConfig(train=[str(train_txt)], vocab=str(bucketed_job.vocab), output="", options=options, dropout=0.0)
     torch.manual_seed(cfg.seed)
     model = build_model(cfg, vocab)
     initial = {k: v.clone() for k, v in model.state_dict().items()}
