@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+from collections import namedtuple
 from pathlib import Path
 
 import pytest
@@ -49,33 +50,6 @@ def _reference(train_txt: Path, vocab_txt: Path, options: dict) -> dict:
         optimizer.zero_grad()
         state = out["state"]
     return model.state_dict()
-
-
-def test_two_gloo_processes_equal_one_process_on_the_global_batch(tmp_path):
-    train_txt, _, vocab_txt = write_toy_corpus(tmp_path / "toy", n_train=200)
-    options = tiny_model_options(dim=20, proj=10)
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "-m", "elmo",
-           "train", str(train_txt), "--vocab", str(vocab_txt), "-o", str(tmp_path / "ddp"),
-           "--dim", "20", "--projection-dim", "10", "--filters", "1:8,2:8,3:16", "--char-dim", "4",
-           "--n-highway", "1", "--batch-size", str(ROWS), "--unroll-steps", str(UNROLL), "--max-steps", str(STEPS),
-           "--negatives", "0", "--dropout", "0", "--state-reset-every", str(RESET), "--checkpoint-every", str(STEPS), "--no-progress", "--threads", "1",
-           "--device", "cpu"]
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
-    done = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    summary = json.loads(done.stdout)  # one summary, from rank 0, not one per process
-    assert summary["steps"] == STEPS, summary
-    ddp = load_checkpoint(tmp_path / "ddp" / "checkpoints" / f"checkpoint-{STEPS:08d}.pt")
-    assert len(ddp["ranks"]) == 2
-    reference = _reference(train_txt, vocab_txt, options)
-    torch.manual_seed(0)  # the seed both runs start from
-    initial = build_model(TrainConfig(train=[], vocab="", output="", options=options, dropout=0.0),
-                          Vocabulary.load(vocab_txt)).state_dict()
-    moved = max(float((reference[k] - initial[k]).abs().max()) for k in reference)
-    diff = max(float((ddp["model"][k] - reference[k]).abs().max()) for k in reference)
-    # Stated tolerance: 1e-5 absolute (the all-reduce sums in another order); training moved
-    # the weights by far more than that.
-    assert diff <= 1e-5 < 1e-2 < moved, (diff, moved)
 
 
 def test_a_device_that_is_not_there_is_one_clear_error(monkeypatch, capsys):
@@ -183,63 +157,110 @@ from elmo.cli import main
 sys.exit(main(sys.argv[2:]))
 '''
 
+#: What the tests of a torchrun job read: the finished torchrun, its text and run folder.
+TorchrunJob = namedtuple("TorchrunJob", "done folder train held vocab run")
 
-def test_every_process_scores_its_share_of_the_held_out_text(tmp_path):
+
+def _torchrun(*args: str, timeout: int = 300) -> subprocess.CompletedProcess:
+    """``args`` (a script or ``-m elmo``, then its arguments) on two gloo processes of torchrun."""
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", *args]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+    return subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def packed_job(tmp_path_factory) -> TorchrunJob:
+    """One torchrun training job of the packed layout, which the tests below read (a job is most
+    of their time): STEPS steps without dropout, its state reset every RESET steps, held-out
+    text of 41 sentences scored at steps 3 and 6, each rank's scored sentences counted in
+    ``folder/scored-RANK`` by a launcher around ``elmo train``."""
+    folder = tmp_path_factory.mktemp("packed")
+    train_txt, held_txt, vocab_txt = write_toy_corpus(folder / "toy", n_train=200, n_heldout=41)
+    launcher = folder / "launch.py"
+    launcher.write_text(_COUNTING_LAUNCHER, encoding="utf-8")
+    run = folder / "ddp"
+    done = _torchrun(str(launcher), str(folder), "train", str(train_txt), "--vocab", str(vocab_txt), "-o", str(run),
+                     "--valid", str(held_txt), "--dim", "20", "--projection-dim", "10", "--filters", "1:8,2:8,3:16",
+                     "--char-dim", "4", "--n-highway", "1", "--batch-size", str(ROWS), "--unroll-steps", str(UNROLL),
+                     "--max-steps", str(STEPS), "--eval-every", "3", "--checkpoint-every", "3",
+                     "--eval-batch-size", "8", "--negatives", "0", "--dropout", "0",
+                     "--state-reset-every", str(RESET), "--no-progress", "--threads", "1", "--device", "cpu",
+                     timeout=600)
+    return TorchrunJob(done, folder, train_txt, held_txt, vocab_txt, run)
+
+
+def test_two_gloo_processes_equal_one_process_on_the_global_batch(packed_job):
+    done = packed_job.done
+    assert done.returncode == 0, done.stderr[-3000:]
+    summary = json.loads(done.stdout)  # one summary, from rank 0, not one per process
+    assert summary["steps"] == STEPS, summary
+    ddp = load_checkpoint(packed_job.run / "checkpoints" / f"checkpoint-{STEPS:08d}.pt")
+    assert len(ddp["ranks"]) == 2
+    options = tiny_model_options(dim=20, proj=10)
+    reference = _reference(packed_job.train, packed_job.vocab, options)
+    torch.manual_seed(0)  # the seed both runs start from
+    initial = build_model(TrainConfig(train=[], vocab="", output="", options=options, dropout=0.0),
+                          Vocabulary.load(packed_job.vocab)).state_dict()
+    moved = max(float((reference[k] - initial[k]).abs().max()) for k in reference)
+    diff = max(float((ddp["model"][k] - reference[k]).abs().max()) for k in reference)
+    # Stated tolerance: 1e-5 absolute (the all-reduce sums in another order); training moved
+    # the weights by far more than that. (The held-out scoring at step 3 changes no weight.)
+    assert diff <= 1e-5 < 1e-2 < moved, (diff, moved)
+
+
+def test_every_process_scores_its_share_of_the_held_out_text(packed_job):
     """Rank 0 scored all the held-out text while the others waited in a barrier: W - 1 devices
     idle, and a validation longer than the process group's timeout (NCCL: 10 minutes) ended
     the job. Now each scores every W-th sentence and the sums are added: the same figure."""
     from elmo.training.evaluate import perplexity
     from elmo.data.corpus import iter_file_sentences
 
-    train_txt, held_txt, vocab_txt = write_toy_corpus(tmp_path / "toy", n_train=200, n_heldout=41)
-    launcher = tmp_path / "launch.py"
-    launcher.write_text(_COUNTING_LAUNCHER, encoding="utf-8")
-    run = tmp_path / "ddp"
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", str(launcher),
-           str(tmp_path), "train", str(train_txt), "--vocab", str(vocab_txt), "-o", str(run), "--valid", str(held_txt),
-           "--dim", "20", "--projection-dim", "10", "--filters", "1:8,2:8,3:16", "--char-dim", "4",
-           "--batch-size", str(ROWS), "--unroll-steps", str(UNROLL), "--max-steps", "6", "--eval-every", "3",
-           "--checkpoint-every", "3", "--eval-batch-size", "8", "--negatives", "0", "--no-progress",
-           "--threads", "1", "--device", "cpu"]
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
-    done = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert STEPS == 6   # (the job's evaluations, at steps 3 and 6)
+    done, run = packed_job.done, packed_job.run
     assert done.returncode == 0, done.stderr[-3000:]
-    scored = {rank: sum(map(int, (tmp_path / f"scored-{rank}").read_text().split())) for rank in (0, 1)}
+    scored = {rank: sum(map(int, (packed_job.folder / f"scored-{rank}").read_text().split())) for rank in (0, 1)}
     assert scored == {0: 2 * 21, 1: 2 * 20}   # two validation runs (steps 3 and 6) of 41 sentences
     evals = [json.loads(line) for line in (run / "log.jsonl").read_text().splitlines()
              if json.loads(line)["event"] == "eval"]
     assert [e["step"] for e in evals] == [3, 6]
-    vocab = Vocabulary.load(vocab_txt)
-    sentences = list(iter_file_sentences([held_txt]))
+    vocab = Vocabulary.load(packed_job.vocab)
+    sentences = list(iter_file_sentences([packed_job.held]))
     for record in evals:
         model = build_model(TrainConfig(train=[], vocab="", output="", options=tiny_model_options(dim=20, proj=10),
-                                        dropout=0.1), vocab)
+                                        dropout=0.0), vocab)
         model.load_state_dict(load_checkpoint(run / "checkpoints" / f"checkpoint-{record['step']:08d}.pt")["model"])
         alone = perplexity(model, sentences, vocab)
         assert record["targets"] == alone["targets"] and record["sentences"] == 41
         assert record["ppl"] == pytest.approx(alone["ppl"], rel=1e-5, abs=1e-4)  # (logged to 4 decimals)
 
 
-def test_bucketed_tokens_are_every_process_rows(tmp_path):
+@pytest.fixture(scope="module")
+def bucketed_job(tmp_path_factory) -> TorchrunJob:
+    """One torchrun training job of the bucketed layout, which the tests below read: 5 steps
+    without dropout, logged every 2 steps and at the end (an odd step), a checkpoint at the end."""
+    folder = tmp_path_factory.mktemp("bucketed")
+    train_txt, held_txt, vocab_txt = write_toy_corpus(folder / "toy", n_train=200)
+    run = folder / "ddp"
+    done = _torchrun("-m", "elmo", "train", str(train_txt), "--vocab", str(vocab_txt), "-o", str(run),
+                     "--layout", "bucketed", "--dim", "20", "--projection-dim", "10", "--filters", "1:8,2:8,3:16",
+                     "--char-dim", "4", "--n-highway", "1", "--batch-size", str(ROWS), "--max-steps", "5",
+                     "--log-every", "2", "--checkpoint-every", "5", "--negatives", "0", "--dropout", "0",
+                     "--no-progress", "--threads", "1", "--device", "cpu", timeout=600)
+    return TorchrunJob(done, folder, train_txt, held_txt, vocab_txt, run)
+
+
+def test_bucketed_tokens_are_every_process_rows(bucketed_job):
     """Bucketed batches have each process's own lengths; the run counted its tokens as rank 0's
     times the processes (the logged tokens and epochs, the checkpoint and the model's metadata).
     Now they are the ranks' tokens added up."""
     from elmo.data.lm_batches import BucketedLMBatches
 
-    train_txt, _, vocab_txt = write_toy_corpus(tmp_path / "toy", n_train=200)
-    run = tmp_path / "ddp"
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "-m", "elmo",
-           "train", str(train_txt), "--vocab", str(vocab_txt), "-o", str(run), "--layout", "bucketed",
-           "--dim", "20", "--projection-dim", "10", "--filters", "1:8,2:8", "--char-dim", "4",
-           "--batch-size", str(ROWS), "--max-steps", "5", "--log-every", "2", "--checkpoint-every", "5",
-           "--negatives", "0", "--no-progress", "--threads", "1", "--device", "cpu"]
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
-    done = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    done, run = bucketed_job.done, bucketed_job.run
     assert done.returncode == 0, done.stderr[-3000:]
-    vocab = Vocabulary.load(vocab_txt)
+    vocab = Vocabulary.load(bucketed_job.vocab)
     per_step = [[b.n_tokens for b in (parts.next_batch() for _ in range(5))]
-                for parts in (BucketedLMBatches(CorpusStream([train_txt], seed=0, rank=r, world_size=2), vocab, ROWS,
-                                                seed=7 * r) for r in range(2))]
+                for parts in (BucketedLMBatches(CorpusStream([bucketed_job.train], seed=0, rank=r, world_size=2),
+                                                vocab, ROWS, seed=7 * r) for r in range(2))]
     assert per_step[0] != per_step[1]   # (else the old count would be right too)
     assert load_checkpoint(run / "checkpoints" / "checkpoint-00000005.pt")["tokens"] == sum(map(sum, per_step))
     logged = [json.loads(line) for line in (run / "log.jsonl").read_text().splitlines()]
@@ -257,7 +278,7 @@ def _padded(batch: LMBatch, steps: int) -> LMBatch:
     return LMBatch(*(pad(getattr(batch, f)) if f != "lengths" else batch.lengths for f in LMBatch.__dataclass_fields__))
 
 
-def test_two_gloo_processes_on_bucketed_batches_equal_one_process_on_the_global_batch(tmp_path):
+def test_two_gloo_processes_on_bucketed_batches_equal_one_process_on_the_global_batch(bucketed_job):
     """The processes' bucketed batches hold different numbers of tokens. Each process's loss
     was the mean over its own tokens and DDP averaged those gradients: a token of the process
     with shorter sentences weighed more, and the run did not train like one process on the
@@ -265,21 +286,13 @@ def test_two_gloo_processes_on_bucketed_batches_equal_one_process_on_the_global_
     (per process), and it does."""
     from elmo.data.lm_batches import BucketedLMBatches
 
-    train_txt, _, vocab_txt = write_toy_corpus(tmp_path / "toy", n_train=200)
-    options = tiny_model_options(dim=20, proj=10)
-    steps = 4
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "-m", "elmo",
-           "train", str(train_txt), "--vocab", str(vocab_txt), "-o", str(tmp_path / "ddp"), "--layout", "bucketed",
-           "--dim", "20", "--projection-dim", "10", "--filters", "1:8,2:8,3:16", "--char-dim", "4",
-           "--n-highway", "1", "--batch-size", str(ROWS), "--max-steps", str(steps), "--negatives", "0",
-           "--dropout", "0", "--checkpoint-every", str(steps), "--no-progress", "--threads", "1", "--device", "cpu"]
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
-    done = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    done, train_txt = bucketed_job.done, bucketed_job.train
     assert done.returncode == 0, done.stderr[-3000:]
-    ddp = load_checkpoint(tmp_path / "ddp" / "checkpoints" / f"checkpoint-{steps:08d}.pt")
+    options, steps = tiny_model_options(dim=20, proj=10), 5
+    ddp = load_checkpoint(bucketed_job.run / "checkpoints" / f"checkpoint-{steps:08d}.pt")
 
-    vocab = Vocabulary.load(vocab_txt)
-    cfg = TrainConfig(train=[str(train_txt)], vocab=str(vocab_txt), output="", options=options, dropout=0.0)
+    vocab = Vocabulary.load(bucketed_job.vocab)
+    cfg = TrainConfig(train=[str(train_txt)], vocab=str(bucketed_job.vocab), output="", options=options, dropout=0.0)
     torch.manual_seed(cfg.seed)
     model = build_model(cfg, vocab)
     initial = {k: v.clone() for k, v in model.state_dict().items()}
@@ -304,21 +317,32 @@ def test_two_gloo_processes_on_bucketed_batches_equal_one_process_on_the_global_
     assert diff <= 1e-5 < 1e-2 < moved, (diff, moved)   # (the tolerance of the packed test above)
 
 
+@pytest.fixture(scope="module")
+def base_model(tmp_path_factory):
+    """(text, vocabulary, model folder): the toy text of 60 sentences, its vocabulary and a
+    model trained on it for a step, which the finetune tests start from (none writes there)."""
+    from elmo.training.trainer import train
+    from training_helpers import tiny_config
+
+    folder = tmp_path_factory.mktemp("base")
+    train_txt, _, vocab_txt = write_toy_corpus(folder / "toy", n_train=60)
+    train(tiny_config(folder / "base", train_txt, vocab_txt, max_steps=1))
+    return train_txt, vocab_txt, folder / "base" / "model"
+
+
 class _WaitsForRank0(Exception):
     """Where rank 1 would wait in the process group for rank 0."""
 
 
-def test_only_rank_0_writes_finetunes_text_into_the_run_folder(tmp_path, monkeypatch):
+def test_only_rank_0_writes_finetunes_text_into_the_run_folder(tmp_path, base_model, monkeypatch):
     """(every rank of a distributed finetune wrote adapt_train.txt and adapt_heldout.txt itself,
     before it had joined the process group; the run's lock is rank 0's only, so rank 1 of a
     second job into a folder where a finetune was training replaced that run's text, which its
     next epoch read, while the lock stopped the second job's rank 0)"""
     from elmo.training.finetune import OWN_TEXT_FILES, finetune
-    from elmo.training.trainer import train
     from training_helpers import tiny_config
 
-    train_txt, _, vocab_txt = write_toy_corpus(tmp_path / "toy", n_train=60)
-    train(tiny_config(tmp_path / "base", train_txt, vocab_txt, max_steps=1))
+    train_txt, vocab_txt, base = base_model
     run = tmp_path / "adapted"
     run.mkdir()
     first = "the text the running finetune trains on .\n"
@@ -337,7 +361,7 @@ def test_only_rank_0_writes_finetunes_text_into_the_run_folder(tmp_path, monkeyp
 
     monkeypatch.setattr(distributed, "barrier", barrier)
     with pytest.raises(Exception):   # (rank 1 alone cannot go on: no rank 0 to wait for)
-        finetune(tiny_config(run, other, "", init_from=str(tmp_path / "base" / "model"), max_steps=2))
+        finetune(tiny_config(run, other, "", init_from=str(base), max_steps=2))
     assert [(run / name).read_text(encoding="utf-8") for name in OWN_TEXT_FILES] == [first, first]
 
 
@@ -475,26 +499,22 @@ ft.finetune(tiny_config({run!r}, {text!r}, "", init_from={base!r}, max_steps=2, 
 
 
 @pytest.mark.slow
-def test_a_distributed_finetune_measures_the_held_out_text_on_rank_0_alone(tmp_path):
+def test_a_distributed_finetune_measures_the_held_out_text_on_rank_0_alone(tmp_path, base_model):
     """Every rank of a distributed finetune measured the whole held-out perplexity before and
     after training (the same figures, N times the time); only rank 0 writes them. Now rank 0
     alone measures, the others take its 'before' (the run's metadata, which every rank must
     agree on), and the report is what the two models' perplexities are."""
     from elmo.training.evaluate import perplexity
     from elmo.training.export import load_language_model
-    from elmo.training.trainer import train
     from training_helpers import tiny_config
 
-    train_txt, _, vocab_txt = write_toy_corpus(tmp_path / "toy", n_train=60)
-    train(tiny_config(tmp_path / "base", train_txt, vocab_txt, max_steps=1))
+    train_txt, vocab_txt, base = base_model
     run, marks = tmp_path / "adapted", tmp_path / "marks"
     marks.mkdir()
     script = tmp_path / "counted_finetune.py"
     script.write_text(_COUNTED_FINETUNE.format(tests=str(ROOT / "tests"), marks=str(marks), run=str(run),
-                                               text=str(train_txt), base=str(tmp_path / "base" / "model")))
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", str(script)]
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
-    done = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=600)
+                                               text=str(train_txt), base=str(base)))
+    done = _torchrun(str(script), timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     counts = {p.name: len(p.read_text().splitlines()) for p in marks.iterdir()}
     assert counts == {"rank0": 2}, counts   # before and after, on rank 0 only
@@ -502,23 +522,21 @@ def test_a_distributed_finetune_measures_the_held_out_text_on_rank_0_alone(tmp_p
     held = [line.split() for line in (run / "adapt_heldout.txt").read_text().splitlines()]
     meta = json.loads((run / "model" / "metadata.json").read_text())
     assert meta["heldout_ppl_before"] == report["before"]
-    for model, key in ((tmp_path / "base" / "model", "before"), (run / "model", "after")):
+    for model, key in ((base, "before"), (run / "model", "after")):
         lm, vocab = load_language_model(model)
         want = perplexity(lm, held, vocab, tiny_config(run, train_txt, "").eval_batch_size, device="cpu")
         # (measured here with this process's threads: sums in another order, hence the tolerance)
         assert report[key]["ppl"] == pytest.approx(want["ppl"], rel=1e-5), key
 
 
-def test_rank_1_of_a_finetune_measures_nothing_and_takes_rank_0s_start_figures(tmp_path, monkeypatch):
+def test_rank_1_of_a_finetune_measures_nothing_and_takes_rank_0s_start_figures(tmp_path, base_model, monkeypatch):
     """(the quick form of the test above: rank 1 of 2, its process group and training stood in
     for) Rank 1 measured the held-out perplexity before and after training like rank 0; it now
     measures nothing and trains with rank 0's 'before' in the run's metadata."""
     import elmo.training.finetune as ft
-    from elmo.training.trainer import train
     from training_helpers import tiny_config
 
-    train_txt, _, vocab_txt = write_toy_corpus(tmp_path / "toy", n_train=60)
-    train(tiny_config(tmp_path / "base", train_txt, vocab_txt, max_steps=1))
+    train_txt, vocab_txt, base = base_model
     rank0 = {"before": {"ppl": 12.5, "loss": 2.5, "tokens": 10}, "base_metadata": {}}
     measured, trained_with = [], []
     monkeypatch.setenv("RANK", "1")
@@ -534,7 +552,7 @@ def test_rank_1_of_a_finetune_measures_nothing_and_takes_rank_0s_start_figures(t
         trained_with.append(cfg.metadata["heldout_ppl_before"])
         return {"step": 2, "tokens": 20, "epochs": 0.1, "tokens_per_s": 1.0}
     monkeypatch.setattr(ft, "train", trained)
-    report = ft.finetune(tiny_config(tmp_path / "adapted", train_txt, "", init_from=str(tmp_path / "base" / "model"),
+    report = ft.finetune(tiny_config(tmp_path / "adapted", train_txt, "", init_from=str(base),
                                      max_steps=2), heldout_every=5)
     assert measured == [] and trained_with == [rank0["before"]]
     assert report["before"] == rank0["before"] and report["after"] is None
@@ -542,12 +560,10 @@ def test_rank_1_of_a_finetune_measures_nothing_and_takes_rank_0s_start_figures(t
 
 def _torchrun_train(tmp_path: Path, text: Path, vocab: Path, run: Path, steps: int = 2):
     """``elmo train`` of a tiny model on two gloo processes; the finished process."""
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "-m", "elmo",
-           "train", str(text), "--vocab", str(vocab), "-o", str(run), "--dim", "20", "--projection-dim", "10",
-           "--filters", "1:8,2:8", "--char-dim", "4", "--batch-size", "2", "--unroll-steps", "4",
-           "--max-steps", str(steps), "--negatives", "0", "--no-progress", "--threads", "1", "--device", "cpu"]
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
-    return subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    return _torchrun("-m", "elmo", "train", str(text), "--vocab", str(vocab), "-o", str(run), "--dim", "20",
+                     "--projection-dim", "10", "--filters", "1:8,2:8", "--char-dim", "4", "--batch-size", "2",
+                     "--unroll-steps", "4", "--max-steps", str(steps), "--negatives", "0", "--no-progress",
+                     "--threads", "1", "--device", "cpu")
 
 
 def _error_lines(stderr: str, command: str = "train") -> list:
@@ -616,16 +632,14 @@ def test_a_rank_told_of_another_ranks_error_raises_it_too(monkeypatch):
         distributed.raise_together(distributed.Context(), ValueError("alone"))
 
 
-def test_rank_1_of_a_finetune_stops_with_rank_0s_refusal_of_the_run_folders_text(tmp_path, monkeypatch):
+def test_rank_1_of_a_finetune_stops_with_rank_0s_refusal_of_the_run_folders_text(tmp_path, base_model, monkeypatch):
     """(rank 0 refused a rerun into a folder trained on other text, "cannot resume ...", and
     left; rank 1 waited for the text files in the barrier and ended in the process group's
     traceback) Rank 1 now stops with rank 0's line, before it measures or trains anything."""
     import elmo.training.finetune as ft
-    from elmo.training.trainer import train
     from training_helpers import tiny_config
 
-    train_txt, _, vocab_txt = write_toy_corpus(tmp_path / "toy", n_train=60)
-    train(tiny_config(tmp_path / "base", train_txt, vocab_txt, max_steps=1))
+    train_txt, vocab_txt, base = base_model
     refusal = "cannot resume adapted: it was started on another text or held-out split"
     said = iter([[None, None], [refusal, None]])   # rank 0 took the lock, then refused the text
     monkeypatch.setenv("RANK", "1")
@@ -638,7 +652,7 @@ def test_rank_1_of_a_finetune_stops_with_rank_0s_refusal_of_the_run_folders_text
     monkeypatch.setattr(distributed, "broadcast_object", lambda ctx, obj: went_on.append(1))
     monkeypatch.setattr(ft, "train", lambda cfg, **kwargs: went_on.append(2))
     with pytest.raises(distributed.JobFailed, match=f"^{refusal} \\(the process of rank 0 stopped on it"):
-        ft.finetune(tiny_config(tmp_path / "adapted", train_txt, "", init_from=str(tmp_path / "base" / "model"),
+        ft.finetune(tiny_config(tmp_path / "adapted", train_txt, "", init_from=str(base),
                                 max_steps=2), heldout_every=5)
     assert went_on == []
 
@@ -675,13 +689,10 @@ def test_a_file_rank_0_cannot_write_stops_every_process_with_its_line(tmp_path, 
     launcher = tmp_path / "launch.py"
     launcher.write_text(_DISK_FULL_ON_RANK_0, encoding="utf-8")
     run = tmp_path / "run"
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", str(launcher),
-           full_at, "train", str(train_txt), "--vocab", str(vocab_txt), "-o", str(run), "--dim", "20",
-           "--projection-dim", "10", "--filters", "1:8,2:8", "--char-dim", "4", "--batch-size", "2",
-           "--unroll-steps", "4", "--max-steps", "4", "--checkpoint-every", "1", "--negatives", "0",
-           "--no-progress", "--threads", "1", "--device", "cpu"]
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
-    done = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    done = _torchrun(str(launcher), full_at, "train", str(train_txt), "--vocab", str(vocab_txt), "-o", str(run),
+                     "--dim", "20", "--projection-dim", "10", "--filters", "1:8,2:8", "--char-dim", "4",
+                     "--batch-size", "2", "--unroll-steps", "4", "--max-steps", "4", "--checkpoint-every", "1",
+                     "--negatives", "0", "--no-progress", "--threads", "1", "--device", "cpu")
     assert done.returncode != 0
     full = (f"cannot write checkpoint {run / 'checkpoints' / 'checkpoint-00000002.pt'}: no space left on device"
             if full_at == "checkpoint" else f"cannot write {run / 'model'}: no space left on device")
@@ -724,12 +735,10 @@ def test_a_process_failing_mid_epoch_stops_every_process_with_its_line(tmp_path)
     launcher = tmp_path / "launch.py"
     launcher.write_text(_RANK_1_TEXT_BREAKS, encoding="utf-8")
     run = tmp_path / "run"
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", str(launcher),
-           "train", str(text), "--vocab", str(vocab_txt), "-o", str(run), "--dim", "20", "--projection-dim", "10",
-           "--filters", "1:8,2:8", "--char-dim", "4", "--batch-size", "2", "--unroll-steps", "4", "--max-steps",
-           "40", "--negatives", "0", "--no-progress", "--threads", "1", "--device", "cpu"]
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
-    done = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    done = _torchrun(str(launcher), "train", str(text), "--vocab", str(vocab_txt), "-o", str(run), "--dim", "20",
+                     "--projection-dim", "10", "--filters", "1:8,2:8", "--char-dim", "4", "--batch-size", "2",
+                     "--unroll-steps", "4", "--max-steps", "40", "--negatives", "0", "--no-progress",
+                     "--threads", "1", "--device", "cpu")
     assert done.returncode != 0
     lines = _error_lines(done.stderr)
     broken = re.compile(r"part-\d\.txt: line 9: byte 0xff at byte offset \d+ is not valid UTF-8")
@@ -761,26 +770,21 @@ sys.exit(main(sys.argv[2:]))
 
 
 @pytest.mark.parametrize("fails_at", ["start", "text"])
-def test_a_finetune_process_failing_alone_before_training_stops_every_process_with_its_line(tmp_path, fails_at):
+def test_a_finetune_process_failing_alone_before_training_stops_every_process_with_its_line(tmp_path, base_model,
+                                                                                           fails_at):
     """(rank 0 of a torchrun finetune stopped on a full disk as it wrote the start model's
     record, with one line; rank 1, waiting for that record in a broadcast, ended with gloo's
     "Connection closed by peer" traceback. Likewise rank 0, waiting for the others at the text
     files, where rank 1 could not read the text) finetune's collectives outside train() now
     have every process stop with the failing one's line."""
-    from elmo.training.trainer import train
-    from training_helpers import tiny_config
 
-    train_txt, _, vocab_txt = write_toy_corpus(tmp_path / "toy", n_train=60)
-    train(tiny_config(tmp_path / "base", train_txt, vocab_txt, max_steps=1))
+    train_txt, vocab_txt, base = base_model
     launcher = tmp_path / "launch.py"
     launcher.write_text(_FINETUNE_FAILS_ALONE.format(), encoding="utf-8")
     run = tmp_path / "adapted"
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", str(launcher),
-           fails_at, "finetune", str(train_txt), "--from", str(tmp_path / "base" / "model"), "-o", str(run),
-           "--max-steps", "2", "--batch-size", "3", "--heldout-every", "5", "--no-progress", "--threads", "1",
-           "--device", "cpu"]
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
-    done = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    done = _torchrun(str(launcher), fails_at, "finetune", str(train_txt), "--from", str(base), "-o", str(run),
+                     "--max-steps", "2", "--batch-size", "3", "--heldout-every", "5", "--no-progress",
+                     "--threads", "1", "--device", "cpu")
     assert done.returncode != 0
     said, failing = ((f"cannot write {run / 'finetune_start.json'}: no space left on device", 0) if fails_at == "start"
                      else (f"{train_txt}: line 9: byte 0xff at byte offset 40 is not valid UTF-8", 1))
