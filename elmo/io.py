@@ -22,7 +22,7 @@
   refused, naming its line).
 * :func:`utf8_lines`: the same lines of a binary file read one at a time, decoded as they come.
 * :func:`utf8_error_where` / :func:`nul_byte_where`: where a text file's bytes are not text
-  (not UTF-8, or a NUL byte), with a hint where the file looks like UTF-16.
+  (not UTF-8, or a NUL byte), with a hint where the file looks like UTF-16 or UTF-32.
 """
 from __future__ import annotations
 
@@ -30,6 +30,7 @@ import codecs
 import errno
 import functools
 import glob
+import io
 import json
 import os
 import re
@@ -949,6 +950,31 @@ def utf8_lines(raw: Iterable[bytes], error: Callable[[int, str], Exception],
 #: What to do with a text file in UTF-16, which every reader of text refuses (as not UTF-8, or
 #: for its NUL bytes).
 UTF16_HINT = "the file looks like UTF-16: convert it to UTF-8, e.g. iconv -f UTF-16 -t UTF-8"
+#: The same for UTF-32 (its ASCII characters are three NUL bytes and a letter).
+UTF32_HINT = "the file looks like UTF-32: convert it to UTF-8, e.g. iconv -f UTF-32 -t UTF-8"
+_HINTS = {"UTF-16": UTF16_HINT, "UTF-32": UTF32_HINT}
+# (UTF-32 first: its little-endian mark begins with UTF-16's)
+_BOMS = ((codecs.BOM_UTF32_LE, "UTF-32"), (codecs.BOM_UTF32_BE, "UTF-32"),
+         (codecs.BOM_UTF16_LE, "UTF-16"), (codecs.BOM_UTF16_BE, "UTF-16"))
+
+
+def wide_bom(data: bytes) -> Optional[Tuple[str, int]]:
+    """(``"UTF-16"`` or ``"UTF-32"``, the mark's length in bytes) where ``data``, the start of a
+    file, opens with that encoding's byte-order mark; None otherwise."""
+    return next(((name, len(bom)) for bom, name in _BOMS if data.startswith(bom)), None)
+
+
+def wide_encoding(data: bytes) -> Optional[str]:
+    """``"UTF-32"`` or ``"UTF-16"`` where bytes ``data`` (a line) look like mostly-ASCII text in
+    that encoding, else None: for UTF-32, the bytes at three of the four positions modulo 4 are
+    mostly NUL; for UTF-16, those at even or at odd positions are. Any alignment counts: a line
+    after the first starts inside the newline's code unit."""
+    def mostly_nul(part: bytes) -> bool:
+        return bool(part) and 2 * part.count(0) >= len(part)
+
+    if sum(mostly_nul(data[k::4]) for k in range(4)) >= 3:
+        return "UTF-32"
+    return "UTF-16" if mostly_nul(data[0::2]) or mostly_nul(data[1::2]) else None
 
 
 def utf8_error_where(data: bytes, error: UnicodeDecodeError, line: Optional[int] = None, offset: int = 0) -> str:
@@ -958,12 +984,14 @@ def utf8_error_where(data: bytes, error: UnicodeDecodeError, line: Optional[int]
     line ``line`` (from 1) of a file, starting at byte ``offset`` of the file. Every message of
     the package counts the offset from 0 in the file, as ``xxd -s`` and ``dd skip=`` do. A
     UTF-16 byte-order mark opening the file adds :data:`UTF16_HINT` (the message said only
-    that byte 0xff was not UTF-8)."""
+    that byte 0xff was not UTF-8); a UTF-32 one, :data:`UTF32_HINT` (its big-endian mark fails
+    at its third byte)."""
     if line is None:
         line = data.count(b"\n", 0, error.start) + 1
     where = f"line {line}: byte 0x{data[error.start]:02x} at byte offset {offset + error.start}"
-    if offset + error.start == 0 and data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
-        where += f" (a UTF-16 byte-order mark; {UTF16_HINT})"
+    bom = wide_bom(data) if offset == 0 else None
+    if bom is not None and error.start < bom[1]:
+        where += f" (a {bom[0]} byte-order mark; {_HINTS[bom[0]]})"
     return where
 
 
@@ -982,12 +1010,13 @@ def nul_byte(data: bytes, offset: int = 0) -> Optional[str]:
     (``"the\\x00dog"`` was one token). It is what UTF-16 text without a byte-order mark
     decodes to as UTF-8: ASCII letters with a NUL byte between them, every one valid UTF-8,
     read as words of nonsense.
-    Where half the bytes at even or at odd positions are NUL, :data:`UTF16_HINT` says so."""
+    Where the line looks like UTF-16 or UTF-32 (:func:`wide_encoding`), :data:`UTF16_HINT` or
+    :data:`UTF32_HINT` says so."""
     at = data.find(b"\0")
     if at < 0:
         return None
-    looks_utf16 = any(half and 2 * half.count(0) >= len(half) for half in (data[0::2], data[1::2]))
-    why = UTF16_HINT if looks_utf16 else "text holds none; is it a binary file?"
+    encoding = wide_encoding(data)
+    why = _HINTS[encoding] if encoding else "text holds none; is it a binary file?"
     return f"a NUL byte (0x00) at byte offset {offset + at} ({why})"
 
 
@@ -1002,6 +1031,12 @@ def first_nul_byte(lines: Iterable[bytes]) -> Optional[str]:
             return where
         offset += len(raw)
     return None
+
+
+def nul_byte_in(text: str, data: bytes) -> Optional[str]:
+    """:func:`first_nul_byte` of a whole file's bytes ``data`` where ``text``, what they decoded
+    to, holds a NUL (which no text does); None otherwise, at the cost of one scan of ``text``."""
+    return first_nul_byte(io.BytesIO(data)) if "\0" in text else None
 
 
 def first_bad_utf8(lines: Iterable[bytes]) -> Optional[str]:

@@ -25,6 +25,16 @@ def _check_word(i: int, word) -> None:
                          f"a line, split from the text on whitespace, so no token is ever it")
 
 
+def _nul_byte(path: str | Path) -> ValueError:
+    """The error of a vocabulary file holding a NUL byte: where (line, byte offset), and that
+    the file looks like UTF-16 or UTF-32 where it does (:func:`elmo.io.nul_byte`)."""
+    from .io import first_nul_byte
+
+    with open(path, "rb") as raw:
+        where = first_nul_byte(raw)
+    return ValueError(f"{path}: {where}; a vocabulary file is UTF-8, one word a line")
+
+
 class Vocabulary:
     """Words and their ids. Unknown words map to ``<UNK>``."""
 
@@ -102,11 +112,12 @@ class Vocabulary:
     def load(cls, path: str | Path) -> "Vocabulary":
         """Read a vocabulary file (one word a line; a second tab-separated column is a count).
 
-        A file that is not UTF-8, a count that is not a whole number of 0 or more, counts on
-        some lines only (they were all dropped), a word with a space in it (a count after a
-        space, not a tab) or a file without the special entries is a ValueError naming the file
-        (and the line), not a bare codec or ``int()`` message nor a vocabulary whose words no
-        text ever holds."""
+        A file that is not UTF-8 or holds a NUL byte (UTF-16 or UTF-32 text without a byte-order
+        mark: it was said to lack the special entries), a count that is not a whole number of 0
+        or more, counts on some lines only (they were all dropped), a word with a space in it (a
+        count after a space, not a tab) or a file without the special entries is a ValueError
+        naming the file (and the line), not a bare codec or ``int()`` message nor a vocabulary
+        whose words no text ever holds."""
         words: List[str] = []
         counts: List[Optional[int]] = []
         numbers: List[int] = []   # (the line of each word, to name one)
@@ -116,6 +127,8 @@ class Vocabulary:
                     line = line.rstrip("\n")
                     if not line:
                         continue
+                    if "\0" in line:   # (UTF-16 without a byte-order mark: every word <UNK>)
+                        raise _nul_byte(path)
                     word, _, count = line.partition("\t")
                     if " " in word:   # (never a token of the text, which is split on whitespace:
                         # "word 12" lines trained every word as <UNK>, silently)

@@ -6,6 +6,7 @@ names the file, the line and the byte offset, and says UTF-16 where the text loo
 """
 from __future__ import annotations
 
+import codecs
 import gzip
 import re
 
@@ -112,3 +113,111 @@ def test_neighbors_corpus_refuses_utf16(tmp_path, capsys):
                  "--index-dir", str(tmp_path / "ix"), "--no-glove"]) == 1
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and f"{corpus}: line 1: a NUL byte (0x00) at byte offset 1" in err, err
+
+
+def test_utf32_is_named_utf32_not_utf16():
+    """UTF-32 text was said to look like UTF-16 (its bytes at even positions are half NUL too)."""
+    from elmo.io import UTF32_HINT, wide_encoding
+
+    for data in ("the dog".encode("utf-32-le"), "the dog".encode("utf-32-be"),
+                 "\nthe dog".encode("utf-32-le")[1:], "\nthe dog".encode("utf-32-be")[4:]):
+        where = nul_byte_where(data, 1) or ""
+        assert UTF32_HINT in where and "UTF-16" not in where, data
+    for data in ("the dog".encode("utf-16-le"), "the dog".encode("utf-16-be")):
+        assert wide_encoding(data) == "UTF-16", data
+    assert wide_encoding(b"the dog") is None and wide_encoding(b"the\0dog barks") is None
+
+
+def test_utf32_byte_order_marks_are_named():
+    """FF FE 00 00 was called a UTF-16 mark; 00 00 FE FF fails at its third byte, and got no hint."""
+    from elmo.io import UTF32_HINT, utf8_error_where
+
+    for data, byte, at in ((codecs.BOM_UTF32_LE + "the".encode("utf-32-le"), 0xff, 0),
+                           (codecs.BOM_UTF32_BE + "the".encode("utf-32-be"), 0xfe, 2)):
+        with pytest.raises(UnicodeDecodeError) as e:
+            data.decode("utf-8")
+        assert utf8_error_where(data, e.value) == (f"line 1: byte 0x{byte:02x} at byte offset {at} "
+                                                   f"(a UTF-32 byte-order mark; {UTF32_HINT})")
+    # only where the mark opens the file: the same bytes later are bad UTF-8, no more
+    data = b"ab\n" + codecs.BOM_UTF32_LE
+    with pytest.raises(UnicodeDecodeError) as e:
+        data.decode("utf-8")
+    assert "mark" not in utf8_error_where(data, e.value)
+
+
+def test_embed_suggests_converting_not_errors_replace_for_utf16_and_utf32(tmp_path, capsys):
+    """A file opening with a UTF-16 or UTF-32 byte-order mark, or UTF-16 text whose letters are
+    not all ASCII, was told to pass --errors replace, which only led to the NUL byte error."""
+    from elmo.io import UTF32_HINT
+
+    bom16, bom32, bom32be, cafe = (tmp_path / f"{n}.txt" for n in ("bom16", "bom32", "bom32be", "cafe"))
+    bom16.write_bytes(TEXT.encode("utf-16"))
+    bom32.write_bytes(codecs.BOM_UTF32_LE + TEXT.encode("utf-32-le"))
+    bom32be.write_bytes(codecs.BOM_UTF32_BE + TEXT.encode("utf-32-be"))
+    cafe.write_bytes("café au lait\n".encode("utf-16-le"))    # (0xe9 0x00 is not UTF-8)
+    cases = [(bom16, f"(a UTF-16 byte-order mark; {UTF16_HINT}) is not valid UTF-8"),
+             (bom32, f"line 1: byte 0xff at byte offset 0 (a UTF-32 byte-order mark; {UTF32_HINT})"),
+             (bom32be, f"line 1: byte 0xfe at byte offset 2 (a UTF-32 byte-order mark; {UTF32_HINT})"),
+             (cafe, f"{cafe}: line 1: a NUL byte (0x00) at byte offset 1 ({UTF16_HINT})")]
+    for path, message in cases:
+        assert main(["embed", str(path), str(tmp_path / "out.hdf5"), "--model", "fixture", "--quiet"]) == 1
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and message in err and "--errors" not in err, err
+    # bytes that are not UTF-8 in UTF-8 text are still told about --errors replace
+    latin = tmp_path / "latin.txt"
+    latin.write_bytes("café au lait\n".encode("latin-1"))
+    assert main(["embed", str(latin), str(tmp_path / "out.hdf5"), "--model", "fixture", "--quiet"]) == 1
+    assert "pass --errors replace" in capsys.readouterr().err
+
+
+def test_vocabulary_file_refuses_nul_utf16_and_utf32(tmp_path):
+    """A NUL byte in a vocabulary file was kept inside a word ("the\\x00cat", which no token
+    is), and UTF-16 or UTF-32 without a byte-order mark was said to lack <S>, </S> and <UNK>."""
+    from elmo.io import UTF32_HINT
+    from elmo.vocab import Vocabulary
+
+    words = "<S>\n</S>\n<UNK>\nthe\ncat\n"
+    stray, le16, be16, le32 = (tmp_path / f"{n}.txt" for n in ("stray", "le16", "be16", "le32"))
+    stray.write_bytes(b"<S>\n</S>\n<UNK>\nthe\0cat\n")
+    le16.write_bytes(words.encode("utf-16-le"))
+    be16.write_bytes(words.encode("utf-16-be"))
+    le32.write_bytes(words.encode("utf-32-le"))
+    cases = [(stray, f"{stray}: line 4: a NUL byte (0x00) at byte offset 18 (text holds none"),
+             (le16, f"{le16}: line 1: a NUL byte (0x00) at byte offset 1 ({UTF16_HINT})"),
+             (be16, f"{be16}: line 1: a NUL byte (0x00) at byte offset 0 ({UTF16_HINT})"),
+             (le32, f"{le32}: line 1: a NUL byte (0x00) at byte offset 1 ({UTF32_HINT})")]
+    for path, message in cases:
+        with pytest.raises(ValueError, match=re.escape(message)):
+            Vocabulary.load(path)
+    bom = tmp_path / "bom.txt"     # (refused before, as not UTF-8: still so, naming the mark)
+    bom.write_bytes(words.encode("utf-16"))
+    with pytest.raises(ValueError, match=re.escape(f"(a UTF-16 byte-order mark; {UTF16_HINT})")):
+        Vocabulary.load(bom)
+
+
+def test_train_refuses_a_utf16_vocabulary_in_one_line(tmp_path, toy, capsys):
+    train, _, vocab_txt = toy
+    vocab = tmp_path / "vocab16.txt"
+    vocab.write_bytes(vocab_txt.read_text(encoding="utf-8").encode("utf-16-le"))
+    assert main(["train", str(train), "--vocab", str(vocab), "-o", str(tmp_path / "run"),
+                 "--dim", "16", "--projection-dim", "8", "--filters", "1:4", "--batch-size", "2",
+                 "--max-steps", "1", "--negatives", "0", "--no-progress", "--device", "cpu"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"{vocab}: line 1: a NUL byte (0x00) at byte offset 1 ({UTF16_HINT})" in err, err
+
+
+def test_contrast_pairs_and_wordnet_files_refuse_utf16(tmp_path):
+    """UTF-16 without a byte-order mark decoded as UTF-8 into words with a NUL between their
+    letters: contrast pairs of such words, which no model knows, were probed silently."""
+    from elmo.analysis import contrast, datasets
+    from elmo.data.fetch import DataError
+
+    pairs = tmp_path / "pairs.tsv"
+    # (no final newline: else its last line, a lone NUL, was refused as 1 field, not 6)
+    pairs.write_bytes("role\tthe dog saw a cat\tthe cat saw a dog\tdog\tA0\tA1".encode("utf-16-le"))
+    with pytest.raises(ValueError, match=re.escape(f"{pairs}: line 1: a NUL byte (0x00) at byte offset 1 ({UTF16_HINT})")):
+        contrast.load_pairs(pairs)
+    examples = tmp_path / "examples.tsv"
+    examples.write_bytes("synset\tlemmas\texample\n09213565-n\tbank\tthe bank\n".encode("utf-16-le"))
+    with pytest.raises(DataError, match=re.escape(f"{examples}: line 1: a NUL byte (0x00) at byte offset 1 ({UTF16_HINT})")):
+        datasets.wordnet_examples(tmp_path)

@@ -23,7 +23,7 @@ from typing import Iterator, List, Optional, Tuple
 
 from ..tokenize import get_tokenizer
 from ..checks import require_count
-from ..io import nul_byte_where, utf8_error_where
+from ..io import nul_byte_where, utf8_error_where, wide_bom
 
 DEFAULT_SEGMENT_LINES = 4096
 
@@ -76,12 +76,25 @@ def decode_line(raw: bytes, line_no: int, path: Path, errors: str = "strict", of
     try:
         text = raw.decode("utf-8", errors=errors)
     except UnicodeDecodeError as e:
-        raise InputError(f"{path}: {utf8_error_where(raw, e, line_no + 1, offset)} is not valid UTF-8 "
-                         f"(pass --errors replace to replace such bytes with U+FFFD)") from None
+        raise _not_utf8(raw, e, line_no, path, offset) from None
     nul = nul_byte_where(raw, line_no + 1, offset)
     if nul is not None:
         raise InputError(f"{path}: {nul}")
     return text.strip()
+
+
+def _not_utf8(raw: bytes, error: UnicodeDecodeError, line_no: int, path: Path, offset: int) -> InputError:
+    """The error of :func:`decode_line` for line ``raw`` that is not UTF-8. ``--errors replace``
+    is suggested only where it would help: a UTF-16 or UTF-32 byte-order mark opening the file
+    gets the hint to convert it (that :func:`elmo.io.utf8_error_where` adds), and a line holding
+    a NUL byte its error (which ``--errors replace`` would meet next)."""
+    where = utf8_error_where(raw, error, line_no + 1, offset)
+    if offset == 0 and wide_bom(raw):
+        return InputError(f"{path}: {where} is not valid UTF-8")
+    nul = nul_byte_where(raw, line_no + 1, offset)
+    if nul is not None:
+        return InputError(f"{path}: {nul}")
+    return InputError(f"{path}: {where} is not valid UTF-8 (pass --errors replace to replace such bytes with U+FFFD)")
 
 
 def split_tokens(sentence: str, tokenize: bool | str | None = False) -> List[str]:

@@ -51,7 +51,6 @@ Every malformed line raises :class:`TaskDataError` naming the file and the line.
 from __future__ import annotations
 
 import csv
-import io
 import math
 import re
 from collections import Counter
@@ -59,7 +58,7 @@ from pathlib import Path
 from typing import Callable, Dict, List, Mapping, NamedTuple, Optional, Sequence, Set, Tuple, Union
 
 from ..data.fetch import sha256_file
-from ..io import first_nul_byte, json_objects, text_lines, utf8_error_where
+from ..io import json_objects, nul_byte_in, text_lines, utf8_error_where
 from .datasets import Answer, Example, Label, SourceText
 from .kinds import MAX_TARGET, task_kind
 
@@ -375,8 +374,9 @@ class _Reader:
         except UnicodeDecodeError as e:
             raise TaskDataError(f"{self.path}: {utf8_error_where(e.object, e, offset=len(data) - len(e.object))} is not valid UTF-8 "
                                 f"({e.reason})") from None
-        if "\0" in text:   # (no text holds one; UTF-16 without a byte-order mark decodes as UTF-8)
-            raise TaskDataError(f"{self.path}: {first_nul_byte(io.BytesIO(data))}")
+        nul = nul_byte_in(text, data)    # (UTF-16 without a byte-order mark decodes as UTF-8)
+        if nul is not None:
+            raise TaskDataError(f"{self.path}: {nul}")
         lines = text_lines(text, self.error)     # (a lone \r is refused, naming its line)
         out = getattr(self, "_" + self.fmt["type"])(lines)
         return [ex for ex in out if ex is not None]
