@@ -490,26 +490,32 @@ def _stop_signals():
     return [(signal.SIGTERM, Terminated), (signal.SIGINT, KeyboardInterrupt)]
 
 
-@pytest.mark.parametrize("case", range(2), ids=["sigterm", "ctrl-c"])
-def test_a_stop_signal_met_inside_a_finalizer_still_stops_the_command(case):
-    """Raised inside a __del__ (a weakref callback during `elmo embed`), SIGTERM's exception
-    and Ctrl-C's KeyboardInterrupt were printed as 'Exception ignored' and dropped, and the
-    command ran on to its end and exited 0 (seen once in about 20 embed runs)."""
+def _stops_within(seconds: float, signum, raised) -> None:
+    """A command whose finalizer meets the stop signal, then works on for ``seconds``: it must
+    stop with ``raised`` before then."""
     import gc
 
     from elmo.cli import _stop_signals_raise
 
-    signum, raised = _stop_signals()[case]
-    before = signal.getsignal(signum), sys.unraisablehook
     started = time.monotonic()
     with pytest.raises(raised):
         with _stop_signals_raise():
             obj = _SignalledWhileFinalized(signum)
             del obj
             gc.collect()
-            while time.monotonic() - started < 10:   # the command's own work, long
+            while time.monotonic() - started < seconds:   # the command's own work, long
                 time.sleep(0.001)
-    assert time.monotonic() - started < 10      # stopped, not run to the end
+    assert time.monotonic() - started < seconds      # stopped, not run to the end
+
+
+@pytest.mark.parametrize("case", range(2), ids=["sigterm", "ctrl-c"])
+def test_a_stop_signal_met_inside_a_finalizer_still_stops_the_command(case):
+    """Raised inside a __del__ (a weakref callback during `elmo embed`), SIGTERM's exception
+    and Ctrl-C's KeyboardInterrupt were printed as 'Exception ignored' and dropped, and the
+    command ran on to its end and exited 0 (seen once in about 20 embed runs)."""
+    signum, raised = _stop_signals()[case]
+    before = signal.getsignal(signum), sys.unraisablehook
+    _stops_within(10, signum, raised)
     assert (signal.getsignal(signum), sys.unraisablehook) == before
 
 
@@ -531,22 +537,10 @@ def test_a_stop_signals_copy_that_comes_while_it_is_sent_again_is_not_lost(case,
     """The copy, sent 10 ms after the first was dropped in a finalizer, came while the hook
     that sent it still waited in Thread.start() (seen once in about 40 runs under load): raised
     there, it was dropped as the hook's own "Exception ignored", and the command ran to its end."""
-    import gc
-
-    from elmo.cli import _stop_signals_raise
-
     signum, raised = _stop_signals()[case]
     monkeypatch.setattr(_CopyComesInStart, "started", 0)
     monkeypatch.setattr(threading, "Timer", _CopyComesInStart)
-    started = time.monotonic()
-    with pytest.raises(raised):
-        with _stop_signals_raise():
-            obj = _SignalledWhileFinalized(signum)
-            del obj
-            gc.collect()
-            while time.monotonic() - started < 5:   # the command's own work, long
-                time.sleep(0.001)
-    assert time.monotonic() - started < 5      # stopped, not run to the end
+    _stops_within(5, signum, raised)
     assert _CopyComesInStart.started >= 2      # the copy lost in start() was sent again
 
 
