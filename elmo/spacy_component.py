@@ -312,6 +312,7 @@ class ElmoVectors(_BatchedComponent):
             doc.tensor = tensor
             set_vector_hooks(doc)
 
+
 def set_vector_hooks(doc: Doc) -> Doc:
     """Make ``token.vector``, ``span.vector`` and ``doc.vector`` read the ELMo rows in
     ``doc.tensor`` (a span's and the Doc's: the mean over its words, whitespace left out).
