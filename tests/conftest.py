@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,14 @@ NOSKIP = FIXTURES / "bilm-tf-noskip"
 # job ends, seen about once in 200 runs) prints its threads' Python stacks in its stderr,
 # which the failing assertion shows: where it died, not only that it did.
 os.environ.setdefault("PYTHONFAULTHANDLER", "1")
+
+# A test run started in the background by a shell without job control (`pytest &` in a
+# script, `nohup ... &`) inherits SIGINT ignored: Python then installs no Ctrl-C handler, here
+# or in the commands the tests start, and every test of Ctrl-C saw no KeyboardInterrupt. Their
+# subject is the package's handling of Ctrl-C, not the shell's: Python's own handler is put
+# back (and the commands started from here get it too, a handled signal being reset by exec).
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(autouse=True)
