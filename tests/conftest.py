@@ -16,7 +16,7 @@ ALLENNLP = FIXTURES / "allennlp-elmo"
 NOSKIP = FIXTURES / "bilm-tf-noskip"
 
 # A test's subprocess that dies of a fatal signal (a torchrun process's rare SIGABRT as the
-# job ends, seen about once in 200 runs) prints its threads' Python stacks in its stderr,
+# job ends, seen about once in 35 to 300 runs) prints its threads' Python stacks in its stderr,
 # which the failing assertion shows: where it died, not only that it did.
 os.environ.setdefault("PYTHONFAULTHANDLER", "1")
 
