@@ -174,7 +174,7 @@ def file_lines(path: str | Path) -> Iterator[str]:
     try:
         with open_text(path) as f:
             for line in f:
-                if "\0" in line:   # (about 5 ms in 400,000 lines)
+                if "\0" in line:   # (about 5 ms in 400,000 lines, *scratch*)
                     raise _nul_byte(path)
                 yield line
     except UnicodeDecodeError:

@@ -358,10 +358,12 @@ class BiLSTMStack(nn.Module):
         to bfloat16 (see :mod:`elmo.modules.lstm_inference`): about a quarter of the memory
         traffic of a batch-1 step, at the cost of a small, measured deviation. Off by default.
         It pays for few rows a step: ``torch._weight_int8pack_mm`` is a weight-only kernel, and
-        with many rows float32's GEMM is faster (the two recurrent products of the original
-        model, one thread on a Zen 4 EPYC: int8 2.9-3.4x as fast at 1 row; 0.82x at 128 rows
-        with AVX-512 kernels, 0.92x at 32 with AVX2 ones). No CPU check warns: the slowdown
-        follows the batch size on every instruction set measured, not the CPU alone.
+        with many rows float32's GEMM is faster (``python benchmarks/inference.py --configs
+        original --batches 1 32 128 --int8``: on a Zen 4 EPYC, int8 well ahead at batch 1 and
+        behind float32 at 128, benchmarks/RESULTS.md; *scratch*, the two recurrent products
+        alone, one thread: 2.9-3.4x as fast at 1 row, 0.82x at 128 rows with AVX-512 kernels,
+        0.92x at 32 with AVX2 ones). No CPU check warns: the slowdown follows the batch size on
+        every instruction set measured, not the CPU alone.
         ``enabled`` must be a bool: ``use_int8("no")`` turned int8 on (a non-empty string is true).
         """
         from .lstm_inference import int8_supported

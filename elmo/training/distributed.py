@@ -72,8 +72,9 @@ def end_process_after_a_group(status: int) -> None:
     DistributedDataParallel keeps the group alive past ``destroy_process_group`` (torch's own
     leak: a DDP model made and deleted leaves gloo's three threads running to the process's
     end). At exit those threads raced the C++ runtime's teardown: about once in 35 to 300
-    two-process jobs here a process ended in SIGABRT ("terminate called without an active
-    exception", no Python frame left), its work done, and torchrun reported the job failed. So a command that joined a
+    two-process jobs here (*scratch*: the toy job of the distributed tests run in a loop) a
+    process ended in SIGABRT ("terminate called without an active exception", no Python frame
+    left), its work done, and torchrun reported the job failed. So a command that joined a
     group runs the exit handlers Python would (``atexit``: finalizers of temporary files,
     logging) and flushes its streams, then ends without the interpreter's teardown. For the
     command line only: a Python caller's process is its own."""
