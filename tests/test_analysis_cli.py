@@ -819,6 +819,20 @@ class _Terminal(io.StringIO):
         return True
 
 
+def _stderr_with_and_without_bars(tmp_path, monkeypatch, capsys, command):
+    """Run ``command(extra)`` (status 0 asserted) into a fresh folder of ``tmp_path`` each time
+    (``extra`` starts with it): off a terminal, where nothing may be drawn, then on a terminal
+    plain, with --quiet and with --no-progress. Yields (the options given, what it showed)."""
+    folders = iter(str(tmp_path / name) for name in "abcd")
+    assert command([next(folders)]) == 0
+    assert capsys.readouterr().err == ""                                   # (capsys: no terminal)
+    for quiet in ([], ["--quiet"], ["--no-progress"]):
+        terminal = _Terminal()
+        monkeypatch.setattr(sys, "stderr", terminal)
+        assert command([next(folders), *quiet]) == 0
+        yield quiet, terminal.getvalue()
+
+
 def test_neighbors_draws_a_bar_while_it_builds_its_index_on_a_terminal_only(tmp_path, monkeypatch, capsys):
     """(the index of a large corpus was minutes without a word); not into a log file or pipe,
     nor with --quiet, as embed's and predict's bars"""
@@ -826,13 +840,9 @@ def test_neighbors_draws_a_bar_while_it_builds_its_index_on_a_terminal_only(tmp_
     corpus.write_text("the bank raised its rates .\nwe sat on the river bank .\n")
     argv = ["neighbors", "the bank .", "--word", "bank", "--model", "fixture", "--corpus", str(corpus),
             "--no-glove", "-k", "2"]
-    assert main(argv + ["--index-dir", str(tmp_path / "a")]) == 0
-    assert capsys.readouterr().err == ""                                   # (capsys: no terminal)
-    for quiet, index in (([], "b"), (["--quiet"], "c"), (["--no-progress"], "d")):
-        terminal = _Terminal()
-        monkeypatch.setattr(sys, "stderr", terminal)
-        assert main(argv + ["--index-dir", str(tmp_path / index), *quiet]) == 0
-        assert ("index: 100%" in terminal.getvalue() and "13/13" in terminal.getvalue()) == (not quiet)
+    for quiet, drawn in _stderr_with_and_without_bars(tmp_path, monkeypatch, capsys,
+                                                      lambda extra: main(argv + ["--index-dir", *extra])):
+        assert ("index: 100%" in drawn and "13/13" in drawn) == (not quiet)
 
 
 def test_analyze_asks_for_the_index_bar_on_a_terminal_only(tmp_path, monkeypatch, capsys):
@@ -871,13 +881,9 @@ def test_analyze_draws_a_bar_while_each_section_embeds_on_a_terminal_only(tmp_pa
            "--only", "similarity", "--pos-iterations", "2", "--similarity-corpus", str(tmp_path / "corpus.txt")]
     bars = ("pos: train tokens: 100%", "pos: probes: 100%", "wsd: example tokens: 100%",
             "contrast: tokens: 100%", "similarity: words: 100%", "similarity: corpus tokens: 100%")
-    assert main(run + ["--out", str(tmp_path / "a")]) == 0
-    assert capsys.readouterr().err == ""                                   # (capsys: no terminal)
-    for quiet, out in (([], "b"), (["--quiet"], "c"), (["--no-progress"], "d")):
-        terminal = _Terminal()
-        monkeypatch.setattr(sys, "stderr", terminal)
-        assert main(run + ["--out", str(tmp_path / out), *quiet]) == 0
-        assert [bar for bar in bars if bar in terminal.getvalue()] == ([] if quiet else list(bars))
+    for quiet, drawn in _stderr_with_and_without_bars(tmp_path, monkeypatch, capsys,
+                                                      lambda extra: main(run + ["--out", *extra])):
+        assert [bar for bar in bars if bar in drawn] == ([] if quiet else list(bars))
 
 
 def test_the_readme_says_which_sections_draw_which_pictures():
