@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Mapping, Tuple
 
 from .checks import require_path
-from .io import read_json
+from .text_files import read_json
 
 
 class ConfigError(ValueError):

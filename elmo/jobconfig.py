@@ -32,7 +32,7 @@ from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Mapping,
 
 from .config import ConfigError
 from .io import atomic_write_text
-from .io import read_json as read_json_file
+from .text_files import read_json as read_json_file
 
 if TYPE_CHECKING:  # the type checker's protocol of "a dataclass"; no run-time counterpart
     from _typeshed import DataclassInstance

@@ -264,7 +264,7 @@ class _BatchedComponent:
         atomic_write_text(Path(path) / SAVED_RECORD, json.dumps(self._record()))
 
     def from_disk(self, path: Union[str, Path], *, exclude: Iterable[str] = ()) -> "_BatchedComponent":
-        from .io import read_json
+        from .text_files import read_json
         file = Path(path) / SAVED_RECORD
         if file.exists():       # (a pipeline saved before the record was kept has none)
             self._check_record(read_json(file))

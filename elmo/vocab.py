@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Dict, Iterable, List, Mapping, Optional, Sequence
 
 from .checks import require_count, shown
+from .text_files import decode_text, text_lines
 
 BOS, EOS, UNK = "<S>", "</S>", "<UNK>"
 SPECIAL = (BOS, EOS, UNK)
@@ -25,14 +26,8 @@ def _check_word(i: int, word) -> None:
                          f"a line, split from the text on whitespace, so no token is ever it")
 
 
-def _nul_byte(path: str | Path) -> ValueError:
-    """The error of a vocabulary file holding a NUL byte: where (line, byte offset), and that
-    the file looks like UTF-16 or UTF-32 where it does (:func:`elmo.io.nul_byte`)."""
-    from .io import first_nul_byte
-
-    with open(path, "rb") as raw:
-        where = first_nul_byte(raw)
-    return ValueError(f"{path}: {where}; a vocabulary file is UTF-8, one word a line")
+#: What a vocabulary file is, ending the message of each way one is not.
+_FILE_FORM = "a vocabulary file is UTF-8, one word[<TAB>count] a line"
 
 
 class Vocabulary:
@@ -115,38 +110,32 @@ class Vocabulary:
         A file that is not UTF-8 or holds a NUL byte (UTF-16 or UTF-32 text without a byte-order
         mark: it was said to lack the special entries), a count that is not a whole number of 0
         or more, counts on some lines only (they were all dropped), a word with a space in it (a
-        count after a space, not a tab) or a file without the special entries is a ValueError
+        count after a space, not a tab), a carriage return inside a line (read as a line end, it
+        split a word in two) or a file without the special entries is a ValueError
         naming the file (and the line), not a bare codec or ``int()`` message nor a vocabulary
         whose words no text ever holds."""
         words: List[str] = []
         counts: List[Optional[int]] = []
         numbers: List[int] = []   # (the line of each word, to name one)
-        try:
-            with open(path, encoding="utf-8-sig") as f:  # a byte-order mark is no part of a word
-                for number, line in enumerate(f, start=1):
-                    line = line.rstrip("\n")
-                    if not line:
-                        continue
-                    if "\0" in line:   # (UTF-16 without a byte-order mark: every word <UNK>)
-                        raise _nul_byte(path)
-                    word, _, count = line.partition("\t")
-                    if " " in word:   # (never a token of the text, which is split on whitespace:
-                        # "word 12" lines trained every word as <UNK>, silently)
-                        raise ValueError(f"{path}: line {number}: the word {word!r} holds a space, so no "
-                                         f"token of a text (split on whitespace) is ever it; a vocabulary "
-                                         f"file is word[<TAB>count] per line")
-                    if count and not count.strip().isdecimal():
-                        raise ValueError(f"{path}: line {number}: the count {count!r} of {word!r} is not "
-                                         f"a whole number; a vocabulary file is word[<TAB>count] per line")
-                    words.append(word)
-                    counts.append(int(count) if count else None)
-                    numbers.append(number)
-        except UnicodeDecodeError:
-            from .io import first_bad_utf8
-            with open(path, "rb") as raw:
-                where = first_bad_utf8(raw)
-            raise ValueError(f"{path}: not UTF-8 text ({where}; a vocabulary file is UTF-8, one word a "
-                             f"line)") from None
+        text = decode_text(Path(path).read_bytes(), path, ValueError, expected=_FILE_FORM)
+
+        def bad_line(number: int, what: str) -> ValueError:
+            return ValueError(f"{path}: line {number}: {what}; {_FILE_FORM}")
+
+        # (a lone \r is refused, naming its line: read as a line end, it split one word in two)
+        for number, line in enumerate(text_lines(text, bad_line), start=1):
+            if not line:
+                continue
+            word, _, count = line.partition("\t")
+            if " " in word:   # (never a token of the text, which is split on whitespace:
+                # "word 12" lines trained every word as <UNK>, silently)
+                raise bad_line(number, f"the word {word!r} holds a space, so no token of a text (split "
+                                       f"on whitespace) is ever it")
+            if count and not count.strip().isdecimal():
+                raise bad_line(number, f"the count {count!r} of {word!r} is not a whole number")
+            words.append(word)
+            counts.append(int(count) if count else None)
+            numbers.append(number)
         has_counts = all(c is not None for c in counts)
         if not has_counts and any(c is not None for c in counts):   # (all were dropped, silently)
             bare = counts.index(None)

@@ -987,11 +987,11 @@ def test_a_folder_output_that_is_a_dangling_link_is_one_line(tmp_path, capsys):
 def test_the_shared_readers_refuse_nesting_too_deep_in_one_line(tmp_path, reader, name, text):
     """Brackets nested thousands deep ended json.loads and tomllib in a RecursionError, whose
     traceback every command that reads a JSON or TOML file showed; now the reader's one line."""
-    import elmo.io
+    import elmo.text_files
     path = tmp_path / name
     path.write_text(text, encoding="utf-8")
     with pytest.raises(ValueError, match=f"^{re.escape(str(path))}: not .* \\(values nested too deeply to read\\)$"):
-        getattr(elmo.io, reader)(path)
+        getattr(elmo.text_files, reader)(path)
 
 
 def test_an_atomic_text_file_written_in_parts_appears_whole_or_not_at_all(tmp_path):
@@ -1021,7 +1021,7 @@ def test_an_atomic_text_file_written_in_parts_appears_whole_or_not_at_all(tmp_pa
 def test_utf8_lines_read_a_line_at_a_time_are_the_lines_of_the_whole_text(tmp_path, data):
     """``utf8_lines`` (a file read a line at a time) gives the lines, the errors and the byte
     offsets that decoding the whole file (utf-8-sig) and ``text_lines`` give."""
-    from elmo.io import text_lines, utf8_error_where, utf8_lines
+    from elmo.text_files import text_lines, utf8_error_where, utf8_lines
 
     def error(number, what):
         return ValueError(f"{number}: {what}")

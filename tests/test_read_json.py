@@ -1,6 +1,6 @@
 """The JSON files the package reads (a model's metadata.json, a corpus's stats.json, an
 experiment's results.json, an ELMoForManyLangs folder's config.json and model configuration,
-an options file) all go through elmo.io.read_json: whatever is wrong with the file, one error
+an options file) all go through elmo.text_files.read_json: whatever is wrong with the file, one error
 of the reader's own kind that names the file and says what is wrong."""
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from elmo.config import ConfigError, ElmoOptions
 from elmo.data import readers
 from elmo.data.fetch import DataError
 from elmo.data.sources import source_dir, stats, write_moby_dick
-from elmo.io import read_json
+from elmo.text_files import read_json
 from elmo.manylangs.folder import read_model_config, resolve_config_path
 from elmo.tasks.compare import CompareError, read_results
 from elmo.demo import data as demo_data

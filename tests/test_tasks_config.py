@@ -225,7 +225,7 @@ def _config_file(tmp_path, name, content):
     ("c.toml", b"tasks = " + b"[" * 100_000, r"not a TOML config \(values nested too deeply to read\)"),
 ])
 def test_an_unreadable_config_is_one_line_that_names_it(tmp_path, capsys, name, content, said):
-    """The experiment config is read by the package's shared readers (elmo.io.read_json and
+    """The experiment config is read by the package's shared readers (elmo.text_files.read_json and
     read_toml), so each way the file fails is one line that names it, as for every other file."""
     path = _config_file(tmp_path, name, content)
     with pytest.raises(ConfigError, match=f"^{re.escape(str(path))}: {said}") as err:

@@ -677,14 +677,14 @@ def test_broken_utf8_in_a_task_file_names_the_line(tmp_path):
     from elmo.tasks.files import check_format, read_examples
     path = tmp_path / "t.conll"
     path.write_bytes(b"\xef\xbb\xbfa\tO\n\nb\t\xffO\n")
-    with pytest.raises(TaskDataError, match=r"t.conll: line 3: byte 0xff at byte offset 10 is not valid UTF-8 \(invalid start byte\)"):
+    with pytest.raises(TaskDataError, match=r"t.conll: not UTF-8 text \(line 3: byte 0xff at byte offset 10\)"):
         read_examples(path, "tagging", check_format({"type": "conll"}, "tagging", "x"))
 
 
 def test_a_nul_byte_or_utf16_in_a_task_file_names_the_line(tmp_path):
     """UTF-16 text without a byte-order mark is valid UTF-8 (a NUL between its letters), and
     was read as tokens such as "a\\x00"."""
-    from elmo.io import UTF16_HINT
+    from elmo.text_files import UTF16_HINT
     from elmo.tasks.files import check_format, read_examples
     path, fmt = tmp_path / "t.conll", check_format({"type": "conll"}, "tagging", "x")
     path.write_bytes(b"a\tO\n\nb\0c\tO\n")

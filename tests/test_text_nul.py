@@ -13,7 +13,7 @@ import re
 import pytest
 
 from elmo.cli import main
-from elmo.io import UTF16_HINT, nul_byte_where
+from elmo.text_files import UTF16_HINT, nul_byte_where
 from training_helpers import write_toy_corpus
 
 TEXT = "the cat sees a dog .\nno bird !\n"
@@ -117,7 +117,7 @@ def test_neighbors_corpus_refuses_utf16(tmp_path, capsys):
 
 def test_utf32_is_named_utf32_not_utf16():
     """UTF-32 text was said to look like UTF-16 (its bytes at even positions are half NUL too)."""
-    from elmo.io import UTF32_HINT, wide_encoding
+    from elmo.text_files import UTF32_HINT, wide_encoding
 
     for data in ("the dog".encode("utf-32-le"), "the dog".encode("utf-32-be"),
                  "\nthe dog".encode("utf-32-le")[1:], "\nthe dog".encode("utf-32-be")[4:]):
@@ -130,7 +130,7 @@ def test_utf32_is_named_utf32_not_utf16():
 
 def test_utf32_byte_order_marks_are_named():
     """FF FE 00 00 was called a UTF-16 mark; 00 00 FE FF fails at its third byte, and got no hint."""
-    from elmo.io import UTF32_HINT, utf8_error_where
+    from elmo.text_files import UTF32_HINT, utf8_error_where
 
     for data, byte, at in ((codecs.BOM_UTF32_LE + "the".encode("utf-32-le"), 0xff, 0),
                            (codecs.BOM_UTF32_BE + "the".encode("utf-32-be"), 0xfe, 2)):
@@ -148,7 +148,7 @@ def test_utf32_byte_order_marks_are_named():
 def test_embed_suggests_converting_not_errors_replace_for_utf16_and_utf32(tmp_path, capsys):
     """A file opening with a UTF-16 or UTF-32 byte-order mark, or UTF-16 text whose letters are
     not all ASCII, was told to pass --errors replace, which only led to the NUL byte error."""
-    from elmo.io import UTF32_HINT
+    from elmo.text_files import UTF32_HINT
 
     bom16, bom32, bom32be, cafe = (tmp_path / f"{n}.txt" for n in ("bom16", "bom32", "bom32be", "cafe"))
     bom16.write_bytes(TEXT.encode("utf-16"))
@@ -173,7 +173,7 @@ def test_embed_suggests_converting_not_errors_replace_for_utf16_and_utf32(tmp_pa
 def test_vocabulary_file_refuses_nul_utf16_and_utf32(tmp_path):
     """A NUL byte in a vocabulary file was kept inside a word ("the\\x00cat", which no token
     is), and UTF-16 or UTF-32 without a byte-order mark was said to lack <S>, </S> and <UNK>."""
-    from elmo.io import UTF32_HINT
+    from elmo.text_files import UTF32_HINT
     from elmo.vocab import Vocabulary
 
     words = "<S>\n</S>\n<UNK>\nthe\ncat\n"

@@ -32,7 +32,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..io import nul_byte_in, text_lines, utf8_error_where
+from ..text_files import decode_text, text_lines
 from .probes import check_probe_settings, train_probe
 from .stats import chance_range
 from .vectors import embed_layers, progress_bar, unit_rows
@@ -83,16 +83,8 @@ def load_pairs(path: Optional[Path] = None) -> List[ContrastItem]:
     if path is None:
         from .contrast_pairs import BUILTIN
         return parse_pairs(BUILTIN, "built-in")
-    data = Path(path).read_bytes()
-    try:
-        text = data.decode("utf-8-sig")  # a byte-order mark is no part of a word
-    except UnicodeDecodeError as e:   # (the bare codec message named no file)
-        where = utf8_error_where(e.object, e, offset=len(data) - len(e.object))
-        raise ValueError(f"{path}: not UTF-8 text ({where}); contrast pairs are a UTF-8 tab-separated "
-                         f"file") from None
-    nul = nul_byte_in(text, data)   # (UTF-16 without a byte-order mark: pairs of nonsense words)
-    if nul is not None:
-        raise ValueError(f"{path}: {nul}; contrast pairs are a UTF-8 tab-separated file")
+    text = decode_text(Path(path).read_bytes(), path, ValueError,
+                       expected="contrast pairs are a UTF-8 tab-separated file")
     return parse_pairs(text, str(path))
 
 

@@ -73,16 +73,9 @@ def _tsv_rows(path: Path, header: bool = True) -> Iterator[Tuple[int, List[str]]
     a DataError naming it (they were the codec's message naming no file, and a bare
     StopIteration)."""
     from ..data.fetch import DataError
-    from ..io import nul_byte_in, text_lines, utf8_error_where
+    from ..text_files import decode_text, text_lines
 
-    data = path.read_bytes()
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise DataError(f"{path}: not UTF-8 text ({utf8_error_where(data, e)}); {WORDNET_FIX}") from None
-    nul = nul_byte_in(text, data)   # (UTF-16 without a byte-order mark: words of nonsense)
-    if nul is not None:
-        raise DataError(f"{path}: {nul}; {WORDNET_FIX}")
+    text = decode_text(path.read_bytes(), path, DataError, expected=WORDNET_FIX)
     lines = text_lines(text, lambda n, what: DataError(f"{path}:{n}: {what}; {WORDNET_FIX}"))
     if header and not lines:
         raise DataError(f"{path}: empty, not even its header line; {WORDNET_FIX}")

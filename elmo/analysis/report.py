@@ -22,7 +22,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ..config import ConfigError
-from ..io import read_json, utf8_error_where
+from ..text_files import decode_text, read_json
 from ..redact import redact_record, redact_url
 from ..jobconfig import check_numbers, setting
 from ..tasks.paired import signed
@@ -907,12 +907,8 @@ def read_interpretation(out: Path) -> Optional[str]:
     path = Path(out) / INTERPRETATION
     if not path.is_file():
         return None
-    data = path.read_bytes()
-    try:
-        return data.decode("utf-8").strip()
-    except UnicodeDecodeError as e:
-        raise ValueError(f"{path}: not UTF-8 text ({utf8_error_where(data, e)}); the report shows this "
-                         f"hand-written file, so save it as UTF-8 (or move it away)") from None
+    return decode_text(path.read_bytes(), path, ValueError, expected="the report shows this hand-written "
+                       "file, so save it as UTF-8 (or move it away)").strip()
 
 
 def render(results: dict, model: str, out: Path, config: AnalysisConfig) -> str:

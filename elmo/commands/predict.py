@@ -91,8 +91,8 @@ def _source(path: str) -> str:
 
 
 def _input_lines(path: str) -> Iterator[str]:
-    """INPUT's lines (:func:`elmo.io.utf8_lines`), read and decoded one at a time."""
-    from ..io import utf8_lines
+    """INPUT's lines (:func:`elmo.text_files.utf8_lines`), read and decoded one at a time."""
+    from ..text_files import utf8_lines
     source = _source(path)
     with contextlib.ExitStack() as stack:
         raw = sys.stdin.buffer if path == "-" else stack.enter_context(open(path, "rb"))

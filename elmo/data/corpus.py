@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence
 
-from ..io import first_bad_utf8, first_nul_byte
+from ..text_files import first_bad_utf8, first_nul_byte
 
 Sentence = List[str]
 
@@ -166,9 +166,9 @@ def _nul_byte(path: Path) -> CorpusError:
 
 def file_lines(path: str | Path) -> Iterator[str]:
     """The lines of one file as text (``.gz`` decompressed, a byte-order mark dropped; a line
-    ends at ``\n``, ``\r\n`` or a lone ``\r``, unlike :func:`elmo.io.text_lines`);
+    ends at ``\n``, ``\r\n`` or a lone ``\r``, unlike :func:`elmo.text_files.text_lines`);
     undecodable bytes or a broken ``.gz`` raise :class:`CorpusError` naming the file (and the
-    line and byte offset for bad UTF-8), as does a NUL byte (:func:`elmo.io.nul_byte`: UTF-16
+    line and byte offset for bad UTF-8), as does a NUL byte (:func:`elmo.text_files.nul_byte`: UTF-16
     text without a byte-order mark is valid UTF-8, a NUL between its letters)."""
     path = Path(path)
     try:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, Iterator, List, Optional, Tuple, Union
 
-from ..io import first_bad_utf8, read_json
+from ..text_files import first_bad_utf8, read_json
 from .corpus import file_lines
 
 PathLike = Union[str, Path]

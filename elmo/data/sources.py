@@ -34,7 +34,7 @@ from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence,
 from . import readers
 from .fetch import PACKAGES, DataError, cache_entry_lock, data_home, fetch
 from .splits import SPLITS, brown_file_splits, hashed_split
-from ..io import read_json
+from ..text_files import read_json
 from ..tokenize import split_clitics
 
 #: Bumped when a writer's output changes, so that cached standard forms are rebuilt.

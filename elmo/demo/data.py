@@ -19,7 +19,7 @@ from typing import List, Optional
 import numpy as np
 
 from ..data.fetch import sha256_file
-from ..io import read_json
+from ..text_files import read_json
 
 WORD = "play"
 SENTENCES_FILE = "play_sentences.txt"

@@ -23,7 +23,7 @@ from typing import Iterator, List, Optional, Tuple
 
 from ..tokenize import get_tokenizer
 from ..checks import require_count
-from ..io import nul_byte_where, utf8_error_where, wide_bom
+from ..text_files import nul_byte_where, utf8_error_where, wide_bom
 
 DEFAULT_SEGMENT_LINES = 4096
 
@@ -69,7 +69,7 @@ def decode_line(raw: bytes, line_no: int, path: Path, errors: str = "strict", of
 
     A UTF-8 byte-order mark opening the file (as some Windows editors save) is dropped: it
     would otherwise stay on the first word, which str.strip() keeps, and change its vector.
-    A NUL byte raises InputError with either ``errors`` (:func:`elmo.io.nul_byte`: UTF-16
+    A NUL byte raises InputError with either ``errors`` (:func:`elmo.text_files.nul_byte`: UTF-16
     text without a byte-order mark is valid UTF-8, a NUL between its letters)."""
     if line_no == 0 and raw.startswith(b"\xef\xbb\xbf"):
         raw, offset = raw[3:], offset + 3
@@ -86,7 +86,7 @@ def decode_line(raw: bytes, line_no: int, path: Path, errors: str = "strict", of
 def _not_utf8(raw: bytes, error: UnicodeDecodeError, line_no: int, path: Path, offset: int) -> InputError:
     """The error of :func:`decode_line` for line ``raw`` that is not UTF-8. ``--errors replace``
     is suggested only where it would help: a UTF-16 or UTF-32 byte-order mark opening the file
-    gets the hint to convert it (that :func:`elmo.io.utf8_error_where` adds), and a line holding
+    gets the hint to convert it (that :func:`elmo.text_files.utf8_error_where` adds), and a line holding
     a NUL byte its error (which ``--errors replace`` would meet next)."""
     where = utf8_error_where(raw, error, line_no + 1, offset)
     if offset == 0 and wide_bom(raw):

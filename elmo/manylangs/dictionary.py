@@ -19,7 +19,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Dict, Mapping
 
-from ..io import atomic_write_text, utf8_error_where, writing
+from ..io import atomic_write_text, writing
+from ..text_files import utf8_error_where
 from ..weights import WeightFileError
 
 #: The token a whitespace-only entry is read as.

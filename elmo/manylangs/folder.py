@@ -36,7 +36,7 @@ from typing import Any, Dict, Mapping, Tuple
 import torch
 
 from ..config import CharVocabularyConfig, ConfigError, ElmoOptions, take_key
-from ..io import read_json
+from ..text_files import read_json
 from ..modules.bilm import BiLM
 from ..runtime import resolve_device
 from ..weights import WeightFileError, check_finite

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .report import METRIC_NAMES, bilm_sha256_text, domain_adapted_text, pm
-from ..io import read_json
+from ..text_files import read_json
 from ..redact import redact_url
 
 

@@ -58,7 +58,7 @@ from pathlib import Path
 from typing import Callable, Dict, List, Mapping, NamedTuple, Optional, Sequence, Set, Tuple, Union
 
 from ..data.fetch import sha256_file
-from ..io import json_objects, nul_byte_in, text_lines, utf8_error_where
+from ..text_files import decode_text, json_objects, text_lines
 from .datasets import Answer, Example, Label, SourceText
 from .kinds import MAX_TARGET, task_kind
 
@@ -368,15 +368,7 @@ class _Reader:
 
     # ------------------------------------------------------------------ formats
     def read(self) -> List[Example]:
-        data = self.path.read_bytes()
-        try:
-            text = data.decode("utf-8-sig")     # a byte-order mark is no part of the first word
-        except UnicodeDecodeError as e:
-            raise TaskDataError(f"{self.path}: {utf8_error_where(e.object, e, offset=len(data) - len(e.object))} is not valid UTF-8 "
-                                f"({e.reason})") from None
-        nul = nul_byte_in(text, data)    # (UTF-16 without a byte-order mark decodes as UTF-8)
-        if nul is not None:
-            raise TaskDataError(f"{self.path}: {nul}")
+        text = decode_text(self.path.read_bytes(), self.path, TaskDataError)
         lines = text_lines(text, self.error)     # (a lone \r is refused, naming its line)
         out = getattr(self, "_" + self.fmt["type"])(lines)
         return [ex for ex in out if ex is not None]

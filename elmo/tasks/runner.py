@@ -72,8 +72,8 @@ from .files import FileDigest, file_digest
 from .train_loop import FitConfig, fit, metric_value, predict, score
 from .. import tokenize as tokenizer
 from ..config import ConfigError
-from ..io import (atomic_write_text, check_output_dir, no_empty_folder_on_failure, output_lock, read_json,
-                  read_toml)
+from ..io import atomic_write_text, check_output_dir, no_empty_folder_on_failure, output_lock
+from ..text_files import read_json, read_toml
 from ..jobconfig import distinct_keys
 from ..strict_json import nonfinite_as_none
 from ..runtime import cpu_model, machine_description, threads

@@ -205,7 +205,7 @@ def _recorded_folder_digest(ref: dict) -> Optional[str]:
 def _read_json(path: Path):
     """A saved model's JSON file, or a :class:`TaskModelError` naming it and what is wrong
     (a file not UTF-8 gave the codec's message, without the line and the byte's offset)."""
-    from ..io import read_json
+    from ..text_files import read_json
     return read_json(path, TaskModelError, what="JSON", expected="a JSON file of the saved model",
                      hint="the saved model folder is damaged or incomplete: save it again")
 

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
-from ..io import read_json
+from ..text_files import read_json
 from ..jobconfig import build, setting
 from .checkpoint import latest_checkpoint
 from .schedule import PlateauDecay

@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence
 
-from ..io import (atomic_commit, atomic_target, check_output_file, check_replaceable, first_bad_utf8, json_objects,
-                  output_lock, writing)
+from ..io import atomic_commit, atomic_target, check_output_file, check_replaceable, output_lock, writing
+from ..text_files import first_bad_utf8, json_objects
 
 #: The numbers each kind of record that is drawn must hold (a train record is drawn when it
 #: has a training figure: one logged before any step finished has none).

@@ -20,7 +20,8 @@ import torch
 
 from ..config import ElmoOptions
 from ..vocab import Vocabulary
-from ..io import atomic_folder, atomic_write_text, new_hdf5, output_lock, read_json
+from ..io import atomic_folder, atomic_write_text, new_hdf5, output_lock
+from ..text_files import read_json
 from .. import strict_json
 from ..weights import WeightFileError, check_finite, load_original, open_hdf5, save_original
 from .model import LanguageModel

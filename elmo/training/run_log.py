@@ -6,7 +6,8 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
-from ..io import atomic_write_text, json_objects
+from ..io import atomic_write_text
+from ..text_files import json_objects
 from .. import strict_json
 from .checkpoint import writing
 from .config import TrainConfig

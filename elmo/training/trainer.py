@@ -41,7 +41,8 @@ from ..data.corpus import (CorpusStream, corpus_files, count_tokens, expand_path
 from ..data.lm_batches import MAX_PIECE_LENGTH, BucketedLMBatches, PackedLMBatches
 from ..modules.softmax import softmax_loss
 from ..vocab import Vocabulary
-from ..io import atomic_write_text, check_output_dir, no_empty_folder_on_failure, read_json
+from ..io import atomic_write_text, check_output_dir, no_empty_folder_on_failure
+from ..text_files import read_json
 from . import distributed
 from .checkpoint import (CheckpointError, latest_checkpoint, list_checkpoints, load_checkpoint, rng_state,
                          save_checkpoint, set_rng_state, writing)
