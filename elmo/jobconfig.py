@@ -461,13 +461,12 @@ def from_args(cls: Type[C], args: argparse.Namespace, *, defaults: Optional[Mapp
     try:
         return build(cls, values, source="--config/--set" if config_file or getattr(args, "config_set", None)
                      else "command line")
-    except ConfigError:   # (names the key as written, and where)
-        raise
     except ValueError as e:   # the config's own checks name the option: the value may be the file's or --set's
+        # (build's own errors name the key as written, and where: no option begins them)
         renamed = in_typed_terms(cls, str(e), args, file_values if config_file else None)
         if renamed == str(e):
             raise
-        raise ValueError(renamed) from e
+        raise (ConfigError if isinstance(e, ConfigError) else ValueError)(renamed) from e
 
 
 def file_settings(cls: Type[DataclassInstance], args: argparse.Namespace,

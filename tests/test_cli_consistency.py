@@ -169,7 +169,7 @@ def test_sigterm_during_a_subcommand_names_the_whole_command(tmp_path, capsys, m
     (["--segment-lines", "0"], "--segment-lines must be at least 1, got 0"),
     (["--wait-timeout", "0"], "--wait-timeout must be a positive number of seconds"),
     (["--device", "bogus"], BOGUS),
-    (["--set", "batch_size=0"], "--batch-size must be at least 1, got 0"),
+    (["--set", "batch_size=0"], "--set batch_size must be at least 1, got 0"),
     (["--threads", "-1"], "--threads must be at least 0, got -1"),
 ])
 def test_embeds_errors_name_the_option_as_typed(option, says, tmp_path, capsys):
