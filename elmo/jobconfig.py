@@ -40,7 +40,8 @@ if TYPE_CHECKING:  # the type checker's protocol of "a dataclass"; no run-time c
 C = TypeVar("C", bound="DataclassInstance")
 
 __all__ = ["DEVICE_CHOICES", "ConfigError", "add_arguments", "add_config_arguments", "build", "file_key",
-           "file_settings", "from_args", "in_config_terms", "load", "print_config_and_exit", "save", "setting", "to_dict", "to_options"]
+           "file_settings", "from_args", "in_config_terms", "in_typed_terms", "load", "print_config_and_exit", "save",
+           "set_settings", "setting", "to_dict", "to_options"]
 
 #: What a ``--device`` takes (:func:`elmo.runtime.resolve_device`), as every command's help
 #: says it; here, not in the torch-importing runtime, so that ``elmo --help`` needs no torch
@@ -460,13 +461,12 @@ def from_args(cls: Type[C], args: argparse.Namespace, *, defaults: Optional[Mapp
     try:
         return build(cls, values, source="--config/--set" if config_file or getattr(args, "config_set", None)
                      else "command line")
-    except ConfigError:   # (names the key as written, and where)
-        raise
-    except ValueError as e:   # the config's own checks name the option: the value may be the file's
-        renamed = in_config_terms(str(e), args, file_settings(cls, args, file_values if config_file else None))
+    except ValueError as e:   # the config's own checks name the option: the value may be the file's or --set's
+        # (build's own errors name the key as written, and where: no option begins them)
+        renamed = in_typed_terms(cls, str(e), args, file_values if config_file else None)
         if renamed == str(e):
             raise
-        raise ValueError(renamed) from e
+        raise (ConfigError if isinstance(e, ConfigError) else ValueError)(renamed) from e
 
 
 def file_settings(cls: Type[DataclassInstance], args: argparse.Namespace,
@@ -486,17 +486,43 @@ def file_settings(cls: Type[DataclassInstance], args: argparse.Namespace,
             and f.name not in given and file_key(f) not in by_set}
 
 
+def set_settings(cls: Type[DataclassInstance], args: argparse.Namespace) -> Dict[str, str]:
+    """{option: key as typed} of the settings of ``cls`` that a ``--set KEY=VALUE`` gives
+    (``--set`` comes last of all: its value is the one the run takes). Only a whole setting
+    (``--set batch_size=0``): a dotted one (``--set options.lstm.dim=0``) sets a part of it."""
+    typed = {text.partition("=")[0].strip() for text in getattr(args, "config_set", None) or []}
+    return {_flag(f): file_key(f) for f in dataclasses.fields(cls)
+            if "help" in f.metadata and not f.metadata.get("scale") and file_key(f) in typed}
+
+
+def _renamed_subject(message: str, spelled: Mapping[str, str]) -> str:
+    """``message`` with the option that begins it (``--batch-size must ...``) replaced by its
+    spelling in ``spelled`` ({option: as the user typed it}); else ``message`` as it is."""
+    import re
+
+    for flag, text in spelled.items():
+        if re.match(rf"{re.escape(flag)}(?![\w-])", message):
+            return f"{text}{message[len(flag):]}"
+    return message
+
+
 def in_config_terms(message: str, args: argparse.Namespace, settings: Mapping[str, str]) -> str:
     """An error ``message`` whose subject is an option (``--batch-size must be at least 1``),
     about a value that came from the ``--config`` file (``settings``, :func:`file_settings`),
     named as the file spells it: ``--config FILE: batch_size must be at least 1`` (the user
     typed no --batch-size). Any other message is returned as it is."""
-    import re
+    return _renamed_subject(message, {flag: f"--config {args.config_file}: {key}" for flag, key in settings.items()})
 
-    for flag, key in settings.items():
-        if re.match(rf"{re.escape(flag)}(?![\w-])", message):
-            return f"--config {args.config_file}: {key}{message[len(flag):]}"
-    return message
+
+def in_typed_terms(cls: Type[DataclassInstance], message: str, args: argparse.Namespace,
+                   config_values: Optional[Mapping[str, Any]] = None) -> str:
+    """An error ``message`` whose subject is an option of ``cls`` (``--batch-size must be at
+    least 1``) named as the user gave its value: ``--set batch_size must ...`` for a value
+    that ``--set batch_size=0`` gave, ``--config FILE: batch_size must ...`` for the file's
+    (:func:`in_config_terms`); an option typed, or any other message, is returned as it is.
+    ``config_values``: the ``--config`` file's contents when read already."""
+    spelled = {flag: f"--set {key}" for flag, key in set_settings(cls, args).items()}
+    return in_config_terms(_renamed_subject(message, spelled), args, file_settings(cls, args, config_values))
 
 
 def print_config_and_exit(cfg: Any, args: argparse.Namespace) -> bool:

@@ -28,7 +28,9 @@ The vectors live in ``doc.tensor``, which spaCy's ``tok2vec`` also sets: add ``e
 (a Doc whose tensor a later component replaced, or whose tokens one merged or split, as
 ``merge_entities`` does, makes the vector hooks raise a ValueError: run ``elmo`` after it; a
 part of a Doc made with ``span.as_doc(copy_user_data=True)`` too: :func:`set_vector_hooks` on
-it gives it its rows).
+it gives it its rows). ``span.as_doc()`` shares the Doc's hooks but none of its record: its
+rows are taken while its tensor is a part of the Doc's (a view); replaced or copied since
+(pickle), they are a ValueError, not a similarity of unknown rows.
 
 A Doc read back from bytes (``nlp.pipe(texts, n_process=2)``, ``Doc.from_bytes``) has lost its
 vector hooks, and its tokens' ``similarity`` is spaCy's: 1.0 against any token of the same text,
@@ -100,6 +102,26 @@ _FINGERPRINT_KEY = "elmo.vector_digest"
 _checked: "weakref.WeakValueDictionary[Tuple[int, str], np.ndarray]" = weakref.WeakValueDictionary()
 
 
+#: The ELMo rows each record was set for, by id. ``span.as_doc()`` (``copy_user_data`` False)
+#: gives its Doc a view of some of the Doc's rows and its hooks, but no record: such a view
+#: is told to be ELMo rows by its base. Weak: an entry goes with its array.
+_recorded: "weakref.WeakValueDictionary[int, np.ndarray]" = weakref.WeakValueDictionary()
+
+
+def _part_of_recorded_rows(tensor) -> bool:
+    """Whether ``tensor`` (n, D) is consecutive whole rows of an array of ELMo rows (N, D) that
+    a record was set for in this process: a view of them, as ``span.as_doc`` makes. (Values
+    written into those rows in place after the record are not seen, as in :func:`_elmo_rows`.)"""
+    if not isinstance(tensor, np.ndarray) or tensor.base is None:
+        return False
+    base = tensor.base
+    if not isinstance(base, np.ndarray) or _recorded.get(id(base)) is not base:
+        return False
+    offset = tensor.__array_interface__["data"][0] - base.__array_interface__["data"][0]
+    return (tensor.ndim == 2 and tensor.dtype == base.dtype and tensor.strides == base.strides
+            and tensor.shape[1] == base.shape[1] and offset % base.strides[0] == 0)
+
+
 def _fingerprint(tensor: np.ndarray) -> str:
     """A digest of the rows' dtype, shape and bytes (a hex string: kept in ``doc.user_data``,
     which pickle and ``to_bytes`` carry)."""
@@ -123,6 +145,8 @@ def _elmo_rows(doc):
     ``elmo`` that sets ``doc.tensor`` (spaCy's ``tok2vec``) replaced them, and the vectors were
     then its vectors without a word. The shape tells most apart; the digest of the rows kept in
     ``doc.user_data`` tells a tensor of the same width."""
+    if _WIDTH_KEY not in doc.user_data:     # (hooks without a record: span.as_doc())
+        _record_part(doc)
     tensor, width, tokens = doc.tensor, doc.user_data.get(_WIDTH_KEY), doc.user_data.get(_TOKENS_KEY)
     if tokens is not None and tokens != len(doc):
         text = doc.user_data.get(_TEXT_KEY)
@@ -146,6 +170,19 @@ def _elmo_rows(doc):
             raise ValueError(f"the Doc's tensor holds other values than its ELMo vectors: {_REPLACED}")
         _checked[(id(tensor), digest)] = tensor
     return tensor
+
+
+def _record_part(doc) -> None:
+    """Record the rows of a Doc that has the vector hooks but no record of its rows:
+    ``span.as_doc()`` (``copy_user_data`` False) shares the Doc's hooks, but not its
+    ``user_data``. Its tensor is taken when it is a view of ELMo rows recorded (the rows of
+    the span); any other (its tensor replaced since, or copied by pickle) cannot be told from
+    a later component's, and is an error, not a similarity of unknown rows."""
+    if not _part_of_recorded_rows(doc.tensor):
+        raise ValueError("the Doc has the ELMo vector hooks but no record of its vectors (a part of a Doc made "
+                         "with span.as_doc() without copy_user_data=True, its tensor changed or copied since), "
+                         "and its tensor is not a part of ELMo rows: run the 'elmo' component on it")
+    _record_rows(doc)
 
 
 def _token_vector(token):
@@ -186,7 +223,7 @@ def _similarity(obj, other) -> float:
     looks at a vector: right for static vectors, wrong for ELMo's, where "bank" by a river and
     "bank" of a loan are two vectors. It also warned that no vectors were loaded."""
     doc = other if isinstance(other, Doc) else getattr(other, "doc", None)
-    if doc is None or _WIDTH_KEY not in doc.user_data:
+    if doc is None or (_WIDTH_KEY not in doc.user_data and doc.user_hooks.get("similarity") is not _similarity):
         # (its vector, spaCy's static one or none, was compared: "vectors of 256 and 0 values
         # (another model or layers choice)", or a cosine of unrelated vectors of one width)
         fix = ("it has no context: compare a Token" if doc is None else
@@ -310,7 +347,8 @@ class ElmoVectors(_BatchedComponent):
             tensor = np.zeros((len(doc), arr.shape[1]), dtype="float32")   # whitespace: zero
             tensor[rows] = arr
             doc.tensor = tensor
-            set_vector_hooks(doc)
+            _record_rows(doc)       # (these rows replace any the Doc had: their record too)
+            _install_hooks(doc)
 
 
 def set_vector_hooks(doc: Doc) -> Doc:
@@ -325,20 +363,50 @@ def set_vector_hooks(doc: Doc) -> Doc:
     ``doc.vector`` and ``span.vector`` count the whitespace tokens' zero rows in the mean,
     and with a pipeline of static vectors ``token.vector`` is the static vector instead.
     (A ``DocBin`` keeps no tensor at all: embed such Docs again.)
-    Returns ``doc``; a Doc with no tensor of one row per token is a ValueError."""
+
+    A Doc with a record of its ELMo rows (``doc.user_data``) must still hold them, or a part of
+    them (``span.as_doc(copy_user_data=True)``): a tensor a later component wrote in their
+    place (``tok2vec``) was recorded as ELMo rows, and its vectors compared with ELMo's. A Doc
+    without a record (``Doc.from_docs``, ``to_bytes(exclude=["user_data"])``) is taken as it is.
+    Returns ``doc``; a Doc with no tensor of one row per token, or other rows than its record
+    names, is a ValueError."""
     tensor = doc.tensor
     if getattr(tensor, "ndim", 0) != 2 or tensor.shape[0] != len(doc) or not tensor.shape[1]:
         raise ValueError(f"set_vector_hooks: the Doc's tensor has shape {getattr(tensor, 'shape', None)}, not "
                          f"one row per token ({len(doc)}); run the 'elmo' component on it first")
+    if _WIDTH_KEY in doc.user_data:
+        _check_record(doc)
+    _record_rows(doc)
+    _install_hooks(doc)
+    return doc
+
+
+def _check_record(doc: Doc) -> None:
+    """Refuse a Doc whose record of ELMo rows names other rows than its tensor (n_tokens, D)."""
+    tokens = doc.user_data.get(_TOKENS_KEY)
+    if tokens == len(doc) and doc.user_data.get(_TEXT_KEY) == len(doc.text):
+        try:                    # (its own record: the rows must be those it was made for)
+            _elmo_rows(doc)
+        except ValueError as e:
+            raise ValueError(f"set_vector_hooks: {e}") from None
+    elif not _part_of_recorded_rows(doc.tensor):
+        raise ValueError(f"set_vector_hooks: the Doc's record of ELMo vectors is of {tokens} tokens, not its "
+                         f"{len(doc)}, and its tensor is not a part of those rows (its tokens merged or split, "
+                         f"or a part of another Doc changed or copied since): run the 'elmo' component on it")
+
+
+def _record_rows(doc: Doc) -> None:
+    """Record in ``doc.user_data`` what the Doc's tensor (n_tokens, D) is, as its ELMo rows:
+    their width, the Doc's tokens and text length, and a digest of the rows."""
+    tensor = doc.tensor
     doc.user_data[_WIDTH_KEY], doc.user_data[_TOKENS_KEY] = tensor.shape[1], len(doc)
     doc.user_data[_TEXT_KEY] = len(doc.text)
     if isinstance(tensor, np.ndarray):
         doc.user_data[_FINGERPRINT_KEY] = _fingerprint(tensor)
         _checked[(id(tensor), doc.user_data[_FINGERPRINT_KEY])] = tensor
+        _recorded[id(tensor)] = tensor
     else:  # (not rows this component set: no digest to compare later)
         doc.user_data.pop(_FINGERPRINT_KEY, None)
-    _install_hooks(doc)
-    return doc
 
 
 def _install_hooks(doc: Doc) -> None:

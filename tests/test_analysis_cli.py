@@ -135,7 +135,8 @@ def test_neighbors_bad_numbers_broken_utf8_and_unknown_corpora_are_one_line(tmp_
 
 @pytest.mark.parametrize("given, said", [
     (["--pos-l2", "-1"], "--pos-l2 must be a finite number of 0 or more, got -1.0"),
-    (["--set", "batch_size=0"], "--batch-size must be an integer of 1 or more, got 0"),
+    (["--batch-size", "0"], "--batch-size must be an integer of 1 or more, got 0"),
+    (["--set", "batch_size=0"], "--set batch_size must be an integer of 1 or more, got 0"),
     (["--seed", "-1"], "--seed must be a whole number from 0 to 2**64 - 1, got -1"),
     (["--wsd-test-fraction", "1"], "--wsd-test-fraction must be between 0 and 1 (both excluded), got 1.0"),
 ])
@@ -145,6 +146,16 @@ def test_analyze_settings_out_of_range_are_one_line_with_one_prefix(tmp_path, ca
     captured = capsys.readouterr()
     assert captured.err == f"elmo analyze: error: {said}\n" and captured.out == ""
     assert not (tmp_path / "out").exists()
+
+
+def test_analyze_names_a_bad_value_of_its_config_file_as_the_file_spells_it(tmp_path, capsys):
+    """(AnalysisConfig's own check raised a ConfigError, which was passed on unnamed: the file's
+    batch_size 0 was "--batch-size", an option the user never typed)"""
+    config = tmp_path / "analysis.json"
+    config.write_text(json.dumps({"batch_size": 0}), encoding="utf-8")
+    assert main(["analyze", "fixture", "--out", str(tmp_path / "out"), "--config", str(config)]) == 1
+    assert capsys.readouterr().err == (f"elmo analyze: error: --config {config}: batch_size must be an integer "
+                                       f"of 1 or more, got 0\n")
 
 
 def test_analyze_contrast_section_writes_a_report(tmp_path, capsys):

@@ -169,7 +169,7 @@ def test_sigterm_during_a_subcommand_names_the_whole_command(tmp_path, capsys, m
     (["--segment-lines", "0"], "--segment-lines must be at least 1, got 0"),
     (["--wait-timeout", "0"], "--wait-timeout must be a positive number of seconds"),
     (["--device", "bogus"], BOGUS),
-    (["--set", "batch_size=0"], "--batch-size must be at least 1, got 0"),
+    (["--set", "batch_size=0"], "--set batch_size must be at least 1, got 0"),
     (["--threads", "-1"], "--threads must be at least 0, got -1"),
 ])
 def test_embeds_errors_name_the_option_as_typed(option, says, tmp_path, capsys):
@@ -370,7 +370,8 @@ def test_print_config_shows_the_device_the_run_takes(tmp_path, capsys):
 def test_a_bad_value_from_the_config_file_is_named_as_the_file_spells_it(command, tmp_path, capsys):
     """A number out of range in the --config file was named by its option ("--batch-size must
     be at least 1"), which the user had not typed; it names the file and its key now. Given
-    as an option (over the file's value) it is still named by the option."""
+    as an option (over the file's value) it is still named by the option; given by --set
+    (over both), as --set names it (it too was named "--batch-size")."""
     corpus = str(_corpus(tmp_path))
     config = tmp_path / "settings.json"
     config.write_text(json.dumps({"batch_size": 0}), encoding="utf-8")
@@ -380,8 +381,12 @@ def test_a_bad_value_from_the_config_file_is_named_as_the_file_spells_it(command
     assert _error_line(capsys) == f"elmo {command}: error: --config {config}: batch_size must be at least 1, got 0"
     assert main(argv + ["--config", str(config), "--batch-size", "-2"]) == 1
     assert _error_line(capsys) == f"elmo {command}: error: --batch-size must be at least 1, got -2"
-    assert main(argv + ["--config", str(config), "--set", "batch_size=-2"]) == 1
-    assert _error_line(capsys) == f"elmo {command}: error: --batch-size must be at least 1, got -2"
+    for given in (["--config", str(config)], ["--batch-size", "4"], []):
+        assert main(argv + given + ["--set", "batch_size=-2"]) == 1
+        assert _error_line(capsys) == f"elmo {command}: error: --set batch_size must be at least 1, got -2"
+    if command == "embed":      # (the setting at fault is named, not another one --set gave)
+        assert main(argv + ["--set", "batch_size=3", "--set", "overlap=-1"]) == 1
+        assert _error_line(capsys) == "elmo embed: error: --set overlap must be at least 0, got -1"
     assert not (tmp_path / "out.hdf5").exists() and not (tmp_path / "run").exists()
 
 

@@ -252,6 +252,59 @@ def test_a_part_of_a_doc_with_its_user_data_is_not_called_retokenized():
     assert part[0].similarity(doc[1]) == pytest.approx(1.0) and part[0].similarity(doc[2]) < 1.0
 
 
+def test_a_part_of_a_doc_without_its_user_data_has_its_rows_or_an_error():
+    """span.as_doc() (copy_user_data False) shares the Doc's vector hooks but not its record:
+    a similarity with the part was an error that said it had no ELMo vectors, the other way
+    round it ran, and a part whose tensor was replaced since gave a cosine of those other
+    values silently. A part whose tensor is a part of the recorded rows is taken now; any
+    other is an error both ways round."""
+    nlp = spacy.blank("en")
+    nlp.add_pipe("elmo", config={"model": "fixture"})
+    doc = nlp("The bank of the river and the bank of the loan")
+    part = doc[6:11].as_doc()
+    assert not part.user_data
+    a, b = doc[1].vector.astype("float64"), doc[7].vector.astype("float64")
+    cosine = float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))
+    assert doc[1].similarity(part[1]) == pytest.approx(cosine) and part[1].similarity(doc[1]) == pytest.approx(cosine)
+    np.testing.assert_array_equal(part.vector, doc[6:11].vector)
+    np.testing.assert_array_equal(part[0:2].as_doc()[1].vector, doc[7].vector)   # (a part of the part)
+    replaced = doc[6:11].as_doc()
+    replaced.tensor = replaced.tensor + 1.0         # (what a later component does)
+    for get in (lambda: replaced[1].similarity(doc[1]), lambda: doc[1].similarity(replaced[1]),
+                lambda: replaced.vector):
+        with pytest.raises(ValueError, match=r"^the Doc has the ELMo vector hooks but no record of its vectors "
+                                             r"\(a part of a Doc made with span.as_doc\(\) without copy_user_data"):
+            get()
+
+
+def test_set_vector_hooks_refuses_a_doc_whose_record_names_other_rows():
+    """set_vector_hooks recorded any tensor as the Doc's ELMo rows: one a later component wrote
+    in their place (tok2vec), or the rows of tokens merged since, became its vectors silently.
+    A Doc the 'elmo' component runs on again (another model or layers) gets its new rows."""
+    from elmo.spacy_component import set_vector_hooks
+    nlp = spacy.blank("en")
+    nlp.add_pipe("elmo", config={"model": "fixture"})
+    doc = nlp("I love New York today")
+    elmo_rows = doc.tensor
+    assert set_vector_hooks(doc) is doc             # (its own rows: as before)
+    doc.tensor = elmo_rows + 1.0
+    with pytest.raises(ValueError, match="^set_vector_hooks: the Doc's tensor holds other values than its ELMo "
+                                         "vectors: a component after 'elmo' replaced it"):
+        set_vector_hooks(doc)
+    doc.tensor = elmo_rows
+    with doc.retokenize() as retokenizer:
+        retokenizer.merge(doc[2:4])
+    with pytest.raises(ValueError, match=r"^set_vector_hooks: the Doc's record of ELMo vectors is of 5 tokens, "
+                                         r"not its 4, and its tensor is not a part of those rows"):
+        set_vector_hooks(doc)
+    top = spacy.blank("en")
+    top.add_pipe("elmo", config={"model": "fixture", "layers": "top"})
+    again = top.get_pipe("elmo")(doc)               # (other rows of the same width)
+    assert set_vector_hooks(again) is again
+    np.testing.assert_array_equal(again[2].vector, again.tensor[2])
+    assert not np.allclose(again.tensor[0], elmo_rows[0])
+
+
 def test_a_tensor_of_the_elmo_width_replaced_by_a_later_component_is_an_error():
     """A later component writing a doc.tensor of ELMo's own width passed the shape check: the
     token, span and Doc vectors silently became its rows. Copies and pickles keep working."""

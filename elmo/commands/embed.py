@@ -132,7 +132,7 @@ def embed(args: argparse.Namespace) -> int:
     from ..allocator import keep_freed_memory
     from ..embedding import EmbedConfig, embed_file
     from ..embedding.run import distributed_rank
-    from ..jobconfig import file_settings, from_args, in_config_terms, in_option_terms, print_config_and_exit
+    from ..jobconfig import from_args, in_option_terms, in_typed_terms, print_config_and_exit
 
     from . import refuse_dash, set_cli_threads
     # (a file named '-' was looked for: "no such input file", or a file '-' was written)
@@ -156,8 +156,8 @@ def embed(args: argparse.Namespace) -> int:
         output = embed_file(args.input, args.output, config=replace(cfg, progress=progress_bar_wanted(cfg.progress)),
                             command_line=command_line(args.input, args.output, cfg))
     except ValueError as e:   # ("batch_size must be at least 1": the option is --batch-size,
-        # or, when the value is the --config file's, "--config FILE: batch_size must be ...")
-        renamed = in_config_terms(in_option_terms(EmbedConfig, str(e)), args, file_settings(EmbedConfig, args))
+        # or, as the value was given, "--set batch_size must ..." or "--config FILE: batch_size must ...")
+        renamed = in_typed_terms(EmbedConfig, in_option_terms(EmbedConfig, str(e)), args)
         if renamed == str(e):
             raise
         raise ValueError(renamed) from e
