@@ -81,17 +81,27 @@ def check_tokenized(sentences: Sequence[Sequence[str]], caller: str) -> None:
     if not hasattr(sentences, "__len__"):
         raise TypeError(f"{caller} expects a list of token lists, got {type(sentences).__name__}; "
                         f"for a generator or other iterator pass list(sentences)")
-    if isinstance(sentences, (Mapping, Set)):
-        raise TypeError(f"{caller} expects a list of token lists, got a {type(sentences).__name__}, "
-                        f"which has no order of its own")
+    refuse_unordered(sentences, caller)
     for i, sentence in enumerate(sentences):
         _check_sentence(caller, f"sentence {i}", sentence)
 
 
-def tokenized(sentences: Iterable[Sequence[str]], caller: str) -> Iterator[Sequence[str]]:
-    """:func:`check_tokenized` for a stream: yields the sentences, refusing a string one."""
+def refuse_unordered(items, caller: str, what: str = "a list of token lists") -> None:
+    """Refuse a set or a mapping where ``caller`` takes ``what``, whose results come back in
+    its order: a set's order is its hash order, and a dict's keys would be taken as the
+    items, so the results could not be matched to the caller's input."""
+    if isinstance(items, (Mapping, Set)):
+        raise TypeError(f"{caller} expects {what}, got a {type(items).__name__}, which has no "
+                        f"order of its own; pass a list")
+
+
+def tokenized(sentences: Iterable[Sequence[str]], caller: str, ordered: bool = True) -> Iterator[Sequence[str]]:
+    """:func:`check_tokenized` for a stream: yields the sentences, refusing a string one, and
+    (``ordered``: where results are handed back one per sentence) a set or mapping of them."""
     if isinstance(sentences, str):
         check_tokenized(sentences, caller)
+    if ordered:  # (a set of sentences embedded one array each came back in hash order)
+        refuse_unordered(sentences, caller)
     if not hasattr(sentences, "__iter__"):  # (None was "'NoneType' object is not iterable")
         raise TypeError(f"{caller} expects an iterable of token lists, got {type(sentences).__name__}: "
                         f"{shown(sentences)}")

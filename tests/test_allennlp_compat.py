@@ -403,6 +403,17 @@ def test_embedder_batches_that_are_not_lists_are_clear_errors_or_work(stateful):
         list(embedder.embed_sentences(sentences, batch_size=2))
 
 
+def test_embed_sentences_refuses_a_set_or_dict_of_sentences(fixture_embedder):
+    """embed_sentences of a set gave one array per sentence in the set's hash order, which the
+    caller could not match to the sentences (and a dict embedded its keys); embed_batch
+    refused both. A set of words for a token cache is still taken: its order does not matter."""
+    for sentences in ({("a", "b"), ("c",)}, {("a",): "label"}):
+        with pytest.raises(TypeError, match=r"embed_sentences expects a list of token lists, got a "
+                                            r"(set|dict), which has no order of its own; pass a list"):
+            list(fixture_embedder.embed_sentences(sentences))
+    assert Embedder("fixture").build_token_cache({("a", "b"), ("a", "b", "c")}, min_count=1) == 3
+
+
 def test_embedder_stateful_replays_the_allennlp_reference():
     """stateful=True is AllenNLP's behaviour: embed_batch carries each row's state into the next
     call, and replays the reference activations of the conformance fixture."""

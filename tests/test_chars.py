@@ -166,3 +166,9 @@ def test_ids_follow_the_tokens_iterated_whatever_len_says():
     want = batch_to_ids(sentences)
     assert torch.equal(batch_to_ids([_OverCounted(s) for s in sentences]), want)
     assert torch.equal(batch_to_ids(_OverCounted(sentences)), want)
+
+
+def test_a_lone_surrogate_is_dropped_from_a_token_as_the_readme_says():
+    """As in the original (UTF-8 cannot encode one): "\\ud800" is the empty word, and a byte
+    that a surrogateescape reader kept as "\\udcf1" is lost from its word."""
+    assert batch_to_ids([["\ud800", "ca\udcf1n"]]).equal(batch_to_ids([["", "can"]]))

@@ -195,3 +195,27 @@ def test_layers_that_are_not_floating_point_are_refused():
         with pytest.raises(TypeError, match="floating-point tensors"):
             mix(layers)
     assert torch.allclose(mix([torch.full((1, 2, 4), 9.0)] * 3), torch.full((1, 2, 4), 9.0))
+
+
+def test_a_mask_of_another_shape_is_refused_without_layer_norm_too():
+    """Without do_layer_norm a mask of any shape, or a string, was taken and not used: the
+    caller's mistake went unseen until layer norm was switched on. None is still fine."""
+    layers = [torch.randn(2, 3, 4) for _ in range(2)]
+    with pytest.raises(ValueError, match=re.escape("the mask has shape (5, 5); for layers of shape (2, 3, 4) "
+                                                   "it must be (2, 3)")):
+        ScalarMix(2)(layers, torch.ones(5, 5))
+    with pytest.raises(TypeError, match="the mask must be a tensor"):
+        ScalarMix(2)(layers, "mask")
+    mix = ScalarMix(2)
+    assert mix(layers, torch.ones(2, 3, dtype=torch.bool)).equal(mix(layers))
+
+
+def test_layers_that_are_no_list_or_have_no_feature_axis_are_clear_errors():
+    """None or a generator was "object of type ... has no len()"; 0-dimensional layers were an
+    IndexError from inside layer norm (and a (1,) mix without it)."""
+    for layers in (None, (torch.zeros(1, 1, 2) for _ in range(2))):
+        with pytest.raises(TypeError, match="layers must be a list of 2 tensors, got"):
+            ScalarMix(2)(layers)
+    for do_layer_norm in (False, True):
+        with pytest.raises(ValueError, match=r"must be \(\.\.\., D\) tensors, got 0-dimensional"):
+            ScalarMix(2, do_layer_norm=do_layer_norm)([torch.tensor(1.0)] * 2, torch.tensor(True))

@@ -117,3 +117,26 @@ def test_no_kind_name_is_compared_outside_the_table():
              for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), start=1)
              if pattern.search(line)]
     assert not found, found
+
+
+def test_texts_to_label_in_no_order_or_with_a_bad_token_are_clear_errors():
+    """predict of a set of texts labelled them in its hash order (the labels could not be matched
+    to the texts) and of a dict its keys; a token that was no string printed the whole text (a
+    10,000-token one filled the screen) without saying where; TaskModel.load(None) was
+    pathlib's TypeError, naming no argument."""
+    from elmo.tasks.models import TaskModel
+    for texts in ({"a b", "c"}, {"a b": "label"}, frozenset({("a", "b")})):
+        with pytest.raises(TypeError, match=r"predict expects a list of texts, got a \w+, which has "
+                                            r"no order of its own; pass a list"):
+            to_examples(texts, "tagging")
+    with pytest.raises(TypeError) as caught:
+        to_examples([["a"], ["w"] * 10_000 + [None]], "classification")
+    assert str(caught.value) == "text 1, token 10000: tokens must be strings, got NoneType: None"
+    with pytest.raises(TypeError, match=r"^text 0, text_b, token 1: tokens must be strings, got int: 3$"):
+        to_examples([(["a"], ["b", 3])], "pair")
+    with pytest.raises(TypeError, match=r"^text 0: a text must be a string or a list of token strings, "
+                                        r"got bytes: b'a b'$"):
+        to_examples([b"a b"], "classification")
+    assert [ex.tokens for ex in to_examples(iter([("a", "b"), "c d"]), "tagging")] == [["a", "b"], ["c", "d"]]
+    with pytest.raises(TypeError, match="folder must be a path"):
+        TaskModel.load(None)

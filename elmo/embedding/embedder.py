@@ -134,7 +134,7 @@ class Embedder:
         change. Returns the number of cached words.
         """
         min_count, max_words = require_count("min_count", min_count), require_count("max_words", max_words)
-        words = frequent_words(tokenized(sentences, "build_token_cache"), min_count, max_words)
+        words = frequent_words(tokenized(sentences, "build_token_cache", ordered=False), min_count, max_words)
         if words:
             self.bilm.token_encoder.build_token_cache(words)
         return len(words)
@@ -261,7 +261,7 @@ def output_dtype(dtype) -> np.dtype:
 
 def frequent_words(sentences: Iterable[Sentence], min_count: int = 2, max_words: int = 50_000) -> List[str]:
     """The words occurring at least ``min_count`` times, most frequent first (ties: first seen)."""
-    counts = Counter(token for sentence in tokenized(sentences, "frequent_words") for token in sentence)
+    counts = Counter(token for sentence in tokenized(sentences, "frequent_words", ordered=False) for token in sentence)
     return [w for w, c in counts.most_common(max_words) if c >= min_count]
 
 

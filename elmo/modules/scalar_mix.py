@@ -124,7 +124,11 @@ class ScalarMix(nn.Module):
         """layers: num_layers tensors (B, T, D); mask: (B, T), needed for layer norm -> (B, T, D).
 
         The mask is bool or 0/1 numbers; any nonzero value counts as a token (once: a long
-        mask of 2s weighted those positions twice in the mean and variance)."""
+        mask of 2s weighted those positions twice in the mean and variance). A mask given
+        without ``do_layer_norm`` is not used, but checked as well (a wrong one is a caller's
+        mistake that layer norm would meet later)."""
+        if not hasattr(layers, "__len__"):  # (None, a generator: "... has no len()")
+            raise TypeError(f"layers must be a list of {self.num_layers} tensors, got {type(layers).__name__}")
         if len(layers) != self.num_layers:
             raise ValueError(f"expected {self.num_layers} layers, got {len(layers)}")
         for layer in layers:  # an integer layer would turn the weights into 0 (bool: into True)
@@ -134,19 +138,28 @@ class ScalarMix(nn.Module):
         shapes = {tuple(layer.shape) for layer in layers}
         if len(shapes) > 1:
             raise ValueError(f"the layers to mix must have one shape, got {sorted(shapes)}")
+        if layers[0].dim() == 0:  # (layer norm failed on its shape[-1]; without it the mix was (1,))
+            raise ValueError("the layers to mix must be (..., D) tensors, got 0-dimensional ones")
         weights = self.weights().to(layers[0].dtype)
+        if mask is not None:
+            self._check_mask(mask, layers[0].shape)
         if self.do_layer_norm:
             if mask is None:
                 raise ValueError("do_layer_norm needs the mask")
-            if not isinstance(mask, torch.Tensor):
-                raise TypeError(f"the mask must be a tensor (B, T), got {type(mask).__name__}")
-            if tuple(mask.shape) != tuple(layers[0].shape[:-1]):  # else a broadcasting error, or worse
-                raise ValueError(f"the mask has shape {tuple(mask.shape)}; for layers of shape "
-                                 f"{tuple(layers[0].shape)} it must be {tuple(layers[0].shape[:-1])}")
             mask = mask.bool()
             layers = [self._normalise(layer, mask) for layer in layers]
         mixed = sum(w * layer for w, layer in zip(weights, layers))
         return self.gamma.to(mixed.dtype) * mixed
+
+    @staticmethod
+    def _check_mask(mask, shape: torch.Size) -> None:
+        """A mask (...,) for layers of ``shape`` (..., D), else a TypeError or ValueError: a
+        wrong shape gave a broadcasting error under layer norm, or worse."""
+        if not isinstance(mask, torch.Tensor):
+            raise TypeError(f"the mask must be a tensor (B, T), got {type(mask).__name__}")
+        if tuple(mask.shape) != tuple(shape[:-1]):
+            raise ValueError(f"the mask has shape {tuple(mask.shape)}; for layers of shape "
+                             f"{tuple(shape)} it must be {tuple(shape[:-1])}")
 
     @staticmethod
     def _normalise(layer: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

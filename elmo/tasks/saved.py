@@ -44,7 +44,7 @@ from typing import List, Literal, Optional, Sequence, Tuple, Union
 import torch
 
 from .. import tokenize as tokenizer
-from ..checks import require_count
+from ..checks import require_count, require_path, shown
 from ..strict_json import nonfinite_as_none
 
 FORMAT = "elmo-task-model"
@@ -303,7 +303,7 @@ def load(folder: Union[str, Path], bilm: Optional[str] = None, device=None,
     from .features import LAYER_NORM_OVER, ElmoFeatures
     from .experiment_config import ModelSettings
     from .runner import build_model
-    folder = Path(folder)
+    folder = require_path("folder", folder)  # (None was pathlib's TypeError, naming no argument)
     if glove is True:   # (Path(True) failed deep in the GloVe reader, after the biLM had loaded)
         raise TypeError("glove must be the path of the GloVe file the model was built with, "
                         "None for the one it records, or False to look no new word up; got True")
@@ -496,40 +496,51 @@ class SavedInfo:
         return Example(a, label, b, example.source_b)
 
 
-def _tokens(text, tokenize: bool, kind) -> List[str]:
+def _tokens(text, tokenize: bool, kind, where: str) -> List[str]:
+    """The tokens of one text (``where``: which text, for an error: "text 3")."""
     if isinstance(text, str):
         if tokenize and not kind.token_labels:
             from ..tokenize import tokenize as split
             return split(text)
         return text.split()
-    if isinstance(text, (list, tuple)) and all(isinstance(t, str) for t in text):
-        return list(text)
-    raise TypeError(f"a text must be a string or a list of token strings, got {text!r}")
+    if not isinstance(text, (list, tuple)):
+        raise TypeError(f"{where}: a text must be a string or a list of token strings, got "
+                        f"{type(text).__name__}: {shown(text)}")
+    # the token by its place: the whole text's repr (a 10,000-token one) was the message
+    bad = next((j for j, token in enumerate(text) if not isinstance(token, str)), None)
+    if bad is not None:
+        raise TypeError(f"{where}, token {bad}: tokens must be strings, got "
+                        f"{type(text[bad]).__name__}: {shown(text[bad])}")
+    return list(text)
 
 
 def to_examples(texts: Sequence, kind: str, tokenize: bool = False) -> list:
     """Texts (strings or token lists; pairs for a pair model) as unlabelled examples."""
+    from ..chars import refuse_unordered
     from .kinds import task_kind
     spec = task_kind(kind)
     if isinstance(texts, (str, bytes)) or not hasattr(texts, "__iter__"):
         # a string's characters would each be labelled as a text
         raise TypeError(f"texts must be a list of texts, got {type(texts).__name__}; for one "
                         f"text pass [text]")
+    # the labels come back in the texts' order: a set's was its hash order, a dict's its keys
+    refuse_unordered(texts, "predict", "a list of texts")
     out = []
-    for t in texts:
+    for i, t in enumerate(texts):
         if spec.pair:
             if not (isinstance(t, (list, tuple)) and len(t) == 2):
-                raise TypeError(f"a pair model takes (text_a, text_b) pairs, got {t!r}; for one "
+                raise TypeError(f"a pair model takes (text_a, text_b) pairs, got {shown(t)}; for one "
                                 f"pair pass [(text_a, text_b)]")
             if spec.span_answers and isinstance(t[1], str):   # the answer is read back from it
                 from .datasets import SourceText
                 tokens_b, source_b = SourceText.split(t[1], tokenize)
-                out.append(replace(spec.unlabelled(_tokens(t[0], tokenize, spec), tokens_b),
-                                   source_b=source_b))
+                out.append(replace(spec.unlabelled(_tokens(t[0], tokenize, spec, f"text {i}, text_a"),
+                                                   tokens_b), source_b=source_b))
             else:
-                out.append(spec.unlabelled(_tokens(t[0], tokenize, spec), _tokens(t[1], tokenize, spec)))
+                out.append(spec.unlabelled(_tokens(t[0], tokenize, spec, f"text {i}, text_a"),
+                                           _tokens(t[1], tokenize, spec, f"text {i}, text_b")))
         else:
-            out.append(spec.unlabelled(_tokens(t, tokenize, spec)))
+            out.append(spec.unlabelled(_tokens(t, tokenize, spec, f"text {i}")))
     return out
 
 
