@@ -70,3 +70,17 @@ def test_a_report_note_with_a_nul_byte_is_refused_naming_it(tmp_path):
         read_interpretation(tmp_path)
     (tmp_path / INTERPRETATION).write_bytes(codecs.BOM_UTF8 + b"# Reading\n")
     assert read_interpretation(tmp_path) == "# Reading"    # (the mark is no part of the heading)
+
+
+@pytest.mark.parametrize("data, what", [
+    ("cat\tdog\t7.5\n".encode("utf-16-le"), "looks like UTF-16"),
+    (b"cat\tdog\t7.5\ncar\tauto\t8\rbus\ttram\t6\n", r"line 2: a carriage return \(\\r\) inside the line"),
+], ids=["utf16", "lone-cr"])
+def test_a_word_pair_file_in_utf16_or_with_a_lone_carriage_return_is_refused(tmp_path, data, what):
+    """UTF-16 without a mark was read as pairs of nonsense words with NUL bytes in them, and a
+    lone \\r was a line end, so the pairs after it were read by another rule than the file's."""
+    from elmo.data.readers import read_word_pairs
+    path = tmp_path / "pairs.tsv"
+    path.write_bytes(data)
+    with pytest.raises(ValueError, match=what):
+        list(read_word_pairs(path))

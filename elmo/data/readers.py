@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, Iterator, List, Optional, Tuple, Union
 
-from ..text_files import first_bad_utf8, read_json
+from ..text_files import decode_text, read_json, text_lines
 from .corpus import file_lines
 
 PathLike = Union[str, Path]
@@ -470,40 +470,34 @@ def _is_number(text: str) -> bool:
 def read_word_pairs(path: PathLike) -> Iterator[Tuple[str, str, float]]:
     """(word 1, word 2, score) of a word-similarity file (WordSim-353, SimLex-999 in
     gensim's test data: tab separated, ``#`` comments; a header row of three names is
-    skipped). Only the first row may be a header: a first row of fewer fields, or a later row without two words and a number is a ValueError
-    naming the file and line (it was dropped without a word, scoring on fewer pairs)."""
-    try:
-        yield from _word_pair_rows(path)
-    except UnicodeDecodeError:
-        # (bytes that are not UTF-8 became U+FFFD: "caf\xe9" in Latin-1 was scored as another word)
-        with open(path, "rb") as raw:
-            where = first_bad_utf8(raw)
-        raise ValueError(f"{path}: not UTF-8 text ({where}); save the word pairs as UTF-8") from None
-
-
-def _word_pair_rows(path: PathLike) -> Iterator[Tuple[str, str, float]]:
-    """:func:`read_word_pairs` of a file read as UTF-8 (an undecodable byte raises)."""
+    skipped). Only the first row may be a header: a first row of fewer fields, or a later row
+    without two words and a number is a ValueError naming the file and line (it was dropped
+    without a word, scoring on fewer pairs). The file is read by the rules of
+    :mod:`elmo.text_files`: bytes that are not UTF-8 (they became U+FFFD, and ``caf\xe9`` in
+    Latin-1 was scored as another word), a NUL byte (UTF-16 text without a mark: pairs of
+    nonsense words) or a lone ``\r`` (read as a line end) are a ValueError naming the line."""
+    path = Path(path)
+    text = decode_text(path.read_bytes(), path, ValueError, expected="save the word pairs as UTF-8")
     first = True
-    with open(path, encoding="utf-8-sig") as f:   # (a byte-order mark stayed on the first word)
-        for number, line in enumerate(f, 1):
-            if not line.strip() or line.startswith("#"):
-                continue
-            # a line with a tab is split at tabs only: a decimal comma ("3,5") or a comma in a
-            # word was a column break too, the score read as 3 without a word
-            text = line.strip()
-            parts = text.split("\t") if "\t" in text else text.split(",")
-            if len(parts) < 3:
-                parts = line.split()
-            try:
-                pair = parts[0], parts[1], float(parts[2])
-            except (ValueError, IndexError):
-                if first and len(parts) >= 3:
-                    first = False
-                    continue                               # a header row (three names)
-                raise ValueError(f"{path}, line {number}: not a word pair with a score "
-                                 f"(word1, word2, number): {line.strip()[:80]!r}") from None
-            first = False
-            yield pair
+    for number, line in enumerate(text_lines(text, lambda n, what: ValueError(f"{path}, line {n}: {what}")), 1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        # a line with a tab is split at tabs only: a decimal comma ("3,5") or a comma in a
+        # word was a column break too, the score read as 3 without a word
+        stripped = line.strip()
+        parts = stripped.split("\t") if "\t" in stripped else stripped.split(",")
+        if len(parts) < 3:
+            parts = line.split()
+        try:
+            pair = parts[0], parts[1], float(parts[2])
+        except (ValueError, IndexError):
+            if first and len(parts) >= 3:
+                first = False
+                continue                               # a header row (three names)
+            raise ValueError(f"{path}, line {number}: not a word pair with a score "
+                             f"(word1, word2, number): {stripped[:80]!r}") from None
+        first = False
+        yield pair
 
 
 # ----------------------------------------------------------------------------- standard form
