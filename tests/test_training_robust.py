@@ -1190,6 +1190,31 @@ def test_finetune_checks_its_start_model_once(tmp_path, toy, monkeypatch):
     assert calls == [cfg.init_from]
 
 
+def test_train_and_finetune_read_the_start_models_weights_once(tmp_path, toy, monkeypatch):
+    """`elmo train --from` read the start model's weights twice in every process (its check
+    before anything is written, then the warm start), finetune three times in its first
+    process (the check, the perplexity before, the warm start): seconds each for a published
+    model. The check's model is now the one measured and trained from."""
+    from elmo import weights
+    from elmo.training.finetune import finetune
+
+    train_txt, _, vocab_txt = toy
+    train(tiny_config(tmp_path / "base", train_txt, vocab_txt, max_steps=2))
+    start = tmp_path / "base" / "model"
+    reads = []
+    read = weights.read_original_arrays
+
+    def counted(weight_file, *args, **kwargs):
+        reads.append(Path(weight_file).parent == start)
+        return read(weight_file, *args, **kwargs)
+    monkeypatch.setattr(weights, "read_original_arrays", counted)   # (load_original reads through it)
+    train(tiny_config(tmp_path / "warm", train_txt, vocab_txt, options=None, init_from=str(start), max_steps=1))
+    assert reads.count(True) == 1, reads
+    reads.clear()
+    assert finetune(tiny_config(tmp_path / "ft", train_txt, "", init_from=str(start), max_steps=1))["steps"] == 1
+    assert reads.count(True) == 1, reads   # (the adapted model, read for the perplexity after, is not counted)
+
+
 def test_finetune_on_a_full_disk_names_the_file(tmp_path, toy, monkeypatch):
     """(its text and report files failed with a bare "[Errno 28] No space left on device")"""
     from elmo.training import finetune as finetune_mod

@@ -26,14 +26,14 @@ from ..text_files import read_json
 from ..runtime import launch_env, resolve_device
 from .. import strict_json
 from .checkpoint import latest_checkpoint, writing
-from .export import VOCAB_FILE, load_language_model, load_vocabulary, read_metadata
+from .export import VOCAB_FILE, load_language_model, read_metadata
 from .resume import ResumeMismatch
 from . import distributed
 from .distributed import is_main_process, launched_world_size
 from .adaptation import planned_record, with_trained
 from .config import TrainConfig
-from .run_folder import (FINETUNE_START_FILE, check_no_model_to_replace, check_start_model, check_text_choice,
-                         check_text_outside_run, check_vocabulary_not_text, job_lock)
+from .run_folder import (FINETUNE_START_FILE, StartModel, check_no_model_to_replace, check_start_model,
+                         check_text_choice, check_text_outside_run, check_vocabulary_not_text, job_lock)
 from .trainer import train
 
 MIN_STEPS_PER_EPOCH = 20
@@ -154,7 +154,7 @@ def finetune(cfg: TrainConfig, heldout: Optional[Sequence[str]] = None, heldout_
         raise ValueError("finetune needs a trained model folder (init_from / --from)")
     out = Path(cfg.output)
     check_output_dir(out, "run folder")   # a file there: named, not "File exists"
-    check_start_model(cfg)   # before its text files are written there
+    loaded = check_start_model(cfg)   # before its text files are written there; measured and trained from
     check_no_model_to_replace(out)
     text_files, held_files = expand_paths(cfg.train), expand_paths(heldout) if heldout else []
     # (before the lock file; finetune's stricter rule, see check_text_outside_run)
@@ -176,13 +176,17 @@ def finetune(cfg: TrainConfig, heldout: Optional[Sequence[str]] = None, heldout_
     ctx = distributed.setup(cfg.device)
     try:
         with distributed.failures_told(ctx), no_empty_folder_on_failure(out), job_lock(out, ctx):
-            return _finetune(cfg, out, ctx, text_files, held_files, heldout, heldout_every)
+            return _finetune(cfg, out, ctx, loaded, (text_files, held_files), heldout, heldout_every)
     finally:
         distributed.teardown(ctx)   # (train() has left the group already where it ran)
 
 
-def _finetune(cfg: TrainConfig, out: Path, ctx: distributed.Context, text_files: List[Path],
-              held_files: List[Path], heldout: Optional[Sequence[str]], heldout_every: int) -> Dict[str, Any]:
+def _finetune(cfg: TrainConfig, out: Path, ctx: distributed.Context, loaded: StartModel,
+              texts: Tuple[List[Path], List[Path]], heldout: Optional[Sequence[str]],
+              heldout_every: int) -> Dict[str, Any]:
+    """:func:`finetune` once its checks have passed; ``loaded``: the start model they loaded,
+    ``texts``: the training and held-out files."""
+    text_files, held_files = texts
     start_model = cfg.init_from
     assert start_model is not None   # (finetune() refuses a config without one)
     sentences = list(iter_file_sentences(text_files))
@@ -214,11 +218,12 @@ def _finetune(cfg: TrainConfig, out: Path, ctx: distributed.Context, text_files:
     # the held-out perplexity before and after on the device the adaptation trains on (they ran
     # on the CPU whatever --device said: minutes for a GPU run's held-out text)
     device = resolve_device(cfg.device, launch_env()[2])
-    vocab = load_vocabulary(start_model)
+    assert loaded.vocab is not None   # (loaded by the check: finetune() refuses a config without --from)
+    vocab = loaded.vocab
 
-    def measure() -> Dict[str, float]:   # (the start model is loaded only where it is measured)
-        base, _ = load_language_model(start_model, device=device)
-        return perplexity(base, held, vocab, cfg.eval_batch_size, device=device)
+    def measure() -> Dict[str, float]:   # (the model the check loaded: it is read once, see StartModel)
+        assert loaded.model is not None   # (taken by train() only, after this)
+        return perplexity(loaded.model.to(device), held, vocab, cfg.eval_batch_size, device=device)
 
     # Rank 0 alone measures the start model (every rank measured the whole held-out text, each
     # the same figures: the job's time spent N times) and gives the others its record: they need
@@ -240,7 +245,7 @@ def _finetune(cfg: TrainConfig, out: Path, ctx: distributed.Context, text_files:
     # The record says what the run trained, from the trainer's counters at the export (the
     # figures of the text and settings alone said a whole epoch where --max-steps or
     # --max-seconds stopped the run after a few steps).
-    summary = train(run_cfg, lock=False, start_model_checked=True,   # (checked above, with the same --from and -o)
+    summary = train(run_cfg, lock=False, checked_start=loaded,   # (checked above, with the same --from and -o)
                     export_metadata=lambda trained: {"adapted_on": earlier + [with_trained(record, trained)]})
     after: Optional[Dict[str, float]] = None   # (measured by rank 0 alone, which writes the report: train() has left the group)
     if ctx.is_main:

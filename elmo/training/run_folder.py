@@ -5,15 +5,17 @@ from __future__ import annotations
 
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional, Sequence
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from ..data.corpus import expand_paths, would_find
 from ..data.text_choice import HELDOUT_HINT, check_heldout_not_training, check_not_whole_corpus
 from ..io import OutputError, make_folder, output_lock, same_file
+from ..vocab import Vocabulary
 from . import distributed
 from .checkpoint import checkpoint_path, latest_checkpoint
 from .config import TrainConfig
 from .export import LM_FILES, load_language_model, read_metadata
+from .model import LanguageModel
 
 
 WARM_START_FILE = "warm_start.json"
@@ -42,21 +44,42 @@ def warm_start_record(init_from: str) -> Dict[str, Any]:
             "adapted_on": adapted, "extra_data": bool(adapted) or base.get("extra_data") is True}
 
 
-def check_start_model(cfg: TrainConfig) -> None:
+class StartModel:
+    """The start model (``--from``) as :func:`check_start_model` loaded it, on the CPU, with
+    its vocabulary: handed on to the run, which starts from it (:meth:`take`) instead of
+    reading the weights again (every process read them twice, finetune's rank 0 three times:
+    seconds each for a large model). ``model`` is None once taken, or without ``--from``."""
+
+    def __init__(self, loaded: Optional[Tuple[LanguageModel, Vocabulary]] = None):
+        self.model: Optional[LanguageModel] = loaded[0] if loaded is not None else None
+        self.vocab: Optional[Vocabulary] = loaded[1] if loaded is not None else None
+
+    def take(self) -> Tuple[LanguageModel, Vocabulary]:
+        """The model and its vocabulary, let go of here: the run's model is then the only
+        reference, so the weights are freed with it (and not kept after a move to a GPU)."""
+        if self.model is None or self.vocab is None:
+            raise RuntimeError("the start model was taken already, or none was loaded")
+        loaded = (self.model, self.vocab)
+        self.model = self.vocab = None
+        return loaded
+
+
+def check_start_model(cfg: TrainConfig) -> StartModel:
     """Refuse, before anything is written, a start model (``--from``) that is not a trained
     language model's folder or that does not load: a vocabulary, options, weights or softmax
     that is damaged (finetune wrote its text files into OUTPUT first, then failed on the
     model, leaving the run folder behind), and a run whose export,
     ``OUTPUT/model``, is the model it starts from (``--from run1/model --output run1``): the
     export replaced the start model's weights, softmax and metadata with the new ones, and the
-    metadata then named itself as what it was adapted from."""
-    if cfg.init_from:
-        # loaded once here, on the CPU, and dropped: the files' checks (truncated, NaN, a key
-        # missing) run where the model is used, after finetune has written its text files
-        load_language_model(cfg.init_from)
+    metadata then named itself as what it was adapted from.
+
+    Returns the model loaded (on the CPU, for the run to start from: see :class:`StartModel`;
+    empty without ``--from``); the files' checks (truncated, NaN, a key missing) run in that
+    load, before finetune has written its text files."""
     if cfg.init_from and same_file(Path(cfg.output) / "model", Path(cfg.init_from)):
         raise OutputError(f"{cfg.output}: its model folder is {cfg.init_from}, the model this run starts "
                           f"from (--from), which the export would replace; give another --output")
+    return StartModel(load_language_model(cfg.init_from) if cfg.init_from else None)
 
 
 def check_no_model_to_replace(output: str | Path) -> None:

@@ -52,8 +52,9 @@ from .export import VOCAB_FILE, export_model, load_language_model, options_with_
 from .model import LanguageModel
 from .optim import build_optimizer, load_optimizer_state
 from .resume import ResumeMismatch, check_allow_change, check_resume
-from .run_folder import (WARM_START_FILE, check_no_model_to_replace, check_start_model, check_text_outside_run,
-                         check_text_choice, check_vocabulary_not_text, job_lock, warm_start_record)
+from .run_folder import (WARM_START_FILE, StartModel, check_no_model_to_replace, check_start_model,
+                         check_text_outside_run, check_text_choice, check_vocabulary_not_text, job_lock,
+                         warm_start_record)
 from .run_log import SINCE_RESUME, WINDOW_SUMS, RunLog, weighted_window
 from .stop import StopRequests, TrainingStopped
 from .training_vocab import load_training_vocabulary, vocabulary_digest
@@ -100,10 +101,15 @@ def epoch_positions(cfg: TrainConfig, corpus_stats: Dict[str, int]) -> int:
     return words + corpus_stats["pieces"]
 
 
-def build_model(cfg: TrainConfig, vocab: Vocabulary) -> LanguageModel:
-    """A fresh model from ``cfg.options``, or the trained model ``cfg.init_from``."""
+def build_model(cfg: TrainConfig, vocab: Vocabulary, start: Optional[StartModel] = None) -> LanguageModel:
+    """A fresh model from ``cfg.options``, or the trained model ``cfg.init_from``: taken from
+    ``start`` where :func:`~elmo.training.run_folder.check_start_model` loaded it already."""
     if cfg.init_from:
-        model, model_vocab = load_language_model(cfg.init_from, dropout=cfg.dropout)
+        if start is not None and start.model is not None:
+            model, model_vocab = start.take()
+            model.set_dropout(cfg.dropout)   # (the check loaded it as load_language_model does, without)
+        else:
+            model, model_vocab = load_language_model(cfg.init_from, dropout=cfg.dropout)
         if model_vocab.words != vocab.words:
             # (the bare "not the vocabulary of" said neither how nor what to give instead)
             at = next((i for i, (a, b) in enumerate(zip(vocab.words, model_vocab.words)) if a != b),
@@ -165,7 +171,7 @@ TrainedFigures = Dict[str, Any]
 
 
 def train(cfg: TrainConfig, stop_after: Optional[int] = None, lock: bool = True,
-          start_model_checked: bool = False,
+          checked_start: Optional[StartModel] = None,
           export_metadata: Optional[Callable[[TrainedFigures], Dict[str, Any]]] = None) -> Dict[str, Any]:
     """Train (or resume) the run ``cfg.output``. Returns a summary of the run.
 
@@ -173,8 +179,9 @@ def train(cfg: TrainConfig, stop_after: Optional[int] = None, lock: bool = True,
     checkpoints are written as configured, plus one at the stopping step).
     ``lock``: take the run's lock (:func:`~elmo.training.run_folder.run_lock`); False where the
     caller holds it.
-    ``start_model_checked``: the caller ran :func:`~elmo.training.run_folder.check_start_model`
-    on this ``init_from`` and ``output`` already (finetune, before it writes its text files).
+    ``checked_start``: what :func:`~elmo.training.run_folder.check_start_model` returned where
+    the caller ran it on this ``init_from`` and ``output`` already (finetune, before it writes
+    its text files); the run starts from the model it loaded. None: the check runs here.
     ``export_metadata``: called at the export with what the whole run trained (see
     :meth:`TrainingRun.trained_figures`, counted across resumes); its keys go into the exported
     ``metadata.json`` last (finetune's ``adapted_on`` record, which must say what was trained,
@@ -182,8 +189,8 @@ def train(cfg: TrainConfig, stop_after: Optional[int] = None, lock: bool = True,
     """
     out = Path(cfg.output)
     check_output_dir(out, "run folder")   # a file there: named, not "File exists"
-    if not start_model_checked:
-        check_start_model(cfg)
+    if checked_start is None:
+        checked_start = check_start_model(cfg)   # (its model is the run's start: loaded once)
         check_no_model_to_replace(out)
     check_text_outside_run(cfg.output, {"training text": cfg.train, "--valid": cfg.valid})
     check_vocabulary_not_text([*cfg.train, *cfg.valid], cfg.vocab)
@@ -194,7 +201,7 @@ def train(cfg: TrainConfig, stop_after: Optional[int] = None, lock: bool = True,
     try:   # (a run that fails before it writes a file leaves no empty run folder; a process that fails
         # alone, mid-run, has every other one stop with its line, not the process group's traceback)
         with distributed.failures_told(ctx), no_empty_folder_on_failure(out), job_lock(out, ctx, take=lock):
-            return TrainingRun(cfg, ctx, export_metadata).run(stop_after)
+            return TrainingRun(cfg, ctx, export_metadata, checked_start).run(stop_after)
     finally:
         distributed.teardown(ctx)
 
@@ -214,10 +221,12 @@ class TrainingRun:
     n_steps: int   # the run's last step: set by setup, lowered by a time limit
 
     def __init__(self, cfg: TrainConfig, ctx: distributed.Context,
-                 export_metadata: Optional[Callable[[TrainedFigures], Dict[str, Any]]] = None):
+                 export_metadata: Optional[Callable[[TrainedFigures], Dict[str, Any]]] = None,
+                 start: Optional[StartModel] = None):
         cfg = with_recipe_defaults(cfg)   # (a resumed run's own accumulator and clip)
         self.cfg, self.ctx = cfg, ctx
         self.export_metadata = export_metadata  # (see train)
+        self.start = start   # the start model loaded by train()'s check (see build_model)
         self.out_dir = Path(cfg.output)
         self.ckpt_dir = self.out_dir / "checkpoints"
         self.stats_path = self.out_dir / "corpus_stats.json"
@@ -292,7 +301,7 @@ class TrainingRun:
         self.vocab = load_training_vocabulary(cfg.vocab, notes=ctx.is_main)
         self.vocab_sha256 = vocabulary_digest(self.vocab)
         torch.manual_seed(cfg.seed)  # the same initial weights on every rank
-        self.model = build_model(cfg, self.vocab).to(ctx.device)
+        self.model = build_model(cfg, self.vocab, self.start).to(ctx.device)
         self.model.train()
         max_chars = self.model.options.char_cnn.max_characters_per_token
         self.batches = _batches(cfg, self.vocab, max_chars, ctx)
