@@ -1,7 +1,7 @@
 """Reading the text files a user hands over: each way one is not text is one line naming it.
 
 Every reader of user text (corpora, sentences to embed, task files, vocabularies, contrast
-pairs, WordNet data, configs) holds to the same rules, kept here:
+pairs, word pairs, WordNet data, configs) holds to these rules, kept here:
 
 * UTF-8 only. A byte that is not UTF-8 is an error naming the file, the line, the byte and
   its offset counted from 0 in the file (:func:`utf8_error_where`), as ``xxd -s`` counts.
@@ -9,7 +9,10 @@ pairs, WordNet data, configs) holds to the same rules, kept here:
   with a NUL in every second byte: read as text, it was nonsense words (:func:`nul_byte`).
 * A file that looks like UTF-16 or UTF-32 (its byte-order mark, or the pattern of its NUL
   bytes) is named as such, with an ``iconv`` line that converts it (:data:`UTF16_HINT`).
-* Lines end at ``\n`` or ``\r\n``; a lone ``\r`` is refused, naming its line (:func:`text_lines`).
+* Lines end at ``\\n`` or ``\\r\\n``; a lone ``\\r`` is refused, naming its line (:func:`text_lines`).
+  Two readers keep their own rule for it, by design: a training corpus ends a line there too,
+  as bilm-tf's reader does (:func:`elmo.data.corpus.file_lines`), and ``elmo embed`` keeps it
+  inside its line as whitespace, numbering lines at ``\\n`` only (:mod:`elmo.embedding.reader`).
 
 :func:`decode_text` applies the first three to a whole file's bytes; :func:`utf8_lines` applies
 all four to a file read a line at a time. :func:`read_json` and :func:`read_toml` read a config,

@@ -473,9 +473,9 @@ def read_word_pairs(path: PathLike) -> Iterator[Tuple[str, str, float]]:
     skipped). Only the first row may be a header: a first row of fewer fields, or a later row
     without two words and a number is a ValueError naming the file and line (it was dropped
     without a word, scoring on fewer pairs). The file is read by the rules of
-    :mod:`elmo.text_files`: bytes that are not UTF-8 (they became U+FFFD, and ``caf\xe9`` in
+    :mod:`elmo.text_files`: bytes that are not UTF-8 (they became U+FFFD, and ``caf\\xe9`` in
     Latin-1 was scored as another word), a NUL byte (UTF-16 text without a mark: pairs of
-    nonsense words) or a lone ``\r`` (read as a line end) are a ValueError naming the line."""
+    nonsense words) or a lone ``\\r`` (read as a line end) are a ValueError naming the line."""
     path = Path(path)
     text = decode_text(path.read_bytes(), path, ValueError, expected="save the word pairs as UTF-8")
     first = True
