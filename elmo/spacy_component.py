@@ -32,6 +32,13 @@ it gives it its rows). ``span.as_doc()`` shares the Doc's hooks but none of its 
 rows are taken while its tensor is a part of the Doc's (a view); replaced or copied since
 (pickle), they are a ValueError, not a similarity of unknown rows.
 
+Two Docs whose vectors different ``elmo`` components made (another model, other ``layers``
+or mix: vectors of different spaces, even of one width) have no similarity: a ValueError
+names both. Each Doc's record (``doc.user_data``, kept through pickle and ``to_bytes``) holds
+a digest of its component's weights and layers; the same model and layers in another pipeline
+(or loaded again) compare. A Doc whose record has none (``set_vector_hooks`` on a Doc without a
+record) is compared with any.
+
 A Doc read back from bytes (``nlp.pipe(texts, n_process=2)``, ``Doc.from_bytes``) has lost its
 vector hooks, and its tokens' ``similarity`` is spaCy's: 1.0 against any token of the same text,
 whatever the contexts. Call :func:`set_vector_hooks` on each such Doc (compared with from a Doc
@@ -44,6 +51,7 @@ changed since) is a ValueError, not other vectors or tags.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import warnings
@@ -130,6 +138,17 @@ def _fingerprint(tensor: np.ndarray) -> str:
     return digest.hexdigest()
 
 
+#: ``doc.user_data`` key: what made the rows (:attr:`ElmoVectors.source`: a digest of the
+#: component's weights and layers choice). Two Docs of different ones are not compared: their
+#: vectors are of different spaces, even of one width. (Absent: rows of unknown making.)
+_SOURCE_KEY = "elmo.vector_source"
+#: ``doc.user_data`` key: that component's model and layers as its config names them (for the error).
+_MADE_BY_KEY = "elmo.vector_made_by"
+
+#: The source and made-by of the rows each record was set for, by the id of its array (as
+#: :data:`_recorded`): a part from ``span.as_doc()`` has no record, but its base's source.
+_recorded_by: "dict[int, Tuple[Optional[str], Optional[str]]]" = {}
+
 #: ``doc.user_data`` key: how many tokens the Doc had when the hooks were set.
 _TOKENS_KEY = "elmo.vector_tokens"
 #: ``doc.user_data`` key: the length of the Doc's text then. Merging or splitting tokens keeps
@@ -151,10 +170,15 @@ def _elmo_rows(doc):
     if tokens is not None and tokens != len(doc):
         text = doc.user_data.get(_TEXT_KEY)
         if text is not None and text != len(doc.text):     # (it named merged or split tokens)
+            # (set_vector_hooks takes a part's rows only while they are a view of the Doc's:
+            # pickled or copied since, it refuses them, and the advice to call it was false)
+            fix = ("call elmo.spacy_component.set_vector_hooks(doc) on it to use its rows of them, or run the "
+                   "'elmo' component on it" if _part_of_recorded_rows(tensor) else
+                   "its tensor is a copy of those rows (pickled or copied since), which cannot be told from "
+                   "other rows: run the pipeline's 'elmo' component on it (vectors of the part alone)")
             raise ValueError(f"the Doc has {len(doc)} tokens, not the {tokens} its ELMo vectors were set for: "
                              f"it is a part of another Doc (span.as_doc(copy_user_data=True) copied the user "
-                             f"data of the whole Doc's vectors); call elmo.spacy_component.set_vector_hooks(doc) "
-                             f"on it to use its rows of them, or run the 'elmo' component on it")
+                             f"data of the whole Doc's vectors); {fix}")
         # (spaCy merges or splits the tensor's rows with the tokens: the error blamed a
         # component that replaced the tensor, as tok2vec does)
         raise ValueError(f"the Doc has {len(doc)} tokens, not the {tokens} its ELMo vectors were set for: "
@@ -182,7 +206,7 @@ def _record_part(doc) -> None:
         raise ValueError("the Doc has the ELMo vector hooks but no record of its vectors (a part of a Doc made "
                          "with span.as_doc() without copy_user_data=True, its tensor changed or copied since), "
                          "and its tensor is not a part of ELMo rows: run the 'elmo' component on it")
-    _record_rows(doc)
+    _record_rows(doc, _recorded_by.get(id(doc.tensor.base)))
 
 
 def _token_vector(token):
@@ -231,11 +255,25 @@ def _similarity(obj, other) -> float:
         raise ValueError(f"similarity: the other {type(other).__name__} has no ELMo vectors: {fix}")
     _hooks_back(doc)
     a, b = np.asarray(obj.vector, dtype="float64"), np.asarray(other.vector, dtype="float64")
+    _check_same_source(obj if isinstance(obj, Doc) else obj.doc, doc)   # (after .vector: a part's record)
     if a.shape != b.shape:
         raise ValueError(f"similarity: vectors of {a.shape[0]} and {b.shape[0]} values "
                          "(another model or layers choice) cannot be compared")
     norm = float(np.linalg.norm(a) * np.linalg.norm(b))
     return float(a @ b) / norm if norm else 0.0
+
+
+def _check_same_source(mine: Doc, theirs: Doc) -> None:
+    """Refuse two Docs whose rows different ``elmo`` components made (other weights, layers or
+    mix): a cosine of vectors of two spaces, of one width, was a number without a meaning.
+    (A stored string compared: the weights are hashed once per component, not per call.)"""
+    a, b = mine.user_data.get(_SOURCE_KEY), theirs.user_data.get(_SOURCE_KEY)
+    if a is None or b is None or a == b:
+        return
+    made_a, made_b = mine.user_data.get(_MADE_BY_KEY), theirs.user_data.get(_MADE_BY_KEY)
+    which = f"{made_a} and {made_b}" if made_a != made_b else f"both {made_a}, but of other weights"
+    raise ValueError(f"similarity: the vectors come from different ELMo components ({which}), whose vectors "
+                     f"are of different spaces: embed both Docs with one 'elmo' component")
 
 
 def _hooks_back(doc: Doc) -> None:
@@ -337,6 +375,14 @@ class ElmoVectors(_BatchedComponent):
         self.model_spec = model
         self.weights: Any = self.embedder.bilm
 
+    @functools.cached_property
+    def source(self) -> Tuple[str, str]:
+        """What makes this component's rows: a digest of its weights and layers choice (a hex
+        string, the same for the same model loaded twice), and its model and layers as named.
+        Hashed at the first Doc, once: weights changed in place since are not seen."""
+        digest = hashlib.blake2b(f"{weights_digest(self.weights)} {self.selection!r}".encode(), digest_size=16)
+        return digest.hexdigest(), f"model {self.model_spec!r}, layers {self.layers!r}"
+
     def _set(self, docs: List[Doc]) -> None:
         words = [_words(d) for d in docs]
         arrays = self.embedder.embed_sentences([[_word_text(d[i]) for i in w] for d, w in zip(docs, words)],
@@ -347,7 +393,7 @@ class ElmoVectors(_BatchedComponent):
             tensor = np.zeros((len(doc), arr.shape[1]), dtype="float32")   # whitespace: zero
             tensor[rows] = arr
             doc.tensor = tensor
-            _record_rows(doc)       # (these rows replace any the Doc had: their record too)
+            _record_rows(doc, self.source)      # (these rows replace any the Doc had: their record too)
             _install_hooks(doc)
 
 
@@ -395,16 +441,23 @@ def _check_record(doc: Doc) -> None:
                          f"or a part of another Doc changed or copied since): run the 'elmo' component on it")
 
 
-def _record_rows(doc: Doc) -> None:
+def _record_rows(doc: Doc, source: Optional[Tuple[Optional[str], Optional[str]]] = None) -> None:
     """Record in ``doc.user_data`` what the Doc's tensor (n_tokens, D) is, as its ELMo rows:
-    their width, the Doc's tokens and text length, and a digest of the rows."""
+    their width, the Doc's tokens and text length, a digest of the rows, and ``source`` (what
+    made them and its name: :attr:`ElmoVectors.source`); without one, the record's is kept."""
     tensor = doc.tensor
     doc.user_data[_WIDTH_KEY], doc.user_data[_TOKENS_KEY] = tensor.shape[1], len(doc)
     doc.user_data[_TEXT_KEY] = len(doc.text)
+    if source is not None:
+        for key, value in zip((_SOURCE_KEY, _MADE_BY_KEY), source):
+            doc.user_data[key] = value
     if isinstance(tensor, np.ndarray):
         doc.user_data[_FINGERPRINT_KEY] = _fingerprint(tensor)
         _checked[(id(tensor), doc.user_data[_FINGERPRINT_KEY])] = tensor
+        if id(tensor) not in _recorded_by:      # (the entry goes with its array, as _recorded's)
+            weakref.finalize(tensor, _recorded_by.pop, id(tensor), None)
         _recorded[id(tensor)] = tensor
+        _recorded_by[id(tensor)] = (doc.user_data.get(_SOURCE_KEY), doc.user_data.get(_MADE_BY_KEY))
     else:  # (not rows this component set: no digest to compare later)
         doc.user_data.pop(_FINGERPRINT_KEY, None)
 

@@ -605,3 +605,70 @@ def test_a_tokenizing_classifier_reads_a_doc_as_it_reads_the_same_text_elsewhere
     assert spacy_words != split(text)                        # (spaCy splits it otherwise)
     assert seen == [split(text) if tokenize else spacy_words]
     assert doc._.elmo_tokens_read == {"my-classification": 4} and doc.cats == {"pos": 1.0, "neg": 0.0}
+
+
+def test_similarity_refuses_vectors_of_different_components(tmp_path, monkeypatch):
+    """Two Docs embedded by different 'elmo' components (other layers or mix, other weights)
+    of one width got a cosine of vectors of two spaces, without a word: Doc, Span and Token
+    pairs are refused now, also after pickle, to_bytes or span.as_doc(). The same component's
+    settings and weights (another component, the model loaded from a copy) still compare."""
+    import pickle
+    import torch
+    from spacy.tokens import Doc
+    from elmo import from_pretrained
+    from elmo.weights import save_pretrained
+    bilm = from_pretrained("fixture")
+    save_pretrained(bilm, tmp_path / "a" / "m")
+    with torch.no_grad():
+        next(iter(bilm.parameters())).add_(0.5)     # another model of the same shape
+    save_pretrained(bilm, tmp_path / "b" / "m")
+
+    def pipeline(model, layers="average"):
+        nlp = spacy.blank("en")
+        nlp.add_pipe("elmo", config={"model": model, "layers": layers})
+        return nlp
+    text = "The bank of the river closed ."
+    doc = pipeline("fixture")(text)
+    width = doc.tensor.shape[1]
+    same = [pipeline("fixture")(text), pipeline(str(tmp_path / "a" / "m"))(text)]
+    for twin in same:
+        assert doc.similarity(twin) == pytest.approx(1.0) and doc[1].similarity(twin[1]) == pytest.approx(1.0)
+    others = {"layers 'top'": pipeline("fixture", "top")(text),
+              "layers 'mix:0.2,0.3,0.5'": pipeline("fixture", "mix:0.2,0.3,0.5")(text),
+              f"model {str(tmp_path / 'b' / 'm')!r}": pipeline(str(tmp_path / "b" / "m"))(text)}
+    for name, other in others.items():
+        assert other.tensor.shape[1] == width
+        with pytest.warns(UserWarning, match="W109"):
+            back = Doc(doc.vocab).from_bytes(other.to_bytes())     # (hooks lost: got back)
+        for o in (other, pickle.loads(pickle.dumps(other)), back, other[0:6].as_doc()):
+            for a, b in [(doc, o), (doc[1], o[1]), (doc[0:2], o[0:2]), (doc[1], o[0:2]), (doc[0:2], o),
+                         (doc, o[1]), (o, doc), (o[1], doc[1]), (o[0:2], doc)]:
+                with pytest.raises(ValueError, match=r"^similarity: the vectors come from different ELMo "
+                                                     r"components \(.*" + re.escape(name)):
+                    a.similarity(b)
+    monkeypatch.chdir(tmp_path / "a")               # (one name, other weights: said so)
+    here = pipeline("m")(text)
+    monkeypatch.chdir(tmp_path / "b")
+    with pytest.raises(ValueError, match=re.escape("components (both model 'm', layers 'average', but of other "
+                                                   "weights)")):
+        pipeline("m")(text).similarity(here)
+
+
+def test_a_pickled_part_of_a_doc_with_its_user_data_is_told_what_works():
+    """A part made with span.as_doc(copy_user_data=True) and pickled since holds a copy of the
+    rows, which set_vector_hooks refuses: the error told to call set_vector_hooks. It says
+    what works now: run the pipeline's 'elmo' component on it."""
+    import pickle
+    from elmo.spacy_component import set_vector_hooks
+    nlp = spacy.blank("en")
+    nlp.add_pipe("elmo", config={"model": "fixture"})
+    doc = nlp("The bank closed early today")
+    part = pickle.loads(pickle.dumps(doc[1:3].as_doc(copy_user_data=True)))
+    with pytest.raises(ValueError, match=r"the Doc has 2 tokens, not the 5 its ELMo vectors were set for: it is a "
+                                         r"part of another Doc .*run the pipeline's 'elmo' component on it") as error:
+        part[0].vector
+    assert "set_vector_hooks" not in str(error.value)
+    with pytest.raises(ValueError):
+        set_vector_hooks(part)                      # (what the error suggested)
+    again = nlp.get_pipe("elmo")(part)              # (what it says now)
+    assert again[0].has_vector and again[0].vector.any() and again[0].similarity(doc[1]) < 1.0
