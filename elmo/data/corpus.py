@@ -166,7 +166,7 @@ def _nul_byte(path: Path) -> CorpusError:
 
 def file_lines(path: str | Path) -> Iterator[str]:
     """The lines of one file as text (``.gz`` decompressed, a byte-order mark dropped; a line
-    ends at ``\n``, ``\r\n`` or a lone ``\r``, unlike :func:`elmo.text_files.text_lines`);
+    ends at ``\\n``, ``\\r\\n`` or a lone ``\\r``, unlike :func:`elmo.text_files.text_lines`);
     undecodable bytes or a broken ``.gz`` raise :class:`CorpusError` naming the file (and the
     line and byte offset for bad UTF-8), as does a NUL byte (:func:`elmo.text_files.nul_byte`: UTF-16
     text without a byte-order mark is valid UTF-8, a NUL between its letters)."""
