@@ -60,3 +60,20 @@ def test_no_module_imports_a_private_name_of_another():
             if wanted:
                 private.append(f"{path.relative_to(ROOT)}:{line} {module}: {', '.join(wanted)}")
     assert not private, private
+
+
+def test_docstrings_hold_no_control_characters():
+    """A docstring that names ``\\r`` or ``\\n`` with one backslash holds the character itself
+    (corpus.file_lines' said "a lone" followed by a carriage return): write the backslash twice,
+    or make the docstring raw."""
+    control = {"\r", "\t", "\x00", "\x0b", "\x0c", "\x85", "\u2028"}
+    found = []
+    for path in sorted((ROOT / "elmo").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+                doc = ast.get_docstring(node, clean=False) or ""
+                bad = sorted(repr(c) for c in control if c in doc)
+                if bad:
+                    found.append(f"{path.relative_to(ROOT)}: {getattr(node, 'name', 'module')}: {bad}")
+    assert found == []
