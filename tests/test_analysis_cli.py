@@ -482,23 +482,23 @@ def test_every_picture_of_a_run_names_the_model_and_its_weights_fingerprint(tmp_
 def test_pca_word_takes_a_part_of_speech_as_the_wsd_results_name_lemmas():
     """--pca-word bank/n was looked up as the lemma 'bank/n' and said it had no examples; with
     no ambiguous lemma at all the default word was 'min() arg is an empty sequence'."""
-    from elmo.analysis.report import _pca_key
+    from elmo.analysis.sections import pca_key
 
     groups = {("bank", "n"): [1, 2, 3], ("bank", "v"): [1, 2], ("play", "v"): [1, 2, 3, 4]}
-    assert _pca_key(groups, "bank") == ("bank", "n")
-    assert _pca_key(groups, "Bank/V") == ("bank", "v")
-    assert _pca_key(groups, None) == ("play", "v")
+    assert pca_key(groups, "bank") == ("bank", "n")
+    assert pca_key(groups, "Bank/V") == ("bank", "v")
+    assert pca_key(groups, None) == ("play", "v")
     with pytest.raises(ValueError, match="no WordNet examples in 2\\+ senses as part of speech 'a'"):
-        _pca_key(groups, "bank/a")
+        pca_key(groups, "bank/a")
     with pytest.raises(ValueError, match="no WordNet lemma has examples in 2 or more senses"):
-        _pca_key({}, None)
+        pca_key({}, None)
 
 
 def test_a_rerun_leaves_no_picture_of_an_earlier_run_beside_its_results(tmp_path, monkeypatch, capsys):
     """A run without --mix-weights kept the earlier run's mix_weights_given.png beside results that
     hold no given mix; a run that failed midway left the pictures of the sections it had run
     beside the earlier run's results.json and report."""
-    from elmo.analysis import report
+    from elmo.analysis import sections
 
     _tiny_wordnet(tmp_path, monkeypatch)
     pairs = tmp_path / "pairs.tsv"
@@ -516,7 +516,7 @@ def test_a_rerun_leaves_no_picture_of_an_earlier_run_beside_its_results(tmp_path
 
     def fail(*args, **kwargs):
         raise ValueError("the contrast section failed")
-    monkeypatch.setitem(report._SECTION_RUNNERS, "contrast", fail)
+    monkeypatch.setitem(sections.SECTION_RUNNERS, "contrast", fail)
     assert main(run + ["--wsd-test-fraction", "0.3", "--mix-weights", str(tmp_path / "w.json")]) == 1
     assert "the contrast section failed" in capsys.readouterr().err
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before      # hidden staging folder gone too
@@ -808,13 +808,13 @@ def test_analyze_a_model_with_a_damaged_metadata_file_is_one_error_naming_it(tmp
 
 def test_a_damaged_wordnet_file_is_refused_before_any_section_runs(tmp_path, monkeypatch, capsys):
     """(a damaged senses.tsv failed the WSD section after the POS section had run, minutes)"""
-    from elmo.analysis import report
+    from elmo.analysis import sections
 
     _tiny_wordnet(tmp_path, monkeypatch)
     senses = tmp_path / "wordnet" / "senses.tsv"
     senses.write_text(senses.read_text() + "bank%1:14:00::\t00000003\n")
     ran = []
-    monkeypatch.setitem(report._SECTION_RUNNERS, "contrast", lambda *args, **kwargs: ran.append("contrast") or {})
+    monkeypatch.setitem(sections.SECTION_RUNNERS, "contrast", lambda *args, **kwargs: ran.append("contrast") or {})
     out = tmp_path / "out"
     assert main(["analyze", "fixture", "--out", str(out), "--only", "contrast", "--only", "wsd",
                  "--no-untrained-control"]) == 1
@@ -857,7 +857,7 @@ def test_neighbors_draws_a_bar_while_it_builds_its_index_on_a_terminal_only(tmp_
 
 
 def test_analyze_asks_for_the_index_bar_on_a_terminal_only(tmp_path, monkeypatch, capsys):
-    from elmo.analysis import report
+    from elmo.analysis import sections
 
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("the bank raised its rates .\n")
@@ -866,7 +866,7 @@ def test_analyze_asks_for_the_index_bar_on_a_terminal_only(tmp_path, monkeypatch
     def section(embedder, config, out, progress):
         seen.append(progress)
         raise ValueError("stopped here")    # (the rest of the run is not this test's)
-    monkeypatch.setitem(report._SECTION_RUNNERS, "neighbors", section)
+    monkeypatch.setitem(sections.SECTION_RUNNERS, "neighbors", section)
     argv = ["analyze", "fixture", "--only", "neighbors", "--neighbors-corpus", str(corpus), "--no-untrained-control"]
     assert main(argv + ["--out", str(tmp_path / "a")]) == 1
     monkeypatch.setattr(sys, "stderr", _Terminal())

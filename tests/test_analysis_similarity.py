@@ -238,7 +238,7 @@ def test_the_undefined_draws_are_counted_and_a_small_set_is_warned_about_in_the_
     """3 pairs: a ninth of the draws repeat one pair (rho undefined); their count is in the
     results, as resampled_interval counts them, and the report warns below MIN_PAIRS pairs
     (on GloVe's share of a set too), but not at it."""
-    from elmo.analysis.report import _render_similarity
+    from elmo.analysis.markdown import _render_similarity
     rng = np.random.default_rng(0)
     few = _PAIRS[:3]
     words = sorted({w for a, b, _ in _PAIRS for w in (a, b)})
@@ -296,7 +296,7 @@ def test_pair_lines_split_at_tabs_only_and_a_word_with_a_space_is_refused(tmp_pa
 
 
 def test_repeated_pairs_are_listed_and_named_in_the_report():
-    from elmo.analysis.report import _render_similarity
+    from elmo.analysis.markdown import _render_similarity
     pairs = _PAIRS + [("dog", "cat", 8.1), ("sun", "moon", 1.0), ("cat", "dog", 8.1)]
     res = similarity.similarity_eval(Embedder(random_bilm(), batch_size=4), {"s": pairs}, n_resamples=0)
     assert res["sets"]["s"]["repeated_pairs"] == [["dog", "cat"], ["sun", "moon"], ["cat", "dog"]]
@@ -320,7 +320,7 @@ def test_a_pair_file_that_is_not_utf8_is_refused_naming_the_byte(tmp_path):
 
 
 def test_the_type_averages_few_pairs_and_undefined_draws_are_reported_too():
-    from elmo.analysis.report import _sample_lines
+    from elmo.analysis.markdown import _sample_lines
     r = {"sets": {"s": {"n_pairs": 20, "layers_undefined_draws": [0, 0]}},
          "type_average": {"s": {"n_pairs": 4, "layers_undefined_draws": [3, 0]}}}
     text = "\n".join(_sample_lines(r))
@@ -329,7 +329,7 @@ def test_the_type_averages_few_pairs_and_undefined_draws_are_reported_too():
 
 
 def test_a_long_missing_word_is_cut_in_the_report():
-    from elmo.analysis.report import _render_similarity
+    from elmo.analysis.markdown import _render_similarity
     long_word = "x" * 300
     words = sorted({w for a, b, _ in _PAIRS for w in (a, b)})
     glove = (words, np.random.default_rng(0).normal(size=(len(words), 5)).astype(np.float32), False)
@@ -343,7 +343,7 @@ def test_every_undefined_rho_of_the_report_is_explained_and_none_shows_empty_par
     """GloVe on 1 pair was printed ``GloVe - ()``, and its dashes, those of the layers on its
     pairs and of type averages on no pair had no reason beside them; a rho without an interval
     (``n_resamples`` 0) was followed by ``()``."""
-    from elmo.analysis.report import _render_similarity
+    from elmo.analysis.markdown import _render_similarity
     glove = (["cat", "dog"], np.eye(2, dtype=np.float32), False)       # covers the first pair only
     corpus = [["nothing", "of", "the", "pairs"]]
     res = similarity.similarity_eval(Embedder(random_bilm(), batch_size=4), {"s": _PAIRS}, glove,

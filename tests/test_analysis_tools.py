@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from elmo.analysis import contrast, neighbors, report, stats
+from elmo.analysis import contrast, markdown, neighbors, report, stats
 from elmo.analysis.neighbors import CorpusIndex
 from elmo.embedding import Embedder
 
@@ -400,7 +400,7 @@ def test_contrast_label_kept_is_refused_and_three_labels_state_their_chance():
              for i, (la, lb) in enumerate([("x", "y"), ("y", "z"), ("z", "x"), ("x", "z")])]
     res = contrast.contrast_eval(Embedder(random_bilm(), batch_size=8), contrast.parse_pairs("\n".join(lines)),
                                  l2=1e-2)
-    text = "\n".join(report._render_contrast(res, "cmd"))
+    text = "\n".join(markdown._render_contrast(res, "cmd"))
     assert "| c (4 pairs; 3 labels: chance 33.3 on targets; chance" in text   # was "chance is 50"
 
 
@@ -581,11 +581,11 @@ def test_paper_findings_are_computed_from_the_numbers():
     res = {"num_layers": 3,
            "pos": {"finding": verdict("layer 1", "layer 2", _boot(0.01, 0.005, 0.02))},
            "wsd": {"finding": verdict("layer 2", "layer 1", _boot(-0.03, -0.05, -0.01))}}
-    f = report.paper_findings(res)
+    f = markdown.paper_findings(res)
     assert f["pos"].startswith("holds") and f["wsd"].startswith("does not hold")
     res["pos"]["control_untrained"] = {"finding": verdict("layer 1", "layer 2", _boot(0.01, 0.005, 0.02))}
-    assert "untrained copy of the model (random weights): holds" in report.paper_findings(res)["pos"]
-    f = report.paper_findings({"num_layers": 2, "pos": {}, })
+    assert "untrained copy of the model (random weights): holds" in markdown.paper_findings(res)["pos"]
+    f = markdown.paper_findings({"num_layers": 2, "pos": {}, })
     assert f["pos"].startswith("not tested: the model has 1 LSTM layer")
     assert f["wsd"].startswith("not tested: the wsd section was not run")
 
@@ -707,7 +707,7 @@ def test_a_byte_order_mark_opening_a_contrast_file_is_no_part_of_it(tmp_path):
 
 
 def _results(num_layers: int = 3, sections=("contrast",), **extra) -> dict:
-    """The smallest results.json that :func:`report.render` writes a report of."""
+    """The smallest results.json that :func:`markdown.render` writes a report of."""
     from dataclasses import asdict
     return {"model": "fixture", "num_layers": num_layers, "width": 32, "sections": list(sections),
             "config": asdict(report.AnalysisConfig()), "torch": {"version": "2", "threads": 1},
@@ -735,7 +735,7 @@ def test_neighbors_reproduce_line_pastes_into_a_shell_with_every_setting(tmp_pat
            "queries": [query]}
     config = report.AnalysisConfig(neighbors_corpus=corpus, batch_size=8)
     model = str(tmp_path / "my model")
-    text = "\n".join(report._render_neighbors(res, "cmd", model, config))
+    text = "\n".join(markdown._render_neighbors(res, "cmd", model, config))
     cmd = _backticked(text, "* reproduce one:")
     assert cmd.endswith(" [--same-word]")
     argv = shlex.split(cmd[:-len(" [--same-word]")])
@@ -743,7 +743,7 @@ def test_neighbors_reproduce_line_pastes_into_a_shell_with_every_setting(tmp_pat
     args = build_parser().parse_args(argv[1:])
     assert (args.sentence, args.word, args.model, args.corpus) == ("the bank ran .", "bank", model, corpus)
     assert args.k == 5 and args.batch_size == 8 and args.max_sentences is None
-    plain = "\n".join(report._render_neighbors(res, "cmd", "fixture", report.AnalysisConfig(neighbors_corpus=corpus)))
+    plain = "\n".join(markdown._render_neighbors(res, "cmd", "fixture", report.AnalysisConfig(neighbors_corpus=corpus)))
     assert "--batch-size" not in plain          # the default needs no option
 
 
@@ -755,7 +755,7 @@ def test_neighbours_report_says_why_glove_is_missing():
              "layer0_static": []}
     res = {"corpus": "c.txt", "corpus_spec": "c.txt", "max_sentences": 0, "n_sentences": 2,
            "n_tokens": 5, "queries": [query]}
-    text = "\n".join(report._render_neighbors(res, "cmd", "fixture", report.AnalysisConfig()))
+    text = "\n".join(markdown._render_neighbors(res, "cmd", "fixture", report.AnalysisConfig()))
     assert "* GloVe (static): not available (no glove-50d)" in text
     # and its command does not ask for GloVe (it failed fetching it, after the layers)
     assert _backticked(text, "* reproduce one:").endswith("-k 5 --no-glove [--same-word]")
@@ -771,7 +771,7 @@ def test_everything_below_command_of_a_partial_run_has_its_sections(tmp_path):
                            (list(report.SECTIONS), None)):
         # (--only was left out: the command ran every section)
         res = _results(sections=sections)
-        text = report.render(res, "fixture", tmp_path / "out", config)
+        text = markdown.render(res, "fixture", tmp_path / "out", config)
         args = build_parser().parse_args(shlex.split(_backticked(text, "Everything below:"))[1:])
         assert args.only == only and args.model == "fixture" and Path(args.out) == tmp_path / "out"
         again = report.AnalysisConfig(**{k: getattr(args, k) for k in report.AnalysisConfig.__dataclass_fields__})
@@ -779,11 +779,11 @@ def test_everything_below_command_of_a_partial_run_has_its_sections(tmp_path):
 
 
 def test_report_of_a_one_layer_model_speaks_of_one_layer(tmp_path):
-    text = report.render(_results(num_layers=2), "fixture", tmp_path, report.AnalysisConfig())
+    text = markdown.render(_results(num_layers=2), "fixture", tmp_path, report.AnalysisConfig())
     # (it said "1 LSTM layers" and "layers 1..1")
     assert "`fixture`, 1 LSTM layer, vectors" in text and "layer 1 is the biLSTM" in text
     assert "1..1" not in text
-    assert "`fixture`, 2 LSTM layers, vectors" in report.render(_results(), "fixture", tmp_path,
+    assert "`fixture`, 2 LSTM layers, vectors" in markdown.render(_results(), "fixture", tmp_path,
                                                                 report.AnalysisConfig())
 
 
@@ -794,7 +794,7 @@ def test_contrast_table_prints_no_negative_zero():
            "categories": {"c": {"n_pairs": 2, "movement": {"targets": [-2e-9, 0.2]}, "chance": 0.5,
                                 "chance_range": [0.2, 0.8],
                                 "probe": [{"accuracy": 0.5, "pair_accuracy": 0.5}] * 2}}}
-    text = "\n".join(report._render_contrast(res, "cmd"))
+    text = "\n".join(markdown._render_contrast(res, "cmd"))
     assert "-0.000" not in text                       # (1 - cos of equal vectors is -1e-9)
     assert "| all words | 0.000 | 0.250 |" in text and "| target words | 0.000 | -0.500 |" in text
     assert "| target words, c | 0.000 | 0.200 |" in text
@@ -803,7 +803,7 @@ def test_contrast_table_prints_no_negative_zero():
 def test_the_wsd_difference_of_earlier_results_is_not_called_f1():
     """The layer 2 - layer 1 difference is of F1 now; a results.json written before holds one
     of accuracy, which --report-only printed as "F1 points"."""
-    from elmo.analysis.report import _render_wsd
+    from elmo.analysis.markdown import _render_wsd
     r = {"n_lemmas": 2, "n_train": 4, "n_test": 2, "n_backoff": 0, "n_test_sense_unseen": 0,
          "layers": [0.5, 0.5, 0.5], "layers_seen_senses": [0.5, 0.5, 0.5], "mfs": 0.5,
          "mfs_seen_senses": 0.5, "layer2_minus_layer1": {"diff": 0.1, "low": 0.0, "high": 0.2}}
@@ -817,7 +817,7 @@ def test_the_wsd_section_names_the_method_its_results_were_computed_with():
     """WSD takes the nearest sense centroid now (the paper's 5.3); a results.json written
     before holds 1-NN figures over single train examples, and --report-only must not call
     them centroid figures (nor new ones 1-NN)."""
-    from elmo.analysis.report import _render_wsd
+    from elmo.analysis.markdown import _render_wsd
     r = {"n_lemmas": 2, "n_train": 4, "n_test": 2, "n_backoff": 0, "n_test_sense_unseen": 1,
          "layers": [0.5, 0.5, 0.5], "layers_seen_senses": [0.5, 0.5, 0.5], "mfs": 0.5,
          "mfs_seen_senses": 0.5}
@@ -860,7 +860,7 @@ def test_contrast_counts_the_pairs_whose_words_differ_not_their_targets():
     assert res["n_items"] == 8 and res["categories"]["c"]["n_pairs"] == 4
     assert res["different_words"] == 1                   # (was 2: the pair's two targets)
     assert "; 1 pair whose sentences differ in their words" in "\n".join(
-        report._render_contrast(res, "cmd"))
+        markdown._render_contrast(res, "cmd"))
 
 
 def test_contrast_chance_range_counts_a_pair_written_in_both_orders_once():

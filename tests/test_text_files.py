@@ -64,7 +64,7 @@ def test_a_config_saved_as_utf16_without_a_mark_is_named_as_utf16(tmp_path, read
 
 
 def test_a_report_note_with_a_nul_byte_is_refused_naming_it(tmp_path):
-    from elmo.analysis.report import INTERPRETATION, read_interpretation
+    from elmo.analysis.markdown import INTERPRETATION, read_interpretation
     (tmp_path / INTERPRETATION).write_bytes(b"# Reading\n\nThe POS\0 probe ...\n")
     with pytest.raises(ValueError, match=re.escape(f"{tmp_path / INTERPRETATION}: line 3: a NUL byte")):
         read_interpretation(tmp_path)
