@@ -68,7 +68,8 @@ def test_a_saved_model_keeps_its_cased_lookup_and_finds_new_words_as_written(tmp
     from test_tasks_files import WORDS, write_config, write_task
 
     from elmo.tasks import saved
-    from elmo.tasks.runner import load_config, run_experiment
+    from elmo.tasks.experiment_config import load_config
+    from elmo.tasks.runner import run_experiment
     vectors = {w: [float(i), 1.0] for i, w in enumerate(WORDS + [".", "berlin"])}
     vectors.update({"The": [9.0, 9.0], "Berlin": [7.0, -7.0]})
     glove = _write(tmp_path / "cased.txt", vectors)
@@ -90,11 +91,12 @@ def test_a_saved_model_keeps_its_cased_lookup_and_finds_new_words_as_written(tmp
 def test_a_cased_glove_file_changes_the_run_fingerprint_of_the_old_lower_cased_lookup(tmp_path):
     """Runs made when every word was lower-cased are not kept by --resume with a cased file;
     with a lower-cased file nothing changed, and its runs' fingerprints stay as they were."""
-    from elmo.tasks.runner import _digest, _run_content, normalise_config
+    from elmo.tasks.experiment_config import normalise_config
+    from elmo.tasks.fingerprints import content_digest, run_content
     for vectors, cased in ((CASED, True), ({"apple": [0.0, 1.0]}, False)):
         glove = _write(tmp_path / f"{cased}.txt", vectors)
         cfg = normalise_config({"tasks": [{"task": "pos"}], "variants": [{"name": "base"}],
                                 "embeddings": {"glove": glove}})
-        content = _run_content(cfg, cfg.tasks[0], cfg.variants[0])
+        content = run_content(cfg, cfg.tasks[0], cfg.variants[0])
         before = {k: v for k, v in content.items() if k != "glove_lookup"}   # the old content
-        assert (_digest(content) != _digest(before)) is cased
+        assert (content_digest(content) != content_digest(before)) is cased

@@ -65,7 +65,7 @@ def test_an_experiment_config_beside_a_folder_named_like_a_model_says_which_it_u
     import json
     import re
 
-    from elmo.tasks.runner import load_config
+    from elmo.tasks.experiment_config import load_config
     where = here / "exp"
     (where / "fixture").mkdir(parents=True)
     (where / "small").mkdir()
@@ -129,7 +129,7 @@ def test_the_warning_points_at_the_callers_line(here):
     counted for from_pretrained only); it is now the first line outside the package."""
     import json
 
-    from elmo.tasks.runner import load_config
+    from elmo.tasks.experiment_config import load_config
     (here / "exp" / "fixture").mkdir(parents=True)
     (here / "exp" / "c.json").write_text(json.dumps({"tasks": [{"task": "pos"}], "bilm": "fixture",
                                                      "variants": [{"name": "b"}, {"name": "e", "elmo": {}}]}))

@@ -324,7 +324,8 @@ def _select(key: str) -> Block:
 def task_model_root(tmp_path_factory):
     """A folder holding experiments/results/mine/models/my-ner/elmo/seed-1, the saved tagger the
     README's snippets load: trained for one epoch on tiny CoNLL files over the fixture biLM."""
-    from elmo.tasks.runner import load_config, run_experiment
+    from elmo.tasks.experiment_config import load_config
+    from elmo.tasks.runner import run_experiment
     from test_tasks_files import write_config, write_task     # (tests/ is on the path, as for conftest)
     root = tmp_path_factory.mktemp("readme-task-model")
     spec = dict(write_task(root, "tagging"), name="my-ner")
@@ -643,7 +644,7 @@ def test_json_blocks_parse_and_the_experiment_config_loads(tmp_path):
     whole-config check (the files it names are only read when the experiment runs)."""
     import json
 
-    from elmo.tasks.runner import load_config
+    from elmo.tasks.experiment_config import load_config
     blocks = [b for b in fenced_blocks(readme_text()) if b.lang == "json"]
     configs = []
     for b in blocks:

@@ -43,7 +43,8 @@ def test_error_and_warning_lines_of_the_command_hide_a_password(tmp_path, capsys
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
     """An experiment's results folder with a saved tagger trained with the fixture biLM."""
-    from elmo.tasks.runner import load_config, run_experiment
+    from elmo.tasks.experiment_config import load_config
+    from elmo.tasks.runner import run_experiment
     root = tmp_path_factory.mktemp("trained")
     config = write_config(root, [write_task(root, "tagging")], train={"epochs": 1, "batch_size": 8})
     run_experiment(load_config(config), out=root / "res", log=lambda s: None, save_models=True)
@@ -191,7 +192,7 @@ def test_info_describe_and_convert_hide_a_password_in_model_metadata(tmp_path, c
     ***, an experiment's description of the biLM copies it so, and `elmo convert` writes the
     copy so and says it once; the source's metadata.json is kept as it is."""
     import elmo
-    from elmo.tasks.runner import describe_bilm
+    from elmo.tasks.bilms import describe_bilm
     url = URLS[0]
     folder = tmp_path / "bilm"
     shutil.copytree(elmo.model_path("fixture"), folder)

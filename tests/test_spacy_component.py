@@ -66,7 +66,8 @@ def test_a_task_component_refuses_a_batch_size_below_one_when_it_is_added(batch_
 
 def test_task_models_label_docs(tmp_path):
     from elmo.tasks.models import TaskModel
-    from elmo.tasks.runner import load_config, run_experiment
+    from elmo.tasks.experiment_config import load_config
+    from elmo.tasks.runner import run_experiment
     config = write_config(tmp_path, [write_task(tmp_path, "tagging"),
                                      write_task(tmp_path, "classification")],
                           variants=[{"name": "baseline"}, {"name": "elmo", "elmo": {}}],

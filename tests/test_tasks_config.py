@@ -11,7 +11,8 @@ import pytest
 from elmo.cli import main
 from elmo.config import ConfigError
 from elmo.tasks.experiment_config import ElmoSettings, ExperimentConfig, FitConfig, ModelSettings
-from elmo.tasks.runner import load_config, normalise_config, run_fingerprint
+from elmo.tasks.experiment_config import load_config, normalise_config
+from elmo.tasks.fingerprints import run_fingerprint
 from test_tasks_runner import tiny_config, write_tiny_tasks
 
 

@@ -15,7 +15,8 @@ import pytest
 from elmo.cli import main
 from elmo.tasks.datasets import load_task
 from elmo.tasks.files import TaskDataError
-from elmo.tasks.runner import load_config, normalise_config, run_experiment
+from elmo.tasks.experiment_config import load_config, normalise_config
+from elmo.tasks.runner import run_experiment
 
 ANIMALS = ("cat", "dog", "cow")
 WORDS = "the a cat dog cow sat ran on under mat rug big small".split()
@@ -577,7 +578,7 @@ def test_a_malformed_file_stops_the_experiment_before_any_training(tmp_path):
 
 
 def test_relative_paths_follow_the_config_file(tmp_path):
-    from elmo.tasks.runner import resolve_paths
+    from elmo.tasks.experiment_config import resolve_paths
     cfg = resolve_paths({"tasks": [{"task": "pos", "data_dir": "brown"},
                                    {"task": "tagging", "files": {"train": "a/t.txt", "test": "/abs/t"}}],
                          "embeddings": {"glove": "vectors/glove.txt"}}, tmp_path)
@@ -590,7 +591,7 @@ def test_a_bilm_folder_beside_the_config_is_found_there(tmp_path, monkeypatch):
     """A relative biLM folder was looked up from the working folder only: a config beside its
     own model read another folder of that name where the command ran."""
     from elmo.config import ConfigError
-    from elmo.tasks.runner import read_config
+    from elmo.tasks.experiment_config import read_config
     project, elsewhere = tmp_path / "project", tmp_path / "elsewhere"
     (project / "models" / "mine").mkdir(parents=True)
     (project / "models" / "adapted").mkdir(parents=True)

@@ -7,7 +7,8 @@ import json
 from pathlib import Path
 
 from elmo.tasks.datasets import load_task
-from elmo.tasks.runner import normalise_config, plan, run_experiment
+from elmo.tasks.experiment_config import normalise_config
+from elmo.tasks.runner import plan, run_experiment
 
 HEADER = "text\tlabel\n"
 TRAIN = HEADER + "".join(f"w{i} x\t{'ab'[i % 2]}\n" for i in range(12))

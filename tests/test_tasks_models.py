@@ -15,7 +15,9 @@ from elmo.tasks.datasets import Example
 from elmo.tasks.embeddings import build_embeddings
 from elmo.tasks.features import ElmoFeatures
 from elmo.tasks.layer_cache import LayerCache
-from elmo.tasks.runner import build_model, normalise_config, summarise
+from elmo.tasks.experiment_config import normalise_config
+from elmo.tasks.runner import build_model
+from elmo.tasks.summary import summarise
 from elmo.tasks.datasets import TaskData
 from elmo.tasks.train_loop import FitConfig as TrainConfig, fit, score
 
@@ -57,7 +59,7 @@ def test_an_experiments_layer_cache_holds_one_tasks_sentences():
     """The pool's cache kept the layers of every task of an experiment to its end (memory the
     sum of all its tasks, where one task's are read); it now keeps the current task's, and
     the estimate it logs before filling is the memory the fill takes."""
-    from elmo.tasks.runner import BiLMPool
+    from elmo.tasks.bilms import BiLMPool
     lines: list = []
     pool = BiLMPool(cache_layers=True, log=lines.append)
     first, second = SENTS[:2], [SENTS[2], ["Another", "sentence"], SENTS[1]]
@@ -230,7 +232,7 @@ def test_summary_of_seeds_without_a_dev_score():
 
 
 def test_finetuning_changes_a_copy_not_the_shared_bilm():
-    from elmo.tasks.runner import BiLMPool
+    from elmo.tasks.bilms import BiLMPool
     pool = BiLMPool(cache_layers=True, log=lambda s: None)
     shared = pool.frozen("fixture")
     before = {k: v.clone() for k, v in shared.state_dict().items()}

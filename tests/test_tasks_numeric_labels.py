@@ -8,7 +8,9 @@ import pytest
 from elmo.tasks.datasets import load_task
 from elmo.tasks.bilm_checksums import BiLMChecksums
 from elmo.tasks.files import check_format, read_examples
-from elmo.tasks.runner import normalise_config, reusable_runs, run_fingerprint
+from elmo.tasks.experiment_config import normalise_config
+from elmo.tasks.fingerprints import run_fingerprint
+from elmo.tasks.runner import reusable_runs
 
 TSV = {"type": "tsv", "text": "text", "label": "label"}
 
@@ -94,7 +96,7 @@ def test_a_built_in_tasks_own_data_dir_with_whole_number_labels_counts_too(tmp_p
     """A built-in task read from your folder (data_dir) canonicalises its labels as your files
     do: there too a "1.0" in the data gets the fingerprint key; names keep it out, and a task
     whose rule maps its labels (sentiment's ratings) never has it."""
-    from elmo.tasks.runner import _run_content
+    from elmo.tasks.fingerprints import run_content
     folders = {}
     for name, labels in (("floats", ["1.0", "2.0"]), ("names", ["tech", "sport"])):
         folder = folders[name] = tmp_path / name
@@ -110,5 +112,5 @@ def test_a_built_in_tasks_own_data_dir_with_whole_number_labels_counts_too(tmp_p
                             "tasks": [{"task": "topic", "name": "floats", "data_dir": str(folders["floats"])},
                                       {"task": "topic", "name": "names", "data_dir": str(folders["names"])},
                                       {"task": "sentiment5", "data_dir": str(ratings)}]})
-    has_key = ["whole_number_labels" in _run_content(cfg, spec, cfg.variants[0]) for spec in cfg["tasks"]]
+    has_key = ["whole_number_labels" in run_content(cfg, spec, cfg.variants[0]) for spec in cfg["tasks"]]
     assert has_key == [True, False, False]

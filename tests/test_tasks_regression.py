@@ -17,7 +17,8 @@ from elmo.cli import main
 from elmo.tasks.datasets import load_task
 from elmo.tasks.files import TaskDataError
 from elmo.tasks.metrics import METRICS, correlation_undefined
-from elmo.tasks.runner import load_config, run_experiment
+from elmo.tasks.experiment_config import load_config
+from elmo.tasks.runner import run_experiment
 
 WORDS = "the a cat dog cow sat ran on under mat rug big small".split()
 

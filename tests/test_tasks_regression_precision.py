@@ -20,7 +20,8 @@ from elmo.tasks.features import WordFeatures
 from elmo.tasks.kinds import target_scale
 from elmo.tasks.metrics import METRICS
 from elmo.tasks.models import Encoder, SentenceRegressor, TaskModel
-from elmo.tasks.runner import load_config, run_experiment
+from elmo.tasks.experiment_config import load_config
+from elmo.tasks.runner import run_experiment
 from tests.test_tasks_regression import _config, _write_data
 
 OFFSET = 3e6 + 0.1        # (not a float32 number: its float32 neighbours are 0.25 apart)

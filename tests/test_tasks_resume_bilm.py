@@ -14,7 +14,9 @@ import pytest
 
 import elmo
 from elmo.tasks.bilm_checksums import BiLMChecksums, combined_sha256
-from elmo.tasks.runner import load_config, normalise_config, reusable_runs, run_experiment, run_fingerprint
+from elmo.tasks.experiment_config import load_config, normalise_config
+from elmo.tasks.fingerprints import run_fingerprint
+from elmo.tasks.runner import reusable_runs, run_experiment
 from test_tasks_runner import tiny_config, write_tiny_tasks
 
 REPO = Path(__file__).resolve().parent.parent

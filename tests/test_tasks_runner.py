@@ -10,7 +10,8 @@ import pytest
 
 from elmo.cli import main
 from elmo.tasks.datasets import load_task
-from elmo.tasks.runner import load_config, normalise_config, run_experiment
+from elmo.tasks.experiment_config import load_config, normalise_config
+from elmo.tasks.runner import run_experiment
 
 WORDS = "the a cat dog sat ran on under mat rug big small red blue quickly slowly".split()
 TAGS = {"the": "at", "a": "at", "cat": "nn", "dog": "nn", "sat": "vbd", "ran": "vbd",
@@ -303,7 +304,7 @@ def test_adapted_bilm_is_recorded_with_its_extra_text(tmp_path):
 
 def test_random_weight_control_has_the_shape_of_its_model(tmp_path):
     import torch
-    from elmo.tasks.runner import describe_bilm, load_bilm
+    from elmo.tasks.bilms import describe_bilm, load_bilm
     trained, control, again = load_bilm("fixture"), load_bilm("random:fixture"), load_bilm("random:fixture")
     assert control.options.to_dict() == trained.options.to_dict()
     assert control.output_dim == trained.output_dim and control.num_layers == trained.num_layers
@@ -394,19 +395,19 @@ def test_one_task_at_two_training_sizes_reports_under_its_names(tmp_path):
 def test_layer_norm_runs_recorded_before_per_sentence_statistics_are_not_reused():
     """Runs of a do_layer_norm variant computed with the batch's statistics have another
     fingerprint now (resume trains them again); other variants' fingerprints are unchanged."""
-    from elmo.tasks.runner import _digest, _run_content, run_fingerprint
+    from elmo.tasks.fingerprints import content_digest, run_content, run_fingerprint
     cfg = normalise_config({"tasks": [{"task": "pos"}], "bilm": "fixture", "variants": [
         {"name": "base"}, {"name": "plain", "elmo": {}}, {"name": "norm", "elmo": {"do_layer_norm": True}}]})
     spec = cfg.tasks[0]
     by_name = {v.name: v for v in cfg.variants}
     for name in ("base", "plain"):
-        assert "layer_norm_over" not in _run_content(cfg, spec, by_name[name])
-    content = _run_content(cfg, spec, by_name["norm"])
+        assert "layer_norm_over" not in run_content(cfg, spec, by_name[name])
+    content = run_content(cfg, spec, by_name["norm"])
     before = dict(content)
     del before["layer_norm_over"]                    # what the earlier code hashed
     from elmo.tasks.bilm_checksums import BiLMChecksums
     sha = BiLMChecksums()("fixture")
-    assert run_fingerprint(cfg, spec, by_name["norm"]) == _digest(content, sha) != _digest(before, sha)
+    assert run_fingerprint(cfg, spec, by_name["norm"]) == content_digest(content, sha) != content_digest(before, sha)
 
 
 def test_resume_into_another_experiments_folder_keeps_its_results(tmp_path):
@@ -476,7 +477,7 @@ def test_a_damaged_metadata_file_of_a_bilm_is_one_error_naming_it(tmp_path, text
     import shutil
 
     import elmo
-    from elmo.tasks.runner import describe_bilm
+    from elmo.tasks.bilms import describe_bilm
     folder = tmp_path / "bilm"
     shutil.copytree(elmo.model_path("fixture"), folder)
     (folder / "metadata.json").write_text(text, encoding="utf-8")
@@ -615,7 +616,8 @@ def test_the_data_block_records_the_task_files_hash_the_runs_fingerprints_count(
     size = results["data"]["pos"]["source"]["files"]["train"]["bytes"]
     assert size == len(before) != train.stat().st_size              # (of those contents too)
     train.write_bytes(before)                     # the fingerprint of the contents recorded
-    assert results["runs"][0]["fingerprint"] == runner.run_fingerprint(cfg, cfg.tasks[0], cfg.variants[0])
+    from elmo.tasks.fingerprints import run_fingerprint
+    assert results["runs"][0]["fingerprint"] == run_fingerprint(cfg, cfg.tasks[0], cfg.variants[0])
 
 
 def test_describe_files_takes_size_and_hash_of_one_reading(tmp_path):

@@ -16,7 +16,8 @@ from elmo.tasks.datasets import Answer, load_task
 from elmo.tasks.files import TaskDataError
 from elmo.tasks.metrics import METRICS, answer_f1, normalize_answer
 from elmo.tasks.models import best_spans
-from elmo.tasks.runner import load_config, run_experiment
+from elmo.tasks.experiment_config import load_config
+from elmo.tasks.runner import run_experiment
 
 
 # ----------------------------------------------------------------------------- metrics
@@ -64,7 +65,8 @@ def test_results_md_names_the_other_metric_of_a_task_scored_in_exact_match():
     """A span_qa task scored in exact match records its F1 beside it; results.md's table of
     it was titled as holding "a question answering task's exact match", over a row of F1."""
     from elmo.tasks.report import markdown
-    from elmo.tasks.runner import normalise_config, summarise
+    from elmo.tasks.experiment_config import normalise_config
+    from elmo.tasks.summary import summarise
     cfg = normalise_config({"tasks": [{"task": "pos"}], "variants": [{"name": "b"}]})
     runs = [{"task": "qa", "metric": "exact_match", "variant": "b", "seed": seed, "test": em,
              "other_metrics": {"f1": f1}, "dev": em, "seconds": 1.0, "elmo": None}

@@ -8,7 +8,8 @@ import pytest
 
 from elmo.tasks.experiment_config import ExperimentConfig
 from elmo.tasks.files import TaskDataError, check_format, read_examples
-from elmo.tasks.runner import _digest, _run_content, normalise_config, run_fingerprint
+from elmo.tasks.experiment_config import normalise_config
+from elmo.tasks.fingerprints import content_digest, run_content, run_fingerprint
 
 
 def _read(path: Path, data: bytes, fmt: dict, kind: str = "classification"):
@@ -88,8 +89,8 @@ def test_runs_of_a_comma_separated_file_read_before_csv_quoting_are_not_reused(t
             "tasks": [{"task": "classification", "name": "c", "format": fmt,
                        "files": {"train": str(tmp_path / "a"), "test": str(tmp_path / "a")}}]})
         spec, variant = cfg["tasks"][0], cfg.variants[0]
-        content = _run_content(cfg, spec, variant)
-        recorded_before = _digest({k: v for k, v in content.items() if k != "tsv_quoting"})
+        content = run_content(cfg, spec, variant)
+        recorded_before = content_digest({k: v for k, v in content.items() if k != "tsv_quoting"})
         return run_fingerprint(cfg, spec, variant), recorded_before
     now, before = fingerprints(CSV)
     assert now != before

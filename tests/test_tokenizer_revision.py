@@ -16,7 +16,8 @@ from elmo.tokenize import TokenizerRevisionWarning
 from elmo import embed_file
 from elmo.embedding import SettingsMismatch
 from elmo.embedding.output import parts_dir
-from elmo.tasks.runner import normalise_config, run_fingerprint
+from elmo.tasks.experiment_config import normalise_config
+from elmo.tasks.fingerprints import run_fingerprint
 from tests.conftest import random_bilm
 from tests.test_embedding import random_sentences
 from tests.test_embedding_file import assert_same_datasets, write_lines

@@ -847,7 +847,7 @@ def test_a_warm_start_from_an_adapted_model_keeps_what_it_was_adapted_on(tmp_pat
     """`elmo train --from ADAPTED` exported ``adapted_on: []`` without ``extra_data``, so an
     experiment described a biLM whose weights had seen the task's text as not domain-adapted.
     Now the start's adapted texts carry over, and a finetune of that model extends the list."""
-    from elmo.tasks.runner import describe_bilm
+    from elmo.tasks.bilms import describe_bilm
     train_txt, _, vocab_txt = toy
     train(tiny_config(tmp_path / "base", train_txt, vocab_txt, max_steps=2))
     task = tmp_path / "task.txt"

@@ -515,7 +515,7 @@ def test_convert_keeps_the_models_metadata(tmp_path):
     an experiment with the converted copy of an adapted biLM reported it as not adapted."""
     import shutil
     from elmo.cli import main
-    from elmo.tasks.runner import describe_bilm
+    from elmo.tasks.bilms import describe_bilm
     adapted = tmp_path / "adapted"
     shutil.copytree(elmo.model_path("fixture"), adapted)
     meta = {"adapted_on": [{"files": ["/data/tweets.txt"], "sha256": ["0" * 64]}], "extra_data": True}

@@ -75,7 +75,7 @@ def experiment(args: argparse.Namespace) -> int:
     from ..config import ConfigError
     from ..jobconfig import apply_assignments
     from ..tasks.experiment_config import MAX_SEEDS, RepeatedVariantError, check_variants_differ
-    from ..tasks.runner import normalise_config, read_config
+    from ..tasks.experiment_config import normalise_config, read_config
 
     from ..checks import require_count
 
@@ -169,7 +169,7 @@ def _absolute_bilm(spec):
     """A biLM spec with a relative local folder made absolute (``random:`` kept); a bundled or
     published name, a URL, or a name that is no folder here stays as it is."""
     from .. import which_model
-    from ..tasks.runner import RANDOM_PREFIX
+    from ..tasks.bilms import RANDOM_PREFIX
     if not isinstance(spec, str):
         return spec
     prefix = RANDOM_PREFIX if spec.startswith(RANDOM_PREFIX) else ""

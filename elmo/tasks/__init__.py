@@ -12,8 +12,11 @@
 | ``models`` | tagger, sentence classifier, ESIM pair classifier, their regression variants |
 | ``metrics`` | accuracy, span F1, Pearson and Spearman correlation |
 | ``train_loop`` | training with early stopping (``FitConfig``), scoring |
-| ``experiment_config`` | the typed experiment config (``ExperimentConfig`` and its blocks) |
-| ``runner`` | reading experiment configs, runs over seeds, summaries |
+| ``experiment_config`` | the experiment config: read from its file, checked and typed (``ExperimentConfig``) |
+| ``fingerprints`` | run fingerprints (settings, data files, biLM) that ``--resume`` matches |
+| ``bilms`` | an experiment's biLMs: resolved, loaded, described, pooled with their layer caches |
+| ``summary`` | statistics over seeds: means, spreads, gains over the baseline paired by seed |
+| ``runner`` | one run (train and test), and the driver: plan, resume, runs over seeds, reports |
 | ``report`` | results.md and the layer-weight plot |
 | ``saved`` | a trained task model saved, loaded (``TaskModel.load``) and run on new text |
 """

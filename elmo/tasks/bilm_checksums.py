@@ -59,7 +59,7 @@ def counted_files(spec: str) -> Optional[Dict[str, str]]:
     """file name -> SHA-256 of the files that identify a biLM spec: options, weights and
     vocabulary; for ``random:SPEC`` SPEC's options only. None when there is no such folder now
     (a path not there yet, or a published model that cannot be fetched)."""
-    from .runner import RANDOM_PREFIX, resolve_bilm
+    from .bilms import RANDOM_PREFIX, resolve_bilm
     try:
         folder = resolve_bilm(spec)
     except (OSError, ValueError, RuntimeError):        # RuntimeError: the hub's DownloadError
@@ -74,7 +74,7 @@ def counted_files(spec: str) -> Optional[Dict[str, str]]:
 
 def what_counts(spec: str) -> str:
     """The files a spec's SHA-256 covers, in words (for log lines and reports)."""
-    from .runner import RANDOM_PREFIX
+    from .bilms import RANDOM_PREFIX
     return "options" if spec.startswith(RANDOM_PREFIX) else "weights, options and vocabulary"
 
 

@@ -6,7 +6,7 @@ Per task and variant: the test metric's mean ± std over seeds (n seeds) under e
 change of the mean; per ELMo variant: its gain over the baseline of its own results (paired
 by seed, as ``results.md`` computes it) under each, and the change of the gain. Every row is
 in its task's own metric; tasks are never averaged. Each side's rows are recomputed from its
-runs by :func:`~elmo.tasks.runner.summarise`, the function that writes ``results.md``. A task
+runs by :func:`~elmo.tasks.summary.summarise`, the function that writes ``results.md``. A task
 that the two results did not run alike (split sizes, settings, word vectors, files) is flagged
 (:func:`setup_differences`).
 """
@@ -90,14 +90,15 @@ def _check_runs(path: Path, runs: Any) -> None:
 
 def recomputed(results: dict, path: str | Path) -> dict:
     """``results`` with its ``summary`` recomputed from its runs under its own recorded config
-    (:func:`~elmo.tasks.runner.summarise`, as ``experiment-report`` does); a config this
+    (:func:`~elmo.tasks.summary.summarise`, as ``experiment-report`` does); a config this
     version cannot read is an error naming ``path``.
 
     The stored summary is what the writing version computed: a results.json of an older
     version held gains without their seed pairing or intervals, a hand-merged one a summary
     of other runs, and one written without a summary gave no row at all."""
     from ..config import ConfigError
-    from .runner import normalise_config, summarise
+    from .experiment_config import normalise_config
+    from .summary import summarise
     try:
         cfg = normalise_config(results["config"])
     except ConfigError as e:
@@ -108,7 +109,8 @@ def recomputed(results: dict, path: str | Path) -> dict:
 def summary_rows(results: dict) -> Dict[Tuple[str, str], dict]:
     """(task, variant) -> the summary row of a results.json, recomputed from its runs under
     its own recorded config (so the baseline is that experiment's)."""
-    from .runner import normalise_config, summarise
+    from .experiment_config import normalise_config
+    from .summary import summarise
     rows = summarise(results.get("runs", []), normalise_config(results["config"]))
     return {(row["task"], row["variant"]): row for row in rows}
 

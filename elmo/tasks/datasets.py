@@ -356,7 +356,7 @@ def load_task(spec: dict, digests: Optional[Mapping[str, Optional[FileDigest]]] 
 
     ``name`` (default the task) is what results are reported under, so that one experiment
     can hold the same task at several training-set sizes (``"name": "pos-500"``).
-    Paths are used as given (:func:`elmo.tasks.runner.load_config` makes them relative to
+    Paths are used as given (:func:`elmo.tasks.experiment_config.load_config` makes them relative to
     the config file). ``digests`` (split -> SHA-256 and size of its file, taken before the read)
     are recorded as the files' in ``source``, rather than hashing them again after the read (see
     :func:`.files.describe_files`).

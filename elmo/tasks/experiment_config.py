@@ -18,16 +18,22 @@ back (what ``elmo experiment --print-config`` prints).
 fingerprints hash it: the values of the file as written over the defaults. It is the form
 the runner recorded before these types existed, so the runs of earlier ``results.json``
 files keep matching on ``--resume``.
+
+:func:`load_config` reads a JSON or TOML file into the typed config (:func:`read_config`: the
+settings as written, relative paths taken from the file's folder; :func:`normalise_config`:
+checked and typed).
 """
 from __future__ import annotations
 
 import copy
 import dataclasses
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Tuple, Type, TypeVar, Union
 
 from ..config import ConfigError
-from ..jobconfig import build, check_numbers, coerce, to_dict
+from ..jobconfig import build, check_numbers, coerce, distinct_keys, to_dict
+from ..text_files import read_json, read_toml
 from .kinds import TASK_KINDS
 from .train_loop import FitConfig
 
@@ -37,7 +43,8 @@ if TYPE_CHECKING:  # the type checker's protocol of "a dataclass"; no run-time c
 C = TypeVar("C", bound="DataclassInstance")
 
 __all__ = ["ConfigError", "ElmoSettings", "ExperimentConfig", "FitConfig", "ModelSettings",
-           "RepeatedVariantError", "Variant", "check_variants_differ", "from_block", "to_block"]
+           "RepeatedVariantError", "Variant", "baseline_name", "check_variants_differ", "from_block",
+           "load_config", "normalise_config", "read_config", "resolve_paths", "to_block"]
 
 
 class RepeatedVariantError(ConfigError):
@@ -352,7 +359,7 @@ def bilm_identity(spec: str) -> Tuple[str, ...]:
     its own, ``default`` the package's default model."""
     import elmo
     from ..hub.resolve import model_identity
-    from .runner import RANDOM_PREFIX
+    from .bilms import RANDOM_PREFIX
     if spec.startswith(RANDOM_PREFIX):
         return (RANDOM_PREFIX,) + bilm_identity(spec[len(RANDOM_PREFIX):])
     return model_identity(elmo.DEFAULT_MODEL if spec == "default" else spec)
@@ -438,3 +445,100 @@ def _record(d: Mapping[str, Any], cfg: ExperimentConfig) -> Dict[str, Any]:
             e["positions"] = list(e["positions"])
         rec["variants"].append({**v, "elmo": e})
     return rec
+
+
+# ----------------------------------------------------------------------------- reading a file
+def read_config(path: str | Path) -> dict:
+    """The settings of a JSON or TOML experiment config as written, with ``name`` defaulting
+    to the file's stem and relative data paths made relative to the file's folder (not yet
+    checked: :func:`normalise_config` does that)."""
+    path = Path(path)
+    # (the package's readers: each way the file fails is one line naming it, and brackets
+    # nested thousands deep are one too, not a RecursionError's traceback)
+    expected = "an experiment config (a UTF-8 JSON or TOML file)"
+    if path.suffix == ".toml":
+        cfg = read_toml(path, ConfigError, what="a TOML config", expected=expected)
+    else:
+        cfg = read_json(path, ConfigError, what="a JSON config", expected=expected, object_pairs_hook=distinct_keys)
+    if not isinstance(cfg, dict):
+        raise ConfigError(f"{path}: an experiment config is an object of settings, got {type(cfg).__name__}")
+    cfg.setdefault("name", path.stem)
+    return resolve_paths(cfg, path.parent)
+
+
+def load_config(path: str | Path) -> ExperimentConfig:
+    """Read a JSON or TOML experiment config, checked and with the defaults filled in (see
+    module docstring); an error names the file."""
+    try:
+        return normalise_config(read_config(path))
+    except ConfigError as e:
+        raise ConfigError(e if str(e).startswith(f"{path}: ") else f"{path}: {e}") from None
+
+
+def resolve_paths(cfg: dict, base: Path) -> dict:
+    """A copy of ``cfg`` whose relative data paths (a task's ``data_dir`` and ``files``, the
+    GloVe file) are taken relative to ``base``, the config file's folder, not the working
+    folder; a biLM folder too, where the config's folder holds it (see :func:`_bilm_from`)."""
+    cfg = copy.deepcopy(cfg)
+    if "bilm" in cfg:
+        cfg["bilm"] = _bilm_from(cfg["bilm"], base, "bilm")
+    for i, v in enumerate(cfg.get("variants") or []):
+        if isinstance(v, dict) and isinstance(v.get("elmo"), dict) and "bilm" in v["elmo"]:
+            v["elmo"]["bilm"] = _bilm_from(v["elmo"]["bilm"], base, f"variants[{i}].elmo.bilm")
+
+    def fix(p):
+        return str(base / p) if isinstance(p, str) and p and not Path(p).is_absolute() else p
+
+    for t in cfg.get("tasks") or []:
+        if not isinstance(t, dict):
+            continue
+        if "data_dir" in t:
+            t["data_dir"] = fix(t["data_dir"])
+        if isinstance(t.get("files"), dict):
+            t["files"] = {k: fix(v) for k, v in t["files"].items()}
+    emb = cfg.get("embeddings")
+    if isinstance(emb, dict) and emb.get("glove"):
+        emb["glove"] = fix(emb["glove"])
+    return cfg
+
+
+def _bilm_from(spec, base: Path, key: str):
+    """A config's biLM spec with a relative folder found beside the config file, like its data.
+
+    A relative folder was found from the working folder only: a config beside its own model
+    read another one of that name where the command ran, or stopped as not found. The working
+    folder's copy still counts where the config's folder has none (the repo's configs name
+    ``runs/...`` from the repo's root), and a name that could mean two different folders is
+    refused rather than guessed. Names, URLs and absolute paths are kept as they are."""
+    from .. import which_model
+    from ..io import same_file
+    from .bilms import RANDOM_PREFIX
+    if not isinstance(spec, str):
+        return spec                                    # (the typed config says what is wrong)
+    prefix = RANDOM_PREFIX if spec.startswith(RANDOM_PREFIX) else ""
+    name = spec[len(prefix):]
+    here, beside = Path(name), base / name
+    # in loading's order, the bare name's local path beside the config (warned below, once
+    # the two-folders error is ruled out)
+    named = which_model(name, local=beside, warn=False)
+    if named.kind == "local" and beside.exists() and not same_file(here, beside):
+        if here.exists():
+            raise ConfigError(f"{key} {spec!r} names two different folders: {beside} (beside the config) and "
+                              f"{here.resolve()} (from the working folder); give an absolute path")
+        named.warn()                # a published model's name (loading it by its path would not say so)
+        return prefix + str(beside)
+    if named.kind == "bundled":
+        named.warn()                # the bundled model wins over a folder beside the config
+    return spec
+
+
+def normalise_config(cfg: dict | ExperimentConfig) -> ExperimentConfig:
+    """The typed config of a dict of settings (defaults filled in, every key and value
+    checked; see :class:`~elmo.tasks.experiment_config.ExperimentConfig`)."""
+    if isinstance(cfg, ExperimentConfig):
+        return cfg
+    return ExperimentConfig.from_dict(cfg)
+
+
+def baseline_name(cfg: ExperimentConfig) -> str:
+    return cfg.baseline.name

@@ -99,7 +99,7 @@ def bilm_sha256_text(info: dict) -> str:
 
 
 def domain_adapted_text(info: dict) -> str:
-    """Whether a biLM (an entry of results.json's ``bilms``, :func:`~.runner.describe_bilm`)
+    """Whether a biLM (an entry of results.json's ``bilms``, :func:`~.bilms.describe_bilm`)
     was adapted to the domain, which is extra data: the text it was adapted on, ``yes (extra
     data)`` where its metadata says so without naming the text, ``no`` where the entry records
     that it was not, and ``not recorded`` for an entry with neither field (results written

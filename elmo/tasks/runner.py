@@ -41,14 +41,15 @@ and, when one task runs at several training sizes (entries with their own ``name
 ``training_sizes.png``. ``results.json`` is rewritten (atomically) after every run, and
 ``resume`` keeps the runs it already holds whose settings match and, for runs with ELMo,
 whose biLM files (weights, options, vocabulary) have the SHA-256 they were run with.
+
+This module trains and tests one run (:func:`run_one`) and drives the experiment (:func:`plan`,
+:func:`reusable_runs`, :func:`run_experiment`, :func:`rewrite_reports`). The config is read by
+:mod:`.experiment_config`, a run's fingerprint taken by :mod:`.fingerprints`, the biLMs loaded
+by :mod:`.bilms` and the runs summarised over seeds by :mod:`.summary`.
 """
 from __future__ import annotations
 
-import copy
-import functools
-import hashlib
 import json
-import statistics
 import sys
 import time
 from dataclasses import asdict, dataclass
@@ -59,417 +60,28 @@ import torch
 
 from .batching import make_batch
 from .bilm_checksums import BiLMChecksums, what_counts
+from .bilms import BiLMPool, bilm_brief, bilm_entry, resolve_bilm
 from .datasets import TaskData, load_task, text_limits
 from .embeddings import build_embeddings, glove_record
-from .features import ElmoFeatures, WordFeatures, dictionary_bilm_problem
+from .features import ElmoFeatures, WordFeatures
+from .fingerprints import checksums_of, content_digest, data_digests, run_content, run_fingerprint
 from .kinds import task_kind
-from .layer_cache import LayerCache
 from .models import Encoder, TaskModel
-from .paired import paired_difference, sample_std
 from .report import write_reports
-from .experiment_config import ExperimentConfig, ModelSettings, Variant, check_bilm_logins, check_variants_differ
-from .files import FileDigest, file_digest
+from .experiment_config import (ExperimentConfig, ModelSettings, Variant, check_bilm_logins, check_variants_differ,
+                                normalise_config)
+from .files import FileDigest
+from .summary import summarise
 from .train_loop import FitConfig, fit, metric_value, predict, score
 from .. import tokenize as tokenizer
 from ..config import ConfigError
 from ..io import atomic_write_text, check_output_dir, no_empty_folder_on_failure, output_lock
-from ..text_files import read_json, read_toml
-from ..jobconfig import distinct_keys
 from ..strict_json import nonfinite_as_none
 from ..runtime import cpu_model, machine_description, threads
 from ..runtime import resolve_device
 
 #: Characters per token when no biLM says otherwise (the char features of the baseline).
 DEFAULT_MAX_CHARS = 50
-
-
-# ----------------------------------------------------------------------------- config
-def read_config(path: str | Path) -> dict:
-    """The settings of a JSON or TOML experiment config as written, with ``name`` defaulting
-    to the file's stem and relative data paths made relative to the file's folder (not yet
-    checked: :func:`normalise_config` does that)."""
-    path = Path(path)
-    # (the package's readers: each way the file fails is one line naming it, and brackets
-    # nested thousands deep are one too, not a RecursionError's traceback)
-    expected = "an experiment config (a UTF-8 JSON or TOML file)"
-    if path.suffix == ".toml":
-        cfg = read_toml(path, ConfigError, what="a TOML config", expected=expected)
-    else:
-        cfg = read_json(path, ConfigError, what="a JSON config", expected=expected, object_pairs_hook=distinct_keys)
-    if not isinstance(cfg, dict):
-        raise ConfigError(f"{path}: an experiment config is an object of settings, got {type(cfg).__name__}")
-    cfg.setdefault("name", path.stem)
-    return resolve_paths(cfg, path.parent)
-
-
-def load_config(path: str | Path) -> ExperimentConfig:
-    """Read a JSON or TOML experiment config, checked and with the defaults filled in (see
-    module docstring); an error names the file."""
-    try:
-        return normalise_config(read_config(path))
-    except ConfigError as e:
-        raise ConfigError(e if str(e).startswith(f"{path}: ") else f"{path}: {e}") from None
-
-
-def resolve_paths(cfg: dict, base: Path) -> dict:
-    """A copy of ``cfg`` whose relative data paths (a task's ``data_dir`` and ``files``, the
-    GloVe file) are taken relative to ``base``, the config file's folder, not the working
-    folder; a biLM folder too, where the config's folder holds it (see :func:`_bilm_from`)."""
-    cfg = copy.deepcopy(cfg)
-    if "bilm" in cfg:
-        cfg["bilm"] = _bilm_from(cfg["bilm"], base, "bilm")
-    for i, v in enumerate(cfg.get("variants") or []):
-        if isinstance(v, dict) and isinstance(v.get("elmo"), dict) and "bilm" in v["elmo"]:
-            v["elmo"]["bilm"] = _bilm_from(v["elmo"]["bilm"], base, f"variants[{i}].elmo.bilm")
-
-    def fix(p):
-        return str(base / p) if isinstance(p, str) and p and not Path(p).is_absolute() else p
-
-    for t in cfg.get("tasks") or []:
-        if not isinstance(t, dict):
-            continue
-        if "data_dir" in t:
-            t["data_dir"] = fix(t["data_dir"])
-        if isinstance(t.get("files"), dict):
-            t["files"] = {k: fix(v) for k, v in t["files"].items()}
-    emb = cfg.get("embeddings")
-    if isinstance(emb, dict) and emb.get("glove"):
-        emb["glove"] = fix(emb["glove"])
-    return cfg
-
-
-def _bilm_from(spec, base: Path, key: str):
-    """A config's biLM spec with a relative folder found beside the config file, like its data.
-
-    A relative folder was found from the working folder only: a config beside its own model
-    read another one of that name where the command ran, or stopped as not found. The working
-    folder's copy still counts where the config's folder has none (the repo's configs name
-    ``runs/...`` from the repo's root), and a name that could mean two different folders is
-    refused rather than guessed. Names, URLs and absolute paths are kept as they are."""
-    from .. import which_model
-    from ..io import same_file
-    if not isinstance(spec, str):
-        return spec                                    # (the typed config says what is wrong)
-    prefix = RANDOM_PREFIX if spec.startswith(RANDOM_PREFIX) else ""
-    name = spec[len(prefix):]
-    here, beside = Path(name), base / name
-    # in loading's order, the bare name's local path beside the config (warned below, once
-    # the two-folders error is ruled out)
-    named = which_model(name, local=beside, warn=False)
-    if named.kind == "local" and beside.exists() and not same_file(here, beside):
-        if here.exists():
-            raise ConfigError(f"{key} {spec!r} names two different folders: {beside} (beside the config) and "
-                              f"{here.resolve()} (from the working folder); give an absolute path")
-        named.warn()                # a published model's name (loading it by its path would not say so)
-        return prefix + str(beside)
-    if named.kind == "bundled":
-        named.warn()                # the bundled model wins over a folder beside the config
-    return spec
-
-
-def normalise_config(cfg: dict | ExperimentConfig) -> ExperimentConfig:
-    """The typed config of a dict of settings (defaults filled in, every key and value
-    checked; see :class:`~elmo.tasks.experiment_config.ExperimentConfig`)."""
-    if isinstance(cfg, ExperimentConfig):
-        return cfg
-    return ExperimentConfig.from_dict(cfg)
-
-
-#: Config keys that do not change what a run computes (so a run can be reused across them).
-_NOT_RESULT_KEYS = {"name", "description", "variants", "tasks", "seeds", "out", "notes", "threads",
-                    "device"}
-
-
-def run_fingerprint(cfg: ExperimentConfig, spec: dict, variant: Variant,
-                    bilms: Optional[BiLMChecksums] = None,
-                    data: Optional[Dict[str, Optional[str]]] = None) -> Optional[str]:
-    """What decides one run's result besides its seed: the task entry, the variant and the
-    shared settings. ``resume`` reuses an earlier run when this matches, so variants can be
-    added to an experiment (or its description edited) without training the others again.
-    A task read from your files (``files``, or a built-in task's ``data_dir``) also counts
-    their contents, and a GloVe file of your own (``embeddings.glove``) its words and vectors,
-    so an edited file is trained on again. A variant with ELMo also counts
-    its biLM's SHA-256 (:mod:`.bilm_checksums`: weights, options and vocabulary; a
-    ``random:`` control's options only), so a retrained biLM is trained with again; its
-    fingerprint is None when that biLM's folder is not there. ``bilms`` shares the checksums
-    between calls (each biLM is hashed once per experiment); ``data`` is the task's
-    :func:`_data_checksums` when taken already (the files are hashed now without it)."""
-    content = _run_content(cfg, spec, variant, data)
-    if variant.elmo is None:
-        return _digest(content)     # unchanged since biLMs are counted: old baselines still match
-    sha = (bilms or BiLMChecksums())(cfg.bilm_of(variant))
-    return None if sha is None else _digest(content, sha)
-
-
-def _run_content(cfg: ExperimentConfig, spec: dict, variant: Variant,
-                 data: Optional[Dict[str, Optional[str]]] = None) -> dict:
-    """The settings and data checksums (``data``, else hashed now) a run's fingerprint hashes
-    (all but the biLM)."""
-    recorded = cfg.recorded()             # the settings as written: earlier runs keep matching
-    common = {k: v for k, v in recorded.items() if k not in _NOT_RESULT_KEYS}
-    written = next(v for v in recorded["variants"] if v["name"] == variant.name)
-    content = {"task": spec, "variant": written, "common": common}
-    if variant.elmo is not None and variant.elmo.do_layer_norm:
-        # its layer norm's statistics became each sentence's own (they were the batch's):
-        # runs computed the old way are not reused (see _batch_layer_norm_run)
-        content["layer_norm_over"] = "sentence"
-    if spec.get("tokenize"):
-        # texts split by elmo.tokenize: runs on the tokens of an older revision are trained
-        # again (a spec without tokenize, its texts split on spaces, keeps its fingerprint)
-        content["tokenizer_revision"] = tokenizer.TOKENIZER_REVISION
-    data = _data_checksums(spec) if data is None else data
-    if data:
-        content["data"] = data
-        if _whole_number_labels(spec, data):
-            # a label such as "1.0" became the class "1" (it was a class of its own): runs
-            # recorded before are trained again; those of files without one keep matching
-            content["whole_number_labels"] = "as whole numbers"
-    fmt = spec.get("format")
-    if isinstance(fmt, dict) and fmt.get("type") == "tsv" and "quoting" not in fmt \
-            and fmt.get("delimiter", "\t") != "\t":
-        # such a file's double quotes became csv quoting (they were read as text): runs
-        # recorded before are trained again, not reused
-        content["tsv_quoting"] = "csv"
-    if cfg.embeddings.get("glove"):
-        # a GloVe file of your own, by its words and vectors as read: another file under its
-        # name kept the runs trained with the old vectors (glove-50d is pinned by `elmo data`)
-        from .embeddings import glove_record
-        record = glove_record(cfg.embeddings)
-        content["glove"] = record["digest"]
-        if "lookup" in record:
-            # a cased file's words are looked up as written first: runs whose vocabulary
-            # lower-cased every word (the old lookup) are trained again, not reused
-            content["glove_lookup"] = record["lookup"]
-    return content
-
-
-def _digest(content: dict, bilm_sha256: Optional[str] = None) -> str:
-    """The fingerprint of a run's content, with its biLM's SHA-256 when given (without it:
-    the fingerprint of records written before biLMs were counted)."""
-    if bilm_sha256 is not None:
-        content = {**content, "bilm_sha256": bilm_sha256}
-    text = json.dumps(content, sort_keys=True)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
-
-
-def _data_paths(spec: dict) -> Dict[str, Path]:
-    """split -> the user-supplied files a task spec reads; empty for a built-in task read from
-    the cache, whose files are pinned by `elmo data`."""
-    from .datasets import TASKS
-    if isinstance(spec.get("files"), dict):
-        return {k: Path(v) for k, v in spec["files"].items() if v}
-    if spec.get("data_dir") and spec.get("task") in TASKS:
-        return {k: Path(spec["data_dir"]) / f for k, f in TASKS[spec["task"]].files.items()}
-    return {}
-
-
-def _data_checksums(spec: dict) -> Dict[str, Optional[str]]:
-    """split -> SHA-256 of the user-supplied files a task spec reads (None when missing;
-    :func:`_data_paths`)."""
-    return _checksums_of(_data_digests(spec))
-
-
-def _data_digests(spec: dict) -> Dict[str, Optional[FileDigest]]:
-    """split -> SHA-256 and size (one reading) of the user-supplied files a task spec reads
-    (None when missing; :func:`_data_paths`)."""
-    return {k: file_digest(p) if p.is_file() else None for k, p in sorted(_data_paths(spec).items())}
-
-
-def _checksums_of(digests: Dict[str, Optional[FileDigest]]) -> Dict[str, Optional[str]]:
-    """split -> SHA-256 of :func:`_data_digests`: what a run's fingerprint counts."""
-    return {k: d.sha256 if d else None for k, d in digests.items()}
-
-
-def _whole_number_labels(spec: dict, checksums: Dict[str, Optional[str]]) -> bool:
-    """Whether a file of the task holds a class label that is a whole number with a decimal
-    point (``1.0``), which task files read as the whole number since they canonicalise labels.
-    (No built-in task's pinned files do: sentiment's ratings go through its rule, topic's and
-    vitaminc's labels are names, pos and ner have tags, kept as written.) A file that cannot be
-    read counts none here: reading the task names its error."""
-    from .datasets import TASKS
-    from .files import TaskDataError, check_format
-    name = spec.get("task")
-    preset = TASKS.get(name) if isinstance(name, str) else None
-    kind, fmt = (preset.kind, preset.format) if preset else (str(name), spec.get("format"))
-    try:
-        if (preset and preset.label_map) or task_kind(kind).token_labels:   # (tags: kept as written)
-            return False
-        fmt = check_format(fmt, kind, f"task {name}")
-    except (TaskDataError, ValueError):
-        return False
-    fmt_json = json.dumps(fmt, sort_keys=True)
-    return any(checksums.get(split) and _file_whole_number_labels(str(path), checksums[split], kind, fmt_json)
-               for split, path in _data_paths(spec).items())
-
-
-@functools.lru_cache(maxsize=64)
-def _file_whole_number_labels(path: str, sha256: str, kind: str, fmt: str) -> bool:
-    """:func:`_whole_number_labels` of one file, read once per content (``sha256``): the
-    fingerprint is taken for every run of every variant."""
-    from .files import TaskDataError, whole_number_labels
-    try:
-        return bool(whole_number_labels(Path(path), kind, json.loads(fmt)))
-    except (TaskDataError, OSError):
-        return False
-
-
-def baseline_name(cfg: ExperimentConfig) -> str:
-    return cfg.baseline.name
-
-
-# ----------------------------------------------------------------------------- biLMs
-#: Prefix of a biLM spec that asks for the same architecture with random weights (a control:
-#: what the task model gains from the biLM's shape and character CNN alone, without training).
-RANDOM_PREFIX = "random:"
-#: Seed of the random weights of a ``random:`` biLM (fixed, so every run sees the same biLM).
-RANDOM_BILM_SEED = 12345
-
-
-def resolve_bilm(spec: str) -> Path:
-    """The folder of a biLM spec: ``default`` (the package's default model), a bundled name
-    or a path; ``random:SPEC`` is the folder whose architecture is copied."""
-    import elmo
-    if spec.startswith(RANDOM_PREFIX):
-        return resolve_bilm(spec[len(RANDOM_PREFIX):])
-    name = elmo.DEFAULT_MODEL if spec == "default" else spec
-    return elmo.model_path(name)
-
-
-def load_bilm(spec: str):
-    """A biLM for a spec (see :func:`resolve_bilm`); ``random:SPEC`` gets SPEC's options and
-    fresh random weights (PyTorch's default initialisation, seed :data:`RANDOM_BILM_SEED`)."""
-    import elmo
-    from ..modules.bilm import BiLM
-    path = resolve_bilm(spec)
-    if not spec.startswith(RANDOM_PREFIX):
-        return elmo.from_pretrained(path)
-    options = elmo.from_pretrained(path).options
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(RANDOM_BILM_SEED)
-        bilm = BiLM(options)
-    with torch.no_grad():
-        bilm.token_encoder.char_embedding.weight[0].zero_()      # the padding character
-    return bilm
-
-
-def describe_bilm(spec: str) -> dict:
-    """What an experiment record says about a biLM: its folder, size, and its
-    ``metadata.json`` (how it was trained; ``adapted_on``, the extra text it was fine-tuned
-    on, which makes it a domain-adapted model)."""
-    import elmo
-    from ..training.export import METADATA_FILE, read_metadata
-    path = resolve_bilm(spec)
-    random_weights = spec.startswith(RANDOM_PREFIX)
-    base = spec[len(RANDOM_PREFIX):] if random_weights else spec
-    name = elmo.DEFAULT_MODEL if base == "default" else base
-    shown = path.resolve()
-    try:                                      # relative to the working folder when inside it
-        shown = shown.relative_to(Path.cwd().resolve())
-    except ValueError:
-        pass
-    info: dict = {"spec": spec, "path": str(shown), "random_weights": random_weights,
-                  "bundled": elmo.which_model(name, warn=False).kind == "bundled"}
-    if random_weights:
-        info["warning"] = (f"random weights (seed {RANDOM_BILM_SEED}) in the architecture of "
-                           f"{shown}: a control, not a trained biLM")
-        info["metadata"], info["adapted_on"], info["domain_adapted"] = None, [], False
-        return info
-    # read with its checks: a damaged or hand-edited file was a traceback, JSON's error without
-    # the file's name, or a wrong "adapted" flag
-    meta = read_metadata(path) if (path / METADATA_FILE).exists() else None
-    # copied into a new record: a URL with a login that the biLM's metadata holds is not
-    from ..redact import redact_record
-    meta = redact_record(meta)[0]
-    info["metadata"] = meta
-    adapted = (meta or {}).get("adapted_on") or []
-    info["adapted_on"] = adapted
-    info["domain_adapted"] = bool(adapted) or bool((meta or {}).get("extra_data"))
-    if info["bundled"] and name == "fixture":
-        info["warning"] = ("the bundled 'fixture' biLM has untrained test weights: results with "
-                           "it only show that the code runs")
-    return info
-
-
-def _bilm_brief(spec: str) -> dict:
-    """The part of :func:`describe_bilm` that every run record repeats."""
-    info = describe_bilm(spec)
-    return {"bilm_path": info["path"], "domain_adapted": info["domain_adapted"],
-            "adapted_on": info["adapted_on"]}
-
-
-def _bilm_entry(spec: str, bilms: BiLMChecksums) -> dict:
-    """What ``results.json``'s ``bilms`` block says of a biLM: :func:`describe_bilm` and the
-    SHA-256 that identifies its files (:mod:`.bilm_checksums`), with each file's."""
-    return {**describe_bilm(spec), "sha256": bilms(spec), "sha256_of": what_counts(spec),
-            "files_sha256": bilms.files(spec)}
-
-
-class BiLMPool:
-    """Loaded biLMs and their layer caches, shared by all runs of an experiment."""
-
-    def __init__(self, cache_layers: bool, log: Callable[[str], None]):
-        self.cache_layers = cache_layers
-        self.log = log
-        self._models: Dict[str, object] = {}
-        self._caches: Dict[str, LayerCache] = {}
-        self.cache_seconds: Dict[str, float] = {}        # biLM spec -> seconds
-
-    def frozen(self, spec: str):
-        """The shared frozen biLM of a spec (loaded once)."""
-        if spec not in self._models:
-            bilm = load_bilm(spec).eval()
-            for p in bilm.parameters():
-                p.requires_grad_(False)
-            self._models[spec] = bilm
-        return self._models[spec]
-
-    def fresh(self, spec: str):
-        """A new copy to fine-tune (the shared frozen one is never changed), in float32.
-
-        A biLM saved in bfloat16 (or float16) loads in that dtype, and fine-tuned so its weights
-        and the optimizer's steps were rounded to 8 bits of mantissa (an update below 1/256 of
-        a weight was lost): it is fine-tuned in float32, as it was before dtypes were restored,
-        and its saved task model keeps the float32 weights (see :mod:`.saved`)."""
-        bilm = load_bilm(spec)
-        low = any(p.dtype in (torch.bfloat16, torch.float16) for p in bilm.parameters())
-        return bilm.float() if low else bilm
-
-    def check(self, variants: Sequence[Variant], cfg: ExperimentConfig) -> None:
-        """Refuse, before any run, a variant whose biLM cannot run as it asks (a dictionary
-        biLM fine-tuned, or without the layer cache): it failed at the variant's first run,
-        after the runs before it had trained. Loads only biLMs such a variant names."""
-        for v in variants:
-            e = v.elmo
-            if e is None or not (e.finetune or not self.cache_layers):
-                continue
-            spec = cfg.bilm_of(v)
-            # (a fine-tuned variant's biLM is read, not kept: its runs load their own copies)
-            bilm = self.frozen(spec) if not e.finetune or spec in self._models else load_bilm(spec)
-            problem = dictionary_bilm_problem(bilm.options, e.finetune, self.cache_layers)
-            if problem:
-                raise ConfigError(f"variant {v.name}: biLM {spec!r}: {problem}")
-
-    def cache(self, spec: str, sentences: Sequence[Sequence[str]]) -> Optional[LayerCache]:
-        if not self.cache_layers:
-            return None
-        if spec not in self._caches:
-            self._caches[spec] = LayerCache(self.frozen(spec))
-        cache = self._caches[spec]
-        # one task's sentences at a time: the finished tasks' layers are not read again
-        cache.retain(sentences)
-        adding = cache.estimate_nbytes(sentences)
-        if adding:   # said before the memory is taken, where a machine short of it would swap
-            self.log(f"caching biLM layers: about {adding / 2**20:.0f} MiB more "
-                     f"(cache_layers false computes them in every batch instead)")
-        start = time.time()
-        before = len(cache)
-        cache.fill(sentences)
-        spent = time.time() - start
-        self.cache_seconds[spec] = self.cache_seconds.get(spec, 0.0) + spent
-        if len(cache) > before:
-            self.log(f"biLM layers cached for {len(cache) - before} sentences in {spent:.1f} s "
-                     f"({cache.nbytes() / 2**20:.0f} MiB in all)")
-        return cache
 
 
 # ----------------------------------------------------------------------------- one run
@@ -572,7 +184,7 @@ def run_one(prep: PreparedTask, variant: Variant, seed: int, cfg: ExperimentConf
         "cpu": cpu_model(),  # each run's own: a resumed experiment's runs may come from other machines
         "history": result["history"],
         "elmo": None if e is None else {
-            "bilm": cfg.bilm_of(variant), **_bilm_brief(cfg.bilm_of(variant)),
+            "bilm": cfg.bilm_of(variant), **bilm_brief(cfg.bilm_of(variant)),
             "positions": list(e.positions),
             "layers": e.layers, "lambda": lam, "finetune": e.finetune,
             "dropout": e.dropout, "do_layer_norm": e.do_layer_norm,
@@ -585,7 +197,7 @@ def run_one(prep: PreparedTask, variant: Variant, seed: int, cfg: ExperimentConf
         if per_set:
             record[f"extra_tests_{key}"] = per_set
     record.update(test_metrics)
-    if prep.spec.get("tokenize"):   # which elmo.tokenize split its texts (see _run_content)
+    if prep.spec.get("tokenize"):   # which elmo.tokenize split its texts (see fingerprints.run_content)
         record["tokenizer_revision"] = tokenizer.TOKENIZER_REVISION
     if save_to is not None:
         from .saved import save
@@ -624,82 +236,6 @@ def _test_metrics(model: TaskModel, data: TaskData, make, log: Callable[[str], N
         out["undefined"] = why
         log(f"{data.name}: the {split} correlation is undefined (NaN): {why}")
     return out
-
-
-# ----------------------------------------------------------------------------- summary
-def _stats(values: List[Optional[float]]) -> Dict[str, float]:
-    """Count, mean and sample standard deviation; NaN where undefined (no value; for the
-    spread, one value; or a NaN among them: the dev score of a task without a dev set, which
-    a record read back from results.json holds as None, strict JSON's NaN)."""
-    numbers = [float("nan") if v is None else v for v in values]
-    mean = statistics.fmean(numbers) if numbers else float("nan")
-    return {"n": len(numbers), "mean": mean, "std": sample_std(numbers)}
-
-
-def _means(values: Sequence[Dict[str, float]]) -> Dict[str, float]:
-    """name -> the mean over runs of each name's value in ``values`` (one dict per run; a
-    run without the name does not count)."""
-    names = sorted({k for v in values for k in v})
-    return {k: _stats([v[k] for v in values if k in v])["mean"] for k in names}
-
-
-def _gain_over(runs: List[dict], task: str, variant: str, base: str) -> Dict[str, float]:
-    """``variant``'s gain over ``base`` on ``task``, paired by seed
-    (:func:`~elmo.tasks.paired.paired_difference`): ``gain_mean``, ``gain_std``, ``gain_seeds``,
-    the paired t ``gain_t`` and the 95% interval ``gain_low`` to ``gain_high``; NaN where
-    undefined (one seed, zero spread, or no baseline run to pair with: 0 seeds)."""
-    nan = float("nan")
-    try:
-        d = paired_difference({"runs": runs}, task, variant, base)
-    except ValueError:  # the baseline has not run (yet) on this task, or shares no seed
-        return {"gain_mean": nan, "gain_std": nan, "gain_seeds": 0, "gain_t": nan,
-                "gain_low": nan, "gain_high": nan}
-    mean, seeds = d["mean"], d["seeds"]
-    assert mean is not None and seeds is not None     # (paired_difference always sets both)
-    out: Dict[str, float] = {"gain_mean": mean, "gain_seeds": seeds}
-    for k in ("std", "t", "low", "high"):
-        v = d[k]
-        out[f"gain_{k}"] = nan if v is None else v
-    return out
-
-
-def summarise(runs: List[dict], cfg: ExperimentConfig) -> List[dict]:
-    """One row per (task, variant): test mean and std over seeds, dev mean, and the gain over
-    the baseline paired by seed (mean and std of the per-seed differences, paired t and 95%
-    interval). No row ever averages different tasks."""
-    base = baseline_name(cfg)
-    rows = []
-    tasks = []
-    for r in runs:
-        if r["task"] not in tasks:
-            tasks.append(r["task"])
-    for task in tasks:
-        for v in cfg.variants:
-            rs = [r for r in runs if r["task"] == task and r["variant"] == v.name]
-            if not rs:
-                continue
-            test = _stats([r["test"] for r in rs])
-            row = {"task": task, "metric": rs[0]["metric"], "variant": v.name,
-                   "elmo": rs[0]["elmo"] and {k: val for k, val in rs[0]["elmo"].items()
-                                              if k != "mix_weights"},
-                   "seeds": sorted(r["seed"] for r in rs),
-                   "test_mean": test["mean"], "test_std": test["std"],
-                   "dev_mean": _stats([r["dev"] for r in rs])["mean"],
-                   "seconds": sum(r["seconds"] for r in rs)}
-            # a graded task's other correlation, never mixed with its metric; further test
-            # sets' metric, and a graded task's other correlation there ("set: metric")
-            flat = [{f"{k}: {m}": v for k, ms in r.get("extra_tests_other_metrics", {}).items()
-                     for m, v in ms.items()} for r in rs]
-            for key, values in (("other_metrics", [r.get("other_metrics", {}) for r in rs]),
-                                ("extra_tests", [r.get("extra_tests", {}) for r in rs]),
-                                ("extra_tests_other_metrics", flat)):
-                means = _means(values)
-                if means:
-                    row[f"{key}_mean"] = means
-            if v.name != base:
-                row.update(_gain_over(runs, task, v.name, base))
-            rows.append(row)
-    return rows
 
 
 # ----------------------------------------------------------------------------- driver
@@ -817,9 +353,9 @@ def _batch_layer_norm_run(cfg: ExperimentConfig, run: dict) -> bool:
         for v in cfg.variants:
             if v.name != run["variant"] or v.elmo is None or not v.elmo.do_layer_norm:
                 continue
-            content = _run_content(cfg, spec, v)
+            content = run_content(cfg, spec, v)
             del content["layer_norm_over"]
-            if run["fingerprint"] in {_digest(content), _digest(content, run.get("bilm_sha256"))}:
+            if run["fingerprint"] in {content_digest(content), content_digest(content, run.get("bilm_sha256"))}:
                 return True
     return False
 
@@ -837,9 +373,9 @@ def _bilm_of_matching_run(cfg: ExperimentConfig, run: dict, same: bool) -> Optio
         for v in cfg.variants:
             if v.name != run["variant"] or v.elmo is None:
                 continue
-            content = _run_content(cfg, spec, v)
+            content = run_content(cfg, spec, v)
             settings_match = (same and "fingerprint" not in run) or run.get("fingerprint") in {
-                _digest(content), _digest(content, run.get("bilm_sha256"))}
+                content_digest(content), content_digest(content, run.get("bilm_sha256"))}
             if settings_match:
                 return cfg.bilm_of(v)
     return None
@@ -924,7 +460,7 @@ def _run_locked(cfg: ExperimentConfig, out: Path, results_path: Path, resume: bo
         "config": cfg.recorded(),
         "command": command or "run_experiment(config)",
         "machine": machine_description(),  # this invocation's; each run records its own "cpu"
-        "bilms": {**described, **{s: _bilm_entry(s, bilms) for s in sorted(specs)}},
+        "bilms": {**described, **{s: bilm_entry(s, bilms) for s in sorted(specs)}},
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "data": {}, "runs": list(done), "summary": [],
     }
@@ -1039,8 +575,8 @@ def _run_all(cfg: ExperimentConfig, results: dict, results_path: Path, done: Lis
     # fingerprints disagreed with; and each variant's fingerprint hashed the files anew).
     # (and its size, of that same reading: a size taken after the read described no version of
     # a file edited meanwhile).
-    digests = [_data_digests(spec) for spec in cfg.tasks]
-    fingerprints = [{v.name: run_fingerprint(cfg, spec, v, bilms, _checksums_of(data)) for v in variants}
+    digests = [data_digests(spec) for spec in cfg.tasks]
+    fingerprints = [{v.name: run_fingerprint(cfg, spec, v, bilms, checksums_of(data)) for v in variants}
                     for spec, data in zip(cfg.tasks, digests)]
     # every task's files are read (and checked) before the first model trains
     preps = [prepare_task(spec, cfg, data) for spec, data in zip(cfg.tasks, digests)]

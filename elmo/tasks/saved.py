@@ -71,7 +71,7 @@ def bilm_reference(spec: str) -> dict:
     is bundled, the checksums of its files and the digest of its weights as loaded (which a
     converted copy, in other files, shares: see :func:`_load_bilm`)."""
     from .bilm_checksums import bilm_files
-    from .runner import describe_bilm, resolve_bilm
+    from .bilms import describe_bilm, resolve_bilm
     folder = resolve_bilm(spec)
     info = describe_bilm(spec)
     files = bilm_files(folder)
@@ -85,7 +85,7 @@ def _weights_digest(spec: str, files: tuple) -> str:
     """The digest of a biLM's weights as loaded, once per spec and files (an experiment saves
     a task model per variant and seed, and each loaded and hashed the whole biLM again); the
     files' checksums are in the key, so a biLM changed on disk is loaded anew."""
-    from .runner import load_bilm
+    from .bilms import load_bilm
     from ..embedding.run import model_digest
     return model_digest(load_bilm(spec))
 
@@ -142,7 +142,7 @@ def save(folder: Union[str, Path], model, *, kind: str, metric: str, labels: Seq
 def _load_bilm(ref: dict, override: Optional[str]):
     """The biLM a saved model was trained with, checked against its recorded checksums."""
     from .bilm_checksums import bilm_files
-    from .runner import load_bilm, resolve_bilm
+    from .bilms import load_bilm, resolve_bilm
     spec = shown = override or ref["spec"]
     # The files cannot tell a random: control from its trained model (a random one reads only
     # the options, and both record the same checksums): the folder of a random control passed
@@ -193,7 +193,7 @@ def _recorded_folder_digest(ref: dict) -> Optional[str]:
     """The weights digest of the biLM a saved model records, from the folder it names when that
     still holds the recorded files (a model saved before the digest was recorded); else None."""
     from .bilm_checksums import bilm_files
-    from .runner import RANDOM_PREFIX, load_bilm
+    from .bilms import RANDOM_PREFIX, load_bilm
     from ..embedding.run import model_digest
     path = Path(ref["path"])
     if not path.is_dir() or bilm_files(path) != ref["sha256"]:
