@@ -197,7 +197,7 @@ class ElmoEmbedder:
     def embed_sentences(self, sentences: Iterable[Sequence[str]],
                         batch_size: int = DEFAULT_BATCH_SIZE) -> Iterator[np.ndarray]:
         """Lazily embed an iterable of tokenized sentences, ``batch_size`` at a time; yields one
-        array per sentence, in order."""
+        float32 array (L + 1, n_tokens, D) per sentence, in order (see :meth:`embed_batch`)."""
         batch_size = require_count("batch_size", batch_size)
         # (checked here, so that an error counts the sentences from the start, not the batch's)
         it = tokenized(sentences, "ElmoEmbedder.embed_sentences")

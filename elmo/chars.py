@@ -34,6 +34,7 @@ _STR = frozenset([str])
 
 
 def _marker_ids(marker: int, max_chars: int) -> tuple[int, ...]:
+    """The ``max_chars`` ids (shifted) of a sentence marker: BOW, ``marker``, EOW, then PAD."""
     ids = [PAD_CHAR + 1] * max_chars
     ids[0], ids[1], ids[2] = BOW_CHAR + 1, marker + 1, EOW_CHAR + 1
     return tuple(ids)

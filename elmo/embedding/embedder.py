@@ -198,7 +198,7 @@ class Embedder:
     def embed_sentences(self, sentences: Sequence[Sentence], layers: Union[str, LayerSelection] = "all",
                         dtype: DTypeSpec = np.float32,
                         on_batch: Optional[Callable[[int], object]] = None) -> List[np.ndarray]:
-        """One array per sentence, in input order.
+        """One numpy array per sentence, in input order, of ``dtype`` (float32 by default).
 
         ``layers="all"`` gives (L + 1, n_tokens, D); ``top``, ``average`` and ``mix:...``
         give (n_tokens, D). An empty sentence gives a zero-length array of the same layout.
@@ -332,9 +332,9 @@ def sentence_vectors(model: Union[Embedder, BiLM, str, Path, None], sentences: S
 
 
 def _to_device(ids: torch.Tensor, device: torch.device) -> torch.Tensor:
-    """``ids`` on ``device``; to a GPU through pinned host memory, so that the copy does not
-    wait for the work queued before it, or a plain copy where pinning is refused (a driver or
-    container without page-locked memory)."""
+    """``ids`` (any shape and dtype) on ``device``; to a GPU through pinned host memory, so
+    that the copy does not wait for the work queued before it, or a plain copy where pinning
+    is refused (a driver or container without page-locked memory)."""
     if device.type != "cuda":
         return ids.to(device)
     try:

@@ -118,7 +118,8 @@ class LayerSelection:
         return self.kind == "all"
 
     def shape(self, n_tokens: int, num_layers: int, dim: int) -> Tuple[int, ...]:
-        """The array shape of one sentence of ``n_tokens`` tokens."""
+        """The array shape of one sentence of ``n_tokens`` tokens: (num_layers, n_tokens, dim)
+        for ``all``, else (n_tokens, dim)."""
         return (num_layers, n_tokens, dim) if self.keeps_all else (n_tokens, dim)
 
     def reduce(self, stacked: torch.Tensor) -> torch.Tensor:

@@ -45,7 +45,8 @@ from .lstm import BiLSTMStack, LayerState
 
 def add_sentence_boundaries(char_ids: torch.Tensor, lengths: torch.Tensor, bos_row=None,
                             eos_row=None, empty_rows: bool = False) -> torch.Tensor:
-    """(B, T, C) ids -> (B, T + 2, C) with ``<S>`` first and ``</S>`` after the last token.
+    """(B, T, C) int64 ids -> (B, T + 2, C) with ``<S>`` first and ``</S>`` after the last
+    token; ``lengths`` (B,) int64, each row's tokens.
 
     ``bos_row`` / ``eos_row``: the C ids of the boundaries (default: byte ids). Rows of length 0
     stay all padding, unless ``empty_rows``: then they get ``<S> </S>`` too (as in AllenNLP's
@@ -65,7 +66,8 @@ def add_sentence_boundaries(char_ids: torch.Tensor, lengths: torch.Tensor, bos_r
 
 
 def check_padding_at_end(mask: torch.Tensor) -> None:
-    """ValueError unless each row's tokens come first and its padding (all-zero ids) after them.
+    """ValueError unless each row's tokens come first and its padding (all-zero ids) after them:
+    ``mask`` (B, T) bool, True at a token.
 
     A sentence's length is its count of tokens, so a zero row before its last token (padding on
     the left, or a hole) would put ``</S>`` over that last token and shift the LSTMs: wrong
@@ -166,7 +168,7 @@ class BiLM(nn.Module):
         return self.token_encoder.id_scheme
 
     def token_ids(self, sentences) -> torch.Tensor:
-        """The ids of B tokenized sentences for this model: (B, T, W), zeros at padding.
+        """The ids of B tokenized sentences for this model: (B, T, W) int64, zeros at padding.
 
         For a byte-id model this is :func:`elmo.batch_to_ids` with the model's character count;
         a dictionary model (ELMoForManyLangs) uses its own dictionaries. Move the result to the
@@ -200,6 +202,9 @@ class BiLM(nn.Module):
                 self._states = saved
 
     def _initial_state(self, batch: int, like: torch.Tensor) -> Optional[List[LayerState]]:
+        """The carried state for the first ``batch`` rows, per layer (c (2, batch, H),
+        h (2, batch, P)); rows beyond those carried start at zeros (dtype and device of
+        ``like``). None when stateless or nothing is carried (the LSTMs start from zeros)."""
         if not self.stateful or self._states is None:
             return None
         held = self._states[0][0].shape[1]
@@ -209,6 +214,8 @@ class BiLM(nn.Module):
         return [(torch.cat([c, zc], 1), torch.cat([h, zh], 1)) for (c, h), (zc, zh) in zip(self._states, zeros)]
 
     def _store_state(self, final: List[LayerState], batch: int) -> None:
+        """Carry ``final``, per layer (c (2, batch, H), h (2, batch, P)), detached and in the
+        LSTM weights' dtype; rows past ``batch`` of the state carried before keep theirs."""
         # Carried in the LSTM weights' dtype: a fine-tuning call under bf16 autocast ends in a
         # bfloat16 state, and the next call without autocast (say, validation) failed deep in
         # PyTorch on the mixed dtypes. (bfloat16 to float32 is exact; autocast casts it back.)

@@ -47,6 +47,7 @@ _HASH_SEED = 0x5EED
 
 @functools.lru_cache(maxsize=32)
 def _row_hash_weights(width: int, device: torch.device) -> torch.Tensor:
+    """(width,) int64 random multipliers, the same for every call (seeded)."""
     # cached: on a GPU each new copy was a blocking host-to-device transfer per forward
     gen = torch.Generator().manual_seed(_HASH_SEED)
     return torch.randint(1, 2**62, (width,), generator=gen, dtype=torch.long).to(device)
@@ -67,6 +68,8 @@ def unique_rows(ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def _unique_with_first(keys: torch.Tensor):
+    """keys (N,) -> distinct values (U,) sorted, the index of each one's first occurrence (U,)
+    int64, and each key's index into the distinct values (N,) int64."""
     values, inverse = torch.unique(keys, return_inverse=True)
     first = torch.full((values.shape[0],), keys.shape[0], dtype=torch.long, device=keys.device)
     first.scatter_reduce_(0, inverse, torch.arange(keys.shape[0], device=keys.device), reduce="amin")
@@ -376,6 +379,9 @@ class CharCNN(nn.Module):
         return out.view(batch, steps, self.output_dim)
 
     def _encode_with_cache(self, distinct: torch.Tensor) -> torch.Tensor:
+        """Distinct tokens (N, W) int64 -> vectors (N, output_dim): from the token cache where it
+        holds them and may be used (in the weights' dtype), else from the CNN (in autocast's
+        dtype under autocast)."""
         # Gradients for the CNN's weights need the CNN itself: in eval() mode too, where the
         # cached vectors gave them none. Weights in shared memory may have been written by
         # another process, and inference tensors count no writes (see weight_cache): the

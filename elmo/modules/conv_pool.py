@@ -70,6 +70,9 @@ def _convolved(chars: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, ro
 
 
 class _ConvMaxPool(torch.autograd.Function):
+    """:func:`conv_max_pool` with gradients: the backward reuses the forward's windows and
+    keeps, per (token, filter), only the position of the maximum."""
+
     @staticmethod
     def forward(ctx, chars, weight, bias, round_rows: bool):
         """chars (N, L, d), weight (n, d, w), bias (n,) -> pooled (N, n) (see :func:`_convolved`)."""
@@ -84,6 +87,8 @@ class _ConvMaxPool(torch.autograd.Function):
     @staticmethod
     @once_differentiable
     def backward(ctx, grad):
+        """grad (N, n) -> gradients of chars (N, L, d) (None unless needed), weight (n, d, w),
+        bias (n,); None for round_rows."""
         windows, flat_weight, where = ctx.saved_tensors
         n_tokens, length, dim, width, positions = ctx.shape
         n_filters = flat_weight.shape[0]

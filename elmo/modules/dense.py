@@ -281,6 +281,8 @@ class _OneDNNLinear(torch.autograd.Function):
     @staticmethod
     @once_differentiable
     def backward(ctx, grad):
+        """grad (M, N) -> gradients of x (M, K), weight (N, K), bias (N,), each None where not
+        needed."""
         x_padded, weight = ctx.saved_tensors
         rows = grad.shape[0]
         grad_padded = _pad_rows(grad.contiguous(), x_padded.shape[0])

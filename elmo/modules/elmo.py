@@ -189,7 +189,7 @@ class Elmo(nn.Module):
         CNN vectors.
 
         Returns ``elmo_representations`` (list of (..., T, 2P), zero where ``mask`` is False),
-        ``mask`` (..., T), and with ``return_layers`` also ``layers`` (L + 1 tensors
+        ``mask`` (..., T) bool, and with ``return_layers`` also ``layers`` (L + 1 tensors
         (..., T, 2P), before mixing). With ``keep_sentence_boundaries`` T becomes T + 2, and an
         empty sentence is ``<S> </S>`` (two positions of mask True, as in AllenNLP).
 
@@ -246,8 +246,9 @@ class Elmo(nn.Module):
 
     @staticmethod
     def _mixed(mix: ScalarMix, layers: List[torch.Tensor], mask: torch.Tensor) -> torch.Tensor:
-        """One mix of the layers, zero where the mask has no token (a layer normalised by
-        ``do_layer_norm`` is -mean / std there, not zero as the biLM's layers are)."""
+        """One mix of the layers (each (N, T, 2P)) -> (N, T, 2P), zero where ``mask`` (N, T)
+        bool has no token (a layer normalised by ``do_layer_norm`` is -mean / std there, not
+        zero as the biLM's layers are)."""
         return mix(layers, mask).masked_fill(~mask.unsqueeze(-1), 0.0)
 
     def _run_other_module(self, inputs: torch.Tensor, word_inputs: Optional[torch.Tensor]) -> BiLMOutput:

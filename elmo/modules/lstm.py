@@ -69,6 +69,7 @@ class BiLSTMLayer(nn.Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
+        """Xavier-uniform weights per direction (each (4H, I), (4H, P), (P, H)), zero bias."""
         for w in (self.weight_ih, self.weight_hh, self.weight_proj):
             for direction in w:
                 nn.init.xavier_uniform_(direction)
@@ -147,6 +148,8 @@ class Packing:
 
     @classmethod
     def from_lengths(cls, lengths: torch.Tensor, max_len: int) -> "Packing":
+        """The packing of B rows of ``lengths`` (B,) int64 (each <= ``max_len``, T) into N
+        slots, N the sum of the lengths; rows of length 0 get no slot."""
         lengths_sorted, order = torch.sort(lengths, descending=True, stable=True)
         device = lengths.device
         if max_len == 0 or lengths.numel() == 0:

@@ -54,6 +54,9 @@ class LSTMSequence(torch.autograd.Function):
     @staticmethod
     def forward(ctx, gate_inputs, weight_hh, weight_proj, c0, h0, batch_sizes: Sequence[int],
                 cell_clip: Optional[float], proj_clip: Optional[float]):
+        """See the class doc: -> outputs (D, N, P), c (D, B, H), h (D, B, P), in
+        ``gate_inputs``' dtype. Keeps the activations, cells and clip masks (D, N, ...) for
+        the backward."""
         d, n, four_h = gate_inputs.shape
         hid = four_h // 4
         proj = weight_proj.shape[2]
@@ -108,6 +111,9 @@ class LSTMSequence(torch.autograd.Function):
     @staticmethod
     @once_differentiable  # the backward is written out: a second derivative raises, not lies
     def backward(ctx, grad_out, grad_c_final, grad_h_final):
+        """grad_out (D, N, P), grad_c_final (D, B, H), grad_h_final (D, B, P) -> gradients of
+        gate_inputs (D, N, 4H), weight_hh (D, P, 4H), weight_proj (D, H, P), c0 (D, B, H) and
+        h0 (D, B, P); None for batch_sizes and the clips."""
         weight_hh, weight_proj, c0, h0, acts, cells, tanh_c, cell_out, hs, c_mask, h_mask = ctx.saved_tensors
         sizes = ctx.batch_sizes
         d, n, four_h = acts.shape

@@ -80,7 +80,8 @@ class Int8Weights:
         return torch.stack([self._mm(d, a[d]) for d in range(self.q.shape[0])]).to(x.dtype)
 
     def matvec(self, d: int, x: torch.Tensor, out: torch.Tensor) -> None:
-        """out (N,) float32 = the product of direction d's weights with x (K,)."""
+        """out (N,) = the product of direction d's weights with x (K,); ``out`` keeps its
+        dtype (the state's: float32 for a float32 model, bfloat16 for a bfloat16 one)."""
         out.copy_(self._mm(d, x.to(torch.bfloat16).unsqueeze(0))[0])
 
 

@@ -51,7 +51,8 @@ class LogUniformSampler:
         self.probs = ((ids + 2).log() - (ids + 1).log()) / self.log_range  # (V,) float64
 
     def draw(self, n: int) -> torch.Tensor:
-        """n iid ids (with repeats), by inverting the CDF: k = floor(exp(u log(V + 1))) - 1."""
+        """n iid ids (n,) int64 (with repeats), by inverting the CDF:
+        k = floor(exp(u log(V + 1))) - 1."""
         u = torch.rand(n, generator=self.generator, dtype=torch.float64)
         return ((u * self.log_range).exp().floor().long() - 1).clamp_(0, self.n_vocab - 1)
 
@@ -125,6 +126,8 @@ class Candidates:
 
     @classmethod
     def draw(cls, sampler: LogUniformSampler, n_sampled: int, device=None) -> "Candidates":
+        """``n_sampled`` distinct ids (S,) int64 from ``sampler`` and their log Q (S,) float32,
+        on ``device``; every id, with log Q 0, when ``n_sampled`` >= V (then S = V)."""
         ids, log_q, tries = sampler.sample(n_sampled)
         return cls(ids.to(device), log_q.to(device=device, dtype=torch.float32), tries, sampler)
 
@@ -199,6 +202,8 @@ class _SampledLoss(torch.autograd.Function):
     @staticmethod
     @once_differentiable
     def backward(ctx, grad):
+        """grad (N,) float32 -> gradients of hidden (N, D) and weight (S, D) in their dtypes,
+        bias (S,) in weight's, true_logit (N,) float32; None for the hits and chunk_rows."""
         hidden, weight, loss, total, *exps = ctx.saved_tensors
         # d neg = exp_neg * scale per row: the softmax of the negatives times grad. A row's
         # factor commutes with both products, so in float32 it is applied to their (c, D)
@@ -241,14 +246,15 @@ class SharedSoftmax(nn.Module):
         return self.weight.shape[0]
 
     def full_nll(self, hidden: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-        """hidden (N, D), targets (N,) -> negative log-likelihood per position (N,)."""
+        """hidden (N, D), targets (N,) int64 -> negative log-likelihood per position (N,)
+        float32 (the (N, V) logits are taken in float32)."""
         logits = torch.addmm(self.bias, hidden, self.weight.t())
         return nn.functional.cross_entropy(logits.float(), targets, reduction="none")
 
     def sampled_nll(self, hidden: torch.Tensor, targets: torch.Tensor, sampled: torch.Tensor,
                     sampled_log_q: torch.Tensor, target_log_q: torch.Tensor,
                     chunk_rows: Optional[int] = None) -> torch.Tensor:
-        """The sampled-softmax loss per position (N,).
+        """The sampled-softmax loss per position (N,) float32.
 
         Args:
             hidden: (N, D). targets: (N,) true ids.
@@ -295,6 +301,7 @@ class FullSoftmax:
         pass
 
     def candidates(self, device=None) -> "FullSoftmax":
+        """Itself: a full softmax draws nothing."""
         return self
 
     def nll(self, softmax: SharedSoftmax, hidden_f: torch.Tensor, targets_f: torch.Tensor,
@@ -321,6 +328,7 @@ class SampledSoftmax:
         self.n_sampled = n_sampled
 
     def candidates(self, device=None) -> Candidates:
+        """One batch's negatives: ids (S,) int64, log Q (S,) float32, on ``device``."""
         return Candidates.draw(self.sampler, self.n_sampled, device)
 
     def state_dict(self) -> dict:

@@ -46,6 +46,8 @@ class BiLSTM(nn.Module):
         self.output_dim = 2 * hidden
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """x (B, T, D) float, mask (B, T) bool (a prefix of each row) -> (B, T, 2H), x's
+        dtype: forward then backward outputs, zero past each row's length."""
         lengths = mask.long().sum(1)
         out = x.new_zeros(x.shape[0], x.shape[1], self.output_dim)
         rows = (lengths > 0).nonzero().squeeze(1)
@@ -81,6 +83,8 @@ class Encoder(nn.Module):
         self.output_dim = self.lstm.output_dim + (elmo_dim if self.elmo_out else 0)
 
     def forward(self, text: TextBatch) -> torch.Tensor:
+        """``text``'s words (B, T), chars (B, T, C) and mask (B, T) -> (B, T, output_dim):
+        [BiLSTM (2H); ELMo_output (D) where placed there], zero at padding."""
         x = self.dropout(self.words(text.words, text.chars, text.extra))
         mixes: Dict[str, torch.Tensor] = {}
         if self.elmo is not None:
@@ -93,6 +97,7 @@ class Encoder(nn.Module):
         return h
 
     def penalty(self, lam: float) -> torch.Tensor:
+        """The ELMo mixes' lam * ||s||^2 summed, a 0-dim tensor (zero without ELMo)."""
         return self.elmo.penalty(lam) if self.elmo is not None else no_penalty(self)
 
 
@@ -106,9 +111,12 @@ class TaskModel(nn.Module):
     saved: SavedInfo
 
     def loss(self, batch: Batch) -> torch.Tensor:
+        """The training loss of ``batch``, a 0-dim float tensor: mean over its examples, plus
+        the ELMo penalty."""
         raise NotImplementedError
 
     def predict_batch(self, batch: Batch) -> list:
+        """One prediction per example of ``batch`` (B items; see the module doc)."""
         raise NotImplementedError
 
     def predict(self, batch_or_texts, batch_size: int = 64, progress: bool = False) -> list:
@@ -156,9 +164,13 @@ class Tagger(TaskModel):
         self.lam = lam
 
     def emissions(self, batch: Batch) -> torch.Tensor:
+        """Tag scores (B, T, K) of the first text, float; padded positions hold scores too
+        (the mask leaves them out)."""
         return self.scores(self.dropout(self.encoder(batch.texts[0])))
 
     def loss(self, batch: Batch) -> torch.Tensor:
+        """0-dim: the CRF's negative log-likelihood, mean per sentence, or the cross-entropy,
+        mean per real token, against ``batch.labels`` (B, T) long; plus the ELMo penalty."""
         mask = batch.texts[0].mask
         e = self.emissions(batch)
         if self.crf is not None:
@@ -169,6 +181,8 @@ class Tagger(TaskModel):
 
     @torch.no_grad()
     def predict_batch(self, batch: Batch) -> List[List[int]]:
+        """B lists of tag ids, each as long as its sentence (Viterbi with a CRF, else the
+        arg-max per token)."""
         mask = batch.texts[0].mask
         e = self.emissions(batch)
         if self.crf is not None:
@@ -191,6 +205,8 @@ class Pooling(nn.Module):
             self.score = nn.Sequential(nn.Linear(dim, dim), nn.Tanh(), nn.Linear(dim, 1))
 
     def forward(self, h: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """h (B, T, D), mask (B, T) bool -> (B, D) in h's dtype. A row without tokens gets
+        zeros (``attention``: the mean of its padding, zero as the encoder gives it)."""
         empty = ~mask.any(1, keepdim=True)                       # rows with no tokens
         if h.shape[1] == 0:                                      # a batch of empty texts only
             return h.new_zeros(h.shape[0], h.shape[2])
@@ -207,14 +223,18 @@ class Classifier(TaskModel):
     (labels of -1 are ignored) plus the ELMo penalty, and the arg-max as prediction."""
 
     def logits(self, batch: Batch) -> torch.Tensor:
+        """Class scores (B, num_classes), float (unnormalised)."""
         raise NotImplementedError
 
     def loss(self, batch: Batch) -> torch.Tensor:
+        """0-dim: cross-entropy of :meth:`logits` against ``batch.labels`` (B,) long (-1
+        ignored), plus the ELMo penalty."""
         return (nn.functional.cross_entropy(self.logits(batch), batch.labels, ignore_index=-1)
                 + self.encoder.penalty(self.lam))
 
     @torch.no_grad()
     def predict_batch(self, batch: Batch) -> List[int]:
+        """B class ids, the arg-max of :meth:`logits`."""
         return self.logits(batch).argmax(-1).tolist()
 
 
@@ -238,6 +258,7 @@ class SentenceClassifier(Classifier):
         self.lam = lam
 
     def logits(self, batch: Batch) -> torch.Tensor:
+        """(B, num_classes) from the first text's encoding (B, T, d), pooled to (B, d)."""
         text = batch.texts[0]
         return self.classify(self.pool(self.encoder(text), text.mask))
 
@@ -266,6 +287,8 @@ class PairClassifier(Classifier):
 
     @staticmethod
     def _pool(v: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """v (B, T, h), mask (B, T) bool -> [average; max] over the real positions (B, 2h);
+        zeros for a row without tokens."""
         if v.shape[1] == 0:                           # a batch whose texts are all empty
             return v.new_zeros(v.shape[0], 2 * v.shape[2])
         keep = mask.unsqueeze(-1).to(v.dtype)
@@ -274,6 +297,7 @@ class PairClassifier(Classifier):
         return torch.cat([avg, mx.masked_fill(~mask.any(1, keepdim=True), 0.0)], dim=-1)
 
     def logits(self, batch: Batch) -> torch.Tensor:
+        """(B, num_classes) from texts a (B, Ta) and b (B, Tb) (steps 1 to 5 above)."""
         ta, tb = batch.texts
         a, b = self.encoder(ta), self.encoder(tb)                    # (B, Ta, d), (B, Tb, d)
         e = torch.bmm(a, b.transpose(1, 2))                          # (B, Ta, Tb)
@@ -308,6 +332,7 @@ class Regressor(Classifier):
     SCALE_BUFFERS = ("target_mean", "target_std")
 
     def _scale_buffers(self) -> None:
+        """Register the 0-dim float64 buffers ``target_mean`` (0) and ``target_std`` (1)."""
         self.register_buffer("target_mean", torch.zeros((), dtype=torch.float64))
         self.register_buffer("target_std", torch.ones((), dtype=torch.float64))
 
@@ -337,6 +362,8 @@ class Regressor(Classifier):
         return (labels.to(torch.float64) - self.target_mean) / self.target_std
 
     def loss(self, batch: Batch) -> torch.Tensor:
+        """0-dim: mean squared error of the (B,) outputs against the standardised
+        ``batch.labels`` (B,) float64, plus the ELMo penalty."""
         out = self.logits(batch).squeeze(-1)                                  # (B,)
         target = self.standardised(batch.labels).to(out.dtype)               # (B,)
         return nn.functional.mse_loss(out, target) + self.encoder.penalty(self.lam)

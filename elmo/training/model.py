@@ -77,7 +77,7 @@ class LanguageModel(nn.Module):
                 different numbers of tokens (bucketed).
 
         Returns:
-            ``loss`` (scalar, mean of both directions), ``nll_fwd``/``nll_bwd`` (summed
+            ``loss`` (0-dim, mean of both directions), ``nll_fwd``/``nll_bwd`` (0-dim summed
             negative log-likelihoods, detached), ``n_fwd``/``n_bwd`` (targets counted), and
             ``state``: the final state per layer, detached (backprop stops at the batch edge).
         """
@@ -102,8 +102,8 @@ class LanguageModel(nn.Module):
                 "state": [(c.detach().to(dtype), h.detach().to(dtype)) for c, h in final]}
 
     def _dropout(self, hidden: torch.Tensor) -> torch.Tensor:
-        """Dropout before the softmax, one direction at a time (the random numbers drawn stay
-        those of one call per direction)."""
+        """(N, P) -> (N, P): dropout before the softmax, one direction at a time (the random
+        numbers drawn stay those of one call per direction)."""
         return F.dropout(hidden, self.dropout, self.training) if self.dropout > 0 else hidden
 
     def _nll(self, hidden_f: torch.Tensor, targets_f: torch.Tensor, hidden_b: torch.Tensor,
