@@ -10,7 +10,7 @@ from elmo.tasks.bilm_checksums import BiLMChecksums
 from elmo.tasks.files import check_format, read_examples
 from elmo.tasks.experiment_config import normalise_config
 from elmo.tasks.fingerprints import run_fingerprint
-from elmo.tasks.runner import reusable_runs
+from elmo.tasks.resume_runs import reusable_runs
 
 TSV = {"type": "tsv", "text": "text", "label": "label"}
 

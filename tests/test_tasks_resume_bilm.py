@@ -16,7 +16,8 @@ import elmo
 from elmo.tasks.bilm_checksums import BiLMChecksums, combined_sha256
 from elmo.tasks.experiment_config import load_config, normalise_config
 from elmo.tasks.fingerprints import run_fingerprint
-from elmo.tasks.runner import reusable_runs, run_experiment
+from elmo.tasks.resume_runs import reusable_runs
+from elmo.tasks.runner import run_experiment
 from test_tasks_runner import tiny_config, write_tiny_tasks
 
 REPO = Path(__file__).resolve().parent.parent
@@ -176,3 +177,28 @@ def test_an_elmoformanylangs_folder_counts_its_weights_and_dictionaries(tmp_path
     shutil.copy(original / "encoder.pkl", copy / "encoder.pkl")
     (copy / "char.dic").write_text((original / "char.dic").read_text(encoding="utf-8")[::-1], encoding="utf-8")
     assert BiLMChecksums()(str(copy)) != before
+
+
+def test_runs_of_a_biLM_not_there_now_are_kept_unchecked(tmp_path):
+    """A biLM folder that is gone (its variant not run this time): the runs that recorded its
+    SHA-256 and whose settings match are kept, unchecked, and the log says so; the baseline's
+    run is kept as ever."""
+    folders = write_tiny_tasks(tmp_path)
+    model = _model_copy(tmp_path / "model")
+    cfg = normalise_config(tiny_config(
+        folders, tasks=[{"task": "pos", "data_dir": str(folders["pos"]), "max_train": 10}],
+        bilm=str(model), variants=[{"name": "baseline"}, {"name": "elmo", "elmo": {}}]))
+    spec, bilms = cfg.tasks[0], BiLMChecksums()
+    runs = [{"task": "pos", "variant": v.name, "seed": seed, "elmo": v.elmo and {"bilm": str(model)},
+             "fingerprint": run_fingerprint(cfg, spec, v, bilms),
+             **({"bilm_sha256": bilms(str(model))} if v.elmo else {})}
+            for v in cfg.variants for seed in cfg.seeds]
+    old = {"config": cfg.recorded(), "runs": runs}
+    assert reusable_runs(cfg, old, BiLMChecksums()) == (runs, [])   # (the folder there: all kept)
+
+    model.rename(tmp_path / "moved")
+    kept, notes = reusable_runs(cfg, old, BiLMChecksums())
+    assert kept == runs
+    elmo_runs = sum(1 for r in runs if r["elmo"])
+    assert notes == [f"resuming: {elmo_runs} run(s) with the biLM {str(model)!r} kept unchecked: it is not "
+                     f"there now to compare its SHA-256 (checked when their variant runs)"]

@@ -14,9 +14,10 @@
 | ``train_loop`` | training with early stopping (``FitConfig``), scoring |
 | ``experiment_config`` | the experiment config: read from its file, checked and typed (``ExperimentConfig``) |
 | ``fingerprints`` | run fingerprints (settings, data files, biLM) that ``--resume`` matches |
+| ``resume_runs`` | what ``--resume`` keeps of an earlier results.json, and the log lines on what it drops |
 | ``bilms`` | an experiment's biLMs: resolved, loaded, described, pooled with their layer caches |
 | ``summary`` | statistics over seeds: means, spreads, gains over the baseline paired by seed |
-| ``runner`` | one run (train and test), and the driver: plan, resume, runs over seeds, reports |
+| ``runner`` | one run (train and test), and the driver: plan, runs over seeds, reports |
 | ``report`` | results.md and the layer-weight plot |
 | ``saved`` | a trained task model saved, loaded (``TaskModel.load``) and run on new text |
 """

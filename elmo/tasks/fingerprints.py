@@ -56,7 +56,7 @@ def run_content(cfg: ExperimentConfig, spec: dict, variant: Variant,
     content = {"task": spec, "variant": written, "common": common}
     if variant.elmo is not None and variant.elmo.do_layer_norm:
         # its layer norm's statistics became each sentence's own (they were the batch's):
-        # runs computed the old way are not reused (see the runner's _batch_layer_norm_run)
+        # runs computed the old way are not reused (see resume_runs._batch_layer_norm_run)
         content["layer_norm_over"] = "sentence"
     if spec.get("tokenize"):
         # texts split by elmo.tokenize: runs on the tokens of an older revision are trained
