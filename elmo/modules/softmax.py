@@ -236,6 +236,16 @@ class SharedSoftmax(nn.Module):
         self.weight = nn.Parameter(torch.randn(n_vocab, dim) / math.sqrt(dim))
         self.bias = nn.Parameter(torch.zeros(n_vocab))
 
+    @classmethod
+    def from_tensors(cls, weight: torch.Tensor, bias: torch.Tensor) -> "SharedSoftmax":
+        """The softmax holding ``weight`` (V, D) and ``bias`` (V,) (loaded ones, which it then
+        owns; in the default dtype, as a new one's), without drawing random ones first."""
+        with torch.device("meta"):   # (no memory and no random draws for the weights replaced)
+            softmax = cls(*weight.shape)
+        dtype = torch.get_default_dtype()
+        softmax.load_state_dict({"weight": weight.to(dtype), "bias": bias.to(dtype)}, assign=True)
+        return softmax
+
     @property
     def n_vocab(self) -> int:
         return self.weight.shape[0]
