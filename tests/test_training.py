@@ -259,13 +259,17 @@ def test_a_start_model_that_is_no_language_model_is_refused_before_anything_is_w
 
 def _damaged_copies(model, where) -> dict:
     """Copies of the language model folder ``model``, each damaged in one file."""
-    copies = {name: where / name for name in ("truncated weights", "NaN softmax", "options without a key")}
+    copies = {name: where / name for name in ("truncated weights", "NaN softmax", "options without a key",
+                                              "softmax bias of one value")}
     for folder in copies.values():
         shutil.copytree(model, folder)
     weights = copies["truncated weights"] / "weights.hdf5"
     weights.write_bytes(weights.read_bytes()[:weights.stat().st_size // 2])
     with h5py.File(copies["NaN softmax"] / "softmax.hdf5", "r+") as h5:   # (the writers refuse NaN)
         h5["softmax/W"][0, 0] = np.nan
+    with h5py.File(copies["softmax bias of one value"] / "softmax.hdf5", "r+") as h5:   # (was spread over
+        del h5["softmax/b"]                                                             # every word)
+        h5["softmax/b"] = np.zeros(1, dtype=np.float32)
     options = json.loads((copies["options without a key"] / "options.json").read_text())
     del options["lstm"]["projection_dim"]
     (copies["options without a key"] / "options.json").write_text(json.dumps(options))

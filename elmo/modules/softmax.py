@@ -239,11 +239,16 @@ class SharedSoftmax(nn.Module):
     @classmethod
     def from_tensors(cls, weight: torch.Tensor, bias: torch.Tensor) -> "SharedSoftmax":
         """The softmax holding ``weight`` (V, D) and ``bias`` (V,) (loaded ones, which it then
-        owns; in the default dtype, as a new one's), without drawing random ones first."""
-        with torch.device("meta"):   # (no memory and no random draws for the weights replaced)
-            softmax = cls(*weight.shape)
+        owns; in the default dtype, as a new one's), without drawing random ones first.
+
+        (Not built on the meta device: its first use in a process imported PyTorch's reference
+        operators, seconds where the random draws it saved took a tenth of one.)"""
+        if weight.dim() != 2 or tuple(bias.shape) != (weight.shape[0],):
+            raise ValueError(f"a softmax's weight is (V, D) and its bias (V,), got {tuple(weight.shape)} "
+                             f"and {tuple(bias.shape)}")
+        softmax = cls(0, weight.shape[1])   # (empty: nothing drawn)
         dtype = torch.get_default_dtype()
-        softmax.load_state_dict({"weight": weight.to(dtype), "bias": bias.to(dtype)}, assign=True)
+        softmax.weight, softmax.bias = nn.Parameter(weight.to(dtype)), nn.Parameter(bias.to(dtype))
         return softmax
 
     @property
