@@ -7,6 +7,7 @@ import json
 import math
 import random
 import shutil
+from pathlib import Path
 
 import h5py
 import numpy as np
@@ -111,6 +112,31 @@ def test_backward_model_never_sees_the_token_it_predicts(tmp_path):
     # and the backward row really is the text reversed (its target at t is its input at t + 1)
     assert torch.equal(batch.bwd_targets[0, :-1], torch.tensor(vocab.ids(
         [["</S>", "f", "e", "d", "c", "b", "a", "<S>", "</S>", "h", "g", "<S>"][i] for i in range(1, 11)])))
+
+
+def test_a_language_model_loads_without_random_weights_drawn_first(tmp_path, monkeypatch):
+    """(load_language_model built a random model, a randn softmax and initialised LSTMs, and
+    copied the loaded weights over it: the draws took longer than the load and held two or
+    three copies of the weights.) Nothing is drawn once the files are read, and a bfloat16
+    model still loads as a new model is, in float32 and training mode."""
+    from elmo.training import export
+    states = []
+
+    def load_original(*args, **kwargs):
+        bilm = real(*args, **kwargs)
+        states.append(torch.get_rng_state())
+        return bilm
+    real = export.load_original
+    monkeypatch.setattr(export, "load_original", load_original)
+    model, vocab = load_language_model(Path(elmo.__file__).parent / "resources" / "default")
+    assert torch.equal(states[0], torch.get_rng_state())
+    model.bilm.to(torch.bfloat16)
+    export_model(model, vocab, tmp_path / "bf16")
+    again, _ = load_language_model(tmp_path / "bf16")
+    assert again.training and all(m.training for m in again.modules())
+    assert all(p.dtype == torch.float32 and p.requires_grad for p in again.parameters())
+    mine, theirs = again.state_dict(), model.state_dict()
+    assert all(torch.equal(mine[k], theirs[k].float()) for k in theirs)
 
 
 def test_export_loads_in_the_core_with_the_same_activations(tmp_path, toy):
@@ -233,13 +259,17 @@ def test_a_start_model_that_is_no_language_model_is_refused_before_anything_is_w
 
 def _damaged_copies(model, where) -> dict:
     """Copies of the language model folder ``model``, each damaged in one file."""
-    copies = {name: where / name for name in ("truncated weights", "NaN softmax", "options without a key")}
+    copies = {name: where / name for name in ("truncated weights", "NaN softmax", "options without a key",
+                                              "softmax bias of one value")}
     for folder in copies.values():
         shutil.copytree(model, folder)
     weights = copies["truncated weights"] / "weights.hdf5"
     weights.write_bytes(weights.read_bytes()[:weights.stat().st_size // 2])
     with h5py.File(copies["NaN softmax"] / "softmax.hdf5", "r+") as h5:   # (the writers refuse NaN)
         h5["softmax/W"][0, 0] = np.nan
+    with h5py.File(copies["softmax bias of one value"] / "softmax.hdf5", "r+") as h5:   # (was spread over
+        del h5["softmax/b"]                                                             # every word)
+        h5["softmax/b"] = np.zeros(1, dtype=np.float32)
     options = json.loads((copies["options without a key"] / "options.json").read_text())
     del options["lstm"]["projection_dim"]
     (copies["options without a key"] / "options.json").write_text(json.dumps(options))

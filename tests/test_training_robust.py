@@ -1215,6 +1215,31 @@ def test_train_and_finetune_read_the_start_models_weights_once(tmp_path, toy, mo
     assert reads.count(True) == 1, reads   # (the adapted model, read for the perplexity after, is not counted)
 
 
+def test_a_warm_start_from_the_models_own_vocabulary_reads_it_once(tmp_path, toy, monkeypatch):
+    """(`train --from MODEL` without --vocab, and finetune, read MODEL/vocab.txt twice: the
+    check's load of the model, then the run's vocabulary, the same file; half a second each
+    for the default model's 50,000 words.)"""
+    from elmo.training.finetune import finetune
+    from elmo.vocab import Vocabulary
+
+    train_txt, _, vocab_txt = toy
+    train(tiny_config(tmp_path / "base", train_txt, vocab_txt, max_steps=2))
+    start = tmp_path / "base" / "model"
+    reads = []
+    load = Vocabulary.load.__func__
+
+    def counted(cls, path):
+        reads.append(Path(path) == start / "vocab.txt")
+        return load(cls, path)
+    monkeypatch.setattr(Vocabulary, "load", classmethod(counted))
+    train(tiny_config(tmp_path / "warm", train_txt, str(start / "vocab.txt"), options=None,
+                      init_from=str(start), max_steps=1))
+    assert reads.count(True) == 1, reads
+    reads.clear()
+    assert finetune(tiny_config(tmp_path / "ft", train_txt, "", init_from=str(start), max_steps=1))["steps"] == 1
+    assert reads.count(True) == 1, reads
+
+
 def test_finetune_on_a_full_disk_names_the_file(tmp_path, toy, monkeypatch):
     """(its text and report files failed with a bare "[Errno 28] No space left on device")"""
     from elmo.training import finetune as finetune_mod

@@ -241,6 +241,21 @@ class SharedSoftmax(nn.Module):
         self.weight = nn.Parameter(torch.randn(n_vocab, dim) / math.sqrt(dim))
         self.bias = nn.Parameter(torch.zeros(n_vocab))
 
+    @classmethod
+    def from_tensors(cls, weight: torch.Tensor, bias: torch.Tensor) -> "SharedSoftmax":
+        """The softmax holding ``weight`` (V, D) and ``bias`` (V,) (loaded ones, which it then
+        owns; in the default dtype, as a new one's), without drawing random ones first.
+
+        (Not built on the meta device: its first use in a process imported PyTorch's reference
+        operators, seconds where the random draws it saved took a tenth of one.)"""
+        if weight.dim() != 2 or tuple(bias.shape) != (weight.shape[0],):
+            raise ValueError(f"a softmax's weight is (V, D) and its bias (V,), got {tuple(weight.shape)} "
+                             f"and {tuple(bias.shape)}")
+        softmax = cls(0, weight.shape[1])   # (empty: nothing drawn)
+        dtype = torch.get_default_dtype()
+        softmax.weight, softmax.bias = nn.Parameter(weight.to(dtype)), nn.Parameter(bias.to(dtype))
+        return softmax
+
     @property
     def n_vocab(self) -> int:
         return self.weight.shape[0]

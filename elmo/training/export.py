@@ -24,6 +24,7 @@ from ..io import atomic_folder, atomic_write_text, new_hdf5, output_lock
 from ..text_files import read_json
 from .. import strict_json
 from ..weights import WeightFileError, check_finite, load_original, open_hdf5, save_original
+from ..modules.softmax import SharedSoftmax
 from .model import LanguageModel
 
 SOFTMAX_FILE = "softmax.hdf5"
@@ -156,18 +157,21 @@ def load_language_model(folder: str | Path, dropout: float = 0.0, device=None):
         missing = [name for name in ("softmax/W", "softmax/b") if name not in h5]
         if missing:
             raise WeightFileError(f"{path}: dataset '{missing[0]}' is missing")
-        weight = torch.from_numpy(h5["softmax/W"][...])
-        bias = torch.from_numpy(h5["softmax/b"][...])
-    for name, array in (("softmax/W", weight), ("softmax/b", bias)):
+        arrays = {name: h5[name][...] for name in ("softmax/W", "softmax/b")}
+    for name, array in arrays.items():   # (numpy's check: torch's took 20 times as long on a CPU)
         check_finite(array, f"{path}: dataset '{name}'")
-    if weight.shape != (len(vocab), bilm.options.lstm.projection_dim):
-        raise ValueError(f"{folder / SOFTMAX_FILE}: softmax/W has shape {tuple(weight.shape)}, expected "
-                         f"({len(vocab)}, {bilm.options.lstm.projection_dim}) from the vocabulary and options")
-    model = LanguageModel(bilm.options, len(vocab), vocab.bos, vocab.eos, dropout)
-    model.bilm.load_state_dict(bilm.state_dict())
-    with torch.no_grad():
-        model.softmax.weight.copy_(weight)
-        model.softmax.bias.copy_(bias)
+    weight, bias = torch.from_numpy(arrays["softmax/W"]), torch.from_numpy(arrays["softmax/b"])
+    for name, array, shape in (("softmax/W", weight, (len(vocab), bilm.options.lstm.projection_dim)),
+                               ("softmax/b", bias, (len(vocab),))):   # (a bias of one value was
+        if tuple(array.shape) != shape:                                # copied into every word's)
+            raise ValueError(f"{path}: {name} has shape {tuple(array.shape)}, expected {shape} from the "
+                             f"vocabulary and options")
+    # the loaded parts themselves, as a new model has them (in the default dtype, a bfloat16
+    # model's too, and in training mode): a random model with them copied in held two or three
+    # copies of the weights, and the random draws took longer than the load
+    bilm = bilm.to(torch.get_default_dtype()).train()
+    model = LanguageModel(bilm.options, len(vocab), vocab.bos, vocab.eos, dropout,
+                          bilm=bilm, softmax=SharedSoftmax.from_tensors(weight, bias))
     return (model.to(device) if device is not None else model), vocab
 
 

@@ -36,13 +36,18 @@ class LanguageModel(nn.Module):
         bos_id, eos_id: ids of ``<S>`` and ``</S>``, to leave out the targets that are given
             (``<S>`` after ``</S>`` forward, ``</S>`` after ``<S>`` backward) when asked.
         dropout: on every LSTM layer's input and before the softmax (training only).
+        bilm, softmax: the model's parts where they were loaded (``options`` and ``n_vocab``
+            then only name them); by default new ones, randomly initialised.
     """
 
     def __init__(self, options: ElmoOptions, n_vocab: int, bos_id: int = 0, eos_id: int = 1,
-                 dropout: float = 0.1):
+                 dropout: float = 0.1, *, bilm: Optional[BiLM] = None,
+                 softmax: Optional[SharedSoftmax] = None):
         super().__init__()
-        self.bilm = BiLM(options)
-        self.softmax = SharedSoftmax(n_vocab, options.lstm.projection_dim)
+        # (a loaded model passes its parts: randomly initialised ones were replaced at once,
+        # the random draws taking longer than the copy of the loaded weights over them)
+        self.bilm = bilm if bilm is not None else BiLM(options)
+        self.softmax = softmax if softmax is not None else SharedSoftmax(n_vocab, options.lstm.projection_dim)
         self.bos_id, self.eos_id = bos_id, eos_id
         self.set_dropout(dropout)
 

@@ -298,7 +298,10 @@ class TrainingRun:
     def setup(self) -> None:
         """Vocabulary, model, batches, optimizer and sampler; the corpus size and step count."""
         cfg, ctx = self.cfg, self.ctx
-        self.vocab = load_training_vocabulary(cfg.vocab, notes=ctx.is_main)
+        start = self.start.vocab if self.start is not None else None
+        # (a warm start from a model's own vocab.txt read the file the check's load had just read)
+        self.vocab = load_training_vocabulary(cfg.vocab, notes=ctx.is_main, loaded=(
+            (cfg.init_from, start) if cfg.init_from and start is not None else None))
         self.vocab_sha256 = vocabulary_digest(self.vocab)
         torch.manual_seed(cfg.seed)  # the same initial weights on every rank
         self.model = build_model(cfg, self.vocab, self.start).to(ctx.device)

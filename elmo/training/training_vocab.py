@@ -5,18 +5,28 @@ from __future__ import annotations
 import hashlib
 import sys
 from pathlib import Path
+from typing import Optional, Tuple
 
 from ..vocab import Vocabulary
 
 
-def load_training_vocabulary(path: str | Path, notes: bool = True) -> Vocabulary:
+def load_training_vocabulary(path: str | Path, notes: bool = True,
+                             loaded: Optional[Tuple[str | Path, Vocabulary]] = None) -> Vocabulary:
     """The vocabulary file, with its counts when ``elmo vocab build`` wrote them beside it
     (``NAME.counts.tsv``) or it is a model folder's ``vocab.txt`` beside its
     ``vocab_counts.tsv`` (a warm start from the folder), so the exported model keeps them.
     ``notes``: print the note on counts of other words (False: a process other than rank 0,
-    so that torchrun's processes do not each print it)."""
+    so that torchrun's processes do not each print it). ``loaded``: a model folder and the
+    vocabulary :func:`~elmo.training.export.load_vocabulary` read there (the start model's),
+    given back where ``path`` is that folder's ``vocab.txt`` instead of reading it again."""
+    from ..io import same_file
     from .export import COUNTS_FILE, VOCAB_FILE
     from .vocab_build import default_counts_path
+    # (the same words and counts: the model's load refused a vocab_counts.tsv of other words;
+    # a NAME.counts.tsv beside it, which this reads first, is left to the reading below)
+    if (loaded is not None and same_file(Path(path), Path(loaded[0]) / VOCAB_FILE)
+            and not default_counts_path(Path(path)).exists()):
+        return loaded[1]
     vocab = Vocabulary.load(path)
     # (a warm start read only vocab.counts.tsv, and the model it wrote lost its start's counts)
     beside = [default_counts_path(Path(path))] + ([Path(path).with_name(COUNTS_FILE)]
