@@ -885,3 +885,24 @@ def test_saving_into_a_bundled_models_folder_is_refused(tmp_path):
         for path in sorted(set(files()) - set(before), reverse=True):
             path.rmdir() if path.is_dir() else path.unlink()
     assert files() == before
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16])
+def test_check_finite_finds_nan_and_inf_in_every_float_dtype_and_passes_its_extremes(dtype):
+    """The CPU check reads the tensor through numpy, and the 16-bit floats by their exponent
+    bits: every non-finite value is found at its index, and the largest finite ones pass."""
+    from elmo.weights import WeightFileError, check_finite
+    x = torch.randn(40, 6).to(dtype)
+    info = torch.finfo(dtype)
+    x[0, 0], x[0, 1], x[0, 2] = info.max, info.min, info.tiny   # (finite: no error)
+    check_finite(x, "x")
+    check_finite(x.t(), "x")                                     # (a strided view)
+    for value in (float("nan"), float("inf"), float("-inf")):
+        y = x.clone()
+        y[7, 3] = y[9, 1] = value
+        with pytest.raises(WeightFileError, match=r"^y holds 2 non-finite values \(NaN or inf\), the first at index \(7, 3\)$"):
+            check_finite(y, "y")
+        with pytest.raises(WeightFileError, match=r"the first at index \(1, 9\)$"):
+            check_finite(y.t(), "y")
+    y = x.clone().requires_grad_(dtype.is_floating_point)
+    check_finite(y, "y")
