@@ -553,12 +553,12 @@ def test_torchrun_two_ranks_on_cpu_equal_one_process(tmp_path):
     args = [str(inp), "--model", "fixture", "--segment-lines", "8", "--quiet"]
     env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
     torchrun = str(Path(sys.executable).parent / "torchrun")
+    one = _run_cli([args[0], str(tmp_path / "one.hdf5"), *args[1:]])   # alongside: this process only waits
     done = subprocess.run([torchrun, "--standalone", "--nproc_per_node", "2", "-m", "elmo", "embed",
                            args[0], str(tmp_path / "two.hdf5"), *args[1:]],
                           cwd=ROOT, env=env, capture_output=True, timeout=120)
     assert done.returncode == 0, done.stderr.decode()[-2000:]
-    one = _run_cli([args[0], str(tmp_path / "one.hdf5"), *args[1:]])
-    assert one.wait(timeout=120) == 0
+    assert one.wait(timeout=120) == 0, one.stderr.read().decode()
     assert_same_datasets(tmp_path / "two.hdf5", tmp_path / "one.hdf5")
 
 
