@@ -16,7 +16,7 @@ from elmo.tasks.embeddings import build_embeddings
 from elmo.tasks.features import ElmoFeatures
 from elmo.tasks.layer_cache import LayerCache
 from elmo.tasks.experiment_config import normalise_config
-from elmo.tasks.runner import build_model
+from elmo.tasks.building import build_model
 from elmo.tasks.summary import summarise
 from elmo.tasks.datasets import TaskData
 from elmo.tasks.train_loop import FitConfig as TrainConfig, fit, score

@@ -296,7 +296,7 @@ def test_an_undefined_test_correlation_is_nan_with_its_reason_in_the_log_and_res
     import torch
     from elmo.tasks.datasets import Example, TaskData
     from elmo.tasks.report import markdown
-    from elmo.tasks.runner import _test_metrics
+    from elmo.tasks.train_loop import split_metrics
 
     class Constant(torch.nn.Module):
         def predict(self, examples):
@@ -305,7 +305,7 @@ def test_an_undefined_test_correlation_is_nan_with_its_reason_in_the_log_and_res
     test = [Example(["a"], 1.0), Example(["b"], 2.0), Example(["c"], 4.0)]
     data = TaskData("graded", "regression", "pearson", [], {"train": test, "dev": [], "test": test})
     logs: list = []
-    out = _test_metrics(Constant(), data, lambda examples: examples, logs.append)
+    out = split_metrics(Constant(), data, lambda examples: examples, logs.append)
     assert math.isnan(out["pearson"]) and math.isnan(out["other_metrics"]["spearman"])
     assert "constant" in out["undefined"] and logs == [f"graded: the test correlation is "
                                                        f"undefined (NaN): {out['undefined']}"]

@@ -125,7 +125,7 @@ def test_a_tokenize_task_is_trained_again_under_another_revision_and_others_keep
 
 def test_a_saved_model_that_tokenizes_warns_at_load_under_another_revision(tmp_path, monkeypatch):
     from elmo.tasks.embeddings import build_embeddings
-    from elmo.tasks.runner import build_model
+    from elmo.tasks.building import build_model
     from elmo.tasks.saved import load, save
     from tests.test_tasks_models import _settings as model_settings, _tiny_task
     task = _tiny_task("classification")

@@ -1,5 +1,5 @@
 """``elmo experiment CONFIG``: baseline vs +ELMo task runs over seeds (see
-:mod:`elmo.tasks.runner` for the config format)."""
+:mod:`elmo.tasks.experiment_config` for the config format)."""
 from __future__ import annotations
 
 import argparse

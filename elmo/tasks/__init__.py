@@ -10,14 +10,15 @@
 | ``features`` | word, character and ELMo input features |
 | ``crf`` | linear-chain CRF |
 | ``models`` | tagger, sentence classifier, ESIM pair classifier, their regression variants |
+| ``building`` | a task model built from its ``model`` settings (for the runner and ``saved``) |
 | ``metrics`` | accuracy, span F1, Pearson and Spearman correlation |
-| ``train_loop`` | training with early stopping (``FitConfig``), scoring |
-| ``experiment_config`` | the experiment config: read from its file, checked and typed (``ExperimentConfig``) |
+| ``train_loop`` | training with early stopping (``FitConfig``), scoring (a test set's metrics: ``split_metrics``) |
+| ``experiment_config`` | the experiment config: its file format, read from its file, checked and typed (``ExperimentConfig``) |
 | ``fingerprints`` | run fingerprints (settings, data files, biLM) that ``--resume`` matches |
 | ``resume_runs`` | what ``--resume`` keeps of an earlier results.json, and the log lines on what it drops |
 | ``bilms`` | an experiment's biLMs: resolved, loaded, described, pooled with their layer caches |
 | ``summary`` | statistics over seeds: means, spreads, gains over the baseline paired by seed |
-| ``runner`` | one run (train and test), and the driver: plan, runs over seeds, reports |
+| ``runner`` | one run (train and test), and the driver: plan, runs over seeds, results.json, reports |
 | ``report`` | results.md and the layer-weight plot |
 | ``saved`` | a trained task model saved, loaded (``TaskModel.load``) and run on new text |
 """

@@ -1,5 +1,38 @@
-"""The typed configuration of ``elmo experiment`` (the file format is described in
-:mod:`elmo.tasks.runner`).
+"""The configuration of ``elmo experiment``: its file format, and the typed, checked form
+it is read into.
+
+An experiment config (JSON, or TOML for files ending in ``.toml``) names the tasks and the
+variants to compare (how they are run: :mod:`elmo.tasks.runner`)::
+
+    {
+      "name": "pos",                         # results go to experiments/results/<name>/
+      "seeds": 3,                            # 3 -> seeds 1, 2, 3; or a list of seeds
+      "bilm": "default",                     # a bundled name, a model folder, "default",
+                                             # or "random:<one of those>" (random weights)
+      "embeddings": {"glove": null},         # GloVe 6B 50d (glove-50d), or {"random_dim": 8}
+      "train": {"epochs": 20, "patience": 3, "lr": 0.001, "batch_size": 32},
+      "model": {"hidden": 100, "dropout": 0.5, "char_features": 0, "crf": false,
+                "pooling": "max", "classifier_hidden": 100, "lstm_layers": 1,
+                "trainable_embeddings": true},
+      "threads": 0,                          # torch CPU threads (0 = torch's default)
+      "device": "cpu",                       # or "cuda"
+      "cache_layers": true,                  # frozen biLM: compute each sentence's layers once
+      "out": "optional results folder",
+      "tasks": [{"task": "pos", "max_train": 5000, "model": {...}, "train": {...},
+                 "name": "optional; what results are reported under (default the task)"}],
+      "variants": [
+        {"name": "baseline"},
+        {"name": "elmo", "elmo": {"positions": ["input"], "layers": "all",
+                                  "lambda": 0.001, "finetune": false, "dropout": 0.5,
+                                  "do_layer_norm": false, "bilm": "optional other model"}}
+      ]
+    }
+
+Everything but ``tasks`` has a default (variants: the baseline and ELMo at the input, all
+layers, lambda 0.001, frozen). The one variant without ``elmo`` is the baseline (a second one
+would repeat its runs under another name, as would a variant with an earlier one's ELMo
+settings: both are refused, :func:`check_variants_differ`). ``elmo experiment
+--print-config`` shows a config with the defaults filled in.
 
 An experiment config is read into an :class:`ExperimentConfig`: the task model settings
 (:class:`ModelSettings`, the ``model`` block), the training settings

@@ -1,39 +1,8 @@
 """``elmo experiment``: baseline vs +ELMo on identical splits over several seeds.
 
-An experiment config (JSON, or TOML for files ending in ``.toml``) names the tasks and the
-variants to compare; every variant of a task is trained once per seed on the same examples,
-and each variant is compared with the baseline run of the same seed::
-
-    {
-      "name": "pos",                         # results go to experiments/results/<name>/
-      "seeds": 3,                            # 3 -> seeds 1, 2, 3; or a list of seeds
-      "bilm": "default",                     # a bundled name, a model folder, "default",
-                                             # or "random:<one of those>" (random weights)
-      "embeddings": {"glove": null},         # GloVe 6B 50d (glove-50d), or {"random_dim": 8}
-      "train": {"epochs": 20, "patience": 3, "lr": 0.001, "batch_size": 32},
-      "model": {"hidden": 100, "dropout": 0.5, "char_features": 0, "crf": false,
-                "pooling": "max", "classifier_hidden": 100, "lstm_layers": 1,
-                "trainable_embeddings": true},
-      "threads": 0,                          # torch CPU threads (0 = torch's default)
-      "device": "cpu",                       # or "cuda"
-      "cache_layers": true,                  # frozen biLM: compute each sentence's layers once
-      "out": "optional results folder",
-      "tasks": [{"task": "pos", "max_train": 5000, "model": {...}, "train": {...},
-                 "name": "optional; what results are reported under (default the task)"}],
-      "variants": [
-        {"name": "baseline"},
-        {"name": "elmo", "elmo": {"positions": ["input"], "layers": "all",
-                                  "lambda": 0.001, "finetune": false, "dropout": 0.5,
-                                  "do_layer_norm": false, "bilm": "optional other model"}}
-      ]
-    }
-
-Everything but ``tasks`` has a default (variants: the baseline and ELMo at the input, all
-layers, lambda 0.001, frozen). The one variant without ``elmo`` is the baseline (a second one
-would repeat its runs under another name, as would a variant with an earlier one's ELMo
-settings: both are refused, :func:`~elmo.tasks.experiment_config.check_variants_differ`). The config
-is read into a typed :class:`~elmo.tasks.experiment_config.ExperimentConfig` (every key and
-value checked; ``elmo experiment --print-config`` shows it with the defaults filled in).
+The config (its format: :mod:`.experiment_config`) names the tasks and the variants to
+compare; every variant of a task is trained once per seed on the same examples, and each
+variant is compared with the baseline run of the same seed.
 
 Output: ``results.json`` (the config, every run's record, the per-variant summary, what
 each biLM is), ``results.md`` (the table, the learned layer weights), ``layer_weights.png``
@@ -44,9 +13,10 @@ whose biLM files (weights, options, vocabulary) have the SHA-256 they were run w
 
 This module trains and tests one run (:func:`run_one`) and drives the experiment (:func:`plan`,
 :func:`run_experiment`, :func:`rewrite_reports`). The config is read by
-:mod:`.experiment_config`, a run's fingerprint taken by :mod:`.fingerprints`, the runs that
-``resume`` keeps chosen by :mod:`.resume_runs`, the biLMs loaded by :mod:`.bilms` and the runs
-summarised over seeds by :mod:`.summary`.
+:mod:`.experiment_config`, a run's model built by :mod:`.building`, trained and scored by
+:mod:`.train_loop`, its fingerprint taken by :mod:`.fingerprints`, the runs that ``resume``
+keeps chosen by :mod:`.resume_runs`, the biLMs loaded by :mod:`.bilms` and the runs summarised
+over seeds by :mod:`.summary`.
 """
 from __future__ import annotations
 
@@ -55,26 +25,26 @@ import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Protocol, Sequence, cast
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import torch
 
 from .batching import make_batch
 from .bilm_checksums import BiLMChecksums
 from .bilms import BiLMPool, bilm_brief, bilm_entry, resolve_bilm
+from .building import build_model   # (looked up here by run_one: tests patch runner.build_model)
 from .datasets import TaskData, load_task, text_limits
 from .embeddings import build_embeddings, glove_record
-from .features import ElmoFeatures, WordFeatures
+from .features import ElmoFeatures
 from .fingerprints import checksums_of, data_digests, run_fingerprint
 from .kinds import task_kind
-from .models import Encoder, TaskModel
 from .report import write_reports
 from .resume_runs import reusable_runs
 from .experiment_config import (ExperimentConfig, ModelSettings, Variant, check_bilm_logins, check_variants_differ,
                                 normalise_config)
 from .files import FileDigest
 from .summary import summarise
-from .train_loop import FitConfig, fit, metric_value, predict, score
+from .train_loop import FitConfig, fit, split_metrics
 from .. import tokenize as tokenizer
 from ..config import ConfigError
 from ..io import atomic_write_text, check_output_dir, no_empty_folder_on_failure, output_lock
@@ -87,23 +57,6 @@ DEFAULT_MAX_CHARS = 50
 
 
 # ----------------------------------------------------------------------------- one run
-class TaskShape(Protocol):
-    """What :func:`build_model` reads of a task: a :class:`TaskData`, or a saved model's
-    kind and labels (:func:`.saved.load`)."""
-
-    kind: str
-    labels: List[str]
-
-
-def build_model(task: TaskShape, embeddings: torch.Tensor, settings: ModelSettings,
-                elmo_features: Optional[ElmoFeatures], lam: float) -> TaskModel:
-    """The task model of ``task.kind`` with the given settings (``model`` block)."""
-    words = WordFeatures(embeddings, trainable=settings.trainable_embeddings,
-                         char_features=settings.char_features)
-    encoder = Encoder(words, settings.hidden, settings.dropout, elmo_features, settings.lstm_layers)
-    return task_kind(task.kind).build_model(encoder, len(task.labels), settings, lam)
-
-
 def all_sentences(task: TaskData) -> List[List[str]]:
     out = []
     for examples in task.splits.values():
@@ -172,11 +125,11 @@ def run_one(prep: PreparedTask, variant: Variant, seed: int, cfg: ExperimentConf
                  prep.train, seed, log, early_stopping=bool(data.splits["dev"])
                  or not str(data.source.get("dev", "")).startswith("none"),
                  length=task_kind(data.kind).batch_length)
-    test_metrics = _test_metrics(model, data, make, log)
+    test_metrics = split_metrics(model, data, make, log)
     test = test_metrics.pop(data.metric)
     # further test sets named in the task's files, scored by the same model (a graded task's
     # with its other correlation and why one is undefined, as test)
-    extras = {k: _test_metrics(model, data, make, log, split=k)
+    extras = {k: split_metrics(model, data, make, log, split=k)
               for k in data.splits if k not in ("train", "dev", "test")}
     extra = {k: m.pop(data.metric) for k, m in extras.items()}
     record = {
@@ -214,30 +167,6 @@ def run_one(prep: PreparedTask, variant: Variant, seed: int, cfg: ExperimentConf
                      "best_epoch": result["best_epoch"], "data": data.source})
         record["saved_model"] = str(save_to)
     return record
-
-
-def _test_metrics(model: TaskModel, data: TaskData, make, log: Callable[[str], None],
-                  split: str = "test") -> dict:
-    """The task metric on ``split`` (``{data.metric: value}``); a graded task's also gets
-    ``other_metrics`` (its kind's other correlation there) and, where the correlation is
-    undefined (NaN), ``undefined``: why, which is logged too. A span_qa task's gets its other
-    metric too (F1 and exact match), from the same predictions."""
-    kind = task_kind(data.kind)
-    examples = data.splits[split]
-    if not (kind.graded or kind.span_answers):
-        return {data.metric: score(model, examples, make, data.metric, data.labels)}
-    from .metrics import correlation_undefined
-    if not examples:
-        return {data.metric: float("nan")}
-    pred = predict(model, examples, make)
-    out: Dict[str, Any] = {data.metric: metric_value(data.metric, examples, pred, data.labels),
-                           "other_metrics": {m: metric_value(m, examples, pred, data.labels)
-                                             for m in kind.metrics if m != data.metric}}
-    why = correlation_undefined([cast(float, ex.label) for ex in examples], pred) if kind.graded else None
-    if why:
-        out["undefined"] = why
-        log(f"{data.name}: the {split} correlation is undefined (NaN): {why}")
-    return out
 
 
 # ----------------------------------------------------------------------------- driver
@@ -380,6 +309,12 @@ def _note_other_models(models: Path, runs: Sequence[dict], log: Callable[[str], 
             f"are kept: {shown}")
 
 
+def write_results(path: Path, results: dict) -> None:
+    """Write ``results`` to ``path`` (results.json) atomically, as strict JSON: a NaN or
+    infinity (an undefined correlation, say) is written as null."""
+    atomic_write_text(path, json.dumps(nonfinite_as_none(results), indent=1, allow_nan=False) + "\n")
+
+
 def rewrite_reports(out: str | Path,
                     log: Callable[[str], None] = lambda s: print(s, file=sys.stderr, flush=True)) -> dict:
     """Write ``results.md`` and the plots of a results folder again from its ``results.json``,
@@ -410,7 +345,7 @@ def rewrite_reports(out: str | Path,
         results, redacted = redact_record(results)
         if redacted:
             log(f"warning: {results_path}: {REDACTED_NOTE}")
-        atomic_write_text(results_path, json.dumps(nonfinite_as_none(results), indent=1, allow_nan=False) + "\n")
+        write_results(results_path, results)
         write_reports(results, out)
     return results
 
@@ -514,8 +449,8 @@ def _run_all(cfg: ExperimentConfig, results: dict, results_path: Path, done: Lis
                 results["runs"].append(record)
                 results["summary"] = summarise(results["runs"], cfg)
                 results["bilm_cache_seconds"] = pool.cache_seconds
-                atomic_write_text(results_path, json.dumps(nonfinite_as_none(results), indent=1, allow_nan=False) + "\n")
+                write_results(results_path, results)
     results["summary"] = summarise(results["runs"], cfg)
     results["bilm_cache_seconds"] = pool.cache_seconds
     results["finished"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    atomic_write_text(results_path, json.dumps(nonfinite_as_none(results), indent=1, allow_nan=False) + "\n")
+    write_results(results_path, results)

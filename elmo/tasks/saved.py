@@ -302,7 +302,7 @@ def load(folder: Union[str, Path], bilm: Optional[str] = None, device=None,
     from .embeddings import CASED_LOOKUP, WordVocab
     from .features import LAYER_NORM_OVER, ElmoFeatures
     from .experiment_config import ModelSettings
-    from .runner import build_model
+    from .building import build_model
     folder = require_path("folder", folder)  # (None was pathlib's TypeError, naming no argument)
     if glove is True:   # (Path(True) failed deep in the GloVe reader, after the biLM had loaded)
         raise TypeError("glove must be the path of the GloVe file the model was built with, "

@@ -1,4 +1,5 @@
-"""Training with early stopping on the dev metric, and evaluation.
+"""Training with early stopping on the dev metric, and evaluation (:func:`score`; a task's
+metrics on one of its test sets, :func:`split_metrics`).
 
 :func:`fit` trains a :class:`~elmo.tasks.models.TaskModel` with Adam, one pass over the
 shuffled training batches per epoch, scores dev after each epoch, keeps the trainable
@@ -14,16 +15,16 @@ from __future__ import annotations
 import random
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, cast
 
 import torch
 
 from ..config import ConfigError
 from ..jobconfig import build, check_numbers
 from .batching import Batch
-from .datasets import Example
-from .kinds import answer_texts
-from .metrics import ANSWER_METRICS, CORRELATIONS, METRICS
+from .datasets import Example, TaskData
+from .kinds import answer_texts, task_kind
+from .metrics import ANSWER_METRICS, CORRELATIONS, METRICS, correlation_undefined
 from .models import TaskModel
 
 
@@ -133,6 +134,29 @@ def metric_value(metric: str, examples: Sequence[Example], pred: list, labels: S
     else:
         guess = [labels[i] for i in pred]
     return 100.0 * METRICS[metric](gold, guess)
+
+
+def split_metrics(model: TaskModel, data: TaskData, make: BatchMaker, log: Callable[[str], None],
+                  split: str = "test") -> Dict[str, Any]:
+    """The task metric on ``split`` (``{data.metric: value}``); a graded task's also gets
+    ``other_metrics`` (its kind's other correlation there) and, where the correlation is
+    undefined (NaN), ``undefined``: why, which is logged too. A span_qa task's gets its other
+    metric too (F1 and exact match), from the same predictions."""
+    kind = task_kind(data.kind)
+    examples = data.splits[split]
+    if not (kind.graded or kind.span_answers):
+        return {data.metric: score(model, examples, make, data.metric, data.labels)}
+    if not examples:
+        return {data.metric: float("nan")}
+    pred = predict(model, examples, make)
+    out: Dict[str, Any] = {data.metric: metric_value(data.metric, examples, pred, data.labels),
+                           "other_metrics": {m: metric_value(m, examples, pred, data.labels)
+                                             for m in kind.metrics if m != data.metric}}
+    why = correlation_undefined([cast(float, ex.label) for ex in examples], pred) if kind.graded else None
+    if why:
+        out["undefined"] = why
+        log(f"{data.name}: the {split} correlation is undefined (NaN): {why}")
+    return out
 
 
 def _optimizer(model: TaskModel, cfg: FitConfig) -> torch.optim.Optimizer:
