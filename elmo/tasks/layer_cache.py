@@ -62,8 +62,11 @@ class LayerCache:
 
     @torch.no_grad()
     def fill(self, sentences: Iterable[Sequence[str]]) -> None:
-        """Run the biLM on every sentence not cached yet."""
-        todo = sorted({tuple(s) for s in sentences if s} - set(self._store), key=len)
+        """Run the biLM on every sentence not cached yet, in batches of ``batch_size`` sorted
+        by length, then by tokens: the same batches in every process."""
+        # by length, then by the tokens: ties in set order followed the process's string
+        # hash seed, so the batches (and a batch of one's rounding) changed from run to run
+        todo = sorted({tuple(s) for s in sentences if s} - set(self._store), key=lambda s: (len(s), s))
         was_training = self.bilm.training
         self.bilm.eval()
         device = next(self.bilm.parameters()).device
