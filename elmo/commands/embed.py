@@ -53,7 +53,7 @@ def register(subparsers) -> None:
         "embed", help="embed a text file (one sentence a line) into an HDF5 file",
         description="Compute contextual vectors for every line of INPUT and write them to OUTPUT "
                     "(HDF5). Deterministic by default: a sentence gets the same vectors whatever "
-                    "its neighbours and the batch size.",
+                    "its neighbours and the batch size, up to float rounding (about 1e-6).",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("input", help="text file, one sentence a line (tokens separated by spaces, "
                                  "or raw text with --tokenize); not stdin: it is read twice")
