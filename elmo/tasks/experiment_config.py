@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Tuple, Typ
 from ..config import ConfigError
 from ..jobconfig import build, check_numbers, coerce, distinct_keys, to_dict
 from ..text_files import read_json, read_toml
+from ..user_paths import expand_home
 from .kinds import TASK_KINDS
 from .train_loop import FitConfig
 
@@ -487,6 +488,7 @@ def resolve_paths(cfg: dict, base: Path) -> dict:
             v["elmo"]["bilm"] = _bilm_from(v["elmo"]["bilm"], base, f"variants[{i}].elmo.bilm")
 
     def fix(p):
+        p = expand_home(p)   # ("~/data" was a folder "~" beside the config: see elmo.user_paths)
         return str(base / p) if isinstance(p, str) and p and not Path(p).is_absolute() else p
 
     for t in cfg.get("tasks") or []:
@@ -516,7 +518,8 @@ def _bilm_from(spec, base: Path, key: str):
     if not isinstance(spec, str):
         return spec                                    # (the typed config says what is wrong)
     prefix = RANDOM_PREFIX if spec.startswith(RANDOM_PREFIX) else ""
-    name = spec[len(prefix):]
+    name = expand_home(spec[len(prefix):])   # (a home folder's model, as the data's paths)
+    spec = prefix + name
     here, beside = Path(name), base / name
     # in loading's order, the bare name's local path beside the config (warned below, once
     # the two-folders error is ruled out)
