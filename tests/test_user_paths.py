@@ -63,3 +63,35 @@ def test_a_tilde_in_an_experiment_config_is_the_home_folder_not_beside_the_confi
     assert cfg["tasks"][0]["data_dir"] == str(home / "data")
     assert cfg["tasks"][0]["files"]["train"] == str(home / "a.conll")
     assert cfg["tasks"][1]["data_dir"] == str(work / "cfg" / "rel")   # (relative: beside the config)
+
+
+#: The command line's text values that are not paths (names, words, settings): "~" stays there
+NOT_PATHS = {"config_set", "device", "layers", "name", "names", "pca_word", "sentence", "similarity_sets",
+             "title", "variants", "word"}
+
+
+def test_every_text_option_of_every_command_is_known_as_a_path_or_not():
+    # A new option that takes a path is expanded only when elmo.user_paths.PATH_SETTINGS names it
+    import argparse
+
+    from elmo.cli import _parsers, build_parser
+    from elmo.user_paths import PATH_SETTINGS
+    unknown = {f"{p.prog} {a.dest}" for p in _parsers(build_parser()) for a in p._actions
+               if a.nargs != 0 and not a.choices and a.type in (None, str) and a.help != argparse.SUPPRESS
+               and not isinstance(a, argparse._SubParsersAction) and a.dest not in PATH_SETTINGS | NOT_PATHS}
+    assert not unknown, "add each to PATH_SETTINGS (a path) or to NOT_PATHS here"
+
+
+@pytest.mark.parametrize("argv, typed", [
+    (["vocab", "build", "in.txt", "-o", "v.txt/"], "-o 'v.txt/'"),
+    (["vocab", "build", "in.txt", "-o", "v.txt", "--counts", "c.tsv/"], "--counts 'c.tsv/'"),
+    (["embed", "in.txt", "vectors/", "--model", "fixture", "--quiet"], "OUTPUT 'vectors/'"),
+    (["embed", "in.txt/", "v.hdf5", "--model", "fixture", "--quiet"], "INPUT 'in.txt/'"),
+])
+def test_a_file_name_ending_in_a_slash_is_refused_not_written_without_it(home, capsys, argv, typed):
+    # (pathlib drops the "/": `elmo embed in.txt vectors/` wrote a file named "vectors")
+    home, work = home
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert f"error: {typed}: ends in '/'" in err and err.count("\n") == 1
+    assert sorted(p.name for p in work.iterdir()) == ["in.txt"]
