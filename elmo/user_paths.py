@@ -10,8 +10,9 @@ The rule, the same for every command: a path given on the command line (:func:`e
 or in a config file (a job's ``--config``, an experiment's config) has its leading ``~`` or
 ``~user`` expanded as a shell would (:func:`os.path.expanduser`); a ``~user`` of no such user is
 an error rather than a folder of that name. A folder really named ``~`` is spelled ``./~``.
-Nothing else is expanded (``$HOME`` stays as it is, as in a shell's quotes). The Python API
-takes its paths as :func:`open` does, as they are.
+No variable is expanded: a path that begins with ``$`` (``"$HOME/runs"`` in a config file) is
+an error, not a folder named ``$HOME`` (``./$HOME`` names one). The Python API takes its paths
+as :func:`open` does, as they are.
 """
 from __future__ import annotations
 
@@ -33,10 +34,15 @@ PATH_SETTINGS = frozenset({
 
 def expand_home(value: Any) -> Any:
     """``value`` (a path, or a list of them) with a leading ``~`` or ``~user`` expanded; any
-    other value as it is. Raises ValueError for a ``~user`` of no such user (the path as
-    given would be a folder named ``~user`` in the working folder)."""
+    other value as it is. Raises ValueError for a ``~user`` of no such user and for a path
+    that begins with ``$`` (either would be a folder of that name in the working folder)."""
     if isinstance(value, list):
         return [expand_home(v) for v in value]
+    if isinstance(value, str) and value.startswith("$"):
+        # (a config file's "$HOME/runs" made a folder named "$HOME", as "~/runs" made one "~")
+        raise ValueError(f"{value}: a shell variable, which no shell expanded here (a config file's, or a "
+                         f"quoted one); write the path itself (~ is the home folder), or ./{value} for a "
+                         f"folder of that name")
     if not isinstance(value, str) or not value.startswith("~"):
         return value
     expanded = os.path.expanduser(value)

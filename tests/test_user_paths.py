@@ -95,3 +95,13 @@ def test_a_file_name_ending_in_a_slash_is_refused_not_written_without_it(home, c
     err = capsys.readouterr().err
     assert f"error: {typed}: ends in '/'" in err and err.count("\n") == 1
     assert sorted(p.name for p in work.iterdir()) == ["in.txt"]
+
+
+def test_a_shell_variable_in_a_config_file_is_refused_not_made_a_folder(home, capsys):
+    # ("$HOME/run" in a --config file made a folder named "$HOME" in the working folder)
+    home, work = home
+    (work / "c.json").write_text(json.dumps({"train": ["in.txt"], "vocab": "v.txt", "output": "$HOME/run"}),
+                                 encoding="utf-8")
+    assert main(["train", "--config", "c.json", "--print-config"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("elmo train: error: $HOME/run: a shell variable") and err.count("\n") == 1
