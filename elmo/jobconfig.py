@@ -16,7 +16,9 @@ Every job command also takes (:func:`add_config_arguments`):
 
 They apply in this order: the dataclass's defaults, ``--config``, the options given on the
 command line, ``--set``. Values are checked against the field types, and an unknown key is an
-error that names it.
+error that names it. A relative path in the file is taken from the working folder, as on the
+command line (what ``--print-config`` wrote runs again); a leading ``~`` is the home folder
+(:mod:`elmo.user_paths`).
 """
 from __future__ import annotations
 

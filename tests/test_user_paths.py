@@ -65,6 +65,20 @@ def test_a_tilde_in_an_experiment_config_is_the_home_folder_not_beside_the_confi
     assert cfg["tasks"][1]["data_dir"] == str(work / "cfg" / "rel")   # (relative: beside the config)
 
 
+def test_an_experiments_out_folder_in_its_config_or_by_set_is_under_home(home, capsys):
+    # ("out": "~/results" in the config, or --set out=~/r, was a folder named "~" where it ran)
+    home, work = home
+    (work / "x.json").write_text(json.dumps({"out": "~/results", "tasks": [
+        {"task": "tagging", "files": {"train": "in.txt", "dev": "in.txt", "test": "in.txt"}}]}),
+        encoding="utf-8")
+    assert read_config(work / "x.json")["out"] == str(home / "results")
+    assert main(["experiment", "x.json", "--set", "out=~/r", "--set", "tasks.0.files.dev=~/d.txt",
+                 "--print-config"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["out"] == str(home / "r")
+    assert printed["tasks"][0]["files"]["dev"] == str(home / "d.txt")
+
+
 #: The command line's text values that are not paths (names, words, settings): "~" stays there
 NOT_PATHS = {"config_set", "device", "layers", "name", "names", "pca_word", "sentence", "similarity_sets",
              "title", "variants", "word"}
