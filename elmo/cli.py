@@ -313,6 +313,7 @@ def _run(argv: Optional[List[str]]) -> int:
     from .data.fetch import DataError
     from .env_switch import env_switch
     from .hub.download import DownloadError, download_bars
+    from .user_paths import expand_args
     from .weights import WeightFileError
     # the whole command, as typed: "elmo vocab: error" did not say which vocab action failed
     command = " ".join(name for name, _ in _command_path(parser, args)[1:])
@@ -324,7 +325,8 @@ def _run(argv: Optional[List[str]]) -> int:
     try:
         with _stop_signals_raise(), _model_name_warnings_as_lines(command), \
                 download_bars(progress_bar_wanted(_progress_asked(args))):
-            result = args.func(args)
+            # (a quoted "~/runs" or --output=~/runs made a folder named "~": see elmo.user_paths)
+            result = args.func(expand_args(args))
             sys.stdout.flush()   # (a full disk behind `> FILE` is this command's error)
     except BrokenPipeError:
         raise

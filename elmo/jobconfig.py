@@ -16,7 +16,9 @@ Every job command also takes (:func:`add_config_arguments`):
 
 They apply in this order: the dataclass's defaults, ``--config``, the options given on the
 command line, ``--set``. Values are checked against the field types, and an unknown key is an
-error that names it.
+error that names it. A relative path in the file is taken from the working folder, as on the
+command line (what ``--print-config`` wrote runs again); a leading ``~`` is the home folder
+(:mod:`elmo.user_paths`).
 """
 from __future__ import annotations
 
@@ -33,6 +35,7 @@ from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Mapping,
 from .config import ConfigError
 from .io import atomic_write_text
 from .text_files import read_json as read_json_file
+from .user_paths import expand_settings
 
 if TYPE_CHECKING:  # the type checker's protocol of "a dataclass"; no run-time counterpart
     from _typeshed import DataclassInstance
@@ -458,6 +461,7 @@ def from_args(cls: Type[C], args: argparse.Namespace, *, defaults: Optional[Mapp
         values[key[name]] = value * scale if scale and value is not None else value
     values.update({key.get(k, k): v for k, v in (given or {}).items() if v is not None})
     values = apply_assignments(values, getattr(args, "config_set", None) or [])
+    expand_settings(values)   # (a config file's "~/runs": no shell expanded it; see elmo.user_paths)
     try:
         return build(cls, values, source="--config/--set" if config_file or getattr(args, "config_set", None)
                      else "command line")

@@ -1,6 +1,7 @@
 """Subcommands of the ``elmo`` CLI, grouped by the library area they drive (see elmo/cli.py)."""
 from __future__ import annotations
 
+import os
 import sys
 
 from ..jobconfig import DEVICE_CHOICES
@@ -20,9 +21,15 @@ def refuse_dash(value, name: str, why: str, kind: str = "file") -> None:
     """Refuse ``-`` (stdin or stdout by the usual convention) where a command needs a file or
     folder: it was taken as a path and wrote a file or folder named ``-``. ``./-`` still names
     one. ``why`` says why and what to give instead; ``kind`` is what a path names there
-    (``"file"`` or ``"folder"``)."""
+    (``"file"`` or ``"folder"``).
+
+    A file's name that ends in "/" is refused too: it names a folder, which the shell and the
+    OS refuse as a file (``cat in.txt/``), but :class:`pathlib.Path` drops the "/", and
+    ``elmo embed in.txt vectors/`` wrote a file named ``vectors``."""
     if value is not None and str(value) == "-":
         raise ValueError(f"{name} '-': {why} (./- names a {kind} called '-')")
+    if kind == "file" and isinstance(value, str) and value.endswith(("/", os.sep)):
+        raise ValueError(f"{name} {value!r}: ends in '/', which names a folder; give the file's name")
 
 
 #: What ``--device`` takes, as every command that has it says (embed's help comes from

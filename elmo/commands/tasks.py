@@ -75,7 +75,7 @@ def experiment(args: argparse.Namespace) -> int:
     from ..config import ConfigError
     from ..jobconfig import apply_assignments
     from ..tasks.experiment_config import MAX_SEEDS, RepeatedVariantError, check_variants_differ
-    from ..tasks.experiment_config import normalise_config, read_config
+    from ..tasks.experiment_config import expand_homes, normalise_config, read_config
 
     from ..checks import require_count
 
@@ -100,7 +100,7 @@ def experiment(args: argparse.Namespace) -> int:
         settings["embeddings"] = {"glove": args.glove}
     source = f"{args.config}{' with --set' if args.config_set else ''}"
     try:
-        cfg = normalise_config(apply_assignments(settings, args.config_set))
+        cfg = normalise_config(expand_homes(apply_assignments(settings, args.config_set)))   # (--set out=~/r)
         if args.print_config:   # (plan and run_experiment check it themselves: once, not twice)
             check_variants_differ(cfg)
     except ConfigError as e:

@@ -62,11 +62,12 @@ import copy
 import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Tuple, Type, TypeVar, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Tuple, Type, TypeVar, Union
 
 from ..config import ConfigError
 from ..jobconfig import build, check_numbers, coerce, distinct_keys, to_dict
 from ..text_files import read_json, read_toml
+from ..user_paths import expand_home
 from .kinds import TASK_KINDS
 from .train_loop import FitConfig
 
@@ -77,7 +78,7 @@ C = TypeVar("C", bound="DataclassInstance")
 
 __all__ = ["ConfigError", "ElmoSettings", "ExperimentConfig", "FitConfig", "ModelSettings",
            "RepeatedVariantError", "Variant", "baseline_name", "check_variants_differ", "from_block",
-           "load_config", "normalise_config", "read_config", "resolve_paths", "to_block"]
+           "expand_homes", "load_config", "normalise_config", "read_config", "resolve_paths", "to_block"]
 
 
 class RepeatedVariantError(ConfigError):
@@ -511,27 +512,45 @@ def load_config(path: str | Path) -> ExperimentConfig:
 def resolve_paths(cfg: dict, base: Path) -> dict:
     """A copy of ``cfg`` whose relative data paths (a task's ``data_dir`` and ``files``, the
     GloVe file) are taken relative to ``base``, the config file's folder, not the working
-    folder; a biLM folder too, where the config's folder holds it (see :func:`_bilm_from`)."""
-    cfg = copy.deepcopy(cfg)
-    if "bilm" in cfg:
-        cfg["bilm"] = _bilm_from(cfg["bilm"], base, "bilm")
-    for i, v in enumerate(cfg.get("variants") or []):
-        if isinstance(v, dict) and isinstance(v.get("elmo"), dict) and "bilm" in v["elmo"]:
-            v["elmo"]["bilm"] = _bilm_from(v["elmo"]["bilm"], base, f"variants[{i}].elmo.bilm")
-
+    folder; a biLM folder too, where the config's folder holds it (see :func:`_bilm_from`).
+    Every path's leading ``~`` is the home folder (:func:`expand_homes`)."""
     def fix(p):
         return str(base / p) if isinstance(p, str) and p and not Path(p).is_absolute() else p
 
+    cfg = _each_path(expand_homes(cfg), fix, lambda spec, key: _bilm_from(spec, base, key))
+    return cfg
+
+
+def expand_homes(cfg: dict) -> dict:
+    """A copy of ``cfg`` with a leading ``~`` of each of its paths (data, GloVe, biLMs, ``out``)
+    made the home folder, as :func:`elmo.user_paths.expand_home` does: a config's (or a
+    ``--set``'s) ``"~/data"`` was a folder named ``~`` (beside the config, or in the working
+    folder for ``out``, which made one)."""
+    cfg = _each_path(copy.deepcopy(cfg), expand_home, lambda spec, key: expand_home(spec))
+    if "out" in cfg:
+        cfg["out"] = expand_home(cfg["out"])
+    return cfg
+
+
+def _each_path(cfg: dict, data: Callable[[Any], Any], bilm: Callable[[Any, str], Any]) -> dict:
+    """``cfg`` (changed in place) with ``data`` applied to its data paths (a task's ``data_dir``
+    and ``files``, the GloVe file) and ``bilm(spec, key)`` to its biLMs (the default and each
+    variant's)."""
+    if "bilm" in cfg:
+        cfg["bilm"] = bilm(cfg["bilm"], "bilm")
+    for i, v in enumerate(cfg.get("variants") or []):
+        if isinstance(v, dict) and isinstance(v.get("elmo"), dict) and "bilm" in v["elmo"]:
+            v["elmo"]["bilm"] = bilm(v["elmo"]["bilm"], f"variants[{i}].elmo.bilm")
     for t in cfg.get("tasks") or []:
         if not isinstance(t, dict):
             continue
         if "data_dir" in t:
-            t["data_dir"] = fix(t["data_dir"])
+            t["data_dir"] = data(t["data_dir"])
         if isinstance(t.get("files"), dict):
-            t["files"] = {k: fix(v) for k, v in t["files"].items()}
+            t["files"] = {k: data(v) for k, v in t["files"].items()}
     emb = cfg.get("embeddings")
     if isinstance(emb, dict) and emb.get("glove"):
-        emb["glove"] = fix(emb["glove"])
+        emb["glove"] = data(emb["glove"])
     return cfg
 
 
