@@ -241,23 +241,29 @@ def check_finite(array: np.ndarray | torch.Tensor, where: str) -> None:
     about 20 times as long on a CPU, over half a second for a large model's weights
     (*scratch*). The 16-bit floats are checked by their bits (numpy lacks bfloat16, and its
     float16 check is slow): NaN and inf are the values whose exponent bits are all set."""
-    if isinstance(array, torch.Tensor) and array.device.type == "cpu" and array.is_floating_point():
+    if isinstance(array, torch.Tensor) and array.device.type != "cpu":
+        if not array.is_floating_point():
+            return
+        on_device = ~torch.isfinite(array)
+        if not on_device.any():
+            return
+        bad = on_device.cpu().numpy()
+    elif isinstance(array, torch.Tensor):
+        if not array.is_floating_point():
+            return
         tensor = array.detach()
         if tensor.dtype in _EXPONENT_BITS:
             exponent = _EXPONENT_BITS[tensor.dtype]
             bad = (tensor.view(torch.int16).numpy() & exponent) == exponent
         else:
             bad = ~np.isfinite(tensor.numpy())
-    elif isinstance(array, np.ndarray):
+    else:
         if array.dtype.kind != "f":
             return
         bad = ~np.isfinite(array)
-    else:
-        if not array.is_floating_point():
-            return
-        bad = ~torch.isfinite(array)
+    bad = np.asarray(bad)   # (of a 0-dim value, numpy gives a scalar)
     if bad.any():
-        first = tuple(int(i) for i in (np.argwhere(bad)[0] if isinstance(bad, np.ndarray) else bad.nonzero()[0]))
+        first = tuple(int(i) for i in np.argwhere(bad)[0]) if bad.ndim else ()
         raise WeightFileError(f"{where} holds {int(bad.sum())} non-finite values (NaN or inf), "
                               f"the first at index {first}")
 

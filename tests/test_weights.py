@@ -906,3 +906,6 @@ def test_check_finite_finds_nan_and_inf_in_every_float_dtype_and_passes_its_extr
             check_finite(y.t(), "y")
     y = x.clone().requires_grad_(dtype.is_floating_point)
     check_finite(y, "y")
+    for value in (torch.tensor(float("nan"), dtype=dtype), np.array(float("inf"))):   # (0-dim)
+        with pytest.raises(WeightFileError, match=r"^z holds 1 non-finite values \(NaN or inf\), the first at index \(\)$"):
+            check_finite(value, "z")
