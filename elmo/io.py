@@ -4,6 +4,8 @@
   to a temporary name beside it and renamed over it when complete, so readers (and a killed
   run) see the old file or the new one, never a part. The temporary's name holds its writer's
   host and PID, so the next write of the same file deletes those that killed runs left.
+* :func:`fitting_name`: the names derived from an output's (temporaries, ``OUTPUT.lock``,
+  ``OUTPUT.parts``) fit the folder's name limit: a long name is cut, with a hash of it.
 * :func:`refuse_bundled`: no output inside the folder of a model bundled with the package
   (``from_pretrained("default")`` for every program of the installation); every checker,
   lock and atomic writer here applies it, so each command's outputs get it. Only
@@ -24,6 +26,7 @@ from __future__ import annotations
 import errno
 import functools
 import glob
+import hashlib
 import os
 import re
 import shutil
@@ -61,9 +64,65 @@ def os_error_reason(e: OSError) -> str:
     return text.splitlines()[0] if text else type(e).__name__
 
 
+# ---------------------------------------------------------------------- derived names
+#: The longest file name, in bytes, where a folder's file system does not say (most allow 255).
+NAME_MAX = 255
+#: The bytes a PID takes in a derived name, at most (Linux's are up to 7 digits): a fixed room,
+#: so that every process shortens an output's derived names alike.
+_PID_ROOM = 10
+
+
+def name_limit(folder: Path) -> int:
+    """The most bytes a file name may have in ``folder`` (in the nearest folder above it that
+    exists, where it does not yet): ``PC_NAME_MAX``, else :data:`NAME_MAX`."""
+    for known in (folder, *folder.parents):
+        try:
+            limit = os.pathconf(known, "PC_NAME_MAX")
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        except (OSError, ValueError, AttributeError):   # (no pathconf, or the system does not say)
+            break
+        return limit if limit > 0 else NAME_MAX
+    return NAME_MAX
+
+
+def fitting_name(path: Path, suffix: str, room: int = 0) -> str:
+    """The name of a file derived from ``path`` (its temporary, its lock file): ``NAME+suffix``
+    where that leaves ``room`` bytes (for a PID, a random part put after it) within the folder's
+    name limit; else the start of NAME (whole characters, counted in UTF-8 bytes), ``~`` and 16
+    hex digits of NAME's SHA-256, then ``suffix``. The same output always gets the same derived
+    names: a second writer finds the lock file, the next writer a killed one's temporaries.
+    A name of 246-255 bytes is legal, and the write failed with "File name too long" naming a
+    temporary the user never typed. Raises :class:`OutputError` where NAME itself is too long."""
+    name = path.name
+    limit = name_limit(path.parent)
+    size = len(os.fsencode(name))
+    if size > limit:
+        raise OutputError(f"{path}: the file name is {size} bytes long, and {path.parent} takes names "
+                          f"of at most {limit} bytes; give a shorter name")
+    if size + len(os.fsencode(suffix)) + room <= limit:
+        return name + suffix
+    mark = "~" + hashlib.sha256(os.fsencode(name)).hexdigest()[:16]
+    keep, head = limit - room - len(os.fsencode(suffix)) - len(mark), ""
+    for char in name:   # (whole characters: a name cut inside one is no valid UTF-8)
+        keep -= len(os.fsencode(char))
+        if keep < 0:
+            break
+        head += char
+    return head + mark + suffix
+
+
 # ---------------------------------------------------------------------- atomic writes
 #: This host's name as it appears in temporary file names (letters, digits, ``_`` and ``-``).
 _HOST = re.sub(r"[^A-Za-z0-9_-]", "_", socket.gethostname())[:40] or "host"
+
+
+def _temporary_prefix(path: Path, suffix: str) -> str:
+    """The start of the names of :func:`atomic_target`'s (``suffix`` ``.tmp``) and
+    :func:`temporary_folder`'s temporaries for ``path``: ``.NAME.HOST-``, NAME shortened
+    (:func:`fitting_name`) to leave room for the PID, ``-``, mkstemp's 8 random characters,
+    ``suffix`` and a ``.lock`` (a temporary folder's lock file: :func:`remove_dead_temporaries`)."""
+    return "." + fitting_name(path, f".{_HOST}-", room=1 + _PID_ROOM + 1 + 8 + len(suffix) + len(".lock"))
 
 
 def write_target(path: Path) -> Path:
@@ -77,16 +136,18 @@ def atomic_target(path: Path) -> Path:
     """A fresh temporary file beside ``path`` (beside the file it names, for a symbolic link:
     :func:`write_target`): write it, then :func:`atomic_commit` it.
 
-    Its name, ``.NAME.HOST-PID-RANDOM.tmp``, says which process writes it: the temporaries
+    Its name, ``.NAME.HOST-PID-RANDOM.tmp`` (NAME shortened where long: :func:`fitting_name`),
+    says which process writes it: the temporaries
     that killed runs on this host left for ``path`` (a checkpoint's can be hundreds of MB)
     are deleted here, and a live writer's never are."""
     refuse_bundled(path)
     _refuse_special(path)
     path = write_target(path)
+    prefix = _temporary_prefix(path, ".tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         remove_dead_temporaries(path)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{_HOST}-{os.getpid()}-", suffix=".tmp", dir=path.parent)
+        fd, tmp = tempfile.mkstemp(prefix=f"{prefix}{os.getpid()}-", suffix=".tmp", dir=path.parent)
     except OSError as e:  # (mkstemp's message names the temporary, not the user's path)
         raise OutputError(f"{path}: cannot write in {path.parent}: {os_error_reason(e)}") from None
     os.close(fd)
@@ -105,7 +166,7 @@ def remove_dead_temporaries(path: Path, suffix: str = ".tmp") -> None:
     """Delete :func:`atomic_target`'s temporaries (or :func:`temporary_folder`'s, by their
     ``suffix``) for ``path`` whose process, on this host, has ended. Another host's (a shared
     file system) and unnamed ones are left: their writer may live."""
-    prefix = f".{path.name}.{_HOST}-"
+    prefix = _temporary_prefix(path, suffix)
     # (and the lock files beside them: a temporary folder written by save_pretrained, which
     # locks the folder it writes, keeps its TEMPORARY.lock when the process is killed)
     pattern = glob.escape(prefix) + "*" + glob.escape(suffix)
@@ -124,7 +185,8 @@ def temporary_folder(path: Path, suffix: str) -> Path:
     before they move to ``path``; those that killed runs left for ``path`` are deleted here."""
     refuse_bundled(path)
     remove_dead_temporaries(path, suffix)
-    return Path(tempfile.mkdtemp(prefix=f".{path.name}.{_HOST}-{os.getpid()}-", suffix=suffix, dir=path.parent))
+    prefix = _temporary_prefix(path, suffix)
+    return Path(tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-", suffix=suffix, dir=path.parent))
 
 
 def process_alive(pid: int) -> bool:
@@ -267,7 +329,7 @@ def atomic_folder(folder: Path, staging: Optional[Path] = None) -> Iterator[Path
         # (the link could be neither swapped nor deleted with rmtree: the write ended in a bare
         # "Cannot call rmtree on a symbolic link", the new files left in LINK.partial)
         folder = folder.resolve()
-    tmp = staging if staging is not None else folder.with_name(folder.name + ".partial")
+    tmp = staging if staging is not None else folder.with_name(fitting_name(folder, ".partial"))
     shutil.rmtree(tmp, ignore_errors=True)   # what a killed writer left
     try:
         tmp.mkdir(parents=True)
@@ -393,7 +455,12 @@ def process_temporary(path: Path) -> Path:
     Only the holder of ``path``'s lock may delete such files (:func:`remove_temporaries`).
     """
     path = write_target(path)
-    return path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    return path.with_name(f"{_process_prefix(path)}{os.getpid()}")
+
+
+def _process_prefix(path: Path) -> str:
+    """``.NAME.tmp-``, NAME shortened (:func:`fitting_name`) to leave room for a PID."""
+    return "." + fitting_name(path, ".tmp-", room=1 + _PID_ROOM)
 
 
 def remove_temporaries(path: Path) -> None:
@@ -402,7 +469,7 @@ def remove_temporaries(path: Path) -> None:
     # (the name escaped: "out[12].h5" matched, and deleted, the live temporary files of
     # out1.h5 and out2.h5, whose locks it does not hold, and left its own)
     path = write_target(path)
-    prefix = f".{path.name}.tmp-"
+    prefix = _process_prefix(path)
     for tmp in path.parent.glob(glob.escape(prefix) + "*"):
         if tmp.name[len(prefix):].isdigit():   # (a PID: not ".NAME.tmp-1.h5.tmp-2", another's)
             tmp.unlink(missing_ok=True)
@@ -668,12 +735,13 @@ def new_hdf5(path: Path, what: str) -> Iterator:
 
 # ---------------------------------------------------------------------- the output lock
 def lock_path(path: Path) -> Path:
-    """The lock file of an output: ``OUTPUT.lock`` beside it. An output named ``.`` or ``..``
+    """The lock file of an output: ``OUTPUT.lock`` beside it (OUTPUT shortened where the name
+    would be too long: :func:`fitting_name`). An output named ``.`` or ``..``
     (the current folder, its parent) is locked by its absolute path: it has no name of its own
     to put ``.lock`` after (``elmo convert MODEL .`` was pathlib's "has an empty name")."""
     if path.name in ("", ".."):
         path = Path(os.path.abspath(path))
-    return path.with_name(path.name + ".lock")
+    return path.with_name(fitting_name(path, ".lock"))
 
 
 def _holder(lock_file: Path) -> Optional[str]:
@@ -691,8 +759,8 @@ def writer_of(path: Path) -> Optional[str]:
     """Who is writing ``path`` now ('PID 123 on host h', from its lock file: :func:`output_lock`),
     or None. For readers, which take no lock: a lock file of a process of this host that has
     ended (killed with SIGKILL, which leaves it) names no writer."""
-    file = lock_path(write_target(path))
     try:
+        file = lock_path(write_target(path))
         pid, host = (file.read_text(encoding="utf-8").split() + [""])[:2]
     except (OSError, ValueError):
         return None

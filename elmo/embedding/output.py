@@ -39,7 +39,7 @@ import h5py
 import numpy as np
 
 from ..io import process_temporary as _temporary
-from ..io import GuardedFile, HDF5Writer, remove_temporaries  # noqa: F401  (GuardedFile: re-exported)
+from ..io import GuardedFile, HDF5Writer, fitting_name, remove_temporaries  # noqa: F401  (GuardedFile: re-exported)
 
 SENTENCE_TO_INDEX = "sentence_to_index"
 
@@ -50,7 +50,7 @@ class SettingsMismatch(ValueError):
 
 def parts_dir(output: Path) -> Path:
     """The folder that holds a run's segment files while it runs: ``OUTPUT.parts``."""
-    return output.with_name(output.name + ".parts")
+    return output.with_name(fitting_name(output, ".parts"))
 
 
 def segment_path(parts: Path, k: int) -> Path:

@@ -16,6 +16,7 @@ from .checkpoint import checkpoint_path, latest_checkpoint
 from .config import TrainConfig
 from .export import LM_FILES, load_language_model, read_metadata
 from .model import LanguageModel
+from .vocab_build import default_counts_path
 
 
 WARM_START_FILE = "warm_start.json"
@@ -151,7 +152,7 @@ def check_vocabulary_not_text(patterns: List[str], vocab: str | Path, option: st
     if not vocab or not Path(vocab).is_file():   # (a missing one is named where it is read)
         return
     vocab = Path(vocab)
-    for path in (vocab, vocab.with_name(vocab.stem + ".counts.tsv")):
+    for path in (vocab, default_counts_path(vocab)):
         within = next((p for p in patterns if path.is_file() and would_find(p, path)), None)
         if within is not None:
             raise ValueError(f"{option}: {path} would be read as text too, as a file of {within} (every file "

@@ -126,4 +126,6 @@ def _write_pair(vocab: Vocabulary, output: Path, counts_path: Path) -> None:
 def default_counts_path(vocab: Path) -> Path:
     """Where ``elmo vocab build`` writes the counts of the vocabulary ``vocab``, and where
     ``elmo train --vocab`` reads them (see :func:`elmo.training.training_vocab.load_training_vocabulary`)."""
-    return vocab.with_name(vocab.stem + ".counts.tsv")
+    from ..io import fitting_name
+
+    return vocab.with_name(fitting_name(vocab.with_name(vocab.stem), ".counts.tsv"))
