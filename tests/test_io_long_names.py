@@ -121,3 +121,21 @@ def test_a_dead_runs_process_temporary_of_a_long_name_is_removed(tmp_path, kind)
     assert len(os.fsencode(dead.name)) <= name_limit(tmp_path)
     remove_temporaries(path)
     assert not dead.exists()
+
+
+@pytest.mark.parametrize("kind", sorted(NAMES))
+def test_train_checks_the_counts_file_of_a_vocabulary_of_250_bytes(tmp_path, kind):
+    """``elmo train --vocab`` looks for the counts file beside the vocabulary (to refuse one the
+    text takes in): it looked for NAME.counts.tsv, which no file system takes, and failed."""
+    from elmo.training.run_folder import check_vocabulary_not_text
+    from elmo.training.vocab_build import default_counts_path
+
+    (tmp_path / "text").mkdir()
+    vocab = tmp_path / NAMES[kind]
+    vocab.write_text("a\n", encoding="utf-8")
+    check_vocabulary_not_text([str(tmp_path / "text")], vocab)
+    counts = default_counts_path(vocab)
+    counts.write_text("a\t1\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="would be read as text") as refused:   # (the counts are text)
+        check_vocabulary_not_text([str(tmp_path / "*.tsv")], vocab)
+    assert str(counts) in str(refused.value)
