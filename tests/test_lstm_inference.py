@@ -357,3 +357,17 @@ def test_a_bfloat16_model_keeps_w_hh_in_its_stored_layout_for_one_row(monkeypatc
     layers = run(low, [SENTENCE])
     assert not made and layers[-1].dtype == torch.bfloat16
     assert all(torch.equal(a, b) for a, b in zip(layers, run(low, [SENTENCE], fast=False)))
+
+
+@needs_int8
+def test_int8_mode_on_a_device_without_the_kernel_says_so_at_the_call(monkeypatch):
+    """use_int8() on the CPU, then the model moved to a device whose PyTorch has no int8
+    kernel (older versions have it for the CPU only; stood in for here by a probe that finds
+    none): the call says so in one line instead of PyTorch's NotImplementedError mid-step."""
+    bilm = random_bilm(seed=5)
+    bilm.lstm.use_int8()
+    monkeypatch.setattr(lstm_inference, "_int8_kernel_on", lambda device: False, raising=False)
+    with pytest.raises(RuntimeError, match=r"int8 weights need .* on cpu.*use_int8\(False\)"):
+        run(bilm, [SENTENCE])
+    bilm.lstm.use_int8(False)
+    run(bilm, [SENTENCE])   # (float weights need no such kernel)

@@ -50,7 +50,9 @@ def _row_hash_weights(width: int, device: torch.device) -> torch.Tensor:
     """(width,) int64 random multipliers, the same for every call (seeded)."""
     # cached: on a GPU each new copy was a blocking host-to-device transfer per forward
     gen = torch.Generator().manual_seed(_HASH_SEED)
-    return torch.randint(1, 2**62, (width,), generator=gen, dtype=torch.long).to(device)
+    # drawn on the generator's device whatever torch.set_default_device says (a CPU generator
+    # drawing onto the default "cuda" device is a RuntimeError), then moved
+    return torch.randint(1, 2**62, (width,), generator=gen, dtype=torch.long, device="cpu").to(device)
 
 
 def hash_rows(ids: torch.Tensor) -> torch.Tensor:

@@ -32,7 +32,7 @@ from .lstm_autograd import run_lstm_layer_autograd, wants_fast_path
 from .dense import pack_for_onednn, per_direction_mm, recurrent_in_onednn, recurrent_packed
 from .eager import eager_under_compile
 from .hooks import refuse_hooks
-from .lstm_inference import Int8Weights, run_single_sequence
+from .lstm_inference import Int8Weights, require_int8_kernel, run_single_sequence
 from .weight_cache import WeightCache
 
 # A layer's state for both directions: c (2, B, H) and h (2, B, P); direction 0 is forward.
@@ -369,12 +369,9 @@ class BiLSTMStack(nn.Module):
         every instruction set measured, not the CPU alone.
         ``enabled`` must be a bool: ``use_int8("no")`` turned int8 on (a non-empty string is true).
         """
-        from .lstm_inference import int8_supported
         enabled = require_switch("enabled", enabled)
-        device = self.layers[0].weight_hh.device
-        if enabled and not int8_supported(device):
-            raise RuntimeError(f"int8 weights need torch._weight_int8pack_mm on {device}, which this "
-                               f"PyTorch {torch.__version__} lacks; use float32 or bfloat16 weights")
+        if enabled:
+            require_int8_kernel(self.layers[0].weight_hh.device)
         for layer in self.layers:
             layer._int8_enabled = enabled
             layer._int8.clear()
@@ -429,6 +426,8 @@ class BiLSTMStack(nn.Module):
         if int8 and torch.is_grad_enabled():
             raise RuntimeError("int8 LSTM weights are for inference: run under torch.no_grad() "
                                "or call use_int8(False) first")
+        if int8:  # (checked again: the model may have moved since use_int8)
+            require_int8_kernel(inputs.device)
         if state is None:
             state = self.zero_state(batch, inputs)
         packing = Packing.from_lengths(lengths, steps)

@@ -31,6 +31,7 @@ every batch size, so a sentence gets the same vectors alone or in a batch.
 """
 from __future__ import annotations
 
+import functools
 from typing import Optional, Tuple
 
 import torch
@@ -97,6 +98,23 @@ def int8_supported(device: torch.device) -> bool:
         return True
     except (RuntimeError, NotImplementedError):
         return False
+
+
+@functools.lru_cache(maxsize=None)
+def _int8_kernel_on(device: torch.device) -> bool:
+    """:func:`int8_supported`, tried once per device."""
+    return int8_supported(device)
+
+
+def require_int8_kernel(device: torch.device) -> None:
+    """RuntimeError unless this PyTorch has the int8 product on ``device``. Asked by
+    ``use_int8`` and by every int8 call: a model switched to int8 on the CPU and then moved to
+    a GPU (``.to("cuda")``) met PyTorch's own NotImplementedError deep in its first step where
+    this PyTorch has the kernel for the CPU only."""
+    if not _int8_kernel_on(torch.device(device)):
+        raise RuntimeError(f"int8 weights need torch._weight_int8pack_mm on {device}, which this "
+                           f"PyTorch {torch.__version__} lacks; call use_int8(False), or use float32 "
+                           f"or bfloat16 weights")
 
 
 def run_single_sequence(layer_input: torch.Tensor, weight_ih: torch.Tensor, bias: torch.Tensor,

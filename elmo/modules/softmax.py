@@ -46,14 +46,17 @@ class LogUniformSampler:
     def __init__(self, n_vocab: int, seed: int = 0):
         self.n_vocab = n_vocab
         self.generator = torch.Generator().manual_seed(seed)
-        ids = torch.arange(n_vocab, dtype=torch.float64)
+        # The draws and their bookkeeping stay on the CPU, the generator's device, whatever
+        # torch.set_default_device says (a CPU generator cannot draw onto "cuda"); each
+        # batch's ids are copied to the model's device by Candidates.draw.
+        ids = torch.arange(n_vocab, dtype=torch.float64, device="cpu")
         self.log_range = math.log(n_vocab + 1)
         self.probs = ((ids + 2).log() - (ids + 1).log()) / self.log_range  # (V,) float64
 
     def draw(self, n: int) -> torch.Tensor:
         """n iid ids (n,) int64 (with repeats), by inverting the CDF:
         k = floor(exp(u log(V + 1))) - 1."""
-        u = torch.rand(n, generator=self.generator, dtype=torch.float64)
+        u = torch.rand(n, generator=self.generator, dtype=torch.float64, device="cpu")
         return ((u * self.log_range).exp().floor().long() - 1).clamp_(0, self.n_vocab - 1)
 
     def sample(self, n_sampled: int) -> Tuple[torch.Tensor, torch.Tensor, Optional[int]]:
@@ -63,8 +66,9 @@ class LogUniformSampler:
         Returns every id with log Q = 0 and tries None when ``n_sampled >= n_vocab``.
         """
         if n_sampled >= self.n_vocab:
-            return torch.arange(self.n_vocab), torch.zeros(self.n_vocab, dtype=torch.float64), None
-        chunks, seen = [], torch.zeros(self.n_vocab, dtype=torch.bool)
+            every = torch.arange(self.n_vocab, device="cpu")
+            return every, torch.zeros(self.n_vocab, dtype=torch.float64, device="cpu"), None
+        chunks, seen = [], torch.zeros(self.n_vocab, dtype=torch.bool, device="cpu")
         size = max(n_sampled, 1024)
         while True:  # draw until n_sampled distinct ids are seen; chunks double (rare ids are slow)
             chunks.append(self.draw(size))
@@ -75,8 +79,8 @@ class LogUniformSampler:
         drawn = torch.cat(chunks)
         # The S-th distinct value ends the draws: count tries up to it, keep values in order.
         uniq, inverse = torch.unique(drawn, return_inverse=True)
-        first = torch.full((uniq.numel(),), drawn.numel(), dtype=torch.long)
-        first.scatter_reduce_(0, inverse, torch.arange(drawn.numel()), reduce="amin")
+        first = torch.full((uniq.numel(),), drawn.numel(), dtype=torch.long, device="cpu")
+        first.scatter_reduce_(0, inverse, torch.arange(drawn.numel(), device="cpu"), reduce="amin")
         first_sorted, order = first.sort()
         ids = uniq[order[:n_sampled]]
         tries = int(first_sorted[n_sampled - 1]) + 1

@@ -64,10 +64,12 @@ def reset_rows(state: List[LayerState], step: int, every: int, first_row: int = 
     used (and how any evaluation starts). Bounded context age keeps zero states in training.
     """
     rows = state[0][0].shape[1]
-    due = ((torch.arange(rows) + first_row + step) % every == 0).to(state[0][0].device)
+    # decided on the CPU (named: not torch's default device), so that a state on a GPU is not
+    # waited for; only the mask of a step that resets rows is copied there
+    due = (torch.arange(rows, device="cpu") + first_row + step) % every == 0
     if not bool(due.any()):
         return state
-    keep = (~due).to(state[0][0].dtype)[None, :, None]
+    keep = (~due).to(device=state[0][0].device, dtype=state[0][0].dtype)[None, :, None]
     return [(c * keep, h * keep) for c, h in state]
 
 

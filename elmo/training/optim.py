@@ -26,11 +26,17 @@ def load_optimizer_state(optimizer: torch.optim.Optimizer, state: dict) -> None:
     device. load_state_dict takes every setting of the saved groups, ``fused`` and ``foreach``
     too: a run started on the CPU (fused Adagrad, see :func:`adagrad`) and resumed on a GPU
     asked for the fused kernel there, which PyTorch versions without a CUDA one refuse at
-    the first step; a run started on a GPU and resumed on the CPU lost the fused kernel."""
-    chosen: list[dict[str, object]] = [{k: group[k] for k in ("fused", "foreach") if k in group} for group in optimizer.param_groups]
-    optimizer.load_state_dict(state)
-    for group, own in zip(optimizer.param_groups, chosen):
-        group.update(own)
+    the first step; a run started on a GPU and resumed on the CPU lost the fused kernel.
+
+    The saved groups are given this run's choice before they are loaded, as load_state_dict
+    places each step count by them: on the parameter's device for a fused or capturable
+    implementation, else where the checkpoint was loaded (the CPU). By the saved ones, a CPU
+    run's (fused) counts resumed on a GPU went to the GPU, where the usual implementation
+    read each back with ``.item()``, a wait for the GPU per parameter and step."""
+    keys = ("fused", "foreach", "capturable")
+    chosen = [{k: group[k] for k in keys if k in group} for group in optimizer.param_groups]
+    groups = [{**saved, **own} for saved, own in zip(state["param_groups"], chosen)]
+    optimizer.load_state_dict({**state, "param_groups": groups + state["param_groups"][len(groups):]})
 
 
 def build_optimizer(cfg: TrainConfig, params) -> torch.optim.Optimizer:
