@@ -1555,3 +1555,31 @@ def test_a_boundary_token_written_in_the_text_is_a_target_in_both_directions(tmp
     tolerance = 8 * torch.finfo(torch.float32).eps * (1 + largest)
     assert result["loss_fwd"] == pytest.approx(nll[0] / expected, abs=tolerance)
     assert result["loss_bwd"] == pytest.approx(nll[1] / expected, abs=tolerance)
+
+
+@pytest.mark.parametrize("emulated", [True, False])
+def test_bf16_on_a_gpu_that_emulates_it_is_said(capsys, monkeypatch, emulated):
+    """A GPU before compute capability 8.0 runs bfloat16 autocast emulated, slower than
+    float32; it is said as for a CPU without it. CUDA is simulated: nothing reaches a GPU."""
+    from types import SimpleNamespace
+    from elmo.training.trainer import TrainingRun
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda including_emulation=True: including_emulation or not emulated)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "Tesla V100")
+    for bf16 in (True, False):
+        run = SimpleNamespace(cfg=SimpleNamespace(bf16=bf16), ctx=SimpleNamespace(is_main=True, device=torch.device("cuda:0")))
+        TrainingRun._warn_bf16_not_native(run)
+        said = "--bf16: this GPU (Tesla V100) has no bfloat16 arithmetic of its own" in capsys.readouterr().err
+        assert said == (bf16 and emulated)
+
+
+def test_a_run_on_a_numbered_gpu_makes_it_the_current_one(monkeypatch):
+    """A single process on cuda:1 left GPU 0 the current device, where CUDA's set-up made a
+    context of its own (memory on a GPU the run was told not to use). CUDA is simulated."""
+    from elmo.training import distributed
+    chosen = []
+    monkeypatch.setattr(distributed, "resolve_device", lambda device, local_rank: torch.device(device))
+    monkeypatch.setattr(torch.cuda, "set_device", chosen.append)
+    assert distributed.setup("cuda:1").device == torch.device("cuda:1")
+    assert chosen == [torch.device("cuda:1")]
+    distributed.setup("cpu")
+    assert chosen == [torch.device("cuda:1")]

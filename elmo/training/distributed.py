@@ -52,9 +52,11 @@ def setup(device: str = "auto") -> Context:
     """Join the process group when launched by torchrun; otherwise a single-process context."""
     rank, world_size, local_rank = launch_env()
     dev = resolve_device(device, local_rank)
+    if dev.type == "cuda" and dev.index is not None:
+        # (alone too: a run on cuda:1 left GPU 0 current, where CUDA calls that take the current
+        # device, the caching allocator's and cuBLAS's set-up among them, made a context)
+        torch.cuda.set_device(dev)
     if world_size > 1 and not dist.is_initialized():
-        if dev.type == "cuda":
-            torch.cuda.set_device(dev)
         dist.init_process_group("nccl" if dev.type == "cuda" else "gloo")
         global _joined_a_group
         _joined_a_group = True

@@ -380,12 +380,18 @@ class TrainingRun:
 
     def _warn_bf16_not_native(self) -> None:
         """Say so when --bf16 runs on a CPU that does not multiply bfloat16 natively
-        (:func:`elmo.runtime.cpu_multiplies_bfloat16`): the run is as correct as anywhere,
+        (:func:`elmo.runtime.cpu_multiplies_bfloat16`), or on a GPU that emulates it (before
+        compute capability 8.0, Ampere): the run is as correct as anywhere,
         but its products are converted to float32 and back, slower than the float32 run it was
         asked to speed up, and nothing said why."""
-        if not (self.cfg.bf16 and self.ctx.device.type == "cpu" and self.ctx.is_main):
+        if not (self.cfg.bf16 and self.ctx.is_main):
             return
-        if runtime.cpu_multiplies_bfloat16() is False:
+        if self.ctx.device.type == "cuda" and not torch.cuda.is_bf16_supported(including_emulation=False):
+            print(f"warning: --bf16: this GPU ({torch.cuda.get_device_name(self.ctx.device)}) has no "
+                  f"bfloat16 arithmetic of its own (compute capability below 8.0), so bfloat16 autocast "
+                  f"is emulated, slower than float32; leave --bf16 out on this machine",
+                  file=sys.stderr, flush=True)
+        elif self.ctx.device.type == "cpu" and runtime.cpu_multiplies_bfloat16() is False:
             print("warning: --bf16: this CPU does not multiply bfloat16 natively (no AVX512-BF16 or "
                   "AMX, or ONEDNN_MAX_CPU_ISA turns them off), so bfloat16 autocast runs slower than "
                   "float32 here, and its results are no better; leave --bf16 out on this machine",
