@@ -35,6 +35,7 @@ from .config import ConfigError, ElmoOptions
 from .io import (atomic_commit, atomic_target, atomic_write_text,  # noqa: F401 (importable from here)
                  HDF5Writer, os_error_reason, writing)
 from .modules.bilm import BiLM
+from .modules.skip_init import init_skipped
 from .runtime import resolve_device
 
 
@@ -330,7 +331,8 @@ def load_original(options_file: str | Path, weight_file: str | Path, *, stateful
         # them by far (an lstm.dim of 2**30) had torch allocate hundreds of GB for it first, and
         # the load ended in a traceback from torch's allocator instead of naming the shape
         arrays = read_original_arrays(weight_file, options)
-        bilm = BiLM(options, stateful=stateful)
+        with init_skipped():   # (every weight is assigned next: no random draws to throw away)
+            bilm = BiLM(options, stateful=stateful)
         _assign_original_arrays(bilm, arrays)
     target = target or _restored_dtype(_recorded_dtype(Path(weight_file)))
     if target is not None and target != torch.float32:
@@ -637,7 +639,8 @@ def _load_native(folder: Path, stateful: bool, dtype: torch.dtype | None = None)
             raise WeightFileError(f"{folder}: char.dic / word.dic have {id_scheme.n_char_rows - 1} / "
                                   f"{max(id_scheme.n_word_rows - 1, 0)} entries; {NATIVE_CONFIG} says "
                                   f"{options.char_vocabulary.n_characters} / {options.char_vocabulary.n_words}")
-    bilm = BiLM(options, stateful=stateful, id_scheme=id_scheme)
+    with init_skipped():   # (load_state_dict below overwrites every weight, strict)
+        bilm = BiLM(options, stateful=stateful, id_scheme=id_scheme)
     if (folder / NATIVE_WEIGHTS).is_dir():
         raise WeightFileError(f"{folder / NATIVE_WEIGHTS}: is a directory, expected a safetensors file")
     try:
@@ -669,6 +672,9 @@ def _load_native(folder: Path, stateful: bool, dtype: torch.dtype | None = None)
     stored = saved.pop() if len(saved) == 1 else None
     if stored is not None and stored != torch.float32:
         bilm = bilm.to(stored)
+    # (copied, not load_state_dict(assign=True): safetensors' tensors are a private map of the
+    # file, and a model holding them would read a file changed in place, or die of SIGBUS if
+    # it was truncated)
     bilm.load_state_dict(state)
     target = dtype or _restored_dtype(stored) or torch.float32
     return bilm.to(target) if model_dtype(bilm) != target else bilm
