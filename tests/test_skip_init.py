@@ -88,3 +88,17 @@ def test_load_original_skips_the_draws(tmp_path, monkeypatch):
     assert calls   # (the draws were skipped: a load that drew them would pass the rest unseen)
     for (name, p), q in zip(got.state_dict().items(), bilm.state_dict().values()):
         assert torch.equal(p, q), name
+
+
+def test_the_original_layouts_arrays_are_each_copied_in_and_dropped(tmp_path):
+    """(Dropped once copied, the file's arrays and the model's weights are not both held whole.)"""
+    from elmo.weights import _assign_original_arrays, read_original_arrays
+    bilm = random_bilm(skip=False)
+    elmo.save_original(bilm, tmp_path / "options.json", tmp_path / "weights.hdf5")
+    arrays = read_original_arrays(tmp_path / "weights.hdf5", bilm.options)
+    with skip_init.init_skipped():
+        got = BiLM(bilm.options)
+    _assign_original_arrays(got, arrays)
+    assert arrays == {}
+    for (name, p), q in zip(got.state_dict().items(), bilm.state_dict().values()):
+        assert torch.equal(p, q), name
