@@ -38,6 +38,7 @@ import torch
 from ..config import CharVocabularyConfig, ConfigError, ElmoOptions, take_key
 from ..text_files import read_json
 from ..modules.bilm import BiLM
+from ..modules.skip_init import init_skipped
 from ..runtime import resolve_device
 from ..weights import WeightFileError, check_finite
 from .dictionary import read_dictionary
@@ -316,7 +317,8 @@ def load_manylangs(folder: str | Path, *, stateful: bool = False,
     check_state_dict(embedder_path, embedder_state, expected_token_embedder(options))
     encoder_state = torch_state_dict(encoder_path)
     check_state_dict(encoder_path, encoder_state, expected_encoder(options))
-    bilm = BiLM(options, stateful=stateful, id_scheme=vocab)
+    with init_skipped():   # (assign_weights overwrites every weight)
+        bilm = BiLM(options, stateful=stateful, id_scheme=vocab)
     assign_weights(bilm, embedder_state, encoder_state)
     bilm.eval()
     return bilm.to(resolve_device(device, None, "device")) if device is not None else bilm
