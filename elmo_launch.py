@@ -1,10 +1,10 @@
 """The ``elmo`` console command's entry point, a module outside the ``elmo`` package.
 
-Loading the commands imports torch: about a second in which Ctrl-C was Python's traceback of
-an import. :func:`elmo.cli.main` catches it there (``import elmo`` loads no torch itself: its
-names load their modules when first used), and this module, imported first, catches it in
-the moment before (one line, status 130, as Ctrl-C during a command), then runs
-:func:`elmo.cli.main`.
+A command loads torch when it runs (its ``--help`` does not): about a second in which Ctrl-C
+was Python's traceback of an import. :func:`elmo.cli.main` catches it there (``import elmo``
+loads no torch itself: its names load their modules when first used), and this module,
+imported first, catches it in the moment before (one line, status 130, as Ctrl-C during a
+command), then runs :func:`elmo.cli.main`.
 """
 from __future__ import annotations
 

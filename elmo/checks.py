@@ -15,10 +15,9 @@ from __future__ import annotations
 
 import operator
 import os
+import sys
 from pathlib import Path
 from typing import Any, Optional
-
-import numpy as np
 
 
 def shown(value: Any, limit: int = 60) -> str:
@@ -72,7 +71,10 @@ def require_path(name: str, value: Any) -> Path:
 def require_switch(name: str, value: Any) -> bool:
     """``value`` as a bool (numpy's too); anything else is a TypeError naming ``name``: the
     string "false" is true to Python, and 0 or 1 is more likely a misplaced count."""
-    if isinstance(value, (bool, np.bool_)):
+    # (a numpy bool exists only once numpy is imported: not imported here, as the options of
+    # `elmo --help`, which check with these helpers, need no numpy)
+    numpy = sys.modules.get("numpy")
+    if isinstance(value, bool) or (numpy is not None and isinstance(value, numpy.bool_)):
         return bool(value)
     raise TypeError(f"{name} must be True or False, got {type(value).__name__}: {shown(value)}")
 

@@ -186,12 +186,13 @@ def test_ctrl_c_while_the_package_loads_is_one_line(tmp_path):
     """Ctrl-C in the second or so in which `elmo` imports the package and torch printed
     Python's traceback of an import. The console command's entry point (pyproject.toml) now
     says `elmo: interrupted` and exits 130, as Ctrl-C during a command. The signal is sent the
-    moment torch's import starts, the way a user's Ctrl-C falls."""
+    moment torch's import starts, the way a user's Ctrl-C falls: as a command runs (`elmo
+    --version` and every --help load no torch, see test_cli_imports.py)."""
     module, function = _console_entry_point().split(":")
     script = CTRL_C_AT_TORCH + textwrap.dedent(f"""
         import importlib
         assert "torch" not in sys.modules
-        sys.exit(getattr(importlib.import_module({module!r}), {function!r})(["--version"]))
+        sys.exit(getattr(importlib.import_module({module!r}), {function!r})(["info", "fixture"]))
         """)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env,

@@ -22,14 +22,15 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
-
-import numpy as np
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
 
 from ..config import ConfigError
 from ..text_files import read_json
 from ..redact import redact_record, redact_url
 from ..jobconfig import check_numbers, setting
+
+if TYPE_CHECKING:
+    import numpy as np
 
 SECTIONS = ("pos", "wsd", "neighbors", "contrast", "similarity")
 
@@ -205,6 +206,8 @@ def read_mix_weights(path: Path) -> List[float]:
     A file that is none of these (not JSON or UTF-8, not a state dict, no list of finite
     numbers) is a ValueError naming it: the report drew NaN weights, or a bare JSON message,
     or an IndexError from unpickling a text file."""
+    import numpy as np   # (here: `elmo analyze --help` imports this module for its options)
+
     path = Path(path)
     what = "a JSON of mix weights, an experiment's results.json or a PyTorch state dict"
     if path.suffix.lower() == ".json":   # (a .JSON file was read as a PyTorch file)
@@ -258,6 +261,8 @@ def read_mix_weights(path: Path) -> List[float]:
 
 def _numbers(values, path: Path) -> np.ndarray:
     """``values`` as a non-empty 1-D array of finite numbers, else a ValueError naming ``path``."""
+    import numpy as np
+
     try:
         array = np.asarray(values, dtype=np.float64)
     except (TypeError, ValueError):
@@ -303,6 +308,8 @@ def task_mix_weights(results: dict, source: str = "results.json") -> List[float]
     """The mix weights a task learned, from the ``results.json`` of ``elmo experiment``: the
     mean over seeds of one (task, variant, position) of a trained biLM (random-weight
     controls left out). A file with several such groups is ambiguous and raises."""
+    import numpy as np
+
     weights, _ = _learned_mix(results, source)
     return [float(w) for w in np.mean(weights, axis=0)]
 

@@ -10,13 +10,45 @@ Modules, one concern each:
   * :mod:`.config`   - :class:`EmbedConfig`: every setting of an embedding job;
   * :mod:`.run`      - :func:`embed_file`: resuming, sharding across torchrun ranks, merging.
 """
-from .config import EmbedConfig
-from .embedder import Embedder, PieceOutput, frequent_words, masked_pool, sentence_vectors
-from .layers import LayerSelection
-from .reader import InputError
-from .output import NonFiniteOutput, SettingsMismatch
-from .run import embed_file
-from .windows import DEFAULT_MAX_TOKENS, DEFAULT_OVERLAP, Window, plan_windows
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any, List
+
+if TYPE_CHECKING:
+    from .config import EmbedConfig
+    from .embedder import Embedder, PieceOutput, frequent_words, masked_pool, sentence_vectors
+    from .layers import LayerSelection
+    from .output import NonFiniteOutput, SettingsMismatch
+    from .reader import InputError
+    from .run import embed_file
+    from .windows import DEFAULT_MAX_TOKENS, DEFAULT_OVERLAP, Window, plan_windows
+
+#: The package's names by the module they load from when first used: importing
+#: :mod:`.config` (``elmo embed --help`` does, for the options) imports no torch or h5py.
+_LAZY = {
+    "EmbedConfig": "config",
+    **dict.fromkeys(["Embedder", "PieceOutput", "frequent_words", "masked_pool", "sentence_vectors"], "embedder"),
+    "LayerSelection": "layers",
+    "InputError": "reader",
+    **dict.fromkeys(["NonFiniteOutput", "SettingsMismatch"], "output"),
+    "embed_file": "run",
+    **dict.fromkeys(["DEFAULT_MAX_TOKENS", "DEFAULT_OVERLAP", "Window", "plan_windows"], "windows"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    """``elmo.embedding.NAME`` of :data:`_LAZY`, loaded from its module the first time (then kept)."""
+    if name in _LAZY:
+        value = getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> List[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __all__ = ["DEFAULT_MAX_TOKENS", "DEFAULT_OVERLAP", "EmbedConfig", "Embedder", "InputError", "LayerSelection",
            "NonFiniteOutput", "PieceOutput", "SettingsMismatch", "Window", "embed_file", "frequent_words",

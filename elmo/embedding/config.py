@@ -2,8 +2,9 @@
 
 The defaults are written here once; the ``elmo embed`` options are made from these fields
 (:func:`elmo.jobconfig.add_arguments`), and :func:`embed_file` takes a config and/or the same
-names as keyword arguments. The lower-level defaults (batch size, windows, segment length)
-stay with the code that owns them and are only referred to here.
+names as keyword arguments. The lower-level defaults (windows, segment length) stay with the
+code that owns them and are only referred to here; the batch size is written here, as the
+embedder that owns it imports torch, which ``elmo embed --help`` needs not.
 """
 from __future__ import annotations
 
@@ -11,11 +12,13 @@ from dataclasses import dataclass
 from typing import Optional, Union
 
 from ..jobconfig import DEVICE_CHOICES, setting
-from .embedder import DEFAULT_BATCH_SIZE
 from .reader import DEFAULT_SEGMENT_LINES
 from .windows import DEFAULT_MAX_TOKENS, DEFAULT_OVERLAP
 
 __all__ = ["EmbedConfig"]
+
+#: Sentences per model call (:class:`~elmo.embedding.Embedder`, ``--batch-size``).
+DEFAULT_BATCH_SIZE = 64
 
 
 @dataclass

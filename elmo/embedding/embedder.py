@@ -33,11 +33,11 @@ from ..modules import BiLM
 from ..modules.bilm import stateful_calls
 from ..modules.dropout_off import dropout_off
 from ..runtime import resolve_device
+from .config import DEFAULT_BATCH_SIZE
 from .layers import LayerSelection
 from .output import NonFiniteOutput
 from .windows import DEFAULT_MAX_TOKENS, Window, check_window_args, plan_windows
 
-DEFAULT_BATCH_SIZE = 64
 #: What :func:`output_dtype` takes: a numpy floating type, its name or dtype, or a torch dtype.
 DTypeSpec = Union[str, np.dtype, "type[np.floating]", torch.dtype]
 

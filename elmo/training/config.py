@@ -14,7 +14,6 @@ from typing import Any, Dict, List, Optional
 
 from ..text_files import read_json
 from ..jobconfig import build, setting
-from .checkpoint import latest_checkpoint
 from .schedule import PlateauDecay
 
 
@@ -238,6 +237,8 @@ def with_recipe_defaults(cfg: TrainConfig) -> TrainConfig:
     unset = [name for name in ("adagrad_init", "clip_norm") if getattr(cfg, name) is None]
     if not unset:
         return cfg
+    from .checkpoint import latest_checkpoint   # (here: torch, which `elmo train --help` needs not)
+
     fill: Dict[str, Any]   # (values of the Optional[float] fields named in ``unset``)
     out = Path(cfg.output)
     if latest_checkpoint(out / "checkpoints") is not None:
