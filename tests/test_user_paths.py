@@ -119,3 +119,29 @@ def test_a_shell_variable_in_a_config_file_is_refused_not_made_a_folder(home, ca
     assert main(["train", "--config", "c.json", "--print-config"]) == 1
     err = capsys.readouterr().err
     assert err.startswith("elmo train: error: $HOME/run: a shell variable") and err.count("\n") == 1
+
+
+def test_a_tilde_after_random_in_an_experiment_config_is_the_home_folder(home):
+    # ("random:~/m" was left as it was: a folder "~" beside the config or in the working folder)
+    home, work = home
+    (work / "x.json").write_text(json.dumps({"bilm": "random:~/m", "variants": [
+        {"name": "r", "elmo": {"bilm": "random:~/n"}}]}), encoding="utf-8")
+    cfg = read_config(work / "x.json")
+    assert cfg["bilm"] == "random:" + str(home / "m")
+    assert cfg["variants"][0]["elmo"]["bilm"] == "random:" + str(home / "n")
+
+
+@pytest.mark.parametrize("value", ["$HOME/r", "~no-such-user-elmo/r"])
+def test_a_path_refused_in_an_experiment_config_names_the_config(home, capsys, value):
+    # (every other error of the file names it; these named only the value)
+    home, work = home
+    (work / "x.json").write_text(json.dumps({"out": "r", "tasks": [
+        {"task": "tagging", "data_dir": value}]}), encoding="utf-8")
+    assert main(["experiment", "x.json", "--print-config"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"elmo experiment: error: x.json: {value}: ") and err.count("\n") == 1
+    (work / "x.json").write_text(json.dumps({"out": "r", "tasks": [
+        {"task": "tagging", "data_dir": "d"}]}), encoding="utf-8")
+    assert main(["experiment", "x.json", "--set", f"out={value}", "--print-config"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"elmo experiment: error: x.json with --set: {value}: ") and err.count("\n") == 1

@@ -497,7 +497,10 @@ def read_config(path: str | Path) -> dict:
     if not isinstance(cfg, dict):
         raise ConfigError(f"{path}: an experiment config is an object of settings, got {type(cfg).__name__}")
     cfg.setdefault("name", path.stem)
-    return resolve_paths(cfg, path.parent)
+    try:
+        return resolve_paths(cfg, path.parent)
+    except ConfigError as e:   # (a path refused: named in the file, as every other error of it)
+        raise ConfigError(f"{path}: {e}") from None
 
 
 def load_config(path: str | Path) -> ExperimentConfig:
@@ -525,11 +528,24 @@ def expand_homes(cfg: dict) -> dict:
     """A copy of ``cfg`` with a leading ``~`` of each of its paths (data, GloVe, biLMs, ``out``)
     made the home folder, as :func:`elmo.user_paths.expand_home` does: a config's (or a
     ``--set``'s) ``"~/data"`` was a folder named ``~`` (beside the config, or in the working
-    folder for ``out``, which made one)."""
-    cfg = _each_path(copy.deepcopy(cfg), expand_home, lambda spec, key: expand_home(spec))
-    if "out" in cfg:
-        cfg["out"] = expand_home(cfg["out"])
+    folder for ``out``, which made one); a ``random:`` biLM's folder too. A path refused there
+    (``$HOME/x``, ``~nosuchuser/x``) is a ConfigError, which the caller names the config in."""
+    try:
+        cfg = _each_path(copy.deepcopy(cfg), expand_home, lambda spec, key: _bilm_home(spec))
+        if "out" in cfg:
+            cfg["out"] = expand_home(cfg["out"])
+    except ValueError as e:   # (expand_home's, about the value alone)
+        raise ConfigError(str(e)) from None
     return cfg
+
+
+def _bilm_home(spec: Any) -> Any:
+    """A biLM spec with its folder's leading ``~`` expanded, after a ``random:`` prefix too
+    (``random:~/runs/m`` was a folder named ``~``)."""
+    from .bilms import RANDOM_PREFIX
+    if isinstance(spec, str) and spec.startswith(RANDOM_PREFIX):
+        return RANDOM_PREFIX + expand_home(spec[len(RANDOM_PREFIX):])
+    return expand_home(spec)
 
 
 def _each_path(cfg: dict, data: Callable[[Any], Any], bilm: Callable[[Any, str], Any]) -> dict:
