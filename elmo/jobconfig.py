@@ -35,7 +35,7 @@ from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Mapping,
 from .config import ConfigError
 from .io import atomic_write_text
 from .text_files import read_json as read_json_file
-from .user_paths import expand_settings
+from .user_paths import PathSettingError, expand_settings
 
 if TYPE_CHECKING:  # the type checker's protocol of "a dataclass"; no run-time counterpart
     from _typeshed import DataclassInstance
@@ -461,7 +461,12 @@ def from_args(cls: Type[C], args: argparse.Namespace, *, defaults: Optional[Mapp
         values[key[name]] = value * scale if scale and value is not None else value
     values.update({key.get(k, k): v for k, v in (given or {}).items() if v is not None})
     values = apply_assignments(values, getattr(args, "config_set", None) or [])
-    expand_settings(values)   # (a config file's "~/runs": no shell expanded it; see elmo.user_paths)
+    try:   # (a config file's "~/runs": no shell expanded it; see elmo.user_paths)
+        expand_settings(values)
+    except PathSettingError as e:   # (named as the value was given: the file's key, --set's, the option)
+        field = next((f for f in dataclasses.fields(cls) if file_key(f) == e.name), None)
+        said = f"{_flag(field) if field is not None else e.name}: {e}"
+        raise ValueError(in_typed_terms(cls, said, args, file_values if config_file else None)) from None
     try:
         return build(cls, values, source="--config/--set" if config_file or getattr(args, "config_set", None)
                      else "command line")

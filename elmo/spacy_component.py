@@ -475,7 +475,6 @@ def _install_hooks(doc: Doc) -> None:
     doc.user_hooks["similarity"] = _similarity
 
 
-
 class ElmoTaskAnnotator(_BatchedComponent):
     """Runs a saved task model (``elmo experiment --save-models``) on Docs: tags into
     ``token.tag_`` (a ``span_f1`` model's BIO tags also into ``doc.ents``), class labels into

@@ -20,7 +20,7 @@ import argparse
 import os
 from typing import Any, Dict, MutableMapping
 
-__all__ = ["PATH_SETTINGS", "expand_args", "expand_home", "expand_settings"]
+__all__ = ["PATH_SETTINGS", "PathSettingError", "expand_args", "expand_home", "expand_settings"]
 
 #: The argparse destinations and job-config settings that hold paths (files, folders, globs,
 #: or a model that may be a folder). A value that does not begin with "~" is never changed,
@@ -53,11 +53,23 @@ def expand_home(value: Any) -> Any:
     return expanded
 
 
+class PathSettingError(ValueError):
+    """A path setting that :func:`expand_home` refuses; ``name`` is the setting's."""
+
+    def __init__(self, name: str, message: str):
+        super().__init__(message)
+        self.name = name
+
+
 def expand_settings(values: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
     """``values`` (settings by name) with the paths among them expanded (:func:`expand_home`),
-    in place; returned for convenience."""
-    for name in PATH_SETTINGS.intersection(values):
-        values[name] = expand_home(values[name])
+    in place; returned for convenience. A refused one raises :class:`PathSettingError` naming
+    the setting, for the caller to say where its value came from."""
+    for name in sorted(PATH_SETTINGS.intersection(values)):
+        try:
+            values[name] = expand_home(values[name])
+        except ValueError as e:
+            raise PathSettingError(name, str(e)) from None
     return values
 
 

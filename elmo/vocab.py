@@ -55,7 +55,7 @@ class Vocabulary:
             raise TypeError("Vocabulary expects a list of words, not a string")
         words = list(words)
         _check_words(words)
-        index = dict(zip(words, range(len(words))))   # (a word listed twice: its last id, as before)
+        index = dict(zip(words, range(len(words))))   # (a word listed twice is refused below)
         missing = [w for w in SPECIAL if w not in index]
         if missing:
             raise ValueError(f"a vocabulary must contain {', '.join(SPECIAL)}; missing {', '.join(missing)}")

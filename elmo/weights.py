@@ -168,18 +168,7 @@ def read_original_arrays(path: str | Path, options: ElmoOptions) -> Dict[str, np
     expected = expected_shapes(options)
     with open_hdf5(path) as h5:
         for name, shape in expected.items():
-            dataset = _hdf5_dataset(h5, path, name, shape)
-            if tuple(dataset.shape) != shape:
-                raise WeightFileError(f"{path}: dataset '{name}' has shape {tuple(dataset.shape)}, "
-                                      f"expected {shape} from the options")
-            if dataset.dtype.kind not in "fiu":
-                raise WeightFileError(f"{path}: dataset '{name}' holds {dataset.dtype} values, "
-                                      f"expected numbers (float32 or float16)")
-            try:
-                arrays[name] = dataset[...]
-            except (OSError, RuntimeError, ValueError) as e:
-                raise _corrupt(path, name, shape, e) from None
-            check_finite(arrays[name], f"{path}: dataset '{name}'")
+            arrays[name] = read_dataset(h5, path, name, shape)
         extra = _unexpected_layout_datasets(h5, path, expected)
     if extra:
         raise WeightFileError(f"{path}: dataset '{extra[0]}' is not called for by the options"
@@ -192,6 +181,26 @@ def read_original_arrays(path: str | Path, options: ElmoOptions) -> Dict[str, np
 #: The names of the original layout, whatever the options (see the module docstring).
 _LAYOUT_NAME = re.compile(r"char_embed|CNN/[Wb]_cnn_\d+|CNN_high_\d+/[Wb]_(carry|transform)"
                           r"|CNN_proj/[Wb]_proj|RNN_\d+/RNN/MultiRNNCell/Cell\d+/LSTMCell/(W_0|B|W_P_0)")
+
+
+def read_dataset(h5: h5py.File, path: Path, name: str, shape: Tuple[int, ...],
+                 source: str = "the options") -> np.ndarray:
+    """The values of dataset ``name`` of the open HDF5 file ``path``, checked: there, a dataset
+    (not a group), of ``shape`` (which ``source`` calls for), of numbers, readable and finite.
+    Each way it is not is one WeightFileError naming the file and the dataset."""
+    dataset = _hdf5_dataset(h5, path, name, shape)
+    if tuple(dataset.shape) != shape:
+        raise WeightFileError(f"{path}: dataset '{name}' has shape {tuple(dataset.shape)}, "
+                              f"expected {shape} from {source}")
+    if dataset.dtype.kind not in "fiu":
+        raise WeightFileError(f"{path}: dataset '{name}' holds {dataset.dtype} values, "
+                              f"expected numbers (float32 or float16)")
+    try:
+        array = dataset[...]
+    except (OSError, RuntimeError, ValueError) as e:
+        raise _corrupt(path, name, shape, e) from None
+    check_finite(array, f"{path}: dataset '{name}'")
+    return array
 
 
 def _hdf5_dataset(h5: h5py.File, path: Path, name: str, shape: Tuple[int, ...]) -> h5py.Dataset:

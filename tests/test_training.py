@@ -260,7 +260,8 @@ def test_a_start_model_that_is_no_language_model_is_refused_before_anything_is_w
 def _damaged_copies(model, where) -> dict:
     """Copies of the language model folder ``model``, each damaged in one file."""
     copies = {name: where / name for name in ("truncated weights", "NaN softmax", "options without a key",
-                                              "softmax bias of one value")}
+                                              "softmax bias of one value", "softmax a group",
+                                              "softmax of strings")}
     for folder in copies.values():
         shutil.copytree(model, folder)
     weights = copies["truncated weights"] / "weights.hdf5"
@@ -270,6 +271,12 @@ def _damaged_copies(model, where) -> dict:
     with h5py.File(copies["softmax bias of one value"] / "softmax.hdf5", "r+") as h5:   # (was spread over
         del h5["softmax/b"]                                                             # every word)
         h5["softmax/b"] = np.zeros(1, dtype=np.float32)
+    with h5py.File(copies["softmax a group"] / "softmax.hdf5", "r+") as h5:   # (these two were a
+        del h5["softmax/W"]                                                    # TypeError's traceback)
+        h5.create_group("softmax/W")
+    with h5py.File(copies["softmax of strings"] / "softmax.hdf5", "r+") as h5:
+        del h5["softmax/b"]
+        h5["softmax/b"] = np.array([b"x"] * h5["softmax/W"].shape[0])
     options = json.loads((copies["options without a key"] / "options.json").read_text())
     del options["lstm"]["projection_dim"]
     (copies["options without a key"] / "options.json").write_text(json.dumps(options))

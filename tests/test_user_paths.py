@@ -118,7 +118,11 @@ def test_a_shell_variable_in_a_config_file_is_refused_not_made_a_folder(home, ca
                                  encoding="utf-8")
     assert main(["train", "--config", "c.json", "--print-config"]) == 1
     err = capsys.readouterr().err
-    assert err.startswith("elmo train: error: $HOME/run: a shell variable") and err.count("\n") == 1
+    assert err.startswith("elmo train: error: --config c.json: output: $HOME/run: a shell variable") and err.count("\n") == 1
+    # named as it was given: by --set, or typed (quoted) as the option
+    assert main(["train", "--config", "c.json", "--set", "output=~no-such-user-elmo/run", "--print-config"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("elmo train: error: --set output: ~no-such-user-elmo/run: no user") and err.count("\n") == 1
 
 
 def test_a_tilde_after_random_in_an_experiment_config_is_the_home_folder(home):

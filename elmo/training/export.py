@@ -23,7 +23,7 @@ from ..vocab import Vocabulary
 from ..io import atomic_folder, atomic_write_text, new_hdf5, output_lock
 from ..text_files import read_json
 from .. import strict_json
-from ..weights import WeightFileError, check_finite, load_original, open_hdf5, save_original
+from ..weights import load_original, open_hdf5, read_dataset, save_original
 from ..modules.softmax import SharedSoftmax
 from .model import LanguageModel
 
@@ -153,19 +153,13 @@ def load_language_model(folder: str | Path, dropout: float = 0.0, device=None):
     vocab = load_vocabulary(folder)
     bilm = load_original(folder / "options.json", folder / "weights.hdf5")
     path = folder / SOFTMAX_FILE
+    shapes = {"softmax/W": (len(vocab), bilm.options.lstm.projection_dim), "softmax/b": (len(vocab),)}
     with open_hdf5(path) as h5:  # (a truncated file gave h5py's message, naming no file)
-        missing = [name for name in ("softmax/W", "softmax/b") if name not in h5]
-        if missing:
-            raise WeightFileError(f"{path}: dataset '{missing[0]}' is missing")
-        arrays = {name: h5[name][...] for name in ("softmax/W", "softmax/b")}
-    for name, array in arrays.items():   # (numpy's check: torch's took 20 times as long on a CPU)
-        check_finite(array, f"{path}: dataset '{name}'")
+        # (each checked as the weights' datasets are: a group, strings, another shape or a NaN
+        # is one line naming it; a bias of one value was spread over every word)
+        arrays = {name: read_dataset(h5, path, name, shape, source="the vocabulary and options")
+                  for name, shape in shapes.items()}
     weight, bias = torch.from_numpy(arrays["softmax/W"]), torch.from_numpy(arrays["softmax/b"])
-    for name, array, shape in (("softmax/W", weight, (len(vocab), bilm.options.lstm.projection_dim)),
-                               ("softmax/b", bias, (len(vocab),))):   # (a bias of one value was
-        if tuple(array.shape) != shape:                                # copied into every word's)
-            raise ValueError(f"{path}: {name} has shape {tuple(array.shape)}, expected {shape} from the "
-                             f"vocabulary and options")
     # the loaded parts themselves, as a new model has them (in the default dtype, a bfloat16
     # model's too, and in training mode): a random model with them copied in held two or three
     # copies of the weights, and the random draws took longer than the load
