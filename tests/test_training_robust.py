@@ -1583,3 +1583,25 @@ def test_a_run_on_a_numbered_gpu_makes_it_the_current_one(monkeypatch):
     assert chosen == [torch.device("cuda:1")]
     distributed.setup("cpu")
     assert chosen == [torch.device("cuda:1")]
+
+
+def test_a_warm_start_takes_the_counts_a_run_reading_vocab_txt_takes(tmp_path, toy):
+    """A model folder's vocab.txt with counts of its own and a vocab_counts.tsv beside it: the
+    start model's vocabulary, which a warm start now reuses instead of reading vocab.txt
+    again, had the counts file's counts, where a run reading vocab.txt kept vocab.txt's."""
+    from elmo import ElmoOptions
+    from elmo.training.export import COUNTS_FILE, VOCAB_FILE, export_model, load_vocabulary
+    from elmo.training.model import LanguageModel
+    from elmo.training.training_vocab import load_training_vocabulary
+    from elmo.vocab import Vocabulary
+    from training_helpers import tiny_model_options
+    _, _, vocab_txt = toy
+    vocab = Vocabulary.load(vocab_txt)
+    model = LanguageModel(ElmoOptions.from_dict(tiny_model_options()), len(vocab), vocab.bos, vocab.eos, 0.0)
+    export_model(model, vocab, tmp_path / "lm")
+    words = load_vocabulary(tmp_path / "lm").words
+    (tmp_path / "lm" / VOCAB_FILE).write_text("".join(f"{w}\t{7 + i}\n" for i, w in enumerate(words)), encoding="utf-8")
+    (tmp_path / "lm" / COUNTS_FILE).write_text("".join(f"{w}\t1\n" for w in words), encoding="utf-8")
+    read = load_training_vocabulary(tmp_path / "lm" / VOCAB_FILE)
+    reused = load_training_vocabulary(tmp_path / "lm" / VOCAB_FILE, loaded=(tmp_path / "lm", load_vocabulary(tmp_path / "lm")))
+    assert read.counts == reused.counts == [7 + i for i in range(len(words))]

@@ -105,7 +105,8 @@ def read_metadata(folder: str | Path) -> Dict[str, Any]:
 
 
 def load_vocabulary(folder: str | Path) -> Vocabulary:
-    """The folder's vocabulary (``vocab.txt``), with counts when ``vocab_counts.tsv`` is there.
+    """The folder's vocabulary (``vocab.txt``), with counts when ``vocab_counts.tsv`` is there
+    (``vocab.txt``'s own, where it has them).
 
     The two files must list the same words in the same order: the softmax has a row per word
     of the vocabulary it was exported with, and which of two different lists that was cannot be
@@ -126,7 +127,9 @@ def load_vocabulary(folder: str | Path) -> Vocabulary:
                          f"list other words (word {at + 1} is {word[VOCAB_FILE]} in {VOCAB_FILE}, "
                          f"{word[COUNTS_FILE]} in {COUNTS_FILE}); the softmax has a row per word of one of "
                          f"them: put back the files the model was exported with")
-    return counted
+    # (a vocab.txt with counts of its own keeps them, as a run reading it does: see
+    # elmo.training.training_vocab, which hands a warm start this vocabulary)
+    return vocab if vocab.counts is not None else counted
 
 
 def check_language_model_files(folder: Path) -> None:
