@@ -1563,7 +1563,7 @@ def test_bf16_on_a_gpu_that_emulates_it_is_said(capsys, monkeypatch, emulated):
     float32; it is said as for a CPU without it. CUDA is simulated: nothing reaches a GPU."""
     from types import SimpleNamespace
     from elmo.training.trainer import TrainingRun
-    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda including_emulation=True: including_emulation or not emulated)
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (7, 0) if emulated else (8, 0))
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "Tesla V100")
     for bf16 in (True, False):
         run = SimpleNamespace(cfg=SimpleNamespace(bf16=bf16), ctx=SimpleNamespace(is_main=True, device=torch.device("cuda:0")))

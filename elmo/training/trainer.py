@@ -386,7 +386,9 @@ class TrainingRun:
         asked to speed up, and nothing said why."""
         if not (self.cfg.bf16 and self.ctx.is_main):
             return
-        if self.ctx.device.type == "cuda" and not torch.cuda.is_bf16_supported(including_emulation=False):
+        # (compute capability 8.0, Ampere, brought bfloat16 arithmetic; asked of the device, not
+        # torch.cuda.is_bf16_supported, whose including_emulation is newer than torch 2.4)
+        if self.ctx.device.type == "cuda" and torch.cuda.get_device_capability(self.ctx.device)[0] < 8:
             print(f"warning: --bf16: this GPU ({torch.cuda.get_device_name(self.ctx.device)}) has no "
                   f"bfloat16 arithmetic of its own (compute capability below 8.0), so bfloat16 autocast "
                   f"is emulated, slower than float32; leave --bf16 out on this machine",
