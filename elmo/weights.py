@@ -270,8 +270,10 @@ def check_finite(array: np.ndarray | torch.Tensor, where: str) -> None:
         if tensor.dtype in _EXPONENT_BITS:
             exponent = _EXPONENT_BITS[tensor.dtype]
             bad = (tensor.view(torch.int16).numpy() & exponent) == exponent
-        else:
+        elif tensor.dtype in (torch.float32, torch.float64):
             bad = ~np.isfinite(tensor.numpy())
+        else:   # (a float numpy lacks, float8 say: its values as float32)
+            bad = ~np.isfinite(tensor.float().numpy())
     else:
         if array.dtype.kind != "f":
             return

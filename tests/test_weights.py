@@ -909,3 +909,16 @@ def test_check_finite_finds_nan_and_inf_in_every_float_dtype_and_passes_its_extr
     for value in (torch.tensor(float("nan"), dtype=dtype), np.array(float("inf"))):   # (0-dim)
         with pytest.raises(WeightFileError, match=r"^z holds 1 non-finite values \(NaN or inf\), the first at index \(\)$"):
             check_finite(value, "z")
+
+
+def test_check_finite_of_a_float_numpy_lacks_is_its_error_not_a_typeerror():
+    """A float8 tensor (which numpy has no type for) was a bare TypeError's traceback."""
+    from elmo.weights import WeightFileError, check_finite
+    dtype = getattr(torch, "float8_e5m2", None)
+    if dtype is None:
+        pytest.skip("this torch has no float8")
+    x = torch.randn(10, 4)
+    check_finite(x.to(dtype), "x")
+    x[3, 1] = float("nan")
+    with pytest.raises(WeightFileError, match=r"^y holds 1 non-finite values \(NaN or inf\), the first at index \(3, 1\)$"):
+        check_finite(x.to(dtype), "y")
