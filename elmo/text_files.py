@@ -10,8 +10,9 @@ pairs, word pairs, WordNet data, configs) holds to these rules, kept here:
 * A file that looks like UTF-16 or UTF-32 (its byte-order mark, or the pattern of its NUL
   bytes) is named as such, with an ``iconv`` line that converts it (:data:`UTF16_HINT`).
 * Lines end at ``\\n`` or ``\\r\\n``; a lone ``\\r`` is refused, naming its line (:func:`text_lines`).
-  Two readers keep their own rule for it, by design: a training corpus ends a line there too,
-  as bilm-tf's reader does (:func:`elmo.data.corpus.file_lines`), and ``elmo embed`` keeps it
+  Two readers keep their own rule for it, by design: a training corpus (and what else is read
+  through :func:`elmo.data.corpus.file_lines`: a GloVe text file, the built-in data sets) ends a
+  line there too, as bilm-tf's reader does, and ``elmo embed`` keeps it
   inside its line as whitespace, numbering lines at ``\\n`` only (:mod:`elmo.embedding.reader`).
 
 :func:`decode_text` applies the first three to a whole file's bytes; :func:`utf8_lines` applies
