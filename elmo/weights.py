@@ -24,7 +24,7 @@ import re
 import struct
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Dict, Iterator, Tuple, cast
+from typing import Dict, Iterator, Optional, Tuple, cast
 
 import h5py
 import numpy as np
@@ -250,7 +250,17 @@ _EXPONENT_BITS = {torch.bfloat16: 0x7F80, torch.float16: 0x7C00}
 
 def check_finite(array: np.ndarray | torch.Tensor, where: str) -> None:
     """Raise WeightFileError naming ``where`` if ``array`` (numpy or torch) holds NaN or inf:
-    such a weight makes every output NaN, silently.
+    such a weight makes every output NaN, silently (:func:`non_finite`)."""
+    found = non_finite(array)
+    if found is not None:
+        count, first = found
+        raise WeightFileError(f"{where} holds {count} non-finite values (NaN or inf), "
+                              f"the first at index {first}")
+
+
+def non_finite(array: np.ndarray | torch.Tensor) -> Optional[Tuple[int, Tuple[int, ...]]]:
+    """(how many values of ``array`` are NaN or inf, the index of the first) where it holds
+    any, else None; an array of no floating type holds none.
 
     A tensor on the CPU is checked through numpy (a view, no copy): ``torch.isfinite`` took
     about 20 times as long on a CPU, over half a second for a large model's weights
@@ -258,14 +268,14 @@ def check_finite(array: np.ndarray | torch.Tensor, where: str) -> None:
     float16 check is slow): NaN and inf are the values whose exponent bits are all set."""
     if isinstance(array, torch.Tensor) and array.device.type != "cpu":
         if not array.is_floating_point():
-            return
+            return None
         on_device = ~torch.isfinite(array)
         if not on_device.any():
-            return
+            return None
         bad = on_device.cpu().numpy()
     elif isinstance(array, torch.Tensor):
         if not array.is_floating_point():
-            return
+            return None
         tensor = array.detach()
         if tensor.dtype in _EXPONENT_BITS:
             exponent = _EXPONENT_BITS[tensor.dtype]
@@ -276,13 +286,12 @@ def check_finite(array: np.ndarray | torch.Tensor, where: str) -> None:
             bad = ~np.isfinite(tensor.float().numpy())
     else:
         if array.dtype.kind != "f":
-            return
+            return None
         bad = ~np.isfinite(array)
     bad = np.asarray(bad)   # (of a 0-dim value, numpy gives a scalar)
-    if bad.any():
-        first = tuple(int(i) for i in np.argwhere(bad)[0]) if bad.ndim else ()
-        raise WeightFileError(f"{where} holds {int(bad.sum())} non-finite values (NaN or inf), "
-                              f"the first at index {first}")
+    if not bad.any():
+        return None
+    return int(bad.sum()), (tuple(int(i) for i in np.argwhere(bad)[0]) if bad.ndim else ())
 
 
 #: The dtypes a model may be saved in, by name (what the files record of it).
@@ -375,8 +384,9 @@ def _require_bilm(bilm, caller: str) -> None:
     # Loading refuses NaN and inf (WeightFileError): written, such weights replaced the model
     # saved there before with one that no load gives back, found only at the next load
     for name, tensor in bilm.state_dict().items():
-        if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
-            count = int((~torch.isfinite(tensor)).sum())
+        found = non_finite(tensor)
+        if found is not None:
+            count = found[0]
             raise ValueError(f"{caller}: the model's {name} holds {count} non-finite values (NaN or inf), "
                              f"which no load accepts; nothing was written (torch.save(bilm.state_dict(), "
                              f"path) keeps them for a look)")
