@@ -10,16 +10,15 @@
 """
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import os
 import sys
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, List, Optional
+from typing import TYPE_CHECKING, Optional
 
 from .fork_guard import guard_forked_children
+from .lazy_names import lazy_names
 
 if TYPE_CHECKING:
     from types import FrameType
@@ -49,23 +48,9 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    """``elmo.NAME`` of :data:`_LAZY`, loaded from its module the first time (then kept here),
-    or a submodule, ``elmo.weights`` say, imported as ``import elmo`` did before it loaded lazily."""
-    if name in _LAZY:
-        value = getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
-        globals()[name] = value
-        return value
-    # (a dotted name is no attribute: find_spec imported "elmo.a" for "a.b" and raised
-    # ModuleNotFoundError, out of hasattr too, and "modules.bilm" gave that module)
-    if name.isidentifier() and not name.startswith("__") and \
-            importlib.util.find_spec(f"{__name__}.{name}") is not None:
-        return importlib.import_module(f"{__name__}.{name}")
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> List[str]:
-    return sorted(set(globals()) | set(_LAZY))
+# (elmo.NAME of _LAZY loaded the first time; a submodule, elmo.weights say, imported as
+# ``import elmo`` did before it loaded lazily)
+__getattr__, __dir__ = lazy_names(__name__, globals(), _LAZY)
 
 
 __version__ = "0.1.0"

@@ -243,11 +243,15 @@ def test_a_name_that_is_no_attribute_of_elmo_is_an_attribute_error():
     """A dotted name was looked up as a submodule path: "a.b" raised ModuleNotFoundError (so
     hasattr raised too) and "modules.bilm" gave that module."""
     import elmo
-    for name in ("a.b", ".x", "x.", "modules.bilm", "no such name"):
-        assert not hasattr(elmo, name), name
-        with pytest.raises(AttributeError, match=f"^module 'elmo' has no attribute {re.escape(repr(name))}$"):
-            getattr(elmo, name)
+    import elmo.embedding
+    for package in (elmo, elmo.embedding):   # (both load their names lazily: elmo.lazy_names)
+        for name in ("a.b", ".x", "x.", "modules.bilm", "no such name"):
+            assert not hasattr(package, name), name
+            with pytest.raises(AttributeError, match=f"^module '{package.__name__}' has no attribute "
+                                                     f"{re.escape(repr(name))}$"):
+                getattr(package, name)
     assert hasattr(elmo, "modules") and hasattr(elmo, "Elmo")
+    assert hasattr(elmo.embedding, "windows") and hasattr(elmo.embedding, "Embedder")
 
 
 @pytest.mark.parametrize("argv", [

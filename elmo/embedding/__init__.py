@@ -12,8 +12,9 @@ Modules, one concern each:
 """
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any, List
+from typing import TYPE_CHECKING
+
+from ..lazy_names import lazy_names
 
 if TYPE_CHECKING:
     from .config import EmbedConfig
@@ -37,18 +38,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    """``elmo.embedding.NAME`` of :data:`_LAZY`, loaded from its module the first time (then kept)."""
-    if name in _LAZY:
-        value = getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> List[str]:
-    return sorted(set(globals()) | set(_LAZY))
-
+__getattr__, __dir__ = lazy_names(__name__, globals(), _LAZY)
 
 __all__ = ["DEFAULT_MAX_TOKENS", "DEFAULT_OVERLAP", "EmbedConfig", "Embedder", "InputError", "LayerSelection",
            "NonFiniteOutput", "PieceOutput", "SettingsMismatch", "Window", "embed_file", "frequent_words",
