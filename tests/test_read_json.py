@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
@@ -24,7 +23,7 @@ from elmo.demo import data as demo_data
 from elmo.training.config import TrainConfig, with_recipe_defaults
 from elmo.training.export import read_metadata
 from elmo.training.resume import ResumeMismatch
-from elmo.training.trainer import TrainingRun
+from elmo.training.run_folder import warm_start_of_run
 
 
 def _resumed_run_config(folder: Path) -> TrainConfig:
@@ -36,9 +35,7 @@ def _resumed_run_config(folder: Path) -> TrainConfig:
 
 def _resumed_warm_start(folder: Path) -> None:
     """The warm_start.json a resumed warm-started run reads back (before anything else)."""
-    run = SimpleNamespace(cfg=SimpleNamespace(init_from=str(folder / "start")), ctx=None, out_dir=folder,
-                          resume_from=folder / "checkpoint.pt")
-    TrainingRun.record_warm_start(run)    # type: ignore[arg-type]
+    warm_start_of_run(str(folder / "start"), folder, resumed=True, is_main=False)
 
 #: reader name -> (the file it reads under a folder, how to read it, the error it raises)
 READERS = {

@@ -417,7 +417,7 @@ def test_a_run_whose_processes_shared_lines_otherwise_is_not_resumed_into_other_
     in other lines, silently) Its checkpoint without the record of the split is refused, as is
     one of another split; one of the same split resumes."""
     from elmo.training.checkpoint import latest_checkpoint, save_checkpoint
-    from elmo.training.resume import ResumeMismatch
+    from elmo.training.resume import ResumeMismatch, check_line_split
     from elmo.training.trainer import TrainingRun, train
     from training_helpers import tiny_config
 
@@ -447,7 +447,8 @@ def test_a_run_whose_processes_shared_lines_otherwise_is_not_resumed_into_other_
     shuffled = TrainingRun(tiny_config(tmp_path / "run", train_txt, vocab_txt, max_steps=4, checkpoint_every=2),
                            distributed.Context(rank=0, world_size=2))
     shuffled.setup()
-    shuffled._check_line_split("(unrecorded)")   # (shuffled lines were dealt in turn before, and are now)
+    # (shuffled lines were dealt in turn before, and are now)
+    check_line_split("(unrecorded)", shuffled.batches.stream.line_split, str(tmp_path / "run"))
 
 
 def test_processes_started_with_other_settings_are_refused_at_once(tmp_path, monkeypatch):
@@ -455,6 +456,7 @@ def test_processes_started_with_other_settings_are_refused_at_once(tmp_path, mon
     only the weights' shapes, so the job trained on, each process stepping its weights at its
     own rate and rank 0's alone saved; another --max-steps left the others waiting in a
     collective until the group's timeout)"""
+    from elmo.training.preflight import check_same_settings
     from elmo.training.trainer import TrainingRun
     from training_helpers import tiny_config
 
@@ -476,7 +478,7 @@ def test_processes_started_with_other_settings_are_refused_at_once(tmp_path, mon
     monkeypatch.setattr(distributed, "gather_objects", same)
     run = TrainingRun(cfg, distributed.Context(rank=0, world_size=2))
     run.setup()
-    run.check_same_settings()
+    check_same_settings(run.cfg, run.ctx)
 
 
 _COUNTED_FINETUNE = '''

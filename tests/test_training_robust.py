@@ -1562,12 +1562,12 @@ def test_bf16_on_a_gpu_that_emulates_it_is_said(capsys, monkeypatch, emulated):
     """A GPU before compute capability 8.0 runs bfloat16 autocast emulated, slower than
     float32; it is said as for a CPU without it. CUDA is simulated: nothing reaches a GPU."""
     from types import SimpleNamespace
-    from elmo.training.trainer import TrainingRun
+    from elmo.training.preflight import warn_bf16_not_native
     monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (7, 0) if emulated else (8, 0))
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "Tesla V100")
     for bf16 in (True, False):
-        run = SimpleNamespace(cfg=SimpleNamespace(bf16=bf16), ctx=SimpleNamespace(is_main=True, device=torch.device("cuda:0")))
-        TrainingRun._warn_bf16_not_native(run)
+        warn_bf16_not_native(SimpleNamespace(bf16=bf16),    # type: ignore[arg-type]
+                             SimpleNamespace(is_main=True, device=torch.device("cuda:0")))
         said = "--bf16: this GPU (Tesla V100) has no bfloat16 arithmetic of its own" in capsys.readouterr().err
         assert said == (bf16 and emulated)
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Dict, Iterable, List, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 FREE = frozenset({"epochs", "max_steps", "max_seconds", "log_every", "eval_every", "eval_batch_size",
                   "checkpoint_every", "keep_checkpoints", "valid", "device", "progress", "export",
@@ -118,3 +118,39 @@ def check_resume(stored: Dict[str, Any], new: Dict[str, Any], where: str) -> Lis
         raise ResumeMismatch(f"cannot resume {where}: {'; '.join(refused)}. Rerun with the settings it was "
                              f"started with, or use another --output")
     return changed
+
+
+#: How the processes share each file's lines (:attr:`~elmo.data.corpus.CorpusStream.line_split`), in words.
+LINE_SPLITS = {"turns": "every N-th of the shuffled lines",
+               "tokens": "a block of consecutive lines of about equal tokens",
+               "lines": "a block of about equal consecutive lines",
+               "strided": "every N-th line (as versions before the blocks did)"}
+
+
+def check_line_split(then: Optional[str], now: Optional[str], where: str) -> None:
+    """Refuse to resume the run ``where`` whose processes shared each file's lines otherwise
+    than this run's do (``then``: the checkpoint's record; ``now``: this run's stream's): its
+    positions count the lines of other parts. A checkpoint from before the record dealt the
+    lines in turn, shuffled or not."""
+    if then == "(unrecorded)":
+        then = None if now is None else "turns" if now == "turns" else "strided"
+    if then == now:
+        return
+    said = {"whole": "whole files", **LINE_SPLITS}
+    raise ResumeMismatch(f"cannot resume {where}: each of its processes read {said.get(then or 'whole', then)}, "
+                         f"and this version gives each {said[now or 'whole']}, so its position would point into "
+                         f"other text; resume it with the version of elmo that began it, or use another "
+                         f"--output")
+
+
+def check_vocabulary_unchanged(stored: Optional[str], digest: str, vocab: str, where: str,
+                               checkpoint: Optional[str]) -> None:
+    """Refuse a vocabulary file ``vocab`` whose words changed since the checkpoint was written
+    (the same path, rebuilt): each softmax row would silently score another word. ``stored``:
+    the checkpoint's digest of its words (checkpoints written before the digest was recorded
+    have none), ``digest`` this run's; ``checkpoint``: the checkpoint's file name."""
+    if stored is not None and stored != digest:
+        raise ResumeMismatch(
+            f"cannot resume {where}: the vocabulary {vocab} has changed since "
+            f"{checkpoint or 'its checkpoint'} was written (its words "
+            f"differ); rerun with the vocabulary it was started with, or use another --output")

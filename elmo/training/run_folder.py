@@ -3,19 +3,23 @@ run writes there (:func:`run_files`), text that would take them in or the vocabu
 model that the export would replace; the run's lock; the record of a warm start."""
 from __future__ import annotations
 
+import json
+import sys
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from ..data.corpus import expand_paths, would_find
 from ..data.text_choice import HELDOUT_HINT, check_heldout_not_training, check_not_whole_corpus
-from ..io import OutputError, make_folder, output_lock, same_file
+from ..io import OutputError, atomic_write_text, make_folder, output_lock, same_file
+from ..text_files import read_json
 from ..vocab import Vocabulary
 from . import distributed
-from .checkpoint import checkpoint_path, latest_checkpoint
+from .checkpoint import checkpoint_path, latest_checkpoint, writing
 from .config import TrainConfig
 from .export import LM_FILES, load_language_model, read_metadata
 from .model import LanguageModel
+from .resume import ResumeMismatch
 from .vocab_build import default_counts_path
 
 
@@ -27,7 +31,7 @@ FINETUNE_START_FILE = "finetune_start.json"
 def warm_start_record(init_from: str) -> Dict[str, Any]:
     """Where a warm-started run began: the model folder (absolute), its weights' SHA-256, and the
     tokens and steps it had seen. Taken when the run starts (see
-    :meth:`~elmo.training.trainer.TrainingRun.record_warm_start`), so it still names the start
+    :func:`warm_start_of_run`), so it still names the start
     when that folder is later replaced, e.g. by shipping this run's model.
 
     Also the texts the start model was adapted on (``adapted_on``) and whether it saw extra
@@ -43,6 +47,50 @@ def warm_start_record(init_from: str) -> Dict[str, Any]:
             "tokens_before": int(base.get("tokens_total", base.get("tokens", 0))),
             "steps_before": base.get("steps"), "base_train_config": base.get("train_config"),
             "adapted_on": adapted, "extra_data": bool(adapted) or base.get("extra_data") is True}
+
+
+def warm_start_of_run(init_from: str, out_dir: Path, resumed: bool, is_main: bool) -> Dict[str, Any]:
+    """A warm-started run's start (from ``init_from``), written once to ``OUTPUT/warm_start.json``
+    and read back on every resume (``resumed``): the start folder may have changed since (a run
+    that continues the shipped model, which was then replaced). A run begun before this file
+    existed records the folder as it is now, and says so. Rank 0 (``is_main``) writes and speaks."""
+    path = out_dir / WARM_START_FILE
+    if resumed and path.exists():
+        record = read_json(path, ResumeMismatch, what="JSON", expected="the record of the run's start",
+                           hint="put it back, or use another --output")
+        if not isinstance(record, dict):
+            raise ResumeMismatch(f"{path}: not the record of the run's start (a JSON object is needed, got "
+                                 f"{type(record).__name__}); put it back, or use another --output")
+        now = warm_start_record(init_from)["weights_sha256"]
+        then = record.get("weights_sha256")
+        if is_main and then and now != then:
+            print(f"note: {init_from} has changed since this run began (weights SHA-256 {then[:12]}… "
+                  f"then, {(now or 'none')[:12]}… now); the run goes on from its checkpoint, not from "
+                  f"the folder's weights", file=sys.stderr, flush=True)
+        return record
+    record = warm_start_record(init_from)
+    if is_main:
+        if resumed:
+            print(f"note: {path} is missing (a run begun before it was written); the warm start is "
+                  f"recorded as {init_from} is now", file=sys.stderr, flush=True)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        with writing(path):
+            atomic_write_text(path, json.dumps(record, indent=2) + "\n")
+    return record
+
+
+def warm_start_metadata(warm_start: Optional[Dict[str, Any]], tokens_done: int) -> Dict[str, Any]:
+    """The exported model's ``warm_start`` and ``tokens_total`` (the tokens of all phases: the
+    start's and this run's ``tokens_done``), and the start model's ``adapted_on`` and
+    ``extra_data`` where it was adapted: its weights carry that text on (finetune's own
+    metadata extends the list). Empty without a warm start."""
+    if not warm_start:
+        return {}
+    meta = {"warm_start": warm_start,
+            "tokens_total": int(warm_start["tokens_before"]) + tokens_done}
+    if warm_start.get("adapted_on") or warm_start.get("extra_data"):
+        meta.update(adapted_on=list(warm_start.get("adapted_on") or []), extra_data=True)
+    return meta
 
 
 class StartModel:

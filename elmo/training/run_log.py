@@ -1,10 +1,13 @@
 """The learning curve, ``log.jsonl``: the file a run appends its records to, cut back to the
-checkpoint's step on resume, and the sums of the log window that a checkpoint keeps."""
+checkpoint's step on resume; the log window, whose sums a checkpoint keeps, and the training
+record made of it."""
 from __future__ import annotations
 
+import math
 import sys
+import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..io import atomic_write_text
 from ..text_files import json_objects
@@ -79,3 +82,39 @@ def weighted_window(window: Dict[str, Any], cfg: TrainConfig) -> Dict[str, Any]:
         per_step = float(cfg.batch_size * cfg.unroll_steps)
         return {**window, "loss": window["loss"] * per_step, "weight": window["n"] * per_step}
     return {**window, "loss": 0.0, "weight": 0.0, SINCE_RESUME: True}
+
+
+def new_window() -> Dict[str, Any]:
+    """A log window: the sums of loss, gradient norm and speed over the next ``log_every``
+    steps (``n`` of them applied, ``skipped`` not: their gradient was not finite). The sums
+    (:data:`WINDOW_SUMS`) travel in the checkpoint, so a resumed run's next log line averages
+    the same steps as an uninterrupted run's; its speed counts this session only."""
+    return {"loss": 0.0, "weight": 0.0, "n": 0, "tokens": 0, "t0": time.perf_counter(),
+            "gnorm": 0.0, "skipped": 0}
+
+
+def train_record(window: Dict[str, Any], totals: Sequence[float], step: int, tokens_done: int,
+                 epoch_positions: int, elapsed: float,
+                 ppl_key: str) -> Tuple[Dict[str, Any], Optional[Dict[str, str]]]:
+    """The learning-curve record of ``window``'s steps, and what the progress bar shows of it
+    (None where the window has no loss). ``totals``: the loss, weight and token sums of the
+    window added up over the ranks; ``ppl_key``: the name of exp(training loss)."""
+    loss_sum, weight_sum, tok_sum = totals
+    dt = max(time.perf_counter() - window["t0"], 1e-9)
+    record: Dict[str, Any] = {"event": "train", "step": step,
+                              "epoch": round(tokens_done / epoch_positions, 4),
+                              "tokens_per_s": round(tok_sum / dt, 1), "tokens": tokens_done,
+                              "elapsed_s": round(elapsed, 2)}
+    shown = None
+    if window["n"]:  # (the skipped steps are all ranks' alike, so every rank has the same n)
+        record["grad_norm"] = round(window["gnorm"] / window["n"], 4)
+    if weight_sum > 0:  # (0 where an older window's steps are all it has: see weighted_window)
+        loss = loss_sum / weight_sum   # the mean over the targets of the steps (and ranks)
+        record.update({"loss": round(loss, 5), ppl_key: round(math.exp(min(loss, 50)), 3)})
+        if window.get(SINCE_RESUME):
+            record[SINCE_RESUME] = True
+        shown = {"tok/s": f"{record['tokens_per_s']:.0f}", "loss": f"{loss:.3f}",
+                 ppl_key.replace("_", "-"): f"{record[ppl_key]:.1f}"}
+    if window["skipped"]:
+        record["skipped"] = window["skipped"]
+    return record, shown

@@ -16,16 +16,18 @@ resumes from the newest checkpoint. SIGTERM or Ctrl-C ends a run after the step 
 with a checkpoint of it (:mod:`elmo.training.stop`).
 
 The run's settings are :mod:`.config`, its optimizer :mod:`.optim`, the checks on its folder
-and text :mod:`.run_folder`, its vocabulary :mod:`.training_vocab` and its learning curve
-:mod:`.run_log`; this module holds the loop (:class:`TrainingRun`) and :func:`train`.
+and text :mod:`.run_folder` (with the warm start's record), those once it is set up
+:mod:`.preflight`, its corpus size :mod:`.corpus_stats`, what may differ on resume
+:mod:`.resume`, its vocabulary :mod:`.training_vocab`, its learning curve and log window
+:mod:`.run_log`, and a diverged run's messages and final finiteness check :mod:`.divergence`;
+this module holds the loop (:class:`TrainingRun`: setup, resume, the step, evaluation, saving
+and the export) and :func:`train`.
 """
 from __future__ import annotations
 
-import json
 import math
 import sys
 import time
-from itertools import islice
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Callable, Dict, Optional, Tuple
@@ -33,29 +35,31 @@ from typing import Any, Callable, Dict, Optional, Tuple
 import torch
 from torch.nn.parallel import DistributedDataParallel
 
-from .. import runtime
 from ..allocator import keep_freed_memory
 from ..config import ElmoOptions
-from ..data.corpus import (CorpusStream, corpus_files, count_tokens, expand_paths, iter_file_sentences, line_shares,
-                           same_corpus_files, shard_shares)
+from ..data.corpus import CorpusStream, expand_paths, iter_file_sentences
 from ..data.lm_batches import MAX_PIECE_LENGTH, BucketedLMBatches, PackedLMBatches
 from ..modules.softmax import softmax_loss
 from ..vocab import Vocabulary
 from ..io import atomic_write_text, check_output_dir, no_empty_folder_on_failure
 from ..text_files import read_json
 from . import distributed
-from .checkpoint import (CheckpointError, latest_checkpoint, list_checkpoints, load_checkpoint, rng_state,
-                         save_checkpoint, set_rng_state, writing)
+from .checkpoint import (CheckpointError, latest_checkpoint, load_checkpoint, rng_state, save_checkpoint,
+                         set_rng_state, writing)
 from .config import TrainConfig, restart_settings, with_recipe_defaults
+from .corpus_stats import check_text_unchanged, read_corpus_stats, write_corpus_stats
+from .divergence import MAX_NONFINITE_STEPS, check_outputs_finite, diverged_message
 from .evaluate import likelihood_sums, perplexity_from_sums, reset_rows, unk_targets
 from .export import VOCAB_FILE, export_model, load_language_model, options_with_training_keys
 from .model import LanguageModel
 from .optim import build_optimizer, load_optimizer_state
-from .resume import ResumeMismatch, check_allow_change, check_resume
-from .run_folder import (WARM_START_FILE, StartModel, check_no_model_to_replace, check_start_model,
-                         check_text_outside_run, check_text_choice, check_vocabulary_not_text, job_lock,
-                         warm_start_record)
-from .run_log import SINCE_RESUME, WINDOW_SUMS, RunLog, weighted_window
+from .preflight import (check_every_rank_has_text, check_same_settings, warn_bf16_not_native, warn_uneven_shards,
+                        warn_vocabulary_order)
+from .resume import ResumeMismatch, check_allow_change, check_line_split, check_resume, check_vocabulary_unchanged
+from .run_folder import (StartModel, check_no_model_to_replace, check_start_model, check_text_outside_run,
+                         check_text_choice, check_vocabulary_not_text, job_lock, warm_start_metadata,
+                         warm_start_of_run)
+from .run_log import SINCE_RESUME, WINDOW_SUMS, RunLog, new_window, train_record, weighted_window
 from .stop import StopRequests, TrainingStopped
 from .training_vocab import load_training_vocabulary, vocabulary_digest
 
@@ -137,10 +141,6 @@ def _with_training_keys(options: ElmoOptions, cfg: TrainConfig, vocab: Vocabular
     if not cfg.n_negative:
         options.extra.pop("n_negative_samples_batch", None)
     return options
-
-
-#: Steps in a row whose gradient is not finite after which a run stops (each is skipped).
-MAX_NONFINITE_STEPS = 5
 
 
 def _state_to(state, device):
@@ -248,9 +248,9 @@ class TrainingRun:
         """Train until the run's last step (or ``stop_after`` steps of this session)."""
         cfg = self.cfg
         self.setup()
-        self.check_same_settings()
+        check_same_settings(cfg, self.ctx)
         self.resume()
-        self.check_every_rank_has_text()
+        check_every_rank_has_text(self.batches.stream, self.ctx)
         self.record_warm_start()
         self.open_log()
         # wrapped after resume: DDP broadcasts rank 0's (restored) weights when it is built
@@ -258,7 +258,7 @@ class TrainingRun:
         from tqdm import tqdm
         bar = tqdm(total=self.n_steps, initial=self.step_no, disable=not (cfg.progress and self.ctx.is_main),
                    unit="step", dynamic_ncols=True)
-        self._new_window()
+        self.window = new_window()
         if self.window_resumed:  # the log line due next averages the steps before the checkpoint too
             self.window.update(weighted_window(self.window_resumed, self.cfg))
         session_steps = 0
@@ -310,9 +310,9 @@ class TrainingRun:
         self.batches = _batches(cfg, self.vocab, max_chars, ctx)
         self.optimizer = build_optimizer(cfg, self.model.parameters())
         self.softmax_loss = softmax_loss(len(self.vocab), cfg.n_negative, seed=cfg.seed * 1000 + ctx.rank)
-        self._warn_vocabulary_order()
-        self._warn_uneven_shards()
-        self._warn_bf16_not_native()
+        warn_vocabulary_order(self.vocab, cfg.vocab, self.softmax_loss.name, ctx.is_main)
+        warn_uneven_shards(cfg, ctx, line_balance(cfg))
+        warn_bf16_not_native(cfg, ctx)
         torch.manual_seed(cfg.seed * 1000 + 17 + ctx.rank)  # dropout: a different stream per rank
         self.read_corpus_stats()
         self.n_steps = total_steps(cfg, ctx.world_size, self.corpus_stats)
@@ -321,226 +321,20 @@ class TrainingRun:
         # softmax normalises over a few thousand words), so it is never labelled like the validation one
         self.train_ppl_key = self.softmax_loss.train_ppl_key
 
-    #: How much larger than the smallest a process's part of an epoch may be before it is said.
-    UNEVEN_SHARDS = 1.05
-
-    def _warn_uneven_shards(self) -> None:
-        """Say so when the processes read whole shards (at least as many files as processes)
-        and their parts of an epoch differ in size: every process reads as many rows a step as
-        the others, so the one with the smaller part goes through it again while the others are
-        still in theirs, and an epoch (the steps of one pass over the text) reads some text twice
-        and some not at all (3 equal files on 2 processes, not shuffled: a sixth of the text
-        twice, another sixth never). Nothing said it; the run is left as it is (a resumed run's
-        position depends on the split). Likewise where unshuffled lines are cut into blocks of
-        about equal tokens (or rows) that a few or long lines keep apart."""
-        cfg, ctx = self.cfg, self.ctx
-        if not (ctx.is_main and ctx.distributed):
-            return
-        uneven = "each reads as much a step as the others, so an epoch reads some text twice and some not at all"
-        shares = shard_shares(cfg.train, ctx.world_size, seed=cfg.seed, shuffle=cfg.shuffle)
-        if shares is not None and max(shares) > self.UNEVEN_SHARDS * max(1, min(shares)):
-            n = len(expand_paths(cfg.train))
-            print(f"warning: the training text's {n} files are shared out whole among the {ctx.world_size} "
-                  f"processes, and their parts of an epoch differ in size ({min(shares):,} to {max(shares):,} "
-                  f"bytes): {uneven}; give files of equal size in a number that {ctx.world_size} divides, or "
-                  f"one file (whose lines are shared out in even parts)", file=sys.stderr, flush=True)
-        unit = line_balance(cfg)
-        shares = line_shares(cfg.train, ctx.world_size, shuffle=cfg.shuffle, balance=unit)
-        if shares is not None and max(shares) > self.UNEVEN_SHARDS * max(1, min(shares)):
-            print(f"warning: the training text's lines are cut into a block of consecutive lines for each of the "
-                  f"{ctx.world_size} processes, and the blocks cannot hold about the same {unit} (a few lines, "
-                  f"or long ones: {min(shares):,} to {max(shares):,} {unit} an epoch): {uneven}; give more text, "
-                  f"start fewer processes, or shuffle", file=sys.stderr, flush=True)
-
-    #: Settings each process may have its own value of: ``auto`` picks each one's GPU, and only
-    #: rank 0 shows progress and writes the export's metadata (finetune's holds the perplexity
-    #: each process measured before, which rounding may tell apart).
-    PER_PROCESS = frozenset({"device", "progress", "metadata"})
-
-    def check_same_settings(self) -> None:
-        """Refuse, on every process at once, a job whose processes were started with other
-        settings than rank 0's (torchrun on several machines, each given its own command
-        line). DistributedDataParallel checks only the weights' shapes: another --lr, --seed,
-        --dropout, --batch-size or text on one machine trained on without a word, its weights
-        drifting from rank 0's, which alone are saved; another --max-steps, --eval-every or
-        --checkpoint-every left the others waiting for it in a collective until the group's
-        timeout."""
-        ctx = self.ctx
-        if not ctx.distributed:
-            return
-        mine = {k: v for k, v in asdict(self.cfg).items() if k not in self.PER_PROCESS}
-        ranks = distributed.gather_objects(ctx, json.loads(json.dumps(mine)))   # (as plain JSON values)
-        for rank, theirs in enumerate(ranks):
-            differ = sorted(k for k in set(ranks[0]) | set(theirs) if ranks[0].get(k) != theirs.get(k))
-            if differ:
-                shown = "; ".join(f"{k}: {json.dumps(ranks[0].get(k))} on rank 0, {json.dumps(theirs.get(k))} "
-                                  f"on rank {rank}" for k in differ)
-                raise ValueError(f"the processes of this job were started with other settings ({shown}); "
-                                 f"start every process with the same command")
-
-    def _warn_bf16_not_native(self) -> None:
-        """Say so when --bf16 runs on a CPU that does not multiply bfloat16 natively
-        (:func:`elmo.runtime.cpu_multiplies_bfloat16`), or on a GPU that emulates it (before
-        compute capability 8.0, Ampere): the run is as correct as anywhere,
-        but its products are converted to float32 and back, slower than the float32 run it was
-        asked to speed up, and nothing said why."""
-        if not (self.cfg.bf16 and self.ctx.is_main):
-            return
-        # (compute capability 8.0, Ampere, brought bfloat16 arithmetic; asked of the device, not
-        # torch.cuda.is_bf16_supported, whose including_emulation is newer than torch 2.4)
-        if self.ctx.device.type == "cuda" and torch.cuda.get_device_capability(self.ctx.device)[0] < 8:
-            print(f"warning: --bf16: this GPU ({torch.cuda.get_device_name(self.ctx.device)}) has no "
-                  f"bfloat16 arithmetic of its own (compute capability below 8.0), so bfloat16 autocast "
-                  f"is emulated, slower than float32; leave --bf16 out on this machine",
-                  file=sys.stderr, flush=True)
-        elif self.ctx.device.type == "cpu" and runtime.cpu_multiplies_bfloat16() is False:
-            print("warning: --bf16: this CPU does not multiply bfloat16 natively (no AVX512-BF16 or "
-                  "AMX, or ONEDNN_MAX_CPU_ISA turns them off), so bfloat16 autocast runs slower than "
-                  "float32 here, and its results are no better; leave --bf16 out on this machine",
-                  file=sys.stderr, flush=True)
-
-    def check_every_rank_has_text(self) -> None:
-        """Refuse, on every process and before the run writes a file, a job in which a process's
-        part of the training text holds no sentence (one sentence on 2 processes, or whole files
-        shared out and one process given only empty ones). That process stopped at its first
-        batch with its own line; the others, left in the step's all-reduce, ended with the
-        process group's traceback, and the run folder held a config and a log as if it had
-        begun. The next sentence is read where the run stands (the file it loads is the one the
-        first batch reads), and the stream is put back."""
-        stream = self.batches.stream
-        where = stream.state_dict()
-        error: Optional[ValueError] = None
-        try:
-            stream.next_sentence()
-        except ValueError as e:
-            error = e
-        finally:
-            stream.load_state_dict(where)
-        distributed.raise_together(self.ctx, error)
-
-    def _warn_vocabulary_order(self) -> None:
-        """Say so when the sampled softmax trains on a vocabulary whose counts show it is not
-        in descending frequency order (the log-uniform sampler's assumption): the loss is
-        still corrected for how the negatives were drawn, but with frequent words drawn as
-        rarely as rare ones it is a poorer estimate. Unknown counts cannot be checked."""
-        problem = self.vocab.out_of_frequency_order()
-        if problem and self.softmax_loss.name == "sampled" and self.ctx.is_main:
-            print(f"warning: {self.cfg.vocab}: the words are not in descending order of their counts "
-                  f"({problem}); the sampled softmax draws its negatives as if they were (word k "
-                  f"with a probability falling in k), a poorer estimate of the loss: sort the file "
-                  f"(elmo vocab build) or train with the full softmax (--negatives 0)",
-                  file=sys.stderr, flush=True)
-
     def read_corpus_stats(self) -> None:
-        """The corpus's sentences and tokens: from ``corpus_stats.json`` when it was counted on
-        these very files (paths, sizes and sampled bytes, :func:`corpus_files`), else counted again. (A stale
-        file, left by an earlier attempt on another text, set the epochs' step count.)"""
-        self.corpus_files = corpus_files(self.cfg.train)
-        try:   # (a cache, tolerated: absent, a folder, damaged or another tool's, it is counted again)
-            recorded = read_json(self.stats_path)
-        except ValueError:  # none yet, or not ours: counted again, and rewritten
-            recorded = {}
-        self.recorded_files = recorded.get("files") if isinstance(recorded, dict) else None
-        # A run begun before the pieces were counted planned its bucketed epochs in sentences:
-        # resumed, it keeps that step count (see _keep_epoch_rows), recorded here as
-        # epoch_rows so that its later sessions keep it too.
+        """The corpus's size (:func:`~elmo.training.corpus_stats.read_corpus_stats`) and what it
+        plans: the positions of an epoch, whose rows count pieces unless a resume keeps a run's
+        sentences (:meth:`_keep_epoch_rows`)."""
+        self.corpus = read_corpus_stats(self.cfg.train, self.stats_path)
+        self.corpus_stats = self.corpus.counts
         self.epoch_rows = "pieces"
-        same_files = same_corpus_files(self.recorded_files, self.corpus_files)
-        self.begun_counting_sentences = same_files and (
-            "pieces" not in recorded or recorded.get("epoch_rows") == "sentences")
-        # (a file of an earlier version, without the bucketed layout's pieces, is counted again)
-        if same_files and "pieces" in recorded:
-            self.corpus_stats = {k: recorded[k] for k in ("sentences", "tokens", "pieces")}
-        else:
-            self.corpus_stats = count_tokens(self.cfg.train, piece_length=MAX_PIECE_LENGTH)
-        if not self.corpus_stats["sentences"]:   # (found at the first batch: after a config and a log were written)
-            raise ValueError(f"training text {' '.join(self.cfg.train)}: holds no sentence to train on (only empty "
-                             f"or blank lines)")
         self.epoch_positions = max(1, epoch_positions(self.cfg, self.corpus_stats))
 
-    def _check_corpus(self) -> None:
-        """Refuse to resume on training text that changed since the run recorded it: the
-        stream's position (shard, sentence) would point into other text, silently."""
-        if self.recorded_files is None or same_corpus_files(self.recorded_files, self.corpus_files):
-            return  # (a run begun before the files were recorded: not known)
-        then = {entry[0]: entry[1:] for entry in self.recorded_files}
-        now = {path: rest[:len(then.get(path, rest))] for path, *rest in self.corpus_files}
-        path = next(p for p in sorted(set(then) | set(now)) if then.get(p) != now.get(p))
-        what = (f"{then[path][0]:,} bytes then, {now[path][0]:,} now" if path in then and path in now
-                and then[path][0] != now[path][0]
-                else "the same size, other bytes: rewritten or reshuffled" if path in then and path in now
-                else "a file added since" if path in now
-                # (a run begun when a file named twice was read twice: it is read once now)
-                else "the same file as another one named, read once now" if Path(path).is_file()
-                else "no longer there")
-        raise ResumeMismatch(f"cannot resume {self.out_dir}: the training text has changed since the run "
-                             f"began ({path}: {what}); rerun with the text it was started with, or use "
-                             f"another --output")
-
-    #: How the processes share each file's lines (:attr:`CorpusStream.line_split`), in words.
-    LINE_SPLITS = {"turns": "every N-th of the shuffled lines",
-                   "tokens": "a block of consecutive lines of about equal tokens",
-                   "lines": "a block of about equal consecutive lines",
-                   "strided": "every N-th line (as versions before the blocks did)"}
-
-    def _check_line_split(self, then: Optional[str]) -> None:
-        """Refuse to resume a run whose processes shared each file's lines otherwise than this
-        run's do (``then``: the checkpoint's record): its positions count the lines of other
-        parts. A checkpoint from before the record dealt the lines in turn, shuffled or not."""
-        now = self.batches.stream.line_split
-        if then == "(unrecorded)":
-            then = None if now is None else "turns" if now == "turns" else "strided"
-        if then == now:
-            return
-        said = {"whole": "whole files", **self.LINE_SPLITS}
-        raise ResumeMismatch(f"cannot resume {self.out_dir}: each of its processes read {said.get(then or 'whole', then)}, "
-                             f"and this version gives each {said[now or 'whole']}, so its position would point into "
-                             f"other text; resume it with the version of elmo that began it, or use another "
-                             f"--output")
-
     def record_warm_start(self) -> None:
-        """A warm-started run's start, written once to ``OUTPUT/warm_start.json`` and read back
-        on every resume: the start folder may have changed since (a run that continues the
-        shipped model, which was then replaced). A run begun before this file existed records
-        the folder as it is now, and says so."""
-        cfg, ctx = self.cfg, self.ctx
-        if not cfg.init_from:
-            return
-        path = self.out_dir / WARM_START_FILE
-        if self.resume_from is not None and path.exists():
-            record = read_json(path, ResumeMismatch, what="JSON", expected="the record of the run's start",
-                               hint="put it back, or use another --output")
-            if not isinstance(record, dict):
-                raise ResumeMismatch(f"{path}: not the record of the run's start (a JSON object is needed, got "
-                                     f"{type(record).__name__}); put it back, or use another --output")
-            self.warm_start = record
-            now = warm_start_record(cfg.init_from)["weights_sha256"]
-            then = self.warm_start.get("weights_sha256")
-            if ctx.is_main and then and now != then:
-                print(f"note: {cfg.init_from} has changed since this run began (weights SHA-256 {then[:12]}… "
-                      f"then, {(now or 'none')[:12]}… now); the run goes on from its checkpoint, not from "
-                      f"the folder's weights", file=sys.stderr, flush=True)
-            return
-        self.warm_start = warm_start_record(cfg.init_from)
-        if ctx.is_main:
-            if self.resume_from is not None:
-                print(f"note: {path} is missing (a run begun before it was written); the warm start is "
-                      f"recorded as {cfg.init_from} is now", file=sys.stderr, flush=True)
-            self.out_dir.mkdir(parents=True, exist_ok=True)
-            with writing(path):
-                atomic_write_text(path, json.dumps(self.warm_start, indent=2) + "\n")
-
-    def warm_start_metadata(self) -> Dict[str, Any]:
-        """The exported model's ``warm_start`` and ``tokens_total`` (the tokens of all phases),
-        and the start model's ``adapted_on`` and ``extra_data`` where it was adapted: its
-        weights carry that text on (finetune's own metadata extends the list)."""
-        if not self.warm_start:
-            return {}
-        meta = {"warm_start": self.warm_start,
-                "tokens_total": int(self.warm_start["tokens_before"]) + self.tokens_done}
-        if self.warm_start.get("adapted_on") or self.warm_start.get("extra_data"):
-            meta.update(adapted_on=list(self.warm_start.get("adapted_on") or []), extra_data=True)
-        return meta
+        """A warm-started run's start (:func:`~elmo.training.run_folder.warm_start_of_run`)."""
+        if self.cfg.init_from:
+            self.warm_start = warm_start_of_run(self.cfg.init_from, self.out_dir, self.resume_from is not None,
+                                                self.ctx.is_main)
 
     def resume(self) -> None:
         """Restore the newest checkpoint, if there is one: weights, optimizer, position, RNGs."""
@@ -575,9 +369,10 @@ class TrainingRun:
                 raise ResumeMismatch(f"{path}: holds no training settings (a JSON object is needed, got "
                                      f"{type(stored).__name__}); correct it, or use another --output")
         changed = check_resume(stored or {}, asdict(cfg), str(self.out_dir))
-        self._check_corpus()
-        self._check_line_split(ckpt.get("line_split", "(unrecorded)"))
-        self._check_vocabulary(ckpt.get("vocab_sha256"))
+        check_text_unchanged(self.corpus, self.out_dir)
+        check_line_split(ckpt.get("line_split", "(unrecorded)"), self.batches.stream.line_split, str(self.out_dir))
+        check_vocabulary_unchanged(ckpt.get("vocab_sha256"), self.vocab_sha256, self.cfg.vocab, str(self.out_dir),
+                                   self.resume_from.name)
         if ctx.is_main:
             print(f"resuming from checkpoint {ckpt['step']} ({self.resume_from})"
                   + "".join(f"; {c}" for c in changed), file=sys.stderr, flush=True)
@@ -609,7 +404,7 @@ class TrainingRun:
         planned: the pieces' count (larger where sentences are over MAX_PIECE_LENGTH words)
         would change its length mid-run, and train a finished run again."""
         cfg = self.cfg
-        if not (self.begun_counting_sentences and cfg.layout == "bucketed" and cfg.max_steps is None):
+        if not (self.corpus.begun_counting_sentences and cfg.layout == "bucketed" and cfg.max_steps is None):
             return
         self.epoch_rows = "sentences"
         planned = total_steps(cfg, self.ctx.world_size, self.corpus_stats, rows="sentences")
@@ -649,16 +444,6 @@ class TrainingRun:
                   f"restart at step {made['step']} (to {made['lr']:g}); the schedule goes on at "
                   f"{self.schedule.lr:g}", file=sys.stderr, flush=True)
 
-    def _check_vocabulary(self, stored: Optional[str]) -> None:
-        """Refuse a vocabulary file whose words changed since the checkpoint was written (the
-        same path, rebuilt): each softmax row would silently score another word. (Checkpoints
-        written before the digest was recorded have none.)"""
-        if stored is not None and stored != self.vocab_sha256:
-            raise ResumeMismatch(
-                f"cannot resume {self.out_dir}: the vocabulary {self.cfg.vocab} has changed since "
-                f"{self.resume_from.name if self.resume_from else 'its checkpoint'} was written (its words "
-                f"differ); rerun with the vocabulary it was started with, or use another --output")
-
     def _set_lr(self, lr: float) -> None:
         for group in self.optimizer.param_groups:
             group["lr"] = lr
@@ -675,10 +460,7 @@ class TrainingRun:
             self.out_dir.mkdir(parents=True, exist_ok=True)
             with writing(self.out_dir / "train_config.json"):
                 atomic_write_text(self.out_dir / "train_config.json", cfg.to_json() + "\n")
-            with writing(self.stats_path):
-                kept = {"epoch_rows": "sentences"} if self.epoch_rows == "sentences" else {}
-                atomic_write_text(self.stats_path, json.dumps({**self.corpus_stats, **kept,
-                                                               "files": self.corpus_files}) + "\n")
+            write_corpus_stats(self.stats_path, self.corpus, self.epoch_rows)
         resumed = self.resume_from is not None
         self.log_file = RunLog(self.out_dir / "log.jsonl", ctx.is_main, self.step_no if resumed else None)
         self.n_params = sum(p.numel() for p in self.model.parameters())
@@ -757,7 +539,7 @@ class TrainingRun:
 
     def _skipped(self, loss: float, gnorm: float) -> None:
         """Log a step whose gradient was not finite (no update was applied); stop the run when
-        :data:`MAX_NONFINITE_STEPS` such steps come in a row (its weights are those of the last
+        :data:`~elmo.training.divergence.MAX_NONFINITE_STEPS` such steps come in a row (its weights are those of the last
         finite step, and so are any checkpoints written meanwhile)."""
         self.skipped_steps += 1
         self.window["skipped"] += 1
@@ -765,82 +547,7 @@ class TrainingRun:
         self.log_file.write({"event": "nonfinite", "step": self.step_no, "loss": loss,
                              "grad_norm": gnorm})
         if self.nonfinite_in_a_row >= MAX_NONFINITE_STEPS:
-            raise FloatingPointError(self._diverged_message())
-
-    def _diverged_message(self, at_end: bool = False) -> str:
-        """The one line a diverged run stops with. None of the skipped steps changed the weights,
-        but the update before them may be what broke the model (a huge --lr gives finite
-        weights of 1e28 whose every later loss is NaN): the checkpoints written since hold those
-        same weights, and a resume from them diverges again, so the line names the older ones.
-
-        ``at_end``: the schedule ran out during such a streak, before it was long enough to stop
-        the run; the model is not exported, since its last loss was not finite."""
-        before = self.step_no - self.nonfinite_in_a_row  # the weights now are those of this step
-        found = list_checkpoints(self.ckpt_dir)
-        since = [p.name for p in found if int(p.stem.split("-")[1]) >= before]
-        older = [p.name for p in found if int(p.stem.split("-")[1]) < before]
-        held = f" (as are {', '.join(since)})" if since else ""
-        fallback = (f"delete the checkpoints from step {before} on in {self.ckpt_dir} and resume from {older[-1]}"
-                    if older else f"no checkpoint in {self.ckpt_dir} is older than step {before}: start again "
-                                  f"in another --output")
-        n, last = self.nonfinite_in_a_row, self.step_no
-        weights = (f"the weights are those of step {before}{held}: finite, but that step's update may be what "
-                   f"diverged")
-        if at_end:
-            lower = "a lower --lr, or in float32 if --bf16 was on"
-            instead = (f"delete the checkpoints from step {before} on in {self.ckpt_dir} and resume from {older[-1]} "
-                       f"with {lower} (and --allow-change lr / bf16)" if older else
-                       f"start again in another --output with {lower} (no checkpoint in {self.ckpt_dir} is older "
-                       f"than step {before})")
-            return (f"training diverged: the run ended on {n} step{'s' if n > 1 else ''} in a row (up to step "
-                    f"{last}) with a non-finite loss or gradient, so the model was not exported; {weights}. To "
-                    f"train on from them, resume with a larger --max-steps (a finite step ends the streak); "
-                    f"otherwise {instead}")
-        stopped = (f"training diverged: the last {n} steps (up to step {last}) had a non-finite loss or gradient "
-                   f"and changed nothing")
-        if not found:
-            # (before the first checkpoint: "Resume with a lower --lr" named nothing to resume from)
-            return (f"{stopped}, before the first checkpoint, so there is nothing to resume from; run again "
-                    f"(in this --output it starts afresh) with a lower --lr, or in float32 if --bf16 was on")
-        return (f"{stopped}; {weights}. Resume with a lower --lr (and --allow-change lr), or in float32 "
-                f"if --bf16 was on; if it diverges again, {fallback}")
-
-    #: Training sentences scored at the end to see that the model's outputs are finite.
-    FINAL_CHECK_SENTENCES = 8
-
-    def _check_outputs_finite(self) -> None:
-        """Refuse to export a model whose outputs are NaN. A step's loss is that of the weights
-        before its update, so an update that breaks them shows only in the next step's: the
-        last one's never did (--lr 1e30 over one step exported finite weights near 1e29 whose
-        every loss is NaN, a finished run, exit status 0). The final validation tells, where there
-        is held-out text (its sums are every rank's); else a few training sentences are scored,
-        by every rank, whose weights are the same: all of them stop together."""
-        if self.valid_sentences:
-            nll_f, nll_b = self.valid_losses
-        else:
-            sentences = list(islice(iter_file_sentences(expand_paths(self.cfg.train)), self.FINAL_CHECK_SENTENCES))
-            nll_f, nll_b, _, _ = likelihood_sums(self.model, sentences, self.vocab, self.cfg.eval_batch_size,
-                                                 self.ctx.device)
-        if not (math.isnan(nll_f) or math.isnan(nll_b)):   # (inf is a defined result: next to no probability)
-            return
-        step = self.step_no
-        older = [p.name for p in list_checkpoints(self.ckpt_dir) if int(p.stem.split("-")[1]) < step]
-        instead = (f"delete the checkpoints from step {step} on in {self.ckpt_dir} and resume from {older[-1]} "
-                   f"with a lower --lr (and --allow-change lr)" if older else
-                   f"start again in another --output with a lower --lr (no checkpoint in {self.ckpt_dir} is "
-                   f"older than step {step})")
-        raise FloatingPointError(f"training diverged: after the last step ({step}) the model's loss is NaN (its "
-                                 f"outputs are not finite: that step's update broke the weights, as a --lr too "
-                                 f"large does), so the model was not exported; {instead}")
-
-    def _new_window(self) -> None:
-        """Start averaging loss, gradient norm and speed over the next ``log_every`` steps
-        (``n`` of them applied, ``skipped`` not: their gradient was not finite). The sums
-        (:data:`~elmo.training.run_log.WINDOW_SUMS`) travel in the checkpoint, so a resumed run's
-        next log line averages the same steps as an uninterrupted run's; its speed counts this
-        session only."""
-        self.window = {"loss": 0.0, "weight": 0.0, "n": 0, "tokens": 0, "t0": time.perf_counter(),
-                       "gnorm": 0.0, "skipped": 0}
+            raise FloatingPointError(diverged_message(self.step_no, self.nonfinite_in_a_row, self.ckpt_dir))
 
     def _sync_tokens(self) -> None:
         """Add every rank's unsynced tokens to ``tokens_done`` (bucketed layout; the packed one
@@ -855,26 +562,14 @@ class TrainingRun:
     def log(self, bar) -> None:
         """One learning-curve record of the steps since the last one (averaged over ranks)."""
         self._sync_tokens()
-        w, key = self.window, self.train_ppl_key
-        loss_sum, weight_sum, tok_sum = distributed.all_reduce_sum(self.ctx, [w["loss"], w["weight"], w["tokens"]])
-        dt = max(time.perf_counter() - w["t0"], 1e-9)
-        record: Dict[str, Any] = {"event": "train", "step": self.step_no,
-                                  "epoch": round(self.tokens_done / self.epoch_positions, 4),
-                                  "tokens_per_s": round(tok_sum / dt, 1), "tokens": self.tokens_done,
-                                  "elapsed_s": round(self.elapsed, 2)}
-        if w["n"]:  # (the skipped steps are all ranks' alike, so every rank has the same n)
-            record["grad_norm"] = round(w["gnorm"] / w["n"], 4)
-        if weight_sum > 0:  # (0 where an older window's steps are all it has: see weighted_window)
-            loss = loss_sum / weight_sum   # the mean over the targets of the steps (and ranks)
-            record.update({"loss": round(loss, 5), key: round(math.exp(min(loss, 50)), 3)})
-            if w.get(SINCE_RESUME):
-                record[SINCE_RESUME] = True
-            bar.set_postfix({"tok/s": f"{record['tokens_per_s']:.0f}", "loss": f"{loss:.3f}",
-                             key.replace("_", "-"): f"{record[key]:.1f}"}, refresh=False)
-        if w["skipped"]:
-            record["skipped"] = w["skipped"]
+        w = self.window
+        totals = distributed.all_reduce_sum(self.ctx, [w["loss"], w["weight"], w["tokens"]])
+        record, shown = train_record(w, totals, self.step_no, self.tokens_done, self.epoch_positions, self.elapsed,
+                                     self.train_ppl_key)
+        if shown is not None:
+            bar.set_postfix(shown, refresh=False)
         self.log_file.write(record)
-        self._new_window()
+        self.window = new_window()
 
     def evaluate(self) -> Optional[Dict[str, float]]:
         """Held-out perplexity (when there is held-out text), logged; the result on rank 0, None
@@ -940,7 +635,7 @@ class TrainingRun:
             "lr_schedule": self.schedule.state_dict(), "config": self.cfg.to_json(),
             "line_split": self.batches.stream.line_split},
             # during a run of non-finite steps, prune nothing: the older checkpoints may be the
-            # last ones before the update that broke the model (see _diverged_message)
+            # last ones before the update that broke the model (see divergence.diverged_message)
             keep=0 if self.nonfinite_in_a_row else self.cfg.keep_checkpoints)
 
     def trained_figures(self) -> TrainedFigures:
@@ -967,10 +662,12 @@ class TrainingRun:
         if not finished:
             return summary
         if self.nonfinite_in_a_row:  # (the same count on every rank: they all stop here)
-            raise FloatingPointError(self._diverged_message(at_end=True))
+            raise FloatingPointError(diverged_message(self.step_no, self.nonfinite_in_a_row, self.ckpt_dir,
+                                                      at_end=True))
         self.last_valid = self.evaluate()
         if cfg.export:
-            self._check_outputs_finite()
+            check_outputs_finite(self.model, self.vocab, self.valid_sentences, self.valid_losses, cfg.train,
+                                 cfg.eval_batch_size, ctx.device, step, self.ckpt_dir)
         if self.last_valid:
             summary["valid"] = self.last_valid
         failed: Optional[OSError] = None
@@ -990,7 +687,7 @@ class TrainingRun:
                 "skipped_steps": self.skipped_steps,
                 "tokens": self.tokens_done, "epochs_trained": trained["epochs"],
                 "elapsed_s": round(self.elapsed, 1), "params": self.n_params,
-                "train_config": asdict(cfg), **self.warm_start_metadata(),
+                "train_config": asdict(cfg), **warm_start_metadata(self.warm_start, self.tokens_done),
                 **cfg.metadata}
         if self.export_metadata is not None:
             meta.update(self.export_metadata(trained))
