@@ -228,6 +228,9 @@ def test_labels_outside_training_are_named_in_the_log_and_results(tmp_path):
     assert said in logs
     saved = json.loads((tmp_path / "res" / "results.json").read_text())
     assert saved["data"]["my-classification"]["unseen_labels"] == {"test": {"positve": 2}}
+    md = (tmp_path / "res" / "results.md").read_text()
+    assert ("Dev and test labels that no training example has (each example or token with one is "
+            "scored as an error):\n\n* my-classification: test 'positve' (2)\n") in md
     tagging = write_task(tmp_path, "tagging")             # tags: counted per token
     test = tmp_path / tagging["files"]["test"]
     test.write_text(test.read_text() + "\ncat\tX\tB-ani\ndog\tX\tI-ani\ncow\tX\tI-ani\n", encoding="utf-8")
