@@ -228,6 +228,9 @@ def test_labels_outside_training_are_named_in_the_log_and_results(tmp_path):
     assert said in logs
     saved = json.loads((tmp_path / "res" / "results.json").read_text())
     assert saved["data"]["my-classification"]["unseen_labels"] == {"test": {"positve": 2}}
+    md = (tmp_path / "res" / "results.md").read_text()
+    assert ("Dev and test labels that no training example has (each example or token with one is "
+            "scored as an error):\n\n* my-classification: test 'positve' (2)\n") in md
     tagging = write_task(tmp_path, "tagging")             # tags: counted per token
     test = tmp_path / tagging["files"]["test"]
     test.write_text(test.read_text() + "\ncat\tX\tB-ani\ndog\tX\tI-ani\ncow\tX\tI-ani\n", encoding="utf-8")
@@ -1510,3 +1513,33 @@ def test_a_saved_model_cuts_new_texts_as_its_test_texts_were_cut(tmp_path, monke
     (folder / "config.json").write_text(json.dumps(config_json))
     with pytest.raises(TaskModelError, match="'max_tokens' must be null or a positive whole number, got 0"):
         TaskModel.load(folder)
+
+
+@pytest.mark.parametrize("kind, metric, texts, message", [
+    ("classification", "accuracy", {"train": "neg\ta\npos\tb\n", "dev": "neg\tc\n", "test": "0\ta\n1\tb\n"},
+     "test.txt: none of the test labels ('0' (1), '1' (1)) is a training label: accuracy is 0 whatever"),
+    ("classification", "accuracy", {"train": "neg\ta\npos\tb\n", "dev": "1\tc\n", "test": "neg\ta\n"},
+     "dev.txt: none of the dev labels ('1' (1)) is a training label: accuracy is 0 whatever"),
+    ("tagging", "token_accuracy", {"train": "a/nn b/vb\n", "dev": "a/nn\n", "test": "a/NN b/VB\n"},
+     "test.txt: none of the test tags ('NN' (1), 'VB' (1)) is a training tag: token_accuracy is 0 whatever"),
+    ("tagging", "span_f1", {"train": "a/O b/B-x\n", "dev": "b/B-x\n", "test": "a/O b/B-X c/I-X\n"},
+     "test.txt: none of the test spans' entity types ('X' (1)) is one the training tags have: span_f1 is 0 whatever"),
+])
+def test_a_set_none_of_whose_labels_training_has_is_refused(tmp_path, kind, metric, texts, message):
+    """A dev or test set none of whose labels (tags; under span_f1 entity types) a training
+    example has scored 0.00 whatever the model predicted, shown as a real score (labels written
+    otherwise: 0 / 1 against neg / pos, NN against nn, B-X against B-x); such a dev set kept the
+    first epoch. Only the labels were named in the log. Refused now, naming the file."""
+    files = {}
+    for split, text in texts.items():
+        files[split] = str(tmp_path / f"{split}.txt")
+        Path(files[split]).write_text(text)
+    fmt = {"type": "word_tag"} if kind == "tagging" else {"type": "tsv", "header": False, "text": 1, "label": 0}
+    spec = {"task": kind, "metric": metric, "format": fmt, "files": files}
+    with pytest.raises(TaskDataError, match=re.escape(message)) as err:
+        load_task(spec)
+    assert str(err.value).startswith(str(tmp_path)) and "is format.label the right" in str(err.value)
+    if kind == "tagging":       # one tag (entity type) that training has is enough to be scored
+        test = Path(files["test"])
+        test.write_text(test.read_text() + ("b/B-x\n" if metric == "span_f1" else "a/nn\n"))
+        assert load_task(spec).sizes()["test"] == 2

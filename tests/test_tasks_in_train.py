@@ -39,6 +39,10 @@ def test_a_dev_file_that_is_the_training_file_is_named(tmp_path):
     assert said in logs
     saved = json.loads((tmp_path / "res" / "results.json").read_text())
     assert saved["data"]["c"]["in_train"] == {"dev": 12, "test": 1}
+    # results.md, the report that is shared, said nothing of it
+    md = (tmp_path / "res" / "results.md").read_text()
+    assert ("Dev and test examples whose text is also a training text (their scores measure what "
+            "the model was trained on):\n\n* c: dev all 12 of 12; test 1 of 3\n") in md
 
 
 def test_splits_without_training_texts_say_nothing(tmp_path):

@@ -386,6 +386,8 @@ def load_task(spec: dict, digests: Optional[Mapping[str, Optional[FileDigest]]] 
     if metric == "span_f1":
         _check_spans_to_score(spec, splits, source, full)
     labels = task_kind(kind).label_set(splits["train"])
+    if task_kind(kind).classes:
+        _check_labels_to_score(spec, splits, source, full, labels, metric)
     if task_kind(kind).graded:
         _check_targets_vary(spec, kind, splits["train"], source, full["train"], seed)
     lost = sorted(set(full_labels) - set(labels))
@@ -468,6 +470,49 @@ def _count_answers_off_span(splits: Dict[str, List[Example]], source: dict) -> N
         source["answers_off_span"] = {**counts, "example": first}
 
 
+def _split_where(spec: dict, split: str, kept: int, source: dict, full: Dict[str, int]) -> Tuple[str, str]:
+    """The file a split was read from (dev held out of the training file says so) and, where
+    ``max_<split>`` drew a sample of it, `` (the K of N kept by max_<split> M)``; for errors."""
+    files = source.get("files") or {}
+    where = files[split]["path"] if split in files else \
+        f"{files['train']['path']} (the dev examples held out of it)"
+    limit = spec.get(f"max_{split}")
+    sample = (f" (the {kept} of {full[split]} kept by max_{split} {limit})"
+              if limit is not None and limit < full[split] else "")
+    return where, sample
+
+
+def _check_labels_to_score(spec: dict, splits: Dict[str, List[Example]], source: dict,
+                           full: Dict[str, int], labels: List[str], metric: str) -> None:
+    """A dev or test set none of whose labels (tags; under span_f1 the entity types of its gold
+    spans) a training example has scores 0 whatever the model predicts, since the model only
+    gives training labels: such a test score was shown as a real 0.00 and such a dev set kept
+    the first epoch (labels written otherwise, ``0`` / ``1`` against ``neg`` / ``pos``, ``NN``
+    against ``nn``, a wrong column). Refused, naming the file; one label in common is scored
+    (the others count as errors, named by :meth:`TaskData.unseen_labels`)."""
+    from .files import TaskDataError
+    from .metrics import bio_spans
+    spans = metric == "span_f1"
+    known = {t.partition("-")[2] for t in labels if t != "O"} if spans else set(labels)
+    for split, examples in splits.items():
+        if split == "train" or not examples:
+            continue
+        tagged = [ex.label if isinstance(ex.label, list) else [cast(str, ex.label)] for ex in examples]
+        found = Counter(kind for tags in tagged for kind, _, _ in bio_spans(tags)) if spans else \
+            Counter(t for tags in tagged for t in tags)
+        if not found or set(found) & known:      # (no span at all: _check_spans_to_score's case)
+            continue
+        where, sample = _split_where(spec, split, len(examples), source, full)
+        shown = ", ".join(f"{k!r} ({n})" for k, n in sorted(found.items())[:5]) + \
+            (f" and {len(found) - 5} more" if len(found) > 5 else "")
+        what, known_as = ((f"{split} spans' entity types", "one the training tags have") if spans else
+                          (f"{split} tags", "a training tag") if isinstance(examples[0].label, list) else
+                          (f"{split} labels", "a training label"))
+        raise TaskDataError(f"{where}: none of the {what}{sample} ({shown}) is {known_as}: {metric} is 0 "
+                            f"whatever the model predicts; write them as the training file does (is "
+                            f"format.label the right column or field?)")
+
+
 def _check_spans_to_score(spec: dict, splits: Dict[str, List[Example]], source: dict,
                           full: Dict[str, int]) -> None:
     """Under span_f1, a dev or test set without a single entity scores 0 whatever the model
@@ -477,12 +522,7 @@ def _check_spans_to_score(spec: dict, splits: Dict[str, List[Example]], source: 
     for split, examples in splits.items():
         if split == "train" or not examples or any(t != "O" for ex in examples for t in cast(List[str], ex.label)):
             continue
-        files = source.get("files") or {}
-        where = files[split]["path"] if split in files else \
-            f"{files['train']['path']} (the dev examples held out of it)"
-        limit = spec.get(f"max_{split}")
-        sample = (f" (the {len(examples)} of {full[split]} kept by max_{split} {limit})"
-                  if limit is not None and limit < full[split] else "")
+        where, sample = _split_where(spec, split, len(examples), source, full)
         raise TaskDataError(f"{where}: no entity in the {split} examples{sample}: span F1 is 0 "
                             f"whatever the model tags; give a {split} set with entities, or use "
                             f"metric token_accuracy")

@@ -191,6 +191,32 @@ def _seeds_note(seeds: Sequence[int], summary: Sequence[dict]) -> str:
             "reported in its own metric; tasks are never averaged.")
 
 
+def _beside_train_lines(data: Dict[str, dict]) -> List[str]:
+    """Lines of the Data section naming, per task, the dev and test labels no training example
+    has (``unseen_labels``: each is scored as an error) and the dev and test examples whose text
+    is a training text (``in_train``). Both were in the log and results.json only, so the
+    shared report showed such a task's scores as any other's. Duplicates are named, not
+    refused: a corpus's fixed splits keep the ones it has (short sentences, tweets)."""
+    unseen = {t: d["unseen_labels"] for t, d in data.items() if d.get("unseen_labels")}
+    shared = {t: d["in_train"] for t, d in data.items() if d.get("in_train")}
+    out: List[str] = []
+    if unseen:
+        out += ["", "Dev and test labels that no training example has (each example or token "
+                "with one is scored as an error):", ""]
+        out += [f"* {task}: " + "; ".join(
+                    f"{split} " + ", ".join(f"{label!r} ({n})" for label, n in list(counts.items())[:10])
+                    + (f" and {len(counts) - 10} more" if len(counts) > 10 else "")
+                    for split, counts in splits.items()) for task, splits in unseen.items()]
+    if shared:
+        out += ["", "Dev and test examples whose text is also a training text (their scores "
+                "measure what the model was trained on):", ""]
+        out += [f"* {task}: " + "; ".join(
+                    f"{split} {'all ' if n == data[task]['sizes'][split] else ''}{n} of "
+                    f"{data[task]['sizes'][split]}" for split, n in counts.items())
+                for task, counts in shared.items()]
+    return out
+
+
 def _markdown(results: dict) -> str:
     cfg = results["config"]
     out = [f"# Experiment `{cfg['name']}`", ""]
@@ -256,6 +282,7 @@ def _markdown(results: dict) -> str:
             out += [f"* {task}: " + "; ".join(f"{split} {n} of {data[task]['sizes'][split]}"
                                               for split, n in counts.items())
                     for task, counts in past.items()]
+        out += _beside_train_lines(data)
         own = {t: d["source"] for t, d in data.items()
                if isinstance(d.get("source"), dict) and d["source"].get("files")
                and not d["source"].get("corpus")}
