@@ -149,3 +149,16 @@ def test_a_path_refused_in_an_experiment_config_names_the_config(home, capsys, v
     assert main(["experiment", "x.json", "--set", f"out={value}", "--print-config"]) == 1
     err = capsys.readouterr().err
     assert err.startswith(f"elmo experiment: error: x.json with --set: {value}: ") and err.count("\n") == 1
+
+
+def test_a_script_with_its_own_arguments_takes_a_quoted_tilde_as_the_home_folder(home, capsys):
+    # (python -m elmo.demo.build_data --corpus "~/c" read ./~/c: the scripts skipped the rule)
+    from elmo.demo.build_data import main as build_data_main
+    home, work = home
+    assert build_data_main(["--corpus", "~/c", "--glove", "g", "--vocab", "v.txt", "--out", "o"]) == 1
+    err = capsys.readouterr().err
+    assert str(home / "c" / "train.txt") in err and err.count("\n") == 1
+    assert build_data_main(["--vocab", "$HOME/v.txt", "--out", "o"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("python -m elmo.demo.build_data: error: $HOME/v.txt: a shell variable")
+    assert sorted(p.name for p in work.iterdir()) == ["in.txt"]

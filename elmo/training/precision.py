@@ -28,6 +28,7 @@ import torch
 from ..data.corpus import expand_paths, iter_file_sentences
 from ..embedding import Embedder
 from ..runtime import set_threads
+from ..user_paths import expand_args
 from ..io import atomic_write_text
 from .. import strict_json
 from .evaluate import perplexity
@@ -93,7 +94,8 @@ def main(argv=None) -> int:
     p.add_argument("--threads", type=int)
     args = p.parse_args(argv)
     set_threads(args.threads)
-    try:
+    try:   # (a quoted "~/m" made a folder named "~", as in the elmo command: see elmo.user_paths)
+        expand_args(args)
         result = compare(args.reference, args.candidate, args.text)
     except (ValueError, OSError) as e:   # (a traceback, for a missing folder or another model)
         from ..cli import one_line
