@@ -110,9 +110,9 @@ def build(corpus: Path, glove: Path, vocab: Path, out: Path, n_sentences: int = 
     return manifest
 
 
-def main(argv=None) -> int:
-    from ..data.fetch import data_home
-
+def build_parser() -> argparse.ArgumentParser:
+    """The command line of ``python -m elmo.demo.build_data`` (its path arguments'
+    destinations are among :data:`elmo.user_paths.PATH_SETTINGS`)."""
     p = argparse.ArgumentParser(prog="python -m elmo.demo.build_data", description=__doc__.split("\n")[0])
     p.add_argument("--corpus", type=Path, default=None, help="corpus folder (default: the cache's corpus/)")
     p.add_argument("--glove", type=Path, default=None, help="GloVe vectors (default: the cache's glove-50d/)")
@@ -121,6 +121,13 @@ def main(argv=None) -> int:
     p.add_argument("--sentences", type=int, default=1000)
     p.add_argument("--static-words", type=int, default=10_000)
     p.add_argument("--seed", type=int, default=0)
+    return p
+
+
+def main(argv=None) -> int:
+    from ..data.fetch import data_home
+
+    p = build_parser()
     args = p.parse_args(argv)
     try:   # (a quoted "~/x" made a folder named "~", as in the elmo command: see elmo.user_paths)
         expand_args(args)
