@@ -35,8 +35,8 @@ rows are taken while its tensor is a part of the Doc's (a view); replaced or cop
 Two Docs whose vectors different ``elmo`` components made (another model, other ``layers``
 or mix: vectors of different spaces, even of one width) have no similarity: a ValueError
 names both. Each Doc's record (``doc.user_data``, kept through pickle and ``to_bytes``) holds
-a digest of its component's weights and layers; the same model and layers in another pipeline
-(or loaded again) compare. A Doc whose record has none (``set_vector_hooks`` on a Doc without a
+a digest of its component's weights, model options (and dictionaries) and layers; the same
+model and layers in another pipeline (or loaded again) compare. A Doc whose record has none (``set_vector_hooks`` on a Doc without a
 record) is compared with any.
 
 A Doc read back from bytes (``nlp.pipe(texts, n_process=2)``, ``Doc.from_bytes``) has lost its
@@ -264,14 +264,15 @@ def _similarity(obj, other) -> float:
 
 
 def _check_same_source(mine: Doc, theirs: Doc) -> None:
-    """Refuse two Docs whose rows different ``elmo`` components made (other weights, layers or
-    mix): a cosine of vectors of two spaces, of one width, was a number without a meaning.
+    """Refuse two Docs whose rows different ``elmo`` components made (other weights, options,
+    dictionaries, layers or mix): a cosine of vectors of two spaces, of one width, was a number
+    without a meaning.
     (A stored string compared: the weights are hashed once per component, not per call.)"""
     a, b = mine.user_data.get(_SOURCE_KEY), theirs.user_data.get(_SOURCE_KEY)
     if a is None or b is None or a == b:
         return
     made_a, made_b = mine.user_data.get(_MADE_BY_KEY), theirs.user_data.get(_MADE_BY_KEY)
-    which = f"{made_a} and {made_b}" if made_a != made_b else f"both {made_a}, but of other weights"
+    which = f"{made_a} and {made_b}" if made_a != made_b else f"both {made_a}, but of other weights or options"
     raise ValueError(f"similarity: the vectors come from different ELMo components ({which}), whose vectors "
                      f"are of different spaces: embed both Docs with one 'elmo' component")
 
@@ -377,10 +378,15 @@ class ElmoVectors(_BatchedComponent):
 
     @functools.cached_property
     def source(self) -> Tuple[str, str]:
-        """What makes this component's rows: a digest of its weights and layers choice (a hex
-        string, the same for the same model loaded twice), and its model and layers as named.
-        Hashed at the first Doc, once: weights changed in place since are not seen."""
-        digest = hashlib.blake2b(f"{weights_digest(self.weights)} {self.selection!r}".encode(), digest_size=16)
+        """What makes this component's rows: a digest of its weights, its model's options, an
+        ELMoForManyLangs model's dictionaries and its layers choice (a hex string, the same for
+        the same model loaded twice), and its model and layers as named. The same weights under
+        other options (characters per token, activation, clips) or other dictionaries give other
+        rows. Hashed at the first Doc, once: weights changed in place since are not seen."""
+        scheme = self.weights.id_scheme
+        digest = hashlib.blake2b(f"{weights_digest(self.weights)} {self.selection!r} "
+                                 f"{self.weights.options.to_json()}".encode(), digest_size=16)
+        digest.update(b"" if scheme is None else scheme.fingerprint())
         return digest.hexdigest(), f"model {self.model_spec!r}, layers {self.layers!r}"
 
     def _set(self, docs: List[Doc]) -> None:

@@ -6,7 +6,8 @@ path in a config file. Taken literally, such a path made a folder named ``~`` in
 folder (``elmo embed in.txt '~/out.hdf5'`` wrote ``./~/out.hdf5``), the folder that a later
 ``rm -rf ~`` meant for it deletes the user's home instead.
 
-The rule, the same for every command: a path given on the command line (:func:`expand_args`)
+The rule, the same for every command: a path given on the command line (:func:`expand_args`;
+the ``python -m`` scripts under :mod:`elmo` too, which parse their own arguments)
 or in a config file (a job's ``--config``, an experiment's config) has its leading ``~`` or
 ``~user`` expanded as a shell would (:func:`os.path.expanduser`); a ``~user`` of no such user is
 an error rather than a folder of that name. A folder really named ``~`` is spelled ``./~``.
@@ -18,26 +19,30 @@ from __future__ import annotations
 
 import argparse
 import os
+from pathlib import PurePath
 from typing import Any, Dict, MutableMapping
 
 __all__ = ["PATH_SETTINGS", "PathSettingError", "expand_args", "expand_home", "expand_settings"]
 
-#: The argparse destinations and job-config settings that hold paths (files, folders, globs,
+#: The argparse destinations (the elmo command's and the scripts') and job-config settings that hold paths (files, folders, globs,
 #: or a model that may be a folder). A value that does not begin with "~" is never changed,
 #: so a model's or a corpus's name among them is kept as it is.
 PATH_SETTINGS = frozenset({
-    "bilm", "config", "config_file", "contrast_file", "corpus", "counts", "glove", "heldout", "index_dir",
-    "init_from", "input", "log", "mix_weights", "model", "neighbors_corpus", "options", "out", "output",
-    "results", "similarity_corpus", "text", "train", "valid", "vocab",
+    "bilm", "candidate", "config", "config_file", "contrast_file", "corpus", "counts", "dest", "glove",
+    "heldout", "index_dir", "init_from", "input", "log", "mix_weights", "model", "neighbors_corpus",
+    "options", "out", "output", "reference", "results", "similarity_corpus", "src", "text", "train",
+    "valid", "vocab",
 })
 
 
 def expand_home(value: Any) -> Any:
-    """``value`` (a path, or a list of them) with a leading ``~`` or ``~user`` expanded; any
+    """``value`` (a path as text or a :class:`~pathlib.PurePath`, or a list of them) with a leading ``~`` or ``~user`` expanded; any
     other value as it is. Raises ValueError for a ``~user`` of no such user and for a path
     that begins with ``$`` (either would be a folder of that name in the working folder)."""
     if isinstance(value, list):
         return [expand_home(v) for v in value]
+    if isinstance(value, PurePath):   # (a script's argparse type=Path: Path("~/x") is still "~/x")
+        return type(value)(expand_home(str(value)))
     if isinstance(value, str) and value.startswith("$"):
         # (a config file's "$HOME/runs" made a folder named "$HOME", as "~/runs" made one "~")
         raise ValueError(f"{value}: a shell variable, which no shell expanded here (a config file's, or a "

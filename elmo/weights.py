@@ -608,19 +608,32 @@ def model_options_digest(options: ElmoOptions) -> str:
     return hashlib.sha256(json.dumps(model, sort_keys=True).encode("utf-8")).hexdigest()
 
 
-def _check_config_belongs(folder: Path, options: ElmoOptions) -> None:
-    """The weights were saved with the options ``config.json`` holds (where the weights record
-    them: files written before the record was kept are not checked). ``save_pretrained``
-    commits ``model.safetensors``, then ``config.json``: a save killed between the two, over
-    another model of the same shapes but other clips or activation, gave the new weights the old
-    options, silently; so does a hand edit of a clip."""
+def read_safetensors(path: Path) -> Tuple[Dict[str, torch.Tensor], Dict[str, str]]:
+    """The tensors of the safetensors file ``path`` (never unpickled) and its metadata, read in
+    one opening of the file. A folder there, or a
+    file that cannot be read (truncated, not safetensors), is one WeightFileError naming it;
+    the values are not checked (:func:`check_finite`)."""
     from safetensors import SafetensorError, safe_open
 
+    if path.is_dir():
+        raise WeightFileError(f"{path}: is a directory, expected a safetensors file")
     try:
-        with safe_open(str(folder / NATIVE_WEIGHTS), framework="pt") as f:
-            recorded = (f.metadata() or {}).get(MODEL_OPTIONS_KEY)
-    except (SafetensorError, OSError):
-        return   # (an unreadable file is named by the load that follows)
+        with safe_open(str(path), framework="pt") as f:
+            metadata = f.metadata() or {}
+            state = {name: f.get_tensor(name) for name in f.keys()}
+    except (SafetensorError, OSError) as e:
+        reason = os_error_reason(e) if isinstance(e, OSError) else str(e)
+        raise WeightFileError(f"{path}: unreadable safetensors file: {reason}") from None
+    return state, metadata
+
+
+def _check_config_belongs(folder: Path, options: ElmoOptions, metadata: Dict[str, str]) -> None:
+    """The weights were saved with the options ``config.json`` holds (where the weights record
+    them in their file's ``metadata``: files written before the record was kept are not
+    checked). ``save_pretrained`` commits ``model.safetensors``, then ``config.json``: a save
+    killed between the two, over another model of the same shapes but other clips or
+    activation, gave the new weights the old options, silently; so does a hand edit of a clip."""
+    recorded = metadata.get(MODEL_OPTIONS_KEY)
     if recorded is not None and recorded != model_options_digest(options):
         raise WeightFileError(f"{folder / NATIVE_CONFIG}: not the model options {NATIVE_WEIGHTS} was saved with "
                               f"(a save interrupted between the two files, or an edited LSTM or CNN "
@@ -656,9 +669,6 @@ def _check_weights_fit_the_file(folder: Path, options: ElmoOptions) -> None:
 
 
 def _load_native(folder: Path, stateful: bool, dtype: torch.dtype | None = None) -> BiLM:
-    from safetensors import SafetensorError
-    from safetensors.torch import load_file
-
     options = ElmoOptions.from_file(folder / NATIVE_CONFIG)
     _check_weights_fit_the_file(folder, options)
     id_scheme = None
@@ -673,13 +683,7 @@ def _load_native(folder: Path, stateful: bool, dtype: torch.dtype | None = None)
                                   f"{options.char_vocabulary.n_characters} / {options.char_vocabulary.n_words}")
     with init_skipped():   # (load_state_dict below overwrites every weight, strict)
         bilm = BiLM(options, stateful=stateful, id_scheme=id_scheme)
-    if (folder / NATIVE_WEIGHTS).is_dir():
-        raise WeightFileError(f"{folder / NATIVE_WEIGHTS}: is a directory, expected a safetensors file")
-    try:
-        state = load_file(str(folder / NATIVE_WEIGHTS))
-    except (SafetensorError, OSError) as e:
-        reason = os_error_reason(e) if isinstance(e, OSError) else str(e)
-        raise WeightFileError(f"{folder / NATIVE_WEIGHTS}: unreadable safetensors file: {reason}") from None
+    state, metadata = read_safetensors(folder / NATIVE_WEIGHTS)
     expected = bilm.state_dict()
     for name, tensor in expected.items():
         if name not in state:
@@ -695,7 +699,7 @@ def _load_native(folder: Path, stateful: bool, dtype: torch.dtype | None = None)
                               f"model {NATIVE_CONFIG} describes"
                               + (f" (and {len(extra) - 1} more)" if len(extra) > 1 else "")
                               + f"; is {NATIVE_CONFIG} the one saved with these weights?")
-    _check_config_belongs(folder, options)   # (after the shapes: their messages say more)
+    _check_config_belongs(folder, options, metadata)   # (after the shapes: their messages say more)
     # The file holds each tensor in the model's dtype when it was saved; the model was built in
     # float32 (a bfloat16 model loaded back as float32): it gets that dtype back. The weights are
     # read into a model of the saved dtype, then converted: read into float32 first, a float64

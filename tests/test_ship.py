@@ -385,3 +385,23 @@ def test_shipping_writes_a_bundled_models_folder_that_other_writers_may_not(expo
     assert _state(bundled)[1].words == _state(exported)[1].words
     with pytest.raises(OutputError, match="inside the folder of the bundled model 'default'"):
         atomic_write_text(bundled / "vocab.txt", "x\n")   # (the permission ended with the ship)
+
+
+def test_the_scripts_take_a_quoted_tilde_as_the_home_folder(exported, tmp_path, monkeypatch, capsys):
+    """`python -m elmo.training.ship "~/m" "~/s"` (quoted: no shell expanded it) made a folder named
+    "~" in the working folder: the scripts apply the elmo command's rule (elmo.user_paths)."""
+    from elmo.training.precision import main as precision_main
+    from elmo.training.ship import main as ship_main
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.chdir(work)
+    assert ship_main(["~/model", "~/shipped"]) == 0
+    assert (tmp_path / "shipped" / "weights.hdf5").is_file()
+    assert precision_main(["~/model", "~/shipped", "~/corpus/heldout.txt", "--out", "~/p.json"]) == 0
+    assert json.loads((tmp_path / "p.json").read_text())["candidate"] == str(tmp_path / "shipped")
+    capsys.readouterr()
+    assert ship_main(["~/model", "~no-such-user-elmo/s"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("python -m elmo.training.ship: error: ~no-such-user-elmo/s: no user") and err.count("\n") == 1
+    assert list(work.iterdir()) == []

@@ -651,8 +651,58 @@ def test_similarity_refuses_vectors_of_different_components(tmp_path, monkeypatc
     here = pipeline("m")(text)
     monkeypatch.chdir(tmp_path / "b")
     with pytest.raises(ValueError, match=re.escape("components (both model 'm', layers 'average', but of other "
-                                                   "weights)")):
+                                                   "weights or options)")):
         pipeline("m")(text).similarity(here)
+
+
+@pytest.mark.parametrize("section, key, value", [("char_cnn", "max_characters_per_token", 10),
+                                                 ("char_cnn", "activation", "tanh"), ("lstm", "cell_clip", 0.05)])
+def test_similarity_refuses_vectors_of_the_same_weights_under_other_options(tmp_path, section, key, value):
+    """The record's digest was of the weights and layers alone: a copy of a model with the same
+    weights but another options setting that changes the vectors (fewer characters per token,
+    another activation, a tighter clip) compared with the original without a word."""
+    from elmo import BiLM, ElmoOptions, from_pretrained
+    from elmo.weights import save_pretrained
+    bilm = from_pretrained("fixture")
+    save_pretrained(bilm, tmp_path / "m")
+    options = bilm.options.to_dict()
+    options[section][key] = value
+    other_bilm = BiLM(ElmoOptions.from_dict(options))
+    other_bilm.load_state_dict(bilm.state_dict())                # (the same weights)
+    save_pretrained(other_bilm, tmp_path / "other")
+
+    def embedded(model):
+        nlp = spacy.blank("en")
+        nlp.add_pipe("elmo", config={"model": str(model)})
+        return nlp("The bank of the river closed .")
+    doc, twin, other = embedded(tmp_path / "m"), embedded("fixture"), embedded(tmp_path / "other")
+    assert doc.similarity(twin) == pytest.approx(1.0)
+    assert not np.allclose(doc.tensor, other.tensor)           # (other vectors, of one width)
+    with pytest.raises(ValueError, match="^similarity: the vectors come from different ELMo components"):
+        doc.similarity(other)
+
+
+def test_similarity_refuses_vectors_of_the_same_weights_under_other_dictionaries(tmp_path):
+    """Two ELMoForManyLangs models with the same weights and options but other character ids
+    (e and t swapped in char.dic) embed a word otherwise: their Docs compared without a word."""
+    import shutil
+    folder = Path(__file__).parent / "fixtures" / "elmoformanylangs" / "model"
+    shutil.copytree(folder, tmp_path / "other")
+    rows = [line.split("\t") for line in (tmp_path / "other" / "char.dic").read_text(encoding="utf-8").splitlines()]
+    ids = {row[0]: row[1] for row in rows}
+    for row in rows:
+        row[1] = {"e": ids["t"], "t": ids["e"]}.get(row[0], row[1])
+    (tmp_path / "other" / "char.dic").write_text("".join("\t".join(r) + "\n" for r in rows), encoding="utf-8")
+
+    def embedded(model):
+        nlp = spacy.blank("en")
+        nlp.add_pipe("elmo", config={"model": str(model)})
+        return nlp("The bank of the river closed .")
+    doc, other = embedded(folder), embedded(tmp_path / "other")
+    assert doc.similarity(embedded(folder)) == pytest.approx(1.0)
+    assert not np.allclose(doc.tensor, other.tensor)
+    with pytest.raises(ValueError, match="^similarity: the vectors come from different ELMo components"):
+        doc.similarity(other)
 
 
 def test_a_pickled_part_of_a_doc_with_its_user_data_is_told_what_works():

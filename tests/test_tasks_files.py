@@ -11,6 +11,7 @@ import zlib
 from pathlib import Path
 
 import pytest
+import torch
 
 from elmo.cli import main
 from elmo.tasks.datasets import load_task
@@ -466,6 +467,23 @@ def test_a_saved_models_edited_elmo_settings_are_refused_naming_the_file(tmp_pat
             TaskModel.load(edited)
         assert main(["predict", str(edited), "-", "--quiet"]) == 1
         assert f"error: {edited / 'config.json'}: {message}" in capsys.readouterr().err
+
+
+def test_a_frozen_bilms_weights_in_a_saved_models_file_are_refused(tmp_path):
+    """A saved model of a frozen biLM whose model.safetensors held biLM weights (its config.json
+    says none are saved) loaded them over the biLM checked against its record, silently."""
+    from safetensors.torch import load_file, save_file
+    from elmo.tasks.models import TaskModel
+    from elmo.tasks.saved import BILM_MODULE, TaskModelError
+    _, folder = _tagger_on_a_copy_of_the_fixture(tmp_path)
+    bilm = {k: t for k, t in TaskModel.load(folder).state_dict().items() if k.startswith(BILM_MODULE + ".")}
+    name = sorted(bilm)[0]
+    state = load_file(str(folder / "model.safetensors"))
+    assert not any(k.startswith(BILM_MODULE + ".") for k in state)
+    save_file({**state, name: bilm[name] + 1.0}, str(folder / "model.safetensors"))
+    with pytest.raises(TaskModelError, match=re.escape(f"{folder / 'model.safetensors'}: holds biLM weights "
+                                                       f"('{name}'), but config.json says the biLM was frozen")):
+        TaskModel.load(folder)
 
 
 def test_a_converted_copy_of_the_bilm_is_accepted(tmp_path, capsys):
@@ -1150,6 +1168,18 @@ def _edit_json(name, change):
     return edit
 
 
+def _edit_weights(change):
+    """A damage that rewrites model.safetensors with ``change`` made to its tensors (by name);
+    ``change`` gets the tensors and the name of the first float one."""
+    from safetensors.torch import load_file, save_file
+
+    def edit(folder):
+        state = load_file(str(folder / "model.safetensors"))
+        change(state, sorted(k for k, t in state.items() if t.is_floating_point())[0])
+        save_file(state, str(folder / "model.safetensors"))
+    return edit
+
+
 @pytest.mark.parametrize("damage, message", [
     (lambda f: (f / "vocab.json").unlink(), "vocab.json: cannot read it"),
     (lambda f: (f / "model.safetensors").unlink(), "model.safetensors: missing"),
@@ -1165,6 +1195,18 @@ def _edit_json(name, change):
     (_edit_json("labels.json", lambda labels: labels + ["extra"]),
      "has shape (2,), config.json and labels.json (3 labels) make it (3,)"),
     (_edit_json("vocab.json", lambda words: words[:-1]), "vocab.json: not the vocabulary of config.json"),
+    (lambda f: (f / "model.safetensors").write_bytes((f / "model.safetensors").read_bytes()[:-8]),
+     "model.safetensors: unreadable safetensors file"),
+    (lambda f: ((f / "model.safetensors").unlink(), (f / "model.safetensors").mkdir()),
+     "model.safetensors: is a directory"),
+    (_edit_weights(lambda s, k: s[k].view(-1).__setitem__(0, float("nan"))),
+     "holds 1 non-finite values (NaN or inf), the first at index (0,)"),
+    (_edit_weights(lambda s, k: s.__setitem__(k, s[k].reshape(-1)[:1].clone())), "has shape (1,)"),
+    (_edit_weights(lambda s, k: s.pop(k)), "model.safetensors: does not fit config.json (missing ['"),
+    (_edit_weights(lambda s, k: s.__setitem__("head.extra", torch.zeros(2))),
+     "does not fit config.json (missing [], unexpected ['head.extra'])"),
+    (_edit_weights(lambda s, k: s.__setitem__(k, s[k].to(torch.int64))), "holds int64 values, the model's are float32"),
+    (_edit_weights(lambda s, k: s.__setitem__(k, s[k] > 0)), "holds bool values, the model's are float32"),
 ])
 def test_a_damaged_saved_model_is_one_error_naming_its_file(saved_classifier, tmp_path, damage, message):
     """Each was a bare JSON or KeyError message, a SafetensorError or a load_state_dict size
@@ -1176,8 +1218,9 @@ def test_a_damaged_saved_model_is_one_error_naming_its_file(saved_classifier, tm
     shutil.copytree(saved_classifier, folder)
     assert TaskModel.load(folder).predict(["the cat"])[0] in ("big", "other")
     damage(folder)
-    with pytest.raises(TaskModelError, match=re.escape(message)):
+    with pytest.raises(TaskModelError, match=re.escape(message)) as raised:
         TaskModel.load(folder)
+    assert str(raised.value).startswith(str(folder)) and "\n" not in str(raised.value)
 
 
 @pytest.mark.parametrize("fmt, text, message", [

@@ -96,6 +96,27 @@ def test_every_text_option_of_every_command_is_known_as_a_path_or_not():
     assert not unknown, "add each to PATH_SETTINGS (a path) or to NOT_PATHS here"
 
 
+#: The modules under elmo run as ``python -m`` that parse their own arguments (``build_parser``)
+SCRIPTS = ("elmo.demo.build_data", "elmo.training.precision", "elmo.training.ship")
+
+
+def test_every_script_is_known_and_its_path_arguments_are_expanded():
+    # (they skipped the rule: a quoted "~/m" made a folder named "~"; a new script must join them)
+    import importlib
+    from pathlib import Path
+
+    from elmo.user_paths import PATH_SETTINGS
+    root = Path(__file__).resolve().parents[1]
+    found = {".".join(p.relative_to(root).with_suffix("").parts) for p in (root / "elmo").rglob("*.py")
+             if 'if __name__ == "__main__":' in p.read_text(encoding="utf-8")}
+    assert found == {"elmo.cli", *SCRIPTS}
+    for name in SCRIPTS:
+        parser = importlib.import_module(name).build_parser()
+        unknown = {a.dest for a in parser._actions if a.nargs != 0 and not a.choices
+                   and a.type in (None, str, Path) and a.dest not in PATH_SETTINGS | {"help"}}
+        assert not unknown, f"{name}: add each to PATH_SETTINGS (a path) or take it otherwise"
+
+
 @pytest.mark.parametrize("argv, typed", [
     (["vocab", "build", "in.txt", "-o", "v.txt/"], "-o 'v.txt/'"),
     (["vocab", "build", "in.txt", "-o", "v.txt", "--counts", "c.tsv/"], "--counts 'c.tsv/'"),
@@ -149,3 +170,16 @@ def test_a_path_refused_in_an_experiment_config_names_the_config(home, capsys, v
     assert main(["experiment", "x.json", "--set", f"out={value}", "--print-config"]) == 1
     err = capsys.readouterr().err
     assert err.startswith(f"elmo experiment: error: x.json with --set: {value}: ") and err.count("\n") == 1
+
+
+def test_a_script_with_its_own_arguments_takes_a_quoted_tilde_as_the_home_folder(home, capsys):
+    # (python -m elmo.demo.build_data --corpus "~/c" read ./~/c: the scripts skipped the rule)
+    from elmo.demo.build_data import main as build_data_main
+    home, work = home
+    assert build_data_main(["--corpus", "~/c", "--glove", "g", "--vocab", "v.txt", "--out", "o"]) == 1
+    err = capsys.readouterr().err
+    assert str(home / "c" / "train.txt") in err and err.count("\n") == 1
+    assert build_data_main(["--vocab", "$HOME/v.txt", "--out", "o"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("python -m elmo.demo.build_data: error: $HOME/v.txt: a shell variable")
+    assert sorted(p.name for p in work.iterdir()) == ["in.txt"]

@@ -1,4 +1,5 @@
 import json
+import os
 import re
 import shutil
 
@@ -863,6 +864,24 @@ def test_a_config_that_is_not_the_one_saved_with_the_weights_is_refused(tmp_path
     (folder / "config.json").write_text(json.dumps(config))
     with pytest.raises(WeightFileError, match="not the model options"):
         elmo.from_pretrained(folder)
+
+
+def test_a_native_model_file_is_opened_once_for_its_weights_and_their_options_record(tmp_path, monkeypatch):
+    # (the options record in its metadata was read by opening the file a second time)
+    import safetensors
+    import safetensors.torch
+    folder = tmp_path / "m"
+    elmo.save_pretrained(random_bilm(), folder)
+    opened = []
+    real = safetensors.safe_open
+
+    def counted(path, *args, **kwargs):
+        opened.append(os.path.basename(path))
+        return real(path, *args, **kwargs)
+    for module in (safetensors, safetensors.torch):
+        monkeypatch.setattr(module, "safe_open", counted)
+    elmo.from_pretrained(folder)
+    assert opened == ["model.safetensors"]
 
 
 def test_saving_into_a_bundled_models_folder_is_refused(tmp_path):

@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import sys
 from pathlib import Path
 from typing import Dict, Iterator, List, Sequence, Tuple
 
@@ -28,6 +29,7 @@ import numpy as np
 
 from ..data.fetch import sha256_file
 from ..io import atomic_commit, atomic_target, atomic_write_text
+from ..user_paths import expand_args
 from . import data as D
 
 MIN_TOKENS, MAX_TOKENS = 5, 40
@@ -108,9 +110,9 @@ def build(corpus: Path, glove: Path, vocab: Path, out: Path, n_sentences: int = 
     return manifest
 
 
-def main(argv=None) -> int:
-    from ..data.fetch import data_home
-
+def build_parser() -> argparse.ArgumentParser:
+    """The command line of ``python -m elmo.demo.build_data`` (its path arguments'
+    destinations are among :data:`elmo.user_paths.PATH_SETTINGS`)."""
     p = argparse.ArgumentParser(prog="python -m elmo.demo.build_data", description=__doc__.split("\n")[0])
     p.add_argument("--corpus", type=Path, default=None, help="corpus folder (default: the cache's corpus/)")
     p.add_argument("--glove", type=Path, default=None, help="GloVe vectors (default: the cache's glove-50d/)")
@@ -119,10 +121,23 @@ def main(argv=None) -> int:
     p.add_argument("--sentences", type=int, default=1000)
     p.add_argument("--static-words", type=int, default=10_000)
     p.add_argument("--seed", type=int, default=0)
+    return p
+
+
+def main(argv=None) -> int:
+    from ..data.fetch import data_home
+
+    p = build_parser()
     args = p.parse_args(argv)
-    root = data_home()
-    manifest = build(args.corpus or root / "corpus", args.glove or root / "glove-50d", args.vocab, args.out,
-                     args.sentences, args.static_words, args.seed)
+    try:   # (a quoted "~/x" made a folder named "~", as in the elmo command: see elmo.user_paths)
+        expand_args(args)
+        root = data_home()
+        manifest = build(args.corpus or root / "corpus", args.glove or root / "glove-50d", args.vocab, args.out,
+                         args.sentences, args.static_words, args.seed)
+    except (ValueError, OSError) as e:   # (a missing file was a traceback)
+        from ..cli import one_line
+        print(f"{p.prog}: error: {one_line(e)}", file=sys.stderr)
+        return 1
     print(f"wrote {args.out}: {manifest['sentences']:,} sentences ({manifest['occurrences']:,} occurrences of "
           f"{manifest['word']!r}, from {manifest['candidates']:,} candidates), {manifest['static_words']:,} "
           f"static words with GloVe vectors")

@@ -39,7 +39,7 @@ import warnings
 from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
-from typing import List, Literal, Optional, Sequence, Tuple, Union
+from typing import List, Literal, Mapping, Optional, Sequence, Tuple, Union
 
 import torch
 
@@ -267,26 +267,44 @@ def _warn_other_tokenizer(cfg: dict, cfg_path: Path) -> None:
                       tokenizer.TokenizerRevisionWarning, stacklevel=3)
 
 
-def _read_weights(path: Path) -> dict:
-    """model.safetensors (never unpickled), each tensor finite."""
-    from safetensors import SafetensorError
-    from safetensors.torch import load_file
-    from ..io import os_error_reason
-    from ..weights import WeightFileError, check_finite
-    if not path.is_file():
+def _read_weights(path: Path, expected: Mapping[str, torch.Tensor], labels: Sequence[str], frozen: bool) -> dict:
+    """model.safetensors (never unpickled, read by :func:`elmo.weights.read_safetensors`),
+    checked against ``expected``, the ``state_dict`` of the model config.json builds: each of
+    its tensors there (a ``frozen`` biLM's left out: it is not saved with the model), of its
+    shape, of floating values where its are and finite, and no other tensor. Each way it is
+    not is one TaskModelError naming the file, before any weight is copied."""
+    from ..weights import WeightFileError, check_finite, read_safetensors
+    if not path.exists():
         raise TaskModelError(f"{path}: missing; the saved model folder is incomplete: save it "
                              f"again")
     try:
-        state = load_file(str(path))
-    except (SafetensorError, OSError) as e:
-        reason = os_error_reason(e) if isinstance(e, OSError) else str(e)
-        raise TaskModelError(f"{path}: unreadable safetensors file ({reason}); the saved model "
-                             f"is damaged or truncated: save it again") from None
+        state, _ = read_safetensors(path)
+    except WeightFileError as e:
+        raise TaskModelError(f"{e}; save the task model again") from None
     try:
         for name, tensor in state.items():
             check_finite(tensor, f"{path}: tensor '{name}'")
     except WeightFileError as e:
         raise TaskModelError(str(e)) from None
+    for name, tensor in state.items():    # load_state_dict's size error is a page of text
+        if name in expected and tensor.shape != expected[name].shape:
+            raise TaskModelError(f"{path}: tensor '{name}' has shape {tuple(tensor.shape)}, "
+                                 f"config.json and labels.json ({len(labels)} labels) make it "
+                                 f"{tuple(expected[name].shape)}")
+        if name in expected and tensor.is_floating_point() != expected[name].is_floating_point():
+            # (load_state_dict converts: an int64 or bool copy of a weight loaded, rounded)
+            raise TaskModelError(f"{path}: tensor '{name}' holds {str(tensor.dtype).replace('torch.', '')} "
+                                 f"values, the model's are {str(expected[name].dtype).replace('torch.', '')}")
+    frozen_part = [k for k in state if frozen and k.startswith(BILM_MODULE + ".")]
+    if frozen_part:   # (they replaced the weights of the biLM checked against its record)
+        more = f" and {len(frozen_part) - 1} more" if len(frozen_part) > 1 else ""
+        raise TaskModelError(f"{path}: holds biLM weights ('{frozen_part[0]}'{more}), but config.json says "
+                             f"the biLM was frozen, its weights not saved with the model")
+    missing = [k for k in expected if k not in state and not (frozen and k.startswith(BILM_MODULE + "."))]
+    unexpected = [k for k in state if k not in expected]
+    if missing or unexpected:
+        raise TaskModelError(f"{path}: does not fit config.json "
+                             f"(missing {missing[:3]}, unexpected {unexpected[:3]})")
     return state
 
 
@@ -363,13 +381,7 @@ def load(folder: Union[str, Path], bilm: Optional[str] = None, device=None,
     model = build_model(shape, emb, ModelSettings.from_dict(cfg["model"], f"{cfg_path}: "),
                         elmo_features, lam)
     weights = folder / "model.safetensors"
-    state = _read_weights(weights)
-    expected = model.state_dict()
-    for name, tensor in state.items():    # load_state_dict's size error is a page of text
-        if name in expected and tensor.shape != expected[name].shape:
-            raise TaskModelError(f"{weights}: tensor '{name}' has shape {tuple(tensor.shape)}, "
-                                 f"config.json and labels.json ({len(labels)} labels) make it "
-                                 f"{tuple(expected[name].shape)}")
+    state = _read_weights(weights, model.state_dict(), labels, e is not None and not e["bilm_weights_saved"])
     if e is not None and e["bilm_weights_saved"]:
         # a fine-tuned biLM is read in the dtype it was saved in (float32 for one fine-tuned from
         # a bfloat16 biLM), not rounded to the dtype of the biLM it started from
@@ -377,12 +389,7 @@ def load(folder: Union[str, Path], bilm: Optional[str] = None, device=None,
                       and t.is_floating_point()), None)
         if saved is not None:
             bilm_model.to(saved)
-    missing, unexpected = model.load_state_dict(state, strict=False)
-    missing = [k for k in missing if not (e is not None and not e["bilm_weights_saved"]
-                                          and k.startswith(BILM_MODULE + "."))]
-    if missing or unexpected:
-        raise TaskModelError(f"{weights}: does not fit config.json "
-                             f"(missing {missing[:3]}, unexpected {unexpected[:3]})")
+    model.load_state_dict(state, strict=False)   # (checked: only a frozen biLM's are missing)
     if kind.graded:
         _check_target_record(cfg, cfg_path, weights, model)
     if device is not None:

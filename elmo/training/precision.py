@@ -28,6 +28,7 @@ import torch
 from ..data.corpus import expand_paths, iter_file_sentences
 from ..embedding import Embedder
 from ..runtime import set_threads
+from ..user_paths import expand_args
 from ..io import atomic_write_text
 from .. import strict_json
 from .evaluate import perplexity
@@ -84,16 +85,24 @@ def compare(reference: str | Path, candidate: str | Path, texts: Sequence[str], 
             "perplexity": ppl}
 
 
-def main(argv=None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """The command line of ``python -m elmo.training.precision`` (its path arguments'
+    destinations are among :data:`elmo.user_paths.PATH_SETTINGS`)."""
     p = argparse.ArgumentParser(prog="python -m elmo.training.precision", description=__doc__.split("\n")[0])
     p.add_argument("reference", help="model folder (float32)")
     p.add_argument("candidate", help="model folder to compare (e.g. float16)")
     p.add_argument("text", nargs="+", help="held-out text: files, globs or folders")
     p.add_argument("--out", type=Path, help="write the JSON here")
     p.add_argument("--threads", type=int)
+    return p
+
+
+def main(argv=None) -> int:
+    p = build_parser()
     args = p.parse_args(argv)
     set_threads(args.threads)
-    try:
+    try:   # (a quoted "~/m" made a folder named "~", as in the elmo command: see elmo.user_paths)
+        expand_args(args)
         result = compare(args.reference, args.candidate, args.text)
     except (ValueError, OSError) as e:   # (a traceback, for a missing folder or another model)
         from ..cli import one_line

@@ -31,6 +31,7 @@ from ..data.corpus import file_fingerprint
 from ..io import (atomic_folder, atomic_write_text, check_output_dir, keep_other_entries, new_hdf5,
                   no_empty_folder_on_failure, output_lock, remove_dead_temporaries, shipping_into)
 from .. import strict_json
+from ..user_paths import expand_args
 from ..weights import (NATIVE_CONFIG, NATIVE_WEIGHTS, ORIGINAL_WEIGHTS, STORAGE_DTYPES, load_original, narrowed,
                        save_original)
 from .export import COUNTS_FILE, METADATA_FILE, SOFTMAX_FILE, VOCAB_FILE, load_vocabulary, read_metadata
@@ -141,15 +142,23 @@ def _write_shipped(src: Path, dest: Path, bilm_dtype: str, softmax_dtype: str,
     return {name: (dest / name).stat().st_size for name in names}
 
 
-def main(argv=None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """The command line of ``python -m elmo.training.ship`` (its path arguments'
+    destinations are among :data:`elmo.user_paths.PATH_SETTINGS`)."""
     p = argparse.ArgumentParser(prog="python -m elmo.training.ship", description=__doc__.split("\n")[0])
     p.add_argument("src", type=Path, help="trained model folder (options.json, weights.hdf5, softmax.hdf5, vocab.txt)")
     p.add_argument("dest", type=Path, help="folder to write, e.g. elmo/resources/default")
     p.add_argument("--bilm-dtype", choices=DTYPES, default="float32")
     p.add_argument("--softmax-dtype", choices=DTYPES, default="float32")
     p.add_argument("--max-mb", type=float, default=50.0, help="size limit of the written files (MB)")
+    return p
+
+
+def main(argv=None) -> int:
+    p = build_parser()
     args = p.parse_args(argv)
-    try:
+    try:   # (a quoted "~/m" made a folder named "~", as in the elmo command: see elmo.user_paths)
+        expand_args(args)
         sizes = ship(args.src, args.dest, args.bilm_dtype, args.softmax_dtype, args.max_mb)
     except (ValueError, OSError) as e:   # (a traceback, for a refused size or a missing file)
         from ..cli import one_line
