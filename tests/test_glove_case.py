@@ -122,3 +122,17 @@ def test_glove_files_read_one_after_another_are_not_all_kept(tmp_path):
     assert set(embeddings._CASED) <= set(embeddings._GLOVE_CACHE)
     # the one in use is still read once: the same arrays again
     assert embeddings.load_glove(paths[-1])[1] is embeddings.load_glove(paths[-1])[1]
+
+
+def test_a_glove_file_read_again_after_it_was_dropped_is_recorded_by_its_new_digest(tmp_path):
+    """A file dropped from the cache and read again (changed on disk meanwhile) must not be
+    recorded by the digest of its earlier read: a saved model's recorded GloVe would not be
+    the vectors it was built with, and its load refused it."""
+    glove = _write(tmp_path / "a.txt", {"the": [1.0, 1.0]})
+    before = embeddings.glove_record({"glove": glove})["digest"]
+    _write(tmp_path / "a.txt", {"the": [2.0, 2.0]})
+    for k in range(embeddings.GLOVE_CACHE_SIZE):    # other files push it out
+        embeddings.load_glove(_write(tmp_path / f"other{k}.txt", {"the": [0.0, 0.0]}))
+    words, vectors = embeddings.load_glove(glove)
+    assert vectors[0].tolist() == [2.0, 2.0]
+    assert embeddings.glove_record({"glove": glove})["digest"] == embeddings.glove_digest(words, vectors) != before

@@ -204,11 +204,13 @@ def load_glove(path: Optional[str] = None) -> Tuple[List[str], np.ndarray]:
 
 def _forget_glove(keep: int) -> None:
     """Drop the least recently used GloVe files read until ``keep`` are left, with what
-    :func:`glove_cased` kept of their words (the digests are short strings: they stay)."""
+    :func:`glove_cased` and :func:`glove_record` kept of them: a file read again may have
+    changed on disk, and a digest kept from the earlier read would not be that of its vectors."""
     while len(_GLOVE_CACHE) > max(keep, 0):
         key = next(iter(_GLOVE_CACHE))
         del _GLOVE_CACHE[key]
         _CASED.pop(key, None)
+        _DIGESTS.pop(key, None)
 
 
 def _say(message: str) -> None:
