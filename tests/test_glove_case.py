@@ -100,3 +100,39 @@ def test_a_cased_glove_file_changes_the_run_fingerprint_of_the_old_lower_cased_l
         content = run_content(cfg, cfg.tasks[0], cfg.variants[0])
         before = {k: v for k, v in content.items() if k != "glove_lookup"}   # the old content
         assert (content_digest(content) != content_digest(before)) is cased
+
+
+def test_glove_files_read_one_after_another_are_not_all_kept(tmp_path):
+    """Every GloVe file read stayed in a per-process dict by path: a process loading task
+    models built with other files one after another kept them all (gigabytes each), after
+    the models were gone. The most recently used are kept, up to GLOVE_CACHE_SIZE."""
+    import gc
+    import weakref
+    paths = [_write(tmp_path / f"g{k}.txt", {"the": [float(k), 1.0], "Berlin": [2.0, 2.0]}) for k in range(4)]
+    first = embeddings.load_glove(paths[0])[1]
+    assert embeddings.glove_cased(paths[0])
+    gone = weakref.ref(first)
+    del first
+    for path in paths[1:]:
+        assert embeddings.load_glove(path)[1][0, 0] == float(paths.index(path))
+        embeddings.glove_cased(path)
+    gc.collect()
+    assert gone() is None
+    assert len(embeddings._GLOVE_CACHE) <= embeddings.GLOVE_CACHE_SIZE
+    assert set(embeddings._CASED) <= set(embeddings._GLOVE_CACHE)
+    # the one in use is still read once: the same arrays again
+    assert embeddings.load_glove(paths[-1])[1] is embeddings.load_glove(paths[-1])[1]
+
+
+def test_a_glove_file_read_again_after_it_was_dropped_is_recorded_by_its_new_digest(tmp_path):
+    """A file dropped from the cache and read again (changed on disk meanwhile) must not be
+    recorded by the digest of its earlier read: a saved model's recorded GloVe would not be
+    the vectors it was built with, and its load refused it."""
+    glove = _write(tmp_path / "a.txt", {"the": [1.0, 1.0]})
+    before = embeddings.glove_record({"glove": glove})["digest"]
+    _write(tmp_path / "a.txt", {"the": [2.0, 2.0]})
+    for k in range(embeddings.GLOVE_CACHE_SIZE):    # other files push it out
+        embeddings.load_glove(_write(tmp_path / f"other{k}.txt", {"the": [0.0, 0.0]}))
+    words, vectors = embeddings.load_glove(glove)
+    assert vectors[0].tolist() == [2.0, 2.0]
+    assert embeddings.glove_record({"glove": glove})["digest"] == embeddings.glove_digest(words, vectors) != before

