@@ -63,7 +63,10 @@ def model_digest(model: torch.nn.Module, settings: Optional[Any] = None) -> str:
 
 
 # ----------------------------------------------------------------------------- legacy forms
-# Each reads a record that users already have on disk; none is ever written again.
+# Each reads a record that users already have on disk, written before this digest existed: an
+# embed output or its segments (hours of vectors), a saved task model, a report's sections. Not
+# recognised, they were refused as another model's, and only recomputing them went on. None is
+# ever written again. (Caches keyed by the neighbour index's old fingerprint simply miss once.)
 
 #: The stride of the sampled digest that embed recorded before it hashed every weight.
 LEGACY_DIGEST_STRIDE = 97
@@ -110,6 +113,7 @@ def legacy_analysis_fingerprint(bilm: BiLM) -> str:
 
 
 def _sampled_embed_digest(bilm: BiLM) -> str:
+    """:func:`legacy_embed_digest` of every :data:`LEGACY_DIGEST_STRIDE`-th value."""
     return legacy_embed_digest(bilm, LEGACY_DIGEST_STRIDE)
 
 
