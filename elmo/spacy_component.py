@@ -45,9 +45,12 @@ whatever the contexts. Call :func:`set_vector_hooks` on each such Doc (compared 
 that has the hooks, it gets them back itself).
 
 A saved pipeline (``nlp.to_disk``, ``nlp.to_bytes``) keeps each component's ``model`` as its
-config names it, and a digest of the weights it loaded (``elmo_model.json``); loading it where
-that name gives other weights (a relative path read from another working folder, a model
-changed since) is a ValueError, not other vectors or tags.
+config names it, and a digest of the model it loaded (``elmo_model.json``: its options,
+dictionaries and weights, :func:`elmo.model_digest.model_digest`; a task model's config and
+labels too); loading it where that name gives another model (a relative path read from another
+working folder, a model changed since, the same weights under other options) is a ValueError,
+not other vectors or tags. (A pipeline saved before records the digest of its weights alone,
+which is what its loading checks.)
 """
 from __future__ import annotations
 
@@ -313,19 +316,39 @@ class _BatchedComponent:
     model_spec: str
     weights: Any
 
+    def _digest_settings(self) -> Any:
+        """What defines the model besides its biLM's options and its weights (for its digest)."""
+        return None
+
     def _record(self) -> dict:
-        """What a saved pipeline keeps of this component: its model and a digest of its weights
-        (hashed at each save and load: a model changed in place since is told apart)."""
-        return {"model": self.model_spec, "weights_digest": weights_digest(self.weights)}
+        """What a saved pipeline keeps of this component: its model and its digest (options,
+        dictionaries and weights: :func:`~elmo.model_digest.model_digest`; hashed at each save
+        and load: a model changed in place since is told apart)."""
+        from .model_digest import model_digest
+        return {"model": self.model_spec, "model_digest": model_digest(self.weights, self._digest_settings())}
 
     def _check_record(self, record: object) -> None:
-        """Refuse a saved pipeline whose record names other weights than the model loaded now."""
-        saved = record.get("weights_digest") if isinstance(record, dict) else None
-        if saved is not None and saved != self._record()["weights_digest"]:
+        """Refuse a saved pipeline whose record names another model than the one loaded now. A
+        pipeline saved before the record held ``model_digest`` holds ``weights_digest``, of
+        the weights alone (:func:`~elmo.model_digest.legacy_weights_digest`): checked as such,
+        so that it still loads (its options cannot be checked)."""
+        from .model_digest import legacy_weights_digest
+        if not isinstance(record, dict):
+            return
+        if record.get("model_digest") is not None:
+            same = record["model_digest"] == self._record()["model_digest"]
+        elif record.get("weights_digest") is not None:
+            same = record["weights_digest"] == legacy_weights_digest(self.weights)
+        else:
+            return
+        if not same:
+            folder = Path(self.model_spec).expanduser()
+            where = f"{folder.resolve()}, " if folder.exists() else ""
             raise ValueError(f"component {self.name!r}: its model {self.model_spec!r} now loads other weights than "
-                             f"the pipeline was saved with (a relative path read from another working folder, or "
-                             f"a model changed since); load it where {self.model_spec!r} names that model, or give "
-                             f"its place: spacy.load(..., config={{'components.{self.name}.model': PATH}})")
+                             f"the pipeline was saved with, or the same weights under other options or "
+                             f"dictionaries ({where}a relative path read from another working folder, or a model "
+                             f"changed since); load it where {self.model_spec!r} names that model, or give its "
+                             f"place: spacy.load(..., config={{'components.{self.name}.model': PATH}})")
 
     def to_bytes(self, *, exclude: Iterable[str] = ()) -> bytes:
         return json.dumps(self._record()).encode()
@@ -345,18 +368,6 @@ class _BatchedComponent:
         if file.exists():       # (a pipeline saved before the record was kept has none)
             self._check_record(read_json(file))
         return self
-
-
-def weights_digest(module) -> str:
-    """A digest of ``module``'s weights: each tensor's name, shape, dtype and bytes (a hex string)."""
-    import torch
-    digest = hashlib.blake2b(digest_size=16)
-    for name, tensor in sorted(module.state_dict().items()):
-        flat = tensor.detach().reshape(-1).cpu()
-        digest.update(f"{name}{tuple(tensor.shape)}{tensor.dtype}".encode())
-        # (numpy has no bfloat16: its exact bits, as int16)
-        digest.update((flat.view(torch.int16) if flat.dtype == torch.bfloat16 else flat).numpy().tobytes())
-    return digest.hexdigest()
 
 
 class ElmoVectors(_BatchedComponent):
@@ -383,10 +394,8 @@ class ElmoVectors(_BatchedComponent):
         the same model loaded twice), and its model and layers as named. The same weights under
         other options (characters per token, activation, clips) or other dictionaries give other
         rows. Hashed at the first Doc, once: weights changed in place since are not seen."""
-        scheme = self.weights.id_scheme
-        digest = hashlib.blake2b(f"{weights_digest(self.weights)} {self.selection!r} "
-                                 f"{self.weights.options.to_json()}".encode(), digest_size=16)
-        digest.update(b"" if scheme is None else scheme.fingerprint())
+        from .model_digest import model_digest
+        digest = hashlib.blake2b(f"{model_digest(self.weights)} {self.selection!r}".encode(), digest_size=16)
         return digest.hexdigest(), f"model {self.model_spec!r}, layers {self.layers!r}"
 
     def _set(self, docs: List[Doc]) -> None:
@@ -521,6 +530,12 @@ class ElmoTaskAnnotator(_BatchedComponent):
         self.batch_size = batch_size
         self.max_tokens: Optional[int] = saved.max_tokens
         self.cut_noted = False      # (the warning of a Doc longer than max_tokens: once)
+
+    def _digest_settings(self) -> Any:
+        """The task model's config (but its record of training: scores, times), labels and
+        vocabulary: the same weights under another config.json or labels.json tag otherwise."""
+        config = {k: v for k, v in self.saved.config.items() if k != "trained"}
+        return [config, self.saved.labels, self.saved.vocab.itos]
 
     def _texts(self, docs: List[Doc], words: List[List[int]]) -> List[List[str]]:
         """The words the model reads of each Doc: the Doc's words (a tagger's: a tag for each

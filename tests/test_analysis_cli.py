@@ -278,6 +278,38 @@ def _merge_inputs(tmp_path, monkeypatch) -> list:
             "--similarity-sets", str(tmp_path / "sim.tsv")]
 
 
+def _old_fingerprint(bilm) -> str:
+    """The weights fingerprint analyze recorded before the package had one model digest (SHA-1
+    of the options and each tensor's name and bytes; a model without dictionaries of its own)."""
+    import hashlib
+    h = hashlib.sha1(bilm.options.to_json().encode())
+    for name, tensor in sorted(bilm.state_dict().items()):
+        h.update(name.encode())
+        h.update(tensor.detach().cpu().contiguous().numpy().tobytes())
+    return h.hexdigest()[:16]
+
+
+def test_only_joins_a_report_that_records_the_earlier_fingerprint_of_its_model(tmp_path, monkeypatch, capsys):
+    """A report written before the fingerprint was the package's model digest records the
+    fingerprint of its time: --only into its folder is the same model's still (it was refused as
+    another model's), and another model is still refused."""
+    import elmo
+    options = _merge_inputs(tmp_path, monkeypatch)
+    out = tmp_path / "out"
+    run = ["analyze", "fixture", "--out", str(out), *options]
+    assert main(run + ["--only", "wsd"]) == 0
+    results = json.loads((out / "results.json").read_text())
+    old = _old_fingerprint(elmo.from_pretrained("fixture"))
+    (out / "results.json").write_text(json.dumps(dict(results, model_fingerprint=old), indent=2) + "\n")
+    other = os.path.join(os.path.dirname(__file__), "fixtures", "elmoformanylangs", "model")
+    assert main(["analyze", other, "--out", str(out), *options, "--only", "similarity"]) == 1
+    assert f"(weights fingerprint {old}), not of {other} (" in capsys.readouterr().err
+    assert main(run + ["--only", "similarity"]) == 0
+    merged = json.loads((out / "results.json").read_text())
+    assert merged["sections"] == ["wsd", "similarity"] and merged["wsd"] == results["wsd"]
+    assert merged["model_fingerprint"] == results["model_fingerprint"]      # (now the new form)
+
+
 def test_only_adds_a_section_to_a_report_of_the_same_model_and_keeps_the_others(tmp_path, monkeypatch, capsys):
     """--only similarity into a report's folder was refused (it would drop the other sections), so
     a new section meant recomputing them all. Now it joins them: their results, pictures and report

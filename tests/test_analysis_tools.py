@@ -12,6 +12,7 @@ import torch
 from elmo.analysis import contrast, markdown, neighbors, report, stats
 from elmo.analysis.neighbors import CorpusIndex
 from elmo.embedding import Embedder
+from elmo.model_digest import model_digest
 
 from conftest import random_bilm
 
@@ -216,7 +217,7 @@ def test_a_bfloat16_model_has_a_fingerprint_and_an_index(tmp_path):
     import elmo
     bilm = random_bilm()
     half = elmo.from_pretrained(elmo.save_pretrained(bilm.to(torch.bfloat16), tmp_path / "bf16"))
-    assert neighbors.model_fingerprint(half) != neighbors.model_fingerprint(random_bilm())
+    assert model_digest(half) != model_digest(random_bilm())
     corpus = tmp_path / "c.txt"
     corpus.write_text("the test sentence .\n")
     index = neighbors.cached_index(half, corpus, tmp_path / "cache", log=lambda *_: None)
@@ -238,8 +239,8 @@ def test_manylangs_models_with_other_dictionaries_get_other_fingerprints_and_ind
         row[1] = {"e": ids["t"], "t": ids["e"]}.get(row[0], row[1])
     (other / "char.dic").write_text("".join("\t".join(r) + "\n" for r in rows), encoding="utf-8")
     a, b = elmo.from_pretrained(folder), elmo.from_pretrained(other)
-    assert neighbors.model_fingerprint(a) != neighbors.model_fingerprint(b)
-    assert neighbors.model_fingerprint(a) == neighbors.model_fingerprint(elmo.from_pretrained(folder))
+    assert model_digest(a) != model_digest(b)
+    assert model_digest(a) == model_digest(elmo.from_pretrained(folder))
     corpus = tmp_path / "c.txt"
     corpus.write_text("the test sentence .\n")
     first = neighbors.cached_index(a, corpus, tmp_path / "cache", log=lambda *_: None)

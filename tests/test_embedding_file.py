@@ -566,7 +566,7 @@ def test_a_bfloat16_model_embeds_a_file(tmp_path, lines):
     """Embedder runs a bfloat16 model, but embed_file stopped at the model's digest with numpy's
     "Got unsupported ScalarType BFloat16" before computing anything."""
     import torch
-    from elmo.embedding.run import model_digest
+    from elmo.model_digest import model_digest
 
     bilm = random_bilm(seed=11).to(torch.bfloat16)
     inp = write_lines(tmp_path / "in.txt", lines)
@@ -618,7 +618,7 @@ def test_the_output_names_its_precision_and_another_precision_does_not_resume_it
 def test_the_model_digest_sees_a_change_of_one_weight():
     """The digest hashed every 97th value of each tensor: a model that differed from another in
     a few weights (one character's embedding) resumed the other's segments as its own."""
-    from elmo.embedding.run import model_digest
+    from elmo.model_digest import model_digest
 
     bilm = random_bilm(seed=3)
     before = model_digest(bilm)
@@ -671,7 +671,8 @@ def test_cli_help_and_run(tmp_path, capsys):
 
 
 def _old_digest(bilm, stride=97):
-    """model_digest as embed computed it before it hashed every weight (every 97th value)."""
+    """model_digest as embed computed it before it hashed every weight (every 97th value), and
+    (stride 1) before the package's one digest (elmo.model_digest), which hashes dtypes too."""
     import hashlib
     h = hashlib.blake2b(bilm.options.to_json().encode(), digest_size=16)
     for name, tensor in sorted(bilm.state_dict().items()):
@@ -680,19 +681,21 @@ def _old_digest(bilm, stride=97):
     return h.hexdigest()
 
 
-def _record_old_digest(path, bilm):
+def _record_old_digest(path, bilm, stride=97):
     with h5py.File(path, "r+") as f:
-        f.attrs["settings"] = json.dumps(dict(json.loads(f.attrs["settings"]), model_digest=_old_digest(bilm)),
+        f.attrs["settings"] = json.dumps(dict(json.loads(f.attrs["settings"]), model_digest=_old_digest(bilm, stride)),
                                          sort_keys=True)
 
 
-def test_segments_and_a_file_of_the_older_digest_resume_and_count_as_done(tmp_path, bilm, lines):
+@pytest.mark.parametrize("stride", [97, 1])
+def test_segments_and_a_file_of_the_older_digest_resume_and_count_as_done(tmp_path, bilm, lines, stride):
     """Since the digest hashes every weight, the segments and finished files written before
     (whose digest hashed every 97th value) were refused as another model's ('differs in:
     model_digest'), so the same command could neither resume nor find its file done. Now a
     record of this model's older digest is taken as this model's; another model's is still
-    refused, and --overwrite records the new digest."""
-    from elmo.embedding.run import model_digest
+    refused, and --overwrite records the new digest. (So is the digest recorded before the
+    package had one digest, stride 1: every value, no dtype.)"""
+    from elmo.model_digest import model_digest
 
     inp = write_lines(tmp_path / "in.txt", lines)
     kw = dict(batch_size=4, segment_lines=4)
@@ -701,7 +704,7 @@ def test_segments_and_a_file_of_the_older_digest_resume_and_count_as_done(tmp_pa
     assert embed_file(inp, out, bilm, rank=1, world_size=2, **kw) is None    # half the segments
     done = sorted(parts_dir(out).glob("segment-*.hdf5"))
     for path in done:
-        _record_old_digest(path, bilm)
+        _record_old_digest(path, bilm, stride)
     with pytest.raises(SettingsMismatch, match=r"differs in: model_digest\)"):
         embed_file(inp, out, random_bilm(seed=12), **kw)
     with h5py.File(done[0], "r+") as f:      # marked, to see that it is taken, not computed again
@@ -714,7 +717,7 @@ def test_segments_and_a_file_of_the_older_digest_resume_and_count_as_done(tmp_pa
             if key not in (str(first), "sentence_to_index"):
                 np.testing.assert_array_equal(f[key][...], ref[key][...])
     # a finished file of the older digest is done
-    _record_old_digest(reference, bilm)
+    _record_old_digest(reference, bilm, stride)
     stamp = reference.stat().st_mtime_ns
     assert embed_file(inp, reference, bilm, **kw) == reference and reference.stat().st_mtime_ns == stamp
     assert not parts_dir(reference).exists()

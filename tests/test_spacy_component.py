@@ -85,6 +85,7 @@ def test_task_models_label_docs(tmp_path):
         assert {(e.label_, e.start, e.end) for e in doc.ents} == bio_spans(tags)
     _saved_task_pipeline_keeps_its_model(tmp_path, tagger, tmp_path / "r/models/my-tagging/baseline/seed-1",
                                          texts, expected)
+    _saved_task_pipeline_keeps_its_labels(tmp_path, tagger, texts)
     # a model that reads a text's first 2 tokens: those are tagged, the rest keep no tag (it
     # crashed building the batch: a tag slot for every token, a word id for the 2 read)
     import json
@@ -130,6 +131,24 @@ def _saved_task_pipeline_keeps_its_model(tmp_path, tagger, other, texts, expecte
             spacy.load(tmp_path / "pipeline")
     finally:
         os.chdir(before)
+
+
+def _saved_task_pipeline_keeps_its_labels(tmp_path, tagger, texts):
+    """A saved pipeline whose elmo_task model folder now holds the same weights with its labels
+    in another order (labels.json) is refused: it loaded, and gave one tag's name to another."""
+    import json
+    import shutil
+    folder = tmp_path / "labels" / "tagger"
+    shutil.copytree(tagger, folder)
+    nlp = spacy.blank("en")
+    nlp.add_pipe("elmo_task", config={"model": str(folder)})
+    nlp.to_disk(tmp_path / "labels" / "pipeline")
+    labels = json.loads((folder / "labels.json").read_text())
+    (folder / "labels.json").write_text(json.dumps(labels[::-1]))
+    said = re.escape(f"component 'elmo_task': its model {str(folder)!r} now loads other weights than the pipeline "
+                     f"was saved with, or the same weights under other options or dictionaries ({folder.resolve()}")
+    with pytest.raises(ValueError, match=f"^{said}"):
+        spacy.load(tmp_path / "labels" / "pipeline")
 
 
 def test_whitespace_tokens_are_not_words():
@@ -583,6 +602,81 @@ def test_a_saved_pipeline_refuses_other_weights_than_it_was_saved_with(tmp_path,
         spacy.blank("en").from_config(nlp.config).from_bytes(data)
     moved = spacy.load(tmp_path / "pipeline", config={"components.elmo.model": str(tmp_path / "a" / "m")})
     np.testing.assert_array_equal(moved("The bank closed .").tensor, saved)   # (as the error says)
+
+
+def _pipeline_of(tmp_path, model: str, monkeypatch):
+    """A pipeline of one 'elmo' component of ``model`` (a folder in tmp_path), saved to tmp_path/pipeline."""
+    monkeypatch.chdir(tmp_path)
+    nlp = spacy.blank("en")
+    nlp.add_pipe("elmo", config={"model": model})
+    saved = nlp("The bank closed .").tensor
+    nlp.to_disk(tmp_path / "pipeline")
+    return nlp, saved
+
+
+@pytest.mark.parametrize("section, key, value", [("char_cnn", "max_characters_per_token", 10),
+                                                 ("char_cnn", "activation", "tanh"), ("lstm", "cell_clip", 0.05)])
+def test_a_saved_pipeline_refuses_its_model_folder_with_other_options(tmp_path, monkeypatch, section, key, value):
+    """The saved record held a digest of the weights alone: the model folder replaced by one of
+    the same weights under other options (characters per token, activation, clips), whose
+    vectors differ, loaded without a word. Refused now, in one line naming the folder."""
+    import shutil
+    from elmo import BiLM, ElmoOptions, from_pretrained
+    from elmo.weights import save_pretrained
+    bilm = from_pretrained("fixture")
+    save_pretrained(bilm, tmp_path / "m")
+    save_pretrained(bilm, tmp_path / "before")
+    nlp, saved = _pipeline_of(tmp_path, "m", monkeypatch)
+    data = nlp.to_bytes()
+    options = bilm.options.to_dict()
+    options[section][key] = value
+    other = BiLM(ElmoOptions.from_dict(options))
+    other.load_state_dict(bilm.state_dict())                 # (the same weights)
+    shutil.rmtree(tmp_path / "m")
+    save_pretrained(other, tmp_path / "m")
+    said = re.escape(f"component 'elmo': its model 'm' now loads other weights than the pipeline was saved "
+                     f"with, or the same weights under other options or dictionaries ({(tmp_path / 'm').resolve()}")
+    for load in (lambda: spacy.load(tmp_path / "pipeline"),
+                 lambda: spacy.blank("en").from_config(nlp.config).from_bytes(data)):
+        with pytest.raises(ValueError, match=f"^{said}") as e:
+            load()
+        assert "\n" not in str(e.value)
+    shutil.rmtree(tmp_path / "m")
+    shutil.copytree(tmp_path / "before", tmp_path / "m")     # (the model it was saved with: loads)
+    np.testing.assert_array_equal(spacy.load(tmp_path / "pipeline")("The bank closed .").tensor, saved)
+
+
+def _old_weights_digest(module) -> str:
+    """The weights digest a saved pipeline recorded before it recorded the model's digest."""
+    import hashlib
+    h = hashlib.blake2b(digest_size=16)
+    for name, tensor in sorted(module.state_dict().items()):
+        h.update(f"{name}{tuple(tensor.shape)}{tensor.dtype}".encode())
+        h.update(tensor.detach().reshape(-1).cpu().numpy().tobytes())
+    return h.hexdigest()
+
+
+def test_a_pipeline_saved_with_the_weights_digest_alone_still_loads(tmp_path, monkeypatch):
+    """A pipeline saved before the record held the model's digest records its weights' digest
+    alone: it loads with those weights, and other weights are refused as before."""
+    import json
+    import shutil
+    import torch
+    from elmo import from_pretrained
+    from elmo.weights import save_pretrained
+    bilm = from_pretrained("fixture")
+    save_pretrained(bilm, tmp_path / "m")
+    _, saved = _pipeline_of(tmp_path, "m", monkeypatch)
+    record = tmp_path / "pipeline" / "elmo" / "elmo_model.json"
+    assert set(json.loads(record.read_text())) == {"model", "model_digest"}
+    record.write_text(json.dumps({"model": "m", "weights_digest": _old_weights_digest(bilm)}))
+    np.testing.assert_array_equal(spacy.load(tmp_path / "pipeline")("The bank closed .").tensor, saved)
+    with torch.no_grad():
+        next(iter(bilm.parameters())).add_(0.5)
+    shutil.rmtree(tmp_path / "m")
+    save_pretrained(bilm, tmp_path / "m")
+    with pytest.raises(ValueError, match="^component 'elmo': its model 'm' now loads other weights"):
+        spacy.load(tmp_path / "pipeline")
 
 
 @pytest.mark.parametrize("tokenize", [True, False])

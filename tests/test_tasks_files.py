@@ -507,9 +507,17 @@ def test_a_converted_copy_of_the_bilm_is_accepted(tmp_path, capsys):
     capsys.readouterr()
     assert main(["predict", str(folder), "-", "--bilm", str(tmp_path / "other")]) == 1
     assert len(capsys.readouterr().err.strip().splitlines()) == 1
-    # saved before the digest was recorded: the recorded folder, still there, gives it
+    # saved when the digest had its earlier form (every value, no dtype): recognised as such
+    import elmo
+    from tests.test_embedding_file import _old_digest
     path = folder / "config.json"
     cfg = json.loads(path.read_text())
+    cfg["elmo"]["bilm"]["weights_digest"] = _old_digest(elmo.from_pretrained(bilm), stride=1)
+    path.write_text(json.dumps(cfg))
+    assert TaskModel.load(folder, bilm=str(tmp_path / "native")).predict(["the cat sat"]) == expected
+    with pytest.raises(TaskModelError, match="its weights differ"):
+        TaskModel.load(folder, bilm=str(tmp_path / "other"))
+    # saved before the digest was recorded: the recorded folder, still there, gives it
     del cfg["elmo"]["bilm"]["weights_digest"]
     path.write_text(json.dumps(cfg))
     assert TaskModel.load(folder, bilm=str(tmp_path / "native")).predict(["the cat sat"]) == expected
@@ -549,7 +557,7 @@ def test_a_random_control_and_its_trained_biLM_are_not_taken_for_each_other(tmp_
     weights (and the reverse with random ones), silently. Now refused, naming the prefix."""
     import shutil
     import elmo
-    from elmo.embedding.run import model_digest
+    from elmo.model_digest import model_digest
     from elmo.tasks.saved import TaskModelError, _load_bilm, bilm_reference
     bilm = tmp_path / "bilm"
     shutil.copytree(elmo.model_path("fixture"), bilm)

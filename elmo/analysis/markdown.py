@@ -96,7 +96,7 @@ def render(results: dict, model: str, out: Path, config: AnalysisConfig) -> str:
                   "AllenNLP test fixture, so these numbers say nothing about ELMo.", ""]
     if results.get("model_fingerprint"):
         lines += [f"Weights fingerprint `{results['model_fingerprint']}` "
-                  "(`elmo.analysis.neighbors.model_fingerprint`: a hash of the options and "
+                  "(`elmo.model_digest.model_digest`: a hash of the options and "
                   "weights; a rerun on other weights under the same name gets another).", ""]
     if results.get("model_metadata"):
         lines += ["Model metadata: `" + json.dumps(results["model_metadata"], sort_keys=True)[:600]

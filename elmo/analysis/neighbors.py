@@ -23,6 +23,7 @@ import torch
 
 from ..checks import require_count
 from ..io import atomic_folder, no_empty_folder_on_failure, writing
+from ..model_digest import model_digest
 from .vectors import as_embedder, embed_layers, progress_bar, unit_rows
 
 INDEX_VERSION = "1"
@@ -259,25 +260,6 @@ def static_neighbors(words: Sequence[str], vectors: np.ndarray, word: str, k: in
 
 
 # ----------------------------------------------------------------------------- cache
-def model_fingerprint(bilm) -> str:
-    """A hash of the model's options and weights, and of its dictionaries where it has its own
-    (an ELMoForManyLangs model): two models that embed alike share it. (Two ManyLangs models
-    with equal weights and other dictionaries shared one, and so each other's neighbour index.)"""
-    h = hashlib.sha1(bilm.options.to_json().encode())
-    if bilm.options.char_vocabulary is not None:
-        scheme = bilm.id_scheme
-        h.update(json.dumps([sorted(scheme.chars.items()),
-                             None if scheme.words is None else sorted(scheme.words.items())],
-                            ensure_ascii=False).encode())
-    for name, tensor in sorted(bilm.state_dict().items()):
-        h.update(name.encode())
-        flat = tensor.detach().cpu().contiguous()
-        if flat.dtype == torch.bfloat16:   # numpy has none: its exact bits (a bfloat16 model, which a
-            flat = flat.view(torch.int16)  # saved folder now loads as, was a TypeError in analyze/neighbors)
-        h.update(flat.numpy().tobytes())
-    return h.hexdigest()[:16]
-
-
 def read_corpus(path: Path, max_sentences: Optional[int] = None) -> List[List[str]]:
     """Tokenized sentences of a text file (one sentence a line, tokens separated by spaces;
     blank lines are skipped), at most ``max_sentences`` from the start (None or 0: all).
@@ -318,8 +300,9 @@ def cached_index(model, corpus: Path, cache_dir: Path, max_sentences: Optional[i
     # Keyed by what the vectors depend on: the weights, the text itself (its path, size and
     # mtime kept an index of text since replaced, as a copy with `cp -p` or `tar x` leaves
     # them), the cap, and the embedder's windows (long sentences are cut into windows of
-    # max_tokens: an index of other windows held other vectors).
-    key = hashlib.sha1(json.dumps([INDEX_VERSION, model_fingerprint(embedder.bilm),
+    # max_tokens: an index of other windows held other vectors). (An index cached under the
+    # model's earlier fingerprint is simply built again, once.)
+    key = hashlib.sha1(json.dumps([INDEX_VERSION, model_digest(embedder.bilm),
                                    file_fingerprint(corpus), max_sentences,
                                    embedder.max_tokens, embedder.overlap]).encode()).hexdigest()[:16]
     folder = Path(cache_dir) / key

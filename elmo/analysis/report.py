@@ -488,13 +488,21 @@ def check_results_kept(path: Path, sections: Sequence[str], config: AnalysisConf
 HAND_EDITED = (KeyError, TypeError, ValueError, IndexError, AttributeError)
 
 
-def check_same_model(path: Path, earlier: dict, model: str, fingerprint: str) -> None:
+def check_same_model(path: Path, earlier: dict, model: str, fingerprint: str, bilm=None) -> None:
     """Refuse to keep ``earlier`` results (of ``path``) beside sections of a model with other
-    weights: a report must be of one model, whatever the names say."""
-    if earlier["model_fingerprint"] != fingerprint:
-        raise ValueError(f"{path}: holds the results of model {earlier.get('model')} (weights fingerprint "
-                         f"{earlier['model_fingerprint']}), not of {redact_url(str(model))} ({fingerprint}); "
-                         f"a report is of one model: give another --out or run every section")
+    weights: a report must be of one model, whatever the names say. ``bilm``, where given, is
+    the model of ``fingerprint``: results written before the fingerprint took its present form
+    (:func:`~elmo.model_digest.model_digest`) record the form of their time, which is this
+    model's if it is ``bilm``'s (:func:`~elmo.model_digest.recorded_digest`)."""
+    from ..model_digest import recorded_digest
+
+    recorded = earlier["model_fingerprint"]
+    if recorded == fingerprint or (bilm is not None and isinstance(recorded, str)
+                                   and recorded_digest(bilm, {recorded}, fingerprint) is not None):
+        return
+    raise ValueError(f"{path}: holds the results of model {earlier.get('model')} (weights fingerprint "
+                     f"{recorded}), not of {redact_url(str(model))} ({fingerprint}); "
+                     f"a report is of one model: give another --out or run every section")
 
 
 def read_results(path: Path) -> dict:
@@ -521,7 +529,7 @@ def _run_sections(model: str, out: Path, config: AnalysisConfig, sections: List[
     from ..io import atomic_commit, naming_as, writing
     from . import plots
     from .markdown import paper_findings, render
-    from .neighbors import model_fingerprint
+    from ..model_digest import model_digest
     from .sections import SECTION_RUNNERS
 
     bilm = elmo.from_pretrained(model, device=device)
@@ -538,11 +546,11 @@ def _run_sections(model: str, out: Path, config: AnalysisConfig, sections: List[
     results: dict = {"model": redact_url(str(model)), "num_layers": bilm.num_layers,
                      "width": bilm.output_dim, "config": asdict(config), "sections": sections,
                      "model_metadata": redact_record(_metadata(elmo.model_path(model)))[0],
-                     "model_fingerprint": model_fingerprint(bilm),
+                     "model_fingerprint": model_digest(bilm),
                      "torch": {"version": torch.__version__, "threads": torch.get_num_threads()},
                      "seconds": {}}
     if earlier is not None:   # (before any section runs: minutes, on another model's folder)
-        check_same_model(out / "results.json", earlier, model, results["model_fingerprint"])
+        check_same_model(out / "results.json", earlier, model, results["model_fingerprint"], bilm)
     # The sections draw into a folder of their own, whose pictures replace the folder's only
     # once every section has run: a run that failed (or was stopped) midway left its new
     # pictures beside the earlier run's results.json and report, and one without --mix-weights

@@ -18,7 +18,6 @@ a run was interrupted.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import sys
@@ -35,6 +34,7 @@ import torch
 from ..checks import require_count, require_path, require_switch
 from ..io import (atomic_write_text, check_output_dir, check_output_file, no_empty_folder_on_failure,
                   output_lock, refuse_replacing_inputs, remove_temporaries, writing)
+from ..model_digest import model_digest, recorded_digest
 from ..modules import BiLM
 from ..modules.autocast import autocast_dtype
 from .config import EmbedConfig
@@ -57,27 +57,6 @@ def distributed_rank() -> tuple[int, int, int]:
     return launch_env()
 
 
-def model_digest(bilm: BiLM, stride: int = 1) -> str:
-    """A short hash of the model's options and weights (to refuse resuming with another model).
-
-    Each tensor contributes its name, shape and every ``stride``-th value (exact bytes, so every
-    rank gets the same digest). Every value by default, not a sample: a model that differs from
-    another only in a few weights (one character's embedding, say) would otherwise resume the
-    other's segments. ``stride=97`` gives the digest embed recorded before (see
-    :func:`_digest_to_record`), read only to recognise output written then.
-    """
-    h = hashlib.blake2b(bilm.options.to_json().encode(), digest_size=16)
-    if bilm.id_scheme is not None:  # a dictionary model's dictionaries
-        h.update(bilm.id_scheme.fingerprint())
-    for name, tensor in sorted(bilm.state_dict().items()):
-        flat = tensor.detach().reshape(-1)
-        if flat.dtype == torch.bfloat16:  # numpy has none (embed_file of such a model raised
-            flat = flat.view(torch.int16)  # "unsupported ScalarType BFloat16"): its exact bits
-        h.update(f"{name}{tuple(tensor.shape)}".encode())
-        h.update(np.ascontiguousarray(flat[::stride].cpu().numpy()).data)   # (its bytes, uncopied)
-    return h.hexdigest()
-
-
 def model_precision(bilm: BiLM) -> str:
     """The precision the model computes its vectors in, as the output records it: its weights'
     dtype ("float32", "bfloat16", ...), then ", int8 recurrent weights" where
@@ -96,24 +75,17 @@ def model_precision(bilm: BiLM) -> str:
     return ", ".join(parts)
 
 
-#: The stride of the sampled digest that embed recorded before it hashed every weight.
-LEGACY_DIGEST_STRIDE = 97
-
-
 def _digest_to_record(bilm: BiLM, output_path: Path, overwrite: bool) -> str:
-    """The model digest of this run: :func:`model_digest`, unless OUTPUT or its segments were
-    written by an earlier version, whose digest hashed a sample of the weights
-    (:data:`LEGACY_DIGEST_STRIDE`), and that digest is this model's: then the run keeps it, so
-    the same command resumes those segments, or finds that finished file done, instead of
-    refusing them as another model's (with --overwrite the new digest is recorded)."""
+    """The model digest of this run: :func:`~elmo.model_digest.model_digest`, unless OUTPUT
+    or its segments were written by an earlier version, whose digest had another form
+    (:func:`~elmo.model_digest.legacy_embed_digest`), and that digest is this model's: then the
+    run keeps it, so the same command resumes those segments, or finds that finished file done,
+    instead of refusing them as another model's (with --overwrite the new digest is recorded)."""
     digest = model_digest(bilm)
     if overwrite:
         return digest
     recorded = recorded_model_digests(output_path)
-    if not recorded or digest in recorded:
-        return digest
-    legacy = model_digest(bilm, LEGACY_DIGEST_STRIDE)
-    return legacy if legacy in recorded else digest
+    return (recorded_digest(bilm, recorded, digest) if recorded else None) or digest
 
 
 def _tokenizer_record(output_path: Path, tokenize: Union[bool, str, None], overwrite: bool,

@@ -86,7 +86,7 @@ def _weights_digest(spec: str, files: tuple) -> str:
     a task model per variant and seed, and each loaded and hashed the whole biLM again); the
     files' checksums are in the key, so a biLM changed on disk is loaded anew."""
     from .bilms import load_bilm
-    from ..embedding.run import model_digest
+    from ..model_digest import model_digest
     return model_digest(load_bilm(spec))
 
 
@@ -176,14 +176,15 @@ def _load_bilm(ref: dict, override: Optional[str]):
         raise TaskModelError(f"biLM {shown!r} ({folder}) cannot be checked against the one this task "
                              f"model was trained with: {why}, and the model records no digest of its "
                              f"weights to compare (save the task model again to record one)")
-    from ..embedding.run import model_digest
+    from ..model_digest import recorded_digest
     from ..weights import WeightFileError
     try:
         bilm = load_bilm(spec)
     except (OSError, WeightFileError) as e:
         raise TaskModelError(f"biLM {shown!r} ({folder}) is not the one this task model was trained "
                              f"with ({why}) and does not load: {e}") from None
-    if model_digest(bilm) != recorded:
+    # (a model saved before the digest took its present form records the form of its time)
+    if recorded_digest(bilm, {recorded}) is None:
         raise TaskModelError(f"biLM {shown!r} ({folder}) is not the one this task model was trained "
                              f"with: its weights differ ({why})")
     return bilm
@@ -194,7 +195,7 @@ def _recorded_folder_digest(ref: dict) -> Optional[str]:
     still holds the recorded files (a model saved before the digest was recorded); else None."""
     from .bilm_checksums import bilm_files
     from .bilms import RANDOM_PREFIX, load_bilm
-    from ..embedding.run import model_digest
+    from ..model_digest import model_digest
     path = Path(ref["path"])
     if not path.is_dir() or bilm_files(path) != ref["sha256"]:
         return None
