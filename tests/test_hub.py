@@ -902,6 +902,31 @@ def test_a_read_only_cache_gives_one_private_folder_per_pair_removed_at_exit(cac
     resolve.remove_private_folders()
 
 
+def test_a_private_folder_whose_links_are_gone_is_replaced_and_removed(cache, monkeypatch, tmp_path):
+    """A private link folder whose links no longer lead to the pair is made anew; the old one
+    was forgotten and stayed in the temporary folder after the process ended."""
+    import atexit
+    import importlib
+    resolve = importlib.import_module("elmo.hub.resolve")
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    monkeypatch.setattr("tempfile.tempdir", str(temp))
+    monkeypatch.setattr(atexit, "register", lambda hook: None)
+    monkeypatch.setattr(resolve, "_PRIVATE_FOLDERS", {}, raising=False)
+    monkeypatch.setattr(resolve, "_PRIVATE_OWNER", [], raising=False)
+    with FileServer(fixture_files()) as server:
+        url = server.url(OPTIONS)
+        elmo.from_pretrained(url)
+    _refuse_writes_under(monkeypatch, cache)
+    first = elmo.model_path(url)
+    (first / "weights.hdf5").unlink()                            # (a cleaner of the temporary folder)
+    second = elmo.model_path(url)
+    assert second != first and (second / "weights.hdf5").exists()
+    assert list(temp.iterdir()) == [second]
+    resolve.remove_private_folders()
+    assert list(temp.iterdir()) == []
+
+
 class _FillsUp:
     """A file on a disk that is full after ``room`` more bytes."""
 

@@ -464,8 +464,10 @@ def _private_folder(name: str, local: Local) -> Path:
     have put links there."""
     with _PRIVATE_LOCK:
         folder = _PRIVATE_FOLDERS.get(name)
-        if folder is not None and all((folder / f).exists() for f in ("options.json", "weights.hdf5")):
-            return folder
+        if folder is not None:
+            if all((folder / f).exists() for f in ("options.json", "weights.hdf5")):
+                return folder
+            shutil.rmtree(folder, ignore_errors=True)   # (its links are gone: forgotten, it stayed for good)
         if not _PRIVATE_OWNER:
             _PRIVATE_OWNER.append(os.getpid())
             atexit.register(remove_private_folders)
