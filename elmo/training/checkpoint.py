@@ -20,6 +20,7 @@ data only (tensors, dicts, lists, strings and numbers), so it loads with
 Files are written to a temporary name and renamed, so a kill or a full disk at any moment
 leaves either the previous set of checkpoints or the new one, never a partial file under the
 real name. A failed write raises :class:`CheckpointWriteError` naming the path and the cause.
+Loading checks the CRC-32 the zip file keeps of each record, which torch.load does not.
 """
 from __future__ import annotations
 
@@ -189,6 +190,25 @@ def _refused_object(e: BaseException) -> str:
     return "an object the weights-only loader does not accept"
 
 
+def _check_stored_checksums(path: Path) -> None:
+    """A CheckpointError naming ``path`` where a record of the zip file torch.save wrote does
+    not match the CRC-32 stored with it. torch.load does not check them: a damaged byte of a
+    weight or an optimizer's sum resumed the run with the wrong value, without a word. A file
+    that is no zip is left to torch.load, whose error names it."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            damaged = archive.testzip()
+    except (zipfile.BadZipFile, EOFError, ValueError, NotImplementedError, RuntimeError):
+        return
+    except OSError as e:
+        if e.filename is not None:   # (the OS's error, which names the file, as torch.load's would)
+            raise
+        return
+    if damaged is not None:
+        raise CheckpointError(f"{path}: damaged: the data of its record {damaged} does not match the "
+                              f"checksum stored with it; delete it to resume from the one before")
+
+
 def load_checkpoint(path: str | Path) -> Dict[str, Any]:
     """Read a checkpoint with the weights-only unpickler; ``config`` comes back as a dict.
 
@@ -197,6 +217,7 @@ def load_checkpoint(path: str | Path) -> Dict[str, Any]:
     corrupt file, or one without the keys a checkpoint has.
     """
     path = Path(path)
+    _check_stored_checksums(path)
     try:
         ckpt = torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as e:
@@ -204,6 +225,12 @@ def load_checkpoint(path: str | Path) -> Dict[str, Any]:
             f"{path}: refused to load: it holds objects other than tensors, numbers, strings and "
             f"containers ({_refused_object(e)}). elmo's checkpoints never do; if an older version wrote it, "
             f"the checkpoint format changed: delete it or use a new run folder") from None
+    except OSError as e:
+        if e.filename is not None:   # (the OS's own error, which names the file: unreadable, say)
+            raise
+        # (torch's reader of a zip cut short says "[Errno 22] Invalid argument", naming nothing)
+        raise CheckpointError(f"{path}: not a readable checkpoint, truncated or corrupt ({_first_line(e)}); "
+                              f"delete it to resume from the one before") from None
     except (RuntimeError, EOFError, zipfile.BadZipFile, ValueError) as e:
         raise CheckpointError(f"{path}: not a readable checkpoint, truncated or corrupt ({_first_line(e)}); "
                               f"delete it to resume from the one before") from None
