@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import json
+import math
 import os
 import pickle
 import re
@@ -263,3 +264,54 @@ def set_rng_state(state: Dict[str, Any], device: torch.device) -> None:
     torch.set_rng_state(state["torch"])
     if device.type == "cuda" and "cuda" in state:
         torch.cuda.set_rng_state(state["cuda"], device)
+
+
+def contents_problem(saved: Any, template: Any, where: str) -> Optional[str]:
+    """Where ``saved``, a part of a loaded checkpoint, is not of the form of ``template``, the
+    same part as this run writes it (its batches' position, its generators' states): what is
+    wrong at which key, else None. A damaged or hand-edited value (a word that is a number, a
+    generator state of another size) was restored as it was and failed steps later in a
+    traceback of the code that used it, naming no file.
+
+    Dicts must hold the template's keys (more are let be); the items of a list are held to the
+    template's first item; tensors to its dtype and shape; numbers, strings and switches to its
+    type (a float may be given as an int, never as NaN or inf). A None in the template says
+    nothing."""
+    if template is None:
+        return None
+    if isinstance(template, dict):
+        if not isinstance(saved, dict):
+            return f"{where} is {type(saved).__name__}, expected a dict"
+        for key, value in template.items():
+            if key not in saved:
+                return f"{where}[{key!r}] is missing"
+            problem = contents_problem(saved[key], value, f"{where}[{key!r}]")
+            if problem is not None:
+                return problem
+        return None
+    if isinstance(template, (list, tuple)):
+        if not isinstance(saved, (list, tuple)):
+            return f"{where} is {type(saved).__name__}, expected a list"
+        for i, item in enumerate(saved if template else ()):
+            problem = contents_problem(item, template[0], f"{where}[{i}]")
+            if problem is not None:
+                return problem
+        return None
+    return _leaf_problem(saved, template, where)
+
+
+def _leaf_problem(saved: Any, template: Any, where: str) -> Optional[str]:
+    """:func:`contents_problem` of a tensor, number, string or switch."""
+    if isinstance(template, torch.Tensor):
+        if not isinstance(saved, torch.Tensor) or saved.dtype != template.dtype or saved.shape != template.shape:
+            got = (f"a {saved.dtype} tensor of shape {tuple(saved.shape)}" if isinstance(saved, torch.Tensor)
+                   else type(saved).__name__)
+            return f"{where} is {got}, expected a {template.dtype} tensor of shape {tuple(template.shape)}"
+        return None
+    kinds = {bool: (bool,), int: (int,), float: (int, float), str: (str,)}
+    allowed = next((k for t, k in kinds.items() if type(template) is t), None)
+    if allowed is None:
+        return None
+    if type(saved) not in allowed or isinstance(saved, float) and not math.isfinite(saved):
+        return f"{where} is {saved!r}, expected {'a number' if allowed[-1] is float else allowed[0].__name__}"
+    return None
