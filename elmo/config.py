@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Mapping, Tuple
 
 from .checks import require_path
-from .text_files import read_json
+from .text_files import read_json, unique_keys
 
 
 class ConfigError(ValueError):
@@ -359,7 +359,7 @@ class ElmoOptions:
     def from_file(cls, path: str | Path) -> "ElmoOptions":
         path = require_path("options file", path)
         data = read_json(path, ConfigError, what="valid JSON", expected="the options JSON file",
-                         missing="options file not found")
+                         missing="options file not found", object_pairs_hook=unique_keys)
         if isinstance(data, dict) and data.get("format") == "elmo-task-model":   # (tasks.saved.FORMAT)
             # a task model's folder given for a biLM was "config.json: lstm: missing"
             raise ConfigError(f"{path}: the config of a task model saved by `elmo experiment "

@@ -46,6 +46,19 @@ def read_json(path: str | Path, error: Callable[[str], Exception] = ValueError, 
     return _parsed(lambda: json.loads(text, object_pairs_hook=object_pairs_hook), path, error, what, hint)
 
 
+def unique_keys(pairs: List[Tuple[str, Any]]) -> Dict[str, Any]:
+    """An ``object_pairs_hook`` for :func:`read_json`: the object, or a ValueError where a key
+    appears twice in it. JSON leaves a repeated key's meaning open (Python's parser keeps the
+    last value, silently): in a model's options the two values give two different models."""
+    out: Dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"the key {key!r} appears twice in one object, with {out[key]!r} and "
+                             f"{value!r}: which is meant cannot be told")
+        out[key] = value
+    return out
+
+
 def read_toml(path: str | Path, error: Callable[[str], Exception] = ValueError, *, what: str = "readable TOML",
               expected: str = "a TOML file", missing: Optional[str] = None, hint: str = "") -> Dict[str, Any]:
     """The table in TOML file ``path`` (TOML's top level always is one); each way reading it

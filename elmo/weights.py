@@ -192,15 +192,19 @@ def read_dataset(h5: h5py.File, path: Path, name: str, shape: Tuple[int, ...],
     if tuple(dataset.shape) != shape:
         raise WeightFileError(f"{path}: dataset '{name}' has shape {tuple(dataset.shape)}, "
                               f"expected {shape} from {source}")
-    if dataset.dtype.kind not in "fiu":
+    # Floats only: an integer dataset (one damaged byte of a datatype message turns float32
+    # into int32) read each weight's bits as a whole number, and the model loaded silently
+    if dataset.dtype.kind != "f":
         raise WeightFileError(f"{path}: dataset '{name}' holds {dataset.dtype} values, "
-                              f"expected numbers (float32 or float16)")
+                              f"expected floating-point numbers (float32 or float16)")
     try:
         array = dataset[...]
     except (OSError, RuntimeError, ValueError) as e:
         raise _corrupt(path, name, shape, e) from None
     check_finite(array, f"{path}: dataset '{name}'")
-    return array
+    # (in this machine's byte order: torch.from_numpy refuses a big-endian array, which HDF5
+    # files written on such machines or by other tools hold, in an error naming no file)
+    return array.astype(array.dtype.newbyteorder("="), copy=False)
 
 
 def _hdf5_dataset(h5: h5py.File, path: Path, name: str, shape: Tuple[int, ...]) -> h5py.Dataset:
@@ -692,6 +696,11 @@ def _load_native(folder: Path, stateful: bool, dtype: torch.dtype | None = None)
         if state[name].shape != tensor.shape:
             raise WeightFileError(f"{folder / NATIVE_WEIGHTS}: tensor '{name}' has shape "
                                   f"{tuple(state[name].shape)}, expected {tuple(tensor.shape)}")
+        if state[name].is_floating_point() != tensor.is_floating_point():
+            # (a header's "F32" edited to "I32": the same bytes read as whole numbers, copied
+            # into the model without a word)
+            raise WeightFileError(f"{folder / NATIVE_WEIGHTS}: tensor '{name}' holds {state[name].dtype} "
+                                  f"values, expected {tensor.dtype}")
         check_finite(state[name], f"{folder / NATIVE_WEIGHTS}: tensor '{name}'")
     extra = sorted(k for k in state if k not in expected)
     if extra:   # a config.json with fewer layers than the weights: they would be dropped silently

@@ -1,5 +1,6 @@
 import copy
 import json
+import shutil
 
 import pytest
 
@@ -73,6 +74,20 @@ def test_missing_file_and_bad_json(tmp_path):
     bad.write_text("{\"lstm\": ")
     with pytest.raises(ConfigError, match="not valid JSON"):
         ElmoOptions.from_file(bad)
+
+
+def test_a_key_given_twice_is_refused_naming_the_file(tmp_path):
+    """Found by fuzzing: an options.json holding "cell_clip" twice (3, then 1) loaded the
+    original layout's weights with the second value, outputs changed without a word."""
+    text = json.dumps(BASE).replace('"cell_clip": 3', '"cell_clip": 3, "cell_clip": 1')
+    assert text != json.dumps(BASE)
+    (tmp_path / "options.json").write_text(text)
+    with pytest.raises(ConfigError, match=r"options.json: not valid JSON \(the key 'cell_clip' appears "
+                                          r"twice in one object, with 3 and 1"):
+        ElmoOptions.from_file(tmp_path / "options.json")
+    shutil.copy(ALLENNLP / "lm_weights.hdf5", tmp_path / "weights.hdf5")
+    with pytest.raises(ConfigError, match="cell_clip' appears twice"):
+        elmo.from_pretrained(tmp_path)
 
 
 @pytest.mark.parametrize("name", ["small", "medium", "original"])

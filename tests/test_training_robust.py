@@ -9,10 +9,12 @@ import json
 import os
 import pickle
 import re
+import shutil
 import signal
 import subprocess
 import sys
 import uuid
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -89,6 +91,95 @@ def test_truncated_checkpoint_names_the_file(tmp_path, toy):
     path = latest_checkpoint(tmp_path / "run" / "checkpoints")
     path.write_bytes(path.read_bytes()[:1000])
     with pytest.raises(CheckpointError, match=f"{path.name}: not a readable checkpoint"):
+        train(cfg)
+
+
+def test_a_checkpoint_cut_to_a_tenth_names_the_file(tmp_path, toy):
+    """Found by fuzzing: cut short early, torch's zip reader raised "[Errno 22] Invalid argument",
+    a line that named no file."""
+    train_txt, _, vocab_txt = toy
+    cfg = tiny_config(tmp_path / "run", train_txt, vocab_txt, max_steps=4)
+    train(cfg, stop_after=2)
+    path = latest_checkpoint(tmp_path / "run" / "checkpoints")
+    path.write_bytes(path.read_bytes()[:path.stat().st_size // 10])
+    with pytest.raises(CheckpointError, match=f"{path.name}: not a readable checkpoint"):
+        train(cfg)
+
+
+def test_a_damaged_byte_of_a_checkpoints_tensor_is_named(tmp_path, toy):
+    """Found by fuzzing: one bit flipped in a tensor's data resumed the run with that value,
+    without a word, although the zip file torch.save writes holds a CRC-32 of every record."""
+    train_txt, _, vocab_txt = toy
+    cfg = tiny_config(tmp_path / "run", train_txt, vocab_txt, max_steps=4)
+    train(cfg, stop_after=2)
+    path = latest_checkpoint(tmp_path / "run" / "checkpoints")
+    with zipfile.ZipFile(path) as archive:
+        record = max(archive.infolist(), key=lambda r: r.file_size)   # (a weight's data)
+    data = bytearray(path.read_bytes())
+    data[record.header_offset + 30 + len(record.filename.encode()) + len(record.extra) + record.file_size // 2] ^= 4
+    path.write_bytes(bytes(data))
+    with pytest.raises(CheckpointError, match=f"{path.name}: damaged: the data of its record "
+                                              f"{re.escape(record.filename)} does not match the checksum"):
+        train(cfg)
+
+
+@pytest.fixture(scope="module")
+def stopped_run(tmp_path_factory, toy):
+    """A run folder stopped at step 2 of 4 (sampled softmax: its sampler has a state), and its config."""
+    train_txt, _, vocab_txt = toy
+    run = tmp_path_factory.mktemp("stopped") / "run"
+    train(tiny_config(run, train_txt, vocab_txt, max_steps=4, n_negative=8, export=False), stop_after=2)
+    return run
+
+
+def _drop_layer(ckpt):
+    ckpt["ranks"][0]["lstm_state"].pop()
+
+
+def _nan(tensors, name):
+    tensors[name] = tensors[name].clone()
+    tensors[name].view(-1)[0] = float("nan")
+
+
+#: Damaged checkpoints the fuzzer found, each with what the error now says. Each was a traceback
+#: of the code that used the value (KeyError, TypeError, AttributeError, IndexError) at or after
+#: the first step, a resume without a word (a state begun afresh, integers read as floats), or a
+#: NaN resumed into "training diverged", which blamed the run.
+DAMAGED_CHECKPOINTS = {
+    "group without eps": (lambda c: c["optimizer"]["param_groups"][0].pop("eps"),
+                          r"its optimizer's param_groups\[0\]\['eps'\] is missing"),
+    "a parameter's state deleted": (lambda c: c["optimizer"]["state"].pop(5), r"its optimizer's state\[5\] is missing"),
+    "a sum of one number": (lambda c: c["optimizer"]["state"][1].update(sum=2),
+                            r"its optimizer's state\[1\]\['sum'\] is int, expected a torch.float32 tensor of shape"),
+    "a sum of integers": (lambda c: c["optimizer"]["state"][1].update(sum=c["optimizer"]["state"][1]["sum"].int()),
+                          r"its optimizer's state\[1\]\['sum'\] is a torch.int32 tensor"),
+    "a sum of NaN": (lambda c: _nan(c["optimizer"]["state"][1], "sum"), r"its optimizer's state\[1\]\['sum'\] holds non-finite"),
+    "a parameter id that is a dict": (lambda c: c["optimizer"]["param_groups"][0]["params"].__setitem__(3, {}),
+                                      r"its optimizer's param_groups\[0\]\['params'\] is not a list of \d+ parameter ids"),
+    "elapsed a dict": (lambda c: c.update(elapsed={}), r"checkpoint\['elapsed'\] is \{\}, expected a number"),
+    "a word that is a number": (lambda c: c["ranks"][0]["batches"]["fwd"][0].__setitem__(0, 0.5),
+                                r"its position in the text cannot be restored \(the checkpoint's unread words"),
+    "a sampler state that is a number": (lambda c: c["ranks"][0].update(sampler=3),
+                                         r"checkpoint\['ranks'\]\[0\]\['sampler'\] is int, expected a dict"),
+    "an LSTM layer's state missing": (_drop_layer, r"its carried LSTM state is not \(cell, output\) tensors"),
+    "a weight of integers": (lambda c: c["model"].update({"softmax.bias": c["model"]["softmax.bias"].int()}),
+                             r"its weight softmax.bias is torch.int32, expected torch.float32"),
+    "a weight of NaN": (lambda c: _nan(c["model"], "softmax.bias"), r"its weight softmax.bias holds non-finite"),
+    "a log window that is text": (lambda c: c["ranks"][0].update(log_window="x"), r"its log window is not a dict"),
+}
+
+
+@pytest.mark.parametrize("damage", DAMAGED_CHECKPOINTS)
+def test_a_damaged_checkpoint_is_named_before_the_run_resumes(tmp_path, toy, stopped_run, damage):
+    train_txt, _, vocab_txt = toy
+    shutil.copytree(stopped_run, tmp_path / "run")
+    path = latest_checkpoint(tmp_path / "run" / "checkpoints")
+    ckpt = torch.load(path, weights_only=True)
+    edit, message = DAMAGED_CHECKPOINTS[damage]
+    edit(ckpt)
+    torch.save(ckpt, path)
+    cfg = tiny_config(tmp_path / "run", train_txt, vocab_txt, max_steps=4, n_negative=8, export=False)
+    with pytest.raises(CheckpointError, match=rf"^{re.escape(str(path))}: damaged or not of this run: {message}"):
         train(cfg)
 
 

@@ -377,8 +377,59 @@ def test_string_dataset_is_named(tmp_path):
         del f["CNN_proj/b_proj"]
         f.create_dataset("CNN_proj/b_proj", data=np.full(shape, "0.5", dtype=object),
                          dtype=h5py.string_dtype())
-    with pytest.raises(WeightFileError, match="dataset 'CNN_proj/b_proj' holds .* values, expected numbers"):
+    with pytest.raises(WeightFileError, match="dataset 'CNN_proj/b_proj' holds .* values, expected floating-point numbers"):
         elmo.from_pretrained(folder)
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.uint8])
+def test_an_integer_dataset_is_refused(tmp_path, dtype):
+    """Found by fuzzing: a weight dataset of whole numbers (as a damaged datatype message reads
+    a float32 dataset's bits) loaded without a word, every value a whole number."""
+    folder = _original_copy(tmp_path)
+    with h5py.File(folder / "weights.hdf5", "a") as f:
+        values = f["CNN/b_cnn_1"][...]
+        del f["CNN/b_cnn_1"]
+        f["CNN/b_cnn_1"] = np.abs(values * 10).astype(dtype)
+    with pytest.raises(WeightFileError, match=rf"weights.hdf5: dataset 'CNN/b_cnn_1' holds {np.dtype(dtype)} "
+                                              r"values, expected floating-point numbers"):
+        elmo.from_pretrained(folder)
+
+
+def test_a_safetensors_tensor_of_whole_numbers_is_refused(tmp_path):
+    """Found by fuzzing: a native header whose "F32" reads "I32" (same size, same offsets)
+    loaded the float bits as integers into the model, which gave other outputs without a word."""
+    import struct
+    elmo.save_pretrained(random_bilm(), tmp_path)
+    path = tmp_path / "model.safetensors"
+    data = path.read_bytes()
+    (length,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8:8 + length])
+    header["token_encoder.projection.bias"]["dtype"] = "I32"
+    text = json.dumps(header).encode()
+    path.write_bytes(struct.pack("<Q", len(text)) + text + data[8 + length:])
+    with pytest.raises(WeightFileError, match=r"model.safetensors: tensor 'token_encoder.projection.bias' "
+                                              r"holds torch.int32 values, expected torch.float32"):
+        elmo.from_pretrained(tmp_path)
+
+
+def test_a_big_endian_softmax_loads_as_written(tmp_path):
+    """Found by fuzzing: a softmax.hdf5 dataset in big-endian byte order (valid HDF5, as written
+    on such a machine) was torch's ValueError naming no file; it now loads, the same values."""
+    from elmo.training.export import export_model, load_language_model
+    from elmo.training.model import LanguageModel
+    from elmo.vocab import Vocabulary
+    vocab = Vocabulary(["<S>", "</S>", "<UNK>", "the", "bank"])
+    bilm = random_bilm()
+    export_model(LanguageModel(bilm.options, len(vocab), vocab.bos, vocab.eos, 0.0, bilm=bilm), vocab, tmp_path)
+    with h5py.File(tmp_path / "softmax.hdf5", "r+") as h5:
+        for name in ("softmax/W", "softmax/b"):
+            values = h5[name][...]
+            del h5[name]
+            h5[name] = values.astype(">f4")
+    model, _ = load_language_model(tmp_path)
+    with h5py.File(tmp_path / "softmax.hdf5", "r") as h5:
+        assert torch.equal(model.softmax.weight.detach(), torch.from_numpy(h5["softmax/W"][...].astype("<f4")))
+        assert torch.equal(model.softmax.bias.detach(), torch.from_numpy(h5["softmax/b"][...].astype("<f4")))
 
 
 @pytest.mark.parametrize("name", ["weights.hdf5", "options.json", "model.safetensors"])

@@ -181,6 +181,9 @@ class PackedLMBatches(_StreamBatches):
     def load_state_dict(self, state: dict) -> None:
         if len(state["fwd"]) != self.batch_size:
             raise ValueError(f"the checkpoint has {len(state['fwd'])} rows, this run {self.batch_size}")
+        if not all(isinstance(w, str) for rows in (state["fwd"], state["bwd"]) for r in rows for w in r):
+            # (a damaged checkpoint's word that is a number failed steps later, in the encoder)
+            raise ValueError("the checkpoint's unread words are not all words (strings)")
         self.stream.load_state_dict(state["stream"])
         self.fwd = [list(r) for r in state["fwd"]]
         self.bwd = [list(r) for r in state["bwd"]]

@@ -20,12 +20,14 @@ data only (tensors, dicts, lists, strings and numbers), so it loads with
 Files are written to a temporary name and renamed, so a kill or a full disk at any moment
 leaves either the previous set of checkpoints or the new one, never a partial file under the
 real name. A failed write raises :class:`CheckpointWriteError` naming the path and the cause.
+Loading checks the CRC-32 the zip file keeps of each record, which torch.load does not.
 """
 from __future__ import annotations
 
 import contextlib
 import errno
 import json
+import math
 import os
 import pickle
 import re
@@ -189,6 +191,25 @@ def _refused_object(e: BaseException) -> str:
     return "an object the weights-only loader does not accept"
 
 
+def _check_stored_checksums(path: Path) -> None:
+    """A CheckpointError naming ``path`` where a record of the zip file torch.save wrote does
+    not match the CRC-32 stored with it. torch.load does not check them: a damaged byte of a
+    weight or an optimizer's sum resumed the run with the wrong value, without a word. A file
+    that is no zip is left to torch.load, whose error names it."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            damaged = archive.testzip()
+    except (zipfile.BadZipFile, EOFError, ValueError, NotImplementedError, RuntimeError):
+        return
+    except OSError as e:
+        if e.filename is not None:   # (the OS's error, which names the file, as torch.load's would)
+            raise
+        return
+    if damaged is not None:
+        raise CheckpointError(f"{path}: damaged: the data of its record {damaged} does not match the "
+                              f"checksum stored with it; delete it to resume from the one before")
+
+
 def load_checkpoint(path: str | Path) -> Dict[str, Any]:
     """Read a checkpoint with the weights-only unpickler; ``config`` comes back as a dict.
 
@@ -197,6 +218,7 @@ def load_checkpoint(path: str | Path) -> Dict[str, Any]:
     corrupt file, or one without the keys a checkpoint has.
     """
     path = Path(path)
+    _check_stored_checksums(path)
     try:
         ckpt = torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as e:
@@ -204,6 +226,12 @@ def load_checkpoint(path: str | Path) -> Dict[str, Any]:
             f"{path}: refused to load: it holds objects other than tensors, numbers, strings and "
             f"containers ({_refused_object(e)}). elmo's checkpoints never do; if an older version wrote it, "
             f"the checkpoint format changed: delete it or use a new run folder") from None
+    except OSError as e:
+        if e.filename is not None:   # (the OS's own error, which names the file: unreadable, say)
+            raise
+        # (torch's reader of a zip cut short says "[Errno 22] Invalid argument", naming nothing)
+        raise CheckpointError(f"{path}: not a readable checkpoint, truncated or corrupt ({_first_line(e)}); "
+                              f"delete it to resume from the one before") from None
     except (RuntimeError, EOFError, zipfile.BadZipFile, ValueError) as e:
         raise CheckpointError(f"{path}: not a readable checkpoint, truncated or corrupt ({_first_line(e)}); "
                               f"delete it to resume from the one before") from None
@@ -236,3 +264,54 @@ def set_rng_state(state: Dict[str, Any], device: torch.device) -> None:
     torch.set_rng_state(state["torch"])
     if device.type == "cuda" and "cuda" in state:
         torch.cuda.set_rng_state(state["cuda"], device)
+
+
+def contents_problem(saved: Any, template: Any, where: str) -> Optional[str]:
+    """Where ``saved``, a part of a loaded checkpoint, is not of the form of ``template``, the
+    same part as this run writes it (its batches' position, its generators' states): what is
+    wrong at which key, else None. A damaged or hand-edited value (a word that is a number, a
+    generator state of another size) was restored as it was and failed steps later in a
+    traceback of the code that used it, naming no file.
+
+    Dicts must hold the template's keys (more are let be); the items of a list are held to the
+    template's first item; tensors to its dtype and shape; numbers, strings and switches to its
+    type (a float may be given as an int, never as NaN or inf). A None in the template says
+    nothing."""
+    if template is None:
+        return None
+    if isinstance(template, dict):
+        if not isinstance(saved, dict):
+            return f"{where} is {type(saved).__name__}, expected a dict"
+        for key, value in template.items():
+            if key not in saved:
+                return f"{where}[{key!r}] is missing"
+            problem = contents_problem(saved[key], value, f"{where}[{key!r}]")
+            if problem is not None:
+                return problem
+        return None
+    if isinstance(template, (list, tuple)):
+        if not isinstance(saved, (list, tuple)):
+            return f"{where} is {type(saved).__name__}, expected a list"
+        for i, item in enumerate(saved if template else ()):
+            problem = contents_problem(item, template[0], f"{where}[{i}]")
+            if problem is not None:
+                return problem
+        return None
+    return _leaf_problem(saved, template, where)
+
+
+def _leaf_problem(saved: Any, template: Any, where: str) -> Optional[str]:
+    """:func:`contents_problem` of a tensor, number, string or switch."""
+    if isinstance(template, torch.Tensor):
+        if not isinstance(saved, torch.Tensor) or saved.dtype != template.dtype or saved.shape != template.shape:
+            got = (f"a {saved.dtype} tensor of shape {tuple(saved.shape)}" if isinstance(saved, torch.Tensor)
+                   else type(saved).__name__)
+            return f"{where} is {got}, expected a {template.dtype} tensor of shape {tuple(template.shape)}"
+        return None
+    kinds = {bool: (bool,), int: (int,), float: (int, float), str: (str,)}
+    allowed = next((k for t, k in kinds.items() if type(template) is t), None)
+    if allowed is None:
+        return None
+    if type(saved) not in allowed or isinstance(saved, float) and not math.isfinite(saved):
+        return f"{where} is {saved!r}, expected {'a number' if allowed[-1] is float else allowed[0].__name__}"
+    return None

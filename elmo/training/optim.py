@@ -3,9 +3,12 @@ kernel, or Adam), and restored from a checkpoint without taking the saved implem
 from __future__ import annotations
 
 import inspect
+from typing import Any, Dict, Optional
 
 import torch
 
+from ..weights import non_finite
+from .checkpoint import contents_problem
 from .config import TrainConfig
 
 
@@ -48,3 +51,61 @@ def build_optimizer(cfg: TrainConfig, params) -> torch.optim.Optimizer:
     if cfg.optimizer == "adam":
         return torch.optim.Adam(params, lr=cfg.lr)
     raise ValueError(f"optimizer must be 'adagrad' or 'adam', got {cfg.optimizer!r}")
+
+
+def optimizer_state_problem(optimizer: torch.optim.Optimizer, state: Any) -> Optional[str]:
+    """What in ``state``, an optimizer's state dict read from a checkpoint, does not fit
+    ``optimizer`` (this run's, as built: Adagrad's holds its sums already), else None.
+
+    load_state_dict checks little of it: a group without its ``eps`` loaded, and the first
+    step failed in a KeyError; a parameter's state deleted was begun afresh without a word; a
+    sum of integers was read as floats. Each is a damaged checkpoint, named here before
+    anything of it is loaded."""
+    if not isinstance(state, dict) or not isinstance(state.get("state"), dict) \
+            or not isinstance(state.get("param_groups"), list):
+        return "not a dict of 'state' and 'param_groups'"
+    groups = state["param_groups"]
+    if len(groups) != len(optimizer.param_groups):
+        return f"{len(groups)} parameter groups, this run's optimizer has {len(optimizer.param_groups)}"
+    params: Dict[Any, torch.Tensor] = {}
+    for i, (saved, own) in enumerate(zip(groups, optimizer.param_groups)):
+        # (the switches are left out: PyTorch gives a group saved before one existed its default)
+        template = {k: v for k, v in own.items() if k != "params" and not isinstance(v, bool) and v is not None}
+        problem = contents_problem(saved, template, f"param_groups[{i}]")
+        if problem is not None:
+            return problem
+        ids = saved.get("params")
+        if not isinstance(ids, list) or len(ids) != len(own["params"]) \
+                or not all(type(i) is int for i in ids):
+            return f"param_groups[{i}]['params'] is not a list of {len(own['params'])} parameter ids"
+        params.update(zip(ids, own["params"]))
+    return _param_states_problem(optimizer, state["state"], params)
+
+
+def _param_states_problem(optimizer: torch.optim.Optimizer, states: dict,
+                          params: Dict[Any, torch.Tensor]) -> Optional[str]:
+    """:func:`optimizer_state_problem` of the parameters' states (``params``: the saved id of
+    each of this run's parameters)."""
+    for key, entry in states.items():
+        if key not in params:
+            return f"state[{key!r}] belongs to no parameter of the groups"
+        if not isinstance(entry, dict):
+            return f"state[{key!r}] is {type(entry).__name__}, expected a dict"
+        param = params[key]
+        for name, value in entry.items():
+            if isinstance(value, torch.Tensor) and (not value.is_floating_point()
+                                                     or value.shape not in (torch.Size([]), param.shape)):
+                return (f"state[{key!r}][{name!r}] is a {value.dtype} tensor of shape {tuple(value.shape)}, "
+                        f"expected floats of shape {tuple(param.shape)} (or one number)")
+            if isinstance(value, torch.Tensor) and non_finite(value) is not None:
+                # (resumed, the first step's update was NaN: "training diverged", blaming the run)
+                return f"state[{key!r}][{name!r}] holds non-finite values (NaN or inf)"
+    for key, param in params.items():
+        own = optimizer.state.get(param)
+        if own and key not in states:
+            return f"state[{key!r}] is missing"
+        if own:   # (an optimizer that makes its state as it is built: the checkpoint's has one too)
+            problem = contents_problem(states.get(key), dict(own), f"state[{key!r}]")
+            if problem is not None:
+                return problem
+    return None
