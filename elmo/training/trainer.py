@@ -41,19 +41,19 @@ from ..data.corpus import CorpusStream, expand_paths, iter_file_sentences
 from ..data.lm_batches import MAX_PIECE_LENGTH, BucketedLMBatches, PackedLMBatches
 from ..modules.softmax import softmax_loss
 from ..vocab import Vocabulary
-from ..weights import non_finite
 from ..io import atomic_write_text, check_output_dir, no_empty_folder_on_failure
 from ..text_files import read_json
 from . import distributed
-from .checkpoint import (CheckpointError, contents_problem, latest_checkpoint, load_checkpoint, rng_state,
-                         save_checkpoint, set_rng_state, writing)
+from .checkpoint import (CheckpointError, latest_checkpoint, load_checkpoint, rng_state, save_checkpoint,
+                         set_rng_state, writing)
+from .checkpoint_contents import RunParts, checkpoint_problem
 from .config import TrainConfig, restart_settings, with_recipe_defaults
 from .corpus_stats import check_text_unchanged, read_corpus_stats, write_corpus_stats
 from .divergence import MAX_NONFINITE_STEPS, check_outputs_finite, diverged_message
 from .evaluate import likelihood_sums, perplexity_from_sums, reset_rows, unk_targets
 from .export import VOCAB_FILE, export_model, load_language_model, options_with_training_keys
 from .model import LanguageModel
-from .optim import build_optimizer, load_optimizer_state, optimizer_state_problem
+from .optim import build_optimizer, load_optimizer_state
 from .preflight import (check_every_rank_has_text, check_same_settings, warn_bf16_not_native, warn_uneven_shards,
                         warn_vocabulary_order)
 from .resume import ResumeMismatch, check_allow_change, check_line_split, check_resume, check_vocabulary_unchanged
@@ -409,70 +409,13 @@ class TrainingRun:
 
     def _check_checkpoint_contents(self, ckpt: Dict[str, Any], loaded: bool = False) -> None:
         """CheckpointError naming the checkpoint where a value of it is not of the form this run
-        writes (:meth:`_contents_problem`): restored as it was, a damaged one failed later, in
+        writes (:func:`~.checkpoint_contents.checkpoint_problem`): restored as it was, a damaged one failed later, in
         a traceback of the code that used it, or resumed without a word."""
-        problem = self._contents_problem(ckpt, loaded)
+        problem = checkpoint_problem(ckpt, RunParts(self.model, self.batches, self.softmax_loss, self.optimizer,
+                                                    self.ctx.rank), loaded)
         if problem is not None:
             raise CheckpointError(f"{self.resume_from}: damaged or not of this run: {problem}; delete it to "
                                   f"resume from the one before, or use another --output")
-
-    def _contents_problem(self, ckpt: Dict[str, Any], loaded: bool) -> Optional[str]:
-        """What of ``ckpt`` is not of the form this run writes (:func:`contents_problem`), else
-        None; once its settings and weights are found to fit this run (``loaded``: their
-        messages say more, a changed vocabulary also changes the optimizer's shapes), also its
-        tensors and optimizer state (:meth:`_tensors_problem`, :func:`optimizer_state_problem`)."""
-        ctx = self.ctx
-        template: Dict[str, Any] = {"step": 0, "tokens": 0, "elapsed": 0.0, "skipped_steps": 0,
-                                    "nonfinite_in_a_row": 0, "ranks": [{}]}
-        if loaded:   # (the parts that depend on the settings, which are found the same by now)
-            # (each rank's part as this one's; the CPU's generator only, as a run resumed on
-            # another device has it; of the schedule its rate, all that an older one's holds)
-            template["ranks"] = [{"batches": self.batches.state_dict(), "rng": {"torch": torch.get_rng_state()},
-                                  "sampler": self.softmax_loss.state_dict()}]
-            template.update({"lr_schedule": {"lr": 0.0}} if ckpt.get("lr_schedule") else {})
-        problem = contents_problem({**template, **ckpt}, template, "checkpoint")   # (older ones lack some)
-        if problem is not None or not loaded:
-            return problem
-        mine = ckpt["ranks"][ctx.rank]
-        problem = self._tensors_problem(ckpt["model"], mine.get("lstm_state"))
-        if problem is None:
-            problem = optimizer_state_problem(self.optimizer, ckpt["optimizer"])
-            problem = problem and f"its optimizer's {problem}"
-        if problem is None and any(v < 0 for v in (ckpt["step"], ckpt["tokens"], ckpt["elapsed"])):
-            problem = "a negative step, token count or time"
-        window = mine.get("log_window")
-        if problem is None and window is not None and not (isinstance(window, dict) and all(
-                type(v) in (int, float, bool) for v in window.values())):
-            problem = f"its log window is not a dict of sums: {window!r:.80}"
-        return problem
-
-    def _tensors_problem(self, model: Any, lstm_state: Any) -> Optional[str]:
-        """What is wrong with a checkpoint's weights' dtypes (load_state_dict converts them: a
-        weight of integers loaded as whole numbers) or its carried LSTM state (one layer's
-        missing failed the first step, in the LSTM), else None. Names and shapes of the weights
-        are load_state_dict's to check."""
-        own = self.model.state_dict()
-        if not isinstance(model, dict):
-            return f"checkpoint['model'] is {type(model).__name__}, expected a dict"
-        wrong = next((k for k, v in model.items() if isinstance(v, torch.Tensor) and k in own
-                      and v.dtype != own[k].dtype), None)
-        if wrong is not None:
-            return f"its weight {wrong} is {model[wrong].dtype}, expected {own[wrong].dtype}"
-        # (a checkpoint is written of finite weights only, a skipped step changing none: one
-        # that holds NaN resumed into "training diverged", which blamed the run, not the file)
-        bad = next((k for k, v in model.items() if isinstance(v, torch.Tensor) and non_finite(v) is not None), None)
-        if bad is not None:
-            return f"its weight {bad} holds non-finite values (NaN or inf)"
-        rows, lstm = getattr(self.batches, "batch_size", None), self.model.bilm.options.lstm
-        if lstm_state is None or rows is None:   # (none carried: a bucketed run, or a reset)
-            return None
-        shapes = [[(2, rows, lstm.dim), (2, rows, lstm.projection_dim)]] * lstm.n_layers
-        got = [[tuple(t.shape) if isinstance(t, torch.Tensor) and t.is_floating_point() else None for t in pair]
-               if isinstance(pair, (list, tuple)) else None for pair in lstm_state] \
-            if isinstance(lstm_state, (list, tuple)) else None
-        if got != shapes:
-            return f"its carried LSTM state is not (cell, output) tensors of shapes {shapes[0]} for each of {len(shapes)} layers"
-        return None
 
     def _keep_epoch_rows(self) -> None:
         """A resumed bucketed run begun when an epoch counted sentences keeps the steps it
