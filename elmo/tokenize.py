@@ -73,6 +73,12 @@ CHAR_MAP = str.maketrans({
 #: from its tokens too, its offsets still into the text as given; so does the spaCy component.
 INVISIBLE = "\u00ad\u200c\u200d\u200e\u200f\u2060\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
 
+#: The characters that separate words without showing a space (zero-width space, and the
+#: byte-order mark as a zero-width no-break space): :data:`CHAR_MAP` makes them spaces. Inside a
+#: token that keeps them (spaCy's, which are no whitespace to ``str.isspace``) the spaCy
+#: component drops them, as it drops :data:`INVISIBLE`.
+ZERO_WIDTH_SPACES = "\u200b\ufeff"
+
 #: CHAR_MAP, and the invisible characters deleted.
 TEXT_MAP = {**CHAR_MAP, **str.maketrans(dict.fromkeys(INVISIBLE))}
 
