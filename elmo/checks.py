@@ -86,3 +86,20 @@ def require_count(name: str, value: Any, least: int = 1, hint: str = "") -> int:
     if number < least:
         raise ValueError(f"{name} must be at least {least}, got {number}{hint}")
     return number
+
+
+def require_utf8_text(name: str, value: str) -> str:
+    """``value``, text a command takes from its command line (``name``: the argument as
+    typed), unless it holds a character UTF-8 cannot encode: a lone surrogate, as which a
+    byte that was not UTF-8 reaches Python (``os.fsdecode``'s escape: a Latin-1 terminal's
+    ``caf\\xe9``). A ValueError names the byte; made into character ids, such a character is
+    dropped, as the original drops it, and ``caf\\xe9`` silently became the word ``caf``."""
+    bad = next((ord(ch) for ch in value if 0xD800 <= ord(ch) <= 0xDFFF), None)
+    if bad is None:
+        return value
+    from .shell import shell_quote
+
+    what = (f"byte 0x{bad - 0xDC00:02x}, which is not UTF-8" if 0xDC80 <= bad <= 0xDCFF
+            else f"U+{bad:04X}, a lone surrogate, which UTF-8 cannot encode")
+    raise ValueError(f"{name} holds {what} ({shell_quote(value)}); give the text in UTF-8 "
+                     f"(is the terminal set to another encoding?)")

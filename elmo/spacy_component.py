@@ -67,7 +67,7 @@ from spacy.language import Language
 from spacy.tokens import Doc, Span
 from spacy.util import minibatch
 
-from .tokenize import INVISIBLE
+from .tokenize import INVISIBLE, ZERO_WIDTH_SPACES
 
 
 #: The Doc extension where each ``elmo_task`` component records how many words its model read.
@@ -78,13 +78,17 @@ if not Doc.has_extension(TOKENS_READ):
 #: The file of a saved pipeline's ``elmo`` or ``elmo_task`` component folder: its model and weights digest.
 SAVED_RECORD = "elmo_model.json"
 
-#: The invisible joiners and marks (:data:`elmo.tokenize.INVISIBLE`) deleted from a token.
-_DROP_INVISIBLE = str.maketrans(dict.fromkeys(INVISIBLE))
+#: The invisible joiners and marks (:data:`elmo.tokenize.INVISIBLE`) deleted from a token, and
+#: the zero-width spaces (:data:`elmo.tokenize.ZERO_WIDTH_SPACES`): elmo's tokenizer and the
+#: corpora read those as spaces, while spaCy keeps them in a token (a text opening with a
+#: byte-order mark gave the word ``\ufeffThe``) or makes one of them alone a token.
+_DROP_INVISIBLE = str.maketrans(dict.fromkeys(INVISIBLE + ZERO_WIDTH_SPACES))
 
 
 def _word_text(token) -> str:
     """The token's text as elmo's tokenizer gives a word: without the invisible joiners and
-    marks spaCy keeps in a token (``co\u00adoperate`` is ``cooperate``)."""
+    marks spaCy keeps in a token (``co\u00adoperate`` is ``cooperate``), nor a zero-width
+    space or byte-order mark (``\ufeffThe`` is ``The``)."""
     return token.text.translate(_DROP_INVISIBLE)
 
 

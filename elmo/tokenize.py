@@ -16,7 +16,8 @@ Two English tokenizers follow these rules, for two jobs:
   single letters and periods stay whole (``U.S.``), ``...`` and ``--`` are single tokens, any
   other symbol is a token of its own, and an apostrophe that starts no clitic (``O'Neill``)
   is a token of its own. A combining mark stays with the character before it (as in spaCy's
-  tokenizer). Nothing is Unicode-normalised: a decomposed ``café`` stays decomposed, other
+  tokenizer; :class:`Tokenizer` also keeps it with a symbol, an emoji's variation selector
+  U+FE0F, which spaCy's own affix rules split off). Nothing is Unicode-normalised: a decomposed ``café`` stays decomposed, other
   bytes than the composed one and so other character ids (:mod:`elmo.chars`).
 * :class:`Tokenizer` (spaCy's rule-based English tokenizer and sentencizer, no model
   download): splits raw documents into sentences and gives character spans; it builds the LM
@@ -71,6 +72,12 @@ CHAR_MAP = str.maketrans({
 #: the BOM separate words: CHAR_MAP makes them spaces.) :meth:`Tokenizer.spans` drops them
 #: from its tokens too, its offsets still into the text as given; so does the spaCy component.
 INVISIBLE = "\u00ad\u200c\u200d\u200e\u200f\u2060\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+
+#: The characters that separate words without showing a space (zero-width space, and the
+#: byte-order mark as a zero-width no-break space): :data:`CHAR_MAP` makes them spaces. Inside a
+#: token that keeps them (spaCy's, which are no whitespace to ``str.isspace``) the spaCy
+#: component drops them, as it drops :data:`INVISIBLE`.
+ZERO_WIDTH_SPACES = "\u200b\ufeff"
 
 #: CHAR_MAP, and the invisible characters deleted.
 TEXT_MAP = {**CHAR_MAP, **str.maketrans(dict.fromkeys(INVISIBLE))}
@@ -215,16 +222,26 @@ class Tokenizer:
     def __init__(self) -> None:
         try:
             import spacy
+            from spacy.lang.char_classes import LIST_ICONS
             from spacy.tokenizer import Tokenizer as SpacyTokenizer
-            from spacy.util import compile_infix_regex
+            from spacy.util import compile_infix_regex, compile_prefix_regex, compile_suffix_regex
         except ImportError as e:  # pragma: no cover - depends on the environment
             raise ImportError("tokenizing raw text needs spaCy: pip install 'elmo-pytorch[data]' "
                               "(or pip install spacy)") from e
         nlp = spacy.blank("en")
-        # (English gives its infixes as regex strings, and a blank pipeline spaCy's own tokenizer)
-        infixes = [p.replace(_HYPHEN_INFIX, _DASH_INFIX) for p in cast(Sequence[str], nlp.Defaults.infixes)]
+        # (English gives its affixes as regex strings, and a blank pipeline spaCy's own tokenizer)
+        # A symbol split off as an affix (an emoji) takes the combining marks after it along:
+        # its variation selector (U+FE0F) was a token of its own, where tokenize() keeps it.
+        glued = {icon: f"{icon}[{_mark_ranges()}]*" for icon in LIST_ICONS}
+
+        def affixes(patterns) -> List[str]:
+            return [glued.get(p, p) for p in cast(Sequence[str], patterns)]
+
+        infixes = [p.replace(_HYPHEN_INFIX, _DASH_INFIX) for p in affixes(nlp.Defaults.infixes)]
         assert isinstance(nlp.tokenizer, SpacyTokenizer)
         nlp.tokenizer.infix_finditer = compile_infix_regex(infixes).finditer
+        nlp.tokenizer.prefix_search = compile_prefix_regex(affixes(nlp.Defaults.prefixes)).search
+        nlp.tokenizer.suffix_search = compile_suffix_regex(affixes(nlp.Defaults.suffixes)).search
         nlp.add_pipe("sentencizer")
         nlp.max_length = 5_000_000
         self.nlp = nlp

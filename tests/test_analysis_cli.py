@@ -949,3 +949,22 @@ def test_the_readme_says_which_sections_draw_which_pictures():
             assert f"`{section}`" in none, section
     given = [p for p, s in PICTURES.items() if s is None]
     assert all(f"`{p}`" in drawn for p in given)
+
+
+@pytest.mark.parametrize("where", ["sentence", "--word"])
+def test_neighbors_refuses_command_line_text_that_is_not_utf8(where, tmp_path, capsys):
+    """A byte that is not UTF-8 on the command line (a Latin-1 terminal's 'caf\\xe9') reaches
+    Python as a lone surrogate (os.fsdecode's escape), which the character ids drop, as the
+    original drops it: the query silently became the word 'caf'. Such text is refused, naming
+    the argument and the byte, before the model loads or the index is built."""
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("the cafe opened .\n")
+    bad = os.fsdecode(b"caf\xe9")
+    sentence, word = (f"the {bad} opened .", bad) if where == "sentence" else ("the cafe opened .", bad)
+    argv = ["neighbors", sentence, "--word", word, "--model", "fixture", "--corpus", str(corpus),
+            "--index-dir", str(tmp_path / "ix"), "--no-glove"]
+    assert main(argv) == 1
+    captured = capsys.readouterr()
+    name = "SENTENCE" if where == "sentence" else "--word"
+    assert captured.err.startswith(f"elmo neighbors: error: {name} holds byte 0xe9, which is not UTF-8")
+    assert captured.out == "" and not (tmp_path / "ix").exists()

@@ -142,3 +142,12 @@ def test_sentence_vectors_checks_pooling_and_layers_before_any_model():
         elmo.sentence_vectors("no-such-model", [["a"]], pooling="sum")
     with pytest.raises(ValueError, match="sentence_vectors needs one vector per token"):
         elmo.sentence_vectors("no-such-model", [["a"]], layers="all")
+
+
+def test_command_line_text_with_a_lone_surrogate_is_named():
+    from elmo.checks import require_utf8_text
+    assert require_utf8_text("--word", "caf\u00e9 \U0001F600") == "caf\u00e9 \U0001F600"
+    with pytest.raises(ValueError, match=r"^--word holds U\+D800, a lone surrogate, which UTF-8 cannot encode"):
+        require_utf8_text("--word", "a\ud800")
+    with pytest.raises(ValueError, match=r"^SENTENCE holds byte 0xff, which is not UTF-8 \(\$'a\\xff'\)"):
+        require_utf8_text("SENTENCE", "a\udcff")

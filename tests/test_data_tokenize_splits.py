@@ -107,3 +107,17 @@ def test_spans_drop_invisible_joiners_as_tokens_does(tok):
     assert [text[s:e].replace("\u00ad", "").replace("\u200d", "") for t, s, e in spans][:4] == [
         "We", "cooperate", "with", "them"]
     assert all("\u200e" not in text[s:e] for _, s, e in spans)
+
+
+@pytest.mark.parametrize("text", ["I \u2764\ufe0f it", "so \u263a\ufe0f.", "ok \u2714\ufe0f\u2714\ufe0f done",
+                                  "a\u2764\ufe0fb", "(\u2603\ufe0f)"])
+def test_the_embed_tokenizer_agrees_with_the_corpus_tokenizer_on_a_symbol_with_its_marks(tok, text):
+    """spaCy splits a symbol (an emoji such as U+2764) off as a prefix, suffix or infix without
+    the variation selector (U+FE0F, a combining mark) that follows it, which became an invisible
+    token of its own ('so \u263a\ufe0f.' even gave the token '\ufe0f.'), where `elmo embed
+    --tokenize` keeps a mark with the character before it: the corpus and the embedded text held
+    other tokens. A symbol's marks now stay with it in both, in tokens and spans alike."""
+    from elmo.tokenize import tokenize
+    assert tok.tokens(text) == tokenize(text)
+    assert [t for t, _, _ in tok.spans(text)] == tokenize(text)
+    assert all(text[s:e] == t for t, s, e in tok.spans(text))

@@ -467,6 +467,25 @@ def test_invisible_joiners_are_dropped_as_the_tokenizer_drops_them():
     np.testing.assert_allclose(marked.vector, plain.vector, rtol=0, atol=1e-6)
 
 
+def test_a_byte_order_mark_or_zero_width_space_in_a_token_is_no_part_of_the_word():
+    """A text that opens with a byte-order mark (a file read as 'utf-8', not 'utf-8-sig') made
+    the first word '\\ufeffThe' to the biLM, three more bytes and another vector than `elmo
+    embed` gives that line (it drops a BOM opening the file), and a zero-width space between
+    words (which spaCy keeps as a token: it is no whitespace to str.isspace) was a word of its
+    own, invisible, changing the vectors around it. elmo's tokenizer and the corpora read
+    both as spaces; in a token they are dropped from the word, and a token of them only is no
+    word, as a lone direction mark."""
+    nlp = spacy.blank("en")
+    nlp.add_pipe("elmo", config={"model": "fixture"})
+    plain, marked = nlp("The dog sat on it ."), nlp("\ufeffThe dog \u200b sat on\ufeff it \ufeff .")
+    words = [t for t in marked if t.text not in ("\u200b", "\ufeff")]
+    assert len(marked) == len(plain) + 2 and len(words) == len(plain)
+    np.testing.assert_allclose(np.stack([t.vector for t in words]), plain.tensor, rtol=0, atol=1e-6)
+    for space in (t for t in marked if t.text in ("\u200b", "\ufeff")):
+        assert not space.has_vector and not space.vector.any()
+    np.testing.assert_allclose(marked.vector, plain.vector, rtol=0, atol=1e-6)
+
+
 def test_tokens_the_task_model_does_not_tag_lose_an_earlier_components_tag():
     """Whitespace tokens and the words past a model's max_tokens kept the tag a component
     before elmo_task gave them: one Doc held two models' tags, though the docs say such

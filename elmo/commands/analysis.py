@@ -148,9 +148,12 @@ def neighbors(args: argparse.Namespace) -> int:
     from ..analysis import datasets
     from ..analysis.neighbors import cached_index, context, occurrences_in, query_vectors, static_neighbors
     from ..analysis.report import index_home, resolve_corpus
-    from ..checks import require_count
+    from ..checks import require_count, require_utf8_text
     from ..embedding import Embedder
 
+    # (before the model loads: a byte that was not UTF-8 silently left the word)
+    require_utf8_text("SENTENCE", args.sentence)
+    require_utf8_text("--word", args.word)
     if args.k < 1:  # before the index is built, not after its first layer is printed
         raise ValueError(f"-k must be at least 1, got {args.k}")
     # named as typed (the library's messages name its parameters: batch_size, occurrence)
