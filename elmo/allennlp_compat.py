@@ -33,7 +33,9 @@ from .embedding.output import NonFiniteOutput
 from .embedding.windows import DEFAULT_MAX_TOKENS
 from .checks import integer_or_none, require_count, require_path, require_switch, shown
 from .chars import check_sentence, check_tokenized, tokenized
-from .io import OutputError, check_output_file, no_empty_folder_on_failure, output_lock, temporary_folder, writing
+from .io import OutputError, no_empty_folder_on_failure, temporary_folder
+from .output_checks import check_output_file, writing
+from .output_lock import output_lock
 from .modules import BiLM, Elmo
 from .modules.bilm import stateful_calls
 from .modules.dropout_off import dropout_off

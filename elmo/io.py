@@ -1,25 +1,26 @@
-"""Writing files safely: atomic writes, the lock on an output being written, clear OS errors.
+"""Writing files safely: atomic writes and their temporaries, the one-line OS errors of a write.
 
 * :func:`atomic_target` / :func:`atomic_commit` / :func:`atomic_write_text`: a file is written
   to a temporary name beside it and renamed over it when complete, so readers (and a killed
   run) see the old file or the new one, never a part. The temporary's name holds its writer's
   host and PID, so the next write of the same file deletes those that killed runs left.
+  :func:`atomic_folder` does the same for a whole folder; :func:`no_empty_folder_on_failure`
+  removes the empty folders a failed command made.
 * :func:`fitting_name`: the names derived from an output's (temporaries, ``OUTPUT.lock``,
   ``OUTPUT.parts``) fit the folder's name limit: a long name is cut, with a hash of it.
 * :func:`refuse_bundled`: no output inside the folder of a model bundled with the package
   (``from_pretrained("default")`` for every program of the installation); every checker,
-  lock and atomic writer here applies it, so each command's outputs get it. Only
+  lock and atomic writer applies it, so each command's outputs get it. Only
   :func:`shipping_into` (``python -m elmo.training.ship``) writes such a folder.
-* :func:`output_lock`: while a process writes an output it holds ``OUTPUT.lock`` (a ``flock``
-  through the ``filelock`` package, held by the kernel: a killed process releases it). The lock
-  file holds the writer's PID and host, so a second writer is told who has it. The file is
-  removed on release. :func:`writer_of` tells a reader who writes an output now.
 * :class:`OutputError` and :func:`os_error_reason`: one-line messages for a full disk, a
   read-only or missing folder, a directory where a file belongs.
 * :func:`os_errors_naming`: an OSError that names no file (a full disk met by a temporary
   file) names the file or folder given.
-* The reading of text files a user hands over (UTF-8, NUL bytes, line ends, JSON, TOML)
-  is :mod:`elmo.text_files`.
+* The checks of an output before any work (a directory in the way, an input about to be
+  replaced, a write's OSError as one line) are :mod:`elmo.output_checks`; the lock on an output
+  being written is :mod:`elmo.output_lock`; HDF5 files that survive a full disk are
+  :mod:`elmo.hdf5_writer`. The reading of text files a user hands over (UTF-8, NUL bytes, line
+  ends, JSON, TOML) is :mod:`elmo.text_files`.
 """
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ import tempfile
 from contextlib import contextmanager, suppress
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any, Dict, Iterable, Iterator, Optional, TextIO, Tuple
+from typing import Dict, Iterator, Optional, TextIO
 
 
 class OutputError(OSError):
@@ -141,7 +142,7 @@ def atomic_target(path: Path) -> Path:
     that killed runs on this host left for ``path`` (a checkpoint's can be hundreds of MB)
     are deleted here, and a live writer's never are."""
     refuse_bundled(path)
-    _refuse_special(path)
+    refuse_special(path)
     path = write_target(path)
     prefix = _temporary_prefix(path, ".tmp")
     try:
@@ -154,7 +155,7 @@ def atomic_target(path: Path) -> Path:
     return Path(tmp)
 
 
-def _refuse_special(path: Path) -> None:
+def refuse_special(path: Path) -> None:
     """Refuse a path taken by something that is neither a file nor a folder: renaming a new
     file onto ``/dev/full`` or a named pipe would replace the device or the pipe itself."""
     if path.exists() and not path.is_file() and not path.is_dir():
@@ -218,7 +219,7 @@ def atomic_commit(tmp: Path, path: Path) -> None:
     # bare "[Errno 28] No space left on device" named no file)
     with os_errors_naming(path):
         _fsync(tmp)
-    _refuse_special(path)  # (it may have appeared while the file was written)
+    refuse_special(path)  # (it may have appeared while the file was written)
     path = write_target(path)
     try:
         os.replace(tmp, path)
@@ -465,7 +466,7 @@ def _process_prefix(path: Path) -> str:
 
 def remove_temporaries(path: Path) -> None:
     """Delete the temporary files that killed runs left for ``path``. Call it only while holding
-    ``path``'s lock (:func:`output_lock`): a live writer's file is then never among them."""
+    ``path``'s lock (:func:`elmo.output_lock.output_lock`): a live writer's file is then never among them."""
     # (the name escaped: "out[12].h5" matched, and deleted, the live temporary files of
     # out1.h5 and out2.h5, whose locks it does not hold, and left its own)
     path = write_target(path)
@@ -475,7 +476,7 @@ def remove_temporaries(path: Path) -> None:
             tmp.unlink(missing_ok=True)
 
 
-# ---------------------------------------------------------------------- output checks
+# ---------------------------------------------------------------------- the bundled models' folders
 #: The bundled model's folder (resolved) that the running ship may write: :func:`shipping_into`.
 _SHIPPING: ContextVar[Optional[str]] = ContextVar("elmo_io_shipping", default=None)
 
@@ -521,370 +522,3 @@ def shipping_into(folder: Path) -> Iterator[None]:
         yield
     finally:
         _SHIPPING.reset(token)
-
-
-def check_output_file(path: Path, what: str = "output") -> None:
-    """Refuse, before any work, an output path that cannot become a file: a directory, or a
-    folder that is a file, or a bundled model's file. (Write permission is found out by taking the lock.)"""
-    refuse_bundled(path, what)
-    if path.is_dir():
-        raise OutputError(f"{path}: is a directory; the {what} must be a file path")
-    _refuse_special(path)
-    _check_parents(path)
-
-
-def check_replaceable(path: Path, starts: bytes, what: str) -> None:
-    """Refuse to replace an existing ``path`` unless it begins with ``starts``, the first bytes
-    of every ``what`` this command writes: re-running a command replaces its own earlier output,
-    while a text file given to ``-o`` by mistake is kept (it was replaced without a word)."""
-    try:
-        with open(path, "rb") as f:
-            head = f.read(len(starts))
-    except FileNotFoundError:
-        return
-    except OSError as e:
-        raise OutputError(f"{path}: cannot read what is there: {os_error_reason(e)}") from None
-    if head and head != starts:  # (an empty file holds nothing to lose)
-        raise OutputError(f"{path}: exists and is not a {what}; it is kept: remove it or write "
-                          f"the {what} to another path")
-
-
-def same_file(a: Path, b: Path) -> bool:
-    """Whether ``a`` and ``b`` name one file (through links or relative paths too)."""
-    try:
-        return a.resolve() == b.resolve() or (a.exists() and b.exists() and os.path.samefile(a, b))
-    except OSError:
-        return False
-
-
-def refuse_replacing_inputs(path: Path, inputs: Iterable[Tuple[str, Path]], what: str = "output") -> None:
-    """Refuse an output ``path`` that names one of the command's inputs, given as (what it is,
-    its path): the same file through a symbolic link, a relative path or a hard link, or an
-    input folder itself. Written, the output replaced the input, which was lost."""
-    for name, source in inputs:
-        if same_file(path, Path(source)):
-            raise OutputError(f"{path}: is {name}; write the {what} to another path")
-
-
-def check_output_dir(path: Path, what: str = "folder") -> None:
-    """Refuse, before any work, a folder path that is taken by a file, or that is a symbolic
-    link to nothing (its mkdir raised a bare 'File exists', or a rename named a temporary), or
-    that is (or is in) a bundled model's folder."""
-    refuse_bundled(path, what)
-    if path.exists() and not path.is_dir():
-        raise OutputError(f"{path}: is a file, but the {what} must be a folder; move it away")
-    if path.is_symlink() and not path.exists():
-        raise OutputError(f"{path}: is a symbolic link to {os.readlink(path)}, which does not exist; "
-                          f"make that folder or remove the link")
-    _check_parents(path)
-
-
-def _check_parents(path: Path) -> None:
-    """The nearest existing folder above ``path`` must be a folder (missing ones are created)."""
-    for parent in path.parents:
-        if parent.exists():
-            if not parent.is_dir():
-                raise OutputError(f"{path}: {parent} is not a directory")
-            return
-
-
-@contextmanager
-def writing(path: Path, what: str = "output", hint: str = "", full_hint: Optional[str] = None) -> Iterator[None]:
-    """Turn an OSError raised while writing ``path`` (a full disk, a read-only folder) into a
-    one-line :class:`OutputError` naming ``path``, ``what`` was being written and the reason.
-    ``hint`` ends the line; ``full_hint`` instead where the disk (or quota) had no room
-    (:data:`NO_ROOM`): "a writable folder" points the wrong way for a full one."""
-    try:
-        yield
-    except OutputError:
-        raise
-    except OSError as e:
-        if full_hint is not None and e.errno in NO_ROOM:
-            hint = full_hint
-        error = OutputError(f"{path}: cannot write the {what}: {os_error_reason(e)}"
-                            + (f"; {hint}" if hint else ""))
-        error.errno = e.errno   # (a full disk stays ENOSPC for the callers that tell it apart)
-        raise error from e
-
-
-def make_folder(path: Path) -> None:
-    """``path`` and the folders above it that are missing made, an OSError as the one line the
-    atomic writers give: ``PATH: cannot write in FOLDER: reason``, FOLDER the one in which a
-    folder could not be made (a training run's folder said only ``PATH: Operation not
-    permitted``, where every other command named the folder it could not write in)."""
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        where = Path(e.filename).parent if e.filename else path.parent
-        raise OutputError(f"{path}: cannot write in {where}: {os_error_reason(e)}") from None
-
-
-# ---------------------------------------------------------------------- HDF5 that survives a full disk
-class GuardedFile:
-    """A file for h5py's file-object driver that records the first OS error of a write
-    instead of letting HDF5 see it; :meth:`check` raises it.
-
-    HDF5 handles a failed write (a full disk) badly: some writes happen when a handle is freed,
-    where h5py can only print the error and carry on as if the data were written, and a file
-    whose flush failed cannot be closed cleanly (later HDF5 calls may crash). With this file
-    HDF5 never sees the error: writes after it are dropped, the file closes normally, and the
-    writer raises the recorded error (an OSError with its errno) and deletes the file.
-    """
-
-    def __init__(self, path: Path):
-        self._file = open(path, "w+b", buffering=0)   # unbuffered: errors come at each write
-        self.error: Optional[OSError] = None
-
-    # After close (an aborted writer, whose temporary is deleted), HDF5 may still write or
-    # truncate when it frees a handle, at exit say: those calls are dropped. They raised
-    # "I/O operation on closed file", which h5py printed as an ignored exception's traceback
-    # after a SIGTERM's one-line message.
-    def write(self, data) -> int:
-        view = memoryview(data).cast("B")
-        size = len(view)
-        if self.error is None and not self._file.closed:
-            try:
-                while view:   # a write near a full disk may be partial
-                    view = view[self._file.write(view):]
-            except OSError as e:
-                self.error = e
-        return size
-
-    def truncate(self, size: Optional[int] = None) -> int:
-        if self._file.closed:
-            return size or 0
-        try:
-            return self._file.truncate(size)
-        except OSError as e:
-            self.error = self.error or e
-            return self._file.tell() if size is None else size
-
-    def readinto(self, buffer) -> int:
-        return 0 if self._file.closed else self._file.readinto(buffer)
-
-    def read(self, size: int = -1) -> bytes:
-        return b"" if self._file.closed else self._file.read(size)
-
-    def seek(self, offset: int, whence: int = 0) -> int:
-        return 0 if self._file.closed else self._file.seek(offset, whence)
-
-    def tell(self) -> int:
-        return 0 if self._file.closed else self._file.tell()
-
-    def flush(self) -> None:   # unbuffered: nothing waits
-        pass
-
-    def close(self) -> None:
-        self._file.close()
-
-    def check(self) -> None:
-        """Raise the first write error, if there was one."""
-        if self.error is not None:
-            raise self.error
-
-
-class HDF5Writer:
-    """A new HDF5 file at a temporary path, renamed onto its target by :meth:`commit` or
-    deleted by :meth:`abort`; write errors (a full disk) are raised as OSError."""
-
-    def __init__(self, tmp: Path):
-        self.tmp = tmp
-        import h5py   # here, so that importing elmo.io stays light
-
-        self._raw = GuardedFile(tmp)
-        try:
-            self.file = h5py.File(self._raw, "w")
-        except BaseException:
-            self._raw.close()
-            tmp.unlink(missing_ok=True)
-            raise
-
-    def check(self) -> None:
-        self._raw.check()
-
-    def commit(self, path: Path) -> None:
-        self.file.close()
-        self._raw.close()
-        self.check()
-        atomic_commit(self.tmp, path)   # with an ordinary file's permissions
-
-    def abort(self) -> None:
-        """Close and delete the temporary file (also after a failed write)."""
-        try:
-            with suppress(Exception):
-                self.file.close()
-            self._raw.close()
-        finally:
-            self.tmp.unlink(missing_ok=True)
-
-
-@contextmanager
-def new_hdf5(path: Path, what: str) -> Iterator:
-    """A new HDF5 file for the block to fill, written through :class:`HDF5Writer` and renamed
-    onto ``path`` when the block ends; a failed write (a full disk) is one :class:`OutputError`
-    naming ``path`` and ``what``, and the temporary file is deleted."""
-    with writing(path, what):
-        out = HDF5Writer(atomic_target(path))
-        try:
-            yield out.file
-            out.commit(path)
-        except BaseException:
-            out.abort()
-            raise
-
-
-# ---------------------------------------------------------------------- the output lock
-def lock_path(path: Path) -> Path:
-    """The lock file of an output: ``OUTPUT.lock`` beside it (OUTPUT shortened where the name
-    would be too long: :func:`fitting_name`). An output named ``.`` or ``..``
-    (the current folder, its parent) is locked by its absolute path: it has no name of its own
-    to put ``.lock`` after (``elmo convert MODEL .`` was pathlib's "has an empty name")."""
-    if path.name in ("", ".."):
-        path = Path(os.path.abspath(path))
-    return path.with_name(fitting_name(path, ".lock"))
-
-
-def _holder(lock_file: Path) -> Optional[str]:
-    """'PID 123 on host h' from a held lock file, or None when it cannot be read yet."""
-    try:
-        text = lock_file.read_text(encoding="utf-8").split()
-    except OSError:
-        return None
-    if len(text) >= 1 and text[0].isdigit():
-        return f"PID {text[0]}" + (f" on {text[1]}" if len(text) > 1 else "")
-    return None
-
-
-def writer_of(path: Path) -> Optional[str]:
-    """Who is writing ``path`` now ('PID 123 on host h', from its lock file: :func:`output_lock`),
-    or None. For readers, which take no lock: a lock file of a process of this host that has
-    ended (killed with SIGKILL, which leaves it) names no writer."""
-    try:
-        file = lock_path(write_target(path))
-        pid, host = (file.read_text(encoding="utf-8").split() + [""])[:2]
-    except (OSError, ValueError):
-        return None
-    if not pid.isdigit() or (host == socket.gethostname() and not process_alive(int(pid))):
-        return None
-    return _holder(file)
-
-
-def _cannot_create_in(folder: Path) -> Optional[str]:
-    """Why no file can be created in ``folder``, or None when one can (made and deleted).
-
-    filelock takes a lock file it cannot create in an existing folder ("no such file", as in
-    /proc) for one its holder has just deleted, and retries until it times out: without this
-    the output was said to be "being written by another process"."""
-    try:
-        with tempfile.NamedTemporaryFile(dir=folder, prefix=".elmo-probe-"):
-            return None
-    except OSError as e:
-        if e.errno == errno.ENOENT and folder.is_dir():
-            return "it takes no new files, as /proc and /sys do"
-        return os_error_reason(e)
-
-
-#: The lock files (real paths) held by an ``output_lock(..., reentrant=True)`` of this thread
-#: or task: an :func:`output_lock` of one of them in its body is that lock, not a second writer.
-_REENTRANT: ContextVar[frozenset] = ContextVar("elmo_io_reentrant_locks", default=frozenset())
-
-
-@contextmanager
-def output_lock(path: Path, name: Optional[Path] = None, wait: float = 1.0,
-                reentrant: bool = False) -> Iterator[Path]:
-    """Hold ``path``'s lock file while the body runs; raise :class:`OutputBusy` at once if
-    another process holds it.
-
-    Args:
-        path: the file the lock is for (its lock file is ``path.lock``; for a symbolic link,
-            that of the file or folder it names).
-        name: the output named in the messages (default ``path``; a segment's lock names the
-            whole output).
-        reentrant: an ``output_lock`` of the same file in the body (this thread or task) is
-            this lock and passes: for a caller that must know the output is its own before it
-            consumes something (a stream read once), and then hands the output to a function
-            that locks it itself. Without it, a second lock of the same file in one process is
-            refused as another writer's (the tests rely on that to stand for another process).
-
-    The lock is a kernel ``flock`` (released when the process dies, even by SIGKILL, so a
-    killed run leaves no stale lock). The lock file is deleted before the lock is released; a
-    process that had opened it then finds it deleted and tries the new one (``filelock`` checks),
-    so two processes never both hold it. A busy lock is retried for ``wait`` seconds.
-    """
-    from filelock import FileLock, Timeout
-
-    name = path if name is None else name
-    refuse_bundled(path)
-    # An output given through a symbolic link is locked as the file or folder it names: LINK.lock
-    # and TARGET.lock let one writer through the link and one by the target's path write the one
-    # output (the atomic writers write through a link to its target: write_target).
-    file = lock_path(write_target(path))
-    key = os.path.realpath(file)
-    if key in _REENTRANT.get():
-        yield file
-        return
-    fds = []
-
-    def mark(fd: int) -> None:  # who holds it, for the message a second writer gets
-        fds.append(fd)
-        try:
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, f"{os.getpid()} {socket.gethostname()}\n".encode(), 0)
-        except OSError:  # (a full disk: the lock holds, unnamed; the output's own write says why it fails)
-            pass
-
-    try:
-        lock = FileLock(file, timeout=wait, on_acquired=mark)
-        marked_by_lock = True
-    except TypeError:  # a filelock before 4.3 (an older environment, a GPU image): no hook
-        lock, marked_by_lock = FileLock(file, timeout=wait), False
-    try:
-        _acquire(lock, file)
-        if not marked_by_lock:  # the same record, through a descriptor of our own
-            try:
-                mark(os.open(file, os.O_WRONLY))
-            except OSError:  # (only the messages of a second writer lose the holder's name)
-                pass
-    except Timeout:
-        problem = _cannot_create_in(file.parent)
-        if problem is not None:
-            raise OutputError(f"{name}: cannot create a file in {file.parent} ({problem}); "
-                              f"write the output to another folder") from None
-        holder = _holder(file) or "another process"
-        raise OutputBusy(f"{name} is already being written by {holder} (lock file {file}); "
-                         f"wait for it to finish, or stop it and run again") from None
-    except OSError as e:
-        if e.errno == errno.ENOSYS:
-            raise OutputError(f"{file}: the file system does not support locks (flock); "
-                              f"write the output to another file system") from None
-        raise OutputError(f"{name}: cannot write in {file.parent}: {os_error_reason(e)}") from None
-    token = _REENTRANT.set(_REENTRANT.get() | {key}) if reentrant else None
-    try:
-        yield file
-    finally:
-        if token is not None:
-            _REENTRANT.reset(token)
-        try:  # delete while still holding it: a process waiting on this inode then retries
-            if fds and os.path.samestat(os.stat(file), os.fstat(fds[-1])):
-                file.unlink()
-        except OSError:
-            pass
-        if not marked_by_lock and fds:
-            os.close(fds[-1])
-        lock.release()
-
-
-def _acquire(lock: Any, file: Path, tries: int = 3) -> None:
-    """``lock.acquire()``, again (each try making the lock file's folder anew) where the folder
-    was removed while this process waited: a writer that failed removes the empty folders it
-    made once it has let go of the lock (:func:`no_empty_folder_on_failure`), the lock's folder
-    among them, and the second writer, about to write there, stopped with "cannot write in
-    FOLDER: No such file or directory"."""
-    for _ in range(tries - 1):
-        try:
-            lock.acquire()
-            return
-        except FileNotFoundError:
-            if file.parent.exists():
-                raise
-    lock.acquire()

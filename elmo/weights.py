@@ -32,8 +32,9 @@ import torch
 
 from .checks import require_path
 from .config import ConfigError, ElmoOptions
-from .io import (atomic_commit, atomic_target, atomic_write_text,  # noqa: F401 (importable from here)
-                 HDF5Writer, os_error_reason, writing)
+from .io import atomic_commit, atomic_target, atomic_write_text, os_error_reason  # noqa: F401 (importable from here)
+from .hdf5_writer import HDF5Writer
+from .output_checks import writing
 from .modules.bilm import BiLM
 from .modules.skip_init import init_skipped
 from .runtime import resolve_device
@@ -421,7 +422,9 @@ def save_original(bilm: BiLM, options_file: str | Path, weight_file: str | Path,
     """
     from contextlib import ExitStack
 
-    from .io import check_output_file, no_empty_folder_on_failure, output_lock, same_file
+    from .io import no_empty_folder_on_failure
+    from .output_checks import check_output_file, same_file
+    from .output_lock import output_lock
 
     _require_bilm(bilm, "save_original")
     # (checked before anything is written: "int8" truncated every weight to an integer, a file
@@ -559,7 +562,9 @@ def save_pretrained(bilm: BiLM, folder: str | Path, fmt: str = "safetensors") ->
     never be read."""
     import shutil
 
-    from .io import OutputError, check_output_dir, no_empty_folder_on_failure, output_lock
+    from .io import OutputError, no_empty_folder_on_failure
+    from .output_checks import check_output_dir
+    from .output_lock import output_lock
 
     _require_bilm(bilm, "save_pretrained")  # before the folder is made
     if fmt not in ("safetensors", "original"):

@@ -15,7 +15,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from elmo.io import OutputError, atomic_write_text, check_output_file, check_replaceable, output_lock
+from elmo.io import OutputError, atomic_write_text
+from elmo.output_checks import check_output_file, check_replaceable
+from elmo.output_lock import output_lock
 from elmo.tasks.compare import COMPARISON_HEADER, CompareError, comparison_markdown, read_results, recomputed
 
 

@@ -100,7 +100,7 @@ def pytest_collection_modifyitems(config, items):
 
 
 class FullDisk:
-    """Wraps the file under :class:`elmo.io.GuardedFile`: after ``limit`` bytes every write
+    """Wraps the file under :class:`elmo.hdf5_writer.GuardedFile`: after ``limit`` bytes every write
     fails with ENOSPC, as on a full disk (fault injection that needs no mount or root)."""
 
     def __init__(self, raw, limit: int):
@@ -120,13 +120,13 @@ class FullDisk:
 def fill_disk_on_open(monkeypatch, limit: int, which=lambda n: True):
     """Make the ``n``-th GuardedFile opened (counting from 0) a :class:`FullDisk` when
     ``which(n)``; returns the list of opened paths."""
-    from elmo import io
-    opened, real_init = [], io.GuardedFile.__init__
+    from elmo import hdf5_writer
+    opened, real_init = [], hdf5_writer.GuardedFile.__init__
 
     def init(self, path):
         real_init(self, path)
         if which(len(opened)):
             self._file = FullDisk(self._file, limit)
         opened.append(path)
-    monkeypatch.setattr(io.GuardedFile, "__init__", init)
+    monkeypatch.setattr(hdf5_writer.GuardedFile, "__init__", init)
     return opened

@@ -682,7 +682,8 @@ def test_embed_file_refuses_a_busy_output_before_it_reads_the_open_file(fixture_
     """An output another process writes (it holds OUTPUT.lock) was refused as OutputBusy only
     after the open file was read and closed: a stream such as stdin was lost. It is refused
     with the handle unread and open; once the output is free the same handle is embedded."""
-    from elmo.io import OutputBusy, output_lock
+    from elmo.io import OutputBusy
+    from elmo.output_lock import output_lock
     out = tmp_path / "new" / "out.hdf5"
     handle = io.BytesIO(b"a b\nc\n")
     with output_lock(out):   # (a second lock of one file in a process stands for another process's)

@@ -395,7 +395,7 @@ def test_only_similarity_joins_a_full_report_on_the_fixture(tmp_path):
 
 
 def test_analyze_refuses_a_folder_another_analysis_is_writing(tmp_path, capsys):
-    from elmo.io import output_lock
+    from elmo.output_lock import output_lock
 
     out = tmp_path / "report"
     out.mkdir()
@@ -663,7 +663,7 @@ def test_report_only_refuses_the_settings_it_would_ignore_and_waits_for_no_write
     """--report-only --seed 5 (or --only, --mix-weights...) rewrote the report of the earlier
     settings without a word; while a run wrote into the folder it rewrote the report from the
     results that run was replacing."""
-    from elmo.io import output_lock
+    from elmo.output_lock import output_lock
 
     pairs = tmp_path / "pairs.tsv"
     pairs.write_text(_PAIRS + "\n")

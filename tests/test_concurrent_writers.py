@@ -1,7 +1,7 @@
 """Two processes on one output: the second is refused in one line and leaves the first's work alone.
 
 The first writer is played by the test: at the moment the second reaches its lock (a hook on
-:func:`elmo.io.output_lock`), the test makes what the first has made by then and holds the lock,
+:func:`elmo.output_lock.output_lock`), the test makes what the first has made by then and holds the lock,
 so each interleaving is exact and no test waits on another process's timing."""
 from __future__ import annotations
 
@@ -12,19 +12,19 @@ from typing import Callable
 
 import pytest
 
-import elmo.io
+import elmo.output_lock
 from elmo.io import OutputBusy
 
 
 def first_writer_at_the_lock(monkeypatch, stack: ExitStack, before: Callable[[Path], None],
-                             module=elmo.io) -> None:
+                             module=elmo.output_lock) -> None:
     """Make ``module.output_lock`` behave as if another process had started just before this one's lock:
     ``before(path)`` makes what that process has written by then, and the test holds the lock.
 
-    A module first imported while the hook is in place binds it for good (``from ..io import
+    A module first imported while the hook is in place binds it for good (``from ..output_lock import
     output_lock`` at its top), so once ``stack`` closes the hook passes every call on to the
     real lock: later tests in the same process get the real behaviour whatever they import."""
-    real = elmo.io.output_lock
+    real = elmo.output_lock.output_lock
     active = [True]
 
     def hooked(path: Path, *args, **kwargs):
@@ -106,7 +106,7 @@ def test_a_writer_waiting_for_a_lock_whose_folder_is_removed_gets_it(tmp_path, m
     out = tmp_path / "new"
     out.mkdir()
     with ExitStack() as first:
-        first.enter_context(elmo.io.output_lock(out / "vocab.txt"))
+        first.enter_context(elmo.output_lock.output_lock(out / "vocab.txt"))
         first_writer_fails_while_waited_for(monkeypatch, first, out)
         assert main(["vocab", "build", str(corpus), "--output", str(out / "vocab.txt")]) == 0
     assert (out / "vocab.txt").read_text().split("\n")[3:5] == ["the", "cat"]
@@ -126,13 +126,13 @@ def test_experiment_table_of_a_folder_an_experiment_writes_says_so(tmp_path, cap
     results = tmp_path / "res" / "results.json"
     results.parent.mkdir()
     results.write_text(json.dumps(OLD))
-    with elmo.io.output_lock(results, name=results.parent):    # the experiment's, while it runs
+    with elmo.output_lock.output_lock(results, name=results.parent):    # the experiment's, while it runs
         assert main(["experiment-table", str(results.parent)]) == 0
     captured = capsys.readouterr()
     assert "| two-tasks | pos |" in captured.out
     assert (f"elmo experiment-table: warning: {results} is being written by PID {os.getpid()}"
             f" on {socket.gethostname()} (an experiment runs there)") in captured.err
-    elmo.io.lock_path(results).write_text(f"{2 ** 22 + 1} {socket.gethostname()}\n")   # (no such process)
+    elmo.output_lock.lock_path(results).write_text(f"{2 ** 22 + 1} {socket.gethostname()}\n")   # (no such process)
     assert main(["experiment-table", str(results)]) == 0
     assert capsys.readouterr().err == ""
 
@@ -192,7 +192,7 @@ def test_a_picture_or_table_onto_an_output_another_command_writes_is_refused(tmp
         source = tmp_path / "results.json"
         source.write_text(json.dumps(OLD), encoding="utf-8")
     out = tmp_path / "vectors.hdf5"
-    with elmo.io.output_lock(out):     # the other command's, until its file is in place
+    with elmo.output_lock.output_lock(out):     # the other command's, until its file is in place
         assert main([command, str(source), "-o", str(out)]) == 1
     assert f"{out} is already being written by PID" in capsys.readouterr().err
     assert not out.exists()

@@ -135,7 +135,8 @@ def test_an_output_folder_that_cannot_be_written_fails_before_any_fetch(tmp_path
 
 def test_a_second_build_of_the_same_folder_is_refused_before_any_fetch(tmp_path, monkeypatch):
     import pytest
-    from elmo.io import OutputBusy, output_lock
+    from elmo.io import OutputBusy
+    from elmo.output_lock import output_lock
     fetched = []
     monkeypatch.setattr(C, "get", lambda name, home, log=None: fetched.append(name))
     out = tmp_path / "corpus"

@@ -303,7 +303,7 @@ def test_a_data_cache_that_exists_but_cannot_be_written_names_elmo_data(tmp_path
     folder). Root can write into a chmod-000 folder, so the lock's failure is simulated."""
     from contextlib import contextmanager
 
-    import elmo.io
+    import elmo.output_lock
     from elmo.io import OutputError
 
     @contextmanager
@@ -311,7 +311,7 @@ def test_a_data_cache_that_exists_but_cannot_be_written_names_elmo_data(tmp_path
         raise OutputError(f"{path}: cannot write in {path.parent}: Read-only file system")
         yield  # (a generator, as the real one)
 
-    monkeypatch.setattr(elmo.io, "output_lock", read_only_lock)
+    monkeypatch.setattr(elmo.output_lock, "output_lock", read_only_lock)
     with pytest.raises(F.DataError, match=r"Read-only file system; point ELMO_DATA at a writable folder"):
         with F.cache_entry_lock(tmp_path / "extracted" / "demo", log=lambda *a: None):
             pass

@@ -1,6 +1,7 @@
-"""Writing outputs safely (elmo/io.py) and the CLI's errors: the output lock between real
-processes, a full disk, a read-only folder, a directory in the way, non-finite values, a
-closed pipe. Every failure must be one line naming the path and leave no temporary file."""
+"""Writing outputs safely (elmo/io.py, elmo/output_lock.py, elmo/output_checks.py,
+elmo/hdf5_writer.py) and the CLI's errors: the output lock between real processes, a full disk,
+a read-only folder, a directory in the way, non-finite values, a closed pipe. Every failure
+must be one line naming the path and leave no temporary file."""
 import errno
 import os
 import re
@@ -19,7 +20,8 @@ from elmo import embed_file
 from elmo.cli import main as cli_main
 from elmo.embedding import NonFiniteOutput
 from elmo.embedding.output import parts_dir
-from elmo.io import OutputBusy, OutputError, atomic_target, lock_path, output_lock
+from elmo.io import OutputBusy, OutputError, atomic_target
+from elmo.output_lock import lock_path, output_lock
 from tests.conftest import fill_disk_on_open, random_bilm
 from tests.test_embedding import random_sentences
 from tests.test_embedding_file import assert_same_datasets, write_lines
@@ -124,7 +126,7 @@ def test_output_lock_is_exclusive_and_removed(tmp_path):
     target = tmp_path / "x.hdf5"
     with output_lock(target) as file:
         assert file.read_text().split()[0] == str(os.getpid())
-        code = ("import sys; from pathlib import Path; from elmo.io import output_lock\n"
+        code = ("import sys; from pathlib import Path; from elmo.output_lock import output_lock\n"
                 "with output_lock(Path(sys.argv[1]), wait=0.2): pass")
         other = subprocess.run([sys.executable, "-c", code, str(target)], env=env(), cwd=ROOT,
                                capture_output=True, text=True, timeout=60)
@@ -855,7 +857,7 @@ def test_hdf5_closing_after_its_guarded_file_is_closed_is_quiet(tmp_path):
     import h5py
     import numpy as np
 
-    from elmo.io import GuardedFile
+    from elmo.hdf5_writer import GuardedFile
 
     raw = GuardedFile(tmp_path / "x.h5")
     f = h5py.File(raw, "w")

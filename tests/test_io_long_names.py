@@ -11,8 +11,9 @@ import pytest
 
 from elmo import save_pretrained
 from elmo.cli import main as cli_main
-from elmo.io import (OutputBusy, atomic_target, fitting_name, lock_path, name_limit, output_lock, process_temporary,
+from elmo.io import (OutputBusy, atomic_target, fitting_name, name_limit, process_temporary,
                      remove_temporaries, temporary_folder)
+from elmo.output_lock import lock_path, output_lock
 from tests.conftest import random_bilm
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -94,7 +95,8 @@ def test_a_killed_writers_temporaries_of_a_long_name_are_removed_by_the_next_wri
     """atomic_target's file, temporary_folder's folder and its lock file (convert's working
     folder, locked by save_pretrained), left by a process killed with SIGKILL."""
     path = tmp_path / NAMES[kind]
-    code = ("import sys; from pathlib import Path; from elmo.io import atomic_target, lock_path, temporary_folder; "
+    code = ("import sys; from pathlib import Path; from elmo.io import atomic_target, temporary_folder; "
+            "from elmo.output_lock import lock_path; "
             "p = Path(sys.argv[1]); f = temporary_folder(p, '.converting'); lock_path(f).write_text('x'); "
             "print(atomic_target(p), f, lock_path(f), sep='\\n', flush=True); sys.stdin.read()")
     child = subprocess.Popen([sys.executable, "-c", code, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,

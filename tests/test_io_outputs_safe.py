@@ -11,7 +11,8 @@ import elmo
 from elmo import ElmoEmbedder, embed_file, load_pretrained, save_original, save_pretrained
 from elmo.cli import main as cli_main
 from elmo.embedding.output import parts_dir
-from elmo.io import OutputBusy, OutputError, atomic_commit, atomic_write_text, copy_file, output_lock
+from elmo.io import OutputBusy, OutputError, atomic_commit, atomic_write_text, copy_file
+from elmo.output_lock import output_lock
 from tests.conftest import random_bilm
 
 

@@ -162,7 +162,7 @@ def test_a_report_is_refused_while_an_experiment_writes_the_folder(tmp_path, cap
     """experiment-report beside a running experiment wrote back the runs it had read over the
     experiment's newer results.json (the runs finished meanwhile were lost if it then ended)."""
     from elmo.cli import main
-    from elmo.io import output_lock
+    from elmo.output_lock import output_lock
     text = json.dumps(_results({("pos", "baseline"): [90.0, 92.0], ("pos", "elmo"): [93.0, 95.0]}, "a" * 64))
     (tmp_path / "results.json").write_text(text, encoding="utf-8")
     with output_lock(tmp_path / "results.json", name=tmp_path):   # as a running experiment holds it

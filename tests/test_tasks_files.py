@@ -295,7 +295,8 @@ def test_variants_that_name_no_variant_are_refused(tmp_path, capsys):
 def test_a_second_experiment_into_the_same_folder_is_refused(tmp_path):
     """Two at once each wrote their own runs over the other's results.json, and both saved
     models into the same folders."""
-    from elmo.io import OutputBusy, output_lock
+    from elmo.io import OutputBusy
+    from elmo.output_lock import output_lock
     config = write_config(tmp_path, [write_task(tmp_path, "tagging")], variants=[{"name": "baseline"}],
                           train={"epochs": 1, "batch_size": 8})
     out = tmp_path / "res"

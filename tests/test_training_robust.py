@@ -1166,7 +1166,7 @@ def test_model_options_set_with_from_are_refused(tmp_path, capsys):
 
 def test_a_second_training_into_the_same_run_is_refused(tmp_path, toy, capsys):
     """(it resumed from the first one's newest checkpoint, and both wrote into one run)"""
-    from elmo.io import output_lock
+    from elmo.output_lock import output_lock
 
     train_txt, _, vocab_txt = toy
     run = tmp_path / "run"
@@ -1182,7 +1182,7 @@ def test_a_second_training_into_the_same_run_is_refused(tmp_path, toy, capsys):
 def test_a_second_finetune_into_a_busy_run_changes_none_of_its_files(tmp_path, toy):
     """(the lock was taken by training, after finetune had written its text: a second finetune
     into a folder that one was training in replaced the text being trained on, then stopped)"""
-    from elmo.io import output_lock
+    from elmo.output_lock import output_lock
     from elmo.training.finetune import finetune
 
     train_txt, _, vocab_txt = toy

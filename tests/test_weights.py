@@ -867,7 +867,8 @@ def test_a_model_folder_through_a_link_takes_the_folder_s_own_lock(tmp_path, cap
     the one folder (convert's two FOLDER.partial, one deleting the other's). The lock is now
     the folder's own, so the second is refused."""
     from elmo.cli import main
-    from elmo.io import OutputBusy, output_lock
+    from elmo.io import OutputBusy
+    from elmo.output_lock import output_lock
 
     real = tmp_path / "real"
     elmo.save_pretrained(random_bilm(seed=3), real)

@@ -22,8 +22,9 @@ import numpy as np
 import torch
 
 from ..checks import require_count
-from ..io import atomic_folder, no_empty_folder_on_failure, writing
+from ..io import atomic_folder, no_empty_folder_on_failure
 from ..model_digest import model_digest
+from ..output_checks import writing
 from .vectors import as_embedder, embed_layers, progress_bar, unit_rows
 
 INDEX_VERSION = "1"

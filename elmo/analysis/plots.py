@@ -234,7 +234,8 @@ def _save(fig, path: Path) -> Path:
     path = Path(path)
     import matplotlib.pyplot as plt
 
-    from ..io import atomic_commit, atomic_target, writing
+    from ..io import atomic_commit, atomic_target
+    from ..output_checks import writing
     try:
         # (matplotlib's failed write, a full disk, named no file: "[Errno 28] No space left")
         with writing(path, "picture"):

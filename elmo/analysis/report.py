@@ -373,7 +373,9 @@ def run_analysis(model: str, out: Path, config: Optional[AnalysisConfig] = None,
                         f"{type(model).__name__}; for a model object call the sections' functions "
                         f"(probes.pos_probe, wsd.wsd_eval, contrast.contrast_eval, neighbors.cached_index)")
     config = config or AnalysisConfig()
-    from ..io import check_output_dir, no_empty_folder_on_failure, output_lock
+    from ..io import no_empty_folder_on_failure
+    from ..output_checks import check_output_dir
+    from ..output_lock import output_lock
     from .markdown import read_interpretation
     from .sections import pca_groups, pca_key, similarity_corpus
 
@@ -526,7 +528,8 @@ def _run_sections(model: str, out: Path, config: AnalysisConfig, sections: List[
 
     import elmo
     from ..embedding import Embedder
-    from ..io import atomic_commit, naming_as, writing
+    from ..io import atomic_commit, naming_as
+    from ..output_checks import writing
     from . import plots
     from .markdown import paper_findings, render
     from ..model_digest import model_digest
@@ -632,7 +635,8 @@ def rewrite_report(out: Path, model: Optional[str] = None) -> Path:
     """Write ``report.md`` again from the folder's ``results.json`` (after editing its
     interpretation, say), computing nothing. ``model``: the model the caller named, which
     must be the one the results are of (another spelling of it is let be)."""
-    from ..io import atomic_write_text, output_lock
+    from ..io import atomic_write_text
+    from ..output_lock import output_lock
     from .markdown import read_interpretation, render
 
     out = Path(out)

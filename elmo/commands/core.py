@@ -132,7 +132,9 @@ def provenance(folder: Path) -> list:
 
 
 def convert(args: argparse.Namespace) -> int:
-    from ..io import check_output_dir, no_empty_folder_on_failure, output_lock
+    from ..io import no_empty_folder_on_failure
+    from ..output_checks import check_output_dir
+    from ..output_lock import output_lock
 
     from . import refuse_dash
     refuse_dash(args.output, "OUTPUT", "a model is written to a folder: give its name", "folder")
@@ -149,7 +151,8 @@ def convert(args: argparse.Namespace) -> int:
 def _convert(args: argparse.Namespace, out: Path) -> int:
     import elmo
 
-    from ..io import copy_file, same_file
+    from ..io import copy_file
+    from ..output_checks import same_file
     from ..manylangs.folder import ENCODER, TOKEN_EMBEDDER, holds_manylangs_config
     from ..redact import REDACTED_NOTE, redact_record
     from ..training.export import LM_FILES, METADATA_FILE, read_metadata, write_metadata

@@ -64,7 +64,7 @@ def _check_output(output: str, input_path: str, model: str, overwrite: bool,
     GloVe file given), spelled through a link too, and without ``overwrite`` any file that
     holds something: predict's formats have no header by which an earlier output could be told
     from a data file given to -o by mistake."""
-    from ..io import check_output_file, refuse_replacing_inputs
+    from ..output_checks import check_output_file, refuse_replacing_inputs
     from ..tasks.saved import SAVED_FILES
     from ..weights import model_files
     if not output:  # (Path('') is the current folder)
@@ -186,7 +186,8 @@ def _note_cut(path: str, cut: _Lines, info, fmt: str, tagger: bool) -> None:
 
 
 def predict(args: argparse.Namespace) -> int:
-    from ..io import no_empty_folder_on_failure, output_lock
+    from ..io import no_empty_folder_on_failure
+    from ..output_lock import output_lock
 
     # '-' is stdout as INPUT '-' is stdin (it wrote a file named '-'); '' is refused, not stdout
     output = None if args.output == "-" else args.output

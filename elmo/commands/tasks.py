@@ -182,7 +182,9 @@ def _absolute_bilm(spec):
 
 
 def experiment_table(args: argparse.Namespace) -> int:
-    from ..io import atomic_write_text, check_output_file, check_replaceable, output_lock, writer_of
+    from ..io import atomic_write_text
+    from ..output_checks import check_output_file, check_replaceable
+    from ..output_lock import output_lock, writer_of
     from ..tasks.compare import read_results, recomputed
     from ..tasks.report import TABLE_HEADER, combined_table
 

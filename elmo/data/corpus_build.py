@@ -31,8 +31,9 @@ from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tupl
 
 import numpy as np
 
-from ..io import (atomic_commit, atomic_target, atomic_write_text, check_output_dir, no_empty_folder_on_failure,
-                  output_lock, writing)
+from ..io import atomic_commit, atomic_target, atomic_write_text, no_empty_folder_on_failure
+from ..output_checks import check_output_dir, writing
+from ..output_lock import output_lock
 from . import readers
 from .corpus_sources import LM_SOURCES, TASK_SOURCES, source_names
 from .fetch import DataError, PackageWithdrawn, data_home

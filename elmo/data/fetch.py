@@ -170,8 +170,9 @@ def cache_entry_lock(entry: Path, log=print, hint: str = DATA_CACHE_HINT,
     otherwise delete each other's half-written files. The body should check again whether the
     entry is complete: the other process may have finished it. ``hint``: what the error of a
     folder that cannot be written suggests (the cache is not always in ``ELMO_DATA``);
-    ``full_hint``: what it suggests instead where the disk has no room (see :func:`elmo.io.writing`)."""
-    from ..io import NO_ROOM, OutputBusy, OutputError, output_lock
+    ``full_hint``: what it suggests instead where the disk has no room (see :func:`elmo.output_checks.writing`)."""
+    from ..io import NO_ROOM, OutputBusy, OutputError
+    from ..output_lock import output_lock
     if hint == DATA_CACHE_HINT:
         make_data_folder(entry.parent)
     else:   # a folder the caller named (neighbors --index-dir): its hint, not ELMO_DATA's

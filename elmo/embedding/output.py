@@ -23,9 +23,9 @@ written to a temporary file in ``OUTPUT.parts/`` and renamed when complete; the 
 written to a temporary file and renamed over OUTPUT. A killed run therefore leaves complete
 segments plus at most one temporary file per process, which the next run deletes. Temporary
 files are only deleted by the holder of the lock of the file they are for (``OUTPUT.lock``,
-``segment-K.hdf5.lock``, see :mod:`elmo.io`), so a live writer's file is never deleted. A
-failed write (a full disk, see :class:`elmo.io.GuardedFile`) raises an OSError and deletes its own
-temporary file; the finished segments stay for a rerun.
+``segment-K.hdf5.lock``, see :mod:`elmo.output_lock`), so a live writer's file is never
+deleted. A failed write (a full disk, see :class:`elmo.hdf5_writer.GuardedFile`) raises an
+OSError and deletes its own temporary file; the finished segments stay for a rerun.
 """
 from __future__ import annotations
 
@@ -39,7 +39,8 @@ import h5py
 import numpy as np
 
 from ..io import process_temporary as _temporary
-from ..io import GuardedFile, HDF5Writer, fitting_name, remove_temporaries  # noqa: F401  (GuardedFile: re-exported)
+from ..io import fitting_name, remove_temporaries
+from ..hdf5_writer import GuardedFile, HDF5Writer  # noqa: F401  (GuardedFile: re-exported)
 
 SENTENCE_TO_INDEX = "sentence_to_index"
 

@@ -32,9 +32,10 @@ import numpy as np
 import torch
 
 from ..checks import require_count, require_path, require_switch
-from ..io import (atomic_write_text, check_output_dir, check_output_file, no_empty_folder_on_failure,
-                  output_lock, refuse_replacing_inputs, remove_temporaries, writing)
+from ..io import atomic_write_text, no_empty_folder_on_failure, remove_temporaries
 from ..model_digest import model_digest, recorded_digest
+from ..output_checks import check_output_dir, check_output_file, refuse_replacing_inputs, writing
+from ..output_lock import output_lock
 from ..modules import BiLM
 from ..modules.autocast import autocast_dtype
 from .config import EmbedConfig
@@ -230,7 +231,7 @@ def _ranks_device(device: Union[str, torch.device, None], model: Union[BiLM, str
 
 
 def _model_inputs(model: Union[BiLM, str, Path, None]) -> List[Tuple[str, Path]]:
-    """What an output must not replace of the model, as :func:`elmo.io.refuse_replacing_inputs`
+    """What an output must not replace of the model, as :func:`elmo.output_checks.refuse_replacing_inputs`
     takes it: a loaded model's files, or a bundled model's or a local folder's folder and files
     (found before the model loads); a published model's name gives none until it is loaded."""
     from .. import BUNDLED_MODELS, DEFAULT_MODEL, model_path

@@ -19,7 +19,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Dict, Mapping
 
-from ..io import atomic_write_text, writing
+from ..io import atomic_write_text
+from ..output_checks import writing
 from ..text_files import utf8_error_where
 from ..weights import WeightFileError
 

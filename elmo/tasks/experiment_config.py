@@ -579,7 +579,7 @@ def _bilm_from(spec, base: Path, key: str):
     ``runs/...`` from the repo's root), and a name that could mean two different folders is
     refused rather than guessed. Names, URLs and absolute paths are kept as they are."""
     from .. import which_model
-    from ..io import same_file
+    from ..output_checks import same_file
     from .bilms import RANDOM_PREFIX
     if not isinstance(spec, str):
         return spec                                    # (the typed config says what is wrong)

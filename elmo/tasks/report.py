@@ -14,7 +14,8 @@ import statistics
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-from ..io import atomic_commit, atomic_target, atomic_write_text, writing
+from ..io import atomic_commit, atomic_target, atomic_write_text
+from ..output_checks import writing
 from ..redact import redact_url
 from ..training.adaptation import trained_text
 from .paired import sample_std

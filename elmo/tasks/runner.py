@@ -47,7 +47,9 @@ from .summary import summarise
 from .train_loop import FitConfig, fit, split_metrics
 from .. import tokenize as tokenizer
 from ..config import ConfigError
-from ..io import atomic_write_text, check_output_dir, no_empty_folder_on_failure, output_lock
+from ..io import atomic_write_text, no_empty_folder_on_failure
+from ..output_checks import check_output_dir
+from ..output_lock import output_lock
 from ..strict_json import nonfinite_as_none
 from ..runtime import cpu_model, machine_description, threads
 from ..runtime import resolve_device

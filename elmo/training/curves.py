@@ -13,7 +13,9 @@ import sys
 from pathlib import Path
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence
 
-from ..io import atomic_commit, atomic_target, check_output_file, check_replaceable, output_lock, writing
+from ..io import atomic_commit, atomic_target
+from ..output_checks import check_output_file, check_replaceable, writing
+from ..output_lock import output_lock
 from ..text_files import first_bad_utf8, json_objects
 
 #: The numbers each kind of record that is drawn must hold (a train record is drawn when it

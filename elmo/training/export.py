@@ -20,7 +20,9 @@ import torch
 
 from ..config import ElmoOptions
 from ..vocab import Vocabulary
-from ..io import atomic_folder, atomic_write_text, new_hdf5, output_lock
+from ..io import atomic_folder, atomic_write_text
+from ..hdf5_writer import new_hdf5
+from ..output_lock import output_lock
 from ..text_files import read_json
 from .. import strict_json
 from ..weights import load_original, open_hdf5, read_dataset, save_original
@@ -47,7 +49,7 @@ def export_model(model: LanguageModel, vocab: Vocabulary, folder: str | Path,
     export (the weights of the last step beside the softmax and metadata of the step before),
     which loaded as a model; see :func:`elmo.io.atomic_folder`.
 
-    It holds ``FOLDER.lock`` (:func:`elmo.io.output_lock`), as ``elmo convert`` and ``ship``
+    It holds ``FOLDER.lock`` (:func:`elmo.output_lock.output_lock`), as ``elmo convert`` and ``ship``
     into the folder do: a convert of RUN/model into itself while the run exported it staged its
     files in the export's own FOLDER.partial, deleting the export's, and the folder was left
     holding a part of either. A writer there is waited for (a convert takes seconds)."""

@@ -21,7 +21,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from ..data.corpus import expand_paths, file_fingerprint, iter_file_sentences
 from ..data.lm_batches import MAX_PIECE_LENGTH
 from ..training.evaluate import perplexity
-from ..io import atomic_write_text, check_output_dir, no_empty_folder_on_failure
+from ..io import atomic_write_text, no_empty_folder_on_failure
+from ..output_checks import check_output_dir
 from ..text_files import read_json
 from ..runtime import launch_env, resolve_device
 from .. import strict_json

@@ -11,7 +11,9 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from ..data.corpus import expand_paths, would_find
 from ..data.text_choice import HELDOUT_HINT, check_heldout_not_training, check_not_whole_corpus
-from ..io import OutputError, atomic_write_text, make_folder, output_lock, same_file
+from ..io import OutputError, atomic_write_text
+from ..output_checks import make_folder, same_file
+from ..output_lock import output_lock
 from ..text_files import read_json
 from ..vocab import Vocabulary
 from . import distributed

@@ -28,8 +28,11 @@ import h5py
 import torch
 
 from ..data.corpus import file_fingerprint
-from ..io import (atomic_folder, atomic_write_text, check_output_dir, keep_other_entries, new_hdf5,
-                  no_empty_folder_on_failure, output_lock, remove_dead_temporaries, shipping_into)
+from ..io import (atomic_folder, atomic_write_text, keep_other_entries, no_empty_folder_on_failure,
+                  remove_dead_temporaries, shipping_into)
+from ..hdf5_writer import new_hdf5
+from ..output_checks import check_output_dir
+from ..output_lock import output_lock
 from .. import strict_json
 from ..user_paths import expand_args
 from ..weights import (NATIVE_CONFIG, NATIVE_WEIGHTS, ORIGINAL_WEIGHTS, STORAGE_DTYPES, load_original, narrowed,

@@ -41,7 +41,8 @@ from ..data.corpus import CorpusStream, expand_paths, iter_file_sentences
 from ..data.lm_batches import MAX_PIECE_LENGTH, BucketedLMBatches, PackedLMBatches
 from ..modules.softmax import softmax_loss
 from ..vocab import Vocabulary
-from ..io import atomic_write_text, check_output_dir, no_empty_folder_on_failure
+from ..io import atomic_write_text, no_empty_folder_on_failure
+from ..output_checks import check_output_dir
 from ..text_files import read_json
 from . import distributed
 from .checkpoint import (CheckpointError, latest_checkpoint, load_checkpoint, rng_state, save_checkpoint,

@@ -19,7 +19,7 @@ def load_training_vocabulary(path: str | Path, notes: bool = True,
     so that torchrun's processes do not each print it). ``loaded``: a model folder and the
     vocabulary :func:`~elmo.training.export.load_vocabulary` read there (the start model's),
     given back where ``path`` is that folder's ``vocab.txt`` instead of reading it again."""
-    from ..io import same_file
+    from ..output_checks import same_file
     from .export import COUNTS_FILE, VOCAB_FILE
     from .vocab_build import default_counts_path
     # (the same words and counts: the model's load refused a vocab_counts.tsv of other words;

@@ -8,7 +8,9 @@ from typing import Dict, Optional, Sequence
 from ..checks import require_count, require_integer
 from ..data.corpus import count_words, expand_paths, would_find
 from ..data.text_choice import check_not_whole_corpus
-from ..io import check_output_file, check_replaceable, no_empty_folder_on_failure, output_lock
+from ..io import no_empty_folder_on_failure
+from ..output_checks import check_output_file, check_replaceable
+from ..output_lock import output_lock
 from ..vocab import SPECIAL, Vocabulary
 
 
