@@ -14,8 +14,8 @@ shared machine. The "fixture" configuration is the tiny test
 model, where writing is the largest share of the time (the worst case for the overhead); the
 "small" one is a random-weight model of the released small configuration.
 
-    python benchmarks/output_checks.py                       # fixture and small, 5 rounds
-    python benchmarks/output_checks.py --configs small --lines 512 --rounds 7
+    python benchmarks/embed_output_safety.py                  # fixture and small, 5 rounds
+    python benchmarks/embed_output_safety.py --configs small --lines 512 --rounds 7
 """
 from __future__ import annotations
 
