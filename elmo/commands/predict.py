@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import itertools
-import json
 import os
 import shutil
 import stat
@@ -262,6 +261,7 @@ def _part_output(model, part: list, done: int, fmt: str, batch_size: int, tokeni
                  empty: _Lines, cut: _Lines) -> str:
     """The output lines of the texts ``part``, which follow ``done`` input lines; its lines
     without tokens and those cut are added to ``empty`` and ``cut``."""
+    from ..record_lines import json_line
     from ..tasks.kinds import UNREAD_TAG, task_kind
     from ..tasks.saved import predict_examples, to_examples
     info = model.saved
@@ -281,7 +281,8 @@ def _part_output(model, part: list, done: int, fmt: str, batch_size: int, tokeni
         elif fmt == "tsv":
             lines.append(spec.tsv_line(text, ex.tokens, label))
         else:
-            lines.append(json.dumps(spec.json_record(text, ex.tokens, label, read), ensure_ascii=False))
+            # (a raw U+2028 or \x85 in the text ended the record there for str.splitlines)
+            lines.append(json_line(spec.json_record(text, ex.tokens, label, read)))
     return "".join(line + "\n" for line in lines)
 
 
