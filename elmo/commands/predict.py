@@ -37,7 +37,10 @@ def register(subparsers) -> None:
     p.add_argument("--overwrite", action="store_true",
                    help="replace an existing -o file (e.g. the predictions of an earlier run)")
     p.add_argument("--format", choices=["conll", "tsv", "jsonl"], default=None,
-                   help="output format (default: conll for tagging, tsv otherwise)")
+                   help="output format (default: conll for tagging, tsv otherwise); each line is "
+                        "one record for every line reader: TSV writes a text's line breaks "
+                        "(\\x0b, \\x85, U+2028, ...) as spaces, keeping its tokens; jsonl keeps "
+                        "the text exactly (\\u escapes)")
     p.add_argument("--tokenize", action="store_true",
                    help="split raw text with the project's tokenizer (not for tagging models)")
     p.add_argument("--bilm", default=None, help="the biLM's folder, if it has moved since training")
