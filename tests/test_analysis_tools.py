@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 import warnings
 from pathlib import Path
 
@@ -130,6 +131,19 @@ def test_cached_index_built_meanwhile_by_another_process_is_loaded(tmp_path, mon
     index = neighbors.cached_index(model, corpus, tmp_path / "ix", log=quiet)
     assert built == [] and index.sentences == theirs.sentences
     assert [p.name for p in (tmp_path / "ix").iterdir()] == [key]
+
+
+@pytest.mark.parametrize("token", ["a\u2028b", "a\x85", "New York", ""])
+def test_an_index_token_that_its_sentences_file_cannot_hold_is_refused_when_saved(tmp_path, token):
+    """sentences.txt holds a sentence a line, tokens separated by spaces, read back with
+    splitlines and split: an index built from Python token lists with a token holding U+2028
+    or a space was saved, and loading it read other sentences (or called it damaged)."""
+    index = _random_index()
+    index.sentences[3] = [*index.sentences[3], token]
+    index.positions = neighbors.token_positions([len(s) for s in index.sentences])
+    index.vectors = np.ones((3, len(index.positions), 12), np.float16)
+    with pytest.raises(ValueError, match=re.escape(f"sentence 4: the token {token!r} is empty or holds whitespace")):
+        index.save(tmp_path / "ix")
 
 
 def test_a_full_disk_while_an_index_is_saved_names_the_folder_and_frees_the_space(tmp_path, monkeypatch):

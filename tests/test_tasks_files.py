@@ -794,6 +794,10 @@ def test_a_tsv_row_with_other_columns_than_the_file_or_an_ambiguous_header_is_re
 @pytest.mark.parametrize("kind, line", [
     ("classification", '{"text": "a cat", "label": "big\\tcat"}'),
     ("tagging", '{"text": ["a", "cat"], "label": ["O", "B-\\nani"]}'),
+    # (str.splitlines ends a line at each: predict's output line was two records for it)
+    ("classification", '{"text": "a cat", "label": "big\\u2028cat"}'),
+    ("classification", '{"text": "a cat", "label": "big\\u0085cat"}'),
+    ("tagging", '{"text": ["a", "cat"], "label": ["O", "B-\\u000bani"]}'),
 ])
 def test_a_json_label_with_a_tab_or_a_line_end_is_refused(tmp_path, kind, line):
     """A JSON label or tag may hold a tab or a newline, which a text file's cannot: such a
@@ -805,6 +809,25 @@ def test_a_json_label_with_a_tab_or_a_line_end_is_refused(tmp_path, kind, line):
     fmt = check_format({"type": "jsonl", "text": "text", "label": "label"}, kind, "x")
     with pytest.raises(TaskDataError, match=r"t.jsonl:2: the label .* holds a tab or a line end"):
         read_examples(path, kind, fmt)
+
+
+@pytest.mark.parametrize("fmt, ext, text, message", [
+    ({"type": "tsv", "text": 0, "label": 1}, "tsv", "a cat\tbig\u2029cat\n", "t.tsv:1: the label 'big\\u2029cat' holds a tab or a line end"),
+    ({"type": "conll", "word": 0, "label": 1}, "conll", "a\tO\ncat\tB ani\n", "t.conll:2: tag 'B ani' holds whitespace"),
+    ({"type": "conll", "word": 0, "label": 1}, "conll", "a\tO\ncat\tB\x85ani\n", "t.conll:2: tag 'B\\x85ani' holds whitespace"),
+    ({"type": "conllu", "word": 1, "label": 3}, "conllu", "1\tcat\t_\tNO\u2028UN\t_\t_\t_\t_\t_\t_\n",
+     "t.conllu:1: tag 'NO\\u2028UN' holds whitespace"),
+])
+def test_a_label_or_tag_that_would_break_a_predict_line_is_refused(tmp_path, fmt, ext, text, message):
+    """A text file's label or tag could hold what str.splitlines ends a line at (\\x85, U+2029)
+    and a tag a space: the model's predict TSV or CoNLL line then read back as two lines, or a
+    TSV line of tags separated by spaces as more tags than tokens."""
+    from elmo.tasks.files import check_format, read_examples
+    kind = "classification" if ext == "tsv" else "tagging"
+    path = tmp_path / f"t.{ext}"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(TaskDataError, match=re.escape(message)):
+        read_examples(path, kind, check_format(fmt, kind, "x"))
 
 
 @pytest.mark.parametrize("kind, record, message", [

@@ -181,7 +181,8 @@ class CorpusIndex:
         folder.mkdir(parents=True, exist_ok=True)
         np.save(folder / "vectors.npy", self.vectors)
         np.save(folder / "positions.npy", self.positions)
-        (folder / "sentences.txt").write_text("".join(" ".join(s) + "\n" for s in self.sentences),
+        (folder / "sentences.txt").write_text("".join(_sentence_line(s, i) + "\n"
+                                                      for i, s in enumerate(self.sentences, start=1)),
                                               encoding="utf-8")
         (folder / "index.json").write_text(json.dumps({"version": INDEX_VERSION}) + "\n")
 
@@ -206,6 +207,20 @@ class CorpusIndex:
                                f"positions {positions.shape} and the {n:,} tokens of its {len(sentences):,} "
                                f"sentences do not agree)")
         return cls(sentences, positions, vectors)
+
+
+def _sentence_line(tokens: Sequence[str], number: int) -> str:
+    """Sentence ``number`` (from 1) of an index as its line of ``sentences.txt``: its tokens
+    separated by spaces. A token that is empty or holds whitespace (a ``str.splitlines`` line
+    end among it: U+2028, ``\\x85``) is a ValueError naming it: :meth:`CorpusIndex.load`
+    would read other sentences back, which a saved index built from Python token lists did."""
+    line = " ".join(tokens)
+    if line.split() != list(tokens):
+        bad = next(t for t in tokens if not t or t.split() != [t])
+        raise ValueError(f"sentence {number}: the token {bad!r} is empty or holds whitespace, which "
+                         f"an index's tokens may not (its sentences are saved one a line, tokens "
+                         f"separated by spaces)")
+    return line
 
 
 def token_positions(lengths: Sequence[int]) -> np.ndarray:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import itertools
-import json
 import os
 import shutil
 import stat
@@ -38,7 +37,10 @@ def register(subparsers) -> None:
     p.add_argument("--overwrite", action="store_true",
                    help="replace an existing -o file (e.g. the predictions of an earlier run)")
     p.add_argument("--format", choices=["conll", "tsv", "jsonl"], default=None,
-                   help="output format (default: conll for tagging, tsv otherwise)")
+                   help="output format (default: conll for tagging, tsv otherwise); each line is "
+                        "one record for every line reader: TSV writes a text's line breaks "
+                        "(\\x0b, \\x85, U+2028, ...) as spaces, keeping its tokens; jsonl keeps "
+                        "the text exactly (\\u escapes)")
     p.add_argument("--tokenize", action="store_true",
                    help="split raw text with the project's tokenizer (not for tagging models)")
     p.add_argument("--bilm", default=None, help="the biLM's folder, if it has moved since training")
@@ -263,6 +265,7 @@ def _part_output(model, part: list, done: int, fmt: str, batch_size: int, tokeni
                  empty: _Lines, cut: _Lines) -> str:
     """The output lines of the texts ``part``, which follow ``done`` input lines; its lines
     without tokens and those cut are added to ``empty`` and ``cut``."""
+    from ..record_lines import json_line
     from ..tasks.kinds import UNREAD_TAG, task_kind
     from ..tasks.saved import predict_examples, to_examples
     info = model.saved
@@ -282,7 +285,8 @@ def _part_output(model, part: list, done: int, fmt: str, batch_size: int, tokeni
         elif fmt == "tsv":
             lines.append(spec.tsv_line(text, ex.tokens, label))
         else:
-            lines.append(json.dumps(spec.json_record(text, ex.tokens, label, read), ensure_ascii=False))
+            # (a raw U+2028 or \x85 in the text ended the record there for str.splitlines)
+            lines.append(json_line(spec.json_record(text, ex.tokens, label, read)))
     return "".join(line + "\n" for line in lines)
 
 

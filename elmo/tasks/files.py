@@ -42,7 +42,9 @@ task *kind* (:mod:`.kinds`: ``tagging``, ``classification``, ``pair``, ``regress
   rules below do not apply to it.
 * A JSON label or tag that is not a string is spelt as a text file would spell it: ``true``
   is ``"true"``, ``1`` and ``1.0`` are both ``"1"``; labels and tags lose surrounding space, and
-  one holding a tab or a line end is refused (predict writes labels into TSV and CoNLL lines).
+  one holding a tab or a line end is refused (predict writes labels into TSV and CoNLL lines),
+  in every format, ``str.splitlines``'s line ends too (``\\x85``, U+2028, ...); a tag holding
+  any whitespace is refused (predict's TSV separates a sentence's tags by spaces).
   A class label that is a whole number with a decimal point, written (``"1.0"``) or JSON's
   (``1.0``), is the whole number (``"1"``), in every format.
 
@@ -58,6 +60,7 @@ from pathlib import Path
 from typing import Callable, Dict, List, Mapping, NamedTuple, Optional, Sequence, Set, Tuple, Union
 
 from ..data.fetch import sha256_file
+from ..record_lines import breaks_a_line
 from ..text_files import decode_text, json_objects, text_lines
 from .datasets import Answer, Example, Label, SourceText
 from .kinds import MAX_TARGET, task_kind
@@ -71,6 +74,9 @@ FORMAT_KEYS = {"conll": {"word", "label", "separator"},
 
 #: How a TSV format reads double quotes: ``none`` as text, ``csv`` as csv's quoting.
 TSV_QUOTING = ("none", "csv")
+#: The line ends a label may not hold, as its message names them (:data:`elmo.record_lines.LINE_BREAKS`).
+_LINE_ENDS = "\\n, \\r, \\x0b, \\x0c, \\x1c-\\x1e, \\x85, U+2028, U+2029"
+_WHITESPACE = re.compile(r"\s")    # (str.isspace's characters)
 
 LabelMap = Callable[[str], Optional[str]]       # a preset's label rule; None drops the example
 
@@ -288,11 +294,11 @@ class _Reader:
                 raise self.error(line, f"a label cannot be {value!r}")
             return str(int(value)) if value.is_integer() else repr(value)
         text = str(value).strip()
-        if any(c in text for c in "\t\n\r"):
+        if breaks_a_line(text):
             # (predict writes labels into TSV and CoNLL lines: one with a tab read back as two
-            # columns, one with a line end as two lines)
-            raise self.error(line, f"the label {text!r} holds a tab or a line end, which no "
-                                   f"label may: predict's TSV and CoNLL output could not hold it")
+            # columns, one with a line end, \x85 or U+2028 as two lines for str.splitlines)
+            raise self.error(line, f"the label {text!r} holds a tab or a line end ({_LINE_ENDS}), "
+                                   f"which no label may: predict's TSV and CoNLL output could not hold it")
         return text
 
     def answers(self, value, n: int, line: int) -> Tuple[Answer, ...]:
@@ -328,7 +334,12 @@ class _Reader:
         return [self.tag(t, line) for t in tags]
 
     def tag(self, tag: str, line: int) -> str:
-        """One tag through ``label_map`` (a preset's rule, or a check that refuses a tag)."""
+        """One tag through ``label_map`` (a preset's rule, or a check that refuses a tag); a
+        tag holding whitespace is refused: predict's TSV separates a sentence's tags by spaces,
+        and a line break split its CoNLL line."""
+        if _WHITESPACE.search(tag):
+            raise self.error(line, f"tag {tag!r} holds whitespace, which no tag may: predict's TSV "
+                                   f"output separates tags by spaces")
         if self.label_map is None:
             return tag
         try:

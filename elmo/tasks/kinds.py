@@ -32,6 +32,7 @@ from typing import Dict, List, Optional, Sequence, Tuple, cast
 import numpy as np
 import torch
 
+from ..record_lines import tsv_field
 from .datasets import Answer, Example
 
 #: What ``elmo predict`` writes in CoNLL and TSV for a token the model did not read (past
@@ -86,8 +87,9 @@ class TaskKind:
         kind's mean and standard deviation); nothing for classes and tags."""
 
     def tsv_line(self, text, tokens: List[str], label) -> str:
-        """One prediction as a TSV line (``elmo predict --format tsv``)."""
-        return f"{text}\t{label}"
+        """One prediction as a TSV line (``elmo predict --format tsv``); a text's tabs and line
+        breaks are spaces there (:func:`elmo.record_lines.tsv_field`: the same tokens)."""
+        return f"{tsv_field(text)}\t{label}"
 
     def json_record(self, text, tokens: List[str], label, read: Tuple[int, Optional[int]]) -> dict:
         """One prediction as a JSON object (``elmo predict --format jsonl``); ``read``: how
@@ -155,7 +157,7 @@ class PairKind(TaskKind):
                               dropout=settings.dropout, lam=lam)
 
     def tsv_line(self, text, tokens, label):
-        return f"{text[0]}\t{text[1]}\t{label}"
+        return f"{tsv_field(text[0])}\t{tsv_field(text[1])}\t{label}"
 
     def json_record(self, text, tokens, label, read):
         return {"text_a": text[0], "text_b": text[1], "label": label,
@@ -282,7 +284,9 @@ class SpanQAKind(PairKind):
                              lam=lam)
 
     def tsv_line(self, text, tokens, label):
-        return f"{text[0]}\t{text[1]}\t{label['text']}\t{label['start']}\t{label['end']}"
+        # (the answer is the context's text between its tokens, which may hold a line break)
+        return "\t".join([tsv_field(text[0]), tsv_field(text[1]), tsv_field(label["text"]),
+                          str(label["start"]), str(label["end"])])
 
     def json_record(self, text, tokens, label, read):
         return {"question": text[0], "context": text[1], "answer": label["text"],
