@@ -369,7 +369,7 @@ class TrainingRun:
                 raise ResumeMismatch(f"{path}: holds no training settings (a JSON object is needed, got "
                                      f"{type(stored).__name__}); correct it, or use another --output")
         changed = check_resume(stored or {}, asdict(cfg), str(self.out_dir))
-        check_text_unchanged(self.corpus, self.out_dir)
+        check_text_unchanged(self.corpus, self.out_dir, ctx.is_main)
         check_line_split(ckpt.get("line_split", "(unrecorded)"), self.batches.stream.line_split, str(self.out_dir))
         check_vocabulary_unchanged(ckpt.get("vocab_sha256"), self.vocab_sha256, self.cfg.vocab, str(self.out_dir),
                                    self.resume_from.name)

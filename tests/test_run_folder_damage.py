@@ -1,0 +1,111 @@
+"""A run folder whose own records (corpus_stats.json, log.jsonl, warm_start.json,
+finetune_start.json, train_config.json) were damaged or edited by hand: a resume names the
+file and what to do, or recovers in a defined way and says so; never a traceback, never a
+resume that silently takes a wrong record."""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+
+import pytest
+
+from elmo.training.resume import ResumeMismatch
+from elmo.training.trainer import train
+from training_helpers import tiny_config, write_toy_corpus
+
+
+@pytest.fixture(scope="module")
+def toy(tmp_path_factory):
+    return write_toy_corpus(tmp_path_factory.mktemp("toy"), n_train=120, n_heldout=30)
+
+
+@pytest.fixture(scope="module")
+def begun(tmp_path_factory, toy):
+    """A run stopped after 2 of its 4 steps (a checkpoint of step 2), to copy and damage."""
+    train_txt, _, vocab_txt = toy
+    run = tmp_path_factory.mktemp("begun") / "run"
+    train(tiny_config(run, train_txt, vocab_txt, max_steps=4, log_every=1), stop_after=2)
+    return run
+
+
+def _copy(begun, tmp_path, toy):
+    """A copy of the begun run, and the config that resumes it."""
+    train_txt, _, vocab_txt = toy
+    run = tmp_path / "run"
+    shutil.copytree(begun, run)
+    return run, tiny_config(run, train_txt, vocab_txt, max_steps=4, log_every=1)
+
+
+def _edit_stats(run, change) -> None:
+    path = run / "corpus_stats.json"
+    stats = json.loads(path.read_text(encoding="utf-8"))
+    change(stats)
+    path.write_text(json.dumps(stats), encoding="utf-8")
+
+
+@pytest.mark.parametrize("damage", [
+    lambda s: s.update(files=s["files"][0][0]),           # a string where the list was
+    lambda s: s.update(files=[e[0] for e in s["files"]]),  # entries of paths alone
+    lambda s: s.update(files={"train.txt": 1}),
+])
+def test_a_corpus_record_of_the_wrong_shape_is_named_not_taken_for_changed_text(begun, tmp_path, toy, damage):
+    """(its "files" as a string was read a character at a time: the resume was refused as
+    "the training text has changed (.: no longer there)", which sent the user after the text)"""
+    run, cfg = _copy(begun, tmp_path, toy)
+    _edit_stats(run, damage)
+    stats = run / "corpus_stats.json"
+    with pytest.raises(ResumeMismatch) as info:
+        train(cfg)
+    message = str(info.value)
+    assert str(stats) in message and "has changed" not in message, message
+    assert "delete it" in message and len(message.splitlines()) == 1
+
+
+@pytest.mark.parametrize("content", ["", '{"sentences": 120, "tok', "[1, 2]", "not json"])
+def test_a_corpus_record_that_is_not_one_is_named_on_resume(begun, tmp_path, toy, content):
+    """(an empty, cut or foreign file was taken as no record, and the resume went on without
+    checking that its text was the one it began on)"""
+    run, cfg = _copy(begun, tmp_path, toy)
+    (run / "corpus_stats.json").write_text(content, encoding="utf-8")
+    with pytest.raises(ResumeMismatch, match=re.escape(str(run / "corpus_stats.json"))):
+        train(cfg)
+
+
+def test_a_deleted_corpus_record_resumes_and_says_what_it_cannot_check(begun, tmp_path, toy, capsys):
+    run, cfg = _copy(begun, tmp_path, toy)
+    (run / "corpus_stats.json").unlink()
+    capsys.readouterr()
+    assert train(cfg)["step"] == 4
+    err = capsys.readouterr().err
+    assert f"note: {run / 'corpus_stats.json'}" in err and "cannot be checked" in err, err
+    assert json.loads((run / "corpus_stats.json").read_text(encoding="utf-8"))["files"]   # recorded again
+
+
+@pytest.mark.parametrize("damage", [
+    lambda s: s.update(tokens=str(s["tokens"])), lambda s: s.pop("sentences"),
+    lambda s: s.update(tokens=float("nan")), lambda s: s.update(pieces=-1), lambda s: s.update(tokens=True),
+])
+def test_corpus_counts_that_are_no_counts_are_made_again(begun, tmp_path, toy, damage):
+    """(a count as a string crashed with a TypeError, one missing with a KeyError, and a NaN
+    count was taken: the epochs of the log were NaN)"""
+    run, cfg = _copy(begun, tmp_path, toy)
+    counts = {k: v for k, v in json.loads((run / "corpus_stats.json").read_text(encoding="utf-8")).items()
+              if k != "files"}
+    _edit_stats(run, damage)
+    assert train(cfg)["step"] == 4
+    stats = json.loads((run / "corpus_stats.json").read_text(encoding="utf-8"))
+    assert {k: v for k, v in stats.items() if k != "files"} == counts
+
+
+def test_another_runs_corpus_record_is_named_as_the_record_of_other_files(begun, tmp_path, toy):
+    """(a corpus_stats.json copied in from a run on another file that is still there was
+    refused as "the same file as another one named, read once now")"""
+    run, cfg = _copy(begun, tmp_path, toy)
+    _, held_txt, _ = toy
+    _edit_stats(run, lambda s: s.update(files=[[str(held_txt), held_txt.stat().st_size, "ab"]]))
+    with pytest.raises(ResumeMismatch) as info:
+        train(cfg)
+    message = str(info.value)
+    assert "read once now" not in message and "not named now" in message, message
+    assert str(run / "corpus_stats.json") in message
