@@ -109,3 +109,42 @@ def test_another_runs_corpus_record_is_named_as_the_record_of_other_files(begun,
     message = str(info.value)
     assert "read once now" not in message and "not named now" in message, message
     assert str(run / "corpus_stats.json") in message
+
+
+def _edit_log(run, change) -> None:
+    path = run / "log.jsonl"
+    records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    change(records)
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+
+
+@pytest.mark.parametrize("step", ["1", None, 1.5, True, [1]])
+def test_a_log_record_whose_step_is_no_step_is_named_on_resume(begun, tmp_path, toy, step):
+    """(a step as a string or null ended the resume in a TypeError's traceback)"""
+    run, cfg = _copy(begun, tmp_path, toy)
+    _edit_log(run, lambda records: records[1].update(step=step))
+    with pytest.raises(ValueError, match=re.escape(f"{run / 'log.jsonl'}: line 2: its step is "
+                                                   f"{json.dumps(step)}, not a step number")):
+        train(cfg)
+
+
+@pytest.mark.parametrize("damage", ["emptied", "deleted"])
+def test_a_log_that_lost_the_steps_before_the_checkpoint_says_so(begun, tmp_path, toy, capsys, damage):
+    """(an emptied or deleted log.jsonl went on from the resume without a word: a learning
+    curve that began at the checkpoint's step, as if the run had)"""
+    run, cfg = _copy(begun, tmp_path, toy)
+    log = run / "log.jsonl"
+    log.write_text("", encoding="utf-8") if damage == "emptied" else log.unlink()
+    capsys.readouterr()
+    assert train(cfg)["step"] == 4
+    assert f"note: {log}: holds no record of the steps up to 2" in capsys.readouterr().err
+    assert [json.loads(line)["event"] for line in log.read_text(encoding="utf-8").splitlines()][0] == "resume"
+
+
+def test_a_folder_where_the_log_belongs_is_named_on_resume(begun, tmp_path, toy):
+    run, cfg = _copy(begun, tmp_path, toy)
+    (run / "log.jsonl").unlink()
+    (run / "log.jsonl").mkdir()
+    with pytest.raises(ValueError, match=re.escape(f"{run / 'log.jsonl'}: cannot read the learning curve (")):
+        train(cfg)
+
