@@ -148,3 +148,46 @@ def test_a_folder_where_the_log_belongs_is_named_on_resume(begun, tmp_path, toy)
     with pytest.raises(ValueError, match=re.escape(f"{run / 'log.jsonl'}: cannot read the learning curve (")):
         train(cfg)
 
+
+@pytest.fixture(scope="module")
+def warm_begun(tmp_path_factory, toy):
+    """A warm-started run (from a model trained 2 steps) stopped after 1 of its 3 steps."""
+    train_txt, _, vocab_txt = toy
+    where = tmp_path_factory.mktemp("warm")
+    train(tiny_config(where / "base", train_txt, vocab_txt, max_steps=2))
+    run = where / "run"
+    train(_warm_config(run, train_txt, where / "base" / "model"), stop_after=1)
+    return run
+
+
+def _warm_config(run, train_txt, start):
+    return tiny_config(run, train_txt, start / "vocab.txt", init_from=str(start), max_steps=3)
+
+
+@pytest.mark.parametrize("change, problem", [
+    (lambda r: r.pop("tokens_before"), 'its tokens_before is null, not a count of tokens'),
+    (lambda r: r.update(tokens_before="96"), 'its tokens_before is "96", not a count of tokens'),
+    (lambda r: r.update(tokens_before=float("nan")), "its tokens_before is NaN, not a count of tokens"),
+    (lambda r: r.update(weights_sha256=12345), "its weights_sha256 is 12345, not a SHA-256"),
+    (lambda r: r.update(adapted_on="text.txt"), 'its adapted_on is "text.txt", not a list'),
+    (lambda r: r.update({"from": "/elsewhere/model"}), 'it records a start from /elsewhere/model'),
+])
+def test_a_warm_start_record_edited_into_another_is_named_on_resume(warm_begun, tmp_path, toy, change, problem):
+    """(a record without tokens_before ended the run in a KeyError's traceback at its export,
+    after every step; a NaN there in "cannot convert float NaN to integer"; a number for the
+    SHA-256 in a TypeError at once; adapted_on as a string was exported as a list of its
+    letters, and another run's record gave the model that run's tokens_total)"""
+    train_txt, _, _ = toy
+    run = tmp_path / "run"
+    shutil.copytree(warm_begun, run)
+    path = run / "warm_start.json"
+    record = json.loads(path.read_text(encoding="utf-8"))
+    change(record)
+    path.write_text(json.dumps(record), encoding="utf-8")
+    cfg = _warm_config(run, train_txt, warm_begun.parent / "base" / "model")
+    with pytest.raises(ResumeMismatch) as info:
+        train(cfg)
+    message = str(info.value)
+    assert message.startswith(f"{path}: ") and problem in message and "delete it" in message, message
+    assert not (run / "model").exists()   # (refused before any step)
+

@@ -61,6 +61,10 @@ def warm_start_of_run(init_from: str, out_dir: Path, resumed: bool, is_main: boo
         if not isinstance(record, dict):
             raise ResumeMismatch(f"{path}: not the record of the run's start (a JSON object is needed, got "
                                  f"{type(record).__name__}); put it back, or use another --output")
+        problem = warm_start_problem(record, init_from)
+        if problem:   # (else a KeyError at the export, after every step, or a wrong tokens_total)
+            raise ResumeMismatch(f"{path}: {problem}; put back the run's own record, or delete it to record the "
+                                 f"start as {init_from} is now")
         now = warm_start_record(init_from)["weights_sha256"]
         then = record.get("weights_sha256")
         if is_main and then and now != then:
@@ -77,6 +81,26 @@ def warm_start_of_run(init_from: str, out_dir: Path, resumed: bool, is_main: boo
         with writing(path):
             atomic_write_text(path, json.dumps(record, indent=2) + "\n")
     return record
+
+
+def warm_start_problem(record: Dict[str, Any], init_from: str) -> Optional[str]:
+    """Why ``record``, read back from ``warm_start.json``, is not the record of a warm start
+    from ``init_from`` that :func:`warm_start_record` writes (a key edited away or into another
+    type, another run's record copied in), or None: its figures go into the exported model's
+    metadata as they are."""
+    start, then = Path(init_from).resolve(), record.get("from")
+    # (a record written before the path was resolved holds it as given: resolved here alike)
+    if not (isinstance(then, str) and Path(then).resolve() == start):
+        return f"it records a start from {then}, and this run starts from {start}"
+    checks = (("tokens_before", "a count of tokens", lambda v: isinstance(v, int) and not isinstance(v, bool)
+               and v >= 0),
+              ("weights_sha256", "a SHA-256", lambda v: v is None or isinstance(v, str)),
+              ("adapted_on", "a list", lambda v: v is None or isinstance(v, list)),
+              ("extra_data", "true or false", lambda v: v is None or isinstance(v, bool)))
+    for key, kind, fits in checks:
+        if not fits(record.get(key)):
+            return f"its {key} is {json.dumps(record.get(key))}, not {kind}"
+    return None
 
 
 def warm_start_metadata(warm_start: Optional[Dict[str, Any]], tokens_done: int) -> Dict[str, Any]:
