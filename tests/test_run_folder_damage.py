@@ -191,3 +191,33 @@ def test_a_warm_start_record_edited_into_another_is_named_on_resume(warm_begun, 
     assert message.startswith(f"{path}: ") and problem in message and "delete it" in message, message
     assert not (run / "model").exists()   # (refused before any step)
 
+
+
+@pytest.mark.parametrize("change", [
+    lambda r: r.update(before="27.0"), lambda r: r.update(base_metadata=[]),
+    lambda r: r["base_metadata"].update(adapted_on="x.txt"), lambda r: r["before"].pop("ppl"),
+    lambda r: r["before"].update(ppl=float("nan")),
+])
+def test_a_finetune_start_record_edited_into_another_is_measured_again_and_said(tmp_path, toy, capsys, change):
+    """(a string for "before" went into the report and the model's heldout_ppl_before as it
+    was; base_metadata as a list ended in an AttributeError's traceback; its adapted_on as a
+    string was taken a letter at a time)"""
+    from elmo.training.finetune import finetune
+
+    train_txt, _, vocab_txt = toy
+    train(tiny_config(tmp_path / "base", train_txt, vocab_txt, max_steps=2))
+    task = tmp_path / "task.txt"
+    task.write_text("".join(f"the happy farmer {v} the old river .\n" for v in ["sees", "likes", "helps"] * 10))
+    first = finetune(tiny_config(tmp_path / "adapted", task, "", init_from=str(tmp_path / "base" / "model"),
+                                 max_steps=2))
+    path = tmp_path / "adapted" / "finetune_start.json"
+    record = json.loads(path.read_text(encoding="utf-8"))
+    change(record)
+    path.write_text(json.dumps(record), encoding="utf-8")
+    capsys.readouterr()
+    longer = finetune(tiny_config(tmp_path / "adapted", task, "", init_from=str(tmp_path / "base" / "model"),
+                                  max_steps=4))
+    assert f"note: {path}: " in capsys.readouterr().err
+    assert longer["before"] == first["before"]   # (measured again on the unchanged start model)
+    meta = json.loads((tmp_path / "adapted" / "model" / "metadata.json").read_text(encoding="utf-8"))
+    assert meta["heldout_ppl_before"] == first["before"] and len(meta["adapted_on"]) == 1
