@@ -25,6 +25,8 @@ and the export) and :func:`train`.
 """
 from __future__ import annotations
 
+import dataclasses
+import json
 import math
 import sys
 import time
@@ -223,6 +225,8 @@ class TrainingRun:
     def __init__(self, cfg: TrainConfig, ctx: distributed.Context,
                  export_metadata: Optional[Callable[[TrainedFigures], Dict[str, Any]]] = None,
                  start: Optional[StartModel] = None):
+        # the accumulator and clip not given, which a resume takes from its checkpoint (_take_stored_recipe)
+        self.recipe_unset = [name for name in ("adagrad_init", "clip_norm") if getattr(cfg, name) is None]
         cfg = with_recipe_defaults(cfg)   # (a resumed run's own accumulator and clip)
         self.cfg, self.ctx = cfg, ctx
         self.export_metadata = export_metadata  # (see train)
@@ -368,6 +372,7 @@ class TrainingRun:
             if not isinstance(stored, dict):
                 raise ResumeMismatch(f"{path}: holds no training settings (a JSON object is needed, got "
                                      f"{type(stored).__name__}); correct it, or use another --output")
+        cfg = self._take_stored_recipe(ckpt.get("config"))
         changed = check_resume(stored or {}, asdict(cfg), str(self.out_dir))
         check_text_unchanged(self.corpus, self.out_dir, ctx.is_main)
         check_line_split(ckpt.get("line_split", "(unrecorded)"), self.batches.stream.line_split, str(self.out_dir))
@@ -398,6 +403,22 @@ class TrainingRun:
         self.window_resumed = mine.get("log_window")
         if _out_of_time(cfg, ctx, self.elapsed):
             self.n_steps = min(self.n_steps, self.step_no)
+
+    def _take_stored_recipe(self, stored: Optional[Dict[str, Any]]) -> TrainConfig:
+        """The run's config with the accumulator and clip that were not given taken from the
+        checkpoint's settings (``stored``), where ``train_config.json`` (which filled them in)
+        said otherwise: deleted, it gave the earlier defaults, and another run's file its own
+        values, and the resume was refused as a change of setting that no one had made (which
+        ``--allow-change clip-norm`` would have made)."""
+        taken = {name: stored[name] for name in self.recipe_unset
+                 if isinstance(stored, dict) and name in stored and stored[name] != getattr(self.cfg, name)}
+        if taken:
+            shown = ", ".join(f"{name} {json.dumps(value)}" for name, value in taken.items())
+            if self.ctx.is_main:
+                print(f"note: {self.out_dir / 'train_config.json'}: missing or not this run's settings; the "
+                      f"checkpoint's are taken ({shown})", file=sys.stderr, flush=True)
+            self.cfg = dataclasses.replace(self.cfg, **taken)
+        return self.cfg
 
     def _keep_epoch_rows(self) -> None:
         """A resumed bucketed run begun when an epoch counted sentences keeps the steps it
