@@ -221,3 +221,60 @@ def test_a_finetune_start_record_edited_into_another_is_measured_again_and_said(
     assert longer["before"] == first["before"]   # (measured again on the unchanged start model)
     meta = json.loads((tmp_path / "adapted" / "model" / "metadata.json").read_text(encoding="utf-8"))
     assert meta["heldout_ppl_before"] == first["before"] and len(meta["adapted_on"]) == 1
+
+
+@pytest.mark.parametrize("damage", ["deleted", "another run's"])
+def test_a_lost_or_foreign_train_config_takes_the_checkpoints_accumulator_and_clip(begun, tmp_path, toy, capsys,
+                                                                                   damage):
+    """(a deleted train_config.json filled the unset accumulator and clip with the earlier
+    defaults, 1.0 and 10, and the resume was refused as "setting clip_norm was 1.0, now 10.0
+    (pass --allow-change clip-norm ...)": a change the user never made, and allowing it would
+    have trained on with the wrong clip; another run's file did the same with its values)"""
+    run, cfg = _copy(begun, tmp_path, toy)
+    path = run / "train_config.json"
+    stored = json.loads(path.read_text(encoding="utf-8"))
+    if damage == "deleted":
+        path.unlink()
+    else:
+        path.write_text(json.dumps({**stored, "adagrad_init": 0.5, "clip_norm": 3.0}), encoding="utf-8")
+    capsys.readouterr()
+    assert train(cfg)["step"] == 4
+    assert f"note: {path}: " in capsys.readouterr().err
+    from elmo.training.checkpoint import latest_checkpoint, load_checkpoint
+    config = load_checkpoint(latest_checkpoint(run / "checkpoints"))["config"]
+    assert (config["adagrad_init"], config["clip_norm"]) == (stored["adagrad_init"], stored["clip_norm"])
+    again = json.loads(path.read_text(encoding="utf-8"))
+    assert (again["adagrad_init"], again["clip_norm"]) == (stored["adagrad_init"], stored["clip_norm"])
+
+
+@pytest.mark.parametrize("line, problem", [
+    ('{"event": "train", "step": 1, "sampled_ppl": 3.0, "tokens": "nan"}', "'train' record without a number 'tokens'"),
+    ('{"event": "train", "step": 1, "sampled_ppl": 3.0, "tokens": "inf"}', "'train' record without a number 'tokens'"),
+    ('{"event": "eval", "step": 1, "epoch": "inf", "ppl": 3, "ppl_fwd": 3, "ppl_bwd": 3}',
+     "'eval' record without a number 'epoch'"),
+    ('{"event": "train", "step": 1, "sampled_ppl": "11.2", "tokens": 8}', "'train' record whose 'sampled_ppl' is "
+                                                                           "\"11.2\", not a number"),
+    ('{"event": "train", "step": 1, "train_ppl": {"a": 1}, "tokens": 8}', "'train' record whose 'train_ppl' is "
+                                                                           "{\"a\": 1}, not a number"),
+    ('{"event": "eval", "step": 1, "epoch": 1, "ppl": "3", "ppl_fwd": 3, "ppl_bwd": 3}',
+     "'eval' record whose 'ppl' is \"3\", not a number"),
+])
+def test_plot_curve_names_a_figure_that_is_no_number(tmp_path, line, problem):
+    """(a "nan" for the tokens passed the check, as a figure's gap, and ended in a TypeError's
+    traceback at the axis; a figure edited into a string of digits or an object was drawn as a
+    gap in the curve without a word)"""
+    from elmo.training.curves import read_log
+    log = tmp_path / "log.jsonl"
+    log.write_text(f'{{"event": "start", "step": 0}}\n{line}\n', encoding="utf-8")
+    with pytest.raises(ValueError, match=re.escape(f"log.jsonl: line 2: {problem}")):
+        read_log(log)
+
+
+def test_plot_curve_draws_the_non_finite_figures_a_run_writes(tmp_path):
+    from elmo.training.curves import read_log
+    log = tmp_path / "log.jsonl"
+    log.write_text('{"event": "nonfinite", "step": 1, "loss": "nan", "grad_norm": "inf"}\n'
+                   '{"event": "train", "step": 2, "sampled_ppl": "inf", "tokens": 8}\n'
+                   '{"event": "eval", "step": 2, "epoch": 0.5, "ppl": "inf", "ppl_fwd": "inf", "ppl_bwd": 3}\n',
+                   encoding="utf-8")
+    assert len(read_log(log)) == 3
