@@ -278,3 +278,60 @@ def test_plot_curve_draws_the_non_finite_figures_a_run_writes(tmp_path):
                    '{"event": "eval", "step": 2, "epoch": 0.5, "ppl": "inf", "ppl_fwd": "inf", "ppl_bwd": 3}\n',
                    encoding="utf-8")
     assert len(read_log(log)) == 3
+
+
+_RUN = {"task": "pos", "variant": "baseline", "seed": 1, "test": 0.5, "dev": 0.4, "seconds": 2.0,
+        "metric": "accuracy", "elmo": None}
+
+
+@pytest.mark.parametrize("change, problem", [
+    (lambda r: r.update(seconds="3"), 'its seconds is "3", not a number'),
+    (lambda r: r.pop("seconds"), "its seconds is null, not a number"),
+    (lambda r: r.update(dev="0.5"), 'its dev is "0.5", not a number or null'),
+    (lambda r: r.update(elmo="x"), 'its elmo is "x", not an object or null'),
+    (lambda r: r.pop("elmo"), "it has no elmo"),
+    (lambda r: r.update(metric=["accuracy"]), 'its metric is ["accuracy"], not a string'),
+    (lambda r: r.update(task=["pos"]), 'its task is ["pos"], not a string'),
+    (lambda r: r.update(seed="1"), 'its seed is "1", not a whole number'),
+    (lambda r: r.update(other_metrics=[1]), "its other_metrics is [1], not an object of numbers"),
+    (lambda r: r.update(extra_tests={"b": "0.5"}), 'its extra_tests is {"b": "0.5"}, not an object of numbers'),
+    (lambda r: r.update(extra_tests_other_metrics={"b": 1}),
+     'its extra_tests_other_metrics is {"b": 1}, not an object of objects of numbers'),
+])
+def test_a_results_run_edited_into_another_shape_is_named(tmp_path, change, problem):
+    """(elmo experiment --resume, experiment-report and experiment-table ended in a TypeError,
+    KeyError, AttributeError or IndexError traceback deep in the summary for each of these)"""
+    from elmo.tasks.compare import CompareError, read_results, recomputed
+
+    config = {"name": "x", "tasks": [{"task": "pos"}], "variants": [{"name": "baseline"}]}
+    run = dict(_RUN)
+    change(run)
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps({"config": config, "runs": [dict(_RUN, seed=0), run]}), encoding="utf-8")
+    with pytest.raises(CompareError, match=re.escape(f"{path}: run 1 (")) as info:
+        recomputed(read_results(path, need=("config", "runs")), path)   # (what the table and report read)
+    assert problem in str(info.value), info.value
+    path.write_text(json.dumps({"config": config, "runs": [dict(_RUN, seed=0), dict(_RUN)]}), encoding="utf-8")
+    summary = recomputed(read_results(path, need=("config", "runs")), path)["summary"]
+    assert summary[0]["seeds"] == [0, 1]   # (the shape asked for is what a whole run holds)
+
+
+def test_a_results_files_bilms_that_are_no_object_are_named(tmp_path):
+    """(--resume and experiment-report ended in an AttributeError's traceback)"""
+    from elmo.tasks.compare import CompareError, read_results
+
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps({"config": {"name": "x"}, "runs": [_RUN], "bilms": []}), encoding="utf-8")
+    with pytest.raises(CompareError, match=re.escape(f"{path}: its bilms is [], not an object")):
+        read_results(path)
+
+
+def test_a_folder_where_the_runs_lock_file_belongs_is_named(begun, tmp_path, toy):
+    """(it said "RUN: cannot write in RUN: Is a directory", naming neither the lock file nor
+    what to do)"""
+    from elmo.io import OutputError
+
+    run, cfg = _copy(begun, tmp_path, toy)
+    (run / "train.lock").mkdir()
+    with pytest.raises(OutputError, match=re.escape(f"{run}: its lock file {run / 'train.lock'} is a folder")):
+        train(cfg)
