@@ -335,3 +335,20 @@ def test_a_folder_where_the_runs_lock_file_belongs_is_named(begun, tmp_path, toy
     (run / "train.lock").mkdir()
     with pytest.raises(OutputError, match=re.escape(f"{run}: its lock file {run / 'train.lock'} is a folder")):
         train(cfg)
+
+
+@pytest.mark.parametrize("folder", ["checkpoints", "model"])
+def test_a_file_where_a_folder_of_the_run_belongs_is_refused_before_a_step(begun, tmp_path, toy, folder):
+    """(a file for checkpoints/ hid the checkpoints: the run started again from scratch,
+    emptied its log.jsonl, trained and then stopped with "cannot write checkpoint ...: File
+    exists (the previous checkpoints are intact)"; a file for model/ was found at the export,
+    after every step)"""
+    from elmo.io import OutputError
+
+    run, cfg = _copy(begun, tmp_path, toy)
+    shutil.rmtree(run / folder, ignore_errors=True)
+    (run / folder).write_text("x", encoding="utf-8")
+    log = (run / "log.jsonl").read_text(encoding="utf-8")
+    with pytest.raises(OutputError, match=re.escape(f"{run / folder}: is a file, but the ")):
+        train(cfg)
+    assert (run / "log.jsonl").read_text(encoding="utf-8") == log

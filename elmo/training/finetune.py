@@ -35,8 +35,8 @@ from . import distributed
 from .distributed import is_main_process, launched_world_size
 from .adaptation import planned_record, with_trained
 from .config import TrainConfig
-from .run_folder import (FINETUNE_START_FILE, StartModel, check_no_model_to_replace, check_start_model,
-                         check_text_choice, check_text_outside_run, check_vocabulary_not_text, job_lock)
+from .run_folder import (FINETUNE_START_FILE, StartModel, check_no_model_to_replace, check_run_folders,
+                         check_start_model, check_text_choice, check_text_outside_run, check_vocabulary_not_text, job_lock)
 from .trainer import train
 
 MIN_STEPS_PER_EPOCH = 20
@@ -187,6 +187,7 @@ def finetune(cfg: TrainConfig, heldout: Optional[Sequence[str]] = None, heldout_
         raise ValueError("finetune needs a trained model folder (init_from / --from)")
     out = Path(cfg.output)
     check_output_dir(out, "run folder")   # a file there: named, not "File exists"
+    check_run_folders(out, cfg.export)
     loaded = check_start_model(cfg)   # before its text files are written there; measured and trained from
     check_no_model_to_replace(out)
     text_files, held_files = expand_paths(cfg.train), expand_paths(heldout) if heldout else []

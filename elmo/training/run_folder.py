@@ -11,7 +11,7 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from ..data.corpus import expand_paths, would_find
 from ..data.text_choice import HELDOUT_HINT, check_heldout_not_training, check_not_whole_corpus
-from ..io import OutputError, atomic_write_text, make_folder, output_lock, same_file
+from ..io import OutputError, atomic_write_text, check_output_dir, make_folder, output_lock, same_file
 from ..text_files import read_json
 from ..vocab import Vocabulary
 from . import distributed
@@ -153,6 +153,18 @@ def check_start_model(cfg: TrainConfig) -> StartModel:
         raise OutputError(f"{cfg.output}: its model folder is {cfg.init_from}, the model this run starts "
                           f"from (--from), which the export would replace; give another --output")
     return StartModel(load_language_model(cfg.init_from) if cfg.init_from else None)
+
+
+def check_run_folders(output: str | Path, export: bool = True) -> None:
+    """Refuse, before anything is read or written, a file where a folder of the run folder
+    ``output`` belongs: ``checkpoints/`` (a file there hid the checkpoints: the run began
+    again from scratch, emptied its log.jsonl, trained, and stopped at its first checkpoint
+    with "File exists (the previous checkpoints are intact)") and, where the run exports (``export``),
+    ``model/`` (found at the export, after every step)."""
+    out = Path(output)
+    check_output_dir(out / "checkpoints", "checkpoints folder")
+    if export:
+        check_output_dir(out / "model", "exported model's folder")
 
 
 def check_no_model_to_replace(output: str | Path) -> None:

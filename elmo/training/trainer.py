@@ -58,8 +58,8 @@ from .optim import build_optimizer, load_optimizer_state
 from .preflight import (check_every_rank_has_text, check_same_settings, warn_bf16_not_native, warn_uneven_shards,
                         warn_vocabulary_order)
 from .resume import ResumeMismatch, check_allow_change, check_line_split, check_resume, check_vocabulary_unchanged
-from .run_folder import (StartModel, check_no_model_to_replace, check_start_model, check_text_outside_run,
-                         check_text_choice, check_vocabulary_not_text, job_lock, warm_start_metadata,
+from .run_folder import (StartModel, check_no_model_to_replace, check_run_folders, check_start_model,
+                         check_text_outside_run, check_text_choice, check_vocabulary_not_text, job_lock, warm_start_metadata,
                          warm_start_of_run)
 from .run_log import SINCE_RESUME, WINDOW_SUMS, RunLog, new_window, train_record, weighted_window
 from .stop import StopRequests, TrainingStopped
@@ -191,6 +191,7 @@ def train(cfg: TrainConfig, stop_after: Optional[int] = None, lock: bool = True,
     """
     out = Path(cfg.output)
     check_output_dir(out, "run folder")   # a file there: named, not "File exists"
+    check_run_folders(out, cfg.export)
     if checked_start is None:
         checked_start = check_start_model(cfg)   # (its model is the run's start: loaded once)
         check_no_model_to_replace(out)
