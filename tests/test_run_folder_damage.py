@@ -352,3 +352,19 @@ def test_a_file_where_a_folder_of_the_run_belongs_is_refused_before_a_step(begun
     with pytest.raises(OutputError, match=re.escape(f"{run / folder}: is a file, but the ")):
         train(cfg)
     assert (run / "log.jsonl").read_text(encoding="utf-8") == log
+
+
+def test_a_checkpoints_clip_that_is_no_number_is_not_taken_for_a_lost_train_config(begun, tmp_path, toy):
+    """The checkpoint's accumulator and clip stand in for a lost train_config.json only where
+    they are numbers: another value is named as the setting that differs, not trained with."""
+    import torch
+    from elmo.training.checkpoint import latest_checkpoint
+
+    run, cfg = _copy(begun, tmp_path, toy)
+    (run / "train_config.json").unlink()
+    path = latest_checkpoint(run / "checkpoints")
+    ckpt = torch.load(path, weights_only=True)
+    ckpt["config"] = json.dumps({**json.loads(ckpt["config"]), "clip_norm": "x"})
+    torch.save(ckpt, path)
+    with pytest.raises(ResumeMismatch, match='setting clip_norm was "x", now 10.0'):
+        train(cfg)

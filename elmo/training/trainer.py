@@ -411,8 +411,12 @@ class TrainingRun:
         said otherwise: deleted, it gave the earlier defaults, and another run's file its own
         values, and the resume was refused as a change of setting that no one had made (which
         ``--allow-change clip-norm`` would have made)."""
-        taken = {name: stored[name] for name in self.recipe_unset
-                 if isinstance(stored, dict) and name in stored and stored[name] != getattr(self.cfg, name)}
+        def plausible(name: str, value: Any) -> bool:   # (anything else is left to check_resume to name)
+            return (isinstance(value, (int, float)) and not isinstance(value, bool)) or (
+                value is None and name == "adagrad_init")   # (None: an optimizer without the accumulator)
+
+        taken = {name: stored[name] for name in self.recipe_unset if isinstance(stored, dict) and name in stored
+                 and plausible(name, stored[name]) and stored[name] != getattr(self.cfg, name)}
         if taken:
             shown = ", ".join(f"{name} {json.dumps(value)}" for name, value in taken.items())
             if self.ctx.is_main:
