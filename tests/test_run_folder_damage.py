@@ -368,3 +368,22 @@ def test_a_checkpoints_clip_that_is_no_number_is_not_taken_for_a_lost_train_conf
     torch.save(ckpt, path)
     with pytest.raises(ResumeMismatch, match='setting clip_norm was "x", now 10.0'):
         train(cfg)
+
+
+def test_a_finetune_run_folder_moved_elsewhere_resumes(tmp_path, toy):
+    """finetune's text is a file of its run folder (adapt_train.txt): moved or copied to
+    another path, the folder was refused as "setting train was [OLD/adapt_train.txt], now
+    [NEW/adapt_train.txt]. Rerun with the settings it was started with", which no command could
+    do, and its corpus record named the old path as text no longer there."""
+    from elmo.training.finetune import finetune
+
+    train_txt, _, vocab_txt = toy
+    train(tiny_config(tmp_path / "base", train_txt, vocab_txt, max_steps=2))
+    task = tmp_path / "task.txt"
+    task.write_text("".join(f"the happy farmer {v} the old river .\n" for v in ["sees", "likes", "helps"] * 10))
+    start = str(tmp_path / "base" / "model")
+    finetune(tiny_config(tmp_path / "first", task, "", init_from=start, max_steps=2))
+    shutil.move(tmp_path / "first", tmp_path / "moved")
+    assert finetune(tiny_config(tmp_path / "moved", task, "", init_from=start, max_steps=4))["steps"] == 4
+    log = [json.loads(line) for line in (tmp_path / "moved" / "log.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert [r["step"] for r in log if r["event"] == "resume"] == [2]   # (resumed, not begun again)

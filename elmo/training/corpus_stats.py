@@ -15,7 +15,7 @@ from ..data.lm_batches import MAX_PIECE_LENGTH
 from ..io import atomic_write_text
 from ..text_files import read_json
 from .checkpoint import writing
-from .resume import ResumeMismatch
+from .resume import ResumeMismatch, within_run
 
 #: The counts the file keeps (an earlier version's lacks ``pieces``).
 COUNTS = ("sentences", "tokens", "pieces")
@@ -98,13 +98,15 @@ def write_corpus_stats(stats_path: Path, stats: CorpusStats, epoch_rows: str) ->
         atomic_write_text(stats_path, json.dumps({**stats.counts, **kept, "files": stats.files}) + "\n")
 
 
-def check_text_unchanged(stats: CorpusStats, out_dir: Path, is_main: bool = True) -> None:
+def check_text_unchanged(stats: CorpusStats, out_dir: Path, is_main: bool = True, began_in: Any = None) -> None:
     """Refuse to resume on training text that changed since the run recorded it: the
     stream's position (shard, sentence) would point into other text, silently. A stats file
     that is there but holds no record of the files (damaged, edited, another tool's) is
     refused too, naming it: whether the text changed cannot be told. One that is not there, or
     a run's begun before the files were recorded, resumes with a note (rank 0, ``is_main``,
-    says it)."""
+    says it). ``began_in``: the run folder as the run's settings name it (``output``): files
+    recorded inside it are the files of the folder where it is now (finetune's text, of a run
+    folder moved elsewhere)."""
     if stats.damage is not None:
         raise ResumeMismatch(f"cannot resume {out_dir}: {stats.damage}, so whether the training text changed "
                              f"since the run began cannot be checked; put back the run's own file, or delete it "
@@ -116,9 +118,10 @@ def check_text_unchanged(stats: CorpusStats, out_dir: Path, is_main: bool = True
                   f"the run goes on at its checkpoint's position in the text as it is now",
                   file=sys.stderr, flush=True)
         return
-    if same_corpus_files(stats.recorded_files, stats.files):
+    recorded = [_moved(entry, began_in, out_dir) for entry in stats.recorded_files]
+    if same_corpus_files(recorded, stats.files):
         return
-    then = {entry[0]: entry[1:] for entry in stats.recorded_files}
+    then = {entry[0]: entry[1:] for entry in recorded}
     now = {path: rest[:len(then.get(path, rest))] for path, *rest in stats.files}
     path = next(p for p in sorted(set(then) | set(now)) if then.get(p) != now.get(p))
     what = (f"{then[path][0]:,} bytes then, {now[path][0]:,} now" if path in then and path in now
@@ -132,6 +135,13 @@ def check_text_unchanged(stats: CorpusStats, out_dir: Path, is_main: bool = True
     raise ResumeMismatch(f"cannot resume {out_dir}: the training text has changed since the run "
                          f"began ({path}: {what}), as {stats.path} records it; rerun with the text it was "
                          f"started with, or use another --output")
+
+
+def _moved(entry: List[Any], began_in: Any, out_dir: Path) -> List[Any]:
+    """A recorded file's ``entry`` with its path inside the run folder ``began_in`` made the
+    same path inside ``out_dir``, where the folder is now."""
+    rel = within_run(entry[0], began_in)
+    return entry if rel is None else [str(out_dir / rel), *entry[1:]]
 
 
 def _named_now(path: str, now: Dict[str, Any]) -> bool:

@@ -375,7 +375,7 @@ class TrainingRun:
                                      f"{type(stored).__name__}); correct it, or use another --output")
         cfg = self._take_stored_recipe(ckpt.get("config"))
         changed = check_resume(stored or {}, asdict(cfg), str(self.out_dir))
-        check_text_unchanged(self.corpus, self.out_dir, ctx.is_main)
+        check_text_unchanged(self.corpus, self.out_dir, ctx.is_main, (stored or {}).get("output"))
         check_line_split(ckpt.get("line_split", "(unrecorded)"), self.batches.stream.line_split, str(self.out_dir))
         check_vocabulary_unchanged(ckpt.get("vocab_sha256"), self.vocab_sha256, self.cfg.vocab, str(self.out_dir),
                                    self.resume_from.name)
