@@ -143,6 +143,9 @@ def output_lock(path: Path, name: Optional[Path] = None, wait: float = 1.0,
         if e.errno == errno.ENOSYS:
             raise OutputError(f"{file}: the file system does not support locks (flock); "
                               f"write the output to another file system") from None
+        if file.is_dir():   # (said as "cannot write in FOLDER: Is a directory": which file, and why?)
+            raise OutputError(f"{name}: its lock file {file} is a folder; remove it (no writer makes one) "
+                              f"and run again") from None
         raise OutputError(f"{name}: cannot write in {file.parent}: {os_error_reason(e)}") from None
     token = _REENTRANT.set(_REENTRANT.get() | {key}) if reentrant else None
     try:

@@ -45,9 +45,66 @@ def read_results(path: str | Path, need: Sequence[str] = ("runs",)) -> dict:
     if "config" in need and not (isinstance(config, dict) and isinstance(config.get("name"), str)):
         # the tables and reports start from the experiment's name (a KeyError otherwise)
         raise CompareError(f"{path}: not the results.json of an experiment (its 'config' has no 'name')")
+    if not isinstance(results.get("bilms", {}), dict):   # (--resume and reports read its items)
+        raise CompareError(f"{path}: its bilms is {json.dumps(results['bilms'])[:80]}, not an object")
     if "runs" in need:
         _check_runs(path, results["runs"])
     return results
+
+
+def _score(value: Any) -> bool:
+    """A score as results.json holds it: a finite number, or None (strict JSON's NaN)."""
+    return value is None or (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value))
+
+
+def _scores(value: Any) -> bool:
+    return isinstance(value, dict) and all(_score(v) for v in value.values())
+
+
+#: What each key of a run must hold where runs are told apart (:func:`read_results`: every
+#: reader), and where they are summarised too (:func:`check_summarisable`), and in words.
+_RUN_KEYS = {
+    "task": (lambda v: isinstance(v, str), "a string"),
+    "variant": (lambda v: isinstance(v, str), "a string"),
+    "seed": (lambda v: isinstance(v, int) and not isinstance(v, bool), "a whole number"),
+    "metric": (lambda v: v is None or isinstance(v, str), "a string"),   # (the summary needs one)
+}
+_SUMMARY_KEYS = {
+    "metric": (lambda v: isinstance(v, str), "a string"),
+    "dev": (_score, "a number or null"),
+    "seconds": (lambda v: _score(v) and v is not None, "a number"),
+    "elmo": (lambda v: v is None or v is False or isinstance(v, dict), "an object or null"),
+    "other_metrics": (lambda v: v is None or _scores(v), "an object of numbers"),
+    "extra_tests": (lambda v: v is None or _scores(v), "an object of numbers"),
+    "extra_tests_other_metrics": (lambda v: v is None or isinstance(v, dict) and all(map(_scores, v.values())),
+                                  "an object of objects of numbers"),
+}
+
+
+def _shape_problem(run: dict, keys: Dict[str, Any]) -> Optional[str]:
+    """Why ``run`` does not hold what ``keys`` ask of it, or None."""
+    for key, (fits, kind) in keys.items():
+        if not fits(run.get(key)):
+            return f"its {key} is {json.dumps(run.get(key))[:80]}, not {kind}"
+    return None
+
+
+def _not_a_run(path: Path, i: int, run: dict, problem: str) -> CompareError:
+    return CompareError(f"{path}: run {i} ({json.dumps(run['task'])}, {json.dumps(run['variant'])}, seed "
+                        f"{json.dumps(run['seed'])}) is not a run as elmo experiment writes it: {problem}; "
+                        f"correct or remove that run (--resume trains a removed run again)")
+
+
+def check_summarisable(path: str | Path, runs: Sequence[dict]) -> None:
+    """Raise :class:`CompareError` naming ``path`` and the run unless each of ``runs`` (checked
+    by :func:`read_results`) holds what the summary reads of it (:data:`_SUMMARY_KEYS`): a
+    number as a string, a list for the metric or a key missing ended in a TypeError, KeyError
+    or IndexError deep in the summary of --resume, experiment-report and experiment-table."""
+    for i, run in enumerate(runs):
+        problem = "it has no elmo (null for a run without ELMo)" if "elmo" not in run else \
+            _shape_problem(run, _SUMMARY_KEYS)
+        if problem is not None:
+            raise _not_a_run(Path(path), i, run, problem)
 
 
 def _check_runs(path: Path, runs: Any) -> None:
@@ -62,6 +119,9 @@ def _check_runs(path: Path, runs: Any) -> None:
     for i, run in enumerate(runs):
         if not isinstance(run, dict) or any(key not in run for key in ("task", "variant", "seed", "test")):
             raise CompareError(f"{path}: run {i} is not a run (it needs task, variant, seed and test)")
+        problem = _shape_problem(run, _RUN_KEYS)
+        if problem is not None:
+            raise _not_a_run(path, i, run, problem)
         test = run["test"]
         # (a graded run whose test correlation is undefined holds None, strict JSON's NaN, and
         # says why: the experiment could not be resumed, tabled or reported again)
@@ -103,6 +163,7 @@ def recomputed(results: dict, path: str | Path) -> dict:
         cfg = normalise_config(results["config"])
     except ConfigError as e:
         raise CompareError(f"{path}: its recorded config cannot be read ({e})") from None
+    check_summarisable(path, results["runs"])
     return {**results, "summary": summarise(results["runs"], cfg)}
 
 

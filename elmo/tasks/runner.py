@@ -258,8 +258,9 @@ def _run_locked(cfg: ExperimentConfig, out: Path, results_path: Path, resume: bo
     if resume and results_path.exists():
         # checked as experiment-table reads it: a truncated or hand-broken file was a bare
         # JSON message, a list or a run without its seed an AttributeError or KeyError traceback
-        from .compare import read_results
+        from .compare import check_summarisable, read_results
         old = read_results(results_path)
+        check_summarisable(results_path, old["runs"])   # (the runs kept are summarised with the new ones)
         done, notes = reusable_runs(cfg, old, bilms)
         then = (old.get("config") or {}).get("name")
         if old["runs"] and not done and then != cfg.name:

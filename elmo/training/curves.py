@@ -11,7 +11,7 @@ import json
 import math
 import sys
 from pathlib import Path
-from typing import Dict, Iterable, Iterator, List, Optional, Sequence
+from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence
 
 from ..io import atomic_commit, atomic_target
 from ..output_checks import check_output_file, check_replaceable, writing
@@ -19,8 +19,11 @@ from ..output_lock import output_lock
 from ..text_files import first_bad_utf8, json_objects
 
 #: The numbers each kind of record that is drawn must hold (a train record is drawn when it
-#: has a training figure: one logged before any step finished has none).
-_NEEDED = {"train": ("tokens",), "eval": ("epoch", "ppl_fwd", "ppl_bwd", "ppl")}
+#: has a training figure: one logged before any step finished has none): its place on the
+#: axis, which is always finite, and its figures, which a run writes as "nan" or "inf" where
+#: they are not finite (drawn as gaps).
+_AXIS = {"train": "tokens", "eval": "epoch"}
+_FIGURES = {"train": (), "eval": ("ppl_fwd", "ppl_bwd", "ppl")}
 
 
 def log_file(path: str | Path) -> Path:
@@ -45,9 +48,8 @@ def read_log(path: str | Path) -> List[Dict]:
                 event = record.get("event")
                 drawn = event == "eval" or train_figure(record) is not None
                 # (an event that is no string, e.g. a list, is no train or eval record: not drawn)
-                for key in _NEEDED.get(event, ()) if drawn and isinstance(event, str) else ():
-                    if not _is_number(record.get(key)) and record.get(key) not in _NON_FINITE:
-                        raise bad(number, f"{record['event']!r} record without a number {key!r}")
+                if drawn and isinstance(event, str):
+                    _check_drawn(record, event, lambda problem: bad(number, problem))
                 records.append(record)
         except UnicodeDecodeError:
             with open(path, "rb") as raw:
@@ -55,6 +57,23 @@ def read_log(path: str | Path) -> List[Dict]:
             raise ValueError(f"{path}: not UTF-8 text ({where}); not a training log?") from None
     return records
 
+
+
+def _check_drawn(record: Dict, event: str, bad: Callable[[str], ValueError]) -> None:
+    """Raise ``bad(problem)`` unless the record of ``event`` (drawn) holds a number for its
+    place on the axis and a number or a non-finite one's name for each figure. (A "nan" for the
+    tokens passed as a figure's gap and ended in a TypeError at the axis; a figure edited into
+    a string of digits was drawn as a gap without a word.)"""
+    axis = _AXIS.get(event)
+    if axis is not None and not _is_number(record.get(axis)):
+        raise bad(f"{event!r} record without a number {axis!r}")
+    found = train_figure(record) if event == "train" else None
+    for key in _FIGURES.get(event, ()) + ((found[0],) if found else ()):
+        value = record.get(key)
+        if value is None and event == "eval":
+            raise bad(f"{event!r} record without a number {key!r}")
+        if not _is_number(value) and value not in _NON_FINITE:
+            raise bad(f"{event!r} record whose {key!r} is {json.dumps(value)}, not a number")
 
 
 def _without_a_torn_end(lines: Iterable[str], path: Path) -> Iterator[str]:

@@ -15,6 +15,9 @@ fills: at most ``batch_size`` rows, and few enough that one epoch is at least
 from __future__ import annotations
 
 import dataclasses
+import json
+import math
+import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -33,8 +36,8 @@ from . import distributed
 from .distributed import is_main_process, launched_world_size
 from .adaptation import planned_record, with_trained
 from .config import TrainConfig
-from .run_folder import (FINETUNE_START_FILE, StartModel, check_no_model_to_replace, check_start_model,
-                         check_text_choice, check_text_outside_run, check_vocabulary_not_text, job_lock)
+from .run_folder import (FINETUNE_START_FILE, StartModel, check_no_model_to_replace, check_run_folders,
+                         check_start_model, check_text_choice, check_text_outside_run, check_vocabulary_not_text, job_lock)
 from .trainer import train
 
 MIN_STEPS_PER_EPOCH = 20
@@ -112,21 +115,51 @@ def _start_record(out: Path, cfg: TrainConfig, measure) -> Dict[str, Any]:
     model's perplexity as "before" and its metadata as the start's, though its weights go on
     from the checkpoint of the first."""
     path = out / FINETUNE_START_FILE
+    assert cfg.init_from is not None   # (finetune() refuses a config without one)
     if path.exists() and latest_checkpoint(out / "checkpoints") is not None:
-        # (a record, tolerated: written atomically; one damaged by hand, not UTF-8 or not JSON,
-        # is measured again, as before the file existed)
+        # (a record, tolerated: written atomically; one damaged or edited by hand is measured
+        # again, as before the file existed, and said: taken as it was, a string for "before"
+        # went into the report, base_metadata as a list ended in an AttributeError)
         try:
             record = read_json(path)
-        except ValueError:
-            record = None
-        if isinstance(record, dict) and {"before", "base_metadata"} <= set(record):
+            problem = start_record_problem(record)
+        except ValueError as e:
+            record, problem = None, str(e).removeprefix(f"{path}: ")
+        if problem is None:
             return record
-    assert cfg.init_from is not None   # (finetune() refuses a config without one)
+        if is_main_process():
+            print(f"note: {path}: {problem}; the start is measured again on {cfg.init_from} as it is now",
+                  file=sys.stderr, flush=True)
     record = {"before": measure(), "base_metadata": read_metadata(cfg.init_from)}
     if is_main_process():
         with writing(path):
             atomic_write_text(path, strict_json.dumps(record, indent=2) + "\n")
     return record
+
+
+#: The figures of a perplexity that the start record's ``before`` must hold (:func:`perplexity`'s).
+_BEFORE = ("ppl", "ppl_fwd", "ppl_bwd", "loss_fwd", "loss_bwd")
+
+
+def start_record_problem(record: Any) -> Optional[str]:
+    """Why ``record``, read back from ``finetune_start.json``, is not what :func:`_start_record`
+    writes (``before``: a perplexity's figures, numbers or strict JSON's "nan", "inf", "-inf";
+    ``base_metadata``: an object, its ``adapted_on`` a list), or None."""
+    if not isinstance(record, dict):
+        return f"not the record of the start (a JSON object is needed, got {type(record).__name__})"
+    before, base = record.get("before"), record.get("base_metadata")
+    if not isinstance(before, dict) or not all(_figure(before.get(k)) for k in _BEFORE):
+        return f"its \"before\" is not the start model's perplexity ({json.dumps(before)[:80]})"
+    if not isinstance(base, dict) or not isinstance(base.get("adapted_on", []), list):
+        return f"its \"base_metadata\" is not the start model's metadata ({json.dumps(base)[:80]})"
+    return None
+
+
+def _figure(value: Any) -> bool:
+    """A figure as :mod:`elmo.strict_json` writes it: a finite number, or a non-finite one's name."""
+    if isinstance(value, str):
+        return value in ("nan", "inf", "-inf")
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _write_own_text(out: Path, path: Path, text: str) -> None:
@@ -155,6 +188,7 @@ def finetune(cfg: TrainConfig, heldout: Optional[Sequence[str]] = None, heldout_
         raise ValueError("finetune needs a trained model folder (init_from / --from)")
     out = Path(cfg.output)
     check_output_dir(out, "run folder")   # a file there: named, not "File exists"
+    check_run_folders(out, cfg.export)
     loaded = check_start_model(cfg)   # before its text files are written there; measured and trained from
     check_no_model_to_replace(out)
     text_files, held_files = expand_paths(cfg.train), expand_paths(heldout) if heldout else []

@@ -48,10 +48,26 @@ def check_allow_change(names: Iterable[str]) -> List[str]:
     return out
 
 
-def _normal(key: str, value: Any) -> Any:
+def within_run(path: str, output: Any) -> Optional[str]:
+    """``path`` as a path inside the run folder ``output`` (``adapt_train.txt``), or None where
+    it is not in it (or ``output`` is not known)."""
+    if not isinstance(output, str) or not output:
+        return None
+    rel = os.path.relpath(os.path.normpath(path), os.path.normpath(output))
+    return None if rel == os.pardir or rel.startswith(os.pardir + os.sep) else rel
+
+
+def _normal(key: str, value: Any, output: Any = None) -> Any:
+    """``value`` of the setting ``key`` as it is compared: plain JSON; a path normalised, and one
+    inside the run folder ``output`` as ``OUTPUT/...`` (finetune's text is a file of its run
+    folder: a folder moved elsewhere was refused as "setting train was [OLD/adapt_train.txt],
+    now [NEW/adapt_train.txt]", which no command line could give)."""
     value = json.loads(json.dumps(value))  # tuples -> lists, as the stored JSON has them
     if key in _PATHS and value is not None:
-        return [os.path.normpath(v) for v in value] if isinstance(value, list) else os.path.normpath(value)
+        def normal(path: str) -> str:
+            rel = within_run(path, output) if isinstance(path, str) else None
+            return os.path.join("OUTPUT", rel) if rel is not None else os.path.normpath(path)
+        return [normal(v) for v in value] if isinstance(value, list) else normal(value)
     return value
 
 
@@ -92,8 +108,8 @@ def differences(stored: Dict[str, Any], new: Dict[str, Any]) -> List[Tuple[str, 
     for key in sorted(new):
         if key in FREE or key not in stored or key in idle:
             continue
-        old_flat = _flatten(key, _normal(key, stored[key]))
-        new_flat = _flatten(key, _normal(key, new[key]))
+        old_flat = _flatten(key, _normal(key, stored[key], stored.get("output")))
+        new_flat = _flatten(key, _normal(key, new[key], new.get("output")))
         for name in sorted(set(old_flat) | set(new_flat)):
             a, b = old_flat.get(name, "(unset)"), new_flat.get(name, "(unset)")
             if a != b:

@@ -12,7 +12,7 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 from ..data.corpus import expand_paths, would_find
 from ..data.text_choice import HELDOUT_HINT, check_heldout_not_training, check_not_whole_corpus
 from ..io import OutputError, atomic_write_text
-from ..output_checks import make_folder, same_file
+from ..output_checks import check_output_dir, make_folder, same_file
 from ..output_lock import output_lock
 from ..text_files import read_json
 from ..vocab import Vocabulary
@@ -63,6 +63,10 @@ def warm_start_of_run(init_from: str, out_dir: Path, resumed: bool, is_main: boo
         if not isinstance(record, dict):
             raise ResumeMismatch(f"{path}: not the record of the run's start (a JSON object is needed, got "
                                  f"{type(record).__name__}); put it back, or use another --output")
+        problem = warm_start_problem(record, init_from)
+        if problem:   # (else a KeyError at the export, after every step, or a wrong tokens_total)
+            raise ResumeMismatch(f"{path}: {problem}; put back the run's own record, or delete it to record the "
+                                 f"start as {init_from} is now")
         now = warm_start_record(init_from)["weights_sha256"]
         then = record.get("weights_sha256")
         if is_main and then and now != then:
@@ -79,6 +83,26 @@ def warm_start_of_run(init_from: str, out_dir: Path, resumed: bool, is_main: boo
         with writing(path):
             atomic_write_text(path, json.dumps(record, indent=2) + "\n")
     return record
+
+
+def warm_start_problem(record: Dict[str, Any], init_from: str) -> Optional[str]:
+    """Why ``record``, read back from ``warm_start.json``, is not the record of a warm start
+    from ``init_from`` that :func:`warm_start_record` writes (a key edited away or into another
+    type, another run's record copied in), or None: its figures go into the exported model's
+    metadata as they are."""
+    start, then = Path(init_from).resolve(), record.get("from")
+    # (a record written before the path was resolved holds it as given: resolved here alike)
+    if not (isinstance(then, str) and Path(then).resolve() == start):
+        return f"it records a start from {then}, and this run starts from {start}"
+    checks = (("tokens_before", "a count of tokens", lambda v: isinstance(v, int) and not isinstance(v, bool)
+               and v >= 0),
+              ("weights_sha256", "a SHA-256", lambda v: v is None or isinstance(v, str)),
+              ("adapted_on", "a list", lambda v: v is None or isinstance(v, list)),
+              ("extra_data", "true or false", lambda v: v is None or isinstance(v, bool)))
+    for key, kind, fits in checks:
+        if not fits(record.get(key)):
+            return f"its {key} is {json.dumps(record.get(key))}, not {kind}"
+    return None
 
 
 def warm_start_metadata(warm_start: Optional[Dict[str, Any]], tokens_done: int) -> Dict[str, Any]:
@@ -131,6 +155,18 @@ def check_start_model(cfg: TrainConfig) -> StartModel:
         raise OutputError(f"{cfg.output}: its model folder is {cfg.init_from}, the model this run starts "
                           f"from (--from), which the export would replace; give another --output")
     return StartModel(load_language_model(cfg.init_from) if cfg.init_from else None)
+
+
+def check_run_folders(output: str | Path, export: bool = True) -> None:
+    """Refuse, before anything is read or written, a file where a folder of the run folder
+    ``output`` belongs: ``checkpoints/`` (a file there hid the checkpoints: the run began
+    again from scratch, emptied its log.jsonl, trained, and stopped at its first checkpoint
+    with "File exists (the previous checkpoints are intact)") and, where the run exports (``export``),
+    ``model/`` (found at the export, after every step)."""
+    out = Path(output)
+    check_output_dir(out / "checkpoints", "checkpoints folder")
+    if export:
+        check_output_dir(out / "model", "exported model's folder")
 
 
 def check_no_model_to_replace(output: str | Path) -> None:

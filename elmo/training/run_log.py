@@ -3,13 +3,14 @@ checkpoint's step on resume; the log window, whose sums a checkpoint keeps, and 
 record made of it."""
 from __future__ import annotations
 
+import json
 import math
 import sys
 import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from ..io import atomic_write_text
+from ..io import atomic_write_text, os_error_reason
 from ..text_files import json_objects
 from .. import strict_json
 from .checkpoint import writing
@@ -19,8 +20,14 @@ from .config import TrainConfig
 def _log_records_until(path: Path, step: int) -> List[Dict[str, Any]]:
     """The records of the log ``path`` up to ``step``. A last line without its newline is a
     write cut short (a run killed, or its disk full, while it wrote that line): it is dropped,
-    with a note. Any other line that is not a JSON object is an error naming it."""
-    text = path.read_bytes().decode("utf-8", errors="replace")
+    with a note. Any other line that is not a JSON object, or whose ``step`` is no whole number,
+    is an error naming it; so is a log that cannot be read (a folder there)."""
+    try:
+        text = path.read_bytes().decode("utf-8", errors="replace")
+    except OSError as e:   # (a folder there, unreadable: the OS's line did not say what to do)
+        raise ValueError(f"{path}: cannot read the learning curve ({os_error_reason(e)}); put back the run's "
+                         f"own log.jsonl, or remove what is there to resume with a curve from the checkpoint on") \
+            from None
     lines = text.split("\n")
     torn = lines.pop()  # what follows the last newline: "" when the file ends with one
     if torn.strip("\x00 \t\r"):
@@ -31,7 +38,14 @@ def _log_records_until(path: Path, step: int) -> List[Dict[str, Any]]:
         return ValueError(f"{path}: line {number}: {what}; the learning curve is damaged there: "
                           f"remove or repair that line to resume")
 
-    return [record for _, record in json_objects(lines, bad) if record.get("step", 0) <= step]
+    kept = []
+    for number, record in json_objects(lines, bad):
+        at = record.get("step", 0)
+        if isinstance(at, bool) or not isinstance(at, int):   # (compared below: a TypeError's traceback)
+            raise bad(number, f"its step is {json.dumps(at)}, not a step number")
+        if at <= step:
+            kept.append(record)
+    return kept
 
 
 class RunLog:
@@ -44,8 +58,11 @@ class RunLog:
     def __init__(self, path: Path, enabled: bool, resume_step: Optional[int]):
         self.path, self.enabled = path, enabled
         self.evals: set = set()
-        if enabled and resume_step is not None and path.exists():
-            kept = _log_records_until(path, resume_step)
+        if enabled and resume_step is not None:
+            kept = _log_records_until(path, resume_step) if path.exists() else []
+            if not kept:   # (emptied or deleted: the curve began at the resume without a word)
+                print(f"note: {path}: holds no record of the steps up to {resume_step} (emptied or deleted); "
+                      f"the learning curve goes on from the checkpoint's step", file=sys.stderr, flush=True)
             self.evals = {(r.get("step"), r.get("sentences"), r.get("targets"))
                           for r in kept if r.get("event") == "eval"}
             with writing(path):

@@ -25,6 +25,8 @@ and the export) and :func:`train`.
 """
 from __future__ import annotations
 
+import dataclasses
+import json
 import math
 import sys
 import time
@@ -58,8 +60,8 @@ from .optim import build_optimizer, load_optimizer_state
 from .preflight import (check_every_rank_has_text, check_same_settings, warn_bf16_not_native, warn_uneven_shards,
                         warn_vocabulary_order)
 from .resume import ResumeMismatch, check_allow_change, check_line_split, check_resume, check_vocabulary_unchanged
-from .run_folder import (StartModel, check_no_model_to_replace, check_start_model, check_text_outside_run,
-                         check_text_choice, check_vocabulary_not_text, job_lock, warm_start_metadata,
+from .run_folder import (StartModel, check_no_model_to_replace, check_run_folders, check_start_model,
+                         check_text_outside_run, check_text_choice, check_vocabulary_not_text, job_lock, warm_start_metadata,
                          warm_start_of_run)
 from .run_log import SINCE_RESUME, WINDOW_SUMS, RunLog, new_window, train_record, weighted_window
 from .stop import StopRequests, TrainingStopped
@@ -191,6 +193,7 @@ def train(cfg: TrainConfig, stop_after: Optional[int] = None, lock: bool = True,
     """
     out = Path(cfg.output)
     check_output_dir(out, "run folder")   # a file there: named, not "File exists"
+    check_run_folders(out, cfg.export)
     if checked_start is None:
         checked_start = check_start_model(cfg)   # (its model is the run's start: loaded once)
         check_no_model_to_replace(out)
@@ -225,6 +228,8 @@ class TrainingRun:
     def __init__(self, cfg: TrainConfig, ctx: distributed.Context,
                  export_metadata: Optional[Callable[[TrainedFigures], Dict[str, Any]]] = None,
                  start: Optional[StartModel] = None):
+        # the accumulator and clip not given, which a resume takes from its checkpoint (_take_stored_recipe)
+        self.recipe_unset = [name for name in ("adagrad_init", "clip_norm") if getattr(cfg, name) is None]
         cfg = with_recipe_defaults(cfg)   # (a resumed run's own accumulator and clip)
         self.cfg, self.ctx = cfg, ctx
         self.export_metadata = export_metadata  # (see train)
@@ -371,8 +376,9 @@ class TrainingRun:
             if not isinstance(stored, dict):
                 raise ResumeMismatch(f"{path}: holds no training settings (a JSON object is needed, got "
                                      f"{type(stored).__name__}); correct it, or use another --output")
+        cfg = self._take_stored_recipe(ckpt.get("config"))
         changed = check_resume(stored or {}, asdict(cfg), str(self.out_dir))
-        check_text_unchanged(self.corpus, self.out_dir)
+        check_text_unchanged(self.corpus, self.out_dir, ctx.is_main, (stored or {}).get("output"))
         check_line_split(ckpt.get("line_split", "(unrecorded)"), self.batches.stream.line_split, str(self.out_dir))
         check_vocabulary_unchanged(ckpt.get("vocab_sha256"), self.vocab_sha256, self.cfg.vocab, str(self.out_dir),
                                    self.resume_from.name)
@@ -417,6 +423,26 @@ class TrainingRun:
         if problem is not None:
             raise CheckpointError(f"{self.resume_from}: damaged or not of this run: {problem}; delete it to "
                                   f"resume from the one before, or use another --output")
+
+    def _take_stored_recipe(self, stored: Optional[Dict[str, Any]]) -> TrainConfig:
+        """The run's config with the accumulator and clip that were not given taken from the
+        checkpoint's settings (``stored``), where ``train_config.json`` (which filled them in)
+        said otherwise: deleted, it gave the earlier defaults, and another run's file its own
+        values, and the resume was refused as a change of setting that no one had made (which
+        ``--allow-change clip-norm`` would have made)."""
+        def plausible(name: str, value: Any) -> bool:   # (anything else is left to check_resume to name)
+            return (isinstance(value, (int, float)) and not isinstance(value, bool)) or (
+                value is None and name == "adagrad_init")   # (None: an optimizer without the accumulator)
+
+        taken = {name: stored[name] for name in self.recipe_unset if isinstance(stored, dict) and name in stored
+                 and plausible(name, stored[name]) and stored[name] != getattr(self.cfg, name)}
+        if taken:
+            shown = ", ".join(f"{name} {json.dumps(value)}" for name, value in taken.items())
+            if self.ctx.is_main:
+                print(f"note: {self.out_dir / 'train_config.json'}: missing or not this run's settings; the "
+                      f"checkpoint's are taken ({shown})", file=sys.stderr, flush=True)
+            self.cfg = dataclasses.replace(self.cfg, **taken)
+        return self.cfg
 
     def _keep_epoch_rows(self) -> None:
         """A resumed bucketed run begun when an epoch counted sentences keeps the steps it
