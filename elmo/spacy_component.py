@@ -36,8 +36,10 @@ Two Docs whose vectors different ``elmo`` components made (another model, other 
 or mix: vectors of different spaces, even of one width) have no similarity: a ValueError
 names both. Each Doc's record (``doc.user_data``, kept through pickle and ``to_bytes``) holds
 a digest of its component's weights, model options (and dictionaries) and layers; the same
-model and layers in another pipeline (or loaded again) compare. A Doc whose record has none (``set_vector_hooks`` on a Doc without a
-record) is compared with any.
+model and layers in another pipeline (or loaded again) compare. A Doc recorded by the version
+before (its digest of the weights and layers alone) compares with the Docs that a component of
+this process with those weights and layers made. A Doc whose record has none
+(``set_vector_hooks`` on a Doc without a record) is compared with any.
 
 A Doc read back from bytes (``nlp.pipe(texts, n_process=2)``, ``Doc.from_bytes``) has lost its
 vector hooks, and its tokens' ``similarity`` is spaCy's: 1.0 against any token of the same text,
@@ -270,13 +272,27 @@ def _similarity(obj, other) -> float:
     return float(a @ b) / norm if norm else 0.0
 
 
+#: Each ``elmo`` component of this process by its :attr:`ElmoVectors.source` digest (weak: an
+#: entry goes with its component), for :func:`_earlier_form_of`.
+_components: "weakref.WeakValueDictionary[str, ElmoVectors]" = weakref.WeakValueDictionary()
+
+
+def _earlier_form_of(source: str, recorded: str) -> bool:
+    """Whether ``recorded``, a Doc's record, is the digest the version before this one wrote for
+    the component of ``source`` (of its weights and layers alone: :attr:`ElmoVectors.legacy_source`),
+    so a Doc saved then compares with the Docs that model embeds now. Hashed on the first such
+    comparison only."""
+    component = _components.get(source)
+    return component is not None and component.legacy_source == recorded
+
+
 def _check_same_source(mine: Doc, theirs: Doc) -> None:
     """Refuse two Docs whose rows different ``elmo`` components made (other weights, options,
     dictionaries, layers or mix): a cosine of vectors of two spaces, of one width, was a number
     without a meaning.
     (A stored string compared: the weights are hashed once per component, not per call.)"""
     a, b = mine.user_data.get(_SOURCE_KEY), theirs.user_data.get(_SOURCE_KEY)
-    if a is None or b is None or a == b:
+    if a is None or b is None or a == b or _earlier_form_of(a, b) or _earlier_form_of(b, a):
         return
     made_a, made_b = mine.user_data.get(_MADE_BY_KEY), theirs.user_data.get(_MADE_BY_KEY)
     which = f"{made_a} and {made_b}" if made_a != made_b else f"both {made_a}, but of other weights or options"
@@ -400,7 +416,17 @@ class ElmoVectors(_BatchedComponent):
         rows. Hashed at the first Doc, once: weights changed in place since are not seen."""
         from .model_digest import model_digest
         digest = hashlib.blake2b(f"{model_digest(self.weights)} {self.selection!r}".encode(), digest_size=16)
+        _components[digest.hexdigest()] = self
         return digest.hexdigest(), f"model {self.model_spec!r}, layers {self.layers!r}"
+
+    @functools.cached_property
+    def legacy_source(self) -> str:
+        """The digest of :attr:`source` as Docs' records held it before it hashed the model's
+        options and dictionaries: of the weights alone
+        (:func:`~elmo.model_digest.legacy_weights_digest`) and the layers choice."""
+        from .model_digest import legacy_weights_digest
+        return hashlib.blake2b(f"{legacy_weights_digest(self.weights)} {self.selection!r}".encode(),
+                               digest_size=16).hexdigest()
 
     def _set(self, docs: List[Doc]) -> None:
         words = [_words(d) for d in docs]

@@ -795,6 +795,28 @@ def test_similarity_refuses_vectors_of_the_same_weights_under_other_options(tmp_
         doc.similarity(other)
 
 
+def test_a_doc_recorded_before_the_options_were_hashed_compares_with_its_models_new_docs():
+    """A Doc saved (DocBin, pickle) by the version before records the digest of its component's
+    weights and layers alone: compared with a Doc the same model and layers embed now, it was
+    refused as "of other weights or options"; a Doc of other layers still is."""
+    import hashlib
+    import pickle
+    from elmo.spacy_component import _SOURCE_KEY
+    nlp = spacy.blank("en")
+    nlp.add_pipe("elmo", config={"model": "fixture"})
+    component = nlp.get_pipe("elmo")
+    old = nlp("The bank of the river closed .")
+    old.user_data[_SOURCE_KEY] = hashlib.blake2b(                # (as the version before wrote it)
+        f"{_old_weights_digest(component.weights)} {component.selection!r}".encode(), digest_size=16).hexdigest()
+    old = pickle.loads(pickle.dumps(old))
+    assert old.similarity(nlp("The bank of the river closed .")) == pytest.approx(1.0)
+    assert nlp("The river bank .").similarity(old) > 0
+    top = spacy.blank("en")
+    top.add_pipe("elmo", config={"model": "fixture", "layers": "top"})
+    with pytest.raises(ValueError, match="^similarity: the vectors come from different ELMo components"):
+        old.similarity(top("The bank of the river closed ."))
+
+
 def test_similarity_refuses_vectors_of_the_same_weights_under_other_dictionaries(tmp_path):
     """Two ELMoForManyLangs models with the same weights and options but other character ids
     (e and t swapped in char.dic) embed a word otherwise: their Docs compared without a word."""

@@ -183,6 +183,19 @@ def test_a_damaged_checkpoint_is_named_before_the_run_resumes(tmp_path, toy, sto
         train(cfg)
 
 
+def test_a_run_given_a_whole_number_rate_resumes_after_its_rate_decayed(tmp_path, toy):
+    """TrainConfig(lr=1) builds an optimizer whose group holds the int 1; the decayed rate the
+    checkpoint holds is 0.5. Both are numbers of PyTorch's float settings: the resume was
+    refused as a damaged checkpoint ("param_groups[0]['lr'] is 0.5, expected int")."""
+    train_txt, heldout_txt, vocab_txt = toy
+    cfg = tiny_config(tmp_path / "run", train_txt, vocab_txt, max_steps=4, export=False, lr=1,
+                      valid=[str(heldout_txt)], eval_every=1, lr_decay=0.5)
+    train(cfg, stop_after=2)
+    saved = torch.load(latest_checkpoint(tmp_path / "run" / "checkpoints"), weights_only=True)
+    assert saved["optimizer"]["param_groups"][0]["lr"] == 0.5     # (the case: decayed, a float)
+    assert train(cfg)["finished"]
+
+
 # ------------------------------------------------------------------ resume with other settings
 def _cli_train(run, train_txt, vocab_txt, *extra):
     return main(["train", str(train_txt), "--vocab", str(vocab_txt), "-o", str(run), "--dim", "16",

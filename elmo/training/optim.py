@@ -69,8 +69,10 @@ def optimizer_state_problem(optimizer: torch.optim.Optimizer, state: Any) -> Opt
         return f"{len(groups)} parameter groups, this run's optimizer has {len(optimizer.param_groups)}"
     params: Dict[Any, torch.Tensor] = {}
     for i, (saved, own) in enumerate(zip(groups, optimizer.param_groups)):
-        # (the switches are left out: PyTorch gives a group saved before one existed its default)
-        template = {k: v for k, v in own.items() if k != "params" and not isinstance(v, bool) and v is not None}
+        # (the switches are left out: PyTorch gives a group saved before one existed its default;
+        # its numbers are floats given as ints or not: TrainConfig(lr=1)'s decayed rate is 0.5)
+        template = {k: float(v) if type(v) is int else v for k, v in own.items()
+                    if k != "params" and not isinstance(v, bool) and v is not None}
         problem = contents_problem(saved, template, f"param_groups[{i}]")
         if problem is not None:
             return problem
