@@ -124,6 +124,33 @@ def test_glove_files_read_one_after_another_are_not_all_kept(tmp_path):
     assert embeddings.load_glove(paths[-1])[1] is embeddings.load_glove(paths[-1])[1]
 
 
+def test_the_glove_file_pushed_out_of_the_cache_is_dropped_before_the_next_is_read(tmp_path, monkeypatch):
+    """The cached file was dropped only after the new one was read: two files in memory at
+    the peak (gigabytes each for GloVe 840B). The one the cache pushes out must be
+    unreferenced by the cache while the next file is read."""
+    import gc
+    import weakref
+
+    from elmo.data import readers
+    monkeypatch.setattr(embeddings, "GLOVE_CACHE_SIZE", 1)
+    first_path, second_path = (_write(tmp_path / f"g{k}.txt", {"The": [float(k), 1.0]}) for k in range(2))
+    words, vectors = embeddings.load_glove(first_path)
+    assert embeddings.glove_cased(first_path)
+    gone = weakref.ref(vectors)
+    del words, vectors
+    during_read = []
+    real_read = readers.read_glove
+
+    def read_glove(where):
+        gc.collect()
+        during_read.append((gone() is not None, first_path in embeddings._CASED))
+        return real_read(where)
+
+    monkeypatch.setattr(readers, "read_glove", read_glove)
+    assert embeddings.load_glove(second_path)[1][0, 0] == 1.0
+    assert during_read == [(False, False)]      # (its words list too: glove_cased kept it)
+
+
 def test_a_glove_file_read_again_after_it_was_dropped_is_recorded_by_its_new_digest(tmp_path):
     """A file dropped from the cache and read again (changed on disk meanwhile) must not be
     recorded by the digest of its earlier read: a saved model's recorded GloVe would not be

