@@ -340,12 +340,36 @@ class _BatchedComponent:
         """What defines the model besides its biLM's options and its weights (for its digest)."""
         return None
 
+    #: The digest :meth:`_record` hashed last and the state of the weights it hashed, for
+    #: :meth:`_digest_again` (None: none kept).
+    _hashed: Optional[Tuple[Any, str]] = None
+
+    def _weight_tensors(self) -> List[Any]:
+        """Every tensor the model's digest hashes (its ``state_dict``'s, as they are held)."""
+        return list(self.weights.state_dict(keep_vars=True).values())
+
     def _record(self) -> dict:
         """What a saved pipeline keeps of this component: its model and its digest (options,
         dictionaries and weights: :func:`~elmo.model_digest.model_digest`; hashed at each save
         and load: a model changed in place since is told apart)."""
         from .model_digest import model_digest
-        return {"model": self.model_spec, "model_digest": model_digest(self.weights, self._digest_settings())}
+        from .modules.weight_cache import WeightsState
+        state = WeightsState(self._weight_tensors())       # (taken before the hash reads them)
+        digest = model_digest(self.weights, self._digest_settings())
+        self._hashed = (state, digest)
+        return {"model": self.model_spec, "model_digest": digest}
+
+    def _digest_again(self) -> str:
+        """The model's digest now: the one :meth:`_record` hashed last (at the pipeline's load)
+        where the weights are still those it hashed, unchanged as PyTorch counts writes
+        (:class:`~elmo.modules.weight_cache.WeightsState`: never for shared or inference
+        weights), else hashed anew. The first Doc after a load hashed the model a second time
+        (~0.5 s for the original-size model). Used once: none is kept after."""
+        from .model_digest import model_digest
+        kept, self._hashed = self._hashed, None
+        if kept is not None and kept[0].matches(self._weight_tensors()):
+            return kept[1]
+        return model_digest(self.weights, self._digest_settings())
 
     def _check_record(self, record: object) -> None:
         """Refuse a saved pipeline whose record names another model than the one loaded now. A
@@ -413,9 +437,9 @@ class ElmoVectors(_BatchedComponent):
         ELMoForManyLangs model's dictionaries and its layers choice (a hex string, the same for
         the same model loaded twice), and its model and layers as named. The same weights under
         other options (characters per token, activation, clips) or other dictionaries give other
-        rows. Hashed at the first Doc, once: weights changed in place since are not seen."""
-        from .model_digest import model_digest
-        digest = hashlib.blake2b(f"{model_digest(self.weights)} {self.selection!r}".encode(), digest_size=16)
+        rows. Hashed at the first Doc, once (or taken from the load's check, where the weights
+        are unchanged since: :meth:`_digest_again`): weights changed in place since are not seen."""
+        digest = hashlib.blake2b(f"{self._digest_again()} {self.selection!r}".encode(), digest_size=16)
         _components[digest.hexdigest()] = self
         return digest.hexdigest(), f"model {self.model_spec!r}, layers {self.layers!r}"
 

@@ -895,7 +895,7 @@ def test_analyze_asks_for_the_index_bar_on_a_terminal_only(tmp_path, monkeypatch
     corpus.write_text("the bank raised its rates .\n")
     seen = []
 
-    def section(embedder, config, out, progress):
+    def section(embedder, config, out, progress, digest=None):
         seen.append(progress)
         raise ValueError("stopped here")    # (the rest of the run is not this test's)
     monkeypatch.setitem(sections.SECTION_RUNNERS, "neighbors", section)
@@ -968,3 +968,34 @@ def test_neighbors_refuses_command_line_text_that_is_not_utf8(where, tmp_path, c
     name = "SENTENCE" if where == "sentence" else "--word"
     assert captured.err.startswith(f"elmo neighbors: error: {name} holds byte 0xe9, which is not UTF-8")
     assert captured.out == "" and not (tmp_path / "ix").exists()
+
+
+def test_analyze_hashes_the_model_once_for_its_results_and_its_neighbour_index(tmp_path, monkeypatch, capsys):
+    """The report's fingerprint and the neighbour index's key are one digest of one model: it
+    was hashed twice a run (~0.5 s each for the original-size model). The index is still the
+    one `elmo neighbors` finds for the model."""
+    from elmo import model_digest as digests
+    from elmo.analysis import datasets, neighbors
+
+    monkeypatch.setenv("ELMO_DATA", str(tmp_path / "data"))
+
+    def offline(name, fetch=True):
+        raise OSError(f"{name}: not fetched (offline)")
+    monkeypatch.setattr(datasets, "corpus_dir", offline)       # (GloVe is optional here)
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("the bank raised its rates .\nwe sat on the river bank .\n")
+    calls = []
+    real = digests.model_digest
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+    monkeypatch.setattr(digests, "model_digest", counted)
+    monkeypatch.setattr(neighbors, "model_digest", counted)
+    assert main(["analyze", "fixture", "--out", str(tmp_path / "out"), "--only", "neighbors",
+                 "--neighbors-corpus", str(corpus), "--no-untrained-control"]) == 0
+    assert len(calls) == 1
+    folders = list((tmp_path / "data" / "indexes").iterdir())
+    logged: list = []
+    neighbors.cached_index("fixture", corpus, tmp_path / "data" / "indexes", log=logged.append)
+    assert logged == [] and list((tmp_path / "data" / "indexes").iterdir()) == folders   # (found, not built)

@@ -299,13 +299,16 @@ def read_corpus(path: Path, max_sentences: Optional[int] = None) -> List[List[st
 def cached_index(model, corpus: Path, cache_dir: Path, max_sentences: Optional[int] = None,
                  batch_size: int = 32, log=print,
                  writable_hint: str = "give a writable folder for the index (--index-dir)",
-                 full_disk_hint: Optional[str] = None, progress: bool = False) -> CorpusIndex:
+                 full_disk_hint: Optional[str] = None, progress: bool = False,
+                 digest: Optional[str] = None) -> CorpusIndex:
     """The index of ``corpus`` for ``model``: loaded from ``cache_dir`` when it was built
     before with the same weights, corpus text, cap and windows (the embedder's ``max_tokens``
     and ``overlap``); else built and saved. ``writable_hint``:
     what the error of a ``cache_dir`` that cannot be written suggests; ``full_disk_hint``:
     what it suggests where the disk (or quota) is full, when that differs. ``progress``: a
-    bar while the index is built (:meth:`CorpusIndex.build`)."""
+    bar while the index is built (:meth:`CorpusIndex.build`). ``digest``: the
+    :func:`~elmo.model_digest.model_digest` of ``model``'s biLM as it is now, where the caller
+    has just computed it (hashing a large model takes a while); else it is computed here."""
     embedder = as_embedder(model, batch_size)
     corpus = Path(corpus)
     if max_sentences is not None and max_sentences < 0:   # before the key: an index is not looked up
@@ -318,7 +321,7 @@ def cached_index(model, corpus: Path, cache_dir: Path, max_sentences: Optional[i
     # them), the cap, and the embedder's windows (long sentences are cut into windows of
     # max_tokens: an index of other windows held other vectors). (An index cached under the
     # model's earlier fingerprint is simply built again, once.)
-    key = hashlib.sha1(json.dumps([INDEX_VERSION, model_digest(embedder.bilm),
+    key = hashlib.sha1(json.dumps([INDEX_VERSION, digest or model_digest(embedder.bilm),
                                    file_fingerprint(corpus), max_sentences,
                                    embedder.max_tokens, embedder.overlap]).encode()).hexdigest()[:16]
     folder = Path(cache_dir) / key

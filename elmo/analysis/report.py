@@ -567,7 +567,9 @@ def _run_sections(model: str, out: Path, config: AnalysisConfig, sections: List[
                 log(f"analyze: {name} ...")
                 # (a section's embedding, probes or corpus index: minutes without a word, unless
                 # a bar says how far)
-                results[name] = SECTION_RUNNERS[name](embedder, config, stage, progress=progress)
+                # (the digest hashed above, not again: ~0.5 s for the original-size model)
+                results[name] = SECTION_RUNNERS[name](embedder, config, stage, progress=progress,
+                                                      digest=results["model_fingerprint"])
                 results["seconds"][name] = round(time.time() - t, 1)
             if earlier is not None:
                 results = merge_kept(results, earlier)

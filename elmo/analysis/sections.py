@@ -1,9 +1,11 @@
 """The sections of ``elmo analyze``: one runner per section, which computes its numbers and
 draws its pictures into a folder.
 
-    res = SECTION_RUNNERS["pos"](embedder, config, out, progress=False)
+    res = SECTION_RUNNERS["pos"](embedder, config, out, progress=False, digest=None)
 
-Each runner takes the :class:`~elmo.analysis.report.AnalysisConfig` of the run and returns the
+Each runner takes the :class:`~elmo.analysis.report.AnalysisConfig` of the run and ``digest``,
+the :func:`~elmo.model_digest.model_digest` of the embedder's model where the report has it
+(the neighbour index is keyed by it; None: hashed where needed), and returns the
 section's results (plain data for ``results.json``); :mod:`elmo.analysis.report` runs them in
 order and :mod:`elmo.analysis.markdown` writes them up.
 """
@@ -15,7 +17,8 @@ from typing import Any, Dict, List, Optional
 from .report import NEIGHBOR_QUERIES, AnalysisConfig, index_home, resolve_corpus, similarity_sets
 
 
-def _run_pos(embedder, config: AnalysisConfig, out: Path, progress: bool = False) -> dict:
+def _run_pos(embedder, config: AnalysisConfig, out: Path, progress: bool = False,
+             digest: Optional[str] = None) -> dict:
     from . import datasets, plots
     from .probes import pos_probe
 
@@ -42,7 +45,8 @@ def _run_pos(embedder, config: AnalysisConfig, out: Path, progress: bool = False
     return res
 
 
-def _run_wsd(embedder, config: AnalysisConfig, out: Path, progress: bool = False) -> dict:
+def _run_wsd(embedder, config: AnalysisConfig, out: Path, progress: bool = False,
+             digest: Optional[str] = None) -> dict:
     from . import datasets, plots, wsd
 
     folder = datasets.corpus_dir("wordnet")
@@ -116,14 +120,15 @@ def _top_senses(items: list, n: int) -> list:
     return [it for it in items if it.synset in keep]
 
 
-def _run_neighbors(embedder, config: AnalysisConfig, out: Path, progress: bool = False) -> dict:
+def _run_neighbors(embedder, config: AnalysisConfig, out: Path, progress: bool = False,
+                   digest: Optional[str] = None) -> dict:
     from . import datasets
     from .neighbors import cached_index, context, query_vectors, static_neighbors
 
     corpus = resolve_corpus(config.neighbors_corpus)
     from ..data.fetch import DATA_CACHE_HINT
     index = cached_index(embedder, corpus, index_home(), config.neighbors_sentences or None,
-                         config.batch_size, writable_hint=DATA_CACHE_HINT, progress=progress)
+                         config.batch_size, writable_hint=DATA_CACHE_HINT, progress=progress, digest=digest)
     words, layer0 = index.word_types()
     glove_error = None
     try:
@@ -155,7 +160,8 @@ def _run_neighbors(embedder, config: AnalysisConfig, out: Path, progress: bool =
             "n_tokens": int(index.positions.shape[0]), "queries": queries}
 
 
-def _run_contrast(embedder, config: AnalysisConfig, out: Path, progress: bool = False) -> dict:
+def _run_contrast(embedder, config: AnalysisConfig, out: Path, progress: bool = False,
+                  digest: Optional[str] = None) -> dict:
     from .contrast import contrast_eval, load_pairs
 
     from .vectors import untrained_copy
@@ -180,7 +186,8 @@ def similarity_corpus(config: AnalysisConfig) -> List[List[str]]:
     return sentences
 
 
-def _run_similarity(embedder, config: AnalysisConfig, out: Path, progress: bool = False) -> dict:
+def _run_similarity(embedder, config: AnalysisConfig, out: Path, progress: bool = False,
+                    digest: Optional[str] = None) -> dict:
     from . import datasets, plots
     from .similarity import similarity_eval
     from ..tasks.embeddings import glove_cased, load_glove
