@@ -320,7 +320,8 @@ def cached_index(model, corpus: Path, cache_dir: Path, max_sentences: Optional[i
     # mtime kept an index of text since replaced, as a copy with `cp -p` or `tar x` leaves
     # them), the cap, and the embedder's windows (long sentences are cut into windows of
     # max_tokens: an index of other windows held other vectors). (An index cached under the
-    # model's earlier fingerprint is simply built again, once.)
+    # model's earlier fingerprint is simply built again, once; the old one stays until deleted
+    # by hand, as the README says: a query reads an index without a lock, so none is deleted here.)
     key = hashlib.sha1(json.dumps([INDEX_VERSION, digest or model_digest(embedder.bilm),
                                    file_fingerprint(corpus), max_sentences,
                                    embedder.max_tokens, embedder.overlap]).encode()).hexdigest()[:16]
