@@ -130,3 +130,20 @@ def fill_disk_on_open(monkeypatch, limit: int, which=lambda n: True):
         opened.append(path)
     monkeypatch.setattr(hdf5_writer.GuardedFile, "__init__", init)
     return opened
+
+
+@pytest.fixture
+def model_digest_calls(monkeypatch):
+    """The calls of :func:`elmo.model_digest.model_digest` in the test, one entry each (the
+    neighbour index's module, which imports it by name, counted too)."""
+    from elmo import model_digest as digests
+    from elmo.analysis import neighbors
+    calls: list = []
+    real = digests.model_digest
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+    monkeypatch.setattr(digests, "model_digest", counted)
+    monkeypatch.setattr(neighbors, "model_digest", counted)
+    return calls

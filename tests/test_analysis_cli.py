@@ -970,11 +970,11 @@ def test_neighbors_refuses_command_line_text_that_is_not_utf8(where, tmp_path, c
     assert captured.out == "" and not (tmp_path / "ix").exists()
 
 
-def test_analyze_hashes_the_model_once_for_its_results_and_its_neighbour_index(tmp_path, monkeypatch, capsys):
+def test_analyze_hashes_the_model_once_for_its_results_and_its_neighbour_index(tmp_path, monkeypatch, capsys,
+                                                                              model_digest_calls):
     """The report's fingerprint and the neighbour index's key are one digest of one model: it
     was hashed twice a run (~0.5 s each for the original-size model). The index is still the
     one `elmo neighbors` finds for the model."""
-    from elmo import model_digest as digests
     from elmo.analysis import datasets, neighbors
 
     monkeypatch.setenv("ELMO_DATA", str(tmp_path / "data"))
@@ -984,17 +984,9 @@ def test_analyze_hashes_the_model_once_for_its_results_and_its_neighbour_index(t
     monkeypatch.setattr(datasets, "corpus_dir", offline)       # (GloVe is optional here)
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("the bank raised its rates .\nwe sat on the river bank .\n")
-    calls = []
-    real = digests.model_digest
-
-    def counted(*args, **kwargs):
-        calls.append(1)
-        return real(*args, **kwargs)
-    monkeypatch.setattr(digests, "model_digest", counted)
-    monkeypatch.setattr(neighbors, "model_digest", counted)
     assert main(["analyze", "fixture", "--out", str(tmp_path / "out"), "--only", "neighbors",
                  "--neighbors-corpus", str(corpus), "--no-untrained-control"]) == 0
-    assert len(calls) == 1
+    assert len(model_digest_calls) == 1
     folders = list((tmp_path / "data" / "indexes").iterdir())
     logged: list = []
     neighbors.cached_index("fixture", corpus, tmp_path / "data" / "indexes", log=logged.append)

@@ -860,30 +860,25 @@ def test_a_pickled_part_of_a_doc_with_its_user_data_is_told_what_works():
     assert again[0].has_vector and again[0].vector.any() and again[0].similarity(doc[1]) < 1.0
 
 
-def test_a_loaded_pipeline_hashes_its_model_once_for_the_load_and_the_first_doc(tmp_path, monkeypatch):
+def test_a_loaded_pipeline_hashes_its_model_once_for_the_load_and_the_first_doc(tmp_path, monkeypatch,
+                                                                               model_digest_calls):
     """The load's check of the saved record and the first Doc's source each hashed the model
     (~0.5 s each for the original-size model): now the first Doc takes the load's digest, but
     only while the weights are those it hashed; written since, they are hashed again."""
     import torch
-    from elmo import from_pretrained, model_digest as digests
+    from elmo import from_pretrained
     from elmo.weights import save_pretrained
     save_pretrained(from_pretrained("fixture"), tmp_path / "m")
     nlp, saved = _pipeline_of(tmp_path, "m", monkeypatch)
-    calls = []
-    real = digests.model_digest
-
-    def counted(*args, **kwargs):
-        calls.append(1)
-        return real(*args, **kwargs)
-    monkeypatch.setattr(digests, "model_digest", counted)
+    model_digest_calls.clear()                  # (the save's: counted from the load on)
     loaded = spacy.load(tmp_path / "pipeline")
     doc = loaded("The bank closed .")
     np.testing.assert_array_equal(doc.tensor, saved)
-    assert len(calls) == 1
+    assert len(model_digest_calls) == 1
     assert doc.user_data == nlp("The bank closed .").user_data     # (the same source recorded)
     again = spacy.load(tmp_path / "pipeline")
     component = again.get_pipe("elmo")
     with torch.no_grad():
         next(iter(component.weights.parameters())).add_(0.5)        # (written after the load)
     assert component.source[0] != loaded.get_pipe("elmo").source[0]
-    assert len(calls) == 3
+    assert len(model_digest_calls) == 3
