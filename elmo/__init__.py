@@ -49,8 +49,11 @@ _LAZY = {
 
 
 # (elmo.NAME of _LAZY loaded the first time; a submodule, elmo.weights say, imported as
-# ``import elmo`` did before it loaded lazily)
-__getattr__, __dir__ = lazy_names(__name__, globals(), _LAZY)
+# ``import elmo`` did before it loaded lazily). Type checkers see the names declared under
+# TYPE_CHECKING above and no __getattr__: one would make every other name, a misspelt one
+# too, Any in a user's code instead of an error.
+if not TYPE_CHECKING:
+    __getattr__, __dir__ = lazy_names(__name__, globals(), _LAZY)
 
 
 __version__ = "0.1.0"

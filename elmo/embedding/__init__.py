@@ -38,7 +38,10 @@ _LAZY = {
 }
 
 
-__getattr__, __dir__ = lazy_names(__name__, globals(), _LAZY)
+# (type checkers see the TYPE_CHECKING imports above, and no __getattr__ that makes any other
+# name Any)
+if not TYPE_CHECKING:
+    __getattr__, __dir__ = lazy_names(__name__, globals(), _LAZY)
 
 __all__ = ["DEFAULT_MAX_TOKENS", "DEFAULT_OVERLAP", "EmbedConfig", "Embedder", "InputError", "LayerSelection",
            "NonFiniteOutput", "PieceOutput", "SettingsMismatch", "Window", "embed_file", "frequent_words",

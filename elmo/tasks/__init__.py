@@ -27,10 +27,22 @@
 | ``saved`` | a trained task model saved, loaded (``TaskModel.load``) and run on new text |
 """
 
+from __future__ import annotations
 
-def __getattr__(name):
-    # ``from elmo.tasks import TaskModel`` without importing torch models on package import
-    if name == "TaskModel":
-        from .models import TaskModel
-        return TaskModel
-    raise AttributeError(name)
+from typing import TYPE_CHECKING
+
+from ..lazy_names import lazy_names
+
+if TYPE_CHECKING:
+    from .models import TaskModel
+
+#: ``from elmo.tasks import TaskModel`` imports the torch models when first used, not on
+#: package import.
+_LAZY = {"TaskModel": "models"}
+
+# (type checkers see the TYPE_CHECKING import above, and no __getattr__ that makes any other
+# name Any)
+if not TYPE_CHECKING:
+    __getattr__, __dir__ = lazy_names(__name__, globals(), _LAZY)
+
+__all__ = ["TaskModel"]
