@@ -21,7 +21,7 @@ import os
 import shutil
 from itertools import islice
 from pathlib import Path
-from typing import IO, Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union, cast
+from typing import IO, TYPE_CHECKING, Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union, cast
 
 import numpy as np
 import torch
@@ -99,6 +99,9 @@ class ElmoTokenEmbedder(nn.Module):
             # mat2 must have the same dtype"); the layer keeps its own, float32 to be trained
             vectors = self._projection(vectors.to(self._projection.weight.dtype))
         return vectors
+
+    if TYPE_CHECKING:  # a call runs forward; torch types it Callable[..., Any], so say what it takes
+        __call__ = forward
 
 
 class ElmoEmbedder:

@@ -23,8 +23,8 @@ LAZY_PACKAGES = {"elmo": "elmo/__init__.py", "elmo.embedding": "elmo/embedding/_
                  "elmo.tasks": "elmo/tasks/__init__.py"}
 
 # Used as documented; assert_type fails where a name is Any, so this passing proves the types.
-# (Calling a module, bilm(ids), is Any whatever elmo declares: torch types nn.Module.__call__
-# so; forward is typed.)
+# Calling a module, bilm(ids), is typed as its forward: torch types nn.Module.__call__ as
+# Callable[..., Any], which made every call's result Any and let any argument through.
 USER_CODE = """
     from pathlib import Path
     from typing import List
@@ -35,12 +35,15 @@ USER_CODE = """
     import elmo
     from elmo import BiLM, Elmo, ScalarMix, batch_to_ids, from_pretrained
     from elmo.embedding import Embedder, sentence_vectors
+    from elmo.modules.bilm import BiLMOutput
+    from elmo.modules.elmo import ElmoOutput
     from elmo.tasks import TaskModel
 
     bilm = from_pretrained("fixture")
     assert_type(bilm, BiLM)
     ids = batch_to_ids([["The", "bank", "closed", "."]])
-    assert_type(Elmo(module=bilm, num_output_representations=1), Elmo)
+    mixer = Elmo(module=bilm, num_output_representations=1)
+    assert_type(mixer, Elmo)
     assert_type(ScalarMix(3), ScalarMix)
     assert_type(Embedder(bilm, batch_size=8).embed_sentences([["a", "b"]]), List[np.ndarray])
     assert_type(sentence_vectors(bilm, [["a", "b"]]), np.ndarray)
@@ -49,6 +52,8 @@ USER_CODE = """
     tagger = TaskModel.load("models/my-ner/elmo/seed-1")
     assert_type(tagger, TaskModel)
     assert_type(tagger.predict([["Ada", "lives", "in", "Paris"]]), list)
+    assert_type(bilm(ids), BiLMOutput)
+    assert_type(mixer(ids), ElmoOutput)
 """
 
 # What needs torch's own types (mypy reads all of torch for it: about 3 times as long).
@@ -56,6 +61,14 @@ USER_TORCH_CODE = """
     assert_type(ids, torch.Tensor)
     assert_type(bilm.forward(ids)["activations"], List[torch.Tensor])
     assert_type(ScalarMix(3).forward([ids, ids]), torch.Tensor)
+    assert_type(bilm(ids)["activations"], List[torch.Tensor])
+    assert_type(ScalarMix(3)([ids, ids]), torch.Tensor)
+    assert_type(mixer(ids)["elmo_representations"][0], torch.Tensor)
+
+
+    def embed(cnn: elmo.CharCNN, embedder: elmo.ElmoTokenEmbedder) -> None:
+        assert_type(cnn(ids), torch.Tensor)
+        assert_type(embedder(ids), torch.Tensor)
 """
 
 # Each line marked "# error" must be reported, and no other: an Any would let it through.
@@ -70,10 +83,21 @@ MISUSED = """
     elmo.load_pretrained("fixture", stateful="yes")  # error
     elmo.Elmoo(module=bilm)  # error
     from elmo.embedding import Embeder  # error
+    ids = batch_to_ids([["a"]])
+    bilm(ids, keep_boundaries=True)  # error
+    elmo.Elmo(module=bilm, num_output_representations=1)(ids, return_layer=True)  # error
+    ScalarMix(3)()  # error
+
+
+    def embed(cnn: elmo.CharCNN, embedder: elmo.ElmoTokenEmbedder) -> None:
+        cnn()  # error
+        embedder(ids, ids, ids)  # error
 """
 
 MISUSED_TORCH = """
     bilm.forward("not a tensor")  # error
+    bilm("not a tensor")  # error
+    ScalarMix(3)([ids], mask="no mask")  # error
     batch_to_ids([["a"]]).no_such_method()  # error
 """
 
@@ -170,3 +194,37 @@ def test_the_lazy_names_are_the_names_declared_for_type_checkers(package):
               if isinstance(t, ast.Name)}
     static |= {node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
     assert set(module.__all__) - static - set(declared) == set()
+
+
+def _calls_typed_as_forward(cls: type) -> bool:
+    """Whether the class body of ``cls`` has ``__call__ = forward`` under ``if TYPE_CHECKING:``."""
+    import inspect
+    tree = ast.parse(Path(inspect.getsourcefile(cls)).read_text(encoding="utf-8"))
+    body = next(node for node in tree.body if isinstance(node, ast.ClassDef) and node.name == cls.__name__).body
+    return any(isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"
+               and any(isinstance(sub, ast.Assign) and [ast.unparse(t) for t in sub.targets] == ["__call__"]
+                       and ast.unparse(sub.value) == "forward" for sub in node.body)
+               for node in body)
+
+
+@pytest.mark.parametrize("package", ["elmo", "elmo.embedding", "elmo.modules", "elmo.tasks"])
+def test_calling_a_public_module_is_typed_as_its_forward(package):
+    """Every torch module a package exports that has a forward of its own declares its call
+    as that forward for type checkers only; a new one without it was Any again when called.
+    (A module without forward, TaskModel say, is not called.)"""
+    import importlib
+
+    from torch import nn
+    module = importlib.import_module(package)
+    checked = []
+    for name in module.__all__:
+        cls = getattr(module, name)
+        if not (isinstance(cls, type) and issubclass(cls, nn.Module)):
+            continue
+        owner = next(c for c in cls.__mro__ if "forward" in vars(c))
+        if owner is nn.Module:
+            continue
+        assert "__call__" not in vars(owner), f"{owner.__name__} changes its call at run time"
+        assert _calls_typed_as_forward(owner), f"{owner.__name__}: no `if TYPE_CHECKING: __call__ = forward`"
+        checked.append(name)
+    assert checked or package in ("elmo.embedding", "elmo.tasks")

@@ -30,7 +30,7 @@ import math
 import threading
 import weakref
 from pathlib import Path
-from typing import Iterator, List, Optional, Tuple, TypedDict
+from typing import TYPE_CHECKING, Iterator, List, Optional, Tuple, TypedDict
 
 import torch
 from torch import nn
@@ -277,6 +277,9 @@ class BiLM(nn.Module):
             out = {"activations": [a.reshape(*leading, *a.shape[1:]) for a in out["activations"]],
                    "mask": out["mask"].reshape(*leading, out["mask"].shape[-1])}
         return out
+
+    if TYPE_CHECKING:  # a call runs forward; torch types it Callable[..., Any], so say what it takes
+        __call__ = forward
 
     def _forward_3d(self, char_ids: torch.Tensor, keep_sentence_boundaries: bool) -> BiLMOutput:
         """:meth:`forward` for (B, T, W) ids."""

@@ -23,7 +23,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import threading
-from typing import NamedTuple, Optional, Sequence, cast
+from typing import TYPE_CHECKING, NamedTuple, Optional, Sequence, cast
 
 import torch
 import torch.nn.functional as F
@@ -176,6 +176,9 @@ class Highway(nn.Module):
             t = torch.sigmoid(carry)
             x = t * F.relu(transform) + (1.0 - t) * x
         return x
+
+    if TYPE_CHECKING:  # a call runs forward; torch types it Callable[..., Any], so say what it takes
+        __call__ = forward
 
 
 def require_integer_ids(char_ids: torch.Tensor, start_id: Optional[int] = None) -> None:
@@ -379,6 +382,9 @@ class CharCNN(nn.Module):
         # the mix: every bf16 autocast training step on a GPU failed here. Cast as the CPU does.
         out = out.index_copy(0, positions, vectors[inverse].to(out.dtype))
         return out.view(batch, steps, self.output_dim)
+
+    if TYPE_CHECKING:  # a call runs forward; torch types it Callable[..., Any], so say what it takes
+        __call__ = forward
 
     def _encode_with_cache(self, distinct: torch.Tensor) -> torch.Tensor:
         """Distinct tokens (N, W) int64 -> vectors (N, output_dim): from the token cache where it

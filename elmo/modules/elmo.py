@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import re
 import warnings
-from typing import Dict, List, Optional, Sequence, cast
+from typing import TYPE_CHECKING, List, Optional, Sequence, TypedDict, cast
 
 import torch
 from torch import nn
@@ -25,6 +25,21 @@ from ..checks import require_count, require_switch
 from ..runtime import resolve_device
 from .bilm import BiLM, BiLMOutput
 from .scalar_mix import ScalarMix, mix_parameters, no_penalty, penalty_weight
+
+
+class ElmoMixes(TypedDict):
+    """The keys :meth:`Elmo.forward` always returns."""
+
+    elmo_representations: List[torch.Tensor]  # num_output_representations of (..., T, 2P)
+    mask: torch.Tensor                         # (..., T) bool
+
+
+class ElmoOutput(ElmoMixes, total=False):
+    """What :meth:`Elmo.forward` returns (a plain dict): ``layers`` only with ``return_layers``.
+    (A typed dict, not Dict[str, object]: ``out["elmo_representations"][0]`` is a tensor to a
+    type checker, where an object could not be indexed.)"""
+
+    layers: List[torch.Tensor]                 # L + 1 of (..., T, 2P), before mixing
 
 
 class Elmo(nn.Module):
@@ -179,7 +194,7 @@ class Elmo(nn.Module):
         return sum(penalties[1:], penalties[0])
 
     def forward(self, inputs: torch.Tensor, word_inputs: Optional[torch.Tensor] = None,
-                return_layers: bool = False) -> Dict[str, object]:
+                return_layers: bool = False) -> ElmoOutput:
         """inputs: (B, T, C) character ids from :func:`elmo.batch_to_ids`, or any leading
         shape (..., T, C), e.g. (B, passages, T, C); each (T, C) slice is one sentence.
 
@@ -239,10 +254,13 @@ class Elmo(nn.Module):
         mask: torch.Tensor = bilm_out["mask"]                         # (N, T')
         unflat = lambda t: t.reshape(*leading, *t.shape[1:])
         representations = [unflat(self._dropout(self._mixed(mix, layers, mask))) for mix in self.scalar_mixes]
-        out: Dict[str, object] = {"elmo_representations": representations, "mask": unflat(mask)}
+        out: ElmoOutput = {"elmo_representations": representations, "mask": unflat(mask)}
         if return_layers:
             out["layers"] = [unflat(layer) for layer in layers]
         return out
+
+    if TYPE_CHECKING:  # a call runs forward; torch types it Callable[..., Any], so say what it takes
+        __call__ = forward
 
     @staticmethod
     def _mixed(mix: ScalarMix, layers: List[torch.Tensor], mask: torch.Tensor) -> torch.Tensor:
@@ -258,7 +276,8 @@ class Elmo(nn.Module):
         kept: row i keeps positions 1 .. len_i - 2, moved to 0 .. len_i - 3."""
         if word_inputs is not None:
             word_inputs = word_inputs.to(inputs.device).reshape(inputs.shape[:-1])
-        out = self._elmo_lstm(inputs, word_inputs)
+        other: nn.Module = self._elmo_lstm  # (not a BiLM: its call is not BiLM's, its result checked here)
+        out = other(inputs, word_inputs)
         try:
             layers, mask = list(out["activations"]), out["mask"].bool()
         except (TypeError, KeyError, AttributeError):

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import Callable, List, Optional, Sequence, Tuple, cast
+from typing import TYPE_CHECKING, Callable, List, Optional, Sequence, Tuple, cast
 
 import torch
 import torch.nn.functional as F
@@ -461,6 +461,9 @@ class BiLSTMStack(nn.Module):
             final_states.append((c[:, unsort], h[:, unsort]))
             outputs.append(self._unpack(packed, packing, bwd_index, batch, steps))
         return outputs, final_states
+
+    if TYPE_CHECKING:  # a call runs forward; torch types it Callable[..., Any], so say what it takes
+        __call__ = forward
 
     def _unpack(self, packed: torch.Tensor, packing: Packing, bwd_index: torch.Tensor,
                 batch: int, steps: int) -> torch.Tensor:

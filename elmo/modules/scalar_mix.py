@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable, Mapping
-from typing import List, Optional, Sequence
+from typing import TYPE_CHECKING, List, Optional, Sequence
 
 import torch
 from torch import nn
@@ -150,6 +150,9 @@ class ScalarMix(nn.Module):
             layers = [self._normalise(layer, mask) for layer in layers]
         mixed = sum(w * layer for w, layer in zip(weights, layers))
         return self.gamma.to(mixed.dtype) * mixed
+
+    if TYPE_CHECKING:  # a call runs forward; torch types it Callable[..., Any], so say what it takes
+        __call__ = forward
 
     @staticmethod
     def _check_mask(mask, shape: torch.Size) -> None:
