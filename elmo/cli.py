@@ -17,7 +17,7 @@ import signal
 import sys
 import threading
 from contextlib import contextmanager, suppress
-from typing import Dict, FrozenSet, Iterator, List, Optional
+from typing import Iterator, List, Optional
 
 #: Modules that add subcommands, in the order they appear in ``elmo --help``.
 COMMAND_MODULES = [
@@ -36,22 +36,17 @@ DEBUG_HELP = "show the full traceback of an error (also: ELMO_DEBUG=1)"
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse's parser, except that an abbreviation which is another command's whole option is
-    not taken for this command's longer one: ``elmo experiment --seed 3`` (the --seed of train
-    and analyze: one seed) ran seeds 1 to 3 as ``--seeds 3``, and ``elmo predict --to X``
-    (convert's --to) was --tokenize. Such an option is unknown here, a usage error that names
-    the close options (see :func:`_parse`). Other abbreviations work as in argparse."""
+    """argparse's parser, except that a long option is taken only as spelled, never as a prefix
+    of it (``allow_abbrev`` off; every command's parser is of this class too: argparse's
+    subparsers make their parsers of the parent's class). argparse took any unique prefix for
+    the whole option: a script's ``elmo embed ... --overw`` broke once another option began so,
+    and after a rename a prefix could silently be another option (``elmo experiment --seed 3``
+    ran seeds 1 to 3 as ``--seeds 3``). A prefix is an unknown option, whose usage error names
+    the options meant (:func:`_parse`)."""
 
-    #: each long option of every command -> the spellings of its action(s), itself included:
-    #: an abbreviation to one of those is the same option by another name (``--out``, ``--output``)
-    spellings: Dict[str, FrozenSet[str]] = {}
-
-    def _get_option_tuples(self, option_string):
-        found = super()._get_option_tuples(option_string)
-        aliases = self.spellings.get(option_string.split("=", 1)[0])
-        if aliases is None:
-            return found
-        return [match for match in found if match[1] in aliases]   # (match[1]: the option matched)
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
 
 def _parsers(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentParser]:
@@ -61,19 +56,6 @@ def _parsers(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentParse
         if isinstance(action, argparse._SubParsersAction):
             for sub in action.choices.values():
                 yield from _parsers(sub)
-
-
-def _share_spellings(parser: argparse.ArgumentParser) -> None:
-    """Tell every parser under ``parser`` the long options of all commands (:class:`_Parser`)."""
-    parsers = list(_parsers(parser))
-    table: Dict[str, FrozenSet[str]] = {}
-    for p in parsers:
-        for action in p._actions:
-            for option in action.option_strings:
-                if option.startswith("--"):
-                    table[option] = table.get(option, frozenset()) | frozenset(action.option_strings)
-    for p in parsers:
-        p.spellings = table   # type: ignore[attr-defined]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -93,7 +75,6 @@ def build_parser() -> argparse.ArgumentParser:
             # after the command too: `elmo info X --debug` was "unrecognized arguments: --debug"
             # (given there, it is the same; left out, it keeps the value of `elmo --debug CMD`)
             command.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=DEBUG_HELP)
-    _share_spellings(parser)
     return parser
 
 

@@ -13,8 +13,8 @@
    running it. Code-block lines must parse completely. Inline spans often only name a command
    or a flag (`elmo train`, `elmo train --from`): they may leave out required arguments and
    option values, but everything they do write must exist. ``...`` in a command stands for
-   arguments left out and is read the same way. Flags must be spelled in full (no argparse
-   abbreviations), so a renamed flag is caught even where the old name is a prefix of the new.
+   arguments left out and is read the same way. Flags must be spelled in full (the CLI takes
+   no abbreviations), so a renamed flag is caught even where the old name is a prefix of the new.
 3. The experiment config of "Your own data" loads.
 4. The pages of docs/: their Python blocks run (``DOCS_RUN``) and their `elmo` commands parse.
 5. The relative links and `../` paths of these pages and experiments/README.md lead to files of
@@ -521,13 +521,12 @@ _NO_VALUE = (argparse._StoreConstAction, argparse._StoreTrueAction, argparse._St
 
 
 def cli_parser(lenient: bool) -> argparse.ArgumentParser:
-    """elmo's own parser, with abbreviations off. ``lenient``: nothing is required (positionals,
+    """elmo's own parser (which takes no abbreviations). ``lenient``: nothing is required (positionals,
     required options, a subcommand) and an option's value may be left out, for the inline
     mentions of a command or flag."""
     from elmo.cli import build_parser
     parser = build_parser()
     for p in _each_parser(parser):
-        p.allow_abbrev = False
         if not lenient:
             continue
         for action in p._actions:

@@ -31,7 +31,7 @@ def register(subparsers) -> None:
                     "with its token span.")
     p.add_argument("model", help="the saved model's folder (OUT/models/<task>/<variant>/seed-<n>)")
     p.add_argument("input", nargs="?", default="-", help="input text file (default: stdin)")
-    p.add_argument("-o", "--output", default=None,
+    p.add_argument("-o", "--output", "--out", default=None,
                    help="write here (atomically; default or '-': stdout); an existing file is "
                         "kept unless --overwrite")
     p.add_argument("--overwrite", action="store_true",

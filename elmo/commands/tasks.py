@@ -59,7 +59,7 @@ def register(subparsers) -> None:
         description="List the summary rows of several `elmo experiment` results (each task in "
                     "its own metric, never averaged) as one markdown table.")
     q.add_argument("results", nargs="+", help="results.json files (or their folders)")
-    q.add_argument("-o", "--output", default=None, help="write the table here (default, or '-': print)")
+    q.add_argument("-o", "--output", "--out", default=None, help="write the table here (default, or '-': print)")
     q.set_defaults(func=experiment_table)
 
     r = subparsers.add_parser(

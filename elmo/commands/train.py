@@ -56,7 +56,7 @@ def _add_run_args(p: argparse.ArgumentParser, *, finetune: bool) -> None:
     if finetune:
         p.add_argument("--from", dest="init_from", required=True,
                        help="trained model folder (OUTPUT/model of elmo train), or a model's name (default)")
-        p.add_argument("--output", "-o", required=True, help="run folder; the adapted model goes to OUTPUT/model")
+        p.add_argument("--output", "-o", "--out", required=True, help="run folder; the adapted model goes to OUTPUT/model")
     g = p.add_argument_group("training")
     add_arguments(g, TrainConfig, exclude={"vocab", "output", "valid", "init_from"} if finetune else set(),
                   defaults=_FINETUNE_DEFAULTS if finetune else None, helps=_FINETUNE_HELPS if finetune else None)
@@ -81,7 +81,7 @@ def register(subparsers) -> None:
                                    "line (the original format), and word<TAB>count beside it (OUTPUT's name with "
                                    ".counts.tsv; see --counts). elmo train reads the counts from there.")
     b.add_argument("corpus", nargs="+", help="files, globs or folders; one tokenized sentence a line; .gz ok")
-    b.add_argument("--output", "-o", required=True, help="vocabulary file to write")
+    b.add_argument("--output", "-o", "--out", required=True, help="vocabulary file to write")
     b.add_argument("--min-count", type=int, default=1, help="drop words seen fewer times (default 1)")
     b.add_argument("--max-size", type=int,
                    help="at most this many entries, specials included (default: no limit)")
@@ -149,7 +149,7 @@ def register(subparsers) -> None:
                                           "perplexity against epochs from one or more log.jsonl files (needs matplotlib: "
                                           "pip install 'elmo-pytorch[plots]').")
     p.add_argument("log", nargs="+", help="log.jsonl files (or run folders)")
-    p.add_argument("--output", "-o", required=True, help="PNG file to write")
+    p.add_argument("--output", "-o", "--out", required=True, help="PNG file to write")
     p.add_argument("--title", default=None, help="a title above the plots (default: none)")
     p.set_defaults(func=plot_curve)
 

@@ -113,7 +113,8 @@ def build(corpus: Path, glove: Path, vocab: Path, out: Path, n_sentences: int = 
 def build_parser() -> argparse.ArgumentParser:
     """The command line of ``python -m elmo.demo.build_data`` (its path arguments'
     destinations are among :data:`elmo.user_paths.PATH_SETTINGS`)."""
-    p = argparse.ArgumentParser(prog="python -m elmo.demo.build_data", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m elmo.demo.build_data", description=__doc__.split("\n")[0],
+                                allow_abbrev=False)
     p.add_argument("--corpus", type=Path, default=None, help="corpus folder (default: the cache's corpus/)")
     p.add_argument("--glove", type=Path, default=None, help="GloVe vectors (default: the cache's glove-50d/)")
     p.add_argument("--vocab", type=Path, required=True, help="the model's vocab.txt (ordered by frequency)")

@@ -48,7 +48,7 @@ class TrainConfig:
 
     train: List[str]                      # files, globs or folders; one tokenized sentence a line
     vocab: str = setting(help="vocabulary file (words by descending frequency); with --from, the model's")
-    output: str = setting(help="run folder", short="-o")
+    output: str = setting(help="run folder", short="-o", aliases=("--out",))
     options: Dict[str, Any] = field(default_factory=dict)  # model options (lstm, char_cnn)
     valid: List[str] = setting(default_factory=list, help="held-out text for perplexity")
     init_from: Optional[str] = setting(

@@ -88,7 +88,8 @@ def compare(reference: str | Path, candidate: str | Path, texts: Sequence[str], 
 def build_parser() -> argparse.ArgumentParser:
     """The command line of ``python -m elmo.training.precision`` (its path arguments'
     destinations are among :data:`elmo.user_paths.PATH_SETTINGS`)."""
-    p = argparse.ArgumentParser(prog="python -m elmo.training.precision", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m elmo.training.precision", description=__doc__.split("\n")[0],
+                                allow_abbrev=False)
     p.add_argument("reference", help="model folder (float32)")
     p.add_argument("candidate", help="model folder to compare (e.g. float16)")
     p.add_argument("text", nargs="+", help="held-out text: files, globs or folders")

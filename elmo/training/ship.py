@@ -148,7 +148,8 @@ def _write_shipped(src: Path, dest: Path, bilm_dtype: str, softmax_dtype: str,
 def build_parser() -> argparse.ArgumentParser:
     """The command line of ``python -m elmo.training.ship`` (its path arguments'
     destinations are among :data:`elmo.user_paths.PATH_SETTINGS`)."""
-    p = argparse.ArgumentParser(prog="python -m elmo.training.ship", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m elmo.training.ship", description=__doc__.split("\n")[0],
+                                allow_abbrev=False)
     p.add_argument("src", type=Path, help="trained model folder (options.json, weights.hdf5, softmax.hdf5, vocab.txt)")
     p.add_argument("dest", type=Path, help="folder to write, e.g. elmo/resources/default")
     p.add_argument("--bilm-dtype", choices=DTYPES, default="float32")
