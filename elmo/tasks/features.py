@@ -15,14 +15,14 @@ sentences batched with it (and a saved model's predictions on how its input was 
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Sequence
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence
 
 import torch
 from torch import nn
 
 from ..modules.bilm import BiLM
 from ..modules.elmo import Elmo
-from ..modules.scalar_mix import no_penalty
+from ..modules.scalar_mix import ScalarMix, no_penalty
 
 POSITIONS = ("input", "output")
 #: Fixed mix parameters s that put all the weight on the top layer (softmax ~ [0, ..., 0, 1]).
@@ -55,6 +55,9 @@ class CharFeatures(nn.Module):
         h = h.masked_fill((chars.reshape(batch * steps, 1, n_chars) == 0), 0.0)
         return h.max(dim=2).values.reshape(batch, steps, -1)
 
+    if TYPE_CHECKING:  # a call runs forward; torch types it Callable[..., Any], so say what it takes
+        __call__ = forward
+
 
 class WordFeatures(nn.Module):
     """Static token features: (B, T) word ids and (B, T, C) char ids -> (B, T, D).
@@ -86,6 +89,9 @@ class WordFeatures(nn.Module):
         if self.chars is not None:
             x = torch.cat([x, self.chars(chars)], dim=-1)
         return x
+
+    if TYPE_CHECKING:  # a call runs forward; torch types it Callable[..., Any], so say what it takes
+        __call__ = forward
 
 
 def dictionary_bilm_problem(options, finetune: bool, cached: bool) -> Optional[str]:
@@ -166,7 +172,10 @@ class ElmoFeatures(nn.Module):
         keep = mask.unsqueeze(-1).to(mixed[0].dtype)
         return {p: self.dropout(m) * keep for p, m in zip(self.positions, mixed)}
 
-    def _mix(self, mix, layers: List[torch.Tensor], mask: torch.Tensor) -> torch.Tensor:
+    if TYPE_CHECKING:  # a call runs forward; torch types it Callable[..., Any], so say what it takes
+        __call__ = forward
+
+    def _mix(self, mix: ScalarMix, layers: List[torch.Tensor], mask: torch.Tensor) -> torch.Tensor:
         """One mix of L + 1 layers (B, T, D) with mask (B, T) -> (B, T, D); with per-sentence
         layer norm each row is mixed alone (vmap over the batch), its statistics its own."""
         if not self._per_sentence:

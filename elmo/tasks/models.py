@@ -60,6 +60,9 @@ class BiLSTM(nn.Module):
         out[rows] = h
         return out
 
+    if TYPE_CHECKING:  # a call runs forward; torch types it Callable[..., Any], so say what it takes
+        __call__ = forward
+
 
 class Encoder(nn.Module):
     """[dropout(word features); ELMo_input] -> BiLSTM [; ELMo_output]: the part all three
@@ -95,6 +98,9 @@ class Encoder(nn.Module):
         if self.elmo_out:
             h = torch.cat([h, mixes["output"]], dim=-1)
         return h
+
+    if TYPE_CHECKING:  # a call runs forward; torch types it Callable[..., Any], so say what it takes
+        __call__ = forward
 
     def penalty(self, lam: float) -> torch.Tensor:
         """The ELMo mixes' lam * ||s||^2 summed, a 0-dim tensor (zero without ELMo)."""
@@ -216,6 +222,9 @@ class Pooling(nn.Module):
         scores = self.score(h).squeeze(-1).masked_fill(~mask, float("-inf"))
         weights = torch.softmax(scores.masked_fill(empty, 0.0), dim=1)
         return (weights.unsqueeze(-1) * h).sum(1)
+
+    if TYPE_CHECKING:  # a call runs forward; torch types it Callable[..., Any], so say what it takes
+        __call__ = forward
 
 
 class Classifier(TaskModel):
