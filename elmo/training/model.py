@@ -12,7 +12,7 @@ The loss is the mean of the two directions' mean negative log-likelihoods.
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, List, Optional, Tuple, TypedDict
 
 import torch
 import torch.nn.functional as F
@@ -25,6 +25,19 @@ from ..modules.bilm import BiLM
 from ..modules.eager import eager_under_compile
 from ..modules.lstm import LayerState
 from ..modules.softmax import FULL_SOFTMAX, SharedSoftmax, SoftmaxLoss
+
+
+class LMOutput(TypedDict):
+    """What :meth:`LanguageModel.forward` returns (a plain dict). (A typed dict, not
+    Dict[str, object]: ``out["loss"].backward()`` and ``float(out["nll_fwd"])`` type-check,
+    where an object has neither.)"""
+
+    loss: torch.Tensor               # 0-dim, the mean of both directions' mean losses
+    nll_fwd: torch.Tensor            # 0-dim, summed negative log-likelihoods, detached
+    nll_bwd: torch.Tensor
+    n_fwd: int                       # targets counted
+    n_bwd: int
+    state: List[LayerState]          # per layer (c (2, B, H), h (2, B, P)), detached
 
 
 class LanguageModel(nn.Module):
@@ -62,7 +75,7 @@ class LanguageModel(nn.Module):
     @eager_under_compile
     def forward(self, batch: LMBatch, state: Optional[List[LayerState]] = None,
                 negatives: Optional[SoftmaxLoss] = None, skip_given_targets: bool = False,
-                mean_over: Optional[Tuple[float, float]] = None) -> Dict[str, object]:
+                mean_over: Optional[Tuple[float, float]] = None) -> LMOutput:
         """Loss of one batch.
 
         Args:
@@ -105,6 +118,9 @@ class LanguageModel(nn.Module):
                 "n_fwd": int(fwd_mask.sum()), "n_bwd": int(bwd_mask.sum()),
                 # carried in the parameters' dtype, so bf16 autocast steps and fp32 steps can alternate
                 "state": [(c.detach().to(dtype), h.detach().to(dtype)) for c, h in final]}
+
+    if TYPE_CHECKING:  # a call runs forward; torch types it Callable[..., Any], so say what it takes
+        __call__ = forward
 
     def _dropout(self, hidden: torch.Tensor) -> torch.Tensor:
         """(N, P) -> (N, P): dropout before the softmax, one direction at a time (the random

@@ -32,7 +32,7 @@ import sys
 import time
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import torch
 from torch.nn.parallel import DistributedDataParallel
@@ -41,6 +41,7 @@ from ..allocator import keep_freed_memory
 from ..config import ElmoOptions
 from ..data.corpus import CorpusStream, expand_paths, iter_file_sentences
 from ..data.lm_batches import MAX_PIECE_LENGTH, BucketedLMBatches, PackedLMBatches
+from ..modules.lstm import LayerState
 from ..modules.softmax import softmax_loss
 from ..vocab import Vocabulary
 from ..io import atomic_write_text, no_empty_folder_on_failure
@@ -239,7 +240,7 @@ class TrainingRun:
         self.stats_path = self.out_dir / "corpus_stats.json"
         self.step_no, self.tokens_done, self.elapsed = 0, 0, 0.0
         self.tokens_unsynced = 0  # bucketed layout: this rank's tokens not yet in tokens_done
-        self.state = None  # the LSTM state carried to the next batch (packed layout)
+        self.state: Optional[List[LayerState]] = None  # the LSTM state carried to the next batch (packed layout)
         self.resume_from: Optional[Path] = None
         self.lr_before: Optional[float] = None
         self.lr_restarted = False  # whether this session's resume restarted the learning rate
