@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Dict, Optional, Protocol, Tuple, Type
+from typing import Callable, Dict, Optional, Protocol, Tuple
 
 import torch
 from torch import nn
@@ -309,6 +309,24 @@ class SoftmaxLoss(Protocol):
         """hidden (N_f, D) / (N_b, D), targets (N_f,) / (N_b,) -> losses (N_f,), (N_b,)."""
 
 
+class SoftmaxRecipe(Protocol):
+    """What a training run asks of its softmax loss (a :data:`SOFTMAX_LOSSES` entry): each
+    batch's :class:`SoftmaxLoss`, and the sampler's state for a checkpoint. (Typed, so that
+    the batch's loss passed to the language model is checked, where Any let anything through.)"""
+
+    name: str
+    train_ppl_key: str
+
+    def candidates(self, device=None) -> SoftmaxLoss:
+        """One batch's loss, on ``device``."""
+
+    def state_dict(self) -> Optional[dict]:
+        """What a checkpoint keeps (None: nothing to keep)."""
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore what :meth:`state_dict` gave."""
+
+
 class FullSoftmax:
     """The exact loss over every word: no draws, no state (see the module docstring)."""
 
@@ -358,7 +376,8 @@ class SampledSoftmax:
 
 
 #: The softmax losses by name; a new one is a class with the methods above plus an entry here.
-SOFTMAX_LOSSES: Dict[str, Type] = {"full": FullSoftmax, "sampled": SampledSoftmax}
+SOFTMAX_LOSSES: Dict[str, Callable[[int, int, int], SoftmaxRecipe]] = {
+    "full": FullSoftmax, "sampled": SampledSoftmax}
 #: The loss of a batch given no candidates (evaluation, ``negatives=None``).
 FULL_SOFTMAX = FullSoftmax()
 
@@ -368,6 +387,6 @@ def softmax_name(n_vocab: int, n_sampled: int) -> str:
     return "sampled" if 0 < n_sampled < n_vocab else "full"
 
 
-def softmax_loss(n_vocab: int, n_sampled: int, seed: int = 0):
+def softmax_loss(n_vocab: int, n_sampled: int, seed: int = 0) -> SoftmaxRecipe:
     """The :data:`SOFTMAX_LOSSES` recipe the training settings ask for."""
     return SOFTMAX_LOSSES[softmax_name(n_vocab, n_sampled)](n_vocab, n_sampled, seed)
