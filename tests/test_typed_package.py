@@ -196,26 +196,64 @@ def test_the_lazy_names_are_the_names_declared_for_type_checkers(package):
     assert set(module.__all__) - static - set(declared) == set()
 
 
-def _calls_typed_as_forward(cls: type) -> bool:
-    """Whether the class body of ``cls`` has ``__call__ = forward`` under ``if TYPE_CHECKING:``."""
-    import inspect
-    tree = ast.parse(Path(inspect.getsourcefile(cls)).read_text(encoding="utf-8"))
-    body = next(node for node in tree.body if isinstance(node, ast.ClassDef) and node.name == cls.__name__).body
+def _declares_call_as_forward(cls: ast.ClassDef) -> bool:
+    """Whether the class body has ``__call__ = forward`` under ``if TYPE_CHECKING:``."""
     return any(isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"
                and any(isinstance(sub, ast.Assign) and [ast.unparse(t) for t in sub.targets] == ["__call__"]
                        and ast.unparse(sub.value) == "forward" for sub in node.body)
-               for node in body)
+               for node in cls.body)
+
+
+def _modules_with_a_forward() -> dict:
+    """{"path:Class": its ast.ClassDef} of every torch module class under elmo/ whose body
+    defines ``forward``, read from the source (no import: elmo.spacy_component would load
+    spaCy). A torch module is a class with a base from ``nn.`` / ``torch.nn.`` or one of the
+    package's own module classes (found by name until no more are added); an autograd
+    Function's forward (a staticmethod of a ``torch.autograd.Function``) is not a module's."""
+    classes = [(f"{path.relative_to(ROOT)}:{node.name}", node)
+               for path in sorted((ROOT / "elmo").rglob("*.py"))
+               for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+               if isinstance(node, ast.ClassDef)]
+    names: set = set()
+    while True:
+        found = {node.name for _, node in classes
+                 if any(re.match(r"(torch\.)?nn\.", ast.unparse(base)) or ast.unparse(base).split(".")[-1] in names
+                        for base in node.bases)}
+        if found <= names:
+            break
+        names |= found
+    return {key: node for key, node in classes if node.name in names
+            and any(isinstance(sub, ast.FunctionDef) and sub.name == "forward" for sub in node.body)}
+
+
+def test_calling_any_module_of_the_package_is_typed_as_its_forward():
+    """Every torch module class of the package with a forward of its own, public or internal,
+    declares its call as that forward for type checkers only: a new one without it was Any
+    when called (whatever it was passed), and a subclass's own forward would be typed as its
+    parent's. (Declared, the calls showed results typed wrong: Elmo's and LanguageModel's
+    ``Dict[str, object]``, whose keys their callers could not use as the tensors they are.)"""
+    found = _modules_with_a_forward()
+    missing = [key for key, node in found.items() if not _declares_call_as_forward(node)]
+    assert not missing, f"no `if TYPE_CHECKING: __call__ = forward`: {missing}"
+    changed = [key for key, node in found.items()
+               if any(isinstance(sub, ast.FunctionDef) and sub.name == "__call__"
+                      or isinstance(sub, ast.Assign) and "__call__" in map(ast.unparse, sub.targets)
+                      for sub in node.body)]
+    assert not changed, f"these change their call at run time: {changed}"
+    assert {"elmo/training/model.py:LanguageModel", "elmo/tasks/features.py:ElmoFeatures"} <= set(found)
 
 
 @pytest.mark.parametrize("package", ["elmo", "elmo.embedding", "elmo.modules", "elmo.tasks"])
-def test_calling_a_public_module_is_typed_as_its_forward(package):
-    """Every torch module a package exports that has a forward of its own declares its call
-    as that forward for type checkers only; a new one without it was Any again when called.
-    (A module without forward, TaskModel say, is not called.)"""
+def test_the_scan_finds_every_public_module_with_a_forward(package):
+    """The source scan above finds each torch module a package exports that has a forward of
+    its own (a module that inherits its forward is found as the class that defines it). (A
+    module without forward, TaskModel say, is not called.)"""
     import importlib
+    import inspect
 
     from torch import nn
     module = importlib.import_module(package)
+    found = set(_modules_with_a_forward())
     checked = []
     for name in module.__all__:
         cls = getattr(module, name)
@@ -224,7 +262,7 @@ def test_calling_a_public_module_is_typed_as_its_forward(package):
         owner = next(c for c in cls.__mro__ if "forward" in vars(c))
         if owner is nn.Module:
             continue
-        assert "__call__" not in vars(owner), f"{owner.__name__} changes its call at run time"
-        assert _calls_typed_as_forward(owner), f"{owner.__name__}: no `if TYPE_CHECKING: __call__ = forward`"
+        path = Path(inspect.getsourcefile(owner)).relative_to(ROOT)
+        assert f"{path}:{owner.__name__}" in found, f"{owner.__name__} not found by the scan"
         checked.append(name)
     assert checked or package in ("elmo.embedding", "elmo.tasks")
