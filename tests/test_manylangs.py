@@ -531,3 +531,25 @@ def test_a_native_dictionary_id_past_the_embedding_is_refused_when_loading(tmp_p
     with pytest.raises(WeightFileError, match=f"{dic}: id {len(lines) + 5} of .* is not below"):
         elmo.from_pretrained(out)
     assert dic in one_line_error(out, capsys)
+
+
+@pytest.mark.parametrize("file, old, new", [
+    ("config.json", '"config_path": "cnn_16_0_32_64_tiny.json"',
+     '"config_path": "cnn_16_0_32_64_tiny.json", "config_path": "other.json"'),
+    ("cnn_16_0_32_64_tiny.json", '"cell_clip": 1.0', '"cell_clip": 1.0, "cell_clip": 3'),
+])
+def test_a_key_given_twice_in_a_folder_config_is_refused(tmp_path, capsys, file, old, new):
+    """Found by fuzzing: a key given twice in config.json or the model configuration (here
+    config_path to a configuration without clipping, or a second cell_clip) took the last
+    value without a word, and the model gave other outputs."""
+    folder = copy_model(tmp_path, "model")
+    config = json.loads((folder / "cnn_16_0_32_64_tiny.json").read_text())
+    config["encoder"]["cell_clip"] = 0
+    (folder / "other.json").write_text(json.dumps(config))
+    text = (folder / file).read_text()
+    assert old in text
+    (folder / file).write_text(text.replace(old, new))
+    key = "config_path" if file == "config.json" else "cell_clip"
+    with pytest.raises(ConfigError, match=f"{re.escape(file)}: not readable JSON \\(the key '{key}' appears twice"):
+        elmo.from_pretrained(folder)
+    assert f"{file}: not readable JSON" in one_line_error(folder, capsys)

@@ -36,7 +36,7 @@ from typing import Any, Dict, Mapping, Tuple
 import torch
 
 from ..config import CharVocabularyConfig, ConfigError, ElmoOptions, take_key
-from ..text_files import read_json
+from ..text_files import read_json, unique_keys
 from ..modules.bilm import BiLM
 from ..modules.skip_init import init_skipped
 from ..runtime import resolve_device
@@ -65,7 +65,7 @@ def holds_manylangs_config(folder: str | Path) -> bool:
     """Whether ``folder/config.json`` is an ELMoForManyLangs folder's (it names the model
     configuration), not the native layout's file of the same name."""
     try:
-        data = read_json(Path(folder) / FOLDER_CONFIG)
+        data = read_json(Path(folder) / FOLDER_CONFIG, object_pairs_hook=unique_keys)
     except ValueError:
         return False
     return isinstance(data, dict) and "config_path" in data
@@ -77,7 +77,7 @@ def resolve_config_path(folder: str | Path) -> Path:
     folder = Path(folder)
     meta_path = folder / FOLDER_CONFIG
     meta = read_json(meta_path, ConfigError, missing="not found (an ELMoForManyLangs folder needs it)",
-                     expected="an ELMoForManyLangs folder's config.json")
+                     expected="an ELMoForManyLangs folder's config.json", object_pairs_hook=unique_keys)
     if not isinstance(meta, dict):
         raise ConfigError(f"{meta_path}: expected a JSON object")
     try:
@@ -106,7 +106,9 @@ def read_model_config(path: str | Path, n_characters: int, n_words: int) -> Elmo
     """Our options for the model configuration at ``path`` and dictionaries of these sizes.
     Errors name the file and key (e.g. ``encoder.dim: missing``)."""
     path = Path(path)
-    data = read_json(path, ConfigError, expected="an ELMoForManyLangs model configuration")
+    # (a key given twice: Python's parser keeps the last value, another model without a word)
+    data = read_json(path, ConfigError, expected="an ELMoForManyLangs model configuration",
+                     object_pairs_hook=unique_keys)
     try:
         if not isinstance(data, dict):
             raise ConfigError("expected a JSON object")
