@@ -553,3 +553,21 @@ def test_a_key_given_twice_in_a_folder_config_is_refused(tmp_path, capsys, file,
     with pytest.raises(ConfigError, match=f"{re.escape(file)}: not readable JSON \\(the key '{key}' appears twice"):
         elmo.from_pretrained(folder)
     assert f"{file}: not readable JSON" in one_line_error(folder, capsys)
+
+
+def test_a_zip_format_pkl_whose_header_is_damaged_is_refused(tmp_path, capsys):
+    """Found by fuzzing: a flipped bit in the name length of a record's local header (the
+    central directory intact) moved where torch.load took that record's data from: the model
+    loaded other values without a word. Python's zip reader refuses the record; so do we."""
+    import zipfile
+    folder = copy_model(tmp_path, "model")
+    state = torch.load(folder / "token_embedder.pkl", map_location="cpu", weights_only=True)
+    torch.save(state, folder / "token_embedder.pkl")   # (the zip format)
+    with zipfile.ZipFile(folder / "token_embedder.pkl") as archive:
+        record = next(i for i in archive.infolist() if i.filename.endswith("/data/4"))
+    data = bytearray((folder / "token_embedder.pkl").read_bytes())
+    data[record.header_offset + 27] ^= 0x01   # (the high byte of the name's length: +256)
+    (folder / "token_embedder.pkl").write_bytes(bytes(data))
+    with pytest.raises(WeightFileError, match=r"token_embedder.pkl: a damaged or incomplete zip archive \("):
+        elmo.from_pretrained(folder)
+    assert "token_embedder.pkl: a damaged" in one_line_error(folder, capsys)

@@ -155,10 +155,7 @@ def torch_state_dict(path: Path) -> Mapping[str, torch.Tensor]:
     """A torch.save state dict, read without unpickling code (``weights_only=True``)."""
     if not path.is_file():
         raise WeightFileError(f"{path}: weight file not found")
-    damaged = _zip_member_failing_crc(path)
-    if damaged is not None:
-        raise WeightFileError(f"{path}: record '{damaged}' fails its CRC-32 check, the file is corrupt "
-                              f"(changed since it was saved: a damaged copy or download?)")
+    _check_zip_records(path)
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:  # noqa: BLE001 - any unreadable file: one line naming it
@@ -169,20 +166,26 @@ def torch_state_dict(path: Path) -> Mapping[str, torch.Tensor]:
     return state
 
 
-def _zip_member_failing_crc(path: Path) -> str | None:
-    """The first record of a torch.save zip archive whose data does not match its CRC-32, or
-    None. torch.load does not check them: a flipped byte in a weight loaded as another value,
-    without a word. A file in the legacy format (PyTorch before 1.6, which the released models
-    were saved with) holds no checksums, and one that is not a readable zip is left to
-    torch.load to name."""
+def _check_zip_records(path: Path) -> None:
+    """A WeightFileError naming ``path`` where a torch.save zip archive fails Python's reading of
+    it: a record whose data does not match its CRC-32, or whose local header disagrees with the
+    central directory. torch.load checks neither: a flipped byte in a weight, or in a header's
+    name length (which moves where a record's data is taken from), loaded other values without
+    a word. A file in the legacy format (PyTorch before 1.6, which the released models were
+    saved with) holds no checksums and is left to torch.load."""
     with open(path, "rb") as f:
         if f.read(4) != b"PK\x03\x04":
-            return None
+            return
     try:
         with zipfile.ZipFile(path) as archive:
-            return archive.testzip()
-    except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError):
-        return None
+            damaged = archive.testzip()
+    except (zipfile.BadZipFile, EOFError, ValueError, NotImplementedError) as e:
+        reason = (str(e).strip().splitlines() or [type(e).__name__])[0][:120]
+        raise WeightFileError(f"{path}: a damaged or incomplete zip archive ({reason}); the file "
+                              f"changed since it was saved (a damaged copy or download?)") from None
+    if damaged is not None:
+        raise WeightFileError(f"{path}: record '{damaged}' fails its CRC-32 check, the file is corrupt "
+                              f"(changed since it was saved: a damaged copy or download?)")
 
 
 def check_state_dict(path: Path, state: Mapping[str, torch.Tensor],
