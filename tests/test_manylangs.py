@@ -571,3 +571,41 @@ def test_a_zip_format_pkl_whose_header_is_damaged_is_refused(tmp_path, capsys):
     with pytest.raises(WeightFileError, match=r"token_embedder.pkl: a damaged or incomplete zip archive \("):
         elmo.from_pretrained(folder)
     assert "token_embedder.pkl: a damaged" in one_line_error(folder, capsys)
+
+
+def test_two_tokens_with_one_dictionary_id_are_refused(tmp_path, capsys):
+    """Found by fuzzing: a char.dic line given the id of another token loaded silently (both
+    characters on one embedding row, another row unused): other outputs without a word."""
+    folder = copy_model(tmp_path, "model")
+    lines = (folder / "char.dic").read_text(encoding="utf-8").splitlines()
+    token = lines[21].split("\t")[0]
+    lines[21] = f"{token}\t{lines[5].split(chr(9))[1]}"
+    (folder / "char.dic").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(WeightFileError, match=rf"char.dic: line 22: id 5 of {re.escape(repr(token))} is also the id "
+                                              r"of .* \(line 6\); each token needs its own id"):
+        elmo.from_pretrained(folder)
+    assert "char.dic: line 22" in one_line_error(folder, capsys)
+
+
+def test_a_dictionary_with_a_byte_order_mark_reads_as_without(tmp_path):
+    """Found by fuzzing: a UTF-8 byte-order mark opening char.dic (an editor's) joined the first
+    token ('\\ufeffi' for 'i'), so that 'i' was out of the dictionary and the model gave other
+    outputs without a word; it is dropped, as from every text file the package reads."""
+    folder = copy_model(tmp_path, "model")
+    data = (folder / "char.dic").read_bytes()
+    assert data.startswith(b"i\t0\n")
+    (folder / "char.dic").write_bytes(b"\xef\xbb\xbf" + data)
+    assert read_dictionary(folder / "char.dic") == read_dictionary(MANYLANGS / "model" / "char.dic")
+    sentences = [["in", "it"], ["i"]]
+    assert np.array_equal(run(elmo.from_pretrained(folder), sentences),
+                          run(elmo.from_pretrained(MANYLANGS / "model"), sentences))
+
+
+def test_a_dictionary_id_of_thousands_of_digits_is_shown_cut(tmp_path):
+    """Found by fuzzing: an id of 5,000 digits (past Python's limit for int()) was repeated
+    whole in the error line."""
+    path = tmp_path / "char.dic"
+    path.write_text("a\t0\nb\t" + "9" * 5000 + "\n", encoding="utf-8")
+    with pytest.raises(WeightFileError, match=r"char.dic: line 2: id '9+\.\.\. is not an integer") as caught:
+        read_dictionary(path)
+    assert len(str(caught.value)) < 250
