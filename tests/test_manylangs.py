@@ -609,3 +609,18 @@ def test_a_dictionary_id_of_thousands_of_digits_is_shown_cut(tmp_path):
     with pytest.raises(WeightFileError, match=r"char.dic: line 2: id '9+\.\.\. is not an integer") as caught:
         read_dictionary(path)
     assert len(str(caught.value)) < 250
+
+
+@pytest.mark.parametrize("damage", [lambda d: b"not a pickle", lambda d: d[:151] + bytes([d[151] ^ 2]) + d[152:]])
+def test_a_damaged_legacy_pkl_is_named_without_torchs_advice(tmp_path, capsys, damage):
+    """Found by fuzzing: a damaged legacy .pkl repeated torch's advice to load the file with
+    weights_only=False (which runs any code the file holds) and its terminal escapes; the
+    line now gives the weights-only reader's own reason only."""
+    folder = copy_model(tmp_path, "model")
+    data = (folder / "encoder.pkl").read_bytes()
+    (folder / "encoder.pkl").write_bytes(damage(data))
+    with pytest.raises(WeightFileError, match=r"encoder.pkl: not a readable torch state dict \(") as caught:
+        elmo.from_pretrained(folder)
+    message = str(caught.value)
+    assert "weights_only" not in message and "\x1b" not in message and len(message) < len(str(folder)) + 200
+    assert "encoder.pkl: not a readable" in one_line_error(folder, capsys)

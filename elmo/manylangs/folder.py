@@ -152,18 +152,31 @@ def _their_names(message: str) -> str:
 
 # ---------------------------------------------------------------------- weights
 def torch_state_dict(path: Path) -> Mapping[str, torch.Tensor]:
-    """A torch.save state dict, read without unpickling code (``weights_only=True``)."""
+    """A torch.save state dict, read without unpickling code (``weights_only=True``); each
+    way it fails, one line naming ``path``."""
     if not path.is_file():
         raise WeightFileError(f"{path}: weight file not found")
     _check_zip_records(path)
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:  # noqa: BLE001 - any unreadable file: one line naming it
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise WeightFileError(f"{path}: not a readable torch state dict ({first})") from None
+        raise WeightFileError(f"{path}: not a readable torch state dict ({_load_failure(e)})") from None
     if not isinstance(state, Mapping):
         raise WeightFileError(f"{path}: expected a state dict, got {type(state).__name__}")
     return state
+
+
+def _load_failure(e: BaseException) -> str:
+    """torch.load's reason for one line: where the weights-only reader refused the file, its own
+    words (torch's message opens by advising to load the file with weights_only=False, which
+    can run code from the file: never to be repeated to a user; it also holds terminal
+    escapes), else the first line; control characters shown as '?', cut to 120 characters."""
+    text = str(e)
+    if "WeightsUnpickler error:" in text:
+        text = text.split("WeightsUnpickler error:", 1)[1]
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    first = "".join(c if c.isprintable() else "?" for c in (lines[0] if lines else type(e).__name__))
+    return first if len(first) <= 120 else first[:117] + "..."
 
 
 def _check_zip_records(path: Path) -> None:
