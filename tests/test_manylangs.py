@@ -624,3 +624,18 @@ def test_a_damaged_legacy_pkl_is_named_without_torchs_advice(tmp_path, capsys, d
     message = str(caught.value)
     assert "weights_only" not in message and "\x1b" not in message and len(message) < len(str(folder)) + 200
     assert "encoder.pkl: not a readable" in one_line_error(folder, capsys)
+
+
+@pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta")
+@pytest.mark.parametrize("layout", ["to_sparse", "to_sparse_csr"])
+def test_a_sparse_tensor_in_the_pkl_is_named(tmp_path, capsys, layout):
+    """Found by fuzzing: a sparse tensor (of the right shape and dtype) in a .pkl was a
+    TypeError traceback from the check of finite values."""
+    folder = copy_model(tmp_path, "model")
+    state = torch.load(folder / "token_embedder.pkl", map_location="cpu", weights_only=True)
+    state["projection.weight"] = getattr(state["projection.weight"], layout)()
+    torch.save(state, folder / "token_embedder.pkl")
+    with pytest.raises(WeightFileError, match=r"token_embedder.pkl: key 'projection.weight' is a torch.sparse_c.. "
+                                              r"tensor, expected a dense one"):
+        elmo.from_pretrained(folder)
+    assert "token_embedder.pkl: key 'projection.weight'" in one_line_error(folder, capsys)

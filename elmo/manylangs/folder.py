@@ -210,6 +210,8 @@ def check_state_dict(path: Path, state: Mapping[str, torch.Tensor],
         value = state[name]
         if not isinstance(value, torch.Tensor) or not value.is_floating_point():
             raise WeightFileError(f"{path}: key '{name}' is not a float tensor")
+        if value.layout != torch.strided:   # (a sparse one failed later, in a traceback)
+            raise WeightFileError(f"{path}: key '{name}' is a {value.layout} tensor, expected a dense one")
         if tuple(value.shape) != shape:
             raise WeightFileError(f"{path}: key '{name}' has shape {tuple(value.shape)}, "
                                   f"expected {shape}")
