@@ -432,6 +432,10 @@ def test_byte_ids_given_to_a_dictionary_model_are_refused():
     (lambda c: c["encoder"].pop("dim"), "encoder.dim: missing"),
     (lambda c: c["token_embedder"].update(char_dim=0), "token_embedder.char_dim: must be positive"),
     (lambda c: c["encoder"].update(proj_clip=-1), "encoder.proj_clip: must be >= 0"),
+    # found by fuzzing: a misspelt key left the default (0: no clipping) in place, silently
+    (lambda c: c["encoder"].update({" proj_clip": c["encoder"].pop("proj_clip")}),
+     r"encoder. proj_clip: unknown key \(known: name, projection_dim, cell_clip, proj_clip, dim, n_layers\)"),
+    (lambda c: c["token_embedder"].update(n_highways=3), "token_embedder.n_highways: unknown key"),
 ])
 def test_model_configuration_errors_name_file_and_key(tmp_path, edit, message):
     config = json.loads((MANYLANGS / "model" / "cnn_16_0_32_64_tiny.json").read_text())

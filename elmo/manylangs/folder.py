@@ -52,6 +52,12 @@ BUNDLED_CONFIGS = {"cnn_50_100_512_4096_sample.json": "cnn_50_100_512_4096_sampl
                    "cnn_0_100_512_4096_sample.json": "cnn_50_100_512_4096_sample.json"}
 
 
+#: The keys of a model configuration's sections, as the released configurations hold them.
+ENCODER_KEYS = ("name", "projection_dim", "cell_clip", "proj_clip", "dim", "n_layers")
+TOKEN_EMBEDDER_KEYS = ("name", "activation", "filters", "n_highway", "word_dim", "char_dim",
+                       "max_characters_per_token")
+
+
 def is_manylangs_folder(folder: str | Path) -> bool:
     """Whether ``folder`` looks like an ELMoForManyLangs model (its .pkl files, or a
     ``config.json`` that points at a model configuration)."""
@@ -114,6 +120,8 @@ def read_model_config(path: str | Path, n_characters: int, n_words: int) -> Elmo
             raise ConfigError("expected a JSON object")
         enc = take_key(data, "encoder", "", dict)
         emb = take_key(data, "token_embedder", "", dict)
+        _refuse_unknown(enc, "encoder", ENCODER_KEYS)
+        _refuse_unknown(emb, "token_embedder", TOKEN_EMBEDDER_KEYS)
         take_key(enc, "name", "encoder", str, check=lambda v: v == "elmo",
               why="only the 'elmo' encoder (the released models') is supported")
         take_key(emb, "name", "token_embedder", str, check=lambda v: v == "cnn",
@@ -140,6 +148,14 @@ def read_model_config(path: str | Path, n_characters: int, n_words: int) -> Elmo
         return ElmoOptions.from_dict(options)
     except ConfigError as e:
         raise ConfigError(f"{path}: {_their_names(str(e))}") from None
+
+
+def _refuse_unknown(section: Mapping[str, Any], where: str, known: Tuple[str, ...]) -> None:
+    """ConfigError for a key the reader does not know: a misspelt ``" proj_clip"`` left the
+    default (no clipping) in place, another model without a word."""
+    for key in section:
+        if key not in known:
+            raise ConfigError(f"{where}.{key}: unknown key (known: {', '.join(known)})")
 
 
 def _their_names(message: str) -> str:
