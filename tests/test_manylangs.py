@@ -643,3 +643,37 @@ def test_a_sparse_tensor_in_the_pkl_is_named(tmp_path, capsys, layout):
                                               r"tensor, expected a dense one"):
         elmo.from_pretrained(folder)
     assert "token_embedder.pkl: key 'projection.weight'" in one_line_error(folder, capsys)
+
+
+def test_a_zip_record_marked_as_a_directory_is_refused(tmp_path, capsys):
+    """Found by fuzzing: one flipped bit of a central directory entry's attributes (0x10, the
+    MS-DOS directory flag) made torch.load read that record as empty: the tensor kept whatever
+    memory held, other values at each load, without a word."""
+    import zipfile
+    folder = copy_model(tmp_path, "model")
+    state = torch.load(folder / "token_embedder.pkl", map_location="cpu", weights_only=True)
+    torch.save(state, folder / "token_embedder.pkl")   # (the zip format)
+    data = bytearray((folder / "token_embedder.pkl").read_bytes())
+    with zipfile.ZipFile(folder / "token_embedder.pkl") as archive:
+        name = next(i.filename for i in archive.infolist() if i.filename.endswith("/data/8")).encode()
+    entry = data.rfind(b"PK\x01\x02", 0, data.rfind(name))
+    assert data[entry + 38] == 0
+    data[entry + 38] = 0x10   # (external attributes, the first byte)
+    (folder / "token_embedder.pkl").write_bytes(bytes(data))
+    with pytest.raises(WeightFileError, match=r"token_embedder.pkl: record 'token_embedder/data/8' is marked as a "
+                                              r"directory"):
+        elmo.from_pretrained(folder)
+    assert "token_embedder.pkl: record" in one_line_error(folder, capsys)
+
+
+def test_an_embedding_that_is_a_scalar_is_named(tmp_path, capsys):
+    """Found by fuzzing: char_emb_layer.embedding.weight saved as a scalar was an IndexError
+    traceback from the count of its rows."""
+    folder = copy_model(tmp_path, "model")
+    state = torch.load(folder / "token_embedder.pkl", map_location="cpu", weights_only=True)
+    state["char_emb_layer.embedding.weight"] = torch.tensor(0.5)
+    torch.save(state, folder / "token_embedder.pkl")
+    with pytest.raises(WeightFileError, match=r"token_embedder.pkl: key 'char_emb_layer.embedding.weight' has shape "
+                                              r"\(\), expected \(188, 16\)"):
+        elmo.from_pretrained(folder)
+    assert "token_embedder.pkl: key" in one_line_error(folder, capsys)

@@ -210,10 +210,16 @@ def _check_zip_records(path: Path) -> None:
     try:
         with zipfile.ZipFile(path) as archive:
             damaged = archive.testzip()
+            # (a record flagged as a directory, MS-DOS attribute 0x10, is read as empty: the
+            # tensor on it kept whatever memory held, a different value at each load)
+            folder = next((i.filename for i in archive.infolist() if i.is_dir() or i.external_attr & 0x10), None)
     except (zipfile.BadZipFile, EOFError, ValueError, NotImplementedError) as e:
         reason = (str(e).strip().splitlines() or [type(e).__name__])[0][:120]
         raise WeightFileError(f"{path}: a damaged or incomplete zip archive ({reason}); the file "
                               f"changed since it was saved (a damaged copy or download?)") from None
+    if folder is not None:
+        raise WeightFileError(f"{path}: record '{folder}' is marked as a directory, the file is corrupt "
+                              f"(changed since it was saved: a damaged copy or download?)")
     if damaged is not None:
         raise WeightFileError(f"{path}: record '{damaged}' fails its CRC-32 check, the file is corrupt "
                               f"(changed since it was saved: a damaged copy or download?)")
@@ -366,8 +372,8 @@ def _check_rows(pkl: Path, state: Mapping[str, torch.Tensor], key: str, dic: Pat
                 entries: Mapping[str, int]) -> None:
     """The embedding ``key`` must have one row per distinct dictionary token, and every id must
     be a row of it."""
-    if not isinstance(state.get(key), torch.Tensor):
-        return  # reported by check_state_dict
+    if not isinstance(state.get(key), torch.Tensor) or state[key].dim() != 2:
+        return  # reported by check_state_dict (a scalar has no rows to count)
     rows = state[key].shape[0]
     if rows != len(entries):
         raise WeightFileError(f"{pkl}: '{key}' has {rows} rows but {dic} has {len(entries)} "
