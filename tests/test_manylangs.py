@@ -677,3 +677,19 @@ def test_an_embedding_that_is_a_scalar_is_named(tmp_path, capsys):
                                               r"\(\), expected \(188, 16\)"):
         elmo.from_pretrained(folder)
     assert "token_embedder.pkl: key" in one_line_error(folder, capsys)
+
+
+def test_a_legacy_pkl_tensor_whose_values_share_memory_is_refused(tmp_path, capsys):
+    """Found by fuzzing: in a legacy .pkl (which holds no checksums) a flipped bit turned a
+    bias's stride 1 into 0, and the model loaded with its first value in all 16 places."""
+    folder = copy_model(tmp_path, "model")
+    state = torch.load(folder / "token_embedder.pkl", map_location="cpu", weights_only=True)
+    state["convolutions.0.bias"] = state["convolutions.0.bias"][:1].expand(16)
+    torch.save(state, folder / "token_embedder.pkl", _use_new_zipfile_serialization=False)
+    with pytest.raises(WeightFileError, match=r"token_embedder.pkl: key 'convolutions.0.bias' has strides \(0,\) for "
+                                              r"shape \(16,\): its values share memory"):
+        elmo.from_pretrained(folder)
+    assert "token_embedder.pkl: key" in one_line_error(folder, capsys)
+    state["convolutions.0.bias"] = torch.zeros(16, 2).T[0]   # (strided, not sharing memory: loads)
+    torch.save(state, folder / "token_embedder.pkl", _use_new_zipfile_serialization=False)
+    elmo.from_pretrained(folder)

@@ -236,6 +236,9 @@ def check_state_dict(path: Path, state: Mapping[str, torch.Tensor],
             raise WeightFileError(f"{path}: key '{name}' is not a float tensor")
         if value.layout != torch.strided:   # (a sparse one failed later, in a traceback)
             raise WeightFileError(f"{path}: key '{name}' is a {value.layout} tensor, expected a dense one")
+        if _overlapping(value):
+            raise WeightFileError(f"{path}: key '{name}' has strides {value.stride()} for shape {tuple(value.shape)}: "
+                                  f"its values share memory, which no saved weight does (a damaged file?)")
         if tuple(value.shape) != shape:
             raise WeightFileError(f"{path}: key '{name}' has shape {tuple(value.shape)}, "
                                   f"expected {shape}")
@@ -244,6 +247,18 @@ def check_state_dict(path: Path, state: Mapping[str, torch.Tensor],
     if extra:
         raise WeightFileError(f"{path}: unexpected key '{extra[0]}'"
                               + (f" and {len(extra) - 1} more" if len(extra) > 1 else ""))
+
+
+def _overlapping(value: torch.Tensor) -> bool:
+    """Whether two elements of ``value`` may share memory: its dims of more than one element,
+    by stride, each step past the span of the ones below. A legacy .pkl (no checksums) whose
+    stride 1 read 0 loaded one value 16 times, silently."""
+    reach = 1
+    for stride, size in sorted((st, sz) for st, sz in zip(value.stride(), value.shape) if sz > 1):
+        if stride < reach:
+            return True
+        reach = stride * size
+    return False
 
 
 def _vocabulary(options: ElmoOptions) -> CharVocabularyConfig:
