@@ -693,3 +693,27 @@ def test_a_legacy_pkl_tensor_whose_values_share_memory_is_refused(tmp_path, caps
     state["convolutions.0.bias"] = torch.zeros(16, 2).T[0]   # (strided, not sharing memory: loads)
     torch.save(state, folder / "token_embedder.pkl", _use_new_zipfile_serialization=False)
     elmo.from_pretrained(folder)
+
+
+@pytest.mark.parametrize("record, field, bit, reason", [
+    (b"PK\x01\x02", 8, 0x01, "is encrypted"),       # a central directory entry's flags: encrypted
+    (b"PK\x06\x06", 49, 0x10, "Invalid argument"),  # the zip64 end record's directory offset
+])
+def test_a_zip_directory_record_damaged_is_named(tmp_path, capsys, record, field, bit, reason):
+    """Found by fuzzing: a central directory entry with its 'encrypted' flag set was a
+    RuntimeError traceback, and a zip64 end record whose directory offset was damaged the bare
+    '[Errno 22] Invalid argument' naming no file."""
+    import zipfile
+    folder = copy_model(tmp_path, "model")
+    state = torch.load(folder / "encoder.pkl", map_location="cpu", weights_only=True)
+    torch.save(state, folder / "encoder.pkl")   # (the zip format)
+    data = bytearray((folder / "encoder.pkl").read_bytes())
+    with zipfile.ZipFile(folder / "encoder.pkl") as archive:
+        name = next(i.filename for i in archive.infolist() if i.filename.endswith("/data/6")).encode()
+    at = data.rfind(record, 0, data.rfind(name)) if record == b"PK\x01\x02" else data.rfind(record)
+    assert at >= 0
+    data[at + field] ^= bit
+    (folder / "encoder.pkl").write_bytes(bytes(data))
+    with pytest.raises(WeightFileError, match=rf"encoder.pkl: a damaged or incomplete zip archive \(.*{reason}"):
+        elmo.from_pretrained(folder)
+    assert "encoder.pkl: a damaged" in one_line_error(folder, capsys)

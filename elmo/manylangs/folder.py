@@ -213,7 +213,11 @@ def _check_zip_records(path: Path) -> None:
             # (a record flagged as a directory, MS-DOS attribute 0x10, is read as empty: the
             # tensor on it kept whatever memory held, a different value at each load)
             folder = next((i.filename for i in archive.infolist() if i.is_dir() or i.external_attr & 0x10), None)
-    except (zipfile.BadZipFile, EOFError, ValueError, NotImplementedError) as e:
+    except (zipfile.BadZipFile, EOFError, ValueError, NotImplementedError, RuntimeError, OSError) as e:
+        if isinstance(e, OSError) and e.filename is not None:
+            raise   # (the OS's own error about the file, which names it)
+        # (RuntimeError: a flag bit read as "encrypted"; a bare OSError: a record's offset
+        # damaged, the seek to it refused)
         reason = (str(e).strip().splitlines() or [type(e).__name__])[0][:120]
         raise WeightFileError(f"{path}: a damaged or incomplete zip archive ({reason}); the file "
                               f"changed since it was saved (a damaged copy or download?)") from None
