@@ -7,6 +7,7 @@ computed for 40 sentences. Its stated tolerance: numpy.allclose(rtol=1e-5, atol=
 import json
 import re
 import shutil
+import zipfile
 
 import h5py
 import numpy as np
@@ -289,6 +290,16 @@ def one_line_error(folder, capsys):
     return err
 
 
+def zip_format_record(tmp_path, pkl, suffix):
+    """A copy of the model folder whose ``pkl`` is re-saved in the zip format: (folder, the
+    file's bytes, the record whose name ends with ``suffix``)."""
+    folder = copy_model(tmp_path, "model")
+    torch.save(torch.load(folder / pkl, map_location="cpu", weights_only=True), folder / pkl)
+    with zipfile.ZipFile(folder / pkl) as archive:
+        record = next(i for i in archive.infolist() if i.filename.endswith(suffix))
+    return folder, bytearray((folder / pkl).read_bytes()), record
+
+
 def test_missing_char_dic(tmp_path, capsys):
     folder = copy_model(tmp_path)
     (folder / "char.dic").unlink()
@@ -563,13 +574,7 @@ def test_a_zip_format_pkl_whose_header_is_damaged_is_refused(tmp_path, capsys):
     """Found by fuzzing: a flipped bit in the name length of a record's local header (the
     central directory intact) moved where torch.load took that record's data from: the model
     loaded other values without a word. Python's zip reader refuses the record; so do we."""
-    import zipfile
-    folder = copy_model(tmp_path, "model")
-    state = torch.load(folder / "token_embedder.pkl", map_location="cpu", weights_only=True)
-    torch.save(state, folder / "token_embedder.pkl")   # (the zip format)
-    with zipfile.ZipFile(folder / "token_embedder.pkl") as archive:
-        record = next(i for i in archive.infolist() if i.filename.endswith("/data/4"))
-    data = bytearray((folder / "token_embedder.pkl").read_bytes())
+    folder, data, record = zip_format_record(tmp_path, "token_embedder.pkl", "/data/4")
     data[record.header_offset + 27] ^= 0x01   # (the high byte of the name's length: +256)
     (folder / "token_embedder.pkl").write_bytes(bytes(data))
     with pytest.raises(WeightFileError, match=r"token_embedder.pkl: a damaged or incomplete zip archive \("):
@@ -630,33 +635,12 @@ def test_a_damaged_legacy_pkl_is_named_without_torchs_advice(tmp_path, capsys, d
     assert "encoder.pkl: not a readable" in one_line_error(folder, capsys)
 
 
-@pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta")
-@pytest.mark.parametrize("layout", ["to_sparse", "to_sparse_csr"])
-def test_a_sparse_tensor_in_the_pkl_is_named(tmp_path, capsys, layout):
-    """Found by fuzzing: a sparse tensor (of the right shape and dtype) in a .pkl was a
-    TypeError traceback from the check of finite values."""
-    folder = copy_model(tmp_path, "model")
-    state = torch.load(folder / "token_embedder.pkl", map_location="cpu", weights_only=True)
-    state["projection.weight"] = getattr(state["projection.weight"], layout)()
-    torch.save(state, folder / "token_embedder.pkl")
-    with pytest.raises(WeightFileError, match=r"token_embedder.pkl: key 'projection.weight' is a torch.sparse_c.. "
-                                              r"tensor, expected a dense one"):
-        elmo.from_pretrained(folder)
-    assert "token_embedder.pkl: key 'projection.weight'" in one_line_error(folder, capsys)
-
-
 def test_a_zip_record_marked_as_a_directory_is_refused(tmp_path, capsys):
     """Found by fuzzing: one flipped bit of a central directory entry's attributes (0x10, the
     MS-DOS directory flag) made torch.load read that record as empty: the tensor kept whatever
     memory held, other values at each load, without a word."""
-    import zipfile
-    folder = copy_model(tmp_path, "model")
-    state = torch.load(folder / "token_embedder.pkl", map_location="cpu", weights_only=True)
-    torch.save(state, folder / "token_embedder.pkl")   # (the zip format)
-    data = bytearray((folder / "token_embedder.pkl").read_bytes())
-    with zipfile.ZipFile(folder / "token_embedder.pkl") as archive:
-        name = next(i.filename for i in archive.infolist() if i.filename.endswith("/data/8")).encode()
-    entry = data.rfind(b"PK\x01\x02", 0, data.rfind(name))
+    folder, data, record = zip_format_record(tmp_path, "token_embedder.pkl", "/data/8")
+    entry = data.rfind(b"PK\x01\x02", 0, data.rfind(record.filename.encode()))
     assert data[entry + 38] == 0
     data[entry + 38] = 0x10   # (external attributes, the first byte)
     (folder / "token_embedder.pkl").write_bytes(bytes(data))
@@ -666,17 +650,23 @@ def test_a_zip_record_marked_as_a_directory_is_refused(tmp_path, capsys):
     assert "token_embedder.pkl: record" in one_line_error(folder, capsys)
 
 
-def test_an_embedding_that_is_a_scalar_is_named(tmp_path, capsys):
-    """Found by fuzzing: char_emb_layer.embedding.weight saved as a scalar was an IndexError
-    traceback from the count of its rows."""
+@pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta")
+@pytest.mark.parametrize("key, make, message", [
+    ("projection.weight", lambda t: t.to_sparse(), "is a torch.sparse_coo tensor, expected a dense one"),
+    ("projection.weight", lambda t: t.to_sparse_csr(), "is a torch.sparse_csr tensor, expected a dense one"),
+    ("char_emb_layer.embedding.weight", lambda t: torch.tensor(0.5), r"has shape \(\), expected \(188, 16\)"),
+])
+def test_a_tensor_of_another_kind_in_the_pkl_is_named(tmp_path, capsys, key, make, message):
+    """Found by fuzzing: a sparse tensor (of the right shape and dtype) in a .pkl was a
+    TypeError traceback from the check of finite values, and an embedding saved as a scalar an
+    IndexError from the count of its rows."""
     folder = copy_model(tmp_path, "model")
     state = torch.load(folder / "token_embedder.pkl", map_location="cpu", weights_only=True)
-    state["char_emb_layer.embedding.weight"] = torch.tensor(0.5)
+    state[key] = make(state[key])
     torch.save(state, folder / "token_embedder.pkl")
-    with pytest.raises(WeightFileError, match=r"token_embedder.pkl: key 'char_emb_layer.embedding.weight' has shape "
-                                              r"\(\), expected \(188, 16\)"):
+    with pytest.raises(WeightFileError, match=rf"token_embedder.pkl: key '{key}' {message}"):
         elmo.from_pretrained(folder)
-    assert "token_embedder.pkl: key" in one_line_error(folder, capsys)
+    assert f"token_embedder.pkl: key '{key}'" in one_line_error(folder, capsys)
 
 
 def test_a_legacy_pkl_tensor_whose_values_share_memory_is_refused(tmp_path, capsys):
@@ -703,14 +693,8 @@ def test_a_zip_directory_record_damaged_is_named(tmp_path, capsys, record, field
     """Found by fuzzing: a central directory entry with its 'encrypted' flag set was a
     RuntimeError traceback, and a zip64 end record whose directory offset was damaged the bare
     '[Errno 22] Invalid argument' naming no file."""
-    import zipfile
-    folder = copy_model(tmp_path, "model")
-    state = torch.load(folder / "encoder.pkl", map_location="cpu", weights_only=True)
-    torch.save(state, folder / "encoder.pkl")   # (the zip format)
-    data = bytearray((folder / "encoder.pkl").read_bytes())
-    with zipfile.ZipFile(folder / "encoder.pkl") as archive:
-        name = next(i.filename for i in archive.infolist() if i.filename.endswith("/data/6")).encode()
-    at = data.rfind(record, 0, data.rfind(name)) if record == b"PK\x01\x02" else data.rfind(record)
+    folder, data, entry = zip_format_record(tmp_path, "encoder.pkl", "/data/6")
+    at = data.rfind(record, 0, data.rfind(entry.filename.encode())) if record == b"PK\x01\x02" else data.rfind(record)
     assert at >= 0
     data[at + field] ^= bit
     (folder / "encoder.pkl").write_bytes(bytes(data))

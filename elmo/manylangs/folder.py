@@ -30,7 +30,6 @@ Outputs agree with the original's to float rounding (the conformance fixture, to
 """
 from __future__ import annotations
 
-import zipfile
 from importlib import resources
 from pathlib import Path
 from typing import Any, Dict, Mapping, Tuple
@@ -43,6 +42,7 @@ from ..modules.bilm import BiLM
 from ..modules.skip_init import init_skipped
 from ..runtime import resolve_device
 from ..weights import WeightFileError, check_finite
+from ..zip_records import zip_damage
 from .dictionary import read_dictionary
 from .vocabulary import CHAR_DIC, WORD_DIC, CharVocabulary
 
@@ -174,7 +174,10 @@ def torch_state_dict(path: Path) -> Mapping[str, torch.Tensor]:
     way it fails, one line naming ``path``."""
     if not path.is_file():
         raise WeightFileError(f"{path}: weight file not found")
-    _check_zip_records(path)
+    damage = zip_damage(path)   # (torch.load checks none of it: see elmo.zip_records)
+    if damage is not None:
+        raise WeightFileError(f"{path}: {damage}, the file is corrupt (changed since it was saved: "
+                              f"a damaged copy or download?)")
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:  # noqa: BLE001 - any unreadable file: one line naming it
@@ -195,38 +198,6 @@ def _load_failure(e: BaseException) -> str:
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     first = "".join(c if c.isprintable() else "?" for c in (lines[0] if lines else type(e).__name__))
     return first if len(first) <= 120 else first[:117] + "..."
-
-
-def _check_zip_records(path: Path) -> None:
-    """A WeightFileError naming ``path`` where a torch.save zip archive fails Python's reading of
-    it: a record whose data does not match its CRC-32, or whose local header disagrees with the
-    central directory. torch.load checks neither: a flipped byte in a weight, or in a header's
-    name length (which moves where a record's data is taken from), loaded other values without
-    a word. A file in the legacy format (PyTorch before 1.6, which the released models were
-    saved with) holds no checksums and is left to torch.load."""
-    with open(path, "rb") as f:
-        if f.read(4) != b"PK\x03\x04":
-            return
-    try:
-        with zipfile.ZipFile(path) as archive:
-            damaged = archive.testzip()
-            # (a record flagged as a directory, MS-DOS attribute 0x10, is read as empty: the
-            # tensor on it kept whatever memory held, a different value at each load)
-            folder = next((i.filename for i in archive.infolist() if i.is_dir() or i.external_attr & 0x10), None)
-    except (zipfile.BadZipFile, EOFError, ValueError, NotImplementedError, RuntimeError, OSError) as e:
-        if isinstance(e, OSError) and e.filename is not None:
-            raise   # (the OS's own error about the file, which names it)
-        # (RuntimeError: a flag bit read as "encrypted"; a bare OSError: a record's offset
-        # damaged, the seek to it refused)
-        reason = (str(e).strip().splitlines() or [type(e).__name__])[0][:120]
-        raise WeightFileError(f"{path}: a damaged or incomplete zip archive ({reason}); the file "
-                              f"changed since it was saved (a damaged copy or download?)") from None
-    if folder is not None:
-        raise WeightFileError(f"{path}: record '{folder}' is marked as a directory, the file is corrupt "
-                              f"(changed since it was saved: a damaged copy or download?)")
-    if damaged is not None:
-        raise WeightFileError(f"{path}: record '{damaged}' fails its CRC-32 check, the file is corrupt "
-                              f"(changed since it was saved: a damaged copy or download?)")
 
 
 def check_state_dict(path: Path, state: Mapping[str, torch.Tensor],
