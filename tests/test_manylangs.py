@@ -7,6 +7,7 @@ computed for 40 sentences. Its stated tolerance: numpy.allclose(rtol=1e-5, atol=
 import json
 import re
 import shutil
+import zipfile
 
 import h5py
 import numpy as np
@@ -289,6 +290,16 @@ def one_line_error(folder, capsys):
     return err
 
 
+def zip_format_record(tmp_path, pkl, suffix):
+    """A copy of the model folder whose ``pkl`` is re-saved in the zip format: (folder, the
+    file's bytes, the record whose name ends with ``suffix``)."""
+    folder = copy_model(tmp_path, "model")
+    torch.save(torch.load(folder / pkl, map_location="cpu", weights_only=True), folder / pkl)
+    with zipfile.ZipFile(folder / pkl) as archive:
+        record = next(i for i in archive.infolist() if i.filename.endswith(suffix))
+    return folder, bytearray((folder / pkl).read_bytes()), record
+
+
 def test_missing_char_dic(tmp_path, capsys):
     folder = copy_model(tmp_path)
     (folder / "char.dic").unlink()
@@ -432,6 +443,10 @@ def test_byte_ids_given_to_a_dictionary_model_are_refused():
     (lambda c: c["encoder"].pop("dim"), "encoder.dim: missing"),
     (lambda c: c["token_embedder"].update(char_dim=0), "token_embedder.char_dim: must be positive"),
     (lambda c: c["encoder"].update(proj_clip=-1), "encoder.proj_clip: must be >= 0"),
+    # found by fuzzing: a misspelt key left the default (0: no clipping) in place, silently
+    (lambda c: c["encoder"].update({" proj_clip": c["encoder"].pop("proj_clip")}),
+     r"encoder. proj_clip: unknown key \(known: name, projection_dim, cell_clip, proj_clip, dim, n_layers\)"),
+    (lambda c: c["token_embedder"].update(n_highways=3), "token_embedder.n_highways: unknown key"),
 ])
 def test_model_configuration_errors_name_file_and_key(tmp_path, edit, message):
     config = json.loads((MANYLANGS / "model" / "cnn_16_0_32_64_tiny.json").read_text())
@@ -531,3 +546,158 @@ def test_a_native_dictionary_id_past_the_embedding_is_refused_when_loading(tmp_p
     with pytest.raises(WeightFileError, match=f"{dic}: id {len(lines) + 5} of .* is not below"):
         elmo.from_pretrained(out)
     assert dic in one_line_error(out, capsys)
+
+
+@pytest.mark.parametrize("file, old, new", [
+    ("config.json", '"config_path": "cnn_16_0_32_64_tiny.json"',
+     '"config_path": "cnn_16_0_32_64_tiny.json", "config_path": "other.json"'),
+    ("cnn_16_0_32_64_tiny.json", '"cell_clip": 1.0', '"cell_clip": 1.0, "cell_clip": 3'),
+])
+def test_a_key_given_twice_in_a_folder_config_is_refused(tmp_path, capsys, file, old, new):
+    """Found by fuzzing: a key given twice in config.json or the model configuration (here
+    config_path to a configuration without clipping, or a second cell_clip) took the last
+    value without a word, and the model gave other outputs."""
+    folder = copy_model(tmp_path, "model")
+    config = json.loads((folder / "cnn_16_0_32_64_tiny.json").read_text())
+    config["encoder"]["cell_clip"] = 0
+    (folder / "other.json").write_text(json.dumps(config))
+    text = (folder / file).read_text()
+    assert old in text
+    (folder / file).write_text(text.replace(old, new))
+    key = "config_path" if file == "config.json" else "cell_clip"
+    with pytest.raises(ConfigError, match=f"{re.escape(file)}: not readable JSON \\(the key '{key}' appears twice"):
+        elmo.from_pretrained(folder)
+    assert f"{file}: not readable JSON" in one_line_error(folder, capsys)
+
+
+def test_a_zip_format_pkl_whose_header_is_damaged_is_refused(tmp_path, capsys):
+    """Found by fuzzing: a flipped bit in the name length of a record's local header (the
+    central directory intact) moved where torch.load took that record's data from: the model
+    loaded other values without a word. Python's zip reader refuses the record; so do we."""
+    folder, data, record = zip_format_record(tmp_path, "token_embedder.pkl", "/data/4")
+    data[record.header_offset + 27] ^= 0x01   # (the high byte of the name's length: +256)
+    (folder / "token_embedder.pkl").write_bytes(bytes(data))
+    with pytest.raises(WeightFileError, match=r"token_embedder.pkl: a damaged or incomplete zip archive \("):
+        elmo.from_pretrained(folder)
+    assert "token_embedder.pkl: a damaged" in one_line_error(folder, capsys)
+
+
+def test_two_tokens_with_one_dictionary_id_are_refused(tmp_path, capsys):
+    """Found by fuzzing: a char.dic line given the id of another token loaded silently (both
+    characters on one embedding row, another row unused): other outputs without a word."""
+    folder = copy_model(tmp_path, "model")
+    lines = (folder / "char.dic").read_text(encoding="utf-8").splitlines()
+    token = lines[21].split("\t")[0]
+    lines[21] = f"{token}\t{lines[5].split(chr(9))[1]}"
+    (folder / "char.dic").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(WeightFileError, match=rf"char.dic: line 22: id 5 of {re.escape(repr(token))} is also the id "
+                                              r"of .* \(line 6\); each token needs its own id"):
+        elmo.from_pretrained(folder)
+    assert "char.dic: line 22" in one_line_error(folder, capsys)
+
+
+def test_a_dictionary_with_a_byte_order_mark_reads_as_without(tmp_path):
+    """Found by fuzzing: a UTF-8 byte-order mark opening char.dic (an editor's) joined the first
+    token ('\\ufeffi' for 'i'), so that 'i' was out of the dictionary and the model gave other
+    outputs without a word; it is dropped, as from every text file the package reads."""
+    folder = copy_model(tmp_path, "model")
+    data = (folder / "char.dic").read_bytes()
+    assert data.startswith(b"i\t0\n")
+    (folder / "char.dic").write_bytes(b"\xef\xbb\xbf" + data)
+    assert read_dictionary(folder / "char.dic") == read_dictionary(MANYLANGS / "model" / "char.dic")
+    sentences = [["in", "it"], ["i"]]
+    assert np.array_equal(run(elmo.from_pretrained(folder), sentences),
+                          run(elmo.from_pretrained(MANYLANGS / "model"), sentences))
+
+
+def test_a_dictionary_id_of_thousands_of_digits_is_shown_cut(tmp_path):
+    """Found by fuzzing: an id of 5,000 digits (past Python's limit for int()) was repeated
+    whole in the error line."""
+    path = tmp_path / "char.dic"
+    path.write_text("a\t0\nb\t" + "9" * 5000 + "\n", encoding="utf-8")
+    with pytest.raises(WeightFileError, match=r"char.dic: line 2: id '9+\.\.\. is not an integer") as caught:
+        read_dictionary(path)
+    assert len(str(caught.value)) < 250
+
+
+@pytest.mark.parametrize("damage", [lambda d: b"not a pickle", lambda d: d[:151] + bytes([d[151] ^ 2]) + d[152:]])
+def test_a_damaged_legacy_pkl_is_named_without_torchs_advice(tmp_path, capsys, damage):
+    """Found by fuzzing: a damaged legacy .pkl repeated torch's advice to load the file with
+    weights_only=False (which runs any code the file holds) and its terminal escapes; the
+    line now gives the weights-only reader's own reason only."""
+    folder = copy_model(tmp_path, "model")
+    data = (folder / "encoder.pkl").read_bytes()
+    (folder / "encoder.pkl").write_bytes(damage(data))
+    with pytest.raises(WeightFileError, match=r"encoder.pkl: not a readable torch state dict \(") as caught:
+        elmo.from_pretrained(folder)
+    message = str(caught.value)
+    assert "weights_only" not in message and "\x1b" not in message and len(message) < len(str(folder)) + 200
+    assert "encoder.pkl: not a readable" in one_line_error(folder, capsys)
+
+
+def test_a_zip_record_marked_as_a_directory_is_refused(tmp_path, capsys):
+    """Found by fuzzing: one flipped bit of a central directory entry's attributes (0x10, the
+    MS-DOS directory flag) made torch.load read that record as empty: the tensor kept whatever
+    memory held, other values at each load, without a word."""
+    folder, data, record = zip_format_record(tmp_path, "token_embedder.pkl", "/data/8")
+    entry = data.rfind(b"PK\x01\x02", 0, data.rfind(record.filename.encode()))
+    assert data[entry + 38] == 0
+    data[entry + 38] = 0x10   # (external attributes, the first byte)
+    (folder / "token_embedder.pkl").write_bytes(bytes(data))
+    with pytest.raises(WeightFileError, match=r"token_embedder.pkl: record 'token_embedder/data/8' is marked as a "
+                                              r"directory"):
+        elmo.from_pretrained(folder)
+    assert "token_embedder.pkl: record" in one_line_error(folder, capsys)
+
+
+@pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta")
+@pytest.mark.parametrize("key, make, message", [
+    ("projection.weight", lambda t: t.to_sparse(), "is a torch.sparse_coo tensor, expected a dense one"),
+    ("projection.weight", lambda t: t.to_sparse_csr(), "is a torch.sparse_csr tensor, expected a dense one"),
+    ("char_emb_layer.embedding.weight", lambda t: torch.tensor(0.5), r"has shape \(\), expected \(188, 16\)"),
+])
+def test_a_tensor_of_another_kind_in_the_pkl_is_named(tmp_path, capsys, key, make, message):
+    """Found by fuzzing: a sparse tensor (of the right shape and dtype) in a .pkl was a
+    TypeError traceback from the check of finite values, and an embedding saved as a scalar an
+    IndexError from the count of its rows."""
+    folder = copy_model(tmp_path, "model")
+    state = torch.load(folder / "token_embedder.pkl", map_location="cpu", weights_only=True)
+    state[key] = make(state[key])
+    torch.save(state, folder / "token_embedder.pkl")
+    with pytest.raises(WeightFileError, match=rf"token_embedder.pkl: key '{key}' {message}"):
+        elmo.from_pretrained(folder)
+    assert f"token_embedder.pkl: key '{key}'" in one_line_error(folder, capsys)
+
+
+def test_a_legacy_pkl_tensor_whose_values_share_memory_is_refused(tmp_path, capsys):
+    """Found by fuzzing: in a legacy .pkl (which holds no checksums) a flipped bit turned a
+    bias's stride 1 into 0, and the model loaded with its first value in all 16 places."""
+    folder = copy_model(tmp_path, "model")
+    state = torch.load(folder / "token_embedder.pkl", map_location="cpu", weights_only=True)
+    state["convolutions.0.bias"] = state["convolutions.0.bias"][:1].expand(16)
+    torch.save(state, folder / "token_embedder.pkl", _use_new_zipfile_serialization=False)
+    with pytest.raises(WeightFileError, match=r"token_embedder.pkl: key 'convolutions.0.bias' has strides \(0,\) for "
+                                              r"shape \(16,\): its values share memory"):
+        elmo.from_pretrained(folder)
+    assert "token_embedder.pkl: key" in one_line_error(folder, capsys)
+    state["convolutions.0.bias"] = torch.zeros(16, 2).T[0]   # (strided, not sharing memory: loads)
+    torch.save(state, folder / "token_embedder.pkl", _use_new_zipfile_serialization=False)
+    elmo.from_pretrained(folder)
+
+
+@pytest.mark.parametrize("record, field, bit, reason", [
+    (b"PK\x01\x02", 8, 0x01, "is encrypted"),       # a central directory entry's flags: encrypted
+    (b"PK\x06\x06", 49, 0x10, "Invalid argument"),  # the zip64 end record's directory offset
+])
+def test_a_zip_directory_record_damaged_is_named(tmp_path, capsys, record, field, bit, reason):
+    """Found by fuzzing: a central directory entry with its 'encrypted' flag set was a
+    RuntimeError traceback, and a zip64 end record whose directory offset was damaged the bare
+    '[Errno 22] Invalid argument' naming no file."""
+    folder, data, entry = zip_format_record(tmp_path, "encoder.pkl", "/data/6")
+    at = data.rfind(record, 0, data.rfind(entry.filename.encode())) if record == b"PK\x01\x02" else data.rfind(record)
+    assert at >= 0
+    data[at + field] ^= bit
+    (folder / "encoder.pkl").write_bytes(bytes(data))
+    with pytest.raises(WeightFileError, match=rf"encoder.pkl: a damaged or incomplete zip archive \(.*{reason}"):
+        elmo.from_pretrained(folder)
+    assert "encoder.pkl: a damaged" in one_line_error(folder, capsys)

@@ -118,8 +118,8 @@ def test_a_damaged_byte_of_a_checkpoints_tensor_is_named(tmp_path, toy):
     data = bytearray(path.read_bytes())
     data[record.header_offset + 30 + len(record.filename.encode()) + len(record.extra) + record.file_size // 2] ^= 4
     path.write_bytes(bytes(data))
-    with pytest.raises(CheckpointError, match=f"{path.name}: damaged: the data of its record "
-                                              f"{re.escape(record.filename)} does not match the checksum"):
+    with pytest.raises(CheckpointError, match=f"{path.name}: not a readable checkpoint, truncated or corrupt: "
+                                              f"record '{re.escape(record.filename)}' fails its CRC-32 check"):
         train(cfg)
 
 
@@ -1709,3 +1709,26 @@ def test_a_warm_start_takes_the_counts_a_run_reading_vocab_txt_takes(tmp_path, t
     read = load_training_vocabulary(tmp_path / "lm" / VOCAB_FILE)
     reused = load_training_vocabulary(tmp_path / "lm" / VOCAB_FILE, loaded=(tmp_path / "lm", load_vocabulary(tmp_path / "lm")))
     assert read.counts == reused.counts == [7 + i for i in range(len(words))]
+
+
+@pytest.mark.parametrize("damage", ["name length", "directory flag"])
+def test_a_checkpoints_zip_header_damaged_is_named(tmp_path, damage):
+    """Found by fuzzing the ELMoForManyLangs reader, which shares the check: a flipped bit of a
+    record's local header (its name's length) moved where torch.load took the data from, and a
+    record flagged as a directory was read as empty (uninitialised memory); each loaded other
+    values without a word, though Python's zip reader refuses both."""
+    path = tmp_path / "ckpt.pt"
+    torch.save({"weights": torch.arange(64.0)}, path)
+    with zipfile.ZipFile(path) as archive:
+        record = next(r for r in archive.infolist() if "/data/" in r.filename)
+    data = bytearray(path.read_bytes())
+    if damage == "name length":
+        data[record.header_offset + 27] ^= 0x01   # (the high byte of the name's length: +256)
+        message = r"a damaged or incomplete zip archive \("
+    else:
+        entry = data.rfind(b"PK\x01\x02", 0, data.rfind(record.filename.encode()))
+        data[entry + 38] ^= 0x10                  # (external attributes: MS-DOS directory)
+        message = f"record '{re.escape(record.filename)}' is marked as a directory"
+    path.write_bytes(bytes(data))
+    with pytest.raises(CheckpointError, match=f"ckpt.pt: not a readable checkpoint, truncated or corrupt: {message}"):
+        load_checkpoint(path)

@@ -10,18 +10,24 @@ so that a folder gives the same ids here as there:
   an earlier one;
 * the embedding has one row per distinct token read (checked against the weights elsewhere).
 
-Blank lines are skipped (the original stops on them). Writing goes the other way: one line per
-token in id order, which reads back to the same mapping; a token that these rules would read
-as another (surrounding whitespace, a TAB or line break in it) is refused before writing.
+Blank lines are skipped (the original stops on them). Unlike the original, a UTF-8 byte-order
+mark opening the file is dropped (as every text file of the package, :mod:`elmo.text_files`;
+kept, it joined the first token), a NUL byte is refused, and two tokens with one id are
+refused (the original trainer writes one id per token; two sharing a row is a damaged file).
+
+Writing goes the other way: one line per token in id order, which reads back to the same
+mapping; a token that these rules would read as another (surrounding whitespace, a TAB or
+line break in it) is refused before writing.
 """
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Dict, Mapping
 
+from ..checks import shown
 from ..io import atomic_write_text
 from ..output_checks import writing
-from ..text_files import utf8_error_where
+from ..text_files import decode_text
 from ..weights import WeightFileError
 
 #: The token a whitespace-only entry is read as.
@@ -40,14 +46,16 @@ def read_dictionary(path: str | Path) -> Dict[str, int]:
     """
     path = Path(path)
     try:
-        text = path.read_bytes().decode("utf-8")
+        data = path.read_bytes()
     except FileNotFoundError:
         raise DictionaryError(f"{path}: dictionary file not found") from None
-    except UnicodeDecodeError as e:
-        raise DictionaryError(f"{path}: not UTF-8 text ({utf8_error_where(e.object, e)})") from None
     except OSError as e:
         raise DictionaryError(f"{path}: cannot be read ({e})") from None
+    # (a UTF-8 byte-order mark is dropped: kept, it joined the first token, which then matched
+    # no text, silently; a NUL byte is refused, naming its line)
+    text = decode_text(data, path, DictionaryError)
     entries: Dict[str, int] = {}
+    lines: Dict[str, int] = {}
     for number, line in enumerate(text.splitlines(), start=1):
         fields = line.strip().split("\t")
         if fields == [""]:
@@ -55,19 +63,32 @@ def read_dictionary(path: str | Path) -> Dict[str, int]:
         if len(fields) == 1:
             fields.insert(0, WHITESPACE_TOKEN)
         if len(fields) != 2:
-            raise DictionaryError(f"{path}: line {number}: expected 'token<TAB>id', got {line!r}")
+            raise DictionaryError(f"{path}: line {number}: expected 'token<TAB>id', got {shown(line)}")
         token, raw_id = fields
         try:
             value = int(raw_id)
         except ValueError:
-            raise DictionaryError(f"{path}: line {number}: id {raw_id!r} is not an integer "
+            raise DictionaryError(f"{path}: line {number}: id {shown(raw_id)} is not an integer "
                                   f"(a token holding a line-break character splits its line)") from None
         if value < 0:
             raise DictionaryError(f"{path}: line {number}: negative id {value}")
-        entries[token] = value
+        entries[token], lines[token] = value, number
     if not entries:
         raise DictionaryError(f"{path}: no entries")
+    _check_ids_distinct(entries, lines, path)
     return entries
+
+
+def _check_ids_distinct(entries: Mapping[str, int], lines: Mapping[str, int], path: Path) -> None:
+    """Two tokens may not share an id. The original trainer writes one id per token; a file
+    where two share one (edited or damaged) loaded silently, both tokens on one embedding row
+    and another row unused."""
+    holder: Dict[int, str] = {}
+    for token, value in entries.items():
+        other = holder.setdefault(value, token)
+        if other != token:
+            raise DictionaryError(f"{path}: line {lines[token]}: id {value} of {shown(token)} is also the id of "
+                                  f"{shown(other)} (line {lines[other]}); each token needs its own id")
 
 
 def check_specials(entries: Mapping[str, int], path: str | Path, names) -> None:

@@ -14,7 +14,9 @@ in the folder, and as its basename among the configurations bundled in
 
 The .pkl files are read with ``torch.load(weights_only=True)`` only (no code is unpickled),
 and must hold exactly the expected keys and shapes. One in the zip format of PyTorch 1.6 on
-must pass the CRC-32 check of every record, which torch.load skips. Their parameters map exactly onto ours:
+must pass the CRC-32 check of every record and Python's reading of its headers, which
+torch.load skips. A key given twice in either JSON file, or one the model configuration's
+sections do not know, is refused (either way the model would differ without a word). Their parameters map exactly onto ours:
 
 * highway: theirs is ``x <- g * x + (1 - g) * relu(h)`` with the gate ``g`` in the second half
   of each layer; ours gates the non-linear branch, so the gate's weights and bias are negated
@@ -28,7 +30,6 @@ Outputs agree with the original's to float rounding (the conformance fixture, to
 """
 from __future__ import annotations
 
-import zipfile
 from importlib import resources
 from pathlib import Path
 from typing import Any, Dict, Mapping, Tuple
@@ -36,11 +37,12 @@ from typing import Any, Dict, Mapping, Tuple
 import torch
 
 from ..config import CharVocabularyConfig, ConfigError, ElmoOptions, take_key
-from ..text_files import read_json
+from ..text_files import read_json, unique_keys
 from ..modules.bilm import BiLM
 from ..modules.skip_init import init_skipped
 from ..runtime import resolve_device
 from ..weights import WeightFileError, check_finite
+from ..zip_records import zip_damage
 from .dictionary import read_dictionary
 from .vocabulary import CHAR_DIC, WORD_DIC, CharVocabulary
 
@@ -50,6 +52,12 @@ ENCODER = "encoder.pkl"
 #: Bundled configuration files by the basenames released folders use.
 BUNDLED_CONFIGS = {"cnn_50_100_512_4096_sample.json": "cnn_50_100_512_4096_sample.json",
                    "cnn_0_100_512_4096_sample.json": "cnn_50_100_512_4096_sample.json"}
+
+
+#: The keys of a model configuration's sections, as the released configurations hold them.
+ENCODER_KEYS = ("name", "projection_dim", "cell_clip", "proj_clip", "dim", "n_layers")
+TOKEN_EMBEDDER_KEYS = ("name", "activation", "filters", "n_highway", "word_dim", "char_dim",
+                       "max_characters_per_token")
 
 
 def is_manylangs_folder(folder: str | Path) -> bool:
@@ -65,7 +73,7 @@ def holds_manylangs_config(folder: str | Path) -> bool:
     """Whether ``folder/config.json`` is an ELMoForManyLangs folder's (it names the model
     configuration), not the native layout's file of the same name."""
     try:
-        data = read_json(Path(folder) / FOLDER_CONFIG)
+        data = read_json(Path(folder) / FOLDER_CONFIG, object_pairs_hook=unique_keys)
     except ValueError:
         return False
     return isinstance(data, dict) and "config_path" in data
@@ -77,7 +85,7 @@ def resolve_config_path(folder: str | Path) -> Path:
     folder = Path(folder)
     meta_path = folder / FOLDER_CONFIG
     meta = read_json(meta_path, ConfigError, missing="not found (an ELMoForManyLangs folder needs it)",
-                     expected="an ELMoForManyLangs folder's config.json")
+                     expected="an ELMoForManyLangs folder's config.json", object_pairs_hook=unique_keys)
     if not isinstance(meta, dict):
         raise ConfigError(f"{meta_path}: expected a JSON object")
     try:
@@ -106,12 +114,16 @@ def read_model_config(path: str | Path, n_characters: int, n_words: int) -> Elmo
     """Our options for the model configuration at ``path`` and dictionaries of these sizes.
     Errors name the file and key (e.g. ``encoder.dim: missing``)."""
     path = Path(path)
-    data = read_json(path, ConfigError, expected="an ELMoForManyLangs model configuration")
+    # (a key given twice: Python's parser keeps the last value, another model without a word)
+    data = read_json(path, ConfigError, expected="an ELMoForManyLangs model configuration",
+                     object_pairs_hook=unique_keys)
     try:
         if not isinstance(data, dict):
             raise ConfigError("expected a JSON object")
         enc = take_key(data, "encoder", "", dict)
         emb = take_key(data, "token_embedder", "", dict)
+        _refuse_unknown(enc, "encoder", ENCODER_KEYS)
+        _refuse_unknown(emb, "token_embedder", TOKEN_EMBEDDER_KEYS)
         take_key(enc, "name", "encoder", str, check=lambda v: v == "elmo",
               why="only the 'elmo' encoder (the released models') is supported")
         take_key(emb, "name", "token_embedder", str, check=lambda v: v == "cnn",
@@ -140,6 +152,14 @@ def read_model_config(path: str | Path, n_characters: int, n_words: int) -> Elmo
         raise ConfigError(f"{path}: {_their_names(str(e))}") from None
 
 
+def _refuse_unknown(section: Mapping[str, Any], where: str, known: Tuple[str, ...]) -> None:
+    """ConfigError for a key the reader does not know: a misspelt ``" proj_clip"`` left the
+    default (no clipping) in place, another model without a word."""
+    for key in section:
+        if key not in known:
+            raise ConfigError(f"{where}.{key}: unknown key (known: {', '.join(known)})")
+
+
 def _their_names(message: str) -> str:
     """A message about our option names, in the names of the model configuration file."""
     for ours, theirs in (("char_cnn.embedding.dim", "token_embedder.char_dim"),
@@ -150,37 +170,34 @@ def _their_names(message: str) -> str:
 
 # ---------------------------------------------------------------------- weights
 def torch_state_dict(path: Path) -> Mapping[str, torch.Tensor]:
-    """A torch.save state dict, read without unpickling code (``weights_only=True``)."""
+    """A torch.save state dict, read without unpickling code (``weights_only=True``); each
+    way it fails, one line naming ``path``."""
     if not path.is_file():
         raise WeightFileError(f"{path}: weight file not found")
-    damaged = _zip_member_failing_crc(path)
-    if damaged is not None:
-        raise WeightFileError(f"{path}: record '{damaged}' fails its CRC-32 check, the file is corrupt "
-                              f"(changed since it was saved: a damaged copy or download?)")
+    damage = zip_damage(path)   # (torch.load checks none of it: see elmo.zip_records)
+    if damage is not None:
+        raise WeightFileError(f"{path}: {damage}, the file is corrupt (changed since it was saved: "
+                              f"a damaged copy or download?)")
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:  # noqa: BLE001 - any unreadable file: one line naming it
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise WeightFileError(f"{path}: not a readable torch state dict ({first})") from None
+        raise WeightFileError(f"{path}: not a readable torch state dict ({_load_failure(e)})") from None
     if not isinstance(state, Mapping):
         raise WeightFileError(f"{path}: expected a state dict, got {type(state).__name__}")
     return state
 
 
-def _zip_member_failing_crc(path: Path) -> str | None:
-    """The first record of a torch.save zip archive whose data does not match its CRC-32, or
-    None. torch.load does not check them: a flipped byte in a weight loaded as another value,
-    without a word. A file in the legacy format (PyTorch before 1.6, which the released models
-    were saved with) holds no checksums, and one that is not a readable zip is left to
-    torch.load to name."""
-    with open(path, "rb") as f:
-        if f.read(4) != b"PK\x03\x04":
-            return None
-    try:
-        with zipfile.ZipFile(path) as archive:
-            return archive.testzip()
-    except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError):
-        return None
+def _load_failure(e: BaseException) -> str:
+    """torch.load's reason for one line: where the weights-only reader refused the file, its own
+    words (torch's message opens by advising to load the file with weights_only=False, which
+    can run code from the file: never to be repeated to a user; it also holds terminal
+    escapes), else the first line; control characters shown as '?', cut to 120 characters."""
+    text = str(e)
+    if "WeightsUnpickler error:" in text:
+        text = text.split("WeightsUnpickler error:", 1)[1]
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    first = "".join(c if c.isprintable() else "?" for c in (lines[0] if lines else type(e).__name__))
+    return first if len(first) <= 120 else first[:117] + "..."
 
 
 def check_state_dict(path: Path, state: Mapping[str, torch.Tensor],
@@ -192,6 +209,11 @@ def check_state_dict(path: Path, state: Mapping[str, torch.Tensor],
         value = state[name]
         if not isinstance(value, torch.Tensor) or not value.is_floating_point():
             raise WeightFileError(f"{path}: key '{name}' is not a float tensor")
+        if value.layout != torch.strided:   # (a sparse one failed later, in a traceback)
+            raise WeightFileError(f"{path}: key '{name}' is a {value.layout} tensor, expected a dense one")
+        if _overlapping(value):
+            raise WeightFileError(f"{path}: key '{name}' has strides {value.stride()} for shape {tuple(value.shape)}: "
+                                  f"its values share memory, which no saved weight does (a damaged file?)")
         if tuple(value.shape) != shape:
             raise WeightFileError(f"{path}: key '{name}' has shape {tuple(value.shape)}, "
                                   f"expected {shape}")
@@ -200,6 +222,18 @@ def check_state_dict(path: Path, state: Mapping[str, torch.Tensor],
     if extra:
         raise WeightFileError(f"{path}: unexpected key '{extra[0]}'"
                               + (f" and {len(extra) - 1} more" if len(extra) > 1 else ""))
+
+
+def _overlapping(value: torch.Tensor) -> bool:
+    """Whether two elements of ``value`` may share memory: its dims of more than one element,
+    by stride, each step past the span of the ones below. A legacy .pkl (no checksums) whose
+    stride 1 read 0 loaded one value 16 times, silently."""
+    reach = 1
+    for stride, size in sorted((st, sz) for st, sz in zip(value.stride(), value.shape) if sz > 1):
+        if stride < reach:
+            return True
+        reach = stride * size
+    return False
 
 
 def _vocabulary(options: ElmoOptions) -> CharVocabularyConfig:
@@ -328,8 +362,8 @@ def _check_rows(pkl: Path, state: Mapping[str, torch.Tensor], key: str, dic: Pat
                 entries: Mapping[str, int]) -> None:
     """The embedding ``key`` must have one row per distinct dictionary token, and every id must
     be a row of it."""
-    if not isinstance(state.get(key), torch.Tensor):
-        return  # reported by check_state_dict
+    if not isinstance(state.get(key), torch.Tensor) or state[key].dim() != 2:
+        return  # reported by check_state_dict (a scalar has no rows to count)
     rows = state[key].shape[0]
     if rows != len(entries):
         raise WeightFileError(f"{pkl}: '{key}' has {rows} rows but {dic} has {len(entries)} "

@@ -20,7 +20,8 @@ data only (tensors, dicts, lists, strings and numbers), so it loads with
 Files are written to a temporary name and renamed, so a kill or a full disk at any moment
 leaves either the previous set of checkpoints or the new one, never a partial file under the
 real name. A failed write raises :class:`CheckpointWriteError` naming the path and the cause.
-Loading checks the CRC-32 the zip file keeps of each record, which torch.load does not.
+Loading checks the zip file's records (their CRC-32, headers and flags), which torch.load does
+not (:mod:`elmo.zip_records`).
 """
 from __future__ import annotations
 
@@ -38,6 +39,7 @@ from typing import IO, Any, Dict, List, Optional, cast
 import torch
 
 from ..io import NO_ROOM, OutputError, atomic_commit, atomic_target
+from ..zip_records import zip_damage
 
 FORMAT = 2
 _NAME = re.compile(r"^checkpoint-(\d{8})\.pt$")
@@ -191,25 +193,6 @@ def _refused_object(e: BaseException) -> str:
     return "an object the weights-only loader does not accept"
 
 
-def _check_stored_checksums(path: Path) -> None:
-    """A CheckpointError naming ``path`` where a record of the zip file torch.save wrote does
-    not match the CRC-32 stored with it. torch.load does not check them: a damaged byte of a
-    weight or an optimizer's sum resumed the run with the wrong value, without a word. A file
-    that is no zip is left to torch.load, whose error names it."""
-    try:
-        with zipfile.ZipFile(path) as archive:
-            damaged = archive.testzip()
-    except (zipfile.BadZipFile, EOFError, ValueError, NotImplementedError, RuntimeError):
-        return
-    except OSError as e:
-        if e.filename is not None:   # (the OS's error, which names the file, as torch.load's would)
-            raise
-        return
-    if damaged is not None:
-        raise CheckpointError(f"{path}: damaged: the data of its record {damaged} does not match the "
-                              f"checksum stored with it; delete it to resume from the one before")
-
-
 def load_checkpoint(path: str | Path) -> Dict[str, Any]:
     """Read a checkpoint with the weights-only unpickler; ``config`` comes back as a dict.
 
@@ -218,7 +201,10 @@ def load_checkpoint(path: str | Path) -> Dict[str, Any]:
     corrupt file, or one without the keys a checkpoint has.
     """
     path = Path(path)
-    _check_stored_checksums(path)
+    damage = zip_damage(path)   # (torch.load checks none of it: see elmo.zip_records)
+    if damage is not None:
+        raise CheckpointError(f"{path}: not a readable checkpoint, truncated or corrupt: {damage}; "
+                              f"delete it to resume from the one before")
     try:
         ckpt = torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as e:
