@@ -862,6 +862,18 @@ def test_a_state_dict_with_two_scalar_mixes_is_refused_not_read_as_its_first(tmp
         report.read_mix_weights(tmp_path / "allennlp.pt")
 
 
+def test_mix_weights_from_a_damaged_state_dict_are_refused(tmp_path):
+    """torch.load does not check a record's CRC-32: a flipped byte inside a --mix-weights state
+    dict was drawn as another mix, without a word."""
+    torch.save({"scalar_mix.scalar_parameters": torch.tensor([0.0, 1.0, 2.0])}, tmp_path / "m.pt")
+    data = bytearray((tmp_path / "m.pt").read_bytes())
+    at = data.index(np.float32(2.0).tobytes())   # the third value, in its record
+    data[at + 3] ^= 0x01
+    (tmp_path / "m.pt").write_bytes(bytes(data))
+    with pytest.raises(ValueError, match=r"m.pt: record '.*' fails its CRC-32 check; --mix-weights takes"):
+        report.read_mix_weights(tmp_path / "m.pt")
+
+
 def test_contrast_counts_the_pairs_whose_words_differ_not_their_targets():
     """The report says "N pairs whose sentences differ in their words", but N counted items
     (targets): a pair with two targets counted twice."""

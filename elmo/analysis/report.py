@@ -230,6 +230,10 @@ def read_mix_weights(path: Path) -> List[float]:
         import pickle
 
         import torch
+        from ..zip_records import zip_damage
+        damage = zip_damage(path)   # (torch.load checks no CRC: a flipped byte was another weight)
+        if damage is not None:
+            raise ValueError(f"{path}: {damage}; --mix-weights takes {what}")
         try:
             state = torch.load(path, map_location="cpu", weights_only=True)
         except OSError:
