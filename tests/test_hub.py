@@ -876,16 +876,17 @@ def test_a_read_only_cache_still_serves_its_models_as_folders(cache, monkeypatch
         assert torch.equal(a, b)
 
 
-def test_a_read_only_cache_gives_one_private_folder_per_pair_removed_at_exit(cache, monkeypatch, tmp_path):
-    """Each model_path of a pair in a read-only cache left a new temporary folder of links
-    behind, for good; it is made once, reused, and removed when the process ends."""
+def _private_folder_setup(cache, monkeypatch, tmp_path):
+    """A published pair fetched into ``cache``, which is then read-only, the temporary folder
+    ``tmp_path / "tmp"`` and no private link folder yet: (its URL, elmo.hub.resolve, the
+    temporary folder, the exit hooks registered)."""
     import atexit
     import importlib
     resolve = importlib.import_module("elmo.hub.resolve")        # (elmo.hub.resolve: the function)
     temp = tmp_path / "tmp"
     temp.mkdir()
     monkeypatch.setattr("tempfile.tempdir", str(temp))
-    exit_hooks = []
+    exit_hooks: list = []
     monkeypatch.setattr(atexit, "register", exit_hooks.append)
     monkeypatch.setattr(resolve, "_PRIVATE_FOLDERS", {}, raising=False)
     monkeypatch.setattr(resolve, "_PRIVATE_OWNER", [], raising=False)
@@ -893,6 +894,13 @@ def test_a_read_only_cache_gives_one_private_folder_per_pair_removed_at_exit(cac
         url = server.url(OPTIONS)
         elmo.from_pretrained(url)
     _refuse_writes_under(monkeypatch, cache)
+    return url, resolve, temp, exit_hooks
+
+
+def test_a_read_only_cache_gives_one_private_folder_per_pair_removed_at_exit(cache, monkeypatch, tmp_path):
+    """Each model_path of a pair in a read-only cache left a new temporary folder of links
+    behind, for good; it is made once, reused, and removed when the process ends."""
+    url, resolve, temp, exit_hooks = _private_folder_setup(cache, monkeypatch, tmp_path)
     folders = {elmo.model_path(url) for _ in range(3)}
     assert len(folders) == 1 and list(temp.iterdir()) == list(folders)
     assert exit_hooks.count(resolve.remove_private_folders) == 1
@@ -905,19 +913,7 @@ def test_a_read_only_cache_gives_one_private_folder_per_pair_removed_at_exit(cac
 def test_a_private_folder_whose_links_are_gone_is_replaced_and_removed(cache, monkeypatch, tmp_path):
     """A private link folder whose links no longer lead to the pair is made anew; the old one
     was forgotten and stayed in the temporary folder after the process ended."""
-    import atexit
-    import importlib
-    resolve = importlib.import_module("elmo.hub.resolve")
-    temp = tmp_path / "tmp"
-    temp.mkdir()
-    monkeypatch.setattr("tempfile.tempdir", str(temp))
-    monkeypatch.setattr(atexit, "register", lambda hook: None)
-    monkeypatch.setattr(resolve, "_PRIVATE_FOLDERS", {}, raising=False)
-    monkeypatch.setattr(resolve, "_PRIVATE_OWNER", [], raising=False)
-    with FileServer(fixture_files()) as server:
-        url = server.url(OPTIONS)
-        elmo.from_pretrained(url)
-    _refuse_writes_under(monkeypatch, cache)
+    url, resolve, temp, _ = _private_folder_setup(cache, monkeypatch, tmp_path)
     first = elmo.model_path(url)
     (first / "weights.hdf5").unlink()                            # (a cleaner of the temporary folder)
     second = elmo.model_path(url)
