@@ -14,6 +14,7 @@ from typing import Any, Dict, Optional
 
 import torch
 
+from ..modules.softmax import SoftmaxRecipe
 from ..weights import non_finite
 from .checkpoint import contents_problem
 from .optim import optimizer_state_problem
@@ -26,7 +27,7 @@ class RunParts:
     process's rank (which part of ``ranks`` is its own)."""
     model: Any
     batches: Any
-    sampler: Any
+    sampler: SoftmaxRecipe
     optimizer: torch.optim.Optimizer
     rank: int
 
