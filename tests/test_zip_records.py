@@ -65,3 +65,14 @@ def test_a_zip64_copy_of_a_torch_file_is_whole(tmp_path):
                 w.write(zin.read(info))
     assert torch.load(path, weights_only=True)["w"].sum() == 66
     assert zip_damage(path) is None
+
+
+def test_a_checkpoint_saved_without_crc32s_loads(tmp_path, unchecked_save):
+    """A run in a process that turned CRC-32s off (a wrapper script, for speed) writes its
+    checkpoints so; its resume must read them."""
+    from elmo.training.checkpoint import load_checkpoint, save_checkpoint
+
+    payload = {"step": 1, "tokens": 8, "elapsed": 0.5, "model": {"w": torch.ones(2, 3)},
+               "optimizer": {}, "ranks": []}
+    path = save_checkpoint(tmp_path, 1, payload)
+    assert load_checkpoint(path)["model"]["w"].sum() == 6
