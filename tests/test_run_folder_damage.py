@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -170,7 +171,9 @@ def _warm_config(run, train_txt, start):
     (lambda r: r.update(tokens_before=float("nan")), "its tokens_before is NaN, not a count of tokens"),
     (lambda r: r.update(weights_sha256=12345), "its weights_sha256 is 12345, not a SHA-256"),
     (lambda r: r.update(adapted_on="text.txt"), 'its adapted_on is "text.txt", not a list'),
-    (lambda r: r.update({"from": "/elsewhere/model"}), 'it records a start from /elsewhere/model'),
+    # (another run's record: another start, other weights)
+    (lambda r: r.update({"from": "/elsewhere/model", "weights_sha256": "0" * 64}),
+     'it records a start from /elsewhere/model'),
 ])
 def test_a_warm_start_record_edited_into_another_is_named_on_resume(warm_begun, tmp_path, toy, change, problem):
     """(a record without tokens_before ended the run in a KeyError's traceback at its export,
@@ -387,3 +390,19 @@ def test_a_finetune_run_folder_moved_elsewhere_resumes(tmp_path, toy):
     assert finetune(tiny_config(tmp_path / "moved", task, "", init_from=start, max_steps=4))["steps"] == 4
     log = [json.loads(line) for line in (tmp_path / "moved" / "log.jsonl").read_text(encoding="utf-8").splitlines()]
     assert [r["step"] for r in log if r["event"] == "resume"] == [2]   # (resumed, not begun again)
+
+
+def test_a_warm_started_run_moved_with_its_start_model_resumes(tmp_path, toy, monkeypatch):
+    """A project folder (the start model and the run, named relative to it) moved elsewhere:
+    the same command resumes it. Its warm_start.json names the start by its old absolute path;
+    the start's weights are the same (their SHA-256), so it is the run's own record, not another
+    run's."""
+    train_txt, _, vocab_txt = toy
+    project = tmp_path / "project"
+    project.mkdir()
+    monkeypatch.chdir(project)
+    train(tiny_config("base", train_txt, vocab_txt, max_steps=2))
+    train(_warm_config("run", train_txt, Path("base") / "model"), stop_after=1)
+    shutil.move(project, tmp_path / "moved")
+    monkeypatch.chdir(tmp_path / "moved")
+    assert train(_warm_config("run", train_txt, Path("base") / "model"))["steps"] == 3

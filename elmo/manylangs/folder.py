@@ -14,8 +14,8 @@ in the folder, and as its basename among the configurations bundled in
 
 The .pkl files are read with ``torch.load(weights_only=True)`` only (no code is unpickled),
 and must hold exactly the expected keys and shapes. One in the zip format of PyTorch 1.6 on
-must pass the CRC-32 check of every record and Python's reading of its headers, which
-torch.load skips. A key given twice in either JSON file, or one the model configuration's
+must pass the CRC-32 check of every record (unless saved without them) and Python's reading of
+its headers, which torch.load skips. A key given twice in either JSON file, or one the model configuration's
 sections do not know, is refused (either way the model would differ without a word). Their parameters map exactly onto ours:
 
 * highway: theirs is ``x <- g * x + (1 - g) * relu(h)`` with the gate ``g`` in the second half

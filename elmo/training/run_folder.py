@@ -63,11 +63,11 @@ def warm_start_of_run(init_from: str, out_dir: Path, resumed: bool, is_main: boo
         if not isinstance(record, dict):
             raise ResumeMismatch(f"{path}: not the record of the run's start (a JSON object is needed, got "
                                  f"{type(record).__name__}); put it back, or use another --output")
-        problem = warm_start_problem(record, init_from)
+        now = warm_start_record(init_from)["weights_sha256"]
+        problem = warm_start_problem(record, init_from, now)
         if problem:   # (else a KeyError at the export, after every step, or a wrong tokens_total)
             raise ResumeMismatch(f"{path}: {problem}; put back the run's own record, or delete it to record the "
                                  f"start as {init_from} is now")
-        now = warm_start_record(init_from)["weights_sha256"]
         then = record.get("weights_sha256")
         if is_main and then and now != then:
             print(f"note: {init_from} has changed since this run began (weights SHA-256 {then[:12]}… "
@@ -85,14 +85,17 @@ def warm_start_of_run(init_from: str, out_dir: Path, resumed: bool, is_main: boo
     return record
 
 
-def warm_start_problem(record: Dict[str, Any], init_from: str) -> Optional[str]:
+def warm_start_problem(record: Dict[str, Any], init_from: str, weights_sha256: Optional[str] = None) -> Optional[str]:
     """Why ``record``, read back from ``warm_start.json``, is not the record of a warm start
-    from ``init_from`` that :func:`warm_start_record` writes (a key edited away or into another
-    type, another run's record copied in), or None: its figures go into the exported model's
-    metadata as they are."""
+    from ``init_from`` (whose weights have ``weights_sha256`` now) that :func:`warm_start_record`
+    writes (a key edited away or into another type, another run's record copied in), or None:
+    its figures go into the exported model's metadata as they are."""
     start, then = Path(init_from).resolve(), record.get("from")
-    # (a record written before the path was resolved holds it as given: resolved here alike)
-    if not (isinstance(then, str) and Path(then).resolve() == start):
+    # (a record written before the path was resolved holds it as given: resolved here alike; one
+    # naming another path but these very weights is this run's, its folders moved since: the
+    # settings check already holds init_from to the path given when the run began)
+    same_weights = weights_sha256 is not None and record.get("weights_sha256") == weights_sha256
+    if not (isinstance(then, str) and (Path(then).resolve() == start or same_weights)):
         return f"it records a start from {then}, and this run starts from {start}"
     checks = (("tokens_before", "a count of tokens", lambda v: isinstance(v, int) and not isinstance(v, bool)
                and v >= 0),
