@@ -17,7 +17,7 @@ import operator
 import os
 import sys
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, TypeGuard
 
 
 def shown(value: Any, limit: int = 60) -> str:
@@ -103,3 +103,9 @@ def require_utf8_text(name: str, value: str) -> str:
             else f"U+{bad:04X}, a lone surrogate, which UTF-8 cannot encode")
     raise ValueError(f"{name} holds {what} ({shell_quote(value)}); give the text in UTF-8 "
                      f"(is the terminal set to another encoding?)")
+
+
+def is_number(value: Any) -> TypeGuard[int | float]:
+    """Whether ``value`` read from a JSON file is a number: an int or float (a non-finite one
+    too), not a bool (which is an int to Python), a string or None."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)

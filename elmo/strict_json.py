@@ -17,6 +17,9 @@ import json
 import math
 from typing import Any, Callable
 
+#: How :func:`dumps` writes a float that is not finite (strict JSON has no NaN or infinity).
+NONFINITE_NAMES = ("nan", "inf", "-inf")
+
 
 def named_nonfinite(value: Any) -> Any:
     """A copy of a JSON-like value with each NaN or infinite float as "nan", "inf" or "-inf"."""

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .report import METRIC_NAMES, bilm_sha256_text, domain_adapted_text, pm
+from ..checks import is_number
 from ..text_files import read_json
 from ..redact import redact_url
 
@@ -54,7 +55,7 @@ def read_results(path: str | Path, need: Sequence[str] = ("runs",)) -> dict:
 
 def _score(value: Any) -> bool:
     """A score as results.json holds it: a finite number, or None (strict JSON's NaN)."""
-    return value is None or (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value))
+    return value is None or (is_number(value) and math.isfinite(value))
 
 
 def _scores(value: Any) -> bool:

@@ -16,7 +16,9 @@ trained is unknown.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, Mapping, Optional, TypeGuard
+from typing import Any, Dict, Mapping, Optional
+
+from ..checks import is_number
 
 
 def planned_record(record: Mapping[str, Any], *, sentences: int, words: int, epochs: float,
@@ -51,26 +53,22 @@ def trained_text(record: Any) -> str:
     planned_epochs = record.get("epochs_planned", record.get("epochs"))
     if is_older_record(record):
         planned_tokens = record.get("tokens_trained")   # (an older record's "trained" was the plan)
-        parts = [f"{_number(planned_tokens)} tokens" if _is_number(planned_tokens) else "",
-                 _epochs(planned_epochs) if _is_number(planned_epochs) else ""]
+        parts = [f"{_number(planned_tokens)} tokens" if is_number(planned_tokens) else "",
+                 _epochs(planned_epochs) if is_number(planned_epochs) else ""]
         plan = ", ".join(p for p in parts if p)
         return f"amount trained not recorded; planned {plan}" if plan else ""
-    done = [f"{_number(record['steps_trained'])} steps"] if _is_number(record["steps_trained"]) else []
-    if _is_number(record.get("tokens_trained")):
+    done = [f"{_number(record['steps_trained'])} steps"] if is_number(record["steps_trained"]) else []
+    if is_number(record.get("tokens_trained")):
         done.append(f"{_number(record['tokens_trained'])} tokens")
-    if _is_number(record.get("epochs_trained")):
+    if is_number(record.get("epochs_trained")):
         epochs = float(record["epochs_trained"])
         done.append(f"{epochs:.2g} of an epoch" if epochs < 1 else _epochs(epochs))
     text = ", ".join(done)
-    if _is_number(record.get("steps_planned")):
+    if is_number(record.get("steps_planned")):
         text += f"; planned {_number(record['steps_planned'])} steps"
-    elif _is_number(planned_epochs):
+    elif is_number(planned_epochs):
         text += f"; planned {_epochs(planned_epochs)}"
     return text
-
-
-def _is_number(value: Any) -> TypeGuard[int | float]:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _number(value: Any) -> str:

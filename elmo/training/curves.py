@@ -13,9 +13,11 @@ import sys
 from pathlib import Path
 from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence
 
+from ..checks import is_number
 from ..io import atomic_commit, atomic_target
 from ..output_checks import check_output_file, check_replaceable, writing
 from ..output_lock import output_lock
+from ..strict_json import NONFINITE_NAMES
 from ..text_files import first_bad_utf8, json_objects
 
 #: The numbers each kind of record that is drawn must hold (a train record is drawn when it
@@ -65,14 +67,14 @@ def _check_drawn(record: Dict, event: str, bad: Callable[[str], ValueError]) -> 
     tokens passed as a figure's gap and ended in a TypeError at the axis; a figure edited into
     a string of digits was drawn as a gap without a word.)"""
     axis = _AXIS.get(event)
-    if axis is not None and not _is_number(record.get(axis)):
+    if axis is not None and not is_number(record.get(axis)):
         raise bad(f"{event!r} record without a number {axis!r}")
     found = train_figure(record) if event == "train" else None
     for key in _FIGURES.get(event, ()) + ((found[0],) if found else ()):
         value = record.get(key)
         if value is None and event == "eval":
             raise bad(f"{event!r} record without a number {key!r}")
-        if not _is_number(value) and value not in _NON_FINITE:
+        if not is_number(value) and value not in NONFINITE_NAMES:
             raise bad(f"{event!r} record whose {key!r} is {json.dumps(value)}, not a number")
 
 
@@ -96,18 +98,9 @@ def _without_a_torn_end(lines: Iterable[str], path: Path) -> Iterator[str]:
             return
     yield last
 
-#: How the trainer writes a figure that is not finite (strict JSON has no NaN or infinity).
-_NON_FINITE = ("nan", "inf", "-inf")
-
-
 def _figure(value) -> float:
-    """A logged figure as a float: one of :data:`_NON_FINITE` is a gap in the curve (NaN)."""
-    return value if _is_number(value) else math.nan
-
-
-def _is_number(value) -> bool:
-    """An int or float (a non-finite one is drawn as a gap); not a bool, a string or None."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+    """A logged figure as a float: one of :data:`~elmo.strict_json.NONFINITE_NAMES` is a gap in the curve (NaN)."""
+    return value if is_number(value) else math.nan
 
 
 TRAIN_KEYS = ("sampled_ppl", "train_ppl", "ppl")  # new logs, then older ones

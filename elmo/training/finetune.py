@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from ..checks import is_number
 from ..data.corpus import expand_paths, file_fingerprint, iter_file_sentences
 from ..data.lm_batches import MAX_PIECE_LENGTH
 from ..training.evaluate import perplexity
@@ -158,8 +159,8 @@ def start_record_problem(record: Any) -> Optional[str]:
 def _figure(value: Any) -> bool:
     """A figure as :mod:`elmo.strict_json` writes it: a finite number, or a non-finite one's name."""
     if isinstance(value, str):
-        return value in ("nan", "inf", "-inf")
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        return value in strict_json.NONFINITE_NAMES
+    return is_number(value) and math.isfinite(value)
 
 
 def _write_own_text(out: Path, path: Path, text: str) -> None:

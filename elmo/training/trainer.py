@@ -38,6 +38,7 @@ import torch
 from torch.nn.parallel import DistributedDataParallel
 
 from ..allocator import keep_freed_memory
+from ..checks import is_number
 from ..config import ElmoOptions
 from ..data.corpus import CorpusStream, expand_paths, iter_file_sentences
 from ..data.lm_batches import MAX_PIECE_LENGTH, BucketedLMBatches, PackedLMBatches
@@ -432,7 +433,7 @@ class TrainingRun:
         values, and the resume was refused as a change of setting that no one had made (which
         ``--allow-change clip-norm`` would have made)."""
         def plausible(name: str, value: Any) -> bool:   # (anything else is left to check_resume to name)
-            return (isinstance(value, (int, float)) and not isinstance(value, bool)) or (
+            return is_number(value) or (
                 value is None and name == "adagrad_init")   # (None: an optimizer without the accumulator)
 
         taken = {name: stored[name] for name in self.recipe_unset if isinstance(stored, dict) and name in stored
