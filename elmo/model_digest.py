@@ -17,23 +17,13 @@ import hashlib
 import json
 from typing import Any, Collection, Optional
 
-import numpy as np
 import torch
 
 from .modules.bilm import BiLM
+from .tensor_checksums import tensor_bytes
 
 #: What the digest's hash starts with: another form (a later change) starts otherwise.
 _FORM = b"elmo model digest 2\0"
-
-
-def _tensor_bytes(tensor: torch.Tensor, stride: int = 1) -> memoryview:
-    """Every ``stride``-th value of ``tensor`` (any shape), flattened, as its exact bytes: a view
-    of a contiguous CPU tensor's memory, not a copy (a bfloat16 one's bits as int16: numpy has
-    no bfloat16)."""
-    flat = tensor.detach().reshape(-1)
-    if flat.dtype == torch.bfloat16:
-        flat = flat.view(torch.int16)
-    return np.ascontiguousarray(flat[::stride].cpu().numpy()).data
 
 
 def _part(h, data: bytes) -> None:
@@ -58,7 +48,7 @@ def model_digest(model: torch.nn.Module, settings: Optional[Any] = None) -> str:
     _part(h, json.dumps(settings, sort_keys=True, ensure_ascii=False).encode("utf-8", "surrogatepass"))
     for name, tensor in sorted(model.state_dict().items()):
         _part(h, f"{name}\0{tuple(tensor.shape)}\0{tensor.dtype}".encode())
-        h.update(_tensor_bytes(tensor))       # (its length follows from the shape and dtype)
+        h.update(tensor_bytes(tensor))       # (its length follows from the shape and dtype)
     return h.hexdigest()
 
 
@@ -82,7 +72,7 @@ def legacy_embed_digest(bilm: BiLM, stride: int = 1) -> str:
         h.update(bilm.id_scheme.fingerprint())
     for name, tensor in sorted(bilm.state_dict().items()):
         h.update(f"{name}{tuple(tensor.shape)}".encode())
-        h.update(_tensor_bytes(tensor, stride))
+        h.update(tensor_bytes(tensor, stride))
     return h.hexdigest()
 
 
@@ -92,7 +82,7 @@ def legacy_weights_digest(module: torch.nn.Module) -> str:
     h = hashlib.blake2b(digest_size=16)
     for name, tensor in sorted(module.state_dict().items()):
         h.update(f"{name}{tuple(tensor.shape)}{tensor.dtype}".encode())
-        h.update(_tensor_bytes(tensor))
+        h.update(tensor_bytes(tensor))
     return h.hexdigest()
 
 
@@ -108,7 +98,7 @@ def legacy_analysis_fingerprint(bilm: BiLM) -> str:
                             ensure_ascii=False).encode())
     for name, tensor in sorted(bilm.state_dict().items()):
         h.update(name.encode())
-        h.update(_tensor_bytes(tensor))
+        h.update(tensor_bytes(tensor))
     return h.hexdigest()[:16]
 
 

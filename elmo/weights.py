@@ -38,6 +38,7 @@ from .output_checks import writing
 from .modules.bilm import BiLM
 from .modules.skip_init import init_skipped
 from .runtime import resolve_device
+from .tensor_checksums import METADATA_KEY as CHECKSUMS_KEY, checksum_problem, checksum_record
 
 
 class WeightFileError(ValueError):
@@ -510,9 +511,12 @@ def _loaded_from(bilm: BiLM, files) -> BiLM:
 
 def write_safetensors(state: Dict[str, torch.Tensor], path: Path, metadata: Dict[str, str] | None = None) -> None:
     """``safetensors.torch.save_file``, whose write errors (a full disk) are an OSError with
-    their errno: safetensors raises its own error, with the OS error only in its text."""
+    their errno: safetensors raises its own error, with the OS error only in its text. The
+    file's metadata records each tensor's CRC-32 (:mod:`elmo.tensor_checksums`), which
+    :func:`read_safetensors` checks."""
     from safetensors import SafetensorError
     from safetensors.torch import save_file
+    metadata = {**(metadata or {}), CHECKSUMS_KEY: checksum_record(state)}
     try:
         save_file(state, str(path), metadata=metadata)
     except SafetensorError as e:
@@ -617,11 +621,13 @@ def model_options_digest(options: ElmoOptions) -> str:
     return hashlib.sha256(json.dumps(model, sort_keys=True).encode("utf-8")).hexdigest()
 
 
-def read_safetensors(path: Path) -> Tuple[Dict[str, torch.Tensor], Dict[str, str]]:
+def read_safetensors(path: Path, what: str = "model") -> Tuple[Dict[str, torch.Tensor], Dict[str, str]]:
     """The tensors of the safetensors file ``path`` (never unpickled) and its metadata, read in
-    one opening of the file. A folder there, or a
-    file that cannot be read (truncated, not safetensors), is one WeightFileError naming it;
-    the values are not checked (:func:`check_finite`)."""
+    one opening of the file. A folder there, a file that cannot be read (truncated, not
+    safetensors), or one whose tensors are not those its checksums record (a damaged byte:
+    :mod:`elmo.tensor_checksums`; a file without the record is not checked) is one
+    WeightFileError naming it, which advises to save the ``what`` again; the values are not
+    checked (:func:`check_finite`)."""
     from safetensors import SafetensorError, safe_open
 
     if path.is_dir():
@@ -632,7 +638,12 @@ def read_safetensors(path: Path) -> Tuple[Dict[str, torch.Tensor], Dict[str, str
             state = {name: f.get_tensor(name) for name in f.keys()}
     except (SafetensorError, OSError) as e:
         reason = os_error_reason(e) if isinstance(e, OSError) else str(e)
-        raise WeightFileError(f"{path}: unreadable safetensors file: {reason}") from None
+        raise WeightFileError(f"{path}: unreadable safetensors file: {reason}; restore it from a copy, "
+                              f"or save the {what} again") from None
+    problem = checksum_problem(state, metadata)
+    if problem is not None:
+        raise WeightFileError(f"{path}: damaged: {problem}; restore it from a copy, or save the "
+                              f"{what} again")
     return state, metadata
 
 

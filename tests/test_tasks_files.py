@@ -1212,6 +1212,19 @@ def _edit_weights(change):
     return edit
 
 
+def _flip_a_weights_bit(folder):
+    """A weight's last bit flipped in the file's data (a failing disk): still finite, the header
+    intact; it loaded, and the model predicted with the damaged weight."""
+    import struct
+    path = folder / "model.safetensors"
+    data = bytearray(path.read_bytes())
+    (length,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8:8 + length])
+    name = sorted(k for k in header if k != "__metadata__")[0]
+    data[8 + length + header[name]["data_offsets"][0]] ^= 1
+    path.write_bytes(bytes(data))
+
+
 @pytest.mark.parametrize("damage, message", [
     (lambda f: (f / "vocab.json").unlink(), "vocab.json: cannot read it"),
     (lambda f: (f / "model.safetensors").unlink(), "model.safetensors: missing"),
@@ -1233,6 +1246,9 @@ def _edit_weights(change):
      "model.safetensors: is a directory"),
     (_edit_weights(lambda s, k: s[k].view(-1).__setitem__(0, float("nan"))),
      "holds 1 non-finite values (NaN or inf), the first at index (0,)"),
+    (_flip_a_weights_bit, "model.safetensors: damaged: tensor '"),
+    (_flip_a_weights_bit, "does not hold the values it was saved with (CRC-32 "),
+    (_flip_a_weights_bit, "restore it from a copy, or save the task model again"),
     (_edit_weights(lambda s, k: s.__setitem__(k, s[k].reshape(-1)[:1].clone())), "has shape (1,)"),
     (_edit_weights(lambda s, k: s.pop(k)), "model.safetensors: does not fit config.json (missing ['"),
     (_edit_weights(lambda s, k: s.__setitem__("head.extra", torch.zeros(2))),

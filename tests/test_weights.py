@@ -343,6 +343,7 @@ def test_non_finite_weights_name_the_dataset(tmp_path, value):
     path = tmp_path / "native" / "model.safetensors"
     with safe_open(str(path), "pt") as f:
         metadata = f.metadata()
+    metadata.pop("tensor_crc32")   # (a file saved before checksums were recorded: its damage is found so)
     tensors = load_file(str(path))
     tensors["lstm.layers.0.bias"][1][5] = value
     save_file(tensors, str(path), metadata=metadata)
@@ -410,6 +411,101 @@ def test_a_safetensors_tensor_of_whole_numbers_is_refused(tmp_path):
     with pytest.raises(WeightFileError, match=r"model.safetensors: tensor 'token_encoder.projection.bias' "
                                               r"holds torch.int32 values, expected torch.float32"):
         elmo.from_pretrained(tmp_path)
+
+
+def _native_header(path):
+    """(the JSON header of the safetensors file ``path``, the offset where its data starts)"""
+    import struct
+    data = path.read_bytes()
+    (length,) = struct.unpack("<Q", data[:8])
+    return json.loads(data[8:8 + length]), 8 + length
+
+
+def _rewrite_header(path, header):
+    import struct
+    data = path.read_bytes()
+    _, start = _native_header(path)
+    text = json.dumps(header).encode()
+    path.write_bytes(struct.pack("<Q", len(text)) + text + data[start:])
+
+
+def _flip_low_bit(path, name, index=3):
+    """Flip the lowest bit of the ``index``-th float32 of tensor ``name`` in the safetensors file
+    ``path``: a weight changed in its last place, still finite, the shape and header intact."""
+    header, start = _native_header(path)
+    offset = start + header[name]["data_offsets"][0] + 4 * index
+    data = bytearray(path.read_bytes())
+    data[offset] ^= 1
+    path.write_bytes(bytes(data))
+
+
+def test_a_flipped_bit_in_a_native_weight_is_refused_naming_the_tensor(tmp_path):
+    """The safetensors format checks its header, not its data: a weight damaged in its last bit
+    (a failing disk, a bad copy) loaded without a word and changed every vector after it. Each
+    tensor's CRC-32 is now recorded in the file's metadata and checked on every load."""
+    bilm = random_bilm()
+    elmo.save_pretrained(bilm, tmp_path)
+    ids = batch_to_ids([["a", "damaged", "file"]])
+    expected = bilm(ids)["activations"][-1]
+    torch.testing.assert_close(elmo.from_pretrained(tmp_path)(ids)["activations"][-1], expected,
+                               rtol=0, atol=0)
+    _flip_low_bit(tmp_path / "model.safetensors", "lstm.layers.1.weight_ih")
+    with pytest.raises(WeightFileError, match=r"model.safetensors: damaged: tensor "
+                                              r"'lstm.layers.1.weight_ih' does not hold the values "
+                                              r"it was saved with \(CRC-32 [0-9a-f]{8}, recorded [0-9a-f]{8}\); "
+                                              r"restore it from a copy, or save the model again$"):
+        elmo.from_pretrained(tmp_path)
+
+
+def test_two_native_tensors_whose_names_were_swapped_are_refused(tmp_path):
+    """Two tensors of one shape whose names trade places in the header (a hand edit, or bytes of
+    two names damaged): the LSTM ran its input weights as its recurrent ones, silently."""
+    elmo.save_pretrained(random_bilm(), tmp_path)
+    path = tmp_path / "model.safetensors"
+    header, _ = _native_header(path)
+    first, second = "lstm.layers.0.weight_ih", "lstm.layers.0.weight_hh"
+    assert header[first]["shape"] == header[second]["shape"]
+    header[first], header[second] = header[second], header[first]
+    _rewrite_header(path, header)
+    with pytest.raises(WeightFileError, match=r"damaged: tensor 'lstm\.layers\.0\.weight_(hh|ih)' does not hold the values"):
+        elmo.from_pretrained(tmp_path)
+
+
+@pytest.mark.parametrize("record, message", [
+    ("{", "its metadata's 'tensor_crc32' record is damaged"),
+    ('{"char_embed": 1}', "its metadata's 'tensor_crc32' record is damaged"),
+    ("drop:lstm.layers.0.bias", "tensor 'lstm.layers.0.bias' is not in the checksum record"),
+    ("add:lstm.extra", "tensor 'lstm.extra', which its checksum record names, is missing"),
+])
+def test_a_damaged_checksum_record_is_refused(tmp_path, record, message):
+    elmo.save_pretrained(random_bilm(), tmp_path)
+    path = tmp_path / "model.safetensors"
+    header, _ = _native_header(path)
+    recorded = json.loads(header["__metadata__"]["tensor_crc32"])
+    assert set(recorded) == {k for k in header if k != "__metadata__"}
+    kind, _, name = record.partition(":")
+    if kind == "drop":
+        del recorded[name]
+    elif kind == "add":
+        recorded[name] = "00000000"
+    header["__metadata__"]["tensor_crc32"] = json.dumps(recorded) if kind in ("drop", "add") else record
+    _rewrite_header(path, header)
+    with pytest.raises(WeightFileError, match=re.escape(message)):
+        elmo.from_pretrained(tmp_path)
+
+
+def test_a_native_model_saved_without_checksums_loads_as_before(tmp_path):
+    """Files written before the checksums were recorded hold none: they load, unchecked."""
+    from safetensors.torch import load_file, save_file
+    bilm = random_bilm()
+    elmo.save_pretrained(bilm, tmp_path)
+    path = tmp_path / "model.safetensors"
+    header, _ = _native_header(path)
+    metadata = {k: v for k, v in header["__metadata__"].items() if k != "tensor_crc32"}
+    save_file(load_file(str(path)), str(path), metadata=metadata)
+    ids = batch_to_ids([["older", "file"]])
+    torch.testing.assert_close(elmo.from_pretrained(tmp_path)(ids)["activations"][-1],
+                               bilm(ids)["activations"][-1], rtol=0, atol=0)
 
 
 def test_a_big_endian_softmax_loads_as_written(tmp_path):

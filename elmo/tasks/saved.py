@@ -280,9 +280,9 @@ def _read_weights(path: Path, expected: Mapping[str, torch.Tensor], labels: Sequ
         raise TaskModelError(f"{path}: missing; the saved model folder is incomplete: save it "
                              f"again")
     try:
-        state, _ = read_safetensors(path)
+        state, _ = read_safetensors(path, what="task model")
     except WeightFileError as e:
-        raise TaskModelError(f"{e}; save the task model again") from None
+        raise TaskModelError(str(e)) from None
     try:
         for name, tensor in state.items():
             check_finite(tensor, f"{path}: tensor '{name}'")
