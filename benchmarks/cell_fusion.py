@@ -55,7 +55,7 @@ def backward_step(dm, dc, acts, tc, c_prev, mask):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--cells", type=int, default=1024)

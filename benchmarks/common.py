@@ -22,7 +22,7 @@ from elmo.runtime import machine_description, set_threads
 def benchmark_parser(doc: Optional[str], threads: Optional[int] = 1) -> argparse.ArgumentParser:
     """A benchmark's command line: its module doc as the help, and ``--threads`` (torch's
     threads, default ``threads``; None keeps torch's own), which :func:`parse_args` applies."""
-    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False)
     default = "torch's own" if threads is None else threads
     parser.add_argument("--threads", type=int, default=threads, help=f"torch threads (default: {default})")
     return parser

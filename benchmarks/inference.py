@@ -165,7 +165,7 @@ def print_profile(fn: Callable[[], None], tokens: int) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False)
     parser.add_argument("--configs", nargs="+", default=["small", "original"])
     parser.add_argument("--batches", nargs="+", type=int, default=[1, 32, 128])
     parser.add_argument("--seconds", type=float, default=2.0, help="minimum timing per measurement")

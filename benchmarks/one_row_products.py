@@ -57,7 +57,7 @@ def median_seconds(fn: Callable[[], object], calls: int = 200) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False)
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--copies", type=int, default=8, help="distinct weights of each shape, used in turn")
     parser.add_argument("--dtype", choices=["float32", "bfloat16"], default="float32",

@@ -158,7 +158,7 @@ def reference_loss(model: LanguageModel, batch) -> torch.Tensor:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False)
     parser.add_argument("--steps", type=int, default=5, help="timed steps per implementation (after one warm-up)")
     parser.add_argument("--model", choices=sorted(MODELS), default="small",
                         help="the model shape and its batch, negatives and vocabulary defaults")

@@ -94,7 +94,7 @@ def run_variant(name: str, args: argparse.Namespace) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False)
     parser.add_argument("--steps", type=int, default=150, help="measured steps per variant (after one warm-up)")
     parser.add_argument("--every", type=int, default=25, help="report the resident size every this many steps")
     parser.add_argument("--variants", nargs="+", choices=sorted(VARIANTS), default=list(VARIANTS))

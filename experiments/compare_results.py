@@ -22,7 +22,7 @@ from elmo.tasks.compare import COMPARISON_HEADER, CompareError, comparison_markd
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     p.add_argument("old", help="the first results.json (or its folder), e.g. with the older biLM")
     p.add_argument("new", help="the second results.json (or its folder)")
     p.add_argument("--names", nargs=2, default=("old", "new"), metavar=("OLD", "NEW"),

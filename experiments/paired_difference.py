@@ -20,7 +20,7 @@ from elmo.tasks.paired import difference_text, paired_difference
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     p.add_argument("results", help="a results.json (or its folder)")
     p.add_argument("task", help="the task's name in the experiment, e.g. pos or sentiment5")
     p.add_argument("variants", nargs="*", metavar="VARIANT", help="two variants: A B (A - B is printed)")

@@ -59,7 +59,7 @@ def _number(x: Optional[float]) -> str:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     p.add_argument("model", help="a model name or folder (as elmo analyze takes it)")
     p.add_argument("--sets", default="wordsim353,simlex999",
                    help="pair sets, as elmo analyze --similarity-sets (default wordsim353,simlex999)")

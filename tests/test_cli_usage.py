@@ -392,6 +392,25 @@ def test_no_parser_takes_a_prefix_of_an_option_for_the_option(module):
     assert taken == []
 
 
+def test_the_scripts_of_benchmarks_and_experiments_take_no_prefix_of_an_option_either():
+    """The measuring scripts are run from RESULTS.md and shell scripts by the command lines
+    written there: one that abbreviated an option would break, or silently mean another
+    option, once a new option shared the prefix. Each parser they build is read from the
+    source (they build it inside ``main``) and must pass ``allow_abbrev=False``."""
+    import ast
+    root = Path(__file__).resolve().parent.parent
+    built = []
+    for path in sorted([*root.glob("benchmarks/**/*.py"), *root.glob("experiments/**/*.py")]):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "ArgumentParser":
+                flags = {k.arg: k.value for k in node.keywords}
+                takes_prefixes = not (isinstance(flags.get("allow_abbrev"), ast.Constant)
+                                      and flags["allow_abbrev"].value is False)
+                built.append((f"{path.relative_to(root)}:{node.lineno}", takes_prefixes))
+    assert len(built) >= 10   # (the parsers are found at all)
+    assert [where for where, takes_prefixes in built if takes_prefixes] == []
+
+
 @pytest.mark.parametrize("argv, command, typed, meant", [
     (["experiment", "cfg.json", "--seed", "3"], "elmo experiment", "--seed 3", "--seeds"),
     (["experiment", "cfg.json", "--seed=3"], "elmo experiment", "--seed=3", "--seeds"),

@@ -474,7 +474,7 @@ def markdown(results: dict) -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False)
     parser.add_argument("--out", required=True)
     parser.add_argument("--smoke", action="store_true", help="tiny sizes on the CPU, end to end")
     parser.add_argument("--minutes", type=float, default=3.0, help="training run length (default 3)")

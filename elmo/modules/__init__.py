@@ -1,8 +1,10 @@
 """The model's building blocks, one module per concern."""
-from .bilm import BiLM
+from .bilm import BiLM, BiLMOutput
 from .char_cnn import CharCNN, Highway
-from .elmo import Elmo
+from .elmo import Elmo, ElmoOutput
 from .lstm import BiLSTMLayer, BiLSTMStack
 from .scalar_mix import ScalarMix
 
-__all__ = ["BiLM", "BiLSTMLayer", "BiLSTMStack", "CharCNN", "Elmo", "Highway", "ScalarMix"]
+#: (BiLMOutput and ElmoOutput: the typed dicts BiLM and Elmo return, for annotating a caller's code)
+__all__ = ["BiLM", "BiLMOutput", "BiLSTMLayer", "BiLSTMStack", "CharCNN", "Elmo", "ElmoOutput", "Highway",
+           "ScalarMix"]

@@ -27,6 +27,9 @@ from ..modules.lstm import LayerState
 from ..modules.softmax import FULL_SOFTMAX, SharedSoftmax, SoftmaxLoss
 
 
+__all__ = ["LMOutput", "LanguageModel"]
+
+
 class LMOutput(TypedDict):
     """What :meth:`LanguageModel.forward` returns (a plain dict). (A typed dict, not
     Dict[str, object]: ``out["loss"].backward()`` and ``float(out["nll_fwd"])`` type-check,

@@ -9,7 +9,7 @@ import argparse
 import json
 from pathlib import Path
 
-p = argparse.ArgumentParser()
+p = argparse.ArgumentParser(allow_abbrev=False)
 p.add_argument("files", nargs="+", help="two or more perplexity.sh outputs, oldest first")
 p.add_argument("--names", nargs="+", default=None, help="a column name per file (default: old, new or m1, m2, ...)")
 args = p.parse_args()

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from elmo.io import atomic_write_text
 
-p = argparse.ArgumentParser()
+p = argparse.ArgumentParser(allow_abbrev=False)
 p.add_argument("lines")
 p.add_argument("out")
 p.add_argument("--model", required=True)
