@@ -20,7 +20,7 @@ from typing import Any, Collection, Optional
 import torch
 
 from .modules.bilm import BiLM
-from .tensor_checksums import tensor_bytes
+from .checksums import tensor_bytes
 
 #: What the digest's hash starts with: another form (a later change) starts otherwise.
 _FORM = b"elmo model digest 2\0"

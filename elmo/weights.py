@@ -38,7 +38,8 @@ from .output_checks import writing
 from .modules.bilm import BiLM
 from .modules.skip_init import init_skipped
 from .runtime import resolve_device
-from .tensor_checksums import METADATA_KEY as CHECKSUMS_KEY, checksum_problem, checksum_record
+from .checksums import HDF5_ATTRIBUTE, METADATA_KEY as CHECKSUMS_KEY, array_crc32, checksum_problem, \
+    checksum_record, dataset_checksum_problem
 
 
 class WeightFileError(ValueError):
@@ -188,8 +189,9 @@ _LAYOUT_NAME = re.compile(r"char_embed|CNN/[Wb]_cnn_\d+|CNN_high_\d+/[Wb]_(carry
 def read_dataset(h5: h5py.File, path: Path, name: str, shape: Tuple[int, ...],
                  source: str = "the options") -> np.ndarray:
     """The values of dataset ``name`` of the open HDF5 file ``path``, checked: there, a dataset
-    (not a group), of ``shape`` (which ``source`` calls for), of numbers, readable and finite.
-    Each way it is not is one WeightFileError naming the file and the dataset."""
+    (not a group), of ``shape`` (which ``source`` calls for), of numbers, readable, the values
+    its checksum records (where it has one: :func:`write_weight_dataset`) and finite. Each way
+    it is not is one WeightFileError naming the file and the dataset."""
     dataset = _hdf5_dataset(h5, path, name, shape)
     if tuple(dataset.shape) != shape:
         raise WeightFileError(f"{path}: dataset '{name}' has shape {tuple(dataset.shape)}, "
@@ -201,12 +203,32 @@ def read_dataset(h5: h5py.File, path: Path, name: str, shape: Tuple[int, ...],
                               f"expected floating-point numbers (float32 or float16)")
     try:
         array = dataset[...]
-    except (OSError, RuntimeError, ValueError) as e:
+        recorded = dataset.attrs.get(HDF5_ATTRIBUTE)
+    except (OSError, RuntimeError, ValueError, KeyError, TypeError) as e:
         raise _corrupt(path, name, shape, e) from None
+    check_dataset_checksum(array, recorded, path, name)
     check_finite(array, f"{path}: dataset '{name}'")
     # (in this machine's byte order: torch.from_numpy refuses a big-endian array, which HDF5
     # files written on such machines or by other tools hold, in an error naming no file)
     return array.astype(array.dtype.newbyteorder("="), copy=False)
+
+
+def check_dataset_checksum(array: np.ndarray, recorded: object, path: Path, name: str) -> None:
+    """A WeightFileError naming dataset ``name`` of ``path`` where ``array``, read from it, is not
+    what its checksum attribute (``recorded``; None: it has none) says was written."""
+    problem = dataset_checksum_problem(array, recorded)
+    if problem is not None:
+        raise WeightFileError(f"{path}: dataset '{name}' {problem}; the file is damaged: restore it from "
+                              f"a copy, or save the model again")
+
+
+def write_weight_dataset(h5: h5py.Group, name: str, array: np.ndarray) -> None:
+    """Dataset ``name`` of the HDF5 file or group ``h5``, holding ``array`` as it is (contiguous,
+    unfiltered, as the original layout's readers expect), with its CRC-32 as an attribute
+    (:mod:`elmo.checksums`), which :func:`read_dataset` checks. Every weight dataset the package
+    writes goes through here."""
+    dataset = h5.create_dataset(name, data=array)
+    dataset.attrs[HDF5_ATTRIBUTE] = array_crc32(array)
 
 
 def _hdf5_dataset(h5: h5py.File, path: Path, name: str, shape: Tuple[int, ...]) -> h5py.Dataset:
@@ -454,7 +476,7 @@ def _write_original(bilm: BiLM, options_file: Path, weight_file: Path, dtype: st
         out = HDF5Writer(atomic_target(weight_file))
         try:
             for name, array in _to_original_arrays(bilm).items():
-                out.file.create_dataset(name, data=narrowed(array, dtype, f"{weight_file}: dataset '{name}'"))
+                write_weight_dataset(out.file, name, narrowed(array, dtype, f"{weight_file}: dataset '{name}'"))
                 out.check()
             if model_dtype(bilm) != torch.float32:   # (it loaded back as float32)
                 out.file.attrs[DTYPE_ATTRIBUTE] = _dtype_name(model_dtype(bilm))
@@ -512,7 +534,7 @@ def _loaded_from(bilm: BiLM, files) -> BiLM:
 def write_safetensors(state: Dict[str, torch.Tensor], path: Path, metadata: Dict[str, str] | None = None) -> None:
     """``safetensors.torch.save_file``, whose write errors (a full disk) are an OSError with
     their errno: safetensors raises its own error, with the OS error only in its text. The
-    file's metadata records each tensor's CRC-32 (:mod:`elmo.tensor_checksums`), which
+    file's metadata records each tensor's CRC-32 (:mod:`elmo.checksums`), which
     :func:`read_safetensors` checks."""
     from safetensors import SafetensorError
     from safetensors.torch import save_file
@@ -625,7 +647,7 @@ def read_safetensors(path: Path, what: str = "model") -> Tuple[Dict[str, torch.T
     """The tensors of the safetensors file ``path`` (never unpickled) and its metadata, read in
     one opening of the file. A folder there, a file that cannot be read (truncated, not
     safetensors), or one whose tensors are not those its checksums record (a damaged byte:
-    :mod:`elmo.tensor_checksums`; a file without the record is not checked) is one
+    :mod:`elmo.checksums`; a file without the record is not checked) is one
     WeightFileError naming it, which advises to save the ``what`` again; the values are not
     checked (:func:`check_finite`)."""
     from safetensors import SafetensorError, safe_open

@@ -508,6 +508,54 @@ def test_a_native_model_saved_without_checksums_loads_as_before(tmp_path):
                                bilm(ids)["activations"][-1], rtol=0, atol=0)
 
 
+def _flip_low_bit_of_dataset(path, name, index=3):
+    """Flip the lowest bit of the ``index``-th value of the contiguous HDF5 dataset ``name``."""
+    with h5py.File(path, "r") as f:
+        offset = f[name].id.get_offset() + f[name].dtype.itemsize * index
+    data = bytearray(path.read_bytes())
+    data[offset] ^= 1
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_a_flipped_bit_in_a_saved_hdf5_weight_is_refused_naming_the_dataset(tmp_path, dtype):
+    """HDF5 checks none of a dataset's data: a weight of a model saved in the original layout,
+    damaged in its last bit, loaded without a word. Each weight dataset the package writes now
+    carries its CRC-32 as an attribute, checked on every load."""
+    from elmo.checksums import array_crc32
+    bilm = random_bilm()
+    save_original(bilm, tmp_path / "options.json", tmp_path / "weights.hdf5", dtype=dtype)
+    name = "RNN_1/RNN/MultiRNNCell/Cell0/LSTMCell/W_0"
+    with h5py.File(tmp_path / "weights.hdf5", "r") as f:
+        assert f[name].attrs["elmo_crc32"] == array_crc32(f[name][...])
+    load_original(tmp_path / "options.json", tmp_path / "weights.hdf5")   # (as saved: loads)
+    _flip_low_bit_of_dataset(tmp_path / "weights.hdf5", name)
+    with pytest.raises(WeightFileError, match=rf"weights.hdf5: dataset '{name}' does not hold the values it "
+                                              rf"was saved with \(CRC-32 [0-9a-f]{{8}}, recorded [0-9a-f]{{8}}\); "
+                                              rf"the file is damaged"):
+        load_original(tmp_path / "options.json", tmp_path / "weights.hdf5")
+
+
+@pytest.mark.parametrize("value", ["zz", 7, "0000000g"])
+def test_a_damaged_hdf5_checksum_attribute_is_refused(tmp_path, value):
+    save_original(random_bilm(), tmp_path / "options.json", tmp_path / "weights.hdf5")
+    with h5py.File(tmp_path / "weights.hdf5", "a") as f:
+        f["CNN_proj/b_proj"].attrs["elmo_crc32"] = value
+    with pytest.raises(WeightFileError, match=r"dataset 'CNN_proj/b_proj' (its 'elmo_crc32' attribute is "
+                                              r"damaged|does not hold the values)"):
+        load_original(tmp_path / "options.json", tmp_path / "weights.hdf5")
+
+
+def test_an_hdf5_weight_file_without_checksums_loads_as_before(tmp_path):
+    """The released files (and the bundled default model) carry no checksums: read unchecked."""
+    folder = _original_copy(tmp_path)
+    with h5py.File(folder / "weights.hdf5", "r") as f:
+        names = []
+        f.visititems(lambda n, o: names.append(n) if isinstance(o, h5py.Dataset) else None)
+        assert names and not any("elmo_crc32" in f[n].attrs for n in names)
+    assert elmo.from_pretrained(folder).output_dim > 0
+
+
 def test_a_big_endian_softmax_loads_as_written(tmp_path):
     """Found by fuzzing: a softmax.hdf5 dataset in big-endian byte order (valid HDF5, as written
     on such a machine) was torch's ValueError naming no file; it now loads, the same values."""

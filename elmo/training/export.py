@@ -25,7 +25,7 @@ from ..hdf5_writer import new_hdf5
 from ..output_lock import output_lock
 from ..text_files import read_json
 from .. import strict_json
-from ..weights import load_original, open_hdf5, read_dataset, save_original
+from ..weights import load_original, open_hdf5, read_dataset, save_original, write_weight_dataset
 from ..modules.softmax import SharedSoftmax
 from .model import LanguageModel
 
@@ -63,8 +63,8 @@ def _write_model_files(model: LanguageModel, vocab: Vocabulary, folder: Path,
                        metadata: Optional[Dict[str, Any]]) -> None:
     save_original(model.bilm, folder / "options.json", folder / "weights.hdf5")
     with new_hdf5(folder / SOFTMAX_FILE, "softmax") as h5:   # (a full disk: one line naming the file)
-        h5.create_dataset("softmax/W", data=model.softmax.weight.detach().float().cpu().numpy())
-        h5.create_dataset("softmax/b", data=model.softmax.bias.detach().float().cpu().numpy())
+        write_weight_dataset(h5, "softmax/W", model.softmax.weight.detach().float().cpu().numpy())
+        write_weight_dataset(h5, "softmax/b", model.softmax.bias.detach().float().cpu().numpy())
     vocab.save(folder / VOCAB_FILE)
     if vocab.counts is not None:
         vocab.save(folder / COUNTS_FILE, with_counts=True)

@@ -35,8 +35,9 @@ from ..output_checks import check_output_dir
 from ..output_lock import output_lock
 from .. import strict_json
 from ..user_paths import expand_args
-from ..weights import (NATIVE_CONFIG, NATIVE_WEIGHTS, ORIGINAL_WEIGHTS, STORAGE_DTYPES, load_original, narrowed,
-                       save_original)
+from ..checksums import HDF5_ATTRIBUTE
+from ..weights import (NATIVE_CONFIG, NATIVE_WEIGHTS, ORIGINAL_WEIGHTS, STORAGE_DTYPES, check_dataset_checksum,
+                       load_original, narrowed, save_original, write_weight_dataset)
 from .export import COUNTS_FILE, METADATA_FILE, SOFTMAX_FILE, VOCAB_FILE, load_vocabulary, read_metadata
 
 DTYPES = STORAGE_DTYPES
@@ -61,7 +62,9 @@ def _home_as_tilde(value):
 def write_softmax(src: Path, dest: Path, dtype: str) -> None:
     with h5py.File(src, "r") as h5_in, new_hdf5(dest, "softmax") as h5_out:   # (a full disk: one line naming dest)
         for name in ("softmax/W", "softmax/b"):
-            h5_out.create_dataset(name, data=narrowed(h5_in[name][...], dtype, f"{src}: dataset '{name}'"))
+            values = h5_in[name][...]
+            check_dataset_checksum(values, h5_in[name].attrs.get(HDF5_ATTRIBUTE), src, name)   # (damage not shipped)
+            write_weight_dataset(h5_out, name, narrowed(values, dtype, f"{src}: dataset '{name}'"))
 
 
 def ship(src: str | Path, dest: str | Path, bilm_dtype: str = "float32", softmax_dtype: str = "float32",

@@ -1,12 +1,19 @@
-"""CRC-32 checksums of the tensors a safetensors file holds, kept in the file's own metadata.
+"""CRC-32 checksums of the weights the package writes, kept inside the files that hold them.
 
-The safetensors format checks its header but not the tensor data: a flipped bit in a weight
-(a failing disk, a bad copy) loads without a word and changes every vector after it, as in the
-original HDF5 layout. Every safetensors file the package writes (a native model folder's
-``model.safetensors``, a saved task model) therefore records one CRC-32 per tensor under
-:data:`METADATA_KEY`, and every read of such a file checks them before a weight is used
-(:func:`elmo.weights.read_safetensors`). A file written before the record was kept has none
-and is read as before.
+Neither format checks its data: safetensors checks its header only, and HDF5 checks nothing
+unless a dataset is written with its own checksum filter. A flipped bit in a weight (a failing
+disk, a bad copy) loads without a word and changes every vector after it. So:
+
+* every safetensors file the package writes (a native model folder's ``model.safetensors``, a
+  saved task model) records one CRC-32 per tensor in its metadata, under :data:`METADATA_KEY`,
+  checked by every read (:func:`elmo.weights.read_safetensors`);
+* every weight dataset it writes in the original HDF5 layout (``weights.hdf5``, a trained
+  model's ``softmax.hdf5``) carries its CRC-32 as the attribute :data:`HDF5_ATTRIBUTE`, checked
+  by every read (:func:`elmo.weights.read_dataset`). Other readers of the layout (AllenNLP,
+  bilm-tf) ignore the attribute; the data stays contiguous and unfiltered, as they expect.
+
+A file written before the record was kept (the released models, the bundled default model)
+has none and is read as before.
 
 CRC-32 is meant for damage, not for tampering: a fetched file's SHA-256 is checked where it is
 downloaded (:mod:`elmo.hub`). It is the cheapest full pass there is over the data (zlib's, about
@@ -25,6 +32,8 @@ import torch
 
 #: The safetensors metadata key of the checksums: a JSON object, tensor name -> 8 hex digits.
 METADATA_KEY = "tensor_crc32"
+#: The attribute of an HDF5 weight dataset that holds its CRC-32 (8 hex digits).
+HDF5_ATTRIBUTE = "elmo_crc32"
 
 
 def tensor_bytes(tensor: torch.Tensor, stride: int = 1) -> memoryview:
@@ -39,6 +48,26 @@ def tensor_bytes(tensor: torch.Tensor, stride: int = 1) -> memoryview:
 
 def _crc32(tensor: torch.Tensor) -> str:
     return f"{zlib.crc32(tensor_bytes(tensor)):08x}"
+
+
+def array_crc32(array: np.ndarray) -> str:
+    """The CRC-32 of ``array``'s values as stored (its dtype and byte order), 8 hex digits."""
+    return f"{zlib.crc32(np.ascontiguousarray(array).data):08x}"
+
+
+def dataset_checksum_problem(array: np.ndarray, recorded: object) -> Optional[str]:
+    """Why ``array``, read from an HDF5 dataset whose :data:`HDF5_ATTRIBUTE` is ``recorded``
+    (None: no such attribute), is not what was written (one phrase), or None."""
+    if recorded is None:
+        return None
+    if isinstance(recorded, bytes):   # (h5py gives a fixed-length string attribute as bytes)
+        recorded = recorded.decode("ascii", "replace")
+    if not isinstance(recorded, str) or len(recorded) != 8:
+        return f"its '{HDF5_ATTRIBUTE}' attribute is damaged (not a checksum: {recorded!r:.40})"
+    crc = array_crc32(array)
+    if crc != recorded:
+        return f"does not hold the values it was saved with (CRC-32 {crc}, recorded {recorded})"
+    return None
 
 
 def checksum_record(state: Mapping[str, torch.Tensor]) -> str:
