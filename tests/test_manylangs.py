@@ -635,6 +635,25 @@ def test_a_damaged_legacy_pkl_is_named_without_torchs_advice(tmp_path, capsys, d
     assert "encoder.pkl: not a readable" in one_line_error(folder, capsys)
 
 
+def test_a_legacy_pkl_whose_storage_size_was_damaged_is_said_in_words(tmp_path, capsys):
+    """Found by fuzzing: a legacy .pkl whose storage size record was damaged gave torch's
+    unfilled "storage has wrong byte size: expected %ld got %ld" with a number run on after it."""
+    import struct
+    folder = copy_model(tmp_path, "model")
+    state = torch.load(folder / "encoder.pkl", map_location="cpu", weights_only=True)
+    torch.save(state, folder / "encoder.pkl", _use_new_zipfile_serialization=False)
+    data = bytearray((folder / "encoder.pkl").read_bytes())
+    last = list(state.values())[-1]   # (its storage is the file's last: its size, then its bytes)
+    at = len(data) - last.untyped_storage().nbytes() - 8
+    assert struct.unpack("<q", data[at:at + 8])[0] == last.untyped_storage().size() // last.element_size()
+    data[at:at + 8] = struct.pack("<q", struct.unpack("<q", data[at:at + 8])[0] + 1)
+    (folder / "encoder.pkl").write_bytes(bytes(data))
+    with pytest.raises(WeightFileError, match=r"encoder.pkl: not a readable torch state dict \(a tensor's storage "
+                                              r"holds another number of bytes than the file records for it\)$"):
+        elmo.from_pretrained(folder)
+    assert "%ld" not in one_line_error(folder, capsys)
+
+
 def test_a_zip_record_marked_as_a_directory_is_refused(tmp_path, capsys):
     """Found by fuzzing: one flipped bit of a central directory entry's attributes (0x10, the
     MS-DOS directory flag) made torch.load read that record as empty: the tensor kept whatever

@@ -191,10 +191,14 @@ def _load_failure(e: BaseException) -> str:
     """torch.load's reason for one line: where the weights-only reader refused the file, its own
     words (torch's message opens by advising to load the file with weights_only=False, which
     can run code from the file: never to be repeated to a user; it also holds terminal
-    escapes), else the first line; control characters shown as '?', cut to 120 characters."""
+    escapes), else the first line; control characters shown as '?', cut to 120 characters. A
+    legacy file's storage of another size than its record is said in words: torch's message
+    for it is its unfilled format ("expected %ld got %ld") and a number run on after it."""
     text = str(e)
     if "WeightsUnpickler error:" in text:
         text = text.split("WeightsUnpickler error:", 1)[1]
+    if "expected %ld got %ld" in text:   # (torch's own format left unfilled, a number run on after it)
+        text = "a tensor's storage holds another number of bytes than the file records for it"
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     first = "".join(c if c.isprintable() else "?" for c in (lines[0] if lines else type(e).__name__))
     return first if len(first) <= 120 else first[:117] + "..."
