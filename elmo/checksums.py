@@ -16,10 +16,9 @@ A file written before the record was kept (the released models, the bundled defa
 has none and is read as before.
 
 CRC-32 is meant for damage, not for tampering: a fetched file's SHA-256 is checked where it is
-downloaded (:mod:`elmo.hub`). It is the cheapest full pass there is over the data (zlib's, about
-0.1 s for the 374 MB of the original-size model on a 2-core Zen 4 VM, *scratch*, where SHA-256
-took 0.2 s; a load of that model takes about 0.2 s without it), and a checksum per tensor names
-the tensor that was damaged.
+downloaded (:mod:`elmo.hub`). It is the cheapest full pass over the data (zlib's; SHA-256 took
+about twice as long in one comparison, *scratch*); ``benchmarks/load_checksums.py`` measures
+what the checks add to a load. A checksum per tensor or dataset names the one that was damaged.
 """
 from __future__ import annotations
 
