@@ -10,6 +10,8 @@
 """
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import re
 from typing import List, Optional
@@ -70,9 +72,7 @@ def test_the_quote_reader_tolerates_the_last_digit_only():
 
 @pytest.fixture(scope="module")
 def demo_output() -> List[str]:
-    import contextlib
-    import io
-
+    """The lines ``elmo demo`` prints (one torch thread, as the command runs by default)."""
     threads = torch.get_num_threads()
     out = io.StringIO()
     try:
