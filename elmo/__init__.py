@@ -106,7 +106,7 @@ def which_model(name_or_path: str | Path, *, local: Optional[Path] = None, warn:
     Every place that reads a model name decides through this, so the order and the warning
     cannot differ between loading, ``elmo info``/``convert``, analysis and experiments."""
     from .hub import registry
-    from .hub.download import is_url
+    from .hub.urls import is_url
 
     if not isinstance(name_or_path, (str, os.PathLike)):
         from .checks import shown

@@ -293,7 +293,8 @@ def _run(argv: Optional[List[str]]) -> int:
     from .config import ConfigError
     from .data.fetch import DataError
     from .env_switch import env_switch
-    from .hub.download import DownloadError, download_bars
+    from .hub.download import download_bars
+    from .hub.errors import DownloadError
     from .user_paths import expand_args
     from .weights import WeightFileError
     # the whole command, as typed: "elmo vocab: error" did not say which vocab action failed

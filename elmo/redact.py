@@ -13,7 +13,7 @@ from typing import Any, Tuple
 
 # Defined beside the downloader, which runs without the rest of the package (a process that
 # fetches needs no torch); this module is where the rest of the package takes them from.
-from .hub.download import holds_login, redact_url
+from .hub.urls import holds_login, redact_url
 
 __all__ = ["REDACTED_NOTE", "holds_login", "redact_record", "redact_url"]
 

@@ -375,7 +375,7 @@ def load_original(options_file: str | Path, weight_file: str | Path, *, stateful
     The model gets the dtype it was saved in (a bfloat16 model's is recorded in the HDF5 file,
     which stores float32), float32 for files without a record or of a float16 model (see
     :func:`_restored_dtype`); ``dtype=`` sets another."""
-    from .hub.download import is_url
+    from .hub.urls import is_url
     require_path("options_file", options_file)
     require_path("weight_file", weight_file)
     if is_url(options_file) or is_url(weight_file):

@@ -951,10 +951,10 @@ def test_a_full_disk_while_downloading_is_one_line_and_the_next_call_resumes(cac
     """The cache's disk fills during a download: a DownloadError naming the file, the full disk
     and the kept part (it was a bare "[Errno 28] No space left on device"); once there is room,
     the next call resumes from the part."""
-    from elmo.hub import download
+    from elmo.hub import transfer
 
     weights = (ALLENNLP / "lm_weights.hdf5").read_bytes()
-    monkeypatch.setattr(download, "open", lambda path, mode: _FillsUp(open(path, mode), 200_000), raising=False)
+    monkeypatch.setattr(transfer, "open", lambda path, mode: _FillsUp(open(path, mode), 200_000), raising=False)
     with FileServer(fixture_files()) as server:
         dest = cache_path(server.url(CONF_WEIGHTS))
         with pytest.raises(DownloadError) as err:
@@ -964,7 +964,7 @@ def test_a_full_disk_while_downloading_is_one_line_and_the_next_call_resumes(cac
         assert "(No space left on device)" in message and "the next call resumes" in message
         kept = dest.with_name(dest.name + "+.part").stat().st_size
         assert not dest.exists() and 0 < kept <= 200_000
-        monkeypatch.delattr(download, "open")   # (room again)
+        monkeypatch.delattr(transfer, "open")   # (room again)
         elmo.load_original(server.url(CONF_OPTIONS), server.url(CONF_WEIGHTS))
         assert server.gets(CONF_WEIGHTS)[-1] == f"bytes={kept}-"
     assert dest.read_bytes() == weights
@@ -1336,10 +1336,10 @@ def test_a_url_that_is_a_folder_of_another_urls_path_is_cached_aside(cache, monk
     ``m/elmo`` to be a folder (or the other way round): the second failed as 'the model cache
     cannot be written' or a raw IsADirectoryError. The second now goes to a ``+tree-`` folder;
     the first keeps its path (what was cached before is found without a download)."""
-    from elmo.hub import download
+    from elmo.hub import cache_paths
     from elmo.hub.download import fetch
     # the paths https has (and a published http URL): the test server's http gets +scheme-http
-    monkeypatch.setattr(download, "_unmarked_scheme", lambda parts: "http")
+    monkeypatch.setattr(cache_paths, "_unmarked_scheme", lambda parts: "http")
     files = {"/m/elmo": b"the file at m/elmo", "/m/elmo/options.json": b'{"inside": true}'}
     order = ["/m/elmo", "/m/elmo/options.json"][:: 1 if first == "file" else -1]
     with FileServer(files) as server:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import elmo
-from elmo.hub import download
+from elmo.hub import cache_paths, download
 from elmo.hub.download import cache_path, fetch
 from tests.hub_server import FileServer, fresh_model_cache
 
@@ -244,7 +244,7 @@ def test_old_locks_beside_cached_models_go_at_the_next_load_and_a_read_only_cach
 @pytest.fixture
 def unmarked_http(monkeypatch):
     """The paths https has (the test server's http otherwise gets a +scheme-http folder)."""
-    monkeypatch.setattr(download, "_unmarked_scheme", lambda parts: "http")
+    monkeypatch.setattr(cache_paths, "_unmarked_scheme", lambda parts: "http")
 
 
 def test_a_folder_made_at_the_path_while_it_downloads_puts_the_file_aside(unmarked_http, monkeypatch):

@@ -53,7 +53,7 @@ def _dims(m) -> str:
 
 
 def models_list(args: argparse.Namespace) -> int:
-    from ..hub.download import elmo_home
+    from ..hub.cache_paths import elmo_home
     from ..hub.registry import MODELS
     from ..hub.resolve import cache_state
 

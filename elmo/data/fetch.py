@@ -36,7 +36,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Dict, Iterator, List, Optional, Sequence, Tuple
 
-from ..hub.download import offline, sha256_file
+from ..hub.cache_entry import offline
+from ..hub.file_checks import sha256_file
 
 
 class DataError(RuntimeError):
@@ -141,14 +142,14 @@ PACKAGES: Dict[str, Package] = {p.name: p for p in [
 def data_home() -> Path:
     """The cache folder: ``$ELMO_DATA``, else ``$XDG_CACHE_HOME/elmo``, else ``~/.cache/elmo``
     (a file there is a DataError naming the variable)."""
-    from ..hub.download import cache_folder
+    from ..hub.cache_paths import cache_folder
 
     return cache_folder("ELMO_DATA", DataError)
 
 
 def make_data_folder(folder: Path) -> None:
     """Create ``folder`` in the data cache; one line naming ``$ELMO_DATA`` where it cannot be."""
-    from ..hub.download import make_cache_folder
+    from ..hub.cache_paths import make_cache_folder
 
     make_cache_folder(folder, "ELMO_DATA", DataError)
 

@@ -8,9 +8,11 @@ Files are cached under ``$ELMO_HOME`` (default ``$XDG_CACHE_HOME/elmo``, else ``
 ``ELMO_OFFLINE=1`` uses the cache only. See :mod:`elmo.hub.download` for how a download is made safe.
 """
 from .archive import ArchiveError
-from .download import DownloadError, elmo_home, is_url
+from .cache_paths import elmo_home
+from .errors import DownloadError
 from .registry import MODELS, PretrainedModel
 from .resolve import Local, is_cached, resolve
+from .urls import is_url
 
 __all__ = ["ArchiveError", "DownloadError", "Local", "MODELS", "PretrainedModel", "elmo_home",
            "is_cached", "is_url", "resolve"]

@@ -25,7 +25,7 @@ import zlib
 from pathlib import Path, PurePosixPath
 from typing import Iterable, List, Optional
 
-from .download import DownloadError, brief_message
+from .errors import DownloadError, brief_message
 
 #: Suffixes understood as archives.
 ARCHIVE_SUFFIXES = (".zip", ".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz")

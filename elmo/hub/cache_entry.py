@@ -62,7 +62,7 @@ def helper_file(dest: Path, suffix: str) -> Path:
     ``NAME+SUFFIX``. They were ``NAME.lock``, ``NAME.part``, ``NAME.part.json`` and
     ``.NAME.staging``, the cached names of URLs ending so: ``/m/elmo.lock`` was handed ``/m/elmo``'s
     empty lock file, and a download of ``/m/elmo`` resumed from ``/m/elmo.part``'s file. A URL's
-    cached name holds a ``+`` only in :func:`~.download._short`'s ``+name-``, never before a dot."""
+    cached name holds a ``+`` only in :func:`~.cache_paths._short`'s ``+name-``, never before a dot."""
     return dest.with_name(f"{dest.name}+{suffix}")
 
 

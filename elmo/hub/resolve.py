@@ -47,8 +47,11 @@ from ..io import atomic_folder
 from . import old_names, registry
 from .archive import ArchiveError, find_model_folder, is_archive, unpack
 from .cache_entry import CacheEntry, InTheWay, helper_file, make
-from .download import (DownloadError, cache_path, elmo_home, fetch, is_url, make_cache_folder,
-                       redact_url, sha256_file, tree_aside, unwritable_cache)
+from .cache_paths import cache_path, elmo_home, make_cache_folder, tree_aside, unwritable_cache
+from .download import fetch
+from .errors import DownloadError
+from .file_checks import sha256_file
+from .urls import is_url, redact_url
 
 PathOrUrl = Union[str, Path]
 
@@ -164,7 +167,7 @@ def local_pair(options_file: PathOrUrl, weight_file: PathOrUrl) -> Tuple[Path, P
 def unpacked_path(url: str) -> Path:
     """Where the archive at ``url`` is unpacked: ``models/unpacked/<host>/<url path>``, or, where
     another URL's unpacked folder is in the way, ``<host>/+tree-<hash>/<file name>`` (as the
-    file cache does, :func:`~.download.tree_aside`).
+    file cache does, :func:`~.cache_paths.tree_aside`).
 
     ``https://h/m/a.zip`` is unpacked into the folder ``m/a.zip``, and ``https://h/m/a.zip/b.zip``
     went into ``m/a.zip/b.zip``, inside the other's model folder: unpacked first, its model was
@@ -401,9 +404,9 @@ def is_cached(entry: registry.PretrainedModel) -> bool:
 
 def cache_state(entry: registry.PretrainedModel) -> str:
     """``"yes"`` (every file cached and verified), ``"no"``, or ``"damaged"``: an unpinned
-    cached file that :func:`~elmo.hub.download.damage` shows is not whole (truncated, empty),
+    cached file that :func:`~elmo.hub.file_checks.damage` shows is not whole (truncated, empty),
     which the next load downloads again (it was listed as cached, and failed at every load)."""
-    from .download import damage, finished_download
+    from .file_checks import damage, finished_download
     if entry.format == "original":
         paths = {k: cache_path(entry.urls[k]) for k in ("options", "weights")}
         if any(not entry.sha256.get(k) and damage(p) for k, p in paths.items()):
