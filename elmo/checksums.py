@@ -6,10 +6,10 @@ disk, a bad copy) loads without a word and changes every vector after it. So:
 
 * every safetensors file the package writes (a native model folder's ``model.safetensors``, a
   saved task model) records one CRC-32 per tensor in its metadata, under :data:`METADATA_KEY`,
-  checked by every read (:func:`elmo.weights.read_safetensors`);
+  checked by every read (:func:`elmo.native_layout.read_safetensors`);
 * every weight dataset it writes in the original HDF5 layout (``weights.hdf5``, a trained
   model's ``softmax.hdf5``) carries its CRC-32 as the attribute :data:`HDF5_ATTRIBUTE`, checked
-  by every read (:func:`elmo.weights.read_dataset`). Other readers of the layout (AllenNLP,
+  by every read (:func:`elmo.original_layout.read_dataset`). Other readers of the layout (AllenNLP,
   bilm-tf) ignore the attribute; the data stays contiguous and unfiltered, as they expect.
 
 A file written before the record was kept (the released models, the bundled default model)

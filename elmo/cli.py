@@ -296,7 +296,7 @@ def _run(argv: Optional[List[str]]) -> int:
     from .hub.download import download_bars
     from .hub.errors import DownloadError
     from .user_paths import expand_args
-    from .weights import WeightFileError
+    from .weight_values import WeightFileError
     # the whole command, as typed: "elmo vocab: error" did not say which vocab action failed
     command = " ".join(name for name, _ in _command_path(parser, args)[1:])
     try:    # ("false" and "off" were on: anything but "" and "0")

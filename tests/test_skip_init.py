@@ -92,7 +92,7 @@ def test_load_original_skips_the_draws(tmp_path, monkeypatch):
 
 def test_the_original_layouts_arrays_are_each_copied_in_and_dropped(tmp_path):
     """(Dropped once copied, the file's arrays and the model's weights are not both held whole.)"""
-    from elmo.weights import _assign_original_arrays, read_original_arrays
+    from elmo.original_layout import assign_original_arrays as _assign_original_arrays, read_original_arrays
     bilm = random_bilm(skip=False)
     elmo.save_original(bilm, tmp_path / "options.json", tmp_path / "weights.hdf5")
     arrays = read_original_arrays(tmp_path / "weights.hdf5", bilm.options)

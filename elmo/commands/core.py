@@ -49,7 +49,7 @@ def register(subparsers) -> None:
 def info(args: argparse.Namespace) -> int:
     import elmo
 
-    from ..weights import model_dtype
+    from ..model_dtypes import model_dtype
 
     bilm = elmo.from_pretrained(args.model)
     n_params = sum(p.numel() for p in bilm.parameters())
@@ -74,7 +74,8 @@ def stored_files(folder: Path) -> list:
 
     from ..manylangs.folder import ENCODER, TOKEN_EMBEDDER
     from ..training.export import SOFTMAX_FILE
-    from ..weights import NATIVE_WEIGHTS, ORIGINAL_WEIGHTS, open_hdf5
+    from ..native_layout import NATIVE_WEIGHTS
+    from ..original_layout import ORIGINAL_WEIGHTS, open_hdf5
 
     lines = []
     for name in (NATIVE_WEIGHTS, *ORIGINAL_WEIGHTS, SOFTMAX_FILE, TOKEN_EMBEDDER, ENCODER):
@@ -156,7 +157,8 @@ def _convert(args: argparse.Namespace, out: Path) -> int:
     from ..manylangs.folder import ENCODER, TOKEN_EMBEDDER, holds_manylangs_config
     from ..redact import REDACTED_NOTE, redact_record
     from ..training.export import LM_FILES, METADATA_FILE, read_metadata, write_metadata
-    from ..weights import NATIVE_CONFIG, NATIVE_WEIGHTS, ORIGINAL_OPTIONS, ORIGINAL_WEIGHTS
+    from ..native_layout import NATIVE_CONFIG, NATIVE_WEIGHTS
+    from ..original_layout import ORIGINAL_OPTIONS, ORIGINAL_WEIGHTS
 
     # another model's files there would be replaced without a trace: only when asked
     names: Tuple[str, ...] = (ORIGINAL_OPTIONS, ORIGINAL_WEIGHTS[0]) if args.to == "original" else (NATIVE_CONFIG, NATIVE_WEIGHTS)

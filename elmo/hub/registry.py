@@ -7,7 +7,7 @@ checks of the weight file run after every download instead.
 
 Sizes: the released AllenNLP weight files are float32, so their size is 4 bytes times the
 parameters their options imply (``size_estimated=True``: computed from the dimensions with
-``elmo.weights.expected_shapes``, not measured on the files). Sizes of the ELMoForManyLangs
+``elmo.original_layout.expected_shapes``, not measured on the files). Sizes of the ELMoForManyLangs
 archives are not known here.
 """
 from __future__ import annotations

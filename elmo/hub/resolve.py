@@ -7,7 +7,7 @@
 
 Every download is verified before it is cached: an options file must parse (ConfigError) and,
 for a table entry, agree with the table's dimensions; a weight file must pass the shape checks
-of :func:`elmo.weights.read_original_arrays` (WeightFileError); an archive must unpack safely.
+of :func:`elmo.original_layout.read_original_arrays` (WeightFileError); an archive must unpack safely.
 Local paths are returned as they are.
 
 Single files are the file cache's (:mod:`elmo.hub.download`). An archive is unpacked into the
@@ -93,7 +93,7 @@ def fetch_options(url: str, entry: Optional[registry.PretrainedModel] = None,
 def fetch_weights(url: str, options_file: Path, sha256: Optional[str] = None) -> Path:
     """The cached weight file of ``url``, checked against ``options_file`` before it is kept."""
     from ..config import ElmoOptions
-    from ..weights import read_original_arrays
+    from ..original_layout import read_original_arrays
 
     options = ElmoOptions.from_file(options_file)
     return fetch(url, sha256=sha256,
@@ -104,7 +104,7 @@ def _naming_the_url(url: str, check: Callable[[Path], object]) -> Callable[[Path
     """``check`` of a finished download (or its unpacked folder), its errors naming ``url``
     instead of the temporary file or folder checked (which is deleted with the error)."""
     from ..config import ConfigError
-    from ..weights import WeightFileError
+    from ..weight_values import WeightFileError
 
     def verify(path: Path) -> None:
         try:
@@ -343,8 +343,10 @@ def _check_folder(folder: Path, url: str) -> None:
     (native, original, ELMoForManyLangs: its .pkl files with the weights-only reader, never
     unpickled); for another folder with a ``config.json``, that it is readable JSON."""
     from ..manylangs.folder import is_manylangs_folder
-    from ..weights import (NATIVE_WEIGHTS, ORIGINAL_OPTIONS, ORIGINAL_WEIGHTS, WeightFileError,
-                           load_pretrained)
+    from ..native_layout import NATIVE_WEIGHTS
+    from ..original_layout import ORIGINAL_OPTIONS, ORIGINAL_WEIGHTS
+    from ..weight_values import WeightFileError
+    from ..weights import load_pretrained
 
     # (an ELMoForManyLangs folder was checked for readable JSON only: one with a damaged or
     # missing .pkl or dictionary was kept, listed as cached, and failed at every load)

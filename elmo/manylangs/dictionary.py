@@ -28,7 +28,7 @@ from ..checks import shown
 from ..io import atomic_write_text
 from ..output_checks import writing
 from ..text_files import decode_text
-from ..weights import WeightFileError
+from ..weight_values import WeightFileError
 
 #: The token a whitespace-only entry is read as.
 WHITESPACE_TOKEN = "\u3000"

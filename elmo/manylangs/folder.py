@@ -41,7 +41,7 @@ from ..text_files import read_json, unique_keys
 from ..modules.bilm import BiLM
 from ..modules.skip_init import init_skipped
 from ..runtime import resolve_device
-from ..weights import WeightFileError, check_finite
+from ..weight_values import WeightFileError, check_finite
 from ..zip_records import zip_damage
 from .dictionary import read_dictionary
 from .vocabulary import CHAR_DIC, WORD_DIC, CharVocabulary

@@ -105,7 +105,7 @@ def save(folder: Union[str, Path], model, *, kind: str, metric: str, labels: Seq
     outside ``vocab`` that this GloVe knows gets its vector at prediction."""
     from ..io import atomic_folder
     from ..output_checks import writing
-    from ..weights import write_safetensors
+    from ..native_layout import write_safetensors
     folder = Path(folder)
     frozen = elmo is not None and not elmo["finetune"]
     state = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()
@@ -178,7 +178,7 @@ def _load_bilm(ref: dict, override: Optional[str]):
                              f"model was trained with: {why}, and the model records no digest of its "
                              f"weights to compare (save the task model again to record one)")
     from ..model_digest import recorded_digest
-    from ..weights import WeightFileError
+    from ..weight_values import WeightFileError
     try:
         bilm = load_bilm(spec)
     except (OSError, WeightFileError) as e:
@@ -270,12 +270,13 @@ def _warn_other_tokenizer(cfg: dict, cfg_path: Path) -> None:
 
 
 def _read_weights(path: Path, expected: Mapping[str, torch.Tensor], labels: Sequence[str], frozen: bool) -> dict:
-    """model.safetensors (never unpickled, read by :func:`elmo.weights.read_safetensors`),
+    """model.safetensors (never unpickled, read by :func:`elmo.native_layout.read_safetensors`),
     checked against ``expected``, the ``state_dict`` of the model config.json builds: each of
     its tensors there (a ``frozen`` biLM's left out: it is not saved with the model), of its
     shape, of floating values where its are and finite, and no other tensor. Each way it is
     not is one TaskModelError naming the file, before any weight is copied."""
-    from ..weights import WeightFileError, check_finite, read_safetensors
+    from ..native_layout import read_safetensors
+    from ..weight_values import WeightFileError, check_finite
     if not path.exists():
         raise TaskModelError(f"{path}: missing; the saved model folder is incomplete: save it "
                              f"again")

@@ -15,7 +15,7 @@ from typing import Any, Dict, Optional
 import torch
 
 from ..modules.softmax import SoftmaxRecipe
-from ..weights import non_finite
+from ..weight_values import non_finite
 from .checkpoint import contents_problem
 from .optim import optimizer_state_problem
 

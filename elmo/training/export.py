@@ -25,7 +25,8 @@ from ..hdf5_writer import new_hdf5
 from ..output_lock import output_lock
 from ..text_files import read_json
 from .. import strict_json
-from ..weights import load_original, open_hdf5, read_dataset, save_original, write_weight_dataset
+from ..original_layout import open_hdf5, read_dataset, write_weight_dataset
+from ..weights import load_original, save_original
 from ..modules.softmax import SharedSoftmax
 from .model import LanguageModel
 

@@ -7,7 +7,7 @@ from typing import Any, Dict, Optional
 
 import torch
 
-from ..weights import non_finite
+from ..weight_values import non_finite
 from .checkpoint import contents_problem
 from .config import TrainConfig
 

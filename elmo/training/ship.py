@@ -36,8 +36,9 @@ from ..output_lock import output_lock
 from .. import strict_json
 from ..user_paths import expand_args
 from ..checksums import HDF5_ATTRIBUTE
-from ..weights import (NATIVE_CONFIG, NATIVE_WEIGHTS, ORIGINAL_WEIGHTS, STORAGE_DTYPES, check_dataset_checksum,
-                       load_original, narrowed, save_original, write_weight_dataset)
+from ..native_layout import NATIVE_CONFIG, NATIVE_WEIGHTS
+from ..original_layout import ORIGINAL_WEIGHTS, STORAGE_DTYPES, check_dataset_checksum, narrowed, write_weight_dataset
+from ..weights import load_original, save_original
 from .export import COUNTS_FILE, METADATA_FILE, SOFTMAX_FILE, VOCAB_FILE, load_vocabulary, read_metadata
 
 DTYPES = STORAGE_DTYPES
