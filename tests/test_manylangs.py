@@ -643,9 +643,12 @@ def test_a_legacy_pkl_whose_storage_size_was_damaged_is_said_in_words(tmp_path, 
     state = torch.load(folder / "encoder.pkl", map_location="cpu", weights_only=True)
     torch.save(state, folder / "encoder.pkl", _use_new_zipfile_serialization=False)
     data = bytearray((folder / "encoder.pkl").read_bytes())
-    last = list(state.values())[-1]   # (its storage is the file's last: its size, then its bytes)
-    at = len(data) - last.untyped_storage().nbytes() - 8
-    assert struct.unpack("<q", data[at:at + 8])[0] == last.untyped_storage().size() // last.element_size()
+    # a tensor's storage is written as its number of values, then its bytes (storages in an
+    # order of their own): found by its bytes
+    tensor = max(state.values(), key=lambda t: t.numel())
+    assert tensor.untyped_storage().nbytes() == tensor.numel() * tensor.element_size()
+    at = bytes(data).find(tensor.contiguous().numpy().tobytes()) - 8
+    assert at > 0 and struct.unpack("<q", data[at:at + 8])[0] == tensor.numel()
     data[at:at + 8] = struct.pack("<q", struct.unpack("<q", data[at:at + 8])[0] + 1)
     (folder / "encoder.pkl").write_bytes(bytes(data))
     with pytest.raises(WeightFileError, match=r"encoder.pkl: not a readable torch state dict \(a tensor's storage "
