@@ -192,3 +192,16 @@ def test_the_readme_task_results_quote_the_committed_experiments():
     assert "1,000 sentences beat the baseline's 4,000" in text
     assert sizes["pos-1000", "elmo-input"]["test_mean"] > sizes["pos-4000", "baseline"]["test_mean"]
     assert five["gain_low"] < 0 < five["gain_high"]
+
+
+def test_the_readme_config_error_example_is_what_the_command_says(capsys, monkeypatch):
+    """"Task experiments" quotes the error of a misspelt setting: its command says it (the
+    config is checked before any data is read, so no corpus is needed)."""
+    from elmo.cli import main
+    text = " ".join(_section(readme_text(), "## Task experiments").split())
+    m = re.search(r"\(`(elmo experiment [^`]+)` says `([^`]+)`", text)
+    assert m, "the README's example of a config error is gone"
+    monkeypatch.chdir(ROOT)
+    assert main(m.group(1).split()[1:]) != 0
+    err = capsys.readouterr().err
+    assert m.group(2) in err and len(err.strip().splitlines()) == 1, err
