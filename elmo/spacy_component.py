@@ -657,11 +657,30 @@ class ElmoTaskAnnotator(_BatchedComponent):
 
 
 
+def _model_not_found(name: str, model: str, error: Exception) -> Optional[ValueError]:
+    """The error of a component whose ``model``, a path relative to the working folder that
+    names nothing there, did not load: a saved pipeline read by ``spacy.load`` from another
+    working folder said only that the path was no model. None where the path is there."""
+    if Path(model).is_absolute() or Path(model).exists():
+        return None
+    return ValueError(
+        f"component {name!r}: its model {model!r} is not found from the working folder {Path.cwd()} "
+        f"(a relative path is read from there, also by spacy.load): run from the folder it was given "
+        f"in, or give its place: spacy.load(PIPELINE, config={{'components.{name}.model': PATH}}) ({error})")
+
+
 @Language.factory("elmo", default_config={"model": "default", "layers": "average",
                                           "batch_size": 64})
 def make_elmo(nlp: Language, name: str, model: str, layers: str, batch_size: int) -> ElmoVectors:
     """ELMo vectors for every token (see the module docstring)."""
-    return ElmoVectors(name, model, layers, batch_size)
+    from .weights import WeightFileError
+    try:
+        return ElmoVectors(name, model, layers, batch_size)
+    except WeightFileError as e:
+        missing = _model_not_found(name, model, e)
+        if missing is None:
+            raise
+        raise missing from None
 
 
 @Language.factory("elmo_task", default_config={"model": None, "bilm": None, "batch_size": 64,
@@ -674,4 +693,11 @@ def make_elmo_task(nlp: Language, name: str, model: Optional[str], bilm: Optiona
     one-line error below (as ``str`` it was a multi-line ConfigValidationError about None)."""
     if not model:
         raise ValueError("the elmo_task component needs config={'model': SAVED_MODEL_FOLDER}")
-    return ElmoTaskAnnotator(name, model, bilm, batch_size, glove)
+    from .tasks.saved import TaskModelError
+    try:
+        return ElmoTaskAnnotator(name, model, bilm, batch_size, glove)
+    except TaskModelError as e:
+        missing = _model_not_found(name, model, e)
+        if missing is None:
+            raise
+        raise missing from None

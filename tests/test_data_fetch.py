@@ -143,6 +143,31 @@ def test_cli_errors_are_one_line(tmp_path, monkeypatch, capsys):
     assert "npm is not installed" in capsys.readouterr().err
 
 
+def test_get_goes_on_past_a_corpus_the_registry_no_longer_offers(tmp_path, monkeypatch, capsys):
+    """`elmo data get --all` (and the README's `elmo data get ... vitaminc glove-50d`) stopped at
+    the first corpus of a withdrawn package, so every corpus after it stayed unfetched."""
+    monkeypatch.setenv("ELMO_DATA", str(tmp_path))
+    fetched = []
+
+    def get(name, force=False):
+        if name == "vitaminc":
+            raise F.PackageWithdrawn("the registry has no bigbench==1.0.0")
+        fetched.append(name)
+        return tmp_path / name
+    monkeypatch.setattr(sources, "get", get)
+    assert main(["data", "get", "kjv", "vitaminc", "glove-50d"]) == 1     # one failed: status 1
+    assert fetched == ["kjv", "glove-50d"]
+    out, err = capsys.readouterr()
+    assert out.splitlines() == [f"kjv: {tmp_path / 'kjv'}", f"glove-50d: {tmp_path / 'glove-50d'}"]
+    assert err.splitlines() == ["elmo data get: error: vitaminc: the registry has no bigbench==1.0.0"]
+
+    def offline(name, force=False):      # any other failure still stops at once
+        raise F.DataError("offline")
+    monkeypatch.setattr(sources, "get", offline)
+    assert main(["data", "get", "kjv", "glove-50d"]) == 1
+    assert capsys.readouterr().err.splitlines() == ["elmo data get: error: offline"]
+
+
 def test_cli_list_and_path(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("ELMO_DATA", str(tmp_path))
     assert main(["data", "list"]) == 0

@@ -438,6 +438,16 @@ def test_byte_ids_given_to_a_dictionary_model_are_refused():
         bilm(elmo.batch_to_ids([["a", "b"]]))
 
 
+def test_the_width_error_of_a_dictionary_model_points_at_token_ids_only():
+    """Byte ids of the wrong width for a model with a word embedding (51 ids a token) said
+    'or pass max_characters_per_token to batch_to_ids', which gives byte ids of that width:
+    refused again, as ids of another scheme."""
+    bilm = elmo.from_pretrained(MANYLANGS / "model_word")
+    with pytest.raises(ValueError, match="bilm.token_ids") as err:
+        bilm(elmo.batch_to_ids([["a", "b"]]))
+    assert "batch_to_ids" not in str(err.value)
+
+
 @pytest.mark.parametrize("edit, message", [
     (lambda c: c["encoder"].update(name="lstm"), "encoder.name: only the 'elmo' encoder"),
     (lambda c: c["encoder"].pop("dim"), "encoder.dim: missing"),

@@ -7,6 +7,8 @@
    parameters, layer numbers) must be the same. The prose's "gap" is the table's top row.
 2. The Analysis section's summary of the default model's report quotes the committed
    ``experiments/analysis/default/results.json`` (the report `elmo analyze` wrote there).
+3. The figures of "Task experiments" are what `elmo experiment-table` gives for the committed
+   ``experiments/results/`` folders (and the paired differences between two variants).
 """
 from __future__ import annotations
 
@@ -133,3 +135,73 @@ def test_the_readme_analysis_summary_quotes_the_default_models_report():
     ]
     missing = [phrase for phrase in expected if phrase not in text]
     assert not missing, missing
+
+
+def _rows(folder: str) -> dict:
+    """(task, variant) -> the summary row `elmo experiment-table` prints for a committed
+    experiment folder (recomputed from its runs, as the command does)."""
+    from elmo.tasks.compare import read_results, recomputed
+    path = ROOT / "experiments/results" / folder
+    results = recomputed(read_results(path, need=("config", "runs")), path)
+    return {(row["task"], row["variant"]): row for row in results["summary"]}
+
+
+def _paired(folder: str, task: str, a: str, b: str) -> dict:
+    from elmo.tasks.compare import read_results
+    from elmo.tasks.paired import paired_difference
+    return paired_difference(read_results(ROOT / "experiments/results" / folder), task, a, b)
+
+
+def test_the_readme_task_results_quote_the_committed_experiments():
+    """The figures of "Task experiments" are those `elmo experiment-table` gives for the
+    committed results (pos, ner, sentiment, pos-sample-efficiency, smoke-pos-ptb, v1/)."""
+    pos, ner, v1pos, v1ner = _rows("pos"), _rows("ner"), _rows("v1/pos"), _rows("v1/ner")
+    senti, sizes, ptb = _rows("sentiment"), _rows("pos-sample-efficiency"), _rows("smoke-pos-ptb")
+    main, ner_main = pos["pos", "elmo-input"], ner["ner", "elmo-input"]
+    five = senti["sentiment5", "elmo-input"]
+    last = _paired("pos", "pos", "elmo-input", "last-only")
+    both = _paired("pos", "pos", "elmo-input-output", "elmo-input")
+    tuned = _paired("ner", "ner", "elmo-input", "elmo-input-finetuned")
+    g = {n: sizes[f"pos-{n}", "elmo-input"]["gain_mean"] for n in (250, 500, 4000)}
+    expected = [
+        f"POS on Brown {pos['pos', 'baseline']['test_mean']:.2f} → **{main['test_mean']:.2f}** token "
+        f"accuracy with 2,000 training sentences ({main['gain_mean']:+.2f}, interval "
+        f"{main['gain_low']:+.2f} to {main['gain_high']:+.2f}; version 1: "
+        f"{v1pos['pos', 'elmo-input']['gain_mean']:+.2f}; a random-weight biLM of the same shape "
+        f"adds {pos['pos', 'random-biLM-control']['gain_mean']:+.2f})",
+        f"**{g[250]:+.1f}** with 250, {g[500]:+.1f} with 500, {g[4000]:+.1f} with 4,000",
+        f"**{ner_main['gain_mean']:+.2f} span F1** over {len(ner_main['seeds'])} seeds (interval "
+        f"{ner_main['gain_low']:+.2f} to {ner_main['gain_high']:+.2f}), where version 1 gave "
+        f"{v1ner['ner', 'elmo-input']['gain_mean']:+.2f}",
+        f"adds nothing more ({ner['ner', 'elmo-input-adapted']['gain_mean']:+.2f})",
+        f"5-class sentiment {five['gain_mean']:+.2f} (interval {five['gain_low']:+.2f} to "
+        f"{five['gain_high']:+.2f}, not significant)",
+        f"all layers beat the last one on POS ({last['mean']:+.2f}, {last['low']:+.2f} to {last['high']:+.2f})",
+        f"beats the input alone on POS ({both['mean']:+.2f})",
+        f"costs {tuned['mean']:.1f} F1 on NER",
+        f"{ptb['pos', 'elmo-input']['gain_mean']:+.1f} ± {ptb['pos', 'elmo-input']['gain_std']:.1f} token "
+        f"accuracy over a weak, short-trained baseline ({ptb['pos', 'baseline']['test_mean']:.1f}), against "
+        f"{ptb['pos', 'random-biLM-control']['gain_mean']:+.1f} ± {ptb['pos', 'random-biLM-control']['gain_std']:.1f}",
+    ]
+    # (the README writes a negative bound with a minus sign, U+2212)
+    text = " ".join(_section(readme_text(), "## Task experiments").replace("\u2212", "-").split())
+    missing = [phrase for phrase in expected if phrase not in text]
+    assert not missing, missing
+    # "with ELMo, 1,000 sentences beat the baseline's 4,000"; the interval excludes 0 only where
+    # the README calls a gain significant (the sentiment one it calls not significant)
+    assert "1,000 sentences beat the baseline's 4,000" in text
+    assert sizes["pos-1000", "elmo-input"]["test_mean"] > sizes["pos-4000", "baseline"]["test_mean"]
+    assert five["gain_low"] < 0 < five["gain_high"]
+
+
+def test_the_readme_config_error_example_is_what_the_command_says(capsys, monkeypatch):
+    """"Task experiments" quotes the error of a misspelt setting: its command says it (the
+    config is checked before any data is read, so no corpus is needed)."""
+    from elmo.cli import main
+    text = " ".join(_section(readme_text(), "## Task experiments").split())
+    m = re.search(r"\(`(elmo experiment [^`]+)` says `([^`]+)`", text)
+    assert m, "the README's example of a config error is gone"
+    monkeypatch.chdir(ROOT)
+    assert main(m.group(1).split()[1:]) != 0
+    err = capsys.readouterr().err
+    assert m.group(2) in err and len(err.strip().splitlines()) == 1, err

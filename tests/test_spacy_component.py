@@ -129,6 +129,9 @@ def _saved_task_pipeline_keeps_its_model(tmp_path, tagger, other, texts, expecte
         os.chdir(tmp_path / "there")
         with pytest.raises(ValueError, match="^component 'elmo_task': its model 'tagger' now loads other weights"):
             spacy.load(tmp_path / "pipeline")
+        os.chdir(tmp_path)                          # (no 'tagger' there)
+        with pytest.raises(ValueError, match="^component 'elmo_task': its model 'tagger' is not found"):
+            spacy.load(tmp_path / "pipeline")
     finally:
         os.chdir(before)
 
@@ -621,6 +624,13 @@ def test_a_saved_pipeline_refuses_other_weights_than_it_was_saved_with(tmp_path,
         spacy.blank("en").from_config(nlp.config).from_bytes(data)
     moved = spacy.load(tmp_path / "pipeline", config={"components.elmo.model": str(tmp_path / "a" / "m")})
     np.testing.assert_array_equal(moved("The bank closed .").tensor, saved)   # (as the error says)
+    # a working folder where the relative path names nothing: the error said only that 'm' was
+    # no model, naming neither the component nor the saved pipeline's way to point at it
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match="^component 'elmo': its model 'm' is not found from the working "
+                                         "folder") as err:
+        spacy.load(tmp_path / "pipeline")
+    assert "config={'components.elmo.model': PATH}" in str(err.value) and "\n" not in str(err.value)
 
 
 def _pipeline_of(tmp_path, model: str, monkeypatch):

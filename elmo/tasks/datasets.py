@@ -232,8 +232,9 @@ class TaskData:
         if not unseen:
             return None
         from .kinds import task_kind
-        what = "tokens" if task_kind(self.kind).token_labels else "examples"
-        parts = [f"{split} " + ", ".join(f"{label!r} ({n} {what})" for label, n in list(counts.items())[:10])
+        what = "token" if task_kind(self.kind).token_labels else "example"
+        parts = [f"{split} " + ", ".join(f"{label!r} ({n} {what}{'s' if n != 1 else ''})"
+                                         for label, n in list(counts.items())[:10])
                  + (f" and {len(counts) - 10} more" if len(counts) > 10 else "")
                  for split, counts in unseen.items()]
         return (f"{self.name}: labels no training example has, which the model cannot predict "
