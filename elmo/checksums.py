@@ -8,9 +8,14 @@ disk, a bad copy) loads without a word and changes every vector after it. So:
   saved task model) records one CRC-32 per tensor in its metadata, under :data:`METADATA_KEY`,
   checked by every read (:func:`elmo.native_layout.read_safetensors`);
 * every weight dataset it writes in the original HDF5 layout (``weights.hdf5``, a trained
-  model's ``softmax.hdf5``) carries its CRC-32 as the attribute :data:`HDF5_ATTRIBUTE`, checked
-  by every read (:func:`elmo.original_layout.read_dataset`). Other readers of the layout (AllenNLP,
+  model's ``softmax.hdf5``) carries the CRC-32 of its path and values as the attribute
+  :data:`HDF5_ATTRIBUTE`, checked by every read (:func:`elmo.original_layout.read_dataset`).
+  The path is in it because an attribute goes with its dataset: with the values alone, two
+  datasets of one shape whose names were swapped (``CNN_high_0/W_carry`` and ``W_transform``)
+  each matched their record and loaded as the other. Other readers of the layout (AllenNLP,
   bilm-tf) ignore the attribute; the data stays contiguous and unfiltered, as they expect.
+  Files written in the hour before the path was in it carry the values' CRC-32 alone as
+  :data:`VALUES_ONLY_HDF5_ATTRIBUTE`, checked as that.
 
 A file written before the record was kept (the released models, the bundled default model)
 has none and is read as before.
@@ -24,15 +29,19 @@ from __future__ import annotations
 
 import json
 import zlib
-from typing import List, Mapping, Optional
+from typing import List, Mapping, Optional, Tuple
 
 import numpy as np
 import torch
 
 #: The safetensors metadata key of the checksums: a JSON object, tensor name -> 8 hex digits.
 METADATA_KEY = "tensor_crc32"
-#: The attribute of an HDF5 weight dataset that holds its CRC-32 (8 hex digits).
-HDF5_ATTRIBUTE = "elmo_crc32"
+#: The attribute of an HDF5 weight dataset that holds the CRC-32 of its path and values (8 hex
+#: digits: :func:`dataset_crc32`).
+HDF5_ATTRIBUTE = "elmo_path_crc32"
+#: The attribute of the same of the datasets written before the path was in the checksum: the
+#: CRC-32 of the values alone (read, never written).
+VALUES_ONLY_HDF5_ATTRIBUTE = "elmo_crc32"
 
 
 def tensor_bytes(tensor: torch.Tensor, stride: int = 1) -> memoryview:
@@ -49,21 +58,35 @@ def _crc32(tensor: torch.Tensor) -> str:
     return f"{zlib.crc32(tensor_bytes(tensor)):08x}"
 
 
-def array_crc32(array: np.ndarray) -> str:
-    """The CRC-32 of ``array``'s values as stored (its dtype and byte order), 8 hex digits."""
-    return f"{zlib.crc32(np.ascontiguousarray(array).data):08x}"
+def array_crc32(array: np.ndarray, path: str = "") -> str:
+    """The CRC-32 of ``path`` (UTF-8, then a NUL byte; nothing where it is empty) followed by
+    ``array``'s values as stored (its dtype and byte order), 8 hex digits."""
+    seed = zlib.crc32(path.encode("utf-8") + b"\0") if path else 0
+    return f"{zlib.crc32(np.ascontiguousarray(array).data, seed):08x}"
 
 
-def dataset_checksum_problem(array: np.ndarray, recorded: object) -> Optional[str]:
-    """Why ``array``, read from an HDF5 dataset whose :data:`HDF5_ATTRIBUTE` is ``recorded``
-    (None: no such attribute), is not what was written (one phrase), or None."""
+def recorded_dataset_checksum(attributes: Mapping[str, object]) -> Tuple[object, bool]:
+    """The checksum an HDF5 dataset's ``attributes`` record (None: none) and whether it covers
+    the dataset's path (:data:`HDF5_ATTRIBUTE`) or its values alone (an earlier file's
+    :data:`VALUES_ONLY_HDF5_ATTRIBUTE`)."""
+    recorded = attributes.get(HDF5_ATTRIBUTE)
+    if recorded is not None:
+        return recorded, True
+    return attributes.get(VALUES_ONLY_HDF5_ATTRIBUTE), False
+
+
+def dataset_checksum_problem(array: np.ndarray, path: str, recorded: object, with_path: bool = True) -> Optional[str]:
+    """Why ``array``, read from the HDF5 dataset at ``path`` (``h5py.Dataset.name``) whose
+    checksum attribute is ``recorded`` (None: it has none; ``with_path``: the CRC-32 covers the
+    path, as :data:`HDF5_ATTRIBUTE` does), is not what was written there (one phrase), or None."""
     if recorded is None:
         return None
+    attribute = HDF5_ATTRIBUTE if with_path else VALUES_ONLY_HDF5_ATTRIBUTE
     if isinstance(recorded, bytes):   # (h5py gives a fixed-length string attribute as bytes)
         recorded = recorded.decode("ascii", "replace")
     if not isinstance(recorded, str) or len(recorded) != 8:
-        return f"its '{HDF5_ATTRIBUTE}' attribute is damaged (not a checksum: {recorded!r:.40})"
-    crc = array_crc32(array)
+        return f"its '{attribute}' attribute is damaged (not a checksum: {recorded!r:.40})"
+    crc = array_crc32(array, path if with_path else "")
     if crc != recorded:
         return f"does not hold the values it was saved with (CRC-32 {crc}, recorded {recorded})"
     return None

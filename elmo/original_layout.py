@@ -29,7 +29,7 @@ import h5py
 import numpy as np
 import torch
 
-from .checksums import HDF5_ATTRIBUTE, array_crc32, dataset_checksum_problem
+from .checksums import HDF5_ATTRIBUTE, array_crc32, dataset_checksum_problem, recorded_dataset_checksum
 from .config import ElmoOptions
 from .hdf5_writer import HDF5Writer
 from .io import atomic_target, os_error_reason
@@ -201,32 +201,33 @@ def read_dataset(h5: h5py.File, path: Path, name: str, shape: Tuple[int, ...],
                               f"expected floating-point numbers (float32 or float16)")
     try:
         array = dataset[...]
-        recorded = dataset.attrs.get(HDF5_ATTRIBUTE)
+        recorded = recorded_dataset_checksum(dataset.attrs)
     except (OSError, RuntimeError, ValueError, KeyError, TypeError) as e:
         raise _corrupt(path, name, shape, e) from None
-    check_dataset_checksum(array, recorded, path, name)
+    check_dataset_checksum(array, dataset.name, recorded, path)
     check_finite(array, f"{path}: dataset '{name}'")
     # (in this machine's byte order: torch.from_numpy refuses a big-endian array, which HDF5
     # files written on such machines or by other tools hold, in an error naming no file)
     return array.astype(array.dtype.newbyteorder("="), copy=False)
 
 
-def check_dataset_checksum(array: np.ndarray, recorded: object, path: Path, name: str) -> None:
-    """A WeightFileError naming dataset ``name`` of ``path`` where ``array``, read from it, is not
-    what its checksum attribute (``recorded``; None: it has none) says was written."""
-    problem = dataset_checksum_problem(array, recorded)
+def check_dataset_checksum(array: np.ndarray, dataset_path: str, recorded: Tuple[object, bool], path: Path) -> None:
+    """A WeightFileError naming the dataset at ``dataset_path`` (``h5py.Dataset.name``) of the
+    file ``path`` where ``array``, read from it, is not what its checksum attribute
+    (``recorded``: :func:`elmo.checksums.recorded_dataset_checksum`) says was written there."""
+    problem = dataset_checksum_problem(array, dataset_path, *recorded)
     if problem is not None:
-        raise WeightFileError(f"{path}: dataset '{name}' {problem}; the file is damaged: restore it from "
-                              f"a copy, or save the model again")
+        raise WeightFileError(f"{path}: dataset '{dataset_path.lstrip('/')}' {problem}; the file is damaged: "
+                              f"restore it from a copy, or save the model again")
 
 
 def write_weight_dataset(h5: h5py.Group, name: str, array: np.ndarray) -> None:
     """Dataset ``name`` of the HDF5 file or group ``h5``, holding ``array`` as it is (contiguous,
-    unfiltered, as the original layout's readers expect), with its CRC-32 as an attribute
-    (:mod:`elmo.checksums`), which :func:`read_dataset` checks. Every weight dataset the package
-    writes goes through here."""
+    unfiltered, as the original layout's readers expect), with the CRC-32 of its path and values
+    as an attribute (:mod:`elmo.checksums`), which :func:`read_dataset` checks. Every weight
+    dataset the package writes goes through here."""
     dataset = h5.create_dataset(name, data=array)
-    dataset.attrs[HDF5_ATTRIBUTE] = array_crc32(array)
+    dataset.attrs[HDF5_ATTRIBUTE] = array_crc32(array, dataset.name)
 
 
 def _hdf5_dataset(h5: h5py.File, path: Path, name: str, shape: Tuple[int, ...]) -> h5py.Dataset:

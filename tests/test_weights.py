@@ -522,12 +522,12 @@ def test_a_flipped_bit_in_a_saved_hdf5_weight_is_refused_naming_the_dataset(tmp_
     """HDF5 checks none of a dataset's data: a weight of a model saved in the original layout,
     damaged in its last bit, loaded without a word. Each weight dataset the package writes now
     carries its CRC-32 as an attribute, checked on every load."""
-    from elmo.checksums import array_crc32
+    from elmo.checksums import HDF5_ATTRIBUTE, array_crc32
     bilm = random_bilm()
     save_original(bilm, tmp_path / "options.json", tmp_path / "weights.hdf5", dtype=dtype)
     name = "RNN_1/RNN/MultiRNNCell/Cell0/LSTMCell/W_0"
     with h5py.File(tmp_path / "weights.hdf5", "r") as f:
-        assert f[name].attrs["elmo_crc32"] == array_crc32(f[name][...])
+        assert f[name].attrs[HDF5_ATTRIBUTE] == array_crc32(f[name][...], "/" + name)
     load_original(tmp_path / "options.json", tmp_path / "weights.hdf5")   # (as saved: loads)
     _flip_low_bit_of_dataset(tmp_path / "weights.hdf5", name)
     with pytest.raises(WeightFileError, match=rf"weights.hdf5: dataset '{name}' does not hold the values it "
@@ -536,14 +536,57 @@ def test_a_flipped_bit_in_a_saved_hdf5_weight_is_refused_naming_the_dataset(tmp_
         load_original(tmp_path / "options.json", tmp_path / "weights.hdf5")
 
 
+@pytest.mark.parametrize("attribute", ["elmo_path_crc32", "elmo_crc32"])
 @pytest.mark.parametrize("value", ["zz", 7, "0000000g"])
-def test_a_damaged_hdf5_checksum_attribute_is_refused(tmp_path, value):
+def test_a_damaged_hdf5_checksum_attribute_is_refused(tmp_path, value, attribute):
     save_original(random_bilm(), tmp_path / "options.json", tmp_path / "weights.hdf5")
     with h5py.File(tmp_path / "weights.hdf5", "a") as f:
-        f["CNN_proj/b_proj"].attrs["elmo_crc32"] = value
-    with pytest.raises(WeightFileError, match=r"dataset 'CNN_proj/b_proj' (its 'elmo_crc32' attribute is "
+        if attribute == "elmo_crc32":   # (as files of the hour before the path was checked held it)
+            del f["CNN_proj/b_proj"].attrs["elmo_path_crc32"]
+        f["CNN_proj/b_proj"].attrs[attribute] = value
+    with pytest.raises(WeightFileError, match=rf"dataset 'CNN_proj/b_proj' (its '{attribute}' attribute is "
                                               r"damaged|does not hold the values)"):
         load_original(tmp_path / "options.json", tmp_path / "weights.hdf5")
+
+
+@pytest.mark.parametrize("pair", [("CNN_high_0/W_carry", "CNN_high_0/W_transform"),
+                                  ("RNN_0/RNN/MultiRNNCell/Cell0/LSTMCell/B",
+                                   "RNN_1/RNN/MultiRNNCell/Cell0/LSTMCell/B")])
+def test_two_hdf5_datasets_whose_names_were_swapped_are_refused(tmp_path, pair):
+    """A dataset's checksum attribute goes with it: two datasets of one shape whose names were
+    swapped each matched the CRC-32 of its values, and loaded as the other (the highway's carry
+    gate as its transform, one direction's LSTM biases as the other's). The checksum covers
+    the dataset's path too."""
+    elmo.save_pretrained(random_bilm(), tmp_path, fmt="original")
+    first, second = pair
+    with h5py.File(tmp_path / "weights.hdf5", "a") as f:
+        f.move(first, "swapping")
+        f.move(second, first)
+        f.move("swapping", second)
+    with pytest.raises(WeightFileError, match=rf"weights.hdf5: dataset '({first}|{second})' does not hold the "
+                                              rf"values it was saved with"):
+        elmo.from_pretrained(tmp_path)
+
+
+def test_an_hdf5_file_whose_checksums_cover_the_values_alone_loads_and_is_checked(tmp_path):
+    """The files written in the hour before the checksum covered a dataset's path (attribute
+    ``elmo_crc32``, the values' CRC-32 alone) load as they are, their values checked."""
+    from elmo.checksums import array_crc32
+    bilm = random_bilm()
+    elmo.save_pretrained(bilm, tmp_path, fmt="original")
+    with h5py.File(tmp_path / "weights.hdf5", "a") as f:
+        names = []
+        f.visititems(lambda n, o: names.append(n) if isinstance(o, h5py.Dataset) else None)
+        for name in names:
+            del f[name].attrs["elmo_path_crc32"]
+            f[name].attrs["elmo_crc32"] = array_crc32(f[name][...])
+    ids = batch_to_ids([["values", "alone"]])
+    torch.testing.assert_close(elmo.from_pretrained(tmp_path)(ids)["activations"][-1],
+                               bilm(ids)["activations"][-1], rtol=0, atol=0)
+    name = "RNN_1/RNN/MultiRNNCell/Cell0/LSTMCell/W_0"
+    _flip_low_bit_of_dataset(tmp_path / "weights.hdf5", name)
+    with pytest.raises(WeightFileError, match=rf"dataset '{name}' does not hold the values it was saved with"):
+        elmo.from_pretrained(tmp_path)
 
 
 def test_an_hdf5_weight_file_without_checksums_loads_as_before(tmp_path):
@@ -552,7 +595,7 @@ def test_an_hdf5_weight_file_without_checksums_loads_as_before(tmp_path):
     with h5py.File(folder / "weights.hdf5", "r") as f:
         names = []
         f.visititems(lambda n, o: names.append(n) if isinstance(o, h5py.Dataset) else None)
-        assert names and not any("elmo_crc32" in f[n].attrs for n in names)
+        assert names and not any(set(f[n].attrs) & {"elmo_crc32", "elmo_path_crc32"} for n in names)
     assert elmo.from_pretrained(folder).output_dim > 0
 
 
