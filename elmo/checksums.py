@@ -14,8 +14,6 @@ disk, a bad copy) loads without a word and changes every vector after it. So:
   datasets of one shape whose names were swapped (``CNN_high_0/W_carry`` and ``W_transform``)
   each matched their record and loaded as the other. Other readers of the layout (AllenNLP,
   bilm-tf) ignore the attribute; the data stays contiguous and unfiltered, as they expect.
-  Files written in the hour before the path was in it carry the values' CRC-32 alone as
-  :data:`VALUES_ONLY_HDF5_ATTRIBUTE`, checked as that.
 
 A file written before the record was kept (the released models, the bundled default model)
 has none and is read as before.
@@ -29,7 +27,7 @@ from __future__ import annotations
 
 import json
 import zlib
-from typing import List, Mapping, Optional, Tuple
+from typing import List, Mapping, Optional
 
 import numpy as np
 import torch
@@ -37,11 +35,8 @@ import torch
 #: The safetensors metadata key of the checksums: a JSON object, tensor name -> 8 hex digits.
 METADATA_KEY = "tensor_crc32"
 #: The attribute of an HDF5 weight dataset that holds the CRC-32 of its path and values (8 hex
-#: digits: :func:`dataset_crc32`).
-HDF5_ATTRIBUTE = "elmo_path_crc32"
-#: The attribute of the same of the datasets written before the path was in the checksum: the
-#: CRC-32 of the values alone (read, never written).
-VALUES_ONLY_HDF5_ATTRIBUTE = "elmo_crc32"
+#: digits: :func:`array_crc32`).
+HDF5_ATTRIBUTE = "elmo_crc32"
 
 
 def tensor_bytes(tensor: torch.Tensor, stride: int = 1) -> memoryview:
@@ -65,28 +60,17 @@ def array_crc32(array: np.ndarray, path: str = "") -> str:
     return f"{zlib.crc32(np.ascontiguousarray(array).data, seed):08x}"
 
 
-def recorded_dataset_checksum(attributes: Mapping[str, object]) -> Tuple[object, bool]:
-    """The checksum an HDF5 dataset's ``attributes`` record (None: none) and whether it covers
-    the dataset's path (:data:`HDF5_ATTRIBUTE`) or its values alone (an earlier file's
-    :data:`VALUES_ONLY_HDF5_ATTRIBUTE`)."""
-    recorded = attributes.get(HDF5_ATTRIBUTE)
-    if recorded is not None:
-        return recorded, True
-    return attributes.get(VALUES_ONLY_HDF5_ATTRIBUTE), False
-
-
-def dataset_checksum_problem(array: np.ndarray, path: str, recorded: object, with_path: bool = True) -> Optional[str]:
+def dataset_checksum_problem(array: np.ndarray, path: str, recorded: object) -> Optional[str]:
     """Why ``array``, read from the HDF5 dataset at ``path`` (``h5py.Dataset.name``) whose
-    checksum attribute is ``recorded`` (None: it has none; ``with_path``: the CRC-32 covers the
-    path, as :data:`HDF5_ATTRIBUTE` does), is not what was written there (one phrase), or None."""
+    :data:`HDF5_ATTRIBUTE` is ``recorded`` (None: it has none), is not what was written there
+    (one phrase), or None."""
     if recorded is None:
         return None
-    attribute = HDF5_ATTRIBUTE if with_path else VALUES_ONLY_HDF5_ATTRIBUTE
     if isinstance(recorded, bytes):   # (h5py gives a fixed-length string attribute as bytes)
         recorded = recorded.decode("ascii", "replace")
     if not isinstance(recorded, str) or len(recorded) != 8:
-        return f"its '{attribute}' attribute is damaged (not a checksum: {recorded!r:.40})"
-    crc = array_crc32(array, path if with_path else "")
+        return f"its '{HDF5_ATTRIBUTE}' attribute is damaged (not a checksum: {recorded!r:.40})"
+    crc = array_crc32(array, path)
     if crc != recorded:
         return f"does not hold the values it was saved with (CRC-32 {crc}, recorded {recorded})"
     return None

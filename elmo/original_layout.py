@@ -29,7 +29,7 @@ import h5py
 import numpy as np
 import torch
 
-from .checksums import HDF5_ATTRIBUTE, array_crc32, dataset_checksum_problem, recorded_dataset_checksum
+from .checksums import HDF5_ATTRIBUTE, array_crc32, dataset_checksum_problem
 from .config import ElmoOptions
 from .hdf5_writer import HDF5Writer
 from .io import atomic_target, os_error_reason
@@ -201,7 +201,7 @@ def read_dataset(h5: h5py.File, path: Path, name: str, shape: Tuple[int, ...],
                               f"expected floating-point numbers (float32 or float16)")
     try:
         array = dataset[...]
-        recorded = recorded_dataset_checksum(dataset.attrs)
+        recorded = dataset.attrs.get(HDF5_ATTRIBUTE)
     except (OSError, RuntimeError, ValueError, KeyError, TypeError) as e:
         raise _corrupt(path, name, shape, e) from None
     check_dataset_checksum(array, dataset.name, recorded, path)
@@ -211,11 +211,11 @@ def read_dataset(h5: h5py.File, path: Path, name: str, shape: Tuple[int, ...],
     return array.astype(array.dtype.newbyteorder("="), copy=False)
 
 
-def check_dataset_checksum(array: np.ndarray, dataset_path: str, recorded: Tuple[object, bool], path: Path) -> None:
+def check_dataset_checksum(array: np.ndarray, dataset_path: str, recorded: object, path: Path) -> None:
     """A WeightFileError naming the dataset at ``dataset_path`` (``h5py.Dataset.name``) of the
     file ``path`` where ``array``, read from it, is not what its checksum attribute
-    (``recorded``: :func:`elmo.checksums.recorded_dataset_checksum`) says was written there."""
-    problem = dataset_checksum_problem(array, dataset_path, *recorded)
+    (``recorded``; None: it has none) says was written there."""
+    problem = dataset_checksum_problem(array, dataset_path, recorded)
     if problem is not None:
         raise WeightFileError(f"{path}: dataset '{dataset_path.lstrip('/')}' {problem}; the file is damaged: "
                               f"restore it from a copy, or save the model again")

@@ -536,15 +536,12 @@ def test_a_flipped_bit_in_a_saved_hdf5_weight_is_refused_naming_the_dataset(tmp_
         load_original(tmp_path / "options.json", tmp_path / "weights.hdf5")
 
 
-@pytest.mark.parametrize("attribute", ["elmo_path_crc32", "elmo_crc32"])
 @pytest.mark.parametrize("value", ["zz", 7, "0000000g"])
-def test_a_damaged_hdf5_checksum_attribute_is_refused(tmp_path, value, attribute):
+def test_a_damaged_hdf5_checksum_attribute_is_refused(tmp_path, value):
     save_original(random_bilm(), tmp_path / "options.json", tmp_path / "weights.hdf5")
     with h5py.File(tmp_path / "weights.hdf5", "a") as f:
-        if attribute == "elmo_crc32":   # (as files of the hour before the path was checked held it)
-            del f["CNN_proj/b_proj"].attrs["elmo_path_crc32"]
-        f["CNN_proj/b_proj"].attrs[attribute] = value
-    with pytest.raises(WeightFileError, match=rf"dataset 'CNN_proj/b_proj' (its '{attribute}' attribute is "
+        f["CNN_proj/b_proj"].attrs["elmo_crc32"] = value
+    with pytest.raises(WeightFileError, match=r"dataset 'CNN_proj/b_proj' (its 'elmo_crc32' attribute is "
                                               r"damaged|does not hold the values)"):
         load_original(tmp_path / "options.json", tmp_path / "weights.hdf5")
 
@@ -568,34 +565,13 @@ def test_two_hdf5_datasets_whose_names_were_swapped_are_refused(tmp_path, pair):
         elmo.from_pretrained(tmp_path)
 
 
-def test_an_hdf5_file_whose_checksums_cover_the_values_alone_loads_and_is_checked(tmp_path):
-    """The files written in the hour before the checksum covered a dataset's path (attribute
-    ``elmo_crc32``, the values' CRC-32 alone) load as they are, their values checked."""
-    from elmo.checksums import array_crc32
-    bilm = random_bilm()
-    elmo.save_pretrained(bilm, tmp_path, fmt="original")
-    with h5py.File(tmp_path / "weights.hdf5", "a") as f:
-        names = []
-        f.visititems(lambda n, o: names.append(n) if isinstance(o, h5py.Dataset) else None)
-        for name in names:
-            del f[name].attrs["elmo_path_crc32"]
-            f[name].attrs["elmo_crc32"] = array_crc32(f[name][...])
-    ids = batch_to_ids([["values", "alone"]])
-    torch.testing.assert_close(elmo.from_pretrained(tmp_path)(ids)["activations"][-1],
-                               bilm(ids)["activations"][-1], rtol=0, atol=0)
-    name = "RNN_1/RNN/MultiRNNCell/Cell0/LSTMCell/W_0"
-    _flip_low_bit_of_dataset(tmp_path / "weights.hdf5", name)
-    with pytest.raises(WeightFileError, match=rf"dataset '{name}' does not hold the values it was saved with"):
-        elmo.from_pretrained(tmp_path)
-
-
 def test_an_hdf5_weight_file_without_checksums_loads_as_before(tmp_path):
     """The released files (and the bundled default model) carry no checksums: read unchecked."""
     folder = _original_copy(tmp_path)
     with h5py.File(folder / "weights.hdf5", "r") as f:
         names = []
         f.visititems(lambda n, o: names.append(n) if isinstance(o, h5py.Dataset) else None)
-        assert names and not any(set(f[n].attrs) & {"elmo_crc32", "elmo_path_crc32"} for n in names)
+        assert names and not any("elmo_crc32" in f[n].attrs for n in names)
     assert elmo.from_pretrained(folder).output_dim > 0
 
 

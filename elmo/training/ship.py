@@ -35,7 +35,7 @@ from ..output_checks import check_output_dir
 from ..output_lock import output_lock
 from .. import strict_json
 from ..user_paths import expand_args
-from ..checksums import recorded_dataset_checksum
+from ..checksums import HDF5_ATTRIBUTE
 from ..native_layout import NATIVE_CONFIG, NATIVE_WEIGHTS
 from ..original_layout import ORIGINAL_WEIGHTS, STORAGE_DTYPES, check_dataset_checksum, narrowed, write_weight_dataset
 from ..weights import load_original, save_original
@@ -64,7 +64,7 @@ def write_softmax(src: Path, dest: Path, dtype: str) -> None:
     with h5py.File(src, "r") as h5_in, new_hdf5(dest, "softmax") as h5_out:   # (a full disk: one line naming dest)
         for name in ("softmax/W", "softmax/b"):
             values = h5_in[name][...]
-            check_dataset_checksum(values, h5_in[name].name, recorded_dataset_checksum(h5_in[name].attrs),
+            check_dataset_checksum(values, h5_in[name].name, h5_in[name].attrs.get(HDF5_ATTRIBUTE),
                                    src)   # (damage not shipped)
             write_weight_dataset(h5_out, name, narrowed(values, dtype, f"{src}: dataset '{name}'"))
 
