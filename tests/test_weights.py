@@ -1156,3 +1156,24 @@ def test_check_finite_of_a_float_numpy_lacks_is_its_error_not_a_typeerror():
     x[3, 1] = float("nan")
     with pytest.raises(WeightFileError, match=r"^y holds 1 non-finite values \(NaN or inf\), the first at index \(3, 1\)$"):
         check_finite(x.to(dtype), "y")
+
+
+def test_info_says_whether_a_folders_weights_record_their_checksums(tmp_path, capsys):
+    """A user cannot tell whether a model is checked when loaded (a file saved before the
+    checksums were kept loads unchecked): `elmo info` says so for each weight file."""
+    from elmo.cli import main
+    bilm = elmo.from_pretrained("fixture")
+    elmo.save_pretrained(bilm, tmp_path / "native")
+    elmo.save_pretrained(bilm, tmp_path / "original", fmt="original")
+    shutil.copytree(elmo.model_path("fixture"), tmp_path / "released")
+    with h5py.File(tmp_path / "original" / "weights.hdf5", "a") as f:   # (one record lost)
+        del f["CNN_proj/b_proj"].attrs["elmo_crc32"]
+    expected = {"native": "model.safetensors: 0.42 MB, stored as float32, CRC-32 recorded",
+                "original": "weights.hdf5: 0.45 MB, stored as float32, CRC-32 recorded for 32 of its 33 datasets",
+                "released": "weights.hdf5: 0.45 MB, stored as float32, no checksums (loaded unchecked)"}
+    for folder, line in expected.items():
+        capsys.readouterr()
+        if folder == "original":   # (a dataset without its record loads: files of other tools have none)
+            assert elmo.from_pretrained(tmp_path / folder).output_dim == bilm.output_dim
+        assert main(["info", str(tmp_path / folder)]) == 0
+        assert line in capsys.readouterr().out.splitlines()

@@ -68,12 +68,17 @@ def info(args: argparse.Namespace) -> int:
 
 
 def stored_files(folder: Path) -> list:
-    """A line per weight file of a model folder: its size on disk and the dtype it stores (a
-    float16 file loads as float32; the original layout stores a bfloat16 model as float32)."""
+    """A line per weight file of a model folder: its size on disk, the dtype it stores (a
+    float16 file loads as float32; the original layout stores a bfloat16 model as float32) and
+    whether it records its weights' checksums (:mod:`elmo.checksums`: files saved before they
+    were kept, and the released ones, load unchecked)."""
     import torch
 
     from ..manylangs.folder import ENCODER, TOKEN_EMBEDDER
     from ..training.export import SOFTMAX_FILE
+    import h5py
+
+    from ..checksums import HDF5_ATTRIBUTE, METADATA_KEY
     from ..native_layout import NATIVE_WEIGHTS
     from ..original_layout import ORIGINAL_WEIGHTS, open_hdf5
 
@@ -89,14 +94,30 @@ def stored_files(folder: Path) -> list:
             from safetensors import safe_open
             with safe_open(str(path), "pt") as f:
                 kinds = {str(f.get_slice(k).get_dtype()).lower() for k in f.keys()}
+                checked = [METADATA_KEY in (f.metadata() or {})]
             kinds = {{"f32": "float32", "f16": "float16", "bf16": "bfloat16", "f64": "float64"}.get(k, k)
                      for k in kinds}
         else:
             with open_hdf5(path) as h5:
-                kinds = set()
-                h5.visititems(lambda _, obj: kinds.add(str(obj.dtype)) if hasattr(obj, "dtype") else None)
-        lines.append(f"{name}: {path.stat().st_size / 1e6:.2f} MB, stored as {', '.join(sorted(kinds))}")
+                datasets: list = []
+                h5.visititems(lambda _, obj: datasets.append(obj) if isinstance(obj, h5py.Dataset) else None)
+                kinds = {str(d.dtype) for d in datasets}
+                checked = [HDF5_ATTRIBUTE in d.attrs for d in datasets]
+        line = f"{name}: {path.stat().st_size / 1e6:.2f} MB, stored as {', '.join(sorted(kinds))}"
+        if name not in (TOKEN_EMBEDDER, ENCODER):
+            line += ", " + _checksum_note(checked)
+        lines.append(line)
     return lines
+
+
+def _checksum_note(checked: list) -> str:
+    """What a weight file's checksum records cover, from one flag per record place (a
+    safetensors file's one, or each HDF5 dataset's): each, some or none."""
+    if checked and all(checked):
+        return "CRC-32 recorded"
+    if any(checked):
+        return f"CRC-32 recorded for {sum(checked)} of its {len(checked)} datasets"
+    return "no checksums (loaded unchecked)"
 
 
 def provenance(folder: Path) -> list:
