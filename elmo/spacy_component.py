@@ -656,12 +656,13 @@ class ElmoTaskAnnotator(_BatchedComponent):
                       f"(this is said once)", UserWarning, stacklevel=2)
 
 
-
-def _model_not_found(name: str, model: str, error: Exception) -> Optional[ValueError]:
+def _model_not_found(name: str, model: str, error: Exception, *, names_a_model: bool = False) -> Optional[ValueError]:
     """The error of a component whose ``model``, a path relative to the working folder that
     names nothing there, did not load: a saved pipeline read by ``spacy.load`` from another
-    working folder said only that the path was no model. None where the path is there."""
-    if Path(model).is_absolute() or Path(model).exists():
+    working folder said only that the path was no model. None where the path is there, or
+    where ``model`` is a model's name (``names_a_model``: bundled, published, a URL), whose
+    own error says what went wrong."""
+    if names_a_model or Path(model).is_absolute() or Path(model).exists():
         return None
     return ValueError(
         f"component {name!r}: its model {model!r} is not found from the working folder {Path.cwd()} "
@@ -673,11 +674,13 @@ def _model_not_found(name: str, model: str, error: Exception) -> Optional[ValueE
                                           "batch_size": 64})
 def make_elmo(nlp: Language, name: str, model: str, layers: str, batch_size: int) -> ElmoVectors:
     """ELMo vectors for every token (see the module docstring)."""
+    from . import which_model
     from .weights import WeightFileError
     try:
         return ElmoVectors(name, model, layers, batch_size)
     except WeightFileError as e:
-        missing = _model_not_found(name, model, e)
+        named = which_model(model, warn=False).kind in ("bundled", "published", "url")
+        missing = _model_not_found(name, model, e, names_a_model=named)
         if missing is None:
             raise
         raise missing from None

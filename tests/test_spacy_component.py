@@ -892,3 +892,20 @@ def test_a_loaded_pipeline_hashes_its_model_once_for_the_load_and_the_first_doc(
         next(iter(component.weights.parameters())).add_(0.5)        # (written after the load)
     assert component.source[0] != loaded.get_pipe("elmo").source[0]
     assert len(model_digest_calls) == 3
+
+
+def test_a_published_models_name_that_does_not_load_keeps_its_own_error(tmp_path, monkeypatch):
+    """The hint for a relative path that names nothing from the working folder must not take the
+    place of a named model's own error (a published model's damaged cached file, say, is a
+    WeightFileError that says how to clear the cache): 'small' was 'not found from the working
+    folder'. A name that is no model's still gets the hint."""
+    from elmo import WeightFileError
+
+    def damaged(name, model, *args):
+        raise WeightFileError(f"{model}: the cached weights are damaged; remove them from the cache")
+    monkeypatch.setattr(elmo.spacy_component, "ElmoVectors", damaged)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(WeightFileError, match="^small: the cached weights are damaged"):
+        spacy.blank("en").add_pipe("elmo", config={"model": "small"})
+    with pytest.raises(ValueError, match="^component 'elmo': its model 'smal' is not found from the working"):
+        spacy.blank("en").add_pipe("elmo", config={"model": "smal"})
