@@ -18,7 +18,7 @@ def _table(heading: str) -> Dict[str, List[str]]:
     minus signs (U+2212) written as '-'. A row whose first cell is empty continues the one
     above (its key is that row's first cell plus ' / ' plus the second cell)."""
     text = PAGE.read_text(encoding="utf-8")
-    start = text.index(heading + "\n")
+    start = text.index(heading)
     rows: Dict[str, List[str]] = {}
     last = ""
     for line in text[start:].splitlines()[1:]:
@@ -27,7 +27,7 @@ def _table(heading: str) -> Dict[str, List[str]]:
                 break
             continue
         cells = [c.strip().replace("**", "").replace("\u2212", "-") for c in line.strip().strip("|").split("|")]
-        if (cells[0] and set(cells[0]) <= set("-:")) or cells[0] in ("task (metric)", "training sentences", "task", "question"):
+        if (cells[0] and set(cells[0]) <= set("-:")) or cells[0] in ("task (metric)", "training sentences", "task", "question", "representation", "layer"):
             continue
         if cells[0]:
             last = cells[0]
@@ -174,3 +174,43 @@ def test_the_opening_describes_the_shipped_model_as_its_records_do():
     text = " ".join(PAGE.read_text(encoding="utf-8").split())
     missing = [phrase for phrase in expected if phrase not in text]
     assert not missing, missing
+
+
+def _similarity(folder: str) -> dict:
+    import json
+    return json.loads((ROOT / "experiments/analysis" / folder / "results.json").read_text(encoding="utf-8"))["similarity"]
+
+
+def _rho(value: float) -> str:
+    return f"{value:.3f}".replace("-0.000", "0.000")
+
+
+def _with_interval(value: float, interval) -> str:
+    return f"{_rho(value)} ({_rho(interval[0])} to {_rho(interval[1])})"
+
+
+def test_the_word_similarity_tables_quote_the_analysis_reports():
+    """"Word similarity of the shipped models": version 3's rows, the untrained copy and GloVe
+    are experiments/analysis/default/results.json; versions 2 and 1 their similarity/ folders;
+    the type-average table the same report's `type_average`."""
+    v3 = _similarity("default")
+    table = _table("## Word similarity of the shipped models (`elmo analyze --only similarity`)")
+    sets = ("wordsim353", "simlex999")
+    expected = {f"version 3, layer {j}": [_with_interval(v3["sets"][s]["layers"][j], v3["sets"][s]["layers_interval"][j])
+                                          for s in sets] for j in range(3)}
+    for version, folder in (("2", "default-v2/similarity"), ("1", "default-v1/similarity")):
+        old = _similarity(folder)["sets"]
+        expected[f"version {version}, layer 0 / 1 / 2"] = [" / ".join(_rho(x) for x in old[s]["layers"]) for s in sets]
+    expected["untrained copy, layer 0 / 1 / 2"] = [" / ".join(_rho(x) for x in v3["control_untrained"][s])
+                                                   for s in sets]
+    expected["GloVe 50d (6B tokens)"] = [_with_interval(v3["sets"][s]["glove"]["rho"], v3["sets"][s]["glove"]["interval"])
+                                         for s in sets]
+    assert table == expected
+    context = _table("**Words in their contexts (version 3).**")
+    typed = v3["type_average"]
+    assert context == {str(j): [cell for s in sets for cell in (
+        _with_interval(typed[s]["layers"][j], typed[s]["layers_interval"][j]), _rho(typed[s]["alone_layers"][j]))]
+        for j in range(3)}
+    text = " ".join(PAGE.read_text(encoding="utf-8").split())
+    assert (f"so {typed['wordsim353']['n_pairs']} of WordSim-353's pairs and {typed['simlex999']['n_pairs']} "
+            f"of SimLex-999's have both words there") in text
