@@ -214,3 +214,55 @@ def test_the_word_similarity_tables_quote_the_analysis_reports():
     text = " ".join(PAGE.read_text(encoding="utf-8").split())
     assert (f"so {typed['wordsim353']['n_pairs']} of WordSim-353's pairs and {typed['simlex999']['n_pairs']} "
             f"of SimLex-999's have both words there") in text
+
+
+def _mixes(folder: str, task: str, variant: str, position: str = "input") -> List[dict]:
+    """Each seed's learned mix (``weights``: softmax(s) per layer, ``gamma``) of one variant."""
+    import json
+    results = json.loads((ROOT / "experiments/results" / folder / "results.json").read_text(encoding="utf-8"))
+    return [run["elmo"]["mix_weights"][position] for run in results["runs"]
+            if run["task"] == task and run["variant"] == variant]
+
+
+def _mean_weights(mixes: List[dict]) -> str:
+    """'0.27 / 0.46 / 0.27': each layer's weight, mean over seeds."""
+    return " / ".join(f"{sum(m['weights'][j] for m in mixes) / len(mixes):.2f}" for j in range(3))
+
+
+def _mean_gamma(mixes: List[dict]) -> float:
+    return sum(m["gamma"] for m in mixes) / len(mixes)
+
+
+def test_the_learned_weights_quote_the_runs_mixes():
+    """The Ablations' "Learned weights" and "Frozen vs fine-tuned" bullets and the rating
+    task's paragraph quote the mixes each run recorded (mean over seeds; NER's γ and the random
+    control's layer 0 as the range over seeds)."""
+    pos, ner = _mixes("pos", "pos", "elmo-input"), _mixes("ner", "ner", "elmo-input")
+    five, two = _mixes("sentiment", "sentiment5", "elmo-input"), _mixes("sentiment", "sentiment2", "elmo-input")
+    topic, rating = _mixes("topic", "topic", "elmo-input"), _mixes("sentiment-rating", "sentiment_rating", "elmo-input")
+    control = [m["weights"][0] for m in _mixes("pos", "pos", "random-biLM-control")]
+    classifiers = [_mean_gamma(m) for m in (five, two, topic)]
+    expected = [
+        f"(POS {_mean_weights(pos)} for layers 0 / 1 / 2; NER {_mean_weights(ner)}; 5-class sentiment "
+        f"{_mean_weights(five)}; topic {_mean_weights(topic)};",
+        f"at the output of the POS tagger the top layer gets the most "
+        f"({_mean_weights(_mixes('pos', 'pos', 'elmo-output', 'output'))})",
+        f"γ is near 1 for the taggers (POS {_mean_gamma(pos):.2f}, NER {min(m['gamma'] for m in ner):.2f} to "
+        f"{max(m['gamma'] for m in ner):.2f}) and {min(classifiers):.2f} to {max(classifiers):.2f} for the sentence "
+        f"and document classifiers",
+        f"the POS mix puts {min(control):.2f} to {max(control):.2f} on layer 0",
+        f"(POS {_mean_weights(_mixes('pos', 'pos', 'elmo-input-finetuned'))}, NER "
+        f"{_mean_weights(_mixes('ner', 'ner', 'elmo-input-finetuned'))} for layers 0 / 1 / 2)",
+        f"close to sentiment5's: {_mean_weights(rating)}, γ {_mean_gamma(rating):.2f} (sentiment5: "
+        f"{_mean_weights(five)}, γ {_mean_gamma(five):.2f})",
+    ]
+    text = " ".join(PAGE.read_text(encoding="utf-8").split())
+    missing = [phrase for phrase in expected if phrase not in text]
+    assert not missing, missing
+    # the layer-1 maximum the bullet names, and its exception with little labelled data
+    for mixes in (pos, ner, five, topic):
+        means = [sum(m["weights"][j] for m in mixes) / len(mixes) for j in range(3)]
+        assert max(range(3), key=means.__getitem__) == 1, means
+    for size in (250, 500):   # "about a third each"
+        means = [float(x) for x in _mean_weights(_mixes("pos-sample-efficiency", f"pos-{size}", "elmo-input")).split(" / ")]
+        assert max(means) - min(means) < 0.1, (size, means)
