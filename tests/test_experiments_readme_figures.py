@@ -266,3 +266,22 @@ def test_the_learned_weights_quote_the_runs_mixes():
     for size in (250, 500):   # "about a third each"
         means = [float(x) for x in _mean_weights(_mixes("pos-sample-efficiency", f"pos-{size}", "elmo-input")).split(" / ")]
         assert max(means) - min(means) < 0.1, (size, means)
+
+
+def test_the_speed_section_quotes_the_recorded_cache_seconds():
+    import json
+
+    def cache(folder: str) -> dict:
+        path = ROOT / "experiments/results" / folder / "results.json"
+        return json.loads(path.read_text(encoding="utf-8"))["bilm_cache_seconds"]
+    text = " ".join(PAGE.read_text(encoding="utf-8").split())
+    expected = (f"{cache('ner')['default']:.1f} s for the 2,295 distinct NER sentences on the default biLM, "
+                f"{cache('vitaminc')['random:default']:.1f} s for the 14,049 VitaminC texts on the random control")
+    assert expected in text, expected
+    pos, v1 = _rows("pos"), _rows("v1/pos")
+    frozen, tuned = pos["pos", "elmo-input"]["seconds"], pos["pos", "elmo-input-finetuned"]["seconds"]
+    v1_ratio = v1["pos", "elmo-input-finetuned"]["seconds"] / v1["pos", "elmo-input"]["seconds"]
+    seeds = len(pos["pos", "elmo-input"]["seeds"])
+    ratio = (f"took {tuned / frozen:.1f} times as long as the frozen one ({tuned:,.0f} s against "
+             f"{frozen:,.0f} s for {seeds} seeds; {v1_ratio:.1f} times on version 1)")
+    assert ratio in text, ratio
