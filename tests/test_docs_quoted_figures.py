@@ -181,3 +181,14 @@ def test_the_cards_headline_figures_are_the_records():
     missing = [phrase for phrase in expected if phrase not in text]
     assert not missing, missing
     assert metadata["params"] == v3["start"]["params"]
+
+
+def test_the_brown_description_of_data_list_gives_the_pages_word_count():
+    """`elmo data list` printed "Brown corpus raw text (1.16M words ...)" beside its own words
+    column of 1,022,924 (1.16M is about the count of all tokens, punctuation included); the
+    page's table gives the words."""
+    from elmo.data.sources import SOURCES
+    row = _table(DATA_PAGE, "## The corpora")["`brown`"]
+    words = re.search(r"([\d.]+M) words", row[-1])
+    assert words, row
+    assert f"({words.group(1)} words," in SOURCES["brown"].description, SOURCES["brown"].description
