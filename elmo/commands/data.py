@@ -4,7 +4,8 @@
     elmo data get NAME [NAME...]   fetch packages and write the standard form (idempotent;
                                    a corpus the registry no longer offers is an error line,
                                    and the names after it are fetched all the same)
-    elmo data get --all            every corpus
+    elmo data get --all            every corpus (one the registry no longer offers is an
+                                   error line and exit status 1, the others are fetched)
     elmo data path NAME            the folder of a corpus in the cache
     elmo data build-corpus         the >= 10M-word LM corpus under $ELMO_DATA/corpus
                                    (--sources a,b: some sources only; --skip-unavailable:
@@ -31,7 +32,9 @@ def register(subparsers) -> None:
     q = sub.add_parser("get", help="fetch corpora and write their standard form",
                        description="Fetch (checksummed, idempotent) and convert corpora.")
     q.add_argument("names", nargs="*", metavar="NAME", help="corpus names (see `elmo data list`)")
-    q.add_argument("--all", action="store_true", help="every corpus")
+    q.add_argument("--all", action="store_true",
+                   help="every corpus (one the registry no longer offers is an error line, and "
+                        "exit status 1; the others are fetched)")
     q.add_argument("--force", action="store_true", help="rewrite the standard form")
     q.set_defaults(func=data_get, usage_error=q.error)
 

