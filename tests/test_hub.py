@@ -542,6 +542,48 @@ def test_two_processes_fetching_the_same_file_both_succeed_with_one_copy(cache):
     assert files_under(dest.parent) == sorted([dest.name, dest.name + "+.lock"])
 
 
+_FETCH_WITHOUT_THE_PACKAGE = """
+import importlib.abc, importlib.util, json, sys
+
+class Refused(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name.split(".")[0] in ("elmo", "torch"):
+            raise ImportError(f"{name} imported by the download module loaded alone")
+
+sys.meta_path.insert(0, Refused())
+spec = importlib.util.spec_from_file_location("hub_download", sys.argv[1])
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+fetched = str(module.fetch(sys.argv[2], progress=False))
+try:
+    module.fetch(sys.argv[3], progress=False)
+    error = None
+except module.DownloadError as e:   # (the class its siblings raise: one copy of each module)
+    error = str(e)
+print(json.dumps({"fetched": fetched, "error": error,
+                  "loaded": sorted(m for m in sys.modules if m.split(".")[0] in ("elmo", "torch"))}))
+"""
+
+
+def test_the_download_module_loaded_alone_imports_nothing_of_the_package_nor_torch(cache):
+    """download.py loaded by its path (a process that only fetches) loads its five sibling
+    modules by their paths; none may import the package or torch, which the installed package
+    would otherwise quietly supply (an import of ``elmo.<module>`` still worked there, from
+    whichever copy is installed, and torch made each such process slow to start)."""
+    import elmo.hub.download as download
+
+    env = {**__import__("os").environ, "ELMO_HOME": str(cache)}
+    with FileServer(fixture_files()) as server:
+        cmd = [sys.executable, "-c", _FETCH_WITHOUT_THE_PACKAGE, download.__file__, server.url(CONF_OPTIONS),
+               server.url("/no/such/file.json")]
+        done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    said = json.loads(done.stdout.strip().splitlines()[-1])
+    assert said["loaded"] == []
+    assert said["fetched"] == str(cache_path(server.url(CONF_OPTIONS)))
+    assert said["error"] is not None and "HTTP 404" in said["error"], said
+
+
 # ------------------------------------------------------------------------- archives
 def _zip(members: dict) -> bytes:
     buffer = io.BytesIO()
