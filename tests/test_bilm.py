@@ -140,7 +140,11 @@ def test_5000_token_sentence():
 
 
 def test_wrong_character_width_is_a_clear_error():
-    with pytest.raises(ValueError, match="characters per token"):
+    # (a byte-id model is also told of batch_to_ids' width; a dictionary model is not:
+    # tests/test_manylangs.py)
+    with pytest.raises(ValueError, match=r"characters per token; this model expects 50 \(use "
+                                         r"bilm.token_ids\(sentences\), or pass max_characters_per_token "
+                                         r"to batch_to_ids\)$"):
         random_bilm()(batch_to_ids([["a"]], max_characters_per_token=20))
 
 
