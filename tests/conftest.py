@@ -1,6 +1,7 @@
 """Shared fixtures: the conformance data in tests/fixtures and small random models."""
 from __future__ import annotations
 
+import importlib.util
 import os
 import signal
 from pathlib import Path
@@ -115,6 +116,16 @@ class FullDisk:
 
     def __getattr__(self, name):
         return getattr(self.raw, name)
+
+
+def load_script(path: Path, name: str):
+    """The repository's script at ``path`` (under benchmarks/ or experiments/: no package
+    module) loaded as a module named ``name``, for a test to call its functions."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def fill_disk_on_open(monkeypatch, limit: int, which=lambda n: True):

@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.conftest import load_script
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -45,15 +47,11 @@ def test_gpu_script_inference_keeps_what_it_measured_before_a_failure(monkeypatc
     """The one GPU session cannot be run again: a failure at a later batch size (out of memory,
     say) keeps the earlier batch sizes' rows, and the opt-in int8 kernel failing (its CUDA
     kernel is not the CPU's) leaves it out with its error instead of ending the phase."""
-    import importlib.util
-
     import pytest
     import torch
 
     from elmo.modules import lstm_inference
-    spec = importlib.util.spec_from_file_location("gpu_run", ROOT / "benchmarks" / "gpu" / "run.py")
-    run = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(run)
+    run = _load_run_py()
     calls, real_timed = [], run.timed
 
     def timed(fns, *args, **kwargs):
@@ -97,11 +95,7 @@ def test_gpu_script_leaves_its_results_files_when_run_py_writes_none(tmp_path):
 
 
 def _load_run_py():
-    import importlib.util
-    spec = importlib.util.spec_from_file_location("gpu_run", ROOT / "benchmarks" / "gpu" / "run.py")
-    run = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(run)
-    return run
+    return load_script(ROOT / "benchmarks" / "gpu" / "run.py", "gpu_run")
 
 
 def test_gpu_script_float32_is_full_float32_in_process():

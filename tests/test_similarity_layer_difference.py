@@ -2,7 +2,6 @@
 on the same bootstrap draws."""
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -11,15 +10,13 @@ import numpy as np
 import pytest
 
 from elmo.correlation import spearman
+from tests.conftest import load_script
 
 SCRIPT = Path(__file__).resolve().parent.parent / "experiments" / "similarity_layer_difference.py"
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("similarity_layer_difference", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(SCRIPT, "similarity_layer_difference")
 
 
 def test_the_difference_is_the_two_rhos_difference_on_paired_draws():

@@ -2,13 +2,13 @@
 each task in its own metric, the gains over each side's baseline paired by seed."""
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
 
 from elmo.tasks.compare import CompareError, comparison_markdown
+from tests.conftest import load_script
 
 SCRIPT = Path(__file__).resolve().parent.parent / "experiments" / "compare_results.py"
 
@@ -69,19 +69,15 @@ def test_a_task_in_two_metrics_is_refused():
         comparison_markdown(OLD, other)
 
 
-def load_script():
+def compare_script():
     """experiments/compare_results.py as a module."""
-    spec = importlib.util.spec_from_file_location("compare_results", SCRIPT)
-    assert spec and spec.loader
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
-    return script
+    return load_script(SCRIPT, "compare_results")
 
 
 def test_script_prints_or_writes_markdown(tmp_path, capsys):
     """Without -o (or with -o -) the report is printed; -o FILE writes it there and prints
     nothing, as `elmo experiment-table -o` does (it printed the report and wrote it too)."""
-    script = load_script()
+    script = compare_script()
     (tmp_path / "old").mkdir()
     (tmp_path / "old" / "results.json").write_text(json.dumps(OLD))
     (tmp_path / "new.json").write_text(json.dumps(NEW))
@@ -278,7 +274,7 @@ def test_a_recorded_config_that_cannot_be_read_names_its_file(tmp_path, capsys):
 
 def test_script_never_writes_over_the_results_it_compares(tmp_path, capsys):
     """-o naming one of the two results replaced that results.json with the markdown."""
-    script = load_script()
+    script = compare_script()
     (tmp_path / "old").mkdir()
     kept = {"old/results.json": json.dumps(OLD), "new.json": json.dumps(NEW), "notes.txt": "mine"}
     for name, text in kept.items():
@@ -338,7 +334,7 @@ def test_each_committed_comparison_is_what_the_script_writes_from_the_two_result
     results (experiments/results/v1/<name>/) beside version 3's. ner's still held the
     layer-norm variant's runs from before they were trained again (46.69 F1, gain +1.25, where
     results.json holds 48.26 and +2.82): each is compared with what the script writes now."""
-    module = load_script()
+    module = compare_script()
     monkeypatch.chdir(SCRIPT.parent.parent)       # (the report names each side by its path as given)
     out = tmp_path / "compare.md"
     assert module.main([f"experiments/results/v1/{name}/results.json", f"experiments/results/{name}/results.json",

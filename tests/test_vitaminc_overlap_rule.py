@@ -3,18 +3,16 @@ traceback, where its data cannot be had (the `bigbench` release VitaminC ships i
 offered by the registry)."""
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
+
+from tests.conftest import load_script
 
 SCRIPT = Path(__file__).resolve().parent.parent / "experiments" / "vitaminc_overlap_rule.py"
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("vitaminc_overlap_rule", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(SCRIPT, "vitaminc_overlap_rule")
 
 
 def _pairs(path: Path, rows) -> None:
