@@ -104,9 +104,8 @@ cache_folder = cache_paths.cache_folder
 elmo_home = cache_paths.elmo_home
 tree_aside = cache_paths.tree_aside
 cached = cache_paths.cached
-MAX_NAME = cache_paths.MAX_NAME
-DEFAULT_TIMEOUT = transfer.DEFAULT_TIMEOUT
-CHUNK_SIZE = transfer.CHUNK_SIZE
+# (the constants MAX_NAME, DEFAULT_TIMEOUT and CHUNK_SIZE are not copied here: a copy set here
+# would change nothing; they live in cache_paths and transfer, which read them)
 
 #: Extra attempts after a failed one (``$ELMO_DOWNLOAD_RETRIES`` overrides).
 DEFAULT_RETRIES = 3
