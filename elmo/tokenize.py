@@ -13,9 +13,16 @@ Two English tokenizers follow these rules, for two jobs:
   tokens out. ``elmo embed --tokenize en`` and task files use it. Besides the rules above,
   numbers with inner ``. , : /`` stay whole (``3.14``, ``1,000``, ``12:30``, also with letters
   attached: ``3.14pm``, ``v2.0``, as in spaCy's tokenizer), abbreviations of
-  single letters and periods stay whole (``U.S.``), ``...`` and ``--`` are single tokens, any
-  other symbol is a token of its own, and an apostrophe that starts no clitic (``O'Neill``)
-  is a token of its own. A combining mark stays with the character before it (as in spaCy's
+  single letters and periods stay whole (``U.S.``), and so do the period of a short form
+  that takes one (``Mr.``, ``Dr.``, ``St.``, ``Inc.``, ``Jan.``: :data:`ABBREVIATIONS`) and of
+  an initial (``J. R. R. Tolkien``), as the spaCy tokenizer, the Penn Treebank and the 1B Word
+  Benchmark keep them. An apostrophe or ``&`` between letters that starts no clitic stays in
+  its word (``O'Neill``, ``AT&T``). ``...`` and ``--`` are single tokens, and any other symbol
+  is a token of its own.
+
+  Where :class:`Tokenizer` splits otherwise, :func:`tokenize` keeps the text whole: ``cannot``
+  (PTB's ``can not``), a number with its unit (``100m``) and a score or range (``2-1``).
+  A combining mark stays with the character before it (as in spaCy's
   tokenizer; :class:`Tokenizer` also keeps it with a symbol, an emoji's variation selector
   U+FE0F, which spaCy's own affix rules split off). Nothing is Unicode-normalised: a decomposed ``café`` stays decomposed, other
   bytes than the composed one and so other character ids (:mod:`elmo.chars`).
@@ -47,10 +54,13 @@ from typing import Iterable, Iterator, List, Sequence, Tuple, cast
 #: 2. straight double quotes written ```` `` ```` / ``''``, curly quotes mapped (d7b06fa);
 #: 3. soft hyphen, zero-width (non-)joiner, word joiner, direction marks dropped (8c14501);
 #: 4. a combining mark stays with the character before it (702ad7c);
-#: 5. a number with inner separators stays whole with letters attached: ``3.14pm`` (56a66c6).
+#: 5. a number with inner separators stays whole with letters attached: ``3.14pm`` (56a66c6);
+#: 6. a short form's period stays with it (``Mr.``, ``Inc.``, an initial ``J.``), and so does
+#:    an apostrophe or ``&`` inside a word (``O'Neill``, ``AT&T``), as the corpus tokenizer
+#:    (:class:`Tokenizer`) keeps them; they were ``Mr .``, ``O ' Neill``, ``AT & T``.
 #:
 #: Outputs written before revisions were recorded record none: any of revisions 1 to 5.
-TOKENIZER_REVISION = 5
+TOKENIZER_REVISION = 6
 
 
 class TokenizerRevisionWarning(UserWarning):
@@ -124,16 +134,12 @@ def quote_token(previous: "str | None", space_before: bool) -> str:
 
 # ------------------------------------------------------------------ regex tokenizer (no deps)
 
-@lru_cache(maxsize=None)
-def _mark_ranges() -> str:
-    r"""A regular-expression class body of every combining mark (Unicode categories Mn, Mc, Me:
-    accents, vowel signs, variation selectors). Python's ``\w`` takes none of them, so an
-    accent written as its own character (``e`` + U+0301, decomposed text) or a Devanagari vowel
-    sign was a token of its own."""
+def _category_ranges(category: str, codes: Iterable[int]) -> str:
+    """A regular-expression class body of the characters among ``codes`` whose Unicode
+    category starts with ``category`` (Python's ``re`` has no ``\\p{...}``)."""
     ranges: List[Tuple[int, int]] = []
-    # (every mark lies in these planes; scanning them takes milliseconds, all code points not)
-    for code in (*range(0x300, 0x20000), *range(0xE0100, 0xE01F0)):
-        if unicodedata.category(chr(code)).startswith("M"):
+    for code in codes:
+        if unicodedata.category(chr(code)).startswith(category):
             if ranges and ranges[-1][1] == code - 1:
                 ranges[-1] = (ranges[-1][0], code)
             else:
@@ -142,19 +148,61 @@ def _mark_ranges() -> str:
 
 
 @lru_cache(maxsize=None)
+def _mark_ranges() -> str:
+    r"""A regular-expression class body of every combining mark (Unicode categories Mn, Mc, Me:
+    accents, vowel signs, variation selectors). Python's ``\w`` takes none of them, so an
+    accent written as its own character (``e`` + U+0301, decomposed text) or a Devanagari vowel
+    sign was a token of its own."""
+    # (every mark lies in these planes; scanning them takes milliseconds, all code points not)
+    return _category_ranges("M", (*range(0x300, 0x20000), *range(0xE0100, 0xE01F0)))
+
+
+@lru_cache(maxsize=None)
+def _upper_ranges() -> str:
+    """A regular-expression class body of every upper-case letter (Unicode category Lu): an
+    initial is one of them and a period (``J.``, ``É.``)."""
+    return _category_ranges("Lu", range(0x20000))   # (the last one lies below U+1E922)
+
+
+#: Short forms whose period stays with them, in the case written here (``Mr.`` but not
+#: ``mr .``), as the spaCy tokenizer that builds the corpora keeps them (its English
+#: exceptions; a test holds the two to each other): titles, months, US states, firms.
+#: Forms of single letters and periods (``U.S.``, ``e.g.``) need no list; ``Ph.D.`` does.
+ABBREVIATIONS = (
+    "Adm", "Ak", "Ala", "Apr", "Ariz", "Ark", "Aug", "Bros", "Calif", "Co", "Colo", "Conn",
+    "Corp", "Dec", "Del", "Dr", "Feb", "Fla", "Ga", "Gen", "Gov", "Ia", "Id", "Ill", "Inc",
+    "Ind", "Jan", "Jr", "Jul", "Jun", "Kan", "Kans", "Ky", "La", "Ltd", "Mar", "Mass", "Md",
+    "Messrs", "Mich", "Minn", "Miss", "Mo", "Mont", "Mr", "Mrs", "Ms", "Mt", "Neb", "Nebr",
+    "Nev", "Nov", "Oct", "Okla", "Ore", "Pa", "Prof", "Rep", "Rev", "Sen", "Sep", "Sept", "St",
+    "Tenn", "Va", "Wash", "Wis", "co", "vs", "Ph.D",
+)
+
+#: Lower-case letters that are a token with their period (``a.``, a list's item), as spaCy's
+#: English exceptions have them; an upper-case one always is (an initial).
+_LOWER_INITIALS = "a-z\u00e4\u00f6\u00fc"
+
+#: The clitics split off their host (``'s``); an apostrophe that starts none of them, between
+#: letters, stays in its word (``O'Neill``).
+_CLITICS = "(?:s|re|ve|ll|d|m)"
+
+
+@lru_cache(maxsize=None)
 def _token_pattern() -> "re.Pattern[str]":
     r"""The tokens of :func:`tokenize`; ``W`` is a word character or a combining mark, which
     stays with the character before it (``\w`` has no marks), as spaCy's tokenizer keeps it."""
     W = rf"[\w{_mark_ranges()}]"
     M = rf"[{_mark_ranges()}]"
+    short_forms = "|".join(re.escape(form) for form in ABBREVIATIONS)
     return re.compile(rf"""
           (?:[^\W\d_]{M}*\.){{2,}}(?![^\W\d_])        # abbreviations: U.S. e.g.
+        | (?-i:(?:{short_forms})\.)(?!{W})            # a short form's period: Mr. Inc. Jan. Ph.D.
+        | (?-i:[{_upper_ranges()}{_LOWER_INITIALS}]){M}*\.(?!{W})   # an initial: J. (a list's a.)
         | {W}*?\d(?:[.,:/]\d+)+{W}*                   # numbers with inner separators: 3.14 1,000 12:30,
                                                       # letters attached too: 3.14pm v2.0 (not 3 . 14pm)
         | \w{W}*(?=n't\b)                             # the host of n't: do|n't
         | n't\b                                       # the clitic itself
-        | (?<={W})'(?:s|re|ve|ll|d|m)\b               # clitics: 's 're 've 'll 'd 'm
-        | \w{W}*(?:-\w{W}*)*                          # words, hyphenated words, plain numbers
+        | (?<=[\w{_mark_ranges()}.])'{_CLITICS}\b      # clitics: 's 're 've 'll 'd 'm (Dr.'s)
+        | \w{W}*(?:(?:-|&|'(?!{_CLITICS}\b))\w{W}*)*  # words: well-known O'Neill AT&T, numbers
         | \.{{2,}} | -{{2,}}                          # ellipsis, dashes
         | \S{M}*                                      # any other single character (and its marks)
     """, re.VERBOSE | re.IGNORECASE)

@@ -121,3 +121,28 @@ def test_the_embed_tokenizer_agrees_with_the_corpus_tokenizer_on_a_symbol_with_i
     assert tok.tokens(text) == tokenize(text)
     assert [t for t, _, _ in tok.spans(text)] == tokenize(text)
     assert all(text[s:e] == t for t, s, e in tok.spans(text))
+
+
+@pytest.mark.parametrize("text", [
+    "Mr. Smith met Dr. Jones of Apple Inc. on Jan. 5 in St. Louis, Mo., vs. Mrs. Brown.",
+    "John F. Kennedy met J. R. R. Tolkien, Ph.D., and a. the first b. the second.",
+    "O'Neill's team beat O'Donnell's; D'Arcy saw rock'n'roll at AT&T's R&B-soul night.",
+    "(Mr. Smith) and Mr., Dr.'s note, Co. and co. and Messrs. Hale.",
+])
+def test_the_embed_tokenizer_agrees_with_the_corpus_tokenizer_on_short_forms_and_names(tok, text):
+    """`elmo embed --tokenize` split `Mr.` into `Mr .`, an initial `F.` into `F .`, `O'Neill`
+    into `O ' Neill` and `AT&T` into `AT & T`, where the training corpora (spaCy), the Penn
+    Treebank and the 1B Word Benchmark keep them whole (tokenizer revision 6)."""
+    from elmo.tokenize import token_spans, tokenize
+    assert tokenize(text) == tok.tokens(text)
+    assert [t for t, _, _ in token_spans(text)] == tokenize(text)
+
+
+def test_every_short_form_kept_whole_is_kept_whole_by_the_corpus_tokenizer(tok):
+    """ABBREVIATIONS is the regex tokenizer's copy of spaCy's English short forms: each one
+    (in its case) keeps its period in both tokenizers, mid-sentence and at the end."""
+    from elmo.tokenize import ABBREVIATIONS, tokenize
+    for form in ABBREVIATIONS:
+        for text in (f"We saw {form}. Hale there", f"We saw {form}.", f"({form}.)"):
+            assert f"{form}." in tok.tokens(text), text
+            assert tokenize(text) == tok.tokens(text), text
