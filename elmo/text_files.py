@@ -8,7 +8,8 @@ pairs, word pairs, WordNet data, configs) holds to these rules, kept here:
 * No NUL byte. No text holds one, and UTF-16 text without a byte-order mark is valid UTF-8
   with a NUL in every second byte: read as text, it was nonsense words (:func:`nul_byte`).
 * A file that looks like UTF-16 or UTF-32 (its byte-order mark, or the pattern of its NUL
-  bytes) is named as such, with an ``iconv`` line that converts it (:data:`UTF16_HINT`).
+  bytes over a few code units: :func:`wide_encoding`) is named as such, with an ``iconv``
+  line that converts it (:data:`UTF16_HINT`); a stray NUL in UTF-8 text is not.
 * Lines end at ``\\n`` or ``\\r\\n``; a lone ``\\r`` is refused, naming its line (:func:`text_lines`).
   Two readers keep their own rule for it, by design: a training corpus (and what else is read
   through :func:`elmo.data.corpus.file_lines`: a GloVe text file, the built-in data sets) ends a
@@ -166,16 +167,22 @@ def utf8_lines(raw: Iterable[bytes], error: Callable[[int, str], Exception],
     """:func:`text_lines` of a file read a line at a time (``raw``: its lines as a binary file
     yields them), decoded as they come, so that only one is held: a byte-order mark before
     the first is no part of it, and a line that is not UTF-8 raises ``bad_utf8(where)``
-    (:func:`utf8_error_where`, its offset counted in the file as read)."""
+    (:func:`utf8_error_where`, its offset counted in the file as read). A line holding a NUL
+    byte raises ``error`` with :func:`nul_byte`; the lines after it help its UTF-16 guess where
+    ``raw`` is a file that can seek (not stdin or a pipe, whose next lines may not be written
+    yet: the error would wait for them)."""
+    seekable = bool(getattr(raw, "seekable", lambda: False)())
     offset = 0
-    for number, data in enumerate(raw, start=1):
+    rest = iter(raw)
+    for number, data in enumerate(rest, start=1):
         skip = len(codecs.BOM_UTF8) if number == 1 and data.startswith(codecs.BOM_UTF8) else 0
         try:
             text = data[skip:].decode("utf-8")
         except UnicodeDecodeError as e:
             raise bad_utf8(utf8_error_where(data[skip:], e, number, offset + skip)) from None
-        nul = nul_byte(data, offset)
-        if nul is not None:     # (UTF-16 text without a byte-order mark decodes as UTF-8)
+        # (UTF-16 text without a byte-order mark decodes as UTF-8)
+        nul = nul_byte(data, offset, following_bytes(rest) if seekable else b"") if b"\0" in data else None
+        if nul is not None:
             raise error(number, nul)
         offset += len(data)
         yield _line_end(text[:-1] if text.endswith("\n") else text, number, error)
@@ -187,6 +194,11 @@ UTF16_HINT = "the file looks like UTF-16: convert it to UTF-8, e.g. iconv -f UTF
 #: The same for UTF-32 (its ASCII characters are three NUL bytes and a letter).
 UTF32_HINT = "the file looks like UTF-32: convert it to UTF-8, e.g. iconv -f UTF-32 -t UTF-8"
 _HINTS = {"UTF-16": UTF16_HINT, "UTF-32": UTF32_HINT}
+#: The fewest NUL bytes each NUL position of a code unit must hold before :func:`wide_encoding`
+#: calls bytes UTF-16 or UTF-32: a few code units' worth, where one stray NUL is one.
+MIN_WIDE_UNITS = 4
+#: How many bytes after a line that holds a NUL :func:`wide_encoding` also looks at.
+WIDE_SAMPLE = 4096
 # (UTF-32 first: its little-endian mark begins with UTF-16's)
 _BOMS = ((codecs.BOM_UTF32_LE, "UTF-32"), (codecs.BOM_UTF32_BE, "UTF-32"),
          (codecs.BOM_UTF16_LE, "UTF-16"), (codecs.BOM_UTF16_BE, "UTF-16"))
@@ -199,16 +211,33 @@ def wide_bom(data: bytes) -> Optional[Tuple[str, int]]:
 
 
 def wide_encoding(data: bytes) -> Optional[str]:
-    """``"UTF-32"`` or ``"UTF-16"`` where bytes ``data`` (a line) look like mostly-ASCII text in
-    that encoding, else None: for UTF-32, the bytes at three of the four positions modulo 4 are
-    mostly NUL; for UTF-16, those at even or at odd positions are. Any alignment counts: a line
-    after the first starts inside the newline's code unit."""
+    """``"UTF-32"`` or ``"UTF-16"`` where bytes ``data`` (a line, and what follows it in the
+    file) look like mostly-ASCII text in that encoding, else None: for UTF-32, the bytes at
+    three of the four positions modulo 4 are mostly NUL; for UTF-16, those at even or at odd
+    positions are. Any alignment counts: a line after the first starts inside the newline's
+    code unit. Each of those positions must hold at least :data:`MIN_WIDE_UNITS` NUL bytes: a
+    stray NUL in a short UTF-8 line (``b"a\\0"``) can be most of its odd bytes, and is no sign of UTF-16."""
     def mostly_nul(part: bytes) -> bool:
-        return bool(part) and 2 * part.count(0) >= len(part)
+        nuls = part.count(0)
+        return nuls >= MIN_WIDE_UNITS and 2 * nuls >= len(part)
 
     if sum(mostly_nul(data[k::4]) for k in range(4)) >= 3:
         return "UTF-32"
     return "UTF-16" if mostly_nul(data[0::2]) or mostly_nul(data[1::2]) else None
+
+
+def following_bytes(lines: Iterator[bytes], limit: int = WIDE_SAMPLE) -> bytes:
+    """The next raw ``lines`` joined, taken until they hold ``limit`` bytes or run out (the
+    bytes after a line that holds a NUL, for :func:`wide_encoding`: a UTF-16 file's first
+    line may be one word, too short to tell UTF-16 from a stray NUL)."""
+    taken: List[bytes] = []
+    size = 0
+    for raw in lines:
+        taken.append(raw)
+        size += len(raw)
+        if size >= limit:
+            break
+    return b"".join(taken)[:limit]
 
 
 def utf8_error_where(data: bytes, error: UnicodeDecodeError, line: Optional[int] = None, offset: int = 0) -> str:
@@ -229,27 +258,29 @@ def utf8_error_where(data: bytes, error: UnicodeDecodeError, line: Optional[int]
     return where
 
 
-def nul_byte_where(data: bytes, line: int, offset: int = 0) -> Optional[str]:
+def nul_byte_where(data: bytes, line: int, offset: int = 0, after: bytes = b"") -> Optional[str]:
     """Where line ``line`` (from 1) holds its first NUL byte, for a message:
     ``line L:`` and :func:`nul_byte`; None if it holds none."""
-    what = nul_byte(data, offset)
+    what = nul_byte(data, offset, after)
     return None if what is None else f"line {line}: {what}"
 
 
-def nul_byte(data: bytes, offset: int = 0) -> Optional[str]:
+def nul_byte(data: bytes, offset: int = 0, after: bytes = b"") -> Optional[str]:
     """Where the line ``data`` (its bytes, starting at byte ``offset`` of the file) holds its
-    first NUL byte, for a message, and what to do; None if it holds none.
+    first NUL byte, for a message, and what to do; None if it holds none. ``after``: bytes
+    that follow the line in the file, where the caller has them (:data:`WIDE_SAMPLE` of them
+    are looked at), for the encoding's guess only.
 
     No text holds a NUL, a control character that splitting at whitespace keeps inside a word
     (``"the\\x00dog"`` was one token). It is what UTF-16 text without a byte-order mark
     decodes to as UTF-8: ASCII letters with a NUL byte between them, every one valid UTF-8,
     read as words of nonsense.
-    Where the line looks like UTF-16 or UTF-32 (:func:`wide_encoding`), :data:`UTF16_HINT` or
-    :data:`UTF32_HINT` says so."""
+    Where the line, with ``after``, looks like UTF-16 or UTF-32 (:func:`wide_encoding`),
+    :data:`UTF16_HINT` or :data:`UTF32_HINT` says so; a stray NUL in UTF-8 text gets no hint."""
     at = data.find(b"\0")
     if at < 0:
         return None
-    encoding = wide_encoding(data)
+    encoding = wide_encoding(data + after[:WIDE_SAMPLE])
     why = _HINTS[encoding] if encoding else "text holds none; is it a binary file?"
     return f"a NUL byte (0x00) at byte offset {offset + at} ({why})"
 
@@ -259,10 +290,10 @@ def first_nul_byte(lines: Iterable[bytes]) -> Optional[str]:
     holds a NUL byte; None if none does. For readers that check decoded text, called only once
     it has found one, so the common case pays nothing."""
     offset = 0
-    for number, raw in enumerate(lines, start=1):
-        where = nul_byte_where(raw, number, offset)
-        if where is not None:
-            return where
+    rest = iter(lines)
+    for number, raw in enumerate(rest, start=1):
+        if b"\0" in raw:   # (what follows it helps tell UTF-16 from a stray NUL)
+            return nul_byte_where(raw, number, offset, following_bytes(rest))
         offset += len(raw)
     return None
 

@@ -311,9 +311,12 @@ def load_pretrained(path: str | Path, *, stateful: bool = False,
     else:
         weights = next((folder / n for n in ORIGINAL_WEIGHTS if (folder / n).exists()), None)
         if weights is None or not (folder / ORIGINAL_OPTIONS).exists():
+            # (a run folder of elmo train was refused as if damaged: its model is a folder down)
+            run = (f"; {folder} is a run folder: its trained model is {folder / 'model'}"
+                   if (folder / "model" / ORIGINAL_OPTIONS).is_file() else "")
             raise WeightFileError(f"{folder}: expected {NATIVE_CONFIG} + {NATIVE_WEIGHTS}, or "
                                   f"{ORIGINAL_OPTIONS} + one of {', '.join(ORIGINAL_WEIGHTS)}, or an "
-                                  f"ELMoForManyLangs folder (config.json, char.dic, *.pkl)")
+                                  f"ELMoForManyLangs folder (config.json, char.dic, *.pkl){run}")
         bilm = load_original(folder / ORIGINAL_OPTIONS, weights, stateful=stateful, dtype=target)
     bilm.eval()
     _loaded_from(bilm, model_files(folder))

@@ -659,6 +659,47 @@ def test_a_model_named_dot_gets_a_report_folder_of_its_folders_name(tmp_path, mo
     assert not (model / "experiments" / "analysis" / "results.json").exists()
 
 
+def test_a_runs_trained_model_gets_a_report_folder_of_its_runs_name(tmp_path, monkeypatch, capsys):
+    """elmo train writes its model to RUN/model: every run's report went to
+    experiments/analysis/model/, where the second run's replaced or was refused beside the first's."""
+    import shutil
+
+    import elmo
+    from elmo.commands.analysis import RUN_FOLDER_FILES, default_out
+    from elmo.training.run_folder import run_files
+
+    # (the files that mark a run folder are ones elmo train writes there)
+    assert set(RUN_FOLDER_FILES) <= {p.name for p in run_files(Path("run"))}
+    for run, mark in (("lm", "train_config.json"), ("lm2", "log.jsonl")):
+        shutil.copytree(elmo.model_path("fixture"), tmp_path / "runs" / run / "model")
+        (tmp_path / "runs" / run / mark).write_text("{}\n")
+    shutil.copytree(elmo.model_path("fixture"), tmp_path / "plain" / "model")   # (no run folder around it)
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text(_PAIRS + "\n")
+    monkeypatch.chdir(tmp_path)
+    for run in ("lm", "lm2"):
+        assert main(["analyze", f"runs/{run}/model", "--only", "contrast", "--contrast-file", str(pairs),
+                     "--no-untrained-control"]) == 0
+        results = json.loads((tmp_path / "experiments" / "analysis" / run / "results.json").read_text())
+        assert results["model"] == f"runs/{run}/model"
+    assert not (tmp_path / "experiments" / "analysis" / "model").exists()
+    capsys.readouterr()
+    # the run folder itself is no model; its report would have had the same name
+    assert main(["analyze", "runs/lm", "--only", "contrast", "--contrast-file", str(pairs)]) == 1
+    assert "runs/lm is a run folder: its trained model is runs/lm/model" in capsys.readouterr().err
+    assert (tmp_path / "experiments" / "analysis" / "lm" / "report.md").is_file()   # (left as it was)
+    expected = {"runs/lm": "lm", "runs/lm/model/": "lm", "plain/model": "model", "fixture": "fixture",
+                "runs/lm/model/../model": "lm"}
+    for model, name in expected.items():
+        assert default_out(model) == Path("experiments", "analysis", name), model
+    monkeypatch.chdir(tmp_path / "runs" / "lm2")       # (a bare `model`, and `.` inside it)
+    assert default_out("model") == default_out("./model") == Path("experiments", "analysis", "lm2")
+    monkeypatch.chdir("model")
+    assert default_out(".") == Path("experiments", "analysis", "lm2")
+    monkeypatch.chdir(tmp_path / "plain" / "model")
+    assert default_out(".") == Path("experiments", "analysis", "model")
+
+
 def test_report_only_refuses_the_settings_it_would_ignore_and_waits_for_no_writer(tmp_path, capsys):
     """--report-only --seed 5 (or --only, --mix-weights...) rewrote the report of the earlier
     settings without a word; while a run wrote into the folder it rewrote the report from the

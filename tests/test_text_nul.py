@@ -221,3 +221,69 @@ def test_contrast_pairs_and_wordnet_files_refuse_utf16(tmp_path):
     examples.write_bytes("synset\tlemmas\texample\n09213565-n\tbank\tthe bank\n".encode("utf-16-le"))
     with pytest.raises(DataError, match=re.escape(f"{examples}: line 1: a NUL byte (0x00) at byte offset 1 ({UTF16_HINT})")):
         datasets.wordnet_examples(tmp_path)
+
+
+# (bytes of a file, the line and the byte offset of its first NUL): UTF-8 text with one stray NUL
+STRAY = [(b"a\0\n", 1, 1), (b"hel\0\n", 1, 3), (b"hello\0\n", 1, 5), (b"the cat\na\0\n", 2, 9),
+         (b"x " * 100 + b"\0" + b" y" * 100 + b"\n", 1, 200)]
+
+
+def _readers():
+    """(name, a function that reads a file and raises its NUL message) for each way a NUL is found:
+    ``elmo embed``'s line reader, the training corpus's, a whole file's (decode_text) and predict's."""
+    from elmo.data.corpus import CorpusError, read_sentences
+    from elmo.embedding.reader import InputError, read_sentences as embed_lines
+    from elmo.text_files import decode_text, utf8_lines
+
+    def whole(path):
+        decode_text(path.read_bytes(), path, ValueError)
+
+    def by_line(path):
+        with open(path, "rb") as f:
+            list(utf8_lines(f, lambda n, what: ValueError(f"{path}: line {n}: {what}"), ValueError))
+
+    return [("embed", InputError, lambda p: list(embed_lines(p))), ("corpus", CorpusError, read_sentences),
+            ("decode_text", ValueError, whole), ("utf8_lines", ValueError, by_line)]
+
+
+def test_a_stray_nul_in_utf8_text_is_not_called_utf16(tmp_path, capsys):
+    """One NUL in a short UTF-8 line (``a\\0``) is most of the line's odd bytes: it was said to
+    look like UTF-16, with an iconv line that would have turned the text into nonsense."""
+    for k, (data, line, at) in enumerate(STRAY):
+        path = tmp_path / f"stray{k}.txt"
+        path.write_bytes(data)
+        message = f"{path}: line {line}: a NUL byte (0x00) at byte offset {at} (text holds none; is it a binary file?)"
+        for name, error, read in _readers():
+            with pytest.raises(error) as e:
+                read(path)
+            assert str(e.value) == message, (name, data)
+        assert main(["embed", str(path), str(tmp_path / "out.hdf5"), "--model", "fixture", "--quiet"]) == 1
+        err = capsys.readouterr().err.strip()
+        assert err.endswith(message) and "UTF-" not in err, err
+
+
+def test_utf16_with_a_one_word_first_line_is_still_named(tmp_path):
+    """A first line too short to tell by itself (``I``: one code unit) is judged with the lines
+    after it, so UTF-16 and UTF-32 without a byte-order mark keep their hint."""
+    from elmo.text_files import UTF32_HINT
+
+    text = "I\nsaw the bank .\n"
+    for encoding, hint in (("utf-16-le", UTF16_HINT), ("utf-16-be", UTF16_HINT), ("utf-32-le", UTF32_HINT)):
+        path = tmp_path / f"{encoding}.txt"
+        path.write_bytes(text.encode(encoding))
+        at = 0 if encoding.endswith("be") else 1
+        for name, error, read in _readers():
+            with pytest.raises(error, match=re.escape(f"line 1: a NUL byte (0x00) at byte offset {at} ({hint})")):
+                read(path)
+
+
+def test_utf8_lines_reads_no_line_past_a_nul_from_a_stream():
+    """From stdin or a pipe the next line may not be written yet: the error waits for nothing."""
+    from elmo.text_files import utf8_lines
+
+    def stream():
+        yield b"a\0\n"
+        raise AssertionError("a line after the NUL was read")
+
+    with pytest.raises(ValueError, match=re.escape("a NUL byte (0x00) at byte offset 1 (text holds none")):
+        list(utf8_lines(stream(), lambda n, what: ValueError(what), ValueError))

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
 from . import DEVICE_HELP, TORCH_CHOICE, cli_device, progress_bar_wanted, set_cli_threads, threads_help
@@ -23,7 +24,9 @@ def register(subparsers) -> None:
                     "and PNG pictures. Needs the corpora of `elmo data get brown-pos wordnet brown "
                     "glove-50d wordsim353 simlex999` (fetched when missing).")
     p.add_argument("model", help="bundled or published model name, model folder or http(s) URL")
-    p.add_argument("--out", "--output", "-o", dest="out", default=None, help="output folder (default: experiments/analysis/<model name>)")
+    p.add_argument("--out", "--output", "-o", dest="out", default=None,
+                   help="output folder (default: experiments/analysis/NAME, NAME the model's name or its "
+                        "folder's; for a run's trained model RUN/model, the run folder's name)")
     p.add_argument("--only", action="append", choices=SECTIONS,
                    help="run only this section (repeatable; default: all); into the folder of a report "
                         "of the same model and settings, it adds or redoes the section and keeps the others")
@@ -99,14 +102,26 @@ def report_only_ignores(args: argparse.Namespace) -> list:
     return ["--" + flags.get(name, name).replace("_", "-") for name in given]
 
 
+#: What ``elmo train`` (and ``elmo finetune``) write beside ``model/`` in a run folder: a
+#: folder ``model`` beside either is a run's trained model, named by its run folder.
+RUN_FOLDER_FILES = ("train_config.json", "log.jsonl")
+
+
 def default_out(model: str) -> Path:
     """``experiments/analysis/<the model's folder name>``. A model named ``.`` or ``..`` (or
     ``/``) has no name of its own in its spelling: its resolved folder's name is taken (the
     report went into ``experiments/analysis/`` itself, beside every other model's folder, or,
-    for ``..``, into ``experiments/``)."""
-    name = Path(model).name
-    if name in ("", ".", ".."):
-        name = Path(model).resolve().name or "root"
+    for ``..``, into ``experiments/``). A run's trained model, ``runs/NAME/model`` (a folder
+    ``model`` whose parent holds a file of :data:`RUN_FOLDER_FILES`), takes the run folder's
+    name: every run's report went into ``experiments/analysis/model/``, over the last one's."""
+    path = Path(model)
+    if path.name in ("", ".", ".."):
+        path = path.resolve()
+    name = path.name or "root"
+    if name == "model":
+        run = Path(os.path.abspath(path)).parent   # (a bare ``model``: the working folder)
+        if run.name and any((run / f).is_file() for f in RUN_FOLDER_FILES):
+            name = run.name
     return Path("experiments") / "analysis" / name
 
 

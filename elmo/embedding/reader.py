@@ -23,7 +23,7 @@ from typing import Iterator, List, Optional, Tuple
 
 from ..tokenize import get_tokenizer
 from ..checks import require_count
-from ..text_files import nul_byte_where, utf8_error_where, wide_bom
+from ..text_files import WIDE_SAMPLE, nul_byte_where, utf8_error_where, wide_bom
 
 DEFAULT_SEGMENT_LINES = 4096
 
@@ -77,10 +77,25 @@ def decode_line(raw: bytes, line_no: int, path: Path, errors: str = "strict", of
         text = raw.decode("utf-8", errors=errors)
     except UnicodeDecodeError as e:
         raise _not_utf8(raw, e, line_no, path, offset) from None
-    nul = nul_byte_where(raw, line_no + 1, offset)
+    nul = _nul_byte(raw, line_no, path, offset)
     if nul is not None:
-        raise InputError(f"{path}: {nul}")
+        raise nul
     return text.strip()
+
+
+def _nul_byte(raw: bytes, line_no: int, path: Path, offset: int) -> Optional[InputError]:
+    """The InputError naming the first NUL byte of line ``raw`` (:func:`decode_line`'s
+    arguments), or None where it holds none. Only then is the file read on past the line, for
+    the UTF-16 guess: a UTF-16 file's first line may be one word, too short to tell by itself."""
+    if b"\0" not in raw:
+        return None
+    try:
+        with open(path, "rb") as f:
+            f.seek(offset + len(raw))
+            after = f.read(WIDE_SAMPLE)
+    except OSError:   # (the guess goes by the line alone)
+        after = b""
+    return InputError(f"{path}: {nul_byte_where(raw, line_no + 1, offset, after)}")
 
 
 def _not_utf8(raw: bytes, error: UnicodeDecodeError, line_no: int, path: Path, offset: int) -> InputError:
@@ -91,9 +106,9 @@ def _not_utf8(raw: bytes, error: UnicodeDecodeError, line_no: int, path: Path, o
     where = utf8_error_where(raw, error, line_no + 1, offset)
     if offset == 0 and wide_bom(raw):
         return InputError(f"{path}: {where} is not valid UTF-8")
-    nul = nul_byte_where(raw, line_no + 1, offset)
+    nul = _nul_byte(raw, line_no, path, offset)
     if nul is not None:
-        return InputError(f"{path}: {nul}")
+        return nul
     return InputError(f"{path}: {where} is not valid UTF-8 (pass --errors replace to replace such bytes with U+FFFD)")
 
 
