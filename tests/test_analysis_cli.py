@@ -1032,3 +1032,33 @@ def test_analyze_hashes_the_model_once_for_its_results_and_its_neighbour_index(t
     logged: list = []
     neighbors.cached_index("fixture", corpus, tmp_path / "data" / "indexes", log=logged.append)
     assert logged == [] and list((tmp_path / "data" / "indexes").iterdir()) == folders   # (found, not built)
+
+
+def test_a_report_of_another_model_is_replaced_only_with_overwrite(tmp_path, capsys):
+    """A run that keeps none of a folder's sections replaced another model's report without a
+    word (two run folders named alike, ``a/lm/model`` and ``b/lm/model``, share the default
+    ``experiments/analysis/lm``). It is refused now, before any section runs, and replaced
+    with --overwrite; the same model's report is replaced as before."""
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text(_PAIRS + "\n")
+    out = tmp_path / "report"
+    run = ["--out", str(out), "--only", "contrast", "--contrast-file", str(pairs), "--no-untrained-control"]
+    assert main(["analyze", "fixture", *run]) == 0
+    first = (out / "results.json").read_text()
+    other = os.path.join(os.path.dirname(__file__), "fixtures", "elmoformanylangs", "model")
+    capsys.readouterr()
+    assert main(["analyze", other, *run]) == 1
+    captured = capsys.readouterr()
+    assert "holds the results of model fixture (weights fingerprint" in captured.err
+    assert "give another --out, or --overwrite to replace it" in captured.err and captured.err.count("\n") == 1
+    assert "contrast ..." not in captured.out and (out / "results.json").read_text() == first
+    # a report that records no fingerprint (an older one) is told by the model it names
+    (out / "results.json").write_text(json.dumps({k: v for k, v in json.loads(first).items()
+                                                  if k != "model_fingerprint"}))
+    assert main(["analyze", other, *run]) == 1
+    assert "holds the results of model fixture, not of" in capsys.readouterr().err
+    assert main(["analyze", "fixture", *run]) == 0                    # the same model: a rerun
+    assert main(["analyze", other, *run, "--overwrite"]) == 0
+    assert json.loads((out / "results.json").read_text())["model"] == other
+    assert main(["analyze", other, "--out", str(out), "--report-only", "--overwrite"]) == 1
+    assert "--overwrite" in capsys.readouterr().err

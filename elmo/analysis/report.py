@@ -353,14 +353,17 @@ def mix_model_note(learned_on: Optional[dict], model: str) -> Optional[str]:
 
 # ----------------------------------------------------------------------------- run
 def run_analysis(model: str, out: Path, config: Optional[AnalysisConfig] = None,
-                 only: Optional[Sequence[str]] = None, log=print, device=None, progress: bool = False) -> dict:
+                 only: Optional[Sequence[str]] = None, log=print, device=None, progress: bool = False,
+                 overwrite: bool = False) -> dict:
     """Run the chosen sections (default: all), write results, pictures and the report.
 
     ``out`` may hold an earlier report. Its sections that this run leaves out are kept, and
     the report written with them and the new ones, where they are of the same weights
     (:func:`check_same_model`) and settings; otherwise, or for another tool's
     ``results.json``, the run is refused before any section runs (:func:`check_results_kept`),
-    as is a second run into the folder while one runs.
+    as is a second run into the folder while one runs. A report of another model that this
+    run would replace whole is refused too, unless ``overwrite`` (two run folders of one name,
+    ``a/lm/model`` and ``b/lm/model``, share the default folder ``experiments/analysis/lm``).
 
     ``model`` is a model name or folder, since the report's commands name it; a BiLM or an
     :class:`~elmo.embedding.Embedder` is refused in one line (the error printed the whole
@@ -421,7 +424,8 @@ def run_analysis(model: str, out: Path, config: Optional[AnalysisConfig] = None,
         read_interpretation(out)   # (an unreadable one failed the report after every section had run)
         earlier = check_results_kept(out / "results.json", sections, config)
         remove_stale_staging(out)
-        return _run_sections(model, out, config, sections, given_mix, log, learned_on, earlier, device, progress)
+        return _run_sections(model, out, config, sections, given_mix, log, learned_on, earlier, device, progress,
+                             overwrite)
 
 
 #: The prefix of the folder a run draws its pictures into (see :func:`_run_sections`).
@@ -494,12 +498,14 @@ def check_results_kept(path: Path, sections: Sequence[str], config: AnalysisConf
 HAND_EDITED = (KeyError, TypeError, ValueError, IndexError, AttributeError)
 
 
-def check_same_model(path: Path, earlier: dict, model: str, fingerprint: str, bilm=None) -> None:
+def check_same_model(path: Path, earlier: dict, model: str, fingerprint: str, bilm=None,
+                     way_out: str = "give another --out or run every section") -> None:
     """Refuse to keep ``earlier`` results (of ``path``) beside sections of a model with other
     weights: a report must be of one model, whatever the names say. ``bilm``, where given, is
     the model of ``fingerprint``: results written before the fingerprint took its present form
     (:func:`~elmo.model_digest.model_digest`) record the form of their time, which is this
-    model's if it is ``bilm``'s (:func:`~elmo.model_digest.recorded_digest`)."""
+    model's if it is ``bilm``'s (:func:`~elmo.model_digest.recorded_digest`). ``way_out`` ends
+    the message."""
     from ..model_digest import recorded_digest
 
     recorded = earlier["model_fingerprint"]
@@ -508,7 +514,24 @@ def check_same_model(path: Path, earlier: dict, model: str, fingerprint: str, bi
         return
     raise ValueError(f"{path}: holds the results of model {earlier.get('model')} (weights fingerprint "
                      f"{recorded}), not of {redact_url(str(model))} ({fingerprint}); "
-                     f"a report is of one model: give another --out or run every section")
+                     f"a report is of one model: {way_out}")
+
+
+def check_replacing_same_model(path: Path, model: str, fingerprint: str, bilm) -> None:
+    """Refuse to replace the report in ``path``'s folder with one of another model (a run that
+    keeps none of its sections): the other model's results would be lost without a word.
+    A report that records no fingerprint (written before they were recorded) is taken for
+    this model's where it names the same model or none. Call it while holding the folder's
+    lock."""
+    if not path.is_file():
+        return
+    earlier = read_results(path)
+    way_out = "give another --out, or --overwrite to replace it"
+    if earlier.get("model_fingerprint"):
+        check_same_model(path, earlier, model, fingerprint, bilm, way_out)
+    elif earlier.get("model") not in (None, redact_url(str(model))):
+        raise ValueError(f"{path}: holds the results of model {earlier.get('model')}, not of "
+                         f"{redact_url(str(model))}; {way_out}")
 
 
 def read_results(path: Path) -> dict:
@@ -527,7 +550,8 @@ def read_results(path: Path) -> dict:
 
 def _run_sections(model: str, out: Path, config: AnalysisConfig, sections: List[str],
                   given_mix: Optional[List[float]], log, learned_on: Optional[dict] = None,
-                  earlier: Optional[dict] = None, device=None, progress: bool = False) -> dict:
+                  earlier: Optional[dict] = None, device=None, progress: bool = False,
+                  overwrite: bool = False) -> dict:
     import torch
 
     import elmo
@@ -558,6 +582,8 @@ def _run_sections(model: str, out: Path, config: AnalysisConfig, sections: List[
                      "seconds": {}}
     if earlier is not None:   # (before any section runs: minutes, on another model's folder)
         check_same_model(out / "results.json", earlier, model, results["model_fingerprint"], bilm)
+    elif not overwrite:
+        check_replacing_same_model(out / "results.json", model, results["model_fingerprint"], bilm)
     # The sections draw into a folder of their own, whose pictures replace the folder's only
     # once every section has run: a run that failed (or was stopped) midway left its new
     # pictures beside the earlier run's results.json and report, and one without --mix-weights

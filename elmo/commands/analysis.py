@@ -34,6 +34,8 @@ def register(subparsers) -> None:
     # a setting whose default is None reads as None when not given (code and tests read
     # args.pca_word); analyze() hands from_args only the options that carry a value
     p.set_defaults(**{f.name: None for f in fields(AnalysisConfig) if f.default is None})
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace a report of another model that OUT holds (refused without it)")
     p.add_argument("--report-only", action="store_true",
                    help="only write report.md again from OUT/results.json (e.g. after editing "
                         "OUT/interpretation.md, which the report shows); computes nothing")
@@ -97,7 +99,7 @@ def report_only_ignores(args: argparse.Namespace) -> list:
     from ..analysis.report import AnalysisConfig
 
     given = [f.name for f in fields(AnalysisConfig) if getattr(args, f.name, None) is not None]
-    given += [name for name in ("only", "config_file", "config_set") if getattr(args, name, None)]
+    given += [name for name in ("only", "config_file", "config_set", "overwrite") if getattr(args, name, None)]
     flags = {"config_file": "config", "config_set": "set"}
     return ["--" + flags.get(name, name).replace("_", "-") for name in given]
 
@@ -151,7 +153,7 @@ def analyze(args: argparse.Namespace) -> int:
                              f"or run the analysis again without --report-only")
         print(f"analyze: wrote {rewrite_report(out, args.model)}")
         return 0
-    results = run_analysis(args.model, out, config, args.only, device=device,
+    results = run_analysis(args.model, out, config, args.only, device=device, overwrite=args.overwrite,
                            progress=progress_bar_wanted(not args.quiet))
     for text in results["findings"].values():
         print(text)
