@@ -285,3 +285,19 @@ def test_the_speed_section_quotes_the_recorded_cache_seconds():
     ratio = (f"took {tuned / frozen:.1f} times as long as the frozen one ({tuned:,.0f} s against "
              f"{frozen:,.0f} s for {seeds} seeds; {v1_ratio:.1f} times on version 1)")
     assert ratio in text, ratio
+
+
+def test_the_adaptation_perplexities_quote_the_committed_report():
+    """"from 434 to 135" is the held-out perplexity before and after `experiments/adapt_ner.sh`
+    in its committed report, and the report's start is the one the NER experiment's adapted
+    biLM recorded (the same model, the same held-out tweets)."""
+    import json
+
+    report = json.loads((ROOT / "experiments" / "results" / "ner" / "adaptation_report.json").read_text())
+    before, after = report["before"]["ppl"], report["after"]["ppl"]
+    text = " ".join(PAGE.read_text(encoding="utf-8").split())
+    assert f"from {before:.0f} to {after:.0f} (`results/ner/adaptation_report.json`" in text
+    results = json.loads((ROOT / "experiments" / "results" / "ner" / "results.json").read_text())
+    adapted = results["bilms"]["runs/adapted/twitter-ner/model"]["metadata"]
+    assert adapted["heldout_ppl_before"]["sentences"] == report["heldout_sentences"] == report["before"]["sentences"]
+    assert abs(adapted["heldout_ppl_before"]["ppl"] / before - 1) < 1e-4
