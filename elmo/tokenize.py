@@ -195,8 +195,8 @@ def _token_pattern() -> "re.Pattern[str]":
     short_forms = "|".join(re.escape(form) for form in ABBREVIATIONS)
     return re.compile(rf"""
           (?:[^\W\d_]{M}*\.){{2,}}(?![^\W\d_])        # abbreviations: U.S. e.g.
-        | (?-i:(?:{short_forms})\.)(?!{W})            # a short form's period: Mr. Inc. Jan. Ph.D.
-        | (?-i:[{_upper_ranges()}{_LOWER_INITIALS}]){M}*\.(?!{W})   # an initial: J. (a list's a.)
+        | (?-i:(?:{short_forms})\.)(?!{W}|\.)         # a short form's period: Mr. Inc. Jan. Ph.D.
+        | (?-i:[{_upper_ranges()}{_LOWER_INITIALS}]){M}*\.(?!{W}|\.)   # an initial: J. (a list's a.)
         | {W}*?\d(?:[.,:/]\d+)+{W}*                   # numbers with inner separators: 3.14 1,000 12:30,
                                                       # letters attached too: 3.14pm v2.0 (not 3 . 14pm)
         | \w{W}*(?=n't\b)                             # the host of n't: do|n't

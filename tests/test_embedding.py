@@ -459,6 +459,7 @@ def test_tokenizer_never_splits_a_number_at_its_inner_separator(text, tokens):
                                           "Lu", ".", "too"]),
     ("Mr.Smith and 5'6 and rock 'n' roll", ["Mr", ".", "Smith", "and", "5'6", "and", "rock", "'", "n", "'", "roll"]),
     ("I cannot run 100m, it ended 2-1", ["I", "cannot", "run", "100m", ",", "it", "ended", "2-1"]),
+    ("A... yes, Mr... no", ["A", "...", "yes", ",", "Mr", "...", "no"]),   # an ellipsis is no period
 ])
 def test_tokenizer_keeps_short_forms_initials_and_inner_apostrophes(text, tokens):
     """Revision 6: a listed short form (in its case) and an initial keep their period, an
