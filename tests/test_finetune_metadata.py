@@ -115,8 +115,8 @@ def test_what_reads_the_record_shows_what_was_trained(tmp_path, base, capsys):
              "sentences_trained": 54, "tokens_trained": 432, "epochs": 1.0}
     assert trained_text(older) == "amount trained not recorded; planned 432 tokens, 1 epoch"
     write_metadata(folder, {**meta, "adapted_on": [older]})
-    assert provenance(folder)[-1] == f"adapted on: {task.resolve()} (amount trained not recorded; planned 432 " \
-                                     f"tokens, 1 epoch)"
+    assert f"adapted on: {task.resolve()} (amount trained not recorded; planned 432 tokens, 1 epoch)" \
+        in provenance(folder)
 
 
 def test_a_warm_start_carries_the_trained_figures_over(tmp_path, base):

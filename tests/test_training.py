@@ -172,6 +172,12 @@ def test_finetune_reports_perplexity_and_records_the_text(tmp_path, toy):
     meta = read_metadata(tmp_path / "adapted" / "model")
     assert meta["extra_data"] is True and meta["adapted_from"].endswith("base/model")
     assert meta["adapted_on"][-1]["files"] == [str(task)] and len(meta["adapted_on"][-1]["sha256"][0]) == 64
+    # the model itself records both figures (its folder travels without the run's report), and
+    # `elmo info` shows them
+    assert meta["heldout_ppl_before"] == report["before"] and meta["heldout_ppl_after"] == report["after"]
+    from elmo.commands.core import provenance
+    assert (f"held-out perplexity: {report['before']['ppl']:.1f} before adapting, {report['after']['ppl']:.1f} "
+            f"after (12 sentences)") in provenance(tmp_path / "adapted" / "model")
     _, vocab = load_language_model(tmp_path / "adapted" / "model")
     assert vocab.words == Vocabulary.load(vocab_txt).words  # the vocabulary is kept
 

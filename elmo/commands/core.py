@@ -120,10 +120,24 @@ def _checksum_note(checked: list) -> str:
     return "no checksums (loaded unchecked)"
 
 
+def _heldout_perplexities(meta: dict) -> str:
+    """``held-out perplexity: B before adapting, A after (N sentences)`` from a finetuned
+    model's metadata (its last adaptation), or "" where it records no pair (a model adapted
+    before the second was recorded, or none)."""
+    from ..checks import is_number
+    before, after = meta.get("heldout_ppl_before"), meta.get("heldout_ppl_after")
+    if not (isinstance(before, dict) and isinstance(after, dict)
+            and is_number(before.get("ppl")) and is_number(after.get("ppl"))):
+        return ""
+    count = after.get("sentences")
+    return (f"held-out perplexity: {before['ppl']:.1f} before adapting, {after['ppl']:.1f} after"
+            + (f" ({count:,} sentences)" if isinstance(count, int) and not isinstance(count, bool) else ""))
+
+
 def provenance(folder: Path) -> list:
     """Lines saying where a model folder's weights come from, read from its ``metadata.json``
     (none without one): the training text, the model a run started from, the texts it was
-    adapted on and the folder it was converted from. A URL's password in them is shown as ``***``."""
+    adapted on and its held-out perplexity before and after, and the folder it was converted from. A URL's password in them is shown as ``***``."""
     from ..training.adaptation import trained_text
     from ..training.export import METADATA_FILE, read_metadata
     if not (folder / METADATA_FILE).is_file():
@@ -144,6 +158,9 @@ def provenance(folder: Path) -> list:
         trained = trained_text(record)   # (how much of it: the steps and tokens trained)
         lines.append(f"adapted on: {', '.join(map(str, files)) if files else record}"
                      + (f" ({trained})" if trained else ""))
+    held = _heldout_perplexities(meta)
+    if held:
+        lines.append(held)
     if meta.get("converted_from"):
         lines.append(f"converted from: {meta['converted_from']}")
     shipped = meta.get("shipped")

@@ -2,7 +2,8 @@
 
 The model keeps its vocabulary and shape; training runs one epoch by default. The held-out
 part of the text (every N-th sentence, or files given) is not trained on; its perplexity is
-measured before and after. The adapted model's ``metadata.json`` lists every text it was
+measured before and after (``finetune_report.json``, and the model's ``heldout_ppl_before``
+and ``heldout_ppl_after``). The adapted model's ``metadata.json`` lists every text it was
 adapted on (``adapted_on``, with sha256, and how much of it was trained: see
 :mod:`.adaptation`), and ``extra_data: true``: an experiment that uses it must say that the
 biLM saw this text.
@@ -31,7 +32,7 @@ from ..text_files import read_json
 from ..runtime import launch_env, resolve_device
 from .. import strict_json
 from .checkpoint import latest_checkpoint, writing
-from .export import VOCAB_FILE, load_language_model, read_metadata
+from .export import METADATA_FILE, VOCAB_FILE, load_language_model, read_metadata, write_metadata
 from .resume import ResumeMismatch
 from . import distributed
 from .distributed import is_main_process, launched_world_size
@@ -287,6 +288,9 @@ def _finetune(cfg: TrainConfig, out: Path, ctx: distributed.Context, loaded: Sta
     if ctx.is_main:
         adapted, _ = load_language_model(out / "model", device=device)
         after = perplexity(adapted, held, vocab, cfg.eval_batch_size, device=device)
+        # the model records it beside the start's: a model folder travels without its run's report
+        with writing(out / "model" / METADATA_FILE):
+            write_metadata(out / "model", {**read_metadata(out / "model"), "heldout_ppl_after": after})
     report = {"model": str(out / "model"), "heldout_sentences": len(held), "before": before, "after": after,
               "steps": summary["step"], "tokens_trained": summary["tokens"], "epochs_trained": summary["epochs"],
               "batch_size": batch_size, "tokens_per_s": summary["tokens_per_s"]}
