@@ -17,8 +17,11 @@ Two English tokenizers follow these rules, for two jobs:
   that takes one (``Mr.``, ``Dr.``, ``St.``, ``Inc.``, ``Jan.``: :data:`ABBREVIATIONS`) and of
   an initial (``J. R. R. Tolkien``), as the spaCy tokenizer, the Penn Treebank and the 1B Word
   Benchmark keep them. An apostrophe or ``&`` between letters that starts no clitic stays in
-  its word (``O'Neill``, ``AT&T``). ``...`` and ``--`` are single tokens, and any other symbol
-  is a token of its own.
+  its word (``O'Neill``, ``AT&T``), and so does a period, except between a lower-case and an
+  upper-case letter (``Amazon.com``, ``results.json``; ``end.The`` splits). Web and e-mail
+  addresses, a user named in a post (``@bbc``) and emoticons (``:-)``, :data:`EMOTICONS`) are
+  one token each, as the spaCy tokenizer keeps them. ``...`` and ``--`` are single tokens, and
+  any other symbol is a token of its own.
 
   Where :class:`Tokenizer` splits otherwise, :func:`tokenize` keeps the text whole: ``cannot``
   (PTB's ``can not``), a number with its unit (``100m``) and a score or range (``2-1``).
@@ -56,8 +59,10 @@ from typing import Iterable, Iterator, List, Sequence, Tuple, cast
 #: 4. a combining mark stays with the character before it (702ad7c);
 #: 5. a number with inner separators stays whole with letters attached: ``3.14pm`` (56a66c6);
 #: 6. a short form's period stays with it (``Mr.``, ``Inc.``, an initial ``J.``), and so does
-#:    an apostrophe or ``&`` inside a word (``O'Neill``, ``AT&T``), as the corpus tokenizer
-#:    (:class:`Tokenizer`) keeps them; they were ``Mr .``, ``O ' Neill``, ``AT & T``.
+#:    an apostrophe, ``&`` or period inside a word (``O'Neill``, ``AT&T``, ``Amazon.com``);
+#:    web and e-mail addresses, ``@names`` and emoticons are one token, as the corpus
+#:    tokenizer (:class:`Tokenizer`) keeps them all; they were ``Mr .``, ``O ' Neill``,
+#:    ``AT & T``, ``Amazon . com``, ``http : / / ...``, ``@ bbc``, ``: )``.
 #:
 #: Outputs written before revisions were recorded record none: any of revisions 1 to 5.
 TOKENIZER_REVISION = 6
@@ -164,6 +169,13 @@ def _upper_ranges() -> str:
     return _category_ranges("Lu", range(0x20000))   # (the last one lies below U+1E922)
 
 
+@lru_cache(maxsize=None)
+def _lower_ranges() -> str:
+    """The same for every lower-case letter (Unicode category Ll): a period between one and an
+    upper-case letter ends a sentence whose next one lacks its space (``end.The``)."""
+    return _category_ranges("Ll", range(0x20000))
+
+
 #: Short forms whose period stays with them, in the case written here (``Mr.`` but not
 #: ``mr .``), as the spaCy tokenizer that builds the corpora keeps them (its English
 #: exceptions; a test holds the two to each other): titles, months, US states, firms.
@@ -185,6 +197,17 @@ _LOWER_INITIALS = "a-z\u00e4\u00f6\u00fc"
 #: letters, stays in its word (``O'Neill``).
 _CLITICS = "(?:s|re|ve|ll|d|m)"
 
+#: Emoticons kept as one token when no letter or digit follows (``:)``, not ``:`` ``)``), as
+#: the spaCy tokenizer keeps them: those of its list that open with ``:``, ``;`` or ``=`` or
+#: draw a heart, less the ones a number or formula holds (``:1``, ``:0``, ``=3``, ``=D``).
+EMOTICONS = (
+    ":)", ":))", ":)))", ":-)", ":-))", ":-)))", ":(", ":((", ":(((", ":-(", ":-((", ":-(((",
+    ":'(", ":')", ":'-(", ":'-)", ":()", ":*", ":-*", ":/", ":-/", ":|", ":-|", ":]", ":-]",
+    ":}", ":-}", ":>", ":->", ":3", ":-3", ":D", ":-D", ":P", ":-P", ":p", ":-p", ":O", ":-O",
+    ":o", ":-o", ":o)", ":X", ":-X", ":x", ":-x", ":-0", ";)", ";-)", ";D", ";-D", ";_;",
+    "=)", "=(", "=/", "=|", "=[", "=]", "<3", "<33", "<333", "</3",
+)
+
 
 @lru_cache(maxsize=None)
 def _token_pattern() -> "re.Pattern[str]":
@@ -193,8 +216,16 @@ def _token_pattern() -> "re.Pattern[str]":
     W = rf"[\w{_mark_ranges()}]"
     M = rf"[{_mark_ranges()}]"
     short_forms = "|".join(re.escape(form) for form in ABBREVIATIONS)
+    emoticons = "|".join(re.escape(face) for face in sorted(EMOTICONS, key=len, reverse=True))
+    # a period inside a word, but not between a lower-case and an upper-case letter (end.The)
+    inner_period = rf"(?-i:(?<![{_lower_ranges()}])\.|\.(?![{_upper_ranges()}]))"
     return re.compile(rf"""
-          (?:[^\W\d_]{M}*\.){{2,}}(?![^\W\d_])        # abbreviations: U.S. e.g.
+          (?:(?:https?|ftp)://|www\.)[^\s<>"]*[^\s<>".,;:!?'()\[\]{{}}]   # web addresses
+        | \w[\w.+-]{{0,63}}@\w[\w-]*(?:\.\w[\w-]*)+    # e-mail addresses (a bounded search for
+                                                      # the @: a long a+a+a+... line stays linear)
+        | (?<!\w)@\w+                                 # a user named in a post: @bbc
+        | (?:{emoticons})(?!\w)                       # emoticons: :) ;-) <3
+        | (?:[^\W\d_]{M}*\.){{2,}}(?![^\W\d_])        # abbreviations: U.S. e.g.
         | (?-i:(?:{short_forms})\.)(?!{W}|\.)         # a short form's period: Mr. Inc. Jan. Ph.D.
         | (?-i:[{_upper_ranges()}{_LOWER_INITIALS}]){M}*\.(?!{W}|\.)   # an initial: J. (a list's a.)
         | {W}*?\d(?:[.,:/]\d+)+{W}*                   # numbers with inner separators: 3.14 1,000 12:30,
@@ -202,7 +233,8 @@ def _token_pattern() -> "re.Pattern[str]":
         | \w{W}*(?=n't\b)                             # the host of n't: do|n't
         | n't\b                                       # the clitic itself
         | (?<=[\w{_mark_ranges()}.])'{_CLITICS}\b      # clitics: 's 're 've 'll 'd 'm (Dr.'s)
-        | \w{W}*(?:(?:-|&|'(?!{_CLITICS}\b))\w{W}*)*  # words: well-known O'Neill AT&T, numbers
+        | \w{W}*(?:(?:-|&|'(?!{_CLITICS}\b)|{inner_period})\w{W}*)*   # words: well-known O'Neill
+                                                      # AT&T Amazon.com, plain numbers
         | \.{{2,}} | -{{2,}}                          # ellipsis, dashes
         | \S{M}*                                      # any other single character (and its marks)
     """, re.VERBOSE | re.IGNORECASE)

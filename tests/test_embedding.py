@@ -460,12 +460,31 @@ def test_tokenizer_never_splits_a_number_at_its_inner_separator(text, tokens):
     ("Mr.Smith and 5'6 and rock 'n' roll", ["Mr", ".", "Smith", "and", "5'6", "and", "rock", "'", "n", "'", "roll"]),
     ("I cannot run 100m, it ended 2-1", ["I", "cannot", "run", "100m", ",", "it", "ended", "2-1"]),
     ("A... yes, Mr... no", ["A", "...", "yes", ",", "Mr", "...", "no"]),   # an ellipsis is no period
+    ("See (https://x.io/a?b=1&c=2), mail a.b+c@x.co.uk.", ["See", "(", "https://x.io/a?b=1&c=2", ")", ",", "mail",
+                                                          "a.b+c@x.co.uk", "."]),
+    ("@bbc: Amazon.com's node.js, end.The #tag :) :-( <3", ["@bbc", ":", "Amazon.com", "'s", "node.js", ",", "end",
+                                                            ".", "The", "#", "tag", ":)", ":-(", "<3"]),
+    ("x=3 a=(b) 3:2 C:/Users re:Pa", ["x", "=", "3", "a", "=", "(", "b", ")", "3:2", "C", ":", "/", "Users", "re",
+                                      ":", "Pa"]),
 ])
-def test_tokenizer_keeps_short_forms_initials_and_inner_apostrophes(text, tokens):
+def test_tokenizer_keeps_short_forms_addresses_and_emoticons_whole(text, tokens):
     """Revision 6: a listed short form (in its case) and an initial keep their period, an
-    apostrophe or ``&`` inside a word stays there; ``cannot``, ``100m`` and ``2-1`` stay whole
-    (the corpus tokenizer splits those: the module doc says so)."""
+    apostrophe, ``&`` or period inside a word stays there (not a period between a lower-case
+    and an upper-case letter), web and e-mail addresses, ``@names`` and emoticons are one token;
+    ``cannot``, ``100m`` and ``2-1`` stay whole (the corpus tokenizer splits those: the module
+    doc says so)."""
     assert tokenize(text) == tokens
+
+
+def test_tokenizer_takes_linear_time_on_long_runs_of_word_pieces():
+    """The e-mail rule searched a whole run of word characters, dots, + and - for an @ at each
+    token's start: an ``a+a+a+...`` line took quadratic time (10,000 characters 0.3 s, so a
+    200,000-character line minutes). Its search is bounded now; the bound leaves minutes far."""
+    import time
+    for text in ("a+" * 100_000, "a.B" * 70_000, "@a" * 100_000):
+        start = time.perf_counter()
+        assert len(tokenize(text)) >= 100_000
+        assert time.perf_counter() - start < 30, text[:6]
 
 
 def test_tokenizer_drops_invisible_joiners_inside_words():
