@@ -38,6 +38,15 @@ def one_thread():
         yield
 
 
+@pytest.fixture(autouse=True)
+def no_withdrawn_packages_remembered():
+    """Each test starts with no package remembered as withdrawn (elmo.data.fetch keeps what
+    the registry said for the rest of the process: a test that faked it would bind the next)."""
+    from elmo.data import fetch
+    fetch._WITHDRAWN.clear()
+    yield
+
+
 def tiny_options(skip: bool = True, n_layers: int = 2, cells: int = 12, proj: int = 6,
                  max_chars: int = 50, activation: str = "relu") -> ElmoOptions:
     return ElmoOptions.from_dict({

@@ -127,6 +127,17 @@ def test_a_pinned_version_the_registry_no_longer_offers_is_named_as_such(tmp_pat
     assert "offline" not in message and pkg.sha256 in message and "\n" not in message
     # its own class, which `build-corpus --skip-unavailable` skips (and nothing else)
     assert isinstance(err.value, F.PackageWithdrawn)
+    # the process asks the registry once: the next corpus of the same package (seven come from
+    # bigbench) is told at once, where each ran pip again (3 s)
+    monkeypatch.setattr(F.subprocess, "run", lambda *a, **k: pytest.fail("client called again"))
+    with pytest.raises(F.PackageWithdrawn) as again:
+        F.download(pkg, tmp_path, log=lambda *a: None)
+    assert str(again.value) == message
+    # an archive put into the cache by hand (the way out the message gives) is still taken
+    (tmp_path / "downloads" / "bigbench").mkdir(parents=True, exist_ok=True)
+    monkeypatch.setattr(F, "sha256_file", lambda path: pkg.sha256)
+    (tmp_path / "downloads" / "bigbench" / "bigbench-1.0.0.tar.gz").write_bytes(b"by hand")
+    assert F.download(pkg, tmp_path, log=lambda *a: None).name == "bigbench-1.0.0.tar.gz"
 
 
 def test_cli_errors_are_one_line(tmp_path, monkeypatch, capsys):

