@@ -80,7 +80,7 @@ def test_analyzes_device_reaches_run_analysis(tmp_path, capsys, monkeypatch):
     from elmo.analysis import report
     seen = []
 
-    def run_analysis(model, out, config, only, device=None, progress=False):
+    def run_analysis(model, out, config, only, device=None, progress=False, overwrite=False):
         seen.append(device)
         return {"findings": {}}
     monkeypatch.setattr(report, "run_analysis", run_analysis)
