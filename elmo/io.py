@@ -212,9 +212,7 @@ def atomic_commit(tmp: Path, path: Path) -> None:
     otherwise a power cut soon after could leave ``path`` naming an empty or partial file
     (file systems may write the rename before delayed data), which a rerun would take as done.
     """
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o666 & ~umask)
+    give_ordinary_mode(tmp)
     # (a file system that finds the disk full only when the data is flushed fails here; the
     # bare "[Errno 28] No space left on device" named no file)
     with os_errors_naming(path):
@@ -241,6 +239,15 @@ def atomic_commit(tmp: Path, path: Path) -> None:
         tmp.unlink()
         return
     _fsync(path.parent, folder=True)
+
+
+def give_ordinary_mode(path: Path) -> None:
+    """Give ``path`` the permissions an ordinary new file (or folder) gets under the umask:
+    temporaries (``mkstemp``'s, ``mkdtemp``'s) are made for their owner only, and kept that
+    mode when renamed into place."""
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(path, (0o777 if path.is_dir() else 0o666) & ~umask)
 
 
 def _fsync(path: Path, folder: bool = False) -> None:
