@@ -53,13 +53,23 @@ class OutputBusy(OutputError):
 NO_ROOM = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 
 
+#: numpy's error of a write that was cut short (``tofile``, ``np.save`` to a path), which drops the errno.
+_SHORT_WRITE = re.compile(r"(\d+) requested and (\d+) written")
+
+
+def found_no_room(e: OSError) -> bool:
+    """Whether ``e`` is a write that found no room (:data:`NO_ROOM`), numpy's short write
+    among them: its errno is lost, and a full disk was advised to be "a writable folder"."""
+    return e.errno in NO_ROOM or (not e.errno and _SHORT_WRITE.fullmatch(str(e).strip()) is not None)
+
+
 def os_error_reason(e: OSError) -> str:
     """The short reason of an OSError, one line: ``No space left on device`` rather than h5py's
     multi-line report with buffer addresses."""
     if e.errno:
         return os.strerror(e.errno)
     text = str(e).strip()
-    short = re.fullmatch(r"(\d+) requested and (\d+) written", text)   # numpy's tofile, which drops the errno
+    short = _SHORT_WRITE.fullmatch(text)   # numpy's tofile, which drops the errno
     if short:
         return f"only {int(short[2]):,} of {int(short[1]):,} bytes were written (is the disk full?)"
     return text.splitlines()[0] if text else type(e).__name__

@@ -287,3 +287,21 @@ def test_data_get_on_a_full_disk_names_the_file_and_keeps_the_earlier_form(tmp_p
                               f"{os.strerror(errno.EFBIG)}") for path in named), err
     assert {p.name: p.read_bytes() for p in (home / "brown").iterdir()} == before
     assert not (home / "brown.partial").exists()
+
+
+def test_a_neighbour_index_on_a_full_disk_is_advised_to_free_space(tmp_path):
+    """numpy's write of the index vectors, cut short by a full disk, drops the errno ("N
+    requested and M written"): the line advised "give a writable --index-dir", as for a folder
+    without permission, where the disk had no room."""
+    corpus, index = tmp_path / "corpus.txt", tmp_path / "index"
+    corpus.write_text("".join(f"the bank of the river {i} closed .\n" for i in range(200)))
+    done = _run_with_file_limit(f"""
+        import sys
+        from elmo.cli import main
+        sys.exit(main(["neighbors", "the bank closed", "--word", "bank", "--model", "fixture", "--corpus",
+                       {str(corpus)!r}, "--no-glove", "--index-dir", {str(index)!r}, "--quiet"]))""",
+                                limit=20_000)
+    assert done.returncode == 1, done.stderr
+    err = done.stderr.strip().splitlines()[-1]
+    assert err.startswith(f"elmo neighbors: error: {index}"), err
+    assert "cannot write the neighbour index" in err and err.endswith("; free space or give --index-dir on another disk"), err
