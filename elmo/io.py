@@ -46,7 +46,11 @@ class OutputError(OSError):
 
 
 class OutputBusy(OutputError):
-    """Another live process is writing the same output (it holds the output's lock file)."""
+    """Another live process is writing the same output (it holds the output's lock file).
+    ``who``: the message without its advice ("OUTPUT is already being written by PID 123 on
+    HOST (lock file FILE)"), for a caller that waits for the writer instead of stopping."""
+
+    who: str = ""
 
 
 #: The errnos of a write that found no room: a full disk, a full quota, a file-size limit.
