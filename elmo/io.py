@@ -46,11 +46,25 @@ class OutputError(OSError):
 
 
 class OutputBusy(OutputError):
-    """Another live process is writing the same output (it holds the output's lock file)."""
+    """Another live process is writing the same output (it holds the output's lock file).
+    ``who``: the message without its advice ("OUTPUT is already being written by PID 123 on
+    HOST (lock file FILE)"), for a caller that waits for the writer instead of stopping."""
+
+    who: str = ""
 
 
 #: The errnos of a write that found no room: a full disk, a full quota, a file-size limit.
 NO_ROOM = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+
+
+#: numpy's error of a write that was cut short (``tofile``, ``np.save`` to a path), which drops the errno.
+_SHORT_WRITE = re.compile(r"(\d+) requested and (\d+) written")
+
+
+def found_no_room(e: OSError) -> bool:
+    """Whether ``e`` is a write that found no room (:data:`NO_ROOM`), numpy's short write
+    among them: its errno is lost, and a full disk was advised to be "a writable folder"."""
+    return e.errno in NO_ROOM or (not e.errno and _SHORT_WRITE.fullmatch(str(e).strip()) is not None)
 
 
 def os_error_reason(e: OSError) -> str:
@@ -59,7 +73,7 @@ def os_error_reason(e: OSError) -> str:
     if e.errno:
         return os.strerror(e.errno)
     text = str(e).strip()
-    short = re.fullmatch(r"(\d+) requested and (\d+) written", text)   # numpy's tofile, which drops the errno
+    short = _SHORT_WRITE.fullmatch(text)   # numpy's tofile, which drops the errno
     if short:
         return f"only {int(short[2]):,} of {int(short[1]):,} bytes were written (is the disk full?)"
     return text.splitlines()[0] if text else type(e).__name__
@@ -212,9 +226,7 @@ def atomic_commit(tmp: Path, path: Path) -> None:
     otherwise a power cut soon after could leave ``path`` naming an empty or partial file
     (file systems may write the rename before delayed data), which a rerun would take as done.
     """
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o666 & ~umask)
+    give_ordinary_mode(tmp)
     # (a file system that finds the disk full only when the data is flushed fails here; the
     # bare "[Errno 28] No space left on device" named no file)
     with os_errors_naming(path):
@@ -241,6 +253,15 @@ def atomic_commit(tmp: Path, path: Path) -> None:
         tmp.unlink()
         return
     _fsync(path.parent, folder=True)
+
+
+def give_ordinary_mode(path: Path) -> None:
+    """Give ``path`` the permissions an ordinary new file (or folder) gets under the umask:
+    temporaries (``mkstemp``'s, ``mkdtemp``'s) are made for their owner only, and kept that
+    mode when renamed into place."""
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(path, (0o777 if path.is_dir() else 0o666) & ~umask)
 
 
 def _fsync(path: Path, folder: bool = False) -> None:

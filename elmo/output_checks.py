@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterable, Iterator, Optional, Tuple
 
-from .io import NO_ROOM, OutputError, os_error_reason, refuse_bundled, refuse_special
+from .io import OutputError, found_no_room, os_error_reason, refuse_bundled, refuse_special
 
 
 def check_output_file(path: Path, what: str = "output") -> None:
@@ -96,7 +96,7 @@ def writing(path: Path, what: str = "output", hint: str = "", full_hint: Optiona
     except OutputError:
         raise
     except OSError as e:
-        if full_hint is not None and e.errno in NO_ROOM:
+        if full_hint is not None and found_no_room(e):
             hint = full_hint
         error = OutputError(f"{path}: cannot write the {what}: {os_error_reason(e)}"
                             + (f"; {hint}" if hint else ""))

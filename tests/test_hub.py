@@ -703,6 +703,22 @@ def test_a_damaged_byte_inside_a_compressed_tar_is_refused(tmp_path, mode, suffi
 
 
 @pytest.mark.parametrize("kind", ["zip", "tar"])
+def test_an_unpacked_archive_has_the_permissions_of_a_new_folder(tmp_path, kind):
+    """The folder is unpacked in a temporary one (mkdtemp's, mode 0700) and renamed: it kept
+    that mode, so a model cache shared by a group held models the others could not read."""
+    import os
+    path = tmp_path / f"a.{kind}"
+    members = {"model/config.json": b"{}"}
+    path.write_bytes(_zip(members) if kind == "zip" else _tar(members, "w:gz"))
+    umask = os.umask(0o027)
+    try:
+        unpack(path, tmp_path / "out")
+    finally:
+        os.umask(umask)
+    assert (tmp_path / "out").stat().st_mode & 0o777 == 0o750
+
+
+@pytest.mark.parametrize("kind", ["zip", "tar"])
 def test_an_archive_that_does_not_fit_on_the_disk_writes_nothing(tmp_path, monkeypatch, kind):
     """(It was unpacked until the disk was full, then reported as a corrupt archive.)"""
     import shutil

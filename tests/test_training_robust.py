@@ -489,6 +489,31 @@ def test_full_disk_says_how_many_checkpoints_must_fit(tmp_path, monkeypatch, cod
     assert "must fit" not in str(info.value)
 
 
+def test_a_lower_keep_checkpoints_as_the_full_disk_advises_makes_room(tmp_path, monkeypatch):
+    """A disk with room for 3 checkpoints and a run keeping 3: the 4th fails, and the line
+    advises a lower --keep-checkpoints. Resumed with --keep-checkpoints 1, the run still kept
+    the 3 until its new one was written, so it failed again ("with --keep-checkpoints 1, 2
+    checkpoints must fit", on a disk that held 3). Those past the newest K now go first."""
+    import torch
+    folder = tmp_path / "checkpoints"
+    payload = {"weights": torch.arange(20_000, dtype=torch.float32)}
+    for step in (1, 2, 3):
+        save_checkpoint(folder, step, {"step": step, **payload}, keep=3)
+    size = (folder / "checkpoint-00000003.pt").stat().st_size
+    real_open = ckpt_mod._open_for_writing
+
+    def on_a_small_disk(path):   # room for 3 checkpoints (and a half), counting what the folder holds
+        used = sum(p.stat().st_size for p in folder.iterdir() if p.is_file())
+        return _FullDisk(path, room=int(3.5 * size) - used) if path.parent == folder else real_open(path)
+    monkeypatch.setattr(ckpt_mod, "_open_for_writing", on_a_small_disk)
+    with pytest.raises(CheckpointWriteError, match="lower --keep-checkpoints"):
+        save_checkpoint(folder, 4, {"step": 4, **payload}, keep=3)
+    assert [p.name for p in list_checkpoints(folder)] == [f"checkpoint-0000000{s}.pt" for s in (1, 2, 3)]
+    save_checkpoint(folder, 4, {"step": 4, **payload}, keep=1)
+    assert [p.name for p in list_checkpoints(folder)] == ["checkpoint-00000004.pt"]
+    assert torch.load(folder / "checkpoint-00000004.pt", weights_only=True)["step"] == 4   # (whole)
+
+
 def _mount_tmpfs(where: Path, size: str) -> bool:
     where.mkdir()
     try:

@@ -932,6 +932,22 @@ def test_convert_killed_half_way_leaves_no_folder_and_runs_again(tmp_path, capsy
     assert elmo.from_pretrained(out).options == elmo.from_pretrained("fixture").options
 
 
+@pytest.mark.parametrize("umask", [0o022, 0o027])
+def test_a_new_folder_of_convert_has_the_permissions_of_a_new_folder(tmp_path, capsys, umask):
+    """A new OUT is written in a temporary folder and renamed: made by mkdtemp, it kept mode
+    0700, so no other user (a group sharing the models) could read the converted model, where
+    every other folder the commands make has the umask's mode (0755 under 022)."""
+    from elmo.cli import main
+
+    old = os.umask(umask)
+    try:
+        assert main(["convert", "fixture", str(tmp_path / "converted")]) == 0
+    finally:
+        os.umask(old)
+    assert (tmp_path / "converted").stat().st_mode & 0o777 == 0o777 & ~umask
+    assert all(p.stat().st_mode & 0o777 == 0o666 & ~umask for p in (tmp_path / "converted").iterdir())
+
+
 _KILLED_OVERWRITE = _KILLED_CONVERT.replace('main(["convert", "fixture", sys.argv[1]])',
                                             'main(["convert", "fixture", sys.argv[1], "--overwrite"])')
 

@@ -269,7 +269,8 @@ def _new_folder_whole(out: Path) -> Iterator[Path]:
     that gets, after the block, links to (or copies of) OUT's other files and folders, which
     convert kept before: then the two folders swap in one step. It wrote the files into OUT one
     by one, and a kill between them left the new weights beside the old model's config."""
-    from ..io import atomic_folder, keep_other_entries, naming_as, no_empty_folder_on_failure, temporary_folder
+    from ..io import (atomic_folder, give_ordinary_mode, keep_other_entries, naming_as, no_empty_folder_on_failure,
+                      temporary_folder)
 
     if out.exists():
         folder = out.resolve()   # (a link to a folder: the folder is swapped, the link stays)
@@ -283,6 +284,7 @@ def _new_folder_whole(out: Path) -> Iterator[Path]:
         try:
             with naming_as(stage, out):
                 yield stage
+            give_ordinary_mode(stage)   # (made for its owner only: others could not read the model)
             stage.rename(out)
         finally:
             shutil.rmtree(stage, ignore_errors=True)

@@ -188,7 +188,9 @@ def cache_entry_lock(entry: Path, log=print, hint: str = DATA_CACHE_HINT,
             try:
                 stack.enter_context(output_lock(entry, wait=0.1))
             except OutputBusy as busy:
-                log(f"{busy}; waiting up to {CACHE_WAIT_SECONDS / 60:.0f} minutes for it ...")
+                # (its own advice, "wait for it to finish, or stop it and run again", is for one
+                # that stops: this one waits, and said both)
+                log(f"{busy.who or busy}; waiting up to {CACHE_WAIT_SECONDS / 60:.0f} minutes for it to finish ...")
                 stack.enter_context(output_lock(entry, wait=CACHE_WAIT_SECONDS))
         except OutputBusy:
             raise

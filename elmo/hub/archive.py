@@ -26,6 +26,7 @@ from pathlib import Path, PurePosixPath
 from typing import Iterable, List, Optional
 
 from .errors import DownloadError, brief_message
+from ..io import give_ordinary_mode
 
 #: Suffixes understood as archives.
 ARCHIVE_SUFFIXES = (".zip", ".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz")
@@ -171,6 +172,7 @@ def unpack(archive: Path, dest: Path) -> Path:
             except (tarfile.TarError, EOFError, lzma.LZMAError, zlib.error) as e:
                 raise ArchiveError(f"{archive.name}: not a readable zip or tar archive "
                                    f"(truncated or corrupt?): {brief_message(e)}") from None
+        give_ordinary_mode(tmp)   # (mkdtemp's is its owner's only: a cache shared by a group hid it)
         os.replace(tmp, dest)
     except (zipfile.BadZipFile, zlib.error) as e:   # zlib's: a damaged deflate stream
         raise ArchiveError(f"{archive.name}: not a readable zip archive: {brief_message(e)}") from None

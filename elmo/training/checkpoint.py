@@ -155,6 +155,12 @@ def save_checkpoint(folder: str | Path, step: int, payload: Dict[str, Any], keep
     target = checkpoint_path(folder, step)
     tmp = None
     recorder = None
+    if keep > 0:
+        # Those past the newest ``keep`` (a run resumed with a lower --keep-checkpoints, as a
+        # full disk's error advises) go before the write, which they would not outlive: kept
+        # until after it, they filled the disk again and the advice made no room.
+        for old in list_checkpoints(folder)[:-keep]:
+            old.unlink(missing_ok=True)
     try:
         folder.mkdir(parents=True, exist_ok=True)
         tmp = atomic_target(target)
