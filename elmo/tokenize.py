@@ -189,6 +189,9 @@ ABBREVIATIONS = (
     "Tenn", "Va", "Wash", "Wis", "co", "vs", "Ph.D",
 )
 
+#: A letter of any script (a word character but a digit or ``_``).
+_LETTER = re.compile(r"[^\W\d_]")
+
 #: Lower-case letters that are a token with their period (``a.``, a list's item), as spaCy's
 #: English exceptions have them; an upper-case one always is (an initial).
 _LOWER_INITIALS = "a-z\u00e4\u00f6\u00fc"
@@ -209,23 +212,31 @@ EMOTICONS = (
 )
 
 
+def _letter_period() -> str:
+    """A regular expression of a letter (any script) with its combining marks and a period:
+    ``U.S.`` is two of them."""
+    return rf"{_LETTER.pattern}[{_mark_ranges()}]*\."
+
+
 @lru_cache(maxsize=None)
-def _token_pattern() -> "re.Pattern[str]":
+def _token_pattern(abbreviations: bool = True) -> "re.Pattern[str]":
     r"""The tokens of :func:`tokenize`; ``W`` is a word character or a combining mark, which
-    stays with the character before it (``\w`` has no marks), as spaCy's tokenizer keeps it."""
+    stays with the character before it (``\w`` has no marks), as spaCy's tokenizer keeps it.
+    Without ``abbreviations`` no ``U.S.`` is tried (see :func:`_token_matches`)."""
     W = rf"[\w{_mark_ranges()}]"
     M = rf"[{_mark_ranges()}]"
     short_forms = "|".join(re.escape(form) for form in ABBREVIATIONS)
     emoticons = "|".join(re.escape(face) for face in sorted(EMOTICONS, key=len, reverse=True))
     # a period inside a word, but not between a lower-case and an upper-case letter (end.The)
     inner_period = rf"(?-i:(?<![{_lower_ranges()}])\.|\.(?![{_upper_ranges()}]))"
+    abbreviation = rf"| (?:{_letter_period()}){{2,}}(?!{_LETTER.pattern})" if abbreviations else ""
     return re.compile(rf"""
           (?:(?:https?|ftp)://|www\.)[^\s<>"]*[^\s<>".,;:!?'()\[\]{{}}]   # web addresses
         | \w[\w.+-]{{0,63}}@\w[\w-]*(?:\.\w[\w-]*)+    # e-mail addresses (a bounded search for
                                                       # the @: a long a+a+a+... line stays linear)
         | (?<!\w)@\w+                                 # a user named in a post: @bbc
         | (?:{emoticons})(?!\w)                       # emoticons: :) ;-) <3
-        | (?:[^\W\d_]{M}*\.){{2,}}(?![^\W\d_])        # abbreviations: U.S. e.g.
+        {abbreviation}                                # abbreviations: U.S. e.g.
         | (?-i:(?:{short_forms})\.)(?!{W}|\.)         # a short form's period: Mr. Inc. Jan. Ph.D.
         | (?-i:[{_upper_ranges()}{_LOWER_INITIALS}]){M}*\.(?!{W}|\.)   # an initial: J. (a list's a.)
         | {W}*?\d(?:[.,:/]\d+)+{W}*                   # numbers with inner separators: 3.14 1,000 12:30,
@@ -246,12 +257,44 @@ def _check_text(text) -> None:
                         + ("; decode bytes first" if isinstance(text, (bytes, bytearray)) else ""))
 
 
+@lru_cache(maxsize=None)
+def _letter_periods() -> "re.Pattern[str]":
+    """A run of letters each with its period after a period (``.B.a.B.`` of ``a.B.a.B.``; it
+    opens with the period, which the search for it finds quickly)."""
+    return re.compile(rf"\.(?:{_letter_period()})+")
+
+
+def _token_matches(mapped: str) -> Iterator["re.Match[str]"]:
+    """The matches of :func:`_token_pattern` in ``mapped``, as ``finditer`` gives them, in
+    linear time. An abbreviation (``U.S.``) fails at every letter of a run of letters and
+    periods that a letter ends (``a.B.a.B.x``: each try reads the run to its end), and the word
+    rule cuts such a run into many tokens (``B.a`` ``.``): finditer read it again at each one,
+    quadratic time. Such runs are found once; after a run's first letter no abbreviation is
+    tried in it."""
+    with_abbreviations, without = _token_pattern(True), _token_pattern(False)
+    dead_runs = [(run.start(), run.end()) for run in _letter_periods().finditer(mapped)
+                 if _LETTER.match(mapped, run.end())]
+    if not dead_runs:   # (most text: finditer itself is faster than a search per token)
+        yield from with_abbreviations.finditer(mapped)
+        return
+    position = run_index = 0
+    while True:
+        while run_index < len(dead_runs) and dead_runs[run_index][1] <= position:
+            run_index += 1
+        inside = run_index < len(dead_runs) and dead_runs[run_index][0] <= position
+        match = (without if inside else with_abbreviations).search(mapped, position)
+        if match is None:
+            return
+        yield match
+        position = match.end()
+
+
 def _matches(mapped: str) -> Iterator[Tuple[str, int, int]]:
     """``(token, start, end)`` of :func:`tokenize` in ``mapped``, a text already passed
     through :data:`TEXT_MAP`; offsets into ``mapped``."""
     previous: "str | None" = None
     end = 0
-    for match in _token_pattern().finditer(mapped):
+    for match in _token_matches(mapped):
         token = match.group()
         if token == '"':
             token = quote_token(previous, match.start() > end)

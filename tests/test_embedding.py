@@ -487,6 +487,18 @@ def test_tokenizer_takes_linear_time_on_long_runs_of_word_pieces():
         assert time.perf_counter() - start < 30, text[:6]
 
 
+def test_tokenizer_takes_linear_time_on_a_long_run_of_letters_and_periods():
+    """The abbreviation rule (``U.S.``) read a run of letters and periods to its end at each
+    token's start in it, and failed where a letter ended it (``a.B.a.B....x``, which the word
+    rule cuts at each ``a.B``): 80,000 characters took minutes. A run that a letter ends is
+    found once now, and no abbreviation is tried inside it again."""
+    import time
+    for text in ("a.B." * 20_000 + "x", "B.a." * 20_000 + "x"):
+        start = time.perf_counter()
+        assert len(tokenize(text)) >= 20_000
+        assert time.perf_counter() - start < 30, text[:6]
+
+
 def test_tokenizer_drops_invisible_joiners_inside_words():
     """A soft hyphen, zero-width (non-)joiner, word joiner or direction mark was a token of its
     own in the middle of the word it sits in: three tokens, one invisible."""
