@@ -17,11 +17,13 @@ Two English tokenizers follow these rules, for two jobs:
   that takes one (``Mr.``, ``Dr.``, ``St.``, ``Inc.``, ``Jan.``: :data:`ABBREVIATIONS`) and of
   an initial (``J. R. R. Tolkien``), as the spaCy tokenizer, the Penn Treebank and the 1B Word
   Benchmark keep them. An apostrophe or ``&`` between letters that starts no clitic stays in
-  its word (``O'Neill``, ``AT&T``), and so does a period, except between a lower-case and an
-  upper-case letter (``Amazon.com``, ``results.json``; ``end.The`` splits). Web and e-mail
-  addresses, a user named in a post (``@bbc``) and emoticons (``:-)``, :data:`EMOTICONS`) are
-  one token each, as the spaCy tokenizer keeps them. ``...`` and ``--`` are single tokens, and
-  any other symbol is a token of its own.
+  its word (``O'Neill``, ``AT&T``), and so does a period with a letter or digit after it in
+  the word, except between a lower-case and an upper-case letter (``Amazon.com``,
+  ``results.json``, ``self._x``; ``end.The`` and ``end._`` split). Web and e-mail addresses
+  (of any scheme: ``https://``, ``s3://``), a user named in a post (``@bbc``) and emoticons
+  (``:-)``, :data:`EMOTICONS`; not where a number or short form goes on: ``<3.13``,
+  ``:P.S.``) are one token each, as the spaCy tokenizer keeps them. ``...`` and ``--`` are
+  single tokens, and any other symbol is a token of its own.
 
   Where :class:`Tokenizer` splits otherwise, :func:`tokenize` keeps the text whole: ``cannot``
   (PTB's ``can not``), a number with its unit (``100m``) and a score or range (``2-1``).
@@ -60,8 +62,8 @@ from typing import Iterable, Iterator, List, Sequence, Tuple, cast
 #: 5. a number with inner separators stays whole with letters attached: ``3.14pm`` (56a66c6);
 #: 6. a short form's period stays with it (``Mr.``, ``Inc.``, an initial ``J.``), and so does
 #:    an apostrophe, ``&`` or period inside a word (``O'Neill``, ``AT&T``, ``Amazon.com``);
-#:    web and e-mail addresses, ``@names`` and emoticons are one token, as the corpus
-#:    tokenizer (:class:`Tokenizer`) keeps them all; they were ``Mr .``, ``O ' Neill``,
+#:    web and e-mail addresses (any scheme's), ``@names`` and emoticons are one token, as the
+#:    corpus tokenizer (:class:`Tokenizer`) keeps them all; they were ``Mr .``, ``O ' Neill``,
 #:    ``AT & T``, ``Amazon . com``, ``http : / / ...``, ``@ bbc``, ``: )``.
 #:
 #: Outputs written before revisions were recorded record none: any of revisions 1 to 5.
@@ -203,6 +205,8 @@ _CLITICS = "(?:s|re|ve|ll|d|m)"
 #: Emoticons kept as one token when no letter or digit follows (``:)``, not ``:`` ``)``), as
 #: the spaCy tokenizer keeps them: those of its list that open with ``:``, ``;`` or ``=`` or
 #: draw a heart, less the ones a number or formula holds (``:1``, ``:0``, ``=3``, ``=D``).
+#: One that ends in a letter or digit is none where ``. , : /`` and a letter or digit go on
+#: (``<3.13`` is ``<`` ``3.13``, ``:P.S.`` ``:`` ``P.S.``).
 EMOTICONS = (
     ":)", ":))", ":)))", ":-)", ":-))", ":-)))", ":(", ":((", ":(((", ":-(", ":-((", ":-(((",
     ":'(", ":')", ":'-(", ":'-)", ":()", ":*", ":-*", ":/", ":-/", ":|", ":-|", ":]", ":-]",
@@ -227,15 +231,17 @@ def _token_pattern(abbreviations: bool = True) -> "re.Pattern[str]":
     M = rf"[{_mark_ranges()}]"
     short_forms = "|".join(re.escape(form) for form in ABBREVIATIONS)
     emoticons = "|".join(re.escape(face) for face in sorted(EMOTICONS, key=len, reverse=True))
-    # a period inside a word, but not between a lower-case and an upper-case letter (end.The)
-    inner_period = rf"(?-i:(?<![{_lower_ranges()}])\.|\.(?![{_upper_ranges()}]))"
+    # a period inside a word, but not between a lower-case and an upper-case letter (end.The),
+    # and with a letter or digit after it in the word (self._x, not anymore._)
+    inner_period = rf"(?-i:(?<![{_lower_ranges()}])\.|\.(?![{_upper_ranges()}]))(?=_*[^\W_])"
     abbreviation = rf"| (?:{_letter_period()}){{2,}}(?!{_LETTER.pattern})" if abbreviations else ""
     return re.compile(rf"""
-          (?:(?:https?|ftp)://|www\.)[^\s<>"]*[^\s<>".,;:!?'()\[\]{{}}]   # web addresses
+          (?:[a-z][a-z0-9+.-]{{0,31}}://|www\.)[^\s<>"]*[^\s<>".,;:!?'()\[\]{{}}]   # web addresses,
+                                                      # any scheme's (s3://, git://; a bounded one)
         | \w[\w.+-]{{0,63}}@\w[\w-]*(?:\.\w[\w-]*)+    # e-mail addresses (a bounded search for
                                                       # the @: a long a+a+a+... line stays linear)
         | (?<!\w)@\w+                                 # a user named in a post: @bbc
-        | (?:{emoticons})(?!\w)                       # emoticons: :) ;-) <3
+        | (?:{emoticons})(?!\w|(?<=\w)[.,:/]\w)        # emoticons: :) ;-) <3 (not of <3.13, :P.S.)
         {abbreviation}                                # abbreviations: U.S. e.g.
         | (?-i:(?:{short_forms})\.)(?!{W}|\.)         # a short form's period: Mr. Inc. Jan. Ph.D.
         | (?-i:[{_upper_ranges()}{_LOWER_INITIALS}]){M}*\.(?!{W}|\.)   # an initial: J. (a list's a.)

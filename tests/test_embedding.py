@@ -466,6 +466,15 @@ def test_tokenizer_never_splits_a_number_at_its_inner_separator(text, tokens):
                                                             ".", "The", "#", "tag", ":)", ":-(", "<3"]),
     ("x=3 a=(b) 3:2 C:/Users re:Pa", ["x", "=", "3", "a", "=", "(", "b", ")", "3:2", "C", ":", "/", "Users", "re",
                                       ":", "Pa"]),
+    # an emoticon is no emoticon where a number or a short form goes on after it
+    ("python <3.13, <3,000 at <3:00 or :3.5 :P.S. <3.", ["python", "<", "3.13", ",", "<", "3,000", "at", "<", "3:00",
+                                                       "or", ":", "3.5", ":", "P.S.", "<3", "."]),
+    # any scheme's address is one token (the emoticon :/ was read out of s3://)
+    ("see s3://bucket/key, git://x.org/y.git and file:///etc/hosts.", ["see", "s3://bucket/key", ",",
+                                                                     "git://x.org/y.git", "and", "file:///etc/hosts",
+                                                                     "."]),
+    # a period inside a word is followed by a letter or digit there: not in anymore._
+    ("_so anymore._ self._x", ["_so", "anymore", ".", "_", "self._x"]),
 ])
 def test_tokenizer_keeps_short_forms_addresses_and_emoticons_whole(text, tokens):
     """Revision 6: a listed short form (in its case) and an initial keep their period, an
