@@ -18,8 +18,9 @@ Two English tokenizers follow these rules, for two jobs:
   an initial (``J. R. R. Tolkien``), as the spaCy tokenizer, the Penn Treebank and the 1B Word
   Benchmark keep them. An apostrophe or ``&`` between letters that starts no clitic stays in
   its word (``O'Neill``, ``AT&T``), and so does a period with a letter or digit after it in
-  the word, except between a lower-case and an upper-case letter (``Amazon.com``,
-  ``results.json``, ``self._x``; ``end.The`` and ``end._`` split). Web and e-mail addresses
+  the word, except between a lower-case (or caseless, as Chinese) and an upper-case letter
+  (``Amazon.com``, ``results.json``, ``self._x``; ``end.The``, ``東京.Tokyo`` and
+  ``end._`` split). Web and e-mail addresses
   (of any scheme: ``https://``, ``s3://``), a user named in a post (``@bbc``) and emoticons
   (``:-)``, :data:`EMOTICONS`; not where a number or short form goes on: ``<3.13``,
   ``:P.S.``) are one token each, as the spaCy tokenizer keeps them. ``...`` and ``--`` are
@@ -178,6 +179,14 @@ def _lower_ranges() -> str:
     return _category_ranges("Ll", range(0x20000))
 
 
+@lru_cache(maxsize=None)
+def _caseless_ranges() -> str:
+    """The same for every letter of a script without case (Unicode category Lo: Chinese,
+    Japanese, Korean, Arabic, Hebrew, Devanagari, ...): a period between one and an upper-case
+    letter ends a sentence too (``東京.Tokyo``), as the spaCy tokenizer splits it."""
+    return _category_ranges("Lo", range(0x40000))   # (Chinese runs on past U+20000)
+
+
 #: Short forms whose period stays with them, in the case written here (``Mr.`` but not
 #: ``mr .``), as the spaCy tokenizer that builds the corpora keeps them (its English
 #: exceptions; a test holds the two to each other): titles, months, US states, firms.
@@ -231,16 +240,22 @@ def _token_pattern(abbreviations: bool = True) -> "re.Pattern[str]":
     M = rf"[{_mark_ranges()}]"
     short_forms = "|".join(re.escape(form) for form in ABBREVIATIONS)
     emoticons = "|".join(re.escape(face) for face in sorted(EMOTICONS, key=len, reverse=True))
-    # a period inside a word, but not between a lower-case and an upper-case letter (end.The),
-    # and with a letter or digit after it in the word (self._x, not anymore._)
-    inner_period = rf"(?-i:(?<![{_lower_ranges()}])\.|\.(?![{_upper_ranges()}]))(?=_*[^\W_])"
+    # a period inside a word, but not between a lower-case or caseless letter (with up to two
+    # marks: a Devanagari vowel sign) and an upper-case one (end.The), and with a letter or
+    # digit after it in the word (self._x, not anymore._)
+    caseless = f"[{_caseless_ranges()}]"
+    # (a look-behind has a fixed width: one for each number of marks)
+    not_after_sentence = (rf"(?<![{_lower_ranges()}{_caseless_ranges()}])(?<!{caseless}{M})"
+                          rf"(?<!{caseless}{M}{M})")
+    inner_period = rf"(?-i:{not_after_sentence}\.|\.(?![{_upper_ranges()}]))(?=_*[^\W_])"
     abbreviation = rf"| (?:{_letter_period()}){{2,}}(?!{_LETTER.pattern})" if abbreviations else ""
     return re.compile(rf"""
           (?:[a-z][a-z0-9+.-]{{0,31}}://|www\.)[^\s<>"]*[^\s<>".,;:!?'()\[\]{{}}]   # web addresses,
                                                       # any scheme's (s3://, git://; a bounded one)
-        | \w[\w.+-]{{0,63}}@\w[\w-]*(?:\.\w[\w-]*)+    # e-mail addresses (a bounded search for
+        | \w[\w.+{_mark_ranges()}-]{{0,63}}@\w[\w{_mark_ranges()}-]*(?:\.\w[\w{_mark_ranges()}-]*)+
+                                                      # e-mail addresses (a bounded search for
                                                       # the @: a long a+a+a+... line stays linear)
-        | (?<!\w)@\w+                                 # a user named in a post: @bbc
+        | (?<!{W})@\w{W}*                              # a user named in a post: @bbc
         | (?:{emoticons})(?!\w|(?<=\w)[.,:/]\w)        # emoticons: :) ;-) <3 (not of <3.13, :P.S.)
         {abbreviation}                                # abbreviations: U.S. e.g.
         | (?-i:(?:{short_forms})\.)(?!{W}|\.)         # a short form's period: Mr. Inc. Jan. Ph.D.

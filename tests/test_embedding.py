@@ -475,6 +475,9 @@ def test_tokenizer_never_splits_a_number_at_its_inner_separator(text, tokens):
                                                                      "."]),
     # a period inside a word is followed by a letter or digit there: not in anymore._
     ("_so anymore._ self._x", ["_so", "anymore", ".", "_", "self._x"]),
+    # a combining mark stays in a name or address; a sentence of a caseless script ends at its period
+    ("@jose\u0301 o\u0301@x\u0301.com \u6771\u4eac.Tokyo", ["@jose\u0301", "o\u0301@x\u0301.com", "\u6771\u4eac",
+                                                             ".", "Tokyo"]),
 ])
 def test_tokenizer_keeps_short_forms_addresses_and_emoticons_whole(text, tokens):
     """Revision 6: a listed short form (in its case) and an initial keep their period, an
