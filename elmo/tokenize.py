@@ -249,14 +249,17 @@ def _token_pattern(abbreviations: bool = True) -> "re.Pattern[str]":
                           rf"(?<!{caseless}{M}{M})")
     inner_period = rf"(?-i:{not_after_sentence}\.|\.(?![{_upper_ranges()}]))(?=_*[^\W_])"
     abbreviation = rf"| (?:{_letter_period()}){{2,}}(?!{_LETTER.pattern})" if abbreviations else ""
+    # what follows a scheme or www.: it does not end in a period, comma, quote or bracket
+    address = r"""[^\s<>"]*[^\s<>".,;:!?'()\[\]{}]"""
     return re.compile(rf"""
-          (?:[a-z][a-z0-9+.-]{{0,31}}://|www\.)[^\s<>"]*[^\s<>".,;:!?'()\[\]{{}}]   # web addresses,
-                                                      # any scheme's (s3://, git://; a bounded one)
+          [a-z][a-z0-9+.-]{{0,31}}://(?:{address})?       # web addresses, any scheme's (s3://,
+        | www\.{address}                              # git://; a bounded one), a scheme alone
         | \w[\w.+{_mark_ranges()}-]{{0,63}}@\w[\w{_mark_ranges()}-]*(?:\.\w[\w{_mark_ranges()}-]*)+
                                                       # e-mail addresses (a bounded search for
                                                       # the @: a long a+a+a+... line stays linear)
         | (?<!{W})@\w{W}*                              # a user named in a post: @bbc
-        | (?:{emoticons})(?!\w|(?<=\w)[.,:/]\w)        # emoticons: :) ;-) <3 (not of <3.13, :P.S.)
+        | (?:{emoticons})(?!\w|(?<=\w)[.,:/]\w|(?<=/)/)  # emoticons: :) ;-) <3 (not of <3.13, :P.S.,
+                                                      # not the :/ of 1://2)
         {abbreviation}                                # abbreviations: U.S. e.g.
         | (?-i:(?:{short_forms})\.)(?!{W}|\.)         # a short form's period: Mr. Inc. Jan. Ph.D.
         | (?-i:[{_upper_ranges()}{_LOWER_INITIALS}]){M}*\.(?!{W}|\.)   # an initial: J. (a list's a.)
