@@ -258,8 +258,9 @@ def _token_pattern(abbreviations: bool = True) -> "re.Pattern[str]":
                                                       # e-mail addresses (a bounded search for
                                                       # the @: a long a+a+a+... line stays linear)
         | (?<!{W})@\w{W}*                              # a user named in a post: @bbc
-        | (?:{emoticons})(?!\w|(?<=\w)[.,:/]\w|(?<=/)/)  # emoticons: :) ;-) <3 (not of <3.13, :P.S.,
-                                                      # not the :/ of 1://2)
+        | (?:{emoticons})(?!\w|(?<=\w)(?:[.,:/]\w|{M})|(?<=/)/)   # emoticons: :) ;-) <3 (not of
+                                                      # <3.13, :P.S., the :/ of 1://2, nor a letter's
+                                                      # or digit's mark: :D\u0301)
         {abbreviation}                                # abbreviations: U.S. e.g.
         | (?-i:(?:{short_forms})\.)(?!{W}|\.)         # a short form's period: Mr. Inc. Jan. Ph.D.
         | (?-i:[{_upper_ranges()}{_LOWER_INITIALS}]){M}*\.(?!{W}|\.)   # an initial: J. (a list's a.)

@@ -146,6 +146,7 @@ def test_the_embed_tokenizer_agrees_with_the_corpus_tokenizer_on_short_forms_and
     "\u6771\u4eac.Tokyo", "\u092e\u0948\u0902.Hello", "\u0645\u0631\u062d\u0628\u0627.Hello",
     "\uc11c\uc6b8.Seoul", "\u6771\u4eac.\u6771\u4eac", "tokyo.\u6771\u4eac",
     "@jose\u0301 hi", "mail jose\u0301@example.com", "type http:// or s3:// first",
+    "so :D\u0301 ok", "so <3\u0301",
 ])
 def test_the_embed_tokenizer_agrees_with_the_corpus_tokenizer_next_to_emoticons_and_inner_periods(tok, text):
     """Revision 6 read an emoticon out of a version bound, a number or a short form (``<3`` ``.``

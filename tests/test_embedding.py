@@ -473,7 +473,8 @@ def test_tokenizer_never_splits_a_number_at_its_inner_separator(text, tokens):
     ("see s3://bucket/key, git://x.org/y.git and file:///etc/hosts.", ["see", "s3://bucket/key", ",",
                                                                      "git://x.org/y.git", "and", "file:///etc/hosts",
                                                                      "."]),
-    ("type http:// first, 1://2", ["type", "http://", "first", ",", "1", ":", "/", "/", "2"]),
+    ("type http:// first, 1://2 :D\u0301", ["type", "http://", "first", ",", "1", ":", "/", "/", "2", ":",
+                                             "D\u0301"]),
     # a period inside a word is followed by a letter or digit there: not in anymore._
     ("_so anymore._ self._x", ["_so", "anymore", ".", "_", "self._x"]),
     # a combining mark stays in a name or address; a sentence of a caseless script ends at its period
