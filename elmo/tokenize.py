@@ -17,11 +17,14 @@ Two English tokenizers follow these rules, for two jobs:
   that takes one (``Mr.``, ``Dr.``, ``St.``, ``Inc.``, ``Jan.``: :data:`ABBREVIATIONS`) and of
   an initial (``J. R. R. Tolkien``), as the spaCy tokenizer, the Penn Treebank and the 1B Word
   Benchmark keep them. An apostrophe or ``&`` between letters that starts no clitic stays in
-  its word (``O'Neill``, ``AT&T``), and so does a period, except between a lower-case and an
-  upper-case letter (``Amazon.com``, ``results.json``; ``end.The`` splits). Web and e-mail
-  addresses, a user named in a post (``@bbc``) and emoticons (``:-)``, :data:`EMOTICONS`) are
-  one token each, as the spaCy tokenizer keeps them. ``...`` and ``--`` are single tokens, and
-  any other symbol is a token of its own.
+  its word (``O'Neill``, ``AT&T``), and so does a period with a letter or digit after it in
+  the word, except between a lower-case (or caseless, as Chinese) and an upper-case letter
+  (``Amazon.com``, ``results.json``, ``self._x``; ``end.The``, ``東京.Tokyo`` and
+  ``end._`` split). Web and e-mail addresses
+  (of any scheme: ``https://``, ``s3://``), a user named in a post (``@bbc``) and emoticons
+  (``:-)``, :data:`EMOTICONS`; not where a number or short form goes on: ``<3.13``,
+  ``:P.S.``) are one token each, as the spaCy tokenizer keeps them. ``...`` and ``--`` are
+  single tokens, and any other symbol is a token of its own.
 
   Where :class:`Tokenizer` splits otherwise, :func:`tokenize` keeps the text whole: ``cannot``
   (PTB's ``can not``), a number with its unit (``100m``) and a score or range (``2-1``).
@@ -60,8 +63,8 @@ from typing import Iterable, Iterator, List, Sequence, Tuple, cast
 #: 5. a number with inner separators stays whole with letters attached: ``3.14pm`` (56a66c6);
 #: 6. a short form's period stays with it (``Mr.``, ``Inc.``, an initial ``J.``), and so does
 #:    an apostrophe, ``&`` or period inside a word (``O'Neill``, ``AT&T``, ``Amazon.com``);
-#:    web and e-mail addresses, ``@names`` and emoticons are one token, as the corpus
-#:    tokenizer (:class:`Tokenizer`) keeps them all; they were ``Mr .``, ``O ' Neill``,
+#:    web and e-mail addresses (any scheme's), ``@names`` and emoticons are one token, as the
+#:    corpus tokenizer (:class:`Tokenizer`) keeps them all; they were ``Mr .``, ``O ' Neill``,
 #:    ``AT & T``, ``Amazon . com``, ``http : / / ...``, ``@ bbc``, ``: )``.
 #:
 #: Outputs written before revisions were recorded record none: any of revisions 1 to 5.
@@ -176,6 +179,14 @@ def _lower_ranges() -> str:
     return _category_ranges("Ll", range(0x20000))
 
 
+@lru_cache(maxsize=None)
+def _caseless_ranges() -> str:
+    """The same for every letter of a script without case (Unicode category Lo: Chinese,
+    Japanese, Korean, Arabic, Hebrew, Devanagari, ...): a period between one and an upper-case
+    letter ends a sentence too (``東京.Tokyo``), as the spaCy tokenizer splits it."""
+    return _category_ranges("Lo", range(0x40000))   # (Chinese runs on past U+20000)
+
+
 #: Short forms whose period stays with them, in the case written here (``Mr.`` but not
 #: ``mr .``), as the spaCy tokenizer that builds the corpora keeps them (its English
 #: exceptions; a test holds the two to each other): titles, months, US states, firms.
@@ -189,6 +200,9 @@ ABBREVIATIONS = (
     "Tenn", "Va", "Wash", "Wis", "co", "vs", "Ph.D",
 )
 
+#: A letter of any script (a word character but a digit or ``_``).
+_LETTER = re.compile(r"[^\W\d_]")
+
 #: Lower-case letters that are a token with their period (``a.``, a list's item), as spaCy's
 #: English exceptions have them; an upper-case one always is (an initial).
 _LOWER_INITIALS = "a-z\u00e4\u00f6\u00fc"
@@ -200,6 +214,8 @@ _CLITICS = "(?:s|re|ve|ll|d|m)"
 #: Emoticons kept as one token when no letter or digit follows (``:)``, not ``:`` ``)``), as
 #: the spaCy tokenizer keeps them: those of its list that open with ``:``, ``;`` or ``=`` or
 #: draw a heart, less the ones a number or formula holds (``:1``, ``:0``, ``=3``, ``=D``).
+#: One that ends in a letter or digit is none where ``. , : /`` and a letter or digit go on
+#: (``<3.13`` is ``<`` ``3.13``, ``:P.S.`` ``:`` ``P.S.``).
 EMOTICONS = (
     ":)", ":))", ":)))", ":-)", ":-))", ":-)))", ":(", ":((", ":(((", ":-(", ":-((", ":-(((",
     ":'(", ":')", ":'-(", ":'-)", ":()", ":*", ":-*", ":/", ":-/", ":|", ":-|", ":]", ":-]",
@@ -209,23 +225,43 @@ EMOTICONS = (
 )
 
 
+def _letter_period() -> str:
+    """A regular expression of a letter (any script) with its combining marks and a period:
+    ``U.S.`` is two of them."""
+    return rf"{_LETTER.pattern}[{_mark_ranges()}]*\."
+
+
 @lru_cache(maxsize=None)
-def _token_pattern() -> "re.Pattern[str]":
+def _token_pattern(abbreviations: bool = True) -> "re.Pattern[str]":
     r"""The tokens of :func:`tokenize`; ``W`` is a word character or a combining mark, which
-    stays with the character before it (``\w`` has no marks), as spaCy's tokenizer keeps it."""
+    stays with the character before it (``\w`` has no marks), as spaCy's tokenizer keeps it.
+    Without ``abbreviations`` no ``U.S.`` is tried (see :func:`_token_matches`)."""
     W = rf"[\w{_mark_ranges()}]"
     M = rf"[{_mark_ranges()}]"
     short_forms = "|".join(re.escape(form) for form in ABBREVIATIONS)
     emoticons = "|".join(re.escape(face) for face in sorted(EMOTICONS, key=len, reverse=True))
-    # a period inside a word, but not between a lower-case and an upper-case letter (end.The)
-    inner_period = rf"(?-i:(?<![{_lower_ranges()}])\.|\.(?![{_upper_ranges()}]))"
+    # a period inside a word, but not between a lower-case or caseless letter (with up to two
+    # marks: a Devanagari vowel sign) and an upper-case one (end.The), and with a letter or
+    # digit after it in the word (self._x, not anymore._)
+    caseless = f"[{_caseless_ranges()}]"
+    # (a look-behind has a fixed width: one for each number of marks)
+    not_after_sentence = (rf"(?<![{_lower_ranges()}{_caseless_ranges()}])(?<!{caseless}{M})"
+                          rf"(?<!{caseless}{M}{M})")
+    inner_period = rf"(?-i:{not_after_sentence}\.|\.(?![{_upper_ranges()}]))(?=_*[^\W_])"
+    abbreviation = rf"| (?:{_letter_period()}){{2,}}(?!{_LETTER.pattern})" if abbreviations else ""
+    # what follows a scheme or www.: it does not end in a period, comma, quote or bracket
+    address = r"""[^\s<>"]*[^\s<>".,;:!?'()\[\]{}]"""
     return re.compile(rf"""
-          (?:(?:https?|ftp)://|www\.)[^\s<>"]*[^\s<>".,;:!?'()\[\]{{}}]   # web addresses
-        | \w[\w.+-]{{0,63}}@\w[\w-]*(?:\.\w[\w-]*)+    # e-mail addresses (a bounded search for
+          [a-z][a-z0-9+.-]{{0,31}}://(?:{address})?       # web addresses, any scheme's (s3://,
+        | www\.{address}                              # git://; a bounded one), a scheme alone
+        | \w[\w.+{_mark_ranges()}-]{{0,63}}@\w[\w{_mark_ranges()}-]*(?:\.\w[\w{_mark_ranges()}-]*)+
+                                                      # e-mail addresses (a bounded search for
                                                       # the @: a long a+a+a+... line stays linear)
-        | (?<!\w)@\w+                                 # a user named in a post: @bbc
-        | (?:{emoticons})(?!\w)                       # emoticons: :) ;-) <3
-        | (?:[^\W\d_]{M}*\.){{2,}}(?![^\W\d_])        # abbreviations: U.S. e.g.
+        | (?<!{W})@\w{W}*                              # a user named in a post: @bbc
+        | (?:{emoticons})(?!\w|(?<=\w)(?:[.,:/]\w|{M})|(?<=/)/)   # emoticons: :) ;-) <3 (not of
+                                                      # <3.13, :P.S., the :/ of 1://2, nor a letter's
+                                                      # or digit's mark: :D\u0301)
+        {abbreviation}                                # abbreviations: U.S. e.g.
         | (?-i:(?:{short_forms})\.)(?!{W}|\.)         # a short form's period: Mr. Inc. Jan. Ph.D.
         | (?-i:[{_upper_ranges()}{_LOWER_INITIALS}]){M}*\.(?!{W}|\.)   # an initial: J. (a list's a.)
         | {W}*?\d(?:[.,:/]\d+)+{W}*                   # numbers with inner separators: 3.14 1,000 12:30,
@@ -246,12 +282,44 @@ def _check_text(text) -> None:
                         + ("; decode bytes first" if isinstance(text, (bytes, bytearray)) else ""))
 
 
+@lru_cache(maxsize=None)
+def _letter_periods() -> "re.Pattern[str]":
+    """A run of letters each with its period after a period (``.B.a.B.`` of ``a.B.a.B.``; it
+    opens with the period, which the search for it finds quickly)."""
+    return re.compile(rf"\.(?:{_letter_period()})+")
+
+
+def _token_matches(mapped: str) -> Iterator["re.Match[str]"]:
+    """The matches of :func:`_token_pattern` in ``mapped``, as ``finditer`` gives them, in
+    linear time. An abbreviation (``U.S.``) fails at every letter of a run of letters and
+    periods that a letter ends (``a.B.a.B.x``: each try reads the run to its end), and the word
+    rule cuts such a run into many tokens (``B.a`` ``.``): finditer read it again at each one,
+    quadratic time. Such runs are found once; after a run's first letter no abbreviation is
+    tried in it."""
+    with_abbreviations, without = _token_pattern(True), _token_pattern(False)
+    dead_runs = [(run.start(), run.end()) for run in _letter_periods().finditer(mapped)
+                 if _LETTER.match(mapped, run.end())]
+    if not dead_runs:   # (most text: finditer itself is faster than a search per token)
+        yield from with_abbreviations.finditer(mapped)
+        return
+    position = run_index = 0
+    while True:
+        while run_index < len(dead_runs) and dead_runs[run_index][1] <= position:
+            run_index += 1
+        inside = run_index < len(dead_runs) and dead_runs[run_index][0] <= position
+        match = (without if inside else with_abbreviations).search(mapped, position)
+        if match is None:
+            return
+        yield match
+        position = match.end()
+
+
 def _matches(mapped: str) -> Iterator[Tuple[str, int, int]]:
     """``(token, start, end)`` of :func:`tokenize` in ``mapped``, a text already passed
     through :data:`TEXT_MAP`; offsets into ``mapped``."""
     previous: "str | None" = None
     end = 0
-    for match in _token_pattern().finditer(mapped):
+    for match in _token_matches(mapped):
         token = match.group()
         if token == '"':
             token = quote_token(previous, match.start() > end)

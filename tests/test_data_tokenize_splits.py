@@ -140,6 +140,26 @@ def test_the_embed_tokenizer_agrees_with_the_corpus_tokenizer_on_short_forms_and
     assert [t for t, _, _ in token_spans(text)] == tokenize(text)
 
 
+@pytest.mark.parametrize("text", [
+    "Python >=3.7, <3.13 only", "x <3.5 y", "price <3,000 here", "time <3:00 here", "see :3.5", ":P.S. hi",
+    "We'll no longer update it anymore._", "clone git://github.com/x/y.git now",
+    "\u6771\u4eac.Tokyo", "\u092e\u0948\u0902.Hello", "\u0645\u0631\u062d\u0628\u0627.Hello",
+    "\uc11c\uc6b8.Seoul", "\u6771\u4eac.\u6771\u4eac", "tokyo.\u6771\u4eac",
+    "@jose\u0301 hi", "mail jose\u0301@example.com", "type http:// or s3:// first",
+    "so :D\u0301 ok", "so <3\u0301",
+])
+def test_the_embed_tokenizer_agrees_with_the_corpus_tokenizer_next_to_emoticons_and_inner_periods(tok, text):
+    """Revision 6 read an emoticon out of a version bound, a number or a short form (``<3`` ``.``
+    ``13``, ``:P`` ``.`` ``S.``), the emoticon ``:/`` out of an address or a scheme alone
+    (``git`` ``:/`` ``/``, ``http`` ``:/`` ``/``), kept a period in a word before an underscore
+    (``anymore._``) and one that ends a sentence of a script without case before an upper-case
+    letter (``\u6771\u4eac.Tokyo``), and left the accent of a decomposed ``@jos\u00e9`` a token
+    of its own. Revision 5 agreed with the corpus tokenizer on all of them but the addresses
+    (``git : / / github . com``) and the names."""
+    from elmo.tokenize import tokenize
+    assert tokenize(text) == tok.tokens(text)
+
+
 def test_every_short_form_kept_whole_is_kept_whole_by_the_corpus_tokenizer(tok):
     """ABBREVIATIONS is the regex tokenizer's copy of spaCy's English short forms: each one
     (in its case) keeps its period in both tokenizers, mid-sentence and at the end."""

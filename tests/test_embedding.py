@@ -466,6 +466,20 @@ def test_tokenizer_never_splits_a_number_at_its_inner_separator(text, tokens):
                                                             ".", "The", "#", "tag", ":)", ":-(", "<3"]),
     ("x=3 a=(b) 3:2 C:/Users re:Pa", ["x", "=", "3", "a", "=", "(", "b", ")", "3:2", "C", ":", "/", "Users", "re",
                                       ":", "Pa"]),
+    # an emoticon is no emoticon where a number or a short form goes on after it
+    ("python <3.13, <3,000 at <3:00 or :3.5 :P.S. <3.", ["python", "<", "3.13", ",", "<", "3,000", "at", "<", "3:00",
+                                                       "or", ":", "3.5", ":", "P.S.", "<3", "."]),
+    # any scheme's address is one token (the emoticon :/ was read out of s3://)
+    ("see s3://bucket/key, git://x.org/y.git and file:///etc/hosts.", ["see", "s3://bucket/key", ",",
+                                                                     "git://x.org/y.git", "and", "file:///etc/hosts",
+                                                                     "."]),
+    ("type http:// first, 1://2 :D\u0301", ["type", "http://", "first", ",", "1", ":", "/", "/", "2", ":",
+                                             "D\u0301"]),
+    # a period inside a word is followed by a letter or digit there: not in anymore._
+    ("_so anymore._ self._x", ["_so", "anymore", ".", "_", "self._x"]),
+    # a combining mark stays in a name or address; a sentence of a caseless script ends at its period
+    ("@jose\u0301 o\u0301@x\u0301.com \u6771\u4eac.Tokyo", ["@jose\u0301", "o\u0301@x\u0301.com", "\u6771\u4eac",
+                                                             ".", "Tokyo"]),
 ])
 def test_tokenizer_keeps_short_forms_addresses_and_emoticons_whole(text, tokens):
     """Revision 6: a listed short form (in its case) and an initial keep their period, an
@@ -484,6 +498,18 @@ def test_tokenizer_takes_linear_time_on_long_runs_of_word_pieces():
     for text in ("a+" * 100_000, "a.B" * 70_000, "@a" * 100_000):
         start = time.perf_counter()
         assert len(tokenize(text)) >= 100_000
+        assert time.perf_counter() - start < 30, text[:6]
+
+
+def test_tokenizer_takes_linear_time_on_a_long_run_of_letters_and_periods():
+    """The abbreviation rule (``U.S.``) read a run of letters and periods to its end at each
+    token's start in it, and failed where a letter ended it (``a.B.a.B....x``, which the word
+    rule cuts at each ``a.B``): 80,000 characters took minutes. A run that a letter ends is
+    found once now, and no abbreviation is tried inside it again."""
+    import time
+    for text in ("a.B." * 20_000 + "x", "B.a." * 20_000 + "x"):
+        start = time.perf_counter()
+        assert len(tokenize(text)) >= 20_000
         assert time.perf_counter() - start < 30, text[:6]
 
 
