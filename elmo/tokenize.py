@@ -24,7 +24,9 @@ Two English tokenizers follow these rules, for two jobs:
   (of any scheme: ``https://``, ``s3://``), a user named in a post (``@bbc``) and emoticons
   (``:-)``, :data:`EMOTICONS`; not where a number or short form goes on: ``<3.13``,
   ``:P.S.``) are one token each, as the spaCy tokenizer keeps them. ``...`` and ``--`` are
-  single tokens, and any other symbol is a token of its own.
+  single tokens, and any other symbol is a token of its own. Its own tokens come back whole
+  from its own output (a clitic alone, ``It 's``, and PTB's quotes ```` `` ```` and ``''``):
+  text tokenized before gives the same tokens again.
 
   Where :class:`Tokenizer` splits otherwise, :func:`tokenize` keeps the text whole: ``cannot``
   (PTB's ``can not``), a number with its unit (``100m``) and a score or range (``2-1``).
@@ -65,7 +67,8 @@ from typing import Iterable, Iterator, List, Sequence, Tuple, cast
 #:    an apostrophe, ``&`` or period inside a word (``O'Neill``, ``AT&T``, ``Amazon.com``);
 #:    web and e-mail addresses (any scheme's), ``@names`` and emoticons are one token, as the
 #:    corpus tokenizer (:class:`Tokenizer`) keeps them all; they were ``Mr .``, ``O ' Neill``,
-#:    ``AT & T``, ``Amazon . com``, ``http : / / ...``, ``@ bbc``, ``: )``.
+#:    ``AT & T``, ``Amazon . com``, ``http : / / ...``, ``@ bbc``, ``: )``; and it gives its own
+#:    tokens back from its own output (``It 's``, ```` `` ````, ``''`` were ``' s``, ``` ` ```...).
 #:
 #: Outputs written before revisions were recorded record none: any of revisions 1 to 5.
 TOKENIZER_REVISION = 6
@@ -268,7 +271,9 @@ def _token_pattern(abbreviations: bool = True) -> "re.Pattern[str]":
                                                       # letters attached too: 3.14pm v2.0 (not 3 . 14pm)
         | \w{W}*(?=n't\b)                             # the host of n't: do|n't
         | n't\b                                       # the clitic itself
-        | (?<=[\w{_mark_ranges()}.])'{_CLITICS}\b      # clitics: 's 're 've 'll 'd 'm (Dr.'s)
+        | '{_CLITICS}\b                               # clitics: 's 're 've 'll 'd 'm (Dr.'s; alone too:
+                                                      # It 's, text this tokenizer split before)
+        | ``|''                                       # PTB's quotes: tokenized text, LaTeX, ''Quote''
         | \w{W}*(?:(?:-|&|'(?!{_CLITICS}\b)|{inner_period})\w{W}*)*   # words: well-known O'Neill
                                                       # AT&T Amazon.com, plain numbers
         | \.{{2,}} | -{{2,}}                          # ellipsis, dashes
