@@ -17,7 +17,7 @@ import subprocess
 import sys
 from typing import Dict, List
 
-from test_readme import ROOT
+from test_readme import ROOT, assert_phrases_in
 
 DATA_PAGE = ROOT / "docs" / "DATA.md"
 CARD = ROOT / "elmo" / "resources" / "default" / "MODEL_CARD.md"
@@ -178,8 +178,7 @@ def test_the_cards_headline_figures_are_the_records():
         f"| parameters | {v3['start']['params_bilm']:,} in the biLM, "
         f"{v3['start']['params'] - v3['start']['params_bilm']:,} in the softmax ({v3['start']['params']:,} in all) |",
     ]
-    missing = [phrase for phrase in expected if phrase not in text]
-    assert not missing, missing
+    assert_phrases_in(text, expected)
     assert metadata["params"] == v3["start"]["params"]
 
 

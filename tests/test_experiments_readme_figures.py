@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional
 
-from test_readme import ROOT
+from test_readme import ROOT, assert_phrases_in
 from test_readme_quoted_output import _paired, _rows
 
 PAGE = ROOT / "experiments" / "README.md"
@@ -172,8 +172,7 @@ def test_the_opening_describes_the_shipped_model_as_its_records_do():
         f"({v1['tokens'] / 1e6:.1f}M tokens, perplexity {pooled('experiments/default/v2/heldout_ppl_v1.json'):.1f})",
     ]
     text = " ".join(PAGE.read_text(encoding="utf-8").split())
-    missing = [phrase for phrase in expected if phrase not in text]
-    assert not missing, missing
+    assert_phrases_in(text, expected)
 
 
 def _similarity(folder: str) -> dict:
@@ -257,8 +256,7 @@ def test_the_learned_weights_quote_the_runs_mixes():
         f"{_mean_weights(five)}, γ {_mean_gamma(five):.2f})",
     ]
     text = " ".join(PAGE.read_text(encoding="utf-8").split())
-    missing = [phrase for phrase in expected if phrase not in text]
-    assert not missing, missing
+    assert_phrases_in(text, expected)
     # the layer-1 maximum the bullet names, and its exception with little labelled data
     for mixes in (pos, ner, five, topic):
         means = [sum(m["weights"][j] for m in mixes) / len(mixes) for j in range(3)]

@@ -110,6 +110,13 @@ def readme_text() -> str:
     return README.read_text(encoding="utf-8")
 
 
+def assert_phrases_in(text: str, expected: List[str]) -> None:
+    """Fail naming every phrase of ``expected`` that ``text`` does not hold (all at once, so
+    that one run shows every figure a page has drifted from)."""
+    missing = [phrase for phrase in expected if phrase not in text]
+    assert not missing, missing
+
+
 def code_key(line: str) -> str:
     """A line as it names a block: its code before any comment, spaces collapsed."""
     quote = None

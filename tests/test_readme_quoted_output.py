@@ -22,7 +22,7 @@ import pytest
 import torch
 
 from elmo.demo import run_demo
-from test_readme import ROOT, fenced_blocks, readme_text
+from test_readme import ROOT, assert_phrases_in, fenced_blocks, readme_text
 
 _NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
 
@@ -133,8 +133,7 @@ def test_the_readme_analysis_summary_quotes_the_default_models_report():
         f"layer 1 above layer 2 for POS by {control[0].lstrip('+')} points (95% interval "
         f"{control[1].lstrip('+')} to {control[2].lstrip('+')})",
     ]
-    missing = [phrase for phrase in expected if phrase not in text]
-    assert not missing, missing
+    assert_phrases_in(text, expected)
 
 
 def _rows(folder: str) -> dict:
@@ -185,8 +184,7 @@ def test_the_readme_task_results_quote_the_committed_experiments():
     ]
     # (the README writes a negative bound with a minus sign, U+2212)
     text = " ".join(_section(readme_text(), "## Task experiments").replace("\u2212", "-").split())
-    missing = [phrase for phrase in expected if phrase not in text]
-    assert not missing, missing
+    assert_phrases_in(text, expected)
     # "with ELMo, 1,000 sentences beat the baseline's 4,000"; the interval excludes 0 only where
     # the README calls a gain significant (the sentiment one it calls not significant)
     assert "1,000 sentences beat the baseline's 4,000" in text
