@@ -1146,3 +1146,21 @@ def test_a_run_killed_while_its_files_move_in_leaves_the_old_report_or_the_new_o
     assert main(new_run) == 0
     assert whole({p.name: p.read_bytes() for p in out.iterdir()}) == "new"
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("out")) == ["out"]
+
+
+def test_an_output_folder_whose_parent_cannot_be_written_is_refused_before_any_section_runs(
+        tmp_path, monkeypatch, capsys):
+    """The new report is made beside the folder and swapped in: where the folder above cannot
+    take it, the run would fail after every section had run (root may write anywhere, so the
+    answer of os.access stands for a read-only folder)."""
+    (tmp_path / "pairs.tsv").write_text(_PAIRS + "\n")
+    out = tmp_path / "locked" / "out"
+    out.mkdir(parents=True)
+    access = os.access
+    monkeypatch.setattr(os, "access", lambda path, mode, **kw: Path(path) != out.parent and access(path, mode, **kw))
+    assert main(["analyze", "fixture", "--out", str(out), "--only", "contrast",
+                 "--contrast-file", str(tmp_path / "pairs.tsv"), "--no-untrained-control"]) == 1
+    captured = capsys.readouterr()
+    assert f"{out}: the report is written whole beside it and then swapped in, but {out.parent} cannot be " \
+           f"written" in captured.err and captured.err.count("\n") == 1 and "contrast ..." not in captured.out
+    assert sorted(p.name for p in out.iterdir()) == []
