@@ -351,7 +351,7 @@ def atomic_folder(folder: Path, staging: Optional[Path] = None) -> Iterator[Path
         # (the link could be neither swapped nor deleted with rmtree: the write ended in a bare
         # "Cannot call rmtree on a symbolic link", the new files left in LINK.partial)
         folder = folder.resolve()
-    tmp = staging if staging is not None else folder.with_name(fitting_name(folder, ".partial"))
+    tmp = staging if staging is not None else partial_folder(folder)
     shutil.rmtree(tmp, ignore_errors=True)   # what a killed writer left
     try:
         tmp.mkdir(parents=True)
@@ -376,6 +376,14 @@ def atomic_folder(folder: Path, staging: Optional[Path] = None) -> Iterator[Path
             shutil.rmtree(folder)
         tmp.rename(folder)
     _fsync(folder.parent, folder=True)
+
+
+def partial_folder(folder: Path) -> Path:
+    """``FOLDER.partial``, where :func:`atomic_folder` writes ``folder``'s new files (that of the
+    folder a symbolic link names); a killed writer leaves it, for the next writer to delete."""
+    if folder.is_symlink() and folder.is_dir():
+        folder = folder.resolve()
+    return folder.with_name(fitting_name(folder, ".partial"))
 
 
 def keep_other_entries(old: Path, new: Path) -> None:

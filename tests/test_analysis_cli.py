@@ -1062,3 +1062,105 @@ def test_a_report_of_another_model_is_replaced_only_with_overwrite(tmp_path, cap
     assert json.loads((out / "results.json").read_text())["model"] == other
     assert main(["analyze", other, "--out", str(out), "--report-only", "--overwrite"]) == 1
     assert "--overwrite" in capsys.readouterr().err
+
+
+def test_a_run_killed_while_its_files_move_in_leaves_the_old_report_or_the_new_one(tmp_path, monkeypatch, capsys):
+    """The pictures, results.json and report.md moved into --out one by one: a kill between two
+    moves left a folder of two runs (the new wsd.png beside the old results and report). Now the
+    whole new folder is made beside it and the two swap in one step. A kill is simulated at each
+    rename of a file out of the run's staging folder after the first, in the swap itself, and just
+    after it; each time the folder is the earlier run's as it was, or the new run's whole."""
+    import shutil
+
+    from elmo import io as elmo_io
+    _tiny_wordnet(tmp_path, monkeypatch)
+    (tmp_path / "pairs.tsv").write_text(_PAIRS + "\n")
+    (tmp_path / "w.json").write_text('{"weights": [0.2, 0.3, 0.5]}')
+    out = tmp_path / "out"
+    run = ["analyze", "fixture", "--out", str(out), "--only", "wsd", "--only", "contrast",
+           "--contrast-file", str(tmp_path / "pairs.tsv"), "--no-untrained-control"]
+    new_run = run + ["--wsd-test-fraction", "0.3", "--mix-weights", str(tmp_path / "w.json")]
+    assert main(run) == 0
+    (out / "interpretation.md").write_text("my reading of it\n")    # a user's file, kept by both
+    old = {p.name: p.read_bytes() for p in out.iterdir()}
+    changed = ("results.json", "report.md", "wsd.png", "mix_weights_given.png")
+
+    def whole(now):
+        if now == old:
+            return "old"
+        new = (set(now) == set(old) | {"mix_weights_given.png"}
+               and all(now[n] != old.get(n) for n in changed)
+               and all(now[n] == old[n] for n in old if n not in changed)
+               and json.loads(now["results.json"])["config"]["wsd_test_fraction"] == 0.3)
+        return "new" if new else f"a mix: {sorted(n for n in now if now[n] == old.get(n))} of the earlier run"
+
+    def restore():
+        shutil.rmtree(out)
+        out.mkdir()
+        for name, data in old.items():
+            (out / name).write_bytes(data)
+
+    fired: list = []
+
+    def killed_at_move(m, k):
+        def patch(real):
+            def rename(src, dst, *args, **kwargs):
+                if "/.pictures-" in str(src) and "/.pictures-" not in str(dst):   # (out of the stage)
+                    moves.append(src)
+                    if len(moves) == k:
+                        fired.append(f"move {k}")
+                        raise KeyboardInterrupt   # the process is stopped here
+                return real(src, dst, *args, **kwargs)
+            return rename
+        moves: list = []
+        m.setattr(os, "replace", patch(os.replace))
+        m.setattr(os, "rename", patch(os.rename))
+
+    exchange = elmo_io._exchange
+
+    def killed_in_swap(m, after):
+        def swap(a, b):
+            if after:
+                exchange(a, b)
+            fired.append(f"swap, {'after' if after else 'before'}")
+            raise KeyboardInterrupt
+        m.setattr(elmo_io, "_exchange", swap)
+
+    kills = [lambda m, k=k: killed_at_move(m, k) for k in (2, 3, 4)]
+    kills += [lambda m: killed_in_swap(m, False), lambda m: killed_in_swap(m, True)]
+    seen = []
+    for kill in kills:
+        with monkeypatch.context() as m:   # (the kill's patches end with its round)
+            kill(m)
+            try:
+                main(new_run)
+            except KeyboardInterrupt:
+                pass
+        capsys.readouterr()
+        now = {p.name: p.read_bytes() for p in out.iterdir() if not p.name.startswith(".pictures-")}
+        seen.append(whole(now))
+        restore()
+    assert all(s in ("old", "new") for s in seen), list(zip(fired, seen))
+    assert len(fired) == len(kills), fired     # (each kill came)
+    assert seen[-2:] == ["old", "new"]         # (swapped or not, never half)
+    assert main(new_run) == 0
+    assert whole({p.name: p.read_bytes() for p in out.iterdir()}) == "new"
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("out")) == ["out"]
+
+
+def test_an_output_folder_whose_parent_cannot_be_written_is_refused_before_any_section_runs(
+        tmp_path, monkeypatch, capsys):
+    """The new report is made beside the folder and swapped in: where the folder above cannot
+    take it, the run would fail after every section had run (root may write anywhere, so the
+    answer of os.access stands for a read-only folder)."""
+    (tmp_path / "pairs.tsv").write_text(_PAIRS + "\n")
+    out = tmp_path / "locked" / "out"
+    out.mkdir(parents=True)
+    access = os.access
+    monkeypatch.setattr(os, "access", lambda path, mode, **kw: Path(path) != out.parent and access(path, mode, **kw))
+    assert main(["analyze", "fixture", "--out", str(out), "--only", "contrast",
+                 "--contrast-file", str(tmp_path / "pairs.tsv"), "--no-untrained-control"]) == 1
+    captured = capsys.readouterr()
+    assert f"{out}: the report is written whole beside it and then swapped in, but {out.parent} cannot be " \
+           f"written" in captured.err and captured.err.count("\n") == 1 and "contrast ..." not in captured.out
+    assert sorted(p.name for p in out.iterdir()) == []

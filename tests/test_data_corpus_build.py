@@ -173,15 +173,15 @@ def test_a_failed_rebuild_keeps_the_old_files_and_marks_itself_unfinished(tmp_pa
     assert (out / "stats.json").exists()
     stage = C._stage
 
-    def full_disk(path, lines):
+    def unreadable(path, lines):   # (a full disk at the write: the test below)
         if path.name == "train.txt":
             def broken():
                 yield from list(lines)[:3]
-                raise OSError(28, "No space left on device")
+                raise OSError(5, "Input/output error", str(home / "sotu" / "sentences.txt"))
             return stage(path, broken())
         return stage(path, lines)
-    monkeypatch.setattr(C, "_stage", full_disk)
-    with pytest.raises(OSError, match="No space left on device"):
+    monkeypatch.setattr(C, "_stage", unreadable)
+    with pytest.raises(C.DataError, match="sentences.txt: cannot read the input: Input/output error"):
         C.build_corpus(home, seed=2, sources=["sotu"], log=lambda *a: None)
     assert (out / "train.txt").read_text(encoding="utf-8") == before   # not a part of the new one
     assert (out / "stats.json").exists()         # the earlier build, whole, is still the folder's
@@ -221,6 +221,56 @@ def test_a_rebuild_that_fills_the_disk_leaves_the_earlier_build_whole(tmp_path, 
     monkeypatch.undo()
     stats = C.build_corpus(home, seed=2, sources=["sotu", "brown"], log=lambda *a: None)   # space again
     assert sorted(stats["sources"]) == ["brown", "sotu"] and (out / "heldout" / "brown.txt").is_file()
+
+
+def test_staging_a_corpus_file_names_the_input_it_cannot_read_and_the_output_it_cannot_write(
+        tmp_path, monkeypatch):
+    """An error reading an input file while its lines were written (lazily) said "OUT: cannot
+    write the corpus file": a read error now names the input (the error's file, else the source
+    the caller names), and only a write error names the corpus file."""
+    import errno
+    import os
+
+    import pytest
+
+    from elmo.io import OutputError
+    out = tmp_path / "train.txt"
+    missing = tmp_path / "gone.txt"
+
+    def from_file(path):
+        with open(path, encoding="utf-8") as f:
+            yield from (line.rstrip("\n") for line in f)
+
+    def failing_read():
+        yield "a first line"
+        raise OSError(errno.EIO, os.strerror(errno.EIO))     # (read() names no file)
+    with pytest.raises(C.DataError) as caught:
+        C._stage(out, from_file(missing))
+    assert str(caught.value) == f"{missing}: cannot read the input: No such file or directory"
+    with pytest.raises(C.DataError) as caught:
+        C._stage(out, failing_read(), source=tmp_path / "input.txt")
+    assert str(caught.value) == f"{tmp_path / 'input.txt'}: cannot read the input: Input/output error"
+    with pytest.raises(C.DataError, match=f"cannot read the input of {out}: Input/output error"):
+        C._stage(out, failing_read())
+    assert list(tmp_path.iterdir()) == []    # (no temporary left)
+
+    class FullFile:
+        def __init__(self, f):
+            self.f = f
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.f.close()
+
+        def write(self, text):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    monkeypatch.setattr(C, "open", lambda path, mode="r", **kw: FullFile(open(path, mode, **kw)), raising=False)
+    with pytest.raises(OutputError) as written:
+        C._stage(out, ["a line"])
+    assert str(written.value) == f"{out}: cannot write the corpus file: No space left on device"
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_a_source_named_twice_is_built_once(tmp_path):

@@ -500,3 +500,76 @@ def test_a_process_that_waits_for_a_cache_entry_says_it_waits_and_nothing_else(t
     thread.join()
     assert said == [f"{entry} is already being written by PID {os.getpid()} on {socket.gethostname()} "
                     f"(lock file {entry}.lock); waiting up to {F.CACHE_WAIT_SECONDS / 60:.0f} minutes for it to finish ..."]
+
+
+def _killed_force_get(home, ready_file):
+    """Start ``get tiny --force`` in another process, whose writer says when it has written half
+    its files into ``tiny.partial`` and then waits: the caller SIGKILLs it there."""
+    import subprocess
+    import sys
+    import time
+    code = (
+        "import sys, time\n"
+        "from pathlib import Path\n"
+        "from elmo.data import sources\n"
+        "def writer(inputs, out, counter):\n"
+        "    (out / 'text.txt').write_text('half of the new version')\n"
+        "    Path(sys.argv[2]).touch()\n"
+        "    time.sleep(60)\n"
+        "sources.SOURCES['tiny'] = sources.Source('tiny', (), 'text', 'a test', 'none', writer)\n"
+        "sources.get('tiny', Path(sys.argv[1]), force=True, log=lambda *a: None)\n")
+    child = subprocess.Popen([sys.executable, "-c", code, str(home), str(ready_file)],
+                             env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    try:
+        for _ in range(1200):
+            if ready_file.exists() or child.poll() is not None:
+                break
+            time.sleep(0.05)
+        assert ready_file.exists(), "the child never reached its writer"
+    finally:
+        child.kill()     # SIGKILL: no clean-up runs
+        child.wait()
+
+
+@pytest.mark.parametrize("force", [False, True])
+def test_the_partial_folder_of_a_killed_get_is_removed_by_the_next_get(tmp_path, monkeypatch, force):
+    """`elmo data get NAME --force` killed while it wrote left NAME.partial in the cache, which
+    only the next --force removed (in silence): a plain `get` of the complete entry kept it. The
+    next get of the entry, holding the entry's lock, removes it and says so in one line; one
+    that another live process holds is that process's work and is kept (nothing waits)."""
+    import threading
+
+    from elmo.output_lock import output_lock
+
+    def writer(inputs, out, counter):
+        (out / "text.txt").write_text("a whole version\n")
+    monkeypatch.setitem(sources.SOURCES, "tiny", sources.Source("tiny", (), "text", "a test", "none", writer))
+    home = tmp_path / "home"
+    out = sources.get("tiny", home, log=lambda *a: None)
+    _killed_force_get(home, tmp_path / "ready")
+    partial = home / "tiny.partial"
+    assert (partial / "text.txt").is_file() and (out / "text.txt").read_text() == "a whole version\n"
+    # another process filling the entry now: its .partial is not touched, and get does not wait
+    held, release = threading.Event(), threading.Event()
+
+    def other_process():
+        with output_lock(out):
+            held.set()
+            release.wait(60)
+    thread = threading.Thread(target=other_process)
+    thread.start()
+    assert held.wait(60)
+    try:
+        if not force:
+            said: list = []
+            assert sources.get("tiny", home, log=said.append) == out
+            assert partial.is_dir() and said == []
+    finally:
+        release.set()
+        thread.join()
+    said = []
+    assert sources.get("tiny", home, force=force, log=said.append) == out
+    assert not partial.exists() and (out / "text.txt").read_text() == "a whole version\n"
+    removed = [line for line in said if "tiny.partial" in line]
+    assert removed == [f"{partial}: removed, the unfinished copy of tiny that a killed run left"]
+    assert sorted(p.name for p in home.iterdir()) == ["tiny"]

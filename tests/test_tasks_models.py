@@ -477,3 +477,44 @@ def test_an_epoch_ending_on_a_non_finite_batch_is_not_kept(monkeypatch, with_dev
     assert result["best_epoch"] == 1 and result["epochs"] == 2
     assert "epoch 2: 4 batches skipped (non-finite loss or gradient); the last one was, so this epoch's " \
            "parameters are not kept" in logged
+
+
+@pytest.mark.parametrize("failing", ["model.safetensors", "config.json"])
+def test_a_task_model_save_that_meets_a_full_disk_names_the_file(tmp_path, monkeypatch, failing):
+    """A full disk while a task model was saved said "FOLDER: cannot write the task model: No
+    space left on device", naming the folder, not the file that failed. The weights' write fails
+    as safetensors reports it (its own error, the OS error in its text); config.json's as a
+    write() that found no room (an OSError naming no file)."""
+    import errno
+    import os
+    from pathlib import Path
+
+    import safetensors.torch
+    from safetensors import SafetensorError
+
+    from elmo.io import OutputError
+    from elmo.tasks.saved import save
+    task = _tiny_task("tagging")
+    vocab, emb, _ = build_embeddings([e.tokens for e in task.splits["train"]], [], {"random_dim": 6})
+    settings = _settings()
+    model = build_model(task, emb, settings, None, lam=0.0)
+
+    def full_save_file(*args, **kwargs):
+        raise SafetensorError("Error while serializing: I/O error: No space left on device (os error 28)")
+    write_text = Path.write_text
+
+    def full_write_text(self, *args, **kwargs):
+        if self.name == failing:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return write_text(self, *args, **kwargs)
+    if failing == "model.safetensors":
+        monkeypatch.setattr(safetensors.torch, "save_file", full_save_file)
+    else:
+        monkeypatch.setattr(Path, "write_text", full_write_text)
+    folder = tmp_path / "m"
+    with pytest.raises(OutputError) as caught:
+        save(folder, model, kind="tagging", metric="token_accuracy", labels=task.labels, vocab=vocab,
+             settings=settings.to_dict(), elmo=None, max_chars=50, layer_cache=False)
+    assert str(caught.value) == f"{folder / failing}: cannot write the task model: No space left on device"
+    assert caught.value.errno == errno.ENOSPC
+    assert sorted(p.name for p in tmp_path.iterdir()) == []

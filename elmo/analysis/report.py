@@ -423,6 +423,7 @@ def run_analysis(model: str, out: Path, config: Optional[AnalysisConfig] = None,
     with no_empty_folder_on_failure(out), output_lock(out / "results.json", name=out):
         read_interpretation(out)   # (an unreadable one failed the report after every section had run)
         earlier = check_results_kept(out / "results.json", sections, config)
+        check_swappable(out)
         remove_stale_staging(out)
         return _run_sections(model, out, config, sections, given_mix, log, learned_on, earlier, device, progress,
                              overwrite)
@@ -556,7 +557,7 @@ def _run_sections(model: str, out: Path, config: AnalysisConfig, sections: List[
 
     import elmo
     from ..embedding import Embedder
-    from ..io import atomic_commit, naming_as
+    from ..io import naming_as
     from ..output_checks import writing
     from . import plots
     from .markdown import paper_findings, render
@@ -611,24 +612,58 @@ def _run_sections(model: str, out: Path, config: AnalysisConfig, sections: List[
                 plots.mix_weights(results["given_mix_weights"], stage / "mix_weights_given.png",
                                   f"mix weights of {Path(config.mix_weights).name}")
             results["findings"] = paper_findings(results)
-            # results.json and the report are written in the stage too, and everything then
-            # moves in by renames (which take no space): a full disk at results.json left the
-            # new pictures beside the earlier run's results and report
+            # results.json and the report are written in the stage too, and the whole set then
+            # takes the folder's place in one step: a full disk at results.json left the new
+            # pictures beside the earlier run's results and report
             for name, text in (("results.json", json.dumps(results, indent=2) + "\n"),
                                ("report.md", render(results, model, out, config))):
                 with writing(out / name, "report"):
                     (stage / name).write_text(text, encoding="utf-8")
-        for picture, section in PICTURES.items():
-            if (stage / picture).is_file():
-                atomic_commit(stage / picture, out / picture)
-            elif section not in results["sections"] or section in sections:
-                (out / picture).unlink(missing_ok=True)   # an earlier run's, of something this run does not hold
-        atomic_commit(stage / "results.json", out / "results.json")
-        atomic_commit(stage / "report.md", out / "report.md")
+        # an earlier run's pictures of something this run does not hold
+        dropped = [picture for picture, section in PICTURES.items() if not (stage / picture).is_file()
+                   and (section not in results["sections"] or section in sections)]
+        with writing(out, "report"):
+            swap_in(out, stage, dropped)
     finally:
         shutil.rmtree(stage, ignore_errors=True)
     log(f"analyze: wrote {out / 'report.md'}")
     return results
+
+
+def swap_in(out: Path, stage: Path, dropped: Sequence[str]) -> None:
+    """Make the files of ``stage`` (a folder in ``out``: this run's pictures, results.json and
+    report.md) ``out``'s, all in one step. A new folder beside ``out`` gets them, and links to
+    every other entry of ``out`` (kept sections' pictures, the interpretation, a user's files)
+    but the pictures ``dropped`` and the stage; then the two folders swap
+    (:func:`elmo.io.atomic_folder`). Moved into ``out`` one by one, a kill between two moves left
+    new pictures beside the earlier run's results, or new results beside its report."""
+    import os
+
+    from ..io import atomic_folder, keep_other_entries
+    folder = out.resolve()
+    here = os.getcwd()
+    with atomic_folder(folder) as new:
+        shutil.copymode(folder, new)
+        for path in stage.iterdir():
+            shutil.move(str(path), str(new / path.name))
+        keep_other_entries(folder, new)
+        shutil.rmtree(new / stage.name)   # (the stage's empty copy)
+        for picture in dropped:
+            (new / picture).unlink(missing_ok=True)
+    if here == str(folder) or here.startswith(str(folder) + os.sep):
+        os.chdir(here)   # (a process working in OUT stays in it, not in the old folder, now deleted)
+
+
+def check_swappable(out: Path) -> None:
+    """Refuse, before any section runs, an ``out`` whose new files could not be swapped in: the
+    new folder is made beside it (:func:`swap_in`), so the folder above it must take one."""
+    import os
+
+    from ..io import OutputError
+    parent = out.resolve().parent
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise OutputError(f"{out}: the report is written whole beside it and then swapped in, but "
+                          f"{parent} cannot be written; give --out a folder in a writable folder")
 
 
 def picture_footer(results: dict) -> str:

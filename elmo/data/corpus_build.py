@@ -31,7 +31,7 @@ from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tupl
 
 import numpy as np
 
-from ..io import atomic_commit, atomic_target, atomic_write_text, no_empty_folder_on_failure
+from ..io import atomic_commit, atomic_target, atomic_write_text, no_empty_folder_on_failure, os_error_reason
 from ..output_checks import check_output_dir, writing
 from ..output_lock import output_lock
 from . import readers
@@ -384,16 +384,31 @@ def _remove_stale_heldout(folder: Path, names: Sequence[str], log) -> None:
                 f"move it out of heldout/ if it is not held-out text of this corpus")
 
 
-def _stage(path: Path, lines: Iterable[str]) -> Tuple[Path, Path]:
+def _stage(path: Path, lines: Iterable[str], source: Optional[Path] = None) -> Tuple[Path, Path]:
     """Write ``lines``, one a line, to a temporary file beside ``path``; returns (the
-    temporary, ``path``) for :func:`elmo.io.atomic_commit`. A failed write deletes it."""
+    temporary, ``path``) for :func:`elmo.io.atomic_commit`. A failed write deletes it.
+
+    ``lines`` may be read lazily from an input file (``source``, where the error does not name
+    it): an OSError while reading it is a DataError naming the input it could not read, and only
+    a write's names ``path`` (a read error was "cannot write the corpus file")."""
     tmp = atomic_target(path)
     try:
         with writing(path, "corpus file"):
             with open(tmp, "w", encoding="utf-8") as f:
-                for line in lines:
+                for line in _read(lines, path, source):
                     f.write(line + "\n")
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
     return tmp, path
+
+
+def _read(lines: Iterable[str], path: Path, source: Optional[Path]) -> Iterator[str]:
+    """``lines`` as they are, with an OSError raised while taking the next one (reading an input
+    file) as a one-line DataError naming the input file (the error's, else ``source``)."""
+    try:
+        yield from lines
+    except OSError as e:
+        named = e.filename if e.filename is not None else source
+        what = f"{named}: cannot read the input" if named is not None else f"cannot read the input of {path}"
+        raise DataError(f"{what}: {os_error_reason(e)}") from None

@@ -199,6 +199,37 @@ def cache_entry_lock(entry: Path, log=print, hint: str = DATA_CACHE_HINT,
         yield
 
 
+def remove_stale_partial(entry: Path, log=print) -> None:
+    """Delete ``ENTRY.partial`` (:func:`elmo.io.partial_folder`), what a killed fill of the cache
+    entry left, and say so in one line. Call it only while holding the entry's lock
+    (:func:`cache_entry_lock`): the process that writes a ``.partial`` holds it, so one found then
+    is no live process's. Left there, it took disk space until the next ``--force``."""
+    from ..io import partial_folder
+    partial = partial_folder(entry)
+    if not os.path.lexists(partial):
+        return
+    if partial.is_dir() and not partial.is_symlink():
+        shutil.rmtree(partial, ignore_errors=True)
+    else:
+        partial.unlink(missing_ok=True)
+    log(f"{partial}: removed, the unfinished copy of {entry.name} that a killed run left")
+
+
+def clear_stale_partial(entry: Path, log=print) -> None:
+    """For a cache entry that is complete and used as it is: delete the ``ENTRY.partial`` a killed
+    run left (:func:`remove_stale_partial`) where the entry's lock is free now. Where another
+    process holds it, its ``.partial`` is its work in progress: kept, and nothing waited for."""
+    from ..io import OutputError, partial_folder
+    from ..output_lock import output_lock
+    if not os.path.lexists(partial_folder(entry)):
+        return
+    try:
+        with output_lock(entry, wait=0.1):
+            remove_stale_partial(entry, log)
+    except OutputError:   # (busy: another's; a read-only cache: nothing can be removed there)
+        pass
+
+
 # ----------------------------------------------------------------------------- download
 def download(pkg: Package, home: Optional[Path] = None, log=print) -> Path:
     """The verified archive of ``pkg``, downloading it with its client if needed."""
@@ -346,12 +377,14 @@ def fetch(pkg: Package, home: Optional[Path] = None, log=print) -> Path:
     marker = out / ".complete"
     stamp = "\n".join([pkg.sha256, *pkg.members]) + "\n"
     if marker.exists() and marker.read_text() == stamp:
+        clear_stale_partial(out, log)
         return out
     from ..io import no_empty_folder_on_failure
     # A failure before anything is extracted (offline, the client fetched nothing) left an
     # empty extracted/ (the lock's folder): the folders it made are removed again.
     with no_empty_folder_on_failure(out), \
             cache_entry_lock(out, log):  # the download and the extraction, one process at a time
+        remove_stale_partial(out, log)
         archive = download(pkg, home, log)
         if marker.exists() and marker.read_text() == stamp:  # made while this process waited
             return out

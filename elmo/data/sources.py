@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import IO, Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, TextIO, Tuple
 
 from . import readers
-from .fetch import PACKAGES, DataError, cache_entry_lock, data_home, fetch
+from .fetch import PACKAGES, DataError, cache_entry_lock, clear_stale_partial, data_home, fetch, remove_stale_partial
 from .splits import SPLITS, brown_file_splits, hashed_split
 from ..output_checks import writing
 from ..text_files import read_json
@@ -539,9 +539,11 @@ def get(name: str, home: Optional[Path] = None, force: bool = False, log=print) 
     home = home or data_home()
     out = source_dir(name, home)
     if is_ready(name, home) and not force:
+        clear_stale_partial(out, log)   # (what a killed `get --force` left beside it)
         return out
     from ..io import no_empty_folder_on_failure
     with no_empty_folder_on_failure(out), cache_entry_lock(out, log):   # (a failed run: no empty folder)
+        remove_stale_partial(out, log)
         if is_ready(name, home) and not force:  # written by another process while this one waited
             return out
         return _write_standard_form(name, src, home, out, log)

@@ -36,10 +36,11 @@ import functools
 import json
 import math
 import warnings
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
-from typing import List, Literal, Mapping, Optional, Sequence, Tuple, Union
+from typing import Iterator, List, Literal, Mapping, Optional, Sequence, Tuple, Union
 
 import torch
 
@@ -103,8 +104,7 @@ def save(folder: Union[str, Path], model, *, kind: str, metric: str, labels: Seq
     training and test examples kept: predictions cut new texts so. ``embeddings`` is what
     :func:`~elmo.tasks.embeddings.glove_record` says of the static word vectors: a word
     outside ``vocab`` that this GloVe knows gets its vector at prediction."""
-    from ..io import atomic_folder
-    from ..output_checks import writing
+    from ..io import atomic_folder, os_errors_naming
     from ..native_layout import write_safetensors
     folder = Path(folder)
     frozen = elmo is not None and not elmo["finetune"]
@@ -130,14 +130,30 @@ def save(folder: Union[str, Path], model, *, kind: str, metric: str, labels: Seq
     from .kinds import task_kind
     if task_kind(kind).graded:     # (the model's own buffers: what its predictions unscale by)
         config["target"] = {"mean": float(model.target_mean), "std": float(model.target_std)}
-    with writing(folder, "task model"), atomic_folder(folder) as tmp:
+    texts = {"vocab.json": json.dumps(vocab.itos, ensure_ascii=False) + "\n",
+             "labels.json": json.dumps(list(labels), ensure_ascii=False) + "\n",
+             # a run without dev has a NaN dev score
+             "config.json": json.dumps(nonfinite_as_none(config), indent=1, allow_nan=False) + "\n"}
+    with _writing_file_of(folder), atomic_folder(folder) as tmp:
         write_safetensors(state, tmp / "model.safetensors")
-        (tmp / "vocab.json").write_text(json.dumps(vocab.itos, ensure_ascii=False) + "\n", encoding="utf-8")
-        (tmp / "labels.json").write_text(json.dumps(list(labels), ensure_ascii=False) + "\n", encoding="utf-8")
-        # a run without dev has a NaN dev score
-        (tmp / "config.json").write_text(json.dumps(nonfinite_as_none(config), indent=1, allow_nan=False)
-                                         + "\n", encoding="utf-8")
+        for name, text in texts.items():
+            with os_errors_naming(tmp / name):   # (a full disk met by write() names no file)
+                (tmp / name).write_text(text, encoding="utf-8")
     return folder
+
+
+@contextmanager
+def _writing_file_of(folder: Path) -> Iterator[None]:
+    """:func:`elmo.output_checks.writing` for a task model's files: an OSError of the block is one
+    line naming the file of ``folder`` that failed (``atomic_folder`` gives its errors the file's
+    final path), else ``folder``. A full disk said only "FOLDER: cannot write the task model"."""
+    from ..output_checks import writing
+    try:
+        yield
+    except OSError as e:
+        named = e.filename if isinstance(e.filename, str) and Path(e.filename).is_relative_to(folder) else folder
+        with writing(Path(named), "task model"):
+            raise
 
 
 def _load_bilm(ref: dict, override: Optional[str]):
