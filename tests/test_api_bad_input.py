@@ -1,0 +1,56 @@
+"""Bad input given to the Python API (not the command line): each is one clear error naming
+what is wrong, or a defined result, never a bare error from deep inside Python or PyTorch,
+nor a silently wrong result."""
+import pytest
+
+from elmo import Vocabulary
+
+SPECIALS = ["<S>", "</S>", "<UNK>"]
+
+
+@pytest.mark.parametrize("word, why", [("a\x00b", "NUL byte"), ("caf\udce9", "lone surrogate")])
+def test_vocabulary_refuses_a_word_no_vocabulary_file_gives_back(tmp_path, word, why):
+    # accepted, a NUL byte was saved and the file then refused by load; a lone surrogate (a
+    # byte that was not UTF-8, decoded with surrogateescape) failed in save on a bare codec error
+    with pytest.raises(ValueError, match=rf"^word 3 of the vocabulary .* holds .*{why}"):
+        Vocabulary([*SPECIALS, word, "z"])
+
+
+def test_vocabulary_names_what_is_not_a_list_of_words_or_counts():
+    with pytest.raises(TypeError, match="Vocabulary expects a list of words, got NoneType"):
+        Vocabulary(None)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="counts must be a list of whole numbers, one per word, got str"):
+        Vocabulary(SPECIALS, "123")  # type: ignore[arg-type]
+    # a generator of counts is counts as a list is ("object of type 'generator' has no len()")
+    assert Vocabulary([*SPECIALS, "a"], (c for c in [1, 2, 3, 4])).counts == [1, 2, 3, 4]
+
+
+def test_vocabulary_from_counts_names_the_word_whose_count_is_wrong():
+    # the count was summed into <UNK>'s, and the error named <UNK> (its "count 0.0" or -2)
+    with pytest.raises(TypeError, match=r"the count of 'cat' must be an integer, got float: 2\.5"):
+        Vocabulary.from_counts({"the": 3, "cat": 2.5})  # type: ignore[dict-item]
+    with pytest.raises(ValueError, match="the count of 'cat' must be at least 0, got -2"):
+        Vocabulary.from_counts({"the": 3, "cat": -2})
+    with pytest.raises(TypeError, match="expects a mapping of words to counts .* got list"):
+        Vocabulary.from_counts([("the", 3)])  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="min_count must be an integer, got str"):
+        Vocabulary.from_counts({"the": 3}, min_count="2")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("max_size", [0, 2])
+def test_vocabulary_from_counts_refuses_a_size_below_its_special_entries(max_size):
+    # the vocabulary held <S>, </S>, <UNK>: more entries than max_size, and no word said so
+    with pytest.raises(ValueError, match=f"max_size must be at least 3, got {max_size}"):
+        Vocabulary.from_counts({"the": 3, "cat": 2}, max_size=max_size)
+    assert Vocabulary.from_counts({"the": 3, "cat": 2}, max_size=4).words == [*SPECIALS, "the"]
+
+
+@pytest.mark.parametrize("token", [None, 3, b"the"])
+def test_vocabulary_ids_refuses_a_token_that_is_no_string(token):
+    # None, a number or bytes silently got <UNK>'s id
+    vocab = Vocabulary([*SPECIALS, "the"])
+    with pytest.raises(TypeError, match=f"Vocabulary.ids: token 1 is {type(token).__name__}, not a string"):
+        vocab.ids(["the", token])  # type: ignore[list-item]
+    with pytest.raises(TypeError, match="expects a list of tokens, got NoneType"):
+        vocab.ids(None)  # type: ignore[arg-type]
+    assert vocab.ids(w for w in ["the", "dog"]) == [3, 2]
