@@ -2,8 +2,9 @@
 what is wrong, or a defined result, never a bare error from deep inside Python or PyTorch,
 nor a silently wrong result."""
 import pytest
+import torch
 
-from elmo import Vocabulary
+from elmo import Embedder, ScalarMix, Vocabulary, from_pretrained, sentence_vectors
 
 SPECIALS = ["<S>", "</S>", "<UNK>"]
 
@@ -54,3 +55,34 @@ def test_vocabulary_ids_refuses_a_token_that_is_no_string(token):
     with pytest.raises(TypeError, match="expects a list of tokens, got NoneType"):
         vocab.ids(None)  # type: ignore[arg-type]
     assert vocab.ids(w for w in ["the", "dog"]) == [3, 2]
+
+
+def test_masked_pool_refuses_integer_vectors_a_mask_that_is_no_tensor_and_one_elsewhere():
+    from elmo.embedding import masked_pool
+    vectors = torch.tensor([[[1.0], [2.0]]])            # (1, 2, 1)
+    mask = torch.ones(1, 2, dtype=torch.bool)
+    assert masked_pool(vectors, mask).item() == 1.5
+    # integer vectors: their mean 1.5 came back as 1, cut to their type, without an error
+    with pytest.raises(TypeError, match="floating-point vectors .* got torch.int64"):
+        masked_pool(vectors.long(), mask)
+    with pytest.raises(TypeError, match="a mask tensor .* got ndarray"):
+        masked_pool(vectors, mask.numpy())  # type: ignore[arg-type]
+    # (the meta device stands in for a GPU here: a mask left on the CPU beside GPU vectors)
+    with pytest.raises(ValueError, match="the mask is on meta and the vectors on cpu"):
+        masked_pool(vectors, mask.to("meta"))
+
+
+def test_scalar_mix_names_a_mask_on_another_device_than_the_layers():
+    # with layer norm it was PyTorch's "Tensor on device meta is not on the expected device cpu!"
+    # from inside its ops; without layer norm the same mask passed
+    layers = [torch.randn(2, 3, 4) for _ in range(3)]
+    mask = torch.ones(2, 3, dtype=torch.bool, device="meta")
+    for do_layer_norm in (True, False):
+        with pytest.raises(ValueError, match=r"the mask is on meta and the layers on cpu: move it with mask.to\('cpu'\)"):
+            ScalarMix(3, do_layer_norm=do_layer_norm)(layers, mask)
+
+
+def test_sentence_vectors_checks_batch_size_also_beside_an_embedder():
+    embedder = Embedder(from_pretrained("fixture"))
+    with pytest.raises(ValueError, match="batch_size must be at least 1, got 0"):
+        sentence_vectors(embedder, [["a"]], batch_size=0)

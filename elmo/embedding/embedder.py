@@ -278,6 +278,15 @@ def masked_pool(vectors: torch.Tensor, mask: torch.Tensor, pooling: str = "mean"
     """
     if pooling not in ("mean", "max"):
         raise ValueError(f"pooling must be 'mean' or 'max', got {pooling!r}")
+    # integer vectors: a mean cast back to their type was cut to a whole number, no error
+    if not (isinstance(vectors, torch.Tensor) and vectors.is_floating_point()):
+        raise TypeError(f"masked_pool takes floating-point vectors (B, T, D), got "
+                        f"{getattr(vectors, 'dtype', type(vectors).__name__)}")
+    if not isinstance(mask, torch.Tensor):  # (a numpy mask: "'numpy.ndarray' object has no attribute 'bool'")
+        raise TypeError(f"masked_pool takes a mask tensor (B, T), got {type(mask).__name__}")
+    if mask.device != vectors.device:
+        raise ValueError(f"masked_pool: the mask is on {mask.device} and the vectors on {vectors.device}; "
+                         f"move the mask with mask.to(vectors.device)")
     # a (B, 1) mask would broadcast over the tokens: wrong means, no error
     if vectors.dim() != 3 or tuple(mask.shape) != tuple(vectors.shape[:2]):
         raise ValueError(f"masked_pool takes vectors (B, T, D) and a mask (B, T); got "
@@ -307,11 +316,14 @@ def sentence_vectors(model: Union[Embedder, BiLM, str, Path, None], sentences: S
         sentences: N token lists (a sentence that is a string is refused: tokenize it first).
         layers: ``top``, ``average`` or ``mix:...`` (one vector per token); not ``all``.
         pooling: ``mean`` or ``max``; padding never takes part, and an empty sentence gets zeros.
+        batch_size: sentences per biLM call where ``model`` is not an :class:`Embedder` (an
+            Embedder runs with its own).
 
     Returns:
         float32 array (N, D).
     """
     check_tokenized(sentences, "sentence_vectors")
+    batch_size = require_count("batch_size", batch_size)  # (0 passed unchecked with an Embedder)
     # (checked before a model is loaded and every sentence embedded: a wrong pooling failed
     # only in masked_pool, after all of it)
     if pooling not in ("mean", "max"):
