@@ -86,3 +86,23 @@ def test_sentence_vectors_checks_batch_size_also_beside_an_embedder():
     embedder = Embedder(from_pretrained("fixture"))
     with pytest.raises(ValueError, match="batch_size must be at least 1, got 0"):
         sentence_vectors(embedder, [["a"]], batch_size=0)
+
+
+def test_build_token_cache_names_what_is_not_a_list_of_words():
+    with pytest.raises(TypeError, match="build_token_cache expects a list of words, got NoneType"):
+        from_pretrained("fixture").token_encoder.build_token_cache(None)  # type: ignore[arg-type]
+
+
+def test_task_model_predict_takes_progress_as_a_switch(tmp_path):
+    # progress="no" is true to Python: it drew a progress bar
+    from elmo.tasks.experiment_config import load_config
+    from elmo.tasks.models import TaskModel
+    from elmo.tasks.runner import run_experiment
+    from tests.test_tasks_files import write_config, write_task
+    config = write_config(tmp_path, [write_task(tmp_path, "classification")], variants=[{"name": "baseline"}],
+                          train={"epochs": 1, "batch_size": 8})
+    run_experiment(load_config(config), out=tmp_path / "r", log=lambda s: None, save_models=True)
+    model = TaskModel.load(tmp_path / "r/models/my-classification/baseline/seed-1")
+    assert len(model.predict([["a", "cat"], []], progress=False)) == 2
+    with pytest.raises(TypeError, match="progress must be True or False, got str: 'no'"):
+        model.predict([["a", "cat"]], progress="no")  # type: ignore[arg-type]
