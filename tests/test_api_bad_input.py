@@ -106,3 +106,30 @@ def test_task_model_predict_takes_progress_as_a_switch(tmp_path):
     assert len(model.predict([["a", "cat"], []], progress=False)) == 2
     with pytest.raises(TypeError, match="progress must be True or False, got str: 'no'"):
         model.predict([["a", "cat"]], progress="no")  # type: ignore[arg-type]
+
+
+def test_embed_sentences_refuses_an_on_batch_that_cannot_be_called_before_it_runs(monkeypatch):
+    # it was "'str' object is not callable", raised after the first batch had been computed
+    embedder = Embedder(from_pretrained("fixture"))
+    monkeypatch.setattr(embedder, "bilm", None)   # (so a batch run before the check fails otherwise)
+    with pytest.raises(TypeError, match="on_batch must be a function of the number of tokens .* got str"):
+        embedder.embed_sentences([["a"]], on_batch="progress")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("max_words, error", [(-1, ValueError), (0, ValueError), (1.5, TypeError)])
+def test_frequent_words_checks_its_counts(max_words, error):
+    # -1 and 0 gave no words, without an error; 1.5 a TypeError of a slice
+    from elmo.embedding import frequent_words
+    with pytest.raises(error, match="max_words must be"):
+        frequent_words([["a", "a", "b"]], max_words=max_words)
+    assert frequent_words([["a", "a", "b"]], min_count=1, max_words=1) == ["a"]
+
+
+@pytest.mark.parametrize("n_tokens, error", [(-1, ValueError), (5.0, TypeError)])
+def test_plan_windows_checks_the_number_of_tokens(n_tokens, error):
+    # -1 gave no window (an empty sentence has one), 5.0 "'float' object cannot be interpreted
+    # as an integer"
+    from elmo.embedding import plan_windows
+    with pytest.raises(error, match="n_tokens must be"):
+        plan_windows(n_tokens, 3, 1)
+    assert len(plan_windows(0, 3, 1)) == 1

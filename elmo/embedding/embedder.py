@@ -28,7 +28,7 @@ import numpy as np
 import torch
 
 from ..chars import check_tokenized, tokenized
-from ..checks import require_count, require_switch
+from ..checks import require_count, require_switch, shown
 from ..modules import BiLM
 from ..modules.bilm import stateful_calls
 from ..modules.dropout_off import dropout_off
@@ -211,6 +211,9 @@ class Embedder:
         batch once it is computed (a progress bar's ``update``).
         """
         check_tokenized(sentences, "embed_sentences")
+        if on_batch is not None and not callable(on_batch):  # (else a bare TypeError after the first batch)
+            raise TypeError(f"on_batch must be a function of the number of tokens (or None), got "
+                            f"{type(on_batch).__name__}: {shown(on_batch)}")
         sentences = token_lists(sentences)   # (the arrays' lengths are those of the tokens run)
         dtype = output_dtype(dtype)
         selection = LayerSelection.parse(layers)
@@ -260,7 +263,10 @@ def output_dtype(dtype) -> np.dtype:
 
 
 def frequent_words(sentences: Iterable[Sentence], min_count: int = 2, max_words: int = 50_000) -> List[str]:
-    """The words occurring at least ``min_count`` times, most frequent first (ties: first seen)."""
+    """The words occurring at least ``min_count`` times, most frequent first (ties: first seen),
+    at most ``max_words`` of them."""
+    # (max_words -1 gave no words, and 1.5 a bare TypeError of a slice, after the counting)
+    min_count, max_words = require_count("min_count", min_count), require_count("max_words", max_words)
     counts = Counter(token for sentence in tokenized(sentences, "frequent_words", ordered=False) for token in sentence)
     return [w for w, c in counts.most_common(max_words) if c >= min_count]
 
