@@ -133,3 +133,16 @@ def test_plan_windows_checks_the_number_of_tokens(n_tokens, error):
     with pytest.raises(error, match="n_tokens must be"):
         plan_windows(n_tokens, 3, 1)
     assert len(plan_windows(0, 3, 1)) == 1
+
+
+@pytest.mark.parametrize("layout", ["native", "original"])
+def test_saving_a_model_on_the_meta_device_says_it_holds_no_weights(tmp_path, layout):
+    # it was PyTorch's "Tensor.item() cannot be called on meta tensors", from the NaN check
+    from elmo import save_original, save_pretrained
+    bilm = from_pretrained("fixture").to("meta")
+    with pytest.raises(ValueError, match=r"the model's .* is on the meta device, which holds no values; nothing was written"):
+        if layout == "native":
+            save_pretrained(bilm, tmp_path / "model")
+        else:
+            save_original(bilm, tmp_path / "options.json", tmp_path / "weights.hdf5")
+    assert not any(tmp_path.iterdir())
