@@ -146,3 +146,17 @@ def test_saving_a_model_on_the_meta_device_says_it_holds_no_weights(tmp_path, la
         else:
             save_original(bilm, tmp_path / "options.json", tmp_path / "weights.hdf5")
     assert not any(tmp_path.iterdir())
+
+
+def test_set_vector_hooks_names_what_is_not_a_doc():
+    # None was "'NoneType' object has no attribute 'tensor'", a Span "... no attribute 'user_data'"
+    spacy = pytest.importorskip("spacy")
+    from elmo.spacy_component import set_vector_hooks
+    nlp = spacy.blank("en")
+    nlp.add_pipe("elmo", config={"model": "fixture"})
+    doc = nlp("the bank closed")
+    with pytest.raises(TypeError, match="set_vector_hooks takes a spaCy Doc, got NoneType"):
+        set_vector_hooks(None)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"got Span: give its Doc \(span.doc\), or span.as_doc\(\)"):
+        set_vector_hooks(doc[0:2])  # type: ignore[arg-type]
+    assert set_vector_hooks(doc) is doc
