@@ -485,6 +485,9 @@ def set_vector_hooks(doc: Doc) -> Doc:
     without a record (``Doc.from_docs``, ``to_bytes(exclude=["user_data"])``) is taken as it is.
     Returns ``doc``; a Doc with no tensor of one row per token, or other rows than its record
     names, is a ValueError."""
+    if not isinstance(doc, Doc):  # (None, a Span or a string: "... has no attribute 'tensor'")
+        hint = ": give its Doc (span.doc), or span.as_doc()" if isinstance(doc, Span) else ""
+        raise TypeError(f"set_vector_hooks takes a spaCy Doc, got {type(doc).__name__}{hint}")
     tensor = doc.tensor
     if getattr(tensor, "ndim", 0) != 2 or tensor.shape[0] != len(doc) or not tensor.shape[1]:
         raise ValueError(f"set_vector_hooks: the Doc's tensor has shape {getattr(tensor, 'shape', None)}, not "

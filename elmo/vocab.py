@@ -12,24 +12,35 @@ from .text_files import decode_text, text_lines
 
 BOS, EOS, UNK = "<S>", "</S>", "<UNK>"
 SPECIAL = (BOS, EOS, UNK)
+_STR = frozenset([str])
 
 
 def _check_word(i: int, word) -> None:
     """Refuse word ``i`` where the file :meth:`Vocabulary.save` writes would not give it back
     at its id: an empty word was skipped by :meth:`Vocabulary.load` and a line break split a
     word in two, so every later word came back one id off (the softmax rows of a trained model
-    then belonged to other words); a tab or a space is refused by ``load``."""
+    then belonged to other words); a tab or a space is refused by ``load``, and so is a NUL
+    byte; a lone surrogate cannot be written as UTF-8 (``save`` failed on a bare codec error)."""
     if not isinstance(word, str):
         raise TypeError(f"a vocabulary's words are strings; word {i} is {type(word).__name__}: {shown(word)}")
-    bad = next((ch for ch in word if ch in "\n\r\t "), None) if word else ""
-    if bad is not None:
-        what = "is empty" if not word else f"holds {bad!r}"
-        raise ValueError(f"word {i} of the vocabulary ({word!r}) {what}: a vocabulary file is one word "
-                         f"a line, split from the text on whitespace, so no token is ever it")
+    found = _NOT_IN_A_WORD.search(word)
+    if word and found is None:
+        return
+    bad = found.group() if found is not None else ""
+    what = "is empty" if not word else f"holds {bad!r}"
+    if bad == "\x00":
+        why = "text holds no NUL byte (a vocabulary file with one is refused), so no token is ever it"
+    elif "\ud800" <= bad <= "\udfff":
+        why = ("a lone surrogate, which UTF-8 cannot encode (a vocabulary file could not hold it), "
+               "and character ids drop it")
+    else:
+        why = "a vocabulary file is one word a line, split from the text on whitespace, so no token is ever it"
+    raise ValueError(f"word {i} of the vocabulary ({word!r}) {what}: {why}")
 
 
-#: A character that no word holds (:func:`_check_word`).
-_NOT_IN_A_WORD = re.compile(r"[\n\r\t ]")
+#: A character that no word holds (:func:`_check_word`): whitespace a file's lines or fields
+#: split at, a NUL byte and a lone surrogate.
+_NOT_IN_A_WORD = re.compile("[\n\r\t \x00\ud800-\udfff]")
 
 
 def _check_words(words: List) -> None:
@@ -53,7 +64,14 @@ class Vocabulary:
     def __init__(self, words: Sequence[str], counts: Optional[Sequence[int]] = None):
         if isinstance(words, str):  # its characters would be the words
             raise TypeError("Vocabulary expects a list of words, not a string")
+        if not isinstance(words, Iterable):  # (None was "'NoneType' object is not iterable")
+            raise TypeError(f"Vocabulary expects a list of words, got {type(words).__name__}: {shown(words)}")
         words = list(words)
+        if counts is not None:  # (a generator of counts was "has no len()"; a string's characters)
+            if isinstance(counts, (str, bytes)) or not isinstance(counts, Iterable):
+                raise TypeError(f"Vocabulary's counts must be a list of whole numbers, one per word, got "
+                                f"{type(counts).__name__}: {shown(counts)}")
+            counts = list(counts)
         _check_words(words)
         index = dict(zip(words, range(len(words))))   # (a word listed twice is refused below)
         missing = [w for w in SPECIAL if w not in index]
@@ -85,8 +103,18 @@ class Vocabulary:
         return self.index.get(word, self.unk)
 
     def ids(self, tokens: Iterable[str]) -> List[int]:
+        """The id of each token (``<UNK>``'s for a word not listed). A token that is not a
+        string is a TypeError naming it: None or a number was silently ``<UNK>``."""
         if isinstance(tokens, str):  # its characters would be looked up as the words
             raise TypeError("Vocabulary.ids expects a list of tokens, not a string")
+        if not isinstance(tokens, Iterable):
+            raise TypeError(f"Vocabulary.ids expects a list of tokens, got {type(tokens).__name__}: {shown(tokens)}")
+        tokens = tokens if isinstance(tokens, list) else list(tokens)
+        if not _STR.issuperset(map(type, tokens)):  # (at C speed: batching calls this for every row)
+            for j, token in enumerate(tokens):  # (numpy's str_ is a str)
+                if not isinstance(token, str):
+                    raise TypeError(f"Vocabulary.ids: token {j} is {type(token).__name__}, not a string: "
+                                    f"{shown(token)}")
         return [self.index.get(t, self.unk) for t in tokens]
 
     def out_of_frequency_order(self) -> Optional[str]:
@@ -109,12 +137,25 @@ class Vocabulary:
         descending count (ties alphabetical), at most ``max_size`` entries in all.
 
         The specials' counts are those in ``counts`` (0 when absent); ``<UNK>`` also gets the
-        occurrences of the words left out.
+        occurrences of the words left out. A count that is not a whole number of 0 or more is
+        refused naming its word (it was summed into ``<UNK>``'s count, and the error named
+        ``<UNK>``), and so is a ``max_size`` below the three specials (the vocabulary was
+        larger than ``max_size``, without a word).
         """
+        if not isinstance(counts, Mapping):  # (a list of pairs: "'list' object has no attribute 'items'")
+            raise TypeError(f"Vocabulary.from_counts expects a mapping of words to counts (a dict or "
+                            f"Counter), got {type(counts).__name__}: {shown(counts)}")
+        if not all(type(count) is int and count >= 0 for count in counts.values()):  # (the usual case, fast)
+            for word, count in counts.items():
+                require_count(f"the count of {word!r}", count, least=0)
+        min_count = require_count("min_count", min_count, least=0)
+        if max_size is not None:
+            max_size = require_count("max_size", max_size, least=len(SPECIAL),
+                                     hint=f" (the entries {', '.join(SPECIAL)} always come first)")
         ranked = sorted(((w, c) for w, c in counts.items() if w not in SPECIAL and c >= min_count),
                         key=lambda wc: (-wc[1], wc[0]))
         if max_size is not None:
-            ranked = ranked[:max(0, max_size - len(SPECIAL))]
+            ranked = ranked[:max_size - len(SPECIAL)]
         kept = sum(c for _, c in ranked)
         dropped = sum(c for w, c in counts.items() if w not in SPECIAL) - kept
         special_counts = [counts.get(BOS, 0), counts.get(EOS, 0), counts.get(UNK, 0) + dropped]

@@ -81,6 +81,10 @@ def _require_bilm(bilm, caller: str) -> None:
     # Loading refuses NaN and inf (WeightFileError): written, such weights replaced the model
     # saved there before with one that no load gives back, found only at the next load
     for name, tensor in bilm.state_dict().items():
+        if tensor.is_meta:  # (the check below failed inside PyTorch: "Tensor.item() cannot be called on meta tensors")
+            raise ValueError(f"{caller}: the model's {name} is on the meta device, which holds no values; "
+                             f"nothing was written (load the weights first: elmo.from_pretrained, or "
+                             f"module.to_empty(device='cpu') and load_state_dict)")
         found = non_finite(tensor)
         if found is not None:
             count = found[0]

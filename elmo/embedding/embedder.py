@@ -28,7 +28,7 @@ import numpy as np
 import torch
 
 from ..chars import check_tokenized, tokenized
-from ..checks import require_count, require_switch
+from ..checks import require_count, require_switch, shown
 from ..modules import BiLM
 from ..modules.bilm import stateful_calls
 from ..modules.dropout_off import dropout_off
@@ -211,6 +211,9 @@ class Embedder:
         batch once it is computed (a progress bar's ``update``).
         """
         check_tokenized(sentences, "embed_sentences")
+        if on_batch is not None and not callable(on_batch):  # (else a bare TypeError after the first batch)
+            raise TypeError(f"on_batch must be a function of the number of tokens (or None), got "
+                            f"{type(on_batch).__name__}: {shown(on_batch)}")
         sentences = token_lists(sentences)   # (the arrays' lengths are those of the tokens run)
         dtype = output_dtype(dtype)
         selection = LayerSelection.parse(layers)
@@ -260,7 +263,10 @@ def output_dtype(dtype) -> np.dtype:
 
 
 def frequent_words(sentences: Iterable[Sentence], min_count: int = 2, max_words: int = 50_000) -> List[str]:
-    """The words occurring at least ``min_count`` times, most frequent first (ties: first seen)."""
+    """The words occurring at least ``min_count`` times, most frequent first (ties: first seen),
+    at most ``max_words`` of them."""
+    # (max_words -1 gave no words, and 1.5 a bare TypeError of a slice, after the counting)
+    min_count, max_words = require_count("min_count", min_count), require_count("max_words", max_words)
     counts = Counter(token for sentence in tokenized(sentences, "frequent_words", ordered=False) for token in sentence)
     return [w for w, c in counts.most_common(max_words) if c >= min_count]
 
@@ -278,6 +284,15 @@ def masked_pool(vectors: torch.Tensor, mask: torch.Tensor, pooling: str = "mean"
     """
     if pooling not in ("mean", "max"):
         raise ValueError(f"pooling must be 'mean' or 'max', got {pooling!r}")
+    # integer vectors: a mean cast back to their type was cut to a whole number, no error
+    if not (isinstance(vectors, torch.Tensor) and vectors.is_floating_point()):
+        raise TypeError(f"masked_pool takes floating-point vectors (B, T, D), got "
+                        f"{getattr(vectors, 'dtype', type(vectors).__name__)}")
+    if not isinstance(mask, torch.Tensor):  # (a numpy mask: "'numpy.ndarray' object has no attribute 'bool'")
+        raise TypeError(f"masked_pool takes a mask tensor (B, T), got {type(mask).__name__}")
+    if mask.device != vectors.device:
+        raise ValueError(f"masked_pool: the mask is on {mask.device} and the vectors on {vectors.device}; "
+                         f"move the mask with mask.to(vectors.device)")
     # a (B, 1) mask would broadcast over the tokens: wrong means, no error
     if vectors.dim() != 3 or tuple(mask.shape) != tuple(vectors.shape[:2]):
         raise ValueError(f"masked_pool takes vectors (B, T, D) and a mask (B, T); got "
@@ -307,11 +322,14 @@ def sentence_vectors(model: Union[Embedder, BiLM, str, Path, None], sentences: S
         sentences: N token lists (a sentence that is a string is refused: tokenize it first).
         layers: ``top``, ``average`` or ``mix:...`` (one vector per token); not ``all``.
         pooling: ``mean`` or ``max``; padding never takes part, and an empty sentence gets zeros.
+        batch_size: sentences per biLM call where ``model`` is not an :class:`Embedder` (an
+            Embedder runs with its own).
 
     Returns:
         float32 array (N, D).
     """
     check_tokenized(sentences, "sentence_vectors")
+    batch_size = require_count("batch_size", batch_size)  # (0 passed unchecked with an Embedder)
     # (checked before a model is loaded and every sentence embedded: a wrong pooling failed
     # only in masked_pool, after all of it)
     if pooling not in ("mean", "max"):

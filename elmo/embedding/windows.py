@@ -99,6 +99,8 @@ def plan_windows(n_tokens: int, max_tokens: int = DEFAULT_MAX_TOKENS,
     The kept ranges partition [0, n_tokens) in order. An empty sentence has one empty window.
     ``overlap`` None: :func:`default_overlap` of ``max_tokens``.
     """
+    # (-1 gave no window at all, where an empty sentence has one; 5.0 a bare TypeError of range)
+    n_tokens = require_count("n_tokens", n_tokens, least=0)
     max_tokens, overlap = check_window_args(max_tokens, overlap)
     starts = window_starts(n_tokens, max_tokens, overlap)
     if n_tokens == 0:

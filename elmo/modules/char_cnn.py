@@ -462,6 +462,8 @@ class CharCNN(nn.Module):
         """
         if isinstance(words, str):  # its characters would be cached as the words
             raise TypeError("build_token_cache expects a list of words, not a string")
+        if not hasattr(words, "__iter__"):  # (None was "'NoneType' object is not iterable")
+            raise TypeError(f"build_token_cache expects a list of words, got {type(words).__name__}")
         words = list(words)
         for word in words:
             if not isinstance(word, str):

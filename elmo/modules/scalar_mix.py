@@ -142,7 +142,7 @@ class ScalarMix(nn.Module):
             raise ValueError("the layers to mix must be (..., D) tensors, got 0-dimensional ones")
         weights = self.weights().to(layers[0].dtype)
         if mask is not None:
-            self._check_mask(mask, layers[0].shape)
+            self._check_mask(mask, layers[0])
         if self.do_layer_norm:
             if mask is None:
                 raise ValueError("do_layer_norm needs the mask")
@@ -155,11 +155,16 @@ class ScalarMix(nn.Module):
         __call__ = forward
 
     @staticmethod
-    def _check_mask(mask, shape: torch.Size) -> None:
-        """A mask (...,) for layers of ``shape`` (..., D), else a TypeError or ValueError: a
-        wrong shape gave a broadcasting error under layer norm, or worse."""
+    def _check_mask(mask, layer: torch.Tensor) -> None:
+        """A mask (...,) for layers like ``layer`` (..., D), on its device, else a TypeError or
+        ValueError: a wrong shape gave a broadcasting error under layer norm, or worse, and
+        another device an error from inside PyTorch under layer norm alone."""
         if not isinstance(mask, torch.Tensor):
             raise TypeError(f"the mask must be a tensor (B, T), got {type(mask).__name__}")
+        if mask.device != layer.device:
+            raise ValueError(f"the mask is on {mask.device} and the layers on {layer.device}: "
+                             f"move it with mask.to({str(layer.device)!r})")
+        shape = layer.shape
         if tuple(mask.shape) != tuple(shape[:-1]):
             raise ValueError(f"the mask has shape {tuple(mask.shape)}; for layers of shape "
                              f"{tuple(shape)} it must be {tuple(shape[:-1])}")

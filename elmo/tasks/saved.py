@@ -45,7 +45,7 @@ from typing import Iterator, List, Literal, Mapping, Optional, Sequence, Tuple, 
 import torch
 
 from .. import tokenize as tokenizer
-from ..checks import require_count, require_path, shown
+from ..checks import require_count, require_path, require_switch, shown
 from ..strict_json import nonfinite_as_none
 
 FORMAT = "elmo-task-model"
@@ -576,6 +576,7 @@ def predict_examples(model, examples: Sequence, batch_size: int = 64, progress: 
     ``bar``: a tqdm bar to advance a step a batch instead of drawing one of its own (``elmo
     predict`` labels a file in parts, under one bar)."""
     batch_size = require_count("batch_size", batch_size)
+    progress = require_switch("progress", progress)  # ("no" is true to Python: it drew a bar)
     from tqdm import tqdm
     from .batching import make_batch
     from .kinds import located_answer, task_kind
