@@ -8,8 +8,9 @@ bundled default model's files predate it. So every model folder the package writ
 train``'s export, ``elmo finetune``, ``python -m elmo.training.ship``, ``elmo convert``) records
 in ``metadata.json``, under :data:`RECORD_KEY`, each file it holds, name -> SHA-256 (its weights
 and options in either layout, the softmax, the vocabulary and its counts, an ELMoForManyLangs
-model's dictionaries; never ``metadata.json`` itself, nor a model card). The bundled models'
-folders carry the record too.
+model's dictionaries; never ``metadata.json`` itself, nor a model card), and
+:func:`elmo.save_pretrained` or :func:`elmo.save_original` over a recorded folder's files
+updates their entries (:func:`update_record`). The bundled models' folders carry the record too.
 
 Every load of such a folder hashes the files it reads and compares them with the record
 (:func:`verify_files`): a file that differs is one :class:`ModelFileChanged` line naming it,
@@ -33,8 +34,8 @@ RECORD_KEY = "files_sha256"
 METADATA_NAME = "metadata.json"
 _HEX_DIGEST = re.compile(r"[0-9a-f]{64}")
 
-#: What a file looked like when it matched its record in this process: resolved path ->
-#: (size, mtime_ns, ctime_ns, inode, device) and the SHA-256 it had then.
+#: What a file looked like when this process last hashed it: resolved path -> (size,
+#: mtime_ns, ctime_ns, inode, device) and the SHA-256 it had then.
 _VERIFIED: Dict[str, Tuple[Tuple[int, ...], str]] = {}
 
 
