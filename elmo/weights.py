@@ -20,6 +20,7 @@ from typing import Iterator, Tuple
 import torch
 
 from .checks import require_path
+from .folder_checksums import update_record, verify_files
 from .config import ConfigError, ElmoOptions
 from .modules.bilm import BiLM
 from .modules.skip_init import init_skipped
@@ -58,6 +59,9 @@ def load_original(options_file: str | Path, weight_file: str | Path, *, stateful
     # a cached download damaged past what a cheap look sees failed at every load, the
     # error naming the cache's file only: it now says how to clear it
     with _cache_hint(options_file, weight_file):
+        # against the SHA-256 its folder's metadata.json records, where it has one (first: an
+        # edited options.json is named as edited, not as options that do not fit the weights)
+        verify_files((Path(options_file), Path(weight_file)))
         options = ElmoOptions.from_file(options_file)
         # the file's shapes are checked before the model is built: options that disagree with
         # them by far (an lstm.dim of 2**30) had torch allocate hundreds of GB for it first, and
@@ -146,6 +150,7 @@ def _write_original(bilm: BiLM, options_file: Path, weight_file: Path, dtype: st
     write_original_weights(bilm, weight_file, dtype)
     with writing(options_file, "options"):
         atomic_write_text(options_file, bilm.options.to_json() + "\n")
+    update_record((options_file, weight_file))   # (where their folder's metadata.json records its files)
 
 
 def model_files(folder: str | Path) -> Tuple[Path, ...]:
@@ -225,6 +230,10 @@ def save_pretrained(bilm: BiLM, folder: str | Path, fmt: str = "safetensors") ->
                 tmp.unlink(missing_ok=True)
             with writing(folder / NATIVE_CONFIG, "model options"):   # (as the weights: named where it was going)
                 atomic_write_text(folder / NATIVE_CONFIG, bilm.options.to_json() + "\n")
+            # (where the folder's metadata.json records its files: the new ones' SHA-256)
+            from .manylangs.vocabulary import CHAR_DIC, WORD_DIC
+            dictionaries = (CHAR_DIC, WORD_DIC) if bilm.options.char_vocabulary is not None else ()
+            update_record(folder / n for n in (NATIVE_WEIGHTS, NATIVE_CONFIG, *dictionaries))
         except BaseException:
             if made:   # (a full disk, say): no half-written folder of this call left, to be taken for a model
                 shutil.rmtree(folder, ignore_errors=True)
@@ -295,7 +304,8 @@ def load_pretrained(path: str | Path, *, stateful: bool = False,
     The model gets the dtype it was saved in (see :func:`save_pretrained`; a float16 model loads
     as float32, see :func:`elmo.model_dtypes.restored_dtype`); ``dtype=`` (``torch.float32``,
     ``"bfloat16"`` ...) sets another."""
-    from .manylangs.folder import is_manylangs_folder, load_manylangs
+    from .manylangs.folder import ENCODER, TOKEN_EMBEDDER, is_manylangs_folder, load_manylangs
+    from .manylangs.vocabulary import CHAR_DIC, WORD_DIC
 
     target = requested_dtype(dtype)
     folder = require_path("path (the model folder)", path)
@@ -307,6 +317,8 @@ def load_pretrained(path: str | Path, *, stateful: bool = False,
         # (a model unpacked into the cache and damaged since failed at every load: how to
         # clear it, as load_original says of its files)
         with _cache_hint(folder):
+            # (the files either reads, against the SHA-256 its metadata.json records, if any)
+            verify_files(folder / n for n in (NATIVE_CONFIG, NATIVE_WEIGHTS, CHAR_DIC, WORD_DIC, TOKEN_EMBEDDER, ENCODER))
             if (folder / NATIVE_WEIGHTS).exists():
                 bilm = _load_native(folder, stateful, target)
             else:

@@ -13,6 +13,7 @@ import h5py
 import pytest
 
 import elmo
+from elmo.folder_checksums import update_record
 from elmo.tasks.bilm_checksums import BiLMChecksums, combined_sha256
 from elmo.tasks.experiment_config import load_config, normalise_config
 from elmo.tasks.fingerprints import run_fingerprint
@@ -33,6 +34,7 @@ def _change_one_weight(folder: Path) -> None:
     """Retrain, in miniature: one weight of the copy's HDF5 file changes, its shape does not."""
     with h5py.File(folder / "weights.hdf5", "r+") as f:
         f["CNN/b_cnn_0"][0] = f["CNN/b_cnn_0"][0] + 0.5
+    update_record([folder / "weights.hdf5"])   # (as a writer records the files it writes)
 
 
 def test_checksum_counts_weights_options_and_vocabulary_and_a_control_only_options(tmp_path):

@@ -1,3 +1,4 @@
+import hashlib
 import json
 import os
 import re
@@ -10,6 +11,7 @@ import torch
 
 import elmo
 from elmo import ConfigError, WeightFileError, batch_to_ids, load_original, save_original
+from elmo.folder_checksums import update_record
 from tests.conftest import ALLENNLP, NOSKIP, fill_disk_on_open, random_bilm
 
 
@@ -589,6 +591,7 @@ def test_a_big_endian_softmax_loads_as_written(tmp_path):
             values = h5[name][...]
             del h5[name]
             h5[name] = values.astype(">f4")
+    update_record([tmp_path / "softmax.hdf5"])   # (rewritten on purpose: recorded as its writer would)
     model, _ = load_language_model(tmp_path)
     with h5py.File(tmp_path / "softmax.hdf5", "r") as h5:
         assert torch.equal(model.softmax.weight.detach(), torch.from_numpy(h5["softmax/W"][...].astype("<f4")))
@@ -668,8 +671,8 @@ def test_convert_into_the_current_folder_or_its_parent(tmp_path, monkeypatch, ca
     assert elmo.from_pretrained(here).options == elmo.from_pretrained("fixture").options
     monkeypatch.chdir(here)   # (the new folder took the place of the one this process was in)
     assert main(["convert", "fixture", "..", "--to", "original"]) == 0, capsys.readouterr().err
-    assert sorted(p.name for p in (tmp_path / "work").iterdir()) == ["README.md", "options.json", "sub",
-                                                                     "weights.hdf5"]
+    assert sorted(p.name for p in (tmp_path / "work").iterdir()) == ["README.md", "metadata.json", "options.json",
+                                                                     "sub", "weights.hdf5"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["work"]   # no lock or staging left
 
 
@@ -679,7 +682,8 @@ def test_convert_refuses_to_replace_another_models_files(tmp_path, capsys):
     assert main(["convert", "fixture", str(out)]) == 0
     before = (out / "model.safetensors").read_bytes()
     assert main(["convert", "default", str(out)]) == 1  # the fixture's files stay
-    assert "already holds config.json and model.safetensors: pass --overwrite" in capsys.readouterr().err
+    # (metadata.json: the record of the files the fixture's convert wrote)
+    assert "already holds config.json and model.safetensors and metadata.json: pass --overwrite" in capsys.readouterr().err
     assert (out / "model.safetensors").read_bytes() == before
     assert main(["convert", str(out), str(out), "--to", "original"]) == 0  # the other layout beside it
     assert main(["convert", str(out), str(out), "--to", "original", "--overwrite"]) == 0   # one model still
@@ -694,11 +698,13 @@ def test_convert_refuses_to_replace_another_models_files(tmp_path, capsys):
     # a trained language model's softmax and vocabulary stay with their own biLM
     (out / "softmax.hdf5").write_bytes(b"\x89HDF\r\n\x1a\n")
     assert main(["convert", "fixture", str(out), "--overwrite"]) == 1
-    assert ("also holds softmax.hdf5, metadata.json, MODEL_CARD.md of the model there"   # default's
-            in capsys.readouterr().err)
+    assert ("also holds softmax.hdf5, MODEL_CARD.md of the model there"   # default's (the fixture has a
+            in capsys.readouterr().err)                                    # metadata.json: replaced)
     other = tmp_path / "other"                               # the other layout alone there: the same
     assert main(["convert", "fixture", str(other), "--to", "original"]) == 0
     assert main(["convert", "default", str(other)]) == 1
+    assert "already holds metadata.json: pass --overwrite" in capsys.readouterr().err   # (the fixture's record)
+    assert main(["convert", "default", str(other), "--overwrite"]) == 1
     assert "also holds options.json, weights.hdf5, README.md of the model there" in capsys.readouterr().err
 
 
@@ -722,7 +728,7 @@ def test_a_second_convert_into_the_same_folder_is_refused_while_the_first_writes
     assert main(["convert", "fixture", str(out)]) == 0
     assert codes == [1]
     assert f"{out} is already being written by PID" in capsys.readouterr().err
-    assert sorted(p.name for p in out.iterdir()) == ["README.md", "config.json", "model.safetensors"]
+    assert sorted(p.name for p in out.iterdir()) == ["README.md", "config.json", "metadata.json", "model.safetensors"]
 
 
 def test_convert_keeps_the_models_metadata(tmp_path):
@@ -739,8 +745,10 @@ def test_convert_keeps_the_models_metadata(tmp_path):
         assert main(["convert", str(adapted if layout == "safetensors" else tmp_path / "native"), str(out),
                      "--to", layout]) == 0
         assert describe_bilm(str(out))["adapted_on"] == meta["adapted_on"]
-    assert json.loads((tmp_path / "back" / "metadata.json").read_text()) == {
-        **meta, "converted_from": str((tmp_path / "native").resolve())}
+    back = json.loads((tmp_path / "back" / "metadata.json").read_text())
+    assert back == {**meta, "converted_from": str((tmp_path / "native").resolve()),
+                    "files_sha256": {n: hashlib.sha256((tmp_path / "back" / n).read_bytes()).hexdigest()
+                                     for n in ("options.json", "weights.hdf5")}}
     assert main(["convert", str(adapted), str(adapted)]) == 0     # into itself: its own metadata as it was
     assert json.loads((adapted / "metadata.json").read_text()) == meta
     # how a shipped source's files were stored (its softmax in float16) is not the copy's
@@ -810,8 +818,8 @@ def test_info_says_where_the_weights_come_from(tmp_path, capsys):
     assert capsys.readouterr().out.splitlines()[-4:] == [
         "trained on: /runs/a/adapt_train.txt (13 steps, 260 tokens; 2,980 in all phases)",
         "adapted from: /runs/lm/model", "adapted on: /data/tweets.txt", f"converted from: {adapted.resolve()}"]
-    assert main(["info", "fixture"]) == 0           # no metadata.json: nothing said
-    assert capsys.readouterr().out.splitlines()[-1].startswith("weights.hdf5: ")   # (its file, last)
+    assert main(["info", "fixture"]) == 0           # a metadata.json of its files' SHA-256 only: no provenance
+    assert capsys.readouterr().out.splitlines()[-1].startswith("SHA-256 verified against ")   # (its record, last)
 
 
 @pytest.mark.parametrize("text, message", [
@@ -1186,7 +1194,7 @@ def test_info_says_whether_a_folders_weights_record_their_checksums(tmp_path, ca
         del f["CNN_proj/b_proj"].attrs["elmo_crc32"]
     expected = {"native": "model.safetensors: 0.42 MB, stored as float32, CRC-32 recorded",
                 "original": "weights.hdf5: 0.45 MB, stored as float32, CRC-32 recorded for 32 of its 33 datasets",
-                "released": "weights.hdf5: 0.45 MB, stored as float32, no checksums (loaded unchecked)"}
+                "released": "weights.hdf5: 0.45 MB, stored as float32, no CRC-32 in the file (see the SHA-256 line)"}
     for folder, line in expected.items():
         capsys.readouterr()
         if folder == "original":   # (a dataset without its record loads: files of other tools have none)

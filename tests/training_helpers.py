@@ -80,3 +80,15 @@ def tiny_config(output, train, vocab, **overrides) -> TrainConfig:
         del fields["unroll_steps"]   # (refused with that layout, which reads whole sentences)
     fields.update(overrides)
     return TrainConfig(**fields)
+
+
+def unrecord(folder: Path, *names: str) -> None:
+    """Delete ``names`` from the SHA-256 record of ``folder``'s metadata.json, as a user accepts a
+    file edited on purpose: a test of a deeper check of that file (its HDF5 layout, its words)
+    reaches it, instead of the record's refusal of the edit (tests/test_folder_checksums.py)."""
+    import json
+    path = Path(folder) / "metadata.json"
+    meta = json.loads(path.read_text(encoding="utf-8"))
+    for name in names:
+        del meta["files_sha256"][name]
+    path.write_text(json.dumps(meta), encoding="utf-8")

@@ -61,9 +61,15 @@ def info(args: argparse.Namespace) -> int:
     # float32 one
     print(f"dtype: {str(model_dtype(bilm)).removeprefix('torch.')} (as loaded)")
     if elmo.which_model(args.model, warn=False).folder is not None:   # (loading warned)
+        from ..folder_checksums import folder_report
+        from ..weights import model_files
         folder = elmo.model_path(args.model)
-        for line in stored_files(folder) + provenance(folder):
+        # whether its files are the ones its writer recorded (the biLM's were checked by the load;
+        # a softmax or vocabulary that differs is named here, and the exit status says so)
+        verified, whole = folder_report(folder, [p.name for p in model_files(folder)])
+        for line in stored_files(folder) + verified + provenance(folder):
             print(line)
+        return 0 if whole else 1
     return 0
 
 
@@ -71,7 +77,8 @@ def stored_files(folder: Path) -> list:
     """A line per weight file of a model folder: its size on disk, the dtype it stores (a
     float16 file loads as float32; the original layout stores a bfloat16 model as float32) and
     whether it records its weights' checksums (:mod:`elmo.checksums`: files saved before they
-    were kept, and the released ones, load unchecked)."""
+    were kept, and the released ones, have none; the SHA-256 of the whole file that the folder's
+    metadata.json may record is :func:`elmo.folder_checksums.folder_report`'s line)."""
     import torch
 
     from ..manylangs.folder import ENCODER, TOKEN_EMBEDDER
@@ -117,7 +124,7 @@ def _checksum_note(checked: list) -> str:
         return "CRC-32 recorded"
     if any(checked):
         return f"CRC-32 recorded for {sum(checked)} of its {len(checked)} datasets"
-    return "no checksums (loaded unchecked)"
+    return "no CRC-32 in the file (see the SHA-256 line)"
 
 
 def _heldout_perplexities(meta: dict) -> str:
@@ -194,8 +201,7 @@ def _convert(args: argparse.Namespace, out: Path) -> int:
     from ..io import copy_file
     from ..output_checks import same_file
     from ..manylangs.folder import ENCODER, TOKEN_EMBEDDER, holds_manylangs_config
-    from ..redact import REDACTED_NOTE, redact_record
-    from ..training.export import LM_FILES, METADATA_FILE, read_metadata, write_metadata
+    from ..training.export import LM_FILES, METADATA_FILE
     from ..native_layout import NATIVE_CONFIG, NATIVE_WEIGHTS
     from ..original_layout import ORIGINAL_OPTIONS, ORIGINAL_WEIGHTS
 
@@ -244,19 +250,39 @@ def _convert(args: argparse.Namespace, out: Path) -> int:
     # refused as replacing them (or, with --overwrite, OUT held a mix of two models).
     with _new_folder_whole(out) as target:
         elmo.save_pretrained(bilm, target, fmt=args.to)
-        if metadata and source is not None:
-            # (not "shipped": how the source's files were stored, its softmax's too, is not how
-            # this copy's are; elmo info showed a float16 softmax for a folder that has none)
-            kept_meta = {k: v for k, v in read_metadata(source).items() if k != "shipped"}
-            # (a URL with a login that it records is not copied whole: see elmo.redact)
-            kept_meta, redacted = redact_record(kept_meta)
-            if redacted:
-                print(f"elmo convert: warning: {source / METADATA_FILE}: {REDACTED_NOTE}", file=sys.stderr)
-            write_metadata(target, {**kept_meta, "converted_from": str(source.resolve())})
+        if source is not None and (metadata or into_itself):
+            _write_converted_metadata(source, target, into_itself)
         for name in cards:
             copy_file(cast(Path, source) / name, target / name)
     print(f"wrote {out} ({args.to})")
     return 0
+
+
+def _write_converted_metadata(source: Path, target: Path, into_itself: bool) -> None:
+    """The ``metadata.json`` of a converted model in ``target`` (the new folder, holding the
+    files just saved): the source's, with ``converted_from`` and the SHA-256 of the files
+    written (:mod:`elmo.folder_checksums`). Converted into itself, a folder with a record keeps
+    it for its other files and gets the new files' (a rewritten file's old SHA-256 refused the
+    folder's next load); one without a record keeps its metadata.json as it was."""
+    from ..folder_checksums import RECORD_KEY, read_record, record_files
+    from ..redact import REDACTED_NOTE, redact_record
+    from ..training.export import METADATA_FILE, read_metadata, write_metadata
+
+    written = record_files(target, [p.name for p in target.iterdir() if p.is_file()])
+    if into_itself:
+        record = read_record(source)
+        if record is not None:
+            write_metadata(target, {**read_metadata(source), RECORD_KEY: {**record, **written}})
+        return
+    # (not "shipped": how the source's files were stored, its softmax's too, is not how this
+    # copy's are; elmo info showed a float16 softmax for a folder that has none; nor the
+    # source's SHA-256 record)
+    kept_meta = {k: v for k, v in read_metadata(source).items() if k not in ("shipped", RECORD_KEY)}
+    # (a URL with a login that it records is not copied whole: see elmo.redact)
+    kept_meta, redacted = redact_record(kept_meta)
+    if redacted:
+        print(f"elmo convert: warning: {source / METADATA_FILE}: {REDACTED_NOTE}", file=sys.stderr)
+    write_metadata(target, {**kept_meta, "converted_from": str(source.resolve()), RECORD_KEY: written})
 
 
 @contextmanager

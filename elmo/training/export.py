@@ -7,8 +7,10 @@ A model folder holds:
 * ``softmax.hdf5``: the shared softmax, datasets ``softmax/W`` (V, P) and ``softmax/b`` (V,);
 * ``vocab.txt`` (the original vocabulary format) and ``vocab_counts.tsv`` (word, tab, count)
   when the counts are known;
-* ``metadata.json``: how the model was trained, and ``adapted_on``: the texts it was
-  fine-tuned on (with sha256), so an experiment can tell that it saw extra data.
+* ``metadata.json``: how the model was trained, ``adapted_on``: the texts it was
+  fine-tuned on (with sha256), so an experiment can tell that it saw extra data, and
+  ``files_sha256``: the SHA-256 of each file above, which every load checks
+  (:mod:`elmo.folder_checksums`).
 """
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ from ..config import ElmoOptions
 from ..vocab import Vocabulary
 from ..io import atomic_folder, atomic_write_text
 from ..hdf5_writer import new_hdf5
+from ..folder_checksums import RECORD_KEY, record_files, verify_files
 from ..output_lock import output_lock
 from ..text_files import read_json
 from .. import strict_json
@@ -36,6 +39,8 @@ COUNTS_FILE = "vocab_counts.tsv"
 METADATA_FILE = "metadata.json"
 #: What a trained language model's folder holds beside the biLM's weights.
 LM_FILES = (SOFTMAX_FILE, VOCAB_FILE, COUNTS_FILE, METADATA_FILE)
+#: The files of an exported (or shipped) model folder that its metadata.json's record names.
+MODEL_FOLDER_FILES = ("options.json", "weights.hdf5", SOFTMAX_FILE, VOCAB_FILE, COUNTS_FILE)
 
 
 #: Seconds an export waits for another writer of the model folder (a convert) to finish.
@@ -71,6 +76,8 @@ def _write_model_files(model: LanguageModel, vocab: Vocabulary, folder: Path,
         vocab.save(folder / COUNTS_FILE, with_counts=True)
     meta = dict(metadata or {})
     meta.setdefault("adapted_on", [])
+    # (a start model's record, which a caller's metadata may carry, is of other files)
+    meta[RECORD_KEY] = record_files(folder, MODEL_FOLDER_FILES)
     write_metadata(folder, meta)
 
 
@@ -117,6 +124,7 @@ def load_vocabulary(folder: str | Path) -> Vocabulary:
     figure for a ``vocab.txt`` edited or replaced by another model's, and a warm start, which
     reads ``vocab.txt``, was told that the model's own ``vocab.txt`` was not its vocabulary.)"""
     folder = Path(folder)
+    verify_files((folder / VOCAB_FILE, folder / COUNTS_FILE))   # (where metadata.json records them)
     vocab = Vocabulary.load(folder / VOCAB_FILE)
     if not (folder / COUNTS_FILE).exists():
         return vocab
@@ -159,6 +167,7 @@ def load_language_model(folder: str | Path, dropout: float = 0.0, device=None):
     vocab = load_vocabulary(folder)
     bilm = load_original(folder / "options.json", folder / "weights.hdf5")
     path = folder / SOFTMAX_FILE
+    verify_files((path,))   # (the biLM's files and the vocabulary were checked as they were read)
     shapes = {"softmax/W": (len(vocab), bilm.options.lstm.projection_dim), "softmax/b": (len(vocab),)}
     with open_hdf5(path) as h5:  # (a truncated file gave h5py's message, naming no file)
         # (each checked as the weights' datasets are: a group, strings, another shape or a NaN

@@ -32,6 +32,7 @@ from ..text_files import read_json
 from ..runtime import launch_env, resolve_device
 from .. import strict_json
 from .checkpoint import latest_checkpoint, writing
+from ..folder_checksums import RECORD_KEY
 from .export import METADATA_FILE, VOCAB_FILE, load_language_model, read_metadata, write_metadata
 from .resume import ResumeMismatch
 from . import distributed
@@ -275,7 +276,8 @@ def _finetune(cfg: TrainConfig, out: Path, ctx: distributed.Context, loaded: Sta
         sentences=len(train_part), words=sum(len(s) for s in train_part), epochs=cfg.epochs, max_steps=cfg.max_steps)
     earlier = list(base_meta.get("adapted_on", []))
     metadata = {"adapted_from": str(Path(start_model).resolve()), "extra_data": True,
-                "base_metadata": {k: v for k, v in base_meta.items() if k != "adapted_on"},
+                # (not the start folder's SHA-256 record: the adapted folder records its own files)
+                "base_metadata": {k: v for k, v in base_meta.items() if k not in ("adapted_on", RECORD_KEY)},
                 "heldout_ppl_before": before}
     run_cfg = dataclasses.replace(cfg, train=[str(train_file)], valid=[str(held_file)], batch_size=batch_size,
                                   vocab=str(Path(start_model) / VOCAB_FILE), metadata=metadata)

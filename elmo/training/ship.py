@@ -7,7 +7,8 @@ Writes, as one folder that replaces DEST whole: ``options.json`` + ``weights.hdf
 ``--bilm-dtype``), ``softmax.hdf5`` (``softmax/W`` and ``softmax/b`` in ``--softmax-dtype``),
 ``vocab.txt`` (and ``vocab_counts.tsv`` when the model has
 it) and ``metadata.json`` (the training metadata, home folder written as ``~``,
-plus a ``shipped`` entry: the dtypes and the SHA-256 of every source file). Loading converts
+plus a ``shipped`` entry: the dtypes and the SHA-256 of every source file, and ``files_sha256``:
+the SHA-256 of each shipped file, checked by every load, see :mod:`elmo.folder_checksums`). Loading converts
 float16 back to float32, so a float16 file costs only its rounding, which
 :mod:`elmo.training.precision` measures. Refuses to write more than ``--max-mb`` in all: the
 files are written in a folder beside DEST first (``DEST.partial``), which takes DEST's place in one
@@ -27,7 +28,6 @@ from typing import Dict, Tuple
 import h5py
 import torch
 
-from ..data.corpus import file_fingerprint
 from ..io import (atomic_folder, atomic_write_text, keep_other_entries, no_empty_folder_on_failure,
                   remove_dead_temporaries, shipping_into)
 from ..hdf5_writer import new_hdf5
@@ -36,6 +36,7 @@ from ..output_lock import output_lock
 from .. import strict_json
 from ..user_paths import expand_args
 from ..checksums import HDF5_ATTRIBUTE
+from ..folder_checksums import RECORD_KEY, current_sha256, record_files, verify_files
 from ..native_layout import NATIVE_CONFIG, NATIVE_WEIGHTS
 from ..original_layout import ORIGINAL_WEIGHTS, STORAGE_DTYPES, check_dataset_checksum, narrowed, write_weight_dataset
 from ..weights import load_original, save_original
@@ -80,8 +81,11 @@ def ship(src: str | Path, dest: str | Path, bilm_dtype: str = "float32", softmax
     # refused only after every file had been written)
     if isinstance(max_mb, bool) or not isinstance(max_mb, (int, float)) or not 0 < max_mb < math.inf:
         raise ValueError(f"--max-mb must be a positive number of megabytes, got {max_mb!r}")
-    sources = {name: file_fingerprint(src / name)
+    sources = {name: current_sha256(src / name)
                for name in ("options.json", "weights.hdf5", SOFTMAX_FILE, VOCAB_FILE)}
+    # the source as its metadata.json records it, where it does: a damaged file is not shipped
+    # (hashed once: current_sha256 keeps the digests)
+    verify_files([*(src / name for name in sources), src / COUNTS_FILE])
     # the vocabulary's counts go with it when the model has them (they were left behind)
     names = SHIPPED_FILES + ((COUNTS_FILE,) if (src / COUNTS_FILE).is_file() else ())
     # and must list vocab.txt's words: loading refuses a folder where they differ, so it was
@@ -146,6 +150,9 @@ def _write_shipped(src: Path, dest: Path, bilm_dtype: str, softmax_dtype: str,
         print(f"ship: warning: {src / METADATA_FILE}: {REDACTED_NOTE}", file=sys.stderr)
     meta["shipped"] = {"bilm_dtype": bilm_dtype, "softmax_dtype": softmax_dtype,
                        "source_sha256": sources}
+    # the shipped files' own SHA-256, which every load of the bundled model checks (the source's
+    # differ: its weights were stored in other dtypes)
+    meta[RECORD_KEY] = record_files(dest, [n for n in names if n != METADATA_FILE])
     atomic_write_text(dest / METADATA_FILE, strict_json.dumps(meta, indent=2, sort_keys=True) + "\n")
     return {name: (dest / name).stat().st_size for name in names}
 

@@ -1,0 +1,182 @@
+"""The SHA-256 of each file of a model folder, recorded in its ``metadata.json`` when the folder
+is written and checked when the files are loaded.
+
+A weight file damaged on disk (a flipped bit, a block of another file written over it) that
+still parses as HDF5 gave other vectors without a word, and so did an edited ``vocab.txt`` or
+``options.json``: :mod:`elmo.checksums` covers only the weights the package writes, and the
+bundled default model's files predate it. So every model folder the package writes (``elmo
+train``'s export, ``elmo finetune``, ``python -m elmo.training.ship``, ``elmo convert``) records
+in ``metadata.json``, under :data:`RECORD_KEY`, each file it holds, name -> SHA-256 (its weights
+and options in either layout, the softmax, the vocabulary and its counts, an ELMoForManyLangs
+model's dictionaries; never ``metadata.json`` itself, nor a model card), and
+:func:`elmo.save_pretrained` or :func:`elmo.save_original` over a recorded folder's files
+updates their entries (:func:`update_record`). The bundled models' folders carry the record too.
+
+Every load of such a folder hashes the files it reads and compares them with the record
+(:func:`verify_files`): a file that differs is one :class:`ModelFileChanged` line naming it,
+which says how to get the model again or, for a file edited on purpose, how to accept it
+(delete its entry from the record). A folder without a record (the released AllenNLP files,
+runs exported before the record was kept) loads as before, and so does a file the record does
+not name. A file is hashed once per process while its size, times and inode stay the same
+(:data:`_VERIFIED`), so a program that loads a model many times pays once.
+"""
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Dict, Iterable, List, Optional, Tuple
+
+from .weight_values import WeightFileError
+
+#: The key of ``metadata.json`` that holds the record: an object, file name -> SHA-256 (hex).
+RECORD_KEY = "files_sha256"
+METADATA_NAME = "metadata.json"
+_HEX_DIGEST = re.compile(r"[0-9a-f]{64}")
+
+#: What a file looked like when this process last hashed it: resolved path -> (size,
+#: mtime_ns, ctime_ns, inode, device) and the SHA-256 it had then.
+_VERIFIED: Dict[str, Tuple[Tuple[int, ...], str]] = {}
+
+
+class ModelFileChanged(WeightFileError):
+    """A model file whose bytes are not those its folder's record says were written."""
+
+
+def record_files(folder: Path, names: Iterable[str]) -> Dict[str, str]:
+    """name -> SHA-256 of each of ``names`` that is a file in ``folder`` (sorted by name): the
+    value a writer puts under :data:`RECORD_KEY` once the files are written."""
+    from .hub.file_checks import sha256_file
+    folder = Path(folder)
+    return {name: sha256_file(folder / name) for name in sorted(set(names))
+            if name != METADATA_NAME and (folder / name).is_file()}
+
+
+def _read_metadata(folder: Path) -> Optional[dict]:
+    """``folder``'s ``metadata.json``, None where it has none; a file that is not a JSON object
+    is a :class:`WeightFileError` naming it."""
+    import json
+    from .text_files import read_json
+
+    path = Path(folder) / METADATA_NAME
+    if not path.is_file():
+        return None
+    meta = read_json(path, WeightFileError, expected="a model's metadata")
+    if not isinstance(meta, dict):
+        raise WeightFileError(f"{path}: expected a JSON object, got {json.dumps(meta)[:60]}")
+    return meta
+
+
+def read_record(folder: Path) -> Optional[Dict[str, str]]:
+    """The record of ``folder``'s ``metadata.json``; None where it has no such file or the file
+    no such key. A ``metadata.json`` that is not a JSON object, or a record that is not an
+    object of file names to SHA-256 digests, is a :class:`WeightFileError` naming the file."""
+    import json
+
+    record = (_read_metadata(folder) or {}).get(RECORD_KEY)
+    if record is None:
+        return None
+    if not isinstance(record, dict) or not all(
+            isinstance(v, str) and _HEX_DIGEST.fullmatch(v) for v in record.values()):
+        raise WeightFileError(f"{Path(folder) / METADATA_NAME}: '{RECORD_KEY}' must be an object of file "
+                              f"names to SHA-256 digests (64 lowercase hex digits), got {json.dumps(record)[:80]}")
+    return record
+
+
+def update_record(paths: Iterable[Path]) -> None:
+    """Put the SHA-256 of ``paths`` (files just saved) into the record of their folder's
+    ``metadata.json``, where it has one: a model saved over a recorded folder's files
+    (:func:`elmo.save_pretrained`, :func:`elmo.save_original`) was refused at its next load as
+    damaged. A folder without a record is left without one."""
+    from . import strict_json
+    from .io import atomic_write_text
+
+    by_folder: Dict[Path, List[str]] = {}
+    for path in map(Path, paths):
+        by_folder.setdefault(path.parent, []).append(path.name)
+    for folder, names in by_folder.items():
+        record = read_record(folder)
+        if record is None:
+            continue
+        meta = _read_metadata(folder) or {}
+        meta[RECORD_KEY] = dict(sorted({**record, **record_files(folder, names)}.items()))
+        atomic_write_text(folder / METADATA_NAME, strict_json.dumps(meta, indent=2, sort_keys=True) + "\n")
+
+
+def _file_state(path: Path) -> Tuple[int, ...]:
+    st = os.stat(path)
+    return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)
+
+
+def current_sha256(path: Path) -> str:
+    """``path``'s SHA-256, hashed again only where the file changed (size, times, inode) since
+    this process last hashed it."""
+    from .hub.file_checks import sha256_file
+    key = os.path.realpath(path)
+    state = _file_state(path)
+    seen = _VERIFIED.get(key)
+    if seen is not None and seen[0] == state:
+        return seen[1]
+    digest = sha256_file(path)
+    _VERIFIED[key] = (state, digest)
+    return digest
+
+
+def _way_out(folder: Path, name: str) -> str:
+    """How to get past a changed file ``name`` of ``folder``, in words."""
+    from .io import bundled_folders
+    if any(os.path.realpath(folder) == os.path.realpath(f) for f in bundled_folders().values()):
+        return "the package's copy is damaged: reinstall the package"
+    return (f"get the model again (download, export, ship or convert it again), or, if you changed "
+            f"the file on purpose, delete \"{name}\" from '{RECORD_KEY}' in {folder / METADATA_NAME} "
+            f"to load it unchecked")
+
+
+def verify_files(paths: Iterable[Path]) -> List[Path]:
+    """Check each of ``paths`` (files a loader reads, in any folders) against the record of its
+    folder's ``metadata.json``; the paths that the record names, all checked. A file whose
+    SHA-256 is not the recorded one raises :class:`ModelFileChanged`, one line naming it; a
+    file not recorded, or in a folder without a record, passes unchecked."""
+    checked: List[Path] = []
+    records: Dict[Path, Optional[Dict[str, str]]] = {}
+    for path in map(Path, paths):
+        folder = path.parent
+        if folder not in records:
+            records[folder] = read_record(folder)
+        recorded = (records[folder] or {}).get(path.name)
+        if recorded is None or not path.is_file():
+            continue   # (a missing file is the loader's to name)
+        digest = current_sha256(path)
+        if digest != recorded:
+            raise ModelFileChanged(
+                f"{path}: differs from the file that was written there (SHA-256 {digest[:16]}..., "
+                f"{folder / METADATA_NAME} records {recorded[:16]}...): it is damaged or was edited "
+                f"since; {_way_out(folder, path.name)}")
+        checked.append(path)
+    return checked
+
+
+def folder_report(folder: Path, model_names: Iterable[str]) -> Tuple[List[str], bool]:
+    """Lines for ``elmo info`` saying which files of ``folder`` match its record, which differ
+    (a line each, not raised: info describes a damaged folder too) or are missing (a loader
+    that needs one names it), and which model files (of ``model_names``) it does not name; and
+    whether no file differs."""
+    record = read_record(folder)
+    present = sorted(n for n in set(model_names) if n != METADATA_NAME and (folder / n).is_file())
+    if record is None:
+        return ([f"SHA-256: no '{RECORD_KEY}' record in {METADATA_NAME} (its files load unchecked)"]
+                if present else []), True
+    matching, differing, missing = [], [], []
+    for name in sorted(record):
+        path = folder / name
+        if not path.is_file():
+            missing.append(f"{name}: named by '{RECORD_KEY}' but missing")
+        elif current_sha256(path) == record[name]:
+            matching.append(name)
+        else:
+            differing.append(f"{name}: DIFFERS from its SHA-256 in {METADATA_NAME} (damaged or edited; "
+                             f"its loads are refused)")
+    head = f"SHA-256 verified against {METADATA_NAME} '{RECORD_KEY}': {', '.join(matching) or 'no file'}"
+    unrecorded = [n for n in present if n not in record]
+    tail = [f"not in '{RECORD_KEY}' (loaded unchecked): {', '.join(unrecorded)}"] if unrecorded else []
+    return [head, *differing, *missing, *tail], not differing
