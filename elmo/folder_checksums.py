@@ -76,11 +76,20 @@ def read_record(folder: Path) -> Optional[Dict[str, str]]:
     record = (_read_metadata(folder) or {}).get(RECORD_KEY)
     if record is None:
         return None
+    # (a name with a separator, "..", or an absolute path named a file outside the folder,
+    # which elmo info hashed and reported on)
     if not isinstance(record, dict) or not all(
-            isinstance(v, str) and _HEX_DIGEST.fullmatch(v) for v in record.values()):
+            _plain_name(k) and isinstance(v, str) and _HEX_DIGEST.fullmatch(v) for k, v in record.items()):
         raise WeightFileError(f"{Path(folder) / METADATA_NAME}: '{RECORD_KEY}' must be an object of file "
-                              f"names to SHA-256 digests (64 lowercase hex digits), got {json.dumps(record)[:80]}")
+                              f"names (in the folder, without a path) to SHA-256 digests (64 lowercase "
+                              f"hex digits), got {json.dumps(record)[:80]}")
     return record
+
+
+def _plain_name(name: str) -> bool:
+    """Whether ``name`` names a file of the folder itself: no separator, not "." or ".."."""
+    return name not in ("", ".", "..") and "\0" not in name and not any(
+        sep in name for sep in (os.sep, os.altsep, "/") if sep)
 
 
 def update_record(paths: Iterable[Path]) -> None:

@@ -222,3 +222,23 @@ def test_finetune_records_the_adapted_folders_files_not_its_starts(tmp_path):
     assert "heldout_ppl_after" in meta and RECORD_KEY not in meta["base_metadata"]
     assert {n: _sha256(adapted / n) for n in meta[RECORD_KEY]} == meta[RECORD_KEY]
     assert meta[RECORD_KEY]["weights.hdf5"] != _recorded(start)["weights.hdf5"]
+
+
+@pytest.mark.parametrize("name", ["../secret.txt", "/etc/hostname", "sub/weights.hdf5", "..", ".", ""])
+def test_a_record_naming_a_path_outside_the_folder_is_refused(tmp_path, capsys, name):
+    """A record is of the folder's own files: one naming ../x or an absolute path (a model
+    archive made to say so) had elmo info hash a file outside the folder, say it matched
+    or that the folder was damaged by it."""
+    from elmo.cli import main
+    folder = tmp_path / "model"
+    shutil.copytree(elmo.model_path("fixture"), folder)
+    (tmp_path / "secret.txt").write_text("hello", encoding="utf-8")
+    meta = json.loads((folder / "metadata.json").read_text(encoding="utf-8"))
+    meta[RECORD_KEY][name] = hashlib.sha256(b"hello").hexdigest()
+    (folder / "metadata.json").write_text(json.dumps(meta), encoding="utf-8")
+    expected = re.escape(f"{folder / 'metadata.json'}: '{RECORD_KEY}' must be an object of file names")
+    with pytest.raises(elmo.WeightFileError, match=expected):
+        elmo.from_pretrained(folder)
+    assert main(["info", str(folder)]) != 0
+    said = capsys.readouterr()
+    assert "secret.txt" not in said.out and "hostname" not in said.out
