@@ -18,12 +18,15 @@ which says how to get the model again or, for a file edited on purpose, how to a
 (delete its entry from the record). A folder without a record (the released AllenNLP files,
 runs exported before the record was kept) loads as before, and so does a file the record does
 not name. A file is hashed once per process while its size, times and inode stay the same
-(:data:`_VERIFIED`), so a program that loads a model many times pays once.
+(:data:`_VERIFIED`), so a program that loads a model many times pays once; a file whose times
+were within :data:`RACY_NS` of the clock when it was hashed is hashed again at each check (a
+write in the same tick of a coarse clock leaves its size, times and inode as they were).
 """
 from __future__ import annotations
 
 import os
 import re
+import time
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Tuple
 
@@ -33,9 +36,14 @@ from .weight_values import WeightFileError
 RECORD_KEY = "files_sha256"
 METADATA_NAME = "metadata.json"
 _HEX_DIGEST = re.compile(r"[0-9a-f]{64}")
+#: Nanoseconds a file's mtime and ctime must lie before the clock, when it is hashed, for its
+#: digest to be kept: file systems with times in whole seconds (ext3, HFS+, NFS) or two (FAT)
+#: give a file rewritten in place within that tick the size, times and inode it had.
+RACY_NS = 2_000_000_000
 
 #: What a file looked like when this process last hashed it: resolved path -> (size,
-#: mtime_ns, ctime_ns, inode, device) and the SHA-256 it had then.
+#: mtime_ns, ctime_ns, inode, device) and the SHA-256 it had then (a file not written in the
+#: :data:`RACY_NS` before it was hashed).
 _VERIFIED: Dict[str, Tuple[Tuple[int, ...], str]] = {}
 
 
@@ -119,15 +127,19 @@ def _file_state(path: Path) -> Tuple[int, ...]:
 
 def current_sha256(path: Path) -> str:
     """``path``'s SHA-256, hashed again only where the file changed (size, times, inode) since
-    this process last hashed it."""
+    this process last hashed it, or was written within :data:`RACY_NS` before that."""
     from .hub.file_checks import sha256_file
     key = os.path.realpath(path)
+    now = time.time_ns()   # (before the stat: a later write's times are at most a tick before it)
     state = _file_state(path)
     seen = _VERIFIED.get(key)
     if seen is not None and seen[0] == state:
         return seen[1]
     digest = sha256_file(path)
-    _VERIFIED[key] = (state, digest)
+    if now - max(state[1], state[2]) > RACY_NS:
+        _VERIFIED[key] = (state, digest)
+    else:   # (a later write in the same tick would look the same)
+        _VERIFIED.pop(key, None)
     return digest
 
 

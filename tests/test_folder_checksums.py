@@ -10,6 +10,7 @@ import hashlib
 import json
 import re
 import shutil
+import time
 from pathlib import Path
 
 import h5py
@@ -138,7 +139,11 @@ def test_a_bundled_models_damage_says_to_reinstall(tmp_path, monkeypatch):
 
 
 def test_a_file_is_hashed_once_per_process_while_it_is_unchanged(exported, monkeypatch):
+    from elmo import folder_checksums
     from elmo.hub import file_checks
+    # (the export's files count as written long before: this file system's times are far finer
+    # than folder_checksums.RACY_NS, which is for coarse ones)
+    monkeypatch.setattr(folder_checksums, "RACY_NS", 0)
     hashed = []
     real = file_checks.sha256_file
     monkeypatch.setattr(file_checks, "sha256_file", lambda p: hashed.append(Path(p).name) or real(p))
@@ -242,3 +247,22 @@ def test_a_record_naming_a_path_outside_the_folder_is_refused(tmp_path, capsys, 
     assert main(["info", str(folder)]) != 0
     said = capsys.readouterr()
     assert "secret.txt" not in said.out and "hostname" not in said.out
+
+
+def test_a_file_rewritten_within_its_timestamps_tick_is_hashed_again(tmp_path, monkeypatch):
+    """A file system whose times tick coarsely (whole seconds on ext3, HFS+ or NFS; two on
+    FAT) keeps size, times and inode of a file rewritten in place soon after it was hashed:
+    the per-process cache gave the old digest, and the edit loaded unchecked."""
+    from elmo import folder_checksums
+    folder = tmp_path / "model"
+    shutil.copytree(elmo.model_path("fixture"), folder)
+    tick = time.time_ns()   # (the one time the file system gives every write in this test)
+    real = folder_checksums._file_state
+    monkeypatch.setattr(folder_checksums, "_file_state", lambda p: (real(p)[0], tick, tick, *real(p)[3:]))
+    assert verify_files([folder / "options.json"]) == [folder / "options.json"]
+    text = (folder / "options.json").read_text(encoding="utf-8")
+    with open(folder / "options.json", "r+", encoding="utf-8") as f:   # in place: the same inode and size
+        f.write(text.replace('"n_highway": 2', '"n_highway": 1'))
+    assert (folder / "options.json").read_text(encoding="utf-8") != text
+    with pytest.raises(ModelFileChanged, match="options.json: "):
+        verify_files([folder / "options.json"])
