@@ -40,6 +40,8 @@ _HEX_DIGEST = re.compile(r"[0-9a-f]{64}")
 #: digest to be kept: file systems with times in whole seconds (ext3, HFS+, NFS) or two (FAT)
 #: give a file rewritten in place within that tick the size, times and inode it had.
 RACY_NS = 2_000_000_000
+#: Seconds :func:`update_record` waits for another writer of the same ``metadata.json``.
+RECORD_LOCK_WAIT = 60.0
 
 #: What a file looked like when this process last hashed it: resolved path -> (size,
 #: mtime_ns, ctime_ns, inode, device) and the SHA-256 it had then (a file not written in the
@@ -104,20 +106,26 @@ def update_record(paths: Iterable[Path]) -> None:
     """Put the SHA-256 of ``paths`` (files just saved) into the record of their folder's
     ``metadata.json``, where it has one: a model saved over a recorded folder's files
     (:func:`elmo.save_pretrained`, :func:`elmo.save_original`) was refused at its next load as
-    damaged. A folder without a record is left without one."""
+    damaged. A folder without a record is left without one. One writer at a time reads and
+    writes a record (it holds ``metadata.json.lock``, waiting :data:`RECORD_LOCK_WAIT` seconds)."""
     from . import strict_json
     from .io import atomic_write_text
+    from .output_lock import output_lock
 
     by_folder: Dict[Path, List[str]] = {}
     for path in map(Path, paths):
         by_folder.setdefault(path.parent, []).append(path.name)
     for folder, names in by_folder.items():
-        record = read_record(folder)
-        if record is None:
+        if read_record(folder) is None:
             continue
-        meta = _read_metadata(folder) or {}
-        meta[RECORD_KEY] = dict(sorted({**record, **record_files(folder, names)}.items()))
-        atomic_write_text(folder / METADATA_NAME, strict_json.dumps(meta, indent=2, sort_keys=True) + "\n")
+        # one writer at a time reads and writes it: the files' own locks (save_original's) let
+        # two writers of other files of one folder both read the record, and the second to
+        # write it dropped the first's entries, whose files the next load refused as damaged
+        with output_lock(folder / METADATA_NAME, wait=RECORD_LOCK_WAIT):
+            record = read_record(folder) or {}
+            meta = _read_metadata(folder) or {}
+            meta[RECORD_KEY] = dict(sorted({**record, **record_files(folder, names)}.items()))
+            atomic_write_text(folder / METADATA_NAME, strict_json.dumps(meta, indent=2, sort_keys=True) + "\n")
 
 
 def _file_state(path: Path) -> Tuple[int, ...]:

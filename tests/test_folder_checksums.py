@@ -266,3 +266,40 @@ def test_a_file_rewritten_within_its_timestamps_tick_is_hashed_again(tmp_path, m
     assert (folder / "options.json").read_text(encoding="utf-8") != text
     with pytest.raises(ModelFileChanged, match="options.json: "):
         verify_files([folder / "options.json"])
+
+
+def test_two_writers_updating_one_record_lose_neither_entry(exported, monkeypatch):
+    """save_original's two files are locked, not their folder's metadata.json: two writers of
+    other files of one folder both read the record, and the second to write it dropped the
+    first's new SHA-256, whose file the next load refused as damaged."""
+    import threading
+    from elmo import folder_checksums
+    for name in ("a.hdf5", "b.hdf5"):
+        (exported / name).write_bytes(b"old " + name.encode())
+    meta = json.loads((exported / "metadata.json").read_text(encoding="utf-8"))
+    meta[RECORD_KEY].update({n: _sha256(exported / n) for n in ("a.hdf5", "b.hdf5")})
+    (exported / "metadata.json").write_text(json.dumps(meta), encoding="utf-8")
+    (exported / "a.hdf5").write_bytes(b"new a")
+    (exported / "b.hdf5").write_bytes(b"new b")
+    a_has_read, go_on = threading.Event(), threading.Event()
+    real = folder_checksums.record_files
+
+    def slow_for_a(folder, names):   # the first writer, held between its read and its write
+        names = list(names)
+        if names == ["a.hdf5"]:
+            a_has_read.set()
+            go_on.wait(10)
+        return real(folder, names)
+
+    monkeypatch.setattr(folder_checksums, "record_files", slow_for_a)
+    first = threading.Thread(target=folder_checksums.update_record, args=([exported / "a.hdf5"],))
+    first.start()
+    assert a_has_read.wait(10)
+    second = threading.Thread(target=folder_checksums.update_record, args=([exported / "b.hdf5"],))
+    second.start()
+    second.join(0.5)    # (the second writer runs on, or waits for the first's lock)
+    go_on.set()
+    first.join(10)
+    second.join(10)
+    record = _recorded(exported)
+    assert record["a.hdf5"] == _sha256(exported / "a.hdf5") and record["b.hdf5"] == _sha256(exported / "b.hdf5")
