@@ -268,6 +268,17 @@ def test_a_file_rewritten_within_its_timestamps_tick_is_hashed_again(tmp_path, m
         verify_files([folder / "options.json"])
 
 
+def test_a_model_folders_vocabulary_given_to_train_is_checked(exported):
+    """elmo train --vocab MODEL/vocab.txt (a new model on another's words) read the file
+    unchecked: an edited or damaged vocabulary trained a model without a word."""
+    from elmo.training.training_vocab import load_training_vocabulary
+    assert load_training_vocabulary(exported / "vocab.txt").words == load_language_model(exported)[1].words
+    words = (exported / "vocab.txt").read_text(encoding="utf-8").splitlines()
+    (exported / "vocab.txt").write_text("\n".join(words[:-1] + ["renamed"]) + "\n", encoding="utf-8")
+    with pytest.raises(ModelFileChanged, match="vocab.txt: "):
+        load_training_vocabulary(exported / "vocab.txt")
+
+
 def test_two_writers_updating_one_record_lose_neither_entry(exported, monkeypatch):
     """save_original's two files are locked, not their folder's metadata.json: two writers of
     other files of one folder both read the record, and the second to write it dropped the

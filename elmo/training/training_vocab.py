@@ -19,6 +19,7 @@ def load_training_vocabulary(path: str | Path, notes: bool = True,
     so that torchrun's processes do not each print it). ``loaded``: a model folder and the
     vocabulary :func:`~elmo.training.export.load_vocabulary` read there (the start model's),
     given back where ``path`` is that folder's ``vocab.txt`` instead of reading it again."""
+    from ..folder_checksums import verify_files
     from ..output_checks import same_file
     from .export import COUNTS_FILE, VOCAB_FILE
     from .vocab_build import default_counts_path
@@ -27,10 +28,15 @@ def load_training_vocabulary(path: str | Path, notes: bool = True,
     if (loaded is not None and same_file(Path(path), Path(loaded[0]) / VOCAB_FILE)
             and not default_counts_path(Path(path)).exists()):
         return loaded[1]
-    vocab = Vocabulary.load(path)
     # (a warm start read only vocab.counts.tsv, and the model it wrote lost its start's counts)
     beside = [default_counts_path(Path(path))] + ([Path(path).with_name(COUNTS_FILE)]
                                                   if Path(path).name == VOCAB_FILE else [])
+    # a model folder's vocabulary (--vocab MODEL/vocab.txt), against the SHA-256 its
+    # metadata.json records: an edited or damaged one trained a model without a word (another
+    # folder's metadata.json, a corpus's own, is none of this package's)
+    if (Path(path).parent / "options.json").is_file():
+        verify_files([Path(path), *beside])
+    vocab = Vocabulary.load(path)
     for counts_file in beside if vocab.counts is None else []:
         if counts_file.exists():
             with_counts = Vocabulary.load(counts_file)
