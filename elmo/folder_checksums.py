@@ -80,7 +80,8 @@ def _read_metadata(folder: Path) -> Optional[dict]:
 def read_record(folder: Path) -> Optional[Dict[str, str]]:
     """The record of ``folder``'s ``metadata.json``; None where it has no such file or the file
     no such key. A ``metadata.json`` that is not a JSON object, or a record that is not an
-    object of file names to SHA-256 digests, is a :class:`WeightFileError` naming the file."""
+    object of the folder's file names (no path: not ``../x``, ``/x`` or ``a/b``) to SHA-256
+    digests, is a :class:`WeightFileError` naming the file."""
     import json
 
     record = (_read_metadata(folder) or {}).get(RECORD_KEY)
