@@ -343,14 +343,16 @@ def atomic_folder(folder: Path, staging: Optional[Path] = None) -> Iterator[Path
     ``folder`` as it was (files of two versions side by side would load as one model); the next
     writer deletes the partial folder. On Linux the two folders swap in one step, so a reader
     finds the old folder or the new one, never none or a half-deleted one; elsewhere the old
-    folder is deleted just before the new one is renamed. A symbolic link to a folder stays:
-    the folder it names is replaced. The caller must be the folder's only writer."""
+    folder is renamed aside just before the new one is renamed (:func:`_replace_by_renames`).
+    A symbolic link to a folder stays: the folder it names is replaced. The caller must be the
+    folder's only writer."""
     refuse_bundled(folder, "folder", replaces=True)
     named = folder
     if folder.is_symlink() and folder.is_dir():
         # (the link could be neither swapped nor deleted with rmtree: the write ended in a bare
         # "Cannot call rmtree on a symbolic link", the new files left in LINK.partial)
         folder = folder.resolve()
+    finish_replace(folder)   # (before the partial folder goes: a kill may have left the old one aside)
     tmp = staging if staging is not None else partial_folder(folder)
     shutil.rmtree(tmp, ignore_errors=True)   # what a killed writer left
     try:
@@ -372,10 +374,75 @@ def atomic_folder(folder: Path, staging: Optional[Path] = None) -> Iterator[Path
     if folder.is_dir() and not folder.is_symlink() and _exchange(tmp, folder):   # (a link: not swapped away)
         shutil.rmtree(tmp)   # (the old folder now; a kill here leaves it to the next writer)
     else:
-        if folder.exists():
-            shutil.rmtree(folder)
-        tmp.rename(folder)
+        _replace_by_renames(tmp, folder)
     _fsync(folder.parent, folder=True)
+
+
+def renames_stop_at(folder: Path) -> bool:
+    """Whether ``folder`` is a mount point (another file system, or a bind mount, even of the
+    same one), so that nothing can be renamed between it and the folder above: tried with an
+    empty file made in the folder above and renamed into ``folder`` (:func:`atomic_folder` swaps
+    a folder with one made beside it, which ended in "Device or resource busy" there)."""
+    fd, probe = tempfile.mkstemp(dir=folder.parent, prefix=".elmo-probe-")
+    os.close(fd)
+    inside = folder / Path(probe).name
+    try:
+        os.rename(probe, inside)
+    except OSError as e:
+        if e.errno == errno.EXDEV:
+            return True
+        raise
+    finally:
+        for path in (probe, inside):
+            with suppress(OSError):
+                os.unlink(path)
+    return False
+
+
+def set_aside_folder(folder: Path) -> Path:
+    """``FOLDER.replaced``: where :func:`_replace_by_renames` puts the old ``folder`` while the
+    new one takes its name (see :func:`finish_replace`)."""
+    return folder.with_name(fitting_name(folder, ".replaced"))
+
+
+def _replace_by_renames(new: Path, folder: Path) -> None:
+    """Put the folder ``new`` in ``folder``'s place where the two cannot swap in one step (no
+    ``renameat2``: another system, NFS): the old folder is renamed aside
+    (:func:`set_aside_folder`), the new one renamed in, and the old one deleted. Deleting the old
+    folder first left, after a kill before the rename, no folder and the whole new one as
+    ``FOLDER.partial``, which the next writer deleted as unfinished: the files of the old folder
+    that the new one had carried (a report's kept pictures, a user's own files) were lost."""
+    aside = set_aside_folder(folder)
+    if os.path.lexists(folder):
+        _remove_entry(aside)   # (a killed writer's, its folder in place: see finish_replace)
+        folder.rename(aside)
+    new.rename(folder)
+    _remove_entry(aside)
+
+
+def finish_replace(folder: Path) -> None:
+    """Undo what a writer killed in :func:`_replace_by_renames` left: where ``folder`` (through
+    a symbolic link, the folder it names) is missing and its old copy was set aside, the old copy
+    goes back (the next write then replaces it again); an old copy beside a folder in place is
+    what a kill while deleting it left, and goes. Call it before anything makes ``folder`` anew
+    (an output lock inside it)."""
+    if folder.is_symlink():
+        folder = folder.resolve()
+    aside = set_aside_folder(folder)
+    if not os.path.lexists(aside):
+        return
+    if not os.path.lexists(folder):
+        aside.rename(folder)
+    else:
+        _remove_entry(aside)
+
+
+def _remove_entry(path: Path) -> None:
+    """Delete ``path`` (a folder with what it holds, a file, or a link: not what it names) if it is there."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    elif os.path.lexists(path):
+        path.unlink()
 
 
 def partial_folder(folder: Path) -> Path:

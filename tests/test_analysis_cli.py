@@ -1164,3 +1164,110 @@ def test_an_output_folder_whose_parent_cannot_be_written_is_refused_before_any_s
     assert f"{out}: the report is written whole beside it and then swapped in, but {out.parent} cannot be " \
            f"written" in captured.err and captured.err.count("\n") == 1 and "contrast ..." not in captured.out
     assert sorted(p.name for p in out.iterdir()) == []
+
+
+def _mount(args: list) -> None:
+    """Run mount with ``args``; skip the test where this process may not mount."""
+    import subprocess
+    try:
+        done = subprocess.run(["mount", *args], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        pytest.skip(f"cannot run mount: {e}")
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount here (needs root or CAP_SYS_ADMIN): {done.stderr.strip()}")
+
+
+@pytest.mark.parametrize("kind", ["tmpfs", "bind"])
+def test_an_output_folder_that_is_a_mount_point_is_refused_before_any_section_runs(tmp_path, capsys, kind):
+    """The new report is made beside --out and the two folders swap: where --out is a mount
+    point (a file system of its own, or a bind mount of a folder of the same one), nothing
+    crosses into it by a rename, and the run failed after every section had run ("Device or
+    resource busy"), its report lost and its new folder left beside --out."""
+    import subprocess
+    (tmp_path / "pairs.tsv").write_text(_PAIRS + "\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    if kind == "tmpfs":
+        _mount(["-t", "tmpfs", "-o", "size=8m", "tmpfs", str(out)])
+    else:
+        (tmp_path / "elsewhere").mkdir()
+        _mount(["--bind", str(tmp_path / "elsewhere"), str(out)])
+    try:
+        (out / "mine.txt").write_text("mine\n")
+        assert main(["analyze", "fixture", "--out", str(out), "--only", "contrast",
+                     "--contrast-file", str(tmp_path / "pairs.tsv"), "--no-untrained-control"]) == 1
+        captured = capsys.readouterr()
+        assert f"{out}: is a mount point" in captured.err and captured.err.count("\n") == 1
+        assert "contrast ..." not in captured.out
+        assert sorted(p.name for p in out.iterdir()) == ["mine.txt"]
+        assert not (tmp_path / "out.partial").exists()
+        # a folder inside the mount is written as any other
+        assert main(["analyze", "fixture", "--out", str(out / "report"), "--only", "contrast",
+                     "--contrast-file", str(tmp_path / "pairs.tsv"), "--no-untrained-control"]) == 0
+        assert (out / "report" / "report.md").is_file()
+    finally:
+        subprocess.run(["umount", "-l", str(out)], capture_output=True, timeout=30)
+
+
+@pytest.mark.parametrize("kind", ["file", "link"])
+def test_an_output_folder_whose_partial_name_is_taken_by_a_file_is_refused_before_any_section_runs(
+        tmp_path, capsys, kind):
+    """OUT.partial, where the new report is made, taken by a file or a link (no run makes one):
+    the run failed after every section had run with a bare "File exists"."""
+    (tmp_path / "pairs.tsv").write_text(_PAIRS + "\n")
+    out = tmp_path / "out"
+    partial = tmp_path / "out.partial"
+    if kind == "file":
+        partial.write_text("a file of the user's\n")
+    else:
+        (tmp_path / "elsewhere").mkdir()
+        partial.symlink_to(tmp_path / "elsewhere")
+    run = ["analyze", "fixture", "--out", str(out), "--only", "contrast",
+           "--contrast-file", str(tmp_path / "pairs.tsv"), "--no-untrained-control"]
+    assert main(run) == 1
+    captured = capsys.readouterr()
+    assert f"{partial}: is not a folder" in captured.err and captured.err.count("\n") == 1
+    assert "contrast ..." not in captured.out
+    assert os.path.lexists(partial) and not out.exists()
+    partial.unlink()
+    assert main(run) == 0
+
+
+def test_a_run_killed_between_the_renames_of_its_fallback_swap_loses_no_file_of_the_folder(
+        tmp_path, monkeypatch, capsys):
+    """Where the two folders cannot swap in one step (no renameat2: NFS, another system), the old
+    folder was deleted and the new one (with the user's files linked in) then renamed: a kill
+    between left no folder and the new one as OUT.partial, which the next run deleted as
+    unfinished, the user's interpretation and files with it. The old folder is now renamed aside
+    first and put back by the next run."""
+    from elmo import io as elmo_io
+    (tmp_path / "pairs.tsv").write_text(_PAIRS + "\n")
+    out = tmp_path / "out"
+    run = ["analyze", "fixture", "--out", str(out), "--only", "contrast",
+           "--contrast-file", str(tmp_path / "pairs.tsv"), "--no-untrained-control"]
+    assert main(run) == 0
+    (out / "interpretation.md").write_text("my reading of it\n")
+    (out / "mine.txt").write_text("mine\n")
+    monkeypatch.setattr(elmo_io, "_exchange", lambda a, b: False)
+    rename = Path.rename
+
+    fired = []
+
+    def killed_at_the_new_folder(self, target):
+        if self.name == "out.partial":
+            fired.append(target)
+            raise KeyboardInterrupt   # the process is stopped here
+        return rename(self, target)
+    with monkeypatch.context() as m:
+        m.setattr(Path, "rename", killed_at_the_new_folder)
+        try:
+            main(run)
+        except KeyboardInterrupt:
+            pass
+    capsys.readouterr()
+    assert fired == [out]
+    assert main(run) == 0
+    assert (out / "interpretation.md").read_text() == "my reading of it\n"
+    assert (out / "mine.txt").read_text() == "mine\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "pairs.tsv"]
+    assert {"results.json", "report.md"} <= {p.name for p in out.iterdir()}

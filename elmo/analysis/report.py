@@ -380,7 +380,7 @@ def run_analysis(model: str, out: Path, config: Optional[AnalysisConfig] = None,
                         f"{type(model).__name__}; for a model object call the sections' functions "
                         f"(probes.pos_probe, wsd.wsd_eval, contrast.contrast_eval, neighbors.cached_index)")
     config = config or AnalysisConfig()
-    from ..io import no_empty_folder_on_failure
+    from ..io import finish_replace, no_empty_folder_on_failure
     from ..output_checks import check_output_dir
     from ..output_lock import output_lock
     from .markdown import read_interpretation
@@ -420,6 +420,7 @@ def run_analysis(model: str, out: Path, config: Optional[AnalysisConfig] = None,
             pca_key(pca_groups(examples), config.pca_word)
     # one writer at a time: two runs into one folder mixed one's pictures into the other's report.
     # (The folder was made before the model loaded: a model name that is not one left it empty.)
+    finish_replace(out)   # (a run killed in its swap on a file system without renameat2)
     with no_empty_folder_on_failure(out), output_lock(out / "results.json", name=out):
         read_interpretation(out)   # (an unreadable one failed the report after every section had run)
         earlier = check_results_kept(out / "results.json", sections, config)
@@ -656,14 +657,25 @@ def swap_in(out: Path, stage: Path, dropped: Sequence[str]) -> None:
 
 def check_swappable(out: Path) -> None:
     """Refuse, before any section runs, an ``out`` whose new files could not be swapped in: the
-    new folder is made beside it (:func:`swap_in`), so the folder above it must take one."""
+    new folder is made beside it (:func:`swap_in`), so the folder above it must take one, and
+    the two must be on one mount; ``OUT.partial`` must be free for it (a folder there is what a
+    killed run left, and is deleted)."""
     import os
 
-    from ..io import OutputError
-    parent = out.resolve().parent
+    from ..io import OutputError, partial_folder, renames_stop_at
+    folder = out.resolve()
+    parent = folder.parent
     if not os.access(parent, os.W_OK | os.X_OK):
         raise OutputError(f"{out}: the report is written whole beside it and then swapped in, but "
                           f"{parent} cannot be written; give --out a folder in a writable folder")
+    # (each failed after every section had run: "Device or resource busy", "File exists")
+    if renames_stop_at(folder):
+        raise OutputError(f"{out}: is a mount point; the report is written whole beside it and then swapped in, "
+                          f"which cannot cross into another mount: give --out a folder inside it")
+    partial = partial_folder(folder)
+    if os.path.lexists(partial) and (partial.is_symlink() or not partial.is_dir()):
+        raise OutputError(f"{partial}: is not a folder, and the new report is made there before it is "
+                          f"swapped in; move or remove it")
 
 
 def picture_footer(results: dict) -> str:
