@@ -32,6 +32,7 @@ import os
 import re
 import shutil
 import socket
+import stat
 import sys
 import tempfile
 from contextlib import contextmanager, suppress
@@ -456,12 +457,14 @@ def partial_folder(folder: Path) -> Path:
 def keep_other_entries(old: Path, new: Path) -> None:
     """Give ``new`` (a folder about to replace ``old``: :func:`atomic_folder`) each entry of
     ``old`` it lacks: files as hard links (copies where the file system has none), folders
-    likewise file by file, symbolic links as links."""
+    likewise file by file, symbolic links as links. A copied folder or file keeps its owner and
+    mode as far as this process may give them (:func:`copy_owner`)."""
     def link_or_copy(source: str, target: str) -> None:
         try:
             os.link(source, target)
         except OSError:
             shutil.copy2(source, target)
+            copy_owner(Path(source), Path(target))
 
     for entry in old.iterdir():
         target = new / entry.name
@@ -471,8 +474,28 @@ def keep_other_entries(old: Path, new: Path) -> None:
             os.symlink(os.readlink(entry), target)
         elif entry.is_dir():
             shutil.copytree(entry, target, symlinks=True, copy_function=link_or_copy)
+            for folder, _, _ in os.walk(target):   # (copytree gives each folder its mode, not its owner)
+                copy_owner(entry / Path(folder).relative_to(target), Path(folder))
         else:
             link_or_copy(str(entry), str(target))
+
+
+def copy_owner(source: Path, target: Path) -> None:
+    """Give ``target`` (a copy of ``source``) ``source``'s owner, group and mode, as far as this
+    process may: root gives both, another user the group where they are in it. A folder that
+    root (``sudo``) copied was root's, and one of mode 700 then shut to its own user; one of
+    another user's group lost that group (and its members their access)."""
+    st = os.stat(source, follow_symlinks=False)
+    now = os.stat(target, follow_symlinks=False)
+    if (now.st_uid, now.st_gid) != (st.st_uid, st.st_gid):
+        for uid in (st.st_uid, -1):
+            try:
+                os.chown(target, uid, st.st_gid, follow_symlinks=False)
+                break
+            except OSError:   # (not allowed: as it is)
+                continue
+    with suppress(OSError):   # (after chown, which may clear a set-group-ID bit)
+        os.chmod(target, stat.S_IMODE(st.st_mode))
 
 
 def _exchange(a: Path, b: Path) -> bool:

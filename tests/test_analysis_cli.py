@@ -1271,3 +1271,26 @@ def test_a_run_killed_between_the_renames_of_its_fallback_swap_loses_no_file_of_
     assert (out / "mine.txt").read_text() == "mine\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "pairs.tsv"]
     assert {"results.json", "report.md"} <= {p.name for p in out.iterdir()}
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="giving a folder another owner needs root")
+def test_the_new_report_folder_keeps_the_owner_group_and_mode_of_the_old(tmp_path, capsys):
+    """The report folder made beside --out and swapped in was the runner's: a user's folder that
+    root (sudo) analyzed into became root's, its own subfolders too (copied file by file), and one
+    of mode 700 was then shut to its user; a shared folder lost its group. Owner, group and mode
+    of the folder and of the copied subfolders are now the old ones."""
+    (tmp_path / "pairs.tsv").write_text(_PAIRS + "\n")
+    out = tmp_path / "out"
+    (out / "notes").mkdir(parents=True)
+    (out / "notes" / "a.txt").write_text("mine\n")
+    owner, group = 4242, 4243   # (ids of nobody here: only the numbers count)
+    for path in (out, out / "notes", out / "notes" / "a.txt"):
+        os.chown(path, owner, group)
+    out.chmod(0o2770)
+    (out / "notes").chmod(0o700)
+    assert main(["analyze", "fixture", "--out", str(out), "--only", "contrast",
+                 "--contrast-file", str(tmp_path / "pairs.tsv"), "--no-untrained-control"]) == 0
+    for path, mode in ((out, 0o2770), (out / "notes", 0o700)):
+        st = path.stat()
+        assert (st.st_uid, st.st_gid, st.st_mode & 0o7777) == (owner, group, mode), path
+    assert (out / "notes" / "a.txt").read_text() == "mine\n" and (out / "report.md").is_file()

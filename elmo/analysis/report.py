@@ -640,11 +640,11 @@ def swap_in(out: Path, stage: Path, dropped: Sequence[str]) -> None:
     new pictures beside the earlier run's results, or new results beside its report."""
     import os
 
-    from ..io import atomic_folder, keep_other_entries
+    from ..io import atomic_folder, copy_owner, keep_other_entries
     folder = out.resolve()
     here = os.getcwd()
     with atomic_folder(folder) as new:
-        shutil.copymode(folder, new)
+        copy_owner(folder, new)   # (the folder stays its owner's, as it was: not the runner's)
         for path in stage.iterdir():
             shutil.move(str(path), str(new / path.name))
         keep_other_entries(folder, new)
