@@ -427,8 +427,7 @@ def finish_replace(folder: Path) -> None:
     goes back (the next write then replaces it again); an old copy beside a folder in place is
     what a kill while deleting it left, and goes. Call it before anything makes ``folder`` anew
     (an output lock inside it)."""
-    if folder.is_symlink():
-        folder = folder.resolve()
+    folder = folder.resolve() if folder.is_symlink() else Path(os.path.abspath(folder))   # (``.``: no name)
     aside = set_aside_folder(folder)
     if not os.path.lexists(aside):
         return

@@ -1294,3 +1294,19 @@ def test_the_new_report_folder_keeps_the_owner_group_and_mode_of_the_old(tmp_pat
         st = path.stat()
         assert (st.st_uid, st.st_gid, st.st_mode & 0o7777) == (owner, group, mode), path
     assert (out / "notes" / "a.txt").read_text() == "mine\n" and (out / "report.md").is_file()
+
+
+def test_a_run_from_inside_its_output_folder_says_the_shell_must_cd_into_it_again(tmp_path, monkeypatch, capsys):
+    """The report folder is swapped for a new one: a shell that ran `elmo analyze --out .` from
+    inside it is left in the old folder, deleted, where `ls` showed nothing and `cat report.md`
+    found no report, with no word why. One line now says so; this process itself moves into
+    the new folder."""
+    (tmp_path / "pairs.tsv").write_text(_PAIRS + "\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    monkeypatch.chdir(out)
+    assert main(["analyze", "fixture", "--out", ".", "--only", "contrast",
+                 "--contrast-file", str(tmp_path / "pairs.tsv"), "--no-untrained-control"]) == 0
+    said = capsys.readouterr()
+    assert "analyze: . is a new folder now: a shell working in it still sees the old one" in said.out + said.err
+    assert Path("report.md").is_file() and os.path.samefile(os.getcwd(), out)

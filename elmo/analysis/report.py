@@ -624,20 +624,23 @@ def _run_sections(model: str, out: Path, config: AnalysisConfig, sections: List[
         dropped = [picture for picture, section in PICTURES.items() if not (stage / picture).is_file()
                    and (section not in results["sections"] or section in sections)]
         with writing(out, "report"):
-            swap_in(out, stage, dropped)
+            swap_in(out, stage, dropped, log)
     finally:
         shutil.rmtree(stage, ignore_errors=True)
     log(f"analyze: wrote {out / 'report.md'}")
     return results
 
 
-def swap_in(out: Path, stage: Path, dropped: Sequence[str]) -> None:
+def swap_in(out: Path, stage: Path, dropped: Sequence[str], log=print) -> None:
     """Make the files of ``stage`` (a folder in ``out``: this run's pictures, results.json and
     report.md) ``out``'s, all in one step. A new folder beside ``out`` gets them, and links to
     every other entry of ``out`` (kept sections' pictures, the interpretation, a user's files)
     but the pictures ``dropped`` and the stage; then the two folders swap
     (:func:`elmo.io.atomic_folder`). Moved into ``out`` one by one, a kill between two moves left
-    new pictures beside the earlier run's results, or new results beside its report."""
+    new pictures beside the earlier run's results, or new results beside its report. Where
+    this process works in ``out``, so (most likely) does the shell that started it, left in the
+    old folder, deleted: ``log`` says so in one line (``ls`` there shows nothing, and
+    ``cat report.md`` finds none)."""
     import os
 
     from ..io import atomic_folder, copy_owner, keep_other_entries
@@ -653,6 +656,8 @@ def swap_in(out: Path, stage: Path, dropped: Sequence[str]) -> None:
             (new / picture).unlink(missing_ok=True)
     if here == str(folder) or here.startswith(str(folder) + os.sep):
         os.chdir(here)   # (a process working in OUT stays in it, not in the old folder, now deleted)
+        log(f"analyze: {out} is a new folder now: a shell working in it still sees the old one, deleted "
+            f"(empty); cd into it again ({shlex.quote(here)})")
 
 
 def check_swappable(out: Path) -> None:
