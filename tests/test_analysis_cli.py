@@ -1310,3 +1310,20 @@ def test_a_run_from_inside_its_output_folder_says_the_shell_must_cd_into_it_agai
     said = capsys.readouterr()
     assert "analyze: . is a new folder now: a shell working in it still sees the old one" in said.out + said.err
     assert Path("report.md").is_file() and os.path.samefile(os.getcwd(), out)
+
+
+def test_the_new_folder_a_killed_run_left_is_removed_before_the_sections_run_and_said(tmp_path, capsys):
+    """OUT.partial, the report folder a run killed before its swap left, was deleted in silence
+    by the next run's swap, after every section had run (a folder of the user's of that name
+    with it, without a word). It is now removed before the sections run, in a line."""
+    (tmp_path / "pairs.tsv").write_text(_PAIRS + "\n")
+    out = tmp_path / "out"
+    partial = tmp_path / "out.partial"
+    partial.mkdir()
+    (partial / "results.json").write_text("{}\n")
+    assert main(["analyze", "fixture", "--out", str(out), "--only", "contrast",
+                 "--contrast-file", str(tmp_path / "pairs.tsv"), "--no-untrained-control"]) == 0
+    said = capsys.readouterr().out.splitlines()
+    line = f"analyze: {partial}: removed, the unfinished report folder that a killed run left"
+    assert line in said and said.index(line) < said.index("analyze: contrast ...")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "pairs.tsv"]

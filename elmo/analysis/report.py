@@ -424,7 +424,7 @@ def run_analysis(model: str, out: Path, config: Optional[AnalysisConfig] = None,
     with no_empty_folder_on_failure(out), output_lock(out / "results.json", name=out):
         read_interpretation(out)   # (an unreadable one failed the report after every section had run)
         earlier = check_results_kept(out / "results.json", sections, config)
-        check_swappable(out)
+        check_swappable(out, log)
         remove_stale_staging(out)
         return _run_sections(model, out, config, sections, given_mix, log, learned_on, earlier, device, progress,
                              overwrite)
@@ -660,11 +660,12 @@ def swap_in(out: Path, stage: Path, dropped: Sequence[str], log=print) -> None:
             f"(empty); cd into it again ({shlex.quote(here)})")
 
 
-def check_swappable(out: Path) -> None:
+def check_swappable(out: Path, log=print) -> None:
     """Refuse, before any section runs, an ``out`` whose new files could not be swapped in: the
     new folder is made beside it (:func:`swap_in`), so the folder above it must take one, and
-    the two must be on one mount; ``OUT.partial`` must be free for it (a folder there is what a
-    killed run left, and is deleted)."""
+    the two must be on one mount; ``OUT.partial`` must be free for it. A folder there is what a
+    killed run left: deleted now, with a line that says so (the swap deleted it in silence, after
+    every section had run). Call it while holding ``out``'s lock."""
     import os
 
     from ..io import OutputError, partial_folder, renames_stop_at
@@ -681,6 +682,9 @@ def check_swappable(out: Path) -> None:
     if os.path.lexists(partial) and (partial.is_symlink() or not partial.is_dir()):
         raise OutputError(f"{partial}: is not a folder, and the new report is made there before it is "
                           f"swapped in; move or remove it")
+    if partial.is_dir():
+        shutil.rmtree(partial)
+        log(f"analyze: {partial}: removed, the unfinished report folder that a killed run left")
 
 
 def picture_footer(results: dict) -> str:
