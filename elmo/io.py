@@ -414,7 +414,7 @@ def _replace_by_renames(new: Path, folder: Path) -> None:
     ``FOLDER.partial``, which the next writer deleted as unfinished: the files of the old folder
     that the new one had carried (a report's kept pictures, a user's own files) were lost."""
     aside = set_aside_folder(folder)
-    if os.path.lexists(folder):
+    if folder.is_dir() and not folder.is_symlink():   # (a file or a link there: refused by the rename, as before)
         _remove_entry(aside)   # (a killed writer's, its folder in place: see finish_replace)
         folder.rename(aside)
     new.rename(folder)
