@@ -400,6 +400,16 @@ def renames_stop_at(folder: Path) -> bool:
     return False
 
 
+def sticky_holds(folder: Path) -> bool:
+    """Whether the folder above ``folder`` has the sticky bit (as /tmp) and lets this process
+    neither rename nor delete ``folder``: only the owner of one of the two, or root, may (a
+    swap with a folder made beside it ended in "Operation not permitted")."""
+    if not hasattr(os, "geteuid"):
+        return False
+    above, st = os.stat(folder.parent), os.stat(folder)
+    return bool(above.st_mode & stat.S_ISVTX) and os.geteuid() not in (0, st.st_uid, above.st_uid)
+
+
 def set_aside_folder(folder: Path) -> Path:
     """``FOLDER.replaced``: where :func:`_replace_by_renames` puts the old ``folder`` while the
     new one takes its name (see :func:`finish_replace`)."""

@@ -1327,3 +1327,27 @@ def test_the_new_folder_a_killed_run_left_is_removed_before_the_sections_run_and
     line = f"analyze: {partial}: removed, the unfinished report folder that a killed run left"
     assert line in said and said.index(line) < said.index("analyze: contrast ...")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "pairs.tsv"]
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid"), reason="the sticky bit's owners are POSIX's")
+def test_an_output_folder_of_another_user_in_a_sticky_folder_is_refused_before_any_section_runs(
+        tmp_path, monkeypatch, capsys):
+    """In a sticky folder (as /tmp) only the owner of a folder, or of the sticky folder, may move
+    it: the swap of another user's report folder ended in "Operation not permitted" after every
+    section had run (seen as user nobody; here the test's user is made to look like another)."""
+    (tmp_path / "pairs.tsv").write_text(_PAIRS + "\n")
+    shared = tmp_path / "shared"
+    out = shared / "out"
+    out.mkdir(parents=True)
+    shared.chmod(0o1777)
+    run = ["analyze", "fixture", "--out", str(out), "--only", "contrast",
+           "--contrast-file", str(tmp_path / "pairs.tsv"), "--no-untrained-control"]
+    owner = out.stat().st_uid
+    with monkeypatch.context() as m:
+        m.setattr(os, "geteuid", lambda: owner + 4243)   # neither out's owner nor shared's, nor root
+        assert main(run) == 1
+    captured = capsys.readouterr()
+    assert f"{out}: the report is written whole beside it and then swapped in, but in {shared} (sticky, " \
+           f"as /tmp) only {out}'s owner may move it" in captured.err and captured.err.count("\n") == 1
+    assert "contrast ..." not in captured.out
+    assert main(run) == 0   # its owner may

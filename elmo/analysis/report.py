@@ -668,13 +668,17 @@ def check_swappable(out: Path, log=print) -> None:
     every section had run). Call it while holding ``out``'s lock."""
     import os
 
-    from ..io import OutputError, partial_folder, renames_stop_at
+    from ..io import OutputError, partial_folder, renames_stop_at, sticky_holds
     folder = out.resolve()
     parent = folder.parent
     if not os.access(parent, os.W_OK | os.X_OK):
         raise OutputError(f"{out}: the report is written whole beside it and then swapped in, but "
                           f"{parent} cannot be written; give --out a folder in a writable folder")
-    # (each failed after every section had run: "Device or resource busy", "File exists")
+    # (each failed after every section had run: "Operation not permitted", "Device or resource
+    # busy", "File exists")
+    if sticky_holds(folder):
+        raise OutputError(f"{out}: the report is written whole beside it and then swapped in, but in {parent} "
+                          f"(sticky, as /tmp) only {out}'s owner may move it; give --out a folder of your own")
     if renames_stop_at(folder):
         raise OutputError(f"{out}: is a mount point; the report is written whole beside it and then swapped in, "
                           f"which cannot cross into another mount: give --out a folder inside it")
