@@ -1324,7 +1324,7 @@ def test_the_new_folder_a_killed_run_left_is_removed_before_the_sections_run_and
     assert main(["analyze", "fixture", "--out", str(out), "--only", "contrast",
                  "--contrast-file", str(tmp_path / "pairs.tsv"), "--no-untrained-control"]) == 0
     said = capsys.readouterr().out.splitlines()
-    line = f"analyze: {partial}: removed, the unfinished report folder that a killed run left"
+    line = f"analyze: {partial}: removed, a report folder that a killed run left beside it"
     assert line in said and said.index(line) < said.index("analyze: contrast ...")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "pairs.tsv"]
 

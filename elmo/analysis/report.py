@@ -688,7 +688,7 @@ def check_swappable(out: Path, log=print) -> None:
                           f"swapped in; move or remove it")
     if partial.is_dir():
         shutil.rmtree(partial)
-        log(f"analyze: {partial}: removed, the unfinished report folder that a killed run left")
+        log(f"analyze: {partial}: removed, a report folder that a killed run left beside it")
 
 
 def picture_footer(results: dict) -> str:
