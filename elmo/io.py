@@ -38,7 +38,7 @@ import tempfile
 from contextlib import contextmanager, suppress
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Dict, Iterator, Optional, TextIO
+from typing import Dict, Iterator, List, Optional, TextIO
 
 
 class OutputError(OSError):
@@ -410,6 +410,39 @@ def sticky_holds(folder: Path) -> bool:
     return bool(above.st_mode & stat.S_ISVTX) and os.geteuid() not in (0, st.st_uid, above.st_uid)
 
 
+def mounts_below(folder: Path) -> List[Path]:
+    """The mount points inside ``folder``, at any depth (not ``folder`` itself): from Linux's
+    ``/proc/self/mountinfo`` (bind mounts of the same file system too), elsewhere the folders of
+    another device."""
+    real = os.path.realpath(folder)
+    try:
+        with open("/proc/self/mountinfo", "rb") as f:
+            fields = [line.split(b" ")[4] for line in f if line.count(b" ") >= 4]
+    except OSError:
+        top, found = os.stat(real).st_dev, []
+        for root, folders, _ in os.walk(real):
+            for name in list(folders):
+                if os.lstat(os.path.join(root, name)).st_dev != top:
+                    found.append(Path(root, name))
+                    folders.remove(name)
+        return sorted(found)
+    # (a space, a tab, a newline or a backslash in a mount point is written as \040, \011, ...)
+    points = [os.fsdecode(re.sub(rb"\\([0-7]{3})", lambda m: bytes([int(m[1], 8)]), p)) for p in fields]
+    inside = real.rstrip(os.sep) + os.sep
+    return sorted({Path(p) for p in points if p.startswith(inside)})
+
+
+def refuse_mounts_below(folder: Path, named: Optional[Path] = None) -> None:
+    """Refuse a ``folder`` with a mount point inside it (:func:`mounts_below`) as one whose
+    entries are carried into a new folder (:func:`keep_other_entries`): a mounted file system was
+    copied whole into the new folder, and the deletion of the old one then deleted every file
+    on it. ``named``: the folder the user gave (default ``folder``)."""
+    mounts = mounts_below(folder)
+    if mounts:
+        raise OutputError(f"{mounts[0]}: is a mount point inside {named or folder}, whose files are carried "
+                          f"into a new folder that replaces it; unmount it or move it out of the folder")
+
+
 def set_aside_folder(folder: Path) -> Path:
     """``FOLDER.replaced``: where :func:`_replace_by_renames` puts the old ``folder`` while the
     new one takes its name (see :func:`finish_replace`)."""
@@ -467,7 +500,9 @@ def keep_other_entries(old: Path, new: Path) -> None:
     """Give ``new`` (a folder about to replace ``old``: :func:`atomic_folder`) each entry of
     ``old`` it lacks: files as hard links (copies where the file system has none), folders
     likewise file by file, symbolic links as links. A copied folder or file keeps its owner and
-    mode as far as this process may give them (:func:`copy_owner`)."""
+    mode as far as this process may give them (:func:`copy_owner`). A mount point inside ``old``
+    is refused (:func:`refuse_mounts_below`)."""
+    refuse_mounts_below(old)
     def link_or_copy(source: str, target: str) -> None:
         try:
             os.link(source, target)

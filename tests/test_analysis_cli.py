@@ -1351,3 +1351,29 @@ def test_an_output_folder_of_another_user_in_a_sticky_folder_is_refused_before_a
            f"as /tmp) only {out}'s owner may move it" in captured.err and captured.err.count("\n") == 1
     assert "contrast ..." not in captured.out
     assert main(run) == 0   # its owner may
+
+
+def test_an_output_folder_with_a_mount_point_inside_is_refused_before_any_section_runs(tmp_path, capsys):
+    """A folder mounted inside --out (here a bind mount) was copied whole into the new report
+    folder (no hard link crosses a mount), and the deletion of the old folder after the swap
+    then deleted every file of the mounted one, and failed on the mount point itself ("Device
+    or resource busy"). Refused now before any section runs; the mounted files stay."""
+    import subprocess
+    (tmp_path / "pairs.tsv").write_text(_PAIRS + "\n")
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "measurements.txt").write_text("precious\n")
+    out = tmp_path / "out"
+    (out / "my data").mkdir(parents=True)
+    _mount(["--bind", str(data), str(out / "my data")])
+    try:
+        assert main(["analyze", "fixture", "--out", str(out), "--only", "contrast",
+                     "--contrast-file", str(tmp_path / "pairs.tsv"), "--no-untrained-control"]) == 1
+        captured = capsys.readouterr()
+        assert f"{out / 'my data'}: is a mount point inside {out}" in captured.err
+        assert captured.err.count("\n") == 1 and "contrast ..." not in captured.out
+    finally:   # (where the old code had swapped it away too)
+        for mount in (out / "my data", tmp_path / "out.partial" / "my data"):
+            subprocess.run(["umount", "-l", str(mount)], capture_output=True, timeout=30)
+    assert (data / "measurements.txt").read_text() == "precious\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data", "out", "pairs.tsv"]

@@ -668,7 +668,7 @@ def check_swappable(out: Path, log=print) -> None:
     every section had run). Call it while holding ``out``'s lock."""
     import os
 
-    from ..io import OutputError, partial_folder, renames_stop_at, sticky_holds
+    from ..io import OutputError, partial_folder, refuse_mounts_below, renames_stop_at, sticky_holds
     folder = out.resolve()
     parent = folder.parent
     if not os.access(parent, os.W_OK | os.X_OK):
@@ -682,11 +682,13 @@ def check_swappable(out: Path, log=print) -> None:
     if renames_stop_at(folder):
         raise OutputError(f"{out}: is a mount point; the report is written whole beside it and then swapped in, "
                           f"which cannot cross into another mount: give --out a folder inside it")
+    refuse_mounts_below(folder, named=out)   # (its files were copied, and then deleted with the old folder)
     partial = partial_folder(folder)
     if os.path.lexists(partial) and (partial.is_symlink() or not partial.is_dir()):
         raise OutputError(f"{partial}: is not a folder, and the new report is made there before it is "
                           f"swapped in; move or remove it")
     if partial.is_dir():
+        refuse_mounts_below(partial)
         shutil.rmtree(partial)
         log(f"analyze: {partial}: removed, a report folder that a killed run left beside it")
 
