@@ -461,31 +461,42 @@ def _replace_by_renames(new: Path, folder: Path) -> None:
         _remove_entry(aside)   # (a killed writer's, its folder in place: see finish_replace)
         folder.rename(aside)
     new.rename(folder)
-    _remove_entry(aside)
+    _remove_entry(aside, ignore_errors=True)   # (the new folder is in place: what stays goes next time)
 
 
 def finish_replace(folder: Path) -> None:
     """Undo what a writer killed in :func:`_replace_by_renames` left: where ``folder`` (through
     a symbolic link, the folder it names) is missing and its old copy was set aside, the old copy
     goes back (the next write then replaces it again); an old copy beside a folder in place is
-    what a kill while deleting it left, and goes. Call it before anything makes ``folder`` anew
-    (an output lock inside it)."""
+    what a kill while deleting it left, and goes (one that cannot be deleted is an
+    :class:`OutputError` naming it, before the write). Call it before anything makes ``folder``
+    anew (an output lock inside it)."""
     folder = folder.resolve() if folder.is_symlink() else Path(os.path.abspath(folder))   # (``.``: no name)
     aside = set_aside_folder(folder)
     if not os.path.lexists(aside):
         return
     if not os.path.lexists(folder):
         aside.rename(folder)
-    else:
+        return
+    try:
         _remove_entry(aside)
+    except OSError as e:
+        if os.path.lexists(aside):   # (else another process deleted it meanwhile)
+            raise OutputError(f"{aside}: the old copy of {folder} that an earlier write set aside cannot be "
+                              f"deleted ({os_error_reason(e)}); remove it and run again") from None
 
 
-def _remove_entry(path: Path) -> None:
-    """Delete ``path`` (a folder with what it holds, a file, or a link: not what it names) if it is there."""
+def _remove_entry(path: Path, ignore_errors: bool = False) -> None:
+    """Delete ``path`` (a folder with what it holds, a file, or a link: not what it names) if it
+    is there; with ``ignore_errors``, as much of it as can be."""
     if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path)
+        shutil.rmtree(path, ignore_errors=ignore_errors)
     elif os.path.lexists(path):
-        path.unlink()
+        try:
+            path.unlink()
+        except OSError:
+            if not ignore_errors:
+                raise
 
 
 def partial_folder(folder: Path) -> Path:

@@ -1117,3 +1117,40 @@ def test_a_folder_replaced_without_renameat2_survives_a_kill(tmp_path, monkeypat
         (tmp / "config.json").write_text("newer")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model"]
     assert (folder / "config.json").read_text() == "newer"
+
+
+def test_an_old_folder_that_cannot_be_deleted_does_not_fail_the_replacement(tmp_path, monkeypatch):
+    """Without renameat2 the old folder is renamed aside and deleted once the new one is in
+    place: a file in it that cannot be deleted (here made immutable; another user's) failed the
+    write after it had succeeded. What is left of it now stays beside the folder, and the next
+    write is refused before it begins, in one line naming it."""
+    import subprocess
+
+    import elmo.io
+    from elmo.io import OutputError, atomic_folder
+
+    folder = tmp_path / "model"
+    folder.mkdir()
+    stuck = folder / "config.json"
+    stuck.write_text("old")
+    monkeypatch.setattr(elmo.io, "_exchange", lambda a, b: False)
+    try:
+        done = subprocess.run(["chattr", "+i", str(stuck)], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        pytest.skip(f"cannot run chattr: {e}")
+    if done.returncode != 0:
+        pytest.skip(f"cannot make a file immutable here: {done.stderr.strip()}")
+    aside = tmp_path / "model.replaced"
+    try:
+        with atomic_folder(folder) as tmp:
+            (tmp / "config.json").write_text("new")
+        assert (folder / "config.json").read_text() == "new" and aside.is_dir()
+        began = []
+        with pytest.raises(OutputError, match=f"^{aside}: the old copy of {folder} that an earlier write set "
+                                              f"aside cannot be deleted \\(Operation not permitted\\)"):
+            with atomic_folder(folder) as tmp:
+                began.append(tmp)
+        assert began == [] and (folder / "config.json").read_text() == "new"
+    finally:
+        subprocess.run(["chattr", "-i", str(tmp_path / "model.replaced" / "config.json")],
+                       capture_output=True, timeout=30)
