@@ -1164,3 +1164,216 @@ def test_an_output_folder_whose_parent_cannot_be_written_is_refused_before_any_s
     assert f"{out}: the report is written whole beside it and then swapped in, but {out.parent} cannot be " \
            f"written" in captured.err and captured.err.count("\n") == 1 and "contrast ..." not in captured.out
     assert sorted(p.name for p in out.iterdir()) == []
+
+
+def _mount(args: list) -> None:
+    """Run mount with ``args``; skip the test where this process may not mount."""
+    import subprocess
+    try:
+        done = subprocess.run(["mount", *args], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        pytest.skip(f"cannot run mount: {e}")
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount here (needs root or CAP_SYS_ADMIN): {done.stderr.strip()}")
+
+
+@pytest.mark.parametrize("kind", ["tmpfs", "bind"])
+def test_an_output_folder_that_is_a_mount_point_is_refused_before_any_section_runs(tmp_path, capsys, kind):
+    """The new report is made beside --out and the two folders swap: where --out is a mount
+    point (a file system of its own, or a bind mount of a folder of the same one), nothing
+    crosses into it by a rename, and the run failed after every section had run ("Device or
+    resource busy"), its report lost and its new folder left beside --out."""
+    import subprocess
+    (tmp_path / "pairs.tsv").write_text(_PAIRS + "\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    if kind == "tmpfs":
+        _mount(["-t", "tmpfs", "-o", "size=8m", "tmpfs", str(out)])
+    else:
+        (tmp_path / "elsewhere").mkdir()
+        _mount(["--bind", str(tmp_path / "elsewhere"), str(out)])
+    try:
+        (out / "mine.txt").write_text("mine\n")
+        assert main(["analyze", "fixture", "--out", str(out), "--only", "contrast",
+                     "--contrast-file", str(tmp_path / "pairs.tsv"), "--no-untrained-control"]) == 1
+        captured = capsys.readouterr()
+        assert f"{out}: is a mount point" in captured.err and captured.err.count("\n") == 1
+        assert "contrast ..." not in captured.out
+        assert sorted(p.name for p in out.iterdir()) == ["mine.txt"]
+        assert not (tmp_path / "out.partial").exists()
+        # a folder inside the mount is written as any other
+        assert main(["analyze", "fixture", "--out", str(out / "report"), "--only", "contrast",
+                     "--contrast-file", str(tmp_path / "pairs.tsv"), "--no-untrained-control"]) == 0
+        assert (out / "report" / "report.md").is_file()
+    finally:
+        subprocess.run(["umount", "-l", str(out)], capture_output=True, timeout=30)
+
+
+@pytest.mark.parametrize("kind", ["file", "link"])
+def test_an_output_folder_whose_partial_name_is_taken_by_a_file_is_refused_before_any_section_runs(
+        tmp_path, capsys, kind):
+    """OUT.partial, where the new report is made, taken by a file or a link (no run makes one):
+    the run failed after every section had run with a bare "File exists"."""
+    (tmp_path / "pairs.tsv").write_text(_PAIRS + "\n")
+    out = tmp_path / "out"
+    partial = tmp_path / "out.partial"
+    if kind == "file":
+        partial.write_text("a file of the user's\n")
+    else:
+        (tmp_path / "elsewhere").mkdir()
+        partial.symlink_to(tmp_path / "elsewhere")
+    run = ["analyze", "fixture", "--out", str(out), "--only", "contrast",
+           "--contrast-file", str(tmp_path / "pairs.tsv"), "--no-untrained-control"]
+    assert main(run) == 1
+    captured = capsys.readouterr()
+    assert f"{partial}: is not a folder" in captured.err and captured.err.count("\n") == 1
+    assert "contrast ..." not in captured.out
+    assert os.path.lexists(partial) and not out.exists()
+    partial.unlink()
+    assert main(run) == 0
+
+
+def test_a_run_killed_between_the_renames_of_its_fallback_swap_loses_no_file_of_the_folder(
+        tmp_path, monkeypatch, capsys):
+    """Where the two folders cannot swap in one step (no renameat2: NFS, another system), the old
+    folder was deleted and the new one (with the user's files linked in) then renamed: a kill
+    between left no folder and the new one as OUT.partial, which the next run deleted as
+    unfinished, the user's interpretation and files with it. The old folder is now renamed aside
+    first and put back by the next run."""
+    from elmo import io as elmo_io
+    (tmp_path / "pairs.tsv").write_text(_PAIRS + "\n")
+    out = tmp_path / "out"
+    run = ["analyze", "fixture", "--out", str(out), "--only", "contrast",
+           "--contrast-file", str(tmp_path / "pairs.tsv"), "--no-untrained-control"]
+    assert main(run) == 0
+    (out / "interpretation.md").write_text("my reading of it\n")
+    (out / "mine.txt").write_text("mine\n")
+    monkeypatch.setattr(elmo_io, "_exchange", lambda a, b: False)
+    rename = Path.rename
+
+    fired = []
+
+    def killed_at_the_new_folder(self, target):
+        if self.name == "out.partial":
+            fired.append(target)
+            raise KeyboardInterrupt   # the process is stopped here
+        return rename(self, target)
+    with monkeypatch.context() as m:
+        m.setattr(Path, "rename", killed_at_the_new_folder)
+        try:
+            main(run)
+        except KeyboardInterrupt:
+            pass
+    capsys.readouterr()
+    assert fired == [out]
+    assert main(run) == 0
+    assert (out / "interpretation.md").read_text() == "my reading of it\n"
+    assert (out / "mine.txt").read_text() == "mine\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "pairs.tsv"]
+    assert {"results.json", "report.md"} <= {p.name for p in out.iterdir()}
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="giving a folder another owner needs root")
+def test_the_new_report_folder_keeps_the_owner_group_and_mode_of_the_old(tmp_path, capsys):
+    """The report folder made beside --out and swapped in was the runner's: a user's folder that
+    root (sudo) analyzed into became root's, its own subfolders too (copied file by file), and one
+    of mode 700 was then shut to its user; a shared folder lost its group. Owner, group and mode
+    of the folder and of the copied subfolders are now the old ones."""
+    (tmp_path / "pairs.tsv").write_text(_PAIRS + "\n")
+    out = tmp_path / "out"
+    (out / "notes").mkdir(parents=True)
+    (out / "notes" / "a.txt").write_text("mine\n")
+    owner, group = 4242, 4243   # (ids of nobody here: only the numbers count)
+    for path in (out, out / "notes", out / "notes" / "a.txt"):
+        os.chown(path, owner, group)
+    out.chmod(0o2770)
+    (out / "notes").chmod(0o700)
+    assert main(["analyze", "fixture", "--out", str(out), "--only", "contrast",
+                 "--contrast-file", str(tmp_path / "pairs.tsv"), "--no-untrained-control"]) == 0
+    for path, mode in ((out, 0o2770), (out / "notes", 0o700)):
+        st = path.stat()
+        assert (st.st_uid, st.st_gid, st.st_mode & 0o7777) == (owner, group, mode), path
+    assert (out / "notes" / "a.txt").read_text() == "mine\n" and (out / "report.md").is_file()
+
+
+def test_a_run_from_inside_its_output_folder_says_the_shell_must_cd_into_it_again(tmp_path, monkeypatch, capsys):
+    """The report folder is swapped for a new one: a shell that ran `elmo analyze --out .` from
+    inside it is left in the old folder, deleted, where `ls` showed nothing and `cat report.md`
+    found no report, with no word why. One line now says so; this process itself moves into
+    the new folder."""
+    (tmp_path / "pairs.tsv").write_text(_PAIRS + "\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    monkeypatch.chdir(out)
+    assert main(["analyze", "fixture", "--out", ".", "--only", "contrast",
+                 "--contrast-file", str(tmp_path / "pairs.tsv"), "--no-untrained-control"]) == 0
+    said = capsys.readouterr()
+    assert "analyze: . is a new folder now: a shell working in it still sees the old one" in said.out + said.err
+    assert Path("report.md").is_file() and os.path.samefile(os.getcwd(), out)
+
+
+def test_the_new_folder_a_killed_run_left_is_removed_before_the_sections_run_and_said(tmp_path, capsys):
+    """OUT.partial, the report folder a run killed before its swap left, was deleted in silence
+    by the next run's swap, after every section had run (a folder of the user's of that name
+    with it, without a word). It is now removed before the sections run, in a line."""
+    (tmp_path / "pairs.tsv").write_text(_PAIRS + "\n")
+    out = tmp_path / "out"
+    partial = tmp_path / "out.partial"
+    partial.mkdir()
+    (partial / "results.json").write_text("{}\n")
+    assert main(["analyze", "fixture", "--out", str(out), "--only", "contrast",
+                 "--contrast-file", str(tmp_path / "pairs.tsv"), "--no-untrained-control"]) == 0
+    said = capsys.readouterr().out.splitlines()
+    line = f"analyze: {partial}: removed, a report folder that a killed run left beside it"
+    assert line in said and said.index(line) < said.index("analyze: contrast ...")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "pairs.tsv"]
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid"), reason="the sticky bit's owners are POSIX's")
+def test_an_output_folder_of_another_user_in_a_sticky_folder_is_refused_before_any_section_runs(
+        tmp_path, monkeypatch, capsys):
+    """In a sticky folder (as /tmp) only the owner of a folder, or of the sticky folder, may move
+    it: the swap of another user's report folder ended in "Operation not permitted" after every
+    section had run (seen as user nobody; here the test's user is made to look like another)."""
+    (tmp_path / "pairs.tsv").write_text(_PAIRS + "\n")
+    shared = tmp_path / "shared"
+    out = shared / "out"
+    out.mkdir(parents=True)
+    shared.chmod(0o1777)
+    run = ["analyze", "fixture", "--out", str(out), "--only", "contrast",
+           "--contrast-file", str(tmp_path / "pairs.tsv"), "--no-untrained-control"]
+    owner = out.stat().st_uid
+    with monkeypatch.context() as m:
+        m.setattr(os, "geteuid", lambda: owner + 4243)   # neither out's owner nor shared's, nor root
+        assert main(run) == 1
+    captured = capsys.readouterr()
+    assert f"{out}: the report is written whole beside it and then swapped in, but in {shared} (sticky, " \
+           f"as /tmp) only {out}'s owner may move it" in captured.err and captured.err.count("\n") == 1
+    assert "contrast ..." not in captured.out
+    assert main(run) == 0   # its owner may
+
+
+def test_an_output_folder_with_a_mount_point_inside_is_refused_before_any_section_runs(tmp_path, capsys):
+    """A folder mounted inside --out (here a bind mount) was copied whole into the new report
+    folder (no hard link crosses a mount), and the deletion of the old folder after the swap
+    then deleted every file of the mounted one, and failed on the mount point itself ("Device
+    or resource busy"). Refused now before any section runs; the mounted files stay."""
+    import subprocess
+    (tmp_path / "pairs.tsv").write_text(_PAIRS + "\n")
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "measurements.txt").write_text("precious\n")
+    out = tmp_path / "out"
+    (out / "my data").mkdir(parents=True)
+    _mount(["--bind", str(data), str(out / "my data")])
+    try:
+        assert main(["analyze", "fixture", "--out", str(out), "--only", "contrast",
+                     "--contrast-file", str(tmp_path / "pairs.tsv"), "--no-untrained-control"]) == 1
+        captured = capsys.readouterr()
+        assert f"{out / 'my data'}: is a mount point inside {out}" in captured.err
+        assert captured.err.count("\n") == 1 and "contrast ..." not in captured.out
+    finally:   # (where the old code had swapped it away too)
+        for mount in (out / "my data", tmp_path / "out.partial" / "my data"):
+            subprocess.run(["umount", "-l", str(mount)], capture_output=True, timeout=30)
+    assert (data / "measurements.txt").read_text() == "precious\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data", "out", "pairs.tsv"]

@@ -573,3 +573,36 @@ def test_the_partial_folder_of_a_killed_get_is_removed_by_the_next_get(tmp_path,
     removed = [line for line in said if "tiny.partial" in line]
     assert removed == [f"{partial}: removed, the unfinished copy of tiny that a killed run left"]
     assert sorted(p.name for p in home.iterdir()) == ["tiny"]
+
+
+def test_a_partial_folder_that_cannot_be_removed_is_named_not_said_removed(tmp_path, monkeypatch):
+    """A NAME.partial that the next get could not delete (another user's files in a shared cache;
+    here a file made immutable) was said to be "removed" at every get, and get --force then
+    failed with a bare "[Errno 17] File exists". A plain get now says in one line that it cannot
+    be removed (and uses the complete entry); --force stops with that line."""
+    def writer(inputs, out, counter):
+        (out / "text.txt").write_text("a whole version\n")
+    monkeypatch.setitem(sources.SOURCES, "tiny", sources.Source("tiny", (), "text", "a test", "none", writer))
+    home = tmp_path / "home"
+    out = sources.get("tiny", home, log=lambda *a: None)
+    stuck = home / "tiny.partial" / "text.txt"
+    stuck.parent.mkdir()
+    stuck.write_text("half\n")
+    try:
+        done = subprocess.run(["chattr", "+i", str(stuck)], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        pytest.skip(f"cannot run chattr: {e}")
+    if done.returncode != 0:
+        pytest.skip(f"cannot make a file immutable here: {done.stderr.strip()}")
+    try:
+        line = (f"{stuck.parent}: the unfinished copy of tiny that a killed run left cannot be removed "
+                f"(Operation not permitted); remove it and run again")
+        said: list = []
+        assert sources.get("tiny", home, log=said.append) == out
+        assert said == [line]
+        with pytest.raises(F.DataError) as raised:
+            sources.get("tiny", home, force=True, log=lambda *a: None)
+        assert str(raised.value) == line
+        assert (out / "text.txt").read_text() == "a whole version\n"
+    finally:
+        subprocess.run(["chattr", "-i", str(stuck)], capture_output=True, timeout=30)

@@ -1071,3 +1071,86 @@ def test_no_command_imports_a_private_name_of_elmo_io():
                for line in path.read_text(encoding="utf-8").splitlines()
                if re.search(r"from \.\.io import .*\b_\w", line)]
     assert private == []
+
+
+@pytest.mark.parametrize("killed_at", ["the new folder's rename", "the old folder's deletion"])
+def test_a_folder_replaced_without_renameat2_survives_a_kill(tmp_path, monkeypatch, killed_at):
+    """Where two folders cannot swap in one step (no renameat2: NFS, another system), atomic_folder
+    deleted the old folder and then renamed the new one: a kill between left no folder at all,
+    and the next writer deleted the new one as a killed writer's FOLDER.partial. The old folder is
+    now renamed aside first: after a kill anywhere the next writer finds the old folder or the
+    new one, and leaves nothing beside it."""
+    import shutil
+
+    import elmo.io
+    from elmo.io import atomic_folder
+
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "config.json").write_text("old")
+    monkeypatch.setattr(elmo.io, "_exchange", lambda a, b: False)
+
+    class Killed(BaseException):
+        pass
+    rename, rmtree = Path.rename, shutil.rmtree
+
+    def kill_at_rename(self, target):
+        if self.name == "model.partial":
+            raise Killed
+        return rename(self, target)
+
+    def kill_in_rmtree(path, *args, **kwargs):
+        if Path(path).name != "model.partial":
+            next(Path(path).iterdir()).unlink()   # half-way
+            raise Killed
+        return rmtree(path, *args, **kwargs)
+    with monkeypatch.context() as m:
+        if killed_at == "the new folder's rename":
+            m.setattr(Path, "rename", kill_at_rename)
+        else:
+            m.setattr(elmo.io.shutil, "rmtree", kill_in_rmtree)
+        with pytest.raises(Killed):
+            with atomic_folder(folder) as tmp:
+                (tmp / "config.json").write_text("new")
+    with atomic_folder(folder) as tmp:   # the next writer
+        assert [p.read_text() for p in folder.iterdir()] in (["old"], ["new"])
+        (tmp / "config.json").write_text("newer")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model"]
+    assert (folder / "config.json").read_text() == "newer"
+
+
+def test_an_old_folder_that_cannot_be_deleted_does_not_fail_the_replacement(tmp_path, monkeypatch):
+    """Without renameat2 the old folder is renamed aside and deleted once the new one is in
+    place: a file in it that cannot be deleted (here made immutable; another user's) failed the
+    write after it had succeeded. What is left of it now stays beside the folder, and the next
+    write is refused before it begins, in one line naming it."""
+    import subprocess
+
+    import elmo.io
+    from elmo.io import OutputError, atomic_folder
+
+    folder = tmp_path / "model"
+    folder.mkdir()
+    stuck = folder / "config.json"
+    stuck.write_text("old")
+    monkeypatch.setattr(elmo.io, "_exchange", lambda a, b: False)
+    try:
+        done = subprocess.run(["chattr", "+i", str(stuck)], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        pytest.skip(f"cannot run chattr: {e}")
+    if done.returncode != 0:
+        pytest.skip(f"cannot make a file immutable here: {done.stderr.strip()}")
+    aside = tmp_path / "model.replaced"
+    try:
+        with atomic_folder(folder) as tmp:
+            (tmp / "config.json").write_text("new")
+        assert (folder / "config.json").read_text() == "new" and aside.is_dir()
+        began = []
+        with pytest.raises(OutputError, match=f"^{aside}: the old copy of {folder} that an earlier write set "
+                                              f"aside cannot be deleted \\(Operation not permitted\\)"):
+            with atomic_folder(folder) as tmp:
+                began.append(tmp)
+        assert began == [] and (folder / "config.json").read_text() == "new"
+    finally:
+        subprocess.run(["chattr", "-i", str(tmp_path / "model.replaced" / "config.json")],
+                       capture_output=True, timeout=30)

@@ -380,7 +380,7 @@ def run_analysis(model: str, out: Path, config: Optional[AnalysisConfig] = None,
                         f"{type(model).__name__}; for a model object call the sections' functions "
                         f"(probes.pos_probe, wsd.wsd_eval, contrast.contrast_eval, neighbors.cached_index)")
     config = config or AnalysisConfig()
-    from ..io import no_empty_folder_on_failure
+    from ..io import finish_replace, no_empty_folder_on_failure
     from ..output_checks import check_output_dir
     from ..output_lock import output_lock
     from .markdown import read_interpretation
@@ -420,10 +420,11 @@ def run_analysis(model: str, out: Path, config: Optional[AnalysisConfig] = None,
             pca_key(pca_groups(examples), config.pca_word)
     # one writer at a time: two runs into one folder mixed one's pictures into the other's report.
     # (The folder was made before the model loaded: a model name that is not one left it empty.)
+    finish_replace(out)   # (a run killed in its swap on a file system without renameat2)
     with no_empty_folder_on_failure(out), output_lock(out / "results.json", name=out):
         read_interpretation(out)   # (an unreadable one failed the report after every section had run)
         earlier = check_results_kept(out / "results.json", sections, config)
-        check_swappable(out)
+        check_swappable(out, log)
         remove_stale_staging(out)
         return _run_sections(model, out, config, sections, given_mix, log, learned_on, earlier, device, progress,
                              overwrite)
@@ -623,27 +624,30 @@ def _run_sections(model: str, out: Path, config: AnalysisConfig, sections: List[
         dropped = [picture for picture, section in PICTURES.items() if not (stage / picture).is_file()
                    and (section not in results["sections"] or section in sections)]
         with writing(out, "report"):
-            swap_in(out, stage, dropped)
+            swap_in(out, stage, dropped, log)
     finally:
         shutil.rmtree(stage, ignore_errors=True)
     log(f"analyze: wrote {out / 'report.md'}")
     return results
 
 
-def swap_in(out: Path, stage: Path, dropped: Sequence[str]) -> None:
+def swap_in(out: Path, stage: Path, dropped: Sequence[str], log=print) -> None:
     """Make the files of ``stage`` (a folder in ``out``: this run's pictures, results.json and
     report.md) ``out``'s, all in one step. A new folder beside ``out`` gets them, and links to
     every other entry of ``out`` (kept sections' pictures, the interpretation, a user's files)
     but the pictures ``dropped`` and the stage; then the two folders swap
     (:func:`elmo.io.atomic_folder`). Moved into ``out`` one by one, a kill between two moves left
-    new pictures beside the earlier run's results, or new results beside its report."""
+    new pictures beside the earlier run's results, or new results beside its report. Where
+    this process works in ``out``, so (most likely) does the shell that started it, left in the
+    old folder, deleted: ``log`` says so in one line (``ls`` there shows nothing, and
+    ``cat report.md`` finds none)."""
     import os
 
-    from ..io import atomic_folder, keep_other_entries
+    from ..io import atomic_folder, copy_owner, keep_other_entries
     folder = out.resolve()
     here = os.getcwd()
     with atomic_folder(folder) as new:
-        shutil.copymode(folder, new)
+        copy_owner(folder, new)   # (the folder stays its owner's, as it was: not the runner's)
         for path in stage.iterdir():
             shutil.move(str(path), str(new / path.name))
         keep_other_entries(folder, new)
@@ -652,18 +656,41 @@ def swap_in(out: Path, stage: Path, dropped: Sequence[str]) -> None:
             (new / picture).unlink(missing_ok=True)
     if here == str(folder) or here.startswith(str(folder) + os.sep):
         os.chdir(here)   # (a process working in OUT stays in it, not in the old folder, now deleted)
+        log(f"analyze: {out} is a new folder now: a shell working in it still sees the old one, deleted "
+            f"(empty); cd into it again ({shlex.quote(here)})")
 
 
-def check_swappable(out: Path) -> None:
+def check_swappable(out: Path, log=print) -> None:
     """Refuse, before any section runs, an ``out`` whose new files could not be swapped in: the
-    new folder is made beside it (:func:`swap_in`), so the folder above it must take one."""
+    new folder is made beside it (:func:`swap_in`), so the folder above it must take one, and
+    the two must be on one mount; ``OUT.partial`` must be free for it. A folder there is what a
+    killed run left: deleted now, with a line that says so (the swap deleted it in silence, after
+    every section had run). Call it while holding ``out``'s lock."""
     import os
 
-    from ..io import OutputError
-    parent = out.resolve().parent
+    from ..io import OutputError, partial_folder, refuse_mounts_below, renames_stop_at, sticky_holds
+    folder = out.resolve()
+    parent = folder.parent
     if not os.access(parent, os.W_OK | os.X_OK):
         raise OutputError(f"{out}: the report is written whole beside it and then swapped in, but "
                           f"{parent} cannot be written; give --out a folder in a writable folder")
+    # (each failed after every section had run: "Operation not permitted", "Device or resource
+    # busy", "File exists")
+    if sticky_holds(folder):
+        raise OutputError(f"{out}: the report is written whole beside it and then swapped in, but in {parent} "
+                          f"(sticky, as /tmp) only {out}'s owner may move it; give --out a folder of your own")
+    if renames_stop_at(folder):
+        raise OutputError(f"{out}: is a mount point; the report is written whole beside it and then swapped in, "
+                          f"which cannot cross into another mount: give --out a folder inside it")
+    refuse_mounts_below(folder, named=out)   # (its files were copied, and then deleted with the old folder)
+    partial = partial_folder(folder)
+    if os.path.lexists(partial) and (partial.is_symlink() or not partial.is_dir()):
+        raise OutputError(f"{partial}: is not a folder, and the new report is made there before it is "
+                          f"swapped in; move or remove it")
+    if partial.is_dir():
+        refuse_mounts_below(partial)
+        shutil.rmtree(partial)
+        log(f"analyze: {partial}: removed, a report folder that a killed run left beside it")
 
 
 def picture_footer(results: dict) -> str:

@@ -203,22 +203,29 @@ def remove_stale_partial(entry: Path, log=print) -> None:
     """Delete ``ENTRY.partial`` (:func:`elmo.io.partial_folder`), what a killed fill of the cache
     entry left, and say so in one line. Call it only while holding the entry's lock
     (:func:`cache_entry_lock`): the process that writes a ``.partial`` holds it, so one found then
-    is no live process's. Left there, it took disk space until the next ``--force``."""
-    from ..io import partial_folder
+    is no live process's. Left there, it took disk space until the next ``--force``. One that
+    cannot be removed (another user's files in a shared cache) is a :class:`DataError` naming it:
+    it was said to be removed, and the write that followed failed with a bare "File exists"."""
+    from ..io import os_error_reason, partial_folder
     partial = partial_folder(entry)
     if not os.path.lexists(partial):
         return
-    if partial.is_dir() and not partial.is_symlink():
-        shutil.rmtree(partial, ignore_errors=True)
-    else:
-        partial.unlink(missing_ok=True)
+    try:
+        if partial.is_dir() and not partial.is_symlink():
+            shutil.rmtree(partial)
+        else:
+            partial.unlink(missing_ok=True)
+    except OSError as e:
+        raise DataError(f"{partial}: the unfinished copy of {entry.name} that a killed run left cannot be "
+                        f"removed ({os_error_reason(e)}); remove it and run again") from None
     log(f"{partial}: removed, the unfinished copy of {entry.name} that a killed run left")
 
 
 def clear_stale_partial(entry: Path, log=print) -> None:
     """For a cache entry that is complete and used as it is: delete the ``ENTRY.partial`` a killed
     run left (:func:`remove_stale_partial`) where the entry's lock is free now. Where another
-    process holds it, its ``.partial`` is its work in progress: kept, and nothing waited for."""
+    process holds it, its ``.partial`` is its work in progress: kept, and nothing waited for.
+    One that cannot be removed is said in one line; the entry is used all the same."""
     from ..io import OutputError, partial_folder
     from ..output_lock import output_lock
     if not os.path.lexists(partial_folder(entry)):
@@ -228,6 +235,8 @@ def clear_stale_partial(entry: Path, log=print) -> None:
             remove_stale_partial(entry, log)
     except OutputError:   # (busy: another's; a read-only cache: nothing can be removed there)
         pass
+    except DataError as e:
+        log(str(e))
 
 
 # ----------------------------------------------------------------------------- download
