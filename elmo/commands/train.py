@@ -55,7 +55,8 @@ def _add_run_args(p: argparse.ArgumentParser, *, finetune: bool) -> None:
 
     if finetune:
         p.add_argument("--from", dest="init_from", required=True,
-                       help="trained model folder (OUTPUT/model of elmo train), or a model's name (default)")
+                       help="trained model folder (OUTPUT/model of elmo train), or a model's name, such as "
+                            "the bundled `default`")
         p.add_argument("--output", "-o", "--out", required=True, help="run folder; the adapted model goes to OUTPUT/model")
     g = p.add_argument_group("training")
     add_arguments(g, TrainConfig, exclude={"vocab", "output", "valid", "init_from"} if finetune else set(),
@@ -130,8 +131,8 @@ def register(subparsers) -> None:
                     "sentence and direction; words outside the vocabulary are <UNK> targets (their "
                     "number is shown). The average is exp of the mean of the two directions' losses "
                     "(the geometric mean of their perplexities).")
-    p.add_argument("model", help="trained model folder (with softmax.hdf5 and vocab.txt), or a model's name "
-                                 "(default)")
+    p.add_argument("model", help="trained model folder (with softmax.hdf5 and vocab.txt), or a model's name, "
+                                 "such as the bundled `default`")
     p.add_argument("text", nargs="+", help="files, globs or folders")
     p.add_argument("--batch-size", type=int, default=32, help="sentences per batch (speed only; default 32)")
     p.add_argument("--carry-state", action="store_true",
