@@ -235,7 +235,7 @@ def run_experiment(cfg: ExperimentConfig | dict, out: Optional[str | Path] = Non
     check_bilm_logins(cfg)      # (before the results folder is made)
     check_variants_differ(cfg)
     selected = selected_variants(cfg, only_variants)
-    out = Path(out or cfg.out or Path("experiments") / "results" / cfg.name)
+    out = results_folder(cfg, out)
     results_path = out / "results.json"
     check_output_dir(out, "results folder")
     # a second experiment into this folder would write its own runs over the first's
@@ -246,6 +246,12 @@ def run_experiment(cfg: ExperimentConfig | dict, out: Optional[str | Path] = Non
             raise ResultsExistError(f"{results_path} exists: --resume keeps its finished runs, "
                                     f"--overwrite starts again")
         return _run_locked(cfg, out, results_path, resume, command, log, selected, save_models)
+
+
+def results_folder(cfg: ExperimentConfig, out: Optional[str | Path] = None) -> Path:
+    """Where :func:`run_experiment` writes: ``out``, else the config's ``out``, else
+    ``experiments/results/<name>`` under the working folder."""
+    return Path(out or cfg.out or Path("experiments") / "results" / cfg.name)
 
 
 def _run_locked(cfg: ExperimentConfig, out: Path, results_path: Path, resume: bool,
