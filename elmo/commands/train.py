@@ -224,8 +224,9 @@ def _bar_on_a_terminal_only(cfg):
     return replace(cfg, progress=progress_bar_wanted(cfg.progress))
 
 
-def _run_job(command: str, job) -> int:
+def _run_job(command: str, job, note=None) -> int:
     """Run a training job and print its summary as JSON; a failed write is one line, exit 1.
+    ``note(summary)``, when given, is a line for a reader, printed on stderr after the JSON.
 
     Under torchrun every process runs the job, but only rank 0 prints the summary: the
     output is then one JSON object, as it is for a single process.
@@ -240,7 +241,19 @@ def _run_job(command: str, job) -> int:
         return 1
     if is_main_process():
         print(strict_json.dumps(summary, indent=2, default=str))
+        if note is not None:
+            print(note(summary), file=sys.stderr)
     return 0
+
+
+def _adaptation_note(summary: dict) -> str:
+    """finetune's outcome in words, as ``elmo info`` gives it (the JSON buries it in objects)."""
+    def figure(ppl) -> str:   # (a start record read back on resume may hold strict JSON's "nan")
+        return f"{ppl:,.1f}" if isinstance(ppl, (int, float)) else str(ppl)
+
+    return (f"held-out perplexity {figure(summary['before']['ppl'])} before adapting, "
+            f"{figure(summary['after']['ppl'])} after ({summary['heldout_sentences']} sentences); "
+            f"the adapted model: {summary['model']}")
 
 
 def _refuse_shape_with_from(cfg) -> None:
@@ -312,7 +325,8 @@ def finetune(args) -> int:
     if print_config_and_exit(with_recipe_defaults(cfg), args):   # (the values the run would take)
         return 0
     cfg = _bar_on_a_terminal_only(cfg)
-    return _run_job("finetune", lambda: run(cfg, heldout=args.heldout, heldout_every=heldout_every))
+    return _run_job("finetune", lambda: run(cfg, heldout=args.heldout, heldout_every=heldout_every),
+                    note=_adaptation_note)
 
 
 def perplexity(args) -> int:
