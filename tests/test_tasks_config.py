@@ -451,3 +451,15 @@ def test_plan_from_python_refuses_a_repeated_variant(tmp_path):
                                        variants=[{"name": "b"}, {"name": "b2"}]))
     with pytest.raises(ConfigError, match=re.escape("variants[1] (b2): without 'elmo' it is a second baseline")):
         plan(cfg)
+
+
+def test_the_plan_gives_the_split_sizes_in_words(tmp_path, capsys):
+    """`elmo experiment --plan` (and the run's log) showed a task's sizes as a Python dict,
+    "{'train': 270, 'dev': 30, 'test': 100} examples": they are now words, every split in the
+    task's order, extra test sets too."""
+    folders = write_tiny_tasks(tmp_path)
+    cfg = tiny_config(folders, tasks=[{"task": "pos", "data_dir": str(folders["pos"]), "max_train": 6}],
+                      variants=[{"name": "baseline"}])
+    assert main(["experiment", str(_write(tmp_path / "c.json", cfg)), "--plan"]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert re.match(r"pos \(token_accuracy\): train 6, dev \d+, test \d+ examples, \d+ labels", first), first

@@ -195,7 +195,7 @@ def plan(cfg: ExperimentConfig, only_variants: Optional[Sequence[str]] = None) -
     lines = []
     for spec in cfg.tasks:
         data = load_task(spec)
-        lines.append(f"{data.name} ({data.metric}): {data.sizes()} examples, {data.describe_labels()}")
+        lines.append(f"{data.name} ({data.metric}): {data.describe_sizes()}, {data.describe_labels()}")
         for line in (data.describe_unseen(), data.describe_in_train(), data.describe_answers_past_cut(),
                      data.describe_answers_off_span()):
             if line:
@@ -426,7 +426,7 @@ def _run_all(cfg: ExperimentConfig, results: dict, results_path: Path, done: Lis
                                  "unseen_labels": prep.data.unseen_labels(),
                                  "answers_past_cut": prep.data.answers_past_cut(),
                                  "in_train": prep.data.in_train()}
-        log(f"{name}: {prep.data.sizes()} examples, {prep.data.describe_labels()}")
+        log(f"{name}: {prep.data.describe_sizes()}, {prep.data.describe_labels()}")
         # (a test label no training example has was not said; nor a dev or test file that is
         # the training file)
         for line in (prep.data.describe_unseen(), prep.data.describe_in_train(),
