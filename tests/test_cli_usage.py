@@ -535,3 +535,19 @@ def test_vocab_build_counts_on_a_terminal_only(tmp_path, monkeypatch, capsys):
         assert (err.getvalue() == "") is not drawn
         assert (tmp_path / f"v{n}.txt").read_text() == "<S>\n</S>\n<UNK>\nc\nb\na\n"
     capsys.readouterr()
+
+
+def test_no_help_reads_as_a_default_it_does_not_have():
+    """`elmo finetune --help` said --from takes "a model's name (default)", which reads as an
+    option that defaults to something, though --from is required (the bundled model's name,
+    default, was meant); `elmo perplexity --help` said the same of MODEL, and `elmo embed
+    --help` ended --model with "(default default)". A required argument's help says no
+    "(default)" and no help repeats the word as its default."""
+    from elmo.cli import build_parser
+    misleading = []
+    for name, command in _command_parsers(build_parser()):
+        for action in command._actions:
+            text = " ".join((action.help or "").split())
+            if (action.required and re.search(r"\(default[ )]", text)) or "(default default)" in text:
+                misleading.append(f"{name} {'/'.join(action.option_strings) or action.dest}: {text}")
+    assert not misleading

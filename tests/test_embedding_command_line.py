@@ -83,3 +83,21 @@ def test_the_progress_bar_is_drawn_on_a_terminal_only(tmp_path, monkeypatch, cap
     monkeypatch.setattr(sys, "stderr", terminal)
     assert main(["embed", str(inp), str(tmp_path / "c.hdf5"), "--model", "fixture", "--quiet"]) == 0
     assert terminal.getvalue() == ""
+
+
+def test_a_finished_output_run_again_is_said_to_be_complete_not_written(tmp_path, capsys):
+    """The same `elmo embed` command run again on its finished OUTPUT wrote nothing (the file
+    is complete, with the same settings) yet said "wrote OUTPUT" a second time, as if the
+    vectors had been computed again. It now says the file was complete already, and how to
+    write it again."""
+    inp, out = tmp_path / "in.txt", tmp_path / "a.hdf5"
+    inp.write_text("a b\nc\n")
+    assert main(["embed", str(inp), str(out), "--model", "fixture"]) == 0
+    assert capsys.readouterr().err == f"wrote {out}\n"
+    written = out.stat().st_mtime_ns
+    assert main(["embed", str(inp), str(out), "--model", "fixture"]) == 0
+    assert out.stat().st_mtime_ns == written
+    assert capsys.readouterr().err == (f"{out} is complete already (written by this command): nothing "
+                                       f"to do; --overwrite writes it again\n")
+    assert main(["embed", str(inp), str(out), "--model", "fixture", "--overwrite"]) == 0
+    assert capsys.readouterr().err == f"wrote {out}\n"

@@ -687,6 +687,18 @@ def _record_old_digest(path, bilm, stride=97):
                                          sort_keys=True)
 
 
+def test_another_model_is_named_in_words_beside_its_digest_key(tmp_path, bilm, lines):
+    """`elmo embed in.txt out.hdf5` into a file written with `--model fixture` said only "it
+    differs in: model_digest", a recorded key no option or page names; a newcomer could not
+    tell that the model was what differed. The key is kept (resumes and tests name it) and
+    said in words; a setting that is an option (batch_size) is left as it was."""
+    inp = write_lines(tmp_path / "in.txt", lines[:6])
+    out = embed_file(inp, tmp_path / "out.hdf5", bilm, batch_size=4)
+    with pytest.raises(SettingsMismatch, match=r"differs in: batch_size, model_digest "
+                                               r"\(another model, or other weights\)\)"):
+        embed_file(inp, out, random_bilm(seed=12), batch_size=2)
+
+
 @pytest.mark.parametrize("stride", [97, 1])
 def test_segments_and_a_file_of_the_older_digest_resume_and_count_as_done(tmp_path, bilm, lines, stride):
     """Since the digest hashes every weight, the segments and finished files written before
@@ -705,7 +717,7 @@ def test_segments_and_a_file_of_the_older_digest_resume_and_count_as_done(tmp_pa
     done = sorted(parts_dir(out).glob("segment-*.hdf5"))
     for path in done:
         _record_old_digest(path, bilm, stride)
-    with pytest.raises(SettingsMismatch, match=r"differs in: model_digest\)"):
+    with pytest.raises(SettingsMismatch, match=r"differs in: model_digest \(another model"):
         embed_file(inp, out, random_bilm(seed=12), **kw)
     with h5py.File(done[0], "r+") as f:      # marked, to see that it is taken, not computed again
         first = int(f.attrs["first_line"])

@@ -157,3 +157,20 @@ def test_a_run_ended_by_its_time_limit_logs_its_last_step(tmp_path):
     assert [r["step"] for r in lines] == [1] and lines[0]["tokens"] == summary["tokens"] == 4 * 10
     assert "loss" in lines[0]
     assert [r["event"] for r in records if r.get("step") == 1][:2] == ["train", "time_limit"]
+
+
+def test_the_command_ends_with_the_perplexities_in_words(tmp_path, base, capsys):
+    """`elmo finetune` printed only its JSON summary: a reader had to find "ppl" in the
+    "before" and "after" objects among losses and counts to see whether adapting helped, and
+    the adapted model's folder under "model". Its last stderr line now says both, as `elmo
+    info` words them; stdout stays the one JSON object scripts read."""
+    model, task = base
+    out = tmp_path / "adapted"
+    assert main(["finetune", str(task), "--from", str(model), "-o", str(out), "--max-steps", "2",
+                 "--no-progress", "--threads", "1"]) == 0
+    captured = capsys.readouterr()
+    summary = json.loads(captured.out)
+    last = captured.err.strip().splitlines()[-1]
+    assert last == (f"held-out perplexity {summary['before']['ppl']:,.1f} before adapting, "
+                    f"{summary['after']['ppl']:,.1f} after ({summary['heldout_sentences']} sentences); "
+                    f"the adapted model: {out / 'model'}")

@@ -1387,6 +1387,19 @@ def test_models_list_marks_a_truncated_unpinned_file_damaged(monkeypatch, capsys
         assert re.search(r"^test-unpinned\s+yes\s", capsys.readouterr().out, re.M)
 
 
+def test_models_list_names_the_bundled_models(capsys):
+    """The README sends a newcomer to `elmo models list` for the names a model argument takes;
+    the list showed only the published models, none of which a machine without internet
+    loads, and not `default` (the model every command uses when none is named) or `fixture`.
+    It now names both, as models that need no download."""
+    import elmo
+    assert main(["models", "list"]) == 0
+    out = capsys.readouterr().out
+    (line,) = [line for line in out.splitlines() if line.startswith("bundled")]
+    assert all(re.search(rf"\b{name} \(", line) for name in elmo.BUNDLED_MODELS)
+    assert "no download" in line
+
+
 # ------------------------------------------------------------------------- tree collisions
 @pytest.mark.parametrize("first", ["file", "folder"])
 def test_a_url_that_is_a_folder_of_another_urls_path_is_cached_aside(cache, monkeypatch, first):

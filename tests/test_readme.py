@@ -254,6 +254,7 @@ def _embedding_check(ns, ctx):
     for name in outputs:
         with h5py.File(ctx.tmp / name, "r") as f:                              # "top": (n_tokens, D)
             assert f["0"].ndim == 2 and f["0"].shape[0] == 4 and f["1"].shape[0] == 0
+    assert ns["first_line"].shape == (4, dim)                                   # (n_tokens, D)
 
 
 # --- "Your own data": a saved task model ------------------------------------------------------
@@ -301,7 +302,7 @@ RUN: Dict[str, Case] = {
         setup=lambda ctx: {"elmo": importlib.import_module("elmo")},   # imported in an earlier block
         replace=(('"zh.model"', repr(str(FIXTURES / "elmoformanylangs" / "model_word"))),),
         check=_manylangs_check),
-    'embedder = Embedder("fixture")': Case(setup=_embedding_setup, check=_embedding_check),
+    'embedder = Embedder("default")': Case(setup=_embedding_setup, check=_embedding_check),
     'tagger = TaskModel.load("experiments/results/mine/models/my-ner/elmo/seed-1")': Case(
         task_model=True, check=_task_model_check),
     "import spacy": Case(setup=_spacy_setup, task_model=True, check=_spacy_check),

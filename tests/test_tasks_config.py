@@ -80,6 +80,26 @@ def test_set_reaches_the_run(tmp_path, capsys):
     assert results["config"]["train"]["epochs"] == 1
 
 
+def test_the_run_says_where_its_results_went(tmp_path, monkeypatch, capsys):
+    """`elmo experiment my.json` printed its report and never said where it had written
+    results.json, results.md and the plot (experiments/results/<name>/ under the working
+    folder, unless --out): a newcomer ran it from their own folder and had to look it up.
+    The last stderr line names the folder and what it holds, also under --quiet."""
+    folders = write_tiny_tasks(tmp_path)
+    cfg = tiny_config(folders, name="mine", variants=[{"name": "baseline"}],
+                      tasks=[{"task": "pos", "data_dir": str(folders["pos"]), "max_train": 6}],
+                      train={"epochs": 1, "batch_size": 8})
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    path = _write(tmp_path / "c.json", cfg)
+    assert main(["experiment", str(path), "--quiet", "--save-models"]) == 0
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    folder = "experiments/results/mine"
+    assert (work / folder / "results.json").is_file()
+    assert last == f"elmo experiment: wrote {folder}/: results.json, results.md, models/"
+
+
 @pytest.mark.parametrize("change,named", [
     ({"epochs": 3}, "unknown config keys: epochs"),
     ({"train": {"epoch": 3}}, "unknown train settings: epoch"),
@@ -431,3 +451,15 @@ def test_plan_from_python_refuses_a_repeated_variant(tmp_path):
                                        variants=[{"name": "b"}, {"name": "b2"}]))
     with pytest.raises(ConfigError, match=re.escape("variants[1] (b2): without 'elmo' it is a second baseline")):
         plan(cfg)
+
+
+def test_the_plan_gives_the_split_sizes_in_words(tmp_path, capsys):
+    """`elmo experiment --plan` (and the run's log) showed a task's sizes as a Python dict,
+    "{'train': 270, 'dev': 30, 'test': 100} examples": they are now words, every split in the
+    task's order, extra test sets too."""
+    folders = write_tiny_tasks(tmp_path)
+    cfg = tiny_config(folders, tasks=[{"task": "pos", "data_dir": str(folders["pos"]), "max_train": 6}],
+                      variants=[{"name": "baseline"}])
+    assert main(["experiment", str(_write(tmp_path / "c.json", cfg)), "--plan"]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert re.match(r"pos \(token_accuracy\): train 6, dev \d+, test \d+ examples, \d+ labels", first), first

@@ -518,3 +518,26 @@ def test_a_task_model_save_that_meets_a_full_disk_names_the_file(tmp_path, monke
     assert str(caught.value) == f"{folder / failing}: cannot write the task model: No space left on device"
     assert caught.value.errno == errno.ENOSPC
     assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_a_folder_above_saved_models_names_the_models_below_it(tmp_path):
+    """`elmo predict OUT/models/my-pos/elmo new.txt` (the variant's folder, not its seed-1)
+    said only "not a saved task model (no config.json)". The saved models below such a folder
+    (OUT/models/<task>/<variant>/seed-<n>) are now named, so the next command is plain; a
+    folder with none below it says what it said."""
+    from elmo.tasks.saved import TaskModelError, load
+    variant = tmp_path / "models" / "my-pos" / "elmo"
+    for seed in (1, 2, 3, 4):
+        (variant / f"seed-{seed}").mkdir(parents=True)
+        (variant / f"seed-{seed}" / "config.json").write_text("{}")
+    import re
+    v = re.escape(str(variant))
+    with pytest.raises(TaskModelError, match=rf"^{v}: not a saved task model \(no config.json\); "
+                                             rf"the saved models below it: {v}/seed-1, "
+                                             rf"{v}/seed-2, {v}/seed-3 and 1 more$"):
+        load(variant)
+    with pytest.raises(TaskModelError, match=rf"models: not a saved task model .*below it: {v}/seed-1, "):
+        load(tmp_path / "models")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(TaskModelError, match=r"empty: not a saved task model \(no config.json\)$"):
+        load(tmp_path / "empty")

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Dict, Optional
 
 from . import TORCH_CHOICE, threads_help
@@ -152,6 +153,9 @@ def embed(args: argparse.Namespace) -> int:
     spelled: Dict[object, Optional[str]] = {True: "en", False: None}
     cfg = replace(cfg, tokenize=spelled.get(cfg.tokenize, cfg.tokenize))
     from . import progress_bar_wanted
+    # OUTPUT appears only when complete, so one found before the run (not --overwrite), that the
+    # run leaves without an error, is this command's finished file: nothing is computed again
+    complete_before = not cfg.overwrite and Path(args.output).is_file()
     try:
         output = embed_file(args.input, args.output, config=replace(cfg, progress=progress_bar_wanted(cfg.progress)),
                             command_line=command_line(args.input, args.output, cfg))
@@ -161,7 +165,10 @@ def embed(args: argparse.Namespace) -> int:
         if renamed == str(e):
             raise
         raise ValueError(renamed) from e
-    if output is not None and cfg.progress:
+    if output is not None and cfg.progress and complete_before:
+        print(f"{output} is complete already (written by this command): nothing to do; --overwrite "
+              f"writes it again", file=sys.stderr)
+    elif output is not None and cfg.progress:
         print(f"wrote {output}", file=sys.stderr)
     elif output is None and cfg.progress:
         print(f"rank {distributed_rank()[0]}: segments written; rank 0 merges them", file=sys.stderr)

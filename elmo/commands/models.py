@@ -68,6 +68,10 @@ def models_list(args: argparse.Namespace) -> int:
     print("MB: download size (~ computed from the dimensions, ? not known); dims: output width "
           "(layers x LSTM cells / projection); cached damaged: a cached file is truncated or empty, "
           "and `elmo models get NAME` (or the next load) downloads it again")
+    # (a newcomer looks here for the names a model argument takes; these two are always there)
+    from .. import BUNDLED_MODELS
+    bundled = ", ".join(f"{name} ({_BUNDLED_ABOUT.get(name, 'bundled')})" for name in BUNDLED_MODELS)
+    print(f"bundled with the package, no download: {bundled}")
     # Training data and licence, once per group of models that share them.
     groups: dict = {}
     for m in MODELS.values():
@@ -76,6 +80,10 @@ def models_list(args: argparse.Namespace) -> int:
     for (data, licence), names in groups.items():
         print(f"  {_names(names)}: {data}; licence: {licence}")
     return 0
+
+
+_BUNDLED_ABOUT = {"default": "a small English biLM, used when no model is named",
+                  "fixture": "untrained test weights, for checking code only"}
 
 
 def _names(names) -> str:

@@ -125,7 +125,7 @@ def experiment(args: argparse.Namespace) -> int:
 def _plan_or_run(args: argparse.Namespace, cfg, only) -> int:
     """``elmo experiment``'s plan (``--plan``) or its run of ``cfg``, whose results it prints."""
     from ..tasks.report import markdown
-    from ..tasks.runner import plan, run_experiment
+    from ..tasks.runner import plan, results_folder, run_experiment
 
     if args.plan:
         print("\n".join(plan(cfg, only)))
@@ -140,7 +140,14 @@ def _plan_or_run(args: argparse.Namespace, cfg, only) -> int:
                              only_variants=only, overwrite=args.overwrite,
                              save_models=args.save_models)
     print(markdown(results))
+    # (the report on stdout names no folder; a user running from their own folder asked where it went)
+    folder = results_folder(cfg, args.out)
+    written = [name + "/" * (name == "models") for name in _RESULT_FILES if (folder / name).exists()]
+    print(f"elmo experiment: wrote {folder}/: {', '.join(written)}", file=sys.stderr)
     return 0
+
+
+_RESULT_FILES = ("results.json", "results.md", "layer_weights.png", "training_sizes.png", "models")
 
 
 def _absolute_paths(cfg: dict) -> dict:

@@ -55,7 +55,8 @@ def _add_run_args(p: argparse.ArgumentParser, *, finetune: bool) -> None:
 
     if finetune:
         p.add_argument("--from", dest="init_from", required=True,
-                       help="trained model folder (OUTPUT/model of elmo train), or a model's name (default)")
+                       help="trained model folder (OUTPUT/model of elmo train), or a model's name, such as "
+                            "the bundled `default`")
         p.add_argument("--output", "-o", "--out", required=True, help="run folder; the adapted model goes to OUTPUT/model")
     g = p.add_argument_group("training")
     add_arguments(g, TrainConfig, exclude={"vocab", "output", "valid", "init_from"} if finetune else set(),
@@ -130,8 +131,8 @@ def register(subparsers) -> None:
                     "sentence and direction; words outside the vocabulary are <UNK> targets (their "
                     "number is shown). The average is exp of the mean of the two directions' losses "
                     "(the geometric mean of their perplexities).")
-    p.add_argument("model", help="trained model folder (with softmax.hdf5 and vocab.txt), or a model's name "
-                                 "(default)")
+    p.add_argument("model", help="trained model folder (with softmax.hdf5 and vocab.txt), or a model's name, "
+                                 "such as the bundled `default`")
     p.add_argument("text", nargs="+", help="files, globs or folders")
     p.add_argument("--batch-size", type=int, default=32, help="sentences per batch (speed only; default 32)")
     p.add_argument("--carry-state", action="store_true",
@@ -223,8 +224,9 @@ def _bar_on_a_terminal_only(cfg):
     return replace(cfg, progress=progress_bar_wanted(cfg.progress))
 
 
-def _run_job(command: str, job) -> int:
+def _run_job(command: str, job, note=None) -> int:
     """Run a training job and print its summary as JSON; a failed write is one line, exit 1.
+    ``note(summary)``, when given, is a line for a reader, printed on stderr after the JSON.
 
     Under torchrun every process runs the job, but only rank 0 prints the summary: the
     output is then one JSON object, as it is for a single process.
@@ -239,7 +241,19 @@ def _run_job(command: str, job) -> int:
         return 1
     if is_main_process():
         print(strict_json.dumps(summary, indent=2, default=str))
+        if note is not None:
+            print(note(summary), file=sys.stderr)
     return 0
+
+
+def _adaptation_note(summary: dict) -> str:
+    """finetune's outcome in words, as ``elmo info`` gives it (the JSON buries it in objects)."""
+    def figure(ppl) -> str:   # (a start record read back on resume may hold strict JSON's "nan")
+        return f"{ppl:,.1f}" if isinstance(ppl, (int, float)) else str(ppl)
+
+    return (f"held-out perplexity {figure(summary['before']['ppl'])} before adapting, "
+            f"{figure(summary['after']['ppl'])} after ({summary['heldout_sentences']} sentences); "
+            f"the adapted model: {summary['model']}")
 
 
 def _refuse_shape_with_from(cfg) -> None:
@@ -311,7 +325,8 @@ def finetune(args) -> int:
     if print_config_and_exit(with_recipe_defaults(cfg), args):   # (the values the run would take)
         return 0
     cfg = _bar_on_a_terminal_only(cfg)
-    return _run_job("finetune", lambda: run(cfg, heldout=args.heldout, heldout_every=heldout_every))
+    return _run_job("finetune", lambda: run(cfg, heldout=args.heldout, heldout_every=heldout_every),
+                    note=_adaptation_note)
 
 
 def perplexity(args) -> int:

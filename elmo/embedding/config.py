@@ -31,7 +31,9 @@ class EmbedConfig:
     ``elmo.DEFAULT_MODEL``; ``elmo embed`` names it, and shows a progress bar unless
     ``--quiet`` (:func:`elmo.commands.embed.command_defaults`)."""
 
-    model: Optional[str] = setting(None, help="bundled or published model name, model folder or http(s) URL")
+    model: Optional[str] = setting(None, show_default=False,
+                                   help="bundled or published model name, model folder or http(s) URL "
+                                        "(default: the bundled `default`)")
     # what to write
     layers: str = setting("all", metavar="all|top|average|mix:w0,w1,...",
                           help="all layers (layers, tokens, dim); the top layer, the average of all "

@@ -131,9 +131,16 @@ def compare_settings(found: Optional[str], settings: Dict, where: Path) -> None:
                                    f"otherwise; install jieba {old.get('jieba_version')} to resume, or pass "
                                    f"--overwrite to start again with this one")
     if differing:
+        named = ", ".join(f"{key} ({_RECORD_ONLY_KEYS[key]})" if key in _RECORD_ONLY_KEYS else key
+                          for key in differing)
         raise SettingsMismatch(f"{where} was written by a different command (it differs in: "
-                               f"{', '.join(differing)}); rerun the same command to resume, or "
+                               f"{named}); rerun the same command to resume, or "
                                f"pass --overwrite to start again")
+
+
+#: Recorded settings that are no option of the command, said in words where a mismatch names
+#: them (the key alone, "model_digest", left a user guessing that the model differed).
+_RECORD_ONLY_KEYS = {"model_digest": "another model, or other weights", "input_digest": "another input text"}
 
 
 class SegmentWriter:

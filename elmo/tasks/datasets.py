@@ -122,6 +122,10 @@ class TaskData:
     def sizes(self) -> Dict[str, int]:
         return {k: len(v) for k, v in self.splits.items()}
 
+    def describe_sizes(self) -> str:
+        """The split sizes for the log and ``--plan``: ``train 270, dev 30, test 100 examples``."""
+        return ", ".join(f"{split} {n:,}" for split, n in self.sizes().items()) + " examples"
+
     def unseen_labels(self) -> Dict[str, Dict[str, int]]:
         """split -> {label: how many examples (for tags: tokens) have it} for the labels of the
         splits other than train that no training example has (none: ``{}``). The model cannot

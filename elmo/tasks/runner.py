@@ -195,7 +195,7 @@ def plan(cfg: ExperimentConfig, only_variants: Optional[Sequence[str]] = None) -
     lines = []
     for spec in cfg.tasks:
         data = load_task(spec)
-        lines.append(f"{data.name} ({data.metric}): {data.sizes()} examples, {data.describe_labels()}")
+        lines.append(f"{data.name} ({data.metric}): {data.describe_sizes()}, {data.describe_labels()}")
         for line in (data.describe_unseen(), data.describe_in_train(), data.describe_answers_past_cut(),
                      data.describe_answers_off_span()):
             if line:
@@ -235,7 +235,7 @@ def run_experiment(cfg: ExperimentConfig | dict, out: Optional[str | Path] = Non
     check_bilm_logins(cfg)      # (before the results folder is made)
     check_variants_differ(cfg)
     selected = selected_variants(cfg, only_variants)
-    out = Path(out or cfg.out or Path("experiments") / "results" / cfg.name)
+    out = results_folder(cfg, out)
     results_path = out / "results.json"
     check_output_dir(out, "results folder")
     # a second experiment into this folder would write its own runs over the first's
@@ -246,6 +246,12 @@ def run_experiment(cfg: ExperimentConfig | dict, out: Optional[str | Path] = Non
             raise ResultsExistError(f"{results_path} exists: --resume keeps its finished runs, "
                                     f"--overwrite starts again")
         return _run_locked(cfg, out, results_path, resume, command, log, selected, save_models)
+
+
+def results_folder(cfg: ExperimentConfig, out: Optional[str | Path] = None) -> Path:
+    """Where :func:`run_experiment` writes: ``out``, else the config's ``out``, else
+    ``experiments/results/<name>`` under the working folder."""
+    return Path(out or cfg.out or Path("experiments") / "results" / cfg.name)
 
 
 def _run_locked(cfg: ExperimentConfig, out: Path, results_path: Path, resume: bool,
@@ -420,7 +426,7 @@ def _run_all(cfg: ExperimentConfig, results: dict, results_path: Path, done: Lis
                                  "unseen_labels": prep.data.unseen_labels(),
                                  "answers_past_cut": prep.data.answers_past_cut(),
                                  "in_train": prep.data.in_train()}
-        log(f"{name}: {prep.data.sizes()} examples, {prep.data.describe_labels()}")
+        log(f"{name}: {prep.data.describe_sizes()}, {prep.data.describe_labels()}")
         # (a test label no training example has was not said; nor a dev or test file that is
         # the training file)
         for line in (prep.data.describe_unseen(), prep.data.describe_in_train(),

@@ -228,11 +228,24 @@ def _read_json(path: Path):
                      hint="the saved model folder is damaged or incomplete: save it again")
 
 
+def _models_below(folder: Path) -> str:
+    """'; the saved models below it: ...' for a folder above saved models (an experiment's
+    ``models/``, a task's or a variant's folder, given for its ``seed-<n>``), else ''."""
+    if not folder.is_dir():
+        return ""
+    found = sorted(str(c.parent) for depth in (1, 2, 3)
+                   for c in folder.glob("/".join(["*"] * depth) + "/config.json"))
+    if not found:
+        return ""
+    more = f" and {len(found) - 3} more" if len(found) > 3 else ""
+    return f"; the saved models below it: {', '.join(found[:3])}{more}"
+
+
 def _read_config(folder: Path) -> dict:
     """config.json, checked for the format, the version and the settings load() reads."""
     cfg_path = folder / "config.json"
     if not cfg_path.is_file():
-        raise TaskModelError(f"{folder}: not a saved task model (no config.json)")
+        raise TaskModelError(f"{folder}: not a saved task model (no config.json){_models_below(folder)}")
     cfg = _read_json(cfg_path)
     if not isinstance(cfg, dict) or cfg.get("format") != FORMAT:
         raise TaskModelError(f"{cfg_path}: not a {FORMAT} config")
