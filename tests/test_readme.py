@@ -900,3 +900,16 @@ def test_the_committed_summaries_are_what_their_experiment_table_commands_write(
         committed, args[at] = ROOT / args[at], str(tmp_path / "summary.md")
         assert main(args) == 0, capsys.readouterr().err
         assert (tmp_path / "summary.md").read_bytes() == committed.read_bytes(), f"{committed} differs"
+
+
+def test_the_readme_opens_with_its_two_commands():
+    """The developers' promise: the README starts with two commands that set everything up on
+    a fresh machine, one running the main job on the bundled model, one running the tests (the
+    command `.ci/run` runs after its setup). A signpost once moved above them."""
+    body = readme_text().split("\n", 1)[1].lstrip("\n")   # (after the title line)
+    assert body.startswith("```bash\n"), body[:80]
+    lines = [line.split("#")[0].strip() for line in body.split("```")[1].splitlines()[1:]]
+    assert lines == ["bash scripts/setup.sh && .venv/bin/elmo demo",
+                     "bash scripts/setup.sh && .venv/bin/python -m pytest"]
+    ci = (ROOT / ".ci/run").read_text(encoding="utf-8")
+    assert "bash scripts/setup.sh" in ci and "\npython -m pytest\n" in ci
