@@ -352,7 +352,7 @@ class ElmoOptions:
 
     @classmethod
     def preset(cls, name: str) -> "ElmoOptions":
-        """A named model shape: "small", "medium", "original" or "default" (see :data:`PRESETS`)."""
+        """A named model shape: "small", "medium" or "original" (see :data:`PRESETS`)."""
         return preset(name)
 
     @classmethod
@@ -395,18 +395,26 @@ def _released_shape(cells: int, projection: int, n_highway: int) -> Dict[str, An
                          "activation": "relu"}}
 
 
-#: Named model shapes, as options.json sections. "default" is what ``elmo train`` builds when
-#: no --options file is given (the small model's shape).
+#: Named model shapes, as options.json sections. ``elmo train`` builds :data:`TRAIN_PRESET`
+#: when no --options file is given.
 PRESETS: Dict[str, Dict[str, Any]] = {
     "small": _released_shape(1024, 128, 1),
     "medium": _released_shape(2048, 256, 1),
     "original": _released_shape(4096, 512, 2),
 }
-PRESETS["default"] = PRESETS["small"]
+#: The shape ``elmo train`` builds without --options.
+TRAIN_PRESET = "small"
+#: No preset is called "default": one was, an alias of "small", while the bundled ``default``
+#: model has another shape (512 cells, 256 filters), and a user asking for it got the other.
+_NOT_A_PRESET = {"default": "the bundled default model's shape is "
+                            "elmo.from_pretrained('default').options (512 cells, projection 128, 256 filters); "
+                            "the shape `elmo train` builds without --options is preset 'small'"}
 
 
 def preset_dict(name: str) -> Dict[str, Any]:
     """A fresh copy of the options.json sections of preset ``name`` (safe to edit)."""
+    if isinstance(name, str) and name in _NOT_A_PRESET:
+        raise ConfigError(f"preset {name!r}: there is none of that name; {_NOT_A_PRESET[name]}")
     if not isinstance(name, str) or name not in PRESETS:
         raise ConfigError(f"preset {name!r}: unknown; known presets: {', '.join(sorted(PRESETS))}")
     return json.loads(json.dumps(PRESETS[name]))

@@ -104,12 +104,21 @@ def test_presets_match_the_released_models(name):
 def test_preset_copies_and_unknown_name():
     from elmo.config import preset_dict
 
-    d = preset_dict("default")
+    d = preset_dict("small")
     d["lstm"]["dim"] = 7
-    assert ElmoOptions.preset("default") == ElmoOptions.preset("small")
     assert ElmoOptions.preset("small").lstm.dim == 1024
     with pytest.raises(ConfigError, match="preset 'huge'.*medium"):
         ElmoOptions.preset("huge")
+
+
+def test_no_preset_is_named_default_which_the_bundled_model_of_another_shape_is():
+    """preset("default") was an alias of "small" (1024 cells, 2048 filters), not the shape of
+    the bundled `default` model (512 cells, 256 filters): it is refused, naming both."""
+    import elmo
+
+    with pytest.raises(ConfigError, match=r"from_pretrained\('default'\)\.options.*preset 'small'"):
+        ElmoOptions.preset("default")
+    assert elmo.from_pretrained("default").options.lstm.dim == 512 != ElmoOptions.preset("small").lstm.dim
 
 
 @pytest.mark.parametrize("path,value", [(("lstm", "cel_clip"), 3), (("lstm", "projection"), 16),

@@ -167,13 +167,13 @@ def _model_flags_given(args) -> bool:
 
 
 def _model_options(args, base: Optional[dict] = None) -> dict:
-    """The model's options: ``--options`` (or ``base``, or the default preset), then the flags."""
-    from ..config import ElmoOptions, preset_dict
+    """The model's options: ``--options`` (or ``base``, or the preset ``TRAIN_PRESET``), then the flags."""
+    from ..config import TRAIN_PRESET, ElmoOptions, preset_dict
 
     if args.options:
         opts = ElmoOptions.from_file(args.options).to_dict()
     else:
-        opts = copy.deepcopy(base) if base else preset_dict("default")
+        opts = copy.deepcopy(base) if base else preset_dict(TRAIN_PRESET)
     lstm, cnn = opts["lstm"], opts["char_cnn"]
     for flag, key in (("dim", "dim"), ("projection_dim", "projection_dim"), ("n_layers", "n_layers")):
         if getattr(args, flag) is not None:
