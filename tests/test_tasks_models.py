@@ -445,7 +445,7 @@ def test_equal_dev_scores_keep_the_earliest_epoch_and_count_towards_patience(mon
     model = build_model(task, emb, _settings(dropout=0.0), None, 0.0)
     after_epoch = []
 
-    def same_score(model, examples, make, metric, labels, batch_size=64):
+    def same_score(model, examples, make, metric, labels, batch_size=64, **bar):   # (bar: progress settings)
         after_epoch.append({k: p.detach().clone() for k, p in model.named_parameters()})
         return 50.0
 

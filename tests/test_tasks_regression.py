@@ -370,7 +370,7 @@ def _fit_with_dev_scores(monkeypatch, dev_scores, epochs, patience):
     from elmo.tasks.datasets import Example
     model, weights, logs = _Weights(), [], []
 
-    def fake_score(m, dev, make, metric, labels):
+    def fake_score(m, dev, make, metric, labels, **bar):     # (bar: fit's progress settings)
         weights.append(m.w.item())
         return dev_scores[len(weights) - 1]
 

@@ -44,7 +44,8 @@ def register(subparsers) -> None:
                         "while the biLM is still training); --resume later runs the rest")
     p.add_argument("--plan", action="store_true",
                    help="print the tasks' sizes, the variants and the number of runs; train nothing")
-    p.add_argument("--quiet", "--no-progress", action="store_true", help="no progress lines")
+    p.add_argument("--quiet", "--no-progress", action="store_true",
+                   help="no progress lines, and no progress bars (drawn only where stderr is a terminal)")
     p.add_argument("--set", dest="config_set", action="append", default=[], metavar="KEY=VALUE",
                    help="set a setting of the config by its dotted name, after the options above "
                         "(e.g. --set train.lr=0.01, --set seeds=[1,2], --set variants.1.elmo.lambda=1); "
@@ -136,9 +137,10 @@ def _plan_or_run(args: argparse.Namespace, cfg, only) -> int:
     refuse_dash(args.out, "--out", "the experiment writes a folder (results, plots, logs): give its name",
                 "folder")
     log = (lambda s: None) if args.quiet else (lambda s: print(s, file=sys.stderr, flush=True))
+    from . import progress_bar_wanted
     results = run_experiment(cfg, out=args.out, resume=args.resume, command=command, log=log,
                              only_variants=only, overwrite=args.overwrite,
-                             save_models=args.save_models)
+                             save_models=args.save_models, progress=progress_bar_wanted(not args.quiet))
     print(markdown(results))
     # (the report on stdout names no folder; a user running from their own folder asked where it went)
     folder = results_folder(cfg, args.out)

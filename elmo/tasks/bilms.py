@@ -104,11 +104,13 @@ def bilm_entry(spec: str, bilms: BiLMChecksums) -> dict:
 
 
 class BiLMPool:
-    """Loaded biLMs and their layer caches, shared by all runs of an experiment."""
+    """Loaded biLMs and their layer caches, shared by all runs of an experiment. ``progress``:
+    a bar on stderr while a cache fills (see :meth:`LayerCache.fill`)."""
 
-    def __init__(self, cache_layers: bool, log: Callable[[str], None]):
+    def __init__(self, cache_layers: bool, log: Callable[[str], None], progress: bool = False):
         self.cache_layers = cache_layers
         self.log = log
+        self.progress = progress
         self._models: Dict[str, object] = {}
         self._caches: Dict[str, LayerCache] = {}
         self.cache_seconds: Dict[str, float] = {}        # biLM spec -> seconds
@@ -162,7 +164,7 @@ class BiLMPool:
                      f"(cache_layers false computes them in every batch instead)")
         start = time.time()
         before = len(cache)
-        cache.fill(sentences)
+        cache.fill(sentences, self.progress)
         spent = time.time() - start
         self.cache_seconds[spec] = self.cache_seconds.get(spec, 0.0) + spent
         if len(cache) > before:

@@ -61,9 +61,11 @@ class LayerCache:
         return len(gone)
 
     @torch.no_grad()
-    def fill(self, sentences: Iterable[Sequence[str]]) -> None:
+    def fill(self, sentences: Iterable[Sequence[str]], progress: bool = False) -> None:
         """Run the biLM on every sentence not cached yet, in batches of ``batch_size`` sorted
-        by length, then by tokens: the same batches in every process."""
+        by length, then by tokens: the same batches in every process. ``progress``: a tqdm bar
+        on stderr counting the sentences (thousands take minutes on a CPU), gone when done."""
+        from tqdm import tqdm
         # by length, then by the tokens: ties in set order followed the process's string
         # hash seed, so the batches (and a batch of one's rounding) changed from run to run
         todo = sorted({tuple(s) for s in sentences if s} - set(self._store), key=lambda s: (len(s), s))
@@ -71,13 +73,16 @@ class LayerCache:
         self.bilm.eval()
         device = next(self.bilm.parameters()).device
         try:
-            for start in range(0, len(todo), self.batch_size):
-                chunk = todo[start:start + self.batch_size]
-                ids = self.bilm.token_ids([list(s) for s in chunk]).to(device)
-                layers = self.bilm(ids)["activations"]
-                stacked = torch.stack(layers, dim=0).to("cpu", self.dtype)     # (L + 1, B, T, D)
-                for i, sent in enumerate(chunk):
-                    self._store[sent] = stacked[:, i, :len(sent)].clone()
+            with tqdm(total=len(todo), desc="biLM layers", unit="sentence", leave=False,
+                      disable=not progress) as bar:
+                for start in range(0, len(todo), self.batch_size):
+                    chunk = todo[start:start + self.batch_size]
+                    ids = self.bilm.token_ids([list(s) for s in chunk]).to(device)
+                    layers = self.bilm(ids)["activations"]
+                    stacked = torch.stack(layers, dim=0).to("cpu", self.dtype)     # (L + 1, B, T, D)
+                    for i, sent in enumerate(chunk):
+                        self._store[sent] = stacked[:, i, :len(sent)].clone()
+                    bar.update(len(chunk))
         finally:
             self.bilm.train(was_training)
 

@@ -94,9 +94,10 @@ def prepare_task(spec: dict, cfg: ExperimentConfig,
 
 
 def run_one(prep: PreparedTask, variant: Variant, seed: int, cfg: ExperimentConfig, pool: BiLMPool,
-            log: Callable[[str], None], save_to: Optional[Path] = None) -> dict:
+            log: Callable[[str], None], save_to: Optional[Path] = None, progress: bool = False) -> dict:
     """Train and test one (task, variant, seed); returns its record. With ``save_to`` the
-    trained model (its best epoch) is saved there (:mod:`.saved`)."""
+    trained model (its best epoch) is saved there (:mod:`.saved`). ``progress``: bars on
+    stderr over each epoch's batches, dev and the test sets (:func:`.train_loop.fit`)."""
     data, e = prep.data, variant.elmo
     torch.manual_seed(seed)
     elmo_features, cache, max_chars = None, None, DEFAULT_MAX_CHARS
@@ -126,12 +127,12 @@ def run_one(prep: PreparedTask, variant: Variant, seed: int, cfg: ExperimentConf
     result = fit(model, data.splits["train"], data.splits["dev"], make, data.metric, data.labels,
                  prep.train, seed, log, early_stopping=bool(data.splits["dev"])
                  or not str(data.source.get("dev", "")).startswith("none"),
-                 length=task_kind(data.kind).batch_length)
-    test_metrics = split_metrics(model, data, make, log)
+                 length=task_kind(data.kind).batch_length, progress=progress)
+    test_metrics = split_metrics(model, data, make, log, progress=progress)
     test = test_metrics.pop(data.metric)
     # further test sets named in the task's files, scored by the same model (a graded task's
     # with its other correlation and why one is undefined, as test)
-    extras = {k: split_metrics(model, data, make, log, split=k)
+    extras = {k: split_metrics(model, data, make, log, split=k, progress=progress)
               for k in data.splits if k not in ("train", "dev", "test")}
     extra = {k: m.pop(data.metric) for k, m in extras.items()}
     record = {
@@ -222,7 +223,7 @@ def run_experiment(cfg: ExperimentConfig | dict, out: Optional[str | Path] = Non
                    command: Optional[str] = None,
                    log: Callable[[str], None] = lambda s: print(s, file=sys.stderr, flush=True),
                    only_variants: Optional[Sequence[str]] = None, overwrite: bool = False,
-                   save_models: bool = False) -> dict:
+                   save_models: bool = False, progress: bool = False) -> dict:
     """Run every (task, variant, seed) of a config (a dict is read by
     :func:`normalise_config`); write and return the results.
 
@@ -230,7 +231,9 @@ def run_experiment(cfg: ExperimentConfig | dict, out: Optional[str | Path] = Non
     baselines can run while the biLM is still training, and a later ``resume`` adds the rest.
     An existing ``results.json`` is kept unless ``resume`` (keep its matching runs) or
     ``overwrite`` (start again) is given. ``save_models`` keeps every trained model in
-    ``OUT/models/<task>/<variant>/seed-<seed>/`` (see :mod:`.saved`)."""
+    ``OUT/models/<task>/<variant>/seed-<seed>/`` (see :mod:`.saved`). ``progress`` draws bars
+    on stderr while the biLM layer cache fills, over each epoch's batches and while dev and
+    test are scored (``elmo experiment``: on a terminal, without --quiet)."""
     cfg = normalise_config(cfg)
     check_bilm_logins(cfg)      # (before the results folder is made)
     check_variants_differ(cfg)
@@ -245,7 +248,7 @@ def run_experiment(cfg: ExperimentConfig | dict, out: Optional[str | Path] = Non
         if results_path.exists() and not resume and not overwrite:
             raise ResultsExistError(f"{results_path} exists: --resume keeps its finished runs, "
                                     f"--overwrite starts again")
-        return _run_locked(cfg, out, results_path, resume, command, log, selected, save_models)
+        return _run_locked(cfg, out, results_path, resume, command, log, selected, save_models, progress)
 
 
 def results_folder(cfg: ExperimentConfig, out: Optional[str | Path] = None) -> Path:
@@ -256,7 +259,7 @@ def results_folder(cfg: ExperimentConfig, out: Optional[str | Path] = None) -> P
 
 def _run_locked(cfg: ExperimentConfig, out: Path, results_path: Path, resume: bool,
                 command: Optional[str], log: Callable[[str], None], selected: List[Variant],
-                save_models: bool) -> dict:
+                save_models: bool, progress: bool = False) -> dict:
     """:func:`run_experiment` once it holds the results folder's lock."""
     bilms = BiLMChecksums()
     done: List[dict] = []
@@ -296,7 +299,7 @@ def _run_locked(cfg: ExperimentConfig, out: Path, results_path: Path, resume: bo
     with threads(cfg.threads or None) as n_threads:
         results["machine"]["threads"] = n_threads
         _run_all(cfg, results, results_path, done, log, selected, bilms,
-                 out / "models" if save_models else None)
+                 out / "models" if save_models else None, progress)
     write_reports(results, out)
     _note_other_models(out / "models", results["runs"], log)
     return results
@@ -398,8 +401,8 @@ def _diverged_error(run: str, err: FloatingPointError, finished: int) -> Floatin
 
 def _run_all(cfg: ExperimentConfig, results: dict, results_path: Path, done: List[dict],
              log: Callable[[str], None], variants: Sequence[Variant], bilms: BiLMChecksums,
-             models: Optional[Path] = None) -> None:
-    pool = BiLMPool(cfg.cache_layers, log)
+             models: Optional[Path] = None, progress: bool = False) -> None:
+    pool = BiLMPool(cfg.cache_layers, log, progress)
     have = {(r["task"], r["variant"], r["seed"]) for r in done}
     # Each run's fingerprint hashes the task's files (and GloVe's) before they are read: taken
     # after its run, a file edited meanwhile gave runs trained on the old contents the new one's
@@ -440,7 +443,7 @@ def _run_all(cfg: ExperimentConfig, results: dict, results_path: Path, done: Lis
                 log(f"{name} / {variant.name} / seed {seed}")
                 save_to = None if models is None else models / name / variant.name / f"seed-{seed}"
                 try:
-                    record = run_one(prep, variant, seed, cfg, pool, log, save_to)
+                    record = run_one(prep, variant, seed, cfg, pool, log, save_to, progress)
                 except RuntimeError as err:   # (a torch traceback from deep in a batch)
                     if not _out_of_memory(err):
                         raise

@@ -15,7 +15,7 @@ from __future__ import annotations
 import random
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, cast
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, TypeVar, cast
 
 import torch
 
@@ -77,6 +77,7 @@ def _check_adam_scalars(cfg: FitConfig, where: str) -> None:
 
 
 BatchMaker = Callable[[Sequence[Example]], Batch]
+T = TypeVar("T")
 
 #: Batches in a row with a non-finite loss or gradient (each skipped) after which fit() stops.
 MAX_NONFINITE_BATCHES = 5
@@ -102,23 +103,33 @@ def batches(examples: Sequence[Example], size: int, make: BatchMaker,
     return [make([examples[i] for i in g]) for g in groups]
 
 
+def progress_bar(steps: Sequence[T], desc: str, progress: bool) -> Iterable[T]:
+    """``steps`` (batches, or where they start) with a tqdm bar on stderr that counts them,
+    drawn only with ``progress`` (the command decides: a terminal and no --quiet) and gone
+    when done, since the log lines are the record."""
+    from tqdm import tqdm
+    return tqdm(steps, desc=desc, unit="batch", leave=False, disable=not progress)
+
+
 def predict(model: TaskModel, examples: Sequence[Example], make: BatchMaker,
-            batch_size: int = 64) -> list:
-    """The model's predictions (label ids or tag-id lists) for examples, in their order."""
+            batch_size: int = 64, progress: bool = False, desc: str = "predict") -> list:
+    """The model's predictions (label ids or tag-id lists) for examples, in their order;
+    ``progress``: a bar named ``desc`` over the batches."""
     model.eval()
     out = []
-    for start in range(0, len(examples), batch_size):
+    for start in progress_bar(range(0, len(examples), batch_size), desc, progress):
         out += model.predict(make(examples[start:start + batch_size]))
     return out
 
 
 def score(model: TaskModel, examples: Sequence[Example], make: BatchMaker, metric: str,
-          labels: Sequence[str], batch_size: int = 64) -> float:
+          labels: Sequence[str], batch_size: int = 64, progress: bool = False, desc: str = "predict") -> float:
     """The task metric (see :mod:`.metrics`) of the model's predictions on examples, in
-    percent (a correlation times 100, as GLUE reports STS-B's)."""
+    percent (a correlation times 100, as GLUE reports STS-B's); ``progress``, ``desc``: as
+    :func:`predict`'s."""
     if not examples:
         return float("nan")
-    return metric_value(metric, examples, predict(model, examples, make, batch_size), labels)
+    return metric_value(metric, examples, predict(model, examples, make, batch_size, progress, desc), labels)
 
 
 def metric_value(metric: str, examples: Sequence[Example], pred: list, labels: Sequence[str]) -> float:
@@ -137,18 +148,20 @@ def metric_value(metric: str, examples: Sequence[Example], pred: list, labels: S
 
 
 def split_metrics(model: TaskModel, data: TaskData, make: BatchMaker, log: Callable[[str], None],
-                  split: str = "test") -> Dict[str, Any]:
+                  split: str = "test", progress: bool = False) -> Dict[str, Any]:
     """The task metric on ``split`` (``{data.metric: value}``); a graded task's also gets
     ``other_metrics`` (its kind's other correlation there) and, where the correlation is
     undefined (NaN), ``undefined``: why, which is logged too. A span_qa task's gets its other
-    metric too (F1 and exact match), from the same predictions."""
+    metric too (F1 and exact match), from the same predictions. ``progress``: a bar named
+    after the split over its batches."""
     kind = task_kind(data.kind)
     examples = data.splits[split]
     if not (kind.graded or kind.span_answers):
-        return {data.metric: score(model, examples, make, data.metric, data.labels)}
+        return {data.metric: score(model, examples, make, data.metric, data.labels,
+                                   progress=progress, desc=split)}
     if not examples:
         return {data.metric: float("nan")}
-    pred = predict(model, examples, make)
+    pred = predict(model, examples, make, progress=progress, desc=split)
     out: Dict[str, Any] = {data.metric: metric_value(data.metric, examples, pred, data.labels),
                            "other_metrics": {m: metric_value(m, examples, pred, data.labels)
                                              for m in kind.metrics if m != data.metric}}
@@ -187,11 +200,13 @@ def fit(model: TaskModel, train: Sequence[Example], dev: Sequence[Example], make
         metric: str, labels: Sequence[str], cfg: FitConfig, seed: int,
         log: Callable[[str], None] = lambda s: None,
         early_stopping: bool = True,
-        length: Callable[[Example], int] = lambda ex: len(ex.tokens)) -> Dict[str, object]:
+        length: Callable[[Example], int] = lambda ex: len(ex.tokens),
+        progress: bool = False) -> Dict[str, object]:
     """Train with early stopping on dev; the model ends with its best epoch's parameters (the
     earliest of equal best scores; see the module docstring).
     With ``early_stopping=False`` dev must be empty: every epoch runs and the last one is
     kept (``best_dev`` is NaN). ``length``: what batches group examples by (:func:`batches`).
+    ``progress``: a bar over each epoch's batches and one over dev's (see :func:`progress_bar`).
 
     Returns ``{"best_dev", "best_epoch", "epochs", "history": [{"epoch", "loss", "dev"}],
     "seconds"}``. A batch whose loss or gradient is not finite is skipped (logged per epoch);
@@ -212,7 +227,7 @@ def fit(model: TaskModel, train: Sequence[Example], dev: Sequence[Example], make
         model.train()
         total, n = 0.0, 0
         skipped = 0
-        for batch in batches(train, cfg.batch_size, make, rng, length):
+        for batch in progress_bar(batches(train, cfg.batch_size, make, rng, length), f"epoch {epoch}", progress):
             opt.zero_grad()
             loss = model.loss(batch)
             finite = bool(torch.isfinite(loss))
@@ -243,7 +258,8 @@ def fit(model: TaskModel, train: Sequence[Example], dev: Sequence[Example], make
             if not broken:
                 best_dev, best_epoch, best_state = float("nan"), epoch, _trainable_state(model)
         else:
-            dev_score = float("nan") if broken else score(model, dev, make, metric, labels)
+            dev_score = float("nan") if broken else score(model, dev, make, metric, labels,
+                                                          progress=progress, desc="dev")
             history.append({"epoch": epoch, "loss": total / max(n, 1), "dev": dev_score})
             log(f"epoch {epoch}: loss {total / max(n, 1):.4f} dev {dev_score:.2f}")
             # (a NaN dev score, an undefined correlation, is no improvement: NaN > x is False,
