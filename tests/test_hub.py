@@ -485,6 +485,8 @@ def test_offline_with_an_empty_cache_is_one_clear_line(monkeypatch, capsys):
     assert main(["models", "get", "small"]) == 1
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "ELMO_OFFLINE" in err and "elmo_2x1024" in err
+    # (a newcomer offline learns that the bundled model needs no download)
+    assert "bundled models need no download" in err and "--model default" in err
 
 
 def test_device_and_stateful_are_checked_before_a_download(monkeypatch):

@@ -388,12 +388,22 @@ def resolve_url(url: str) -> Local:
 
 
 def fetch_model(entry: registry.PretrainedModel) -> Local:
-    """Download and verify a table entry."""
-    if entry.format == "original":
-        options = fetch_options(entry.urls["options"], entry, entry.sha256.get("options"))
-        weights = fetch_weights(entry.urls["weights"], options, entry.sha256.get("weights"))
-        return Local(options=options, weights=weights)
-    return Local(folder=fetch_archive(entry.urls["archive"], entry.sha256.get("archive")))
+    """Download and verify a table entry. A download that fails (offline, say) says that the
+    bundled models need none: a newcomer offline was told only that the host was not found."""
+    try:
+        if entry.format == "original":
+            options = fetch_options(entry.urls["options"], entry, entry.sha256.get("options"))
+            weights = fetch_weights(entry.urls["weights"], options, entry.sha256.get("weights"))
+            return Local(options=options, weights=weights)
+        return Local(folder=fetch_archive(entry.urls["archive"], entry.sha256.get("archive")))
+    except ArchiveError:
+        raise   # (the archive came and is damaged: another problem than getting it)
+    except DownloadError as e:
+        raise DownloadError(f"{e}; {BUNDLED_HINT}") from None
+
+
+#: What a failed download of a published model adds.
+BUNDLED_HINT = "the bundled models need no download: elmo.from_pretrained('default'), --model default"
 
 
 def is_cached(entry: registry.PretrainedModel) -> bool:
