@@ -355,7 +355,9 @@ def atomic_folder(folder: Path, staging: Optional[Path] = None) -> Iterator[Path
         folder = folder.resolve()
     finish_replace(folder)   # (before the partial folder goes: a kill may have left the old one aside)
     tmp = staging if staging is not None else partial_folder(folder)
-    shutil.rmtree(tmp, ignore_errors=True)   # what a killed writer left
+    # what a killed writer left there, or the old folder that a swap could not wholly delete
+    if tmp.is_dir() and not tmp.is_symlink():
+        remove_leftover(tmp, f"what an earlier write of {named} left")
     try:
         tmp.mkdir(parents=True)
         with naming_as(tmp, named):
@@ -373,7 +375,9 @@ def atomic_folder(folder: Path, staging: Optional[Path] = None) -> Iterator[Path
     # deleting it first left, for a reader (predict, from_pretrained) or after a kill, no folder
     # or a half-deleted one (weights without their config) where a complete model belongs.
     if folder.is_dir() and not folder.is_symlink() and _exchange(tmp, folder):   # (a link: not swapped away)
-        shutil.rmtree(tmp)   # (the old folder now; a kill here leaves it to the next writer)
+        # (the old folder now: a kill here, or a file in it that cannot be deleted (another
+        # user's), leaves it to the next writer, and the write that has succeeded stands)
+        _remove_entry(tmp, ignore_errors=True)
     else:
         _replace_by_renames(tmp, folder)
     _fsync(folder.parent, folder=True)
@@ -478,12 +482,20 @@ def finish_replace(folder: Path) -> None:
     if not os.path.lexists(folder):
         aside.rename(folder)
         return
+    remove_leftover(aside, f"the old copy of {folder} that an earlier write set aside")
+
+
+def remove_leftover(path: Path, what: str) -> None:
+    """Delete ``path`` (a folder, a file or a link), ``what`` an earlier writer left, if it is
+    there. One that cannot be deleted (a file another user owns) is an :class:`OutputError`:
+    "PATH: WHAT cannot be deleted (why); remove it and run again" (the write that followed
+    failed with a bare "File exists")."""
     try:
-        _remove_entry(aside)
+        _remove_entry(path)
     except OSError as e:
-        if os.path.lexists(aside):   # (else another process deleted it meanwhile)
-            raise OutputError(f"{aside}: the old copy of {folder} that an earlier write set aside cannot be "
-                              f"deleted ({os_error_reason(e)}); remove it and run again") from None
+        if os.path.lexists(path):   # (else another process deleted it meanwhile)
+            raise OutputError(f"{path}: {what} cannot be deleted ({os_error_reason(e)}); "
+                              f"remove it and run again") from None
 
 
 def _remove_entry(path: Path, ignore_errors: bool = False) -> None:

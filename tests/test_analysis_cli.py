@@ -1233,6 +1233,35 @@ def test_an_output_folder_whose_partial_name_is_taken_by_a_file_is_refused_befor
     assert main(run) == 0
 
 
+def test_a_killed_runs_partial_folder_that_cannot_be_deleted_is_named_before_any_section_runs(tmp_path, capsys):
+    """OUT.partial, a killed run's, holding a file that cannot be deleted (made immutable here;
+    another user's): the bare OSError of its deletion was all the run said. It is now one line
+    naming the folder and what to do, before any section runs."""
+    import subprocess
+    (tmp_path / "pairs.tsv").write_text(_PAIRS + "\n")
+    out = tmp_path / "out"
+    partial = tmp_path / "out.partial"
+    partial.mkdir()
+    stuck = partial / "report.md"
+    stuck.write_text("a killed run's\n")
+    try:
+        done = subprocess.run(["chattr", "+i", str(stuck)], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        pytest.skip(f"cannot run chattr: {e}")
+    if done.returncode != 0:
+        pytest.skip(f"cannot make a file immutable here: {done.stderr.strip()}")
+    try:
+        assert main(["analyze", "fixture", "--out", str(out), "--only", "contrast",
+                     "--contrast-file", str(tmp_path / "pairs.tsv"), "--no-untrained-control"]) == 1
+        captured = capsys.readouterr()
+        assert captured.err.count("\n") == 1
+        assert (f"{partial}: a report folder that a killed run left beside it cannot be deleted "
+                f"(Operation not permitted); remove it and run again") in captured.err
+        assert "contrast ..." not in captured.out
+    finally:
+        subprocess.run(["chattr", "-i", str(stuck)], capture_output=True, timeout=30)
+
+
 def test_a_run_killed_between_the_renames_of_its_fallback_swap_loses_no_file_of_the_folder(
         tmp_path, monkeypatch, capsys):
     """Where the two folders cannot swap in one step (no renameat2: NFS, another system), the old

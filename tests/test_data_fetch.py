@@ -595,7 +595,7 @@ def test_a_partial_folder_that_cannot_be_removed_is_named_not_said_removed(tmp_p
     if done.returncode != 0:
         pytest.skip(f"cannot make a file immutable here: {done.stderr.strip()}")
     try:
-        line = (f"{stuck.parent}: the unfinished copy of tiny that a killed run left cannot be removed "
+        line = (f"{stuck.parent}: the unfinished copy of tiny that a killed run left cannot be deleted "
                 f"(Operation not permitted); remove it and run again")
         said: list = []
         assert sources.get("tiny", home, log=said.append) == out

@@ -1154,3 +1154,44 @@ def test_an_old_folder_that_cannot_be_deleted_does_not_fail_the_replacement(tmp_
     finally:
         subprocess.run(["chattr", "-i", str(tmp_path / "model.replaced" / "config.json")],
                        capture_output=True, timeout=30)
+
+
+def test_an_old_folder_that_cannot_be_deleted_after_a_swap_does_not_fail_the_write(tmp_path, monkeypatch):
+    """With renameat2 the two folders swap and the old one, now FOLDER.partial, is deleted: a
+    file in it that cannot be deleted (made immutable here; another user's) failed the write
+    that had succeeded with a bare "Operation not permitted: 'config.json'", and the next write
+    with a bare "File exists: 'model.partial'". The write now stands, and the next one is
+    refused before it begins, in one line naming what is left."""
+    import subprocess
+
+    import elmo.io
+    from elmo.io import OutputError, atomic_folder
+
+    folder = tmp_path / "model"
+    folder.mkdir()
+    stuck = folder / "config.json"
+    stuck.write_text("old")
+    exchanged, exchange = [], elmo.io._exchange
+    monkeypatch.setattr(elmo.io, "_exchange", lambda a, b: exchanged.append(exchange(a, b)) or exchanged[-1])
+    try:
+        done = subprocess.run(["chattr", "+i", str(stuck)], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        pytest.skip(f"cannot run chattr: {e}")
+    if done.returncode != 0:
+        pytest.skip(f"cannot make a file immutable here: {done.stderr.strip()}")
+    left = tmp_path / "model.partial"
+    try:
+        with atomic_folder(folder) as tmp:
+            (tmp / "config.json").write_text("new")
+        if exchanged != [True]:
+            pytest.skip("no renameat2 swap on this file system (the fallback has its own test)")
+        assert (folder / "config.json").read_text() == "new" and left.is_dir()
+        began = []
+        with pytest.raises(OutputError, match=f"^{left}: what an earlier write of {folder} left cannot be "
+                                              f"deleted \\(Operation not permitted\\); remove it and run again$"):
+            with atomic_folder(folder) as tmp:
+                began.append(tmp)
+        assert began == [] and (folder / "config.json").read_text() == "new"
+    finally:
+        for path in (left / "config.json", stuck):
+            subprocess.run(["chattr", "-i", str(path)], capture_output=True, timeout=30)

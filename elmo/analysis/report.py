@@ -668,7 +668,8 @@ def check_swappable(out: Path, log=print) -> None:
     every section had run). Call it while holding ``out``'s lock."""
     import os
 
-    from ..io import OutputError, partial_folder, refuse_mounts_below, renames_stop_at, sticky_holds
+    from ..io import (OutputError, partial_folder, refuse_mounts_below, remove_leftover, renames_stop_at,
+                      sticky_holds)
     folder = out.resolve()
     parent = folder.parent
     if not os.access(parent, os.W_OK | os.X_OK):
@@ -689,7 +690,7 @@ def check_swappable(out: Path, log=print) -> None:
                           f"swapped in; move or remove it")
     if partial.is_dir():
         refuse_mounts_below(partial)
-        shutil.rmtree(partial)
+        remove_leftover(partial, "a report folder that a killed run left beside it")
         log(f"analyze: {partial}: removed, a report folder that a killed run left beside it")
 
 

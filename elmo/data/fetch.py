@@ -206,18 +206,14 @@ def remove_stale_partial(entry: Path, log=print) -> None:
     is no live process's. Left there, it took disk space until the next ``--force``. One that
     cannot be removed (another user's files in a shared cache) is a :class:`DataError` naming it:
     it was said to be removed, and the write that followed failed with a bare "File exists"."""
-    from ..io import os_error_reason, partial_folder
+    from ..io import OutputError, partial_folder, remove_leftover
     partial = partial_folder(entry)
     if not os.path.lexists(partial):
         return
     try:
-        if partial.is_dir() and not partial.is_symlink():
-            shutil.rmtree(partial)
-        else:
-            partial.unlink(missing_ok=True)
-    except OSError as e:
-        raise DataError(f"{partial}: the unfinished copy of {entry.name} that a killed run left cannot be "
-                        f"removed ({os_error_reason(e)}); remove it and run again") from None
+        remove_leftover(partial, f"the unfinished copy of {entry.name} that a killed run left")
+    except OutputError as e:
+        raise DataError(str(e)) from None
     log(f"{partial}: removed, the unfinished copy of {entry.name} that a killed run left")
 
 
