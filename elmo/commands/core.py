@@ -6,7 +6,7 @@ import shutil
 import sys
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, Tuple, cast
+from typing import Iterator, Optional, Tuple, cast
 
 from . import threads_help
 
@@ -213,8 +213,8 @@ def _convert(args: argparse.Namespace, out: Path) -> int:
     named = elmo.which_model(args.model, warn=False)     # (loading it warns where a name is both)
     source = elmo.model_path(args.model) if named.folder is not None else None
     into_itself = same_file(source or Path(args.model), out)
-    metadata = source is not None and (source / METADATA_FILE).is_file() and not into_itself
-    names += (METADATA_FILE,) if metadata else ()
+    # (a new copy always gets one, for the SHA-256 record of its files at least)
+    names += (METADATA_FILE,) if not into_itself else ()
     # The model card, README and licence describe these weights (the default model's card gives
     # its data and licence): a converted copy lost them. They go with it as they are.
     cards = tuple(n for n in CARD_FILES if source is not None and (source / n).is_file()) if not into_itself else ()
@@ -250,17 +250,18 @@ def _convert(args: argparse.Namespace, out: Path) -> int:
     # refused as replacing them (or, with --overwrite, OUT held a mix of two models).
     with _new_folder_whole(out) as target:
         elmo.save_pretrained(bilm, target, fmt=args.to)
-        if source is not None and (metadata or into_itself):
-            _write_converted_metadata(source, target, into_itself)
+        if source is not None or not into_itself:
+            _write_converted_metadata(source, target, into_itself, args.model)
         for name in cards:
             copy_file(cast(Path, source) / name, target / name)
     print(f"wrote {out} ({args.to})")
     return 0
 
 
-def _write_converted_metadata(source: Path, target: Path, into_itself: bool) -> None:
+def _write_converted_metadata(source: Optional[Path], target: Path, into_itself: bool, model: str) -> None:
     """The ``metadata.json`` of a converted model in ``target`` (the new folder, holding the
-    files just saved): the source's, with ``converted_from`` and the SHA-256 of the files
+    files just saved): the source's (where the source folder has one; ``source`` None: a
+    published ``model``, which has none), with ``converted_from`` and the SHA-256 of the files
     written (:mod:`elmo.folder_checksums`). Converted into itself, a folder with a record keeps
     it for its other files and gets the new files' (a rewritten file's old SHA-256 refused the
     folder's next load); one without a record keeps its metadata.json as it was."""
@@ -270,6 +271,7 @@ def _write_converted_metadata(source: Path, target: Path, into_itself: bool) -> 
 
     written = record_files(target, [p.name for p in target.iterdir() if p.is_file()])
     if into_itself:
+        assert source is not None   # (only a folder is converted into itself)
         record = read_record(source)
         if record is not None:
             write_metadata(target, {**read_metadata(source), RECORD_KEY: {**record, **written}})
@@ -277,12 +279,15 @@ def _write_converted_metadata(source: Path, target: Path, into_itself: bool) -> 
     # (not "shipped": how the source's files were stored, its softmax's too, is not how this
     # copy's are; elmo info showed a float16 softmax for a folder that has none; nor the
     # source's SHA-256 record)
-    kept_meta = {k: v for k, v in read_metadata(source).items() if k not in ("shipped", RECORD_KEY)}
+    meta = read_metadata(source) if source is not None else {"adapted_on": []}
+    kept_meta = {k: v for k, v in meta.items() if k not in ("shipped", RECORD_KEY)}
     # (a URL with a login that it records is not copied whole: see elmo.redact)
     kept_meta, redacted = redact_record(kept_meta)
     if redacted:
-        print(f"elmo convert: warning: {source / METADATA_FILE}: {REDACTED_NOTE}", file=sys.stderr)
-    write_metadata(target, {**kept_meta, "converted_from": str(source.resolve()), RECORD_KEY: written})
+        print(f"elmo convert: warning: {cast(Path, source) / METADATA_FILE}: {REDACTED_NOTE}", file=sys.stderr)
+    # (a published model's name or URL, which a login in it is not written with)
+    converted_from = str(source.resolve()) if source is not None else redact_record(model)[0]
+    write_metadata(target, {**kept_meta, "converted_from": converted_from, RECORD_KEY: written})
 
 
 @contextmanager
