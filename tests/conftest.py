@@ -4,7 +4,10 @@ from __future__ import annotations
 import importlib.util
 import os
 import signal
+import subprocess
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 import torch
@@ -167,3 +170,22 @@ def model_digest_calls(monkeypatch):
     monkeypatch.setattr(digests, "model_digest", counted)
     monkeypatch.setattr(neighbors, "model_digest", counted)
     return calls
+
+
+@contextmanager
+def immutable(path: Path, *moved_to: Path) -> Iterator[None]:
+    """The file ``path`` made immutable for the block (``chattr +i``: not even root may delete
+    it, as a user may not delete another's file in a folder of theirs); the test is skipped
+    where that cannot be done. After the block it is mutable again, at ``path`` and at each of
+    ``moved_to`` (where the block may have renamed its folder)."""
+    try:
+        done = subprocess.run(["chattr", "+i", str(path)], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        pytest.skip(f"cannot run chattr: {e}")
+    if done.returncode != 0:
+        pytest.skip(f"cannot make a file immutable here: {done.stderr.strip()}")
+    try:
+        yield
+    finally:
+        for place in (path, *moved_to):
+            subprocess.run(["chattr", "-i", str(place)], capture_output=True, timeout=30)

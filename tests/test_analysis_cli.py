@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from elmo.cli import main
+from tests.conftest import immutable
 
 _PAIRS = "\n".join(
     f"role\tthe {a} saw the {b} .\tthe {b} saw the {a} .\t{a}\tagent\tpatient"
@@ -1237,20 +1238,13 @@ def test_a_killed_runs_partial_folder_that_cannot_be_deleted_is_named_before_any
     """OUT.partial, a killed run's, holding a file that cannot be deleted (made immutable here;
     another user's): the bare OSError of its deletion was all the run said. It is now one line
     naming the folder and what to do, before any section runs."""
-    import subprocess
     (tmp_path / "pairs.tsv").write_text(_PAIRS + "\n")
     out = tmp_path / "out"
     partial = tmp_path / "out.partial"
     partial.mkdir()
     stuck = partial / "report.md"
     stuck.write_text("a killed run's\n")
-    try:
-        done = subprocess.run(["chattr", "+i", str(stuck)], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        pytest.skip(f"cannot run chattr: {e}")
-    if done.returncode != 0:
-        pytest.skip(f"cannot make a file immutable here: {done.stderr.strip()}")
-    try:
+    with immutable(stuck):
         assert main(["analyze", "fixture", "--out", str(out), "--only", "contrast",
                      "--contrast-file", str(tmp_path / "pairs.tsv"), "--no-untrained-control"]) == 1
         captured = capsys.readouterr()
@@ -1258,8 +1252,6 @@ def test_a_killed_runs_partial_folder_that_cannot_be_deleted_is_named_before_any
         assert (f"{partial}: a report folder that a killed run left beside it cannot be deleted "
                 f"(Operation not permitted); remove it and run again") in captured.err
         assert "contrast ..." not in captured.out
-    finally:
-        subprocess.run(["chattr", "-i", str(stuck)], capture_output=True, timeout=30)
 
 
 def test_a_run_killed_between_the_renames_of_its_fallback_swap_loses_no_file_of_the_folder(

@@ -17,6 +17,7 @@ import pytest
 from elmo.cli import main
 from elmo.data import fetch as F
 from elmo.data import sources
+from tests.conftest import immutable
 
 
 def _wheel(path, files):
@@ -588,13 +589,7 @@ def test_a_partial_folder_that_cannot_be_removed_is_named_not_said_removed(tmp_p
     stuck = home / "tiny.partial" / "text.txt"
     stuck.parent.mkdir()
     stuck.write_text("half\n")
-    try:
-        done = subprocess.run(["chattr", "+i", str(stuck)], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        pytest.skip(f"cannot run chattr: {e}")
-    if done.returncode != 0:
-        pytest.skip(f"cannot make a file immutable here: {done.stderr.strip()}")
-    try:
+    with immutable(stuck):
         line = (f"{stuck.parent}: the unfinished copy of tiny that a killed run left cannot be deleted "
                 f"(Operation not permitted); remove it and run again")
         said: list = []
@@ -604,5 +599,3 @@ def test_a_partial_folder_that_cannot_be_removed_is_named_not_said_removed(tmp_p
             sources.get("tiny", home, force=True, log=lambda *a: None)
         assert str(raised.value) == line
         assert (out / "text.txt").read_text() == "a whole version\n"
-    finally:
-        subprocess.run(["chattr", "-i", str(stuck)], capture_output=True, timeout=30)

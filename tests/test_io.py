@@ -22,7 +22,7 @@ from elmo.embedding import NonFiniteOutput
 from elmo.embedding.output import parts_dir
 from elmo.io import OutputBusy, OutputError, atomic_target
 from elmo.output_lock import lock_path, output_lock
-from tests.conftest import fill_disk_on_open, random_bilm
+from tests.conftest import fill_disk_on_open, immutable, random_bilm
 from tests.test_embedding import random_sentences
 from tests.test_embedding_file import assert_same_datasets, write_lines
 
@@ -1124,7 +1124,6 @@ def test_an_old_folder_that_cannot_be_deleted_does_not_fail_the_replacement(tmp_
     place: a file in it that cannot be deleted (here made immutable; another user's) failed the
     write after it had succeeded. What is left of it now stays beside the folder, and the next
     write is refused before it begins, in one line naming it."""
-    import subprocess
 
     import elmo.io
     from elmo.io import OutputError, atomic_folder
@@ -1134,14 +1133,8 @@ def test_an_old_folder_that_cannot_be_deleted_does_not_fail_the_replacement(tmp_
     stuck = folder / "config.json"
     stuck.write_text("old")
     monkeypatch.setattr(elmo.io, "_exchange", lambda a, b: False)
-    try:
-        done = subprocess.run(["chattr", "+i", str(stuck)], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        pytest.skip(f"cannot run chattr: {e}")
-    if done.returncode != 0:
-        pytest.skip(f"cannot make a file immutable here: {done.stderr.strip()}")
     aside = tmp_path / "model.replaced"
-    try:
+    with immutable(stuck, aside / "config.json"):
         with atomic_folder(folder) as tmp:
             (tmp / "config.json").write_text("new")
         assert (folder / "config.json").read_text() == "new" and aside.is_dir()
@@ -1151,9 +1144,6 @@ def test_an_old_folder_that_cannot_be_deleted_does_not_fail_the_replacement(tmp_
             with atomic_folder(folder) as tmp:
                 began.append(tmp)
         assert began == [] and (folder / "config.json").read_text() == "new"
-    finally:
-        subprocess.run(["chattr", "-i", str(tmp_path / "model.replaced" / "config.json")],
-                       capture_output=True, timeout=30)
 
 
 def test_an_old_folder_that_cannot_be_deleted_after_a_swap_does_not_fail_the_write(tmp_path, monkeypatch):
@@ -1162,7 +1152,6 @@ def test_an_old_folder_that_cannot_be_deleted_after_a_swap_does_not_fail_the_wri
     that had succeeded with a bare "Operation not permitted: 'config.json'", and the next write
     with a bare "File exists: 'model.partial'". The write now stands, and the next one is
     refused before it begins, in one line naming what is left."""
-    import subprocess
 
     import elmo.io
     from elmo.io import OutputError, atomic_folder
@@ -1173,14 +1162,8 @@ def test_an_old_folder_that_cannot_be_deleted_after_a_swap_does_not_fail_the_wri
     stuck.write_text("old")
     exchanged, exchange = [], elmo.io._exchange
     monkeypatch.setattr(elmo.io, "_exchange", lambda a, b: exchanged.append(exchange(a, b)) or exchanged[-1])
-    try:
-        done = subprocess.run(["chattr", "+i", str(stuck)], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        pytest.skip(f"cannot run chattr: {e}")
-    if done.returncode != 0:
-        pytest.skip(f"cannot make a file immutable here: {done.stderr.strip()}")
     left = tmp_path / "model.partial"
-    try:
+    with immutable(stuck, left / "config.json"):
         with atomic_folder(folder) as tmp:
             (tmp / "config.json").write_text("new")
         if exchanged != [True]:
@@ -1192,6 +1175,3 @@ def test_an_old_folder_that_cannot_be_deleted_after_a_swap_does_not_fail_the_wri
             with atomic_folder(folder) as tmp:
                 began.append(tmp)
         assert began == [] and (folder / "config.json").read_text() == "new"
-    finally:
-        for path in (left / "config.json", stuck):
-            subprocess.run(["chattr", "-i", str(path)], capture_output=True, timeout=30)
