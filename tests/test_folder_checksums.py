@@ -156,9 +156,18 @@ def test_a_file_is_hashed_once_per_process_while_it_is_unchanged(exported, monke
         elmo.from_pretrained(exported)
 
 
-def test_convert_records_the_files_it_writes(exported, tmp_path):
+@pytest.mark.parametrize("source", ["exported", "without metadata.json"])
+def test_convert_records_the_files_it_writes(request, tmp_path, source):
+    """Its copy of a folder without metadata.json (the released files; the bundled fixture's
+    copy here) had none, and loaded unchecked."""
     from elmo.cli import main
-    assert main(["convert", str(exported), str(tmp_path / "native")]) == 0
+    if source == "exported":
+        folder = request.getfixturevalue("exported")
+    else:
+        folder = tmp_path / "released"
+        shutil.copytree(Path(elmo.__file__).parent / "resources" / "fixture", folder)
+        (folder / "metadata.json").unlink()
+    assert main(["convert", str(folder), str(tmp_path / "native"), "--to", "safetensors"]) == 0
     record = _recorded(tmp_path / "native")
     assert sorted(record) == ["config.json", "model.safetensors"]
     assert all(sha == _sha256(tmp_path / "native" / n) for n, sha in record.items())
@@ -179,23 +188,6 @@ def test_convert_into_itself_records_the_files_it_adds(exported):
     _flip_a_byte(exported / "model.safetensors")
     with pytest.raises(ModelFileChanged, match="model.safetensors: "):
         elmo.from_pretrained(exported)
-
-
-def test_convert_of_a_folder_without_metadata_records_the_files_it_writes(tmp_path):
-    """elmo convert of a model folder without metadata.json (the released files, the bundled
-    fixture's copy here) wrote none: its copy loaded unchecked, where every folder the
-    package writes records its files' SHA-256."""
-    from elmo.cli import main
-    source = tmp_path / "released"
-    shutil.copytree(Path(elmo.__file__).parent / "resources" / "fixture", source)
-    (source / "metadata.json").unlink()
-    assert main(["convert", str(source), str(tmp_path / "out"), "--to", "safetensors"]) == 0
-    record = _recorded(tmp_path / "out")
-    assert sorted(record) == ["config.json", "model.safetensors"]
-    assert all(sha == _sha256(tmp_path / "out" / n) for n, sha in record.items())
-    _flip_a_byte(tmp_path / "out" / "model.safetensors")
-    with pytest.raises(ModelFileChanged, match="model.safetensors: "):
-        elmo.from_pretrained(tmp_path / "out")
 
 
 def test_ship_records_the_shipped_files_and_refuses_a_damaged_source(exported, tmp_path):
