@@ -1119,40 +1119,14 @@ def test_a_folder_replaced_without_renameat2_survives_a_kill(tmp_path, monkeypat
     assert (folder / "config.json").read_text() == "newer"
 
 
-def test_an_old_folder_that_cannot_be_deleted_does_not_fail_the_replacement(tmp_path, monkeypatch):
-    """Without renameat2 the old folder is renamed aside and deleted once the new one is in
-    place: a file in it that cannot be deleted (here made immutable; another user's) failed the
-    write after it had succeeded. What is left of it now stays beside the folder, and the next
-    write is refused before it begins, in one line naming it."""
-
-    import elmo.io
-    from elmo.io import OutputError, atomic_folder
-
-    folder = tmp_path / "model"
-    folder.mkdir()
-    stuck = folder / "config.json"
-    stuck.write_text("old")
-    monkeypatch.setattr(elmo.io, "_exchange", lambda a, b: False)
-    aside = tmp_path / "model.replaced"
-    with immutable(stuck, aside / "config.json"):
-        with atomic_folder(folder) as tmp:
-            (tmp / "config.json").write_text("new")
-        assert (folder / "config.json").read_text() == "new" and aside.is_dir()
-        began = []
-        with pytest.raises(OutputError, match=f"^{aside}: the old copy of {folder} that an earlier write set "
-                                              f"aside cannot be deleted \\(Operation not permitted\\)"):
-            with atomic_folder(folder) as tmp:
-                began.append(tmp)
-        assert began == [] and (folder / "config.json").read_text() == "new"
-
-
-def test_an_old_folder_that_cannot_be_deleted_after_a_swap_does_not_fail_the_write(tmp_path, monkeypatch):
-    """With renameat2 the two folders swap and the old one, now FOLDER.partial, is deleted: a
-    file in it that cannot be deleted (made immutable here; another user's) failed the write
-    that had succeeded with a bare "Operation not permitted: 'config.json'", and the next write
-    with a bare "File exists: 'model.partial'". The write now stands, and the next one is
-    refused before it begins, in one line naming what is left."""
-
+@pytest.mark.parametrize("swap", ["renameat2", "renames"])
+def test_an_old_folder_that_cannot_be_deleted_does_not_fail_the_replacement(tmp_path, monkeypatch, swap):
+    """The old folder, swapped with the new one (renameat2: it is FOLDER.partial then) or renamed
+    aside (FOLDER.replaced), is deleted once the new one is in place: a file in it that cannot be
+    deleted (here made immutable; another user's) failed the write after it had succeeded (after
+    a swap with a bare "Operation not permitted: 'config.json'", and the next write with a bare
+    "File exists"). What is left of it now stays beside the folder, and the next write is
+    refused before it begins, in one line naming it."""
     import elmo.io
     from elmo.io import OutputError, atomic_folder
 
@@ -1161,17 +1135,19 @@ def test_an_old_folder_that_cannot_be_deleted_after_a_swap_does_not_fail_the_wri
     stuck = folder / "config.json"
     stuck.write_text("old")
     exchanged, exchange = [], elmo.io._exchange
-    monkeypatch.setattr(elmo.io, "_exchange", lambda a, b: exchanged.append(exchange(a, b)) or exchanged[-1])
-    left = tmp_path / "model.partial"
+    monkeypatch.setattr(elmo.io, "_exchange", lambda a, b: exchanged.append(swap == "renameat2" and exchange(a, b))
+                        or exchanged[-1])
+    left, what = ((tmp_path / "model.partial", f"what an earlier write of {folder} left") if swap == "renameat2"
+                  else (tmp_path / "model.replaced", f"the old copy of {folder} that an earlier write set aside"))
     with immutable(stuck, left / "config.json"):
         with atomic_folder(folder) as tmp:
             (tmp / "config.json").write_text("new")
-        if exchanged != [True]:
-            pytest.skip("no renameat2 swap on this file system (the fallback has its own test)")
+        if exchanged != [swap == "renameat2"]:
+            pytest.skip("no renameat2 swap on this file system")
         assert (folder / "config.json").read_text() == "new" and left.is_dir()
         began = []
-        with pytest.raises(OutputError, match=f"^{left}: what an earlier write of {folder} left cannot be "
-                                              f"deleted \\(Operation not permitted\\); remove it and run again$"):
+        with pytest.raises(OutputError, match=f"^{left}: {what} cannot be deleted \\(Operation not permitted\\); "
+                                              f"remove it and run again$"):
             with atomic_folder(folder) as tmp:
                 began.append(tmp)
         assert began == [] and (folder / "config.json").read_text() == "new"
