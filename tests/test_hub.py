@@ -1492,3 +1492,28 @@ def test_an_unpacked_model_damaged_since_says_how_to_clear_it(cache, tmp_path, l
         shutil.rmtree(entry.resolve())
         for a, b in zip(layers(bilm), layers(elmo.from_pretrained(url))):    # (as the error says)
             assert torch.equal(a, b)
+
+
+def test_only_a_download_that_cannot_be_made_names_the_bundled_models(monkeypatch):
+    """The hint that the bundled models need no download belongs to a download that cannot be
+    made (offline, an HTTP error); a damaged archive, a full disk or a bad setting got it too."""
+    import importlib
+
+    from elmo.hub import registry
+    from elmo.hub.errors import Unreachable
+
+    resolve = importlib.import_module("elmo.hub.resolve")   # (elmo.hub.resolve is also a function's name)
+    entry = registry.get("small")
+
+    def fails_with(error):
+        def fetch(*args, **kwargs):
+            raise error
+        return fetch
+
+    monkeypatch.setattr(resolve, "fetch_options", fails_with(Unreachable("x: download failed (offline)")))
+    with pytest.raises(Unreachable, match="need no download"):
+        resolve.fetch_model(entry)
+    monkeypatch.setattr(resolve, "fetch_options", fails_with(DownloadError("x: no space left on device")))
+    with pytest.raises(DownloadError) as caught:
+        resolve.fetch_model(entry)
+    assert "need no download" not in str(caught.value)

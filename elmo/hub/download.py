@@ -243,7 +243,7 @@ class _CachedFile(cache_entry.CacheEntry[Path]):
                                  "without ELMO_OFFLINE to download it again")
         what = ("its cached copy does not match the pinned sha256" if dest.is_file()
                 else "is not in the cache")
-        return DownloadError(f"ELMO_OFFLINE is set and {url} {what} "
+        return errors.Unreachable(f"ELMO_OFFLINE is set and {url} {what} "
                              f"(expected {dest}){twin_note(url, dest)}; unset ELMO_OFFLINE to download it")
 
     def make_folder(self) -> None:
@@ -337,13 +337,13 @@ def _download(url: str, dest: Path, sha256: Optional[str], progress: bool, log) 
             downloader.part.unlink(missing_ok=True)
             fetcher.fetch(staged.name, downloader=downloader)
     except PermanentHTTPError as e:
-        raise DownloadError(f"{url}: HTTP {e.response.status_code} {e.response.reason}") from None
+        raise errors.Unreachable(f"{url}: HTTP {e.response.status_code} {e.response.reason}") from None
     except requests.exceptions.HTTPError as e:
         response = e.response
         what = f"HTTP {response.status_code} {response.reason}" if response is not None else brief_message(e)
-        raise DownloadError(f"{url}: {what} (after {_retries() + 1} attempts)") from None
+        raise errors.Unreachable(f"{url}: {what} (after {_retries() + 1} attempts)") from None
     except requests.exceptions.RequestException as e:
-        raise DownloadError(f"{url}: download failed ({_reason(e)}){_resume_hint(dest, sha256)}") from None
+        raise errors.Unreachable(f"{url}: download failed ({_reason(e)}){_resume_hint(dest, sha256)}") from None
     except ValueError as e:                 # pooch's checksum mismatch
         raise DownloadError(f"{url}: {brief_message(e)}") from None
     except OSError as e:                    # writing the part (a full disk): it read "[Errno 28] ..."

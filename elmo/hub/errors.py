@@ -22,6 +22,12 @@ class DownloadError(RuntimeError):
         super().__init__(redact_url(str(message)))
 
 
+class Unreachable(DownloadError):
+    """The file could not be got at all: offline (or ``ELMO_OFFLINE`` with no cached copy), a
+    server's HTTP error, a connection that failed. Not a damaged download, a full disk or a
+    setting: a caller may say what works without the download."""
+
+
 def brief_message(error: BaseException) -> str:
     """``error``'s message on one line, cut to 300 characters (a requests or zip error can
     nest long ones); also used for an archive's errors (:mod:`elmo.hub.archive`)."""

@@ -49,7 +49,7 @@ from .archive import ArchiveError, find_model_folder, is_archive, unpack
 from .cache_entry import CacheEntry, InTheWay, helper_file, make
 from .cache_paths import cache_path, elmo_home, make_cache_folder, tree_aside, unwritable_cache
 from .download import fetch
-from .errors import DownloadError
+from .errors import DownloadError, Unreachable
 from .file_checks import sha256_file
 from .urls import is_url, redact_url
 
@@ -388,18 +388,17 @@ def resolve_url(url: str) -> Local:
 
 
 def fetch_model(entry: registry.PretrainedModel) -> Local:
-    """Download and verify a table entry. A download that fails (offline, say) says that the
-    bundled models need none: a newcomer offline was told only that the host was not found."""
+    """Download and verify a table entry. A download that cannot be made (offline, say) says
+    that the bundled models need none: a newcomer offline was told only that the host was not
+    found."""
     try:
         if entry.format == "original":
             options = fetch_options(entry.urls["options"], entry, entry.sha256.get("options"))
             weights = fetch_weights(entry.urls["weights"], options, entry.sha256.get("weights"))
             return Local(options=options, weights=weights)
         return Local(folder=fetch_archive(entry.urls["archive"], entry.sha256.get("archive")))
-    except ArchiveError:
-        raise   # (the archive came and is damaged: another problem than getting it)
-    except DownloadError as e:
-        raise DownloadError(f"{e}; {BUNDLED_HINT}") from None
+    except Unreachable as e:   # (not a damaged download or a full disk: the hint would be noise there)
+        raise Unreachable(f"{e}; {BUNDLED_HINT}") from None
 
 
 #: What a failed download of a published model adds.
