@@ -529,7 +529,10 @@ def test_a_folder_above_saved_models_names_the_models_below_it(tmp_path):
     variant = tmp_path / "models" / "my-pos" / "elmo"
     for seed in (1, 2, 3, 4):
         (variant / f"seed-{seed}").mkdir(parents=True)
-        (variant / f"seed-{seed}" / "config.json").write_text("{}")
+        (variant / f"seed-{seed}" / "config.json").write_text('{"format": "elmo-task-model"}')
+    # a biLM saved with save_pretrained (its config.json is no task model's) is not named
+    (variant / "bilm").mkdir()
+    (variant / "bilm" / "config.json").write_text('{"lstm": {}}')
     import re
     v = re.escape(str(variant))
     with pytest.raises(TaskModelError, match=rf"^{v}: not a saved task model \(no config.json\); "

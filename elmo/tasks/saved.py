@@ -234,11 +234,21 @@ def _models_below(folder: Path) -> str:
     if not folder.is_dir():
         return ""
     found = sorted(str(c.parent) for depth in (1, 2, 3)
-                   for c in folder.glob("/".join(["*"] * depth) + "/config.json"))
+                   for c in folder.glob("/".join(["*"] * depth) + "/config.json") if _is_task_config(c))
     if not found:
         return ""
     more = f" and {len(found) - 3} more" if len(found) > 3 else ""
     return f"; the saved models below it: {', '.join(found[:3])}{more}"
+
+
+def _is_task_config(path: Path) -> bool:
+    """Whether ``path`` is a saved task model's config.json (a biLM saved with
+    save_pretrained has a config.json too, which is no task model)."""
+    try:
+        cfg = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(cfg, dict) and cfg.get("format") == FORMAT
 
 
 def _read_config(folder: Path) -> dict:
