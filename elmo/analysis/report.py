@@ -20,6 +20,7 @@ import shlex
 import shutil
 import tempfile
 import time
+from contextlib import suppress
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
@@ -655,7 +656,10 @@ def swap_in(out: Path, stage: Path, dropped: Sequence[str], log=print) -> None:
         for picture in dropped:
             (new / picture).unlink(missing_ok=True)
     if here == str(folder) or here.startswith(str(folder) + os.sep):
-        os.chdir(here)   # (a process working in OUT stays in it, not in the old folder, now deleted)
+        # (a process working in OUT stays in it, not in the old folder, now deleted; a folder
+        # of it that was not carried over is gone, and the report, written, stands)
+        with suppress(OSError):
+            os.chdir(here)
         log(f"analyze: {out} is a new folder now: a shell working in it still sees the old one, deleted "
             f"(empty); cd into it again ({shlex.quote(here)})")
 
