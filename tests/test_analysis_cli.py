@@ -1073,7 +1073,7 @@ def test_a_run_killed_while_its_files_move_in_leaves_the_old_report_or_the_new_o
     after it; each time the folder is the earlier run's as it was, or the new run's whole."""
     import shutil
 
-    from elmo import io as elmo_io
+    from elmo import folder_swap
     _tiny_wordnet(tmp_path, monkeypatch)
     (tmp_path / "pairs.tsv").write_text(_PAIRS + "\n")
     (tmp_path / "w.json").write_text('{"weights": [0.2, 0.3, 0.5]}')
@@ -1117,7 +1117,7 @@ def test_a_run_killed_while_its_files_move_in_leaves_the_old_report_or_the_new_o
         m.setattr(os, "replace", patch(os.replace))
         m.setattr(os, "rename", patch(os.rename))
 
-    exchange = elmo_io._exchange
+    exchange = folder_swap._exchange
 
     def killed_in_swap(m, after):
         def swap(a, b):
@@ -1125,7 +1125,7 @@ def test_a_run_killed_while_its_files_move_in_leaves_the_old_report_or_the_new_o
                 exchange(a, b)
             fired.append(f"swap, {'after' if after else 'before'}")
             raise KeyboardInterrupt
-        m.setattr(elmo_io, "_exchange", swap)
+        m.setattr(folder_swap, "_exchange", swap)
 
     kills = [lambda m, k=k: killed_at_move(m, k) for k in (2, 3, 4)]
     kills += [lambda m: killed_in_swap(m, False), lambda m: killed_in_swap(m, True)]
@@ -1261,7 +1261,7 @@ def test_a_run_killed_between_the_renames_of_its_fallback_swap_loses_no_file_of_
     between left no folder and the new one as OUT.partial, which the next run deleted as
     unfinished, the user's interpretation and files with it. The old folder is now renamed aside
     first and put back by the next run."""
-    from elmo import io as elmo_io
+    from elmo import folder_swap
     (tmp_path / "pairs.tsv").write_text(_PAIRS + "\n")
     out = tmp_path / "out"
     run = ["analyze", "fixture", "--out", str(out), "--only", "contrast",
@@ -1269,7 +1269,7 @@ def test_a_run_killed_between_the_renames_of_its_fallback_swap_loses_no_file_of_
     assert main(run) == 0
     (out / "interpretation.md").write_text("my reading of it\n")
     (out / "mine.txt").write_text("mine\n")
-    monkeypatch.setattr(elmo_io, "_exchange", lambda a, b: False)
+    monkeypatch.setattr(folder_swap, "_exchange", lambda a, b: False)
     rename = Path.rename
 
     fired = []

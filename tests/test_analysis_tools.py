@@ -960,12 +960,14 @@ def test_a_query_of_another_width_layer_or_nan_is_refused_by_the_search():
 
 
 def test_a_damaged_cached_index_is_built_again_and_a_new_one_reaches_the_disk(tmp_path, monkeypatch):
+    import elmo.folder_swap
     import elmo.io
 
     synced = []
-    real_fsync = elmo.io._fsync
-    monkeypatch.setattr(elmo.io, "_fsync", lambda path, folder=False: (synced.append(Path(path).name),
-                                                                        real_fsync(path, folder)))
+    real_fsync = elmo.io.fsync
+    for module in (elmo.io, elmo.folder_swap):   # (a file's writes and the folder's)
+        monkeypatch.setattr(module, "fsync", lambda path, folder=False: (synced.append(Path(path).name),
+                                                                         real_fsync(path, folder)))
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("the bank raised its rates .\nwe sat on the river bank .\nhello there\n")
     logged = []

@@ -9,7 +9,8 @@ import pytest
 
 import elmo
 from elmo.cli import main
-from elmo.io import OutputError, atomic_folder
+from elmo.io import OutputError
+from elmo.folder_swap import atomic_folder
 from elmo.vocab import Vocabulary
 
 RESOURCES = Path(elmo.model_path("default")).parent

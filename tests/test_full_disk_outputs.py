@@ -220,7 +220,7 @@ def test_convert_whose_model_card_meets_a_full_disk_names_it_where_it_was_going(
 
 
 def test_a_folder_whose_file_meets_a_full_disk_at_the_flush_names_the_file_where_it_was_going(tmp_path, monkeypatch):
-    from elmo.io import atomic_folder
+    from elmo.folder_swap import atomic_folder
     folder = tmp_path / "model"
     folder.mkdir()
     (folder / "config.json").write_text("old\n")

@@ -883,8 +883,8 @@ def test_a_replaced_folder_is_never_missing_or_half_deleted(tmp_path, monkeypatc
     old one's place first; the deletion of the old one, killed half-way here, harms neither."""
     import shutil
 
-    import elmo.io
-    from elmo.io import atomic_folder
+    import elmo.folder_swap
+    from elmo.folder_swap import atomic_folder
 
     folder = tmp_path / "model"
     folder.mkdir()
@@ -901,14 +901,14 @@ def test_a_replaced_folder_is_never_missing_or_half_deleted(tmp_path, monkeypatc
             return rmtree(path, *args, **kwargs)
         files[0].unlink()   # one file gone, then the process dies
         raise Killed
-    monkeypatch.setattr(elmo.io.shutil, "rmtree", killed_half_way)
+    monkeypatch.setattr(elmo.folder_swap.shutil, "rmtree", killed_half_way)
     with pytest.raises(Killed):
         with atomic_folder(folder) as tmp:
             for name in ("config.json", "model.safetensors"):
                 (tmp / name).write_text(f"new {name}")
     assert {p.name: p.read_text() for p in folder.iterdir()} == {
         "config.json": "new config.json", "model.safetensors": "new model.safetensors"}
-    monkeypatch.setattr(elmo.io.shutil, "rmtree", rmtree)
+    monkeypatch.setattr(elmo.folder_swap.shutil, "rmtree", rmtree)
     with atomic_folder(folder) as tmp:   # the next writer deletes what the killed one left
         (tmp / "config.json").write_text("newer")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model"]
@@ -949,7 +949,7 @@ def test_atomic_folder_through_a_link_replaces_the_linked_folder(tmp_path):
     """A folder written whole through a symbolic link (a run's model/ linked to other storage)
     ended in a bare 'Cannot call rmtree on a symbolic link' after every file was written, the
     new files left in LINK.partial. The linked folder is now replaced and the link kept."""
-    from elmo.io import atomic_folder
+    from elmo.folder_swap import atomic_folder
     real = tmp_path / "storage" / "model"
     real.mkdir(parents=True)
     (real / "old.txt").write_text("old\n")
@@ -1082,13 +1082,13 @@ def test_a_folder_replaced_without_renameat2_survives_a_kill(tmp_path, monkeypat
     new one, and leaves nothing beside it."""
     import shutil
 
-    import elmo.io
-    from elmo.io import atomic_folder
+    import elmo.folder_swap
+    from elmo.folder_swap import atomic_folder
 
     folder = tmp_path / "model"
     folder.mkdir()
     (folder / "config.json").write_text("old")
-    monkeypatch.setattr(elmo.io, "_exchange", lambda a, b: False)
+    monkeypatch.setattr(elmo.folder_swap, "_exchange", lambda a, b: False)
 
     class Killed(BaseException):
         pass
@@ -1108,7 +1108,7 @@ def test_a_folder_replaced_without_renameat2_survives_a_kill(tmp_path, monkeypat
         if killed_at == "the new folder's rename":
             m.setattr(Path, "rename", kill_at_rename)
         else:
-            m.setattr(elmo.io.shutil, "rmtree", kill_in_rmtree)
+            m.setattr(elmo.folder_swap.shutil, "rmtree", kill_in_rmtree)
         with pytest.raises(Killed):
             with atomic_folder(folder) as tmp:
                 (tmp / "config.json").write_text("new")
@@ -1127,15 +1127,16 @@ def test_an_old_folder_that_cannot_be_deleted_does_not_fail_the_replacement(tmp_
     a swap with a bare "Operation not permitted: 'config.json'", and the next write with a bare
     "File exists"). What is left of it now stays beside the folder, and the next write is
     refused before it begins, in one line naming it."""
-    import elmo.io
-    from elmo.io import OutputError, atomic_folder
+    import elmo.folder_swap
+    from elmo.io import OutputError
+    from elmo.folder_swap import atomic_folder
 
     folder = tmp_path / "model"
     folder.mkdir()
     stuck = folder / "config.json"
     stuck.write_text("old")
-    exchanged, exchange = [], elmo.io._exchange
-    monkeypatch.setattr(elmo.io, "_exchange", lambda a, b: exchanged.append(swap == "renameat2" and exchange(a, b))
+    exchanged, exchange = [], elmo.folder_swap._exchange
+    monkeypatch.setattr(elmo.folder_swap, "_exchange", lambda a, b: exchanged.append(swap == "renameat2" and exchange(a, b))
                         or exchanged[-1])
     left, what = ((tmp_path / "model.partial", f"what an earlier write of {folder} left") if swap == "renameat2"
                   else (tmp_path / "model.replaced", f"the old copy of {folder} that an earlier write set aside"))

@@ -313,6 +313,7 @@ def test_a_ship_stopped_at_any_point_leaves_the_old_folder_or_the_new_one_whole(
     unchanged and loadable, or the whole new one; a normal ship leaves exactly the new files
     (and the model card that was there), with nothing beside them."""
     import elmo
+    import elmo.folder_swap
     import elmo.io
 
     model, vocab = load_language_model(exported)
@@ -334,7 +335,8 @@ def test_a_ship_stopped_at_any_point_leaves_the_old_folder_or_the_new_one_whole(
                 and meta["shipped"]["softmax_dtype"] == "float16"
                 and (dest / "MODEL_CARD.md").read_text(encoding="utf-8") == "the card\n")
 
-    fsync, stopped_at = elmo.io._fsync, []
+    fsync, stopped_at = elmo.io.fsync, []
+    syncing = (elmo.io, elmo.folder_swap)   # (a file's writes and the folder's)
 
     def stop_at(n):
         calls = []
@@ -347,7 +349,9 @@ def test_a_ship_stopped_at_any_point_leaves_the_old_folder_or_the_new_one_whole(
         return fsync_or_stop
 
     for n in range(1, 200):
-        monkeypatch.setattr(elmo.io, "_fsync", stop_at(n))
+        stop = stop_at(n)
+        for module in syncing:
+            monkeypatch.setattr(module, "fsync", stop)
         try:
             ship(exported, dest, softmax_dtype="float16")
         except KeyboardInterrupt:
@@ -355,7 +359,8 @@ def test_a_ship_stopped_at_any_point_leaves_the_old_folder_or_the_new_one_whole(
         else:
             break
         finally:
-            monkeypatch.setattr(elmo.io, "_fsync", fsync)
+            for module in syncing:
+                monkeypatch.setattr(module, "fsync", fsync)
         if {p.name: p.read_bytes() for p in dest.iterdir()} != old:
             assert is_new(), f"stopped at disk sync {n}: {sorted(p.name for p in dest.iterdir())}"
             elmo.from_pretrained(dest)

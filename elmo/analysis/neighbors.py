@@ -22,7 +22,8 @@ import numpy as np
 import torch
 
 from ..checks import require_count
-from ..io import atomic_folder, no_empty_folder_on_failure
+from ..io import no_empty_folder_on_failure
+from ..folder_swap import atomic_folder
 from ..model_digest import model_digest
 from ..output_checks import writing
 from .vectors import as_embedder, embed_layers, progress_bar, unit_rows

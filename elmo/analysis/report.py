@@ -381,7 +381,8 @@ def run_analysis(model: str, out: Path, config: Optional[AnalysisConfig] = None,
                         f"{type(model).__name__}; for a model object call the sections' functions "
                         f"(probes.pos_probe, wsd.wsd_eval, contrast.contrast_eval, neighbors.cached_index)")
     config = config or AnalysisConfig()
-    from ..io import finish_replace, no_empty_folder_on_failure
+    from ..io import no_empty_folder_on_failure
+    from ..folder_swap import finish_replace
     from ..output_checks import check_output_dir
     from ..output_lock import output_lock
     from .markdown import read_interpretation
@@ -559,7 +560,7 @@ def _run_sections(model: str, out: Path, config: AnalysisConfig, sections: List[
 
     import elmo
     from ..embedding import Embedder
-    from ..io import naming_as
+    from ..folder_swap import naming_as
     from ..output_checks import writing
     from . import plots
     from .markdown import paper_findings, render
@@ -637,14 +638,14 @@ def swap_in(out: Path, stage: Path, dropped: Sequence[str], log=print) -> None:
     report.md) ``out``'s, all in one step. A new folder beside ``out`` gets them, and links to
     every other entry of ``out`` (kept sections' pictures, the interpretation, a user's files)
     but the pictures ``dropped`` and the stage; then the two folders swap
-    (:func:`elmo.io.atomic_folder`). Moved into ``out`` one by one, a kill between two moves left
+    (:func:`elmo.folder_swap.atomic_folder`). Moved into ``out`` one by one, a kill between two moves left
     new pictures beside the earlier run's results, or new results beside its report. Where
     this process works in ``out``, so (most likely) does the shell that started it, left in the
     old folder, deleted: ``log`` says so in one line (``ls`` there shows nothing, and
     ``cat report.md`` finds none)."""
     import os
 
-    from ..io import atomic_folder, copy_owner, keep_other_entries
+    from ..folder_swap import atomic_folder, copy_owner, keep_other_entries
     folder = out.resolve()
     here = os.getcwd()
     with atomic_folder(folder) as new:
@@ -672,8 +673,8 @@ def check_swappable(out: Path, log=print) -> None:
     every section had run). Call it while holding ``out``'s lock."""
     import os
 
-    from ..io import (OutputError, partial_folder, refuse_mounts_below, remove_leftover, renames_stop_at,
-                      sticky_holds)
+    from ..io import OutputError
+    from ..folder_swap import partial_folder, refuse_mounts_below, remove_leftover, renames_stop_at, sticky_holds
     folder = out.resolve()
     parent = folder.parent
     if not os.access(parent, os.W_OK | os.X_OK):

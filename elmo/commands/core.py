@@ -297,12 +297,12 @@ def _new_folder_whole(out: Path) -> Iterator[Path]:
 
     A new OUT is written in a temporary folder beside it (``.OUT.HOST-PID-RANDOM.converting``,
     deleted by the next run if this one is killed) and renamed. An existing OUT (--overwrite,
-    or a folder converted into itself) is written as ``OUT.partial`` (:func:`elmo.io.atomic_folder`)
+    or a folder converted into itself) is written as ``OUT.partial`` (:func:`elmo.folder_swap.atomic_folder`)
     that gets, after the block, links to (or copies of) OUT's other files and folders, which
     convert kept before: then the two folders swap in one step. It wrote the files into OUT one
     by one, and a kill between them left the new weights beside the old model's config."""
-    from ..io import (atomic_folder, give_ordinary_mode, keep_other_entries, naming_as, no_empty_folder_on_failure,
-                      temporary_folder)
+    from ..io import give_ordinary_mode, no_empty_folder_on_failure, temporary_folder
+    from ..folder_swap import atomic_folder, keep_other_entries, naming_as
 
     if out.exists():
         folder = out.resolve()   # (a link to a folder: the folder is swapped, the link stays)

@@ -200,13 +200,14 @@ def cache_entry_lock(entry: Path, log=print, hint: str = DATA_CACHE_HINT,
 
 
 def remove_stale_partial(entry: Path, log=print) -> None:
-    """Delete ``ENTRY.partial`` (:func:`elmo.io.partial_folder`), what a killed fill of the cache
+    """Delete ``ENTRY.partial`` (:func:`elmo.folder_swap.partial_folder`), what a killed fill of the cache
     entry left, and say so in one line. Call it only while holding the entry's lock
     (:func:`cache_entry_lock`): the process that writes a ``.partial`` holds it, so one found then
     is no live process's. Left there, it took disk space until the next ``--force``. One that
     cannot be removed (another user's files in a shared cache) is a :class:`DataError` naming it:
     it was said to be removed, and the write that followed failed with a bare "File exists"."""
-    from ..io import OutputError, partial_folder, remove_leftover
+    from ..io import OutputError
+    from ..folder_swap import partial_folder, remove_leftover
     partial = partial_folder(entry)
     if not os.path.lexists(partial):
         return
@@ -222,7 +223,8 @@ def clear_stale_partial(entry: Path, log=print) -> None:
     run left (:func:`remove_stale_partial`) where the entry's lock is free now. Where another
     process holds it, its ``.partial`` is its work in progress: kept, and nothing waited for.
     One that cannot be removed is said in one line; the entry is used all the same."""
-    from ..io import OutputError, partial_folder
+    from ..io import OutputError
+    from ..folder_swap import partial_folder
     from ..output_lock import output_lock
     if not os.path.lexists(partial_folder(entry)):
         return
@@ -402,7 +404,7 @@ def _extract(pkg: Package, archive: Path, out: Path, marker: Path, stamp: str, l
     They are unpacked into ``OUT.partial``, which then takes ``out``'s place in one step: the
     folder was deleted first and unpacked into, so a reader meanwhile found nothing, and a
     failure or a kill half-way lost the cache."""
-    from ..io import atomic_folder
+    from ..folder_swap import atomic_folder
     with atomic_folder(out) as stage:
         n = extract_members(archive, pkg.members, stage)
         if n == 0:

@@ -553,7 +553,7 @@ def _write_standard_form(name: str, src: Source, home: Path, out: Path, log) -> 
     """Fetch ``src``'s packages and write its standard form into ``out`` (via ``OUT.partial``,
     which takes ``out``'s place in one step: deleting ``out`` before renaming the new folder
     onto it left no folder to a reader meanwhile, and none at all after a kill between)."""
-    from ..io import atomic_folder
+    from ..folder_swap import atomic_folder
     inputs = {p: fetch(PACKAGES[p], home, log) for p in src.packages}
     with atomic_folder(out) as tmp:
         counter = Counter()

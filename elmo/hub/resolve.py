@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple, Union, cast
 from urllib.parse import urlsplit, urlunsplit
 
-from ..io import atomic_folder
+from ..folder_swap import atomic_folder
 from . import old_names, registry
 from .archive import ArchiveError, find_model_folder, is_archive, unpack
 from .cache_entry import CacheEntry, InTheWay, helper_file, make

@@ -104,7 +104,8 @@ def save(folder: Union[str, Path], model, *, kind: str, metric: str, labels: Seq
     training and test examples kept: predictions cut new texts so. ``embeddings`` is what
     :func:`~elmo.tasks.embeddings.glove_record` says of the static word vectors: a word
     outside ``vocab`` that this GloVe knows gets its vector at prediction."""
-    from ..io import atomic_folder, os_errors_naming
+    from ..io import os_errors_naming
+    from ..folder_swap import atomic_folder
     from ..native_layout import write_safetensors
     folder = Path(folder)
     frozen = elmo is not None and not elmo["finetune"]

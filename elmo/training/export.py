@@ -22,7 +22,8 @@ import torch
 
 from ..config import ElmoOptions
 from ..vocab import Vocabulary
-from ..io import atomic_folder, atomic_write_text
+from ..io import atomic_write_text
+from ..folder_swap import atomic_folder
 from ..hdf5_writer import new_hdf5
 from ..folder_checksums import RECORD_KEY, record_files, verify_files
 from ..output_lock import output_lock
@@ -53,7 +54,7 @@ def export_model(model: LanguageModel, vocab: Vocabulary, folder: str | Path,
 
     A run killed while exporting left ``folder`` holding some new files and some of an earlier
     export (the weights of the last step beside the softmax and metadata of the step before),
-    which loaded as a model; see :func:`elmo.io.atomic_folder`.
+    which loaded as a model; see :func:`elmo.folder_swap.atomic_folder`.
 
     It holds ``FOLDER.lock`` (:func:`elmo.output_lock.output_lock`), as ``elmo convert`` and ``ship``
     into the folder do: a convert of RUN/model into itself while the run exported it staged its

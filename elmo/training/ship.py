@@ -28,8 +28,8 @@ from typing import Dict, Tuple
 import h5py
 import torch
 
-from ..io import (atomic_folder, atomic_write_text, keep_other_entries, no_empty_folder_on_failure,
-                  remove_dead_temporaries, shipping_into)
+from ..io import atomic_write_text, no_empty_folder_on_failure, remove_dead_temporaries, shipping_into
+from ..folder_swap import atomic_folder, keep_other_entries
 from ..hdf5_writer import new_hdf5
 from ..output_checks import check_output_dir
 from ..output_lock import output_lock
