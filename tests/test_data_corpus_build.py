@@ -62,6 +62,24 @@ def read_lines(path):
     return [ln for ln in path.read_text(encoding="utf-8").split("\n") if ln]
 
 
+
+class FullFile:
+    """An open file (``f``) whose every write fails as on a full disk; closed on exit."""
+
+    def __init__(self, f):
+        self.f = f
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.f.close()
+
+    def write(self, text):
+        import errno
+        import os
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
 def test_build_corpus_rules(tmp_path):
     home, sotu = make_home(tmp_path)
     stats = C.build_corpus(home, sources=["sotu", "brown"], log=lambda *a: None)
@@ -191,25 +209,11 @@ def test_a_failed_rebuild_keeps_the_old_files_and_marks_itself_unfinished(tmp_pa
 def test_a_rebuild_that_fills_the_disk_leaves_the_earlier_build_whole(tmp_path, monkeypatch):
     """The held-out files moved in before train.txt was written: a full disk there left this
     build's held-out text beside the earlier build's train.txt (which may hold its sentences)."""
-    import errno
     import pytest
     home, _ = make_home(tmp_path)
     C.build_corpus(home, seed=1, sources=["sotu"], log=lambda *a: None)
     out = home / "corpus"
     before = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
-
-    class FullFile:
-        def __init__(self, f):
-            self.f = f
-
-        def __enter__(self):
-            return self
-
-        def __exit__(self, *exc):
-            self.f.close()
-
-        def write(self, text):
-            raise OSError(errno.ENOSPC, "No space left on device")
 
     def full_for_train(path, mode="r", **kwargs):
         f = open(path, mode, **kwargs)
@@ -254,18 +258,6 @@ def test_staging_a_corpus_file_names_the_input_it_cannot_read_and_the_output_it_
         C._stage(out, failing_read())
     assert list(tmp_path.iterdir()) == []    # (no temporary left)
 
-    class FullFile:
-        def __init__(self, f):
-            self.f = f
-
-        def __enter__(self):
-            return self
-
-        def __exit__(self, *exc):
-            self.f.close()
-
-        def write(self, text):
-            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
     monkeypatch.setattr(C, "open", lambda path, mode="r", **kw: FullFile(open(path, mode, **kw)), raising=False)
     with pytest.raises(OutputError) as written:
         C._stage(out, ["a line"])

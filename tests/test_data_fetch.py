@@ -10,6 +10,7 @@ import re
 import subprocess
 import tarfile
 import zipfile
+from contextlib import contextmanager
 from dataclasses import replace
 
 import pytest
@@ -479,28 +480,42 @@ def test_a_process_that_waits_for_a_cache_entry_says_it_waits_and_nothing_else(t
     import socket
     import threading
 
-    from elmo.output_lock import output_lock
     entry = tmp_path / "cache" / "brown"
     entry.parent.mkdir()
-    held, said_it = threading.Event(), threading.Event()
-
-    def other_process():
-        with output_lock(entry):
-            held.set()
-            said_it.wait(60)
-    thread = threading.Thread(target=other_process)
-    thread.start()
-    assert held.wait(60)
+    said_it = threading.Event()
     said = []
 
     def log(line):
         said.append(line)
         said_it.set()
-    with F.cache_entry_lock(entry, log=log):
-        pass
-    thread.join()
+    with _held_by_another_process(entry, until=said_it):
+        with F.cache_entry_lock(entry, log=log):
+            pass
     assert said == [f"{entry} is already being written by PID {os.getpid()} on {socket.gethostname()} "
                     f"(lock file {entry}.lock); waiting up to {F.CACHE_WAIT_SECONDS / 60:.0f} minutes for it to finish ..."]
+
+
+@contextmanager
+def _held_by_another_process(path, until=None):
+    """``path``'s output lock held, for the block, by a thread standing for another process (no
+    sleep to race); it lets go at the block's end, or once ``until`` (an Event) is set."""
+    import threading
+
+    from elmo.output_lock import output_lock
+    held, release = threading.Event(), until or threading.Event()
+
+    def other_process():
+        with output_lock(path):
+            held.set()
+            release.wait(60)
+    thread = threading.Thread(target=other_process)
+    thread.start()
+    assert held.wait(60)
+    try:
+        yield
+    finally:
+        release.set()
+        thread.join()
 
 
 def _killed_force_get(home, ready_file):
@@ -538,10 +553,6 @@ def test_the_partial_folder_of_a_killed_get_is_removed_by_the_next_get(tmp_path,
     only the next --force removed (in silence): a plain `get` of the complete entry kept it. The
     next get of the entry, holding the entry's lock, removes it and says so in one line; one
     that another live process holds is that process's work and is kept (nothing waits)."""
-    import threading
-
-    from elmo.output_lock import output_lock
-
     def writer(inputs, out, counter):
         (out / "text.txt").write_text("a whole version\n")
     monkeypatch.setitem(sources.SOURCES, "tiny", sources.Source("tiny", (), "text", "a test", "none", writer))
@@ -551,23 +562,11 @@ def test_the_partial_folder_of_a_killed_get_is_removed_by_the_next_get(tmp_path,
     partial = home / "tiny.partial"
     assert (partial / "text.txt").is_file() and (out / "text.txt").read_text() == "a whole version\n"
     # another process filling the entry now: its .partial is not touched, and get does not wait
-    held, release = threading.Event(), threading.Event()
-
-    def other_process():
-        with output_lock(out):
-            held.set()
-            release.wait(60)
-    thread = threading.Thread(target=other_process)
-    thread.start()
-    assert held.wait(60)
-    try:
+    with _held_by_another_process(out):
         if not force:
             said: list = []
             assert sources.get("tiny", home, log=said.append) == out
             assert partial.is_dir() and said == []
-    finally:
-        release.set()
-        thread.join()
     said = []
     assert sources.get("tiny", home, force=force, log=said.append) == out
     assert not partial.exists() and (out / "text.txt").read_text() == "a whole version\n"
