@@ -20,6 +20,7 @@ from elmo.cli import main as cli_main
 from elmo.manylangs import CharVocabulary, read_dictionary, resolve_config_path, write_dictionary
 from elmo.manylangs.folder import read_model_config
 from tests.conftest import FIXTURES
+from tests.training_helpers import unrecord
 
 MANYLANGS = FIXTURES / "elmoformanylangs"
 MODELS = {"model": "expected.hdf5", "model_word": "expected_word.hdf5"}
@@ -553,6 +554,7 @@ def test_a_native_dictionary_id_past_the_embedding_is_refused_when_loading(tmp_p
     token = lines[-1].split("\t")[0]
     lines[-1] = f"{token}\t{len(lines) + 5}"
     (out / dic).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    unrecord(out, dic)   # (the edit accepted: the check of its ids is what this test reaches)
     with pytest.raises(WeightFileError, match=f"{dic}: id {len(lines) + 5} of .* is not below"):
         elmo.from_pretrained(out)
     assert dic in one_line_error(out, capsys)
