@@ -137,9 +137,9 @@ def output_lock(path: Path, name: Optional[Path] = None, wait: float = 1.0,
             raise OutputError(f"{name}: cannot create a file in {file.parent} ({problem}); "
                               f"write the output to another folder") from None
         holder = _holder(file) or "another process"
-        busy = OutputBusy(f"{name} is already being written by {holder} (lock file {file}); "
-                          f"wait for it to finish, or stop it and run again")
-        busy.who = f"{name} is already being written by {holder} (lock file {file})"
+        who = f"{name} is already being written by {holder} (lock file {file})"
+        busy = OutputBusy(f"{who}; wait for it to finish, or stop it and run again")
+        busy.who = who
         raise busy from None
     except OSError as e:
         if e.errno == errno.ENOSYS:

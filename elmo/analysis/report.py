@@ -695,8 +695,9 @@ def check_swappable(out: Path, log=print) -> None:
                           f"swapped in; move or remove it")
     if partial.is_dir():
         refuse_mounts_below(partial)
-        remove_leftover(partial, "a report folder that a killed run left beside it")
-        log(f"analyze: {partial}: removed, a report folder that a killed run left beside it")
+        what = "a report folder that a killed run left beside it"
+        remove_leftover(partial, what)
+        log(f"analyze: {partial}: removed, {what}")
 
 
 def picture_footer(results: dict) -> str:

@@ -211,11 +211,12 @@ def remove_stale_partial(entry: Path, log=print) -> None:
     partial = partial_folder(entry)
     if not os.path.lexists(partial):
         return
+    what = f"the unfinished copy of {entry.name} that a killed run left"
     try:
-        remove_leftover(partial, f"the unfinished copy of {entry.name} that a killed run left")
+        remove_leftover(partial, what)
     except OutputError as e:
         raise DataError(str(e)) from None
-    log(f"{partial}: removed, the unfinished copy of {entry.name} that a killed run left")
+    log(f"{partial}: removed, {what}")
 
 
 def clear_stale_partial(entry: Path, log=print) -> None:
