@@ -198,12 +198,10 @@ def iter_file_sentences(paths: Sequence[str | Path]) -> Iterator[Sentence]:
 
 
 def file_fingerprint(path: str | Path) -> str:
-    """sha256 of a file's bytes, to record exactly which text a model saw."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+    """sha256 of a file's bytes (hex), to record exactly which text a model saw: the one hash
+    of a file the package has, :func:`elmo.hub.file_checks.sha256_file`."""
+    from ..hub.file_checks import sha256_file   # (elmo.hub is loaded where a file is hashed only)
+    return sha256_file(Path(path))
 
 
 def _seeded(*parts) -> random.Random:
