@@ -3,11 +3,11 @@ loading it, in one process.
 
     python benchmarks/load_sha256.py [--configs original] [--threads N]
 
-Loads, in alternating rounds (from the page cache after the first), with ``verify_files`` left
-out (the load as it was before the record was kept), with the record checked and each file
-hashed again (a process's first load: :data:`elmo.folder_checksums._VERIFIED` cleared), and
-with the record checked a second time in the process (the files' size, times and inode seen
-unchanged: no hash). The bundled default model is loaded as ``elmo.from_pretrained`` (the biLM:
+Loads, in alternating rounds (from the page cache after the first), with the checks
+(:class:`elmo.folder_checksums.LoadChecks`) left out (the load as it was before the record was
+kept), with the record checked and each file hashed again (a process's first load:
+:data:`elmo.folder_checksums._VERIFIED` cleared), and with the record checked a second time in
+the process (the files' size, times and inode seen unchanged: no hash). The bundled default model is loaded as ``elmo.from_pretrained`` (the biLM:
 options.json and weights.hdf5, 10.8 MB) and as ``load_language_model`` (perplexity, finetune,
 train --from: the softmax and vocabulary too, 24 MB); each configuration of ``--configs`` is a
 random model of that size saved with its record (``elmo.save_pretrained``, original layout).
@@ -26,28 +26,22 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import elmo  # noqa: E402
 import elmo.folder_checksums as folder_checksums  # noqa: E402
 import elmo.training.export as export  # noqa: E402
-import elmo.weights as weights  # noqa: E402
 from benchmarks.common import CONFIGS, benchmark_parser, machine_line, parse_args, random_model, \
     time_interleaved  # noqa: E402
-
-#: The modules whose loaders call verify_files.
-CALLERS = (weights, export)
-
 
 def _timed(load: Callable[[], object], mode: str) -> Callable[[], None]:
     """``load`` as ``mode`` runs it: "unchecked", "hashed" (every file hashed) or "seen"."""
     def run() -> None:
-        real = folder_checksums.verify_files
-        if mode == "unchecked":
-            for module in CALLERS:
-                setattr(module, "verify_files", lambda paths: [])
+        checks = folder_checksums.LoadChecks
+        real = checks.verify
+        if mode == "unchecked":   # (every loader's checks, and so their confirmations, of no file)
+            setattr(checks, "verify", lambda self, paths: [])
         elif mode == "hashed":
             folder_checksums._VERIFIED.clear()
         try:
             load()
         finally:
-            for module in CALLERS:
-                setattr(module, "verify_files", real)
+            setattr(checks, "verify", real)
     return run
 
 

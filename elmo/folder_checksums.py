@@ -13,22 +13,37 @@ model's dictionaries; never ``metadata.json`` itself, nor a model card), and
 updates their entries (:func:`update_record`). The bundled models' folders carry the record too.
 
 Every load of such a folder hashes the files it reads and compares them with the record
-(:func:`verify_files`): a file that differs is one :class:`ModelFileChanged` line naming it,
-which says how to get the model again or, for a file edited on purpose, how to accept it
-(delete its entry from the record). A folder without a record (the released AllenNLP files,
-runs exported before the record was kept) loads as before, and so does a file the record does
-not name. A file is hashed once per process while its size, times and inode stay the same
+(:func:`checked_reads`, :class:`LoadChecks`): a file that differs is one
+:class:`ModelFileChanged` line naming it, which says how to get the model again or, for a file
+edited on purpose, how to accept it (delete its entry from the record). A folder without a
+record (the released AllenNLP files, runs exported before the record was kept) loads as
+before, and so does a file the record does not name. One load reads each folder's
+``metadata.json`` once, however many loaders it calls (a language model's biLM, softmax and
+vocabulary).
+
+A file is hashed once per process while its size, times and inode (its state) stay the same
 (:data:`_VERIFIED`), so a program that loads a model many times pays once; a file whose times
 were within :data:`RACY_NS` of the clock when it was hashed is hashed again at each check (a
-write in the same tick of a coarse clock leaves its size, times and inode as they were).
+write in the same tick of a coarse clock leaves its state as it was).
+
+A loader opens a file again by path after it was hashed: a file renamed over it or rewritten
+in place between the two gave bytes never checked. So once the load has read its files, each
+must still have the state in which it was checked (a rename gives another inode, a write other
+times), and one whose state was racy is hashed again; else the load is one
+:class:`ModelFileChanged` line saying the file changed while it was loaded (not loaded again:
+a writer at work on the folder, half-way through its files, is better waited for by the
+caller). Not covered: a path renamed away and back between the check and the confirmation,
+the file read meanwhile kept alive by another link.
 """
 from __future__ import annotations
 
 import os
 import re
 import time
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
-from typing import Dict, Iterable, List, Optional, Tuple
+from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
 from .weight_values import WeightFileError
 
@@ -134,22 +149,30 @@ def _file_state(path: Path) -> Tuple[int, ...]:
     return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)
 
 
-def current_sha256(path: Path) -> str:
-    """``path``'s SHA-256, hashed again only where the file changed (size, times, inode) since
-    this process last hashed it, or was written within :data:`RACY_NS` before that."""
+def _hashed(path: Path) -> Tuple[str, Tuple[int, ...], bool]:
+    """``path``'s SHA-256, the :func:`_file_state` it had when hashed (or when found unchanged
+    since this process hashed it), and whether that state is racy: times within
+    :data:`RACY_NS` of the clock, so that a rewrite in place may leave it as it was."""
     from .hub.file_checks import sha256_file
     key = os.path.realpath(path)
     now = time.time_ns()   # (before the stat: a later write's times are at most a tick before it)
     state = _file_state(path)
     seen = _VERIFIED.get(key)
     if seen is not None and seen[0] == state:
-        return seen[1]
+        return seen[1], state, False
     digest = sha256_file(path)
-    if now - max(state[1], state[2]) > RACY_NS:
-        _VERIFIED[key] = (state, digest)
-    else:   # (a later write in the same tick would look the same)
+    racy = now - max(state[1], state[2]) <= RACY_NS
+    if racy:   # (a later write in the same tick would look the same)
         _VERIFIED.pop(key, None)
-    return digest
+    else:
+        _VERIFIED[key] = (state, digest)
+    return digest, state, racy
+
+
+def current_sha256(path: Path) -> str:
+    """``path``'s SHA-256, hashed again only where the file changed (size, times, inode) since
+    this process last hashed it, or was written within :data:`RACY_NS` before that."""
+    return _hashed(path)[0]
 
 
 def _way_out(folder: Path, name: str) -> str:
@@ -162,28 +185,92 @@ def _way_out(folder: Path, name: str) -> str:
             f"to load it unchecked")
 
 
+class LoadChecks:
+    """The checks of one load (which may read files through several loaders: a language
+    model's biLM, softmax and vocabulary): each folder's record, read from its
+    ``metadata.json`` once, and the state (:func:`_file_state`) in which each file was found
+    to match it, which :meth:`confirm` compares with the file once the load has read it."""
+
+    def __init__(self) -> None:
+        self._records: Dict[Path, Optional[Dict[str, str]]] = {}
+        #: path -> (its state when checked, whether that state was racy, its recorded SHA-256)
+        self._checked: Dict[Path, Tuple[Tuple[int, ...], bool, str]] = {}
+
+    def record(self, folder: Path) -> Optional[Dict[str, str]]:
+        """:func:`read_record` of ``folder``, read once per load."""
+        if folder not in self._records:
+            self._records[folder] = read_record(folder)
+        return self._records[folder]
+
+    def verify(self, paths: Iterable[Path]) -> List[Path]:
+        """Check each of ``paths`` against its folder's record: :func:`verify_files`."""
+        checked: List[Path] = []
+        for path in map(Path, paths):
+            folder = path.parent
+            recorded = (self.record(folder) or {}).get(path.name)
+            if recorded is None or not path.is_file():
+                continue   # (a missing file is the loader's to name)
+            digest, state, racy = _hashed(path)
+            if digest != recorded:
+                raise ModelFileChanged(
+                    f"{path}: differs from the file that was written there (SHA-256 {digest[:16]}..., "
+                    f"{folder / METADATA_NAME} records {recorded[:16]}...): it is damaged or was edited "
+                    f"since; {_way_out(folder, path.name)}")
+            self._checked[path] = (state, racy, recorded)
+            checked.append(path)
+        return checked
+
+    def confirm(self, paths: Iterable[Path]) -> None:
+        """After the load has read ``paths`` (checked by :meth:`verify`): each is still the file
+        that was checked, else :class:`ModelFileChanged`. The bytes read were those hashed where
+        the file kept its state (a rename over it gives another inode, a write other times),
+        and where that state was racy (a write in the same tick keeps it) they are hashed again."""
+        for path in paths:
+            state, racy, recorded = self._checked[path]
+            try:
+                now = _file_state(path)
+            except OSError:   # (deleted or renamed away since)
+                now = None
+            if now != state or (racy and current_sha256(path) != recorded):
+                raise ModelFileChanged(
+                    f"{path}: changed while it was being loaded (replaced or rewritten after its SHA-256 "
+                    f"was checked against {path.parent / METADATA_NAME}); nothing was loaded: load it "
+                    f"again once whatever writes it has finished")
+
+
+#: The checks of the load in progress in this thread (or task): loaders nested in one load
+#: (load_language_model's) share its records.
+_LOAD: ContextVar[Optional[LoadChecks]] = ContextVar("elmo_model_load", default=None)
+
+
+@contextmanager
+def checked_reads(paths: Iterable[Path]) -> Iterator[List[Path]]:
+    """Check ``paths`` (files the block reads) against their folders' records, run the block,
+    and then confirm that what it read was what was checked (:meth:`LoadChecks.confirm`;
+    hashed, then opened again by path, a file renamed over or rewritten between the two loaded
+    bytes never checked). Gives the paths checked. Nested in another (one load of several
+    files' loaders), it reads no ``metadata.json`` the outer one has read."""
+    checks = _LOAD.get()
+    token = None
+    if checks is None:
+        checks = LoadChecks()
+        token = _LOAD.set(checks)
+    try:
+        checked = checks.verify(paths)
+        yield checked
+        checks.confirm(checked)
+    finally:
+        if token is not None:
+            _LOAD.reset(token)
+
+
 def verify_files(paths: Iterable[Path]) -> List[Path]:
     """Check each of ``paths`` (files a loader reads, in any folders) against the record of its
     folder's ``metadata.json``; the paths that the record names, all checked. A file whose
     SHA-256 is not the recorded one raises :class:`ModelFileChanged`, one line naming it; a
-    file not recorded, or in a folder without a record, passes unchecked."""
-    checked: List[Path] = []
-    records: Dict[Path, Optional[Dict[str, str]]] = {}
-    for path in map(Path, paths):
-        folder = path.parent
-        if folder not in records:
-            records[folder] = read_record(folder)
-        recorded = (records[folder] or {}).get(path.name)
-        if recorded is None or not path.is_file():
-            continue   # (a missing file is the loader's to name)
-        digest = current_sha256(path)
-        if digest != recorded:
-            raise ModelFileChanged(
-                f"{path}: differs from the file that was written there (SHA-256 {digest[:16]}..., "
-                f"{folder / METADATA_NAME} records {recorded[:16]}...): it is damaged or was edited "
-                f"since; {_way_out(folder, path.name)}")
-        checked.append(path)
-    return checked
+    file not recorded, or in a folder without a record, passes unchecked. (A loader reads
+    them in :func:`checked_reads`, which also confirms that they did not change meanwhile.)"""
+    return (_LOAD.get() or LoadChecks()).verify(paths)
 
 
 def folder_report(folder: Path, model_names: Iterable[str]) -> Tuple[List[str], bool]:

@@ -20,7 +20,7 @@ from typing import Iterator, Tuple
 import torch
 
 from .checks import require_path
-from .folder_checksums import update_record, verify_files
+from .folder_checksums import checked_reads, update_record
 from .config import ConfigError, ElmoOptions
 from .modules.bilm import BiLM
 from .modules.skip_init import init_skipped
@@ -58,10 +58,10 @@ def load_original(options_file: str | Path, weight_file: str | Path, *, stateful
     target = requested_dtype(dtype)
     # a cached download damaged past what a cheap look sees failed at every load, the
     # error naming the cache's file only: it now says how to clear it
-    with _cache_hint(options_file, weight_file):
-        # against the SHA-256 its folder's metadata.json records, where it has one (first: an
-        # edited options.json is named as edited, not as options that do not fit the weights)
-        verify_files((Path(options_file), Path(weight_file)))
+    # against the SHA-256 its folder's metadata.json records, where it has one (first: an
+    # edited options.json is named as edited, not as options that do not fit the weights), and
+    # still those files once read
+    with _cache_hint(options_file, weight_file), checked_reads((Path(options_file), Path(weight_file))):
         options = ElmoOptions.from_file(options_file)
         # the file's shapes are checked before the model is built: options that disagree with
         # them by far (an lstm.dim of 2**30) had torch allocate hundreds of GB for it first, and
@@ -70,7 +70,7 @@ def load_original(options_file: str | Path, weight_file: str | Path, *, stateful
         with init_skipped():   # (every weight is assigned next: no random draws to throw away)
             bilm = BiLM(options, stateful=stateful)
         assign_original_arrays(bilm, arrays)
-    target = target or restored_dtype(recorded_dtype(Path(weight_file)))
+        target = target or restored_dtype(recorded_dtype(Path(weight_file)))
     if target is not None and target != torch.float32:
         bilm = bilm.to(target)
     bilm.eval()
@@ -316,9 +316,9 @@ def load_pretrained(path: str | Path, *, stateful: bool = False,
                                              and is_manylangs_folder(folder)):
         # (a model unpacked into the cache and damaged since failed at every load: how to
         # clear it, as load_original says of its files)
-        with _cache_hint(folder):
-            # (the files either reads, against the SHA-256 its metadata.json records, if any)
-            verify_files(folder / n for n in (NATIVE_CONFIG, NATIVE_WEIGHTS, CHAR_DIC, WORD_DIC, TOKEN_EMBEDDER, ENCODER))
+        # (the files either reads, against the SHA-256 its metadata.json records, if any)
+        read = [folder / n for n in (NATIVE_CONFIG, NATIVE_WEIGHTS, CHAR_DIC, WORD_DIC, TOKEN_EMBEDDER, ENCODER)]
+        with _cache_hint(folder), checked_reads(read):
             if (folder / NATIVE_WEIGHTS).exists():
                 bilm = _load_native(folder, stateful, target)
             else:

@@ -25,7 +25,7 @@ from ..vocab import Vocabulary
 from ..io import atomic_write_text
 from ..folder_swap import atomic_folder
 from ..hdf5_writer import new_hdf5
-from ..folder_checksums import RECORD_KEY, record_files, verify_files
+from ..folder_checksums import RECORD_KEY, checked_reads, record_files
 from ..output_lock import output_lock
 from ..text_files import read_json
 from .. import strict_json
@@ -125,11 +125,11 @@ def load_vocabulary(folder: str | Path) -> Vocabulary:
     figure for a ``vocab.txt`` edited or replaced by another model's, and a warm start, which
     reads ``vocab.txt``, was told that the model's own ``vocab.txt`` was not its vocabulary.)"""
     folder = Path(folder)
-    verify_files((folder / VOCAB_FILE, folder / COUNTS_FILE))   # (where metadata.json records them)
-    vocab = Vocabulary.load(folder / VOCAB_FILE)
-    if not (folder / COUNTS_FILE).exists():
-        return vocab
-    counted = Vocabulary.load(folder / COUNTS_FILE)
+    with checked_reads((folder / VOCAB_FILE, folder / COUNTS_FILE)):   # (where metadata.json records them)
+        vocab = Vocabulary.load(folder / VOCAB_FILE)
+        if not (folder / COUNTS_FILE).exists():
+            return vocab
+        counted = Vocabulary.load(folder / COUNTS_FILE)
     if counted.words != vocab.words:
         at = next((i for i, (a, b) in enumerate(zip(vocab.words, counted.words)) if a != b),
                   min(len(vocab), len(counted)))
@@ -165,16 +165,11 @@ def load_language_model(folder: str | Path, dropout: float = 0.0, device=None):
     """A model folder written by :func:`export_model` -> (LanguageModel, Vocabulary)."""
     folder = Path(folder)
     check_language_model_files(folder)
-    vocab = load_vocabulary(folder)
-    bilm = load_original(folder / "options.json", folder / "weights.hdf5")
-    path = folder / SOFTMAX_FILE
-    verify_files((path,))   # (the biLM's files and the vocabulary were checked as they were read)
-    shapes = {"softmax/W": (len(vocab), bilm.options.lstm.projection_dim), "softmax/b": (len(vocab),)}
-    with open_hdf5(path) as h5:  # (a truncated file gave h5py's message, naming no file)
-        # (each checked as the weights' datasets are: a group, strings, another shape or a NaN
-        # is one line naming it; a bias of one value was spread over every word)
-        arrays = {name: read_dataset(h5, path, name, shape, source="the vocabulary and options")
-                  for name, shape in shapes.items()}
+    # (one load: the folder's metadata.json is read once for the checks of all its files)
+    with checked_reads(()):
+        vocab = load_vocabulary(folder)
+        bilm = load_original(folder / "options.json", folder / "weights.hdf5")
+        arrays = _read_softmax(folder / SOFTMAX_FILE, (len(vocab), bilm.options.lstm.projection_dim))
     weight, bias = torch.from_numpy(arrays["softmax/W"]), torch.from_numpy(arrays["softmax/b"])
     # the loaded parts themselves, as a new model has them (in the default dtype, a bfloat16
     # model's too, and in training mode): a random model with them copied in held two or three
@@ -183,6 +178,19 @@ def load_language_model(folder: str | Path, dropout: float = 0.0, device=None):
     model = LanguageModel(bilm.options, len(vocab), vocab.bos, vocab.eos, dropout,
                           bilm=bilm, softmax=SharedSoftmax.from_tensors(weight, bias))
     return (model.to(device) if device is not None else model), vocab
+
+
+def _read_softmax(path: Path, shape: Tuple[int, int]) -> Dict[str, Any]:
+    """The arrays ``softmax/W`` (``shape``: V, P) and ``softmax/b`` (V,) of ``path``, checked
+    against the SHA-256 its folder's metadata.json records (the biLM's files and the
+    vocabulary are checked as they are read)."""
+    shapes = {"softmax/W": shape, "softmax/b": shape[:1]}
+    # (a truncated file gave h5py's message, naming no file)
+    with checked_reads((path,)), open_hdf5(path) as h5:
+        # (each checked as the weights' datasets are: a group, strings, another shape or a NaN
+        # is one line naming it; a bias of one value was spread over every word)
+        return {name: read_dataset(h5, path, name, shape, source="the vocabulary and options")
+                for name, shape in shapes.items()}
 
 
 def options_with_training_keys(options: ElmoOptions, **keys) -> ElmoOptions:

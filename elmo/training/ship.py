@@ -23,7 +23,7 @@ import argparse
 import math
 import sys
 from pathlib import Path
-from typing import Dict, Tuple
+from typing import Callable, Dict, Tuple
 
 import h5py
 import torch
@@ -36,7 +36,7 @@ from ..output_lock import output_lock
 from .. import strict_json
 from ..user_paths import expand_args
 from ..checksums import HDF5_ATTRIBUTE
-from ..folder_checksums import RECORD_KEY, current_sha256, record_files, verify_files
+from ..folder_checksums import RECORD_KEY, LoadChecks, current_sha256, record_files
 from ..native_layout import NATIVE_CONFIG, NATIVE_WEIGHTS
 from ..original_layout import ORIGINAL_WEIGHTS, STORAGE_DTYPES, check_dataset_checksum, narrowed, write_weight_dataset
 from ..weights import load_original, save_original
@@ -84,8 +84,10 @@ def ship(src: str | Path, dest: str | Path, bilm_dtype: str = "float32", softmax
     sources = {name: current_sha256(src / name)
                for name in ("options.json", "weights.hdf5", SOFTMAX_FILE, VOCAB_FILE)}
     # the source as its metadata.json records it, where it does: a damaged file is not shipped
-    # (hashed once: current_sha256 keeps the digests)
-    verify_files([*(src / name for name in sources), src / COUNTS_FILE])
+    # (hashed once: current_sha256 keeps the digests), and still so once read (confirmed
+    # before the shipped folder takes DEST's place)
+    checks = LoadChecks()
+    checked = checks.verify([*(src / name for name in sources), src / COUNTS_FILE])
     # the vocabulary's counts go with it when the model has them (they were left behind)
     names = SHIPPED_FILES + ((COUNTS_FILE,) if (src / COUNTS_FILE).is_file() else ())
     # and must list vocab.txt's words: loading refuses a folder where they differ, so it was
@@ -99,12 +101,14 @@ def ship(src: str | Path, dest: str | Path, bilm_dtype: str = "float32", softmax
         # folder held one source's weights beside the other's softmax. The lock file is beside DEST
         # (DEST.lock), not in it: the folder is replaced whole, and its lock file with it.
         with no_empty_folder_on_failure(dest), output_lock(dest):
-            return _ship_locked(src, dest, bilm_dtype, softmax_dtype, max_mb, sources, names)
+            return _ship_locked(src, dest, bilm_dtype, softmax_dtype, max_mb, sources, names,
+                                lambda: checks.confirm(checked))
 
 
 def _ship_locked(src: Path, dest: Path, bilm_dtype: str, softmax_dtype: str, max_mb: float,
-                 sources: Dict[str, str], names: Tuple[str, ...]) -> Dict[str, int]:
-    """:func:`ship` once it holds DEST's lock."""
+                 sources: Dict[str, str], names: Tuple[str, ...], confirm: Callable[[], None]) -> Dict[str, int]:
+    """:func:`ship` once it holds DEST's lock; ``confirm`` raises where a source file read
+    was not the one checked (:meth:`elmo.folder_checksums.LoadChecks.confirm`)."""
     # Files of a model there that shipping does not replace stayed beside the new weights: a
     # model.safetensors is what elmo.from_pretrained (elmo embed) loads first, so the folder
     # embedded with the old model and measured perplexity with the new one.
@@ -126,6 +130,7 @@ def _ship_locked(src: Path, dest: Path, bilm_dtype: str, softmax_dtype: str, max
         if total > max_mb * 1e6:
             raise ValueError(f"{dest}: {total / 1e6:.1f} MB to write, more than the {max_mb} MB allowed; "
                              f"nothing was written")
+        confirm()   # (raised here, the new folder is deleted and DEST stays as it was)
         if dest.is_dir():   # DEST's files that shipping does not write (a model card) stay in it
             keep_other_entries(dest, stage)
             (stage / OLD_LOCK).unlink(missing_ok=True)   # (a killed earlier version's, no file of the model)

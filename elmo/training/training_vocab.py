@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import sys
 from pathlib import Path
-from typing import Optional, Tuple
+from typing import List, Optional, Tuple
 
 from ..vocab import Vocabulary
 
@@ -19,7 +19,7 @@ def load_training_vocabulary(path: str | Path, notes: bool = True,
     so that torchrun's processes do not each print it). ``loaded``: a model folder and the
     vocabulary :func:`~elmo.training.export.load_vocabulary` read there (the start model's),
     given back where ``path`` is that folder's ``vocab.txt`` instead of reading it again."""
-    from ..folder_checksums import verify_files
+    from ..folder_checksums import checked_reads
     from ..output_checks import same_file
     from .export import COUNTS_FILE, VOCAB_FILE
     from .vocab_build import default_counts_path
@@ -34,9 +34,14 @@ def load_training_vocabulary(path: str | Path, notes: bool = True,
     # a model folder's vocabulary (--vocab MODEL/vocab.txt), against the SHA-256 its
     # metadata.json records: an edited or damaged one trained a model without a word (another
     # folder's metadata.json, a corpus's own, is none of this package's)
-    if (Path(path).parent / "options.json").is_file():
-        verify_files([Path(path), *beside])
-    vocab = Vocabulary.load(path)
+    model_folder = (Path(path).parent / "options.json").is_file()
+    with checked_reads([Path(path), *beside] if model_folder else []):
+        return _with_counts(Vocabulary.load(path), path, beside, notes)
+
+
+def _with_counts(vocab: Vocabulary, path: str | Path, beside: List[Path], notes: bool) -> Vocabulary:
+    """``vocab`` (read from ``path``) with the counts of the first of the files ``beside`` it
+    that lists its words, where it has none of its own."""
     for counts_file in beside if vocab.counts is None else []:
         if counts_file.exists():
             with_counts = Vocabulary.load(counts_file)
