@@ -32,8 +32,9 @@ must still have the state in which it was checked (a rename gives another inode,
 times), and one whose state was racy is hashed again; else the load is one
 :class:`ModelFileChanged` line saying the file changed while it was loaded (not loaded again:
 a writer at work on the folder, half-way through its files, is better waited for by the
-caller). Not covered: a path renamed away and back between the check and the confirmation,
-the file read meanwhile kept alive by another link.
+caller). Not covered (the path is stat'ed, not the handle read through): a path that named
+another file only while it was read, and the checked one again by the confirmation (two
+renames, the checked file kept by another link meanwhile).
 """
 from __future__ import annotations
 
