@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from elmo.cli import main
-from tests.conftest import immutable
+from tests.conftest import immutable, killed_between_the_fallback_renames
 
 _PAIRS = "\n".join(
     f"role\tthe {a} saw the {b} .\tthe {b} saw the {a} .\t{a}\tagent\tpatient"
@@ -1261,7 +1261,6 @@ def test_a_run_killed_between_the_renames_of_its_fallback_swap_loses_no_file_of_
     between left no folder and the new one as OUT.partial, which the next run deleted as
     unfinished, the user's interpretation and files with it. The old folder is now renamed aside
     first and put back by the next run."""
-    from elmo import folder_swap
     (tmp_path / "pairs.tsv").write_text(_PAIRS + "\n")
     out = tmp_path / "out"
     run = ["analyze", "fixture", "--out", str(out), "--only", "contrast",
@@ -1269,24 +1268,7 @@ def test_a_run_killed_between_the_renames_of_its_fallback_swap_loses_no_file_of_
     assert main(run) == 0
     (out / "interpretation.md").write_text("my reading of it\n")
     (out / "mine.txt").write_text("mine\n")
-    monkeypatch.setattr(folder_swap, "_exchange", lambda a, b: False)
-    rename = Path.rename
-
-    fired = []
-
-    def killed_at_the_new_folder(self, target):
-        if self.name == "out.partial":
-            fired.append(target)
-            raise KeyboardInterrupt   # the process is stopped here
-        return rename(self, target)
-    with monkeypatch.context() as m:
-        m.setattr(Path, "rename", killed_at_the_new_folder)
-        try:
-            main(run)
-        except KeyboardInterrupt:
-            pass
-    capsys.readouterr()
-    assert fired == [out]
+    killed_between_the_fallback_renames(monkeypatch, capsys, out, run)
     assert main(run) == 0
     assert (out / "interpretation.md").read_text() == "my reading of it\n"
     assert (out / "mine.txt").read_text() == "mine\n"

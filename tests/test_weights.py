@@ -12,7 +12,7 @@ import torch
 import elmo
 from elmo import ConfigError, WeightFileError, batch_to_ids, load_original, save_original
 from elmo.folder_checksums import update_record
-from tests.conftest import ALLENNLP, NOSKIP, fill_disk_on_open, random_bilm
+from tests.conftest import ALLENNLP, NOSKIP, fill_disk_on_open, killed_between_the_fallback_renames, random_bilm
 
 
 @pytest.mark.parametrize("folder", [ALLENNLP, NOSKIP])
@@ -684,29 +684,11 @@ def test_a_convert_killed_between_the_renames_of_its_fallback_swap_is_finished_b
     leaving the old folder (with the user's own files) aside, to be deleted by a later
     --overwrite, and the new one as OUT.partial. Under its lock it now puts the old folder back
     first, and replaces it as asked."""
-    from pathlib import Path
-
-    from elmo import folder_swap
     from elmo.cli import main
     out = tmp_path / "out"
     assert main(["convert", "fixture", str(out)]) == 0
     (out / "mine.txt").write_text("mine\n")
-    monkeypatch.setattr(folder_swap, "_exchange", lambda a, b: False)
-    rename, fired = Path.rename, []
-
-    def killed(self, target):
-        if self.name == "out.partial":
-            fired.append(target)
-            raise KeyboardInterrupt   # the process is stopped here
-        return rename(self, target)
-    with monkeypatch.context() as m:
-        m.setattr(Path, "rename", killed)
-        try:
-            main(["convert", "fixture", str(out), "--overwrite"])
-        except KeyboardInterrupt:
-            pass
-    capsys.readouterr()
-    assert fired == [out] and not out.exists()
+    killed_between_the_fallback_renames(monkeypatch, capsys, out, ["convert", "fixture", str(out), "--overwrite"])
     assert main(["convert", "default", str(out)]) == 1   # (another model's files: only with --overwrite)
     assert "already holds config.json and model.safetensors" in capsys.readouterr().err
     assert main(["convert", "fixture", str(out), "--overwrite"]) == 0
