@@ -638,11 +638,12 @@ def swap_in(out: Path, stage: Path, dropped: Sequence[str], log=print) -> None:
     every other entry of ``out`` (kept sections' pictures, the interpretation, a user's files)
     but the pictures ``dropped``, the stage and the folder's old lock file (``results.json.lock``:
     a copy, where there are no hard links, stayed behind unlocked); then the two folders swap
-    (:func:`elmo.folder_swap.atomic_folder`). The caller holds :func:`elmo.analysis.report_lock.report_lock`. Moved into ``out`` one by one, a kill between two moves left
-    new pictures beside the earlier run's results, or new results beside its report. Where
-    this process works in ``out``, so (most likely) does the shell that started it, left in the
-    old folder, deleted: ``log`` says so in one line (``ls`` there shows nothing, and
-    ``cat report.md`` finds none)."""
+    (:func:`elmo.folder_swap.atomic_folder`), under the caller's
+    :func:`elmo.analysis.report_lock.report_lock`. Moved into ``out`` one by one, a kill between
+    two moves left new pictures beside the earlier run's results, or new results beside its
+    report. Where this process works in ``out``, so (most likely) does the shell that started
+    it, left in the old folder, deleted: ``log`` says so in one line (``ls`` there shows
+    nothing, and ``cat report.md`` finds none)."""
     import os
 
     from ..folder_swap import atomic_folder, copy_owner, keep_other_entries

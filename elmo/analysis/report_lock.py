@@ -26,7 +26,8 @@ from typing import Iterator
 def report_lock(out: Path) -> Iterator[None]:
     """Hold the report folder ``out``'s lock for the block: ``OUT.lock`` beside it
     (:func:`elmo.output_lock.output_lock`), which does not move while the folder is swapped;
-    a second writer is refused at once with :class:`elmo.io.OutputBusy` naming the holder.
+    a second writer is refused (after a second's tries) with :class:`elmo.io.OutputBusy` naming
+    the holder.
     Under it, what a run killed in its swap left is put back or deleted
     (:func:`elmo.folder_swap.finish_replace`: done before the lock, a second run put the old
     folder back while the first was between its two renames), and ``OUT/results.json.lock``
@@ -37,7 +38,7 @@ def report_lock(out: Path) -> Iterator[None]:
     from ..io import OutputError
     from ..output_lock import output_lock
 
-    parent = Path(os.path.abspath(out)).parent
+    parent = Path(out).resolve().parent   # (a link's: that of the folder it names, swapped there)
     if parent.is_dir() and not os.access(parent, os.W_OK | os.X_OK):
         # (the lock's own error, "cannot write in PARENT", did not say why the folder above)
         raise OutputError(f"{out}: the report is written whole beside it and then swapped in, but {parent} "
