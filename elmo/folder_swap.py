@@ -14,6 +14,13 @@
   old folder aside, which :func:`finish_replace` (called by the next writer) puts back where
   the folder is missing and deletes where the new one is in place. What cannot be deleted is
   one :class:`elmo.io.OutputError` naming it (:func:`remove_leftover`), before the next write.
+* The writer's lock: one writer at a time, holding a lock that is not inside the folder
+  (``FOLDER.lock`` beside it: :func:`elmo.output_lock.output_lock` of the folder) from before
+  :func:`finish_replace` until the old folder is deleted. A lock file inside goes aside with the
+  old folder in the fallback's renames: a second writer then finds neither folder nor lock,
+  puts the old folder back, and the first one's rename fails, its finished folder left as
+  ``FOLDER.partial`` for the next writer to delete; and where the new folder gets a copy of it
+  (no hard links: :func:`keep_other_entries`), the copy is unlocked.
 * A new folder that keeps the old one's other files (:func:`keep_other_entries`, with their
   owner: :func:`copy_owner`), and the checks that refuse, before any work, a folder that cannot
   be swapped or whose copy would lose files: a mount point (:func:`renames_stop_at`,
@@ -50,7 +57,8 @@ def atomic_folder(folder: Path, staging: Optional[Path] = None) -> Iterator[Path
     finds the old folder or the new one, never none or a half-deleted one; elsewhere the old
     folder is renamed aside just before the new one is renamed (:func:`_replace_by_renames`).
     A symbolic link to a folder stays: the folder it names is replaced. The caller must be the
-    folder's only writer."""
+    folder's only writer, holding a lock beside the folder, not in it (``FOLDER.lock``: see the
+    module's notes), until this returns."""
     refuse_bundled(folder, "folder", replaces=True)
     named = folder
     if folder.is_symlink() and folder.is_dir():
@@ -177,8 +185,9 @@ def finish_replace(folder: Path) -> None:
     a symbolic link, the folder it names) is missing and its old copy was set aside, the old copy
     goes back (the next write then replaces it again); an old copy beside a folder in place is
     what a kill while deleting it left, and goes (one that cannot be deleted is an
-    :class:`OutputError` naming it, before the write). Call it before anything makes ``folder``
-    anew (an output lock inside it)."""
+    :class:`OutputError` naming it, before the write). Call it under the folder's lock, which is
+    beside the folder (a second writer between another's two renames put the old folder back
+    and failed that writer's rename), and before anything makes ``folder`` anew."""
     folder = folder.resolve() if folder.is_symlink() else Path(os.path.abspath(folder))   # (``.``: no name)
     aside = set_aside_folder(folder)
     if not os.path.lexists(aside):

@@ -189,3 +189,29 @@ def immutable(path: Path, *moved_to: Path) -> Iterator[None]:
     finally:
         for place in (path, *moved_to):
             subprocess.run(["chattr", "-i", str(place)], capture_output=True, timeout=30)
+
+
+def killed_between_the_fallback_renames(monkeypatch, capsys, folder: Path, command: list) -> None:
+    """Run the CLI ``command`` with every folder swap on the fallback's two renames (no
+    renameat2: NFS, another system; for the rest of the test) and stop it (KeyboardInterrupt,
+    as a kill) between them: ``folder`` is left renamed aside as FOLDER.replaced, the new one
+    as FOLDER.partial."""
+    from elmo import folder_swap
+    from elmo.cli import main
+
+    monkeypatch.setattr(folder_swap, "_exchange", lambda a, b: False)
+    rename, fired = Path.rename, []
+
+    def killed_at_the_new_folder(self, target):
+        if self.name == f"{folder.name}.partial":
+            fired.append(target)
+            raise KeyboardInterrupt   # the process is stopped here
+        return rename(self, target)
+    with monkeypatch.context() as m:
+        m.setattr(Path, "rename", killed_at_the_new_folder)
+        try:
+            main(command)
+        except KeyboardInterrupt:
+            pass
+    capsys.readouterr()
+    assert fired == [folder] and not folder.exists()

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from elmo.cli import main
-from tests.conftest import immutable
+from tests.conftest import immutable, killed_between_the_fallback_renames
 
 _PAIRS = "\n".join(
     f"role\tthe {a} saw the {b} .\tthe {b} saw the {a} .\t{a}\tagent\tpatient"
@@ -1261,7 +1261,6 @@ def test_a_run_killed_between_the_renames_of_its_fallback_swap_loses_no_file_of_
     between left no folder and the new one as OUT.partial, which the next run deleted as
     unfinished, the user's interpretation and files with it. The old folder is now renamed aside
     first and put back by the next run."""
-    from elmo import folder_swap
     (tmp_path / "pairs.tsv").write_text(_PAIRS + "\n")
     out = tmp_path / "out"
     run = ["analyze", "fixture", "--out", str(out), "--only", "contrast",
@@ -1269,29 +1268,96 @@ def test_a_run_killed_between_the_renames_of_its_fallback_swap_loses_no_file_of_
     assert main(run) == 0
     (out / "interpretation.md").write_text("my reading of it\n")
     (out / "mine.txt").write_text("mine\n")
-    monkeypatch.setattr(folder_swap, "_exchange", lambda a, b: False)
-    rename = Path.rename
-
-    fired = []
-
-    def killed_at_the_new_folder(self, target):
-        if self.name == "out.partial":
-            fired.append(target)
-            raise KeyboardInterrupt   # the process is stopped here
-        return rename(self, target)
-    with monkeypatch.context() as m:
-        m.setattr(Path, "rename", killed_at_the_new_folder)
-        try:
-            main(run)
-        except KeyboardInterrupt:
-            pass
-    capsys.readouterr()
-    assert fired == [out]
+    killed_between_the_fallback_renames(monkeypatch, capsys, out, run)
     assert main(run) == 0
     assert (out / "interpretation.md").read_text() == "my reading of it\n"
     assert (out / "mine.txt").read_text() == "mine\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "pairs.tsv"]
     assert {"results.json", "report.md"} <= {p.name for p in out.iterdir()}
+
+
+@pytest.mark.parametrize("moment", ["between the renames of the fallback swap", "deleting the old folder, no hard links"])
+def test_a_second_analyze_while_the_first_swaps_its_folder_in_is_refused(tmp_path, monkeypatch, capsys, moment):
+    """The lock was OUT/results.json.lock, inside the folder being replaced. Without renameat2
+    OUT is renamed aside before the new folder takes its name: a second run meanwhile found
+    no OUT and no lock, put the old folder back (finish_replace) and the first run's rename
+    then failed ("Directory not empty"), its finished report left as OUT.partial for the next
+    run to delete. Without hard links the lock file was copied into the new folder, unlocked:
+    a second run while the first deleted the old folder took it and ran. The lock is now
+    OUT.lock beside OUT, held through the swap and its clean-up: the second run is refused
+    (a second process, forked: in this one the lock's path alone bars it)."""
+    import shutil
+
+    from elmo import folder_swap
+    from elmo.analysis import report
+    (tmp_path / "pairs.tsv").write_text(_PAIRS + "\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "mine.txt").write_text("mine\n")
+    run = ["analyze", "fixture", "--out", str(out), "--only", "contrast",
+           "--contrast-file", str(tmp_path / "pairs.tsv"), "--no-untrained-control"]
+    second: list = []
+    said = tmp_path / "second.err"
+
+    def second_run() -> None:   # another process: this one's own lock bars it by the path alone
+        pid = os.fork()
+        if pid == 0:
+            code = 70
+            try:
+                second.append("this is the second run")   # (its own pauses pass)
+                sys.stderr = open(said, "w")
+                # (past the locks it would load the model and run: it stops there instead)
+                monkeypatch.setattr(report, "_run_sections", lambda *args, **kwargs: os._exit(0))
+                code = main(run)
+                sys.stderr.flush()
+            finally:
+                os._exit(code)
+        second.append(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+        second.append(said.read_text())
+    if moment.startswith("between"):
+        monkeypatch.setattr(folder_swap, "_exchange", lambda a, b: False)
+        rename = Path.rename
+
+        def paused(self, target):
+            if self.name == "out.partial" and not second:
+                assert not out.exists() and (tmp_path / "out.replaced").is_dir()
+                second_run()
+            return rename(self, target)
+        monkeypatch.setattr(Path, "rename", paused)
+    else:
+        def no_link(source, target, *args, **kwargs):
+            raise OSError(errno.EXDEV, "no hard links here")
+        monkeypatch.setattr(folder_swap.os, "link", no_link)
+        rmtree = shutil.rmtree
+
+        def paused(path, *args, **kwargs):
+            if Path(path).name == "out.partial" and not second:   # (the old folder, swapped out)
+                second_run()
+            return rmtree(path, *args, **kwargs)
+        monkeypatch.setattr(folder_swap.shutil, "rmtree", paused)
+    assert main(run) == 0
+    assert second[0] == 1, second
+    assert f"{out} is already being written by PID {os.getpid()} on " in second[1] and second[1].count("\n") == 1
+    assert f"(lock file {tmp_path / 'out.lock'})" in second[1]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "pairs.tsv", "second.err"]
+    assert sorted(p.name for p in out.iterdir()) == ["mine.txt", "report.md", "results.json"]
+    assert json.loads((out / "results.json").read_text())["sections"] == ["contrast"]
+
+
+def test_the_lock_file_a_killed_earlier_version_left_in_the_folder_is_taken_over(tmp_path, capsys):
+    """Earlier versions locked OUT/results.json.lock, inside the folder; the lock is OUT.lock
+    beside it now. The file a killed run of theirs left (its process gone, no lock held) is no
+    writer: the run and --report-only take it over, and leave neither lock file behind."""
+    (tmp_path / "pairs.tsv").write_text(_PAIRS + "\n")
+    out = tmp_path / "out"
+    run = ["analyze", "fixture", "--out", str(out), "--only", "contrast",
+           "--contrast-file", str(tmp_path / "pairs.tsv"), "--no-untrained-control"]
+    assert main(run) == 0
+    for again in (run, ["analyze", "fixture", "--out", str(out), "--report-only"]):
+        (out / "results.json.lock").write_text("999999999 elsewhere\n")
+        assert main(again) == 0, capsys.readouterr().err
+        assert sorted(p.name for p in out.iterdir()) == ["report.md", "results.json"]
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "pairs.tsv"]
 
 
 @pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="giving a folder another owner needs root")

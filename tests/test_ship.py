@@ -201,6 +201,23 @@ def test_ship_refuses_a_folder_holding_files_it_would_not_replace(exported, tmp_
         ship(exported, tmp_path / "counted")
 
 
+def test_a_folder_a_killed_swap_left_aside_is_checked_as_the_folder(exported, tmp_path):
+    """A writer killed between the renames of a swap without renameat2 (NFS) leaves DEST
+    renamed aside as DEST.replaced. Ship found no DEST, checked nothing, and the swap then put
+    the old folder back and carried another model's weights into the shipped one (the stale
+    files' check skipped). It is put back under the lock first, and checked."""
+    import elmo
+    from elmo.folder_swap import set_aside_folder
+    other = tmp_path / "other"
+    elmo.save_pretrained(elmo.from_pretrained("fixture"), other)
+    before = {p.name: p.read_bytes() for p in other.iterdir()}
+    other.rename(set_aside_folder(other))   # (what the kill left)
+    with pytest.raises(ValueError, match="also holds config.json, model.safetensors of the model there"):
+        ship(exported, other)
+    assert {p.name: p.read_bytes() for p in other.iterdir()} == before
+    assert not set_aside_folder(other).exists()
+
+
 def test_a_value_past_float16_is_refused_not_shipped_as_inf(exported, tmp_path):
     """A weight above float16's 65504 became inf in a float16 copy, written without a word; the
     shipped folder was then refused at load as non-finite. Now shipping stops, naming it."""

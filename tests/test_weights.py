@@ -12,7 +12,7 @@ import torch
 import elmo
 from elmo import ConfigError, WeightFileError, batch_to_ids, load_original, save_original
 from elmo.folder_checksums import update_record
-from tests.conftest import ALLENNLP, NOSKIP, fill_disk_on_open, random_bilm
+from tests.conftest import ALLENNLP, NOSKIP, fill_disk_on_open, killed_between_the_fallback_renames, random_bilm
 
 
 @pytest.mark.parametrize("folder", [ALLENNLP, NOSKIP])
@@ -674,6 +674,26 @@ def test_convert_into_the_current_folder_or_its_parent(tmp_path, monkeypatch, ca
     assert sorted(p.name for p in (tmp_path / "work").iterdir()) == ["README.md", "metadata.json", "options.json",
                                                                      "sub", "weights.hdf5"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["work"]   # no lock or staging left
+
+
+def test_a_convert_killed_between_the_renames_of_its_fallback_swap_is_finished_by_the_next(
+        tmp_path, monkeypatch, capsys):
+    """Without renameat2 (NFS, another system) convert --overwrite renames OUT aside to
+    OUT.replaced and then the new folder in: a kill between left no OUT. The next convert found
+    no folder, so it checked nothing (--overwrite, another model's files) and wrote a new one,
+    leaving the old folder (with the user's own files) aside, to be deleted by a later
+    --overwrite, and the new one as OUT.partial. Under its lock it now puts the old folder back
+    first, and replaces it as asked."""
+    from elmo.cli import main
+    out = tmp_path / "out"
+    assert main(["convert", "fixture", str(out)]) == 0
+    (out / "mine.txt").write_text("mine\n")
+    killed_between_the_fallback_renames(monkeypatch, capsys, out, ["convert", "fixture", str(out), "--overwrite"])
+    assert main(["convert", "default", str(out)]) == 1   # (another model's files: only with --overwrite)
+    assert "already holds config.json and model.safetensors" in capsys.readouterr().err
+    assert main(["convert", "fixture", str(out), "--overwrite"]) == 0
+    assert (out / "mine.txt").read_text() == "mine\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
 
 
 def test_convert_refuses_to_replace_another_models_files(tmp_path, capsys):

@@ -382,10 +382,9 @@ def run_analysis(model: str, out: Path, config: Optional[AnalysisConfig] = None,
                         f"(probes.pos_probe, wsd.wsd_eval, contrast.contrast_eval, neighbors.cached_index)")
     config = config or AnalysisConfig()
     from ..io import no_empty_folder_on_failure
-    from ..folder_swap import finish_replace
     from ..output_checks import check_output_dir
-    from ..output_lock import output_lock
     from .markdown import read_interpretation
+    from .report_lock import report_lock
     from .sections import pca_groups, pca_key, similarity_corpus
 
     out = Path(out)
@@ -422,8 +421,8 @@ def run_analysis(model: str, out: Path, config: Optional[AnalysisConfig] = None,
             pca_key(pca_groups(examples), config.pca_word)
     # one writer at a time: two runs into one folder mixed one's pictures into the other's report.
     # (The folder was made before the model loaded: a model name that is not one left it empty.)
-    finish_replace(out)   # (a run killed in its swap on a file system without renameat2)
-    with no_empty_folder_on_failure(out), output_lock(out / "results.json", name=out):
+    # The lock is OUT.lock beside the folder, held through the swap (see report_lock).
+    with no_empty_folder_on_failure(out), report_lock(out):
         read_interpretation(out)   # (an unreadable one failed the report after every section had run)
         earlier = check_results_kept(out / "results.json", sections, config)
         check_swappable(out, log)
@@ -637,15 +636,18 @@ def swap_in(out: Path, stage: Path, dropped: Sequence[str], log=print) -> None:
     """Make the files of ``stage`` (a folder in ``out``: this run's pictures, results.json and
     report.md) ``out``'s, all in one step. A new folder beside ``out`` gets them, and links to
     every other entry of ``out`` (kept sections' pictures, the interpretation, a user's files)
-    but the pictures ``dropped`` and the stage; then the two folders swap
-    (:func:`elmo.folder_swap.atomic_folder`). Moved into ``out`` one by one, a kill between two moves left
-    new pictures beside the earlier run's results, or new results beside its report. Where
-    this process works in ``out``, so (most likely) does the shell that started it, left in the
-    old folder, deleted: ``log`` says so in one line (``ls`` there shows nothing, and
-    ``cat report.md`` finds none)."""
+    but the pictures ``dropped``, the stage and the folder's old lock file (``results.json.lock``:
+    a copy, where there are no hard links, stayed behind unlocked); then the two folders swap
+    (:func:`elmo.folder_swap.atomic_folder`), under the caller's
+    :func:`elmo.analysis.report_lock.report_lock`. Moved into ``out`` one by one, a kill between
+    two moves left new pictures beside the earlier run's results, or new results beside its
+    report. Where this process works in ``out``, so (most likely) does the shell that started
+    it, left in the old folder, deleted: ``log`` says so in one line (``ls`` there shows
+    nothing, and ``cat report.md`` finds none)."""
     import os
 
     from ..folder_swap import atomic_folder, copy_owner, keep_other_entries
+    from ..output_lock import lock_path
     folder = out.resolve()
     here = os.getcwd()
     with atomic_folder(folder) as new:
@@ -654,6 +656,7 @@ def swap_in(out: Path, stage: Path, dropped: Sequence[str], log=print) -> None:
             shutil.move(str(path), str(new / path.name))
         keep_other_entries(folder, new)
         shutil.rmtree(new / stage.name)   # (the stage's empty copy)
+        lock_path(new / "results.json").unlink(missing_ok=True)   # (the old folder's, held: it goes with it)
         for picture in dropped:
             (new / picture).unlink(missing_ok=True)
     if here == str(folder) or here.startswith(str(folder) + os.sep):
@@ -667,7 +670,8 @@ def swap_in(out: Path, stage: Path, dropped: Sequence[str], log=print) -> None:
 
 def check_swappable(out: Path, log=print) -> None:
     """Refuse, before any section runs, an ``out`` whose new files could not be swapped in: the
-    new folder is made beside it (:func:`swap_in`), so the folder above it must take one, and
+    new folder is made beside it (:func:`swap_in`), so the folder above it must take one (checked
+    before the lock, whose file goes there too: :func:`elmo.analysis.report_lock.report_lock`), and
     the two must be on one mount; ``OUT.partial`` must be free for it. A folder there is what a
     killed run left: deleted now, with a line that says so (the swap deleted it in silence, after
     every section had run). Call it while holding ``out``'s lock."""
@@ -677,9 +681,6 @@ def check_swappable(out: Path, log=print) -> None:
     from ..folder_swap import partial_folder, refuse_mounts_below, remove_leftover, renames_stop_at, sticky_holds
     folder = out.resolve()
     parent = folder.parent
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise OutputError(f"{out}: the report is written whole beside it and then swapped in, but "
-                          f"{parent} cannot be written; give --out a folder in a writable folder")
     # (each failed after every section had run: "Operation not permitted", "Device or resource
     # busy", "File exists")
     if sticky_holds(folder):
@@ -737,8 +738,8 @@ def rewrite_report(out: Path, model: Optional[str] = None) -> Path:
     interpretation, say), computing nothing. ``model``: the model the caller named, which
     must be the one the results are of (another spelling of it is let be)."""
     from ..io import atomic_write_text
-    from ..output_lock import output_lock
     from .markdown import read_interpretation, render
+    from .report_lock import report_lock
 
     out = Path(out)
     if not (out / "results.json").is_file():
@@ -746,7 +747,7 @@ def rewrite_report(out: Path, model: Optional[str] = None) -> Path:
                                 "the report of a folder elmo analyze wrote")
     # a run writing into the folder replaces results.json and then report.md: a report
     # rewritten meanwhile from the results it replaced came after its own, and stayed
-    with output_lock(out / "results.json", name=out):
+    with report_lock(out):
         results = read_results(out / "results.json")
         read_interpretation(out)   # its own error, before the one below that blames results.json
         recorded = results.get("model")

@@ -29,7 +29,7 @@ import h5py
 import torch
 
 from ..io import atomic_write_text, no_empty_folder_on_failure, remove_dead_temporaries, shipping_into
-from ..folder_swap import atomic_folder, keep_other_entries
+from ..folder_swap import atomic_folder, finish_replace, keep_other_entries
 from ..hdf5_writer import new_hdf5
 from ..output_checks import check_output_dir
 from ..output_lock import output_lock
@@ -109,6 +109,9 @@ def _ship_locked(src: Path, dest: Path, bilm_dtype: str, softmax_dtype: str, max
                  sources: Dict[str, str], names: Tuple[str, ...], confirm: Callable[[], None]) -> Dict[str, int]:
     """:func:`ship` once it holds DEST's lock; ``confirm`` raises where a source file read
     was not the one checked (:meth:`elmo.folder_checksums.LoadChecks.confirm`)."""
+    # (DEST renamed aside by a writer killed in a swap without renameat2 was found missing, and
+    # the checks below passed it; the swap then put it back and carried its files over)
+    finish_replace(dest)
     # Files of a model there that shipping does not replace stayed beside the new weights: a
     # model.safetensors is what elmo.from_pretrained (elmo embed) loads first, so the folder
     # embedded with the old model and measured perplexity with the new one.
