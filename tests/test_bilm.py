@@ -433,13 +433,13 @@ def test_the_carried_state_moves_and_casts_with_the_model():
 
 
 def test_ids_reach_a_gpu_even_where_pinning_is_refused(monkeypatch):
-    from elmo.embedding import embedder
+    from elmo.host_copy import to_device
 
     ids = torch.ones(2, 3, dtype=torch.long)
     calls = []
     monkeypatch.setattr(torch.Tensor, "pin_memory", lambda self: (_ for _ in ()).throw(RuntimeError("no")))
     monkeypatch.setattr(torch.Tensor, "to", lambda self, *a, **k: calls.append((a, k)) or self)
-    embedder._to_device(ids, torch.device("cuda"))
+    to_device(ids, torch.device("cuda"))
     assert calls == [((torch.device("cuda"),), {})]  # a plain copy, not a crash
 
 

@@ -178,3 +178,44 @@ def _random_lm_batch(rows: int, steps: int, n_vocab: int):
     return LMBatch(fwd_chars=chars[:, :steps], bwd_chars=chars[:, 1:].flip(1), fwd_targets=ids[:, 1:],
                    bwd_targets=ids[:, :steps].flip(1), fwd_mask=mask, bwd_mask=mask.clone(),
                    lengths=torch.full((rows,), steps, dtype=torch.long))
+
+
+@contextlib.contextmanager
+def _sync_debug(mode: str):
+    """torch's sync debug mode ``mode`` inside ("error": a wait for the GPU raises; "default":
+    allowed) on a GPU; nothing on the CPU (ELMO_TEST_DEVICE=cpu)."""
+    if DEVICE.type != "cuda":
+        yield
+        return
+    before = torch.cuda.get_sync_debug_mode()
+    torch.cuda.set_sync_debug_mode(mode)
+    try:
+        yield
+    finally:
+        torch.cuda.set_sync_debug_mode(before)
+
+
+@pytest.mark.parametrize("settings", [dict(layout="packed", n_negative=20, state_reset_every=3),
+                                      dict(layout="bucketed", n_negative=20)])
+def test_a_trainer_step_waits_for_the_device_once_besides_the_net(tmp_path, monkeypatch, settings):
+    """Trainer.step under sync debug mode "error" but for the net's forward and backward
+    (their data-sized operators wait: README, "GPU") and the one read of the loss and the
+    gradient norm together: the batch's and negatives' copies (pinned), the state reset, the
+    clip, the skip decision, Adagrad and the bookkeeping queue their work without a wait."""
+    from elmo.training import trainer
+    from tests.training_helpers import NetAside, training_run
+    run = training_run(tmp_path, device=str(DEVICE), **settings)
+    run.net = NetAside(run.net, lambda: _sync_debug("default"))
+    reads, read = [], trainer.read_step_figures
+
+    def read_once(*args):
+        reads.append(1)
+        with _sync_debug("default"):
+            return read(*args)
+
+    monkeypatch.setattr(trainer, "read_step_figures", read_once)
+    for _ in range(4):   # (the third resets rows of the packed layout's carried state)
+        with _sync_debug("error"):
+            run.step()
+    assert len(reads) == 4 and run.window["n"] == 4
+    assert run.model.softmax.weight.device.type == DEVICE.type

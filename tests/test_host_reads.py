@@ -3,6 +3,7 @@ sentence length or batch size: the per-step loop never waits for the host (READM
 Counted on the CPU with tests/host_reads.py, as a GPU would sync."""
 from __future__ import annotations
 
+import pytest
 import torch
 
 from elmo import batch_to_ids
@@ -10,7 +11,7 @@ from elmo.modules.softmax import Candidates, LogUniformSampler
 
 from conftest import random_bilm
 from host_reads import HostReads
-from training_helpers import tiny_lm_and_batch, toy_sentences
+from training_helpers import NetAside, tiny_lm_and_batch, toy_run_config, toy_sentences, training_run
 
 
 def _forward_reads(bilm, sentences) -> HostReads:
@@ -79,3 +80,94 @@ def test_the_readmes_counts_are_the_counts(tmp_path):
     forward = _forward_reads(random_bilm(), [["a", "b", "c"], ["d"]]).total
     full, sampled = (_training_reads(tmp_path, 2, 4, s).total for s in (False, True))
     assert tuple(map(int, quoted.groups())) == (forward, full, sampled)
+
+
+LAYOUTS = [dict(layout="packed", n_negative=20, state_reset_every=3), dict(layout="bucketed", n_negative=20),
+           dict(layout="packed"), dict(layout="bucketed")]
+
+
+@pytest.mark.parametrize("settings", LAYOUTS)
+def test_a_trainer_step_reads_the_device_once_besides_the_net(tmp_path, monkeypatch, settings):
+    """The step read the device 3 times besides the net (the norm's finiteness, the loss, the
+    norm; the bucketed layout the batch's length too): each read makes the host wait for the
+    GPU's queue to drain, so none of the next step's work was queued meanwhile. It reads the
+    loss and norm together now. The host's own reads (the batch's counts, the sampler's draws,
+    made on the CPU before anything is copied) are no device's and are left out here."""
+    from elmo.data.lm_batches import LMBatch
+    run = training_run(tmp_path, **settings)
+    reads = HostReads()
+    run.net = NetAside(run.net, reads.paused)
+    host_count, to = LMBatch.n_tokens.fget, LMBatch.to
+    monkeypatch.setattr(LMBatch, "to", lambda b, device: _on_device(to(b, device)))
+    monkeypatch.setattr(LMBatch, "n_tokens", property(  # (counted if read from the "device" batch)
+        lambda b: host_count(b) if getattr(b, "on_device", False) else _paused_call(reads, host_count, b)))
+    draw = run.softmax_loss.candidates
+    monkeypatch.setattr(run.softmax_loss, "candidates", lambda device: _paused_call(reads, draw, device))
+    counts = []
+    for _ in range(4):   # (the third resets rows of the carried state, where asked)
+        with reads:
+            run.step()
+        counts.append(dict(reads.counts))
+        reads.counts.clear()
+    assert run.window["n"] == 4
+    assert counts == [{"tolist": 1}] * 4, counts
+
+
+def _on_device(batch):
+    batch.on_device = True
+    return batch
+
+
+def _paused_call(reads, func, *args):
+    with reads.paused():
+        return func(*args)
+
+
+def test_the_steps_one_read_gives_the_floats_the_separate_reads_gave():
+    """Read together as float64, a float32 or bfloat16 loss and norm are the floats
+    ``float(t)`` gave, the extremes, -0.0, inf and NaN included (the skip decides by them)."""
+    from elmo.training.trainer import read_step_figures
+    f32 = torch.finfo(torch.float32)
+    values = [0.1, -0.0, f32.max, f32.tiny, f32.tiny / 8, 1 / 3, float("inf"), float("-inf"), float("nan")]
+    for dtype in (torch.float32, torch.bfloat16):
+        for loss in values:
+            for gnorm in (2.5, float("nan"), f32.max):
+                got = read_step_figures(torch.tensor(loss, dtype=dtype), torch.tensor(gnorm, dtype=torch.float32))
+                want = (float(torch.tensor(loss, dtype=dtype)), float(torch.tensor(gnorm)))
+                assert list(map(repr, got)) == list(map(repr, want))   # (repr: exact, -0.0 and nan alike)
+
+
+@pytest.mark.parametrize("layout", ["packed", "bucketed"])
+def test_training_with_one_read_a_step_trains_and_logs_as_with_separate_reads(tmp_path, monkeypatch, layout):
+    """The weights after a few steps, a step made NaN among them (skipped, logged), and every
+    log line but its timings, bit for bit those of the same run reading the loss and norm
+    separately (as the step did before it read them together)."""
+    import json
+    from elmo.training import trainer
+    from elmo.training.checkpoint import latest_checkpoint, load_checkpoint
+    from elmo.training.model import LanguageModel
+    forward, calls = LanguageModel.forward, []
+
+    def nan_at_third(self, *args, **kwargs):
+        out = forward(self, *args, **kwargs)
+        calls.append(1)
+        return {**out, "loss": out["loss"] * float("nan")} if len(calls) == 3 else out
+
+    monkeypatch.setattr(LanguageModel, "forward", nan_at_third)
+    runs = {}
+    for name, read in (("separate", lambda loss, gnorm: (float(loss.detach()), float(gnorm))), ("one", None)):
+        if read is not None:
+            monkeypatch.setattr(trainer, "read_step_figures", read)
+        else:
+            monkeypatch.undo()
+            monkeypatch.setattr(LanguageModel, "forward", nan_at_third)
+        calls.clear()
+        trainer.train(toy_run_config(tmp_path / name, layout=layout, n_negative=20, max_steps=6, log_every=2,
+                                     checkpoint_every=6))
+        lines = [json.loads(x) for x in (tmp_path / name / "run" / "log.jsonl").read_text().splitlines()]
+        runs[name] = ([{k: v for k, v in r.items() if k not in ("tokens_per_s", "elapsed_s")} for r in lines],
+                      load_checkpoint(latest_checkpoint(tmp_path / name / "run" / "checkpoints"))["model"])
+    (lines_before, weights_before), (lines, weights) = runs["separate"], runs["one"]
+    assert lines == lines_before and sum(r["event"] == "nonfinite" for r in lines) == 1, lines
+    assert weights.keys() == weights_before.keys()
+    assert all(torch.equal(weights[k], weights_before[k]) for k in weights)

@@ -405,3 +405,30 @@ def test_a_byte_order_mark_opening_a_corpus_file_is_no_part_of_its_first_word(tm
     assert counts["The"] == 2 and not any("\ufeff" in w for w in counts)
     from elmo.data.corpus import read_sentences
     assert read_sentences(path)[0] == ["The", "cat", "sat", "."]
+
+
+def _copies(monkeypatch):
+    """Record pin_memory and .to calls (neither does anything), so a copy "to a GPU" can be
+    looked at without one: (pinned count list, .to calls list)."""
+    pinned, moves = [], []
+    monkeypatch.setattr(torch.Tensor, "pin_memory", lambda self: pinned.append(1) or self)
+    monkeypatch.setattr(torch.Tensor, "to", lambda self, *a, **k: moves.append((a, k)) or self)
+    return pinned, moves
+
+
+def test_a_batch_goes_to_a_gpu_from_pinned_memory_without_a_wait_and_to_the_cpu_as_it_is(tmp_path, monkeypatch):
+    """A plain copy from pageable memory made the host wait for the GPU's queue every step."""
+    from elmo.data.lm_batches import LMBatch
+    from elmo.modules.softmax import Candidates, LogUniformSampler
+    text = tmp_path / "t.txt"
+    text.write_text("a b c\nd e\n")
+    batch = PackedLMBatches(CorpusStream([text], shuffle=False), _vocab([["a", "b", "c", "d", "e"]]), 2, 3).next_batch()
+    fields = len(LMBatch.__dataclass_fields__)
+    pinned, moves = _copies(monkeypatch)
+    moved = batch.to("cpu")
+    assert not pinned and all(getattr(moved, f) is getattr(batch, f) for f in LMBatch.__dataclass_fields__)
+    batch.to(torch.device("cuda"))
+    Candidates.draw(LogUniformSampler(50, seed=0), 10, "cuda")   # (a step's sampled negatives, likewise)
+    assert len(pinned) == fields + 2
+    to_gpu = [(str(a[0]), k) for a, k in moves if a and str(a[0]) == "cuda"]
+    assert to_gpu == [("cuda", {"non_blocking": True})] * (fields + 2)

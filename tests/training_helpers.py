@@ -92,3 +92,39 @@ def unrecord(folder: Path, *names: str) -> None:
     for name in names:
         del meta["files_sha256"][name]
     path.write_text(json.dumps(meta), encoding="utf-8")
+
+
+def toy_run_config(folder: Path, device: str = "cpu", **overrides) -> TrainConfig:
+    """:func:`tiny_config` of a small toy corpus written in ``folder``; the run in ``folder/run``."""
+    train_txt, _, vocab_txt = write_toy_corpus(folder / "text", n_train=60, n_heldout=5)
+    return tiny_config(folder / "run", train_txt, vocab_txt, device=device, **overrides)
+
+
+def training_run(folder: Path, device: str = "cpu", **overrides):
+    """A TrainingRun of :func:`toy_run_config`, set up as ``run`` sets it up before its first step."""
+    import time
+    from elmo.training import distributed
+    from elmo.training.run_log import new_window
+    from elmo.training.trainer import TrainingRun
+    cfg = toy_run_config(folder, device, **overrides)
+    run = TrainingRun(cfg, distributed.setup(device))
+    run.setup()
+    run.resume()
+    run.open_log()
+    run.net, run.window, run.t_last = run.model, new_window(), time.perf_counter()
+    return run
+
+
+class NetAside:
+    """The net's forward and backward run inside ``aside`` (a context manager: reads not
+    counted, syncs allowed); the step gets the loss as a leaf, so its ``backward()`` is a no-op
+    and what the step itself reads is what is left."""
+
+    def __init__(self, net, aside):
+        self.net, self.aside = net, aside
+
+    def __call__(self, *args, **kwargs):
+        with self.aside():
+            out = self.net(*args, **kwargs)
+            out["loss"].backward()
+            return {**out, "loss": out["loss"].detach().requires_grad_()}

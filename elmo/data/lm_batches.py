@@ -28,6 +28,7 @@ from typing import Dict, Iterable, Iterator, List, Sequence, Tuple
 import torch
 
 from ..chars import word_to_char_ids
+from ..host_copy import to_device
 from ..vocab import BOS, EOS, Vocabulary
 from .corpus import CorpusStream, Sentence
 
@@ -51,7 +52,8 @@ class LMBatch:
     lengths: torch.Tensor
 
     def to(self, device) -> "LMBatch":
-        return LMBatch(*(getattr(self, f).to(device, non_blocking=True) for f in self.__dataclass_fields__))
+        """The batch on ``device``; to a GPU through pinned memory, queued without a wait."""
+        return LMBatch(*(to_device(getattr(self, f), device) for f in self.__dataclass_fields__))
 
     @property
     def n_tokens(self) -> int:

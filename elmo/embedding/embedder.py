@@ -31,6 +31,7 @@ from ..chars import check_tokenized, tokenized
 from ..checks import require_count, require_switch, shown
 from ..modules import BiLM
 from ..modules.bilm import stateful_calls
+from ..host_copy import to_device
 from ..modules.dropout_off import dropout_off
 from ..runtime import resolve_device
 from .config import DEFAULT_BATCH_SIZE
@@ -183,7 +184,7 @@ class Embedder:
             empty = np.zeros((n_kept, 0, self.dim), dtype=dtype)
             return [PieceOutput(p.sentence, 0, empty) for p in batch]
         ids = self.bilm.token_ids(tokens)                            # the model's own ids
-        ids = _to_device(ids, self.device)
+        ids = to_device(ids, self.device)   # (pinned to a GPU: the copy waits for nothing)
         activations = self.bilm(ids)["activations"]                 # L + 1 of (B, T, D)
         reduced = selection.reduce(torch.stack(activations))        # (K, B, T, D)
         with np.errstate(over="ignore"):  # float16's overflow is an inf that the caller names
@@ -347,16 +348,3 @@ def sentence_vectors(model: Union[Embedder, BiLM, str, Path, None], sentences: S
         mask = torch.ones(1, t.shape[1], dtype=torch.bool)
         out[i] = masked_pool(t, mask, pooling)[0].numpy()
     return out
-
-
-def _to_device(ids: torch.Tensor, device: torch.device) -> torch.Tensor:
-    """``ids`` (any shape and dtype) on ``device``; to a GPU through pinned host memory, so
-    that the copy does not wait for the work queued before it, or a plain copy where pinning
-    is refused (a driver or container without page-locked memory)."""
-    if device.type != "cuda":
-        return ids.to(device)
-    try:
-        pinned = ids.pin_memory()
-    except RuntimeError:
-        return ids.to(device)
-    return pinned.to(device, non_blocking=True)

@@ -32,6 +32,7 @@ import torch
 from torch import nn
 from torch.autograd.function import once_differentiable
 
+from ..host_copy import to_device
 from .autocast import autocast_dtype
 from .dense import onednn_mm, onednn_wanted
 
@@ -133,7 +134,10 @@ class Candidates:
         """``n_sampled`` distinct ids (S,) int64 from ``sampler`` and their log Q (S,) float32,
         on ``device``; every id, with log Q 0, when ``n_sampled`` >= V (then S = V)."""
         ids, log_q, tries = sampler.sample(n_sampled)
-        return cls(ids.to(device), log_q.to(device=device, dtype=torch.float32), tries, sampler)
+        if device is None:
+            return cls(ids, log_q.to(torch.float32), tries, sampler)
+        # (a plain copy to a GPU waited for the queue there, every step)
+        return cls(to_device(ids, device), to_device(log_q.to(torch.float32), device), tries, sampler)
 
     def log_q_of(self, targets: torch.Tensor) -> torch.Tensor:
         """log Q of the true ids (N,) under the same draws: (N,) float32."""

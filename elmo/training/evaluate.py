@@ -45,6 +45,7 @@ import torch
 from ..checks import require_count
 from ..data.corpus import Sentence
 from ..data.lm_batches import sentence_batches, stream_batches
+from ..host_copy import to_device
 from ..vocab import Vocabulary
 from ..modules.lstm import LayerState
 from .model import LanguageModel
@@ -64,12 +65,13 @@ def reset_rows(state: List[LayerState], step: int, every: int, first_row: int = 
     used (and how any evaluation starts). Bounded context age keeps zero states in training.
     """
     rows = state[0][0].shape[1]
-    # decided on the CPU (named: not torch's default device), so that a state on a GPU is not
-    # waited for; only the mask of a step that resets rows is copied there
-    due = (torch.arange(rows, device="cpu") + first_row + step) % every == 0
-    if not bool(due.any()):
+    # decided in Python, so that a state on a GPU is not waited for (nor a CPU tensor read); only
+    # the mask of a step that resets rows is copied there (made on the CPU: named, not torch's default device)
+    due = [(row + first_row + step) % every == 0 for row in range(rows)]
+    if not any(due):
         return state
-    keep = (~due).to(device=state[0][0].device, dtype=state[0][0].dtype)[None, :, None]
+    keep = torch.tensor([0.0 if d else 1.0 for d in due], dtype=state[0][0].dtype, device="cpu")
+    keep = to_device(keep, state[0][0].device)[None, :, None]
     return [(c * keep, h * keep) for c, h in state]
 
 

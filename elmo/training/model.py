@@ -111,14 +111,19 @@ class LanguageModel(nn.Module):
         if skip_given_targets:
             fwd_mask = fwd_mask & ~_given(batch.fwd_targets, self.bos_id, batch.fwd_chars, EOS_TOKEN)
             bwd_mask = bwd_mask & ~_given(batch.bwd_targets, self.eos_id, batch.bwd_chars, BOS_TOKEN)
-        hidden_f, hidden_b = self._dropout(top[..., :p][fwd_mask]), self._dropout(top[..., p:][bwd_mask])
-        targets_f, targets_b = batch.fwd_targets[fwd_mask], batch.bwd_targets[bwd_mask]
+        # each mask's positions found once, then gathered by: a mask as an index read the
+        # device again for every tensor it selected from, and for their gradients (a GPU wait each)
+        at_f, at_b = fwd_mask.reshape(-1).nonzero().squeeze(1), bwd_mask.reshape(-1).nonzero().squeeze(1)
+        hidden_f = self._dropout(top[..., :p].reshape(-1, p).index_select(0, at_f))      # (N_f, P)
+        hidden_b = self._dropout(top[..., p:].reshape(-1, p).index_select(0, at_b))      # (N_b, P)
+        targets_f, targets_b = batch.fwd_targets.reshape(-1)[at_f], batch.bwd_targets.reshape(-1)[at_b]
         nll_f, nll_b = self._nll(hidden_f, targets_f, hidden_b, targets_b, negatives or FULL_SOFTMAX)
         dtype = self.softmax.weight.dtype
         count_f, count_b = mean_over or (nll_f.numel(), nll_b.numel())
         loss = 0.5 * (nll_f.sum() / max(count_f, 1) + nll_b.sum() / max(count_b, 1))
         return {"loss": loss, "nll_fwd": nll_f.detach().sum(), "nll_bwd": nll_b.detach().sum(),
-                "n_fwd": int(fwd_mask.sum()), "n_bwd": int(bwd_mask.sum()),
+                # the masks' counts, as the selected targets' shapes hold them (int(mask.sum()) read the device)
+                "n_fwd": nll_f.numel(), "n_bwd": nll_b.numel(),
                 # carried in the parameters' dtype, so bf16 autocast steps and fp32 steps can alternate
                 "state": [(c.detach().to(dtype), h.detach().to(dtype)) for c, h in final]}
 

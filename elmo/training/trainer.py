@@ -213,6 +213,15 @@ def train(cfg: TrainConfig, stop_after: Optional[int] = None, lock: bool = True,
         distributed.teardown(ctx)
 
 
+def read_step_figures(loss: torch.Tensor, gnorm: torch.Tensor) -> Tuple[float, float]:
+    """A step's loss and gradient norm (0-dim, on the device) as floats, in one read of the
+    device (each read waits until the GPU has done all the work queued before it, so the host
+    cannot queue the next step meanwhile). Read as float64, which holds a float32 or bfloat16
+    value exactly: the floats ``float(loss)`` and ``float(gnorm)`` gave, NaN and inf included."""
+    loss_value, gnorm_value = torch.stack([loss.detach().double(), gnorm.detach().double()]).tolist()
+    return loss_value, gnorm_value
+
+
 class TrainingRun:
     """One session of the training run ``cfg.output``, as named steps.
 
@@ -524,22 +533,25 @@ class TrainingRun:
                                  "lr_restart": self.lr_restarted, "state_reset_every": cfg.state_reset_every})
 
     def step(self) -> None:
-        """One batch: forward, backward, clip, optimizer step; advances the position."""
+        """One batch: forward, backward, clip, optimizer step; advances the position. It reads
+        the device once (:func:`read_step_figures`): each read waits for the GPU's queue to drain."""
         cfg, ctx = self.cfg, self.ctx
-        batch = self.batches.next_batch().to(ctx.device)
+        host_batch = self.batches.next_batch()   # (its counts are read here, not from the device)
+        batch = host_batch.to(ctx.device)
         if cfg.layout == "bucketed":
             self.state = None
         elif cfg.state_reset_every and self.state is not None:
             self.state = reset_rows(self.state, self.step_no, cfg.state_reset_every, ctx.rank * cfg.batch_size)
         negatives = self.softmax_loss.candidates(ctx.device)
-        mean_over = self._mean_over(batch)
+        mean_over = self._mean_over(host_batch)
         with torch.autocast(**self.autocast):
             out = self.net(batch, self.state, negatives, mean_over=mean_over)
         out["loss"].backward()
         assert cfg.clip_norm is not None   # (filled in by with_recipe_defaults in __init__)
         gnorm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.clip_norm)
+        loss, norm = read_step_figures(out["loss"], gnorm)
         # The same norm on every rank (DDP has averaged the gradients), so all skip together.
-        finite = bool(torch.isfinite(gnorm))  # a NaN or infinite loss makes it non-finite too
+        finite = math.isfinite(norm)  # a NaN or infinite loss makes it non-finite too
         if finite:
             self.optimizer.step()   # (fused: its writes are counted by weight_cache's hook)
         self.optimizer.zero_grad(set_to_none=True)
@@ -547,11 +559,10 @@ class TrainingRun:
         self.state = out["state"] if cfg.layout == "packed" and finite else None
         self.step_no += 1
         # packed layout: every batch is full; bucketed counts its own
-        n_tok = batch.n_tokens if cfg.layout == "bucketed" else cfg.batch_size * cfg.unroll_steps
+        n_tok = host_batch.n_tokens if cfg.layout == "bucketed" else cfg.batch_size * cfg.unroll_steps
         now = time.perf_counter()
         self.elapsed += now - self.t_last
         self.t_last = now
-        loss = float(out["loss"].detach())
         self.window["tokens"] += n_tok
         if cfg.layout == "bucketed":  # each rank's rows have their own lengths: added up at the next sync
             self.tokens_unsynced += n_tok
@@ -564,16 +575,17 @@ class TrainingRun:
             weight = mean_over[0] if mean_over else float(n_tok)
             self.window["loss"] += loss * weight
             self.window["weight"] += weight
-            self.window["gnorm"] += float(gnorm)
+            self.window["gnorm"] += norm
             self.window["n"] += 1
             self.nonfinite_in_a_row = 0
         else:
-            self._skipped(loss, float(gnorm))
+            self._skipped(loss, norm)
 
     def _mean_over(self, batch) -> Optional[Tuple[float, float]]:
         """The target counts this process divides its summed losses by: the global batch's
         per process, where the processes' batches hold different numbers of targets
-        (bucketed layout, several processes); None (the batch's own) otherwise.
+        (bucketed layout, several processes); None (the batch's own) otherwise. ``batch``: the
+        batch on the host (its masks summed there wait for no device).
 
         DDP averages the processes' gradients: of their own means, that weighted a target of
         a process with short sentences more than one of a process with long ones, unlike one

@@ -1,0 +1,24 @@
+"""Copies of host tensors to the device that do not make the host wait for the device.
+
+A copy from ordinary (pageable) host memory to a GPU is staged by the driver and, without
+``non_blocking``, waits for the stream: the host cannot queue the next work until the GPU has
+drained what came before. From page-locked (pinned) memory with ``non_blocking=True`` it is a
+transfer queued like any kernel. The CPU path is a plain ``.to`` (no pinning: there is no GPU
+to pin for, and pinning needs a CUDA driver).
+"""
+from __future__ import annotations
+
+import torch
+
+
+def to_device(t: torch.Tensor, device: "str | torch.device") -> torch.Tensor:
+    """``t`` (any shape and dtype, on the host) on ``device``: to a GPU through pinned memory
+    without waiting, or by a plain (waiting) copy where pinning is refused (a driver or
+    container without page-locked memory); elsewhere ``t.to(device)``."""
+    if torch.device(device).type != "cuda" or t.device.type != "cpu":
+        return t.to(device)
+    try:
+        pinned = t.pin_memory()
+    except RuntimeError:
+        return t.to(device)
+    return pinned.to(device, non_blocking=True)
