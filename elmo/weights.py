@@ -184,6 +184,16 @@ def save_pretrained(bilm: BiLM, folder: str | Path, fmt: str = "safetensors") ->
     ``stateful`` is not saved: it is how a caller runs the model (``from_pretrained(...,
     stateful=True)``), not part of it.
 
+    Into a folder that holds files already, the model is saved whole or not at all: a new folder
+    is written beside it (``FOLDER.partial``) with the new files, the folder's other entries
+    (a model card, notes, task models below it) and its ``metadata.json``, whose SHA-256 record
+    (where it has one) gets the new files' digests; then the two folders swap in one step
+    (:mod:`elmo.model_replace`). A kill at any point leaves the old folder or the new one,
+    whole. Where the folder cannot be swapped (a mount point, or a mount point inside it; a
+    sticky folder above it, as /tmp, where this process may not move it), the files are
+    replaced one by one, as in a new folder, and a kill between them leaves a folder the next
+    load refuses, naming the file that does not belong (see :func:`save_original`).
+
     One writer at a time: it holds ``FOLDER.lock`` beside the folder, as ``elmo convert``
     does, and raises :class:`elmo.io.OutputBusy` (naming the process) while another holds it.
     Two processes saving into one folder could leave one's weights beside the other's config.
@@ -194,6 +204,7 @@ def save_pretrained(bilm: BiLM, folder: str | Path, fmt: str = "safetensors") ->
     import shutil
 
     from .io import OutputError, no_empty_folder_on_failure
+    from .model_replace import swappable
     from .output_checks import check_output_dir
     from .output_lock import output_lock
 
@@ -212,33 +223,70 @@ def save_pretrained(bilm: BiLM, folder: str | Path, fmt: str = "safetensors") ->
             raise OutputError(f"{folder}: holds a model in the native layout ({NATIVE_WEIGHTS}), which "
                               f"from_pretrained would load instead of the one saved in the original "
                               f"layout; remove {NATIVE_WEIGHTS} or save to another folder")
+        if not made and any(folder.iterdir()) and swappable(folder):
+            _save_whole(bilm, folder, fmt)   # (an empty folder, as a new one, holds nothing to keep whole)
+            return folder
         folder.mkdir(parents=True, exist_ok=True)
         try:
-            if fmt == "original":
-                save_original(bilm, folder / ORIGINAL_OPTIONS, folder / ORIGINAL_WEIGHTS[0])
-                return folder
-            if bilm.options.char_vocabulary is not None:
-                bilm.token_encoder.require_id_scheme().save(folder)
-            state = {k: v.detach().contiguous().cpu() for k, v in bilm.state_dict().items()}
-            tmp = atomic_target(folder / NATIVE_WEIGHTS)
-            try:
-                with writing(folder / NATIVE_WEIGHTS, "model weights"):
-                    write_safetensors(state, tmp, metadata={"format": "elmo-native-1",
-                                                            MODEL_OPTIONS_KEY: model_options_digest(bilm.options)})
-                    atomic_commit(tmp, folder / NATIVE_WEIGHTS)   # (its flush may find the disk full)
-            finally:
-                tmp.unlink(missing_ok=True)
-            with writing(folder / NATIVE_CONFIG, "model options"):   # (as the weights: named where it was going)
-                atomic_write_text(folder / NATIVE_CONFIG, bilm.options.to_json() + "\n")
-            # (where the folder's metadata.json records its files: the new ones' SHA-256)
-            from .manylangs.vocabulary import CHAR_DIC, WORD_DIC
-            dictionaries = (CHAR_DIC, WORD_DIC) if bilm.options.char_vocabulary is not None else ()
-            update_record(folder / n for n in (NATIVE_WEIGHTS, NATIVE_CONFIG, *dictionaries))
+            _save_files(bilm, folder, fmt)
         except BaseException:
             if made:   # (a full disk, say): no half-written folder of this call left, to be taken for a model
                 shutil.rmtree(folder, ignore_errors=True)
             raise
     return folder
+
+
+def _model_file_names(bilm: BiLM, fmt: str) -> Tuple[str, ...]:
+    """The files :func:`save_pretrained` writes for ``bilm`` in layout ``fmt``."""
+    from .manylangs.vocabulary import CHAR_DIC, WORD_DIC
+
+    if fmt == "original":
+        return (ORIGINAL_OPTIONS, ORIGINAL_WEIGHTS[0])
+    dictionaries = (CHAR_DIC, WORD_DIC) if bilm.options.char_vocabulary is not None else ()
+    return (NATIVE_WEIGHTS, NATIVE_CONFIG, *dictionaries)
+
+
+def _save_whole(bilm: BiLM, folder: Path, fmt: str) -> None:
+    """:func:`save_pretrained` into the existing ``folder`` (its lock held): the files written
+    into a new folder that replaces it whole (:func:`elmo.model_replace.replacing_model_folder`).
+    The original layout's pair keeps the locks a :func:`save_original` into the folder takes."""
+    from contextlib import ExitStack
+
+    from .model_replace import replacing_model_folder
+    from .output_checks import check_output_file
+    from .output_lock import output_lock
+
+    names = _model_file_names(bilm, fmt)
+    with ExitStack() as locks:
+        if fmt == "original":
+            for name, what in zip(names, ("options", "weights")):
+                check_output_file(folder / name, what)
+                locks.enter_context(output_lock(folder / name))
+        with replacing_model_folder(folder, names) as stage:
+            _save_files(bilm, stage, fmt)
+
+
+def _save_files(bilm: BiLM, folder: Path, fmt: str) -> None:
+    """Write ``bilm``'s files in layout ``fmt`` into ``folder`` one by one, then their entries of
+    the record of its ``metadata.json`` (where it has one)."""
+    if fmt == "original":
+        save_original(bilm, folder / ORIGINAL_OPTIONS, folder / ORIGINAL_WEIGHTS[0])
+        return
+    if bilm.options.char_vocabulary is not None:
+        bilm.token_encoder.require_id_scheme().save(folder)
+    state = {k: v.detach().contiguous().cpu() for k, v in bilm.state_dict().items()}
+    tmp = atomic_target(folder / NATIVE_WEIGHTS)
+    try:
+        with writing(folder / NATIVE_WEIGHTS, "model weights"):
+            write_safetensors(state, tmp, metadata={"format": "elmo-native-1",
+                                                    MODEL_OPTIONS_KEY: model_options_digest(bilm.options)})
+            atomic_commit(tmp, folder / NATIVE_WEIGHTS)   # (its flush may find the disk full)
+    finally:
+        tmp.unlink(missing_ok=True)
+    with writing(folder / NATIVE_CONFIG, "model options"):   # (as the weights: named where it was going)
+        atomic_write_text(folder / NATIVE_CONFIG, bilm.options.to_json() + "\n")
+    # (where the folder's metadata.json records its files: the new ones' SHA-256)
+    update_record(folder / n for n in _model_file_names(bilm, fmt))
 
 
 def _load_native(folder: Path, stateful: bool, dtype: torch.dtype | None = None) -> BiLM:
