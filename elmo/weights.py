@@ -20,7 +20,7 @@ from typing import Iterator, Tuple
 import torch
 
 from .checks import require_path
-from .folder_checksums import update_record, verify_files
+from .folder_checksums import replacing_recorded, verify_files
 from .config import ConfigError, ElmoOptions
 from .modules.bilm import BiLM
 from .modules.skip_init import init_skipped
@@ -109,7 +109,7 @@ def _refuse_bundled(path: Path, what: str) -> None:
 
 def save_original(bilm: BiLM, options_file: str | Path, weight_file: str | Path,
                   dtype: str = "float32") -> None:
-    """Write options.json and the HDF5 weights in the original layout (atomically).
+    """Write options.json and the HDF5 weights in the original layout, each file atomically.
 
     ``dtype="float16"`` halves the file; loading converts back to float32. A model that is not
     float32 (bfloat16, say) is stored as float32 with its dtype recorded, which loading restores
@@ -119,6 +119,19 @@ def save_original(bilm: BiLM, options_file: str | Path, weight_file: str | Path,
     ``OPTIONS.lock`` beside the two files, and raises :class:`elmo.io.OutputBusy` (naming the
     process) while another holds either. Two processes saving to one pair could leave one's
     weights beside the other's options.
+
+    The two files are not replaced as one: they are any two paths, maybe in two folders, and
+    no rename replaces two files at once (:func:`save_pretrained` into a folder swaps the whole
+    folder instead, which two paths of a caller's choosing do not allow). The weights are
+    written first, then the options. A save killed between the two leaves the new weights
+    beside the old options: the weights record the digest of the LSTM and CNN options they
+    were saved with, and the next load refuses options of another one, naming the weights
+    file (:func:`elmo.original_layout.read_original_arrays`); where the two options agree in
+    those settings, it loads the new model. Where their folder's ``metadata.json`` records its
+    files' SHA-256, their entries leave the record before the first file is written and come
+    back once both are (:func:`elmo.folder_checksums.replacing_recorded`): a kill between
+    leaves them unrecorded, loaded unchecked until the next save, rather than refused as
+    damaged.
     """
     from contextlib import ExitStack
 
@@ -147,10 +160,12 @@ def save_original(bilm: BiLM, options_file: str | Path, weight_file: str | Path,
 
 def _write_original(bilm: BiLM, options_file: Path, weight_file: Path, dtype: str) -> None:
     """:func:`save_original` once its two files are locked."""
-    write_original_weights(bilm, weight_file, dtype)
-    with writing(options_file, "options"):
-        atomic_write_text(options_file, bilm.options.to_json() + "\n")
-    update_record((options_file, weight_file))   # (where their folder's metadata.json records its files)
+    # (where their folder's metadata.json records its files: a kill between the two leaves
+    # them unrecorded, see save_original; the new ones' SHA-256 once written)
+    with replacing_recorded((options_file, weight_file)):
+        write_original_weights(bilm, weight_file, dtype)
+        with writing(options_file, "options"):
+            atomic_write_text(options_file, bilm.options.to_json() + "\n")
 
 
 def model_files(folder: str | Path) -> Tuple[Path, ...]:
@@ -272,21 +287,21 @@ def _save_files(bilm: BiLM, folder: Path, fmt: str) -> None:
     if fmt == "original":
         save_original(bilm, folder / ORIGINAL_OPTIONS, folder / ORIGINAL_WEIGHTS[0])
         return
-    if bilm.options.char_vocabulary is not None:
-        bilm.token_encoder.require_id_scheme().save(folder)
-    state = {k: v.detach().contiguous().cpu() for k, v in bilm.state_dict().items()}
-    tmp = atomic_target(folder / NATIVE_WEIGHTS)
-    try:
-        with writing(folder / NATIVE_WEIGHTS, "model weights"):
-            write_safetensors(state, tmp, metadata={"format": "elmo-native-1",
-                                                    MODEL_OPTIONS_KEY: model_options_digest(bilm.options)})
-            atomic_commit(tmp, folder / NATIVE_WEIGHTS)   # (its flush may find the disk full)
-    finally:
-        tmp.unlink(missing_ok=True)
-    with writing(folder / NATIVE_CONFIG, "model options"):   # (as the weights: named where it was going)
-        atomic_write_text(folder / NATIVE_CONFIG, bilm.options.to_json() + "\n")
-    # (where the folder's metadata.json records its files: the new ones' SHA-256)
-    update_record(folder / n for n in _model_file_names(bilm, fmt))
+    # (where the folder's metadata.json records its files: as save_original's)
+    with replacing_recorded(folder / n for n in _model_file_names(bilm, fmt)):
+        if bilm.options.char_vocabulary is not None:
+            bilm.token_encoder.require_id_scheme().save(folder)
+        state = {k: v.detach().contiguous().cpu() for k, v in bilm.state_dict().items()}
+        tmp = atomic_target(folder / NATIVE_WEIGHTS)
+        try:
+            with writing(folder / NATIVE_WEIGHTS, "model weights"):
+                write_safetensors(state, tmp, metadata={"format": "elmo-native-1",
+                                                        MODEL_OPTIONS_KEY: model_options_digest(bilm.options)})
+                atomic_commit(tmp, folder / NATIVE_WEIGHTS)   # (its flush may find the disk full)
+        finally:
+            tmp.unlink(missing_ok=True)
+        with writing(folder / NATIVE_CONFIG, "model options"):   # (as the weights: named where it was going)
+            atomic_write_text(folder / NATIVE_CONFIG, bilm.options.to_json() + "\n")
 
 
 def _load_native(folder: Path, stateful: bool, dtype: torch.dtype | None = None) -> BiLM:

@@ -132,27 +132,25 @@ def test_a_save_killed_between_the_weights_and_their_config_leaves_the_old_folde
 
 
 def test_a_save_over_a_model_keeps_the_lock_rules(tmp_path, monkeypatch):
-    """Saving into a folder that holds a model is still one writer at a time: another
-    save_pretrained, and (original layout) a save_original of the folder's pair, are refused
-    while it writes, naming it."""
+    """Saving into a folder that holds a model is still one writer at a time: (original layout)
+    a save_original of the folder's pair is refused while it writes, naming it (its files in
+    the old folder, written meanwhile, were lost with it). Another save_pretrained is refused
+    by FOLDER.lock, taken before the folder is looked at."""
     import elmo.weights as W
 
     out = _model_folder(tmp_path, random_bilm(seed=1), "original")
     write, refused = W.atomic_write_text, []
 
-    def other_writers(path, text):
+    def another_writer(path, text):
         if not refused:
-            for busy, other in (
-                    (out, lambda: elmo.save_pretrained(random_bilm(seed=5), out, fmt="original")),
-                    (out / "weights.hdf5",   # (before it writes into the folder)
-                     lambda: elmo.save_original(random_bilm(seed=5), out / "options.json", out / "weights.hdf5"))):
-                with pytest.raises(OutputBusy, match=f"^{busy} is already being written by PID {os.getpid()}") as e:
-                    other()
-                refused.append(str(e.value))
+            busy = out / "weights.hdf5"   # (refused before it writes into the folder)
+            with pytest.raises(OutputBusy, match=f"^{busy} is already being written by PID {os.getpid()}") as e:
+                elmo.save_original(random_bilm(seed=5), out / "options.json", out / "weights.hdf5")
+            refused.append(str(e.value))
         return write(path, text)
-    monkeypatch.setattr(W, "atomic_write_text", other_writers)
+    monkeypatch.setattr(W, "atomic_write_text", another_writer)
     elmo.save_pretrained(random_bilm(seed=2), out, fmt="original")
-    assert len(refused) == 2
+    assert len(refused) == 1
     assert _same_model(elmo.from_pretrained(out), random_bilm(seed=2)) and _kept_entries(out)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model"]
     assert not any(p.name.endswith(".lock") for p in out.iterdir())
@@ -176,3 +174,74 @@ def test_a_folder_that_cannot_be_swapped_gets_its_files_in_place(tmp_path):
     elmo.save_pretrained(random_bilm(seed=2), out)
     assert (tmp_path / "model.partial").read_text() == "not ours\n"
     assert _same_model(elmo.from_pretrained(out), random_bilm(seed=2)) and _kept_entries(out)
+
+
+def _copies_at_each_sync(monkeypatch, area: Path, into: Path):
+    """The copies of ``area`` taken at each disk sync from now on (what a kill there leaves)."""
+    snapshots = []
+    real_fsync = elmo.io.fsync
+
+    def fsync_and_copy(path, folder=False):
+        snapshots.append(shutil.copytree(area, into / f"at{len(snapshots)}", symlinks=True))
+        real_fsync(path, folder)
+
+    for module in (elmo.io, elmo.folder_swap):
+        monkeypatch.setattr(module, "fsync", fsync_and_copy)
+    return snapshots
+
+
+@pytest.mark.parametrize("recorded", [True, False])
+def test_a_save_original_pair_stopped_at_any_point_loads_one_model_or_is_named(tmp_path, monkeypatch, recorded):
+    """save_original's two paths cannot be replaced as one (they may be in two folders): stopped
+    between them, the new weights stood beside the old options. Without a SHA-256 record that
+    loaded silently (new weights, old activation); with one, it was refused as a damaged file.
+    Now each stop loads the old model or the new one, or is one WeightFileError naming the
+    weights saved with other options; never a ModelFileChanged, never a mix."""
+    from elmo import WeightFileError
+    from elmo.folder_checksums import ModelFileChanged
+
+    old, new = _two_models("bytes")
+    area = tmp_path / "area"
+    options, weights = area / "options.json", area / "weights.hdf5"
+    elmo.save_original(old, options, weights)
+    if recorded:
+        (area / "metadata.json").write_text(json.dumps({RECORD_KEY: record_files(area, ["options.json", "weights.hdf5"])}))
+    snapshots = _copies_at_each_sync(monkeypatch, area, tmp_path)
+    elmo.save_original(new, options, weights)
+    monkeypatch.undo()
+    outcomes = []
+    for snapshot in snapshots:
+        try:
+            loaded = elmo.load_original(snapshot / "options.json", snapshot / "weights.hdf5")
+        except ModelFileChanged:
+            outcomes.append("refused as damaged")
+        except WeightFileError as e:
+            assert str(e).startswith(f"{snapshot / 'weights.hdf5'}: was saved with other LSTM or CNN options")
+            outcomes.append("named")
+        else:
+            outcomes.append("old" if _same_model(loaded, old) else "new" if _same_model(loaded, new) else "a mix")
+    assert set(outcomes) == {"old", "named", "new"}
+    assert _same_model(elmo.load_original(options, weights), new)
+    assert not recorded or read_record(area) == record_files(area, ["options.json", "weights.hdf5"])
+
+
+def test_options_edited_in_their_lstm_or_cnn_settings_are_refused_for_weights_that_record_theirs(tmp_path):
+    """(as config.json beside model.safetensors): the training keys may change; a file written
+    before the digest was kept (the released models) loads with any options that fit it"""
+    from elmo import WeightFileError
+    from tests.conftest import ALLENNLP
+
+    options, weights = tmp_path / "options.json", tmp_path / "weights.hdf5"
+    elmo.save_original(random_bilm(seed=1), options, weights)
+    config = json.loads(options.read_text())
+    options.write_text(json.dumps({**config, "n_tokens_vocab": 7}))
+    loaded, saved = elmo.load_original(options, weights).state_dict(), random_bilm(seed=1).state_dict()
+    assert all(torch.equal(loaded[k], saved[k]) for k in saved)
+    config["lstm"]["cell_clip"] = 1.5
+    options.write_text(json.dumps(config))
+    with pytest.raises(WeightFileError, match="was saved with other LSTM or CNN options"):
+        elmo.load_original(options, weights)
+    released = json.loads((ALLENNLP / "options.json").read_text())
+    released["lstm"]["cell_clip"] = 1.5
+    options.write_text(json.dumps(released))
+    elmo.load_original(options, ALLENNLP / "lm_weights.hdf5")   # (no digest there: unchecked)
