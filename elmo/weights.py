@@ -3,8 +3,9 @@
 :func:`load_pretrained` reads a model folder in the layout it finds there (native safetensors,
 the original HDF5 layout, or an ELMoForManyLangs folder), :func:`load_original` an options.json
 and HDF5 pair; :func:`save_pretrained` and :func:`save_original` write them, one writer at a
-time. Each builds the model (its initialisation skipped: the file overwrites every weight),
-gives it the dtype and device it should have, and records the files it was read from
+time (a folder that holds files already is replaced whole: :mod:`elmo.model_replace`). Each
+loader builds the model (its initialisation skipped: the file overwrites every weight), gives
+it the dtype and device it should have, and records the files it was read from
 (:func:`model_files`). The layouts themselves are in :mod:`elmo.original_layout` (HDF5: names,
 shapes, datasets and their checks) and :mod:`elmo.native_layout` (safetensors); the checks of
 weight values both share in :mod:`elmo.weight_values`, dtypes in :mod:`elmo.model_dtypes`.
@@ -238,7 +239,7 @@ def save_pretrained(bilm: BiLM, folder: str | Path, fmt: str = "safetensors") ->
             raise OutputError(f"{folder}: holds a model in the native layout ({NATIVE_WEIGHTS}), which "
                               f"from_pretrained would load instead of the one saved in the original "
                               f"layout; remove {NATIVE_WEIGHTS} or save to another folder")
-        if not made and any(folder.iterdir()) and swappable(folder):
+        if not made and _holds_entries(folder) and swappable(folder):
             _save_whole(bilm, folder, fmt)   # (an empty folder, as a new one, holds nothing to keep whole)
             return folder
         folder.mkdir(parents=True, exist_ok=True)
@@ -249,6 +250,15 @@ def save_pretrained(bilm: BiLM, folder: str | Path, fmt: str = "safetensors") ->
                 shutil.rmtree(folder, ignore_errors=True)
             raise
     return folder
+
+
+def _holds_entries(folder: Path) -> bool:
+    """Whether the existing ``folder`` holds anything (one that cannot be listed: as if empty,
+    its files written in place, whose errors name them)."""
+    try:
+        return any(True for _ in folder.iterdir())
+    except OSError:
+        return False
 
 
 def _model_file_names(bilm: BiLM, fmt: str) -> Tuple[str, ...]:
@@ -273,8 +283,8 @@ def _save_whole(bilm: BiLM, folder: Path, fmt: str) -> None:
 
     names = _model_file_names(bilm, fmt)
     with ExitStack() as locks:
-        if fmt == "original":
-            for name, what in zip(names, ("options", "weights")):
+        if fmt == "original":   # (in save_original's order)
+            for name, what in ((ORIGINAL_WEIGHTS[0], "weights"), (ORIGINAL_OPTIONS, "options")):
                 check_output_file(folder / name, what)
                 locks.enter_context(output_lock(folder / name))
         with replacing_model_folder(folder, names) as stage:
