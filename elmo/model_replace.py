@@ -11,7 +11,10 @@ the updated record, and then takes the old folder's place in one step.
 
 :func:`swappable` says where that cannot be done (a mount point, a folder another user holds
 in a sticky folder, ...): :func:`elmo.save_pretrained` then writes the files in place, as
-before, and a kill between them is named by the next load (see :func:`elmo.weights.save_original`).
+before; a kill between the weights and their options is named by the next load (the weights
+record the digest of their options), and their SHA-256 entries are out of the record meanwhile
+(:func:`elmo.folder_checksums.replacing_recorded`). A dictionary model's new dictionaries
+beside its old weights (killed after the dictionaries, of the same sizes) are not named there.
 """
 from __future__ import annotations
 
