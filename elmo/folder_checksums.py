@@ -41,7 +41,7 @@ from __future__ import annotations
 import os
 import re
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from contextvars import ContextVar
 from pathlib import Path
 from typing import Dict, Iterable, Iterator, List, Optional, Tuple
@@ -125,6 +125,41 @@ def update_record(paths: Iterable[Path]) -> None:
     (:func:`elmo.save_pretrained`, :func:`elmo.save_original`) was refused at its next load as
     damaged. A folder without a record is left without one. One writer at a time reads and
     writes a record (it holds ``metadata.json.lock``, waiting :data:`RECORD_LOCK_WAIT` seconds)."""
+    _edit_records(paths, lambda record, folder, names: {**record, **record_files(folder, names)})
+
+
+def forget_recorded(paths: Iterable[Path]) -> None:
+    """Take ``paths`` (files about to be replaced one by one) out of the record of their
+    folder's ``metadata.json``, where it names them; :func:`update_record` puts them back once
+    written. A save killed between its files (``save_original``'s two, which may lie in two
+    folders) left new files beside their old SHA-256, and the next load called them damaged
+    or edited; unrecorded, they load unchecked, and a pair of two saves is named by the
+    options digest its weights record."""
+    def without(record: Dict[str, str], folder: Path, names: List[str]) -> Optional[Dict[str, str]]:
+        return None if not set(names) & set(record) else {k: v for k, v in record.items() if k not in names}
+    _edit_records(paths, without)
+
+
+@contextmanager
+def replacing_recorded(paths: Iterable[Path]) -> Iterator[None]:
+    """Replace the files ``paths`` in the block: their entries leave their folders' records
+    first (:func:`forget_recorded`) and come back with the digests of what is there after it
+    (:func:`update_record`), after an error too (a full disk: the old files, or a new one
+    beside an old one, which the options digest names), unless that fails as well."""
+    paths = [Path(p) for p in paths]
+    forget_recorded(paths)
+    try:
+        yield
+    except BaseException:
+        with suppress(Exception):   # (the block's error is the one to see)
+            update_record(paths)
+        raise
+    update_record(paths)
+
+
+def _edit_records(paths: Iterable[Path], change) -> None:
+    """Replace the record of each folder of ``paths`` (where it has one) with ``change(record,
+    folder, names of its paths)``; None leaves it as it was."""
     from . import strict_json
     from .io import atomic_write_text
     from .output_lock import output_lock
@@ -139,9 +174,11 @@ def update_record(paths: Iterable[Path]) -> None:
         # two writers of other files of one folder both read the record, and the second to
         # write it dropped the first's entries, whose files the next load refused as damaged
         with output_lock(folder / METADATA_NAME, wait=RECORD_LOCK_WAIT):
-            record = read_record(folder) or {}
+            record = change(read_record(folder) or {}, folder, names)
+            if record is None:
+                continue
             meta = _read_metadata(folder) or {}
-            meta[RECORD_KEY] = dict(sorted({**record, **record_files(folder, names)}.items()))
+            meta[RECORD_KEY] = dict(sorted(record.items()))
             atomic_write_text(folder / METADATA_NAME, strict_json.dumps(meta, indent=2, sort_keys=True) + "\n")
 
 

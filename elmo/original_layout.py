@@ -35,6 +35,7 @@ from .hdf5_writer import HDF5Writer
 from .io import atomic_target, os_error_reason
 from .model_dtypes import DTYPES, dtype_name, model_dtype
 from .modules.bilm import BiLM
+from .native_layout import model_options_digest
 from .output_checks import writing
 from .weight_values import WeightFileError, check_finite
 
@@ -162,7 +163,9 @@ def read_original_arrays(path: str | Path, options: ElmoOptions) -> Dict[str, np
 
     A layout dataset the options do not call for (a third LSTM layer, a second highway layer)
     is an error too: the model would be built without it and give other outputs, silently.
-    Datasets outside the layout (a softmax, a step counter) are ignored.
+    Datasets outside the layout (a softmax, a step counter) are ignored. A file that records
+    the digest of the options it was saved with (:data:`OPTIONS_ATTRIBUTE`) is refused with
+    options of another digest.
     """
     path = Path(path)
     arrays = {}
@@ -171,11 +174,18 @@ def read_original_arrays(path: str | Path, options: ElmoOptions) -> Dict[str, np
         for name, shape in expected.items():
             arrays[name] = read_dataset(h5, path, name, shape)
         extra = _unexpected_layout_datasets(h5, path, expected)
+        recorded = h5.attrs.get(OPTIONS_ATTRIBUTE)
+    recorded = recorded.decode() if isinstance(recorded, bytes) else recorded
     if extra:
         raise WeightFileError(f"{path}: dataset '{extra[0]}' is not called for by the options"
                               + (f" (and {len(extra) - 1} more)" if len(extra) > 1 else "")
                               + "; the options describe fewer layers, highway layers or filters "
                               "than the file holds (wrong options.json for these weights?)")
+    if recorded is not None and recorded != model_options_digest(options):   # (after the shapes: they say more)
+        raise WeightFileError(f"{path}: was saved with other LSTM or CNN options than these (the options "
+                              f"file of another save: a save_original interrupted between its two files, "
+                              f"or an edited clip or activation); save the model again, or restore the "
+                              f"options file saved with it")
     return arrays
 
 
@@ -285,6 +295,14 @@ def recorded_dtype(path: Path) -> torch.dtype | None:
     return DTYPES.get(name) if isinstance(name, str) else None
 
 
+#: The HDF5 attribute that records the digest of the LSTM and CNN options the weights were saved
+#: with (:func:`elmo.native_layout.model_options_digest`, as ``model.safetensors`` records it):
+#: the two files of a pair are replaced one after the other, and a save killed between them left
+#: new weights beside the old options, which loaded silently where the shapes agree (another
+#: clip or activation). Files written before it was kept are not checked.
+OPTIONS_ATTRIBUTE = "elmo_options_sha256"
+
+
 #: The dtypes the original layout's weights may be written in (``save_original(dtype=...)``).
 STORAGE_DTYPES = ("float32", "float16")
 
@@ -302,6 +320,7 @@ def write_original_weights(bilm: BiLM, weight_file: Path, dtype: str) -> None:
                 out.check()
             if model_dtype(bilm) != torch.float32:   # (it loaded back as float32)
                 out.file.attrs[DTYPE_ATTRIBUTE] = dtype_name(model_dtype(bilm))
+            out.file.attrs[OPTIONS_ATTRIBUTE] = model_options_digest(bilm.options)
             out.commit(weight_file)
         except BaseException:
             out.abort()

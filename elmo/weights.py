@@ -3,8 +3,9 @@
 :func:`load_pretrained` reads a model folder in the layout it finds there (native safetensors,
 the original HDF5 layout, or an ELMoForManyLangs folder), :func:`load_original` an options.json
 and HDF5 pair; :func:`save_pretrained` and :func:`save_original` write them, one writer at a
-time. Each builds the model (its initialisation skipped: the file overwrites every weight),
-gives it the dtype and device it should have, and records the files it was read from
+time (a folder that holds files already is replaced whole: :mod:`elmo.model_replace`). Each
+loader builds the model (its initialisation skipped: the file overwrites every weight), gives
+it the dtype and device it should have, and records the files it was read from
 (:func:`model_files`). The layouts themselves are in :mod:`elmo.original_layout` (HDF5: names,
 shapes, datasets and their checks) and :mod:`elmo.native_layout` (safetensors); the checks of
 weight values both share in :mod:`elmo.weight_values`, dtypes in :mod:`elmo.model_dtypes`.
@@ -20,7 +21,7 @@ from typing import Iterator, Tuple
 import torch
 
 from .checks import require_path
-from .folder_checksums import checked_reads, update_record
+from .folder_checksums import checked_reads, replacing_recorded
 from .config import ConfigError, ElmoOptions
 from .modules.bilm import BiLM
 from .modules.skip_init import init_skipped
@@ -56,11 +57,11 @@ def load_original(options_file: str | Path, weight_file: str | Path, *, stateful
         from .hub.resolve import local_pair
         options_file, weight_file = local_pair(options_file, weight_file)
     target = requested_dtype(dtype)
-    # a cached download damaged past what a cheap look sees failed at every load, the
-    # error naming the cache's file only: it now says how to clear it
-    # against the SHA-256 its folder's metadata.json records, where it has one (first: an
-    # edited options.json is named as edited, not as options that do not fit the weights), and
-    # still those files once read
+    # _cache_hint: a cached download damaged past what a cheap look sees failed at every load,
+    # the error naming the cache's file only; it now says how to clear it.
+    # checked_reads: both files against the SHA-256 their folder's metadata.json records, where
+    # it has one, before they are read (an edited options.json is named as edited, not as
+    # options that do not fit the weights), and confirmed unchanged once read
     with _cache_hint(options_file, weight_file), checked_reads((Path(options_file), Path(weight_file))):
         options = ElmoOptions.from_file(options_file)
         # the file's shapes are checked before the model is built: options that disagree with
@@ -109,7 +110,7 @@ def _refuse_bundled(path: Path, what: str) -> None:
 
 def save_original(bilm: BiLM, options_file: str | Path, weight_file: str | Path,
                   dtype: str = "float32") -> None:
-    """Write options.json and the HDF5 weights in the original layout (atomically).
+    """Write options.json and the HDF5 weights in the original layout, each file atomically.
 
     ``dtype="float16"`` halves the file; loading converts back to float32. A model that is not
     float32 (bfloat16, say) is stored as float32 with its dtype recorded, which loading restores
@@ -119,6 +120,19 @@ def save_original(bilm: BiLM, options_file: str | Path, weight_file: str | Path,
     ``OPTIONS.lock`` beside the two files, and raises :class:`elmo.io.OutputBusy` (naming the
     process) while another holds either. Two processes saving to one pair could leave one's
     weights beside the other's options.
+
+    The two files are not replaced as one: they are any two paths, maybe in two folders, and
+    no rename replaces two files at once (:func:`save_pretrained` into a folder swaps the whole
+    folder instead, which two paths of a caller's choosing do not allow). The weights are
+    written first, then the options. A save killed between the two leaves the new weights
+    beside the old options: the weights record the digest of the LSTM and CNN options they
+    were saved with, and the next load refuses options of another one, naming the weights
+    file (:func:`elmo.original_layout.read_original_arrays`); where the two options agree in
+    those settings, it loads the new model. Where their folder's ``metadata.json`` records its
+    files' SHA-256, their entries leave the record before the first file is written and come
+    back once both are (:func:`elmo.folder_checksums.replacing_recorded`): a kill between
+    leaves them unrecorded, loaded unchecked until the next save, rather than refused as
+    damaged.
     """
     from contextlib import ExitStack
 
@@ -147,10 +161,12 @@ def save_original(bilm: BiLM, options_file: str | Path, weight_file: str | Path,
 
 def _write_original(bilm: BiLM, options_file: Path, weight_file: Path, dtype: str) -> None:
     """:func:`save_original` once its two files are locked."""
-    write_original_weights(bilm, weight_file, dtype)
-    with writing(options_file, "options"):
-        atomic_write_text(options_file, bilm.options.to_json() + "\n")
-    update_record((options_file, weight_file))   # (where their folder's metadata.json records its files)
+    # (where their folder's metadata.json records its files: a kill between the two leaves
+    # them unrecorded, see save_original; the new ones' SHA-256 once written)
+    with replacing_recorded((options_file, weight_file)):
+        write_original_weights(bilm, weight_file, dtype)
+        with writing(options_file, "options"):
+            atomic_write_text(options_file, bilm.options.to_json() + "\n")
 
 
 def model_files(folder: str | Path) -> Tuple[Path, ...]:
@@ -184,6 +200,16 @@ def save_pretrained(bilm: BiLM, folder: str | Path, fmt: str = "safetensors") ->
     ``stateful`` is not saved: it is how a caller runs the model (``from_pretrained(...,
     stateful=True)``), not part of it.
 
+    Into a folder that holds files already, the model is saved whole or not at all: a new folder
+    is written beside it (``FOLDER.partial``) with the new files, the folder's other entries
+    (a model card, notes, task models below it) and its ``metadata.json``, whose SHA-256 record
+    (where it has one) gets the new files' digests; then the two folders swap in one step
+    (:mod:`elmo.model_replace`). A kill at any point leaves the old folder or the new one,
+    whole. Where the folder cannot be swapped (a mount point, or a mount point inside it; a
+    sticky folder above it, as /tmp, where this process may not move it), the files are
+    replaced one by one, as in a new folder, and a kill between them leaves a folder the next
+    load refuses, naming the file that does not belong (see :func:`save_original`).
+
     One writer at a time: it holds ``FOLDER.lock`` beside the folder, as ``elmo convert``
     does, and raises :class:`elmo.io.OutputBusy` (naming the process) while another holds it.
     Two processes saving into one folder could leave one's weights beside the other's config.
@@ -194,6 +220,7 @@ def save_pretrained(bilm: BiLM, folder: str | Path, fmt: str = "safetensors") ->
     import shutil
 
     from .io import OutputError, no_empty_folder_on_failure
+    from .model_replace import swappable
     from .output_checks import check_output_dir
     from .output_lock import output_lock
 
@@ -212,33 +239,79 @@ def save_pretrained(bilm: BiLM, folder: str | Path, fmt: str = "safetensors") ->
             raise OutputError(f"{folder}: holds a model in the native layout ({NATIVE_WEIGHTS}), which "
                               f"from_pretrained would load instead of the one saved in the original "
                               f"layout; remove {NATIVE_WEIGHTS} or save to another folder")
+        if not made and _holds_entries(folder) and swappable(folder):
+            _save_whole(bilm, folder, fmt)   # (an empty folder, as a new one, holds nothing to keep whole)
+            return folder
         folder.mkdir(parents=True, exist_ok=True)
         try:
-            if fmt == "original":
-                save_original(bilm, folder / ORIGINAL_OPTIONS, folder / ORIGINAL_WEIGHTS[0])
-                return folder
-            if bilm.options.char_vocabulary is not None:
-                bilm.token_encoder.require_id_scheme().save(folder)
-            state = {k: v.detach().contiguous().cpu() for k, v in bilm.state_dict().items()}
-            tmp = atomic_target(folder / NATIVE_WEIGHTS)
-            try:
-                with writing(folder / NATIVE_WEIGHTS, "model weights"):
-                    write_safetensors(state, tmp, metadata={"format": "elmo-native-1",
-                                                            MODEL_OPTIONS_KEY: model_options_digest(bilm.options)})
-                    atomic_commit(tmp, folder / NATIVE_WEIGHTS)   # (its flush may find the disk full)
-            finally:
-                tmp.unlink(missing_ok=True)
-            with writing(folder / NATIVE_CONFIG, "model options"):   # (as the weights: named where it was going)
-                atomic_write_text(folder / NATIVE_CONFIG, bilm.options.to_json() + "\n")
-            # (where the folder's metadata.json records its files: the new ones' SHA-256)
-            from .manylangs.vocabulary import CHAR_DIC, WORD_DIC
-            dictionaries = (CHAR_DIC, WORD_DIC) if bilm.options.char_vocabulary is not None else ()
-            update_record(folder / n for n in (NATIVE_WEIGHTS, NATIVE_CONFIG, *dictionaries))
+            _save_files(bilm, folder, fmt)
         except BaseException:
             if made:   # (a full disk, say): no half-written folder of this call left, to be taken for a model
                 shutil.rmtree(folder, ignore_errors=True)
             raise
     return folder
+
+
+def _holds_entries(folder: Path) -> bool:
+    """Whether the existing ``folder`` holds anything (one that cannot be listed: as if empty,
+    its files written in place, whose errors name them)."""
+    try:
+        return any(True for _ in folder.iterdir())
+    except OSError:
+        return False
+
+
+def _model_file_names(bilm: BiLM, fmt: str) -> Tuple[str, ...]:
+    """The files :func:`save_pretrained` writes for ``bilm`` in layout ``fmt``."""
+    from .manylangs.vocabulary import CHAR_DIC, WORD_DIC
+
+    if fmt == "original":
+        return (ORIGINAL_OPTIONS, ORIGINAL_WEIGHTS[0])
+    dictionaries = (CHAR_DIC, WORD_DIC) if bilm.options.char_vocabulary is not None else ()
+    return (NATIVE_WEIGHTS, NATIVE_CONFIG, *dictionaries)
+
+
+def _save_whole(bilm: BiLM, folder: Path, fmt: str) -> None:
+    """:func:`save_pretrained` into the existing ``folder`` (its lock held): the files written
+    into a new folder that replaces it whole (:func:`elmo.model_replace.replacing_model_folder`).
+    The original layout's pair keeps the locks a :func:`save_original` into the folder takes."""
+    from contextlib import ExitStack
+
+    from .model_replace import replacing_model_folder
+    from .output_checks import check_output_file
+    from .output_lock import output_lock
+
+    names = _model_file_names(bilm, fmt)
+    with ExitStack() as locks:
+        if fmt == "original":   # (in save_original's order)
+            for name, what in ((ORIGINAL_WEIGHTS[0], "weights"), (ORIGINAL_OPTIONS, "options")):
+                check_output_file(folder / name, what)
+                locks.enter_context(output_lock(folder / name))
+        with replacing_model_folder(folder, names) as stage:
+            _save_files(bilm, stage, fmt)
+
+
+def _save_files(bilm: BiLM, folder: Path, fmt: str) -> None:
+    """Write ``bilm``'s files in layout ``fmt`` into ``folder`` one by one, then their entries of
+    the record of its ``metadata.json`` (where it has one)."""
+    if fmt == "original":
+        save_original(bilm, folder / ORIGINAL_OPTIONS, folder / ORIGINAL_WEIGHTS[0])
+        return
+    # (where the folder's metadata.json records its files: as save_original's)
+    with replacing_recorded(folder / n for n in _model_file_names(bilm, fmt)):
+        if bilm.options.char_vocabulary is not None:
+            bilm.token_encoder.require_id_scheme().save(folder)
+        state = {k: v.detach().contiguous().cpu() for k, v in bilm.state_dict().items()}
+        tmp = atomic_target(folder / NATIVE_WEIGHTS)
+        try:
+            with writing(folder / NATIVE_WEIGHTS, "model weights"):
+                write_safetensors(state, tmp, metadata={"format": "elmo-native-1",
+                                                        MODEL_OPTIONS_KEY: model_options_digest(bilm.options)})
+                atomic_commit(tmp, folder / NATIVE_WEIGHTS)   # (its flush may find the disk full)
+        finally:
+            tmp.unlink(missing_ok=True)
+        with writing(folder / NATIVE_CONFIG, "model options"):   # (as the weights: named where it was going)
+            atomic_write_text(folder / NATIVE_CONFIG, bilm.options.to_json() + "\n")
 
 
 def _load_native(folder: Path, stateful: bool, dtype: torch.dtype | None = None) -> BiLM:
