@@ -38,19 +38,27 @@ print(json.dumps(batches))
 """
 
 
-def _batches(hash_seed: str) -> list:
-    env = {**os.environ, "PYTHONHASHSEED": hash_seed,
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-    out = subprocess.run([sys.executable, "-c", _CHILD], env=env, cwd=ROOT, check=True,
-                         capture_output=True, text=True, timeout=120)
-    return json.loads(out.stdout.splitlines()[-1])
+def _batches(*hash_seeds: str) -> list:
+    """The batches of the child under each of ``hash_seeds``, its processes run side by side."""
+    base = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    children = [subprocess.Popen([sys.executable, "-c", _CHILD], env={**base, "PYTHONHASHSEED": seed}, cwd=ROOT,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for seed in hash_seeds]
+    try:
+        outputs = [child.communicate(timeout=120) for child in children]
+    finally:
+        for child in children:   # (a no-op for those that ended)
+            child.kill()
+            child.wait()
+    for child, (_, err) in zip(children, outputs):
+        assert child.returncode == 0, err[-2000:]
+    return [json.loads(out.splitlines()[-1]) for out, _ in outputs]
 
 
 def test_the_layer_cache_batches_do_not_follow_the_hash_seed():
-    first = _batches("1")
+    first, second, third = _batches("1", "2", "3")
     assert sum(len(b) for b in first) > 8            # several batches, with ties across them
-    assert _batches("2") == first
-    assert _batches("3") == first
+    assert second == first
+    assert third == first
 
 
 def _runs(cfg: dict, out: Path) -> dict:
