@@ -7,7 +7,7 @@ import signal
 import subprocess
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Optional
 
 import pytest
 import torch
@@ -189,3 +189,22 @@ def immutable(path: Path, *moved_to: Path) -> Iterator[None]:
     finally:
         for place in (path, *moved_to):
             subprocess.run(["chattr", "-i", str(place)], capture_output=True, timeout=30)
+
+
+
+def side_by_side(commands: list, envs: Optional[list] = None, timeout: float = 120, **popen) -> list:
+    """Run independent ``commands`` (argument lists) at once, each with its environment of
+    ``envs`` (else this one's) and ``popen``'s keywords: a test that only reads their outputs
+    waits for the slowest instead of the sum (on two cores one is idle while a child imports
+    torch). Their ``CompletedProcess``, in order, stdout and stderr as text; any still running
+    when one fails to finish in ``timeout`` seconds is killed."""
+    procs = [subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen)
+             for command, env in zip(commands, envs or [None] * len(commands))]
+    try:
+        outputs = [proc.communicate(timeout=timeout) for proc in procs]
+    finally:
+        for proc in procs:   # (a no-op for those that ended)
+            proc.kill()
+            proc.wait()
+    return [subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+            for proc, (out, err) in zip(procs, outputs)]

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 from elmo.tasks.runner import normalise_config, run_experiment
+from tests.conftest import side_by_side
 from tests.test_tasks_runner import tiny_config, write_tiny_tasks
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -41,17 +41,10 @@ print(json.dumps(batches))
 def _batches(*hash_seeds: str) -> list:
     """The batches of the child under each of ``hash_seeds``, its processes run side by side."""
     base = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-    children = [subprocess.Popen([sys.executable, "-c", _CHILD], env={**base, "PYTHONHASHSEED": seed}, cwd=ROOT,
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for seed in hash_seeds]
-    try:
-        outputs = [child.communicate(timeout=120) for child in children]
-    finally:
-        for child in children:   # (a no-op for those that ended)
-            child.kill()
-            child.wait()
-    for child, (_, err) in zip(children, outputs):
-        assert child.returncode == 0, err[-2000:]
-    return [json.loads(out.splitlines()[-1]) for out, _ in outputs]
+    done = side_by_side([[sys.executable, "-c", _CHILD]] * len(hash_seeds), cwd=ROOT,
+                        envs=[{**base, "PYTHONHASHSEED": seed} for seed in hash_seeds])
+    assert all(d.returncode == 0 for d in done), [d.stderr[-2000:] for d in done]
+    return [json.loads(d.stdout.splitlines()[-1]) for d in done]
 
 
 def test_the_layer_cache_batches_do_not_follow_the_hash_seed():
