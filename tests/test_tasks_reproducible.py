@@ -42,8 +42,7 @@ def _batches(*hash_seeds: str) -> list:
     """The batches of the child under each of ``hash_seeds``, its processes run side by side."""
     base = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     done = side_by_side([[sys.executable, "-c", _CHILD]] * len(hash_seeds), cwd=ROOT,
-                        envs=[{**base, "PYTHONHASHSEED": seed} for seed in hash_seeds])
-    assert all(d.returncode == 0 for d in done), [d.stderr[-2000:] for d in done]
+                        envs=[{**base, "PYTHONHASHSEED": seed} for seed in hash_seeds], check=True)
     return [json.loads(d.stdout.splitlines()[-1]) for d in done]
 
 
