@@ -7,7 +7,7 @@ import signal
 import subprocess
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Optional
 
 import pytest
 import torch
@@ -215,3 +215,23 @@ def killed_between_the_fallback_renames(monkeypatch, capsys, folder: Path, comma
             pass
     capsys.readouterr()
     assert fired == [folder] and not folder.exists()
+
+
+def side_by_side(commands: list, envs: Optional[list] = None, timeout: float = 120, check: bool = False,
+                 **popen) -> list:
+    """Run independent ``commands`` (argument lists) at once, each with its environment of
+    ``envs`` (else this one's) and ``popen``'s keywords: a test that only reads their outputs
+    waits for the slowest instead of the sum (on two cores one is idle while a child imports
+    torch). Their ``CompletedProcess``, in order, stdout and stderr as text; any still running
+    when one fails to finish in ``timeout`` seconds is killed. ``check``: each must exit 0."""
+    procs = [subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen)
+             for command, env in zip(commands, envs or [None] * len(commands))]
+    try:
+        outputs = [proc.communicate(timeout=timeout) for proc in procs]
+    finally:
+        for proc in procs:   # (a no-op for those that ended)
+            proc.kill()
+            proc.wait()
+    done = [subprocess.CompletedProcess(proc.args, proc.returncode, out, err) for proc, (out, err) in zip(procs, outputs)]
+    assert not check or all(d.returncode == 0 for d in done), [d.stderr[-2000:] for d in done]
+    return done

@@ -3,6 +3,9 @@
 shape costs no new trace of the biLM."""
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 import torch
 
@@ -85,22 +88,20 @@ def disabled():
 """
 
 
-def _run(code: str, first: str = "") -> None:
+def _start(code: str, first: str = "") -> subprocess.Popen:
     """``code`` in a fresh interpreter (nothing of this test run loaded), after ``first`` and
-    the imports of ``_FORWARDS``."""
-    import subprocess
-    import sys
-    done = subprocess.run([sys.executable, "-c", first + _FORWARDS + code], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr[-2000:]
+    the imports of ``_FORWARDS``; started, not waited for."""
+    return subprocess.Popen([sys.executable, "-c", first + _FORWARDS + code], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
 
 
-def test_import_elmo_leaves_torchdynamo_unloaded_until_torch_compile_loads_it():
-    """TorchDynamo's import cost about 0.9 s of every `import elmo` and every command: the
-    forwards are marked for it once it is loaded, before anything is traced. A forward
-    replaced before it loads is left as it was set: marking the forwards then (DDP loads it
-    too) put the original back over a forward that a test or a user had patched meanwhile.
-    (One interpreter for both: each check needs TorchDynamo unloaded at the start.)"""
-    _run("""
+def _finished(proc: subprocess.Popen) -> None:
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err[-2000:]
+
+
+#: A forward patched before TorchDynamo loads, then ``torch.compile`` (the first test below).
+_UNLOADED_UNTIL_COMPILE = """
 bilm = elmo.from_pretrained("fixture")
 ids = elmo.batch_to_ids([["The", "bank"], ["Hi"]])
 with torch.no_grad():
@@ -120,11 +121,32 @@ assert disabled() == [True] * 3 + [False], disabled()
 with torch.no_grad():
     assert all(torch.equal(a, b) for a, b in zip(compiled(ids)["activations"], eager))
 assert graphs == []   # nothing of the biLM traced
-""")
+"""
 
 
-def test_the_forwards_are_marked_from_the_start_where_torchdynamo_was_loaded_before_elmo():
-    _run("assert disabled() == [True] * 4, disabled()\n", first="import torch._dynamo\n")
+@pytest.fixture(autouse=True, scope="module")
+def fresh_interpreters():
+    """The two fresh interpreters of the tests below, started with the module: they run on the
+    second core while this process compiles (each test then only waits for its own)."""
+    procs = {"unloaded": _start(_UNLOADED_UNTIL_COMPILE),
+             "loaded_first": _start("assert disabled() == [True] * 4, disabled()\n", first="import torch._dynamo\n")}
+    yield procs
+    for proc in procs.values():   # (a no-op for those waited for)
+        proc.kill()
+        proc.communicate()
+
+
+def test_import_elmo_leaves_torchdynamo_unloaded_until_torch_compile_loads_it(fresh_interpreters):
+    """TorchDynamo's import cost about 0.9 s of every `import elmo` and every command: the
+    forwards are marked for it once it is loaded, before anything is traced. A forward
+    replaced before it loads is left as it was set: marking the forwards then (DDP loads it
+    too) put the original back over a forward that a test or a user had patched meanwhile.
+    (One interpreter for both: each check needs TorchDynamo unloaded at the start.)"""
+    _finished(fresh_interpreters["unloaded"])
+
+
+def test_the_forwards_are_marked_from_the_start_where_torchdynamo_was_loaded_before_elmo(fresh_interpreters):
+    _finished(fresh_interpreters["loaded_first"])
 
 
 def test_fullgraph_says_why_the_bilm_is_not_traced():

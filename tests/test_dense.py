@@ -167,17 +167,15 @@ def test_an_operator_that_changed_is_not_used(monkeypatch, broken):
 def test_environment_variable_chooses_the_backend_at_import():
     """ELMO_DENSE_BACKEND reaches the command-line tools; a wrong value is a clear error."""
     import os
-    import subprocess
     import sys
+
+    from tests.conftest import side_by_side
     probe = ("from elmo.modules import dense\n"
              "try:\n    print(dense.BACKEND, dense.cpu_products())\nexcept ValueError as e:\n    print(e)")
-
-    def run(value):
-        env = {**os.environ, "ELMO_DENSE_BACKEND": value}
-        return subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True,
-                              check=True).stdout
-    assert run("default").splitlines() == ["default PyTorch"]
-    wrong = run("fast")
+    done = side_by_side([[sys.executable, "-c", probe]] * 2,
+                        envs=[{**os.environ, "ELMO_DENSE_BACKEND": value} for value in ("default", "fast")], check=True)
+    right, wrong = (d.stdout for d in done)
+    assert right.splitlines() == ["default PyTorch"]
     assert "ELMO_DENSE_BACKEND" in wrong and "'fast'" in wrong
 
 

@@ -21,8 +21,8 @@ ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_FSIZE as a full disk")
 
 
-def _run_with_file_limit(code: str, limit: int) -> subprocess.CompletedProcess:
-    """Run Python ``code`` in a child whose files cannot grow past ``limit`` bytes."""
+def _start_with_file_limit(code: str, limit: int) -> subprocess.Popen:
+    """Start Python ``code`` in a child whose files cannot grow past ``limit`` bytes."""
     def small_disk() -> None:
         import resource
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)   # (the write fails instead of killing)
@@ -30,8 +30,22 @@ def _run_with_file_limit(code: str, limit: int) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=str(ROOT), MPLBACKEND="Agg")
     # (torch sets it in this process once its compiler is imported; a fresh shell has none)
     env.pop("TORCHINDUCTOR_CACHE_DIR", None)
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], preexec_fn=small_disk, env=env,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)], preexec_fn=small_disk, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _finished(child: subprocess.Popen) -> subprocess.CompletedProcess:
+    try:
+        out, err = child.communicate(timeout=120)
+    finally:
+        child.kill()   # (a no-op once it has ended)
+        child.wait()
+    return subprocess.CompletedProcess(child.args, child.returncode, out, err)
+
+
+def _run_with_file_limit(code: str, limit: int) -> subprocess.CompletedProcess:
+    """Run Python ``code`` in a child whose files cannot grow past ``limit`` bytes."""
+    return _finished(_start_with_file_limit(code, limit))
 
 
 def _log(path: Path) -> Path:
@@ -117,19 +131,62 @@ def test_analyze_whose_results_meet_a_full_disk_keeps_the_earlier_pictures_and_r
     assert json.loads(after["results.json"])["given_mix_weights"] == [0.6, 0.3, 0.1]
 
 
-def test_train_on_a_full_disk_says_which_file_without_an_errno(tmp_path):
-    """A run folder's file that cannot be written: the line read "elmo train: error: [Errno 27]
-    cannot write RUN/train_config.json: File too large"."""
-    text, vocab, run = tmp_path / "train.txt", tmp_path / "vocab.txt", tmp_path / "run"
+def _train_on_a_full_disk(folder: Path) -> subprocess.Popen:
+    text, vocab, run = folder / "train.txt", folder / "vocab.txt", folder / "run"
     text.write_text("the cat sat .\na dog ran .\n" * 20)
     vocab.write_text("<S>\n</S>\n<UNK>\nthe\ncat\nsat\n.\na\ndog\nran\n")
     args = ["train", str(text), "--vocab", str(vocab), "-o", str(run), "--dim", "8", "--projection-dim", "4",
             "--filters", "1:4", "--char-dim", "4", "--batch-size", "2", "--unroll-steps", "4", "--negatives", "0",
             "--max-steps", "2", "--no-progress", "--threads", "1", "--device", "cpu"]
-    done = _run_with_file_limit(f"""
+    return _start_with_file_limit(f"""
         import sys
         from elmo.cli import main
         sys.exit(main({args!r}))""", limit=200)
+
+
+def _train_on_a_full_tmp(folder: Path) -> subprocess.Popen:
+    text, vocab, run = folder / "train.txt", folder / "vocab.txt", folder / "run"
+    text.write_text("the cat sat .\n" * 10)
+    vocab.write_text("<S>\n</S>\n<UNK>\nthe\ncat\nsat\n.\n")
+    return _start_with_file_limit(f"""
+        import sys
+        from elmo.cli import main
+        sys.exit(main(["train", {str(text)!r}, "--vocab", {str(vocab)!r}, "-o", {str(run)!r}, "--dim", "8",
+                       "--projection-dim", "4", "--filters", "1:4", "--max-steps", "1", "--no-progress",
+                       "--device", "cpu"]))""", limit=0)
+
+
+def _neighbors_on_a_full_disk(folder: Path) -> subprocess.Popen:
+    corpus, index = folder / "corpus.txt", folder / "index"
+    corpus.write_text("".join(f"the bank of the river {i} closed .\n" for i in range(200)))
+    return _start_with_file_limit(f"""
+        import sys
+        from elmo.cli import main
+        sys.exit(main(["neighbors", "the bank closed", "--word", "bank", "--model", "fixture", "--corpus",
+                       {str(corpus)!r}, "--no-glove", "--index-dir", {str(index)!r}, "--quiet"]))""",
+                                  limit=20_000)
+
+
+@pytest.fixture(scope="module")
+def commands_on_a_full_disk(tmp_path_factory):
+    """The children of the three tests that run a whole command on a full disk, started together
+    (each test only reads what its child said and left): {name: (the child, its folder)}."""
+    children = {}
+    for name, start in (("train", _train_on_a_full_disk), ("tmp", _train_on_a_full_tmp),
+                        ("neighbors", _neighbors_on_a_full_disk)):
+        folder = tmp_path_factory.mktemp(name)
+        children[name] = (start(folder), folder)
+    yield children
+    for child, _ in children.values():   # (a no-op for those waited for)
+        child.kill()
+        child.communicate()
+
+
+def test_train_on_a_full_disk_says_which_file_without_an_errno(commands_on_a_full_disk):
+    """A run folder's file that cannot be written: the line read "elmo train: error: [Errno 27]
+    cannot write RUN/train_config.json: File too large"."""
+    child, folder = commands_on_a_full_disk["train"]
+    done, run = _finished(child), folder / "run"
     assert done.returncode == 1, done.stderr
     err = done.stderr.strip()
     assert len(err.splitlines()) == 1, err
@@ -137,19 +194,11 @@ def test_train_on_a_full_disk_says_which_file_without_an_errno(tmp_path):
     assert not run.exists()   # (nothing of a run that never began)
 
 
-def test_a_full_temporary_folder_is_said_as_such(tmp_path):
+def test_a_full_temporary_folder_is_said_as_such(commands_on_a_full_disk):
     """torch makes itself a temporary folder when an optimizer is built; on a full /tmp the
     command stopped with "[Errno 2] No usable temporary directory found in [...]" (as if no
     such folder existed), naming neither the full disk nor TMPDIR."""
-    text, vocab, run = tmp_path / "train.txt", tmp_path / "vocab.txt", tmp_path / "run"
-    text.write_text("the cat sat .\n" * 10)
-    vocab.write_text("<S>\n</S>\n<UNK>\nthe\ncat\nsat\n.\n")
-    done = _run_with_file_limit(f"""
-        import sys
-        from elmo.cli import main
-        sys.exit(main(["train", {str(text)!r}, "--vocab", {str(vocab)!r}, "-o", {str(run)!r}, "--dim", "8",
-                       "--projection-dim", "4", "--filters", "1:4", "--max-steps", "1", "--no-progress",
-                       "--device", "cpu"]))""", limit=0)
+    done = _finished(commands_on_a_full_disk["tmp"][0])
     assert done.returncode == 1, done.stderr
     err = done.stderr.strip()
     assert len(err.splitlines()) == 1, err
@@ -289,18 +338,12 @@ def test_data_get_on_a_full_disk_names_the_file_and_keeps_the_earlier_form(tmp_p
     assert not (home / "brown.partial").exists()
 
 
-def test_a_neighbour_index_on_a_full_disk_is_advised_to_free_space(tmp_path):
+def test_a_neighbour_index_on_a_full_disk_is_advised_to_free_space(commands_on_a_full_disk):
     """numpy's write of the index vectors, cut short by a full disk, drops the errno ("N
     requested and M written"): the line advised "give a writable --index-dir", as for a folder
     without permission, where the disk had no room."""
-    corpus, index = tmp_path / "corpus.txt", tmp_path / "index"
-    corpus.write_text("".join(f"the bank of the river {i} closed .\n" for i in range(200)))
-    done = _run_with_file_limit(f"""
-        import sys
-        from elmo.cli import main
-        sys.exit(main(["neighbors", "the bank closed", "--word", "bank", "--model", "fixture", "--corpus",
-                       {str(corpus)!r}, "--no-glove", "--index-dir", {str(index)!r}, "--quiet"]))""",
-                                limit=20_000)
+    child, folder = commands_on_a_full_disk["neighbors"]
+    done, index = _finished(child), folder / "index"
     assert done.returncode == 1, done.stderr
     err = done.stderr.strip().splitlines()[-1]
     assert err.startswith(f"elmo neighbors: error: {index}"), err

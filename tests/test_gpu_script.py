@@ -1,9 +1,12 @@
 """benchmarks/gpu/run.sh --smoke: the GPU session's script, end to end on the CPU at a tiny size."""
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from tests.conftest import load_script
 
@@ -78,17 +81,31 @@ def test_gpu_script_inference_keeps_what_it_measured_before_a_failure(monkeypatc
                                       "inference_error": "RuntimeError: made up"})
 
 
-def test_gpu_script_leaves_its_results_files_when_run_py_writes_none(tmp_path):
-    """run.py ending before it writes anything (here: an option it does not know, as an import
-    error would) still leaves results.json and RESULTS.md with the tests' outcome and its exit
-    status: the one GPU session reads those two files."""
-    out = tmp_path / "out"
+@pytest.fixture(autouse=True, scope="module")
+def run_py_writing_none(tmp_path_factory):
+    """run.sh with an option run.py does not know, started with the module: it runs beside the
+    smoke run (this process only waits), and its test reads what it left. Yields the started
+    run.sh and its $OUT."""
+    out = tmp_path_factory.mktemp("writes_none") / "out"
     out.mkdir()
     (out / "results.json").write_text('{"stale": true}\n')  # an earlier run's: not taken for this one's
     env = dict(os.environ, OUT=str(out), PYTHON=sys.executable)
-    done = subprocess.run(["bash", str(ROOT / "benchmarks" / "gpu" / "run.sh"), "--smoke", "--no-such-option"],
-                          env=env, capture_output=True, text=True, timeout=300)
-    assert done.returncode != 0
+    proc = subprocess.Popen(["bash", str(ROOT / "benchmarks" / "gpu" / "run.sh"), "--smoke", "--no-such-option"],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+    yield proc, out
+    if proc.poll() is None:   # (not waited for: its test was not run, or failed) bash and its children
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.communicate()
+
+
+def test_gpu_script_leaves_its_results_files_when_run_py_writes_none(run_py_writing_none):
+    """run.py ending before it writes anything (here: an option it does not know, as an import
+    error would) still leaves results.json and RESULTS.md with the tests' outcome and its exit
+    status: the one GPU session reads those two files."""
+    proc, out = run_py_writing_none
+    output, _ = proc.communicate(timeout=300)
+    assert proc.returncode != 0, output[-3000:]
     results = json.loads((out / "results.json").read_text())
     assert "passed" in results["tests"] and results["measurements_exit"] == 2
     assert "exited 2" in (out / "RESULTS.md").read_text()

@@ -2,7 +2,6 @@
 on the same bootstrap draws."""
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 
@@ -10,7 +9,7 @@ import numpy as np
 import pytest
 
 from elmo.correlation import spearman
-from tests.conftest import load_script
+from tests.conftest import load_script, side_by_side
 
 SCRIPT = Path(__file__).resolve().parent.parent / "experiments" / "similarity_layer_difference.py"
 
@@ -57,13 +56,11 @@ def test_the_script_runs_on_a_model_and_a_pair_file(tmp_path):
     pairs = tmp_path / "pairs.tsv"
     pairs.write_text("cat\tdog\t8.1\ncar\ttree\t1.2\nking\tqueen\t7.4\nsun\tmoon\t6.3\n"
                      "book\tidea\t2.5\nhouse\thome\t9.0\n", encoding="utf-8")
-    ok = subprocess.run([sys.executable, str(SCRIPT), "fixture", "--sets", str(pairs), "--resamples", "50"],
-                        capture_output=True, text=True)
+    ok, bad = side_by_side([[sys.executable, str(SCRIPT), "fixture", "--sets", str(pairs), "--resamples", "50"],
+                            [sys.executable, str(SCRIPT), "fixture", "--sets", str(tmp_path / "none.tsv")]])
     assert ok.returncode == 0, ok.stderr
     lines = ok.stdout.splitlines()
     assert lines[0].startswith(f"{pairs} (6 pairs): rho per layer ")
     assert any(line.strip().startswith("layer 1 - layer 0: ") for line in lines)
     assert any(line.strip().startswith("layer 0 - untrained layer 0: ") for line in lines)
-    bad = subprocess.run([sys.executable, str(SCRIPT), "fixture", "--sets", str(tmp_path / "none.tsv")],
-                         capture_output=True, text=True)
     assert bad.returncode == 2 and "none.tsv" in bad.stderr and "Traceback" not in bad.stderr

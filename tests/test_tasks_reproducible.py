@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 from elmo.tasks.runner import normalise_config, run_experiment
+from tests.conftest import side_by_side
 from tests.test_tasks_runner import tiny_config, write_tiny_tasks
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,19 +38,19 @@ print(json.dumps(batches))
 """
 
 
-def _batches(hash_seed: str) -> list:
-    env = {**os.environ, "PYTHONHASHSEED": hash_seed,
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-    out = subprocess.run([sys.executable, "-c", _CHILD], env=env, cwd=ROOT, check=True,
-                         capture_output=True, text=True, timeout=120)
-    return json.loads(out.stdout.splitlines()[-1])
+def _batches(*hash_seeds: str) -> list:
+    """The batches of the child under each of ``hash_seeds``, its processes run side by side."""
+    base = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    done = side_by_side([[sys.executable, "-c", _CHILD]] * len(hash_seeds), cwd=ROOT,
+                        envs=[{**base, "PYTHONHASHSEED": seed} for seed in hash_seeds], check=True)
+    return [json.loads(d.stdout.splitlines()[-1]) for d in done]
 
 
 def test_the_layer_cache_batches_do_not_follow_the_hash_seed():
-    first = _batches("1")
+    first, second, third = _batches("1", "2", "3")
     assert sum(len(b) for b in first) > 8            # several batches, with ties across them
-    assert _batches("2") == first
-    assert _batches("3") == first
+    assert second == first
+    assert third == first
 
 
 def _runs(cfg: dict, out: Path) -> dict:

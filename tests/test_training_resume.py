@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from elmo.cli import main
 from elmo.training.checkpoint import latest_checkpoint, list_checkpoints, load_checkpoint
 from elmo.training.resume import ResumeMismatch
 from elmo.training.trainer import train
@@ -56,9 +57,6 @@ def test_killed_process_resumes_to_the_same_parameters(tmp_path):
     train_txt, _, vocab_txt = write_toy_corpus(tmp_path / "toy", n_train=300)
     steps = 150
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    subprocess.run(_command(tmp_path / "straight", train_txt, vocab_txt, steps), check=True, env=env,
-                   stdout=subprocess.DEVNULL, cwd=ROOT)
-
     run = tmp_path / "killed"
     proc = subprocess.Popen(_command(run, train_txt, vocab_txt, steps), env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, cwd=ROOT)
@@ -74,8 +72,14 @@ def test_killed_process_resumes_to_the_same_parameters(tmp_path):
     killed_at = int(latest_checkpoint(run / "checkpoints").stem.split("-")[1])
     assert killed_at < steps
 
-    subprocess.run(_command(run, train_txt, vocab_txt, steps), check=True, env=env, stdout=subprocess.DEVNULL,
-                   cwd=ROOT)
+    resumed = subprocess.Popen(_command(run, train_txt, vocab_txt, steps), env=env, stdout=subprocess.DEVNULL,
+                               cwd=ROOT)
+    try:   # the run that never stopped, in this process meanwhile (the same command line)
+        assert main(_command(tmp_path / "straight", train_txt, vocab_txt, steps)[3:]) == 0
+        assert resumed.wait(timeout=300) == 0
+    finally:
+        resumed.kill()   # (a no-op once it has ended)
+        resumed.wait()
     diff = _max_diff(_final_params(tmp_path / "straight", steps), _final_params(run, steps))
     assert diff <= 1e-6, diff
     # The learning curve holds each step once, in order, across the kill.
