@@ -219,6 +219,7 @@ def save_pretrained(bilm: BiLM, folder: str | Path, fmt: str = "safetensors") ->
     never be read."""
     import shutil
 
+    from .folder_swap import finish_replace
     from .io import OutputError, no_empty_folder_on_failure
     from .model_replace import swappable
     from .output_checks import check_output_dir
@@ -232,6 +233,10 @@ def save_pretrained(bilm: BiLM, folder: str | Path, fmt: str = "safetensors") ->
     check_output_dir(folder, "model folder")   # a file there: named, not "File exists"
     # (the folders made above it are removed once it is, after the lock file is deleted)
     with no_empty_folder_on_failure(folder), output_lock(folder, name=folder):
+        # (a save killed between the renames of a swap without renameat2 left FOLDER aside as
+        # FOLDER.replaced: found missing, a new folder was written without its other entries,
+        # and the next swap deleted them as what a kill while deleting left)
+        finish_replace(folder)
         made = not folder.exists()   # (seen under the lock: another writer's folder is not ours to delete)
         if fmt == "original" and (folder / NATIVE_WEIGHTS).exists():
             # load_pretrained reads a folder's native weights first: the original-layout files

@@ -166,6 +166,29 @@ def test_a_process_working_in_the_folder_stays_in_it(tmp_path, monkeypatch):
     assert _same_model(elmo.from_pretrained("."), random_bilm(seed=2))
 
 
+def test_a_save_after_one_killed_between_the_fallback_renames_keeps_the_folders_entries(tmp_path, monkeypatch):
+    """Without renameat2 (NFS, macOS) the old folder is renamed aside, then the new one in: a
+    save killed between the two left FOLDER.replaced and no FOLDER. The next save found no
+    folder and wrote a new one, the notes and task models left aside (and the save after it
+    deleted them as what a kill while deleting left); the old folder goes back first."""
+    out = _model_folder(tmp_path, random_bilm(seed=1), "safetensors")
+    monkeypatch.setattr(elmo.folder_swap, "_exchange", lambda a, b: False)
+    rename = Path.rename
+
+    def killed_at_the_new_folder(self, target):
+        if self.name == "model.partial":
+            raise KeyboardInterrupt   # the process is stopped here
+        return rename(self, target)
+    with monkeypatch.context() as m:
+        m.setattr(Path, "rename", killed_at_the_new_folder)
+        with pytest.raises(KeyboardInterrupt):
+            elmo.save_pretrained(random_bilm(seed=2), out)
+    assert not out.exists() and (tmp_path / "model.replaced").is_dir()
+    elmo.save_pretrained(random_bilm(seed=3), out)
+    assert _same_model(elmo.from_pretrained(out), random_bilm(seed=3)) and _kept_entries(out)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model"]
+
+
 def test_a_folder_that_cannot_be_swapped_gets_its_files_in_place(tmp_path):
     """Where FOLDER.partial is another file of the user's, the files are replaced in the folder,
     as before; that file stays."""
