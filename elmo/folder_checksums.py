@@ -19,7 +19,8 @@ edited on purpose, how to accept it (delete its entry from the record). A folder
 record (the released AllenNLP files, runs exported before the record was kept) loads as
 before, and so does a file the record does not name. One load reads each folder's
 ``metadata.json`` once, however many loaders it calls (a language model's biLM, softmax and
-vocabulary).
+vocabulary), and again only where a file differs from it: a record replaced since (the folder
+written whole during the load) makes that file one that changed while it was loaded.
 
 A file is hashed once per process while its size, times and inode (its state) stay the same
 (:data:`_VERIFIED`), so a program that loads a model many times pays once; a file whose times
@@ -235,7 +236,9 @@ class LoadChecks:
         self._checked: Dict[Path, Tuple[Tuple[int, ...], bool, str]] = {}
 
     def record(self, folder: Path) -> Optional[Dict[str, str]]:
-        """:func:`read_record` of ``folder``, read once per load."""
+        """:func:`read_record` of ``folder``, read once per load (:meth:`verify` reads it again
+        only where a file differs from it: a record replaced meanwhile is a folder written
+        during the load, not a damaged file)."""
         if folder not in self._records:
             self._records[folder] = read_record(folder)
         return self._records[folder]
@@ -249,6 +252,13 @@ class LoadChecks:
             if recorded is None or not path.is_file():
                 continue   # (a missing file is the loader's to name)
             digest, state, racy = _hashed(path)
+            if digest != recorded and read_record(folder) != self._records[folder]:
+                # (the record this load read first was replaced meanwhile: the folder swapped
+                # whole by a save or convert, not a damaged file to delete from the record)
+                raise ModelFileChanged(
+                    f"{path}: changed while it was being loaded ({folder / METADATA_NAME} was replaced "
+                    f"after this load read it: the folder was written meanwhile); nothing was loaded: "
+                    f"load it again once whatever writes it has finished")
             if digest != recorded:
                 raise ModelFileChanged(
                     f"{path}: differs from the file that was written there (SHA-256 {digest[:16]}..., "

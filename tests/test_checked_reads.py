@@ -183,3 +183,26 @@ def test_a_corpus_files_fingerprint_is_its_sha256(tmp_path):
     path = tmp_path / "corpus.txt"
     path.write_bytes(b"the old river .\n" * 100_000)   # (more than one block read)
     assert file_fingerprint(path) == file_fingerprint(str(path)) == hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_a_folder_replaced_between_two_files_of_one_load_is_said_to_have_changed(pristine, tmp_path, monkeypatch):
+    """One load reads its folder's record once: a folder replaced whole (a save or convert
+    swapping in another model) after the vocabulary was read and before the weights were
+    checked had the new weights compared with the old record, and the load called them
+    "damaged or edited since", advising to delete their entry from the record."""
+    import elmo.training.export as export
+    folder = shutil.copytree(pristine["lm"], tmp_path / "lm")
+    new = shutil.copytree(pristine["lm-other"], tmp_path / "lm.partial")
+    real = export.load_original
+
+    def swapped_first(*args, **kwargs):   # (as atomic_folder's fallback does: two renames)
+        os.rename(folder, tmp_path / "lm.replaced")
+        os.rename(new, folder)
+        return real(*args, **kwargs)
+    monkeypatch.setattr(export, "load_original", swapped_first)
+    with pytest.raises(ModelFileChanged, match=f"^{folder / 'weights.hdf5'}: changed while it was being loaded"
+                                               f".*load it again") as info:
+        load_language_model(folder)
+    assert len(str(info.value).splitlines()) == 1
+    monkeypatch.undo()
+    load_language_model(folder)   # (the new folder, whole: loaded)
