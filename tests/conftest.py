@@ -191,11 +191,11 @@ def immutable(path: Path, *moved_to: Path) -> Iterator[None]:
             subprocess.run(["chattr", "-i", str(place)], capture_output=True, timeout=30)
 
 
-def killed_between_the_fallback_renames(monkeypatch, capsys, folder: Path, command: list) -> None:
-    """Run the CLI ``command`` with every folder swap on the fallback's two renames (no
-    renameat2: NFS, another system; for the rest of the test) and stop it (KeyboardInterrupt,
-    as a kill) between them: ``folder`` is left renamed aside as FOLDER.replaced, the new one
-    as FOLDER.partial."""
+def killed_between_the_fallback_renames(monkeypatch, capsys, folder: Path, command) -> None:
+    """Run the CLI ``command`` (or call it, a function) with every folder swap on the
+    fallback's two renames (no renameat2: NFS, another system; for the rest of the test) and
+    stop it (KeyboardInterrupt, as a kill) between them: ``folder`` is left renamed aside as
+    FOLDER.replaced, the new one as FOLDER.partial."""
     from elmo import folder_swap
     from elmo.cli import main
 
@@ -210,7 +210,7 @@ def killed_between_the_fallback_renames(monkeypatch, capsys, folder: Path, comma
     with monkeypatch.context() as m:
         m.setattr(Path, "rename", killed_at_the_new_folder)
         try:
-            main(command)
+            command() if callable(command) else main(command)
         except KeyboardInterrupt:
             pass
     capsys.readouterr()

@@ -24,7 +24,7 @@ import elmo.folder_swap
 import elmo.io
 from elmo.folder_checksums import RECORD_KEY, read_record, record_files
 from elmo.io import OutputBusy
-from tests.conftest import FIXTURES, random_bilm
+from tests.conftest import FIXTURES, killed_between_the_fallback_renames, random_bilm
 
 ROOT = Path(__file__).resolve().parent.parent
 MANYLANGS = FIXTURES / "elmoformanylangs" / "model_word"
@@ -166,23 +166,14 @@ def test_a_process_working_in_the_folder_stays_in_it(tmp_path, monkeypatch):
     assert _same_model(elmo.from_pretrained("."), random_bilm(seed=2))
 
 
-def test_a_save_after_one_killed_between_the_fallback_renames_keeps_the_folders_entries(tmp_path, monkeypatch):
+def test_a_save_after_one_killed_between_the_fallback_renames_keeps_the_folders_entries(tmp_path, monkeypatch,
+                                                                                           capsys):
     """Without renameat2 (NFS, macOS) the old folder is renamed aside, then the new one in: a
     save killed between the two left FOLDER.replaced and no FOLDER. The next save found no
     folder and wrote a new one, the notes and task models left aside (and the save after it
     deleted them as what a kill while deleting left); the old folder goes back first."""
     out = _model_folder(tmp_path, random_bilm(seed=1), "safetensors")
-    monkeypatch.setattr(elmo.folder_swap, "_exchange", lambda a, b: False)
-    rename = Path.rename
-
-    def killed_at_the_new_folder(self, target):
-        if self.name == "model.partial":
-            raise KeyboardInterrupt   # the process is stopped here
-        return rename(self, target)
-    with monkeypatch.context() as m:
-        m.setattr(Path, "rename", killed_at_the_new_folder)
-        with pytest.raises(KeyboardInterrupt):
-            elmo.save_pretrained(random_bilm(seed=2), out)
+    killed_between_the_fallback_renames(monkeypatch, capsys, out, lambda: elmo.save_pretrained(random_bilm(seed=2), out))
     assert not out.exists() and (tmp_path / "model.replaced").is_dir()
     elmo.save_pretrained(random_bilm(seed=3), out)
     assert _same_model(elmo.from_pretrained(out), random_bilm(seed=3)) and _kept_entries(out)
