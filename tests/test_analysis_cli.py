@@ -191,6 +191,27 @@ def test_analyze_contrast_section_writes_a_report(tmp_path, capsys):
         assert (out / "report.md").read_text() == again                # the report is kept
 
 
+def test_report_only_rewrites_a_report_whose_folder_above_cannot_be_written(tmp_path, capsys):
+    """--report-only rewrites report.md inside the folder and swaps nothing: it was refused
+    where the folder above cannot be written ("the report is written whole beside it and then
+    swapped in"), as a run is, for the lock file it put beside the folder."""
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text(_PAIRS + "\n")
+    above = tmp_path / "above"
+    out = above / "report"
+    run = ["analyze", "fixture", "--out", str(out), "--only", "contrast", "--contrast-file", str(pairs),
+           "--no-untrained-control"]
+    assert main(run) == 0
+    (out / "interpretation.md").write_text("Role swaps move the targets.\n")
+    capsys.readouterr()
+    with immutable(above):
+        assert main(["analyze", "fixture", "--out", str(out), "--report-only"]) == 0, capsys.readouterr().err
+        assert "Role swaps move the targets." in (out / "report.md").read_text()
+        assert main(run) == 1   # (a run is still refused: it swaps its folder there)
+        assert "then swapped in, but" in capsys.readouterr().err
+    assert sorted(p.name for p in above.iterdir()) == ["report"]
+
+
 @pytest.mark.slow
 def test_analyze_everything_on_the_fixture(tmp_path):
     from elmo.data import sources

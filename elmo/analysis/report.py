@@ -747,7 +747,8 @@ def rewrite_report(out: Path, model: Optional[str] = None) -> Path:
                                 "the report of a folder elmo analyze wrote")
     # a run writing into the folder replaces results.json and then report.md: a report
     # rewritten meanwhile from the results it replaced came after its own, and stayed
-    with report_lock(out):
+    # (swaps=False: report.md is written in the folder, which the folder above need not allow)
+    with report_lock(out, swaps=False):
         results = read_results(out / "results.json")
         read_interpretation(out)   # its own error, before the one below that blames results.json
         recorded = results.get("model")

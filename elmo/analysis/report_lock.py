@@ -5,6 +5,8 @@
   lock earlier versions held inside the folder, ``OUT/results.json.lock``, too: ``elmo
   experiment`` holds it in its results folder, and a run of an earlier version may still
   write there. It is not carried into the new folder (:func:`elmo.analysis.report.swap_in`).
+  ``--report-only`` in a folder whose folder above cannot be written (where no run can swap
+  it) holds the inside one only.
 * Why beside and not inside: the run writes its report as a new folder and swaps it for OUT
   (:func:`elmo.analysis.report.swap_in`, :func:`elmo.folder_swap.atomic_folder`). A lock file
   inside OUT went with the old folder: without ``renameat2`` the old folder is renamed aside
@@ -23,7 +25,7 @@ from typing import Iterator
 
 
 @contextmanager
-def report_lock(out: Path) -> Iterator[None]:
+def report_lock(out: Path, swaps: bool = True) -> Iterator[None]:
     """Hold the report folder ``out``'s lock for the block: ``OUT.lock`` beside it
     (:func:`elmo.output_lock.output_lock`), which does not move while the folder is swapped;
     a second writer is refused (after a second's tries) with :class:`elmo.io.OutputBusy` naming
@@ -33,13 +35,21 @@ def report_lock(out: Path) -> Iterator[None]:
     folder back while the first was between its two renames), and ``OUT/results.json.lock``
     (``results.json``'s) is taken: one that a killed run left is taken over and deleted,
     one that a live process holds (an earlier version's run, an experiment) refuses the run.
-    Makes ``out`` where it is missing (the lock file in it makes it)."""
+    Makes ``out`` where it is missing (the lock file in it makes it).
+
+    ``swaps=False`` (``--report-only``, which writes inside ``out`` only): where the folder above
+    cannot be written, only ``OUT/results.json.lock`` is held; no run can swap the folder there
+    (each is refused here first), and the lock beside it cannot be made."""
     from ..folder_swap import finish_replace
     from ..io import OutputError
     from ..output_lock import output_lock
 
     parent = Path(out).resolve().parent   # (a link's: that of the folder it names, swapped there)
     if parent.is_dir() and not os.access(parent, os.W_OK | os.X_OK):
+        if not swaps:
+            with output_lock(out / "results.json", name=out):
+                yield
+            return
         # (the lock's own error, "cannot write in PARENT", did not say why the folder above)
         raise OutputError(f"{out}: the report is written whole beside it and then swapped in, but {parent} "
                           f"cannot be written (nor the lock file beside it); give --out a folder in a "
