@@ -205,7 +205,8 @@ def save_pretrained(bilm: BiLM, folder: str | Path, fmt: str = "safetensors") ->
     (a model card, notes, task models below it) and its ``metadata.json``, whose SHA-256 record
     (where it has one) gets the new files' digests; then the two folders swap in one step
     (:mod:`elmo.model_replace`). A kill at any point leaves the old folder or the new one,
-    whole. Where the folder cannot be swapped (a mount point, or a mount point inside it; a
+    whole. A model file that was a link to a file elsewhere (a shared cache) becomes a file of
+    its own, and the file it named keeps the old model. Where the folder cannot be swapped (a mount point, or a mount point inside it; a
     sticky folder above it, as /tmp, where this process may not move it), the files are
     replaced one by one, as in a new folder, and a kill between them leaves a folder the next
     load refuses, naming the file that does not belong (see :func:`save_original`).

@@ -124,16 +124,19 @@ def _paused_call(reads, func, *args):
 
 
 def test_the_steps_one_read_gives_the_floats_the_separate_reads_gave():
-    """Read together as float64, a float32 or bfloat16 loss and norm are the floats
-    ``float(t)`` gave, the extremes, -0.0, inf and NaN included (the skip decides by them)."""
+    """Read together, in the wider of their dtypes, a float32, bfloat16 or float64 loss and
+    norm are the floats ``float(t)`` gave, the extremes, -0.0, inf and NaN included (the skip
+    decides by them)."""
     from elmo.training.trainer import read_step_figures
     f32 = torch.finfo(torch.float32)
     values = [0.1, -0.0, f32.max, f32.tiny, f32.tiny / 8, 1 / 3, float("inf"), float("-inf"), float("nan")]
-    for dtype in (torch.float32, torch.bfloat16):
+    dtypes = (torch.float32, torch.bfloat16, torch.float64)
+    for loss_dtype, norm_dtype in ((a, b) for a in dtypes for b in dtypes):
         for loss in values:
-            for gnorm in (2.5, float("nan"), f32.max):
-                got = read_step_figures(torch.tensor(loss, dtype=dtype), torch.tensor(gnorm, dtype=torch.float32))
-                want = (float(torch.tensor(loss, dtype=dtype)), float(torch.tensor(gnorm)))
+            for gnorm in (2.5, float("nan"), f32.max, 1 / 3):
+                loss_t, gnorm_t = torch.tensor(loss, dtype=loss_dtype), torch.tensor(gnorm, dtype=norm_dtype)
+                got = read_step_figures(loss_t, gnorm_t)
+                want = (float(loss_t), float(gnorm_t))
                 assert list(map(repr, got)) == list(map(repr, want))   # (repr: exact, -0.0 and nan alike)
 
 

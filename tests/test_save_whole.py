@@ -259,3 +259,21 @@ def test_options_edited_in_their_lstm_or_cnn_settings_are_refused_for_weights_th
     released["lstm"]["cell_clip"] = 1.5
     options.write_text(json.dumps(released))
     elmo.load_original(options, ALLENNLP / "lm_weights.hdf5")   # (no digest there: unchecked)
+
+
+def test_a_model_file_linked_from_elsewhere_becomes_the_folders_own_and_the_target_keeps_the_old_model(tmp_path):
+    """A folder whose weights are a link into a shared place: the save gives the folder a file
+    of its own holding the new model, and the shared file is left as it was (other folders may
+    link to it), as save_pretrained's docstring says."""
+    old, new = random_bilm(seed=1), random_bilm(seed=2)
+    shared, folder = tmp_path / "shared", tmp_path / "model"
+    elmo.save_pretrained(old, shared)
+    folder.mkdir()
+    for name in ("model.safetensors", "config.json"):
+        (folder / name).symlink_to(shared / name)
+    before = (shared / "model.safetensors").read_bytes()
+    elmo.save_pretrained(new, folder)
+    assert not (folder / "model.safetensors").is_symlink() and not (folder / "config.json").is_symlink()
+    assert (shared / "model.safetensors").read_bytes() == before
+    assert _same_model(elmo.from_pretrained(str(folder)), new)
+    assert _same_model(elmo.from_pretrained(str(shared)), old)

@@ -216,9 +216,11 @@ def train(cfg: TrainConfig, stop_after: Optional[int] = None, lock: bool = True,
 def read_step_figures(loss: torch.Tensor, gnorm: torch.Tensor) -> Tuple[float, float]:
     """A step's loss and gradient norm (0-dim, on the device) as floats, in one read of the
     device (each read waits until the GPU has done all the work queued before it, so the host
-    cannot queue the next step meanwhile). Read as float64, which holds a float32 or bfloat16
-    value exactly: the floats ``float(loss)`` and ``float(gnorm)`` gave, NaN and inf included."""
-    loss_value, gnorm_value = torch.stack([loss.detach().double(), gnorm.detach().double()]).tolist()
+    cannot queue the next step meanwhile). Read in the wider of their two dtypes, which holds
+    each exactly: the floats ``float(loss)`` and ``float(gnorm)`` gave, NaN and inf included.
+    (Not float64 always: an MPS device has none.)"""
+    wide = torch.promote_types(loss.dtype, gnorm.dtype)
+    loss_value, gnorm_value = torch.stack([loss.detach().to(wide), gnorm.detach().to(wide)]).tolist()
     return loss_value, gnorm_value
 
 
