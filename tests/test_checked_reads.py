@@ -206,3 +206,17 @@ def test_a_folder_replaced_between_two_files_of_one_load_is_said_to_have_changed
     assert len(str(info.value).splitlines()) == 1
     monkeypatch.undo()
     load_language_model(folder)   # (the new folder, whole: loaded)
+
+
+@pytest.mark.parametrize("load", ["from_pretrained", "load_manylangs"])
+def test_the_model_configuration_an_elmoformanylangs_config_names_is_checked_against_the_record(tmp_path, load):
+    """An ELMoForManyLangs folder's config.json names a second file, the model configuration,
+    which the folder's record holds like the others: edited, it was read unchecked (and the
+    model built from it), by from_pretrained and by load_manylangs alike."""
+    from elmo.manylangs import load_manylangs
+    many = _record(Path(shutil.copytree(FIXTURES / "elmoformanylangs" / "model_word", tmp_path / "many")))
+    configuration = many / "cnn_16_8_32_64_tiny.json"
+    configuration.write_text(configuration.read_text(encoding="utf-8") + "\n", encoding="utf-8")
+    loader = elmo.from_pretrained if load == "from_pretrained" else load_manylangs
+    with pytest.raises(ModelFileChanged, match=r"cnn_16_8_32_64_tiny\.json: differs from the file"):
+        loader(str(many))

@@ -335,8 +335,20 @@ def load_manylangs(folder: str | Path, *, stateful: bool = False,
     Every problem raises :class:`ConfigError` or :class:`WeightFileError` with one line naming
     the file (and the key, line or shape).
     """
+    from ..folder_checksums import checked_reads
+
     folder = Path(folder)
     config_path = resolve_config_path(folder)
+    # (against the SHA-256 the folder's metadata.json records, where it has one: the model
+    # configuration config.json names among them, which load_pretrained's list cannot name)
+    read = [config_path, *(folder / n for n in (CHAR_DIC, WORD_DIC, TOKEN_EMBEDDER, ENCODER))]
+    with checked_reads(read):
+        bilm = _read_folder(folder, config_path, stateful)
+    return bilm.to(resolve_device(device, None, "device")) if device is not None else bilm
+
+
+def _read_folder(folder: Path, config_path: Path, stateful: bool) -> BiLM:
+    """:func:`load_manylangs` of ``folder``, whose model configuration is ``config_path``."""
     chars = read_dictionary(folder / CHAR_DIC)
     # Read the configuration once for word_dim, then again with the dictionary sizes.
     with_words = _vocabulary(read_model_config(config_path, len(chars), 1)).word_dim > 0
@@ -358,8 +370,7 @@ def load_manylangs(folder: str | Path, *, stateful: bool = False,
     with init_skipped():   # (assign_weights overwrites every weight)
         bilm = BiLM(options, stateful=stateful, id_scheme=vocab)
     assign_weights(bilm, embedder_state, encoder_state)
-    bilm.eval()
-    return bilm.to(resolve_device(device, None, "device")) if device is not None else bilm
+    return bilm.eval()
 
 
 def _check_rows(pkl: Path, state: Mapping[str, torch.Tensor], key: str, dic: Path,
