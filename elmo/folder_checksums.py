@@ -296,8 +296,10 @@ def checked_reads(paths: Iterable[Path]) -> Iterator[List[Path]]:
     """Check ``paths`` (files the block reads) against their folders' records, run the block,
     and then confirm that what it read was what was checked (:meth:`LoadChecks.confirm`;
     hashed, then opened again by path, a file renamed over or rewritten between the two loaded
-    bytes never checked). Gives the paths checked. Nested in another (one load of several
-    files' loaders), it reads no ``metadata.json`` the outer one has read."""
+    bytes never checked). Gives the paths checked. An error of the block is raised as it is,
+    unless a file changed meanwhile: then the change is (the error its parser raised chained).
+    Nested in another (one load of several files' loaders), it reads no ``metadata.json`` the
+    outer one has read."""
     checks = _LOAD.get()
     token = None
     if checks is None:
@@ -305,7 +307,16 @@ def checked_reads(paths: Iterable[Path]) -> Iterator[List[Path]]:
         token = _LOAD.set(checks)
     try:
         checked = checks.verify(paths)
-        yield checked
+        try:
+            yield checked
+        except Exception as error:
+            # (a file swapped in mid-read that its parser refused was named by the parser's
+            # complaint, as if damaged: the change is the cause to name; the parser's is chained)
+            try:
+                checks.confirm(checked)
+            except ModelFileChanged as changed:
+                raise changed from error
+            raise
         checks.confirm(checked)
     finally:
         if token is not None:

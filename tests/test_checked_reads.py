@@ -220,3 +220,24 @@ def test_the_model_configuration_an_elmoformanylangs_config_names_is_checked_aga
     loader = elmo.from_pretrained if load == "from_pretrained" else load_manylangs
     with pytest.raises(ModelFileChanged, match=r"cnn_16_8_32_64_tiny\.json: differs from the file"):
         loader(str(many))
+
+
+def test_a_read_that_fails_on_a_file_swapped_in_meanwhile_names_the_change_and_other_errors_pass(tmp_path):
+    """A loader's error about a file replaced while it was read (its parser refusing the other
+    bytes) read as if the file were damaged: the change is named, the parser's error chained;
+    an error with every file unchanged is raised as it was."""
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "options.json").write_text('{"a": 1}', encoding="utf-8")
+    _record(folder)
+    old = time.time() - 60   # (not racy: the confirmation goes by the file's state alone)
+    os.utime(folder / "options.json", (old, old))
+    with pytest.raises(ValueError, match="the parser's own"):
+        with folder_checksums.checked_reads([folder / "options.json"]):
+            raise ValueError("the parser's own")
+    with pytest.raises(ModelFileChanged, match="changed while it was being loaded") as caught:
+        with folder_checksums.checked_reads([folder / "options.json"]):
+            (tmp_path / "other.json").write_text("{not json", encoding="utf-8")
+            os.replace(tmp_path / "other.json", folder / "options.json")
+            raise ValueError("not JSON")
+    assert isinstance(caught.value.__cause__, ValueError)
