@@ -198,6 +198,18 @@ def finish_replace(folder: Path) -> None:
     remove_leftover(aside, f"the old copy of {folder} that an earlier write set aside")
 
 
+
+@contextmanager
+def writer_lock(folder: Path) -> Iterator[None]:
+    """Hold the lock of ``folder``, a folder its writer replaces whole (``FOLDER.lock`` beside
+    it: :func:`elmo.output_lock.output_lock`; a second writer is :class:`elmo.io.OutputBusy`),
+    having first put back what a writer killed in a fallback swap left (:func:`finish_replace`):
+    the caller's checks then look at the folder, not at its absence."""
+    from .output_lock import output_lock
+    with output_lock(folder, name=folder):
+        finish_replace(folder)
+        yield
+
 def remove_leftover(path: Path, what: str) -> None:
     """Delete ``path`` (a folder, a file or a link), ``what`` an earlier writer left, if it is
     there. One that cannot be deleted (a file another user owns) is an :class:`OutputError`:

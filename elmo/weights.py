@@ -220,11 +220,10 @@ def save_pretrained(bilm: BiLM, folder: str | Path, fmt: str = "safetensors") ->
     never be read."""
     import shutil
 
-    from .folder_swap import finish_replace
+    from .folder_swap import writer_lock
     from .io import OutputError, no_empty_folder_on_failure
     from .model_replace import swappable
     from .output_checks import check_output_dir
-    from .output_lock import output_lock
 
     _require_bilm(bilm, "save_pretrained")  # before the folder is made
     if fmt not in ("safetensors", "original"):
@@ -233,11 +232,10 @@ def save_pretrained(bilm: BiLM, folder: str | Path, fmt: str = "safetensors") ->
     _refuse_bundled(folder, "model")
     check_output_dir(folder, "model folder")   # a file there: named, not "File exists"
     # (the folders made above it are removed once it is, after the lock file is deleted)
-    with no_empty_folder_on_failure(folder), output_lock(folder, name=folder):
-        # (a save killed between the renames of a swap without renameat2 left FOLDER aside as
-        # FOLDER.replaced: found missing, a new folder was written without its other entries,
-        # and the next swap deleted them as what a kill while deleting left)
-        finish_replace(folder)
+    # (writer_lock first puts back a FOLDER a save killed in a swap without renameat2 left aside
+    # as FOLDER.replaced: found missing, a new folder was written without its other entries, and
+    # the next swap deleted them as what a kill while deleting left)
+    with no_empty_folder_on_failure(folder), writer_lock(folder):
         made = not folder.exists()   # (seen under the lock: another writer's folder is not ours to delete)
         if fmt == "original" and (folder / NATIVE_WEIGHTS).exists():
             # load_pretrained reads a folder's native weights first: the original-layout files

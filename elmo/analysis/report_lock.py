@@ -40,7 +40,7 @@ def report_lock(out: Path, swaps: bool = True) -> Iterator[None]:
     ``swaps=False`` (``--report-only``, which writes inside ``out`` only): where the folder above
     cannot be written, only ``OUT/results.json.lock`` is held; no run can swap the folder there
     (each is refused here first), and the lock beside it cannot be made."""
-    from ..folder_swap import finish_replace
+    from ..folder_swap import writer_lock
     from ..io import OutputError
     from ..output_lock import output_lock
 
@@ -54,7 +54,5 @@ def report_lock(out: Path, swaps: bool = True) -> Iterator[None]:
         raise OutputError(f"{out}: the report is written whole beside it and then swapped in, but {parent} "
                           f"cannot be written (nor the lock file beside it); give --out a folder in a "
                           f"writable folder")
-    with output_lock(out, name=out):
-        finish_replace(out)
-        with output_lock(out / "results.json", name=out):
-            yield
+    with writer_lock(out), output_lock(out / "results.json", name=out):
+        yield

@@ -179,10 +179,9 @@ def provenance(folder: Path) -> list:
 
 
 def convert(args: argparse.Namespace) -> int:
-    from ..folder_swap import finish_replace
+    from ..folder_swap import writer_lock
     from ..io import no_empty_folder_on_failure
     from ..output_checks import check_output_dir
-    from ..output_lock import output_lock
 
     from . import refuse_dash
     refuse_dash(args.output, "OUTPUT", "a model is written to a folder: give its name", "folder")
@@ -192,10 +191,9 @@ def convert(args: argparse.Namespace) -> int:
     # files replaced the first's (without --overwrite) or lay beside them as one model. The
     # lock (OUT.lock) is beside OUT, not in it: a new OUT is written whole beside it and renamed
     # (see _new_folder_whole), which a lock file made inside OUT would have prevented.
-    with no_empty_folder_on_failure(out), output_lock(out, name=out):
-        # (a convert killed between the renames of a swap without renameat2 left OUT aside as
-        # OUT.replaced: found missing, OUT was checked for nothing and written anew beside it)
-        finish_replace(out)
+    # (writer_lock first puts back an OUT a convert killed in a swap without renameat2 left
+    # aside as OUT.replaced: found missing, OUT was checked for nothing and written anew beside it)
+    with no_empty_folder_on_failure(out), writer_lock(out):
         return _convert(args, out)
 
 

@@ -29,10 +29,9 @@ import h5py
 import torch
 
 from ..io import atomic_write_text, no_empty_folder_on_failure, remove_dead_temporaries, shipping_into
-from ..folder_swap import atomic_folder, finish_replace, keep_other_entries
+from ..folder_swap import atomic_folder, keep_other_entries, writer_lock
 from ..hdf5_writer import new_hdf5
 from ..output_checks import check_output_dir
-from ..output_lock import output_lock
 from .. import strict_json
 from ..user_paths import expand_args
 from ..checksums import HDF5_ATTRIBUTE
@@ -100,7 +99,9 @@ def ship(src: str | Path, dest: str | Path, bilm_dtype: str = "float32", softmax
         # One copy at a time writes DEST: two at once moved their files in side by side, and the
         # folder held one source's weights beside the other's softmax. The lock file is beside DEST
         # (DEST.lock), not in it: the folder is replaced whole, and its lock file with it.
-        with no_empty_folder_on_failure(dest), output_lock(dest):
+        # (writer_lock first puts back a DEST a killed swap without renameat2 left aside: found
+        # missing, the checks below passed it; the swap then put it back and carried its files over)
+        with no_empty_folder_on_failure(dest), writer_lock(dest):
             return _ship_locked(src, dest, bilm_dtype, softmax_dtype, max_mb, sources, names,
                                 lambda: checks.confirm(checked))
 
@@ -109,9 +110,6 @@ def _ship_locked(src: Path, dest: Path, bilm_dtype: str, softmax_dtype: str, max
                  sources: Dict[str, str], names: Tuple[str, ...], confirm: Callable[[], None]) -> Dict[str, int]:
     """:func:`ship` once it holds DEST's lock; ``confirm`` raises where a source file read
     was not the one checked (:meth:`elmo.folder_checksums.LoadChecks.confirm`)."""
-    # (DEST renamed aside by a writer killed in a swap without renameat2 was found missing, and
-    # the checks below passed it; the swap then put it back and carried its files over)
-    finish_replace(dest)
     # Files of a model there that shipping does not replace stayed beside the new weights: a
     # model.safetensors is what elmo.from_pretrained (elmo embed) loads first, so the folder
     # embedded with the old model and measured perplexity with the new one.
