@@ -146,11 +146,13 @@ def run(config: str, batch_sizes, seconds: float, bf16: bool, int8: bool, senten
             scale = [float(y.abs().max()) for y in a]
             print(f"      {name} max |deviation| per layer: " +
                   ", ".join(f"{d:.3g} (of max {s:.3g})" for d, s in zip(dev, scale)))
-        if profile:
-            print_profile(ours, tokens)
+        if profile:   # ours and each opt-in mode asked for (their kernels differ)
+            for name, fn in impls.items():
+                if name in ("elmo", "elmo-bf16", "elmo-int8"):
+                    print_profile(fn, tokens, name)
 
 
-def print_profile(fn: Callable[[], None], tokens: int) -> None:
+def print_profile(fn: Callable[[], None], tokens: int, name: str = "elmo") -> None:
     """torch.profiler's table of one call of ``fn`` by operator and input shapes (the shapes
     tell a recurrent one-row product from an input product or a highway layer), with the
     tokens it embedded, for a time per token."""
@@ -158,7 +160,7 @@ def print_profile(fn: Callable[[], None], tokens: int) -> None:
     fn()  # warm: caches and inference forms of the weights made outside the profile
     with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
         fn()
-    print(f"      profile of one call of elmo ({tokens} tokens):")
+    print(f"      profile of one call of {name} ({tokens} tokens):")
     print(prof.key_averages(group_by_input_shape=True).table(sort_by="self_cpu_time_total", row_limit=12,
                                                              max_name_column_width=24,
                                                              max_shapes_column_width=60))
@@ -179,7 +181,7 @@ def main() -> None:
         parser.add_argument(f"--{flag}", action="store_true", help=f"{text} (row {name})")
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--profile", action="store_true",
-                        help="after timing each batch size, print torch.profiler's table of one call of ours, "
+                        help="after timing each batch size, print torch.profiler's table of one call of ours (and of each opt-in mode asked for), "
                              "by operator and input shapes")
     args = parser.parse_args()
     if args.threads:
