@@ -174,3 +174,25 @@ def test_training_with_one_read_a_step_trains_and_logs_as_with_separate_reads(tm
     assert lines == lines_before and sum(r["event"] == "nonfinite" for r in lines) == 1, lines
     assert weights.keys() == weights_before.keys()
     assert all(torch.equal(weights[k], weights_before[k]) for k in weights)
+
+
+@pytest.mark.parametrize("lengths, steps", [([3, 1, 0, 3], 4), ([10_000], 10_000), ([], 5), ([0, 0], 3)])
+def test_the_packing_reads_a_lengths_tensor_once_and_host_ints_never(lengths, steps):
+    """It read a mask index, a tolist and a nonzero from the lengths' device: a GPU wait each.
+    (On the CPU every read counts, as if the tensor were on a GPU.)"""
+    from elmo.modules.packing import Packing
+    for given, most in ((torch.tensor(lengths, dtype=torch.long), 1), (lengths, 0), (tuple(lengths), 0)):
+        with HostReads() as reads:
+            Packing.from_lengths(given, steps)
+        assert reads.total <= most, (given, dict(reads.counts))
+
+
+@pytest.mark.parametrize("n_groups", [1, 3, 6])
+def test_the_cnns_length_groups_read_the_device_twice_for_any_number_of_groups(n_groups):
+    """They read the distinct lengths, their values, their counts, then a nonzero per group."""
+    from elmo.modules.char_cnn import length_groups
+    lengths = (torch.arange(40) % n_groups) * 3 + 5      # n_groups distinct lengths
+    with HostReads() as reads:
+        groups = length_groups(lengths, 4, 0.0)          # (no overhead: a group per length)
+    assert len(groups) == n_groups
+    assert reads.total <= 2, dict(reads.counts)

@@ -319,7 +319,8 @@ def random_lm_batch(words: List[str], rows: int, steps: int, max_chars: int, g: 
     mask = torch.ones(rows, steps, dtype=torch.bool)
     return LMBatch(fwd_chars=chars[:, :steps], bwd_chars=chars[:, 1:].flip(1), fwd_targets=ids[:, 1:],
                    bwd_targets=ids[:, :steps].flip(1), fwd_mask=mask, bwd_mask=mask.clone(),
-                   lengths=torch.full((rows,), steps, dtype=torch.long))
+                   lengths=torch.full((rows,), steps, dtype=torch.long)).keep_host_lengths([steps] * rows)
+    # (as the trainer's batches: the LSTM's packing then reads no lengths from the GPU)
 
 
 def train_steps(device, smoke: bool, clock: Clock, rows: List[dict]) -> List[dict]:

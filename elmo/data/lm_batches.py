@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from typing import Dict, Iterable, Iterator, List, Sequence, Tuple
+from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import torch
 
@@ -41,6 +41,9 @@ class LMBatch:
     fwd_targets, bwd_targets: (B, T) long word ids of the tokens to predict.
     fwd_mask, bwd_mask: (B, T) bool, the positions that hold a real target.
     lengths: (B,) long, valid positions per row (the same for both directions).
+
+    A batch built here also holds its lengths as Python ints (:attr:`host_lengths`), which
+    :meth:`to` carries over: the LSTM's packing reads them instead of a GPU's ``lengths``.
     """
 
     fwd_chars: torch.Tensor
@@ -51,9 +54,37 @@ class LMBatch:
     bwd_mask: torch.Tensor
     lengths: torch.Tensor
 
+    def __post_init__(self) -> None:
+        # (not a field: the fields are the tensors, which concat, to and callers iterate over)
+        self._host: Optional[Tuple[torch.Tensor, int, Tuple[int, ...]]] = None
+
+    def keep_host_lengths(self, lengths: Sequence[int]) -> "LMBatch":
+        """This batch, holding ``lengths`` (the B ints ``self.lengths`` holds: taken on trust,
+        as checking them would read the device) as :attr:`host_lengths` until ``self.lengths``
+        is replaced or changed in place."""
+        if len(lengths) != self.lengths.shape[0]:
+            raise ValueError(f"{len(lengths)} host lengths for a batch of {self.lengths.shape[0]} rows")
+        if not self.lengths.is_inference():  # (an inference tensor counts no in-place change)
+            self._host = (self.lengths, self.lengths._version, tuple(int(n) for n in lengths))
+        return self
+
+    @property
+    def host_lengths(self) -> Optional[Tuple[int, ...]]:
+        """``lengths`` as Python ints where the host holds them without reading a device (the
+        batch iterators here keep them, and :meth:`to` and :meth:`concat` carry them over),
+        else None: a batch made by hand, or one whose ``lengths`` has been replaced or changed
+        in place since (then read ``lengths``)."""
+        if self._host is None:
+            return None
+        tensor, version, values = self._host
+        return values if self.lengths is tensor and tensor._version == version else None
+
     def to(self, device) -> "LMBatch":
-        """The batch on ``device``; to a GPU through pinned memory, queued without a wait."""
-        return LMBatch(*(to_device(getattr(self, f), device) for f in self.__dataclass_fields__))
+        """The batch on ``device``; to a GPU through pinned memory, queued without a wait.
+        Its :attr:`host_lengths` come along."""
+        moved = LMBatch(*(to_device(getattr(self, f), device) for f in self.__dataclass_fields__))
+        host = self.host_lengths
+        return moved if host is None else moved.keep_host_lengths(host)
 
     @property
     def n_tokens(self) -> int:
@@ -63,7 +94,10 @@ class LMBatch:
     @staticmethod
     def concat(batches: Sequence["LMBatch"]) -> "LMBatch":
         """Stack the rows of batches that have the same T (e.g. the ranks' parts of a global batch)."""
-        return LMBatch(*(torch.cat([getattr(b, f) for b in batches]) for f in LMBatch.__dataclass_fields__))
+        joined = LMBatch(*(torch.cat([getattr(b, f) for b in batches]) for f in LMBatch.__dataclass_fields__))
+        hosts = [b.host_lengths for b in batches]
+        return joined if any(h is None for h in hosts) else joined.keep_host_lengths(
+            [n for h in hosts if h is not None for n in h])
 
 
 def wrap(sentence: Sentence) -> Tuple[List[str], List[str]]:
@@ -126,7 +160,7 @@ def _make_batch(enc: _Encoder, fwd_rows, bwd_rows, lengths: List[int], steps: in
     bwd_targets = enc.word_ids([r[1:] for r in bwd_rows], steps)
     lengths_t = torch.tensor(lengths, dtype=torch.long)
     mask = torch.arange(steps)[None, :] < lengths_t[:, None]
-    return LMBatch(fwd_chars, bwd_chars, fwd_targets, bwd_targets, mask, mask.clone(), lengths_t)
+    return LMBatch(fwd_chars, bwd_chars, fwd_targets, bwd_targets, mask, mask.clone(), lengths_t).keep_host_lengths(lengths)
 
 
 class _StreamBatches:

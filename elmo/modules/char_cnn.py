@@ -91,23 +91,11 @@ GROUP_OVERHEAD_MACS = 28_000_000
 CONV_AS_MATMUL = True
 
 
-def length_groups(lengths: torch.Tensor, extra: int,
-                  overhead: float) -> list[tuple[torch.Tensor, int]]:
-    """Split tokens into groups by length to minimise the convolution work.
-
-    A group of n tokens whose longest is L costs n * (L + extra) positions, plus ``overhead``
-    per group; the best split of the sorted lengths is found exactly by dynamic programming
-    over the (at most 50) distinct lengths.
-
-    Args:
-        lengths: (N,) long, each token's characters (including the word markers).
-        extra: positions added to a group's longest length (the widest filter).
-        overhead: the cost of one more group, in token positions.
-    Returns:
-        ``[(indices into lengths (n_g,), width kept for the group)]``, shortest group first.
-    """
-    values, counts = torch.unique(lengths, return_counts=True)    # sorted distinct lengths
-    values, counts = values.tolist(), counts.tolist()
+def best_length_groups(values: Sequence[int], counts: Sequence[int], extra: int,
+                       overhead: float) -> list[tuple[int, int]]:
+    """The split of :func:`length_groups`, on the host: ``values`` the distinct lengths in
+    increasing order, ``counts`` their tokens. Returns each group's (first, after last) index
+    into ``values``, shortest group first."""
     k = len(values)
     # best[j]: least cost of the j shortest distinct lengths; cut[j]: where its last group starts
     best, cut = [0.0] + [float("inf")] * k, [0] * (k + 1)
@@ -122,11 +110,42 @@ def length_groups(lengths: torch.Tensor, extra: int,
     while j > 0:
         bounds.append((cut[j], j))
         j = cut[j]
-    groups = []
-    for lo, hi in reversed(bounds):
-        index = ((lengths >= values[lo]) & (lengths <= values[hi - 1])).nonzero().squeeze(1)
-        groups.append((index, values[hi - 1] + extra))
-    return groups
+    return bounds[::-1]
+
+
+def length_groups(lengths: torch.Tensor, extra: int,
+                  overhead: float) -> list[tuple[torch.Tensor, int]]:
+    """Split tokens into groups by length to minimise the convolution work.
+
+    A group of n tokens whose longest is L costs n * (L + extra) positions, plus ``overhead``
+    per group; the best split of the sorted lengths is found exactly by dynamic programming
+    over the (at most 50) distinct lengths (:func:`best_length_groups`).
+
+    Args:
+        lengths: (N,) long, each token's characters (including the word markers).
+        extra: positions added to a group's longest length (the widest filter).
+        overhead: the cost of one more group, in token positions.
+    Returns:
+        ``[(indices into lengths (n_g,), width kept for the group)]``, shortest group first;
+        each group's indices ascending.
+
+    Reads the device twice whatever the number of groups (on a GPU each read waits for the
+    queued work): the distinct lengths, then their values and counts together.
+    """
+    distinct, repeats = torch.unique(lengths, return_counts=True)  # sorted distinct lengths
+    values, counts = torch.stack([distinct, repeats]).tolist()
+    bounds = best_length_groups(values, counts, extra, overhead)
+    if len(bounds) <= 1:  # (none for no tokens)
+        indices: Sequence[torch.Tensor] = [torch.arange(len(lengths), device=lengths.device)]
+    else:
+        # each token's group: how many groups' longest lengths it exceeds (python scalars, no
+        # copy to the device); a stable sort by group keeps each group's tokens ascending, and
+        # the host's counts cut it into the groups without a nonzero (a read per group)
+        group = torch.zeros_like(lengths)
+        for _, hi in bounds[:-1]:
+            group += lengths > values[hi - 1]
+        indices = torch.argsort(group, stable=True).split([sum(counts[lo:hi]) for lo, hi in bounds])
+    return [(index, values[hi - 1] + extra) for index, (_, hi) in zip(indices, bounds)]
 
 
 class TokenCache(NamedTuple):

@@ -17,7 +17,6 @@ packed by length, so padded positions are never computed. Without autograd, one 
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, List, Optional, Sequence, Tuple, cast
 
 import torch
@@ -33,6 +32,7 @@ from .dense import pack_for_onednn, per_direction_mm, recurrent_in_onednn, recur
 from .eager import eager_under_compile
 from .hooks import refuse_hooks
 from .lstm_inference import Int8Weights, require_int8_kernel, run_single_sequence
+from .packing import Lengths, Packing, host_lengths
 from .weight_cache import WeightCache
 
 # A layer's state for both directions: c (2, B, H) and h (2, B, P); direction 0 is forward.
@@ -131,39 +131,6 @@ class BiLSTMLayer(nn.Module):
         forget = torch.zeros_like(self.bias)
         forget[:, 2 * self.cell_dim:3 * self.cell_dim] = 1.0
         return self.bias + forget
-
-
-@dataclass
-class Packing:
-    """Where each packed slot comes from, for a batch of B sequences of lengths ``lengths``.
-
-    Packed slots are time-major over the rows sorted by length (longest first), as in
-    ``torch.nn.utils.rnn.PackedSequence``: the first ``batch_sizes[0]`` slots are time step 0.
-    """
-
-    order: torch.Tensor          # (B,) row index of each sorted position
-    batch_sizes: List[int]       # rows still running at each step
-    forward_index: torch.Tensor  # (N,) flat index b * T + t of each slot, read left to right
-    backward_index: torch.Tensor  # (N,) flat index b * T + (len_b - 1 - t): read right to left
-
-    @classmethod
-    def from_lengths(cls, lengths: torch.Tensor, max_len: int) -> "Packing":
-        """The packing of B rows of ``lengths`` (B,) int64 (each <= ``max_len``, T) into N
-        slots, N the sum of the lengths; rows of length 0 get no slot."""
-        lengths_sorted, order = torch.sort(lengths, descending=True, stable=True)
-        device = lengths.device
-        if max_len == 0 or lengths.numel() == 0:
-            empty = torch.zeros(0, dtype=torch.long, device=device)
-            return cls(order, [], empty, empty)
-        steps = torch.arange(max_len, device=device)
-        running = steps[:, None] < lengths_sorted[None, :]  # (T, B), time-major
-        counts = running.sum(dim=1)
-        batch_sizes: List[int] = counts[counts > 0].tolist()
-        t_idx, pos = running.nonzero(as_tuple=True)  # row-major over (T, B): packed order
-        rows = order[pos]
-        forward_index = rows * max_len + t_idx
-        backward_index = rows * max_len + (lengths[rows] - 1 - t_idx)
-        return cls(order, batch_sizes, forward_index, backward_index)
 
 
 #: Time steps whose input products are computed in one multiply, at most. Large enough for an
@@ -398,7 +365,7 @@ class BiLSTMStack(nn.Module):
                 for _ in range(self.n_layers)]
 
     @eager_under_compile
-    def forward(self, inputs: torch.Tensor, lengths: torch.Tensor,
+    def forward(self, inputs: torch.Tensor, lengths: Lengths,
                 state: Optional[List[LayerState]] = None,
                 backward_inputs: Optional[torch.Tensor] = None
                 ) -> Tuple[List[torch.Tensor], List[LayerState]]:
@@ -406,7 +373,11 @@ class BiLSTMStack(nn.Module):
 
         Args:
             inputs: (B, T, I), row b valid for its first ``lengths[b]`` positions.
-            lengths: (B,) long.
+            lengths: each row's valid positions, 0 to T: a (B,) integer tensor on any device,
+                or a list or tuple of B ints. The packing is computed on the host
+                (:mod:`elmo.modules.packing`): ints there cost no read of the device, a tensor
+                on a GPU one (a wait for the queued work). ValueError for other types, another
+                count than B, or a length outside 0 to T.
             state: per layer (c (2, B, H), h (2, B, P)); zeros when None.
             backward_inputs: None to let the backward stack read ``inputs`` right to left
                 (the usual biLM). Otherwise (B, T, I) that the backward stack reads left to
@@ -430,7 +401,7 @@ class BiLSTMStack(nn.Module):
             require_int8_kernel(inputs.device)
         if state is None:
             state = self.zero_state(batch, inputs)
-        packing = Packing.from_lengths(lengths, steps)
+        packing = Packing.from_host_lengths(host_lengths(lengths, steps, rows=batch), steps, inputs.device)
         order = packing.order
         bwd_source = inputs if backward_inputs is None else backward_inputs
         bwd_index = packing.backward_index if backward_inputs is None else packing.forward_index

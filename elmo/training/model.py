@@ -104,7 +104,10 @@ class LanguageModel(nn.Module):
         """
         rows = batch.fwd_chars.shape[0]
         tokens = self.bilm.token_encoder(torch.cat([batch.fwd_chars, batch.bwd_chars]))  # (2B, T, P)
-        layers, final = self.bilm.lstm(tokens[:rows], batch.lengths, state, backward_inputs=tokens[rows:])
+        # the lengths as the host holds them where it does: a GPU's would be read for the packing
+        host_lengths = batch.host_lengths
+        layers, final = self.bilm.lstm(tokens[:rows], batch.lengths if host_lengths is None else host_lengths,
+                                       state, backward_inputs=tokens[rows:])
         top = layers[-1]
         p = self.options.lstm.projection_dim
         fwd_mask, bwd_mask = batch.fwd_mask, batch.bwd_mask
