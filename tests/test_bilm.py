@@ -301,6 +301,25 @@ def _full_width_tokens(encoder, ids):
     return encoder.projection(encoder.highway(encoder._activation(pooled)))
 
 
+def test_the_char_cnn_given_the_token_positions_gives_what_it_finds_itself():
+    """The BiLM hands the character CNN the positions of the tokens, from the lengths it has
+    read (its ids checked once); the vectors are those the CNN gives finding them itself,
+    for rows with and without tokens, and positions of none give zeros."""
+    from elmo.modules.bilm import token_positions
+    bilm = random_bilm()
+    ids = batch_to_ids([["a", "bb", "a"], [], ["ccc"]])
+    lengths = (ids > 0).any(-1).sum(1).tolist()
+    positions = token_positions(lengths, ids.shape[1], ids.device)
+    assert positions.tolist() == [0, 1, 2, 6]
+    with torch.no_grad():
+        found = bilm.token_encoder(ids)
+        given = bilm.token_encoder(ids, token_positions=positions)
+        none = bilm.token_encoder(ids[1:2], token_positions=positions[:0])
+    assert torch.equal(given, found) and found[0].abs().sum() > 0
+    assert torch.equal(none, torch.zeros_like(none))
+    assert token_positions([], 4, ids.device).tolist() == [] and token_positions([0, 0], 0, ids.device).numel() == 0
+
+
 def test_length_groups_find_the_cheapest_split():
     from itertools import combinations
     from elmo.modules.char_cnn import length_groups

@@ -49,6 +49,37 @@ def test_the_mix_with_layer_norm_reads_the_device_no_more_than_without():
     assert counts[1] == counts[0], counts
 
 
+def test_a_forward_checks_its_ids_and_counts_its_tokens_in_one_read(monkeypatch):
+    """The BiLM checked the ids' range, looked for padding before a token, and found the
+    sentences' ends, and the character CNN checked the ids again and found the tokens: 8 reads
+    before the CNN's first computation. They are now one, stopped at its first step."""
+    from elmo.modules import char_cnn
+
+    class Stopped(Exception):
+        pass
+
+    def stop(ids):
+        raise Stopped
+
+    for bilm, sentences in ((random_bilm(), [["a", "b", "c"], ["d"], []]),
+                            (elmo_from_pretrained_manylangs(), [["a", "b"]])):
+        ids = bilm.token_ids(sentences)
+        with torch.no_grad():
+            bilm(ids)
+            with monkeypatch.context() as patch:
+                patch.setattr(char_cnn, "unique_rows", stop)
+                with HostReads() as reads, pytest.raises(Stopped):
+                    bilm(ids)
+        assert reads.total == 1, dict(reads.counts)
+
+
+def elmo_from_pretrained_manylangs():
+    """A dictionary model (its ids are also checked for how each token starts)."""
+    from elmo import from_pretrained
+    from conftest import FIXTURES
+    return from_pretrained(FIXTURES / "elmoformanylangs" / "model_word")
+
+
 def _training_reads(tmp_path, rows: int, steps: int, sampled: bool) -> HostReads:
     lines = "\n".join(" ".join(s) for s in toy_sentences(200, 0)) + "\n"
     model, vocab, batch = tiny_lm_and_batch(tmp_path / "t.txt", lines, rows, steps)

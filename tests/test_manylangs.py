@@ -439,6 +439,19 @@ def test_byte_ids_given_to_a_dictionary_model_are_refused():
         bilm(elmo.batch_to_ids([["a", "b"]]))
 
 
+def test_check_ids_refuses_ids_that_start_otherwise_as_a_forward_does():
+    """In range, but not this model's ids (no token starts with its start id): a forward
+    refused them, CharCNN.check_ids let them pass. The start is now one of check_ids'
+    figures, read with the ranges in one read of the device (the BiLM reads them with its
+    lengths)."""
+    bilm = elmo.from_pretrained(MANYLANGS / "model")
+    in_range = elmo.batch_to_ids([["a", "b"]]) % 20
+    for check in (bilm.token_encoder.check_ids, bilm):
+        with pytest.raises(ValueError, match=r"not made for this model \(each token's ids start with 188"):
+            check(in_range)
+    bilm.token_encoder.check_ids(bilm.token_ids([["a", "b"], []]))   # its own ids pass
+
+
 def test_the_width_error_of_a_dictionary_model_points_at_token_ids_only():
     """Byte ids of the wrong width for a model with a word embedding (51 ids a token) said
     'or pass max_characters_per_token to batch_to_ids', which gives byte ids of that width:

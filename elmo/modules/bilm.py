@@ -26,27 +26,31 @@ no error).
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import threading
 import weakref
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator, List, Optional, Tuple, TypedDict
+from typing import TYPE_CHECKING, Iterator, List, Optional, Sequence, Tuple, TypedDict
 
+import numpy as np
 import torch
 from torch import nn
 
 from ..checks import require_switch
 from ..chars import BOS_TOKEN, EOS_TOKEN, ByteCharIds, word_to_char_ids
 from ..config import ElmoOptions
+from ..host_copy import to_device
 from .char_cnn import CharCNN, require_integer_ids, require_weights_with_values
 from .eager import eager_under_compile, refuse_function_transforms
 from .lstm import BiLSTMStack, LayerState
 
 
-def add_sentence_boundaries(char_ids: torch.Tensor, lengths: torch.Tensor, bos_row=None,
+def add_sentence_boundaries(char_ids: torch.Tensor, lengths: Sequence[int], bos_row=None,
                             eos_row=None, empty_rows: bool = False) -> torch.Tensor:
     """(B, T, C) int64 ids -> (B, T + 2, C) with ``<S>`` first and ``</S>`` after the last
-    token; ``lengths`` (B,) int64, each row's tokens.
+    token; ``lengths``: each row's count of tokens, B ints on the host (where the rows' ends
+    are is decided there: no read of the device).
 
     ``bos_row`` / ``eos_row``: the C ids of the boundaries (default: byte ids). Rows of length 0
     stay all padding, unless ``empty_rows``: then they get ``<S> </S>`` too (as in AllenNLP's
@@ -55,14 +59,39 @@ def add_sentence_boundaries(char_ids: torch.Tensor, lengths: torch.Tensor, bos_r
     batch, steps, n_chars = char_ids.shape
     if bos_row is None:
         bos_row, eos_row = word_to_char_ids(BOS_TOKEN, n_chars), word_to_char_ids(EOS_TOKEN, n_chars)
-    bos = torch.tensor(bos_row, device=char_ids.device)
-    eos = torch.tensor(eos_row, device=char_ids.device)
     out = char_ids.new_zeros(batch, steps + 2, n_chars)
     out[:, 1:-1] = char_ids
-    nonempty = (lengths >= 0 if empty_rows else lengths > 0).nonzero().squeeze(1)
-    out[nonempty, 0] = bos
-    out[nonempty, lengths[nonempty] + 1] = eos
+    rows = [b for b, n_tokens in enumerate(lengths) if n_tokens > 0 or empty_rows]
+    if rows:
+        # (2, 2R): <S> at step 0 of each row, then </S> after each row's last token
+        where = to_device(torch.tensor([rows + rows, [0] * len(rows) + [lengths[b] + 1 for b in rows]]),
+                          char_ids.device)
+        boundaries = _boundary_ids(tuple(bos_row), tuple(eos_row), char_ids.device)   # (2, C)
+        out[where[0], where[1]] = boundaries[:, None].expand(2, len(rows), n_chars).reshape(-1, n_chars)
     return out
+
+
+@functools.lru_cache(maxsize=32)
+def _boundary_ids(bos_row: Tuple[int, ...], eos_row: Tuple[int, ...], device: torch.device) -> torch.Tensor:
+    """(2, C) int64 on ``device``: the ids of ``<S>`` and ``</S>``, copied there once (each
+    copy to a GPU from ordinary host memory waits for it)."""
+    return torch.tensor([bos_row, eos_row], dtype=torch.long).to(device)
+
+
+def token_positions(lengths: Sequence[int], steps: int, device: torch.device) -> torch.Tensor:
+    """(N,) int64 on ``device``: the flat positions b * ``steps`` + t, t < lengths[b], in
+    ascending order, of B rows whose tokens come first (N the sum of the lengths)."""
+    host = np.asarray(lengths, dtype=np.int64).reshape(-1)   # (on the host: numpy, not a device's tensor)
+    grid = np.arange(host.size * steps, dtype=np.int64).reshape(host.size, steps)
+    return to_device(torch.from_numpy(grid[np.arange(steps)[None, :] < host[:, None]]), device)
+
+
+def padding_hole(mask: torch.Tensor) -> torch.Tensor:
+    """0-dim bool, on ``mask``'s device: whether a row of ``mask`` (B, T) bool, True at a
+    token, has a token after a padded position (see :func:`check_padding_at_end`)."""
+    if mask.shape[-1] < 2:
+        return torch.zeros((), dtype=torch.bool, device=mask.device)
+    return (mask[:, 1:] & ~mask[:, :-1]).any()
 
 
 def check_padding_at_end(mask: torch.Tensor) -> None:
@@ -72,10 +101,8 @@ def check_padding_at_end(mask: torch.Tensor) -> None:
     A sentence's length is its count of tokens, so a zero row before its last token (padding on
     the left, or a hole) would put ``</S>`` over that last token and shift the LSTMs: wrong
     vectors and no error. (An empty token ``""`` has ids of its own; it is not padding.)"""
-    if mask.shape[-1] < 2:
-        return
-    hole = mask[:, 1:] & ~mask[:, :-1]  # a token right after a padded position
-    if bool(hole.any()):
+    if bool(padding_hole(mask)):
+        hole = mask[:, 1:] & ~mask[:, :-1]  # a token right after a padded position
         row, step = (int(v) for v in hole.nonzero()[0])
         raise ValueError(f"char_ids sentence {row} has padding (all-zero ids) at position {step} "
                          f"before a token at {step + 1}: each sentence's tokens must come first, "
@@ -285,18 +312,24 @@ class BiLM(nn.Module):
 
     def _forward_3d(self, char_ids: torch.Tensor, keep_sentence_boundaries: bool) -> BiLMOutput:
         """:meth:`forward` for (B, T, W) ids."""
-        scheme = self.token_encoder.id_scheme
-        # before the mask: a token of negative ids would look like padding (dropped at the end)
-        self.token_encoder.check_ids(char_ids)
+        encoder = self.token_encoder
+        scheme = encoder.id_scheme
         mask = (char_ids > 0).any(dim=-1)
-        lengths = mask.sum(dim=1)
-        check_padding_at_end(mask)
+        # The checks of the ids and each row's count of tokens, read in one read of the device
+        # (each read waits for a GPU): the ids' range first (a token of negative ids would look
+        # like padding, dropped at the end), then padding before a token
+        id_figures = encoder.id_figures(char_ids)
+        figures = torch.cat([id_figures, padding_hole(mask).long().reshape(1), mask.sum(dim=1)]).tolist()
+        encoder.refuse_bad_ids(char_ids, figures[:id_figures.numel()])
+        if figures[id_figures.numel()]:
+            check_padding_at_end(mask)
+        lengths = figures[id_figures.numel() + 1:]
         # kept, an empty sentence is <S> </S>, run and masked in as AllenNLP does (its two
         # positions were padding: mask False, zero vectors); else it is not run at all
         with_bounds = add_sentence_boundaries(char_ids, lengths, scheme.bos_row, scheme.eos_row,
                                               empty_rows=keep_sentence_boundaries)
-        bounded_lengths = torch.where((lengths > 0) | keep_sentence_boundaries, lengths + 2, lengths)
-        layers = self.layers_of(with_bounds, bounded_lengths)
+        bounded = [n + 2 if n > 0 or keep_sentence_boundaries else n for n in lengths]
+        layers = self._layers(with_bounds, bounded, token_positions(bounded, with_bounds.shape[1], char_ids.device))
         if keep_sentence_boundaries:
             bounded_mask = (with_bounds > 0).any(dim=-1)
             return {"activations": layers, "mask": bounded_mask}
@@ -309,7 +342,18 @@ class BiLM(nn.Module):
         Uses and updates the carried state in stateful mode, one thread at a time
         (:func:`stateful_calls`); a stateless call takes no lock.
         """
-        tokens = self.token_encoder(char_ids)  # (B, T, P), zero where there is no token
+        return self._layers(char_ids, lengths)
+
+    def _layers(self, char_ids: torch.Tensor, lengths: "torch.Tensor | Sequence[int]",
+                positions: Optional[torch.Tensor] = None) -> List[torch.Tensor]:
+        """:meth:`layers_of`; ``positions``: where the tokens are (see
+        :meth:`elmo.modules.char_cnn.CharCNN.forward`), for lengths read to the host."""
+        if positions is None:
+            tokens = self.token_encoder(char_ids)  # (B, T, P), zero where there is no token
+        else:   # (a keyword, so that a pre-hook returning its one positional argument keeps it)
+            tokens = self.token_encoder(char_ids, token_positions=positions)
+        if not isinstance(lengths, torch.Tensor):   # (until the LSTM takes host lengths)
+            lengths = to_device(torch.tensor(list(lengths), dtype=torch.long), char_ids.device)
         if not self.stateful:
             lstm_layers, _ = self.lstm(tokens, lengths, None)
         else:

@@ -331,22 +331,52 @@ class CharCNN(nn.Module):
     def check_ids(self, char_ids: torch.Tensor) -> None:
         """Raises TypeError unless ``char_ids`` (..., C) holds integers, and ValueError where an
         id is negative or past this model's embedding rows (ids made for another model, or not
-        ids at all). Without it, such ids meet an index error deep in PyTorch, and a token of
-        negative ids would silently count as padding."""
+        ids at all), or, where the id scheme says how each token's ids start
+        (``check_start``: a dictionary model), a token starts otherwise. Without it, such ids
+        meet an index error deep in PyTorch, a token of negative ids would silently count as
+        padding, and byte ids would be read through a dictionary. One read of the device."""
         require_integer_ids(char_ids, None if self.id_scheme is None else self.id_scheme.start_id)
+        self.refuse_bad_ids(char_ids, self.id_figures(char_ids).tolist())
+
+    def _id_columns(self, char_ids: torch.Tensor) -> list[tuple[str, torch.Tensor, int]]:
+        """(what, ids, embedding rows) of each kind of id ``char_ids`` holds any of: the
+        characters, then the word ids of a model with a word embedding."""
         if char_ids.numel() == 0:
-            return
+            return []
         columns = [("character", char_ids[..., :self.max_chars], self.char_embedding.num_embeddings)]
         if self.word_embedding is not None:  # dictionary models: the word id after the characters
             columns.append(("word", char_ids[..., self.max_chars:], self.word_embedding.num_embeddings))
-        for what, ids, rows in columns:
-            if ids.numel() == 0:
-                continue
-            low, high = (int(v) for v in torch.stack(torch.aminmax(ids)).tolist())
+        return [column for column in columns if column[1].numel() > 0]
+
+    def _checks_start(self, char_ids: torch.Tensor) -> bool:
+        return self.id_scheme is not None and self.id_scheme.check_start and char_ids.numel() > 0
+
+    def id_figures(self, char_ids: torch.Tensor) -> torch.Tensor:
+        """What :meth:`check_ids` decides by, as one (k,) int64 tensor on the ids' device, so
+        that a caller can read it together with its own figures in one read: the lowest and
+        highest id of each kind (:meth:`_id_columns`), then, where the scheme checks each
+        token's start, 1 if a token starts otherwise, else 0. Give the values read to
+        :meth:`refuse_bad_ids`."""
+        parts = [torch.stack(torch.aminmax(ids)).long() for _, ids, _ in self._id_columns(char_ids)]
+        if self._checks_start(char_ids):
+            present = (char_ids > 0).any(dim=-1)
+            parts.append((present & (char_ids[..., 0] != self.id_scheme.start_id)).any().long().reshape(1))
+        return torch.cat(parts) if parts else torch.zeros(0, dtype=torch.long, device=char_ids.device)
+
+    def refuse_bad_ids(self, char_ids: torch.Tensor, figures: Sequence[int]) -> None:
+        """ValueError for what :meth:`id_figures` found in ``char_ids`` (``figures``: its
+        values, read to the host)."""
+        columns = self._id_columns(char_ids)
+        for k, (what, _, rows) in enumerate(columns):
+            low, high = figures[2 * k], figures[2 * k + 1]
             if low < 0 or high >= rows:
                 raise ValueError(f"char_ids hold {what} id {low if low < 0 else high}, but this model's "
                                  f"{what} ids run from 0 (padding) to {rows - 1}: were they made for "
                                  f"another model? Make them with bilm.token_ids(sentences)")
+        if self._checks_start(char_ids) and figures[2 * len(columns)]:
+            # e.g. byte ids (batch_to_ids) given to a model whose characters go through a dictionary
+            raise ValueError(f"these ids were not made for this model (each token's ids start with "
+                             f"{self.require_id_scheme().start_id} here): convert with bilm.token_ids(sentences)")
 
     @property
     def ids_width(self) -> int:
@@ -374,26 +404,33 @@ class CharCNN(nn.Module):
                              f"move them with char_ids.to({str(weights.device)!r})")
 
     @eager_under_compile
-    def forward(self, char_ids: torch.Tensor) -> torch.Tensor:
+    def forward(self, char_ids: torch.Tensor, token_positions: Optional[torch.Tensor] = None) -> torch.Tensor:
         """char_ids: (B, T, W) integer ids, zeros at padded positions -> (B, T, output_dim).
         Ids of another shape (:meth:`check_shape`) or that this model cannot read
-        (:meth:`check_ids`) raise."""
+        (:meth:`check_ids`) raise.
+
+        ``token_positions``: (N,) int64 on the ids' device, the flat positions b * T + t that
+        hold a token (any id above 0), ascending, from a caller that has found them and
+        checked the ids already (:class:`elmo.modules.bilm.BiLM` does, from the lengths it
+        reads once): neither is done again here (each is a read of the device, a wait on a
+        GPU). Positions that leave out a token, or name padding, give wrong vectors."""
         refuse_function_transforms("CharCNN")
         self.check_shape(char_ids)
-        self.check_ids(char_ids)
+        if token_positions is None:
+            self.check_ids(char_ids)
         char_ids = char_ids.long()
         batch, steps, n_chars = char_ids.shape
         flat = char_ids.reshape(-1, n_chars)
-        present = (flat > 0).any(dim=1)
         out = self._vectors_like.new_zeros(batch * steps, self.output_dim)
-        if not bool(present.any()):
+        if token_positions is None:
+            present = (flat > 0).any(dim=1)
+            if not bool(present.any()):
+                return out.view(batch, steps, self.output_dim)
+            token_positions = present.nonzero().squeeze(1)
+        elif token_positions.numel() == 0:
             return out.view(batch, steps, self.output_dim)
-        positions = present.nonzero().squeeze(1)
-        scheme = self.require_id_scheme()
-        if scheme.check_start and not bool((flat[positions, 0] == scheme.start_id).all()):
-            # e.g. byte ids (batch_to_ids) given to a model whose characters go through a dictionary
-            raise ValueError(f"these ids were not made for this model (each token's ids start with "
-                             f"{scheme.start_id} here): convert with bilm.token_ids(sentences)")
+        positions = token_positions
+        self.require_id_scheme()
         distinct, inverse = unique_rows(flat[positions])
         vectors = self._encode_with_cache(distinct)
         # Under autocast the vectors come in its dtype (bfloat16). The CPU's autocast promotes
