@@ -352,8 +352,6 @@ class BiLM(nn.Module):
             tokens = self.token_encoder(char_ids)  # (B, T, P), zero where there is no token
         else:   # (a keyword, so that a pre-hook returning its one positional argument keeps it)
             tokens = self.token_encoder(char_ids, token_positions=positions)
-        if not isinstance(lengths, torch.Tensor):   # (until the LSTM takes host lengths)
-            lengths = to_device(torch.tensor(list(lengths), dtype=torch.long), char_ids.device)
         if not self.stateful:
             lstm_layers, _ = self.lstm(tokens, lengths, None)
         else:

@@ -21,7 +21,7 @@ from torch import nn
 from ..chars import BOS_TOKEN, EOS_TOKEN, word_to_char_ids
 from ..config import ElmoOptions
 from ..data.lm_batches import LMBatch
-from ..modules.bilm import BiLM
+from ..modules.bilm import BiLM, token_positions
 from ..modules.eager import eager_under_compile
 from ..modules.lstm import LayerState
 from ..modules.softmax import FULL_SOFTMAX, SharedSoftmax, SoftmaxLoss
@@ -103,9 +103,16 @@ class LanguageModel(nn.Module):
             ``state``: the final state per layer, detached (backprop stops at the batch edge).
         """
         rows = batch.fwd_chars.shape[0]
-        tokens = self.bilm.token_encoder(torch.cat([batch.fwd_chars, batch.bwd_chars]))  # (2B, T, P)
-        # the lengths as the host holds them where it does: a GPU's would be read for the packing
+        chars = torch.cat([batch.fwd_chars, batch.bwd_chars])   # (2B, T, W)
+        # the lengths as the host holds them where it does: a GPU's would be read for the packing,
+        # and the character CNN would read it twice to find the tokens (each row's first lengths[b])
         host_lengths = batch.host_lengths
+        if host_lengths is None:
+            tokens = self.bilm.token_encoder(chars)  # (2B, T, P)
+        else:
+            self.bilm.token_encoder.check_ids(chars)
+            tokens = self.bilm.token_encoder(chars, token_positions=token_positions(
+                tuple(host_lengths) * 2, chars.shape[1], chars.device))
         layers, final = self.bilm.lstm(tokens[:rows], batch.lengths if host_lengths is None else host_lengths,
                                        state, backward_inputs=tokens[rows:])
         top = layers[-1]
