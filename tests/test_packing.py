@@ -158,3 +158,17 @@ def test_a_language_model_step_packs_from_the_batchs_host_lengths(tmp_path):
     assert torch.equal(losses[0], losses[1])
     assert reads[1] - reads[0] == {"tolist": 1, "__bool__": 1, "aten._local_scalar_dense": 1, "aten.nonzero": 1}
     assert not reads[0] - reads[1], reads
+
+
+def test_a_batchs_token_count_comes_from_its_host_lengths(tmp_path):
+    """n_tokens read the device (int(lengths.sum())) even where the batch held its lengths as
+    ints; a batch made by hand, or whose lengths were changed, still reads them."""
+    lines = "\n".join(" ".join(s) for s in toy_sentences(40, 0)) + "\n"
+    _, _, batch = tiny_lm_and_batch(tmp_path / "t.txt", lines, 3, 5)
+    without = LMBatch(*(getattr(batch, f) for f in LMBatch.__dataclass_fields__))
+    for b, reads_wanted in ((batch, 0), (without, 1)):
+        with HostReads() as counted:
+            n = b.n_tokens
+        assert n == int(batch.lengths.sum()) and counted.counts["__int__"] == reads_wanted, counted.counts
+    batch.lengths[0] -= 1    # (in place: the host's ints are stale, so the tensor is read)
+    assert batch.host_lengths is None and batch.n_tokens == int(without.lengths.sum())

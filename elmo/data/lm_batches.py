@@ -88,8 +88,10 @@ class LMBatch:
 
     @property
     def n_tokens(self) -> int:
-        """Input positions of one direction."""
-        return int(self.lengths.sum())
+        """Input positions of one direction (from :attr:`host_lengths` where the batch has
+        them: no read of a GPU)."""
+        host = self.host_lengths
+        return sum(host) if host is not None else int(self.lengths.sum())
 
     @staticmethod
     def concat(batches: Sequence["LMBatch"]) -> "LMBatch":
