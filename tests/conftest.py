@@ -104,7 +104,7 @@ NUMERICS_MODULES = {"test_conformance", "test_bilm", "test_elmo", "test_scalar_m
                     "test_tasks_models", "test_tasks_runner", "test_default_model",
                     "test_analysis_probes", "test_embedding", "test_allennlp_compat",
                     "test_manylangs", "test_ship", "test_lstm_inference", "test_conv_pool",
-                    "test_dense", "test_embedding_differential"}
+                    "test_dense", "test_embedding_differential", "test_tasks_regression_precision"}
 
 
 def pytest_collection_modifyitems(config, items):
