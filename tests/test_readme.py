@@ -913,3 +913,15 @@ def test_the_readme_opens_with_its_two_commands():
                      "bash scripts/setup.sh && .venv/bin/python -m pytest"]
     ci = (ROOT / ".ci/run").read_text(encoding="utf-8")
     assert "bash scripts/setup.sh" in ci and "\npython -m pytest\n" in ci
+
+
+def test_the_readme_names_each_kernel_cap_of_the_ci_reruns():
+    """The README's "Tests and CI" says under which kernel sets `.ci/run` reruns the numerics
+    tests, so that a reader can repeat a failure there: the caps added to the loop (oneDNN's,
+    then MKL's, which does the float32 matrix products) went unnamed beside ATen's."""
+    ci = (ROOT / ".ci/run").read_text(encoding="utf-8")
+    loop = ci[ci.index("\nfor capability in "):]
+    caps = sorted(set(re.findall(r"\b([A-Z][A-Z0-9_]+)=\$", loop)))   # each set as VAR=$value
+    assert "ATEN_CPU_CAPABILITY" in caps, caps
+    section = readme_text().split("\n## Tests and CI\n", 1)[1].split("\n## ", 1)[0]
+    assert_phrases_in(section, [f"`{cap}" for cap in caps])
