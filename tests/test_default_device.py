@@ -50,11 +50,12 @@ def test_reset_rows_builds_its_mask_where_the_state_is(meta_default):
     assert c[0, :, 0].tolist() == [1.0, 0.0, 1.0, 0.0] and h[1, :, 4].tolist() == [1.0, 0.0, 1.0, 0.0]
 
 
+@pytest.mark.parametrize("host_lengths", [False, True])  # (True: as the trainer's batches)
 @pytest.mark.parametrize("sampled,bf16", [(False, False), (True, False), (True, True)])
-def test_a_training_step_makes_no_tensor_on_the_default_device(sampled, bf16):
+def test_a_training_step_makes_no_tensor_on_the_default_device(sampled, bf16, host_lengths):
     torch.manual_seed(0)
     model = LanguageModel(tiny_options(), n_vocab=50, dropout=0.1).train()
-    batch = _random_lm_batch(rows=3, steps=5, n_vocab=50)
+    batch = _random_lm_batch(rows=3, steps=5, n_vocab=50, host_lengths=host_lengths)
     negatives = Candidates.draw(LogUniformSampler(50, seed=0), 10, "cpu") if sampled else None
     char_cnn._row_hash_weights.cache_clear()
     with torch.device("meta"), torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
