@@ -514,6 +514,17 @@ def test_cuda_like_autocast_refuses_what_cudas_refuses(cuda_like_autocast):
         torch.zeros(3).index_copy(0, torch.tensor([0]), torch.ones(1, dtype=torch.bfloat16))
 
 
+def test_cuda_like_autocast_casts_what_cudas_casts(cuda_like_autocast):
+    """The fixture's other half: CUDA's autocast runs sums, exponentials and softmaxes of
+    bfloat16 in float32 and matrix-vector products in bfloat16, where the CPU's does not."""
+    x = torch.ones(3, dtype=torch.bfloat16)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert x.sum().dtype == x.sum(0).dtype == x.exp().dtype == torch.softmax(x, 0).dtype == torch.float32
+        assert torch.mv(torch.ones(2, 3), x.float()).dtype == torch.bfloat16
+        assert torch.linalg.vector_norm(x).dtype == torch.float32
+    assert x.sum().dtype == torch.bfloat16 and torch.mv(torch.ones(2, 3), x.float()).dtype == torch.float32
+
+
 def test_inference_under_cuda_like_bf16_autocast(cuda_like_autocast):
     """The biLM under bf16 autocast as CUDA casts (the character CNN's index_copy failed)."""
     bilm = random_bilm(seed=6)
