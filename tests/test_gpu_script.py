@@ -35,6 +35,7 @@ def test_gpu_script_smoke_runs_end_to_end(tmp_path):
     assert results["float32"]["cuda_matmul_allow_tf32"] is False
     assert results["float32"]["float32_matmul_precision"] == "highest"
     assert results["float32"]["NVIDIA_TF32_OVERRIDE"] == "0"
+    assert results["cpu_autocast_as_cudas"] is True   # the bf16 steps cast as on a GPU
     impls = {r["impl"] for r in results["inference"] if "tok_s" in r}
     assert {"reference", "elmo", "elmo-bf16"} <= impls
     assert all(r["tok_s"] > 0 for r in results["inference"] if "tok_s" in r)
