@@ -14,11 +14,15 @@ import torch
 def to_device(t: torch.Tensor, device: "str | torch.device") -> torch.Tensor:
     """``t`` (any shape and dtype, on the host) on ``device``: to a GPU through pinned memory
     without waiting, or by a plain (waiting) copy where pinning is refused (a driver or
-    container without page-locked memory); elsewhere ``t.to(device)``."""
+    container without page-locked memory); elsewhere ``t.to(device)``.
+
+    A view that is not contiguous (a slice of a batch's columns, say) is made contiguous before
+    it is pinned: pinned as it is, its strides came along, and PyTorch copied it to a GPU through
+    an ordinary contiguous host copy, from which the transfer waits for the GPU's queue."""
     if torch.device(device).type != "cuda" or t.device.type != "cpu":
         return t.to(device)
     try:
-        pinned = t.pin_memory()
+        pinned = t.contiguous().pin_memory()
     except RuntimeError:
         return t.to(device)
     return pinned.to(device, non_blocking=True)

@@ -73,20 +73,11 @@ def random_bilm(seed: int = 0, **kwargs) -> BiLM:
 
 @pytest.fixture
 def cuda_like_autocast():
-    """The CPU's autocast cast as CUDA's does, for the test: the CPU's alone promotes the
-    operands of ``stack``, ``cat`` and ``index_copy`` to their widest dtype (its kernels for
-    them are replaced by fallthroughs, which the dispatcher drops again afterwards). Code that
-    relies on that promotion fails here as it fails under ``torch.autocast("cuda")``."""
-    import warnings
-    with warnings.catch_warnings():  # "overriding a previously registered kernel"
-        warnings.simplefilter("ignore")
-        lib = torch.library.Library("aten", "IMPL")
-        for op in ("index_copy", "stack", "cat"):
-            lib.impl(op, torch.library.fallthrough_kernel, "AutocastCPU")
-    try:
+    """The CPU's autocast cast as CUDA's does, for the test (tests/cuda_autocast.py). Code
+    that relies on the CPU's casts fails here as it fails under ``torch.autocast("cuda")``."""
+    from tests.cuda_autocast import cpu_autocast_as_cudas
+    with cpu_autocast_as_cudas():
         yield
-    finally:
-        lib._destroy()
 
 
 @pytest.fixture

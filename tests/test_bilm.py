@@ -462,6 +462,21 @@ def test_ids_reach_a_gpu_even_where_pinning_is_refused(monkeypatch):
     assert calls == [((torch.device("cuda"),), {})]  # a plain copy, not a crash
 
 
+def test_a_view_reaches_a_gpu_through_contiguous_pinned_memory(monkeypatch):
+    """A column slice (as a hand-made LMBatch's chars[:, :steps]) was pinned with its strides,
+    and PyTorch copies a strided pinned tensor to a GPU through a contiguous pageable copy: a
+    transfer that waits for the GPU, which pinning was meant to avoid."""
+    from elmo.host_copy import to_device
+
+    view = torch.arange(12).reshape(3, 4)[:, :3]
+    pinned, moved = [], []
+    monkeypatch.setattr(torch.Tensor, "pin_memory", lambda self: pinned.append(self.is_contiguous()) or self)
+    monkeypatch.setattr(torch.Tensor, "to", lambda self, *a, **k: moved.append((self.is_contiguous(), k)) or self)
+    out = to_device(view, torch.device("cuda"))
+    assert pinned == [True] and moved == [(True, {"non_blocking": True})]
+    assert torch.equal(out, view)
+
+
 @pytest.mark.parametrize("through_elmo", [False, True])
 def test_loading_weights_forgets_the_state_carried_under_the_old_ones(through_elmo):
     """A stateful model kept the state its old weights left after load_state_dict: the next
@@ -512,6 +527,17 @@ def test_cuda_like_autocast_refuses_what_cudas_refuses(cuda_like_autocast):
     """The fixture the next tests rest on: under it index_copy no longer mixes dtypes."""
     with torch.autocast("cpu", dtype=torch.bfloat16), pytest.raises(RuntimeError, match="same dtype"):
         torch.zeros(3).index_copy(0, torch.tensor([0]), torch.ones(1, dtype=torch.bfloat16))
+
+
+def test_cuda_like_autocast_casts_what_cudas_casts(cuda_like_autocast):
+    """The fixture's other half: CUDA's autocast runs sums, exponentials and softmaxes of
+    bfloat16 in float32 and matrix-vector products in bfloat16, where the CPU's does not."""
+    x = torch.ones(3, dtype=torch.bfloat16)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert x.sum().dtype == x.sum(0).dtype == x.exp().dtype == torch.softmax(x, 0).dtype == torch.float32
+        assert torch.mv(torch.ones(2, 3), x.float()).dtype == torch.bfloat16
+        assert torch.linalg.vector_norm(x).dtype == torch.float32
+    assert x.sum().dtype == torch.bfloat16 and torch.mv(torch.ones(2, 3), x.float()).dtype == torch.float32
 
 
 def test_inference_under_cuda_like_bf16_autocast(cuda_like_autocast):

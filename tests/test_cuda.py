@@ -45,6 +45,17 @@ def full_float32():
         yield
 
 
+@pytest.fixture(autouse=True)
+def autocast_as_cuda_casts(request):
+    """On the CPU (ELMO_TEST_DEVICE=cpu: ``run.sh --smoke`` and the default suite) the CPU's
+    autocast casts as CUDA's does (tests/conftest.py, ``cuda_like_autocast``): the CPU's own
+    promotes ``index_copy``'s, ``cat``'s and ``stack``'s operands, and code that relied on that
+    passed here and failed at its first bf16 step on a GPU."""
+    if DEVICE.type == "cpu":
+        request.getfixturevalue("cuda_like_autocast")
+    yield
+
+
 def test_float32_products_are_full_float32():
     assert torch.get_float32_matmul_precision() == "highest"
     assert torch.backends.cuda.matmul.allow_tf32 is False
@@ -146,17 +157,22 @@ def test_repeated_inference_does_not_grow_device_memory():
     assert allocated() <= before
 
 
+@pytest.mark.parametrize("host_lengths", [False, True])
 @pytest.mark.parametrize("bf16", [False, True])
-def test_training_step_on_device(bf16):
+def test_training_step_on_device(bf16, host_lengths):
     """Loss, backward and an optimizer step with every tensor on DEVICE; also under the
     opt-in bf16 autocast (``elmo train --bf16``), whose casts differ from device to device
-    (CUDA's autocast does not promote index_copy's operands as the CPU's does)."""
+    (CUDA's autocast does not promote index_copy's operands as the CPU's does). With
+    ``host_lengths`` the batch holds its lengths on the host, as the trainer's and run.py's
+    batches do: the token positions and the LSTM's packing are then made on the host and
+    copied to DEVICE."""
     from elmo.modules.softmax import Candidates, LogUniformSampler
     from elmo.training.model import LanguageModel
     from tests.conftest import tiny_options
     torch.manual_seed(0)
     model = LanguageModel(tiny_options(), n_vocab=50, dropout=0.1).to(DEVICE).train()
-    batch = _random_lm_batch(rows=3, steps=5, n_vocab=50).to(DEVICE)
+    batch = _random_lm_batch(rows=3, steps=5, n_vocab=50, host_lengths=host_lengths).to(DEVICE)
+    assert (batch.host_lengths is not None) == host_lengths
     negatives = Candidates.draw(LogUniformSampler(50, seed=0), 10, DEVICE)
     with torch.autocast(DEVICE.type, dtype=torch.bfloat16, enabled=bf16):
         out = model(batch, None, negatives)
@@ -167,17 +183,19 @@ def test_training_step_on_device(bf16):
     assert all(s.device.type == DEVICE.type for layer in out["state"] for s in layer)
 
 
-def _random_lm_batch(rows: int, steps: int, n_vocab: int):
-    """An LMBatch of random word ids and the characters of made-up words for them."""
+def _random_lm_batch(rows: int, steps: int, n_vocab: int, host_lengths: bool = False):
+    """An LMBatch of random word ids and the characters of made-up words for them; with
+    ``host_lengths`` it also holds its lengths as ints (:meth:`LMBatch.keep_host_lengths`)."""
     from elmo.chars import word_to_char_ids
     from elmo.data.lm_batches import LMBatch
     g = torch.Generator().manual_seed(0)
     ids = torch.randint(3, n_vocab, (rows, steps + 1), generator=g)
     chars = torch.tensor([[word_to_char_ids(f"w{int(i)}", 50) for i in row] for row in ids])
     mask = torch.ones(rows, steps, dtype=torch.bool)
-    return LMBatch(fwd_chars=chars[:, :steps], bwd_chars=chars[:, 1:].flip(1), fwd_targets=ids[:, 1:],
-                   bwd_targets=ids[:, :steps].flip(1), fwd_mask=mask, bwd_mask=mask.clone(),
-                   lengths=torch.full((rows,), steps, dtype=torch.long))
+    batch = LMBatch(fwd_chars=chars[:, :steps], bwd_chars=chars[:, 1:].flip(1), fwd_targets=ids[:, 1:],
+                    bwd_targets=ids[:, :steps].flip(1), fwd_mask=mask, bwd_mask=mask.clone(),
+                    lengths=torch.full((rows,), steps, dtype=torch.long))
+    return batch.keep_host_lengths([steps] * rows) if host_lengths else batch
 
 
 @contextlib.contextmanager

@@ -13,6 +13,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from elmo.modules import bilm as bilm_module
 from elmo.modules import char_cnn
 from elmo.modules.softmax import Candidates, LogUniformSampler
 from elmo.training.evaluate import reset_rows
@@ -49,11 +50,12 @@ def test_reset_rows_builds_its_mask_where_the_state_is(meta_default):
     assert c[0, :, 0].tolist() == [1.0, 0.0, 1.0, 0.0] and h[1, :, 4].tolist() == [1.0, 0.0, 1.0, 0.0]
 
 
+@pytest.mark.parametrize("host_lengths", [False, True])  # (True: as the trainer's batches)
 @pytest.mark.parametrize("sampled,bf16", [(False, False), (True, False), (True, True)])
-def test_a_training_step_makes_no_tensor_on_the_default_device(sampled, bf16):
+def test_a_training_step_makes_no_tensor_on_the_default_device(sampled, bf16, host_lengths):
     torch.manual_seed(0)
     model = LanguageModel(tiny_options(), n_vocab=50, dropout=0.1).train()
-    batch = _random_lm_batch(rows=3, steps=5, n_vocab=50)
+    batch = _random_lm_batch(rows=3, steps=5, n_vocab=50, host_lengths=host_lengths)
     negatives = Candidates.draw(LogUniformSampler(50, seed=0), 10, "cpu") if sampled else None
     char_cnn._row_hash_weights.cache_clear()
     with torch.device("meta"), torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
@@ -74,6 +76,26 @@ def test_inference_makes_no_tensor_on_the_default_device(rows):
         with torch.device("meta"):
             got = bilm.layers_of(ids, lengths)
     assert all(torch.equal(a, b) for a, b in zip(got, want))
+
+
+@pytest.mark.parametrize("keep_boundaries", [False, True])
+@pytest.mark.parametrize("sentences", [[["the", "dog", "bit"]], [["the", "dog", "bit"], [], ["a"]]])
+def test_a_bilm_call_makes_no_tensor_on_the_default_device(sentences, keep_boundaries):
+    """BiLM.forward, what Embedder, Elmo and benchmarks/gpu/run.py call (not only layers_of):
+    the sentence boundaries' index and ids, made on the host, were made on torch's default
+    device, and copying them from there to the ids' device failed."""
+    from elmo import batch_to_ids
+    from tests.conftest import random_bilm
+    bilm = random_bilm(seed=1)
+    ids = batch_to_ids(sentences)
+    with torch.no_grad():
+        want = bilm(ids, keep_sentence_boundaries=keep_boundaries)
+        char_cnn._row_hash_weights.cache_clear()
+        bilm_module._boundary_ids.cache_clear()   # (else the block reuses the copy made above)
+        with torch.device("meta"):
+            got = bilm(ids, keep_sentence_boundaries=keep_boundaries)
+    assert torch.equal(got["mask"], want["mask"])
+    assert all(torch.equal(a, b) for a, b in zip(got["activations"], want["activations"]))
 
 
 def test_a_resumed_optimizers_step_counts_go_where_its_implementation_reads_them():

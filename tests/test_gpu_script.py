@@ -24,6 +24,7 @@ def test_gpu_script_smoke_runs_end_to_end(tmp_path):
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     log = (out / "run.log").read_text()
     assert "matmul tf32 False" in log  # what the CUDA tests meet
+    assert "== needs: ok: numpy" in log  # the interpreter imports what the tests and run.py need
     assert "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1" in log.splitlines()[0]  # what the image had, logged
     files = [p for p in out.rglob("*") if p.is_file()]
     assert len(files) <= 8 and all(p.stat().st_size <= 16e6 for p in files)  # what a session can bring back
@@ -34,6 +35,7 @@ def test_gpu_script_smoke_runs_end_to_end(tmp_path):
     assert results["float32"]["cuda_matmul_allow_tf32"] is False
     assert results["float32"]["float32_matmul_precision"] == "highest"
     assert results["float32"]["NVIDIA_TF32_OVERRIDE"] == "0"
+    assert results["cpu_autocast_as_cudas"] is True   # the bf16 steps cast as on a GPU
     impls = {r["impl"] for r in results["inference"] if "tok_s" in r}
     assert {"reference", "elmo", "elmo-bf16"} <= impls
     assert all(r["tok_s"] > 0 for r in results["inference"] if "tok_s" in r)
@@ -143,6 +145,29 @@ def test_gpu_script_training_phase_stays_inside_the_budget():
     assert run.training_seconds(run.Clock(3600), 2.0, smoke=False) == 120.0  # --minutes when time allows
     out = run.training_run(None, False, run.Clock(10), 3.0, None, Path("unused"))
     assert "skipped" in out
+
+
+def test_gpu_script_budget_counts_from_the_processs_start(monkeypatch, tmp_path):
+    """run.sh's timeout (--budget-s plus 20 s) starts with the process, run.py's budget started
+    after its imports: on a fresh GPU machine torch's import with its CUDA libraries takes
+    many seconds, which the training phase, planned to end at the budget, then ran past."""
+    import time
+    run = _load_run_py()
+    assert 0 < time.monotonic() - run.STARTED < 600   # (set as the script was loaded, before torch)
+    clocks, real = [], run.Clock
+
+    class Seen(Exception):
+        pass
+
+    def clock(seconds, started=None):
+        clocks.append(real(seconds, started))
+        raise Seen
+    monkeypatch.setattr(run, "STARTED", time.monotonic() - 50)   # 50 s of imports
+    monkeypatch.setattr(run, "Clock", clock)
+    monkeypatch.setattr(sys, "argv", ["run.py", "--out", str(tmp_path), "--smoke", "--budget-s", "100"])
+    with pytest.raises(Seen):
+        run.main()
+    assert 45 < clocks[0].left() <= 50
 
 
 def test_gpu_script_training_steps_report_peak_device_memory(monkeypatch):

@@ -7,7 +7,9 @@
 #
 # Writes into $OUT (default runs/gpu), at most 8 files of at most 16 MB: run.log, results.json,
 # RESULTS.md and model/ (options.json, weights.hdf5, softmax.hdf5 in float16, vocab.txt,
-# metadata.json). Needs the project's .venv (carried, or made by scripts/setup.sh beforehand).
+# metadata.json). Needs a python whose torch sees CUDA, with numpy, h5py, wrapt and pytest (a GPU
+# machine's own python3 with PyTorch has them; this checkout is on PYTHONPATH, nothing installed).
+# A .venv made on a CPU machine has a CPU-only torch, skipped below: no use carrying it there.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT="${OUT:-runs/gpu}"
@@ -45,6 +47,9 @@ echo "== TF32 environment before: TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=${TORCH_ALLOW
 export TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=0 NVIDIA_TF32_OVERRIDE=0
 # the float32 settings the tests meet
 echo "== $PY: $("$PY" -c 'import torch; b = torch.backends; print("torch", torch.__version__, "cuda", torch.cuda.is_available(), "matmul tf32", b.cuda.matmul.allow_tf32, "cudnn tf32", b.cudnn.allow_tf32)' 2>&1)" | tee -a "$OUT/run.log"
+# what the tests and run.py import besides torch: a missing one is named here, before both fail on it
+echo "== needs: $("$PY" -c 'import h5py, numpy, pytest, wrapt, elmo; print("ok: numpy", numpy.__version__, "h5py", h5py.__version__, "pytest", pytest.__version__)' 2>&1 | tail -n 1)" \
+    | tee -a "$OUT/run.log"
 echo "== pytest -m cuda tests/test_cuda.py (device ${ELMO_TEST_DEVICE:-cuda})" | tee -a "$OUT/run.log"
 # (${a[@]+"${a[@]}"}: bash before 4.4 takes an empty "${a[@]}" for an unset variable under set -u)
 timeout 240 "$PY" -m pytest -o addopts="" -q -m cuda tests/test_cuda.py -p no:cacheprovider ${selection[@]+"${selection[@]}"} 2>&1 \

@@ -64,8 +64,9 @@ def add_sentence_boundaries(char_ids: torch.Tensor, lengths: Sequence[int], bos_
     rows = [b for b, n_tokens in enumerate(lengths) if n_tokens > 0 or empty_rows]
     if rows:
         # (2, 2R): <S> at step 0 of each row, then </S> after each row's last token
-        where = to_device(torch.tensor([rows + rows, [0] * len(rows) + [lengths[b] + 1 for b in rows]]),
-                          char_ids.device)
+        # (made on the host, named: torch's default device may be another, see tests/test_default_device.py)
+        where = to_device(torch.tensor([rows + rows, [0] * len(rows) + [lengths[b] + 1 for b in rows]],
+                                       device="cpu"), char_ids.device)
         boundaries = _boundary_ids(tuple(bos_row), tuple(eos_row), char_ids.device)   # (2, C)
         out[where[0], where[1]] = boundaries[:, None].expand(2, len(rows), n_chars).reshape(-1, n_chars)
     return out
@@ -75,7 +76,7 @@ def add_sentence_boundaries(char_ids: torch.Tensor, lengths: Sequence[int], bos_
 def _boundary_ids(bos_row: Tuple[int, ...], eos_row: Tuple[int, ...], device: torch.device) -> torch.Tensor:
     """(2, C) int64 on ``device``: the ids of ``<S>`` and ``</S>``, copied there once (each
     copy to a GPU from ordinary host memory waits for it)."""
-    return torch.tensor([bos_row, eos_row], dtype=torch.long).to(device)
+    return torch.tensor([bos_row, eos_row], dtype=torch.long, device="cpu").to(device)
 
 
 def token_positions(lengths: Sequence[int], steps: int, device: torch.device) -> torch.Tensor:
