@@ -81,3 +81,31 @@ def test_a_trainer_step_mixes_no_host_tensor_in(tmp_path, settings):
         for _ in range(4):
             run.step()
     assert seen.mixes == []
+
+
+def test_small_constants_reach_the_device_once(monkeypatch):
+    """The ids of <S> and </S> (every forward) and the evaluation's boundary markers (every
+    evaluation batch) were made with torch.tensor and copied to the device on every call, each
+    copy from ordinary host memory a wait for a GPU; after the first call they are reused."""
+    import traceback
+    from elmo.host_copy import as_key, device_constant
+    made = []
+    tensor = torch.tensor
+
+    def counted(*args, **kwargs):
+        made.append([f.name for f in traceback.extract_stack()[:-1] if "/elmo/" in f.filename])
+        return tensor(*args, **kwargs)
+
+    bilm = random_bilm()
+    lm = LanguageModel(bilm.options, 50, 1, 2, dropout=0.0, bilm=bilm)
+    batch = _random_lm_batch(2, 5, 50)
+    ids = batch_to_ids([["a", "b"], ["c"]])
+    with torch.no_grad():
+        bilm(ids), lm(batch, skip_given_targets=True)   # (the first calls make them)
+        monkeypatch.setattr(torch, "tensor", counted)
+        bilm(ids), lm(batch, skip_given_targets=True)
+    monkeypatch.undo()
+    assert not [names for names in made if "_given" in names or "device_constant" in names], made
+    constant = device_constant(as_key([[1, 2], [3, 4]]), torch.long, torch.device("cpu"))
+    assert constant is device_constant(((1, 2), (3, 4)), torch.long, torch.device("cpu"))
+    assert constant.tolist() == [[1, 2], [3, 4]] and constant.dtype == torch.long

@@ -26,7 +26,6 @@ no error).
 from __future__ import annotations
 
 import contextlib
-import functools
 import math
 import threading
 import weakref
@@ -40,7 +39,7 @@ from torch import nn
 from ..checks import require_switch
 from ..chars import BOS_TOKEN, EOS_TOKEN, ByteCharIds, word_to_char_ids
 from ..config import ElmoOptions
-from ..host_copy import to_device
+from ..host_copy import as_key, device_constant, to_device
 from .char_cnn import CharCNN, require_integer_ids, require_weights_with_values
 from .eager import eager_under_compile, refuse_function_transforms
 from .lstm import BiLSTMStack, LayerState
@@ -67,16 +66,9 @@ def add_sentence_boundaries(char_ids: torch.Tensor, lengths: Sequence[int], bos_
         # (made on the host, named: torch's default device may be another, see tests/test_default_device.py)
         where = to_device(torch.tensor([rows + rows, [0] * len(rows) + [lengths[b] + 1 for b in rows]],
                                        device="cpu"), char_ids.device)
-        boundaries = _boundary_ids(tuple(bos_row), tuple(eos_row), char_ids.device)   # (2, C)
+        boundaries = device_constant(as_key([bos_row, eos_row]), torch.long, char_ids.device)   # (2, C)
         out[where[0], where[1]] = boundaries[:, None].expand(2, len(rows), n_chars).reshape(-1, n_chars)
     return out
-
-
-@functools.lru_cache(maxsize=32)
-def _boundary_ids(bos_row: Tuple[int, ...], eos_row: Tuple[int, ...], device: torch.device) -> torch.Tensor:
-    """(2, C) int64 on ``device``: the ids of ``<S>`` and ``</S>``, copied there once (each
-    copy to a GPU from ordinary host memory waits for it)."""
-    return torch.tensor([bos_row, eos_row], dtype=torch.long, device="cpu").to(device)
 
 
 def token_positions(lengths: Sequence[int], steps: int, device: torch.device) -> torch.Tensor:
