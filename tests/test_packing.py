@@ -145,18 +145,22 @@ def test_a_built_batch_keeps_its_lengths_on_the_host_while_they_are_its_lengths(
 
 def test_a_language_model_step_packs_from_the_batchs_host_lengths(tmp_path):
     """The batch's ints, not its (device) lengths: the packing reads nothing, nor does the
-    character CNN to find the tokens (a bool and a nonzero); the same loss."""
+    character CNN to find the tokens (a bool and a nonzero), nor the loss to find the targets
+    (a nonzero per direction: the masks are the rows' first lengths[b] positions); the same
+    loss and gradients."""
     lines = "\n".join(" ".join(s) for s in toy_sentences(40, 0)) + "\n"
     model, _, batch = tiny_lm_and_batch(tmp_path / "t.txt", lines, 3, 5)
     without = LMBatch(*(getattr(batch, f) for f in LMBatch.__dataclass_fields__))
-    losses, reads = [], []
+    losses, grads, reads = [], [], []
     for b in (batch, without):
         model(b)    # (first calls probe kernels and make caches once)
         with HostReads() as counted:
             losses.append(model(b)["loss"])
         reads.append(counted.counts)
+        grads.append(torch.autograd.grad(losses[-1], list(model.parameters()), allow_unused=True))
     assert torch.equal(losses[0], losses[1])
-    assert reads[1] - reads[0] == {"tolist": 1, "__bool__": 1, "aten._local_scalar_dense": 1, "aten.nonzero": 1}
+    assert all((a is None and b is None) or torch.equal(a, b) for a, b in zip(*grads))
+    assert reads[1] - reads[0] == {"tolist": 1, "__bool__": 1, "aten._local_scalar_dense": 1, "aten.nonzero": 3}
     assert not reads[0] - reads[1], reads
 
 
@@ -172,3 +176,32 @@ def test_a_batchs_token_count_comes_from_its_host_lengths(tmp_path):
         assert n == int(batch.lengths.sum()) and counted.counts["__int__"] == reads_wanted, counted.counts
     batch.lengths[0] -= 1    # (in place: the host's ints are stale, so the tensor is read)
     assert batch.host_lengths is None and batch.n_tokens == int(without.lengths.sum())
+
+
+def test_a_batchs_masks_follow_its_lengths_until_they_change(tmp_path):
+    """The iterators' batches say their masks are the rows' first lengths[b] positions (the
+    loss then takes the targets' positions from the host lengths); .to and concat keep it;
+    a batch made by hand, or whose masks were changed or replaced, does not say so."""
+    lines = "\n".join(" ".join(s) for s in toy_sentences(40, 0)) + "\n"
+    _, _, batch = tiny_lm_and_batch(tmp_path / "t.txt", lines, 3, 5)
+    assert batch.masks_follow_lengths and batch.to("cpu").masks_follow_lengths
+    assert LMBatch.concat([batch, batch.to("cpu")]).masks_follow_lengths
+    without = LMBatch(*(getattr(batch, f) for f in LMBatch.__dataclass_fields__))
+    assert not without.masks_follow_lengths and not LMBatch.concat([batch, without]).masks_follow_lengths
+    fewer = batch.to("cpu")
+    fewer.fwd_mask[0, 0] = False       # (a target left out: the host lengths no longer tell them)
+    assert fewer.host_lengths is not None and not fewer.masks_follow_lengths
+    replaced = batch.to("cpu")
+    replaced.bwd_mask = replaced.bwd_mask.clone()
+    assert not replaced.masks_follow_lengths
+
+
+def test_a_step_with_a_target_left_out_of_the_mask_counts_without_it(tmp_path):
+    """A mask changed after the batch was built (a target left out) is read, not taken from the
+    lengths: the loss is that of the batch made by hand with the same mask."""
+    lines = "\n".join(" ".join(s) for s in toy_sentences(40, 0)) + "\n"
+    model, _, batch = tiny_lm_and_batch(tmp_path / "t.txt", lines, 3, 5)
+    batch.fwd_mask[0, 0] = False
+    by_hand = LMBatch(*(getattr(batch, f) for f in LMBatch.__dataclass_fields__))
+    out, want = model(batch), model(by_hand)
+    assert out["n_fwd"] == want["n_fwd"] == int(batch.fwd_mask.sum()) and torch.equal(out["loss"], want["loss"])

@@ -43,7 +43,9 @@ class LMBatch:
     lengths: (B,) long, valid positions per row (the same for both directions).
 
     A batch built here also holds its lengths as Python ints (:attr:`host_lengths`), which
-    :meth:`to` carries over: the LSTM's packing reads them instead of a GPU's ``lengths``.
+    :meth:`to` carries over: the LSTM's packing reads them instead of a GPU's ``lengths``. Its
+    masks are each row's first ``lengths[b]`` positions (:attr:`masks_follow_lengths`), so the
+    targets' positions need no read of a GPU either.
     """
 
     fwd_chars: torch.Tensor
@@ -57,16 +59,35 @@ class LMBatch:
     def __post_init__(self) -> None:
         # (not a field: the fields are the tensors, which concat, to and callers iterate over)
         self._host: Optional[Tuple[torch.Tensor, int, Tuple[int, ...]]] = None
+        self._masks: Optional[Tuple[torch.Tensor, int, torch.Tensor, int]] = None   # (see masks_follow_lengths)
 
-    def keep_host_lengths(self, lengths: Sequence[int]) -> "LMBatch":
+    def keep_host_lengths(self, lengths: Sequence[int], masks_follow: bool = False) -> "LMBatch":
         """This batch, holding ``lengths`` (the B ints ``self.lengths`` holds: taken on trust,
         as checking them would read the device) as :attr:`host_lengths` until ``self.lengths``
-        is replaced or changed in place."""
+        is replaced or changed in place. ``masks_follow``: both masks are True exactly at each
+        row's first ``lengths[b]`` positions (taken on trust too), until a mask is replaced or
+        changed in place (:attr:`masks_follow_lengths`)."""
         if len(lengths) != self.lengths.shape[0]:
             raise ValueError(f"{len(lengths)} host lengths for a batch of {self.lengths.shape[0]} rows")
-        if not self.lengths.is_inference():  # (an inference tensor counts no in-place change)
+        # (an inference tensor counts no in-place change)
+        if not any(t.is_inference() for t in (self.lengths, self.fwd_mask, self.bwd_mask)):
             self._host = (self.lengths, self.lengths._version, tuple(int(n) for n in lengths))
+            if masks_follow:
+                self._masks = (self.fwd_mask, self.fwd_mask._version, self.bwd_mask, self.bwd_mask._version)
         return self
+
+    @property
+    def masks_follow_lengths(self) -> bool:
+        """Whether both masks are known, without reading them, to be True exactly at each
+        row's first ``lengths[b]`` positions, as the batch iterators here make them (then the
+        targets' positions are :func:`elmo.modules.bilm.token_positions` of
+        :attr:`host_lengths`): False for a batch made by hand, or whose lengths or masks have
+        been replaced or changed in place since."""
+        if self.host_lengths is None or self._masks is None:
+            return False
+        fwd, fwd_version, bwd, bwd_version = self._masks
+        return (self.fwd_mask is fwd and fwd._version == fwd_version
+                and self.bwd_mask is bwd and bwd._version == bwd_version)
 
     @property
     def host_lengths(self) -> Optional[Tuple[int, ...]]:
@@ -81,10 +102,10 @@ class LMBatch:
 
     def to(self, device) -> "LMBatch":
         """The batch on ``device``; to a GPU through pinned memory, queued without a wait.
-        Its :attr:`host_lengths` come along."""
+        Its :attr:`host_lengths` and :attr:`masks_follow_lengths` come along."""
         moved = LMBatch(*(to_device(getattr(self, f), device) for f in self.__dataclass_fields__))
         host = self.host_lengths
-        return moved if host is None else moved.keep_host_lengths(host)
+        return moved if host is None else moved.keep_host_lengths(host, self.masks_follow_lengths)
 
     @property
     def n_tokens(self) -> int:
@@ -99,7 +120,7 @@ class LMBatch:
         joined = LMBatch(*(torch.cat([getattr(b, f) for b in batches]) for f in LMBatch.__dataclass_fields__))
         hosts = [b.host_lengths for b in batches]
         return joined if any(h is None for h in hosts) else joined.keep_host_lengths(
-            [n for h in hosts if h is not None for n in h])
+            [n for h in hosts if h is not None for n in h], all(b.masks_follow_lengths for b in batches))
 
 
 def wrap(sentence: Sentence) -> Tuple[List[str], List[str]]:
@@ -162,7 +183,8 @@ def _make_batch(enc: _Encoder, fwd_rows, bwd_rows, lengths: List[int], steps: in
     bwd_targets = enc.word_ids([r[1:] for r in bwd_rows], steps)
     lengths_t = torch.tensor(lengths, dtype=torch.long)
     mask = torch.arange(steps)[None, :] < lengths_t[:, None]
-    return LMBatch(fwd_chars, bwd_chars, fwd_targets, bwd_targets, mask, mask.clone(), lengths_t).keep_host_lengths(lengths)
+    return LMBatch(fwd_chars, bwd_chars, fwd_targets, bwd_targets, mask, mask.clone(),
+                   lengths_t).keep_host_lengths(lengths, masks_follow=True)
 
 
 class _StreamBatches:

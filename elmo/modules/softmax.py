@@ -175,20 +175,20 @@ class _SampledLoss(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, hidden, weight, bias, true_logit, hit_rows, hit_cols, chunk_rows: int):
-        """hidden (N, D), weight (S, D), bias (S,) (log Q folded in), true_logit (N,), hits (K,)
-        rows (ascending) and columns of neg; -> loss (N,) float32.
+    def forward(ctx, hidden, weight, bias, true_logit, hit, chunk_rows: int):
+        """hidden (N, D), weight (S, D), bias (S,) (log Q folded in), true_logit (N,), hit (N,)
+        int64: each row's column of neg that is its true word, or -1; -> loss (N,) float32.
 
         Matrix products run in ``hidden``'s dtype (the caller casts for autocast); the
-        exponentials and sums in float32.
+        exponentials and sums in float32. No value is read back to the host (on a GPU each
+        read waits for the queued work): the hits are removed row by row, where there is one.
         """
         n = hidden.shape[0]
         true_logit = true_logit.float()
         bounds = list(range(0, n, chunk_rows)) + [n]
-        hit_bounds = torch.searchsorted(hit_rows, torch.tensor(bounds, device=hit_rows.device)).tolist()
         exps, totals, losses = [], [], []
         onednn = onednn_wanted(hidden)
-        for k, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:])):
+        for lo, hi in zip(bounds[:-1], bounds[1:]):
             neg = (onednn_mm(hidden[lo:hi], weight, bias) if onednn
                    else torch.addmm(bias, hidden[lo:hi], weight.t())).float()  # (c, S)
             true_c = true_logit[lo:hi]
@@ -196,8 +196,10 @@ class _SampledLoss(torch.autograd.Function):
             # true word's own logit, so including it does not push the others to underflow.
             top = torch.maximum(neg.amax(dim=1), true_c)                    # (c,)
             exp_neg = neg.sub_(top[:, None]).exp_()
-            h0, h1 = hit_bounds[k], hit_bounds[k + 1]
-            exp_neg[hit_rows[h0:h1] - lo, hit_cols[h0:h1]] = 0.0            # hits removed
+            if exp_neg.shape[1]:   # hits removed: a row's hit column set to 0, others written back
+                hit_c = hit[lo:hi, None]                                    # (c, 1)
+                at = hit_c.clamp(min=0)
+                exp_neg.scatter_(1, at, torch.where(hit_c >= 0, 0.0, exp_neg.gather(1, at)))
             total = exp_neg.sum(dim=1) + torch.exp(true_c - top)
             exps.append(exp_neg)
             totals.append(total)
@@ -235,7 +237,7 @@ class _SampledLoss(torch.autograd.Function):
             torch.mm(d_neg, weight, out=d_hidden[lo:hi])
             d_weight.addmm_(d_neg.t(), hidden[lo:hi])
         d_true = grad * (torch.exp(-loss) - 1)          # p_true = exp(-loss)
-        return d_hidden, d_weight, d_bias.to(weight.dtype), d_true, None, None, None
+        return d_hidden, d_weight, d_bias.to(weight.dtype), d_true, None, None
 
 
 class SharedSoftmax(nn.Module):
@@ -291,18 +293,17 @@ class SharedSoftmax(nn.Module):
         # distinct, so a row has at most one; find them by id instead of comparing N x S pairs.
         column = torch.full((self.n_vocab,), -1, dtype=torch.long, device=sampled.device)
         column[sampled] = torch.arange(sampled.numel(), device=sampled.device)
-        hit = column[targets]
-        rows = (hit >= 0).nonzero().squeeze(1)
+        hit = column[targets]   # (N,) the true word's column among the negatives, or -1
         if chunk_rows is None:
             chunk_rows = max(1, SAMPLED_CHUNK_BYTES // (4 * max(sampled.numel(), 1)))
         # log Q folded into the bias, which the product adds without another pass over (N, S)
         weight, bias = self.weight[sampled], self.bias[sampled] - sampled_log_q
         dtype = autocast_dtype(hidden.device.type)
         if dtype is None:
-            return _SampledLoss.apply(hidden, weight, bias, true_logit, rows, hit[rows], chunk_rows)
+            return _SampledLoss.apply(hidden, weight, bias, true_logit, hit, chunk_rows)
         with torch.autocast(hidden.device.type, enabled=False):  # the products in autocast's dtype
             return _SampledLoss.apply(hidden.to(dtype), weight.to(dtype), bias.to(dtype), true_logit,
-                                      rows, hit[rows], chunk_rows)
+                                      hit, chunk_rows)
 
 
 class SoftmaxLoss(Protocol):

@@ -108,12 +108,14 @@ class LanguageModel(nn.Module):
         # the lengths as the host holds them where it does: a GPU's would be read for the packing,
         # and the character CNN would read it twice to find the tokens (each row's first lengths[b])
         host_lengths = batch.host_lengths
+        steps = chars.shape[1]
+        at_tokens: Optional[torch.Tensor] = None   # (N,) one direction's token positions, from the host
         if host_lengths is None:
             tokens = self.bilm.token_encoder(chars)  # (2B, T, P)
         else:
             self.bilm.token_encoder.check_ids(chars)
-            tokens = self.bilm.token_encoder(chars, token_positions=token_positions(
-                tuple(host_lengths) * 2, chars.shape[1], chars.device))
+            at_tokens = token_positions(host_lengths, steps, chars.device)
+            tokens = self.bilm.token_encoder(chars, token_positions=torch.cat([at_tokens, at_tokens + rows * steps]))
         layers, final = self.bilm.lstm(tokens[:rows], batch.lengths if host_lengths is None else host_lengths,
                                        state, backward_inputs=tokens[rows:])
         top = layers[-1]
@@ -123,8 +125,12 @@ class LanguageModel(nn.Module):
             fwd_mask = fwd_mask & ~_given(batch.fwd_targets, self.bos_id, batch.fwd_chars, EOS_TOKEN)
             bwd_mask = bwd_mask & ~_given(batch.bwd_targets, self.eos_id, batch.bwd_chars, BOS_TOKEN)
         # each mask's positions found once, then gathered by: a mask as an index read the
-        # device again for every tensor it selected from, and for their gradients (a GPU wait each)
-        at_f, at_b = fwd_mask.reshape(-1).nonzero().squeeze(1), bwd_mask.reshape(-1).nonzero().squeeze(1)
+        # device again for every tensor it selected from, and for their gradients (a GPU wait each);
+        # masks that are the rows' first lengths[b] positions are the tokens' (no read at all)
+        if at_tokens is not None and not skip_given_targets and batch.masks_follow_lengths:
+            at_f = at_b = at_tokens
+        else:
+            at_f, at_b = fwd_mask.reshape(-1).nonzero().squeeze(1), bwd_mask.reshape(-1).nonzero().squeeze(1)
         hidden_f = self._dropout(top[..., :p].reshape(-1, p).index_select(0, at_f))      # (N_f, P)
         hidden_b = self._dropout(top[..., p:].reshape(-1, p).index_select(0, at_b))      # (N_b, P)
         targets_f, targets_b = batch.fwd_targets.reshape(-1)[at_f], batch.bwd_targets.reshape(-1)[at_b]
