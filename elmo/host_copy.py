@@ -9,7 +9,7 @@ to pin for, and pinning needs a CUDA driver).
 from __future__ import annotations
 
 import functools
-from typing import Tuple, Union
+from typing import Tuple
 
 import torch
 
@@ -33,14 +33,8 @@ def to_device(t: torch.Tensor, device: "str | torch.device") -> torch.Tensor:
 
 @functools.lru_cache(maxsize=64)
 def device_constant(values: Tuple, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
-    """A tensor of ``values`` (a tuple of numbers, or of tuples of them) in ``dtype`` on
-    ``device``, made and copied there once per (values, dtype, device) and shared by every
+    """A tensor of ``values`` (a tuple of numbers, or of tuples of them: hashable, for the
+    cache) in ``dtype`` on ``device``, made and copied there once per (values, dtype, device) and shared by every
     caller after: do not write to it. (A small constant such as a token's ids, made anew on
     every call, was a copy from ordinary host memory each time: a wait for a GPU.)"""
     return torch.tensor(values, dtype=dtype, device="cpu").to(device)
-
-
-def as_key(values: Union[Tuple, list]) -> Tuple:
-    """``values`` (a list of numbers, or of lists of them) as nested tuples, for
-    :func:`device_constant`'s cache."""
-    return tuple(as_key(v) if isinstance(v, (list, tuple)) else v for v in values)

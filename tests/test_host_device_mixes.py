@@ -88,7 +88,7 @@ def test_small_constants_reach_the_device_once(monkeypatch):
     evaluation batch) were made with torch.tensor and copied to the device on every call, each
     copy from ordinary host memory a wait for a GPU; after the first call they are reused."""
     import traceback
-    from elmo.host_copy import as_key, device_constant
+    from elmo.host_copy import device_constant
     made = []
     tensor = torch.tensor
 
@@ -106,6 +106,6 @@ def test_small_constants_reach_the_device_once(monkeypatch):
         bilm(ids), lm(batch, skip_given_targets=True)
     monkeypatch.undo()
     assert not [names for names in made if "_given" in names or "device_constant" in names], made
-    constant = device_constant(as_key([[1, 2], [3, 4]]), torch.long, torch.device("cpu"))
+    constant = device_constant(((1, 2), (3, 4)), torch.long, torch.device("cpu"))
     assert constant is device_constant(((1, 2), (3, 4)), torch.long, torch.device("cpu"))
     assert constant.tolist() == [[1, 2], [3, 4]] and constant.dtype == torch.long

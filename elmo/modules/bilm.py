@@ -39,7 +39,7 @@ from torch import nn
 from ..checks import require_switch
 from ..chars import BOS_TOKEN, EOS_TOKEN, ByteCharIds, word_to_char_ids
 from ..config import ElmoOptions
-from ..host_copy import as_key, device_constant, to_device
+from ..host_copy import device_constant, to_device
 from .char_cnn import CharCNN, require_integer_ids, require_weights_with_values
 from .eager import eager_under_compile, refuse_function_transforms
 from .lstm import BiLSTMStack, LayerState
@@ -66,7 +66,7 @@ def add_sentence_boundaries(char_ids: torch.Tensor, lengths: Sequence[int], bos_
         # (made on the host, named: torch's default device may be another, see tests/test_default_device.py)
         where = to_device(torch.tensor([rows + rows, [0] * len(rows) + [lengths[b] + 1 for b in rows]],
                                        device="cpu"), char_ids.device)
-        boundaries = device_constant(as_key([bos_row, eos_row]), torch.long, char_ids.device)   # (2, C)
+        boundaries = device_constant((tuple(bos_row), tuple(eos_row)), torch.long, char_ids.device)   # (2, C)
         out[where[0], where[1]] = boundaries[:, None].expand(2, len(rows), n_chars).reshape(-1, n_chars)
     return out
 

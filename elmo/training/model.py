@@ -21,7 +21,7 @@ from torch import nn
 from ..chars import BOS_TOKEN, EOS_TOKEN, word_to_char_ids
 from ..config import ElmoOptions
 from ..data.lm_batches import LMBatch
-from ..host_copy import as_key, device_constant
+from ..host_copy import device_constant
 from ..modules.bilm import BiLM, token_positions
 from ..modules.eager import eager_under_compile
 from ..modules.lstm import LayerState
@@ -165,5 +165,5 @@ def _given(targets: torch.Tensor, target_id: int, input_chars: torch.Tensor, inp
     By the ids alone, a ``<S>`` word of the text was left out forward (and ``</S>``
     backward): the two directions counted other targets than the words plus one boundary a
     sentence that perplexity reports."""
-    marker = device_constant(as_key(word_to_char_ids(input_token, input_chars.shape[-1])), torch.long, input_chars.device)
+    marker = device_constant(word_to_char_ids(input_token, input_chars.shape[-1]), torch.long, input_chars.device)
     return (targets == target_id) & (input_chars == marker).all(dim=-1)
