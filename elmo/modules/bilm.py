@@ -79,12 +79,16 @@ def token_positions(lengths: Sequence[int], steps: int, device: torch.device) ->
     return to_device(torch.from_numpy(grid[np.arange(steps)[None, :] < host[:, None]]), device)
 
 
+def _tokens_after_padding(mask: torch.Tensor) -> torch.Tensor:
+    """(B, T - 1) bool, of ``mask`` (B, T) bool True at a token: True at a token right after a
+    padded position (T - 1 is 0 where T < 2)."""
+    return mask[:, 1:] & ~mask[:, :-1]
+
+
 def padding_hole(mask: torch.Tensor) -> torch.Tensor:
     """0-dim bool, on ``mask``'s device: whether a row of ``mask`` (B, T) bool, True at a
     token, has a token after a padded position (see :func:`check_padding_at_end`)."""
-    if mask.shape[-1] < 2:
-        return torch.zeros((), dtype=torch.bool, device=mask.device)
-    return (mask[:, 1:] & ~mask[:, :-1]).any()
+    return _tokens_after_padding(mask).any()
 
 
 def check_padding_at_end(mask: torch.Tensor) -> None:
@@ -94,8 +98,8 @@ def check_padding_at_end(mask: torch.Tensor) -> None:
     A sentence's length is its count of tokens, so a zero row before its last token (padding on
     the left, or a hole) would put ``</S>`` over that last token and shift the LSTMs: wrong
     vectors and no error. (An empty token ``""`` has ids of its own; it is not padding.)"""
-    if bool(padding_hole(mask)):
-        hole = mask[:, 1:] & ~mask[:, :-1]  # a token right after a padded position
+    hole = _tokens_after_padding(mask)
+    if bool(hole.any()):
         row, step = (int(v) for v in hole.nonzero()[0])
         raise ValueError(f"char_ids sentence {row} has padding (all-zero ids) at position {step} "
                          f"before a token at {step + 1}: each sentence's tokens must come first, "
@@ -312,11 +316,12 @@ class BiLM(nn.Module):
         # (each read waits for a GPU): the ids' range first (a token of negative ids would look
         # like padding, dropped at the end), then padding before a token
         id_figures = encoder.id_figures(char_ids)
+        n_id = id_figures.numel()
         figures = torch.cat([id_figures, padding_hole(mask).long().reshape(1), mask.sum(dim=1)]).tolist()
-        encoder.refuse_bad_ids(char_ids, figures[:id_figures.numel()])
-        if figures[id_figures.numel()]:
+        encoder.refuse_bad_ids(char_ids, figures[:n_id])
+        if figures[n_id]:
             check_padding_at_end(mask)
-        lengths = figures[id_figures.numel() + 1:]
+        lengths = figures[n_id + 1:]
         # kept, an empty sentence is <S> </S>, run and masked in as AllenNLP does (its two
         # positions were padding: mask False, zero vectors); else it is not run at all
         with_bounds = add_sentence_boundaries(char_ids, lengths, scheme.bos_row, scheme.eos_row,

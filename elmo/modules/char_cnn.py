@@ -429,14 +429,13 @@ class CharCNN(nn.Module):
             token_positions = present.nonzero().squeeze(1)
         elif token_positions.numel() == 0:
             return out.view(batch, steps, self.output_dim)
-        positions = token_positions
-        self.require_id_scheme()
-        distinct, inverse = unique_rows(flat[positions])
+        self.require_id_scheme()   # (a dictionary model without its dictionaries: said here)
+        distinct, inverse = unique_rows(flat[token_positions])
         vectors = self._encode_with_cache(distinct)
         # Under autocast the vectors come in its dtype (bfloat16). The CPU's autocast promotes
         # index_copy's operands to the wider dtype; CUDA's does not, and index_copy refused
         # the mix: every bf16 autocast training step on a GPU failed here. Cast as the CPU does.
-        out = out.index_copy(0, positions, vectors[inverse].to(out.dtype))
+        out = out.index_copy(0, token_positions, vectors[inverse].to(out.dtype))
         return out.view(batch, steps, self.output_dim)
 
     if TYPE_CHECKING:  # a call runs forward; torch types it Callable[..., Any], so say what it takes
