@@ -86,8 +86,7 @@ class LMBatch:
         if self.host_lengths is None or self._masks is None:
             return False
         fwd, fwd_version, bwd, bwd_version = self._masks
-        return (self.fwd_mask is fwd and fwd._version == fwd_version
-                and self.bwd_mask is bwd and bwd._version == bwd_version)
+        return _unchanged(self.fwd_mask, fwd, fwd_version) and _unchanged(self.bwd_mask, bwd, bwd_version)
 
     @property
     def host_lengths(self) -> Optional[Tuple[int, ...]]:
@@ -98,7 +97,7 @@ class LMBatch:
         if self._host is None:
             return None
         tensor, version, values = self._host
-        return values if self.lengths is tensor and tensor._version == version else None
+        return values if _unchanged(self.lengths, tensor, version) else None
 
     def to(self, device) -> "LMBatch":
         """The batch on ``device``; to a GPU through pinned memory, queued without a wait.
@@ -121,6 +120,11 @@ class LMBatch:
         hosts = [b.host_lengths for b in batches]
         return joined if any(h is None for h in hosts) else joined.keep_host_lengths(
             [n for h in hosts if h is not None for n in h], all(b.masks_follow_lengths for b in batches))
+
+
+def _unchanged(now: torch.Tensor, held: torch.Tensor, version: int) -> bool:
+    """Whether ``now`` is still the tensor ``held`` at the in-place version it had then."""
+    return now is held and held._version == version
 
 
 def wrap(sentence: Sentence) -> Tuple[List[str], List[str]]:
