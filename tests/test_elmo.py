@@ -131,6 +131,18 @@ def test_token_cache_through_elmo_gives_the_same_output():
     assert torch.allclose(plain, cached, atol=1e-6)
 
 
+@pytest.mark.parametrize("make", [ElmoTokenEmbedder, Elmo])
+def test_vocab_to_cache_takes_a_numpy_array_of_words(make):
+    """A vocabulary read with numpy (or a pandas column's .values) was tested for its truth
+    value: numpy's "truth value of an array ... is ambiguous" for two words or more, and for
+    one word that is "" no cache at all, without a word."""
+    import numpy as np
+    for words in (np.array(["the", "dog"]), np.array([""])):
+        module = make(module=random_bilm(), dropout=0.0, vocab_to_cache=words)
+        bilm = module.elmo.bilm if isinstance(module, ElmoTokenEmbedder) else module.bilm
+        assert bilm.token_encoder.token_cache_size == len(words) + 2   # (with <S> and </S>)
+
+
 class _UncountedSGD(torch.optim.Optimizer):
     """Another library's optimizer: it writes through ``.data``, which no version counts."""
 

@@ -27,6 +27,17 @@ from .bilm import BiLM, BiLMOutput
 from .scalar_mix import ScalarMix, mix_parameters, no_penalty, penalty_weight
 
 
+def _holds_words(words: Sequence[str]) -> bool:
+    """Whether ``vocab_to_cache`` holds words to cache (an empty list holds none), told by its
+    length, not its truth: a numpy array of words has no truth value (numpy's "ambiguous"
+    ValueError), and one of the single word "" was false, so no cache was built. What has no
+    length (a generator) is left to ``build_token_cache`` to read and check."""
+    try:
+        return len(words) > 0
+    except TypeError:
+        return True
+
+
 class ElmoMixes(TypedDict):
     """The keys :meth:`Elmo.forward` always returns."""
 
@@ -121,7 +132,7 @@ class Elmo(nn.Module):
             module.eval()
         self._requires_grad = requires_grad
         self._warned_frozen = False  # (see forward: warned once)
-        if vocab_to_cache:
+        if vocab_to_cache is not None and _holds_words(vocab_to_cache):
             if not isinstance(module, BiLM):
                 raise ValueError(f"vocab_to_cache needs a BiLM; module= is a {type(module).__name__}")
             module.token_encoder.build_token_cache(vocab_to_cache)
