@@ -229,6 +229,18 @@ def test_the_output_dtype_is_a_float_type_named_any_way_and_none_is_refused(bilm
             embedder.embed_sentences([["a", "b"]], dtype=name)
 
 
+def test_a_float64_model_asked_for_float64_keeps_its_precision():
+    """Every batch went through float32 on its way to numpy: a float64 model's vectors asked
+    for as float64 were rounded to float32 (errors of 1e-8, where float64 holds 1e-16), with
+    nothing to say so. (One sentence, so the embedder runs the very call ``alone`` runs.)"""
+    model = random_bilm().double()
+    sentence = ["the", "bank", "closed", "."]
+    want = alone(model, sentence)
+    for layers, reduce in (("all", lambda a: a), ("top", lambda a: a[-1]), ("average", lambda a: a.mean(0))):
+        got = Embedder(model).embed_sentences([sentence], layers=layers, dtype=np.float64)[0]
+        np.testing.assert_allclose(got, reduce(want), rtol=1e-12, atol=1e-14)
+
+
 def test_the_callers_model_keeps_its_training_mode():
     """Embedder(model) (and ElmoEmbedder(model=model)) switched the caller's model to eval()
     for good: a model still being trained (its LSTM dropout on, as in elmo.training's

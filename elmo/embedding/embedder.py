@@ -187,8 +187,11 @@ class Embedder:
         ids = to_device(ids, self.device)   # (pinned to a GPU: the copy waits for nothing)
         activations = self.bilm(ids)["activations"]                 # L + 1 of (B, T, D)
         reduced = selection.reduce(torch.stack(activations))        # (K, B, T, D)
+        # float32 at least (numpy has no bfloat16), not at most: a float64 model's vectors
+        # asked for as float64 were rounded to float32 on the way
+        wide = torch.promote_types(reduced.dtype, torch.float32)
         with np.errstate(over="ignore"):  # float16's overflow is an inf that the caller names
-            array = reduced.to(torch.float32).cpu().numpy().astype(dtype, copy=False)
+            array = reduced.to(wide).cpu().numpy().astype(dtype, copy=False)
         outputs = []
         for b, piece in enumerate(batch):
             w = piece.window
