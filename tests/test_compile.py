@@ -157,3 +157,14 @@ def test_fullgraph_says_why_the_bilm_is_not_traced():
                                         r"fullgraph=True"):
         with torch.no_grad():
             compiled(elmo.batch_to_ids([["a", "b"]]))
+
+
+@pytest.mark.parametrize("make", [elmo.Elmo, elmo.ElmoTokenEmbedder])
+def test_a_compiled_bilm_given_as_module_is_named(make):
+    """torch.compile(bilm) hands its BiLM's attributes through, num_layers among them, so
+    Elmo(module=compiled) took it for a module on AllenNLP's contract: its first call stopped
+    with "keep_sentence_boundaries must be True or False, got NoneType" (the word ids passed
+    where the BiLM takes that switch) and get_output_dim() with an AttributeError of BiLM."""
+    compiled = torch.compile(random_bilm(), backend="eager")
+    with pytest.raises(TypeError, match=r"module= is a torch\.compile'd BiLM: pass the BiLM itself"):
+        make(module=compiled, dropout=0.0)

@@ -116,6 +116,12 @@ class Elmo(nn.Module):
                                    dtype=torch.float32 if requires_grad else None)
         elif options_file is not None or weight_file is not None:
             raise ValueError("pass either module= or options_file/weight_file, not both")
+        elif not isinstance(module, BiLM) and isinstance(getattr(module, "_orig_mod", None), BiLM):
+            # (torch.compile's wrapper hands the BiLM's num_layers through: it was taken for a
+            # module on AllenNLP's contract, and its first call failed on a switch it never set)
+            raise TypeError("module= is a torch.compile'd BiLM: pass the BiLM itself (compiled._orig_mod); "
+                            "its forwards run eagerly under torch.compile, so compile the model that "
+                            "holds this Elmo instead")
         elif not isinstance(module, BiLM) and not (isinstance(module, nn.Module)
                                                     and hasattr(module, "num_layers")):
             raise TypeError(f"module= must be a BiLM (elmo.from_pretrained) or a torch module with "
