@@ -17,6 +17,8 @@ in the README ("Differences from AllenNLP"). Nothing here is new computation:
 """
 from __future__ import annotations
 
+import copy
+
 import os
 import shutil
 from itertools import islice
@@ -153,7 +155,7 @@ class ElmoEmbedder:
         # not .eval(): a given model keeps its mode (each call runs without dropout, as Embedder's)
         self.elmo_bilm: BiLM = model.to(device)
         self.cuda_device = cuda_device
-        # One biLM call per batch (batch_size is set per call), as AllenNLP's embed_batch.
+        # One biLM call per batch (a copy with batch_size set per call), as AllenNLP's embed_batch.
         self._embedder = Embedder(self.elmo_bilm, max_tokens=max_tokens, overlap=overlap)
 
     @property
@@ -196,8 +198,11 @@ class ElmoEmbedder:
             longest = max(1, max(len(sentence) for sentence in batch))
             whole = Embedder(self.elmo_bilm, batch_size=len(batch), max_tokens=longest, overlap=0)
             return whole.embed_sentences(batch, layers="all")
-        self._embedder.batch_size = len(batch)
-        return self._embedder.embed_sentences(batch, layers="all")
+        # a copy sized to this batch: setting the shared Embedder's batch_size let a call from
+        # another thread, between the setting and the planning, split this batch into calls
+        embedder = copy.copy(self._embedder)
+        embedder.batch_size = len(batch)
+        return embedder.embed_sentences(batch, layers="all")
 
     def embed_sentences(self, sentences: Iterable[Sequence[str]],
                         batch_size: int = DEFAULT_BATCH_SIZE) -> Iterator[np.ndarray]:

@@ -724,3 +724,22 @@ def test_embed_file_copies_an_open_file_a_chunk_at_a_time(fixture_embedder, tmp_
     if text:
         with pytest.raises(InputError, match=r"^the Recorded given: line 4: character U\+D800"):
             fixture_embedder.embed_file(Recorded("a b\nc d e\nf\ng \ud800 h\n"), tmp_path / "bad.hdf5")
+
+
+def test_embed_batch_keeps_one_call_when_another_call_comes_between(monkeypatch):
+    """Threads sharing one stateless ElmoEmbedder: a call made between another call's start
+    and its planning (here forced, by running it from inside the first one's plan) must not
+    split the first batch into several biLM calls (it set the shared Embedder's batch_size)."""
+    ee = ElmoEmbedder(model=random_bilm(seed=0))
+    original_plan, calls, nested = Embedder.plan, [], []
+
+    def plan_with_another_call_first(self, sentences):
+        if not nested:
+            nested.append(True)
+            ee.embed_batch([["Hi"]])   # the other thread's call, in between
+        return original_plan(self, sentences)
+
+    monkeypatch.setattr(Embedder, "plan", plan_with_another_call_first)
+    ee.elmo_bilm.register_forward_hook(lambda *_: calls.append(1))
+    out = ee.embed_batch(SENTENCES)
+    assert len(calls) == 2 and len(out) == len(SENTENCES)   # the nested call's, then this batch's
