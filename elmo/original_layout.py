@@ -197,7 +197,8 @@ _LAYOUT_NAME = re.compile(r"char_embed|CNN/[Wb]_cnn_\d+|CNN_high_\d+/[Wb]_(carry
 def read_dataset(h5: h5py.File, path: Path, name: str, shape: Tuple[int, ...],
                  source: str = "the options") -> np.ndarray:
     """The values of dataset ``name`` of the open HDF5 file ``path``, checked: there, a dataset
-    (not a group), of ``shape`` (which ``source`` calls for), of numbers, readable, the values
+    (not a group), of ``shape`` (which ``source`` calls for), of numbers, every one of them
+    written in the file itself (:func:`_values_not_in_file`), readable, the values
     its checksum records (where it has one: :func:`write_weight_dataset`) and finite. Each way
     it is not is one WeightFileError naming the file and the dataset."""
     dataset = _hdf5_dataset(h5, path, name, shape)
@@ -210,10 +211,16 @@ def read_dataset(h5: h5py.File, path: Path, name: str, shape: Tuple[int, ...],
         raise WeightFileError(f"{path}: dataset '{name}' holds {dataset.dtype} values, "
                               f"expected floating-point numbers (float32 or float16)")
     try:
-        array = dataset[...]
+        elsewhere = _values_not_in_file(h5, dataset)
+        # (not read where they are elsewhere: a missing external file fails the read, and its
+        # error said only "truncated or corrupt")
+        array = None if elsewhere else dataset[...]
         recorded = dataset.attrs.get(HDF5_ATTRIBUTE)
     except (OSError, RuntimeError, ValueError, KeyError, TypeError) as e:
         raise _corrupt(path, name, shape, e) from None
+    if array is None:
+        raise WeightFileError(f"{path}: dataset '{name}' {elsewhere}; the weights must be written "
+                              f"in the file itself: restore it from a copy, or save the model again")
     check_dataset_checksum(array, dataset.name, recorded, path)
     check_finite(array, f"{path}: dataset '{name}'")
     # (in this machine's byte order: torch.from_numpy refuses a big-endian array, which HDF5
@@ -255,6 +262,26 @@ def _hdf5_dataset(h5: h5py.File, path: Path, name: str, shape: Tuple[int, ...]) 
     except (OSError, RuntimeError, KeyError, ValueError, TypeError) as e:
         raise _corrupt(path, name, shape, e) from None
     return dataset
+
+
+def _values_not_in_file(h5: h5py.File, dataset: h5py.Dataset) -> str:
+    """Why some values of ``dataset`` are not stored in the file ``h5`` ("" where all are).
+    HDF5 reads a value that was never written, or one in another file that is missing or
+    short, as the dataset's fill value (zero) without an error: a file whose writer died
+    between a dataset's creation and its write loaded a model of zero weights, silently. Values
+    in other files are refused too: no checksum of this file (its folder's SHA-256 record)
+    vouches for them, and a copy of the file alone loses them."""
+    if dataset.file.filename != h5.filename:
+        return f"is a link to {dataset.file.filename}: its values are in another file"
+    plist = dataset.id.get_create_plist()
+    if plist.get_layout() == h5py.h5d.VIRTUAL:
+        return "is a virtual dataset: its values are in other files (a missing one reads as zeros)"
+    if plist.get_external_count():
+        return "keeps its values in an external raw file (a missing or short one reads as zeros)"
+    if dataset.id.get_space_status() != h5py.h5d.SPACE_STATUS_ALLOCATED:
+        return ("holds values that were never written, which read as zeros (a writer stopped "
+                "before it wrote them?)")
+    return ""
 
 
 def _corrupt(path: Path, name: str, shape: Tuple[int, ...], e: Exception) -> WeightFileError:

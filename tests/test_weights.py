@@ -1224,3 +1224,41 @@ def test_info_says_whether_a_folders_weights_record_their_checksums(tmp_path, ca
             assert elmo.from_pretrained(tmp_path / folder).output_dim == bilm.output_dim
         assert main(["info", str(tmp_path / folder)]) == 0
         assert line in capsys.readouterr().out.splitlines()
+
+
+def _stored_elsewhere_or_unwritten(h5, name, values, folder, how):
+    """Dataset ``name`` of the open file ``h5`` made again as ``how`` says, its values (all or
+    some) not stored in the file: each is valid HDF5 that reads without an error."""
+    if how == "never written":   # (a writer that died between create_dataset and its write)
+        h5.create_dataset(name, shape=values.shape, dtype=values.dtype)
+    elif how == "partly written":
+        h5.create_dataset(name, shape=values.shape, dtype=values.dtype, chunks=(1, values.shape[1]))[0] = values[0]
+    elif how == "external raw file":   # (a file shorter than the values reads as zeros past its end)
+        (folder / "raw.bin").write_bytes(values.tobytes()[:8])
+        h5.create_dataset(name, shape=values.shape, dtype=values.dtype,
+                          external=[(str(folder / "raw.bin"), 0, values.nbytes)])
+    elif how == "virtual":   # (a missing source reads as zeros)
+        layout = h5py.VirtualLayout(shape=values.shape, dtype=values.dtype)
+        layout[...] = h5py.VirtualSource(str(folder / "gone.hdf5"), name, shape=values.shape)
+        h5.create_virtual_dataset(name, layout)
+    else:   # "link to another file": whatever that file holds now, which no record vouches for
+        with h5py.File(folder / "other.hdf5", "w") as other:
+            other[name] = values
+        h5[name] = h5py.ExternalLink(str(folder / "other.hdf5"), name)
+
+
+@pytest.mark.parametrize("how", ["never written", "partly written", "external raw file", "virtual",
+                                 "link to another file"])
+def test_a_dataset_whose_values_are_not_all_in_the_file_is_refused(tmp_path, how):
+    """HDF5 reads values that were never written, or that lie in a file that is missing or
+    short, as the dataset's fill value (zeros) without an error: such a weight file (one whose
+    writer died between a dataset's creation and its write; one whose values lie in other
+    files) loaded a model of zero weights, silently. Each is refused, naming the dataset."""
+    folder = _original_copy(tmp_path / "model")
+    with h5py.File(folder / "weights.hdf5", "a") as h5:
+        values = h5["CNN_proj/W_proj"][...]
+        del h5["CNN_proj/W_proj"]
+        _stored_elsewhere_or_unwritten(h5, "CNN_proj/W_proj", values, folder, how)
+    with pytest.raises(WeightFileError, match=r"weights.hdf5: dataset 'CNN_proj/W_proj' ") as e:
+        elmo.from_pretrained(folder)
+    assert "\n" not in str(e.value)
