@@ -35,7 +35,7 @@ from .hdf5_writer import HDF5Writer
 from .io import atomic_target, os_error_reason
 from .model_dtypes import DTYPES, dtype_name, model_dtype
 from .modules.bilm import BiLM
-from .native_layout import model_options_digest
+from .native_layout import NATIVE_CONFIG, NATIVE_WEIGHTS, model_options_digest
 from .output_checks import writing
 from .weight_values import WeightFileError, check_finite
 
@@ -165,9 +165,14 @@ def read_original_arrays(path: str | Path, options: ElmoOptions) -> Dict[str, np
     is an error too: the model would be built without it and give other outputs, silently.
     Datasets outside the layout (a softmax, a step counter) are ignored. A file that records
     the digest of the options it was saved with (:data:`OPTIONS_ATTRIBUTE`) is refused with
-    options of another digest.
+    options of another digest, and so are the options of a dictionary model (ELMoForManyLangs),
+    which this layout cannot hold.
     """
     path = Path(path)
+    if options.char_vocabulary is not None:   # (it failed inside torch: 261 rows for 262)
+        raise WeightFileError(f"{path}: the options have a char_vocabulary section (a dictionary "
+                              f"model's, ELMoForManyLangs), which the original HDF5 layout cannot "
+                              f"hold: such a model is saved as {NATIVE_CONFIG} + {NATIVE_WEIGHTS}")
     arrays = {}
     expected = expected_shapes(options)
     with open_hdf5(path) as h5:

@@ -1262,3 +1262,16 @@ def test_a_dataset_whose_values_are_not_all_in_the_file_is_refused(tmp_path, how
     with pytest.raises(WeightFileError, match=r"weights.hdf5: dataset 'CNN_proj/W_proj' ") as e:
         elmo.from_pretrained(folder)
     assert "\n" not in str(e.value)
+
+
+def test_options_of_a_dictionary_model_beside_hdf5_weights_are_named(tmp_path):
+    """An options.json with a char_vocabulary section (a dictionary model's, whose config.json
+    was copied beside weights in the original layout) failed inside torch: "The size of tensor
+    a (261) must match the size of tensor b (262)". The original layout holds no such model."""
+    folder = _original_copy(tmp_path)
+    options = json.loads((folder / "options.json").read_text())
+    options["char_vocabulary"] = {"n_characters": 260}
+    (folder / "options.json").write_text(json.dumps(options))
+    with pytest.raises(WeightFileError, match=r"weights.hdf5: .*char_vocabulary") as e:
+        elmo.from_pretrained(folder)
+    assert "\n" not in str(e.value)
