@@ -1275,3 +1275,37 @@ def test_options_of_a_dictionary_model_beside_hdf5_weights_are_named(tmp_path):
     with pytest.raises(WeightFileError, match=r"weights.hdf5: .*char_vocabulary") as e:
         elmo.from_pretrained(folder)
     assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("checksums", [True, False])
+def test_a_native_weight_file_replaced_while_it_is_opened_is_named_so(tmp_path, monkeypatch, checksums):
+    """safetensors opens the file twice, for its header (the metadata, the tensors' places) and
+    for its data: a save that replaced the file between the two gave one file's header with
+    the other's values. Found by a reader racing a writer: "damaged: tensor ... does not hold
+    the values its checksum records", told to restore a file that was whole; a file without
+    checksums loaded the new weights under the old file's options digest, which the old
+    config.json passed (here: another cell clip, silently)."""
+    from safetensors.torch import load_file, save_file
+    from elmo import BiLM, ElmoOptions
+    old = random_bilm(seed=1)
+    other = old.options.to_dict()
+    other["lstm"]["cell_clip"] = 1.0
+    new = BiLM(ElmoOptions.from_dict(other))
+    new.load_state_dict(random_bilm(seed=2).state_dict())
+    elmo.save_pretrained(old, tmp_path / "old")
+    elmo.save_pretrained(new, tmp_path / "new")
+    for path in (tmp_path / "old" / "model.safetensors", tmp_path / "new" / "model.safetensors"):
+        if not checksums:   # (written before the checksums were recorded)
+            header, _ = _native_header(path)
+            metadata = {k: v for k, v in header["__metadata__"].items() if k != "tensor_crc32"}
+            save_file(load_file(str(path)), str(path), metadata=metadata)
+    opened_by_path = torch.UntypedStorage.from_file
+
+    def replaced_first(filename, *args, **kwargs):   # (the new save lands between the two opens)
+        if (tmp_path / "new" / "model.safetensors").exists():
+            os.replace(tmp_path / "new" / "model.safetensors", tmp_path / "old" / "model.safetensors")
+        return opened_by_path(filename, *args, **kwargs)
+
+    monkeypatch.setattr(torch.UntypedStorage, "from_file", replaced_first)
+    with pytest.raises(WeightFileError, match=r"old/model.safetensors: replaced while it was being read"):
+        elmo.from_pretrained(tmp_path / "old")
