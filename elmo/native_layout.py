@@ -18,6 +18,7 @@ import torch
 
 from .checksums import METADATA_KEY as CHECKSUMS_KEY, checksum_problem, checksum_record
 from .config import ElmoOptions
+from .folder_checksums import file_identity, replaced_while_read
 from .io import os_error_reason
 from .weight_values import WeightFileError, check_finite
 
@@ -94,14 +95,14 @@ def read_safetensors(path: Path, what: str = "model") -> Tuple[Dict[str, torch.T
     if path.is_dir():
         raise WeightFileError(f"{path}: is a directory, expected a safetensors file")
     try:
-        before = _file_identity(path)
+        before = file_identity(path)
         with safe_open(str(path), framework="pt") as f:
             # safe_open opens the path twice, for the header (metadata, the tensors' places)
             # and for the data: a save that replaced the file between the two gave one file's
             # header with the other's values, called damaged by the checksums, or loaded under
             # the old file's options digest where it had none. (Looked at once both are open:
             # a replacement while the tensors are read changes neither.)
-            opened = _file_identity(path)
+            opened = file_identity(path)
             metadata = f.metadata() or {}
             state = {name: f.get_tensor(name) for name in f.keys()}
     except (SafetensorError, OSError) as e:
@@ -109,23 +110,12 @@ def read_safetensors(path: Path, what: str = "model") -> Tuple[Dict[str, torch.T
         raise WeightFileError(f"{path}: unreadable safetensors file: {reason}; restore it from a copy, "
                               f"or save the {what} again") from None
     if opened != before:
-        raise WeightFileError(f"{path}: replaced while it was being read (a save meanwhile?); nothing "
-                              f"was loaded: load it again once whatever writes it has finished")
+        raise replaced_while_read(path)
     problem = checksum_problem(state, metadata)
     if problem is not None:
         raise WeightFileError(f"{path}: damaged: {problem}; restore it from a copy, or save the "
                               f"{what} again")
     return state, metadata
-
-
-def _file_identity(path: Path) -> Optional[Tuple[int, ...]]:
-    """Which file ``path`` names, and its state: (device, inode, size, mtime); None where it
-    names none (missing, renamed away)."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
 def check_config_belongs(folder: Path, options: ElmoOptions, metadata: Dict[str, str]) -> None:

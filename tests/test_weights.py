@@ -1309,3 +1309,23 @@ def test_a_native_weight_file_replaced_while_it_is_opened_is_named_so(tmp_path, 
     monkeypatch.setattr(torch.UntypedStorage, "from_file", replaced_first)
     with pytest.raises(WeightFileError, match=r"old/model.safetensors: replaced while it was being read"):
         elmo.from_pretrained(tmp_path / "old")
+
+
+def test_an_hdf5_weight_file_replaced_while_it_is_loaded_is_named_so(tmp_path, monkeypatch):
+    """load_original reads the arrays, builds the model, then opens the file again for the dtype
+    it records: a save_original of a bfloat16 model over it meanwhile had the float32 weights
+    read rounded to bfloat16, silently (the options digest agreed: one model's options)."""
+    from elmo import weights
+    bilm = random_bilm()
+    save_original(bilm, tmp_path / "options.json", tmp_path / "weights.hdf5")
+    save_original(bilm.to(torch.bfloat16), tmp_path / "new" / "options.json", tmp_path / "new" / "weights.hdf5")
+    read = weights.read_original_arrays
+
+    def replaced_after_reading(path, options):   # (the save lands once the arrays are read)
+        arrays = read(path, options)
+        os.replace(tmp_path / "new" / "weights.hdf5", tmp_path / "weights.hdf5")
+        return arrays
+
+    monkeypatch.setattr(weights, "read_original_arrays", replaced_after_reading)
+    with pytest.raises(WeightFileError, match=r"weights.hdf5: replaced while it was being read"):
+        load_original(tmp_path / "options.json", tmp_path / "weights.hdf5")
