@@ -23,13 +23,14 @@ from __future__ import annotations
 import re
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Dict, Iterator, Tuple, cast
+from typing import Dict, Iterator, Optional, Tuple, cast
 
 import h5py
 import numpy as np
 import torch
 
 from .checksums import HDF5_ATTRIBUTE, array_crc32, dataset_checksum_problem
+from .checks import shown
 from .config import ElmoOptions
 from .hdf5_writer import HDF5Writer
 from .io import atomic_target, os_error_reason
@@ -179,8 +180,7 @@ def read_original_arrays(path: str | Path, options: ElmoOptions) -> Dict[str, np
         for name, shape in expected.items():
             arrays[name] = read_dataset(h5, path, name, shape)
         extra = _unexpected_layout_datasets(h5, path, expected)
-        recorded = h5.attrs.get(OPTIONS_ATTRIBUTE)
-    recorded = recorded.decode() if isinstance(recorded, bytes) else recorded
+        recorded = _recorded_options_digest(h5, path)
     if extra:
         raise WeightFileError(f"{path}: dataset '{extra[0]}' is not called for by the options"
                               + (f" (and {len(extra) - 1} more)" if len(extra) > 1 else "")
@@ -192,6 +192,25 @@ def read_original_arrays(path: str | Path, options: ElmoOptions) -> Dict[str, np
                               f"or an edited clip or activation); save the model again, or restore the "
                               f"options file saved with it")
     return arrays
+
+
+def _recorded_options_digest(h5: h5py.File, path: Path) -> Optional[str]:
+    """The digest of the options the file was saved with (:data:`OPTIONS_ATTRIBUTE`), None
+    where it records none. An attribute that cannot be read or holds no text is a
+    WeightFileError naming the file: an array there was numpy's "truth value of an array ...
+    is ambiguous" when compared."""
+    try:
+        recorded = h5.attrs.get(OPTIONS_ATTRIBUTE)
+    except (OSError, RuntimeError, KeyError, ValueError, TypeError) as e:
+        raise WeightFileError(f"{path}: its '{OPTIONS_ATTRIBUTE}' attribute cannot be read, the file is "
+                              f"damaged: {_h5_reason(e)}") from None
+    if isinstance(recorded, bytes):
+        recorded = recorded.decode("utf-8", "replace")
+    if recorded is not None and not isinstance(recorded, str):
+        raise WeightFileError(f"{path}: its '{OPTIONS_ATTRIBUTE}' attribute holds {shown(recorded)}, not the "
+                              f"digest of the options the weights were saved with: the file is damaged; "
+                              f"restore it from a copy, or save the model again")
+    return recorded
 
 
 #: The names of the original layout, whatever the options (see the module docstring).

@@ -1329,3 +1329,15 @@ def test_an_hdf5_weight_file_replaced_while_it_is_loaded_is_named_so(tmp_path, m
     monkeypatch.setattr(weights, "read_original_arrays", replaced_after_reading)
     with pytest.raises(WeightFileError, match=r"weights.hdf5: replaced while it was being read"):
         load_original(tmp_path / "options.json", tmp_path / "weights.hdf5")
+
+
+@pytest.mark.parametrize("value", [["0" * 64, "1" * 64], np.array([1, 2])])
+def test_an_options_digest_attribute_that_is_an_array_is_named(tmp_path, value):
+    """An elmo_options_sha256 attribute holding an array (a damaged or hand-made file) was
+    numpy's "The truth value of an array with more than one element is ambiguous"."""
+    bilm = random_bilm()
+    save_original(bilm, tmp_path / "options.json", tmp_path / "weights.hdf5")
+    with h5py.File(tmp_path / "weights.hdf5", "a") as h5:
+        h5.attrs["elmo_options_sha256"] = value
+    with pytest.raises(WeightFileError, match=r"weights.hdf5: its 'elmo_options_sha256' attribute holds "):
+        load_original(tmp_path / "options.json", tmp_path / "weights.hdf5")
