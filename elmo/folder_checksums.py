@@ -188,6 +188,27 @@ def _file_state(path: Path) -> Tuple[int, ...]:
     return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)
 
 
+def file_identity(path: Path) -> Optional[Tuple[int, ...]]:
+    """Which file ``path`` names now, and its content's state: (size, mtime, inode, device); None
+    where it names none. A loader that opens a file's path more than once compares it before
+    and after (:func:`replaced_while_read`): a save's rename over the file meanwhile gives
+    another. (Not the ctime of :func:`_file_state`: a new link to the file, or a chmod, changes
+    it and leaves the bytes.)"""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev)
+
+
+def replaced_while_read(path: Path) -> "ModelFileChanged":
+    """The error of a loader that opened ``path`` more than once and found it another file the
+    second time (:func:`file_identity`): what it read may be two files' (with or without a
+    record of the folder's files)."""
+    return ModelFileChanged(f"{path}: replaced while it was being read (a save meanwhile?); nothing was "
+                            f"loaded: load it again once whatever writes it has finished")
+
+
 def _hashed(path: Path) -> Tuple[str, Tuple[int, ...], bool]:
     """``path``'s SHA-256, the :func:`_file_state` it had when hashed (or when found unchanged
     since this process hashed it), and whether that state is racy: times within

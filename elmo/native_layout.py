@@ -18,6 +18,7 @@ import torch
 
 from .checksums import METADATA_KEY as CHECKSUMS_KEY, checksum_problem, checksum_record
 from .config import ElmoOptions
+from .folder_checksums import file_identity, replaced_while_read
 from .io import os_error_reason
 from .weight_values import WeightFileError, check_finite
 
@@ -82,8 +83,10 @@ def model_options_digest(options: ElmoOptions) -> str:
 
 def read_safetensors(path: Path, what: str = "model") -> Tuple[Dict[str, torch.Tensor], Dict[str, str]]:
     """The tensors of the safetensors file ``path`` (never unpickled) and its metadata, read in
-    one opening of the file. A folder there, a file that cannot be read (truncated, not
-    safetensors), or one whose tensors are not those its checksums record (a damaged byte:
+    one ``safe_open`` (which opens the path twice: for the header, then the data). A folder
+    there, a file that cannot be read (truncated, not safetensors), one replaced while it was
+    read (its header and its data could be two files'), or one whose tensors are not those its
+    checksums record (a damaged byte:
     :mod:`elmo.checksums`; a file without the record is not checked) is one
     WeightFileError naming it, which advises to save the ``what`` again; the values are not
     checked (:func:`check_finite`)."""
@@ -92,13 +95,22 @@ def read_safetensors(path: Path, what: str = "model") -> Tuple[Dict[str, torch.T
     if path.is_dir():
         raise WeightFileError(f"{path}: is a directory, expected a safetensors file")
     try:
+        before = file_identity(path)
         with safe_open(str(path), framework="pt") as f:
+            # safe_open opens the path twice, for the header (metadata, the tensors' places)
+            # and for the data: a save that replaced the file between the two gave one file's
+            # header with the other's values, called damaged by the checksums, or loaded under
+            # the old file's options digest where it had none. (Looked at once both are open:
+            # a replacement while the tensors are read changes neither.)
+            opened = file_identity(path)
             metadata = f.metadata() or {}
             state = {name: f.get_tensor(name) for name in f.keys()}
     except (SafetensorError, OSError) as e:
         reason = os_error_reason(e) if isinstance(e, OSError) else str(e)
         raise WeightFileError(f"{path}: unreadable safetensors file: {reason}; restore it from a copy, "
                               f"or save the {what} again") from None
+    if opened != before:
+        raise replaced_while_read(path)
     problem = checksum_problem(state, metadata)
     if problem is not None:
         raise WeightFileError(f"{path}: damaged: {problem}; restore it from a copy, or save the "

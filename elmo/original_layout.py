@@ -23,19 +23,20 @@ from __future__ import annotations
 import re
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Dict, Iterator, Tuple, cast
+from typing import Dict, Iterator, Optional, Tuple, cast
 
 import h5py
 import numpy as np
 import torch
 
 from .checksums import HDF5_ATTRIBUTE, array_crc32, dataset_checksum_problem
+from .checks import shown
 from .config import ElmoOptions
 from .hdf5_writer import HDF5Writer
 from .io import atomic_target, os_error_reason
 from .model_dtypes import DTYPES, dtype_name, model_dtype
 from .modules.bilm import BiLM
-from .native_layout import model_options_digest
+from .native_layout import NATIVE_CONFIG, NATIVE_WEIGHTS, model_options_digest
 from .output_checks import writing
 from .weight_values import WeightFileError, check_finite
 
@@ -165,17 +166,21 @@ def read_original_arrays(path: str | Path, options: ElmoOptions) -> Dict[str, np
     is an error too: the model would be built without it and give other outputs, silently.
     Datasets outside the layout (a softmax, a step counter) are ignored. A file that records
     the digest of the options it was saved with (:data:`OPTIONS_ATTRIBUTE`) is refused with
-    options of another digest.
+    options of another digest, and so are the options of a dictionary model (ELMoForManyLangs),
+    which this layout cannot hold.
     """
     path = Path(path)
+    if options.char_vocabulary is not None:   # (it failed inside torch: 261 rows for 262)
+        raise WeightFileError(f"{path}: the options have a char_vocabulary section (a dictionary "
+                              f"model's, ELMoForManyLangs), which the original HDF5 layout cannot "
+                              f"hold: such a model is saved as {NATIVE_CONFIG} + {NATIVE_WEIGHTS}")
     arrays = {}
     expected = expected_shapes(options)
     with open_hdf5(path) as h5:
         for name, shape in expected.items():
             arrays[name] = read_dataset(h5, path, name, shape)
         extra = _unexpected_layout_datasets(h5, path, expected)
-        recorded = h5.attrs.get(OPTIONS_ATTRIBUTE)
-    recorded = recorded.decode() if isinstance(recorded, bytes) else recorded
+        recorded = _recorded_options_digest(h5, path)
     if extra:
         raise WeightFileError(f"{path}: dataset '{extra[0]}' is not called for by the options"
                               + (f" (and {len(extra) - 1} more)" if len(extra) > 1 else "")
@@ -189,6 +194,25 @@ def read_original_arrays(path: str | Path, options: ElmoOptions) -> Dict[str, np
     return arrays
 
 
+def _recorded_options_digest(h5: h5py.File, path: Path) -> Optional[str]:
+    """The digest of the options the file was saved with (:data:`OPTIONS_ATTRIBUTE`), None
+    where it records none. An attribute that cannot be read or holds no text is a
+    WeightFileError naming the file: an array there was numpy's "truth value of an array ...
+    is ambiguous" when compared."""
+    try:
+        recorded = h5.attrs.get(OPTIONS_ATTRIBUTE)
+    except (OSError, RuntimeError, KeyError, ValueError, TypeError) as e:
+        raise WeightFileError(f"{path}: its '{OPTIONS_ATTRIBUTE}' attribute cannot be read, the file is "
+                              f"damaged: {_h5_reason(e)}") from None
+    if isinstance(recorded, bytes):
+        recorded = recorded.decode("utf-8", "replace")
+    if recorded is not None and not isinstance(recorded, str):
+        raise WeightFileError(f"{path}: its '{OPTIONS_ATTRIBUTE}' attribute holds {shown(recorded)}, not the "
+                              f"digest of the options the weights were saved with: the file is damaged; "
+                              f"restore it from a copy, or save the model again")
+    return recorded
+
+
 #: The names of the original layout, whatever the options (see the module docstring).
 _LAYOUT_NAME = re.compile(r"char_embed|CNN/[Wb]_cnn_\d+|CNN_high_\d+/[Wb]_(carry|transform)"
                           r"|CNN_proj/[Wb]_proj|RNN_\d+/RNN/MultiRNNCell/Cell\d+/LSTMCell/(W_0|B|W_P_0)")
@@ -197,7 +221,8 @@ _LAYOUT_NAME = re.compile(r"char_embed|CNN/[Wb]_cnn_\d+|CNN_high_\d+/[Wb]_(carry
 def read_dataset(h5: h5py.File, path: Path, name: str, shape: Tuple[int, ...],
                  source: str = "the options") -> np.ndarray:
     """The values of dataset ``name`` of the open HDF5 file ``path``, checked: there, a dataset
-    (not a group), of ``shape`` (which ``source`` calls for), of numbers, readable, the values
+    (not a group), of ``shape`` (which ``source`` calls for), of numbers, every one of them
+    written in the file itself (:func:`_values_not_in_file`), readable, the values
     its checksum records (where it has one: :func:`write_weight_dataset`) and finite. Each way
     it is not is one WeightFileError naming the file and the dataset."""
     dataset = _hdf5_dataset(h5, path, name, shape)
@@ -210,10 +235,16 @@ def read_dataset(h5: h5py.File, path: Path, name: str, shape: Tuple[int, ...],
         raise WeightFileError(f"{path}: dataset '{name}' holds {dataset.dtype} values, "
                               f"expected floating-point numbers (float32 or float16)")
     try:
-        array = dataset[...]
+        elsewhere = _values_not_in_file(h5, dataset)
+        # (not read where they are elsewhere: a missing external file fails the read, and its
+        # error said only "truncated or corrupt")
+        array = None if elsewhere else dataset[...]
         recorded = dataset.attrs.get(HDF5_ATTRIBUTE)
     except (OSError, RuntimeError, ValueError, KeyError, TypeError) as e:
         raise _corrupt(path, name, shape, e) from None
+    if array is None:
+        raise WeightFileError(f"{path}: dataset '{name}' {elsewhere}; the weights must be written "
+                              f"in the file itself: restore it from a copy, or save the model again")
     check_dataset_checksum(array, dataset.name, recorded, path)
     check_finite(array, f"{path}: dataset '{name}'")
     # (in this machine's byte order: torch.from_numpy refuses a big-endian array, which HDF5
@@ -255,6 +286,26 @@ def _hdf5_dataset(h5: h5py.File, path: Path, name: str, shape: Tuple[int, ...]) 
     except (OSError, RuntimeError, KeyError, ValueError, TypeError) as e:
         raise _corrupt(path, name, shape, e) from None
     return dataset
+
+
+def _values_not_in_file(h5: h5py.File, dataset: h5py.Dataset) -> str:
+    """Why some values of ``dataset`` are not stored in the file ``h5`` ("" where all are).
+    HDF5 reads a value that was never written, or one in another file that is missing or
+    short, as the dataset's fill value (zero) without an error: a file whose writer died
+    between a dataset's creation and its write loaded a model of zero weights, silently. Values
+    in other files are refused too: no checksum of this file (its folder's SHA-256 record)
+    vouches for them, and a copy of the file alone loses them."""
+    if dataset.file.filename != h5.filename:
+        return f"is a link to {dataset.file.filename}: its values are in another file"
+    plist = dataset.id.get_create_plist()
+    if plist.get_layout() == h5py.h5d.VIRTUAL:
+        return "is a virtual dataset: its values are in other files (a missing one reads as zeros)"
+    if plist.get_external_count():
+        return "keeps its values in an external raw file (a missing or short one reads as zeros)"
+    if dataset.id.get_space_status() != h5py.h5d.SPACE_STATUS_ALLOCATED:
+        return ("holds values that were never written, which read as zeros (a writer stopped "
+                "before it wrote them?)")
+    return ""
 
 
 def _corrupt(path: Path, name: str, shape: Tuple[int, ...], e: Exception) -> WeightFileError:

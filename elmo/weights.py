@@ -21,7 +21,7 @@ from typing import Iterator, Tuple
 import torch
 
 from .checks import require_path
-from .folder_checksums import checked_reads, replacing_recorded
+from .folder_checksums import checked_reads, file_identity, replaced_while_read, replacing_recorded
 from .config import ConfigError, ElmoOptions
 from .modules.bilm import BiLM
 from .modules.skip_init import init_skipped
@@ -64,6 +64,9 @@ def load_original(options_file: str | Path, weight_file: str | Path, *, stateful
     # options that do not fit the weights), and confirmed unchanged once read
     with _cache_hint(options_file, weight_file), checked_reads((Path(options_file), Path(weight_file))):
         options = ElmoOptions.from_file(options_file)
+        # (the file is opened twice, for its arrays and for the dtype it records: a save over it
+        # between the two had the arrays read given the other file's dtype, bfloat16 say)
+        before = file_identity(Path(weight_file))
         # the file's shapes are checked before the model is built: options that disagree with
         # them by far (an lstm.dim of 2**30) had torch allocate hundreds of GB for it first, and
         # the load ended in a traceback from torch's allocator instead of naming the shape
@@ -72,6 +75,8 @@ def load_original(options_file: str | Path, weight_file: str | Path, *, stateful
             bilm = BiLM(options, stateful=stateful)
         assign_original_arrays(bilm, arrays)
         target = target or restored_dtype(recorded_dtype(Path(weight_file)))
+        if file_identity(Path(weight_file)) != before:
+            raise replaced_while_read(Path(weight_file))
     if target is not None and target != torch.float32:
         bilm = bilm.to(target)
     bilm.eval()

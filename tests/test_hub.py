@@ -652,6 +652,30 @@ def test_a_model_archive_url_loads_like_the_folder():
         assert torch.equal(a, b)
 
 
+@pytest.mark.parametrize("members", [
+    {"model/config.json": "native"},                    # the native layout's options, no weights
+    {"model/config.json": b'{"note": 1}'},              # a config.json of no model
+    {"model/options.json": (FIXTURE / "options.json").read_bytes()},   # options, no weight file
+])
+def test_an_archive_without_a_whole_model_is_not_kept(tmp_path, members):
+    """An archive whose folder holds a config.json but no model that loads was kept (only its
+    JSON was read): listed as cached, it failed at every load, naming a folder in the cache
+    without saying how to clear it, and was never downloaded again. (An options.json without
+    its weights was refused in words about a config.json the archive does not hold.) Now the
+    model must load before it is kept, as for the other layouts."""
+    if members.get("model/config.json") == "native":
+        elmo.save_pretrained(elmo.from_pretrained("fixture"), tmp_path / "native")
+        members = {"model/config.json": (tmp_path / "native" / "config.json").read_bytes()}
+    with FileServer({"/m/model.tar.gz": _tar(members, "w:gz")}) as server:
+        url = server.url("/m/model.tar.gz")
+        for _ in range(2):   # (nothing kept: the second call downloads it again)
+            with pytest.raises(WeightFileError, match=re.escape(f"{url}/model: expected config.json + "
+                                                                f"model.safetensors, or options.json")) as e:
+                elmo.from_pretrained(url)
+            assert str(e.value).endswith("(the download is not kept)")
+        assert len(server.gets("/m/model.tar.gz")) == 2
+
+
 @pytest.mark.parametrize("kind", ["zip-dotdot", "tar-dotdot", "tar-absolute", "tar-link-out"])
 def test_an_archive_member_outside_the_folder_is_refused(tmp_path, kind):
     evil = {"model/config.json": b"{}", "../evil.txt": b"x"}

@@ -1224,3 +1224,120 @@ def test_info_says_whether_a_folders_weights_record_their_checksums(tmp_path, ca
             assert elmo.from_pretrained(tmp_path / folder).output_dim == bilm.output_dim
         assert main(["info", str(tmp_path / folder)]) == 0
         assert line in capsys.readouterr().out.splitlines()
+
+
+def _stored_elsewhere_or_unwritten(h5, name, values, folder, how):
+    """Dataset ``name`` of the open file ``h5`` made again as ``how`` says, its values (all or
+    some) not stored in the file: each is valid HDF5 that reads without an error."""
+    if how == "never written":   # (a writer that died between create_dataset and its write)
+        h5.create_dataset(name, shape=values.shape, dtype=values.dtype)
+    elif how == "partly written":
+        h5.create_dataset(name, shape=values.shape, dtype=values.dtype, chunks=(1, values.shape[1]))[0] = values[0]
+    elif how == "external raw file":   # (a file shorter than the values reads as zeros past its end)
+        (folder / "raw.bin").write_bytes(values.tobytes()[:8])
+        h5.create_dataset(name, shape=values.shape, dtype=values.dtype,
+                          external=[(str(folder / "raw.bin"), 0, values.nbytes)])
+    elif how == "virtual":   # (a missing source reads as zeros)
+        layout = h5py.VirtualLayout(shape=values.shape, dtype=values.dtype)
+        layout[...] = h5py.VirtualSource(str(folder / "gone.hdf5"), name, shape=values.shape)
+        h5.create_virtual_dataset(name, layout)
+    else:   # "link to another file": whatever that file holds now, which no record vouches for
+        with h5py.File(folder / "other.hdf5", "w") as other:
+            other[name] = values
+        h5[name] = h5py.ExternalLink(str(folder / "other.hdf5"), name)
+
+
+@pytest.mark.parametrize("how", ["never written", "partly written", "external raw file", "virtual",
+                                 "link to another file"])
+def test_a_dataset_whose_values_are_not_all_in_the_file_is_refused(tmp_path, how):
+    """HDF5 reads values that were never written, or that lie in a file that is missing or
+    short, as the dataset's fill value (zeros) without an error: such a weight file (one whose
+    writer died between a dataset's creation and its write; one whose values lie in other
+    files) loaded a model of zero weights, silently. Each is refused, naming the dataset."""
+    folder = _original_copy(tmp_path / "model")
+    with h5py.File(folder / "weights.hdf5", "a") as h5:
+        values = h5["CNN_proj/W_proj"][...]
+        del h5["CNN_proj/W_proj"]
+        _stored_elsewhere_or_unwritten(h5, "CNN_proj/W_proj", values, folder, how)
+    with pytest.raises(WeightFileError, match=r"weights.hdf5: dataset 'CNN_proj/W_proj' ") as e:
+        elmo.from_pretrained(folder)
+    assert "\n" not in str(e.value)
+
+
+def test_options_of_a_dictionary_model_beside_hdf5_weights_are_named(tmp_path):
+    """An options.json with a char_vocabulary section (a dictionary model's, whose config.json
+    was copied beside weights in the original layout) failed inside torch: "The size of tensor
+    a (261) must match the size of tensor b (262)". The original layout holds no such model."""
+    folder = _original_copy(tmp_path)
+    options = json.loads((folder / "options.json").read_text())
+    options["char_vocabulary"] = {"n_characters": 260}
+    (folder / "options.json").write_text(json.dumps(options))
+    with pytest.raises(WeightFileError, match=r"weights.hdf5: .*char_vocabulary") as e:
+        elmo.from_pretrained(folder)
+    assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("checksums", [True, False])
+def test_a_native_weight_file_replaced_while_it_is_opened_is_named_so(tmp_path, monkeypatch, checksums):
+    """safetensors opens the file twice, for its header (the metadata, the tensors' places) and
+    for its data: a save that replaced the file between the two gave one file's header with
+    the other's values. Found by a reader racing a writer: "damaged: tensor ... does not hold
+    the values its checksum records", told to restore a file that was whole; a file without
+    checksums loaded the new weights under the old file's options digest, which the old
+    config.json passed (here: another cell clip, silently)."""
+    from safetensors.torch import load_file, save_file
+    from elmo import BiLM, ElmoOptions
+    old = random_bilm(seed=1)
+    other = old.options.to_dict()
+    other["lstm"]["cell_clip"] = 1.0
+    new = BiLM(ElmoOptions.from_dict(other))
+    new.load_state_dict(random_bilm(seed=2).state_dict())
+    elmo.save_pretrained(old, tmp_path / "old")
+    elmo.save_pretrained(new, tmp_path / "new")
+    for path in (tmp_path / "old" / "model.safetensors", tmp_path / "new" / "model.safetensors"):
+        if not checksums:   # (written before the checksums were recorded)
+            header, _ = _native_header(path)
+            metadata = {k: v for k, v in header["__metadata__"].items() if k != "tensor_crc32"}
+            save_file(load_file(str(path)), str(path), metadata=metadata)
+    opened_by_path = torch.UntypedStorage.from_file
+
+    def replaced_first(filename, *args, **kwargs):   # (the new save lands between the two opens)
+        if (tmp_path / "new" / "model.safetensors").exists():
+            os.replace(tmp_path / "new" / "model.safetensors", tmp_path / "old" / "model.safetensors")
+        return opened_by_path(filename, *args, **kwargs)
+
+    monkeypatch.setattr(torch.UntypedStorage, "from_file", replaced_first)
+    with pytest.raises(WeightFileError, match=r"old/model.safetensors: replaced while it was being read"):
+        elmo.from_pretrained(tmp_path / "old")
+
+
+def test_an_hdf5_weight_file_replaced_while_it_is_loaded_is_named_so(tmp_path, monkeypatch):
+    """load_original reads the arrays, builds the model, then opens the file again for the dtype
+    it records: a save_original of a bfloat16 model over it meanwhile had the float32 weights
+    read rounded to bfloat16, silently (the options digest agreed: one model's options)."""
+    from elmo import weights
+    bilm = random_bilm()
+    save_original(bilm, tmp_path / "options.json", tmp_path / "weights.hdf5")
+    save_original(bilm.to(torch.bfloat16), tmp_path / "new" / "options.json", tmp_path / "new" / "weights.hdf5")
+    read = weights.read_original_arrays
+
+    def replaced_after_reading(path, options):   # (the save lands once the arrays are read)
+        arrays = read(path, options)
+        os.replace(tmp_path / "new" / "weights.hdf5", tmp_path / "weights.hdf5")
+        return arrays
+
+    monkeypatch.setattr(weights, "read_original_arrays", replaced_after_reading)
+    with pytest.raises(WeightFileError, match=r"weights.hdf5: replaced while it was being read"):
+        load_original(tmp_path / "options.json", tmp_path / "weights.hdf5")
+
+
+@pytest.mark.parametrize("value", [["0" * 64, "1" * 64], np.array([1, 2])])
+def test_an_options_digest_attribute_that_is_an_array_is_named(tmp_path, value):
+    """An elmo_options_sha256 attribute holding an array (a damaged or hand-made file) was
+    numpy's "The truth value of an array with more than one element is ambiguous"."""
+    bilm = random_bilm()
+    save_original(bilm, tmp_path / "options.json", tmp_path / "weights.hdf5")
+    with h5py.File(tmp_path / "weights.hdf5", "a") as h5:
+        h5.attrs["elmo_options_sha256"] = value
+    with pytest.raises(WeightFileError, match=r"weights.hdf5: its 'elmo_options_sha256' attribute holds "):
+        load_original(tmp_path / "options.json", tmp_path / "weights.hdf5")

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import atexit
 import hashlib
-import json
 import os
 import shutil
 import tempfile
@@ -282,7 +281,7 @@ class _UnpackedArchive(CacheEntry[Path]):
             with atomic_folder(dest, staging=helper_file(dest, ".partial")) as staging:
                 staging.rmdir()   # (unpack writes a folder of its own and gives it this name)
                 unpack(archive, staging)
-                _naming_the_url(url, lambda p: _check_folder(find_model_folder(p), url))(staging)
+                _naming_the_url(url, lambda p: _check_folder(find_model_folder(p)))(staging)
                 # The old folder's digest goes before the swap, the new one's after: a kill
                 # between leaves a folder with no digest (fetched again under a pin), never
                 # one folder with the other's digest.
@@ -338,27 +337,15 @@ def _check_archive(path: Path) -> None:
                            "error message?)")
 
 
-def _check_folder(folder: Path, url: str) -> None:
+def _check_folder(folder: Path) -> None:
     """Check an unpacked model before it is kept: loaded, as each format this package reads
     (native, original, ELMoForManyLangs: its .pkl files with the weights-only reader, never
-    unpickled); for another folder with a ``config.json``, that it is readable JSON."""
-    from ..manylangs.folder import is_manylangs_folder
-    from ..native_layout import NATIVE_WEIGHTS
-    from ..original_layout import ORIGINAL_OPTIONS, ORIGINAL_WEIGHTS
-    from ..weight_values import WeightFileError
+    unpickled). A folder without a whole model is refused too: one with a ``config.json`` and
+    no weights was kept once its JSON parsed, listed as cached, and failed at every load
+    without being downloaded again."""
     from ..weights import load_pretrained
 
-    # (an ELMoForManyLangs folder was checked for readable JSON only: one with a damaged or
-    # missing .pkl or dictionary was kept, listed as cached, and failed at every load)
-    if (folder / NATIVE_WEIGHTS).exists() or is_manylangs_folder(folder) or (
-            (folder / ORIGINAL_OPTIONS).exists() and any((folder / w).exists() for w in ORIGINAL_WEIGHTS)):
-        load_pretrained(folder)
-        return
-    config = folder / "config.json"
-    try:
-        json.loads(config.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
-        raise WeightFileError(f"{url}: {config.name} in the archive is not readable JSON: {e}") from None
+    load_pretrained(folder)
 
 
 # ------------------------------------------------------------------ names and URLs
