@@ -95,6 +95,12 @@ def _require_bilm(bilm, caller: str) -> None:
             raise ValueError(f"{caller}: the model's {name} is on the meta device, which holds no values; "
                              f"nothing was written (load the weights first: elmo.from_pretrained, or "
                              f"module.to_empty(device='cpu') and load_state_dict)")
+        if tensor.is_floating_point() and tensor.dtype not in DTYPES.values():
+            # (a float8 model failed inside PyTorch, in the checksums' view of its bytes:
+            # "unsupported ScalarType")
+            raise ValueError(f"{caller}: the model's {name} is {str(tensor.dtype).removeprefix('torch.')}, "
+                             f"which no load reads; nothing was written (a model is saved in one of "
+                             f"{', '.join(DTYPES)}: bilm.float() first)")
         found = non_finite(tensor)
         if found is not None:
             count = found[0]

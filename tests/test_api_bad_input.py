@@ -136,6 +136,19 @@ def test_plan_windows_checks_the_number_of_tokens(n_tokens, error):
 
 
 @pytest.mark.parametrize("layout", ["native", "original"])
+def test_saving_a_model_of_a_dtype_no_load_reads_is_refused_first(tmp_path, layout):
+    # float8 failed inside PyTorch, in the checksums' view of its bytes ("unsupported ScalarType")
+    from elmo import save_original, save_pretrained
+    bilm = from_pretrained("fixture").to(torch.float8_e4m3fn)
+    with pytest.raises(ValueError, match=r"the model's .* is float8_e4m3fn, which no load reads; nothing was written"):
+        if layout == "native":
+            save_pretrained(bilm, tmp_path / "model")
+        else:
+            save_original(bilm, tmp_path / "options.json", tmp_path / "weights.hdf5")
+    assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("layout", ["native", "original"])
 def test_saving_a_model_on_the_meta_device_says_it_holds_no_weights(tmp_path, layout):
     # it was PyTorch's "Tensor.item() cannot be called on meta tensors", from the NaN check
     from elmo import save_original, save_pretrained
