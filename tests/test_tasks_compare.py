@@ -259,6 +259,40 @@ def test_a_task_not_run_alike_on_both_sides_is_said():
     assert "* **task ner was not run alike**: its split sizes differ" in text
 
 
+def test_a_task_whose_same_files_were_read_otherwise_is_said():
+    """Two results of one task on the same files, sizes and settings that read them otherwise
+    (another label column, tokenized or not, another max_train sample, texts cut elsewhere)
+    were put side by side as if only the biLM had changed: only sizes, settings, word vectors
+    and file contents were compared."""
+    def with_source(results, max_tokens=None, **source):
+        base = {"format": {"type": "tsv", "text": "review", "label": "stars"}, "tokenize": False,
+                "dev": "file", "full_sizes": {"train": 900, "dev": 10, "test": 20}, "subset_seed": 0,
+                "files": {"test": {"path": "test.tsv", "sha256": "c" * 64}}}
+        data = {"sizes": {"train": 250, "dev": 10, "test": 20}, "model": {"hidden": 8},
+                "train": {"epochs": 2}, "embeddings": {"vectors": "glove-50d"},
+                "source": {**base, **source}}
+        tasks = [{"task": "classification", "name": "pos", "max_train": 250,
+                  **({"max_tokens": max_tokens} if max_tokens else {})}, {"task": "ner"}]
+        return {**results, "config": {**results["config"], "tasks": tasks},
+                "data": {"pos": data, "ner": {**data, "source": {}}}}
+
+    assert "not run alike" not in comparison_markdown(with_source(OLD), with_source(NEW))
+    for changed, said in (({"format": {"type": "tsv", "text": "review", "label": "sentiment"}},
+                           "file format (the columns or fields read)"),
+                          ({"tokenize": True}, "tokenization"),
+                          ({"dev": "50 of 500 training examples held out (dev_fraction 0.1, seed 1)"},
+                           "dev split"),
+                          ({"subset_seed": 1}, "sample (subset_seed)"),
+                          ({"max_tokens": 40}, "text cut (max_tokens)")):
+        text = comparison_markdown(with_source(OLD), with_source(NEW, **changed))
+        assert f"* **task pos was not run alike**: its {said} differ, so its change" in text, changed
+        assert "task ner was not run alike" not in text
+    # a subset_seed that drew no sample (every split read whole) changes nothing
+    whole = {"full_sizes": {"train": 250, "dev": 10, "test": 20}}
+    assert "not run alike" not in comparison_markdown(with_source(OLD, **whole),
+                                                      with_source(NEW, subset_seed=1, **whole))
+
+
 def test_a_recorded_config_that_cannot_be_read_names_its_file(tmp_path, capsys):
     """experiment-report said "unknown config keys: ..." of a results.json's config without
     saying which of the folders given it was."""
