@@ -208,6 +208,34 @@ def test_experiment_table_tells_apart_two_experiments_of_one_name_and_names_thei
     assert out.count("domain-adapted: not recorded") == 2     # (OLD and NEW record no adaptation)
 
 
+def test_experiment_table_says_which_task_two_experiments_ran_otherwise(tmp_path, capsys):
+    """`experiment-table` of two experiments that ran one task name on other training sizes (or
+    settings, files, or the same files read otherwise) put their rows side by side with no word
+    of it, as if of one setup (compare_results.py flagged such a task)."""
+    from elmo.cli import main
+
+    def with_data(results, train):
+        # (the vocabulary's counts follow from the text read: not "word vectors differ")
+        data = {"sizes": {"train": train, "dev": 10, "test": 20}, "model": {"hidden": 8},
+                "train": {"epochs": 2}, "source": {},
+                "embeddings": {"vectors": "glove-50d", "dim": 50, "in_vectors": train // 2, "vocab": train}}
+        return {**results, "data": {"pos": data, "ner": data}}
+
+    def table(old_train, new_train):
+        for folder, results, train in (("a", OLD, old_train), ("b", NEW, new_train)):
+            (tmp_path / folder).mkdir(exist_ok=True)
+            (tmp_path / folder / "results.json").write_text(json.dumps(with_data(results, train)),
+                                                            encoding="utf-8")
+        assert main(["experiment-table", str(tmp_path / "a"), str(tmp_path / "b")]) == 0
+        return capsys.readouterr().out
+
+    assert "not run alike" not in table(250, 250)
+    out = table(250, 2000)
+    assert (f"* **task pos is not run alike in `two-tasks ({tmp_path / 'a'})` and "
+            f"`two-tasks ({tmp_path / 'b'})`**: its split sizes differ") in out
+    assert "* **task ner is not run alike" in out
+
+
 def test_a_seed_run_twice_is_one_error_not_counted_twice(tmp_path, capsys):
     """Results merged by hand with one run twice: the row said 3 seeds of 2, its test mean
     counted the repeated run twice and its gain paired only the later one."""

@@ -229,6 +229,18 @@ def _source_lines(name: str, path: str, results: dict) -> List[str]:
 #: What a task's ``data`` block of results.json records of how it was set up, by label.
 _SETUP = (("sizes", "split sizes"), ("model", "model settings"), ("train", "training settings"),
           ("embeddings", "word vectors"))
+#: Counts of the ``embeddings`` block that follow from the text read, not from the vectors
+#: chosen (other split sizes change them; "word vectors differ" said another file was used).
+_TEXT_COUNTS = {"in_vectors", "train_words_not_in_vectors", "vocab", "found_exact", "found_lowercased",
+                "not_found"}
+
+
+def _setup_value(d: dict, key: str):
+    """``d[key]`` as :data:`_SETUP` compares it: the word vectors without the counts of the text."""
+    value = d[key]
+    if key == "embeddings" and isinstance(value, dict):
+        return {k: v for k, v in value.items() if k not in _TEXT_COUNTS}
+    return value
 
 
 #: What a task's ``data.source`` records of how its files were read, by label (compared where
@@ -263,17 +275,17 @@ def _task_specs(results: dict) -> Dict[str, dict]:
     return {str(spec.get("name", spec.get("task"))): spec for spec in tasks if isinstance(spec, dict)}
 
 
-def setup_differences(old: dict, new: dict) -> List[str]:
-    """One line per task that both results ran but not alike: other split sizes, model or
-    training settings, word vectors, other file contents (SHA-256), or the same files read
-    otherwise (:func:`_read_differences`). The columns of such a task measure more than the
-    change of biLM; empty when every shared task matches."""
+def differing_setups(old: dict, new: dict) -> Dict[str, List[str]]:
+    """Task -> what the two results did otherwise on it, for each task both ran but not alike:
+    other split sizes, model or training settings, word vectors, other file contents
+    (SHA-256), or the same files read otherwise (:func:`_read_differences`)."""
     a, b = old.get("data") or {}, new.get("data") or {}
     specs_a, specs_b = _task_specs(old), _task_specs(new)
-    lines = []
+    out = {}
     for task in [t for t in a if t in b]:
         da, db = a[task], b[task]
-        differ = [label for key, label in _SETUP if key in da and key in db and da[key] != db[key]]
+        differ = [label for key, label in _SETUP
+                  if key in da and key in db and _setup_value(da, key) != _setup_value(db, key)]
         differ += _read_differences(da, db, specs_a.get(task), specs_b.get(task))
         files_a, files_b = ((d.get("source") or {}).get("files") or {} for d in (da, db))
         shas = [split for split in files_a if split in files_b
@@ -282,9 +294,16 @@ def setup_differences(old: dict, new: dict) -> List[str]:
         if shas:
             differ.append(f"{', '.join(shas)} file contents")
         if differ:
-            lines.append(f"* **task {task} was not run alike**: its {'; '.join(differ)} differ, so "
-                         f"its change is not the biLM's alone")
-    return lines
+            out[task] = differ
+    return out
+
+
+def setup_differences(old: dict, new: dict) -> List[str]:
+    """One line per task that both results ran but not alike (:func:`differing_setups`): the
+    columns of such a task measure more than the change of biLM; empty when every shared task
+    matches."""
+    return [f"* **task {task} was not run alike**: its {'; '.join(differ)} differ, so its change is "
+            f"not the biLM's alone" for task, differ in differing_setups(old, new).items()]
 
 
 def comparison_markdown(old: dict, new: dict, names: Sequence[str] = ("old", "new"),
