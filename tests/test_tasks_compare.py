@@ -208,6 +208,34 @@ def test_experiment_table_tells_apart_two_experiments_of_one_name_and_names_thei
     assert out.count("domain-adapted: not recorded") == 2     # (OLD and NEW record no adaptation)
 
 
+def test_experiment_table_says_which_task_two_experiments_ran_otherwise(tmp_path, capsys):
+    """`experiment-table` of two experiments that ran one task name on other training sizes (or
+    settings, files, or the same files read otherwise) put their rows side by side with no word
+    of it, as if of one setup (compare_results.py flagged such a task)."""
+    from elmo.cli import main
+
+    def with_data(results, train):
+        # (the vocabulary's counts follow from the text read: not "word vectors differ")
+        data = {"sizes": {"train": train, "dev": 10, "test": 20}, "model": {"hidden": 8},
+                "train": {"epochs": 2}, "source": {},
+                "embeddings": {"vectors": "glove-50d", "dim": 50, "in_vectors": train // 2, "vocab": train}}
+        return {**results, "data": {"pos": data, "ner": data}}
+
+    def table(old_train, new_train):
+        for folder, results, train in (("a", OLD, old_train), ("b", NEW, new_train)):
+            (tmp_path / folder).mkdir(exist_ok=True)
+            (tmp_path / folder / "results.json").write_text(json.dumps(with_data(results, train)),
+                                                            encoding="utf-8")
+        assert main(["experiment-table", str(tmp_path / "a"), str(tmp_path / "b")]) == 0
+        return capsys.readouterr().out
+
+    assert "not run alike" not in table(250, 250)
+    out = table(250, 2000)
+    assert (f"* **task pos is not run alike in `two-tasks ({tmp_path / 'a'})` and "
+            f"`two-tasks ({tmp_path / 'b'})`**: its split sizes differ") in out
+    assert "* **task ner is not run alike" in out
+
+
 def test_a_seed_run_twice_is_one_error_not_counted_twice(tmp_path, capsys):
     """Results merged by hand with one run twice: the row said 3 seeds of 2, its test mean
     counted the repeated run twice and its gain paired only the later one."""
@@ -257,6 +285,40 @@ def test_a_task_not_run_alike_on_both_sides_is_said():
     assert ("* **task pos was not run alike**: its split sizes; test file contents differ, so its "
             "change is not the biLM's alone") in text
     assert "* **task ner was not run alike**: its split sizes differ" in text
+
+
+def test_a_task_whose_same_files_were_read_otherwise_is_said():
+    """Two results of one task on the same files, sizes and settings that read them otherwise
+    (another label column, tokenized or not, another max_train sample, texts cut elsewhere)
+    were put side by side as if only the biLM had changed: only sizes, settings, word vectors
+    and file contents were compared."""
+    def with_source(results, max_tokens=None, **source):
+        base = {"format": {"type": "tsv", "text": "review", "label": "stars"}, "tokenize": False,
+                "dev": "file", "full_sizes": {"train": 900, "dev": 10, "test": 20}, "subset_seed": 0,
+                "files": {"test": {"path": "test.tsv", "sha256": "c" * 64}}}
+        data = {"sizes": {"train": 250, "dev": 10, "test": 20}, "model": {"hidden": 8},
+                "train": {"epochs": 2}, "embeddings": {"vectors": "glove-50d"},
+                "source": {**base, **source}}
+        tasks = [{"task": "classification", "name": "pos", "max_train": 250,
+                  **({"max_tokens": max_tokens} if max_tokens else {})}, {"task": "ner"}]
+        return {**results, "config": {**results["config"], "tasks": tasks},
+                "data": {"pos": data, "ner": {**data, "source": {}}}}
+
+    assert "not run alike" not in comparison_markdown(with_source(OLD), with_source(NEW))
+    for changed, said in (({"format": {"type": "tsv", "text": "review", "label": "sentiment"}},
+                           "file format (the columns or fields read)"),
+                          ({"tokenize": True}, "tokenization"),
+                          ({"dev": "50 of 500 training examples held out (dev_fraction 0.1, seed 1)"},
+                           "dev split"),
+                          ({"subset_seed": 1}, "sample (subset_seed)"),
+                          ({"max_tokens": 40}, "text cut (max_tokens)")):
+        text = comparison_markdown(with_source(OLD), with_source(NEW, **changed))
+        assert f"* **task pos was not run alike**: its {said} differ, so its change" in text, changed
+        assert "task ner was not run alike" not in text
+    # a subset_seed that drew no sample (every split read whole) changes nothing
+    whole = {"full_sizes": {"train": 250, "dev": 10, "test": 20}}
+    assert "not run alike" not in comparison_markdown(with_source(OLD, **whole),
+                                                      with_source(NEW, subset_seed=1, **whole))
 
 
 def test_a_recorded_config_that_cannot_be_read_names_its_file(tmp_path, capsys):

@@ -631,3 +631,25 @@ def test_describe_files_takes_size_and_hash_of_one_reading(tmp_path):
     assert (described["bytes"], described["sha256"]) == tuple(file_digest(path)[::-1])
     given = describe_files({"train": path}, {"train": FileDigest("0" * 64, 7)})["train"]
     assert (given["bytes"], given["sha256"]) == (7, "0" * 64)      # the reading taken before
+
+
+def test_a_saved_model_of_a_built_in_task_splits_raw_text_as_its_corpus_was(tmp_path):
+    """sentiment, topic, vitaminc and squad are read from text `elmo data` tokenized
+    (punctuation and clitics split off: `great film !`, `do n't`); their saved models took a
+    raw line for words split on spaces (`film!`, `don't`), words training never saw."""
+    from elmo.tasks import TaskModel
+    folders = write_tiny_tasks(tmp_path)
+    cfg = tiny_config(folders, variants=[{"name": "baseline"}])
+    cfg["tasks"] = [t for t in cfg["tasks"] if t["task"] in ("sentiment5", "vitaminc", "pos")]
+    out = tmp_path / "results"
+    run_experiment(normalise_config(cfg), out=out, log=lambda s: None, save_models=True)
+    for task in ("sentiment5", "vitaminc"):
+        model = TaskModel.load(out / "models" / task / "baseline" / "seed-1")
+        text = "the cat didn't sit, did it?"
+        raw = [text, (text, text)][task == "vitaminc"]
+        split = "the cat did n't sit , did it ?".split()
+        assert model.predict([raw]) == model.predict([[split, (split, split)][task == "vitaminc"]]), task
+        assert json.loads((out / "models" / task / "baseline" / "seed-1" / "config.json").read_text())["tokenize"]
+    # Brown's and the tweets' tokens are the corpus's own: a tagger's text is never split otherwise
+    tagger = json.loads((out / "models" / "pos" / "baseline" / "seed-1" / "config.json").read_text())
+    assert tagger["tokenize"] is False

@@ -229,17 +229,64 @@ def _source_lines(name: str, path: str, results: dict) -> List[str]:
 #: What a task's ``data`` block of results.json records of how it was set up, by label.
 _SETUP = (("sizes", "split sizes"), ("model", "model settings"), ("train", "training settings"),
           ("embeddings", "word vectors"))
+#: Counts of the ``embeddings`` block that follow from the text read, not from the vectors
+#: chosen (other split sizes change them; "word vectors differ" said another file was used).
+_TEXT_COUNTS = {"in_vectors", "train_words_not_in_vectors", "vocab", "found_exact", "found_lowercased",
+                "not_found"}
 
 
-def setup_differences(old: dict, new: dict) -> List[str]:
-    """One line per task that both results ran but not alike: other split sizes, model or
-    training settings, word vectors, or other file contents (SHA-256). The columns of such
-    a task measure more than the change of biLM; empty when every shared task matches."""
+def _setup_value(d: dict, key: str):
+    """``d[key]`` as :data:`_SETUP` compares it: the word vectors without the counts of the text."""
+    value = d[key]
+    if key == "embeddings" and isinstance(value, dict):
+        return {k: v for k, v in value.items() if k not in _TEXT_COUNTS}
+    return value
+
+
+#: What a task's ``data.source`` records of how its files were read, by label (compared where
+#: both sides record it: results of older versions lack some).
+_READ = (("format", "file format (the columns or fields read)"), ("tokenize", "tokenization"),
+         ("dev", "dev split"))
+
+
+def _sampled(d: dict) -> bool:
+    """Whether max_train / max_dev / max_test drew a sample of one of the task's splits."""
+    full = (d.get("source") or {}).get("full_sizes") or {}
+    return any(n != full.get(split, n) for split, n in (d.get("sizes") or {}).items())
+
+
+def _read_differences(da: dict, db: dict, spec_a: Optional[dict], spec_b: Optional[dict]) -> List[str]:
+    """The labels of what two runs of one task read differently from the same files: their
+    format (another label column, say), tokenization, dev split, the sample drawn
+    (``subset_seed``, where a split is sampled) and where texts are cut (``max_tokens``)."""
+    from .datasets import text_limits
+    sa, sb = da.get("source") or {}, db.get("source") or {}
+    differ = [label for key, label in _READ if key in sa and key in sb and sa[key] != sb[key]]
+    if (_sampled(da) or _sampled(db)) and sa.get("subset_seed", 0) != sb.get("subset_seed", 0):
+        differ.append("sample (subset_seed)")
+    if spec_a is not None and spec_b is not None and text_limits(spec_a) != text_limits(spec_b):
+        differ.append("text cut (max_tokens)")
+    return differ
+
+
+def _task_specs(results: dict) -> Dict[str, dict]:
+    """Task name -> its entry of the results' recorded config."""
+    tasks = (results.get("config") or {}).get("tasks") or []
+    return {str(spec.get("name", spec.get("task"))): spec for spec in tasks if isinstance(spec, dict)}
+
+
+def differing_setups(old: dict, new: dict) -> Dict[str, List[str]]:
+    """Task -> what the two results did otherwise on it, for each task both ran but not alike:
+    other split sizes, model or training settings, word vectors, other file contents
+    (SHA-256), or the same files read otherwise (:func:`_read_differences`)."""
     a, b = old.get("data") or {}, new.get("data") or {}
-    lines = []
+    specs_a, specs_b = _task_specs(old), _task_specs(new)
+    out = {}
     for task in [t for t in a if t in b]:
         da, db = a[task], b[task]
-        differ = [label for key, label in _SETUP if key in da and key in db and da[key] != db[key]]
+        differ = [label for key, label in _SETUP
+                  if key in da and key in db and _setup_value(da, key) != _setup_value(db, key)]
+        differ += _read_differences(da, db, specs_a.get(task), specs_b.get(task))
         files_a, files_b = ((d.get("source") or {}).get("files") or {} for d in (da, db))
         shas = [split for split in files_a if split in files_b
                 and isinstance(files_a[split], dict) and isinstance(files_b[split], dict)
@@ -247,9 +294,16 @@ def setup_differences(old: dict, new: dict) -> List[str]:
         if shas:
             differ.append(f"{', '.join(shas)} file contents")
         if differ:
-            lines.append(f"* **task {task} was not run alike**: its {'; '.join(differ)} differ, so "
-                         f"its change is not the biLM's alone")
-    return lines
+            out[task] = differ
+    return out
+
+
+def setup_differences(old: dict, new: dict) -> List[str]:
+    """One line per task that both results ran but not alike (:func:`differing_setups`): the
+    columns of such a task measure more than the change of biLM; empty when every shared task
+    matches."""
+    return [f"* **task {task} was not run alike**: its {'; '.join(differ)} differ, so its change is "
+            f"not the biLM's alone" for task, differ in differing_setups(old, new).items()]
 
 
 def comparison_markdown(old: dict, new: dict, names: Sequence[str] = ("old", "new"),

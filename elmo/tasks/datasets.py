@@ -269,7 +269,10 @@ def sentiment_class(rating: float, classes: int) -> Optional[str]:
 class TaskInfo:
     """A built-in task: a preset of the generic file mechanism (:mod:`.files`) on the
     standard form of an ``elmo data`` corpus. ``files`` maps split -> file name in the corpus
-    folder; ``label_map`` and ``options`` (spec -> reader options) are the preset's rules."""
+    folder; ``label_map`` and ``options`` (spec -> reader options) are the preset's rules.
+    ``tokenized``: the corpus's texts are raw prose that ``elmo data`` split with
+    :mod:`elmo.tokenize`'s rules (not a corpus's own tokens, as Brown's and the tweets'), so a
+    saved model splits a new raw text so too (:func:`splits_raw_text`)."""
 
     corpus: str          # the name in `elmo data`
     kind: str
@@ -278,6 +281,7 @@ class TaskInfo:
     format: dict
     label_map: Optional[Callable[[str], Optional[str]]] = None
     options: Callable[[dict], dict] = lambda spec: {}
+    tokenized: bool = False
 
 
 def _splits(ext: str) -> Dict[str, str]:
@@ -301,29 +305,30 @@ TASKS: Dict[str, TaskInfo] = {
                     {"type": "conll", "word": 0, "label": -1}),
     "sentiment5": TaskInfo("movie-sentiment", "classification", "accuracy", _splits("tsv"),
                            {"type": "tsv", "text": 2, "label": 1, "header": False},
-                           _rating_class(5), lambda spec: {"skip_empty": True}),
+                           _rating_class(5), lambda spec: {"skip_empty": True}, tokenized=True),
     "sentiment2": TaskInfo("movie-sentiment", "classification", "accuracy", _splits("tsv"),
                            {"type": "tsv", "text": 2, "label": 1, "header": False},
-                           _rating_class(2), lambda spec: {"skip_empty": True}),
+                           _rating_class(2), lambda spec: {"skip_empty": True}, tokenized=True),
     "sentiment_rating": TaskInfo("movie-sentiment", "regression", "pearson", _splits("tsv"),
                                  {"type": "tsv", "text": 2, "label": 1, "header": False},
-                                 options=lambda spec: {"skip_empty": True}),
+                                 options=lambda spec: {"skip_empty": True}, tokenized=True),
     # A BBC article becomes its title and first sentences, cut at max_tokens (default 100):
     # the biLM and the task LSTM then run on short inputs.
     "topic": TaskInfo("bbc-topic", "classification", "accuracy", _splits("jsonl"),
                       {"type": "jsonl", "text": ["title", "sentences"], "label": "label"},
-                      options=lambda spec: {"max_tokens": int(spec.get("max_tokens", 100))}),
+                      options=lambda spec: {"max_tokens": int(spec.get("max_tokens", 100))}, tokenized=True),
     # Claim and evidence, the evidence cut at max_tokens (default 80).
     "vitaminc": TaskInfo("vitaminc", "pair", "accuracy", _splits("jsonl"),
                          {"type": "jsonl", "text": "claim", "text_b": "evidence", "label": "label"},
                          options=lambda spec: {"max_tokens_b": int(spec.get("max_tokens", 80)),
-                                               "skip_empty": True}),
+                                               "skip_empty": True}, tokenized=True),
     # Question and context, the context cut at max_tokens (default 300, past 95% of SQuAD's
     # paragraphs): training drops a question whose answers all lie past the cut, and dev and
     # test keep it, scored as any question (see _drop_answers_past_cut).
     "squad": TaskInfo("squad-dev", "span_qa", "f1", _splits("jsonl"),
                       {"type": "jsonl", "text": "question", "text_b": "context", "label": "answers"},
-                      options=lambda spec: {"max_tokens_b": int(spec.get("max_tokens", 300))}),
+                      options=lambda spec: {"max_tokens_b": int(spec.get("max_tokens", 300))},
+                      tokenized=True),
 }
 
 #: Keys of a task spec read from your own files (see :func:`load_task`).
@@ -406,6 +411,14 @@ def load_task(spec: dict, digests: Optional[Mapping[str, Optional[FileDigest]]] 
             f"lost {', '.join(map(repr, lost))}: raise max_train or change subset_seed")
     source.update(full_sizes=full, subset_seed=seed)
     return TaskData(spec.get("name", name), kind, metric, labels, splits, source)
+
+
+def splits_raw_text(spec: Mapping[str, Any]) -> bool:
+    """Whether a task's texts are words split by :mod:`elmo.tokenize` (``"tokenize": true``,
+    or a built-in task whose corpus ``elmo data`` tokenized), so that a saved model splits a
+    new raw text so (``great film!`` -> ``great film !``) rather than on spaces."""
+    name = spec.get("task")
+    return bool(spec.get("tokenize")) or (isinstance(name, str) and name in TASKS and TASKS[name].tokenized)
 
 
 def text_limits(spec: Mapping[str, Any]) -> Dict[str, Optional[int]]:

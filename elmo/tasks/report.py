@@ -459,7 +459,23 @@ def combined_table(all_results: List[dict], sources: Optional[Sequence[str]] = N
                        f"{pm(row['test_mean'], row['test_std'])} | {gain(row) if e else '-'} | "
                        f"{interval(row) if e else '-'} | {t} |")
     # (a biLM URL or command of results recorded before logins were refused: no password shown)
-    return redact_url("\n".join(out + ["", "Reproduce (and the biLMs each experiment used):", *commands]) + "\n")
+    return redact_url("\n".join(out + _not_alike_lines(all_results, labels)
+                                 + ["", "Reproduce (and the biLMs each experiment used):", *commands]) + "\n")
+
+
+def _not_alike_lines(all_results: Sequence[dict], labels: Sequence[str]) -> List[str]:
+    """Under :func:`combined_table`: each task that two of its experiments ran otherwise (split
+    sizes, settings, word vectors, files or how they were read; see
+    :func:`~elmo.tasks.compare.differing_setups`), whose rows of one task name side by side
+    are then not of one setup."""
+    from .compare import differing_setups
+    lines = []
+    for i, first in enumerate(all_results):
+        for j in range(i + 1, len(all_results)):
+            for task, differ in differing_setups(first, all_results[j]).items():
+                lines.append(f"* **task {task} is not run alike in `{labels[i]}` and `{labels[j]}`**: "
+                             f"its {'; '.join(differ)} differ")
+    return ["", "Tasks of one name run otherwise (their rows are not of one setup):", ""] + lines if lines else []
 
 
 def write_reports(results: dict, out: Path) -> None:

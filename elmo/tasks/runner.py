@@ -33,7 +33,7 @@ from .batching import make_batch
 from .bilm_checksums import BiLMChecksums
 from .bilms import BiLMPool, bilm_brief, bilm_entry, resolve_bilm
 from .building import build_model   # (looked up here by run_one: tests patch runner.build_model)
-from .datasets import TaskData, load_task, text_limits
+from .datasets import TaskData, load_task, splits_raw_text, text_limits
 from .embeddings import ExtendedVocab, WordVocab, build_embeddings, glove_record
 from .features import ElmoFeatures
 from .fingerprints import checksums_of, data_digests, run_fingerprint
@@ -163,7 +163,7 @@ def run_one(prep: PreparedTask, variant: Variant, seed: int, cfg: ExperimentConf
              vocab=prep.vocab, settings=prep.settings.to_dict(),
              elmo=None if e is None else {**e.to_dict(), "bilm": cfg.bilm_of(variant)},
              max_chars=max_chars, layer_cache=cache is not None,
-             tokenize=bool(prep.spec.get("tokenize", False)), **text_limits(prep.spec),
+             tokenize=splits_raw_text(prep.spec), **text_limits(prep.spec),
              embeddings=glove_record(cfg.embeddings),
              record={"task": data.name, "variant": variant.name, "seed": seed,
                      "test": test, "dev": result["best_dev"], "extra_tests": extra,
