@@ -125,14 +125,18 @@ def decode_text(data: bytes, path: str | Path, error: Callable[[str], Exception]
 
 def json_objects(lines: Iterable[str], error: Callable[[int, str], Exception]) -> Iterator[Tuple[int, dict]]:
     """(line number, object) for each non-blank line of JSON lines, numbered from 1; a line
-    that is not a JSON object raises ``error(line number, what is wrong)``."""
+    that is not a JSON object, or has an object with a key twice (:func:`unique_keys`: which
+    value is meant cannot be told; Python's parser took the last, silently), raises
+    ``error(line number, what is wrong)``."""
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
+            record = json.loads(line, object_pairs_hook=unique_keys)
         except json.JSONDecodeError as e:
             raise error(number, f"not JSON ({e.msg} at column {e.colno})") from None
+        except ValueError as e:   # (unique_keys')
+            raise error(number, str(e)) from None
         if not isinstance(record, dict):
             raise error(number, f"a JSON object is needed, got {type(record).__name__}")
         yield number, record

@@ -150,6 +150,8 @@ def test_without_a_dev_file_part_of_train_is_held_out_or_early_stopping_is_off(t
     ("classification", {"type": "jsonl", "text": "text", "label": "label"},
      '{"text": "fine", "label": "a"}\n\n{"text": "fine", "label": "a",}\n',
      ":3: not JSON"),
+    ("classification", {"type": "jsonl", "text": "text", "label": "label"},   # (the last value was taken)
+     '{"text": "fine", "label": "a", "label": "b"}\n', ":1: the key 'label' appears twice in one object"),
     ("classification", {"type": "jsonl", "text": ["title", "body"], "label": "label"},
      '{"title": "x", "body": "fine", "label": "a"}\n{"body": "no title", "label": "b"}\n',
      ":2: no field 'title'"),
