@@ -136,6 +136,40 @@ def test_output_lock_is_exclusive_and_removed(tmp_path):
         pass
 
 
+@pytest.mark.parametrize("mine", [b'{"package": "mine"}\n', b"\x89HDF\r\n\x1a\n\0\0", b"123 host\nmore\n",
+                                  b"9" * 600])
+def test_a_file_of_the_users_at_the_lock_files_name_is_kept(tmp_path, mine):
+    """OUTPUT.lock that holds more than a lock record (poetry.lock beside an output named
+    poetry) is not the package's: taking the lock emptied it and releasing it deleted it."""
+    target = tmp_path / "poetry"
+    lock_path(target).write_bytes(mine)
+    with pytest.raises(OutputError, match=re.escape(f"{target}: its lock file's name, {lock_path(target)}, "
+                                                    f"is taken by a file that is no lock")):
+        with output_lock(target):
+            pass
+    assert lock_path(target).read_bytes() == mine
+
+
+@pytest.mark.parametrize("record", [b"", b"\n", b"4194305\n", f"4194305 {'h' * 255}\n".encode()])
+def test_a_lock_files_own_records_are_taken(tmp_path, record):
+    """An empty lock file (made, not yet marked) or a dead writer's "PID HOST" is a lock file."""
+    target = tmp_path / "x.hdf5"
+    lock_path(target).write_bytes(record)
+    with output_lock(target) as file:
+        assert file.read_text().split()[0] == str(os.getpid())
+    assert not file.exists()
+
+
+def test_embed_keeps_a_file_at_its_lock_files_name(tmp_path, lines, capsys):
+    inp = write_lines(tmp_path / "in.txt", lines[:3])
+    mine = tmp_path / "flake.lock"
+    mine.write_text('{"nodes": {}}\n')
+    assert cli_main(["embed", str(inp), str(tmp_path / "flake"), "--model", "fixture", "--quiet"]) == 1
+    assert "is taken by a file that is no lock" in one_error_line(capsys.readouterr().err)
+    assert mine.read_text() == '{"nodes": {}}\n'
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["flake.lock", "in.txt"]
+
+
 def test_output_lock_with_a_filelock_that_has_no_on_acquired_hook(tmp_path, monkeypatch):
     """Older filelock releases (as on a GPU machine's image) take no ``on_acquired``: the lock
     still excludes, records its holder for the second writer's message, and is removed."""
