@@ -1107,15 +1107,14 @@ def test_no_command_imports_a_private_name_of_elmo_io():
     assert private == []
 
 
-@pytest.mark.parametrize("killed_at", ["the new folder's rename", "the old folder's deletion"])
+@pytest.mark.parametrize("killed_at", ["the new folder's rename", "the old folder's deletion",
+                                       "the old folder's deletion, its mark gone"])
 def test_a_folder_replaced_without_renameat2_survives_a_kill(tmp_path, monkeypatch, killed_at):
     """Where two folders cannot swap in one step (no renameat2: NFS, another system), atomic_folder
     deleted the old folder and then renamed the new one: a kill between left no folder at all,
     and the next writer deleted the new one as a killed writer's FOLDER.partial. The old folder is
     now renamed aside first: after a kill anywhere the next writer finds the old folder or the
     new one, and leaves nothing beside it."""
-    import shutil
-
     import elmo.folder_swap
     from elmo.folder_swap import atomic_folder
 
@@ -1126,23 +1125,29 @@ def test_a_folder_replaced_without_renameat2_survives_a_kill(tmp_path, monkeypat
 
     class Killed(BaseException):
         pass
-    rename, rmtree = Path.rename, shutil.rmtree
+    rename, remove_entry, remove_if_empty = Path.rename, elmo.folder_swap._remove_entry, elmo.folder_swap._remove_if_empty
 
     def kill_at_rename(self, target):
         if self.name == "model.partial":
             raise Killed
         return rename(self, target)
 
-    def kill_in_rmtree(path, *args, **kwargs):
-        if Path(path).name != "model.partial":
-            next(Path(path).iterdir()).unlink()   # half-way
+    def kill_in_deletion(path, *args, **kwargs):   # (the old folder set aside: killed half-way)
+        remove_entry(path, *args, **kwargs)
+        if Path(path).parent.name == "model.replaced":
             raise Killed
-        return rmtree(path, *args, **kwargs)
+
+    def kill_before_the_last_rmdir(path):   # (its files and its mark deleted, the folder not yet)
+        if path.name == "model.replaced" and path.is_dir():
+            raise Killed
+        remove_if_empty(path)
     with monkeypatch.context() as m:
         if killed_at == "the new folder's rename":
             m.setattr(Path, "rename", kill_at_rename)
+        elif killed_at == "the old folder's deletion":
+            m.setattr(elmo.folder_swap, "_remove_entry", kill_in_deletion)
         else:
-            m.setattr(elmo.folder_swap.shutil, "rmtree", kill_in_rmtree)
+            m.setattr(elmo.folder_swap, "_remove_if_empty", kill_before_the_last_rmdir)
         with pytest.raises(Killed):
             with atomic_folder(folder) as tmp:
                 (tmp / "config.json").write_text("new")
