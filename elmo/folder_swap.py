@@ -14,6 +14,8 @@
   old folder aside, which :func:`finish_replace` (called by the next writer) puts back where
   the folder is missing and deletes where the new one is in place. What cannot be deleted is
   one :class:`elmo.io.OutputError` naming it (:func:`remove_leftover`), before the next write.
+  The old folder set aside holds a mark (:data:`SET_ASIDE_MARK`), so that a folder of the
+  user's named ``FOLDER.replaced`` is left alone: neither deleted nor renamed into FOLDER.
 * The writer's lock: one writer at a time, holding a lock that is not inside the folder
   (``FOLDER.lock`` beside it: :func:`elmo.output_lock.output_lock` of the folder) from before
   :func:`finish_replace` until the old folder is deleted. A lock file inside goes aside with the
@@ -42,7 +44,7 @@ import sys
 import tempfile
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Iterator, List, Optional
+from typing import Callable, Iterator, List, Optional
 
 from .io import OutputError, fitting_name, fsync, os_error_reason, os_errors_naming, refuse_bundled
 
@@ -165,19 +167,63 @@ def set_aside_folder(folder: Path) -> Path:
     return folder.with_name(fitting_name(folder, ".replaced"))
 
 
+#: The file that :func:`_replace_by_renames` puts in the old folder it set aside: what tells its
+#: ``FOLDER.replaced`` from a folder of the user's of that name, which was deleted (or, where
+#: FOLDER was missing, renamed into its place and written into) by every later write of FOLDER.
+SET_ASIDE_MARK = ".elmo-set-aside"
+
+
+def mark_set_aside(aside: Path) -> None:
+    """Mark ``aside`` as an old folder that a swap set aside (:data:`SET_ASIDE_MARK`)."""
+    (aside / SET_ASIDE_MARK).touch()
+
+
+def _set_aside_by_a_swap(aside: Path) -> bool:
+    """Whether ``aside`` is an old folder that :func:`_replace_by_renames` set aside (marked)."""
+    return aside.is_dir() and not aside.is_symlink() and (aside / SET_ASIDE_MARK).is_file()
+
+
+def _remove_set_aside(aside: Path, ignore_errors: bool = False) -> None:
+    """Delete the old folder ``aside`` set aside, its mark last: a file in it that cannot be
+    deleted (another user's) leaves it marked, for the next writer to name; a kill after the
+    mark went leaves it empty (:func:`_remove_if_empty`)."""
+    if not aside.is_dir() or aside.is_symlink():
+        return
+    for entry in list(aside.iterdir()):
+        if entry.name != SET_ASIDE_MARK:
+            _remove_entry(entry, ignore_errors)
+    if any(entry.name != SET_ASIDE_MARK for entry in aside.iterdir()):   # (ignore_errors: what stays)
+        return
+    (aside / SET_ASIDE_MARK).unlink(missing_ok=True)
+    _remove_if_empty(aside)
+
+
+def _remove_if_empty(folder: Path) -> None:
+    """Delete ``folder`` if it is an empty folder (nothing in it to lose: a set-aside folder a kill
+    left without its mark, or anyone's), else leave it."""
+    if folder.is_dir() and not folder.is_symlink():
+        with suppress(OSError):   # (not empty)
+            folder.rmdir()
+
+
 def _replace_by_renames(new: Path, folder: Path) -> None:
     """Put the folder ``new`` in ``folder``'s place where the two cannot swap in one step (no
     ``renameat2``: another system, NFS): the old folder is renamed aside
-    (:func:`set_aside_folder`), the new one renamed in, and the old one deleted. Deleting the old
-    folder first left, after a kill before the rename, no folder and the whole new one as
-    ``FOLDER.partial``, which the next writer deleted as unfinished: the files of the old folder
-    that the new one had carried (a report's kept pictures, a user's own files) were lost."""
+    (:func:`set_aside_folder`) and marked, the new one renamed in, and the old one deleted.
+    Deleting the old folder first left, after a kill before the rename, no folder and the whole
+    new one as ``FOLDER.partial``, which the next writer deleted as unfinished: the files of the
+    old folder that the new one had carried (a report's kept pictures, a user's own files) were
+    lost. A folder of the user's at ``FOLDER.replaced`` (unmarked) is refused, not deleted."""
     aside = set_aside_folder(folder)
     if folder.is_dir() and not folder.is_symlink():   # (a file or a link there: refused by the rename, as before)
-        _remove_entry(aside)   # (a killed writer's, its folder in place: see finish_replace)
+        if os.path.lexists(aside):   # (a killed writer's was dealt with by finish_replace)
+            raise OutputError(f"{aside}: is in the way of {folder}'s old copy while the new one takes its place "
+                              f"(this file system cannot swap two folders), and no write set it aside; "
+                              f"move or rename it and run again (the new files are left in {new})")
         folder.rename(aside)
+        mark_set_aside(aside)   # (a kill before this leaves it unmarked: the next writer refuses it)
     new.rename(folder)
-    _remove_entry(aside, ignore_errors=True)   # (the new folder is in place: what stays goes next time)
+    _remove_set_aside(aside, ignore_errors=True)   # (the new folder is in place: what stays goes next time)
 
 
 def finish_replace(folder: Path) -> None:
@@ -190,12 +236,14 @@ def finish_replace(folder: Path) -> None:
     and failed that writer's rename), and before anything makes ``folder`` anew."""
     folder = folder.resolve() if folder.is_symlink() else Path(os.path.abspath(folder))   # (``.``: no name)
     aside = set_aside_folder(folder)
-    if not os.path.lexists(aside):
+    _remove_if_empty(aside)
+    if not _set_aside_by_a_swap(aside):   # (none, or a folder or file of the user's: left alone)
         return
     if not os.path.lexists(folder):
         aside.rename(folder)
+        (folder / SET_ASIDE_MARK).unlink(missing_ok=True)
         return
-    remove_leftover(aside, f"the old copy of {folder} that an earlier write set aside")
+    remove_leftover(aside, f"the old copy of {folder} that an earlier write set aside", remove=_remove_set_aside)
 
 
 
@@ -210,13 +258,13 @@ def writer_lock(folder: Path) -> Iterator[None]:
         finish_replace(folder)
         yield
 
-def remove_leftover(path: Path, what: str) -> None:
+def remove_leftover(path: Path, what: str, remove: Optional[Callable[[Path], None]] = None) -> None:
     """Delete ``path`` (a folder, a file or a link), ``what`` an earlier writer left, if it is
-    there. One that cannot be deleted (a file another user owns) is an :class:`OutputError`:
-    "PATH: WHAT cannot be deleted (why); remove it and run again" (the write that followed
-    failed with a bare "File exists")."""
+    there (with ``remove``, default :func:`_remove_entry`). One that cannot be deleted (a file
+    another user owns) is an :class:`OutputError`: "PATH: WHAT cannot be deleted (why); remove
+    it and run again" (the write that followed failed with a bare "File exists")."""
     try:
-        _remove_entry(path)
+        (_remove_entry if remove is None else remove)(path)
     except OSError as e:
         if os.path.lexists(path):   # (else another process deleted it meanwhile)
             raise OutputError(f"{path}: {what} cannot be deleted ({os_error_reason(e)}); "

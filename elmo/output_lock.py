@@ -4,13 +4,17 @@
   (:func:`lock_path`; a ``flock`` through the ``filelock`` package, held by the kernel: a
   killed process releases it). The lock file holds the writer's PID and host, so a second
   writer is told who has it (:class:`elmo.io.OutputBusy`). The file is removed on release.
+  A file of that name that holds anything else is someone's own (``poetry.lock`` beside an
+  output named ``poetry``): the lock is refused rather than empty and delete it.
 * :func:`writer_of` tells a reader, which takes no lock, who writes an output now.
 """
 from __future__ import annotations
 
 import errno
 import os
+import re
 import socket
+import stat
 import tempfile
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -28,6 +32,27 @@ def lock_path(path: Path) -> Path:
     if path.name in ("", ".."):
         path = Path(os.path.abspath(path))
     return path.with_name(fitting_name(path, ".lock"))
+
+
+#: What a lock file holds: nothing (made, not yet marked), or its holder's "PID HOST" line.
+_LOCK_RECORD = re.compile(rb"\s*(\d+(\s+\S+)?\s*)?")
+#: The longest such record: a PID, a space, a host name of at most 255 bytes and a newline.
+_RECORD_LIMIT = 512
+
+
+def _not_a_lock_file(file: Path) -> bool:
+    """Whether ``file`` is a regular file that holds something other than a lock record: a file
+    of the user's that has the lock's name, which taking the lock would empty (filelock opens
+    it with O_TRUNC) and releasing it delete. A missing, unreadable or special file is left to
+    the lock's own open, which says why it fails."""
+    try:
+        if not stat.S_ISREG(os.stat(file).st_mode):
+            return False
+        with open(file, "rb") as f:
+            head = f.read(_RECORD_LIMIT + 1)
+    except OSError:
+        return False
+    return len(head) > _RECORD_LIMIT or _LOCK_RECORD.fullmatch(head) is None
 
 
 def _holder(lock_file: Path) -> Optional[str]:
@@ -109,6 +134,10 @@ def output_lock(path: Path, name: Optional[Path] = None, wait: float = 1.0,
     if key in _REENTRANT.get():
         yield file
         return
+    if _not_a_lock_file(file):
+        raise OutputError(f"{name}: its lock file's name, {file}, is taken by a file that is no lock (it "
+                          f"holds more than a writer's PID and host), which locking would empty and "
+                          f"delete; move or rename it, or write the output to another path")
     fds = []
 
     def mark(fd: int) -> None:  # who holds it, for the message a second writer gets

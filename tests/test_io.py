@@ -136,6 +136,40 @@ def test_output_lock_is_exclusive_and_removed(tmp_path):
         pass
 
 
+@pytest.mark.parametrize("mine", [b'{"package": "mine"}\n', b"\x89HDF\r\n\x1a\n\0\0", b"123 host\nmore\n",
+                                  b"9" * 600])
+def test_a_file_of_the_users_at_the_lock_files_name_is_kept(tmp_path, mine):
+    """OUTPUT.lock that holds more than a lock record (poetry.lock beside an output named
+    poetry) is not the package's: taking the lock emptied it and releasing it deleted it."""
+    target = tmp_path / "poetry"
+    lock_path(target).write_bytes(mine)
+    with pytest.raises(OutputError, match=re.escape(f"{target}: its lock file's name, {lock_path(target)}, "
+                                                    f"is taken by a file that is no lock")):
+        with output_lock(target):
+            pass
+    assert lock_path(target).read_bytes() == mine
+
+
+@pytest.mark.parametrize("record", [b"", b"\n", b"4194305\n", f"4194305 {'h' * 255}\n".encode()])
+def test_a_lock_files_own_records_are_taken(tmp_path, record):
+    """An empty lock file (made, not yet marked) or a dead writer's "PID HOST" is a lock file."""
+    target = tmp_path / "x.hdf5"
+    lock_path(target).write_bytes(record)
+    with output_lock(target) as file:
+        assert file.read_text().split()[0] == str(os.getpid())
+    assert not file.exists()
+
+
+def test_embed_keeps_a_file_at_its_lock_files_name(tmp_path, lines, capsys):
+    inp = write_lines(tmp_path / "in.txt", lines[:3])
+    mine = tmp_path / "flake.lock"
+    mine.write_text('{"nodes": {}}\n')
+    assert cli_main(["embed", str(inp), str(tmp_path / "flake"), "--model", "fixture", "--quiet"]) == 1
+    assert "is taken by a file that is no lock" in one_error_line(capsys.readouterr().err)
+    assert mine.read_text() == '{"nodes": {}}\n'
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["flake.lock", "in.txt"]
+
+
 def test_output_lock_with_a_filelock_that_has_no_on_acquired_hook(tmp_path, monkeypatch):
     """Older filelock releases (as on a GPU machine's image) take no ``on_acquired``: the lock
     still excludes, records its holder for the second writer's message, and is removed."""
@@ -1073,15 +1107,14 @@ def test_no_command_imports_a_private_name_of_elmo_io():
     assert private == []
 
 
-@pytest.mark.parametrize("killed_at", ["the new folder's rename", "the old folder's deletion"])
+@pytest.mark.parametrize("killed_at", ["the new folder's rename", "the old folder's deletion",
+                                       "the old folder's deletion, its mark gone"])
 def test_a_folder_replaced_without_renameat2_survives_a_kill(tmp_path, monkeypatch, killed_at):
     """Where two folders cannot swap in one step (no renameat2: NFS, another system), atomic_folder
     deleted the old folder and then renamed the new one: a kill between left no folder at all,
     and the next writer deleted the new one as a killed writer's FOLDER.partial. The old folder is
     now renamed aside first: after a kill anywhere the next writer finds the old folder or the
     new one, and leaves nothing beside it."""
-    import shutil
-
     import elmo.folder_swap
     from elmo.folder_swap import atomic_folder
 
@@ -1092,23 +1125,29 @@ def test_a_folder_replaced_without_renameat2_survives_a_kill(tmp_path, monkeypat
 
     class Killed(BaseException):
         pass
-    rename, rmtree = Path.rename, shutil.rmtree
+    rename, remove_entry, remove_if_empty = Path.rename, elmo.folder_swap._remove_entry, elmo.folder_swap._remove_if_empty
 
     def kill_at_rename(self, target):
         if self.name == "model.partial":
             raise Killed
         return rename(self, target)
 
-    def kill_in_rmtree(path, *args, **kwargs):
-        if Path(path).name != "model.partial":
-            next(Path(path).iterdir()).unlink()   # half-way
+    def kill_in_deletion(path, *args, **kwargs):   # (the old folder set aside: killed half-way)
+        remove_entry(path, *args, **kwargs)
+        if Path(path).parent.name == "model.replaced":
             raise Killed
-        return rmtree(path, *args, **kwargs)
+
+    def kill_before_the_last_rmdir(path):   # (its files and its mark deleted, the folder not yet)
+        if path.name == "model.replaced" and path.is_dir():
+            raise Killed
+        remove_if_empty(path)
     with monkeypatch.context() as m:
         if killed_at == "the new folder's rename":
             m.setattr(Path, "rename", kill_at_rename)
+        elif killed_at == "the old folder's deletion":
+            m.setattr(elmo.folder_swap, "_remove_entry", kill_in_deletion)
         else:
-            m.setattr(elmo.folder_swap.shutil, "rmtree", kill_in_rmtree)
+            m.setattr(elmo.folder_swap, "_remove_if_empty", kill_before_the_last_rmdir)
         with pytest.raises(Killed):
             with atomic_folder(folder) as tmp:
                 (tmp / "config.json").write_text("new")

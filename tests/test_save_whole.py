@@ -178,6 +178,41 @@ def test_a_save_after_one_killed_between_the_fallback_renames_keeps_the_folders_
     elmo.save_pretrained(random_bilm(seed=3), out)
     assert _same_model(elmo.from_pretrained(out), random_bilm(seed=3)) and _kept_entries(out)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model"]
+    assert not (out / elmo.folder_swap.SET_ASIDE_MARK).exists()   # (the mark goes with the old copy)
+
+
+def _users_folder(path: Path) -> Path:
+    """A folder of the user's at ``path`` (FOLDER.replaced), with a file of notes."""
+    path.mkdir()
+    (path / "notes.txt").write_text("mine, not a model's\n")
+    return path
+
+
+@pytest.mark.parametrize("folder_there", [True, False])
+def test_a_folder_of_the_users_named_as_the_old_copy_set_aside_is_left_alone(tmp_path, folder_there):
+    """A folder of the user's at FOLDER.replaced was taken for the old copy a killed swap set
+    aside: deleted by the next save where FOLDER was there, and renamed into FOLDER (the new
+    model written among its files) where it was not. No save set it aside: it stays as it is."""
+    out = _model_folder(tmp_path, random_bilm(seed=1), "safetensors") if folder_there else tmp_path / "model"
+    users = _users_folder(tmp_path / "model.replaced")
+    elmo.save_pretrained(random_bilm(seed=2), out)
+    assert (users / "notes.txt").read_text() == "mine, not a model's\n" and len(list(users.iterdir())) == 1
+    assert _same_model(elmo.from_pretrained(out), random_bilm(seed=2))
+    assert _kept_entries(out) if folder_there else not (out / "notes.txt").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model", "model.replaced"]
+
+
+def test_without_renameat2_a_folder_of_the_users_named_as_the_old_copy_is_refused_not_deleted(tmp_path, monkeypatch):
+    """Without renameat2 (NFS) the old folder is renamed aside to FOLDER.replaced: a folder of
+    the user's there was deleted to make room. It is named in one line and kept, and so is the
+    old model."""
+    out = _model_folder(tmp_path, random_bilm(seed=1), "safetensors")
+    users = _users_folder(tmp_path / "model.replaced")
+    monkeypatch.setattr(elmo.folder_swap, "_exchange", lambda a, b: False)
+    with pytest.raises(elmo.io.OutputError, match=f"^{users}: is in the way of {out}'s old copy"):
+        elmo.save_pretrained(random_bilm(seed=2), out)
+    assert (users / "notes.txt").read_text() == "mine, not a model's\n" and len(list(users.iterdir())) == 1
+    assert _same_model(elmo.from_pretrained(out), random_bilm(seed=1)) and _kept_entries(out)
 
 
 def test_a_folder_that_cannot_be_swapped_gets_its_files_in_place(tmp_path):

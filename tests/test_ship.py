@@ -207,11 +207,12 @@ def test_a_folder_a_killed_swap_left_aside_is_checked_as_the_folder(exported, tm
     the old folder back and carried another model's weights into the shipped one (the stale
     files' check skipped). It is put back under the lock first, and checked."""
     import elmo
-    from elmo.folder_swap import set_aside_folder
+    from elmo.folder_swap import mark_set_aside, set_aside_folder
     other = tmp_path / "other"
     elmo.save_pretrained(elmo.from_pretrained("fixture"), other)
     before = {p.name: p.read_bytes() for p in other.iterdir()}
-    other.rename(set_aside_folder(other))   # (what the kill left)
+    other.rename(set_aside_folder(other))   # (what the kill left: the old folder aside, marked)
+    mark_set_aside(set_aside_folder(other))
     with pytest.raises(ValueError, match="also holds config.json, model.safetensors of the model there"):
         ship(exported, other)
     assert {p.name: p.read_bytes() for p in other.iterdir()} == before
