@@ -82,8 +82,10 @@ def _read_utf8(path: Path, error: Callable[[str], Exception], expected: str, mis
         raise error(f"{path}: is a directory, expected {expected}{end}") from None
     except OSError as e:
         raise error(f"{path}: cannot read it ({os_error_reason(e)}){end}") from None
-    # (no byte-order mark: JSON forbids one, and json.loads names it in its own words)
-    return decode_text(data, path, error, expected=f"expected {expected}{end}", bom=False)
+    # A UTF-8 byte-order mark opening it is dropped, as RFC 8259 lets a JSON parser do: Windows
+    # editors write one, and json.loads refused the config in a programmer's words ("decode
+    # using utf-8-sig"). It holds no setting, so the file reads the same with it or without.
+    return decode_text(data, path, error, expected=f"expected {expected}{end}")
 
 
 def _parsed(parse: Callable[[], Any], path: str | Path, error: Callable[[str], Exception], what: str,

@@ -4,6 +4,7 @@ an options file) all go through elmo.text_files.read_json: whatever is wrong wit
 of the reader's own kind that names the file and says what is wrong."""
 from __future__ import annotations
 
+import codecs
 import re
 from pathlib import Path
 
@@ -95,3 +96,14 @@ def test_the_helper_says_what_is_wrong_and_what_to_do(tmp_path):
         read_json(tmp_path / "x.json", what="a list")
     (tmp_path / "x.json").write_text('{"a": [1, NaN]}', encoding="utf-8")
     assert read_json(tmp_path / "x.json")["a"][0] == 1
+
+
+@pytest.mark.parametrize("suffix", ["json", "toml"])
+def test_a_config_saved_with_a_byte_order_mark_reads_as_without(tmp_path, suffix):
+    # (a Windows editor's UTF-8 file: json.loads refused it, "decode using utf-8-sig")
+    from elmo.text_files import read_toml
+    text = '{"batch_size": 32, "output": "é"}' if suffix == "json" else 'batch_size = 32\noutput = "é"\n'
+    read = read_json if suffix == "json" else read_toml
+    (tmp_path / f"plain.{suffix}").write_bytes(text.encode())
+    (tmp_path / f"bom.{suffix}").write_bytes(codecs.BOM_UTF8 + text.encode())
+    assert read(tmp_path / f"bom.{suffix}") == read(tmp_path / f"plain.{suffix}") == {"batch_size": 32, "output": "é"}
