@@ -6,7 +6,9 @@ So the figure depends on the model and the text only, not on the batch size (to 
 rounding: batches change the order of the sums, about 1e-6 relative) nor on the order of the
 sentences. Sentences are sorted by length before batching, which only saves padding; a long
 text is read :data:`PART_SENTENCES` sentences at a time (each part sorted), so its memory stays
-that of a part, whatever the text's size.
+that of a part, whatever the text's size; the full softmax's logits are taken a chunk of
+positions at a time (:meth:`~elmo.modules.softmax.SharedSoftmax.full_nll`), whatever the
+sentences' length.
 
 Each direction predicts every word plus one sentence boundary per sentence (``</S>``
 forward, ``<S>`` backward); the targets that are given (``<S>`` after ``</S>`` forward and
