@@ -184,3 +184,35 @@ def test_sampled_loss_under_bf16_autocast_stays_close_to_float32():
     assert torch.allclose(low, exact, atol=0.1, rtol=0.02)
     for a, b in zip(g_low, g_exact):
         assert a.dtype == torch.float32 and float((a - b).norm() / b.norm()) < 0.05
+
+
+def test_full_softmax_in_evaluation_holds_a_chunk_of_logits_at_a_time(tmp_path, monkeypatch):
+    """A stateless perplexity reads each sentence whole: a text of long lines asked for all of a
+    batch's (N, V) logits at once (a 10,000-word line, 2 GB for the default model's 50,000
+    words) and failed in PyTorch's allocator. Evaluation takes them a chunk of rows at a time,
+    with the same losses; training keeps its one product."""
+    import elmo.modules.softmax as softmax_module
+    from elmo.training.evaluate import perplexity
+    from training_helpers import tiny_lm_and_batch
+
+    model, vocab, _ = tiny_lm_and_batch(tmp_path / "t.txt", "a b c d\n", 1, 2)
+    sentences = [["a", "b", "c", "d"] * 60, ["d", "c"] * 7]   # 241 + 15 targets a direction
+    unchunked = perplexity(model, sentences, vocab)
+    chunk_rows = 16
+    monkeypatch.setattr(softmax_module, "FULL_CHUNK_BYTES", 4 * len(vocab) * chunk_rows, raising=False)
+    rows_seen = []
+    cross_entropy = torch.nn.functional.cross_entropy
+
+    def counting(logits, *args, **kwargs):
+        rows_seen.append(logits.shape[0])
+        return cross_entropy(logits, *args, **kwargs)
+
+    monkeypatch.setattr(torch.nn.functional, "cross_entropy", counting)
+    chunked = perplexity(model, sentences, vocab)
+    assert max(rows_seen) <= chunk_rows and sum(rows_seen) == 2 * chunked["targets"]
+    for key in ("loss_fwd", "loss_bwd"):
+        assert chunked[key] == pytest.approx(unchunked[key], rel=1e-6)
+    rows_seen.clear()   # training: one product a direction, its logits kept for the backward
+    hidden = torch.randn(100, model.softmax.weight.shape[1])
+    model.softmax.full_nll(hidden, torch.zeros(100, dtype=torch.long)).sum().backward()
+    assert rows_seen == [100]

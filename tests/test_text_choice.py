@@ -129,3 +129,25 @@ def test_training_text_without_a_sentence_is_refused_before_the_run_is_written(t
                                          rf"train on \(only empty or blank lines\)$"):
         train(cfg)
     assert not (tmp_path / "run").exists()
+
+
+def test_perplexity_on_the_start_models_training_text_says_so(tmp_path, toy, capsys):
+    """An adapted or warm-started model's weights come from its start model's training too: its
+    perplexity on that text was shown as held-out (only the last phase's text was looked up),
+    also two phases on (a finetune of a warm start)."""
+    import json
+
+    train_txt, held_txt, vocab_txt = toy
+    task = tmp_path / "task.txt"
+    task.write_text(held_txt.read_text(encoding="utf-8"), encoding="utf-8")
+    train(tiny_config(tmp_path / "base", train_txt, vocab_txt, max_steps=1))
+    base = str(tmp_path / "base" / "model")
+    finetune(tiny_config(tmp_path / "adapted", task, "", init_from=base, max_steps=1))
+    train(tiny_config(tmp_path / "warm", task, vocab_txt, options=None, init_from=base, max_steps=1))
+    finetune(tiny_config(tmp_path / "both", task, "", init_from=str(tmp_path / "warm" / "model"), max_steps=1))
+    for run in ("adapted", "warm", "both"):
+        model = tmp_path / run / "model"
+        assert main(["perplexity", str(model), str(train_txt), "--json", "--device", "cpu"]) == 0
+        out, err = capsys.readouterr()
+        assert json.loads(out)["training_text"] == [str(train_txt)], run
+        assert err.startswith(f"note: {train_txt}: text this model was trained on"), run

@@ -75,10 +75,38 @@ def _identity(path: Path) -> Tuple[int, int]:
 
 
 def trained_files(files: Sequence[Path], metadata: Mapping[str, Any]) -> List[Path]:
-    """The files of ``files`` that a model's ``metadata.json`` says it trained on: its
-    ``trained_on`` and the files of its ``adapted_on`` records (both absolute paths)."""
-    named = set(metadata.get("trained_on") or [])
-    for record in metadata.get("adapted_on") or []:
-        if isinstance(record, dict):
-            named.update(record.get("files") or [])
+    """The files of ``files`` that a model's ``metadata.json`` says its weights trained on
+    (:func:`trained_text`)."""
+    named = trained_text(metadata)
     return [path for path in files if str(Path(path).resolve()) in named]
+
+
+def trained_text(metadata: Mapping[str, Any]) -> Set[str]:
+    """Every text file (absolute paths) that a model's ``metadata.json`` says its weights
+    trained on, in every phase: its ``trained_on``, the files of its ``adapted_on`` records,
+    and those of the model it started from, which ``elmo finetune`` keeps in
+    ``base_metadata`` and a warm start (``train --from``) in ``warm_start``'s ``trained_on``.
+    (Only this phase's were taken: an adapted model's perplexity on its start model's
+    training text was shown as held-out.) What is not a list of paths is passed over."""
+    named: Set[str] = set()
+    todo: List[Any] = [metadata]
+    while todo:
+        meta = todo.pop()
+        if not isinstance(meta, Mapping):
+            continue
+        named.update(_paths(meta.get("trained_on")))
+        for record in _listed(meta.get("adapted_on")):
+            if isinstance(record, Mapping):
+                named.update(_paths(record.get("files")))
+        todo += [meta.get("base_metadata"), meta.get("warm_start")]
+    return named
+
+
+def _listed(value: Any) -> List[Any]:
+    """``value`` where it is a list, else none (a damaged record names nothing)."""
+    return value if isinstance(value, list) else []
+
+
+def _paths(value: Any) -> List[str]:
+    """The strings of ``value`` where it is a list."""
+    return [path for path in _listed(value) if isinstance(path, str)]

@@ -158,6 +158,10 @@ class Candidates:
 #: buffer stays under glibc's mmap threshold, 32 MiB, which would map it afresh each step).
 SAMPLED_CHUNK_BYTES = 16 << 20
 
+#: Bytes of float32 logits one chunk of rows of the full softmax holds in evaluation
+#: (:meth:`SharedSoftmax.full_nll`): 64 MiB, 335 positions of a 50,000-word vocabulary.
+FULL_CHUNK_BYTES = 64 << 20
+
 
 class _SampledLoss(torch.autograd.Function):
     """-log softmax([neg_1 .. neg_S, true])[true] per row, with the hit entries of neg removed,
@@ -272,7 +276,22 @@ class SharedSoftmax(nn.Module):
 
     def full_nll(self, hidden: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         """hidden (N, D), targets (N,) int64 -> negative log-likelihood per position (N,)
-        float32 (the (N, V) logits are taken in float32)."""
+        float32 (the (N, V) logits are taken in float32).
+
+        Without gradients (evaluation) the logits are taken :data:`FULL_CHUNK_BYTES` at a time:
+        a stateless perplexity reads each sentence whole, so a text of long lines (a document a
+        line) asked for all its batch's logits at once, 200 KB a word for a vocabulary of 50,000,
+        and failed in PyTorch's allocator. Training keeps one product (its backward needs them
+        all, and its sums stay as they were, bit for bit)."""
+        rows = max(1, FULL_CHUNK_BYTES // (4 * max(self.n_vocab, 1)))
+        training = torch.is_grad_enabled() and (hidden.requires_grad or self.weight.requires_grad)
+        if training or hidden.shape[0] <= rows:
+            return self._full_nll_rows(hidden, targets)
+        return torch.cat([self._full_nll_rows(hidden[i:i + rows], targets[i:i + rows])
+                          for i in range(0, hidden.shape[0], rows)])
+
+    def _full_nll_rows(self, hidden: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        """:meth:`full_nll` of these rows in one product."""
         logits = torch.addmm(self.bias, hidden, self.weight.t())
         return nn.functional.cross_entropy(logits.float(), targets, reduction="none")
 

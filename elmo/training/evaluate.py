@@ -6,7 +6,9 @@ So the figure depends on the model and the text only, not on the batch size (to 
 rounding: batches change the order of the sums, about 1e-6 relative) nor on the order of the
 sentences. Sentences are sorted by length before batching, which only saves padding; a long
 text is read :data:`PART_SENTENCES` sentences at a time (each part sorted), so its memory stays
-that of a part, whatever the text's size.
+that of a part, whatever the text's size; the full softmax's logits are taken a chunk of
+positions at a time (:meth:`~elmo.modules.softmax.SharedSoftmax.full_nll`), whatever the
+sentences' length.
 
 Each direction predicts every word plus one sentence boundary per sentence (``</S>``
 forward, ``<S>`` backward); the targets that are given (``<S>`` after ``</S>`` forward and
@@ -24,7 +26,8 @@ Reported: forward and backward perplexity, and their average ``exp((loss_f + los
 as one stream instead, sentence after sentence in its order, one row, with the LSTM state
 carried through the whole text from a zero state at its start: the usual protocol of the Penn
 Treebank LM results (e.g. Kim et al. 2016), where every sentence has the ones before it as
-context. The targets are the same (the given ones are skipped), so the two figures compare;
+context. The targets are the same (the given ones are skipped; so is the ``<S>`` of a
+sentence's own words ``</S> <S>``, which read as such a join), so the two figures compare;
 the result depends on the order of the sentences, not on the window length (to float
 rounding). The backward model reads each sentence reversed with the state carried in the
 same sentence order, as it was trained on packed rows. A model trained with
@@ -183,7 +186,9 @@ def likelihood_sums(model: LanguageModel, sentences: Iterable[Sentence], vocab: 
         for batch in batches:
             with torch.autocast(torch.device(device).type, dtype=autocast_dtype or torch.bfloat16,
                                 enabled=autocast_dtype is not None):
-                out = model(batch.to(device), state, None, skip_given_targets=True)
+                # (a row of its own per sentence gives no target away: asked to skip them, a
+                # sentence's own words "</S> <S>" were taken for a join and one target left out)
+                out = model(batch.to(device), state, None, skip_given_targets=carry_state)
             if carry_state:
                 state = out["state"]
             nll_f += float(out["nll_fwd"])

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from ..data.corpus import expand_paths, would_find
-from ..data.text_choice import HELDOUT_HINT, check_heldout_not_training, check_not_whole_corpus
+from ..data.text_choice import HELDOUT_HINT, check_heldout_not_training, check_not_whole_corpus, trained_text
 from ..io import OutputError, atomic_write_text
 from ..output_checks import check_output_dir, make_folder, same_file
 from ..output_lock import output_lock
@@ -39,7 +39,9 @@ def warm_start_record(init_from: str) -> Dict[str, Any]:
     Also the texts the start model was adapted on (``adapted_on``) and whether it saw extra
     data (``extra_data``): the new model's weights come from them, so its metadata keeps them
     (a warm start from an adapted model was exported with ``adapted_on: []``, and an experiment
-    described it as not domain-adapted)."""
+    described it as not domain-adapted), and every text file its weights trained on
+    (``trained_on``, :func:`~elmo.data.text_choice.trained_text`), so that ``elmo perplexity``
+    on one of them says so for the new model too."""
     from ..data.fetch import sha256_file
 
     base = read_metadata(init_from)
@@ -48,7 +50,8 @@ def warm_start_record(init_from: str) -> Dict[str, Any]:
     return {"from": str(Path(init_from).resolve()), "weights_sha256": sha256_file(weights) if weights.exists() else None,
             "tokens_before": int(base.get("tokens_total", base.get("tokens", 0))),
             "steps_before": base.get("steps"), "base_train_config": base.get("train_config"),
-            "adapted_on": adapted, "extra_data": bool(adapted) or base.get("extra_data") is True}
+            "adapted_on": adapted, "extra_data": bool(adapted) or base.get("extra_data") is True,
+            "trained_on": sorted(trained_text(base))}
 
 
 def warm_start_of_run(init_from: str, out_dir: Path, resumed: bool, is_main: bool) -> Dict[str, Any]:
