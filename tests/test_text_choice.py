@@ -151,3 +151,14 @@ def test_perplexity_on_the_start_models_training_text_says_so(tmp_path, toy, cap
         out, err = capsys.readouterr()
         assert json.loads(out)["training_text"] == [str(train_txt)], run
         assert err.startswith(f"note: {train_txt}: text this model was trained on"), run
+
+
+def test_a_shipped_models_training_text_under_the_home_folder_is_found(tmp_path, monkeypatch):
+    # shipping writes the files it trained on under the home folder as "~/..." (the bundled
+    # model's ~/.cache/elmo/corpus/train.txt), which no resolved path equalled
+    from elmo.data.text_choice import trained_files
+    monkeypatch.setenv("HOME", str(tmp_path))
+    corpus = tmp_path / ".cache" / "elmo" / "corpus" / "train.txt"
+    other = tmp_path / "other.txt"
+    meta = {"trained_on": ["~/.cache/elmo/corpus/train.txt"]}
+    assert trained_files([corpus, other], meta) == [corpus]

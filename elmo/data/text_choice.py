@@ -77,7 +77,8 @@ def _identity(path: Path) -> Tuple[int, int]:
 def trained_files(files: Sequence[Path], metadata: Mapping[str, Any]) -> List[Path]:
     """The files of ``files`` that a model's ``metadata.json`` says its weights trained on
     (:func:`trained_text`)."""
-    named = trained_text(metadata)
+    # (a shipped model records its files under the home folder as "~/...": elmo.training.ship)
+    named = {str(Path(p).expanduser().resolve()) if p.startswith("~/") else p for p in trained_text(metadata)}
     return [path for path in files if str(Path(path).resolve()) in named]
 
 
