@@ -20,7 +20,10 @@ def _check_word(i: int, word) -> None:
     at its id: an empty word was skipped by :meth:`Vocabulary.load` and a line break split a
     word in two, so every later word came back one id off (the softmax rows of a trained model
     then belonged to other words); a tab or a space is refused by ``load``, and so is a NUL
-    byte; a lone surrogate cannot be written as UTF-8 (``save`` failed on a bare codec error)."""
+    byte; a lone surrogate cannot be written as UTF-8 (``save`` failed on a bare codec error).
+    Any other whitespace (a no-break space, U+2028) is refused too: the text is split on it, so
+    no token is ever such a word (``the\xa040``, a count after a no-break space, made every
+    ``the`` of the text an ``<UNK>``, silently)."""
     if not isinstance(word, str):
         raise TypeError(f"a vocabulary's words are strings; word {i} is {type(word).__name__}: {shown(word)}")
     found = _NOT_IN_A_WORD.search(word)
@@ -38,9 +41,13 @@ def _check_word(i: int, word) -> None:
     raise ValueError(f"word {i} of the vocabulary ({word!r}) {what}: {why}")
 
 
-#: A character that no word holds (:func:`_check_word`): whitespace a file's lines or fields
-#: split at, a NUL byte and a lone surrogate.
-_NOT_IN_A_WORD = re.compile("[\n\r\t \x00\ud800-\udfff]")
+#: A character that no word holds (:func:`_check_word`): whitespace (what ``str.isspace``
+#: calls whitespace, as ``\s`` matches: the text's tokens and a file's lines and fields are
+#: split at it), a NUL byte and a lone surrogate.
+_NOT_IN_A_WORD = re.compile(r"[\s\x00\ud800-\udfff]")
+#: Whitespace inside a vocabulary file's line (its line ends aside): a count, or a word no
+#: token is ever (:meth:`Vocabulary.load` looks at such a file line by line).
+_WITHIN_A_LINE = re.compile(r"[^\S\n\r]")
 
 
 def _check_words(words: List) -> None:
@@ -167,8 +174,8 @@ class Vocabulary:
 
         A file that is not UTF-8 or holds a NUL byte (UTF-16 or UTF-32 text without a byte-order
         mark: it was said to lack the special entries), a count that is not a whole number of 0
-        or more, counts on some lines only (they were all dropped), a word with a space in it (a
-        count after a space, not a tab), a carriage return inside a line (read as a line end, it
+        or more, counts on some lines only (they were all dropped), a word holding a space or any
+        other whitespace (a count after a space or a no-break space, not a tab), a carriage return inside a line (read as a line end, it
         split a word in two) or a file without the special entries is a ValueError
         naming the file (and the line), not a bare codec or ``int()`` message nor a vocabulary
         whose words no text ever holds."""
@@ -182,16 +189,18 @@ class Vocabulary:
 
         # (a lone \r is refused, naming its line: read as a line end, it split one word in two)
         lines = text_lines(text, bad_line)
-        if "\t" not in text and " " not in text:   # (one word a line, no count: nothing to refuse
+        if not _WITHIN_A_LINE.search(text):   # (one word a line, no count: nothing to refuse
             # line by line, where the loop below took a third of a model's load)
             return cls._read(path, [line for line in lines if line], None)
         for number, line in enumerate(lines, start=1):
             if not line:
                 continue
             word, _, count = line.partition("\t")
-            if " " in word:   # (never a token of the text, which is split on whitespace:
-                # "word 12" lines trained every word as <UNK>, silently)
-                raise bad_line(number, f"the word {word!r} holds a space, so no token of a text (split "
+            spaced = _WITHIN_A_LINE.search(word)
+            if spaced:   # (never a token of the text, which is split on whitespace: "word 12"
+                # lines, or "word\xa012", trained every word as <UNK>, silently)
+                what = "a space" if spaced.group() == " " else f"whitespace ({spaced.group()!r})"
+                raise bad_line(number, f"the word {word!r} holds {what}, so no token of a text (split "
                                        f"on whitespace) is ever it")
             if count and not count.strip().isdecimal():
                 raise bad_line(number, f"the count {count!r} of {word!r} is not a whole number")

@@ -417,6 +417,10 @@ def test_contrast_label_kept_is_refused_and_three_labels_state_their_chance():
                                  l2=1e-2)
     text = "\n".join(markdown._render_contrast(res, "cmd"))
     assert "| c (4 pairs; 3 labels: chance 33.3 on targets; chance" in text   # was "chance is 50"
+    # layer 0 labels both targets of a pair alike: 0 or 50% of each pair's, not chance (1/3) as the
+    # report said it "must score exactly"
+    assert res["categories"]["c"]["probe"][0]["accuracy"] <= 0.5
+    assert "must score exactly chance" not in text and "at most one of them right" in text
 
 
 def test_contrast_eval_on_a_model_layer0_does_not_move():

@@ -9,10 +9,14 @@ from elmo import Embedder, ScalarMix, Vocabulary, from_pretrained, sentence_vect
 SPECIALS = ["<S>", "</S>", "<UNK>"]
 
 
-@pytest.mark.parametrize("word, why", [("a\x00b", "NUL byte"), ("caf\udce9", "lone surrogate")])
+@pytest.mark.parametrize("word, why", [("a\x00b", "NUL byte"), ("caf\udce9", "lone surrogate"),
+                                       ("the\u00a040", "split from the text on whitespace"),
+                                       ("x\u3000y", "split from the text on whitespace")])
 def test_vocabulary_refuses_a_word_no_vocabulary_file_gives_back(tmp_path, word, why):
     # accepted, a NUL byte was saved and the file then refused by load; a lone surrogate (a
-    # byte that was not UTF-8, decoded with surrogateescape) failed in save on a bare codec error
+    # byte that was not UTF-8, decoded with surrogateescape) failed in save on a bare codec error;
+    # a word holding a no-break space or U+3000 was kept, though no token (the text is split on
+    # any whitespace) is ever it
     with pytest.raises(ValueError, match=rf"^word 3 of the vocabulary .* holds .*{why}"):
         Vocabulary([*SPECIALS, word, "z"])
 

@@ -7,7 +7,7 @@ from collections import Counter
 from pathlib import Path
 
 from elmo.data import corpus_build as C
-from elmo.data.sources import FORMAT_VERSION
+from elmo.data.sources import format_version
 
 
 def ready(home, name, files):
@@ -15,7 +15,7 @@ def ready(home, name, files):
     folder.mkdir(parents=True, exist_ok=True)
     for fname, text in files.items():
         (folder / fname).write_text(text, encoding="utf-8")
-    (folder / ".complete").write_text(FORMAT_VERSION + "\n")
+    (folder / ".complete").write_text(format_version(name) + "\n")
 
 
 TASK_SENT = "the fox jumped over the lazy dog near the old mill at dawn today ."

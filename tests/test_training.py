@@ -447,6 +447,10 @@ def test_vocab_build_refuses_its_own_corpus_a_folder_and_a_text_without_words(tm
     (b"<S>\n</S>\n<UNK>\na\na\n", "v.txt: the vocabulary lists 'a' twice"),
     (b"<S>\n</S>\n<UNK>\nthe 40\ncat 3\n", "v.txt: line 4: the word 'the 40' holds a space"),
     (b"<S>\n</S>\n<UNK>\nthe\ncat \n", "v.txt: line 5: the word 'cat ' holds a space"),
+    # a count after a no-break space (or a word holding U+2028), never a token of the text: it
+    # was taken whole, and every "the" of the text trained as <UNK>
+    ("<S>\n</S>\n<UNK>\nthe\u00a040\ncat\n".encode(), r"v.txt: line 4: the word 'the\\xa040' holds whitespace"),
+    ("<S>\t1\n</S>\t1\n<UNK>\t0\nx\u2028y\t3\n".encode(), r"v.txt: line 4: the word 'x\\u2028y' holds whitespace"),
     # (the counts were all dropped: no order check, and the trained model came out without them)
     (b"<S>\n</S>\n<UNK>\nthe\t40\ncat\t3\n", "v.txt: line 1: '<S>' has no count, while line 4 has one"),
 ])

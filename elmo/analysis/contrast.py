@@ -15,8 +15,9 @@ Each item is a pair of sentences with the same multiset of words (``the dog chas
   (:func:`elmo.analysis.probes.train_probe`) is trained on the targets of one half and tested
   on the other, then the halves swap; the accuracy is over every held-out target of the two
   rounds (each target is held out once, so halves of unequal size weigh by size). Since every
-  training word occurs with both labels, word identity cannot help: layer 0 scores exactly
-  chance. ``pair_accuracy`` asks the easier question of whether the probe ranks the two
+  training word occurs with both labels, word identity cannot help: layer 0 labels a pair's
+  two targets alike, so it gets at most one right, exactly chance where a category has two
+  labels (with more, 0 or 50% of each pair's, not 1 / labels). ``pair_accuracy`` asks the easier question of whether the probe ranks the two
   sentences of a held-out pair the right way round (a tie counts one half).
 
 Clustering by topic is not understanding: the sentences of a pair share their topic and

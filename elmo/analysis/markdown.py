@@ -336,8 +336,11 @@ def _render_contrast(r: dict, cmd: str) -> List[str]:
         if name in control:
             lines.append(f"| {name}, untrained copy | " + " | ".join(
                 f"{_pct(p['accuracy'])} / {_pct(p['pair_accuracy'])}" for p in control[name]) + " |")
-    lines += ["", "Layer 0 gives a word the same vector in both sentences, so it must score "
-              "exactly chance: a check of the set, not a finding. "
+    # (it said "must score exactly chance", which holds with two labels only: with more, a
+    # category's chance is 1 / labels, and layer 0 scores 0 or 50% on each pair)
+    lines += ["", "Layer 0 gives a word the same vector in both sentences, so it labels a pair's two "
+              "targets alike and gets at most one of them right: with two labels exactly chance "
+              "(50 / 50), a check of the set, not a finding. "
               + ("The *untrained copy* rows are the same architecture with fresh random "
                  "weights: word order alone lets a probe read cues such as `by the X` or "
                  "`X was`, so only the margin over that control is learned. " if control else "")
