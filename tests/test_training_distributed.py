@@ -145,10 +145,11 @@ def test_a_backend_this_torch_cannot_use_or_meta_is_a_value_error_naming_it():
 
 _COUNTING_LAUNCHER = '''
 import os, sys
+import torch
 from elmo.training.model import LanguageModel
 real = LanguageModel.forward
 def forward(self, batch, *args, **kwargs):
-    if kwargs.get("skip_given_targets"):  # a validation batch: count its sentences, per rank
+    if not torch.is_grad_enabled():  # a validation batch (scored without gradients): count its sentences, per rank
         with open(os.path.join(sys.argv[1], "scored-" + os.environ["RANK"]), "a") as f:
             f.write(f"{batch.lengths.shape[0]}\\n")
     return real(self, batch, *args, **kwargs)
