@@ -172,6 +172,7 @@ def test_analyze_contrast_section_writes_a_report(tmp_path, capsys):
     text = (out / "report.md").read_text()
     assert "## Contrast pairs" in text and "untrained copy" in text
     assert f"--contrast-file {pairs}" in text and "--only contrast" in text
+    assert f"The pairs of `{pairs}`." in text and "The built-in set" not in text
     assert main(["analyze", "fixture", "--out", str(tmp_path / "plain"), "--only", "contrast",
                  "--contrast-file", str(pairs), "--no-untrained-control"]) == 0
     plain = (tmp_path / "plain" / "report.md").read_text()
@@ -379,6 +380,58 @@ def test_only_adds_a_section_to_a_report_of_the_same_model_and_keeps_the_others(
     assert main(run + ["--only", "similarity", "--similarity-sets", str(tmp_path / "sim2.tsv")]) == 0
     again = json.loads((out / "results.json").read_text())
     assert list(again["similarity"]["sets"]) == [str(tmp_path / "sim2.tsv")] and again["wsd"] == before["wsd"]
+
+
+def test_kept_contrast_results_of_other_pairs_are_refused(tmp_path, monkeypatch, capsys):
+    """A kept contrast section was checked by the --contrast-file name alone: the file edited
+    under the same name, or a new version of the built-in set, left the numbers of the old
+    pairs in the report in silence. Now they are refused before any work, as another setting
+    is, and --only contrast computes them again on the pairs of now."""
+    from elmo.analysis import contrast_pairs
+
+    options = _merge_inputs(tmp_path, monkeypatch)
+    out = tmp_path / "out"
+    run = ["analyze", "fixture", "--out", str(out), *options]
+    assert main(run + ["--only", "contrast"]) == 0
+    results = json.loads((out / "results.json").read_text())
+    # comment lines and line ends are not pairs: the same pairs, kept
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text("# the same pairs\r\n" + _PAIRS.replace("\n", "\r\n") + "\r\n")
+    assert main(run + ["--only", "similarity"]) == 0
+    assert json.loads((out / "results.json").read_text())["contrast"] == results["contrast"]
+    kept = json.loads((out / "results.json").read_text())
+    capsys.readouterr()
+    pairs.write_text(_PAIRS.replace("agent\tpatient", "patient\tagent", 1) + "\n")    # one pair relabelled
+    assert main(run + ["--only", "similarity"]) == 1
+    captured = capsys.readouterr()
+    assert f"{out / 'results.json'}: its contrast section would be kept, but it was computed on other contrast " \
+           f"pairs ({pairs}: other pairs than when they were computed); rerun it too (--only contrast)" \
+           in captured.err and "similarity ..." not in captured.out
+    assert json.loads((out / "results.json").read_text()) == kept
+    assert main(run + ["--only", "contrast"]) == 0                    # computed again on the new pairs
+    assert main(run + ["--only", "similarity"]) == 0
+    capsys.readouterr()
+    # results that record no pairs (written before they were recorded) cannot be told apart
+    results = json.loads((out / "results.json").read_text())
+    del results["contrast"]["pairs"]
+    (out / "results.json").write_text(json.dumps(results))
+    assert main(run + ["--only", "similarity"]) == 1
+    assert "its contrast section records no digest of its pairs" in capsys.readouterr().err
+    # the built-in set: a new version of it is other pairs under the same (absent) option
+    builtin = [o for o in options if o not in ("--contrast-file", str(pairs))]
+    plain = ["analyze", "fixture", "--out", str(tmp_path / "builtin"), *builtin]
+    assert main(plain + ["--only", "contrast"]) == 0
+    recorded = json.loads((tmp_path / "builtin" / "results.json").read_text())["contrast"]["pairs"]
+    assert recorded["source"] == "built-in" and recorded["version"] == contrast_pairs.VERSION
+    report = (tmp_path / "builtin" / "report.md").read_text()
+    assert f"The built-in set (version {contrast_pairs.VERSION}) was written before any model" in report
+    monkeypatch.setattr(contrast_pairs, "VERSION", contrast_pairs.VERSION + 1)
+    monkeypatch.setattr(contrast_pairs, "BUILTIN", contrast_pairs.BUILTIN.replace("dog\tagent\tpatient",
+                                                                                  "dog\tpatient\tagent", 1))
+    capsys.readouterr()
+    assert main(plain + ["--only", "similarity"]) == 1
+    assert (f"computed on other contrast pairs (the built-in set, version {contrast_pairs.VERSION - 1} there, "
+            f"{contrast_pairs.VERSION} here)") in capsys.readouterr().err
 
 
 def test_every_setting_names_the_sections_it_changes():

@@ -312,6 +312,28 @@ def test_builtin_contrast_set_keeps_the_words_and_flips_the_labels():
     assert all(it.label_a != it.label_b and it.a != it.b for it in items)
 
 
+def _agent(sentence) -> str:
+    """The agent of a built-in role sentence, from its shape: ``DET X was VERB by DET Y ...``
+    (passive: Y), else ``DET X VERB ...`` or ``DET X that VERB ...`` (active: X)."""
+    if sentence[2] == "was":
+        return sentence[sentence.index("by") + 2]
+    return sentence[1]
+
+
+def test_builtin_role_labels_follow_from_the_sentences():
+    """Erratum 2026-12-08: "the letter that the editor rejected was written by the poet"
+    labelled the editor a patient, but it rejected the letter (both people are agents). Each
+    role sentence's agent, read off its shape, is the target labelled agent, the other target
+    the patient; 8 of the 18 role pairs are passive, as before."""
+    role = [it for it in contrast.load_pairs() if it.category == "role"]
+    for it in role:
+        for sentence, label in ((it.a, it.label_a), (it.b, it.label_b)):
+            assert label == ("agent" if _agent(sentence) == it.target else "patient"), (sentence, it.target)
+        assert {_agent(it.a), _agent(it.b)} <= {t.target for t in role if t.a == it.a}, it.a
+    pairs = {(it.a, it.b) for it in role}
+    assert len(pairs) == 18 and sum(a[2] == "was" for a, _ in pairs) == 8
+
+
 def test_parse_pairs_rejects_bad_lines():
     with pytest.raises(ValueError, match="6 tab-separated"):
         contrast.parse_pairs("role\tthe dog ran .\tthe dog ran .")

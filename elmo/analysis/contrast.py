@@ -25,6 +25,8 @@ words, so only what a layer encodes about the relation can separate them.
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import random
 from collections import defaultdict
 from dataclasses import dataclass
@@ -87,6 +89,24 @@ def load_pairs(path: Optional[Path] = None) -> List[ContrastItem]:
     text = decode_text(Path(path).read_bytes(), path, ValueError,
                        expected="contrast pairs are a UTF-8 tab-separated file")
     return parse_pairs(text, str(path))
+
+
+def pairs_record(path: Optional[Path] = None, items: Optional[Sequence[ContrastItem]] = None) -> dict:
+    """What the results of a contrast run record of its pairs (those of ``path``, or the
+    built-in set; ``items``: the pairs as loaded from it, read again when not given):
+    ``source`` (the file, or ``built-in``), the built-in set's ``version``
+    (:data:`.contrast_pairs.VERSION`; None for a file) and ``sha256``, a digest of the pairs as
+    parsed (comment lines, blank lines and line ends do not count). Results kept in a report
+    folder are checked against it: a file edited under the same name, or a new version of the
+    built-in set, gives other numbers."""
+    from .contrast_pairs import VERSION
+
+    items = load_pairs(path) if items is None else items
+    canonical = json.dumps([[it.category, list(it.a), list(it.b), it.target, it.label_a, it.label_b]
+                            for it in items], ensure_ascii=False)
+    return {"source": "built-in" if path is None else str(path),
+            "version": VERSION if path is None else None,
+            "sha256": hashlib.sha256(canonical.encode("utf-8")).hexdigest()}
 
 
 def different_words(items: Sequence[ContrastItem]) -> List[ContrastItem]:

@@ -1,7 +1,8 @@
 """The built-in contrast set: sentence pairs with the same words and a swapped relation.
 
-Written once, before any model was run on them, and not changed after seeing results. Three
-kinds, each with two target words per pair whose label flips between the two sentences:
+Written once, before any model was run on them, and not changed after seeing results (but for
+the erratum below). Three kinds, each with two target words per pair whose label flips between
+the two sentences:
 
 * ``role``: who did what to whom (agent / patient); half active, half passive, so the
   agent is not always the first noun;
@@ -14,7 +15,23 @@ label_a, label_b``, tokens separated by spaces; ``#`` starts a comment line. The
 the first occurrence of that token in each sentence; a pair with two targets takes two lines.
 The two sentences differ, and the target's label differs between them (else word identity
 alone would predict it).
+
+Versions (:data:`VERSION`; an analysis records the version and a digest of the pairs it
+measured, and a kept result of other pairs is refused):
+
+* 1: as first written.
+* 2 (erratum, 2026-12-08): the role pair "the letter that the editor rejected was written by
+  the poet ." / "the letter that the poet rejected was written by the editor ." labelled the
+  editor and the poet patient / agent, but both are agents in both sentences (the letter is
+  the patient of both verbs), so the pair measured nothing it claimed. It is replaced by the
+  passive pair "the editor was criticised by the poet in the letter ." / "the poet was
+  criticised by the editor in the letter ." (poet agent / patient, editor patient / agent),
+  chosen for what it is, not for any result. Still 50 pairs, 18 of them role pairs (8 of
+  them passive, as before).
 """
+
+#: The built-in set's version (see the list above); results record it.
+VERSION = 2
 
 BUILTIN = """\
 role	the dog chased the cat .	the cat chased the dog .	dog	agent	patient
@@ -51,8 +68,8 @@ role	the guard was attacked by the prisoner .	the prisoner was attacked by the g
 role	the guard was attacked by the prisoner .	the prisoner was attacked by the guard .	guard	patient	agent
 role	the student was taught by the professor .	the professor was taught by the student .	professor	agent	patient
 role	the student was taught by the professor .	the professor was taught by the student .	student	patient	agent
-role	the letter that the editor rejected was written by the poet .	the letter that the poet rejected was written by the editor .	poet	agent	patient
-role	the letter that the editor rejected was written by the poet .	the letter that the poet rejected was written by the editor .	editor	patient	agent
+role	the editor was criticised by the poet in the letter .	the poet was criticised by the editor in the letter .	poet	agent	patient
+role	the editor was criticised by the poet in the letter .	the poet was criticised by the editor in the letter .	editor	patient	agent
 negation	the soup was hot but the tea was not cold .	the soup was cold but the tea was not hot .	hot	affirmed	negated
 negation	the soup was hot but the tea was not cold .	the soup was cold but the tea was not hot .	cold	negated	affirmed
 negation	the door was open and the window was not locked .	the door was locked and the window was not open .	open	affirmed	negated

@@ -304,6 +304,15 @@ def _neighbors_command(q: dict, r: dict, model: str, config: AnalysisConfig) -> 
 
 
 
+def _contrast_source(pairs: Optional[dict]) -> str:
+    """Which pairs the contrast section measured, as its results record them (for results
+    that record none, written before, the sentence the report had then)."""
+    if pairs and pairs.get("source") != "built-in":
+        return f"The pairs of `{pairs.get('source')}`."
+    version = f" (version {pairs['version']})" if pairs and pairs.get("version") is not None else ""
+    return f"The built-in set{version} was written before any model was run on it and is not tuned."
+
+
 def _render_contrast(r: dict, cmd: str) -> List[str]:
     cats = r["categories"]
     n_layers = len(r["movement"]["words"])
@@ -312,8 +321,8 @@ def _render_contrast(r: dict, cmd: str) -> List[str]:
     lines = ["## Contrast pairs: same words, swapped relation", "",
              f"{r['n_items']} targets in {sum(c['n_pairs'] for c in cats.values())} pairs "
              "(" + ", ".join(f"{k} {v['n_pairs']}" for k, v in cats.items()) + "); "
-             f"{_count(r['different_words'], 'pair')} whose sentences differ in their words. The built-in "
-             "set was written before any model was run on it and is not tuned.", "",
+             f"{_count(r['different_words'], 'pair')} whose sentences differ in their words. "
+             + _contrast_source(r.get("pairs")), "",
              "How far vectors move between the two sentences of a pair (mean 1 - cosine), with "
              "the spread of random token pairs for scale:", "", head, sep]
     m = r["movement"]

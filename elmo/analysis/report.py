@@ -487,6 +487,8 @@ def check_results_kept(path: Path, sections: Sequence[str], config: AnalysisConf
     if changed:
         raise ValueError(f"{where} would keep, but they were computed with other settings: {'; '.join(changed)}; "
                          f"give their settings, rerun them too (--only) or give another --out")
+    if "contrast" in kept:
+        check_contrast_pairs_kept(path, earlier, config)
     from .markdown import render
 
     try:   # (a hand-edited section failed the merged report after the new ones had run)
@@ -495,6 +497,34 @@ def check_results_kept(path: Path, sections: Sequence[str], config: AnalysisConf
         raise ValueError(f"{path}: not as elmo analyze wrote it ({type(e).__name__}: {e}); its sections cannot "
                          f"be kept: run them all, or give another --out") from None
     return earlier
+
+
+def check_contrast_pairs_kept(path: Path, earlier: dict, config: AnalysisConfig) -> None:
+    """Refuse to keep ``earlier``'s contrast section unless it records the pairs that
+    ``config`` names now (:func:`~elmo.analysis.contrast.pairs_record`): ``--contrast-file``
+    compares the file's name only, and a file edited under the same name, or a new version of
+    the built-in set, gave the kept numbers on other pairs without a word. Results that record
+    no pairs (written before they were recorded) cannot be told apart, and are refused too."""
+    from .contrast import pairs_record
+
+    section = earlier.get("contrast")
+    recorded = section.get("pairs") if isinstance(section, dict) else None
+    way_out = "rerun it too (--only contrast) or give another --out"
+    try:
+        now = pairs_record(Path(config.contrast_file) if config.contrast_file else None)
+    except (OSError, ValueError) as e:
+        raise ValueError(f"{path}: its contrast section would be kept, but its pairs cannot be read now to check "
+                         f"that they are the same ({e}); {way_out}") from None
+    if not isinstance(recorded, dict):
+        raise ValueError(f"{path}: its contrast section records no digest of its pairs (written before they "
+                         f"were recorded), so it cannot be told to be of the pairs of {now['source']} now; "
+                         f"{way_out}")
+    if recorded.get("sha256") != now["sha256"]:
+        what = (f"the built-in set, version {recorded.get('version')} there, {now['version']} here"
+                if now["version"] is not None and recorded.get("version") not in (None, now["version"])
+                else f"{now['source']}: other pairs than when they were computed")
+        raise ValueError(f"{path}: its contrast section would be kept, but it was computed on other contrast "
+                         f"pairs ({what}); {way_out}")
 
 
 #: What rendering a hand-edited ``results.json`` raises (a section replaced by a number, say).

@@ -162,12 +162,15 @@ def _run_neighbors(embedder, config: AnalysisConfig, out: Path, progress: bool =
 
 def _run_contrast(embedder, config: AnalysisConfig, out: Path, progress: bool = False,
                   digest: Optional[str] = None) -> dict:
-    from .contrast import contrast_eval, load_pairs
+    from .contrast import contrast_eval, load_pairs, pairs_record
 
     from .vectors import untrained_copy
 
-    items = load_pairs(Path(config.contrast_file) if config.contrast_file else None)
+    path = Path(config.contrast_file) if config.contrast_file else None
+    items = load_pairs(path)
     res = contrast_eval(embedder, items, config.seed, config.contrast_l2, config.batch_size, progress)
+    # (which pairs: a report keeps this section only while its file or set is unchanged)
+    res["pairs"] = pairs_record(path, items)
     if config.untrained_control:
         control = contrast_eval(untrained_copy(embedder.bilm, config.seed), items, config.seed,
                                 config.contrast_l2, config.batch_size, progress)
