@@ -434,6 +434,75 @@ def test_kept_contrast_results_of_other_pairs_are_refused(tmp_path, monkeypatch,
             f"{contrast_pairs.VERSION} here)") in capsys.readouterr().err
 
 
+def _every_input_file(tmp_path, monkeypatch) -> list:
+    """The options of a seconds-long report of every section on the fixture model, each read
+    from a small file of its own (:func:`_merge_inputs`, a word/TAG Brown POS beside the tiny
+    WordNet, a neighbours corpus and a similarity corpus)."""
+    from elmo.analysis import datasets
+
+    options = _merge_inputs(tmp_path, monkeypatch)
+    monkeypatch.setenv("ELMO_DATA", str(tmp_path / "data"))             # (the neighbour index)
+    tagged = ["the/at dog/nn saw/vbd a/at cat/nn ./.", "a/at king/nn ran/vbd ./.", "she/pps sat/vbd ./."]
+    folder = datasets.corpus_dir("brown-pos")                          # (the tiny WordNet's folder)
+    for split in ("train", "test"):
+        (folder / f"{split}.txt").write_text("\n".join(tagged) + "\n")
+    (tmp_path / "corpus.txt").write_text("the bank raised its rates .\nwe sat on the river bank .\n")
+    return [*options, "--neighbors-corpus", str(tmp_path / "corpus.txt"), "--similarity-corpus",
+            str(tmp_path / "corpus.txt"), "--pos-iterations", "3"]
+
+
+def test_kept_sections_of_files_edited_under_the_same_name_are_refused(tmp_path, monkeypatch, capsys):
+    """A kept section's input files were checked by their names alone (--neighbors-corpus,
+    --similarity-sets, --similarity-corpus) or not at all (Brown POS and WordNet in the data
+    cache): a file edited under the same name left the numbers of its old text in the report in
+    silence. Now each section records a SHA-256 of every file it read, and a kept section whose
+    files differ, cannot be read, or that records none is refused before any work, as a kept
+    contrast section of other pairs is."""
+    from elmo.analysis import datasets
+
+    options = _every_input_file(tmp_path, monkeypatch)
+    out = tmp_path / "out"
+    run = ["analyze", "fixture", "--out", str(out), *options]
+    assert main(run + [a for s in ("pos", "wsd", "neighbors", "similarity") for a in ("--only", s)]) == 0
+    results = json.loads((out / "results.json").read_text())
+    data = datasets.corpus_dir("wordnet")
+    assert set(results["neighbors"]["inputs"]) == {f"--neighbors-corpus {tmp_path / 'corpus.txt'}"}
+    assert set(results["similarity"]["inputs"]) == {f"--similarity-sets {tmp_path / 'sim.tsv'}",
+                                                    f"--similarity-corpus {tmp_path / 'corpus.txt'}"}
+    assert set(results["pos"]["inputs"]) == {"brown-pos/train.txt", "brown-pos/test.txt"}
+    assert set(results["wsd"]["inputs"]) == {"wordnet/examples.tsv", "wordnet/senses.tsv", "wordnet/synsets.tsv"}
+    assert main(run + ["--only", "contrast"]) == 0                      # the same files: all kept
+    kept = json.loads((out / "results.json").read_text())
+    assert all(kept[s] == results[s] for s in ("pos", "wsd", "neighbors", "similarity"))
+    capsys.readouterr()
+    for file, label, section in ((tmp_path / "sim.tsv", f"--similarity-sets {tmp_path / 'sim.tsv'}", "similarity"),
+                                 (tmp_path / "corpus.txt", f"--neighbors-corpus {tmp_path / 'corpus.txt'}",
+                                  "neighbors"),
+                                 (data / "test.txt", "brown-pos/test.txt", "pos"),
+                                 (data / "senses.tsv", "wordnet/senses.tsv", "wsd")):
+        text = file.read_text()
+        file.write_text(text.replace("\n", " \n", 1))                   # edited under the same name
+        assert main(run + ["--only", "contrast"]) == 1, section
+        captured = capsys.readouterr()
+        assert f"{out / 'results.json'}: its {section} section would be kept, but it was computed on other input " \
+               f"files ({label}: other content than when it was computed" in captured.err, captured.err
+        assert f"rerun it too (--only {section})" in captured.err and "contrast ..." not in captured.out
+        assert json.loads((out / "results.json").read_text()) == kept
+        file.write_text(text)
+    # a file that is gone cannot be compared; results that record no files cannot be told apart
+    (tmp_path / "sim.tsv").rename(tmp_path / "gone.tsv")
+    assert main(run + ["--only", "contrast"]) == 1
+    assert "its similarity section would be kept, but its input files cannot be read now" in capsys.readouterr().err
+    (tmp_path / "gone.tsv").rename(tmp_path / "sim.tsv")
+    del kept["neighbors"]["inputs"]
+    (out / "results.json").write_text(json.dumps(kept))
+    assert main(run + ["--only", "contrast"]) == 1
+    assert "its neighbors section records no digest of its input files (written before they were recorded), so " \
+           f"it cannot be told to be of --neighbors-corpus {tmp_path / 'corpus.txt'} now" in capsys.readouterr().err
+    assert main(run + ["--only", "neighbors"]) == 0                     # computed again: kept from now on
+    assert main(run + ["--only", "contrast"]) == 0
+
+
 def test_every_setting_names_the_sections_it_changes():
     """A setting missing from the table would be checked for no kept section: a merge would then
     keep sections computed with another value of it, under a report that states this run's."""
@@ -1032,6 +1101,9 @@ def test_analyze_draws_a_bar_while_each_section_embeds_on_a_terminal_only(tmp_pa
     options = _merge_inputs(tmp_path, monkeypatch)
     wordnet = datasets.corpus_dir("wordnet")
     brown = tmp_path / "brown-pos"
+    brown.mkdir()
+    for split in ("train", "test"):   # (read by brown_pos below no more, but hashed for the results' record)
+        (brown / f"{split}.txt").write_text("the/at bank/nn rose/vbd\n")
     monkeypatch.setattr(datasets, "corpus_dir", lambda name, fetch=True: brown if name == "brown-pos" else wordnet)
     tagged = [[("the", "DET"), ("bank", "NOUN"), ("rose", "VERB")], [("we", "PRON"), ("sat", "VERB")]]
     monkeypatch.setattr(datasets, "brown_pos", lambda folder, split, limit, seed: tagged)

@@ -1243,3 +1243,26 @@ def test_pos_probe_standardises_its_train_layers_for_the_mix_probe_in_place(monk
         return train_probe(x, *args, **kwargs)
     monkeypatch.setattr(probes, "train_probe", copying)
     assert probes.pos_probe(bilm, train, test, max_iter=5) == result
+
+
+@pytest.mark.parametrize("setting", [{"neighbors_corpus": "brown:dev"}, {"similarity_sets": "wordsim353"},
+                                     {"similarity_sets": "PAIRS", "similarity_corpus": "brown:train"}])
+def test_the_check_of_a_kept_sections_files_fetches_no_corpus(tmp_path, monkeypatch, setting):
+    """Checking a kept section's files only reads: a corpus of the data cache that is not there
+    (another machine's report) is named as unreadable, not downloaded before any section runs."""
+    from elmo.analysis.inputs import check_inputs_kept
+    from elmo.data import sources
+
+    monkeypatch.setenv("ELMO_DATA", str(tmp_path / "data"))
+    if setting.get("similarity_sets") == "PAIRS":   # (a pair file at hand: the corpus alone is missing)
+        (tmp_path / "pairs.tsv").write_text("cat\tdog\t5\n")
+        setting = {**setting, "similarity_sets": str(tmp_path / "pairs.tsv")}
+
+    def fetched(name, *args, **kwargs):
+        raise AssertionError(f"{name} fetched by a check")
+    monkeypatch.setattr(sources, "get", fetched)
+    section = "neighbors" if "neighbors_corpus" in setting else "similarity"
+    earlier = {section: {"inputs": {"--neighbors-corpus brown:dev": "0" * 64}}}
+    with pytest.raises(ValueError, match=f"results.json: its {section} section would be kept, but its input files "
+                                         f"cannot be read now to check that they are the same"):
+        check_inputs_kept(tmp_path / "results.json", earlier, section, report.AnalysisConfig(**setting))

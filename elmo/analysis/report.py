@@ -141,9 +141,9 @@ def command(model: str, out: Path, config: AnalysisConfig, only: Optional[str] =
 
 
 # ----------------------------------------------------------------------------- data
-def resolve_corpus(spec: str) -> Path:
+def resolve_corpus(spec: str, fetch: bool = True) -> Path:
     """A text file for ``--neighbors-corpus``: a path, or ``CORPUS:SPLIT`` of a standard-form
-    corpus (``brown:dev`` -> ``brown/dev.txt``, fetched when missing)."""
+    corpus (``brown:dev`` -> ``brown/dev.txt``, fetched when missing unless not ``fetch``)."""
     if Path(spec).is_file():
         return Path(spec)
     if Path(spec).is_dir():
@@ -155,7 +155,7 @@ def resolve_corpus(spec: str) -> Path:
     if not re.fullmatch(r"[a-z0-9-]+", name):
         raise FileNotFoundError(f"no corpus file {spec}")
     try:
-        folder = corpus_dir(name)
+        folder = corpus_dir(name, fetch)
     except DataError as e:
         if colon:
             raise
@@ -168,28 +168,35 @@ def resolve_corpus(spec: str) -> Path:
 
 def similarity_sets(spec: str) -> Dict[str, list]:
     """The word pair sets of ``--similarity-sets`` (comma separated), read: name -> scored
-    pairs (:func:`elmo.analysis.similarity.read_pairs`). Each is a pair file, or the name of a
-    pair corpus of ``elmo data`` (``wordsim353`` -> ``wordsim353/pairs.tsv``, fetched when
-    missing)."""
+    pairs (:func:`elmo.analysis.similarity.read_pairs`) of each file of
+    :func:`similarity_set_files`."""
+    from .similarity import read_pairs
+
+    return {name: read_pairs(path) for name, path in similarity_set_files(spec).items()}
+
+
+def similarity_set_files(spec: str, fetch: bool = True) -> Dict[str, Path]:
+    """The files of ``--similarity-sets`` (comma separated): name -> its pair file. Each is a
+    pair file, or the name of a pair corpus of ``elmo data`` (``wordsim353`` ->
+    ``wordsim353/pairs.tsv``, fetched when missing unless not ``fetch``)."""
     from ..data.sources import SOURCES
     from .datasets import corpus_dir
-    from .similarity import read_pairs
 
     pair_corpora = sorted(n for n, src in SOURCES.items() if src.kind == "pairs")
     names = [n.strip() for n in spec.split(",")]
     if not all(names) or len(set(names)) != len(names):
         raise ValueError(f"--similarity-sets {spec!r}: give distinct pair corpora or files, comma separated, "
                          f"e.g. wordsim353,simlex999")
-    sets = {}
+    files = {}
     for name in names:
         if Path(name).exists():
-            sets[name] = read_pairs(Path(name))
+            files[name] = Path(name)
         elif name in pair_corpora:
-            sets[name] = read_pairs(corpus_dir(name) / "pairs.tsv")
+            files[name] = corpus_dir(name, fetch) / "pairs.tsv"
         else:   # (a corpus of another kind, brown say, was fetched before it failed)
             raise FileNotFoundError(f"--similarity-sets {name}: no such file, nor a corpus of word pairs "
                                     f"({', '.join(pair_corpora)})")
-    return sets
+    return files
 
 
 def index_home() -> Path:
@@ -360,7 +367,7 @@ def run_analysis(model: str, out: Path, config: Optional[AnalysisConfig] = None,
 
     ``out`` may hold an earlier report. Its sections that this run leaves out are kept, and
     the report written with them and the new ones, where they are of the same weights
-    (:func:`check_same_model`) and settings; otherwise, or for another tool's
+    (:func:`check_same_model`), settings and input files; otherwise, or for another tool's
     ``results.json``, the run is refused before any section runs (:func:`check_results_kept`),
     as is a second run into the folder while one runs. A report of another model that this
     run would replace whole is refused too, unless ``overwrite`` (two run folders of one name,
@@ -466,8 +473,11 @@ def check_results_kept(path: Path, sections: Sequence[str], config: AnalysisConf
     tool's ``results.json`` (an experiment's runs), results that record no weights fingerprint
     (:func:`check_same_model` could not tell their model), and results whose kept sections
     were computed with other settings than ``config`` (:data:`SETTING_SECTIONS`): the report
-    and its "Everything below" command state one set of settings for every section. (``--only
-    contrast`` into a full report's folder once replaced its other sections with it alone.)"""
+    and its "Everything below" command state one set of settings for every section; and kept
+    sections computed on other input files or pairs than those of now, or that record none
+    (:func:`~elmo.analysis.inputs.check_inputs_kept`, :func:`check_contrast_pairs_kept`).
+    (``--only contrast`` into a full report's folder once replaced its other sections with it
+    alone.)"""
     if not path.is_file():
         return None
     earlier = read_results(path)
@@ -487,8 +497,7 @@ def check_results_kept(path: Path, sections: Sequence[str], config: AnalysisConf
     if changed:
         raise ValueError(f"{where} would keep, but they were computed with other settings: {'; '.join(changed)}; "
                          f"give their settings, rerun them too (--only) or give another --out")
-    if "contrast" in kept:
-        check_contrast_pairs_kept(path, earlier, config)
+    from .inputs import check_inputs_kept
     from .markdown import render
 
     try:   # (a hand-edited section failed the merged report after the new ones had run)
@@ -496,6 +505,12 @@ def check_results_kept(path: Path, sections: Sequence[str], config: AnalysisConf
     except HAND_EDITED as e:
         raise ValueError(f"{path}: not as elmo analyze wrote it ({type(e).__name__}: {e}); its sections cannot "
                          f"be kept: run them all, or give another --out") from None
+    # (a setting names a file, or none: the file edited under the same name kept other numbers)
+    for name in kept:
+        if name == "contrast":
+            check_contrast_pairs_kept(path, earlier, config)
+        elif name in SECTIONS:
+            check_inputs_kept(path, earlier, name, config)
     return earlier
 
 
@@ -592,6 +607,7 @@ def _run_sections(model: str, out: Path, config: AnalysisConfig, sections: List[
     from ..folder_swap import naming_as
     from ..output_checks import writing
     from . import plots
+    from .inputs import input_digests
     from .markdown import paper_findings, render
     from ..model_digest import model_digest
     from .sections import SECTION_RUNNERS
@@ -628,11 +644,16 @@ def _run_sections(model: str, out: Path, config: AnalysisConfig, sections: List[
             for name in sections:
                 t = time.time()
                 log(f"analyze: {name} ...")
+                # (which files, hashed before the section reads them: a report keeps this section
+                # only while they are unchanged)
+                inputs = input_digests(name, config)
                 # (a section's embedding, probes or corpus index: minutes without a word, unless
                 # a bar says how far)
                 # (the digest hashed above, not again: ~0.5 s for the original-size model)
                 results[name] = SECTION_RUNNERS[name](embedder, config, stage, progress=progress,
                                                       digest=results["model_fingerprint"])
+                if inputs is not None:
+                    results[name]["inputs"] = inputs
                 results["seconds"][name] = round(time.time() - t, 1)
             if earlier is not None:
                 results = merge_kept(results, earlier)

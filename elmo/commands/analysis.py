@@ -29,7 +29,7 @@ def register(subparsers) -> None:
                         "folder's; for a run's trained model RUN/model, the run folder's name)")
     p.add_argument("--only", action="append", choices=SECTIONS,
                    help="run only this section (repeatable; default: all); into the folder of a report "
-                        "of the same model and settings, it adds or redoes the section and keeps the others")
+                        "of the same model, settings and input files, it adds or redoes the section and keeps the others")
     add_arguments(p, AnalysisConfig)
     # a setting whose default is None reads as None when not given (code and tests read
     # args.pca_word); analyze() hands from_args only the options that carry a value
