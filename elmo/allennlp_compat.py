@@ -18,7 +18,6 @@ in the README ("Differences from AllenNLP"). Nothing here is new computation:
 from __future__ import annotations
 
 import copy
-
 import os
 import shutil
 from itertools import islice
