@@ -232,6 +232,13 @@ def _doc_vector(doc):
     return _mean_of_words(doc, 0, len(doc))
 
 
+def _doc_vector_norm(doc) -> float:
+    # spaCy caches a Doc's norm at its first reading: read before 'elmo' ran (0), or before
+    # another 'elmo' component embedded the Doc again, it was that norm, not its vector's.
+    # (Spans and tokens compute theirs anew; spaCy's span hook would return the vector.)
+    return float(np.linalg.norm(np.asarray(_doc_vector(doc), dtype="float64")))
+
+
 def _span_vector(span):
     return _mean_of_words(span.doc, span.start, span.end)
 
@@ -535,7 +542,8 @@ def _record_rows(doc: Doc, source: Optional[Tuple[Optional[str], Optional[str]]]
 
 
 def _install_hooks(doc: Doc) -> None:
-    """Set the Doc's token, span and Doc hooks for ``vector``, ``has_vector`` and ``similarity``."""
+    """Set the Doc's token, span and Doc hooks for ``vector``, ``has_vector`` and ``similarity``,
+    and the Doc's for ``vector_norm``."""
     doc.user_token_hooks["vector"] = _token_vector
     doc.user_token_hooks["has_vector"] = _token_has_vector
     doc.user_token_hooks["similarity"] = _similarity
@@ -543,6 +551,7 @@ def _install_hooks(doc: Doc) -> None:
     doc.user_span_hooks["has_vector"] = _span_has_vector
     doc.user_span_hooks["similarity"] = _similarity
     doc.user_hooks["vector"] = _doc_vector
+    doc.user_hooks["vector_norm"] = _doc_vector_norm
     doc.user_hooks["has_vector"] = _doc_has_vector
     doc.user_hooks["similarity"] = _similarity
 

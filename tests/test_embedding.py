@@ -412,6 +412,21 @@ def test_masked_pool_ignores_padded_positions():
     torch.testing.assert_close(masked_pool(vectors, mask.float(), "max"), biggest)  # a 0/1 mask too
 
 
+@pytest.mark.parametrize("padding", [float("nan"), float("inf"), float("-inf")])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_masked_pool_ignores_padding_that_is_not_finite(padding, dtype):
+    """The mean multiplied the padding by the mask: NaN or inf there (an unfilled buffer,
+    float16 overflow past a sentence's end) times 0 made the whole mean NaN."""
+    vectors = torch.randn(2, 4, 3).to(dtype)
+    mask = torch.tensor([[1, 1, 0, 0], [0, 0, 0, 0]], dtype=torch.bool)
+    vectors[0, 2:] = padding
+    vectors[1] = padding
+    for pooling, pool in (("mean", lambda x: x.float().mean(0).to(dtype)), ("max", lambda x: x.amax(0))):
+        pooled = masked_pool(vectors, mask, pooling)
+        torch.testing.assert_close(pooled[0], pool(vectors[0, :2]))
+        assert not pooled[1].any()      # (no tokens: zeros)
+
+
 def test_masked_pool_refuses_a_mask_that_does_not_fit():
     vectors = torch.randn(2, 3, 4)
     for mask, shape in ((torch.ones(2, 1, dtype=torch.bool), "(2, 1)"),   # broadcast: wrong means

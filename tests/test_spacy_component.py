@@ -187,6 +187,23 @@ def test_docs_and_spans_without_words_have_no_vector():
         assert not doc[0:len(doc)].has_vector
 
 
+def test_doc_vector_norm_is_the_norm_of_its_current_vector():
+    """spaCy caches a Doc's vector_norm at its first reading: read before the 'elmo' component
+    ran it stayed 0, and after another 'elmo' component embedded the Doc again it was the norm
+    of the first component's vector."""
+    average, top = spacy.blank("en"), spacy.blank("en")
+    average.add_pipe("elmo", config={"model": "fixture", "layers": "average"})
+    top.add_pipe("elmo", config={"model": "fixture", "layers": "top"})
+    doc = average.make_doc("The bank closed  early .")
+    assert doc.vector_norm == 0                      # (no vectors yet: cached by spaCy)
+    for nlp in (average, top):
+        doc = nlp(doc)
+        assert doc.vector_norm == pytest.approx(float(np.linalg.norm(doc.vector)), rel=1e-6)
+        assert doc.vector_norm > 0
+        span = doc[1:4]
+        assert span.vector_norm == pytest.approx(float(np.linalg.norm(span.vector)), rel=1e-6)
+
+
 def test_similarity_is_the_cosine_of_the_elmo_vectors():
     """spaCy's similarity gave 1.0 for two tokens or spans of the same text, whatever their
     contexts (and warned that no vectors were loaded): it is the cosine of the vectors."""

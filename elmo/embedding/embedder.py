@@ -276,7 +276,8 @@ def frequent_words(sentences: Iterable[Sentence], min_count: int = 2, max_words:
 
 
 def masked_pool(vectors: torch.Tensor, mask: torch.Tensor, pooling: str = "mean") -> torch.Tensor:
-    """Pool token vectors into sentence vectors, ignoring padded positions.
+    """Pool token vectors into sentence vectors, ignoring padded positions (whatever they
+    hold, NaN or inf too).
 
     Args:
         vectors: (B, T, D); mask: (B, T) bool, True at real tokens.
@@ -310,7 +311,8 @@ def masked_pool(vectors: torch.Tensor, mask: torch.Tensor, pooling: str = "mean"
         # summed in float32 at least: float16 vectors of 10,000 tokens of 10.0 summed to inf
         # in float16, so their mean was inf; the mean itself fits the input's type
         wide = torch.promote_types(vectors.dtype, torch.float32)
-        total = (vectors.to(wide) * keep.to(wide)).sum(dim=1)
+        # (filled, not multiplied by the mask: NaN or inf padding times 0 is NaN in every mean)
+        total = vectors.to(wide).masked_fill(~keep, 0).sum(dim=1)
         return (total / counts.clamp(min=1).to(wide)).to(vectors.dtype)
     filled = vectors.masked_fill(~keep, float("-inf")).amax(dim=1)
     return torch.where(counts > 0, filled, torch.zeros_like(filled))
