@@ -32,6 +32,7 @@ import numpy as np
 import torch
 
 from ..checks import require_count, require_path, require_switch
+from ..folder_checksums import file_identity
 from ..io import atomic_write_text, no_empty_folder_on_failure, remove_temporaries
 from ..model_digest import model_digest, recorded_digest
 from ..output_checks import check_output_dir, check_output_file, refuse_replacing_inputs, writing
@@ -433,20 +434,10 @@ def _overwrite_mark(parts: Path, rank: int, world_size: int) -> Path:
     return parts / f"overwrite-rank-{rank}-of-{world_size}.json"
 
 
-def _file_state(path: Path) -> Optional[Tuple[int, int, int, int]]:
-    """(device, inode, mtime in ns, size) of ``path``, None where there is none: a file
-    replaced atomically (a new inode) or written again has another."""
-    try:
-        st = path.stat()
-    except OSError:
-        return None
-    return st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size
-
-
 def _marks_found(parts: Path, world_size: int) -> Dict[int, Any]:
-    """The :func:`_file_state` of each other rank's --overwrite mark in ``parts``, by rank, as
-    rank 0 finds them when it starts (see :func:`_refuse_a_rank_of_other_settings`)."""
-    return {r: _file_state(_overwrite_mark(parts, r, world_size)) for r in range(1, world_size)}
+    """The :func:`~elmo.folder_checksums.file_identity` of each other rank's --overwrite mark
+    in ``parts``, by rank, as rank 0 finds them when it starts (see :func:`_refuse_a_rank_of_other_settings`)."""
+    return {r: file_identity(_overwrite_mark(parts, r, world_size)) for r in range(1, world_size)}
 
 
 def _refuse_a_rank_of_other_settings(parts: Path, rank: int, world_size: int, settings: Dict,
@@ -459,7 +450,7 @@ def _refuse_a_rank_of_other_settings(parts: Path, rank: int, world_size: int, se
     A mark that rank 0 found may be a killed earlier run's, which its rank replaces when it
     starts: that one is waited for, as before."""
     mark = _overwrite_mark(parts, rank, world_size)
-    state = _file_state(mark)
+    state = file_identity(mark)
     if state is None or state == marks_before.get(rank):
         return
     try:
